@@ -1,0 +1,235 @@
+"""``freqlab freq``, ``freqlab stats`` and ``freqlab schedule``: frequency math on saved histograms."""
+
+from __future__ import annotations
+
+import json
+
+import click
+import numpy as np
+import polars as pl
+
+from freqlab.frequency.position import position_frequency
+from freqlab.frequency.regimes import REGIMES
+from freqlab.frequency.schedule import load_schedule, parse_tokens, schedule_frequency
+from freqlab.frequency.stats import DEFAULT_TAU, effective_length, share_at_least, share_at_most
+from freqlab.frequency.summary import describe, human_count, regime_summaries
+from freqlab.histogram import LengthHistogram
+
+
+class TokenCount(click.ParamType):
+    """A positive token count: ``2e9``, ``100B``, ``1.5T``."""
+
+    name = "TOKENS"
+
+    def convert(self, value, param, ctx):
+        if isinstance(value, int):
+            return value
+        try:
+            return parse_tokens(value)
+        except ValueError as exc:
+            self.fail(str(exc), param, ctx)
+
+
+TOKENS = TokenCount()
+
+
+def window_option(default=(2048,)):
+    return click.option(
+        "--L",
+        "Ls",
+        type=click.IntRange(min=1),
+        multiple=True,
+        default=default,
+        show_default=True,
+        help="Training window (repeat for several).",
+    )
+
+
+regime_option = click.option(
+    "--regime",
+    "regimes",
+    type=click.Choice(REGIMES),
+    multiple=True,
+    default=("natural",),
+    show_default=True,
+    help="Data regime (repeat for several).",
+)
+tokens_option = click.option(
+    "--tokens",
+    type=TOKENS,
+    default=None,
+    help="Training budget T for f_T and the effective-length prediction.",
+)
+tau_option = click.option(
+    "--tau",
+    type=TOKENS,
+    default=int(DEFAULT_TAU),
+    show_default=True,
+    help="Occurrence threshold (STRING Fig. 2b).",
+)
+json_option = click.option("--json", "as_json", is_flag=True, help="Print machine-readable JSON.")
+
+
+def echo_json(data) -> None:
+    click.echo(json.dumps(data, indent=2, ensure_ascii=False))
+
+
+@click.command("freq")
+@click.argument("hist", type=click.Path(dir_okay=False))
+@window_option()
+@regime_option
+@tokens_option
+@tau_option
+@click.option("--seed", type=int, default=0, show_default=True, help="Stream order for the pack regime.")
+@click.option("--out", type=click.Path(dir_okay=False), default=None, help="Write f(i) to this Parquet file.")
+@json_option
+def freq_command(hist, Ls, regimes, tokens, tau, seed, out, as_json):
+    """Position frequency f(i) = Σ_s max(|s| - i, 0) of a length histogram, per window and regime.
+
+    \b
+    Example:
+      freqlab freq freqlab-out/lengths.parquet --L 2048 --L 4096 --regime natural --regime concat --tokens 1T
+    """
+    h = LengthHistogram.read_parquet(hist)
+    rows = regime_summaries(h.lengths, h.counts, Ls, regimes, tokens=tokens, tau=tau, seed=seed)
+    if out:
+        _write_frequencies(h, Ls, regimes, seed, out)
+    if as_json:
+        echo_json({"histogram": str(hist), "corpus": h.corpus, "tokens": h.tokens, "results": rows})
+        return
+    click.echo(f"{hist}: {h.documents:,} documents, {h.tokens:,} tokens ({h.corpus or 'unnamed corpus'})")
+    for row in rows:
+        click.echo(describe(row))
+        needed = row["tokens_needed_at_half"]
+        if needed is not None:
+            click.echo(
+                f"    f_T({row['half']}) ≥ {human_count(row['tau'])} needs T ≥ {human_count(needed)} tokens; "
+                f"50% of mass at i ≤ {row['position_at_mass']['50%']}, 90% at i ≤ {row['position_at_mass']['90%']}"
+            )
+    if out:
+        click.echo(f"wrote {out}")
+
+
+def _write_frequencies(h: LengthHistogram, Ls, regimes, seed: int, out) -> None:
+    frames = []
+    for L in Ls:
+        for regime in regimes:
+            f = position_frequency(h.lengths, h.counts, L, regime, seed=seed)
+            frames.append(
+                pl.DataFrame(
+                    {
+                        "L": np.full(L, L, np.int64),
+                        "regime": [regime] * L,
+                        "position": np.arange(L),
+                        "frequency": f,
+                    }
+                )
+            )
+    pl.concat(frames).write_parquet(out)
+
+
+@click.command("stats")
+@click.argument("hist", type=click.Path(dir_okay=False))
+@click.option("--L", "L", type=click.IntRange(min=1), default=2048, show_default=True)
+@json_option
+def stats_command(hist, L, as_json):
+    """Summary of a length histogram: documents, tokens, mean, median, percentiles, long-document share.
+
+    \b
+    Example:
+      freqlab stats freqlab-out/lengths.parquet --L 4096 --json
+    """
+    summary = LengthHistogram.read_parquet(hist).summary(L)
+    if as_json:
+        echo_json(summary)
+        return
+    rows = [
+        ("corpus", summary["corpus"] or "-"),
+        ("tokenizer", summary["tokenizer"] or "-"),
+        ("documents read", f"{summary['documents_read']:,}"),
+        ("documents with tokens", f"{summary['documents']:,}"),
+        ("empty documents", f"{summary['empty_documents']:,}"),
+        ("skipped", ", ".join(f"{k}: {v:,}" for k, v in summary["skipped"].items()) or "0"),
+        ("tokens", f"{summary['tokens']:,}"),
+        ("mean length", f"{summary['mean']:,.1f}"),
+        ("median length", f"{summary['median']:,}"),
+        ("p10 / p90 / p99", " / ".join(f"{summary['percentiles'][p]:,}" for p in ("p10", "p90", "p99"))),
+        ("max length", f"{summary['max']:,}"),
+        (f"tokens in documents > {L}", f"{100 * summary['share_tokens_longer_than_L']:.1f}%"),
+    ]
+    for name, info in summary.get("sources", {}).items():
+        rows.append((f"source {name}", f"{info['documents']:,} documents, {info['tokens']:,} tokens"))
+    width = max(len(name) for name, _ in rows)
+    for name, value in rows:
+        click.echo(f"{name:<{width}}  {value}")
+
+
+@click.command("schedule")
+@click.argument("file", type=click.Path(dir_okay=False))
+@click.option("--hist", type=click.Path(dir_okay=False), default=None, help="Default histogram for the stages.")
+@tau_option
+@json_option
+def schedule_command(file, hist, tau, as_json):
+    """Position frequency after a multi-stage schedule: stage frequencies scaled to their budgets add up.
+
+    \b
+    Example schedule.yaml:
+      histogram: freqlab-out/lengths.parquet
+      stages:
+        - {name: pretrain, L: 2048, tokens: 1T, regime: natural}
+        - {name: long, L: 8192, tokens: 20B, regime: pack}
+    Run:
+      freqlab schedule schedule.yaml --json
+    """
+    schedule = load_schedule(file, histogram=hist)
+    result = schedule_frequency(schedule)
+    total = result.total
+    window = result.window
+    checkpoints = sorted({window // 4, window // 2, (3 * window) // 4, window - 1})
+    stages = [
+        {
+            "name": stage.name,
+            "L": stage.L,
+            "tokens": stage.tokens,
+            "regime": stage.regime,
+            "histogram": str(stage.histogram),
+            "effective_length_alone": _effective_alone(result, k, tau),
+        }
+        for k, stage in enumerate(schedule.stages)
+    ]
+    data = {
+        "schedule": str(file),
+        "window": window,
+        "tokens": sum(stage.tokens for stage in schedule.stages),
+        "tau": float(tau),
+        "effective_length": result.effective_length(tau),
+        "share_at_most_half": share_at_most(total, window // 2),
+        "share_at_least_three_quarters": share_at_least(total, (3 * window) // 4),
+        "occurrences": {str(i): float(total[i]) for i in checkpoints},
+        "stages": stages,
+    }
+    if as_json:
+        echo_json(data)
+        return
+    click.echo(f"{file}: {len(stages)} stages, {human_count(data['tokens'])} tokens, longest window {window}")
+    for stage in stages:
+        click.echo(
+            f"  {stage['name']:<16} L={stage['L']:<7} {human_count(stage['tokens']):>7} tokens  {stage['regime']:<8}"
+            f"  effective length alone: {stage['effective_length_alone']}"
+        )
+    click.echo(
+        f"all stages: effective length {data['effective_length']} at τ = {human_count(tau)}; "
+        f"{100 * data['share_at_most_half']:.1f}% of position mass at i ≤ {window // 2}, "
+        f"{100 * data['share_at_least_three_quarters']:.1f}% at i ≥ {(3 * window) // 4}"
+    )
+    for i in checkpoints:
+        click.echo(f"  F({i}) = {human_count(total[i])}")
+
+
+def _effective_alone(result, k: int, tau: float) -> int:
+    return effective_length(result.frequencies[k], result.schedule.stages[k].tokens, tau)
+
+
+def register(main: click.Group) -> None:
+    for command in (freq_command, stats_command, schedule_command):
+        main.add_command(command)

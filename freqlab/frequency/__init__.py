@@ -1,0 +1,36 @@
+"""Frequency math: data regimes, exact position frequency f(i), statistics and schedules."""
+
+from freqlab.frequency.position import position_frequency, segment_frequency
+from freqlab.frequency.regimes import REGIMES, Segments, pack_documents, segments, stream_order
+from freqlab.frequency.schedule import Schedule, Stage, load_schedule, parse_tokens, schedule_frequency
+from freqlab.frequency.stats import (
+    DEFAULT_TAU,
+    effective_length,
+    position_at_mass,
+    scale_to_budget,
+    share_at_least,
+    share_at_most,
+    tokens_needed,
+)
+
+__all__ = [
+    "DEFAULT_TAU",
+    "REGIMES",
+    "Schedule",
+    "Segments",
+    "Stage",
+    "effective_length",
+    "load_schedule",
+    "pack_documents",
+    "parse_tokens",
+    "position_at_mass",
+    "position_frequency",
+    "scale_to_budget",
+    "schedule_frequency",
+    "segment_frequency",
+    "segments",
+    "share_at_least",
+    "share_at_most",
+    "stream_order",
+    "tokens_needed",
+]

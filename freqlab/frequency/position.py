@@ -1,0 +1,62 @@
+"""Position frequency f(i): how often relative position i is trained (STRING Sec. 2.2, Eq. 2).
+
+For one segment of s tokens, RoPE's relative position matrix P[m][n] = m - n holds position i exactly
+``s - i`` times (0 <= i < s). Over all segments of a regime,
+
+    f(i) = Σ_s max(|s| - i, 0)  =  Σ_{l > i} c_l · l  -  i · Σ_{l > i} c_l,
+
+where c_l is the number of segments of length l. Both suffix sums take one ``cumsum`` each, so f over a
+window L costs O(L + distinct lengths), in exact int64.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from freqlab.frequency.kernels import scatter_add
+from freqlab.frequency.regimes import Segments, segments
+
+
+def segment_frequency(segs: Segments) -> np.ndarray:
+    """f(i) for 0 <= i < L from a segment-length histogram (all segments at most L long)."""
+    L = segs.L
+    lengths = segs.lengths
+    if lengths.size and lengths.max() > L:
+        raise ValueError(f"segment longer than L={L}: {int(lengths.max())}")
+    count_at = scatter_add(L + 1, lengths, segs.counts)  # c_l
+    tokens_at = count_at * np.arange(L + 1, dtype=np.int64)  # c_l * l
+    # suffix sums over l > i for i = 0..L-1: reverse cumsum, shifted by one
+    count_above = np.cumsum(count_at[::-1])[::-1][1:]
+    tokens_above = np.cumsum(tokens_at[::-1])[::-1][1:]
+    return tokens_above - np.arange(L, dtype=np.int64) * count_above
+
+
+def position_frequency(lengths, counts, L: int, regime: str = "natural", *, seed: int = 0) -> np.ndarray:
+    """Exact frequency f(i) of each relative position 0 <= i < L under a data regime (STRING Eq. 2).
+
+    Parameters
+    ----------
+    lengths, counts
+        Document-length histogram: ``counts[k]`` documents of ``lengths[k]`` tokens (lengths >= 1).
+    L
+        Training window (context length).
+    regime
+        ``natural``, ``truncate``, ``concat``, ``uniform`` or ``pack`` (see :mod:`freqlab.frequency.regimes`).
+    seed
+        Stream order for ``pack`` when only a histogram is known.
+
+    Returns
+    -------
+    np.ndarray
+        int64 array of shape (L,). ``f[0]`` is the number of tokens in the regime's segments.
+
+    Examples
+    --------
+    A single document of length L gives f(i) = L - i:
+
+    >>> position_frequency([4], [1], 4).tolist()
+    [4, 3, 2, 1]
+    >>> position_frequency([3, 6], [2, 1], 4).tolist()  # natural: 6 -> 4 + 2
+    [12, 8, 4, 1]
+    """
+    return segment_frequency(segments(lengths, counts, L, regime, seed=seed))

@@ -1,0 +1,200 @@
+"""Multi-stage training schedules: frequencies of several stages add up.
+
+A schedule is a small YAML (or JSON) file. Each stage trains ``tokens`` tokens with window ``L`` under a
+regime, on a histogram file (paths relative to the schedule file) or, when omitted, on the schedule's
+default ``histogram``. The frequency after all stages is
+
+    F(i) = Σ_stages f_k(i) · T_k / f_k(0),      0 <= i < max_k L_k,
+
+with f_k zero beyond its own window. This answers questions like the STRING paper's open one on Llama 3.1's
+six-stage schedule: how much do short long-context stages add to the tail? Example::
+
+    histogram: lengths.parquet     # default corpus for every stage
+    tau: 100e9                     # optional threshold for the effective-length prediction
+    stages:
+      - {name: pretrain, L: 2048, tokens: 1T, regime: natural}
+      - {name: long-8k, L: 8192, tokens: 20B, regime: pack, histogram: long.parquet}
+
+Token counts accept plain numbers (``1e12``) or suffixes K, M, B (or G), T.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from fractions import Fraction
+from pathlib import Path
+
+import numpy as np
+import yaml
+
+from freqlab.errors import FreqlabError
+from freqlab.frequency.position import position_frequency
+from freqlab.frequency.regimes import REGIMES
+from freqlab.frequency.stats import DEFAULT_TAU
+
+_SUFFIXES = {"K": 10**3, "M": 10**6, "B": 10**9, "G": 10**9, "T": 10**12}
+
+
+def parse_tokens(value) -> int:
+    """A positive token count from a number or a string such as ``"100B"``, ``"1.5T"`` or ``"2e9"``.
+
+    >>> parse_tokens("100B"), parse_tokens("1.5T"), parse_tokens(2e9)
+    (100000000000, 1500000000000, 2000000000)
+    """
+    if isinstance(value, bool):
+        raise FreqlabError(f"not a token count: {value!r}")
+    try:
+        if isinstance(value, str):
+            text = value.strip().upper().replace("_", "")
+            scale = _SUFFIXES.get(text[-1:], 1)
+            number = Fraction(text[:-1] if scale > 1 else text)
+        else:
+            scale, number = 1, Fraction(value)
+    except (ValueError, TypeError, ZeroDivisionError):
+        raise FreqlabError(f"not a token count: {value!r} (use e.g. 2e9, 100B or 1.5T)") from None
+    tokens = number * scale
+    if tokens <= 0 or tokens.denominator != 1:
+        raise FreqlabError(f"a token count must be a positive integer, got {value!r}")
+    return int(tokens)
+
+
+@dataclass(frozen=True)
+class Stage:
+    """One training stage: ``tokens`` tokens in windows of ``L`` under ``regime`` on ``histogram``."""
+
+    name: str
+    L: int
+    tokens: int
+    regime: str = "natural"
+    histogram: Path | None = None
+
+
+@dataclass(frozen=True)
+class Schedule:
+    stages: tuple[Stage, ...]
+    histogram: Path | None = None
+    tau: float = DEFAULT_TAU
+    source: str = "<schedule>"
+
+
+def load_schedule(path: str | Path, *, histogram: str | Path | None = None) -> Schedule:
+    """Read and validate a schedule file; ``histogram`` overrides its default corpus."""
+    path = Path(path)
+    try:
+        data = yaml.safe_load(path.read_text())
+    except OSError as exc:
+        raise FreqlabError(f"{path}: cannot read schedule ({exc.strerror})") from None
+    except yaml.YAMLError as exc:
+        raise FreqlabError(f"{path}: not valid YAML/JSON ({str(exc).splitlines()[0]})") from None
+    return parse_schedule(data, base=path.parent, source=str(path), histogram=histogram)
+
+
+def parse_schedule(data, *, base: Path = Path("."), source: str = "<schedule>", histogram=None) -> Schedule:
+    """Validate a schedule given as a dict (see the module docstring for the format)."""
+    if not isinstance(data, dict) or not isinstance(data.get("stages"), list) or not data["stages"]:
+        raise FreqlabError(f"{source}: a schedule needs a non-empty list 'stages'")
+    unknown = set(data) - {"stages", "histogram", "tau"}
+    if unknown:
+        raise FreqlabError(f"{source}: unknown key(s) {', '.join(sorted(unknown))}")
+    default = Path(histogram) if histogram else _relative(base, data.get("histogram"))
+    stages = []
+    for number, raw in enumerate(data["stages"], start=1):
+        where = f"{source}: stage {number}"
+        if not isinstance(raw, dict):
+            raise FreqlabError(f"{where}: expected a mapping, got {raw!r}")
+        unknown = set(raw) - {"name", "L", "tokens", "regime", "histogram"}
+        if unknown:
+            raise FreqlabError(f"{where}: unknown key(s) {', '.join(sorted(unknown))}")
+        name = str(raw.get("name", f"stage-{number}"))
+        where = f"{source}: stage {number} ({name})"
+        L = raw.get("L")
+        if isinstance(L, bool) or not isinstance(L, int) or L < 1:
+            raise FreqlabError(f"{where}: L must be a positive integer, got {L!r}")
+        if "tokens" not in raw:
+            raise FreqlabError(f"{where}: missing 'tokens'")
+        try:
+            tokens = parse_tokens(raw["tokens"])
+        except FreqlabError as exc:
+            raise FreqlabError(f"{where}: {exc}") from None
+        regime = raw.get("regime", "natural")
+        if regime not in REGIMES:
+            raise FreqlabError(f"{where}: unknown regime {regime!r}; choose one of {', '.join(REGIMES)}")
+        stage_histogram = _relative(base, raw.get("histogram")) or default
+        if stage_histogram is None:
+            raise FreqlabError(f"{where}: no histogram (give one for the stage or a default 'histogram')")
+        stages.append(Stage(name, L, tokens, regime, stage_histogram))
+    tau = data.get("tau", DEFAULT_TAU)
+    try:
+        tau = float(parse_tokens(tau))
+    except FreqlabError:
+        raise FreqlabError(f"{source}: tau must be a positive number, got {tau!r}") from None
+    return Schedule(tuple(stages), default, tau, source)
+
+
+def _relative(base: Path, value) -> Path | None:
+    if value is None:
+        return None
+    path = Path(str(value)).expanduser()
+    return path if path.is_absolute() else base / path
+
+
+@dataclass(frozen=True)
+class ScheduleFrequency:
+    """Per-stage raw frequencies f_k (int64) and budgets T_k; their scaled sum F (float64)."""
+
+    schedule: Schedule
+    frequencies: tuple[np.ndarray, ...]
+
+    @property
+    def window(self) -> int:
+        return max(stage.L for stage in self.schedule.stages)
+
+    def stage_scaled(self, k: int) -> np.ndarray:
+        """f_k · T_k / f_k(0), zero-padded to the longest window."""
+        f = self.frequencies[k]
+        out = np.zeros(self.window)
+        out[: f.size] = f * (self.schedule.stages[k].tokens / float(f[0]))
+        return out
+
+    @property
+    def total(self) -> np.ndarray:
+        """F(i): expected occurrences of position i over the whole schedule (float64)."""
+        return sum(self.stage_scaled(k) for k in range(len(self.frequencies)))
+
+    def occurrences(self, i: int) -> Fraction:
+        """F(i) as an exact rational."""
+        total = Fraction(0)
+        for f, stage in zip(self.frequencies, self.schedule.stages):
+            if i < f.size and f[0] > 0:
+                total += Fraction(int(f[i]) * stage.tokens, int(f[0]))
+        return total
+
+    def effective_length(self, tau: float | None = None) -> int:
+        """Largest i with F(i) >= tau (exact; F is non-increasing)."""
+        threshold = Fraction(self.schedule.tau if tau is None else tau)
+        if self.occurrences(0) < threshold:
+            return 0
+        lo, hi = 0, self.window - 1
+        while lo < hi:
+            mid = (lo + hi + 1) // 2
+            if self.occurrences(mid) >= threshold:
+                lo = mid
+            else:
+                hi = mid - 1
+        return lo
+
+
+def schedule_frequency(schedule: Schedule, *, seed: int = 0) -> ScheduleFrequency:
+    """Evaluate every stage's frequency on its histogram (each file is read once)."""
+    from freqlab.histogram import LengthHistogram  # local: histogram imports the regimes module
+
+    cache: dict[Path, LengthHistogram] = {}
+    frequencies = []
+    for stage in schedule.stages:
+        if stage.histogram not in cache:
+            cache[stage.histogram] = LengthHistogram.read_parquet(stage.histogram)
+        h = cache[stage.histogram]
+        if h.documents == 0:
+            raise FreqlabError(f"{stage.histogram}: the histogram holds no documents")
+        frequencies.append(position_frequency(h.lengths, h.counts, stage.L, stage.regime, seed=seed))
+    return ScheduleFrequency(schedule, tuple(frequencies))

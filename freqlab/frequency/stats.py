@@ -1,0 +1,146 @@
+"""Statistics on a position frequency f: mass shares, budgets, and effective-length prediction.
+
+f is non-increasing in i (f(i) - f(i+1) is the number of segments longer than i), which the searches here
+use. Budgets rescale f to T training tokens: f_T(i) = f(i) · T / f(0), since f(0) is the number of tokens
+in the regime's segments. Threshold comparisons ``f_T(i) >= tau`` are done in exact integer arithmetic
+(``f(i) · T >= tau · f(0)`` on Python ints), so predictions do not depend on float rounding.
+
+The threshold ``DEFAULT_TAU = 100e9`` is the STRING calibration (Sec. 3, Fig. 2b): two 1.3B TinyLlama models
+(2K and 4K windows, SlimPajama) both reached an effective length of 1,280 when f(1280) ≈ 100B. It is an
+empirical, model-dependent value, not a law: larger models may need fewer occurrences.
+"""
+
+from __future__ import annotations
+
+from fractions import Fraction
+
+import numpy as np
+
+from freqlab.errors import FreqlabError
+
+DEFAULT_TAU: float = 100e9
+
+
+def _frequency(f) -> np.ndarray:
+    f = np.asarray(f)
+    if f.ndim != 1 or f.size == 0:
+        raise FreqlabError("a position frequency must be a non-empty 1-D array")
+    return f
+
+
+def _sum(values: np.ndarray) -> int:
+    """Exact sum: int64 when it cannot overflow, Python ints otherwise."""
+    if values.size == 0:
+        return 0
+    if int(np.abs(values).max()) * values.size < 2**62:
+        return int(values.sum(dtype=np.int64))
+    return int(values.astype(object).sum())
+
+
+def _index(f: np.ndarray, x) -> int:
+    if not 0 <= int(x) < f.size:
+        raise FreqlabError(f"position {x} is outside the window 0..{f.size - 1}")
+    return int(x)
+
+
+def share_at_most(f, x: int) -> float:
+    """Share of position mass at relative positions i <= x: Σ_{i<=x} f(i) / Σ_i f(i).
+
+    >>> share_at_most([4, 3, 2, 1], 1)
+    0.7
+    """
+    f = _frequency(f)
+    total = _sum(f)
+    return _sum(f[: _index(f, x) + 1]) / total if total else 0.0
+
+
+def share_at_least(f, x: int) -> float:
+    """Share of position mass at relative positions i >= x.
+
+    >>> share_at_least([4, 3, 2, 1], 2)
+    0.3
+    """
+    f = _frequency(f)
+    total = _sum(f)
+    return _sum(f[_index(f, x) :]) / total if total else 0.0
+
+
+def position_at_mass(f, fraction: float) -> int:
+    """Smallest position i whose cumulative mass Σ_{j<=i} f(j) reaches ``fraction`` of the total.
+
+    >>> position_at_mass([4, 3, 2, 1], 0.7)
+    1
+    """
+    f = _frequency(f)
+    if not 0.0 < fraction <= 1.0:
+        raise FreqlabError(f"fraction must be in (0, 1], got {fraction}")
+    big = int(np.abs(f).max()) * f.size >= 2**62
+    cumulative = np.cumsum(f.astype(object) if big else f)  # exact either way
+    # exact: compare cumulative * denominator >= total * numerator with a rational fraction
+    ratio = Fraction(fraction).limit_denominator(10**12)
+    total = int(cumulative[-1])
+    target = -(-total * ratio.numerator // ratio.denominator)  # ceil(total * fraction)
+    return int(np.searchsorted(cumulative, target, side="left"))
+
+
+def scale_to_budget(f, tokens: float) -> np.ndarray:
+    """f_T = f · T / f(0): expected occurrences of each position after training on T tokens (float64).
+
+    >>> scale_to_budget([4, 3, 2, 1], 8).tolist()
+    [8.0, 6.0, 4.0, 2.0]
+    """
+    f = _frequency(f)
+    if f[0] <= 0:
+        raise FreqlabError("f(0) is zero: the regime holds no tokens")
+    return f.astype(np.float64) * (float(tokens) / float(f[0]))
+
+
+def _reaches(f: np.ndarray, i: int, tokens: int, tau: Fraction) -> bool:
+    # f_T(i) >= tau  <=>  f(i) * T >= tau * f(0), exactly
+    return int(f[i]) * tokens * tau.denominator >= tau.numerator * int(f[0])
+
+
+def _budget(tokens) -> int:
+    if tokens is None or float(tokens) <= 0:
+        raise FreqlabError(f"the token budget must be positive, got {tokens}")
+    return int(tokens) if isinstance(tokens, (int, np.integer)) else round(float(tokens))
+
+
+def effective_length(f, tokens: float, tau: float = DEFAULT_TAU) -> int:
+    """Predicted effective context length: the largest i with f_T(i) >= tau (0 when even f_T(0) < tau).
+
+    Uses the STRING finding (Sec. 3, Fig. 2b) that effective length tracks where f_T drops below a
+    model-dependent threshold tau (default 100B for a 1.3B model).
+
+    >>> effective_length([4, 3, 2, 1], tokens=400, tau=150)  # f_T = [400, 300, 200, 100]
+    2
+    """
+    f = _frequency(f)
+    T = _budget(tokens)
+    threshold = Fraction(tau)
+    if f[0] <= 0 or not _reaches(f, 0, T, threshold):
+        return 0
+    lo, hi = 0, f.size - 1  # invariant: f_T(lo) >= tau; f is non-increasing
+    while lo < hi:
+        mid = (lo + hi + 1) // 2
+        if _reaches(f, mid, T, threshold):
+            lo = mid
+        else:
+            hi = mid - 1
+    return lo
+
+
+def tokens_needed(f, i: int, tau: float = DEFAULT_TAU) -> int:
+    """Smallest training budget T (tokens) with f_T(i) >= tau: ceil(tau · f(0) / f(i)).
+
+    >>> tokens_needed([4, 3, 2, 1], 2, tau=150)
+    300
+    """
+    f = _frequency(f)
+    i = _index(f, i)
+    if f[i] <= 0:
+        raise FreqlabError(f"position {i} never occurs under this regime (f({i}) = 0)")
+    threshold = Fraction(tau)
+    numerator = threshold.numerator * int(f[0])
+    denominator = threshold.denominator * int(f[i])
+    return -(-numerator // denominator)

@@ -1,0 +1,81 @@
+"""One summary of a position frequency, shared by ``freqlab freq``, ``freqlab scan`` and the notebooks."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from freqlab.frequency.position import segment_frequency
+from freqlab.frequency.regimes import segments
+from freqlab.frequency.stats import (
+    DEFAULT_TAU,
+    effective_length,
+    position_at_mass,
+    share_at_least,
+    share_at_most,
+    tokens_needed,
+)
+
+
+def frequency_summary(f, *, tokens: float | None = None, tau: float = DEFAULT_TAU) -> dict:
+    """Shares of position mass at i <= L/2 and i >= 3L/4 (STRING Sec. 2.2 uses 1024 and 1536 at L = 2048),
+    the positions holding 50/80/90% of the mass, and, with a budget ``tokens``, the predicted effective
+    length; always the budget needed for f_T(L/2) >= tau. JSON-serialisable.
+
+    >>> s = frequency_summary([4, 3, 2, 1], tokens=400, tau=150)
+    >>> s["share_at_most_half"], s["effective_length"], s["tokens_needed_at_half"]
+    (0.9, 2, 300)
+    """
+    f = np.asarray(f)
+    L = int(f.size)
+    half, three_quarters = L // 2, (3 * L) // 4
+    out = {
+        "L": L,
+        "tokens_in_segments": int(f[0]),
+        "half": half,
+        "three_quarters": three_quarters,
+        "share_at_most_half": share_at_most(f, half),
+        "share_at_least_three_quarters": share_at_least(f, three_quarters),
+        "position_at_mass": {f"{p}%": position_at_mass(f, p / 100) for p in (50, 80, 90)},
+        "tau": float(tau),
+        "tokens_needed_at_half": tokens_needed(f, half, tau) if f[half] > 0 else None,
+    }
+    if tokens is not None:
+        out["budget_tokens"] = int(tokens)
+        out["effective_length"] = effective_length(f, tokens, tau)
+    return out
+
+
+def regime_summaries(
+    lengths, counts, Ls, regimes, *, tokens: float | None = None, tau: float = DEFAULT_TAU, seed: int = 0
+) -> list[dict]:
+    """:func:`frequency_summary` for every (L, regime) pair, with the regime's segment count and dropped
+    tokens. ``tokens`` is the training budget (None: no effective-length prediction)."""
+    rows = []
+    for L in Ls:
+        for regime in regimes:
+            segs = segments(lengths, counts, L, regime, seed=seed)
+            f = segment_frequency(segs)
+            row = {"regime": regime, **frequency_summary(f, tokens=tokens, tau=tau)}
+            row["segments"] = segs.segments
+            row["dropped_tokens"] = segs.dropped_tokens
+            rows.append(row)
+    return rows
+
+
+def describe(row: dict) -> str:
+    """One line such as ``L=2048 natural: 81.2% of position mass at i ≤ 1024, 4.6% at i ≥ 1536``."""
+    line = (
+        f"L={row['L']} {row['regime']}: {100 * row['share_at_most_half']:.1f}% of position mass at "
+        f"i ≤ {row['half']}, {100 * row['share_at_least_three_quarters']:.1f}% at i ≥ {row['three_quarters']}"
+    )
+    if "effective_length" in row:
+        line += f"; predicted effective length {row['effective_length']} at {human_count(row['budget_tokens'])} tokens"
+    return line
+
+
+def human_count(n: float) -> str:
+    """``1.5e12 -> '1.5T'``, ``2.1e9 -> '2.1B'``."""
+    for scale, suffix in ((1e12, "T"), (1e9, "B"), (1e6, "M"), (1e3, "K")):
+        if abs(n) >= scale:
+            return f"{n / scale:.3g}{suffix}"
+    return f"{n:.0f}"

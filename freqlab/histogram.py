@@ -1,0 +1,318 @@
+"""LengthHistogram: document token lengths as sparse ``(length, count)`` int64 pairs, plus where they came from.
+
+It is what ``freqlab scan`` produces and what every frequency computation consumes. On disk it is a
+Parquet file with columns ``length``, ``count`` (and ``source`` when split by corpus source) and the
+metadata under the Parquet key ``freqlab``.
+"""
+
+from __future__ import annotations
+
+import json
+from collections import Counter
+from dataclasses import dataclass, field, replace
+from fractions import Fraction
+from pathlib import Path
+
+import numpy as np
+import polars as pl
+
+from freqlab.errors import FreqlabError
+from freqlab.frequency.regimes import check_histogram
+
+FORMAT = "freqlab.length_histogram"
+FORMAT_VERSION = 1
+_DENSE_LIMIT = 1 << 27  # above this maximum length, build with np.unique instead of np.bincount
+
+
+@dataclass(frozen=True, eq=False)
+class LengthHistogram:
+    """Histogram of document lengths in tokens: ``counts[k]`` documents have ``lengths[k]`` tokens.
+
+    ``lengths`` is sorted, unique and >= 1; ``counts`` > 0; both int64. Empty documents are not a length
+    (length 0 is not a segment) but are reported in ``empty_documents``; records skipped while reading
+    are counted by reason in ``skipped``; ``documents_read`` accounts for every record read.
+
+    Examples
+    --------
+    >>> h = LengthHistogram.from_lengths([3, 5, 5, 2048], corpus="toy")
+    >>> h.lengths.tolist(), h.counts.tolist(), h.documents, h.tokens
+    ([3, 5, 2048], [1, 2, 1], 4, 2061)
+    >>> (h + h).counts.tolist()
+    [2, 4, 2]
+    """
+
+    lengths: np.ndarray
+    counts: np.ndarray
+    corpus: str = ""
+    tokenizer: str = ""
+    documents_read: int | None = None
+    skipped: dict[str, int] = field(default_factory=dict)
+    empty_documents: int = 0
+    sources: dict[str, LengthHistogram] | None = None
+    meta: dict = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        lengths, counts = check_histogram(self.lengths, self.counts)
+        keep = counts > 0
+        lengths, counts = lengths[keep], counts[keep]
+        if lengths.size > 1 and not np.all(lengths[1:] > lengths[:-1]):
+            order = np.argsort(lengths, kind="stable")
+            lengths, counts = lengths[order], counts[order]
+            if np.any(lengths[1:] == lengths[:-1]):
+                raise FreqlabError("histogram lengths must be unique")
+        object.__setattr__(self, "lengths", lengths)
+        object.__setattr__(self, "counts", counts)
+        if self.documents_read is None:
+            read = self.documents + self.empty_documents + sum(self.skipped.values())
+            object.__setattr__(self, "documents_read", read)
+
+    # construction -----------------------------------------------------------------------------------------
+    @classmethod
+    def from_lengths(cls, lengths, **metadata) -> LengthHistogram:
+        """Count an array of document lengths (>= 1) with ``np.bincount``."""
+        values = np.asarray(lengths)
+        if values.size == 0:
+            return cls(np.zeros(0, np.int64), np.zeros(0, np.int64), **metadata)
+        check_histogram(values, np.ones(values.shape, np.int64))
+        values = values.astype(np.int64).reshape(-1)
+        if int(values.max()) < _DENSE_LIMIT:
+            dense = np.bincount(values)
+            nonzero = np.flatnonzero(dense)
+            return cls(nonzero.astype(np.int64), dense[nonzero].astype(np.int64), **metadata)
+        unique, counts = np.unique(values, return_counts=True)
+        return cls(unique, counts.astype(np.int64), **metadata)
+
+    @classmethod
+    def from_counts(cls, lengths, counts, **metadata) -> LengthHistogram:
+        """Build from ``(length, count)`` pairs; repeated lengths are summed."""
+        lengths, counts = check_histogram(lengths, counts)
+        if lengths.size and np.unique(lengths).size != lengths.size:
+            unique, inverse = np.unique(lengths, return_inverse=True)
+            summed = np.zeros(unique.size, np.int64)
+            np.add.at(summed, inverse, counts)
+            lengths, counts = unique, summed
+        return cls(lengths, counts, **metadata)
+
+    def with_meta(self, **changes) -> LengthHistogram:
+        """A copy with some metadata fields changed."""
+        return replace(self, **changes)
+
+    # totals -----------------------------------------------------------------------------------------------
+    @property
+    def documents(self) -> int:
+        """Documents with at least one token."""
+        return int(self.counts.sum())
+
+    @property
+    def tokens(self) -> int:
+        """Total tokens, exact."""
+        return int(np.dot(self.lengths.astype(object), self.counts.astype(object))) if self.lengths.size else 0
+
+    # algebra ----------------------------------------------------------------------------------------------
+    def merge(self, other: LengthHistogram) -> LengthHistogram:
+        """Sum of two histograms (counts, skips, empties and per-source splits add up)."""
+        if not isinstance(other, LengthHistogram):
+            raise FreqlabError(f"can only merge a LengthHistogram, got {type(other).__name__}")
+        lengths = np.concatenate([self.lengths, other.lengths])
+        counts = np.concatenate([self.counts, other.counts])
+        merged = LengthHistogram.from_counts(lengths, counts)
+        return LengthHistogram(
+            merged.lengths,
+            merged.counts,
+            corpus=_join(self.corpus, other.corpus),
+            tokenizer=_join(self.tokenizer, other.tokenizer),
+            documents_read=self.documents_read + other.documents_read,
+            skipped=dict(Counter(self.skipped) + Counter(other.skipped)),
+            empty_documents=self.empty_documents + other.empty_documents,
+            sources=_merge_sources(self, other),
+            meta={**other.meta, **self.meta},
+        )
+
+    __add__ = merge
+
+    def scale_to_tokens(self, tokens: int) -> LengthHistogram:
+        """The same length distribution scaled to a budget of about ``tokens`` tokens.
+
+        Each count becomes round(count · T / tokens) (exact rational arithmetic, half to even); lengths
+        whose count rounds to zero drop out, so the new total is T up to rounding.
+        """
+        if tokens is None or tokens <= 0:
+            raise FreqlabError(f"token budget must be positive, got {tokens}")
+        if self.tokens == 0:
+            raise FreqlabError("cannot scale an empty histogram")
+        factor = Fraction(int(tokens), self.tokens)
+        counts = np.array([round(int(c) * factor) for c in self.counts], dtype=np.int64)
+        meta = {**self.meta, "scaled_from_tokens": self.tokens}
+        return LengthHistogram(self.lengths, counts, corpus=self.corpus, tokenizer=self.tokenizer, meta=meta)
+
+    # summaries --------------------------------------------------------------------------------------------
+    def quantile(self, q: float) -> int:
+        """Smallest length such that at least a fraction q of documents are that long or shorter."""
+        if not 0.0 <= q <= 1.0:
+            raise FreqlabError(f"quantile must be in [0, 1], got {q}")
+        if self.documents == 0:
+            return 0
+        cumulative = np.cumsum(self.counts)
+        target = max(1, int(np.ceil(q * cumulative[-1])))
+        return int(self.lengths[np.searchsorted(cumulative, target, side="left")])
+
+    def share_of_tokens_longer_than(self, L: int) -> float:
+        """Share of all tokens that sit in documents longer than L."""
+        total = self.tokens
+        if total == 0:
+            return 0.0
+        long = self.lengths > L
+        return int(np.dot(self.lengths[long].astype(object), self.counts[long].astype(object))) / total
+
+    def summary(self, L: int | None = None) -> dict:
+        """Documents, tokens, mean, median, percentiles, max; with ``L``, the share of tokens in documents
+        longer than L. JSON-serialisable."""
+        documents = self.documents
+        out = {
+            "corpus": self.corpus,
+            "tokenizer": self.tokenizer,
+            "documents_read": self.documents_read,
+            "documents": documents,
+            "empty_documents": self.empty_documents,
+            "skipped": dict(self.skipped),
+            "tokens": self.tokens,
+            "distinct_lengths": int(self.lengths.size),
+            "mean": self.tokens / documents if documents else 0.0,
+            "median": self.quantile(0.5),
+            "percentiles": {f"p{p}": self.quantile(p / 100) for p in (1, 10, 25, 50, 75, 90, 99)},
+            "min": int(self.lengths[0]) if documents else 0,
+            "max": int(self.lengths[-1]) if documents else 0,
+        }
+        if L is not None:
+            out["L"] = int(L)
+            out["share_tokens_longer_than_L"] = self.share_of_tokens_longer_than(L)
+            out["share_documents_longer_than_L"] = (
+                int(self.counts[self.lengths > L].sum()) / documents if documents else 0.0
+            )
+        if self.sources:
+            out["sources"] = {
+                name: {"documents": h.documents, "tokens": h.tokens} for name, h in sorted(self.sources.items())
+            }
+        return out
+
+    # persistence ------------------------------------------------------------------------------------------
+    def to_frame(self) -> pl.DataFrame:
+        """Rows ``(length, count)``, or ``(source, length, count)`` when split by source."""
+        if self.sources:
+            frames = [
+                pl.DataFrame({"source": [name] * h.lengths.size, "length": h.lengths, "count": h.counts})
+                for name, h in sorted(self.sources.items())
+            ]
+            return pl.concat(frames).with_columns(pl.col("source").cast(pl.Utf8))
+        return pl.DataFrame({"length": self.lengths, "count": self.counts})
+
+    def to_parquet(self, path: str | Path) -> Path:
+        """Write the histogram and its metadata to a Parquet file."""
+        path = Path(path)
+        header = {
+            "format": FORMAT,
+            "version": FORMAT_VERSION,
+            "corpus": self.corpus,
+            "tokenizer": self.tokenizer,
+            "documents_read": self.documents_read,
+            "skipped": self.skipped,
+            "empty_documents": self.empty_documents,
+            "meta": self.meta,
+            "sources": _source_metadata(self.sources),
+        }
+        path.parent.mkdir(parents=True, exist_ok=True)
+        self.to_frame().write_parquet(path, metadata={"freqlab": json.dumps(header)})
+        return path
+
+    @classmethod
+    def read_parquet(cls, path: str | Path) -> LengthHistogram:
+        """Load a histogram written by :meth:`to_parquet`; anything else is a clear FreqlabError."""
+        path = Path(path)
+        if not path.is_file():
+            raise FreqlabError(f"{path}: no such histogram file")
+        try:
+            metadata = pl.read_parquet_metadata(path)
+            frame = pl.read_parquet(path)
+        except Exception as exc:  # polars raises several types for corrupt files
+            raise FreqlabError(f"{path}: not a readable Parquet file ({type(exc).__name__})") from None
+        try:
+            header = json.loads(metadata["freqlab"])
+            if header.get("format") != FORMAT:
+                raise KeyError("format")
+        except (KeyError, ValueError, TypeError):
+            raise FreqlabError(f"{path}: not a freqlab length histogram (no 'freqlab' metadata)") from None
+        if not {"length", "count"} <= set(frame.columns):
+            raise FreqlabError(f"{path}: a freqlab histogram needs columns 'length' and 'count'")
+        common = {
+            "corpus": header.get("corpus", ""),
+            "tokenizer": header.get("tokenizer", ""),
+            "meta": header.get("meta", {}),
+        }
+        if "source" not in frame.columns:
+            return cls.from_counts(
+                frame["length"].to_numpy(),
+                frame["count"].to_numpy(),
+                documents_read=header.get("documents_read"),
+                skipped=header.get("skipped", {}),
+                empty_documents=header.get("empty_documents", 0),
+                **common,
+            )
+        per_source = header.get("sources") or {}
+        sources = {}
+        for (name,), part in frame.group_by(["source"], maintain_order=True):
+            extra = per_source.get(name, {})
+            sources[name] = cls.from_counts(
+                part["length"].to_numpy(),
+                part["count"].to_numpy(),
+                skipped=extra.get("skipped", {}),
+                empty_documents=extra.get("empty_documents", 0),
+                corpus=name,
+            )
+        return combine_sources(
+            sources,
+            documents_read=header.get("documents_read"),
+            skipped=header.get("skipped", {}),
+            empty_documents=header.get("empty_documents", 0),
+            **common,
+        )
+
+
+def combine_sources(sources: dict[str, LengthHistogram], **metadata) -> LengthHistogram:
+    """A histogram whose totals are the sum of per-source histograms, keeping the split."""
+    lengths = [h.lengths for h in sources.values()]
+    counts = [h.counts for h in sources.values()]
+    total = LengthHistogram.from_counts(
+        np.concatenate(lengths) if lengths else np.zeros(0, np.int64),
+        np.concatenate(counts) if counts else np.zeros(0, np.int64),
+    )
+    return LengthHistogram(total.lengths, total.counts, sources=dict(sorted(sources.items())), **metadata)
+
+
+def _source_metadata(sources: dict[str, LengthHistogram] | None) -> dict:
+    if not sources:
+        return {}
+    return {
+        name: {"skipped": h.skipped, "empty_documents": h.empty_documents}
+        for name, h in sources.items()
+        if h.skipped or h.empty_documents
+    }
+
+
+def _merge_sources(a: LengthHistogram, b: LengthHistogram) -> dict[str, LengthHistogram] | None:
+    if not a.sources and not b.sources:
+        return None
+    # a histogram without a split contributes to an explicit "unlabelled" source, so nothing is lost
+    left = a.sources or {"unlabelled": a.with_meta(sources=None)}
+    right = b.sources or {"unlabelled": b.with_meta(sources=None)}
+    merged = dict(left)
+    for name, h in right.items():
+        merged[name] = merged[name].merge(h) if name in merged else h
+    return dict(sorted(merged.items()))
+
+
+def _join(a: str, b: str) -> str:
+    if not a or a == b:
+        return b
+    if not b:
+        return a
+    return f"{a} + {b}"

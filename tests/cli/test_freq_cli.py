@@ -1,0 +1,89 @@
+"""``freqlab freq``, ``stats`` and ``schedule`` on saved histograms: tables, JSON, and one-line errors."""
+
+import json
+
+import numpy as np
+import polars as pl
+import pytest
+from click.testing import CliRunner
+
+from freqlab import LengthHistogram, position_frequency
+from freqlab.cli import main
+
+
+@pytest.fixture
+def hist(tmp_path):
+    path = tmp_path / "lengths.parquet"
+    LengthHistogram.from_counts([2048], [1000], corpus="rows").to_parquet(path)
+    return path
+
+
+def run(*args):
+    return CliRunner().invoke(main, [str(a) for a in args])
+
+
+def test_freq_prints_the_paper_style_line(hist):
+    result = run("freq", hist, "--L", 2048, "--regime", "natural")
+    assert result.exit_code == 0, result.output
+    # every document is exactly one window: f(i) = 1000 (L - i), the concatenated closed form
+    assert "L=2048 natural: 75.0% of position mass at i ≤ 1024, 6.3% at i ≥ 1536" in result.output
+
+
+def test_freq_json_and_parquet_output(hist, tmp_path):
+    out = tmp_path / "freq.parquet"
+    result = run("freq", hist, "--L", 1024, "--L", 2048, "--regime", "concat", "--tokens", "1T", "--json", "--out", out)
+    assert result.exit_code == 0, result.output
+    data = json.loads(result.output)
+    rows = {(r["L"], r["regime"]): r for r in data["results"]}
+    assert rows[(2048, "concat")]["tokens_in_segments"] == 2048 * 1000
+    # f_T(i) = 1T (2048 - i) / 2048 >= 100B  <=>  i <= 1843.2
+    assert rows[(2048, "concat")]["effective_length"] == 1843
+    frame = pl.read_parquet(out)
+    f = frame.filter((pl.col("L") == 2048) & (pl.col("regime") == "concat"))["frequency"].to_numpy()
+    assert (f == position_frequency([2048], [1000], 2048, "concat")).all()
+    assert frame["frequency"].dtype == pl.Int64
+
+
+def test_stats_table_and_json(hist):
+    result = run("stats", hist, "--json")
+    assert result.exit_code == 0
+    assert json.loads(result.output)["tokens"] == 2_048_000
+    lines = dict(line.split("  ", 1) for line in run("stats", hist).output.splitlines())
+    assert lines["tokens"].strip() == "2,048,000" and lines["median length"].strip() == "2,048"
+
+
+def test_schedule_command(tmp_path, hist):
+    (tmp_path / "s.yaml").write_text(
+        "histogram: lengths.parquet\nstages:\n  - {L: 2048, tokens: 1T}\n  - {L: 4096, tokens: 100B, regime: concat}\n"
+    )
+    result = run("schedule", tmp_path / "s.yaml", "--json")
+    assert result.exit_code == 0, result.output
+    data = json.loads(result.output)
+    assert data["window"] == 4096 and data["tokens"] == 1_100_000_000_000
+    total = 1e12 * (2048 - np.arange(2048)) / 2048 + 1e11 * (4096 - np.arange(2048)) / 4096
+    assert data["effective_length"] == int(np.flatnonzero(total >= 1e11)[-1])
+
+
+@pytest.mark.parametrize(
+    ("args", "code", "message"),
+    [
+        (("freq", "missing.parquet"), 1, "Error: missing.parquet: no such histogram file"),
+        (("freq", "{hist}", "--L", "0"), 2, "Invalid value for '--L'"),
+        (("freq", "{hist}", "--regime", "zigzag"), 2, "Invalid value for '--regime'"),
+        (("freq", "{hist}", "--tokens", "lots"), 2, "not a token count"),
+        (("stats", "{bad}"), 1, "not a readable Parquet file"),
+    ],
+)
+def test_errors_are_one_line_without_traceback(tmp_path, hist, args, code, message):
+    bad = tmp_path / "bad.parquet"
+    bad.write_text("garbage")
+    result = run(*[a.format(hist=hist, bad=bad) for a in args])
+    assert result.exit_code == code
+    assert message in result.output
+    assert "Traceback" not in result.output
+
+
+def test_every_command_has_help_with_an_example():
+    for command in ("freq", "stats", "schedule"):
+        result = run(command, "--help")
+        assert result.exit_code == 0 and "Example" in result.output

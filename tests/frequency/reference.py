@@ -1,0 +1,53 @@
+"""Slow, obviously-correct references for the frequency math: explicit segment lists and token-level loops."""
+
+from __future__ import annotations
+
+from itertools import pairwise
+
+
+def natural_segments(docs: list[int], L: int) -> list[int]:
+    out = []
+    for n in docs:
+        while n > 0:
+            out.append(min(n, L))
+            n -= L
+    return out
+
+
+def truncate_segments(docs: list[int], L: int) -> list[int]:
+    return [min(n, L) for n in docs]
+
+
+def concat_segments(docs: list[int], L: int) -> list[int]:
+    return natural_segments([sum(docs)], L) if docs else []
+
+
+def pack_segments(docs: list[int], L: int) -> list[int]:
+    """Token-level simulation: lay out document ids token by token in rows of L, then count runs."""
+    stream = [doc for doc, n in enumerate(docs) for _ in range(n)]
+    out = []
+    for start in range(0, len(stream), L):
+        row = stream[start : start + L]
+        run = 1
+        for a, b in pairwise(row):
+            if a == b:
+                run += 1
+            else:
+                out.append(run)
+                run = 1
+        out.append(run)
+    return out
+
+
+def frequency_of_segments(segment_lengths: list[int], L: int) -> list[int]:
+    """f(i) = Σ_s max(|s| - i, 0) by counting every (query, key) pair of every segment."""
+    f = [0] * L
+    for s in segment_lengths:
+        for m in range(s):  # query position inside the segment
+            for n in range(m + 1):  # keys at or before it: relative position m - n
+                f[m - n] += 1
+    return f
+
+
+def expand(lengths, counts) -> list[int]:
+    return [int(n) for n, c in zip(lengths, counts) for _ in range(int(c))]

@@ -1,0 +1,104 @@
+"""position_frequency: f(i) = Σ_s max(|s| - i, 0) over the segments of a regime (STRING Eq. 2)."""
+
+import numpy as np
+import pytest
+from frequency.reference import expand, frequency_of_segments
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from freqlab import REGIMES, position_frequency, segments
+from freqlab.frequency import share_at_least, share_at_most
+
+
+def naive_broadcast(lengths, counts, L):
+    """The naive numpy form: an (L x distinct lengths) broadcast."""
+    i = np.arange(L)[:, None]
+    return (np.maximum(np.asarray(lengths)[None, :] - i, 0) * np.asarray(counts)[None, :]).sum(axis=1)
+
+
+@settings(max_examples=120, deadline=None)
+@given(
+    st.lists(st.tuples(st.integers(1, 30), st.integers(1, 3)), min_size=1, max_size=8, unique_by=lambda t: t[0]),
+    st.integers(1, 12),
+    st.sampled_from(REGIMES),
+)
+def test_every_regime_matches_pair_counting_on_its_segments(pairs, L, regime):
+    lengths, counts = zip(*pairs)
+    segs = segments(lengths, counts, L, regime)
+    expected = frequency_of_segments(expand(segs.lengths, segs.counts), L)
+    f = position_frequency(lengths, counts, L, regime)
+    assert f.dtype == np.int64 and f.shape == (L,)
+    assert f.tolist() == expected
+
+
+def test_a_single_document_of_length_L_gives_L_minus_i():
+    L = 2048
+    assert position_frequency([L], [1], L).tolist() == [L - i for i in range(L)]
+
+
+def test_f0_is_the_number_of_tokens_in_the_segments():
+    rng = np.random.default_rng(0)
+    lengths = np.unique(rng.integers(1, 100_000, 5_000))
+    counts = rng.integers(1, 1_000, lengths.size)
+    for regime in REGIMES:
+        segs = segments(lengths, counts, 4096, regime)
+        assert position_frequency(lengths, counts, 4096, regime)[0] == segs.tokens
+
+
+def test_merging_histograms_adds_frequencies():
+    a = position_frequency([100, 3000], [5, 2], 2048)
+    b = position_frequency([100, 700], [1, 4], 2048)
+    merged = position_frequency([100, 700, 3000], [6, 4, 2], 2048)
+    assert (a + b == merged).all()
+
+
+def test_concatenated_rows_closed_form_at_2048():
+    """Concat: f(i) = rows · (L - i), linear (STRING Fig. 1c): 75.04% of mass at i <= 1024, 6.26% at i >= 1536."""
+    L = 2048
+    f = position_frequency([L * 1000], [1], L, "concat")
+    assert f.tolist() == [1000 * (L - i) for i in range(L)]
+    assert round(100 * share_at_most(f, 1024), 2) == 75.04
+    assert round(100 * share_at_least(f, 1536), 2) == 6.26
+
+
+def test_uniform_lengths_closed_form_at_2048():
+    """Lengths uniform on 1..L: f(i) = (L - i)(L - i + 1)/2, quadratic (Fig. 1b): 87.52% and 1.57%."""
+    L = 2048
+    direct = position_frequency(np.arange(1, L + 1), np.ones(L, np.int64), L)
+    assert direct.tolist() == [(L - i) * (L - i + 1) // 2 for i in range(L)]
+    assert round(100 * share_at_most(direct, 1024), 2) == 87.52
+    assert round(100 * share_at_least(direct, 1536), 2) == 1.57
+    # the uniform regime with the same budget gives the same curve (3 sweeps worth of tokens)
+    regime = position_frequency([3 * L * (L + 1) // 2], [1], L, "uniform")
+    assert (regime == 3 * direct).all()
+
+
+def test_large_window_and_many_distinct_lengths_match_the_naive_broadcast():
+    rng = np.random.default_rng(3)
+    lengths = np.unique(rng.integers(1, 6_000, 2_000))
+    counts = rng.integers(1, 10**9, lengths.size)  # large counts: int64 must stay exact
+    L = 4096
+    natural = segments(lengths, counts, L)
+    expected = naive_broadcast(natural.lengths, natural.counts, L)
+    assert (position_frequency(lengths, counts, L) == expected).all()
+
+
+def test_window_of_2_pow_20_with_a_million_distinct_lengths():
+    rng = np.random.default_rng(5)
+    lengths = np.unique(rng.integers(1, 1 << 22, 3_000_000))[:1_000_000]
+    counts = rng.integers(1, 100, lengths.size)
+    f = position_frequency(lengths, counts, 1 << 20)
+    assert f[0] == int(np.dot(lengths, counts))
+    # spot-check positions against the definition
+    segs = segments(lengths, counts, 1 << 20)
+    for i in (0, 1, 12345, (1 << 20) - 1):
+        assert f[i] == int(np.dot(np.maximum(segs.lengths - i, 0), segs.counts))
+
+
+def test_position_frequency_rejects_bad_input():
+    from freqlab import FreqlabError
+
+    with pytest.raises(FreqlabError, match="L must be >= 1"):
+        position_frequency([5], [1], 0)
+    with pytest.raises(FreqlabError, match="unknown regime"):
+        position_frequency([5], [1], 8, regime="natrual")

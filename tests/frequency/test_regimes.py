@@ -1,0 +1,138 @@
+"""Each regime maps documents to the attention segments of windows of length L (STRING Sec. 2.2, Fig. 1)."""
+
+import numpy as np
+import pytest
+from frequency.reference import (
+    concat_segments,
+    expand,
+    natural_segments,
+    pack_segments,
+    truncate_segments,
+)
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from freqlab import FreqlabError
+from freqlab.frequency import REGIMES, pack_documents, segments, stream_order
+
+histograms = st.lists(
+    st.tuples(st.integers(1, 40), st.integers(1, 4)), min_size=1, max_size=12, unique_by=lambda t: t[0]
+)
+
+
+def as_list(segs) -> list[int]:
+    return sorted(expand(segs.lengths, segs.counts))
+
+
+@settings(max_examples=150, deadline=None)
+@given(histograms, st.integers(1, 17))
+def test_natural_truncate_concat_match_reference(pairs, L):
+    lengths, counts = zip(*pairs)
+    docs = expand(lengths, counts)
+    assert as_list(segments(lengths, counts, L, "natural")) == sorted(natural_segments(docs, L))
+    assert as_list(segments(lengths, counts, L, "truncate")) == sorted(truncate_segments(docs, L))
+    assert as_list(segments(lengths, counts, L, "concat")) == sorted(concat_segments(docs, L))
+
+
+@settings(max_examples=150, deadline=None)
+@given(st.lists(st.integers(1, 40), min_size=1, max_size=30), st.integers(1, 17))
+def test_pack_matches_token_level_simulation(docs, L):
+    assert as_list(pack_documents(docs, L)) == sorted(pack_segments(docs, L))
+
+
+@settings(max_examples=60, deadline=None)
+@given(histograms, st.integers(1, 17), st.integers(0, 3))
+def test_pack_of_a_histogram_packs_its_seeded_stream_order(pairs, L, seed):
+    lengths, counts = zip(*pairs)
+    order = stream_order(np.array(lengths), np.array(counts), seed).tolist()
+    assert sorted(order) == sorted(expand(lengths, counts))
+    assert as_list(segments(lengths, counts, L, "pack", seed=seed)) == sorted(pack_segments(order, L))
+
+
+def test_natural_splits_long_documents_into_full_windows_and_a_remainder():
+    s = segments([5000, 100], [1, 3], 2048, "natural")
+    assert dict(zip(s.lengths.tolist(), s.counts.tolist())) == {100: 3, 904: 1, 2048: 2}
+
+
+def test_truncate_reports_dropped_tokens():
+    s = segments([5000, 100], [2, 3], 2048, "truncate")
+    assert dict(zip(s.lengths.tolist(), s.counts.tolist())) == {100: 3, 2048: 2}
+    assert s.dropped_tokens == 2 * (5000 - 2048)
+    assert s.tokens + s.dropped_tokens == 2 * 5000 + 3 * 100
+
+
+def test_uniform_spends_the_same_budget_on_lengths_1_to_L():
+    L = 8
+    sweep = L * (L + 1) // 2  # 36 tokens for one document of each length
+    s = segments([sweep * 5], [1], L, "uniform")
+    assert s.lengths.tolist() == list(range(1, L + 1)) and s.counts.tolist() == [5] * L
+    # a budget that is not a multiple of the sweep: leftovers become lengths L, L-1, ... then the rest
+    s = segments([sweep * 2 + 8 + 7 + 3], [1], L, "uniform")
+    assert s.tokens == sweep * 2 + 18
+    assert dict(zip(s.lengths.tolist(), s.counts.tolist())) == {
+        1: 2,
+        2: 2,
+        3: 3,
+        4: 2,
+        5: 2,
+        6: 2,
+        7: 3,
+        8: 3,
+    }
+
+
+@pytest.mark.parametrize("regime", ["natural", "concat", "uniform", "pack"])
+def test_every_regime_but_truncate_conserves_tokens(regime):
+    rng = np.random.default_rng(7)
+    lengths = np.unique(rng.integers(1, 20_000, 300))
+    counts = rng.integers(1, 50, lengths.size)
+    s = segments(lengths, counts, 2048, regime)
+    assert s.tokens == int(np.dot(lengths, counts))
+    assert s.lengths.max() <= 2048 and s.lengths.min() >= 1
+
+
+def test_pack_equals_natural_when_every_length_is_a_multiple_of_L():
+    lengths, counts = [2048, 4096, 10240], [3, 2, 5]
+    natural = segments(lengths, counts, 2048, "natural")
+    packed = segments(lengths, counts, 2048, "pack", seed=11)
+    assert natural.lengths.tolist() == packed.lengths.tolist() == [2048]
+    assert natural.counts.tolist() == packed.counts.tolist() == [3 + 2 * 2 + 5 * 5]
+
+
+def test_pack_cuts_a_document_that_straddles_a_row_boundary():
+    # rows of 10: [3 | 5 | 2 of the 6] [4 of the 6 | 6 of the 20] [10 of the 20] [4 of the 20]
+    s = pack_documents([3, 5, 6, 20], 10)
+    assert sorted(expand(s.lengths, s.counts)) == sorted([3, 5, 2, 4, 6, 10, 4])
+
+
+def test_pack_handles_ten_million_documents():
+    docs = np.full(10_000_000, 7, dtype=np.int64)
+    s = pack_documents(docs, 2048)
+    assert s.tokens == 70_000_000
+    # the row boundary at token 2048k cuts a document exactly when 7 does not divide 2048k
+    boundaries = 70_000_000 // 2048
+    cut = sum(1 for k in range(1, boundaries + 1) if (2048 * k) % 7)
+    assert s.counts[s.lengths == 7].sum() == 10_000_000 - cut
+
+
+@pytest.mark.parametrize(
+    ("lengths", "counts", "L", "regime", "message"),
+    [
+        ([0, 5], [1, 1], 8, "natural", "lengths must be >= 1, got 0"),
+        ([-3], [1], 8, "natural", "lengths must be >= 1, got -3"),
+        ([3], [-1], 8, "natural", "counts must be >= 0"),
+        ([3], [1], 0, "natural", "L must be >= 1"),
+        ([3], [1], 2.5, "natural", "L must be a positive integer"),
+        ([3], [1], 8, "zigzag", "unknown regime 'zigzag'"),
+        ([3.5], [1], 8, "natural", "must be integers"),
+        (["a"], [1], 8, "natural", "must be integers"),
+        ([3, 4], [1], 8, "natural", "differ in size"),
+    ],
+)
+def test_bad_input_is_a_clear_error(lengths, counts, L, regime, message):
+    with pytest.raises(FreqlabError, match=message):
+        segments(lengths, counts, L, regime)
+
+
+def test_regime_names_are_the_five_of_the_issue():
+    assert REGIMES == ("natural", "truncate", "concat", "uniform", "pack")

@@ -1,0 +1,88 @@
+"""Statistics on f: mass shares, budgets and the effective-length prediction (STRING Sec. 3, Fig. 2b)."""
+
+import numpy as np
+import pytest
+
+from freqlab import FreqlabError
+from freqlab.frequency import (
+    DEFAULT_TAU,
+    effective_length,
+    position_at_mass,
+    position_frequency,
+    scale_to_budget,
+    share_at_least,
+    share_at_most,
+    tokens_needed,
+)
+from freqlab.frequency.summary import describe, frequency_summary
+
+F = np.array([4, 3, 2, 1], dtype=np.int64)  # one document of 4 tokens
+
+
+def test_shares_of_position_mass():
+    assert share_at_most(F, 1) == pytest.approx(0.7)
+    assert share_at_least(F, 2) == pytest.approx(0.3)
+    assert share_at_most(F, 3) == 1.0
+
+
+def test_position_where_cumulative_mass_reaches_a_fraction():
+    assert position_at_mass(F, 0.4) == 0
+    assert position_at_mass(F, 0.41) == 1
+    assert position_at_mass(F, 0.7) == 1
+    assert position_at_mass(F, 1.0) == 3
+
+
+def test_scaling_to_a_budget_divides_by_f0():
+    assert scale_to_budget(F, 1000).tolist() == [1000.0, 750.0, 500.0, 250.0]
+
+
+def test_effective_length_is_the_last_position_above_tau():
+    # f_T = [400, 300, 200, 100]
+    assert effective_length(F, 400, tau=100) == 3
+    assert effective_length(F, 400, tau=101) == 2
+    assert effective_length(F, 400, tau=401) == 0
+
+
+def test_tokens_needed_inverts_effective_length():
+    for i in range(4):
+        T = tokens_needed(F, i, tau=150)
+        assert effective_length(F, T, tau=150) >= i
+        assert effective_length(F, T - 1, tau=150) < i or i == 0
+
+
+def test_stringlike_calibration_on_a_concatenated_2k_window():
+    """With concatenated rows of 2048, f_T(i) = T (L - i) / L: f_T(1280) = 100B needs T = 100B · 2048 / 768."""
+    f = position_frequency([2048 * 10_000], [1], 2048, "concat")
+    assert DEFAULT_TAU == 100e9
+    T = tokens_needed(f, 1280)
+    assert T == -(-100 * 10**9 * 2048 // 768)  # 266.67B tokens, exact ceiling
+    assert effective_length(f, T) == 1280
+    assert effective_length(f, T - 1) == 1279
+
+
+def test_exact_integer_comparison_for_huge_budgets():
+    f = np.array([10**15, 10**15 - 1, 3], dtype=np.int64)
+    # f_T(1) = (10^15 - 1) / 10^15 * T; with T = 10^18 that is 10^18 - 1000 exactly
+    assert effective_length(f, 10**18, tau=10**18 - 1000) == 1
+    assert effective_length(f, 10**18, tau=10**18 - 999) == 0
+
+
+def test_summary_line_reads_like_the_paper():
+    f = position_frequency([2048 * 10], [1], 2048, "concat")
+    row = {"regime": "concat", **frequency_summary(f, tokens=10**12)}
+    assert describe(row).startswith("L=2048 concat: 75.0% of position mass at i ≤ 1024, 6.3% at i ≥ 1536")
+
+
+@pytest.mark.parametrize(
+    ("call", "message"),
+    [
+        (lambda: share_at_most(F, 4), "outside the window"),
+        (lambda: position_at_mass(F, 0), "fraction must be in"),
+        (lambda: effective_length(F, 0), "budget must be positive"),
+        (lambda: tokens_needed(np.array([3, 0]), 1), "never occurs"),
+        (lambda: share_at_most([], 0), "non-empty"),
+    ],
+)
+def test_bad_parameters_are_clear_errors(call, message):
+    with pytest.raises(FreqlabError, match=message):
+        call()
