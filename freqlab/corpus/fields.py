@@ -1,0 +1,96 @@
+"""Which field of a record is the text and which is the source label.
+
+Fields are dotted paths into the record (``meta.redpajama_set_name``). A step may go through a JSON *string*
+holding an object: SlimPajama's ``meta`` is a struct in its JSON lines but a JSON-encoded string in some Parquet
+copies, and RedPajama-1T-Sample stores ``meta`` as a string. Both resolve the same way.
+
+>>> Fields("text", "meta.set").extract({"text": "hi", "meta": '{"set": "Books"}'})
+('hi', 'Books', None)
+>>> Fields("text", "meta.set").extract({"text": 3, "meta": {"set": "Books"}})
+(None, None, 'non-string-text')
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from freqlab.corpus.base import (
+    MISSING_SOURCE,
+    MISSING_TEXT_FIELD,
+    NON_STRING_SOURCE,
+    NON_STRING_TEXT,
+    NULL_TEXT,
+)
+
+_MISSING = object()
+
+Extracted = tuple[str | None, str | None, str | None]  # (text, source, error)
+
+
+def lookup(record: Any, path: str) -> Any:
+    """The value at dotted ``path`` in ``record``, or the ``_MISSING`` sentinel. A literal dotted key wins."""
+    if isinstance(record, Mapping) and path in record:
+        return record[path]
+    value = record
+    for depth, key in enumerate(path.split(".")):
+        if depth and isinstance(value, str):
+            # A nested object stored as a JSON string (Parquet copies of SlimPajama, RedPajama-1T-Sample).
+            try:
+                value = json.loads(value)
+            except ValueError:
+                return _MISSING
+        if not isinstance(value, Mapping) or key not in value:
+            return _MISSING
+        value = value[key]
+    return value
+
+
+@dataclass(frozen=True)
+class Fields:
+    """The field mapping of a corpus: ``text`` (dotted path) and optional ``source`` (dotted path)."""
+
+    text: str = "text"
+    source: str | None = None
+
+    @property
+    def columns(self) -> tuple[str, ...]:
+        """Top-level columns a columnar reader must load (the first step of each path)."""
+        paths = [self.text] if self.source is None else [self.text, self.source]
+        return tuple(dict.fromkeys(p.split(".")[0] for p in paths))
+
+    def extractor(self) -> Callable[[Mapping[str, Any]], Extracted]:
+        """A fast ``record -> (text, source, error)`` for the hot loop (built once per shard read)."""
+        text_key, source_path = self.text, self.source
+
+        def text_of(record: Mapping[str, Any]) -> Any:
+            value = record.get(text_key, _MISSING)
+            return lookup(record, text_key) if value is _MISSING and "." in text_key else value
+
+        def extract(record: Mapping[str, Any]) -> Extracted:
+            text = text_of(record)
+            if text.__class__ is not str:
+                if text is _MISSING:
+                    return None, None, MISSING_TEXT_FIELD
+                if text is None:
+                    return None, None, NULL_TEXT
+                if not isinstance(text, str):
+                    return None, None, NON_STRING_TEXT
+            if source_path is None:
+                return text, None, None
+            source = lookup(record, source_path)
+            if source.__class__ is str:
+                return text, source, None
+            if source is _MISSING or source is None:
+                return text, MISSING_SOURCE, None
+            if isinstance(source, (bool, int, float, str)):
+                return text, str(source), None
+            return None, None, NON_STRING_SOURCE
+
+        return extract
+
+    def extract(self, record: Mapping[str, Any]) -> Extracted:
+        """``(text, source, error)`` of one record (convenience; readers use :meth:`extractor`)."""
+        return self.extractor()(record)

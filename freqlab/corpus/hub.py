@@ -1,0 +1,220 @@
+"""Datasets streamed through Hugging Face ``datasets``: Hub datasets, and packaged builders over local files.
+
+``load_dataset(id, config, split=split, data_files=..., streaming=True)`` yields records one at a time; nothing
+is downloaded up front. The stream is cut into at most :data:`MAX_SHARDS` shards with ``IterableDataset.shard``
+(contiguous groups of the dataset's files), so workers share the work and a scan checkpoints per group. A
+worker builds the stream once per process and reuses it for every shard it reads.
+
+Offline or unreachable Hub: ``datasets`` retries for ~20 s before failing. Instead, ``HF_HUB_OFFLINE`` /
+``HF_DATASETS_OFFLINE`` fail at once, and otherwise one metadata request (``HfApi.dataset_info``, bounded to
+:data:`PROBE_TIMEOUT` seconds, run in a thread so a slow DNS lookup cannot hang it either) checks the dataset
+before ``datasets`` is even imported; either way the error is one line naming the dataset and suggesting
+``--data-files``. Packaged builders over local files (``json``, ``parquet``, ...) never touch the network:
+``open_corpus("json", data_files="shards/*.jsonl")`` reads local files through ``datasets``.
+"""
+
+from __future__ import annotations
+
+import functools
+import glob
+import os
+import threading
+from collections.abc import Iterator
+from dataclasses import dataclass
+
+from freqlab.corpus.base import Corpus, Document, Shard
+from freqlab.corpus.fields import Fields
+from freqlab.errors import FreqlabError
+
+MAX_SHARDS = 256
+PROBE_TIMEOUT = 3.0
+DEFAULT_ENDPOINT = "https://huggingface.co"
+# Builders shipped inside `datasets` that read files given as data_files (no Hub access needed for local files).
+PACKAGED_BUILDERS = frozenset({"json", "parquet", "arrow", "text", "csv", "pandas", "webdataset", "xml"})
+_TRUE = {"1", "ON", "YES", "TRUE"}
+
+
+def _hint(dataset: str) -> str:
+    """How to scan local copies instead: with the matching preset's field mapping when there is one."""
+    from freqlab.corpus.presets import PRESETS
+
+    preset = next((p.name for p in PRESETS.values() if p.id == dataset), None)
+    if preset is not None:
+        return f"to scan local copies of its files use --dataset {preset} --data-files 'PATH/OR/GLOB'"
+    return "to scan local copies of its files use --data-files 'PATH/OR/GLOB' (with --text-field if not 'text')"
+
+
+def offline_variable() -> str | None:
+    """The name of the set offline switch (``HF_HUB_OFFLINE`` or ``HF_DATASETS_OFFLINE``), if any."""
+    for name in ("HF_HUB_OFFLINE", "HF_DATASETS_OFFLINE"):
+        if os.environ.get(name, "").strip().upper() in _TRUE:
+            return name
+    return None
+
+
+def probe_hub(dataset: str, timeout: float = PROBE_TIMEOUT) -> None:
+    """Raise FreqlabError (one line, within ~``timeout`` s) unless the Hub is reachable and has ``dataset``."""
+    if (variable := offline_variable()) is not None:
+        raise FreqlabError(f"{dataset}: Hugging Face Hub access is off ({variable}=1); {_hint(dataset)}")
+    outcome: list[BaseException | None] = []
+
+    def request() -> None:
+        from huggingface_hub import HfApi
+
+        try:
+            HfApi(endpoint=os.environ.get("HF_ENDPOINT", DEFAULT_ENDPOINT)).dataset_info(dataset, timeout=timeout)
+            outcome.append(None)
+        except BaseException as exc:  # reported to the caller below
+            outcome.append(exc)
+
+    thread = threading.Thread(target=request, name="freqlab-hub-probe", daemon=True)
+    thread.start()
+    thread.join(timeout + 0.5)
+    if not outcome:
+        raise FreqlabError(f"{dataset}: the Hugging Face Hub did not answer within {timeout:g} s; {_hint(dataset)}")
+    error = outcome[0]
+    if error is None:
+        return
+    from huggingface_hub.errors import GatedRepoError, HfHubHTTPError, RepositoryNotFoundError
+
+    if isinstance(error, GatedRepoError):
+        return  # it exists; load_dataset explains how to get access (token, accepting the terms)
+    if isinstance(error, RepositoryNotFoundError):
+        raise FreqlabError(
+            f"{dataset}: no such dataset on the Hugging Face Hub (or it is private); "
+            "check the id, or give a preset name or local files"
+        )
+    what = "HTTP error" if isinstance(error, HfHubHTTPError) else "network error"
+    detail = str(error).splitlines()[0] if str(error) else type(error).__name__
+    raise FreqlabError(f"{dataset}: cannot reach the Hugging Face Hub ({what}: {detail}); {_hint(dataset)}")
+
+
+@functools.lru_cache(maxsize=4)
+def _stream(dataset: str, config: str | None, split: str, data_files: tuple[str, ...] | None):
+    """The streaming IterableDataset (cached: a worker reading several shards builds it once)."""
+    from datasets import load_dataset
+
+    try:
+        return load_dataset(
+            dataset,
+            config,
+            split=split,
+            data_files=list(data_files) if data_files else None,
+            streaming=True,
+        )
+    except Exception as exc:  # DatasetNotFoundError, missing config, scripts no longer supported, ...
+        first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+        raise FreqlabError(f"{dataset}: cannot open with datasets ({first}); {_hint(dataset)}") from exc
+
+
+def _label(dataset: str, config: str | None, split: str) -> str:
+    return f"{dataset}{'/' + config if config else ''}[{split}]"
+
+
+@dataclass(frozen=True)
+class HubShard(Shard):
+    """Shard ``index`` of ``num_shards`` of a dataset streamed through ``datasets``."""
+
+    id: str
+    dataset: str
+    config: str | None
+    split: str
+    data_files: tuple[str, ...] | None
+    fields: Fields
+    index: int = 0
+    num_shards: int = 1
+
+    def read(self) -> Iterator[Document]:
+        stream = _stream(self.dataset, self.config, self.split, self.data_files)
+        if self.num_shards > 1:
+            stream = stream.shard(num_shards=self.num_shards, index=self.index)
+        extract = self.fields.extractor()
+        prefix = f"{_label(self.dataset, self.config, self.split)}#{self.index}:row "
+        row = 0
+        try:
+            for record in stream:
+                row += 1
+                text, source, error = extract(record)
+                yield Document(text, source, f"{prefix}{row}", error)
+        except FreqlabError:
+            raise
+        except Exception as exc:  # a file that the builder cannot parse, a dropped connection, ...
+            first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+            raise FreqlabError(f"{prefix}{row + 1}: cannot read ({type(exc).__name__}: {first})") from exc
+
+
+def streamed_corpus(
+    dataset: str,
+    *,
+    config: str | None,
+    split: str,
+    data_files: list[str] | None,
+    fields: Fields,
+    name: str,
+    description: dict,
+) -> Corpus:
+    """A corpus streamed through ``datasets`` (probing the Hub first unless ``dataset`` is a packaged builder)."""
+    local = dataset in PACKAGED_BUILDERS
+    if local:
+        if not data_files:
+            raise FreqlabError(f"{dataset}: the {dataset!r} builder reads local files: pass them with --data-files")
+        data_files = expand_data_files(data_files)
+    else:
+        probe_hub(dataset)
+    files = tuple(data_files) if data_files else None
+    stream = _stream(dataset, config, split, files)
+    count = max(1, min(stream.num_shards, MAX_SHARDS))
+    shards: list[Shard] = [
+        HubShard(f"{dataset}:{split}:{i:03d}-of-{count:03d}", dataset, config, split, files, fields, i, count)
+        for i in range(count)
+    ]
+    total = None
+    splits = getattr(stream.info, "splits", None)
+    if not data_files and splits and split in splits:
+        total = splits[split].num_examples or None  # from the dataset card, when it says
+    info = {
+        "kind": "builder" if local else "hub",
+        "id": dataset,
+        "config": config,
+        "split": split,
+        "text_field": fields.text,
+        "source_field": fields.source,
+        "streamed_with": "datasets",
+        "stream_shards": stream.num_shards,
+    }
+    if files:
+        info["data_files"] = len(files)
+    info.update(description)
+    return Corpus(
+        name=name, shards=shards, has_sources=fields.source is not None, description=info, total_documents=total
+    )
+
+
+def expand_data_files(patterns: list[str]) -> list[str]:
+    """Local files for a packaged builder: globs expanded and sorted, folders walked; missing ones raise."""
+    files: list[str] = []
+    for pattern in patterns:
+        if "://" in pattern:
+            files.append(pattern)  # a URL: datasets fetches it
+            continue
+        path = os.path.expanduser(pattern)
+        if glob.has_magic(path):
+            matches = sorted(p for p in glob.glob(path, recursive=True) if os.path.isfile(p))
+            if not matches:
+                raise FreqlabError(f"{pattern}: no files match this pattern")
+            files.extend(os.path.abspath(p) for p in matches)
+        elif os.path.isdir(path):
+            walked = sorted(
+                os.path.join(folder, name)
+                for folder, _, names in os.walk(path)
+                for name in names
+                if not name.startswith(".")
+            )
+            if not walked:
+                raise FreqlabError(f"{pattern}: empty folder")
+            files.extend(os.path.abspath(p) for p in walked)
+        elif os.path.isfile(path):
+            files.append(os.path.abspath(path))
+        else:
+            raise FreqlabError(f"{pattern}: no such file or directory")
+    return list(dict.fromkeys(files))

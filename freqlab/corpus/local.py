@@ -1,0 +1,225 @@
+"""Local data: files, folders (recursive) and globs, in any of the supported formats, as shards.
+
+==========================================================  =====================  ============================
+file name ends with                                         format                 shard
+==========================================================  =====================  ============================
+``.jsonl`` ``.json`` ``.ndjson`` (+ ``.gz``, ``.zst``)      JSON lines             one per file
+``.parquet``                                                Parquet                one per file
+``.arrow``                                                  Arrow IPC              one per file
+``.txt``                                                    one document per file  groups of 256 files
+a folder with ``state.json`` (``datasets.save_to_disk``)    its Arrow files        one per Arrow file
+a folder with ``dataset_dict.json`` (a saved DatasetDict)   the ``split`` subset   one per Arrow file
+==========================================================  =====================  ============================
+
+Each path, folder or glob is expanded in sorted order (deterministic), duplicates dropped. A file named
+explicitly must have a known format; files of unknown formats met inside folders or matched by globs
+(a README, a checksum file) are passed over and counted in ``description["ignored_files"]``. Hidden files
+and folders (``.git``) are not entered. A missing path, a glob matching nothing, or an unreadable file
+raises FreqlabError at once. Empty files are fine (zero documents) and counted in ``description["empty_files"]``.
+
+Shard ids are paths relative to the common folder of all files, so they stay stable when the data moves.
+"""
+
+from __future__ import annotations
+
+import glob
+import json
+import os
+from collections import Counter
+from dataclasses import dataclass, field
+
+from freqlab.corpus.base import MISSING_SOURCE, Corpus, Shard
+from freqlab.corpus.columnar import ArrowShard, ParquetShard, arrow_rows, parquet_rows
+from freqlab.corpus.fields import Fields
+from freqlab.corpus.jsonl import JsonlShard
+from freqlab.corpus.text import group_files
+from freqlab.errors import FreqlabError
+
+_JSON_SUFFIXES = tuple(
+    f"{base}{compression}" for base in (".jsonl", ".json", ".ndjson") for compression in ("", ".gz", ".zst", ".zstd")
+)
+SUPPORTED = "JSON lines (.jsonl/.json/.ndjson, optionally .gz/.zst), .parquet, .arrow, .txt, a save_to_disk folder"
+
+
+# Metadata files of saved datasets: JSON, but never JSON-lines data (a glob like saved/* matches them).
+_DATASETS_METADATA = frozenset({"state.json", "dataset_info.json", "dataset_dict.json"})
+
+
+def file_format(path: str) -> str | None:
+    """``jsonl``, ``parquet``, ``arrow`` or ``txt`` from the file name, or None when unknown."""
+    lower = path.lower()
+    if os.path.basename(lower) in _DATASETS_METADATA:
+        return None
+    if lower.endswith(_JSON_SUFFIXES):
+        return "jsonl"
+    for fmt in ("parquet", "arrow", "txt"):
+        if lower.endswith(f".{fmt}"):
+            return fmt
+    return None
+
+
+def is_saved_dataset(folder: str) -> bool:
+    """True for a folder written by ``Dataset.save_to_disk`` or ``DatasetDict.save_to_disk``."""
+    return os.path.isfile(os.path.join(folder, "dataset_dict.json")) or (
+        os.path.isfile(os.path.join(folder, "state.json")) and os.path.isfile(os.path.join(folder, "dataset_info.json"))
+    )
+
+
+def saved_dataset_files(folder: str, split: str) -> list[str]:
+    """The Arrow files of a saved dataset, in their recorded order (for a DatasetDict: of ``split``)."""
+    dict_file = os.path.join(folder, "dataset_dict.json")
+    if os.path.isfile(dict_file):
+        splits = _read_json(dict_file).get("splits", [])
+        if split not in splits:
+            raise FreqlabError(f"{folder}: saved DatasetDict has no split {split!r} (splits: {', '.join(splits)})")
+        folder = os.path.join(folder, split)
+    state = _read_json(os.path.join(folder, "state.json"))
+    names = [entry["filename"] for entry in state.get("_data_files", [])]
+    return [os.path.join(folder, name) for name in names]
+
+
+def _read_json(path: str) -> dict:
+    try:
+        with open(path, encoding="utf-8") as handle:
+            return json.load(handle)
+    except (OSError, ValueError) as exc:
+        raise FreqlabError(f"{path}: cannot read saved-dataset metadata ({exc})") from exc
+
+
+@dataclass
+class _Found:
+    """Files found so far: (path, format) in order, plus what was passed over."""
+
+    files: list[tuple[str, str]] = field(default_factory=list)
+    seen: set[str] = field(default_factory=set)
+    ignored: list[str] = field(default_factory=list)
+
+    def add(self, path: str, fmt: str) -> None:
+        key = os.path.realpath(path)
+        if key not in self.seen:
+            self.seen.add(key)
+            self.files.append((path, fmt))
+
+
+def _walk(folder: str, split: str, found: _Found) -> None:
+    if is_saved_dataset(folder):
+        for path in saved_dataset_files(folder, split):
+            found.add(path, "arrow")
+        return
+    entries = sorted(e for e in os.listdir(folder) if not e.startswith("."))
+    for entry in entries:
+        path = os.path.join(folder, entry)
+        if os.path.isdir(path):
+            _walk(path, split, found)
+        elif (fmt := file_format(path)) is not None:
+            found.add(path, fmt)
+        else:
+            found.ignored.append(path)
+
+
+def _expand(spec: str, split: str, found: _Found) -> None:
+    path = os.path.expanduser(spec)
+    if glob.has_magic(path):
+        matches = sorted(glob.glob(path, recursive=True))
+        if not matches:
+            raise FreqlabError(f"{spec}: no files match this pattern")
+        for match in matches:
+            if os.path.isdir(match):
+                _walk(match, split, found)
+            elif (fmt := file_format(match)) is not None:
+                found.add(match, fmt)
+            else:
+                found.ignored.append(match)
+    elif os.path.isdir(path):
+        _walk(path, split, found)
+    elif os.path.isfile(path):
+        fmt = file_format(path)
+        if fmt is None:
+            raise FreqlabError(f"{spec}: unknown file format; supported: {SUPPORTED}")
+        found.add(path, fmt)
+    else:
+        raise FreqlabError(f"{spec}: no such file or directory")
+
+
+def _check_readable(path: str) -> int:
+    """The file's size; raises FreqlabError when it cannot be opened for reading."""
+    try:
+        descriptor = os.open(path, os.O_RDONLY)
+    except OSError as exc:
+        raise FreqlabError(f"{path}: cannot open for reading ({exc.strerror or exc})") from exc
+    try:
+        return os.fstat(descriptor).st_size
+    finally:
+        os.close(descriptor)
+
+
+def find_files(specs: list[str], split: str = "train") -> tuple[list[tuple[str, str]], list[str]]:
+    """``([(path, format), ...], ignored_paths)`` for paths, folders and globs; raises when nothing is found."""
+    found = _Found()
+    for spec in specs:
+        _expand(spec, split, found)
+    if not found.files:
+        shown = ", ".join(specs)
+        raise FreqlabError(f"{shown}: no data files found (supported: {SUPPORTED})")
+    return found.files, found.ignored
+
+
+def local_corpus(
+    specs: list[str], fields: Fields, *, name: str, split: str = "train", description: dict | None = None
+) -> Corpus:
+    """A corpus over local files/folders/globs, with ``fields`` mapping records to text and source."""
+    files, ignored = find_files(specs, split)
+    sizes = {path: _check_readable(path) for path, _ in files}
+    root = os.path.commonpath([os.path.dirname(os.path.abspath(p)) for p, _ in files])
+
+    def rel(path: str) -> str:
+        return os.path.relpath(os.path.abspath(path), root).replace(os.sep, "/")
+
+    shards: list[Shard] = []
+    texts: list[str] = []
+    total: int | None = 0
+    for path, fmt in files:
+        if fmt == "jsonl":
+            shards.append(JsonlShard(rel(path), path, fields))
+            total = None
+        elif fmt == "parquet":
+            shards.append(ParquetShard(rel(path), path, fields))
+            total = None if total is None else total + parquet_rows(path)
+        elif fmt == "arrow":
+            shards.append(ArrowShard(rel(path), path, fields))
+            total = None if total is None else total + arrow_rows(path)
+        else:
+            texts.append(rel(path))
+    if texts:
+        # .txt files carry no label; in a labelled corpus they count under the "(none)" source.
+        labels = None if fields.source is None else [MISSING_SOURCE] * len(texts)
+        shards.extend(group_files(root, texts, labels))
+        total = None if total is None else total + len(texts)
+
+    formats = Counter(_format_name(path, fmt) for path, fmt in files)
+    info = {
+        "kind": "local",
+        "id": " ".join(specs),
+        "text_field": fields.text,
+        "source_field": fields.source,
+        "root": root,
+        "files": len(files),
+        "formats": dict(sorted(formats.items())),
+        "empty_files": sum(1 for size in sizes.values() if size == 0),
+        "ignored_files": len(ignored),
+    }
+    if ignored:
+        info["ignored_examples"] = ignored[:5]
+    info.update(description or {})
+    return Corpus(
+        name=name, shards=shards, has_sources=fields.source is not None, description=info, total_documents=total
+    )
+
+
+def _format_name(path: str, fmt: str) -> str:
+    lower = path.lower()
+    if fmt == "jsonl":
+        for compression in (".gz", ".zst", ".zstd"):
+            if lower.endswith(compression):
+                return f"jsonl{compression}"
+    return fmt

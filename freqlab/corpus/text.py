@@ -1,0 +1,79 @@
+"""Plain text files, one document per file (``.txt``, and the ``.py`` files of the built-in corpus).
+
+Small files are many, so a shard is a group of up to :data:`FILES_PER_SHARD` files (in sorted order). A file is
+read whole: it *is* one document, whatever its size. ``where`` is the file's path.
+
+Two decodings: ``"utf-8"`` (strict; a file that is not UTF-8 becomes an ``invalid-utf8`` record; a leading
+byte-order mark is dropped) and ``"python"``: Python source decoded as the interpreter does (PEP 263 coding
+cookie, default UTF-8); the few standard-library test files that are deliberately mis-encoded are decoded
+with U+FFFD replacement characters instead of failing, so the built-in corpus always reads cleanly.
+"""
+
+from __future__ import annotations
+
+import io
+import os
+import tokenize
+from collections.abc import Iterator
+from dataclasses import dataclass
+
+from freqlab.corpus.base import INVALID_UTF8, Document, Shard
+from freqlab.errors import FreqlabError
+
+FILES_PER_SHARD = 256
+
+
+def decode_python_source(data: bytes) -> str:
+    """Python source bytes as text: PEP 263 encoding (default UTF-8), undecodable bytes replaced by U+FFFD."""
+    try:
+        encoding, _ = tokenize.detect_encoding(io.BytesIO(data).readline)
+        return data.decode(encoding)
+    except (SyntaxError, LookupError, UnicodeDecodeError):
+        return data.decode("utf-8", errors="replace")
+
+
+@dataclass(frozen=True)
+class TextFilesShard(Shard):
+    """A group of files under ``root``, each one document. ``sources[i]`` labels ``files[i]`` (or no labels)."""
+
+    id: str
+    root: str
+    files: tuple[str, ...]  # paths relative to root
+    sources: tuple[str, ...] | None = None
+    decoding: str = "utf-8"  # "utf-8" (strict) or "python" (PEP 263, lenient)
+
+    def read(self) -> Iterator[Document]:
+        for i, name in enumerate(self.files):
+            path = os.path.join(self.root, name)
+            source = None if self.sources is None else self.sources[i]
+            try:
+                with open(path, "rb") as handle:
+                    data = handle.read()
+            except OSError as exc:
+                raise FreqlabError(f"{path}: cannot read ({exc.strerror or exc})") from exc
+            if self.decoding == "python":
+                yield Document(decode_python_source(data), source, path)
+                continue
+            try:
+                text = data.decode("utf-8")
+            except UnicodeDecodeError:
+                yield Document(None, None, path, INVALID_UTF8)
+                continue
+            yield Document(text.removeprefix("\ufeff"), source, path)
+
+
+def group_files(
+    root: str,
+    files: list[str],
+    sources: list[str] | None = None,
+    decoding: str = "utf-8",
+    per_shard: int = FILES_PER_SHARD,
+) -> list[TextFilesShard]:
+    """Consecutive groups of ``per_shard`` files; a shard's id is its first file and its file count."""
+    shards = []
+    for start in range(0, len(files), per_shard):
+        chunk = tuple(files[start : start + per_shard])
+        labels = None if sources is None else tuple(sources[start : start + per_shard])
+        shard_id = f"{chunk[0]} (+{len(chunk) - 1} files)" if len(chunk) > 1 else chunk[0]
+        shards.append(TextFilesShard(shard_id, root, chunk, labels, decoding))
+    return shards

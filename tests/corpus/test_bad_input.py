@@ -1,0 +1,174 @@
+"""Bad input: each bad record gets the right reason and line; a whole unusable source raises FreqlabError."""
+
+from __future__ import annotations
+
+import gzip
+import json
+import os
+
+import pyarrow as pa
+import pyarrow.parquet as pq
+import pytest
+from corpus_helpers import jsonl_bytes, write_bytes, write_jsonl
+
+from freqlab.corpus import REASONS, open_corpus
+from freqlab.errors import FreqlabError
+
+GOOD = {"text": "def f():\n    return 1\n", "meta": {"redpajama_set_name": "RedPajamaGithub"}}
+
+# (raw line, expected error reason or None for a good record); line numbers are positions in this list, 1-based.
+LINES: list[tuple[bytes, str | None]] = [
+    (json.dumps(GOOD).encode(), None),
+    (b'{"text": "unterminated', "malformed-json"),
+    (b"[1, 2, 3]", "not-a-json-object"),
+    (b'{"meta": {"redpajama_set_name": "RedPajamaC4"}}', "missing-text-field"),
+    (b'{"text": 42, "meta": {"redpajama_set_name": "RedPajamaC4"}}', "non-string-text"),
+    (b'{"text": null, "meta": {"redpajama_set_name": "RedPajamaC4"}}', "null-text"),
+    (b'{"text": "caf\xe9 latin-1", "meta": {"redpajama_set_name": "RedPajamaC4"}}', "invalid-utf8"),
+    (b'{"text": "lone \\ud800 surrogate", "meta": {"redpajama_set_name": "RedPajamaC4"}}', "invalid-unicode"),
+    (b'{"text": "pair \\ud83d\\ude00 is fine", "meta": {"redpajama_set_name": "RedPajamaC4"}}', None),
+    (b'{"text": "", "meta": {"redpajama_set_name": "RedPajamaBook"}}', None),  # an empty document is good
+    (b'{"text": "x", "meta": {"redpajama_set_name": ["a", "list"]}}', "non-string-source"),
+    (b"   ", "blank"),  # blank lines are not records
+    (json.dumps(GOOD).encode(), None),
+]
+
+
+def _bad_file(tmp_path, name):
+    return write_bytes(tmp_path / name, b"\n".join(line for line, _ in LINES) + b"\n")
+
+
+@pytest.mark.parametrize("name", ["bad.jsonl", "bad.jsonl.gz", "bad.jsonl.zst"])
+def test_each_bad_line_gets_its_reason_and_line_number(tmp_path, name):
+    path = _bad_file(tmp_path, name)
+    docs = list(open_corpus("slimpajama", data_files=str(path)).documents())
+    expected = [(f"{path}:{n}", reason) for n, (_, reason) in enumerate(LINES, 1) if reason != "blank"]
+    assert [(d.where, d.error) for d in docs] == expected
+    assert all(d.text is None and d.source is None for d in docs if d.error)
+    good = [(d.text, d.source) for d in docs if d.error is None]
+    assert good == [
+        (GOOD["text"], "RedPajamaGithub"),
+        ("pair \U0001f600 is fine", "RedPajamaC4"),
+        ("", "RedPajamaBook"),
+        (GOOD["text"], "RedPajamaGithub"),
+    ]
+    assert {d.error for d in docs if d.error} <= set(REASONS)
+
+
+def test_missing_text_column_in_parquet_and_null_text(tmp_path):
+    no_text = tmp_path / "no_text.parquet"
+    pq.write_table(pa.table({"content": ["a", "b"]}), no_text)
+    docs = list(open_corpus(str(no_text)).documents())
+    assert [(d.where, d.error) for d in docs] == [
+        (f"{no_text}:row 1", "missing-text-field"),
+        (f"{no_text}:row 2", "missing-text-field"),
+    ]
+    nulls = tmp_path / "nulls.parquet"
+    pq.write_table(pa.table({"text": ["a", None, ""]}), nulls)
+    docs = list(open_corpus(str(nulls)).documents())
+    assert [(d.text, d.error) for d in docs] == [("a", None), (None, "null-text"), ("", None)]
+
+
+def test_text_file_that_is_not_utf8(tmp_path):
+    (tmp_path / "a.txt").write_bytes(b"fine")
+    (tmp_path / "b.txt").write_bytes(b"caf\xe9")
+    docs = list(open_corpus(str(tmp_path)).documents())
+    assert [(d.text, d.where, d.error) for d in docs] == [
+        ("fine", str(tmp_path / "a.txt"), None),
+        (None, str(tmp_path / "b.txt"), "invalid-utf8"),
+    ]
+
+
+def test_empty_files_give_zero_documents_and_are_counted(tmp_path):
+    (tmp_path / "empty.jsonl").write_bytes(b"")
+    write_bytes(tmp_path / "empty.jsonl.zst", b"")
+    write_jsonl(tmp_path / "one.jsonl", [GOOD])
+    corpus = open_corpus(str(tmp_path))
+    assert corpus.description["empty_files"] == 1  # zero-byte files; the .zst of nothing has a frame header
+    assert [list(shard.read()) for shard in corpus.shards][:2] == [[], []]
+    assert [d.text for d in corpus.documents()] == [GOOD["text"]]
+
+
+def test_missing_path(tmp_path):
+    with pytest.raises(FreqlabError, match=r"nowhere\.jsonl: no such file or directory"):
+        open_corpus(str(tmp_path / "nowhere.jsonl"))
+    with pytest.raises(FreqlabError, match="no such file or directory"):
+        open_corpus("slimpajama", data_files=str(tmp_path / "missing_dir"))
+
+
+def test_glob_matching_nothing(tmp_path):
+    with pytest.raises(FreqlabError, match=r"chunk\*/\*\.jsonl\.zst: no files match this pattern"):
+        open_corpus("slimpajama", data_files=str(tmp_path / "chunk*" / "*.jsonl.zst"))
+
+
+def test_folder_without_data_files(tmp_path):
+    (tmp_path / "README.md").write_text("x")
+    with pytest.raises(FreqlabError, match="no data files found"):
+        open_corpus(str(tmp_path))
+
+
+def test_explicit_file_of_unknown_format(tmp_path):
+    path = tmp_path / "data.csv"
+    path.write_text("text\nhello\n")
+    with pytest.raises(FreqlabError, match=r"data\.csv: unknown file format; supported: JSON lines"):
+        open_corpus(str(path))
+
+
+def test_unreadable_file(tmp_path, monkeypatch):
+    path = write_jsonl(tmp_path / "locked.jsonl", [GOOD])
+    os.chmod(path, 0)
+    if os.geteuid() == 0:  # root reads anything: make the open fail as it would for a normal user
+        real_open = os.open
+
+        def deny(file, flags, *args, **kwargs):
+            if os.fspath(file) == str(path):
+                raise PermissionError(13, "Permission denied")
+            return real_open(file, flags, *args, **kwargs)
+
+        monkeypatch.setattr(os, "open", deny)
+    with pytest.raises(FreqlabError, match=r"locked\.jsonl: cannot open for reading \(Permission denied\)"):
+        open_corpus(str(path))
+
+
+def test_unknown_preset_suggests_the_close_one():
+    with pytest.raises(FreqlabError, match=r"unknown corpus preset 'slimpajam': did you mean 'slimpajama'\?"):
+        open_corpus("slimpajam")
+    with pytest.raises(FreqlabError, match="presets are slimpajama, slimpajama-6b"):
+        open_corpus("c4-like-nonsense")
+
+
+def test_preset_without_hub_copy_needs_local_files():
+    with pytest.raises(FreqlabError, match=r"pile: this preset has no Hub dataset.*--data-files"):
+        open_corpus("pile")
+
+
+@pytest.mark.parametrize("name", ["cut.jsonl.zst", "cut.jsonl.gz"])
+def test_truncated_compressed_file_raises_while_reading(tmp_path, name):
+    # a cut-off download must not pass for a short file: the stream ends inside a frame/member
+    path = write_bytes(tmp_path / name, jsonl_bytes([GOOD] * 2000))
+    data = path.read_bytes()
+    path.write_bytes(data[: len(data) // 2])
+    corpus = open_corpus(str(path))
+    with pytest.raises(FreqlabError, match=rf"{name}: cannot read .*truncated or corrupt"):
+        list(corpus.documents())
+
+
+def test_not_compressed_despite_the_suffix(tmp_path):
+    path = tmp_path / "plain.jsonl.gz"
+    path.write_bytes(jsonl_bytes([GOOD]))
+    with pytest.raises(FreqlabError, match=r"plain\.jsonl\.gz: cannot read \(BadGzipFile"):
+        list(open_corpus(str(path)).documents())
+    assert gzip.decompress(gzip.compress(b"x")) == b"x"
+
+
+def test_corrupt_parquet_raises_while_reading(tmp_path):
+    path = tmp_path / "broken.parquet"
+    path.write_bytes(b"PAR1 this is not parquet PAR1")
+    with pytest.raises(FreqlabError, match=r"broken\.parquet: cannot read"):
+        open_corpus(str(path))  # the row count comes from the footer, read at open time
+
+
+def test_both_a_path_and_data_files_is_ambiguous(tmp_path):
+    path = write_jsonl(tmp_path / "a.jsonl", [GOOD])
+    with pytest.raises(FreqlabError, match="either as the dataset path or as data_files"):
+        open_corpus(str(path), data_files=str(path))

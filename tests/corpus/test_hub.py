@@ -1,0 +1,186 @@
+"""Streaming through HF ``datasets`` (tested offline on local files), and the fast one-line offline-Hub error."""
+
+from __future__ import annotations
+
+import http.server
+import pickle
+import socket
+import threading
+import time
+
+import pytest
+from corpus_helpers import expected, read_all, write_bytes, write_jsonl, write_parquet
+
+from freqlab.corpus import hub, open_corpus
+from freqlab.errors import FreqlabError
+
+SOURCE = "meta.redpajama_set_name"
+
+
+def _fails_fast(call, seconds: float = 5.0) -> str:
+    start = time.perf_counter()
+    with pytest.raises(FreqlabError) as caught:
+        call()
+    elapsed = time.perf_counter() - start
+    message = str(caught.value)
+    assert elapsed < seconds, f"took {elapsed:.1f} s"
+    assert "\n" not in message
+    return message
+
+
+@pytest.fixture
+def no_offline_switch(monkeypatch):
+    monkeypatch.delenv("HF_HUB_OFFLINE", raising=False)
+    monkeypatch.delenv("HF_DATASETS_OFFLINE", raising=False)
+
+
+def test_offline_switch_fails_at_once_naming_the_dataset(monkeypatch):
+    monkeypatch.setenv("HF_HUB_OFFLINE", "1")
+    message = _fails_fast(lambda: open_corpus("slimpajama"), seconds=1.0)
+    assert message == (
+        "cerebras/SlimPajama-627B: Hugging Face Hub access is off (HF_HUB_OFFLINE=1); "
+        "to scan local copies of its files use --dataset slimpajama --data-files 'PATH/OR/GLOB'"
+    )
+    monkeypatch.delenv("HF_HUB_OFFLINE")
+    monkeypatch.setenv("HF_DATASETS_OFFLINE", "1")
+    message = _fails_fast(lambda: open_corpus("someone/some-corpus"), seconds=1.0)
+    assert message.startswith("someone/some-corpus: Hugging Face Hub access is off (HF_DATASETS_OFFLINE=1)")
+    assert "--data-files" in message
+
+
+@pytest.fixture
+def silent_endpoint(monkeypatch, no_offline_switch):
+    """An HTTP endpoint that accepts connections and never answers (a hung proxy, a dead route)."""
+    server = socket.socket()
+    server.bind(("127.0.0.1", 0))
+    server.listen(8)
+    monkeypatch.setenv("HF_ENDPOINT", f"http://127.0.0.1:{server.getsockname()[1]}")
+    yield
+    server.close()
+
+
+def test_unresponsive_hub_fails_within_seconds(silent_endpoint):
+    message = _fails_fast(lambda: open_corpus("HuggingFaceFW/fineweb", config="sample-10BT"))
+    assert message.startswith("HuggingFaceFW/fineweb: ")
+    assert "Hugging Face Hub" in message
+    assert message.endswith("use --dataset fineweb --data-files 'PATH/OR/GLOB'")
+
+
+def test_refused_connection_fails_fast(monkeypatch, no_offline_switch):
+    with socket.socket() as probe:  # a port nobody listens on
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    monkeypatch.setenv("HF_ENDPOINT", f"http://127.0.0.1:{port}")
+    message = _fails_fast(lambda: open_corpus("someone/some-corpus"), seconds=3.0)
+    assert message.startswith("someone/some-corpus: cannot reach the Hugging Face Hub (network error: ")
+    assert message.endswith("use --data-files 'PATH/OR/GLOB' (with --text-field if not 'text')")
+
+
+class _NotFound(http.server.BaseHTTPRequestHandler):
+    def do_GET(self):
+        self.send_response(404)
+        self.send_header("X-Error-Code", "RepoNotFound")
+        self.send_header("Content-Type", "application/json")
+        self.end_headers()
+        self.wfile.write(b'{"error": "Repository not found"}')
+
+    def log_message(self, *args):
+        pass
+
+
+def test_unknown_hub_dataset(monkeypatch, no_offline_switch):
+    server = http.server.HTTPServer(("127.0.0.1", 0), _NotFound)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    monkeypatch.setenv("HF_ENDPOINT", f"http://127.0.0.1:{server.server_address[1]}")
+    try:
+        message = _fails_fast(lambda: open_corpus("someone/no-such-corpus"))
+    finally:
+        server.shutdown()
+    assert message.startswith("someone/no-such-corpus: no such dataset on the Hugging Face Hub")
+
+
+def _split_files(tmp_path, records, suffix=".jsonl"):
+    thirds = [records[:9], records[9:18], records[18:]]
+    return [str(write_jsonl(tmp_path / f"part-{i}{suffix}", part)) for i, part in enumerate(thirds)]
+
+
+def test_datasets_streaming_of_local_json_lines_equals_the_native_reader(tmp_path, records):
+    files = _split_files(tmp_path, records)
+    native = open_corpus("slimpajama", data_files=files)
+    streamed = open_corpus("json", data_files=files, source_field=SOURCE)
+    assert streamed.description["streamed_with"] == "datasets"
+    assert len(streamed.shards) == 3  # one per file
+    assert read_all(streamed) == read_all(native) == expected(records)
+    where = [d.where for d in streamed.shards[1].read()]
+    assert where[:2] == ["json[train]#1:row 1", "json[train]#1:row 2"]
+
+
+def test_datasets_streaming_of_compressed_json_lines_and_parquet(tmp_path, records):
+    zst = _split_files(tmp_path, records, ".jsonl.zst")
+    assert read_all(open_corpus("json", data_files=zst, source_field=SOURCE)) == expected(records)
+    parquet = str(write_parquet(tmp_path / "p.parquet", records, meta_as_json_string=True))
+    assert read_all(open_corpus("parquet", data_files=parquet, source_field=SOURCE)) == expected(records)
+
+
+def test_stream_shards_cover_every_record_once(tmp_path, records, monkeypatch):
+    monkeypatch.setattr(hub, "MAX_SHARDS", 2)  # 3 files in 2 contiguous groups
+    corpus = open_corpus("json", data_files=_split_files(tmp_path, records), source_field=SOURCE)
+    assert [s.id for s in corpus.shards] == ["json:train:000-of-002", "json:train:001-of-002"]
+    assert [len(list(s.read())) for s in corpus.shards] == [18, len(records) - 18]
+    assert read_all(corpus) == expected(records)
+
+
+def test_stream_shards_pickle_and_rebuild_their_stream(tmp_path, records):
+    corpus = open_corpus("json", data_files=_split_files(tmp_path, records), source_field=SOURCE)
+    shard = corpus.shards[2]
+    blob = pickle.dumps(shard)
+    assert len(blob) < 2000
+    hub._stream.cache_clear()  # as in a fresh worker process
+    assert list(pickle.loads(blob).read()) == list(shard.read())
+
+
+def test_builder_needs_existing_local_files(tmp_path):
+    with pytest.raises(FreqlabError, match="the 'json' builder reads local files: pass them with --data-files"):
+        open_corpus("json")
+    with pytest.raises(FreqlabError, match=r"gone\.jsonl: no such file or directory"):
+        open_corpus("json", data_files=str(tmp_path / "gone.jsonl"))
+    with pytest.raises(FreqlabError, match=r"\*\.jsonl: no files match this pattern"):
+        open_corpus("json", data_files=str(tmp_path / "*.jsonl"))
+
+
+def test_a_file_datasets_cannot_parse_raises_naming_the_shard(tmp_path, records):
+    good = write_jsonl(tmp_path / "a.jsonl", records[:3])
+    bad = write_bytes(tmp_path / "b.jsonl", b'{"text": "fine"}\n{"text": broken\n')
+    corpus = open_corpus("json", data_files=[str(good), str(bad)])
+    assert len(list(corpus.shards[0].read())) == 3
+    with pytest.raises(FreqlabError, match=r"^json\[train\]#1:row 1: cannot read \("):
+        list(corpus.shards[1].read())
+
+
+def test_hub_dataset_is_streamed_with_load_dataset(tmp_path, records, monkeypatch):
+    """The Hub path calls load_dataset(id, config, split=..., streaming=True) after the probe (stubbed here:
+    no network in the tests), and reads whatever stream it returns with the preset's field mapping."""
+    import datasets
+
+    files = _split_files(tmp_path, records)
+    local_stream = datasets.load_dataset("json", data_files=files, split="train", streaming=True)
+    calls = []
+
+    def fake_load_dataset(path, name=None, **kwargs):
+        calls.append((path, name, kwargs))
+        return local_stream
+
+    monkeypatch.setattr(hub, "probe_hub", lambda dataset: calls.append(("probe", dataset)))
+    monkeypatch.setattr(datasets, "load_dataset", fake_load_dataset)
+    hub._stream.cache_clear()
+    try:
+        corpus = open_corpus("slimpajama-6b", split="validation")
+        assert read_all(corpus) == expected(records)
+    finally:
+        hub._stream.cache_clear()
+    assert calls[0] == ("probe", "DKYoon/SlimPajama-6B")
+    assert calls[1] == ("DKYoon/SlimPajama-6B", None, {"split": "validation", "data_files": None, "streaming": True})
+    assert corpus.name == "DKYoon/SlimPajama-6B"
+    assert corpus.description["kind"] == "preset"
+    assert corpus.has_sources
+    assert [s.id for s in corpus.shards] == [f"DKYoon/SlimPajama-6B:validation:{i:03d}-of-003" for i in range(3)]

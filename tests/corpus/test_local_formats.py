@@ -1,0 +1,231 @@
+"""Every local format yields exactly the documents (texts and source labels) that were written, in order."""
+
+from __future__ import annotations
+
+import json
+import pickle
+import tracemalloc
+
+import pytest
+from corpus_helpers import SETS, expected, jsonl_bytes, read_all, write_bytes, write_jsonl, write_parquet
+
+from freqlab.corpus import MISSING_SOURCE, builtin_corpus, open_corpus
+from freqlab.corpus.columnar import BATCH_ROWS
+
+JSONL_NAMES = ["part.jsonl", "part.jsonl.gz", "part.json.gz", "part.jsonl.zst", "part.json", "part.ndjson"]
+
+
+@pytest.mark.parametrize("name", JSONL_NAMES)
+@pytest.mark.parametrize("ensure_ascii", [True, False])
+def test_json_lines_in_every_compression(tmp_path, records, name, ensure_ascii):
+    path = write_jsonl(tmp_path / name, records, ensure_ascii)
+    corpus = open_corpus("slimpajama", data_files=str(path))
+    assert corpus.name == "slimpajama (local files)"
+    assert corpus.has_sources
+    assert read_all(corpus) == expected(records)
+    docs = list(corpus.documents())
+    assert [d.where for d in docs] == [f"{path}:{i}" for i in range(1, len(records) + 1)]
+    assert corpus.total_documents is None  # unknown without reading the file
+    fmt = corpus.description["formats"]
+    assert sum(fmt.values()) == 1
+
+
+@pytest.mark.parametrize("meta_as_json_string", [False, True], ids=["struct-meta", "json-string-meta"])
+def test_parquet_with_struct_or_json_string_meta(tmp_path, records, meta_as_json_string):
+    path = write_parquet(tmp_path / "part.parquet", records, meta_as_json_string)
+    corpus = open_corpus("slimpajama", data_files=str(path))
+    assert read_all(corpus) == expected(records)
+    assert corpus.total_documents == len(records)  # from the Parquet footer
+    assert [d.where for d in corpus.documents()][-1] == f"{path}:row {len(records)}"
+
+
+def test_parquet_is_read_in_bounded_batches(tmp_path, records):
+    many = records * (2 * BATCH_ROWS // len(records) + 1)  # more rows than two batches
+    path = write_parquet(tmp_path / "many.parquet", many)
+    assert read_all(open_corpus("slimpajama", data_files=str(path))) == expected(many)
+
+
+def test_text_files_one_document_per_file(tmp_path, records):
+    folder = tmp_path / "texts"
+    folder.mkdir()
+    for i, record in enumerate(records):
+        (folder / f"doc{i:03d}.txt").write_text(record["text"], encoding="utf-8")
+    corpus = open_corpus(str(folder))
+    assert not corpus.has_sources
+    assert read_all(corpus) == expected(records, sources=False)
+    assert corpus.total_documents == len(records)
+    assert [d.where for d in corpus.documents()][:2] == [str(folder / "doc000.txt"), str(folder / "doc001.txt")]
+
+
+def test_text_files_are_grouped_into_shards(tmp_path, records):
+    from freqlab.corpus.text import FILES_PER_SHARD
+
+    folder = tmp_path / "texts"
+    folder.mkdir()
+    count = FILES_PER_SHARD + 3
+    for i in range(count):
+        (folder / f"{i:04d}.txt").write_text(records[i % len(records)]["text"], encoding="utf-8")
+    corpus = open_corpus(str(folder))
+    assert [len(shard.files) for shard in corpus.shards] == [FILES_PER_SHARD, 3]
+    assert [shard.id for shard in corpus.shards] == [f"0000.txt (+{FILES_PER_SHARD - 1} files)", "0256.txt (+2 files)"]
+    assert sum(1 for _ in corpus.documents()) == count
+
+
+def test_utf8_bom_is_not_part_of_the_text(tmp_path, records):
+    path = write_bytes(tmp_path / "bom.jsonl", b"\xef\xbb\xbf" + json.dumps(records[0]).encode())
+    assert read_all(open_corpus("slimpajama", data_files=str(path))) == expected(records[:1])
+    txt = tmp_path / "bom.txt"
+    txt.write_bytes(b"\xef\xbb\xbf" + records[0]["text"].encode())
+    assert read_all(open_corpus(str(txt))) == [(records[0]["text"], None)]
+
+
+def test_saved_dataset(tmp_path, records):
+    import datasets
+
+    folder = tmp_path / "saved"
+    datasets.Dataset.from_list(records).save_to_disk(str(folder), num_shards=2)
+    corpus = open_corpus("slimpajama", data_files=str(folder))
+    assert len(corpus.shards) == 2
+    assert corpus.description["formats"] == {"arrow": 2}
+    assert corpus.total_documents == len(records)
+    assert read_all(corpus) == expected(records)
+    # a glob over the folder reads the Arrow files and passes over the metadata JSON
+    globbed = open_corpus("slimpajama", data_files=str(folder / "*"))
+    assert read_all(globbed) == expected(records)
+    assert globbed.description["ignored_files"] == 2  # state.json, dataset_info.json
+
+
+def test_saved_dataset_dict_reads_the_requested_split(tmp_path, records):
+    import datasets
+
+    folder = tmp_path / "saved_dict"
+    half = len(records) // 2
+    datasets.DatasetDict(
+        {"train": datasets.Dataset.from_list(records[:half]), "validation": datasets.Dataset.from_list(records[half:])}
+    ).save_to_disk(str(folder))
+    assert read_all(open_corpus("slimpajama", data_files=str(folder))) == expected(records[:half])
+    validation = open_corpus("slimpajama", data_files=str(folder), split="validation")
+    assert read_all(validation) == expected(records[half:])
+
+
+def test_folders_globs_sorting_and_ignored_files(tmp_path, records):
+    root = tmp_path / "SlimPajama" / "train"
+    write_jsonl(root / "chunk2" / "example_train_0.jsonl.zst", records[10:])
+    write_jsonl(root / "chunk1" / "example_train_1.jsonl.zst", records[5:10])
+    write_jsonl(root / "chunk1" / "example_train_0.jsonl.zst", records[:5])
+    (root / "chunk1" / "README.md").write_text("not data")
+    (root / ".cache").mkdir()
+    write_jsonl(root / ".cache" / "hidden.jsonl", records)  # hidden folders are not entered
+
+    by_folder = open_corpus("slimpajama", data_files=str(root.parent))
+    assert read_all(by_folder) == expected(records)  # sorted: chunk1/0, chunk1/1, chunk2/0
+    # shard ids: paths relative to the files' common folder
+    assert [shard.id for shard in by_folder.shards] == [
+        "chunk1/example_train_0.jsonl.zst",
+        "chunk1/example_train_1.jsonl.zst",
+        "chunk2/example_train_0.jsonl.zst",
+    ]
+    assert by_folder.description["ignored_files"] == 1
+    assert by_folder.description["formats"] == {"jsonl.zst": 3}
+
+    by_glob = open_corpus("slimpajama", data_files=str(root / "chunk*" / "*.jsonl.zst"))
+    assert read_all(by_glob) == expected(records)
+    assert [s.id for s in by_glob.shards] == [
+        "chunk1/example_train_0.jsonl.zst",
+        "chunk1/example_train_1.jsonl.zst",
+        "chunk2/example_train_0.jsonl.zst",
+    ]
+    # the same file named twice is read once
+    twice = open_corpus("slimpajama", data_files=[str(root / "chunk1"), str(root / "chunk1" / "*.zst")])
+    assert read_all(twice) == expected(records[:10])
+
+
+def test_dataset_path_without_preset_has_text_only_unless_source_field_given(tmp_path, records):
+    path = write_jsonl(tmp_path / "data.jsonl", records)
+    plain = open_corpus(str(path))
+    assert not plain.has_sources
+    assert read_all(plain) == expected(records, sources=False)
+    labelled = open_corpus(str(path), source_field="meta.redpajama_set_name")
+    assert labelled.has_sources
+    assert read_all(labelled) == expected(records)
+    # data_files without a dataset: the same as a path
+    assert read_all(open_corpus(data_files=str(path))) == expected(records, sources=False)
+
+
+def test_field_overrides_and_missing_source_label(tmp_path):
+    rows = [{"content": "a", "meta": {"redpajama_set_name": "X"}}, {"content": "b", "meta": {}}, {"content": "c"}]
+    path = write_jsonl(tmp_path / "code.jsonl", rows)
+    corpus = open_corpus("slimpajama", data_files=str(path), text_field="content")
+    assert read_all(corpus) == [("a", "X"), ("b", MISSING_SOURCE), ("c", MISSING_SOURCE)]
+
+
+def test_mixed_formats_in_one_folder(tmp_path, records):
+    write_jsonl(tmp_path / "a.jsonl.gz", records[:6])
+    write_parquet(tmp_path / "b.parquet", records[6:12], meta_as_json_string=True)
+    (tmp_path / "c.txt").write_text(records[12]["text"] or "", encoding="utf-8")
+    corpus = open_corpus("slimpajama", data_files=str(tmp_path))
+    assert read_all(corpus) == [*expected(records[:12]), (records[12]["text"], MISSING_SOURCE)]
+    assert corpus.description["formats"] == {"jsonl.gz": 1, "parquet": 1, "txt": 1}
+    assert corpus.total_documents is None  # the JSON-lines file has no cheap count
+
+
+def test_shards_are_small_picklable_and_read_the_same_after_pickling(tmp_path, records):
+    write_jsonl(tmp_path / "a.jsonl.zst", records)
+    write_parquet(tmp_path / "b.parquet", records)
+    corpus = open_corpus("slimpajama", data_files=str(tmp_path))
+    for shard in corpus.shards:
+        blob = pickle.dumps(shard)
+        assert len(blob) < 1000
+        assert list(pickle.loads(blob).read()) == list(shard.read())
+    assert len({shard.id for shard in corpus.shards}) == len(corpus.shards)
+
+
+def test_memory_stays_bounded_while_streaming_a_big_file(tmp_path):
+    # ~25 MB of JSON lines (the whole standard library, one line per file, no huge file): streaming holds one
+    # line plus 1 MiB buffers and one decompression step, never the file.
+    lines, size = [], 0
+    for doc in builtin_corpus().documents():
+        if len(doc.text) < 200_000:
+            lines.append(json.dumps({"text": doc.text}))
+            size += len(lines[-1])
+        if size > 25_000_000:
+            break
+    body = "\n".join(lines).encode()
+    path = write_bytes(tmp_path / "big.jsonl.zst", body)
+    corpus = open_corpus(str(path))
+    tracemalloc.start()
+    count = sum(1 for _ in corpus.documents())
+    peak = tracemalloc.get_traced_memory()[1]
+    tracemalloc.stop()
+    assert count == len(lines)
+    assert len(body) > 25_000_000
+    assert peak < 6_000_000
+
+
+def test_a_huge_single_document_is_one_record(tmp_path, records):
+    # ~10 million tokens' worth of text (40 MB) in one line: read as one document, memory ~ a few copies of it.
+    text = (records[0]["text"] + "\n") * (40_000_000 // (len(records[0]["text"]) + 1))
+    record = {"text": text, "meta": {"redpajama_set_name": SETS[2]}}
+    path = write_bytes(tmp_path / "huge.jsonl.zst", json.dumps(record).encode())
+    docs = list(open_corpus("slimpajama", data_files=str(path)).documents())
+    assert len(docs) == 1
+    assert docs[0].text == text
+    assert docs[0].source == SETS[2]
+
+
+def test_zstd_files_of_several_frames(tmp_path, records):
+    # pzstd and concatenated .zst files hold several frames: all are read
+    import zstandard
+
+    compressor = zstandard.ZstdCompressor()
+    frames = b"".join(compressor.compress(jsonl_bytes(records[i : i + 5])) for i in range(0, len(records), 5))
+    path = tmp_path / "frames.jsonl.zst"
+    path.write_bytes(frames)
+    assert read_all(open_corpus("slimpajama", data_files=str(path))) == expected(records)
+
+
+def test_source_field_can_be_turned_off(tmp_path, records):
+    path = write_jsonl(tmp_path / "a.jsonl", records)
+    corpus = open_corpus("slimpajama", data_files=str(path), source_field="")
+    assert not corpus.has_sources
+    assert read_all(corpus) == expected(records, sources=False)
