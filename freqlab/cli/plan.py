@@ -1,0 +1,325 @@
+"""``freqlab plan ...``: settings for STRING, Self-Extend, RoPE scaling and length upsampling.
+
+A thin layer over :mod:`freqlab.plan`; every command prints a short report (or ``--json``).
+"""
+
+from __future__ import annotations
+
+import click
+import polars as pl
+
+from freqlab.cli.freq import TOKENS, echo_json, json_option
+from freqlab.errors import FreqlabError
+from freqlab.frequency.regimes import REGIMES
+from freqlab.frequency.schedule import load_schedule, schedule_frequency
+from freqlab.histogram import LengthHistogram
+from freqlab.plan.rope_scaling import ROPE_TYPES, plan_rope_scaling
+from freqlab.plan.self_extend import evaluate_self_extend, plan_self_extend
+from freqlab.plan.string import DEFAULT_ROUND, DEFAULT_W, plan_string, string_usage
+from freqlab.plan.upsample import plan_upsample
+from freqlab.plan.well_trained import DEFAULT_MASS, well_trained_range
+
+try:
+    from freqlab.cli.plan_harpe import harpe_command
+except ModuleNotFoundError as exc:  # the HARPE planner lives in its own module
+    if exc.name != "freqlab.cli.plan_harpe":
+        raise
+    harpe_command = None
+
+
+@click.group("plan")
+def plan() -> None:
+    """Plan long-context settings (STRING, Self-Extend, RoPE scaling, upsampling) from position frequencies.
+
+    \b
+    Examples:
+      freqlab plan string --L 131072
+      freqlab plan string --hist lengths.parquet --L 2048 --tokens 1T
+      freqlab plan self-extend --L 4096 --target 16384
+      freqlab plan rope --L 4096 --target 16384 --type yarn
+      freqlab plan upsample --hist lengths.parquet --L 4096 --tokens 100B --target-length 3072
+    """
+
+
+def register(main: click.Group) -> None:
+    main.add_command(plan)
+
+
+# shared options --------------------------------------------------------------------------------------------
+
+window_option = click.option(
+    "--L", "L", type=click.IntRange(min=1), default=None, help="Training window (default: the schedule's longest)."
+)
+hist_option = click.option(
+    "--hist", type=click.Path(dir_okay=False), default=None, help="Length histogram (Parquet from `freqlab scan`)."
+)
+regime_option = click.option(
+    "--regime", type=click.Choice(REGIMES), default="natural", show_default=True, help="Data regime."
+)
+tokens_option = click.option("--tokens", type=TOKENS, default=None, help="Training budget T (e.g. 1T, 300B).")
+tau_option = click.option(
+    "--tau", type=TOKENS, default=None, help="Occurrence threshold [default: schedule's, else 100B (STRING Fig. 2b)]."
+)
+schedule_option = click.option(
+    "--schedule", type=click.Path(dir_okay=False), default=None, help="Multi-stage schedule (YAML/JSON)."
+)
+mass_option = click.option(
+    "--mass",
+    type=click.FloatRange(0, 1, min_open=True, max_open=True),
+    default=DEFAULT_MASS,
+    show_default=True,
+    help="Mass rule without a budget: N* holds this share of position occurrences.",
+)
+
+
+def frequency_options(func):
+    for option in reversed(
+        (window_option, hist_option, regime_option, tokens_option, tau_option, schedule_option, mass_option)
+    ):
+        func = option(func)
+    return func
+
+
+def _frequency_inputs(L, hist, regime, schedule) -> tuple[int, dict]:
+    """Resolve --L/--hist/--regime/--schedule into the window and the planners' frequency arguments."""
+    if schedule:
+        sf = schedule_frequency(load_schedule(schedule, histogram=hist))
+        return (sf.window if L is None else L), {"schedule": sf}
+    if L is None:
+        raise click.UsageError("give --L (or a --schedule)")
+    if hist:
+        return L, {"histogram": LengthHistogram.read_parquet(hist), "regime": regime}
+    return L, {}
+
+
+def _block(title: str, lines) -> None:
+    click.echo(f"\n{title}")
+    for line in lines:
+        click.echo(f"  {line}")
+
+
+# string ----------------------------------------------------------------------------------------------------
+
+
+@plan.command("string")
+@frequency_options
+@click.option("--W", "W", type=int, default=DEFAULT_W, show_default=True, help="Local window (>= 32, << S).")
+@click.option(
+    "--round-to",
+    type=click.IntRange(min=1),
+    default=DEFAULT_ROUND,
+    show_default=True,
+    help="Round S to a multiple of this.",
+)
+@click.option(
+    "--test-length", type=click.IntRange(min=1), default=None, help="max_test_length for the HF patch [default: L]."
+)
+@click.option(
+    "--usage-out",
+    type=click.Path(dir_okay=False),
+    default=None,
+    help="Write per-position usage before/after STRING and f(p) to this Parquet file.",
+)
+@json_option
+def string_command(L, hist, regime, tokens, tau, schedule, mass, W, round_to, test_length, usage_out, as_json):
+    """STRING shift S and local window W, with paste-ready HF and vLLM blocks (Sec. 4.1).
+
+    \b
+    Examples:
+      freqlab plan string --L 131072
+      freqlab plan string --hist lengths.parquet --L 2048 --tokens 1T --tau 100B
+      freqlab plan string --schedule schedule.yaml --json
+    """
+    L, inputs = _frequency_inputs(L, hist, regime, schedule)
+    p = plan_string(L, tokens=tokens, tau=tau, mass=mass, W=W, round_to=round_to, test_length=test_length, **inputs)
+    if usage_out:
+        f = p.well_trained.frequency if p.well_trained is not None else None
+        u = string_usage(p.L, p.S, p.W, frequency=f)
+        pl.DataFrame(
+            {
+                "position": u.positions,
+                "pairs_before": u.pairs_before,
+                "pairs_after": u.pairs_after,
+                **({"trained": u.trained} if u.trained is not None else {}),
+            }
+        ).write_parquet(usage_out)
+    if as_json:
+        echo_json(p.to_dict())
+        return
+    click.echo(f"STRING for L = {p.L}: S = {p.S} (S/L = {p.ratio:.3f}), W = {p.W}")
+    click.echo(f"  well-trained range N* = {p.N_star} (rule: {p.rule})")
+    if p.S_rule is not None and not p.within_range:
+        click.echo(f"  frequency rule alone: S = {p.S_rule}; validated range [L/4, L/2] = {list(p.S_range)}")
+    click.echo(f"  overwritten positions (>= {p.L - p.S}) carried {p.overwritten_share:.2%} of position mass")
+    click.echo(f"\n{p.reasoning}")
+    for note in p.notes:
+        click.echo(f"note: {note}")
+    _block("Hugging Face (official STRING patch):", [p.hf_patch])
+    _block("vLLM config:", [p.vllm_block])
+    if usage_out:
+        click.echo(f"\nwrote {usage_out}")
+
+
+# self-extend -----------------------------------------------------------------------------------------------
+
+
+@plan.command("self-extend")
+@frequency_options
+@click.option("--target", "N", type=click.IntRange(min=1), required=True, help="Target length N (> L).")
+@click.option(
+    "--well-trained",
+    type=click.IntRange(min=1),
+    default=None,
+    help="Well-trained range N* [default: from the frequency, else 2/3 of L].",
+)
+@click.option("--group", "G", type=click.IntRange(min=1), default=None, help="Evaluate this group size G ...")
+@click.option("--window", "w_n", type=click.IntRange(min=0), default=None, help="... with this neighbour window.")
+@click.option("--min-window", type=click.IntRange(min=1), default=None, help="Smallest w_n [default: L/8].")
+@click.option("--max-window", type=click.IntRange(min=1), default=None, help="Largest w_n [default: L/4].")
+@json_option
+def self_extend_command(
+    L, hist, regime, tokens, tau, schedule, mass, N, well_trained, G, w_n, min_window, max_window, as_json
+):
+    """Self-Extend group size G and neighbour window w_n, or evaluate a given (G, w_n); Eq. 8.
+
+    \b
+    Examples:
+      freqlab plan self-extend --L 4096 --target 16384
+      freqlab plan self-extend --L 4096 --target 16384 --group 8 --window 1024
+      freqlab plan self-extend --hist lengths.parquet --L 4096 --target 32768 --tokens 2T
+    """
+    L, inputs = _frequency_inputs(L, hist, regime, schedule)
+    if (G is None) != (w_n is None):
+        raise click.UsageError("give --group and --window together")
+    options = {"tokens": tokens, "tau": tau, "mass": mass, **inputs}
+    try:
+        p = plan_self_extend(L, N, well_trained=well_trained, min_window=min_window, max_window=max_window, **options)
+        failure = None
+    except FreqlabError as exc:
+        if G is None:
+            raise
+        p, failure = None, str(exc)  # a given (G, w_n) is still evaluated
+    check = None
+    if G is not None:
+        N_star = p.N_star if p is not None else well_trained_range(L, given=well_trained, **options).N
+        check = evaluate_self_extend(L, G, w_n, N, well_trained=N_star)
+    if as_json:
+        data = p.to_dict() if p is not None else {"method": "self-extend", "L": L, "N": N, "error": failure}
+        echo_json({**data, "evaluated": None if check is None else check.to_dict()})
+        return
+    if p is not None:
+        click.echo(f"Self-Extend for L = {p.L} -> N = {p.N}: G = {p.G}, w_n = {p.w_n}")
+        click.echo(f"  well-trained range N* = {p.N_star} (rule: {p.rule}); max length {p.check.max_length}")
+        click.echo(f"\n{p.reasoning}")
+        for note in p.notes:
+            click.echo(f"note: {note}")
+        _block("Hugging Face (official LongLM code):", [p.hf_call])
+        _block("llama.cpp:", [p.llama_cpp_flags])
+    else:
+        click.echo(f"no recommendation: {failure}")
+    if check is not None:
+        fits = "< L" if check.fits else ">= L: out of distribution"
+        _block(
+            f"Given G = {check.G}, w_n = {check.w_n}:",
+            [
+                f"max length (L - w_n + w_n // G)·G = {check.max_length} (Eq. 8: {check.eq8_length})",
+                f"largest position used at N = {N}: {check.largest_position} ({fits})",
+                f"w_n + (N - w_n)/G = {check.rule_of_thumb:.0f} "
+                f"({'<=' if check.well_trained else '>'} N* = {check.N_star})",
+                *(f"note: {n}" for n in check.notes),
+            ],
+        )
+
+
+# rope ------------------------------------------------------------------------------------------------------
+
+
+@plan.command("rope")
+@click.option("--L", "L", type=click.IntRange(min=1), required=True, help="Training window L.")
+@click.option("--target", "N", type=click.IntRange(min=1), required=True, help="Target length N (> L).")
+@click.option(
+    "--type",
+    "types",
+    type=click.Choice((*ROPE_TYPES, "all")),
+    multiple=True,
+    default=("all",),
+    show_default=True,
+    help="Scaling type (repeat for several).",
+)
+@click.option("--rope-theta", type=float, default=10000.0, show_default=True, help="RoPE base.")
+@click.option("--head-dim", type=click.IntRange(min=4), default=128, show_default=True, help="Head dimension d.")
+@click.option("--factor", type=float, default=None, help="Scaling factor [default: N / L].")
+@json_option
+def rope_command(L, N, types, rope_theta, head_dim, factor, as_json):
+    """RoPE-scaling config blocks for transformers 4.x (`rope_scaling`) and 5.x (`rope_parameters`).
+
+    \b
+    Examples:
+      freqlab plan rope --L 4096 --target 16384
+      freqlab plan rope --L 8192 --target 131072 --type llama3 --rope-theta 500000 --json
+    """
+    chosen = ROPE_TYPES if "all" in types else tuple(dict.fromkeys(types))
+    plans = [plan_rope_scaling(L, N, t, rope_theta=rope_theta, head_dim=head_dim, factor=factor) for t in chosen]
+    if as_json:
+        echo_json({"method": "rope", "L": L, "N": N, "plans": [p.to_dict() for p in plans]})
+        return
+    import json
+
+    for p in plans:
+        click.echo(f"== {p.rope_type} (factor {p.factor:g}) ==")
+        click.echo(p.reasoning)
+        for note in p.notes:
+            click.echo(f"note: {note}")
+        _block("transformers 4.x (config.json / LlamaConfig kwargs):", [json.dumps(p.config_4x)])
+        _block("transformers 5.x:", [json.dumps(p.config_5x)])
+        click.echo("")
+
+
+# upsample --------------------------------------------------------------------------------------------------
+
+
+@plan.command("upsample")
+@click.option("--hist", type=click.Path(dir_okay=False), required=True, help="Corpus length histogram (Parquet).")
+@click.option("--L", "L", type=click.IntRange(min=1), required=True, help="Training window L.")
+@click.option(
+    "--target-length", "E", type=click.IntRange(min=1), required=True, help="Target effective length E (< L)."
+)
+@click.option("--tokens", type=TOKENS, required=True, help="Training budget T (e.g. 100B).")
+@click.option("--tau", type=TOKENS, default=int(100e9), show_default=True, help="Occurrence threshold.")
+@regime_option
+@click.option(
+    "--long-hist",
+    type=click.Path(dir_okay=False),
+    default=None,
+    help="Histogram of the long documents to add [default: the corpus's own documents >= E].",
+)
+@json_option
+def upsample_command(hist, L, E, tokens, tau, regime, long_hist, as_json):
+    """Long-document tokens to add so that f_T(E) >= tau, and the resulting mix.
+
+    \b
+    Example:
+      freqlab plan upsample --hist lengths.parquet --L 4096 --tokens 100B --target-length 3072
+    """
+    long_lengths = LengthHistogram.read_parquet(long_hist) if long_hist else None
+    p = plan_upsample(
+        LengthHistogram.read_parquet(hist), L, E, tokens, tau=tau, regime=regime, long_lengths=long_lengths
+    )
+    if as_json:
+        echo_json(p.to_dict())
+        return
+    click.echo(f"Upsampling for E = {p.E} (L = {p.L}, T = {p.tokens:,}, tau = {p.tau:.3g}):")
+    click.echo(f"  now f_T(E) = {p.current_occurrences:.4g}; predicted effective length {p.current_effective_length}")
+    click.echo(
+        f"  add {p.extra_tokens:,} tokens of long documents -> long documents are "
+        f"{p.long_token_share:.2%} of tokens, {p.long_document_share:.2%} of documents"
+    )
+    if p.fixed_budget_share is not None and p.extra_tokens > 0:
+        click.echo(f"  or keep T and make {p.fixed_budget_share:.2%} of it long-document tokens")
+    click.echo(f"\n{p.reasoning}")
+    for note in p.notes:
+        click.echo(f"note: {note}")
+
+
+if harpe_command is not None:
+    plan.add_command(harpe_command, "harpe")

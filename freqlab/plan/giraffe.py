@@ -1,0 +1,74 @@
+"""Giraffe's modified RoPE bases (Pal et al., seed 004, Sec. 4): power basis (Eq. 2), truncated basis (Eq. 3).
+
+RoPE's basis (Eq. 1) is θ_i = b^(-2(i-1)/d) for i = 1..d/2 (b = 10000 in the paper). Both functions return
+the modified θ* vector (float64, length d/2), index 0 holding i = 1.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+from freqlab.errors import FreqlabError
+
+# Table 1 settings for LLaMA fine-tuned at 4096 tokens (2048 is the base model's window)
+TRUNCATED_A: float = (1 / 8) * (2 * math.pi / 2048)
+TRUNCATED_B: float = 2 * math.pi / 2048
+TRUNCATED_RHO: float = (1 / 16) * (2 * math.pi / 2048)
+POWER_K: float = 0.5
+
+
+def _check_dim(head_dim: int) -> int:
+    if isinstance(head_dim, bool) or not isinstance(head_dim, (int, np.integer)) or head_dim < 2 or head_dim % 2:
+        raise FreqlabError(f"head_dim must be an even positive integer, got {head_dim!r}")
+    return int(head_dim)
+
+
+def rope_basis(head_dim: int, base: float = 10000.0) -> np.ndarray:
+    """Eq. 1: θ_i = base^(-2(i-1)/d), i = 1..d/2.
+
+    >>> rope_basis(4, 100.0).tolist()
+    [1.0, 0.1]
+    """
+    d = _check_dim(head_dim)
+    i = np.arange(1, d // 2 + 1, dtype=np.float64)
+    return float(base) ** (-2.0 * (i - 1) / d)
+
+
+def power_basis(head_dim: int, k: float = POWER_K, base: float = 10000.0) -> np.ndarray:
+    """Eq. 2: θ*_i = θ_i · (1 - 2i/d)^k, i = 1..d/2. High frequencies (small i) change least; the last
+    entry (i = d/2) becomes 0 for k > 0.
+
+    >>> power_basis(4, 1.0, 100.0).tolist()  # θ = [1, 0.1], factors (1 - 2/4), (1 - 4/4)
+    [0.5, 0.0]
+    """
+    d = _check_dim(head_dim)
+    if k < 0:
+        raise FreqlabError(f"the power k must be non-negative, got {k}")
+    i = np.arange(1, d // 2 + 1, dtype=np.float64)
+    return rope_basis(d, base) * (1.0 - 2.0 * i / d) ** float(k)
+
+
+def truncated_basis(
+    head_dim: int,
+    a: float = TRUNCATED_A,
+    b: float = TRUNCATED_B,
+    rho: float = TRUNCATED_RHO,
+    base: float = 10000.0,
+) -> np.ndarray:
+    """Eq. 3: keep θ_i >= b, set a < θ_i < b to the fixed frequency ρ, and θ_i <= a to 0.
+
+    (The paper prints the last case as θ*_i <= a; it means θ_i <= a.) Defaults are Table 1's
+    a = (1/8)(2π/2048), b = 2π/2048, ρ = (1/16)(2π/2048).
+
+    >>> truncated_basis(4, a=0.05, b=0.5, rho=0.2, base=100.0).tolist()  # θ = [1, 0.1]
+    [1.0, 0.2]
+    """
+    d = _check_dim(head_dim)
+    if not 0 <= a < b:
+        raise FreqlabError(f"the truncated basis needs 0 <= a < b, got a = {a}, b = {b}")
+    if rho < 0:
+        raise FreqlabError(f"rho must be non-negative, got {rho}")
+    theta = rope_basis(d, base)
+    return np.where(theta >= b, theta, np.where(theta > a, float(rho), 0.0))

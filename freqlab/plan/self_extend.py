@@ -1,0 +1,288 @@
+"""Self-Extend: grouped attention with the FLOOR operation beyond the training window (Jin et al., seed 003).
+
+Tokens within the neighbour window w_n keep their exact relative position r = m - n; farther tokens use
+grouped positions: the query at m gets m // G + (w_n - w_n // G), the key at n gets n // G (Sec. 3.2, the
+official pseudo-code), so a pair at r >= w_n uses
+
+    p(m, n) = m // G - n // G + w_n - w_n // G.
+
+The largest position a sequence of N tokens uses is therefore (N - 1) // G + w_n - w_n // G, and it stays
+below L up to
+
+    N_max = (L - w_n + w_n // G) · G,
+
+which is Eq. 8, (L - w_n) · G + w_n, whenever G divides w_n (llama.cpp requires that). Planning follows the
+maintainers' rule of thumb: the positions used should stay inside the *well-trained* range N* (1/2 to 2/3
+of L, or N* from a frequency curve, see :mod:`freqlab.plan.well_trained`):
+
+    (L - w_n) · G + w_n >= N        and        w_n + (N - w_n) / G <= N*.
+
+Both bound w_n from above for a given G (w_n <= (G·N* - N)/(G - 1) and w_n <= (G·L - N)/(G - 1)), so the
+planner takes the smallest G for which a neighbour window in [min_window, max_window] divisible by G fits,
+and the largest such w_n (a larger window keeps more positions exact).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from fractions import Fraction
+
+import numpy as np
+
+from freqlab.errors import FreqlabError
+from freqlab.plan.well_trained import (
+    DEFAULT_MASS,
+    WellTrained,
+    check_window,
+    well_trained_range,
+)
+
+MAX_GROUP: int = 64  # maintainers' range for G: 2..64
+
+
+def _check_group(G, w_n, L: int) -> tuple[int, int]:
+    if isinstance(G, bool) or not isinstance(G, (int, np.integer)) or int(G) < 1:
+        raise FreqlabError(f"group size G must be a positive integer, got {G!r}")
+    if isinstance(w_n, bool) or not isinstance(w_n, (int, np.integer)) or not 0 <= int(w_n) < L:
+        raise FreqlabError(f"neighbour window w_n must be an integer with 0 <= w_n < L = {L}, got {w_n!r}")
+    return int(G), int(w_n)
+
+
+def self_extend_max_length(L: int, G: int, w_n: int) -> int:
+    """Longest sequence whose grouped positions all stay below L: (L - w_n + w_n // G) · G.
+
+    Equals Eq. 8, (L - w_n) · G + w_n, when G divides w_n.
+
+    >>> self_extend_max_length(7, 2, 4)  # Fig. 3
+    10
+    >>> self_extend_max_length(4096, 8, 1024)  # Llama-2 4K, Table 1 setting
+    25600
+    """
+    L = check_window(L)
+    G, w_n = _check_group(G, w_n, L)
+    return (L - w_n + w_n // G) * G
+
+
+def self_extend_eq8(L: int, G: int, w_n: int) -> int:
+    """Eq. 8 as printed: (L - w_n) · G + w_n."""
+    return (int(L) - int(w_n)) * int(G) + int(w_n)
+
+
+def self_extend_largest_position(N: int, G: int, w_n: int) -> int:
+    """Largest relative position a sequence of N tokens uses under Self-Extend.
+
+    max(w_n - 1, (N - 1) // G + w_n - w_n // G) when N > w_n, else N - 1 (no grouping happens).
+
+    >>> self_extend_largest_position(10, 2, 4), self_extend_largest_position(11, 2, 4)
+    (6, 7)
+    """
+    N, G, w_n = int(N), int(G), int(w_n)
+    if w_n >= N:  # every pair is inside the neighbour window
+        return N - 1
+    return max(w_n - 1, (N - 1) // G + w_n - w_n // G)
+
+
+def self_extend_position_matrix(N: int, G: int, w_n: int) -> np.ndarray:
+    """Relative positions Self-Extend uses for N tokens (int64, upper triangle -1); for checks on small N."""
+    idx = np.arange(int(N), dtype=np.int64)
+    r = idx[:, None] - idx[None, :]
+    grouped = idx[:, None] // G - idx[None, :] // G + w_n - w_n // G
+    out = np.where(r < w_n, r, grouped)
+    out[r < 0] = -1
+    return out
+
+
+@dataclass(frozen=True)
+class SelfExtendCheck:
+    """Evaluation of a given (G, w_n) for window L (and optionally target N)."""
+
+    L: int
+    G: int
+    w_n: int
+    max_length: int
+    eq8_length: int
+    N: int | None
+    largest_position: int | None
+    rule_of_thumb: float | None  # w_n + (N - w_n) / G
+    N_star: int | None
+    fits: bool | None  # largest_position < L
+    well_trained: bool | None  # rule_of_thumb <= N*
+    notes: tuple[str, ...] = ()
+
+    def to_dict(self) -> dict:
+        return {k: (list(v) if isinstance(v, tuple) else v) for k, v in self.__dict__.items()}
+
+
+def evaluate_self_extend(
+    L: int, G: int, w_n: int, N: int | None = None, *, well_trained: int | None = None
+) -> SelfExtendCheck:
+    """Max length and, for a target N, the largest position used and whether it stays (well) trained.
+
+    >>> c = evaluate_self_extend(4096, 8, 1024, 16384, well_trained=2730)
+    >>> c.max_length, c.largest_position, c.rule_of_thumb, c.fits, c.well_trained
+    (25600, 2943, 2944.0, True, False)
+    """
+    L = check_window(L)
+    G, w_n = _check_group(G, w_n, L)
+    notes = []
+    if w_n % G:
+        notes.append(f"w_n = {w_n} is not divisible by G = {G}: llama.cpp rejects it")
+    if not 2 <= G <= MAX_GROUP:
+        notes.append(f"G = {G} is outside the maintainers' range 2..{MAX_GROUP}")
+    largest = rule = fits = good = None
+    if N is not None:
+        N = check_window(N, "target length N")
+        largest = self_extend_largest_position(N, G, w_n)
+        rule = w_n + (N - w_n) / G
+        fits = largest < L
+        if well_trained is not None:
+            good = G * w_n + (N - w_n) <= G * int(well_trained)
+    return SelfExtendCheck(
+        L,
+        G,
+        w_n,
+        self_extend_max_length(L, G, w_n),
+        self_extend_eq8(L, G, w_n),
+        N,
+        largest,
+        rule,
+        None if well_trained is None else int(well_trained),
+        fits,
+        good,
+        tuple(notes),
+    )
+
+
+@dataclass(frozen=True)
+class SelfExtendPlan:
+    """Chosen (G, w_n) for extending a window-L model to N tokens, with reasoning and paste-ready calls."""
+
+    L: int
+    N: int
+    G: int
+    w_n: int
+    N_star: int
+    rule: str
+    check: SelfExtendCheck
+    reasoning: str
+    notes: tuple[str, ...] = field(default_factory=tuple)
+    well_trained: WellTrained | None = None
+
+    @property
+    def hf_call(self) -> str:
+        """Official Hugging Face call (datamllab/LongLM)."""
+        return f"SelfExtend.apply(model, {self.G}, {self.w_n})  # group_size, window_size"
+
+    @property
+    def llama_cpp_flags(self) -> str:
+        return f"--grp-attn-n {self.G} --grp-attn-w {self.w_n}"
+
+    def to_dict(self) -> dict:
+        return {
+            "method": "self-extend",
+            "L": self.L,
+            "N": self.N,
+            "G": self.G,
+            "w_n": self.w_n,
+            "N_star": self.N_star,
+            "rule": self.rule,
+            "max_length": self.check.max_length,
+            "largest_position": self.check.largest_position,
+            "rule_of_thumb": self.check.rule_of_thumb,
+            "reasoning": self.reasoning,
+            "notes": list(self.notes),
+            "hf_call": self.hf_call,
+            "llama_cpp_flags": self.llama_cpp_flags,
+            "well_trained": None if self.well_trained is None else self.well_trained.to_dict(),
+        }
+
+
+def largest_window(L: int, N: int, N_star: int, G: int) -> int:
+    """Largest w_n divisible by G with (L - w_n)·G + w_n >= N and w_n + (N - w_n)/G <= N* (-1 if none).
+
+    >>> largest_window(4096, 16384, 2730, 8)
+    776
+    """
+    if G < 2:
+        return -1
+    bound = min((G * L - N) // (G - 1), (G * N_star - N) // (G - 1), L - 1)
+    return (bound // G) * G if bound >= 0 else -1
+
+
+def plan_self_extend(
+    L: int,
+    N: int,
+    *,
+    well_trained: int | None = None,
+    frequency=None,
+    histogram=None,
+    regime: str = "natural",
+    schedule=None,
+    tokens: int | float | None = None,
+    tau: float | None = None,
+    mass: float = DEFAULT_MASS,
+    default_fraction: Fraction | float = Fraction(2, 3),
+    min_window: int | None = None,
+    max_window: int | None = None,
+    max_group: int = MAX_GROUP,
+) -> SelfExtendPlan:
+    """Choose the smallest group size G (and the largest neighbour window w_n divisible by G, within
+    [min_window, max_window]) with (L - w_n)·G + w_n >= N and w_n + (N - w_n)/G <= N*.
+
+    N* is ``well_trained`` when given, else derived from the frequency (histogram/schedule/array) or, with
+    no information, ``default_fraction`` (2/3) of L, the generous end of the maintainers' 1/2..2/3.
+    Windows default to [L/8, L/4]: the maintainers use 512..1536 for 4K models and the paper w_n = 1024.
+
+    >>> p = plan_self_extend(4096, 16384)
+    >>> p.G, p.w_n, p.llama_cpp_flags
+    (8, 776, '--grp-attn-n 8 --grp-attn-w 776')
+    """
+    L = check_window(L)
+    N = check_window(N, "target length N")
+    if N <= L:
+        raise FreqlabError(
+            f"target length N = {N} is not above the training window L = {L}: Self-Extend extends beyond L "
+            "(within L, see `freqlab plan string`)"
+        )
+    wt = well_trained_range(
+        L,
+        given=well_trained,
+        histogram=histogram,
+        regime=regime,
+        frequency=frequency,
+        schedule=schedule,
+        tokens=tokens,
+        tau=tau,
+        mass=mass,
+        default_fraction=default_fraction,
+    )
+    N_star = wt.N
+    lo = max(L // 8, 1) if min_window is None else int(min_window)
+    hi = L // 4 if max_window is None else int(max_window)
+    if not 0 < lo <= hi < L:
+        raise FreqlabError(f"need 0 < min_window <= max_window < L, got {lo} and {hi}")
+    if N_star <= lo:
+        raise FreqlabError(
+            f"the well-trained range N* = {N_star} is not above the smallest neighbour window {lo}: "
+            "no Self-Extend setting keeps the used positions well trained"
+        )
+    for G in range(2, int(max_group) + 1):
+        w_n = min(largest_window(L, N, N_star, G), (hi // G) * G)
+        if w_n >= lo:
+            break
+    else:
+        raise FreqlabError(
+            f"no group size G <= {max_group} reaches N = {N} from L = {L} with the used positions inside "
+            f"N* = {N_star} and w_n in [{lo}, {hi}]; lower the target or the minimum window"
+        )
+    check = evaluate_self_extend(L, G, w_n, N, well_trained=N_star)
+    notes = list(check.notes)
+    reasoning = (
+        f"Training window L = {L}, target N = {N}. Well-trained range ({wt.rule} rule): {wt.explanation}, "
+        f"so N* = {N_star}. The smallest group size whose grouped positions for N tokens stay within N* "
+        f"is G = {G}, with the largest neighbour window divisible by G in [{lo}, {hi}], w_n = {w_n}: "
+        f"w_n + (N - w_n)/G = {check.rule_of_thumb:.0f} <= {N_star}; the largest position used is "
+        f"{check.largest_position} < L, and this setting reaches up to (L - w_n)·G + w_n = "
+        f"{check.max_length} tokens (Eq. 8)."
+    )
+    return SelfExtendPlan(L, N, G, w_n, N_star, wt.rule, check, reasoning, tuple(notes), wt)

@@ -1,0 +1,386 @@
+"""STRING: shift well-trained relative positions over the under-trained ones (An et al., seed 000, Sec. 4).
+
+The relative position matrix of a causal window of L tokens is P[m][n] = r = m - n for n <= m. STRING
+drops the positions r >= N (the infrequent tail) and shifts the rest by S = L - N towards the bottom-left
+corner, adding a small local window W so the W nearest neighbours stay closest (Eq. 4)::
+
+    P'[m][n] = r - S + W   if r >= S
+             = r           otherwise
+
+(The paper writes the condition as "m >= n - S"; its Fig. 5 and App. A.1 examples fix it as r = m - n >= S.)
+Positions used after STRING are 0..S-1 (unshifted, near the diagonal) and W..L-1-S+W (shifted); the
+largest is max(S - 1, L - 1 - S + W), i.e. N - 1 + W for S <= L/2: apart from W positions just past N,
+every position used lies in the frequently trained range 0..N-1.
+
+Recommendation (Sec. 4.1, Fig. 7; official code): W = 128 (W >= 32, W << S), S in [L/4, L/2] where the paper
+and official code validated it (paper: L/3 <= S <= L/2, code: 0.25-0.4 L), default S = L/3. freqlab derives
+S = L - N* from the well-trained range N* (see :mod:`freqlab.plan.well_trained`), rounds it, and keeps it in
+the validated range, reporting both values when they differ.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+from fractions import Fraction
+
+import numpy as np
+
+from freqlab.errors import FreqlabError
+from freqlab.frequency import share_at_least
+from freqlab.plan.well_trained import (
+    DEFAULT_MASS,
+    WellTrained,
+    check_window,
+    well_trained_range,
+)
+
+DEFAULT_W: int = 128
+MIN_W: int = 32
+DEFAULT_ROUND: int = 64
+VALIDATED_RANGE: tuple[Fraction, Fraction] = (Fraction(1, 4), Fraction(1, 2))
+DEFAULT_S_FRACTION: Fraction = Fraction(1, 3)
+MATRIX_LIMIT: int = 8192  # beyond this L, use the row / histogram functions instead of an L x L matrix
+MASKED: int = -1  # value of the (unused) upper triangle n > m in string_position_matrix
+
+
+def _check_shift(L: int, S: int, W: int) -> tuple[int, int, int]:
+    L = check_window(L)
+    if isinstance(S, bool) or not isinstance(S, (int, np.integer)) or not 0 < int(S) < L:
+        raise FreqlabError(f"the shift S must be an integer with 0 < S < L = {L}, got {S!r}")
+    if isinstance(W, bool) or not isinstance(W, (int, np.integer)) or int(W) < 0:
+        raise FreqlabError(f"the local window W must be a non-negative integer, got {W!r}")
+    if int(W) >= int(S):
+        raise FreqlabError(f"the local window W = {W} must be smaller than the shift S = {S} (STRING needs W << S)")
+    return L, int(S), int(W)
+
+
+def string_position_row(L: int, S: int, W: int, m: int | None = None) -> np.ndarray:
+    """Row m of the STRING position matrix: P'[m][n] for n = 0..m (Eq. 4), int64, length m + 1.
+
+    Default m = L - 1 (the last row). O(m) memory; no L x L matrix.
+
+    >>> string_position_row(9, 3, 0).tolist()  # Fig. 5c with W = 0
+    [5, 4, 3, 2, 1, 0, 2, 1, 0]
+    >>> row = string_position_row(131072, 43008, 128)  # App. A.1: Llama 3.1, S = 42K, W = 128
+    >>> int(row[0]), row[-43009:-43007].tolist()
+    (88191, [128, 43007])
+    """
+    L, S, W = _check_shift(L, S, W)
+    m = L - 1 if m is None else int(m)
+    if not 0 <= m < L:
+        raise FreqlabError(f"row m must be in 0..{L - 1}, got {m}")
+    r = m - np.arange(m + 1, dtype=np.int64)
+    return np.where(r >= S, r - S + W, r)
+
+
+def string_position_matrix(L: int, S: int, W: int) -> np.ndarray:
+    """The full L x L STRING position matrix (Eq. 4) as int64; the upper triangle n > m is MASKED (-1).
+
+    Only for small L (<= 8192); for large windows use :func:`string_position_row` or
+    :func:`string_position_histogram`.
+
+    >>> string_position_matrix(4, 2, 1).tolist()
+    [[0, -1, -1, -1], [1, 0, -1, -1], [1, 1, 0, -1], [2, 1, 1, 0]]
+    """
+    L, S, W = _check_shift(L, S, W)
+    if L > MATRIX_LIMIT:
+        raise FreqlabError(
+            f"L = {L} is too large for a full L x L matrix (limit {MATRIX_LIMIT}); "
+            "use string_position_row or string_position_histogram"
+        )
+    idx = np.arange(L, dtype=np.int64)
+    r = idx[:, None] - idx[None, :]
+    out = np.where(r >= S, r - S + W, r)
+    out[r < 0] = MASKED
+    return out
+
+
+def string_positions_used(L: int, S: int, W: int) -> int:
+    """Number of distinct position values STRING can use: max(S, L - S + W) (positions 0..that - 1).
+
+    >>> string_positions_used(131072, 43008, 128)
+    88192
+    """
+    L, S, W = _check_shift(L, S, W)
+    return max(S, L - S + W)
+
+
+def string_remap_counts(pair_counts, S: int, W: int) -> np.ndarray:
+    """Move query-key pair counts from original distances r to their STRING positions, in O(L).
+
+    ``pair_counts[r]`` is the number of pairs at distance r (0 <= r < L). Returns counts per STRING
+    position p = 0..max(S - 1, L - 1 - S + W): p < S receives the pairs at r = p, and p >= W also those at
+    r = p + S - W >= S. Integer in, integer out (int64).
+
+    >>> string_remap_counts([9, 8, 7, 6, 5, 4, 3, 2, 1], 3, 0).tolist()  # Fig. 5: one row per query
+    [15, 13, 11, 3, 2, 1]
+    """
+    counts = np.asarray(pair_counts)
+    L = counts.size
+    _, S, W = _check_shift(L, S, W)
+    out = np.zeros(string_positions_used(L, S, W), dtype=np.result_type(counts.dtype, np.int64))
+    out[:S] += counts[:S]  # unshifted: r < S keeps p = r
+    out[W : W + L - S] += counts[S:]  # shifted: r >= S lands on p = r - S + W
+    return out
+
+
+def string_position_histogram(L: int, S: int, W: int, length: int | None = None) -> np.ndarray:
+    """How many query-key pairs use each position p after STRING in one causal sequence (closed form, O(L)).
+
+    Without STRING a sequence of ``length`` tokens (default L) has ``length - r`` pairs at distance r.
+    Returns int64 counts for p = 0..max(S-1, L-1-S+W); equal to a bincount of :func:`string_position_matrix`.
+
+    >>> string_position_histogram(9, 3, 0).tolist()
+    [15, 13, 11, 3, 2, 1]
+    """
+    L, S, W = _check_shift(L, S, W)
+    n = L if length is None else int(length)
+    if not 1 <= n <= L:
+        raise FreqlabError(f"sequence length must be in 1..{L}, got {length}")
+    pairs = np.maximum(n - np.arange(L, dtype=np.int64), 0)
+    return string_remap_counts(pairs, S, W)
+
+
+@dataclass(frozen=True)
+class StringUsage:
+    """Per position p after STRING: pairs using it before/after, and how often training saw it (f(p)).
+
+    Arrays share the index p = 0..L-1 (after STRING only p < max(S, L-S+W) are used; the rest are zero).
+    ``trained`` is None when no frequency was given.
+    """
+
+    L: int
+    S: int
+    W: int
+    positions: np.ndarray
+    pairs_before: np.ndarray
+    pairs_after: np.ndarray
+    trained: np.ndarray | None
+
+    def to_dict(self) -> dict:
+        return {
+            "L": self.L,
+            "S": self.S,
+            "W": self.W,
+            "position": self.positions.tolist(),
+            "pairs_before": self.pairs_before.tolist(),
+            "pairs_after": self.pairs_after.tolist(),
+            "trained": None if self.trained is None else self.trained.tolist(),
+        }
+
+
+def string_usage(L: int, S: int, W: int, *, frequency=None, length: int | None = None) -> StringUsage:
+    """Data for a figure: which positions a length-``length`` sequence uses with and without STRING, and
+    how often each was trained (``frequency`` f, length L).
+
+    >>> u = string_usage(9, 3, 0)
+    >>> u.pairs_before.tolist(), u.pairs_after.tolist()
+    ([9, 8, 7, 6, 5, 4, 3, 2, 1], [15, 13, 11, 3, 2, 1, 0, 0, 0])
+    """
+    L, S, W = _check_shift(L, S, W)
+    n = L if length is None else int(length)
+    after = string_position_histogram(L, S, W, n)
+    before = np.maximum(n - np.arange(L, dtype=np.int64), 0)
+    padded = np.zeros(L, dtype=np.int64)
+    padded[: after.size] = after
+    trained = None
+    if frequency is not None:
+        trained = np.asarray(frequency)
+        if trained.shape != (L,):
+            raise FreqlabError(f"the frequency must have shape ({L},), got {trained.shape}")
+    return StringUsage(L, S, W, np.arange(L, dtype=np.int64), before, padded, trained)
+
+
+# --- planner ---------------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class StringPlan:
+    """A STRING recommendation: S, W, the reasoning and paste-ready blocks."""
+
+    L: int
+    S: int
+    W: int
+    N_star: int
+    rule: str
+    S_rule: int | None  # what the frequency rule alone gives (rounded); None without frequency information
+    S_range: tuple[int, int]  # validated range after rounding
+    within_range: bool
+    overwritten_share: float  # share of position mass at positions >= L - S
+    share_basis: str
+    test_length: int
+    reasoning: str
+    notes: tuple[str, ...] = field(default_factory=tuple)
+    well_trained: WellTrained | None = None
+
+    @property
+    def ratio(self) -> float:
+        """S / L."""
+        return self.S / self.L
+
+    @property
+    def hf_patch(self) -> str:
+        """Call of the official Hugging Face patch (HKUNLP/STRING)."""
+        return (
+            f"replace_with_string(max_test_length={self.test_length}, shifted_offset={self.S}, "
+            f"small_local_value={self.W})"
+        )
+
+    @property
+    def vllm_config(self) -> dict:
+        """The official vLLM config block."""
+        return {"string_config": {"shifted_offset": self.S, "local_value": self.W}}
+
+    @property
+    def vllm_block(self) -> str:
+        return json.dumps(self.vllm_config)[1:-1]
+
+    def to_dict(self) -> dict:
+        return {
+            "method": "string",
+            "L": self.L,
+            "S": self.S,
+            "W": self.W,
+            "S_over_L": self.ratio,
+            "N_star": self.N_star,
+            "rule": self.rule,
+            "S_rule": self.S_rule,
+            "S_range": list(self.S_range),
+            "within_range": self.within_range,
+            "overwritten_share": self.overwritten_share,
+            "share_basis": self.share_basis,
+            "test_length": self.test_length,
+            "reasoning": self.reasoning,
+            "notes": list(self.notes),
+            "hf_patch": self.hf_patch,
+            "vllm_config": self.vllm_config,
+            "well_trained": None if self.well_trained is None else self.well_trained.to_dict(),
+        }
+
+
+def _round_to(x: Fraction | int, q: int) -> int:
+    """Nearest multiple of q (halves up)."""
+    return int((Fraction(x) / q + Fraction(1, 2)) // 1) * q
+
+
+def validated_range(L: int, round_to: int = DEFAULT_ROUND) -> tuple[int, int, int]:
+    """(lo, hi, q): multiples of q inside [L/4, L/2]; q falls back to 1 when no multiple fits.
+
+    >>> validated_range(131072), validated_range(100)
+    ((32768, 65536, 64), (25, 50, 1))
+    """
+    lo_f, hi_f = (L * VALIDATED_RANGE[0], L * VALIDATED_RANGE[1])
+    q = max(int(round_to), 1)
+    lo, hi = -(-lo_f // q) * q, (hi_f // q) * q
+    if lo > hi:
+        q = 1
+        lo, hi = -(-lo_f // 1), hi_f // 1
+    return int(lo), int(hi), q
+
+
+def plan_string(
+    L: int,
+    *,
+    histogram=None,
+    regime: str = "natural",
+    tokens: int | float | None = None,
+    tau: float | None = None,
+    frequency=None,
+    schedule=None,
+    mass: float = DEFAULT_MASS,
+    W: int = DEFAULT_W,
+    round_to: int = DEFAULT_ROUND,
+    test_length: int | None = None,
+) -> StringPlan:
+    """Recommend STRING's shift S and local window W for a model trained with window L.
+
+    The frequency comes from ``histogram`` (+ ``regime``), a precomputed ``frequency`` array, or a
+    ``schedule``; N* is derived by :func:`freqlab.plan.well_trained.well_trained_range` (budget rule when
+    ``tokens`` is given, else mass rule), S_rule = round(L - N*) to a multiple of ``round_to``, and the
+    recommended S is S_rule kept in the validated range [L/4, L/2]. Without frequency information S = L/3.
+
+    >>> p = plan_string(131072)
+    >>> p.S, p.W, p.rule, p.hf_patch
+    (43712, 128, 'default', 'replace_with_string(max_test_length=131072, shifted_offset=43712, small_local_value=128)')
+    """
+    L = check_window(L)
+    wt = well_trained_range(
+        L,
+        histogram=histogram,
+        regime=regime,
+        frequency=frequency,
+        schedule=schedule,
+        tokens=tokens,
+        tau=tau,
+        mass=mass,
+        default_fraction=1 - DEFAULT_S_FRACTION,
+    )
+    lo, hi, q = validated_range(L, round_to)
+    notes: list[str] = []
+    if q != round_to:
+        notes.append(f"L = {L} is too small to round S to a multiple of {round_to}; S is not rounded")
+    if wt.rule == "default":
+        S_rule = None
+        S = min(max(_round_to(L * DEFAULT_S_FRACTION, q), lo), hi)
+        within = True
+    else:
+        S_rule = _round_to(L - wt.N, q)
+        S = min(max(S_rule, lo), hi)
+        within = lo <= S_rule <= hi
+    W = int(W)
+    if W < MIN_W:
+        raise FreqlabError(f"W = {W} is below {MIN_W}: the STRING ablation (Fig. 7) needs W >= {MIN_W}")
+    if W >= S:
+        raise FreqlabError(
+            f"W = {W} must be much smaller than S = {S} (STRING needs W << S); use a smaller W (>= {MIN_W}) "
+            "or a longer window"
+        )
+    if 4 * W > S:
+        notes.append(f"W = {W} is more than S/4 = {S / 4:.0f}: W << S holds only loosely")
+    n = L if test_length is None else int(test_length)
+    if n < 1:
+        raise FreqlabError(f"test length must be positive, got {test_length}")
+    if n > L:
+        notes.append(
+            f"test length {n} exceeds L = {L}: STRING improves use of the training window; beyond L combine "
+            "it with an extrapolation method"
+        )
+    if wt.frequency is not None:
+        share = share_at_least(wt.frequency, L - S)
+        basis = "the given frequency" if wt.rule != "schedule" else "the schedule's frequency"
+    else:
+        # no corpus: the full-window baseline f(i) = L - i, share of i >= N is (S(S+1)/2) / (L(L+1)/2)
+        share = S * (S + 1) / (L * (L + 1))
+        basis = "a full window, f(i) = L - i (no corpus information)"
+    reasoning = _reasoning(L, S, W, wt, S_rule, (lo, hi), within, share, basis)
+    return StringPlan(L, S, W, wt.N, wt.rule, S_rule, (lo, hi), within, share, basis, n, reasoning, tuple(notes), wt)
+
+
+def _reasoning(L, S, W, wt: WellTrained, S_rule, bounds, within, share, basis) -> str:
+    lo, hi = bounds
+    head = f"Training window L = {L}. "
+    if wt.rule == "default":
+        rule = (
+            f"Without frequency information freqlab uses the paper's default S = L/3 (Sec. 4.1), rounded to S = {S}. "
+        )
+    else:
+        rule = (
+            f"Well-trained range ({wt.rule} rule): {wt.explanation}, so N* = {wt.N} and the frequency rule "
+            f"S = L - N* gives S = {S_rule} (S/L = {S_rule / L:.2f}). "
+        )
+        if within:
+            rule += f"This lies inside the validated range [L/4, L/2] = [{lo}, {hi}]. "
+        else:
+            side = "below" if S_rule < lo else "above"
+            rule += (
+                f"This is {side} the range the paper and official code validated, [L/4, L/2] = [{lo}, {hi}]; "
+                f"freqlab recommends the nearest validated value S = {S} (S/L = {S / L:.2f}). To follow the "
+                f"frequency rule instead, use shifted_offset = {S_rule}. "
+            )
+    tail = (
+        f"STRING drops positions >= L - S = {L - S} and uses positions 0..{max(S, L - S + W) - 1} instead, "
+        f"with local window W = {W} (W >= 32 and W << S, Fig. 7). The overwritten positions carried "
+        f"{share:.2%} of all position occurrences under {basis}."
+    )
+    return head + rule + tail

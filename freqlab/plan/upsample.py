@@ -1,0 +1,183 @@
+"""Length upsampling: how many tokens of long documents make position E well trained (beyond the papers).
+
+STRING's analysis (Sec. 2-3) says position E is learned once f_T(E) >= tau, and natural corpora leave the
+tail of the window under-trained. Adding documents at least E long raises f(E) far more per token than
+the corpus average. With f the corpus frequency and g the frequency of the long documents (the corpus's own
+documents of length >= E, or lengths you give), both under the same regime and window L,
+
+    a = f(E) / f(0)        (occurrences of E per corpus token)
+    b = g(E) / g(0)        (occurrences of E per long-document token)
+
+and training on T corpus tokens plus X long-document tokens gives occurrences T·a + X·b at E (frequencies of
+separately segmented documents add, exactly so for the ``natural`` and ``truncate`` regimes). So
+
+    extra tokens   X = ceil((tau - T·a) / b)                                   (budget grows to T + X)
+    fixed budget   p = (tau/T - a) / (b - a)  long-document share of T tokens   (same budget T)
+
+The share of long documents in the resulting mix counts both the added ones and the corpus's own.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from fractions import Fraction
+
+import numpy as np
+
+from freqlab.errors import FreqlabError
+from freqlab.frequency import DEFAULT_TAU, effective_length, position_frequency
+from freqlab.histogram import LengthHistogram
+from freqlab.plan.well_trained import check_window
+
+ADDITIVE_REGIMES: tuple[str, ...] = ("natural", "truncate", "pack")
+
+
+@dataclass(frozen=True)
+class UpsamplePlan:
+    """Extra long-document tokens for f_T(E) >= tau, and the mix they produce."""
+
+    L: int
+    E: int
+    tokens: int
+    tau: float
+    regime: str
+    current_occurrences: float  # f_T(E) now
+    current_effective_length: int
+    per_token_corpus: float  # a = f(E)/f(0)
+    per_token_long: float  # b = g(E)/g(0)
+    extra_tokens: int  # X
+    long_token_share: float  # tokens in documents >= E over all training tokens, after adding X
+    long_document_share: float  # documents >= E over all documents, after adding X
+    fixed_budget_share: float | None  # p, or None when impossible within T
+    long_source: str
+    reasoning: str
+    notes: tuple[str, ...] = field(default_factory=tuple)
+
+    def to_dict(self) -> dict:
+        return {"method": "upsample", **{k: (list(v) if isinstance(v, tuple) else v) for k, v in self.__dict__.items()}}
+
+
+def _as_histogram(histogram) -> LengthHistogram:
+    if isinstance(histogram, LengthHistogram):
+        return histogram
+    return LengthHistogram.read_parquet(histogram)
+
+
+def plan_upsample(
+    histogram,
+    L: int,
+    E: int,
+    tokens: int | float,
+    *,
+    tau: float = DEFAULT_TAU,
+    regime: str = "natural",
+    long_lengths=None,
+) -> UpsamplePlan:
+    """Tokens of documents >= E to add so that f_T(E) >= tau (see the module docstring for the formulas).
+
+    ``long_lengths``: lengths (array or LengthHistogram) of the documents to add; default: the corpus's own
+    documents of length >= E, in their corpus proportions.
+
+    >>> h = LengthHistogram.from_counts([100, 1000], [90, 1])  # a = 488/10000, b = 488/1000
+    >>> p = plan_upsample(h, 1024, 512, tokens=10_000, tau=1_000)
+    >>> p.current_occurrences < 1000, p.extra_tokens
+    (True, 1050)
+    """
+    h = _as_histogram(histogram)
+    L = check_window(L)
+    if isinstance(E, bool) or not isinstance(E, (int, np.integer)) or not 0 < int(E) < L:
+        raise FreqlabError(f"target effective length E must be an integer with 0 < E < L = {L}, got {E!r}")
+    E = int(E)
+    T = round(float(tokens))
+    if T <= 0:
+        raise FreqlabError(f"the token budget must be positive, got {tokens}")
+    if h.documents == 0:
+        raise FreqlabError("the histogram holds no documents")
+    if long_lengths is None:
+        keep = h.lengths >= E
+        if not keep.any():
+            raise FreqlabError(
+                f"the corpus has no document of at least E = {E} tokens (longest: {int(h.lengths.max())}); "
+                "give long_lengths"
+            )
+        long_h = LengthHistogram.from_counts(h.lengths[keep], h.counts[keep])
+        source = f"the corpus's own {long_h.documents} documents of >= {E} tokens ({long_h.tokens} tokens)"
+    else:
+        long_h = (
+            long_lengths
+            if isinstance(long_lengths, LengthHistogram)
+            else LengthHistogram.from_lengths(np.asarray(long_lengths, dtype=np.int64))
+        )
+        if long_h.documents == 0:
+            raise FreqlabError("long_lengths is empty")
+        if int(long_h.lengths.min()) < E:
+            raise FreqlabError(f"long_lengths must all be >= E = {E}, got {int(long_h.lengths.min())}")
+        source = f"given documents: {long_h.documents} of >= {E} tokens ({long_h.tokens} tokens)"
+    f = position_frequency(h.lengths, h.counts, L, regime)
+    g = position_frequency(long_h.lengths, long_h.counts, L, regime)
+    notes: list[str] = []
+    if regime not in ADDITIVE_REGIMES:
+        raise FreqlabError(
+            f"under regime {regime!r} document lengths do not shape f (only the token count does): "
+            "upsampling long documents cannot help; see tokens_needed for the budget instead"
+        )
+    if regime == "pack":
+        notes.append("pack: long documents are packed separately from the corpus (an approximation)")
+    a = Fraction(int(f[E]), int(f[0]))
+    b = Fraction(int(g[E]), int(g[0]))
+    threshold = Fraction(tau)
+    current = T * a
+    if b <= a:
+        raise FreqlabError(
+            f"the long documents do not train position {E} more often per token than the corpus "
+            f"({float(b):.3g} vs {float(a):.3g}); upsampling them cannot help"
+        )
+    if current >= threshold:
+        X = 0
+        notes.append(f"f_T({E}) already reaches tau: no upsampling needed")
+    else:
+        need = (threshold - current) / b
+        X = -(-need.numerator // need.denominator)
+    # shares in the resulting mix: corpus tokens T in its own proportions plus X long-document tokens
+    corpus_long = h.lengths >= E
+    corpus_long_tokens = Fraction(int(np.dot(h.lengths[corpus_long], h.counts[corpus_long])), h.tokens)
+    corpus_long_docs = Fraction(int(h.counts[corpus_long].sum()), h.tokens)  # long documents per corpus token
+    corpus_docs = Fraction(h.documents, h.tokens)
+    added_docs = Fraction(X * long_h.documents, long_h.tokens)
+    token_share = (T * corpus_long_tokens + X) / (T + X)
+    doc_share = (T * corpus_long_docs + added_docs) / (T * corpus_docs + added_docs)
+    p = (threshold / T - a) / (b - a)
+    fixed = float(max(p, Fraction(0))) if p <= 1 else None
+    if fixed is None:
+        notes.append(
+            f"even a budget of only long documents reaches f_T({E}) = {float(T * b):.3g} < tau: the budget must grow"
+        )
+    current_eff = effective_length(f, T, tau)
+    reasoning = (
+        f"With T = {T:.3g} tokens of this corpus (regime {regime}, L = {L}), position E = {E} occurs "
+        f"f_T(E) = {float(current):.3g} times (tau = {float(tau):.3g}); the predicted effective length is "
+        f"{current_eff}. Each corpus token contributes a = f(E)/f(0) = {float(a):.4g} occurrences of E, each token "
+        f"of long documents ({source}) b = {float(b):.4g}. Adding X = ceil((tau - T·a)/b) = {X:,} tokens of long "
+        f"documents reaches tau; long documents (>= {E} tokens) then make up {float(token_share):.2%} of training "
+        f"tokens and {float(doc_share):.2%} of documents."
+    )
+    if fixed is not None and X > 0:
+        reasoning += f" Keeping the budget at T instead, {fixed:.2%} of it must be long-document tokens."
+    return UpsamplePlan(
+        L,
+        E,
+        T,
+        float(tau),
+        regime,
+        float(current),
+        current_eff,
+        float(a),
+        float(b),
+        X,
+        float(token_share),
+        float(doc_share),
+        fixed,
+        source,
+        reasoning,
+        tuple(notes),
+    )

@@ -1,0 +1,199 @@
+"""The well-trained range N*: relative positions 0..N*-1 that training exposed often enough.
+
+Every planner (STRING, Self-Extend, length upsampling) needs the same quantity, derived here by one of
+three rules, in order of preference:
+
+``budget``
+    With a training budget T (tokens) and a threshold tau, N* is the number of positions whose scaled
+    frequency f_T(i) = f(i) · T / f(0) is at least tau. f is non-increasing, so these positions are the
+    prefix 0..N*-1 and N* = effective_length(f, T, tau) + 1 (0 when even f_T(0) = T < tau). This is the
+    STRING finding (Sec. 3, Fig. 2b): effective length tracks where f_T falls below tau (about 100B for a
+    1.3B model). A multi-stage schedule gives F(i) = Σ_k f_k(i) T_k / f_k(0) directly and uses the same rule.
+``mass``
+    Without a budget, N* is the smallest prefix holding a fraction ``mass`` of all position occurrences:
+    N* = position_at_mass(f, mass) + 1, so the positions >= N* carry at most 1 - mass of the mass. The
+    default mass 0.9 reproduces STRING's default S = L/3 for fully concatenated data, where f is linear
+    (share of i >= x·L is (1 - x)^2 = 0.1 at x = 1 - √0.1 ≈ 0.68, i.e. S ≈ 0.32 L).
+``default``
+    Without any frequency information: a fixed fraction of L (STRING's default S = L/3 means N* = 2L/3;
+    the Self-Extend maintainers' rule of thumb puts the well-trained range at 1/2 to 2/3 of L).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from fractions import Fraction
+from pathlib import Path
+
+import numpy as np
+
+from freqlab.errors import FreqlabError
+from freqlab.frequency import (
+    DEFAULT_TAU,
+    effective_length,
+    position_at_mass,
+    position_frequency,
+)
+from freqlab.frequency.schedule import Schedule, ScheduleFrequency, load_schedule, schedule_frequency
+from freqlab.histogram import LengthHistogram
+
+DEFAULT_MASS: float = 0.9
+DEFAULT_FRACTION: Fraction = Fraction(2, 3)
+
+RULES: tuple[str, ...] = ("given", "schedule", "budget", "mass", "default")
+
+
+@dataclass(frozen=True)
+class WellTrained:
+    """N*: positions 0..N*-1 are well trained; ``rule`` says how it was derived, ``explanation`` in words.
+
+    ``frequency`` is the curve the rule used (raw f as int64, or a schedule's F as float64), or None.
+    """
+
+    N: int
+    L: int
+    rule: str
+    explanation: str
+    frequency: np.ndarray | None = None
+    tokens: int | None = None
+    tau: float | None = None
+    mass: float | None = None
+
+    def to_dict(self) -> dict:
+        return {
+            "N_star": self.N,
+            "L": self.L,
+            "rule": self.rule,
+            "explanation": self.explanation,
+            "tokens": self.tokens,
+            "tau": self.tau,
+            "mass": self.mass,
+        }
+
+
+def check_window(L, name: str = "L") -> int:
+    """A positive integer window, or a FreqlabError naming the value."""
+    if isinstance(L, bool) or not isinstance(L, (int, np.integer)) or int(L) < 1:
+        raise FreqlabError(f"{name} must be a positive integer, got {L!r}")
+    return int(L)
+
+
+def frequency_from_histogram(
+    histogram: LengthHistogram | str | Path, L: int, regime: str = "natural", *, seed: int = 0
+) -> np.ndarray:
+    """f(i) for 0 <= i < L from a histogram (object or Parquet path) under a regime (STRING Eq. 2)."""
+    if not isinstance(histogram, LengthHistogram):
+        histogram = LengthHistogram.read_parquet(histogram)
+    if histogram.documents == 0:
+        raise FreqlabError("the histogram holds no documents")
+    return position_frequency(histogram.lengths, histogram.counts, L, regime, seed=seed)
+
+
+def as_schedule_frequency(schedule: ScheduleFrequency | Schedule | str | Path) -> ScheduleFrequency:
+    """Accept a schedule file, a parsed Schedule or an evaluated ScheduleFrequency."""
+    if isinstance(schedule, ScheduleFrequency):
+        return schedule
+    if not isinstance(schedule, Schedule):
+        schedule = load_schedule(schedule)
+    return schedule_frequency(schedule)
+
+
+def well_trained_range(
+    L: int,
+    *,
+    given: int | None = None,
+    histogram: LengthHistogram | str | Path | None = None,
+    regime: str = "natural",
+    frequency=None,
+    schedule: ScheduleFrequency | Schedule | str | Path | None = None,
+    tokens: int | float | None = None,
+    tau: float | None = None,
+    mass: float = DEFAULT_MASS,
+    default_fraction: Fraction | float = DEFAULT_FRACTION,
+) -> WellTrained:
+    """Derive N* by the ``schedule``/``budget`` rule, else the ``mass`` rule, else the ``default`` fraction.
+
+    Parameters
+    ----------
+    L
+        Training window; N* is at most L.
+    given
+        N* chosen by the user (rule ``given``); overrides everything else.
+    histogram, regime
+        Length histogram (object or Parquet path) whose frequency under ``regime`` is used.
+    frequency
+        Raw position frequency f (length L), e.g. from :func:`frequency_from_histogram`.
+    schedule
+        A multi-stage schedule (file, Schedule or ScheduleFrequency); its longest window must equal L.
+    tokens, tau
+        Budget T and threshold (default: the schedule's tau, else DEFAULT_TAU = 100e9).
+    mass
+        Fraction of position mass for the ``mass`` rule.
+    default_fraction
+        N* = floor(L · fraction) when nothing else is known.
+
+    Examples
+    --------
+    >>> well_trained_range(300, frequency=np.arange(300, 0, -1), tokens=400, tau=200).N  # f_T = 400(1 - i/300)
+    151
+    >>> well_trained_range(3000).N, well_trained_range(3000).rule
+    (2000, 'default')
+    """
+    L = check_window(L)
+    if given is not None:
+        if isinstance(given, bool) or not isinstance(given, (int, np.integer)) or not 1 <= int(given) <= L:
+            raise FreqlabError(f"the well-trained range N* must be an integer in 1..L = {L}, got {given!r}")
+        return WellTrained(int(given), L, "given", f"N* = {int(given)} was given")
+    if histogram is not None:
+        if frequency is not None or schedule is not None:
+            raise FreqlabError("give one of a histogram, a frequency or a schedule")
+        frequency = frequency_from_histogram(histogram, L, regime)
+    if schedule is not None:
+        if frequency is not None:
+            raise FreqlabError("give either a schedule or a frequency, not both")
+        sf = as_schedule_frequency(schedule)
+        if sf.window != L:
+            raise FreqlabError(f"the schedule's longest window is {sf.window}, but L = {L}")
+        threshold = sf.schedule.tau if tau is None else float(tau)
+        reached = sf.occurrences(0) >= Fraction(threshold)
+        N = sf.effective_length(threshold) + 1 if reached else 0
+        stages = len(sf.schedule.stages)
+        text = (
+            f"the schedule ({stages} stage{'s' if stages != 1 else ''}, {sf.schedule.source}) trains positions "
+            f"0..{N - 1} at least tau = {threshold:.3g} times"
+            if N
+            else f"no position reaches tau = {threshold:.3g} occurrences over the schedule ({sf.schedule.source})"
+        )
+        return WellTrained(N, L, "schedule", text, sf.total, None, threshold, None)
+    if frequency is not None:
+        f = np.asarray(frequency)
+        if f.ndim != 1 or f.size != L:
+            raise FreqlabError(f"the frequency must have one value per position 0..L-1 (L = {L}), got shape {f.shape}")
+        if f[0] <= 0:
+            raise FreqlabError("f(0) is zero: the frequency holds no tokens")
+        if np.any(np.diff(f) > 0):
+            raise FreqlabError("a position frequency must be non-increasing in i")
+        if tokens is not None:
+            T = round(float(tokens))
+            threshold = DEFAULT_TAU if tau is None else float(tau)
+            if T <= 0:
+                raise FreqlabError(f"the token budget must be positive, got {tokens}")
+            # f_T(0) = T, so nothing is well trained when T < tau
+            N = effective_length(f, T, threshold) + 1 if threshold <= T else 0
+            text = (
+                f"with T = {T:.3g} training tokens, f_T(i) >= tau = {threshold:.3g} holds for positions 0..{N - 1}"
+                if N
+                else f"with T = {T:.3g} tokens no position reaches tau = {threshold:.3g}"
+            )
+            return WellTrained(N, L, "budget", text, f, T, threshold, None)
+        if not 0.0 < float(mass) < 1.0:
+            raise FreqlabError(f"mass must be in (0, 1), got {mass}")
+        N = position_at_mass(f, float(mass)) + 1
+        text = f"positions 0..{N - 1} hold {float(mass):.0%} of all position occurrences"
+        return WellTrained(N, L, "mass", text, f, None, None, float(mass))
+    fraction = Fraction(default_fraction).limit_denominator(10**6)
+    if not 0 < fraction <= 1:
+        raise FreqlabError(f"default_fraction must be in (0, 1], got {default_fraction}")
+    N = L * fraction.numerator // fraction.denominator
+    text = f"no frequency information: N* = {fraction} of L"
+    return WellTrained(N, L, "default", text)

@@ -1,0 +1,150 @@
+"""``freqlab plan string|self-extend|rope|upsample``: reports, JSON, and one-line errors."""
+
+from __future__ import annotations
+
+import json
+
+import polars as pl
+import pytest
+from click.testing import CliRunner
+
+from freqlab.cli import main
+from freqlab.histogram import LengthHistogram
+from freqlab.plan.string import plan_string
+
+
+@pytest.fixture
+def hist(tmp_path):
+    path = tmp_path / "lengths.parquet"
+    LengthHistogram.from_counts([2048], [1000], corpus="rows").to_parquet(path)  # f(i) = 1000 (2048 - i)
+    return path
+
+
+def run(*args):
+    return CliRunner().invoke(main, [str(a) for a in args])
+
+
+def test_plan_group_lists_commands():
+    result = run("plan", "--help")
+    assert result.exit_code == 0
+    for name in ("string", "self-extend", "rope", "upsample"):
+        assert name in result.output
+
+
+def test_string_with_L_alone_prints_paste_ready_blocks():
+    result = run("plan", "string", "--L", 131072)
+    assert result.exit_code == 0, result.output
+    assert "S = 43712" in result.output
+    assert "replace_with_string(max_test_length=131072, shifted_offset=43712, small_local_value=128)" in result.output
+    assert '"string_config": {"shifted_offset": 43712, "local_value": 128}' in result.output
+
+
+def test_string_json_with_histogram_and_budget(hist):
+    result = run("plan", "string", "--hist", hist, "--L", 2048, "--tokens", "400B", "--tau", "100B", "--json")
+    assert result.exit_code == 0, result.output
+    data = json.loads(result.output)
+    # f_T(i) = 400B (2048 - i)/2048 >= 100B <=> i <= 1536: N* = 1537, S = 511 -> 512
+    assert (data["N_star"], data["S"], data["W"], data["rule"]) == (1537, 512, 128, "budget")
+    assert data["vllm_config"] == {"string_config": {"shifted_offset": 512, "local_value": 128}}
+    h = LengthHistogram.read_parquet(hist)
+    assert data == json.loads(json.dumps(plan_string(2048, histogram=h, tokens=400e9, tau=100e9).to_dict()))
+
+
+def test_string_reports_disagreement_with_validated_range(hist):
+    result = run("plan", "string", "--hist", hist, "--L", 2048, "--tokens", "100T")
+    assert result.exit_code == 0, result.output
+    assert "frequency rule alone: S = 0" in result.output and "[512, 1024]" in result.output
+
+
+def test_string_schedule_and_usage_file(hist, tmp_path):
+    schedule = tmp_path / "schedule.yaml"
+    schedule.write_text(f"histogram: {hist}\nstages:\n  - {{L: 2048, tokens: 400B, regime: natural}}\n")
+    usage = tmp_path / "usage.parquet"
+    result = run("plan", "string", "--schedule", schedule, "--json", "--usage-out", usage)
+    assert result.exit_code == 0, result.output
+    assert json.loads(result.output)["S"] == 512
+    frame = pl.read_parquet(usage)
+    assert frame.columns == ["position", "pairs_before", "pairs_after", "trained"]
+    assert frame["pairs_before"].sum() == frame["pairs_after"].sum() == 2048 * 2049 // 2
+
+
+def test_string_errors_are_one_line():
+    result = run("plan", "string", "--L", 2048, "--W", 8)
+    assert result.exit_code == 1 and result.output.strip().startswith("Error: W = 8 is below 32")
+    result = run("plan", "string")
+    assert result.exit_code == 2  # usage: no --L and no --schedule
+
+
+def test_self_extend_plan_and_evaluation():
+    result = run("plan", "self-extend", "--L", 4096, "--target", 16384, "--group", 8, "--window", 1024)
+    assert result.exit_code == 0, result.output
+    assert "SelfExtend.apply(model, 8, 776)" in result.output
+    assert "--grp-attn-n 8 --grp-attn-w 776" in result.output
+    assert "max length (L - w_n + w_n // G)·G = 25600" in result.output
+    # Fig. 3: L = 7, N = 10 with the window fixed at 4 gives G = 2, w_n = 4 and exactly 10 tokens
+    args = ("--L", 7, "--target", 10, "--well-trained", 7, "--min-window", 4, "--max-window", 4, "--json")
+    data = json.loads(run("plan", "self-extend", *args).output)
+    assert (data["G"], data["w_n"], data["max_length"]) == (2, 4, 10)
+
+
+def test_self_extend_evaluates_a_given_setting_even_without_a_recommendation():
+    args = ("--L", 4096, "--target", 10**6, "--group", 4, "--window", 1024)  # needs G >= 451 > 64
+    result = run("plan", "self-extend", *args)
+    assert result.exit_code == 0, result.output
+    assert "no recommendation" in result.output
+    # (4096 - 1024 + 256)·4 = 13312 < N: the largest position at N is 999999 // 4 + 768 = 250767 >= L
+    assert "max length (L - w_n + w_n // G)·G = 13312" in result.output
+    assert "250767 (>= L: out of distribution)" in result.output
+
+
+def test_self_extend_target_below_L_is_an_error():
+    result = run("plan", "self-extend", "--L", 4096, "--target", 2048)
+    assert result.exit_code == 1 and "not above the training window" in result.output
+
+
+def test_rope_json_has_both_conventions():
+    result = run("plan", "rope", "--L", 4096, "--target", 16384, "--type", "yarn", "--json")
+    assert result.exit_code == 0, result.output
+    (plan,) = json.loads(result.output)["plans"]
+    assert plan["transformers_5x"] == {
+        "max_position_embeddings": 16384,
+        "rope_parameters": {
+            "rope_type": "yarn",
+            "rope_theta": 10000.0,
+            "factor": 4.0,
+            "original_max_position_embeddings": 4096,
+        },
+    }
+    assert plan["transformers_4x"]["rope_scaling"]["rope_type"] == "yarn"
+    text = run("plan", "rope", "--L", 4096, "--target", 16384).output
+    assert all(f"== {t} " in text for t in ("linear", "ntk", "dynamic", "yarn", "llama3"))
+
+
+def test_upsample(hist, tmp_path):
+    corpus = tmp_path / "corpus.parquet"
+    LengthHistogram.from_counts([100, 4096], [900, 10]).to_parquet(corpus)
+    result = run(
+        "plan",
+        "upsample",
+        "--hist",
+        corpus,
+        "--L",
+        4096,
+        "--tokens",
+        "10B",
+        "--tau",
+        "5B",
+        "--target-length",
+        3072,
+        "--json",
+    )
+    assert result.exit_code == 0, result.output
+    data = json.loads(result.output)
+    # a = 10 (4096 - 3072) / 130960, b = 1024 / 4096; X = ceil((5e9 - 1e10 a) / b)
+    a, b = 10 * 1024 / 130960, 1024 / 4096
+    assert data["extra_tokens"] == -(-(5 * 10**9 * 130960 - 10**10 * 10240) * 4 // 130960)
+    assert data["per_token_corpus"] == pytest.approx(a) and data["per_token_long"] == pytest.approx(b)
+    text = run(
+        "plan", "upsample", "--hist", corpus, "--L", 4096, "--tokens", "10B", "--tau", "5B", "--target-length", 3072
+    ).output
+    assert "add" in text and "tokens of long documents" in text

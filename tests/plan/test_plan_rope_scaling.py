@@ -1,0 +1,164 @@
+"""RoPE scaling config blocks: formulas, and both Hugging Face conventions accepted without warnings.
+
+The installed transformers (5.x) is checked live for both blocks: 5.x reads ``rope_parameters`` and still
+converts a 4.x ``rope_scaling`` block. The 4.x block's keys are also checked against the 4.x validators
+(transformers 4.4x-4.57 ``modeling_rope_utils._validate_*``: linear {rope_type, factor}; dynamic {rope_type,
+factor} (+ original_max_position_embeddings optional); yarn {rope_type, factor} + optional attention_factor,
+beta_fast, beta_slow, original_max_position_embeddings (as in the published Qwen2.5/Qwen3 configs);
+llama3 {rope_type, factor, original_max_position_embeddings, low_freq_factor, high_freq_factor}; ``factor``
+a float; ``rope_theta`` a top-level key).
+"""
+
+from __future__ import annotations
+
+import logging
+import math
+import warnings
+
+import pytest
+
+from freqlab.errors import FreqlabError
+from freqlab.plan.rope_scaling import (
+    ROPE_TYPES,
+    dynamic_ntk_base,
+    ntk_aware_base,
+    plan_rope_scaling,
+    plan_rope_scalings,
+    yarn_attention_factor,
+)
+
+transformers = pytest.importorskip("transformers", reason="transformers is a test dependency (pyproject [test])")
+
+V4_KEYS = {  # required, optional keys of `rope_scaling` in transformers 4.x
+    "linear": ({"rope_type", "factor"}, set()),
+    "dynamic": ({"rope_type", "factor"}, {"original_max_position_embeddings"}),
+    "yarn": (
+        {"rope_type", "factor"},
+        {"attention_factor", "beta_fast", "beta_slow", "original_max_position_embeddings"},
+    ),
+    "llama3": (
+        {"rope_type", "factor", "original_max_position_embeddings", "low_freq_factor", "high_freq_factor"},
+        set(),
+    ),
+}
+
+
+class _Collect(logging.Handler):
+    def __init__(self):
+        super().__init__(logging.DEBUG)
+        self.messages: list[str] = []
+
+    def emit(self, record):
+        if record.levelno >= logging.WARNING:
+            self.messages.append(record.getMessage())
+
+
+def load_without_warnings(block: dict):
+    """LlamaConfig(**block), failing on any Python warning or transformers logger warning."""
+    handler = _Collect()
+    logger = logging.getLogger("transformers")
+    logger.addHandler(handler)
+    try:
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
+            config = transformers.LlamaConfig(**block)
+    finally:
+        logger.removeHandler(handler)
+    assert [str(w.message) for w in caught] == []
+    assert handler.messages == []
+    return config
+
+
+@pytest.mark.parametrize("rope_type", ROPE_TYPES)
+def test_5x_block_loads_without_warnings(rope_type):
+    p = plan_rope_scaling(4096, 16384, rope_type, rope_theta=10000.0, head_dim=128)
+    config = load_without_warnings(p.config_5x)
+    assert config.rope_parameters == p.config_5x["rope_parameters"]
+    assert config.max_position_embeddings == p.config_5x["max_position_embeddings"]
+
+
+@pytest.mark.parametrize("rope_type", ROPE_TYPES)
+def test_4x_block_loads_without_warnings_and_matches_4x_validators(rope_type):
+    p = plan_rope_scaling(4096, 16384, rope_type, rope_theta=10000.0, head_dim=128)
+    block = p.config_4x
+    config = load_without_warnings(p.config_4x)
+    assert config.rope_parameters["rope_theta"] == block["rope_theta"]
+    assert p.config_4x == block  # loading did not edit the plan (transformers edits the dict it gets)
+    if rope_type == "ntk":
+        assert block["rope_scaling"] is None
+        return
+    scaling = block["rope_scaling"]
+    required, optional = V4_KEYS[rope_type]
+    assert required <= set(scaling) <= required | optional
+    assert isinstance(scaling["factor"], float)
+    assert config.rope_parameters["rope_type"] == rope_type
+    assert config.rope_parameters["factor"] == scaling["factor"]
+
+
+def test_5x_and_4x_blocks_agree():
+    for p in plan_rope_scalings(8192, 131072, rope_theta=500000.0):
+        if p.rope_type == "ntk":
+            assert p.config_5x["rope_parameters"]["rope_theta"] == p.config_4x["rope_theta"]
+            continue
+        five = dict(p.config_5x["rope_parameters"])
+        assert five.pop("rope_theta") == p.config_4x["rope_theta"] == 500000.0
+        assert five == p.config_4x["rope_scaling"]
+        assert p.config_5x["max_position_embeddings"] == p.config_4x["max_position_embeddings"]
+
+
+def test_factor_and_max_position_embeddings():
+    blocks = {p.rope_type: p for p in plan_rope_scalings(4096, 16384)}
+    assert all(p.factor == 4.0 for p in blocks.values())
+    assert blocks["linear"].config_5x["max_position_embeddings"] == 16384
+    assert blocks["yarn"].config_5x["max_position_embeddings"] == 16384  # = factor · original
+    assert blocks["yarn"].config_5x["rope_parameters"]["original_max_position_embeddings"] == 4096
+    assert blocks["dynamic"].config_5x["max_position_embeddings"] == 4096  # scaling starts beyond L
+    assert blocks["llama3"].config_5x["rope_parameters"]["low_freq_factor"] == 1.0
+    assert blocks["llama3"].config_5x["rope_parameters"]["high_freq_factor"] == 4.0
+
+
+def test_llama31_shape():
+    p = plan_rope_scaling(8192, 131072, "llama3", rope_theta=500000.0, factor=8.0)
+    assert p.config_4x["rope_scaling"] == {
+        "rope_type": "llama3",
+        "factor": 8.0,
+        "original_max_position_embeddings": 8192,
+        "low_freq_factor": 1.0,
+        "high_freq_factor": 4.0,
+    }
+    load_without_warnings(p.config_5x)
+
+
+def test_ntk_aware_base_formula():
+    # base' = base · s^(d/(d-2)); d = 128, s = 4: 10000 · 4^(64/63)
+    assert ntk_aware_base(10000.0, 4.0, 128) == pytest.approx(10000 * 4 ** (64 / 63))
+    assert ntk_aware_base(10000.0, 4.0, 128) == pytest.approx(40889.94243, rel=1e-9)
+    p = plan_rope_scaling(4096, 16384, "ntk")
+    assert p.config_5x["rope_parameters"] == {"rope_type": "default", "rope_theta": ntk_aware_base(1e4, 4.0, 128)}
+
+
+def test_dynamic_base_and_yarn_temperature():
+    # at n = L the dynamic base is unchanged; at n = N it is b · (s² - s + 1)^(d/(d-2))
+    assert dynamic_ntk_base(1e4, 4.0, 128, 4096, 4096) == pytest.approx(1e4)
+    assert dynamic_ntk_base(1e4, 4.0, 128, 4096, 16384) == pytest.approx(1e4 * 13 ** (128 / 126))
+    assert yarn_attention_factor(4.0) == pytest.approx(0.1 * math.log(4) + 1)
+
+
+def test_giraffe_zero_shot_note_for_linear():
+    p = plan_rope_scaling(2048, 8192, "linear")
+    assert "factor 8" in p.reasoning and "16384 tokens" in p.reasoning  # fine-tuned at 4 -> zero-shot at 8
+
+
+@pytest.mark.parametrize(
+    ("args", "kwargs", "message"),
+    [
+        ((4096, 4096, "linear"), {}, "not above the training window"),
+        ((4096, 2048, "yarn"), {}, "not above the training window"),
+        ((4096, 8192, "ntk-by-parts"), {}, "unknown RoPE scaling type"),
+        ((4096, 8192, "ntk"), {"head_dim": 7}, "head_dim"),
+        ((4096, 8192, "linear"), {"factor": 0.5}, "must exceed 1"),
+    ],
+)
+def test_bad_requests(args, kwargs, message):
+    with pytest.raises(FreqlabError, match=message):
+        plan_rope_scaling(*args, **kwargs)

@@ -1,0 +1,136 @@
+"""Self-Extend (seed 003, Eq. 8, Fig. 3, Table 1): max length, positions used, and the (G, w_n) planner."""
+
+from __future__ import annotations
+
+import pytest
+
+from freqlab.errors import FreqlabError
+from freqlab.frequency import position_frequency
+from freqlab.plan.self_extend import (
+    evaluate_self_extend,
+    largest_window,
+    plan_self_extend,
+    self_extend_eq8,
+    self_extend_largest_position,
+    self_extend_max_length,
+    self_extend_position_matrix,
+)
+
+
+def brute_max_length(L: int, G: int, w_n: int) -> int:
+    """Grow N until some pair's Self-Extend position (official pseudo-code, cell by cell) reaches L."""
+    N = 1
+    while True:
+        m, worst = N, 0  # adding token m = N: its pairs with every key n <= m
+        for n in range(m + 1):
+            r = m - n
+            p = r if r < w_n else m // G - n // G + w_n - w_n // G
+            worst = max(worst, p)
+        if worst >= L:
+            return N
+        N += 1
+
+
+def test_fig3_example():
+    assert self_extend_max_length(7, 2, 4) == self_extend_eq8(7, 2, 4) == 10
+
+
+def test_llama2_4k_table1_setting():
+    # Eq. 8: (4096 - 1024) * 8 + 1024 = 25,600 (> 16K, as Table 1 reports). The issue text's 24,576 is
+    # (L - w_n) * G without the "+ w_n" of Eq. 8; the brute force below confirms 25,600.
+    assert self_extend_max_length(4096, 8, 1024) == 25600
+    assert self_extend_eq8(4096, 8, 1024) == 25600
+    assert self_extend_largest_position(25600, 8, 1024) == 4095
+    assert self_extend_largest_position(25601, 8, 1024) == 4096
+
+
+@pytest.mark.parametrize("L", [5, 7, 12, 16])
+def test_max_length_matches_brute_force(L):
+    for G in range(1, 6):
+        for w_n in range(0, L):
+            assert self_extend_max_length(L, G, w_n) == brute_max_length(L, G, w_n), (L, G, w_n)
+            if w_n % G == 0:
+                assert self_extend_max_length(L, G, w_n) == self_extend_eq8(L, G, w_n)
+
+
+def test_largest_position_matches_matrix():
+    for N, G, w_n in [(10, 2, 4), (11, 2, 4), (30, 3, 5), (8, 4, 8), (25, 5, 0)]:
+        P = self_extend_position_matrix(N, G, w_n)
+        assert self_extend_largest_position(N, G, w_n) == P.max()
+
+
+def test_fig3_matrix_last_row():
+    # L = 7, w_n = 4, G = 2, 10 tokens: neighbours 0..3 exact, farther ones grouped, max 6 < L
+    row = self_extend_position_matrix(10, 2, 4)[-1]
+    assert row.tolist() == [6, 6, 5, 5, 4, 4, 3, 2, 1, 0]
+
+
+def test_evaluate_given_setting():
+    c = evaluate_self_extend(4096, 8, 1024, 16384, well_trained=2730)
+    assert (c.max_length, c.eq8_length, c.largest_position) == (25600, 25600, 2943)
+    assert c.rule_of_thumb == 1024 + (16384 - 1024) / 8 == 2944
+    assert c.fits is True and c.well_trained is False  # 2944 > 2/3 of 4096
+    assert evaluate_self_extend(4096, 3, 1000).notes[0].startswith("w_n = 1000 is not divisible by G = 3")
+
+
+def enumerate_choice(L, N, N_star, lo, hi, max_group=64):
+    """Slow reference: every (G, w_n) pair, smallest G first, then the largest w_n."""
+    for G in range(2, max_group + 1):
+        ok = [w for w in range(lo, hi + 1) if w % G == 0 and (L - w) * G + w >= N and G * w + (N - w) <= G * N_star]
+        if ok:
+            return G, max(ok)
+    return None
+
+
+def test_planner_picks_smallest_group_and_largest_window():
+    p = plan_self_extend(4096, 16384)  # N* = 2/3 · 4096 = 2730, windows [L/8, L/4] = [512, 1024]
+    assert (p.N_star, p.G, p.w_n) == (2730, 8, 776)
+    assert enumerate_choice(4096, 16384, 2730, 512, 1024) == (8, 776)
+    assert p.hf_call.startswith("SelfExtend.apply(model, 8, 776)")
+    assert p.llama_cpp_flags == "--grp-attn-n 8 --grp-attn-w 776"
+    assert p.check.max_length == 27336 >= 16384 and p.check.largest_position == 2726 < 2730
+
+
+@pytest.mark.parametrize(
+    ("L", "N", "N_star"),
+    [(4096, 16384, 2048), (4096, 8192, 2730), (2048, 10000, 1500), (8192, 100000, 6000), (4096, 32768, 3000)],
+)
+def test_planner_matches_enumeration(L, N, N_star):
+    p = plan_self_extend(L, N, well_trained=N_star)
+    assert (p.G, p.w_n) == enumerate_choice(L, N, N_star, L // 8, L // 4)
+    assert p.check.well_trained is True and p.check.fits is True
+
+
+def test_planner_with_given_half_window():
+    p = plan_self_extend(4096, 16384, well_trained=2048)  # the maintainers' 1/2 · L
+    assert (p.G, p.w_n) == (11, 605)  # G >= 10.33 from (2048 G - 16384)/(G - 1) >= 512
+
+
+def test_planner_uses_frequency():
+    L = 4096
+    f = position_frequency([L], [1], L)  # f(i) = L - i
+    p = plan_self_extend(L, 16384, frequency=f, tokens=400e9, tau=100e9)  # N* = 3073 (budget rule)
+    assert p.N_star == 3073 and p.rule == "budget"
+    assert (p.G, p.w_n) == enumerate_choice(L, 16384, 3073, 512, 1024)
+
+
+@pytest.mark.parametrize(
+    ("kwargs", "message"),
+    [
+        ({"L": 4096, "N": 4096}, "not above the training window"),
+        ({"L": 4096, "N": 2000}, "not above the training window"),
+        ({"L": 4096, "N": 16384, "well_trained": 5000}, "integer in 1..L"),
+        ({"L": 4096, "N": 16384, "well_trained": 400}, "not above the smallest neighbour window"),
+        ({"L": 4096, "N": 10**7, "max_group": 8}, "no group size"),
+    ],
+)
+def test_impossible_requests_are_clear_errors(kwargs, message):
+    with pytest.raises(FreqlabError, match=message):
+        plan_self_extend(**kwargs)
+
+
+def test_largest_window_helper():
+    assert largest_window(4096, 16384, 2730, 8) == 776
+    assert largest_window(4096, 16384, 2730, 2) == -1
+    assert largest_window(4096, 16384, 2730, 1) == -1
+    assert largest_window(7, 10, 7, 2) == 4  # Fig. 3: w_n = 4 is the largest for N = 10

@@ -1,0 +1,219 @@
+"""STRING (seed 000, Sec. 4.1, Eq. 4, Fig. 5, Fig. 7, App. A.1): position matrix, fast paths and planner."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from freqlab.errors import FreqlabError
+from freqlab.frequency import position_frequency
+from freqlab.frequency.schedule import parse_schedule, schedule_frequency
+from freqlab.histogram import LengthHistogram
+from freqlab.plan.string import (
+    MASKED,
+    plan_string,
+    string_position_histogram,
+    string_position_matrix,
+    string_position_row,
+    string_positions_used,
+    string_remap_counts,
+    string_usage,
+    validated_range,
+)
+
+
+def brute_matrix(L: int, S: int, W: int) -> list[list[int]]:
+    """Eq. 4 written out cell by cell: r = m - n; r >= S becomes r - S + W; n > m is masked."""
+    out = []
+    for m in range(L):
+        row = []
+        for n in range(L):
+            r = m - n
+            if r < 0:
+                row.append(MASKED)
+            elif r >= S:
+                row.append(r - S + W)
+            else:
+                row.append(r)
+        out.append(row)
+    return out
+
+
+SMALL_CASES = [(L, S, W) for L in range(2, 13) for S in range(1, L) for W in range(0, S)]
+
+
+# --- the paper's examples ------------------------------------------------------------------------------------
+
+
+def test_fig5_last_row_with_w0():
+    assert string_position_row(9, 3, 0).tolist() == [5, 4, 3, 2, 1, 0, 2, 1, 0]
+    assert string_position_matrix(9, 3, 0)[-1].tolist() == [5, 4, 3, 2, 1, 0, 2, 1, 0]
+
+
+def test_fig5_positions_6_to_8_are_gone():
+    used = set(string_position_matrix(9, 3, 0)[np.tril_indices(9)].tolist())
+    assert used == {0, 1, 2, 3, 4, 5}
+
+
+def test_appendix_a1_llama31_last_row():
+    L, S, W = 131072, 43008, 128  # 128K, S = 42K
+    row = string_position_row(L, S, W)
+    assert row.size == L
+    assert int(row[0]) == 88191  # 86K + 127
+    crossing = L - 1 - S  # column n where r = m - n = S
+    assert row[crossing] == 128 and row[crossing + 1] == 43007  # drops from W to S - 1
+    assert np.array_equal(row[: crossing + 1], np.arange(88191, 127, -1))  # [86K+127, ..., 129, 128]
+    assert np.array_equal(row[crossing + 1 :], np.arange(43007, -1, -1))  # [42K-1, ..., 1, 0]
+
+
+def test_largest_position_used_is_L_minus_1_minus_S_plus_W():
+    hist = string_position_histogram(131072, 43008, 128)
+    assert hist.size == 131072 - 43008 + 128 == string_positions_used(131072, 43008, 128)
+    assert hist[-1] > 0
+
+
+# --- fast paths against the cell-by-cell matrix -----------------------------------------------------------------
+
+
+@pytest.mark.parametrize(("L", "S", "W"), SMALL_CASES)
+def test_matrix_row_and_histogram_match_brute_force(L, S, W):
+    brute = np.array(brute_matrix(L, S, W))
+    assert np.array_equal(string_position_matrix(L, S, W), brute)
+    for m in range(L):
+        assert np.array_equal(string_position_row(L, S, W, m), brute[m, : m + 1])
+    lower = brute[np.tril_indices(L)]
+    expected = np.bincount(lower, minlength=max(S, L - S + W))
+    assert np.array_equal(string_position_histogram(L, S, W), expected)
+    for n in range(1, L + 1):  # a shorter sequence uses the top-left n x n block
+        block = brute[:n, :n][np.tril_indices(n)]
+        assert np.array_equal(string_position_histogram(L, S, W, n), np.bincount(block, minlength=max(S, L - S + W)))
+
+
+def test_remap_counts_moves_arbitrary_pair_counts():
+    rng = np.random.default_rng(0)
+    L, S, W = 40, 15, 4
+    pairs = rng.integers(0, 1000, size=L)
+    moved = string_remap_counts(pairs, S, W)
+    expected = np.zeros(L - S + W, dtype=np.int64)
+    for r in range(L):
+        expected[r - S + W if r >= S else r] += pairs[r]
+    assert np.array_equal(moved, expected)
+    assert moved.sum() == pairs.sum()  # no pair lost
+
+
+def test_usage_reports_trained_frequency_and_pairs():
+    f = position_frequency([9, 5], [1, 2], 9)
+    u = string_usage(9, 3, 0, frequency=f)
+    assert u.pairs_before.tolist() == [9, 8, 7, 6, 5, 4, 3, 2, 1]
+    assert u.pairs_after.tolist() == [15, 13, 11, 3, 2, 1, 0, 0, 0]
+    assert u.trained.tolist() == f.tolist()
+    assert u.pairs_after.sum() == 45  # 9·10/2 pairs either way
+
+
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [((9, 3, 3), "smaller than the shift"), ((9, 0, 0), "0 < S < L"), ((9, 9, 0), "0 < S < L"), ((9, 3, -1), "W")],
+)
+def test_bad_shift_parameters_are_clear_errors(args, message):
+    with pytest.raises(FreqlabError, match=message):
+        string_position_row(*args)
+
+
+def test_full_matrix_refused_for_large_L():
+    with pytest.raises(FreqlabError, match="string_position_row"):
+        string_position_matrix(131072, 43008, 128)
+
+
+# --- planner ------------------------------------------------------------------------------------------------
+
+
+def test_default_without_frequency_is_L_over_3_rounded():
+    p = plan_string(131072)
+    assert (p.S, p.W, p.rule, p.S_rule) == (43712, 128, "default", None)  # round(43690.67 / 64) * 64
+    assert p.hf_patch == "replace_with_string(max_test_length=131072, shifted_offset=43712, small_local_value=128)"
+    assert p.vllm_config == {"string_config": {"shifted_offset": 43712, "local_value": 128}}
+    assert p.vllm_block == '"string_config": {"shifted_offset": 43712, "local_value": 128}'
+    # full-window baseline f(i) = L - i: share of i >= L - S is S(S+1) / (L(L+1))
+    assert p.overwritten_share == pytest.approx(43712 * 43713 / (131072 * 131073))
+
+
+def test_validated_range_is_quarter_to_half_rounded_inwards():
+    assert validated_range(2048) == (512, 1024, 64)
+    assert validated_range(131072) == (32768, 65536, 64)
+    assert validated_range(1000) == (256, 448, 64)
+    assert validated_range(100) == (25, 50, 1)  # no multiple of 64 fits: not rounded
+
+
+def test_mass_rule_on_concatenated_data_gives_about_L_over_3():
+    L = 2048
+    f = position_frequency([L], [1], L)  # f(i) = L - i: fully concatenated rows
+    p = plan_string(L, frequency=f)
+    # share of i >= x is ((L - x)(L - x + 1)) / (L(L + 1)); the smallest N* holding 90% of the mass:
+    mass = np.cumsum(f) / f.sum()
+    N_star = int(np.argmax(mass >= 0.9)) + 1
+    assert p.N_star == N_star == 1401
+    assert p.S_rule == 640 and p.S == 640 and p.within_range  # round(647 / 64) * 64
+    assert p.overwritten_share == pytest.approx(f[L - 640 :].sum() / f.sum())
+
+
+def test_budget_rule_uses_f_T_and_tau():
+    L = 2048
+    f = position_frequency([L], [1], L)
+    # f_T(i) = T (L - i) / L >= tau  <=>  i <= L (1 - tau / T); T = 4 tau -> i <= 1536
+    p = plan_string(L, frequency=f, tokens=400e9, tau=100e9)
+    assert p.N_star == 1537 and p.rule == "budget"
+    assert p.S_rule == 512 and p.S == 512 and p.within_range
+
+
+def test_rule_below_range_is_clamped_and_both_values_shown():
+    L = 2048
+    f = position_frequency([L], [1], L)
+    p = plan_string(L, frequency=f, tokens=100e12, tau=100e9)  # almost everything well trained
+    assert p.S_rule == 0 and p.S == 512 and not p.within_range
+    assert "below the range" in p.reasoning and "shifted_offset = 0" in p.reasoning and "S = 512" in p.reasoning
+
+
+def test_rule_above_range_is_clamped():
+    L = 2048
+    f = position_frequency([100], [1000], L)  # only short documents: tail never trained
+    p = plan_string(L, frequency=f)
+    assert p.N_star <= 100 and p.S_rule == 1984 and p.S == 1024 and not p.within_range
+    assert p.overwritten_share == 0.0  # positions >= 1024 never occur
+    assert "above the range" in p.reasoning
+
+
+def test_histogram_input_equals_frequency_input():
+    h = LengthHistogram.from_lengths([300, 1200, 5000, 2048, 700, 90])
+    a = plan_string(2048, histogram=h, regime="natural")
+    b = plan_string(2048, frequency=position_frequency(h.lengths, h.counts, 2048, "natural"))
+    assert a.to_dict() == b.to_dict()
+
+
+def test_schedule_input(tmp_path):
+    LengthHistogram.from_lengths([2048] * 10).to_parquet(tmp_path / "h.parquet")
+    schedule = parse_schedule(
+        {"histogram": "h.parquet", "stages": [{"L": 2048, "tokens": "400B", "regime": "concat"}]},
+        base=tmp_path,
+    )
+    sf = schedule_frequency(schedule)
+    p = plan_string(2048, schedule=sf)  # schedule tau 100B: as the budget rule above
+    assert (p.rule, p.N_star, p.S) == ("schedule", 1537, 512)
+    with pytest.raises(FreqlabError, match="longest window"):
+        plan_string(4096, schedule=sf)
+
+
+def test_w_constraints():
+    with pytest.raises(FreqlabError, match="W >= 32"):
+        plan_string(2048, W=16)
+    with pytest.raises(FreqlabError, match="much smaller than S"):
+        plan_string(300)  # S = 128 (the only multiple of 64 in [75, 150]) and W = 128
+    assert plan_string(2048, W=128).notes == ()  # S = 704
+    p = plan_string(2048, W=200)  # W > S/4
+    assert any("loosely" in note for note in p.notes)
+
+
+def test_to_dict_is_json_ready():
+    import json
+
+    d = plan_string(4096).to_dict()
+    assert json.loads(json.dumps(d))["S"] == 1344 and d["S_over_L"] == pytest.approx(1344 / 4096)

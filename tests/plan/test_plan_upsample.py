@@ -1,0 +1,107 @@
+"""Length upsampling: tokens of long documents so that f_T(E) >= tau, checked against explicit mixtures."""
+
+from __future__ import annotations
+
+import math
+
+import pytest
+
+from freqlab.errors import FreqlabError
+from freqlab.histogram import LengthHistogram
+from freqlab.plan.upsample import plan_upsample
+
+L, E = 1024, 600
+CORPUS = [50] * 20 + [300, 900, 2500]  # natural regime: 2500 -> 1024 + 1024 + 452
+LONG = [900, 2500]  # the corpus's own documents >= E
+
+
+def brute_f(doc_lengths: list[int], i: int) -> int:
+    """STRING Eq. 2 on explicit segments: documents cut into L-token rows plus the remainder."""
+    total = 0
+    for n in doc_lengths:
+        pieces = [L] * (n // L) + ([n % L] if n % L else [])
+        total += sum(max(s - i, 0) for s in pieces)
+    return total
+
+
+def smallest_copies(k: int, tau: int, long_docs: list[int]) -> int:
+    """Mix k copies of the corpus with j copies of the long documents; smallest j with f_mix(E) >= tau.
+    In the natural regime f(0) is the token count, so f_mix is f_T for T = the mix's own tokens."""
+    j = 0
+    while brute_f(CORPUS * k + long_docs * j, E) < tau:
+        j += 1
+    return j
+
+
+@pytest.mark.parametrize("tau_multiple", [2, 5, 17])
+def test_extra_tokens_match_explicit_mixtures(tau_multiple):
+    k = 10
+    T = k * sum(CORPUS)
+    current = brute_f(CORPUS * k, E)  # = T · f(E)/f(0)
+    tau = tau_multiple * current
+    p = plan_upsample(LengthHistogram.from_lengths(CORPUS), L, E, T, tau=tau)
+    assert p.current_occurrences == pytest.approx(current)
+    j = smallest_copies(k, tau, LONG)
+    # X tokens of long documents in corpus proportions = X / sum(LONG) copies of the long set
+    assert math.ceil(p.extra_tokens / sum(LONG)) == j
+    # X is the exact minimum: X·b reaches the gap, X - 1 does not
+    a, b = brute_f(CORPUS, E) / sum(CORPUS), brute_f(LONG, E) / sum(LONG)
+    assert p.per_token_corpus == pytest.approx(a) and p.per_token_long == pytest.approx(b)
+    assert T * a + p.extra_tokens * b >= tau - 1e-6
+    assert T * a + (p.extra_tokens - 1) * b < tau
+
+
+def test_shares_of_the_resulting_mix():
+    T = 10 * sum(CORPUS)
+    p = plan_upsample(LengthHistogram.from_lengths(CORPUS), L, E, T, tau=5 * brute_f(CORPUS * 10, E))
+    X = p.extra_tokens
+    corpus_long_tokens = (900 + 2500) / sum(CORPUS)
+    assert p.long_token_share == pytest.approx((T * corpus_long_tokens + X) / (T + X))
+    docs_per_token, long_docs_per_token = len(CORPUS) / sum(CORPUS), 2 / sum(CORPUS)
+    added_docs = X * len(LONG) / sum(LONG)
+    expected = (T * long_docs_per_token + added_docs) / (T * docs_per_token + added_docs)
+    assert p.long_document_share == pytest.approx(expected)
+
+
+def test_fixed_budget_share():
+    T = 10 * sum(CORPUS)
+    current = brute_f(CORPUS * 10, E)
+    p = plan_upsample(LengthHistogram.from_lengths(CORPUS), L, E, T, tau=current * 6 // 5)
+    a, b = p.per_token_corpus, p.per_token_long  # 1148/4400 and 1148/3400: at most 1.29x more per token
+    share = p.fixed_budget_share
+    assert 0 < share < 1
+    assert T * ((1 - share) * a + share * b) == pytest.approx(current * 6 // 5)
+    # 3x the current occurrences cannot be reached within T: the budget must grow
+    q = plan_upsample(LengthHistogram.from_lengths(CORPUS), L, E, T, tau=3 * current)
+    assert q.fixed_budget_share is None and any("budget must grow" in n for n in q.notes)
+
+
+def test_given_long_lengths():
+    T = 10 * sum(CORPUS)
+    tau = 4 * brute_f(CORPUS * 10, E)
+    given = [1024, 1024, 2048]
+    p = plan_upsample(LengthHistogram.from_lengths(CORPUS), L, E, T, tau=tau, long_lengths=given)
+    assert p.per_token_long == pytest.approx(brute_f(given, E) / sum(given))  # (424 + 424 + 848) / 4096
+    assert math.ceil(p.extra_tokens / sum(given)) == smallest_copies(10, tau, given)
+    assert "given documents" in p.long_source
+
+
+def test_already_reached_needs_nothing():
+    p = plan_upsample(LengthHistogram.from_lengths(CORPUS), L, E, 10**12, tau=100)
+    assert p.extra_tokens == 0 and any("no upsampling" in n for n in p.notes)
+
+
+@pytest.mark.parametrize(
+    ("kwargs", "message"),
+    [
+        ({"E": 1024}, "0 < E < L"),
+        ({"E": 5000}, "0 < E < L"),
+        ({"regime": "concat"}, "do not shape f"),
+        ({"long_lengths": [100, 2000]}, "must all be >= E"),
+        ({"E": 1000, "histogram": [50, 60]}, "no document of at least"),
+    ],
+)
+def test_impossible_requests(kwargs, message):
+    args = {"histogram": CORPUS, "E": E, **kwargs}
+    with pytest.raises(FreqlabError, match=message):
+        plan_upsample(LengthHistogram.from_lengths(args.pop("histogram")), L, args.pop("E"), 10**6, tau=10**9, **args)

@@ -1,0 +1,83 @@
+"""The well-trained range N*, shared by STRING, Self-Extend and upsampling: budget, schedule, mass, default."""
+
+from __future__ import annotations
+
+from fractions import Fraction
+
+import numpy as np
+import pytest
+
+from freqlab.errors import FreqlabError
+from freqlab.frequency import position_frequency
+from freqlab.frequency.schedule import parse_schedule, schedule_frequency
+from freqlab.histogram import LengthHistogram
+from freqlab.plan.well_trained import frequency_from_histogram, well_trained_range
+
+
+def count_reaching(f, T, tau) -> int:
+    """Slow reference: how many positions have f(i) · T / f(0) >= tau (exact rationals)."""
+    return sum(1 for v in f if Fraction(int(v) * T, int(f[0])) >= Fraction(tau))
+
+
+@pytest.mark.parametrize(("T", "tau"), [(400, 100), (1000, 999), (10**12, 10**11), (50, 100), (7, 7)])
+def test_budget_rule_counts_positions_at_or_above_tau(T, tau):
+    f = position_frequency([300, 120, 77, 5], [3, 10, 2, 40], 256)
+    wt = well_trained_range(256, frequency=f, tokens=T, tau=tau)
+    assert (wt.rule, wt.N) == ("budget", count_reaching(f, T, tau))
+
+
+def test_mass_rule_is_smallest_prefix_with_that_share():
+    f = position_frequency([300, 120, 77, 5], [3, 10, 2, 40], 256)
+    for mass in (0.5, 0.9, 0.99):
+        wt = well_trained_range(256, frequency=f, mass=mass)
+        share = np.cumsum(f) / f.sum()
+        assert (wt.rule, wt.N) == ("mass", int(np.argmax(share >= mass)) + 1)
+
+
+def test_default_fraction():
+    assert well_trained_range(4096).N == 2730  # floor(2/3 · 4096)
+    assert well_trained_range(4096, default_fraction=0.5).N == 2048
+
+
+def test_schedule_rule_adds_stages(tmp_path):
+    LengthHistogram.from_lengths([4096] * 3).to_parquet(tmp_path / "h.parquet")
+    data = {
+        "histogram": "h.parquet",
+        "tau": "100B",
+        "stages": [
+            {"L": 2048, "tokens": "200B", "regime": "concat"},
+            {"L": 4096, "tokens": "200B", "regime": "concat"},
+        ],
+    }
+    sf = schedule_frequency(parse_schedule(data, base=tmp_path))
+    wt = well_trained_range(4096, schedule=sf)
+    # F(i) = 200B (2048 - i)/2048 + 200B (4096 - i)/4096 for i < 2048, 200B (4096 - i)/4096 beyond (in B):
+    F = [
+        Fraction(200 * (2048 - i), 2048) + Fraction(200 * (4096 - i), 4096)
+        if i < 2048
+        else Fraction(200 * (4096 - i), 4096)
+        for i in range(4096)
+    ]
+    assert (wt.rule, wt.N) == ("schedule", sum(1 for v in F if v >= 100))
+
+
+def test_histogram_helper_matches_position_frequency(tmp_path):
+    h = LengthHistogram.from_lengths([10, 20, 5000])
+    h.to_parquet(tmp_path / "h.parquet")
+    expected = position_frequency(h.lengths, h.counts, 64, "truncate")
+    assert np.array_equal(frequency_from_histogram(tmp_path / "h.parquet", 64, "truncate"), expected)
+
+
+@pytest.mark.parametrize(
+    ("kwargs", "message"),
+    [
+        ({"frequency": np.arange(10)}, "one value per position"),
+        ({"frequency": np.zeros(16, dtype=np.int64)}, "f\\(0\\) is zero"),
+        ({"frequency": np.array([5] * 8 + [6] * 8)}, "non-increasing"),
+        ({"frequency": np.arange(16, 0, -1), "mass": 1.5}, "mass"),
+        ({"frequency": np.arange(16, 0, -1), "tokens": -5}, "budget"),
+    ],
+)
+def test_bad_inputs(kwargs, message):
+    with pytest.raises(FreqlabError, match=message):
+        well_trained_range(16, **kwargs)
