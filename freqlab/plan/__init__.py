@@ -5,6 +5,17 @@ frequency curve, a budget and threshold, a schedule, or a documented default.
 """
 
 from freqlab.plan.giraffe import power_basis, rope_basis, truncated_basis
+from freqlab.plan.harpe import (
+    HarpePlan,
+    attention_buckets_search,
+    candidate_bases,
+    compare_sets,
+    grid_from_frequency,
+    harpe_table2,
+    peak_valley_search,
+    uniform_bases,
+    uniform_plan,
+)
 from freqlab.plan.rope_scaling import (
     ROPE_TYPES,
     RopeScalingPlan,
@@ -34,11 +45,14 @@ from freqlab.plan.string import (
     validated_range,
 )
 from freqlab.plan.upsample import UpsamplePlan, plan_upsample
+from freqlab.plan.waveform import DistanceGrid, rope_waveform, stave_score
 from freqlab.plan.well_trained import DEFAULT_MASS, WellTrained, well_trained_range
 
 __all__ = [
     "DEFAULT_MASS",
     "ROPE_TYPES",
+    "DistanceGrid",
+    "HarpePlan",
     "RopeScalingPlan",
     "SelfExtendCheck",
     "SelfExtendPlan",
@@ -46,9 +60,15 @@ __all__ = [
     "StringUsage",
     "UpsamplePlan",
     "WellTrained",
+    "attention_buckets_search",
+    "candidate_bases",
+    "compare_sets",
     "dynamic_ntk_base",
     "evaluate_self_extend",
+    "grid_from_frequency",
+    "harpe_table2",
     "ntk_aware_base",
+    "peak_valley_search",
     "plan_rope_scaling",
     "plan_rope_scalings",
     "plan_self_extend",
@@ -56,14 +76,18 @@ __all__ = [
     "plan_upsample",
     "power_basis",
     "rope_basis",
+    "rope_waveform",
     "self_extend_largest_position",
     "self_extend_max_length",
     "self_extend_position_matrix",
+    "stave_score",
     "string_position_histogram",
     "string_position_matrix",
     "string_position_row",
     "string_usage",
     "truncated_basis",
+    "uniform_bases",
+    "uniform_plan",
     "validated_range",
     "well_trained_range",
     "yarn_attention_factor",

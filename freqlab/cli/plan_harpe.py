@@ -1,0 +1,264 @@
+"""``freqlab plan harpe``: per-head RoPE bases (HARPE Eq. 9, Algorithm 1; Attention Buckets search).
+
+A thin layer over :mod:`freqlab.plan.harpe`. The ``plan`` group (``freqlab/cli/plan.py``) adds
+:data:`harpe_command`.
+"""
+
+from __future__ import annotations
+
+import click
+
+from freqlab.cli.freq import TOKENS, echo_json, json_option
+from freqlab.errors import FreqlabError
+from freqlab.frequency.regimes import REGIMES
+from freqlab.frequency.schedule import load_schedule
+from freqlab.plan import harpe
+from freqlab.plan.waveform import DistanceGrid
+from freqlab.plan.well_trained import (
+    DEFAULT_MASS,
+    as_schedule_frequency,
+    frequency_from_histogram,
+    well_trained_range,
+)
+
+STRATEGIES = ("peak-valley", "uniform", "attention-buckets")
+
+TABLE2_NOTE = (
+    "HARPE's Table 2 cannot be reproduced from public information: the paper defines neither the distance "
+    "range nor how peaks and valleys are detected. It is shown as published reference data."
+)
+
+
+@click.command("harpe")
+@click.option("--strategy", type=click.Choice(STRATEGIES), default="peak-valley", show_default=True)
+@click.option("--heads", type=click.IntRange(min=1), default=None, help="Heads N [32; 6 for attention-buckets].")
+@click.option("--head-dim", type=int, default=128, show_default=True, help="Head dimension d (even).")
+@click.option("--b-min", type=float, default=None, help="Smallest base [1e6; 10000 for attention-buckets].")
+@click.option("--b-max", type=float, default=None, help="Largest base [5e6; 30000 for attention-buckets].")
+@click.option("--stride", type=float, default=None, help="Candidate stride s [30000; 500 for attention-buckets].")
+@click.option(
+    "--target", type=click.IntRange(min=1024), default=harpe.PAPER_TARGET, show_default=True, help="Target length."
+)
+@click.option(
+    "--grid",
+    "grid_text",
+    default=None,
+    metavar="START:STOP:STEP",
+    help="Distance grid [Attention Buckets grid scaled to --target: 32000:130880:32 for 128K].",
+)
+@click.option(
+    "--separation",
+    type=click.IntRange(min=1),
+    default=harpe.ProminentExtrema.separation,
+    show_default=True,
+    help="Peak-valley: an extremum dominates ± this many grid points.",
+)
+@click.option(
+    "--peaks", type=click.IntRange(min=1), default=None, help="Peak-valley: keep only the N highest peaks [all]."
+)
+@click.option(
+    "--order",
+    type=click.Choice(("selection", "ascending")),
+    default="selection",
+    show_default=True,
+    help="Head order: as selected (b_min first) or ascending like Table 2.",
+)
+@click.option("--compare", is_flag=True, help="Score against the uniform set, Table 2 and random sets.")
+@click.option("--random-sets", type=click.IntRange(min=0), default=3, show_default=True, help="With --compare.")
+@click.option("--seed", type=int, default=0, show_default=True, help="Seed of the random sets.")
+@click.option("--hist", type=click.Path(dir_okay=False), default=None, help="Length histogram: grid from [N*, target].")
+@click.option(
+    "--schedule", type=click.Path(dir_okay=False), default=None, help="Multi-stage schedule: grid from [N*, target]."
+)
+@click.option("--L", "L", type=click.IntRange(min=1), default=None, help="Training window for --hist [--target].")
+@click.option("--regime", type=click.Choice(REGIMES), default="natural", show_default=True)
+@click.option("--tokens", type=TOKENS, default=None, help="Training budget T (budget rule for N*).")
+@click.option("--tau", type=TOKENS, default=None, help="Occurrence threshold [100B].")
+@click.option(
+    "--mass",
+    type=click.FloatRange(0, 1, min_open=True, max_open=True),
+    default=DEFAULT_MASS,
+    show_default=True,
+    help="Without --tokens: N* holds this share of position occurrences.",
+)
+@json_option
+def harpe_command(
+    strategy, heads, head_dim, b_min, b_max, stride, target, grid_text, separation, peaks, order,
+    compare, random_sets, seed, hist, schedule, L, regime, tokens, tau, mass, as_json,
+):  # fmt: skip
+    """Per-head RoPE bases for HARPE: peak-valley search (Algorithm 1), uniform (Eq. 9), or the
+    Attention Buckets search HARPE cites.
+
+    \b
+    Examples:
+      freqlab plan harpe                              # paper setting: 32 heads, 1M..5M, s = 30k, 128K
+      freqlab plan harpe --compare                    # vs uniform, HARPE Table 2 and random sets
+      freqlab plan harpe --strategy attention-buckets # their public defaults, vs their published list
+      freqlab plan harpe --hist lengths.parquet --L 131072 --tokens 1T   # grid = under-trained [N*, target]
+      freqlab plan harpe --schedule schedule.yaml     # N* from a multi-stage schedule
+      freqlab plan harpe --heads 8 --b-min 10000 --b-max 500000 --stride 5000 --target 32768 --json
+    """
+    if strategy == "attention-buckets":
+        _attention_buckets(heads, head_dim, b_min, b_max, stride, grid_text, as_json)
+        return
+    heads = heads or harpe.PAPER_HEADS
+    b_min = harpe.PAPER_B_MIN if b_min is None else b_min
+    b_max = harpe.PAPER_B_MAX if b_max is None else b_max
+    stride = harpe.PAPER_STRIDE if stride is None else stride
+
+    choice = _grid_choice(grid_text, target, hist, schedule, L, regime, tokens, tau, mass)
+    if strategy == "uniform":
+        plan = harpe.uniform_plan(heads, b_min, b_max, head_dim=head_dim, grid=choice)
+    else:
+        detector = harpe.ProminentExtrema(peaks, separation)
+        plan = harpe.peak_valley_search(heads, b_min, b_max, stride, head_dim=head_dim, grid=choice, detector=detector)
+    bases = plan.sorted_bases() if order == "ascending" else plan.bases
+    compared = harpe.compare_sets(plan, random_count=random_sets, seed=seed) if compare else None
+    if compare and strategy == "uniform":
+        compared = compared[1:]  # the uniform set is already the plan
+
+    if as_json:
+        data = plan.to_dict()
+        data["bases"] = [harpe._plain(b) for b in bases]
+        data["python"] = harpe.python_list(bases)
+        data["order"] = order
+        if compared is not None:
+            table = harpe.table2_bases()
+            data["compare"] = [_compared_dict(c, table) for c in compared]
+            data["table2_note"] = TABLE2_NOTE
+        echo_json(data)
+        return
+    _print_plan(plan, bases, order, choice)
+    if compared is not None:
+        _print_compare(plan, compared, random_sets)
+
+
+def _grid_choice(grid_text, target, hist, schedule, L, regime, tokens, tau, mass) -> harpe.GridChoice:
+    if grid_text and (hist or schedule):
+        raise click.UsageError("give either --grid or --hist/--schedule, not both")
+    if grid_text:
+        return harpe.GridChoice(_parse_grid(grid_text), f"distance grid given: {grid_text}")
+    if schedule:
+        sf = as_schedule_frequency(load_schedule(schedule, histogram=hist))
+        return harpe.grid_from_frequency(well_trained_range(sf.window, schedule=sf, tau=tau), target)
+    if hist:
+        window = L or target
+        f = frequency_from_histogram(hist, window, regime)
+        wt = well_trained_range(window, frequency=f, tokens=tokens, tau=tau, mass=mass)
+        return harpe.grid_from_frequency(wt, target)
+    if tokens is not None or L is not None:
+        raise click.UsageError("--L/--tokens need --hist (the histogram to derive N* from)")
+    return harpe.default_grid(target)
+
+
+def _parse_grid(text: str) -> DistanceGrid:
+    parts = text.split(":")
+    try:
+        values = [int(p) for p in parts]
+    except ValueError:
+        values = []
+    if len(values) not in (2, 3):
+        raise FreqlabError(f"--grid must be START:STOP[:STEP] with integers, got {text!r}")
+    return DistanceGrid(*values)
+
+
+def _fmt(base: float) -> str:
+    value = harpe._plain(base)
+    return f"{value:,}" if isinstance(value, int) else f"{value:,.3f}"
+
+
+def _print_plan(plan: harpe.HarpePlan, bases, order: str, choice: harpe.GridChoice) -> None:
+    title = {"peak-valley": "peak-valley search (Algorithm 1)", "uniform": "uniform (Eq. 9)"}[plan.strategy]
+    click.echo(f"HARPE per-head RoPE bases: {title}, {plan.n_heads} heads, d = {plan.head_dim}")
+    if plan.strategy == "peak-valley":
+        click.echo(
+            f"  candidates: b_min + i·s, i = 1..{plan.candidates} "
+            f"(b_min = {_fmt(plan.b_min)}, b_max = {_fmt(plan.b_max)}, s = {_fmt(plan.stride)})"
+        )
+        d = plan.detector
+        kept = "all kept" if d["count"] is None else f"the {d['count']} highest kept"
+        click.echo(f"  peaks/valleys: strict local extrema dominating ± {d['separation']} grid points ({kept})")
+    else:
+        click.echo(f"  b_h = b_min + h·(b_max − b_min)/(N − 1), b_min = {_fmt(plan.b_min)}, b_max = {_fmt(plan.b_max)}")
+    g = plan.grid
+    click.echo(f"  grid: m = {g.start}..{g.stop} step {g.step} ({g.size} points); {choice.reason}")
+    click.echo(f"  time: {plan.seconds:.2f} s; head order: {order}")
+    click.echo("")
+    click.echo(f"  {'head':>4}  {'base':>14}  {'millions':>8}")
+    for h, b in enumerate(bases):
+        click.echo(f"  {h:>4}  {_fmt(b):>14}  {b / 1e6:>8.3f}")
+    click.echo("")
+    click.echo(f"  shortest stave min_m max_h w = {plan.score.shortest:.3f}; mean_m max_h w = {plan.score.mean:.3f}")
+    click.echo(f"\nPython:\n{harpe.python_list(bases)}")
+
+
+def _print_compare(plan: harpe.HarpePlan, compared, random_count: int) -> None:
+    table = harpe.table2_bases()
+    g = plan.grid
+    click.echo(f"\nComparison on the same grid (m = {g.start}..{g.stop} step {g.step}, d = {plan.head_dim}):")
+    click.echo(f"  {'set':<26} {'shortest':>9} {'mean':>7}  {'in Table 2 (0.01M)':>18}")
+    for c in compared:
+        click.echo(
+            f"  {c.name:<26} {c.score.shortest:>9.3f} {c.score.mean:>7.3f}  {c.common_with_table2:>12}/{len(c.bases)}"
+        )
+    click.echo(f"\n{TABLE2_NOTE}")
+    if plan.strategy == "peak-valley":
+        common = harpe.common_values(plan.bases, table)
+        click.echo(
+            f"freqlab's set shares {len(common)} of {len(table)} values with Table 2 at 0.01M resolution: "
+            + ", ".join(f"{b / 1e6:.2f}" for b in common)
+        )
+    stride = plan.stride if plan.stride is not None else harpe.PAPER_STRIDE
+    expected = harpe.expected_random_overlap(plan.n_heads, plan.b_min, plan.b_max, stride, table)
+    click.echo(
+        f"For scale: a random set of {plan.n_heads} distinct bases from the same grid (stride {_fmt(stride)}) shares "
+        f"{expected:.1f} values with Table 2 on average."
+    )
+
+
+def _compared_dict(c: harpe.ComparedSet, table) -> dict:
+    return {
+        "name": c.name,
+        "bases": [harpe._plain(b) for b in c.bases],
+        "shortest_stave": c.score.shortest,
+        "mean_max": c.score.mean,
+        "common_with_table2": c.common_with_table2,
+        "common_values": [harpe._plain(b) for b in harpe.common_values(c.bases, table)],
+    }
+
+
+def _attention_buckets(heads, head_dim, b_min, b_max, stride, grid_text, as_json) -> None:
+    heads = heads or 6
+    if b_min is None and b_max is None and stride is None:
+        candidates = harpe.BUCKETS_CANDIDATES
+    else:
+        lo = 10_000 if b_min is None else b_min
+        hi = 30_000 if b_max is None else b_max
+        step = 500 if stride is None else stride
+        candidates = [lo, *harpe.candidate_bases(lo, hi, step).tolist()]
+    grid = _parse_grid(grid_text) if grid_text else harpe.BUCKETS_GRID
+    result = harpe.attention_buckets_search(heads, candidates, grid=grid, head_dim=head_dim)
+    published = list(harpe.BUCKETS_PUBLISHED)
+    common = sorted(set(result) & set(published))
+    if as_json:
+        echo_json(
+            {
+                "strategy": "attention-buckets",
+                "bases": result,
+                "python": harpe.python_list(result),
+                "seed": list(harpe.BUCKETS_SEED),
+                "grid": grid.to_dict(),
+                "candidates": [harpe._plain(c) for c in candidates],
+                "published": published,
+                "common_with_published": common,
+            }
+        )
+        return
+    click.echo(
+        f"Attention Buckets search: {heads} bases, d = {head_dim}, m = {grid.start}..{grid.stop} step {grid.step}, "
+        f"candidates {_fmt(min(candidates))}..{_fmt(max(candidates))} ({len(candidates)}), "
+        f"seed {list(harpe.BUCKETS_SEED)}"
+    )
+    click.echo(f"  result:    {harpe.python_list(result)}")
+    click.echo(f"  published: {harpe.python_list(published)}")
+    click.echo(f"  in common: {len(common)} of {len(published)} ({harpe.python_list(common)})")

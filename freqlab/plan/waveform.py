@@ -1,0 +1,156 @@
+"""RoPE attention waveforms, distance grids and the "shortest stave" complementarity score.
+
+The waveform of a RoPE base b at relative distance m (Attention Buckets, Chen et al. 2024, adopted by HARPE
+Sec. 3.2) is the attention score of an all-ones query and key:
+
+    w_b(m) = (2 / √d) · Σ_{j=0}^{d/2-1} cos(m · b^(-2j/d)),      d = head dimension (even).
+
+w_b(0) = √d and, because the j = 0 term is cos(m), w_b oscillates with period 2π at every scale. A set of
+bases (one per head) complements itself when, at every distance, some head sits near a peak: the
+"shortest stave" min_m max_h w_{b_h}(m) is then high (the Attention Buckets principle).
+
+>>> round(float(rope_waveform([10000.0], [0], head_dim=128)[0, 0]), 12)  # √128
+11.313708498985
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+import numpy as np
+
+from freqlab.errors import FreqlabError
+
+#: Attention Buckets' public grid: m = 1000..4090 (step 1) for 4K-context models; freqlab scales it.
+BUCKETS_GRID_START, BUCKETS_GRID_STOP, BUCKETS_CONTEXT = 1000, 4090, 4096
+
+# rows of (distances × d/2) evaluated at once: bounds memory at ~32 MB whatever the grid
+_CHUNK_CELLS = 1 << 22
+
+
+def check_head_dim(head_dim: int) -> int:
+    """The head dimension must be a positive even integer (RoPE rotates pairs of dimensions)."""
+    if int(head_dim) != head_dim or head_dim <= 0 or head_dim % 2:
+        raise FreqlabError(f"head dimension must be a positive even integer, got {head_dim}")
+    return int(head_dim)
+
+
+def rope_frequencies(base: float, head_dim: int = 128) -> np.ndarray:
+    """θ_j = b^(-2j/d) for j = 0..d/2-1 (RoPE, HARPE Eq. 6), float64."""
+    head_dim = check_head_dim(head_dim)
+    if not base > 1:
+        raise FreqlabError(f"a RoPE base must be > 1, got {base}")
+    return np.power(float(base), -2.0 * np.arange(head_dim // 2, dtype=np.float64) / head_dim)
+
+
+def rope_waveform(bases, distances, head_dim: int = 128) -> np.ndarray:
+    """w_b(m) for every base (rows) and distance (columns), float64 of shape (len(bases), len(distances)).
+
+    Vectorised over a chunk of distances × frequencies at a time; ``tests/plan/test_harpe.py`` checks it
+    against a plain Python double loop.
+
+    >>> rope_waveform([2.0], [0, 1], head_dim=2).round(6).tolist()  # d = 2: w(m) = (2/√2)·cos(m)
+    [[1.414214, 0.764103]]
+    """
+    head_dim = check_head_dim(head_dim)
+    bases = np.atleast_1d(np.asarray(bases, dtype=np.float64))
+    m = np.atleast_1d(np.asarray(distances))
+    if m.ndim != 1 or bases.ndim != 1:
+        raise FreqlabError("bases and distances must be 1-D")
+    if m.size and m.min() < 0:
+        raise FreqlabError(f"distances must be >= 0, got {m.min()}")
+    m = m.astype(np.float64)
+    out = np.empty((bases.size, m.size), dtype=np.float64)
+    rows = max(1, _CHUNK_CELLS // (head_dim // 2))
+    for k, base in enumerate(bases):
+        theta = rope_frequencies(base, head_dim)
+        for lo in range(0, m.size, rows):
+            out[k, lo : lo + rows] = np.cos(np.multiply.outer(m[lo : lo + rows], theta)).sum(axis=1)
+    out *= 2.0 / math.sqrt(head_dim)
+    return out
+
+
+@dataclass(frozen=True)
+class DistanceGrid:
+    """Relative distances start, start + step, ..., up to stop (inclusive when on the step), int64.
+
+    HARPE does not say where waveforms are compared. freqlab's default (:meth:`for_target`) scales the
+    Attention Buckets grid (m = 1000..4090 step 1 for a 4K context) to the target length, keeping its
+    3,091 points: start = round(1000·T/4096), stop = round(4090·T/4096), step = max(1, round(T/4096)).
+
+    >>> DistanceGrid.for_target(131072)
+    DistanceGrid(start=32000, stop=130880, step=32)
+    >>> DistanceGrid.for_target(131072).size
+    3091
+    """
+
+    start: int
+    stop: int
+    step: int = 1
+
+    def __post_init__(self) -> None:
+        for name in ("start", "stop", "step"):
+            value = getattr(self, name)
+            if int(value) != value:
+                raise FreqlabError(f"distance grid {name} must be an integer, got {value}")
+            object.__setattr__(self, name, int(value))
+        if self.start < 0 or self.step < 1 or self.stop < self.start:
+            raise FreqlabError(
+                f"invalid distance grid start={self.start} stop={self.stop} step={self.step}: "
+                "need 0 <= start <= stop and step >= 1"
+            )
+
+    @classmethod
+    def for_target(cls, target: int) -> DistanceGrid:
+        """The Attention Buckets grid scaled from a 4,096 context to ``target`` distances."""
+        if int(target) != target or target < BUCKETS_CONTEXT // 4:
+            raise FreqlabError(f"target length must be an integer >= {BUCKETS_CONTEXT // 4}, got {target}")
+        scale = int(target) / BUCKETS_CONTEXT
+        return cls(round(BUCKETS_GRID_START * scale), round(BUCKETS_GRID_STOP * scale), max(1, round(scale)))
+
+    @classmethod
+    def spanning(cls, start: int, stop: int, points: int = BUCKETS_GRID_STOP - BUCKETS_GRID_START + 1):
+        """A grid over [start, stop] with about ``points`` points (step = max(1, round((stop-start)/(points-1))))."""
+        if stop <= start:
+            raise FreqlabError(f"empty distance range [{start}, {stop}]")
+        return cls(int(start), int(stop), max(1, round((stop - start) / max(points - 1, 1))))
+
+    @property
+    def distances(self) -> np.ndarray:
+        return np.arange(self.start, self.stop + 1, self.step, dtype=np.int64)
+
+    @property
+    def size(self) -> int:
+        return (self.stop - self.start) // self.step + 1
+
+    def to_dict(self) -> dict:
+        return {"start": self.start, "stop": self.stop, "step": self.step, "points": self.size}
+
+
+@dataclass(frozen=True)
+class StaveScore:
+    """Complementarity of a base set on a grid: ``shortest`` = min_m max_h w_{b_h}(m) (the Attention
+    Buckets "shortest stave", higher is better) and ``mean`` = mean_m max_h w_{b_h}(m)."""
+
+    shortest: float
+    mean: float
+
+
+def stave_score(bases, grid: DistanceGrid, head_dim: int = 128) -> StaveScore:
+    """Score a set of bases (one per head) on ``grid``; the order of the bases does not matter.
+
+    >>> s = stave_score([10000], DistanceGrid(0, 0), head_dim=128)  # w(0) = √d
+    >>> round(s.shortest, 6), round(s.mean, 6)
+    (11.313708, 11.313708)
+    """
+    bases = np.atleast_1d(np.asarray(bases, dtype=np.float64))
+    if bases.size == 0:
+        raise FreqlabError("cannot score an empty base set")
+    return envelope_score(rope_waveform(bases, grid.distances, head_dim))
+
+
+def envelope_score(waveforms: np.ndarray) -> StaveScore:
+    """:class:`StaveScore` of waveforms already evaluated (rows: heads, columns: grid points)."""
+    envelope = np.asarray(waveforms, dtype=np.float64).max(axis=0)
+    return StaveScore(float(envelope.min()), float(envelope.mean()))

@@ -1,0 +1,157 @@
+"""``freqlab plan harpe``: table, JSON, paste-ready list, --compare, Attention Buckets mode, frequency link."""
+
+from __future__ import annotations
+
+import ast
+import json
+
+import click
+import numpy as np
+import pytest
+from click.testing import CliRunner
+
+from freqlab.cli.plan_harpe import harpe_command
+from freqlab.errors import FreqlabError
+from freqlab.histogram import LengthHistogram
+from freqlab.plan.harpe import table2_bases
+
+
+@click.group()
+def group() -> None:
+    """Stand-in for the ``plan`` group."""
+
+
+group.add_command(harpe_command)
+
+
+def run(*args: str):
+    return CliRunner().invoke(group, ["harpe", *args])
+
+
+@pytest.fixture(scope="module")
+def paper_json():
+    result = run("--compare", "--json")
+    assert result.exit_code == 0, result.output
+    return json.loads(result.output)
+
+
+def test_paper_setting_json(paper_json):
+    assert paper_json["strategy"] == "peak-valley"
+    assert paper_json["candidates"] == 133
+    assert paper_json["grid"] == {"start": 32_000, "stop": 130_880, "step": 32, "points": 3091}
+    bases = paper_json["bases"]
+    assert len(bases) == 32 and len(set(bases)) == 32 and bases[0] == 1_000_000
+    assert ast.literal_eval(paper_json["python"]) == bases  # the paste-ready list is the same list
+    assert paper_json["detector"] == {"method": "prominent-extrema", "count": None, "separation": 10}
+
+
+def test_compare_lists_all_sets_with_both_scores(paper_json):
+    names = [c["name"] for c in paper_json["compare"]]
+    assert names[:3] == ["freqlab peak-valley", "uniform (Eq. 9)", "HARPE Table 2"]
+    assert sum(name.startswith("random") for name in names) == 3
+    table = next(c for c in paper_json["compare"] if c["name"] == "HARPE Table 2")
+    assert table["bases"] == table2_bases() and table["common_with_table2"] == 32
+    ours = paper_json["compare"][0]
+    assert ours["common_with_table2"] == len(ours["common_values"]) == 11
+    assert all(c["shortest_stave"] <= c["mean_max"] for c in paper_json["compare"])
+    assert "cannot be reproduced" in paper_json["table2_note"]
+
+
+def test_compare_text_states_table2_is_not_reproducible():
+    result = run("--compare", "--random-sets", "1")
+    assert result.exit_code == 0, result.output
+    assert "HARPE Table 2" in result.output and "random #1" in result.output
+    assert "cannot be reproduced from public information" in result.output
+    assert "shares 11 of 32 values with Table 2 at 0.01M" in result.output
+    assert "shares 7.6 values with Table 2 on average" in result.output  # 32 · 32 / 134
+
+
+def test_text_output_has_table_and_python_list():
+    result = run("--heads", "4", "--b-min", "10000", "--b-max", "40000", "--stride", "5000", "--target", "4096")
+    assert result.exit_code == 0, result.output
+    assert "m = 1000..4090 step 1 (3091 points)" in result.output
+    python = result.output.split("Python:\n")[1].strip()
+    bases = ast.literal_eval(python)
+    assert len(bases) == 4 and bases[0] == 10_000
+    for h, b in enumerate(bases):
+        assert f"{h:>4}  {b:>14,}" in result.output
+
+
+def test_uniform_and_ascending_order():
+    result = run("--strategy", "uniform", "--heads", "5", "--order", "ascending", "--json")
+    data = json.loads(result.output)
+    assert data["bases"] == [1_000_000, 2_000_000, 3_000_000, 4_000_000, 5_000_000]
+
+
+def test_attention_buckets_mode_reports_overlap_with_published():
+    result = run("--strategy", "attention-buckets", "--json")
+    data = json.loads(result.output)
+    assert data["bases"] == [10_000, 18_000, 19_000, 20_500, 24_000, 24_500]
+    assert data["published"] == [10_000, 17_500, 18_000, 19_000, 20_000, 25_000]
+    assert data["common_with_published"] == [10_000, 18_000, 19_000]
+    text = run("--strategy", "attention-buckets").output
+    assert "in common: 3 of 6" in text
+
+
+def test_grid_from_histogram_says_so(tmp_path):
+    path = tmp_path / "lengths.parquet"
+    LengthHistogram.from_lengths(np.array([4096] * 10 + [1000] * 30)).to_parquet(path)
+    # natural regime at L = 4096: f(i) = 10·(4096 - i) + 30·max(1000 - i, 0), total 98,921,560. Mass rule (90%):
+    # the mass above i is 5·(4095 - i)(4096 - i) <= 10% for i >= 2689 (1406·1407 = 1,978,242 <= 1,978,431.2),
+    # so N* = 2689 + 1 and the grid covers 2690..4095
+    result = run("--hist", str(path), "--target", "4096", "--heads", "3", "--stride", "1000000", "--json")
+    assert result.exit_code == 0, result.output
+    data = json.loads(result.output)
+    assert data["grid_reason"].startswith("distance grid from the frequency analysis")
+    assert "90%" in data["grid_reason"]
+    assert (data["grid"]["start"], data["grid"]["stop"], data["grid"]["step"]) == (2690, 4095, 1)
+    text = run("--hist", str(path), "--target", "4096", "--heads", "3", "--stride", "1000000").output
+    assert "from the frequency analysis" in text
+
+
+def test_grid_from_schedule(tmp_path):
+    LengthHistogram.from_lengths(np.array([4096] * 3)).to_parquet(tmp_path / "h.parquet")
+    (tmp_path / "schedule.json").write_text(
+        json.dumps(
+            {
+                "histogram": "h.parquet",
+                "tau": "100B",
+                "stages": [
+                    {"L": 2048, "tokens": "200B", "regime": "concat"},
+                    {"L": 4096, "tokens": "200B", "regime": "concat"},
+                ],
+            }
+        )
+    )
+    # F(i) = 200B (2048 - i)/2048 + 200B (4096 - i)/4096 (first term only for i < 2048) >= 100B for i <= 2048
+    args = ("--schedule", str(tmp_path / "schedule.json"), "--target", "4096", "--heads", "3", "--stride", "1000000")
+    data = json.loads(run(*args, "--json").output)
+    assert (data["grid"]["start"], data["grid"]["stop"], data["grid"]["step"]) == (2049, 4095, 1)
+    assert "frequency analysis" in data["grid_reason"] and "schedule" in data["grid_reason"]
+
+
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        (("--heads", "200"), "only 134"),
+        (("--head-dim", "127"), "even"),
+        (("--b-min", "5e6"), "b_max must be larger"),
+        (("--grid", "1:x"), "START:STOP"),
+        (("--grid", "100:10:1"), "invalid distance grid"),
+    ],
+)
+def test_user_errors_are_freqlab_errors(args, message):
+    result = run(*args)
+    assert isinstance(result.exception, FreqlabError)
+    assert message in str(result.exception)
+
+
+def test_usage_errors_exit_2(tmp_path):
+    assert run("--grid", "1:2", "--hist", str(tmp_path / "x.parquet")).exit_code == 2
+    assert run("--tokens", "1T").exit_code == 2  # needs --hist
+    assert run("--strategy", "nope").exit_code == 2
+
+
+def test_help_has_an_example():
+    result = run("--help")
+    assert result.exit_code == 0 and "freqlab plan harpe --compare" in result.output
