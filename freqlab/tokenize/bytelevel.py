@@ -1,0 +1,248 @@
+"""Compile a Hugging Face byte-level BPE ``tokenizer.json`` into an equivalent tiktoken encoding.
+
+Most modern tokenizers (GPT-2, Llama 3, Qwen 2, Mistral Tekken exports, ...) are byte-level BPE behind a regex
+pre-tokenizer, either ``ByteLevel(use_regex=True)`` (the GPT-2 regex) or ``Sequence[Split(regex, Isolated),
+ByteLevel(use_regex=False)]``. tiktoken runs the same algorithm 5-7x faster. Both split text with the regex and
+BPE-merge each piece independently; they differ in how a merge is chosen:
+
+* Hugging Face merges the adjacent pair with the lowest *merge index* (position in ``merges``);
+* tiktoken merges the adjacent pair whose *concatenation* has the lowest rank.
+
+So we give every merge result the rank of its first merge (single bytes get ranks 0..255) and require:
+
+1. every merge ``(a, b)`` has ``a``, ``b`` and ``a + b`` in the vocabulary (byte strings via the GPT-2
+   byte<->unicode map; all 256 bytes present);
+2. merges producing the same token are contiguous in ``merges`` (converted tiktoken vocabularies list every
+   split of a token together), so "lowest merge index" and "lowest result rank" order pairs identically;
+3. ``ignore_merges=False``: tiktoken returns a piece that is itself a vocabulary token as one token without
+   merging; we check Hugging Face's BPE turns every merge result, as a word, into that single token.
+   ``ignore_merges=True`` is that same shortcut in Hugging Face, so then every multi-byte vocabulary token
+   must be a merge result (otherwise Hugging Face could emit a token tiktoken cannot);
+4. no dropout, no byte fallback, no subword prefix/suffix; normalizer none or NFC (applied with
+   ``unicodedata`` before tiktoken); pre-tokenizer exactly one of the two forms above; a regex without
+   constructs whose meaning differs between Oniguruma (Hugging Face) and fancy-regex (tiktoken): ``^``/``$``
+   (line anchors in Oniguruma, text anchors in fancy-regex), ``\\h`` (hex digit vs horizontal space), ``\\w``,
+   ``\\b`` (Oniguruma's word characters exclude the joiner U+200D, Rust's include it), ``\\R``,
+   ``\\X``, ``\\K``, ``\\G``, ``\\Z``, ``\\y``, ``\\O``, POSIX brackets, and ``{n,m}+`` (Oniguruma:
+   ``(X{n,m})+``, so cl100k's ``\\p{N}{1,3}+`` keeps a run of digits whole; fancy-regex: possessive, groups
+   of three). Possessive ``?+ *+ ++`` and atomic groups mean the same in both engines and are kept;
+5. text the regex does not match is a piece of its own in Hugging Face (``Isolated``) but dropped by tiktoken,
+   so the pattern gets one more alternative that matches exactly those gaps: ``(?:(?!P)[\\s\\S])+``.
+   It is only reached where ``P`` fails, so it costs nothing on text ``P`` covers.
+
+Added tokens (special or not) are matched by Hugging Face before pre-tokenization; the counter sends any text
+containing one to the Hugging Face tokenizer (exact, rare). These checks are necessary conditions, not a proof
+for every vocabulary; ``load_tokenizer`` also compares counts on sample text and falls back on any difference.
+"""
+
+from __future__ import annotations
+
+import functools
+from typing import Any
+
+from freqlab.tokenize.counter import TiktokenPlan
+
+# The regex of ByteLevel(use_regex=True) (tokenizers/src/pre_tokenizers/byte_level.rs) == tiktoken's r50k.
+GPT2_PATTERN = r"""'s|'t|'re|'ve|'m|'ll|'d| ?\p{L}+| ?\p{N}+| ?[^\s\p{L}\p{N}]+|\s+(?!\S)|\s+"""
+
+# \w/\b: Oniguruma's word characters exclude Join_Control (U+200D), Rust's include it.
+_UNSUPPORTED_ESCAPES = set("hHRXKGZyYOwWbB")
+
+
+class NotConvertible(Exception):
+    """The tokenizer has a feature the tiktoken fast path cannot reproduce exactly (message: which)."""
+
+
+@functools.lru_cache(maxsize=1)
+def unicode_to_byte() -> dict[str, int]:
+    """Inverse of GPT-2's ``bytes_to_unicode``: printable stand-in character -> byte value."""
+    printable = [*range(ord("!"), ord("~") + 1), *range(ord("¡"), ord("¬") + 1), *range(ord("®"), ord("ÿ") + 1)]
+    mapping = {chr(b): b for b in printable}
+    n = 0
+    for b in range(256):
+        if b not in printable:
+            mapping[chr(256 + n)] = b
+            n += 1
+    return mapping
+
+
+@functools.lru_cache(maxsize=1)
+def _to_latin1_table() -> dict[int, int]:
+    # stand-in char -> its byte as a Latin-1 code point; any other char <= 255 -> U+FFFF (fails to encode)
+    table = dict.fromkeys(range(256), 0xFFFF)
+    table.update({ord(ch): b for ch, b in unicode_to_byte().items()})
+    return table
+
+
+def token_bytes(token: str) -> bytes:
+    """Bytes of a byte-level vocabulary string (``"Ġhello"`` -> ``b" hello"``); KeyError if not byte-level.
+
+    >>> token_bytes("Ġhello")
+    b' hello'
+    """
+    try:
+        return token.translate(_to_latin1_table()).encode("latin-1")
+    except UnicodeEncodeError as exc:
+        raise KeyError(token[exc.start]) from None  # translate keeps positions: one char per char
+
+
+def bytes_to_text(token: bytes) -> str:
+    """Inverse of :func:`token_bytes`: ``b" hello"`` -> ``"Ġhello"``."""
+    return token.decode("latin-1").translate(_from_latin1_table())
+
+
+@functools.lru_cache(maxsize=1)
+def _from_latin1_table() -> dict[int, str]:
+    return {b: ch for ch, b in unicode_to_byte().items()}
+
+
+def compile_bytelevel_bpe(config: dict[str, Any], hf_tokenizer: Any) -> TiktokenPlan:
+    """Build the tiktoken plan for a parsed ``tokenizer.json`` or raise :class:`NotConvertible` saying why.
+
+    ``hf_tokenizer`` (the loaded ``tokenizers.Tokenizer``) is used for check 3 only.
+    """
+    model = config.get("model") or {}
+    _check_model(model)
+    nfc = _check_normalizer(config.get("normalizer"))
+    pattern, prefix_space = _pre_tokenizer_pattern(config.get("pre_tokenizer"))
+    _check_pattern(pattern)
+    added = tuple(
+        sorted({t["content"] for t in config.get("added_tokens") or [] if t.get("content")}, key=lambda s: (-len(s), s))
+    )
+    ranks = _ranks_from_merges(model, set(added), hf_tokenizer)
+    # Gaps (text P does not match) become pieces, as in Hugging Face's Split(behavior=Isolated).
+    pat_str = f"(?:{pattern})|(?:(?!(?:{pattern}))[\\s\\S])+"
+    return TiktokenPlan(
+        pat_str=pat_str, mergeable_ranks=ranks, nfc=nfc, prefix_space=prefix_space, added_contents=added
+    )
+
+
+def _check_model(model: dict[str, Any]) -> None:
+    if model.get("type") != "BPE":
+        raise NotConvertible(f"model is {model.get('type')}, not BPE")
+    if model.get("dropout") not in (None, 0, 0.0):
+        raise NotConvertible(f"BPE dropout={model.get('dropout')} is random")
+    if model.get("byte_fallback"):
+        raise NotConvertible("BPE byte_fallback is not byte-level BPE")
+    for key in ("continuing_subword_prefix", "end_of_word_suffix"):
+        if model.get(key):
+            raise NotConvertible(f"BPE {key}={model[key]!r}")
+
+
+def _check_normalizer(normalizer: dict[str, Any] | None) -> bool:
+    """True when the normalizer is NFC, False when there is none; NotConvertible otherwise."""
+    if normalizer is None:
+        return False
+    steps = normalizer.get("normalizers", []) if normalizer.get("type") == "Sequence" else [normalizer]
+    kinds = {step.get("type") for step in steps}
+    if not kinds:
+        return False
+    if kinds != {"NFC"}:
+        raise NotConvertible(f"normalizer {'+'.join(sorted(str(k) for k in kinds))} is not supported (only NFC)")
+    return True
+
+
+def _pre_tokenizer_pattern(pre: dict[str, Any] | None) -> tuple[str, bool]:
+    """(regex, add_prefix_space) of a supported byte-level pre-tokenizer; NotConvertible otherwise."""
+    if pre is None:
+        raise NotConvertible("no pre-tokenizer (not byte-level BPE)")
+    steps = pre.get("pretokenizers", []) if pre.get("type") == "Sequence" else [pre]
+    kinds = [step.get("type") for step in steps]
+    if kinds == ["ByteLevel"] and steps[0].get("use_regex", True):
+        return GPT2_PATTERN, bool(steps[0].get("add_prefix_space", False))
+    if kinds == ["Split", "ByteLevel"]:
+        split, byte_level = steps
+        regex = (split.get("pattern") or {}).get("Regex")
+        if regex is None:
+            raise NotConvertible("Split on a literal string, not a regex")
+        if split.get("behavior") != "Isolated" or split.get("invert"):
+            raise NotConvertible(f"Split behavior {split.get('behavior')} invert={split.get('invert')}")
+        if byte_level.get("use_regex", True) or byte_level.get("add_prefix_space", False):
+            raise NotConvertible("ByteLevel after Split must have use_regex=False and add_prefix_space=False")
+        return regex, False
+    raise NotConvertible(f"pre-tokenizer {'+'.join(str(k) for k in kinds)} is not supported")
+
+
+def _check_pattern(pattern: str) -> None:
+    """Reject regex constructs that Oniguruma and fancy-regex read differently (see module docstring)."""
+    in_class = 0
+    i = 0
+    while i < len(pattern):
+        ch = pattern[i]
+        if ch == "\\" and i + 1 < len(pattern):
+            if pattern[i + 1] in _UNSUPPORTED_ESCAPES:
+                raise NotConvertible(f"regex escape \\{pattern[i + 1]} differs between regex engines")
+            i += 2
+            if pattern.startswith("{", i):  # \p{L}, \x{2028}: the braces belong to the escape
+                i = pattern.find("}", i) + 1 or len(pattern)
+            continue
+        if ch == "[":
+            if pattern.startswith("[:", i) and in_class:
+                raise NotConvertible("POSIX bracket classes differ between regex engines")
+            in_class += 1
+        elif ch == "]" and in_class:
+            in_class -= 1
+        elif not in_class and ch in "^$":
+            raise NotConvertible(f"regex anchor {ch!r} means line in Oniguruma, text in fancy-regex")
+        elif not in_class and ch == "}" and pattern.startswith("+", i + 1):
+            raise NotConvertible("regex '{n,m}+' repeats the interval in Oniguruma, is possessive in fancy-regex")
+        i += 1
+
+
+def _merge_pair(merge: Any) -> tuple[str, str]:
+    if isinstance(merge, str):
+        left, sep, right = merge.partition(" ")
+        if not sep:
+            raise NotConvertible(f"malformed merge {merge!r}")
+        return left, right
+    if isinstance(merge, list | tuple) and len(merge) == 2:
+        return str(merge[0]), str(merge[1])
+    raise NotConvertible(f"malformed merge {merge!r}")
+
+
+def _ranks_from_merges(model: dict[str, Any], added: set[str], hf_tokenizer: Any) -> dict[bytes, int]:
+    vocab: dict[str, int] = model.get("vocab") or {}
+    as_bytes: dict[str, bytes] = {}
+    for token in vocab:
+        try:
+            as_bytes[token] = token_bytes(token)
+        except KeyError as exc:
+            if token not in added:  # added tokens are matched on raw text, they need not be byte-level
+                raise NotConvertible(f"vocabulary is not byte-level (token {token!r}, char {exc.args[0]!r})") from None
+    ranks: dict[bytes, int] = {}
+    singles = {b for b in as_bytes.values() if len(b) == 1}
+    if len(singles) != 256:
+        raise NotConvertible(f"{256 - len(singles)} of the 256 single bytes are missing from the vocabulary")
+    for b in range(256):
+        ranks[bytes([b])] = b
+    previous: bytes | None = None
+    for merge in model.get("merges") or []:
+        left, right = _merge_pair(merge)
+        result = left + right
+        if left not in as_bytes or right not in as_bytes or result not in as_bytes:
+            raise NotConvertible(f"merge {left!r} + {right!r} uses a token missing from the vocabulary")
+        merged = as_bytes[result]
+        if merged in ranks:
+            if merged != previous and len(merged) > 1:
+                raise NotConvertible(f"merges producing {result!r} are not contiguous: merge order != rank order")
+        else:
+            ranks[merged] = len(ranks)
+        previous = merged
+    unreachable = [t for t, b in as_bytes.items() if b not in ranks and t not in added]
+    if model.get("ignore_merges"):
+        if unreachable:
+            raise NotConvertible(f"{len(unreachable)} vocabulary tokens (e.g. {unreachable[0]!r}) are no merge result")
+    else:
+        _check_words_are_tokens(hf_tokenizer, [t for t, b in as_bytes.items() if len(b) > 1 and b in ranks])
+    return ranks
+
+
+def _check_words_are_tokens(hf_tokenizer: Any, tokens: list[str]) -> None:
+    """Check 3: Hugging Face's BPE maps each merge result, seen as a word, to that one token."""
+    model = hf_tokenizer.model
+    for token in tokens:
+        pieces = model.tokenize(token)
+        if len(pieces) != 1:
+            raise NotConvertible(
+                f"BPE splits vocabulary token {token!r} into {len(pieces)} tokens (tiktoken would not)"
+            )

@@ -1,0 +1,83 @@
+"""Built-in verification texts: real text from the running interpreter plus strings that stress regex engines.
+
+Used at load time to check a tiktoken fast path against the Hugging Face tokenizer it was compiled from. Real
+text is a deterministic slice of the standard library source (code, prose in docstrings, many identifiers);
+the extra strings target the places where two regex engines or two normalisers can disagree: Unicode
+whitespace and line breaks, digits of other scripts, contractions, combining marks, astral-plane characters.
+"""
+
+from __future__ import annotations
+
+import functools
+import random
+import sysconfig
+from collections.abc import Sequence
+from pathlib import Path
+
+TRICKY_TEXTS: tuple[str, ...] = (
+    "",
+    " ",
+    "\n",
+    "   leading spaces and trailing   ",
+    "tabs\tand\r\nwindows\rold mac\u2028line sep\u2029para sep\x85next line\x0bvt\x0cff",
+    "nbsp\u00a0thin\u2009ideographic\u3000zero-width\u200bjoiner\u200dword",
+    "I'm sure they'll say it's what we'd've done; DON'T SHOUT. l'été, O'Neil's",
+    "Zahlen 1234567 and ٣٤٥ and ४५६ and ⅫⅢ and ½ and 1,234.56e-7",
+    "Größe Straße Ærøskøbing naïve café résumé déjà vu",
+    "e\u0301 vs \u00e9, A\u030a vs \u00c5, \ufb01 ligature, \u212b angstrom, \u1e9b\u0323",
+    "Ελληνικά κείμενα, русский текст, עברית, العربية, हिन्दी, ไทย, 한국어",
+    "日本語のテキスト、中文文本。",
+    "emoji 👩‍👩‍👧‍👦 🇫🇷 🏳️‍🌈 𝔘𝔫𝔦𝔠𝔬𝔡𝔢 𓀀",
+    "code:\n    def f(x):\n        return x**2  # comment\n\n\n\tif a<=b: pass\n",
+    "URL https://example.com/path?q=1&r=2#frag, e-mail a.b@c.de, path C:\\Users\\x",
+    "-----\n=====\n.....\n!!!???",
+    "\n\n\n  \n \t\n",
+    "trailing newline\n",
+    "trailing spaces   ",
+)
+
+
+@functools.lru_cache(maxsize=4)
+def stdlib_texts(max_files: int = 40, max_chars: int = 250_000) -> tuple[str, ...]:
+    """A deterministic sample of the standard library's ``.py`` files (every k-th file, at most ``max_chars``)."""
+    root = Path(sysconfig.get_paths()["stdlib"])
+    files = sorted(p for p in root.rglob("*.py") if "site-packages" not in p.parts)
+    if not files:
+        return ()
+    step = max(1, len(files) // max_files)
+    texts: list[str] = []
+    total = 0
+    for path in files[::step]:
+        try:
+            text = path.read_text(encoding="utf-8")
+        except (OSError, UnicodeDecodeError):
+            continue
+        if total + len(text) > max_chars:
+            continue
+        texts.append(text)
+        total += len(text)
+        if len(texts) >= max_files:
+            break
+    return tuple(texts)
+
+
+def default_verify_texts() -> list[str]:
+    """The texts a fast path is verified on when the caller gives none (~0.25M characters)."""
+    return [*TRICKY_TEXTS, *stdlib_texts()]
+
+
+def vocab_salad(
+    tokens: Sequence[bytes], *, documents: int = 40, tokens_per_document: int = 500, seed: int = 0
+) -> list[str]:
+    """Texts made of random vocabulary tokens glued together (seeded), decoded as UTF-8 with replacement.
+
+    Real text only meets the merges its language needs; gluing random tokens puts every part of a vocabulary
+    (other scripts, long tokens, odd byte sequences) next to every other, where two BPE implementations that
+    pick merges differently would part ways.
+    """
+    if not tokens:
+        return []
+    rng = random.Random(seed)
+    return [
+        b"".join(rng.choices(tokens, k=tokens_per_document)).decode("utf-8", errors="replace") for _ in range(documents)
+    ]

@@ -1,0 +1,66 @@
+"""``.tiktoken`` files: tiktoken's BPE ranks format, one ``base64(token bytes) rank`` pair per line.
+
+The format has no regex and no special tokens. The pattern defaults to tiktoken's ``cl100k_base`` regex
+(:data:`CL100K_PATTERN`, the one of GPT-3.5/GPT-4); pass ``pattern=`` for other vocabularies (e.g. o200k's).
+"""
+
+from __future__ import annotations
+
+import base64
+import binascii
+from pathlib import Path
+
+from freqlab.errors import FreqlabError
+from freqlab.tokenize.counter import TiktokenPlan, TokenCounter, vocab_hash
+
+# tiktoken_ext/openai_public.py, cl100k_base (possessive quantifiers are fine: tiktoken runs its own engine).
+CL100K_PATTERN = (
+    r"""'(?i:[sdmt]|ll|ve|re)|[^\r\n\p{L}\p{N}]?+\p{L}++|\p{N}{1,3}+| ?[^\s\p{L}\p{N}]++[\r\n]*+|\s++$|\s*[\r\n]|"""
+    r"""\s+(?!\S)|\s"""
+)
+
+
+def read_tiktoken_ranks(path: str | Path) -> dict[bytes, int]:
+    """Parse a ``.tiktoken`` file; FreqlabError naming the file and line on any malformed line."""
+    path = Path(path)
+    try:
+        lines = path.read_bytes().splitlines()
+    except OSError as exc:
+        raise FreqlabError(f"{path}: cannot read tokenizer file ({exc.__class__.__name__}: {exc})") from exc
+    ranks: dict[bytes, int] = {}
+    for number, line in enumerate(lines, start=1):
+        if not line.strip():
+            continue
+        try:
+            token, rank = line.split()
+            ranks[base64.b64decode(token, validate=True)] = int(rank)
+        except (ValueError, binascii.Error) as exc:
+            raise FreqlabError(f"{path}:{number}: not a '<base64 token> <rank>' line: {line[:60]!r}") from exc
+    if not ranks:
+        raise FreqlabError(f"{path}: empty .tiktoken file")
+    if len(set(ranks.values())) != len(ranks):
+        raise FreqlabError(f"{path}: duplicate ranks")
+    missing = [b for b in range(256) if bytes([b]) not in ranks]
+    if missing:
+        raise FreqlabError(f"{path}: {len(missing)} single bytes missing (e.g. {missing[0]}); not a byte-level BPE")
+    return ranks
+
+
+def load_tiktoken_file(
+    path: str | Path, *, pattern: str | None = None, add_special_tokens: bool = False
+) -> TokenCounter:
+    """A counter for a ``.tiktoken`` ranks file (spec = the path; a custom ``pattern`` travels by pickle)."""
+    if add_special_tokens:
+        raise FreqlabError(f"{path}: a .tiktoken file defines no special tokens; drop add_special_tokens")
+    ranks = read_tiktoken_ranks(path)
+    plan = TiktokenPlan(pat_str=pattern or CL100K_PATTERN, mergeable_ranks=ranks)
+    try:
+        return TokenCounter(
+            name=str(path),
+            spec=str(path),
+            vocab_size=max(ranks.values()) + 1,
+            vocab_hash=vocab_hash((rank, token) for token, rank in ranks.items()),
+            plan=plan,
+        )
+    except ValueError as exc:  # tiktoken rejects the regex
+        raise FreqlabError(f"{path}: pattern rejected by tiktoken ({exc})") from exc
