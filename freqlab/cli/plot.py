@@ -1,0 +1,311 @@
+"""``freqlab plot ...``: the figures of :mod:`freqlab.plots` from the command line.
+
+matplotlib is imported only when a plot command runs, so other commands start fast.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import click
+
+from freqlab.cli.freq import TOKENS, echo_json, json_option, regime_option, tau_option, window_option
+from freqlab.errors import FreqlabError
+from freqlab.frequency.regimes import REGIMES
+
+
+class FigureSize(click.ParamType):
+    """``one-column`` (3.5 in wide), ``two-column`` (7.2 in) or ``WIDTH,HEIGHT`` in inches."""
+
+    name = "SIZE"
+
+    def convert(self, value, param, ctx):
+        if not isinstance(value, str) or value in ("one-column", "two-column"):
+            return value
+        try:
+            width, height = (float(v) for v in value.split(","))
+        except ValueError:
+            self.fail(f"{value!r} is not one-column, two-column or WIDTH,HEIGHT (inches)", param, ctx)
+        return (width, height)
+
+
+def output_options(default_size: str | None):
+    """--out, --format, --size, --dpi and --json, shared by every plot command."""
+
+    def decorate(command):
+        options = [
+            click.option(
+                "--out",
+                type=click.Path(dir_okay=False),
+                required=True,
+                help="Output file; its suffix (.png/.pdf/.svg) is the format unless --format is given.",
+            ),
+            click.option(
+                "--format",
+                "formats",
+                type=click.Choice(["png", "pdf", "svg"]),
+                multiple=True,
+                help="Format(s) to write next to --out (repeat for several).",
+            ),
+            click.option(
+                "--size",
+                type=FigureSize(),
+                default=default_size,
+                show_default=default_size is not None,
+                help="one-column (3.5 in), two-column (7.2 in) or WIDTH,HEIGHT in inches.",
+            ),
+            click.option("--dpi", type=click.IntRange(min=50), default=200, show_default=True, help="PNG resolution."),
+            json_option,
+        ]
+        for option in reversed(options):
+            command = option(command)
+        return command
+
+    return decorate
+
+
+def _save(fig, out, formats, dpi, as_json) -> None:
+    from freqlab.plots.style import save_figure
+
+    path = Path(out)
+    if not formats and path.suffix.lstrip(".").lower() not in ("png", "pdf", "svg"):
+        raise FreqlabError(f"{out}: give a .png, .pdf or .svg file name, or --format")
+    written = save_figure(fig, path, formats or None, dpi=dpi)
+    if as_json:
+        echo_json({"files": [str(p) for p in written]})
+    else:
+        for p in written:
+            click.echo(f"wrote {p}")
+
+
+def _histogram(path):
+    from freqlab.histogram import LengthHistogram
+
+    return LengthHistogram.read_parquet(path)
+
+
+hist_argument = click.argument("hist", type=click.Path(dir_okay=False))
+
+
+@click.group("plot")
+def plot_group() -> None:
+    """Figures for papers: position frequency, windows, effective length, sources, STRING, HARPE.
+
+    \b
+    Examples:
+      freqlab plot frequency freqlab-out/lengths.parquet --L 2048 --regime natural --out fig1.pdf
+      freqlab plot frequency lengths.parquet --regime natural --regime uniform --regime concat --out fig1.png
+      freqlab plot string-matrix --L 9 --S 3 --W 1 --out fig5.png
+    """
+
+
+@plot_group.command("frequency", short_help="Position frequency and segment lengths (STRING Fig. 1 layout).")
+@hist_argument
+@click.option("--L", "L", type=click.IntRange(min=1), default=2048, show_default=True, help="Training window.")
+@regime_option
+@click.option("--bins", type=click.IntRange(min=1), default=32, show_default=True, help="Bins of the length bars.")
+@click.option("--seed", type=int, default=0, show_default=True, help="Stream order for the pack regime.")
+@output_options("one-column")
+def frequency_command(hist, L, regimes, bins, seed, out, formats, size, dpi, as_json):
+    """STRING Fig. 1 layout: segment-length bars and f(i) on twin axes, i <= L/2 and i >= 3L/4 shaded.
+
+    One regime gives one panel; several give one panel each (natural, uniform, concat = Fig. 1a/b/c).
+
+    \b
+    Example:
+      freqlab plot frequency freqlab-out/lengths.parquet --L 2048 --regime natural --size one-column --out f.pdf
+    """
+    from freqlab.plots.frequency import plot_position_frequency, plot_regimes
+
+    h = _histogram(hist)
+    if len(regimes) == 1:
+        fig = plot_position_frequency(h, L, regimes[0], bins=bins, seed=seed, size=size)
+    else:
+        fig = plot_regimes(h, L, regimes, bins=bins, seed=seed, size=size)
+    _save(fig, out, formats, dpi, as_json)
+
+
+@plot_group.command("windows", short_help="f_T for several windows at one token budget (STRING Fig. 3 layout).")
+@hist_argument
+@window_option(default=(2048, 4096))
+@click.option("--regime", type=click.Choice(REGIMES), default="natural", show_default=True, help="Data regime.")
+@click.option("--tokens", type=TOKENS, default="1T", show_default=True, help="Training budget T (same for all L).")
+@click.option("--seed", type=int, default=0, show_default=True, help="Stream order for the pack regime.")
+@output_options("one-column")
+def windows_command(hist, Ls, regime, tokens, seed, out, formats, size, dpi, as_json):
+    """STRING Fig. 3 layout: f_T(i) for several windows at the same token budget.
+
+    \b
+    Example:
+      freqlab plot windows freqlab-out/lengths.parquet --L 2048 --L 4096 --tokens 1T --out windows.png
+    """
+    from freqlab.plots.frequency import plot_windows
+
+    fig = plot_windows(_histogram(hist), Ls, regime, tokens=tokens, seed=seed, size=size)
+    _save(fig, out, formats, dpi, as_json)
+
+
+@plot_group.command("effective-length", short_help="Effective length vs training tokens (STRING Fig. 2 layout).")
+@hist_argument
+@window_option(default=(2048, 4096))
+@click.option("--regime", type=click.Choice(REGIMES), default="natural", show_default=True, help="Data regime.")
+@tau_option
+@click.option("--budget", type=TOKENS, default="1T", show_default=True, help="Budget for panel (b).")
+@click.option("--seed", type=int, default=0, show_default=True, help="Stream order for the pack regime.")
+@output_options("two-column")
+def effective_length_command(hist, Ls, regime, tau, budget, seed, out, formats, size, dpi, as_json):
+    """STRING Fig. 2 layout: predicted effective length vs training tokens, with the threshold tau.
+
+    \b
+    Example:
+      freqlab plot effective-length freqlab-out/lengths.parquet --L 2048 --L 4096 --tau 100B --out eff.pdf
+    """
+    from freqlab.plots.frequency import plot_effective_length
+
+    fig = plot_effective_length(_histogram(hist), Ls, regime, budget=budget, tau=tau, seed=seed, size=size)
+    _save(fig, out, formats, dpi, as_json)
+
+
+@plot_group.command("sources", short_help="Length CCDF and position frequency per corpus source.")
+@hist_argument
+@click.option("--L", "L", type=click.IntRange(min=1), default=2048, show_default=True, help="Training window.")
+@click.option("--regime", type=click.Choice(REGIMES), default="natural", show_default=True, help="Data regime.")
+@output_options("two-column")
+def sources_command(hist, L, regime, out, formats, size, dpi, as_json):
+    """Length CCDF and position frequency per corpus source (histograms scanned with source labels).
+
+    \b
+    Example:
+      freqlab plot sources freqlab-out/lengths.parquet --L 2048 --out sources.png
+    """
+    from freqlab.plots.sources import plot_sources
+
+    _save(plot_sources(_histogram(hist), L, regime, size=size), out, formats, dpi, as_json)
+
+
+@plot_group.command("scan", short_help="The main figures of a saved histogram (as `freqlab scan --plot`).")
+@hist_argument
+@window_option()
+@regime_option
+@click.option("--tokens", type=TOKENS, default="1T", show_default=True, help="Training budget for f_T.")
+@tau_option
+@click.option(
+    "--out",
+    type=click.Path(file_okay=False),
+    default="freqlab-out",
+    show_default=True,
+    help="Folder; figures go to OUT/figures.",
+)
+@click.option(
+    "--format",
+    "formats",
+    type=click.Choice(["png", "pdf", "svg"]),
+    multiple=True,
+    default=("png",),
+    show_default=True,
+    help="Format(s) (repeat for several).",
+)
+@json_option
+def scan_command(hist, Ls, regimes, tokens, tau, out, formats, as_json):
+    """The main figures of a saved histogram (what `freqlab scan --plot` writes).
+
+    \b
+    Example:
+      freqlab plot scan freqlab-out/lengths.parquet --L 2048 --L 4096 --regime natural --regime concat
+    """
+    from freqlab.plots.report import scan_figures
+
+    written = scan_figures(_histogram(hist), Ls, regimes, out, formats, tokens=tokens, tau=tau)
+    if as_json:
+        echo_json({"files": [str(p) for p in written]})
+    else:
+        for p in written:
+            click.echo(f"wrote {p}")
+
+
+@plot_group.command("string-matrix", short_help="STRING position matrices for a small window (Fig. 5).")
+@click.option("--L", "L", type=click.IntRange(min=2, max=64), default=9, show_default=True, help="Window (small).")
+@click.option("--S", "S", type=click.IntRange(min=1), default=3, show_default=True, help="Shift offset S.")
+@click.option("--W", "W", type=click.IntRange(min=0), default=1, show_default=True, help="Local window W.")
+@output_options("two-column")
+def string_matrix_command(L, S, W, out, formats, size, dpi, as_json):
+    """STRING Fig. 5: the position matrix with tail dropped, shifted by S, and with local window W.
+
+    \b
+    Example:
+      freqlab plot string-matrix --L 9 --S 3 --W 1 --out fig5.png
+    """
+    from freqlab.plots.string import plot_string_matrices
+
+    _save(plot_string_matrices(L, S, W, size=size), out, formats, dpi, as_json)
+
+
+@plot_group.command("string-usage", short_help="Positions STRING uses vs RoPE's, with their training frequency.")
+@click.option("--L", "L", type=click.IntRange(min=2), required=True, help="Training window.")
+@click.option("--S", "S", type=click.IntRange(min=1), required=True, help="Shift offset S.")
+@click.option("--W", "W", type=click.IntRange(min=0), default=128, show_default=True, help="Local window W.")
+@click.option(
+    "--histogram",
+    "hist",
+    type=click.Path(dir_okay=False),
+    default=None,
+    help="Length histogram: adds how often training saw each position.",
+)
+@click.option("--regime", type=click.Choice(REGIMES), default="natural", show_default=True, help="Data regime.")
+@output_options("one-column")
+def string_usage_command(L, S, W, hist, regime, out, formats, size, dpi, as_json):
+    """Positions STRING uses vs RoPE's for a large window, with the training frequency of each.
+
+    \b
+    Example:
+      freqlab plot string-usage --L 2048 --S 683 --histogram freqlab-out/lengths.parquet --out usage.png
+    """
+    from freqlab.frequency import position_frequency
+    from freqlab.plots.string import plot_string_usage
+
+    f = None
+    if hist is not None:
+        h = _histogram(hist)
+        f = position_frequency(h.lengths, h.counts, L, regime)
+    _save(plot_string_usage(L, S, W, frequency=f, size=size), out, formats, dpi, as_json)
+
+
+@plot_group.command("harpe", short_help="HARPE waveforms with peaks/valleys, or base-set envelopes.")
+@click.option(
+    "--base",
+    "bases",
+    type=float,
+    multiple=True,
+    help="Bases whose waveforms to draw (repeat); default: the first three of the search.",
+)
+@click.option("--target", type=click.IntRange(min=1024), default=131072, show_default=True, help="Target length.")
+@click.option("--heads", type=click.IntRange(min=1), default=32, show_default=True, help="Heads (bases per set).")
+@click.option("--envelopes", is_flag=True, help="Draw the envelopes of the searched, uniform and Table 2 sets.")
+@output_options(None)
+def harpe_command(bases, target, heads, envelopes, out, formats, size, dpi, as_json):
+    """HARPE: waveforms with peaks and valleys, or (--envelopes) the head-wise max envelope of the
+    peak-valley search, the uniform set (Eq. 9) and Table 2, at the paper's setting (1M..5M, stride 30k).
+    Default size: one-column for waveforms, two-column for envelopes.
+
+    \b
+    Examples:
+      freqlab plot harpe --base 1e6 --base 2.5e6 --out waves.png
+      freqlab plot harpe --envelopes --size two-column --out envelopes.pdf
+    """
+    from freqlab.plan.harpe import PAPER_B_MAX, PAPER_B_MIN, peak_valley_search, table2_bases, uniform_bases
+    from freqlab.plots.harpe import plot_envelopes, plot_waveforms
+
+    if envelopes or not bases:
+        plan = peak_valley_search(heads, target=target)
+    if envelopes:
+        sets = {"freqlab search": plan.bases, "uniform (Eq. 9)": uniform_bases(heads, PAPER_B_MIN, PAPER_B_MAX)}
+        if heads == 32:
+            sets["Table 2"] = table2_bases()
+        fig = plot_envelopes(sets, plan.grid, target=target, size=size or "two-column")
+    else:
+        fig = plot_waveforms(list(bases) or plan.bases[:3], target=target, size=size or "one-column")
+    _save(fig, out, formats, dpi, as_json)
+
+
+def register(main: click.Group) -> None:
+    main.add_command(plot_group)

@@ -1,0 +1,78 @@
+"""Axis helpers shared by every freqlab figure: tick labels for positions and counts, twin axes, inputs.
+
+>>> position_label(1536), position_label(2048), position_label(100)
+('1.5K', '2K', '100')
+"""
+
+from __future__ import annotations
+
+import numpy as np
+from matplotlib.axes import Axes
+from matplotlib.ticker import FixedLocator, FuncFormatter
+
+from freqlab.errors import FreqlabError
+from freqlab.frequency.summary import human_count
+from freqlab.histogram import LengthHistogram
+
+
+def position_label(x: float) -> str:
+    """Positions and lengths in the papers' convention, K = 1024: 1536 -> '1.5K', 131072 -> '128K'."""
+    x = float(x)
+    if abs(x) >= 1024 and (x * 4) % 1024 == 0:
+        return f"{x / 1024:g}K"
+    return f"{x:g}"
+
+
+def count_label(y: float) -> str:
+    """Counts with decimal suffixes: 2.5e9 -> '2.5B' (the token-budget convention)."""
+    return "0" if y == 0 else human_count(y)
+
+
+def format_positions(axis, L: int | None = None) -> None:
+    """Tick a position (or length) axis at multiples of L/4 when L is given, labelled with K = 1024."""
+    if L is not None and L >= 8:
+        axis.set_major_locator(FixedLocator([round(k * L / 4) for k in range(5)]))
+    axis.set_major_formatter(FuncFormatter(lambda x, _pos: position_label(x)))
+
+
+def format_distances(axis) -> None:
+    """Label a distance axis in decimal thousands: 34000 -> '34k' (HARPE grids are decimal)."""
+    axis.set_major_formatter(FuncFormatter(lambda x, _pos: f"{x / 1000:g}k" if abs(x) >= 1000 else f"{x:g}"))
+
+
+def format_counts(axis) -> None:
+    """Label a count axis as 1.5M, 2B, ..."""
+    axis.set_major_formatter(FuncFormatter(lambda y, _pos: count_label(y)))
+
+
+def twin_behind(ax: Axes) -> Axes:
+    """A twin y-axis (right) drawn *behind* ``ax``, so lines on ``ax`` stay in front of bars on the twin."""
+    twin = ax.twinx()
+    twin.spines["right"].set_visible(True)
+    ax.set_zorder(twin.get_zorder() + 1)
+    ax.patch.set_visible(False)
+    return twin
+
+
+def as_histogram(data) -> LengthHistogram:
+    """A LengthHistogram from a LengthHistogram or a ``(lengths, counts)`` pair."""
+    if isinstance(data, LengthHistogram):
+        histogram = data
+    elif isinstance(data, tuple) and len(data) == 2:
+        histogram = LengthHistogram.from_counts(*data)
+    else:
+        raise FreqlabError(f"expected a LengthHistogram or a (lengths, counts) pair, got {type(data).__name__}")
+    if histogram.documents == 0:
+        raise FreqlabError("the histogram holds no documents: nothing to plot")
+    return histogram
+
+
+def panel_letter(ax: Axes, index: int) -> None:
+    """'(a)', '(b)', ... in the top-left corner outside the axes, as in the papers' multi-panel figures."""
+    ax.text(-0.02, 1.02, f"({chr(ord('a') + index)})", transform=ax.transAxes, ha="right", va="bottom", weight="bold")
+
+
+def grid_shape(panels: int, columns: int = 3) -> tuple[int, int]:
+    """Rows and columns for ``panels`` panels, at most ``columns`` per row."""
+    columns = max(1, min(columns, panels))
+    return int(np.ceil(panels / columns)), columns

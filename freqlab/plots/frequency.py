@@ -1,0 +1,291 @@
+"""Position-frequency figures in the layouts of the STRING paper (An et al., ICLR 2025, seed 000).
+
+- :func:`plot_position_frequency`: Fig. 1 layout for one regime: bars of the segment-length histogram (right
+  axis) and f(i) (left axis) over a shared x-axis that is both the relative position i and the segment
+  length; the regions i <= L/2 and i >= 3L/4 are shaded with their share of the position mass.
+- :func:`plot_regimes`: one such panel per regime; ``("natural", "uniform", "concat")`` from one histogram
+  reproduces Fig. 1a/b/c.
+- :func:`plot_windows`: Fig. 3 layout: f_T(i) for several windows L at the same token budget T.
+- :func:`plot_effective_length`: Fig. 2 layout: the predicted effective length as a function of training
+  tokens for each window, and f_T(i) against the threshold tau that defines it.
+
+Everything is computed with the core API (:func:`freqlab.position_frequency`, :mod:`freqlab.frequency.stats`);
+the figures only draw.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import numpy as np
+from matplotlib.axes import Axes
+from matplotlib.figure import Figure
+
+from freqlab.errors import FreqlabError
+from freqlab.frequency import (
+    DEFAULT_TAU,
+    effective_length,
+    position_frequency,
+    scale_to_budget,
+    segments,
+    share_at_least,
+    share_at_most,
+)
+from freqlab.frequency.position import segment_frequency
+from freqlab.frequency.summary import human_count
+from freqlab.plots.axes import (
+    as_histogram,
+    count_label,
+    format_counts,
+    format_positions,
+    grid_shape,
+    panel_letter,
+    position_label,
+    twin_behind,
+)
+from freqlab.plots.style import COLORS, PALETTE, figure_size, freqlab_style, new_figure
+
+#: Fig. 1 bins the segment lengths into this many equal bins over 0..L.
+DEFAULT_BINS = 32
+
+
+def plot_position_frequency(
+    histogram,
+    L: int,
+    regime: str = "natural",
+    *,
+    ax: Axes | None = None,
+    bins: int = DEFAULT_BINS,
+    seed: int = 0,
+    size="one-column",
+    title: str | None = None,
+) -> Figure:
+    """STRING Fig. 1 layout for one regime: segment-length bars and f(i) on twin y-axes.
+
+    ``histogram`` is a :class:`~freqlab.LengthHistogram` (or a ``(lengths, counts)`` pair) of documents;
+    the regime turns it into segments of at most L tokens (:func:`freqlab.segments`) and f(i) =
+    Σ_s max(|s| - i, 0) (Eq. 2). Shaded: i <= L/2 and i >= 3L/4, labelled with their share of the
+    position mass (:func:`freqlab.share_at_most`, :func:`freqlab.share_at_least`). Draws into ``ax`` when
+    given (returns its figure), else into a new figure of preset ``size``.
+    """
+    h = as_histogram(histogram)
+    if int(bins) < 1:
+        raise FreqlabError(f"bins must be a positive integer, got {bins}")
+    segs = segments(h.lengths, h.counts, L, regime, seed=seed)
+    f = segment_frequency(segs)
+    with freqlab_style():
+        if ax is None:
+            fig, ax = new_figure(size, aspect=0.72)
+        else:
+            fig = ax.figure
+        _draw_fig1_panel(ax, segs, f, L, int(bins))
+        ax.set_title(title if title is not None else f"{regime}, L = {position_label(L)}")
+    return fig
+
+
+def _draw_fig1_panel(ax: Axes, segs, f: np.ndarray, L: int, bins: int) -> None:
+    half, three_quarters = L // 2, (3 * L) // 4
+    bars = twin_behind(ax)
+    edges = np.linspace(0, L, bins + 1)
+    per_bin, _ = np.histogram(segs.lengths, bins=edges, weights=segs.counts.astype(np.float64))
+    share = 100 * per_bin / max(per_bin.sum(), 1)
+    bars.bar(edges[:-1], share, width=np.diff(edges), align="edge", color=COLORS["segments"], alpha=0.55, lw=0)
+    bars.set_ylim(0, max(share.max(), 1e-9) * 1.6)  # bars in the lower part, f(i) above them
+    bars.set_ylabel("segments per bin (%)", color=COLORS["segments"])
+    bars.tick_params(axis="y", colors=COLORS["segments"])
+
+    i = np.arange(L)
+    ax.plot(i, f, color=COLORS["frequency"], lw=1.6)
+    ax.axvspan(0, half, color=COLORS["head"], alpha=0.12, lw=0)
+    ax.axvspan(three_quarters, L, color=COLORS["tail"], alpha=0.12, lw=0)
+    top = float(f[0]) * 1.32
+    ax.set_ylim(0, top)
+    ax.set_xlim(0, L)
+    label = {"fontsize": 6.5, "ha": "center", "va": "top", "transform": ax.get_xaxis_transform()}
+    ax.text(half / 2, 0.98, f"i ≤ {position_label(half)}\n{100 * share_at_most(f, half):.1f}%", **label)
+    ax.text(
+        (three_quarters + L) / 2,
+        0.98,
+        f"i ≥ {position_label(three_quarters)}\n{100 * share_at_least(f, three_quarters):.1f}%",
+        color=COLORS["tail"],
+        **label,
+    )
+    if segs.dropped_tokens:  # truncate: say what the regime threw away
+        dropped = segs.dropped_tokens / (segs.dropped_tokens + segs.tokens)
+        ax.text((half + three_quarters) / 2, 0.98, f"cut:\n{100 * dropped:.0f}% of\ntokens", color="#444444", **label)
+    ax.set_ylabel("position frequency f(i)", color=COLORS["frequency"])
+    ax.tick_params(axis="y", colors=COLORS["frequency"])
+    ax.set_xlabel("relative position i (line) / segment length (bars)")
+    format_positions(ax.xaxis, L)
+    format_counts(ax.yaxis)
+
+
+def plot_regimes(
+    histogram,
+    L: int,
+    regimes: Sequence[str] = ("natural", "uniform", "concat"),
+    *,
+    bins: int = DEFAULT_BINS,
+    seed: int = 0,
+    size="two-column",
+    columns: int = 3,
+) -> Figure:
+    """One Fig. 1 panel per regime (rows of ``columns``); the default reproduces STRING Fig. 1a/b/c from
+    one histogram: natural lengths split at L, the same tokens with lengths uniform on 1..L (f quadratic),
+    and everything concatenated into rows of L (f linear)."""
+    if not regimes:
+        raise FreqlabError("give at least one regime")
+    h = as_histogram(histogram)
+    rows, cols = grid_shape(len(regimes), columns)
+    width = figure_size(size)[0]
+    panel_height = min(0.82 * width / cols, 2.4)
+    aspect = rows * panel_height / width
+    with freqlab_style():
+        fig, axes = new_figure(size, aspect=aspect, nrows=rows, ncols=cols, squeeze=False)
+        flat = axes.ravel()
+        for k, regime in enumerate(regimes):
+            plot_position_frequency(h, L, regime, ax=flat[k], bins=bins, seed=seed)
+            if len(regimes) > 1:
+                panel_letter(flat[k], k)
+                _keep_outer_labels(flat[k], k, len(regimes), cols)
+        if len(regimes) > 1:
+            fig.supxlabel("relative position i (line) / segment length (bars)", fontsize=8)
+        for ax in flat[len(regimes) :]:
+            ax.set_visible(False)
+    return fig
+
+
+def _keep_outer_labels(ax: Axes, k: int, panels: int, cols: int) -> None:
+    """In a grid of Fig. 1 panels, label f(i) on the first column and the bars on the last panel of a row."""
+    ax.set_xlabel("")
+    if k % cols:
+        ax.set_ylabel("")
+    twin = next(other for other in ax.get_shared_x_axes().get_siblings(ax) if other is not ax)
+    if (k + 1) % cols and k + 1 != panels:
+        twin.set_ylabel("")
+
+
+def plot_windows(
+    histogram,
+    Ls: Sequence[int] = (2048, 4096),
+    regime: str = "natural",
+    *,
+    tokens: float = 1e12,
+    seed: int = 0,
+    ax: Axes | None = None,
+    size="one-column",
+) -> Figure:
+    """STRING Fig. 3 layout: f_T(i) = f(i) · T / f(0) for each window L at the same budget of T tokens.
+
+    With equal tokens, windows barely differ at small i (position 0 occurs T times whatever L is) and
+    the gap grows with i.
+    """
+    h = as_histogram(histogram)
+    Ls = _windows(Ls)
+    with freqlab_style():
+        if ax is None:
+            fig, ax = new_figure(size, aspect=0.68)
+        else:
+            fig = ax.figure
+        for k, L in enumerate(Ls):
+            f_T = scale_to_budget(position_frequency(h.lengths, h.counts, L, regime, seed=seed), tokens)
+            ax.plot(np.arange(L), f_T, color=PALETTE[k % len(PALETTE)], label=f"L = {position_label(L)}")
+        ax.set_xlim(0, max(Ls))
+        ax.set_ylim(bottom=0)
+        format_positions(ax.xaxis, max(Ls))
+        format_counts(ax.yaxis)
+        ax.set_xlabel("relative position i")
+        ax.set_ylabel(f"occurrences f_T(i), T = {human_count(tokens)}")
+        ax.set_title(f"{regime}: windows at the same token budget")
+        ax.legend(loc="upper right")
+    return fig
+
+
+def effective_length_curve(f, tokens: np.ndarray, tau: float = DEFAULT_TAU) -> np.ndarray:
+    """Predicted effective length (:func:`freqlab.effective_length`) at each budget in ``tokens`` (int64)."""
+    return np.array([effective_length(f, t, tau) for t in np.asarray(tokens, dtype=np.float64)], dtype=np.int64)
+
+
+def plot_effective_length(
+    histogram,
+    Ls: Sequence[int] = (2048, 4096),
+    regime: str = "natural",
+    *,
+    tokens: tuple[float, float] | None = None,
+    budget: float = 1e12,
+    tau: float = DEFAULT_TAU,
+    points: int = 200,
+    seed: int = 0,
+    size="two-column",
+) -> Figure:
+    """STRING Fig. 2 layout. (a) Predicted effective length (largest i with f_T(i) >= tau) against training
+    tokens T on a log axis, one line per window L. (b) f_T(i) at ``budget`` tokens with tau marked: each
+    curve crosses tau at its effective length. tau defaults to 100B, STRING's calibration for 1.3B models
+    (Sec. 3, Fig. 2b), an empirical, model-dependent value.
+    """
+    h = as_histogram(histogram)
+    Ls = _windows(Ls)
+    lo, hi = (tau / 2, 100 * tau) if tokens is None else (float(t) for t in tokens)
+    if not 0 < lo < hi:
+        raise FreqlabError(f"token range must satisfy 0 < start < stop, got {tokens}")
+    grid = np.geomspace(lo, hi, int(points))
+    with freqlab_style():
+        fig, (left, right) = new_figure(size, aspect=0.34, ncols=2)
+        for k, L in enumerate(Ls):
+            color = PALETTE[k % len(PALETTE)]
+            f = position_frequency(h.lengths, h.counts, L, regime, seed=seed)
+            left.plot(grid, effective_length_curve(f, grid, tau), color=color, label=f"L = {position_label(L)}")
+            f_T = scale_to_budget(f, budget)
+            right.plot(np.arange(1, L), f_T[1:], color=color, label=f"L = {position_label(L)}")
+            E = effective_length(f, budget, tau)
+            if 0 < E < L - 1:
+                right.plot([E], [f_T[E]], "o", color=color, ms=3.5)
+                right.annotate(position_label(E), (E, f_T[E]), textcoords="offset points", xytext=(3, 4), fontsize=6.5)
+        left.set_xscale("log")
+        left.set_xlim(lo, hi)
+        left.set_ylim(bottom=0)
+        format_positions(left.yaxis, max(Ls))
+        left.xaxis.set_major_formatter(_log_count_formatter())
+        left.set_xlabel("training tokens T")
+        left.set_ylabel("predicted effective length")
+        left.set_title(f"{regime}: last i with f_T(i) ≥ τ = {count_label(tau)}")
+        left.legend(loc="upper left")
+        right.set_yscale("log")
+        right.axhline(tau, color=COLORS["threshold"], ls="--", lw=0.8)
+        right.text(
+            0.01,
+            tau,
+            f"τ = {count_label(tau)}",
+            transform=right.get_yaxis_transform(),
+            ha="left",
+            va="bottom",
+            fontsize=6.5,
+            color=COLORS["threshold"],
+        )
+        right.set_xlim(0, max(Ls))
+        format_positions(right.xaxis, max(Ls))
+        right.yaxis.set_major_formatter(_log_count_formatter())
+        right.set_xlabel("relative position i")
+        right.set_ylabel("occurrences f_T(i)")
+        right.set_title(f"T = {count_label(budget)} tokens; dots: effective length")
+        right.legend(loc="lower left")
+        panel_letter(left, 0)
+        panel_letter(right, 1)
+    return fig
+
+
+def _log_count_formatter():
+    from matplotlib.ticker import FuncFormatter
+
+    def label(value, _pos):
+        exponent = np.log10(value) if value > 0 else 0
+        return count_label(value) if abs(exponent - round(exponent)) < 1e-9 else ""
+
+    return FuncFormatter(label)
+
+
+def _windows(Ls) -> list[int]:
+    Ls = [int(L) for L in (Ls if isinstance(Ls, (list, tuple, np.ndarray)) else [Ls])]
+    if not Ls:
+        raise FreqlabError("give at least one window L")
+    return Ls

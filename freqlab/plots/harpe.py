@@ -1,0 +1,153 @@
+"""HARPE figures (Lian et al., seed 002, Sec. 3.2): RoPE waveforms, their peaks and valleys, and how well a
+set of per-head bases complements itself.
+
+- :func:`plot_waveforms`: w_b(m) = (2/√d) Σ_j cos(m · b^(-2j/d)) for a few bases on a distance grid, one
+  row per base, with the peaks (▲) and valleys (▼) that the peak-valley search (Algorithm 1) pairs up.
+- :func:`plot_envelopes`: for several base sets (e.g. freqlab's search, the uniform set of Eq. 9 and the
+  published Table 2), (a) the head-wise envelope max_h w_{b_h}(m) over the grid, and (b) the same values
+  sorted, so the "shortest stave" min_m max_h w (the Attention Buckets principle: higher is better) is
+  the left end of each curve.
+
+Waveforms, grids, detectors and scores come from :mod:`freqlab.plan.waveform` and
+:mod:`freqlab.plan.harpe`; this module only draws.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+
+import numpy as np
+from matplotlib.figure import Figure
+
+from freqlab.errors import FreqlabError
+from freqlab.plan.harpe import PAPER_HEAD_DIM, PAPER_TARGET, ProminentExtrema
+from freqlab.plan.waveform import DistanceGrid, rope_waveform, stave_score
+from freqlab.plots.axes import format_distances, panel_letter
+from freqlab.plots.style import COLORS, PALETTE, freqlab_style, new_figure
+
+
+def _grid(grid: DistanceGrid | None, target: int) -> DistanceGrid:
+    return DistanceGrid.for_target(target) if grid is None else grid
+
+
+def base_label(base: float) -> str:
+    """1_150_000 -> '1.15M', 17_500 -> '17.5K' (decimal, as the papers write bases).
+
+    >>> base_label(1_150_000), base_label(17_500), base_label(500)
+    ('1.15M', '17.5K', '500')
+    """
+    for scale, suffix in ((1e6, "M"), (1e3, "K")):
+        if abs(base) >= scale:
+            return f"{base / scale:.4g}{suffix}"
+    return f"{base:g}"
+
+
+def plot_waveforms(
+    bases: Sequence[float],
+    grid: DistanceGrid | None = None,
+    *,
+    head_dim: int = PAPER_HEAD_DIM,
+    target: int = PAPER_TARGET,
+    detector: ProminentExtrema | None = None,
+    points: int | None = 400,
+    size="one-column",
+) -> Figure:
+    """One row per base: its waveform on ``grid`` (default: the Attention Buckets grid scaled to
+    ``target``) with the peaks and valleys found by ``detector`` (default :class:`ProminentExtrema`, the
+    detector :func:`~freqlab.plan.harpe.peak_valley_search` uses). Extrema are detected on the whole grid;
+    the plot shows its first ``points`` grid points (None: all) so single peaks stay visible."""
+    bases = [float(b) for b in bases]
+    if not bases:
+        raise FreqlabError("give at least one base")
+    grid = _grid(grid, target)
+    detector = detector or ProminentExtrema()
+    m = grid.distances
+    waves = rope_waveform(bases, m, head_dim)
+    peaks, valleys = detector.find(waves)
+    shown = m.size if points is None else max(2, min(int(points), m.size))
+    low, high = float(waves[:, :shown].min()), float(waves[:, :shown].max())
+    pad = 0.12 * (high - low)
+    with freqlab_style():
+        fig, axes = new_figure(size, aspect=0.3 * len(bases) + 0.2, nrows=len(bases), sharex=True, squeeze=False)
+        for k, (base, w) in enumerate(zip(bases, waves)):
+            ax = axes[k, 0]
+            ax.plot(m[:shown], w[:shown], color=PALETTE[k % len(PALETTE)], lw=0.8)
+            p = peaks[k][peaks[k] < shown]
+            v = valleys[k][valleys[k] < shown]
+            ax.plot(m[p], w[p], "^", color=COLORS["peak"], ms=3, label="peaks")
+            ax.plot(m[v], w[v], "v", color=COLORS["valley"], ms=3, label="valleys")
+            ax.set_ylim(low - pad, high + 2.2 * pad)
+            ax.text(
+                0.005,
+                0.97,
+                f"b = {base_label(base)}",
+                transform=ax.transAxes,
+                ha="left",
+                va="top",
+                fontsize=7,
+                bbox={"boxstyle": "round,pad=0.15", "fc": "white", "ec": "none", "alpha": 0.8},
+            )
+            ax.set_ylabel("w_b(m)")
+        axes[0, 0].legend(loc="upper right", ncols=2, fontsize=6.5, handletextpad=0.2, borderaxespad=0.1)
+        axes[0, 0].set_title(f"RoPE waveforms, d = {head_dim}; grid m = {m[0]:,}..{m[-1]:,} step {grid.step}")
+        bottom = axes[-1, 0]
+        bottom.set_xlim(m[0], m[shown - 1])
+        format_distances(bottom.xaxis)
+        bottom.set_xlabel("relative distance m" + ("" if shown == m.size else f" (first {shown} grid points)"))
+    return fig
+
+
+def plot_envelopes(
+    sets: Mapping[str, Sequence[float]],
+    grid: DistanceGrid | None = None,
+    *,
+    head_dim: int = PAPER_HEAD_DIM,
+    target: int = PAPER_TARGET,
+    blocks: int = 48,
+    size="two-column",
+) -> Figure:
+    """Complementarity of base sets on a grid, from the head-wise envelope e(m) = max_h w_{b_h}(m).
+
+    (a) The lowest envelope value in each of ``blocks`` equal blocks of distances: where the staves are
+    short. (b) The lowest 10% of e(m), sorted: the left end is the shortest stave min_m e(m) (legend:
+    shortest and mean, as :func:`~freqlab.plan.waveform.stave_score`; higher is better).
+    """
+    if not sets:
+        raise FreqlabError("give at least one base set")
+    grid = _grid(grid, target)
+    m = grid.distances
+    blocks = max(1, min(int(blocks), m.size))
+    edges = np.linspace(0, m.size, blocks + 1).round().astype(int)
+    tenth = max(1, m.size // 10)
+    with freqlab_style():
+        fig, (left, right) = new_figure(size, aspect=0.34, ncols=2)
+        share = 100 * np.arange(m.size) / max(m.size - 1, 1)
+        top = -np.inf
+        for k, (name, bases) in enumerate(sets.items()):
+            color = PALETTE[k % len(PALETTE)]
+            envelope = rope_waveform(list(bases), m, head_dim).max(axis=0)
+            ordered = np.sort(envelope)
+            score = stave_score(list(bases), grid, head_dim)  # the numbers come from the planner's scorer
+            lowest = np.minimum.reduceat(envelope, edges[:-1])
+            left.stairs(lowest, np.append(m[edges[:-1]], m[-1]), color=color, lw=1.0, baseline=None, label=name)
+            right.plot(share, ordered, color=color, label=f"{name}: {score.shortest:.2f} / {score.mean:.2f}")
+            right.plot([0], [score.shortest], "o", color=color, ms=3.5, clip_on=False)
+            top = max(top, float(ordered[tenth - 1]))
+        left.set_xlim(m[0], m[-1])
+        format_distances(left.xaxis)
+        left.set_xlabel("relative distance m")
+        left.set_ylabel("lowest max_h w_b(m) in block")
+        left.set_title(f"shortest stave per block of {m.size // blocks} grid points")
+        left.legend(loc="lower left", ncols=len(sets))
+        low, high = left.get_ylim()
+        left.set_ylim(low - 0.2 * (high - low), high)  # room for the legend under the curves
+        right.set_xlim(0, 10)  # the lowest 10% of distances, where the shortest staves are
+        bottom = right.get_ylim()[0]
+        right.set_ylim(bottom, bottom + 1.1 * (top - bottom))
+        right.set_xlabel("lowest share of distances (%)")
+        right.set_ylabel("max_h w_b(m), sorted")
+        right.set_title("sorted envelope; dot = shortest stave")
+        right.legend(loc="lower right", title="shortest / mean", title_fontsize=7)
+        panel_letter(left, 0)
+        panel_letter(right, 1)
+    return fig

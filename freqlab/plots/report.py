@@ -1,0 +1,56 @@
+"""The main figures for a scanned corpus in one call: what ``freqlab scan --plot`` writes into ``--out``."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from pathlib import Path
+
+from freqlab.errors import FreqlabError
+from freqlab.frequency import DEFAULT_TAU, REGIMES
+from freqlab.plots.axes import as_histogram
+from freqlab.plots.frequency import plot_effective_length, plot_regimes, plot_windows
+from freqlab.plots.sources import plot_sources
+from freqlab.plots.style import save_figure
+
+
+def scan_figures(
+    histogram,
+    Ls: Sequence[int] = (2048,),
+    regimes: Sequence[str] = ("natural", "uniform", "concat"),
+    out_dir: str | Path = "freqlab-out",
+    formats: Sequence[str] = ("png",),
+    *,
+    tokens: float | None = None,
+    tau: float = DEFAULT_TAU,
+    seed: int = 0,
+) -> list[Path]:
+    """Write the main figures of a histogram into ``out_dir/figures`` and return the files written.
+
+    - ``frequency_L{L}``: one STRING Fig. 1 panel per regime, for each window L;
+    - ``windows``: f_T for every L at the same budget ``tokens`` (Fig. 3 layout; with two or more windows);
+    - ``effective_length``: predicted effective length vs training tokens, tau marked (Fig. 2 layout);
+    - ``sources``: length CCDF and f per source (when the histogram is split by source).
+
+    The effective-length and window figures use the first regime; ``tokens`` is the training budget T of
+    the window comparison and of the f_T panel (None: 1T, the STRING Fig. 3 budget).
+    """
+    tokens = 10**12 if tokens is None else tokens
+    h = as_histogram(histogram)
+    Ls = [int(L) for L in Ls]
+    regimes = list(regimes)
+    if not Ls or not regimes:
+        raise FreqlabError("scan_figures needs at least one window L and one regime")
+    unknown = [r for r in regimes if r not in REGIMES]
+    if unknown:
+        raise FreqlabError(f"unknown regime {unknown[0]!r}; choose from {', '.join(REGIMES)}")
+    folder = Path(out_dir) / "figures"
+    written: list[Path] = []
+    for L in Ls:
+        written += save_figure(plot_regimes(h, L, regimes, seed=seed), folder / f"frequency_L{L}", formats)
+    if len(Ls) > 1:
+        written += save_figure(plot_windows(h, Ls, regimes[0], tokens=tokens, seed=seed), folder / "windows", formats)
+    figure = plot_effective_length(h, Ls, regimes[0], budget=tokens, tau=tau, seed=seed)
+    written += save_figure(figure, folder / "effective_length", formats)
+    if h.sources:
+        written += save_figure(plot_sources(h, Ls[0], regimes[0], seed=seed), folder / "sources", formats)
+    return written

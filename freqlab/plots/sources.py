@@ -1,0 +1,69 @@
+"""Per-source figures: how each corpus source (e.g. SlimPajama's seven RedPajama sets) shapes f.
+
+:func:`plot_sources` draws (a) the complementary CDF of document lengths per source, P(length >= x) on
+log-log axes with the window L marked, and (b) each source's normalised position frequency f(i)/f(0)
+under a regime, labelled with its share of position mass at i <= L/2. Sources come from
+``LengthHistogram.sources`` (a scan of a corpus with source labels).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+from matplotlib.figure import Figure
+
+from freqlab.errors import FreqlabError
+from freqlab.frequency import position_frequency, share_at_most
+from freqlab.histogram import LengthHistogram
+from freqlab.plots.axes import as_histogram, format_positions, panel_letter, position_label
+from freqlab.plots.style import COLORS, PALETTE, freqlab_style, new_figure
+
+
+def length_ccdf(histogram: LengthHistogram) -> tuple[np.ndarray, np.ndarray]:
+    """(lengths, share of documents at least that long), exact from the counts.
+
+    >>> x, p = length_ccdf(LengthHistogram.from_lengths([1, 2, 2, 4]))
+    >>> x.tolist(), p.tolist()
+    ([1, 2, 4], [1.0, 0.75, 0.25])
+    """
+    counts = histogram.counts
+    at_least = np.cumsum(counts[::-1])[::-1]
+    return histogram.lengths, at_least / counts.sum()
+
+
+def plot_sources(histogram, L: int = 2048, regime: str = "natural", *, seed: int = 0, size="two-column") -> Figure:
+    """(a) length CCDF per source with L marked; (b) f(i)/f(0) per source at window L under ``regime``.
+
+    ``histogram`` must carry a per-source split (``histogram.sources``); the total is drawn in black.
+    """
+    h = as_histogram(histogram)
+    if not h.sources:
+        raise FreqlabError("the histogram has no per-source split (scan a corpus whose documents carry source labels)")
+    series = [(name, part) for name, part in h.sources.items() if part.documents > 0]
+    with freqlab_style():
+        fig, (left, right) = new_figure(size, aspect=0.36, ncols=2)
+        for k, (name, part) in enumerate([*series, ("all", h)]):
+            color = "black" if name == "all" else PALETTE[k % len(PALETTE)]
+            width = 1.6 if name == "all" else 1.0
+            x, p = length_ccdf(part)
+            left.step(x, p, where="post", color=color, lw=width, label=f"{name} ({part.documents:,} docs)")
+            f = position_frequency(part.lengths, part.counts, L, regime, seed=seed)
+            share = 100 * share_at_most(f, L // 2)
+            right.plot(np.arange(L), f / f[0], color=color, lw=width, label=f"{name}: {share:.1f}% at i ≤ {L // 2}")
+        left.set_xscale("log")
+        left.set_yscale("log")
+        left.axvline(L, color=COLORS["threshold"], ls="--", lw=0.8)
+        left.text(L, 1.0, f" L = {position_label(L)}", color=COLORS["threshold"], fontsize=6.5, va="top")
+        left.set_xlabel("document length x (tokens)")
+        left.set_ylabel("share of documents ≥ x")
+        left.set_title("length distribution per source (CCDF)")
+        left.legend(loc="lower left")
+        right.set_xlim(0, L)
+        right.set_ylim(0, 1.02)
+        format_positions(right.xaxis, L)
+        right.set_xlabel("relative position i")
+        right.set_ylabel("f(i) / f(0)")
+        right.set_title(f"position frequency per source ({regime}, L = {position_label(L)})")
+        right.legend(loc="upper right")
+        panel_letter(left, 0)
+        panel_letter(right, 1)
+    return fig

@@ -1,0 +1,236 @@
+"""Exact, mergeable partial counts: what one shard contributes to a scan.
+
+A :class:`ShardCount` holds, per source label, the token lengths of the documents it tokenized (as exact
+int64 counts), its empty documents, its skipped records by reason, and the documents it left out by
+sampling. Partials from any number of workers add up to the same totals in any order (integer sums), which
+is why the result of a scan does not depend on the worker count or the batch size.
+
+When the scan has a document or token limit, a partial also keeps its *log*: the ordered outcome of each
+document (``code > 0``: tokenized with that many tokens, ``0``: empty, ``-k``: skipped for reason
+``reasons[k-1]``), so the driver can cut it at the exact document where the limit falls (see
+:func:`cut_point`).
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from freqlab.histogram import LengthHistogram, combine_sources
+
+# Below this length counts live in a dense np.bincount array (grown in powers of two, so a source with
+# documents up to 100k tokens costs ~1 MB); longer, rare documents go to a dict, so a single
+# 10-million-token document costs one dict entry instead of an 80 MB array.
+DENSE_LIMIT = 1 << 18
+UNLABELLED = "unlabelled"  # source of a document without a label in a corpus that labels sources
+
+
+class LengthCounts:
+    """Exact counts of document lengths (>= 1), mergeable: a dense bincount below DENSE_LIMIT, a dict above.
+
+    >>> c = LengthCounts(); c.add(np.array([3, 5, 5])); c.add(np.array([10**7]))
+    >>> [a.tolist() for a in c.to_arrays()]
+    [[3, 5, 10000000], [1, 2, 1]]
+    """
+
+    __slots__ = ("dense", "sparse")
+
+    def __init__(self) -> None:
+        self.dense = np.zeros(0, np.int64)
+        self.sparse: Counter[int] = Counter()
+
+    def _grow(self, size: int) -> None:
+        if size > self.dense.size:
+            grown = np.zeros(1 << max(size - 1, 1).bit_length(), np.int64)
+            grown[: self.dense.size] = self.dense
+            self.dense = grown
+
+    def add(self, lengths: np.ndarray) -> None:
+        """Count each value of ``lengths`` (int64 >= 1) once."""
+        if lengths.size == 0:
+            return
+        small = lengths[lengths < DENSE_LIMIT] if int(lengths.max()) >= DENSE_LIMIT else lengths
+        if small.size < lengths.size:
+            values, counts = np.unique(lengths[lengths >= DENSE_LIMIT], return_counts=True)
+            self.sparse.update(dict(zip(values.tolist(), counts.tolist(), strict=True)))
+        if small.size:
+            binned = np.bincount(small)
+            self._grow(binned.size)
+            self.dense[: binned.size] += binned
+
+    def add_counts(self, lengths: np.ndarray, counts: np.ndarray) -> None:
+        """Add ``counts[k]`` documents of length ``lengths[k]``."""
+        small = lengths < DENSE_LIMIT
+        if np.any(small):
+            self._grow(int(lengths[small].max()) + 1)
+            np.add.at(self.dense, lengths[small], counts[small])
+        for length, count in zip(lengths[~small].tolist(), counts[~small].tolist(), strict=True):
+            self.sparse[length] += count
+
+    def merge(self, other: LengthCounts) -> None:
+        """Add another partial's counts into this one."""
+        self._grow(other.dense.size)
+        self.dense[: other.dense.size] += other.dense
+        self.sparse.update(other.sparse)
+
+    def to_arrays(self) -> tuple[np.ndarray, np.ndarray]:
+        """Sorted unique lengths and their counts (both int64, counts > 0)."""
+        lengths = np.flatnonzero(self.dense).astype(np.int64)
+        counts = self.dense[lengths]
+        if self.sparse:
+            big = np.array(sorted(self.sparse), np.int64)
+            lengths = np.concatenate([lengths, big])
+            counts = np.concatenate([counts, np.array([self.sparse[k] for k in big.tolist()], np.int64)])
+        return lengths, counts
+
+
+def cut_point(codes: np.ndarray, max_docs: int | None, max_tokens: int | None) -> int:
+    """How many documents of an ordered log to keep under the limits.
+
+    Documents are taken in order while fewer than ``max_docs`` were taken and fewer than ``max_tokens``
+    tokens were counted: the document that reaches the token limit is kept whole (lengths are never
+    truncated, which would distort the histogram).
+
+    >>> cut_point(np.array([5, 0, 7, 3]), None, 6), cut_point(np.array([5, 0, 7, 3]), 2, None)
+    (3, 2)
+    """
+    n = codes.size
+    if max_docs is not None:
+        n = min(n, max(int(max_docs), 0))
+    if max_tokens is not None:
+        if max_tokens <= 0:
+            return 0
+        cumulative = np.cumsum(np.maximum(codes[:n], 0))
+        reached = int(np.searchsorted(cumulative, max_tokens, side="left"))  # first index with sum >= limit
+        n = min(n, reached + 1)
+    return n
+
+
+@dataclass
+class ShardCount:
+    """The partial result of one shard (or the merge of several).
+
+    ``lengths[source]``: tokenized documents per source label (``None`` when the corpus has no sources);
+    ``empty[source]``: empty documents; ``skipped``: records skipped by reason; ``sampled_out``: documents
+    left out by ``sample_rate``; ``complete``: the shard was read to its end (not stopped at a limit);
+    ``error``: first bad record's message when ``on_error="raise"`` (the shard stops there and the driver
+    raises it once it knows the record is within the scan's limits).
+    """
+
+    shard_id: str = ""
+    lengths: dict[str | None, LengthCounts] = field(default_factory=dict)
+    empty: Counter = field(default_factory=Counter)
+    skipped: Counter = field(default_factory=Counter)
+    sampled_out: int = 0
+    complete: bool = True
+    error: str | None = None
+    log: DocumentLog | None = None
+
+    @property
+    def documents_read(self) -> int:
+        """Every record this partial accounts for: tokenized + empty + skipped."""
+        return self.documents + sum(self.empty.values()) + sum(self.skipped.values())
+
+    @property
+    def documents(self) -> int:
+        return sum(int(c.dense.sum()) + sum(c.sparse.values()) for c in self.lengths.values())
+
+    @property
+    def tokens(self) -> int:
+        total = 0
+        for c in self.lengths.values():
+            total += int(np.dot(np.arange(c.dense.size, dtype=np.int64), c.dense))
+            total += sum(k * v for k, v in c.sparse.items())
+        return total
+
+    def add(self, codes: np.ndarray, sources: np.ndarray, labels: list, reasons: list[str]) -> None:
+        """Count a batch of document outcomes (see the module docstring for ``codes``)."""
+        groups = [(labels[0], slice(None))] if len(labels) == 1 else None
+        if groups is None:
+            groups = [(labels[s], sources == s) for s in np.unique(sources).tolist()]
+        for label, mask in groups:
+            part = codes[mask]
+            positive = part[part > 0]
+            if positive.size:
+                self.lengths.setdefault(label, LengthCounts()).add(positive)
+            empty = int(np.count_nonzero(part == 0))
+            if empty:
+                self.empty[label] += empty
+        negative = codes[codes < 0]
+        if negative.size:
+            for code, count in zip(*np.unique(negative, return_counts=True), strict=True):
+                self.skipped[reasons[-int(code) - 1]] += int(count)
+
+    def merge(self, other: ShardCount) -> None:
+        """Add another partial into this one (order does not matter)."""
+        for label, counts in other.lengths.items():
+            self.lengths.setdefault(label, LengthCounts()).merge(counts)
+        self.empty.update(other.empty)
+        self.skipped.update(other.skipped)
+        self.sampled_out += other.sampled_out
+
+    def to_histogram(self, *, by_source: bool, **metadata) -> LengthHistogram:
+        """The exact LengthHistogram of this partial, split by source when ``by_source``."""
+        skipped = dict(sorted(self.skipped.items()))
+        if not by_source:
+            total = LengthCounts()
+            for counts in self.lengths.values():
+                total.merge(counts)
+            lengths, counts = total.to_arrays()
+            return LengthHistogram(
+                lengths, counts, skipped=skipped, empty_documents=sum(self.empty.values()), **metadata
+            )
+        labels = sorted({*self.lengths, *self.empty}, key=lambda s: (s is None, s or ""))
+        sources = {}
+        for label in labels:
+            name = UNLABELLED if label is None else str(label)
+            lengths, counts = (self.lengths[label] if label in self.lengths else LengthCounts()).to_arrays()
+            part = LengthHistogram(lengths, counts, corpus=name, empty_documents=int(self.empty.get(label, 0)))
+            sources[name] = sources[name].merge(part) if name in sources else part
+        return combine_sources(
+            sources,
+            documents_read=self.documents_read,
+            skipped=skipped,
+            empty_documents=sum(self.empty.values()),
+            **metadata,
+        )
+
+
+@dataclass
+class DocumentLog:
+    """Ordered per-document outcomes of a shard, kept only when the scan has limits."""
+
+    codes: list[np.ndarray] = field(default_factory=list)  # int64 per batch, see module docstring
+    sources: list[np.ndarray] = field(default_factory=list)  # int32 indices into labels, per batch
+    positions: list[np.ndarray] = field(default_factory=list)  # int64 index of each document in its shard
+    labels: list = field(default_factory=lambda: [None])
+    reasons: list[str] = field(default_factory=list)
+
+    def arrays(self) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        def join(parts: list[np.ndarray], dtype) -> np.ndarray:
+            return np.concatenate(parts) if parts else np.zeros(0, dtype)
+
+        return join(self.codes, np.int64), join(self.sources, np.int32), join(self.positions, np.int64)
+
+
+def truncate(part: ShardCount, max_docs: int | None, max_tokens: int | None) -> tuple[ShardCount, bool]:
+    """The prefix of a logged partial that fits the limits, and whether the limits are now exhausted.
+
+    Deterministic whatever the worker read beyond the limit: documents sampled out are counted up to the
+    last kept document, and a bad record (``error``) is kept only if it lies within the limits.
+    """
+    assert part.log is not None, "only a logged partial can be cut"
+    codes, sources, positions = part.log.arrays()
+    n = cut_point(codes, max_docs, max_tokens)
+    exhausted = (max_docs is not None and n >= max_docs) or (
+        max_tokens is not None and int(np.maximum(codes[:n], 0).sum()) >= max_tokens
+    )
+    if n == codes.size and not exhausted:  # all of it fits (a trailing bad record, if any, too)
+        return part, False
+    cut = ShardCount(shard_id=part.shard_id, complete=False)
+    cut.sampled_out = int(positions[n - 1]) + 1 - n if n else 0
+    cut.add(codes[:n], sources[:n], part.log.labels, part.log.reasons)
+    cut.log = DocumentLog([codes[:n]], [sources[:n]], [positions[:n]], part.log.labels, part.log.reasons)
+    return cut, True

@@ -1,0 +1,137 @@
+"""What a length histogram implies for training windows: position-mass shares and effective lengths.
+
+For each window L and regime, :func:`freqlab.frequency.summary.regime_summaries` of
+f = position_frequency(histogram, L, regime) (STRING Eq. 2, f(i) = Σ_segments max(|s| - i, 0)), notably:
+
+- ``share_at_most_half``: Σ_{i ≤ L/2} f(i) / Σ_i f(i), the share of position mass in the first half;
+- ``share_at_least_three_quarters``: share of the mass at i ≥ 3L/4, the positions STRING finds
+  under-trained (Sec. 3: the left-skewed frequency distribution);
+- ``effective_length``: the largest i with f_T(i) = f(i) · T / f(0) ≥ tau after T training tokens (STRING
+  Sec. 3, Fig. 2b; tau is an empirical, model-dependent threshold, default 100B).
+
+The budget T defaults to the corpus's own tokens (one epoch); ``corpus_tokens`` extrapolates a partial
+scan's length distribution to a full corpus, which the summary flags.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from freqlab.frequency.regimes import check_window
+from freqlab.frequency.stats import DEFAULT_TAU
+from freqlab.frequency.summary import describe, human_count, regime_summaries
+from freqlab.histogram import LengthHistogram
+
+DEFAULT_L: tuple[int, ...] = (2048,)
+DEFAULT_REGIMES: tuple[str, ...] = ("natural", "concat", "uniform")
+
+
+def summarize_windows(
+    histogram: LengthHistogram,
+    L: Sequence[int] = DEFAULT_L,
+    regimes: Sequence[str] = DEFAULT_REGIMES,
+    *,
+    tokens: int | None = None,
+    corpus_tokens: int | None = None,
+    estimated_corpus_tokens: int | None = None,
+    tau: float = DEFAULT_TAU,
+    partial: bool = False,
+    seed: int = 0,
+) -> dict:
+    """The ``budget`` and ``windows`` parts of a scan summary.
+
+    Corpus size: ``corpus_tokens`` when given, else ``estimated_corpus_tokens`` for a partial scan (when
+    the scan could estimate it), else the tokens counted. The training budget T is ``tokens`` when given,
+    else the corpus size. ``extrapolated`` is True when the frequencies of the counted tokens are scaled to
+    a corpus of another size.
+
+    Ten 4096-token documents in 2048-token windows: 20 full segments, f(i) = 20 · (2048 - i), and with
+    T = 40960 = f(0), f_T(i) >= 1000 up to i = 1998.
+
+    >>> h = LengthHistogram.from_lengths([4096] * 10)
+    >>> s = summarize_windows(h, [2048], ["natural"], tau=1000)
+    >>> w = s["windows"][0]
+    >>> s["budget"]["training_tokens"], w["segments"], round(w["share_at_most_half"], 4), w["effective_length"]
+    (40960, 20, 0.7504, 1998)
+    """
+    counted = histogram.tokens
+    if corpus_tokens is not None:
+        size, origin = int(corpus_tokens), "corpus_tokens option"
+    elif partial and estimated_corpus_tokens:
+        size, origin = int(estimated_corpus_tokens), "estimated from the partial scan"
+    else:
+        size, origin = counted, "tokens counted" + (" (partial scan)" if partial else "")
+    training = int(tokens) if tokens is not None else size
+    budget = {
+        "tau": tau,
+        "corpus_tokens": size,
+        "corpus_tokens_from": origin,
+        "training_tokens": training,
+        "training_tokens_from": "tokens option" if tokens is not None else "one pass over the corpus",
+        "tokens_counted": counted,
+        "extrapolated": counted > 0 and size != counted,
+    }
+    for window in L:
+        check_window(window)
+    windows = []
+    if counted > 0:
+        windows = regime_summaries(histogram.lengths, histogram.counts, L, regimes, tokens=training, tau=tau, seed=seed)
+    return {"budget": budget, "windows": windows}
+
+
+def _percent(x: float) -> str:
+    return f"{100 * x:.1f}%"
+
+
+def format_report(summary: dict) -> str:
+    """The terminal report of a scan summary (see :func:`freqlab.scan.scan`)."""
+    lines = []
+    corpus, tok, docs = summary["corpus"], summary["tokenizer"], summary["documents"]
+    special = "special tokens counted" if tok["special_tokens_counted"] else "no special tokens"
+    lines.append(f"corpus     {corpus['name']}")
+    lines.append(f"tokenizer  {tok['name']} ({tok['backend']}, vocab {tok['vocab_size']:,}, {special})")
+    skipped = docs["skipped"]
+    reasons = ", ".join(f"{k}: {v:,}" for k, v in sorted(skipped.items()))
+    lines.append(
+        f"documents  {docs['read']:,} read = {docs['tokenized']:,} tokenized + {docs['empty']:,} empty"
+        f" + {sum(skipped.values()):,} skipped" + (f" ({reasons})" if reasons else "")
+    )
+    if docs.get("sampled_out"):
+        lines.append(f"           {docs['sampled_out']:,} left out by sampling")
+    lengths = summary["lengths"]
+    lines.append(
+        f"tokens     {summary['tokens']:,} (mean {lengths['mean']:,.0f}, median {lengths['median']:,},"
+        f" p99 {lengths['percentiles']['p99']:,}, max {lengths['max']:,} per document)"
+    )
+    run = summary["scan"]
+    lines.append(
+        f"time       {run['wall_seconds']:.1f} s, {human_count(run['documents_per_second'])} docs/s, "
+        f"{human_count(run['tokens_per_second'])} tokens/s ({run['engine']}, {run['workers']} workers)"
+    )
+    if run.get("partial"):
+        lines.append(f"partial    {run['partial']}")
+    if summary.get("sources"):
+        lines.append("")
+        width = max(len(name) for name in summary["sources"])
+        lines.append(f"{'source':<{width}}  {'documents':>12}  {'tokens':>16}  {'share':>6}")
+        total = max(summary["tokens"], 1)
+        for name, s in summary["sources"].items():
+            share = _percent(s["tokens"] / total)
+            lines.append(f"{name:<{width}}  {s['documents']:>12,}  {s['tokens']:>16,}  {share:>6}")
+    budget = summary["budget"]
+    lines.append("")
+    note = ", extrapolated" if budget["extrapolated"] else ""
+    lines.append(
+        f"budget     T = {human_count(budget['training_tokens'])} training tokens ({budget['training_tokens_from']}); "
+        f"corpus {human_count(budget['corpus_tokens'])} tokens ({budget['corpus_tokens_from']}{note}); "
+        f"tau = {human_count(budget['tau'])}"
+    )
+    for w in summary["windows"]:
+        lines.append(describe(w))
+    if not summary["windows"]:
+        lines.append("no tokens counted: no position frequencies to report")
+    outputs = summary.get("outputs")
+    if outputs:
+        lines.append("")
+        lines.append("wrote      " + ", ".join(outputs.values()))
+    return "\n".join(lines)

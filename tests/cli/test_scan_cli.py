@@ -1,0 +1,124 @@
+"""``freqlab scan``: a thin CLI over freqlab.scan.scan (tables, --json, outputs, errors, Ctrl-C)."""
+
+from __future__ import annotations
+
+import json
+import re
+import time
+
+import pytest
+from click.testing import CliRunner
+
+import freqlab.scan.engines as engines
+from freqlab.cli import main
+from freqlab.histogram import LengthHistogram
+from freqlab.scan import scan
+
+TEXTS = [
+    "The quick brown fox jumps over the lazy dog. " * 40,
+    "def f(x):\n    return x ** 2\n" * 25,
+    "",
+    "Bonjour le monde. " * 300,
+]
+
+
+@pytest.fixture
+def corpus(tmp_path):
+    folder = tmp_path / "data"
+    folder.mkdir()
+    for k in range(2):
+        with open(folder / f"part{k}.jsonl", "w") as handle:
+            for j, text in enumerate(TEXTS):
+                label = ["web", "code"][j % 2]
+                handle.write(json.dumps({"text": text, "meta": {"redpajama_set_name": label}}) + "\n")
+    return folder
+
+
+def invoke(*args):
+    return CliRunner().invoke(main, ["scan", *args])
+
+
+def test_json_summary_matches_the_python_api_and_the_written_files(tmp_path, corpus):
+    out = tmp_path / "out"
+    result = invoke("--dataset", "slimpajama", "--data-files", str(corpus / "*.jsonl"), "--L", "256", "--L", "512",
+                    "--regime", "natural", "--out", str(out), "--workers", "1", "--json")
+    assert result.exit_code == 0, result.output
+    summary = json.loads(result.output)
+    api = scan("slimpajama", data_files=str(corpus / "*.jsonl"), L=[256, 512], regimes=["natural"], progress=False)
+    assert summary["documents"] == api.summary["documents"] == {
+        "read": 8, "tokenized": 6, "empty": 2, "skipped": {}, "sampled_out": 0
+    }
+    assert summary["tokens"] == api.histogram.tokens
+    assert [(w["L"], w["regime"]) for w in summary["windows"]] == [(256, "natural"), (512, "natural")]
+    assert summary["windows"] == api.summary["windows"]
+    assert summary["tokenizer"]["name"] == "tekken" and summary["tokenizer"]["special_tokens_counted"] is False
+    assert json.loads((out / "summary.json").read_text())["documents"] == summary["documents"]
+    saved = LengthHistogram.read_parquet(out / "lengths.parquet")
+    assert saved.counts.tolist() == api.histogram.counts.tolist() and sorted(saved.sources) == ["code", "web"]
+
+
+def test_the_table_report_reads_like_the_issue(tmp_path, corpus):
+    result = invoke("--dataset", str(corpus), "--L", "2048", "--out", str(tmp_path / "o"), "--quiet")
+    assert result.exit_code == 0, result.output
+    assert re.search(r"^L=2048 natural: \d+\.\d% of position mass at i ≤ 1024, \d+\.\d% at i ≥ 1536", result.output,
+                     re.M)
+    assert "L=2048 concat:" in result.output and "L=2048 uniform:" in result.output
+    assert "documents  8 read = 6 tokenized + 2 empty + 0 skipped" in result.output
+
+
+def test_add_special_tokens_counts_bos_and_eos(tmp_path, corpus):
+    plain = invoke("--dataset", str(corpus), "--out", str(tmp_path / "a"), "--json", "-q")
+    special = invoke("--dataset", str(corpus), "--out", str(tmp_path / "b"), "--json", "-q", "--add-special-tokens")
+    a, b = json.loads(plain.output), json.loads(special.output)
+    assert b["tokens"] == a["tokens"] + 2 * a["documents"]["tokenized"]  # <s> ... </s> per document
+    assert b["tokenizer"]["special_tokens_counted"] is True
+
+
+def test_a_bad_record_is_one_line_with_file_and_line_and_skip_counts_it(tmp_path, corpus):
+    with open(corpus / "part1.jsonl", "a") as handle:
+        handle.write("{not json\n")
+    failed = invoke("--dataset", str(corpus), "--out", str(tmp_path / "o"))
+    assert failed.exit_code == 1
+    assert failed.output.strip() == f"Error: {corpus / 'part1.jsonl'}:5: malformed-json"
+    skipped = invoke("--dataset", str(corpus), "--out", str(tmp_path / "o"), "--on-error", "skip", "--json")
+    assert json.loads(skipped.output)["documents"]["skipped"] == {"malformed-json": 1}
+
+
+def test_ctrl_c_keeps_checkpoints_and_hints_at_resume(tmp_path, corpus, monkeypatch):
+    real, calls = engines.count_shard, []
+
+    def interrupted_on_second_shard(shard, *args, **kwargs):
+        calls.append(shard.id)
+        if len(calls) == 2:
+            raise KeyboardInterrupt
+        return real(shard, *args, **kwargs)
+
+    monkeypatch.setattr(engines, "count_shard", interrupted_on_second_shard)
+    out = tmp_path / "o"
+    result = invoke("--dataset", str(corpus), "--out", str(out), "--workers", "1")
+    assert result.exit_code == 130
+    assert "--resume" in result.output and len(list((out / "checkpoints").glob("*.parquet"))) == 1
+    resumed = invoke("--dataset", str(corpus), "--out", str(out), "--workers", "1", "--resume", "--json")
+    assert resumed.exit_code == 0 and calls == ["part0.jsonl", "part1.jsonl", "part1.jsonl"]
+    assert json.loads(resumed.output)["documents"]["read"] == 8
+
+
+def test_no_arguments_scans_the_builtin_corpus_offline(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    result = invoke("--max-docs", "300", "--quiet")  # the full no-argument scan takes ~10 s; same code path
+    assert result.exit_code == 0, result.output
+    assert "corpus     python-stdlib" in result.output and "tokenizer  tekken (tiktoken" in result.output
+    assert "L=2048 natural:" in result.output
+    assert (tmp_path / "freqlab-out" / "lengths.parquet").is_file()
+
+
+def test_an_unreachable_hub_dataset_fails_fast_with_one_line(tmp_path):
+    start = time.monotonic()
+    result = invoke("--dataset", "no-such-owner/no-such-dataset", "--out", str(tmp_path / "o"))
+    assert result.exit_code == 1 and time.monotonic() - start < 15
+    assert result.output.count("\n") == 1 and "no-such-owner/no-such-dataset" in result.output
+
+
+def test_help_has_an_example():
+    result = invoke("--help")
+    assert result.exit_code == 0 and "freqlab scan --dataset slimpajama" in result.output

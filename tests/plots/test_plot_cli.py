@@ -1,0 +1,92 @@
+"""`freqlab plot ...`: thin commands over freqlab.plots; files written where asked, one-line errors."""
+
+import json
+
+import pytest
+from click.testing import CliRunner
+
+from freqlab.cli import main
+
+
+@pytest.fixture(scope="module")
+def hist_file(tmp_path_factory, sourced):
+    return str(sourced.to_parquet(tmp_path_factory.mktemp("h") / "lengths.parquet"))
+
+
+def run(*args):
+    return CliRunner().invoke(main, [str(a) for a in args])
+
+
+def test_frequency_one_and_three_regimes(tmp_path, hist_file):
+    result = run("plot", "frequency", hist_file, "--L", 1024, "--regime", "natural", "--out", tmp_path / "f1.pdf")
+    assert result.exit_code == 0, result.output
+    assert result.output.strip() == f"wrote {tmp_path / 'f1.pdf'}"
+    assert b"/FontFile2" in (tmp_path / "f1.pdf").read_bytes()
+    result = run(
+        "plot",
+        "frequency",
+        hist_file,
+        "--regime",
+        "natural",
+        "--regime",
+        "uniform",
+        "--regime",
+        "concat",
+        "--size",
+        "two-column",
+        "--out",
+        tmp_path / "fig1",
+        "--format",
+        "png",
+        "--format",
+        "svg",
+        "--json",
+    )
+    assert result.exit_code == 0, result.output
+    assert json.loads(result.output) == {"files": [str(tmp_path / "fig1.png"), str(tmp_path / "fig1.svg")]}
+
+
+@pytest.mark.parametrize(
+    "args",
+    [
+        ["windows", "{hist}", "--L", "1024", "--L", "2048", "--tokens", "100B"],
+        ["effective-length", "{hist}", "--L", "2048", "--tau", "50B"],
+        ["sources", "{hist}", "--L", "2048"],
+        ["string-matrix", "--L", "9", "--S", "3", "--W", "1"],
+        ["string-usage", "--L", "2048", "--S", "683", "--histogram", "{hist}"],
+        ["harpe", "--base", "10000", "--base", "20000", "--target", "4096"],
+        ["harpe", "--envelopes", "--heads", "4", "--target", "4096"],
+    ],
+)
+def test_each_command_writes_a_png(tmp_path, hist_file, args):
+    out = tmp_path / "fig.png"
+    result = run("plot", *[a.format(hist=hist_file) for a in args], "--out", out, "--size", "3.5,2.5", "--dpi", 60)
+    assert result.exit_code == 0, result.output
+    assert out.read_bytes()[:4] == b"\x89PNG"
+
+
+def test_scan_command_writes_into_a_folder(tmp_path, hist_file):
+    result = run("plot", "scan", hist_file, "--L", 2048, "--out", tmp_path, "--json")
+    assert result.exit_code == 0, result.output
+    files = json.loads(result.output)["files"]
+    assert [f.rsplit("/", 1)[-1] for f in files] == ["frequency_L2048.png", "effective_length.png", "sources.png"]
+
+
+def test_errors(tmp_path, hist_file):
+    missing = run("plot", "frequency", tmp_path / "nope.parquet", "--out", tmp_path / "x.png")
+    assert missing.exit_code == 1 and "no such histogram file" in missing.output
+    suffix = run("plot", "frequency", hist_file, "--out", tmp_path / "x.jpg")
+    assert suffix.exit_code == 1 and "give a .png, .pdf or .svg file name" in suffix.output
+    size = run("plot", "frequency", hist_file, "--out", tmp_path / "x.png", "--size", "a4")
+    assert size.exit_code == 2
+    bad_w = run("plot", "string-matrix", "--L", 9, "--S", 3, "--W", 3, "--out", tmp_path / "x.png")
+    assert bad_w.exit_code == 1 and "must be smaller than the shift S" in bad_w.output
+    assert "Example" in run("plot", "frequency", "--help").output
+
+
+def test_cli_startup_does_not_import_matplotlib():
+    import subprocess
+    import sys
+
+    code = "import sys, freqlab.cli; assert 'matplotlib' not in sys.modules"
+    subprocess.run([sys.executable, "-c", code], check=True)

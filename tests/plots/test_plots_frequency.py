@@ -1,0 +1,92 @@
+"""Position-frequency figures (STRING Fig. 1, 2, 3 layouts) draw the core API's numbers, labelled."""
+
+import numpy as np
+import pytest
+from plot_helpers import assert_labelled
+
+from freqlab import FreqlabError, LengthHistogram, effective_length, position_frequency
+from freqlab.plots import (
+    effective_length_curve,
+    plot_effective_length,
+    plot_position_frequency,
+    plot_regimes,
+    plot_windows,
+)
+
+# 2049 documents of exactly 2048 tokens: T = 2048 * 2049 = 2 * (1 + ... + 2048), so the concat rows and the
+# uniform sweep are both exact and the shares are the closed forms of reference.md (75.04/6.26, 87.52/1.57).
+FULL_ROWS = LengthHistogram.from_counts([2048], [2049])
+
+
+def test_fig1_panel_draws_f_and_segment_bars(histogram):
+    fig = plot_position_frequency(histogram, 2048, "natural")
+    assert_labelled(fig)
+    ax = fig.axes[0]
+    assert ax.get_xlabel() == "relative position i (line) / segment length (bars)"
+    assert ax.get_title() == "natural, L = 2K"
+    (line,) = ax.lines
+    np.testing.assert_array_equal(line.get_ydata(), position_frequency(histogram.lengths, histogram.counts, 2048))
+    bars = fig.axes[1].patches
+    assert len(bars) == 32
+    assert sum(bar.get_height() for bar in bars) == pytest.approx(100.0)
+
+
+def test_fig1abc_shares_are_the_closed_forms():
+    fig = plot_regimes(FULL_ROWS, 2048)
+    assert_labelled(fig)
+    assert [ax.get_title() for ax in fig.axes[:3]] == ["natural, L = 2K", "uniform, L = 2K", "concat, L = 2K"]
+    shown = [[t.get_text() for t in ax.texts if "%" in t.get_text()] for ax in fig.axes[:3]]
+    assert shown[0] == ["i ≤ 1K\n75.0%", "i ≥ 1.5K\n6.3%"]  # natural = concat: every document is one row
+    assert shown[1] == ["i ≤ 1K\n87.5%", "i ≥ 1.5K\n1.6%"]  # uniform lengths: quadratic f
+    assert shown[2] == ["i ≤ 1K\n75.0%", "i ≥ 1.5K\n6.3%"]  # concat: linear f
+    f_uniform = fig.axes[1].lines[0].get_ydata()
+    np.testing.assert_array_equal(f_uniform, position_frequency([2048], [2049], 2048, "uniform"))
+
+
+def test_regimes_wrap_into_rows_and_hide_spare_panels(histogram):
+    fig = plot_regimes(histogram, 1024, ["natural", "truncate", "concat", "uniform"], columns=3)
+    main = fig.axes[:6]
+    assert [ax.get_visible() for ax in main] == [True, True, True, True, False, False]
+    assert_labelled(fig)
+    with pytest.raises(FreqlabError, match="at least one regime"):
+        plot_regimes(histogram, 1024, [])
+
+
+def test_truncate_panel_reports_dropped_tokens():
+    fig = plot_position_frequency(LengthHistogram.from_counts([1000, 3000], [1, 1]), 2048, "truncate")
+    # 3000 -> 2048: 952 of 4000 tokens dropped
+    assert "cut:\n24% of\ntokens" in [t.get_text() for t in fig.axes[0].texts]
+
+
+def test_windows_share_the_budget_at_position_zero(histogram):
+    fig = plot_windows(histogram, (2048, 4096), tokens=1e12)
+    assert_labelled(fig)
+    lines = fig.axes[0].lines
+    assert [line.get_label() for line in lines] == ["L = 2K", "L = 4K"]
+    # STRING Fig. 3: position 0 occurs T times whatever the window; the gap grows with i
+    assert [line.get_ydata()[0] for line in lines] == [pytest.approx(1e12), pytest.approx(1e12)]
+    assert lines[1].get_ydata()[1024] > lines[0].get_ydata()[1024]
+
+
+def test_effective_length_curve_and_threshold():
+    f = position_frequency([2048], [2049], 2048, "concat")
+    # f_T(i) = T (2048 - i) / 2048 >= 1e11  <=>  i <= 2048 - 2048e11 / T: 0 at T = tau, 1843 at 1T (README), 2027 at 10T
+    assert effective_length_curve(f, [1e11, 1e12, 1e13]).tolist() == [0, 1843, 2027]
+    fig = plot_effective_length(FULL_ROWS, (2048,), "concat", budget=1e12)
+    assert_labelled(fig)
+    left, right = fig.axes[:2]
+    assert left.get_xscale() == "log" and right.get_yscale() == "log"
+    assert [line.get_ydata()[0] for line in right.lines if line.get_linestyle() == "--"] == [1e11]  # tau = 100B
+    assert "1843" in [t.get_text() for t in right.texts]
+    assert effective_length(f, 1e12) == 1843
+    with pytest.raises(FreqlabError, match="token range"):
+        plot_effective_length(FULL_ROWS, (2048,), tokens=(1e12, 1e11))
+
+
+def test_bad_inputs_are_clear_errors():
+    with pytest.raises(FreqlabError, match="no documents"):
+        plot_position_frequency(LengthHistogram.from_lengths([]), 2048)
+    with pytest.raises(FreqlabError, match="LengthHistogram or a"):
+        plot_position_frequency([1, 2, 3], 2048)
+    with pytest.raises(FreqlabError, match="unknown regime"):
+        plot_position_frequency(([5], [1]), 8, "zigzag")

@@ -1,0 +1,34 @@
+"""Per-source figure: exact CCDFs and per-source shares of position mass."""
+
+import numpy as np
+import pytest
+from plot_helpers import assert_labelled
+
+from freqlab import FreqlabError, LengthHistogram, position_frequency, share_at_most
+from freqlab.plots import length_ccdf, plot_sources
+
+
+def test_length_ccdf_is_exact():
+    x, p = length_ccdf(LengthHistogram.from_counts([1, 2, 4, 10], [5, 3, 1, 1]))
+    assert x.tolist() == [1, 2, 4, 10]
+    assert p.tolist() == [1.0, 0.5, 0.2, 0.1]
+
+
+def test_sources_figure_has_one_series_per_source_plus_total(sourced):
+    fig = plot_sources(sourced, 2048)
+    assert_labelled(fig)
+    left, right = fig.axes[:2]
+    names = [line.get_label() for line in right.lines]
+    assert len(names) == 4 and names[-1].startswith("all:")
+    for (name, part), label, line in zip(sourced.sources.items(), names, right.lines):
+        f = position_frequency(part.lengths, part.counts, 2048)
+        assert label == f"{name}: {100 * share_at_most(f, 1024):.1f}% at i ≤ 1024"
+        np.testing.assert_allclose(line.get_ydata(), f / f[0])
+    ccdf_total = left.lines[3]
+    assert ccdf_total.get_label() == f"all ({sourced.documents:,} docs)"
+    assert ccdf_total.get_ydata()[0] == 1.0
+
+
+def test_sources_needs_a_split(histogram):
+    with pytest.raises(FreqlabError, match="no per-source split"):
+        plot_sources(histogram)

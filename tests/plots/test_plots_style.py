@@ -1,0 +1,80 @@
+"""The freqlab style: applied inside plotting functions only, paper sizes, TrueType PDFs, deterministic export."""
+
+import subprocess
+import sys
+
+import matplotlib
+import pytest
+
+from freqlab import FreqlabError
+from freqlab.plots import freqlab_style, plot_position_frequency, save_figure
+from freqlab.plots.style import STYLE, figure_size, new_figure
+
+
+def test_size_presets_are_paper_widths():
+    assert figure_size("one-column") == (3.5, 2.45)
+    assert figure_size("two-column", aspect=0.5) == (7.2, 3.6)
+    assert figure_size((4, 3)) == (4.0, 3.0)
+    with pytest.raises(FreqlabError, match="unknown figure size 'a4'"):
+        figure_size("a4")
+    with pytest.raises(FreqlabError, match="positive"):
+        figure_size((0, 2))
+
+
+def test_importing_freqlab_plots_leaves_rcparams_alone():
+    code = (
+        "import matplotlib; before = dict(matplotlib.rcParams); import freqlab.plots, freqlab.cli; "
+        "assert dict(matplotlib.rcParams) == before"
+    )
+    subprocess.run([sys.executable, "-c", code], check=True)
+
+
+def test_style_is_scoped_not_global(histogram):
+    before = dict(matplotlib.rcParams)
+    fig = plot_position_frequency(histogram, 2048)
+    assert dict(matplotlib.rcParams) == before
+    with freqlab_style():
+        assert matplotlib.rcParams["pdf.fonttype"] == 42
+        assert matplotlib.rcParams["ps.fonttype"] == 42
+        assert matplotlib.rcParams["text.usetex"] is False
+    assert dict(matplotlib.rcParams) == before
+    # the figure itself was drawn in the style: 3.5 in wide, 8 pt labels
+    assert fig.get_size_inches()[0] == pytest.approx(3.5)
+    assert fig.axes[0].xaxis.label.get_fontsize() == STYLE["axes.labelsize"] == 8
+
+
+def test_pdf_embeds_truetype_fonts_and_no_type3(tmp_path, histogram):
+    fig = plot_position_frequency(histogram, 2048)
+    (pdf,) = save_figure(fig, tmp_path / "fig", ["pdf"])
+    data = pdf.read_bytes()
+    # fonttype 42: TrueType outlines (FontFile2), embedded as a TrueType or CID-keyed TrueType font
+    assert b"/FontFile2" in data
+    assert b"/TrueType" in data or b"/CIDFontType2" in data
+    assert b"/Type3" not in data
+    # the check is meaningful: matplotlib's own default (fonttype 3) writes Type 3 fonts
+    plain = tmp_path / "plain.pdf"
+    with matplotlib.rc_context({"pdf.fonttype": 3}):
+        fig.savefig(plain)
+    assert b"/Type3" in plain.read_bytes()
+
+
+def test_save_figure_writes_every_format_deterministically(tmp_path, histogram):
+    fig = plot_position_frequency(histogram, 2048)
+    first = save_figure(fig, tmp_path / "a" / "fig.png", ["png", "pdf", "svg"])
+    assert [p.name for p in first] == ["fig.png", "fig.pdf", "fig.svg"]
+    second = save_figure(plot_position_frequency(histogram, 2048), tmp_path / "b" / "fig", ("png", "pdf", "svg"))
+    for a, b in zip(first, second):
+        assert a.read_bytes() == b.read_bytes(), a.name
+    assert first[0].read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+    assert first[0].stat().st_size < 200_000
+    assert b"<svg" in first[2].read_bytes()[:2000]
+
+
+def test_save_figure_format_from_suffix_and_errors(tmp_path):
+    fig, ax = new_figure()
+    ax.plot([0, 1], [0, 1])
+    assert save_figure(fig, tmp_path / "x.svg", None) == [tmp_path / "x.svg"]
+    with pytest.raises(FreqlabError, match="unknown figure format 'jpg'"):
+        save_figure(fig, tmp_path / "x", ["jpg"])
+    with pytest.raises(FreqlabError, match="no file suffix"):
+        save_figure(fig, tmp_path / "x", None)

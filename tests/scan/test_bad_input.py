@@ -1,0 +1,86 @@
+"""Bad records: a clear error with file and line by default, counted by reason with on_error="skip"."""
+
+from __future__ import annotations
+
+import pytest
+
+from freqlab.errors import FreqlabError
+from freqlab.scan import scan
+
+from .conftest import reference_histogram, write_slimpajama
+
+GOOD = [("def f():\n    return 1\n", "RedPajamaGithub"), ("Some prose, here.", "RedPajamaBook")]
+BAD_LINES = [
+    '{"text": "unterminated',  # malformed-json
+    '{"meta": {"redpajama_set_name": "RedPajamaBook"}}',  # missing-text-field
+    '{"text": 42, "meta": {"redpajama_set_name": "RedPajamaBook"}}',  # non-string-text
+    '{"text": null}',  # null-text
+]
+
+
+@pytest.fixture
+def bad_dir(tmp_path):
+    folder = tmp_path / "bad"
+    write_slimpajama(folder / "a.jsonl", [*GOOD, ("", "RedPajamaBook")])
+    write_slimpajama(folder / "b.jsonl", [GOOD[0], *BAD_LINES, GOOD[1]])
+    with open(folder / "b.jsonl", "ab") as handle:  # invalid UTF-8 on line 7
+        handle.write(b'{"text": "caf\xe9"}\n')
+    return folder
+
+
+def run(folder, **options):
+    return scan("slimpajama", data_files=str(folder / "*.jsonl"), L=[64], regimes=["natural"], progress=False,
+                **options)
+
+
+@pytest.mark.parametrize("workers", [1, 2])
+def test_the_first_bad_record_raises_with_its_file_and_line(bad_dir, workers):
+    with pytest.raises(FreqlabError, match=r"b\.jsonl:2: malformed-json"):
+        run(bad_dir, workers=workers)
+
+
+def test_skip_counts_every_bad_record_by_reason_and_accounts_for_every_document(bad_dir, counter):
+    result = run(bad_dir, on_error="skip", workers=1)
+    docs = result.summary["documents"]
+    assert docs["skipped"] == {
+        "invalid-utf8": 1,
+        "malformed-json": 1,
+        "missing-text-field": 1,
+        "non-string-text": 1,
+        "null-text": 1,
+    }
+    assert (docs["read"], docs["tokenized"], docs["empty"]) == (10, 4, 1)
+    assert docs["read"] == docs["tokenized"] + docs["empty"] + sum(docs["skipped"].values())
+    expected = reference_histogram([*GOOD, ("", "RedPajamaBook"), GOOD[0], GOOD[1]], counter)
+    assert result.histogram.counts.tolist() == expected.counts.tolist()
+    assert result.histogram.lengths.tolist() == expected.lengths.tolist()
+    assert "5 skipped (invalid-utf8: 1, malformed-json: 1" in result.report()
+
+
+def test_a_limit_before_the_bad_record_does_not_raise(bad_dir):
+    # both shards run at once: b.jsonl meets its bad line 2 before a.jsonl's result says it is not needed
+    result = run(bad_dir, max_docs=4, workers=2)  # a.jsonl's 3 documents, then b.jsonl line 1
+    assert result.summary["documents"]["read"] == 4
+    with pytest.raises(FreqlabError, match=r"b\.jsonl:2: malformed-json"):
+        run(bad_dir, max_docs=5, workers=1)
+
+
+def test_only_empty_documents_give_an_empty_histogram_and_no_windows(tmp_path):
+    path = write_slimpajama(tmp_path / "empty.jsonl", [("", "x"), ("", "y")])
+    result = scan(str(path), progress=False, workers=1)
+    assert result.histogram.documents == 0 and result.summary["documents"]["empty"] == 2
+    assert result.summary["windows"] == []
+    assert "no tokens counted" in result.report()
+
+
+def test_bad_parameters_are_clear_errors(bad_dir):
+    for options, message in [
+        ({"sample_rate": 0}, "sample_rate must be in"),
+        ({"on_error": "ignore"}, "on_error must be one of raise, skip"),
+        ({"engine": "spark"}, "engine must be one of local, ray"),
+        ({"regimes": ["zigzag"]}, "unknown regime 'zigzag'"),
+        ({"workers": 0}, "workers must be at least 1"),
+        ({"address": "ray://x:10001"}, "address is for the Ray engine"),
+    ]:
+        with pytest.raises(FreqlabError, match=message):
+            scan("slimpajama", data_files=str(bad_dir / "*.jsonl"), progress=False, **options)

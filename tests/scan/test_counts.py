@@ -1,0 +1,90 @@
+"""Partial counts are exact, mergeable in any order, and cut exactly at a limit."""
+
+from __future__ import annotations
+
+from collections import Counter
+
+import numpy as np
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from freqlab.scan.counts import DENSE_LIMIT, DocumentLog, LengthCounts, ShardCount, cut_point, truncate
+
+lengths_strategy = st.lists(
+    st.one_of(st.integers(1, 3000), st.integers(DENSE_LIMIT - 2, DENSE_LIMIT + 2), st.integers(1, 10**9)),
+    max_size=200,
+)
+
+
+@given(lengths_strategy, st.integers(1, 7))
+@settings(max_examples=60, deadline=None)
+def test_length_counts_equal_a_plain_counter_whatever_the_split(values, pieces):
+    expected = Counter(values)
+    parts = [LengthCounts() for _ in range(pieces)]
+    for k, value in enumerate(values):  # spread values over partials, then merge them back in reverse order
+        parts[k % pieces].add(np.array([value], np.int64))
+    total = LengthCounts()
+    for part in reversed(parts):
+        total.merge(part)
+    lengths, counts = total.to_arrays()
+    assert lengths.dtype == counts.dtype == np.int64
+    assert dict(zip(lengths.tolist(), counts.tolist(), strict=True)) == expected
+    assert lengths.tolist() == sorted(expected)
+
+
+def test_a_ten_million_token_document_costs_one_dict_entry_not_a_huge_array():
+    counts = LengthCounts()
+    counts.add(np.array([10_000_000, 5, 5], np.int64))
+    assert counts.dense.nbytes <= 64 and dict(counts.sparse) == {10_000_000: 1}
+    assert [a.tolist() for a in counts.to_arrays()] == [[5, 10_000_000], [2, 1]]
+
+
+def naive_cut(codes, max_docs, max_tokens):
+    taken = tokens = 0
+    for code in codes:
+        if (max_docs is not None and taken >= max_docs) or (max_tokens is not None and tokens >= max_tokens):
+            break
+        taken += 1
+        tokens += max(code, 0)
+    return taken
+
+
+@given(
+    st.lists(st.integers(-2, 50), max_size=40),
+    st.one_of(st.none(), st.integers(0, 45)),
+    st.one_of(st.none(), st.integers(0, 400)),
+)
+@settings(max_examples=200, deadline=None)
+def test_cut_point_takes_documents_in_order_until_a_limit_is_reached(codes, max_docs, max_tokens):
+    assert cut_point(np.array(codes, np.int64), max_docs, max_tokens) == naive_cut(codes, max_docs, max_tokens)
+
+
+def test_shard_count_accounts_for_every_document_by_source():
+    part = ShardCount()
+    labels, reasons = [None, "web", "code"], ["malformed-json"]
+    part.add(np.array([5, 0, 7, -1, 5, 0]), np.array([1, 1, 2, 0, 2, 2], np.int32), labels, reasons)
+    assert (part.documents, part.tokens, part.documents_read) == (3, 17, 6)
+    assert dict(part.skipped) == {"malformed-json": 1} and dict(part.empty) == {"web": 1, "code": 1}
+    h = part.to_histogram(by_source=True)
+    assert (h.lengths.tolist(), h.counts.tolist(), h.empty_documents, h.documents_read) == ([5, 7], [2, 1], 2, 6)
+    assert {k: (v.lengths.tolist(), v.counts.tolist(), v.empty_documents) for k, v in h.sources.items()} == {
+        "code": ([5, 7], [1, 1], 1),
+        "web": ([5], [1], 1),
+    }
+    flat = part.to_histogram(by_source=False)
+    assert flat.sources is None and flat.documents_read == 6
+
+
+def test_truncate_keeps_the_exact_prefix_and_counts_sampled_out_documents_up_to_it():
+    codes = np.array([4, 0, 6, 3, 9])
+    part = ShardCount(shard_id="s", sampled_out=10, complete=True)
+    part.add(codes, np.zeros(5, np.int32), [None], [])
+    # documents at shard positions 0, 2, 3, 7, 9: the others were sampled out
+    part.log = DocumentLog([codes], [np.zeros(5, np.int32)], [np.array([0, 2, 3, 7, 9])], [None], [])
+    cut, exhausted = truncate(part, max_docs=None, max_tokens=10)  # 4 + 0 + 6 reaches 10 at the 3rd document
+    assert exhausted and (cut.documents_read, cut.tokens, cut.sampled_out) == (3, 10, 1)
+    same, exhausted = truncate(part, max_docs=100, max_tokens=None)
+    assert same is part and not exhausted
+    part.error = "f.jsonl:12: malformed-json"  # a bad record after the logged documents
+    assert truncate(part, max_docs=5, max_tokens=None)[0].error is None  # the limit falls before it
+    assert truncate(part, max_docs=6, max_tokens=None)[0].error == "f.jsonl:12: malformed-json"

@@ -1,0 +1,69 @@
+"""count_shard: one shard's documents, tokenized in batches, counted exactly (real files, real tokenizer)."""
+
+from __future__ import annotations
+
+import pytest
+
+from freqlab.corpus import open_corpus
+from freqlab.scan.work import Sampler, ShardOptions, count_shard
+
+from .conftest import reference_histogram, write_slimpajama
+
+
+@pytest.mark.parametrize("batch_size", [1, 3, 1000])
+def test_a_shard_counts_like_one_document_at_a_time(tmp_path, corpus_records, counter, batch_size):
+    path = write_slimpajama(tmp_path / "chunk.jsonl", corpus_records[1])
+    (shard,) = open_corpus("slimpajama", data_files=str(path)).shards
+    part = count_shard(shard, counter, ShardOptions(batch_size=batch_size, by_source=True))
+    got = part.to_histogram(by_source=True)
+    expected = reference_histogram(corpus_records[1], counter)
+    assert got.lengths.tolist() == expected.lengths.tolist() and got.counts.tolist() == expected.counts.tolist()
+    assert {k: v.counts.sum() for k, v in got.sources.items()} == {
+        k: v.counts.sum() for k, v in expected.sources.items()
+    }
+    assert part.documents_read == len(corpus_records[1]) == 35 and part.complete
+
+
+def test_a_ten_million_token_document_is_counted_exactly_in_bounded_memory(tmp_path, counter):
+    # Tekken's pre-tokenizer splits digits one by one (\p{N}) and each digit is a token: 10M digits, 10M tokens
+    assert counter.count(["1234567890"]).tolist() == [10]
+    text = "1234567890" * 1_000_000
+    path = write_slimpajama(tmp_path / "big.jsonl", [("tiny doc", "a"), (text, "a"), ("", "a")])
+    del text
+    (shard,) = open_corpus(str(path)).shards
+    part = count_shard(shard, counter, ShardOptions(batch_size=64))
+    h = part.to_histogram(by_source=False)
+    tiny = int(counter.count(["tiny doc"])[0])
+    assert (h.lengths.tolist(), h.counts.tolist(), h.empty_documents) == ([tiny, 10_000_000], [1, 1], 1)
+    assert part.lengths[None].dense.nbytes <= 1024  # the long document is one sparse entry, not an 80 MB array
+
+
+def test_sampling_is_deterministic_per_document_and_independent_of_batching(tmp_path, corpus_records, counter):
+    records = [r for shard in corpus_records for r in shard]
+    path = write_slimpajama(tmp_path / "all.jsonl", records)
+    (shard,) = open_corpus(str(path)).shards
+    runs = [
+        count_shard(shard, counter, ShardOptions(batch_size=b, sample_rate=0.5, seed=7, keep_log=True))
+        for b in (1, 5, 500)
+    ]
+    positions = [r.log.arrays()[2].tolist() for r in runs]
+    assert positions[0] == positions[1] == positions[2]
+    kept = positions[0]
+    sampler = Sampler(0.5, 7, shard.id)  # the same draws, one document at a time
+    assert kept == [i for i in range(len(records)) if sampler.keep(i)]
+    assert runs[0].documents_read + runs[0].sampled_out == len(records) == 90
+    assert 25 <= len(kept) <= 65
+    expected = reference_histogram([records[i] for i in kept], counter)
+    assert runs[2].to_histogram(by_source=False).counts.tolist() == expected.counts.tolist()
+    other_seed = count_shard(shard, counter, ShardOptions(sample_rate=0.5, seed=8, keep_log=True))
+    assert other_seed.log.arrays()[2].tolist() != kept
+
+
+def test_sampler_rate_over_many_documents():
+    def kept(shard_id: str, n: int = 100_000) -> list[int]:
+        sampler = Sampler(0.1, 0, shard_id)
+        return [i for i in range(n) if sampler.keep(i)]
+
+    assert abs(len(kept("shard-x")) - 10_000) < 400  # 4 standard deviations
+    assert kept("shard-x") == kept("shard-x")
+    assert kept("shard-x") != kept("shard-y")  # shards draw independently
