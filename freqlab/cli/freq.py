@@ -99,13 +99,7 @@ def freq_command(hist, Ls, regimes, tokens, tau, seed, out, as_json):
         return
     click.echo(f"{hist}: {h.documents:,} documents, {h.tokens:,} tokens ({h.corpus or 'unnamed corpus'})")
     for row in rows:
-        click.echo(describe(row))
-        needed = row["tokens_needed_at_half"]
-        if needed is not None:
-            click.echo(
-                f"    f_T({row['half']}) ≥ {human_count(row['tau'])} needs T ≥ {human_count(needed)} tokens; "
-                f"50% of mass at i ≤ {row['position_at_mass']['50%']}, 90% at i ≤ {row['position_at_mass']['90%']}"
-            )
+        click.echo(describe(row, detail=True))
     if out:
         click.echo(f"wrote {out}")
 

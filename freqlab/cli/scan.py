@@ -52,10 +52,13 @@ INTERRUPTED = 130  # the shell's status for a command stopped by Ctrl-C (128 + S
 @click.option("--on-error", type=click.Choice(["raise", "skip"]), default="raise", show_default=True,
               help="Bad records: stop with file:line, or skip and count them by reason.")
 @click.option("--quiet", "-q", is_flag=True, help="No progress bar.")
+@click.option("--plot", is_flag=True, help="Also write the main figures into OUT/figures.")
+@click.option("--plot-format", "plot_formats", type=click.Choice(["png", "pdf", "svg"]), multiple=True,
+              default=("png",), show_default=True, help="Figure format(s) for --plot (repeat for several).")
 @json_option
 def scan_command(dataset, config, split, data_files, text_field, source_field, tokenizer, add_special_tokens, Ls,
                  regimes, tokens, tau, corpus_tokens, max_docs, max_tokens, sample_rate, seed, workers, batch_size,
-                 engine, address, out, resume, on_error, quiet, as_json):
+                 engine, address, out, resume, on_error, quiet, plot, plot_formats, as_json):
     """Count document lengths in tokens and report the position-frequency shares per window.
 
     Reads documents, tokenizes them (without special tokens unless --add-special-tokens), writes the
@@ -69,6 +72,7 @@ def scan_command(dataset, config, split, data_files, text_field, source_field, t
       freqlab scan --dataset slimpajama --data-files '/data/SlimPajama/train/chunk*/*.jsonl.zst' --L 2048
       freqlab scan --dataset 'corpus/*.jsonl.zst' --tokenizer tokenizer.json --on-error skip --json
       freqlab scan --dataset slimpajama --engine ray --address auto --out runs/sp --resume
+      freqlab scan --L 2048 --L 4096 --plot --plot-format pdf
     """
     try:
         result = scan(
@@ -106,10 +110,15 @@ def scan_command(dataset, config, split, data_files, text_field, source_field, t
         )
         sys.exit(INTERRUPTED)
     show(result, as_json)
+    if plot:
+        from freqlab.plots import scan_figures  # matplotlib only when figures are asked for
+
+        for path in scan_figures(result.histogram, Ls, regimes, out, plot_formats, tokens=tokens, tau=tau, seed=seed):
+            click.echo(f"wrote {path}", err=as_json)  # stderr under --json, so stdout stays JSON
 
 
 def show(result: ScanResult, as_json: bool) -> None:
-    """Print a scan result: the report table, or the summary as JSON. (A ``--plot`` hook goes beside it.)"""
+    """Print a scan result: the report table, or the summary as JSON."""
     if as_json:
         echo_json(result.summary)
     else:

@@ -62,14 +62,25 @@ def regime_summaries(
     return rows
 
 
-def describe(row: dict) -> str:
-    """One line such as ``L=2048 natural: 81.2% of position mass at i ≤ 1024, 4.6% at i ≥ 1536``."""
+def describe(row: dict, *, detail: bool = False) -> str:
+    """One line such as ``L=2048 natural: 81.2% of position mass at i ≤ 1024, 4.6% at i ≥ 1536``.
+
+    With ``detail``, a second line gives the budget that makes f_T(L/2) reach tau and where 50% and 90% of
+    the position mass lie.
+    """
     line = (
         f"L={row['L']} {row['regime']}: {100 * row['share_at_most_half']:.1f}% of position mass at "
         f"i ≤ {row['half']}, {100 * row['share_at_least_three_quarters']:.1f}% at i ≥ {row['three_quarters']}"
     )
     if "effective_length" in row:
         line += f"; predicted effective length {row['effective_length']} at {human_count(row['budget_tokens'])} tokens"
+    if detail:
+        mass = row["position_at_mass"]
+        needed = row["tokens_needed_at_half"]
+        budget = (
+            f"f_T({row['half']}) ≥ {human_count(row['tau'])} needs T ≥ {human_count(needed)} tokens; " if needed else ""
+        )
+        line += f"\n    {budget}50% of mass at i ≤ {mass['50%']}, 90% at i ≤ {mass['90%']}"
     return line
 
 

@@ -127,7 +127,7 @@ def format_report(summary: dict) -> str:
         f"tau = {human_count(budget['tau'])}"
     )
     for w in summary["windows"]:
-        lines.append(describe(w))
+        lines.append(describe(w, detail=True))
     if not summary["windows"]:
         lines.append("no tokens counted: no position frequencies to report")
     outputs = summary.get("outputs")

@@ -122,3 +122,17 @@ def test_an_unreachable_hub_dataset_fails_fast_with_one_line(tmp_path):
 def test_help_has_an_example():
     result = invoke("--help")
     assert result.exit_code == 0 and "freqlab scan --dataset slimpajama" in result.output
+
+
+def test_plot_writes_the_main_figures_and_keeps_json_on_stdout(tmp_path, corpus):
+    out = tmp_path / "out"
+    result = CliRunner().invoke(
+        main,
+        ["scan", "--dataset", str(corpus), "--source-field", "meta.redpajama_set_name", "--L", "256", "--L", "512",
+         "--out", str(out), "--workers", "1", "--plot", "--plot-format", "png", "--plot-format", "pdf", "--json"],
+    )
+    assert result.exit_code == 0, result.output
+    assert json.loads(result.stdout)["documents"]["read"] == 8  # figure paths go to stderr
+    names = sorted(p.name for p in (out / "figures").iterdir())
+    for stem in ("frequency_L256", "frequency_L512", "windows", "effective_length", "sources"):
+        assert f"{stem}.png" in names and f"{stem}.pdf" in names
