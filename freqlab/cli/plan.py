@@ -5,26 +5,22 @@ A thin layer over :mod:`freqlab.plan`; every command prints a short report (or `
 
 from __future__ import annotations
 
+import json
+
 import click
 import polars as pl
 
 from freqlab.cli.freq import TOKENS, echo_json, json_option
 from freqlab.errors import FreqlabError
+from freqlab.frequency import DEFAULT_TAU
 from freqlab.frequency.regimes import REGIMES
 from freqlab.frequency.schedule import load_schedule, schedule_frequency
 from freqlab.histogram import LengthHistogram
 from freqlab.plan.rope_scaling import ROPE_TYPES, plan_rope_scaling
 from freqlab.plan.self_extend import evaluate_self_extend, plan_self_extend
 from freqlab.plan.string import DEFAULT_ROUND, DEFAULT_W, plan_string, string_usage
-from freqlab.plan.upsample import plan_upsample
-from freqlab.plan.well_trained import DEFAULT_MASS, well_trained_range
-
-try:
-    from freqlab.cli.plan_harpe import harpe_command
-except ModuleNotFoundError as exc:  # the HARPE planner lives in its own module
-    if exc.name != "freqlab.cli.plan_harpe":
-        raise
-    harpe_command = None
+from freqlab.plan.upsample import plan_upsample, plan_upsample_schedule
+from freqlab.plan.well_trained import DEFAULT_MASS, FrequencyInputs, well_trained_range
 
 
 @click.group("plan")
@@ -38,18 +34,20 @@ def plan() -> None:
       freqlab plan self-extend --L 4096 --target 16384
       freqlab plan rope --L 4096 --target 16384 --type yarn
       freqlab plan upsample --hist lengths.parquet --L 4096 --tokens 100B --target-length 3072
+      freqlab plan harpe --compare
     """
 
 
 def register(main: click.Group) -> None:
+    # imported here: plan_harpe uses this module's shared frequency options
+    from freqlab.cli.plan_harpe import harpe_command
+
+    plan.add_command(harpe_command, "harpe")
     main.add_command(plan)
 
 
 # shared options --------------------------------------------------------------------------------------------
 
-window_option = click.option(
-    "--L", "L", type=click.IntRange(min=1), default=None, help="Training window (default: the schedule's longest)."
-)
 hist_option = click.option(
     "--hist", type=click.Path(dir_okay=False), default=None, help="Length histogram (Parquet from `freqlab scan`)."
 )
@@ -72,24 +70,36 @@ mass_option = click.option(
 )
 
 
-def frequency_options(func):
-    for option in reversed(
-        (window_option, hist_option, regime_option, tokens_option, tau_option, schedule_option, mass_option)
-    ):
-        func = option(func)
-    return func
+def frequency_options(window_help: str = "Training window (default: the schedule's longest)."):
+    """--L, --hist, --regime, --tokens, --tau, --schedule, --mass: the inputs of the well-trained range N*."""
+    window_option = click.option("--L", "L", type=click.IntRange(min=1), default=None, help=window_help)
+    options = (window_option, hist_option, regime_option, tokens_option, tau_option, schedule_option, mass_option)
+
+    def decorate(func):
+        for option in reversed(options):
+            func = option(func)
+        return func
+
+    return decorate
 
 
-def _frequency_inputs(L, hist, regime, schedule) -> tuple[int, dict]:
-    """Resolve --L/--hist/--regime/--schedule into the window and the planners' frequency arguments."""
+def frequency_inputs(
+    L, hist, regime, tokens, tau, schedule, mass, *, default_L: int | None = None
+) -> tuple[int, FrequencyInputs]:
+    """Resolve the :func:`frequency_options` into the window and the planners' frequency keywords.
+
+    The window is --L, else the schedule's longest window, else ``default_L``.
+    """
+    inputs: FrequencyInputs = {"tokens": tokens, "tau": tau, "mass": mass}
     if schedule:
         sf = schedule_frequency(load_schedule(schedule, histogram=hist))
-        return (sf.window if L is None else L), {"schedule": sf}
+        return (sf.window if L is None else L), {**inputs, "schedule": sf}
+    L = default_L if L is None else L
     if L is None:
         raise click.UsageError("give --L (or a --schedule)")
     if hist:
-        return L, {"histogram": LengthHistogram.read_parquet(hist), "regime": regime}
-    return L, {}
+        return L, {**inputs, "histogram": LengthHistogram.read_parquet(hist), "regime": regime}
+    return L, inputs
 
 
 def _block(title: str, lines) -> None:
@@ -102,7 +112,7 @@ def _block(title: str, lines) -> None:
 
 
 @plan.command("string")
-@frequency_options
+@frequency_options()
 @click.option("--W", "W", type=int, default=DEFAULT_W, show_default=True, help="Local window (>= 32, << S).")
 @click.option(
     "--round-to",
@@ -130,11 +140,10 @@ def string_command(L, hist, regime, tokens, tau, schedule, mass, W, round_to, te
       freqlab plan string --hist lengths.parquet --L 2048 --tokens 1T --tau 100B
       freqlab plan string --schedule schedule.yaml --json
     """
-    L, inputs = _frequency_inputs(L, hist, regime, schedule)
-    p = plan_string(L, tokens=tokens, tau=tau, mass=mass, W=W, round_to=round_to, test_length=test_length, **inputs)
+    L, inputs = frequency_inputs(L, hist, regime, tokens, tau, schedule, mass)
+    p = plan_string(L, W=W, round_to=round_to, test_length=test_length, **inputs)
     if usage_out:
-        f = p.well_trained.frequency if p.well_trained is not None else None
-        u = string_usage(p.L, p.S, p.W, frequency=f)
+        u = string_usage(p.L, p.S, p.W, frequency=p.well_trained.frequency)
         pl.DataFrame(
             {
                 "position": u.positions,
@@ -164,7 +173,7 @@ def string_command(L, hist, regime, tokens, tau, schedule, mass, W, round_to, te
 
 
 @plan.command("self-extend")
-@frequency_options
+@frequency_options()
 @click.option("--target", "N", type=click.IntRange(min=1), required=True, help="Target length N (> L).")
 @click.option(
     "--well-trained",
@@ -188,12 +197,11 @@ def self_extend_command(
       freqlab plan self-extend --L 4096 --target 16384 --group 8 --window 1024
       freqlab plan self-extend --hist lengths.parquet --L 4096 --target 32768 --tokens 2T
     """
-    L, inputs = _frequency_inputs(L, hist, regime, schedule)
     if (G is None) != (w_n is None):
         raise click.UsageError("give --group and --window together")
-    options = {"tokens": tokens, "tau": tau, "mass": mass, **inputs}
+    L, inputs = frequency_inputs(L, hist, regime, tokens, tau, schedule, mass)
     try:
-        p = plan_self_extend(L, N, well_trained=well_trained, min_window=min_window, max_window=max_window, **options)
+        p = plan_self_extend(L, N, well_trained=well_trained, min_window=min_window, max_window=max_window, **inputs)
         failure = None
     except FreqlabError as exc:
         if G is None:
@@ -201,7 +209,7 @@ def self_extend_command(
         p, failure = None, str(exc)  # a given (G, w_n) is still evaluated
     check = None
     if G is not None:
-        N_star = p.N_star if p is not None else well_trained_range(L, given=well_trained, **options).N
+        N_star = p.N_star if p is not None else well_trained_range(L, given=well_trained, **inputs).N
         check = evaluate_self_extend(L, G, w_n, N, well_trained=N_star)
     if as_json:
         data = p.to_dict() if p is not None else {"method": "self-extend", "L": L, "N": N, "error": failure}
@@ -235,7 +243,8 @@ def self_extend_command(
 
 
 @plan.command("rope")
-@click.option("--L", "L", type=click.IntRange(min=1), required=True, help="Training window L.")
+@click.option("--L", "L", type=click.IntRange(min=1), default=None, help="Training window L [--schedule: its longest].")
+@schedule_option
 @click.option("--target", "N", type=click.IntRange(min=1), required=True, help="Target length N (> L).")
 @click.option(
     "--type",
@@ -250,21 +259,27 @@ def self_extend_command(
 @click.option("--head-dim", type=click.IntRange(min=4), default=128, show_default=True, help="Head dimension d.")
 @click.option("--factor", type=float, default=None, help="Scaling factor [default: N / L].")
 @json_option
-def rope_command(L, N, types, rope_theta, head_dim, factor, as_json):
+def rope_command(L, schedule, N, types, rope_theta, head_dim, factor, as_json):
     """RoPE-scaling config blocks for transformers 4.x (`rope_scaling`) and 5.x (`rope_parameters`).
 
     \b
     Examples:
       freqlab plan rope --L 4096 --target 16384
       freqlab plan rope --L 8192 --target 131072 --type llama3 --rope-theta 500000 --json
+      freqlab plan rope --schedule schedule.yaml --target 131072 --type yarn
     """
+    if schedule:  # only the window matters here: the scaling factor is N / L whatever the frequencies
+        window = max(stage.L for stage in load_schedule(schedule).stages)
+        if L is not None and window != L:
+            raise FreqlabError(f"the schedule's longest window is {window}, but --L = {L}")
+        L = window
+    if L is None:
+        raise click.UsageError("give --L (or a --schedule)")
     chosen = ROPE_TYPES if "all" in types else tuple(dict.fromkeys(types))
     plans = [plan_rope_scaling(L, N, t, rope_theta=rope_theta, head_dim=head_dim, factor=factor) for t in chosen]
     if as_json:
         echo_json({"method": "rope", "L": L, "N": N, "plans": [p.to_dict() for p in plans]})
         return
-    import json
-
     for p in plans:
         click.echo(f"== {p.rope_type} (factor {p.factor:g}) ==")
         click.echo(p.reasoning)
@@ -279,14 +294,15 @@ def rope_command(L, N, types, rope_theta, head_dim, factor, as_json):
 
 
 @plan.command("upsample")
-@click.option("--hist", type=click.Path(dir_okay=False), required=True, help="Corpus length histogram (Parquet).")
-@click.option("--L", "L", type=click.IntRange(min=1), required=True, help="Training window L.")
+@click.option("--L", "L", type=click.IntRange(min=1), default=None, help="Training window L [--schedule: its longest].")
 @click.option(
     "--target-length", "E", type=click.IntRange(min=1), required=True, help="Target effective length E (< L)."
 )
-@click.option("--tokens", type=TOKENS, required=True, help="Training budget T (e.g. 100B).")
-@click.option("--tau", type=TOKENS, default=int(100e9), show_default=True, help="Occurrence threshold.")
+@hist_option
+@tokens_option
+@tau_option
 @regime_option
+@schedule_option
 @click.option(
     "--long-hist",
     type=click.Path(dir_okay=False),
@@ -294,32 +310,44 @@ def rope_command(L, N, types, rope_theta, head_dim, factor, as_json):
     help="Histogram of the long documents to add [default: the corpus's own documents >= E].",
 )
 @json_option
-def upsample_command(hist, L, E, tokens, tau, regime, long_hist, as_json):
+def upsample_command(L, E, hist, tokens, tau, regime, schedule, long_hist, as_json):
     """Long-document tokens to add so that f_T(E) >= tau, and the resulting mix.
 
+    With --schedule the occurrences are the schedule's F(E) and the long documents join its last stage with
+    the longest window (--hist is then the default corpus of its stages).
+
     \b
-    Example:
+    Examples:
       freqlab plan upsample --hist lengths.parquet --L 4096 --tokens 100B --target-length 3072
+      freqlab plan upsample --schedule schedule.yaml --target-length 6000
     """
     long_lengths = LengthHistogram.read_parquet(long_hist) if long_hist else None
-    p = plan_upsample(
-        LengthHistogram.read_parquet(hist), L, E, tokens, tau=tau, regime=regime, long_lengths=long_lengths
-    )
+    if schedule:
+        if tokens is not None:
+            raise click.UsageError("--tokens comes from the schedule's stages; drop it with --schedule")
+        sf = schedule_frequency(load_schedule(schedule, histogram=hist))
+        if L is not None and sf.window != L:
+            raise FreqlabError(f"the schedule's longest window is {sf.window}, but --L = {L}")
+        p = plan_upsample_schedule(sf, E, tau=tau, long_lengths=long_lengths)
+    else:
+        if hist is None or L is None or tokens is None:
+            raise click.UsageError("give --hist, --L and --tokens (or a --schedule)")
+        tau = DEFAULT_TAU if tau is None else tau
+        p = plan_upsample(
+            LengthHistogram.read_parquet(hist), L, E, tokens, tau=tau, regime=regime, long_lengths=long_lengths
+        )
     if as_json:
         echo_json(p.to_dict())
         return
-    click.echo(f"Upsampling for E = {p.E} (L = {p.L}, T = {p.tokens:,}, tau = {p.tau:.3g}):")
+    click.echo(f"Upsampling for E = {p.E} (L = {p.L}, T = {p.tokens:,}, tau = {p.tau:.3g}; added to {p.added_to}):")
     click.echo(f"  now f_T(E) = {p.current_occurrences:.4g}; predicted effective length {p.current_effective_length}")
     click.echo(
         f"  add {p.extra_tokens:,} tokens of long documents -> long documents are "
         f"{p.long_token_share:.2%} of tokens, {p.long_document_share:.2%} of documents"
     )
     if p.fixed_budget_share is not None and p.extra_tokens > 0:
-        click.echo(f"  or keep T and make {p.fixed_budget_share:.2%} of it long-document tokens")
+        budget = "T" if p.added_to == "the corpus" else f"the budget of {p.added_to}"
+        click.echo(f"  or keep {budget} and make {p.fixed_budget_share:.2%} of it long-document tokens")
     click.echo(f"\n{p.reasoning}")
     for note in p.notes:
         click.echo(f"note: {note}")
-
-
-if harpe_command is not None:
-    plan.add_command(harpe_command, "harpe")

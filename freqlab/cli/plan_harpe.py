@@ -1,25 +1,19 @@
 """``freqlab plan harpe``: per-head RoPE bases (HARPE Eq. 9, Algorithm 1; Attention Buckets search).
 
 A thin layer over :mod:`freqlab.plan.harpe`. The ``plan`` group (``freqlab/cli/plan.py``) adds
-:data:`harpe_command`.
+:data:`harpe_command`; the frequency options (--hist, --schedule, --L, --tokens, ...) are shared with it.
 """
 
 from __future__ import annotations
 
 import click
 
-from freqlab.cli.freq import TOKENS, echo_json, json_option
+from freqlab.cli.freq import echo_json, json_option
+from freqlab.cli.plan import frequency_inputs, frequency_options
 from freqlab.errors import FreqlabError
-from freqlab.frequency.regimes import REGIMES
-from freqlab.frequency.schedule import load_schedule
 from freqlab.plan import harpe
 from freqlab.plan.waveform import DistanceGrid
-from freqlab.plan.well_trained import (
-    DEFAULT_MASS,
-    as_schedule_frequency,
-    frequency_from_histogram,
-    well_trained_range,
-)
+from freqlab.plan.well_trained import well_trained_range
 
 STRATEGIES = ("peak-valley", "uniform", "attention-buckets")
 
@@ -66,21 +60,7 @@ TABLE2_NOTE = (
 @click.option("--compare", is_flag=True, help="Score against the uniform set, Table 2 and random sets.")
 @click.option("--random-sets", type=click.IntRange(min=0), default=3, show_default=True, help="With --compare.")
 @click.option("--seed", type=int, default=0, show_default=True, help="Seed of the random sets.")
-@click.option("--hist", type=click.Path(dir_okay=False), default=None, help="Length histogram: grid from [N*, target].")
-@click.option(
-    "--schedule", type=click.Path(dir_okay=False), default=None, help="Multi-stage schedule: grid from [N*, target]."
-)
-@click.option("--L", "L", type=click.IntRange(min=1), default=None, help="Training window for --hist [--target].")
-@click.option("--regime", type=click.Choice(REGIMES), default="natural", show_default=True)
-@click.option("--tokens", type=TOKENS, default=None, help="Training budget T (budget rule for N*).")
-@click.option("--tau", type=TOKENS, default=None, help="Occurrence threshold [100B].")
-@click.option(
-    "--mass",
-    type=click.FloatRange(0, 1, min_open=True, max_open=True),
-    default=DEFAULT_MASS,
-    show_default=True,
-    help="Without --tokens: N* holds this share of position occurrences.",
-)
+@frequency_options("Training window for --hist [default: --target; with --schedule: its longest].")
 @json_option
 def harpe_command(
     strategy, heads, head_dim, b_min, b_max, stride, target, grid_text, separation, peaks, order,
@@ -99,6 +79,8 @@ def harpe_command(
       freqlab plan harpe --heads 8 --b-min 10000 --b-max 500000 --stride 5000 --target 32768 --json
     """
     if strategy == "attention-buckets":
+        if hist or schedule:
+            raise click.UsageError("--hist/--schedule derive the grid for peak-valley and uniform only")
         _attention_buckets(heads, head_dim, b_min, b_max, stride, grid_text, as_json)
         return
     heads = heads or harpe.PAPER_HEADS
@@ -119,7 +101,7 @@ def harpe_command(
 
     if as_json:
         data = plan.to_dict()
-        data["bases"] = [harpe._plain(b) for b in bases]
+        data["bases"] = [harpe.plain_number(b) for b in bases]
         data["python"] = harpe.python_list(bases)
         data["order"] = order
         if compared is not None:
@@ -138,14 +120,9 @@ def _grid_choice(grid_text, target, hist, schedule, L, regime, tokens, tau, mass
         raise click.UsageError("give either --grid or --hist/--schedule, not both")
     if grid_text:
         return harpe.GridChoice(_parse_grid(grid_text), f"distance grid given: {grid_text}")
-    if schedule:
-        sf = as_schedule_frequency(load_schedule(schedule, histogram=hist))
-        return harpe.grid_from_frequency(well_trained_range(sf.window, schedule=sf, tau=tau), target)
-    if hist:
-        window = L or target
-        f = frequency_from_histogram(hist, window, regime)
-        wt = well_trained_range(window, frequency=f, tokens=tokens, tau=tau, mass=mass)
-        return harpe.grid_from_frequency(wt, target)
+    if hist or schedule:
+        window, inputs = frequency_inputs(L, hist, regime, tokens, tau, schedule, mass, default_L=target)
+        return harpe.grid_from_frequency(well_trained_range(window, **inputs), target)
     if tokens is not None or L is not None:
         raise click.UsageError("--L/--tokens need --hist (the histogram to derive N* from)")
     return harpe.default_grid(target)
@@ -163,7 +140,7 @@ def _parse_grid(text: str) -> DistanceGrid:
 
 
 def _fmt(base: float) -> str:
-    value = harpe._plain(base)
+    value = harpe.plain_number(base)
     return f"{value:,}" if isinstance(value, int) else f"{value:,.3f}"
 
 
@@ -219,22 +196,22 @@ def _print_compare(plan: harpe.HarpePlan, compared, random_count: int) -> None:
 def _compared_dict(c: harpe.ComparedSet, table) -> dict:
     return {
         "name": c.name,
-        "bases": [harpe._plain(b) for b in c.bases],
+        "bases": [harpe.plain_number(b) for b in c.bases],
         "shortest_stave": c.score.shortest,
         "mean_max": c.score.mean,
         "common_with_table2": c.common_with_table2,
-        "common_values": [harpe._plain(b) for b in harpe.common_values(c.bases, table)],
+        "common_values": [harpe.plain_number(b) for b in harpe.common_values(c.bases, table)],
     }
 
 
 def _attention_buckets(heads, head_dim, b_min, b_max, stride, grid_text, as_json) -> None:
-    heads = heads or 6
+    heads = heads or harpe.BUCKETS_BASES
     if b_min is None and b_max is None and stride is None:
         candidates = harpe.BUCKETS_CANDIDATES
     else:
-        lo = 10_000 if b_min is None else b_min
-        hi = 30_000 if b_max is None else b_max
-        step = 500 if stride is None else stride
+        lo = harpe.BUCKETS_B_MIN if b_min is None else b_min
+        hi = harpe.BUCKETS_B_MAX if b_max is None else b_max
+        step = harpe.BUCKETS_STRIDE if stride is None else stride
         candidates = [lo, *harpe.candidate_bases(lo, hi, step).tolist()]
     grid = _parse_grid(grid_text) if grid_text else harpe.BUCKETS_GRID
     result = harpe.attention_buckets_search(heads, candidates, grid=grid, head_dim=head_dim)
@@ -248,7 +225,7 @@ def _attention_buckets(heads, head_dim, b_min, b_max, stride, grid_text, as_json
                 "python": harpe.python_list(result),
                 "seed": list(harpe.BUCKETS_SEED),
                 "grid": grid.to_dict(),
-                "candidates": [harpe._plain(c) for c in candidates],
+                "candidates": [harpe.plain_number(c) for c in candidates],
                 "published": published,
                 "common_with_published": common,
             }

@@ -11,6 +11,7 @@ import math
 import numpy as np
 
 from freqlab.errors import FreqlabError
+from freqlab.plan.waveform import check_head_dim
 
 # Table 1 settings for LLaMA fine-tuned at 4096 tokens (2048 is the base model's window)
 TRUNCATED_A: float = (1 / 8) * (2 * math.pi / 2048)
@@ -19,19 +20,13 @@ TRUNCATED_RHO: float = (1 / 16) * (2 * math.pi / 2048)
 POWER_K: float = 0.5
 
 
-def _check_dim(head_dim: int) -> int:
-    if isinstance(head_dim, bool) or not isinstance(head_dim, (int, np.integer)) or head_dim < 2 or head_dim % 2:
-        raise FreqlabError(f"head_dim must be an even positive integer, got {head_dim!r}")
-    return int(head_dim)
-
-
 def rope_basis(head_dim: int, base: float = 10000.0) -> np.ndarray:
     """Eq. 1: θ_i = base^(-2(i-1)/d), i = 1..d/2.
 
     >>> rope_basis(4, 100.0).tolist()
     [1.0, 0.1]
     """
-    d = _check_dim(head_dim)
+    d = check_head_dim(head_dim)
     i = np.arange(1, d // 2 + 1, dtype=np.float64)
     return float(base) ** (-2.0 * (i - 1) / d)
 
@@ -43,7 +38,7 @@ def power_basis(head_dim: int, k: float = POWER_K, base: float = 10000.0) -> np.
     >>> power_basis(4, 1.0, 100.0).tolist()  # θ = [1, 0.1], factors (1 - 2/4), (1 - 4/4)
     [0.5, 0.0]
     """
-    d = _check_dim(head_dim)
+    d = check_head_dim(head_dim)
     if k < 0:
         raise FreqlabError(f"the power k must be non-negative, got {k}")
     i = np.arange(1, d // 2 + 1, dtype=np.float64)
@@ -65,7 +60,7 @@ def truncated_basis(
     >>> truncated_basis(4, a=0.05, b=0.5, rho=0.2, base=100.0).tolist()  # θ = [1, 0.1]
     [1.0, 0.2]
     """
-    d = _check_dim(head_dim)
+    d = check_head_dim(head_dim)
     if not 0 <= a < b:
         raise FreqlabError(f"the truncated basis needs 0 <= a < b, got a = {a}, b = {b}")
     if rho < 0:

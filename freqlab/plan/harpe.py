@@ -66,7 +66,9 @@ PAPER_B_MIN, PAPER_B_MAX, PAPER_STRIDE = 1_000_000, 5_000_000, 30_000
 PAPER_TARGET = 131_072
 
 # Attention Buckets' public driver: 6 bases from 10000..30000 step 500, m = 1000..4090, d = 128.
-BUCKETS_CANDIDATES = tuple(range(10_000, 30_001, 500))
+BUCKETS_BASES = 6
+BUCKETS_B_MIN, BUCKETS_B_MAX, BUCKETS_STRIDE = 10_000, 30_000, 500
+BUCKETS_CANDIDATES = tuple(range(BUCKETS_B_MIN, BUCKETS_B_MAX + 1, BUCKETS_STRIDE))
 BUCKETS_GRID = DistanceGrid(1000, 4090, 1)
 BUCKETS_SEED = (10_000, 18_000, 19_000)
 BUCKETS_PUBLISHED = (10_000, 17_500, 18_000, 19_000, 20_000, 25_000)
@@ -212,7 +214,11 @@ class BucketsExtrema:
         return found
 
     def valleys(self, w: np.ndarray, distances: np.ndarray) -> list[int]:
-        """Distances of the valleys of one waveform ``w`` sampled at ``distances``, left to right."""
+        """Distances of the valleys of one waveform ``w`` sampled at ``distances``, left to right.
+
+        Not :meth:`peaks` on a mirrored waveform: their code takes the *farther* of (index − skip, previous
+        extremum) and the whole prefix for the next target, where peaks take the nearer one and a window.
+        """
         w = np.asarray(w, dtype=np.float64)
         minima = _strict_extrema(w, np.less)
         found: list[int] = []
@@ -311,7 +317,7 @@ class HarpePlan:
 
     def to_dict(self) -> dict:
         out = asdict(self)
-        out["bases"] = [_plain(b) for b in self.bases]
+        out["bases"] = [plain_number(b) for b in self.bases]
         out["grid"] = self.grid.to_dict()
         out["score"] = asdict(self.score)
         out["python"] = python_list(self.bases)
@@ -456,7 +462,7 @@ def _grid_choice(grid: DistanceGrid | GridChoice | None, target: int) -> GridCho
 
 # ------------------------------------------------------------------------------ Attention Buckets
 def attention_buckets_search(
-    n_bases: int = 6,
+    n_bases: int = BUCKETS_BASES,
     candidates=BUCKETS_CANDIDATES,
     *,
     seed=BUCKETS_SEED,
@@ -482,7 +488,7 @@ def attention_buckets_search(
     extrema = {b: (rules.peaks(w, distances), rules.valleys(w, distances)) for b, w in zip(pool, waves, strict=True)}
 
     chosen = select_buckets(extrema, [float(b) for b in seed], sorted({float(b) for b in candidates}), n_bases)
-    return [_plain(b) for b in sorted(chosen)]
+    return [plain_number(b) for b in sorted(chosen)]
 
 
 def select_buckets(extrema: dict, seed: list, candidates: list, n: int, within: int = 3) -> list:
@@ -543,8 +549,7 @@ def _pairs_within(mine, selected, within: int) -> tuple[int, int]:
 def harpe_table2() -> dict:
     """HARPE Table 2 (the 32 published per-head bases, stride 30k), from ``freqlab/data/harpe_table2.json``."""
     path = resources.files("freqlab").joinpath("data/harpe_table2.json")
-    data = json.loads(path.read_text(encoding="utf-8"))
-    return data
+    return json.loads(path.read_text(encoding="utf-8"))
 
 
 def table2_bases() -> list[int]:
@@ -584,6 +589,8 @@ def expected_random_overlap(n_heads: int, b_min: float, b_max: float, stride: fl
 
 @dataclass(frozen=True)
 class ComparedSet:
+    """One base set of :func:`compare_sets`, its stave score and how many of its values Table 2 shares."""
+
     name: str
     bases: list[float]
     score: StaveScore
@@ -609,9 +616,10 @@ def compare_sets(plan: HarpePlan, *, random_count: int = 3, seed: int = 0) -> li
 
 def python_list(bases) -> str:
     """A Python list literal ready to paste, e.g. ``[1000000, 1150000]`` (integers when integral)."""
-    return "[" + ", ".join(repr(_plain(b)) for b in bases) + "]"
+    return "[" + ", ".join(repr(plain_number(b)) for b in bases) + "]"
 
 
-def _plain(value: float) -> int | float:
+def plain_number(value: float) -> int | float:
+    """An integral float as int (1000000.0 -> 1000000) for JSON and pasting; other values unchanged."""
     value = float(value)
     return int(value) if value.is_integer() else value

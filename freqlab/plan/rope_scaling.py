@@ -36,10 +36,17 @@ import math
 from dataclasses import dataclass, field
 
 from freqlab.errors import FreqlabError
-from freqlab.plan.well_trained import check_window
+from freqlab.plan.well_trained import check_window, json_fields
 
 ROPE_TYPES: tuple[str, ...] = ("linear", "ntk", "dynamic", "yarn", "llama3")
 GIRAFFE_ZERO_SHOT_MULTIPLIER: int = 2  # Giraffe Sec. 5.2: fine-tuned at x, zero-shot up to about 2x
+
+
+def _ntk_exponent(head_dim: int) -> float:
+    """d / (d - 2), the exponent of the NTK-aware base change; needs an even d >= 4."""
+    if isinstance(head_dim, bool) or int(head_dim) != head_dim or head_dim < 4 or head_dim % 2:
+        raise FreqlabError(f"head_dim must be an even integer >= 4, got {head_dim!r}")
+    return head_dim / (head_dim - 2)
 
 
 def ntk_aware_base(base: float, factor: float, head_dim: int) -> float:
@@ -48,19 +55,26 @@ def ntk_aware_base(base: float, factor: float, head_dim: int) -> float:
     >>> round(ntk_aware_base(10000.0, 4.0, 128))
     40890
     """
-    if head_dim < 4 or head_dim % 2:
-        raise FreqlabError(f"head_dim must be an even integer >= 4, got {head_dim}")
-    return float(base) * float(factor) ** (head_dim / (head_dim - 2))
+    return float(base) * float(factor) ** _ntk_exponent(head_dim)
 
 
 def dynamic_ntk_base(base: float, factor: float, head_dim: int, L: int, n: int) -> float:
-    """Hugging Face dynamic NTK base for a sequence of n tokens: b · (s·n/L - (s-1))^(d/(d-2)) for n > L."""
+    """Hugging Face dynamic NTK base for a sequence of n tokens: b · (s·n/L - (s-1))^(d/(d-2)) for n > L
+    (unchanged for n <= L).
+
+    >>> round(dynamic_ntk_base(10000.0, 4.0, 128, 4096, 16384))  # b · 13^(128/126)
+    135402
+    """
     n = max(int(n), int(L))
-    return float(base) * (float(factor) * n / L - (float(factor) - 1)) ** (head_dim / (head_dim - 2))
+    return float(base) * (float(factor) * n / L - (float(factor) - 1)) ** _ntk_exponent(head_dim)
 
 
 def yarn_attention_factor(factor: float) -> float:
-    """YaRN's default attention temperature 0.1 · ln(s) + 1 (used by transformers when unset)."""
+    """YaRN's default attention temperature 0.1 · ln(s) + 1 (used by transformers when unset).
+
+    >>> round(yarn_attention_factor(4.0), 4)
+    1.1386
+    """
     return 0.1 * math.log(float(factor)) + 1.0
 
 
@@ -95,16 +109,9 @@ class RopeScalingPlan:
     def to_dict(self) -> dict:
         return {
             "method": "rope",
-            "rope_type": self.rope_type,
-            "L": self.L,
-            "N": self.N,
-            "factor": self.factor,
-            "rope_theta": self.rope_theta,
-            "head_dim": self.head_dim,
+            **json_fields(self, skip=("block_4x", "block_5x")),
             "transformers_4x": self.config_4x,
             "transformers_5x": self.config_5x,
-            "reasoning": self.reasoning,
-            "notes": list(self.notes),
         }
 
 
@@ -138,8 +145,7 @@ def plan_rope_scaling(
     s = float(N / L if factor is None else factor)
     if s <= 1.0:
         raise FreqlabError(f"the scaling factor must exceed 1, got {s}")
-    if head_dim < 4 or head_dim % 2:
-        raise FreqlabError(f"head_dim must be an even integer >= 4, got {head_dim}")
+    _ntk_exponent(head_dim)  # validates head_dim
     theta = float(rope_theta)
     if theta <= 1.0:
         raise FreqlabError(f"rope_theta must exceed 1, got {rope_theta}")

@@ -26,14 +26,18 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from fractions import Fraction
+from typing import Unpack
 
 import numpy as np
 
 from freqlab.errors import FreqlabError
 from freqlab.plan.well_trained import (
-    DEFAULT_MASS,
+    DEFAULT_FRACTION,
+    FrequencyInputs,
     WellTrained,
+    WellTrainedBasis,
     check_window,
+    json_fields,
     well_trained_range,
 )
 
@@ -110,7 +114,7 @@ class SelfExtendCheck:
     notes: tuple[str, ...] = ()
 
     def to_dict(self) -> dict:
-        return {k: (list(v) if isinstance(v, tuple) else v) for k, v in self.__dict__.items()}
+        return json_fields(self)
 
 
 def evaluate_self_extend(
@@ -135,7 +139,7 @@ def evaluate_self_extend(
         largest = self_extend_largest_position(N, G, w_n)
         rule = w_n + (N - w_n) / G
         fits = largest < L
-        if well_trained is not None:
+        if well_trained is not None:  # w_n + (N - w_n)/G <= N*, multiplied by G to stay in integers
             good = G * w_n + (N - w_n) <= G * int(well_trained)
     return SelfExtendCheck(
         L,
@@ -154,19 +158,17 @@ def evaluate_self_extend(
 
 
 @dataclass(frozen=True)
-class SelfExtendPlan:
+class SelfExtendPlan(WellTrainedBasis):
     """Chosen (G, w_n) for extending a window-L model to N tokens, with reasoning and paste-ready calls."""
 
     L: int
     N: int
     G: int
     w_n: int
-    N_star: int
-    rule: str
+    well_trained: WellTrained
     check: SelfExtendCheck
     reasoning: str
     notes: tuple[str, ...] = field(default_factory=tuple)
-    well_trained: WellTrained | None = None
 
     @property
     def hf_call(self) -> str:
@@ -178,23 +180,15 @@ class SelfExtendPlan:
         return f"--grp-attn-n {self.G} --grp-attn-w {self.w_n}"
 
     def to_dict(self) -> dict:
-        return {
-            "method": "self-extend",
-            "L": self.L,
-            "N": self.N,
-            "G": self.G,
-            "w_n": self.w_n,
-            "N_star": self.N_star,
-            "rule": self.rule,
-            "max_length": self.check.max_length,
-            "largest_position": self.check.largest_position,
-            "rule_of_thumb": self.check.rule_of_thumb,
-            "reasoning": self.reasoning,
-            "notes": list(self.notes),
-            "hf_call": self.hf_call,
-            "llama_cpp_flags": self.llama_cpp_flags,
-            "well_trained": None if self.well_trained is None else self.well_trained.to_dict(),
-        }
+        return self._plan_dict(
+            "self-extend",
+            skip=("check",),
+            max_length=self.check.max_length,
+            largest_position=self.check.largest_position,
+            rule_of_thumb=self.check.rule_of_thumb,
+            hf_call=self.hf_call,
+            llama_cpp_flags=self.llama_cpp_flags,
+        )
 
 
 def largest_window(L: int, N: int, N_star: int, G: int) -> int:
@@ -214,23 +208,19 @@ def plan_self_extend(
     N: int,
     *,
     well_trained: int | None = None,
-    frequency=None,
-    histogram=None,
-    regime: str = "natural",
-    schedule=None,
-    tokens: int | float | None = None,
-    tau: float | None = None,
-    mass: float = DEFAULT_MASS,
-    default_fraction: Fraction | float = Fraction(2, 3),
+    default_fraction: Fraction | float = DEFAULT_FRACTION,
     min_window: int | None = None,
     max_window: int | None = None,
     max_group: int = MAX_GROUP,
+    **frequency: Unpack[FrequencyInputs],
 ) -> SelfExtendPlan:
     """Choose the smallest group size G (and the largest neighbour window w_n divisible by G, within
     [min_window, max_window]) with (L - w_n)·G + w_n >= N and w_n + (N - w_n)/G <= N*.
 
-    N* is ``well_trained`` when given, else derived from the frequency (histogram/schedule/array) or, with
-    no information, ``default_fraction`` (2/3) of L, the generous end of the maintainers' 1/2..2/3.
+    N* is ``well_trained`` when given, else derived by :func:`freqlab.plan.well_trained.well_trained_range`
+    from the frequency keywords (``histogram`` + ``regime``, ``frequency``, ``schedule``; ``tokens``, ``tau``,
+    ``mass``) or, with no information, ``default_fraction`` (2/3) of L, the generous end of the maintainers'
+    1/2..2/3.
     Windows default to [L/8, L/4]: the maintainers use 512..1536 for 4K models and the paper w_n = 1024.
 
     >>> p = plan_self_extend(4096, 16384)
@@ -244,18 +234,7 @@ def plan_self_extend(
             f"target length N = {N} is not above the training window L = {L}: Self-Extend extends beyond L "
             "(within L, see `freqlab plan string`)"
         )
-    wt = well_trained_range(
-        L,
-        given=well_trained,
-        histogram=histogram,
-        regime=regime,
-        frequency=frequency,
-        schedule=schedule,
-        tokens=tokens,
-        tau=tau,
-        mass=mass,
-        default_fraction=default_fraction,
-    )
+    wt = well_trained_range(L, given=well_trained, default_fraction=default_fraction, **frequency)
     N_star = wt.N
     lo = max(L // 8, 1) if min_window is None else int(min_window)
     hi = L // 4 if max_window is None else int(max_window)
@@ -276,7 +255,6 @@ def plan_self_extend(
             f"N* = {N_star} and w_n in [{lo}, {hi}]; lower the target or the minimum window"
         )
     check = evaluate_self_extend(L, G, w_n, N, well_trained=N_star)
-    notes = list(check.notes)
     reasoning = (
         f"Training window L = {L}, target N = {N}. Well-trained range ({wt.rule} rule): {wt.explanation}, "
         f"so N* = {N_star}. The smallest group size whose grouped positions for N tokens stay within N* "
@@ -285,4 +263,4 @@ def plan_self_extend(
         f"{check.largest_position} < L, and this setting reaches up to (L - w_n)·G + w_n = "
         f"{check.max_length} tokens (Eq. 8)."
     )
-    return SelfExtendPlan(L, N, G, w_n, N_star, wt.rule, check, reasoning, tuple(notes), wt)
+    return SelfExtendPlan(L, N, G, w_n, wt, check, reasoning, check.notes)

@@ -23,14 +23,16 @@ from __future__ import annotations
 import json
 from dataclasses import dataclass, field
 from fractions import Fraction
+from typing import Unpack
 
 import numpy as np
 
 from freqlab.errors import FreqlabError
 from freqlab.frequency import share_at_least
 from freqlab.plan.well_trained import (
-    DEFAULT_MASS,
+    FrequencyInputs,
     WellTrained,
+    WellTrainedBasis,
     check_window,
     well_trained_range,
 )
@@ -125,6 +127,14 @@ def string_remap_counts(pair_counts, S: int, W: int) -> np.ndarray:
     return out
 
 
+def _pairs_per_distance(L: int, length: int | None) -> np.ndarray:
+    """Query-key pairs at distance r = 0..L-1 in one causal sequence of ``length`` tokens: max(length - r, 0)."""
+    n = L if length is None else int(length)
+    if not 1 <= n <= L:
+        raise FreqlabError(f"sequence length must be in 1..{L}, got {length}")
+    return np.maximum(n - np.arange(L, dtype=np.int64), 0)
+
+
 def string_position_histogram(L: int, S: int, W: int, length: int | None = None) -> np.ndarray:
     """How many query-key pairs use each position p after STRING in one causal sequence (closed form, O(L)).
 
@@ -135,11 +145,7 @@ def string_position_histogram(L: int, S: int, W: int, length: int | None = None)
     [15, 13, 11, 3, 2, 1]
     """
     L, S, W = _check_shift(L, S, W)
-    n = L if length is None else int(length)
-    if not 1 <= n <= L:
-        raise FreqlabError(f"sequence length must be in 1..{L}, got {length}")
-    pairs = np.maximum(n - np.arange(L, dtype=np.int64), 0)
-    return string_remap_counts(pairs, S, W)
+    return string_remap_counts(_pairs_per_distance(L, length), S, W)
 
 
 @dataclass(frozen=True)
@@ -153,10 +159,14 @@ class StringUsage:
     L: int
     S: int
     W: int
-    positions: np.ndarray
     pairs_before: np.ndarray
     pairs_after: np.ndarray
     trained: np.ndarray | None
+
+    @property
+    def positions(self) -> np.ndarray:
+        """p = 0..L-1, the index of the other arrays."""
+        return np.arange(self.L, dtype=np.int64)
 
     def to_dict(self) -> dict:
         return {
@@ -179,9 +189,8 @@ def string_usage(L: int, S: int, W: int, *, frequency=None, length: int | None =
     ([9, 8, 7, 6, 5, 4, 3, 2, 1], [15, 13, 11, 3, 2, 1, 0, 0, 0])
     """
     L, S, W = _check_shift(L, S, W)
-    n = L if length is None else int(length)
-    after = string_position_histogram(L, S, W, n)
-    before = np.maximum(n - np.arange(L, dtype=np.int64), 0)
+    before = _pairs_per_distance(L, length)
+    after = string_remap_counts(before, S, W)
     padded = np.zeros(L, dtype=np.int64)
     padded[: after.size] = after
     trained = None
@@ -189,21 +198,20 @@ def string_usage(L: int, S: int, W: int, *, frequency=None, length: int | None =
         trained = np.asarray(frequency)
         if trained.shape != (L,):
             raise FreqlabError(f"the frequency must have shape ({L},), got {trained.shape}")
-    return StringUsage(L, S, W, np.arange(L, dtype=np.int64), before, padded, trained)
+    return StringUsage(L, S, W, before, padded, trained)
 
 
 # --- planner ---------------------------------------------------------------------------------------------
 
 
 @dataclass(frozen=True)
-class StringPlan:
+class StringPlan(WellTrainedBasis):
     """A STRING recommendation: S, W, the reasoning and paste-ready blocks."""
 
     L: int
     S: int
     W: int
-    N_star: int
-    rule: str
+    well_trained: WellTrained
     S_rule: int | None  # what the frequency rule alone gives (rounded); None without frequency information
     S_range: tuple[int, int]  # validated range after rounding
     within_range: bool
@@ -212,7 +220,6 @@ class StringPlan:
     test_length: int
     reasoning: str
     notes: tuple[str, ...] = field(default_factory=tuple)
-    well_trained: WellTrained | None = None
 
     @property
     def ratio(self) -> float:
@@ -234,29 +241,11 @@ class StringPlan:
 
     @property
     def vllm_block(self) -> str:
+        """The vLLM block as it is pasted into a JSON config: ``"string_config": {...}``."""
         return json.dumps(self.vllm_config)[1:-1]
 
     def to_dict(self) -> dict:
-        return {
-            "method": "string",
-            "L": self.L,
-            "S": self.S,
-            "W": self.W,
-            "S_over_L": self.ratio,
-            "N_star": self.N_star,
-            "rule": self.rule,
-            "S_rule": self.S_rule,
-            "S_range": list(self.S_range),
-            "within_range": self.within_range,
-            "overwritten_share": self.overwritten_share,
-            "share_basis": self.share_basis,
-            "test_length": self.test_length,
-            "reasoning": self.reasoning,
-            "notes": list(self.notes),
-            "hf_patch": self.hf_patch,
-            "vllm_config": self.vllm_config,
-            "well_trained": None if self.well_trained is None else self.well_trained.to_dict(),
-        }
+        return self._plan_dict("string", S_over_L=self.ratio, hf_patch=self.hf_patch, vllm_config=self.vllm_config)
 
 
 def _round_to(x: Fraction | int, q: int) -> int:
@@ -282,40 +271,25 @@ def validated_range(L: int, round_to: int = DEFAULT_ROUND) -> tuple[int, int, in
 def plan_string(
     L: int,
     *,
-    histogram=None,
-    regime: str = "natural",
-    tokens: int | float | None = None,
-    tau: float | None = None,
-    frequency=None,
-    schedule=None,
-    mass: float = DEFAULT_MASS,
     W: int = DEFAULT_W,
     round_to: int = DEFAULT_ROUND,
     test_length: int | None = None,
+    **frequency: Unpack[FrequencyInputs],
 ) -> StringPlan:
-    """Recommend STRING's shift S and local window W for a model trained with window L.
+    """Recommend STRING's shift S and local window W for a model trained with window L (Sec. 4.1).
 
-    The frequency comes from ``histogram`` (+ ``regime``), a precomputed ``frequency`` array, or a
-    ``schedule``; N* is derived by :func:`freqlab.plan.well_trained.well_trained_range` (budget rule when
-    ``tokens`` is given, else mass rule), S_rule = round(L - N*) to a multiple of ``round_to``, and the
-    recommended S is S_rule kept in the validated range [L/4, L/2]. Without frequency information S = L/3.
+    The frequency keywords (``histogram`` + ``regime``, a precomputed ``frequency`` array, or a
+    ``schedule``; ``tokens``, ``tau``, ``mass``) go to :func:`freqlab.plan.well_trained.well_trained_range`,
+    which derives N* (budget rule when ``tokens`` is given, else mass rule). Then S_rule = round(L - N*) to
+    a multiple of ``round_to``, and the recommended S is S_rule kept in the validated range [L/4, L/2].
+    Without frequency information S = L/3.
 
     >>> p = plan_string(131072)
     >>> p.S, p.W, p.rule, p.hf_patch
     (43712, 128, 'default', 'replace_with_string(max_test_length=131072, shifted_offset=43712, small_local_value=128)')
     """
     L = check_window(L)
-    wt = well_trained_range(
-        L,
-        histogram=histogram,
-        regime=regime,
-        frequency=frequency,
-        schedule=schedule,
-        tokens=tokens,
-        tau=tau,
-        mass=mass,
-        default_fraction=1 - DEFAULT_S_FRACTION,
-    )
+    wt = well_trained_range(L, default_fraction=1 - DEFAULT_S_FRACTION, **frequency)
     lo, hi, q = validated_range(L, round_to)
     notes: list[str] = []
     if q != round_to:
@@ -354,7 +328,7 @@ def plan_string(
         share = S * (S + 1) / (L * (L + 1))
         basis = "a full window, f(i) = L - i (no corpus information)"
     reasoning = _reasoning(L, S, W, wt, S_rule, (lo, hi), within, share, basis)
-    return StringPlan(L, S, W, wt.N, wt.rule, S_rule, (lo, hi), within, share, basis, n, reasoning, tuple(notes), wt)
+    return StringPlan(L, S, W, wt, S_rule, (lo, hi), within, share, basis, n, reasoning, tuple(notes))
 
 
 def _reasoning(L, S, W, wt: WellTrained, S_rule, bounds, within, share, basis) -> str:

@@ -21,9 +21,10 @@ three rules, in order of preference:
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, fields
 from fractions import Fraction
 from pathlib import Path
+from typing import TypedDict
 
 import numpy as np
 
@@ -43,6 +44,18 @@ DEFAULT_FRACTION: Fraction = Fraction(2, 3)
 RULES: tuple[str, ...] = ("given", "schedule", "budget", "mass", "default")
 
 
+class FrequencyInputs(TypedDict, total=False):
+    """The frequency keywords every planner passes on to :func:`well_trained_range` unchanged."""
+
+    histogram: LengthHistogram | str | Path | None
+    regime: str
+    frequency: np.ndarray | None
+    schedule: ScheduleFrequency | Schedule | str | Path | None
+    tokens: int | float | None
+    tau: float | None
+    mass: float
+
+
 @dataclass(frozen=True)
 class WellTrained:
     """N*: positions 0..N*-1 are well trained; ``rule`` says how it was derived, ``explanation`` in words.
@@ -60,15 +73,41 @@ class WellTrained:
     mass: float | None = None
 
     def to_dict(self) -> dict:
-        return {
-            "N_star": self.N,
-            "L": self.L,
-            "rule": self.rule,
-            "explanation": self.explanation,
-            "tokens": self.tokens,
-            "tau": self.tau,
-            "mass": self.mass,
-        }
+        return {"N_star": self.N, **json_fields(self, skip=("N", "frequency"))}
+
+
+class WellTrainedBasis:
+    """Base of the plans built on a :class:`WellTrained` range: N* and its rule come from ``well_trained``."""
+
+    well_trained: WellTrained
+
+    @property
+    def N_star(self) -> int:
+        return self.well_trained.N
+
+    @property
+    def rule(self) -> str:
+        """How N* was derived (one of :data:`RULES`)."""
+        return self.well_trained.rule
+
+    def _plan_dict(self, method: str, *, skip: tuple[str, ...] = (), **derived) -> dict:
+        """For ``to_dict``: the method, the fields (JSON-ready), N* and its rule, then ``derived`` values."""
+        return {"method": method, **json_fields(self, skip=skip), "N_star": self.N_star, "rule": self.rule, **derived}
+
+
+def json_fields(obj, *, skip: tuple[str, ...] = ()) -> dict:
+    """A planner dataclass's fields as a JSON-ready dict: tuples become lists, nested results their to_dict()."""
+    out = {}
+    for f in fields(obj):
+        if f.name in skip:
+            continue
+        value = getattr(obj, f.name)
+        if isinstance(value, tuple):
+            value = list(value)
+        elif hasattr(value, "to_dict"):
+            value = value.to_dict()
+        out[f.name] = value
+    return out
 
 
 def check_window(L, name: str = "L") -> int:
@@ -78,12 +117,18 @@ def check_window(L, name: str = "L") -> int:
     return int(L)
 
 
+def as_histogram(histogram: LengthHistogram | str | Path) -> LengthHistogram:
+    """A LengthHistogram, read from Parquet when given a path."""
+    if isinstance(histogram, LengthHistogram):
+        return histogram
+    return LengthHistogram.read_parquet(histogram)
+
+
 def frequency_from_histogram(
     histogram: LengthHistogram | str | Path, L: int, regime: str = "natural", *, seed: int = 0
 ) -> np.ndarray:
     """f(i) for 0 <= i < L from a histogram (object or Parquet path) under a regime (STRING Eq. 2)."""
-    if not isinstance(histogram, LengthHistogram):
-        histogram = LengthHistogram.read_parquet(histogram)
+    histogram = as_histogram(histogram)
     if histogram.documents == 0:
         raise FreqlabError("the histogram holds no documents")
     return position_frequency(histogram.lengths, histogram.counts, L, regime, seed=seed)

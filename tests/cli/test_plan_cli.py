@@ -27,7 +27,7 @@ def run(*args):
 def test_plan_group_lists_commands():
     result = run("plan", "--help")
     assert result.exit_code == 0
-    for name in ("string", "self-extend", "rope", "upsample"):
+    for name in ("string", "self-extend", "rope", "upsample", "harpe"):
         assert name in result.output
 
 
@@ -148,3 +148,43 @@ def test_upsample(hist, tmp_path):
         "plan", "upsample", "--hist", corpus, "--L", 4096, "--tokens", "10B", "--tau", "5B", "--target-length", 3072
     ).output
     assert "add" in text and "tokens of long documents" in text
+
+
+def test_upsample_with_a_schedule(tmp_path):
+    LengthHistogram.from_counts([100, 4096], [900, 10]).to_parquet(tmp_path / "corpus.parquet")
+    schedule = tmp_path / "schedule.json"
+    schedule.write_text(
+        json.dumps(
+            {
+                "histogram": "corpus.parquet",
+                "tau": "5B",
+                "stages": [
+                    {"name": "short", "L": 2048, "tokens": "10B"},
+                    {"name": "long", "L": 4096, "tokens": "10B"},
+                ],
+            }
+        )
+    )
+    result = run("plan", "upsample", "--schedule", schedule, "--target-length", 3072, "--json")
+    assert result.exit_code == 0, result.output
+    data = json.loads(result.output)
+    # the 2048 stage never reaches E = 3072, so F(E) = 1e10 · a with the single-stage a of test_upsample
+    a, b = 10 * 1024 / 130960, 1024 / 4096
+    assert data["current_occurrences"] == pytest.approx(1e10 * a)
+    assert data["extra_tokens"] == -(-(5 * 10**9 * 130960 - 10**10 * 10240) * 4 // 130960)
+    assert data["tokens"] == 2 * 10**10 and data["added_to"].startswith("stage 'long'")
+    assert data["per_token_long"] == pytest.approx(b)
+    assert run("plan", "upsample", "--schedule", schedule, "--target-length", 3072, "--tokens", "1B").exit_code == 2
+    mismatch = run("plan", "upsample", "--schedule", schedule, "--target-length", 3072, "--L", 2048)
+    assert mismatch.exit_code == 1 and "longest window is 4096, but --L = 2048" in mismatch.output
+    assert run("plan", "upsample", "--L", 4096, "--target-length", 3072).exit_code == 2  # needs --hist/--tokens
+
+
+def test_rope_takes_the_window_from_a_schedule(tmp_path):
+    schedule = tmp_path / "schedule.yaml"
+    schedule.write_text("histogram: none.parquet\nstages:\n  - {L: 2048, tokens: 1T}\n  - {L: 4096, tokens: 20B}\n")
+    result = run("plan", "rope", "--schedule", schedule, "--target", 16384, "--type", "linear", "--json")
+    data = json.loads(result.output)
+    assert data["L"] == 4096 and data["plans"][0]["factor"] == 4.0  # 16384 / the longest stage window
+    assert run("plan", "rope", "--schedule", schedule, "--L", 2048, "--target", 16384).exit_code == 1
+    assert run("plan", "rope", "--target", 16384).exit_code == 2

@@ -156,6 +156,7 @@ def test_giraffe_zero_shot_note_for_linear():
         ((4096, 2048, "yarn"), {}, "not above the training window"),
         ((4096, 8192, "ntk-by-parts"), {}, "unknown RoPE scaling type"),
         ((4096, 8192, "ntk"), {"head_dim": 7}, "head_dim"),
+        ((4096, 8192, "dynamic"), {"head_dim": 2}, "head_dim must be an even integer >= 4"),
         ((4096, 8192, "linear"), {"factor": 0.5}, "must exceed 1"),
     ],
 )

@@ -42,6 +42,9 @@ def test_llama2_4k_table1_setting():
     assert self_extend_eq8(4096, 8, 1024) == 25600
     assert self_extend_largest_position(25600, 8, 1024) == 4095
     assert self_extend_largest_position(25601, 8, 1024) == 4096
+    # the 24,576 is exactly Eq. 8 without "+ w_n", and that length is 1,024 tokens short of the limit
+    assert (4096 - 1024) * 8 == 24576 == self_extend_eq8(4096, 8, 1024) - 1024
+    assert self_extend_largest_position(24576, 8, 1024) == 3967  # 24575 // 8 + 1024 - 128 < L - 1
 
 
 @pytest.mark.parametrize("L", [5, 7, 12, 16])

@@ -3,12 +3,13 @@
 from __future__ import annotations
 
 import math
+from fractions import Fraction
 
 import pytest
 
 from freqlab.errors import FreqlabError
 from freqlab.histogram import LengthHistogram
-from freqlab.plan.upsample import plan_upsample
+from freqlab.plan.upsample import plan_upsample, plan_upsample_schedule
 
 L, E = 1024, 600
 CORPUS = [50] * 20 + [300, 900, 2500]  # natural regime: 2500 -> 1024 + 1024 + 452
@@ -105,3 +106,56 @@ def test_impossible_requests(kwargs, message):
     args = {"histogram": CORPUS, "E": E, **kwargs}
     with pytest.raises(FreqlabError, match=message):
         plan_upsample(LengthHistogram.from_lengths(args.pop("histogram")), L, args.pop("E"), 10**6, tau=10**9, **args)
+
+
+def brute_f_window(doc_lengths: list[int], i: int, window: int) -> int:
+    """STRING Eq. 2 on documents cut into ``window``-token rows plus the remainder (natural regime)."""
+    return sum(max(min(window, n - start) - i, 0) for n in doc_lengths for start in range(0, n, window))
+
+
+def write_schedule(tmp_path, stages) -> str:
+    import json
+
+    LengthHistogram.from_lengths(CORPUS).to_parquet(tmp_path / "corpus.parquet")
+    path = tmp_path / "schedule.json"
+    path.write_text(json.dumps({"histogram": "corpus.parquet", "tau": 1000, "stages": stages}))
+    return str(path)
+
+
+def test_one_stage_schedule_equals_the_plain_planner(tmp_path):
+    T = 10 * sum(CORPUS)
+    path = write_schedule(tmp_path, [{"name": "only", "L": L, "tokens": T, "regime": "natural"}])
+    tau = 5 * brute_f(CORPUS * 10, E)
+    a = plan_upsample(LengthHistogram.from_lengths(CORPUS), L, E, T, tau=tau).to_dict()
+    b = plan_upsample_schedule(path, E, tau=tau).to_dict()
+    for key in ("reasoning", "added_to"):
+        a.pop(key), b.pop(key)
+    assert a == b
+
+
+def test_two_stage_schedule_adds_to_the_longest_stage(tmp_path):
+    E2, T1, T2 = 300, 40 * sum(CORPUS), 10 * sum(CORPUS)
+    stages = [
+        {"name": "short", "L": 512, "tokens": T1, "regime": "natural"},
+        {"name": "long", "L": L, "tokens": T2, "regime": "natural"},
+    ]
+    path = write_schedule(tmp_path, stages)
+    # F(E) = Σ_k T_k f_k(E) / f_k(0); f_k(0) is the corpus token count in the natural regime
+    F = Fraction(sum(T * brute_f_window(CORPUS, E2, w) for T, w in ((T1, 512), (T2, L))), sum(CORPUS))
+    long_docs = [n for n in CORPUS if n >= E2]  # 300, 900, 2500 in corpus proportions
+    a = Fraction(brute_f_window(CORPUS, E2, L), sum(CORPUS))  # per token of the long stage
+    b = Fraction(brute_f_window(long_docs, E2, L), sum(long_docs))
+    tau = math.ceil(F + T2 * (b - a) / 2)  # about half of the long stage's budget turned into long documents
+    p = plan_upsample_schedule(path, E2, tau=tau)
+    assert p.added_to.startswith("stage 'long'") and p.tokens == T1 + T2 and p.L == L
+    assert p.current_occurrences == F == 74000
+    assert p.per_token_corpus == pytest.approx(a) and p.per_token_long == pytest.approx(b)
+    assert F + p.extra_tokens * b >= tau > F + (p.extra_tokens - 1) * b  # X is the exact minimum
+    long_share = Fraction(sum(long_docs), sum(CORPUS))  # both stages train on the same corpus
+    X = p.extra_tokens
+    assert p.long_token_share == pytest.approx(((T1 + T2) * long_share + X) / (T1 + T2 + X))
+    assert F + T2 * Fraction(p.fixed_budget_share) * (b - a) == pytest.approx(tau)
+    assert p.fixed_budget_share == pytest.approx(0.5, abs=1e-3)
+    assert "stage 'long'" in p.reasoning and "tau - F(E)" in p.reasoning
+    # the schedule's own tau (1000) is already reached: nothing to add
+    assert plan_upsample_schedule(path, E2).extra_tokens == 0

@@ -128,6 +128,10 @@ def test_grid_from_schedule(tmp_path):
     data = json.loads(run(*args, "--json").output)
     assert (data["grid"]["start"], data["grid"]["stop"], data["grid"]["step"]) == (2049, 4095, 1)
     assert "frequency analysis" in data["grid_reason"] and "schedule" in data["grid_reason"]
+    # --L must agree with the schedule's longest window (it is no longer silently ignored)
+    mismatch = run(*args, "--L", "2048")
+    assert isinstance(mismatch.exception, FreqlabError)
+    assert "the schedule's longest window is 4096, but L = 2048" in str(mismatch.exception)
 
 
 @pytest.mark.parametrize(
@@ -150,6 +154,7 @@ def test_usage_errors_exit_2(tmp_path):
     assert run("--grid", "1:2", "--hist", str(tmp_path / "x.parquet")).exit_code == 2
     assert run("--tokens", "1T").exit_code == 2  # needs --hist
     assert run("--strategy", "nope").exit_code == 2
+    assert run("--strategy", "attention-buckets", "--hist", str(tmp_path / "x.parquet")).exit_code == 2
 
 
 def test_help_has_an_example():
