@@ -14,6 +14,7 @@ lists every figure with the command that made it.
 from __future__ import annotations
 
 import argparse
+import functools
 import os
 import sys
 import time
@@ -61,12 +62,10 @@ def figures(h: LengthHistogram) -> dict[str, tuple[Callable, str]]:
     from freqlab.plan.harpe import PAPER_B_MAX, PAPER_B_MIN, peak_valley_search, table2_bases, uniform_bases
 
     f = position_frequency(h.lengths, h.counts, L)
-    search = {}
 
+    @functools.cache
     def harpe_plan():
-        if "plan" not in search:
-            search["plan"] = peak_valley_search()  # the paper's setting: 32 heads, 1M..5M, stride 30k, 128K
-        return search["plan"]
+        return peak_valley_search()  # the paper's setting: 32 heads, 1M..5M, stride 30k, 128K (run once)
 
     def string_usage():
         from freqlab.plan.string import plan_string

@@ -13,6 +13,21 @@ from freqlab.cli.freq import TOKENS, echo_json, json_option, regime_option, tau_
 from freqlab.errors import FreqlabError
 from freqlab.frequency.regimes import REGIMES
 
+# the export formats of freqlab.plots.style.save_figure (not imported here: it imports matplotlib)
+FORMATS = ("png", "pdf", "svg")
+
+
+def format_option(help_text: str, default: tuple[str, ...] = ()):
+    return click.option(
+        "--format",
+        "formats",
+        type=click.Choice(FORMATS),
+        multiple=True,
+        default=default,
+        show_default=bool(default),
+        help=help_text,
+    )
+
 
 class FigureSize(click.ParamType):
     """``one-column`` (3.5 in wide), ``two-column`` (7.2 in) or ``WIDTH,HEIGHT`` in inches."""
@@ -40,13 +55,7 @@ def output_options(default_size: str | None):
                 required=True,
                 help="Output file; its suffix (.png/.pdf/.svg) is the format unless --format is given.",
             ),
-            click.option(
-                "--format",
-                "formats",
-                type=click.Choice(["png", "pdf", "svg"]),
-                multiple=True,
-                help="Format(s) to write next to --out (repeat for several).",
-            ),
+            format_option("Format(s) to write next to --out (repeat for several)."),
             click.option(
                 "--size",
                 type=FigureSize(),
@@ -68,13 +77,16 @@ def _save(fig, out, formats, dpi, as_json) -> None:
     from freqlab.plots.style import save_figure
 
     path = Path(out)
-    if not formats and path.suffix.lstrip(".").lower() not in ("png", "pdf", "svg"):
+    if not formats and path.suffix.lstrip(".").lower() not in FORMATS:
         raise FreqlabError(f"{out}: give a .png, .pdf or .svg file name, or --format")
-    written = save_figure(fig, path, formats or None, dpi=dpi)
+    _report_written(save_figure(fig, path, formats or None, dpi=dpi), as_json)
+
+
+def _report_written(paths: list[Path], as_json: bool) -> None:
     if as_json:
-        echo_json({"files": [str(p) for p in written]})
+        echo_json({"files": [str(p) for p in paths]})
     else:
-        for p in written:
+        for p in paths:
             click.echo(f"wrote {p}")
 
 
@@ -85,6 +97,13 @@ def _histogram(path):
 
 
 hist_argument = click.argument("hist", type=click.Path(dir_okay=False))
+one_regime_option = click.option(
+    "--regime", type=click.Choice(REGIMES), default="natural", show_default=True, help="Data regime."
+)
+seed_option = click.option("--seed", type=int, default=0, show_default=True, help="Stream order for the pack regime.")
+L_option = click.option(
+    "--L", "L", type=click.IntRange(min=1), default=2048, show_default=True, help="Training window."
+)
 
 
 @click.group("plot")
@@ -101,10 +120,10 @@ def plot_group() -> None:
 
 @plot_group.command("frequency", short_help="Position frequency and segment lengths (STRING Fig. 1 layout).")
 @hist_argument
-@click.option("--L", "L", type=click.IntRange(min=1), default=2048, show_default=True, help="Training window.")
+@L_option
 @regime_option
 @click.option("--bins", type=click.IntRange(min=1), default=32, show_default=True, help="Bins of the length bars.")
-@click.option("--seed", type=int, default=0, show_default=True, help="Stream order for the pack regime.")
+@seed_option
 @output_options("one-column")
 def frequency_command(hist, L, regimes, bins, seed, out, formats, size, dpi, as_json):
     """STRING Fig. 1 layout: segment-length bars and f(i) on twin axes, i <= L/2 and i >= 3L/4 shaded.
@@ -128,9 +147,9 @@ def frequency_command(hist, L, regimes, bins, seed, out, formats, size, dpi, as_
 @plot_group.command("windows", short_help="f_T for several windows at one token budget (STRING Fig. 3 layout).")
 @hist_argument
 @window_option(default=(2048, 4096))
-@click.option("--regime", type=click.Choice(REGIMES), default="natural", show_default=True, help="Data regime.")
+@one_regime_option
 @click.option("--tokens", type=TOKENS, default="1T", show_default=True, help="Training budget T (same for all L).")
-@click.option("--seed", type=int, default=0, show_default=True, help="Stream order for the pack regime.")
+@seed_option
 @output_options("one-column")
 def windows_command(hist, Ls, regime, tokens, seed, out, formats, size, dpi, as_json):
     """STRING Fig. 3 layout: f_T(i) for several windows at the same token budget.
@@ -148,10 +167,10 @@ def windows_command(hist, Ls, regime, tokens, seed, out, formats, size, dpi, as_
 @plot_group.command("effective-length", short_help="Effective length vs training tokens (STRING Fig. 2 layout).")
 @hist_argument
 @window_option(default=(2048, 4096))
-@click.option("--regime", type=click.Choice(REGIMES), default="natural", show_default=True, help="Data regime.")
+@one_regime_option
 @tau_option
 @click.option("--budget", type=TOKENS, default="1T", show_default=True, help="Budget for panel (b).")
-@click.option("--seed", type=int, default=0, show_default=True, help="Stream order for the pack regime.")
+@seed_option
 @output_options("two-column")
 def effective_length_command(hist, Ls, regime, tau, budget, seed, out, formats, size, dpi, as_json):
     """STRING Fig. 2 layout: predicted effective length vs training tokens, with the threshold tau.
@@ -168,8 +187,8 @@ def effective_length_command(hist, Ls, regime, tau, budget, seed, out, formats, 
 
 @plot_group.command("sources", short_help="Length CCDF and position frequency per corpus source.")
 @hist_argument
-@click.option("--L", "L", type=click.IntRange(min=1), default=2048, show_default=True, help="Training window.")
-@click.option("--regime", type=click.Choice(REGIMES), default="natural", show_default=True, help="Data regime.")
+@L_option
+@one_regime_option
 @output_options("two-column")
 def sources_command(hist, L, regime, out, formats, size, dpi, as_json):
     """Length CCDF and position frequency per corpus source (histograms scanned with source labels).
@@ -196,15 +215,7 @@ def sources_command(hist, L, regime, out, formats, size, dpi, as_json):
     show_default=True,
     help="Folder; figures go to OUT/figures.",
 )
-@click.option(
-    "--format",
-    "formats",
-    type=click.Choice(["png", "pdf", "svg"]),
-    multiple=True,
-    default=("png",),
-    show_default=True,
-    help="Format(s) (repeat for several).",
-)
+@format_option("Format(s) (repeat for several).", default=("png",))
 @json_option
 def scan_command(hist, Ls, regimes, tokens, tau, out, formats, as_json):
     """The main figures of a saved histogram (what `freqlab scan --plot` writes).
@@ -215,12 +226,7 @@ def scan_command(hist, Ls, regimes, tokens, tau, out, formats, as_json):
     """
     from freqlab.plots.report import scan_figures
 
-    written = scan_figures(_histogram(hist), Ls, regimes, out, formats, tokens=tokens, tau=tau)
-    if as_json:
-        echo_json({"files": [str(p) for p in written]})
-    else:
-        for p in written:
-            click.echo(f"wrote {p}")
+    _report_written(scan_figures(_histogram(hist), Ls, regimes, out, formats, tokens=tokens, tau=tau), as_json)
 
 
 @plot_group.command("string-matrix", short_help="STRING position matrices for a small window (Fig. 5).")
@@ -251,7 +257,7 @@ def string_matrix_command(L, S, W, out, formats, size, dpi, as_json):
     default=None,
     help="Length histogram: adds how often training saw each position.",
 )
-@click.option("--regime", type=click.Choice(REGIMES), default="natural", show_default=True, help="Data regime.")
+@one_regime_option
 @output_options("one-column")
 def string_usage_command(L, S, W, hist, regime, out, formats, size, dpi, as_json):
     """Positions STRING uses vs RoPE's for a large window, with the training frequency of each.

@@ -13,8 +13,14 @@ raise :class:`freqlab.errors.FreqlabError` at once, from ``open_corpus`` or, for
 from __future__ import annotations
 
 from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, field
-from typing import Any, NamedTuple
+from typing import TYPE_CHECKING, Any, ClassVar, NamedTuple
+
+from freqlab.errors import FreqlabError
+
+if TYPE_CHECKING:  # fields.py imports the reasons from here
+    from freqlab.corpus.fields import Fields
 
 # Reasons a single record is unusable (the keys the summary counts skips by).
 MALFORMED_JSON = "malformed-json"  # the line is not valid JSON
@@ -63,6 +69,47 @@ class Shard:
 
     def read(self) -> Iterator[Document]:  # pragma: no cover - abstract
         raise NotImplementedError
+
+
+def describe_error(exc: BaseException) -> str:
+    """``Type: first line of the message`` (``Type`` alone when the message is empty), for one-line errors."""
+    message = str(exc).strip()
+    return f"{type(exc).__name__}: {message.splitlines()[0]}" if message else type(exc).__name__
+
+
+@dataclass(frozen=True)
+class FileShard(Shard):
+    """One data file read with a field mapping. ``id`` is the path relative to the corpus root.
+
+    Subclasses implement :meth:`records` (and :meth:`rows` when cheap); :meth:`read` turns the exceptions a
+    corrupt or truncated file raises while being read (:attr:`read_errors`) into one FreqlabError naming it.
+    """
+
+    id: str
+    path: str
+    fields: Fields
+
+    read_errors: ClassVar[tuple[type[BaseException], ...]] = (OSError,)
+
+    def records(self) -> Iterator[Document]:  # pragma: no cover - abstract
+        raise NotImplementedError
+
+    def rows(self) -> int | None:
+        """Records in the file when that is cheap to know (a Parquet footer), else None."""
+        return None
+
+    def read(self) -> Iterator[Document]:
+        with self.reading():
+            yield from self.records()
+
+    @contextmanager
+    def reading(self) -> Iterator[None]:
+        """Turn :attr:`read_errors` raised inside the block into FreqlabError naming the file."""
+        try:
+            yield
+        except self.read_errors as exc:
+            message = f"{self.path}: cannot read ({describe_error(exc)}); is the file truncated or corrupt?"
+            raise FreqlabError(message) from exc
 
 
 @dataclass

@@ -9,15 +9,17 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
+from typing import ClassVar
 
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from freqlab.corpus.base import Document, Shard
+from freqlab.corpus.base import Document, FileShard
 from freqlab.corpus.fields import Fields
-from freqlab.errors import FreqlabError
 
 BATCH_ROWS = 256
+# what pyarrow raises for a corrupt or truncated file
+_ARROW_ERRORS = (pa.ArrowException, OSError)
 
 
 def _documents(batches: Iterable[pa.RecordBatch], fields: Fields, path: str) -> Iterator[Document]:
@@ -34,34 +36,22 @@ def _documents(batches: Iterable[pa.RecordBatch], fields: Fields, path: str) -> 
             yield Document(text, source, f"{path}:row {row}", error)
 
 
-def _reading_error(path: str, exc: BaseException) -> FreqlabError:
-    return FreqlabError(f"{path}: cannot read ({type(exc).__name__}: {exc}); is the file truncated or corrupt?")
-
-
 @dataclass(frozen=True)
-class ParquetShard(Shard):
+class ParquetShard(FileShard):
     """One Parquet file."""
 
-    id: str
-    path: str
-    fields: Fields
+    read_errors: ClassVar = _ARROW_ERRORS
 
-    def read(self) -> Iterator[Document]:
-        try:
-            parquet = pq.ParquetFile(self.path)
-            present = [name for name in self.fields.columns if name in parquet.schema_arrow.names]
-            batches = parquet.iter_batches(batch_size=BATCH_ROWS, columns=present, use_threads=False)
-            yield from _documents(batches, self.fields, self.path)
-        except (pa.ArrowException, OSError) as exc:
-            raise _reading_error(self.path, exc) from exc
+    def records(self) -> Iterator[Document]:
+        parquet = pq.ParquetFile(self.path)
+        present = [name for name in self.fields.columns if name in parquet.schema_arrow.names]
+        batches = parquet.iter_batches(batch_size=BATCH_ROWS, columns=present, use_threads=False)
+        yield from _documents(batches, self.fields, self.path)
 
-
-def parquet_rows(path: str) -> int:
-    """Row count from the Parquet footer (cheap: no data is read)."""
-    try:
-        return pq.ParquetFile(path).metadata.num_rows
-    except (pa.ArrowException, OSError) as exc:
-        raise _reading_error(path, exc) from exc
+    def rows(self) -> int:
+        """Row count from the Parquet footer (cheap: no data is read)."""
+        with self.reading():
+            return pq.ParquetFile(self.path).metadata.num_rows
 
 
 def _open_arrow(path: str) -> pa.ipc.RecordBatchStreamReader | pa.ipc.RecordBatchFileReader:
@@ -70,10 +60,11 @@ def _open_arrow(path: str) -> pa.ipc.RecordBatchStreamReader | pa.ipc.RecordBatc
     try:
         return pa.ipc.open_stream(source)
     except pa.ArrowInvalid:
-        return pa.ipc.open_file(pa.memory_map(path))
+        return pa.ipc.open_file(source)
 
 
-def _arrow_batches(reader: pa.ipc.RecordBatchStreamReader | pa.ipc.RecordBatchFileReader) -> Iterator[pa.RecordBatch]:
+def _arrow_batches(path: str) -> Iterator[pa.RecordBatch]:
+    reader = _open_arrow(path)
     if isinstance(reader, pa.ipc.RecordBatchFileReader):
         for i in range(reader.num_record_batches):
             yield reader.get_batch(i)
@@ -82,19 +73,18 @@ def _arrow_batches(reader: pa.ipc.RecordBatchStreamReader | pa.ipc.RecordBatchFi
 
 
 @dataclass(frozen=True)
-class ArrowShard(Shard):
+class ArrowShard(FileShard):
     """One Arrow IPC file (stream or file format), memory-mapped."""
 
-    id: str
-    path: str
-    fields: Fields
+    read_errors: ClassVar = _ARROW_ERRORS
 
-    def read(self) -> Iterator[Document]:
-        try:
-            batches = _rebatched(_arrow_batches(_open_arrow(self.path)))
-            yield from _documents(batches, self.fields, self.path)
-        except (pa.ArrowException, OSError) as exc:
-            raise _reading_error(self.path, exc) from exc
+    def records(self) -> Iterator[Document]:
+        yield from _documents(_rebatched(_arrow_batches(self.path)), self.fields, self.path)
+
+    def rows(self) -> int:
+        """Row count (reads only batch headers through the memory map)."""
+        with self.reading():
+            return sum(batch.num_rows for batch in _arrow_batches(self.path))
 
 
 def _rebatched(batches: Iterable[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
@@ -102,11 +92,3 @@ def _rebatched(batches: Iterable[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
     for batch in batches:
         for start in range(0, batch.num_rows, BATCH_ROWS):
             yield batch.slice(start, BATCH_ROWS)
-
-
-def arrow_rows(path: str) -> int:
-    """Row count of an Arrow file (reads only batch headers through the memory map)."""
-    try:
-        return sum(batch.num_rows for batch in _arrow_batches(_open_arrow(path)))
-    except (pa.ArrowException, OSError) as exc:
-        raise _reading_error(path, exc) from exc

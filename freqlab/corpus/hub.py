@@ -22,7 +22,7 @@ import threading
 from collections.abc import Iterator
 from dataclasses import dataclass
 
-from freqlab.corpus.base import Corpus, Document, Shard
+from freqlab.corpus.base import Corpus, Document, Shard, describe_error
 from freqlab.corpus.fields import Fields
 from freqlab.errors import FreqlabError
 
@@ -85,7 +85,7 @@ def probe_hub(dataset: str, timeout: float = PROBE_TIMEOUT) -> None:
             "check the id, or give a preset name or local files"
         )
     what = "HTTP error" if isinstance(error, HfHubHTTPError) else "network error"
-    detail = str(error).splitlines()[0] if str(error) else type(error).__name__
+    detail = describe_error(error)
     raise FreqlabError(f"{dataset}: cannot reach the Hugging Face Hub ({what}: {detail}); {_hint(dataset)}")
 
 
@@ -103,8 +103,7 @@ def _stream(dataset: str, config: str | None, split: str, data_files: tuple[str,
             streaming=True,
         )
     except Exception as exc:  # DatasetNotFoundError, missing config, scripts no longer supported, ...
-        first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
-        raise FreqlabError(f"{dataset}: cannot open with datasets ({first}); {_hint(dataset)}") from exc
+        raise FreqlabError(f"{dataset}: cannot open with datasets ({describe_error(exc)}); {_hint(dataset)}") from exc
 
 
 def _label(dataset: str, config: str | None, split: str) -> str:
@@ -139,8 +138,7 @@ class HubShard(Shard):
         except FreqlabError:
             raise
         except Exception as exc:  # a file that the builder cannot parse, a dropped connection, ...
-            first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
-            raise FreqlabError(f"{prefix}{row + 1}: cannot read ({type(exc).__name__}: {first})") from exc
+            raise FreqlabError(f"{prefix}{row + 1}: cannot read ({describe_error(exc)})") from exc
 
 
 def streamed_corpus(

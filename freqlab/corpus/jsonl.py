@@ -15,7 +15,7 @@ import re
 import zlib
 from collections.abc import Iterator
 from dataclasses import dataclass
-from typing import BinaryIO
+from typing import BinaryIO, ClassVar
 
 import zstandard
 
@@ -25,10 +25,8 @@ from freqlab.corpus.base import (
     MALFORMED_JSON,
     NOT_AN_OBJECT,
     Document,
-    Shard,
+    FileShard,
 )
-from freqlab.corpus.fields import Fields
-from freqlab.errors import FreqlabError
 
 _BUFFER = 1 << 20
 _FEED = 1 << 16
@@ -98,58 +96,46 @@ def open_binary(path: str) -> BinaryIO:
     return open(path, "rb", buffering=_BUFFER)
 
 
-# Errors a corrupt or truncated compressed stream raises while being read.
-STREAM_ERRORS = (OSError, EOFError, zstandard.ZstdError, zlib.error)
-
-
 @dataclass(frozen=True)
-class JsonlShard(Shard):
+class JsonlShard(FileShard):
     """One JSON-lines file. ``where`` of each record is ``path:line`` (1-based)."""
 
-    id: str
-    path: str
-    fields: Fields
+    # what a corrupt or truncated compressed stream raises while being read
+    read_errors: ClassVar = (OSError, EOFError, zstandard.ZstdError, zlib.error)
 
-    def read(self) -> Iterator[Document]:
+    def records(self) -> Iterator[Document]:
         path = self.path
         extract = self.fields.extractor()
         loads = json.loads
-        try:
-            with open_binary(path) as stream:
-                for lineno, raw in enumerate(stream, 1):
-                    if lineno == 1 and raw.startswith(_BOM):
-                        raw = raw[3:]
-                    if raw.isspace() or not raw:
-                        continue
-                    where = f"{path}:{lineno}"
-                    try:
-                        line = raw.decode("utf-8")
-                    except UnicodeDecodeError:
-                        yield Document(None, None, where, INVALID_UTF8)
-                        continue
-                    try:
-                        record = loads(line)
-                    except (ValueError, RecursionError):  # RecursionError: absurdly deep nesting
-                        yield Document(None, None, where, MALFORMED_JSON)
-                        continue
-                    if record.__class__ is not dict:
-                        yield Document(None, None, where, NOT_AN_OBJECT)
-                        continue
-                    text, source, error = extract(record)
-                    # \ud800-\udfff escapes can leave a lone surrogate, which no tokenizer can encode.
-                    # Only possible in a non-ASCII text (isascii is O(1)) from a line holding such an escape.
-                    if (
-                        error is None
-                        and not text.isascii()  # type: ignore[union-attr]
-                        and ("\\ud" in line or "\\uD" in line)
-                        and _LONE_SURROGATE.search(text)  # type: ignore[arg-type]
-                    ):
-                        yield Document(None, None, where, INVALID_UNICODE)
-                        continue
-                    yield Document(text, source, where, error)
-        except STREAM_ERRORS as exc:
-            raise FreqlabError(f"{path}: cannot read ({_describe(exc)}); is the file truncated or corrupt?") from exc
-
-
-def _describe(exc: BaseException) -> str:
-    return f"{type(exc).__name__}: {exc}" if str(exc) else type(exc).__name__
+        with open_binary(path) as stream:
+            for lineno, raw in enumerate(stream, 1):
+                if lineno == 1 and raw.startswith(_BOM):
+                    raw = raw[3:]
+                if raw.isspace() or not raw:
+                    continue
+                where = f"{path}:{lineno}"
+                try:
+                    line = raw.decode("utf-8")
+                except UnicodeDecodeError:
+                    yield Document(None, None, where, INVALID_UTF8)
+                    continue
+                try:
+                    record = loads(line)
+                except (ValueError, RecursionError):  # RecursionError: absurdly deep nesting
+                    yield Document(None, None, where, MALFORMED_JSON)
+                    continue
+                if record.__class__ is not dict:
+                    yield Document(None, None, where, NOT_AN_OBJECT)
+                    continue
+                text, source, error = extract(record)
+                # \ud800-\udfff escapes can leave a lone surrogate, which no tokenizer can encode.
+                # Only possible in a non-ASCII text (isascii is O(1)) from a line holding such an escape.
+                if (
+                    error is None
+                    and not text.isascii()  # type: ignore[union-attr]
+                    and ("\\ud" in line or "\\uD" in line)
+                    and _LONE_SURROGATE.search(text)  # type: ignore[arg-type]
+                ):
+                    yield Document(None, None, where, INVALID_UNICODE)
+                    continue
+                yield Document(text, source, where, error)

@@ -15,7 +15,8 @@ Each path, folder or glob is expanded in sorted order (deterministic), duplicate
 explicitly must have a known format; files of unknown formats met inside folders or matched by globs
 (a README, a checksum file) are passed over and counted in ``description["ignored_files"]``. Hidden files
 and folders (``.git``) are not entered. A missing path, a glob matching nothing, or an unreadable file
-raises FreqlabError at once. Empty files are fine (zero documents) and counted in ``description["empty_files"]``.
+raises FreqlabError at once. Empty files are fine (zero documents) and counted in ``description["empty_files"]``:
+zero bytes, a Parquet/Arrow table of zero rows, or a compressed JSON-lines file of nothing.
 
 Shard ids are paths relative to the common folder of all files, so they stay stable when the data moves.
 """
@@ -28,8 +29,8 @@ import os
 from collections import Counter
 from dataclasses import dataclass, field
 
-from freqlab.corpus.base import MISSING_SOURCE, Corpus, Shard
-from freqlab.corpus.columnar import ArrowShard, ParquetShard, arrow_rows, parquet_rows
+from freqlab.corpus.base import MISSING_SOURCE, Corpus, FileShard, Shard
+from freqlab.corpus.columnar import ArrowShard, ParquetShard
 from freqlab.corpus.fields import Fields
 from freqlab.corpus.jsonl import JsonlShard
 from freqlab.corpus.text import group_files
@@ -40,6 +41,9 @@ _JSON_SUFFIXES = tuple(
 )
 SUPPORTED = "JSON lines (.jsonl/.json/.ndjson, optionally .gz/.zst), .parquet, .arrow, .txt, a save_to_disk folder"
 
+_SHARD_TYPES: dict[str, type[FileShard]] = {"jsonl": JsonlShard, "parquet": ParquetShard, "arrow": ArrowShard}
+# JSON-lines files up to this size are read at open time to tell whether they hold any record.
+_SMALL_FILE = 4096
 
 # Metadata files of saved datasets: JSON, but never JSON-lines data (a glob like saved/* matches them).
 _DATASETS_METADATA = frozenset({"state.json", "dataset_info.json", "dataset_dict.json"})
@@ -101,20 +105,23 @@ class _Found:
             self.files.append((path, fmt))
 
 
+def _visit(path: str, split: str, found: _Found) -> None:
+    """Add a file of a known format, walk a folder, pass over (and count) any other file."""
+    if os.path.isdir(path):
+        _walk(path, split, found)
+    elif (fmt := file_format(path)) is not None:
+        found.add(path, fmt)
+    else:
+        found.ignored.append(path)
+
+
 def _walk(folder: str, split: str, found: _Found) -> None:
     if is_saved_dataset(folder):
         for path in saved_dataset_files(folder, split):
             found.add(path, "arrow")
         return
-    entries = sorted(e for e in os.listdir(folder) if not e.startswith("."))
-    for entry in entries:
-        path = os.path.join(folder, entry)
-        if os.path.isdir(path):
-            _walk(path, split, found)
-        elif (fmt := file_format(path)) is not None:
-            found.add(path, fmt)
-        else:
-            found.ignored.append(path)
+    for entry in sorted(e for e in os.listdir(folder) if not e.startswith(".")):
+        _visit(os.path.join(folder, entry), split, found)
 
 
 def _expand(spec: str, split: str, found: _Found) -> None:
@@ -124,12 +131,7 @@ def _expand(spec: str, split: str, found: _Found) -> None:
         if not matches:
             raise FreqlabError(f"{spec}: no files match this pattern")
         for match in matches:
-            if os.path.isdir(match):
-                _walk(match, split, found)
-            elif (fmt := file_format(match)) is not None:
-                found.add(match, fmt)
-            else:
-                found.ignored.append(match)
+            _visit(match, split, found)
     elif os.path.isdir(path):
         _walk(path, split, found)
     elif os.path.isfile(path):
@@ -176,25 +178,23 @@ def local_corpus(
         return os.path.relpath(os.path.abspath(path), root).replace(os.sep, "/")
 
     shards: list[Shard] = []
+    rows: list[int | None] = []  # records per data file; None: known only by reading it (JSON lines)
     texts: list[str] = []
-    total: int | None = 0
+    empty_files = 0
     for path, fmt in files:
-        if fmt == "jsonl":
-            shards.append(JsonlShard(rel(path), path, fields))
-            total = None
-        elif fmt == "parquet":
-            shards.append(ParquetShard(rel(path), path, fields))
-            total = None if total is None else total + parquet_rows(path)
-        elif fmt == "arrow":
-            shards.append(ArrowShard(rel(path), path, fields))
-            total = None if total is None else total + arrow_rows(path)
-        else:
+        if fmt == "txt":
             texts.append(rel(path))
+            empty_files += sizes[path] == 0
+            continue
+        shard = _SHARD_TYPES[fmt](rel(path), path, fields)
+        shards.append(shard)
+        rows.append(shard.rows())
+        empty_files += _holds_no_records(shard, sizes[path], rows[-1])
     if texts:
         # .txt files carry no label; in a labelled corpus they count under the "(none)" source.
         labels = None if fields.source is None else [MISSING_SOURCE] * len(texts)
         shards.extend(group_files(root, texts, labels))
-        total = None if total is None else total + len(texts)
+    total = None if None in rows else sum(rows) + len(texts)  # type: ignore[arg-type]
 
     formats = Counter(_format_name(path, fmt) for path, fmt in files)
     info = {
@@ -205,7 +205,7 @@ def local_corpus(
         "root": root,
         "files": len(files),
         "formats": dict(sorted(formats.items())),
-        "empty_files": sum(1 for size in sizes.values() if size == 0),
+        "empty_files": empty_files,
         "ignored_files": len(ignored),
     }
     if ignored:
@@ -214,6 +214,19 @@ def local_corpus(
     return Corpus(
         name=name, shards=shards, has_sources=fields.source is not None, description=info, total_documents=total
     )
+
+
+def _holds_no_records(shard: FileShard, size: int, rows: int | None) -> bool:
+    """An empty data file: zero bytes, zero rows, or a small JSON-lines file without a record (a compressed
+    empty file still has a header: ~10-20 bytes; blank lines are not records)."""
+    if size == 0 or rows == 0:
+        return True
+    if rows is not None or size > _SMALL_FILE:
+        return False
+    try:
+        return next(iter(shard.read()), None) is None
+    except FreqlabError:
+        return False  # corrupt: reading the shard reports it, as for any other file
 
 
 def _format_name(path: str, fmt: str) -> str:

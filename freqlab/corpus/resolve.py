@@ -86,18 +86,16 @@ def open_corpus(
         return local_corpus(specs, fields(), name=" ".join(specs), split=split)
 
     if dataset in PRESETS:
-        preset = get_preset(dataset)
+        preset = PRESETS[dataset]
         mapping = fields(preset.fields)
-        info = {"preset": preset.name, "hub_id": preset.id}
+        info = {"kind": "preset", "preset": preset.name, "hub_id": preset.id}
         if specs is not None:
-            info["kind"] = "preset"
             return local_corpus(specs, mapping, name=f"{preset.name} (local files)", split=split, description=info)
         if preset.id is None:
             raise FreqlabError(
                 f"{preset.name}: this preset has no Hub dataset (local copies only); "
                 f"use --dataset {preset.name} --data-files 'PATH/OR/GLOB'"
             )
-        info["kind"] = "preset"
         return streamed_corpus(
             preset.id,
             config=config if config is not None else preset.config,

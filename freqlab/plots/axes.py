@@ -1,10 +1,14 @@
-"""Axis helpers shared by every freqlab figure: tick labels for positions and counts, twin axes, inputs.
+"""Axis helpers shared by every freqlab figure: tick labels for positions and counts, twin axes, notes, inputs.
 
 >>> position_label(1536), position_label(2048), position_label(100)
 ('1.5K', '2K', '100')
+>>> distance_label(34_000), distance_label(130_880), distance_label(500)
+('34k', '130.88k', '500')
 """
 
 from __future__ import annotations
+
+from collections.abc import Iterable
 
 import numpy as np
 from matplotlib.axes import Axes
@@ -13,6 +17,7 @@ from matplotlib.ticker import FixedLocator, FuncFormatter
 from freqlab.errors import FreqlabError
 from freqlab.frequency.summary import human_count
 from freqlab.histogram import LengthHistogram
+from freqlab.plots.style import NOTE_SIZE
 
 
 def position_label(x: float) -> str:
@@ -35,14 +40,41 @@ def format_positions(axis, L: int | None = None) -> None:
     axis.set_major_formatter(FuncFormatter(lambda x, _pos: position_label(x)))
 
 
+def distance_label(x: float) -> str:
+    """Distances in decimal thousands (HARPE grids are decimal): 34000 -> '34k', 130880 -> '130.88k'."""
+    return f"{x / 1000:g}k" if abs(x) >= 1000 else f"{x:g}"
+
+
 def format_distances(axis) -> None:
-    """Label a distance axis in decimal thousands: 34000 -> '34k' (HARPE grids are decimal)."""
-    axis.set_major_formatter(FuncFormatter(lambda x, _pos: f"{x / 1000:g}k" if abs(x) >= 1000 else f"{x:g}"))
+    """Label a distance axis with :func:`distance_label`."""
+    axis.set_major_formatter(FuncFormatter(lambda x, _pos: distance_label(x)))
 
 
 def format_counts(axis) -> None:
     """Label a count axis as 1.5M, 2B, ..."""
     axis.set_major_formatter(FuncFormatter(lambda y, _pos: count_label(y)))
+
+
+def format_log_counts(axis) -> None:
+    """Label the decades of a log-scale count axis (1B, 10B, 100B, 1T), leave the minor ticks blank."""
+
+    def label(value: float, _pos) -> str:
+        exponent = np.log10(value) if value > 0 else 0
+        return count_label(value) if abs(exponent - round(exponent)) < 1e-9 else ""
+
+    axis.set_major_formatter(FuncFormatter(label))
+
+
+def position_xaxis(ax: Axes, L: int, label: str = "relative position i") -> None:
+    """The x-axis as relative positions 0..L: limits, ticks at multiples of L/4 (K = 1024), label."""
+    ax.set_xlim(0, L)
+    format_positions(ax.xaxis, L)
+    ax.set_xlabel(label)
+
+
+def top_note(ax: Axes, x: float, text: str, color: str | None = None) -> None:
+    """A small note centred at data ``x`` just under the top of ``ax`` (labels of shaded position ranges)."""
+    ax.text(x, 0.98, text, transform=ax.get_xaxis_transform(), ha="center", va="top", fontsize=NOTE_SIZE, color=color)
 
 
 def twin_behind(ax: Axes) -> Axes:
@@ -67,9 +99,11 @@ def as_histogram(data) -> LengthHistogram:
     return histogram
 
 
-def panel_letter(ax: Axes, index: int) -> None:
-    """'(a)', '(b)', ... in the top-left corner outside the axes, as in the papers' multi-panel figures."""
-    ax.text(-0.02, 1.02, f"({chr(ord('a') + index)})", transform=ax.transAxes, ha="right", va="bottom", weight="bold")
+def panel_letters(axes: Iterable[Axes]) -> None:
+    """'(a)', '(b)', ... in the top-left corner outside each axes, as in the papers' multi-panel figures."""
+    for index, ax in enumerate(axes):
+        letter = f"({chr(ord('a') + index)})"
+        ax.text(-0.02, 1.02, letter, transform=ax.transAxes, ha="right", va="bottom", weight="bold")
 
 
 def grid_shape(panels: int, columns: int = 3) -> tuple[int, int]:

@@ -37,16 +37,31 @@ from freqlab.plots.axes import (
     as_histogram,
     count_label,
     format_counts,
+    format_log_counts,
     format_positions,
     grid_shape,
-    panel_letter,
+    panel_letters,
     position_label,
+    position_xaxis,
+    top_note,
     twin_behind,
 )
-from freqlab.plots.style import COLORS, PALETTE, figure_size, freqlab_style, new_figure
+from freqlab.plots.style import (
+    COLORS,
+    NOTE_SIZE,
+    PALETTE,
+    STYLE,
+    figure_for,
+    figure_size,
+    freqlab_style,
+    new_figure,
+)
 
 #: Fig. 1 bins the segment lengths into this many equal bins over 0..L.
 DEFAULT_BINS = 32
+
+#: The shared x-axis of a Fig. 1 panel: f(i) is drawn over i, the bars over segment length.
+FIG1_XLABEL = "relative position i (line) / segment length (bars)"
 
 
 def plot_position_frequency(
@@ -74,10 +89,7 @@ def plot_position_frequency(
     segs = segments(h.lengths, h.counts, L, regime, seed=seed)
     f = segment_frequency(segs)
     with freqlab_style():
-        if ax is None:
-            fig, ax = new_figure(size, aspect=0.72)
-        else:
-            fig = ax.figure
+        fig, ax = figure_for(ax, size, aspect=0.72)
         _draw_fig1_panel(ax, segs, f, L, int(bins))
         ax.set_title(title if title is not None else f"{regime}, L = {position_label(L)}")
     return fig
@@ -98,25 +110,16 @@ def _draw_fig1_panel(ax: Axes, segs, f: np.ndarray, L: int, bins: int) -> None:
     ax.plot(i, f, color=COLORS["frequency"], lw=1.6)
     ax.axvspan(0, half, color=COLORS["head"], alpha=0.12, lw=0)
     ax.axvspan(three_quarters, L, color=COLORS["tail"], alpha=0.12, lw=0)
-    top = float(f[0]) * 1.32
-    ax.set_ylim(0, top)
-    ax.set_xlim(0, L)
-    label = {"fontsize": 6.5, "ha": "center", "va": "top", "transform": ax.get_xaxis_transform()}
-    ax.text(half / 2, 0.98, f"i ≤ {position_label(half)}\n{100 * share_at_most(f, half):.1f}%", **label)
-    ax.text(
-        (three_quarters + L) / 2,
-        0.98,
-        f"i ≥ {position_label(three_quarters)}\n{100 * share_at_least(f, three_quarters):.1f}%",
-        color=COLORS["tail"],
-        **label,
-    )
+    ax.set_ylim(0, float(f[0]) * 1.32)  # room for the notes above f(0)
+    top_note(ax, half / 2, f"i ≤ {position_label(half)}\n{100 * share_at_most(f, half):.1f}%")
+    tail = f"i ≥ {position_label(three_quarters)}\n{100 * share_at_least(f, three_quarters):.1f}%"
+    top_note(ax, (three_quarters + L) / 2, tail, color=COLORS["tail"])
     if segs.dropped_tokens:  # truncate: say what the regime threw away
         dropped = segs.dropped_tokens / (segs.dropped_tokens + segs.tokens)
-        ax.text((half + three_quarters) / 2, 0.98, f"cut:\n{100 * dropped:.0f}% of\ntokens", color="#444444", **label)
+        top_note(ax, (half + three_quarters) / 2, f"cut:\n{100 * dropped:.0f}% of\ntokens", color=COLORS["threshold"])
     ax.set_ylabel("position frequency f(i)", color=COLORS["frequency"])
     ax.tick_params(axis="y", colors=COLORS["frequency"])
-    ax.set_xlabel("relative position i (line) / segment length (bars)")
-    format_positions(ax.xaxis, L)
+    position_xaxis(ax, L, FIG1_XLABEL)
     format_counts(ax.yaxis)
 
 
@@ -146,10 +149,10 @@ def plot_regimes(
         for k, regime in enumerate(regimes):
             plot_position_frequency(h, L, regime, ax=flat[k], bins=bins, seed=seed)
             if len(regimes) > 1:
-                panel_letter(flat[k], k)
                 _keep_outer_labels(flat[k], k, len(regimes), cols)
         if len(regimes) > 1:
-            fig.supxlabel("relative position i (line) / segment length (bars)", fontsize=8)
+            panel_letters(flat[: len(regimes)])
+            fig.supxlabel(FIG1_XLABEL, fontsize=STYLE["axes.labelsize"])
         for ax in flat[len(regimes) :]:
             ax.set_visible(False)
     return fig
@@ -181,20 +184,15 @@ def plot_windows(
     the gap grows with i.
     """
     h = as_histogram(histogram)
-    Ls = _windows(Ls)
+    Ls = _as_windows(Ls)
     with freqlab_style():
-        if ax is None:
-            fig, ax = new_figure(size, aspect=0.68)
-        else:
-            fig = ax.figure
+        fig, ax = figure_for(ax, size, aspect=0.68)
         for k, L in enumerate(Ls):
             f_T = scale_to_budget(position_frequency(h.lengths, h.counts, L, regime, seed=seed), tokens)
             ax.plot(np.arange(L), f_T, color=PALETTE[k % len(PALETTE)], label=f"L = {position_label(L)}")
-        ax.set_xlim(0, max(Ls))
+        position_xaxis(ax, max(Ls))
         ax.set_ylim(bottom=0)
-        format_positions(ax.xaxis, max(Ls))
         format_counts(ax.yaxis)
-        ax.set_xlabel("relative position i")
         ax.set_ylabel(f"occurrences f_T(i), T = {human_count(tokens)}")
         ax.set_title(f"{regime}: windows at the same token budget")
         ax.legend(loc="upper right")
@@ -224,7 +222,7 @@ def plot_effective_length(
     (Sec. 3, Fig. 2b), an empirical, model-dependent value.
     """
     h = as_histogram(histogram)
-    Ls = _windows(Ls)
+    Ls = _as_windows(Ls)
     lo, hi = (tau / 2, 100 * tau) if tokens is None else (float(t) for t in tokens)
     if not 0 < lo < hi:
         raise FreqlabError(f"token range must satisfy 0 < start < stop, got {tokens}")
@@ -240,12 +238,14 @@ def plot_effective_length(
             E = effective_length(f, budget, tau)
             if 0 < E < L - 1:
                 right.plot([E], [f_T[E]], "o", color=color, ms=3.5)
-                right.annotate(position_label(E), (E, f_T[E]), textcoords="offset points", xytext=(3, 4), fontsize=6.5)
+                right.annotate(
+                    position_label(E), (E, f_T[E]), textcoords="offset points", xytext=(3, 4), fontsize=NOTE_SIZE
+                )
         left.set_xscale("log")
         left.set_xlim(lo, hi)
         left.set_ylim(bottom=0)
         format_positions(left.yaxis, max(Ls))
-        left.xaxis.set_major_formatter(_log_count_formatter())
+        format_log_counts(left.xaxis)
         left.set_xlabel("training tokens T")
         left.set_ylabel("predicted effective length")
         left.set_title(f"{regime}: last i with f_T(i) ≥ τ = {count_label(tau)}")
@@ -259,32 +259,20 @@ def plot_effective_length(
             transform=right.get_yaxis_transform(),
             ha="left",
             va="bottom",
-            fontsize=6.5,
+            fontsize=NOTE_SIZE,
             color=COLORS["threshold"],
         )
-        right.set_xlim(0, max(Ls))
-        format_positions(right.xaxis, max(Ls))
-        right.yaxis.set_major_formatter(_log_count_formatter())
-        right.set_xlabel("relative position i")
+        position_xaxis(right, max(Ls))
+        format_log_counts(right.yaxis)
         right.set_ylabel("occurrences f_T(i)")
         right.set_title(f"T = {count_label(budget)} tokens; dots: effective length")
         right.legend(loc="lower left")
-        panel_letter(left, 0)
-        panel_letter(right, 1)
+        panel_letters((left, right))
     return fig
 
 
-def _log_count_formatter():
-    from matplotlib.ticker import FuncFormatter
-
-    def label(value, _pos):
-        exponent = np.log10(value) if value > 0 else 0
-        return count_label(value) if abs(exponent - round(exponent)) < 1e-9 else ""
-
-    return FuncFormatter(label)
-
-
-def _windows(Ls) -> list[int]:
+def _as_windows(Ls) -> list[int]:
+    """One window or several as a non-empty list of ints."""
     Ls = [int(L) for L in (Ls if isinstance(Ls, (list, tuple, np.ndarray)) else [Ls])]
     if not Ls:
         raise FreqlabError("give at least one window L")

@@ -22,8 +22,8 @@ from matplotlib.figure import Figure
 from freqlab.errors import FreqlabError
 from freqlab.plan.harpe import PAPER_HEAD_DIM, PAPER_TARGET, ProminentExtrema
 from freqlab.plan.waveform import DistanceGrid, rope_waveform, stave_score
-from freqlab.plots.axes import format_distances, panel_letter
-from freqlab.plots.style import COLORS, PALETTE, freqlab_style, new_figure
+from freqlab.plots.axes import distance_label, format_distances, panel_letters
+from freqlab.plots.style import COLORS, NOTE_SIZE, PALETTE, freqlab_style, new_figure
 
 
 def _grid(grid: DistanceGrid | None, target: int) -> DistanceGrid:
@@ -88,8 +88,9 @@ def plot_waveforms(
                 bbox={"boxstyle": "round,pad=0.15", "fc": "white", "ec": "none", "alpha": 0.8},
             )
             ax.set_ylabel("w_b(m)")
-        axes[0, 0].legend(loc="upper right", ncols=2, fontsize=6.5, handletextpad=0.2, borderaxespad=0.1)
-        axes[0, 0].set_title(f"RoPE waveforms, d = {head_dim}; grid m = {m[0]:,}..{m[-1]:,} step {grid.step}")
+        axes[0, 0].legend(loc="upper right", ncols=2, fontsize=NOTE_SIZE, handletextpad=0.2, borderaxespad=0.1)
+        span = f"{distance_label(m[0])}..{distance_label(m[-1])}"
+        axes[0, 0].set_title(f"RoPE waveforms, d = {head_dim}, grid {span} step {grid.step}")
         bottom = axes[-1, 0]
         bottom.set_xlim(m[0], m[shown - 1])
         format_distances(bottom.xaxis)
@@ -148,6 +149,5 @@ def plot_envelopes(
         right.set_ylabel("max_h w_b(m), sorted")
         right.set_title("sorted envelope; dot = shortest stave")
         right.legend(loc="lower right", title="shortest / mean", title_fontsize=7)
-        panel_letter(left, 0)
-        panel_letter(right, 1)
+        panel_letters((left, right))
     return fig

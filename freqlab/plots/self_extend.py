@@ -12,7 +12,7 @@ from matplotlib.figure import Figure
 from matplotlib.patches import Rectangle
 
 from freqlab.plan.self_extend import self_extend_max_length, self_extend_position_matrix
-from freqlab.plots.axes import panel_letter
+from freqlab.plots.axes import panel_letters
 from freqlab.plots.string import plot_position_matrix
 from freqlab.plots.style import COLORS, freqlab_style, new_figure
 
@@ -35,6 +35,5 @@ def plot_self_extend_matrices(L: int = 7, G: int = 2, w_n: int = 4, N: int | Non
             axes[0].add_patch(Rectangle((n - 0.5, m - 0.5), 1, 1, fill=False, ec=COLORS["tail"], lw=1.4))
         plot_position_matrix(grouped, ax=axes[1], vmax=N - 1, title=f"Self-Extend, G = {G}, w_n = {w_n}")
         axes[1].set_ylabel("")
-        for k, ax in enumerate(axes):
-            panel_letter(ax, k)
+        panel_letters(axes)
     return fig

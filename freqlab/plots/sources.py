@@ -14,8 +14,8 @@ from matplotlib.figure import Figure
 from freqlab.errors import FreqlabError
 from freqlab.frequency import position_frequency, share_at_most
 from freqlab.histogram import LengthHistogram
-from freqlab.plots.axes import as_histogram, format_positions, panel_letter, position_label
-from freqlab.plots.style import COLORS, PALETTE, freqlab_style, new_figure
+from freqlab.plots.axes import as_histogram, panel_letters, position_label, position_xaxis
+from freqlab.plots.style import COLORS, NOTE_SIZE, PALETTE, freqlab_style, new_figure
 
 
 def length_ccdf(histogram: LengthHistogram) -> tuple[np.ndarray, np.ndarray]:
@@ -33,14 +33,18 @@ def length_ccdf(histogram: LengthHistogram) -> tuple[np.ndarray, np.ndarray]:
 def plot_sources(histogram, L: int = 2048, regime: str = "natural", *, seed: int = 0, size="two-column") -> Figure:
     """(a) length CCDF per source with L marked; (b) f(i)/f(0) per source at window L under ``regime``.
 
-    ``histogram`` must carry a per-source split (``histogram.sources``); the total is drawn in black.
+    ``histogram`` must carry a per-source split (``histogram.sources``); the total is drawn in black. One
+    legend under both panels gives each source's documents and share of position mass at i <= L/2 (so
+    SlimPajama's seven sources cover no data).
     """
     h = as_histogram(histogram)
     if not h.sources:
         raise FreqlabError("the histogram has no per-source split (scan a corpus whose documents carry source labels)")
     series = [(name, part) for name, part in h.sources.items() if part.documents > 0]
+    legend_rows = (len(series) + 2) // 2  # two columns: the sources, then "all"
     with freqlab_style():
-        fig, (left, right) = new_figure(size, aspect=0.36, ncols=2)
+        fig, (left, right) = new_figure(size, aspect=0.3 + 0.035 * legend_rows, ncols=2)
+        entries = []
         for k, (name, part) in enumerate([*series, ("all", h)]):
             color = "black" if name == "all" else PALETTE[k % len(PALETTE)]
             width = 1.6 if name == "all" else 1.0
@@ -48,22 +52,23 @@ def plot_sources(histogram, L: int = 2048, regime: str = "natural", *, seed: int
             left.step(x, p, where="post", color=color, lw=width, label=f"{name} ({part.documents:,} docs)")
             f = position_frequency(part.lengths, part.counts, L, regime, seed=seed)
             share = 100 * share_at_most(f, L // 2)
-            right.plot(np.arange(L), f / f[0], color=color, lw=width, label=f"{name}: {share:.1f}% at i ≤ {L // 2}")
+            (line,) = right.plot(
+                np.arange(L), f / f[0], color=color, lw=width, label=f"{name}: {share:.1f}% at i ≤ {L // 2}"
+            )
+            entries.append((line, f"{name}: {part.documents:,} docs, {share:.1f}% of f at i ≤ {L // 2}"))
         left.set_xscale("log")
         left.set_yscale("log")
         left.axvline(L, color=COLORS["threshold"], ls="--", lw=0.8)
-        left.text(L, 1.0, f" L = {position_label(L)}", color=COLORS["threshold"], fontsize=6.5, va="top")
+        window = f" L = {position_label(L)}"  # at the bottom, where the curves have fallen away at x = L
+        left.text(L, 0.02, window, transform=left.get_xaxis_transform(), color=COLORS["threshold"], fontsize=NOTE_SIZE)
         left.set_xlabel("document length x (tokens)")
         left.set_ylabel("share of documents ≥ x")
         left.set_title("length distribution per source (CCDF)")
-        left.legend(loc="lower left")
-        right.set_xlim(0, L)
+        position_xaxis(right, L)
         right.set_ylim(0, 1.02)
-        format_positions(right.xaxis, L)
-        right.set_xlabel("relative position i")
         right.set_ylabel("f(i) / f(0)")
         right.set_title(f"position frequency per source ({regime}, L = {position_label(L)})")
-        right.legend(loc="upper right")
-        panel_letter(left, 0)
-        panel_letter(right, 1)
+        handles, labels = zip(*entries)
+        fig.legend(handles, labels, loc="outside lower center", ncols=2)
+        panel_letters((left, right))
     return fig

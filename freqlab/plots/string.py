@@ -23,8 +23,16 @@ from matplotlib.figure import Figure
 from freqlab.errors import FreqlabError
 from freqlab.frequency import share_at_least
 from freqlab.plan.string import string_position_matrix, string_position_row, string_usage
-from freqlab.plots.axes import count_label, format_counts, format_positions, panel_letter, position_label
-from freqlab.plots.style import COLORS, freqlab_style, new_figure
+from freqlab.plots.axes import (
+    count_label,
+    format_counts,
+    format_positions,
+    panel_letters,
+    position_label,
+    position_xaxis,
+    top_note,
+)
+from freqlab.plots.style import COLORS, NOTE_SIZE, figure_for, freqlab_style, new_figure
 
 #: Colour map of position matrices; masked cells (upper triangle, dropped) stay white.
 MATRIX_CMAP = matplotlib.colormaps["Blues"].with_extremes(bad="white")
@@ -50,10 +58,7 @@ def plot_position_matrix(
         raise FreqlabError(f"a position matrix must be 2-D, got shape {matrix.shape}")
     annotate = matrix.shape[0] <= ANNOTATE_LIMIT if annotate is None else annotate
     with freqlab_style():
-        if ax is None:
-            fig, ax = new_figure(size, aspect=1.0)
-        else:
-            fig = ax.figure
+        fig, ax = figure_for(ax, size, aspect=1.0)
         shown = np.ma.masked_less(matrix, 0)
         top = int(matrix.max()) if vmax is None else int(vmax)
         ax.imshow(shown, cmap=MATRIX_CMAP, vmin=0, vmax=max(top, 1), interpolation="nearest")
@@ -61,9 +66,8 @@ def plot_position_matrix(
             for (m, n), value in np.ndenumerate(matrix):
                 if value >= 0:
                     dark = value > 0.6 * top
-                    ax.text(
-                        n, m, str(value), ha="center", va="center", fontsize=6.5, color="white" if dark else "black"
-                    )
+                    color = "white" if dark else "black"
+                    ax.text(n, m, str(value), ha="center", va="center", fontsize=NOTE_SIZE, color=color)
         n_rows, n_cols = matrix.shape
         if annotate:
             ax.set_xticks(range(n_cols))
@@ -98,9 +102,9 @@ def plot_string_matrices(L: int = 9, S: int = 3, W: int = 1, *, size="two-column
         fig, axes = new_figure(size, aspect=0.36, ncols=3)
         for k, (matrix, title) in enumerate(panels):
             plot_position_matrix(matrix, ax=axes[k], title=title, vmax=L - 1)
-            panel_letter(axes[k], k)
             if k:
                 axes[k].set_ylabel("")
+        panel_letters(axes)
     return fig
 
 
@@ -155,37 +159,23 @@ def plot_string_usage(L: int, S: int, W: int = 128, *, frequency=None, size="one
             f = usage.trained
             top.plot(p, f, color=COLORS["frequency"])
             top.axvspan(unused, L, color=COLORS["tail"], alpha=0.15, lw=0)
-            top.text(
-                (unused + L) / 2,
-                0.95,
-                f"unused\n{100 * share_at_least(f, unused):.1f}%\nof mass",
-                transform=top.get_xaxis_transform(),
-                ha="center",
-                va="top",
-                fontsize=6.5,
-                color=COLORS["tail"],
-            )
+            top_note(top, (unused + L) / 2, f"unused\n{100 * share_at_least(f, unused):.1f}%\nof mass", COLORS["tail"])
             top.set_ylim(0, float(f[0]) * 1.05)
             format_counts(top.yaxis)
             top.set_ylabel("trained f(p)")
-            top.set_title(f"STRING, L = {position_label(L)}, S = {position_label(S)}, W = {W}")
-            panel_letter(top, 0)
-            panel_letter(bottom, 1)
-        else:
-            bottom.set_title(f"STRING, L = {position_label(L)}, S = {position_label(S)}, W = {W}")
+            panel_letters(axes)
+        axes[0].set_title(f"STRING, L = {position_label(L)}, S = {position_label(S)}, W = {W}")
         labels = {"RoPE": usage.pairs_before, "STRING": usage.pairs_after}
-        for (name, pairs), color, style in zip(labels.items(), ("#444444", COLORS["frequency"]), ("--", "-")):
+        for (name, pairs), color, style in zip(labels.items(), (COLORS["threshold"], COLORS["frequency"]), ("--", "-")):
             label = name
             if usage.trained is not None:
                 mean = float(np.dot(pairs.astype(np.float64), usage.trained)) / float(pairs.sum())
                 label += f" (mean trained f = {count_label(mean)})"
             bottom.plot(p, pairs, style, color=color, label=label)
         bottom.axvspan(unused, L, color=COLORS["tail"], alpha=0.15, lw=0)
-        bottom.set_xlim(0, L)
+        position_xaxis(bottom, L, "relative position p")
         bottom.set_ylim(0, float(max(usage.pairs_before.max(), usage.pairs_after.max())) * 1.35)
-        format_positions(bottom.xaxis, L)
         format_counts(bottom.yaxis)
-        bottom.set_xlabel("relative position p")
         bottom.set_ylabel("pairs using p")
         bottom.legend(loc="upper right")
     return fig

@@ -23,6 +23,7 @@ from contextlib import contextmanager
 from pathlib import Path
 
 import matplotlib
+from matplotlib.axes import Axes
 from matplotlib.figure import Figure
 
 from freqlab.errors import FreqlabError
@@ -48,6 +49,9 @@ WIDTHS: dict[str, float] = {"one-column": 3.5, "two-column": 7.2}
 FORMATS: tuple[str, ...] = ("png", "pdf", "svg")
 
 DEFAULT_DPI = 200
+
+#: Font size (pt) of notes inside the axes: mass shares, thresholds, matrix values.
+NOTE_SIZE = 6.5
 
 STYLE: dict[str, object] = {
     "font.family": "sans-serif",
@@ -134,6 +138,11 @@ def new_figure(size: str | tuple[float, float] = "one-column", *, aspect: float 
         fig = Figure(figsize=figure_size(size, aspect=aspect), layout="constrained")
         axes = fig.subplots(**subplots)
     return fig, axes
+
+
+def figure_for(ax: Axes | None, size: str | tuple[float, float] = "one-column", *, aspect: float = 0.7) -> tuple:
+    """``(ax.figure, ax)`` to draw into given axes, else a new styled figure of ``size`` and its one axes."""
+    return new_figure(size, aspect=aspect) if ax is None else (ax.figure, ax)
 
 
 def _metadata(fmt: str) -> dict:

@@ -81,11 +81,15 @@ def test_text_file_that_is_not_utf8(tmp_path):
 
 def test_empty_files_give_zero_documents_and_are_counted(tmp_path):
     (tmp_path / "empty.jsonl").write_bytes(b"")
-    write_bytes(tmp_path / "empty.jsonl.zst", b"")
+    write_bytes(tmp_path / "empty.jsonl.zst", b"")  # a zstd frame header, no content
+    write_bytes(tmp_path / "empty.jsonl.gz", b"")  # a gzip header and trailer
+    (tmp_path / "blank.jsonl").write_bytes(b"\n  \n")  # blank lines are not records
+    pq.write_table(pa.table({"text": pa.array([], pa.string())}), tmp_path / "empty.parquet")
     write_jsonl(tmp_path / "one.jsonl", [GOOD])
     corpus = open_corpus(str(tmp_path))
-    assert corpus.description["empty_files"] == 1  # zero-byte files; the .zst of nothing has a frame header
-    assert [list(shard.read()) for shard in corpus.shards][:2] == [[], []]
+    assert corpus.description["files"] == 6
+    assert corpus.description["empty_files"] == 5
+    assert [len(list(shard.read())) for shard in corpus.shards] == [0, 0, 0, 0, 0, 1]
     assert [d.text for d in corpus.documents()] == [GOOD["text"]]
 
 
@@ -166,6 +170,13 @@ def test_corrupt_parquet_raises_while_reading(tmp_path):
     path.write_bytes(b"PAR1 this is not parquet PAR1")
     with pytest.raises(FreqlabError, match=r"broken\.parquet: cannot read"):
         open_corpus(str(path))  # the row count comes from the footer, read at open time
+
+
+def test_corrupt_arrow_raises_at_open(tmp_path):
+    path = tmp_path / "broken.arrow"
+    path.write_bytes(b"not arrow at all")
+    with pytest.raises(FreqlabError, match=r"broken\.arrow: cannot read \(ArrowInvalid: .*truncated or corrupt"):
+        open_corpus(str(path))  # the row count reads the batch headers at open time
 
 
 def test_both_a_path_and_data_files_is_ambiguous(tmp_path):

@@ -95,6 +95,22 @@ def test_saved_dataset(tmp_path, records):
     assert globbed.description["ignored_files"] == 2  # state.json, dataset_info.json
 
 
+def test_arrow_files_in_stream_and_file_format(tmp_path, records):
+    import pyarrow as pa
+
+    table = pa.Table.from_pylist(records[:10])
+    with pa.OSFile(str(tmp_path / "a.arrow"), "wb") as sink, pa.ipc.new_stream(sink, table.schema) as writer:
+        writer.write_table(table, max_chunksize=3)
+    table = pa.Table.from_pylist(records[10:])
+    with pa.OSFile(str(tmp_path / "b.arrow"), "wb") as sink, pa.ipc.new_file(sink, table.schema) as writer:
+        writer.write_table(table, max_chunksize=3)
+    corpus = open_corpus("slimpajama", data_files=str(tmp_path))
+    assert corpus.description["formats"] == {"arrow": 2}
+    assert corpus.total_documents == len(records)  # from the batch headers
+    assert read_all(corpus) == expected(records)
+    assert [d.where for d in corpus.shards[1].read()][-1] == f"{tmp_path / 'b.arrow'}:row {len(records) - 10}"
+
+
 def test_saved_dataset_dict_reads_the_requested_split(tmp_path, records):
     import datasets
 

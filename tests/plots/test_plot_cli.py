@@ -84,6 +84,13 @@ def test_errors(tmp_path, hist_file):
     assert "Example" in run("plot", "frequency", "--help").output
 
 
+def test_cli_formats_are_the_export_formats():
+    from freqlab.cli.plot import FORMATS
+    from freqlab.plots.style import FORMATS as EXPORT_FORMATS
+
+    assert FORMATS == EXPORT_FORMATS == ("png", "pdf", "svg")
+
+
 def test_cli_startup_does_not_import_matplotlib():
     import subprocess
     import sys

@@ -2,6 +2,7 @@
 
 import numpy as np
 import pytest
+from matplotlib.backends.backend_agg import FigureCanvasAgg
 from plot_helpers import assert_labelled
 
 from freqlab import FreqlabError, LengthHistogram, position_frequency, share_at_most
@@ -27,6 +28,21 @@ def test_sources_figure_has_one_series_per_source_plus_total(sourced):
     ccdf_total = left.lines[3]
     assert ccdf_total.get_label() == f"all ({sourced.documents:,} docs)"
     assert ccdf_total.get_ydata()[0] == 1.0
+
+
+def test_one_legend_under_both_panels_gives_documents_and_shares(sourced):
+    fig = plot_sources(sourced, 2048)
+    (legend,) = fig.legends
+    expected = []
+    for name, part in [*sourced.sources.items(), ("all", sourced)]:
+        share = 100 * share_at_most(position_frequency(part.lengths, part.counts, 2048), 1024)
+        expected.append(f"{name}: {part.documents:,} docs, {share:.1f}% of f at i ≤ 1024")
+    assert [t.get_text() for t in legend.get_texts()] == expected
+    canvas = FigureCanvasAgg(fig)
+    canvas.draw()  # constrained layout places the legend below the x labels of both panels
+    renderer = canvas.get_renderer()
+    legend_top = legend.get_window_extent(renderer).y1
+    assert all(legend_top <= ax.get_tightbbox(renderer).y0 + 1 for ax in fig.axes[:2])
 
 
 def test_sources_needs_a_split(histogram):
