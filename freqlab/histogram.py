@@ -17,10 +17,11 @@ import numpy as np
 import polars as pl
 
 from freqlab.errors import FreqlabError
-from freqlab.frequency.regimes import check_histogram
+from freqlab.frequency.regimes import check_histogram, exact_dot
 
 FORMAT = "freqlab.length_histogram"
 FORMAT_VERSION = 1
+UNLABELLED_SOURCE = "(none)"  # the source of documents without a label in a split histogram
 _DENSE_LIMIT = 1 << 27  # above this maximum length, build with np.unique instead of np.bincount
 
 
@@ -106,7 +107,7 @@ class LengthHistogram:
     @property
     def tokens(self) -> int:
         """Total tokens, exact."""
-        return int(np.dot(self.lengths.astype(object), self.counts.astype(object))) if self.lengths.size else 0
+        return exact_dot(self.lengths, self.counts)
 
     # algebra ----------------------------------------------------------------------------------------------
     def merge(self, other: LengthHistogram) -> LengthHistogram:
@@ -162,7 +163,7 @@ class LengthHistogram:
         if total == 0:
             return 0.0
         long = self.lengths > L
-        return int(np.dot(self.lengths[long].astype(object), self.counts[long].astype(object))) / total
+        return exact_dot(self.lengths[long], self.counts[long]) / total
 
     def summary(self, L: int | None = None) -> dict:
         """Documents, tokens, mean, median, percentiles, max; with ``L``, the share of tokens in documents
@@ -243,6 +244,9 @@ class LengthHistogram:
             raise FreqlabError(f"{path}: not a freqlab length histogram (no 'freqlab' metadata)") from None
         if not {"length", "count"} <= set(frame.columns):
             raise FreqlabError(f"{path}: a freqlab histogram needs columns 'length' and 'count'")
+        for column in frame.columns:
+            if frame[column].null_count():
+                raise FreqlabError(f"{path}: column {column!r} has {frame[column].null_count()} missing value(s)")
         common = {
             "corpus": header.get("corpus", ""),
             "tokenizer": header.get("tokenizer", ""),
@@ -301,9 +305,9 @@ def _source_metadata(sources: dict[str, LengthHistogram] | None) -> dict:
 def _merge_sources(a: LengthHistogram, b: LengthHistogram) -> dict[str, LengthHistogram] | None:
     if not a.sources and not b.sources:
         return None
-    # a histogram without a split contributes to an explicit "unlabelled" source, so nothing is lost
-    left = a.sources or {"unlabelled": a.with_meta(sources=None)}
-    right = b.sources or {"unlabelled": b.with_meta(sources=None)}
+    # a histogram without a split contributes to an explicit unlabelled source, so nothing is lost
+    left = a.sources or {UNLABELLED_SOURCE: a.with_meta(sources=None)}
+    right = b.sources or {UNLABELLED_SOURCE: b.with_meta(sources=None)}
     merged = dict(left)
     for name, h in right.items():
         merged[name] = merged[name].merge(h) if name in merged else h

@@ -132,3 +132,19 @@ def test_bad_lengths_are_rejected():
         LengthHistogram.from_lengths([3, 0])
     with pytest.raises(FreqlabError, match="must be integers"):
         LengthHistogram.from_lengths([1.5])
+
+
+def test_missing_values_in_a_histogram_file_are_named(tmp_path):
+    h = LengthHistogram.from_lengths([5, 6])
+    path = h.to_parquet(tmp_path / "h.parquet")
+    metadata = pl.read_parquet_metadata(path)
+    frame = pl.DataFrame({"source": ["web", None], "length": [5, 6], "count": [1, 1]})
+    frame.write_parquet(path, metadata=metadata)
+    with pytest.raises(FreqlabError, match="column 'source' has 1 missing value"):
+        LengthHistogram.read_parquet(path)
+
+
+def test_merging_a_split_with_an_unsplit_histogram_keeps_the_unlabelled_part():
+    split = combine_sources({"web": LengthHistogram.from_lengths([5])})
+    merged = split + LengthHistogram.from_lengths([7, 7])
+    assert merged.sources["(none)"].counts.tolist() == [2] and merged.documents == 3

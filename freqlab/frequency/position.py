@@ -23,6 +23,7 @@ def segment_frequency(segs: Segments) -> np.ndarray:
     lengths = segs.lengths
     if lengths.size and lengths.max() > L:
         raise ValueError(f"segment longer than L={L}: {int(lengths.max())}")
+    # every intermediate below is at most f(0) < 2^63 (checked by `segments`): exact in int64
     count_at = scatter_add(L + 1, lengths, segs.counts)  # c_l
     tokens_at = count_at * np.arange(L + 1, dtype=np.int64)  # c_l * l
     # suffix sums over l > i for i = 0..L-1: reverse cumsum, shifted by one

@@ -81,9 +81,11 @@ def load_schedule(path: str | Path, *, histogram: str | Path | None = None) -> S
     """Read and validate a schedule file; ``histogram`` overrides its default corpus."""
     path = Path(path)
     try:
-        data = yaml.safe_load(path.read_text())
+        data = yaml.safe_load(path.read_text(encoding="utf-8"))
     except OSError as exc:
         raise FreqlabError(f"{path}: cannot read schedule ({exc.strerror})") from None
+    except UnicodeDecodeError as exc:
+        raise FreqlabError(f"{path}: not a UTF-8 text file (byte {exc.start})") from None
     except yaml.YAMLError as exc:
         raise FreqlabError(f"{path}: not valid YAML/JSON ({str(exc).splitlines()[0]})") from None
     return parse_schedule(data, base=path.parent, source=str(path), histogram=histogram)

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from freqlab.errors import FreqlabError
 from freqlab.frequency.position import segment_frequency
 from freqlab.frequency.regimes import segments
 from freqlab.frequency.stats import (
@@ -26,6 +27,8 @@ def frequency_summary(f, *, tokens: float | None = None, tau: float = DEFAULT_TA
     (0.9, 2, 300)
     """
     f = np.asarray(f)
+    if f.size == 0 or f[0] <= 0:
+        raise FreqlabError("no tokens in the segments: the histogram holds no documents")
     L = int(f.size)
     half, three_quarters = L // 2, (3 * L) // 4
     out = {
@@ -72,6 +75,8 @@ def describe(row: dict, *, detail: bool = False) -> str:
         f"L={row['L']} {row['regime']}: {100 * row['share_at_most_half']:.1f}% of position mass at "
         f"i ≤ {row['half']}, {100 * row['share_at_least_three_quarters']:.1f}% at i ≥ {row['three_quarters']}"
     )
+    if row.get("dropped_tokens"):
+        line += f" ({human_count(row['dropped_tokens'])} tokens dropped)"
     if "effective_length" in row:
         line += f"; predicted effective length {row['effective_length']} at {human_count(row['budget_tokens'])} tokens"
     if detail:

@@ -72,12 +72,14 @@ def test_schedule_command(tmp_path, hist):
         (("freq", "{hist}", "--regime", "zigzag"), 2, "Invalid value for '--regime'"),
         (("freq", "{hist}", "--tokens", "lots"), 2, "not a token count"),
         (("stats", "{bad}"), 1, "not a readable Parquet file"),
+        (("freq", "{empty}"), 1, "the histogram holds no documents"),
     ],
 )
 def test_errors_are_one_line_without_traceback(tmp_path, hist, args, code, message):
     bad = tmp_path / "bad.parquet"
     bad.write_text("garbage")
-    result = run(*[a.format(hist=hist, bad=bad) for a in args])
+    empty = LengthHistogram.from_lengths([]).to_parquet(tmp_path / "empty.parquet")
+    result = run(*[a.format(hist=hist, bad=bad, empty=empty) for a in args])
     assert result.exit_code == code
     assert message in result.output
     assert "Traceback" not in result.output
@@ -87,3 +89,10 @@ def test_every_command_has_help_with_an_example():
     for command in ("freq", "stats", "schedule"):
         result = run(command, "--help")
         assert result.exit_code == 0 and "Example" in result.output
+
+
+def test_truncation_reports_the_tokens_it_drops(tmp_path):
+    path = LengthHistogram.from_counts([5000, 100], [2, 3]).to_parquet(tmp_path / "h.parquet")
+    result = run("freq", path, "--L", 2048, "--regime", "truncate")
+    assert result.exit_code == 0
+    assert f"({2 * (5000 - 2048) / 1e3:.3g}K tokens dropped)" in result.output

@@ -102,3 +102,10 @@ def test_position_frequency_rejects_bad_input():
         position_frequency([5], [1], 0)
     with pytest.raises(FreqlabError, match="unknown regime"):
         position_frequency([5], [1], 8, regime="natrual")
+
+
+def test_more_tokens_than_int64_holds_is_an_error_not_a_wrapped_answer():
+    from freqlab import FreqlabError
+
+    with pytest.raises(FreqlabError, match="exceed exact int64"):
+        position_frequency([1 << 40], [1 << 40], 2048)

@@ -13,7 +13,15 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from freqlab import FreqlabError
-from freqlab.frequency import REGIMES, pack_documents, segments, stream_order
+from freqlab.frequency import (
+    REGIMES,
+    pack_documents,
+    position_frequency,
+    segments,
+    share_at_least,
+    share_at_most,
+    stream_order,
+)
 
 histograms = st.lists(
     st.tuples(st.integers(1, 40), st.integers(1, 4)), min_size=1, max_size=12, unique_by=lambda t: t[0]
@@ -66,19 +74,24 @@ def test_uniform_spends_the_same_budget_on_lengths_1_to_L():
     sweep = L * (L + 1) // 2  # 36 tokens for one document of each length
     s = segments([sweep * 5], [1], L, "uniform")
     assert s.lengths.tolist() == list(range(1, L + 1)) and s.counts.tolist() == [5] * L
-    # a budget that is not a multiple of the sweep: leftovers become lengths L, L-1, ... then the rest
-    s = segments([sweep * 2 + 8 + 7 + 3], [1], L, "uniform")
+    # a budget that is not a multiple of the sweep: the 18 leftover tokens become one extra segment each of
+    # lengths spread over 1..L in bit-reversed order (1, 5, 3, 7, 2 sum to 18), so the shape stays uniform
+    s = segments([sweep * 2 + 18], [1], L, "uniform")
     assert s.tokens == sweep * 2 + 18
-    assert dict(zip(s.lengths.tolist(), s.counts.tolist())) == {
-        1: 2,
-        2: 2,
-        3: 3,
-        4: 2,
-        5: 2,
-        6: 2,
-        7: 3,
-        8: 3,
-    }
+    assert dict(zip(s.lengths.tolist(), s.counts.tolist())) == {1: 3, 2: 3, 3: 3, 4: 2, 5: 3, 6: 2, 7: 3, 8: 2}
+    # leftovers that end between two spread lengths: 1 + 5 + 3 = 9, then one segment of the remaining 2
+    s = segments([11], [1], L, "uniform")
+    assert dict(zip(s.lengths.tolist(), s.counts.tolist())) == {1: 1, 2: 1, 3: 1, 5: 1}
+
+
+@pytest.mark.parametrize("L", [2048, 131072])
+def test_uniform_keeps_its_closed_form_shares_far_below_one_sweep(L):
+    """Lengths uniform on 1..L: 87.52% of mass at i <= L/2 and 1.57% at i >= 3L/4 (STRING Fig. 1b) even when the
+    budget (8.4M tokens) is a fraction of one sweep L(L+1)/2 (8.6G tokens at 128K)."""
+    f = position_frequency([8_442_997], [1], L, "uniform")
+    assert f[0] == 8_442_997
+    assert share_at_most(f, L // 2) == pytest.approx(0.8752, abs=0.003)
+    assert share_at_least(f, 3 * L // 4) == pytest.approx(0.0157, abs=0.002)
 
 
 @pytest.mark.parametrize("regime", ["natural", "concat", "uniform", "pack"])
@@ -124,6 +137,8 @@ def test_pack_handles_ten_million_documents():
         ([3], [1], 0, "natural", "L must be >= 1"),
         ([3], [1], 2.5, "natural", "L must be a positive integer"),
         ([3], [1], 8, "zigzag", "unknown regime 'zigzag'"),
+        ([3], [1], 1 << 40, "natural", "larger than freqlab supports"),
+        ([3], [1 << 40], 8, "pack", "stream of 1,099,511,627,776 documents"),
         ([3.5], [1], 8, "natural", "must be integers"),
         (["a"], [1], 8, "natural", "must be integers"),
         ([3, 4], [1], 8, "natural", "differ in size"),

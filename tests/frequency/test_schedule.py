@@ -59,9 +59,11 @@ def test_json_schedules_and_histogram_override(corpus):
         ("stages:\n  - {L: 2048, tokens: 1B, windw: 3}", "unknown key"),
         ("stages:\n  - {L: 2048, tokens: 1B}", "no histogram"),
         ("stages: [", "not valid YAML"),
+        (b"\xff\xfe", "not a UTF-8 text file"),
     ],
 )
 def test_bad_schedules_name_the_stage_and_the_problem(tmp_path, text, message):
-    (tmp_path / "bad.yaml").write_text(text)
+    path = tmp_path / "bad.yaml"
+    path.write_bytes(text) if isinstance(text, bytes) else path.write_text(text)
     with pytest.raises(FreqlabError, match=message):
         load_schedule(tmp_path / "bad.yaml")

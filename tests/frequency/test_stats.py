@@ -2,6 +2,8 @@
 
 import numpy as np
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from freqlab import FreqlabError
 from freqlab.frequency import (
@@ -86,3 +88,30 @@ def test_summary_line_reads_like_the_paper():
 def test_bad_parameters_are_clear_errors(call, message):
     with pytest.raises(FreqlabError, match=message):
         call()
+
+
+non_increasing = st.lists(st.integers(0, 10**6), min_size=1, max_size=40).map(
+    lambda xs: np.array(sorted(xs, reverse=True), dtype=np.int64)
+)
+
+
+@settings(max_examples=200, deadline=None)
+@given(non_increasing, st.integers(1, 10**9), st.integers(1, 10**9))
+def test_searches_match_a_linear_scan(f, tokens, tau):
+    """The binary searches against the definitions, scanned position by position with exact fractions."""
+    from fractions import Fraction
+
+    if f[0] == 0:
+        return
+    f_T = [Fraction(int(x) * tokens, int(f[0])) for x in f]
+    reached = [i for i in range(f.size) if f_T[i] >= tau]
+    assert effective_length(f, tokens, tau) == (max(reached) if reached else 0)
+    total = sum(int(x) for x in f)
+    for q in (0.1, 0.5, 0.9, 1.0):
+        expected = next(i for i in range(f.size) if sum(int(x) for x in f[: i + 1]) >= Fraction(q) * total)
+        if total:
+            assert position_at_mass(f, q) == expected
+    for i in range(f.size):
+        if f[i] > 0:
+            T = tokens_needed(f, i, tau)
+            assert Fraction(int(f[i]) * T, int(f[0])) >= tau > Fraction(int(f[i]) * (T - 1), int(f[0]))
