@@ -18,8 +18,9 @@ INTERRUPTED = 130  # the shell's status for a command stopped by Ctrl-C (128 + S
 @click.option("--dataset", default=None, metavar="NAME|ID|PATH",
               help="Preset (e.g. slimpajama), Hugging Face dataset id, or a local file/folder/glob "
               "(more files: --data-files). Default: the built-in corpus (Python standard library source).")
-@click.option("--config", default=None, help="Hugging Face dataset configuration.")
-@click.option("--split", default="train", show_default=True, help="Dataset split.")
+@click.option("--config", default=None, help="Hugging Face dataset configuration (an error for local files).")
+@click.option("--split", default="train", show_default=True,
+              help="Dataset split (Hugging Face datasets, saved DatasetDict folders).")
 @click.option("--data-files", multiple=True, metavar="GLOB",
               help="Local copies of a preset's files (the preset's field mapping applies); repeatable.")
 @click.option("--text-field", default=None, help="Field holding the text (dotted path for nested fields).")
@@ -74,6 +75,8 @@ def scan_command(dataset, config, split, data_files, text_field, source_field, t
       freqlab scan --dataset slimpajama --engine ray --address auto --out runs/sp --resume
       freqlab scan --L 2048 --L 4096 --plot --plot-format pdf
     """
+    if address and engine != "ray":
+        raise click.UsageError("--address needs --engine ray")
     try:
         result = scan(
             dataset,

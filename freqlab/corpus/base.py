@@ -18,6 +18,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, ClassVar, NamedTuple
 
 from freqlab.errors import FreqlabError
+from freqlab.histogram import UNLABELLED_SOURCE
 
 if TYPE_CHECKING:  # fields.py imports the reasons from here
     from freqlab.corpus.fields import Fields
@@ -31,6 +32,9 @@ NON_STRING_TEXT = "non-string-text"  # the text field is a number, list, object.
 INVALID_UTF8 = "invalid-utf8"  # the line (or .txt file) is not valid UTF-8
 INVALID_UNICODE = "invalid-unicode"  # JSON \\ud800-style escapes left a lone surrogate (not encodable as UTF-8)
 NON_STRING_SOURCE = "non-string-source"  # the source label is a list or an object
+# A whole file that fails while being read (truncated/corrupt compressed stream, broken Parquet/Arrow file):
+# one count per file; the documents read from it before the failure are kept.
+UNREADABLE_FILE = "unreadable-file"
 
 REASONS = (
     MALFORMED_JSON,
@@ -41,11 +45,16 @@ REASONS = (
     INVALID_UTF8,
     INVALID_UNICODE,
     NON_STRING_SOURCE,
+    UNREADABLE_FILE,
 )
+
+# Marker of a blank JSON-lines line (not a record): yielded only by ``FileShard.read(blank_lines=True)``, so
+# a scan can count them; plain ``read()`` passes over them.
+BLANK_LINE = "blank-line"
 
 # Source label of a record that has no label (missing or null field) in a corpus that has sources: the document
 # is kept and counted under this label, so a wrong --source-field shows up as one big "(none)" source.
-MISSING_SOURCE = "(none)"
+MISSING_SOURCE = UNLABELLED_SOURCE  # "(none)": the label of documents without one, as in LengthHistogram
 
 
 class Document(NamedTuple):
@@ -71,6 +80,14 @@ class Shard:
         raise NotImplementedError
 
 
+class UnreadableFile(FreqlabError):
+    """A data file that fails while being read (the message names it); ``path`` is the file."""
+
+    def __init__(self, message: str, path: str) -> None:
+        super().__init__(message)
+        self.path = path
+
+
 def describe_error(exc: BaseException) -> str:
     """``Type: first line of the message`` (``Type`` alone when the message is empty), for one-line errors."""
     message = str(exc).strip()
@@ -82,7 +99,8 @@ class FileShard(Shard):
     """One data file read with a field mapping. ``id`` is the path relative to the corpus root.
 
     Subclasses implement :meth:`records` (and :meth:`rows` when cheap); :meth:`read` turns the exceptions a
-    corrupt or truncated file raises while being read (:attr:`read_errors`) into one FreqlabError naming it.
+    corrupt or truncated file raises while being read (:attr:`read_errors`) into one :class:`UnreadableFile`
+    error naming it (a FreqlabError, which the scan raises or, with ``on_error="skip"``, counts).
     """
 
     id: str
@@ -92,24 +110,31 @@ class FileShard(Shard):
     read_errors: ClassVar[tuple[type[BaseException], ...]] = (OSError,)
 
     def records(self) -> Iterator[Document]:  # pragma: no cover - abstract
+        """The file's documents; blank lines (JSON lines only) as ``BLANK_LINE`` markers."""
         raise NotImplementedError
 
     def rows(self) -> int | None:
         """Records in the file when that is cheap to know (a Parquet footer), else None."""
         return None
 
-    def read(self) -> Iterator[Document]:
+    def read(self, *, blank_lines: bool = False) -> Iterator[Document]:
+        """The file's documents; with ``blank_lines``, blank lines too, as ``BLANK_LINE`` markers."""
         with self.reading():
-            yield from self.records()
+            if blank_lines:
+                yield from self.records()
+            else:
+                for doc in self.records():
+                    if doc.error != BLANK_LINE:
+                        yield doc
 
     @contextmanager
     def reading(self) -> Iterator[None]:
-        """Turn :attr:`read_errors` raised inside the block into FreqlabError naming the file."""
+        """Turn :attr:`read_errors` raised inside the block into :class:`UnreadableFile` naming the file."""
         try:
             yield
         except self.read_errors as exc:
             message = f"{self.path}: cannot read ({describe_error(exc)}); is the file truncated or corrupt?"
-            raise FreqlabError(message) from exc
+            raise UnreadableFile(message, self.path) from exc
 
 
 @dataclass

@@ -3,7 +3,8 @@
 Streams: the file is decompressed on the fly and read one *bytes* line at a time, so memory holds one line
 (one document) plus a 1 MiB buffer, whatever the file size. Each line is decoded on its own, so a line of
 invalid UTF-8 becomes one ``invalid-utf8`` record instead of killing the stream. Blank lines are not records
-and are passed over (as every JSON-lines reader does); a UTF-8 byte-order mark on the first line is dropped.
+and are passed over (as every JSON-lines reader does), but a scan counts them (``read(blank_lines=True)``
+yields a ``blank-line`` marker for each); a UTF-8 byte-order mark on the first line is dropped.
 """
 
 from __future__ import annotations
@@ -20,6 +21,7 @@ from typing import BinaryIO, ClassVar
 import zstandard
 
 from freqlab.corpus.base import (
+    BLANK_LINE,
     INVALID_UNICODE,
     INVALID_UTF8,
     MALFORMED_JSON,
@@ -111,9 +113,10 @@ class JsonlShard(FileShard):
             for lineno, raw in enumerate(stream, 1):
                 if lineno == 1 and raw.startswith(_BOM):
                     raw = raw[3:]
-                if raw.isspace() or not raw:
-                    continue
                 where = f"{path}:{lineno}"
+                if raw.isspace() or not raw:
+                    yield Document(None, None, where, BLANK_LINE)
+                    continue
                 try:
                     line = raw.decode("utf-8")
                 except UnicodeDecodeError:

@@ -14,9 +14,12 @@ a folder with ``dataset_dict.json`` (a saved DatasetDict)   the ``split`` subset
 Each path, folder or glob is expanded in sorted order (deterministic), duplicates dropped. A file named
 explicitly must have a known format; files of unknown formats met inside folders or matched by globs
 (a README, a checksum file) are passed over and counted in ``description["ignored_files"]``. Hidden files
-and folders (``.git``) are not entered. A missing path, a glob matching nothing, or an unreadable file
-raises FreqlabError at once. Empty files are fine (zero documents) and counted in ``description["empty_files"]``:
-zero bytes, a Parquet/Arrow table of zero rows, or a compressed JSON-lines file of nothing.
+and folders (``.git``) are not entered. A missing path, a glob matching nothing, or a file that cannot be
+opened raises FreqlabError at once; a corrupt file (a bad Parquet footer, a truncated ``.zst``) fails when
+read (``unreadable-file``: the scan raises, or counts it with ``on_error="skip"``). Empty files are fine
+(zero documents) and counted in ``description["empty_files"]``: zero bytes, a Parquet/Arrow table of zero
+rows, or a compressed JSON-lines file of nothing. ``config``, and a ``split`` other than ``"train"`` outside a
+saved DatasetDict, mean nothing for local files: they raise rather than being ignored.
 
 Shard ids are paths relative to the common folder of all files, so they stay stable when the data moves.
 """
@@ -97,6 +100,7 @@ class _Found:
     files: list[tuple[str, str]] = field(default_factory=list)
     seen: set[str] = field(default_factory=set)
     ignored: list[str] = field(default_factory=list)
+    split_used: bool = False  # a saved DatasetDict was read, so ``split`` chose its subset
 
     def add(self, path: str, fmt: str) -> None:
         key = os.path.realpath(path)
@@ -117,6 +121,7 @@ def _visit(path: str, split: str, found: _Found) -> None:
 
 def _walk(folder: str, split: str, found: _Found) -> None:
     if is_saved_dataset(folder):
+        found.split_used |= os.path.isfile(os.path.join(folder, "dataset_dict.json"))
         for path in saved_dataset_files(folder, split):
             found.add(path, "arrow")
         return
@@ -155,22 +160,42 @@ def _check_readable(path: str) -> int:
         os.close(descriptor)
 
 
-def find_files(specs: list[str], split: str = "train") -> tuple[list[tuple[str, str]], list[str]]:
-    """``([(path, format), ...], ignored_paths)`` for paths, folders and globs; raises when nothing is found."""
+def find_files(
+    specs: list[str], split: str = "train", config: str | None = None
+) -> tuple[list[tuple[str, str]], list[str]]:
+    """``([(path, format), ...], ignored_paths)`` for paths, folders and globs; raises when nothing is found.
+
+    ``config`` and a ``split`` other than ``"train"`` mean nothing for local files (``split`` only chooses the
+    subset of a saved DatasetDict): rather than ignore them silently, that raises.
+    """
     found = _Found()
     for spec in specs:
         _expand(spec, split, found)
     if not found.files:
         shown = ", ".join(specs)
         raise FreqlabError(f"{shown}: no data files found (supported: {SUPPORTED})")
+    shown = " ".join(specs)
+    if config is not None:
+        raise FreqlabError(f"{shown}: --config {config!r} applies to Hugging Face datasets, not to local files")
+    if split != "train" and not found.split_used:
+        raise FreqlabError(
+            f"{shown}: --split {split!r} applies to Hugging Face datasets and saved DatasetDict folders; "
+            "local files are read whole (drop --split, or point at the split's files)"
+        )
     return found.files, found.ignored
 
 
 def local_corpus(
-    specs: list[str], fields: Fields, *, name: str, split: str = "train", description: dict | None = None
+    specs: list[str],
+    fields: Fields,
+    *,
+    name: str,
+    split: str = "train",
+    config: str | None = None,
+    description: dict | None = None,
 ) -> Corpus:
     """A corpus over local files/folders/globs, with ``fields`` mapping records to text and source."""
-    files, ignored = find_files(specs, split)
+    files, ignored = find_files(specs, split, config)
     sizes = {path: _check_readable(path) for path, _ in files}
     root = os.path.commonpath([os.path.dirname(os.path.abspath(p)) for p, _ in files])
 
@@ -188,7 +213,10 @@ def local_corpus(
             continue
         shard = _SHARD_TYPES[fmt](rel(path), path, fields)
         shards.append(shard)
-        rows.append(shard.rows())
+        try:
+            rows.append(shard.rows())
+        except FreqlabError:  # a corrupt footer: the scan meets it again when reading (and raises or skips)
+            rows.append(None)
         empty_files += _holds_no_records(shard, sizes[path], rows[-1])
     if texts:
         # .txt files carry no label; in a labelled corpus they count under the "(none)" source.

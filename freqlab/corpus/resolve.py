@@ -83,14 +83,16 @@ def open_corpus(
             if text_field or source_field:
                 raise FreqlabError("text_field/source_field apply to a dataset or data files, not the built-in corpus")
             return builtin_corpus()
-        return local_corpus(specs, fields(), name=" ".join(specs), split=split)
+        return local_corpus(specs, fields(), name=" ".join(specs), split=split, config=config)
 
     if dataset in PRESETS:
         preset = PRESETS[dataset]
         mapping = fields(preset.fields)
         info = {"kind": "preset", "preset": preset.name, "hub_id": preset.id}
         if specs is not None:
-            return local_corpus(specs, mapping, name=f"{preset.name} (local files)", split=split, description=info)
+            return local_corpus(
+                specs, mapping, name=f"{preset.name} (local files)", split=split, config=config, description=info
+            )
         if preset.id is None:
             raise FreqlabError(
                 f"{preset.name}: this preset has no Hub dataset (local copies only); "
@@ -120,7 +122,7 @@ def open_corpus(
     if _looks_local(dataset):
         if specs is not None:
             raise FreqlabError(f"{dataset}: give local data either as the dataset path or as data_files, not both")
-        return local_corpus([dataset], fields(), name=dataset, split=split)
+        return local_corpus([dataset], fields(), name=dataset, split=split, config=config)
 
     if "/" in dataset:
         return streamed_corpus(

@@ -17,8 +17,7 @@ import tokenize
 from collections.abc import Iterator
 from dataclasses import dataclass
 
-from freqlab.corpus.base import INVALID_UTF8, Document, Shard
-from freqlab.errors import FreqlabError
+from freqlab.corpus.base import INVALID_UTF8, UNREADABLE_FILE, Document, Shard
 
 FILES_PER_SHARD = 256
 
@@ -49,8 +48,9 @@ class TextFilesShard(Shard):
             try:
                 with open(path, "rb") as handle:
                     data = handle.read()
-            except OSError as exc:
-                raise FreqlabError(f"{path}: cannot read ({exc.strerror or exc})") from exc
+            except OSError:  # one bad file of the group: a bad record, the group goes on
+                yield Document(None, None, path, UNREADABLE_FILE)
+                continue
             if self.decoding == "python":
                 yield Document(decode_python_source(data), source, path)
                 continue

@@ -5,7 +5,8 @@ tokenizer vocabulary, special tokens, sampling and limits); each finished shard'
 ``OUT/checkpoints/<safe shard id>.parquet`` atomically (temporary file + ``os.replace``), so an interrupted
 scan leaves only whole checkpoints. Worker count and batch size are not in the fingerprint: they do not
 change the result. Nor is ``on_error``: a checkpoint holding skipped records is simply recounted (and
-raises) when resuming with ``on_error="raise"``.
+raises) when resuming with ``on_error="raise"``. A shard that ended with an ``unreadable-file`` skip is
+finished: its checkpoint holds the documents read before the failure and the skip.
 """
 
 from __future__ import annotations
@@ -33,7 +34,7 @@ def safe_name(shard_id: str) -> str:
     """A file name for a shard id: readable characters kept, plus a hash so distinct ids never collide.
 
     >>> safe_name("data/train/chunk1/example_0.jsonl.zst")
-    'data_train_chunk1_example_0.jsonl.zst-5b3cb9f7a2c16f3e'
+    'data_train_chunk1_example_0.jsonl.zst-38eca308ddb0926f'
     """
     readable = re.sub(r"[^A-Za-z0-9._-]+", "_", shard_id).strip("._")[-80:]
     digest = hashlib.blake2b(shard_id.encode(), digest_size=8).hexdigest()
@@ -132,6 +133,7 @@ def _to_frame(part: ShardCount) -> tuple[pl.DataFrame, dict]:
         "shard_id": part.shard_id,
         "skipped": dict(part.skipped),
         "sampled_out": part.sampled_out,
+        "blank_lines": part.blank_lines,
         "complete": part.complete,
     }
     if part.log is not None:
@@ -170,6 +172,7 @@ def _from_frame(frame: pl.DataFrame, header: dict) -> ShardCount:
         shard_id=header["shard_id"],
         skipped=Counter(header.get("skipped", {})),
         sampled_out=int(header.get("sampled_out", 0)),
+        blank_lines=int(header.get("blank_lines", 0)),
         complete=bool(header.get("complete", True)),
     )
     if "code" in frame.columns:

@@ -18,13 +18,12 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from freqlab.histogram import LengthHistogram, combine_sources
+from freqlab.histogram import UNLABELLED_SOURCE, LengthHistogram, combine_sources
 
 # Below this length counts live in a dense np.bincount array (grown in powers of two, so a source with
 # documents up to 100k tokens costs ~1 MB); longer, rare documents go to a dict, so a single
 # 10-million-token document costs one dict entry instead of an 80 MB array.
 DENSE_LIMIT = 1 << 18
-UNLABELLED = "unlabelled"  # source of a document without a label in a corpus that labels sources
 
 
 class LengthCounts:
@@ -114,7 +113,8 @@ class ShardCount:
 
     ``lengths[source]``: tokenized documents per source label (``None`` when the corpus has no sources);
     ``empty[source]``: empty documents; ``skipped``: records skipped by reason; ``sampled_out``: documents
-    left out by ``sample_rate``; ``complete``: the shard was read to its end (not stopped at a limit);
+    left out by ``sample_rate``; ``blank_lines``: blank JSON-lines lines met (not records, so not documents);
+    ``complete``: the shard was read to its end (not stopped at a limit);
     ``error``: first bad record's message when ``on_error="raise"`` (the shard stops there and the driver
     raises it once it knows the record is within the scan's limits).
     """
@@ -124,6 +124,7 @@ class ShardCount:
     empty: Counter = field(default_factory=Counter)
     skipped: Counter = field(default_factory=Counter)
     sampled_out: int = 0
+    blank_lines: int = 0
     complete: bool = True
     error: str | None = None
     log: DocumentLog | None = None
@@ -170,6 +171,7 @@ class ShardCount:
         self.empty.update(other.empty)
         self.skipped.update(other.skipped)
         self.sampled_out += other.sampled_out
+        self.blank_lines += other.blank_lines
 
     def to_histogram(self, *, by_source: bool, **metadata) -> LengthHistogram:
         """The exact LengthHistogram of this partial, split by source when ``by_source``."""
@@ -185,7 +187,7 @@ class ShardCount:
         labels = sorted({*self.lengths, *self.empty}, key=lambda s: (s is None, s or ""))
         sources = {}
         for label in labels:
-            name = UNLABELLED if label is None else str(label)
+            name = UNLABELLED_SOURCE if label is None else str(label)
             lengths, counts = (self.lengths[label] if label in self.lengths else LengthCounts()).to_arrays()
             part = LengthHistogram(lengths, counts, corpus=name, empty_documents=int(self.empty.get(label, 0)))
             sources[name] = sources[name].merge(part) if name in sources else part
@@ -229,7 +231,8 @@ def truncate(part: ShardCount, max_docs: int | None, max_tokens: int | None) -> 
     )
     if n == codes.size and not exhausted:  # all of it fits (a trailing bad record, if any, too)
         return part, False
-    cut = ShardCount(shard_id=part.shard_id, complete=False)
+    # blank lines carry no position: those the worker met are kept (a limit cuts documents, not lines)
+    cut = ShardCount(shard_id=part.shard_id, complete=False, blank_lines=part.blank_lines)
     cut.sampled_out = int(positions[n - 1]) + 1 - n if n else 0
     cut.add(codes[:n], sources[:n], part.log.labels, part.log.reasons)
     cut.log = DocumentLog([codes[:n]], [sources[:n]], [positions[:n]], part.log.labels, part.log.reasons)

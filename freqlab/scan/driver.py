@@ -18,6 +18,7 @@ from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
+from freqlab.corpus.base import UNREADABLE_FILE
 from freqlab.errors import FreqlabError
 from freqlab.frequency.regimes import REGIMES
 from freqlab.frequency.stats import DEFAULT_TAU
@@ -27,6 +28,7 @@ from freqlab.scan.counts import ShardCount, truncate
 from freqlab.scan.engines import (
     ENGINES,
     Task,
+    check_ray_address,
     default_workers,
     prestart,
     run_in_process,
@@ -68,6 +70,7 @@ class Ledger:
         self.waiting: dict[int, ShardCount] = {}
         self.next = 0
         self.exhausted = False  # a limit was reached
+        self.unreadable: list[str] = []  # ids of shards whose file failed while being read (skipped)
 
     def add(self, index: int, part: ShardCount) -> None:
         if not self.limited:
@@ -88,6 +91,8 @@ class Ledger:
     def _commit(self, part: ShardCount) -> None:
         if part.error is not None:
             raise FreqlabError(part.error)
+        if part.skipped.get(UNREADABLE_FILE):
+            self.unreadable.append(part.shard_id)
         self.total.merge(part)
 
 
@@ -157,8 +162,11 @@ def scan(
     Partial scans: ``max_docs``/``max_tokens`` take the first documents in shard order (the document that
     reaches ``max_tokens`` is kept whole); ``sample_rate`` keeps each document with that probability,
     deterministically per (seed, shard, index). ``on_error="raise"`` stops at the first bad record with its
-    file and line; ``"skip"`` counts it by reason. ``workers`` (default: all cores) and ``batch_size`` do not
-    change the result. ``engine="ray"`` runs the shards as Ray tasks (``address``: an existing cluster).
+    file and line; ``"skip"`` counts it by reason (a file that fails while being read, e.g. a truncated
+    ``.zst``, is one ``unreadable-file`` skip after the documents read from it; its shard counts as finished).
+    Blank JSON-lines lines are not documents: ``summary["documents"]["blank_lines"]`` counts them.
+    ``workers`` (default: all cores) and ``batch_size`` do not change the result. ``engine="ray"`` runs the
+    shards as Ray tasks (``address``: an existing cluster; a ``host:port`` is probed first, failing in ~3 s).
     With ``out``, writes ``lengths.parquet``, ``summary.json`` and per-shard checkpoints (``resume`` skips
     shards already done). ``progress``: a progress bar on stderr (None: when stderr is a terminal).
     """
@@ -186,6 +194,7 @@ def scan(
         from freqlab.scan.engines import import_ray
 
         import_ray()  # fail before reading anything when Ray is missing
+        check_ray_address(address)  # ... or its cluster is not there
 
     from freqlab.corpus import open_corpus
 
@@ -262,9 +271,10 @@ def scan(
     if starting is not None:
         starting.join()  # before the pool starts (both touch the __main__ module)
 
-    tokenized_now = documents_now = 0  # the work done by this run (not resumed), for the throughput
+    tokenized_now = documents_now = shards_run = 0  # the work done by this run (not resumed), for the throughput
     try:
         for index, part in runner:
+            shards_run += 1
             tokenized_now += part.tokens
             documents_now += part.documents_read
             if store is not None and part.error is None:
@@ -299,7 +309,7 @@ def scan(
         max_docs=max_docs, max_tokens=max_tokens, engine=engine,
         workers=n_workers if engine == "local" else workers or default_workers(),
         wall=wall, tokenized_now=tokenized_now, documents_now=documents_now, resumed_shards=len(done),
-        shards=len(shards),
+        shards_run=shards_run, shards=len(shards),
     )
     if out_dir is not None:
         out_dir.mkdir(parents=True, exist_ok=True)
@@ -310,13 +320,29 @@ def scan(
     return ScanResult(histogram, summary, out_dir)
 
 
+PREFIX_NOTE = (
+    "max_docs/max_tokens keep the first documents in shard order: a prefix, not a random sample, so the "
+    "lengths and the corpus-size estimate may be biased (sample_rate gives an unbiased sample)"
+)
+
+
+def estimate_corpus_tokens(tokens: int, documents: int, read: int) -> int:
+    """``tokens * documents / read`` rounded to the nearest integer (halves up), in exact integer arithmetic.
+
+    >>> estimate_corpus_tokens(82031920993190389, 910925047, 861425549)  # float division: ...184, off by 6
+    86745664292135178
+    """
+    return (2 * tokens * documents + read) // (2 * read)
+
+
 def _summary(corpus, counter, histogram: LengthHistogram, total: ShardCount, ledger: Ledger, options: ShardOptions,
              *, L, regimes, tokens, corpus_tokens, tau, max_docs, max_tokens, engine, workers, wall, tokenized_now,
-             documents_now, resumed_shards, shards) -> dict:
+             documents_now, resumed_shards, shards_run, shards) -> dict:
     read = histogram.documents_read
     tokenized, empty, skipped = histogram.documents, histogram.empty_documents, dict(histogram.skipped)
     assert read == tokenized + empty + sum(skipped.values()), "every document read must be accounted for"
     seen = read + total.sampled_out
+    from_checkpoints = resumed_shards > 0 and shards_run == 0
     reasons = []
     if options.sample_rate is not None:
         reasons.append(f"sampled at rate {options.sample_rate} (seed {options.seed})")
@@ -324,16 +350,19 @@ def _summary(corpus, counter, histogram: LengthHistogram, total: ShardCount, led
         limits = [f"max_docs={max_docs}" if max_docs else "", f"max_tokens={max_tokens}" if max_tokens else ""]
         reasons.append("stopped at " + " / ".join(x for x in limits if x))
     partial = "; ".join(reasons)
-    # a partial scan's estimate of the full corpus: tokens per document read, times the corpus's documents
+    # a partial scan's estimate of the full corpus: tokens per document read, times the corpus's documents,
+    # in exact integer arithmetic (Python ints: no float rounding at 10^12 tokens), rounded to nearest
     estimate = None
     if partial and read:
         documents = corpus.total_documents if ledger.exhausted else seen
         if documents:
-            estimate = round(histogram.tokens * documents / read)
+            estimate = estimate_corpus_tokens(int(histogram.tokens), int(documents), int(read))
     windows = summarize_windows(
         histogram, L, regimes, tokens=tokens, corpus_tokens=corpus_tokens, estimated_corpus_tokens=estimate,
         tau=tau, partial=bool(partial), seed=options.seed,
     )
+    if ledger.exhausted:
+        windows["budget"]["note"] = PREFIX_NOTE
     lengths = histogram.summary()
     summary = {
         "corpus": {
@@ -356,6 +385,8 @@ def _summary(corpus, counter, histogram: LengthHistogram, total: ShardCount, led
             "empty": empty,
             "skipped": skipped,
             "sampled_out": total.sampled_out,
+            "blank_lines": total.blank_lines,
+            "unreadable_files": sorted(ledger.unreadable),
         },
         "tokens": histogram.tokens,
         "lengths": {k: lengths[k] for k in ("mean", "median", "percentiles", "min", "max", "distinct_lengths")},
@@ -368,8 +399,9 @@ def _summary(corpus, counter, histogram: LengthHistogram, total: ShardCount, led
             "resumed_shards": resumed_shards,
             "wall_seconds": wall,
             "tokens_tokenized_this_run": tokenized_now,
-            "documents_per_second": documents_now / wall if wall > 0 else 0.0,
-            "tokens_per_second": tokenized_now / wall if wall > 0 else 0.0,
+            # None: nothing was read by this run (every shard came from a checkpoint), no speed to report
+            "documents_per_second": None if from_checkpoints else documents_now / wall if wall > 0 else 0.0,
+            "tokens_per_second": None if from_checkpoints else tokenized_now / wall if wall > 0 else 0.0,
         },
     }
     if histogram.sources:

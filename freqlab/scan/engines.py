@@ -12,6 +12,7 @@ import contextlib
 import multiprocessing
 import os
 import signal
+import socket
 import sys
 import threading
 import time
@@ -25,6 +26,7 @@ from freqlab.scan.work import ShardOptions, count_shard
 
 ENGINES = ("local", "ray")
 MP_CONTEXT = "forkserver"  # see _context()
+RAY_PROBE_SECONDS = 3.0  # how long check_ray_address waits for a TCP connection
 RAY_OBJECT_STORE_BYTES = 80 * 2**20  # a scan moves only small partial histograms through the store
 
 Progress = Callable[[int, int], None]  # (documents, tokens) done since the last call
@@ -210,6 +212,29 @@ def import_ray():
     return ray
 
 
+def check_ray_address(address: str | None, timeout: float = RAY_PROBE_SECONDS) -> None:
+    """Raise a one-line FreqlabError within ``timeout`` s when a ``host:port`` address takes no TCP connection.
+
+    ``ray.init`` retries an unreachable GCS for ~25 s while logging C++ errors on stderr; a plain TCP
+    connect fails fast with a clear reason. Other forms (``auto``, ``local``, ``ray://...``) are passed
+    through to Ray, which resolves them itself.
+    """
+    if not address or "://" in address or address in ("auto", "local"):
+        return
+    host, sep, port = address.rpartition(":")
+    if not sep or not host or not port.isdigit():
+        raise FreqlabError(f"Ray address {address!r}: expected HOST:PORT (e.g. 10.0.0.1:6379), 'auto' or ray://HOST:PORT")
+    try:
+        with socket.create_connection((host.strip("[]"), int(port)), timeout=timeout):
+            pass
+    except OSError as exc:
+        reason = f"no answer within {timeout:g} s" if isinstance(exc, TimeoutError) else exc.strerror or exc
+        raise FreqlabError(
+            f"cannot reach the Ray cluster at {address} ({reason}); start one there with "
+            "`ray start --head --port PORT`, check the address, or drop --address to run a local Ray"
+        ) from None
+
+
 def _ray_count(counter, shard, options: ShardOptions) -> ShardCount:
     os.environ.setdefault("RAYON_NUM_THREADS", "1")  # Ray runs one task per CPU already
     return count_shard(shard, counter, options)
@@ -228,6 +253,7 @@ def run_ray(
     ray = import_ray()
     owns = False
     if not ray.is_initialized():
+        check_ray_address(address)
         common = {"include_dashboard": False, "logging_level": "ERROR", "log_to_driver": False}
         try:
             if address:

@@ -89,6 +89,13 @@ def format_report(summary: dict) -> str:
     corpus, tok, docs = summary["corpus"], summary["tokenizer"], summary["documents"]
     special = "special tokens counted" if tok["special_tokens_counted"] else "no special tokens"
     lines.append(f"corpus     {corpus['name']}")
+    description = corpus.get("description") or {}
+    if "files" in description:  # local data: say what was passed over, so no file goes missing silently
+        files = description["files"]
+        lines.append(
+            f"files      {files:,} file{'s' if files != 1 else ''} ({description.get('empty_files', 0):,} empty, "
+            f"{description.get('ignored_files', 0):,} ignored)"
+        )
     lines.append(f"tokenizer  {tok['name']} ({tok['backend']}, vocab {tok['vocab_size']:,}, {special})")
     skipped = docs["skipped"]
     reasons = ", ".join(f"{k}: {v:,}" for k, v in sorted(skipped.items()))
@@ -98,16 +105,24 @@ def format_report(summary: dict) -> str:
     )
     if docs.get("sampled_out"):
         lines.append(f"           {docs['sampled_out']:,} left out by sampling")
+    if docs.get("blank_lines"):
+        blank = docs["blank_lines"]
+        lines.append(f"           {blank:,} blank line{'s' if blank != 1 else ''} passed over (not records)")
+    if docs.get("unreadable_files"):
+        shown = ", ".join(docs["unreadable_files"][:3]) + (", ..." if len(docs["unreadable_files"]) > 3 else "")
+        lines.append(f"           unreadable files skipped: {shown}")
     lengths = summary["lengths"]
     lines.append(
         f"tokens     {summary['tokens']:,} (mean {lengths['mean']:,.0f}, median {lengths['median']:,},"
         f" p99 {lengths['percentiles']['p99']:,}, max {lengths['max']:,} per document)"
     )
     run = summary["scan"]
-    lines.append(
-        f"time       {run['wall_seconds']:.1f} s, {human_count(run['documents_per_second'])} docs/s, "
-        f"{human_count(run['tokens_per_second'])} tokens/s ({run['engine']}, {run['workers']} workers)"
-    )
+    workers = f"{run['engine']}, {run['workers']} worker{'s' if run['workers'] != 1 else ''}"
+    if run["documents_per_second"] is None:  # a resume that found every shard checkpointed
+        speed = "all shards from checkpoints"
+    else:
+        speed = f"{human_count(run['documents_per_second'])} docs/s, {human_count(run['tokens_per_second'])} tokens/s"
+    lines.append(f"time       {run['wall_seconds']:.1f} s, {speed} ({workers})")
     if run.get("partial"):
         lines.append(f"partial    {run['partial']}")
     if summary.get("sources"):
@@ -126,6 +141,8 @@ def format_report(summary: dict) -> str:
         f"corpus {human_count(budget['corpus_tokens'])} tokens ({budget['corpus_tokens_from']}{note}); "
         f"tau = {human_count(budget['tau'])}"
     )
+    if budget.get("note"):
+        lines.append(f"note       {budget['note']}")
     for w in summary["windows"]:
         lines.append(describe(w, detail=True))
     if not summary["windows"]:

@@ -12,6 +12,7 @@ from dataclasses import dataclass, replace
 
 import numpy as np
 
+from freqlab.corpus.base import BLANK_LINE, UNREADABLE_FILE, Document, FileShard, UnreadableFile
 from freqlab.errors import FreqlabError
 from freqlab.scan.counts import DocumentLog, ShardCount, cut_point
 
@@ -79,6 +80,25 @@ class _Batch:
         return len(self.codes)
 
 
+class _Reader:
+    """A shard's documents, with blank lines marked (files only) and a file that fails while being read turned
+    into one last ``unreadable-file`` record; ``failure`` keeps that error's one-line message."""
+
+    def __init__(self, shard) -> None:
+        self.shard = shard
+        self.failure: str | None = None
+
+    def __iter__(self):
+        try:
+            if isinstance(self.shard, FileShard):
+                yield from self.shard.read(blank_lines=True)
+            else:
+                yield from self.shard.read()
+        except UnreadableFile as exc:
+            self.failure = str(exc)
+            yield Document(None, None, exc.path, UNREADABLE_FILE)
+
+
 def count_shard(
     shard,
     counter,
@@ -90,6 +110,9 @@ def count_shard(
     ``shard.read()`` yields documents ``(text, source, where, error)`` (see :mod:`freqlab.corpus`): a bad
     record (``text is None``) stops the shard with its ``where: error`` message when ``on_error="raise"``
     (the driver raises it) or is counted in ``skipped[error]`` with ``"skip"``; ``""`` is an empty document.
+    A file that fails while being read (:class:`freqlab.corpus.base.UnreadableFile`) is one such record,
+    ``unreadable-file``, after the documents read from it; the shard then ends (finished, not capped).
+    Blank JSON-lines lines are no documents: they are counted in ``blank_lines``.
     Texts are tokenized ``batch_size`` at a time with ``counter.count``. ``on_progress(documents, tokens)``
     is called after each batch.
     """
@@ -140,8 +163,15 @@ def count_shard(
         return capped
 
     capped = False
-    for index, doc in enumerate(shard.read()):
-        if sampler is not None and not sampler.keep(index):
+    reader = _Reader(shard)
+    index = -1  # of the document in the shard (blank lines are not documents)
+    for doc in reader:
+        if doc.error == BLANK_LINE:
+            part.blank_lines += 1
+            continue
+        index += 1
+        # an unreadable file is never sampled out: it must show up
+        if sampler is not None and doc.error != UNREADABLE_FILE and not sampler.keep(index):
             part.sampled_out += 1
             continue
         source = doc.source if options.by_source else None
@@ -150,7 +180,7 @@ def count_shard(
             if options.on_error == "raise":
                 capped = flush()
                 if not capped:  # the bad record lies within this shard's cap
-                    part.error = f"{doc.where}: {reason}"
+                    part.error = (reason == UNREADABLE_FILE and reader.failure) or f"{doc.where}: {reason}"
                 break
             code = -(reason_index.setdefault(reason, len(reason_index)) + 1)
         elif doc.text == "":

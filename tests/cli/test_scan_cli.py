@@ -46,7 +46,8 @@ def test_json_summary_matches_the_python_api_and_the_written_files(tmp_path, cor
     summary = json.loads(result.output)
     api = scan("slimpajama", data_files=str(corpus / "*.jsonl"), L=[256, 512], regimes=["natural"], progress=False)
     assert summary["documents"] == api.summary["documents"] == {
-        "read": 8, "tokenized": 6, "empty": 2, "skipped": {}, "sampled_out": 0
+        "read": 8, "tokenized": 6, "empty": 2, "skipped": {}, "sampled_out": 0, "blank_lines": 0,
+        "unreadable_files": [],
     }
     assert summary["tokens"] == api.histogram.tokens
     assert [(w["L"], w["regime"]) for w in summary["windows"]] == [(256, "natural"), (512, "natural")]
@@ -136,3 +137,48 @@ def test_plot_writes_the_main_figures_and_keeps_json_on_stdout(tmp_path, corpus)
     names = sorted(p.name for p in (out / "figures").iterdir())
     for stem in ("frequency_L256", "frequency_L512", "windows", "effective_length", "sources"):
         assert f"{stem}.png" in names and f"{stem}.pdf" in names
+
+
+def test_address_without_the_ray_engine_is_a_usage_error(corpus):
+    result = invoke("--dataset", str(corpus), "--address", "127.0.0.1:6379")
+    assert result.exit_code == 2
+    assert "Error: --address needs --engine ray" in result.output
+
+
+def test_an_unreachable_ray_address_is_one_line_within_seconds(tmp_path, corpus):
+    pytest.importorskip("ray")
+    import socket
+
+    with socket.socket() as probe:  # a closed local port: refused at once, no traffic leaves the machine
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    start = time.monotonic()
+    result = invoke("--dataset", str(corpus), "--engine", "ray", "--address", f"127.0.0.1:{port}",
+                    "--out", str(tmp_path / "o"))
+    assert time.monotonic() - start < 6
+    assert result.exit_code == 1 and result.output.count("\n") == 1
+    assert result.output.startswith(f"Error: cannot reach the Ray cluster at 127.0.0.1:{port} (Connection refused)")
+
+
+def test_config_or_split_with_local_data_is_an_error_not_ignored(tmp_path, corpus):
+    result = invoke("--dataset", str(corpus), "--config", "en", "--out", str(tmp_path / "o"))
+    assert result.exit_code == 1 and result.output.count("\n") == 1
+    assert "--config 'en' applies to Hugging Face datasets, not to local files" in result.output
+    result = invoke("--dataset", str(corpus), "--split", "test", "--out", str(tmp_path / "o"))
+    assert result.exit_code == 1 and "--split 'test' applies to Hugging Face datasets" in result.output
+
+
+def test_on_error_skip_goes_past_a_truncated_file_and_reports_it(tmp_path, corpus):
+    import zstandard
+
+    data = zstandard.ZstdCompressor().compress((corpus / "part0.jsonl").read_bytes())
+    (corpus / "t.jsonl.zst").write_bytes(data[: len(data) // 2])  # ends inside its only block: no document
+    failed = invoke("--dataset", str(corpus), "--out", str(tmp_path / "o"), "-q")
+    assert failed.exit_code == 1 and failed.output.count("\n") == 1
+    assert failed.output.startswith(f"Error: {corpus / 't.jsonl.zst'}: cannot read (ZstdError: ")
+    skipped = invoke("--dataset", str(corpus), "--out", str(tmp_path / "o"), "-q", "--on-error", "skip",
+                     "--workers", "1")
+    assert skipped.exit_code == 0, skipped.output
+    assert "files      3 files (0 empty, 0 ignored)" in skipped.output
+    assert "documents  9 read = 6 tokenized + 2 empty + 1 skipped (unreadable-file: 1)" in skipped.output
+    assert "unreadable files skipped: t.jsonl.zst" in skipped.output and "(local, 1 worker)" in skipped.output

@@ -12,6 +12,7 @@ import pytest
 from corpus_helpers import jsonl_bytes, write_bytes, write_jsonl
 
 from freqlab.corpus import REASONS, open_corpus
+from freqlab.corpus.base import BLANK_LINE, UnreadableFile
 from freqlab.errors import FreqlabError
 
 GOOD = {"text": "def f():\n    return 1\n", "meta": {"redpajama_set_name": "RedPajamaGithub"}}
@@ -165,21 +166,64 @@ def test_not_compressed_despite_the_suffix(tmp_path):
     assert gzip.decompress(gzip.compress(b"x")) == b"x"
 
 
-def test_corrupt_parquet_raises_while_reading(tmp_path):
-    path = tmp_path / "broken.parquet"
-    path.write_bytes(b"PAR1 this is not parquet PAR1")
-    with pytest.raises(FreqlabError, match=r"broken\.parquet: cannot read"):
-        open_corpus(str(path))  # the row count comes from the footer, read at open time
+@pytest.mark.parametrize(
+    ("name", "data", "message"),
+    [
+        ("broken.parquet", b"PAR1 this is not parquet PAR1", r"broken\.parquet: cannot read \(ArrowInvalid"),
+        ("zero.parquet", b"", r"zero\.parquet: cannot read \(ArrowInvalid"),
+        ("broken.arrow", b"not arrow at all", r"broken\.arrow: cannot read \(ArrowInvalid: .*truncated or corrupt"),
+    ],
+)
+def test_corrupt_parquet_or_arrow_opens_then_raises_unreadable_file_while_reading(tmp_path, name, data, message):
+    # open_corpus does not raise (the row count is then unknown), so a scan can skip the file with --on-error skip
+    path = tmp_path / name
+    path.write_bytes(data)
+    corpus = open_corpus(str(path))
+    assert corpus.total_documents is None and corpus.description["files"] == 1
+    with pytest.raises(UnreadableFile, match=message) as caught:
+        list(corpus.documents())
+    assert caught.value.path == str(path) and isinstance(caught.value, FreqlabError)
 
 
-def test_corrupt_arrow_raises_at_open(tmp_path):
-    path = tmp_path / "broken.arrow"
-    path.write_bytes(b"not arrow at all")
-    with pytest.raises(FreqlabError, match=r"broken\.arrow: cannot read \(ArrowInvalid: .*truncated or corrupt"):
-        open_corpus(str(path))  # the row count reads the batch headers at open time
+def test_blank_lines_are_not_records_but_can_be_marked(tmp_path):
+    path = write_bytes(tmp_path / "blank.jsonl", b'{"text": "a"}\n\n   \n{"text": "b"}\n\n')
+    shard = open_corpus(str(path)).shards[0]
+    assert [d.text for d in shard.read()] == ["a", "b"]
+    marked = [(d.where, d.error) for d in shard.read(blank_lines=True) if d.error]
+    assert marked == [(f"{path}:{n}", BLANK_LINE) for n in (2, 3, 5)]
+
+
+def test_config_or_split_for_local_files_is_an_error_not_ignored(tmp_path):
+    path = write_jsonl(tmp_path / "a.jsonl", [GOOD])
+    with pytest.raises(FreqlabError, match=r"a\.jsonl: --config 'en' applies to Hugging Face datasets"):
+        open_corpus(str(path), config="en")
+    with pytest.raises(FreqlabError, match=r"--split 'validation' applies to Hugging Face datasets and saved"):
+        open_corpus("slimpajama", data_files=str(path), split="validation")
+    assert open_corpus(str(path), split="train").description["files"] == 1
 
 
 def test_both_a_path_and_data_files_is_ambiguous(tmp_path):
     path = write_jsonl(tmp_path / "a.jsonl", [GOOD])
     with pytest.raises(FreqlabError, match="either as the dataset path or as data_files"):
         open_corpus(str(path), data_files=str(path))
+
+
+def test_a_text_file_that_fails_while_read_is_one_unreadable_record_and_the_group_goes_on(tmp_path, monkeypatch):
+    import freqlab.corpus.text as text_module
+
+    for name in ("a.txt", "b.txt", "c.txt"):
+        (tmp_path / name).write_text(name)
+    corpus = open_corpus(str(tmp_path))
+
+    def failing_open(path, mode="r", *args, **kwargs):
+        if str(path).endswith("b.txt"):
+            raise OSError(5, "Input/output error")
+        return open(path, mode, *args, **kwargs)
+
+    monkeypatch.setattr(text_module, "open", failing_open, raising=False)
+    docs = [(d.text, d.where, d.error) for d in corpus.documents()]
+    assert docs == [
+        ("a.txt", str(tmp_path / "a.txt"), None),
+        (None, str(tmp_path / "b.txt"), "unreadable-file"),
+        ("c.txt", str(tmp_path / "c.txt"), None),
+    ]

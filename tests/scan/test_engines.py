@@ -2,12 +2,15 @@
 
 from __future__ import annotations
 
+import socket
 import sys
+import time
 
 import pytest
 
 from freqlab.errors import FreqlabError
 from freqlab.scan import scan
+from freqlab.scan.engines import RAY_PROBE_SECONDS, check_ray_address
 
 from .conftest import assert_same_histogram, reference_histogram
 
@@ -48,3 +51,48 @@ def test_ray_engine_without_ray_installed_says_how_to_install_it(slimpajama_dir,
     monkeypatch.setitem(sys.modules, "ray", None)  # import ray -> ImportError
     with pytest.raises(FreqlabError, match=r"pip install 'freqlab\[ray\]'"):
         run(slimpajama_dir, engine="ray")
+
+
+def closed_port() -> int:
+    """A local TCP port nobody listens on: bound, then closed (connecting is refused at once)."""
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        return probe.getsockname()[1]
+
+
+def test_an_unreachable_ray_address_fails_in_seconds_with_one_line(slimpajama_dir):
+    pytest.importorskip("ray")
+    address = f"127.0.0.1:{closed_port()}"
+    start = time.monotonic()
+    with pytest.raises(FreqlabError) as caught:
+        run(slimpajama_dir, engine="ray", address=address)
+    assert time.monotonic() - start < 5  # ray.init alone retries for ~25 s
+    message = str(caught.value)
+    assert "\n" not in message
+    assert message.startswith(f"cannot reach the Ray cluster at {address} (Connection refused); ")
+    assert "ray start --head" in message and "drop --address" in message
+
+
+def test_the_ray_probe_times_out_after_its_limit_and_passes_other_address_forms(monkeypatch):
+    calls = []
+
+    def silent(address, timeout):
+        calls.append((address, timeout))
+        raise TimeoutError("timed out")
+
+    monkeypatch.setattr(socket, "create_connection", silent)
+    with pytest.raises(FreqlabError, match=r"at 192\.0\.2\.1:6379 \(no answer within 3 s\)"):
+        check_ray_address("192.0.2.1:6379")
+    assert calls == [(("192.0.2.1", 6379), RAY_PROBE_SECONDS)] and RAY_PROBE_SECONDS == 3.0
+    for passed in (None, "", "auto", "local", "ray://head:10001"):
+        check_ray_address(passed)  # Ray resolves these itself
+    assert len(calls) == 1
+    with pytest.raises(FreqlabError, match=r"Ray address 'head': expected HOST:PORT"):
+        check_ray_address("head")
+
+
+def test_the_probe_accepts_a_listening_port():
+    with socket.socket() as server:
+        server.bind(("127.0.0.1", 0))
+        server.listen()
+        check_ray_address(f"127.0.0.1:{server.getsockname()[1]}")  # no error

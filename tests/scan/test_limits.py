@@ -49,8 +49,44 @@ def test_a_sampled_scan_extrapolates_to_the_documents_it_saw(slimpajama_dir):
     docs, budget = sampled.summary["documents"], sampled.summary["budget"]
     assert docs["read"] + docs["sampled_out"] == 90
     assert budget["extrapolated"] and budget["corpus_tokens_from"] == "estimated from the partial scan"
-    assert budget["corpus_tokens"] == round(sampled.histogram.tokens * 90 / docs["read"])
+    assert budget["corpus_tokens"] == (2 * sampled.histogram.tokens * 90 + docs["read"]) // (2 * docs["read"])
     assert budget["training_tokens"] == budget["corpus_tokens"]
     given = run(slimpajama_dir, workers=1, max_docs=20, corpus_tokens=10**12, tokens=5 * 10**11)
     assert given.summary["budget"]["corpus_tokens"] == 10**12 and given.summary["budget"]["extrapolated"]
     assert given.summary["windows"][0]["budget_tokens"] == 5 * 10**11
+
+
+def test_the_corpus_estimate_is_exact_integer_arithmetic():
+    from fractions import Fraction
+
+    from freqlab.scan.driver import estimate_corpus_tokens
+
+    # tokens * documents / read, rounded half up, without float: float division is off by 6 here
+    tokens, documents, read = 82031920993190389, 910925047, 861425549
+    exact = Fraction(tokens * documents, read)
+    assert estimate_corpus_tokens(tokens, documents, read) == int(exact + Fraction(1, 2)) == 86745664292135178
+    assert round(tokens * documents / read) == 86745664292135184
+    assert estimate_corpus_tokens(5, 1, 2) == 3 and estimate_corpus_tokens(7, 3, 3) == 7
+
+
+def test_a_prefix_scan_estimates_the_corpus_with_a_bias_note(tmp_path, corpus_records):
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    from freqlab.scan.driver import PREFIX_NOTE
+
+    records = [r for shard in corpus_records for r in shard]
+    path = tmp_path / "all.parquet"  # Parquet: the footer gives the corpus's 90 documents
+    pq.write_table(pa.table({"text": [t for t, _ in records]}), path)
+    prefix = scan(str(path), L=[512], regimes=["natural"], progress=False, workers=1, max_docs=20)
+    budget = prefix.summary["budget"]
+    assert budget["corpus_tokens_from"] == "estimated from the partial scan"
+    assert budget["corpus_tokens"] == (2 * prefix.histogram.tokens * 90 + 20) // 40
+    assert budget["note"] == PREFIX_NOTE and "not a random sample" in PREFIX_NOTE
+    assert f"note       {PREFIX_NOTE}" in prefix.report()
+    sampled = scan(str(path), L=[512], regimes=["natural"], progress=False, workers=1, sample_rate=0.5)
+    assert "note" not in sampled.summary["budget"]  # a random sample: unbiased, no note
+    docs = sampled.summary["documents"]
+    assert sampled.summary["budget"]["corpus_tokens"] == (2 * sampled.histogram.tokens * 90 + docs["read"]) // (
+        2 * docs["read"]
+    )

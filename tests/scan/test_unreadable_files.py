@@ -1,0 +1,154 @@
+"""A file that fails while being read: one clear error by default, one counted ``unreadable-file`` skip with
+``on_error="skip"`` (the documents read before the failure kept); blank lines counted, never documents."""
+
+from __future__ import annotations
+
+import json
+
+import pyarrow as pa
+import pyarrow.parquet as pq
+import pytest
+import zstandard
+
+from freqlab.errors import FreqlabError
+from freqlab.scan import scan
+
+from .conftest import assert_same_histogram, real_texts, reference_histogram, write_slimpajama
+
+LABEL = "RedPajamaBook"
+
+
+@pytest.fixture(scope="module")
+def texts():
+    return real_texts(40)
+
+
+def jsonl(texts) -> bytes:
+    return b"".join(json.dumps({"text": t, "meta": {"redpajama_set_name": LABEL}}).encode() + b"\n" for t in texts)
+
+
+def truncated_zst(path, texts) -> int:
+    """A .jsonl.zst cut in the middle of its frame; returns how many whole lines come out before the cut."""
+    writer = zstandard.ZstdCompressor(level=3).compressobj()
+    blocks = []  # one zstd block per line, so the first half of the file decompresses to whole lines
+    for line in jsonl(texts).splitlines(keepends=True):
+        blocks += [writer.compress(line), writer.flush(zstandard.COMPRESSOBJ_FLUSH_BLOCK)]
+    data = b"".join(blocks) + writer.flush()
+    cut = data[: len(data) // 2]
+    path.write_bytes(cut)
+    return zstandard.ZstdDecompressor().decompressobj().decompress(cut).count(b"\n")
+
+
+def run(folder, **options):
+    options.setdefault("workers", 1)
+    return scan(str(folder), L=[256], regimes=["natural"], progress=False, source_field="meta.redpajama_set_name",
+                **options)
+
+
+@pytest.fixture
+def broken_dir(tmp_path, texts):
+    """good.jsonl (10 docs), cut.jsonl.zst (truncated), plain.json.gz (not gzip), zero.parquet (0 bytes),
+    bad.parquet (garbage): four unreadable files."""
+    folder = tmp_path / "data"
+    folder.mkdir()
+    write_slimpajama(folder / "good.jsonl", [(t, LABEL) for t in texts[:10]])
+    kept = truncated_zst(folder / "cut.jsonl.zst", texts[10:40])
+    (folder / "plain.json.gz").write_bytes(jsonl(texts[:2]))
+    (folder / "zero.parquet").write_bytes(b"")
+    (folder / "bad.parquet").write_bytes(b"PAR1 not parquet at all PAR1")
+    return folder, kept
+
+
+def test_skip_counts_each_unreadable_file_once_and_keeps_the_documents_read_before(broken_dir, texts, counter):
+    folder, kept = broken_dir
+    assert 0 < kept < 30
+    result = run(folder, on_error="skip")
+    docs = result.summary["documents"]
+    assert docs["skipped"] == {"unreadable-file": 4}
+    assert docs["unreadable_files"] == ["bad.parquet", "cut.jsonl.zst", "plain.json.gz", "zero.parquet"]
+    assert (docs["read"], docs["tokenized"], docs["empty"]) == (10 + kept + 4, 10 + kept, 0)
+    expected = reference_histogram([(t, LABEL) for t in texts[: 10 + kept]], counter)
+    assert result.histogram.lengths.tolist() == expected.lengths.tolist()
+    assert result.histogram.counts.tolist() == expected.counts.tolist()
+    report = result.report()
+    assert "+ 4 skipped (unreadable-file: 4)" in report
+    assert "unreadable files skipped: bad.parquet, cut.jsonl.zst, plain.json.gz, ..." in report
+    # the same with a process pool
+    pooled = run(folder, on_error="skip", workers=2)
+    assert_same_histogram(pooled.histogram, result.histogram)
+
+
+@pytest.mark.parametrize(
+    ("name", "message"),
+    [
+        ("cut.jsonl.zst", r"cut\.jsonl\.zst: cannot read \(ZstdError: .*\); is the file truncated or corrupt\?$"),
+        ("plain.json.gz", r"plain\.json\.gz: cannot read \(BadGzipFile: "),
+        ("zero.parquet", r"zero\.parquet: cannot read \(ArrowInvalid: "),
+        ("bad.parquet", r"bad\.parquet: cannot read \(ArrowInvalid: "),
+    ],
+)
+def test_by_default_an_unreadable_file_is_one_error_naming_it(broken_dir, name, message):
+    folder, _ = broken_dir
+    for other in folder.iterdir():
+        if other.name not in (name, "good.jsonl"):
+            other.unlink()
+    with pytest.raises(FreqlabError, match=message) as caught:
+        run(folder)
+    assert "\n" not in str(caught.value)
+
+
+def test_a_limit_reached_before_the_unreadable_file_does_not_raise(broken_dir):
+    folder, kept = broken_dir
+    for name in ("bad.parquet", "zero.parquet", "plain.json.gz"):
+        (folder / name).unlink()
+    # shard order: cut.jsonl.zst, then good.jsonl; the failure comes after the cut file's `kept` documents
+    for workers in (1, 2):
+        result = run(folder, max_docs=kept, workers=workers)
+        assert result.summary["documents"]["read"] == kept and result.summary["documents"]["skipped"] == {}
+    with pytest.raises(FreqlabError, match=r"cut\.jsonl\.zst: cannot read"):
+        run(folder, max_docs=kept + 1)
+    skipped = run(folder, max_docs=kept + 2, on_error="skip")  # the skip counts as the (kept + 1)-th record
+    assert skipped.summary["documents"]["skipped"] == {"unreadable-file": 1}
+    assert skipped.summary["documents"]["tokenized"] == kept + 1
+
+
+def test_resume_treats_a_shard_ended_by_an_unreadable_file_as_finished(broken_dir, tmp_path):
+    folder, _ = broken_dir
+    out = tmp_path / "out"
+    first = run(folder, on_error="skip", out=out)
+    again = run(folder, on_error="skip", out=out, resume=True)
+    assert again.summary["scan"]["resumed_shards"] == 5
+    assert again.summary["documents"] == first.summary["documents"]
+    assert_same_histogram(again.histogram, first.histogram)
+    assert again.summary["scan"]["documents_per_second"] is None
+    assert "all shards from checkpoints (local, 1 worker)" in again.report()
+    # resuming with on_error="raise" recounts the shards that hold skips, and raises
+    with pytest.raises(FreqlabError, match=r"cannot read"):
+        run(folder, out=out, resume=True)
+
+
+def test_blank_lines_are_counted_apart_and_do_not_change_which_documents_are_sampled(tmp_path, texts):
+    lines = jsonl(texts[:20]).splitlines(keepends=True)
+    plain, blank = tmp_path / "plain", tmp_path / "blank"
+    plain.mkdir()
+    blank.mkdir()
+    (plain / "a.jsonl").write_bytes(b"".join(lines))
+    (blank / "a.jsonl").write_bytes(b"\n" + b"".join(line + (b"  \n" if k % 4 == 0 else b"") for k, line in
+                                                    enumerate(lines)) + b"\n\n")
+    a = run(plain, sample_rate=0.5, seed=3)
+    b = run(blank, sample_rate=0.5, seed=3)
+    assert b.summary["documents"]["blank_lines"] == 1 + 5 + 2 and a.summary["documents"]["blank_lines"] == 0
+    assert b.summary["documents"]["read"] == a.summary["documents"]["read"] == 20 - a.summary["documents"][
+        "sampled_out"]
+    assert_same_histogram(a.histogram, b.histogram)
+    assert "8 blank lines passed over (not records)" in b.report()
+
+
+def test_the_report_lists_files_with_empty_and_ignored_ones(tmp_path, texts):
+    write_slimpajama(tmp_path / "a.jsonl", [(texts[0], LABEL)])
+    (tmp_path / "empty.jsonl").write_bytes(b"")
+    pq.write_table(pa.table({"text": pa.array([], pa.string())}), tmp_path / "none.parquet")
+    (tmp_path / "README.md").write_text("not data")
+    result = run(tmp_path)
+    assert "files      3 files (2 empty, 1 ignored)" in result.report()
+    assert "(local, 1 worker)" in result.report()
