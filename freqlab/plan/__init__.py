@@ -44,7 +44,7 @@ from freqlab.plan.string import (
     string_usage,
     validated_range,
 )
-from freqlab.plan.upsample import UpsamplePlan, plan_upsample
+from freqlab.plan.upsample import UpsamplePlan, plan_upsample, plan_upsample_schedule
 from freqlab.plan.waveform import DistanceGrid, rope_waveform, stave_score
 from freqlab.plan.well_trained import DEFAULT_MASS, WellTrained, well_trained_range
 
@@ -74,6 +74,7 @@ __all__ = [
     "plan_self_extend",
     "plan_string",
     "plan_upsample",
+    "plan_upsample_schedule",
     "power_basis",
     "rope_basis",
     "rope_waveform",
