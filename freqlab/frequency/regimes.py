@@ -195,8 +195,11 @@ def pack_documents(doc_lengths, L: int) -> Segments:
     (10^8 documents in order take about a second; from a histogram, expanding and shuffling the stream
     order dominates: about 18 s for 10^8 documents).
 
-    >>> pack_documents([3, 3, 3], 4).lengths.tolist(), pack_documents([3, 3, 3], 4).counts.tolist()
-    ([1, 2, 3], [1, 1, 2])
+    Rows of 4 tokens: [3 | 1 of the second] [2 of the second | 2 of the third] [1 of the third]:
+
+    >>> packed = pack_documents([3, 3, 3], 4)
+    >>> packed.lengths.tolist(), packed.counts.tolist()
+    ([1, 2, 3], [2, 2, 1])
     """
     L = check_window(L)
     docs = _as_int64(doc_lengths, "doc_lengths")

@@ -49,16 +49,32 @@ def frequency_summary(f, *, tokens: float | None = None, tau: float = DEFAULT_TA
 
 
 def regime_summaries(
-    lengths, counts, Ls, regimes, *, tokens: float | None = None, tau: float = DEFAULT_TAU, seed: int = 0
+    lengths,
+    counts,
+    Ls,
+    regimes,
+    *,
+    tokens: float | None = None,
+    tau: float = DEFAULT_TAU,
+    seed: int = 0,
+    one_pass: bool = False,
 ) -> list[dict]:
     """:func:`frequency_summary` for every (L, regime) pair, with the regime's segment count and dropped
-    tokens. ``tokens`` is the training budget (None: no effective-length prediction)."""
+    tokens. ``tokens`` is the training budget (None: no effective-length prediction). With ``one_pass``, it is
+    one pass over the corpus, so a regime that drops tokens (``truncate``) trains on tokens · kept / all.
+
+    >>> rows = regime_summaries([4096], [10], [2048], ["natural", "truncate"], tokens=40960, one_pass=True)
+    >>> [(r["regime"], r["budget_tokens"], r["dropped_tokens"]) for r in rows]
+    [('natural', 40960, 0), ('truncate', 20480, 20480)]
+    """
     rows = []
     for L in Ls:
         for regime in regimes:
             segs = segments(lengths, counts, L, regime, seed=seed)
-            f = segment_frequency(segs)
-            row = {"regime": regime, **frequency_summary(f, tokens=tokens, tau=tau)}
+            budget = tokens
+            if one_pass and tokens is not None and segs.dropped_tokens:
+                budget = int(tokens) * segs.tokens // (segs.tokens + segs.dropped_tokens)
+            row = {"regime": regime, **frequency_summary(segment_frequency(segs), tokens=budget, tau=tau)}
             row["segments"] = segs.segments
             row["dropped_tokens"] = segs.dropped_tokens
             rows.append(row)

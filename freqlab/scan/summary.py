@@ -75,7 +75,16 @@ def summarize_windows(
         check_window(window)
     windows = []
     if counted > 0:
-        windows = regime_summaries(histogram.lengths, histogram.counts, L, regimes, tokens=training, tau=tau, seed=seed)
+        windows = regime_summaries(
+            histogram.lengths,
+            histogram.counts,
+            L,
+            regimes,
+            tokens=training,
+            tau=tau,
+            seed=seed,
+            one_pass=tokens is None,
+        )
     return {"budget": budget, "windows": windows}
 
 

@@ -1,7 +1,5 @@
 """scan_figures writes the main figures of a histogram (what `freqlab scan --plot` calls)."""
 
-import doctest
-import importlib
 
 import pytest
 
@@ -25,15 +23,6 @@ def test_scan_figures_without_sources_or_second_window(tmp_path, histogram):
     assert [p.name for p in written] == ["frequency_L2048.png", "effective_length.png"]
     with pytest.raises(FreqlabError, match="unknown regime 'zigzag'"):
         scan_figures(histogram, [2048], ["zigzag"], tmp_path)
-
-
-@pytest.mark.parametrize(
-    "module",
-    ["freqlab.plots", "freqlab.plots.style", "freqlab.plots.axes", "freqlab.plots.sources", "freqlab.plots.harpe"],
-)
-def test_docstring_examples(module):
-    result = doctest.testmod(importlib.import_module(module), optionflags=doctest.NORMALIZE_WHITESPACE)
-    assert result.attempted > 0 and result.failed == 0
 
 
 def test_scan_figures_from_a_real_scan(tmp_path):
