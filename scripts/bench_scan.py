@@ -20,7 +20,6 @@ about ``--chars`` characters, else the built-in corpus. Writes a Markdown table 
 from __future__ import annotations
 
 import argparse
-import base64
 import glob
 import json
 import os
@@ -75,51 +74,20 @@ def prepare_corpus(folder: Path, sources: list[str], chars: float, files_per_cop
 
 
 def tekken_ranks() -> tuple[dict[bytes, int], str]:
-    """Tekken's ordinary-token ranks and regex, straight from mistral-common's data file."""
-    from freqlab.tokenize.builtin import builtin_path
+    """Tekken's ordinary-token ranks and regex (those of freqlab's built-in tiktoken fast path)."""
+    from freqlab.tokenize import load_tokenizer
 
-    data = json.loads(builtin_path("tekken").read_text())
-    config = data["config"]
-    n = config["default_vocab_size"] - config["default_num_special_tokens"]
-    ranks = {base64.b64decode(v["token_bytes"]): v["rank"] for v in data["vocab"][:n]}
-    return ranks, config["pattern"]
+    plan = load_tokenizer("tekken").plan
+    return plan.mergeable_ranks, plan.pat_str
 
 
 def write_tokenizer_json(path: Path) -> None:
-    """A Hugging Face tokenizer.json with Tekken's ranks (the tiktoken -> BPE conversion of transformers'
-    TikTokenConverter: vocab = ranks, merges derived from ranks, ignore_merges, byte-level, no specials)."""
-    from tokenizers import Regex, Tokenizer, decoders, pre_tokenizers
-    from tokenizers.models import BPE
-    from transformers.convert_slow_tokenizer import bytes_to_unicode
+    """A Hugging Face tokenizer.json with Tekken's ranks and no special tokens (the usual tiktoken -> BPE
+    conversion, see :mod:`freqlab.tokenize.export`: byte-level, merges derived from the ranks, ignore_merges)."""
+    from freqlab.tokenize.export import tiktoken_to_hf_json
 
     ranks, pattern = tekken_ranks()
-    byte_encoder = bytes_to_unicode()
-
-    def as_str(b: bytes) -> str:
-        return "".join(byte_encoder[c] for c in b)
-
-    merges = []
-    for token, rank in ranks.items():
-        local = [
-            (token[:i], token[i:], rank)
-            for i in range(1, len(token))
-            if token[:i] in ranks and token[i:] in ranks
-        ]
-        local.sort(key=lambda m: (ranks[m[0]], ranks[m[1]]))
-        merges.extend(local)
-    merges.sort(key=lambda m: m[2])
-    tokenizer = Tokenizer(
-        BPE({as_str(t): r for t, r in ranks.items()}, [(as_str(a), as_str(b)) for a, b, _ in merges],
-            fuse_unk=False, ignore_merges=True)
-    )
-    tokenizer.pre_tokenizer = pre_tokenizers.Sequence(
-        [
-            pre_tokenizers.Split(Regex(pattern), behavior="isolated", invert=False),
-            pre_tokenizers.ByteLevel(add_prefix_space=False, use_regex=False),
-        ]
-    )
-    tokenizer.decoder = decoders.ByteLevel()
-    tokenizer.save(str(path))
+    path.write_text(tiktoken_to_hf_json(ranks, pattern), encoding="utf-8")
 
 
 # --- the methods (each runs in its own process) --------------------------------------------------------------

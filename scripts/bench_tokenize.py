@@ -90,7 +90,7 @@ def main() -> None:
     )
     print("| counter | wall s | CPU s | tokens/s (wall) | vs HF 1 thread | counts equal |")
     print("|---|---:|---:|---:|---:|---|")
-    special = compiled._engines.added_tokens
+    special = compiled._encoders.added_tokens
     base = results["HF tokenizers encode, one text at a time (1 thread)"][1]
     for name, (counts, wall, cpu) in results.items():
         differ = np.flatnonzero(counts != reference)

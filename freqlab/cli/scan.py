@@ -10,6 +10,7 @@ from freqlab.cli.freq import TOKENS, echo_json, json_option, tau_option, tokens_
 from freqlab.frequency.regimes import REGIMES
 from freqlab.scan import DEFAULT_BATCH_SIZE, DEFAULT_OUT, DEFAULT_REGIMES, ScanResult, scan
 from freqlab.scan.engines import ENGINES
+from freqlab.scan.work import ON_ERROR
 
 INTERRUPTED = 130  # the shell's status for a command stopped by Ctrl-C (128 + SIGINT)
 
@@ -50,7 +51,7 @@ INTERRUPTED = 130  # the shell's status for a command stopped by Ctrl-C (128 + S
 @click.option("--out", type=click.Path(file_okay=False), default=DEFAULT_OUT, show_default=True,
               help="Output folder: lengths.parquet, summary.json, checkpoints/.")
 @click.option("--resume", is_flag=True, help="Skip shards already checkpointed in --out by the same scan.")
-@click.option("--on-error", type=click.Choice(["raise", "skip"]), default="raise", show_default=True,
+@click.option("--on-error", type=click.Choice(ON_ERROR), default="raise", show_default=True,
               help="Bad records: stop with file:line, or skip and count them by reason.")
 @click.option("--quiet", "-q", is_flag=True, help="No progress bar.")
 @click.option("--plot", is_flag=True, help="Also write the main figures into OUT/figures.")
@@ -129,4 +130,5 @@ def show(result: ScanResult, as_json: bool) -> None:
 
 
 def register(main: click.Group) -> None:
+    """Add ``freqlab scan`` to the ``freqlab`` command group."""
     main.add_command(scan_command)

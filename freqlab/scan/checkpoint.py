@@ -17,6 +17,7 @@ import os
 import re
 import tempfile
 from collections import Counter
+from collections.abc import Callable
 from pathlib import Path
 
 import numpy as np
@@ -41,7 +42,7 @@ def safe_name(shard_id: str) -> str:
     return f"{readable}-{digest}"
 
 
-def write_atomic(path: Path, data: bytes | None = None, writer=None) -> None:
+def write_atomic(path: Path, data: bytes | None = None, writer: Callable[[str], object] | None = None) -> None:
     """Write ``data`` (or call ``writer(tmp_path)``) to a temporary file beside ``path``, then rename."""
     path.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
@@ -65,6 +66,7 @@ class CheckpointStore:
         self.fingerprint = json.loads(json.dumps(fingerprint, sort_keys=True, default=str))
 
     def path(self, shard_id: str) -> Path:
+        """Where the checkpoint of ``shard_id`` lives."""
         return self.directory / f"{safe_name(shard_id)}.parquet"
 
     def start(self, resume: bool) -> None:
@@ -182,10 +184,8 @@ def _from_frame(frame: pl.DataFrame, header: dict) -> ShardCount:
         sources = np.array([index[name] for name in names], np.int32)
         codes = frame["code"].to_numpy().astype(np.int64)
         positions = frame["position"].to_numpy().astype(np.int64)
-        reasons = list(header.get("reasons", []))
-        part.skipped = Counter()
-        part.add(codes, sources, labels, reasons)
-        part.log = DocumentLog([codes], [sources], [positions], labels, reasons)
+        part.skipped = Counter()  # recounted from the log, with everything else
+        part.add_log(DocumentLog([codes], [sources], [positions], labels, list(header.get("reasons", []))))
         return part
     for (label,), rows in frame.group_by(["source"], maintain_order=True):
         lengths = rows["length"].to_numpy().astype(np.int64)

@@ -74,6 +74,17 @@ class LengthCounts:
         self.dense[: other.dense.size] += other.dense
         self.sparse.update(other.sparse)
 
+    @property
+    def documents(self) -> int:
+        """How many lengths were counted."""
+        return int(self.dense.sum()) + sum(self.sparse.values())
+
+    @property
+    def tokens(self) -> int:
+        """The sum of the counted lengths."""
+        dense = int(np.dot(np.arange(self.dense.size, dtype=np.int64), self.dense))
+        return dense + sum(length * count for length, count in self.sparse.items())
+
     def to_arrays(self) -> tuple[np.ndarray, np.ndarray]:
         """Sorted unique lengths and their counts (both int64, counts > 0)."""
         lengths = np.flatnonzero(self.dense).astype(np.int64)
@@ -83,6 +94,18 @@ class LengthCounts:
             lengths = np.concatenate([lengths, big])
             counts = np.concatenate([counts, np.array([self.sparse[k] for k in big.tolist()], np.int64)])
         return lengths, counts
+
+
+def logged_tokens(codes: np.ndarray) -> int:
+    """Tokens of the tokenized documents in a log's ``codes`` (empty and skipped documents count 0)."""
+    return int(np.maximum(codes, 0).sum())
+
+
+def limits_reached(kept: np.ndarray, max_docs: int | None, max_tokens: int | None) -> bool:
+    """Whether the kept documents (``codes`` of an ordered log) reach ``max_docs`` or ``max_tokens``."""
+    return (max_docs is not None and kept.size >= max_docs) or (
+        max_tokens is not None and logged_tokens(kept) >= max_tokens
+    )
 
 
 def cut_point(codes: np.ndarray, max_docs: int | None, max_tokens: int | None) -> int:
@@ -136,15 +159,13 @@ class ShardCount:
 
     @property
     def documents(self) -> int:
-        return sum(int(c.dense.sum()) + sum(c.sparse.values()) for c in self.lengths.values())
+        """Tokenized documents (empty and skipped ones excluded)."""
+        return sum(counts.documents for counts in self.lengths.values())
 
     @property
     def tokens(self) -> int:
-        total = 0
-        for c in self.lengths.values():
-            total += int(np.dot(np.arange(c.dense.size, dtype=np.int64), c.dense))
-            total += sum(k * v for k, v in c.sparse.items())
-        return total
+        """Tokens of the tokenized documents."""
+        return sum(counts.tokens for counts in self.lengths.values())
 
     def add(self, codes: np.ndarray, sources: np.ndarray, labels: list, reasons: list[str]) -> None:
         """Count a batch of document outcomes (see the module docstring for ``codes``)."""
@@ -163,6 +184,12 @@ class ShardCount:
         if negative.size:
             for code, count in zip(*np.unique(negative, return_counts=True), strict=True):
                 self.skipped[reasons[-int(code) - 1]] += int(count)
+
+    def add_log(self, log: DocumentLog) -> None:
+        """Count a whole log's documents and keep the log (a partial rebuilt from its log)."""
+        codes, sources, _ = log.arrays()
+        self.add(codes, sources, log.labels, log.reasons)
+        self.log = log
 
     def merge(self, other: ShardCount) -> None:
         """Add another partial into this one (order does not matter)."""
@@ -211,6 +238,7 @@ class DocumentLog:
     reasons: list[str] = field(default_factory=list)
 
     def arrays(self) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """The whole log as three arrays: codes (int64), source indices (int32), positions (int64)."""
         def join(parts: list[np.ndarray], dtype) -> np.ndarray:
             return np.concatenate(parts) if parts else np.zeros(0, dtype)
 
@@ -226,14 +254,11 @@ def truncate(part: ShardCount, max_docs: int | None, max_tokens: int | None) -> 
     assert part.log is not None, "only a logged partial can be cut"
     codes, sources, positions = part.log.arrays()
     n = cut_point(codes, max_docs, max_tokens)
-    exhausted = (max_docs is not None and n >= max_docs) or (
-        max_tokens is not None and int(np.maximum(codes[:n], 0).sum()) >= max_tokens
-    )
+    exhausted = limits_reached(codes[:n], max_docs, max_tokens)
     if n == codes.size and not exhausted:  # all of it fits (a trailing bad record, if any, too)
         return part, False
     # blank lines carry no position: those the worker met are kept (a limit cuts documents, not lines)
     cut = ShardCount(shard_id=part.shard_id, complete=False, blank_lines=part.blank_lines)
     cut.sampled_out = int(positions[n - 1]) + 1 - n if n else 0
-    cut.add(codes[:n], sources[:n], part.log.labels, part.log.reasons)
-    cut.log = DocumentLog([codes[:n]], [sources[:n]], [positions[:n]], part.log.labels, part.log.reasons)
+    cut.add_log(DocumentLog([codes[:n]], [sources[:n]], [positions[:n]], part.log.labels, part.log.reasons))
     return cut, True

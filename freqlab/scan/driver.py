@@ -17,6 +17,7 @@ import time
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from freqlab.corpus.base import UNREADABLE_FILE
 from freqlab.errors import FreqlabError
@@ -30,6 +31,7 @@ from freqlab.scan.engines import (
     Task,
     check_ray_address,
     default_workers,
+    import_ray,
     prestart,
     run_in_process,
     run_local,
@@ -38,6 +40,9 @@ from freqlab.scan.engines import (
 from freqlab.scan.progress import ProgressBar
 from freqlab.scan.summary import DEFAULT_L, DEFAULT_REGIMES, format_report, summarize_windows
 from freqlab.scan.work import DEFAULT_BATCH_SIZE, ON_ERROR, ShardOptions
+
+if TYPE_CHECKING:
+    from freqlab.tokenize import TokenCounter
 
 DEFAULT_OUT = "freqlab-out"
 
@@ -73,6 +78,7 @@ class Ledger:
         self.unreadable: list[str] = []  # ids of shards whose file failed while being read (skipped)
 
     def add(self, index: int, part: ShardCount) -> None:
+        """Take the partial of shard ``index``; raises the first bad record's error once it is committed."""
         if not self.limited:
             self._commit(part)
             return
@@ -96,10 +102,11 @@ class Ledger:
         self.total.merge(part)
 
 
-_COUNTERS: dict = {}
+_COUNTERS: dict[tuple, TokenCounter] = {}  # the last few loaded counters, oldest first
+_COUNTERS_KEPT = 4
 
 
-def _load_counter(spec, add_special_tokens: bool):
+def _load_counter(spec: str | None, add_special_tokens: bool) -> TokenCounter:
     """load_tokenizer, remembered for repeated scans in one process (notebooks, tests): loading verifies the
     fast path and costs about a second. A tokenizer file is reloaded when it changes on disk."""
     from freqlab.tokenize import load_tokenizer
@@ -110,19 +117,20 @@ def _load_counter(spec, add_special_tokens: bool):
         state = (os.path.abspath(spec), info.st_mtime_ns, info.st_size)
     key = (spec, bool(add_special_tokens), state)
     if key not in _COUNTERS:
-        if len(_COUNTERS) >= 4:
+        if len(_COUNTERS) >= _COUNTERS_KEPT:
             _COUNTERS.pop(next(iter(_COUNTERS)))
         _COUNTERS[key] = load_tokenizer(spec, add_special_tokens=add_special_tokens)
     return _COUNTERS[key]
 
 
-def _check(name: str, value, minimum, *, integer: bool = True) -> None:
+def _check_positive_int(name: str, value: int | None) -> None:
+    """A FreqlabError unless ``value`` is None or an integer >= 1."""
     if value is None:
         return
-    if integer and (isinstance(value, bool) or int(value) != value):
+    if isinstance(value, bool) or int(value) != value:
         raise FreqlabError(f"{name} must be an integer, got {value!r}")
-    if value < minimum:
-        raise FreqlabError(f"{name} must be at least {minimum}, got {value!r}")
+    if value < 1:
+        raise FreqlabError(f"{name} must be at least 1, got {value!r}")
 
 
 def scan(
@@ -171,12 +179,12 @@ def scan(
     shards already done). ``progress``: a progress bar on stderr (None: when stderr is a terminal).
     """
     start = time.monotonic()
-    _check("workers", workers, 1)
-    _check("batch_size", batch_size, 1)
-    _check("max_docs", max_docs, 1)
-    _check("max_tokens", max_tokens, 1)
-    _check("tokens", tokens, 1)
-    _check("corpus_tokens", corpus_tokens, 1)
+    _check_positive_int("workers", workers)
+    _check_positive_int("batch_size", batch_size)
+    _check_positive_int("max_docs", max_docs)
+    _check_positive_int("max_tokens", max_tokens)
+    _check_positive_int("tokens", tokens)
+    _check_positive_int("corpus_tokens", corpus_tokens)
     if sample_rate is not None and not 0.0 < float(sample_rate) <= 1.0:
         raise FreqlabError(f"sample_rate must be in (0, 1], got {sample_rate!r}")
     if on_error not in ON_ERROR:
@@ -191,14 +199,13 @@ def scan(
     if address and engine != "ray":
         raise FreqlabError("address is for the Ray engine: add engine='ray' (--engine ray)")
     if engine == "ray":
-        from freqlab.scan.engines import import_ray
-
         import_ray()  # fail before reading anything when Ray is missing
         check_ray_address(address)  # ... or its cluster is not there
 
     from freqlab.corpus import open_corpus
 
-    starting = prestart() if engine == "local" and (workers or default_workers()) > 1 else None
+    requested_workers = workers or default_workers()
+    starting = prestart() if engine == "local" and requested_workers > 1 else None
     corpus = open_corpus(
         dataset, data_files=data_files, config=config, split=split, text_field=text_field, source_field=source_field
     )
@@ -208,14 +215,14 @@ def scan(
     if len(set(ids)) != len(ids):
         raise FreqlabError(f"corpus {corpus.name!r} has duplicate shard ids; cannot checkpoint it")
     sample = None if sample_rate is None or float(sample_rate) >= 1.0 else float(sample_rate)
-    limited = max_docs is not None or max_tokens is not None
+    ledger = Ledger(max_docs, max_tokens)
     options = ShardOptions(
         batch_size=int(batch_size),
         on_error=on_error,
         sample_rate=sample,
         seed=int(seed),
         by_source=corpus.has_sources,
-        keep_log=limited,
+        keep_log=ledger.limited,  # the ledger cuts logged partials exactly at the limit
     )
     fingerprint = {
         "corpus": corpus.name,
@@ -234,12 +241,11 @@ def scan(
     if store is not None:
         store.start(resume)
 
-    ledger = Ledger(max_docs, max_tokens)
     done: set[int] = set()
     if resume and store is not None:
         for index, shard in enumerate(shards):
             part = store.load(shard.id)
-            if part is None or (limited and part.log is None) or (on_error == "raise" and part.skipped):
+            if part is None or (ledger.limited and part.log is None) or (on_error == "raise" and part.skipped):
                 continue
             done.add(index)
             ledger.add(index, part)
@@ -261,9 +267,9 @@ def scan(
                 yield Task(index, shard, options.capped(ledger.docs_left, ledger.tokens_left))
 
     pending = len(shards) - len(done)
-    n_workers = min(int(workers or default_workers()), max(pending, 1))
+    n_workers = min(int(requested_workers), max(pending, 1))
     if engine == "ray":
-        runner = run_ray(tasks(), counter, workers or default_workers(), address, bar)
+        runner = run_ray(tasks(), counter, requested_workers, address, bar)
     elif n_workers <= 1:
         runner = run_in_process(tasks(), counter, bar)
     else:
@@ -307,7 +313,7 @@ def scan(
         corpus, counter, histogram, total, ledger, options,
         L=L, regimes=regimes, tokens=tokens, corpus_tokens=corpus_tokens, tau=tau,
         max_docs=max_docs, max_tokens=max_tokens, engine=engine,
-        workers=n_workers if engine == "local" else workers or default_workers(),
+        workers=n_workers if engine == "local" else requested_workers,
         wall=wall, tokenized_now=tokenized_now, documents_now=documents_now, resumed_shards=len(done),
         shards_run=shards_run, shards=len(shards),
     )

@@ -34,6 +34,8 @@ Progress = Callable[[int, int], None]  # (documents, tokens) done since the last
 
 @dataclass(frozen=True)
 class Task:
+    """One shard to count: its position, the shard itself and the options (with this shard's caps)."""
+
     index: int  # position of the shard in the corpus's shard order
     shard: object
     options: ShardOptions
@@ -45,6 +47,20 @@ def default_workers() -> int:
         return max(len(os.sched_getaffinity(0)), 1)
     except AttributeError:  # not on Linux
         return os.cpu_count() or 1
+
+
+def _fill(in_flight: dict, tasks: Iterator[Task], window: int, submit: Callable[[Task], object]) -> None:
+    """Submit tasks until ``window`` are in flight or none are left; ``in_flight`` maps handle -> shard index."""
+    while len(in_flight) < window:
+        task = next(tasks, None)
+        if task is None:
+            return
+        in_flight[submit(task)] = task.index
+
+
+def _single_threaded_tokenizer() -> None:
+    """One task per core already: keep a Hugging Face backend's Rayon pool to one thread (no oversubscription)."""
+    os.environ.setdefault("RAYON_NUM_THREADS", "1")
 
 
 # --- in-process ------------------------------------------------------------------------------------------
@@ -83,8 +99,7 @@ class _QueueReporter:
 def _pool_init(counter, queue) -> None:
     global _COUNTER, _QUEUE
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C is the driver's to handle
-    # one process per core already: keep a Hugging Face backend single-threaded to avoid oversubscription
-    os.environ.setdefault("RAYON_NUM_THREADS", "1")
+    _single_threaded_tokenizer()
     _COUNTER, _QUEUE = counter, queue
 
 
@@ -133,11 +148,7 @@ def run_local(tasks: Iterator[Task], counter, workers: int, progress: Progress |
     tasks = iter(tasks)
 
     def submit() -> None:
-        while len(in_flight) < 2 * workers:
-            task = next(tasks, None)
-            if task is None:
-                return
-            in_flight[pool.submit(_pool_count, task.shard, task.options)] = task.index
+        _fill(in_flight, tasks, 2 * workers, lambda task: pool.submit(_pool_count, task.shard, task.options))
 
     finished = False
     try:
@@ -205,6 +216,7 @@ def _stop(pool: ProcessPoolExecutor, kill: bool) -> None:
 
 # --- Ray ---------------------------------------------------------------------------------------------------
 def import_ray():
+    """The ``ray`` module, or a one-line FreqlabError saying how to install it."""
     try:
         import ray
     except ImportError:
@@ -236,7 +248,7 @@ def check_ray_address(address: str | None, timeout: float = RAY_PROBE_SECONDS) -
 
 
 def _ray_count(counter, shard, options: ShardOptions) -> ShardCount:
-    os.environ.setdefault("RAYON_NUM_THREADS", "1")  # Ray runs one task per CPU already
+    _single_threaded_tokenizer()
     return count_shard(shard, counter, options)
 
 
@@ -271,11 +283,7 @@ def run_ray(
     tasks = iter(tasks)
 
     def submit() -> None:
-        while len(in_flight) < window:
-            task = next(tasks, None)
-            if task is None:
-                return
-            in_flight[remote.remote(counter_ref, task.shard, task.options)] = task.index
+        _fill(in_flight, tasks, window, lambda task: remote.remote(counter_ref, task.shard, task.options))
 
     try:
         submit()

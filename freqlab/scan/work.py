@@ -14,7 +14,7 @@ import numpy as np
 
 from freqlab.corpus.base import BLANK_LINE, UNREADABLE_FILE, Document, FileShard, UnreadableFile
 from freqlab.errors import FreqlabError
-from freqlab.scan.counts import DocumentLog, ShardCount, cut_point
+from freqlab.scan.counts import DocumentLog, ShardCount, cut_point, limits_reached, logged_tokens
 
 ON_ERROR = ("raise", "skip")
 DEFAULT_BATCH_SIZE = 256
@@ -37,6 +37,7 @@ class ShardOptions:
     keep_log: bool = False
 
     def capped(self, max_docs: int | None, max_tokens: int | None) -> ShardOptions:
+        """These options with this shard's caps set (what the scan may still take)."""
         return replace(self, max_docs=max_docs, max_tokens=max_tokens)
 
 
@@ -58,6 +59,7 @@ class Sampler:
         self.offset = 0  # index of draws[0] among documents
 
     def keep(self, index: int) -> bool:
+        """Whether document ``index`` is kept (indices must not decrease between calls)."""
         at = index - self.offset
         if at >= self.draws.size:
             self.offset += self.draws.size
@@ -120,6 +122,7 @@ def count_shard(
         raise FreqlabError(f"on_error must be one of {', '.join(ON_ERROR)}, got {options.on_error!r}")
     part = ShardCount(shard_id=shard.id)
     log = DocumentLog()
+    # label / reason -> its index in codes and sources; insertion order is index order, so list(d) is the table
     label_index: dict = {None: 0}
     reason_index: dict[str, int] = {}
     sampler = None
@@ -142,23 +145,20 @@ def count_shard(
         sources = np.array(batch.sources, np.int32)
         positions = np.array(batch.positions, np.int64)
         n = cut_point(codes, docs_left, tokens_left)
-        capped = n < codes.size or (docs_left is not None and n >= docs_left)
-        if tokens_left is not None and int(np.maximum(codes[:n], 0).sum()) >= tokens_left:
-            capped = True
         codes, sources, positions = codes[:n], sources[:n], positions[:n]
-        labels = sorted(label_index, key=label_index.get)
-        reasons = sorted(reason_index, key=reason_index.get)
-        part.add(codes, sources, labels, reasons)
+        capped = limits_reached(codes, docs_left, tokens_left)  # a cut (n < batch size) implies it
+        part.add(codes, sources, list(label_index), list(reason_index))
         if options.keep_log:
             log.codes.append(codes)
             log.sources.append(sources)
             log.positions.append(positions)
+        tokens = logged_tokens(codes)
         if docs_left is not None:
             docs_left -= n
         if tokens_left is not None:
-            tokens_left -= int(np.maximum(codes, 0).sum())
+            tokens_left -= tokens
         if on_progress is not None:
-            on_progress(n, int(np.maximum(codes, 0).sum()))
+            on_progress(n, tokens)
         batch = _Batch()
         return capped
 
@@ -203,7 +203,7 @@ def count_shard(
         capped = flush()
     part.complete = not capped and part.error is None
     if options.keep_log:
-        log.labels = sorted(label_index, key=label_index.get)
-        log.reasons = sorted(reason_index, key=reason_index.get)
+        log.labels = list(label_index)
+        log.reasons = list(reason_index)
         part.log = log
     return part

@@ -61,12 +61,17 @@ def load_tekken_file(
     path: str | Path, *, name: str | None = None, spec: str | None = None, add_special_tokens: bool = False
 ) -> TokenCounter:
     """A counter for a Tekken JSON file (the format of ``mistral_common/data/tekken_*.json``)."""
+    data = read_tekken_json(path)
+    return tekken_from_data(data, path, name=name, spec=spec, add_special_tokens=add_special_tokens)
+
+
+def read_tekken_json(path: str | Path) -> dict:
+    """The parsed JSON of a Tekken file; FreqlabError naming the file when it cannot be read or parsed."""
     path = Path(path)
     try:
-        data = json.loads(path.read_bytes())
+        return json.loads(path.read_bytes())
     except (OSError, ValueError) as exc:
         raise FreqlabError(f"{path}: not a valid Tekken tokenizer file ({type(exc).__name__}: {exc})") from exc
-    return tekken_from_data(data, path, name=name, spec=spec, add_special_tokens=add_special_tokens)
 
 
 def is_tekken_data(data: object) -> bool:
@@ -94,7 +99,7 @@ def tekken_from_data(
             ranks[base64.b64decode(entry["token_bytes"])] = i
         if len(ranks) != inner:
             raise ValueError("duplicate token bytes in vocab")
-        specials = _special_tokens(data, num_special)
+        specials = tekken_special_tokens(data)
     except (ValueError, KeyError, TypeError, AttributeError) as exc:
         raise FreqlabError(f"{path}: not a valid Tekken tokenizer file ({type(exc).__name__}: {exc})") from exc
     digest = vocab_hash(
@@ -111,13 +116,9 @@ def tekken_from_data(
     )
 
 
-def _special_tokens(data: dict, num_special: int) -> list[str]:
-    """Special token strings by id: the file's list (or the legacy prefix), padded with ``<SPECIAL_{id}>``."""
+def tekken_special_tokens(data: dict) -> list[str]:
+    """Special token strings of parsed Tekken JSON, by id (``<unk>``, ``<s>``, ``</s>``, ...): the file's list
+    (or the legacy prefix), padded with ``<SPECIAL_{id}>`` to ``default_num_special_tokens``."""
+    num_special = int(data["config"]["default_num_special_tokens"])
     specials = [t["token_str"] for t in data.get("special_tokens") or []] or list(_LEGACY_TEKKEN_SPECIALS)
     return specials + [f"<SPECIAL_{i}>" for i in range(len(specials), num_special)]
-
-
-def tekken_special_tokens(path: str | Path) -> list[str]:
-    """Special token strings of a Tekken file, by id (``<unk>``, ``<s>``, ``</s>``, ...)."""
-    data = json.loads(Path(path).read_bytes())
-    return _special_tokens(data, int(data["config"]["default_num_special_tokens"]))

@@ -93,7 +93,7 @@ class TokenCounter:
         hf_json: str | None = None,
         fallback_reason: str | None = None,
         threads: int = 1,
-        _built: Engines | None = None,
+        _encoders: Encoders | None = None,
     ) -> None:
         if plan is None and hf_json is None:
             raise ValueError("a TokenCounter needs a tiktoken plan or a Hugging Face tokenizer")
@@ -109,12 +109,18 @@ class TokenCounter:
         self.threads = max(1, int(threads))
         self._plan = plan
         self._hf_json = hf_json
-        self._engines = _built if _built is not None else Engines(plan, hf_json)
+        self._encoders = _encoders if _encoders is not None else Encoders(plan, hf_json)
         self._fingerprint: str | None = None
 
     @property
     def backend(self) -> str:
+        """``"tiktoken"`` (fast path) or ``"hf-tokenizers"``."""
         return BACKEND_TIKTOKEN if self._plan is not None else BACKEND_HF
+
+    @property
+    def plan(self) -> TiktokenPlan | None:
+        """The tiktoken fast path's ranks and pattern (``None`` on the Hugging Face backend)."""
+        return self._plan
 
     @property
     def pattern(self) -> str | None:
@@ -150,9 +156,9 @@ class TokenCounter:
     def _count_tiktoken(self, texts: Sequence[str], out: np.ndarray) -> None:
         plan = self._plan
         assert plan is not None
-        encoding = self._engines.encoding
+        encoding = self._encoders.encoding
         encode = encoding.encode_ordinary
-        added = self._engines.added_tokens  # compiled search for any added token, or None
+        added = self._encoders.added_tokens  # compiled search for any added token, or None
         extra = self.special_tokens_added
         for i, text in enumerate(texts):
             raw = text
@@ -170,12 +176,12 @@ class TokenCounter:
             out[i] = n + extra
 
     def _hf_count_one(self, text: str) -> int:
-        tokenizer = self._engines.hf
+        tokenizer = self._encoders.hf
         assert tokenizer is not None
         return len(tokenizer.encode(text, add_special_tokens=self.add_special_tokens))
 
     def _count_hf(self, texts: Sequence[str], out: np.ndarray) -> None:
-        tokenizer = self._engines.hf
+        tokenizer = self._encoders.hf
         assert tokenizer is not None
         if self.threads > 1:
             encode_batch = getattr(tokenizer, "encode_batch_fast", tokenizer.encode_batch)  # _fast: tokenizers>=0.21
@@ -220,7 +226,7 @@ class TokenCounter:
             "threads": self.threads,
         }
         with _BUILT_LOCK:  # unpickling in this process reuses our encoders
-            _BUILT.setdefault(self.fingerprint, self._engines)
+            _BUILT.setdefault(self.fingerprint, self._encoders)
         return (_restore_counter, (self.fingerprint, state))
 
 
@@ -251,7 +257,7 @@ def literal_search_regex(words: Iterable[str]) -> re.Pattern[str]:
     return re.compile(emit(trie) if trie else "(?!)")
 
 
-class Engines:
+class Encoders:
     """The built (expensive) encoders behind a counter; the Hugging Face one is built on first use.
 
     On the tiktoken backend the Hugging Face tokenizer only counts texts containing added tokens, so a
@@ -292,15 +298,15 @@ def hf_tokenizer_from_str(json_text: str):
 
 
 _BUILT_LOCK = threading.Lock()
-_BUILT: dict[str, Engines] = {}  # fingerprint -> engines, per process (a worker unpickles many copies)
+_BUILT: dict[str, Encoders] = {}  # fingerprint -> encoders, per process (a worker unpickles many copies)
 
 
 def _restore_counter(fingerprint: str, state: dict) -> TokenCounter:
     with _BUILT_LOCK:
-        engines = _BUILT.get(fingerprint)
-        if engines is None:
-            engines = Engines(state["plan"], state["hf_json"])
-            _BUILT[fingerprint] = engines
-    counter = TokenCounter(**state, _built=engines)
+        encoders = _BUILT.get(fingerprint)
+        if encoders is None:
+            encoders = Encoders(state["plan"], state["hf_json"])
+            _BUILT[fingerprint] = encoders
+    counter = TokenCounter(**state, _encoders=encoders)
     counter._fingerprint = fingerprint
     return counter

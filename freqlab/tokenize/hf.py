@@ -25,7 +25,7 @@ from urllib.parse import urlsplit
 from freqlab.errors import FreqlabError
 from freqlab.tokenize.builtin import DEFAULT_TOKENIZER, is_tekken_data, tekken_from_data
 from freqlab.tokenize.bytelevel import NotConvertible, compile_bytelevel_bpe, token_bytes
-from freqlab.tokenize.counter import Engines, TokenCounter, hf_tokenizer_from_str, vocab_hash
+from freqlab.tokenize.counter import Encoders, TokenCounter, hf_tokenizer_from_str, vocab_hash
 from freqlab.tokenize.sample import default_verify_texts, vocab_salad
 
 HUB_CONNECT_TIMEOUT_S = 3.0
@@ -88,8 +88,7 @@ def tokenizer_from_json_text(
             raise ValueError("no 'model' object")
         tokenizer = hf_tokenizer_from_str(json_text)
     except Exception as exc:  # json.JSONDecodeError, ValueError, tokenizers' Exception: all mean a bad file
-        first_line = str(exc).splitlines()[0] if str(exc) else exc.__class__.__name__
-        raise FreqlabError(f"{origin}: not a Hugging Face tokenizer.json ({first_line})") from exc
+        raise FreqlabError(f"{origin}: not a Hugging Face tokenizer.json ({_first_line(exc)})") from exc
     extra = _special_tokens_per_document(tokenizer) if add_special_tokens else 0
     common: dict[str, Any] = {
         "name": name,
@@ -101,15 +100,15 @@ def tokenizer_from_json_text(
         "hf_json": json_text,
         "threads": threads,
     }
-    slow_engines = Engines(None, json_text, hf=tokenizer)  # parse the JSON once, share the tokenizer
+    slow_encoders = Encoders(None, json_text, hf=tokenizer)  # parse the JSON once, share the tokenizer
     try:
         plan = compile_bytelevel_bpe(config, tokenizer)
     except NotConvertible as exc:
-        return TokenCounter(**common, fallback_reason=str(exc), _built=slow_engines)
+        return TokenCounter(**common, fallback_reason=str(exc), _encoders=slow_encoders)
     if not plan.added_contents:
         common["hf_json"] = None  # nothing is ever routed to Hugging Face: do not ship it to workers
-    fast = TokenCounter(**common, plan=plan, _built=Engines(plan, common["hf_json"], hf=tokenizer))
-    slow = TokenCounter(**{**common, "hf_json": json_text}, fallback_reason="", _built=slow_engines)
+    fast = TokenCounter(**common, plan=plan, _encoders=Encoders(plan, common["hf_json"], hf=tokenizer))
+    slow = TokenCounter(**{**common, "hf_json": json_text}, fallback_reason="", _encoders=slow_encoders)
     texts = list(verify_texts) if verify_texts is not None else default_verify_texts()
     texts += vocab_salad(list(plan.mergeable_ranks))  # always: derived from the tokenizer itself
     mismatch = _first_mismatch(fast, slow, texts)
@@ -117,6 +116,11 @@ def tokenizer_from_json_text(
         slow.fallback_reason = mismatch
         return slow
     return fast
+
+
+def _first_line(exc: Exception) -> str:
+    """The first line of an exception's message (its type name when the message is empty), for one-line errors."""
+    return str(exc).splitlines()[0] if str(exc) else exc.__class__.__name__
 
 
 def _first_mismatch(fast: TokenCounter, slow: TokenCounter, texts: list[str]) -> str | None:
@@ -183,8 +187,7 @@ def load_hub_tokenizer(
     try:
         tokenizer = Tokenizer.from_pretrained(repo_id, revision=revision or "main", token=os.environ.get("HF_TOKEN"))
     except Exception as exc:
-        first_line = str(exc).splitlines()[0] if str(exc) else exc.__class__.__name__
-        raise FreqlabError(f"tokenizer {model_id!r}: {first_line}; {HUB_HINT}") from exc
+        raise FreqlabError(f"tokenizer {model_id!r}: {_first_line(exc)}; {HUB_HINT}") from exc
     return tokenizer_from_json_text(tokenizer.to_str(), origin=model_id, **options)
 
 

@@ -12,6 +12,7 @@ import pytest
 
 from freqlab.corpus import builtin_corpus
 from freqlab.histogram import LengthHistogram
+from freqlab.scan import ScanResult, scan
 
 SET_NAMES = ("RedPajamaGithub", "RedPajamaStackExchange", "RedPajamaBook")
 MAX_CHARS = 6000  # keep documents small: the whole scan test suite tokenizes only a few MB
@@ -64,6 +65,13 @@ def slimpajama_dir(tmp_path, corpus_records) -> Path:
     for k, shard in enumerate(corpus_records):
         write_slimpajama(folder / f"chunk_{k}.jsonl", shard)
     return folder
+
+
+def scan_slimpajama(folder: Path, **options) -> ScanResult:
+    """``scan`` of the SlimPajama-schema ``*.jsonl`` files in ``folder``: window 512 unless ``L`` is given,
+    natural regime, no progress bar."""
+    options.setdefault("L", [512])
+    return scan("slimpajama", data_files=str(folder / "*.jsonl"), regimes=["natural"], progress=False, **options)
 
 
 def reference_histogram(records, counter) -> LengthHistogram:

@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
+import functools
+
 import pytest
 
 from freqlab.errors import FreqlabError
 from freqlab.scan import scan
 
-from .conftest import reference_histogram, write_slimpajama
+from .conftest import reference_histogram, scan_slimpajama, write_slimpajama
 
 GOOD = [("def f():\n    return 1\n", "RedPajamaGithub"), ("Some prose, here.", "RedPajamaBook")]
 BAD_LINES = [
@@ -28,9 +30,7 @@ def bad_dir(tmp_path):
     return folder
 
 
-def run(folder, **options):
-    return scan("slimpajama", data_files=str(folder / "*.jsonl"), L=[64], regimes=["natural"], progress=False,
-                **options)
+run = functools.partial(scan_slimpajama, L=[64])
 
 
 @pytest.mark.parametrize("workers", [1, 2])

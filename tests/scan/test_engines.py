@@ -9,19 +9,13 @@ import time
 import pytest
 
 from freqlab.errors import FreqlabError
-from freqlab.scan import scan
 from freqlab.scan.engines import RAY_PROBE_SECONDS, check_ray_address
 
-from .conftest import assert_same_histogram, reference_histogram
-
-
-def run(folder, **options):
-    return scan("slimpajama", data_files=str(folder / "*.jsonl"), L=[512], regimes=["natural"], progress=False,
-                **options)
+from .conftest import assert_same_histogram, reference_histogram, scan_slimpajama
 
 
 def test_scan_equals_the_independent_count_split_by_source(slimpajama_dir, corpus_records, counter):
-    result = run(slimpajama_dir, workers=1)
+    result = scan_slimpajama(slimpajama_dir, workers=1)
     expected = reference_histogram([r for shard in corpus_records for r in shard], counter)
     assert_same_histogram(result.histogram, expected)
     assert sorted(result.histogram.sources) == ["RedPajamaBook", "RedPajamaGithub", "RedPajamaStackExchange"]
@@ -32,8 +26,8 @@ def test_scan_equals_the_independent_count_split_by_source(slimpajama_dir, corpu
 
 
 def test_the_result_does_not_depend_on_workers_or_batch_size(slimpajama_dir):
-    serial = run(slimpajama_dir, workers=1, batch_size=1000)
-    pooled = run(slimpajama_dir, workers=2, batch_size=3)
+    serial = scan_slimpajama(slimpajama_dir, workers=1, batch_size=1000)
+    pooled = scan_slimpajama(slimpajama_dir, workers=2, batch_size=3)
     assert_same_histogram(serial.histogram, pooled.histogram)
     assert pooled.summary["scan"]["workers"] == 2
     assert serial.summary["windows"] == pooled.summary["windows"]
@@ -41,8 +35,8 @@ def test_the_result_does_not_depend_on_workers_or_batch_size(slimpajama_dir):
 
 def test_ray_engine_equals_the_local_engine(slimpajama_dir):
     pytest.importorskip("ray")
-    local = run(slimpajama_dir, workers=1)
-    on_ray = run(slimpajama_dir, engine="ray", workers=2)  # starts (and stops) a local 2-CPU Ray instance
+    local = scan_slimpajama(slimpajama_dir, workers=1)
+    on_ray = scan_slimpajama(slimpajama_dir, engine="ray", workers=2)  # starts (and stops) a local 2-CPU Ray instance
     assert_same_histogram(local.histogram, on_ray.histogram)
     assert on_ray.summary["scan"]["engine"] == "ray"
 
@@ -50,7 +44,7 @@ def test_ray_engine_equals_the_local_engine(slimpajama_dir):
 def test_ray_engine_without_ray_installed_says_how_to_install_it(slimpajama_dir, monkeypatch):
     monkeypatch.setitem(sys.modules, "ray", None)  # import ray -> ImportError
     with pytest.raises(FreqlabError, match=r"pip install 'freqlab\[ray\]'"):
-        run(slimpajama_dir, engine="ray")
+        scan_slimpajama(slimpajama_dir, engine="ray")
 
 
 def closed_port() -> int:
@@ -65,7 +59,7 @@ def test_an_unreachable_ray_address_fails_in_seconds_with_one_line(slimpajama_di
     address = f"127.0.0.1:{closed_port()}"
     start = time.monotonic()
     with pytest.raises(FreqlabError) as caught:
-        run(slimpajama_dir, engine="ray", address=address)
+        scan_slimpajama(slimpajama_dir, engine="ray", address=address)
     assert time.monotonic() - start < 5  # ray.init alone retries for ~25 s
     message = str(caught.value)
     assert "\n" not in message

@@ -4,18 +4,14 @@ from __future__ import annotations
 
 from freqlab.scan import scan
 
-from .conftest import assert_same_histogram, reference_histogram
-
-
-def run(folder, **options):
-    return scan("slimpajama", data_files=str(folder / "*.jsonl"), L=[512], regimes=["natural"], progress=False,
-                **options)
+from .conftest import assert_same_histogram, reference_histogram, scan_slimpajama
 
 
 def test_max_docs_takes_the_first_documents_in_shard_order(slimpajama_dir, corpus_records, counter):
     records = [r for shard in corpus_records for r in shard]
     # 30 documents: all of shard 0 (25) and 5 of shard 1, so the cut falls inside a shard
-    serial, pooled = run(slimpajama_dir, workers=1, max_docs=30), run(slimpajama_dir, workers=2, max_docs=30)
+    serial = scan_slimpajama(slimpajama_dir, workers=1, max_docs=30)
+    pooled = scan_slimpajama(slimpajama_dir, workers=2, max_docs=30)
     expected = reference_histogram(records[:30], counter)
     assert_same_histogram(serial.histogram, expected)
     assert_same_histogram(pooled.histogram, expected)
@@ -28,14 +24,14 @@ def test_max_tokens_keeps_the_document_that_reaches_the_limit_whole(slimpajama_d
     lengths = [int(counter.count([t])[0]) if t else 0 for t, _ in records]
     limit = sum(lengths[:40]) - 1  # reached by the 40th document
     for workers in (1, 2):
-        result = run(slimpajama_dir, workers=workers, max_tokens=limit, batch_size=4)
+        result = scan_slimpajama(slimpajama_dir, workers=workers, max_tokens=limit, batch_size=4)
         assert_same_histogram(result.histogram, reference_histogram(records[:40], counter))
         assert result.histogram.tokens == sum(lengths[:40]) == limit + 1
 
 
 def test_limits_with_sampling_are_deterministic_and_flagged_as_an_extrapolation(slimpajama_dir):
-    a = run(slimpajama_dir, workers=1, max_docs=20, sample_rate=0.5, seed=3)
-    b = run(slimpajama_dir, workers=2, max_docs=20, sample_rate=0.5, seed=3, batch_size=2)
+    a = scan_slimpajama(slimpajama_dir, workers=1, max_docs=20, sample_rate=0.5, seed=3)
+    b = scan_slimpajama(slimpajama_dir, workers=2, max_docs=20, sample_rate=0.5, seed=3, batch_size=2)
     assert_same_histogram(a.histogram, b.histogram)
     assert a.summary["documents"] == b.summary["documents"]
     assert a.summary["documents"]["read"] == 20
@@ -45,13 +41,13 @@ def test_limits_with_sampling_are_deterministic_and_flagged_as_an_extrapolation(
 
 
 def test_a_sampled_scan_extrapolates_to_the_documents_it_saw(slimpajama_dir):
-    sampled = run(slimpajama_dir, workers=1, sample_rate=0.5, seed=3)
+    sampled = scan_slimpajama(slimpajama_dir, workers=1, sample_rate=0.5, seed=3)
     docs, budget = sampled.summary["documents"], sampled.summary["budget"]
     assert docs["read"] + docs["sampled_out"] == 90
     assert budget["extrapolated"] and budget["corpus_tokens_from"] == "estimated from the partial scan"
     assert budget["corpus_tokens"] == (2 * sampled.histogram.tokens * 90 + docs["read"]) // (2 * docs["read"])
     assert budget["training_tokens"] == budget["corpus_tokens"]
-    given = run(slimpajama_dir, workers=1, max_docs=20, corpus_tokens=10**12, tokens=5 * 10**11)
+    given = scan_slimpajama(slimpajama_dir, workers=1, max_docs=20, corpus_tokens=10**12, tokens=5 * 10**11)
     assert given.summary["budget"]["corpus_tokens"] == 10**12 and given.summary["budget"]["extrapolated"]
     assert given.summary["windows"][0]["budget_tokens"] == 5 * 10**11
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import json
 
 import pytest
@@ -9,14 +10,10 @@ import pytest
 import freqlab.scan.engines as engines
 from freqlab.errors import FreqlabError
 from freqlab.histogram import LengthHistogram
-from freqlab.scan import scan
 
-from .conftest import assert_same_histogram
+from .conftest import assert_same_histogram, scan_slimpajama
 
-
-def run(folder, **options):
-    return scan("slimpajama", data_files=str(folder / "*.jsonl"), L=[512], regimes=["natural"], progress=False,
-                workers=1, **options)
+run = functools.partial(scan_slimpajama, workers=1)
 
 
 class Crash(Exception):

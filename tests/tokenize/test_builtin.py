@@ -96,7 +96,7 @@ def test_pickle_rebuilds_in_a_fresh_process_cache(tekken, monkeypatch):
     payload = pickle.dumps(tekken)
     monkeypatch.setattr(counter_module, "_BUILT", {})  # as in a new worker process
     clone = pickle.loads(payload)
-    assert clone._engines is not tekken._engines
+    assert clone._encoders is not tekken._encoders
     np.testing.assert_array_equal(clone.count(TEXTS[:10]), tekken.count(TEXTS[:10]))
 
 
