@@ -9,8 +9,7 @@ import click
 from freqlab.cli.freq import TOKENS, echo_json, json_option, tau_option, tokens_option, window_option
 from freqlab.frequency.regimes import REGIMES
 from freqlab.scan import DEFAULT_BATCH_SIZE, DEFAULT_OUT, DEFAULT_REGIMES, ScanResult, scan
-from freqlab.scan.engines import ENGINES
-from freqlab.scan.work import ON_ERROR
+from freqlab.scan.settings import ENGINES, ON_ERROR
 
 INTERRUPTED = 130  # the shell's status for a command stopped by Ctrl-C (128 + SIGINT)
 
@@ -24,6 +23,9 @@ INTERRUPTED = 130  # the shell's status for a command stopped by Ctrl-C (128 + S
               help="Dataset split (Hugging Face datasets, saved DatasetDict folders).")
 @click.option("--data-files", multiple=True, metavar="GLOB",
               help="Local copies of a preset's files (the preset's field mapping applies); repeatable.")
+@click.option("--format", "input_format", default=None, metavar="NAME",
+              help="Read every local file in this input format instead of guessing from its name "
+              "(jsonl, parquet, arrow, txt, ...).")
 @click.option("--text-field", default=None, help="Field holding the text (dotted path for nested fields).")
 @click.option("--source-field", default=None, help="Field holding the source label, to split counts by source.")
 @click.option("--tokenizer", default=None, metavar="NAME|PATH|ID",
@@ -58,9 +60,9 @@ INTERRUPTED = 130  # the shell's status for a command stopped by Ctrl-C (128 + S
 @click.option("--plot-format", "plot_formats", type=click.Choice(["png", "pdf", "svg"]), multiple=True,
               default=("png",), show_default=True, help="Figure format(s) for --plot (repeat for several).")
 @json_option
-def scan_command(dataset, config, split, data_files, text_field, source_field, tokenizer, add_special_tokens, Ls,
-                 regimes, tokens, tau, corpus_tokens, max_docs, max_tokens, sample_rate, seed, workers, batch_size,
-                 engine, address, out, resume, on_error, quiet, plot, plot_formats, as_json):
+def scan_command(dataset, config, split, data_files, input_format, text_field, source_field, tokenizer,
+                 add_special_tokens, Ls, regimes, tokens, tau, corpus_tokens, max_docs, max_tokens, sample_rate, seed,
+                 workers, batch_size, engine, address, out, resume, on_error, quiet, plot, plot_formats, as_json):
     """Count document lengths in tokens and report the position-frequency shares per window.
 
     Reads documents, tokenizes them (without special tokens unless --add-special-tokens), writes the
@@ -87,6 +89,7 @@ def scan_command(dataset, config, split, data_files, text_field, source_field, t
             split=split,
             text_field=text_field,
             source_field=source_field,
+            format=input_format,
             add_special_tokens=add_special_tokens,
             L=Ls,
             regimes=regimes,

@@ -1,7 +1,9 @@
 """The three things a scan reads: a :class:`Corpus` is a list of :class:`Shard` s, a shard streams :class:`Document` s.
 
-A shard is the unit of parallel work and of checkpointing: a small picklable description (a path and a field
-mapping, or a hub dataset id and a slice index); the reading itself happens in :meth:`Shard.read`, in the worker.
+A shard is the unit of parallel work and of checkpointing: a small picklable description (a file, or a byte range
+or row groups of one, and a field mapping; or a hub dataset id and a slice index); the reading itself happens in
+:meth:`Shard.read`, in the worker. Shards come in two kinds: *text* shards yield documents for a tokenizer;
+*length* shards (tokenized training data) yield document lengths directly (:class:`LengthShard`).
 
 A bad record does not raise: it comes out as a ``Document`` with ``text=None`` and ``error`` set to one of the
 reason keys below, ``where`` naming the file and line (or row). The scan engine decides whether to raise
@@ -12,16 +14,19 @@ raise :class:`freqlab.errors.FreqlabError` at once, from ``open_corpus`` or, for
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, ClassVar, NamedTuple
 
+import numpy as np
+
 from freqlab.errors import FreqlabError
 from freqlab.histogram import UNLABELLED_SOURCE
 
-if TYPE_CHECKING:  # fields.py imports the reasons from here
+if TYPE_CHECKING:  # fields.py and files.py import from here
     from freqlab.corpus.fields import Fields
+    from freqlab.corpus.files import DataFile
 
 # Reasons a single record is unusable (the keys the summary counts skips by).
 MALFORMED_JSON = "malformed-json"  # the line is not valid JSON
@@ -30,8 +35,9 @@ MISSING_TEXT_FIELD = "missing-text-field"  # the record has no text field (or th
 NULL_TEXT = "null-text"  # the text field is null (JSON null, Parquet/Arrow null)
 NON_STRING_TEXT = "non-string-text"  # the text field is a number, list, object...
 INVALID_UTF8 = "invalid-utf8"  # the line (or .txt file) is not valid UTF-8
-INVALID_UNICODE = "invalid-unicode"  # JSON \\ud800-style escapes left a lone surrogate (not encodable as UTF-8)
+INVALID_UNICODE = "invalid-unicode"  # a lone surrogate (JSON \\ud800-style escape): not encodable as UTF-8
 NON_STRING_SOURCE = "non-string-source"  # the source label is a list or an object
+BAD_SOURCE = "bad-source-label"  # the source label holds a lone surrogate (cannot be written as UTF-8)
 # A whole file that fails while being read (truncated/corrupt compressed stream, broken Parquet/Arrow file):
 # one count per file; the documents read from it before the failure are kept.
 UNREADABLE_FILE = "unreadable-file"
@@ -45,6 +51,7 @@ REASONS = (
     INVALID_UTF8,
     INVALID_UNICODE,
     NON_STRING_SOURCE,
+    BAD_SOURCE,
     UNREADABLE_FILE,
 )
 
@@ -56,27 +63,82 @@ BLANK_LINE = "blank-line"
 # is kept and counted under this label, so a wrong --source-field shows up as one big "(none)" source.
 MISSING_SOURCE = UNLABELLED_SOURCE  # "(none)": the label of documents without one, as in LengthHistogram
 
+# The two kinds of shard.
+TEXT = "text"  # yields documents; a tokenizer counts them
+LENGTHS = "lengths"  # tokenized data: yields document lengths, no tokenizer
 
-class Document(NamedTuple):
+
+class Document:
     """One record. Good: ``text`` is a str (maybe ""), ``error`` is None. Bad: ``text`` is None, ``error`` a reason.
 
     ``source`` is the record's source label when the corpus has sources, else None. ``where`` is ``path:line``
     for line-based files (1-based), ``path:row N`` for Parquet/Arrow rows (1-based), the path for a one-file
-    document, and ``dataset[split]#shard:row N`` for datasets streamed through HF ``datasets``.
+    document, and ``dataset[split]#shard:row N`` for datasets streamed through HF ``datasets``. A reader that
+    would have to read back to know a line number (a byte range in the middle of a file) passes a callable,
+    and the number is worked out only when ``where`` is asked for.
     """
 
-    text: str | None
+    __slots__ = ("_where", "error", "source", "text")
+
+    def __init__(self, text: str | None, source: str | None, where: str | Callable[[], str], error: str | None = None):
+        self.text = text
+        self.source = source
+        self._where = where
+        self.error = error
+
+    @property
+    def where(self) -> str:
+        """Where the record is: ``path:line``, ``path:row N``, ..."""
+        where = self._where
+        if where.__class__ is not str:
+            where = self._where = where()  # type: ignore[operator]
+        return where  # type: ignore[return-value]
+
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, Document):
+            return NotImplemented
+        return (self.text, self.source, self.where, self.error) == (other.text, other.source, other.where, other.error)
+
+    __hash__ = None  # type: ignore[assignment]  # mutable-looking record: compare, do not hash
+
+    def __repr__(self) -> str:
+        text = self.text if self.text is None or len(self.text) <= 40 else self.text[:40] + "..."
+        return f"Document(text={text!r}, source={self.source!r}, where={self.where!r}, error={self.error!r})"
+
+
+class LengthBatch(NamedTuple):
+    """Documents of a length shard: ``lengths`` (int64, >= 0; 0 is an empty document), one ``source`` label
+    for all of them (None when the corpus has no sources) and ``where`` (file and first record) for errors."""
+
+    lengths: np.ndarray
     source: str | None
     where: str
-    error: str | None = None
 
 
 class Shard:
     """A piece of a corpus, read by one worker. Subclasses are small frozen dataclasses with an ``id``."""
 
     id: str
+    kind: ClassVar[str] = TEXT
 
     def read(self) -> Iterator[Document]:  # pragma: no cover - abstract
+        raise NotImplementedError
+
+    def identity(self) -> dict[str, Any]:
+        """What a checkpoint of this shard must match to be trusted (a file's size and modification time)."""
+        return {}
+
+    def size(self) -> int | None:
+        """Bytes this shard reads, when known (progress in percent)."""
+        return None
+
+
+class LengthShard(Shard):
+    """A shard of tokenized data: :meth:`read_lengths` yields :class:`LengthBatch` es instead of documents."""
+
+    kind: ClassVar[str] = LENGTHS
+
+    def read_lengths(self) -> Iterator[LengthBatch]:  # pragma: no cover - abstract
         raise NotImplementedError
 
 
@@ -96,30 +158,35 @@ def describe_error(exc: BaseException) -> str:
 
 @dataclass(frozen=True)
 class FileShard(Shard):
-    """One data file read with a field mapping. ``id`` is the path relative to the corpus root.
+    """A data file, or a part of one (``start``/``end``: what they count is the format's), read with a field
+    mapping. ``id`` is the file's path relative to the corpus root, plus the part when the file is split.
 
-    Subclasses implement :meth:`records` (and :meth:`rows` when cheap); :meth:`read` turns the exceptions a
-    corrupt or truncated file raises while being read (:attr:`read_errors`) into one :class:`UnreadableFile`
-    error naming it (a FreqlabError, which the scan raises or, with ``on_error="skip"``, counts).
+    Subclasses implement :meth:`records`; :meth:`read` turns the exceptions a corrupt or truncated file
+    raises while being read (:attr:`read_errors`) into one :class:`UnreadableFile` error naming it (a
+    FreqlabError, which the scan raises or, with ``on_error="skip"``, counts). A file that changed since the
+    corpus was opened is refused the same way: counting it could mix two versions.
     """
 
     id: str
-    path: str
+    file: DataFile
     fields: Fields
+    start: int = 0
+    end: int | None = None  # None: to the end of the file
 
     read_errors: ClassVar[tuple[type[BaseException], ...]] = (OSError,)
 
+    @property
+    def path(self) -> str:
+        return self.file.path
+
     def records(self) -> Iterator[Document]:  # pragma: no cover - abstract
-        """The file's documents; blank lines (JSON lines only) as ``BLANK_LINE`` markers."""
+        """The shard's documents; blank lines (JSON lines only) as ``BLANK_LINE`` markers."""
         raise NotImplementedError
 
-    def rows(self) -> int | None:
-        """Records in the file when that is cheap to know (a Parquet footer), else None."""
-        return None
-
     def read(self, *, blank_lines: bool = False) -> Iterator[Document]:
-        """The file's documents; with ``blank_lines``, blank lines too, as ``BLANK_LINE`` markers."""
+        """The shard's documents; with ``blank_lines``, blank lines too, as ``BLANK_LINE`` markers."""
         with self.reading():
+            self.file.check_unchanged()
             if blank_lines:
                 yield from self.records()
             else:
@@ -127,13 +194,26 @@ class FileShard(Shard):
                     if doc.error != BLANK_LINE:
                         yield doc
 
+    def identity(self) -> dict[str, Any]:
+        return self.file.identity()
+
+    def size(self) -> int | None:
+        if self.start == 0 and self.end is None:
+            return self.file.size
+        return None
+
     @contextmanager
     def reading(self) -> Iterator[None]:
         """Turn :attr:`read_errors` raised inside the block into :class:`UnreadableFile` naming the file."""
         try:
             yield
+        except UnreadableFile:
+            raise
         except self.read_errors as exc:
-            message = f"{self.path}: cannot read ({describe_error(exc)}); is the file truncated or corrupt?"
+            if isinstance(exc, (FileNotFoundError, PermissionError)):
+                message = f"{self.path}: cannot open ({describe_error(exc)})"
+            else:
+                message = f"{self.path}: cannot read ({describe_error(exc)}); is the file truncated or corrupt?"
             raise UnreadableFile(message, self.path) from exc
 
 
@@ -147,8 +227,19 @@ class Corpus:
     description: dict[str, Any] = field(default_factory=dict)
     total_documents: int | None = None
 
+    @property
+    def kind(self) -> str:
+        """``text`` when any shard needs a tokenizer, else ``lengths``."""
+        return TEXT if any(shard.kind == TEXT for shard in self.shards) or not self.shards else LENGTHS
+
+    @property
+    def total_bytes(self) -> int | None:
+        """Bytes the shards read, when every shard knows its size (progress in percent)."""
+        sizes = [shard.size() for shard in self.shards]
+        return None if not sizes or None in sizes else sum(sizes)  # type: ignore[arg-type]
+
     def documents(self) -> Iterator[Document]:
-        """All documents of all shards, in order (serial; the scan engine reads shards in parallel instead)."""
+        """All documents of all text shards, in order (serial; the scan engine reads shards in parallel)."""
         for shard in self.shards:
             yield from shard.read()
 

@@ -24,6 +24,7 @@ import platform
 import sysconfig
 
 from freqlab.corpus.base import Corpus
+from freqlab.corpus.files import stat_file
 from freqlab.corpus.text import group_files
 
 BUILTIN_NAME = "python-stdlib"
@@ -60,7 +61,8 @@ def builtin_corpus() -> Corpus:
     root = sysconfig.get_paths()["stdlib"]
     files = stdlib_files(root)
     sources = [source_label(name) for name in files]
-    shards = group_files(root, files, sources, decoding="python")
+    data_files = [stat_file(os.path.join(root, name), name) for name in files]
+    shards = group_files(data_files, sources, decoding="python")
     version = platform.python_version()
     return Corpus(
         name=BUILTIN_NAME,

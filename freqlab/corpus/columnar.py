@@ -3,10 +3,13 @@
 Both are read in record batches of :data:`BATCH_ROWS` rows, loading only the top-level columns the field
 mapping needs, so memory is one batch (plus, for Parquet, the row group being decoded), whatever the file
 size. Arrow files are memory-mapped. ``where`` of each record is ``path:row N`` (1-based row in the file).
+A large Parquet file is cut into runs of row groups of about the corpus's part size (``start``/``end`` are
+row-group indices), so a few large files still keep every core busy.
 """
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from typing import ClassVar
@@ -16,16 +19,19 @@ import pyarrow.parquet as pq
 
 from freqlab.corpus.base import Document, FileShard
 from freqlab.corpus.fields import Fields
+from freqlab.corpus.files import DataFile
+from freqlab.corpus.registry import FileFormat, register
+from freqlab.errors import FreqlabError
 
 BATCH_ROWS = 256
 # what pyarrow raises for a corrupt or truncated file
 _ARROW_ERRORS = (pa.ArrowException, OSError)
 
 
-def _documents(batches: Iterable[pa.RecordBatch], fields: Fields, path: str) -> Iterator[Document]:
+def _documents(batches: Iterable[pa.RecordBatch], fields: Fields, path: str, first_row: int = 0) -> Iterator[Document]:
     """Documents of a stream of record batches: each row becomes a dict of the needed top-level columns."""
     extract = fields.extractor()
-    row = 0
+    row = first_row
     for batch in batches:
         names = [name for name in fields.columns if name in batch.schema.names]
         columns = [batch.column(name).to_pylist() for name in names]
@@ -36,22 +42,78 @@ def _documents(batches: Iterable[pa.RecordBatch], fields: Fields, path: str) -> 
             yield Document(text, source, f"{path}:row {row}", error)
 
 
+@functools.lru_cache(maxsize=256)
+def _parquet_metadata(path: str, mtime_ns: int) -> pq.FileMetaData:
+    return pq.ParquetFile(path).metadata
+
+
 @dataclass(frozen=True)
 class ParquetShard(FileShard):
-    """One Parquet file."""
+    """A Parquet file, or its row groups ``start`` .. ``end - 1``."""
 
     read_errors: ClassVar = _ARROW_ERRORS
 
     def records(self) -> Iterator[Document]:
         parquet = pq.ParquetFile(self.path)
         present = [name for name in self.fields.columns if name in parquet.schema_arrow.names]
-        batches = parquet.iter_batches(batch_size=BATCH_ROWS, columns=present, use_threads=False)
-        yield from _documents(batches, self.fields, self.path)
+        groups = None
+        first_row = 0
+        if self.start or self.end is not None:
+            metadata = parquet.metadata
+            end = metadata.num_row_groups if self.end is None else self.end
+            groups = list(range(self.start, end))
+            first_row = sum(metadata.row_group(i).num_rows for i in range(self.start))
+        batches = parquet.iter_batches(batch_size=BATCH_ROWS, row_groups=groups, columns=present, use_threads=False)
+        yield from _documents(batches, self.fields, self.path, first_row)
 
-    def rows(self) -> int:
-        """Row count from the Parquet footer (cheap: no data is read)."""
-        with self.reading():
-            return pq.ParquetFile(self.path).metadata.num_rows
+
+class ParquetFormat(FileFormat):
+    name = "parquet"
+    suffixes = (".parquet",)
+    description = ".parquet"
+
+    def metadata(self, file: DataFile) -> pq.FileMetaData:
+        try:
+            return _parquet_metadata(file.path, file.mtime_ns)
+        except _ARROW_ERRORS as exc:
+            raise FreqlabError(f"{file.path}: not a readable Parquet file ({exc})") from exc
+
+    def records(self, file: DataFile) -> int | None:
+        """Row count from the Parquet footer (cheap: no data is read); None for a corrupt footer (the scan
+        meets it again when reading, and raises or skips)."""
+        try:
+            return self.metadata(file).num_rows if file.size else 0
+        except FreqlabError:
+            return None
+
+    def shards(self, files: list[DataFile], fields: Fields, range_bytes: int) -> list[ParquetShard]:
+        shards = []
+        for file in files:
+            if not file.size:
+                continue  # an empty file: no records (reported as an empty file), nothing to read
+            try:
+                metadata = self.metadata(file)
+            except FreqlabError:
+                metadata = None  # corrupt: one shard, which reports it when read
+            runs = _row_group_runs(metadata, range_bytes) if metadata is not None else [(0, None)]
+            for start, end in runs:
+                part_id = file.id if len(runs) == 1 else f"{file.id}@rowgroups{start}-{end}"
+                shards.append(ParquetShard(part_id, file, fields, start, None if len(runs) == 1 else end))
+        return shards
+
+
+def _row_group_runs(metadata: pq.FileMetaData, range_bytes: int) -> list[tuple[int, int | None]]:
+    """Consecutive row groups in runs of about ``range_bytes`` (uncompressed) each."""
+    runs: list[tuple[int, int | None]] = []
+    start, size = 0, 0
+    for i in range(metadata.num_row_groups):
+        size += metadata.row_group(i).total_byte_size
+        if size >= range_bytes:
+            runs.append((start, i + 1))
+            start, size = i + 1, 0
+    if start < metadata.num_row_groups or not runs:
+        runs.append((start, metadata.num_row_groups))
+    return runs
 
 
 def _open_arrow(path: str) -> pa.ipc.RecordBatchStreamReader | pa.ipc.RecordBatchFileReader:
@@ -81,10 +143,23 @@ class ArrowShard(FileShard):
     def records(self) -> Iterator[Document]:
         yield from _documents(_rebatched(_arrow_batches(self.path)), self.fields, self.path)
 
-    def rows(self) -> int:
-        """Row count (reads only batch headers through the memory map)."""
-        with self.reading():
-            return sum(batch.num_rows for batch in _arrow_batches(self.path))
+
+class ArrowFormat(FileFormat):
+    name = "arrow"
+    suffixes = (".arrow",)
+    description = ".arrow"
+
+    def records(self, file: DataFile) -> int | None:
+        """Row count (reads only batch headers through the memory map); None when the file is corrupt."""
+        if not file.size:
+            return 0
+        try:
+            return sum(batch.num_rows for batch in _arrow_batches(file.path))
+        except _ARROW_ERRORS:
+            return None
+
+    def shards(self, files: list[DataFile], fields: Fields, range_bytes: int) -> list[ArrowShard]:
+        return [ArrowShard(file.id, file, fields) for file in files if file.size]  # empty files: no records
 
 
 def _rebatched(batches: Iterable[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
@@ -92,3 +167,7 @@ def _rebatched(batches: Iterable[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
     for batch in batches:
         for start in range(0, batch.num_rows, BATCH_ROWS):
             yield batch.slice(start, BATCH_ROWS)
+
+
+PARQUET = register(ParquetFormat())
+ARROW = register(ArrowFormat())

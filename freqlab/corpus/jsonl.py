@@ -5,10 +5,15 @@ Streams: the file is decompressed on the fly and read one *bytes* line at a time
 invalid UTF-8 becomes one ``invalid-utf8`` record instead of killing the stream. Blank lines are not records
 and are passed over (as every JSON-lines reader does), but a scan counts them (``read(blank_lines=True)``
 yields a ``blank-line`` marker for each); a UTF-8 byte-order mark on the first line is dropped.
+
+Large files are cut into byte ranges (:mod:`freqlab.corpus.ranges`): a plain file's ranges seek, a compressed
+file's ranges skip their prefix by decompressing it. A corrupt or truncated compressed file fails when read,
+after every complete line before the damage has been yielded (as ``zstd -dc`` and ``gzip -dc`` recover them).
 """
 
 from __future__ import annotations
 
+import functools
 import gzip
 import io
 import json
@@ -29,20 +34,31 @@ from freqlab.corpus.base import (
     Document,
     FileShard,
 )
+from freqlab.corpus.fields import Fields
+from freqlab.corpus.files import DataFile
+from freqlab.corpus.ranges import MAX_STREAM_RANGES, LineTooLong, owned_lines, skip_bytes, split_bytes
+from freqlab.corpus.registry import FileFormat, register
 
 _BUFFER = 1 << 20
 _FEED = 1 << 16
 _LONE_SURROGATE = re.compile("[\ud800-\udfff]")
 _BOM = b"\xef\xbb\xbf"
+_ZSTD_SUFFIXES = (".zst", ".zstd")
+# Decompressed bytes per compressed byte assumed when cutting a compressed file whose size inside is not
+# recorded (text compresses 3-5x with zstd or gzip); only the balance of the parts depends on it.
+COMPRESSION_RATIO_GUESS = 4
+# JSON-lines files up to this size are read when the corpus is opened, to tell whether they hold any record.
+_SMALL_FILE = 4096
 
 
 class ZstdFrames(io.RawIOBase):
     """The decompressed bytes of a ``.zst`` file: every frame in turn (``pzstd`` writes several).
 
     Unlike ``ZstdDecompressor.stream_reader``, which ends quietly when the input stops in the middle of a
-    frame, this raises ``zstandard.ZstdError`` for a truncated file, so no document is lost silently.
-    Compressed input is fed :data:`_FEED` bytes at a time, so one step's output stays small (text compresses
-    3-10x: a few hundred KiB).
+    frame, this raises ``zstandard.ZstdError`` for a truncated file, so no document is lost silently; bytes
+    decoded before damage (trailing garbage after a frame, a corrupt block) are returned first, and the
+    error is raised on the next read. Compressed input is fed :data:`_FEED` bytes at a time, so one step's
+    output stays small (text compresses 3-10x: a few hundred KiB).
     """
 
     def __init__(self, path: str) -> None:
@@ -52,12 +68,15 @@ class ZstdFrames(io.RawIOBase):
         self._in_frame = False
         self._input = memoryview(b"")
         self._output = memoryview(b"")
+        self._error: Exception | None = None
 
     def readable(self) -> bool:
         return True
 
     def readinto(self, buffer) -> int:  # type: ignore[override]
         while not self._output:
+            if self._error is not None:
+                raise self._error
             if not self._input:
                 self._input = memoryview(self._file.read(_BUFFER))
                 if not self._input:
@@ -73,14 +92,17 @@ class ZstdFrames(io.RawIOBase):
 
     def _decompress(self, data: bytes) -> bytes:
         out = []
-        while data:
-            self._in_frame = True
-            out.append(self._frame.decompress(data))
-            if not self._frame.eof:
-                break
-            data = self._frame.unused_data  # the next frame starts here
-            self._frame = self._context.decompressobj()
-            self._in_frame = False
+        try:
+            while data:
+                self._in_frame = True
+                out.append(self._frame.decompress(data))
+                if not self._frame.eof:
+                    break
+                data = self._frame.unused_data  # the next frame starts here
+                self._frame = self._context.decompressobj()
+                self._in_frame = False
+        except zstandard.ZstdError as exc:
+            self._error = exc  # raised once the bytes decoded before it are consumed
         return b"".join(out)
 
     def close(self) -> None:
@@ -88,19 +110,36 @@ class ZstdFrames(io.RawIOBase):
         super().close()
 
 
+def is_compressed(path: str) -> bool:
+    return path.lower().endswith((*_ZSTD_SUFFIXES, ".gz"))
+
+
 def open_binary(path: str) -> BinaryIO:
     """A buffered binary stream of the file's decompressed bytes (by suffix: ``.zst``/``.zstd``, ``.gz``)."""
     lower = path.lower()
-    if lower.endswith((".zst", ".zstd")):
+    if lower.endswith(_ZSTD_SUFFIXES):
         return io.BufferedReader(ZstdFrames(path), buffer_size=_BUFFER)  # type: ignore[return-value]
     if lower.endswith(".gz"):
         return gzip.open(path, "rb")  # type: ignore[return-value]
     return open(path, "rb", buffering=_BUFFER)
 
 
+@functools.lru_cache(maxsize=64)
+def lines_before(path: str, position: int) -> int:
+    """Newlines in the first ``position`` decompressed bytes of ``path`` (a range's first line number - 1)."""
+    with open_binary(path) as stream:
+        return skip_bytes(stream, position)
+
+
+def _where_later(path: str, position: int):
+    """``path:line`` of the line starting at byte ``position``, worked out when asked for (it reads the prefix)."""
+    return lambda: f"{path}:{lines_before(path, position) + 1}"
+
+
 @dataclass(frozen=True)
 class JsonlShard(FileShard):
-    """One JSON-lines file. ``where`` of each record is ``path:line`` (1-based)."""
+    """A JSON-lines file, or the lines of byte range ``[start, end)`` of its (decompressed) content.
+    ``where`` of each record is ``path:line`` (1-based)."""
 
     # what a corrupt or truncated compressed stream raises while being read
     read_errors: ClassVar = (OSError, EOFError, zstandard.ZstdError, zlib.error)
@@ -110,10 +149,13 @@ class JsonlShard(FileShard):
         extract = self.fields.extractor()
         loads = json.loads
         with open_binary(path) as stream:
-            for lineno, raw in enumerate(stream, 1):
-                if lineno == 1 and raw.startswith(_BOM):
+            base = self._seek(stream)  # newlines before `start`, or None: counted only if a line number is asked for
+            lineno = 0  # of the line in this range
+            for position, raw in owned_lines(stream, self.start, self.end):
+                lineno += 1
+                if position == 0 and raw.startswith(_BOM):
                     raw = raw[3:]
-                where = f"{path}:{lineno}"
+                where = f"{path}:{base + lineno}" if base is not None else _where_later(path, position)
                 if raw.isspace() or not raw:
                     yield Document(None, None, where, BLANK_LINE)
                     continue
@@ -142,3 +184,65 @@ class JsonlShard(FileShard):
                     yield Document(None, None, where, INVALID_UNICODE)
                     continue
                 yield Document(text, source, where, error)
+
+    def _seek(self, stream) -> int | None:
+        """Move ``stream`` to ``start``: seek a plain file (its line count is then unknown: None), skip a
+        compressed one's prefix by decompressing it (counting its newlines on the way)."""
+        if self.start == 0:
+            return 0
+        if is_compressed(self.path):  # + 1: the newline that ends the line holding `start` (the range before's)
+            return skip_bytes(stream, self.start) + 1
+        stream.seek(self.start)
+        return None
+
+    def size(self) -> int | None:
+        if self.start == 0 and self.end is None:
+            return self.file.size
+        if is_compressed(self.path):
+            return None
+        return (self.end if self.end is not None else self.file.size) - self.start
+
+
+class JsonlFormat(FileFormat):
+    name = "jsonl"
+    suffixes = tuple(
+        f"{base}{compression}"
+        for base in (".jsonl", ".json", ".ndjson")
+        for compression in ("", ".gz", ".zst", ".zstd")
+    )
+    description = "JSON lines (.jsonl/.json/.ndjson, optionally .gz/.zst)"
+
+    def claims(self, path: str) -> bool:
+        from freqlab.corpus.files import DATASETS_METADATA
+
+        name = path.replace("\\", "/").rsplit("/", 1)[-1].lower()
+        return name not in DATASETS_METADATA and super().claims(path)
+
+    def estimated_bytes(self, file: DataFile) -> int:
+        return file.size * COMPRESSION_RATIO_GUESS if is_compressed(file.path) else file.size
+
+    def shards(self, files: list[DataFile], fields: Fields, range_bytes: int) -> list[JsonlShard]:
+        shards = []
+        for file in files:
+            limit = MAX_STREAM_RANGES if is_compressed(file.path) else None
+            parts = split_bytes(self.estimated_bytes(file), range_bytes, limit)
+            for start, end in parts:
+                part_id = file.id if len(parts) == 1 else f"{file.id}@{start}-{'' if end is None else end}"
+                shards.append(JsonlShard(part_id, file, fields, start, end))
+        return shards
+
+    def is_empty(self, file: DataFile) -> bool:
+        """Zero bytes, or a small file without a record (a compressed empty file still has a header of
+        ~10-20 bytes; blank lines are not records)."""
+        if file.size == 0:
+            return True
+        if file.size > _SMALL_FILE:
+            return False
+        shard = JsonlShard(file.id, file, Fields())
+        try:
+            return next(iter(shard.read()), None) is None
+        except (OSError, ValueError, LineTooLong):
+            return False  # corrupt: reading the shard reports it, as for any other file
+
+
+JSONL = register(JsonlFormat())

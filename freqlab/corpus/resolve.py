@@ -14,7 +14,8 @@
 6. Anything else: an unknown preset (FreqlabError listing the presets).
 
 ``text_field`` / ``source_field`` override the mapping (default: text ``text``, no source label);
-``source_field=""`` turns a preset's source label off.
+``source_field=""`` turns a preset's source label off. ``format`` (a name from
+:mod:`freqlab.corpus.registry`) reads every local file with that format instead of guessing from its name.
 """
 
 from __future__ import annotations
@@ -26,8 +27,9 @@ from freqlab.corpus.base import Corpus
 from freqlab.corpus.builtin import builtin_corpus
 from freqlab.corpus.fields import Fields
 from freqlab.corpus.hub import PACKAGED_BUILDERS, streamed_corpus
-from freqlab.corpus.local import file_format, local_corpus
+from freqlab.corpus.local import local_corpus
 from freqlab.corpus.presets import PRESETS, get_preset
+from freqlab.corpus.registry import format_of
 from freqlab.errors import FreqlabError
 
 
@@ -47,7 +49,7 @@ def _looks_local(dataset: str) -> bool:
         os.path.exists(os.path.expanduser(dataset))
         or glob.has_magic(dataset)
         or dataset.startswith((".", "/", "~", os.sep))
-        or file_format(dataset) is not None
+        or format_of(dataset) is not None
         or dataset.lower().endswith((".gz", ".zst"))
     )
 
@@ -60,6 +62,7 @@ def open_corpus(
     split: str = "train",
     text_field: str | None = None,
     source_field: str | None = None,
+    format: str | None = None,
 ) -> Corpus:
     """Open a corpus by preset name, Hub id, ``datasets`` builder, or local files/folders/globs.
 
@@ -83,7 +86,7 @@ def open_corpus(
             if text_field or source_field:
                 raise FreqlabError("text_field/source_field apply to a dataset or data files, not the built-in corpus")
             return builtin_corpus()
-        return local_corpus(specs, fields(), name=" ".join(specs), split=split, config=config)
+        return local_corpus(specs, fields(), name=" ".join(specs), split=split, config=config, format=format)
 
     if dataset in PRESETS:
         preset = PRESETS[dataset]
@@ -91,7 +94,8 @@ def open_corpus(
         info = {"kind": "preset", "preset": preset.name, "hub_id": preset.id}
         if specs is not None:
             return local_corpus(
-                specs, mapping, name=f"{preset.name} (local files)", split=split, config=config, description=info
+                specs, mapping, name=f"{preset.name} (local files)", split=split, config=config, description=info,
+                format=format,
             )
         if preset.id is None:
             raise FreqlabError(
@@ -122,7 +126,7 @@ def open_corpus(
     if _looks_local(dataset):
         if specs is not None:
             raise FreqlabError(f"{dataset}: give local data either as the dataset path or as data_files, not both")
-        return local_corpus([dataset], fields(), name=dataset, split=split, config=config)
+        return local_corpus([dataset], fields(), name=dataset, split=split, config=config, format=format)
 
     if "/" in dataset:
         return streamed_corpus(

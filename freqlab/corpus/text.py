@@ -11,13 +11,17 @@ with U+FFFD replacement characters instead of failing, so the built-in corpus al
 
 from __future__ import annotations
 
+import hashlib
 import io
-import os
 import tokenize
 from collections.abc import Iterator
 from dataclasses import dataclass
+from typing import Any
 
-from freqlab.corpus.base import INVALID_UTF8, UNREADABLE_FILE, Document, Shard
+from freqlab.corpus.base import INVALID_UTF8, MISSING_SOURCE, UNREADABLE_FILE, Document, Shard
+from freqlab.corpus.fields import Fields
+from freqlab.corpus.files import DataFile
+from freqlab.corpus.registry import FileFormat, register
 
 FILES_PER_SHARD = 256
 
@@ -33,19 +37,19 @@ def decode_python_source(data: bytes) -> str:
 
 @dataclass(frozen=True)
 class TextFilesShard(Shard):
-    """A group of files under ``root``, each one document. ``sources[i]`` labels ``files[i]`` (or no labels)."""
+    """A group of files, each one document. ``sources[i]`` labels ``files[i]`` (or no labels)."""
 
     id: str
-    root: str
-    files: tuple[str, ...]  # paths relative to root
+    files: tuple[DataFile, ...]
     sources: tuple[str, ...] | None = None
     decoding: str = "utf-8"  # "utf-8" (strict) or "python" (PEP 263, lenient)
 
     def read(self) -> Iterator[Document]:
-        for i, name in enumerate(self.files):
-            path = os.path.join(self.root, name)
+        for i, file in enumerate(self.files):
+            path = file.path
             source = None if self.sources is None else self.sources[i]
             try:
+                file.check_unchanged()
                 with open(path, "rb") as handle:
                     data = handle.read()
             except OSError:  # one bad file of the group: a bad record, the group goes on
@@ -61,10 +65,19 @@ class TextFilesShard(Shard):
                 continue
             yield Document(text.removeprefix("\ufeff"), source, path)
 
+    def identity(self) -> dict[str, Any]:
+        """A digest of the group's file ids, sizes and modification times."""
+        digest = hashlib.blake2b(digest_size=12)
+        for file in self.files:
+            digest.update(f"{file.id}\0{file.size}\0{file.mtime_ns}\n".encode())
+        return {"files": len(self.files), "stamp": digest.hexdigest()}
+
+    def size(self) -> int | None:
+        return sum(file.size for file in self.files)
+
 
 def group_files(
-    root: str,
-    files: list[str],
+    files: list[DataFile],
     sources: list[str] | None = None,
     decoding: str = "utf-8",
     per_shard: int = FILES_PER_SHARD,
@@ -74,6 +87,26 @@ def group_files(
     for start in range(0, len(files), per_shard):
         chunk = tuple(files[start : start + per_shard])
         labels = None if sources is None else tuple(sources[start : start + per_shard])
-        shard_id = f"{chunk[0]} (+{len(chunk) - 1} files)" if len(chunk) > 1 else chunk[0]
-        shards.append(TextFilesShard(shard_id, root, chunk, labels, decoding))
+        shard_id = f"{chunk[0].id} (+{len(chunk) - 1} files)" if len(chunk) > 1 else chunk[0].id
+        shards.append(TextFilesShard(shard_id, chunk, labels, decoding))
     return shards
+
+
+class TxtFormat(FileFormat):
+    name = "txt"
+    suffixes = (".txt",)
+    description = ".txt (one document per file)"
+
+    def records(self, file: DataFile) -> int | None:
+        return 1
+
+    def is_empty(self, file: DataFile) -> bool:
+        return file.size == 0
+
+    def shards(self, files: list[DataFile], fields: Fields, range_bytes: int) -> list[TextFilesShard]:
+        # .txt files carry no label; in a labelled corpus they count under the "(none)" source.
+        labels = None if fields.source is None else [MISSING_SOURCE] * len(files)
+        return group_files(files, labels)
+
+
+TXT = register(TxtFormat())

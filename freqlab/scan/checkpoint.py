@@ -1,16 +1,24 @@
-"""Per-shard checkpoints that make a scan resumable.
+"""Per-shard checkpoints that make a scan resumable, and never make it wrong.
 
-``OUT/checkpoints/manifest.json`` records a fingerprint of what is being counted (corpus, shard list,
-tokenizer vocabulary, special tokens, sampling and limits); each finished shard's partial is written to
-``OUT/checkpoints/<safe shard id>.parquet`` atomically (temporary file + ``os.replace``), so an interrupted
-scan leaves only whole checkpoints. Worker count and batch size are not in the fingerprint: they do not
-change the result. Nor is ``on_error``: a checkpoint holding skipped records is simply recounted (and
-raises) when resuming with ``on_error="raise"``. A shard that ended with an ``unreadable-file`` skip is
-finished: its checkpoint holds the documents read before the failure and the skip.
+``OUT/checkpoints/manifest.json`` records the scan's fingerprint (see ``ScanSettings.fingerprint``: corpus and
+shard list, tokenizer vocabulary, special tokens, sampling and limits); each finished shard's partial is written to
+``OUT/checkpoints/<safe shard id>.parquet`` atomically (temporary file + ``os.replace``), so an interrupted scan
+leaves only whole checkpoints. Every checkpoint is self-describing and checked before it is used:
+
+- it carries the fingerprint's hash: a checkpoint of another scan (other tokenizer, corpus, limits...) is never
+  used, even when it sits in the same folder;
+- it carries its shard's identity (the data file's size and modification time): a file changed since is recounted;
+- it carries a checksum of its content and its totals: a damaged or edited checkpoint is recounted, never trusted.
+
+While a scan runs it holds a lock on ``OUT`` (``OUT/.lock``, released by the kernel if the process dies), so a
+second scan writing to the same folder stops at once with one line instead of mixing checkpoints. Worker count
+and batch size are not in the fingerprint: they do not change the result. Nor is ``on_error``: a checkpoint
+holding skipped records is simply recounted (and raises) when resuming with ``on_error="raise"``.
 """
 
 from __future__ import annotations
 
+import errno
 import hashlib
 import json
 import os
@@ -27,8 +35,9 @@ from freqlab.errors import FreqlabError
 from freqlab.scan.counts import DocumentLog, LengthCounts, ShardCount
 
 MANIFEST = "manifest.json"
+LOCK = ".lock"
 FORMAT = "freqlab.scan.checkpoint"
-VERSION = 1
+VERSION = 2
 
 
 def safe_name(shard_id: str) -> str:
@@ -38,24 +47,87 @@ def safe_name(shard_id: str) -> str:
     'data_train_chunk1_example_0.jsonl.zst-38eca308ddb0926f'
     """
     readable = re.sub(r"[^A-Za-z0-9._-]+", "_", shard_id).strip("._")[-80:]
-    digest = hashlib.blake2b(shard_id.encode(), digest_size=8).hexdigest()
+    digest = hashlib.blake2b(shard_id.encode("utf-8", "backslashreplace"), digest_size=8).hexdigest()
     return f"{readable}-{digest}"
 
 
 def write_atomic(path: Path, data: bytes | None = None, writer: Callable[[str], object] | None = None) -> None:
-    """Write ``data`` (or call ``writer(tmp_path)``) to a temporary file beside ``path``, then rename."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+    """Write ``data`` (or call ``writer(tmp_path)``) to a temporary file beside ``path``, then rename.
+
+    Any failure (a full disk, a read-only folder) is one FreqlabError naming ``path``; nothing half-written
+    is left behind.
+    """
+    tmp = None
     try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
         with os.fdopen(fd, "wb") as handle:
             if data is not None:
                 handle.write(data)
         if writer is not None:
             writer(tmp)
         os.replace(tmp, path)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
+    except BaseException as exc:
+        if tmp is not None:
+            Path(tmp).unlink(missing_ok=True)
+        if isinstance(exc, Exception) and not isinstance(exc, FreqlabError):
+            raise FreqlabError(f"{path}: cannot write ({_write_error(exc)})") from exc
         raise
+
+
+def _write_error(exc: Exception) -> str:
+    code = getattr(exc, "errno", None)
+    if code == errno.ENOSPC or "No space left" in str(exc):
+        return "no space left on the device; free some space or choose another --out"
+    if isinstance(exc, OSError) and exc.strerror:
+        return exc.strerror
+    text = str(exc).strip().splitlines()
+    return f"{type(exc).__name__}: {text[0]}" if text else type(exc).__name__
+
+
+def fingerprint_hash(fingerprint: dict) -> str:
+    """A short hash of a fingerprint (canonical JSON)."""
+    text = json.dumps(fingerprint, sort_keys=True, default=str)
+    return hashlib.blake2b(text.encode("utf-8", "backslashreplace"), digest_size=16).hexdigest()
+
+
+class OutputLock:
+    """An exclusive lock on an output folder (``flock`` on ``OUT/.lock``; the kernel drops it when the process
+    ends, however it ends). A second holder gets a one-line FreqlabError at once."""
+
+    def __init__(self, folder: Path) -> None:
+        self.folder = Path(folder)
+        self.handle = None
+
+    def acquire(self) -> None:
+        try:
+            import fcntl
+        except ImportError:  # pragma: no cover - not POSIX: no lock
+            return
+        try:
+            self.folder.mkdir(parents=True, exist_ok=True)
+            handle = open(self.folder / LOCK, "a+")  # noqa: SIM115 - held until release()
+        except OSError as exc:
+            raise FreqlabError(f"{self.folder}: cannot use as output folder ({exc.strerror or exc})") from exc
+        try:
+            fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except OSError:
+            handle.seek(0)
+            owner = handle.read().strip() or "another process"
+            handle.close()
+            raise FreqlabError(
+                f"{self.folder} is in use by another scan ({owner}); wait for it, or choose another --out"
+            ) from None
+        handle.seek(0)
+        handle.truncate()
+        handle.write(f"pid {os.getpid()}\n")
+        handle.flush()
+        self.handle = handle
+
+    def release(self) -> None:
+        if self.handle is not None:
+            self.handle.close()  # closing drops the flock
+            self.handle = None
 
 
 class CheckpointStore:
@@ -64,6 +136,8 @@ class CheckpointStore:
     def __init__(self, directory: str | Path, fingerprint: dict) -> None:
         self.directory = Path(directory)
         self.fingerprint = json.loads(json.dumps(fingerprint, sort_keys=True, default=str))
+        self.hash = fingerprint_hash(self.fingerprint)
+        self.recounted: Counter[str] = Counter()  # checkpoints found but not used, by reason
 
     def path(self, shard_id: str) -> Path:
         """Where the checkpoint of ``shard_id`` lives."""
@@ -72,15 +146,10 @@ class CheckpointStore:
     def start(self, resume: bool) -> None:
         """Check the manifest when resuming (a clear error when settings differ); otherwise start afresh."""
         manifest = self.directory / MANIFEST
-        if resume and manifest.is_file():
-            try:
-                previous = json.loads(manifest.read_text())
-            except ValueError:
-                raise FreqlabError(f"{manifest}: not a readable checkpoint manifest; rescan without --resume") from None
+        if resume and manifest.exists():
+            previous = self._read_manifest(manifest)
             differences = [
-                key
-                for key in sorted({*previous, *self.fingerprint})
-                if previous.get(key) != self.fingerprint.get(key)
+                key for key in sorted({*previous, *self.fingerprint}) if previous.get(key) != self.fingerprint.get(key)
             ]
             if differences:
                 detail = "; ".join(
@@ -96,29 +165,77 @@ class CheckpointStore:
         if self.directory.is_dir():  # a fresh scan: old checkpoints must not leak into it
             for old in self.directory.glob("*.parquet"):
                 old.unlink()
-        write_atomic(manifest, json.dumps(self.fingerprint, indent=1, sort_keys=True).encode())
+        write_atomic(manifest, json.dumps({"fingerprint": self.fingerprint, "hash": self.hash}, indent=1,
+                                          sort_keys=True).encode())
 
-    def save(self, part: ShardCount) -> None:
-        """Checkpoint a finished shard's partial (atomically)."""
+    def _read_manifest(self, manifest: Path) -> dict:
+        try:
+            data = json.loads(manifest.read_bytes())
+            fingerprint = data["fingerprint"]
+            if not isinstance(fingerprint, dict) or data.get("hash") != fingerprint_hash(fingerprint):
+                raise ValueError("hash mismatch")
+            return fingerprint
+        except (OSError, ValueError, KeyError, TypeError) as exc:
+            raise FreqlabError(
+                f"{manifest}: not a readable checkpoint manifest ({type(exc).__name__}); "
+                "rescan without --resume (or delete the folder)"
+            ) from None
+
+    def save(self, part: ShardCount, identity: dict) -> None:
+        """Checkpoint a finished shard's partial (atomically), with its shard's identity and a checksum."""
         frame, header = _to_frame(part)
+        header.update(fingerprint=self.hash, identity=identity)
+        header["checksum"] = _checksum(frame, header)
         write_atomic(
             self.path(part.shard_id),
             writer=lambda tmp: frame.write_parquet(tmp, metadata={"freqlab": json.dumps(header)}),
         )
 
-    def load(self, shard_id: str) -> ShardCount | None:
-        """The checkpointed partial of a shard, or None when there is none (or it is unreadable)."""
+    def load(self, shard_id: str, identity: dict) -> ShardCount | None:
+        """The checkpointed partial of a shard, or None when there is none or it cannot be trusted (then
+        :attr:`recounted` says why)."""
         path = self.path(shard_id)
-        if not path.is_file():
+        if not path.exists():
             return None
         try:
             header = json.loads(pl.read_parquet_metadata(path)["freqlab"])
             frame = pl.read_parquet(path)
-        except Exception:  # a damaged checkpoint is recounted, never trusted
-            return None
-        if header.get("format") != FORMAT or header.get("shard_id") != shard_id:
-            return None
-        return _from_frame(frame, header)
+            reason = _distrust(frame, header, shard_id, self.hash, identity)
+            part = None if reason else _from_frame(frame, header)
+        except Exception:  # unreadable, a header that is no JSON object, bad columns...: recounted, never trusted
+            reason, part = "damaged", None
+        if reason:
+            self.recounted[reason] += 1
+        return part
+
+
+def _distrust(frame: pl.DataFrame, header, shard_id: str, fingerprint: str, identity: dict) -> str | None:
+    """Why a checkpoint must not be used, or None."""
+    if not isinstance(header, dict) or header.get("format") != FORMAT or header.get("version") != VERSION:
+        return "from another freqlab version"
+    if header.get("shard_id") != shard_id:
+        return "damaged"
+    if header.get("fingerprint") != fingerprint:
+        return "made by another scan"
+    if header.get("identity") != json.loads(json.dumps(identity)):
+        return "its data file changed"
+    if header.get("checksum") != _checksum(frame, {k: v for k, v in header.items() if k != "checksum"}):
+        return "damaged or edited"
+    return None
+
+
+def _checksum(frame: pl.DataFrame, header: dict) -> str:
+    """blake2b of the header (canonical JSON) and every column's values."""
+    digest = hashlib.blake2b(json.dumps(header, sort_keys=True).encode(), digest_size=16)
+    for name in frame.columns:
+        column = frame[name]
+        digest.update(name.encode())
+        if column.dtype == pl.Utf8:
+            values = ("\1" if value is None else value for value in column.to_list())  # \1: no label
+            digest.update("\0".join(values).encode("utf-8", "surrogatepass"))
+        else:
+            digest.update(column.to_numpy().astype(np.int64).tobytes())
+    return digest.hexdigest()
 
 
 def _short(value) -> str:
@@ -137,6 +254,8 @@ def _to_frame(part: ShardCount) -> tuple[pl.DataFrame, dict]:
         "sampled_out": part.sampled_out,
         "blank_lines": part.blank_lines,
         "complete": part.complete,
+        "documents_read": part.documents_read,
+        "tokens": part.tokens,
     }
     if part.log is not None:
         codes, sources, positions = part.log.arrays()
@@ -151,7 +270,7 @@ def _to_frame(part: ShardCount) -> tuple[pl.DataFrame, dict]:
         )
         return frame, header
     sources, lengths, counts = [], [], []
-    for label in {*part.lengths, *part.empty}:
+    for label in sorted({*part.lengths, *part.empty}, key=lambda s: (s is None, s or "")):
         values, numbers = part.lengths[label].to_arrays() if label in part.lengths else (np.zeros(0, np.int64),) * 2
         if part.empty.get(label):
             values = np.concatenate([[0], values]).astype(np.int64)
@@ -170,9 +289,10 @@ def _to_frame(part: ShardCount) -> tuple[pl.DataFrame, dict]:
 
 
 def _from_frame(frame: pl.DataFrame, header: dict) -> ShardCount:
+    """The partial of a checkpoint; ValueError when its content contradicts its header."""
     part = ShardCount(
         shard_id=header["shard_id"],
-        skipped=Counter(header.get("skipped", {})),
+        skipped=Counter({str(k): int(v) for k, v in header.get("skipped", {}).items()}),
         sampled_out=int(header.get("sampled_out", 0)),
         blank_lines=int(header.get("blank_lines", 0)),
         complete=bool(header.get("complete", True)),
@@ -184,14 +304,21 @@ def _from_frame(frame: pl.DataFrame, header: dict) -> ShardCount:
         sources = np.array([index[name] for name in names], np.int32)
         codes = frame["code"].to_numpy().astype(np.int64)
         positions = frame["position"].to_numpy().astype(np.int64)
+        reasons = [str(r) for r in header.get("reasons", [])]
+        if codes.size and (int(codes.min()) < -len(reasons) or np.any(np.diff(positions) <= 0)):
+            raise ValueError("bad log")
         part.skipped = Counter()  # recounted from the log, with everything else
-        part.add_log(DocumentLog([codes], [sources], [positions], labels, list(header.get("reasons", []))))
-        return part
-    for (label,), rows in frame.group_by(["source"], maintain_order=True):
-        lengths = rows["length"].to_numpy().astype(np.int64)
-        counts = rows["count"].to_numpy().astype(np.int64)
-        if np.any(lengths == 0):
-            part.empty[label] += int(counts[lengths == 0].sum())
-        if np.any(lengths > 0):
-            part.lengths.setdefault(label, LengthCounts()).add_counts(lengths[lengths > 0], counts[lengths > 0])
+        part.add_log(DocumentLog([codes], [sources], [positions], labels, reasons))
+    else:
+        for (label,), rows in frame.group_by(["source"], maintain_order=True):
+            lengths = rows["length"].to_numpy().astype(np.int64)
+            counts = rows["count"].to_numpy().astype(np.int64)
+            if (lengths.size and int(lengths.min()) < 0) or (counts.size and int(counts.min()) <= 0):
+                raise ValueError("negative length or non-positive count")
+            if np.any(lengths == 0):
+                part.empty[label] += int(counts[lengths == 0].sum())
+            if np.any(lengths > 0):
+                part.lengths.setdefault(label, LengthCounts()).add_counts(lengths[lengths > 0], counts[lengths > 0])
+    if (part.documents_read, part.tokens) != (header.get("documents_read"), header.get("tokens")):
+        raise ValueError("totals do not match the content")
     return part

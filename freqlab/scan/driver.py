@@ -1,4 +1,4 @@
-"""The scan driver: open a corpus and a tokenizer, run the shards on an engine, merge, checkpoint, summarise.
+"""The scan driver: open the corpus and the tokenizer, run the shards on an engine, merge, checkpoint, summarise.
 
 Example (built-in corpus, default tokenizer; a second or so)::
 
@@ -10,8 +10,6 @@ Example (built-in corpus, default tokenizer; a second or so)::
 
 from __future__ import annotations
 
-import hashlib
-import json
 import os
 import time
 from collections.abc import Iterator, Sequence
@@ -19,32 +17,28 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from freqlab.corpus.base import UNREADABLE_FILE
+from freqlab.corpus.base import TEXT
 from freqlab.errors import FreqlabError
-from freqlab.frequency.regimes import REGIMES
 from freqlab.frequency.stats import DEFAULT_TAU
 from freqlab.histogram import LengthHistogram
-from freqlab.scan.checkpoint import CheckpointStore, write_atomic
-from freqlab.scan.counts import ShardCount, truncate
-from freqlab.scan.engines import (
-    ENGINES,
-    Task,
-    check_ray_address,
-    default_workers,
-    import_ray,
-    prestart,
-    run_in_process,
-    run_local,
-    run_ray,
-)
+from freqlab.scan.engines import Task, default_workers, make_engine
+from freqlab.scan.engines.local import prestart
+from freqlab.scan.ledger import Ledger
+from freqlab.scan.output import ScanOutput
 from freqlab.scan.progress import ProgressBar
-from freqlab.scan.summary import DEFAULT_L, DEFAULT_REGIMES, format_report, summarize_windows
-from freqlab.scan.work import DEFAULT_BATCH_SIZE, ON_ERROR, ShardOptions
+from freqlab.scan.settings import (
+    DEFAULT_BATCH_SIZE,
+    DEFAULT_L,
+    DEFAULT_REGIMES,
+    ReportOptions,
+    RunOptions,
+    ScanSettings,
+)
+from freqlab.scan.summary import RunRecord, format_report, scan_summary
+from freqlab.scan.work import CountJob, ShardOptions
 
 if TYPE_CHECKING:
     from freqlab.tokenize import TokenCounter
-
-DEFAULT_OUT = "freqlab-out"
 
 
 @dataclass
@@ -61,78 +55,6 @@ class ScanResult:
         return format_report(self.summary)
 
 
-class Ledger:
-    """Merges partials; with limits, commits shards strictly in corpus order and cuts the last one exactly.
-
-    Results arrive in any order; a shard is committed once every shard before it is, so ``max_docs`` and
-    ``max_tokens`` mean "the first N documents / tokens in shard order", whatever the worker count.
-    """
-
-    def __init__(self, max_docs: int | None, max_tokens: int | None) -> None:
-        self.limited = max_docs is not None or max_tokens is not None
-        self.docs_left, self.tokens_left = max_docs, max_tokens
-        self.total = ShardCount(shard_id="total")
-        self.waiting: dict[int, ShardCount] = {}
-        self.next = 0
-        self.exhausted = False  # a limit was reached
-        self.unreadable: list[str] = []  # ids of shards whose file failed while being read (skipped)
-
-    def add(self, index: int, part: ShardCount) -> None:
-        """Take the partial of shard ``index``; raises the first bad record's error once it is committed."""
-        if not self.limited:
-            self._commit(part)
-            return
-        self.waiting[index] = part
-        while self.next in self.waiting and not self.exhausted:
-            part, self.exhausted = truncate(self.waiting.pop(self.next), self.docs_left, self.tokens_left)
-            self._commit(part)
-            if self.docs_left is not None:
-                self.docs_left -= part.documents_read
-            if self.tokens_left is not None:
-                self.tokens_left -= part.tokens
-            self.next += 1
-        if self.exhausted:
-            self.waiting.clear()
-
-    def _commit(self, part: ShardCount) -> None:
-        if part.error is not None:
-            raise FreqlabError(part.error)
-        if part.skipped.get(UNREADABLE_FILE):
-            self.unreadable.append(part.shard_id)
-        self.total.merge(part)
-
-
-_COUNTERS: dict[tuple, TokenCounter] = {}  # the last few loaded counters, oldest first
-_COUNTERS_KEPT = 4
-
-
-def _load_counter(spec: str | None, add_special_tokens: bool) -> TokenCounter:
-    """load_tokenizer, remembered for repeated scans in one process (notebooks, tests): loading verifies the
-    fast path and costs about a second. A tokenizer file is reloaded when it changes on disk."""
-    from freqlab.tokenize import load_tokenizer
-
-    state = None
-    if isinstance(spec, (str, os.PathLike)) and os.path.isfile(spec):
-        info = os.stat(spec)
-        state = (os.path.abspath(spec), info.st_mtime_ns, info.st_size)
-    key = (spec, bool(add_special_tokens), state)
-    if key not in _COUNTERS:
-        if len(_COUNTERS) >= _COUNTERS_KEPT:
-            _COUNTERS.pop(next(iter(_COUNTERS)))
-        _COUNTERS[key] = load_tokenizer(spec, add_special_tokens=add_special_tokens)
-    return _COUNTERS[key]
-
-
-def _check_positive_int(name: str, value: int | None) -> None:
-    """A FreqlabError unless ``value`` is None or an integer >= 1."""
-    if value is None:
-        return
-    if isinstance(value, bool) or int(value) != value:
-        raise FreqlabError(f"{name} must be an integer, got {value!r}")
-    if value < 1:
-        raise FreqlabError(f"{name} must be at least 1, got {value!r}")
-
-
 def scan(
     dataset: str | Sequence[str] | None = None,
     *,
@@ -142,6 +64,7 @@ def scan(
     split: str = "train",
     text_field: str | None = None,
     source_field: str | None = None,
+    format: str | None = None,
     add_special_tokens: bool = False,
     L: Sequence[int] = DEFAULT_L,
     regimes: Sequence[str] = DEFAULT_REGIMES,
@@ -164,8 +87,9 @@ def scan(
     """Tokenize a corpus and count its document lengths into a :class:`LengthHistogram`, then summarise.
 
     ``dataset`` is None (the built-in corpus), a preset, a hub id or local paths (see
-    :func:`freqlab.corpus.open_corpus`); ``tokenizer`` is None (the default), a built-in name, a
-    ``tokenizer.json``, a ``.tiktoken`` file or a hub id (see :func:`freqlab.tokenize.load_tokenizer`).
+    :func:`freqlab.corpus.open_corpus`; ``format`` forces a registered input format for local files);
+    ``tokenizer`` is None (the default), a built-in name, a ``tokenizer.json``, a ``.tiktoken`` file or a hub
+    id (see :func:`freqlab.tokenize.load_tokenizer`). Tokenized data (no tokenizer needed) is read as is.
 
     Partial scans: ``max_docs``/``max_tokens`` take the first documents in shard order (the document that
     reaches ``max_tokens`` is kept whole); ``sample_rate`` keeps each document with that probability,
@@ -176,244 +100,126 @@ def scan(
     ``workers`` (default: all cores) and ``batch_size`` do not change the result. ``engine="ray"`` runs the
     shards as Ray tasks (``address``: an existing cluster; a ``host:port`` is probed first, failing in ~3 s).
     With ``out``, writes ``lengths.parquet``, ``summary.json`` and per-shard checkpoints (``resume`` skips
-    shards already done). ``progress``: a progress bar on stderr (None: when stderr is a terminal).
+    shards already done, after checking each checkpoint). ``progress``: a progress bar on stderr (None: when
+    stderr is a terminal).
+
+    The arguments are gathered into :class:`~freqlab.scan.settings.ScanSettings` (what defines the result),
+    :class:`~freqlab.scan.settings.RunOptions` and :class:`~freqlab.scan.settings.ReportOptions`, each
+    validated in full before anything is read; :func:`run_scan` takes those three directly.
     """
-    start = time.monotonic()
-    _check_positive_int("workers", workers)
-    _check_positive_int("batch_size", batch_size)
-    _check_positive_int("max_docs", max_docs)
-    _check_positive_int("max_tokens", max_tokens)
-    _check_positive_int("tokens", tokens)
-    _check_positive_int("corpus_tokens", corpus_tokens)
-    if sample_rate is not None and not 0.0 < float(sample_rate) <= 1.0:
-        raise FreqlabError(f"sample_rate must be in (0, 1], got {sample_rate!r}")
-    if on_error not in ON_ERROR:
-        raise FreqlabError(f"on_error must be one of {', '.join(ON_ERROR)}, got {on_error!r}")
-    if engine not in ENGINES:
-        raise FreqlabError(f"engine must be one of {', '.join(ENGINES)}, got {engine!r}")
-    unknown = [r for r in regimes if r not in REGIMES]
-    if unknown:
-        raise FreqlabError(f"unknown regime {unknown[0]!r}; choose from {', '.join(REGIMES)}")
-    if resume and out is None:
-        raise FreqlabError("resume needs an output folder (out) holding the checkpoints")
-    if address and engine != "ray":
-        raise FreqlabError("address is for the Ray engine: add engine='ray' (--engine ray)")
-    if engine == "ray":
-        import_ray()  # fail before reading anything when Ray is missing
-        check_ray_address(address)  # ... or its cluster is not there
-
-    from freqlab.corpus import open_corpus
-
-    requested_workers = workers or default_workers()
-    starting = prestart() if engine == "local" and requested_workers > 1 else None
-    corpus = open_corpus(
-        dataset, data_files=data_files, config=config, split=split, text_field=text_field, source_field=source_field
+    settings = ScanSettings(
+        dataset=dataset, data_files=data_files, config=config, split=split, text_field=text_field,
+        source_field=source_field, format=format, tokenizer=tokenizer, add_special_tokens=add_special_tokens,
+        sample_rate=sample_rate, seed=seed, max_docs=max_docs, max_tokens=max_tokens, on_error=on_error,
     )
-    counter = _load_counter(tokenizer, add_special_tokens)
+    run = RunOptions(engine=engine, workers=workers, address=address, batch_size=batch_size, out=out,
+                     resume=resume, progress=progress)
+    report = ReportOptions(L=L, regimes=regimes, tokens=tokens, corpus_tokens=corpus_tokens, tau=tau)
+    return run_scan(settings, run, report)
+
+
+def run_scan(settings: ScanSettings, run: RunOptions | None = None, report: ReportOptions | None = None) -> ScanResult:
+    """Run a scan described by its three values (see :func:`scan`; None: the defaults)."""
+    start = time.monotonic()
+    run = run if run is not None else RunOptions()
+    report = report if report is not None else ReportOptions()
+    if run.engine == "ray":
+        from freqlab.scan.engines.ray import RayEngine
+
+        RayEngine.check(run.address)  # before reading anything: Ray installed, its cluster there
+    starting = prestart() if run.engine == "local" and (run.workers or default_workers()) > 1 else None
+    corpus = settings.open_corpus()
+    counter = load_counter(settings.tokenizer, settings.add_special_tokens) if corpus.kind == TEXT else None
     shards = list(corpus.shards)
     ids = [shard.id for shard in shards]
     if len(set(ids)) != len(ids):
         raise FreqlabError(f"corpus {corpus.name!r} has duplicate shard ids; cannot checkpoint it")
-    sample = None if sample_rate is None or float(sample_rate) >= 1.0 else float(sample_rate)
-    ledger = Ledger(max_docs, max_tokens)
+    ledger = Ledger(settings.max_docs, settings.max_tokens)
     options = ShardOptions(
-        batch_size=int(batch_size),
-        on_error=on_error,
-        sample_rate=sample,
-        seed=int(seed),
+        batch_size=run.batch_size,
+        on_error=settings.on_error,
+        sample_rate=settings.sample_rate,
+        seed=settings.seed,
         by_source=corpus.has_sources,
         keep_log=ledger.limited,  # the ledger cuts logged partials exactly at the limit
     )
-    fingerprint = {
-        "corpus": corpus.name,
-        "corpus_description": corpus.description,
-        "shards": {"count": len(ids), "ids_hash": hashlib.blake2b("\n".join(ids).encode(), digest_size=16).hexdigest()},
-        "tokenizer": counter.name,
-        "tokenizer_vocab_hash": counter.vocab_hash,
-        "special_tokens_counted": bool(counter.add_special_tokens),
-        "sample_rate": sample,
-        "seed": int(seed) if sample is not None else None,
-        "max_docs": max_docs,
-        "max_tokens": max_tokens,
-    }
-    out_dir = Path(out) if out is not None else None
-    store = CheckpointStore(out_dir / "checkpoints", fingerprint) if out_dir is not None else None
-    if store is not None:
-        store.start(resume)
 
-    done: set[int] = set()
-    if resume and store is not None:
-        for index, shard in enumerate(shards):
-            part = store.load(shard.id)
-            if part is None or (ledger.limited and part.log is None) or (on_error == "raise" and part.skipped):
-                continue
-            done.add(index)
-            ledger.add(index, part)
+    with ScanOutput(run.out, settings.fingerprint(corpus, counter), run.resume) as output:
+        done = output.resume_into(shards, ledger, settings.on_error)
+        bar = ProgressBar(_expected_documents(corpus.total_documents, settings), enabled=run.progress)
+        bar.documents, bar.tokens = ledger.total.documents_read, ledger.total.tokens  # resumed shards
+        bar.base_documents, bar.base_tokens = bar.documents, bar.tokens
 
-    expected = corpus.total_documents
-    if expected is not None:
-        expected = round(expected * (sample or 1.0))
-        if max_docs is not None:
-            expected = min(expected, max_docs)
-    bar = ProgressBar(expected, enabled=progress)
-    bar.documents, bar.tokens = ledger.total.documents_read, ledger.total.tokens  # resumed shards
-    bar.base_documents, bar.base_tokens = bar.documents, bar.tokens
+        def tasks() -> Iterator[Task]:
+            for index, shard in enumerate(shards):
+                if ledger.exhausted:
+                    return
+                if index not in done:
+                    yield Task(index, shard, options.capped(ledger.docs_left, ledger.tokens_left))
 
-    def tasks() -> Iterator[Task]:
-        for index, shard in enumerate(shards):
-            if ledger.exhausted:
-                return
-            if index not in done:
-                yield Task(index, shard, options.capped(ledger.docs_left, ledger.tokens_left))
+        engine = make_engine(run.engine, run.workers, len(shards) - len(done), run.address)
+        if starting is not None:
+            starting.join()  # before the pool starts (both touch the __main__ module)
+        record = RunRecord(resumed_shards=len(done), shards=len(shards))
+        runner = engine.run(tasks(), CountJob(counter), bar)
+        try:
+            for index, part in runner:
+                record.add(part)
+                if part.error is None:
+                    output.save(part, shards[index])
+                ledger.add(index, part)
+                if ledger.exhausted:
+                    break
+            bar.documents, bar.tokens = ledger.total.documents_read, ledger.total.tokens  # drop speculative work
+        finally:
+            runner.close()
+            bar.close()
+        record.wall = time.monotonic() - start
+        record.recounted = dict(output.recounted)
 
-    pending = len(shards) - len(done)
-    n_workers = min(int(requested_workers), max(pending, 1))
-    if engine == "ray":
-        runner = run_ray(tasks(), counter, requested_workers, address, bar)
-    elif n_workers <= 1:
-        runner = run_in_process(tasks(), counter, bar)
-    else:
-        runner = run_local(tasks(), counter, n_workers, bar)
-    if starting is not None:
-        starting.join()  # before the pool starts (both touch the __main__ module)
-
-    tokenized_now = documents_now = shards_run = 0  # the work done by this run (not resumed), for the throughput
-    try:
-        for index, part in runner:
-            shards_run += 1
-            tokenized_now += part.tokens
-            documents_now += part.documents_read
-            if store is not None and part.error is None:
-                store.save(part)
-            ledger.add(index, part)
-            if ledger.exhausted:
-                break
-        bar.documents, bar.tokens = ledger.total.documents_read, ledger.total.tokens  # drop speculative work
-    finally:
-        runner.close()
-        bar.close()
-
-    wall = time.monotonic() - start
-    total = ledger.total
-    histogram = total.to_histogram(
-        by_source=corpus.has_sources,
-        corpus=corpus.name,
-        tokenizer=counter.name,
-        meta={
-            "tokenizer_vocab_hash": counter.vocab_hash,
-            "tokenizer_backend": counter.backend,
-            "special_tokens_counted": bool(counter.add_special_tokens),
-            "sample_rate": sample,
-            "seed": int(seed),
-            "max_docs": max_docs,
-            "max_tokens": max_tokens,
-        },
-    )
-    summary = _summary(
-        corpus, counter, histogram, total, ledger, options,
-        L=L, regimes=regimes, tokens=tokens, corpus_tokens=corpus_tokens, tau=tau,
-        max_docs=max_docs, max_tokens=max_tokens, engine=engine,
-        workers=n_workers if engine == "local" else requested_workers,
-        wall=wall, tokenized_now=tokenized_now, documents_now=documents_now, resumed_shards=len(done),
-        shards_run=shards_run, shards=len(shards),
-    )
-    if out_dir is not None:
-        out_dir.mkdir(parents=True, exist_ok=True)
-        lengths_path, summary_path = out_dir / "lengths.parquet", out_dir / "summary.json"
-        summary["outputs"] = {"lengths": str(lengths_path), "summary": str(summary_path)}
-        write_atomic(lengths_path, writer=histogram.to_parquet)
-        write_atomic(summary_path, (json.dumps(summary, indent=2) + "\n").encode())
-    return ScanResult(histogram, summary, out_dir)
+        histogram = ledger.total.to_histogram(
+            by_source=corpus.has_sources,
+            corpus=corpus.name,
+            tokenizer=counter.name if counter is not None else "",
+            meta={
+                "tokenizer_vocab_hash": counter.vocab_hash if counter is not None else None,
+                "tokenizer_backend": counter.backend if counter is not None else None,
+                "special_tokens_counted": bool(counter.add_special_tokens) if counter is not None else None,
+                "sample_rate": settings.sample_rate,
+                "seed": settings.seed,
+                "max_docs": settings.max_docs,
+                "max_tokens": settings.max_tokens,
+            },
+        )
+        summary = scan_summary(settings, report, corpus, counter, engine, histogram, ledger, options, record)
+        output.write(histogram, summary)
+    return ScanResult(histogram, summary, run.out)
 
 
-PREFIX_NOTE = (
-    "max_docs/max_tokens keep the first documents in shard order: a prefix, not a random sample, so the "
-    "lengths and the corpus-size estimate may be biased (sample_rate gives an unbiased sample)"
-)
+def _expected_documents(total: int | None, settings: ScanSettings) -> int | None:
+    """Documents the scan will read, when the corpus says how many it holds (for the progress bar)."""
+    if total is None:
+        return None
+    expected = round(total * (settings.sample_rate or 1.0))
+    return min(expected, settings.max_docs) if settings.max_docs is not None else expected
 
 
-def estimate_corpus_tokens(tokens: int, documents: int, read: int) -> int:
-    """``tokens * documents / read`` rounded to the nearest integer (halves up), in exact integer arithmetic.
-
-    >>> estimate_corpus_tokens(82031920993190389, 910925047, 861425549)  # float division: ...184, off by 6
-    86745664292135178
-    """
-    return (2 * tokens * documents + read) // (2 * read)
+_COUNTERS: dict[tuple, TokenCounter] = {}  # the last few loaded counters, oldest first
+_COUNTERS_KEPT = 4
 
 
-def _summary(corpus, counter, histogram: LengthHistogram, total: ShardCount, ledger: Ledger, options: ShardOptions,
-             *, L, regimes, tokens, corpus_tokens, tau, max_docs, max_tokens, engine, workers, wall, tokenized_now,
-             documents_now, resumed_shards, shards_run, shards) -> dict:
-    read = histogram.documents_read
-    tokenized, empty, skipped = histogram.documents, histogram.empty_documents, dict(histogram.skipped)
-    assert read == tokenized + empty + sum(skipped.values()), "every document read must be accounted for"
-    seen = read + total.sampled_out
-    from_checkpoints = resumed_shards > 0 and shards_run == 0
-    reasons = []
-    if options.sample_rate is not None:
-        reasons.append(f"sampled at rate {options.sample_rate} (seed {options.seed})")
-    if ledger.exhausted:
-        limits = [f"max_docs={max_docs}" if max_docs else "", f"max_tokens={max_tokens}" if max_tokens else ""]
-        reasons.append("stopped at " + " / ".join(x for x in limits if x))
-    partial = "; ".join(reasons)
-    # a partial scan's estimate of the full corpus: tokens per document read, times the corpus's documents,
-    # in exact integer arithmetic (Python ints: no float rounding at 10^12 tokens), rounded to nearest
-    estimate = None
-    if partial and read:
-        documents = corpus.total_documents if ledger.exhausted else seen
-        if documents:
-            estimate = estimate_corpus_tokens(int(histogram.tokens), int(documents), int(read))
-    windows = summarize_windows(
-        histogram, L, regimes, tokens=tokens, corpus_tokens=corpus_tokens, estimated_corpus_tokens=estimate,
-        tau=tau, partial=bool(partial), seed=options.seed,
-    )
-    if ledger.exhausted:
-        windows["budget"]["note"] = PREFIX_NOTE
-    lengths = histogram.summary()
-    summary = {
-        "corpus": {
-            "name": corpus.name,
-            "description": corpus.description,
-            "shards": shards,
-            "total_documents": corpus.total_documents,
-            "has_sources": corpus.has_sources,
-        },
-        "tokenizer": {
-            "name": counter.name,
-            "vocab_hash": counter.vocab_hash,
-            "vocab_size": counter.vocab_size,
-            "backend": counter.backend,
-            "special_tokens_counted": bool(counter.add_special_tokens),
-        },
-        "documents": {
-            "read": read,
-            "tokenized": tokenized,
-            "empty": empty,
-            "skipped": skipped,
-            "sampled_out": total.sampled_out,
-            "blank_lines": total.blank_lines,
-            "unreadable_files": sorted(ledger.unreadable),
-        },
-        "tokens": histogram.tokens,
-        "lengths": {k: lengths[k] for k in ("mean", "median", "percentiles", "min", "max", "distinct_lengths")},
-        "scan": {
-            "engine": engine,
-            "workers": workers,
-            "batch_size": options.batch_size,
-            "on_error": options.on_error,
-            "partial": partial,
-            "resumed_shards": resumed_shards,
-            "wall_seconds": wall,
-            "tokens_tokenized_this_run": tokenized_now,
-            # None: nothing was read by this run (every shard came from a checkpoint), no speed to report
-            "documents_per_second": None if from_checkpoints else documents_now / wall if wall > 0 else 0.0,
-            "tokens_per_second": None if from_checkpoints else tokenized_now / wall if wall > 0 else 0.0,
-        },
-    }
-    if histogram.sources:
-        summary["sources"] = {
-            name: {"documents": h.documents, "empty": h.empty_documents, "tokens": h.tokens}
-            for name, h in histogram.sources.items()
-        }
-    summary.update(windows)
-    return summary
+def load_counter(spec: str | None, add_special_tokens: bool) -> TokenCounter:
+    """load_tokenizer, remembered for repeated scans in one process (notebooks, tests): loading verifies the
+    fast path and costs about a second. A tokenizer file is reloaded when it changes on disk."""
+    from freqlab.tokenize import load_tokenizer
+
+    state = None
+    if isinstance(spec, (str, os.PathLike)) and os.path.isfile(spec):
+        info = os.stat(spec)
+        state = (os.path.abspath(spec), info.st_mtime_ns, info.st_size)
+    key = (spec, bool(add_special_tokens), state)
+    if key not in _COUNTERS:
+        if len(_COUNTERS) >= _COUNTERS_KEPT:
+            _COUNTERS.pop(next(iter(_COUNTERS)))
+        _COUNTERS[key] = load_tokenizer(spec, add_special_tokens=add_special_tokens)
+    return _COUNTERS[key]

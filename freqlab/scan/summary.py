@@ -16,14 +16,18 @@ scan's length distribution to a full corpus, which the summary flags.
 from __future__ import annotations
 
 from collections.abc import Sequence
+from dataclasses import dataclass, field
 
 from freqlab.frequency.regimes import check_window
 from freqlab.frequency.stats import DEFAULT_TAU
 from freqlab.frequency.summary import describe, human_count, regime_summaries
 from freqlab.histogram import LengthHistogram
+from freqlab.scan.settings import DEFAULT_L, DEFAULT_REGIMES
 
-DEFAULT_L: tuple[int, ...] = (2048,)
-DEFAULT_REGIMES: tuple[str, ...] = ("natural", "concat", "uniform")
+PREFIX_NOTE = (
+    "max_docs/max_tokens keep the first documents in shard order: a prefix, not a random sample, so the "
+    "lengths and the corpus-size estimate may be biased (sample_rate gives an unbiased sample)"
+)
 
 
 def summarize_windows(
@@ -96,16 +100,20 @@ def format_report(summary: dict) -> str:
     """The terminal report of a scan summary (see :func:`freqlab.scan.scan`)."""
     lines = []
     corpus, tok, docs = summary["corpus"], summary["tokenizer"], summary["documents"]
-    special = "special tokens counted" if tok["special_tokens_counted"] else "no special tokens"
     lines.append(f"corpus     {corpus['name']}")
     description = corpus.get("description") or {}
     if "files" in description:  # local data: say what was passed over, so no file goes missing silently
         files = description["files"]
-        lines.append(
-            f"files      {files:,} file{'s' if files != 1 else ''} ({description.get('empty_files', 0):,} empty, "
-            f"{description.get('ignored_files', 0):,} ignored)"
-        )
-    lines.append(f"tokenizer  {tok['name']} ({tok['backend']}, vocab {tok['vocab_size']:,}, {special})")
+        passed = [f"{description.get('empty_files', 0):,} empty", f"{description.get('ignored_files', 0):,} ignored"]
+        for key, what in (("duplicate_files", "duplicate"), ("not_regular_files", "not regular")):
+            if description.get(key):
+                passed.append(f"{description[key]:,} {what}")
+        lines.append(f"files      {files:,} file{'s' if files != 1 else ''} ({', '.join(passed)})")
+    if tok is None:
+        lines.append("tokenizer  none: lengths read from tokenized data")
+    else:
+        special = "special tokens counted" if tok["special_tokens_counted"] else "no special tokens"
+        lines.append(f"tokenizer  {tok['name']} ({tok['backend']}, vocab {tok['vocab_size']:,}, {special})")
     skipped = docs["skipped"]
     reasons = ", ".join(f"{k}: {v:,}" for k, v in sorted(skipped.items()))
     lines.append(
@@ -134,6 +142,14 @@ def format_report(summary: dict) -> str:
     lines.append(f"time       {run['wall_seconds']:.1f} s, {speed} ({workers})")
     if run.get("partial"):
         lines.append(f"partial    {run['partial']}")
+    if run.get("resumed_shards"):
+        recounted = run.get("recounted_checkpoints") or {}
+        detail = "; ".join(f"{n:,} recounted: {why}" for why, n in sorted(recounted.items()))
+        detail = f" ({detail})" if detail else ""
+        lines.append(f"resumed    {run['resumed_shards']:,} shards from checkpoints{detail}")
+    elif run.get("recounted_checkpoints"):
+        detail = "; ".join(f"{n:,} {why}" for why, n in sorted(run["recounted_checkpoints"].items()))
+        lines.append(f"resumed    no checkpoint could be used ({detail})")
     if summary.get("sources"):
         lines.append("")
         width = max(len(name) for name in summary["sources"])
@@ -161,3 +177,113 @@ def format_report(summary: dict) -> str:
         lines.append("")
         lines.append("wrote      " + ", ".join(outputs.values()))
     return "\n".join(lines)
+
+
+def estimate_corpus_tokens(tokens: int, documents: int, read: int) -> int:
+    """``tokens * documents / read`` rounded to the nearest integer (halves up), in exact integer arithmetic.
+
+    >>> estimate_corpus_tokens(82031920993190389, 910925047, 861425549)  # float division: ...184, off by 6
+    86745664292135178
+    """
+    return (2 * tokens * documents + read) // (2 * read)
+
+
+@dataclass
+class RunRecord:
+    """What this run did (as opposed to what resumed checkpoints held): for throughput and the summary."""
+
+    resumed_shards: int = 0
+    shards: int = 0
+    shards_run: int = 0
+    documents_now: int = 0
+    tokens_now: int = 0
+    wall: float = 0.0
+    recounted: dict[str, int] = field(default_factory=dict)
+
+    def add(self, part) -> None:
+        self.shards_run += 1
+        self.tokens_now += part.tokens
+        self.documents_now += part.documents_read
+
+
+def scan_summary(settings, report, corpus, counter, engine, histogram: LengthHistogram, ledger, options,
+                 record: RunRecord) -> dict:
+    """The summary of a scan (``summary.json``): corpus, tokenizer, document accounting, lengths, the run, and
+    per window and regime the mass shares and effective lengths (:func:`summarize_windows`)."""
+    total = ledger.total
+    read = histogram.documents_read
+    tokenized, empty, skipped = histogram.documents, histogram.empty_documents, dict(histogram.skipped)
+    assert read == tokenized + empty + sum(skipped.values()), "every document read must be accounted for"
+    seen = read + total.sampled_out
+    from_checkpoints = record.resumed_shards > 0 and record.shards_run == 0
+    reasons = []
+    if options.sample_rate is not None:
+        reasons.append(f"sampled at rate {options.sample_rate} (seed {options.seed})")
+    if ledger.exhausted:
+        limits = [f"max_docs={settings.max_docs}" if settings.max_docs else "",
+                  f"max_tokens={settings.max_tokens}" if settings.max_tokens else ""]
+        reasons.append("stopped at " + " / ".join(x for x in limits if x))
+    partial = "; ".join(reasons)
+    # a partial scan's estimate of the full corpus: tokens per document read, times the corpus's documents,
+    # in exact integer arithmetic (Python ints: no float rounding at 10^12 tokens), rounded to nearest
+    estimate = None
+    if partial and read:
+        documents = corpus.total_documents if ledger.exhausted else seen
+        if documents:
+            estimate = estimate_corpus_tokens(int(histogram.tokens), int(documents), int(read))
+    windows = summarize_windows(
+        histogram, report.L, report.regimes, tokens=report.tokens, corpus_tokens=report.corpus_tokens,
+        estimated_corpus_tokens=estimate, tau=report.tau, partial=bool(partial), seed=options.seed,
+    )
+    if ledger.exhausted:
+        windows["budget"]["note"] = PREFIX_NOTE
+    lengths = histogram.summary()
+    wall = record.wall
+    summary = {
+        "corpus": {
+            "name": corpus.name,
+            "description": corpus.description,
+            "shards": record.shards,
+            "total_documents": corpus.total_documents,
+            "has_sources": corpus.has_sources,
+        },
+        "tokenizer": None if counter is None else {
+            "name": counter.name,
+            "vocab_hash": counter.vocab_hash,
+            "vocab_size": counter.vocab_size,
+            "backend": counter.backend,
+            "fallback_reason": counter.fallback_reason or None,
+            "special_tokens_counted": bool(counter.add_special_tokens),
+        },
+        "documents": {
+            "read": read,
+            "tokenized": tokenized,
+            "empty": empty,
+            "skipped": skipped,
+            "sampled_out": total.sampled_out,
+            "blank_lines": total.blank_lines,
+            "unreadable_files": sorted(ledger.unreadable),
+        },
+        "tokens": histogram.tokens,
+        "lengths": {k: lengths[k] for k in ("mean", "median", "percentiles", "min", "max", "distinct_lengths")},
+        "scan": {
+            **engine.describe(),
+            "batch_size": options.batch_size,
+            "on_error": options.on_error,
+            "partial": partial,
+            "resumed_shards": record.resumed_shards,
+            "recounted_checkpoints": record.recounted,
+            "wall_seconds": wall,
+            "tokens_tokenized_this_run": record.tokens_now,
+            # None: nothing was read by this run (every shard came from a checkpoint), no speed to report
+            "documents_per_second": None if from_checkpoints else record.documents_now / wall if wall > 0 else 0.0,
+            "tokens_per_second": None if from_checkpoints else record.tokens_now / wall if wall > 0 else 0.0,
+        },
+    }
+    if histogram.sources:
+        summary["sources"] = {
+            name: {"documents": h.documents, "empty": h.empty_documents, "tokens": h.tokens}
+            for name, h in histogram.sources.items()
+        }
+    summary.update(windows)
+    return summary

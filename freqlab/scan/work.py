@@ -1,26 +1,34 @@
-"""The per-shard work of a scan: read a shard's documents, tokenize them in batches, count their lengths.
+"""The per-shard work of a scan: read a shard, count its document lengths exactly.
 
-:func:`count_shard` is the only function any engine runs (in-process, in a process pool, or as a Ray task),
-in the spirit of datatrove's pipeline steps: the engines only decide *where* it runs.
+:class:`CountJob` (that is, :func:`count_shard` with a tokenizer) is the only thing any engine runs
+(in-process, in a process pool, or as a Ray task), in the spirit of datatrove's pipeline steps: the engines
+only decide *where* it runs. A text shard's documents are tokenized in batches; a length shard (tokenized
+data) yields its lengths directly. Either way the outcome of each document becomes a *code* (``> 0``: its
+length in tokens, ``0``: empty, ``-k``: skipped for reason ``k``), and codes go through the same sampling,
+limits and counting.
 """
 
 from __future__ import annotations
 
 import hashlib
-from collections.abc import Callable
+import os
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, replace
 
 import numpy as np
 
-from freqlab.corpus.base import BLANK_LINE, UNREADABLE_FILE, Document, FileShard, UnreadableFile
+from freqlab.corpus.base import BLANK_LINE, TEXT, UNREADABLE_FILE, Document, FileShard, UnreadableFile
 from freqlab.errors import FreqlabError
 from freqlab.scan.counts import DocumentLog, ShardCount, cut_point, limits_reached, logged_tokens
+from freqlab.scan.settings import DEFAULT_BATCH_SIZE, ON_ERROR
 
-ON_ERROR = ("raise", "skip")
-DEFAULT_BATCH_SIZE = 256
 # A batch is also flushed once it holds this many characters, so memory stays bounded by the batch and the
 # single longest document, whatever the corpus size.
 MAX_BATCH_CHARS = 4_000_000
+
+Progress = Callable[[int, int], None]  # (documents, tokens) done since the last call
+
+__all__ = ["DEFAULT_BATCH_SIZE", "ON_ERROR", "CountJob", "Sampler", "ShardOptions", "count_shard"]
 
 
 @dataclass(frozen=True)
@@ -52,27 +60,34 @@ class Sampler:
     BLOCK = 8192
 
     def __init__(self, rate: float, seed: int, shard_id: str) -> None:
-        key = int.from_bytes(hashlib.blake2b(shard_id.encode(), digest_size=8).digest(), "little")
+        digest = hashlib.blake2b(shard_id.encode("utf-8", "backslashreplace"), digest_size=8).digest()
         self.rate = rate
-        self.rng = np.random.Generator(np.random.PCG64([int(seed) & (2**63 - 1), key]))
-        self.draws = np.zeros(0)
+        self.rng = np.random.Generator(np.random.PCG64([int(seed) & (2**63 - 1), int.from_bytes(digest, "little")]))
+        self.draws = np.zeros(0, bool)
         self.offset = 0  # index of draws[0] among documents
 
     def keep(self, index: int) -> bool:
         """Whether document ``index`` is kept (indices must not decrease between calls)."""
         at = index - self.offset
         if at >= self.draws.size:
-            self.offset += self.draws.size
-            self.draws = self.rng.random(self.BLOCK) < self.rate
-            at = index - self.offset
+            return bool(self.keep_range(index, 1)[0])
         return bool(self.draws[at])
+
+    def keep_range(self, start: int, count: int) -> np.ndarray:
+        """Whether each of documents ``start .. start + count - 1`` is kept (``start`` must not decrease)."""
+        end = start + count
+        while self.offset + self.draws.size < end:  # draw on, keeping what `start` still needs
+            keep_from = min(start - self.offset, self.draws.size)
+            self.offset += keep_from
+            self.draws = np.concatenate([self.draws[keep_from:], self.rng.random(self.BLOCK) < self.rate])
+        return self.draws[start - self.offset : end - self.offset]
 
 
 class _Batch:
-    """Documents waiting to be tokenized, in order, with the outcome of those that need no tokenizer."""
+    """Documents waiting to be counted, in order: their codes (1 = a text to tokenize), sources, positions."""
 
     def __init__(self) -> None:
-        self.codes: list[int] = []  # 0 empty, -k skipped (reason k-1), 1 placeholder for a text
+        self.codes: list[int] = []
         self.sources: list[int] = []
         self.positions: list[int] = []
         self.texts: list[str] = []
@@ -82,90 +97,118 @@ class _Batch:
         return len(self.codes)
 
 
-class _Reader:
+class _Tally:
+    """Counts batches of codes into a :class:`ShardCount`, applying this shard's caps exactly."""
+
+    def __init__(self, shard_id: str, options: ShardOptions, on_progress: Progress | None) -> None:
+        self.part = ShardCount(shard_id=shard_id)
+        self.options = options
+        self.log = DocumentLog()
+        # label / reason -> its index in codes and sources; insertion order is index order
+        self.labels: dict = {None: 0}
+        self.reasons: dict[str, int] = {}
+        self.docs_left, self.tokens_left = options.max_docs, options.max_tokens
+        self.on_progress = on_progress
+        self.capped = False
+
+    def label(self, source) -> int:
+        return self.labels.setdefault(source if self.options.by_source else None, len(self.labels))
+
+    def reason(self, reason: str) -> int:
+        """The (negative) code of a skip for ``reason``."""
+        return -(self.reasons.setdefault(reason, len(self.reasons)) + 1)
+
+    def add(self, codes: np.ndarray, sources: np.ndarray, positions: np.ndarray) -> bool:
+        """Count documents in order; True once this shard's cap is reached (the rest are dropped)."""
+        n = cut_point(codes, self.docs_left, self.tokens_left)
+        codes, sources, positions = codes[:n], sources[:n], positions[:n]
+        self.capped = limits_reached(codes, self.docs_left, self.tokens_left)  # a cut (n < size) implies it
+        self.part.add(codes, sources, list(self.labels), list(self.reasons))
+        if self.options.keep_log:
+            self.log.codes.append(codes)
+            self.log.sources.append(sources)
+            self.log.positions.append(positions)
+        tokens = logged_tokens(codes)
+        if self.docs_left is not None:
+            self.docs_left -= n
+        if self.tokens_left is not None:
+            self.tokens_left -= tokens
+        if self.on_progress is not None:
+            self.on_progress(n, tokens)
+        return self.capped
+
+    def finish(self) -> ShardCount:
+        part = self.part
+        part.complete = not self.capped and part.error is None
+        if self.options.keep_log:
+            self.log.labels = list(self.labels)
+            self.log.reasons = list(self.reasons)
+            part.log = self.log
+        return part
+
+
+def _documents(shard) -> Iterator[Document]:
     """A shard's documents, with blank lines marked (files only) and a file that fails while being read turned
-    into one last ``unreadable-file`` record; ``failure`` keeps that error's one-line message."""
+    into one last ``unreadable-file`` record (``where`` is its one-line message)."""
+    try:
+        yield from shard.read(blank_lines=True) if isinstance(shard, FileShard) else shard.read()
+    except UnreadableFile as exc:
+        yield Document(None, None, str(exc), UNREADABLE_FILE)
 
-    def __init__(self, shard) -> None:
-        self.shard = shard
-        self.failure: str | None = None
 
-    def __iter__(self):
-        try:
-            if isinstance(self.shard, FileShard):
-                yield from self.shard.read(blank_lines=True)
-            else:
-                yield from self.shard.read()
-        except UnreadableFile as exc:
-            self.failure = str(exc)
-            yield Document(None, None, exc.path, UNREADABLE_FILE)
+def _check_counts(lengths: np.ndarray, expected: int, what) -> np.ndarray:
+    if lengths.shape != (expected,) or (lengths.size and int(lengths.min()) < 0):
+        raise FreqlabError(f"{what} returned bad counts")
+    return lengths
 
 
 def count_shard(
-    shard,
-    counter,
-    options: ShardOptions = ShardOptions(),
-    on_progress: Callable[[int, int], None] | None = None,
+    shard, counter, options: ShardOptions = ShardOptions(), on_progress: Progress | None = None
 ) -> ShardCount:
     """Count the token lengths of one shard's documents into a :class:`ShardCount`.
 
-    ``shard.read()`` yields documents ``(text, source, where, error)`` (see :mod:`freqlab.corpus`): a bad
-    record (``text is None``) stops the shard with its ``where: error`` message when ``on_error="raise"``
-    (the driver raises it) or is counted in ``skipped[error]`` with ``"skip"``; ``""`` is an empty document.
-    A file that fails while being read (:class:`freqlab.corpus.base.UnreadableFile`) is one such record,
-    ``unreadable-file``, after the documents read from it; the shard then ends (finished, not capped).
-    Blank JSON-lines lines are no documents: they are counted in ``blank_lines``.
-    Texts are tokenized ``batch_size`` at a time with ``counter.count``. ``on_progress(documents, tokens)``
-    is called after each batch.
+    Text shards: ``shard.read()`` yields documents ``(text, source, where, error)`` (see
+    :mod:`freqlab.corpus`): a bad record (``text is None``) stops the shard with its ``where: error`` message
+    when ``on_error="raise"`` (the driver raises it) or is counted in ``skipped[error]`` with ``"skip"``;
+    ``""`` is an empty document. A file that fails while being read
+    (:class:`freqlab.corpus.base.UnreadableFile`) is one such record, ``unreadable-file``, after the documents
+    read from it; the shard then ends (finished, not capped). Blank JSON-lines lines are no documents: they
+    are counted in ``blank_lines``. Texts are tokenized ``batch_size`` at a time with ``counter.count``.
+    Length shards (``counter`` is not used) yield their lengths in batches. ``on_progress(documents,
+    tokens)`` is called after each batch.
     """
     if options.on_error not in ON_ERROR:
         raise FreqlabError(f"on_error must be one of {', '.join(ON_ERROR)}, got {options.on_error!r}")
-    part = ShardCount(shard_id=shard.id)
-    log = DocumentLog()
-    # label / reason -> its index in codes and sources; insertion order is index order, so list(d) is the table
-    label_index: dict = {None: 0}
-    reason_index: dict[str, int] = {}
+    tally = _Tally(shard.id, options, on_progress)
     sampler = None
     if options.sample_rate is not None and options.sample_rate < 1.0:
         sampler = Sampler(options.sample_rate, options.seed, shard.id)
-    docs_left, tokens_left = options.max_docs, options.max_tokens
+    if shard.kind == TEXT:
+        _count_texts(shard, counter, options, tally, sampler)
+    else:
+        _count_lengths(shard, options, tally, sampler)
+    return tally.finish()
+
+
+def _count_texts(shard, counter, options: ShardOptions, tally: _Tally, sampler: Sampler | None) -> None:
+    part = tally.part
     batch = _Batch()
 
     def flush() -> bool:
-        """Count the batch; True when this shard's cap is reached."""
-        nonlocal batch, docs_left, tokens_left
+        nonlocal batch
         if not batch:
             return False
         codes = np.array(batch.codes, np.int64)
         if batch.texts:
-            lengths = np.asarray(counter.count(batch.texts), dtype=np.int64)
-            if lengths.shape != (len(batch.texts),) or (lengths.size and int(lengths.min()) < 0):
-                raise FreqlabError(f"tokenizer {getattr(counter, 'name', counter)!r} returned bad counts")
+            lengths = _check_counts(np.asarray(counter.count(batch.texts), np.int64), len(batch.texts),
+                                    f"tokenizer {getattr(counter, 'name', counter)!r}")
             codes[codes == 1] = lengths  # a text that tokenizes to nothing counts as an empty document
-        sources = np.array(batch.sources, np.int32)
-        positions = np.array(batch.positions, np.int64)
-        n = cut_point(codes, docs_left, tokens_left)
-        codes, sources, positions = codes[:n], sources[:n], positions[:n]
-        capped = limits_reached(codes, docs_left, tokens_left)  # a cut (n < batch size) implies it
-        part.add(codes, sources, list(label_index), list(reason_index))
-        if options.keep_log:
-            log.codes.append(codes)
-            log.sources.append(sources)
-            log.positions.append(positions)
-        tokens = logged_tokens(codes)
-        if docs_left is not None:
-            docs_left -= n
-        if tokens_left is not None:
-            tokens_left -= tokens
-        if on_progress is not None:
-            on_progress(n, tokens)
+        full = tally.add(codes, np.array(batch.sources, np.int32), np.array(batch.positions, np.int64))
         batch = _Batch()
-        return capped
+        return full
 
-    capped = False
-    reader = _Reader(shard)
     index = -1  # of the document in the shard (blank lines are not documents)
-    for doc in reader:
+    for doc in _documents(shard):
         if doc.error == BLANK_LINE:
             part.blank_lines += 1
             continue
@@ -174,15 +217,13 @@ def count_shard(
         if sampler is not None and doc.error != UNREADABLE_FILE and not sampler.keep(index):
             part.sampled_out += 1
             continue
-        source = doc.source if options.by_source else None
         if doc.text is None:
             reason = doc.error or "bad record"
             if options.on_error == "raise":
-                capped = flush()
-                if not capped:  # the bad record lies within this shard's cap
-                    part.error = (reason == UNREADABLE_FILE and reader.failure) or f"{doc.where}: {reason}"
-                break
-            code = -(reason_index.setdefault(reason, len(reason_index)) + 1)
+                if not flush():  # the bad record lies within this shard's cap
+                    part.error = doc.where if reason == UNREADABLE_FILE else f"{doc.where}: {reason}"
+                return
+            code = tally.reason(reason)
         elif doc.text == "":
             code = 0
         else:
@@ -190,20 +231,59 @@ def count_shard(
             batch.texts.append(doc.text)
             batch.chars += len(doc.text)
         batch.codes.append(code)
-        batch.sources.append(label_index.setdefault(source, len(label_index)))
+        batch.sources.append(tally.label(doc.source))
         batch.positions.append(index)
         if (
             len(batch.texts) >= options.batch_size
             or batch.chars >= MAX_BATCH_CHARS
             or len(batch) >= 8 * options.batch_size
         ) and flush():
-            capped = True
-            break
-    else:
-        capped = flush()
-    part.complete = not capped and part.error is None
-    if options.keep_log:
-        log.labels = list(label_index)
-        log.reasons = list(reason_index)
-        part.log = log
-    return part
+            return
+    flush()
+
+
+def _count_lengths(shard, options: ShardOptions, tally: _Tally, sampler: Sampler | None) -> None:
+    part = tally.part
+    index = 0  # of the next document in the shard
+    try:
+        for batch in shard.read_lengths():
+            codes = np.asarray(batch.lengths, np.int64)
+            if codes.ndim != 1 or (codes.size and int(codes.min()) < 0):
+                raise FreqlabError(f"{batch.where}: negative document lengths")
+            positions = np.arange(index, index + codes.size, dtype=np.int64)
+            index += codes.size
+            if sampler is not None:
+                kept = sampler.keep_range(int(positions[0]) if positions.size else index, codes.size)
+                part.sampled_out += int(codes.size - np.count_nonzero(kept))
+                codes, positions = codes[kept], positions[kept]
+            sources = np.full(codes.size, tally.label(batch.source), np.int32)
+            if tally.add(codes, sources, positions):
+                return
+    except UnreadableFile as exc:
+        if options.on_error == "raise":
+            part.error = str(exc)
+            return
+        tally.add(np.array([tally.reason(UNREADABLE_FILE)], np.int64), np.zeros(1, np.int32),
+                  np.array([index], np.int64))
+
+
+class CountJob:
+    """What every worker runs on each shard: :func:`count_shard` with this counter (None for a corpus of
+    tokenized data). Picklable: an engine ships it once per worker and calls :meth:`setup` there first."""
+
+    def __init__(self, counter) -> None:
+        self.counter = counter
+
+    def setup(self) -> None:
+        """Prepare this worker process: one task per core already, so tokenizers use one thread each (no
+        oversubscription; must happen before a tokenizer's thread pool starts)."""
+        single_threaded()
+
+    def __call__(self, shard, options: ShardOptions, on_progress: Progress | None = None) -> ShardCount:
+        return count_shard(shard, self.counter, options, on_progress)
+
+
+def single_threaded() -> None:
+    """Keep tokenizer thread pools (Rayon: Hugging Face ``tokenizers``; fastokens) to one thread."""
+    os.environ.setdefault("RAYON_NUM_THREADS", "1")
+    os.environ.setdefault("FASTOKENS_BPE_THREADS", "1")

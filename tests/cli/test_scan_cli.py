@@ -9,7 +9,7 @@ import time
 import pytest
 from click.testing import CliRunner
 
-import freqlab.scan.engines as engines
+import freqlab.scan.work as work
 from freqlab.cli import main
 from freqlab.histogram import LengthHistogram
 from freqlab.scan import scan
@@ -86,7 +86,7 @@ def test_a_bad_record_is_one_line_with_file_and_line_and_skip_counts_it(tmp_path
 
 
 def test_ctrl_c_keeps_checkpoints_and_hints_at_resume(tmp_path, corpus, monkeypatch):
-    real, calls = engines.count_shard, []
+    real, calls = work.count_shard, []
 
     def interrupted_on_second_shard(shard, *args, **kwargs):
         calls.append(shard.id)
@@ -94,7 +94,7 @@ def test_ctrl_c_keeps_checkpoints_and_hints_at_resume(tmp_path, corpus, monkeypa
             raise KeyboardInterrupt
         return real(shard, *args, **kwargs)
 
-    monkeypatch.setattr(engines, "count_shard", interrupted_on_second_shard)
+    monkeypatch.setattr(work, "count_shard", interrupted_on_second_shard)
     out = tmp_path / "o"
     result = invoke("--dataset", str(corpus), "--out", str(out), "--workers", "1")
     assert result.exit_code == 130

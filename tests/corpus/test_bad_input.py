@@ -170,7 +170,6 @@ def test_not_compressed_despite_the_suffix(tmp_path):
     ("name", "data", "message"),
     [
         ("broken.parquet", b"PAR1 this is not parquet PAR1", r"broken\.parquet: cannot read \(ArrowInvalid"),
-        ("zero.parquet", b"", r"zero\.parquet: cannot read \(ArrowInvalid"),
         ("broken.arrow", b"not arrow at all", r"broken\.arrow: cannot read \(ArrowInvalid: .*truncated or corrupt"),
     ],
 )
@@ -183,6 +182,14 @@ def test_corrupt_parquet_or_arrow_opens_then_raises_unreadable_file_while_readin
     with pytest.raises(UnreadableFile, match=message) as caught:
         list(corpus.documents())
     assert caught.value.path == str(path) and isinstance(caught.value, FreqlabError)
+
+
+@pytest.mark.parametrize("name", ["zero.parquet", "zero.arrow"])
+def test_a_zero_byte_parquet_or_arrow_file_is_an_empty_file_not_an_error(tmp_path, name):
+    # issue 14, case 4: empty files are documented as fine; a zero-byte columnar file is one of them
+    (tmp_path / name).write_bytes(b"")
+    corpus = open_corpus(str(tmp_path / name))
+    assert (corpus.total_documents, corpus.description["empty_files"], list(corpus.documents())) == (0, 1, [])
 
 
 def test_blank_lines_are_not_records_but_can_be_marked(tmp_path):

@@ -1,4 +1,5 @@
-"""Checkpoints round-trip exactly, are written atomically, and refuse a resume with other settings."""
+"""Checkpoints round-trip exactly, are written atomically, refuse a resume with other settings, and are used only
+when they can be trusted: same scan, same data file, content intact."""
 
 from __future__ import annotations
 
@@ -8,8 +9,10 @@ import numpy as np
 import pytest
 
 from freqlab.errors import FreqlabError
-from freqlab.scan.checkpoint import MANIFEST, CheckpointStore, safe_name
+from freqlab.scan.checkpoint import MANIFEST, CheckpointStore, OutputLock, safe_name
 from freqlab.scan.counts import DocumentLog, ShardCount
+
+IDENTITY = {"size": 1234, "mtime_ns": 5678}
 
 
 def sample_part(log: bool) -> ShardCount:
@@ -33,8 +36,8 @@ def test_a_checkpoint_round_trips_exactly(tmp_path, log):
     store = CheckpointStore(tmp_path, {"tokenizer": "t"})
     store.start(resume=False)
     part = sample_part(log)
-    store.save(part)
-    loaded = store.load(part.shard_id)
+    store.save(part, IDENTITY)
+    loaded = store.load(part.shard_id, IDENTITY)
     assert state(loaded) == state(part)
     assert state(part)[0] == {"web": [[5, 7], [1, 1]], "code": [[5, 300_000], [1, 1]]}
     if log:
@@ -50,19 +53,79 @@ def test_distinct_shard_ids_never_share_a_file_name():
 def test_resume_refuses_other_settings_and_a_fresh_scan_clears_old_checkpoints(tmp_path):
     store = CheckpointStore(tmp_path, {"tokenizer": "tekken", "sample_rate": None})
     store.start(resume=False)
-    store.save(sample_part(False))
+    store.save(sample_part(False), IDENTITY)
     other = CheckpointStore(tmp_path, {"tokenizer": "gpt2", "sample_rate": None})
     with pytest.raises(FreqlabError, match=r"other settings \(tokenizer: \"tekken\" then, \"gpt2\" now\)"):
         other.start(resume=True)
     CheckpointStore(tmp_path, {"tokenizer": "tekken", "sample_rate": None}).start(resume=True)
-    assert store.load("data/chunk 1.jsonl") is not None
+    assert store.load("data/chunk 1.jsonl", IDENTITY) is not None
     other.start(resume=False)  # starting over: the old partials must not leak into the new scan
-    assert other.load("data/chunk 1.jsonl") is None
-    assert json.loads((tmp_path / MANIFEST).read_text()) == {"sample_rate": None, "tokenizer": "gpt2"}
+    assert other.load("data/chunk 1.jsonl", IDENTITY) is None
+    assert json.loads((tmp_path / MANIFEST).read_text())["fingerprint"] == {"sample_rate": None, "tokenizer": "gpt2"}
 
 
 def test_a_damaged_checkpoint_is_recounted_not_trusted(tmp_path):
     store = CheckpointStore(tmp_path, {})
     store.start(resume=False)
     store.path("s").write_bytes(b"not parquet")
-    assert store.load("s") is None
+    assert store.load("s", {}) is None
+    assert store.recounted == {"damaged": 1}
+
+
+def test_a_checkpoint_of_another_scan_in_the_same_folder_is_never_used(tmp_path):
+    # scan B starts on A's folder and is interrupted; A's checkpoints must not count as B's (issue 14, case 1)
+    a = CheckpointStore(tmp_path, {"tokenizer_vocab_hash": "aaaa"})
+    a.start(resume=False)
+    part = sample_part(False)
+    a.save(part, IDENTITY)
+    b = CheckpointStore(tmp_path, {"tokenizer_vocab_hash": "bbbb"})
+    (tmp_path / MANIFEST).write_text(json.dumps({"fingerprint": b.fingerprint, "hash": b.hash}))
+    b.start(resume=True)
+    assert b.load(part.shard_id, IDENTITY) is None
+    assert b.recounted == {"made by another scan": 1}
+
+
+def test_a_changed_data_file_is_recounted(tmp_path):
+    store = CheckpointStore(tmp_path, {})
+    store.start(resume=False)
+    store.save(sample_part(False), IDENTITY)
+    assert store.load("data/chunk 1.jsonl", {"size": 1235, "mtime_ns": 5678}) is None
+    assert store.recounted == {"its data file changed": 1}
+
+
+@pytest.mark.parametrize("log", [False, True])
+def test_an_edited_checkpoint_is_recounted(tmp_path, log):
+    import polars as pl
+
+    store = CheckpointStore(tmp_path, {})
+    store.start(resume=False)
+    part = sample_part(log)
+    store.save(part, IDENTITY)
+    path = store.path(part.shard_id)
+    metadata = pl.read_parquet_metadata(path)
+    frame = pl.read_parquet(path)
+    column = "code" if log else "count"
+    edited = frame.with_columns(pl.col(column) * 2)  # doubled counts (or lengths), well-formed
+    edited.write_parquet(path, metadata=metadata)
+    assert store.load(part.shard_id, IDENTITY) is None
+    assert store.recounted == {"damaged or edited": 1}
+
+
+def test_a_damaged_manifest_is_one_line_when_resuming(tmp_path):
+    store = CheckpointStore(tmp_path, {"x": 1})
+    store.start(resume=False)
+    for damage in (b"{", b"[]", b'{"fingerprint": {"x": 1}, "hash": "forged"}', b"\xff\xfe"):
+        (tmp_path / MANIFEST).write_bytes(damage)
+        with pytest.raises(FreqlabError, match="not a readable checkpoint manifest"):
+            CheckpointStore(tmp_path, {"x": 1}).start(resume=True)
+
+
+def test_an_output_folder_has_one_writer_at_a_time(tmp_path):
+    first = OutputLock(tmp_path)
+    first.acquire()
+    with pytest.raises(FreqlabError, match=f"{tmp_path} is in use by another scan \\(pid "):
+        OutputLock(tmp_path).acquire()
+    first.release()
+    second = OutputLock(tmp_path)
+    second.acquire()  # free again once the first one is released
+    second.release()

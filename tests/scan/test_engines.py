@@ -9,7 +9,7 @@ import time
 import pytest
 
 from freqlab.errors import FreqlabError
-from freqlab.scan.engines import RAY_PROBE_SECONDS, check_ray_address
+from freqlab.scan.engines.ray import RAY_PROBE_SECONDS, check_ray_address
 
 from .conftest import assert_same_histogram, reference_histogram, scan_slimpajama
 

@@ -7,7 +7,7 @@ import json
 
 import pytest
 
-import freqlab.scan.engines as engines
+import freqlab.scan.work as work
 from freqlab.errors import FreqlabError
 from freqlab.histogram import LengthHistogram
 
@@ -22,7 +22,7 @@ class Crash(Exception):
 
 def crash_after(monkeypatch, shards_done: int, error=Crash) -> list:
     """Make the in-process engine fail when starting shard number ``shards_done + 1``; returns the ids run."""
-    real, started = engines.count_shard, []
+    real, started = work.count_shard, []
 
     def count_shard(shard, *args, **kwargs):
         started.append(shard.id)
@@ -30,7 +30,7 @@ def crash_after(monkeypatch, shards_done: int, error=Crash) -> list:
             raise error("simulated crash")
         return real(shard, *args, **kwargs)
 
-    monkeypatch.setattr(engines, "count_shard", count_shard)
+    monkeypatch.setattr(work, "count_shard", count_shard)
     return started
 
 

@@ -47,8 +47,8 @@ def run(folder, **options):
 
 @pytest.fixture
 def broken_dir(tmp_path, texts):
-    """good.jsonl (10 docs), cut.jsonl.zst (truncated), plain.json.gz (not gzip), zero.parquet (0 bytes),
-    bad.parquet (garbage): four unreadable files."""
+    """good.jsonl (10 docs), cut.jsonl.zst (truncated), plain.json.gz (not gzip), bad.parquet (garbage): three
+    unreadable files; zero.parquet (0 bytes) is an empty file, not an unreadable one (issue 14, case 4)."""
     folder = tmp_path / "data"
     folder.mkdir()
     write_slimpajama(folder / "good.jsonl", [(t, LABEL) for t in texts[:10]])
@@ -64,15 +64,16 @@ def test_skip_counts_each_unreadable_file_once_and_keeps_the_documents_read_befo
     assert 0 < kept < 30
     result = run(folder, on_error="skip")
     docs = result.summary["documents"]
-    assert docs["skipped"] == {"unreadable-file": 4}
-    assert docs["unreadable_files"] == ["bad.parquet", "cut.jsonl.zst", "plain.json.gz", "zero.parquet"]
-    assert (docs["read"], docs["tokenized"], docs["empty"]) == (10 + kept + 4, 10 + kept, 0)
+    assert docs["skipped"] == {"unreadable-file": 3}
+    assert docs["unreadable_files"] == ["bad.parquet", "cut.jsonl.zst", "plain.json.gz"]
+    assert (docs["read"], docs["tokenized"], docs["empty"]) == (10 + kept + 3, 10 + kept, 0)
+    assert result.summary["corpus"]["description"]["empty_files"] == 1  # zero.parquet: empty, counted once
     expected = reference_histogram([(t, LABEL) for t in texts[: 10 + kept]], counter)
     assert result.histogram.lengths.tolist() == expected.lengths.tolist()
     assert result.histogram.counts.tolist() == expected.counts.tolist()
     report = result.report()
-    assert "+ 4 skipped (unreadable-file: 4)" in report
-    assert "unreadable files skipped: bad.parquet, cut.jsonl.zst, plain.json.gz, ..." in report
+    assert "+ 3 skipped (unreadable-file: 3)" in report
+    assert "unreadable files skipped: bad.parquet, cut.jsonl.zst, plain.json.gz\n" in report
     # the same with a process pool
     pooled = run(folder, on_error="skip", workers=2)
     assert_same_histogram(pooled.histogram, result.histogram)
@@ -83,7 +84,6 @@ def test_skip_counts_each_unreadable_file_once_and_keeps_the_documents_read_befo
     [
         ("cut.jsonl.zst", r"cut\.jsonl\.zst: cannot read \(ZstdError: .*\); is the file truncated or corrupt\?$"),
         ("plain.json.gz", r"plain\.json\.gz: cannot read \(BadGzipFile: "),
-        ("zero.parquet", r"zero\.parquet: cannot read \(ArrowInvalid: "),
         ("bad.parquet", r"bad\.parquet: cannot read \(ArrowInvalid: "),
     ],
 )
@@ -117,7 +117,7 @@ def test_resume_treats_a_shard_ended_by_an_unreadable_file_as_finished(broken_di
     out = tmp_path / "out"
     first = run(folder, on_error="skip", out=out)
     again = run(folder, on_error="skip", out=out, resume=True)
-    assert again.summary["scan"]["resumed_shards"] == 5
+    assert again.summary["scan"]["resumed_shards"] == 4  # zero.parquet has no shard: nothing to read
     assert again.summary["documents"] == first.summary["documents"]
     assert_same_histogram(again.histogram, first.histogram)
     assert again.summary["scan"]["documents_per_second"] is None

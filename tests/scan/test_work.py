@@ -30,8 +30,12 @@ def test_a_ten_million_token_document_is_counted_exactly_in_bounded_memory(tmp_p
     text = "1234567890" * 1_000_000
     path = write_slimpajama(tmp_path / "big.jsonl", [("tiny doc", "a"), (text, "a"), ("", "a")])
     del text
-    (shard,) = open_corpus(str(path)).shards
-    part = count_shard(shard, counter, ShardOptions(batch_size=64))
+    shards = open_corpus(str(path)).shards
+    assert len(shards) == 2  # 10 MB: two byte ranges, and the long line, crossing into the second, counts once
+    part = count_shard(shards[0], counter, ShardOptions(batch_size=64))
+    rest = count_shard(shards[1], counter, ShardOptions(batch_size=64))
+    assert (rest.documents_read, sum(rest.empty.values())) == (1, 1)  # the empty document after it
+    part.merge(rest)
     h = part.to_histogram(by_source=False)
     tiny = int(counter.count(["tiny doc"])[0])
     assert (h.lengths.tolist(), h.counts.tolist(), h.empty_documents) == ([tiny, 10_000_000], [1, 1], 1)

@@ -1,0 +1,103 @@
+"""Cutting files into parts, so a corpus of a few large files still keeps every core busy.
+
+How big a part is depends only on the corpus (its files' sizes), never on the worker count, so a scan resumed
+on another machine finds the same shards: parts are about ``max(MIN_RANGE_BYTES, total / TARGET_SHARDS)``
+bytes. A corpus of many files (SlimPajama: 59,166 files of ~40 MB) is read a file per shard; three 30 MB files
+become about a dozen shards; one 10 GB file becomes 256.
+
+Line-based files are cut into byte ranges. A range ``[start, end)`` owns the lines that *start* at a position
+``q`` with ``start < q <= end`` (the first range also owns ``q = 0``), so consecutive ranges partition the lines
+exactly, whatever the line lengths, without knowing where lines start when the ranges are made: a reader skips
+to the first line start after ``start`` and reads until it passes ``end``. A line longer than a range belongs to
+the range it starts in. Compressed streams are cut the same way in their decompressed bytes; a reader skips its
+prefix by decompressing it, so a single compressed stream is cut into at most :data:`MAX_STREAM_RANGES` parts
+(the skipping costs ``(n - 1) / 2`` extra decompressions of the file).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from typing import BinaryIO
+
+MIN_RANGE_BYTES = 8 << 20
+TARGET_SHARDS = 256
+MAX_STREAM_RANGES = 4
+# A line (one JSON record) longer than this is an error, not unbounded memory (an endless "file" like a symlink
+# to /dev/zero would otherwise be read as one line until memory runs out).
+MAX_LINE_BYTES = 1 << 30
+_CHUNK = 1 << 20
+
+
+class LineTooLong(OSError):
+    """A line longer than the bound (the reader's ``max_line``)."""
+
+
+def range_bytes(total_bytes: int) -> int:
+    """The size of a part for a corpus of ``total_bytes``.
+
+    >>> range_bytes(10**6), range_bytes(10 * 2**30) // 2**20
+    (8388608, 40)
+    """
+    return max(MIN_RANGE_BYTES, -(-int(total_bytes) // TARGET_SHARDS))
+
+
+def split_bytes(size: int, part: int, max_parts: int | None = None) -> list[tuple[int, int | None]]:
+    """``[start, end)`` ranges of about ``part`` bytes covering ``size`` bytes; the last one is open (``None``:
+    to the end, so a size that was only estimated still covers everything).
+
+    >>> split_bytes(100, 40)
+    [(0, 34), (34, 68), (68, None)]
+    >>> split_bytes(100, 40, max_parts=2), split_bytes(0, 40)
+    ([(0, 50), (50, None)], [(0, None)])
+    """
+    n = max(1, -(-int(size) // int(part)))
+    if max_parts is not None:
+        n = min(n, max_parts)
+    step = -(-int(size) // n) if size else 0
+    return [(k * step, (k + 1) * step if k < n - 1 else None) for k in range(n)]
+
+
+def skip_bytes(stream: BinaryIO, count: int) -> int:
+    """Read and drop ``count`` bytes of ``stream`` (a decompressing stream cannot seek); returns the newlines
+    among them. Stops early at the end of the stream."""
+    newlines = 0
+    buffer = bytearray(min(count, _CHUNK))
+    view = memoryview(buffer)
+    while count > 0:
+        got = stream.readinto(view[: min(count, len(buffer))])
+        if not got:
+            break
+        newlines += buffer.count(b"\n", 0, got)
+        count -= got
+    return newlines
+
+
+def owned_lines(
+    stream: BinaryIO, start: int, end: int | None, max_line: int = MAX_LINE_BYTES
+) -> Iterator[tuple[int, bytes]]:
+    """``(position, line)`` of the lines the range ``[start, end)`` owns; ``stream`` must be at ``start``.
+
+    Lines keep their ``\\n`` (the last one may lack it). Raises :class:`LineTooLong` for a line longer than
+    ``max_line`` bytes.
+    """
+    readline = stream.readline
+    position = start
+    if start > 0:  # the line around `start` belongs to the range before: skip to the first line start after it
+        while True:
+            chunk = readline(_CHUNK)
+            if not chunk:
+                return
+            position += len(chunk)
+            if chunk.endswith(b"\n"):
+                break
+            if end is not None and position >= end:
+                return
+    limit = max_line + 1
+    while end is None or position <= end:
+        line = readline(limit)
+        if not line:
+            return
+        if len(line) > max_line:
+            raise LineTooLong(f"a line longer than {max_line:,} bytes at byte {position:,} (not JSON lines?)")
+        yield position, line
+        position += len(line)

@@ -1,0 +1,102 @@
+"""Input formats, found through a registry: one :class:`FileFormat` per format, each in its own module.
+
+A format says which files it claims (by name) and how it cuts them into shards. *Text* formats (JSON lines,
+Parquet, Arrow, ``.txt``) yield documents for a tokenizer; *length* formats (tokenized training data) yield
+document lengths directly. A new format is a new module that calls :func:`register` at import, listed in
+:data:`BUILTIN_FORMAT_MODULES`; nothing else changes (the scan driver never names a format).
+
+>>> [f.name for f in formats().values()][:4]
+['jsonl', 'parquet', 'arrow', 'txt']
+>>> format_of("data/train-00001.jsonl.zst").name
+'jsonl'
+"""
+
+from __future__ import annotations
+
+import importlib
+from typing import ClassVar
+
+from freqlab.corpus.base import TEXT, Shard
+from freqlab.corpus.fields import Fields
+from freqlab.corpus.files import DataFile
+from freqlab.errors import FreqlabError
+
+# Modules that register the built-in formats, in the order their claims are tried.
+BUILTIN_FORMAT_MODULES = (
+    "freqlab.corpus.jsonl",
+    "freqlab.corpus.columnar",
+    "freqlab.corpus.text",
+)
+
+_FORMATS: dict[str, FileFormat] = {}
+_loaded = False
+
+
+class FileFormat:
+    """One input format. Subclasses set the class attributes and implement :meth:`shards`."""
+
+    name: ClassVar[str]
+    kind: ClassVar[str] = TEXT
+    suffixes: ClassVar[tuple[str, ...]] = ()  # lower-case file name endings it claims
+    description: ClassVar[str] = ""  # for "supported: ..." messages
+
+    def claims(self, path: str) -> bool:
+        """Whether this format reads the file at ``path`` (by its name)."""
+        return path.lower().endswith(self.suffixes)
+
+    def shards(self, files: list[DataFile], fields: Fields, range_bytes: int) -> list[Shard]:
+        """The shards of ``files`` (all of this format), each at most about ``range_bytes`` to read."""
+        raise NotImplementedError
+
+    def records(self, file: DataFile) -> int | None:
+        """Records in ``file`` when that is cheap to know (a Parquet footer), else None (then: by reading)."""
+        return None
+
+    def is_empty(self, file: DataFile) -> bool:
+        """Whether ``file`` holds no record (an empty file is fine: zero documents, and counted)."""
+        return file.size == 0 or self.records(file) == 0
+
+    def estimated_bytes(self, file: DataFile) -> int:
+        """Bytes a reader goes through (compressed files: an estimate of the decompressed size)."""
+        return file.size
+
+
+def register(fmt: FileFormat) -> FileFormat:
+    """Add a format (its ``name`` must be new); returns it, so a module can write ``FORMAT = register(...)``."""
+    if fmt.name in _FORMATS and type(_FORMATS[fmt.name]) is not type(fmt):
+        raise ValueError(f"format {fmt.name!r} is registered already")
+    _FORMATS[fmt.name] = fmt
+    return fmt
+
+
+def formats() -> dict[str, FileFormat]:
+    """Every registered format by name, in the order claims are tried (the built-ins are loaded on first use)."""
+    global _loaded
+    if not _loaded:
+        for module in BUILTIN_FORMAT_MODULES:
+            importlib.import_module(module)
+        # built-ins first, in the listed order (whichever module happened to be imported first), then the rest
+        rank = {module: k for k, module in enumerate(BUILTIN_FORMAT_MODULES)}
+        ordered = sorted(_FORMATS.values(), key=lambda f: rank.get(type(f).__module__, len(rank)))
+        _FORMATS.clear()
+        _FORMATS.update((f.name, f) for f in ordered)
+        _loaded = True
+    return _FORMATS
+
+
+def format_of(path: str) -> FileFormat | None:
+    """The first format that claims ``path``, or None."""
+    return next((fmt for fmt in formats().values() if fmt.claims(path)), None)
+
+
+def get_format(name: str) -> FileFormat:
+    """The format called ``name``; FreqlabError listing the formats otherwise."""
+    found = formats().get(name)
+    if found is None:
+        raise FreqlabError(f"unknown format {name!r}; formats: {', '.join(formats())}")
+    return found
+
+
+def supported() -> str:
+    """What the formats read, for error messages."""
+    return ", ".join(fmt.description or fmt.name for fmt in formats().values())

@@ -1,0 +1,35 @@
+"""Where the per-shard work runs: in this process, in a local process pool, or as Ray tasks.
+
+Every engine runs a job (:class:`freqlab.scan.work.CountJob`) on :class:`Task` s pulled lazily from an iterator
+(so the driver can tighten limits as results come in) and yields ``(task.index, ShardCount)`` as shards finish,
+in any order. Engines know nothing of tokenizers or formats; merging is the driver's job. Closing the generator
+early (a limit was reached, an error, Ctrl-C) cancels what is queued and stops what runs.
+
+=========  ==========================================================================================
+engine     runs shards
+=========  ==========================================================================================
+in-process one after the other in this process (``workers=1``: simplest to debug and profile)
+local      in ``workers`` processes started from a forkserver (:mod:`.local`)
+ray        as Ray tasks, on a local Ray instance or a cluster (:mod:`.ray`)
+=========  ==========================================================================================
+"""
+
+from __future__ import annotations
+
+from freqlab.scan.engines.base import Engine, Task, default_workers
+from freqlab.scan.engines.inprocess import InProcessEngine
+from freqlab.scan.engines.local import LocalEngine
+from freqlab.scan.settings import ENGINES
+
+__all__ = ["ENGINES", "Engine", "InProcessEngine", "LocalEngine", "Task", "default_workers", "make_engine"]
+
+
+def make_engine(name: str, workers: int | None, pending: int, address: str | None = None) -> Engine:
+    """The engine called ``name`` for ``pending`` shards: ``local`` with one worker (or one shard) runs in
+    this process; ``ray`` is imported only when asked for."""
+    if name == "ray":
+        from freqlab.scan.engines.ray import RayEngine
+
+        return RayEngine(workers, address)
+    count = min(workers or default_workers(), max(pending, 1))
+    return InProcessEngine() if count <= 1 else LocalEngine(count)

@@ -1,0 +1,16 @@
+"""Shards one after the other in this process: no pickling, no workers (``workers=1``)."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+from freqlab.scan.engines.base import Engine, Progress, Task
+
+
+class InProcessEngine(Engine):
+    name = "local"
+    workers = 1
+
+    def run(self, tasks: Iterator[Task], job, progress: Progress | None = None) -> Iterator[tuple]:
+        for task in tasks:
+            yield task.index, job(task.shard, task.options, progress)

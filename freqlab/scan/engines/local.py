@@ -1,0 +1,229 @@
+"""A local process pool: shards spread over ``workers`` processes, one job (tokenizer) per worker.
+
+Workers fork from a forkserver, a clean single-threaded process that has already imported freqlab (fast
+start-up, reused across scans). They never outlive the driver: each watches the driver's process id (and, on
+Linux, asks the kernel for SIGKILL when its parent dies), so a driver killed with SIGKILL leaves nothing
+running. Ctrl-C is the driver's: the forkserver and the workers start with SIGINT blocked, so an interrupt
+never prints a traceback from them.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import ctypes
+import multiprocessing
+import os
+import signal
+import sys
+import threading
+import time
+from collections.abc import Iterator
+from concurrent.futures import FIRST_COMPLETED, Future, ProcessPoolExecutor, wait
+from concurrent.futures.process import BrokenProcessPool
+
+from freqlab.errors import FreqlabError
+from freqlab.scan.engines.base import Engine, Progress, Task, fill
+
+MP_CONTEXT = "forkserver"  # see _context()
+WATCH_SECONDS = 1.0  # how often a worker checks that the driver is alive
+
+
+class LocalEngine(Engine):
+    """Spread shards over ``workers`` processes; at most 2 shards per worker queued."""
+
+    name = "local"
+
+    def __init__(self, workers: int) -> None:
+        self.workers = int(workers)
+
+    def run(self, tasks: Iterator[Task], job, progress: Progress | None = None) -> Iterator[tuple]:
+        context = _context()
+        queue = context.Queue() if progress is not None else None
+        pool = ProcessPoolExecutor(
+            self.workers, mp_context=context, initializer=_pool_init, initargs=(job, queue, os.getpid())
+        )
+        in_flight: dict[Future, Task] = {}
+        tasks = iter(tasks)
+
+        def submit() -> None:
+            fill(in_flight, tasks, 2 * self.workers, lambda task: pool.submit(_pool_count, task.shard, task.options))
+
+        finished = False
+        try:
+            with _main_module_hidden(), _sigint_blocked():  # the first submit starts the workers
+                submit()
+            while in_flight:
+                done, _ = wait(in_flight, timeout=0.2, return_when=FIRST_COMPLETED)
+                _drain(queue, progress)
+                for future in done:
+                    task = in_flight.pop(future)
+                    try:
+                        part = future.result()
+                    except BrokenProcessPool:
+                        running = [t.shard.id for t in (task, *in_flight.values())]
+                        raise FreqlabError(
+                            "a worker process died (killed, or out of memory) while counting "
+                            f"{_shown(running)}; finished shards are checkpointed: run again with --resume"
+                        ) from None
+                    yield task.index, part
+                submit()
+            finished = True
+        finally:
+            _drain(queue, progress)
+            _stop(pool, kill=not finished)
+            if queue is not None:
+                queue.close()
+                queue.cancel_join_thread()
+
+
+def _shown(ids: list[str]) -> str:
+    return ", ".join(ids[:3]) + (f" (+{len(ids) - 3} more)" if len(ids) > 3 else "")
+
+
+# --- worker side --------------------------------------------------------------------------------------------
+_JOB = None
+_QUEUE = None
+
+
+class _QueueReporter:
+    """Sends (documents, tokens) progress to the driver at most every 0.2 s."""
+
+    def __init__(self, queue) -> None:
+        self.queue, self.docs, self.tokens, self.last = queue, 0, 0, time.monotonic()
+
+    def __call__(self, docs: int, tokens: int) -> None:
+        self.docs += docs
+        self.tokens += tokens
+        if time.monotonic() - self.last > 0.2:
+            self.flush()
+
+    def flush(self) -> None:
+        if self.docs or self.tokens:
+            self.queue.put((self.docs, self.tokens))
+            self.docs = self.tokens = 0
+        self.last = time.monotonic()
+
+
+def _pool_init(job, queue, driver: int) -> None:
+    global _JOB, _QUEUE
+    signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C is the driver's to handle
+    die_with(driver)
+    job.setup()
+    _JOB, _QUEUE = job, queue
+
+
+def _pool_count(shard, options):
+    reporter = _QueueReporter(_QUEUE) if _QUEUE is not None else None
+    part = _JOB(shard, options, reporter)
+    if reporter is not None:
+        reporter.flush()
+    return part
+
+
+def die_with(driver: int) -> None:
+    """End this process when the ``driver`` process ends: PR_SET_PDEATHSIG on Linux (the parent here is the
+    forkserver, which exits with the driver), and a watchdog thread everywhere (it also covers the race where
+    the driver died before the call)."""
+    with contextlib.suppress(Exception):
+        libc = ctypes.CDLL(None, use_errno=True)
+        libc.prctl(1, signal.SIGKILL)  # PR_SET_PDEATHSIG
+
+    def watch() -> None:
+        while True:
+            time.sleep(WATCH_SECONDS)
+            try:
+                os.kill(driver, 0)
+            except ProcessLookupError:
+                os._exit(1)
+            except PermissionError:  # pragma: no cover - a recycled pid of another user: the driver is gone
+                os._exit(1)
+
+    threading.Thread(target=watch, name="freqlab-watchdog", daemon=True).start()
+
+
+# --- pool start-up -----------------------------------------------------------------------------------------
+def _context():
+    """'forkserver' where available: workers fork from a clean single-threaded server process that has
+    already imported freqlab (fast start-up, reused across scans); else 'spawn'. Never plain 'fork': forking
+    a driver whose tokenizer already started Rayon/numba threads can deadlock."""
+    if MP_CONTEXT in multiprocessing.get_all_start_methods():
+        context = multiprocessing.get_context(MP_CONTEXT)
+        context.set_forkserver_preload(["freqlab.scan.engines", "freqlab.corpus", "freqlab.tokenize"])
+        return context
+    return multiprocessing.get_context("spawn")
+
+
+def prestart() -> threading.Thread:
+    """Start the forkserver (it imports freqlab, ~0.5 s) in the background while the driver loads the
+    tokenizer; join the returned thread before starting a pool."""
+
+    def start() -> None:
+        with _main_module_hidden():
+            if _context().get_start_method() == "forkserver":
+                from multiprocessing import forkserver
+
+                # this thread's signal mask is inherited by the forkserver (and its workers): no SIGINT there
+                signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGINT})
+                forkserver.ensure_running()
+
+    thread = threading.Thread(target=start, name="freqlab-forkserver", daemon=True)
+    thread.start()
+    return thread
+
+
+@contextlib.contextmanager
+def _sigint_blocked():
+    """SIGINT blocked in this thread while processes are started from it: they inherit the mask, and only
+    the driver takes Ctrl-C (signals still reach the main thread once the block ends)."""
+    if not hasattr(signal, "pthread_sigmask") or threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    previous = signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGINT})
+    try:
+        yield
+    finally:
+        signal.pthread_sigmask(signal.SIG_SETMASK, previous)
+
+
+@contextlib.contextmanager
+def _main_module_hidden():
+    """Start workers without re-running the caller's ``__main__`` script in them.
+
+    'spawn' and 'forkserver' workers normally import the parent's main script, so a plain script calling
+    ``scan()`` without an ``if __name__ == "__main__":`` guard would scan again in every worker (and fail).
+    Workers here only need freqlab's own functions and the corpus's shards, which pickle by reference to
+    freqlab modules, so the main module is hidden while they start.
+    """
+    main = sys.modules.get("__main__")
+    saved = {name: getattr(main, name) for name in ("__file__", "__spec__") if hasattr(main, name)}
+    try:
+        if "__file__" in saved:
+            del main.__file__
+        if "__spec__" in saved:
+            main.__spec__ = None
+        yield
+    finally:
+        for name, value in saved.items():
+            setattr(main, name, value)
+
+
+def _drain(queue, progress: Progress | None) -> None:
+    if queue is None or progress is None:
+        return
+    while True:
+        try:
+            docs, tokens = queue.get_nowait()
+        except Exception:  # queue.Empty, or a queue closed under us
+            return
+        progress(docs, tokens)
+
+
+def _stop(pool: ProcessPoolExecutor, kill: bool) -> None:
+    """Shut the pool down; when stopping early, terminate running workers instead of waiting for them."""
+    processes = list(getattr(pool, "_processes", {}).values()) if kill else []  # no public API for this
+    pool.shutdown(wait=not kill, cancel_futures=True)
+    for process in processes:
+        if process.is_alive():
+            process.terminate()
+    for process in processes:
+        process.join(timeout=5)

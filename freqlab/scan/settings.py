@@ -1,0 +1,194 @@
+"""What a scan is, as three values, each validated in full before anything is read.
+
+- :class:`ScanSettings`: what defines the result (the corpus, the tokenizer, sampling and limits). Its
+  :meth:`~ScanSettings.fingerprint`, resolved against the opened corpus and tokenizer, is what checkpoints carry:
+  a checkpoint made under another fingerprint is never used.
+- :class:`RunOptions`: how the scan runs (engine, workers, batch size, output folder, progress). None of them
+  changes the histogram (tested: any worker count, batch size and engine give the same one).
+- :class:`ReportOptions`: what the summary computes from the histogram (windows, regimes, budget, threshold).
+
+>>> ScanSettings(sample_rate=0.01, seed=3).sample_rate
+0.01
+>>> ScanSettings(sample_rate=float("nan"))
+Traceback (most recent call last):
+...
+freqlab.errors.FreqlabError: sample_rate must be in (0, 1], got nan
+"""
+
+from __future__ import annotations
+
+import hashlib
+import math
+import os
+from dataclasses import dataclass, fields
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from freqlab.errors import FreqlabError
+from freqlab.frequency.regimes import REGIMES, check_window
+from freqlab.frequency.stats import DEFAULT_TAU
+
+if TYPE_CHECKING:
+    from freqlab.corpus.base import Corpus
+    from freqlab.tokenize import TokenCounter
+
+ON_ERROR = ("raise", "skip")
+ENGINES = ("local", "ray")
+DEFAULT_L: tuple[int, ...] = (2048,)
+DEFAULT_REGIMES: tuple[str, ...] = ("natural", "concat", "uniform")
+DEFAULT_BATCH_SIZE = 256
+DEFAULT_OUT = "freqlab-out"
+INT64_MAX = (1 << 63) - 1
+FINGERPRINT_VERSION = 2  # bumped when checkpoints of an older freqlab can no longer be trusted
+
+
+def check_count(name: str, value: Any, *, minimum: int = 1, optional: bool = True) -> int | None:
+    """``value`` as an int in ``[minimum, 2^63)``; a FreqlabError naming ``name`` otherwise (None passes if
+    ``optional``)."""
+    if value is None and optional:
+        return None
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or value != value or int(value) != value:
+        raise FreqlabError(f"{name} must be an integer, got {value!r}")
+    value = int(value)
+    if value < minimum:
+        raise FreqlabError(f"{name} must be at least {minimum}, got {value}")
+    if value > INT64_MAX:
+        raise FreqlabError(f"{name} must be below 2^63, got {value}")
+    return value
+
+
+@dataclass(frozen=True)
+class ScanSettings:
+    """What defines a scan's histogram. See :func:`freqlab.scan.scan` for each field.
+
+    ``on_error`` is here because it decides whether a scan with bad records has a result at all, but it is
+    not part of the fingerprint: a checkpoint holding skips is simply recounted under ``"raise"``.
+    """
+
+    dataset: str | None = None
+    data_files: tuple[str, ...] | None = None
+    config: str | None = None
+    split: str = "train"
+    text_field: str | None = None
+    source_field: str | None = None
+    format: str | None = None
+    tokenizer: str | None = None
+    add_special_tokens: bool = False
+    sample_rate: float | None = None
+    seed: int = 0
+    max_docs: int | None = None
+    max_tokens: int | None = None
+    on_error: str = "raise"
+
+    def __post_init__(self) -> None:
+        if self.dataset is not None:
+            object.__setattr__(self, "dataset", os.fspath(self.dataset))
+        if self.data_files is not None:
+            files = [self.data_files] if isinstance(self.data_files, (str, os.PathLike)) else self.data_files
+            object.__setattr__(self, "data_files", tuple(os.fspath(f) for f in files))
+        rate = self.sample_rate
+        if rate is not None:
+            if isinstance(rate, bool) or not isinstance(rate, (int, float)) or not 0.0 < float(rate) <= 1.0:
+                raise FreqlabError(f"sample_rate must be in (0, 1], got {rate!r}")
+            object.__setattr__(self, "sample_rate", None if float(rate) >= 1.0 else float(rate))
+        object.__setattr__(self, "seed", check_count("seed", self.seed, minimum=0, optional=False))
+        check_count("max_docs", self.max_docs)
+        check_count("max_tokens", self.max_tokens)
+        if self.on_error not in ON_ERROR:
+            raise FreqlabError(f"on_error must be one of {', '.join(ON_ERROR)}, got {self.on_error!r}")
+
+    @property
+    def limited(self) -> bool:
+        """Whether the scan stops at a document or token limit."""
+        return self.max_docs is not None or self.max_tokens is not None
+
+    def open_corpus(self) -> Corpus:
+        """The corpus these settings name (see :func:`freqlab.corpus.open_corpus`)."""
+        from freqlab.corpus import open_corpus
+
+        return open_corpus(
+            self.dataset,
+            data_files=list(self.data_files) if self.data_files is not None else None,
+            config=self.config,
+            split=self.split,
+            text_field=self.text_field,
+            source_field=self.source_field,
+            format=self.format,
+        )
+
+    def fingerprint(self, corpus: Corpus, counter: TokenCounter | None) -> dict[str, Any]:
+        """What a checkpoint must have been made under: the corpus (its shards by id), the tokenizer (its
+        vocabulary, not its name or backend: backends are exact), special tokens, sampling and limits."""
+        ids = [shard.id for shard in corpus.shards]
+        return {
+            "version": FINGERPRINT_VERSION,
+            "corpus": corpus.name,
+            "corpus_description": corpus.description,
+            "shards": {"count": len(ids), "ids_hash": _digest("\n".join(ids))},
+            "tokenizer_vocab_hash": counter.vocab_hash if counter is not None else None,
+            "special_tokens_counted": bool(counter.add_special_tokens) if counter is not None else None,
+            "sample_rate": self.sample_rate,
+            "seed": self.seed if self.sample_rate is not None else None,
+            "max_docs": self.max_docs,
+            "max_tokens": self.max_tokens,
+        }
+
+    def as_dict(self) -> dict[str, Any]:
+        return {f.name: getattr(self, f.name) for f in fields(self)}
+
+
+@dataclass(frozen=True)
+class RunOptions:
+    """How a scan runs; none of these changes the histogram."""
+
+    engine: str = "local"
+    workers: int | None = None
+    address: str | None = None
+    batch_size: int = DEFAULT_BATCH_SIZE
+    out: Path | None = None
+    resume: bool = False
+    progress: bool | None = None
+
+    def __post_init__(self) -> None:
+        check_count("workers", self.workers)
+        check_count("batch_size", self.batch_size, optional=False)
+        if self.engine not in ENGINES:
+            raise FreqlabError(f"engine must be one of {', '.join(ENGINES)}, got {self.engine!r}")
+        if self.address and self.engine != "ray":
+            raise FreqlabError("address is for the Ray engine: add engine='ray' (--engine ray)")
+        if self.out is not None:
+            object.__setattr__(self, "out", Path(self.out))
+        if self.resume and self.out is None:
+            raise FreqlabError("resume needs an output folder (out) holding the checkpoints")
+
+
+@dataclass(frozen=True)
+class ReportOptions:
+    """What the summary computes: windows ``L``, ``regimes``, the budget (``tokens`` training tokens,
+    ``corpus_tokens`` to extrapolate a partial scan) and the threshold ``tau`` (STRING Sec. 3)."""
+
+    L: tuple[int, ...] = DEFAULT_L
+    regimes: tuple[str, ...] = DEFAULT_REGIMES
+    tokens: int | None = None
+    corpus_tokens: int | None = None
+    tau: float = DEFAULT_TAU
+
+    def __post_init__(self) -> None:
+        windows = (self.L,) if isinstance(self.L, int) else tuple(self.L)
+        if not windows:
+            raise FreqlabError("give at least one window L")
+        object.__setattr__(self, "L", tuple(check_window(w) for w in windows))
+        regimes = (self.regimes,) if isinstance(self.regimes, str) else tuple(self.regimes)
+        unknown = [r for r in regimes if r not in REGIMES]
+        if unknown:
+            raise FreqlabError(f"unknown regime {unknown[0]!r}; choose from {', '.join(REGIMES)}")
+        object.__setattr__(self, "regimes", regimes)
+        check_count("tokens", self.tokens)
+        check_count("corpus_tokens", self.corpus_tokens)
+        tau = self.tau
+        if isinstance(tau, bool) or not isinstance(tau, (int, float)) or not math.isfinite(tau) or not 0 < tau < 2**63:
+            raise FreqlabError(f"tau must be a positive number below 2^63, got {tau!r}")
+
+
+def _digest(text: str) -> str:
+    return hashlib.blake2b(text.encode("utf-8", "backslashreplace"), digest_size=16).hexdigest()
