@@ -6,12 +6,11 @@ import sys
 
 import click
 
+from freqlab.cli import exit_status
 from freqlab.cli.freq import TOKENS, echo_json, json_option, tau_option, tokens_option, window_option
 from freqlab.frequency.regimes import REGIMES
 from freqlab.scan import DEFAULT_BATCH_SIZE, DEFAULT_OUT, DEFAULT_REGIMES, ScanResult, scan
 from freqlab.scan.settings import ENGINES, ON_ERROR
-
-INTERRUPTED = 130  # the shell's status for a command stopped by Ctrl-C (128 + SIGINT)
 
 
 @click.command("scan")
@@ -109,13 +108,13 @@ def scan_command(dataset, config, split, data_files, input_format, text_field, s
             resume=resume,
             progress=False if quiet else None,
         )
-    except KeyboardInterrupt:
+    except KeyboardInterrupt as interrupt:
         click.echo(
             f"\ninterrupted: finished shards are checkpointed in {out}/checkpoints; "
             "run the same command with --resume to continue",
             err=True,
         )
-        sys.exit(INTERRUPTED)
+        sys.exit(exit_status(interrupt))
     show(result, as_json)
     if plot:
         from freqlab.plots import scan_figures  # matplotlib only when figures are asked for
