@@ -3,17 +3,18 @@
 Each command lives in its own module (``freq``, ``scan``, ``plan``, ``plot``), loaded only when that command runs,
 so ``freqlab --help`` and ``--version`` start in a fraction of a second. User-facing errors
 (:class:`freqlab.errors.FreqlabError`) become one line on stderr and exit status 1; usage errors exit with 2, as
-click does. The console script is :func:`run`: Ctrl-C exits with 130 and SIGTERM with 143, each with one line
-(``freqlab scan`` says how to resume), never a traceback.
+click does. The console script (:func:`freqlab.__main__.run`) exits with 130 on Ctrl-C and 143 on SIGTERM, each
+with one line (``freqlab scan`` says how to resume), never a traceback.
 """
 
 from __future__ import annotations
 
 import importlib
-import signal
 import sys
 
 import click
+
+from freqlab.errors import INTERRUPTED
 
 # command -> (module that registers it, one-line help shown by `freqlab --help`)
 COMMANDS: dict[str, tuple[str, str]] = {
@@ -24,19 +25,6 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "schedule": ("freqlab.cli.freq", "Position frequency of a multi-stage training schedule (YAML/JSON)."),
     "stats": ("freqlab.cli.freq", "Mass shares, quantiles and effective lengths of a saved histogram."),
 }
-
-INTERRUPTED = 130  # the shell's status for a command stopped by Ctrl-C (128 + SIGINT)
-TERMINATED = 143  # ... and by SIGTERM (128 + SIGTERM)
-
-
-class Terminated(KeyboardInterrupt):
-    """SIGTERM, handled like Ctrl-C (checkpoints kept, one line) but exiting with 143."""
-
-
-def exit_status(interrupt: BaseException) -> int:
-    """130 for Ctrl-C, 143 for SIGTERM."""
-    return TERMINATED if isinstance(interrupt, Terminated) else INTERRUPTED
-
 
 class _Group(click.Group):
     """Loads each command's module on first use, and turns FreqlabError (and plain I/O errors) into one line."""
@@ -81,18 +69,11 @@ def main() -> None:
     """
 
 
-def _terminate(signum, frame) -> None:
-    raise Terminated
-
-
-def run() -> None:
-    """The ``freqlab`` console script: :data:`main`, with SIGTERM handled like Ctrl-C."""
-    signal.signal(signal.SIGTERM, _terminate)
+def main_entry() -> None:
+    """:data:`main` as a program: click's own errors shown as click shows them (interrupts: see
+    :func:`freqlab.__main__.run`)."""
     try:
         main(standalone_mode=False)
-    except KeyboardInterrupt as interrupt:
-        click.echo("\ninterrupted", err=True)
-        sys.exit(exit_status(interrupt))
     except click.exceptions.Abort:  # Ctrl-C inside click's own prompt handling
         click.echo("\ninterrupted", err=True)
         sys.exit(INTERRUPTED)

@@ -6,10 +6,19 @@ import sys
 
 import click
 
-from freqlab.cli import exit_status
 from freqlab.cli.freq import TOKENS, echo_json, json_option, tau_option, tokens_option, window_option
+from freqlab.errors import FreqlabError, exit_status
 from freqlab.frequency.regimes import REGIMES
-from freqlab.scan import DEFAULT_BATCH_SIZE, DEFAULT_OUT, DEFAULT_REGIMES, ScanResult, scan
+from freqlab.scan import (
+    DEFAULT_BATCH_SIZE,
+    DEFAULT_OUT,
+    DEFAULT_REGIMES,
+    ReportOptions,
+    RunOptions,
+    ScanResult,
+    ScanSettings,
+    run_scan,
+)
 from freqlab.scan.settings import ENGINES, ON_ERROR
 
 
@@ -79,35 +88,20 @@ def scan_command(dataset, config, split, data_files, input_format, text_field, s
     """
     if address and engine != "ray":
         raise click.UsageError("--address needs --engine ray")
-    try:
-        result = scan(
-            dataset,
-            tokenizer=tokenizer,
-            data_files=list(data_files) or None,
-            config=config,
-            split=split,
-            text_field=text_field,
-            source_field=source_field,
-            format=input_format,
-            add_special_tokens=add_special_tokens,
-            L=Ls,
-            regimes=regimes,
-            tokens=tokens,
-            corpus_tokens=corpus_tokens,
-            tau=tau,
-            max_docs=max_docs,
-            max_tokens=max_tokens,
-            sample_rate=sample_rate,
-            seed=seed,
-            on_error=on_error,
-            workers=workers,
-            batch_size=batch_size,
-            engine=engine,
-            address=address,
-            out=out,
-            resume=resume,
-            progress=False if quiet else None,
+    try:  # every parameter is checked before anything is read: a bad one is a usage error (exit 2)
+        settings = ScanSettings(
+            dataset=dataset, data_files=list(data_files) or None, config=config, split=split, format=input_format,
+            text_field=text_field, source_field=source_field, tokenizer=tokenizer,
+            add_special_tokens=add_special_tokens, sample_rate=sample_rate, seed=seed, max_docs=max_docs,
+            max_tokens=max_tokens, on_error=on_error,
         )
+        run = RunOptions(engine=engine, workers=workers, address=address, batch_size=batch_size, out=out,
+                         resume=resume, progress=False if quiet else None)
+        report = ReportOptions(L=Ls, regimes=regimes, tokens=tokens, corpus_tokens=corpus_tokens, tau=tau)
+    except FreqlabError as exc:
+        raise click.UsageError(str(exc)) from None
+    try:
+        result = run_scan(settings, run, report)
     except KeyboardInterrupt as interrupt:
         click.echo(
             f"\ninterrupted: finished shards are checkpointed in {out}/checkpoints; "

@@ -13,11 +13,14 @@ copies, and RedPajama-1T-Sample stores ``meta`` as a string. Both resolve the sa
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
 from freqlab.corpus.base import (
+    BAD_SOURCE,
+    INVALID_UNICODE,
     MISSING_SOURCE,
     MISSING_TEXT_FIELD,
     NON_STRING_SOURCE,
@@ -26,6 +29,12 @@ from freqlab.corpus.base import (
 )
 
 _MISSING = object()
+_LONE_SURROGATE = re.compile("[\ud800-\udfff]")
+
+
+def has_lone_surrogate(text: str) -> bool:
+    """Whether ``text`` holds a lone surrogate (from a JSON ``\\ud800`` escape): no tokenizer can encode it."""
+    return not text.isascii() and _LONE_SURROGATE.search(text) is not None
 
 Extracted = tuple[str | None, str | None, str | None]  # (text, source, error)
 
@@ -64,6 +73,7 @@ class Fields:
     def extractor(self) -> Callable[[Mapping[str, Any]], Extracted]:
         """A fast ``record -> (text, source, error)`` for the hot loop (built once per shard read)."""
         text_key, source_path = self.text, self.source
+        nested_text = "." in text_key  # a dotted path may go through a JSON string, whose escapes can be lone
 
         def text_of(record: Mapping[str, Any]) -> Any:
             value = record.get(text_key, _MISSING)
@@ -78,11 +88,14 @@ class Fields:
                     return None, None, NULL_TEXT
                 if not isinstance(text, str):
                     return None, None, NON_STRING_TEXT
+            if nested_text and has_lone_surrogate(text):
+                return None, None, INVALID_UNICODE
             if source_path is None:
                 return text, None, None
             source = lookup(record, source_path)
             if source.__class__ is str:
-                return text, source, None
+                # a label is written to Parquet and JSON: a lone surrogate cannot be (labels are short: cheap)
+                return (None, None, BAD_SOURCE) if has_lone_surrogate(source) else (text, source, None)
             if source is _MISSING or source is None:
                 return text, MISSING_SOURCE, None
             if isinstance(source, (bool, int, float, str)):

@@ -18,7 +18,6 @@ freqlab.errors.FreqlabError: sample_rate must be in (0, 1], got nan
 from __future__ import annotations
 
 import hashlib
-import math
 import os
 from dataclasses import dataclass, fields
 from pathlib import Path
@@ -186,8 +185,9 @@ class ReportOptions:
         check_count("tokens", self.tokens)
         check_count("corpus_tokens", self.corpus_tokens)
         tau = self.tau
-        if isinstance(tau, bool) or not isinstance(tau, (int, float)) or not math.isfinite(tau) or not 0 < tau < 2**63:
-            raise FreqlabError(f"tau must be a positive number below 2^63, got {tau!r}")
+        if isinstance(tau, bool) or not isinstance(tau, (int, float)) or not 0 < tau < 2**63:  # nan, inf fail too
+            shown = str(tau) if len(str(tau)) < 24 else f"a number of {len(str(tau))} digits"
+            raise FreqlabError(f"tau must be a positive number below 2^63, got {shown}")
 
 
 def _digest(text: str) -> str:
