@@ -96,6 +96,21 @@ def _percent(x: float) -> str:
     return f"{100 * x:.1f}%"
 
 
+def _eos_note(eos: dict | None) -> str:
+    """``; EOS appended (token 2, ...)`` from the corpus description of tokenized data, when it says."""
+    if not eos:
+        return ""
+    appended, token, checked = eos.get("appended"), eos.get("eos_id"), eos.get("documents_checked")
+    how = eos.get("from", "")
+    if how.startswith("separator"):
+        return f"; documents end with the EOS separator {token} (counted)"
+    if appended:
+        return f"; EOS {token} appended and counted ({how}: all {checked:,} documents checked end with it)"
+    if appended is False:
+        return f"; no EOS appended ({how}, {checked:,} documents checked)"
+    return f"; EOS unknown (some of {checked:,} documents checked end with {token})" if token is not None else ""
+
+
 def format_report(summary: dict) -> str:
     """The terminal report of a scan summary (see :func:`freqlab.scan.scan`)."""
     lines = []
@@ -110,7 +125,7 @@ def format_report(summary: dict) -> str:
                 passed.append(f"{description[key]:,} {what}")
         lines.append(f"files      {files:,} file{'s' if files != 1 else ''} ({', '.join(passed)})")
     if tok is None:
-        lines.append("tokenizer  none: lengths read from tokenized data")
+        lines.append("tokenizer  none: lengths read from tokenized data" + _eos_note(description.get("eos")))
     else:
         special = "special tokens counted" if tok["special_tokens_counted"] else "no special tokens"
         lines.append(f"tokenizer  {tok['name']} ({tok['backend']}, vocab {tok['vocab_size']:,}, {special})")
