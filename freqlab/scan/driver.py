@@ -74,6 +74,7 @@ def scan(
     tokens: int | None = None,
     corpus_tokens: int | None = None,
     tau: float = DEFAULT_TAU,
+    megatron=None,
     max_docs: int | None = None,
     max_tokens: int | None = None,
     sample_rate: float | None = None,
@@ -95,6 +96,10 @@ def scan(
     id (see :func:`freqlab.tokenize.load_tokenizer`). Tokenized data (no tokenizer needed) is read as is:
     ``tokens_field`` / ``length_field`` name a column of token ids / lengths, ``eos_id`` the token ending each
     document of a plain token stream (see :class:`freqlab.corpus.fields.ReadOptions`).
+
+    ``megatron`` (:class:`~freqlab.frequency.megatron.MegatronOptions`: Megatron-LM's ``--data-path``,
+    ``--seed``, ``--split``, ``--reset-attention-mask``, ``--train-samples`` or epochs) makes the
+    ``megatron`` regime replay GPTDataset's windows exactly (the scanned ``.idx`` when no data_path is named).
 
     Partial scans: ``max_docs``/``max_tokens`` take the first documents in shard order (the document that
     reaches ``max_tokens`` is kept whole); ``sample_rate`` keeps each document with that probability,
@@ -120,7 +125,8 @@ def scan(
     )
     run = RunOptions(engine=engine, workers=workers, address=address, batch_size=batch_size, out=out,
                      resume=resume, progress=progress)
-    report = ReportOptions(L=L, regimes=regimes, tokens=tokens, corpus_tokens=corpus_tokens, tau=tau)
+    report = ReportOptions(L=L, regimes=regimes, tokens=tokens, corpus_tokens=corpus_tokens, tau=tau,
+                           megatron=megatron)
     return run_scan(settings, run, report)
 
 

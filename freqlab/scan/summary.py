@@ -41,6 +41,7 @@ def summarize_windows(
     tau: float = DEFAULT_TAU,
     partial: bool = False,
     seed: int = 0,
+    megatron=None,
 ) -> dict:
     """The ``budget`` and ``windows`` parts of a scan summary.
 
@@ -88,6 +89,7 @@ def summarize_windows(
             tau=tau,
             seed=seed,
             one_pass=tokens is None,
+            megatron=megatron,
         )
     return {"budget": budget, "windows": windows}
 
@@ -203,6 +205,16 @@ def estimate_corpus_tokens(tokens: int, documents: int, read: int) -> int:
     return (2 * tokens * documents + read) // (2 * read)
 
 
+def _megatron_options(report, corpus):
+    """The megatron regime's options, reading the scanned index when one was scanned and none is named."""
+    if "megatron" not in report.regimes:
+        return None
+    from freqlab.frequency.megatron import MegatronOptions
+
+    paths = sorted({shard.path for shard in corpus.shards if isinstance(getattr(shard, "path", None), str)})
+    return (report.megatron or MegatronOptions()).with_data_path(paths)
+
+
 @dataclass
 class RunRecord:
     """What this run did (as opposed to what resumed checkpoints held): for throughput and the summary."""
@@ -249,6 +261,7 @@ def scan_summary(settings, report, corpus, counter, engine, histogram: LengthHis
     windows = summarize_windows(
         histogram, report.L, report.regimes, tokens=report.tokens, corpus_tokens=report.corpus_tokens,
         estimated_corpus_tokens=estimate, tau=report.tau, partial=bool(partial), seed=options.seed,
+        megatron=_megatron_options(report, corpus),
     )
     if ledger.exhausted:
         windows["budget"]["note"] = PREFIX_NOTE
