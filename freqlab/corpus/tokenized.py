@@ -69,8 +69,9 @@ def lengths_from_ends(ends: np.ndarray, start: int) -> np.ndarray:
     return lengths
 
 
-def batched_ranges(start: int, end: int, size: int = BATCH_DOCUMENTS) -> Iterator[tuple[int, int]]:
-    """``[a, b)`` runs of at most ``size`` covering ``[start, end)``."""
+def batched_ranges(start: int, end: int, size: int | None = None) -> Iterator[tuple[int, int]]:
+    """``[a, b)`` runs of at most ``size`` (default :data:`BATCH_DOCUMENTS`) covering ``[start, end)``."""
+    size = size or BATCH_DOCUMENTS
     for a in range(start, end, size):
         yield a, min(a + size, end)
 
