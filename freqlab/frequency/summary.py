@@ -61,10 +61,12 @@ def regime_summaries(
     tau: float = DEFAULT_TAU,
     seed: int = 0,
     one_pass: bool = False,
+    megatron=None,
 ) -> list[dict]:
     """:func:`frequency_summary` for every (L, regime) pair, with the regime's segment count and dropped
     tokens. ``tokens`` is the training budget (None: no effective-length prediction). With ``one_pass``, it is
     one pass over the corpus, so a regime that drops tokens (``truncate``) trains on tokens · kept / all.
+    ``megatron``: :class:`~freqlab.frequency.megatron.MegatronOptions` of the ``megatron`` regime.
 
     >>> rows = regime_summaries([4096], [10], [2048], ["natural", "truncate"], tokens=40960, one_pass=True)
     >>> [(r["regime"], r["budget_tokens"], r["dropped_tokens"]) for r in rows]
@@ -73,13 +75,15 @@ def regime_summaries(
     rows = []
     for L in Ls:
         for regime in regimes:
-            segs = segments(lengths, counts, L, regime, seed=seed)
+            segs = segments(lengths, counts, L, regime, seed=seed, megatron=megatron)
             budget = tokens
             if one_pass and tokens is not None and segs.dropped_tokens:
                 budget = int(tokens) * segs.tokens // (segs.tokens + segs.dropped_tokens)
             row = {"regime": regime, **frequency_summary(segment_frequency(segs), tokens=budget, tau=tau)}
             row["segments"] = segs.segments
             row["dropped_tokens"] = segs.dropped_tokens
+            if segs.approximation:
+                row["approximation"] = segs.approximation
             rows.append(row)
     return rows
 
@@ -94,6 +98,8 @@ def describe(row: dict, *, detail: bool = False) -> str:
         f"L={row['L']} {row['regime']}: {100 * row['share_at_most_half']:.1f}% of position mass at "
         f"i ≤ {row['half']}, {100 * row['share_at_least_three_quarters']:.1f}% at i ≥ {row['three_quarters']}"
     )
+    if row.get("approximation"):
+        line += f" [{row['approximation']} computed: a length histogram has no order to replay; give --data-path]"
     if row.get("dropped_tokens"):
         line += f" ({human_count(row['dropped_tokens'])} tokens dropped)"
     if "effective_length" in row:
