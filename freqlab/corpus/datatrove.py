@@ -11,24 +11,12 @@ post-processor or ``eos_token`` appended one, included). Only the index is read,
 from __future__ import annotations
 
 import os
-from collections.abc import Iterator
 from dataclasses import dataclass
 
 import numpy as np
 
-from freqlab.corpus.base import LENGTHS, LengthBatch
-from freqlab.corpus.fields import Fields
-from freqlab.corpus.files import DataFile
-from freqlab.corpus.registry import FileFormat, register
-from freqlab.corpus.tokenized import (
-    EOS_CHECKED,
-    EosCheck,
-    TokenFileShard,
-    batched_ranges,
-    check_eos_option,
-    document_ranges,
-    lengths_from_ends,
-)
+from freqlab.corpus.registry import register
+from freqlab.corpus.tokenized import IndexedTokenShard, TokenFileFormat, lengths_from_ends
 from freqlab.errors import FreqlabError
 
 TOKEN_DTYPES = {2: np.dtype("<u2"), 4: np.dtype("<u4")}
@@ -45,6 +33,19 @@ class DatatroveFile:
     @property
     def documents(self) -> int:
         return self.ends.size
+
+    @property
+    def index_bytes(self) -> int:
+        return 8 * self.ends.size
+
+    @property
+    def token_bound(self) -> int:
+        return int(np.iinfo(self.dtype).max) + 1
+
+    def lengths(self, start: int, end: int) -> np.ndarray:
+        """Lengths (int64) of documents ``start`` .. ``end - 1``."""
+        previous = int(self.ends[start - 1]) if start else 0
+        return lengths_from_ends(self.ends[start:end], previous)
 
     def last_tokens(self, count: int) -> np.ndarray:
         """The last token of each of the first ``count`` non-empty documents."""
@@ -96,49 +97,17 @@ def read_ds(path: str) -> DatatroveFile:
 
 
 @dataclass(frozen=True)
-class DatatroveShard(TokenFileShard):
+class DatatroveShard(IndexedTokenShard):
     """Documents ``start`` .. ``end - 1`` of a ``.ds`` file."""
 
-    def batches(self) -> Iterator[LengthBatch]:
-        ds = read_ds(self.path)
-        end = ds.documents if self.end is None else self.end
-        for a, b in batched_ranges(self.start, end):
-            previous = int(ds.ends[a - 1]) if a else 0
-            yield LengthBatch(lengths_from_ends(ds.ends[a:b], previous), None, f"{self.path}: document {a}")
+    open_index = staticmethod(read_ds)
 
 
-class DatatroveFormat(FileFormat):
+class DatatroveFormat(TokenFileFormat):
     name = "datatrove"
-    kind = LENGTHS
     suffixes = (".ds",)
     description = "datatrove .ds"
-
-    def records(self, file: DataFile) -> int | None:
-        return read_ds(file.path).documents
-
-    def is_empty(self, file: DataFile) -> bool:
-        return self.records(file) == 0
-
-    def estimated_bytes(self, file: DataFile) -> int:
-        return 8 * self.records(file)  # the index is what is read
-
-    def shards(self, files: list[DataFile], fields: Fields, range_bytes: int) -> list[DatatroveShard]:
-        shards = []
-        for file in files:
-            documents = read_ds(file.path).documents
-            runs = document_ranges(documents, 8 * documents, range_bytes) if documents else []
-            for start, end in runs:
-                part = file.id if len(runs) == 1 else f"{file.id}@documents{start}-{'' if end is None else end}"
-                shards.append(DatatroveShard(part, file, fields, start, end))
-        return shards
-
-    def describe(self, files: list[DataFile], fields: Fields) -> dict:
-        check = EosCheck(fields.read.eos_id)
-        for file in files:
-            ds = read_ds(file.path)
-            check_eos_option(fields.read.eos_id, np.iinfo(ds.dtype).max + 1, file.path)
-            check.add(ds.last_tokens(EOS_CHECKED))
-        return check.describe()
+    shard_type = DatatroveShard
 
 
 DATATROVE = register(DatatroveFormat())

@@ -29,23 +29,12 @@ from __future__ import annotations
 
 import os
 import struct
-from collections.abc import Iterator
 from dataclasses import dataclass
 
 import numpy as np
 
-from freqlab.corpus.base import LENGTHS, LengthBatch
-from freqlab.corpus.fields import Fields
-from freqlab.corpus.files import DataFile
-from freqlab.corpus.registry import FileFormat, register
-from freqlab.corpus.tokenized import (
-    EOS_CHECKED,
-    EosCheck,
-    TokenFileShard,
-    batched_ranges,
-    check_eos_option,
-    document_ranges,
-)
+from freqlab.corpus.registry import register
+from freqlab.corpus.tokenized import IndexedTokenShard, TokenFileFormat
 from freqlab.errors import FreqlabError
 
 MAGIC = b"MMIDIDX\x00\x00"
@@ -73,6 +62,14 @@ class MegatronIndex:
         return self.sequence_lengths.size
 
     @property
+    def index_bytes(self) -> int:
+        return 4 * self.sequences + 8 * (self.documents + 1)  # lengths and document bounds
+
+    @property
+    def token_bound(self) -> int:
+        return int(np.iinfo(self.dtype).max) + 1 if self.dtype.kind in "iu" else 1 << 63
+
+    @property
     def bin_path(self) -> str:
         return self.prefix + ".bin"
 
@@ -82,22 +79,43 @@ class MegatronIndex:
             return np.zeros(0, self.dtype)
         return np.memmap(self.bin_path, dtype=self.dtype, mode="r")
 
-    def document_lengths(self, start: int, end: int) -> np.ndarray:
-        """Lengths (int64) of documents ``start`` .. ``end - 1``: the sums of their sequences' lengths."""
-        bounds = np.asarray(self.document_indices[start : end + 1], np.int64)
+    def document_lengths(self, start: int, end: int, *, flat: bool = False) -> np.ndarray:
+        """Lengths (int64) of documents ``start`` .. ``end - 1``: the sums of their sequences' lengths.
+
+        ``flat``: read the two ranges of the index with plain reads instead of through the memory map, so a
+        pass over a 20 GB index keeps only one batch in memory (mapped pages count as the process's memory).
+        """
+        bounds = self._read(self.document_indices, HEADER.size + 12 * self.sequences, start, end + 1, flat)
         first, last = int(bounds[0]), int(bounds[-1])
         steps = np.diff(bounds)
         if steps.size and int(steps.min()) < 0:
             k = start + int(np.argmax(steps < 0))
             raise ValueError(f"{self.prefix}.idx: document_indices decrease at document {k}")
-        lengths = np.asarray(self.sequence_lengths[first:last], np.int64)
+        lengths = self._read(self.sequence_lengths, HEADER.size, first, last, flat)
         if last - first == end - start and (steps == 1).all():
             return lengths  # one sequence per document (what preprocess_data.py writes without --split-sentences)
         cumulative = np.concatenate([[0], np.cumsum(lengths)])
         ends = cumulative[bounds - first]
         return np.diff(ends)
 
-    def last_tokens(self, count: int) -> tuple[np.ndarray, np.ndarray]:
+    def lengths(self, start: int, end: int) -> np.ndarray:
+        """Lengths of documents ``start`` .. ``end - 1``, read flat (what a scan reads)."""
+        return self.document_lengths(start, end, flat=True)
+
+    def _read(self, mapped: np.ndarray, at: int, start: int, end: int, flat: bool) -> np.ndarray:
+        """``mapped[start:end]`` as int64, through the map or (``flat``) with a plain read of the file, where
+        ``mapped`` starts at byte ``at``."""
+        if not flat:
+            return np.asarray(mapped[start:end], np.int64)
+        offset = at + start * mapped.itemsize
+        count = max(end - start, 0)
+        return np.fromfile(self.prefix + ".idx", dtype=mapped.dtype, count=count, offset=offset).astype(np.int64)
+
+    def last_tokens(self, count: int) -> np.ndarray:
+        """The last token of each of the first ``count`` non-empty documents."""
+        return self.last_tokens_and_documents(count)[0]
+
+    def last_tokens_and_documents(self, count: int) -> tuple[np.ndarray, np.ndarray]:
         """The last token of each of the first ``count`` non-empty documents, and those documents' indices."""
         count = min(count, self.documents)
         bounds = np.asarray(self.document_indices[: count + 1], np.int64)
@@ -185,47 +203,17 @@ def _check_bin(index: MegatronIndex, idx_path: str) -> None:
 
 
 @dataclass(frozen=True)
-class MegatronShard(TokenFileShard):
+class MegatronShard(IndexedTokenShard):
     """Documents ``start`` .. ``end - 1`` of a Megatron index (``file`` is the ``.idx``)."""
 
-    def batches(self) -> Iterator[LengthBatch]:
-        index = read_index(self.path)
-        end = index.documents if self.end is None else self.end
-        for a, b in batched_ranges(self.start, end):
-            yield LengthBatch(index.document_lengths(a, b), None, f"{self.path}: document {a}")
+    open_index = staticmethod(read_index)
 
 
-class MegatronFormat(FileFormat):
+class MegatronFormat(TokenFileFormat):
     name = "megatron"
-    kind = LENGTHS
     suffixes = (".idx",)
     description = "Megatron .idx/.bin"
-
-    def records(self, file: DataFile) -> int | None:
-        return read_index(file.path).documents
-
-    def is_empty(self, file: DataFile) -> bool:
-        return self.records(file) == 0
-
-    def shards(self, files: list[DataFile], fields: Fields, range_bytes: int) -> list[MegatronShard]:
-        shards = []
-        for file in files:
-            index = read_index(file.path)  # every file is checked before anything is counted
-            runs = document_ranges(index.documents, file.size, range_bytes) if index.documents else []
-            for start, end in runs:
-                part = file.id if len(runs) == 1 else f"{file.id}@documents{start}-{'' if end is None else end}"
-                shards.append(MegatronShard(part, file, fields, start, end))
-        return shards
-
-    def describe(self, files: list[DataFile], fields: Fields) -> dict:
-        check = EosCheck(fields.read.eos_id)
-        for file in files:
-            index = read_index(file.path)
-            bound = np.iinfo(index.dtype).max + 1 if index.dtype.kind in "iu" else 1 << 63
-            check_eos_option(fields.read.eos_id, bound, file.path)
-            last, _ = index.last_tokens(EOS_CHECKED)
-            check.add(last)
-        return check.describe()
+    shard_type = MegatronShard
 
 
 MEGATRON = register(MegatronFormat())

@@ -11,11 +11,14 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 from dataclasses import dataclass
-from typing import ClassVar
+from typing import ClassVar, Protocol
 
 import numpy as np
 
-from freqlab.corpus.base import FileShard, LengthBatch, LengthShard
+from freqlab.corpus.base import LENGTHS, FileShard, LengthBatch, LengthShard
+from freqlab.corpus.fields import Fields
+from freqlab.corpus.files import DataFile
+from freqlab.corpus.registry import FileFormat
 from freqlab.errors import FreqlabError
 
 BATCH_DOCUMENTS = 1 << 21  # documents per LengthBatch: 16 MiB of int64 lengths
@@ -117,3 +120,69 @@ def check_eos_option(eos_id: int | None, vocabulary_bound: int, where: str) -> N
     """``--eos-id`` must be a token the file's dtype can hold."""
     if eos_id is not None and not 0 <= eos_id < vocabulary_bound:
         raise FreqlabError(f"{where}: eos_id {eos_id} cannot occur in this file (tokens below {vocabulary_bound})")
+
+
+class TokenIndex(Protocol):
+    """What a tokenized file's index tells without reading its tokens."""
+
+    documents: int
+    index_bytes: int  # bytes of index read to get every document's length
+    token_bound: int  # tokens of the file's dtype are below this (for --eos-id)
+
+    def lengths(self, start: int, end: int) -> np.ndarray: ...  # of documents start .. end - 1, int64
+
+    def last_tokens(self, count: int) -> np.ndarray: ...  # the last token of the first `count` non-empty documents
+
+
+@dataclass(frozen=True)
+class IndexedTokenShard(TokenFileShard):
+    """Documents ``start`` .. ``end - 1`` of a tokenized file with a document index; subclasses name the
+    function that opens and checks the index (:attr:`open_index`)."""
+
+    open_index: ClassVar = None  # path -> TokenIndex (a staticmethod in subclasses)
+
+    def batches(self) -> Iterator[LengthBatch]:
+        index = self.open_index(self.path)
+        end = index.documents if self.end is None else self.end
+        for a, b in batched_ranges(self.start, end):
+            yield LengthBatch(index.lengths(a, b), None, f"{self.path}: document {a}")
+
+
+class TokenFileFormat(FileFormat):
+    """A format of tokenized files with a document index (Megatron ``.idx``, datatrove ``.ds``): lengths come
+    from the index, in shards of document ranges. Subclasses set :attr:`shard_type`."""
+
+    kind = LENGTHS
+    shard_type: ClassVar[type[IndexedTokenShard]]
+
+    def open(self, path: str) -> TokenIndex:
+        """The checked index of ``path``; FreqlabError in one line for a bad file."""
+        return self.shard_type.open_index(path)
+
+    def records(self, file: DataFile) -> int | None:
+        return self.open(file.path).documents
+
+    def is_empty(self, file: DataFile) -> bool:
+        return self.records(file) == 0
+
+    def estimated_bytes(self, file: DataFile) -> int:
+        return self.open(file.path).index_bytes  # the index is what is read
+
+    def shards(self, files: list[DataFile], fields: Fields, range_bytes: int) -> list[TokenFileShard]:
+        shards = []
+        for file in files:
+            index = self.open(file.path)  # every file is checked before anything is counted
+            runs = document_ranges(index.documents, index.index_bytes, range_bytes) if index.documents else []
+            for start, end in runs:
+                part = file.id if len(runs) == 1 else f"{file.id}@documents{start}-{'' if end is None else end}"
+                shards.append(self.shard_type(part, file, fields, start, end))
+        return shards
+
+    def describe(self, files: list[DataFile], fields: Fields) -> dict:
+        """Whether the files' documents end with an appended EOS (:class:`EosCheck`)."""
+        check = EosCheck(fields.read.eos_id)
+        for file in files:
+            index = self.open(file.path)
+            check_eos_option(fields.read.eos_id, index.token_bound, file.path)
+            check.add(index.last_tokens(EOS_CHECKED))
+        return check.describe()

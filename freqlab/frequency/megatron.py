@@ -269,5 +269,5 @@ def _has_eod(index, eod: bool | None) -> bool:
     from freqlab.corpus.tokenized import EOS_CHECKED, EosCheck
 
     check = EosCheck()
-    check.add(index.last_tokens(EOS_CHECKED)[0])
+    check.add(index.last_tokens(EOS_CHECKED))
     return bool(check.describe()["eos"]["appended"])
