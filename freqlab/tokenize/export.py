@@ -29,19 +29,19 @@ def tiktoken_to_hf_json(
     ``bos``/``eos`` (special token strings) make ``add_special_tokens=True`` produce ``bos text eos``.
     """
     offset = len(special_tokens)
-    text = bytes_to_text
     by_rank = sorted(mergeable_ranks.items(), key=lambda item: item[1])
+    text = {token: bytes_to_text(token) for token, _ in by_rank}  # once per token, not once per merge side
     # Special tokens are vocabulary entries too (ids 0..offset-1), referenced by the added tokens below.
     vocab = {special: i for i, special in enumerate(special_tokens)}
     for token, rank in by_rank:
-        if vocab.setdefault(text(token), rank + offset) != rank + offset:
+        if vocab.setdefault(text[token], rank + offset) != rank + offset:
             raise ValueError(f"ordinary token {token!r} has the text of a special token")
     merges: list[list[str]] = []
     for token, _rank in by_rank:
         for cut in range(1, len(token)):
             left, right = token[:cut], token[cut:]
-            if left in mergeable_ranks and right in mergeable_ranks:
-                merges.append([text(left), text(right)])
+            if left in text and right in text:
+                merges.append([text[left], text[right]])
     flags = {"single_word": False, "lstrip": False, "rstrip": False, "normalized": False, "special": True}
     added = [{"id": i, "content": s, **flags} for i, s in enumerate(special_tokens)]
     template: list[dict] = [{"SpecialToken": {"id": bos, "type_id": 0}}] if bos else []

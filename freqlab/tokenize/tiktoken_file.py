@@ -11,13 +11,33 @@ import binascii
 from pathlib import Path
 
 from freqlab.errors import FreqlabError
+from freqlab.tokenize.backends import TiktokenEngine
 from freqlab.tokenize.counter import TiktokenPlan, TokenCounter, vocab_hash
+from freqlab.tokenize.verify import tiktoken_counter
 
 # tiktoken_ext/openai_public.py, cl100k_base (possessive quantifiers are fine: tiktoken runs its own engine).
 CL100K_PATTERN = (
     r"""'(?i:[sdmt]|ll|ve|re)|[^\r\n\p{L}\p{N}]?+\p{L}++|\p{N}{1,3}+| ?[^\s\p{L}\p{N}]++[\r\n]*+|\s++$|\s*[\r\n]|"""
     r"""\s+(?!\S)|\s"""
 )
+
+
+def is_tiktoken_file(path: str | Path) -> bool:
+    """True when a file starts with a ``<base64 token> <rank>`` line (Llama 3 ships its ranks as ``.model``)."""
+    try:
+        with open(path, "rb") as fh:
+            first = fh.readline(1000).split()
+    except OSError:
+        return False
+    return len(first) == 2 and first[1].isdigit() and _is_base64(first[0])
+
+
+def _is_base64(token: bytes) -> bool:
+    try:
+        base64.b64decode(token, validate=True)
+    except (ValueError, binascii.Error):
+        return False
+    return True
 
 
 def read_tiktoken_ranks(path: str | Path) -> dict[bytes, int]:
@@ -55,12 +75,14 @@ def load_tiktoken_file(
     ranks = read_tiktoken_ranks(path)
     plan = TiktokenPlan(pat_str=pattern or CL100K_PATTERN, mergeable_ranks=ranks)
     try:
-        return TokenCounter(
-            name=str(path),
-            spec=str(path),
-            vocab_size=max(ranks.values()) + 1,
-            vocab_hash=vocab_hash((rank, token) for token, rank in ranks.items()),
-            plan=plan,
-        )
-    except ValueError as exc:  # tiktoken rejects the regex
+        engine = TiktokenEngine(plan)  # a regex tiktoken rejects is the user's error, named here
+    except ValueError as exc:
         raise FreqlabError(f"{path}: pattern rejected by tiktoken ({exc})") from exc
+    return tiktoken_counter(
+        plan,
+        name=str(path),
+        spec=str(path),
+        vocab_size=max(ranks.values()) + 1,
+        vocab_hash=vocab_hash((rank, token) for token, rank in ranks.items()),
+        tiktoken_engine=engine,
+    )

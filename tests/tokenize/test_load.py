@@ -42,7 +42,7 @@ def test_tokenizer_json_file_and_folder(small_bpe):
     by_file = load_tokenizer(str(folder / "tokenizer.json"))
     by_folder = load_tokenizer(str(folder))
     assert by_file.name == by_file.spec == str(folder / "tokenizer.json")
-    assert by_file.backend == by_folder.backend == "tiktoken"
+    assert by_file.backends == by_folder.backends == ("fastokens", "tiktoken", "hf-tokenizers")
     assert by_file.vocab_hash == by_folder.vocab_hash
     assert by_file.count(TEXTS).tolist() == by_folder.count(TEXTS).tolist() == hf_counts(reference, TEXTS)
 
@@ -51,7 +51,7 @@ def test_spec_recreates_the_counter(small_bpe):
     folder, _ = small_bpe
     counter = load_tokenizer(str(folder / "tokenizer.json"))
     again = load_tokenizer(counter.spec)
-    assert (again.vocab_hash, again.backend, again.vocab_size) == (counter.vocab_hash, "tiktoken", 800)
+    assert (again.vocab_hash, again.backends, again.vocab_size) == (counter.vocab_hash, counter.backends, 800)
     assert load_tokenizer(load_tokenizer().spec).name == "tekken"
 
 
@@ -61,10 +61,10 @@ def test_tiktoken_file_counts_like_the_tokenizer_it_was_exported_from(small_bpe,
     fast = load_tokenizer(str(folder))
     path = tmp_path / "small.tiktoken"
     path.write_text(
-        "".join(f"{base64.b64encode(token).decode()} {rank}\n" for token, rank in fast._plan.mergeable_ranks.items())
+        "".join(f"{base64.b64encode(token).decode()} {rank}\n" for token, rank in fast.plan.mergeable_ranks.items())
     )
     counter = load_tokenizer(str(path), pattern=GPT2_PATTERN)
-    assert counter.backend == "tiktoken" and counter.spec == str(path)
+    assert counter.backends == ("fastokens", "tiktoken") and counter.spec == str(path)
     assert counter.count(TEXTS).tolist() == hf_counts(reference, TEXTS)
 
 
@@ -167,5 +167,5 @@ def test_hub_id_found_in_the_local_cache_loads_offline(small_bpe, monkeypatch, t
     monkeypatch.setattr(constants, "HF_HUB_CACHE", str(tmp_path))
     monkeypatch.setenv("HF_HUB_OFFLINE", "1")
     counter = load_tokenizer("org/small")
-    assert (counter.name, counter.spec, counter.backend) == ("org/small", "org/small", "tiktoken")
+    assert (counter.name, counter.spec, counter.backend) == ("org/small", "org/small", "fastokens")
     np.testing.assert_array_equal(counter.count(TEXTS[:50]), hf_counts(reference, TEXTS[:50]))
