@@ -5,9 +5,11 @@ file path, and counts tokens per text *without* special tokens (the counter adds
 on a document; the counter then counts that document with the next backend (see
 :mod:`freqlab.tokenize.counter`). Known hazards, each measured here:
 
-* tiktoken's regex engine (fancy-regex) gives up on a whitespace run of more than 10^6 characters
-  ("Max stack size exceeded"): :class:`TiktokenEngine` then splits the text into the same pieces with the
-  ``regex`` module (same pattern; a tiktoken dependency) and BPE-encodes each piece with tiktoken itself;
+* tiktoken's regex engine (fancy-regex) gives up on a whitespace run of about 10^6 characters
+  (``encode`` raises "Max stack size exceeded", ``encode_ordinary`` panics): for a text with a whitespace run
+  of 10^5 characters or more (or any tiktoken failure), :class:`TiktokenEngine` splits the text into the same
+  pieces with the ``regex`` module (same pattern; a tiktoken dependency) and BPE-encodes each piece with
+  tiktoken itself;
 * fastokens, Hugging Face and ``sentencepiece`` refuse lone surrogates (not encodable as UTF-8); tiktoken
   joins surrogate pairs and replaces lone ones with U+FFFD: the counter applies that rule
   (:func:`valid_unicode`) before any backend counts such a document, so every backend counts the same text.
@@ -38,6 +40,11 @@ FASTEST_FIRST = (BACKEND_FASTOKENS, BACKEND_TIKTOKEN, BACKEND_HF, BACKEND_SENTEN
 # document then costs 40 MB instead of ~360 MB of int objects. Below it the list path is faster.
 _LONG_TEXT_CHARS = 1_000_000
 _SURROGATE = re.compile("[\ud800-\udfff]")
+# fancy-regex gives up inside one whitespace run of ~10^6 characters: encode_ordinary panics (StackOverflow),
+# encode raises "Max stack size exceeded" (measured at 999,999 spaces). Runs a tenth of that are sent
+# around it; the detour is exact, so the margin only costs speed on absurd documents.
+_LONG_RUN_CHARS = 100_000
+_LONG_WHITESPACE_RUN = re.compile(rf"\s{{{_LONG_RUN_CHARS},}}")
 
 
 def single_threaded() -> None:
@@ -125,15 +132,18 @@ class TiktokenEngine:
         encode = self.encoding.encode_ordinary
         for i, text in enumerate(texts):
             text = self.prepare(text)
+            if len(text) >= _LONG_RUN_CHARS and _LONG_WHITESPACE_RUN.search(text):
+                out[i] = self.count_by_pieces(text)  # would hit fancy-regex's limits (and panic, not raise)
+                continue
             try:
                 if len(text) > _LONG_TEXT_CHARS:
                     out[i] = len(self.encoding.encode_to_numpy(text, disallowed_special=()))
                 else:
                     out[i] = len(encode(text))
-            except ValueError as exc:
-                if "regex" not in str(exc).lower():
+            except BaseException as exc:
+                if not is_engine_failure(exc):
                     raise
-                out[i] = self.count_by_pieces(text)
+                out[i] = self.count_by_pieces(text)  # any other regex failure: the same exact detour
         return out
 
     def count_by_pieces(self, text: str) -> int:

@@ -57,14 +57,20 @@ def load_tokenizer(
         return load_builtin(spec, add_special_tokens=add_special_tokens)
     path = Path(spec).expanduser()
     if path.exists():
-        if path.suffix == ".tiktoken" or (path.suffix == ".model" and is_tiktoken_file(path)):
+        model_file = ".model" in path.suffixes  # tokenizer.model, mistral's tokenizer.model.v1
+        if path.suffix == ".tiktoken" or (model_file and is_tiktoken_file(path)):
             return load_tiktoken_file(path, pattern=pattern, add_special_tokens=add_special_tokens)
-        if path.suffix == ".model":
+        if model_file:
             return load_sentencepiece_file(path, add_special_tokens=add_special_tokens, verify_texts=verify_texts)
         return load_tokenizer_json(
             path, add_special_tokens=add_special_tokens, verify_texts=verify_texts, threads=threads
         )
-    if path.suffix in {".json", ".tiktoken", ".model"} or spec.startswith((".", "/", "~")) or "\\" in spec:
+    if (
+        path.suffix in {".json", ".tiktoken", ".model"}
+        or ".model" in path.suffixes
+        or spec.startswith((".", "/", "~"))
+        or "\\" in spec
+    ):
         raise FreqlabError(f"{spec}: no such tokenizer file")
     if not _HUB_ID.match(spec):
         raise FreqlabError(

@@ -108,7 +108,7 @@ def test_no_arguments_scans_the_builtin_corpus_offline(tmp_path, monkeypatch):
     monkeypatch.chdir(tmp_path)
     result = invoke("--max-docs", "300", "--quiet")  # the full no-argument scan takes ~10 s; same code path
     assert result.exit_code == 0, result.output
-    assert "corpus     python-stdlib" in result.output and "tokenizer  tekken (tiktoken" in result.output
+    assert "corpus     python-stdlib" in result.output and "tokenizer  tekken (fastokens" in result.output
     assert "L=2048 natural:" in result.output
     assert (tmp_path / "freqlab-out" / "lengths.parquet").is_file()
 

@@ -175,6 +175,27 @@ def test_legacy_space_separated_merges_are_read(gpt2_style, tmp_path):
     np.testing.assert_array_equal(counter.count(texts), hf_counts(Tokenizer.from_file(path), texts))
 
 
+def test_gguf_layout_special_tokens_in_the_vocabulary_keep_the_fast_path(llama3_style, tmp_path):
+    # GGUF-converted tokenizers keep special tokens in model.vocab only: with ignore_merges Hugging Face would
+    # emit one only for a whole pre-token piece equal to it, and the regex always cuts "<|endoftext|>" at "<|".
+    path, _ = llama3_style
+    path = edited(path, tmp_path, lambda c: c.update(added_tokens=[], post_processor=None))
+    reference = Tokenizer.from_file(path)
+    assert reference.token_to_id(EOT) == 0 and not reference.get_added_tokens_decoder()
+    counter = load_tokenizer(path)
+    assert counter.backends == ("tiktoken", "hf-tokenizers"), counter.fallback_reasons
+    assert counter.routed == ()  # "<|endoftext|>" in text is ordinary text now
+    texts = [f"a{EOT}b", EOT, f" {EOT}\n", *HELD_OUT[:300]]
+    np.testing.assert_array_equal(counter.count(texts), hf_counts(reference, texts))
+    assert counter.count_one(EOT) == len(reference.encode(EOT).ids) > 1
+
+
+def test_a_vocabulary_token_that_can_be_a_whole_piece_but_no_merge_result_falls_back(llama3_style, tmp_path):
+    path, _ = llama3_style
+    path = edited(path, tmp_path, lambda c: c["model"]["vocab"].update(qqqqqq=2500))  # one regex piece, no merges
+    assert_falls_back(path, "1 vocabulary tokens (e.g. 'qqqqqq') are no merge result")
+
+
 def test_gpt2_byte_map_matches_transformers():
     from transformers.convert_slow_tokenizer import bytes_to_unicode
 
