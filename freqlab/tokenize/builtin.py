@@ -84,6 +84,22 @@ def tekken_from_data(
     data: dict, path: str | Path, *, name: str | None = None, spec: str | None = None, add_special_tokens: bool = False
 ) -> TokenCounter:
     """A counter for parsed Tekken JSON; ``path`` names it in errors."""
+    plan, vocab_size, digest = tekken_plan(data, path)
+    from freqlab.tokenize.verify import tiktoken_counter
+
+    return tiktoken_counter(
+        plan,
+        name=name or str(path),
+        spec=spec or str(path),
+        vocab_size=vocab_size,
+        vocab_hash=digest,
+        add_special_tokens=add_special_tokens,
+        special_tokens_added=TEKKEN_SPECIAL_TOKENS_PER_DOCUMENT,
+    )
+
+
+def tekken_plan(data: dict, path: str | Path) -> tuple[TiktokenPlan, int, str]:
+    """(tiktoken plan, vocabulary size, vocabulary hash) of parsed Tekken JSON; FreqlabError naming ``path``."""
     try:
         config = data["config"]
         num_special = int(config["default_num_special_tokens"])
@@ -106,17 +122,7 @@ def tekken_from_data(
     digest = vocab_hash(
         [(i, s.encode()) for i, s in enumerate(specials)] + [(r + num_special, b) for b, r in ranks.items()]
     )
-    from freqlab.tokenize.verify import tiktoken_counter
-
-    return tiktoken_counter(
-        TiktokenPlan(pat_str=pattern, mergeable_ranks=ranks),
-        name=name or str(path),
-        spec=spec or str(path),
-        vocab_size=vocab_size,
-        vocab_hash=digest,
-        add_special_tokens=add_special_tokens,
-        special_tokens_added=TEKKEN_SPECIAL_TOKENS_PER_DOCUMENT,
-    )
+    return TiktokenPlan(pat_str=pattern, mergeable_ranks=ranks), vocab_size, digest
 
 
 def tekken_special_tokens(data: dict) -> list[str]:

@@ -40,6 +40,7 @@ from freqlab.tokenize.backends import (
     BACKEND_FASTOKENS,
     ENGINES,
     FASTEST_FIRST,
+    FastokensPreset,
     fastokens_version,
     is_engine_failure,
     valid_unicode,
@@ -286,6 +287,9 @@ def sources_fingerprint(sources: Mapping[str, Any], routed: Sequence[str] = ()) 
     for backend in sorted(sources):
         data = sources[backend]
         h.update(backend.encode())
+        if isinstance(data, FastokensPreset):
+            h.update(data.encoding.encode())
+            data = data.plan
         if isinstance(data, TiktokenPlan):
             h.update(repr((data.pat_str, data.nfc, data.prefix_space, len(data.mergeable_ranks))).encode())
             h.update(vocab_hash((rank, token) for token, rank in data.mergeable_ranks.items()).encode())

@@ -88,11 +88,10 @@ def tiktoken_to_hf_json(
 
 def tekken_to_hf_json(name: str = "tekken") -> str:
     """The built-in Tekken as ``tokenizer.json`` text (ids as in ``Tekkenizer``; BOS/EOS template)."""
-    from freqlab.tokenize.builtin import builtin_path, read_tekken_json, tekken_from_data, tekken_special_tokens
+    from freqlab.tokenize.builtin import builtin_path, read_tekken_json, tekken_plan, tekken_special_tokens
 
     path = builtin_path(name)
     data = read_tekken_json(path)  # read once: the ranks and the special tokens come from the same file
-    plan = tekken_from_data(data, path).plan
-    assert plan is not None
+    plan, _, _ = tekken_plan(data, path)
     specials = tekken_special_tokens(data)
     return tiktoken_to_hf_json(plan.mergeable_ranks, plan.pat_str, special_tokens=specials, bos="<s>", eos="</s>")

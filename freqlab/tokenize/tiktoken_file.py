@@ -41,6 +41,10 @@ LLAMA3_PATTERN = (
 )
 
 
+# Patterns fastokens has as tiktoken encodings of its own (Tokenizer.from_tiktoken(encoding=...)).
+FASTOKENS_PRESETS = {CL100K_PATTERN: "cl100k_base", O200K_PATTERN: "o200k_base"}
+
+
 def is_tiktoken_file(path: str | Path) -> bool:
     """True when a file starts with a ``<base64 token> <rank>`` line (Llama 3 ships its ranks as ``.model``)."""
     try:

@@ -24,6 +24,7 @@ from freqlab.errors import FreqlabError
 from freqlab.tokenize.backends import (
     BACKEND_FASTOKENS,
     BACKEND_TIKTOKEN,
+    FastokensPreset,
     TiktokenEngine,
     fastokens_version,
     is_engine_failure,
@@ -120,14 +121,20 @@ def tiktoken_counter(
     tiktoken_engine: TiktokenEngine | None = None,
     **settings: Any,
 ) -> TokenCounter:
-    """A counter for tiktoken ranks (Tekken, ``.tiktoken``): fastokens on their ``tokenizer.json`` export when
-    it counts like tiktoken, tiktoken (the reference) otherwise. ``settings``: TokenCounter's metadata;
+    """A counter for tiktoken ranks (Tekken, ``.tiktoken``): fastokens when it counts like tiktoken (on its own
+    cl100k/o200k encoding when the pattern is that one, else on the ranks' ``tokenizer.json`` export), tiktoken
+    (the reference) otherwise. ``settings``: TokenCounter's metadata;
     ``tiktoken_engine``: the plan's engine if the caller built it already."""
     from freqlab.tokenize.export import tiktoken_to_hf_json
+    from freqlab.tokenize.tiktoken_file import FASTOKENS_PRESETS
 
     sources: dict[str, Any] = {BACKEND_TIKTOKEN: plan}
     refusals: dict[str, str] = {}
-    version = fastokens_candidate(sources, refusals, lambda: _export_once(plan, tiktoken_to_hf_json))
+    preset = FASTOKENS_PRESETS.get(plan.pat_str)
+    if preset is not None:  # fastokens' own cl100k/o200k: loads in ~1 s, and its fastest pre-tokenizer
+        version = fastokens_candidate(sources, refusals, lambda: FastokensPreset(plan, preset))
+    else:
+        version = fastokens_candidate(sources, refusals, lambda: _export_once(plan, tiktoken_to_hf_json))
     candidate = TokenCounter(sources=sources, fastokens_version=version, **settings)
     if tiktoken_engine is not None:
         candidate._engines.put(BACKEND_TIKTOKEN, tiktoken_engine)

@@ -11,6 +11,7 @@ from tokenizers import Tokenizer, models, pre_tokenizers, trainers
 
 from freqlab.errors import FreqlabError
 from freqlab.tokenize import load_tokenizer
+from freqlab.tokenize.backends import FastokensPreset
 from freqlab.tokenize.bytelevel import GPT2_PATTERN
 from freqlab.tokenize.hf import HUB_HINT
 
@@ -68,11 +69,23 @@ def test_tiktoken_file_counts_like_the_tokenizer_it_was_exported_from(small_bpe,
     assert counter.count(TEXTS).tolist() == hf_counts(reference, TEXTS)
 
 
+def test_cl100k_pattern_runs_on_fastokens_own_cl100k_with_tiktoken_counts(small_bpe, tmp_path):
+    folder, _ = small_bpe
+    ranks = load_tokenizer(str(folder)).plan.mergeable_ranks
+    path = tmp_path / "small.tiktoken"
+    path.write_text("".join(f"{base64.b64encode(token).decode()} {rank}\n" for token, rank in ranks.items()))
+    counter = load_tokenizer(str(path))  # default pattern: cl100k's, fastokens' own "cl100k_base" encoding
+    assert counter.backends == ("fastokens", "tiktoken"), counter.fallback_reasons
+    texts = [*TEXTS, "<|endoftext|> is text here", "a\n\n  ", "x \n\n \n", "I'M 1234567 89"]
+    assert counter.counts_by("fastokens", texts).tolist() == counter.counts_by("tiktoken", texts).tolist()
+
+
 def test_tiktoken_file_default_pattern_is_cl100k(tmp_path):
     path = tmp_path / "bytes.tiktoken"
     path.write_text("".join(f"{base64.b64encode(bytes([b])).decode()} {b}\n" for b in range(256)))
     counter = load_tokenizer(str(path))
     assert "\\p{N}{1,3}+" in counter.pattern  # cl100k's digit groups
+    assert counter.source("fastokens") == FastokensPreset(counter.plan, "cl100k_base")  # fastokens' own cl100k
     assert counter.count(["héllo 2024"]).tolist() == [len("héllo 2024".encode())]  # bytes only: one token each
     with pytest.raises(FreqlabError, match="no special tokens"):
         load_tokenizer(str(path), add_special_tokens=True)
