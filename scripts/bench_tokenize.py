@@ -127,7 +127,10 @@ def rss_mb() -> float:
 
 
 def worker_load(payload: bytes) -> tuple[float, float, str]:
-    """In a fresh process: unpickle the counter and build its engine (first count); seconds, MB, backend."""
+    """In a fresh process: unpickle the counter and build its engine (first count); seconds, MB, backend.
+    freqlab is imported first (a scan's forkserver preloads it): the numbers are the tokenizer's own."""
+    import freqlab.tokenize  # noqa: F401
+
     before = rss_mb()
     start = time.perf_counter()
     counter = pickle.loads(payload)

@@ -41,6 +41,8 @@ LLAMA3_PATTERN = (
 )
 
 
+LLAMA3_RANKS = 128_000
+
 # Patterns fastokens has as tiktoken encodings of its own (Tokenizer.from_tiktoken(encoding=...)).
 FASTOKENS_PRESETS = {CL100K_PATTERN: "cl100k_base", O200K_PATTERN: "o200k_base"}
 
@@ -92,10 +94,20 @@ def read_tiktoken_ranks(path: str | Path) -> dict[bytes, int]:
 def load_tiktoken_file(
     path: str | Path, *, pattern: str | None = None, add_special_tokens: bool = False
 ) -> TokenCounter:
-    """A counter for a ``.tiktoken`` ranks file (spec = the path; a custom ``pattern`` travels by pickle)."""
+    """A counter for a ``.tiktoken`` ranks file (spec = the path; a custom ``pattern`` travels by pickle).
+
+    Default pattern: cl100k's for ``.tiktoken`` files; for a tiktoken-format ``.model`` file (Meta ships Llama 3's
+    ranks as ``tokenizer.model``) Llama 3's when it has Llama 3's 128,000 ranks, else ``pattern`` is required.
+    """
     if add_special_tokens:
         raise FreqlabError(f"{path}: a .tiktoken file defines no special tokens; drop add_special_tokens")
     ranks = read_tiktoken_ranks(path)
+    if pattern is None and ".model" in Path(path).suffixes:
+        if len(ranks) != LLAMA3_RANKS:
+            raise FreqlabError(
+                f"{path}: tiktoken ranks without a regex ({len(ranks):,} ranks, not Llama 3's); pass pattern="
+            )
+        pattern = LLAMA3_PATTERN
     plan = TiktokenPlan(pat_str=pattern or CL100K_PATTERN, mergeable_ranks=ranks)
     try:
         engine = TiktokenEngine(plan)  # a regex tiktoken rejects is the user's error, named here

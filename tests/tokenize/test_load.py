@@ -91,6 +91,17 @@ def test_tiktoken_file_default_pattern_is_cl100k(tmp_path):
         load_tokenizer(str(path), add_special_tokens=True)
 
 
+def test_tiktoken_format_model_file_needs_its_regex(tmp_path):
+    # Meta ships Llama 3's ranks as tokenizer.model (tiktoken format): Llama 3's regex for its 128,000 ranks,
+    # otherwise the regex must be given (a wrong one would count wrongly, silently).
+    path = tmp_path / "tokenizer.model"
+    path.write_text("".join(f"{base64.b64encode(bytes([b])).decode()} {b}\n" for b in range(256)))
+    with pytest.raises(FreqlabError, match="256 ranks, not Llama 3's\\); pass pattern="):
+        load_tokenizer(str(path))
+    counter = load_tokenizer(str(path), pattern=GPT2_PATTERN)
+    assert counter.pattern == GPT2_PATTERN and counter.count(["héllo"]).tolist() == [6]
+
+
 @pytest.mark.parametrize(
     ("content", "message"),
     [
