@@ -192,7 +192,7 @@ class TokenCounter:
         backends = self._live_backends()
         routed = self._engines.routed
         plain = list(range(len(texts)))
-        if routed is not None and routed.search("\x00".join(texts)):  # one pass; "\x00" is in no routed string
+        if routed is not None and (not self._engines.joinable or routed.search("\x00".join(texts))):
             plain = [i for i in plain if not routed.search(texts[i])]
             for i in sorted(set(range(len(texts))) - set(plain)):
                 out[i] = self._count_document(texts[i], i, backends[-1:])
@@ -339,6 +339,9 @@ class Engines:
         self._built: dict[str, Any] = dict(built or {})
         self._lock = threading.Lock()
         self.routed = literal_search_regex(routed) if any(routed) else None
+        # One search over the texts joined by "\x00" finds whether any text holds a routed string, unless a
+        # routed string contains "\x00" itself (then a match could span two texts).
+        self.joinable = not any("\x00" in word for word in routed)
 
     def get(self, backend: str) -> Any:
         engine = self._built.get(backend)
@@ -355,7 +358,7 @@ class Engines:
 
     def restricted(self, sources: Mapping[str, Any]) -> Engines:
         copy = Engines(sources, built={b: e for b, e in self._built.items() if b in sources})
-        copy.routed = self.routed
+        copy.routed, copy.joinable = self.routed, self.joinable
         return copy
 
 

@@ -37,13 +37,14 @@ _VERIFIED: dict[tuple[str, str], tuple[tuple[str, ...], dict[str, str], TokenCou
 _REMEMBERED = 8
 
 
-def fastokens_candidate(sources: dict[str, Any], refusals: dict[str, str], json_text: Callable[[], str]) -> str | None:
-    """Add the fastokens source (``json_text()``, built only when fastokens is importable); its version or None."""
+def fastokens_candidate(sources: dict[str, Any], refusals: dict[str, str], source: Callable[[], Any]) -> str | None:
+    """Add the fastokens source (``source()``: ``tokenizer.json`` text or a
+    :class:`~freqlab.tokenize.backends.FastokensPreset`, made only when fastokens is importable); its version."""
     version = fastokens_version()
     if version is None:
         refusals[BACKEND_FASTOKENS] = "not installed"
         return None
-    sources[BACKEND_FASTOKENS] = json_text()
+    sources[BACKEND_FASTOKENS] = source()
     return version
 
 
