@@ -161,3 +161,54 @@ def test_counter_counts_in_a_spawned_worker_on_fastokens(tekken):
         backend = pool.submit(getattr, tekken, "backend").result(timeout=60)
     assert backend == "fastokens"
     np.testing.assert_array_equal(counts, tekken.count(TEXTS[:100]))
+
+
+# -- a third-party engine is verified, never trusted ------------------------------------------------------
+
+
+class OffByOne:
+    """A fastokens stand-in that miscounts texts longer than 1000 characters by one token."""
+
+    def __init__(self, source):
+        from freqlab.tokenize.backends import FastokensEngine
+
+        self.engine = FastokensEngine(source)
+
+    def counts(self, texts, threads=1):
+        return self.engine.counts(texts) + np.array([len(t) > 1000 for t in texts], dtype=np.int64)
+
+
+def _tiktoken_file(tmp_path, tekken) -> str:
+    """Tekken's first 5000 ranks as a .tiktoken file with Tekken's regex (a vocabulary not cached yet)."""
+    import base64
+
+    ranks = [(t, r) for t, r in tekken.plan.mergeable_ranks.items() if r < 5000]
+    path = tmp_path / "small.tiktoken"
+    path.write_text("".join(f"{base64.b64encode(t).decode()} {r}\n" for t, r in ranks))
+    return str(path)
+
+
+def test_a_backend_that_miscounts_one_verification_text_is_refused(tekken, tmp_path, monkeypatch):
+    from freqlab.tokenize import backends
+
+    monkeypatch.setitem(backends.ENGINES, "fastokens", OffByOne)
+    monkeypatch.setattr(verify_module, "_VERIFIED", {})  # verify afresh, and forget it afterwards
+    counter = load_tokenizer(_tiktoken_file(tmp_path, tekken), pattern=tekken.pattern)
+    assert counter.backends == ("tiktoken",)
+    assert counter.fallback_reasons["fastokens"].startswith("verification: text #")
+    assert counter.fallback_reason == f"fastokens: {counter.fallback_reasons['fastokens']}"
+
+
+def test_a_backend_that_cannot_load_is_refused_with_its_error(tekken, tmp_path, monkeypatch):
+    import fastokens
+
+    def broken(*args, **kwargs):
+        raise ValueError("model error: unsupported tokenizer.json")
+
+    monkeypatch.setattr(fastokens.Tokenizer, "from_json_str", broken)
+    monkeypatch.setattr(verify_module, "_VERIFIED", {})
+    counter = load_tokenizer(_tiktoken_file(tmp_path, tekken), pattern=tekken.pattern)
+    assert counter.backends == ("tiktoken",)
+    assert counter.fallback_reasons == {
+        "fastokens": "failed to load or count sample text (model error: unsupported tokenizer.json)"
+    }
