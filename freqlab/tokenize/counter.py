@@ -177,6 +177,17 @@ class TokenCounter:
         )
         return copy
 
+    def without(self, backend: str, reason: str) -> TokenCounter:
+        """A copy that does not use ``backend``, with ``reason`` in ``fallback_reasons``.
+
+        E.g. fastokens for a small scan: building it costs each worker 1-4 s and ~100-300 MB (measured in
+        scripts/bench_tokenize.md), repaid only after ~10M tokens per worker. The reference cannot be dropped.
+        """
+        if backend == self.reference:
+            raise ValueError(f"{backend} is the reference of {self.name}; it cannot be dropped")
+        kept = tuple(b for b in self.backends if b != backend)
+        return self.with_backends(kept, {**self.fallback_reasons, backend: reason})
+
     # -- counting ---------------------------------------------------------------------------------------
 
     def count(self, texts: Sequence[str]) -> np.ndarray:

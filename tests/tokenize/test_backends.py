@@ -212,3 +212,12 @@ def test_a_backend_that_cannot_load_is_refused_with_its_error(tekken, tmp_path, 
     assert counter.fallback_reasons == {
         "fastokens": "failed to load or count sample text (model error: unsupported tokenizer.json)"
     }
+
+
+def test_a_scan_can_drop_fastokens_for_a_small_workload_but_never_the_reference(tekken):
+    small = tekken.without("fastokens", "small scan")
+    assert small.backends == ("tiktoken",) and small.fallback_reason == "fastokens: small scan"
+    np.testing.assert_array_equal(small.count(TEXTS[:30]), tekken.count(TEXTS[:30]))
+    assert pickle.loads(pickle.dumps(small)).backends == ("tiktoken",)
+    with pytest.raises(ValueError, match="tiktoken is the reference"):
+        tekken.without("tiktoken", "no")
