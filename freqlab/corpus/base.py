@@ -226,6 +226,7 @@ class Corpus:
     has_sources: bool
     description: dict[str, Any] = field(default_factory=dict)
     total_documents: int | None = None
+    estimated_bytes: int | None = None  # of text (or index) the shards read, when known: compressed files estimated
 
     @property
     def kind(self) -> str:

@@ -78,4 +78,5 @@ def builtin_corpus() -> Corpus:
             "text": "Python standard library source, one document per .py file",
         },
         total_documents=len(files),
+        estimated_bytes=sum(file.size for file in data_files),
     )

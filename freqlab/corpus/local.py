@@ -55,7 +55,8 @@ def local_corpus(
     root, ids = relative_ids([path for path, _ in found.files])
     registry = formats()
     files = [(stat_file(path, ids[path]), registry[fmt]) for path, fmt in found.files]
-    part = range_bytes(sum(fmt.estimated_bytes(file) for file, fmt in files))
+    estimated = sum(fmt.estimated_bytes(file) for file, fmt in files)
+    part = range_bytes(estimated)
     shards: list[Shard] = []
     # shards in file order (limits take "the first documents"): each run of files of one format at a time
     for fmt, run in itertools.groupby(files, key=lambda pair: pair[1]):
@@ -88,7 +89,8 @@ def local_corpus(
     info.update(described)
     info.update(description or {})
     return Corpus(
-        name=name, shards=shards, has_sources=fields.source is not None, description=info, total_documents=total
+        name=name, shards=shards, has_sources=fields.source is not None, description=info, total_documents=total,
+        estimated_bytes=estimated,
     )
 
 

@@ -131,6 +131,8 @@ def format_report(summary: dict) -> str:
     else:
         special = "special tokens counted" if tok["special_tokens_counted"] else "no special tokens"
         lines.append(f"tokenizer  {tok['name']} ({tok['backend']}, vocab {tok['vocab_size']:,}, {special})")
+        if tok.get("fallback_reason"):
+            lines.append(f"           {tok['fallback_reason']}")
     skipped = docs["skipped"]
     reasons = ", ".join(f"{k}: {v:,}" for k, v in sorted(skipped.items()))
     lines.append(
@@ -280,7 +282,9 @@ def scan_summary(settings, report, corpus, counter, engine, histogram: LengthHis
             "vocab_hash": counter.vocab_hash,
             "vocab_size": counter.vocab_size,
             "backend": counter.backend,
+            "backends": list(counter.backends),
             "fallback_reason": counter.fallback_reason or None,
+            "fallback_reasons": dict(counter.fallback_reasons),
             "special_tokens_counted": bool(counter.add_special_tokens),
         },
         "documents": {

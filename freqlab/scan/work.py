@@ -11,7 +11,6 @@ limits and counting.
 from __future__ import annotations
 
 import hashlib
-import os
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, replace
 
@@ -282,14 +281,10 @@ class CountJob:
 
     def setup(self) -> None:
         """Prepare this worker process: one task per core already, so tokenizers use one thread each (no
-        oversubscription; must happen before a tokenizer's thread pool starts)."""
+        oversubscription; must happen before a tokenizer's first count)."""
+        from freqlab.tokenize import single_threaded
+
         single_threaded()
 
     def __call__(self, shard, options: ShardOptions, on_progress: Progress | None = None) -> ShardCount:
         return count_shard(shard, self.counter, options, on_progress)
-
-
-def single_threaded() -> None:
-    """Keep tokenizer thread pools (Rayon: Hugging Face ``tokenizers``; fastokens) to one thread."""
-    os.environ.setdefault("RAYON_NUM_THREADS", "1")
-    os.environ.setdefault("FASTOKENS_BPE_THREADS", "1")

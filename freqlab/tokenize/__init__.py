@@ -1,4 +1,5 @@
-"""Exact token counts per document, fast: built-in Tekken, ``tokenizer.json`` files, ``.tiktoken`` files, hub ids.
+"""Exact token counts per document, fast: built-in Tekken, ``tokenizer.json``, ``.tiktoken``, SentencePiece
+``.model`` files, hub ids; counted by the fastest backend verified against the tokenizer's own implementation.
 
 >>> from freqlab.tokenize import load_tokenizer
 >>> counter = load_tokenizer()  # Mistral Tekken, offline
@@ -6,15 +7,27 @@
 [2, 4]
 """
 
+from freqlab.tokenize.backends import (
+    BACKEND_FASTOKENS,
+    BACKEND_HF,
+    BACKEND_SENTENCEPIECE,
+    BACKEND_TIKTOKEN,
+    FASTEST_FIRST,
+    single_threaded,
+)
 from freqlab.tokenize.builtin import BUILTIN_TOKENIZERS, DEFAULT_TOKENIZER
-from freqlab.tokenize.counter import BACKEND_HF, BACKEND_TIKTOKEN, TokenCounter
+from freqlab.tokenize.counter import TokenCounter
 from freqlab.tokenize.load import load_tokenizer
 
 __all__ = [
+    "BACKEND_FASTOKENS",
     "BACKEND_HF",
+    "BACKEND_SENTENCEPIECE",
     "BACKEND_TIKTOKEN",
     "BUILTIN_TOKENIZERS",
     "DEFAULT_TOKENIZER",
+    "FASTEST_FIRST",
     "TokenCounter",
     "load_tokenizer",
+    "single_threaded",
 ]

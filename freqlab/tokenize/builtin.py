@@ -4,8 +4,9 @@ Tekken (Mistral, Apache-2.0 ``mistral-common``): a 131,072-id byte-level BPE who
 byte strings, a regex and ``default_num_special_tokens`` (1000). Ids ``0..999`` are special tokens
 (``<unk>``, ``<s>``, ``</s>``, ``[INST]``, ...); ordinary token ``r`` (rank ``r`` in the JSON) has id
 ``r + 1000``, and only the first ``131072 - 1000`` ranks are used. ``Tekkenizer.encode`` is exactly
-``tiktoken.Encoding(pattern, ranks[:130072]).encode(text)`` shifted by 1000, so counting with the same
-tiktoken encoding is exact by construction (the tests check it against ``Tekkenizer`` on real text).
+``tiktoken.Encoding(pattern, ranks[:130072]).encode(text)`` shifted by 1000, so tiktoken with the same ranks
+is the reference (the tests check it against ``Tekkenizer`` on real text); fastokens counts the same ranks
+exported as a ``tokenizer.json`` (:mod:`freqlab.tokenize.export`) when it agrees with tiktoken at load.
 
 With ``add_special_tokens=True`` a document is counted as a pretraining sequence ``<s> text </s>``: BOS and EOS,
 +2 tokens per document (``Tekkenizer.encode(text, bos=True, eos=True)``).
@@ -83,6 +84,22 @@ def tekken_from_data(
     data: dict, path: str | Path, *, name: str | None = None, spec: str | None = None, add_special_tokens: bool = False
 ) -> TokenCounter:
     """A counter for parsed Tekken JSON; ``path`` names it in errors."""
+    plan, vocab_size, digest = tekken_plan(data, path)
+    from freqlab.tokenize.verify import tiktoken_counter
+
+    return tiktoken_counter(
+        plan,
+        name=name or str(path),
+        spec=spec or str(path),
+        vocab_size=vocab_size,
+        vocab_hash=digest,
+        add_special_tokens=add_special_tokens,
+        special_tokens_added=TEKKEN_SPECIAL_TOKENS_PER_DOCUMENT,
+    )
+
+
+def tekken_plan(data: dict, path: str | Path) -> tuple[TiktokenPlan, int, str]:
+    """(tiktoken plan, vocabulary size, vocabulary hash) of parsed Tekken JSON; FreqlabError naming ``path``."""
     try:
         config = data["config"]
         num_special = int(config["default_num_special_tokens"])
@@ -105,15 +122,7 @@ def tekken_from_data(
     digest = vocab_hash(
         [(i, s.encode()) for i, s in enumerate(specials)] + [(r + num_special, b) for b, r in ranks.items()]
     )
-    return TokenCounter(
-        name=name or str(path),
-        spec=spec or str(path),
-        vocab_size=vocab_size,
-        vocab_hash=digest,
-        add_special_tokens=add_special_tokens,
-        special_tokens_added=TEKKEN_SPECIAL_TOKENS_PER_DOCUMENT,
-        plan=TiktokenPlan(pat_str=pattern, mergeable_ranks=ranks),
-    )
+    return TiktokenPlan(pat_str=pattern, mergeable_ranks=ranks), vocab_size, digest
 
 
 def tekken_special_tokens(data: dict) -> list[str]:

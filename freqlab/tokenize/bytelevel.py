@@ -30,6 +30,10 @@ So we give every merge result the rank of its first merge (single bytes get rank
    so the pattern gets one more alternative that matches exactly those gaps: ``(?:(?!P)[\\s\\S])+``.
    It is only reached where ``P`` fails, so it costs nothing on text ``P`` covers.
 
+With ``ignore_merges``, a vocabulary token that is no merge result can only be emitted as a whole pre-token
+piece; tokens whose own text the pre-tokenizer always cuts (special tokens stored in ``model.vocab``, the GGUF
+layout of Llama 3) can never be one and are left out of the ranks.
+
 Added tokens (special or not) are matched by Hugging Face before pre-tokenization; the counter sends any text
 containing one to the Hugging Face tokenizer (exact, rare). These checks are necessary conditions, not a proof
 for every vocabulary; ``load_tokenizer`` also compares counts on sample text and falls back on any difference.
@@ -96,25 +100,27 @@ def _from_latin1_table() -> dict[int, str]:
     return {b: ch for ch, b in unicode_to_byte().items()}
 
 
+def added_contents(config: dict[str, Any]) -> tuple[str, ...]:
+    """The added tokens' strings of a parsed ``tokenizer.json`` (longest first): texts containing one are
+    counted by Hugging Face, which matches them before pre-tokenization with its own rules."""
+    contents = {t["content"] for t in config.get("added_tokens") or [] if t.get("content")}
+    return tuple(sorted(contents, key=lambda s: (-len(s), s)))
+
+
 def compile_bytelevel_bpe(config: dict[str, Any], hf_tokenizer: Any) -> TiktokenPlan:
     """Build the tiktoken plan for a parsed ``tokenizer.json`` or raise :class:`NotConvertible` saying why.
 
-    ``hf_tokenizer`` (the loaded ``tokenizers.Tokenizer``) is used for check 3 only.
+    ``hf_tokenizer`` (the loaded ``tokenizers.Tokenizer``) is used for check 3 and the GGUF-layout check only.
     """
     model = config.get("model") or {}
     _check_model(model)
     nfc = _check_normalizer(config.get("normalizer"))
     pattern, prefix_space = _pre_tokenizer_pattern(config.get("pre_tokenizer"))
     _check_pattern(pattern)
-    added = tuple(
-        sorted({t["content"] for t in config.get("added_tokens") or [] if t.get("content")}, key=lambda s: (-len(s), s))
-    )
-    ranks = _ranks_from_merges(model, set(added), hf_tokenizer)
+    ranks = _ranks_from_merges(model, set(added_contents(config)), hf_tokenizer)
     # Gaps (text P does not match) become pieces, as in Hugging Face's Split(behavior=Isolated).
     pat_str = f"(?:{pattern})|(?:(?!(?:{pattern}))[\\s\\S])+"
-    return TiktokenPlan(
-        pat_str=pat_str, mergeable_ranks=ranks, nfc=nfc, prefix_space=prefix_space, added_contents=added
-    )
+    return TiktokenPlan(pat_str=pat_str, mergeable_ranks=ranks, nfc=nfc, prefix_space=prefix_space)
 
 
 def _check_model(model: dict[str, Any]) -> None:
@@ -230,11 +236,42 @@ def _ranks_from_merges(model: dict[str, Any], added: set[str], hf_tokenizer: Any
         previous = merged
     unreachable = [t for t, b in as_bytes.items() if b not in ranks and t not in added]
     if model.get("ignore_merges"):
+        unreachable = [t for t in unreachable if not _never_a_piece(hf_tokenizer, as_bytes[t])]
         if unreachable:
             raise NotConvertible(f"{len(unreachable)} vocabulary tokens (e.g. {unreachable[0]!r}) are no merge result")
     else:
         _check_words_are_tokens(hf_tokenizer, [t for t, b in as_bytes.items() if len(b) > 1 and b in ranks])
     return ranks
+
+
+# Texts put after a token to see where the pre-tokenizer ends its first piece in context.
+_CONTEXTS = ("", " ", "a", "A", "0", ".", "\n", "<", "_", "|>")
+
+
+def _never_a_piece(hf_tokenizer: Any, token: bytes) -> bool:
+    """True when the pre-tokenizer cuts ``token``'s own text before its end, also followed by other text.
+
+    With ``ignore_merges`` Hugging Face emits a vocabulary token that is no merge result only when a whole
+    pre-token piece equals it. Special tokens stored in ``model.vocab`` (the GGUF layout, e.g. Llama 3's
+    ``<|begin_of_text|>``) are never one: the regex splits ``<|`` off. Such tokens can be left out of the
+    ranks; the load-time verification checks the result like any other plan.
+    """
+    try:
+        text = token.decode("utf-8")
+    except UnicodeDecodeError:
+        return False
+    pre = hf_tokenizer.pre_tokenizer
+    if pre is None or not text:
+        return False
+    normalizer = hf_tokenizer.normalizer
+    for context in _CONTEXTS:
+        whole = text + context
+        if normalizer is not None:
+            whole = normalizer.normalize_str(whole)
+        pieces = pre.pre_tokenize_str(whole)
+        if not pieces or pieces[0][1][1] >= len(text):  # (piece, (start, end)): the first piece covers the token
+            return False
+    return True
 
 
 def _check_words_are_tokens(hf_tokenizer: Any, tokens: list[str]) -> None:

@@ -29,19 +29,19 @@ def tiktoken_to_hf_json(
     ``bos``/``eos`` (special token strings) make ``add_special_tokens=True`` produce ``bos text eos``.
     """
     offset = len(special_tokens)
-    text = bytes_to_text
     by_rank = sorted(mergeable_ranks.items(), key=lambda item: item[1])
+    text = {token: bytes_to_text(token) for token, _ in by_rank}  # once per token, not once per merge side
     # Special tokens are vocabulary entries too (ids 0..offset-1), referenced by the added tokens below.
     vocab = {special: i for i, special in enumerate(special_tokens)}
     for token, rank in by_rank:
-        if vocab.setdefault(text(token), rank + offset) != rank + offset:
+        if vocab.setdefault(text[token], rank + offset) != rank + offset:
             raise ValueError(f"ordinary token {token!r} has the text of a special token")
     merges: list[list[str]] = []
     for token, _rank in by_rank:
         for cut in range(1, len(token)):
             left, right = token[:cut], token[cut:]
-            if left in mergeable_ranks and right in mergeable_ranks:
-                merges.append([text(left), text(right)])
+            if left in text and right in text:
+                merges.append([text[left], text[right]])
     flags = {"single_word": False, "lstrip": False, "rstrip": False, "normalized": False, "special": True}
     added = [{"id": i, "content": s, **flags} for i, s in enumerate(special_tokens)]
     template: list[dict] = [{"SpecialToken": {"id": bos, "type_id": 0}}] if bos else []
@@ -88,11 +88,10 @@ def tiktoken_to_hf_json(
 
 def tekken_to_hf_json(name: str = "tekken") -> str:
     """The built-in Tekken as ``tokenizer.json`` text (ids as in ``Tekkenizer``; BOS/EOS template)."""
-    from freqlab.tokenize.builtin import builtin_path, read_tekken_json, tekken_from_data, tekken_special_tokens
+    from freqlab.tokenize.builtin import builtin_path, read_tekken_json, tekken_plan, tekken_special_tokens
 
     path = builtin_path(name)
     data = read_tekken_json(path)  # read once: the ranks and the special tokens come from the same file
-    plan = tekken_from_data(data, path).plan
-    assert plan is not None
+    plan, _, _ = tekken_plan(data, path)
     specials = tekken_special_tokens(data)
     return tiktoken_to_hf_json(plan.mergeable_ranks, plan.pat_str, special_tokens=specials, bos="<s>", eos="</s>")

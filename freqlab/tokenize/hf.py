@@ -1,9 +1,8 @@
-"""Hugging Face tokenizers: ``tokenizer.json`` files and hub model ids, with the tiktoken fast path when exact.
+"""Hugging Face tokenizers: ``tokenizer.json`` files and hub model ids, on fastokens or tiktoken when exact.
 
-Fast path: :func:`~freqlab.tokenize.bytelevel.compile_bytelevel_bpe` checks the structure and builds the
-tiktoken plan; then both paths count ``verify_texts`` (default: :func:`~freqlab.tokenize.sample.default_verify_texts`)
-plus a seeded "vocabulary salad" of random tokens glued together (:func:`~freqlab.tokenize.sample.vocab_salad`),
-and any difference selects Hugging Face, with the first differing text in ``counter.fallback_reason``.
+Candidates: fastokens on the same JSON, and tiktoken on the plan
+:func:`~freqlab.tokenize.bytelevel.compile_bytelevel_bpe` builds for byte-level BPE; both are compared with
+Hugging Face at load (:mod:`freqlab.tokenize.verify`) and kept only if they count every sample text alike.
 
 Hub ids are resolved with the hub code of ``tokenizers``/``huggingface_hub``: a cached ``tokenizer.json`` is
 used without any network access; otherwise, unless ``HF_HUB_OFFLINE`` is set, the hub endpoint
@@ -23,10 +22,11 @@ from typing import Any
 from urllib.parse import urlsplit
 
 from freqlab.errors import FreqlabError
+from freqlab.tokenize.backends import BACKEND_HF, BACKEND_TIKTOKEN, HfEngine, hf_tokenizer_from_str
 from freqlab.tokenize.builtin import DEFAULT_TOKENIZER, is_tekken_data, tekken_from_data
-from freqlab.tokenize.bytelevel import NotConvertible, compile_bytelevel_bpe, token_bytes
-from freqlab.tokenize.counter import Encoders, TokenCounter, hf_tokenizer_from_str, vocab_hash
-from freqlab.tokenize.sample import default_verify_texts, vocab_salad
+from freqlab.tokenize.bytelevel import NotConvertible, added_contents, compile_bytelevel_bpe, token_bytes
+from freqlab.tokenize.counter import TokenCounter, _first_line, vocab_hash
+from freqlab.tokenize.verify import fastokens_candidate, verified
 
 HUB_CONNECT_TIMEOUT_S = 3.0
 
@@ -76,10 +76,13 @@ def tokenizer_from_json_text(
     verify_texts: Sequence[str] | None = None,
     threads: int = 1,
     config: Any = None,
+    salad: Sequence[bytes] | None = None,
 ) -> TokenCounter:
-    """Build a counter from ``tokenizer.json`` text (``config``: its parsed JSON, if the caller has it).
+    """Build a counter for ``tokenizer.json`` text (``config``: its parsed JSON, if the caller has it).
 
-    ``origin`` (path or hub id) names the tokenizer in errors.
+    Candidates: fastokens on the same JSON, tiktoken on the compiled plan (byte-level BPE only); reference:
+    Hugging Face. ``origin`` (path or hub id) names the tokenizer in errors; ``salad``: the vocabulary's tokens
+    as text bytes for :func:`~freqlab.tokenize.sample.vocab_salad` (default: read from the JSON).
     """
     try:
         if config is None:
@@ -89,46 +92,45 @@ def tokenizer_from_json_text(
         tokenizer = hf_tokenizer_from_str(json_text)
     except Exception as exc:  # json.JSONDecodeError, ValueError, tokenizers' Exception: all mean a bad file
         raise FreqlabError(f"{origin}: not a Hugging Face tokenizer.json ({_first_line(exc)})") from exc
-    extra = _special_tokens_per_document(tokenizer) if add_special_tokens else 0
-    common: dict[str, Any] = {
-        "name": name,
-        "spec": spec,
-        "vocab_size": tokenizer.get_vocab_size(with_added_tokens=True),
-        "vocab_hash": _hf_vocab_hash(tokenizer),
-        "add_special_tokens": add_special_tokens,
-        "special_tokens_added": extra,
-        "hf_json": json_text,
-        "threads": threads,
-    }
-    slow_encoders = Encoders(None, json_text, hf=tokenizer)  # parse the JSON once, share the tokenizer
+    sources: dict[str, Any] = {BACKEND_HF: json_text}
+    refusals: dict[str, str] = {}
+    version = fastokens_candidate(sources, refusals, lambda: json_text)
     try:
-        plan = compile_bytelevel_bpe(config, tokenizer)
+        sources[BACKEND_TIKTOKEN] = compile_bytelevel_bpe(config, tokenizer)
     except NotConvertible as exc:
-        return TokenCounter(**common, fallback_reason=str(exc), _encoders=slow_encoders)
-    if not plan.added_contents:
-        common["hf_json"] = None  # nothing is ever routed to Hugging Face: do not ship it to workers
-    fast = TokenCounter(**common, plan=plan, _encoders=Encoders(plan, common["hf_json"], hf=tokenizer))
-    slow = TokenCounter(**{**common, "hf_json": json_text}, fallback_reason="", _encoders=slow_encoders)
-    texts = list(verify_texts) if verify_texts is not None else default_verify_texts()
-    texts += vocab_salad(list(plan.mergeable_ranks))  # always: derived from the tokenizer itself
-    mismatch = _first_mismatch(fast, slow, texts)
-    if mismatch is not None:
-        slow.fallback_reason = mismatch
-        return slow
-    return fast
+        refusals[BACKEND_TIKTOKEN] = str(exc)
+    candidate = TokenCounter(
+        name=name,
+        spec=spec,
+        vocab_size=tokenizer.get_vocab_size(with_added_tokens=True),
+        vocab_hash=_hf_vocab_hash(tokenizer),
+        sources=sources,
+        routed=added_contents(config),
+        add_special_tokens=add_special_tokens,
+        special_tokens_added=_special_tokens_per_document(tokenizer) if add_special_tokens else 0,
+        threads=threads,
+        fastokens_version=version,
+    )
+    candidate._engines.put(BACKEND_HF, HfEngine(json_text, tokenizer))  # parse the JSON once
+    if salad is None:
+        salad = _vocab_text_bytes(config)
+    return verified(candidate, refusals=refusals, verify_texts=verify_texts, salad_tokens=salad)
 
 
-def _first_line(exc: Exception) -> str:
-    """The first line of an exception's message (its type name when the message is empty), for one-line errors."""
-    return str(exc).splitlines()[0] if str(exc) else exc.__class__.__name__
-
-
-def _first_mismatch(fast: TokenCounter, slow: TokenCounter, texts: list[str]) -> str | None:
-    expected = slow.count(texts)
-    got = fast.count(texts)
-    for i in (got != expected).nonzero()[0][:1]:
-        return f"verification: text #{i} ({texts[i][:40]!r}...) has {expected[i]} tokens, tiktoken path {got[i]}"
-    return None
+def _vocab_text_bytes(config: dict[str, Any]) -> list[bytes]:
+    """The model vocabulary as text bytes, in id order: byte-level tokens decoded, ``▁`` as a space."""
+    vocab = (config.get("model") or {}).get("vocab") or {}
+    if isinstance(vocab, dict):
+        items = sorted(vocab.items(), key=lambda kv: kv[1])
+    else:  # Unigram: a list of [piece, score]
+        items = [(entry[0], i) for i, entry in enumerate(vocab)]
+    out = []
+    for token, _ in items:
+        try:
+            out.append(token_bytes(token))
+        except KeyError:
+            out.append(str(token).replace("\u2581", " ").encode("utf-8", "surrogatepass"))
+    return out
 
 
 def _special_tokens_per_document(tokenizer: Any) -> int:

@@ -3,14 +3,16 @@
 from __future__ import annotations
 
 import re
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 
 from freqlab.errors import FreqlabError
 from freqlab.tokenize.builtin import BUILTIN_TOKENIZERS, DEFAULT_TOKENIZER, load_builtin
 from freqlab.tokenize.counter import TokenCounter
 from freqlab.tokenize.hf import HUB_HINT, load_hub_tokenizer, load_tokenizer_json
-from freqlab.tokenize.tiktoken_file import load_tiktoken_file
+from freqlab.tokenize.sentencepiece import load_sentencepiece_file
+from freqlab.tokenize.tiktoken_file import is_tiktoken_file, load_tiktoken_file
+from freqlab.tokenize.verify import skipping
 
 # owner/name[@revision] (or a bare legacy name like "gpt2"): letters, digits, "-", "_", "."
 _HUB_ID = re.compile(r"^[A-Za-z0-9][\w.-]*(/[\w.-]+)?(@[\w./-]+)?$")
@@ -23,6 +25,7 @@ def load_tokenizer(
     verify_texts: Sequence[str] | None = None,
     pattern: str | None = None,
     threads: int = 1,
+    skip_backends: Mapping[str, str] | None = None,
 ) -> TokenCounter:
     """Load a token counter.
 
@@ -30,36 +33,52 @@ def load_tokenizer(
 
     * ``None``: the default built-in, ``"tekken"`` (Mistral Tekken, from ``mistral-common``);
     * a built-in name (``BUILTIN_TOKENIZERS``): ``tekken``, ``tekken-240911``, ``tekken-240718``;
-    * an existing path: a ``.tiktoken`` ranks file (regex ``pattern``, default cl100k's), a Tekken JSON
+    * an existing path: a ``.tiktoken`` ranks file (regex ``pattern``, default cl100k's; also a ``.model`` file
+      in that format, like Llama 3's ``tokenizer.model``), a SentencePiece ``.model`` file, a Tekken JSON
       (``tekken*.json`` with a ``config.pattern``), a Hugging Face ``tokenizer.json``, or a folder holding one;
     * otherwise a Hugging Face model id, ``org/name[@revision]`` (needs the hub or its local cache).
 
     ``add_special_tokens`` counts the tokens a document gets in pretraining: BOS+EOS for Tekken, the
     post-processor's tokens for Hugging Face tokenizers. ``verify_texts`` are the texts a ``tokenizer.json``
-    fast path must count identically to Hugging Face (default: :func:`~freqlab.tokenize.sample.default_verify_texts`).
-    ``threads`` only matters on the Hugging Face backend (see :class:`TokenCounter`).
+    faster backend must count identically to the reference (default:
+    :func:`~freqlab.tokenize.sample.default_verify_texts`). ``threads`` only matters on the Hugging Face backend
+    (see :class:`TokenCounter`). ``skip_backends`` (``{"fastokens": "why"}``) leaves a faster backend out
+    without building or verifying it (the reason goes to ``counter.fallback_reasons``): fastokens costs
+    seconds to build and verify, repaid only on scans of more than some 100 MB.
 
     The counter is picklable (see :mod:`freqlab.tokenize.counter`); ``load_tokenizer(counter.spec, ...)``
     re-creates it too.
 
     >>> counter = load_tokenizer()
     >>> counter.name, counter.backend, counter.vocab_size
-    ('tekken', 'tiktoken', 131072)
+    ('tekken', 'fastokens', 131072)
     >>> counter.count(["The quick brown fox."]).tolist()
     [5]
     """
+    if skip_backends:
+        with skipping(skip_backends):
+            return load_tokenizer(spec, add_special_tokens=add_special_tokens, verify_texts=verify_texts,
+                                  pattern=pattern, threads=threads)
     if spec is None:
         spec = DEFAULT_TOKENIZER
     if spec in BUILTIN_TOKENIZERS:
         return load_builtin(spec, add_special_tokens=add_special_tokens)
     path = Path(spec).expanduser()
     if path.exists():
-        if path.suffix == ".tiktoken":
+        model_file = ".model" in path.suffixes  # tokenizer.model, mistral's tokenizer.model.v1
+        if path.suffix == ".tiktoken" or (model_file and is_tiktoken_file(path)):
             return load_tiktoken_file(path, pattern=pattern, add_special_tokens=add_special_tokens)
+        if model_file:
+            return load_sentencepiece_file(path, add_special_tokens=add_special_tokens, verify_texts=verify_texts)
         return load_tokenizer_json(
             path, add_special_tokens=add_special_tokens, verify_texts=verify_texts, threads=threads
         )
-    if path.suffix in {".json", ".tiktoken"} or spec.startswith((".", "/", "~")) or "\\" in spec:
+    if (
+        path.suffix in {".json", ".tiktoken", ".model"}
+        or ".model" in path.suffixes
+        or spec.startswith((".", "/", "~"))
+        or "\\" in spec
+    ):
         raise FreqlabError(f"{spec}: no such tokenizer file")
     if not _HUB_ID.match(spec):
         raise FreqlabError(

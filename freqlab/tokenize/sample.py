@@ -1,6 +1,6 @@
 """Built-in verification texts: real text from the running interpreter plus strings that stress regex engines.
 
-Used at load time to check a tiktoken fast path against the Hugging Face tokenizer it was compiled from. Real
+Used at load time to check each faster backend against the tokenizer's reference implementation. Real
 text is a deterministic slice of the standard library source (code, prose in docstrings, many identifiers);
 the extra strings target the places where two regex engines or two normalisers can disagree: Unicode
 whitespace and line breaks, digits of other scripts, contractions, combining marks, astral-plane characters.
@@ -34,14 +34,19 @@ TRICKY_TEXTS: tuple[str, ...] = (
     "\n\n\n  \n \t\n",
     "trailing newline\n",
     "trailing spaces   ",
+    # long runs: where regex engines backtrack, and where BPE merges the longest whitespace/digit tokens
+    "indent" + " " * 3000 + "x" + "\t" * 700 + "\n" * 400 + " \n" * 300 + "end",
+    "digits " + "1234567890" * 200 + " punctuation " + "!?" * 500 + " letters " + "a" * 2000,
 )
 
 
 @functools.lru_cache(maxsize=4)
 def stdlib_texts(max_files: int = 40, max_chars: int = 250_000) -> tuple[str, ...]:
     """A deterministic sample of the standard library's ``.py`` files (every k-th file, at most ``max_chars``)."""
+    from freqlab.corpus.builtin import stdlib_files  # the built-in corpus's own listing (os.walk: fast)
+
     root = Path(sysconfig.get_paths()["stdlib"])
-    files = sorted(p for p in root.rglob("*.py") if "site-packages" not in p.parts)
+    files = [root / name for name in stdlib_files(str(root))]
     if not files:
         return ()
     step = max(1, len(files) // max_files)

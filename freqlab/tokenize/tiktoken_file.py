@@ -11,13 +11,58 @@ import binascii
 from pathlib import Path
 
 from freqlab.errors import FreqlabError
+from freqlab.tokenize.backends import TiktokenEngine
 from freqlab.tokenize.counter import TiktokenPlan, TokenCounter, vocab_hash
+from freqlab.tokenize.verify import tiktoken_counter
 
 # tiktoken_ext/openai_public.py, cl100k_base (possessive quantifiers are fine: tiktoken runs its own engine).
 CL100K_PATTERN = (
     r"""'(?i:[sdmt]|ll|ve|re)|[^\r\n\p{L}\p{N}]?+\p{L}++|\p{N}{1,3}+| ?[^\s\p{L}\p{N}]++[\r\n]*+|\s++$|\s*[\r\n]|"""
     r"""\s+(?!\S)|\s"""
 )
+
+
+# tiktoken_ext/openai_public.py, o200k_base (GPT-4o); pass it as ``pattern=`` for an o200k ranks file.
+O200K_PATTERN = "|".join(
+    [
+        r"""[^\r\n\p{L}\p{N}]?[\p{Lu}\p{Lt}\p{Lm}\p{Lo}\p{M}]*[\p{Ll}\p{Lm}\p{Lo}\p{M}]+(?i:'s|'t|'re|'ve|'m|'ll|'d)?""",
+        r"""[^\r\n\p{L}\p{N}]?[\p{Lu}\p{Lt}\p{Lm}\p{Lo}\p{M}]+[\p{Ll}\p{Lm}\p{Lo}\p{M}]*(?i:'s|'t|'re|'ve|'m|'ll|'d)?""",
+        r"""\p{N}{1,3}""",
+        r""" ?[^\s\p{L}\p{N}]+[\r\n/]*""",
+        r"""\s*[\r\n]+""",
+        r"""\s+(?!\S)""",
+        r"""\s+""",
+    ]
+)
+# Meta's llama3/tokenizer.py (the same regex as Llama 3's tokenizer.json); for its tiktoken-format tokenizer.model.
+LLAMA3_PATTERN = (
+    r"(?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\r\n\p{L}\p{N}]?\p{L}+|\p{N}{1,3}| ?[^\s\p{L}\p{N}]+[\r\n]*|\s*[\r\n]+|"
+    r"\s+(?!\S)|\s+"
+)
+
+
+LLAMA3_RANKS = 128_000
+
+# Patterns fastokens has as tiktoken encodings of its own (Tokenizer.from_tiktoken(encoding=...)).
+FASTOKENS_PRESETS = {CL100K_PATTERN: "cl100k_base", O200K_PATTERN: "o200k_base"}
+
+
+def is_tiktoken_file(path: str | Path) -> bool:
+    """True when a file starts with a ``<base64 token> <rank>`` line (Llama 3 ships its ranks as ``.model``)."""
+    try:
+        with open(path, "rb") as fh:
+            first = fh.readline(1000).split()
+    except OSError:
+        return False
+    return len(first) == 2 and first[1].isdigit() and _is_base64(first[0])
+
+
+def _is_base64(token: bytes) -> bool:
+    try:
+        base64.b64decode(token, validate=True)
+    except (ValueError, binascii.Error):
+        return False
+    return True
 
 
 def read_tiktoken_ranks(path: str | Path) -> dict[bytes, int]:
@@ -49,18 +94,30 @@ def read_tiktoken_ranks(path: str | Path) -> dict[bytes, int]:
 def load_tiktoken_file(
     path: str | Path, *, pattern: str | None = None, add_special_tokens: bool = False
 ) -> TokenCounter:
-    """A counter for a ``.tiktoken`` ranks file (spec = the path; a custom ``pattern`` travels by pickle)."""
+    """A counter for a ``.tiktoken`` ranks file (spec = the path; a custom ``pattern`` travels by pickle).
+
+    Default pattern: cl100k's for ``.tiktoken`` files; for a tiktoken-format ``.model`` file (Meta ships Llama 3's
+    ranks as ``tokenizer.model``) Llama 3's when it has Llama 3's 128,000 ranks, else ``pattern`` is required.
+    """
     if add_special_tokens:
         raise FreqlabError(f"{path}: a .tiktoken file defines no special tokens; drop add_special_tokens")
     ranks = read_tiktoken_ranks(path)
+    if pattern is None and ".model" in Path(path).suffixes:
+        if len(ranks) != LLAMA3_RANKS:
+            raise FreqlabError(
+                f"{path}: tiktoken ranks without a regex ({len(ranks):,} ranks, not Llama 3's); pass pattern="
+            )
+        pattern = LLAMA3_PATTERN
     plan = TiktokenPlan(pat_str=pattern or CL100K_PATTERN, mergeable_ranks=ranks)
     try:
-        return TokenCounter(
-            name=str(path),
-            spec=str(path),
-            vocab_size=max(ranks.values()) + 1,
-            vocab_hash=vocab_hash((rank, token) for token, rank in ranks.items()),
-            plan=plan,
-        )
-    except ValueError as exc:  # tiktoken rejects the regex
+        engine = TiktokenEngine(plan)  # a regex tiktoken rejects is the user's error, named here
+    except ValueError as exc:
         raise FreqlabError(f"{path}: pattern rejected by tiktoken ({exc})") from exc
+    return tiktoken_counter(
+        plan,
+        name=str(path),
+        spec=str(path),
+        vocab_size=max(ranks.values()) + 1,
+        vocab_hash=vocab_hash((rank, token) for token, rank in ranks.items()),
+        tiktoken_engine=engine,
+    )

@@ -90,3 +90,14 @@ def test_the_probe_accepts_a_listening_port():
         server.bind(("127.0.0.1", 0))
         server.listen()
         check_ray_address(f"127.0.0.1:{server.getsockname()[1]}")  # no error
+
+
+def test_a_small_corpus_skips_fastokens_and_a_large_or_unknown_one_does_not():
+    from freqlab.corpus.base import Corpus
+    from freqlab.scan.driver import SMALL_SCAN_BYTES, small_scan_skips
+
+    def corpus(size):
+        return Corpus("c", [], False, estimated_bytes=size)
+
+    assert set(small_scan_skips(corpus(SMALL_SCAN_BYTES - 1))) == {"fastokens"}
+    assert small_scan_skips(corpus(SMALL_SCAN_BYTES)) == {} and small_scan_skips(corpus(None)) == {}

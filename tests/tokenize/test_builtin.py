@@ -26,13 +26,21 @@ def reference():
     return Tekkenizer.from_file(builtin_path("tekken"))
 
 
-def test_default_is_tekken_on_tiktoken(tekken):
+def test_default_is_tekken_on_fastokens_verified_against_tiktoken(tekken):
     assert tekken.name == "tekken"
     assert tekken.spec == "tekken"
-    assert tekken.backend == "tiktoken"
+    assert tekken.backends == ("fastokens", "tiktoken")  # tiktoken is Tekkenizer's own engine: the reference
+    assert tekken.backend == "fastokens"
     assert tekken.vocab_size == 131_072
-    assert tekken.fallback_reason is None
+    assert tekken.fallback_reason is None and tekken.fallback_reasons == {}
     assert tekken.add_special_tokens is False
+
+
+@pytest.mark.parametrize("backend", ["fastokens", "tiktoken"])
+def test_each_backend_alone_counts_like_tekkenizer(tekken, reference, backend):
+    texts = TEXTS[:60]
+    expected = [len(reference.encode(t, bos=False, eos=False)) for t in texts]
+    assert tekken.counts_by(backend, texts).tolist() == expected
 
 
 def test_counts_equal_tekkenizer_on_200_stdlib_modules(tekken, reference):
@@ -55,8 +63,8 @@ def test_special_tokens_are_bos_and_eos(reference):
 def test_ranks_and_special_offset_match_tekkenizer(tekken, reference):
     # Ordinary token ids are rank + 1000 in Tekken; the counter uses the same 130,072 ranks.
     assert reference.num_special_tokens == 1000
-    assert tekken._plan.mergeable_ranks == reference._model._mergeable_ranks
-    assert tekken._plan.pat_str == reference._model._pat_str
+    assert tekken.plan.mergeable_ranks == reference._model._mergeable_ranks
+    assert tekken.plan.pat_str == reference._model._pat_str
     ids = reference.encode("Hello world", bos=False, eos=False)
     assert min(ids) >= 1000
     assert len(ids) == tekken.count_one("Hello world") == 2
@@ -96,7 +104,7 @@ def test_pickle_rebuilds_in_a_fresh_process_cache(tekken, monkeypatch):
     payload = pickle.dumps(tekken)
     monkeypatch.setattr(counter_module, "_BUILT", {})  # as in a new worker process
     clone = pickle.loads(payload)
-    assert clone._encoders is not tekken._encoders
+    assert clone._engines is not tekken._engines
     np.testing.assert_array_equal(clone.count(TEXTS[:10]), tekken.count(TEXTS[:10]))
 
 
@@ -128,7 +136,7 @@ def test_tekken_file_path_with_other_special_count_matches_tekkenizer(tmp_path, 
     counter = load_tokenizer(str(path))
     reference = Tekkenizer.from_file(path)
     texts = ["abcd abc ab xy", "xyxy abcabc", *NON_ASCII]
-    assert counter.backend == "tiktoken" and counter.vocab_size == 283 and counter.name == str(path)
+    assert counter.backends == ("fastokens", "tiktoken") and counter.vocab_size == 283 and counter.name == str(path)
     assert counter.count(texts).tolist() == [len(reference.encode(t, bos=False, eos=False)) for t in texts]
     assert counter.count(["abcd", "xy"]).tolist() == [2, 2]  # "abcd" and "xy" are beyond the vocab size
     assert load_tokenizer(str(path), add_special_tokens=True).count(["abcd"]).tolist() == [
@@ -138,4 +146,4 @@ def test_tekken_file_path_with_other_special_count_matches_tekkenizer(tmp_path, 
 
 def test_builtin_file_by_path_is_the_builtin(tekken):
     by_path = load_tokenizer(str(builtin_path("tekken")))
-    assert (by_path.vocab_hash, by_path.vocab_size, by_path.backend) == (tekken.vocab_hash, 131_072, "tiktoken")
+    assert (by_path.vocab_hash, by_path.vocab_size, by_path.backend) == (tekken.vocab_hash, 131_072, "fastokens")

@@ -1,7 +1,8 @@
-"""tokenizer.json fast path: byte-level BPE compiled to tiktoken only when it counts exactly like Hugging Face.
+"""tokenizer.json on tiktoken: byte-level BPE compiled to tiktoken only when it counts exactly like Hugging Face.
 
 Tokenizers are trained here, on standard library source, with the ``tokenizers`` trainers; held-out documents
-come from other files.
+come from other files. fastokens is absent in this module (as on a platform without its wheel), so the
+counter's backend is tiktoken or Hugging Face: these tests are about the compiled tiktoken plan.
 """
 
 from __future__ import annotations
@@ -20,6 +21,8 @@ from freqlab.tokenize.counter import TiktokenPlan
 from freqlab.tokenize.tiktoken_file import CL100K_PATTERN
 
 from .textsource import NON_ASCII, stdlib_documents, stdlib_modules
+
+pytestmark = pytest.mark.usefixtures("no_fastokens")
 
 LLAMA3_PATTERN = (
     r"(?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\r\n\p{L}\p{N}]?\p{L}+|\p{N}{1,3}| ?[^\s\p{L}\p{N}]+[\r\n]*|\s*[\r\n]+|"
@@ -103,8 +106,8 @@ def edited(path: str, tmp_path, edit) -> str:
 def test_byte_level_bpe_runs_on_tiktoken_with_identical_counts(style, request):
     path, reference = request.getfixturevalue(style)
     counter = load_tokenizer(path)
-    assert counter.backend == "tiktoken", counter.fallback_reason
-    assert counter.fallback_reason is None
+    assert counter.backends == ("tiktoken", "hf-tokenizers"), counter.fallback_reason
+    assert counter.fallback_reason == "fastokens: not installed"
     assert counter.vocab_size == reference.get_vocab_size() == 2500
     expected = hf_counts(reference, HELD_OUT)
     np.testing.assert_array_equal(counter.count(HELD_OUT), expected)
@@ -114,7 +117,7 @@ def test_byte_level_bpe_runs_on_tiktoken_with_identical_counts(style, request):
 def test_nfc_is_applied_before_tiktoken(nfc_style):
     path, reference = nfc_style
     counter = load_tokenizer(path)
-    assert counter._plan.nfc is True
+    assert counter.plan.nfc is True
     decomposed = ["cafe\u0301 re\u0301sume\u0301 A\u030angstro\u0308m " * 5, "\u212b\u1e9b\u0323 \ufb01"]
     assert counter.count(decomposed).tolist() == hf_counts(reference, decomposed).tolist()
 
@@ -144,7 +147,7 @@ def test_add_prefix_space_is_reproduced(gpt2_style, tmp_path):
     path = edited(path, tmp_path, lambda c: c["pre_tokenizer"].update(add_prefix_space=True))
     reference = Tokenizer.from_file(path)
     counter = load_tokenizer(path)
-    assert counter.backend == "tiktoken" and counter._plan.prefix_space
+    assert counter.backend == "tiktoken" and counter.plan.prefix_space
     texts = ["", " ", "word", " word", "\nword", *HELD_OUT[:200]]
     assert counter.count(texts).tolist() == hf_counts(reference, texts).tolist()
 
@@ -172,6 +175,27 @@ def test_legacy_space_separated_merges_are_read(gpt2_style, tmp_path):
     np.testing.assert_array_equal(counter.count(texts), hf_counts(Tokenizer.from_file(path), texts))
 
 
+def test_gguf_layout_special_tokens_in_the_vocabulary_keep_the_fast_path(llama3_style, tmp_path):
+    # GGUF-converted tokenizers keep special tokens in model.vocab only: with ignore_merges Hugging Face would
+    # emit one only for a whole pre-token piece equal to it, and the regex always cuts "<|endoftext|>" at "<|".
+    path, _ = llama3_style
+    path = edited(path, tmp_path, lambda c: c.update(added_tokens=[], post_processor=None))
+    reference = Tokenizer.from_file(path)
+    assert reference.token_to_id(EOT) == 0 and not reference.get_added_tokens_decoder()
+    counter = load_tokenizer(path)
+    assert counter.backends == ("tiktoken", "hf-tokenizers"), counter.fallback_reasons
+    assert counter.routed == ()  # "<|endoftext|>" in text is ordinary text now
+    texts = [f"a{EOT}b", EOT, f" {EOT}\n", *HELD_OUT[:300]]
+    np.testing.assert_array_equal(counter.count(texts), hf_counts(reference, texts))
+    assert counter.count_one(EOT) == len(reference.encode(EOT).ids) > 1
+
+
+def test_a_vocabulary_token_that_can_be_a_whole_piece_but_no_merge_result_falls_back(llama3_style, tmp_path):
+    path, _ = llama3_style
+    path = edited(path, tmp_path, lambda c: c["model"]["vocab"].update(qqqqqq=2500))  # one regex piece, no merges
+    assert_falls_back(path, "1 vocabulary tokens (e.g. 'qqqqqq') are no merge result")
+
+
 def test_gpt2_byte_map_matches_transformers():
     from transformers.convert_slow_tokenizer import bytes_to_unicode
 
@@ -183,8 +207,9 @@ def test_gpt2_byte_map_matches_transformers():
 
 def assert_falls_back(path: str, reason_part: str) -> None:
     counter = load_tokenizer(path)
-    assert counter.backend == "hf-tokenizers"
-    assert reason_part in counter.fallback_reason
+    assert counter.backends == ("hf-tokenizers",)
+    assert reason_part in counter.fallback_reasons["tiktoken"]
+    assert counter.fallback_reason == f"fastokens: not installed; tiktoken: {counter.fallback_reasons['tiktoken']}"
     reference = Tokenizer.from_file(path)
     texts = HELD_OUT[:100]
     np.testing.assert_array_equal(counter.count(texts), hf_counts(reference, texts))
@@ -246,7 +271,7 @@ def test_non_contiguous_merges_for_one_token_fall_back(llama3_style, tmp_path):
     path = edited(llama3_style[0], tmp_path, duplicate_a_merge_later)
     counter = load_tokenizer(path)
     assert counter.backend == "hf-tokenizers"
-    assert "not contiguous" in counter.fallback_reason or "missing" in counter.fallback_reason
+    assert "not contiguous" in counter.fallback_reasons["tiktoken"] or "missing" in counter.fallback_reasons["tiktoken"]
 
 
 def test_verification_on_sample_text_catches_what_checks_miss(llama3_style, monkeypatch):
@@ -261,7 +286,7 @@ def test_verification_on_sample_text_catches_what_checks_miss(llama3_style, monk
     monkeypatch.setattr(hf_module, "compile_bytelevel_bpe", wrong_regex)
     counter = load_tokenizer(path, verify_texts=["x = f(a, b)  # it's"])
     assert counter.backend == "hf-tokenizers"
-    assert counter.fallback_reason.startswith("verification: text #0")
+    assert counter.fallback_reasons["tiktoken"].startswith("verification: text #0")
     assert counter.count(HELD_OUT[:50]).tolist() == hf_counts(reference, HELD_OUT[:50]).tolist()
 
 

@@ -11,6 +11,7 @@ from tokenizers import Tokenizer, models, pre_tokenizers, trainers
 
 from freqlab.errors import FreqlabError
 from freqlab.tokenize import load_tokenizer
+from freqlab.tokenize.backends import FastokensRanks
 from freqlab.tokenize.bytelevel import GPT2_PATTERN
 from freqlab.tokenize.hf import HUB_HINT
 
@@ -42,7 +43,7 @@ def test_tokenizer_json_file_and_folder(small_bpe):
     by_file = load_tokenizer(str(folder / "tokenizer.json"))
     by_folder = load_tokenizer(str(folder))
     assert by_file.name == by_file.spec == str(folder / "tokenizer.json")
-    assert by_file.backend == by_folder.backend == "tiktoken"
+    assert by_file.backends == by_folder.backends == ("fastokens", "tiktoken", "hf-tokenizers")
     assert by_file.vocab_hash == by_folder.vocab_hash
     assert by_file.count(TEXTS).tolist() == by_folder.count(TEXTS).tolist() == hf_counts(reference, TEXTS)
 
@@ -51,7 +52,7 @@ def test_spec_recreates_the_counter(small_bpe):
     folder, _ = small_bpe
     counter = load_tokenizer(str(folder / "tokenizer.json"))
     again = load_tokenizer(counter.spec)
-    assert (again.vocab_hash, again.backend, again.vocab_size) == (counter.vocab_hash, "tiktoken", 800)
+    assert (again.vocab_hash, again.backends, again.vocab_size) == (counter.vocab_hash, counter.backends, 800)
     assert load_tokenizer(load_tokenizer().spec).name == "tekken"
 
 
@@ -61,11 +62,22 @@ def test_tiktoken_file_counts_like_the_tokenizer_it_was_exported_from(small_bpe,
     fast = load_tokenizer(str(folder))
     path = tmp_path / "small.tiktoken"
     path.write_text(
-        "".join(f"{base64.b64encode(token).decode()} {rank}\n" for token, rank in fast._plan.mergeable_ranks.items())
+        "".join(f"{base64.b64encode(token).decode()} {rank}\n" for token, rank in fast.plan.mergeable_ranks.items())
     )
     counter = load_tokenizer(str(path), pattern=GPT2_PATTERN)
-    assert counter.backend == "tiktoken" and counter.spec == str(path)
+    assert counter.backends == ("fastokens", "tiktoken") and counter.spec == str(path)
     assert counter.count(TEXTS).tolist() == hf_counts(reference, TEXTS)
+
+
+def test_cl100k_pattern_runs_on_fastokens_own_cl100k_with_tiktoken_counts(small_bpe, tmp_path):
+    folder, _ = small_bpe
+    ranks = load_tokenizer(str(folder)).plan.mergeable_ranks
+    path = tmp_path / "small.tiktoken"
+    path.write_text("".join(f"{base64.b64encode(token).decode()} {rank}\n" for token, rank in ranks.items()))
+    counter = load_tokenizer(str(path))  # default pattern: cl100k's, fastokens' own "cl100k_base" encoding
+    assert counter.backends == ("fastokens", "tiktoken"), counter.fallback_reasons
+    texts = [*TEXTS, "<|endoftext|> is text here", "a\n\n  ", "x \n\n \n", "I'M 1234567 89"]
+    assert counter.counts_by("fastokens", texts).tolist() == counter.counts_by("tiktoken", texts).tolist()
 
 
 def test_tiktoken_file_default_pattern_is_cl100k(tmp_path):
@@ -73,9 +85,21 @@ def test_tiktoken_file_default_pattern_is_cl100k(tmp_path):
     path.write_text("".join(f"{base64.b64encode(bytes([b])).decode()} {b}\n" for b in range(256)))
     counter = load_tokenizer(str(path))
     assert "\\p{N}{1,3}+" in counter.pattern  # cl100k's digit groups
+    assert counter.source("fastokens") == FastokensRanks(counter.plan, "cl100k_base")  # fastokens' own cl100k
     assert counter.count(["héllo 2024"]).tolist() == [len("héllo 2024".encode())]  # bytes only: one token each
     with pytest.raises(FreqlabError, match="no special tokens"):
         load_tokenizer(str(path), add_special_tokens=True)
+
+
+def test_tiktoken_format_model_file_needs_its_regex(tmp_path):
+    # Meta ships Llama 3's ranks as tokenizer.model (tiktoken format): Llama 3's regex for its 128,000 ranks,
+    # otherwise the regex must be given (a wrong one would count wrongly, silently).
+    path = tmp_path / "tokenizer.model"
+    path.write_text("".join(f"{base64.b64encode(bytes([b])).decode()} {b}\n" for b in range(256)))
+    with pytest.raises(FreqlabError, match="256 ranks, not Llama 3's\\); pass pattern="):
+        load_tokenizer(str(path))
+    counter = load_tokenizer(str(path), pattern=GPT2_PATTERN)
+    assert counter.pattern == GPT2_PATTERN and counter.count(["héllo"]).tolist() == [6]
 
 
 @pytest.mark.parametrize(
@@ -167,5 +191,5 @@ def test_hub_id_found_in_the_local_cache_loads_offline(small_bpe, monkeypatch, t
     monkeypatch.setattr(constants, "HF_HUB_CACHE", str(tmp_path))
     monkeypatch.setenv("HF_HUB_OFFLINE", "1")
     counter = load_tokenizer("org/small")
-    assert (counter.name, counter.spec, counter.backend) == ("org/small", "org/small", "tiktoken")
+    assert (counter.name, counter.spec, counter.backend) == ("org/small", "org/small", "fastokens")
     np.testing.assert_array_equal(counter.count(TEXTS[:50]), hf_counts(reference, TEXTS[:50]))
