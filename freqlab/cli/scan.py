@@ -55,6 +55,17 @@ INTERRUPTED = 130  # the shell's status for a command stopped by Ctrl-C (128 + S
 @click.option("--resume", is_flag=True, help="Skip shards already checkpointed in --out by the same scan.")
 @click.option("--on-error", type=click.Choice(ON_ERROR), default="raise", show_default=True,
               help="Bad records: stop with file:line, or skip and count them by reason.")
+@click.option("--estimate", is_flag=True,
+              help="Do not scan: say what a scan costs (core-hours, nodes, wall time) from measured throughput, "
+              "for a corpus of --corpus-tokens or --corpus-bytes (with --sample-rate: a sampled scan).")
+@click.option("--corpus-bytes", type=TOKENS, default=None, help="--estimate: corpus size in bytes of text (e.g. 2.5T).")
+@click.option("--node-cores", type=click.IntRange(min=1), default=32, show_default=True,
+              help="--estimate: cores per node.")
+@click.option("--target-hours", type=click.FloatRange(min=0, min_open=True), default=1.0, show_default=True,
+              help="--estimate: how many nodes finish within this time.")
+@click.option("--lengths", type=click.Path(dir_okay=False), default=None,
+              help="--estimate with --sample-rate: OUT/lengths.parquet of a smaller sampled scan of the corpus, "
+              "to predict the error bar of the mass shares.")
 @click.option("--quiet", "-q", is_flag=True, help="No progress bar.")
 @click.option("--plot", is_flag=True, help="Also write the main figures into OUT/figures.")
 @click.option("--plot-format", "plot_formats", type=click.Choice(["png", "pdf", "svg"]), multiple=True,
@@ -62,7 +73,8 @@ INTERRUPTED = 130  # the shell's status for a command stopped by Ctrl-C (128 + S
 @json_option
 def scan_command(dataset, config, split, data_files, input_format, text_field, source_field, tokenizer,
                  add_special_tokens, Ls, regimes, tokens, tau, corpus_tokens, max_docs, max_tokens, sample_rate, seed,
-                 workers, batch_size, engine, address, out, resume, on_error, quiet, plot, plot_formats, as_json):
+                 workers, batch_size, engine, address, out, resume, on_error, estimate, corpus_bytes, node_cores,
+                 target_hours, lengths, quiet, plot, plot_formats, as_json):
     """Count document lengths in tokens and report the position-frequency shares per window.
 
     Reads documents, tokenizes them (without special tokens unless --add-special-tokens), writes the
@@ -77,9 +89,21 @@ def scan_command(dataset, config, split, data_files, input_format, text_field, s
       freqlab scan --dataset 'corpus/*.jsonl.zst' --tokenizer tokenizer.json --on-error skip --json
       freqlab scan --dataset slimpajama --engine ray --address auto --out runs/sp --resume
       freqlab scan --L 2048 --L 4096 --plot --plot-format pdf
+      freqlab scan --estimate --corpus-tokens 627B --node-cores 64 --sample-rate 0.001
     """
     if address and engine != "ray":
         raise click.UsageError("--address needs --engine ray")
+    if estimate:
+        if (corpus_tokens is None) == (corpus_bytes is None):
+            raise click.UsageError("--estimate needs the corpus size: --corpus-tokens or --corpus-bytes (one of them)")
+        from freqlab.scan.estimate import estimate_scan
+
+        result = estimate_scan(tokenizer=tokenizer, tokens=corpus_tokens, bytes=corpus_bytes, sample_rate=sample_rate,
+                               node_cores=node_cores, target_hours=target_hours, lengths=lengths, L=Ls,
+                               regimes=regimes, seed=seed)
+        report = result.pop("report")
+        echo_json(result) if as_json else click.echo(report)
+        return
     try:
         result = scan(
             dataset,

@@ -90,3 +90,13 @@ def test_the_probe_accepts_a_listening_port():
         server.bind(("127.0.0.1", 0))
         server.listen()
         check_ray_address(f"127.0.0.1:{server.getsockname()[1]}")  # no error
+
+
+def test_a_ray_scan_with_nothing_left_to_count_starts_no_ray_and_reports_nothing_ran(monkeypatch):
+    from freqlab.scan.engines.ray import RayEngine
+
+    monkeypatch.setitem(sys.modules, "ray", None)  # would fail if the engine tried to start Ray
+    engine = RayEngine(workers=8)
+    assert list(engine.run(iter([]), job=None)) == []  # every shard came from a checkpoint
+    run = engine.describe()
+    assert (run["workers"], run["nodes"], run["retries"], run["cluster_cpus"]) == (0, [], 0, None)
