@@ -32,7 +32,7 @@ ray = pytest.importorskip("ray")
 pytestmark = pytest.mark.ray_cluster
 
 NODE = {"num_cpus": 1, "object_store_memory": 80 * 2**20}
-FILES = 12  # shards: more than the 6 tasks Ray keeps in flight on 3 CPUs, so every node gets work
+FILES = 12  # shards: more than the 6 tasks Ray keeps in flight on 3 CPUs, so they spread over the nodes
 WINDOW = ["--L", "512", "--regime", "natural", "-q"]
 HERE = Path(__file__).parent
 

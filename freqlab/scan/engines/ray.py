@@ -118,14 +118,18 @@ def node_probe():
     node whose freqlab differs from the driver's (or is missing) and report it, not fail to unpickle.
 
     ``probe(job_refs)`` returns the node's id, host, IP, its freqlab build (``version``, ``source``: a digest
-    of the package's ``.py`` files) and, when ``job_refs`` is given and the build could be read, whether the
-    job loads there (``job_error``)."""
+    of the package's ``.py`` files) and ``error``: why freqlab does not import there or, when ``job_refs`` is
+    given, why the job does not load (None when all is well)."""
 
     def probe(job_refs: list | None) -> dict:
         import hashlib
         import socket
 
         import ray
+
+        def why(exc: Exception) -> str:
+            lines = str(exc).strip().splitlines()
+            return f"{type(exc).__name__}: {lines[0]}" if lines else type(exc).__name__
 
         context = ray.get_runtime_context()
         report = {"node_id": context.get_node_id(), "host": socket.gethostname(),
@@ -145,13 +149,13 @@ def node_probe():
             report["version"] = str(getattr(freqlab, "__version__", "unknown"))
             report["source"] = digest.hexdigest()
         except Exception as exc:  # no freqlab there, or one that does not import
-            report["error"] = f"cannot import freqlab ({type(exc).__name__}: {exc})"
+            report["error"] = f"cannot import freqlab ({why(exc)})"
             return report
         if job_refs is not None:
             try:
                 ray.get(job_refs[0]).setup()
             except Exception as exc:
-                report["error"] = f"cannot load the scan job ({type(exc).__name__}: {str(exc).splitlines()[0]})"
+                report["error"] = f"cannot load the scan job ({why(exc)})"
         return report
 
     return probe
@@ -294,12 +298,9 @@ class RayEngine(Engine):
             raise none_there
         probe = node_probe()
         mine = probe(None)
-        refs = {
-            ray.remote(num_cpus=0, max_retries=0, runtime_env={"env_vars": TASK_ENV},
-                       scheduling_strategy=NodeAffinitySchedulingStrategy(n["NodeID"], soft=False))(probe)
-            .remote(job_refs): n
-            for n in nodes
-        }
+        remote = ray.remote(num_cpus=0, max_retries=0, runtime_env={"env_vars": TASK_ENV})(probe)
+        pinned = {n["NodeID"]: NodeAffinitySchedulingStrategy(n["NodeID"], soft=False) for n in nodes}
+        refs = {remote.options(scheduling_strategy=pinned[n["NodeID"]]).remote(job_refs): n for n in nodes}
         ready, waiting = ray.wait(list(refs), num_returns=len(refs), timeout=RAY_NODE_CHECK_SECONDS)
         if waiting:
             late = ", ".join(_node_of(refs[ref]) for ref in waiting)
