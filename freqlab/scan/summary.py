@@ -138,7 +138,8 @@ def format_report(summary: dict) -> str:
     workers = f"{run['engine']}, {run['workers']} worker{'s' if run['workers'] != 1 else ''}"
     if run.get("nodes") is not None:  # Ray: the CPUs of the nodes that ran tasks, and the retries
         nodes, retries = len(run["nodes"]), run.get("retries", 0)
-        workers = f"{run['engine']}, {run['workers']} CPUs on {nodes} node{'s' if nodes != 1 else ''}"
+        cpus = run["workers"]
+        workers = f"{run['engine']}, {cpus} CPU{'s' if cpus != 1 else ''} on {nodes} node{'s' if nodes != 1 else ''}"
         workers += f", {retries} shard{'s' if retries != 1 else ''} retried" if retries else ""
     if run["documents_per_second"] is None:  # a resume that found every shard checkpointed
         speed = "all shards from checkpoints"
