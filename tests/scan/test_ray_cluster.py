@@ -48,7 +48,10 @@ def cluster(tmp_path_factory):
     os.chdir(home)  # the nodes (and the workers they start) run here, not in the driver's folder
     started = None
     try:
-        started = Cluster(initialize_head=True, head_node_args={**NODE, "include_dashboard": False})
+        # a killed node is declared dead after 5 missed 1-second health checks (Ray's default: 5 of 3 s)
+        health = {"health_check_period_ms": 1000, "health_check_failure_threshold": 5}
+        started = Cluster(initialize_head=True,
+                          head_node_args={**NODE, "include_dashboard": False, "_system_config": health})
         for _ in range(2):
             started.add_node(wait=False, **NODE)  # both start at once
         started.wait_for_nodes()
@@ -102,6 +105,11 @@ def extra_node(cluster):
     for node in added:
         if node in cluster.worker_nodes:
             cluster.remove_node(node)
+    if ray.is_initialized():  # the next test starts once the cluster knows these nodes are gone
+        gone = {node.node_id for node in added}
+        deadline = time.monotonic() + 30
+        while any(n["Alive"] for n in ray.nodes() if n["NodeID"] in gone) and time.monotonic() < deadline:
+            time.sleep(0.2)
 
 
 @pytest.fixture

@@ -265,8 +265,10 @@ class RayEngine(Engine):
                     yield task.index, part
                 fill(in_flight, tasks, self.window, submit)
         finally:
+            # stop what still runs: killed with our own Ray; in a session this process joined, interrupted
+            # (KeyboardInterrupt in the task), which keeps the session's worker processes for its next scan
             for ref in in_flight:
-                ray.cancel(ref, force=True)
+                ray.cancel(ref, force=owns)
             if owns:
                 ray.shutdown()
 
