@@ -44,7 +44,8 @@ INTERRUPTED = 130  # the shell's status for a command stopped by Ctrl-C (128 + S
 @click.option("--sample-rate", type=click.FloatRange(0, 1, min_open=True), default=None,
               help="Keep each document with this probability (seeded, deterministic).")
 @click.option("--seed", type=int, default=0, show_default=True, help="Seed for --sample-rate and the pack regime.")
-@click.option("--workers", type=click.IntRange(min=1), default=None, help="Worker processes. Default: all cores.")
+@click.option("--workers", type=click.IntRange(min=1), default=None,
+              help="Worker processes (a Ray cluster uses all its CPUs). Default: all cores.")
 @click.option("--batch-size", type=click.IntRange(min=1), default=DEFAULT_BATCH_SIZE, show_default=True,
               help="Documents per tokenizer call.")
 @click.option("--engine", type=click.Choice(ENGINES), default="local", show_default=True,
@@ -58,7 +59,8 @@ INTERRUPTED = 130  # the shell's status for a command stopped by Ctrl-C (128 + S
 @click.option("--estimate", is_flag=True,
               help="Do not scan: say what a scan costs (core-hours, nodes, wall time) from measured throughput, "
               "for a corpus of --corpus-tokens or --corpus-bytes (with --sample-rate: a sampled scan).")
-@click.option("--corpus-bytes", type=TOKENS, default=None, help="--estimate: corpus size in bytes of text (e.g. 2.5T).")
+@click.option("--corpus-bytes", type=TOKENS, default=None, metavar="BYTES",
+              help="--estimate: corpus size in bytes of text (e.g. 2.5T).")
 @click.option("--node-cores", type=click.IntRange(min=1), default=32, show_default=True,
               help="--estimate: cores per node.")
 @click.option("--target-hours", type=click.FloatRange(min=0, min_open=True), default=1.0, show_default=True,
