@@ -3,36 +3,43 @@
 >>> import freqlab
 >>> freqlab.position_frequency([2048], [1], 2048)[:3].tolist()
 [2048, 2047, 2046]
+
+The names below are loaded on first use (``import freqlab`` itself is instant, so the command line starts fast).
 """
 
-from freqlab.errors import FreqlabError
-from freqlab.frequency import (
-    DEFAULT_TAU,
-    REGIMES,
-    effective_length,
-    position_at_mass,
-    position_frequency,
-    scale_to_budget,
-    segments,
-    share_at_least,
-    share_at_most,
-    tokens_needed,
-)
-from freqlab.histogram import LengthHistogram
+from __future__ import annotations
+
+import importlib
 
 __version__ = "0.1.0"
 
-__all__ = [
-    "DEFAULT_TAU",
-    "REGIMES",
-    "FreqlabError",
-    "LengthHistogram",
-    "effective_length",
-    "position_at_mass",
-    "position_frequency",
-    "scale_to_budget",
-    "segments",
-    "share_at_least",
-    "share_at_most",
-    "tokens_needed",
-]
+# public name -> module that defines it
+_EXPORTS = {
+    "FreqlabError": "freqlab.errors",
+    "LengthHistogram": "freqlab.histogram",
+    "DEFAULT_TAU": "freqlab.frequency",
+    "REGIMES": "freqlab.frequency",
+    "effective_length": "freqlab.frequency",
+    "position_at_mass": "freqlab.frequency",
+    "position_frequency": "freqlab.frequency",
+    "scale_to_budget": "freqlab.frequency",
+    "segments": "freqlab.frequency",
+    "share_at_least": "freqlab.frequency",
+    "share_at_most": "freqlab.frequency",
+    "tokens_needed": "freqlab.frequency",
+}
+
+__all__ = sorted(_EXPORTS)
+
+
+def __getattr__(name: str):
+    module = _EXPORTS.get(name)
+    if module is None:
+        raise AttributeError(f"module 'freqlab' has no attribute {name!r}")
+    value = getattr(importlib.import_module(module), name)
+    globals()[name] = value  # next time: a plain attribute
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted({*globals(), *_EXPORTS})

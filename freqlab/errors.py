@@ -8,3 +8,17 @@ class FreqlabError(ValueError):
 
     Messages name the file, line or value at fault, e.g. ``lengths.parquet: not a freqlab histogram``.
     """
+
+
+INTERRUPTED = 130  # the shell's status for a command stopped by Ctrl-C (128 + SIGINT)
+TERMINATED = 143  # ... and by SIGTERM (128 + SIGTERM)
+
+
+class Terminated(KeyboardInterrupt):
+    """SIGTERM, handled like Ctrl-C (the command line keeps a scan's checkpoints and says so in one line), but
+    exiting with status 143."""
+
+
+def exit_status(interrupt: BaseException) -> int:
+    """The exit status of an interrupted command: 130 for Ctrl-C, 143 for SIGTERM."""
+    return TERMINATED if isinstance(interrupt, Terminated) else INTERRUPTED

@@ -1,31 +1,59 @@
 """Command line: a thin layer over the Python API.
 
-Each command lives in its own module (``freq``, ``scan``, ``plan``, ``plot``) and is registered here.
-User-facing errors (:class:`freqlab.errors.FreqlabError`) become one line on stderr and exit status 1;
-usage errors exit with status 2, as click does.
+Each command lives in its own module (``freq``, ``scan``, ``plan``, ``plot``), loaded only when that command runs,
+so ``freqlab --help`` and ``--version`` start in a fraction of a second. User-facing errors
+(:class:`freqlab.errors.FreqlabError`) become one line on stderr and exit status 1; usage errors exit with 2, as
+click does. The console script (:func:`freqlab.__main__.run`) exits with 130 on Ctrl-C and 143 on SIGTERM, each
+with one line (``freqlab scan`` says how to resume), never a traceback.
 """
 
 from __future__ import annotations
 
+import importlib
 import sys
 
 import click
 
-from freqlab.errors import FreqlabError
+from freqlab.errors import INTERRUPTED
 
+# command -> (module that registers it, one-line help shown by `freqlab --help`)
+COMMANDS: dict[str, tuple[str, str]] = {
+    "freq": ("freqlab.cli.freq", "Position frequency f(i) of a saved length histogram, per window and regime."),
+    "plan": ("freqlab.cli.plan", "Long-context settings from position frequencies: STRING, Self-Extend, ..."),
+    "plot": ("freqlab.cli.plot", "Figures: position frequency, windows, effective length, STRING, HARPE."),
+    "scan": ("freqlab.cli.scan", "Count document lengths in tokens and report the position-frequency shares."),
+    "schedule": ("freqlab.cli.freq", "Position frequency of a multi-stage training schedule (YAML/JSON)."),
+    "stats": ("freqlab.cli.freq", "Mass shares, quantiles and effective lengths of a saved histogram."),
+}
 
 class _Group(click.Group):
-    """Turns FreqlabError (and plain I/O errors) into one line instead of a traceback."""
+    """Loads each command's module on first use, and turns FreqlabError (and plain I/O errors) into one line."""
+
+    def list_commands(self, ctx: click.Context) -> list[str]:
+        return sorted(COMMANDS)
+
+    def get_command(self, ctx: click.Context, name: str) -> click.Command | None:
+        if name not in self.commands and name in COMMANDS:
+            importlib.import_module(COMMANDS[name][0]).register(self)
+        return self.commands.get(name)
+
+    def format_commands(self, ctx: click.Context, formatter: click.HelpFormatter) -> None:
+        with formatter.section("Commands"):
+            formatter.write_dl([(name, COMMANDS[name][1]) for name in self.list_commands(ctx)])
 
     def invoke(self, ctx: click.Context):
+        from freqlab.errors import FreqlabError
+
         try:
             return super().invoke(ctx)
-        except FreqlabError as exc:
-            click.echo(f"Error: {exc}", err=True)
+        except (FreqlabError, OSError) as exc:
+            click.echo(f"Error: {_printable(str(exc))}", err=True)
             sys.exit(1)
-        except OSError as exc:
-            click.echo(f"Error: {exc}", err=True)
-            sys.exit(1)
+
+
+def _printable(text: str) -> str:
+    """One line whatever the text holds (a file name that is not UTF-8 comes through as \\udcXX escapes)."""
+    return text.encode("utf-8", "backslashreplace").decode("utf-8")
 
 
 @click.group(cls=_Group, context_settings={"help_option_names": ["-h", "--help"], "max_content_width": 100})
@@ -41,18 +69,16 @@ def main() -> None:
     """
 
 
-def _register() -> None:
-    # Each command module adds its commands to `main`; a module that is not there yet is skipped.
-    import importlib
-
-    for name in ("freq", "scan", "plan", "plot"):
-        try:
-            module = importlib.import_module(f"freqlab.cli.{name}")
-        except ModuleNotFoundError as exc:
-            if exc.name != f"freqlab.cli.{name}":
-                raise
-            continue
-        module.register(main)
-
-
-_register()
+def main_entry() -> None:
+    """:data:`main` as a program: click's own errors shown as click shows them (interrupts: see
+    :func:`freqlab.__main__.run`)."""
+    try:
+        main(standalone_mode=False)
+    except click.exceptions.Abort:  # Ctrl-C inside click's own prompt handling
+        click.echo("\ninterrupted", err=True)
+        sys.exit(INTERRUPTED)
+    except click.ClickException as exc:
+        exc.show()
+        sys.exit(exc.exit_code)
+    except click.exceptions.Exit as exc:
+        sys.exit(exc.exit_code)

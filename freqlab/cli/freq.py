@@ -12,7 +12,13 @@ from freqlab.frequency.position import position_frequency
 from freqlab.frequency.regimes import REGIMES
 from freqlab.frequency.schedule import load_schedule, parse_tokens, schedule_frequency
 from freqlab.frequency.stats import DEFAULT_TAU, effective_length, share_at_least, share_at_most
-from freqlab.frequency.summary import describe, human_count, regime_summaries
+from freqlab.frequency.summary import (
+    describe,
+    describe_string_probe,
+    human_count,
+    regime_summaries,
+    string_probe_comparison,
+)
 from freqlab.histogram import LengthHistogram
 
 
@@ -127,15 +133,19 @@ def _write_frequencies(h: LengthHistogram, Ls, regimes, seed: int, out) -> None:
 @click.option("--L", "L", type=click.IntRange(min=1), default=2048, show_default=True)
 @json_option
 def stats_command(hist, L, as_json):
-    """Summary of a length histogram: documents, tokens, mean, median, percentiles, long-document share.
+    """Summary of a length histogram: documents, tokens, mean, median, percentiles, long-document share; and
+    what STRING Sec. 3 reports for TinyLlama 1.3B (2K and 4K windows) beside freqlab's prediction for the same
+    windows and budgets on this histogram.
 
     \b
     Example:
       freqlab stats freqlab-out/lengths.parquet --L 4096 --json
     """
-    summary = LengthHistogram.read_parquet(hist).summary(L)
+    h = LengthHistogram.read_parquet(hist)
+    summary = h.summary(L)
+    probe = string_probe_comparison(h.lengths, h.counts)
     if as_json:
-        echo_json(summary)
+        echo_json({**summary, "string_sec3": probe})
         return
     rows = [
         ("corpus", summary["corpus"] or "-"),
@@ -156,6 +166,9 @@ def stats_command(hist, L, as_json):
     width = max(len(name) for name, _ in rows)
     for name, value in rows:
         click.echo(f"{name:<{width}}  {value}")
+    click.echo("")
+    for line in describe_string_probe(probe):
+        click.echo(line)
 
 
 @click.command("schedule")

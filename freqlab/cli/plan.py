@@ -66,7 +66,7 @@ mass_option = click.option(
     type=click.FloatRange(0, 1, min_open=True, max_open=True),
     default=DEFAULT_MASS,
     show_default=True,
-    help="Mass rule without a budget: N* holds this share of position occurrences.",
+    help="Mass rule without a budget (freqlab's, not a paper's): N* holds this share of position occurrences.",
 )
 
 
@@ -134,6 +134,8 @@ def _block(title: str, lines) -> None:
 def string_command(L, hist, regime, tokens, tau, schedule, mass, W, round_to, test_length, usage_out, as_json):
     """STRING shift S and local window W, with paste-ready HF and vLLM blocks (Sec. 4.1).
 
+    S is kept in the paper's range L/3 <= S <= L/2 (default L/3, rounded up to --round-to).
+
     \b
     Examples:
       freqlab plan string --L 131072
@@ -158,7 +160,7 @@ def string_command(L, hist, regime, tokens, tau, schedule, mass, W, round_to, te
     click.echo(f"STRING for L = {p.L}: S = {p.S} (S/L = {p.ratio:.3f}), W = {p.W}")
     click.echo(f"  well-trained range N* = {p.N_star} (rule: {p.rule})")
     if p.S_rule is not None and not p.within_range:
-        click.echo(f"  frequency rule alone: S = {p.S_rule}; validated range [L/4, L/2] = {list(p.S_range)}")
+        click.echo(f"  frequency rule alone: S = {p.S_rule}; paper's range [L/3, L/2] (Sec. 4.1) = {list(p.S_range)}")
     click.echo(f"  overwritten positions (>= {p.L - p.S}) carried {p.overwritten_share:.2%} of position mass")
     click.echo(f"\n{p.reasoning}")
     for note in p.notes:
@@ -216,8 +218,16 @@ def self_extend_command(
         echo_json({**data, "evaluated": None if check is None else check.to_dict()})
         return
     if p is not None:
-        click.echo(f"Self-Extend for L = {p.L} -> N = {p.N}: G = {p.G}, w_n = {p.w_n}")
+        click.echo(f"Self-Extend for L = {p.L} -> N = {p.N}: G = {p.G}, w_n = {p.w_n} (maintainers' rule of thumb)")
         click.echo(f"  well-trained range N* = {p.N_star} (rule: {p.rule}); max length {p.check.max_length}")
+        paper = p.paper_setting
+        if paper is not None:
+            verdict = "<=" if paper.well_trained else ">"
+            click.echo(
+                f"  paper's setting (Sec. 4.1, Table 1, Llama-2 4K -> 16K): G = {paper.G}, w_n = {paper.w_n}; "
+                f"max length {paper.max_length} here (Eq. 8), w_n + (N - w_n)/G = {paper.rule_of_thumb:.0f} "
+                f"{verdict} N* = {paper.N_star}"
+            )
         click.echo(f"\n{p.reasoning}")
         for note in p.notes:
             click.echo(f"note: {note}")

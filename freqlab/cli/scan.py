@@ -7,11 +7,19 @@ import sys
 import click
 
 from freqlab.cli.freq import TOKENS, echo_json, json_option, tau_option, tokens_option, window_option
+from freqlab.errors import FreqlabError, exit_status
 from freqlab.frequency.regimes import REGIMES
-from freqlab.scan import DEFAULT_BATCH_SIZE, DEFAULT_OUT, DEFAULT_REGIMES, ScanResult, scan
+from freqlab.scan import (
+    DEFAULT_BATCH_SIZE,
+    DEFAULT_OUT,
+    DEFAULT_REGIMES,
+    ReportOptions,
+    RunOptions,
+    ScanResult,
+    ScanSettings,
+    run_scan,
+)
 from freqlab.scan.settings import ENGINES, ON_ERROR
-
-INTERRUPTED = 130  # the shell's status for a command stopped by Ctrl-C (128 + SIGINT)
 
 
 @click.command("scan")
@@ -25,15 +33,32 @@ INTERRUPTED = 130  # the shell's status for a command stopped by Ctrl-C (128 + S
               help="Local copies of a preset's files (the preset's field mapping applies); repeatable.")
 @click.option("--format", "input_format", default=None, metavar="NAME",
               help="Read every local file in this input format instead of guessing from its name "
-              "(jsonl, parquet, arrow, txt, ...).")
+              "(jsonl, parquet, arrow, txt, megatron, datatrove, token-stream).")
 @click.option("--text-field", default=None, help="Field holding the text (dotted path for nested fields).")
 @click.option("--source-field", default=None, help="Field holding the source label, to split counts by source.")
+@click.option("--tokens-field", default=None,
+              help="Tokenized data: column of token-id lists (default: input_ids when there is no text column).")
+@click.option("--length-field", default=None, help="Tokenized data: column of document lengths.")
+@click.option("--eos-id", type=click.IntRange(min=0), default=None,
+              help="Tokenized data: the EOS token id (splits .npy / lit-gpt token streams; checked elsewhere).")
 @click.option("--tokenizer", default=None, metavar="NAME|PATH|ID",
               help="Built-in name, tokenizer.json, .tiktoken file or Hugging Face model id. Default: built-in.")
 @click.option("--add-special-tokens", is_flag=True, help="Count BOS/EOS and other special tokens too.")
 @window_option()
 @click.option("--regime", "regimes", type=click.Choice(REGIMES), multiple=True, default=DEFAULT_REGIMES,
               show_default=True, help="Data regime (repeat for several).")
+@click.option("--data-path", default=None, metavar="'[W1] P1 [W2 P2 ...]'",
+              help="--regime megatron: Megatron's --data-path (prefixes of .idx/.bin, optionally weighted). "
+              "Default: the scanned .idx. L is Megatron's --seq-length.")
+@click.option("--megatron-seed", type=click.IntRange(0, 2**32 - 1), default=1234, show_default=True,
+              help="--regime megatron: Megatron's --seed.")
+@click.option("--megatron-split", default="969,30,1", show_default=True,
+              help="--regime megatron: Megatron's --split (the train range is counted).")
+@click.option("--reset-attention-mask", is_flag=True, help="--regime megatron: Megatron's --reset-attention-mask.")
+@click.option("--train-samples", type=click.IntRange(min=1), default=None,
+              help="--regime megatron: Megatron's --train-samples (default: one epoch).")
+@click.option("--epochs", type=click.IntRange(min=1), default=None,
+              help="--regime megatron: every sample of this many epochs instead of --train-samples.")
 @tokens_option
 @tau_option
 @click.option("--corpus-tokens", type=TOKENS, default=None,
@@ -73,8 +98,10 @@ INTERRUPTED = 130  # the shell's status for a command stopped by Ctrl-C (128 + S
 @click.option("--plot-format", "plot_formats", type=click.Choice(["png", "pdf", "svg"]), multiple=True,
               default=("png",), show_default=True, help="Figure format(s) for --plot (repeat for several).")
 @json_option
-def scan_command(dataset, config, split, data_files, input_format, text_field, source_field, tokenizer,
-                 add_special_tokens, Ls, regimes, tokens, tau, corpus_tokens, max_docs, max_tokens, sample_rate, seed,
+def scan_command(dataset, config, split, data_files, input_format, text_field, source_field, tokens_field,
+                 length_field, eos_id, tokenizer,
+                 add_special_tokens, Ls, regimes, data_path, megatron_seed, megatron_split, reset_attention_mask,
+                 train_samples, epochs, tokens, tau, corpus_tokens, max_docs, max_tokens, sample_rate, seed,
                  workers, batch_size, engine, address, out, resume, on_error, estimate, corpus_bytes, node_cores,
                  target_hours, lengths, quiet, plot, plot_formats, as_json):
     """Count document lengths in tokens and report the position-frequency shares per window.
@@ -91,6 +118,7 @@ def scan_command(dataset, config, split, data_files, input_format, text_field, s
       freqlab scan --dataset 'corpus/*.jsonl.zst' --tokenizer tokenizer.json --on-error skip --json
       freqlab scan --dataset slimpajama --engine ray --address auto --out runs/sp --resume
       freqlab scan --L 2048 --L 4096 --plot --plot-format pdf
+      freqlab scan --dataset /data/megatron/corpus_text_document.idx --L 4096   # tokenized: no tokenizer
       freqlab scan --estimate --corpus-tokens 627B --node-cores 64 --sample-rate 0.001
     """
     if address and engine != "ray":
@@ -106,42 +134,34 @@ def scan_command(dataset, config, split, data_files, input_format, text_field, s
         report = result.pop("report")
         echo_json(result) if as_json else click.echo(report)
         return
-    try:
-        result = scan(
-            dataset,
-            tokenizer=tokenizer,
-            data_files=list(data_files) or None,
-            config=config,
-            split=split,
-            text_field=text_field,
-            source_field=source_field,
-            format=input_format,
-            add_special_tokens=add_special_tokens,
-            L=Ls,
-            regimes=regimes,
-            tokens=tokens,
-            corpus_tokens=corpus_tokens,
-            tau=tau,
-            max_docs=max_docs,
-            max_tokens=max_tokens,
-            sample_rate=sample_rate,
-            seed=seed,
-            on_error=on_error,
-            workers=workers,
-            batch_size=batch_size,
-            engine=engine,
-            address=address,
-            out=out,
-            resume=resume,
-            progress=False if quiet else None,
+    try:  # every parameter is checked before anything is read: a bad one is a usage error (exit 2)
+        settings = ScanSettings(
+            dataset=dataset, data_files=list(data_files) or None, config=config, split=split, format=input_format,
+            text_field=text_field, source_field=source_field, tokens_field=tokens_field, length_field=length_field,
+            eos_id=eos_id, tokenizer=tokenizer, add_special_tokens=add_special_tokens, sample_rate=sample_rate,
+            seed=seed, max_docs=max_docs, max_tokens=max_tokens, on_error=on_error,
         )
-    except KeyboardInterrupt:
+        run = RunOptions(engine=engine, workers=workers, address=address, batch_size=batch_size, out=out,
+                         resume=resume, progress=False if quiet else None)
+        megatron = None
+        if "megatron" in regimes:
+            from freqlab.frequency.megatron import MegatronOptions
+
+            megatron = MegatronOptions(data_path or "", megatron_seed, megatron_split, reset_attention_mask,
+                                       train_samples, epochs)
+        report = ReportOptions(L=Ls, regimes=regimes, tokens=tokens, corpus_tokens=corpus_tokens, tau=tau,
+                               megatron=megatron)
+    except FreqlabError as exc:
+        raise click.UsageError(str(exc)) from None
+    try:
+        result = run_scan(settings, run, report)
+    except KeyboardInterrupt as interrupt:
         click.echo(
             f"\ninterrupted: finished shards are checkpointed in {out}/checkpoints; "
             "run the same command with --resume to continue",
             err=True,
         )
-        sys.exit(INTERRUPTED)
+        sys.exit(exit_status(interrupt))
     show(result, as_json)
     if plot:
         from freqlab.plots import scan_figures  # matplotlib only when figures are asked for

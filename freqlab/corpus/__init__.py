@@ -14,7 +14,7 @@ for the record-level error reasons.
 
 from freqlab.corpus.base import MISSING_SOURCE, REASONS, Corpus, Document, Shard
 from freqlab.corpus.builtin import builtin_corpus
-from freqlab.corpus.fields import Fields
+from freqlab.corpus.fields import Fields, ReadOptions
 from freqlab.corpus.presets import PRESETS, Preset
 from freqlab.corpus.resolve import open_corpus
 
@@ -26,6 +26,7 @@ __all__ = [
     "Document",
     "Fields",
     "Preset",
+    "ReadOptions",
     "Shard",
     "builtin_corpus",
     "open_corpus",

@@ -4,7 +4,8 @@ Both are read in record batches of :data:`BATCH_ROWS` rows, loading only the top
 mapping needs, so memory is one batch (plus, for Parquet, the row group being decoded), whatever the file
 size. Arrow files are memory-mapped. ``where`` of each record is ``path:row N`` (1-based row in the file).
 A large Parquet file is cut into runs of row groups of about the corpus's part size (``start``/``end`` are
-row-group indices), so a few large files still keep every core busy.
+row-group indices), so a few large files still keep every core busy. A column of token ids or lengths is read
+as lengths instead (:mod:`freqlab.corpus.token_columns`).
 """
 
 from __future__ import annotations
@@ -17,10 +18,11 @@ from typing import ClassVar
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from freqlab.corpus.base import Document, FileShard
+from freqlab.corpus.base import Document, FileShard, Shard
 from freqlab.corpus.fields import Fields
 from freqlab.corpus.files import DataFile
 from freqlab.corpus.registry import FileFormat, register
+from freqlab.corpus.token_columns import token_column_shards
 from freqlab.errors import FreqlabError
 
 BATCH_ROWS = 256
@@ -54,17 +56,25 @@ class ParquetShard(FileShard):
     read_errors: ClassVar = _ARROW_ERRORS
 
     def records(self) -> Iterator[Document]:
-        parquet = pq.ParquetFile(self.path)
-        present = [name for name in self.fields.columns if name in parquet.schema_arrow.names]
-        groups = None
-        first_row = 0
-        if self.start or self.end is not None:
-            metadata = parquet.metadata
-            end = metadata.num_row_groups if self.end is None else self.end
-            groups = list(range(self.start, end))
-            first_row = sum(metadata.row_group(i).num_rows for i in range(self.start))
-        batches = parquet.iter_batches(batch_size=BATCH_ROWS, row_groups=groups, columns=present, use_threads=False)
+        batches, first_row = parquet_batches(self.path, self.fields.columns, self.start, self.end, BATCH_ROWS)
         yield from _documents(batches, self.fields, self.path, first_row)
+
+
+def parquet_batches(
+    path: str, columns, start: int, end: int | None, batch_rows: int
+) -> tuple[Iterator[pa.RecordBatch], int]:
+    """Record batches of the ``columns`` present in row groups ``start`` .. ``end - 1`` (None: to the last),
+    and the file row of the first one (0-based)."""
+    parquet = pq.ParquetFile(path)
+    present = [name for name in columns if name in parquet.schema_arrow.names]
+    groups = None
+    first_row = 0
+    if start or end is not None:
+        metadata = parquet.metadata
+        groups = list(range(start, metadata.num_row_groups if end is None else end))
+        first_row = sum(metadata.row_group(i).num_rows for i in range(start))
+    batches = parquet.iter_batches(batch_size=batch_rows, row_groups=groups, columns=present, use_threads=False)
+    return batches, first_row
 
 
 class ParquetFormat(FileFormat):
@@ -86,7 +96,22 @@ class ParquetFormat(FileFormat):
         except FreqlabError:
             return None
 
-    def shards(self, files: list[DataFile], fields: Fields, range_bytes: int) -> list[ParquetShard]:
+    def shards(self, files: list[DataFile], fields: Fields, range_bytes: int) -> list[Shard]:
+        def names(file: DataFile) -> list[str]:
+            try:
+                return self.metadata(file).schema.to_arrow_schema().names
+            except FreqlabError:
+                return []  # corrupt: reported when read
+
+        def runs(file: DataFile) -> list[tuple[int, int | None]]:
+            try:
+                return _row_group_runs(self.metadata(file), range_bytes)
+            except FreqlabError:
+                return [(0, None)]
+
+        tokenized = token_column_shards(files, fields, names, runs)
+        if tokenized is not None:  # token ids or lengths: read as lengths (freqlab.corpus.token_columns)
+            return tokenized
         shards = []
         for file in files:
             if not file.size:
@@ -125,6 +150,12 @@ def _open_arrow(path: str) -> pa.ipc.RecordBatchStreamReader | pa.ipc.RecordBatc
         return pa.ipc.open_file(source)
 
 
+def arrow_batches(path: str, columns=None) -> Iterator[pa.RecordBatch]:
+    """Record batches of an Arrow file (only ``columns``, when given and present)."""
+    for batch in _arrow_batches(path):
+        yield batch.select([c for c in columns if c in batch.schema.names]) if columns is not None else batch
+
+
 def _arrow_batches(path: str) -> Iterator[pa.RecordBatch]:
     reader = _open_arrow(path)
     if isinstance(reader, pa.ipc.RecordBatchFileReader):
@@ -158,7 +189,16 @@ class ArrowFormat(FileFormat):
         except _ARROW_ERRORS:
             return None
 
-    def shards(self, files: list[DataFile], fields: Fields, range_bytes: int) -> list[ArrowShard]:
+    def shards(self, files: list[DataFile], fields: Fields, range_bytes: int) -> list[Shard]:
+        def names(file: DataFile) -> list[str]:
+            try:
+                return _open_arrow(file.path).schema.names
+            except _ARROW_ERRORS:
+                return []  # corrupt: reported when read
+
+        tokenized = token_column_shards(files, fields, names, lambda file: [(0, None)])
+        if tokenized is not None:  # token ids or lengths: read as lengths (freqlab.corpus.token_columns)
+            return tokenized
         return [ArrowShard(file.id, file, fields) for file in files if file.size]  # empty files: no records
 
 

@@ -1,4 +1,4 @@
-"""Which field of a record is the text and which is the source label.
+"""Which field of a record is the text and which is the source label; how tokenized data is read.
 
 Fields are dotted paths into the record (``meta.redpajama_set_name``). A step may go through a JSON *string*
 holding an object: SlimPajama's ``meta`` is a struct in its JSON lines but a JSON-encoded string in some Parquet
@@ -8,16 +8,22 @@ copies, and RedPajama-1T-Sample stores ``meta`` as a string. Both resolve the sa
 ('hi', 'Books', None)
 >>> Fields("text", "meta.set").extract({"text": 3, "meta": {"set": "Books"}})
 (None, None, 'non-string-text')
+
+Tokenized data is read with :class:`ReadOptions` (carried in ``Fields.read``): the column holding token ids or
+lengths, and the EOS id that separates documents in a plain token stream.
 """
 
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from freqlab.corpus.base import (
+    BAD_SOURCE,
+    INVALID_UNICODE,
     MISSING_SOURCE,
     MISSING_TEXT_FIELD,
     NON_STRING_SOURCE,
@@ -26,6 +32,12 @@ from freqlab.corpus.base import (
 )
 
 _MISSING = object()
+_LONE_SURROGATE = re.compile("[\ud800-\udfff]")
+
+
+def has_lone_surrogate(text: str) -> bool:
+    """Whether ``text`` holds a lone surrogate (from a JSON ``\\ud800`` escape): no tokenizer can encode it."""
+    return not text.isascii() and _LONE_SURROGATE.search(text) is not None
 
 Extracted = tuple[str | None, str | None, str | None]  # (text, source, error)
 
@@ -48,12 +60,38 @@ def lookup(record: Any, path: str) -> Any:
     return value
 
 
+# The token-id column read without --tokens-field when a columnar file has no text column (what HF
+# tokenizers and ``datasets.map(tokenizer)`` write).
+DEFAULT_TOKENS_FIELD = "input_ids"
+
+
+@dataclass(frozen=True)
+class ReadOptions:
+    """How tokenized data is read: ``tokens_field`` (a column of token-id lists: a document's length is its
+    list's length), ``length_field`` (a column of lengths), ``eos_id`` (the token that ends each document in a
+    plain token stream; elsewhere it is checked as the documents' last token). All None: the defaults."""
+
+    tokens_field: str | None = None
+    length_field: str | None = None
+    eos_id: int | None = None
+
+    @property
+    def is_default(self) -> bool:
+        return self == ReadOptions()
+
+    def describe(self) -> dict[str, Any]:
+        """The options that are set (for summaries and fingerprints)."""
+        return {k: v for k, v in vars(self).items() if v is not None}
+
+
 @dataclass(frozen=True)
 class Fields:
-    """The field mapping of a corpus: ``text`` (dotted path) and optional ``source`` (dotted path)."""
+    """The field mapping of a corpus: ``text`` (dotted path) and optional ``source`` (dotted path), and the
+    :class:`ReadOptions` of tokenized data."""
 
     text: str = "text"
     source: str | None = None
+    read: ReadOptions = field(default_factory=ReadOptions)
 
     @property
     def columns(self) -> tuple[str, ...]:
@@ -64,6 +102,7 @@ class Fields:
     def extractor(self) -> Callable[[Mapping[str, Any]], Extracted]:
         """A fast ``record -> (text, source, error)`` for the hot loop (built once per shard read)."""
         text_key, source_path = self.text, self.source
+        nested_text = "." in text_key  # a dotted path may go through a JSON string, whose escapes can be lone
 
         def text_of(record: Mapping[str, Any]) -> Any:
             value = record.get(text_key, _MISSING)
@@ -78,11 +117,14 @@ class Fields:
                     return None, None, NULL_TEXT
                 if not isinstance(text, str):
                     return None, None, NON_STRING_TEXT
+            if nested_text and has_lone_surrogate(text):
+                return None, None, INVALID_UNICODE
             if source_path is None:
                 return text, None, None
             source = lookup(record, source_path)
             if source.__class__ is str:
-                return text, source, None
+                # a label is written to Parquet and JSON: a lone surrogate cannot be (labels are short: cheap)
+                return (None, None, BAD_SOURCE) if has_lone_surrogate(source) else (text, source, None)
             if source is _MISSING or source is None:
                 return text, MISSING_SOURCE, None
             if isinstance(source, (bool, int, float, str)):

@@ -22,7 +22,7 @@ import threading
 from collections.abc import Iterator
 from dataclasses import dataclass
 
-from freqlab.corpus.base import Corpus, Document, Shard, describe_error
+from freqlab.corpus.base import Corpus, Document, Shard, UnreadableFile, describe_error
 from freqlab.corpus.fields import Fields
 from freqlab.errors import FreqlabError
 
@@ -89,11 +89,20 @@ def probe_hub(dataset: str, timeout: float = PROBE_TIMEOUT) -> None:
     raise FreqlabError(f"{dataset}: cannot reach the Hugging Face Hub ({what}: {detail}); {_hint(dataset)}")
 
 
+def _quiet_datasets() -> None:
+    """``datasets`` logs a line of its own before raising on a bad file; the error freqlab raises says it all."""
+    from datasets.utils import logging as datasets_logging
+
+    datasets_logging.set_verbosity_error()
+    datasets_logging.get_logger("datasets.packaged_modules").setLevel(datasets_logging.CRITICAL)
+
+
 @functools.lru_cache(maxsize=4)
 def _stream(dataset: str, config: str | None, split: str, data_files: tuple[str, ...] | None):
     """The streaming IterableDataset (cached: a worker reading several shards builds it once)."""
     from datasets import load_dataset
 
+    _quiet_datasets()
     try:
         return load_dataset(
             dataset,
@@ -122,13 +131,16 @@ class HubShard(Shard):
     fields: Fields
     index: int = 0
     num_shards: int = 1
+    files: tuple[str, ...] = ()  # the local files this shard streams (packaged builders), when known
 
     def read(self) -> Iterator[Document]:
         stream = _stream(self.dataset, self.config, self.split, self.data_files)
         if self.num_shards > 1:
             stream = stream.shard(num_shards=self.num_shards, index=self.index)
         extract = self.fields.extractor()
-        prefix = f"{_label(self.dataset, self.config, self.split)}#{self.index}:row "
+        # one local file: its records are numbered in it; else the stream's shard is named
+        label = _label(self.dataset, self.config, self.split)
+        prefix = f"{self.files[0]}:record " if len(self.files) == 1 else f"{label}#{self.index}:row "
         row = 0
         try:
             for record in stream:
@@ -138,7 +150,12 @@ class HubShard(Shard):
         except FreqlabError:
             raise
         except Exception as exc:  # a file that the builder cannot parse, a dropped connection, ...
-            raise FreqlabError(f"{prefix}{row + 1}: cannot read ({describe_error(exc)})") from exc
+            message = f"{prefix}{row + 1}: cannot read ({describe_error(exc)})"
+            if self.files:  # a local file: a scan may skip it (--on-error skip); the native reader names the line
+                single = len(self.files) == 1
+                hint = f"; `--dataset {self.files[0]}` reads it natively, naming the bad line" if single else ""
+                raise UnreadableFile(message + hint, ", ".join(self.files)) from exc
+            raise FreqlabError(message) from exc
 
 
 def streamed_corpus(
@@ -162,9 +179,10 @@ def streamed_corpus(
     files = tuple(data_files) if data_files else None
     stream = _stream(dataset, config, split, files)
     count = max(1, min(stream.num_shards, MAX_SHARDS))
+    groups = _file_groups(list(files or ()), stream.num_shards, count) if local else [()] * count
     shards: list[Shard] = [
-        HubShard(f"{dataset}:{split}:{i:03d}-of-{count:03d}", dataset, config, split, files, fields, i, count)
-        for i in range(count)
+        HubShard(f"{dataset}:{split}:{i:03d}-of-{count:03d}", dataset, config, split, files, fields, i, count, group)
+        for i, group in enumerate(groups)
     ]
     total = None
     splits = getattr(stream.info, "splits", None)
@@ -186,6 +204,16 @@ def streamed_corpus(
     return Corpus(
         name=name, shards=shards, has_sources=fields.source is not None, description=info, total_documents=total
     )
+
+
+def _file_groups(files: list[str], stream_shards: int, count: int) -> list[tuple[str, ...]]:
+    """The local files each of ``count`` shards streams: ``IterableDataset.shard`` hands out contiguous groups
+    (one file per stream shard for the packaged builders); () when that cannot be told."""
+    if stream_shards != len(files):
+        return [()] * count
+    from datasets.utils.sharding import _distribute_shards  # the split IterableDataset.shard uses
+
+    return [tuple(files[k] for k in group) for group in _distribute_shards(len(files), count)]
 
 
 def expand_data_files(patterns: list[str]) -> list[str]:

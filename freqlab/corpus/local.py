@@ -60,6 +60,9 @@ def local_corpus(
     # shards in file order (limits take "the first documents"): each run of files of one format at a time
     for fmt, run in itertools.groupby(files, key=lambda pair: pair[1]):
         shards.extend(fmt.shards([file for file, _ in run], fields, part))
+    described: dict = {}
+    for fmt in dict.fromkeys(fmt for _, fmt in files):
+        described.update(fmt.describe([file for file, f in files if f is fmt], fields))
     rows = [fmt.records(file) for file, fmt in files]
     empty_files = sum(fmt.is_empty(file) for file, fmt in files)
     total = None if None in rows else sum(rows)  # type: ignore[arg-type]
@@ -80,6 +83,9 @@ def local_corpus(
     for key, paths in (("ignored", found.ignored), ("not_regular", found.not_regular), ("duplicate", found.duplicates)):
         if paths:
             info[f"{key}_examples"] = [_printable(p) for p in paths[:5]]
+    if not fields.read.is_default:
+        info["read_options"] = fields.read.describe()
+    info.update(described)
     info.update(description or {})
     return Corpus(
         name=name, shards=shards, has_sources=fields.source is not None, description=info, total_documents=total

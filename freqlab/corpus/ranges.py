@@ -16,20 +16,38 @@ prefix by decompressing it, so a single compressed stream is cut into at most :d
 
 from __future__ import annotations
 
+import os
 from collections.abc import Iterator
 from typing import BinaryIO
+
+from freqlab.errors import FreqlabError
 
 MIN_RANGE_BYTES = 8 << 20
 TARGET_SHARDS = 256
 MAX_STREAM_RANGES = 4
 # A line (one JSON record) longer than this is an error, not unbounded memory (an endless "file" like a symlink
-# to /dev/zero would otherwise be read as one line until memory runs out).
+# to /dev/zero would otherwise be read as one line until memory runs out). FREQLAB_MAX_LINE_BYTES overrides it.
 MAX_LINE_BYTES = 1 << 30
+MAX_LINE_VARIABLE = "FREQLAB_MAX_LINE_BYTES"
 _CHUNK = 1 << 20
 
 
 class LineTooLong(OSError):
     """A line longer than the bound (the reader's ``max_line``)."""
+
+
+def max_line_bytes() -> int:
+    """The longest line a reader takes: ``$FREQLAB_MAX_LINE_BYTES``, else :data:`MAX_LINE_BYTES` (1 GiB)."""
+    value = os.environ.get(MAX_LINE_VARIABLE, "").strip()
+    if not value:
+        return MAX_LINE_BYTES
+    try:
+        bound = int(value)
+        if bound < 1:
+            raise ValueError
+    except ValueError:
+        raise FreqlabError(f"{MAX_LINE_VARIABLE}={value!r}: expected a positive number of bytes") from None
+    return bound
 
 
 def range_bytes(total_bytes: int) -> int:
@@ -73,7 +91,7 @@ def skip_bytes(stream: BinaryIO, count: int) -> int:
 
 
 def owned_lines(
-    stream: BinaryIO, start: int, end: int | None, max_line: int = MAX_LINE_BYTES
+    stream: BinaryIO, start: int, end: int | None, max_line: int | None = None
 ) -> Iterator[tuple[int, bytes]]:
     """``(position, line)`` of the lines the range ``[start, end)`` owns; ``stream`` must be at ``start``.
 
@@ -81,6 +99,7 @@ def owned_lines(
     ``max_line`` bytes.
     """
     readline = stream.readline
+    max_line = max_line_bytes() if max_line is None else max_line
     position = start
     if start > 0:  # the line around `start` belongs to the range before: skip to the first line start after it
         while True:
@@ -98,6 +117,9 @@ def owned_lines(
         if not line:
             return
         if len(line) > max_line:
-            raise LineTooLong(f"a line longer than {max_line:,} bytes at byte {position:,} (not JSON lines?)")
+            raise LineTooLong(
+                f"a line longer than {max_line:,} bytes at byte {position:,} (not JSON lines? the bound is "
+                f"${MAX_LINE_VARIABLE})"
+            )
         yield position, line
         position += len(line)

@@ -26,6 +26,9 @@ BUILTIN_FORMAT_MODULES = (
     "freqlab.corpus.jsonl",
     "freqlab.corpus.columnar",
     "freqlab.corpus.text",
+    "freqlab.corpus.megatron",
+    "freqlab.corpus.datatrove",
+    "freqlab.corpus.token_stream",
 )
 
 _FORMATS: dict[str, FileFormat] = {}
@@ -55,6 +58,11 @@ class FileFormat:
     def is_empty(self, file: DataFile) -> bool:
         """Whether ``file`` holds no record (an empty file is fine: zero documents, and counted)."""
         return file.size == 0 or self.records(file) == 0
+
+    def describe(self, files: list[DataFile], fields: Fields) -> dict:
+        """What the corpus description should say about these files (e.g. whether tokenized documents end
+        with an EOS); merged into ``corpus.description``."""
+        return {}
 
     def estimated_bytes(self, file: DataFile) -> int:
         """Bytes a reader goes through (compressed files: an estimate of the decompressed size)."""

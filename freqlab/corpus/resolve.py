@@ -25,7 +25,7 @@ import os
 
 from freqlab.corpus.base import Corpus
 from freqlab.corpus.builtin import builtin_corpus
-from freqlab.corpus.fields import Fields
+from freqlab.corpus.fields import Fields, ReadOptions
 from freqlab.corpus.hub import PACKAGED_BUILDERS, streamed_corpus
 from freqlab.corpus.local import local_corpus
 from freqlab.corpus.presets import PRESETS, get_preset
@@ -63,8 +63,11 @@ def open_corpus(
     text_field: str | None = None,
     source_field: str | None = None,
     format: str | None = None,
+    read: ReadOptions | None = None,
 ) -> Corpus:
     """Open a corpus by preset name, Hub id, ``datasets`` builder, or local files/folders/globs.
+
+    ``read`` says how tokenized data is read (token or length column, EOS id; see :class:`ReadOptions`).
 
     >>> corpus = open_corpus()                      # the Python standard library, offline
     >>> corpus.name, corpus.has_sources
@@ -79,12 +82,15 @@ def open_corpus(
     def fields(default: Fields | None = None) -> Fields:
         default = default or Fields()
         source = default.source if source_field is None else (source_field or None)  # "": no source label
-        return Fields(text_field or default.text, source)
+        return Fields(text_field or default.text, source, read or ReadOptions())
 
     if dataset is None:
         if specs is None:
-            if text_field or source_field:
-                raise FreqlabError("text_field/source_field apply to a dataset or data files, not the built-in corpus")
+            if text_field or source_field or (read is not None and not read.is_default):
+                raise FreqlabError(
+                    "text_field/source_field and tokenized-data options apply to a dataset or data files, "
+                    "not the built-in corpus"
+                )
             return builtin_corpus()
         return local_corpus(specs, fields(), name=" ".join(specs), split=split, config=config, format=format)
 

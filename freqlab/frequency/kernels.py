@@ -57,3 +57,135 @@ def pack_walk(doc_lengths: np.ndarray, L: int) -> tuple:
         else:
             offset = 0
     return counts, rows
+
+
+@numba.njit(cache=True)
+def _first_fit_at_least(tree: np.ndarray, size: int, need: int) -> int:
+    """Smallest index >= ``need`` whose count is > 0, in a sum segment tree over ``size`` leaves; -1 if none."""
+    if need >= size:
+        return -1
+    # walk up from the leaf of `need`, then down into the first subtree right of the path that holds a bin
+    node = need + size
+    if tree[node] > 0:
+        return need
+    while node > 1:
+        if node % 2 == 0 and tree[node + 1] > 0:  # a left child: its right sibling covers larger indices
+            node += 1
+            while node < size:
+                node = 2 * node if tree[2 * node] > 0 else 2 * node + 1
+            return node - size
+        node //= 2
+    return -1
+
+
+@numba.njit(cache=True)
+def _tree_add(tree: np.ndarray, size: int, index: int, delta: int) -> None:
+    node = index + size
+    while node >= 1:
+        tree[node] += delta
+        node //= 2
+
+
+@numba.njit(cache=True)
+def best_fit_fills(chunk_lengths: np.ndarray, chunk_counts: np.ndarray, L: int) -> np.ndarray:
+    """Best-fit-decreasing packing of chunks (each <= L) into bins of L; ``fills[f]`` = bins holding f tokens.
+
+    Chunks are taken longest first (``chunk_lengths`` sorted decreasing); each goes into the open bin with the
+    least room that still fits it, or into a new bin (Ding et al. 2024, Sec. 3). Bins are tracked only by their
+    room (a segment tree over 0..L), which is all the fills depend on: ties between bins of equal room do not
+    change them. O(chunks · log L); ``counts`` of chunks of one length are placed in bulk while the bins they
+    go into cannot become a tighter fit for the next one.
+    """
+    size = 1
+    while size < L + 1:
+        size *= 2
+    tree = np.zeros(2 * size, dtype=np.int64)  # leaf r: open bins with room r (1 <= r < L)
+    fills = np.zeros(L + 1, dtype=np.int64)
+    new_bins = 0  # bins opened so far (their fills are read off the tree at the end)
+    for k in range(chunk_lengths.shape[0]):
+        length = chunk_lengths[k]
+        left = chunk_counts[k]
+        while left > 0:
+            room = _first_fit_at_least(tree, size, length)
+            if room == -1:  # no open bin fits: open new ones, L - length room each
+                rest = L - length
+                if rest < length or rest == 0:  # a new bin can never take another chunk of this length
+                    new_bins += left
+                    if rest > 0:
+                        _tree_add(tree, size, rest, left)
+                    else:
+                        fills[L] += left
+                    left = 0
+                else:
+                    new_bins += 1
+                    _tree_add(tree, size, rest, 1)
+                    left -= 1
+                continue
+            bins = tree[room + size]
+            rest = room - length
+            take = bins if rest < length else 1  # bins left with less room than the chunk are final for it
+            take = min(take, left)
+            _tree_add(tree, size, room, -take)
+            if rest > 0:
+                _tree_add(tree, size, rest, take)
+            else:
+                fills[L] += take
+            left -= take
+    for room in range(1, L):
+        fills[L - room] += tree[room + size]
+    return fills
+
+
+@numba.njit(cache=True)
+def megatron_walk(
+    sequence_lengths: np.ndarray, ends_document: np.ndarray, L: int, windows: int, consumed: np.ndarray
+) -> np.ndarray:
+    """Segments of Megatron GPT windows with ``reset_attention_mask``: ``counts[l]`` segments of l tokens.
+
+    The sequences (in the trainer's order) form one token stream; window w's inputs are tokens
+    ``[w·L, (w+1)·L)``; an EOD (the last token of a sequence that ends a document, ``ends_document``) ends a
+    segment, as do window boundaries. Only windows with ``consumed[w]`` count (all when ``consumed`` is
+    empty). O(sequences + windows).
+    """
+    counts = np.zeros(L + 1, dtype=np.int64)
+    limit = windows * L  # tokens covered by the windows' inputs
+    every = consumed.shape[0] == 0
+    start = 0  # of the current segment
+    position = 0  # stream position after the sequences walked so far
+    k = 0
+    n = sequence_lengths.shape[0]
+    while start < limit:
+        if k < n:
+            position += sequence_lengths[k]
+            cut = position if ends_document[k] and sequence_lengths[k] > 0 else -1
+            k += 1
+            if cut == -1:
+                continue
+        else:
+            cut = limit  # the stream ran out: close what is left
+        cut = min(cut, limit)
+        # the tokens [start, cut) as pieces cut at window boundaries
+        while start < cut:
+            window = start // L
+            end = min(cut, (window + 1) * L)
+            if every or consumed[window]:
+                counts[end - start] += 1
+            start = end
+    return counts
+
+
+@numba.njit(cache=True)
+def blending_counts(weights: np.ndarray, samples: int) -> np.ndarray:
+    """Samples per dataset among the first ``samples`` of a Megatron blend (``build_blending_indices``)."""
+    counts = np.zeros(weights.shape[0], dtype=np.int64)
+    for k in range(samples):
+        scale = max(float(k), 1.0)
+        best = 0
+        best_error = weights[0] * scale - counts[0]
+        for d in range(1, weights.shape[0]):
+            error = weights[d] * scale - counts[d]
+            if error > best_error:
+                best_error = error
+                best = d
+        counts[best] += 1
+    return counts

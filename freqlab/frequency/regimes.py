@@ -13,6 +13,13 @@ uniform    the same token budget T with lengths uniform on 1..L (STRING Fig. 1b;
 pack       documents concatenated in stream order into rows of L *with* a document mask: a document that
            crosses a row boundary is cut there (packed pretraining with variable-length attention, e.g.
            TinyLlama, STRING App. A.2). Given only a histogram, the stream order is a seeded shuffle.
+best-fit   best-fit packing (Ding et al. 2024, "Fewer truncations improve language modeling", Sec. 3):
+           documents cut into chunks of at most L (as ``natural``), chunks placed longest first into the
+           row with the least room that fits them; no document mask, so a row is one segment of its fill
+           (with a mask, the segments would be the chunks: the ``natural`` regime)
+megatron   Megatron-LM's GPTDataset windows (:mod:`freqlab.frequency.megatron`, exact from the ``.idx``
+           and the seed). From a histogram alone there is no order: ``concat`` (without
+           ``reset_attention_mask``) or ``pack`` (with it) is computed instead, and ``approximation`` says so
 ========== ==============================================================================================
 
 Every regime but ``truncate`` conserves tokens, so ``f(0)`` equals the corpus's token count.
@@ -25,9 +32,9 @@ from dataclasses import dataclass
 import numpy as np
 
 from freqlab.errors import FreqlabError
-from freqlab.frequency.kernels import pack_walk, scatter_add
+from freqlab.frequency.kernels import best_fit_fills, pack_walk, scatter_add
 
-REGIMES: tuple[str, ...] = ("natural", "truncate", "concat", "uniform", "pack")
+REGIMES: tuple[str, ...] = ("natural", "truncate", "concat", "uniform", "pack", "best-fit", "megatron")
 
 
 @dataclass(frozen=True)
@@ -35,7 +42,8 @@ class Segments:
     """Segment-length histogram of one regime: ``counts[k]`` segments of ``lengths[k]`` tokens.
 
     ``lengths`` is sorted and unique, ``1 <= lengths <= L``; both arrays are int64.
-    ``dropped_tokens`` counts tokens the regime discards (only ``truncate`` drops any).
+    ``dropped_tokens`` counts tokens the regime discards (only ``truncate`` drops any); ``approximation``
+    names the regime computed in place of one that a histogram cannot give exactly (``megatron``).
     """
 
     lengths: np.ndarray
@@ -43,6 +51,7 @@ class Segments:
     L: int
     regime: str
     dropped_tokens: int = 0
+    approximation: str | None = None
 
     @property
     def tokens(self) -> int:
@@ -210,8 +219,27 @@ def pack_documents(doc_lengths, L: int) -> Segments:
     return Segments(nonzero.astype(np.int64), dense[nonzero], L, "pack")
 
 
-def segments(lengths, counts, L: int, regime: str = "natural", *, seed: int = 0) -> Segments:
+def best_fit_segments(lengths: np.ndarray, counts: np.ndarray, L: int) -> Segments:
+    """The ``best-fit`` regime: natural chunks packed best-fit-decreasing into rows of L, a row one segment.
+
+    Chunks of 5, 3 and 2 tokens in rows of 5: [5] [3 2], two full rows; chunks 3, 3, 3: three rows of 3.
+
+    >>> s = best_fit_segments(np.array([2, 3, 5]), np.array([1, 1, 1]), 5)
+    >>> s.lengths.tolist(), s.counts.tolist()
+    ([5], [2])
+    """
+    chunk_lengths, chunk_counts = _natural(lengths, counts, L)
+    order = np.argsort(chunk_lengths)[::-1]
+    fills = best_fit_fills(chunk_lengths[order].copy(), chunk_counts[order].copy(), L)
+    nonzero = np.flatnonzero(fills)
+    return Segments(nonzero.astype(np.int64), fills[nonzero], L, "best-fit")
+
+
+def segments(lengths, counts, L: int, regime: str = "natural", *, seed: int = 0, megatron=None) -> Segments:
     """Segment-length histogram of ``regime`` for documents ``(lengths, counts)`` in windows of ``L``.
+
+    ``megatron`` (:class:`freqlab.frequency.megatron.MegatronOptions`) makes the ``megatron`` regime exact
+    when it names the indexes (``data_path``); otherwise that regime is approximated from the histogram.
 
     >>> s = segments([5000], [1], 2048)
     >>> s.lengths.tolist(), s.counts.tolist()
@@ -236,4 +264,10 @@ def segments(lengths, counts, L: int, regime: str = "natural", *, seed: int = 0)
     if regime == "pack":
         packed = pack_documents(stream_order(lengths, counts, seed), L)
         return packed
+    if regime == "best-fit":
+        return best_fit_segments(lengths, counts, L)
+    if regime == "megatron":
+        from freqlab.frequency.megatron import megatron_segments
+
+        return megatron_segments(L, megatron, histogram=(lengths, counts), seed=seed)
     raise FreqlabError(f"unknown regime {regime!r}; choose one of {', '.join(REGIMES)}")

@@ -8,10 +8,16 @@ in the regime's segments. Threshold comparisons ``f_T(i) >= tau`` are done in ex
 The threshold ``DEFAULT_TAU = 100e9`` is the STRING calibration (Sec. 3, Fig. 2b): two 1.3B TinyLlama models
 (2K and 4K windows, SlimPajama) both reached an effective length of 1,280 when f(1280) ≈ 100B. It is an
 empirical, model-dependent value, not a law: larger models may need fewer occurrences.
+
+What STRING Sec. 3 reports for those models is kept as data (:data:`STRING_PROBE_REPORTS`,
+:data:`STRING_PROBE_CALIBRATION`) so that ``freqlab stats`` can show it beside freqlab's prediction. The paper
+measured effective length with a 4-needle Needle-in-a-Haystack test whose "evaluation context length
+increases in 128-token steps" (:data:`STRING_PROBE_STEP`); freqlab's prediction is exact to the position.
 """
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from fractions import Fraction
 
 import numpy as np
@@ -19,6 +25,36 @@ import numpy as np
 from freqlab.errors import FreqlabError
 
 DEFAULT_TAU: float = 100e9
+
+
+@dataclass(frozen=True)
+class ProbeReport:
+    """An effective length STRING Sec. 3 reports for its TinyLlama 1.3B models (natural SlimPajama): training
+    window ``L``, tokens consumed (``tokens``; ``tokens_text`` as the paper writes it), the effective length as
+    the paper writes it, and where."""
+
+    L: int
+    tokens: float
+    tokens_text: str
+    reported: str
+    source: str
+
+
+#: Sec. 3 (Evaluation): "The evaluation context length increases in 128-token steps".
+STRING_PROBE_STEP: int = 128
+#: Sec. 3 Finding (2), Fig. 2b: "when the effective context length reaches 1,280 tokens, both models exhibit a
+#: position frequency f(1280) of 100B" -- (position, occurrences).
+STRING_PROBE_CALIBRATION: tuple[int, float] = (1280, 100e9)
+#: Sec. 3 Finding (3): "Both models consume roughly the same number of tokens (around 300B) when reaching an
+#: effective length of 1024"; Finding (1), Fig. 2a: "the model trained with a sequence length of 4K tokens
+#: achieves an effective context length of 1.4K after consuming 400B tokens. In contrast, the model with a 2K
+#: training length needs around 1T tokens to attain the same effective context length."
+STRING_PROBE_REPORTS: tuple[ProbeReport, ...] = (
+    ProbeReport(2048, 300e9, "around 300B", "1024", "Sec. 3 Finding (3)"),
+    ProbeReport(4096, 300e9, "around 300B", "1024", "Sec. 3 Finding (3)"),
+    ProbeReport(4096, 400e9, "400B", "1.4K", "Sec. 3 Finding (1), Fig. 2a"),
+    ProbeReport(2048, 1e12, "around 1T", "1.4K", "Sec. 3 Finding (1), Fig. 2a"),
+)
 
 
 def _frequency(f) -> np.ndarray:

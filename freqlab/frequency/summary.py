@@ -5,10 +5,13 @@ from __future__ import annotations
 import numpy as np
 
 from freqlab.errors import FreqlabError
-from freqlab.frequency.position import segment_frequency
+from freqlab.frequency.position import position_frequency, segment_frequency
 from freqlab.frequency.regimes import segments
 from freqlab.frequency.stats import (
     DEFAULT_TAU,
+    STRING_PROBE_CALIBRATION,
+    STRING_PROBE_REPORTS,
+    STRING_PROBE_STEP,
     effective_length,
     position_at_mass,
     share_at_least,
@@ -58,10 +61,12 @@ def regime_summaries(
     tau: float = DEFAULT_TAU,
     seed: int = 0,
     one_pass: bool = False,
+    megatron=None,
 ) -> list[dict]:
     """:func:`frequency_summary` for every (L, regime) pair, with the regime's segment count and dropped
     tokens. ``tokens`` is the training budget (None: no effective-length prediction). With ``one_pass``, it is
     one pass over the corpus, so a regime that drops tokens (``truncate``) trains on tokens · kept / all.
+    ``megatron``: :class:`~freqlab.frequency.megatron.MegatronOptions` of the ``megatron`` regime.
 
     >>> rows = regime_summaries([4096], [10], [2048], ["natural", "truncate"], tokens=40960, one_pass=True)
     >>> [(r["regime"], r["budget_tokens"], r["dropped_tokens"]) for r in rows]
@@ -70,13 +75,15 @@ def regime_summaries(
     rows = []
     for L in Ls:
         for regime in regimes:
-            segs = segments(lengths, counts, L, regime, seed=seed)
+            segs = segments(lengths, counts, L, regime, seed=seed, megatron=megatron)
             budget = tokens
             if one_pass and tokens is not None and segs.dropped_tokens:
                 budget = int(tokens) * segs.tokens // (segs.tokens + segs.dropped_tokens)
             row = {"regime": regime, **frequency_summary(segment_frequency(segs), tokens=budget, tau=tau)}
             row["segments"] = segs.segments
             row["dropped_tokens"] = segs.dropped_tokens
+            if segs.approximation:
+                row["approximation"] = segs.approximation
             rows.append(row)
     return rows
 
@@ -91,6 +98,8 @@ def describe(row: dict, *, detail: bool = False) -> str:
         f"L={row['L']} {row['regime']}: {100 * row['share_at_most_half']:.1f}% of position mass at "
         f"i ≤ {row['half']}, {100 * row['share_at_least_three_quarters']:.1f}% at i ≥ {row['three_quarters']}"
     )
+    if row.get("approximation"):
+        line += f" [{row['approximation']} computed: a length histogram has no order to replay; give --data-path]"
     if row.get("dropped_tokens"):
         line += f" ({human_count(row['dropped_tokens'])} tokens dropped)"
     if "effective_length" in row:
@@ -103,6 +112,78 @@ def describe(row: dict, *, detail: bool = False) -> str:
         )
         line += f"\n    {budget}50% of mass at i ≤ {mass['50%']}, 90% at i ≤ {mass['90%']}"
     return line
+
+
+def string_probe_comparison(lengths, counts, *, tau: float = DEFAULT_TAU) -> dict:
+    """What STRING Sec. 3 reports for its TinyLlama 1.3B models beside what freqlab predicts for the same
+    windows and budgets on this length histogram (natural regime, threshold ``tau``). JSON-serialisable.
+
+    ``reports``: per paper report, freqlab's predicted effective length (exact) and the same floored to the
+    paper's 128-token measuring step. ``calibration``: per window, the budget freqlab needs for
+    f_T(1280) >= tau, beside the paper's f(1280) ≈ 100B at effective length 1280 (None: no segment reaches
+    1280 tokens).
+
+    >>> c = string_probe_comparison([2048], [1000])  # f(i) = 1000 (2048 - i) at L = 2048
+    >>> [(r["L"], r["paper"], r["freqlab"], r["freqlab_in_steps"]) for r in c["reports"]][-1]
+    (2048, '1.4K', 1843, 1792)
+    """
+    windows = sorted({r.L for r in STRING_PROBE_REPORTS})
+    f = {L: position_frequency(lengths, counts, L, "natural") for L in windows}
+    position, occurrences = STRING_PROBE_CALIBRATION
+    reports = []
+    for r in STRING_PROBE_REPORTS:
+        n = effective_length(f[r.L], r.tokens, tau) if f[r.L][0] > 0 else 0
+        reports.append(
+            {
+                "L": r.L,
+                "tokens": r.tokens,
+                "tokens_text": r.tokens_text,
+                "paper": r.reported,
+                "source": r.source,
+                "freqlab": n,
+                "freqlab_in_steps": n // STRING_PROBE_STEP * STRING_PROBE_STEP,
+            }
+        )
+    return {
+        "regime": "natural",
+        "tau": float(tau),
+        "step": STRING_PROBE_STEP,
+        "calibration": {
+            "position": position,
+            "paper_occurrences": occurrences,
+            "freqlab_tokens_needed": [
+                {"L": L, "tokens": tokens_needed(f[L], position, tau) if f[L][position] > 0 else None} for L in windows
+            ],
+        },
+        "reports": reports,
+    }
+
+
+def describe_string_probe(comparison: dict) -> list[str]:
+    """The lines ``freqlab stats`` prints for :func:`string_probe_comparison`: a small table, then the
+    calibration line."""
+    tau, step = human_count(comparison["tau"]), comparison["step"]
+    cal = comparison["calibration"]
+    position = cal["position"]
+    needed = ", ".join(
+        f"from T = {human_count(row['tokens'])} at L={row['L']}"
+        if row["tokens"]
+        else f"never at L={row['L']} (no segment longer than {position})"
+        for row in cal["freqlab_tokens_needed"]
+    )
+    table = [("window", "tokens", "paper", "freqlab")] + [
+        (f"L={row['L']}", row["tokens_text"], row["paper"], f"{row['freqlab']} [{row['freqlab_in_steps']}]")
+        for row in comparison["reports"]
+    ]
+    widths = [max(len(cells[k]) for cells in table) for k in range(3)]
+    return [
+        f"STRING Sec. 3 vs freqlab on this histogram ({comparison['regime']} regime, tau = {tau}):",
+        f"  paper: TinyLlama 1.3B on natural SlimPajama, effective length by needle retrieval in {step}-token steps",
+        f"  freqlab: largest i with f_T(i) ≥ tau, exact [floored to the paper's {step}-token steps]",
+        *("  " + "  ".join(c.ljust(w) for c, w in zip(cells, [*widths, 0], strict=True)).rstrip() for cells in table),
+        f"  paper: effective length {position} where f({position}) ≈ {human_count(cal['paper_occurrences'])} "
+        f"(Fig. 2b); freqlab: f_T({position}) ≥ {tau} {needed}",
+    ]
 
 
 def human_count(n: float) -> str:

@@ -13,6 +13,39 @@ import numpy as np
 from freqlab.errors import FreqlabError
 from freqlab.plan.waveform import check_head_dim
 
+# Table 4 (Sec. 5.2), verbatim: LongChat-Lines accuracy of LLaMA-13B (base window 2048) fine-tuned on 4096-token
+# samples with linear scale "train" (or the truncated basis at scale 1) and evaluated with linear scale "eval".
+TABLE4_CONTEXT_LENGTHS: tuple[int, ...] = (2500, 3600, 4200, 4800, 7100, 9400, 11800, 14000, 16000, 17500, 20000, 22000)
+TABLE4_ACCURACY: dict[tuple[str, int, int], tuple[float, ...]] = {  # (basis, train scale, eval scale) -> column
+    ("linear", 1, 1): (0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0),
+    ("linear", 1, 2): (0.32, 0.3, 0.18, 0, 0, 0, 0, 0, 0, 0, 0, 0),
+    ("linear", 1, 4): (0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0),
+    ("linear", 4, 4): (0.88, 0.8, 0.86, 0.86, 0.64, 0, 0, 0, 0, 0, 0, 0),
+    ("linear", 4, 8): (0.64, 0.58, 0.62, 0.62, 0.38, 0.32, 0.30, 0.1, 0.12, 0, 0, 0),
+    ("linear", 4, 16): (0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0),
+    ("linear", 16, 16): (0.64, 0.42, 0.56, 0.62, 0.4, 0.22, 0.14, 0.12, 0.1, 0, 0, 0),
+    ("linear", 16, 32): (0.24, 0.26, 0.12, 0.22, 0.12, 0.12, 0.1, 0.04, 0.02, 0, 0, 0),
+    ("linear", 16, 64): (0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0),
+    ("truncated", 1, 1): (0.42, 0.26, 0.18, 0.14, 0.04, 0, 0, 0, 0, 0, 0, 0),
+    ("truncated", 1, 2): (0.58, 0.44, 0.28, 0.26, 0.04, 0.04, 0.04, 0, 0, 0, 0, 0),
+    ("truncated", 1, 4): (0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0),
+}
+
+
+def table4_reach(train: int, evaluate: int, basis: str = "linear") -> int | None:
+    """Largest context length of Giraffe's Table 4 with non-zero accuracy (None: zero at every length,
+    from 2500 on) for a model fine-tuned at linear scale ``train`` and evaluated at scale ``evaluate``.
+
+    >>> table4_reach(4, 4), table4_reach(4, 8), table4_reach(16, 16), table4_reach(16, 32), table4_reach(1, 1)
+    (7100, 16000, 16000, 16000, None)
+    """
+    key = (basis, int(train), int(evaluate))
+    if key not in TABLE4_ACCURACY:
+        raise FreqlabError(f"Giraffe's Table 4 has no column {key}; it has {sorted(TABLE4_ACCURACY)}")
+    reached = [n for n, acc in zip(TABLE4_CONTEXT_LENGTHS, TABLE4_ACCURACY[key], strict=True) if acc > 0]
+    return max(reached) if reached else None
+
+
 # Table 1 settings for LLaMA fine-tuned at 4096 tokens (2048 is the base model's window)
 TRUNCATED_A: float = (1 / 8) * (2 * math.pi / 2048)
 TRUNCATED_B: float = 2 * math.pi / 2048

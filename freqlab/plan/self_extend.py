@@ -11,15 +11,23 @@ below L up to
 
     N_max = (L - w_n + w_n // G) · G,
 
-which is Eq. 8, (L - w_n) · G + w_n, whenever G divides w_n (llama.cpp requires that). Planning follows the
-maintainers' rule of thumb: the positions used should stay inside the *well-trained* range N* (1/2 to 2/3
-of L, or N* from a frequency curve, see :mod:`freqlab.plan.well_trained`):
+which is Eq. 8, (L - w_n) · G + w_n, whenever G divides w_n (llama.cpp requires that).
+
+The paper gives no rule for choosing G and w_n; it reports settings. For Llama-2-7b-chat 4K -> 16K
+(Sec. 4.1, Table 1): "group size G set as 8 and neighbor window w_n set as 1024", which Eq. 8 takes to
+(4096 - 1024) · 8 + 1024 = 25,600 tokens. Planning here follows the *maintainers'* rule of thumb (official
+repository, not the paper) and llama.cpp's divisibility requirement: the positions used should stay inside
+the *well-trained* range N* (1/2 to 2/3 of L, or N* from a frequency curve, see
+:mod:`freqlab.plan.well_trained`):
 
     (L - w_n) · G + w_n >= N        and        w_n + (N - w_n) / G <= N*.
 
 Both bound w_n from above for a given G (w_n <= (G·N* - N)/(G - 1) and w_n <= (G·L - N)/(G - 1)), so the
-planner takes the smallest G for which a neighbour window in [min_window, max_window] divisible by G fits,
-and the largest such w_n (a larger window keeps more positions exact).
+planner takes the smallest G for which a neighbour window in [min_window, max_window] (default [L/8, L/4],
+inside the maintainers' 512..1536 for 4K models) divisible by G fits, and the largest such w_n (a larger
+window keeps more positions exact). This rule rejects the paper's own setting at N* = 2/3 L: for
+4K -> 16K, 1024 + (16384 - 1024)/8 = 2944 > 2730. Every plan therefore shows the paper's setting beside
+its recommendation (:attr:`SelfExtendPlan.paper_setting`).
 """
 
 from __future__ import annotations
@@ -42,6 +50,8 @@ from freqlab.plan.well_trained import (
 )
 
 MAX_GROUP: int = 64  # maintainers' range for G: 2..64
+# The paper's setting for Llama-2-7b-chat 4K -> 16K (Sec. 4.1, Table 1): G = 8, w_n = 1024 (Eq. 8: 25,600 tokens)
+PAPER_L, PAPER_N, PAPER_GROUP, PAPER_WINDOW = 4096, 16384, 8, 1024
 
 
 def _check_group(G, w_n, L: int) -> tuple[int, int]:
@@ -179,7 +189,14 @@ class SelfExtendPlan(WellTrainedBasis):
     def llama_cpp_flags(self) -> str:
         return f"--grp-attn-n {self.G} --grp-attn-w {self.w_n}"
 
+    @property
+    def paper_setting(self) -> SelfExtendCheck | None:
+        """The paper's G = 8, w_n = 1024 (Sec. 4.1, Table 1: Llama-2-7b-chat 4K -> 16K) evaluated for this
+        L, N and N*; None when w_n = 1024 does not fit below L."""
+        return paper_setting(self.L, self.N, self.N_star)
+
     def to_dict(self) -> dict:
+        paper = self.paper_setting
         return self._plan_dict(
             "self-extend",
             skip=("check",),
@@ -188,7 +205,45 @@ class SelfExtendPlan(WellTrainedBasis):
             rule_of_thumb=self.check.rule_of_thumb,
             hf_call=self.hf_call,
             llama_cpp_flags=self.llama_cpp_flags,
+            paper_setting=None if paper is None else paper.to_dict(),
         )
+
+
+def paper_setting(L: int, N: int, N_star: int) -> SelfExtendCheck | None:
+    """The paper's (G, w_n) = (8, 1024) evaluated for window L, target N and well-trained range N*
+    (None when L <= 1024).
+
+    >>> c = paper_setting(4096, 16384, 2730)  # the paper's own case, against the maintainers' 2/3 L
+    >>> c.eq8_length, c.rule_of_thumb, c.well_trained
+    (25600, 2944.0, False)
+    """
+    if PAPER_WINDOW >= L:
+        return None
+    return evaluate_self_extend(L, PAPER_GROUP, PAPER_WINDOW, N, well_trained=N_star)
+
+
+def _paper_sentence(check: SelfExtendCheck | None, lo: int, hi: int) -> str:
+    """The paper's setting beside the recommendation, and whether the selection rule accepts it."""
+    head = (
+        f"The paper reports settings, not a selection rule: for Llama-2-7b-chat {PAPER_L} -> {PAPER_N}, "
+        f"G = {PAPER_GROUP}, w_n = {PAPER_WINDOW} (Sec. 4.1, Table 1; Eq. 8: (4096 - 1024)·8 + 1024 = 25600 tokens)"
+    )
+    if check is None:
+        return head + f", which does not fit this window (w_n = {PAPER_WINDOW} >= L)."
+    why = []
+    if not check.fits:
+        why.append(f"its largest position at N is {check.largest_position} >= L")
+    if not check.well_trained:
+        why.append(f"w_n + (N - w_n)/G = {check.rule_of_thumb:.0f} > N* = {check.N_star}")
+    if not lo <= PAPER_WINDOW <= hi:
+        why.append(f"w_n = {PAPER_WINDOW} is outside [{lo}, {hi}]")
+    verdict = (
+        "the rule above rejects it: " + "; ".join(why)
+        if why
+        else f"it passes the rule above (w_n + (N - w_n)/G = {check.rule_of_thumb:.0f} <= N* = {check.N_star}), "
+        "which prefers the smallest G"
+    )
+    return head + f". Here it reaches {check.max_length} tokens and {verdict}."
 
 
 def largest_window(L: int, N: int, N_star: int, G: int) -> int:
@@ -257,10 +312,11 @@ def plan_self_extend(
     check = evaluate_self_extend(L, G, w_n, N, well_trained=N_star)
     reasoning = (
         f"Training window L = {L}, target N = {N}. Well-trained range ({wt.rule} rule): {wt.explanation}, "
-        f"so N* = {N_star}. The smallest group size whose grouped positions for N tokens stay within N* "
-        f"is G = {G}, with the largest neighbour window divisible by G in [{lo}, {hi}], w_n = {w_n}: "
-        f"w_n + (N - w_n)/G = {check.rule_of_thumb:.0f} <= {N_star}; the largest position used is "
+        f"so N* = {N_star}. Selection rule (the Self-Extend maintainers' rule of thumb and llama.cpp's "
+        f"divisibility requirement, not the paper's): the smallest group size whose grouped positions for N "
+        f"tokens stay within N* is G = {G}, with the largest neighbour window divisible by G in [{lo}, {hi}], "
+        f"w_n = {w_n}: w_n + (N - w_n)/G = {check.rule_of_thumb:.0f} <= {N_star}; the largest position used is "
         f"{check.largest_position} < L, and this setting reaches up to (L - w_n)·G + w_n = "
-        f"{check.max_length} tokens (Eq. 8)."
+        f"{check.max_length} tokens (Eq. 8). " + _paper_sentence(paper_setting(L, N, N_star), lo, hi)
     )
     return SelfExtendPlan(L, N, G, w_n, wt, check, reasoning, check.notes)

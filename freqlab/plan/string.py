@@ -12,10 +12,14 @@ Positions used after STRING are 0..S-1 (unshifted, near the diagonal) and W..L-1
 largest is max(S - 1, L - 1 - S + W), i.e. N - 1 + W for S <= L/2: apart from W positions just past N,
 every position used lies in the frequently trained range 0..N-1.
 
-Recommendation (Sec. 4.1, Fig. 7; official code): W = 128 (W >= 32, W << S), S in [L/4, L/2] where the paper
-and official code validated it (paper: L/3 <= S <= L/2, code: 0.25-0.4 L), default S = L/3. freqlab derives
-S = L - N* from the well-trained range N* (see :mod:`freqlab.plan.well_trained`), rounds it, and keeps it in
-the validated range, reporting both values when they differ.
+Recommendation. The paper (Sec. 4.1): "We suggest setting the local window W >= 32 and the offset
+L/3 <= S <= L/2. We set S = L/3 and W = 128 for all models across downstream tasks." Its ablation (Fig. 7)
+tried S from L/5 to L/2: performance grew with S, and the trend slowed once S exceeded L/3. The official
+repository's README, a different source, suggests shifted_offset 0.25-0.4 L (example int(0.33 * L)).
+freqlab follows the paper: it derives S = L - N* from the well-trained range N* (see
+:mod:`freqlab.plan.well_trained`), rounds it, and keeps it in the paper's range [L/3, L/2], reporting both
+values when they differ; without frequency information S = L/3 rounded *up* to a multiple of 64, so the
+default never falls below L/3.
 """
 
 from __future__ import annotations
@@ -40,8 +44,9 @@ from freqlab.plan.well_trained import (
 DEFAULT_W: int = 128
 MIN_W: int = 32
 DEFAULT_ROUND: int = 64
-VALIDATED_RANGE: tuple[Fraction, Fraction] = (Fraction(1, 4), Fraction(1, 2))
-DEFAULT_S_FRACTION: Fraction = Fraction(1, 3)
+PAPER_RANGE: tuple[Fraction, Fraction] = (Fraction(1, 3), Fraction(1, 2))  # Sec. 4.1: L/3 <= S <= L/2
+OFFICIAL_README_RANGE: tuple[Fraction, Fraction] = (Fraction(1, 4), Fraction(2, 5))  # HKUNLP/STRING: 0.25-0.4 L
+DEFAULT_S_FRACTION: Fraction = Fraction(1, 3)  # Sec. 4.1: "We set S = L/3"
 MATRIX_LIMIT: int = 8192  # beyond this L, use the row / histogram functions instead of an L x L matrix
 MASKED: int = -1  # value of the (unused) upper triangle n > m in string_position_matrix
 
@@ -213,7 +218,7 @@ class StringPlan(WellTrainedBasis):
     W: int
     well_trained: WellTrained
     S_rule: int | None  # what the frequency rule alone gives (rounded); None without frequency information
-    S_range: tuple[int, int]  # validated range after rounding
+    S_range: tuple[int, int]  # the paper's range [L/3, L/2] after rounding inwards
     within_range: bool
     overwritten_share: float  # share of position mass at positions >= L - S
     share_basis: str
@@ -253,19 +258,23 @@ def _round_to(x: Fraction | int, q: int) -> int:
     return int((Fraction(x) / q + Fraction(1, 2)) // 1) * q
 
 
-def validated_range(L: int, round_to: int = DEFAULT_ROUND) -> tuple[int, int, int]:
-    """(lo, hi, q): multiples of q inside [L/4, L/2]; q falls back to 1 when no multiple fits.
+def recommended_range(L: int, round_to: int = DEFAULT_ROUND) -> tuple[int, int, int]:
+    """(lo, hi, q): multiples of q inside the paper's range [L/3, L/2] (Sec. 4.1); q falls back to 1 when no
+    multiple fits. lo is L/3 rounded up, the default S.
 
-    >>> validated_range(131072), validated_range(100)
-    ((32768, 65536, 64), (25, 50, 1))
+    >>> recommended_range(131072), recommended_range(4096), recommended_range(100)
+    ((43712, 65536, 64), (1408, 2048, 64), (34, 50, 1))
     """
-    lo_f, hi_f = (L * VALIDATED_RANGE[0], L * VALIDATED_RANGE[1])
+    lo_f, hi_f = (L * PAPER_RANGE[0], L * PAPER_RANGE[1])
     q = max(int(round_to), 1)
     lo, hi = -(-lo_f // q) * q, (hi_f // q) * q
     if lo > hi:
         q = 1
         lo, hi = -(-lo_f // 1), hi_f // 1
     return int(lo), int(hi), q
+
+
+validated_range = recommended_range  # former name, kept for existing callers
 
 
 def plan_string(
@@ -281,8 +290,9 @@ def plan_string(
     The frequency keywords (``histogram`` + ``regime``, a precomputed ``frequency`` array, or a
     ``schedule``; ``tokens``, ``tau``, ``mass``) go to :func:`freqlab.plan.well_trained.well_trained_range`,
     which derives N* (budget rule when ``tokens`` is given, else mass rule). Then S_rule = round(L - N*) to
-    a multiple of ``round_to``, and the recommended S is S_rule kept in the validated range [L/4, L/2].
-    Without frequency information S = L/3.
+    a multiple of ``round_to``, and the recommended S is S_rule kept in the paper's range [L/3, L/2]
+    (Sec. 4.1). Without frequency information S = L/3 (the paper's setting) rounded up to a multiple of
+    ``round_to``, so it never falls below L/3.
 
     >>> p = plan_string(131072)
     >>> p.S, p.W, p.rule, p.hf_patch
@@ -290,13 +300,13 @@ def plan_string(
     """
     L = check_window(L)
     wt = well_trained_range(L, default_fraction=1 - DEFAULT_S_FRACTION, **frequency)
-    lo, hi, q = validated_range(L, round_to)
+    lo, hi, q = recommended_range(L, round_to)
     notes: list[str] = []
     if q != round_to:
         notes.append(f"L = {L} is too small to round S to a multiple of {round_to}; S is not rounded")
     if wt.rule == "default":
         S_rule = None
-        S = min(max(_round_to(L * DEFAULT_S_FRACTION, q), lo), hi)
+        S = lo  # L/3 rounded up: the nearest multiple of q inside [L/3, L/2]
         within = True
     else:
         S_rule = _round_to(L - wt.N, q)
@@ -334,23 +344,36 @@ def plan_string(
 def _reasoning(L, S, W, wt: WellTrained, S_rule, bounds, within, share, basis) -> str:
     lo, hi = bounds
     head = f"Training window L = {L}. "
+    paper_range = f"the paper's range L/3 <= S <= L/2 (Sec. 4.1; {lo}..{hi} after rounding)"
     if wt.rule == "default":
         rule = (
-            f"Without frequency information freqlab uses the paper's default S = L/3 (Sec. 4.1), rounded to S = {S}. "
+            f"Without frequency information freqlab uses the paper's setting S = L/3 (Sec. 4.1), rounded up to "
+            f"S = {S} so that it stays in {paper_range}. "
         )
     else:
         rule = (
             f"Well-trained range ({wt.rule} rule): {wt.explanation}, so N* = {wt.N} and the frequency rule "
-            f"S = L - N* gives S = {S_rule} (S/L = {S_rule / L:.2f}). "
+            f"S = L - N* gives S = {S_rule} (S/L = {S_rule / L:.3f}). "
         )
         if within:
-            rule += f"This lies inside the validated range [L/4, L/2] = [{lo}, {hi}]. "
-        else:
-            side = "below" if S_rule < lo else "above"
+            rule += f"This lies inside {paper_range}. "
+        elif S_rule < lo:
+            readme_lo, readme_hi = (L * x for x in OFFICIAL_README_RANGE)
+            official = (
+                "it lies in the 0.25-0.4 L that the official repository's README suggests, but "
+                if readme_lo <= S_rule <= readme_hi
+                else ""
+            )
             rule += (
-                f"This is {side} the range the paper and official code validated, [L/4, L/2] = [{lo}, {hi}]; "
-                f"freqlab recommends the nearest validated value S = {S} (S/L = {S / L:.2f}). To follow the "
-                f"frequency rule instead, use shifted_offset = {S_rule}. "
+                f"This is below {paper_range}: {official}in the paper's ablation (Fig. 7, S from L/5 to L/2) "
+                f"performance still grew with S up to L/3, so freqlab recommends S = {S} (S/L = {S / L:.3f}). "
+                f"To follow the frequency rule instead, use shifted_offset = {S_rule}. "
+            )
+        else:
+            rule += (
+                f"This is above {paper_range}, beyond which the paper did not test (Fig. 7 stops at L/2), so "
+                f"freqlab recommends S = {S} (S/L = {S / L:.3f}). To follow the frequency rule instead, use "
+                f"shifted_offset = {S_rule}. "
             )
     tail = (
         f"STRING drops positions >= L - S = {L - S} and uses positions 0..{max(S, L - S + W) - 1} instead, "

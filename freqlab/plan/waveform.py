@@ -1,9 +1,13 @@
 """RoPE attention waveforms, distance grids and the "shortest stave" complementarity score.
 
-The waveform of a RoPE base b at relative distance m (Attention Buckets, Chen et al. 2024, adopted by HARPE
-Sec. 3.2) is the attention score of an all-ones query and key:
+The waveform of a RoPE base b at relative distance m is Attention Buckets' (Chen et al. 2024, "Fortify the
+Shortest Stave in Attention"): the attention score of an all-ones query and key,
 
     w_b(m) = (2 / √d) · Σ_{j=0}^{d/2-1} cos(m · b^(-2j/d)),      d = head dimension (even).
+
+HARPE (seed 002) does not define it: its Sec. 3.2 adopts the Attention Buckets search over "attention
+waveforms" (Eq. 10, Algorithm 1) without a formula, and its Eq. 9 is the uniform rule
+b_h = b_min + h·(b_max − b_min)/(N − 1), which involves no waveform.
 
 w_b(0) = √d and, because the j = 0 term is cos(m), w_b oscillates with period 2π at every scale. A set of
 bases (one per head) complements itself when, at every distance, some head sits near a peak: the

@@ -11,9 +11,11 @@ three rules, in order of preference:
     1.3B model). A multi-stage schedule gives F(i) = Σ_k f_k(i) T_k / f_k(0) directly and uses the same rule.
 ``mass``
     Without a budget, N* is the smallest prefix holding a fraction ``mass`` of all position occurrences:
-    N* = position_at_mass(f, mass) + 1, so the positions >= N* carry at most 1 - mass of the mass. The
-    default mass 0.9 reproduces STRING's default S = L/3 for fully concatenated data, where f is linear
-    (share of i >= x·L is (1 - x)^2 = 0.1 at x = 1 - √0.1 ≈ 0.68, i.e. S ≈ 0.32 L).
+    N* = position_at_mass(f, mass) + 1, so the positions >= N* carry at most 1 - mass of the mass. This
+    rule and its default mass 0.9 are freqlab's: the STRING paper defines no mass rule. For fully
+    concatenated data f is linear, the share of i >= x·L is (1 - x)^2 = 0.1 at x = 1 - √0.1 ≈ 0.684, so
+    N* ≈ 0.684 L and S = L - N* ≈ 0.316 L, just below the paper's L/3 (the STRING planner then raises S
+    to L/3).
 ``default``
     Without any frequency information: a fixed fraction of L (STRING's default S = L/3 means N* = 2L/3;
     the Self-Extend maintainers' rule of thumb puts the well-trained range at 1/2 to 2/3 of L).

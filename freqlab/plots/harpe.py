@@ -1,7 +1,8 @@
 """HARPE figures (Lian et al., seed 002, Sec. 3.2): RoPE waveforms, their peaks and valleys, and how well a
 set of per-head bases complements itself.
 
-- :func:`plot_waveforms`: w_b(m) = (2/√d) Σ_j cos(m · b^(-2j/d)) for a few bases on a distance grid, one
+- :func:`plot_waveforms`: Attention Buckets' waveform w_b(m) = (2/√d) Σ_j cos(m · b^(-2j/d)) (HARPE names
+  waveforms but defines none; see :mod:`freqlab.plan.waveform`) for a few bases on a distance grid, one
   row per base, with the peaks (▲) and valleys (▼) that the peak-valley search (Algorithm 1) pairs up.
 - :func:`plot_envelopes`: for several base sets (e.g. freqlab's search, the uniform set of Eq. 9 and the
   published Table 2), (a) the head-wise envelope max_h w_{b_h}(m) over the grid, and (b) the same values

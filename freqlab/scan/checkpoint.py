@@ -76,11 +76,17 @@ def write_atomic(path: Path, data: bytes | None = None, writer: Callable[[str], 
 
 
 def _write_error(exc: Exception) -> str:
+    """Why a write failed, in a few words (writers that wrap the OS error, like polars, say "(os error N)")."""
     code = getattr(exc, "errno", None)
-    if code == errno.ENOSPC or "No space left" in str(exc):
+    found = re.search(r"\(os error (\d+)\)", str(exc))
+    if code is None and found:
+        code = int(found.group(1))
+    if code == errno.ENOSPC:
         return "no space left on the device; free some space or choose another --out"
     if isinstance(exc, OSError) and exc.strerror:
         return exc.strerror
+    if code is not None:
+        return os.strerror(code)
     text = str(exc).strip().splitlines()
     return f"{type(exc).__name__}: {text[0]}" if text else type(exc).__name__
 
@@ -257,18 +263,14 @@ def _to_frame(part: ShardCount) -> tuple[pl.DataFrame, dict]:
         "documents_read": part.documents_read,
         "tokens": part.tokens,
     }
-    if part.log is not None:
+    if part.log is not None:  # one row per document: its code, its label's index, its position if sampled
         codes, sources, positions = part.log.arrays()
-        labels = part.log.labels
         header["reasons"] = part.log.reasons
-        frame = pl.DataFrame(
-            {
-                "source": pl.Series([labels[s] for s in sources.tolist()], dtype=pl.Utf8),
-                "code": codes,
-                "position": positions,
-            }
-        )
-        return frame, header
+        header["labels"] = part.log.labels
+        columns = {"source_index": sources, "code": codes}
+        if part.log.positions:
+            columns["position"] = positions
+        return pl.DataFrame(columns), header
     sources, lengths, counts = [], [], []
     for label in sorted({*part.lengths, *part.empty}, key=lambda s: (s is None, s or "")):
         values, numbers = part.lengths[label].to_arrays() if label in part.lengths else (np.zeros(0, np.int64),) * 2
@@ -298,17 +300,16 @@ def _from_frame(frame: pl.DataFrame, header: dict) -> ShardCount:
         complete=bool(header.get("complete", True)),
     )
     if "code" in frame.columns:
-        names = frame["source"].to_list()
-        labels = list(dict.fromkeys([None, *names]))
-        index = {label: k for k, label in enumerate(labels)}
-        sources = np.array([index[name] for name in names], np.int32)
+        labels = [None if label is None else str(label) for label in header["labels"]]
+        sources = frame["source_index"].to_numpy().astype(np.int32)
         codes = frame["code"].to_numpy().astype(np.int64)
-        positions = frame["position"].to_numpy().astype(np.int64)
+        positions = [frame["position"].to_numpy().astype(np.int64)] if "position" in frame.columns else []
         reasons = [str(r) for r in header.get("reasons", [])]
-        if codes.size and (int(codes.min()) < -len(reasons) or np.any(np.diff(positions) <= 0)):
+        if codes.size and (int(codes.min()) < -len(reasons) or not 0 <= int(sources.min()) <= int(sources.max()) <
+                           len(labels) or any(np.any(np.diff(p) <= 0) for p in positions)):
             raise ValueError("bad log")
         part.skipped = Counter()  # recounted from the log, with everything else
-        part.add_log(DocumentLog([codes], [sources], [positions], labels, reasons))
+        part.add_log(DocumentLog([codes], [sources], positions, labels, reasons))
     else:
         for (label,), rows in frame.group_by(["source"], maintain_order=True):
             lengths = rows["length"].to_numpy().astype(np.int64)

@@ -233,7 +233,8 @@ class DocumentLog:
 
     codes: list[np.ndarray] = field(default_factory=list)  # int64 per batch, see module docstring
     sources: list[np.ndarray] = field(default_factory=list)  # int32 indices into labels, per batch
-    positions: list[np.ndarray] = field(default_factory=list)  # int64 index of each document in its shard
+    # int64 index of each document in its shard; empty when nothing is sampled out (then 0, 1, 2, ...)
+    positions: list[np.ndarray] = field(default_factory=list)
     labels: list = field(default_factory=lambda: [None])
     reasons: list[str] = field(default_factory=list)
 
@@ -242,7 +243,9 @@ class DocumentLog:
         def join(parts: list[np.ndarray], dtype) -> np.ndarray:
             return np.concatenate(parts) if parts else np.zeros(0, dtype)
 
-        return join(self.codes, np.int64), join(self.sources, np.int32), join(self.positions, np.int64)
+        codes = join(self.codes, np.int64)
+        positions = join(self.positions, np.int64) if self.positions else np.arange(codes.size, dtype=np.int64)
+        return codes, join(self.sources, np.int32), positions
 
 
 def truncate(part: ShardCount, max_docs: int | None, max_tokens: int | None) -> tuple[ShardCount, bool]:

@@ -65,12 +65,16 @@ def scan(
     text_field: str | None = None,
     source_field: str | None = None,
     format: str | None = None,
+    tokens_field: str | None = None,
+    length_field: str | None = None,
+    eos_id: int | None = None,
     add_special_tokens: bool = False,
     L: Sequence[int] = DEFAULT_L,
     regimes: Sequence[str] = DEFAULT_REGIMES,
     tokens: int | None = None,
     corpus_tokens: int | None = None,
     tau: float = DEFAULT_TAU,
+    megatron=None,
     max_docs: int | None = None,
     max_tokens: int | None = None,
     sample_rate: float | None = None,
@@ -89,7 +93,13 @@ def scan(
     ``dataset`` is None (the built-in corpus), a preset, a hub id or local paths (see
     :func:`freqlab.corpus.open_corpus`; ``format`` forces a registered input format for local files);
     ``tokenizer`` is None (the default), a built-in name, a ``tokenizer.json``, a ``.tiktoken`` file or a hub
-    id (see :func:`freqlab.tokenize.load_tokenizer`). Tokenized data (no tokenizer needed) is read as is.
+    id (see :func:`freqlab.tokenize.load_tokenizer`). Tokenized data (no tokenizer needed) is read as is:
+    ``tokens_field`` / ``length_field`` name a column of token ids / lengths, ``eos_id`` the token ending each
+    document of a plain token stream (see :class:`freqlab.corpus.fields.ReadOptions`).
+
+    ``megatron`` (:class:`~freqlab.frequency.megatron.MegatronOptions`: Megatron-LM's ``--data-path``,
+    ``--seed``, ``--split``, ``--reset-attention-mask``, ``--train-samples`` or epochs) makes the
+    ``megatron`` regime replay GPTDataset's windows exactly (the scanned ``.idx`` when no data_path is named).
 
     Partial scans: ``max_docs``/``max_tokens`` take the first documents in shard order (the document that
     reaches ``max_tokens`` is kept whole); ``sample_rate`` keeps each document with that probability,
@@ -109,12 +119,14 @@ def scan(
     """
     settings = ScanSettings(
         dataset=dataset, data_files=data_files, config=config, split=split, text_field=text_field,
-        source_field=source_field, format=format, tokenizer=tokenizer, add_special_tokens=add_special_tokens,
+        source_field=source_field, format=format, tokens_field=tokens_field, length_field=length_field,
+        eos_id=eos_id, tokenizer=tokenizer, add_special_tokens=add_special_tokens,
         sample_rate=sample_rate, seed=seed, max_docs=max_docs, max_tokens=max_tokens, on_error=on_error,
     )
     run = RunOptions(engine=engine, workers=workers, address=address, batch_size=batch_size, out=out,
                      resume=resume, progress=progress)
-    report = ReportOptions(L=L, regimes=regimes, tokens=tokens, corpus_tokens=corpus_tokens, tau=tau)
+    report = ReportOptions(L=L, regimes=regimes, tokens=tokens, corpus_tokens=corpus_tokens, tau=tau,
+                           megatron=megatron)
     return run_scan(settings, run, report)
 
 

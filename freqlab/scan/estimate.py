@@ -34,7 +34,7 @@ import numpy as np
 
 from freqlab.errors import FreqlabError
 from freqlab.frequency.summary import human_count
-from freqlab.scan.uncertainty import LEVEL, NO_INTERVAL, SHARES, share_intervals
+from freqlab.scan.uncertainty import LEVEL, SHARES, no_interval, share_intervals
 
 THROUGHPUT_FILE = "throughput.json"  # in freqlab/data
 
@@ -136,7 +136,7 @@ def sampled_error(lengths, counts, L: int, regime: str, documents: int, *, seed:
     earlier (smaller) sample ``(lengths, counts)``: its bootstrap interval (:mod:`freqlab.scan.uncertainty`)
     with the half-width scaled by √(n / documents), n the documents it holds (the 1/√n law of independent
     sampling, checked in the tests). Returns ``{share: half-width}`` with ``level``, or None (see
-    :data:`~freqlab.scan.uncertainty.NO_INTERVAL`)."""
+    :func:`~freqlab.scan.uncertainty.no_interval`)."""
     counts = np.asarray(counts, np.int64)
     ci = share_intervals(lengths, counts, L, regime, seed=seed)
     if ci is None or documents < 1:
@@ -163,7 +163,7 @@ def format_estimate(cost: CostEstimate, errors: list[dict] | None = None) -> str
     ]
     for row in errors or []:
         if row["error"] is None:
-            lines.append(f"error bar  L={row['L']} {row['regime']}: none ({NO_INTERVAL.get(row['regime'], 'no data')})")
+            lines.append(f"error bar  L={row['L']} {row['regime']}: none ({no_interval(row['regime'])})")
             continue
         e = row["error"]
         lines.append(

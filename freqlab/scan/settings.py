@@ -18,7 +18,6 @@ freqlab.errors.FreqlabError: sample_rate must be in (0, 1], got nan
 from __future__ import annotations
 
 import hashlib
-import math
 import os
 from dataclasses import dataclass, fields
 from pathlib import Path
@@ -72,6 +71,9 @@ class ScanSettings:
     text_field: str | None = None
     source_field: str | None = None
     format: str | None = None
+    tokens_field: str | None = None
+    length_field: str | None = None
+    eos_id: int | None = None
     tokenizer: str | None = None
     add_special_tokens: bool = False
     sample_rate: float | None = None
@@ -92,6 +94,9 @@ class ScanSettings:
                 raise FreqlabError(f"sample_rate must be in (0, 1], got {rate!r}")
             object.__setattr__(self, "sample_rate", None if float(rate) >= 1.0 else float(rate))
         object.__setattr__(self, "seed", check_count("seed", self.seed, minimum=0, optional=False))
+        check_count("eos_id", self.eos_id, minimum=0)
+        if self.tokens_field and self.length_field:
+            raise FreqlabError("give tokens_field or length_field, not both")
         check_count("max_docs", self.max_docs)
         check_count("max_tokens", self.max_tokens)
         if self.on_error not in ON_ERROR:
@@ -114,7 +119,15 @@ class ScanSettings:
             text_field=self.text_field,
             source_field=self.source_field,
             format=self.format,
+            read=self.read_options,
         )
+
+    @property
+    def read_options(self):
+        """How tokenized data is read (:class:`freqlab.corpus.fields.ReadOptions`)."""
+        from freqlab.corpus.fields import ReadOptions
+
+        return ReadOptions(self.tokens_field, self.length_field, self.eos_id)
 
     def fingerprint(self, corpus: Corpus, counter: TokenCounter | None) -> dict[str, Any]:
         """What a checkpoint must have been made under: the corpus (its shards by id), the tokenizer (its
@@ -131,6 +144,8 @@ class ScanSettings:
             "seed": self.seed if self.sample_rate is not None else None,
             "max_docs": self.max_docs,
             "max_tokens": self.max_tokens,
+            # only when set, so checkpoints of text corpora made before these options existed stay valid
+            **({"read_options": self.read_options.describe()} if not self.read_options.is_default else {}),
         }
 
     def as_dict(self) -> dict[str, Any]:
@@ -165,13 +180,15 @@ class RunOptions:
 @dataclass(frozen=True)
 class ReportOptions:
     """What the summary computes: windows ``L``, ``regimes``, the budget (``tokens`` training tokens,
-    ``corpus_tokens`` to extrapolate a partial scan) and the threshold ``tau`` (STRING Sec. 3)."""
+    ``corpus_tokens`` to extrapolate a partial scan), the threshold ``tau`` (STRING Sec. 3), and ``megatron``
+    (:class:`~freqlab.frequency.megatron.MegatronOptions`) for the ``megatron`` regime."""
 
     L: tuple[int, ...] = DEFAULT_L
     regimes: tuple[str, ...] = DEFAULT_REGIMES
     tokens: int | None = None
     corpus_tokens: int | None = None
     tau: float = DEFAULT_TAU
+    megatron: Any = None  # MegatronOptions of the megatron regime (freqlab.frequency.megatron)
 
     def __post_init__(self) -> None:
         windows = (self.L,) if isinstance(self.L, int) else tuple(self.L)
@@ -186,8 +203,9 @@ class ReportOptions:
         check_count("tokens", self.tokens)
         check_count("corpus_tokens", self.corpus_tokens)
         tau = self.tau
-        if isinstance(tau, bool) or not isinstance(tau, (int, float)) or not math.isfinite(tau) or not 0 < tau < 2**63:
-            raise FreqlabError(f"tau must be a positive number below 2^63, got {tau!r}")
+        if isinstance(tau, bool) or not isinstance(tau, (int, float)) or not 0 < tau < 2**63:  # nan, inf fail too
+            shown = str(tau) if len(str(tau)) < 24 else f"a number of {len(str(tau))} digits"
+            raise FreqlabError(f"tau must be a positive number below 2^63, got {shown}")
 
 
 def _digest(text: str) -> str:

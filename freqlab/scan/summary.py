@@ -42,6 +42,7 @@ def summarize_windows(
     tau: float = DEFAULT_TAU,
     partial: bool = False,
     seed: int = 0,
+    megatron=None,
 ) -> dict:
     """The ``budget`` and ``windows`` parts of a scan summary.
 
@@ -89,12 +90,28 @@ def summarize_windows(
             tau=tau,
             seed=seed,
             one_pass=tokens is None,
+            megatron=megatron,
         )
     return {"budget": budget, "windows": windows}
 
 
 def _percent(x: float) -> str:
     return f"{100 * x:.1f}%"
+
+
+def _eos_note(eos: dict | None) -> str:
+    """``; EOS appended (token 2, ...)`` from the corpus description of tokenized data, when it says."""
+    if not eos:
+        return ""
+    appended, token, checked = eos.get("appended"), eos.get("eos_id"), eos.get("documents_checked")
+    how = eos.get("from", "")
+    if how.startswith("separator"):
+        return f"; documents end with the EOS separator {token} (counted)"
+    if appended:
+        return f"; EOS {token} appended and counted ({how}: all {checked:,} documents checked end with it)"
+    if appended is False:
+        return f"; no EOS appended ({how}, {checked:,} documents checked)"
+    return f"; EOS unknown (some of {checked:,} documents checked end with {token})" if token is not None else ""
 
 
 def format_report(summary: dict) -> str:
@@ -111,7 +128,7 @@ def format_report(summary: dict) -> str:
                 passed.append(f"{description[key]:,} {what}")
         lines.append(f"files      {files:,} file{'s' if files != 1 else ''} ({', '.join(passed)})")
     if tok is None:
-        lines.append("tokenizer  none: lengths read from tokenized data")
+        lines.append("tokenizer  none: lengths read from tokenized data" + _eos_note(description.get("eos")))
     else:
         special = "special tokens counted" if tok["special_tokens_counted"] else "no special tokens"
         lines.append(f"tokenizer  {tok['name']} ({tok['backend']}, vocab {tok['vocab_size']:,}, {special})")
@@ -196,6 +213,16 @@ def estimate_corpus_tokens(tokens: int, documents: int, read: int) -> int:
     return (2 * tokens * documents + read) // (2 * read)
 
 
+def _megatron_options(report, corpus):
+    """The megatron regime's options, reading the scanned index when one was scanned and none is named."""
+    if "megatron" not in report.regimes:
+        return None
+    from freqlab.frequency.megatron import MegatronOptions
+
+    paths = sorted({shard.path for shard in corpus.shards if isinstance(getattr(shard, "path", None), str)})
+    return (report.megatron or MegatronOptions()).with_data_path(paths)
+
+
 @dataclass
 class RunRecord:
     """What this run did (as opposed to what resumed checkpoints held): for throughput and the summary."""
@@ -242,6 +269,7 @@ def scan_summary(settings, report, corpus, counter, engine, histogram: LengthHis
     windows = summarize_windows(
         histogram, report.L, report.regimes, tokens=report.tokens, corpus_tokens=report.corpus_tokens,
         estimated_corpus_tokens=estimate, tau=report.tau, partial=bool(partial), seed=options.seed,
+        megatron=_megatron_options(report, corpus),
     )
     if ledger.exhausted:
         windows["budget"]["note"] = PREFIX_NOTE

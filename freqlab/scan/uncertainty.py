@@ -13,7 +13,7 @@ documents, its width shrinks as 1/√n.
 
 Intervals are given for the regimes whose shares come from the document lengths (``natural``, ``truncate``);
 ``concat`` and ``uniform`` shares depend only on the token count, and a ``pack`` replicate would re-shuffle and
-re-pack the whole stream (:data:`NO_INTERVAL` says why, in the summary).
+re-pack the whole stream (:func:`no_interval` says why, in the summary; so for any other regime).
 
 >>> from freqlab.histogram import LengthHistogram
 >>> h = LengthHistogram.from_lengths([300] * 50 + [3000] * 50)
@@ -34,12 +34,14 @@ LEVEL = 0.95
 REPLICATES = 1000
 METHOD = "percentile interval of a Poisson bootstrap over the sampled documents"
 SHARES = ("share_at_most_half", "share_at_least_three_quarters")
-# Regimes whose shares do not come from the sampled lengths alone get no interval, and say why.
+# Regimes whose shares are sums over documents get intervals; the others say why they get none.
+WITH_INTERVAL = ("natural", "truncate")
 NO_INTERVAL = {
     "concat": "concat shares depend only on the token count (one stream cut into rows of L), not on the lengths",
     "uniform": "uniform shares depend only on the token count (lengths uniform on 1..L), not on the lengths",
     "pack": "the pack regime's order is a seeded shuffle: each replicate would re-pack the whole stream",
 }
+OTHER_REGIMES = "the {regime} regime's shares are not sums over documents: no per-document bootstrap"
 
 
 def mass_shares(lengths, counts, L: int, regime: str, seed: int = 0) -> tuple[float, float]:
@@ -102,7 +104,7 @@ def share_intervals(lengths, counts, L: int, regime: str, *, level: float = LEVE
     """
     lengths = np.asarray(lengths, np.int64)
     counts = np.asarray(counts, np.int64)
-    if regime in NO_INTERVAL or int(counts.sum()) < 2:
+    if regime not in WITH_INTERVAL or int(counts.sum()) < 2:
         return None
     masses = document_masses(lengths, L, regime)
     rng = np.random.default_rng([int(seed), L, REGIMES.index(regime)])
@@ -131,7 +133,15 @@ def add_intervals(windows: list[dict], lengths, counts, *, seed: int = 0, level:
     interval (see :data:`NO_INTERVAL`) get ``{"none": reason}``."""
     for row in windows:
         ci = share_intervals(lengths, counts, row["L"], row["regime"], level=level, replicates=replicates, seed=seed)
-        row["ci"] = ci if ci is not None else {"none": NO_INTERVAL.get(row["regime"], "fewer than two documents")}
+        if ci is None:
+            reason = "fewer than two documents" if row["regime"] in WITH_INTERVAL else no_interval(row["regime"])
+            ci = {"none": reason}
+        row["ci"] = ci
+
+
+def no_interval(regime: str) -> str:
+    """Why the shares of ``regime`` get no bootstrap interval."""
+    return NO_INTERVAL.get(regime, OTHER_REGIMES.format(regime=regime))
 
 
 def describe_interval(row: dict) -> str:

@@ -127,7 +127,8 @@ class _Tally:
         if self.options.keep_log:
             self.log.codes.append(codes)
             self.log.sources.append(sources)
-            self.log.positions.append(positions)
+            if self.options.sample_rate is not None:  # else positions are 0, 1, 2, ...: not kept
+                self.log.positions.append(positions)
         tokens = logged_tokens(codes)
         if self.docs_left is not None:
             self.docs_left -= n
@@ -173,9 +174,11 @@ def count_shard(
     ``""`` is an empty document. A file that fails while being read
     (:class:`freqlab.corpus.base.UnreadableFile`) is one such record, ``unreadable-file``, after the documents
     read from it; the shard then ends (finished, not capped). Blank JSON-lines lines are no documents: they
-    are counted in ``blank_lines``. Texts are tokenized ``batch_size`` at a time with ``counter.count``.
-    Length shards (``counter`` is not used) yield their lengths in batches. ``on_progress(documents,
-    tokens)`` is called after each batch.
+    are counted in ``blank_lines``. Texts are tokenized ``batch_size`` at a time with ``counter.count``. A
+    document is empty when it has no content token (an empty text, or one a tokenizer's normalizer reduces to
+    nothing); special tokens (``add_special_tokens``) are counted around every other document. Length shards
+    (``counter`` is not used) yield their lengths in batches. ``on_progress(documents, tokens)`` is called
+    after each batch.
     """
     if options.on_error not in ON_ERROR:
         raise FreqlabError(f"on_error must be one of {', '.join(ON_ERROR)}, got {options.on_error!r}")
@@ -193,6 +196,7 @@ def count_shard(
 def _count_texts(shard, counter, options: ShardOptions, tally: _Tally, sampler: Sampler | None) -> None:
     part = tally.part
     batch = _Batch()
+    specials = getattr(counter, "special_tokens_added", 0)
 
     def flush() -> bool:
         nonlocal batch
@@ -202,6 +206,8 @@ def _count_texts(shard, counter, options: ShardOptions, tally: _Tally, sampler: 
         if batch.texts:
             lengths = _check_counts(np.asarray(counter.count(batch.texts), np.int64), len(batch.texts),
                                     f"tokenizer {getattr(counter, 'name', counter)!r}")
+            if specials:  # no content token (whitespace a normalizer removes): empty, so no special tokens either
+                lengths[lengths == specials] = 0
             codes[codes == 1] = lengths  # a text that tokenizes to nothing counts as an empty document
         full = tally.add(codes, np.array(batch.sources, np.int32), np.array(batch.positions, np.int64))
         batch = _Batch()

@@ -48,8 +48,33 @@ def test_stats_table_and_json(hist):
     result = run("stats", hist, "--json")
     assert result.exit_code == 0
     assert json.loads(result.output)["tokens"] == 2_048_000
-    lines = dict(line.split("  ", 1) for line in run("stats", hist).output.splitlines())
+    table = run("stats", hist).output.split("\n\n")[0]
+    lines = dict(line.split("  ", 1) for line in table.splitlines())
     assert lines["tokens"].strip() == "2,048,000" and lines["median length"].strip() == "2,048"
+
+
+def test_stats_shows_string_sec3_beside_freqlabs_prediction(hist):
+    """STRING Sec. 3 (TinyLlama 1.3B): 1280 at f(1280) ~ 100B; 1024 at ~300B for 2K and 4K; 1.4K at 400B (4K)
+    vs ~1T (2K); measured in 128-token steps. freqlab here: f_T(i) = T (2048 - i) / 2048 for both windows."""
+    data = json.loads(run("stats", hist, "--json").output)["string_sec3"]
+    assert data["step"] == 128 and data["tau"] == 100e9
+    assert (data["calibration"]["position"], data["calibration"]["paper_occurrences"]) == (1280, 100e9)
+    # f_T(1280) >= 100B  <=>  T >= 100B · 2048 / 768
+    assert data["calibration"]["freqlab_tokens_needed"] == [
+        {"L": 2048, "tokens": 266_666_666_667},
+        {"L": 4096, "tokens": 266_666_666_667},
+    ]
+    paper = [(r["L"], r["tokens"], r["paper"]) for r in data["reports"]]
+    assert paper == [(2048, 300e9, "1024"), (4096, 300e9, "1024"), (4096, 400e9, "1.4K"), (2048, 1e12, "1.4K")]
+    # i <= 2048 (1 - 100B / T): 1365, 1365, 1536, 1843; floored to 128-token steps: 1280, 1280, 1536, 1792
+    assert [(r["freqlab"], r["freqlab_in_steps"]) for r in data["reports"]] == [
+        (1365, 1280), (1365, 1280), (1536, 1536), (1843, 1792)
+    ]  # fmt: skip
+    text = run("stats", hist).output
+    assert "effective length by needle retrieval in 128-token steps" in text
+    assert "L=4096  400B         1.4K   1536 [1536]" in text
+    assert "L=2048  around 1T    1.4K   1843 [1792]" in text
+    assert "paper: effective length 1280 where f(1280) ≈ 100B (Fig. 2b)" in text
 
 
 def test_schedule_command(tmp_path, hist):

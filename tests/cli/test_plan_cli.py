@@ -43,17 +43,24 @@ def test_string_json_with_histogram_and_budget(hist):
     result = run("plan", "string", "--hist", hist, "--L", 2048, "--tokens", "400B", "--tau", "100B", "--json")
     assert result.exit_code == 0, result.output
     data = json.loads(result.output)
-    # f_T(i) = 400B (2048 - i)/2048 >= 100B <=> i <= 1536: N* = 1537, S = 511 -> 512
-    assert (data["N_star"], data["S"], data["W"], data["rule"]) == (1537, 512, 128, "budget")
-    assert data["vllm_config"] == {"string_config": {"shifted_offset": 512, "local_value": 128}}
+    # f_T(i) = 400B (2048 - i)/2048 >= 100B <=> i <= 1536: N* = 1537, S = 511 -> 512 < L/3: S = 704
+    assert (data["N_star"], data["S_rule"], data["S"], data["W"], data["rule"]) == (1537, 512, 704, 128, "budget")
+    assert data["vllm_config"] == {"string_config": {"shifted_offset": 704, "local_value": 128}}
     h = LengthHistogram.read_parquet(hist)
     assert data == json.loads(json.dumps(plan_string(2048, histogram=h, tokens=400e9, tau=100e9).to_dict()))
 
 
-def test_string_reports_disagreement_with_validated_range(hist):
+def test_string_reports_disagreement_with_the_papers_range(hist):
     result = run("plan", "string", "--hist", hist, "--L", 2048, "--tokens", "100T")
     assert result.exit_code == 0, result.output
-    assert "frequency rule alone: S = 0" in result.output and "[512, 1024]" in result.output
+    assert "frequency rule alone: S = 0; paper's range [L/3, L/2] (Sec. 4.1) = [704, 1024]" in result.output
+
+
+def test_string_default_for_4k_stays_in_the_papers_range():
+    result = run("plan", "string", "--L", 4096)
+    assert result.exit_code == 0, result.output
+    assert "S = 1408 (S/L = 0.344)" in result.output  # not 1344 < L/3 = 1365.3
+    assert "shifted_offset=1408" in result.output
 
 
 def test_string_schedule_and_usage_file(hist, tmp_path):
@@ -62,7 +69,7 @@ def test_string_schedule_and_usage_file(hist, tmp_path):
     usage = tmp_path / "usage.parquet"
     result = run("plan", "string", "--schedule", schedule, "--json", "--usage-out", usage)
     assert result.exit_code == 0, result.output
-    assert json.loads(result.output)["S"] == 512
+    assert json.loads(result.output)["S"] == 704
     frame = pl.read_parquet(usage)
     assert frame.columns == ["position", "pairs_before", "pairs_after", "trained"]
     assert frame["pairs_before"].sum() == frame["pairs_after"].sum() == 2048 * 2049 // 2
@@ -81,6 +88,12 @@ def test_self_extend_plan_and_evaluation():
     assert "SelfExtend.apply(model, 8, 776)" in result.output
     assert "--grp-attn-n 8 --grp-attn-w 776" in result.output
     assert "max length (L - w_n + w_n // G)·G = 25600" in result.output
+    # the paper's own setting beside the recommendation, and why the maintainers' rule rejects it
+    assert (
+        "paper's setting (Sec. 4.1, Table 1, Llama-2 4K -> 16K): G = 8, w_n = 1024; max length 25600 here (Eq. 8), "
+        "w_n + (N - w_n)/G = 2944 > N* = 2730"
+    ) in result.output
+    assert "(maintainers' rule of thumb)" in result.output
     # Fig. 3: L = 7, N = 10 with the window fixed at 4 gives G = 2, w_n = 4 and exactly 10 tokens
     args = ("--L", 7, "--target", 10, "--well-trained", 7, "--min-window", 4, "--max-window", 4, "--json")
     data = json.loads(run("plan", "self-extend", *args).output)

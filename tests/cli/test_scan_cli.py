@@ -182,3 +182,53 @@ def test_on_error_skip_goes_past_a_truncated_file_and_reports_it(tmp_path, corpu
     assert "files      3 files (0 empty, 0 ignored)" in skipped.output
     assert "documents  9 read = 6 tokenized + 2 empty + 1 skipped (unreadable-file: 1)" in skipped.output
     assert "unreadable files skipped: t.jsonl.zst" in skipped.output and "(local, 1 worker)" in skipped.output
+
+
+@pytest.mark.parametrize(
+    ("options", "message"),
+    [
+        (["--sample-rate", "nan"], "sample_rate must be in (0, 1], got nan"),
+        (["--tau", "1e400"], "tau must be a positive number below 2^63, got a number of 401 digits"),
+        (["--tokens", "1e400"], "tokens must be below 2^63"),
+        (["--seed", "-1"], "seed must be at least 0, got -1"),
+        (["--L", str(2**30 + 1)], "L = 1073741825 is larger than freqlab supports"),
+    ],
+)
+def test_a_bad_parameter_is_a_usage_error_before_anything_is_read(tmp_path, options, message):
+    # issue 14: these used to be checked only after the whole corpus was counted, then a traceback
+    missing = tmp_path / "no-such-folder"  # never opened: the parameters are checked first
+    started = time.monotonic()
+    result = invoke("--dataset", str(missing), "--out", str(tmp_path / "o"), *options)
+    assert result.exit_code == 2, result.output
+    assert message in result.output and "Traceback" not in result.output
+    assert time.monotonic() - started < 5
+
+
+def test_an_empty_document_is_empty_with_or_without_special_tokens(tmp_path):
+    # issue 14: with --add-special-tokens an empty text counted 0 but a text the tokenizer reduced to nothing 2
+    from freqlab.tokenize.export import tekken_to_hf_json
+
+    config = json.loads(tekken_to_hf_json())
+    config["normalizer"] = {"type": "Strip", "strip_left": True, "strip_right": True}  # whitespace -> nothing
+    tokenizer = tmp_path / "tokenizer.json"
+    tokenizer.write_text(json.dumps(config))
+    data = tmp_path / "d.jsonl"
+    data.write_text("".join(json.dumps({"text": t}) + "\n" for t in ["", "   \n\t ", "two words"]))
+    for special in ([], ["--add-special-tokens"]):
+        result = invoke("--dataset", str(data), "--tokenizer", str(tokenizer), "--out", str(tmp_path / "o"), "--json",
+                        "-q", "--workers", "1", *special)
+        summary = json.loads(result.output)
+        assert (summary["documents"]["empty"], summary["documents"]["tokenized"]) == (2, 1)
+        assert summary["tokens"] == 2 + 2 * bool(special)  # "two words": 2 tokens, plus <s> and </s>
+
+
+def test_the_json_builder_names_the_file_obeys_skip_and_prints_no_log_line(tmp_path):
+    data = tmp_path / "a.jsonl"
+    data.write_bytes(b'{"text": "hello world"}\n{"text": "broken\n')
+    failed = invoke("--dataset", "json", "--data-files", str(data), "--out", str(tmp_path / "o"))
+    assert failed.exit_code == 1
+    assert failed.output.startswith(f"Error: {data}:record 1: cannot read (") and "--dataset" in failed.output
+    assert len(failed.output.strip().splitlines()) == 1  # no "Failed to load JSON" log line from datasets
+    skipped = invoke("--dataset", "json", "--data-files", str(data), "--out", str(tmp_path / "o"), "--json",
+                     "--on-error", "skip")
+    assert skipped.exit_code == 0 and json.loads(skipped.output)["documents"]["skipped"] == {"unreadable-file": 1}

@@ -112,7 +112,7 @@ def test_datasets_streaming_of_local_json_lines_equals_the_native_reader(tmp_pat
     assert len(streamed.shards) == 3  # one per file
     assert read_all(streamed) == read_all(native) == expected(records)
     where = [d.where for d in streamed.shards[1].read()]
-    assert where[:2] == ["json[train]#1:row 1", "json[train]#1:row 2"]
+    assert where[:2] == [f"{files[1]}:record 1", f"{files[1]}:record 2"]  # one file per shard: named
 
 
 def test_datasets_streaming_of_compressed_json_lines_and_parquet(tmp_path, records):
@@ -148,13 +148,16 @@ def test_builder_needs_existing_local_files(tmp_path):
         open_corpus("json", data_files=str(tmp_path / "*.jsonl"))
 
 
-def test_a_file_datasets_cannot_parse_raises_naming_the_shard(tmp_path, records):
+def test_a_file_datasets_cannot_parse_is_an_unreadable_file_naming_it(tmp_path, records):
+    from freqlab.corpus.base import UnreadableFile
+
     good = write_jsonl(tmp_path / "a.jsonl", records[:3])
     bad = write_bytes(tmp_path / "b.jsonl", b'{"text": "fine"}\n{"text": broken\n')
     corpus = open_corpus("json", data_files=[str(good), str(bad)])
     assert len(list(corpus.shards[0].read())) == 3
-    with pytest.raises(FreqlabError, match=r"^json\[train\]#1:row 1: cannot read \("):
+    with pytest.raises(UnreadableFile, match=f"^{bad}:record 1: cannot read \\(") as caught:
         list(corpus.shards[1].read())
+    assert caught.value.path == str(bad)  # so a scan can skip it (--on-error skip) like any unreadable file
 
 
 def test_hub_dataset_is_streamed_with_load_dataset(tmp_path, records, monkeypatch):

@@ -51,3 +51,34 @@ def frequency_of_segments(segment_lengths: list[int], L: int) -> list[int]:
 
 def expand(lengths, counts) -> list[int]:
     return [int(n) for n, c in zip(lengths, counts) for _ in range(int(c))]
+
+
+def best_fit_rows(docs: list[int], L: int) -> list[int]:
+    """Best-fit packing token by token: chunks of at most L, longest first, each into the row with the least
+    room that fits it (a new row if none); returns each row's fill (a row is one segment: no document mask)."""
+    chunks = sorted(natural_segments(docs, L), reverse=True)
+    rows: list[list[int]] = []  # the chunk lengths in each row
+    for chunk in chunks:
+        fitting = [r for r in rows if L - sum(r) >= chunk]
+        if fitting:
+            min(fitting, key=lambda r: L - sum(r)).append(chunk)
+        else:
+            rows.append([chunk])
+    return [sum(r) for r in rows]
+
+
+def megatron_windows(stream: list[int], eod: int, L: int, windows: list[int], reset: bool) -> list[int]:
+    """Segments of Megatron windows token by token: window w's inputs are stream[w·L:(w+1)·L]; with ``reset``,
+    a segment ends after each ``eod`` token among them."""
+    out = []
+    for w in windows:
+        inputs = stream[w * L : (w + 1) * L]
+        run = 0
+        for token in inputs:
+            run += 1
+            if reset and token == eod:
+                out.append(run)
+                run = 0
+        if run:
+            out.append(run)
+    return out

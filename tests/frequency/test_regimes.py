@@ -149,5 +149,5 @@ def test_bad_input_is_a_clear_error(lengths, counts, L, regime, message):
         segments(lengths, counts, L, regime)
 
 
-def test_regime_names_are_the_five_of_the_issue():
-    assert REGIMES == ("natural", "truncate", "concat", "uniform", "pack")
+def test_regime_names():
+    assert REGIMES == ("natural", "truncate", "concat", "uniform", "pack", "best-fit", "megatron")

@@ -16,7 +16,12 @@ from freqlab.frequency import (
     share_at_most,
     tokens_needed,
 )
-from freqlab.frequency.summary import describe, frequency_summary
+from freqlab.frequency.stats import (
+    STRING_PROBE_CALIBRATION,
+    STRING_PROBE_REPORTS,
+    STRING_PROBE_STEP,
+)
+from freqlab.frequency.summary import describe, frequency_summary, string_probe_comparison
 
 F = np.array([4, 3, 2, 1], dtype=np.int64)  # one document of 4 tokens
 
@@ -115,3 +120,32 @@ def test_searches_match_a_linear_scan(f, tokens, tau):
         if f[i] > 0:
             T = tokens_needed(f, i, tau)
             assert Fraction(int(f[i]) * T, int(f[0])) >= tau > Fraction(int(f[i]) * (T - 1), int(f[0]))
+
+
+def test_string_sec3_numbers_are_the_papers():
+    """STRING Sec. 3 (TinyLlama 1.3B, natural SlimPajama): effective length 1280 at f(1280) ≈ 100B (Fig. 2b);
+    1024 at ~300B for both 2K and 4K (Finding 3); 1.4K at 400B for 4K vs ~1T for 2K (Finding 1);
+    measured in 128-token steps."""
+    assert STRING_PROBE_CALIBRATION == (1280, 100e9) and DEFAULT_TAU == 100e9
+    assert STRING_PROBE_STEP == 128
+    reports = [(r.L, r.tokens, r.tokens_text, r.reported) for r in STRING_PROBE_REPORTS]
+    assert reports == [
+        (2048, 300e9, "around 300B", "1024"),
+        (4096, 300e9, "around 300B", "1024"),
+        (4096, 400e9, "400B", "1.4K"),
+        (2048, 1e12, "around 1T", "1.4K"),
+    ]
+
+
+def test_string_probe_comparison_matches_an_independent_computation():
+    lengths, counts = [300, 1500, 5000, 9000], [40, 20, 5, 2]
+    c = string_probe_comparison(lengths, counts)
+    for row in c["reports"]:
+        f = position_frequency(lengths, counts, row["L"], "natural")
+        # largest i with f(i) · T >= tau · f(0), by a linear scan
+        expected = max(i for i in range(row["L"]) if int(f[i]) * row["tokens"] >= 100e9 * int(f[0]))
+        assert row["freqlab"] == expected and row["freqlab_in_steps"] == expected // 128 * 128
+    for row in c["calibration"]["freqlab_tokens_needed"]:
+        f = position_frequency(lengths, counts, row["L"], "natural")
+        assert row["tokens"] == tokens_needed(f, 1280) and effective_length(f, row["tokens"]) >= 1280
+        assert effective_length(f, row["tokens"] - 1) < 1280

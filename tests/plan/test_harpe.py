@@ -99,6 +99,22 @@ def test_grid_from_frequency_spans_under_trained_range():
     assert "frequency analysis" in choice.reason
 
 
+def test_waveform_is_attributed_to_attention_buckets_not_harpe():
+    """The waveform (2/√d) Σ cos(m b^(-2j/d)) is Attention Buckets' (reference.md: d = 128, all-ones q and k);
+    HARPE names "attention waveforms" but defines none, and its Eq. 9 is the uniform rule (below)."""
+    from pathlib import Path
+
+    from freqlab.plan import waveform
+
+    assert "is Attention Buckets' (Chen et al. 2024" in waveform.__doc__
+    assert "HARPE (seed 002) does not define it" in waveform.__doc__
+    readme = (Path(__file__).resolve().parents[2] / "README.md").read_text()
+    bullets = [b for b in readme.split("\n- ") if "(2/√d) Σ_j cos" in b]
+    assert bullets and all("Attention Buckets' waveform" in b for b in bullets)
+    # Attention Buckets' setting: d = 128, w(0) = √128 for any base, e.g. their published 17500
+    assert rope_waveform([17_500], [0], head_dim=128)[0, 0] == pytest.approx(math.sqrt(128), abs=1e-12)
+
+
 # ------------------------------------------------------------------------------------------ Eq. 9, 10
 def test_uniform_bases_eq9():
     b = uniform_bases(32, 1e6, 5e6)

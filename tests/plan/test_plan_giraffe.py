@@ -1,4 +1,4 @@
-"""Giraffe bases (seed 004, Sec. 4): power basis (Eq. 2) and truncated basis (Eq. 3) on hand-computed values."""
+"""Giraffe (seed 004): power basis (Eq. 2) and truncated basis (Eq. 3) on hand-computed values; Table 4 as data."""
 
 from __future__ import annotations
 
@@ -9,11 +9,14 @@ import pytest
 
 from freqlab.errors import FreqlabError
 from freqlab.plan.giraffe import (
+    TABLE4_ACCURACY,
+    TABLE4_CONTEXT_LENGTHS,
     TRUNCATED_A,
     TRUNCATED_B,
     TRUNCATED_RHO,
     power_basis,
     rope_basis,
+    table4_reach,
     truncated_basis,
 )
 
@@ -61,3 +64,47 @@ def test_truncated_basis_table1_defaults():
 def test_bad_parameters(call, message):
     with pytest.raises(FreqlabError, match=message):
         call()
+
+
+# Table 4 (Sec. 5.2) as printed, row by row: context length, then Train 1: Eval 1/2/4, Train 4: Eval 4/8/16,
+# Train 16: Eval 16/32/64, Truncated (Scaling = 1): Eval 1/2/4.
+TABLE4_ROWS = """
+2500 0 0.32 0 0.88 0.64 0 0.64 0.24 0 0.42 0.58 0
+3600 0 0.3 0 0.8 0.58 0 0.42 0.26 0 0.26 0.44 0
+4200 0 0.18 0 0.86 0.62 0 0.56 0.12 0 0.18 0.28 0
+4800 0 0 0 0.86 0.62 0 0.62 0.22 0 0.14 0.26 0
+7100 0 0 0 0.64 0.38 0 0.4 0.12 0 0.04 0.04 0
+9400 0 0 0 0 0.32 0 0.22 0.12 0 0 0.04 0
+11800 0 0 0 0 0.30 0 0.14 0.1 0 0 0.04 0
+14000 0 0 0 0 0.1 0 0.12 0.04 0 0 0 0
+16000 0 0 0 0 0.12 0 0.1 0.02 0 0 0 0
+17500 0 0 0 0 0 0 0 0 0 0 0 0
+20000 0 0 0 0 0 0 0 0 0 0 0 0
+22000 0 0 0 0 0 0 0 0 0 0 0 0
+"""
+TABLE4_COLUMNS = [
+    ("linear", 1, 1), ("linear", 1, 2), ("linear", 1, 4),
+    ("linear", 4, 4), ("linear", 4, 8), ("linear", 4, 16),
+    ("linear", 16, 16), ("linear", 16, 32), ("linear", 16, 64),
+    ("truncated", 1, 1), ("truncated", 1, 2), ("truncated", 1, 4),
+]  # fmt: skip
+
+
+def test_table4_is_the_paper_table_verbatim():
+    rows = [[float(x) for x in line.split()] for line in TABLE4_ROWS.strip().splitlines()]
+    assert list(TABLE4_CONTEXT_LENGTHS) == [int(row[0]) for row in rows]
+    assert set(TABLE4_ACCURACY) == set(TABLE4_COLUMNS)
+    for k, key in enumerate(TABLE4_COLUMNS, start=1):
+        assert list(TABLE4_ACCURACY[key]) == [row[k] for row in rows], key
+
+
+def test_table4_reach_is_what_giraffe_measured():
+    # Sec. 5.2: 2x "does double the usable context length ... for train lengths 1 and 4 (for train length 16,
+    # it does not)"; 4x the train scale fails
+    assert (table4_reach(1, 1), table4_reach(1, 2)) == (None, 4200)
+    assert (table4_reach(4, 4), table4_reach(4, 8)) == (7100, 16000)  # ~16K, not 4 · 2 · 4096 = 32768
+    assert (table4_reach(16, 16), table4_reach(16, 32)) == (16000, 16000)  # no gain at 16
+    assert table4_reach(1, 4) is table4_reach(4, 16) is table4_reach(16, 64) is None
+    assert (table4_reach(1, 1, "truncated"), table4_reach(1, 2, "truncated")) == (7100, 11800)
+    with pytest.raises(FreqlabError, match="no column"):
+        table4_reach(8, 16)

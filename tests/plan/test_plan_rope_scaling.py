@@ -144,9 +144,30 @@ def test_dynamic_base_and_yarn_temperature():
     assert yarn_attention_factor(4.0) == pytest.approx(0.1 * math.log(4) + 1)
 
 
-def test_giraffe_zero_shot_note_for_linear():
-    p = plan_rope_scaling(2048, 8192, "linear")
-    assert "factor 8" in p.reasoning and "16384 tokens" in p.reasoning  # fine-tuned at 4 -> zero-shot at 8
+def test_giraffe_zero_shot_note_quotes_table4_and_projects_nothing():
+    p = plan_rope_scaling(4096, 16384, "linear")  # factor 4
+    assert "Sec. 5.2, Table 4" in p.reasoning
+    assert "fine-tuned at factor 4: 7100 at eval factor 4, 16000 at eval factor 8" in p.reasoning
+    assert "fine-tuned at factor 1 (the base model): 0 at all lengths at eval factor 1, 4200 at eval factor 2" in (
+        p.reasoning
+    )
+    assert "fine-tuned at factor 16: 16000 at eval factor 16, 16000 at eval factor 32" in p.reasoning
+    assert "32768" not in p.reasoning  # no projection 2 · N from the window
+    # the measurement does not depend on the requested window or target
+    q = plan_rope_scaling(4096, 65536, "linear")
+    assert p.reasoning[p.reasoning.index("Giraffe") :] == q.reasoning[q.reasoning.index("Giraffe") :]
+    assert "131072" not in q.reasoning
+
+
+def test_giraffe_factor16_note_is_for_linear_only():
+    linear = plan_rope_scaling(4096, 65536, "linear")  # factor 16
+    (note,) = linear.notes
+    # Table 1 / Table 4 (train = eval = 16): non-zero up to 16000, 0 from 17500; the paper expected ~32000
+    assert "up to 16000 tokens (0 from 17500)" in note and "roughly 32000" in note and "Table 1" in note
+    for rope_type in ("ntk", "dynamic", "yarn", "llama3"):
+        assert plan_rope_scaling(4096, 65536, rope_type).notes == (), rope_type
+        assert "Giraffe" not in plan_rope_scaling(4096, 65536, rope_type).reasoning
+    assert plan_rope_scaling(4096, 32768, "linear").notes == ()  # factor 8: nothing measured to quote
 
 
 @pytest.mark.parametrize(

@@ -7,8 +7,13 @@ import pytest
 from freqlab.errors import FreqlabError
 from freqlab.frequency import position_frequency
 from freqlab.plan.self_extend import (
+    PAPER_GROUP,
+    PAPER_L,
+    PAPER_N,
+    PAPER_WINDOW,
     evaluate_self_extend,
     largest_window,
+    paper_setting,
     plan_self_extend,
     self_extend_eq8,
     self_extend_largest_position,
@@ -92,6 +97,28 @@ def test_planner_picks_smallest_group_and_largest_window():
     assert p.hf_call.startswith("SelfExtend.apply(model, 8, 776)")
     assert p.llama_cpp_flags == "--grp-attn-n 8 --grp-attn-w 776"
     assert p.check.max_length == 27336 >= 16384 and p.check.largest_position == 2726 < 2730
+
+
+def test_paper_setting_is_shown_beside_the_recommendation_and_the_rule_rejects_it():
+    # Sec. 4.1, Table 1: Llama-2-7b-chat 4K -> 16K with "group size G set as 8 and neighbor window w_n set as 1024"
+    assert (PAPER_L, PAPER_N, PAPER_GROUP, PAPER_WINDOW) == (4096, 16384, 8, 1024)
+    p = plan_self_extend(4096, 16384)
+    paper = p.paper_setting
+    assert (paper.G, paper.w_n, paper.max_length, paper.eq8_length) == (8, 1024, 25600, 25600)  # Eq. 8
+    # the maintainers' rule: 1024 + (16384 - 1024)/8 = 2944 > N* = 2/3 · 4096 = 2730 -> rejected
+    assert paper.rule_of_thumb == 2944 and paper.N_star == 2730 and paper.well_trained is False
+    assert paper.fits is True  # the positions used (up to 2943) do stay below L
+    assert "not the paper's" in p.reasoning and "maintainers'" in p.reasoning
+    assert "G = 8, w_n = 1024 (Sec. 4.1, Table 1; Eq. 8: (4096 - 1024)·8 + 1024 = 25600 tokens)" in p.reasoning
+    assert "rejects it: w_n + (N - w_n)/G = 2944 > N* = 2730" in p.reasoning
+    assert p.to_dict()["paper_setting"]["max_length"] == 25600
+
+
+def test_paper_setting_against_other_targets():
+    p = plan_self_extend(4096, 8192)  # 1024 + 7168/8 = 1920 <= 2730: accepted, but G = 4 is smaller
+    assert p.G == 4 and p.paper_setting.well_trained is True and "passes the rule above" in p.reasoning
+    assert paper_setting(1024, 8192, 682) is None  # w_n = 1024 does not fit a 1K window
+    assert "does not fit this window" in plan_self_extend(1024, 8192).reasoning
 
 
 @pytest.mark.parametrize(

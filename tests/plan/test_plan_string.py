@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from fractions import Fraction
+
 import numpy as np
 import pytest
 
@@ -11,7 +13,10 @@ from freqlab.frequency.schedule import parse_schedule, schedule_frequency
 from freqlab.histogram import LengthHistogram
 from freqlab.plan.string import (
     MASKED,
+    OFFICIAL_README_RANGE,
+    PAPER_RANGE,
     plan_string,
+    recommended_range,
     string_position_histogram,
     string_position_matrix,
     string_position_row,
@@ -127,9 +132,9 @@ def test_full_matrix_refused_for_large_L():
 # --- planner ------------------------------------------------------------------------------------------------
 
 
-def test_default_without_frequency_is_L_over_3_rounded():
+def test_default_without_frequency_is_L_over_3_rounded_up():
     p = plan_string(131072)
-    assert (p.S, p.W, p.rule, p.S_rule) == (43712, 128, "default", None)  # round(43690.67 / 64) * 64
+    assert (p.S, p.W, p.rule, p.S_rule) == (43712, 128, "default", None)  # ceil(43690.67 / 64) * 64
     assert p.hf_patch == "replace_with_string(max_test_length=131072, shifted_offset=43712, small_local_value=128)"
     assert p.vllm_config == {"string_config": {"shifted_offset": 43712, "local_value": 128}}
     assert p.vllm_block == '"string_config": {"shifted_offset": 43712, "local_value": 128}'
@@ -137,14 +142,37 @@ def test_default_without_frequency_is_L_over_3_rounded():
     assert p.overwritten_share == pytest.approx(43712 * 43713 / (131072 * 131073))
 
 
-def test_validated_range_is_quarter_to_half_rounded_inwards():
-    assert validated_range(2048) == (512, 1024, 64)
-    assert validated_range(131072) == (32768, 65536, 64)
-    assert validated_range(1000) == (256, 448, 64)
-    assert validated_range(100) == (25, 50, 1)  # no multiple of 64 fits: not rounded
+@pytest.mark.parametrize("L", [2048, 4096, 8192, 32768, 131072, 1000, 300, 100])
+def test_default_never_leaves_the_papers_range(L):
+    """Sec. 4.1: L/3 <= S <= L/2 and "We set S = L/3". Rounding to 64 must not go below L/3."""
+    p = plan_string(L, W=32) if L < 1000 else plan_string(L)
+    assert L / 3 <= p.S <= L / 2
+    assert 3 * p.S >= L
 
 
-def test_mass_rule_on_concatenated_data_gives_about_L_over_3():
+def test_default_for_4k_is_1408_not_1344():
+    # L/3 = 1365.33: the nearest multiple of 64 below (1344) leaves the paper's range; 1408 is the first inside
+    p = plan_string(4096)
+    assert p.S == 1408 >= 1366 and p.S % 64 == 0
+    assert "rounded up" in p.reasoning and "L/3 <= S <= L/2 (Sec. 4.1" in p.reasoning
+
+
+def test_ranges_and_their_sources():
+    paper, official = PAPER_RANGE, OFFICIAL_README_RANGE
+    assert paper == (Fraction(1, 3), Fraction(1, 2))  # Sec. 4.1: L/3 <= S <= L/2
+    assert official == (Fraction(1, 4), Fraction(2, 5))  # HKUNLP/STRING README: 0.25-0.4 L
+
+
+def test_recommended_range_is_third_to_half_rounded_inwards():
+    assert recommended_range(2048) == (704, 1024, 64)  # L/3 = 682.67
+    assert recommended_range(4096) == (1408, 2048, 64)  # L/3 = 1365.33
+    assert recommended_range(131072) == (43712, 65536, 64)
+    assert recommended_range(1000) == (384, 448, 64)
+    assert recommended_range(100) == (34, 50, 1)  # no multiple of 64 fits: not rounded
+    assert validated_range is recommended_range  # the former name
+
+
+def test_mass_rule_on_concatenated_data_gives_0316_L_below_the_papers_L_over_3():
     L = 2048
     f = position_frequency([L], [1], L)  # f(i) = L - i: fully concatenated rows
     p = plan_string(L, frequency=f)
@@ -152,8 +180,13 @@ def test_mass_rule_on_concatenated_data_gives_about_L_over_3():
     mass = np.cumsum(f) / f.sum()
     N_star = int(np.argmax(mass >= 0.9)) + 1
     assert p.N_star == N_star == 1401
-    assert p.S_rule == 640 and p.S == 640 and p.within_range  # round(647 / 64) * 64
-    assert p.overwritten_share == pytest.approx(f[L - 640 :].sum() / f.sum())
+    assert (L - N_star) / L == pytest.approx(1 - (1 - 0.1**0.5), abs=1e-3)  # 0.316 L, the linear closed form
+    assert round((L - N_star) / L, 3) == 0.316 < 1 / 3
+    # rounded to 640 (0.3125 L), below L/3: both values shown, S raised to the paper's range
+    assert p.S_rule == 640 and p.S == 704 and not p.within_range
+    assert "below the paper's range" in p.reasoning and "shifted_offset = 640" in p.reasoning
+    assert "0.25-0.4 L that the official repository's README suggests" in p.reasoning  # 640 >= L/4 = 512
+    assert p.overwritten_share == pytest.approx(f[L - 704 :].sum() / f.sum())
 
 
 def test_budget_rule_uses_f_T_and_tau():
@@ -162,15 +195,25 @@ def test_budget_rule_uses_f_T_and_tau():
     # f_T(i) = T (L - i) / L >= tau  <=>  i <= L (1 - tau / T); T = 4 tau -> i <= 1536
     p = plan_string(L, frequency=f, tokens=400e9, tau=100e9)
     assert p.N_star == 1537 and p.rule == "budget"
-    assert p.S_rule == 512 and p.S == 512 and p.within_range
+    assert p.S_rule == 512 and p.S == 704 and not p.within_range  # L/4 < L/3
+
+
+def test_rule_inside_the_papers_range_is_kept():
+    L = 2048
+    f = position_frequency([L], [1], L)
+    # i <= L (1 - tau/T) with T = 2.5 tau: N* = 1229, S = 819 -> 832 (0.406 L)
+    p = plan_string(L, frequency=f, tokens=250e9, tau=100e9)
+    assert (p.N_star, p.S_rule, p.S, p.within_range) == (1229, 832, 832, True)
+    assert "inside the paper's range" in p.reasoning
 
 
 def test_rule_below_range_is_clamped_and_both_values_shown():
     L = 2048
     f = position_frequency([L], [1], L)
     p = plan_string(L, frequency=f, tokens=100e12, tau=100e9)  # almost everything well trained
-    assert p.S_rule == 0 and p.S == 512 and not p.within_range
-    assert "below the range" in p.reasoning and "shifted_offset = 0" in p.reasoning and "S = 512" in p.reasoning
+    assert p.S_rule == 0 and p.S == 704 and not p.within_range
+    assert "below the paper's range" in p.reasoning and "shifted_offset = 0" in p.reasoning
+    assert "S = 704" in p.reasoning and "official repository" not in p.reasoning  # 0 < L/4
 
 
 def test_rule_above_range_is_clamped():
@@ -179,7 +222,7 @@ def test_rule_above_range_is_clamped():
     p = plan_string(L, frequency=f)
     assert p.N_star <= 100 and p.S_rule == 1984 and p.S == 1024 and not p.within_range
     assert p.overwritten_share == 0.0  # positions >= 1024 never occur
-    assert "above the range" in p.reasoning
+    assert "above the paper's range" in p.reasoning
 
 
 def test_histogram_input_equals_frequency_input():
@@ -197,7 +240,7 @@ def test_schedule_input(tmp_path):
     )
     sf = schedule_frequency(schedule)
     p = plan_string(2048, schedule=sf)  # schedule tau 100B: as the budget rule above
-    assert (p.rule, p.N_star, p.S) == ("schedule", 1537, 512)
+    assert (p.rule, p.N_star, p.S_rule, p.S) == ("schedule", 1537, 512, 704)
     with pytest.raises(FreqlabError, match="longest window"):
         plan_string(4096, schedule=sf)
 
@@ -216,4 +259,4 @@ def test_to_dict_is_json_ready():
     import json
 
     d = plan_string(4096).to_dict()
-    assert json.loads(json.dumps(d))["S"] == 1344 and d["S_over_L"] == pytest.approx(1344 / 4096)
+    assert json.loads(json.dumps(d))["S"] == 1408 and d["S_over_L"] == pytest.approx(1408 / 4096)

@@ -76,3 +76,81 @@ def test_resume_refuses_a_scan_with_other_settings(tmp_path, slimpajama_dir):
 def test_resume_needs_an_output_folder(slimpajama_dir):
     with pytest.raises(FreqlabError, match="resume needs an output folder"):
         run(slimpajama_dir, resume=True)
+
+
+def test_another_scans_checkpoints_in_the_same_folder_are_never_used(tmp_path, slimpajama_dir, monkeypatch):
+    # issue 14, case 1: scan A's checkpoints end up beside scan B's manifest (two scans on one --out, before
+    # the lock existed); resuming B must count B, not report A's tokens under B's tokenizer
+    out_a, out_b = tmp_path / "a", tmp_path / "b"
+    run(slimpajama_dir, out=out_a)
+    crash_after(monkeypatch, 1)
+    with pytest.raises(Crash):
+        run(slimpajama_dir, out=out_b, add_special_tokens=True)  # B: another setting, interrupted after one shard
+    monkeypatch.undo()
+    for checkpoint in (out_a / "checkpoints").glob("*.parquet"):  # A's checkpoints replace B's, same names
+        (out_b / "checkpoints" / checkpoint.name).write_bytes(checkpoint.read_bytes())
+    resumed = run(slimpajama_dir, out=out_b, add_special_tokens=True, resume=True)
+    fresh = run(slimpajama_dir, add_special_tokens=True)
+    assert_same_histogram(resumed.histogram, fresh.histogram)
+    assert resumed.summary["scan"]["recounted_checkpoints"] == {"made by another scan": 3}
+    assert "no checkpoint could be used (3 made by another scan)" in resumed.report()
+
+
+def test_a_data_file_changed_since_its_checkpoint_is_recounted(tmp_path, slimpajama_dir, corpus_records):
+    from .conftest import write_slimpajama
+
+    out = tmp_path / "out"
+    run(slimpajama_dir, out=out)
+    changed = corpus_records[1][:-3]  # same name, other content (and size)
+    write_slimpajama(slimpajama_dir / "chunk_1.jsonl", changed)
+    resumed = run(slimpajama_dir, out=out, resume=True)
+    assert_same_histogram(resumed.histogram, run(slimpajama_dir).histogram)
+    assert resumed.summary["scan"]["resumed_shards"] == 2
+    assert resumed.summary["scan"]["recounted_checkpoints"] == {"its data file changed": 1}
+
+
+def test_an_edited_checkpoint_is_recounted_not_trusted(tmp_path, slimpajama_dir):
+    import polars as pl
+
+    out = tmp_path / "out"
+    full = run(slimpajama_dir, out=out)
+    path = sorted((out / "checkpoints").glob("*.parquet"))[0]
+    metadata = pl.read_parquet_metadata(path)
+    pl.read_parquet(path).with_columns(pl.col("count") * 2).write_parquet(path, metadata=metadata)  # doubled
+    resumed = run(slimpajama_dir, out=out, resume=True)
+    assert_same_histogram(resumed.histogram, full.histogram)
+    assert resumed.summary["scan"]["recounted_checkpoints"] == {"damaged or edited": 1}
+
+
+def test_a_second_scan_on_the_same_folder_stops_at_once(tmp_path, slimpajama_dir):
+    from freqlab.scan.checkpoint import OutputLock
+
+    out = tmp_path / "out"
+    holder = OutputLock(out)
+    holder.acquire()  # another scan is writing there
+    try:
+        with pytest.raises(FreqlabError, match=r"is in use by another scan \(pid \d+\); wait for it"):
+            run(slimpajama_dir, out=out)
+    finally:
+        holder.release()
+    run(slimpajama_dir, out=out)  # free again
+
+
+@pytest.mark.parametrize("damage", [b"{", b"[]", b'{"fingerprint": {}, "hash": "forged"}'])
+def test_a_damaged_manifest_is_one_line(tmp_path, slimpajama_dir, damage):
+    out = tmp_path / "out"
+    run(slimpajama_dir, out=out)
+    (out / "checkpoints" / "manifest.json").write_bytes(damage)
+    with pytest.raises(FreqlabError, match=r"manifest\.json: not a readable checkpoint manifest") as caught:
+        run(slimpajama_dir, out=out, resume=True)
+    assert "\n" not in str(caught.value)
+
+
+def test_without_sampling_a_limited_scan_logs_no_positions(tmp_path, slimpajama_dir):
+    # issue 14, case 6: with --max-docs, a shard's log is kept per document; positions (0, 1, 2...) are not stored
+    import polars as pl
+
+    out = tmp_path / "out"
+    run(slimpajama_dir, out=out, max_docs=40)
+    for path in (out / "checkpoints").glob("*.parquet"):
+        assert pl.read_parquet(path).columns == ["source_index", "code"]

@@ -10,7 +10,14 @@ import pytest
 from frequency.reference import expand, frequency_of_segments, natural_segments
 
 from freqlab.scan import scan
-from freqlab.scan.uncertainty import NO_INTERVAL, document_masses, mass_shares, share_intervals
+from freqlab.scan.uncertainty import (
+    NO_INTERVAL,
+    WITH_INTERVAL,
+    document_masses,
+    mass_shares,
+    no_interval,
+    share_intervals,
+)
 
 L = 512
 
@@ -94,8 +101,11 @@ def test_the_interval_narrows_as_one_over_root_n(corpus):
 
 
 def test_regimes_whose_shares_do_not_come_from_the_lengths_get_no_interval(corpus):
-    for regime in NO_INTERVAL:
-        assert share_intervals(*corpus, L, regime) is None
+    from freqlab.frequency.regimes import REGIMES
+
+    for regime in set(REGIMES) - set(WITH_INTERVAL):
+        assert share_intervals(*corpus, L, regime) is None and no_interval(regime)
+    assert set(NO_INTERVAL) < set(REGIMES)
     assert share_intervals([100], [1], L, "natural") is None  # one document: no spread to resample
     ci = share_intervals(*sample(corpus, 0.01, 3), L, "truncate", replicates=50, seed=3)
     assert ci["replicates"] == 50 and ci["level"] == 0.95 and "Poisson bootstrap" in ci["method"]

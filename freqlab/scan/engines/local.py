@@ -38,6 +38,7 @@ class LocalEngine(Engine):
 
     def run(self, tasks: Iterator[Task], job, progress: Progress | None = None) -> Iterator[tuple]:
         context = _context()
+        start_forkserver()
         queue = context.Queue() if progress is not None else None
         pool = ProcessPoolExecutor(
             self.workers, mp_context=context, initializer=_pool_init, initargs=(job, queue, os.getpid())
@@ -50,7 +51,7 @@ class LocalEngine(Engine):
 
         finished = False
         try:
-            with _main_module_hidden(), _sigint_blocked():  # the first submit starts the workers
+            with _main_module_hidden():  # the first submit starts the workers
                 submit()
             while in_flight:
                 done, _ = wait(in_flight, timeout=0.2, return_when=FIRST_COMPLETED)
@@ -120,23 +121,34 @@ def _pool_count(shard, options):
     return part
 
 
+def driver_alive(pid: int) -> bool:
+    """Whether process ``pid`` still runs (a zombie, killed but not yet reaped by its parent, does not)."""
+    try:
+        os.kill(pid, 0)
+    except (ProcessLookupError, PermissionError):  # gone (or its pid recycled by another user's process)
+        return False
+    try:
+        with open(f"/proc/{pid}/stat", "rb") as handle:
+            return handle.read().rsplit(b")", 1)[1].split()[0] != b"Z"
+    except (OSError, IndexError):  # no /proc (not Linux): os.kill said it runs
+        return True
+
+
 def die_with(driver: int) -> None:
-    """End this process when the ``driver`` process ends: PR_SET_PDEATHSIG on Linux (the parent here is the
-    forkserver, which exits with the driver), and a watchdog thread everywhere (it also covers the race where
-    the driver died before the call)."""
+    """End this process when the ``driver`` process ends, however it ends (SIGKILL included).
+
+    A watchdog thread checks the driver every :data:`WATCH_SECONDS`. (The forkserver cannot be relied on: it
+    exits only once every worker has closed its copy of the driver's "alive" pipe, that is, after the workers.)
+    On Linux, PR_SET_PDEATHSIG also kills the worker at once if the forkserver goes first.
+    """
     with contextlib.suppress(Exception):
         libc = ctypes.CDLL(None, use_errno=True)
         libc.prctl(1, signal.SIGKILL)  # PR_SET_PDEATHSIG
 
     def watch() -> None:
-        while True:
+        while driver_alive(driver):
             time.sleep(WATCH_SECONDS)
-            try:
-                os.kill(driver, 0)
-            except ProcessLookupError:
-                os._exit(1)
-            except PermissionError:  # pragma: no cover - a recycled pid of another user: the driver is gone
-                os._exit(1)
+        os._exit(1)
 
     threading.Thread(target=watch, name="freqlab-watchdog", daemon=True).start()
 
@@ -153,29 +165,32 @@ def _context():
     return multiprocessing.get_context("spawn")
 
 
+def start_forkserver() -> None:
+    """Start the forkserver (it imports freqlab, ~0.5 s) with SIGINT blocked: the mask is inherited by it and by
+    every worker it forks, so Ctrl-C (which a terminal sends to the whole process group) reaches only the
+    driver, even while they are still starting. Idempotent."""
+    with _main_module_hidden():
+        if _context().get_start_method() != "forkserver":
+            return
+        from multiprocessing import forkserver, resource_tracker
+
+        resource_tracker.ensure_running()  # first: starting it *unblocks* SIGINT in the calling thread
+        with _sigint_blocked():
+            forkserver.ensure_running()
+
+
 def prestart() -> threading.Thread:
-    """Start the forkserver (it imports freqlab, ~0.5 s) in the background while the driver loads the
-    tokenizer; join the returned thread before starting a pool."""
-
-    def start() -> None:
-        with _main_module_hidden():
-            if _context().get_start_method() == "forkserver":
-                from multiprocessing import forkserver
-
-                # this thread's signal mask is inherited by the forkserver (and its workers): no SIGINT there
-                signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGINT})
-                forkserver.ensure_running()
-
-    thread = threading.Thread(target=start, name="freqlab-forkserver", daemon=True)
+    """:func:`start_forkserver` in the background while the driver loads the tokenizer; join the returned thread
+    before starting a pool."""
+    thread = threading.Thread(target=start_forkserver, name="freqlab-forkserver", daemon=True)
     thread.start()
     return thread
 
 
 @contextlib.contextmanager
 def _sigint_blocked():
-    """SIGINT blocked in this thread while processes are started from it: they inherit the mask, and only
-    the driver takes Ctrl-C (signals still reach the main thread once the block ends)."""
-    if not hasattr(signal, "pthread_sigmask") or threading.current_thread() is not threading.main_thread():
+    """SIGINT blocked in this thread while processes are started from it: they inherit the mask."""
+    if not hasattr(signal, "pthread_sigmask"):
         yield
         return
     previous = signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGINT})

@@ -1,0 +1,113 @@
+"""datatrove tokenized files: ``NAME.ds`` (tokens) with ``NAME.ds.index`` (document ends).
+
+datatrove's ``DocumentTokenizer`` (``datatrove/pipeline/tokens/tokenizer.py``, ``TokenizedFile``) writes the
+tokens of each document back to back in ``NAME.ds`` (uint16, or uint32 when the vocabulary exceeds 65,536),
+and in ``NAME.ds.index`` the cumulative end of each document in tokens, uint64 little-endian; a
+``NAME.ds.metadata`` text file starts with ``tokenizer|token_size``. ``NAME.ds.loss`` (loss masks) is not
+needed. A document's length is the difference of consecutive ends (its EOS, when the tokenizer's
+post-processor or ``eos_token`` appended one, included). Only the index is read, memory-mapped.
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass
+
+import numpy as np
+
+from freqlab.corpus.registry import register
+from freqlab.corpus.tokenized import IndexedTokenShard, TokenFileFormat, lengths_from_ends
+from freqlab.errors import FreqlabError
+
+TOKEN_DTYPES = {2: np.dtype("<u2"), 4: np.dtype("<u4")}
+
+
+@dataclass(frozen=True)
+class DatatroveFile:
+    """A checked ``.ds`` file: its document ends (uint64 memory map) and token dtype."""
+
+    path: str
+    ends: np.ndarray
+    dtype: np.dtype
+
+    @property
+    def documents(self) -> int:
+        return self.ends.size
+
+    @property
+    def index_bytes(self) -> int:
+        return 8 * self.ends.size
+
+    @property
+    def token_bound(self) -> int:
+        return int(np.iinfo(self.dtype).max) + 1
+
+    def lengths(self, start: int, end: int) -> np.ndarray:
+        """Lengths (int64) of documents ``start`` .. ``end - 1``."""
+        previous = int(self.ends[start - 1]) if start else 0
+        return lengths_from_ends(self.ends[start:end], previous)
+
+    def last_tokens(self, count: int) -> np.ndarray:
+        """The last token of each of the first ``count`` non-empty documents."""
+        ends = np.asarray(self.ends[:count], np.int64)
+        lengths = lengths_from_ends(ends, 0)
+        if not ends.size or not os.path.getsize(self.path):
+            return np.zeros(0, np.int64)
+        tokens = np.memmap(self.path, dtype=self.dtype, mode="r")
+        return np.asarray(tokens[ends[lengths > 0] - 1], np.int64)
+
+
+def _token_size(path: str) -> int | None:
+    """``token_size`` from ``NAME.ds.metadata`` (first line ``tokenizer|token_size``), if the file is there."""
+    try:
+        with open(path + ".metadata", encoding="utf-8") as handle:
+            first = handle.readline().strip()
+    except OSError:
+        return None
+    size = first.rsplit("|", 1)[-1]
+    return int(size) if size.isdigit() else None
+
+
+def read_ds(path: str) -> DatatroveFile:
+    """Open and check a ``.ds`` file and its ``.ds.index``; FreqlabError in one line otherwise."""
+    index_path = path + ".index"
+    try:
+        index_size = os.path.getsize(index_path)
+        data_size = os.path.getsize(path)
+    except OSError as exc:
+        raise FreqlabError(
+            f"{path}: no {os.path.basename(index_path)} beside it (datatrove writes one with save_index=True)"
+            if not os.path.exists(index_path) else f"{path}: cannot open ({exc.strerror or exc})"
+        ) from exc
+    if index_size % 8:
+        raise FreqlabError(f"{index_path}: {index_size:,} bytes, not a whole number of uint64 document ends")
+    ends = np.memmap(index_path, dtype="<u8", mode="r") if index_size else np.zeros(0, np.uint64)
+    tokens = int(ends[-1]) if ends.size else 0
+    size = _token_size(path)
+    if size is None:  # no metadata: the only token size that makes the sizes agree
+        size = data_size // tokens if tokens and data_size % tokens == 0 else 2
+    if size not in TOKEN_DTYPES:
+        raise FreqlabError(f"{path}: token size {size} bytes; datatrove writes 2 (uint16) or 4 (uint32)")
+    if data_size != tokens * size:
+        raise FreqlabError(
+            f"{path}: {data_size:,} bytes, but its index ends at token {tokens:,} ({tokens * size:,} bytes of "
+            f"{size}-byte tokens); truncated, or a token size mismatch"
+        )
+    return DatatroveFile(path, ends, TOKEN_DTYPES[size])
+
+
+@dataclass(frozen=True)
+class DatatroveShard(IndexedTokenShard):
+    """Documents ``start`` .. ``end - 1`` of a ``.ds`` file."""
+
+    open_index = staticmethod(read_ds)
+
+
+class DatatroveFormat(TokenFileFormat):
+    name = "datatrove"
+    suffixes = (".ds",)
+    description = "datatrove .ds"
+    shard_type = DatatroveShard
+
+
+DATATROVE = register(DatatroveFormat())

@@ -1,0 +1,219 @@
+"""Megatron-LM / NeMo indexed datasets: ``PREFIX.idx`` (the index) beside ``PREFIX.bin`` (the tokens).
+
+Byte layout of the index (``megatron/core/datasets/indexed_dataset.py``, ``_IndexWriter``; little-endian)::
+
+    offset  size        field
+    0       9           magic b"MMIDIDX\\x00\\x00"
+    9       8           version, uint64 = 1
+    17      1           token dtype code, uint8: 1 uint8, 2 int8, 3 int16, 4 int32, 5 int64, 6 float64,
+                        7 float32, 8 uint16
+    18      8           S = sequence count, uint64
+    26      8           D = document count, uint64 (entries of document_indices: documents + 1)
+    34      4 S         sequence_lengths, int32 (tokens per sequence)
+    34+4S   8 S         sequence_pointers, int64 (byte offset of each sequence in PREFIX.bin)
+    34+12S  8 D         document_indices, int64: 0, then the end (exclusive) sequence of each document
+    34+12S+8D  S        sequence_modes, int8 (multimodal datasets only)
+
+``PREFIX.bin`` is the sequences' tokens back to back in the index's dtype, so it holds
+``sequence_pointers[-1] + sequence_lengths[-1] * itemsize`` bytes. A document is one or more sequences
+(``preprocess_data.py --split-sentences`` makes one per sentence); its length is their sum, the EOD that
+``--append-eod`` adds to its last sequence included. A document of no sequences is an empty document.
+
+Lengths come from the memory-mapped index only, :data:`~freqlab.corpus.tokenized.BATCH_DOCUMENTS` documents
+at a time: O(documents), memory flat. The ``.bin`` is read only for the EOS check (the last token of the
+first documents). A bad header, an index shorter than its header says (truncated), and a ``.bin`` whose
+size does not match the index's dtype are one-line errors when the corpus is opened.
+"""
+
+from __future__ import annotations
+
+import os
+import struct
+from dataclasses import dataclass
+
+import numpy as np
+
+from freqlab.corpus.registry import register
+from freqlab.corpus.tokenized import IndexedTokenShard, TokenFileFormat
+from freqlab.errors import FreqlabError
+
+MAGIC = b"MMIDIDX\x00\x00"
+HEADER = struct.Struct("<9sQBQQ")  # magic, version, dtype code, sequence count, document_indices entries
+DTYPES = {1: np.uint8, 2: np.int8, 3: np.int16, 4: np.int32, 5: np.int64, 6: np.float64, 7: np.float32, 8: np.uint16}
+
+
+@dataclass(frozen=True)
+class MegatronIndex:
+    """A checked, memory-mapped ``PREFIX.idx``: ``sequence_lengths`` (int32), ``sequence_pointers`` and
+    ``document_indices`` (int64) as read-only memory maps, and the token ``dtype`` of ``PREFIX.bin``."""
+
+    prefix: str
+    dtype: np.dtype
+    sequence_lengths: np.ndarray
+    sequence_pointers: np.ndarray
+    document_indices: np.ndarray
+
+    @property
+    def documents(self) -> int:
+        return self.document_indices.size - 1
+
+    @property
+    def sequences(self) -> int:
+        return self.sequence_lengths.size
+
+    @property
+    def index_bytes(self) -> int:
+        return 4 * self.sequences + 8 * (self.documents + 1)  # lengths and document bounds
+
+    @property
+    def token_bound(self) -> int:
+        return int(np.iinfo(self.dtype).max) + 1 if self.dtype.kind in "iu" else 1 << 63
+
+    @property
+    def bin_path(self) -> str:
+        return self.prefix + ".bin"
+
+    def tokens(self) -> np.ndarray:
+        """The ``.bin`` tokens as a read-only memory map."""
+        if os.path.getsize(self.bin_path) == 0:
+            return np.zeros(0, self.dtype)
+        return np.memmap(self.bin_path, dtype=self.dtype, mode="r")
+
+    def document_lengths(self, start: int, end: int, *, flat: bool = False) -> np.ndarray:
+        """Lengths (int64) of documents ``start`` .. ``end - 1``: the sums of their sequences' lengths.
+
+        ``flat``: read the two ranges of the index with plain reads instead of through the memory map, so a
+        pass over a 20 GB index keeps only one batch in memory (mapped pages count as the process's memory).
+        """
+        bounds = self._read(self.document_indices, HEADER.size + 12 * self.sequences, start, end + 1, flat)
+        first, last = int(bounds[0]), int(bounds[-1])
+        steps = np.diff(bounds)
+        if steps.size and int(steps.min()) < 0:
+            k = start + int(np.argmax(steps < 0))
+            raise ValueError(f"{self.prefix}.idx: document_indices decrease at document {k}")
+        lengths = self._read(self.sequence_lengths, HEADER.size, first, last, flat)
+        if last - first == end - start and (steps == 1).all():
+            return lengths  # one sequence per document (what preprocess_data.py writes without --split-sentences)
+        cumulative = np.concatenate([[0], np.cumsum(lengths)])
+        ends = cumulative[bounds - first]
+        return np.diff(ends)
+
+    def lengths(self, start: int, end: int) -> np.ndarray:
+        """Lengths of documents ``start`` .. ``end - 1``, read flat (what a scan reads)."""
+        return self.document_lengths(start, end, flat=True)
+
+    def _read(self, mapped: np.ndarray, at: int, start: int, end: int, flat: bool) -> np.ndarray:
+        """``mapped[start:end]`` as int64, through the map or (``flat``) with a plain read of the file, where
+        ``mapped`` starts at byte ``at``."""
+        if not flat:
+            return np.asarray(mapped[start:end], np.int64)
+        offset = at + start * mapped.itemsize
+        count = max(end - start, 0)
+        return np.fromfile(self.prefix + ".idx", dtype=mapped.dtype, count=count, offset=offset).astype(np.int64)
+
+    def last_tokens(self, count: int) -> np.ndarray:
+        """The last token of each of the first ``count`` non-empty documents."""
+        return self.last_tokens_and_documents(count)[0]
+
+    def last_tokens_and_documents(self, count: int) -> tuple[np.ndarray, np.ndarray]:
+        """The last token of each of the first ``count`` non-empty documents, and those documents' indices."""
+        count = min(count, self.documents)
+        bounds = np.asarray(self.document_indices[: count + 1], np.int64)
+        lengths = self.document_lengths(0, count)
+        docs = np.flatnonzero(lengths > 0)
+        last_sequence = bounds[docs + 1] - 1
+        # the last sequence of a non-empty document may itself be empty: step back to one that is not
+        seq_lengths = np.asarray(self.sequence_lengths, np.int64)
+        for k in np.flatnonzero(seq_lengths[last_sequence] == 0):
+            while seq_lengths[last_sequence[k]] == 0:
+                last_sequence[k] -= 1
+        itemsize = self.dtype.itemsize
+        offsets = np.asarray(self.sequence_pointers, np.int64)[last_sequence] // itemsize
+        tokens = self.tokens()
+        return np.asarray(tokens[offsets + seq_lengths[last_sequence] - 1]), docs
+
+
+def read_index(idx_path: str) -> MegatronIndex:
+    """Open and check ``PREFIX.idx`` (and the size of ``PREFIX.bin``); FreqlabError in one line otherwise."""
+    prefix = idx_path[: -len(".idx")]
+    try:
+        size = os.path.getsize(idx_path)
+        with open(idx_path, "rb") as handle:
+            head = handle.read(HEADER.size)
+    except OSError as exc:
+        raise FreqlabError(f"{idx_path}: cannot open ({exc.strerror or exc})") from exc
+    if len(head) < HEADER.size or not head.startswith(MAGIC):
+        raise FreqlabError(
+            f"{idx_path}: not a Megatron index (bad header {head[:9]!r}, expected {MAGIC!r}); "
+            "written by megatron/core/datasets/indexed_dataset.py?"
+        )
+    _, version, code, sequences, entries = HEADER.unpack(head)
+    if version != 1:
+        raise FreqlabError(f"{idx_path}: Megatron index version {version}, expected 1")
+    if code not in DTYPES:
+        raise FreqlabError(f"{idx_path}: unknown token dtype code {code} (known: {sorted(DTYPES)})")
+    dtype = np.dtype(DTYPES[code])
+    needed = HEADER.size + 12 * sequences + 8 * entries
+    if size < needed:
+        raise FreqlabError(
+            f"{idx_path}: truncated index: {size:,} bytes, but its header ({sequences:,} sequences, "
+            f"{max(entries - 1, 0):,} documents) needs {needed:,}"
+        )
+    if size not in (needed, needed + sequences):  # + one int8 mode per sequence: a multimodal index
+        raise FreqlabError(f"{idx_path}: {size:,} bytes, but its header says {needed:,}; is it corrupt?")
+    if entries < 1:
+        raise FreqlabError(f"{idx_path}: document_indices is empty (it starts with 0 in every Megatron index)")
+    buffer = np.memmap(idx_path, dtype=np.uint8, mode="r")
+    lengths = buffer[HEADER.size : HEADER.size + 4 * sequences].view(np.int32)
+    pointers = buffer[HEADER.size + 4 * sequences : HEADER.size + 12 * sequences].view(np.int64)
+    documents = buffer[HEADER.size + 12 * sequences : needed].view(np.int64)
+    if int(documents[0]) != 0 or int(documents[-1]) != sequences:
+        raise FreqlabError(
+            f"{idx_path}: document_indices run from {int(documents[0])} to {int(documents[-1])}, "
+            f"expected 0 to the sequence count {sequences:,}; is it corrupt?"
+        )
+    index = MegatronIndex(prefix, dtype, lengths, pointers, documents)
+    _check_bin(index, idx_path)
+    return index
+
+
+def _check_bin(index: MegatronIndex, idx_path: str) -> None:
+    """The ``.bin`` must hold exactly the tokens the index points to, in the index's dtype."""
+    bin_path = index.bin_path
+    try:
+        actual = os.path.getsize(bin_path)
+    except OSError as exc:
+        raise FreqlabError(f"{idx_path}: no {os.path.basename(bin_path)} beside it ({exc.strerror or exc})") from exc
+    itemsize = index.dtype.itemsize
+    expected = 0
+    if index.sequences:
+        expected = int(index.sequence_pointers[-1]) + int(index.sequence_lengths[-1]) * itemsize
+        # the pointers advance by length * itemsize: check the first ones too (a dtype change shows there)
+        head = min(index.sequences, 1024)
+        steps = np.diff(np.asarray(index.sequence_pointers[:head], np.int64))
+        sizes = np.asarray(index.sequence_lengths[: head - 1], np.int64) * itemsize
+        if steps.size and not np.array_equal(steps, sizes):
+            expected = -1
+    if actual != expected:
+        tokens = actual / itemsize
+        raise FreqlabError(
+            f"{bin_path}: {actual:,} bytes, but {idx_path} says {index.dtype.name} tokens "
+            f"({expected:,} bytes expected, {tokens:,.1f} tokens found); dtype mismatch or truncated .bin"
+        )
+
+
+@dataclass(frozen=True)
+class MegatronShard(IndexedTokenShard):
+    """Documents ``start`` .. ``end - 1`` of a Megatron index (``file`` is the ``.idx``)."""
+
+    open_index = staticmethod(read_index)
+
+
+class MegatronFormat(TokenFileFormat):
+    name = "megatron"
+    suffixes = (".idx",)
+    description = "Megatron .idx/.bin"
+    shard_type = MegatronShard
+
+
+MEGATRON = register(MegatronFormat())

@@ -1,0 +1,121 @@
+"""Token-id and length columns of Parquet and Arrow files (what ``datasets.map(tokenizer)`` and
+``save_to_disk`` write): a document's length is its token list's length, or the value of a length column.
+
+Used by the Parquet and Arrow formats (:mod:`freqlab.corpus.columnar`) when ``--tokens-field`` or
+``--length-field`` is given, or when a file has no text column but an ``input_ids`` one. Lengths come from the
+Arrow list offsets (``pyarrow.compute.list_value_length``): no token is converted to Python, only the one
+column is read. With a source field, each run of rows with one label is one batch, so order is kept.
+"""
+
+from __future__ import annotations
+
+import itertools
+from collections.abc import Iterator
+from dataclasses import dataclass
+from typing import ClassVar
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
+
+from freqlab.corpus.base import MISSING_SOURCE, LengthBatch
+from freqlab.corpus.fields import DEFAULT_TOKENS_FIELD, Fields
+from freqlab.corpus.files import DataFile
+from freqlab.corpus.tokenized import TokenFileShard
+from freqlab.errors import FreqlabError
+
+BATCH_ROWS = 1 << 16
+
+
+def token_column(fields: Fields, names: list[str]) -> tuple[str, str] | None:
+    """``("tokens" | "length", column)`` when records of a file with columns ``names`` are read as lengths."""
+    read = fields.read
+    if read.length_field:
+        return "length", read.length_field
+    if read.tokens_field:
+        return "tokens", read.tokens_field
+    if fields.text.split(".")[0] not in names and DEFAULT_TOKENS_FIELD in names:
+        return "tokens", DEFAULT_TOKENS_FIELD
+    return None
+
+
+def column_lengths(column: pa.Array, kind: str, where: str) -> np.ndarray:
+    """Lengths (int64) of a token-list column, or a length column's values; nulls and bad types raise."""
+    if isinstance(column, pa.ChunkedArray):
+        column = column.combine_chunks()
+    if column.null_count:
+        row = int(np.flatnonzero(np.asarray(column.is_null()))[0])
+        raise FreqlabError(f"{where}+{row}: null {'token list' if kind == 'tokens' else 'length'}")
+    if kind == "tokens":
+        if not (pa.types.is_list(column.type) or pa.types.is_large_list(column.type)):
+            raise FreqlabError(f"{where}: the token column holds {column.type}, not lists of token ids")
+        return np.asarray(pc.list_value_length(column), np.int64)
+    if not pa.types.is_integer(column.type):
+        raise FreqlabError(f"{where}: the length column holds {column.type}, not integers")
+    lengths = np.asarray(column, np.int64)
+    if lengths.size and int(lengths.min()) < 0:
+        row = int(np.argmax(lengths < 0))
+        raise FreqlabError(f"{where}+{row}: negative length {int(lengths[row])}")
+    return lengths
+
+
+@dataclass(frozen=True)
+class TokenColumnShard(TokenFileShard):
+    """A Parquet file (row groups ``start`` .. ``end - 1``) or an Arrow file, read as token lengths."""
+
+    kind_of_column: str = "tokens"
+    column: str = DEFAULT_TOKENS_FIELD
+    read_errors: ClassVar = (pa.ArrowException, OSError)
+
+    def batches(self) -> Iterator[LengthBatch]:
+        from freqlab.corpus.columnar import arrow_batches, parquet_batches
+
+        columns = [self.column] + ([self.fields.source] if self.fields.source else [])
+        if self.path.lower().endswith(".parquet"):
+            batches, row = parquet_batches(self.path, columns, self.start, self.end, BATCH_ROWS)
+        else:
+            batches, row = arrow_batches(self.path, columns), 0
+        for batch in batches:
+            where = f"{self.path}:row {row + 1}"
+            if self.column not in batch.schema.names:
+                raise FreqlabError(f"{self.path}: no column {self.column!r} (columns: {', '.join(batch.schema.names)})")
+            lengths = column_lengths(batch.column(self.column), self.kind_of_column, where)
+            row += batch.num_rows
+            if not self.fields.source:
+                yield LengthBatch(lengths, None, where)
+                continue
+            labels = _labels(batch, self.fields.source)
+            cuts = [0, *(k for k in range(1, len(labels)) if labels[k] != labels[k - 1]), len(labels)]
+            for a, b in itertools.pairwise(cuts):
+                yield LengthBatch(lengths[a:b], labels[a], where)
+
+
+def _labels(batch: pa.RecordBatch, source: str) -> list[str]:
+    if source not in batch.schema.names:
+        return [MISSING_SOURCE] * batch.num_rows
+    return [MISSING_SOURCE if v is None else str(v) for v in batch.column(source).to_pylist()]
+
+
+def token_column_shards(
+    files: list[DataFile], fields: Fields, names_of, runs_of
+) -> list[TokenColumnShard] | None:
+    """Length shards for ``files`` when they are read as token/length columns, else None (text).
+
+    ``names_of(file)``: the file's column names; ``runs_of(file)``: its parts as ``(start, end)``.
+    """
+    chosen = [token_column(fields, names_of(file)) if file.size else None for file in files]
+    if not any(chosen):
+        return None
+    if fields.source and "." in fields.source:
+        raise FreqlabError("a source field of tokenized data must be a top-level column")
+    shards = []
+    for file, choice in zip(files, chosen):
+        if not file.size:
+            continue
+        if choice is None:
+            raise FreqlabError(f"{file.path}: no text column {fields.text!r} and no token column among its columns")
+        runs = runs_of(file)
+        for start, end in runs:
+            part = file.id if len(runs) == 1 else f"{file.id}@rowgroups{start}-{end}"
+            shards.append(TokenColumnShard(part, file, fields, start, None if len(runs) == 1 else end, *choice))
+    return shards

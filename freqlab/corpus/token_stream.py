@@ -1,0 +1,143 @@
+"""Plain token streams split by an EOS token: ``.npy`` arrays and lit-gpt / TinyLlama packed ``.bin`` files.
+
+Both hold one long stream of token ids; ``--eos-id`` names the token that ends each document (it belongs to
+the document it ends, and counts). lit-gpt's ``PackedDatasetBuilder`` (``lit_gpt/packed_dataset.py``) writes
+chunk files ``PREFIX_0000000000.bin`` ... with a 24-byte header (``b"LITPKDS"``, version uint64 = 1, dtype
+code uint8 with lit-gpt's codes 1 uint8, 2 int8, 3 int16, 4 int32, 5 int64, 6 float32, 7 float64, 8 uint16;
+chunk size uint64) and a document may continue from one chunk file into the next, so the files of a run are
+read as one stream, in name order, by one shard. The builder pads its last chunk with the separator: at the
+end of the stream, separators after the first one that ends the last document are padding, not documents.
+Tokens after the last separator are a last document without one. ``.bin`` files beside a ``.idx`` of the
+same name are Megatron's and are not claimed here.
+"""
+
+from __future__ import annotations
+
+import os
+import struct
+from collections.abc import Iterator
+from dataclasses import dataclass
+from typing import ClassVar
+
+import numpy as np
+
+from freqlab.corpus.base import LENGTHS, LengthBatch, LengthShard, UnreadableFile, describe_error
+from freqlab.corpus.fields import Fields
+from freqlab.corpus.files import DataFile
+from freqlab.corpus.registry import FileFormat, register
+from freqlab.errors import FreqlabError
+
+LIT_MAGIC = b"LITPKDS"
+LIT_HEADER = struct.Struct("<7sQBQ")
+LIT_DTYPES = {
+    1: np.uint8, 2: np.int8, 3: np.int16, 4: np.int32, 5: np.int64, 6: np.float32, 7: np.float64, 8: np.uint16,
+}
+CHUNK_TOKENS = 1 << 24  # tokens compared with the EOS id at a time
+
+
+def open_stream(path: str) -> np.ndarray:
+    """The tokens of a ``.npy`` (1-D integer array) or lit-gpt ``.bin`` file, memory-mapped."""
+    if path.lower().endswith(".npy"):
+        try:
+            tokens = np.load(path, mmap_mode="r", allow_pickle=False)
+        except ValueError as exc:
+            raise FreqlabError(f"{path}: not a NumPy array file ({describe_error(exc)})") from exc
+        if tokens.ndim != 1 or tokens.dtype.kind not in "iu":
+            raise FreqlabError(f"{path}: a token stream is a 1-D integer array, not {tokens.shape} {tokens.dtype}")
+        return tokens
+    with open(path, "rb") as handle:
+        head = handle.read(LIT_HEADER.size)
+    if len(head) < LIT_HEADER.size or not head.startswith(LIT_MAGIC):
+        raise FreqlabError(f"{path}: not a lit-gpt packed file (bad header {head[:7]!r}, expected {LIT_MAGIC!r})")
+    _, version, code, _chunk_size = LIT_HEADER.unpack(head)
+    if version != 1 or code not in LIT_DTYPES:
+        raise FreqlabError(f"{path}: lit-gpt header with version {version}, dtype code {code}: not supported")
+    dtype = np.dtype(LIT_DTYPES[code])
+    size = os.path.getsize(path) - LIT_HEADER.size
+    if dtype.kind not in "iu" or size % dtype.itemsize:
+        raise FreqlabError(f"{path}: {size:,} bytes of data is not a whole number of {dtype.name} tokens")
+    if not size:
+        return np.zeros(0, dtype)
+    return np.memmap(path, dtype=dtype, mode="r", offset=LIT_HEADER.size)
+
+
+@dataclass(frozen=True)
+class TokenStreamShard(LengthShard):
+    """A run of token-stream files read as one stream, cut into documents after each ``eos_id``."""
+
+    id: str
+    files: tuple[DataFile, ...]
+    eos_id: int
+    read_errors: ClassVar = (OSError, ValueError)
+
+    def identity(self) -> dict:
+        return {file.id: file.identity() for file in self.files}
+
+    def read_lengths(self) -> Iterator[LengthBatch]:
+        carry = 0  # tokens since the last EOS, carried into the next chunk or file
+        held = 0  # one-token documents (a lone EOS) at the end of what was read: padding if the stream ends so
+        where = ""
+        for file in self.files:
+            try:
+                file.check_unchanged()
+                tokens = open_stream(file.path)
+                for start in range(0, tokens.size, CHUNK_TOKENS):
+                    chunk = np.asarray(tokens[start : start + CHUNK_TOKENS])
+                    ends = np.flatnonzero(chunk == self.eos_id)
+                    if not ends.size:
+                        carry += chunk.size
+                        continue
+                    lengths = np.diff(ends, prepend=-1).astype(np.int64)
+                    lengths[0] += carry
+                    carry = chunk.size - 1 - int(ends[-1])
+                    where = f"{file.path}: token {start}"
+                    run = _trailing_ones(lengths)
+                    if run < lengths.size:  # a real document follows the held lone EOSes: they were documents
+                        if held:
+                            yield LengthBatch(np.ones(held, np.int64), None, where)
+                            held = 0
+                        yield LengthBatch(lengths[: lengths.size - run], None, where)
+                    held += run
+            except (OSError, ValueError) as exc:
+                message = f"{file.path}: cannot read ({describe_error(exc)}); is the file truncated or corrupt?"
+                raise UnreadableFile(message, file.path) from exc
+        if carry:  # tokens after the last EOS: a last document without one (and no padding before it)
+            if held:
+                yield LengthBatch(np.ones(held, np.int64), None, where)
+            yield LengthBatch(np.array([carry], np.int64), None, f"{self.files[-1].path}: end")
+
+
+def _trailing_ones(lengths: np.ndarray) -> int:
+    """How many of the last documents are a lone EOS (length 1)."""
+    not_one = np.flatnonzero(lengths != 1)
+    return lengths.size - 1 - int(not_one[-1]) if not_one.size else lengths.size
+
+
+class TokenStreamFormat(FileFormat):
+    name = "token-stream"
+    kind = LENGTHS
+    suffixes = (".npy", ".bin")
+    description = ".npy / lit-gpt .bin token streams (--eos-id)"
+
+    def claims(self, path: str) -> bool:
+        lower = path.lower()
+        if lower.endswith(".bin"):
+            return not os.path.exists(path[:-4] + ".idx")  # PREFIX.bin beside PREFIX.idx is Megatron's
+        return lower.endswith(".npy")
+
+    def shards(self, files: list[DataFile], fields: Fields, range_bytes: int) -> list[TokenStreamShard]:
+        eos = fields.read.eos_id
+        if eos is None:
+            raise FreqlabError(
+                f"{files[0].path}: a plain token stream needs --eos-id (the token that ends each document)"
+            )
+        for file in files:
+            open_stream(file.path)  # check every header before anything is counted
+        name = files[0].id if len(files) == 1 else f"{files[0].id}..{files[-1].id}"
+        return [TokenStreamShard(name, tuple(files), eos)]
+
+    def describe(self, files: list[DataFile], fields: Fields) -> dict:
+        return {"eos": {"appended": True, "eos_id": fields.read.eos_id, "from": "separator of the stream"}}
+
+
+TOKEN_STREAM = register(TokenStreamFormat())

@@ -1,0 +1,188 @@
+"""What the readers of tokenized training data share: shards over a range of documents, lengths from document
+ends, and the check of whether documents end with an EOS token.
+
+A tokenized file holds each document's tokens as the trainer read them, so its length is what the file holds:
+an EOS appended by the writer (Megatron's ``--append-eod``, datatrove's ``eos_token``) is a token the model
+trains on, and counts. Whether the source had one is checked on the first :data:`EOS_CHECKED` documents of
+each file (their last token), against ``--eos-id`` when given, else by whether they all end with one token.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from dataclasses import dataclass
+from typing import ClassVar, Protocol
+
+import numpy as np
+
+from freqlab.corpus.base import LENGTHS, FileShard, LengthBatch, LengthShard
+from freqlab.corpus.fields import Fields
+from freqlab.corpus.files import DataFile
+from freqlab.corpus.registry import FileFormat
+from freqlab.errors import FreqlabError
+
+BATCH_DOCUMENTS = 1 << 21  # documents per LengthBatch: 16 MiB of int64 lengths
+EOS_CHECKED = 1000  # documents per file whose last token is read to tell whether an EOS was appended
+MIN_SHARD_DOCUMENTS = 1 << 22  # reading lengths is cheap: shards need not be small
+
+
+@dataclass(frozen=True)
+class TokenFileShard(FileShard, LengthShard):
+    """Documents ``start`` .. ``end - 1`` of a tokenized file (``end`` None: to the last document).
+
+    Subclasses implement :meth:`batches`; :meth:`read_lengths` checks the file is unchanged and turns the
+    errors of a file that fails while being read into one ``unreadable-file`` error naming it.
+    """
+
+    read_errors: ClassVar = (OSError, ValueError)
+
+    def read_lengths(self) -> Iterator[LengthBatch]:
+        with self.reading():
+            self.file.check_unchanged()
+            yield from self.batches()
+
+    def batches(self) -> Iterator[LengthBatch]:  # pragma: no cover - abstract
+        raise NotImplementedError
+
+    def size(self) -> int | None:
+        return None  # progress by documents: a shard reads a few bytes per document, not the file
+
+
+def document_ranges(documents: int, index_bytes: int, range_bytes: int) -> list[tuple[int, int | None]]:
+    """Cut ``documents`` into runs of about ``range_bytes`` of index (``index_bytes`` for all), at least
+    :data:`MIN_SHARD_DOCUMENTS` each; the last run is open-ended (``None``)."""
+    per_byte = documents / max(index_bytes, 1)
+    size = max(MIN_SHARD_DOCUMENTS, int(range_bytes * per_byte))
+    starts = list(range(0, documents, size)) or [0]
+    return [(start, start + size if start + size < documents else None) for start in starts]
+
+
+def lengths_from_ends(ends: np.ndarray, start: int) -> np.ndarray:
+    """Document lengths from cumulative end offsets (``start``: where the first document begins), as int64;
+    a decreasing offset raises ValueError (a corrupt index).
+
+    >>> lengths_from_ends(np.array([3, 3, 10], np.uint64), 0).tolist()
+    [3, 0, 7]
+    """
+    ends = ends.astype(np.int64, copy=False)
+    lengths = np.diff(ends, prepend=np.int64(start))
+    if lengths.size and int(lengths.min()) < 0:
+        k = int(np.argmax(lengths < 0))
+        raise ValueError(f"document ends decrease at document {k} ({int(ends[k])} after a larger one)")
+    return lengths
+
+
+def batched_ranges(start: int, end: int, size: int | None = None) -> Iterator[tuple[int, int]]:
+    """``[a, b)`` runs of at most ``size`` (default :data:`BATCH_DOCUMENTS`) covering ``[start, end)``."""
+    size = size or BATCH_DOCUMENTS
+    for a in range(start, end, size):
+        yield a, min(a + size, end)
+
+
+@dataclass
+class EosCheck:
+    """Last tokens of the checked documents, pooled over files: whether the source appended an EOS.
+
+    With ``eos_id`` (``--eos-id``): appended when every checked document ends with it, not when none does.
+    Without: inferred when every checked document (two or more) ends with the same token.
+    """
+
+    eos_id: int | None = None
+    checked: int = 0
+    ending_with: dict[int, int] | None = None
+
+    def add(self, last_tokens: np.ndarray) -> None:
+        values, counts = np.unique(np.asarray(last_tokens, np.int64), return_counts=True)
+        merged = dict(self.ending_with or {})
+        for value, count in zip(values.tolist(), counts.tolist(), strict=True):
+            merged[value] = merged.get(value, 0) + count
+        self.ending_with = merged
+        self.checked += int(last_tokens.size)
+
+    def describe(self) -> dict:
+        """``{"eos": {...}}`` for the corpus description: appended True/False/None (mixed or unknown)."""
+        ending = self.ending_with or {}
+        out: dict = {"documents_checked": self.checked, "eos_id": self.eos_id}
+        if self.eos_id is not None:
+            with_eos = ending.get(self.eos_id, 0)
+            out["ending_with_eos"] = with_eos
+            out["appended"] = True if self.checked and with_eos == self.checked else False if not with_eos else None
+            out["from"] = "eos_id option"
+        elif self.checked >= 2 and len(ending) == 1:
+            (token,) = ending
+            out.update(eos_id=token, ending_with_eos=self.checked, appended=True, **{"from": "inferred"})
+        else:
+            out.update(appended=None if not self.checked else False, **{"from": "inferred"})
+        return {"eos": out}
+
+
+def check_eos_option(eos_id: int | None, vocabulary_bound: int, where: str) -> None:
+    """``--eos-id`` must be a token the file's dtype can hold."""
+    if eos_id is not None and not 0 <= eos_id < vocabulary_bound:
+        raise FreqlabError(f"{where}: eos_id {eos_id} cannot occur in this file (tokens below {vocabulary_bound})")
+
+
+class TokenIndex(Protocol):
+    """What a tokenized file's index tells without reading its tokens."""
+
+    documents: int
+    index_bytes: int  # bytes of index read to get every document's length
+    token_bound: int  # tokens of the file's dtype are below this (for --eos-id)
+
+    def lengths(self, start: int, end: int) -> np.ndarray: ...  # of documents start .. end - 1, int64
+
+    def last_tokens(self, count: int) -> np.ndarray: ...  # the last token of the first `count` non-empty documents
+
+
+@dataclass(frozen=True)
+class IndexedTokenShard(TokenFileShard):
+    """Documents ``start`` .. ``end - 1`` of a tokenized file with a document index; subclasses name the
+    function that opens and checks the index (:attr:`open_index`)."""
+
+    open_index: ClassVar = None  # path -> TokenIndex (a staticmethod in subclasses)
+
+    def batches(self) -> Iterator[LengthBatch]:
+        index = self.open_index(self.path)
+        end = index.documents if self.end is None else self.end
+        for a, b in batched_ranges(self.start, end):
+            yield LengthBatch(index.lengths(a, b), None, f"{self.path}: document {a}")
+
+
+class TokenFileFormat(FileFormat):
+    """A format of tokenized files with a document index (Megatron ``.idx``, datatrove ``.ds``): lengths come
+    from the index, in shards of document ranges. Subclasses set :attr:`shard_type`."""
+
+    kind = LENGTHS
+    shard_type: ClassVar[type[IndexedTokenShard]]
+
+    def open(self, path: str) -> TokenIndex:
+        """The checked index of ``path``; FreqlabError in one line for a bad file."""
+        return self.shard_type.open_index(path)
+
+    def records(self, file: DataFile) -> int | None:
+        return self.open(file.path).documents
+
+    def is_empty(self, file: DataFile) -> bool:
+        return self.records(file) == 0
+
+    def estimated_bytes(self, file: DataFile) -> int:
+        return self.open(file.path).index_bytes  # the index is what is read
+
+    def shards(self, files: list[DataFile], fields: Fields, range_bytes: int) -> list[TokenFileShard]:
+        shards = []
+        for file in files:
+            index = self.open(file.path)  # every file is checked before anything is counted
+            runs = document_ranges(index.documents, index.index_bytes, range_bytes) if index.documents else []
+            for start, end in runs:
+                part = file.id if len(runs) == 1 else f"{file.id}@documents{start}-{'' if end is None else end}"
+                shards.append(self.shard_type(part, file, fields, start, end))
+        return shards
+
+    def describe(self, files: list[DataFile], fields: Fields) -> dict:
+        """Whether the files' documents end with an appended EOS (:class:`EosCheck`)."""
+        check = EosCheck(fields.read.eos_id)
+        for file in files:
+            index = self.open(file.path)
+            check_eos_option(fields.read.eos_id, index.token_bound, file.path)
+            check.add(index.last_tokens(EOS_CHECKED))
+        return check.describe()

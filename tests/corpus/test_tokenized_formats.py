@@ -1,0 +1,212 @@
+"""Tokenized training data as scan input: lengths read without a tokenizer, from files the real libraries (or
+their documented layouts) wrote: Megatron indexes, datatrove .ds, HF token columns, numpy token streams."""
+
+from __future__ import annotations
+
+import json
+import os
+import struct
+from pathlib import Path
+
+import numpy as np
+import pytest
+from click.testing import CliRunner
+
+from freqlab.cli import main
+from freqlab.corpus import ReadOptions, open_corpus
+from freqlab.errors import FreqlabError
+from freqlab.scan import scan
+
+from .tokenized_writers import single_sequence_documents, write_megatron
+
+MEGATRON_DATA = Path(__file__).parents[1] / "data" / "megatron"
+
+
+def lengths_of(spec, **kwargs) -> list[int]:
+    """Every document length of a corpus of tokenized data, in order (empty documents as 0)."""
+    corpus = open_corpus(str(spec), **kwargs)
+    assert corpus.kind == "lengths"
+    return [int(n) for shard in corpus.shards for batch in shard.read_lengths() for n in batch.lengths]
+
+
+def scan_lengths(spec, **kwargs):
+    result = scan(str(spec), workers=1, progress=False, **kwargs)
+    return result, dict(zip(result.histogram.lengths.tolist(), result.histogram.counts.tolist(), strict=True))
+
+
+# ---- Megatron -------------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("prefix", ["single", "multi"])
+def test_megatron_core_written_index_gives_the_distances_between_eods(prefix):
+    """Files written by megatron-core's IndexedDatasetBuilder (every document ends with EOD 2, no other 2):
+    the lengths from the .idx equal the distances between EODs in the .bin, read without the index."""
+    dtype = np.int32 if prefix == "single" else np.uint16
+    tokens = np.fromfile(MEGATRON_DATA / f"{prefix}.bin", dtype)
+    eods = np.flatnonzero(tokens == 2)
+    assert lengths_of(MEGATRON_DATA / f"{prefix}.idx") == np.diff(eods, prepend=-1).tolist()
+    corpus = open_corpus(str(MEGATRON_DATA / f"{prefix}.idx"))
+    assert corpus.description["eos"]["appended"] is True and corpus.description["eos"]["eos_id"] == 2
+
+
+def test_megatron_documents_of_several_sequences_and_empty_ones(tmp_path):
+    docs = [[[5, 6, 2]], [], [[7, 7], [7, 7, 7], [2]], [[9, 2]]]
+    write_megatron(tmp_path / "c_text_document", docs, np.uint16)
+    assert lengths_of(tmp_path / "c_text_document.idx") == [3, 0, 6, 2]
+    result, counts = scan_lengths(tmp_path / "c_text_document.idx")
+    assert counts == {2: 1, 3: 1, 6: 1} and result.histogram.empty_documents == 1
+    assert result.summary["tokenizer"] is None
+    assert "lengths read from tokenized data; EOS 2 appended" in result.report()
+
+
+def test_megatron_without_eod_says_none_was_appended(tmp_path):
+    write_megatron(tmp_path / "p", [[[5, 6, 7]], [[8, 9]], [[4]]])
+    assert open_corpus(str(tmp_path / "p.idx")).description["eos"]["appended"] is False
+    corpus = open_corpus(str(tmp_path / "p.idx"), read=ReadOptions(eos_id=2))
+    assert corpus.description["eos"] == {
+        "documents_checked": 3, "eos_id": 2, "ending_with_eos": 0, "appended": False, "from": "eos_id option"
+    }
+
+
+def test_megatron_large_index_is_cut_into_document_ranges(tmp_path, monkeypatch):
+    import freqlab.corpus.local as local
+    import freqlab.corpus.tokenized as tokenized
+
+    monkeypatch.setattr(local, "range_bytes", lambda total: 100)
+    monkeypatch.setattr(tokenized, "MIN_SHARD_DOCUMENTS", 7)
+    monkeypatch.setattr(tokenized, "BATCH_DOCUMENTS", 3)
+    lengths = [1 + (k * 37) % 50 for k in range(40)]
+    write_megatron(tmp_path / "big", single_sequence_documents(lengths))
+    corpus = open_corpus(str(tmp_path / "big.idx"))
+    assert len(corpus.shards) > 1
+    assert lengths_of(tmp_path / "big.idx") == lengths
+
+
+def _bad_index(tmp_path: Path, case: str) -> Path:
+    idx = write_megatron(tmp_path / case, single_sequence_documents([4, 5, 6]))
+    raw = idx.read_bytes()
+    if case == "bad-header":
+        idx.write_bytes(b"NOTANIDX!" + raw[9:])
+    elif case == "truncated":
+        idx.write_bytes(raw[:-12])
+    else:  # dtype-mismatch: the index says uint16 tokens, the .bin holds int32 ones
+        idx.write_bytes(raw[:17] + struct.pack("<B", 8) + raw[18:])
+    return idx
+
+
+@pytest.mark.parametrize(
+    ("case", "message"),
+    [
+        ("bad-header", "not a Megatron index (bad header b'NOTANIDX!'"),
+        ("truncated", "truncated index: 90 bytes, but its header (3 sequences, 3 documents) needs 102"),
+        ("dtype-mismatch", "says uint16 tokens"),
+    ],
+)
+def test_bad_megatron_index_is_one_line(tmp_path, case, message):
+    idx = _bad_index(tmp_path, case)
+    result = CliRunner().invoke(main, ["scan", "--dataset", str(idx), "-q", "--out", str(tmp_path / "out")])
+    assert result.exit_code == 1
+    assert result.output.count("\n") == 1 and result.output.startswith("Error: ")
+    assert message in result.output and str(tmp_path / case) in result.output
+
+
+# ---- datatrove ------------------------------------------------------------------------------------------
+
+
+@pytest.fixture(scope="module")
+def tekken_json(tmp_path_factory) -> Path:
+    from freqlab.tokenize.export import tekken_to_hf_json
+
+    path = tmp_path_factory.mktemp("tekken") / "tokenizer.json"
+    path.write_text(tekken_to_hf_json(), encoding="utf-8")
+    return path
+
+
+@pytest.fixture(scope="module")
+def texts() -> list[str]:
+    from freqlab.corpus import builtin_corpus
+
+    docs = [d.text[:3000] for k, d in enumerate(builtin_corpus().documents()) if k % 50 == 0][:30]
+    return [*docs, ""]
+
+
+def test_datatrove_ds_equals_tokenizing_the_text_plus_its_eos(tmp_path, tekken_json, texts, monkeypatch):
+    """datatrove's DocumentTokenizer (local tokenizer.json, offline) appends </s> to every document; the .ds
+    lengths are the Tekken counts of the same texts (freqlab's own scan of them) plus that one token."""
+    pytest.importorskip("datatrove")
+    from datatrove.data import Document
+    from datatrove.pipeline.tokens import DocumentTokenizer
+
+    monkeypatch.setenv("HF_HUB_OFFLINE", "1")
+    step = DocumentTokenizer(str(tmp_path / "ds"), tokenizer_name_or_path=str(tekken_json), eos_token="</s>",
+                             shuffle_documents=False, save_filename="part")
+    step.run(iter(Document(text=t, id=str(k)) for k, t in enumerate(texts)))
+    (ds,) = sorted((tmp_path / "ds").glob("*.ds"))
+    jsonl = tmp_path / "texts.jsonl"
+    jsonl.write_text("".join(json.dumps({"text": t}) + "\n" for t in texts), encoding="utf-8")
+    text_result = scan(str(jsonl), tokenizer="tekken", workers=1, progress=False)
+    expected = np.repeat(text_result.histogram.lengths, text_result.histogram.counts) + 1
+    expected = sorted([*expected.tolist(), *[1] * text_result.histogram.empty_documents])
+    assert sorted(lengths_of(ds)) == expected
+    description = open_corpus(str(ds)).description
+    assert description["eos"]["appended"] is True and description["eos"]["eos_id"] == 2  # </s> in Tekken
+
+
+def test_datatrove_truncated_ds_is_one_line(tmp_path):
+    (tmp_path / "a.ds").write_bytes(np.arange(5, dtype="<u2").tobytes())
+    (tmp_path / "a.ds.index").write_bytes(np.array([2, 6], "<u8").tobytes())
+    with pytest.raises(FreqlabError, match=r"a.ds: 10 bytes, but its index ends at token 6"):
+        open_corpus(str(tmp_path / "a.ds"))
+    os.remove(tmp_path / "a.ds.index")
+    with pytest.raises(FreqlabError, match=r"no a.ds.index beside it"):
+        open_corpus(str(tmp_path / "a.ds"))
+
+
+# ---- Hugging Face token columns -------------------------------------------------------------------------
+
+
+def test_token_and_length_columns_written_by_datasets(tmp_path):
+    import datasets
+
+    table = datasets.Dataset.from_dict({
+        "input_ids": [[1, 2, 3], [4], [], [5, 6]], "n": [3, 1, 0, 2], "lang": ["en", "en", "de", "en"],
+    })
+    table.to_parquet(str(tmp_path / "t.parquet"))
+    table.save_to_disk(str(tmp_path / "saved"))
+    for spec in (tmp_path / "t.parquet", tmp_path / "saved"):
+        assert lengths_of(spec) == [3, 1, 0, 2]  # input_ids found without --tokens-field: there is no text column
+    assert lengths_of(tmp_path / "t.parquet", read=ReadOptions(length_field="n")) == [3, 1, 0, 2]
+    result = scan(str(tmp_path / "t.parquet"), source_field="lang", tokens_field="input_ids", workers=1,
+                  progress=False)
+    assert {k: h.tokens for k, h in result.histogram.sources.items()} == {"de": 0, "en": 6}
+    assert result.summary["corpus"]["description"]["read_options"] == {"tokens_field": "input_ids"}
+
+
+def test_a_length_column_of_strings_is_one_line(tmp_path):
+    import datasets
+
+    datasets.Dataset.from_dict({"n": ["3"]}).to_parquet(str(tmp_path / "t.parquet"))
+    with pytest.raises(FreqlabError, match="the length column holds string, not integers"):
+        lengths_of(tmp_path / "t.parquet", read=ReadOptions(length_field="n"))
+
+
+# ---- numpy token streams --------------------------------------------------------------------------------
+
+
+def test_npy_stream_split_after_each_eos(tmp_path):
+    np.save(tmp_path / "s.npy", np.array([5, 6, 0, 7, 0, 0, 8, 9, 9, 0, 4, 4], np.uint16))
+    assert lengths_of(tmp_path / "s.npy", read=ReadOptions(eos_id=0)) == [3, 2, 1, 4, 2]
+    with pytest.raises(FreqlabError, match="needs --eos-id"):
+        open_corpus(str(tmp_path / "s.npy"))
+
+
+def test_lit_gpt_chunks_are_one_stream_and_the_last_chunks_padding_is_dropped(tmp_path):
+    """lit-gpt's PackedDatasetBuilder layout: 24-byte header, chunks of chunk_size tokens, a document may
+    continue into the next file, the last chunk padded with the separator."""
+    def chunk(name: str, tokens: list[int]) -> None:
+        header = b"LITPKDS" + struct.pack("<Q", 1) + struct.pack("<B", 8) + struct.pack("<Q", 6)
+        (tmp_path / name).write_bytes(header + np.array(tokens, np.uint16).tobytes())
+
+    chunk("p_0000000000.bin", [5, 6, 1, 7, 7, 7])
+    chunk("p_0000000001.bin", [7, 1, 8, 1, 1, 1])
+    assert lengths_of(tmp_path, read=ReadOptions(eos_id=1)) == [3, 5, 2]

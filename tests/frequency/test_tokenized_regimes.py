@@ -1,0 +1,104 @@
+"""The best-fit and megatron regimes, against token-by-token references and megatron-core's own samples."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from freqlab.errors import FreqlabError
+from freqlab.frequency import position_frequency
+from freqlab.frequency.megatron import MegatronDataset, MegatronOptions, blend_counts, megatron_segments, train_range
+from freqlab.frequency.position import segment_frequency
+from freqlab.frequency.summary import describe, regime_summaries
+
+from .reference import best_fit_rows, frequency_of_segments, megatron_windows
+
+DATA = Path(__file__).parents[1] / "data" / "megatron"
+REFERENCE = json.loads((DATA / "reference.json").read_text())
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.lists(st.integers(1, 90), max_size=40), st.integers(1, 32))
+def test_best_fit_matches_the_token_level_packing(docs, L):
+    if not docs:
+        return
+    lengths, counts = np.unique(docs, return_counts=True)
+    expected = frequency_of_segments(best_fit_rows(docs, L), L)
+    assert position_frequency(lengths, counts, L, "best-fit").tolist() == expected
+
+
+def test_best_fit_fills_rows_that_concatenation_would_cut():
+    # chunks 6, 5, 4, 3, 2 in rows of 10: best fit packs [6 4] [5 3 2]: two full rows, no document cut
+    f = position_frequency([2, 3, 4, 5, 6], [1, 1, 1, 1, 1], 10, "best-fit")
+    assert f.tolist() == [20 - 2 * i for i in range(10)]
+
+
+@pytest.mark.parametrize("config", REFERENCE["configs"], ids=lambda c: f"{c['data_path']}-L{c['L']}")
+def test_megatron_regime_equals_megatron_core_token_by_token(config):
+    """f(i) counted from the attention masks of the samples megatron-core's GPTDataset/BlendedDataset hand
+    the trainer (tests/data/megatron/make_reference.py), against the replay from the .idx and the seed."""
+    words = config["data_path"].split()
+    if len(words) == 1:
+        data_path = str(DATA / words[0])
+    else:
+        data_path = " ".join(w if k % 2 == 0 else str(DATA / w) for k, w in enumerate(words))
+    options = MegatronOptions(data_path, config["seed"], config["split"], config["reset_attention_mask"],
+                              config.get("train_samples"))
+    segs = megatron_segments(config["L"], options)
+    assert segs.approximation is None
+    assert segment_frequency(segs).tolist() == config["f"]
+
+
+def test_megatron_walk_against_the_token_stream():
+    """The replay of one prefix, against windows cut from the explicit token stream of the shuffled sequences."""
+    from freqlab.corpus.megatron import read_index
+
+    index = read_index(str(DATA / "multi.idx"))
+    tokens = np.asarray(index.tokens())
+    L, seed, samples = 16, 99, 40
+    begin, end = train_range("90,10", index.sequences)
+    dataset = MegatronDataset.build(np.asarray(index.sequence_lengths), begin, end, L, samples, seed)
+    starts = np.asarray(index.sequence_pointers) // tokens.itemsize
+    stream = [int(t) for s in dataset.sequence_order for t in tokens[starts[s] : starts[s] + index.sequence_lengths[s]]]
+    windows = sorted(int(w) for w in dataset.shuffle[:samples])
+    expected = frequency_of_segments(megatron_windows(stream, REFERENCE["eod"], L, windows, True), L)
+    options = MegatronOptions(str(DATA / "multi"), seed, "90,10", True, samples)
+    assert segment_frequency(megatron_segments(L, options)).tolist() == expected
+
+
+def test_megatron_without_reset_is_whole_windows():
+    options = MegatronOptions(str(DATA / "single"), reset_attention_mask=False, epochs=2)
+    tokens = int(np.sum(np.fromfile(DATA / "single.idx", np.int32, offset=34, count=120)[:116]))  # 969,30,1: 116
+    windows = (2 * tokens - 1) // 16
+    assert segment_frequency(megatron_segments(16, options)).tolist() == [windows * (16 - i) for i in range(16)]
+
+
+def test_megatron_from_a_histogram_says_what_was_computed_instead():
+    lengths, counts = [5, 9, 30], [3, 2, 1]
+    rows = regime_summaries(lengths, counts, [8], ["megatron"], megatron=MegatronOptions(reset_attention_mask=True))
+    assert rows[0]["approximation"] == "pack"
+    assert "pack computed: a length histogram has no order" in describe(rows[0])
+    plain = megatron_segments(8, None, histogram=(np.array(lengths), np.array(counts)))
+    assert plain.approximation == "concat"
+    assert segment_frequency(plain).tolist() == position_frequency(lengths, counts, 8, "concat").tolist()
+
+
+def test_blend_counts_follow_megatron_cores_greedy():
+    assert blend_counts([0.3, 0.7], 10) == [3, 7]
+    assert sum(blend_counts([0.2, 0.5, 0.3], 1000)) == 1000
+
+
+def test_megatron_options_are_checked_before_reading():
+    with pytest.raises(FreqlabError, match="not both"):
+        MegatronOptions("x", train_samples=3, epochs=1)
+    with pytest.raises(FreqlabError, match="'W1 PREFIX1"):
+        MegatronOptions("0.5 a b")
+    with pytest.raises(FreqlabError, match="needs train_samples"):
+        megatron_segments(8, MegatronOptions(f"1 {DATA / 'single'} 1 {DATA / 'multi'}"))
+    with pytest.raises(FreqlabError, match="no such Megatron index"):
+        megatron_segments(8, MegatronOptions(str(DATA / "missing")))
