@@ -69,7 +69,8 @@ from freqlab.scan.settings import ENGINES, ON_ERROR
 @click.option("--sample-rate", type=click.FloatRange(0, 1, min_open=True), default=None,
               help="Keep each document with this probability (seeded, deterministic).")
 @click.option("--seed", type=int, default=0, show_default=True, help="Seed for --sample-rate and the pack regime.")
-@click.option("--workers", type=click.IntRange(min=1), default=None, help="Worker processes. Default: all cores.")
+@click.option("--workers", type=click.IntRange(min=1), default=None,
+              help="Worker processes (a Ray cluster uses all its CPUs). Default: all cores.")
 @click.option("--batch-size", type=click.IntRange(min=1), default=DEFAULT_BATCH_SIZE, show_default=True,
               help="Documents per tokenizer call.")
 @click.option("--engine", type=click.Choice(ENGINES), default="local", show_default=True,
@@ -80,6 +81,18 @@ from freqlab.scan.settings import ENGINES, ON_ERROR
 @click.option("--resume", is_flag=True, help="Skip shards already checkpointed in --out by the same scan.")
 @click.option("--on-error", type=click.Choice(ON_ERROR), default="raise", show_default=True,
               help="Bad records: stop with file:line, or skip and count them by reason.")
+@click.option("--estimate", is_flag=True,
+              help="Do not scan: say what a scan costs (core-hours, nodes, wall time) from measured throughput, "
+              "for a corpus of --corpus-tokens or --corpus-bytes (with --sample-rate: a sampled scan).")
+@click.option("--corpus-bytes", type=TOKENS, default=None, metavar="BYTES",
+              help="--estimate: corpus size in bytes of text (e.g. 2.5T).")
+@click.option("--node-cores", type=click.IntRange(min=1), default=32, show_default=True,
+              help="--estimate: cores per node.")
+@click.option("--target-hours", type=click.FloatRange(min=0, min_open=True), default=1.0, show_default=True,
+              help="--estimate: how many nodes finish within this time.")
+@click.option("--lengths", type=click.Path(dir_okay=False), default=None,
+              help="--estimate with --sample-rate: OUT/lengths.parquet of a smaller sampled scan of the corpus, "
+              "to predict the error bar of the mass shares.")
 @click.option("--quiet", "-q", is_flag=True, help="No progress bar.")
 @click.option("--plot", is_flag=True, help="Also write the main figures into OUT/figures.")
 @click.option("--plot-format", "plot_formats", type=click.Choice(["png", "pdf", "svg"]), multiple=True,
@@ -89,7 +102,8 @@ def scan_command(dataset, config, split, data_files, input_format, text_field, s
                  length_field, eos_id, tokenizer,
                  add_special_tokens, Ls, regimes, data_path, megatron_seed, megatron_split, reset_attention_mask,
                  train_samples, epochs, tokens, tau, corpus_tokens, max_docs, max_tokens, sample_rate, seed,
-                 workers, batch_size, engine, address, out, resume, on_error, quiet, plot, plot_formats, as_json):
+                 workers, batch_size, engine, address, out, resume, on_error, estimate, corpus_bytes, node_cores,
+                 target_hours, lengths, quiet, plot, plot_formats, as_json):
     """Count document lengths in tokens and report the position-frequency shares per window.
 
     Reads documents, tokenizes them (without special tokens unless --add-special-tokens), writes the
@@ -105,9 +119,21 @@ def scan_command(dataset, config, split, data_files, input_format, text_field, s
       freqlab scan --dataset slimpajama --engine ray --address auto --out runs/sp --resume
       freqlab scan --L 2048 --L 4096 --plot --plot-format pdf
       freqlab scan --dataset /data/megatron/corpus_text_document.idx --L 4096   # tokenized: no tokenizer
+      freqlab scan --estimate --corpus-tokens 627B --node-cores 64 --sample-rate 0.001
     """
     if address and engine != "ray":
         raise click.UsageError("--address needs --engine ray")
+    if estimate:
+        if (corpus_tokens is None) == (corpus_bytes is None):
+            raise click.UsageError("--estimate needs the corpus size: --corpus-tokens or --corpus-bytes (one of them)")
+        from freqlab.scan.estimate import estimate_scan
+
+        result = estimate_scan(tokenizer=tokenizer, tokens=corpus_tokens, bytes=corpus_bytes, sample_rate=sample_rate,
+                               node_cores=node_cores, target_hours=target_hours, lengths=lengths, L=Ls,
+                               regimes=regimes, seed=seed)
+        report = result.pop("report")
+        echo_json(result) if as_json else click.echo(report)
+        return
     try:  # every parameter is checked before anything is read: a bad one is a usage error (exit 2)
         settings = ScanSettings(
             dataset=dataset, data_files=list(data_files) or None, config=config, split=split, format=input_format,

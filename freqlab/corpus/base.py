@@ -132,6 +132,10 @@ class Shard:
         """Bytes this shard reads, when known (progress in percent)."""
         return None
 
+    def local_paths(self) -> tuple[str, ...]:
+        """Local files this shard opens (a Ray node must see each at this path); none for streamed data."""
+        return ()
+
 
 class LengthShard(Shard):
     """A shard of tokenized data: :meth:`read_lengths` yields :class:`LengthBatch` es instead of documents."""
@@ -196,6 +200,9 @@ class FileShard(Shard):
 
     def identity(self) -> dict[str, Any]:
         return self.file.identity()
+
+    def local_paths(self) -> tuple[str, ...]:
+        return (self.file.path,)
 
     def size(self) -> int | None:
         if self.start == 0 and self.end is None:

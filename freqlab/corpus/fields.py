@@ -32,6 +32,9 @@ from freqlab.corpus.base import (
 )
 
 _MISSING = object()
+# What an extractor with ``exact_numbers=False`` returns for a record whose source label is a number: the caller's
+# parser may have rounded it (orjson reads integers past 64 bits as floats), so the record must be parsed again.
+REPARSE = "reparse"
 _LONE_SURROGATE = re.compile("[\ud800-\udfff]")
 
 
@@ -99,8 +102,12 @@ class Fields:
         paths = [self.text] if self.source is None else [self.text, self.source]
         return tuple(dict.fromkeys(p.split(".")[0] for p in paths))
 
-    def extractor(self) -> Callable[[Mapping[str, Any]], Extracted]:
-        """A fast ``record -> (text, source, error)`` for the hot loop (built once per shard read)."""
+    def extractor(self, exact_numbers: bool = True) -> Callable[[Mapping[str, Any]], Extracted]:
+        """A fast ``record -> (text, source, error)`` for the hot loop (built once per shard read).
+
+        ``exact_numbers=False``: the record comes from a parser that may round numbers, so a numeric source label
+        (written as text: ``str(label)``) gives the error :data:`REPARSE` instead.
+        """
         text_key, source_path = self.text, self.source
         nested_text = "." in text_key  # a dotted path may go through a JSON string, whose escapes can be lone
 
@@ -127,8 +134,8 @@ class Fields:
                 return (None, None, BAD_SOURCE) if has_lone_surrogate(source) else (text, source, None)
             if source is _MISSING or source is None:
                 return text, MISSING_SOURCE, None
-            if isinstance(source, (bool, int, float, str)):
-                return text, str(source), None
+            if isinstance(source, (bool, int, float)):
+                return (text, str(source), None) if exact_numbers or source.__class__ is bool else (None, None, REPARSE)
             return None, None, NON_STRING_SOURCE
 
         return extract

@@ -200,7 +200,8 @@ def find_files(specs: list[str], format_of, split: str = "train", config: str | 
 
 
 def stat_file(path: str, file_id: str) -> DataFile:
-    """A :class:`DataFile` for ``path``; FreqlabError when it cannot be opened for reading."""
+    """A :class:`DataFile` for ``path``, made absolute (workers, e.g. on Ray nodes, run in other folders;
+    symlinks are kept, so messages name the file as found); FreqlabError when it cannot be opened for reading."""
     try:
         descriptor = os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0))
     except OSError as exc:
@@ -209,7 +210,7 @@ def stat_file(path: str, file_id: str) -> DataFile:
         info = os.fstat(descriptor)
     finally:
         os.close(descriptor)
-    return DataFile(path, file_id, info.st_size, info.st_mtime_ns)
+    return DataFile(os.path.abspath(path), file_id, info.st_size, info.st_mtime_ns)
 
 
 def relative_ids(paths: list[str]) -> tuple[str, dict[str, str]]:

@@ -75,6 +75,9 @@ class TextFilesShard(Shard):
     def size(self) -> int | None:
         return sum(file.size for file in self.files)
 
+    def local_paths(self) -> tuple[str, ...]:
+        return tuple(file.path for file in self.files)
+
 
 def group_files(
     files: list[DataFile],

@@ -73,6 +73,9 @@ class TokenStreamShard(LengthShard):
     def identity(self) -> dict:
         return {file.id: file.identity() for file in self.files}
 
+    def local_paths(self) -> tuple[str, ...]:
+        return tuple(file.path for file in self.files)
+
     def read_lengths(self) -> Iterator[LengthBatch]:
         carry = 0  # tokens since the last EOS, carried into the next chunk or file
         held = 0  # one-token documents (a lone EOS) at the end of what was read: padding if the stream ends so

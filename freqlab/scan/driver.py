@@ -58,7 +58,7 @@ class ScanResult:
 def scan(
     dataset: str | Sequence[str] | None = None,
     *,
-    tokenizer: str | None = None,
+    tokenizer=None,
     data_files=None,
     config: str | None = None,
     split: str = "train",
@@ -93,7 +93,10 @@ def scan(
     ``dataset`` is None (the built-in corpus), a preset, a hub id or local paths (see
     :func:`freqlab.corpus.open_corpus`; ``format`` forces a registered input format for local files);
     ``tokenizer`` is None (the default), a built-in name, a ``tokenizer.json``, a ``.tiktoken`` file or a hub
-    id (see :func:`freqlab.tokenize.load_tokenizer`). Tokenized data (no tokenizer needed) is read as is:
+    id (see :func:`freqlab.tokenize.load_tokenizer`), or a loaded :class:`~freqlab.tokenize.TokenCounter` (used
+    as it is: its ``add_special_tokens``, its backends). A scan of less than :data:`SMALL_SCAN_BYTES` of text
+    loads its tokenizer without fastokens (tiktoken is done sooner); pass a loaded counter to choose. Tokenized
+    data (no tokenizer needed) is read as is:
     ``tokens_field`` / ``length_field`` name a column of token ids / lengths, ``eos_id`` the token ending each
     document of a plain token stream (see :class:`freqlab.corpus.fields.ReadOptions`).
 
@@ -143,7 +146,9 @@ def run_scan(settings: ScanSettings, run: RunOptions | None = None, report: Repo
     corpus = settings.open_corpus()
     counter = None
     if corpus.kind == TEXT:
-        counter = load_counter(settings.tokenizer, settings.add_special_tokens, small_scan_skips(corpus))
+        counter = settings.tokenizer  # a TokenCounter already loaded (notebooks, benchmarks): used as it is
+        if counter is None or isinstance(counter, (str, os.PathLike)):
+            counter = load_counter(counter, settings.add_special_tokens, small_scan_skips(corpus))
     shards = list(corpus.shards)
     ids = [shard.id for shard in shards]
     if len(set(ids)) != len(ids):

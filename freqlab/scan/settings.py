@@ -74,7 +74,7 @@ class ScanSettings:
     tokens_field: str | None = None
     length_field: str | None = None
     eos_id: int | None = None
-    tokenizer: str | None = None
+    tokenizer: Any = None  # a built-in name, path or hub id, or a loaded TokenCounter
     add_special_tokens: bool = False
     sample_rate: float | None = None
     seed: int = 0

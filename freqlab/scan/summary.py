@@ -23,6 +23,7 @@ from freqlab.frequency.stats import DEFAULT_TAU
 from freqlab.frequency.summary import describe, human_count, regime_summaries
 from freqlab.histogram import LengthHistogram
 from freqlab.scan.settings import DEFAULT_L, DEFAULT_REGIMES
+from freqlab.scan.uncertainty import add_intervals, describe_interval
 
 PREFIX_NOTE = (
     "max_docs/max_tokens keep the first documents in shard order: a prefix, not a random sample, so the "
@@ -154,6 +155,11 @@ def format_report(summary: dict) -> str:
     )
     run = summary["scan"]
     workers = f"{run['engine']}, {run['workers']} worker{'s' if run['workers'] != 1 else ''}"
+    if run.get("nodes") is not None:  # Ray: the CPUs of the nodes that ran tasks, and the retries
+        nodes, retries = len(run["nodes"]), run.get("retries", 0)
+        cpus = run["workers"]
+        workers = f"{run['engine']}, {cpus} CPU{'s' if cpus != 1 else ''} on {nodes} node{'s' if nodes != 1 else ''}"
+        workers += f", {retries} shard{'s' if retries != 1 else ''} retried" if retries else ""
     if run["documents_per_second"] is None:  # a resume that found every shard checkpointed
         speed = "all shards from checkpoints"
     else:
@@ -189,6 +195,8 @@ def format_report(summary: dict) -> str:
         lines.append(f"note       {budget['note']}")
     for w in summary["windows"]:
         lines.append(describe(w, detail=True))
+        if w.get("ci", {}).get("level"):
+            lines.append(f"    {describe_interval(w)}")
     if not summary["windows"]:
         lines.append("no tokens counted: no position frequencies to report")
     outputs = summary.get("outputs")
@@ -267,6 +275,8 @@ def scan_summary(settings, report, corpus, counter, engine, histogram: LengthHis
     )
     if ledger.exhausted:
         windows["budget"]["note"] = PREFIX_NOTE
+    if options.sample_rate is not None:  # a sample: its shares get error bars (freqlab.scan.uncertainty)
+        add_intervals(windows["windows"], histogram.lengths, histogram.counts, seed=options.seed)
     lengths = histogram.summary()
     wall = record.wall
     summary = {

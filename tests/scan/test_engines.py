@@ -101,3 +101,13 @@ def test_a_small_corpus_skips_fastokens_and_a_large_or_unknown_one_does_not():
 
     assert set(small_scan_skips(corpus(SMALL_SCAN_BYTES - 1))) == {"fastokens"}
     assert small_scan_skips(corpus(SMALL_SCAN_BYTES)) == {} and small_scan_skips(corpus(None)) == {}
+
+
+def test_a_ray_scan_with_nothing_left_to_count_starts_no_ray_and_reports_nothing_ran(monkeypatch):
+    from freqlab.scan.engines.ray import RayEngine
+
+    monkeypatch.setitem(sys.modules, "ray", None)  # would fail if the engine tried to start Ray
+    engine = RayEngine(workers=8)
+    assert list(engine.run(iter([]), job=None)) == []  # every shard came from a checkpoint
+    run = engine.describe()
+    assert (run["workers"], run["nodes"], run["retries"], run["cluster_cpus"]) == (0, [], 0, None)

@@ -51,7 +51,7 @@ class LocalEngine(Engine):
 
         finished = False
         try:
-            with _main_module_hidden():  # the first submit starts the workers
+            with _main_module_hidden(), _interrupts_deferred():  # the first submit starts the workers
                 submit()
             while in_flight:
                 done, _ = wait(in_flight, timeout=0.2, return_when=FIRST_COMPLETED)
@@ -198,6 +198,26 @@ def _sigint_blocked():
         yield
     finally:
         signal.pthread_sigmask(signal.SIG_SETMASK, previous)
+
+
+@contextlib.contextmanager
+def _interrupts_deferred():
+    """Ctrl-C and SIGTERM held back while workers start: either would cut the pickled job on its way to a new
+    worker, which then prints an UnpicklingError traceback. The signal is raised again, to its own handler,
+    once the block ends. (A signal mask is not enough: a tokenizer's native threads may take the signal.)"""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    pending: list[int] = []
+    held = (signal.SIGINT, signal.SIGTERM)
+    previous = {signum: signal.signal(signum, lambda signum, frame: pending.append(signum)) for signum in held}
+    try:
+        yield
+    finally:
+        for signum, handler in previous.items():
+            signal.signal(signum, handler)
+        if pending:
+            signal.raise_signal(pending[0])
 
 
 @contextlib.contextmanager

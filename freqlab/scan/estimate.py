@@ -1,0 +1,217 @@
+"""What a scan costs before running it: core-hours, nodes of N cores and wall time, from measured throughput.
+
+The throughput table is one data file, ``freqlab/data/throughput.json`` (written by ``scripts/bench_cost.py``,
+which says when and on what machine it measured): per tokenizer family (a counter's ``backend``), the
+end-to-end tokens per core-second τ of ``freqlab scan`` with one worker (reading ``.jsonl.zst``, parsing,
+tokenizing, counting) and the text bytes per token β; for every family, the bytes per core-second ρ a scan
+reads and parses without tokenizing; the parallel efficiency e measured with all cores of that machine, and the
+core-seconds s a worker spends starting (loading its tokenizer).
+
+Model, for a corpus of T tokens (B = β·T bytes), sampled at rate r (1: a full scan). A sampled scan still
+reads and parses every byte, and tokenizes a fraction r of the documents:
+
+    core-seconds = B / ρ  +  r · T · (1/τ − β/ρ)          (= T / τ for a full scan)
+    wall on n nodes of c cores = core-seconds / (n · c · e)  +  s
+
+Shards are independent, so the work spreads over any number of cores while there are more shards than cores
+(a local file is cut into parts of at least 8 MiB; hub datasets come in their own shards).
+
+>>> table = ThroughputTable(measured="-", machine="-", source="-", read_bytes_per_core_second=100e6,
+...                         parallel_efficiency=1.0, families={"tiktoken": Family(2e6, 4.0)})
+>>> cost = estimate_cost(table, "tiktoken", tokens=72_000_000_000, node_cores=10)
+>>> cost.core_hours, cost.nodes, cost.wall_hours
+(10.0, 1, 1.0)
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from dataclasses import asdict, dataclass, field
+from importlib import resources
+from pathlib import Path
+
+import numpy as np
+
+from freqlab.errors import FreqlabError
+from freqlab.frequency.summary import human_count
+from freqlab.scan.uncertainty import LEVEL, SHARES, no_interval, share_intervals
+
+THROUGHPUT_FILE = "throughput.json"  # in freqlab/data
+
+
+@dataclass(frozen=True)
+class Family:
+    """A tokenizer family's measured throughput: tokens per core-second, end to end, and text bytes per token."""
+
+    tokens_per_core_second: float
+    bytes_per_token: float
+    example: str = ""
+
+
+@dataclass(frozen=True)
+class ThroughputTable:
+    """Measured throughput (see the module docstring); ``measured``/``machine``/``source`` say where it is from."""
+
+    measured: str
+    machine: str
+    source: str
+    read_bytes_per_core_second: float
+    parallel_efficiency: float
+    families: dict[str, Family] = field(default_factory=dict)
+    worker_startup_core_seconds: float = 0.0
+
+    def family(self, name: str) -> Family:
+        if name not in self.families:
+            raise FreqlabError(
+                f"no throughput measured for tokenizer family {name!r} (measured: {', '.join(self.families)}); "
+                "run scripts/bench_cost.py to measure it"
+            )
+        return self.families[name]
+
+
+def load_throughput(path: str | Path | None = None) -> ThroughputTable:
+    """The throughput table: ``path``, or freqlab's own ``data/throughput.json``."""
+    try:
+        source = Path(path) if path is not None else resources.files("freqlab").joinpath(f"data/{THROUGHPUT_FILE}")
+        text = source.read_text(encoding="utf-8")
+        data = json.loads(text)
+        families = {name: Family(**values) for name, values in data.pop("families").items()}
+        return ThroughputTable(**data, families=families)
+    except (OSError, ValueError, KeyError, TypeError) as exc:
+        raise FreqlabError(f"{path or THROUGHPUT_FILE}: not a readable throughput table ({exc})") from None
+
+
+@dataclass(frozen=True)
+class CostEstimate:
+    """What a scan of ``tokens`` tokens (``bytes`` bytes of text) costs; see :func:`estimate_cost`."""
+
+    tokens: int
+    bytes: int
+    family: str
+    sample_rate: float | None
+    core_hours: float
+    node_cores: int
+    wall_hours_one_node: float
+    target_hours: float
+    nodes: int  # nodes of node_cores cores that finish within target_hours
+    wall_hours: float  # on that many nodes
+    throughput: dict
+
+    def as_dict(self) -> dict:
+        return asdict(self)
+
+
+def estimate_cost(table: ThroughputTable, family: str, *, tokens: int | None = None, bytes: int | None = None,
+                  sample_rate: float | None = None, node_cores: int = 32, target_hours: float = 1.0) -> CostEstimate:
+    """Core-hours and wall time of a scan of a corpus of ``tokens`` tokens or ``bytes`` bytes of text (one of
+    them; the other follows from the family's bytes per token), with tokenizers of ``family``, sampled at
+    ``sample_rate`` (None: a full scan), on nodes of ``node_cores`` cores; ``nodes`` is how many such nodes
+    finish within ``target_hours``. See the module docstring for the model."""
+    measured = table.family(family)
+    if (tokens is None) == (bytes is None):
+        raise FreqlabError("give the corpus size in tokens or in bytes (one of them)")
+    if node_cores < 1 or not target_hours > 0:
+        raise FreqlabError(f"node cores must be >= 1 and the target time positive, got {node_cores}, {target_hours}")
+    beta, tau, rho = measured.bytes_per_token, measured.tokens_per_core_second, table.read_bytes_per_core_second
+    if tokens is None:
+        tokens = round(bytes / beta)
+    if bytes is None:
+        bytes = round(tokens * beta)
+    rate = 1.0 if sample_rate is None else float(sample_rate)
+    per_token_tokenizing = max(1 / tau - beta / rho, 0.0)  # what tokenizing adds to reading, per token
+    seconds = bytes / rho + rate * tokens * per_token_tokenizing if rate < 1 else tokens / tau
+    node = node_cores * table.parallel_efficiency  # core-seconds per second of one node
+    startup = table.worker_startup_core_seconds  # each worker, once, before its first shard
+    nodes = max(1, math.ceil(seconds / (node * max(target_hours * 3600 - startup, 1.0))))
+    return CostEstimate(
+        tokens=int(tokens), bytes=int(bytes), family=family, sample_rate=sample_rate,
+        core_hours=(seconds + nodes * node_cores * startup) / 3600, node_cores=node_cores,
+        wall_hours_one_node=(seconds / node + startup) / 3600, target_hours=target_hours, nodes=nodes,
+        wall_hours=(seconds / (nodes * node) + startup) / 3600,
+        throughput={"tokens_per_core_second": tau, "bytes_per_token": beta, "read_bytes_per_core_second": rho,
+                    "parallel_efficiency": table.parallel_efficiency, "measured": table.measured,
+                    "machine": table.machine, "source": table.source},
+    )
+
+
+def sampled_error(lengths, counts, L: int, regime: str, documents: int, *, seed: int = 0) -> dict | None:
+    """The error bar a sampled scan of ``documents`` documents would give, from the length histogram of an
+    earlier (smaller) sample ``(lengths, counts)``: its bootstrap interval (:mod:`freqlab.scan.uncertainty`)
+    with the half-width scaled by √(n / documents), n the documents it holds (the 1/√n law of independent
+    sampling, checked in the tests). Returns ``{share: half-width}`` with ``level``, or None (see
+    :func:`~freqlab.scan.uncertainty.no_interval`)."""
+    counts = np.asarray(counts, np.int64)
+    ci = share_intervals(lengths, counts, L, regime, seed=seed)
+    if ci is None or documents < 1:
+        return None
+    scale = math.sqrt(int(counts.sum()) / documents)
+    return {"level": ci["level"], **{share: (ci[share][1] - ci[share][0]) / 2 * scale for share in SHARES}}
+
+
+def format_estimate(cost: CostEstimate, errors: list[dict] | None = None) -> str:
+    """The terminal report of an estimate."""
+    t = cost.throughput
+    what = "full scan" if cost.sample_rate is None else f"sampled scan at rate {cost.sample_rate:g}"
+    within = (f"{cost.nodes} nodes finish within {cost.target_hours:g} h ({human_hours(cost.wall_hours)})"
+              if cost.nodes > 1 else f"one node finishes within {cost.target_hours:g} h")
+    lines = [
+        f"corpus     {human_count(cost.tokens)} tokens, {human_count(cost.bytes)}B of text "
+        f"({t['bytes_per_token']:.2f} bytes per token)",
+        f"throughput {human_count(t['tokens_per_core_second'])} tokens per core-second ({cost.family}); "
+        f"reading alone {t['read_bytes_per_core_second'] / 1e6:,.0f} MB per core-second; "
+        f"parallel efficiency {t['parallel_efficiency']:.2f}",
+        f"           measured {t['measured']} on {t['machine']} ({t['source']})",
+        f"{what}: {cost.core_hours:,.1f} core-hours; one node of {cost.node_cores} cores: "
+        f"{human_hours(cost.wall_hours_one_node)}; {within}",
+    ]
+    for row in errors or []:
+        if row["error"] is None:
+            lines.append(f"error bar  L={row['L']} {row['regime']}: none ({no_interval(row['regime'])})")
+            continue
+        e = row["error"]
+        lines.append(
+            f"error bar  L={row['L']} {row['regime']}, {human_count(row['documents'])} documents sampled: "
+            f"±{100 * e['share_at_most_half']:.2g} points at i ≤ {row['L'] // 2}, "
+            f"±{100 * e['share_at_least_three_quarters']:.2g} at i ≥ {3 * row['L'] // 4} "
+            f"({100 * LEVEL:g}% interval, from {human_count(row['from_documents'])} documents)"
+        )
+    return "\n".join(lines)
+
+
+def human_hours(hours: float) -> str:
+    """``45 s``, ``12 min``, ``3.4 h``."""
+    if hours < 1 / 60:
+        return f"{hours * 3600:.0f} s"
+    if hours < 1:
+        return f"{hours * 60:.0f} min"
+    return f"{hours:,.1f} h"
+
+
+def estimate_scan(*, tokenizer: str | None = None, tokens: int | None = None, bytes: int | None = None,
+                  sample_rate: float | None = None, node_cores: int = 32, target_hours: float = 1.0,
+                  lengths: str | Path | None = None, L=(2048,), regimes=("natural",), seed: int = 0,
+                  table: ThroughputTable | None = None) -> dict:
+    """``freqlab scan --estimate``: the cost of a scan with ``tokenizer`` (its family is its counter's backend)
+    of a corpus of ``tokens`` tokens or ``bytes`` bytes (:func:`estimate_cost`) and, for a sampled scan with the
+    length histogram of an earlier sample of the corpus (``lengths``: a ``lengths.parquet``), the error bar of
+    its mass shares per window and regime (:func:`sampled_error`). Returns ``{"cost": ..., "error_bars": [...]}``.
+    """
+    from freqlab.histogram import LengthHistogram
+    from freqlab.scan.driver import load_counter
+
+    family = load_counter(tokenizer, False).backend
+    cost = estimate_cost(table or load_throughput(), family, tokens=tokens, bytes=bytes, sample_rate=sample_rate,
+                         node_cores=node_cores, target_hours=target_hours)
+    errors = []
+    if lengths is not None and sample_rate is not None:
+        sample = LengthHistogram.read_parquet(lengths)
+        if sample.documents < 2:
+            raise FreqlabError(f"{lengths}: fewer than two documents, no error bar to scale")
+        documents = round(sample_rate * cost.tokens * sample.documents / sample.tokens)
+        for window in L:
+            for regime in regimes:
+                error = sampled_error(sample.lengths, sample.counts, window, regime, documents, seed=seed)
+                errors.append({"L": window, "regime": regime, "documents": documents,
+                               "from_documents": sample.documents, "error": error})
+    return {"cost": cost.as_dict(), "error_bars": errors, "report": format_estimate(cost, errors)}
