@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import sys
+from pathlib import Path
 
 import click
 
@@ -166,7 +167,10 @@ def scan_command(dataset, config, split, data_files, input_format, text_field, s
     if plot:
         from freqlab.plots import scan_figures  # matplotlib only when figures are asked for
 
-        for path in scan_figures(result.histogram, Ls, regimes, out, plot_formats, tokens=tokens, tau=tau, seed=seed):
+        written = scan_figures(
+            result.histogram, Ls, regimes, Path(out) / "figures", plot_formats, tokens=tokens, tau=tau, seed=seed
+        )
+        for path in written:
             click.echo(f"wrote {path}", err=as_json)  # stderr under --json, so stdout stays JSON
 
 

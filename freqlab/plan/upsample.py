@@ -30,17 +30,19 @@ from pathlib import Path
 
 import numpy as np
 
+from freqlab.display import Display, Displayed
 from freqlab.errors import FreqlabError
 from freqlab.frequency import DEFAULT_TAU, position_frequency
 from freqlab.frequency.schedule import Schedule, ScheduleFrequency, Stage
 from freqlab.histogram import LengthHistogram
+from freqlab.plan import display as shown
 from freqlab.plan.well_trained import as_histogram, as_schedule_frequency, check_window, json_fields
 
 ADDITIVE_REGIMES: tuple[str, ...] = ("natural", "truncate", "pack")
 
 
-@dataclass(frozen=True)
-class UpsamplePlan:
+@dataclass(frozen=True, repr=False)
+class UpsamplePlan(Displayed):
     """Extra long-document tokens for f_T(E) >= tau, and the mix they produce."""
 
     L: int
@@ -63,6 +65,9 @@ class UpsamplePlan:
 
     def to_dict(self) -> dict:
         return {"method": "upsample", **json_fields(self)}
+
+    def _display(self) -> Display:
+        return shown.upsample_display(self)
 
 
 def plan_upsample(

@@ -3,7 +3,7 @@
 >>> position_label(1536), position_label(2048), position_label(100)
 ('1.5K', '2K', '100')
 >>> distance_label(34_000), distance_label(130_880), distance_label(500)
-('34k', '130.88k', '500')
+('34,000', '130,880', '500')
 """
 
 from __future__ import annotations
@@ -18,14 +18,7 @@ from freqlab.errors import FreqlabError
 from freqlab.frequency.summary import human_count
 from freqlab.histogram import LengthHistogram
 from freqlab.plots.style import NOTE_SIZE
-
-
-def position_label(x: float) -> str:
-    """Positions and lengths in the papers' convention, K = 1024: 1536 -> '1.5K', 131072 -> '128K'."""
-    x = float(x)
-    if abs(x) >= 1024 and (x * 4) % 1024 == 0:
-        return f"{x / 1024:g}K"
-    return f"{x:g}"
+from freqlab.sizes import position_label
 
 
 def count_label(y: float) -> str:
@@ -41,8 +34,9 @@ def format_positions(axis, L: int | None = None) -> None:
 
 
 def distance_label(x: float) -> str:
-    """Distances in decimal thousands (HARPE grids are decimal): 34000 -> '34k', 130880 -> '130.88k'."""
-    return f"{x / 1000:g}k" if abs(x) >= 1000 else f"{x:g}"
+    """Distances written out in full (HARPE grids are decimal, so neither K = 1024 nor a decimal "k" would be
+    unambiguous next to the position axes): 34000 -> '34,000', 130880 -> '130,880'."""
+    return f"{x:,.0f}" if float(x).is_integer() else f"{x:,g}"
 
 
 def format_distances(axis) -> None:
