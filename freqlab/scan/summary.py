@@ -348,7 +348,8 @@ def scan_display(result) -> Display:
     lines.append(f"{where}" + (f"; partial: {run['partial']}" if run.get("partial") else ""))
     rows = [*shown.rows]
     if run:
-        rows.append(("time", f"{run['wall_seconds']:.1f} s ({run['engine']}, {run['workers']} workers)"))
+        workers = f"{run['workers']} worker{'s' if run['workers'] != 1 else ''}"
+        rows.append(("time", f"{run['wall_seconds']:.1f} s ({run['engine']}, {workers})"))
     budget = summary.get("budget", {})
     if budget:
         rows.append(("budget T", f"{human_count(budget['training_tokens'])} tokens ({budget['training_tokens_from']})"))

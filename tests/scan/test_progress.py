@@ -4,6 +4,7 @@ it; silent when piped or disabled; JSON lines report bytes as they are read, exa
 from __future__ import annotations
 
 import io
+import itertools
 import json
 import os
 import random
@@ -80,8 +81,8 @@ def test_jsonl_shards_report_bytes_as_they_are_read_and_exactly_their_size_in_al
     for compress in (False, True):
         path = _jsonl(tmp_path / f"c{int(compress)}.jsonl{'.zst' if compress else ''}", 6000, compress)
         (shard,) = open_corpus(str(path)).shards
-        calls = []
-        count_shard(shard, _Words(), ShardOptions(batch_size=100), lambda d, t, b: calls.append((d, t, b)))
+        calls: list[tuple[int, int, int]] = []
+        count_shard(shard, _Words(), ShardOptions(batch_size=100), lambda *report, seen=calls: seen.append(report))
         assert sum(b for _, _, b in calls) == shard.size() == os.path.getsize(path)
         # bytes arrive with the batches, not all at the end (a large file shows its percent while it is read)
         assert sum(1 for d, _, b in calls if d and b) >= 2, calls
@@ -94,7 +95,7 @@ def test_compressed_ranges_split_the_file_size_exactly(tmp_path):
     (whole,) = open_corpus(str(path)).shards
     size = os.path.getsize(path)
     cuts = [0, 7, 30, None]  # ranges of the estimated decompressed content
-    parts = [JsonlShard(f"p{k}", whole.file, whole.fields, a, b) for k, (a, b) in enumerate(zip(cuts, cuts[1:]))]
+    parts = [JsonlShard(f"p{k}", whole.file, whole.fields, a, b) for k, (a, b) in enumerate(itertools.pairwise(cuts))]
     assert sum(p.size() for p in parts) == size
 
 
