@@ -51,7 +51,7 @@ import numpy as np
 
 from freqlab.errors import FreqlabError
 from freqlab.frequency import DEFAULT_TAU, position_frequency
-from freqlab.frequency.schedule import Schedule, ScheduleFrequency, Stage
+from freqlab.frequency.schedule import Schedule, ScheduleFrequency, Stage, stage_histogram
 from freqlab.histogram import LengthHistogram
 from freqlab.plan.well_trained import as_histogram, as_schedule_frequency, check_window, json_fields
 
@@ -128,7 +128,9 @@ class UpsamplePlan:
     options: tuple[BudgetOption, ...] = ()
 
     def to_dict(self) -> dict:
-        return {"method": "upsample", **json_fields(self)}
+        data = json_fields(self, skip=("steps", "options"))
+        steps, options = [s.to_dict() for s in self.steps], [o.to_dict() for o in self.options]
+        return {"method": "upsample", **data, "by_source": self.by_source(), "steps": steps, "options": options}
 
     def by_source(self) -> list[dict]:
         """The added documents per source: documents, tokens, shortest and longest length, occurrences of E."""
@@ -205,11 +207,8 @@ def plan_upsample_schedule(
     ``tau`` defaults to the schedule's. Each stage's corpus is its histogram (read from the schedule).
     """
     sf = as_schedule_frequency(schedule)
-    histograms: dict = {}
-    for stage in sf.schedule.stages:
-        if stage.histogram not in histograms:
-            histograms[stage.histogram] = as_histogram(stage.histogram)
-    stage_histograms = [histograms[stage.histogram] for stage in sf.schedule.stages]
+    cache: dict = {}
+    stage_histograms = [stage_histogram(stage, cache) for stage in sf.schedule.stages]
     tau = sf.schedule.tau if tau is None else tau
     return _plan(sf, stage_histograms, E, tau, long_lengths, max_upweight, seed)
 
@@ -439,7 +438,7 @@ def _options(sf, h, k, E, regime, a, before, threshold, T, X, b, seed) -> list[B
             continue
         fr = position_frequency(h.lengths, h.counts, L, packing, seed=seed)
         if fr[E] > 0:
-            out.append(option(f"pack the same mix as {packing}", Fraction(int(fr[E]), int(fr[0]))))
+            out.append(option(f"the same mix packed as {packing}", Fraction(int(fr[E]), int(fr[0]))))
     return out
 
 
