@@ -70,7 +70,8 @@ class TextFilesShard(Shard):
         """A digest of the group's file ids, sizes and modification times."""
         digest = hashlib.blake2b(digest_size=12)
         for file in self.files:
-            digest.update(f"{file.id}\0{file.size}\0{file.mtime_ns}\n".encode())
+            version = getattr(file, "version", "")  # a remote file's ETag (freqlab.corpus.remote)
+            digest.update(f"{file.id}\0{file.size}\0{file.mtime_ns}{version and chr(0) + version}\n".encode())
         return {"files": len(self.files), "stamp": digest.hexdigest()}
 
     def size(self) -> int | None:
