@@ -38,9 +38,9 @@ from importlib import resources
 from pathlib import Path
 
 import numpy as np
-import yaml
 
 from freqlab.errors import FreqlabError
+from freqlab.frequency.schedule import read_yaml
 from freqlab.histogram import LengthHistogram, combine_sources
 
 UNITS: tuple[str, ...] = ("epochs", "share")
@@ -196,16 +196,7 @@ def _show(w: Fraction) -> str:
 
 def load_mixture(path: str | Path) -> Mixture:
     """Read a YAML or JSON mixture file (see the module docstring)."""
-    path = Path(path)
-    try:
-        data = yaml.safe_load(path.read_text(encoding="utf-8"))
-    except OSError as exc:
-        raise FreqlabError(f"{path}: cannot read mixture ({exc.strerror})") from None
-    except UnicodeDecodeError as exc:
-        raise FreqlabError(f"{path}: not a UTF-8 text file (byte {exc.start})") from None
-    except yaml.YAMLError as exc:
-        raise FreqlabError(f"{path}: not valid YAML/JSON ({str(exc).splitlines()[0]})") from None
-    return Mixture.from_dict(data, name=str(path))
+    return Mixture.from_dict(read_yaml(Path(path), "mixture"), name=str(path))
 
 
 def _load_presets() -> dict[str, Mixture]:

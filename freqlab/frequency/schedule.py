@@ -83,15 +83,20 @@ class Schedule:
 def load_schedule(path: str | Path, *, histogram: str | Path | None = None, weights: str | None = None) -> Schedule:
     """Read and validate a schedule file; ``histogram`` and ``weights`` override its default corpus and mix."""
     path = Path(path)
+    data = read_yaml(path, "schedule")
+    return parse_schedule(data, base=path.parent, source=str(path), histogram=histogram, weights=weights)
+
+
+def read_yaml(path: Path, what: str):
+    """A YAML (or JSON) file's data; a one-line FreqlabError naming the file and ``what`` it should hold."""
     try:
-        data = yaml.safe_load(path.read_text(encoding="utf-8"))
+        return yaml.safe_load(Path(path).read_text(encoding="utf-8"))
     except OSError as exc:
-        raise FreqlabError(f"{path}: cannot read schedule ({exc.strerror})") from None
+        raise FreqlabError(f"{path}: cannot read {what} ({exc.strerror})") from None
     except UnicodeDecodeError as exc:
         raise FreqlabError(f"{path}: not a UTF-8 text file (byte {exc.start})") from None
     except yaml.YAMLError as exc:
         raise FreqlabError(f"{path}: not valid YAML/JSON ({str(exc).splitlines()[0]})") from None
-    return parse_schedule(data, base=path.parent, source=str(path), histogram=histogram, weights=weights)
 
 
 def parse_schedule(
