@@ -222,3 +222,25 @@ def test_rope_takes_the_window_from_a_schedule(tmp_path):
     assert data["L"] == 4096 and data["plans"][0]["factor"] == 4.0  # 16384 / the longest stage window
     assert run("plan", "rope", "--schedule", schedule, "--L", 2048, "--target", 16384).exit_code == 1
     assert run("plan", "rope", "--target", 16384).exit_code == 2
+
+
+def test_planners_follow_the_budget_rule_and_weights(tmp_path):
+    from freqlab.histogram import combine_sources
+
+    split, alone = tmp_path / "split.parquet", tmp_path / "rows.parquet"
+    rows = LengthHistogram.from_counts([2048], [1000])
+    combine_sources({"rows": rows, "short": LengthHistogram.from_counts([100], [50])}).to_parquet(split)
+    rows.to_parquet(alone)
+    # no --tokens: T = 1T, printed; f_T(i) = 1T (2048 - i)/2048 >= 100B <=> i <= 1843: N* = 1844
+    text = run("plan", "string", "--hist", alone, "--L", 2048).output
+    assert text.startswith("budget     T = 1T training tokens (freqlab default; --tokens sets it); tau = 100B")
+    assert "N* = 1844 (rule: budget)" in text
+    assert "(rule: mass)" in run("plan", "string", "--hist", alone, "--L", 2048, "--mass", 0.9).output
+    # weights that leave out the short documents give the plan of the rows alone
+    weighted = json.loads(
+        run("plan", "string", "--hist", split, "--L", 2048, "--weights", "rows=1,short=0", "--json").output
+    )
+    assert (
+        weighted["N_star"] == json.loads(run("plan", "string", "--hist", alone, "--L", 2048, "--json").output)["N_star"]
+    )
+    assert run("plan", "string", "--L", 2048, "--weights", "rows=1").exit_code == 2  # nothing to weight
