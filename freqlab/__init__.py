@@ -27,6 +27,8 @@ _EXPORTS = {
     "share_at_least": "freqlab.frequency",
     "share_at_most": "freqlab.frequency",
     "tokens_needed": "freqlab.frequency",
+    "Mixture": "freqlab.frequency.mixture",
+    "weighted_histogram": "freqlab.frequency.mixture",
 }
 
 __all__ = sorted(_EXPORTS)
