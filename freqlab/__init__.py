@@ -31,6 +31,8 @@ _EXPORTS = {
     "share_at_least": "freqlab.frequency",
     "share_at_most": "freqlab.frequency",
     "tokens_needed": "freqlab.frequency",
+    "Mixture": "freqlab.frequency.mixture",
+    "weighted_histogram": "freqlab.frequency.mixture",
 }
 
 # what the notebooks use: results, summaries, planners (issue 16)

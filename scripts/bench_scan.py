@@ -1,20 +1,27 @@
 #!/usr/bin/env python
-"""Benchmark ``freqlab scan`` against datatrove and a plain ``datasets`` + ``tokenizers`` loop (not a test).
+"""Benchmark ``freqlab scan`` against datatrove, a plain ``datasets`` + ``tokenizers`` loop and the bare encode and
+read loops (not a test).
 
-The same ``.jsonl.zst`` files are scanned with the same tokenizer (the built-in default, Tekken) five ways,
-each in a fresh process so peak memory is its own:
+The same ``.jsonl.zst`` files are scanned with the same tokenizer (``--tokenizer``: the built-in Tekken by default,
+or a ``tokenizer.json``) several ways, each in a fresh process so peak memory is its own:
 
-- ``freqlab``: ``freqlab.scan.scan`` on all cores (local engine);
+- ``freqlab``: ``freqlab.scan.scan`` on all cores (local engine), cold (the whole process) and warm (a second scan);
+- ``freqlab-1core``: a warm ``scan(workers=1)`` (in this process: one core, end to end);
 - ``datatrove``: ``JsonlReader -> TokensCounter -> LengthCounter`` with ``LocalPipelineExecutor`` on all
-  cores, using a ``tokenizer.json`` equivalent of Tekken (built below from Tekken's own ranks);
+  cores, with the ``tokenizer.json`` (for Tekken: an equivalent built from Tekken's own ranks);
 - ``hf-datasets``: ``datasets`` streaming + ``Tokenizer.encode_batch`` (rayon threads on all cores);
-- ``bare-tiktoken`` / ``bare-hf``: the tokenizers alone on texts preloaded in memory, all cores
-  (``Encoding.encode_ordinary_batch`` threads; ``Tokenizer.encode_batch``).
+- ``bare-fast`` / ``bare-tiktoken`` / ``bare-hf``: the tokenizers alone on texts preloaded in memory, all cores
+  (freqlab's fastest verified backend, fastokens, on its thread pool; tiktoken's ``encode_ordinary_batch``
+  threads, Tekken only; ``Tokenizer.encode_batch``);
+- ``bare-read``: decompress and parse the files (orjson), one core: the floor of any scan.
 
 All histograms must be identical. Input: ``/work/shared/corpora/*.jsonl.zst`` (or ``--corpus``) repeated to
-about ``--chars`` characters, else the built-in corpus. Writes a Markdown table (``--out``).
+about ``--chars`` characters in ``--files`` files (default: 4 per copy), else the built-in corpus. Writes a
+Markdown table (``--out``).
 
     python scripts/bench_scan.py --chars 100e6 --out scripts/bench_scan.md
+    python scripts/bench_scan.py --chars 1e9 --methods freqlab,datatrove,bare-fast --out scripts/bench_scan_1g.md
+    python scripts/bench_scan.py --chars 90e6 --files 3 --methods freqlab,freqlab-1core,bare-read  # few large files
 """
 
 from __future__ import annotations
@@ -48,9 +55,15 @@ def read_texts(files: list[str]) -> list[str]:
     return texts
 
 
-def prepare_corpus(folder: Path, sources: list[str], chars: float, files_per_copy: int) -> dict:
-    """Repeat the source documents until about ``chars`` characters, as several .jsonl.zst files."""
+def prepare_corpus(
+    folder: Path, sources: list[str], chars: float, files_per_copy: int, files: int | None = None
+) -> dict:
+    """Repeat the source documents until about ``chars`` characters, as ``files_per_copy`` .jsonl.zst files per
+    copy, or (``files``) as that many large files in all."""
     import zstandard
+
+    if files is not None:
+        return _few_files(folder, sources, chars, files)
 
     if sources:
         texts, origin = read_texts(sources), ", ".join(os.path.basename(s) for s in sources)
@@ -73,6 +86,23 @@ def prepare_corpus(folder: Path, sources: list[str], chars: float, files_per_cop
             "files": copies * files_per_copy}
 
 
+def _few_files(folder: Path, sources: list[str], chars: float, files: int) -> dict:
+    import zstandard
+
+    texts = read_texts(sources)
+    size = sum(map(len, texts))
+    copies = max(1, round(chars / size))
+    everything = texts * copies
+    folder.mkdir(parents=True, exist_ok=True)
+    per_file = -(-len(everything) // files)
+    for k in range(files):
+        chunk = everything[k * per_file : (k + 1) * per_file]
+        data = "".join(json.dumps({"text": t}) + "\n" for t in chunk).encode()
+        (folder / f"big-{k}.jsonl.zst").write_bytes(zstandard.ZstdCompressor(level=3).compress(data))
+    return {"origin": ", ".join(os.path.basename(s) for s in sources), "copies": copies,
+            "documents": len(everything), "characters": size * copies, "files": files}
+
+
 def tekken_ranks() -> tuple[dict[bytes, int], str]:
     """Tekken's ordinary-token ranks and regex (those of freqlab's built-in tiktoken fast path)."""
     from freqlab.tokenize import load_tokenizer
@@ -91,11 +121,11 @@ def write_tokenizer_json(path: Path) -> None:
 
 
 # --- the methods (each runs in its own process) --------------------------------------------------------------
-def method_freqlab(folder: str, workers: int, tokenizer_json: str) -> tuple[Counter, dict]:
+def method_freqlab(folder: str, workers: int, tokenizer_json: str, spec: str | None = None) -> tuple[Counter, dict]:
     from freqlab.scan import scan
 
     def once():
-        return scan(folder, workers=workers, progress=False, L=[2048], regimes=["natural"])
+        return scan(folder, tokenizer=spec, workers=workers, progress=False, L=[2048], regimes=["natural"])
 
     result = once()  # cold: tokenizer load + fast-path verification, worker start-up
     start = time.perf_counter()
@@ -110,7 +140,48 @@ def method_freqlab(folder: str, workers: int, tokenizer_json: str) -> tuple[Coun
     }
 
 
-def method_datatrove(folder: str, workers: int, tokenizer_json: str) -> tuple[Counter, dict]:
+def method_freqlab_1core(folder: str, workers: int, tokenizer_json: str, spec: str | None = None):
+    """A warm scan on one core (in-process), timed: what a core costs end to end, against ``bare-read``."""
+    from freqlab.scan import scan
+    from freqlab.tokenize import load_tokenizer
+
+    counter = load_tokenizer(spec)  # fastokens when installed, whatever the corpus size
+    scan(folder, tokenizer=counter, workers=1, progress=False, max_docs=2)  # warm
+    start = time.perf_counter()
+    result = scan(folder, tokenizer=counter, workers=1, progress=False, L=[2048], regimes=["natural"])
+    h = result.histogram
+    return Counter(dict(zip(h.lengths.tolist(), h.counts.tolist(), strict=True))), {
+        "timed_seconds": time.perf_counter() - start, "backend": counter.backend}
+
+
+def method_bare_read(folder: str, workers: int, tokenizer_json: str, spec: str | None = None):
+    """Decompress and parse every line (orjson), one core: no tokenizer, no counting (histogram: none)."""
+    import orjson
+
+    from freqlab.corpus.jsonl import open_binary
+
+    start = time.perf_counter()
+    documents = 0
+    for path in sorted(glob.glob(os.path.join(folder, "*.jsonl.zst"))):
+        with open_binary(path) as stream:
+            for line in stream:
+                documents += len(orjson.loads(line)["text"]) >= 0
+    return None, {"timed_seconds": time.perf_counter() - start, "documents": documents}
+
+
+def method_bare_fast(folder: str, workers: int, tokenizer_json: str, spec: str | None = None):
+    """freqlab's fastest verified backend (fastokens) on preloaded texts, on its own thread pool (all cores)."""
+    os.environ["FASTOKENS_BPE_THREADS"] = str(workers)
+    from freqlab.tokenize import load_tokenizer
+
+    counter = load_tokenizer(spec)
+    texts = _preloaded(folder)
+    start = time.perf_counter()
+    counts = counter.counts_by(counter.backend, texts)
+    return Counter(counts.tolist()), {"timed_seconds": time.perf_counter() - start, "backend": counter.backend}
+
+
+def method_datatrove(folder: str, workers: int, tokenizer_json: str, spec: str | None = None) -> tuple[Counter, dict]:
     from datatrove.executor import LocalPipelineExecutor
     from datatrove.pipeline.readers import JsonlReader
     from datatrove.pipeline.tokens.counter import LengthCounter, TokensCounter
@@ -133,7 +204,7 @@ def method_datatrove(folder: str, workers: int, tokenizer_json: str) -> tuple[Co
     return hist, {}
 
 
-def method_hf_datasets(folder: str, workers: int, tokenizer_json: str) -> tuple[Counter, dict]:
+def method_hf_datasets(folder: str, workers: int, tokenizer_json: str, spec: str | None = None):
     from datasets import load_dataset
     from tokenizers import Tokenizer
 
@@ -156,7 +227,7 @@ def _preloaded(folder: str) -> list[str]:
     return read_texts(sorted(glob.glob(os.path.join(folder, "*.jsonl.zst"))))
 
 
-def method_bare_tiktoken(folder: str, workers: int, tokenizer_json: str) -> tuple[Counter, dict]:
+def method_bare_tiktoken(folder: str, workers: int, tokenizer_json: str, spec: str | None = None):
     import tiktoken
 
     ranks, pattern = tekken_ranks()
@@ -167,7 +238,7 @@ def method_bare_tiktoken(folder: str, workers: int, tokenizer_json: str) -> tupl
     return Counter(lengths), {"timed_seconds": time.perf_counter() - start}
 
 
-def method_bare_hf(folder: str, workers: int, tokenizer_json: str) -> tuple[Counter, dict]:
+def method_bare_hf(folder: str, workers: int, tokenizer_json: str, spec: str | None = None):
     from tokenizers import Tokenizer
 
     tokenizer = Tokenizer.from_file(tokenizer_json)
@@ -179,9 +250,12 @@ def method_bare_hf(folder: str, workers: int, tokenizer_json: str) -> tuple[Coun
     return hist, {"timed_seconds": time.perf_counter() - start}
 
 
-FAST = ("freqlab", "bare-tiktoken")
+FAST = ("freqlab", "freqlab-1core", "bare-read", "bare-fast", "bare-tiktoken")
 METHODS = {
     "freqlab": method_freqlab,
+    "freqlab-1core": method_freqlab_1core,
+    "bare-read": method_bare_read,
+    "bare-fast": method_bare_fast,
     "datatrove": method_datatrove,
     "hf-datasets": method_hf_datasets,
     "bare-tiktoken": method_bare_tiktoken,
@@ -192,9 +266,10 @@ METHODS = {
 def run_child(args) -> None:
     os.environ.setdefault("RAYON_NUM_THREADS", str(args.workers))
     start = time.perf_counter()
-    hist, extra = METHODS[args.method](args.folder, args.workers, args.tokenizer_json)
+    hist, extra = METHODS[args.method](args.folder, args.workers, args.tokenizer_json, args.tokenizer)
     seconds = time.perf_counter() - start
-    Path(args.result).write_text(json.dumps({"seconds": seconds, "histogram": sorted(hist.items()), **extra}))
+    histogram = sorted(hist.items()) if hist is not None else None
+    Path(args.result).write_text(json.dumps({"seconds": seconds, "histogram": histogram, **extra}))
 
 
 # --- the driver ----------------------------------------------------------------------------------------------
@@ -208,12 +283,14 @@ def peak_tree_rss(process) -> int:
         return 0
 
 
-def measure(method: str, folder: Path, workers: int, tokenizer_json: Path, work: Path) -> dict:
+def measure(method: str, folder: Path, workers: int, tokenizer_json: Path, work: Path, spec: str | None) -> dict:
     import psutil
 
     result = work / f"{method}.json"
     command = [sys.executable, __file__, "--child", method, "--folder", str(folder), "--workers", str(workers),
                "--tokenizer-json", str(tokenizer_json), "--result", str(result)]
+    if spec:
+        command += ["--tokenizer", spec]
     load = os.getloadavg()[0]
     start = time.perf_counter()
     child = subprocess.Popen(command, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
@@ -234,9 +311,10 @@ def measure(method: str, folder: Path, workers: int, tokenizer_json: Path, work:
     if child.returncode != 0:
         return {"method": method, "error": stderr.decode(errors="replace").strip().splitlines()[-1:]}
     data = json.loads(result.read_text())
-    hist = Counter({int(k): int(v) for k, v in data["histogram"]})
-    return {"method": method, "wall": wall, "peak_rss": peak, "histogram": hist, "load": load,
-            "tokens": sum(k * v for k, v in hist.items()), **{k: v for k, v in data.items() if k != "histogram"}}
+    hist = Counter({int(k): int(v) for k, v in data["histogram"]}) if data["histogram"] is not None else None
+    tokens = sum(k * v for k, v in hist.items()) if hist is not None else None
+    return {"method": method, "wall": wall, "peak_rss": peak, "histogram": hist, "load": load, "tokens": tokens,
+            **{k: v for k, v in data.items() if k != "histogram"}}
 
 
 def best_of(repeats: int, *args) -> dict:
@@ -246,15 +324,15 @@ def best_of(repeats: int, *args) -> dict:
     return min(ok, key=lambda r: r.get("timed_seconds") or r["wall"] - r.get("warm_seconds", 0)) if ok else runs[0]
 
 
-def table(rows: list[dict], info: dict, workers: int) -> str:
+def table(rows: list[dict], info: dict, workers: int, tokenizer: str) -> str:
     done = [r for r in rows if "error" not in r]
-    freqlab = next((r for r in done if r["method"] == "freqlab"), done[0])
-    reference = freqlab["histogram"]
-    tokens = freqlab["tokens"]
+    counted = [r for r in done if r["histogram"] is not None]
+    freqlab = next((r for r in counted if r["method"] == "freqlab"), counted[0])
+    reference, tokens = freqlab["histogram"], freqlab["tokens"]
     lines = [
         f"Input: {info['origin']} x{info['copies']} = {info['documents']:,} documents, "
-        f"{info['characters'] / 1e6:.0f}M characters in {info['files']} .jsonl.zst files; tokenizer Tekken "
-        f"(131k, freqlab backend: {freqlab.get('backend')}); {workers} workers on {os.cpu_count()} cores; "
+        f"{info['characters'] / 1e6:,.0f}M characters in {info['files']} .jsonl.zst files; tokenizer {tokenizer} "
+        f"(freqlab backend: {freqlab.get('backend')}); {workers} workers on {os.cpu_count()} cores; "
         f"tokens counted: {tokens:,}.",
         "",
         "| method | timed | time (s) | tokens/s | freqlab (cold) ÷ this | peak RSS (MB) | load avg | same histogram |",
@@ -269,14 +347,22 @@ def table(rows: list[dict], info: dict, workers: int) -> str:
             first = r["wall"] - r["warm_seconds"]  # the process ran a second (warm) scan after the first
             entries.append((r, "freqlab (cold)", "whole process: start-up, tokenizer load, read, count", first))
             entries.append((r, "freqlab (warm)", "a second scan() in the same process", r["warm_seconds"]))
+        elif r["method"] == "freqlab-1core":
+            entries.append((r, r["method"], "a warm scan(workers=1): one core, end to end", r["timed_seconds"]))
+        elif r["method"] == "bare-read":
+            entries.append((r, r["method"], "decompress + parse (orjson), one core, no tokenizer", r["timed_seconds"]))
         elif r.get("timed_seconds") is not None:
             entries.append((r, r["method"], "encode call only, texts preloaded", r["timed_seconds"]))
         else:
             entries.append((r, r["method"], "whole process", r["wall"]))
     cold = tokens / entries[0][3] if entries[0][0] is freqlab else None
+    seconds_of = {label: seconds for _, label, _, seconds in entries}
     for r, label, timed, seconds in entries:
-        rate = r["tokens"] / seconds
-        same = "yes" if r["histogram"] == reference else f"NO ({_difference(r['histogram'], reference)})"
+        rate = (r["tokens"] or tokens) / seconds  # bare-read counts no tokens: the corpus's, per second read
+        if r["histogram"] is None:
+            same = "-"
+        else:
+            same = "yes" if r["histogram"] == reference else f"NO ({_difference(r['histogram'], reference)})"
         ratio = f"{cold / rate:.2f}x" if cold else ""
         lines.append(
             f"| {label} | {timed} | {seconds:.1f} | {rate / 1e6:.2f}M | {ratio} | {r['peak_rss'] / 2**20:.0f} "
@@ -285,6 +371,10 @@ def table(rows: list[dict], info: dict, workers: int) -> str:
     lines += ["", "'freqlab (cold) ÷ this': freqlab's end-to-end tokens/s over the row's. The fast rows are the best",
               "of a few runs; 'load avg': 1-minute load average when the run started (the machine is shared).",
               "Peak RSS sums the process tree (workers included)."]
+    if "freqlab-1core" in seconds_of and "bare-read" in seconds_of:
+        share = seconds_of["bare-read"] / seconds_of["freqlab-1core"]
+        lines += ["", f"On one core, reading and parsing alone (bare-read) is {share:.0%} of a whole scan "
+                  f"(freqlab-1core): tokenizing and counting are the other {1 - share:.0%}."]
     return "\n".join(lines)
 
 
@@ -300,6 +390,8 @@ def main() -> None:
     parser.add_argument("--corpus", default=SHARED, help="Glob of source .jsonl.zst files (else built-in corpus).")
     parser.add_argument("--workers", type=int, default=os.cpu_count())
     parser.add_argument("--files-per-copy", type=int, default=4)
+    parser.add_argument("--files", type=int, default=None, help="Write the corpus as this many large files.")
+    parser.add_argument("--tokenizer", default=None, help="Tokenizer spec (default: the built-in Tekken).")
     parser.add_argument("--repeats", type=int, default=3, help="Runs of the fast methods (the best is kept).")
     parser.add_argument("--methods", default=",".join(METHODS))
     parser.add_argument("--out", default=str(Path(__file__).with_name("bench_scan.md")))
@@ -315,23 +407,27 @@ def main() -> None:
         run_child(args)
         return
     work = Path(args.work or tempfile.mkdtemp(prefix="freqlab-bench-"))
-    folder, tokenizer_json = work / "corpus", work / "tekken.tokenizer.json"
+    folder = work / "corpus"
     if not folder.is_dir():
-        info = prepare_corpus(folder, sorted(glob.glob(args.corpus)), args.chars, args.files_per_copy)
+        info = prepare_corpus(folder, sorted(glob.glob(args.corpus)), args.chars, args.files_per_copy, args.files)
         (work / "corpus.json").write_text(json.dumps(info))
     info = json.loads((work / "corpus.json").read_text())
-    if not tokenizer_json.is_file():
-        write_tokenizer_json(tokenizer_json)
+    if args.tokenizer and args.tokenizer.endswith(".json"):
+        tokenizer_json = Path(args.tokenizer)  # the same file for every method
+    else:
+        tokenizer_json = work / "tekken.tokenizer.json"
+        if not tokenizer_json.is_file():
+            write_tokenizer_json(tokenizer_json)
     rows = []
     for method in args.methods.split(","):
         print(f"running {method} ...", file=sys.stderr, flush=True)
         repeats = args.repeats if method in FAST else 1
-        rows.append(best_of(repeats, method, folder, args.workers, tokenizer_json, work))
+        rows.append(best_of(repeats, method, folder, args.workers, tokenizer_json, work, args.tokenizer))
         if "error" not in rows[-1]:
-            print(f"  {rows[-1]['wall']:.1f} s, {rows[-1]['tokens']:,} tokens", file=sys.stderr, flush=True)
+            print(f"  {rows[-1]['wall']:.1f} s, {rows[-1]['tokens']} tokens", file=sys.stderr, flush=True)
         else:
             print(f"  failed: {rows[-1]['error']}", file=sys.stderr, flush=True)
-    text = table(rows, info, args.workers)
+    text = table(rows, info, args.workers, args.tokenizer or "Tekken (built-in)")
     Path(args.out).write_text("# freqlab scan benchmark\n\n" + text + "\n")
     print(text)
 

@@ -8,6 +8,9 @@ import click
 import polars as pl
 
 from freqlab.cli.options import POSITIONS, POSITIONS_NOTE, TOKENS, TOKENS_NOTE
+from freqlab.cli.weights import budget_line, echo_mix, read_histogram, weights_option
+from freqlab.frequency.budget import training_budget
+from freqlab.frequency.mixture import contribution_table
 from freqlab.frequency.regimes import REGIMES
 from freqlab.frequency.schedule import load_schedule, schedule_frequency
 from freqlab.frequency.stats import DEFAULT_TAU, effective_length, share_at_least, share_at_most
@@ -46,7 +49,8 @@ tokens_option = click.option(
     "--tokens",
     type=TOKENS,
     default=None,
-    help=f"Training budget T for f_T and the effective-length prediction, e.g. 1T or 300B {TOKENS_NOTE}.",
+    help=f"Training budget T for f_T and the effective-length prediction, e.g. 1T or 300B {TOKENS_NOTE} "
+    "[default: 1T].",
 )
 tau_option = click.option(
     "--tau",
@@ -75,22 +79,30 @@ def echo_json(data) -> None:
     default=None,
     help="Write f(i) to this Parquet file (columns L, regime, position, frequency; the histogram's metadata).",
 )
+@weights_option
 @json_option
-def freq_command(hist, Ls, regimes, tokens, tau, seed, out, as_json):
+def freq_command(hist, Ls, regimes, tokens, tau, seed, out, weights, as_json):
     """Position frequency f(i) = Σ_s max(|s| - i, 0) of a length histogram, per window and regime.
 
     \b
     Example:
       freqlab freq freqlab-out/lengths.parquet --L 2048 --L 4096 --regime natural --regime concat --tokens 1T
     """
-    h = LengthHistogram.read_parquet(hist)
-    rows = regime_summaries(h.lengths, h.counts, Ls, regimes, tokens=tokens, tau=tau, seed=seed)
+    h, mix = read_histogram(hist, weights, stream="pack" in regimes)
+    budget = training_budget(tokens)
+    rows = regime_summaries(h.lengths, h.counts, Ls, regimes, tokens=budget.tokens, tau=tau, seed=seed)
     if out:
         _write_frequencies(h, Ls, regimes, seed, out)
     if as_json:
-        echo_json({"histogram": str(hist), "corpus": h.corpus, "tokens": h.tokens, "results": rows})
+        extra = {}
+        if mix:
+            extra = {"mixture": mix.to_dict(), "sources": contribution_table(h, mix, Ls[0], regimes[0], seed=seed)}
+        data = {"histogram": str(hist), "corpus": h.corpus, "tokens": h.tokens, "budget": budget.to_dict()}
+        echo_json({**data, **extra, "results": rows})
         return
     click.echo(f"{hist}: {h.documents:,} documents, {h.tokens:,} tokens ({h.corpus or 'unnamed corpus'})")
+    echo_mix(h, mix, Ls[0], regimes[0], seed=seed)
+    click.echo(budget_line(budget, tau))
     for row in rows:
         click.echo(describe(row, detail=True))
     if out:
@@ -123,8 +135,9 @@ def _write_frequencies(h: LengthHistogram, Ls, regimes, seed: int, out) -> None:
 @click.command("stats")
 @click.argument("hist", type=click.Path(dir_okay=False))
 @click.option("--L", "L", type=POSITIONS, default=2048, show_default=True, help=f"Training window {POSITIONS_NOTE}.")
+@weights_option
 @json_option
-def stats_command(hist, L, as_json):
+def stats_command(hist, L, weights, as_json):
     """Summary of a length histogram: documents, tokens, mean, median, percentiles, long-document share; and
     what STRING Sec. 3 reports for TinyLlama 1.3B (2K and 4K windows) beside freqlab's prediction for the same
     windows and budgets on this histogram.
@@ -133,11 +146,12 @@ def stats_command(hist, L, as_json):
     Example:
       freqlab stats freqlab-out/lengths.parquet --L 4096 --json
     """
-    h = LengthHistogram.read_parquet(hist)
+    h, mix = read_histogram(hist, weights)
     summary = h.summary(L)
     probe = string_probe_comparison(h.lengths, h.counts)
     if as_json:
-        echo_json({**summary, "string_sec3": probe})
+        extra = {"mixture": mix.to_dict(), "mix_sources": contribution_table(h, mix, L, "natural")} if mix else {}
+        echo_json({**summary, **extra, "string_sec3": probe})
         return
     rows = [
         ("corpus", summary["corpus"] or "-"),
@@ -159,6 +173,7 @@ def stats_command(hist, L, as_json):
     width = max(len(name) for name, _ in rows)
     for name, value in rows:
         click.echo(f"{name:<{width}}  {value}")
+    echo_mix(h, mix, L, "natural")
     click.echo("")
     for line in describe_string_probe(probe):
         click.echo(line)
@@ -168,8 +183,9 @@ def stats_command(hist, L, as_json):
 @click.argument("file", type=click.Path(dir_okay=False))
 @click.option("--hist", type=click.Path(dir_okay=False), default=None, help="Default histogram for the stages.")
 @tau_option
+@weights_option
 @json_option
-def schedule_command(file, hist, tau, as_json):
+def schedule_command(file, hist, tau, weights, as_json):
     """Position frequency after a multi-stage schedule: stage frequencies scaled to their budgets add up.
 
     \b
@@ -181,7 +197,7 @@ def schedule_command(file, hist, tau, as_json):
     Run:
       freqlab schedule schedule.yaml --json
     """
-    schedule = load_schedule(file, histogram=hist)
+    schedule = load_schedule(file, histogram=hist, weights=weights)
     result = schedule_frequency(schedule)
     total = result.total
     window = result.window
@@ -193,6 +209,7 @@ def schedule_command(file, hist, tau, as_json):
             "tokens": stage.tokens,
             "regime": stage.regime,
             "histogram": str(stage.histogram),
+            "weights": stage.weights,
             "effective_length_alone": _effective_alone(result, k, tau),
         }
         for k, stage in enumerate(schedule.stages)
@@ -212,10 +229,12 @@ def schedule_command(file, hist, tau, as_json):
         echo_json(data)
         return
     click.echo(f"{file}: {len(stages)} stages, {human_count(data['tokens'])} tokens, longest window {window}")
+    click.echo(f"budget     T = the stages' tokens (the schedule's); tau = {human_count(tau)}")
     for stage in stages:
         click.echo(
             f"  {stage['name']:<16} L={stage['L']:<7} {human_count(stage['tokens']):>7} tokens  {stage['regime']:<8}"
             f"  effective length alone: {stage['effective_length_alone']}"
+            + (f"  (weights {stage['weights']})" if stage["weights"] else "")
         )
     click.echo(
         f"all stages: effective length {data['effective_length']} at τ = {human_count(tau)}; "

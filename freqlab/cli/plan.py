@@ -9,18 +9,22 @@ import json
 
 import click
 import polars as pl
+from click.core import ParameterSource
 
 from freqlab.cli.freq import TOKENS, echo_json, json_option
 from freqlab.cli.options import POSITIONS, POSITIONS_NOTE, TOKENS_NOTE, renamed_option
+from freqlab.cli.plan_upsample import upsample_report
+from freqlab.cli.weights import budget_line, current_weights, read_histogram, weights_meta_option
 from freqlab.errors import FreqlabError
 from freqlab.frequency import DEFAULT_TAU
+from freqlab.frequency.budget import training_budget
 from freqlab.frequency.regimes import REGIMES
 from freqlab.frequency.schedule import load_schedule, schedule_frequency
 from freqlab.histogram import LengthHistogram
 from freqlab.plan.rope_scaling import ROPE_TYPES, plan_rope_scaling
 from freqlab.plan.self_extend import evaluate_self_extend, plan_self_extend
 from freqlab.plan.string import DEFAULT_ROUND, DEFAULT_W, plan_string, string_usage
-from freqlab.plan.upsample import plan_upsample, plan_upsample_schedule
+from freqlab.plan.upsample import DEFAULT_MAX_UPWEIGHT, plan_upsample, plan_upsample_schedule
 from freqlab.plan.well_trained import DEFAULT_MASS, FrequencyInputs, well_trained_range
 
 
@@ -81,9 +85,10 @@ mass_option = click.option(
 
 
 def frequency_options(window_help: str = f"Training window {POSITIONS_NOTE} [default: the schedule's longest]."):
-    """--L, --hist, --regime, --tokens, --tau, --schedule, --mass: the inputs of the well-trained range N*."""
+    """--L, --hist, --regime, --tokens, --tau, --schedule, --mass, --weights: the inputs of the well-trained N*."""
     window_option = click.option("--L", "L", type=POSITIONS, default=None, help=window_help)
-    options = (window_option, hist_option, regime_option, tokens_option, tau_option, schedule_option, mass_option)
+    options = (window_option, hist_option, regime_option, tokens_option, tau_option, schedule_option, mass_option,
+               weights_meta_option)
 
     def decorate(func):
         for option in reversed(options):
@@ -98,17 +103,28 @@ def frequency_inputs(
 ) -> tuple[int, FrequencyInputs]:
     """Resolve the :func:`frequency_options` into the window and the planners' frequency keywords.
 
-    The window is --L, else the schedule's longest window, else ``default_L``.
+    The window is --L, else the schedule's longest window, else ``default_L``. A histogram's budget follows the one
+    rule (--tokens, else 1T: :mod:`freqlab.frequency.budget`) unless --mass is given; the budget line is printed.
     """
+    weights = current_weights()
     inputs: FrequencyInputs = {"tokens": tokens, "tau": tau, "mass": mass}
     if schedule:
-        sf = schedule_frequency(load_schedule(schedule, histogram=hist))
+        sf = schedule_frequency(load_schedule(schedule, histogram=hist, weights=weights))
         return (sf.window if L is None else L), {**inputs, "schedule": sf}
     L = default_L if L is None else L
     if L is None:
         raise click.UsageError("give --L (or a --schedule)")
     if hist:
-        return L, {**inputs, "histogram": LengthHistogram.read_parquet(hist), "regime": regime}
+        h = read_histogram(hist, weights, stream=regime == "pack")[0]
+        ctx = click.get_current_context()
+        if tokens is not None or ctx.get_parameter_source("mass") is not ParameterSource.COMMANDLINE:
+            budget = training_budget(tokens)
+            inputs["tokens"] = budget.tokens
+            if not ctx.params.get("as_json"):
+                click.echo(budget_line(budget, DEFAULT_TAU if tau is None else tau))
+        return L, {**inputs, "histogram": h, "regime": regime}
+    if weights:
+        raise click.UsageError("--weights weights the sources of a --hist (or the stages of a --schedule)")
     return L, inputs
 
 
@@ -328,14 +344,24 @@ def rope_command(L, schedule, N, types, rope_theta, head_dim, factor, as_json):
     "--long-hist",
     type=click.Path(dir_okay=False),
     default=None,
-    help="Histogram of the long documents to add [default: the corpus's own documents >= E].",
+    help="Histogram of documents to add in their own proportions [default: the corpus's best, ranked].",
 )
+@click.option(
+    "--max-upweight",
+    type=click.FloatRange(min=1),
+    default=DEFAULT_MAX_UPWEIGHT,
+    show_default=True,
+    help="Add each document length up to this many times its share of T (Muennighoff et al. 2023: ~4 epochs).",
+)
+@weights_meta_option
 @json_option
-def upsample_command(L, E, hist, tokens, tau, regime, schedule, long_hist, as_json):
-    """Long-document tokens to add so that f_T(E) >= tau, and the resulting mix.
+def upsample_command(L, E, hist, tokens, tau, regime, schedule, long_hist, max_upweight, as_json):
+    """What makes f_T(E) >= tau: documents ranked by contribution, more tokens, another packing, side by side.
 
-    With --schedule the occurrences are the schedule's F(E) and the long documents join its last stage with
-    the longest window (--hist is then the default corpus of its stages).
+    Documents of the corpus are ranked by occurrences of E per token and the best added first; the report gives the
+    bound T >= tau L/(L - E) that no mix beats, what training longer or another packing would cost, and says plainly
+    when upsampling cannot help. With --schedule the occurrences are the schedule's F(E) and the documents join its
+    last stage with the longest window (--hist is then the default corpus of its stages).
 
     \b
     Examples:
@@ -346,29 +372,22 @@ def upsample_command(L, E, hist, tokens, tau, regime, schedule, long_hist, as_js
     if schedule:
         if tokens is not None:
             raise click.UsageError("--tokens comes from the schedule's stages; drop it with --schedule")
-        sf = schedule_frequency(load_schedule(schedule, histogram=hist))
+        sf = schedule_frequency(load_schedule(schedule, histogram=hist, weights=current_weights()))
         if L is not None and sf.window != L:
             raise FreqlabError(f"the schedule's longest window is {sf.window}, but --L = {L}")
-        p = plan_upsample_schedule(sf, E, tau=tau, long_lengths=long_lengths)
+        p = plan_upsample_schedule(sf, E, tau=tau, long_lengths=long_lengths, max_upweight=max_upweight)
+        budget = None
     else:
-        if hist is None or L is None or tokens is None:
-            raise click.UsageError("give --hist, --L and --tokens (or a --schedule)")
+        if hist is None or L is None:
+            raise click.UsageError("give --hist and --L (or a --schedule)")
         tau = DEFAULT_TAU if tau is None else tau
-        p = plan_upsample(
-            LengthHistogram.read_parquet(hist), L, E, tokens, tau=tau, regime=regime, long_lengths=long_lengths
-        )
+        budget = training_budget(tokens)
+        h = read_histogram(hist, current_weights(), stream=regime == "pack")[0]
+        p = plan_upsample(h, L, E, budget.tokens, tau=tau, regime=regime, long_lengths=long_lengths,
+                          max_upweight=max_upweight)
     if as_json:
-        echo_json(p.to_dict())
+        echo_json({**p.to_dict(), **({"budget": budget.to_dict()} if budget else {})})
         return
-    click.echo(f"Upsampling for E = {p.E} (L = {p.L}, T = {p.tokens:,}, tau = {p.tau:.3g}; added to {p.added_to}):")
-    click.echo(f"  now f_T(E) = {p.current_occurrences:.4g}; predicted effective length {p.current_effective_length}")
-    click.echo(
-        f"  add {p.extra_tokens:,} tokens of long documents -> long documents are "
-        f"{p.long_token_share:.2%} of tokens, {p.long_document_share:.2%} of documents"
-    )
-    if p.fixed_budget_share is not None and p.extra_tokens > 0:
-        budget = "T" if p.added_to == "the corpus" else f"the budget of {p.added_to}"
-        click.echo(f"  or keep {budget} and make {p.fixed_budget_share:.2%} of it long-document tokens")
-    click.echo(f"\n{p.reasoning}")
-    for note in p.notes:
-        click.echo(f"note: {note}")
+    click.echo(budget_line(budget, tau) if budget else f"budget     T = the stages' tokens ({schedule})")
+    for line in upsample_report(p):
+        click.echo(line)

@@ -11,8 +11,11 @@ import click
 
 from freqlab.cli.freq import TOKENS, echo_json, json_option, regime_option, tau_option, window_option
 from freqlab.cli.options import POSITIONS, POSITIONS_NOTE, TOKENS_NOTE, renamed_option
+from freqlab.cli.weights import budget_line, current_weights, read_histogram, weights_meta_option
 from freqlab.errors import FreqlabError
+from freqlab.frequency.budget import training_budget
 from freqlab.frequency.regimes import REGIMES
+from freqlab.frequency.stats import DEFAULT_TAU
 
 # the export formats of freqlab.plots.style.save_figure (not imported here: it imports matplotlib)
 FORMATS = ("png", "pdf", "svg")
@@ -74,27 +77,28 @@ def output_options(default_size: str | None):
     return decorate
 
 
-def _save(fig, out, formats, dpi, as_json) -> None:
+def _save(fig, out, formats, dpi, as_json, budget=None, tau: float = DEFAULT_TAU) -> None:
     from freqlab.plots.style import save_figure
 
     path = Path(out)
     if not formats and path.suffix.lstrip(".").lower() not in FORMATS:
         raise FreqlabError(f"{out}: give a .png, .pdf or .svg file name, or --format")
-    _report_written(save_figure(fig, path, formats or None, dpi=dpi), as_json)
+    _report_written(save_figure(fig, path, formats or None, dpi=dpi), as_json, budget, tau)
 
 
-def _report_written(paths: list[Path], as_json: bool) -> None:
+def _report_written(paths: list[Path], as_json: bool, budget=None, tau: float = DEFAULT_TAU) -> None:
     if as_json:
-        echo_json({"files": [str(p) for p in paths]})
+        echo_json({"files": [str(p) for p in paths], **({"budget": budget.to_dict()} if budget else {})})
     else:
+        if budget is not None:
+            click.echo(budget_line(budget, tau))
         for p in paths:
             click.echo(f"wrote {p}")
 
 
-def _histogram(path):
-    from freqlab.histogram import LengthHistogram
-
-    return LengthHistogram.read_parquet(path)
+def _histogram(path, stream: bool = False):
+    """The histogram at ``path``, weighted by the command's --weights."""
+    return read_histogram(path, current_weights(), stream=stream)[0]
 
 
 hist_argument = click.argument("hist", type=click.Path(dir_okay=False))
@@ -125,6 +129,7 @@ def plot_group() -> None:
 @regime_option
 @click.option("--bins", type=click.IntRange(min=1), default=32, show_default=True, help="Bins of the length bars.")
 @seed_option
+@weights_meta_option
 @output_options("one-column")
 def frequency_command(hist, L, regimes, bins, seed, out, formats, size, dpi, as_json):
     """STRING Fig. 1 layout: segment-length bars and f(i) on twin axes, i <= L/2 and i >= 3L/4 shaded.
@@ -137,7 +142,7 @@ def frequency_command(hist, L, regimes, bins, seed, out, formats, size, dpi, as_
     """
     from freqlab.plots.frequency import plot_position_frequency, plot_regimes
 
-    h = _histogram(hist)
+    h = _histogram(hist, "pack" in regimes)
     if len(regimes) == 1:
         fig = plot_position_frequency(h, L, regimes[0], bins=bins, seed=seed, size=size)
     else:
@@ -149,8 +154,11 @@ def frequency_command(hist, L, regimes, bins, seed, out, formats, size, dpi, as_
 @hist_argument
 @window_option(default=(2048, 4096))
 @one_regime_option
-@click.option("--tokens", type=TOKENS, default="1T", show_default=True, help=f"Budget T, same for all L {TOKENS_NOTE}.")
+@click.option(
+    "--tokens", type=TOKENS, default=None, help=f"Training budget T (same for all L) {TOKENS_NOTE} [default: 1T]."
+)
 @seed_option
+@weights_meta_option
 @output_options("one-column")
 def windows_command(hist, Ls, regime, tokens, seed, out, formats, size, dpi, as_json):
     """STRING Fig. 3 layout: f_T(i) for several windows at the same token budget.
@@ -161,8 +169,9 @@ def windows_command(hist, Ls, regime, tokens, seed, out, formats, size, dpi, as_
     """
     from freqlab.plots.frequency import plot_windows
 
-    fig = plot_windows(_histogram(hist), Ls, regime, tokens=tokens, seed=seed, size=size)
-    _save(fig, out, formats, dpi, as_json)
+    budget = training_budget(tokens)
+    fig = plot_windows(_histogram(hist, regime == "pack"), Ls, regime, tokens=budget.tokens, seed=seed, size=size)
+    _save(fig, out, formats, dpi, as_json, budget)
 
 
 @plot_group.command("effective-length", short_help="Effective length vs training tokens (STRING Fig. 2 layout).")
@@ -170,8 +179,9 @@ def windows_command(hist, Ls, regime, tokens, seed, out, formats, size, dpi, as_
 @window_option(default=(2048, 4096))
 @one_regime_option
 @tau_option
-@click.option("--budget", type=TOKENS, default="1T", show_default=True, help=f"Budget of panel (b) {TOKENS_NOTE}.")
+@click.option("--budget", type=TOKENS, default=None, help=f"Budget T for panel (b) {TOKENS_NOTE} [default: 1T].")
 @seed_option
+@weights_meta_option
 @output_options("two-column")
 def effective_length_command(hist, Ls, regime, tau, budget, seed, out, formats, size, dpi, as_json):
     """STRING Fig. 2 layout: predicted effective length vs training tokens, with the threshold tau.
@@ -182,14 +192,17 @@ def effective_length_command(hist, Ls, regime, tau, budget, seed, out, formats, 
     """
     from freqlab.plots.frequency import plot_effective_length
 
-    fig = plot_effective_length(_histogram(hist), Ls, regime, budget=budget, tau=tau, seed=seed, size=size)
-    _save(fig, out, formats, dpi, as_json)
+    rule = training_budget(budget)
+    h = _histogram(hist, regime == "pack")
+    fig = plot_effective_length(h, Ls, regime, budget=rule.tokens, tau=tau, seed=seed, size=size)
+    _save(fig, out, formats, dpi, as_json, rule, tau)
 
 
 @plot_group.command("sources", short_help="Length CCDF and position frequency per corpus source.")
 @hist_argument
 @L_option
 @one_regime_option
+@weights_meta_option
 @output_options("two-column")
 def sources_command(hist, L, regime, out, formats, size, dpi, as_json):
     """Length CCDF and position frequency per corpus source (histograms scanned with source labels).
@@ -200,15 +213,16 @@ def sources_command(hist, L, regime, out, formats, size, dpi, as_json):
     """
     from freqlab.plots.sources import plot_sources
 
-    _save(plot_sources(_histogram(hist), L, regime, size=size), out, formats, dpi, as_json)
+    _save(plot_sources(_histogram(hist, regime == "pack"), L, regime, size=size), out, formats, dpi, as_json)
 
 
 @plot_group.command("scan", short_help="The main figures of a saved histogram (as `freqlab scan --plot`).")
 @hist_argument
 @window_option()
 @regime_option
-@click.option("--tokens", type=TOKENS, default="1T", show_default=True, help=f"Budget T for f_T {TOKENS_NOTE}.")
+@click.option("--tokens", type=TOKENS, default=None, help=f"Training budget for f_T {TOKENS_NOTE} [default: 1T].")
 @tau_option
+@weights_meta_option
 @click.option(
     "--out",
     type=click.Path(file_okay=False),
@@ -227,7 +241,9 @@ def scan_command(hist, Ls, regimes, tokens, tau, out, formats, as_json):
     """
     from freqlab.plots.report import scan_figures
 
-    _report_written(scan_figures(_histogram(hist), Ls, regimes, out, formats, tokens=tokens, tau=tau), as_json)
+    budget = training_budget(tokens)
+    h = _histogram(hist, "pack" in regimes)
+    _report_written(scan_figures(h, Ls, regimes, out, formats, tokens=budget.tokens, tau=tau), as_json, budget, tau)
 
 
 @plot_group.command("string-matrix", short_help="STRING position matrices for a small window (Fig. 5).")
@@ -259,6 +275,7 @@ def string_matrix_command(L, S, W, out, formats, size, dpi, as_json):
     help="Length histogram: adds how often training saw each position.",
 )
 @one_regime_option
+@weights_meta_option
 @output_options("one-column")
 def string_usage_command(L, S, W, hist, regime, out, formats, size, dpi, as_json):
     """Positions STRING uses vs RoPE's for a large window, with the training frequency of each.
@@ -272,7 +289,7 @@ def string_usage_command(L, S, W, hist, regime, out, formats, size, dpi, as_json
 
     f = None
     if hist is not None:
-        h = _histogram(hist)
+        h = _histogram(hist, regime == "pack")
         f = position_frequency(h.lengths, h.counts, L, regime)
     _save(plot_string_usage(L, S, W, frequency=f, size=size), out, formats, dpi, as_json)
 

@@ -237,7 +237,7 @@ class FileShard(Shard):
         return self.file.identity()
 
     def local_paths(self) -> tuple[str, ...]:
-        return (self.file.path,)
+        return () if self.file.remote else (self.file.path,)
 
     def size(self) -> int | None:
         if self.start == 0 and self.end is None:

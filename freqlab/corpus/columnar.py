@@ -2,7 +2,8 @@
 
 Both are read in record batches of :data:`BATCH_ROWS` rows, loading only the top-level columns the field
 mapping needs, so memory is one batch (plus, for Parquet, the row group being decoded), whatever the file
-size. Arrow files are memory-mapped. ``where`` of each record is ``path:row N`` (1-based row in the file).
+size. Arrow files are memory-mapped (URLs are streamed instead: freqlab.corpus.remote). ``where`` of each record
+is ``path:row N`` (1-based row in the file).
 A large Parquet file is cut into runs of row groups of about the corpus's part size (``start``/``end`` are
 row-group indices), so a few large files still keep every core busy. A column of token ids or lengths is read
 as lengths instead (:mod:`freqlab.corpus.token_columns`).
@@ -22,6 +23,7 @@ from freqlab.corpus.base import Document, FileShard, Shard
 from freqlab.corpus.fields import Fields
 from freqlab.corpus.files import DataFile
 from freqlab.corpus.registry import FileFormat, register
+from freqlab.corpus.remote import is_url, open_input
 from freqlab.corpus.token_columns import token_column_shards
 from freqlab.errors import FreqlabError
 
@@ -44,9 +46,15 @@ def _documents(batches: Iterable[pa.RecordBatch], fields: Fields, path: str, fir
             yield Document(text, source, f"{path}:row {row}", error)
 
 
+def _parquet(path: str) -> pq.ParquetFile:
+    """A Parquet file by path, or over a remote stream (:func:`freqlab.corpus.remote.open_input`)."""
+    return pq.ParquetFile(open_input(path) if is_url(path) else path)
+
+
 @functools.lru_cache(maxsize=256)
 def _parquet_metadata(path: str, mtime_ns: int) -> pq.FileMetaData:
-    return pq.ParquetFile(path).metadata
+    with _parquet(path) as parquet:
+        return parquet.metadata
 
 
 @dataclass(frozen=True)
@@ -65,7 +73,7 @@ def parquet_batches(
 ) -> tuple[Iterator[pa.RecordBatch], int]:
     """Record batches of the ``columns`` present in row groups ``start`` .. ``end - 1`` (None: to the last),
     and the file row of the first one (0-based)."""
-    parquet = pq.ParquetFile(path)
+    parquet = _parquet(path)
     present = [name for name in columns if name in parquet.schema_arrow.names]
     groups = None
     first_row = 0
@@ -143,7 +151,7 @@ def _row_group_runs(metadata: pq.FileMetaData, range_bytes: int) -> list[tuple[i
 
 def _open_arrow(path: str) -> pa.ipc.RecordBatchStreamReader | pa.ipc.RecordBatchFileReader:
     """An Arrow IPC reader over a memory map: stream format (what ``datasets`` writes), else file format."""
-    source = pa.memory_map(path)
+    source = pa.PythonFile(open_input(path), mode="r") if is_url(path) else pa.memory_map(path)
     try:
         return pa.ipc.open_stream(source)
     except pa.ArrowInvalid:

@@ -36,6 +36,11 @@ class DataFile:
     size: int
     mtime_ns: int
 
+    @property
+    def remote(self) -> bool:
+        """Whether the file is read over the network (a URL: :mod:`freqlab.corpus.remote`)."""
+        return False
+
     def identity(self) -> dict[str, Any]:
         """Size and modification time: a checkpoint of this file is trusted only while both are unchanged."""
         return {"size": self.size, "mtime_ns": self.mtime_ns}

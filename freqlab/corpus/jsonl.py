@@ -39,6 +39,7 @@ from freqlab.corpus.fields import REPARSE, Fields, has_lone_surrogate
 from freqlab.corpus.files import DataFile
 from freqlab.corpus.ranges import MAX_STREAM_RANGES, LineTooLong, owned_lines, skip_bytes, split_bytes
 from freqlab.corpus.registry import FileFormat, register
+from freqlab.corpus.remote import open_input
 
 _BUFFER = 1 << 20
 _FEED = 1 << 16
@@ -62,7 +63,7 @@ class ZstdFrames(io.RawIOBase):
     """
 
     def __init__(self, path: str) -> None:
-        self._file = open(path, "rb")  # noqa: SIM115 - closed in close()
+        self._file = open_input(path)  # closed in close()
         self._context = zstandard.ZstdDecompressor()
         self._frame = self._context.decompressobj()
         self._in_frame = False
@@ -124,8 +125,8 @@ def open_binary(path: str) -> BinaryIO:
     if lower.endswith(_ZSTD_SUFFIXES):
         return io.BufferedReader(ZstdFrames(path), buffer_size=_BUFFER)  # type: ignore[return-value]
     if lower.endswith(".gz"):
-        return gzip.open(path, "rb")  # type: ignore[return-value]
-    return open(path, "rb", buffering=_BUFFER)
+        return gzip.GzipFile(fileobj=open_input(path), mode="rb")  # type: ignore[return-value]
+    return open_input(path, buffering=_BUFFER)
 
 
 @functools.lru_cache(maxsize=64)

@@ -18,7 +18,8 @@ rows, or a compressed JSON-lines file of nothing. A corrupt file (a bad Parquet 
 fails when read (``unreadable-file``: the scan raises, or counts it with ``on_error="skip"``).
 
 Shard ids are paths relative to the common folder of all files (plus the part, for a file cut into parts), so
-they stay stable when the data moves.
+they stay stable when the data moves. URLs (``hf://``, ``s3://``, ``gs://``, ``http(s)://``) are expanded and read the
+same way through fsspec (:mod:`freqlab.corpus.remote`).
 """
 
 from __future__ import annotations
@@ -32,6 +33,7 @@ from freqlab.corpus.fields import Fields
 from freqlab.corpus.files import find_files, relative_ids, stat_file
 from freqlab.corpus.ranges import range_bytes
 from freqlab.corpus.registry import format_of, formats, get_format
+from freqlab.corpus.remote import is_url
 
 
 def local_corpus(
@@ -51,10 +53,16 @@ def local_corpus(
         fmt = forced if forced is not None else format_of(path)
         return None if fmt is None else fmt.name
 
-    found = find_files(specs, name_of, split, config)
-    root, ids = relative_ids([path for path, _ in found.files])
     registry = formats()
-    files = [(stat_file(path, ids[path]), registry[fmt]) for path, fmt in found.files]
+    if any(is_url(spec) for spec in specs):  # remote data: the same formats and shards, through fsspec
+        from freqlab.corpus.remote import find_remote
+
+        found, remote_files, root = find_remote(specs, name_of, split, config)
+        files = [(file, registry[fmt]) for file, fmt in remote_files]
+    else:
+        found = find_files(specs, name_of, split, config)
+        root, ids = relative_ids([path for path, _ in found.files])
+        files = [(stat_file(path, ids[path]), registry[fmt]) for path, fmt in found.files]
     estimated = sum(fmt.estimated_bytes(file) for file, fmt in files)
     part = range_bytes(estimated)
     shards: list[Shard] = []

@@ -8,7 +8,8 @@
 3. A ``datasets`` packaged builder (``json``, ``parquet``, ``text``, ``arrow``, ``csv``...) with ``data_files``:
    the local files streamed through ``datasets`` (the native readers are faster; this path exists so the
    ``datasets`` streaming code runs, and is tested, offline).
-4. An existing path, a glob, or anything that looks like a file name (``data.jsonl``): local data.
+4. A URL (``hf://datasets/...``, ``s3://``, ``gs://``, ``http(s)://``: :mod:`freqlab.corpus.remote`), an existing path,
+   a glob, or anything that looks like a file name (``data.jsonl``): files, read by the same formats.
 5. ``owner/name``: a Hugging Face Hub dataset (``config``, ``split``; ``data_files`` are then patterns inside
    the repository), probed first so an offline machine fails in seconds.
 6. Anything else: an unknown preset (FreqlabError listing the presets).
@@ -30,6 +31,7 @@ from freqlab.corpus.hub import PACKAGED_BUILDERS, streamed_corpus
 from freqlab.corpus.local import local_corpus
 from freqlab.corpus.presets import PRESETS, get_preset
 from freqlab.corpus.registry import format_of
+from freqlab.corpus.remote import is_url
 from freqlab.errors import FreqlabError
 
 
@@ -129,7 +131,7 @@ def open_corpus(
             description={},
         )
 
-    if _looks_local(dataset):
+    if is_url(dataset) or _looks_local(dataset):  # a URL (hf://, s3://, ...) is files too, never a Hub id
         if specs is not None:
             raise FreqlabError(f"{dataset}: give local data either as the dataset path or as data_files, not both")
         return local_corpus([dataset], fields(), name=dataset, split=split, config=config, format=format)

@@ -22,6 +22,7 @@ from freqlab.corpus.base import INVALID_UTF8, MISSING_SOURCE, UNREADABLE_FILE, D
 from freqlab.corpus.fields import Fields
 from freqlab.corpus.files import DataFile
 from freqlab.corpus.registry import FileFormat, register
+from freqlab.corpus.remote import open_input
 
 FILES_PER_SHARD = 256
 
@@ -50,7 +51,7 @@ class TextFilesShard(Shard):
             source = None if self.sources is None else self.sources[i]
             try:
                 file.check_unchanged()
-                with open(path, "rb") as handle:
+                with open_input(path) as handle:
                     data = handle.read()
             except OSError:  # one bad file of the group: a bad record, the group goes on
                 yield Document(None, None, path, UNREADABLE_FILE)
@@ -69,14 +70,15 @@ class TextFilesShard(Shard):
         """A digest of the group's file ids, sizes and modification times."""
         digest = hashlib.blake2b(digest_size=12)
         for file in self.files:
-            digest.update(f"{file.id}\0{file.size}\0{file.mtime_ns}\n".encode())
+            version = getattr(file, "version", "")  # a remote file's ETag (freqlab.corpus.remote)
+            digest.update(f"{file.id}\0{file.size}\0{file.mtime_ns}{version and chr(0) + version}\n".encode())
         return {"files": len(self.files), "stamp": digest.hexdigest()}
 
     def size(self) -> int | None:
         return sum(file.size for file in self.files)
 
     def local_paths(self) -> tuple[str, ...]:
-        return tuple(file.path for file in self.files)
+        return tuple(file.path for file in self.files if not file.remote)
 
 
 def group_files(

@@ -16,7 +16,9 @@ six-stage schedule: how much do short long-context stages add to the tail? Examp
       - {name: long-8k, L: 8192, tokens: 20B, regime: pack, histogram: long.parquet}
 
 Token counts accept plain numbers (``1e12``) or suffixes K, M, B (or G), T (decimal: B = 10^9); windows L accept
-``8192`` or ``8K`` (K = 1024), as every size in freqlab (:mod:`freqlab.sizes`).
+``8192`` or ``8K`` (K = 1024), as every size in freqlab (:mod:`freqlab.sizes`). ``weights`` (for the schedule, or per
+stage) trains a stage on a weighted mix of its histogram's sources: ``SOURCE=W,...``, a mixture file (relative to the
+schedule file) or a preset (:mod:`freqlab.frequency.mixture`).
 """
 
 from __future__ import annotations
@@ -44,6 +46,7 @@ class Stage:
     tokens: int
     regime: str = "natural"
     histogram: Path | None = None
+    weights: str | None = None  # source weights of the stage's mix (None: the histogram as scanned)
 
 
 @dataclass(frozen=True)
@@ -54,34 +57,42 @@ class Schedule:
     source: str = "<schedule>"
 
 
-def load_schedule(path: str | Path, *, histogram: str | Path | None = None) -> Schedule:
-    """Read and validate a schedule file; ``histogram`` overrides its default corpus."""
+def load_schedule(path: str | Path, *, histogram: str | Path | None = None, weights: str | None = None) -> Schedule:
+    """Read and validate a schedule file; ``histogram`` and ``weights`` override its default corpus and mix."""
     path = Path(path)
+    data = read_yaml(path, "schedule")
+    return parse_schedule(data, base=path.parent, source=str(path), histogram=histogram, weights=weights)
+
+
+def read_yaml(path: Path, what: str):
+    """A YAML (or JSON) file's data; a one-line FreqlabError naming the file and ``what`` it should hold."""
     try:
-        data = yaml.safe_load(path.read_text(encoding="utf-8"))
+        return yaml.safe_load(Path(path).read_text(encoding="utf-8"))
     except OSError as exc:
-        raise FreqlabError(f"{path}: cannot read schedule ({exc.strerror})") from None
+        raise FreqlabError(f"{path}: cannot read {what} ({exc.strerror})") from None
     except UnicodeDecodeError as exc:
         raise FreqlabError(f"{path}: not a UTF-8 text file (byte {exc.start})") from None
     except yaml.YAMLError as exc:
         raise FreqlabError(f"{path}: not valid YAML/JSON ({str(exc).splitlines()[0]})") from None
-    return parse_schedule(data, base=path.parent, source=str(path), histogram=histogram)
 
 
-def parse_schedule(data, *, base: Path = Path("."), source: str = "<schedule>", histogram=None) -> Schedule:
+def parse_schedule(
+    data, *, base: Path = Path("."), source: str = "<schedule>", histogram=None, weights: str | None = None
+) -> Schedule:
     """Validate a schedule given as a dict (see the module docstring for the format)."""
     if not isinstance(data, dict) or not isinstance(data.get("stages"), list) or not data["stages"]:
         raise FreqlabError(f"{source}: a schedule needs a non-empty list 'stages'")
-    unknown = set(data) - {"stages", "histogram", "tau"}
+    unknown = set(data) - {"stages", "histogram", "tau", "weights"}
     if unknown:
         raise FreqlabError(f"{source}: unknown key(s) {', '.join(sorted(unknown))}")
     default = Path(histogram) if histogram else _relative(base, data.get("histogram"))
+    default_weights = weights if weights is not None else _weights(base, data.get("weights"))
     stages = []
     for number, raw in enumerate(data["stages"], start=1):
         where = f"{source}: stage {number}"
         if not isinstance(raw, dict):
             raise FreqlabError(f"{where}: expected a mapping, got {raw!r}")
-        unknown = set(raw) - {"name", "L", "tokens", "regime", "histogram"}
+        unknown = set(raw) - {"name", "L", "tokens", "regime", "histogram", "weights"}
         if unknown:
             raise FreqlabError(f"{where}: unknown key(s) {', '.join(sorted(unknown))}")
         name = str(raw.get("name", f"stage-{number}"))
@@ -103,13 +114,39 @@ def parse_schedule(data, *, base: Path = Path("."), source: str = "<schedule>", 
         stage_histogram = _relative(base, raw.get("histogram")) or default
         if stage_histogram is None:
             raise FreqlabError(f"{where}: no histogram (give one for the stage or a default 'histogram')")
-        stages.append(Stage(name, L, tokens, regime, stage_histogram))
+        stage_weights = _weights(base, raw.get("weights"))
+        stages.append(Stage(name, L, tokens, regime, stage_histogram, stage_weights or default_weights))
     tau = data.get("tau", DEFAULT_TAU)
     try:
         tau = float(parse_tokens(tau))
     except FreqlabError:
         raise FreqlabError(f"{source}: tau must be a positive number, got {tau!r}") from None
     return Schedule(tuple(stages), default, tau, source)
+
+
+def _weights(base: Path, value) -> str | None:
+    """A stage's weights as text: ``SOURCE=W,...``, a preset, or a mixture file (relative to the schedule file)."""
+    if value is None:
+        return None
+    if isinstance(value, dict):
+        return ",".join(f"{source}={weight}" for source, weight in value.items())
+    text = str(value)
+    candidate = _relative(base, text)
+    return str(candidate) if "=" not in text and candidate is not None and candidate.is_file() else text
+
+
+def stage_histogram(stage: Stage, cache: dict | None = None):
+    """The LengthHistogram a stage trains on: its file, weighted by the stage's ``weights`` (read once per
+    file and weights when ``cache`` is shared)."""
+    from freqlab.frequency.mixture import weighted_histogram
+    from freqlab.histogram import LengthHistogram  # local: histogram imports the regimes module
+
+    cache = {} if cache is None else cache
+    key = (stage.histogram, stage.weights)
+    if key not in cache:
+        h = LengthHistogram.read_parquet(stage.histogram)
+        cache[key] = weighted_histogram(h, stage.weights, stream=stage.regime == "pack")[0] if stage.weights else h
+    return cache[key]
 
 
 def _relative(base: Path, value) -> Path | None:
@@ -166,15 +203,11 @@ class ScheduleFrequency:
 
 
 def schedule_frequency(schedule: Schedule, *, seed: int = 0) -> ScheduleFrequency:
-    """Evaluate every stage's frequency on its histogram (each file is read once)."""
-    from freqlab.histogram import LengthHistogram  # local: histogram imports the regimes module
-
-    cache: dict[Path, LengthHistogram] = {}
+    """Evaluate every stage's frequency on its histogram (each file is read once), weighted by its ``weights``."""
+    cache: dict = {}
     frequencies = []
     for stage in schedule.stages:
-        if stage.histogram not in cache:
-            cache[stage.histogram] = LengthHistogram.read_parquet(stage.histogram)
-        h = cache[stage.histogram]
+        h = stage_histogram(stage, cache)
         if h.documents == 0:
             raise FreqlabError(f"{stage.histogram}: the histogram holds no documents")
         frequencies.append(position_frequency(h.lengths, h.counts, stage.L, stage.regime, seed=seed))

@@ -5,6 +5,7 @@ from __future__ import annotations
 import numpy as np
 
 from freqlab.errors import FreqlabError
+from freqlab.frequency.budget import budget_note
 from freqlab.frequency.position import position_frequency
 from freqlab.frequency.regimes import segments
 from freqlab.frequency.stats import (
@@ -79,12 +80,30 @@ def regime_summaries(
     rows = []
     for L in Ls:
         for regime in regimes:
-            segs = segments(lengths, counts, L, regime, seed=seed, megatron=megatron)
+            sample = _pack_sample(lengths, counts) if regime == "pack" else None
+            segs = segments(*(sample or (lengths, counts)), L, regime, seed=seed, megatron=megatron)
             budget = tokens
             if one_pass and tokens is not None and segs.dropped_tokens:
                 budget = int(tokens) * segs.tokens // (segs.tokens + segs.dropped_tokens)
-            rows.append(PositionFrequency.from_segments(segs).summary(tokens=budget, tau=tau))
+            row = PositionFrequency.from_segments(segs).summary(tokens=budget, tau=tau)
+            if sample:
+                row["note"] = f"pack shuffles a stream of {int(sample[1].sum()):,} documents: the histogram scaled down"
+            rows.append(row)
     return rows
+
+
+PACK_SUMMARY_DOCUMENTS = 1 << 24  # pack expands the histogram into a shuffled stream: ~3 s and 128 MB at this size
+
+
+def _pack_sample(lengths, counts) -> tuple[np.ndarray, np.ndarray] | None:
+    """A large histogram scaled to about PACK_SUMMARY_DOCUMENTS documents (None: small enough as it is)."""
+    counts = np.asarray(counts, dtype=np.int64)
+    documents = int(counts.sum())
+    if documents <= PACK_SUMMARY_DOCUMENTS:
+        return None
+    scaled = np.rint(counts * (PACK_SUMMARY_DOCUMENTS / documents)).astype(np.int64)
+    keep = scaled > 0
+    return np.asarray(lengths, dtype=np.int64)[keep], scaled[keep]
 
 
 def describe(row: dict, *, detail: bool = False) -> str:
@@ -101,8 +120,12 @@ def describe(row: dict, *, detail: bool = False) -> str:
         line += f" [{row['approximation']} computed: a length histogram has no order to replay; give --data-path]"
     if row.get("dropped_tokens"):
         line += f" ({human_count(row['dropped_tokens'])} tokens dropped)"
+    if row.get("note"):
+        line += f" [{row['note']}]"
     if "effective_length" in row:
         line += f"; predicted effective length {row['effective_length']} at {human_count(row['budget_tokens'])} tokens"
+        if row["effective_length"] == 0:  # say that the budget is what limits it, and what budget would not
+            line += f": {budget_note(row['budget_tokens'], row['tau'], row['tokens_needed_at_half'], row['half'])}"
     if detail:
         mass = row["position_at_mass"]
         needed = row["tokens_needed_at_half"]

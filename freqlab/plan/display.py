@@ -139,31 +139,47 @@ def rope_display(p) -> Display:
 
 
 def upsample_display(p) -> Display:
+    """UpsamplePlan: the extra tokens X, the ceiling (L - E)/L, the alternatives side by side and the verdict."""
     headline = (
-        f"add {p.extra_tokens:,} tokens of long documents (≥ {p.E} tokens): then {percent(p.long_token_share, 2)} "
-        f"of tokens, {percent(p.long_document_share, 2)} of documents"
+        f"add {p.extra_tokens:,} tokens for f_T({p.E}) ≥ tau: then {percent(p.long_token_share, 2)} of tokens, "
+        f"{percent(p.long_document_share, 2)} of documents in documents ≥ {p.E} tokens"
     )
     second = (
         f"now f_T({p.E}) = {p.current_occurrences:.4g} against tau = {human_count(p.tau)}; predicted effective "
         f"length {p.current_effective_length} (L = {p.L}, T = {human_count(p.tokens)}, added to {p.added_to})"
     )
     fixed = "-" if p.fixed_budget_share is None else percent(p.fixed_budget_share, 2)
+    added = ", ".join(
+        f"{g['documents']:,} documents of {g['shortest']:,}..{g['longest']:,} tokens ({g['source'] or 'corpus'})"
+        for g in p.by_source()[:3]
+    )
     rows = [
         ("effective length E to reach", str(p.E)),
         ("window L, regime", f"{_window(p.L)}, {p.regime}"),
         ("budget T, tau", f"{human_count(p.tokens)} tokens, {human_count(p.tau)}"),
         ("f_T(E) now", f"{p.current_occurrences:.4g}"),
         ("predicted effective length now", str(p.current_effective_length)),
-        ("a = f(E)/f(0), b = g(E)/g(0)", f"{p.per_token_corpus:.4g}, {p.per_token_long:.4g}"),
-        ("long-document tokens to add X", count(p.extra_tokens)),
-        ("long documents in the mix", f"{percent(p.long_token_share, 2)} of tokens, "
-                                      f"{percent(p.long_document_share, 2)} of documents"),
-        ("or, at the same budget, long-token share", fixed),
-        ("long documents", p.long_source),
+        ("ceiling (L − E)/L per token", f"{p.ceiling:.4g}"),
+        ("no mix reaches tau below", f"{p.lower_bound_tokens:,} tokens"),
+        ("a = f(E)/f(0), b per added token", f"{p.per_token_corpus:.4g}, {p.per_token_long:.4g}"),
+        ("extra tokens X", count(p.extra_tokens)),
+        ("documents added", added or "none"),
+        ("more corpus tokens", count(p.corpus_tokens_added)),
+        ("documents ≥ E in the mix", f"{percent(p.long_token_share, 2)} of tokens, "
+                                     f"{percent(p.long_document_share, 2)} of documents"),
+        ("or, at the same budget, share turned into them", fixed),
         ("added to", p.added_to),
         *_notes(p.notes),
     ]
-    return Display(f"UpsamplePlan E = {p.E} (L = {p.L})", headline, [second], rows, details=p.reasoning)
+    header = ("to reach f_T(E) ≥ tau", "tokens", "extra", "training")
+    table = (header, [
+        (o.way, f"{o.total_tokens:,}", f"{o.extra_tokens:+,}", f"{100 * o.longer:+.1f}%") for o in p.options
+    ])  # fmt: skip
+    lines = [second, p.verdict] if p.verdict else [second]
+    return Display(
+        f"UpsamplePlan E = {p.E} (L = {p.L})", headline, lines, rows, table if p.options else None,
+        details=p.reasoning,
+    )  # fmt: skip
 
 
 def harpe_display(p, python_list) -> Display:

@@ -1,25 +1,44 @@
-"""Length upsampling: how many tokens of long documents make position E well trained (beyond the papers).
+"""Length upsampling: what makes position E well trained, and whether upsampling is the way (beyond the papers).
 
-STRING's analysis (Sec. 2-3) says position E is learned once f_T(E) >= tau, and natural corpora leave the
-tail of the window under-trained. Adding documents at least E long raises f(E) far more per token than
-the corpus average. With f the corpus frequency and g the frequency of the long documents (the corpus's own
-documents of length >= E, or lengths you give), both under the same regime and window L,
+STRING's analysis (Sec. 2-3) says position E is learned once f_T(E) >= tau. With f the corpus frequency under the
+chosen regime and window L,
 
-    a = f(E) / f(0)        (occurrences of E per corpus token)
-    b = g(E) / g(0)        (occurrences of E per long-document token)
+    a = f(E) / f(0)        occurrences of E per training token of the corpus.
 
-and training on T corpus tokens plus X long-document tokens gives occurrences T·a + X·b at E (frequencies of
-separately segmented documents add, exactly so for the ``natural`` and ``truncate`` regimes). So
+**The ceiling.** A segment s of at most L tokens holds E max(|s| - E, 0) <= |s| (L - E) / L times, so under any regime
+whose segments are at most L long f(E) <= f(0) (L - E) / L: a token adds at most (L - E) / L occurrences of E, and
 
-    extra tokens   X = ceil((tau - T·a) / b)                                   (budget grows to T + X)
-    fixed budget   p = (tau/T - a) / (b - a)  long-document share of T tokens   (same budget T)
+    T >= tau · L / (L - E)
 
-The share of long documents in the resulting mix counts both the added ones and the corpus's own.
+tokens are needed whatever the mix or the packing (concatenation without a mask comes within one row of it). No
+reweighting of the corpus gains more than ((L - E) / L) / a per token.
 
-With a multi-stage schedule (:func:`plan_upsample_schedule`) the occurrences now are the schedule's
-F(E) = Σ_k T_k · f_k(E) / f_k(0), the long documents join the last stage with the longest window (a, b and
-the fixed-budget share refer to that stage: p = (tau - F(E)) / (T_stage · (b - a))), and the mix shares
-count every stage's corpus.
+**Upsampling by contribution.** A document of n tokens gives E g_n times in segments of its own: under ``natural``,
+n // L pieces of L and one of n % L, so g_n = (n // L)(L - E) + max(n % L - E, 0) for its n tokens; under ``truncate``,
+max(min(n, L) - E, 0) for its min(n, L) trained tokens t_n. Bins (source, length) are ranked by c_n = g_n / t_n and
+whole documents of the best are added first, each bin up to ``max_upweight`` times its share of the corpus's T
+tokens (default 4: Muennighoff et al. 2023, "Scaling Data-Constrained Language Models", found up to about 4 epochs
+of repeated data nearly as useful as new data; freqlab's choice of cap). Bins with c_n <= a are never added: more
+tokens of the corpus itself do as well. When every useful bin is at its cap, the rest is more corpus tokens, at
+rate a. Adding d_n documents of each chosen length to T corpus tokens gives exactly
+
+    F(E) = T·a + Σ_n d_n g_n   (+ Y·a for Y more corpus tokens)                (tested on mixes built by hand)
+
+and X = Σ_n d_n t_n + Y extra tokens. b = Σ d_n g_n / Σ d_n t_n is what the added documents give per token.
+
+**The alternatives**, each as the budget that reaches tau and its excess over T: more tokens of the same mix
+(ceil(tau / a)), another packing r of the same corpus (ceil(tau / a_r), a_r = f_r(E)/f_r(0) for natural, pack,
+concat, best-fit), and the bound above. When b / a < :data:`UPSAMPLING_HELPS` (freqlab's threshold) the plan says
+plainly that upsampling cannot help: its extra tokens are barely fewer than training longer.
+
+``pack``: a document's segments depend on its neighbours, so g_n is taken as if it started a row (its natural
+contribution: an upper bound, since cutting a segment never adds occurrences); the plan says so.
+
+With given ``long_lengths`` they are added in their own proportions: X = ceil((tau - T·a) / b), b = g(E)/g(0) of them.
+With a multi-stage schedule (:func:`plan_upsample_schedule`) the occurrences are the schedule's
+F(E) = Σ_k T_k · f_k(E) / f_k(0); documents join the last stage with the longest window (a, caps, packings and the
+fixed-budget share refer to that stage), and the mix shares count every stage's corpus. The fixed-budget share is
+p = (tau - F(E)) / (T_stage · (b - a)): the share of the stage's own budget turned into added documents at rate b.
 """
 
 from __future__ import annotations
@@ -33,17 +52,54 @@ import numpy as np
 from freqlab.display import Display, Displayed
 from freqlab.errors import FreqlabError
 from freqlab.frequency import DEFAULT_TAU, position_frequency
-from freqlab.frequency.schedule import Schedule, ScheduleFrequency, Stage
+from freqlab.frequency.schedule import Schedule, ScheduleFrequency, Stage, stage_histogram
 from freqlab.histogram import LengthHistogram
 from freqlab.plan import display as shown
 from freqlab.plan.well_trained import as_histogram, as_schedule_frequency, check_window, json_fields
 
 ADDITIVE_REGIMES: tuple[str, ...] = ("natural", "truncate", "pack")
+PACKINGS: tuple[str, ...] = ("natural", "pack", "concat", "best-fit")
+DEFAULT_MAX_UPWEIGHT = 4
+#: b / a below this: upsampling "cannot help" (freqlab's threshold: a gain under 10% per token is within what the
+#: choice of tau alone moves).
+UPSAMPLING_HELPS = Fraction(11, 10)
+
+
+@dataclass(frozen=True)
+class UpsampleStep:
+    """``documents`` more documents of ``length`` tokens (of ``source``): ``tokens`` trained tokens, ``occurrences``
+    of E; ``per_token`` = c_n; ``capped``: the bin reached its max_upweight cap."""
+
+    source: str | None
+    length: int
+    documents: int
+    tokens: int
+    occurrences: int
+    per_token: float
+    capped: bool
+
+    def to_dict(self) -> dict:
+        return json_fields(self)
+
+
+@dataclass(frozen=True)
+class BudgetOption:
+    """One way to reach tau: the total training budget it needs, its excess over the plan's T (negative: reached
+    with fewer tokens) and that excess as a fraction of T (``longer``); ``per_token``: occurrences of E per token."""
+
+    way: str
+    total_tokens: int
+    extra_tokens: int
+    longer: float
+    per_token: float
+
+    def to_dict(self) -> dict:
+        return json_fields(self)
 
 
 @dataclass(frozen=True, repr=False)
 class UpsamplePlan(Displayed):
-    """Extra long-document tokens for f_T(E) >= tau, and the mix they produce."""
+    """Extra tokens for f_T(E) >= tau, the mix they produce, and the alternatives side by side."""
 
     L: int
     E: int
@@ -53,18 +109,53 @@ class UpsamplePlan(Displayed):
     current_occurrences: float  # f_T(E) now (a schedule: F(E))
     current_effective_length: int
     per_token_corpus: float  # a = f(E)/f(0)
-    per_token_long: float  # b = g(E)/g(0)
-    extra_tokens: int  # X
+    per_token_long: float  # b: occurrences of E per added document token (0 when none is added)
+    extra_tokens: int  # X: added documents' tokens + more corpus tokens
     long_token_share: float  # tokens in documents >= E over all training tokens, after adding X
     long_document_share: float  # documents >= E over all documents, after adding X
     fixed_budget_share: float | None  # p, or None when impossible within T
     long_source: str
-    added_to: str  # where the long documents go: the corpus, or a schedule's stage
+    added_to: str  # where the documents go: the corpus, or a schedule's stage
     reasoning: str
     notes: tuple[str, ...] = field(default_factory=tuple)
+    ceiling: float = 0.0  # (L - E) / L
+    lower_bound_tokens: int = 0  # ceil(tau L / (L - E)) (a schedule: with the other stages as they are)
+    best_per_token: float = 0.0  # the best c_n of the corpus
+    upsampled_tokens: int = 0  # Σ d_n t_n
+    corpus_tokens_added: int = 0  # Y
+    max_upweight: float | None = DEFAULT_MAX_UPWEIGHT
+    helps: bool = False  # b / a >= UPSAMPLING_HELPS
+    verdict: str = ""
+    steps: tuple[UpsampleStep, ...] = ()
+    options: tuple[BudgetOption, ...] = ()
 
     def to_dict(self) -> dict:
-        return {"method": "upsample", **json_fields(self)}
+        data = json_fields(self, skip=("steps", "options"))
+        steps, options = [s.to_dict() for s in self.steps], [o.to_dict() for o in self.options]
+        return {"method": "upsample", **data, "by_source": self.by_source(), "steps": steps, "options": options}
+
+    def by_source(self) -> list[dict]:
+        """The added documents per source: documents, tokens, shortest and longest length, occurrences of E."""
+        groups: dict = {}
+        for step in self.steps:
+            g = groups.setdefault(
+                step.source,
+                {
+                    "source": step.source,
+                    "documents": 0,
+                    "tokens": 0,
+                    "occurrences": 0,
+                    "shortest": step.length,
+                    "longest": step.length,
+                    "lengths": 0,
+                },
+            )
+            g["documents"] += step.documents
+            g["tokens"] += step.tokens
+            g["occurrences"] += step.occurrences
+            g["shortest"], g["longest"] = min(g["shortest"], step.length), max(g["longest"], step.length)
+            g["lengths"] += 1
+        return list(groups.values())
 
     def _display(self) -> Display:
         return shown.upsample_display(self)
@@ -79,16 +170,20 @@ def plan_upsample(
     tau: float = DEFAULT_TAU,
     regime: str = "natural",
     long_lengths=None,
+    max_upweight: float | None = DEFAULT_MAX_UPWEIGHT,
+    seed: int = 0,
 ) -> UpsamplePlan:
-    """Tokens of documents >= E to add so that f_T(E) >= tau (see the module docstring for the formulas).
+    """Documents to add so that f_T(E) >= tau, ranked by contribution (see the module docstring for the formulas).
 
-    ``long_lengths``: lengths (array or LengthHistogram) of the documents to add; default: the corpus's own
-    documents of length >= E, in their corpus proportions.
+    ``long_lengths``: lengths (array or LengthHistogram) of documents to add in their own proportions instead of the
+    corpus's best. ``max_upweight``: a corpus bin is added up to this many times its share of T (None: no cap).
+
+    One document of 1000 tokens gives E = 512 488 times (a 1024 window); 90 of 100 tokens give none:
 
     >>> h = LengthHistogram.from_counts([100, 1000], [90, 1])  # a = 488/10000, b = 488/1000
-    >>> p = plan_upsample(h, 1024, 512, tokens=10_000, tau=1_000)
-    >>> p.current_occurrences < 1000, p.extra_tokens
-    (True, 1050)
+    >>> p = plan_upsample(h, 1024, 512, tokens=10_000, tau=1_000, max_upweight=None)
+    >>> p.current_occurrences, p.extra_tokens, [(s.length, s.documents) for s in p.steps]
+    (488.0, 2000, [(1000, 2)])
     """
     h = as_histogram(histogram)
     L = check_window(L)
@@ -98,48 +193,127 @@ def plan_upsample(
     if h.documents == 0:
         raise FreqlabError("the histogram holds no documents")
     # one stage: the same computation as a schedule
-    f = position_frequency(h.lengths, h.counts, L, regime)
+    f = position_frequency(h.lengths, h.counts, L, regime, seed=seed)
     sf = ScheduleFrequency(Schedule((Stage("corpus", L, T, regime),), tau=float(tau)), (f,))
-    return _plan(sf, [h], E, tau, long_lengths)
+    return _plan(sf, [h], E, tau, long_lengths, max_upweight, seed)
 
 
 def plan_upsample_schedule(
-    schedule: ScheduleFrequency | Schedule | str | Path, E: int, *, tau: float | None = None, long_lengths=None
+    schedule: ScheduleFrequency | Schedule | str | Path,
+    E: int,
+    *,
+    tau: float | None = None,
+    long_lengths=None,
+    max_upweight: float | None = DEFAULT_MAX_UPWEIGHT,
+    seed: int = 0,
 ) -> UpsamplePlan:
-    """:func:`plan_upsample` for a multi-stage schedule: long documents join its last longest-window stage.
+    """:func:`plan_upsample` for a multi-stage schedule: documents join its last longest-window stage.
 
     ``tau`` defaults to the schedule's. Each stage's corpus is its histogram (read from the schedule).
     """
     sf = as_schedule_frequency(schedule)
-    histograms: dict = {}
-    for stage in sf.schedule.stages:
-        if stage.histogram not in histograms:
-            histograms[stage.histogram] = as_histogram(stage.histogram)
-    stage_histograms = [histograms[stage.histogram] for stage in sf.schedule.stages]
-    return _plan(sf, stage_histograms, E, sf.schedule.tau if tau is None else tau, long_lengths)
+    cache: dict = {}
+    stage_histograms = [stage_histogram(stage, cache) for stage in sf.schedule.stages]
+    tau = sf.schedule.tau if tau is None else tau
+    return _plan(sf, stage_histograms, E, tau, long_lengths, max_upweight, seed)
 
 
-def _plan(sf: ScheduleFrequency, histograms: list[LengthHistogram], E, tau: float, long_lengths) -> UpsamplePlan:
-    stages = sf.schedule.stages
-    k = max(j for j, stage in enumerate(stages) if sf.window == stage.L)  # receives the long documents
-    stage, h, L, regime = stages[k], histograms[k], sf.window, stages[k].regime
+def document_contributions(lengths: np.ndarray, L: int, E: int, regime: str) -> tuple[np.ndarray, np.ndarray]:
+    """(g_n, t_n) per document length n: occurrences of E in the document's own segments, and its trained tokens.
+
+    >>> g, t = document_contributions(np.array([100, 1000, 2500]), 1024, 600, "natural")  # 2500 = 1024 + 1024 + 452
+    >>> g.tolist(), t.tolist()
+    ([0, 400, 848], [100, 1000, 2500])
+    """
+    lengths = np.asarray(lengths, dtype=np.int64)
+    if regime == "truncate":
+        kept = np.minimum(lengths, L)
+        return np.maximum(kept - E, 0), kept
+    return (lengths // L) * (L - E) + np.maximum(lengths % L - E, 0), lengths
+
+
+def _ceil(x: Fraction) -> int:
+    return -(-x.numerator // x.denominator)
+
+
+def _check_request(E, L: int, regime: str, max_upweight) -> tuple[int, Fraction | None]:
     if isinstance(E, bool) or not isinstance(E, (int, np.integer)) or not 0 < int(E) < L:
         raise FreqlabError(f"target effective length E must be an integer with 0 < E < L = {L}, got {E!r}")
-    E = int(E)
     if regime not in ADDITIVE_REGIMES:
         raise FreqlabError(
             f"under regime {regime!r} document lengths do not shape f (only the token count does): "
             "upsampling long documents cannot help; see tokens_needed for the budget instead"
         )
+    cap = None
+    if max_upweight is not None:
+        cap = Fraction(repr(max_upweight)) if isinstance(max_upweight, float) else Fraction(max_upweight)
+        if cap < 1:
+            raise FreqlabError(f"max_upweight must be at least 1 (1: add nothing), got {max_upweight}")
+    return int(E), cap
+
+
+def _by_contribution(h, f, L, E, regime, stage_tokens, gap, cap) -> tuple[list[UpsampleStep], Fraction, Fraction]:
+    """Greedy by c_n: whole documents of the best bins until ``gap`` occurrences are reached or every bin better
+    than a is at its cap. Returns the steps, the best c_n of the corpus, and the occurrences still missing."""
+    f0, fE = int(f[0]), int(f[E])
+    parts = h.sources.items() if h.sources else [(None, h)]
+    bins = []  # (c as float, length, source, count, g, t)
+    best = Fraction(0)
+    for source, part in parts:
+        g, t = document_contributions(part.lengths, L, E, regime)
+        useful = g > 0
+        for length, count, gn, tn in zip(part.lengths[useful], part.counts[useful], g[useful], t[useful], strict=True):
+            c = Fraction(int(gn), int(tn))
+            best = max(best, c)
+            if int(gn) * f0 > fE * int(tn):  # c_n > a, exactly
+                bins.append((c, int(length), source or "", source, int(count), int(gn), int(tn)))
+    bins.sort(key=lambda b: (-b[0], -b[1], b[2]))
+    steps: list[UpsampleStep] = []
+    remaining = gap
+    for c, length, _key, source, count, gn, tn in bins:
+        if remaining <= 0:
+            break
+        need = _ceil(remaining / gn)
+        limit = (
+            need if cap is None else int((cap - 1) * count * stage_tokens // f0)
+        )  # documents of the bin in T, x(cap-1)
+        take = min(need, limit)
+        if take <= 0:
+            continue
+        steps.append(UpsampleStep(source, length, take, take * tn, take * gn, float(c), take < need))
+        remaining -= take * gn
+    return steps, best, max(remaining, Fraction(0))
+
+
+def _plan(sf: ScheduleFrequency, histograms: list[LengthHistogram], E, tau, long_lengths, max_upweight, seed: int):
+    stages = sf.schedule.stages
+    k = max(j for j, stage in enumerate(stages) if sf.window == stage.L)  # receives the documents
+    stage, h, L, regime = stages[k], histograms[k], sf.window, stages[k].regime
+    E, cap = _check_request(E, L, regime, max_upweight)
+    f = sf.frequencies[k]
+    a = Fraction(int(f[E]), int(f[0]))
+    threshold = Fraction(tau)
+    current = sf.occurrences(E)
+    before = current - stage.tokens * a  # what the other stages give
+    gap = max(threshold - current, Fraction(0))
+    ceiling = Fraction(L - E, L)
+    notes: list[str] = []
+    if regime == "pack":
+        notes.append(
+            "pack: each added document counted as if it started a row (its natural contribution, an upper "
+            "bound); the corpus's own a is the packed one"
+        )
+    steps: list[UpsampleStep] = []
     if long_lengths is None:
-        keep = h.lengths >= E
-        if not keep.any():
-            raise FreqlabError(
-                f"the corpus has no document of at least E = {E} tokens (longest: {int(h.lengths.max())}); "
-                "give long_lengths"
-            )
-        long_h = LengthHistogram.from_counts(h.lengths[keep], h.counts[keep])
-        source = f"the corpus's own {long_h.documents} documents of >= {E} tokens ({long_h.tokens} tokens)"
+        steps, best, remaining = _by_contribution(h, f, L, E, regime, stage.tokens, gap, cap)
+        up_tokens = sum(s.tokens for s in steps)
+        up_occurrences = Fraction(sum(s.occurrences for s in steps))
+        added_docs = Fraction(sum(s.documents for s in steps))
+        capped = f"up to {cap}x its share of T" if cap is not None else "without a cap"
+        source = (
+            f"the corpus's own documents, best contribution per token first, each length {capped}: "
+            f"{len(steps):,} length{'s' if len(steps) != 1 else ''}, {int(added_docs):,} documents"
+        )
     else:
         long_h = (
             long_lengths
@@ -150,70 +324,76 @@ def _plan(sf: ScheduleFrequency, histograms: list[LengthHistogram], E, tau: floa
             raise FreqlabError("long_lengths is empty")
         if int(long_h.lengths.min()) < E:
             raise FreqlabError(f"long_lengths must all be >= E = {E}, got {int(long_h.lengths.min())}")
-        source = f"given documents: {long_h.documents} of >= {E} tokens ({long_h.tokens} tokens)"
-    f = sf.frequencies[k]
-    g = position_frequency(long_h.lengths, long_h.counts, L, regime)
-    notes: list[str] = []
-    if regime == "pack":
-        notes.append("pack: long documents are packed separately from the corpus (an approximation)")
-    a = Fraction(int(f[E]), int(f[0]))
-    b = Fraction(int(g[E]), int(g[0]))
-    threshold = Fraction(tau)
-    current = sf.occurrences(E)
-    if b <= a:
+        g = position_frequency(long_h.lengths, long_h.counts, L, "truncate" if regime == "truncate" else "natural")
+        b_given = Fraction(int(g[E]), int(g[0]))
+        if b_given <= a:
+            raise FreqlabError(
+                f"the long documents do not train position {E} more often per token than the corpus "
+                f"({float(b_given):.3g} vs {float(a):.3g}); upsampling them cannot help"
+            )
+        up_tokens = _ceil(gap / b_given)
+        up_occurrences = up_tokens * b_given
+        added_docs = Fraction(up_tokens * long_h.documents, long_h.tokens)
+        remaining = Fraction(0)
+        best = b_given
+        source = f"given documents: {long_h.documents} of >= {E} tokens ({long_h.tokens} tokens), in their proportions"
+    if remaining > 0 and a == 0:
         raise FreqlabError(
-            f"the long documents do not train position {E} more often per token than the corpus "
-            f"({float(b):.3g} vs {float(a):.3g}); upsampling them cannot help"
+            f"position {E} never occurs in this corpus under {regime} (no document longer than {E} tokens): neither "
+            "more tokens nor upsampling reach tau; give long_lengths, or pack without a document mask (concat)"
         )
-    if current >= threshold:
-        X = 0
+    more_corpus = _ceil(remaining / a) if remaining > 0 else 0
+    X = up_tokens + more_corpus
+    b = up_occurrences / up_tokens if up_tokens else Fraction(0)
+    if gap == 0:
         notes.append(f"f_T({E}) already reaches tau: no upsampling needed")
-    else:
-        need = (threshold - current) / b
-        X = -(-need.numerator // need.denominator)
-    # shares in the resulting mix: each stage's T_k corpus tokens in their own proportions plus X long tokens
+    elif more_corpus:
+        notes.append(
+            f"every length better than the corpus average is at its cap: {more_corpus:,} more corpus tokens make up "
+            "the rest" + (" (raise max_upweight to upsample more)" if cap is not None else "")
+        )
+    # shares in the resulting mix: each stage's T_k corpus tokens in their own proportions, plus the added ones
     T = sum(st.tokens for st in stages)
     long_tokens = long_docs = docs = Fraction(0)
-    for st, hk in zip(stages, histograms, strict=True):
+    for j, (st, hk) in enumerate(zip(stages, histograms, strict=True)):
+        tokens_k = st.tokens + (more_corpus if j == k else 0)
         is_long = hk.lengths >= E
-        long_tokens += Fraction(st.tokens * int(np.dot(hk.lengths[is_long], hk.counts[is_long])), hk.tokens)
-        long_docs += Fraction(st.tokens * int(hk.counts[is_long].sum()), hk.tokens)
-        docs += Fraction(st.tokens * hk.documents, hk.tokens)
-    added_docs = Fraction(X * long_h.documents, long_h.tokens)
-    token_share = (long_tokens + X) / (T + X)
+        long_tokens += Fraction(tokens_k * int(np.dot(hk.lengths[is_long], hk.counts[is_long])), hk.tokens)
+        long_docs += Fraction(tokens_k * int(hk.counts[is_long].sum()), hk.tokens)
+        docs += Fraction(tokens_k * hk.documents, hk.tokens)
+    token_share = (long_tokens + up_tokens) / (T + X)
     doc_share = (long_docs + added_docs) / (docs + added_docs)
-    p = (threshold - current) / (stage.tokens * (b - a))  # long-token share of the stage's own budget
-    fixed = float(max(p, Fraction(0))) if p <= 1 else None
-    if fixed is None:
+    p = (threshold - current) / (stage.tokens * (b - a)) if b > a else None
+    fixed = float(max(p, Fraction(0))) if p is not None and p <= 1 else None
+    if p is not None and fixed is None:
         notes.append(
-            f"even a budget of only long documents reaches f_T({E}) = {float(current + stage.tokens * (b - a)):.3g}"
-            " < tau: the budget must grow"
+            f"even a budget of only added documents reaches f_T({E}) = {float(before + stage.tokens * b):.3g} < tau: "
+            "the budget must grow"
         )
+    options = _options(sf, h, k, E, regime, a, before, threshold, T, X, b, seed)
+    helps = up_tokens > 0 and b / a >= UPSAMPLING_HELPS if a else up_tokens > 0
     current_eff = sf.effective_length(tau)
-    if len(stages) == 1:
-        added_to = "the corpus"
-        basis = f"With T = {T:.3g} tokens of this corpus (regime {regime}, L = {L}), position E = {E} occurs f_T(E)"
-        per_token = "each corpus token"
-        gap = "tau - T·a"
-        budget = "T"
-    else:
-        added_to = f"stage {stage.name!r} of {sf.schedule.source}"
-        basis = (
-            f"Over the schedule {sf.schedule.source} ({len(stages)} stages, {T:.3g} tokens in all), position "
-            f"E = {E} occurs F(E)"
-        )
-        per_token = f"each token of its stage {stage.name!r} (L = {L}, regime {regime}), which the long documents join,"
-        gap = "tau - F(E)"
-        budget = f"that stage's {stage.tokens:.3g} tokens"
-    reasoning = (
-        f"{basis} = {float(current):.3g} times (tau = {float(tau):.3g}); the predicted effective length is "
-        f"{current_eff}. {per_token[0].upper() + per_token[1:]} contributes a = f(E)/f(0) = {float(a):.4g} "
-        f"occurrences of E, each token of long documents ({source}) b = {float(b):.4g}. Adding X = "
-        f"ceil(({gap})/b) = {X:,} tokens of long documents reaches tau; long documents (>= {E} tokens) "
-        f"then make up {float(token_share):.2%} of training tokens and {float(doc_share):.2%} of documents."
+    verdict = _verdict(gap, a, b, best, ceiling, helps, options, T)
+    reasoning = _reasoning(
+        sf,
+        stage,
+        k,
+        E,
+        L,
+        regime,
+        tau,
+        current,
+        current_eff,
+        a,
+        b,
+        ceiling,
+        source,
+        X,
+        T,
+        token_share,
+        doc_share,
+        fixed,
     )
-    if fixed is not None and X > 0:
-        reasoning += f" Keeping the budget at {budget} instead, {fixed:.2%} of it must be long-document tokens."
     return UpsamplePlan(
         L,
         E,
@@ -229,7 +409,101 @@ def _plan(sf: ScheduleFrequency, histograms: list[LengthHistogram], E, tau: floa
         float(doc_share),
         fixed,
         source,
-        added_to,
+        "the corpus" if len(stages) == 1 else f"stage {stage.name!r} of {sf.schedule.source}",
         reasoning,
         tuple(notes),
+        float(ceiling),
+        options[0].total_tokens,
+        float(best),
+        up_tokens,
+        more_corpus,
+        None if cap is None else float(cap),
+        helps,
+        verdict,
+        tuple(steps),
+        tuple(options),
     )
+
+
+def _options(sf, h, k, E, regime, a, before, threshold, T, X, b, seed) -> list[BudgetOption]:
+    """The bound, more tokens, upsampling, and every other packing, as total budgets reaching tau."""
+    stage, L = sf.schedule.stages[k], sf.window
+    need = max(threshold - before, Fraction(0))  # occurrences the receiving stage must supply
+
+    def option(way: str, rate: Fraction) -> BudgetOption:
+        total = T - stage.tokens + _ceil(need / rate)
+        return BudgetOption(way, total, total - T, (total - T) / T, float(rate))
+
+    out = [option("bound: no mix and no packing does better ((L-E)/L per token)", Fraction(L - E, L))]
+    if a > 0:
+        out.append(option(f"more tokens of the same mix ({regime})", a))
+    out.append(BudgetOption("add the documents of this plan", T + X, X, X / T, float(b)))
+    for packing in PACKINGS:
+        if packing == regime:
+            continue
+        fr = position_frequency(h.lengths, h.counts, L, packing, seed=seed)
+        if fr[E] > 0:
+            out.append(option(f"the same mix packed as {packing}", Fraction(int(fr[E]), int(fr[0]))))
+    return out
+
+
+def _percent(x: float) -> str:
+    return f"{x:+.1%}" if abs(x) < 10 else f"{x:+.0%}"
+
+
+def _verdict(gap, a, b, best, ceiling, helps, options, T) -> str:
+    if gap == 0:
+        return "f_T(E) already reaches tau: nothing to add."
+    ways = [o for o in options[1:]]
+    cheapest = min(ways, key=lambda o: o.total_tokens)
+    more = next((o for o in options if o.way.startswith("more tokens")), None)
+    added = next(o for o in options if o.way.startswith("add the documents"))
+    gain = f"{float(best / a):.2f}x" if a else "any"
+    bound = f"{float(ceiling / a):.2f}x" if a else "any"
+    if helps:
+        text = (
+            f"Upsampling helps: the added documents train E {float(b / a):.2f}x as often per token as the corpus; "
+            f"{added.extra_tokens:,} extra tokens ({_percent(added.longer)} training)"
+        )
+        text += f" against {more.extra_tokens:,} ({_percent(more.longer)}) by training longer." if more else "."
+    else:
+        text = (
+            f"Upsampling cannot help: the best documents of this corpus train E at most {gain} as often per token as "
+            f"its average (no document can do better than {bound}: (L-E)/L), so adding them "
+            f"({added.extra_tokens:,} tokens, {_percent(added.longer)} training)"
+        )
+        text += (
+            f" is barely cheaper than training longer ({more.extra_tokens:,}, {_percent(more.longer)})."
+            if more
+            else "."
+        )
+    if cheapest is not added:
+        text += f" Cheapest: {cheapest.way}, {cheapest.total_tokens:,} tokens in all ({_percent(cheapest.longer)})."
+    return text
+
+
+def _reasoning(
+    sf, stage, k, E, L, regime, tau, current, current_eff, a, b, ceiling, source, X, T, token_share, doc_share, fixed
+) -> str:
+    stages = sf.schedule.stages
+    if len(stages) == 1:
+        basis = f"With T = {T:.3g} tokens of this corpus (regime {regime}, L = {L}), position E = {E} occurs f_T(E)"
+        per_token, gap, budget = "each corpus token", "tau - T·a", "T"
+    else:
+        basis = (
+            f"Over the schedule {sf.schedule.source} ({len(stages)} stages, {T:.3g} tokens in all), position "
+            f"E = {E} occurs F(E)"
+        )
+        per_token = f"each token of its stage {stage.name!r} (L = {L}, regime {regime}), which the documents join,"
+        gap, budget = "tau - F(E)", f"that stage's {stage.tokens:.3g} tokens"
+    text = (
+        f"{basis} = {float(current):.3g} times (tau = {float(tau):.3g}); the predicted effective length is "
+        f"{current_eff}. {per_token[0].upper() + per_token[1:]} contributes a = f(E)/f(0) = {float(a):.4g} "
+        f"occurrences of E; no token of any mix can give more than (L-E)/L = {float(ceiling):.4g}. Added documents "
+        f"({source}) give b = {float(b):.4g} per token. Closing the gap {gap} takes X = {X:,} extra tokens; "
+        f"documents of >= {E} tokens then make up {float(token_share):.2%} of training tokens and "
+        f"{float(doc_share):.2%} of documents."
+    )
+    if fixed is not None and X > 0:
+        text += f" Keeping the budget at {budget} instead, {fixed:.2%} of it must be added documents at rate b."
+    return text

@@ -7,6 +7,7 @@ from pathlib import Path
 
 from freqlab.errors import FreqlabError
 from freqlab.frequency import DEFAULT_TAU, REGIMES
+from freqlab.frequency.budget import training_budget
 from freqlab.plots.axes import as_histogram
 from freqlab.plots.frequency import plot_effective_length, plot_regimes, plot_windows
 from freqlab.plots.sources import plot_sources
@@ -35,7 +36,7 @@ def scan_figures(
     The effective-length and window figures use the first regime; ``tokens`` is the training budget T of
     the window comparison and of the f_T panel (None: 1T, the STRING Fig. 3 budget).
     """
-    tokens = 10**12 if tokens is None else tokens
+    tokens = training_budget(tokens).tokens  # the one budget rule: 1T unless given
     h = as_histogram(histogram)
     Ls = [int(L) for L in Ls]
     regimes = list(regimes)

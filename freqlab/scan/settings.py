@@ -34,7 +34,7 @@ if TYPE_CHECKING:
 ON_ERROR = ("raise", "skip")
 ENGINES = ("local", "ray")
 DEFAULT_L: tuple[int, ...] = (2048,)
-DEFAULT_REGIMES: tuple[str, ...] = ("natural", "concat", "uniform")
+DEFAULT_REGIMES: tuple[str, ...] = ("natural", "pack", "concat")  # pack: how STRING trained (App. A.2)
 DEFAULT_BATCH_SIZE = 256
 DEFAULT_OUT = "freqlab-out"
 INT64_MAX = (1 << 63) - 1

@@ -9,8 +9,9 @@ f = position_frequency(histogram, L, regime) (STRING Eq. 2, f(i) = Σ_segments m
 - ``effective_length``: the largest i with f_T(i) = f(i) · T / f(0) ≥ tau after T training tokens (STRING
   Sec. 3, Fig. 2b; tau is an empirical, model-dependent threshold, default 100B).
 
-The budget T defaults to the corpus's own tokens (one epoch); ``corpus_tokens`` extrapolates a partial
-scan's length distribution to a full corpus, which the summary flags.
+The budget T follows the one rule of :mod:`freqlab.frequency.budget`: ``tokens`` when given, else 1T, whatever the
+size of the corpus scanned. ``corpus_tokens`` extrapolates a partial scan's length distribution to a full corpus (the
+corpus size the summary reports), which the summary flags.
 """
 
 from __future__ import annotations
@@ -19,6 +20,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 from freqlab.display import Display, clip, listed, percent
+from freqlab.frequency.budget import Budget, training_budget
 from freqlab.frequency.regimes import check_window
 from freqlab.frequency.stats import DEFAULT_TAU
 from freqlab.frequency.summary import describe, human_count, regime_summaries
@@ -49,14 +51,14 @@ def summarize_windows(
 
     Corpus size: ``corpus_tokens`` when given, else ``estimated_corpus_tokens`` for a partial scan (when
     the scan could estimate it), else the tokens counted. The training budget T is ``tokens`` when given,
-    else the corpus size. ``extrapolated`` is True when the frequencies of the counted tokens are scaled to
-    a corpus of another size.
+    else 1T (:func:`freqlab.frequency.budget.training_budget`). ``extrapolated`` is True when the frequencies of
+    the counted tokens are scaled to a corpus of another size.
 
     Ten 4096-token documents in 2048-token windows: 20 full segments, f(i) = 20 · (2048 - i), and with
     T = 40960 = f(0), f_T(i) >= 1000 up to i = 1998.
 
     >>> h = LengthHistogram.from_lengths([4096] * 10)
-    >>> s = summarize_windows(h, [2048], ["natural"], tau=1000)
+    >>> s = summarize_windows(h, [2048], ["natural"], tokens=40960, tau=1000)
     >>> w = s["windows"][0]
     >>> s["budget"]["training_tokens"], w["segments"], round(w["share_at_most_half"], 4), w["effective_length"]
     (40960, 20, 0.7504, 1998)
@@ -68,13 +70,14 @@ def summarize_windows(
         size, origin = int(estimated_corpus_tokens), "estimated from the partial scan"
     else:
         size, origin = counted, "tokens counted" + (" (partial scan)" if partial else "")
-    training = int(tokens) if tokens is not None else size
+    rule = training_budget(tokens)
+    training = rule.tokens
     budget = {
         "tau": tau,
         "corpus_tokens": size,
         "corpus_tokens_from": origin,
         "training_tokens": training,
-        "training_tokens_from": "tokens option" if tokens is not None else "one pass over the corpus",
+        "training_tokens_from": "tokens option" if rule.given else "default",
         "tokens_counted": counted,
         "extrapolated": counted > 0 and size != counted,
     }
@@ -90,7 +93,6 @@ def summarize_windows(
             tokens=training,
             tau=tau,
             seed=seed,
-            one_pass=tokens is None,
             megatron=megatron,
         )
     return {"budget": budget, "windows": windows}
@@ -187,8 +189,9 @@ def format_report(summary: dict) -> str:
     budget = summary["budget"]
     lines.append("")
     note = ", extrapolated" if budget["extrapolated"] else ""
+    rule = Budget(budget["training_tokens"], budget["training_tokens_from"] == "tokens option")
     lines.append(
-        f"budget     T = {human_count(budget['training_tokens'])} training tokens ({budget['training_tokens_from']}); "
+        f"budget     {rule.describe()}; "
         f"corpus {human_count(budget['corpus_tokens'])} tokens ({budget['corpus_tokens_from']}{note}); "
         f"tau = {human_count(budget['tau'])}"
     )

@@ -121,3 +121,66 @@ def test_truncation_reports_the_tokens_it_drops(tmp_path):
     result = run("freq", path, "--L", 2048, "--regime", "truncate")
     assert result.exit_code == 0
     assert f"({2 * (5000 - 2048) / 1e3:.3g}K tokens dropped)" in result.output
+
+
+def test_one_budget_rule_printed(hist):
+    # no --tokens: T = 1T, said on the budget line; f_T(i) = 1T (2048 - i)/2048 >= 100B <=> i <= 1843
+    text = run("freq", hist, "--L", 2048, "--regime", "natural").output
+    assert "budget     T = 1T training tokens (freqlab default; --tokens sets it); tau = 100B" in text
+    assert "predicted effective length 1843 at 1T tokens" in text
+    data = json.loads(run("freq", hist, "--L", 2048, "--json").output)
+    assert data["budget"] == {"training_tokens": 10**12, "training_tokens_from": "default"}
+    # a budget below tau: the line says the budget limits it and what budget reaches L/2
+    small = run("freq", hist, "--L", 2048, "--tokens", "1M").output
+    assert "predicted effective length 0 at 1M tokens: the budget limits it (T = 1M tokens against tau = 100B" in small
+    assert "T >= 200B tokens trains i <= 1024" in small  # tau · 2048 / (2048 - 1024)
+
+
+@pytest.fixture
+def split(tmp_path):
+    from freqlab.histogram import combine_sources
+
+    path = tmp_path / "split.parquet"
+    sources = {"code": LengthHistogram.from_lengths([50, 900, 2500]), "web": LengthHistogram.from_lengths([40, 3000])}
+    combine_sources(sources).to_parquet(path)
+    return path
+
+
+def test_freq_of_a_weighted_mix(split, tmp_path):
+    data = json.loads(run("freq", split, "--L", 1024, "--weights", "code=2,web=1", "--json").output)
+    by_hand = np.array([50, 900, 2500] * 2 + [40, 3000])
+    f = position_frequency(by_hand, np.ones(by_hand.size, np.int64), 1024)
+    assert data["results"][0]["tokens_in_segments"] == int(f[0]) and data["mixture"]["exact"]
+    sources = {r["source"]: r for r in data["sources"]}
+    assert sources["code"]["token_share"] == pytest.approx(2 * 3450 / (2 * 3450 + 3040))
+    text = run("freq", split, "--L", 1024, "--weights", "code=70%,web=30%").output
+    assert "mix        share code=70%, web=30% (--weights); float64 weights" in text
+    (tmp_path / "mix.yaml").write_text("unit: share\nweights: {code: 7, web: 3}\n")
+    same = run("freq", split, "--L", 1024, "--weights", tmp_path / "mix.yaml", "--json").output
+    assert (
+        json.loads(same)["results"]
+        == json.loads(run("freq", split, "--L", 1024, "--weights", "code=70%,web=30%", "--json").output)["results"]
+    )
+
+
+def test_weights_in_stats_and_schedules(split, tmp_path):
+    stats = json.loads(run("stats", split, "--weights", "code=0,web=1", "--json").output)
+    assert stats["tokens"] == 3040 and stats["mixture"]["weights"] == {"code": 0.0, "web": 1.0}
+    schedule = tmp_path / "schedule.yaml"
+    schedule.write_text(f"histogram: {split}\nstages:\n  - {{L: 1024, tokens: 1T, weights: {{code: 0, web: 1}}}}\n")
+    alone = tmp_path / "web.parquet"
+    LengthHistogram.from_lengths([40, 3000]).to_parquet(alone)
+    weighted = json.loads(run("schedule", schedule, "--json").output)
+    plain = json.loads(run("freq", alone, "--L", 1024, "--json").output)["results"][0]
+    assert weighted["effective_length"] == plain["effective_length"]
+    bad = run("schedule", schedule, "--weights", "x=1")  # a stage's own weights win; --weights is the default
+    assert bad.exit_code == 0, bad.output
+
+
+@pytest.mark.parametrize(
+    ("weights", "message"),
+    [("code=1", "no weight for source 'web'"), ("code=1,web=1,books=1", "'books' is not in the histogram")],
+)
+def test_weight_errors_are_one_line(split, weights, message):
+    result = run("freq", split, "--L", 1024, "--weights", weights)
+    assert result.exit_code == 1 and message in result.output and result.output.count("\n") == 1

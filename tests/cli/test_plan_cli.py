@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import json
+import math
+from fractions import Fraction
 
 import polars as pl
 import pytest
@@ -133,34 +135,36 @@ def test_rope_json_has_both_conventions():
     assert all(f"== {t} " in text for t in ("linear", "ntk", "dynamic", "yarn", "llama3"))
 
 
+def expected_upsample(max_upweight: int) -> int:
+    """X for 900 documents of 100 tokens and 10 of 4096 (L = 4096, E = 3072, T = 10B, tau = 5B), by hand: a 4096-token
+    document gives E 1024 times; whole documents, each length up to max_upweight x its documents in T, then corpus
+    tokens at a = 10 · 1024 / 130960."""
+    a = Fraction(10 * 1024, 130960)
+    gap = 5 * 10**9 - 10**10 * a
+    cap = (max_upweight - 1) * 10 * 10**10 // 130960  # documents of 4096 tokens
+    documents = min(cap, math.ceil(gap / 1024))
+    rest = gap - documents * 1024
+    return documents * 4096 + (math.ceil(rest / a) if rest > 0 else 0)
+
+
 def test_upsample(hist, tmp_path):
     corpus = tmp_path / "corpus.parquet"
     LengthHistogram.from_counts([100, 4096], [900, 10]).to_parquet(corpus)
-    result = run(
-        "plan",
-        "upsample",
-        "--hist",
-        corpus,
-        "--L",
-        4096,
-        "--tokens",
-        "10B",
-        "--tau",
-        "5B",
-        "--target-length",
-        3072,
-        "--json",
-    )
+    args = ("plan", "upsample", "--hist", corpus, "--L", 4096, "--tokens", "10B", "--tau", "5B")
+    args += ("--target-length", 3072)
+    result = run(*args, "--json")
     assert result.exit_code == 0, result.output
     data = json.loads(result.output)
-    # a = 10 (4096 - 3072) / 130960, b = 1024 / 4096; X = ceil((5e9 - 1e10 a) / b)
     a, b = 10 * 1024 / 130960, 1024 / 4096
-    assert data["extra_tokens"] == -(-(5 * 10**9 * 130960 - 10**10 * 10240) * 4 // 130960)
+    # the default cap (4x) runs out before tau: the rest is more corpus tokens
+    assert data["extra_tokens"] == expected_upsample(4) and data["corpus_tokens_added"] > 0
     assert data["per_token_corpus"] == pytest.approx(a) and data["per_token_long"] == pytest.approx(b)
-    text = run(
-        "plan", "upsample", "--hist", corpus, "--L", 4096, "--tokens", "10B", "--tau", "5B", "--target-length", 3072
-    ).output
-    assert "add" in text and "tokens of long documents" in text
+    assert data["lower_bound_tokens"] == math.ceil(Fraction(5 * 10**9 * 4096, 1024))
+    assert data["budget"] == {"training_tokens": 10**10, "training_tokens_from": "tokens option"}
+    wide = json.loads(run(*args, "--json", "--max-upweight", 100).output)
+    assert wide["extra_tokens"] == expected_upsample(100) and wide["corpus_tokens_added"] == 0
+    text = run(*args).output
+    assert "documents to add" in text and "Upsampling helps" in text and "budget     T = 10B" in text
 
 
 def test_upsample_with_a_schedule(tmp_path):
@@ -184,13 +188,30 @@ def test_upsample_with_a_schedule(tmp_path):
     # the 2048 stage never reaches E = 3072, so F(E) = 1e10 · a with the single-stage a of test_upsample
     a, b = 10 * 1024 / 130960, 1024 / 4096
     assert data["current_occurrences"] == pytest.approx(1e10 * a)
-    assert data["extra_tokens"] == -(-(5 * 10**9 * 130960 - 10**10 * 10240) * 4 // 130960)
+    assert data["extra_tokens"] == expected_upsample(4)
     assert data["tokens"] == 2 * 10**10 and data["added_to"].startswith("stage 'long'")
     assert data["per_token_long"] == pytest.approx(b)
     assert run("plan", "upsample", "--schedule", schedule, "--target-length", 3072, "--tokens", "1B").exit_code == 2
     mismatch = run("plan", "upsample", "--schedule", schedule, "--target-length", 3072, "--L", 2048)
     assert mismatch.exit_code == 1 and "longest window is 4096, but --L = 2048" in mismatch.output
-    assert run("plan", "upsample", "--L", 4096, "--target-length", 3072).exit_code == 2  # needs --hist/--tokens
+    assert run("plan", "upsample", "--L", 4096, "--target-length", 3072).exit_code == 2  # needs --hist
+
+
+def test_upsample_with_weights(tmp_path):
+    from freqlab.histogram import combine_sources
+
+    sources = {"short": LengthHistogram.from_counts([100], [900]), "long": LengthHistogram.from_counts([4096], [10])}
+    path = tmp_path / "split.parquet"
+    combine_sources(sources).to_parquet(path)
+    args = ("plan", "upsample", "--hist", path, "--L", 4096, "--tokens", "10B", "--tau", "5B")
+    args += ("--target-length", 3072)
+    # weights 1:1 are the histogram as scanned; long=3 triples the long documents, exactly (integer epochs)
+    same = json.loads(run(*args, "--json", "--weights", "short=1,long=1").output)
+    assert same["extra_tokens"] == expected_upsample(4)
+    tripled = json.loads(run(*args, "--json", "--weights", "short=1,long=3").output)
+    assert tripled["per_token_corpus"] == pytest.approx(30 * 1024 / (90000 + 30 * 4096))
+    bad = run(*args, "--weights", "short=1,books=2")
+    assert bad.exit_code == 1 and bad.output.count("\n") == 1 and "'books' is not in the histogram" in bad.output
 
 
 def test_rope_takes_the_window_from_a_schedule(tmp_path):
@@ -201,3 +222,25 @@ def test_rope_takes_the_window_from_a_schedule(tmp_path):
     assert data["L"] == 4096 and data["plans"][0]["factor"] == 4.0  # 16384 / the longest stage window
     assert run("plan", "rope", "--schedule", schedule, "--L", 2048, "--target", 16384).exit_code == 1
     assert run("plan", "rope", "--target", 16384).exit_code == 2
+
+
+def test_planners_follow_the_budget_rule_and_weights(tmp_path):
+    from freqlab.histogram import combine_sources
+
+    split, alone = tmp_path / "split.parquet", tmp_path / "rows.parquet"
+    rows = LengthHistogram.from_counts([2048], [1000])
+    combine_sources({"rows": rows, "short": LengthHistogram.from_counts([100], [50])}).to_parquet(split)
+    rows.to_parquet(alone)
+    # no --tokens: T = 1T, printed; f_T(i) = 1T (2048 - i)/2048 >= 100B <=> i <= 1843: N* = 1844
+    text = run("plan", "string", "--hist", alone, "--L", 2048).output
+    assert text.startswith("budget     T = 1T training tokens (freqlab default; --tokens sets it); tau = 100B")
+    assert "N* = 1844 (rule: budget)" in text
+    assert "(rule: mass)" in run("plan", "string", "--hist", alone, "--L", 2048, "--mass", 0.9).output
+    # weights that leave out the short documents give the plan of the rows alone
+    weighted = json.loads(
+        run("plan", "string", "--hist", split, "--L", 2048, "--weights", "rows=1,short=0", "--json").output
+    )
+    assert (
+        weighted["N_star"] == json.loads(run("plan", "string", "--hist", alone, "--L", 2048, "--json").output)["N_star"]
+    )
+    assert run("plan", "string", "--L", 2048, "--weights", "rows=1").exit_code == 2  # nothing to weight

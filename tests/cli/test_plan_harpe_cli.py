@@ -99,12 +99,17 @@ def test_grid_from_histogram_says_so(tmp_path):
     # natural regime at L = 4096: f(i) = 10·(4096 - i) + 30·max(1000 - i, 0), total 98,921,560. Mass rule (90%):
     # the mass above i is 5·(4095 - i)(4096 - i) <= 10% for i >= 2689 (1406·1407 = 1,978,242 <= 1,978,431.2),
     # so N* = 2689 + 1 and the grid covers 2690..4095
-    result = run("--hist", str(path), "--target", "4096", "--heads", "3", "--stride", "1000000", "--json")
+    args = ("--hist", str(path), "--target", "4096", "--heads", "3", "--stride", "1000000", "--json")
+    result = run(*args, "--mass", "0.9")
     assert result.exit_code == 0, result.output
     data = json.loads(result.output)
     assert data["grid_reason"].startswith("distance grid from the frequency analysis")
     assert "90%" in data["grid_reason"]
     assert (data["grid"]["start"], data["grid"]["stop"], data["grid"]["step"]) == (2690, 4095, 1)
+    # without --mass the one budget rule: T = 1T, f_T(i) >= 100B <=> 10 f(i) >= f(0) = 70,960 <=> i <= 3386
+    data = json.loads(run(*args).output)
+    assert "T = 1e+12" in data["grid_reason"]
+    assert (data["grid"]["start"], data["grid"]["stop"]) == (3387, 4095)
     text = run("--hist", str(path), "--target", "4096", "--heads", "3", "--stride", "1000000").output
     assert "from the frequency analysis" in text
 

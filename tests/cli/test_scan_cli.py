@@ -63,7 +63,9 @@ def test_the_table_report_reads_like_the_issue(tmp_path, corpus):
     assert result.exit_code == 0, result.output
     assert re.search(r"^L=2048 natural: \d+\.\d% of position mass at i ≤ 1024, \d+\.\d% at i ≥ 1536", result.output,
                      re.M)
-    assert "L=2048 concat:" in result.output and "L=2048 uniform:" in result.output
+    # the default regimes: natural, pack (how STRING trained, App. A.2) and concat; the default budget is 1T
+    assert "L=2048 pack:" in result.output and "L=2048 concat:" in result.output and "uniform" not in result.output
+    assert "budget     T = 1T training tokens (freqlab default; --tokens sets it)" in result.output
     assert "documents  8 read = 6 tokenized + 2 empty + 0 skipped" in result.output
 
 

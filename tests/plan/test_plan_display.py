@@ -57,9 +57,9 @@ def test_rope_plan_shows_both_config_blocks():
 
 def test_upsample_plan():
     h = LengthHistogram.from_counts([100, 1000], [90, 1])
-    p = plan_upsample(h, 1024, 512, tokens=10_000, tau=1_000)  # the docstring's example: X = 1050
+    p = plan_upsample(h, 1024, 512, tokens=10_000, tau=1_000)  # the docstring's example: X = 2000
     page = shown(p)
-    assert page.rows["long-document tokens to add X"] == "1,050" and repr(p).startswith("UpsamplePlan E = 512")
+    assert page.rows["extra tokens X"] == "2,000" and repr(p).startswith("UpsamplePlan E = 512")
 
 
 def test_harpe_plan_and_well_trained_and_usage():

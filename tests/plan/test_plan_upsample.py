@@ -1,95 +1,180 @@
-"""Length upsampling: tokens of long documents so that f_T(E) >= tau, checked against explicit mixtures."""
+"""Length upsampling: the ceiling, documents ranked by contribution, and every plan replayed on a mix built by hand."""
 
 from __future__ import annotations
 
 import math
 from fractions import Fraction
 
+import numpy as np
 import pytest
 
 from freqlab.errors import FreqlabError
-from freqlab.histogram import LengthHistogram
-from freqlab.plan.upsample import plan_upsample, plan_upsample_schedule
+from freqlab.frequency import REGIMES, position_frequency, tokens_needed
+from freqlab.histogram import LengthHistogram, combine_sources
+from freqlab.plan.upsample import UPSAMPLING_HELPS, document_contributions, plan_upsample, plan_upsample_schedule
 
 L, E = 1024, 600
 CORPUS = [50] * 20 + [300, 900, 2500]  # natural regime: 2500 -> 1024 + 1024 + 452
-LONG = [900, 2500]  # the corpus's own documents >= E
 
 
-def brute_f(doc_lengths: list[int], i: int) -> int:
-    """STRING Eq. 2 on explicit segments: documents cut into L-token rows plus the remainder."""
-    total = 0
-    for n in doc_lengths:
-        pieces = [L] * (n // L) + ([n % L] if n % L else [])
-        total += sum(max(s - i, 0) for s in pieces)
-    return total
+def pieces(n: int, window: int = L) -> list[int]:
+    """A document cut into window-token rows plus the remainder (the natural regime)."""
+    return [window] * (n // window) + ([n % window] if n % window else [])
 
 
-def smallest_copies(k: int, tau: int, long_docs: list[int]) -> int:
-    """Mix k copies of the corpus with j copies of the long documents; smallest j with f_mix(E) >= tau.
-    In the natural regime f(0) is the token count, so f_mix is f_T for T = the mix's own tokens."""
-    j = 0
-    while brute_f(CORPUS * k + long_docs * j, E) < tau:
-        j += 1
-    return j
+def brute_f(doc_lengths: list[int], i: int, window: int = L) -> int:
+    """STRING Eq. 2 on explicit segments, position by position."""
+    return sum(max(s - i, 0) for n in doc_lengths for s in pieces(n, window))
 
 
-@pytest.mark.parametrize("tau_multiple", [2, 5, 17])
-def test_extra_tokens_match_explicit_mixtures(tau_multiple):
+def replay(plan, corpus: list[int], copies: int) -> list[int]:
+    """The upsampled mix, document by document: the corpus ``copies`` times plus every added document."""
+    return corpus * copies + [step.length for step in plan.steps for _ in range(step.documents)]
+
+
+def test_a_token_adds_at_most_L_minus_E_over_L():
+    # f(E) <= f(0) (L - E)/L under every regime whose segments are at most L: the bound behind T >= tau L/(L - E)
+    rng = np.random.default_rng(7)
+    for _ in range(20):
+        lengths = rng.integers(1, 5000, size=30)
+        for regime in ("natural", "truncate", "concat", "uniform", "pack", "best-fit"):
+            f = position_frequency(lengths, np.ones(30, np.int64), 512, regime)
+            assert all(int(f[e]) * 512 <= int(f[0]) * (512 - e) for e in range(512))
+    # concatenated rows of exactly L reach it
+    f = position_frequency([L], [7], L, "concat")
+    assert Fraction(int(f[E]), int(f[0])) == Fraction(L - E, L)
+
+
+def test_a_document_contributes_its_own_segments():
+    lengths = np.arange(1, 3 * L + 5)
+    g, t = document_contributions(lengths, L, E, "natural")
+    assert g.tolist() == [brute_f([n], E) for n in lengths] and t.tolist() == lengths.tolist()
+    g, t = document_contributions(lengths, L, E, "truncate")
+    assert g.tolist() == [max(min(n, L) - E, 0) for n in lengths] and t.tolist() == np.minimum(lengths, L).tolist()
+    # the issue's example: at L = 4096, E = 3072 a 3,100-token document trains E 28 times, 0.009 per token
+    g, t = document_contributions(np.array([3100]), 4096, 3072, "natural")
+    assert (int(g[0]), round(int(g[0]) / int(t[0]), 3)) == (28, 0.009)
+
+
+@pytest.mark.parametrize("tau_multiple", [Fraction(6, 5), 2, 5])
+def test_plan_replayed_on_the_mix_built_by_hand(tau_multiple):
     k = 10
     T = k * sum(CORPUS)
-    current = brute_f(CORPUS * k, E)  # = T · f(E)/f(0)
-    tau = tau_multiple * current
+    current = brute_f(CORPUS * k, E)  # = T · f(E)/f(0): in the natural regime f(0) is the token count
+    tau = math.ceil(tau_multiple * current)
+    p = plan_upsample(LengthHistogram.from_lengths(CORPUS), L, E, T, tau=tau, max_upweight=None)
+    mix = replay(p, CORPUS, k)
+    added = sum(step.occurrences for step in p.steps)
+    assert brute_f(mix, E) == current + added >= tau  # the prediction is exact
+    assert p.extra_tokens == p.upsampled_tokens == sum(mix) - T and p.corpus_tokens_added == 0
+    # whole documents, no more than needed: one document fewer of the last length misses tau
+    assert brute_f(mix[:-1], E) < tau
+    # the best contribution per token first: 2500 (848 of E in 2500 tokens) before 900 (300 in 900)
+    assert [s.length for s in p.steps] == [2500]
+    assert p.per_token_long == pytest.approx(848 / 2500) and p.best_per_token == pytest.approx(848 / 2500)
+    assert p.per_token_corpus == pytest.approx(brute_f(CORPUS, E) / sum(CORPUS))
+
+
+@pytest.mark.parametrize("tau_multiple", [2, 3])
+def test_caps_spread_the_documents_over_lengths_and_sources(tau_multiple):
+    sources = {
+        "code": LengthHistogram.from_lengths([50] * 10 + [900, 2500]),
+        "web": LengthHistogram.from_lengths([40] * 10 + [700, 1024, 2048]),
+    }
+    h = combine_sources(sources)
+    corpus = [int(n) for n in np.repeat(h.lengths, h.counts)]
+    k, cap = 6, 3
+    T = k * sum(corpus)
+    tau = tau_multiple * brute_f(corpus * k, E)
+    p = plan_upsample(h, L, E, T, tau=tau, max_upweight=cap)
+    # ranked by c_n = g_n/t_n: 2048 and 1024 (424/1024) first, then 2500 (848/2500), 900 (300/900), 700 (100/700)
+    order = [("web", 2048), ("web", 1024), ("code", 2500), ("code", 900), ("web", 700)]
+    assert [(s.source, s.length) for s in p.steps] == order[: len(p.steps)] and len(p.steps) >= 2
+    contributions = [s.per_token for s in p.steps]
+    assert contributions == sorted(contributions, reverse=True) and min(contributions) > p.per_token_corpus
+    for step in p.steps:  # at most (cap - 1) times the bin's documents in T
+        assert step.documents <= (cap - 1) * k
+    mix = replay(p, corpus, k)
+    predicted = brute_f(corpus * k, E) + sum(s.occurrences for s in p.steps)
+    if tau_multiple == 2:
+        assert p.corpus_tokens_added == 0 and brute_f(mix, E) == predicted >= tau
+    else:  # every useful bin at its cap (700 is below a: never added): the rest is more corpus tokens at rate a
+        assert all(s.capped for s in p.steps) and len(p.steps) == 4 and brute_f(mix, E) == predicted
+        a = Fraction(brute_f(corpus, E), sum(corpus))
+        Y = p.corpus_tokens_added
+        assert predicted + Y * a >= tau > predicted + (Y - 1) * a
+    assert p.by_source()[0]["source"] == "web"
+
+
+def test_alternatives_side_by_side():
+    T = 10 * sum(CORPUS)
+    tau = 3 * brute_f(CORPUS * 10, E)
     p = plan_upsample(LengthHistogram.from_lengths(CORPUS), L, E, T, tau=tau)
-    assert p.current_occurrences == pytest.approx(current)
-    j = smallest_copies(k, tau, LONG)
-    # X tokens of long documents in corpus proportions = X / sum(LONG) copies of the long set
-    assert math.ceil(p.extra_tokens / sum(LONG)) == j
-    # X is the exact minimum: X·b reaches the gap, X - 1 does not
-    a, b = brute_f(CORPUS, E) / sum(CORPUS), brute_f(LONG, E) / sum(LONG)
-    assert p.per_token_corpus == pytest.approx(a) and p.per_token_long == pytest.approx(b)
-    assert T * a + p.extra_tokens * b >= tau - 1e-6
-    assert T * a + (p.extra_tokens - 1) * b < tau
+    by_way = {o.way.split(" (")[0].split(":")[0]: o for o in p.options}
+    bound = by_way["bound"]
+    assert bound.total_tokens == p.lower_bound_tokens == math.ceil(Fraction(tau * L, L - E))
+    more = by_way["more tokens of the same mix"]
+    f = position_frequency(np.array(CORPUS), np.ones(len(CORPUS), np.int64), L, "natural")
+    assert more.total_tokens == tokens_needed(f, E, tau)
+    concat = by_way["the same mix packed as concat"]
+    fc = position_frequency(np.array(CORPUS), np.ones(len(CORPUS), np.int64), L, "concat")
+    assert concat.total_tokens == tokens_needed(fc, E, tau)
+    for o in p.options:  # the units a user decides in
+        assert o.extra_tokens == o.total_tokens - T and o.longer == pytest.approx(o.extra_tokens / T)
+        assert o.total_tokens >= bound.total_tokens
+    assert p.ceiling == pytest.approx((L - E) / L)
+
+
+def test_says_plainly_when_upsampling_cannot_help():
+    # nearly every token already sits in 1024-token documents, which reach the ceiling: b/a is barely above 1
+    h = LengthHistogram.from_counts([1024, 1030, 100], [1000, 40, 3])
+    T = 100 * h.tokens
+    p = plan_upsample(h, L, E, T, tau=2 * T * (L - E) // L)
+    assert p.best_per_token / p.per_token_corpus < float(UPSAMPLING_HELPS)
+    assert not p.helps and p.verdict.startswith("Upsampling cannot help")
+    # a corpus of short documents with a few long ones: it does
+    q = plan_upsample(LengthHistogram.from_lengths(CORPUS), L, E, 10 * sum(CORPUS), tau=2 * brute_f(CORPUS * 10, E))
+    assert q.helps and q.verdict.startswith("Upsampling helps")
+
+
+def test_given_long_lengths_in_their_proportions():
+    T = 10 * sum(CORPUS)
+    tau = 4 * brute_f(CORPUS * 10, E)
+    given = [1024, 1024, 2048]
+    p = plan_upsample(LengthHistogram.from_lengths(CORPUS), L, E, T, tau=tau, long_lengths=given)
+    b = Fraction(brute_f(given, E), sum(given))  # (424 + 424 + 848) / 4096
+    assert p.per_token_long == pytest.approx(float(b))
+    a = Fraction(brute_f(CORPUS, E), sum(CORPUS))
+    assert T * a + p.extra_tokens * b >= tau > T * a + (p.extra_tokens - 1) * b  # X is the exact minimum
+    assert "given documents" in p.long_source
 
 
 def test_shares_of_the_resulting_mix():
     T = 10 * sum(CORPUS)
-    p = plan_upsample(LengthHistogram.from_lengths(CORPUS), L, E, T, tau=5 * brute_f(CORPUS * 10, E))
-    X = p.extra_tokens
-    corpus_long_tokens = (900 + 2500) / sum(CORPUS)
-    assert p.long_token_share == pytest.approx((T * corpus_long_tokens + X) / (T + X))
-    docs_per_token, long_docs_per_token = len(CORPUS) / sum(CORPUS), 2 / sum(CORPUS)
-    added_docs = X * len(LONG) / sum(LONG)
-    expected = (T * long_docs_per_token + added_docs) / (T * docs_per_token + added_docs)
-    assert p.long_document_share == pytest.approx(expected)
+    p = plan_upsample(LengthHistogram.from_lengths(CORPUS), L, E, T, tau=5 * brute_f(CORPUS * 10, E), max_upweight=None)
+    mix = replay(p, CORPUS, 10)
+    long = [n for n in mix if n >= E]
+    assert p.long_token_share == pytest.approx(sum(long) / sum(mix))
+    assert p.long_document_share == pytest.approx(len(long) / len(mix))
 
 
 def test_fixed_budget_share():
     T = 10 * sum(CORPUS)
     current = brute_f(CORPUS * 10, E)
-    p = plan_upsample(LengthHistogram.from_lengths(CORPUS), L, E, T, tau=current * 6 // 5)
-    a, b = p.per_token_corpus, p.per_token_long  # 1148/4400 and 1148/3400: at most 1.29x more per token
-    share = p.fixed_budget_share
+    p = plan_upsample(LengthHistogram.from_lengths(CORPUS), L, E, T, tau=current * 6 // 5, max_upweight=None)
+    a, b = Fraction(brute_f(CORPUS, E), sum(CORPUS)), Fraction(848, 2500)
+    share = Fraction(p.fixed_budget_share)
     assert 0 < share < 1
     assert T * ((1 - share) * a + share * b) == pytest.approx(current * 6 // 5)
     # 3x the current occurrences cannot be reached within T: the budget must grow
-    q = plan_upsample(LengthHistogram.from_lengths(CORPUS), L, E, T, tau=3 * current)
+    q = plan_upsample(LengthHistogram.from_lengths(CORPUS), L, E, T, tau=3 * current, max_upweight=None)
     assert q.fixed_budget_share is None and any("budget must grow" in n for n in q.notes)
-
-
-def test_given_long_lengths():
-    T = 10 * sum(CORPUS)
-    tau = 4 * brute_f(CORPUS * 10, E)
-    given = [1024, 1024, 2048]
-    p = plan_upsample(LengthHistogram.from_lengths(CORPUS), L, E, T, tau=tau, long_lengths=given)
-    assert p.per_token_long == pytest.approx(brute_f(given, E) / sum(given))  # (424 + 424 + 848) / 4096
-    assert math.ceil(p.extra_tokens / sum(given)) == smallest_copies(10, tau, given)
-    assert "given documents" in p.long_source
 
 
 def test_already_reached_needs_nothing():
     p = plan_upsample(LengthHistogram.from_lengths(CORPUS), L, E, 10**12, tau=100)
-    assert p.extra_tokens == 0 and any("no upsampling" in n for n in p.notes)
+    assert p.extra_tokens == 0 and not p.steps and any("no upsampling" in n for n in p.notes)
+    assert p.verdict.startswith("f_T(E) already reaches tau")
 
 
 @pytest.mark.parametrize(
@@ -99,7 +184,8 @@ def test_already_reached_needs_nothing():
         ({"E": 5000}, "0 < E < L"),
         ({"regime": "concat"}, "do not shape f"),
         ({"long_lengths": [100, 2000]}, "must all be >= E"),
-        ({"E": 1000, "histogram": [50, 60]}, "no document of at least"),
+        ({"E": 1000, "histogram": [50, 60]}, "never occurs in this corpus"),
+        ({"max_upweight": 0.5}, "at least 1"),
     ],
 )
 def test_impossible_requests(kwargs, message):
@@ -108,9 +194,8 @@ def test_impossible_requests(kwargs, message):
         plan_upsample(LengthHistogram.from_lengths(args.pop("histogram")), L, args.pop("E"), 10**6, tau=10**9, **args)
 
 
-def brute_f_window(doc_lengths: list[int], i: int, window: int) -> int:
-    """STRING Eq. 2 on documents cut into ``window``-token rows plus the remainder (natural regime)."""
-    return sum(max(min(window, n - start) - i, 0) for n in doc_lengths for start in range(0, n, window))
+def test_every_regime_named():
+    assert {"natural", "truncate", "pack"} <= set(REGIMES)
 
 
 def write_schedule(tmp_path, stages) -> str:
@@ -141,21 +226,18 @@ def test_two_stage_schedule_adds_to_the_longest_stage(tmp_path):
     ]
     path = write_schedule(tmp_path, stages)
     # F(E) = Σ_k T_k f_k(E) / f_k(0); f_k(0) is the corpus token count in the natural regime
-    F = Fraction(sum(T * brute_f_window(CORPUS, E2, w) for T, w in ((T1, 512), (T2, L))), sum(CORPUS))
-    long_docs = [n for n in CORPUS if n >= E2]  # 300, 900, 2500 in corpus proportions
-    a = Fraction(brute_f_window(CORPUS, E2, L), sum(CORPUS))  # per token of the long stage
-    b = Fraction(brute_f_window(long_docs, E2, L), sum(long_docs))
-    tau = math.ceil(F + T2 * (b - a) / 2)  # about half of the long stage's budget turned into long documents
-    p = plan_upsample_schedule(path, E2, tau=tau)
+    F = Fraction(brute_f(CORPUS * 40, E2, 512) + brute_f(CORPUS * 10, E2, L), 1)
+    tau = math.ceil(F * 3 / 2)
+    p = plan_upsample_schedule(path, E2, tau=tau, max_upweight=None)
     assert p.added_to.startswith("stage 'long'") and p.tokens == T1 + T2 and p.L == L
     assert p.current_occurrences == F == 74000
-    assert p.per_token_corpus == pytest.approx(a) and p.per_token_long == pytest.approx(b)
-    assert F + p.extra_tokens * b >= tau > F + (p.extra_tokens - 1) * b  # X is the exact minimum
-    long_share = Fraction(sum(long_docs), sum(CORPUS))  # both stages train on the same corpus
-    X = p.extra_tokens
-    assert p.long_token_share == pytest.approx(((T1 + T2) * long_share + X) / (T1 + T2 + X))
-    assert F + T2 * Fraction(p.fixed_budget_share) * (b - a) == pytest.approx(tau)
-    assert p.fixed_budget_share == pytest.approx(0.5, abs=1e-3)
+    # replayed: both stages' corpora as they are, plus the documents added to the long stage
+    added = [s.length for s in p.steps for _ in range(s.documents)]
+    assert brute_f(CORPUS * 40, E2, 512) + brute_f(CORPUS * 10 + added, E2, L) >= tau
+    assert brute_f(CORPUS * 40, E2, 512) + brute_f(CORPUS * 10 + added[:-1], E2, L) < tau
     assert "stage 'long'" in p.reasoning and "tau - F(E)" in p.reasoning
+    # the options hold the short stage fixed: the bound is T1 + ceil((tau - F_short) L / (L - E))
+    F_short = brute_f(CORPUS * 40, E2, 512)
+    assert p.lower_bound_tokens == T1 + math.ceil(Fraction((tau - F_short) * L, L - E2))
     # the schedule's own tau (1000) is already reached: nothing to add
     assert plan_upsample_schedule(path, E2).extra_tokens == 0

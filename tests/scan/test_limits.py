@@ -46,7 +46,7 @@ def test_a_sampled_scan_extrapolates_to_the_documents_it_saw(slimpajama_dir):
     assert docs["read"] + docs["sampled_out"] == 90
     assert budget["extrapolated"] and budget["corpus_tokens_from"] == "estimated from the partial scan"
     assert budget["corpus_tokens"] == (2 * sampled.histogram.tokens * 90 + docs["read"]) // (2 * docs["read"])
-    assert budget["training_tokens"] == budget["corpus_tokens"]
+    assert budget["training_tokens"] == 10**12  # the one budget rule: 1T without tokens, whatever the corpus size
     given = scan_slimpajama(slimpajama_dir, workers=1, max_docs=20, corpus_tokens=10**12, tokens=5 * 10**11)
     assert given.summary["budget"]["corpus_tokens"] == 10**12 and given.summary["budget"]["extrapolated"]
     assert given.summary["windows"][0]["budget_tokens"] == 5 * 10**11

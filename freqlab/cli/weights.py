@@ -1,0 +1,60 @@
+"""``--weights`` and the budget line: what freq, stats, schedule, plan and plot share about the training mix.
+
+``--weights`` turns a histogram split by source into the training mix (:mod:`freqlab.frequency.mixture`); every
+command that predicts an effective length prints the budget rule it used (:mod:`freqlab.frequency.budget`).
+"""
+
+from __future__ import annotations
+
+import click
+
+from freqlab.frequency.budget import Budget
+from freqlab.frequency.mixture import PRESETS, MixtureInfo, contribution_table, describe_table, weighted_histogram
+from freqlab.frequency.summary import human_count
+from freqlab.histogram import LengthHistogram
+
+WEIGHTS_HELP = (
+    "Train on a weighted mix of the histogram's sources: epochs per source (SOURCE=W%,... for shares of training "
+    f"tokens), a YAML/JSON mixture file, or a published mix ({', '.join(PRESETS)})."
+)
+weights_option = click.option("--weights", default=None, metavar="SOURCE=W,...|FILE|PRESET", help=WEIGHTS_HELP)
+
+
+def _remember(ctx: click.Context, param, value):
+    ctx.meta["freqlab.weights"] = value
+    return value
+
+
+#: ``--weights`` for commands that pass it on through :func:`current_weights` instead of a parameter
+weights_meta_option = click.option(
+    "--weights", default=None, metavar="SOURCE=W,...|FILE|PRESET", help=WEIGHTS_HELP, expose_value=False,
+    callback=_remember,
+)
+
+
+def current_weights() -> str | None:
+    """The ``--weights`` of the running command (given through :data:`weights_meta_option`)."""
+    ctx = click.get_current_context(silent=True)
+    return None if ctx is None else ctx.meta.get("freqlab.weights")
+
+
+def read_histogram(path, weights: str | None, *, stream: bool = False) -> tuple[LengthHistogram, MixtureInfo | None]:
+    """The histogram at ``path``, weighted into the training mix when ``weights`` is given (``stream``: the pack
+    regime will expand it into a document stream)."""
+    h = LengthHistogram.read_parquet(path)
+    if weights is None:
+        return h, None
+    return weighted_histogram(h, weights, stream=stream)
+
+
+def echo_mix(mix: LengthHistogram, info: MixtureInfo | None, L: int, regime: str, *, seed: int = 0) -> None:
+    """The per-source contribution table of a weighted mix (nothing without weights)."""
+    if info is None:
+        return
+    for line in describe_table(contribution_table(mix, info, L, regime, seed=seed), info, L):
+        click.echo(line)
+
+
+def budget_line(budget: Budget, tau: float) -> str:
+    """``budget     T = 1T training tokens (freqlab default; --tokens sets it); tau = 100B``."""
+    return f"budget     {budget.describe()}; tau = {human_count(tau)}"

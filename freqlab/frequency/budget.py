@@ -1,0 +1,68 @@
+"""The training budget T: one rule for every command that predicts an effective length (scan, freq, plot, plan).
+
+T is the budget the user gives (``--tokens``, ``tokens=``), else :data:`DEFAULT_TOKENS` = 1T: the scale of the runs
+STRING Sec. 3 reports (effective lengths at around 300B, 400B and 1T tokens; the 2K TinyLlama reached 1.4K after
+around 1T). It never depends on the size of the corpus that was scanned: a sample of a few million tokens says what
+the length distribution is, not how long a model trains on it. Every output prints T and where it came from
+(:meth:`Budget.describe`).
+
+The predicted effective length is the largest i with f_T(i) >= tau. It is 0 when even f_T(1) is below tau (f_T(0) = T:
+a budget below tau trains nothing): then the budget limits it, and :func:`budget_note` says so with the budget that
+would reach a given position (``tokens_needed``).
+
+>>> training_budget(None).describe()
+'T = 1T training tokens (freqlab default; --tokens sets it)'
+>>> training_budget(300e9).describe()
+'T = 300B training tokens (--tokens)'
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from freqlab.errors import FreqlabError
+
+DEFAULT_TOKENS: int = 10**12
+
+
+@dataclass(frozen=True)
+class Budget:
+    """T in tokens; ``given`` when the user chose it, else the default."""
+
+    tokens: int
+    given: bool
+
+    @property
+    def origin(self) -> str:
+        return "--tokens" if self.given else "freqlab default; --tokens sets it"
+
+    def describe(self) -> str:
+        from freqlab.frequency.summary import human_count
+
+        return f"T = {human_count(self.tokens)} training tokens ({self.origin})"
+
+    def to_dict(self) -> dict:
+        return {"training_tokens": self.tokens, "training_tokens_from": "tokens option" if self.given else "default"}
+
+
+def training_budget(tokens: int | float | None = None) -> Budget:
+    """The budget rule: ``tokens`` when given, else :data:`DEFAULT_TOKENS`."""
+    if tokens is None:
+        return Budget(DEFAULT_TOKENS, False)
+    if isinstance(tokens, bool) or float(tokens) <= 0:
+        raise FreqlabError(f"the token budget must be positive, got {tokens}")
+    return Budget(int(tokens) if isinstance(tokens, int) else round(float(tokens)), True)
+
+
+def budget_note(tokens: int, tau: float, needed: int | None, position: int) -> str:
+    """Why the predicted effective length is 0, and what budget reaches ``position`` (``needed``, None: never).
+
+    >>> budget_note(8_440_000, 100e9, 221_000_000_000, 1024)
+    'the budget limits it (T = 8.44M tokens against tau = 100B occurrences); T >= 221B tokens trains i <= 1024'
+    """
+    from freqlab.frequency.summary import human_count
+
+    text = f"the budget limits it (T = {human_count(tokens)} tokens against tau = {human_count(tau)} occurrences)"
+    if needed is None:
+        return text + f"; no budget trains i = {position} (no segment is longer)"
+    return text + f"; T >= {human_count(needed)} tokens trains i <= {position}"

@@ -1,0 +1,368 @@
+"""Source weights: the position frequency of the training mix, not of the sources' raw shares.
+
+A histogram split by source (``lengths.parquet`` with a ``source`` column) holds each source as scanned, but runs
+train on mixes whose weights differ from the raw shares: TinyLlama samples SlimPajama and StarCoderData about 7:3,
+LLaMA trains Wikipedia and Books 2.45 and 2.23 epochs against 1.10 for CommonCrawl (Touvron et al. 2023, Table 1).
+A :class:`Mixture` gives every source a weight in one of two units:
+
+``epochs``
+    how many times the source's documents are trained: a multiplier m_s (2 = every document twice).
+``share``
+    the share p_s of training tokens the source makes up (normalised to sum 1): m_s = p_s / T_s, with T_s the
+    source's tokens in the histogram.
+
+The mix's document histogram is c(n) = Σ_s m_s · c_s(n). Every regime then runs on it unchanged, and f_T = f · T / f(0)
+depends on c only up to a common factor, so multipliers count only relative to each other. With integer epochs c is
+an integer histogram: everything downstream stays exact int64. Otherwise the multipliers are float64 and c is
+m_s · c_s(n) scaled by one common factor K and rounded to integers (K as large as int64 allows, up to
+2^30 / min m_s); the largest relative rounding error of a count is reported. Both are stated in every output.
+
+Weights are given as ``SOURCE=W,...`` (epochs; ``SOURCE=W%,...`` for shares), a YAML/JSON mixture file, or the name
+of a published mix (:data:`PRESETS`, from ``freqlab/data/mixtures.json``, each number with its source)::
+
+    unit: share                  # or epochs (the default)
+    weights: {slimpajama: 7, starcoderdata: 3}
+
+Every source of the histogram needs a weight (0 leaves it out) and every weight a source of the histogram: anything
+else is a one-line error.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from fractions import Fraction
+from importlib import resources
+from pathlib import Path
+
+import numpy as np
+
+from freqlab.errors import FreqlabError
+from freqlab.frequency.schedule import read_yaml
+from freqlab.histogram import LengthHistogram, combine_sources
+
+UNITS: tuple[str, ...] = ("epochs", "share")
+RESOLUTION = 1 << 30  # the smallest multiplier becomes at least this many counts per document (float64 weights)
+_COUNT_LIMIT = 1 << 62  # weighted tokens stay below this (f(0) and every sum in f are then exact int64)
+MAX_STREAM_DOCUMENTS = 1 << 25  # pack expands the histogram into a stream: keep float64 mixes this small
+
+
+@dataclass(frozen=True)
+class Mixture:
+    """Weights per source, in ``unit`` (``epochs`` or ``share``); ``name`` says where they came from.
+
+    >>> m = Mixture.parse("a=2,b=1")
+    >>> m.unit, m.weights
+    ('epochs', {'a': Fraction(2, 1), 'b': Fraction(1, 1)})
+    >>> Mixture.parse("a=70%,b=30%").unit
+    'share'
+    """
+
+    weights: dict[str, Fraction]
+    unit: str = "epochs"
+    name: str = "weights"
+    citation: str = ""
+    note: str = ""
+
+    def __post_init__(self) -> None:
+        if self.unit not in UNITS:
+            raise FreqlabError(f"{self.name}: unit must be epochs or share, got {self.unit!r}")
+        if not self.weights:
+            raise FreqlabError(f"{self.name}: no weights given")
+        clean = {}
+        for source, weight in self.weights.items():
+            clean[str(source)] = _weight(weight, f"{self.name}: weight of {source!r}")
+        if not any(clean.values()):
+            raise FreqlabError(f"{self.name}: every weight is 0: nothing would be trained")
+        object.__setattr__(self, "weights", clean)
+
+    # construction -----------------------------------------------------------------------------------------
+    @classmethod
+    def parse(cls, spec: str | Path | Mapping | Mixture) -> Mixture:
+        """A mixture from ``SOURCE=W,...`` (``W%``: shares), a YAML/JSON file, a preset name, or a mapping."""
+        if isinstance(spec, Mixture):
+            return spec
+        if isinstance(spec, Mapping):
+            return cls.from_dict(spec, name="weights")
+        text = str(spec).strip()
+        if text in PRESETS:
+            return PRESETS[text]
+        path = Path(text).expanduser()
+        if "=" not in text or path.is_file():
+            if not path.is_file():
+                raise FreqlabError(
+                    f"{text}: not SOURCE=W,..., a mixture file or a preset (presets: {', '.join(PRESETS)})"
+                )
+            return load_mixture(path)
+        return cls._from_pairs(text)
+
+    @classmethod
+    def _from_pairs(cls, text: str) -> Mixture:
+        weights: dict[str, Fraction] = {}
+        percent = set()
+        for item in text.split(","):
+            source, equals, value = item.strip().rpartition("=")
+            if not equals or not source.strip():
+                raise FreqlabError(f"--weights {text!r}: {item.strip()!r} is not SOURCE=WEIGHT")
+            value = value.strip()
+            percent.add(value.endswith("%"))
+            source = source.strip()
+            if source in weights:
+                raise FreqlabError(f"--weights {text!r}: source {source!r} is given twice")
+            weights[source] = _weight(value.removesuffix("%"), f"--weights: weight of {source!r}")
+        if len(percent) > 1:
+            raise FreqlabError(f"--weights {text!r}: give every weight as a share (W%) or none")
+        return cls(weights, "share" if percent == {True} else "epochs", "--weights")
+
+    @classmethod
+    def from_dict(cls, data, *, name: str) -> Mixture:
+        """From ``{unit, weights, citation, note}``, or a plain ``{source: weight}`` mapping (epochs)."""
+        if not isinstance(data, Mapping) or not data:
+            raise FreqlabError(f"{name}: a mixture is a mapping {{unit: ..., weights: {{SOURCE: W}}}}")
+        if "weights" not in data:
+            return cls(dict(data), "epochs", name)
+        unknown = set(data) - {"unit", "weights", "citation", "note"}
+        if unknown:
+            raise FreqlabError(f"{name}: unknown key(s) {', '.join(sorted(map(str, unknown)))}")
+        weights = data["weights"]
+        if not isinstance(weights, Mapping):
+            raise FreqlabError(f"{name}: 'weights' must map sources to numbers, got {weights!r}")
+        return cls(
+            dict(weights),
+            str(data.get("unit", "epochs")),
+            name,
+            str(data.get("citation", "")),
+            str(data.get("note", "")),
+        )
+
+    # meaning ----------------------------------------------------------------------------------------------
+    @property
+    def integer_epochs(self) -> bool:
+        """Every weight a whole number of epochs: the mix is an exact integer histogram."""
+        return self.unit == "epochs" and all(w.denominator == 1 for w in self.weights.values())
+
+    def multipliers(self, h: LengthHistogram) -> dict[str, Fraction]:
+        """m_s per source of ``h`` (exact rationals), after checking that weights and sources match."""
+        if not h.sources:
+            raise FreqlabError(
+                f"{self.name}: the histogram has no sources to weight (scan with --source-field, or combine "
+                "histograms with freqlab.histogram.combine_sources)"
+            )
+        unknown = [s for s in self.weights if s not in h.sources]
+        if unknown:
+            raise FreqlabError(
+                f"{self.name}: source {unknown[0]!r} is not in the histogram (its sources: {', '.join(h.sources)})"
+            )
+        missing = [s for s in h.sources if s not in self.weights]
+        if missing:
+            raise FreqlabError(f"{self.name}: no weight for source {missing[0]!r} of the histogram (0 leaves it out)")
+        if self.unit == "epochs":
+            return dict(self.weights)
+        total = sum(self.weights.values())
+        out = {}
+        for source, p in self.weights.items():
+            tokens = h.sources[source].tokens
+            if p and not tokens:
+                raise FreqlabError(
+                    f"{self.name}: source {source!r} has no tokens, so it cannot make up {p / total:.1%}"
+                )
+            out[source] = p / total / tokens if p else Fraction(0)
+        return out
+
+    def describe(self) -> str:
+        """``epochs a=2, b=1 (--weights)``."""
+        shown = ", ".join(f"{s}={_show(w)}{'%' if self.unit == 'share' else ''}" for s, w in self.weights.items())
+        return f"{self.unit} {shown} ({self.name})"
+
+
+def _weight(value, where: str) -> Fraction:
+    """A weight as an exact rational: decimal text and floats are read as written (0.7 is 7/10)."""
+    if isinstance(value, bool):
+        raise FreqlabError(f"{where} must be a number, got {value!r}")
+    try:
+        weight = Fraction(repr(value)) if isinstance(value, float) else Fraction(str(value).strip())
+    except (ValueError, ZeroDivisionError):
+        raise FreqlabError(f"{where} must be a number, got {value!r}") from None
+    if weight < 0:
+        raise FreqlabError(f"{where} must be >= 0, got {value!r}")
+    return weight
+
+
+def _show(w: Fraction) -> str:
+    return str(w.numerator) if w.denominator == 1 else f"{float(w):g}"
+
+
+def load_mixture(path: str | Path) -> Mixture:
+    """Read a YAML or JSON mixture file (see the module docstring)."""
+    return Mixture.from_dict(read_yaml(Path(path), "mixture"), name=str(path))
+
+
+def _load_presets() -> dict[str, Mixture]:
+    text = resources.files("freqlab").joinpath("data/mixtures.json").read_text(encoding="utf-8")
+    return {name: Mixture.from_dict(data, name=name) for name, data in json.loads(text).items()}
+
+
+#: Published mixes, each with the paper or card its numbers come from (``freqlab/data/mixtures.json``).
+PRESETS: dict[str, Mixture] = _load_presets()
+
+
+@dataclass(frozen=True)
+class MixtureInfo:
+    """How a weighted histogram was made: per source the raw documents and tokens, the weight and m_s; the scale K
+    of the counts and the largest relative rounding error (0 and exact for integer epochs)."""
+
+    mixture: Mixture
+    multipliers: dict[str, float]
+    raw_documents: dict[str, int]
+    raw_tokens: dict[str, int]
+    exact: bool
+    scale: float = 1.0
+    max_rounding_error: float = 0.0
+    notes: tuple[str, ...] = field(default_factory=tuple)
+
+    @property
+    def arithmetic(self) -> str:
+        if self.exact:
+            return "exact int64 (integer epochs)"
+        return (
+            f"float64 weights: counts m_s·c_s(n) scaled by K = {self.scale:.6g} and rounded "
+            f"(largest relative error of a count {self.max_rounding_error:.1e})"
+        )
+
+    def to_dict(self) -> dict:
+        return {
+            "name": self.mixture.name,
+            "unit": self.mixture.unit,
+            "weights": {s: float(w) for s, w in self.mixture.weights.items()},
+            "citation": self.mixture.citation,
+            "multipliers": self.multipliers,
+            "arithmetic": self.arithmetic,
+            "exact": self.exact,
+        }
+
+
+def weighted_histogram(
+    h: LengthHistogram, weights: Mixture | str | Mapping, *, stream: bool = False
+) -> tuple[LengthHistogram, MixtureInfo]:
+    """The training mix's histogram c(n) = Σ_s m_s · c_s(n), split by source, and how it was made.
+
+    ``stream``: the caller will expand the histogram into a document stream (the ``pack`` regime), so a float64 mix
+    keeps its documents below :data:`MAX_STREAM_DOCUMENTS`.
+
+    >>> h = combine_sources({"a": LengthHistogram.from_lengths([10, 20]), "b": LengthHistogram.from_lengths([5])})
+    >>> mix, info = weighted_histogram(h, "a=1,b=3")
+    >>> mix.sources["b"].counts.tolist(), mix.tokens, info.exact
+    ([3], 45, True)
+    """
+    mixture = Mixture.parse(weights)
+    m = mixture.multipliers(h)
+    raw_docs = {s: g.documents for s, g in h.sources.items()}
+    raw_tokens = {s: g.tokens for s, g in h.sources.items()}
+    scaled: dict[str, LengthHistogram] = {}
+    if all(w.denominator == 1 for w in m.values()):
+        for s, g in h.sources.items():
+            scaled[s] = LengthHistogram(g.lengths, g.counts * int(m[s]), corpus=s)
+        exact, K, error = True, 1.0, 0.0
+        _check_fits(sum(int(m[s]) * raw_tokens[s] for s in m))
+    else:
+        K, error = _float_scale(h, m, stream), 0.0
+        for s, g in h.sources.items():
+            target = g.counts.astype(np.float64) * float(m[s]) * K
+            counts = np.rint(target).astype(np.int64)
+            if counts.size and target.max() > 0:
+                keep = target > 0
+                error = max(error, float(np.max(np.abs(counts[keep] - target[keep]) / target[keep])))
+            scaled[s] = LengthHistogram(g.lengths, counts, corpus=s)
+        exact = False
+    info = MixtureInfo(mixture, {s: float(w) for s, w in m.items()}, raw_docs, raw_tokens, exact, K, error)
+    mix = combine_sources(
+        scaled,
+        corpus=f"{h.corpus or 'histogram'} weighted by {mixture.name}",
+        tokenizer=h.tokenizer,
+        meta={**h.meta, "mixture": info.to_dict()},
+    )
+    if mix.documents == 0:
+        raise FreqlabError(f"{mixture.name}: the weighted mix holds no documents")
+    return mix, info
+
+
+def _float_scale(h: LengthHistogram, m: dict[str, Fraction], stream: bool) -> float:
+    """K: the smallest positive multiplier times K reaches RESOLUTION counts, unless int64 (or a stream) bounds it."""
+    positive = [float(w) for w in m.values() if w > 0]
+    K = RESOLUTION / min(positive)
+    tokens = sum(float(m[s]) * g.tokens for s, g in h.sources.items())
+    K = min(K, _COUNT_LIMIT / 4 / tokens)
+    if stream:
+        documents = sum(float(m[s]) * g.documents for s, g in h.sources.items())
+        K = min(K, MAX_STREAM_DOCUMENTS / documents)
+    return 2.0 ** math.floor(math.log2(K))  # a power of two: m_s·c·K is then as exact as m_s itself
+
+
+def _check_fits(tokens: int) -> None:
+    if tokens >= _COUNT_LIMIT:
+        raise FreqlabError(
+            f"the weighted mix holds {tokens:,} tokens, beyond exact int64 arithmetic: use smaller epochs"
+        )
+
+
+def contribution_table(mix: LengthHistogram, info: MixtureInfo, L: int, regime: str, *, seed: int = 0) -> list[dict]:
+    """Per source: raw documents and tokens, weight, share of training tokens in the mix and against the raw
+    histogram (the upweighting), and the share of the mix's position mass at i >= 3L/4 the source supplies.
+
+    The tail share adds each source's own f (exact for ``natural`` and ``truncate``, whose segments never span two
+    documents; for other regimes each source is taken alone, which ``tail_share_basis`` says).
+    """
+    from freqlab.frequency.position import position_frequency
+
+    tail_from = (3 * L) // 4
+    tails, tokens = {}, {}
+    for s, g in mix.sources.items():
+        tokens[s] = g.tokens
+        tails[s] = (
+            int(position_frequency(g.lengths, g.counts, L, regime, seed=seed)[tail_from:].sum()) if g.documents else 0
+        )
+    total_tokens, total_tail = sum(tokens.values()), sum(tails.values())
+    raw_total = sum(info.raw_tokens.values())
+    basis = "exact" if regime in ("natural", "truncate") else "each source alone"
+    rows = []
+    for s in mix.sources:
+        share = tokens[s] / total_tokens if total_tokens else 0.0
+        raw_share = info.raw_tokens[s] / raw_total if raw_total else 0.0
+        rows.append(
+            {
+                "source": s,
+                "documents": info.raw_documents[s],
+                "tokens": info.raw_tokens[s],
+                "weight": float(info.mixture.weights[s]),
+                "token_share": share,
+                "raw_token_share": raw_share,
+                "upweight": share / raw_share if raw_share else None,
+                "tail_share": tails[s] / total_tail if total_tail else 0.0,
+                "tail_share_basis": basis,
+            }
+        )
+    return rows
+
+
+def describe_table(rows: list[dict], info: MixtureInfo, L: int) -> list[str]:
+    """The lines the CLI prints for :func:`contribution_table`."""
+    width = max(len("source"), *(len(r["source"]) for r in rows))
+    unit, tail = info.mixture.unit, f"i >= {3 * L // 4}"
+    lines = [
+        f"mix        {info.mixture.describe()}; {info.arithmetic}",
+        f"  {'source':<{width}}  {'tokens':>14}  {unit:>7}  {'mix share':>9}  {'x raw':>6}  {tail:>9}",
+    ]
+    for r in rows:
+        up = f"{r['upweight']:.2f}" if r["upweight"] is not None else "-"
+        weight = f"{r['weight']:g}{'%' if unit == 'share' else ''}"
+        lines.append(
+            f"  {r['source']:<{width}}  {r['tokens']:>14,}  {weight:>7}  {r['token_share']:>9.1%}  {up:>6}  "
+            f"{r['tail_share']:>9.1%}"
+        )
+    if rows and rows[0]["tail_share_basis"] != "exact":
+        lines.append("  (the i >= 3L/4 column takes each source alone: under this regime sources share rows)")
+    if info.mixture.citation:
+        lines.append(f"  weights from {info.mixture.citation}")
+    return lines

@@ -1,0 +1,122 @@
+"""Source weights: the mix's histogram equals the mix built document by document; weights are checked one line each."""
+
+from __future__ import annotations
+
+import json
+from fractions import Fraction
+
+import numpy as np
+import pytest
+
+from freqlab.errors import FreqlabError
+from freqlab.frequency import position_frequency
+from freqlab.frequency.mixture import PRESETS, Mixture, contribution_table, weighted_histogram
+from freqlab.histogram import LengthHistogram, combine_sources
+
+CODE = [50, 50, 900, 2500]
+WEB = [40, 700, 1024, 3000]
+
+
+def split() -> LengthHistogram:
+    return combine_sources({"code": LengthHistogram.from_lengths(CODE), "web": LengthHistogram.from_lengths(WEB)})
+
+
+def brute_f(doc_lengths: list[int], L: int) -> list[int]:
+    """STRING Eq. 2, natural regime, on explicit segments."""
+    segments = [s for n in doc_lengths for s in [L] * (n // L) + ([n % L] if n % L else [])]
+    return [sum(max(s - i, 0) for s in segments) for i in range(L)]
+
+
+@pytest.mark.parametrize("regime", ["natural", "truncate", "concat", "uniform", "pack", "best-fit"])
+def test_integer_epochs_are_the_mix_built_by_hand(regime):
+    mix, info = weighted_histogram(split(), "code=3,web=2")
+    by_hand = LengthHistogram.from_lengths(CODE * 3 + WEB * 2)
+    assert info.exact and info.arithmetic.startswith("exact int64")
+    assert mix.lengths.tolist() == by_hand.lengths.tolist() and mix.counts.tolist() == by_hand.counts.tolist()
+    f = position_frequency(mix.lengths, mix.counts, 1024, regime)
+    assert f.dtype == np.int64
+    assert f.tolist() == position_frequency(by_hand.lengths, by_hand.counts, 1024, regime).tolist()
+    if regime == "natural":
+        assert f.tolist() == brute_f(CODE * 3 + WEB * 2, 1024)
+
+
+def test_shares_are_float64_with_the_rounding_stated():
+    h = split()
+    mix, info = weighted_histogram(h, "code=70%,web=30%")
+    assert not info.exact and "float64" in info.arithmetic and info.max_rounding_error < 1e-9
+    assert mix.sources["code"].tokens / mix.tokens == pytest.approx(0.7, rel=1e-9)
+    # natural f is linear in the counts: f_mix = Σ_s m_s f_s up to one common factor, m_s = p_s / T_s
+    L = 1024
+    reference = sum(
+        p / h.sources[s].tokens * position_frequency(h.sources[s].lengths, h.sources[s].counts, L).astype(float)
+        for s, p in (("code", 0.7), ("web", 0.3))
+    )
+    f = position_frequency(mix.lengths, mix.counts, L)
+    assert np.allclose(f / f[0], reference / reference[0], rtol=1e-9, atol=0)
+    # non-integer epochs take the same path
+    assert not weighted_histogram(h, "code=2.5,web=1")[1].exact
+
+
+def test_a_zero_weight_leaves_a_source_out():
+    mix, _ = weighted_histogram(split(), {"code": 0, "web": 1})
+    assert mix.tokens == sum(WEB) and mix.sources["code"].documents == 0
+
+
+def test_weights_from_files_and_presets(tmp_path):
+    (tmp_path / "mix.yaml").write_text("unit: share\nweights: {code: 7, web: 3}\n")
+    (tmp_path / "mix.json").write_text(json.dumps({"code": 2, "web": 1}))
+    assert Mixture.parse(str(tmp_path / "mix.yaml")).unit == "share"
+    assert Mixture.parse(str(tmp_path / "mix.json")).weights == {"code": 2, "web": 1}
+    # decimal weights are read as written: 0.1 is 1/10, not the float nearest to it
+    assert Mixture.parse("code=0.1,web=0.2").weights["code"] == Fraction(1, 10)
+    assert Mixture.parse("tinyllama") is PRESETS["tinyllama"]
+
+
+def test_presets_quote_their_sources():
+    for name, mixture in PRESETS.items():
+        assert mixture.citation, name
+    llama = PRESETS["llama1"]  # Touvron et al. 2023, Table 1: sampling proportions
+    assert llama.unit == "share" and sum(llama.weights.values()) == 100
+    assert (llama.weights["RedPajamaCommonCrawl"], llama.weights["RedPajamaBook"]) == (67, Fraction(9, 2))
+    epochs = PRESETS["llama1-epochs"]  # the same table's epochs
+    assert (epochs.weights["RedPajamaWikipedia"], epochs.weights["RedPajamaBook"]) == (
+        Fraction("2.45"),
+        Fraction("2.23"),
+    )
+    assert PRESETS["tinyllama"].weights == {"slimpajama": 7, "starcoderdata": 3}
+    assert sum(PRESETS["slimpajama"].weights.values()) == 100
+
+
+@pytest.mark.parametrize(
+    ("weights", "message"),
+    [
+        ("code=1", "no weight for source 'web'"),
+        ("code=1,web=1,books=2", "source 'books' is not in the histogram"),
+        ("code=-1,web=1", "must be >= 0"),
+        ("code=x,web=1", "must be a number"),
+        ("code=1%,web=1", r"as a share \(W%\) or none"),
+        ("code=0,web=0", "every weight is 0"),
+        ("code=1,code=2", "given twice"),
+        ("nonsense", "not SOURCE=W"),
+    ],
+)
+def test_bad_weights_are_one_line_errors(weights, message):
+    with pytest.raises(FreqlabError, match=message) as error:
+        weighted_histogram(split(), weights)
+    assert "\n" not in str(error.value)
+
+
+def test_a_histogram_without_sources_cannot_be_weighted():
+    with pytest.raises(FreqlabError, match="no sources to weight"):
+        weighted_histogram(LengthHistogram.from_lengths(CODE), "code=1")
+
+
+def test_contribution_table_adds_each_sources_own_f():
+    L = 1024
+    mix, info = weighted_histogram(split(), "code=3,web=1")
+    rows = {r["source"]: r for r in contribution_table(mix, info, L, "natural")}
+    tail = {s: sum(brute_f(docs, L)[3 * L // 4 :]) for s, docs in (("code", CODE * 3), ("web", WEB))}
+    assert rows["code"]["tail_share"] == pytest.approx(tail["code"] / sum(tail.values()))
+    assert rows["code"]["token_share"] == pytest.approx(3 * sum(CODE) / (3 * sum(CODE) + sum(WEB)))
+    assert rows["web"]["tokens"] == sum(WEB) and rows["web"]["weight"] == 1
+    assert rows["code"]["upweight"] == pytest.approx(rows["code"]["token_share"] / (sum(CODE) / (sum(CODE) + sum(WEB))))
