@@ -169,6 +169,7 @@ def upsample_display(p) -> Display:
                                      f"{percent(p.long_document_share, 2)} of documents"),
         ("or, at the same budget, share turned into them", fixed),
         ("added to", p.added_to),
+        ("verdict", p.verdict or "-"),
         *_notes(p.notes),
     ]
     header = ("to reach f_T(E) ≥ tau", "tokens", "extra", "training")

@@ -57,5 +57,20 @@ def test_display_shows_the_key_numbers():
 
 
 def test_a_long_window_keeps_the_repr_and_the_svg_small():
-    pf = LengthHistogram.from_lengths(np.arange(1, 300_000, 7)).frequency(1 << 20)
+    lengths = np.arange(1, 300_000, 7)  # 42,857 documents, all shorter than L = 1M: one segment each
+    pf = LengthHistogram.from_lengths(lengths).frequency(1 << 20)
     assert len(repr(pf)) < 1000 and len(pf._repr_html_()) < 12_000
+    page = shown(pf)  # the numbers, from f(i) = Σ_s max(|s| - i, 0) written out on the lengths
+    assert page.rows["f(0): tokens in segments"] == f"{lengths.sum():,}"
+    assert page.rows["segments"] == f"{lengths.size:,}"
+    for i in (1 << 18, 1 << 19, 3 << 18, (1 << 20) - 1):
+        assert page.rows[f"f({i})"] == f"{np.maximum(lengths - i, 0).sum():,}"
+    # f(i) = Σ_{n > i} (n - i) c_n from suffix sums of the counts c_n, then where the cumulative mass reaches 50/80/90%
+    c = np.bincount(lengths)
+    above, tokens_above = np.cumsum(c[::-1])[::-1], np.cumsum((np.arange(c.size) * c)[::-1])[::-1]
+    i = np.arange(c.size - 1)
+    f = tokens_above[1:] - i * above[1:]
+    mass = np.cumsum(f) / f.sum()
+    at = [int(np.searchsorted(mass, q)) for q in (0.5, 0.8, 0.9)]
+    assert page.rows["50% / 80% / 90% of mass at i ≤"] == " / ".join(map(str, at))
+    assert page.rows["mass at i ≤ L/2 = 524288"] == "100.0%" and page.rows["dropped tokens"] == "0"
