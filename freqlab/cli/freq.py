@@ -138,9 +138,10 @@ def _write_frequencies(h: LengthHistogram, Ls, regimes, seed: int, out) -> None:
 @weights_option
 @json_option
 def stats_command(hist, L, weights, as_json):
-    """Summary of a length histogram: documents, tokens, mean, median, percentiles, long-document share; and
-    what STRING Sec. 3 reports for TinyLlama 1.3B (2K and 4K windows) beside freqlab's prediction for the same
-    windows and budgets on this histogram.
+    """Summary of a length histogram: documents, tokens, mean, median and percentiles (nearest rank: the
+    ceil(q·n)-th smallest length, never interpolated), long-document share; and what STRING Sec. 3 reports for
+    TinyLlama 1.3B (2K and 4K windows) beside freqlab's prediction for the same windows and budgets on this
+    histogram.
 
     \b
     Example:
