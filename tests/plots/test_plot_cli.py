@@ -93,11 +93,3 @@ def test_cli_formats_are_the_export_formats():
     from freqlab.plots.style import FORMATS as EXPORT_FORMATS
 
     assert FORMATS == EXPORT_FORMATS == ("png", "pdf", "svg")
-
-
-def test_cli_startup_does_not_import_matplotlib():
-    import subprocess
-    import sys
-
-    code = "import sys, freqlab.cli; assert 'matplotlib' not in sys.modules"
-    subprocess.run([sys.executable, "-c", code], check=True)
