@@ -123,14 +123,15 @@ class MegatronIndex:
         docs = np.flatnonzero(lengths > 0)
         last_sequence = bounds[docs + 1] - 1
         # the last sequence of a non-empty document may itself be empty: step back to one that is not
-        seq_lengths = np.asarray(self.sequence_lengths, np.int64)
-        for k in np.flatnonzero(seq_lengths[last_sequence] == 0):
+        # (indexing the maps reads only these entries: converting a whole map would hold the index in memory)
+        seq_lengths = self.sequence_lengths
+        for k in np.flatnonzero(np.asarray(seq_lengths[last_sequence]) == 0):
             while seq_lengths[last_sequence[k]] == 0:
                 last_sequence[k] -= 1
         itemsize = self.dtype.itemsize
-        offsets = np.asarray(self.sequence_pointers, np.int64)[last_sequence] // itemsize
-        tokens = self.tokens()
-        return np.asarray(tokens[offsets + seq_lengths[last_sequence] - 1]), docs
+        offsets = np.asarray(self.sequence_pointers[last_sequence], np.int64) // itemsize
+        ends = offsets + np.asarray(seq_lengths[last_sequence], np.int64) - 1
+        return np.asarray(self.tokens()[ends]), docs
 
 
 def read_index(idx_path: str) -> MegatronIndex:

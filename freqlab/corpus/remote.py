@@ -148,7 +148,9 @@ def within_deadline(url: str, call, what: str = "answer"):
         value = cause
     if isinstance(value, FreqlabError):
         raise value
-    raise FreqlabError(f"{url}: cannot reach ({describe_error(value)})") from None
+    raise FreqlabError(
+        f"{url}: cannot reach ({describe_error(value)}); check the network, or copy the files and scan the local path"
+    ) from None
 
 
 def _connection_error(error: BaseException) -> BaseException | None:

@@ -118,7 +118,16 @@ class FastokensEngine:
                     fh.writelines(base64.b64encode(t) + b" %d\n" % r for t, r in source.plan.mergeable_ranks.items())
                 # special_tokens={}: their text is ordinary text, as in tiktoken's encode_ordinary
                 how = {"encoding": source.encoding} if source.encoding else {"pattern": source.plan.pat_str}
-                self.tokenizer = fastokens.Tokenizer.from_tiktoken(path, special_tokens={}, **how)
+                try:
+                    self.tokenizer = fastokens.Tokenizer.from_tiktoken(path, special_tokens={}, **how)
+                except Exception:  # its loader derives merges from ranks and refuses some (Llama 3's
+                    # tokenizer.model: "did not decompose into 2 pieces"); the tokenizer.json export states them
+                    from freqlab.tokenize.export import tiktoken_to_hf_json
+
+                    plan = source.plan
+                    self.tokenizer = fastokens.Tokenizer.from_json_str(
+                        tiktoken_to_hf_json(plan.mergeable_ranks, plan.pat_str)
+                    )
         else:
             self.tokenizer = fastokens.Tokenizer.from_json_str(source)
         self.tokenizer.no_truncation()  # counts are full lengths, whatever the file says

@@ -159,6 +159,7 @@ def test_offline_errors_name_the_url_within_seconds(served, monkeypatch):
         dead = probe.getsockname()[1]
     message, seconds = one_line(lambda: open_corpus(f"http://127.0.0.1:{dead}/data/a.jsonl"))
     assert message.startswith(f"http://127.0.0.1:{dead}/data/a.jsonl: cannot reach") and seconds < 5
+    assert message.endswith("check the network, or copy the files and scan the local path")
     # a server that accepts and never answers: the deadline, not a hang
     silent = socket.socket()
     silent.bind(("127.0.0.1", 0))

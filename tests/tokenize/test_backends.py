@@ -206,12 +206,26 @@ def test_a_backend_that_cannot_load_is_refused_with_its_error(tekken, tmp_path, 
         raise ValueError("model error: unsupported tokenizer.json")
 
     monkeypatch.setattr(fastokens.Tokenizer, "from_tiktoken", broken)  # how tiktoken ranks reach fastokens
+    monkeypatch.setattr(fastokens.Tokenizer, "from_json_str", broken)  # and, when that refuses, their export
     monkeypatch.setattr(verify_module, "_VERIFIED", {})
     counter = load_tokenizer(_tiktoken_file(tmp_path, tekken), pattern=tekken.pattern)
     assert counter.backends == ("tiktoken",)
     assert counter.fallback_reasons == {
         "fastokens": "failed to load or count sample text (model error: unsupported tokenizer.json)"
     }
+
+
+def test_ranks_fastokens_cannot_load_reach_it_through_their_tokenizer_json_export(tekken, tmp_path, monkeypatch):
+    import fastokens
+
+    def refuses(*args, **kwargs):  # what fastokens 0.3.5 says of Llama 3's tokenizer.model
+        raise ValueError("model error: tiktoken token did not decompose into 2 pieces (got 3)")
+
+    monkeypatch.setattr(fastokens.Tokenizer, "from_tiktoken", refuses)
+    monkeypatch.setattr(verify_module, "_VERIFIED", {})
+    counter = load_tokenizer(_tiktoken_file(tmp_path, tekken), pattern=tekken.pattern)
+    assert counter.backends == ("fastokens", "tiktoken") and counter.fallback_reasons == {}
+    np.testing.assert_array_equal(counter.counts_by("fastokens", TEXTS), counter.counts_by("tiktoken", TEXTS))
 
 
 def test_a_scan_can_drop_fastokens_for_a_small_workload_but_never_the_reference(tekken):
