@@ -69,21 +69,23 @@ def main(argv: list[str] | None = None) -> None:
         verdict = ("yes" if median < TARGET else "NO") if targeted else ""
         rows.append((name, f"{median:.3f} s", f"{min(times):.3f} s", over, verdict))
         print(f"{name}: median {median:.3f} s, fastest {min(times):.3f} s", flush=True)
-    lines = [
-        "# bench_cli",
-        "",
+    OUT.write_text(report(rows, args.runs))
+    print(OUT.read_text())
+
+
+def report(rows: list[tuple[str, ...]], runs: int) -> str:
+    """scripts/bench_cli.md: the machine, the method, and one table row per command."""
+    machine = (
         f"Machine: {platform.processor() or platform.machine()}, {os.cpu_count()} cores (shared), "
-        f"{platform.python_implementation()} {platform.python_version()}. Wall time of a fresh process, "
-        f"{args.runs} runs each after one warm-up; \"over baseline\" is against `python -c pass` measured in the "
-        f"same run. Target for `--help` and `--version`: under {TARGET} s.",
-        "",
-        "| command | median | fastest | over baseline | under target |",
-        "| --- | --- | --- | --- | --- |",
-        *[f"| {' | '.join(row)} |" for row in rows],
-        "",
-    ]
-    OUT.write_text("\n".join(lines))
-    print("\n".join(lines))
+        f"{platform.python_implementation()} {platform.python_version()}."
+    )
+    method = (
+        f"Wall time of a fresh process, {runs} runs each after one warm-up; \"over baseline\" is against "
+        f"`python -c pass` measured in the same run. Target for `--help` and `--version`: under {TARGET} s."
+    )
+    header = ("command", "median", "fastest", "over baseline", "under target")
+    table = [header, tuple("---" for _ in header), *rows]
+    return "\n".join(["# bench_cli", "", f"{machine} {method}", "", *("| " + " | ".join(r) + " |" for r in table), ""])
 
 
 if __name__ == "__main__":

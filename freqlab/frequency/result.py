@@ -19,17 +19,10 @@ from dataclasses import dataclass
 import numpy as np
 
 from freqlab.display import HEAD_SHADE, TAIL_SHADE, Display, Displayed, count, curve_svg, percent
+from freqlab.frequency import stats
 from freqlab.frequency.position import segment_frequency
 from freqlab.frequency.regimes import Segments
-from freqlab.frequency.stats import (
-    DEFAULT_TAU,
-    effective_length,
-    position_at_mass,
-    scale_to_budget,
-    share_at_least,
-    share_at_most,
-    tokens_needed,
-)
+from freqlab.frequency.stats import DEFAULT_TAU
 from freqlab.frequency.summary import frequency_summary
 from freqlab.sizes import position_label
 
@@ -76,27 +69,27 @@ class PositionFrequency(Displayed):
     # statistics (freqlab.frequency.stats) ------------------------------------------------------------------
     def share_at_most(self, x: int | None = None) -> float:
         """Share of position mass at i <= x (default L/2)."""
-        return share_at_most(self.f, self.L // 2 if x is None else x)
+        return stats.share_at_most(self.f, self.L // 2 if x is None else x)
 
     def share_at_least(self, x: int | None = None) -> float:
         """Share of position mass at i >= x (default 3L/4)."""
-        return share_at_least(self.f, (3 * self.L) // 4 if x is None else x)
+        return stats.share_at_least(self.f, (3 * self.L) // 4 if x is None else x)
 
     def position_at_mass(self, fraction: float) -> int:
         """Smallest i whose cumulative mass reaches ``fraction`` of the total."""
-        return position_at_mass(self.f, fraction)
+        return stats.position_at_mass(self.f, fraction)
 
     def scaled(self, tokens: float) -> np.ndarray:
         """f_T = f · T / f(0) after training on ``tokens`` tokens (float64)."""
-        return scale_to_budget(self.f, tokens)
+        return stats.scale_to_budget(self.f, tokens)
 
     def effective_length(self, tokens: float, tau: float = DEFAULT_TAU) -> int:
         """Largest i with f_T(i) >= tau (STRING Sec. 3, Fig. 2b); 0 when even f_T(0) < tau."""
-        return effective_length(self.f, tokens, tau)
+        return stats.effective_length(self.f, tokens, tau)
 
     def tokens_needed(self, i: int, tau: float = DEFAULT_TAU) -> int:
         """Smallest budget T with f_T(i) >= tau."""
-        return tokens_needed(self.f, i, tau)
+        return stats.tokens_needed(self.f, i, tau)
 
     def summary(self, tokens: float | None = None, tau: float = DEFAULT_TAU) -> dict:
         """:func:`~freqlab.frequency.summary.frequency_summary` with the regime, segments and dropped tokens:
