@@ -8,8 +8,9 @@ A notebook runs on this interpreter (a kernelspec for ``sys.executable`` in a te
 spec ipykernel installs may point at another environment) in an empty temporary working folder, which must stay
 empty. The committed outputs are small and deterministic: ``--check`` compares every code cell's text outputs
 (stdout, and the text/plain and text/html of results and displays) after :func:`normalise` removes what changes
-from run to run (timings, rates, worker counts, memory addresses, temporary paths), and its figures by number and
-pixel size (the PNG bytes depend on the matplotlib and FreeType builds).
+from run to run (timings, rates, worker counts, memory addresses, temporary paths), DataFrames by the values in
+their cells (:func:`dataframe_cells`: their rendering changes with the polars version), and its figures by number
+and pixel size (the PNG bytes depend on the matplotlib and FreeType builds).
 
 The built-in corpus is the Python standard library of the interpreter, so what a scan of it prints differs from one
 Python installation to another. A notebook that scans it records which one in its metadata
@@ -33,6 +34,7 @@ import sys
 import tempfile
 import time
 from base64 import b64decode
+from html.parser import HTMLParser
 from pathlib import Path
 
 import nbformat
@@ -72,8 +74,54 @@ def png_size(data: str) -> tuple[int, int]:
     return struct.unpack(">II", raw[16:24])
 
 
+class _Cells(HTMLParser):
+    """The header and data cells of an HTML table, row by row."""
+
+    def __init__(self, html: str) -> None:
+        super().__init__()
+        self.rows: list[list[str]] = []
+        self._cell: list[str] | None = None
+        self.feed(html)
+
+    def handle_starttag(self, tag, attrs):
+        if tag == "tr":
+            self.rows.append([])
+        elif tag in ("td", "th"):
+            self._cell = []
+
+    def handle_endtag(self, tag):
+        if tag in ("td", "th") and self._cell is not None and self.rows:
+            self.rows[-1].append(_cell_value("".join(self._cell)))
+            self._cell = None
+
+    def handle_data(self, data):
+        if self._cell is not None:
+            self._cell.append(data)
+
+
+def _cell_value(text: str) -> str:
+    text = text.strip().strip('"')
+    for number in (int, float):  # 2.68 and 2.680 alike, whatever the library's float format; integers exact
+        try:
+            return repr(number(text))
+        except ValueError:
+            pass
+    return text
+
+
+def dataframe_cells(html: str) -> str:
+    """A polars (or pandas) DataFrame's HTML as its cells only: their rendering (styles, quoting, float digits, the
+    box-drawn text/plain) changes between library versions, the values do not.
+
+    >>> dataframe_cells('<table><tr><th>set</th><th>n</th><th>x</th></tr><tr><td>&quot;a&quot;</td><td>7</td>'
+    ...                 '<td>2.680</td></tr></table>')
+    "table [['set', 'n', 'x'], ['a', '7', '2.68']]"
+    """
+    return f"table {_Cells(html).rows}"
+
+
 def shown(cell) -> dict:
-    """What a code cell shows: its normalised texts and the pixel sizes of its figures."""
+    """What a code cell shows: its normalised texts, DataFrames by their cells, and the pixel sizes of its figures."""
     texts, figures = [], []
     for output in cell.get("outputs", []):
         kind = output["output_type"]
@@ -81,7 +129,11 @@ def shown(cell) -> dict:
             texts.append(normalise(output["text"]))
         elif kind in ("execute_result", "display_data"):
             data = output["data"]
-            texts += [normalise(_joined(data[t])) for t in TEXT_TYPES if t in data]
+            html = _joined(data.get("text/html", ""))
+            if 'class="dataframe"' in html:
+                texts.append(dataframe_cells(html))
+            else:
+                texts += [normalise(_joined(data[t])) for t in TEXT_TYPES if t in data]
             if "image/png" in data:
                 figures.append(png_size(_joined(data["image/png"])))
         elif kind == "error":
