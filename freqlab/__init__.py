@@ -3,6 +3,10 @@
 >>> import freqlab
 >>> freqlab.position_frequency([2048], [1], 2048)[:3].tolist()
 [2048, 2047, 2046]
+>>> h = freqlab.LengthHistogram.from_lengths([2048] * 10, corpus="rows")
+>>> pf = h.frequency(2048)          # in a notebook: a table of its key numbers and a plot of f(i)
+>>> pf.segments, pf[1024], round(pf.share_at_most(1024), 3)
+(10, 10240, 0.75)
 
 The names below are loaded on first use (``import freqlab`` itself is instant, so the command line starts fast).
 """
@@ -31,10 +35,38 @@ _EXPORTS = {
     "weighted_histogram": "freqlab.frequency.mixture",
 }
 
+# what the notebooks use: results, summaries, planners (issue 16)
+_EXPORTS.update(
+    {
+        "PositionFrequency": "freqlab.frequency",
+        "ScanResult": "freqlab.scan",
+        "describe": "freqlab.frequency.summary",
+        "frequency_summary": "freqlab.frequency.summary",
+        "human_count": "freqlab.frequency.summary",
+        "regime_summaries": "freqlab.frequency.summary",
+        "compare_sets": "freqlab.plan",
+        "evaluate_self_extend": "freqlab.plan",
+        "peak_valley_search": "freqlab.plan",
+        "plan_rope_scaling": "freqlab.plan",
+        "plan_self_extend": "freqlab.plan",
+        "plan_string": "freqlab.plan",
+        "plan_upsample": "freqlab.plan",
+        "uniform_plan": "freqlab.plan",
+        "well_trained_range": "freqlab.plan",
+        "parse_positions": "freqlab.sizes",
+        "parse_tokens": "freqlab.sizes",
+        "position_label": "freqlab.sizes",
+    }
+)
+# subpackages reachable as attributes after a plain `import freqlab` (freqlab.plots.plot_regimes(...))
+_SUBPACKAGES = ("corpus", "frequency", "plan", "plots", "scan", "tokenize")
+
 __all__ = sorted(_EXPORTS)
 
 
 def __getattr__(name: str):
+    if name in _SUBPACKAGES:
+        return importlib.import_module(f"freqlab.{name}")
     module = _EXPORTS.get(name)
     if module is None:
         raise AttributeError(f"module 'freqlab' has no attribute {name!r}")
@@ -44,4 +76,4 @@ def __getattr__(name: str):
 
 
 def __dir__() -> list[str]:
-    return sorted({*globals(), *_EXPORTS})
+    return sorted({*globals(), *_EXPORTS, *_SUBPACKAGES})

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 from collections import Counter
+from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
 from fractions import Fraction
 from pathlib import Path
@@ -16,8 +17,24 @@ from pathlib import Path
 import numpy as np
 import polars as pl
 
+from freqlab.display import (
+    PALETTE,
+    Chart,
+    Display,
+    Displayed,
+    Series,
+    clip,
+    count,
+    listed,
+    nice_ticks,
+    percent,
+    svg_chart,
+)
 from freqlab.errors import FreqlabError
-from freqlab.frequency.regimes import check_histogram, exact_dot
+from freqlab.frequency.regimes import check_histogram, exact_dot, segments
+from freqlab.frequency.result import PositionFrequency
+from freqlab.frequency.stats import DEFAULT_TAU
+from freqlab.sizes import position_label
 
 FORMAT = "freqlab.length_histogram"
 FORMAT_VERSION = 1
@@ -25,8 +42,8 @@ UNLABELLED_SOURCE = "(none)"  # the source of documents without a label in a spl
 _DENSE_LIMIT = 1 << 27  # above this maximum length, build with np.unique instead of np.bincount
 
 
-@dataclass(frozen=True, eq=False)
-class LengthHistogram:
+@dataclass(frozen=True, eq=False, repr=False)
+class LengthHistogram(Displayed):
     """Histogram of document lengths in tokens: ``counts[k]`` documents have ``lengths[k]`` tokens.
 
     ``lengths`` is sorted, unique and >= 1; ``counts`` > 0; both int64. Empty documents are not a length
@@ -40,6 +57,11 @@ class LengthHistogram:
     ([3, 5, 2048], [1, 2, 1], 4, 2061)
     >>> (h + h).counts.tolist()
     [2, 4, 2]
+    >>> h
+    LengthHistogram 'toy': 4 documents, 2,061 tokens; lengths 3..2,048, median 5 (nearest rank)
+
+    Position frequencies: ``h.frequency(L, regime)`` (a :class:`~freqlab.frequency.PositionFrequency`),
+    ``h.frequency_table(L, regimes)`` (a polars DataFrame) and ``h.summary(L, regimes)``.
     """
 
     lengths: np.ndarray
@@ -148,7 +170,12 @@ class LengthHistogram:
 
     # summaries --------------------------------------------------------------------------------------------
     def quantile(self, q: float) -> int:
-        """Smallest length such that at least a fraction q of documents are that long or shorter."""
+        """Nearest-rank quantile: the smallest length such that at least a fraction q of documents are that long
+        or shorter (the ceil(q·n)-th smallest length, never an interpolated value; q = 0 gives the smallest).
+
+        >>> LengthHistogram.from_lengths([1, 2, 3, 4]).quantile(0.5)   # ceil(0.5 · 4) = 2nd smallest
+        2
+        """
         if not 0.0 <= q <= 1.0:
             raise FreqlabError(f"quantile must be in [0, 1], got {q}")
         if self.documents == 0:
@@ -165,9 +192,24 @@ class LengthHistogram:
         long = self.lengths > L
         return exact_dot(self.lengths[long], self.counts[long]) / total
 
-    def summary(self, L: int | None = None) -> dict:
-        """Documents, tokens, mean, median, percentiles, max; with ``L``, the share of tokens in documents
-        longer than L. JSON-serialisable."""
+    def summary(
+        self,
+        L: int | None = None,
+        regimes: Sequence[str] = ("natural",),
+        *,
+        tokens: float | None = None,
+        tau: float = DEFAULT_TAU,
+        seed: int = 0,
+    ) -> dict:
+        """Documents, tokens, mean, median, percentiles (nearest rank: :meth:`quantile`), max; with a window ``L``,
+        the share of tokens in documents longer than L and, under ``frequency``, one
+        :meth:`PositionFrequency.summary <freqlab.frequency.PositionFrequency.summary>` row per regime (mass
+        shares, f at L/4, L/2, 3L/4, and the effective length when a budget ``tokens`` is given). JSON-serialisable.
+
+        >>> s = LengthHistogram.from_lengths([4096] * 10).summary(2048, tokens=40960, tau=1000)
+        >>> s["median"], s["quantiles"], s["frequency"][0]["effective_length"]
+        (4096, 'nearest-rank', 1998)
+        """
         documents = self.documents
         out = {
             "corpus": self.corpus,
@@ -181,6 +223,7 @@ class LengthHistogram:
             "mean": self.tokens / documents if documents else 0.0,
             "median": self.quantile(0.5),
             "percentiles": {f"p{p}": self.quantile(p / 100) for p in (1, 10, 25, 50, 75, 90, 99)},
+            "quantiles": "nearest-rank",
             "min": int(self.lengths[0]) if documents else 0,
             "max": int(self.lengths[-1]) if documents else 0,
         }
@@ -190,6 +233,8 @@ class LengthHistogram:
             out["share_documents_longer_than_L"] = (
                 int(self.counts[self.lengths > L].sum()) / documents if documents else 0.0
             )
+            if documents:
+                out["frequency"] = [self.frequency(L, r, seed=seed).summary(tokens, tau) for r in regimes]
         if self.sources:
             out["sources"] = {
                 name: {"documents": h.documents, "tokens": h.tokens} for name, h in sorted(self.sources.items())
@@ -210,17 +255,7 @@ class LengthHistogram:
     def to_parquet(self, path: str | Path) -> Path:
         """Write the histogram and its metadata to a Parquet file."""
         path = Path(path)
-        header = {
-            "format": FORMAT,
-            "version": FORMAT_VERSION,
-            "corpus": self.corpus,
-            "tokenizer": self.tokenizer,
-            "documents_read": self.documents_read,
-            "skipped": self.skipped,
-            "empty_documents": self.empty_documents,
-            "meta": self.meta,
-            "sources": _source_metadata(self.sources),
-        }
+        header = {"format": FORMAT, "version": FORMAT_VERSION, **self.provenance()}
         path.parent.mkdir(parents=True, exist_ok=True)
         self.to_frame().write_parquet(path, metadata={"freqlab": json.dumps(header)})
         return path
@@ -281,6 +316,47 @@ class LengthHistogram:
         )
 
 
+    # position frequency --------------------------------------------------------------------------------------
+    def frequency(self, L: int, regime: str = "natural", *, seed: int = 0, megatron=None) -> PositionFrequency:
+        """f(i) for 0 <= i < L under ``regime`` (STRING Eq. 2, exact int64), as a
+        :class:`~freqlab.frequency.PositionFrequency` that knows this histogram's corpus and tokenizer
+        (``np.asarray`` of it is the array :func:`freqlab.position_frequency` returns).
+
+        >>> LengthHistogram.from_counts([3, 6], [2, 1]).frequency(4).f.tolist()   # 6 -> segments 4 + 2
+        [12, 8, 4, 1]
+        """
+        segs = segments(self.lengths, self.counts, L, regime, seed=seed, megatron=megatron)
+        return PositionFrequency.from_segments(segs, corpus=self.corpus, tokenizer=self.tokenizer)
+
+    def frequency_table(self, L: int, regimes: Sequence[str] = ("natural", "uniform", "concat"), *, seed: int = 0):
+        """f across regimes as a long polars DataFrame, columns ``position``, ``regime``, ``f`` (L rows per
+        regime, int64 f): ready for ``pivot``, plotting or Parquet.
+
+        >>> t = LengthHistogram.from_counts([3, 6], [2, 1]).frequency_table(4, ["natural", "concat"])
+        >>> t.filter(t["position"] == 1).rows()
+        [(1, 'natural', 8), (1, 'concat', 9)]
+        """
+        return pl.concat([self.frequency(L, regime, seed=seed).to_frame() for regime in regimes])
+
+    def provenance(self) -> dict:
+        """Where the counts came from, JSON-serialisable: corpus, tokenizer, documents read, skipped by reason,
+        empty documents, ``meta`` (tokenizer hash, sampling, limits) and per-source skips. The Parquet files
+        freqlab writes carry it (``lengths.parquet``, ``freqlab freq --out``)."""
+        return {
+            "corpus": self.corpus,
+            "tokenizer": self.tokenizer,
+            "documents_read": self.documents_read,
+            "skipped": self.skipped,
+            "empty_documents": self.empty_documents,
+            "meta": self.meta,
+            "sources": _source_metadata(self.sources),
+        }
+
+    # display -------------------------------------------------------------------------------------------------
+    def _display(self) -> Display:
+        return histogram_display(self)
+
+
 def combine_sources(sources: dict[str, LengthHistogram], **metadata) -> LengthHistogram:
     """A histogram whose totals are the sum of per-source histograms, keeping the split."""
     lengths = [h.lengths for h in sources.values()]
@@ -320,3 +396,78 @@ def _join(a: str, b: str) -> str:
     if not b:
         return a
     return f"{a} + {b}"
+
+
+def histogram_display(h: LengthHistogram) -> Display:
+    """The repr and HTML of a histogram: totals, nearest-rank quantiles, sources, and the documents and tokens per
+    length bin (powers of two) as a small bar chart."""
+    title = f"LengthHistogram {clip(h.corpus, 80)!r}" if h.corpus else "LengthHistogram"
+    if h.tokenizer:
+        title += f" ({clip(h.tokenizer, 60)})"
+    documents = h.documents
+    rows = [
+        ("corpus", h.corpus or "-"),
+        ("tokenizer", h.tokenizer or "-"),
+        ("documents read", count(h.documents_read)),
+        ("documents with tokens", count(documents)),
+        ("empty documents", count(h.empty_documents)),
+        ("skipped", listed([f"{reason}: {n:,}" for reason, n in sorted(h.skipped.items())]) or "0"),
+        ("tokens", count(h.tokens)),
+    ]
+    lines = []
+    if h.sources:
+        lines.append("sources: " + listed([f"{name} {part.documents:,}" for name, part in h.sources.items()]))
+    dropped = [f"{n:,} {reason}" for reason, n in sorted(h.skipped.items())]
+    if h.empty_documents:
+        dropped.append(f"{h.empty_documents:,} empty")
+    if dropped:
+        lines.append("not counted: " + listed(dropped))
+    if documents == 0:
+        return Display(title, "no documents", lines, rows)
+    p = {q: h.quantile(q / 100) for q in (10, 50, 90, 99)}
+    headline = (
+        f"{documents:,} documents, {h.tokens:,} tokens; lengths {int(h.lengths[0]):,}..{int(h.lengths[-1]):,}, "
+        f"median {p[50]:,} (nearest rank)"
+    )
+    rows += [
+        ("distinct lengths", count(h.lengths.size)),
+        ("mean length", f"{h.tokens / documents:,.1f}"),
+        ("min / median / max", f"{int(h.lengths[0]):,} / {p[50]:,} / {int(h.lengths[-1]):,}"),
+        ("p10 / p90 / p99 (nearest rank)", f"{p[10]:,} / {p[90]:,} / {p[99]:,}"),
+    ]
+    table = None
+    if h.sources:
+        total = h.tokens or 1
+        table = (
+            ("source", "documents", "tokens", "share of tokens"),
+            [(n, count(s.documents), count(s.tokens), percent(s.tokens / total)) for n, s in h.sources.items()],
+        )
+    return Display(title, headline, lines, rows, table, figure=_length_bars(h))
+
+
+def _length_bars(h: LengthHistogram) -> str:
+    """Share of documents (blue) and of tokens (orange) per length bin [2^k, 2^(k+1)), on a log2 axis."""
+    bins = np.floor(np.log2(h.lengths)).astype(np.int64)
+    top = int(bins.max()) + 1
+    docs = np.bincount(bins, weights=h.counts.astype(np.float64), minlength=top)
+    toks = np.bincount(bins, weights=(h.lengths * h.counts).astype(np.float64), minlength=top)
+    docs, toks = 100 * docs / docs.sum(), 100 * toks / max(toks.sum(), 1)
+    lefts = 2.0 ** np.arange(top)
+    middles = lefts * np.sqrt(2)
+    peak = float(max(docs.max(), toks.max()))
+    ticks = [(2.0**k, position_label(2**k)) for k in range(0, top + 1, max(1, (top + 5) // 6))]
+    chart = Chart(
+        (1, 2.0**top),
+        (0, peak * 1.1),
+        x_ticks=ticks,
+        y_ticks=nice_ticks(peak, lambda y: f"{y:g}%"),
+        x_title="document length, bins of powers of 2 (K = 1024)",
+        log_x=True,
+    )
+    return svg_chart(
+        chart,
+        [
+            Series(lefts, docs, "documents", PALETTE[0], "bars", middles - lefts),
+            Series(middles, toks, "tokens", PALETTE[1], "bars", 2 * lefts - middles),
+        ],
+    )

@@ -83,17 +83,27 @@ def figures(h: LengthHistogram) -> dict[str, tuple[Callable, str]]:
         return plots.plot_envelopes(sets, plan.grid)
 
     out = {
-        "fig1_regimes": (lambda: plots.plot_regimes(h, L), "STRING Fig. 1a/b/c: natural, uniform, concat, L = 2048"),
-        "fig1_natural": (lambda: plots.plot_position_frequency(h, L), "STRING Fig. 1a alone, one column"),
+        "fig1_regimes": (
+            lambda: plots.plot_regimes(h, L),
+            "STRING Fig. 1a/b/c: natural, uniform, concat, L = 2048 (2K); bars: % of segments per bin of 64 positions; "
+            "one scale per axis across the panels",
+        ),
+        "fig1_natural": (
+            lambda: plots.plot_position_frequency(h, L),
+            "STRING Fig. 1a alone, one column (bins of 64 positions)",
+        ),
         "fig2_effective_length": (
             lambda: plots.plot_effective_length(h, (2048, 4096)),
-            "STRING Fig. 2: predicted effective length vs training tokens, tau = 100B",
+            "STRING Fig. 2: predicted effective length vs training tokens T, tau = 100B = 10^11",
         ),
-        "fig3_windows": (lambda: plots.plot_windows(h, (2048, 4096)), "STRING Fig. 3: 2K vs 4K windows at 1T tokens"),
+        "fig3_windows": (
+            lambda: plots.plot_windows(h, (2048, 4096)),
+            "STRING Fig. 3: 2K (2048) vs 4K (4096) windows at T = 1T = 10^12 tokens",
+        ),
         "string_fig5": (lambda: plots.plot_string_matrices(9, 3, 1), "STRING Fig. 5: L = 9, S = 3, W = 0 and 1"),
         "string_fig8": (
             lambda: plots.plot_string_overview(131072, 43008, 128),
-            "STRING Fig. 8a: Llama 3.1 128K, S = 42K, W = 128",
+            "STRING Fig. 8a: Llama 3.1 128K (131,072), S = 42K (43,008), W = 128",
         ),
         "string_usage": (string_usage, "positions STRING uses vs RoPE's at L = 2048, S from plan_string"),
         "self_extend_fig3": (
@@ -102,9 +112,13 @@ def figures(h: LengthHistogram) -> dict[str, tuple[Callable, str]]:
         ),
         "harpe_waveforms": (
             lambda: plots.plot_waveforms(harpe_plan().bases[:3], harpe_plan().grid),
-            "HARPE: waveforms of the first three searched bases, peaks and valleys",
+            "HARPE: waveforms of the first three searched bases; peaks (filled) and valleys (hollow); "
+            "distances written out (decimal grid 32,000..130,880)",
         ),
-        "harpe_envelopes": (envelopes, "HARPE: envelopes of the searched, uniform and Table 2 sets"),
+        "harpe_envelopes": (
+            envelopes,
+            "HARPE: envelopes of the searched, uniform and Table 2 sets; (a) one panel per set, the others in grey",
+        ),
     }
     if h.sources:
         out["sources"] = (lambda: plots.plot_sources(h, L), "length CCDF and f per corpus source")
@@ -146,6 +160,9 @@ def write_readme(out: Path, table, h: LengthHistogram, source: str, formats) -> 
         "",
         "Every file here is written by `python scripts/make_figures.py` (deterministic: rerunning it gives the same",
         "bytes with the same Python installation, whose standard library is the built-in corpus).",
+        "Units, as in the papers and stated on every axis: positions and lengths count K = 1024 (2K = 2048,",
+        "128K = 131,072); tokens and occurrences are decimal, M = 10^6, B = 10^9, T = 10^12 (1T tokens = 10^12);",
+        "counts below a million are written out, and HARPE's distances (a decimal grid) too.",
         f"Corpus figures use: {source}; corpus `{h.corpus}`, tokenizer",
         f"`{h.tokenizer or '-'}`, {h.documents:,} documents, {h.tokens:,} tokens. One figure alone:",
         "`python scripts/make_figures.py --only NAME`. The same figures from the command line are",

@@ -6,7 +6,7 @@ import numpy as np
 import polars as pl
 import pytest
 
-from freqlab import FreqlabError, LengthHistogram, position_frequency
+from freqlab import FreqlabError, LengthHistogram, effective_length, position_frequency
 from freqlab.histogram import combine_sources
 
 
@@ -148,3 +148,71 @@ def test_merging_a_split_with_an_unsplit_histogram_keeps_the_unlabelled_part():
     split = combine_sources({"web": LengthHistogram.from_lengths([5])})
     merged = split + LengthHistogram.from_lengths([7, 7])
     assert merged.sources["(none)"].counts.tolist() == [2] and merged.documents == 3
+
+
+# --- the notebook API: frequency, frequency_table, summary, display ------------------------------------------------
+
+
+def test_frequency_is_position_frequency_with_provenance():
+    h = LengthHistogram.from_counts([300, 5000], [7, 2], corpus="toy", tokenizer="tekken")
+    for regime in ("natural", "truncate", "concat", "uniform"):
+        pf = h.frequency(2048, regime)
+        expected = position_frequency(h.lengths, h.counts, 2048, regime)
+        np.testing.assert_array_equal(np.asarray(pf), expected)
+        np.testing.assert_array_equal(position_frequency(h, 2048, regime), expected)  # a histogram is accepted
+        assert (pf.L, pf.regime, pf.corpus, pf.tokenizer) == (2048, regime, "toy", "tekken")
+    truncated = h.frequency(2048, "truncate")
+    assert truncated.dropped_tokens == 2 * (5000 - 2048) and truncated.segments == 9
+    # natural: 5000 = 2048 + 2048 + 904, so 7 + 3·2 segments
+    assert h.frequency(2048).segments == 13 and position_frequency(h, L=2048, regime="concat")[0] == h.tokens
+
+
+def test_frequency_table_is_long_and_exact():
+    h = LengthHistogram.from_counts([3, 6], [2, 1])
+    table = h.frequency_table(4, ["natural", "concat", "uniform"])
+    assert table.columns == ["position", "regime", "f"] and table.height == 12 and table["f"].dtype == pl.Int64
+    wide = table.pivot(on="regime", index="position", values="f").sort("position")
+    assert wide["natural"].to_list() == [12, 8, 4, 1]  # 6 -> 4 + 2: segments 3, 3, 4, 2
+    assert wide["concat"].to_list() == [12, 9, 6, 3]  # 12 tokens in rows of 4
+
+
+def test_summary_holds_nearest_rank_quantiles_and_the_frequency_rows():
+    h = LengthHistogram.from_lengths([1, 2, 3, 4] * 25 + [4096] * 10)
+    s = h.summary(2048, ["natural", "concat"], tokens=10**6, tau=1000)
+    assert s["quantiles"] == "nearest-rank" and s["median"] == 3  # ceil(0.5 · 110) = 55th smallest length
+    assert [row["regime"] for row in s["frequency"]] == ["natural", "concat"]
+    natural = s["frequency"][0]
+    f = position_frequency(h, 2048)
+    assert natural["f"] == {str(i): int(f[i]) for i in (0, 512, 1024, 1536, 2047)}
+    assert natural["effective_length"] == effective_length(f, 10**6, 1000)
+    json.dumps(s)  # JSON-serialisable
+    assert "frequency" not in h.summary()  # no window, no frequency
+
+
+def test_repr_is_short_whatever_the_size_and_the_html_holds_the_numbers():
+    from display_helpers import shown
+
+    rng = np.random.default_rng(0)
+    lengths = rng.integers(1, 10**7, 2 * 10**5)
+    sources = {f"source-{k:02d}": LengthHistogram.from_lengths(lengths[k::40], corpus=f"source-{k:02d}")
+               for k in range(40)}
+    h = combine_sources(sources, corpus="big " * 100, tokenizer="tekken", skipped={"malformed-json": 3})
+    text = repr(h)
+    assert len(text) < 1000 and len(text.splitlines()) <= 3
+    assert f"{h.documents:,} documents, {h.tokens:,} tokens" in text and "(+34 more)" in text
+    page = shown(h)
+    assert page.rows["documents with tokens"] == f"{h.documents:,}" and page.rows["tokens"] == f"{h.tokens:,}"
+    assert page.rows["p10 / p90 / p99 (nearest rank)"] == " / ".join(f"{h.quantile(q):,}" for q in (0.1, 0.9, 0.99))
+    assert page.rows["skipped"] == "malformed-json: 3" and page.svgs == 1
+    sources_table = page.tables[1]
+    assert sources_table[0] == ["source", "documents", "tokens", "share of tokens"]
+    assert sources_table[-1] == ["… 16 more rows"]  # 40 sources, 24 shown
+    assert len(h._repr_html_()) < 20_000
+
+
+def test_an_empty_histogram_displays_too():
+    from display_helpers import shown
+
+    page = shown(LengthHistogram.from_lengths([], empty_documents=2))
+    assert page.rows["empty documents"] == "2"
+    assert repr(LengthHistogram.from_lengths([])) == "LengthHistogram: no documents"

@@ -64,8 +64,13 @@ def main() -> None:
     \b
     Examples:
       freqlab scan                       # built-in corpus, default tokenizer, L=2048
-      freqlab freq lengths.parquet --L 2048 --regime natural --regime concat
-      freqlab plan string --L 2048
+      freqlab freq lengths.parquet --L 2K --regime natural --regime concat
+      freqlab plan string --L 128K
+
+    \b
+    Sizes: every count flag takes a number with an optional suffix.
+      positions (windows L, target lengths, S, W): K = 1024, so 2K = 2048 and 128K = 131072
+      tokens (budgets, tau, limits) and other counts: K, M, B, T = 10^3, 10^6, 10^9, 10^12 (1T = 10^12)
     """
 
 

@@ -5,15 +5,14 @@ from __future__ import annotations
 import json
 
 import click
-import numpy as np
 import polars as pl
 
+from freqlab.cli.options import POSITIONS, POSITIONS_NOTE, TOKENS, TOKENS_NOTE
 from freqlab.cli.weights import budget_line, echo_mix, read_histogram, weights_option
 from freqlab.frequency.budget import training_budget
 from freqlab.frequency.mixture import contribution_table
-from freqlab.frequency.position import position_frequency
 from freqlab.frequency.regimes import REGIMES
-from freqlab.frequency.schedule import load_schedule, parse_tokens, schedule_frequency
+from freqlab.frequency.schedule import load_schedule, schedule_frequency
 from freqlab.frequency.stats import DEFAULT_TAU, effective_length, share_at_least, share_at_most
 from freqlab.frequency.summary import (
     describe,
@@ -25,32 +24,15 @@ from freqlab.frequency.summary import (
 from freqlab.histogram import LengthHistogram
 
 
-class TokenCount(click.ParamType):
-    """A positive token count: ``2e9``, ``100B``, ``1.5T``."""
-
-    name = "TOKENS"
-
-    def convert(self, value, param, ctx):
-        if isinstance(value, int):
-            return value
-        try:
-            return parse_tokens(value)
-        except ValueError as exc:
-            self.fail(str(exc), param, ctx)
-
-
-TOKENS = TokenCount()
-
-
 def window_option(default=(2048,)):
     return click.option(
         "--L",
         "Ls",
-        type=click.IntRange(min=1),
+        type=POSITIONS,
         multiple=True,
         default=default,
         show_default=True,
-        help="Training window (repeat for several).",
+        help=f"Training window, e.g. 2048 or 2K {POSITIONS_NOTE}; repeat for several.",
     )
 
 
@@ -67,14 +49,15 @@ tokens_option = click.option(
     "--tokens",
     type=TOKENS,
     default=None,
-    help="Training budget T for f_T and the effective-length prediction [default: 1T].",
+    help=f"Training budget T for f_T and the effective-length prediction, e.g. 1T or 300B {TOKENS_NOTE} "
+    "[default: 1T].",
 )
 tau_option = click.option(
     "--tau",
     type=TOKENS,
     default=int(DEFAULT_TAU),
     show_default=True,
-    help="Occurrence threshold (STRING Fig. 2b).",
+    help=f"Occurrence threshold (STRING Fig. 2b) {TOKENS_NOTE}.",
 )
 json_option = click.option("--json", "as_json", is_flag=True, help="Print machine-readable JSON.")
 
@@ -90,7 +73,12 @@ def echo_json(data) -> None:
 @tokens_option
 @tau_option
 @click.option("--seed", type=int, default=0, show_default=True, help="Stream order for the pack regime.")
-@click.option("--out", type=click.Path(dir_okay=False), default=None, help="Write f(i) to this Parquet file.")
+@click.option(
+    "--out",
+    type=click.Path(dir_okay=False),
+    default=None,
+    help="Write f(i) to this Parquet file (columns L, regime, position, frequency; the histogram's metadata).",
+)
 @weights_option
 @json_option
 def freq_command(hist, Ls, regimes, tokens, tau, seed, out, weights, as_json):
@@ -121,33 +109,39 @@ def freq_command(hist, Ls, regimes, tokens, tau, seed, out, weights, as_json):
         click.echo(f"wrote {out}")
 
 
+FREQUENCY_FORMAT = "freqlab.position_frequency"
+
+
 def _write_frequencies(h: LengthHistogram, Ls, regimes, seed: int, out) -> None:
-    frames = []
-    for L in Ls:
-        for regime in regimes:
-            f = position_frequency(h.lengths, h.counts, L, regime, seed=seed)
-            frames.append(
-                pl.DataFrame(
-                    {
-                        "L": np.full(L, L, np.int64),
-                        "regime": [regime] * L,
-                        "position": np.arange(L),
-                        "frequency": f,
-                    }
-                )
-            )
-    pl.concat(frames).write_parquet(out)
+    """f for every (L, regime) in one Parquet file; its ``freqlab`` metadata key holds the histogram's provenance
+    (as ``lengths.parquet`` does), the windows, regimes and seed."""
+    frames = [
+        h.frequency_table(L, regimes, seed=seed)
+        .rename({"f": "frequency"})
+        .select(pl.lit(L, pl.Int64).alias("L"), "regime", "position", "frequency")
+        for L in Ls
+    ]
+    header = {
+        "format": FREQUENCY_FORMAT,
+        "version": 1,
+        "histogram": {"documents": h.documents, "tokens": h.tokens, **h.provenance()},
+        "L": list(Ls),
+        "regimes": list(regimes),
+        "seed": seed,
+    }
+    pl.concat(frames).write_parquet(out, metadata={"freqlab": json.dumps(header)})
 
 
 @click.command("stats")
 @click.argument("hist", type=click.Path(dir_okay=False))
-@click.option("--L", "L", type=click.IntRange(min=1), default=2048, show_default=True)
+@click.option("--L", "L", type=POSITIONS, default=2048, show_default=True, help=f"Training window {POSITIONS_NOTE}.")
 @weights_option
 @json_option
 def stats_command(hist, L, weights, as_json):
-    """Summary of a length histogram: documents, tokens, mean, median, percentiles, long-document share; and
-    what STRING Sec. 3 reports for TinyLlama 1.3B (2K and 4K windows) beside freqlab's prediction for the same
-    windows and budgets on this histogram.
+    """Summary of a length histogram: documents, tokens, mean, median and percentiles (nearest rank: the
+    ceil(q·n)-th smallest length, never interpolated), long-document share; and what STRING Sec. 3 reports for
+    TinyLlama 1.3B (2K and 4K windows) beside freqlab's prediction for the same windows and budgets on this
+    histogram.
 
     \b
     Example:
@@ -171,6 +165,7 @@ def stats_command(hist, L, weights, as_json):
         ("mean length", f"{summary['mean']:,.1f}"),
         ("median length", f"{summary['median']:,}"),
         ("p10 / p90 / p99", " / ".join(f"{summary['percentiles'][p]:,}" for p in ("p10", "p90", "p99"))),
+        ("quantiles", "nearest rank (the ceil(q·n)-th smallest length)"),
         ("max length", f"{summary['max']:,}"),
         (f"tokens in documents > {L}", f"{100 * summary['share_tokens_longer_than_L']:.1f}%"),
     ]

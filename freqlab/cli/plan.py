@@ -12,6 +12,7 @@ import polars as pl
 from click.core import ParameterSource
 
 from freqlab.cli.freq import TOKENS, echo_json, json_option
+from freqlab.cli.options import POSITIONS, POSITIONS_NOTE, TOKENS_NOTE, renamed_option
 from freqlab.cli.plan_upsample import upsample_report
 from freqlab.cli.weights import budget_line, current_weights, read_histogram, weights_meta_option
 from freqlab.errors import FreqlabError
@@ -35,10 +36,14 @@ def plan() -> None:
     Examples:
       freqlab plan string --L 131072
       freqlab plan string --hist lengths.parquet --L 2048 --tokens 1T
-      freqlab plan self-extend --L 4096 --target 16384
-      freqlab plan rope --L 4096 --target 16384 --type yarn
-      freqlab plan upsample --hist lengths.parquet --L 4096 --tokens 100B --target-length 3072
+      freqlab plan self-extend --L 4K --extend-to 16K
+      freqlab plan rope --L 4K --extend-to 16K --type yarn
+      freqlab plan upsample --hist lengths.parquet --L 4K --tokens 100B --effective-length 3072
       freqlab plan harpe --compare
+
+    Sizes: positions count K = 1024 (--L 2K is 2048, --extend-to 128K is 131072); tokens are decimal
+    (--tokens 1T is 10^12, B = 10^9). --extend-to (N > L) was called --target, --effective-length (E < L) was
+    called --target-length: the old names still work.
     """
 
 
@@ -58,9 +63,14 @@ hist_option = click.option(
 regime_option = click.option(
     "--regime", type=click.Choice(REGIMES), default="natural", show_default=True, help="Data regime."
 )
-tokens_option = click.option("--tokens", type=TOKENS, default=None, help="Training budget T (e.g. 1T, 300B).")
+tokens_option = click.option(
+    "--tokens", type=TOKENS, default=None, help=f"Training budget T, e.g. 1T or 300B {TOKENS_NOTE}."
+)
 tau_option = click.option(
     "--tau", type=TOKENS, default=None, help="Occurrence threshold [default: schedule's, else 100B (STRING Fig. 2b)]."
+)
+extend_to_option = renamed_option(
+    "--extend-to", "--target", "N", type=POSITIONS, required=True, help=f"Length N to extend to (> L) {POSITIONS_NOTE}."
 )
 schedule_option = click.option(
     "--schedule", type=click.Path(dir_okay=False), default=None, help="Multi-stage schedule (YAML/JSON)."
@@ -74,9 +84,9 @@ mass_option = click.option(
 )
 
 
-def frequency_options(window_help: str = "Training window (default: the schedule's longest)."):
+def frequency_options(window_help: str = f"Training window {POSITIONS_NOTE} [default: the schedule's longest]."):
     """--L, --hist, --regime, --tokens, --tau, --schedule, --mass, --weights: the inputs of the well-trained N*."""
-    window_option = click.option("--L", "L", type=click.IntRange(min=1), default=None, help=window_help)
+    window_option = click.option("--L", "L", type=POSITIONS, default=None, help=window_help)
     options = (window_option, hist_option, regime_option, tokens_option, tau_option, schedule_option, mass_option,
                weights_meta_option)
 
@@ -129,16 +139,16 @@ def _block(title: str, lines) -> None:
 
 @plan.command("string")
 @frequency_options()
-@click.option("--W", "W", type=int, default=DEFAULT_W, show_default=True, help="Local window (>= 32, << S).")
+@click.option("--W", "W", type=POSITIONS, default=DEFAULT_W, show_default=True, help="Local window (>= 32, << S).")
 @click.option(
     "--round-to",
-    type=click.IntRange(min=1),
+    type=POSITIONS,
     default=DEFAULT_ROUND,
     show_default=True,
     help="Round S to a multiple of this.",
 )
 @click.option(
-    "--test-length", type=click.IntRange(min=1), default=None, help="max_test_length for the HF patch [default: L]."
+    "--test-length", type=POSITIONS, default=None, help="max_test_length for the HF patch [default: L]."
 )
 @click.option(
     "--usage-out",
@@ -192,17 +202,17 @@ def string_command(L, hist, regime, tokens, tau, schedule, mass, W, round_to, te
 
 @plan.command("self-extend")
 @frequency_options()
-@click.option("--target", "N", type=click.IntRange(min=1), required=True, help="Target length N (> L).")
+@extend_to_option
 @click.option(
     "--well-trained",
-    type=click.IntRange(min=1),
+    type=POSITIONS,
     default=None,
     help="Well-trained range N* [default: from the frequency, else 2/3 of L].",
 )
 @click.option("--group", "G", type=click.IntRange(min=1), default=None, help="Evaluate this group size G ...")
-@click.option("--window", "w_n", type=click.IntRange(min=0), default=None, help="... with this neighbour window.")
-@click.option("--min-window", type=click.IntRange(min=1), default=None, help="Smallest w_n [default: L/8].")
-@click.option("--max-window", type=click.IntRange(min=1), default=None, help="Largest w_n [default: L/4].")
+@click.option("--window", "w_n", type=POSITIONS.within(0), default=None, help="... with this neighbour window.")
+@click.option("--min-window", type=POSITIONS, default=None, help="Smallest w_n [default: L/8].")
+@click.option("--max-window", type=POSITIONS, default=None, help="Largest w_n [default: L/4].")
 @json_option
 def self_extend_command(
     L, hist, regime, tokens, tau, schedule, mass, N, well_trained, G, w_n, min_window, max_window, as_json
@@ -211,9 +221,9 @@ def self_extend_command(
 
     \b
     Examples:
-      freqlab plan self-extend --L 4096 --target 16384
-      freqlab plan self-extend --L 4096 --target 16384 --group 8 --window 1024
-      freqlab plan self-extend --hist lengths.parquet --L 4096 --target 32768 --tokens 2T
+      freqlab plan self-extend --L 4K --extend-to 16K
+      freqlab plan self-extend --L 4K --extend-to 16K --group 8 --window 1024
+      freqlab plan self-extend --hist lengths.parquet --L 4K --extend-to 32K --tokens 2T
     """
     if (G is None) != (w_n is None):
         raise click.UsageError("give --group and --window together")
@@ -269,9 +279,9 @@ def self_extend_command(
 
 
 @plan.command("rope")
-@click.option("--L", "L", type=click.IntRange(min=1), default=None, help="Training window L [--schedule: its longest].")
+@click.option("--L", "L", type=POSITIONS, default=None, help="Training window L [--schedule: its longest].")
 @schedule_option
-@click.option("--target", "N", type=click.IntRange(min=1), required=True, help="Target length N (> L).")
+@extend_to_option
 @click.option(
     "--type",
     "types",
@@ -290,9 +300,9 @@ def rope_command(L, schedule, N, types, rope_theta, head_dim, factor, as_json):
 
     \b
     Examples:
-      freqlab plan rope --L 4096 --target 16384
-      freqlab plan rope --L 8192 --target 131072 --type llama3 --rope-theta 500000 --json
-      freqlab plan rope --schedule schedule.yaml --target 131072 --type yarn
+      freqlab plan rope --L 4K --extend-to 16K
+      freqlab plan rope --L 8K --extend-to 128K --type llama3 --rope-theta 500000 --json
+      freqlab plan rope --schedule schedule.yaml --extend-to 128K --type yarn
     """
     if schedule:  # only the window matters here: the scaling factor is N / L whatever the frequencies
         window = max(stage.L for stage in load_schedule(schedule).stages)
@@ -320,9 +330,10 @@ def rope_command(L, schedule, N, types, rope_theta, head_dim, factor, as_json):
 
 
 @plan.command("upsample")
-@click.option("--L", "L", type=click.IntRange(min=1), default=None, help="Training window L [--schedule: its longest].")
-@click.option(
-    "--target-length", "E", type=click.IntRange(min=1), required=True, help="Target effective length E (< L)."
+@click.option("--L", "L", type=POSITIONS, default=None, help="Training window L [--schedule: its longest].")
+@renamed_option(
+    "--effective-length", "--target-length", "E", type=POSITIONS, required=True,
+    help=f"Effective length E to reach (< L) {POSITIONS_NOTE}.",
 )
 @hist_option
 @tokens_option
@@ -354,8 +365,8 @@ def upsample_command(L, E, hist, tokens, tau, regime, schedule, long_hist, max_u
 
     \b
     Examples:
-      freqlab plan upsample --hist lengths.parquet --L 4096 --tokens 100B --target-length 3072
-      freqlab plan upsample --schedule schedule.yaml --target-length 6000
+      freqlab plan upsample --hist lengths.parquet --L 4K --tokens 100B --effective-length 3K
+      freqlab plan upsample --schedule schedule.yaml --effective-length 6000
     """
     long_lengths = LengthHistogram.read_parquet(long_hist) if long_hist else None
     if schedule:

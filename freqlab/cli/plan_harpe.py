@@ -9,6 +9,7 @@ from __future__ import annotations
 import click
 
 from freqlab.cli.freq import echo_json, json_option
+from freqlab.cli.options import POSITIONS, POSITIONS_NOTE, renamed_option
 from freqlab.cli.plan import frequency_inputs, frequency_options
 from freqlab.errors import FreqlabError
 from freqlab.plan import harpe
@@ -30,15 +31,16 @@ TABLE2_NOTE = (
 @click.option("--b-min", type=float, default=None, help="Smallest base [1e6; 10000 for attention-buckets].")
 @click.option("--b-max", type=float, default=None, help="Largest base [5e6; 30000 for attention-buckets].")
 @click.option("--stride", type=float, default=None, help="Candidate stride s [30000; 500 for attention-buckets].")
-@click.option(
-    "--target", type=click.IntRange(min=1024), default=harpe.PAPER_TARGET, show_default=True, help="Target length."
+@renamed_option(
+    "--extend-to", "--target", "target", type=POSITIONS.within(1024), default=harpe.PAPER_TARGET, show_default=True,
+    help=f"Length the model is extended to {POSITIONS_NOTE}.",
 )
 @click.option(
     "--grid",
     "grid_text",
     default=None,
     metavar="START:STOP:STEP",
-    help="Distance grid [Attention Buckets grid scaled to --target: 32000:130880:32 for 128K].",
+    help="Distance grid [Attention Buckets grid scaled to --extend-to: 32000:130880:32 for 128K].",
 )
 @click.option(
     "--separation",
@@ -59,8 +61,8 @@ TABLE2_NOTE = (
 )
 @click.option("--compare", is_flag=True, help="Score against the uniform set, Table 2 and random sets.")
 @click.option("--random-sets", type=click.IntRange(min=0), default=3, show_default=True, help="With --compare.")
-@click.option("--seed", type=int, default=0, show_default=True, help="Seed of the random sets.")
-@frequency_options("Training window for --hist [default: --target; with --schedule: its longest].")
+@click.option("--seed", type=int, default=0, show_default=True, help="Seed of random set #1 (#k: seed + k - 1).")
+@frequency_options(f"Training window for --hist {POSITIONS_NOTE} [default: --extend-to; --schedule: its longest].")
 @json_option
 def harpe_command(
     strategy, heads, head_dim, b_min, b_max, stride, target, grid_text, separation, peaks, order,
@@ -74,9 +76,11 @@ def harpe_command(
       freqlab plan harpe                              # paper setting: 32 heads, 1M..5M, s = 30k, 128K
       freqlab plan harpe --compare                    # vs uniform, HARPE Table 2 and random sets
       freqlab plan harpe --strategy attention-buckets # their public defaults, vs their published list
-      freqlab plan harpe --hist lengths.parquet --L 131072 --tokens 1T   # grid = under-trained [N*, target]
+      freqlab plan harpe --hist lengths.parquet --L 128K --tokens 1T    # grid = under-trained [N*, N)
       freqlab plan harpe --schedule schedule.yaml     # N* from a multi-stage schedule
-      freqlab plan harpe --heads 8 --b-min 10000 --b-max 500000 --stride 5000 --target 32768 --json
+      freqlab plan harpe --heads 8 --b-min 10000 --b-max 500000 --stride 5000 --extend-to 32K --json
+
+    --extend-to was called --target (still accepted). Sizes: K = 1024 positions (128K = 131072).
     """
     if strategy == "attention-buckets":
         if hist or schedule:

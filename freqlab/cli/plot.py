@@ -10,6 +10,7 @@ from pathlib import Path
 import click
 
 from freqlab.cli.freq import TOKENS, echo_json, json_option, regime_option, tau_option, window_option
+from freqlab.cli.options import POSITIONS, POSITIONS_NOTE, TOKENS_NOTE, renamed_option
 from freqlab.cli.weights import budget_line, current_weights, read_histogram, weights_meta_option
 from freqlab.errors import FreqlabError
 from freqlab.frequency.budget import training_budget
@@ -106,7 +107,7 @@ one_regime_option = click.option(
 )
 seed_option = click.option("--seed", type=int, default=0, show_default=True, help="Stream order for the pack regime.")
 L_option = click.option(
-    "--L", "L", type=click.IntRange(min=1), default=2048, show_default=True, help="Training window."
+    "--L", "L", type=POSITIONS, default=2048, show_default=True, help=f"Training window {POSITIONS_NOTE}."
 )
 
 
@@ -153,7 +154,9 @@ def frequency_command(hist, L, regimes, bins, seed, out, formats, size, dpi, as_
 @hist_argument
 @window_option(default=(2048, 4096))
 @one_regime_option
-@click.option("--tokens", type=TOKENS, default=None, help="Training budget T (same for all L) [default: 1T].")
+@click.option(
+    "--tokens", type=TOKENS, default=None, help=f"Training budget T (same for all L) {TOKENS_NOTE} [default: 1T]."
+)
 @seed_option
 @weights_meta_option
 @output_options("one-column")
@@ -176,7 +179,7 @@ def windows_command(hist, Ls, regime, tokens, seed, out, formats, size, dpi, as_
 @window_option(default=(2048, 4096))
 @one_regime_option
 @tau_option
-@click.option("--budget", type=TOKENS, default=None, help="Budget T for panel (b) [default: 1T].")
+@click.option("--budget", type=TOKENS, default=None, help=f"Budget T for panel (b) {TOKENS_NOTE} [default: 1T].")
 @seed_option
 @weights_meta_option
 @output_options("two-column")
@@ -217,24 +220,24 @@ def sources_command(hist, L, regime, out, formats, size, dpi, as_json):
 @hist_argument
 @window_option()
 @regime_option
-@click.option("--tokens", type=TOKENS, default=None, help="Training budget for f_T [default: 1T].")
+@click.option("--tokens", type=TOKENS, default=None, help=f"Training budget for f_T {TOKENS_NOTE} [default: 1T].")
 @tau_option
 @weights_meta_option
 @click.option(
     "--out",
     type=click.Path(file_okay=False),
-    default="freqlab-out",
+    default="freqlab-out/figures",
     show_default=True,
-    help="Folder; figures go to OUT/figures.",
+    help="Folder the figures are written into (created if needed).",
 )
 @format_option("Format(s) (repeat for several).", default=("png",))
 @json_option
 def scan_command(hist, Ls, regimes, tokens, tau, out, formats, as_json):
-    """The main figures of a saved histogram (what `freqlab scan --plot` writes).
+    """The main figures of a saved histogram (what `freqlab scan --plot` writes into OUT/figures), into --out.
 
     \b
     Example:
-      freqlab plot scan freqlab-out/lengths.parquet --L 2048 --L 4096 --regime natural --regime concat
+      freqlab plot scan freqlab-out/lengths.parquet --L 2K --L 4K --regime natural --regime concat --out figs
     """
     from freqlab.plots.report import scan_figures
 
@@ -244,9 +247,9 @@ def scan_command(hist, Ls, regimes, tokens, tau, out, formats, as_json):
 
 
 @plot_group.command("string-matrix", short_help="STRING position matrices for a small window (Fig. 5).")
-@click.option("--L", "L", type=click.IntRange(min=2, max=64), default=9, show_default=True, help="Window (small).")
-@click.option("--S", "S", type=click.IntRange(min=1), default=3, show_default=True, help="Shift offset S.")
-@click.option("--W", "W", type=click.IntRange(min=0), default=1, show_default=True, help="Local window W.")
+@click.option("--L", "L", type=POSITIONS.within(2, 64), default=9, show_default=True, help="Window (small).")
+@click.option("--S", "S", type=POSITIONS, default=3, show_default=True, help="Shift offset S.")
+@click.option("--W", "W", type=POSITIONS.within(0), default=1, show_default=True, help="Local window W.")
 @output_options("two-column")
 def string_matrix_command(L, S, W, out, formats, size, dpi, as_json):
     """STRING Fig. 5: the position matrix with tail dropped, shifted by S, and with local window W.
@@ -261,9 +264,9 @@ def string_matrix_command(L, S, W, out, formats, size, dpi, as_json):
 
 
 @plot_group.command("string-usage", short_help="Positions STRING uses vs RoPE's, with their training frequency.")
-@click.option("--L", "L", type=click.IntRange(min=2), required=True, help="Training window.")
-@click.option("--S", "S", type=click.IntRange(min=1), required=True, help="Shift offset S.")
-@click.option("--W", "W", type=click.IntRange(min=0), default=128, show_default=True, help="Local window W.")
+@click.option("--L", "L", type=POSITIONS.within(2), required=True, help=f"Training window {POSITIONS_NOTE}.")
+@click.option("--S", "S", type=POSITIONS, required=True, help="Shift offset S.")
+@click.option("--W", "W", type=POSITIONS.within(0), default=128, show_default=True, help="Local window W.")
 @click.option(
     "--histogram",
     "hist",
@@ -279,7 +282,7 @@ def string_usage_command(L, S, W, hist, regime, out, formats, size, dpi, as_json
 
     \b
     Example:
-      freqlab plot string-usage --L 2048 --S 683 --histogram freqlab-out/lengths.parquet --out usage.png
+      freqlab plot string-usage --L 2K --S 683 --histogram freqlab-out/lengths.parquet --out usage.png
     """
     from freqlab.frequency import position_frequency
     from freqlab.plots.string import plot_string_usage
@@ -299,7 +302,10 @@ def string_usage_command(L, S, W, hist, regime, out, formats, size, dpi, as_json
     multiple=True,
     help="Bases whose waveforms to draw (repeat); default: the first three of the search.",
 )
-@click.option("--target", type=click.IntRange(min=1024), default=131072, show_default=True, help="Target length.")
+@renamed_option(
+    "--extend-to", "--target", "target", type=POSITIONS.within(1024), default=131072, show_default=True,
+    help=f"Length the model is extended to {POSITIONS_NOTE}.",
+)
 @click.option("--heads", type=click.IntRange(min=1), default=32, show_default=True, help="Heads (bases per set).")
 @click.option("--envelopes", is_flag=True, help="Draw the envelopes of the searched, uniform and Table 2 sets.")
 @output_options(None)
@@ -312,6 +318,8 @@ def harpe_command(bases, target, heads, envelopes, out, formats, size, dpi, as_j
     Examples:
       freqlab plot harpe --base 1e6 --base 2.5e6 --out waves.png
       freqlab plot harpe --envelopes --size two-column --out envelopes.pdf
+
+    --extend-to was called --target (still accepted).
     """
     from freqlab.plan.harpe import PAPER_B_MAX, PAPER_B_MIN, peak_valley_search, table2_bases, uniform_bases
     from freqlab.plots.harpe import plot_envelopes, plot_waveforms

@@ -3,10 +3,12 @@
 from __future__ import annotations
 
 import sys
+from pathlib import Path
 
 import click
 
 from freqlab.cli.freq import TOKENS, echo_json, json_option, tau_option, tokens_option, window_option
+from freqlab.cli.options import COUNT, TOKENS_NOTE
 from freqlab.errors import FreqlabError, exit_status
 from freqlab.frequency.regimes import REGIMES
 from freqlab.scan import (
@@ -55,23 +57,23 @@ from freqlab.scan.settings import ENGINES, ON_ERROR
 @click.option("--megatron-split", default="969,30,1", show_default=True,
               help="--regime megatron: Megatron's --split (the train range is counted).")
 @click.option("--reset-attention-mask", is_flag=True, help="--regime megatron: Megatron's --reset-attention-mask.")
-@click.option("--train-samples", type=click.IntRange(min=1), default=None,
+@click.option("--train-samples", type=COUNT, default=None,
               help="--regime megatron: Megatron's --train-samples (default: one epoch).")
 @click.option("--epochs", type=click.IntRange(min=1), default=None,
               help="--regime megatron: every sample of this many epochs instead of --train-samples.")
 @tokens_option
 @tau_option
 @click.option("--corpus-tokens", type=TOKENS, default=None,
-              help="Full corpus size in tokens, to extrapolate a partial scan (flagged in the summary).")
-@click.option("--max-docs", type=click.IntRange(min=1), default=None, help="Stop after this many documents.")
+              help=f"Full corpus size in tokens, to extrapolate a partial scan (flagged in the summary) {TOKENS_NOTE}.")
+@click.option("--max-docs", type=COUNT, default=None, help="Stop after this many documents (e.g. 100000 or 100K).")
 @click.option("--max-tokens", type=TOKENS, default=None,
-              help="Stop once this many tokens are counted (the last document is kept whole).")
+              help="Stop once this many tokens are counted (the last document is kept whole), e.g. 10M.")
 @click.option("--sample-rate", type=click.FloatRange(0, 1, min_open=True), default=None,
               help="Keep each document with this probability (seeded, deterministic).")
 @click.option("--seed", type=int, default=0, show_default=True, help="Seed for --sample-rate and the pack regime.")
 @click.option("--workers", type=click.IntRange(min=1), default=None,
               help="Worker processes (a Ray cluster uses all its CPUs). Default: all cores.")
-@click.option("--batch-size", type=click.IntRange(min=1), default=DEFAULT_BATCH_SIZE, show_default=True,
+@click.option("--batch-size", type=COUNT, default=DEFAULT_BATCH_SIZE, show_default=True,
               help="Documents per tokenizer call.")
 @click.option("--engine", type=click.Choice(ENGINES), default="local", show_default=True,
               help="local: process pool on this machine; ray: Ray tasks (pip install 'freqlab[ray]').")
@@ -84,8 +86,8 @@ from freqlab.scan.settings import ENGINES, ON_ERROR
 @click.option("--estimate", is_flag=True,
               help="Do not scan: say what a scan costs (core-hours, nodes, wall time) from measured throughput, "
               "for a corpus of --corpus-tokens or --corpus-bytes (with --sample-rate: a sampled scan).")
-@click.option("--corpus-bytes", type=TOKENS, default=None, metavar="BYTES",
-              help="--estimate: corpus size in bytes of text (e.g. 2.5T).")
+@click.option("--corpus-bytes", type=COUNT, default=None, metavar="BYTES",
+              help="--estimate: corpus size in bytes of text (e.g. 2.5T; decimal, T = 10^12).")
 @click.option("--node-cores", type=click.IntRange(min=1), default=32, show_default=True,
               help="--estimate: cores per node.")
 @click.option("--target-hours", type=click.FloatRange(min=0, min_open=True), default=1.0, show_default=True,
@@ -93,7 +95,8 @@ from freqlab.scan.settings import ENGINES, ON_ERROR
 @click.option("--lengths", type=click.Path(dir_okay=False), default=None,
               help="--estimate with --sample-rate: OUT/lengths.parquet of a smaller sampled scan of the corpus, "
               "to predict the error bar of the mass shares.")
-@click.option("--quiet", "-q", is_flag=True, help="No progress bar.")
+@click.option("--quiet", "-q", is_flag=True,
+              help="No progress bar (there is none when stderr is piped or redirected either).")
 @click.option("--plot", is_flag=True, help="Also write the main figures into OUT/figures.")
 @click.option("--plot-format", "plot_formats", type=click.Choice(["png", "pdf", "svg"]), multiple=True,
               default=("png",), show_default=True, help="Figure format(s) for --plot (repeat for several).")
@@ -113,11 +116,11 @@ def scan_command(dataset, config, split, data_files, input_format, text_field, s
     \b
     Examples:
       freqlab scan                                   # built-in corpus, default tokenizer, L=2048
-      freqlab scan --dataset slimpajama --L 2048 --max-docs 100000
+      freqlab scan --dataset slimpajama --L 2K --max-docs 100K
       freqlab scan --dataset slimpajama --data-files '/data/SlimPajama/train/chunk*/*.jsonl.zst' --L 2048
       freqlab scan --dataset 'corpus/*.jsonl.zst' --tokenizer tokenizer.json --on-error skip --json
       freqlab scan --dataset slimpajama --engine ray --address auto --out runs/sp --resume
-      freqlab scan --L 2048 --L 4096 --plot --plot-format pdf
+      freqlab scan --L 2K --L 4K --plot --plot-format pdf
       freqlab scan --dataset /data/megatron/corpus_text_document.idx --L 4096   # tokenized: no tokenizer
       freqlab scan --estimate --corpus-tokens 627B --node-cores 64 --sample-rate 0.001
     """
@@ -166,7 +169,10 @@ def scan_command(dataset, config, split, data_files, input_format, text_field, s
     if plot:
         from freqlab.plots import scan_figures  # matplotlib only when figures are asked for
 
-        for path in scan_figures(result.histogram, Ls, regimes, out, plot_formats, tokens=tokens, tau=tau, seed=seed):
+        written = scan_figures(
+            result.histogram, Ls, regimes, Path(out) / "figures", plot_formats, tokens=tokens, tau=tau, seed=seed
+        )
+        for path in written:
             click.echo(f"wrote {path}", err=as_json)  # stderr under --json, so stdout stays JSON
 
 

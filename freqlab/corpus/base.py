@@ -16,6 +16,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
+from contextvars import ContextVar
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, ClassVar, NamedTuple
 
@@ -135,6 +136,40 @@ class Shard:
     def local_paths(self) -> tuple[str, ...]:
         """Local files this shard opens (a Ray node must see each at this path); none for streamed data."""
         return ()
+
+
+class ReadMeter:
+    """How far the reader of a shard has got, for a progress bar in percent.
+
+    A scan sets one around each shard it reads (:func:`metered`); a reader that can tell cheaply sets ``probe`` to
+    a callable returning the bytes of its shard read so far, in the units of :meth:`Shard.size` (JSON lines: the
+    file position, the compressed position for ``.zst``/``.gz``). The scan calls it once per batch of documents,
+    never per document. A shard whose reader sets no probe counts as read when it ends.
+    """
+
+    __slots__ = ("probe",)
+
+    def __init__(self) -> None:
+        self.probe: Callable[[], int] | None = None
+
+
+_READ_METER: ContextVar[ReadMeter | None] = ContextVar("freqlab_read_meter", default=None)
+
+
+@contextmanager
+def metered(meter: ReadMeter) -> Iterator[ReadMeter]:
+    """Readers started inside the block report to ``meter`` (:func:`read_meter`); a generator reads in the
+    context of whoever advances it, so this is the shard's consumer, the scan."""
+    token = _READ_METER.set(meter)
+    try:
+        yield meter
+    finally:
+        _READ_METER.reset(token)
+
+
+def read_meter() -> ReadMeter | None:
+    """The :class:`ReadMeter` of the shard being read, when a scan set one."""
+    return _READ_METER.get()
 
 
 class LengthShard(Shard):

@@ -33,6 +33,7 @@ from freqlab.corpus.base import (
     NOT_AN_OBJECT,
     Document,
     FileShard,
+    read_meter,
 )
 from freqlab.corpus.fields import REPARSE, Fields, has_lone_surrogate
 from freqlab.corpus.files import DataFile
@@ -105,6 +106,10 @@ class ZstdFrames(io.RawIOBase):
             self._error = exc  # raised once the bytes decoded before it are consumed
         return b"".join(out)
 
+    def compressed_position(self) -> int:
+        """Compressed bytes consumed so far (for progress: the file's size is known, its decompressed size not)."""
+        return self._file.tell() - len(self._input)
+
     def close(self) -> None:
         self._file.close()
         super().close()
@@ -174,6 +179,9 @@ class JsonlShard(FileShard):
         fast_extract = self.fields.extractor(exact_numbers=False)
         fast_loads = orjson.loads
         with open_binary(path) as stream:
+            meter = read_meter()
+            if meter is not None:
+                meter.probe = self._bytes_read(stream)
             base = self._seek(stream)  # newlines before `start`, or None: counted only if a line number is asked for
             lineno = 0  # of the line in this range
             for position, raw in owned_lines(stream, self.start, self.end):
@@ -207,11 +215,32 @@ class JsonlShard(FileShard):
         return None
 
     def size(self) -> int | None:
+        """Bytes of the file this shard covers: its range of a plain file; of a compressed file split into ranges of
+        estimated decompressed bytes, the same share of the compressed size (the parts add up to the file's size)."""
         if self.start == 0 and self.end is None:
             return self.file.size
         if is_compressed(self.path):
-            return None
+            start, stop = self._compressed_range()
+            return stop - start
         return (self.end if self.end is not None else self.file.size) - self.start
+
+    def _compressed_range(self) -> tuple[int, int]:
+        """``[start, stop)`` of the compressed file matching this range of its estimated decompressed content."""
+        size = self.file.size
+        estimated = size * COMPRESSION_RATIO_GUESS
+        end = estimated if self.end is None else min(self.end, estimated)
+        return size * min(self.start, estimated) // estimated, size * end // estimated
+
+    def _bytes_read(self, stream: BinaryIO):
+        """The probe of a :class:`~freqlab.corpus.base.ReadMeter`: bytes of :meth:`size` read so far (0, meaning "no
+        news", once the file is closed)."""
+        if not is_compressed(self.path):
+            position, offset = stream.tell, self.start
+        else:
+            zstd = self.path.lower().endswith(_ZSTD_SUFFIXES)
+            position = stream.raw.compressed_position if zstd else stream.fileobj.tell  # type: ignore[attr-defined]
+            offset = self._compressed_range()[0]
+        return lambda: 0 if stream.closed else position() - offset
 
 
 class JsonlFormat(FileFormat):

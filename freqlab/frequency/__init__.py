@@ -2,6 +2,7 @@
 
 from freqlab.frequency.position import position_frequency, segment_frequency
 from freqlab.frequency.regimes import REGIMES, Segments, pack_documents, segments, stream_order
+from freqlab.frequency.result import PositionFrequency
 from freqlab.frequency.schedule import Schedule, Stage, load_schedule, parse_tokens, schedule_frequency
 from freqlab.frequency.stats import (
     DEFAULT_TAU,
@@ -16,6 +17,7 @@ from freqlab.frequency.stats import (
 __all__ = [
     "DEFAULT_TAU",
     "REGIMES",
+    "PositionFrequency",
     "Schedule",
     "Segments",
     "Stage",

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from freqlab.errors import FreqlabError
 from freqlab.frequency.kernels import scatter_add
 from freqlab.frequency.regimes import Segments, segments
 
@@ -32,13 +33,19 @@ def segment_frequency(segs: Segments) -> np.ndarray:
     return tokens_above - np.arange(L, dtype=np.int64) * count_above
 
 
-def position_frequency(lengths, counts, L: int, regime: str = "natural", *, seed: int = 0) -> np.ndarray:
+def position_frequency(
+    lengths, counts=None, L: int | None = None, regime: str = "natural", *, seed: int = 0
+) -> np.ndarray:
     """Exact frequency f(i) of each relative position 0 <= i < L under a data regime (STRING Eq. 2).
+
+    Called as ``position_frequency(lengths, counts, L, regime)`` or, with a histogram,
+    ``position_frequency(histogram, L, regime)`` (the same as ``np.asarray(histogram.frequency(L, regime))``).
 
     Parameters
     ----------
     lengths, counts
-        Document-length histogram: ``counts[k]`` documents of ``lengths[k]`` tokens (lengths >= 1).
+        Document-length histogram: ``counts[k]`` documents of ``lengths[k]`` tokens (lengths >= 1); or a
+        :class:`~freqlab.LengthHistogram` in place of both.
     L
         Training window (context length).
     regime
@@ -59,5 +66,21 @@ def position_frequency(lengths, counts, L: int, regime: str = "natural", *, seed
     [4, 3, 2, 1]
     >>> position_frequency([3, 6], [2, 1], 4).tolist()  # natural: 6 -> 4 + 2
     [12, 8, 4, 1]
+    >>> from freqlab import LengthHistogram
+    >>> position_frequency(LengthHistogram.from_counts([3, 6], [2, 1]), 4, "natural").tolist()
+    [12, 8, 4, 1]
     """
+    lengths, counts, L, regime = histogram_arguments(lengths, counts, L, regime)
     return segment_frequency(segments(lengths, counts, L, regime, seed=seed))
+
+
+def histogram_arguments(lengths, counts, L, regime):
+    """``(lengths, counts, L, regime)`` whether the call gave a histogram's arrays or the histogram itself (then the
+    positional arguments after it are L and the regime)."""
+    if hasattr(lengths, "lengths") and hasattr(lengths, "counts"):  # a LengthHistogram (not imported: a cycle)
+        if counts is not None:
+            L, regime = counts, (regime if L is None else L)
+        return lengths.lengths, lengths.counts, L, regime
+    if counts is None or L is None:
+        raise FreqlabError("position_frequency needs (lengths, counts, L) or (histogram, L)")
+    return lengths, counts, L, regime

@@ -15,7 +15,8 @@ six-stage schedule: how much do short long-context stages add to the tail? Examp
       - {name: pretrain, L: 2048, tokens: 1T, regime: natural}
       - {name: long-8k, L: 8192, tokens: 20B, regime: pack, histogram: long.parquet}
 
-Token counts accept plain numbers (``1e12``) or suffixes K, M, B (or G), T. ``weights`` (for the schedule, or per
+Token counts accept plain numbers (``1e12``) or suffixes K, M, B (or G), T (decimal: B = 10^9); windows L accept
+``8192`` or ``8K`` (K = 1024), as every size in freqlab (:mod:`freqlab.sizes`). ``weights`` (for the schedule, or per
 stage) trains a stage on a weighted mix of its histogram's sources: ``SOURCE=W,...``, a mixture file (relative to the
 schedule file) or a preset (:mod:`freqlab.frequency.mixture`).
 """
@@ -33,31 +34,7 @@ from freqlab.errors import FreqlabError
 from freqlab.frequency.position import position_frequency
 from freqlab.frequency.regimes import REGIMES
 from freqlab.frequency.stats import DEFAULT_TAU
-
-_SUFFIXES = {"K": 10**3, "M": 10**6, "B": 10**9, "G": 10**9, "T": 10**12}
-
-
-def parse_tokens(value) -> int:
-    """A positive token count from a number or a string such as ``"100B"``, ``"1.5T"`` or ``"2e9"``.
-
-    >>> parse_tokens("100B"), parse_tokens("1.5T"), parse_tokens(2e9)
-    (100000000000, 1500000000000, 2000000000)
-    """
-    if isinstance(value, bool):
-        raise FreqlabError(f"not a token count: {value!r}")
-    try:
-        if isinstance(value, str):
-            text = value.strip().upper().replace("_", "")
-            scale = _SUFFIXES.get(text[-1:], 1)
-            number = Fraction(text[:-1] if scale > 1 else text)
-        else:
-            scale, number = 1, Fraction(value)
-    except (ValueError, TypeError, ZeroDivisionError):
-        raise FreqlabError(f"not a token count: {value!r} (use e.g. 2e9, 100B or 1.5T)") from None
-    tokens = number * scale
-    if tokens <= 0 or tokens.denominator != 1:
-        raise FreqlabError(f"a token count must be a positive integer, got {value!r}")
-    return int(tokens)
+from freqlab.sizes import parse_positions, parse_tokens
 
 
 @dataclass(frozen=True)
@@ -120,9 +97,11 @@ def parse_schedule(
             raise FreqlabError(f"{where}: unknown key(s) {', '.join(sorted(unknown))}")
         name = str(raw.get("name", f"stage-{number}"))
         where = f"{source}: stage {number} ({name})"
-        L = raw.get("L")
-        if isinstance(L, bool) or not isinstance(L, int) or L < 1:
-            raise FreqlabError(f"{where}: L must be a positive integer, got {L!r}")
+        try:
+            L = parse_positions(raw.get("L"))
+        except FreqlabError:
+            given = raw.get("L")
+            raise FreqlabError(f"{where}: L must be a positive integer (e.g. 2048 or 2K), got {given!r}") from None
         if "tokens" not in raw:
             raise FreqlabError(f"{where}: missing 'tokens'")
         try:

@@ -6,7 +6,7 @@ import numpy as np
 
 from freqlab.errors import FreqlabError
 from freqlab.frequency.budget import budget_note
-from freqlab.frequency.position import position_frequency, segment_frequency
+from freqlab.frequency.position import position_frequency
 from freqlab.frequency.regimes import segments
 from freqlab.frequency.stats import (
     DEFAULT_TAU,
@@ -23,12 +23,13 @@ from freqlab.frequency.stats import (
 
 def frequency_summary(f, *, tokens: float | None = None, tau: float = DEFAULT_TAU) -> dict:
     """Shares of position mass at i <= L/2 and i >= 3L/4 (STRING Sec. 2.2 uses 1024 and 1536 at L = 2048),
-    the positions holding 50/80/90% of the mass, and, with a budget ``tokens``, the predicted effective
-    length; always the budget needed for f_T(L/2) >= tau. JSON-serialisable.
+    the positions holding 50/80/90% of the mass, f itself at i = 0, L/4, L/2, 3L/4 and L - 1 (``f``, exact), and,
+    with a budget ``tokens``, the predicted effective length; always the budget needed for f_T(L/2) >= tau.
+    JSON-serialisable.
 
     >>> s = frequency_summary([4, 3, 2, 1], tokens=400, tau=150)
-    >>> s["share_at_most_half"], s["effective_length"], s["tokens_needed_at_half"]
-    (0.9, 2, 300)
+    >>> s["share_at_most_half"], s["effective_length"], s["tokens_needed_at_half"], s["f"]
+    (0.9, 2, 300, {'0': 4, '1': 3, '2': 2, '3': 1})
     """
     f = np.asarray(f)
     if f.size == 0 or f[0] <= 0:
@@ -43,6 +44,7 @@ def frequency_summary(f, *, tokens: float | None = None, tau: float = DEFAULT_TA
         "share_at_most_half": share_at_most(f, half),
         "share_at_least_three_quarters": share_at_least(f, three_quarters),
         "position_at_mass": {f"{p}%": position_at_mass(f, p / 100) for p in (50, 80, 90)},
+        "f": {str(i): f[i].item() for i in sorted({0, L // 4, half, three_quarters, L - 1})},
         "tau": float(tau),
         "tokens_needed_at_half": tokens_needed(f, half, tau) if f[half] > 0 else None,
     }
@@ -73,6 +75,8 @@ def regime_summaries(
     >>> [(r["regime"], r["budget_tokens"], r["dropped_tokens"]) for r in rows]
     [('natural', 40960, 0), ('truncate', 20480, 20480)]
     """
+    from freqlab.frequency.result import PositionFrequency  # it imports this module
+
     rows = []
     for L in Ls:
         for regime in regimes:
@@ -81,11 +85,7 @@ def regime_summaries(
             budget = tokens
             if one_pass and tokens is not None and segs.dropped_tokens:
                 budget = int(tokens) * segs.tokens // (segs.tokens + segs.dropped_tokens)
-            row = {"regime": regime, **frequency_summary(segment_frequency(segs), tokens=budget, tau=tau)}
-            row["segments"] = segs.segments
-            row["dropped_tokens"] = segs.dropped_tokens
-            if segs.approximation:
-                row["approximation"] = segs.approximation
+            row = PositionFrequency.from_segments(segs).summary(tokens=budget, tau=tau)
             if sample:
                 row["note"] = f"pack shuffles a stream of {int(sample[1].sum()):,} documents: the histogram scaled down"
             rows.append(row)

@@ -49,7 +49,9 @@ from importlib import resources
 
 import numpy as np
 
+from freqlab.display import Display, Displayed
 from freqlab.errors import FreqlabError
+from freqlab.plan import display as shown
 from freqlab.plan.waveform import (
     DistanceGrid,
     StaveScore,
@@ -294,8 +296,8 @@ def default_grid(target: int = PAPER_TARGET) -> GridChoice:
 
 
 # ------------------------------------------------------------------------------------- Algorithm 1
-@dataclass(frozen=True)
-class HarpePlan:
+@dataclass(frozen=True, repr=False)
+class HarpePlan(Displayed):
     """Result of a HARPE base search: ``bases[h]`` is head h's RoPE base (selection order: b_min first)."""
 
     bases: list[float]
@@ -322,6 +324,9 @@ class HarpePlan:
         out["score"] = asdict(self.score)
         out["python"] = python_list(self.bases)
         return out
+
+    def _display(self) -> Display:
+        return shown.harpe_display(self, python_list)
 
 
 def peak_valley_search(
@@ -560,13 +565,14 @@ def table2_bases() -> list[int]:
 def random_sets(
     n_heads: int, b_min: float, b_max: float, stride: float, *, count: int = 3, seed: int = 0
 ) -> list[list[float]]:
-    """``count`` sets of ``n_heads`` distinct bases drawn uniformly from {b_min} ∪ B_c (seeded, sorted)."""
+    """``count`` sets of ``n_heads`` distinct bases drawn uniformly from {b_min} ∪ B_c, sorted; set k (0-based) is
+    drawn with its own seed ``seed + k``, so each set can be reproduced alone (and is labelled with its seed)."""
     pool = np.concatenate([[float(b_min)], candidate_bases(b_min, b_max, stride)])
     n_heads = _check_heads(n_heads)
     if n_heads > pool.size:
         raise FreqlabError(f"{n_heads} distinct bases requested from a grid of {pool.size}")
-    rng = np.random.default_rng(seed)
-    return [sorted(rng.choice(pool, size=n_heads, replace=False).tolist()) for _ in range(count)]
+    rng = np.random.default_rng
+    return [sorted(rng(seed + k).choice(pool, size=n_heads, replace=False).tolist()) for k in range(count)]
 
 
 def common_values(a, b, resolution: float = 10_000) -> list[float]:
@@ -598,7 +604,8 @@ class ComparedSet:
 
 
 def compare_sets(plan: HarpePlan, *, random_count: int = 3, seed: int = 0) -> list[ComparedSet]:
-    """freqlab's searched set, the uniform set, Table 2 and random sets, all scored on ``plan.grid``."""
+    """freqlab's searched set, the uniform set, Table 2 and ``random_count`` random sets (seeds ``seed``,
+    ``seed + 1``, ...: see :func:`random_sets`), all scored on ``plan.grid``."""
     table = [float(b) for b in table2_bases()]
     stride = plan.stride if plan.stride is not None else PAPER_STRIDE
     sets = [
@@ -607,7 +614,7 @@ def compare_sets(plan: HarpePlan, *, random_count: int = 3, seed: int = 0) -> li
         ("HARPE Table 2", table),
     ]
     for k, bases in enumerate(random_sets(plan.n_heads, plan.b_min, plan.b_max, stride, count=random_count, seed=seed)):
-        sets.append((f"random #{k + 1} (seed {seed})", bases))
+        sets.append((f"random #{k + 1} (seed {seed + k})", bases))
     return [
         ComparedSet(name, list(bases), stave_score(bases, plan.grid, plan.head_dim), len(common_values(bases, table)))
         for name, bases in sets

@@ -38,7 +38,9 @@ import copy
 import math
 from dataclasses import dataclass, field
 
+from freqlab.display import Display, Displayed
 from freqlab.errors import FreqlabError
+from freqlab.plan import display as shown
 from freqlab.plan.giraffe import TABLE4_CONTEXT_LENGTHS, table4_reach
 from freqlab.plan.well_trained import check_window, json_fields
 
@@ -82,8 +84,8 @@ def yarn_attention_factor(factor: float) -> float:
     return 0.1 * math.log(float(factor)) + 1.0
 
 
-@dataclass(frozen=True)
-class RopeScalingPlan:
+@dataclass(frozen=True, repr=False)
+class RopeScalingPlan(Displayed):
     """Config blocks for one RoPE-scaling type; ``config_4x`` and ``config_5x`` are LlamaConfig kwargs.
 
     Both return fresh copies: transformers edits the nested dict it is given (it adds ``rope_theta``).
@@ -117,6 +119,9 @@ class RopeScalingPlan:
             "transformers_4x": self.config_4x,
             "transformers_5x": self.config_5x,
         }
+
+    def _display(self) -> Display:
+        return shown.rope_display(self)
 
 
 def plan_rope_scaling(

@@ -38,7 +38,9 @@ from typing import Unpack
 
 import numpy as np
 
+from freqlab.display import Display, Displayed
 from freqlab.errors import FreqlabError
+from freqlab.plan import display as shown
 from freqlab.plan.well_trained import (
     DEFAULT_FRACTION,
     FrequencyInputs,
@@ -106,8 +108,8 @@ def self_extend_position_matrix(N: int, G: int, w_n: int) -> np.ndarray:
     return out
 
 
-@dataclass(frozen=True)
-class SelfExtendCheck:
+@dataclass(frozen=True, repr=False)
+class SelfExtendCheck(Displayed):
     """Evaluation of a given (G, w_n) for window L (and optionally target N)."""
 
     L: int
@@ -125,6 +127,9 @@ class SelfExtendCheck:
 
     def to_dict(self) -> dict:
         return json_fields(self)
+
+    def _display(self) -> Display:
+        return shown.self_extend_check_display(self)
 
 
 def evaluate_self_extend(
@@ -167,8 +172,8 @@ def evaluate_self_extend(
     )
 
 
-@dataclass(frozen=True)
-class SelfExtendPlan(WellTrainedBasis):
+@dataclass(frozen=True, repr=False)
+class SelfExtendPlan(WellTrainedBasis, Displayed):
     """Chosen (G, w_n) for extending a window-L model to N tokens, with reasoning and paste-ready calls."""
 
     L: int
@@ -207,6 +212,9 @@ class SelfExtendPlan(WellTrainedBasis):
             llama_cpp_flags=self.llama_cpp_flags,
             paper_setting=None if paper is None else paper.to_dict(),
         )
+
+    def _display(self) -> Display:
+        return shown.self_extend_display(self)
 
 
 def paper_setting(L: int, N: int, N_star: int) -> SelfExtendCheck | None:

@@ -31,8 +31,10 @@ from typing import Unpack
 
 import numpy as np
 
+from freqlab.display import Display, Displayed
 from freqlab.errors import FreqlabError
 from freqlab.frequency import share_at_least
+from freqlab.plan import display as shown
 from freqlab.plan.well_trained import (
     FrequencyInputs,
     WellTrained,
@@ -153,8 +155,8 @@ def string_position_histogram(L: int, S: int, W: int, length: int | None = None)
     return string_remap_counts(_pairs_per_distance(L, length), S, W)
 
 
-@dataclass(frozen=True)
-class StringUsage:
+@dataclass(frozen=True, repr=False)
+class StringUsage(Displayed):
     """Per position p after STRING: pairs using it before/after, and how often training saw it (f(p)).
 
     Arrays share the index p = 0..L-1 (after STRING only p < max(S, L-S+W) are used; the rest are zero).
@@ -184,6 +186,9 @@ class StringUsage:
             "trained": None if self.trained is None else self.trained.tolist(),
         }
 
+    def _display(self) -> Display:
+        return shown.usage_display(self)
+
 
 def string_usage(L: int, S: int, W: int, *, frequency=None, length: int | None = None) -> StringUsage:
     """Data for a figure: which positions a length-``length`` sequence uses with and without STRING, and
@@ -209,8 +214,8 @@ def string_usage(L: int, S: int, W: int, *, frequency=None, length: int | None =
 # --- planner ---------------------------------------------------------------------------------------------
 
 
-@dataclass(frozen=True)
-class StringPlan(WellTrainedBasis):
+@dataclass(frozen=True, repr=False)
+class StringPlan(WellTrainedBasis, Displayed):
     """A STRING recommendation: S, W, the reasoning and paste-ready blocks."""
 
     L: int
@@ -251,6 +256,9 @@ class StringPlan(WellTrainedBasis):
 
     def to_dict(self) -> dict:
         return self._plan_dict("string", S_over_L=self.ratio, hf_patch=self.hf_patch, vllm_config=self.vllm_config)
+
+    def _display(self) -> Display:
+        return shown.string_display(self)
 
 
 def _round_to(x: Fraction | int, q: int) -> int:

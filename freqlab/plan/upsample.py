@@ -49,10 +49,12 @@ from pathlib import Path
 
 import numpy as np
 
+from freqlab.display import Display, Displayed
 from freqlab.errors import FreqlabError
 from freqlab.frequency import DEFAULT_TAU, position_frequency
 from freqlab.frequency.schedule import Schedule, ScheduleFrequency, Stage, stage_histogram
 from freqlab.histogram import LengthHistogram
+from freqlab.plan import display as shown
 from freqlab.plan.well_trained import as_histogram, as_schedule_frequency, check_window, json_fields
 
 ADDITIVE_REGIMES: tuple[str, ...] = ("natural", "truncate", "pack")
@@ -95,8 +97,8 @@ class BudgetOption:
         return json_fields(self)
 
 
-@dataclass(frozen=True)
-class UpsamplePlan:
+@dataclass(frozen=True, repr=False)
+class UpsamplePlan(Displayed):
     """Extra tokens for f_T(E) >= tau, the mix they produce, and the alternatives side by side."""
 
     L: int
@@ -154,6 +156,9 @@ class UpsamplePlan:
             g["shortest"], g["longest"] = min(g["shortest"], step.length), max(g["longest"], step.length)
             g["lengths"] += 1
         return list(groups.values())
+
+    def _display(self) -> Display:
+        return shown.upsample_display(self)
 
 
 def plan_upsample(

@@ -30,6 +30,7 @@ from typing import TypedDict
 
 import numpy as np
 
+from freqlab.display import Display, Displayed
 from freqlab.errors import FreqlabError
 from freqlab.frequency import (
     DEFAULT_TAU,
@@ -58,8 +59,8 @@ class FrequencyInputs(TypedDict, total=False):
     mass: float
 
 
-@dataclass(frozen=True)
-class WellTrained:
+@dataclass(frozen=True, repr=False)
+class WellTrained(Displayed):
     """N*: positions 0..N*-1 are well trained; ``rule`` says how it was derived, ``explanation`` in words.
 
     ``frequency`` is the curve the rule used (raw f as int64, or a schedule's F as float64), or None.
@@ -76,6 +77,11 @@ class WellTrained:
 
     def to_dict(self) -> dict:
         return {"N_star": self.N, **json_fields(self, skip=("N", "frequency"))}
+
+    def _display(self) -> Display:
+        from freqlab.plan.display import well_trained_display  # it imports nothing from here; plan/__init__ does
+
+        return well_trained_display(self)
 
 
 class WellTrainedBasis:

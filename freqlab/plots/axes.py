@@ -1,9 +1,14 @@
 """Axis helpers shared by every freqlab figure: tick labels for positions and counts, twin axes, notes, inputs.
 
+Units are stated on the axes that use them, as the papers' conventions differ: positions and lengths with
+K = 1024 ("relative position i (K = 1024)": 2K = 2048), counts of tokens and occurrences with decimal M, B, T
+("occurrences (B = 10⁹, T = 10¹²)"); counts below a million are written out (1,500), never with a "K"
+that could be read as 1024.
+
 >>> position_label(1536), position_label(2048), position_label(100)
 ('1.5K', '2K', '100')
->>> distance_label(34_000), distance_label(130_880), distance_label(500)
-('34k', '130.88k', '500')
+>>> count_label(1500), count_label(2.5e9), distance_label(34_000), distance_label(130_880)
+('1,500', '2.5B', '34,000', '130,880')
 """
 
 from __future__ import annotations
@@ -18,19 +23,45 @@ from freqlab.errors import FreqlabError
 from freqlab.frequency.summary import human_count
 from freqlab.histogram import LengthHistogram
 from freqlab.plots.style import NOTE_SIZE
+from freqlab.sizes import position_label
 
-
-def position_label(x: float) -> str:
-    """Positions and lengths in the papers' convention, K = 1024: 1536 -> '1.5K', 131072 -> '128K'."""
-    x = float(x)
-    if abs(x) >= 1024 and (x * 4) % 1024 == 0:
-        return f"{x / 1024:g}K"
-    return f"{x:g}"
+#: What each count suffix means (decimal, the token-budget convention: STRING's "1T tokens").
+COUNT_UNITS: dict[str, str] = {"M": "M = 10⁶", "B": "B = 10⁹", "T": "T = 10¹²"}
+#: What a position suffix means.
+POSITION_UNIT = "K = 1024"
 
 
 def count_label(y: float) -> str:
-    """Counts with decimal suffixes: 2.5e9 -> '2.5B' (the token-budget convention)."""
-    return "0" if y == 0 else human_count(y)
+    """Counts: written out below a million (1,500), decimal suffixes above (2.5e9 -> '2.5B')."""
+    if y == 0:
+        return "0"
+    return f"{y:,.0f}" if abs(y) < 1e6 else human_count(y)
+
+
+def with_units(label: str, *units: str) -> str:
+    """``label (unit, unit)`` with the empty units left out.
+
+    >>> with_units("relative position i", "K = 1024"), with_units("f(i)", "")
+    ('relative position i (K = 1024)', 'f(i)')
+    """
+    units = tuple(u for u in units if u)
+    return f"{label} ({', '.join(units)})" if units else label
+
+
+def count_units(axis) -> str:
+    """The decimal suffixes the tick labels of a count axis use, as ``B = 10⁹, T = 10¹²`` (call it once the
+    axis limits are set)."""
+    lo, hi = sorted(axis.get_view_interval())
+    labels = [axis.get_major_formatter()(t, k) for k, t in enumerate(axis.get_major_locator()()) if lo <= t <= hi]
+    used = {label[-1] for label in labels if label}
+    return ", ".join(unit for suffix, unit in COUNT_UNITS.items() if suffix in used)
+
+
+def position_units(axis) -> str:
+    """``K = 1024`` when a tick label of the position axis uses K, else ''."""
+    lo, hi = sorted(axis.get_view_interval())
+    labels = [axis.get_major_formatter()(t, k) for k, t in enumerate(axis.get_major_locator()()) if lo <= t <= hi]
+    return POSITION_UNIT if any(label.endswith("K") for label in labels) else ""
 
 
 def format_positions(axis, L: int | None = None) -> None:
@@ -41,8 +72,9 @@ def format_positions(axis, L: int | None = None) -> None:
 
 
 def distance_label(x: float) -> str:
-    """Distances in decimal thousands (HARPE grids are decimal): 34000 -> '34k', 130880 -> '130.88k'."""
-    return f"{x / 1000:g}k" if abs(x) >= 1000 else f"{x:g}"
+    """Distances written out in full (HARPE grids are decimal, so neither K = 1024 nor a decimal "k" would be
+    unambiguous next to the position axes): 34000 -> '34,000', 130880 -> '130,880'."""
+    return f"{x:,.0f}" if float(x).is_integer() else f"{x:,g}"
 
 
 def format_distances(axis) -> None:
@@ -51,7 +83,7 @@ def format_distances(axis) -> None:
 
 
 def format_counts(axis) -> None:
-    """Label a count axis as 1.5M, 2B, ..."""
+    """Label a count axis as 1,500, 1.5M, 2B, ... (:func:`count_label`)."""
     axis.set_major_formatter(FuncFormatter(lambda y, _pos: count_label(y)))
 
 
@@ -66,10 +98,11 @@ def format_log_counts(axis) -> None:
 
 
 def position_xaxis(ax: Axes, L: int, label: str = "relative position i") -> None:
-    """The x-axis as relative positions 0..L: limits, ticks at multiples of L/4 (K = 1024), label."""
+    """The x-axis as relative positions 0..L: limits, ticks at multiples of L/4 and the label, with K = 1024
+    stated when the ticks use it."""
     ax.set_xlim(0, L)
     format_positions(ax.xaxis, L)
-    ax.set_xlabel(label)
+    ax.set_xlabel(with_units(label, position_units(ax.xaxis)))
 
 
 def top_note(ax: Axes, x: float, text: str, color: str | None = None) -> None:

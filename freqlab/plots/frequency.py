@@ -32,19 +32,21 @@ from freqlab.frequency import (
     share_at_most,
 )
 from freqlab.frequency.position import segment_frequency
-from freqlab.frequency.summary import human_count
 from freqlab.plots.axes import (
     as_histogram,
     count_label,
+    count_units,
     format_counts,
     format_log_counts,
     format_positions,
     grid_shape,
     panel_letters,
     position_label,
+    position_units,
     position_xaxis,
     top_note,
     twin_behind,
+    with_units,
 )
 from freqlab.plots.style import (
     COLORS,
@@ -103,7 +105,7 @@ def _draw_fig1_panel(ax: Axes, segs, f: np.ndarray, L: int, bins: int) -> None:
     share = 100 * per_bin / max(per_bin.sum(), 1)
     bars.bar(edges[:-1], share, width=np.diff(edges), align="edge", color=COLORS["segments"], alpha=0.55, lw=0)
     bars.set_ylim(0, max(share.max(), 1e-9) * 1.6)  # bars in the lower part, f(i) above them
-    bars.set_ylabel("segments per bin (%)", color=COLORS["segments"])
+    bars.set_ylabel(f"segments per bin of {bin_width(L, bins)} (%)", color=COLORS["segments"])
     bars.tick_params(axis="y", colors=COLORS["segments"])
 
     i = np.arange(L)
@@ -117,10 +119,20 @@ def _draw_fig1_panel(ax: Axes, segs, f: np.ndarray, L: int, bins: int) -> None:
     if segs.dropped_tokens:  # truncate: say what the regime threw away
         dropped = segs.dropped_tokens / (segs.dropped_tokens + segs.tokens)
         top_note(ax, (half + three_quarters) / 2, f"cut:\n{100 * dropped:.0f}% of\ntokens", color=COLORS["threshold"])
-    ax.set_ylabel("position frequency f(i)", color=COLORS["frequency"])
     ax.tick_params(axis="y", colors=COLORS["frequency"])
     position_xaxis(ax, L, FIG1_XLABEL)
     format_counts(ax.yaxis)
+    ax.set_ylabel(with_units("position frequency f(i)", count_units(ax.yaxis)), color=COLORS["frequency"])
+
+
+def bin_width(L: int, bins: int) -> str:
+    """The width of one of ``bins`` equal bins over 0..L, as a position (K = 1024).
+
+    >>> bin_width(2048, 32), bin_width(131072, 32), bin_width(1000, 32)
+    ('64', '4K', '31.25')
+    """
+    width = L / bins
+    return position_label(width) if width == int(width) else f"{width:g}"
 
 
 def plot_regimes(
@@ -135,7 +147,8 @@ def plot_regimes(
 ) -> Figure:
     """One Fig. 1 panel per regime (rows of ``columns``); the default reproduces STRING Fig. 1a/b/c from
     one histogram: natural lengths split at L, the same tokens with lengths uniform on 1..L (f quadratic),
-    and everything concatenated into rows of L (f linear)."""
+    and everything concatenated into rows of L (f linear). Both y-axes have one scale across the panels (f(0)
+    is the token count in every regime but ``truncate``), so the panels compare at a glance."""
     if not regimes:
         raise FreqlabError("give at least one regime")
     h = as_histogram(histogram)
@@ -148,24 +161,38 @@ def plot_regimes(
         flat = axes.ravel()
         for k, regime in enumerate(regimes):
             plot_position_frequency(h, L, regime, ax=flat[k], bins=bins, seed=seed)
-            if len(regimes) > 1:
-                _keep_outer_labels(flat[k], k, len(regimes), cols)
+        shown = flat[: len(regimes)]
+        for axes_of in (lambda ax: ax, _twin):  # one scale for f across the panels, one for the bars
+            top = max(axes_of(ax).get_ylim()[1] for ax in shown)
+            for ax in shown:
+                axes_of(ax).set_ylim(0, top)
         if len(regimes) > 1:
-            panel_letters(flat[: len(regimes)])
-            fig.supxlabel(FIG1_XLABEL, fontsize=STYLE["axes.labelsize"])
+            for k, ax in enumerate(shown):
+                _keep_outer_labels(ax, k, len(regimes), cols)
+            panel_letters(shown)
+            xlabel = with_units(FIG1_XLABEL, position_units(shown[0].xaxis))
+            fig.supxlabel(xlabel, fontsize=STYLE["axes.labelsize"])
         for ax in flat[len(regimes) :]:
             ax.set_visible(False)
     return fig
 
 
+def _twin(ax: Axes) -> Axes:
+    """The bars' twin axes of a Fig. 1 panel."""
+    return next(other for other in ax.get_shared_x_axes().get_siblings(ax) if other is not ax)
+
+
 def _keep_outer_labels(ax: Axes, k: int, panels: int, cols: int) -> None:
-    """In a grid of Fig. 1 panels, label f(i) on the first column and the bars on the last panel of a row."""
+    """In a grid of Fig. 1 panels (one scale per axis across them), label f(i) and show its ticks on the first
+    column only, and the bars' on the last panel of a row."""
     ax.set_xlabel("")
+    twin = _twin(ax)
     if k % cols:
         ax.set_ylabel("")
-    twin = next(other for other in ax.get_shared_x_axes().get_siblings(ax) if other is not ax)
+        ax.tick_params(axis="y", labelleft=False)
     if (k + 1) % cols and k + 1 != panels:
         twin.set_ylabel("")
+        twin.tick_params(axis="y", labelright=False)
 
 
 def plot_windows(
@@ -193,8 +220,8 @@ def plot_windows(
         position_xaxis(ax, max(Ls))
         ax.set_ylim(bottom=0)
         format_counts(ax.yaxis)
-        ax.set_ylabel(f"occurrences f_T(i), T = {human_count(tokens)}")
-        ax.set_title(f"{regime}: windows at the same token budget")
+        ax.set_ylabel(with_units("occurrences f_T(i)", count_units(ax.yaxis)))
+        ax.set_title(f"{regime}: windows at the same budget, T = {count_label(tokens)} tokens")
         ax.legend(loc="upper right")
     return fig
 
@@ -246,8 +273,8 @@ def plot_effective_length(
         left.set_ylim(bottom=0)
         format_positions(left.yaxis, max(Ls))
         format_log_counts(left.xaxis)
-        left.set_xlabel("training tokens T")
-        left.set_ylabel("predicted effective length")
+        left.set_xlabel(with_units("training tokens T", count_units(left.xaxis)))
+        left.set_ylabel(with_units("predicted effective length", position_units(left.yaxis)))
         left.set_title(f"{regime}: last i with f_T(i) ≥ τ = {count_label(tau)}")
         left.legend(loc="upper left")
         right.set_yscale("log")
@@ -264,7 +291,7 @@ def plot_effective_length(
         )
         position_xaxis(right, max(Ls))
         format_log_counts(right.yaxis)
-        right.set_ylabel("occurrences f_T(i)")
+        right.set_ylabel(with_units("occurrences f_T(i)", count_units(right.yaxis)))
         right.set_title(f"T = {count_label(budget)} tokens; dots: effective length")
         right.legend(loc="lower left")
         panel_letters((left, right))

@@ -3,11 +3,13 @@ set of per-head bases complements itself.
 
 - :func:`plot_waveforms`: Attention Buckets' waveform w_b(m) = (2/√d) Σ_j cos(m · b^(-2j/d)) (HARPE names
   waveforms but defines none; see :mod:`freqlab.plan.waveform`) for a few bases on a distance grid, one
-  row per base, with the peaks (▲) and valleys (▼) that the peak-valley search (Algorithm 1) pairs up.
+  row per base, with the peaks (filled ▲) and valleys (hollow ▼, both black: distinct from the waveforms'
+  colours) that the peak-valley search (Algorithm 1) pairs up. Distances are written out in full (HARPE's grids
+  are decimal: 32,000..130,880).
 - :func:`plot_envelopes`: for several base sets (e.g. freqlab's search, the uniform set of Eq. 9 and the
-  published Table 2), (a) the head-wise envelope max_h w_{b_h}(m) over the grid, and (b) the same values
-  sorted, so the "shortest stave" min_m max_h w (the Attention Buckets principle: higher is better) is
-  the left end of each curve.
+  published Table 2), (a) the lowest head-wise envelope max_h w_{b_h}(m) per block of distances, one small panel
+  per set (the other sets in grey behind it), and (b) the lowest envelope values sorted, so the "shortest stave"
+  min_m max_h w (the Attention Buckets principle: higher is better) is the left end of each curve.
 
 Waveforms, grids, detectors and scores come from :mod:`freqlab.plan.waveform` and
 :mod:`freqlab.plan.harpe`; this module only draws.
@@ -24,7 +26,7 @@ from freqlab.errors import FreqlabError
 from freqlab.plan.harpe import PAPER_HEAD_DIM, PAPER_TARGET, ProminentExtrema
 from freqlab.plan.waveform import DistanceGrid, rope_waveform, stave_score
 from freqlab.plots.axes import distance_label, format_distances, panel_letters
-from freqlab.plots.style import COLORS, NOTE_SIZE, PALETTE, freqlab_style, new_figure
+from freqlab.plots.style import COLORS, NOTE_SIZE, PALETTE, figure_size, freqlab_style, new_figure
 
 
 def _grid(grid: DistanceGrid | None, target: int) -> DistanceGrid:
@@ -32,15 +34,15 @@ def _grid(grid: DistanceGrid | None, target: int) -> DistanceGrid:
 
 
 def base_label(base: float) -> str:
-    """1_150_000 -> '1.15M', 17_500 -> '17.5K' (decimal, as the papers write bases).
+    """1_150_000 -> '1.15M' (decimal M, as the papers write bases); below a million written out, 17_500 ->
+    '17,500' (a "K" could be read as 1024).
 
     >>> base_label(1_150_000), base_label(17_500), base_label(500)
-    ('1.15M', '17.5K', '500')
+    ('1.15M', '17,500', '500')
     """
-    for scale, suffix in ((1e6, "M"), (1e3, "K")):
-        if abs(base) >= scale:
-            return f"{base / scale:.4g}{suffix}"
-    return f"{base:g}"
+    if abs(base) >= 1e6:
+        return f"{base / 1e6:.4g}M"
+    return f"{base:,.0f}" if float(base).is_integer() else f"{base:,g}"
 
 
 def plot_waveforms(
@@ -76,7 +78,7 @@ def plot_waveforms(
             p = peaks[k][peaks[k] < shown]
             v = valleys[k][valleys[k] < shown]
             ax.plot(m[p], w[p], "^", color=COLORS["peak"], ms=3, label="peaks")
-            ax.plot(m[v], w[v], "v", color=COLORS["valley"], ms=3, label="valleys")
+            ax.plot(m[v], w[v], "v", mfc="white", mec=COLORS["valley"], mew=0.7, ms=3.2, label="valleys")
             ax.set_ylim(low - pad, high + 2.2 * pad)
             ax.text(
                 0.005,
@@ -91,7 +93,7 @@ def plot_waveforms(
             ax.set_ylabel("w_b(m)")
         axes[0, 0].legend(loc="upper right", ncols=2, fontsize=NOTE_SIZE, handletextpad=0.2, borderaxespad=0.1)
         span = f"{distance_label(m[0])}..{distance_label(m[-1])}"
-        axes[0, 0].set_title(f"RoPE waveforms, d = {head_dim}, grid {span} step {grid.step}")
+        axes[0, 0].set_title(f"RoPE waveforms, d = {head_dim}, grid m = {span} step {grid.step}")
         bottom = axes[-1, 0]
         bottom.set_xlim(m[0], m[shown - 1])
         format_distances(bottom.xaxis)
@@ -110,9 +112,10 @@ def plot_envelopes(
 ) -> Figure:
     """Complementarity of base sets on a grid, from the head-wise envelope e(m) = max_h w_{b_h}(m).
 
-    (a) The lowest envelope value in each of ``blocks`` equal blocks of distances: where the staves are
-    short. (b) The lowest 10% of e(m), sorted: the left end is the shortest stave min_m e(m) (legend:
-    shortest and mean, as :func:`~freqlab.plan.waveform.stave_score`; higher is better).
+    (a) The lowest envelope value in each of ``blocks`` equal blocks of distances, where the staves are short: one
+    small panel per set (named on its y-axis), sharing both axes, the set's own step line in colour over the
+    others in grey, its shortest stave dashed. (b) The lowest 10% of e(m), sorted: the left end is the shortest
+    stave min_m e(m) (legend: shortest and mean, as :func:`~freqlab.plan.waveform.stave_score`; higher is better).
     """
     if not sets:
         raise FreqlabError("give at least one base set")
@@ -120,35 +123,44 @@ def plot_envelopes(
     m = grid.distances
     blocks = max(1, min(int(blocks), m.size))
     edges = np.linspace(0, m.size, blocks + 1).round().astype(int)
+    block_edges = np.append(m[edges[:-1]], m[-1])
     tenth = max(1, m.size // 10)
+    share = 100 * np.arange(m.size) / max(m.size - 1, 1)
+    curves = {}
+    for k, (name, bases) in enumerate(sets.items()):
+        envelope = rope_waveform(list(bases), m, head_dim).max(axis=0)
+        score = stave_score(list(bases), grid, head_dim)  # the numbers come from the planner's scorer
+        curves[name] = (PALETTE[k % len(PALETTE)], envelope, np.minimum.reduceat(envelope, edges[:-1]), score)
     with freqlab_style():
-        fig, (left, right) = new_figure(size, aspect=0.34, ncols=2)
-        share = 100 * np.arange(m.size) / max(m.size - 1, 1)
+        fig = Figure(figsize=figure_size(size, aspect=0.34 + 0.06 * max(len(sets) - 3, 0)), layout="constrained")
+        layout = fig.add_gridspec(len(sets), 2)
+        lefts = [fig.add_subplot(layout[0, 0])]
+        lefts += [fig.add_subplot(layout[k, 0], sharex=lefts[0], sharey=lefts[0]) for k in range(1, len(sets))]
+        right = fig.add_subplot(layout[:, 1])
         top = -np.inf
-        for k, (name, bases) in enumerate(sets.items()):
-            color = PALETTE[k % len(PALETTE)]
-            envelope = rope_waveform(list(bases), m, head_dim).max(axis=0)
+        for ax, (name, (color, envelope, lowest, score)) in zip(lefts, curves.items()):
+            for other, (_, _, other_lowest, _) in curves.items():
+                if other != name:
+                    ax.stairs(other_lowest, block_edges, color="#bbbbbb", lw=0.7, baseline=None)
+            ax.stairs(lowest, block_edges, color=color, lw=1.1, baseline=None)
+            ax.axhline(score.shortest, color=color, ls="--", lw=0.7)
+            ax.set_ylabel(name, color=color, fontsize=NOTE_SIZE)
+            ax.tick_params(axis="x", labelbottom=ax is lefts[-1])
             ordered = np.sort(envelope)
-            score = stave_score(list(bases), grid, head_dim)  # the numbers come from the planner's scorer
-            lowest = np.minimum.reduceat(envelope, edges[:-1])
-            left.stairs(lowest, np.append(m[edges[:-1]], m[-1]), color=color, lw=1.0, baseline=None, label=name)
             right.plot(share, ordered, color=color, label=f"{name}: {score.shortest:.2f} / {score.mean:.2f}")
             right.plot([0], [score.shortest], "o", color=color, ms=3.5, clip_on=False)
             top = max(top, float(ordered[tenth - 1]))
-        left.set_xlim(m[0], m[-1])
-        format_distances(left.xaxis)
-        left.set_xlabel("relative distance m")
-        left.set_ylabel("lowest max_h w_b(m) in block")
-        left.set_title(f"shortest stave per block of {m.size // blocks} grid points")
-        left.legend(loc="lower left", ncols=len(sets))
-        low, high = left.get_ylim()
-        left.set_ylim(low - 0.2 * (high - low), high)  # room for the legend under the curves
+        bottom = lefts[-1]
+        bottom.set_xlim(m[0], m[-1])
+        format_distances(bottom.xaxis)
+        bottom.set_xlabel("relative distance m")
+        lefts[0].set_title(f"lowest max_h w_b(m) per block of {m.size // blocks} grid points")
         right.set_xlim(0, 10)  # the lowest 10% of distances, where the shortest staves are
-        bottom = right.get_ylim()[0]
-        right.set_ylim(bottom, bottom + 1.1 * (top - bottom))
+        low = right.get_ylim()[0]
+        right.set_ylim(low, low + 1.1 * (top - low))
         right.set_xlabel("lowest share of distances (%)")
         right.set_ylabel("max_h w_b(m), sorted")
         right.set_title("sorted envelope; dot = shortest stave")
         right.legend(loc="lower right", title="shortest / mean", title_fontsize=7)
-        panel_letters((left, right))
+        panel_letters((lefts[0], right))
     return fig

@@ -18,14 +18,15 @@ def scan_figures(
     histogram,
     Ls: Sequence[int] = (2048,),
     regimes: Sequence[str] = ("natural", "uniform", "concat"),
-    out_dir: str | Path = "freqlab-out",
+    out_dir: str | Path = "freqlab-out/figures",
     formats: Sequence[str] = ("png",),
     *,
     tokens: float | None = None,
     tau: float = DEFAULT_TAU,
     seed: int = 0,
 ) -> list[Path]:
-    """Write the main figures of a histogram into ``out_dir/figures`` and return the files written.
+    """Write the main figures of a histogram into the folder ``out_dir`` (created if needed) and return the files
+    written (``freqlab scan --plot`` passes OUT/figures).
 
     - ``frequency_L{L}``: one STRING Fig. 1 panel per regime, for each window L;
     - ``windows``: f_T for every L at the same budget ``tokens`` (Fig. 3 layout; with two or more windows);
@@ -44,7 +45,7 @@ def scan_figures(
     unknown = [r for r in regimes if r not in REGIMES]
     if unknown:
         raise FreqlabError(f"unknown regime {unknown[0]!r}; choose from {', '.join(REGIMES)}")
-    folder = Path(out_dir) / "figures"
+    folder = Path(out_dir)
     written: list[Path] = []
     for L in Ls:
         written += save_figure(plot_regimes(h, L, regimes, seed=seed), folder / f"frequency_L{L}", formats)

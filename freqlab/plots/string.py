@@ -25,12 +25,15 @@ from freqlab.frequency import share_at_least
 from freqlab.plan.string import string_position_matrix, string_position_row, string_usage
 from freqlab.plots.axes import (
     count_label,
+    count_units,
     format_counts,
     format_positions,
     panel_letters,
     position_label,
+    position_units,
     position_xaxis,
     top_note,
+    with_units,
 )
 from freqlab.plots.style import COLORS, NOTE_SIZE, figure_for, freqlab_style, new_figure
 
@@ -127,12 +130,12 @@ def plot_string_overview(L: int, S: int, W: int = 128, *, resolution: int = 256,
             np.ma.masked_less(grid, 0), cmap=MATRIX_CMAP, vmin=0, vmax=L - 1, extent=extent, interpolation="nearest"
         )
         bar = fig.colorbar(image, ax=ax, shrink=0.85)
-        bar.set_label("position used")
         format_positions(bar.ax.yaxis, L)
         format_positions(ax.xaxis, L)
         format_positions(ax.yaxis, L)
-        ax.set_xlabel("key position n")
-        ax.set_ylabel("query position m")
+        bar.set_label(with_units("position used", position_units(bar.ax.yaxis)))
+        ax.set_xlabel(with_units("key position n", position_units(ax.xaxis)))
+        ax.set_ylabel(with_units("query position m", position_units(ax.yaxis)))
         ax.set_title(f"STRING, L = {position_label(L)}, S = {position_label(S)}, W = {W}")
     return fig
 
@@ -162,7 +165,7 @@ def plot_string_usage(L: int, S: int, W: int = 128, *, frequency=None, size="one
             top_note(top, (unused + L) / 2, f"unused\n{100 * share_at_least(f, unused):.1f}%\nof mass", COLORS["tail"])
             top.set_ylim(0, float(f[0]) * 1.05)
             format_counts(top.yaxis)
-            top.set_ylabel("trained f(p)")
+            top.set_ylabel(with_units("trained f(p)", count_units(top.yaxis)))
             panel_letters(axes)
         axes[0].set_title(f"STRING, L = {position_label(L)}, S = {position_label(S)}, W = {W}")
         labels = {"RoPE": usage.pairs_before, "STRING": usage.pairs_after}
@@ -176,6 +179,6 @@ def plot_string_usage(L: int, S: int, W: int = 128, *, frequency=None, size="one
         position_xaxis(bottom, L, "relative position p")
         bottom.set_ylim(0, float(max(usage.pairs_before.max(), usage.pairs_after.max())) * 1.35)
         format_counts(bottom.yaxis)
-        bottom.set_ylabel("pairs using p")
+        bottom.set_ylabel(with_units("pairs using p", count_units(bottom.yaxis)))
         bottom.legend(loc="upper right")
     return fig

@@ -38,8 +38,8 @@ COLORS: dict[str, str] = {
     "head": "#56B4E9",  # shaded i <= L/2
     "tail": "#D55E00",  # shaded i >= 3L/4, dropped / under-trained positions
     "threshold": "#444444",  # tau and other reference lines
-    "peak": "#D55E00",
-    "valley": "#009E73",
+    "peak": "#000000",  # filled ▲; valleys are hollow ▼: distinct from every series colour of the palette
+    "valley": "#000000",
 }
 
 #: Figure widths in inches: one column and the full text width of a two-column paper.

@@ -18,6 +18,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from freqlab.corpus.base import TEXT
+from freqlab.display import Display, Displayed
 from freqlab.errors import FreqlabError
 from freqlab.frequency.stats import DEFAULT_TAU
 from freqlab.histogram import LengthHistogram
@@ -25,7 +26,7 @@ from freqlab.scan.engines import Task, default_workers, make_engine
 from freqlab.scan.engines.local import prestart
 from freqlab.scan.ledger import Ledger
 from freqlab.scan.output import ScanOutput
-from freqlab.scan.progress import ProgressBar
+from freqlab.scan.progress import scan_progress
 from freqlab.scan.settings import (
     DEFAULT_BATCH_SIZE,
     DEFAULT_L,
@@ -34,17 +35,18 @@ from freqlab.scan.settings import (
     RunOptions,
     ScanSettings,
 )
-from freqlab.scan.summary import RunRecord, format_report, scan_summary
+from freqlab.scan.summary import RunRecord, format_report, scan_display, scan_summary
 from freqlab.scan.work import CountJob, ShardOptions
 
 if TYPE_CHECKING:
     from freqlab.tokenize import TokenCounter
 
 
-@dataclass
-class ScanResult:
+@dataclass(repr=False)
+class ScanResult(Displayed):
     """What a scan produced. ``histogram`` (split by source when the corpus labels sources) is all a plot
-    needs, with ``summary["windows"]`` for the requested windows and regimes; ``out`` is the output folder."""
+    needs, with ``summary["windows"]`` for the requested windows and regimes; ``out`` is the output folder.
+    In a notebook it shows the histogram's numbers, the windows table and the length chart."""
 
     histogram: LengthHistogram
     summary: dict
@@ -53,6 +55,9 @@ class ScanResult:
     def report(self) -> str:
         """The terminal report (a table of the summary)."""
         return format_report(self.summary)
+
+    def _display(self) -> Display:
+        return scan_display(self)
 
 
 def scan(
@@ -113,8 +118,9 @@ def scan(
     ``workers`` (default: all cores) and ``batch_size`` do not change the result. ``engine="ray"`` runs the
     shards as Ray tasks (``address``: an existing cluster; a ``host:port`` is probed first, failing in ~3 s).
     With ``out``, writes ``lengths.parquet``, ``summary.json`` and per-shard checkpoints (``resume`` skips
-    shards already done, after checking each checkpoint). ``progress``: a progress bar on stderr (None: when
-    stderr is a terminal).
+    shards already done, after checking each checkpoint). ``progress``: a tqdm progress bar, percent and ETA by bytes
+    read where the files' sizes are known (None: in a notebook or when stderr is a terminal, not when piped; see
+    :mod:`freqlab.scan.progress`).
 
     The arguments are gathered into :class:`~freqlab.scan.settings.ScanSettings` (what defines the result),
     :class:`~freqlab.scan.settings.RunOptions` and :class:`~freqlab.scan.settings.ReportOptions`, each
@@ -165,9 +171,8 @@ def run_scan(settings: ScanSettings, run: RunOptions | None = None, report: Repo
 
     with ScanOutput(run.out, settings.fingerprint(corpus, counter), run.resume) as output:
         done = output.resume_into(shards, ledger, settings.on_error)
-        bar = ProgressBar(_expected_documents(corpus.total_documents, settings), enabled=run.progress)
-        bar.documents, bar.tokens = ledger.total.documents_read, ledger.total.tokens  # resumed shards
-        bar.base_documents, bar.base_tokens = bar.documents, bar.tokens
+        resumed = (ledger.total.documents_read, ledger.total.tokens, sum(shards[k].size() or 0 for k in done))
+        bar = scan_progress(corpus, settings, run.progress, resumed)
 
         def tasks() -> Iterator[Task]:
             for index, shard in enumerate(shards):
@@ -213,14 +218,6 @@ def run_scan(settings: ScanSettings, run: RunOptions | None = None, report: Repo
         summary = scan_summary(settings, report, corpus, counter, engine, histogram, ledger, options, record)
         output.write(histogram, summary)
     return ScanResult(histogram, summary, run.out)
-
-
-def _expected_documents(total: int | None, settings: ScanSettings) -> int | None:
-    """Documents the scan will read, when the corpus says how many it holds (for the progress bar)."""
-    if total is None:
-        return None
-    expected = round(total * (settings.sample_rate or 1.0))
-    return min(expected, settings.max_docs) if settings.max_docs is not None else expected
 
 
 # Below this much text a scan skips fastokens: building and verifying it costs ~2.5 s in the driver and ~1.5 s

@@ -19,11 +19,12 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
+from freqlab.display import Display, clip, listed, percent
 from freqlab.frequency.budget import Budget, training_budget
 from freqlab.frequency.regimes import check_window
 from freqlab.frequency.stats import DEFAULT_TAU
 from freqlab.frequency.summary import describe, human_count, regime_summaries
-from freqlab.histogram import LengthHistogram
+from freqlab.histogram import LengthHistogram, histogram_display
 from freqlab.scan.settings import DEFAULT_L, DEFAULT_REGIMES
 from freqlab.scan.uncertainty import add_intervals, describe_interval
 
@@ -153,7 +154,7 @@ def format_report(summary: dict) -> str:
     lengths = summary["lengths"]
     lines.append(
         f"tokens     {summary['tokens']:,} (mean {lengths['mean']:,.0f}, median {lengths['median']:,},"
-        f" p99 {lengths['percentiles']['p99']:,}, max {lengths['max']:,} per document)"
+        f" p99 {lengths['percentiles']['p99']:,}, max {lengths['max']:,} per document; nearest-rank quantiles)"
     )
     run = summary["scan"]
     workers = f"{run['engine']}, {run['workers']} worker{'s' if run['workers'] != 1 else ''}"
@@ -310,7 +311,9 @@ def scan_summary(settings, report, corpus, counter, engine, histogram: LengthHis
             "unreadable_files": sorted(ledger.unreadable),
         },
         "tokens": histogram.tokens,
-        "lengths": {k: lengths[k] for k in ("mean", "median", "percentiles", "min", "max", "distinct_lengths")},
+        "lengths": {
+            k: lengths[k] for k in ("mean", "median", "percentiles", "quantiles", "min", "max", "distinct_lengths")
+        },
         "scan": {
             **engine.describe(),
             "batch_size": options.batch_size,
@@ -332,3 +335,40 @@ def scan_summary(settings, report, corpus, counter, engine, histogram: LengthHis
         }
     summary.update(windows)
     return summary
+
+
+def scan_display(result) -> Display:
+    """What a :class:`~freqlab.scan.ScanResult` shows: the histogram's numbers, the scan's own (time, workers,
+    partial), one line of position-mass shares per window and, in HTML, the windows table and the length chart."""
+    summary, h = result.summary, result.histogram
+    shown = histogram_display(h)
+    title = f"ScanResult {clip(h.corpus, 80)!r}" + (f" ({clip(h.tokenizer, 60)})" if h.tokenizer else "")
+    windows = summary.get("windows", [])
+    shares = listed([f"L={w['L']} {w['regime']} {percent(w['share_at_most_half'])}" for w in windows], 4)
+    lines = [f"mass at i ≤ L/2: {shares}"] if windows else []
+    run = summary.get("scan", {})
+    where = f"written to {result.out}" if result.out is not None else "not written (no out folder)"
+    lines.append(f"{where}" + (f"; partial: {run['partial']}" if run.get("partial") else ""))
+    rows = [*shown.rows]
+    if run:
+        workers = f"{run['workers']} worker{'s' if run['workers'] != 1 else ''}"
+        rows.append(("time", f"{run['wall_seconds']:.1f} s ({run['engine']}, {workers})"))
+    budget = summary.get("budget", {})
+    if budget:
+        rows.append(("budget T", f"{human_count(budget['training_tokens'])} tokens ({budget['training_tokens_from']})"))
+    header = ("L", "regime", "mass i ≤ L/2", "mass i ≥ 3L/4", "50% / 90% of mass at i ≤", "effective length")
+    table = (
+        header,
+        [
+            (
+                str(w["L"]),
+                w["regime"] + (f" ({w['approximation']})" if w.get("approximation") else ""),
+                percent(w["share_at_most_half"]),
+                percent(w["share_at_least_three_quarters"]),
+                f"{w['position_at_mass']['50%']} / {w['position_at_mass']['90%']}",
+                str(w.get("effective_length", "-")),
+            )
+            for w in windows
+        ],
+    )
+    return Display(title, shown.headline, lines, rows, table if windows else None, figure=shown.figure)

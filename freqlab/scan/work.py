@@ -16,7 +16,16 @@ from dataclasses import dataclass, replace
 
 import numpy as np
 
-from freqlab.corpus.base import BLANK_LINE, TEXT, UNREADABLE_FILE, Document, FileShard, UnreadableFile
+from freqlab.corpus.base import (
+    BLANK_LINE,
+    TEXT,
+    UNREADABLE_FILE,
+    Document,
+    FileShard,
+    ReadMeter,
+    UnreadableFile,
+    metered,
+)
 from freqlab.errors import FreqlabError
 from freqlab.scan.counts import DocumentLog, ShardCount, cut_point, limits_reached, logged_tokens
 from freqlab.scan.settings import DEFAULT_BATCH_SIZE, ON_ERROR
@@ -99,8 +108,8 @@ class _Batch:
 class _Tally:
     """Counts batches of codes into a :class:`ShardCount`, applying this shard's caps exactly."""
 
-    def __init__(self, shard_id: str, options: ShardOptions, on_progress: Progress | None) -> None:
-        self.part = ShardCount(shard_id=shard_id)
+    def __init__(self, shard, options: ShardOptions, on_progress: Progress | None) -> None:
+        self.part = ShardCount(shard_id=shard.id)
         self.options = options
         self.log = DocumentLog()
         # label / reason -> its index in codes and sources; insertion order is index order
@@ -109,6 +118,18 @@ class _Tally:
         self.docs_left, self.tokens_left = options.max_docs, options.max_tokens
         self.on_progress = on_progress
         self.capped = False
+        # bytes read, for percent and ETA: as the reader's meter says, topped up to the shard's size at the end
+        self.meter = ReadMeter()
+        self.size = shard.size() if on_progress is not None else None
+        self.bytes_reported = 0
+
+    def bytes_read(self, finished: bool = False) -> int:
+        """Bytes read since the last report (never more than the shard's size, never backwards)."""
+        if self.size is None or (self.meter.probe is None and not finished):
+            return 0
+        done = self.size if finished else min(max(int(self.meter.probe()), self.bytes_reported), self.size)
+        delta, self.bytes_reported = done - self.bytes_reported, done
+        return delta
 
     def label(self, source) -> int:
         return self.labels.setdefault(source if self.options.by_source else None, len(self.labels))
@@ -134,10 +155,12 @@ class _Tally:
         if self.tokens_left is not None:
             self.tokens_left -= tokens
         if self.on_progress is not None:
-            self.on_progress(n, tokens)
+            self.on_progress(n, tokens, self.bytes_read())
         return self.capped
 
     def finish(self) -> ShardCount:
+        if self.on_progress is not None and (rest := self.bytes_read(finished=True)):
+            self.on_progress(0, 0, rest)
         part = self.part
         part.complete = not self.capped and part.error is None
         if self.options.keep_log:
@@ -176,19 +199,21 @@ def count_shard(
     are counted in ``blank_lines``. Texts are tokenized ``batch_size`` at a time with ``counter.count``. A
     document is empty when it has no content token (an empty text, or one a tokenizer's normalizer reduces to
     nothing); special tokens (``add_special_tokens``) are counted around every other document. Length shards
-    (``counter`` is not used) yield their lengths in batches. ``on_progress(documents, tokens)`` is called
-    after each batch.
+    (``counter`` is not used) yield their lengths in batches. ``on_progress(documents, tokens, bytes)`` is called
+    after each batch (bytes: as far as the reader's :class:`~freqlab.corpus.base.ReadMeter` says, the rest of the
+    shard's size when it ends).
     """
     if options.on_error not in ON_ERROR:
         raise FreqlabError(f"on_error must be one of {', '.join(ON_ERROR)}, got {options.on_error!r}")
-    tally = _Tally(shard.id, options, on_progress)
+    tally = _Tally(shard, options, on_progress)
     sampler = None
     if options.sample_rate is not None and options.sample_rate < 1.0:
         sampler = Sampler(options.sample_rate, options.seed, shard.id)
-    if shard.kind == TEXT:
-        _count_texts(shard, counter, options, tally, sampler)
-    else:
-        _count_lengths(shard, options, tally, sampler)
+    with metered(tally.meter):
+        if shard.kind == TEXT:
+            _count_texts(shard, counter, options, tally, sampler)
+        else:
+            _count_lengths(shard, options, tally, sampler)
     return tally.finish()
 
 

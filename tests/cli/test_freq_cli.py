@@ -44,6 +44,29 @@ def test_freq_json_and_parquet_output(hist, tmp_path):
     assert frame["frequency"].dtype == pl.Int64
 
 
+def test_freq_parquet_carries_the_histograms_metadata(tmp_path):
+    path, out = tmp_path / "lengths.parquet", tmp_path / "freq.parquet"
+    h = LengthHistogram.from_counts([100, 3000], [7, 2], corpus="slimpajama", tokenizer="tekken",
+                                    skipped={"malformed-json": 3}, empty_documents=1, meta={"vocab_hash": "abc"})
+    h.to_parquet(path)
+    result = run("freq", path, "--L", "2K", "--regime", "natural", "--regime", "truncate", "--seed", 5, "--out", out)
+    assert result.exit_code == 0, result.output
+    header = json.loads(pl.read_parquet_metadata(out)["freqlab"])
+    lengths_header = json.loads(pl.read_parquet_metadata(path)["freqlab"])
+    assert header["format"] == "freqlab.position_frequency" and header["version"] == 1
+    assert (header["L"], header["regimes"], header["seed"]) == ([2048], ["natural", "truncate"], 5)
+    provenance = {key: lengths_header[key] for key in ("corpus", "tokenizer", "skipped", "empty_documents", "meta")}
+    assert {key: header["histogram"][key] for key in provenance} == provenance == {
+        "corpus": "slimpajama", "tokenizer": "tekken", "skipped": {"malformed-json": 3}, "empty_documents": 1,
+        "meta": {"vocab_hash": "abc"},
+    }
+    assert (header["histogram"]["documents"], header["histogram"]["tokens"]) == (9, 6700)
+    assert header["histogram"]["documents_read"] == 9 + 1 + 3
+    frame = pl.read_parquet(out)
+    truncate = frame.filter(pl.col("regime") == "truncate")["frequency"].to_numpy()
+    assert truncate.tolist() == (7 * np.maximum(100 - np.arange(2048), 0) + 2 * (2048 - np.arange(2048))).tolist()
+
+
 def test_stats_table_and_json(hist):
     result = run("stats", hist, "--json")
     assert result.exit_code == 0

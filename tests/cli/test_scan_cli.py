@@ -67,6 +67,8 @@ def test_the_table_report_reads_like_the_issue(tmp_path, corpus):
     assert "L=2048 pack:" in result.output and "L=2048 concat:" in result.output and "uniform" not in result.output
     assert "budget     T = 1T training tokens (freqlab default; --tokens sets it)" in result.output
     assert "documents  8 read = 6 tokenized + 2 empty + 0 skipped" in result.output
+    assert re.search(r"^tokens     [\d,]+ \(mean [\d,]+, median [\d,]+, p99 [\d,]+, max [\d,]+ per document; "
+                     r"nearest-rank quantiles\)$", result.output, re.M)
 
 
 def test_add_special_tokens_counts_bos_and_eos(tmp_path, corpus):
@@ -235,3 +237,27 @@ def test_the_json_builder_names_the_file_obeys_skip_and_prints_no_log_line(tmp_p
     skipped = invoke("--dataset", "json", "--data-files", str(data), "--out", str(tmp_path / "o"), "--json",
                      "--on-error", "skip")
     assert skipped.exit_code == 0 and json.loads(skipped.output)["documents"]["skipped"] == {"unreadable-file": 1}
+
+
+def test_summary_json_holds_f_and_what_the_report_prints(tmp_path, corpus):
+    """summary.json: per window and regime, f itself at i = 0, L/4, L/2, 3L/4, L - 1 (exact), beside the shares,
+    the 50/80/90% positions, the effective length and the budget for f_T(L/2) >= tau that the text report prints."""
+    from frequency.reference import concat_segments, expand, frequency_of_segments, natural_segments
+
+    out = tmp_path / "out"
+    result = invoke("--dataset", str(corpus), "--L", "512", "--regime", "natural", "--regime", "concat",
+                    "--out", str(out), "--workers", "1", "--quiet")
+    assert result.exit_code == 0, result.output
+    saved = json.loads((out / "summary.json").read_text())
+    h = LengthHistogram.read_parquet(out / "lengths.parquet")
+    docs = expand(h.lengths, h.counts)
+    for row, segments in zip(saved["windows"], (natural_segments, concat_segments), strict=True):
+        f = frequency_of_segments(segments(docs, 512), 512)
+        assert row["f"] == {str(i): f[i] for i in (0, 128, 256, 384, 511)}
+        assert row["tokens_in_segments"] == f[0] == h.tokens
+        line = (f"L=512 {row['regime']}: {100 * row['share_at_most_half']:.1f}% of position mass at i ≤ 256, "
+                f"{100 * row['share_at_least_three_quarters']:.1f}% at i ≥ 384; predicted effective length "
+                f"{row['effective_length']} at 1T tokens")
+        assert line in result.output
+        assert set(row["position_at_mass"]) == {"50%", "80%", "90%"} and row["tokens_needed_at_half"] > 0
+    assert len((out / "summary.json").read_bytes()) < 20_000  # f at five positions, not the whole array

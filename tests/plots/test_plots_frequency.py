@@ -22,7 +22,9 @@ def test_fig1_panel_draws_f_and_segment_bars(histogram):
     fig = plot_position_frequency(histogram, 2048, "natural")
     assert_labelled(fig)
     ax = fig.axes[0]
-    assert ax.get_xlabel() == "relative position i (line) / segment length (bars)"
+    assert ax.get_xlabel() == "relative position i (line) / segment length (bars) (K = 1024)"
+    assert ax.get_ylabel() == "position frequency f(i) (M = 10⁶)"  # K = 1024 positions, decimal counts: both said
+    assert fig.axes[1].get_ylabel() == "segments per bin of 64 (%)"  # 32 bins over 2048 positions
     assert ax.get_title() == "natural, L = 2K"
     (line,) = ax.lines
     np.testing.assert_array_equal(line.get_ydata(), position_frequency(histogram.lengths, histogram.counts, 2048))
@@ -41,6 +43,15 @@ def test_fig1abc_shares_are_the_closed_forms():
     assert shown[2] == ["i ≤ 1K\n75.0%", "i ≥ 1.5K\n6.3%"]  # concat: linear f
     f_uniform = fig.axes[1].lines[0].get_ydata()
     np.testing.assert_array_equal(f_uniform, position_frequency([2048], [2049], 2048, "uniform"))
+
+
+def test_fig1abc_panels_share_one_scale_per_axis(histogram):
+    fig = plot_regimes(histogram, 2048)
+    panels, bars = fig.axes[:3], fig.axes[3:6]
+    assert len({ax.get_ylim() for ax in panels}) == 1 and len({ax.get_ylim() for ax in bars}) == 1
+    # natural: the share of full-window segments sets the bars' scale for all three panels
+    assert bars[0].get_ylim()[1] == pytest.approx(1.6 * max(p.get_height() for ax in bars for p in ax.patches))
+    assert fig._supxlabel.get_text().endswith("(K = 1024)")
 
 
 def test_regimes_wrap_into_rows_and_hide_spare_panels(histogram):
@@ -63,6 +74,8 @@ def test_windows_share_the_budget_at_position_zero(histogram):
     assert_labelled(fig)
     lines = fig.axes[0].lines
     assert [line.get_label() for line in lines] == ["L = 2K", "L = 4K"]
+    assert fig.axes[0].get_ylabel() == "occurrences f_T(i) (B = 10⁹, T = 10¹²)"
+    assert fig.axes[0].get_xlabel() == "relative position i (K = 1024)"
     # STRING Fig. 3: position 0 occurs T times whatever the window; the gap grows with i
     assert [line.get_ydata()[0] for line in lines] == [pytest.approx(1e12), pytest.approx(1e12)]
     assert lines[1].get_ydata()[1024] > lines[0].get_ydata()[1024]
@@ -76,6 +89,8 @@ def test_effective_length_curve_and_threshold():
     assert_labelled(fig)
     left, right = fig.axes[:2]
     assert left.get_xscale() == "log" and right.get_yscale() == "log"
+    assert left.get_xlabel() == "training tokens T (B = 10⁹, T = 10¹²)"
+    assert left.get_ylabel() == "predicted effective length (K = 1024)"
     assert [line.get_ydata()[0] for line in right.lines if line.get_linestyle() == "--"] == [1e11]  # tau = 100B
     assert "1843" in [t.get_text() for t in right.texts]
     assert effective_length(f, 1e12) == 1843

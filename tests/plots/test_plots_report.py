@@ -7,11 +7,11 @@ from freqlab import FreqlabError
 from freqlab.plots import scan_figures
 
 
-def test_scan_figures_writes_the_main_figures(tmp_path, sourced):
-    written = scan_figures(sourced, [1024, 2048], ["natural", "concat"], tmp_path, ["svg"])
+def test_scan_figures_writes_the_main_figures_into_the_folder_given(tmp_path, sourced):
+    written = scan_figures(sourced, [1024, 2048], ["natural", "concat"], tmp_path / "figs", ["svg"])
     names = [p.relative_to(tmp_path).as_posix() for p in written]
     assert names == [
-        f"figures/{stem}.{fmt}"
+        f"figs/{stem}.{fmt}"
         for stem in ("frequency_L1024", "frequency_L2048", "windows", "effective_length", "sources")
         for fmt in ("svg",)
     ]

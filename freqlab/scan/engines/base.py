@@ -9,7 +9,7 @@ from typing import Any
 
 from freqlab.scan.work import ShardOptions
 
-Progress = Callable[[int, int], None]  # (documents, tokens) done since the last call
+Progress = Callable[[int, int, int], None]  # (documents, tokens, bytes read) done since the last call
 
 
 @dataclass(frozen=True)

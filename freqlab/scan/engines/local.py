@@ -87,21 +87,22 @@ _QUEUE = None
 
 
 class _QueueReporter:
-    """Sends (documents, tokens) progress to the driver at most every 0.2 s."""
+    """Sends (documents, tokens, bytes) progress to the driver at most every 0.2 s."""
 
     def __init__(self, queue) -> None:
-        self.queue, self.docs, self.tokens, self.last = queue, 0, 0, time.monotonic()
+        self.queue, self.docs, self.tokens, self.bytes, self.last = queue, 0, 0, 0, time.monotonic()
 
-    def __call__(self, docs: int, tokens: int) -> None:
+    def __call__(self, docs: int, tokens: int, nbytes: int = 0) -> None:
         self.docs += docs
         self.tokens += tokens
+        self.bytes += nbytes
         if time.monotonic() - self.last > 0.2:
             self.flush()
 
     def flush(self) -> None:
-        if self.docs or self.tokens:
-            self.queue.put((self.docs, self.tokens))
-            self.docs = self.tokens = 0
+        if self.docs or self.tokens or self.bytes:
+            self.queue.put((self.docs, self.tokens, self.bytes))
+            self.docs = self.tokens = self.bytes = 0
         self.last = time.monotonic()
 
 
@@ -247,10 +248,10 @@ def _drain(queue, progress: Progress | None) -> None:
         return
     while True:
         try:
-            docs, tokens = queue.get_nowait()
+            docs, tokens, nbytes = queue.get_nowait()
         except Exception:  # queue.Empty, or a queue closed under us
             return
-        progress(docs, tokens)
+        progress(docs, tokens, nbytes)
 
 
 def _stop(pool: ProcessPoolExecutor, kill: bool) -> None:

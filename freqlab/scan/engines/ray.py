@@ -261,7 +261,7 @@ class RayEngine(Engine):
                         ) from None
                     self._ran(ray, node)
                     if progress is not None:
-                        progress(part.documents_read, part.tokens)
+                        progress(part.documents_read, part.tokens, task.shard.size() or 0)
                     yield task.index, part
                 fill(in_flight, tasks, self.window, submit)
         finally:

@@ -1,0 +1,78 @@
+"""Parameter types and helpers shared by the commands: one size syntax (:mod:`freqlab.sizes`), renamed flags.
+
+Every count flag takes a number with an optional suffix: positions (windows, target lengths, offsets) count
+K = 1024 (``--L 2K`` is 2048, ``--extend-to 128K`` is 131072); tokens and other counts are decimal (``--tokens
+1T`` is 10^12, ``--max-docs 100k`` is 100,000). A renamed flag keeps its old name as a hidden alias
+(:func:`renamed_option`), so commands written for an earlier version still run.
+"""
+
+from __future__ import annotations
+
+import functools
+
+import click
+
+from freqlab.errors import FreqlabError
+from freqlab.sizes import POSITIONS_HELP, TOKENS_HELP, parse_count, parse_positions, parse_tokens
+
+
+class Size(click.ParamType):
+    """A size in the syntax of :mod:`freqlab.sizes` (``2K``, ``128K``, ``1T``); ``parse`` says the base."""
+
+    def __init__(self, parse, name: str, minimum: int = 1, maximum: int | None = None) -> None:
+        self.parse, self.name, self.minimum, self.maximum = parse, name, minimum, maximum
+
+    def within(self, minimum: int = 1, maximum: int | None = None) -> Size:
+        """The same kind of size within other bounds: ``POSITIONS.within(2, 64)``."""
+        return Size(self.parse, self.name, minimum, maximum)
+
+    def convert(self, value, param, ctx):
+        try:
+            size = value if isinstance(value, int) and not isinstance(value, bool) else self.parse(value, minimum=0)
+        except FreqlabError as exc:
+            self.fail(str(exc), param, ctx)
+        if size < self.minimum or (self.maximum is not None and size > self.maximum):
+            bounds = f">= {self.minimum}" if self.maximum is None else f"in {self.minimum}..{self.maximum}"
+            self.fail(f"{value!r} is not {bounds}", param, ctx)
+        return size
+
+
+TOKENS = Size(parse_tokens, "TOKENS")
+POSITIONS = Size(parse_positions, "N")
+COUNT = Size(parse_count, "N")
+
+#: Appended to the help of every flag taking positions / tokens.
+POSITIONS_NOTE = f"({POSITIONS_HELP})"
+TOKENS_NOTE = f"({TOKENS_HELP})"
+
+
+def renamed_option(new: str, old: str, dest: str, *, required: bool = False, **kwargs):
+    """``--new`` as a visible option and ``--old`` as a hidden alias of it (the same value under ``dest``).
+
+    Giving both with different values is a usage error; ``required`` and ``default`` apply across the two names.
+    """
+    alias = f"{dest}__alias"
+    default = kwargs.pop("default", None)
+    if default is not None and kwargs.pop("show_default", False):
+        kwargs["show_default"] = str(default)
+
+    def decorate(command):
+        @functools.wraps(command)
+        def merged(*args, **params):
+            value, old_value = params.pop(dest), params.pop(alias)
+            if old_value is not None:
+                if value is not None and value != old_value:
+                    raise click.UsageError(f"{new} and {old} (its old name) disagree: give one")
+                value = old_value
+            if value is None:
+                value = default
+            if value is None and required:
+                raise click.UsageError(f"Missing option '{new}'.")
+            return command(*args, **{dest: value}, **params)
+
+        visible = click.option(new, dest, **kwargs)
+        hidden_kwargs = {key: value for key, value in kwargs.items() if key not in ("show_default", "help")}
+        hidden = click.option(old, alias, hidden=True, **hidden_kwargs)
+        return visible(hidden(merged))
+
+    return decorate

@@ -1,0 +1,151 @@
+"""A position frequency with what it was computed from: what ``LengthHistogram.frequency(L, regime)`` returns.
+
+:class:`PositionFrequency` holds f(i) for 0 <= i < L (exact int64, STRING Eq. 2) with its window, regime, segment
+count, dropped tokens and the histogram's corpus and tokenizer. It behaves as the array where an array is
+expected (``np.asarray(pf)``, ``pf[1024]``, ``len(pf)``, and every function of :mod:`freqlab.frequency.stats`
+takes it), has the statistics as methods, and shows itself in a notebook: a short repr, and an HTML table with a
+small plot of f(i) and the shaded ranges i <= L/2 and i >= 3L/4.
+
+>>> from freqlab import LengthHistogram
+>>> pf = LengthHistogram.from_lengths([4096] * 10).frequency(2048)   # 20 segments of 2048: f(i) = 20 (2048 - i)
+>>> pf[0], pf[1024], pf.segments, round(pf.share_at_most(), 4), pf.effective_length(40960, tau=1000)
+(40960, 20480, 20, 0.7504, 1998)
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from freqlab.display import HEAD_SHADE, TAIL_SHADE, Display, Displayed, count, curve_svg, percent
+from freqlab.frequency import stats
+from freqlab.frequency.position import segment_frequency
+from freqlab.frequency.regimes import Segments
+from freqlab.frequency.stats import DEFAULT_TAU
+from freqlab.frequency.summary import frequency_summary
+from freqlab.sizes import position_label
+
+
+@dataclass(frozen=True, repr=False, eq=False)
+class PositionFrequency(Displayed):
+    """f(i), 0 <= i < L, of one regime (int64; ``f[0]`` is the number of tokens in the segments), with the
+    segment count, the tokens the regime dropped (``truncate``), the regime computed in place of one a histogram
+    cannot give exactly (``approximation``), and the histogram's ``corpus`` and ``tokenizer``."""
+
+    f: np.ndarray
+    L: int
+    regime: str
+    segments: int
+    dropped_tokens: int = 0
+    approximation: str | None = None
+    corpus: str = ""
+    tokenizer: str = ""
+
+    @classmethod
+    def from_segments(cls, segs: Segments, *, corpus: str = "", tokenizer: str = "") -> PositionFrequency:
+        """f of a regime's segments (:func:`freqlab.frequency.segments`)."""
+        return cls(
+            segment_frequency(segs), segs.L, segs.regime, segs.segments, segs.dropped_tokens, segs.approximation,
+            corpus, tokenizer,
+        )  # fmt: skip
+
+    # the array -----------------------------------------------------------------------------------------------
+    def __array__(self, dtype=None, copy=None) -> np.ndarray:
+        return self.f if dtype is None else self.f.astype(dtype)
+
+    def __len__(self) -> int:
+        return int(self.f.size)
+
+    def __getitem__(self, index):
+        value = self.f[index]
+        return int(value) if np.ndim(value) == 0 else value
+
+    @property
+    def tokens(self) -> int:
+        """Tokens in the regime's segments: f(0)."""
+        return int(self.f[0])
+
+    # statistics (freqlab.frequency.stats) ------------------------------------------------------------------
+    def share_at_most(self, x: int | None = None) -> float:
+        """Share of position mass at i <= x (default L/2)."""
+        return stats.share_at_most(self.f, self.L // 2 if x is None else x)
+
+    def share_at_least(self, x: int | None = None) -> float:
+        """Share of position mass at i >= x (default 3L/4)."""
+        return stats.share_at_least(self.f, (3 * self.L) // 4 if x is None else x)
+
+    def position_at_mass(self, fraction: float) -> int:
+        """Smallest i whose cumulative mass reaches ``fraction`` of the total."""
+        return stats.position_at_mass(self.f, fraction)
+
+    def scaled(self, tokens: float) -> np.ndarray:
+        """f_T = f · T / f(0) after training on ``tokens`` tokens (float64)."""
+        return stats.scale_to_budget(self.f, tokens)
+
+    def effective_length(self, tokens: float, tau: float = DEFAULT_TAU) -> int:
+        """Largest i with f_T(i) >= tau (STRING Sec. 3, Fig. 2b); 0 when even f_T(0) < tau."""
+        return stats.effective_length(self.f, tokens, tau)
+
+    def tokens_needed(self, i: int, tau: float = DEFAULT_TAU) -> int:
+        """Smallest budget T with f_T(i) >= tau."""
+        return stats.tokens_needed(self.f, i, tau)
+
+    def summary(self, tokens: float | None = None, tau: float = DEFAULT_TAU) -> dict:
+        """:func:`~freqlab.frequency.summary.frequency_summary` with the regime, segments and dropped tokens:
+        one row of ``freqlab freq --json`` and of a scan's ``summary.json``. JSON-serialisable."""
+        row = {"regime": self.regime, **frequency_summary(self.f, tokens=tokens, tau=tau)}
+        row["segments"] = self.segments
+        row["dropped_tokens"] = self.dropped_tokens
+        if self.approximation:
+            row["approximation"] = self.approximation
+        return row
+
+    def to_frame(self):
+        """A polars DataFrame with columns ``position``, ``regime``, ``f``."""
+        import polars as pl
+
+        return pl.DataFrame(
+            {"position": np.arange(self.L, dtype=np.int64), "regime": [self.regime] * self.L, "f": self.f}
+        )
+
+    # display -------------------------------------------------------------------------------------------------
+    def _display(self) -> Display:
+        half, tail = self.L // 2, (3 * self.L) // 4
+        title = f"PositionFrequency {self.regime}, L = {self.L}"
+        if self.tokens <= 0:
+            return Display(title, "no tokens in the segments", rows=[("L", count(self.L)), ("regime", self.regime)])
+        head_share, tail_share = self.share_at_most(), self.share_at_least()
+        headline = (
+            f"f(0) = {count(self.tokens)} tokens in {count(self.segments)} segments; {percent(head_share)} of "
+            f"position mass at i ≤ {half}, {percent(tail_share)} at i ≥ {tail}"
+        )
+        source = ", ".join(part for part in (self.corpus, self.tokenizer) if part)
+        mass = {q: self.position_at_mass(q / 100) for q in (50, 90)}
+        second = f"50% of mass at i ≤ {mass[50]}, 90% at i ≤ {mass[90]}" + (f" ({source})" if source else "")
+        lines = [second]
+        notes = []
+        if self.dropped_tokens:
+            notes.append(f"{count(self.dropped_tokens)} tokens dropped")
+        if self.approximation:
+            notes.append(f"{self.approximation} computed (a histogram has no order to replay)")
+        if notes:
+            lines.append("; ".join(notes))
+        rows = [
+            ("corpus", self.corpus or "-"),
+            ("tokenizer", self.tokenizer or "-"),
+            ("window L", f"{self.L} ({position_label(self.L)})"),
+            ("regime", self.regime + (f" (computed as {self.approximation})" if self.approximation else "")),
+            ("f(0): tokens in segments", count(self.tokens)),
+            ("segments", count(self.segments)),
+            ("dropped tokens", count(self.dropped_tokens)),
+            (f"mass at i ≤ L/2 = {half}", percent(head_share)),
+            (f"mass at i ≥ 3L/4 = {tail}", percent(tail_share)),
+            ("50% / 80% / 90% of mass at i ≤", f"{mass[50]} / {self.position_at_mass(0.8)} / {mass[90]}"),
+            *((f"f({i})", count(self.f[i])) for i in sorted({self.L // 4, half, tail, self.L - 1})),
+        ]
+        return Display(title, headline, lines, rows, figure=self._svg())
+
+    def _svg(self) -> str:
+        L = self.L
+        return curve_svg(self.f, shades=[(0, L // 2, HEAD_SHADE), ((3 * L) // 4, L, TAIL_SHADE)])

@@ -1,0 +1,93 @@
+"""Sizes: one syntax for every count, two bases.
+
+A size is a number with an optional suffix, case-insensitive, ``_`` allowed as a separator: ``2048``, ``2k``,
+``128K``, ``1.5T``, ``2e9``. What the suffix means depends on what is counted, as in the papers:
+
+- **positions** (windows L, target lengths, offsets, lengths): K = 1024, M = 1024² (STRING's "2K" window is
+  2048 positions, Llama 3.1's "128K" is 131,072);
+- **tokens** (budgets T, the threshold tau, limits) and other counts (documents, samples, bytes): decimal,
+  K = 10³, M = 10⁶, B (or G) = 10⁹, T = 10¹² (STRING's "1T tokens").
+
+>>> parse_positions("2k"), parse_positions("128K"), parse_positions("1.5K"), parse_positions(4096)
+(2048, 131072, 1536, 4096)
+>>> parse_tokens("1T"), parse_tokens("300b"), parse_tokens("2e9"), parse_tokens("1.5K")
+(1000000000000, 300000000000, 2000000000, 1500)
+
+Printing follows the same conventions: :func:`position_label` writes positions with K = 1024, and
+:func:`freqlab.frequency.summary.human_count` writes token counts with decimal suffixes.
+"""
+
+from __future__ import annotations
+
+from fractions import Fraction
+
+from freqlab.errors import FreqlabError
+
+#: Suffix -> multiplier for positions (K = 1024).
+POSITION_SUFFIXES: dict[str, int] = {"K": 1 << 10, "M": 1 << 20}
+#: Suffix -> multiplier for tokens and other counts (decimal: B = 10^9).
+DECIMAL_SUFFIXES: dict[str, int] = {"K": 10**3, "M": 10**6, "B": 10**9, "G": 10**9, "T": 10**12}
+
+#: One line for help texts: what the suffixes mean.
+POSITIONS_HELP = "K = 1024: 2K = 2048, 128K = 131072"
+TOKENS_HELP = "K, M, B, T = 10^3, 10^6, 10^9, 10^12"
+
+
+def parse_size(value, suffixes: dict[str, int], what: str, example: str, *, minimum: int = 1) -> int:
+    """An integer >= ``minimum`` from a number or a string with one of ``suffixes`` (see the module docstring).
+
+    >>> parse_size("3K", POSITION_SUFFIXES, "length", "2K")
+    3072
+    """
+    if isinstance(value, bool):
+        raise FreqlabError(f"not a {what}: {value!r}")
+    try:
+        if isinstance(value, str):
+            text = value.strip().upper().replace("_", "")
+            scale = suffixes.get(text[-1:], 1)
+            number = Fraction(text[:-1] if scale > 1 else text)
+        else:
+            scale, number = 1, Fraction(value)
+    except (ValueError, TypeError, ZeroDivisionError):
+        raise FreqlabError(f"not a {what}: {value!r} (use e.g. {example})") from None
+    size = number * scale
+    if size.denominator != 1 or size < minimum:
+        least = {0: "non-negative", 1: "positive"}.get(minimum, f">= {minimum}")
+        raise FreqlabError(f"a {what} must be a {least} integer, got {value!r}")
+    return int(size)
+
+
+def parse_tokens(value, *, minimum: int = 1) -> int:
+    """A positive token count: ``2e9``, ``100B``, ``1.5T`` (decimal suffixes, B = 10^9).
+
+    >>> parse_tokens("100B"), parse_tokens("1.5T"), parse_tokens(2e9)
+    (100000000000, 1500000000000, 2000000000)
+    """
+    return parse_size(value, DECIMAL_SUFFIXES, "token count", "2e9, 100B or 1.5T", minimum=minimum)
+
+
+def parse_count(value, what: str = "count", *, minimum: int = 1) -> int:
+    """A count of documents, samples or bytes: ``100000``, ``100k``, ``2.5T`` (decimal suffixes)."""
+    return parse_size(value, DECIMAL_SUFFIXES, what, "100000, 100K or 2.5M", minimum=minimum)
+
+
+def parse_positions(value, what: str = "length in positions", *, minimum: int = 1) -> int:
+    """A number of positions (a window, a length, an offset): ``2048``, ``2k``, ``128K`` (K = 1024).
+
+    >>> parse_positions("4K"), parse_positions("1M")
+    (4096, 1048576)
+    """
+    return parse_size(value, POSITION_SUFFIXES, what, "2048, 2K or 128K (K = 1024)", minimum=minimum)
+
+
+def position_label(x: float) -> str:
+    """Positions and lengths in the papers' convention, K = 1024: 1536 -> '1.5K', 131072 -> '128K'; other values
+    as they are.
+
+    >>> position_label(1536), position_label(2048), position_label(131072), position_label(100), position_label(3000)
+    ('1.5K', '2K', '128K', '100', '3000')
+    """
+    x = float(x)
+    if abs(x) >= 1024 and (x * 4) % 1024 == 0:
+        return f"{x / 1024:g}K"
+    return f"{x:g}"

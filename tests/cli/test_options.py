@@ -1,0 +1,103 @@
+"""One size syntax for every count flag (K = 1024 for positions, decimal for tokens), renamed flags that keep their
+old names, quantiles said to be nearest-rank wherever they are printed, HARPE comparison rows named by their seed.
+(`freq --out`'s metadata: tests/cli/test_freq_cli.py; `plot scan --out DIR`: tests/plots/test_plot_cli.py.)"""
+
+from __future__ import annotations
+
+import json
+import re
+
+import pytest
+from click.testing import CliRunner
+
+from freqlab.cli import main
+from freqlab.histogram import LengthHistogram
+from freqlab.sizes import parse_count, parse_positions, parse_tokens
+
+
+def run(*args):
+    return CliRunner().invoke(main, [str(a) for a in args])
+
+
+@pytest.fixture
+def hist(tmp_path):
+    path = tmp_path / "lengths.parquet"
+    h = LengthHistogram.from_counts([2048], [1000], corpus="rows", tokenizer="tekken", meta={"sample_rate": None})
+    h.to_parquet(path)
+    return path
+
+
+def test_positions_count_k_as_1024_tokens_as_1000():
+    assert [parse_positions(v) for v in ("2k", "2K", "128K", "1.5K", "1M", 4096, "4_096")] == [
+        2048, 2048, 131072, 1536, 1 << 20, 4096, 4096,
+    ]  # fmt: skip
+    assert [parse_tokens(v) for v in ("1t", "1T", "300B", "2e9", "1.5K", "10G")] == [
+        10**12, 10**12, 3 * 10**11, 2 * 10**9, 1500, 10**10,
+    ]  # fmt: skip
+    assert parse_count("100k", "document count") == 100_000
+
+
+@pytest.mark.parametrize(
+    ("value", "message"),
+    [("1.1K", "must be a positive integer"), ("2B", "not a length in positions"), ("0", "positive"), ("x", "not a")],
+)
+def test_bad_positions_are_named(value, message):
+    from freqlab.errors import FreqlabError
+
+    with pytest.raises(FreqlabError, match=message):
+        parse_positions(value)
+
+
+def test_every_window_flag_takes_the_size_syntax(hist):
+    by_suffix, by_number = run("freq", hist, "--L", "2k", "--json"), run("freq", hist, "--L", "2048", "--json")
+    assert by_suffix.exit_code == 0, by_suffix.output
+    assert json.loads(by_suffix.output)["results"] == json.loads(by_number.output)["results"]
+    assert "S = 43712" in run("plan", "string", "--L", "128K").output  # L = 131072
+    rope = run("plan", "rope", "--L", "4K", "--extend-to", "16K", "--type", "linear")
+    assert rope.output.startswith("== linear (factor 4)")
+    bad = run("freq", hist, "--L", "2.5")
+    assert bad.exit_code == 2 and "Invalid value for '--L'" in bad.output and "2.5" in bad.output
+
+
+def test_help_states_both_bases():
+    top = run("--help").output
+    assert "K = 1024, so 2K = 2048" in top and "10^9" in top
+    freq_help = run("freq", "--help").output
+    assert "K = 1024" in freq_help and "10^9" in freq_help
+
+
+def test_target_lengths_have_clear_names_and_the_old_ones_still_work(tmp_path):
+    mixed = LengthHistogram.from_counts([100, 2048], [1000, 10]).to_parquet(tmp_path / "mixed.parquet")
+    new = run("plan", "self-extend", "--L", "4K", "--extend-to", "16K", "--json")
+    old = run("plan", "self-extend", "--L", 4096, "--target", 16384, "--json")
+    assert new.exit_code == 0 and json.loads(new.output) == json.loads(old.output)
+    assert json.loads(new.output)["N"] == 16384
+    assert "--target " not in run("plan", "self-extend", "--help").output  # hidden, not advertised
+    clash = run("plan", "self-extend", "--L", "4K", "--extend-to", "16K", "--target", "8K")
+    assert clash.exit_code == 2 and "disagree" in clash.output
+    missing = run("plan", "self-extend", "--L", "4K")
+    assert missing.exit_code == 2 and "Missing option '--extend-to'" in missing.output
+    up = ("plan", "upsample", "--hist", mixed, "--tokens", "1T", "--json")
+    up_new = run(*up, "--L", "2K", "--effective-length", "1.5K")
+    up_old = run(*up, "--L", 2048, "--target-length", 1536)
+    assert up_new.exit_code == 0, up_new.output
+    assert json.loads(up_new.output) == json.loads(up_old.output) and json.loads(up_new.output)["E"] == 1536
+
+
+def test_stats_says_quantiles_are_nearest_rank(hist):
+    result = run("stats", hist)
+    assert result.exit_code == 0
+    assert re.search(r"^quantiles +nearest rank \(the ceil\(q·n\)-th smallest length\)$", result.output, re.M)
+    assert "nearest rank" in " ".join(run("stats", "--help").output.split())
+    assert json.loads(run("stats", hist, "--json").output)["quantiles"] == "nearest-rank"
+
+
+def test_harpe_compare_labels_each_random_set_with_its_own_seed():
+    result = run("plan", "harpe", "--compare", "--random-sets", "3", "--seed", "5", "--heads", "4",
+                 "--b-min", "10000", "--b-max", "40000", "--stride", "5000", "--extend-to", "4K")
+    assert result.exit_code == 0, result.output
+    assert all(f"random #{k + 1} (seed {5 + k})" in result.output for k in range(3))
+    from freqlab.plan.harpe import random_sets
+
+    # each set is reproducible alone from the seed its row names
+    assert random_sets(4, 1e4, 4e4, 5e3, count=3, seed=5)[2] == random_sets(4, 1e4, 4e4, 5e3, count=1, seed=7)[0]

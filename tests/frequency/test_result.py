@@ -1,0 +1,76 @@
+"""PositionFrequency: f with its window, regime and provenance; an array where one is expected, its statistics as
+methods (the same numbers as freqlab.frequency.stats), and a display with the key numbers."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from display_helpers import shown
+
+from freqlab import LengthHistogram
+from freqlab.frequency import (
+    PositionFrequency,
+    effective_length,
+    position_at_mass,
+    share_at_least,
+    share_at_most,
+    tokens_needed,
+)
+
+# 1000 documents of 2048 tokens: f(i) = 1000 (2048 - i), the closed form of reference.md (75.04% / 6.26%)
+ROWS = LengthHistogram.from_counts([2048], [1000], corpus="rows", tokenizer="tekken")
+
+
+def test_it_is_the_array_where_an_array_is_expected():
+    pf = ROWS.frequency(2048)
+    assert isinstance(pf, PositionFrequency) and len(pf) == 2048 and pf[0] == 2_048_000 and pf[2047] == 1000
+    assert np.asarray(pf).dtype == np.int64 and pf[:3].tolist() == [2_048_000, 2_047_000, 2_046_000]
+    assert share_at_most(pf, 1024) == pf.share_at_most() == pytest.approx(0.7504, abs=5e-5)
+    assert share_at_least(pf, 1536) == pf.share_at_least() == pytest.approx(0.0626, abs=5e-5)
+
+
+def test_statistics_match_the_functions():
+    pf = ROWS.frequency(2048)
+    f = np.asarray(pf)
+    assert pf.effective_length(10**12) == effective_length(f, 10**12) == 1843  # README: f_T(i) >= 100B up to 1843
+    assert pf.tokens_needed(1280) == tokens_needed(f, 1280) == 266_666_666_667
+    assert pf.position_at_mass(0.5) == position_at_mass(f, 0.5)
+    np.testing.assert_allclose(pf.scaled(2_048_000), f)
+    row = pf.summary(10**12)
+    assert (row["regime"], row["segments"], row["dropped_tokens"]) == ("natural", 1000, 0)
+    assert row["effective_length"] == 1843
+
+
+def test_to_frame_has_position_regime_f():
+    frame = ROWS.frequency(8, "concat").to_frame()
+    assert frame.columns == ["position", "regime", "f"] and frame["f"][0] == ROWS.tokens
+
+
+def test_display_shows_the_key_numbers():
+    page = shown(ROWS.frequency(2048))
+    assert page.rows["f(0): tokens in segments"] == "2,048,000" and page.rows["segments"] == "1,000"
+    assert page.rows["mass at i ≤ L/2 = 1024"] == "75.0%" and page.rows["mass at i ≥ 3L/4 = 1536"] == "6.3%"
+    assert page.rows["f(1024)"] == f"{1000 * 1024:,}" and page.svgs == 1
+    text = repr(ROWS.frequency(2048))
+    assert text.startswith("PositionFrequency natural, L = 2048: f(0) = 2,048,000 tokens in 1,000 segments")
+    assert "75.0% of position mass at i ≤ 1024, 6.3% at i ≥ 1536" in text
+
+
+def test_a_long_window_keeps_the_repr_and_the_svg_small():
+    lengths = np.arange(1, 300_000, 7)  # 42,857 documents, all shorter than L = 1M: one segment each
+    pf = LengthHistogram.from_lengths(lengths).frequency(1 << 20)
+    assert len(repr(pf)) < 1000 and len(pf._repr_html_()) < 12_000
+    page = shown(pf)  # the numbers, from f(i) = Σ_s max(|s| - i, 0) written out on the lengths
+    assert page.rows["f(0): tokens in segments"] == f"{lengths.sum():,}"
+    assert page.rows["segments"] == f"{lengths.size:,}"
+    for i in (1 << 18, 1 << 19, 3 << 18, (1 << 20) - 1):
+        assert page.rows[f"f({i})"] == f"{np.maximum(lengths - i, 0).sum():,}"
+    # f(i) = Σ_{n > i} (n - i) c_n from suffix sums of the counts c_n, then where the cumulative mass reaches 50/80/90%
+    c = np.bincount(lengths)
+    above, tokens_above = np.cumsum(c[::-1])[::-1], np.cumsum((np.arange(c.size) * c)[::-1])[::-1]
+    i = np.arange(c.size - 1)
+    f = tokens_above[1:] - i * above[1:]
+    mass = np.cumsum(f) / f.sum()
+    at = [int(np.searchsorted(mass, q)) for q in (0.5, 0.8, 0.9)]
+    assert page.rows["50% / 80% / 90% of mass at i ≤"] == " / ".join(map(str, at))
+    assert page.rows["mass at i ≤ L/2 = 524288"] == "100.0%" and page.rows["dropped tokens"] == "0"
