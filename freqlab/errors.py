@@ -12,6 +12,7 @@ class FreqlabError(ValueError):
 
 INTERRUPTED = 130  # the shell's status for a command stopped by Ctrl-C (128 + SIGINT)
 TERMINATED = 143  # ... and by SIGTERM (128 + SIGTERM)
+BROKEN_PIPE = 141  # ... and by SIGPIPE (128 + SIGPIPE): the reader of its output closed the pipe
 
 
 class Terminated(KeyboardInterrupt):

@@ -10,11 +10,12 @@ with one line (``freqlab scan`` says how to resume), never a traceback.
 from __future__ import annotations
 
 import importlib
+import os
 import sys
 
 import click
 
-from freqlab.errors import INTERRUPTED
+from freqlab.errors import BROKEN_PIPE, INTERRUPTED
 
 # command -> (module that registers it, one-line help shown by `freqlab --help`)
 COMMANDS: dict[str, tuple[str, str]] = {
@@ -46,6 +47,9 @@ class _Group(click.Group):
 
         try:
             return super().invoke(ctx)
+        except BrokenPipeError:  # `freqlab ... | head`: the reader has all it wanted
+            os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())  # nothing left to flush at exit
+            sys.exit(BROKEN_PIPE)
         except (FreqlabError, OSError) as exc:
             click.echo(f"Error: {_printable(str(exc))}", err=True)
             sys.exit(1)

@@ -23,3 +23,13 @@ print(",".join(name for name in {HEAVY!r} if name in sys.modules))
 def test_help_and_version_import_nothing_heavy():
     done = subprocess.run([sys.executable, "-c", CODE], capture_output=True, text=True, check=True)
     assert done.stdout.strip() == ""
+
+
+def test_output_into_a_closed_pipe_ends_quietly_with_status_141():
+    """`freqlab ... | head`: once the reader has gone, the command stops with the shell's SIGPIPE status and says
+    nothing (no "Error: [Errno 32] Broken pipe")."""
+    command = [sys.executable, "-m", "freqlab", "plan", "string", "--L", "4096"]
+    process = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    process.stdout.close()  # the reader leaves before the first line
+    stderr = process.stderr.read()
+    assert (process.wait(timeout=60), stderr) == (141, b"")

@@ -92,7 +92,9 @@ def test_ctrl_c_at_any_moment_is_one_line_and_exit_130(tmp_path, delay):
     time.sleep(delay)
     os.killpg(process.pid, signal.SIGINT)  # the whole group, as a terminal does: driver, forkserver, workers
     status, stderr = finish(process)
-    assert status in (130, 0), stderr
+    # -SIGINT: the signal came while the interpreter itself starts or tears down (no Python handler is installed
+    # then); the shell reports that as 130 too, and nothing is printed (checked below)
+    assert status in (130, 0, -signal.SIGINT), stderr
     for noise in ("Traceback", "Exception ignored", "KeyboardInterrupt", "UnpicklingError"):
         assert noise not in stderr, stderr
     if status == 130:
