@@ -142,6 +142,9 @@ def method_freqlab(folder: str, workers: int, tokenizer_json: str, spec: str | N
 
 def method_freqlab_1core(folder: str, workers: int, tokenizer_json: str, spec: str | None = None):
     """A warm scan on one core (in-process), timed: what a core costs end to end, against ``bare-read``."""
+    from freqlab.tokenize import single_threaded
+
+    single_threaded()  # before the first encode: fastokens would otherwise spread a batch over every core
     from freqlab.scan import scan
     from freqlab.tokenize import load_tokenizer
 

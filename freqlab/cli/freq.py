@@ -88,7 +88,7 @@ def freq_command(hist, Ls, regimes, tokens, tau, seed, out, weights, as_json):
     Example:
       freqlab freq freqlab-out/lengths.parquet --L 2048 --L 4096 --regime natural --regime concat --tokens 1T
     """
-    h, mix = read_histogram(hist, weights, stream="pack" in regimes)
+    h, mix = read_histogram(hist, weights, regimes=regimes)
     budget = training_budget(tokens)
     rows = regime_summaries(h.lengths, h.counts, Ls, regimes, tokens=budget.tokens, tau=tau, seed=seed)
     if out:

@@ -37,7 +37,7 @@ class Size(click.ParamType):
         return size
 
 
-TOKENS = Size(parse_tokens, "TOKENS")
+TOKENS = Size(parse_tokens, "TOKENS", maximum=2**63 - 1)  # counts stay exact int64
 POSITIONS = Size(parse_positions, "N")
 COUNT = Size(parse_count, "N")
 

@@ -115,7 +115,7 @@ def frequency_inputs(
     if L is None:
         raise click.UsageError("give --L (or a --schedule)")
     if hist:
-        h = read_histogram(hist, weights, stream=regime == "pack")[0]
+        h = read_histogram(hist, weights, regimes=regime)[0]
         ctx = click.get_current_context()
         if tokens is not None or ctx.get_parameter_source("mass") is not ParameterSource.COMMANDLINE:
             budget = training_budget(tokens)
@@ -382,7 +382,7 @@ def upsample_command(L, E, hist, tokens, tau, regime, schedule, long_hist, max_u
             raise click.UsageError("give --hist and --L (or a --schedule)")
         tau = DEFAULT_TAU if tau is None else tau
         budget = training_budget(tokens)
-        h = read_histogram(hist, current_weights(), stream=regime == "pack")[0]
+        h = read_histogram(hist, current_weights(), regimes=(regime, "pack", "best-fit"))[0]  # the alternatives too
         p = plan_upsample(h, L, E, budget.tokens, tau=tau, regime=regime, long_lengths=long_lengths,
                           max_upweight=max_upweight)
     if as_json:

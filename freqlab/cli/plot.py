@@ -96,9 +96,9 @@ def _report_written(paths: list[Path], as_json: bool, budget=None, tau: float = 
             click.echo(f"wrote {p}")
 
 
-def _histogram(path, stream: bool = False):
-    """The histogram at ``path``, weighted by the command's --weights."""
-    return read_histogram(path, current_weights(), stream=stream)[0]
+def _histogram(path, regimes):
+    """The histogram at ``path``, weighted by the command's --weights, for ``regimes``."""
+    return read_histogram(path, current_weights(), regimes=regimes)[0]
 
 
 hist_argument = click.argument("hist", type=click.Path(dir_okay=False))
@@ -142,7 +142,7 @@ def frequency_command(hist, L, regimes, bins, seed, out, formats, size, dpi, as_
     """
     from freqlab.plots.frequency import plot_position_frequency, plot_regimes
 
-    h = _histogram(hist, "pack" in regimes)
+    h = _histogram(hist, regimes)
     if len(regimes) == 1:
         fig = plot_position_frequency(h, L, regimes[0], bins=bins, seed=seed, size=size)
     else:
@@ -170,7 +170,7 @@ def windows_command(hist, Ls, regime, tokens, seed, out, formats, size, dpi, as_
     from freqlab.plots.frequency import plot_windows
 
     budget = training_budget(tokens)
-    fig = plot_windows(_histogram(hist, regime == "pack"), Ls, regime, tokens=budget.tokens, seed=seed, size=size)
+    fig = plot_windows(_histogram(hist, regime), Ls, regime, tokens=budget.tokens, seed=seed, size=size)
     _save(fig, out, formats, dpi, as_json, budget)
 
 
@@ -193,7 +193,7 @@ def effective_length_command(hist, Ls, regime, tau, budget, seed, out, formats, 
     from freqlab.plots.frequency import plot_effective_length
 
     rule = training_budget(budget)
-    h = _histogram(hist, regime == "pack")
+    h = _histogram(hist, regime)
     fig = plot_effective_length(h, Ls, regime, budget=rule.tokens, tau=tau, seed=seed, size=size)
     _save(fig, out, formats, dpi, as_json, rule, tau)
 
@@ -213,7 +213,7 @@ def sources_command(hist, L, regime, out, formats, size, dpi, as_json):
     """
     from freqlab.plots.sources import plot_sources
 
-    _save(plot_sources(_histogram(hist, regime == "pack"), L, regime, size=size), out, formats, dpi, as_json)
+    _save(plot_sources(_histogram(hist, regime), L, regime, size=size), out, formats, dpi, as_json)
 
 
 @plot_group.command("scan", short_help="The main figures of a saved histogram (as `freqlab scan --plot`).")
@@ -242,7 +242,7 @@ def scan_command(hist, Ls, regimes, tokens, tau, out, formats, as_json):
     from freqlab.plots.report import scan_figures
 
     budget = training_budget(tokens)
-    h = _histogram(hist, "pack" in regimes)
+    h = _histogram(hist, regimes)
     _report_written(scan_figures(h, Ls, regimes, out, formats, tokens=budget.tokens, tau=tau), as_json, budget, tau)
 
 
@@ -289,7 +289,7 @@ def string_usage_command(L, S, W, hist, regime, out, formats, size, dpi, as_json
 
     f = None
     if hist is not None:
-        h = _histogram(hist, regime == "pack")
+        h = _histogram(hist, regime)
         f = position_frequency(h.lengths, h.counts, L, regime)
     _save(plot_string_usage(L, S, W, frequency=f, size=size), out, formats, dpi, as_json)
 

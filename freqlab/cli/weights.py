@@ -6,6 +6,8 @@ command that predicts an effective length prints the budget rule it used (:mod:`
 
 from __future__ import annotations
 
+from collections.abc import Iterable
+
 import click
 
 from freqlab.frequency.budget import Budget
@@ -38,13 +40,17 @@ def current_weights() -> str | None:
     return None if ctx is None else ctx.meta.get("freqlab.weights")
 
 
-def read_histogram(path, weights: str | None, *, stream: bool = False) -> tuple[LengthHistogram, MixtureInfo | None]:
-    """The histogram at ``path``, weighted into the training mix when ``weights`` is given (``stream``: the pack
-    regime will expand it into a document stream)."""
+def read_histogram(
+    path, weights: str | None, *, regimes: str | Iterable[str] = ()
+) -> tuple[LengthHistogram, MixtureInfo | None]:
+    """The histogram at ``path``, weighted into the training mix when ``weights`` is given; ``regimes``: what
+    will be computed from it (a float64 mix for a regime that walks documents is kept to a bounded count)."""
+    from freqlab.frequency.regimes import expands_documents
+
     h = LengthHistogram.read_parquet(path)
     if weights is None:
         return h, None
-    return weighted_histogram(h, weights, stream=stream)
+    return weighted_histogram(h, weights, stream=expands_documents(regimes))
 
 
 def echo_mix(mix: LengthHistogram, info: MixtureInfo | None, L: int, regime: str, *, seed: int = 0) -> None:

@@ -248,8 +248,9 @@ def weighted_histogram(
 ) -> tuple[LengthHistogram, MixtureInfo]:
     """The training mix's histogram c(n) = Σ_s m_s · c_s(n), split by source, and how it was made.
 
-    ``stream``: the caller will expand the histogram into a document stream (the ``pack`` regime), so a float64 mix
-    keeps its documents below :data:`MAX_STREAM_DOCUMENTS`.
+    ``stream``: the caller will walk the histogram document by document (the ``pack`` and ``best-fit`` regimes:
+    :func:`~freqlab.frequency.regimes.expands_documents`), so a float64 mix keeps its documents below
+    :data:`MAX_STREAM_DOCUMENTS`.
 
     >>> h = combine_sources({"a": LengthHistogram.from_lengths([10, 20]), "b": LengthHistogram.from_lengths([5])})
     >>> mix, info = weighted_histogram(h, "a=1,b=3")
@@ -262,10 +263,10 @@ def weighted_histogram(
     raw_tokens = {s: g.tokens for s, g in h.sources.items()}
     scaled: dict[str, LengthHistogram] = {}
     if all(w.denominator == 1 for w in m.values()):
+        _check_fits(sum(int(m[s]) * max(raw_tokens[s], raw_docs[s]) for s in m))  # before any int64 product
         for s, g in h.sources.items():
             scaled[s] = LengthHistogram(g.lengths, g.counts * int(m[s]), corpus=s)
         exact, K, error = True, 1.0, 0.0
-        _check_fits(sum(int(m[s]) * raw_tokens[s] for s in m))
     else:
         K, error = _float_scale(h, m, stream), 0.0
         for s, g in h.sources.items():
@@ -303,7 +304,7 @@ def _float_scale(h: LengthHistogram, m: dict[str, Fraction], stream: bool) -> fl
 def _check_fits(tokens: int) -> None:
     if tokens >= _COUNT_LIMIT:
         raise FreqlabError(
-            f"the weighted mix holds {tokens:,} tokens, beyond exact int64 arithmetic: use smaller epochs"
+            "the weighted mix holds 2^63 tokens or documents or more, beyond exact int64 arithmetic: use smaller epochs"
         )
 
 

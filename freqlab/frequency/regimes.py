@@ -27,6 +27,7 @@ Every regime but ``truncate`` conserves tokens, so ``f(0)`` equals the corpus's 
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from dataclasses import dataclass
 
 import numpy as np
@@ -35,6 +36,17 @@ from freqlab.errors import FreqlabError
 from freqlab.frequency.kernels import best_fit_fills, pack_walk, scatter_add
 
 REGIMES: tuple[str, ...] = ("natural", "truncate", "concat", "uniform", "pack", "best-fit", "megatron")
+EXPANDING: frozenset[str] = frozenset({"pack", "best-fit"})  # their cost grows with the number of documents
+
+
+def expands_documents(regimes: str | Iterable[str]) -> bool:
+    """Whether any of ``regimes`` walks the histogram document by document (``pack``, ``best-fit``): a float64
+    source mix for them is kept to a bounded number of documents (``weighted_histogram(..., stream=True)``).
+
+    >>> expands_documents("best-fit"), expands_documents(["natural", "concat"])
+    (True, False)
+    """
+    return (regimes in EXPANDING) if isinstance(regimes, str) else any(r in EXPANDING for r in regimes)
 
 
 @dataclass(frozen=True)
@@ -185,15 +197,20 @@ MAX_STREAM_DOCUMENTS = 1 << 31  # 16 GiB of int64 lengths
 
 def stream_order(lengths: np.ndarray, counts: np.ndarray, seed: int = 0) -> np.ndarray:
     """Expand a histogram into one document length per document, in a seeded random stream order."""
-    documents = int(np.sum(counts, dtype=np.int64))
-    if documents > MAX_STREAM_DOCUMENTS:
-        raise FreqlabError(
-            f"the pack regime expands the histogram into a stream of {documents:,} documents, more than "
-            f"{MAX_STREAM_DOCUMENTS:,}; scale it down first (LengthHistogram.scale_to_tokens)"
-        )
+    _check_walk("pack", "expands the histogram into a stream of", counts, "documents")
     order = np.repeat(lengths, counts)
     np.random.default_rng(seed).shuffle(order)
     return order
+
+
+def _check_walk(regime: str, what: str, counts: np.ndarray, unit: str) -> None:
+    """FreqlabError when ``regime`` would walk more than MAX_STREAM_DOCUMENTS items one by one."""
+    items = int(np.sum(counts, dtype=np.int64))
+    if items > MAX_STREAM_DOCUMENTS:
+        raise FreqlabError(
+            f"the {regime} regime {what} {items:,} {unit}, more than {MAX_STREAM_DOCUMENTS:,}; scale the histogram "
+            "down first (LengthHistogram.scale_to_tokens; a source mix: weighted_histogram(..., stream=True))"
+        )
 
 
 def pack_documents(doc_lengths, L: int) -> Segments:
@@ -229,6 +246,7 @@ def best_fit_segments(lengths: np.ndarray, counts: np.ndarray, L: int) -> Segmen
     ([5], [2])
     """
     chunk_lengths, chunk_counts = _natural(lengths, counts, L)
+    _check_walk("best-fit", "places one by one up to", chunk_counts, "chunks")
     order = np.argsort(chunk_lengths)[::-1]
     fills = best_fit_fills(chunk_lengths[order].copy(), chunk_counts[order].copy(), L)
     nonzero = np.flatnonzero(fills)

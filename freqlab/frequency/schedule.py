@@ -32,7 +32,7 @@ import yaml
 
 from freqlab.errors import FreqlabError
 from freqlab.frequency.position import position_frequency
-from freqlab.frequency.regimes import REGIMES
+from freqlab.frequency.regimes import REGIMES, expands_documents
 from freqlab.frequency.stats import DEFAULT_TAU
 from freqlab.sizes import parse_positions, parse_tokens
 
@@ -142,10 +142,12 @@ def stage_histogram(stage: Stage, cache: dict | None = None):
     from freqlab.histogram import LengthHistogram  # local: histogram imports the regimes module
 
     cache = {} if cache is None else cache
-    key = (stage.histogram, stage.weights)
+    key = (stage.histogram, stage.weights, expands_documents(stage.regime))
     if key not in cache:
         h = LengthHistogram.read_parquet(stage.histogram)
-        cache[key] = weighted_histogram(h, stage.weights, stream=stage.regime == "pack")[0] if stage.weights else h
+        if stage.weights:
+            h = weighted_histogram(h, stage.weights, stream=expands_documents(stage.regime))[0]
+        cache[key] = h
     return cache[key]
 
 

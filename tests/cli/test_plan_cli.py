@@ -244,3 +244,31 @@ def test_planners_follow_the_budget_rule_and_weights(tmp_path):
         weighted["N_star"] == json.loads(run("plan", "string", "--hist", alone, "--L", 2048, "--json").output)["N_star"]
     )
     assert run("plan", "string", "--L", 2048, "--weights", "rows=1").exit_code == 2  # nothing to weight
+
+
+def test_upsample_takes_a_share_mix_and_prices_every_packing(tmp_path):
+    """The README's `plan upsample --weights` with shares: the pack and best-fit alternatives are computed on a
+    mix kept to a bounded number of documents (it used to ask for a 5x10^14-document stream)."""
+    from click.testing import CliRunner
+
+    from freqlab.cli import main
+    from freqlab.histogram import LengthHistogram, combine_sources
+
+    path = tmp_path / "lengths.parquet"
+    combine_sources({"code": LengthHistogram.from_lengths([50, 900, 2500, 5000] * 40),
+                     "web": LengthHistogram.from_lengths([40, 700, 3000, 4096] * 40)}).to_parquet(path)
+    args = ["plan", "upsample", "--hist", str(path), "--L", "4K", "--effective-length", "3K", "--weights",
+            "code=70%,web=30%"]
+    result = CliRunner().invoke(main, args)
+    assert result.exit_code == 0, result.output
+    for row in ("the same mix packed as pack", "the same mix packed as concat", "the same mix packed as best-fit"):
+        assert row in result.output
+
+
+def test_a_token_budget_beyond_int64_is_a_usage_error():
+    from click.testing import CliRunner
+
+    from freqlab.cli import main
+
+    result = CliRunner().invoke(main, ["plan", "string", "--L", "2048", "--tokens", "1e400"])
+    assert result.exit_code == 2 and "'1e400' is not in 1..9223372036854775807" in result.output

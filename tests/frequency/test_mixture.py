@@ -120,3 +120,33 @@ def test_contribution_table_adds_each_sources_own_f():
     assert rows["code"]["token_share"] == pytest.approx(3 * sum(CODE) / (3 * sum(CODE) + sum(WEB)))
     assert rows["web"]["tokens"] == sum(WEB) and rows["web"]["weight"] == 1
     assert rows["code"]["upweight"] == pytest.approx(rows["code"]["token_share"] / (sum(CODE) / (sum(CODE) + sum(WEB))))
+
+
+def test_a_share_mix_for_a_regime_that_walks_documents_stays_small_and_matches_the_unbounded_mix():
+    """pack and best-fit walk the histogram document by document: their float64 mix is kept below
+    MAX_STREAM_DOCUMENTS (else ~10^11 documents: a plan that never finishes), and its shares are the same mix's."""
+    from freqlab.frequency.mixture import MAX_STREAM_DOCUMENTS
+    from freqlab.frequency.regimes import expands_documents
+
+    assert expands_documents("best-fit") and expands_documents(["natural", "pack"])
+    assert not expands_documents(["natural", "truncate", "concat", "uniform"])
+    big, _ = weighted_histogram(split(), "code=70%,web=30%")
+    small, _ = weighted_histogram(split(), "code=70%,web=30%", stream=True)
+    assert big.documents > MAX_STREAM_DOCUMENTS >= small.documents
+    for s in ("code", "web"):
+        assert small.sources[s].tokens / small.tokens == pytest.approx(big.sources[s].tokens / big.tokens, rel=1e-6)
+    f = position_frequency(small.lengths, small.counts, 1024, "best-fit")
+    assert f[0] == small.tokens  # every token is one occurrence of i = 0
+
+
+def test_best_fit_refuses_a_histogram_it_would_walk_forever_in_one_line():
+    from freqlab.frequency.regimes import MAX_STREAM_DOCUMENTS
+
+    lengths, counts = np.array([7]), np.array([MAX_STREAM_DOCUMENTS + 1])
+    with pytest.raises(FreqlabError, match=r"^the best-fit regime places one by one up to [\d,]+ chunks, more than"):
+        position_frequency(lengths, counts, 1024, "best-fit")
+
+
+def test_epochs_too_large_for_int64_are_one_line_before_any_product():
+    with pytest.raises(FreqlabError, match=r"^the weighted mix holds 2\^63 tokens or documents or more"):
+        weighted_histogram(split(), "code=1e30,web=1")
