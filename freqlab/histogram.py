@@ -328,14 +328,17 @@ class LengthHistogram(Displayed):
         segs = segments(self.lengths, self.counts, L, regime, seed=seed, megatron=megatron)
         return PositionFrequency.from_segments(segs, corpus=self.corpus, tokenizer=self.tokenizer)
 
-    def frequency_table(self, L: int, regimes: Sequence[str] = ("natural", "uniform", "concat"), *, seed: int = 0):
-        """f across regimes as a long polars DataFrame, columns ``position``, ``regime``, ``f`` (L rows per
-        regime, int64 f): ready for ``pivot``, plotting or Parquet.
+    def frequency_table(
+        self, L: int, regimes: str | Sequence[str] = ("natural", "uniform", "concat"), *, seed: int = 0
+    ):
+        """f across regimes (one name or several) as a long polars DataFrame, columns ``position``, ``regime``,
+        ``f`` (L rows per regime, int64 f): ready for ``pivot``, plotting or Parquet.
 
         >>> t = LengthHistogram.from_counts([3, 6], [2, 1]).frequency_table(4, ["natural", "concat"])
         >>> t.filter(t["position"] == 1).rows()
         [(1, 'natural', 8), (1, 'concat', 9)]
         """
+        regimes = [regimes] if isinstance(regimes, str) else regimes
         return pl.concat([self.frequency(L, regime, seed=seed).to_frame() for regime in regimes])
 
     def provenance(self) -> dict:

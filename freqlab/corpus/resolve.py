@@ -102,7 +102,7 @@ def open_corpus(
         info = {"kind": "preset", "preset": preset.name, "hub_id": preset.id}
         if specs is not None:
             return local_corpus(
-                specs, mapping, name=f"{preset.name} (local files)", split=split, config=config, description=info,
+                specs, mapping, name=f"{preset.name} ({_copies(specs)})", split=split, config=config, description=info,
                 format=format,
             )
         if preset.id is None:
@@ -142,3 +142,11 @@ def open_corpus(
         )
     get_preset(dataset)  # raises: unknown preset, with suggestions
     raise AssertionError("unreachable")
+
+
+def _copies(specs: list[str]) -> str:
+    """How a preset's files were given: 'local files', 'remote files' or both."""
+    from freqlab.corpus.remote import is_url
+
+    remote = sum(is_url(spec) for spec in specs)
+    return "local files" if not remote else "remote files" if remote == len(specs) else "local and remote files"

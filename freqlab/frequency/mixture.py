@@ -275,6 +275,11 @@ def weighted_histogram(
             if counts.size and target.max() > 0:
                 keep = target > 0
                 error = max(error, float(np.max(np.abs(counts[keep] - target[keep]) / target[keep])))
+            if m[s] > 0 and g.documents and not counts.any():
+                raise FreqlabError(
+                    f"{s}: weight {float(m[s]):g} is too small beside the others to keep one document of it "
+                    "(give 0 to leave the source out)"
+                )
             scaled[s] = LengthHistogram(g.lengths, counts, corpus=s)
         exact = False
     info = MixtureInfo(mixture, {s: float(w) for s, w in m.items()}, raw_docs, raw_tokens, exact, K, error)

@@ -88,6 +88,8 @@ def test_http_reads_what_the_local_files_hold(served, records):
     assert remote.description["ignored_files"] == 1  # notes.md, as locally
     assert read_all(remote) == read_all(local) == expected(records) * 2
     assert all(shard.local_paths() == () for shard in remote.shards)  # a Ray node needs no local copy
+    preset = open_corpus("slimpajama", data_files=[f"{url}/data/"])
+    assert preset.name == "slimpajama (remote files)" and read_all(preset) == read_all(remote)
 
 
 def test_byte_ranges_stream_and_seek_over_http(served, records):

@@ -150,3 +150,13 @@ def test_best_fit_refuses_a_histogram_it_would_walk_forever_in_one_line():
 def test_epochs_too_large_for_int64_are_one_line_before_any_product():
     with pytest.raises(FreqlabError, match=r"^the weighted mix holds 2\^63 tokens or documents or more"):
         weighted_histogram(split(), "code=1e30,web=1")
+
+
+def test_a_weight_too_small_to_keep_one_document_is_refused_not_rounded_away():
+    with pytest.raises(FreqlabError, match=r"^code: weight 1e-300 is too small beside the others"):
+        weighted_histogram(split(), "code=1e-300,web=1")
+
+
+def test_a_frequency_table_takes_one_regime_name_too():
+    h = LengthHistogram.from_lengths(CODE)
+    assert h.frequency_table(1024, "natural")["f"].to_list() == h.frequency_table(1024, ["natural"])["f"].to_list()
