@@ -24,7 +24,7 @@ from freqlab.histogram import LengthHistogram
 from freqlab.plan.rope_scaling import ROPE_TYPES, plan_rope_scaling
 from freqlab.plan.self_extend import evaluate_self_extend, plan_self_extend
 from freqlab.plan.string import DEFAULT_ROUND, DEFAULT_W, plan_string, string_usage
-from freqlab.plan.upsample import DEFAULT_MAX_UPWEIGHT, plan_upsample, plan_upsample_schedule
+from freqlab.plan.upsample import DEFAULT_MAX_UPWEIGHT, PACKINGS, plan_upsample, plan_upsample_schedule
 from freqlab.plan.well_trained import DEFAULT_MASS, FrequencyInputs, well_trained_range
 
 
@@ -382,7 +382,7 @@ def upsample_command(L, E, hist, tokens, tau, regime, schedule, long_hist, max_u
             raise click.UsageError("give --hist and --L (or a --schedule)")
         tau = DEFAULT_TAU if tau is None else tau
         budget = training_budget(tokens)
-        h = read_histogram(hist, current_weights(), regimes=(regime, "pack", "best-fit"))[0]  # the alternatives too
+        h = read_histogram(hist, current_weights(), regimes=(regime, *PACKINGS))[0]  # the alternatives too
         p = plan_upsample(h, L, E, budget.tokens, tau=tau, regime=regime, long_lengths=long_lengths,
                           max_upweight=max_upweight)
     if as_json:
