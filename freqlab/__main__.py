@@ -2,22 +2,40 @@
 
 :func:`run` takes over Ctrl-C and SIGTERM before anything heavy is imported, so an interrupt at any moment is one
 line and exit status 130 (Ctrl-C) or 143 (SIGTERM), never a traceback.
+
+An interrupt can land while Python runs code that cannot pass an exception on (a weakref callback inside the import
+system, a ``__del__``): Python then prints "Exception ignored" and carries on as if nothing had been pressed.
+:func:`_redeliver` catches those and raises the same signal again a moment later, in the main flow.
 """
 
 from __future__ import annotations
 
+import _thread
 import signal
 import sys
+import threading
 
 from freqlab.errors import Terminated, exit_status
+
+_print_unraisable = sys.unraisablehook
 
 
 def _terminate(signum, frame) -> None:
     raise Terminated
 
 
+def _redeliver(unraisable) -> None:
+    """``sys.unraisablehook``: an interrupt swallowed where it could not propagate is delivered again."""
+    if isinstance(unraisable.exc_value, KeyboardInterrupt):
+        signum = signal.SIGTERM if isinstance(unraisable.exc_value, Terminated) else signal.SIGINT
+        threading.Timer(0.01, _thread.interrupt_main, (signum,)).start()
+        return
+    _print_unraisable(unraisable)
+
+
 def run() -> None:
     """The command line (see :mod:`freqlab.cli`)."""
+    sys.unraisablehook = _redeliver
     signal.signal(signal.SIGTERM, _terminate)
     try:
         from freqlab.cli import main_entry

@@ -1,0 +1,52 @@
+"""``freqlab.__main__``: the command line's entry point owns Ctrl-C and SIGTERM from its first line."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+
+import pytest
+
+# An interrupt raised inside a weakref callback (as happens when Ctrl-C lands in the import system's module-lock
+# callback) cannot propagate: Python reports it as "Exception ignored" and goes on. The entry point's hook must
+# deliver the same signal again in the main flow.
+SWALLOWED = """
+import sys, time, weakref
+import freqlab.__main__ as entry
+from freqlab.errors import Terminated, exit_status
+sys.unraisablehook = entry._redeliver
+import signal
+signal.signal(signal.SIGTERM, entry._terminate)
+
+class Thing:
+    pass
+
+def callback(ref):
+    raise {exception}
+
+thing = Thing()
+ref = weakref.ref(thing, callback)
+try:
+    del thing
+    time.sleep(5)
+    print("not interrupted")
+except KeyboardInterrupt as interrupt:
+    print(type(interrupt).__name__, exit_status(interrupt))
+"""
+
+
+@pytest.mark.parametrize(("exception", "printed"), [("KeyboardInterrupt", "KeyboardInterrupt 130"),
+                                                     ("Terminated", "Terminated 143")])
+def test_an_interrupt_swallowed_by_a_callback_is_delivered_again(exception, printed):
+    code = SWALLOWED.format(exception=exception)
+    result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
+    assert result.stdout.strip() == printed
+    assert "Exception ignored" not in result.stderr and "Traceback" not in result.stderr
+
+
+def test_other_unraisable_errors_are_still_reported():
+    code = SWALLOWED.format(exception="ValueError('kept')")
+    result = subprocess.run([sys.executable, "-c", code.replace("time.sleep(5)", "time.sleep(0.1)")],
+                            capture_output=True, text=True, timeout=60)
+    assert result.stdout.strip() == "not interrupted"
+    assert "Exception ignored" in result.stderr and "ValueError: kept" in result.stderr
