@@ -109,7 +109,10 @@ class Document:
 
 class LengthBatch(NamedTuple):
     """Documents of a length shard: ``lengths`` (int64, >= 0; 0 is an empty document), one ``source`` label
-    for all of them (None when the corpus has no sources) and ``where`` (file and first record) for errors."""
+    for all of them (None when the corpus has no sources) and ``where`` (file and first record) for errors.
+
+    ``lengths`` may be a view of a buffer the reader reuses: valid until the next batch is drawn (copy to keep).
+    """
 
     lengths: np.ndarray
     source: str | None

@@ -5,18 +5,25 @@ tokens of each document back to back in ``NAME.ds`` (uint16, or uint32 when the 
 and in ``NAME.ds.index`` the cumulative end of each document in tokens, uint64 little-endian; a
 ``NAME.ds.metadata`` text file starts with ``tokenizer|token_size``. ``NAME.ds.loss`` (loss masks) is not
 needed. A document's length is the difference of consecutive ends (its EOS, when the tokenizer's
-post-processor or ``eos_token`` appended one, included). Only the index is read, memory-mapped.
+post-processor or ``eos_token`` appended one, included). Only the index is read.
 """
 
 from __future__ import annotations
 
 import os
+from collections.abc import Iterator
 from dataclasses import dataclass
 
 import numpy as np
 
 from freqlab.corpus.registry import register
-from freqlab.corpus.tokenized import IndexedTokenShard, TokenFileFormat, lengths_from_ends
+from freqlab.corpus.tokenized import (
+    BufferedArray,
+    IndexedTokenShard,
+    TokenFileFormat,
+    batched_ranges,
+    lengths_from_ends,
+)
 from freqlab.errors import FreqlabError
 
 TOKEN_DTYPES = {2: np.dtype("<u2"), 4: np.dtype("<u4")}
@@ -42,10 +49,16 @@ class DatatroveFile:
     def token_bound(self) -> int:
         return int(np.iinfo(self.dtype).max) + 1
 
-    def lengths(self, start: int, end: int) -> np.ndarray:
-        """Lengths (int64) of documents ``start`` .. ``end - 1``."""
-        previous = int(self.ends[start - 1]) if start else 0
-        return lengths_from_ends(self.ends[start:end], previous)
+    def length_batches(self, start: int, end: int) -> Iterator[tuple[int, np.ndarray]]:
+        """``(first document, lengths)`` for documents ``start`` .. ``end - 1``, a batch at a time, read into a
+        reused buffer (:class:`~freqlab.corpus.tokenized.BufferedArray`); each valid until the next is drawn."""
+        with open(self.path + ".index", "rb", buffering=0) as handle:
+            # read as int64: an end beyond 2**63 turns negative, so it decreases and is refused
+            ends = BufferedArray(handle, np.int64, 0)
+            for a, b in batched_ranges(start, end):
+                run = ends.read(a - 1, b) if a else ends.read(0, b)  # the end before the first document too
+                lengths = run[1:] if a else run
+                yield a, lengths_from_ends(lengths, int(run[0]) if a else 0, in_place=True, first=a)
 
     def last_tokens(self, count: int) -> np.ndarray:
         """The last token of each of the first ``count`` non-empty documents."""

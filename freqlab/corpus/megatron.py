@@ -19,22 +19,25 @@ Byte layout of the index (``megatron/core/datasets/indexed_dataset.py``, ``_Inde
 (``preprocess_data.py --split-sentences`` makes one per sentence); its length is their sum, the EOD that
 ``--append-eod`` adds to its last sequence included. A document of no sequences is an empty document.
 
-Lengths come from the memory-mapped index only, :data:`~freqlab.corpus.tokenized.BATCH_DOCUMENTS` documents
-at a time: O(documents), memory flat. The ``.bin`` is read only for the EOS check (the last token of the
-first documents). A bad header, an index shorter than its header says (truncated), and a ``.bin`` whose
-size does not match the index's dtype are one-line errors when the corpus is opened.
+Lengths come from the index only, :data:`~freqlab.corpus.tokenized.BATCH_DOCUMENTS` documents at a time,
+read into reused buffers and summed by one compiled pass: O(documents), memory flat. The ``.bin`` is read
+only for the EOS check (the last token of the first documents). A bad header, an index shorter than its header
+says (truncated), and a ``.bin`` whose size does not match the index's dtype are one-line errors when the corpus
+is opened.
 """
 
 from __future__ import annotations
 
 import os
 import struct
+from collections.abc import Iterator
 from dataclasses import dataclass
 
+import numba
 import numpy as np
 
 from freqlab.corpus.registry import register
-from freqlab.corpus.tokenized import IndexedTokenShard, TokenFileFormat
+from freqlab.corpus.tokenized import BufferedArray, IndexedTokenShard, TokenFileFormat, batched_ranges
 from freqlab.errors import FreqlabError
 
 MAGIC = b"MMIDIDX\x00\x00"
@@ -79,37 +82,29 @@ class MegatronIndex:
             return np.zeros(0, self.dtype)
         return np.memmap(self.bin_path, dtype=self.dtype, mode="r")
 
-    def document_lengths(self, start: int, end: int, *, flat: bool = False) -> np.ndarray:
-        """Lengths (int64) of documents ``start`` .. ``end - 1``: the sums of their sequences' lengths.
+    def document_lengths(self, start: int, end: int) -> np.ndarray:
+        """Lengths (int64) of documents ``start`` .. ``end - 1``: the sums of their sequences' lengths (read
+        through the memory map: for a few documents; a scan uses :meth:`length_batches`)."""
+        bounds = np.array(self.document_indices[start : end + 1], np.int64)
+        return self._sum(bounds, np.asarray(self.sequence_lengths[int(bounds[0]) : int(bounds[-1])]), start)
 
-        ``flat``: read the two ranges of the index with plain reads instead of through the memory map, so a
-        pass over a 20 GB index keeps only one batch in memory (mapped pages count as the process's memory).
-        """
-        bounds = self._read(self.document_indices, HEADER.size + 12 * self.sequences, start, end + 1, flat)
-        first, last = int(bounds[0]), int(bounds[-1])
-        steps = np.diff(bounds)
-        if steps.size and int(steps.min()) < 0:
-            k = start + int(np.argmax(steps < 0))
-            raise ValueError(f"{self.prefix}.idx: document_indices decrease at document {k}")
-        lengths = self._read(self.sequence_lengths, HEADER.size, first, last, flat)
-        if last - first == end - start and (steps == 1).all():
-            return lengths  # one sequence per document (what preprocess_data.py writes without --split-sentences)
-        cumulative = np.concatenate([[0], np.cumsum(lengths)])
-        ends = cumulative[bounds - first]
-        return np.diff(ends)
+    def length_batches(self, start: int, end: int) -> Iterator[tuple[int, np.ndarray]]:
+        """``(first document, lengths)`` for documents ``start`` .. ``end - 1``, a batch at a time, read with
+        plain reads into reused buffers (:class:`~freqlab.corpus.tokenized.BufferedArray`): memory flat whatever
+        the index's size; each batch is valid until the next is drawn."""
+        with open(self.prefix + ".idx", "rb", buffering=0) as handle:
+            bounds = BufferedArray(handle, np.int64, HEADER.size + 12 * self.sequences)
+            sequence_lengths = BufferedArray(handle, np.int32, HEADER.size)
+            for a, b in batched_ranges(start, end):
+                run = bounds.read(a, b + 1)
+                yield a, self._sum(run, sequence_lengths.read(int(run[0]), int(run[-1])), a)
 
-    def lengths(self, start: int, end: int) -> np.ndarray:
-        """Lengths of documents ``start`` .. ``end - 1``, read flat (what a scan reads)."""
-        return self.document_lengths(start, end, flat=True)
-
-    def _read(self, mapped: np.ndarray, at: int, start: int, end: int, flat: bool) -> np.ndarray:
-        """``mapped[start:end]`` as int64, through the map or (``flat``) with a plain read of the file, where
-        ``mapped`` starts at byte ``at``."""
-        if not flat:
-            return np.asarray(mapped[start:end], np.int64)
-        offset = at + start * mapped.itemsize
-        count = max(end - start, 0)
-        return np.fromfile(self.prefix + ".idx", dtype=mapped.dtype, count=count, offset=offset).astype(np.int64)
+    def _sum(self, bounds: np.ndarray, sequence_lengths: np.ndarray, first: int) -> np.ndarray:
+        """Document lengths from their sequence bounds (rewritten in place) and those sequences' lengths."""
+        k = sum_sequences(bounds, sequence_lengths)
+        if k >= 0:
+            raise ValueError(f"document_indices decrease at document {first + k}")
+        return bounds[:-1]
 
     def last_tokens(self, count: int) -> np.ndarray:
         """The last token of each of the first ``count`` non-empty documents."""
@@ -132,6 +127,23 @@ class MegatronIndex:
         offsets = np.asarray(self.sequence_pointers[last_sequence], np.int64) // itemsize
         ends = offsets + np.asarray(seq_lengths[last_sequence], np.int64) - 1
         return np.asarray(self.tokens()[ends]), docs
+
+
+@numba.njit(cache=True, nogil=True)
+def sum_sequences(bounds: np.ndarray, sequence_lengths: np.ndarray) -> int:
+    """In place, in one pass: ``bounds[k]`` (int64) becomes the sum of ``sequence_lengths[bounds[k] - bounds[0] :
+    bounds[k + 1] - bounds[0]]`` for every ``k`` but the last; returns -1, or the first ``k`` where the bounds
+    decrease (a corrupt index). Checked against a Python loop over the same index in the tests."""
+    base = bounds[0]
+    for k in range(bounds.shape[0] - 1):
+        a, b = bounds[k], bounds[k + 1]
+        if b < a:
+            return k
+        total = 0
+        for j in range(a - base, b - base):
+            total += sequence_lengths[j]
+        bounds[k] = total
+    return -1
 
 
 def read_index(idx_path: str) -> MegatronIndex:

@@ -13,6 +13,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import ClassVar, Protocol
 
+import numba
 import numpy as np
 
 from freqlab.corpus.base import LENGTHS, FileShard, LengthBatch, LengthShard
@@ -57,19 +58,63 @@ def document_ranges(documents: int, index_bytes: int, range_bytes: int) -> list[
     return [(start, start + size if start + size < documents else None) for start in starts]
 
 
-def lengths_from_ends(ends: np.ndarray, start: int) -> np.ndarray:
+@numba.njit(cache=True, nogil=True)
+def ends_to_lengths(ends: np.ndarray, start: int) -> int:
+    """In place: ``ends[k]`` (cumulative, int64) becomes ``ends[k] - ends[k - 1]`` (``start`` before the
+    first); returns -1, or the first ``k`` where the ends decrease (the array is then partly rewritten)."""
+    previous = start
+    for k in range(ends.shape[0]):
+        end = ends[k]
+        if end < previous:
+            return k
+        ends[k] = end - previous
+        previous = end
+    return -1
+
+
+def lengths_from_ends(ends: np.ndarray, start: int, *, in_place: bool = False, first: int = 0) -> np.ndarray:
     """Document lengths from cumulative end offsets (``start``: where the first document begins), as int64;
-    a decreasing offset raises ValueError (a corrupt index).
+    a decreasing offset raises ValueError naming the document (numbered from ``first``), as in a corrupt index.
+    ``in_place``: ``ends`` is int64 and is rewritten.
 
     >>> lengths_from_ends(np.array([3, 3, 10], np.uint64), 0).tolist()
     [3, 0, 7]
     """
-    ends = ends.astype(np.int64, copy=False)
-    lengths = np.diff(ends, prepend=np.int64(start))
-    if lengths.size and int(lengths.min()) < 0:
-        k = int(np.argmax(lengths < 0))
-        raise ValueError(f"document ends decrease at document {k} ({int(ends[k])} after a larger one)")
+    lengths = ends if in_place else np.array(ends, np.int64)  # uint64 ends beyond 2**63 turn negative: refused
+    k = ends_to_lengths(lengths, start)
+    if k >= 0:  # ends[k] is still the value read (the kernel stops before rewriting it)
+        raise ValueError(f"document ends decrease at document {first + k} ({int(ends[k])} after a larger one)")
     return lengths
+
+
+class BufferedArray:
+    """Runs of an array of ``dtype`` stored from byte ``at`` of an open file, read with plain reads into one
+    buffer reused from run to run.
+
+    Why not a memory map or ``np.fromfile``: mapped pages count as the process's memory (a 20 GB index would
+    look like 20 GB), and fresh memory for every batch costs more in page faults than the read itself (~3x
+    slower on a 10^8-document index). A run is a view of the buffer, valid until the next :meth:`read`.
+    """
+
+    def __init__(self, handle, dtype: np.dtype, at: int) -> None:
+        self.handle, self.dtype, self.at = handle, np.dtype(dtype), at
+        self.buffer = np.empty(0, self.dtype)
+
+    def read(self, start: int, end: int) -> np.ndarray:
+        """Elements ``start`` .. ``end - 1``; ValueError when the file ends first."""
+        count = max(end - start, 0)
+        if count > self.buffer.size:
+            self.buffer = np.empty(max(count, 2 * self.buffer.size), self.dtype)
+        run = self.buffer[:count]
+        view = memoryview(run).cast("B")
+        self.handle.seek(self.at + start * self.dtype.itemsize)
+        done = 0
+        while done < view.nbytes:  # a read may return less than asked
+            got = self.handle.readinto(view[done:])
+            if not got:
+                raise ValueError(f"file ends at byte {self.handle.tell():,}, inside the index")
+            done += got
+        return run
 
 
 def batched_ranges(start: int, end: int, size: int | None = None) -> Iterator[tuple[int, int]]:
@@ -129,7 +174,8 @@ class TokenIndex(Protocol):
     index_bytes: int  # bytes of index read to get every document's length
     token_bound: int  # tokens of the file's dtype are below this (for --eos-id)
 
-    def lengths(self, start: int, end: int) -> np.ndarray: ...  # of documents start .. end - 1, int64
+    # lengths (int64) of documents start .. end - 1, BATCH_DOCUMENTS at a time, each valid until the next is drawn
+    def length_batches(self, start: int, end: int) -> Iterator[tuple[int, np.ndarray]]: ...
 
     def last_tokens(self, count: int) -> np.ndarray: ...  # the last token of the first `count` non-empty documents
 
@@ -144,8 +190,8 @@ class IndexedTokenShard(TokenFileShard):
     def batches(self) -> Iterator[LengthBatch]:
         index = self.open_index(self.path)
         end = index.documents if self.end is None else self.end
-        for a, b in batched_ranges(self.start, end):
-            yield LengthBatch(index.lengths(a, b), None, f"{self.path}: document {a}")
+        for first, lengths in index.length_batches(self.start, end):
+            yield LengthBatch(lengths, None, f"{self.path}: document {first}")
 
 
 class TokenFileFormat(FileFormat):
@@ -184,5 +230,8 @@ class TokenFileFormat(FileFormat):
         for file in files:
             index = self.open(file.path)
             check_eos_option(fields.read.eos_id, index.token_bound, file.path)
-            check.add(index.last_tokens(EOS_CHECKED))
+            try:
+                check.add(index.last_tokens(EOS_CHECKED))
+            except ValueError as exc:  # a corrupt index among the first documents
+                raise FreqlabError(f"{file.path}: {exc}") from exc
         return check.describe()

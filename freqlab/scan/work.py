@@ -27,7 +27,7 @@ from freqlab.corpus.base import (
     metered,
 )
 from freqlab.errors import FreqlabError
-from freqlab.scan.counts import DocumentLog, ShardCount, cut_point, limits_reached, logged_tokens
+from freqlab.scan.counts import DocumentLog, ShardCount, cut_point, limits_reached
 from freqlab.scan.settings import DEFAULT_BATCH_SIZE, ON_ERROR
 
 # A batch is also flushed once it holds this many characters, so memory stays bounded by the batch and the
@@ -138,18 +138,24 @@ class _Tally:
         """The (negative) code of a skip for ``reason``."""
         return -(self.reasons.setdefault(reason, len(self.reasons)) + 1)
 
-    def add(self, codes: np.ndarray, sources: np.ndarray, positions: np.ndarray) -> bool:
-        """Count documents in order; True once this shard's cap is reached (the rest are dropped)."""
+    def add(self, codes: np.ndarray, sources: np.ndarray | int, positions: np.ndarray | int) -> bool:
+        """Count documents in order; True once this shard's cap is reached (the rest are dropped).
+
+        ``sources``: each document's label index, or (an int) one for all; ``positions``: each document's index in
+        the shard, or (an int) the first one's when they are consecutive.
+        """
         n = cut_point(codes, self.docs_left, self.tokens_left)
-        codes, sources, positions = codes[:n], sources[:n], positions[:n]
+        codes = codes[:n]
+        sources = sources if isinstance(sources, int) else sources[:n]
         self.capped = limits_reached(codes, self.docs_left, self.tokens_left)  # a cut (n < size) implies it
-        self.part.add(codes, sources, list(self.labels), list(self.reasons))
+        tokens = self.part.add(codes, sources, list(self.labels), list(self.reasons))
         if self.options.keep_log:
-            self.log.codes.append(codes)
-            self.log.sources.append(sources)
+            self.log.codes.append(codes.copy())  # a length reader may reuse its buffer for the next batch
+            self.log.sources.append(np.full(n, sources, np.int32) if isinstance(sources, int) else sources)
             if self.options.sample_rate is not None:  # else positions are 0, 1, 2, ...: not kept
-                self.log.positions.append(positions)
-        tokens = logged_tokens(codes)
+                if not isinstance(positions, np.ndarray):
+                    positions = np.arange(positions, positions + n, dtype=np.int64)
+                self.log.positions.append(positions[:n])
         if self.docs_left is not None:
             self.docs_left -= n
         if self.tokens_left is not None:
@@ -280,21 +286,19 @@ def _count_lengths(shard, options: ShardOptions, tally: _Tally, sampler: Sampler
             codes = np.asarray(batch.lengths, np.int64)
             if codes.ndim != 1 or (codes.size and int(codes.min()) < 0):
                 raise FreqlabError(f"{batch.where}: negative document lengths")
-            positions = np.arange(index, index + codes.size, dtype=np.int64)
-            index += codes.size
+            first, index = index, index + codes.size
+            positions: np.ndarray | int = first
             if sampler is not None:
-                kept = sampler.keep_range(int(positions[0]) if positions.size else index, codes.size)
+                kept = sampler.keep_range(first, codes.size)
                 part.sampled_out += int(codes.size - np.count_nonzero(kept))
-                codes, positions = codes[kept], positions[kept]
-            sources = np.full(codes.size, tally.label(batch.source), np.int32)
-            if tally.add(codes, sources, positions):
+                codes, positions = codes[kept], first + np.flatnonzero(kept)
+            if tally.add(codes, tally.label(batch.source), positions):
                 return
     except UnreadableFile as exc:
         if options.on_error == "raise":
             part.error = str(exc)
             return
-        tally.add(np.array([tally.reason(UNREADABLE_FILE)], np.int64), np.zeros(1, np.int32),
-                  np.array([index], np.int64))
+        tally.add(np.array([tally.reason(UNREADABLE_FILE)], np.int64), 0, index)
 
 
 class CountJob:

@@ -82,6 +82,53 @@ def test_megatron_large_index_is_cut_into_document_ranges(tmp_path, monkeypatch)
     assert lengths_of(tmp_path / "big.idx") == lengths
 
 
+def random_documents(count: int, seed: int) -> list[list[list[int]]]:
+    """Documents of 0-4 sequences each, sequences of 0-9 tokens (empty ones too, as a writer may leave)."""
+    rng = np.random.default_rng(seed)
+    return [[[7] * int(rng.integers(0, 10)) for _ in range(int(rng.integers(0, 5)))] for _ in range(count)]
+
+
+@pytest.mark.parametrize("seed", [0, 1, 2])
+def test_megatron_lengths_across_batches_and_shards_are_the_sums_of_each_documents_sequences(
+    tmp_path, monkeypatch, seed
+):
+    """The compiled pass over reused buffers against the obvious answer: each document's tokens, counted from
+    the list the file was written from, with batches (3 documents) and shards (7) cutting documents anywhere."""
+    import freqlab.corpus.local as local
+    import freqlab.corpus.tokenized as tokenized
+
+    monkeypatch.setattr(local, "range_bytes", lambda total: 100)
+    monkeypatch.setattr(tokenized, "MIN_SHARD_DOCUMENTS", 7)
+    monkeypatch.setattr(tokenized, "BATCH_DOCUMENTS", 3)
+    docs = random_documents(60, seed)
+    write_megatron(tmp_path / "mixed", docs)
+    expected = [sum(len(sequence) for sequence in doc) for doc in docs]
+    assert lengths_of(tmp_path / "mixed.idx") == expected
+    # a document limit keeps each batch's lengths in the shard's log: the reader's reused buffer must not leak in
+    result = scan(str(tmp_path / "mixed.idx"), workers=1, progress=False, max_docs=50)
+    kept = [n for n in expected[:50] if n]
+    assert result.histogram.documents == len(kept) and result.histogram.empty_documents == 50 - len(kept)
+    assert dict(zip(result.histogram.lengths.tolist(), result.histogram.counts.tolist(), strict=True)) == {
+        n: kept.count(n) for n in set(kept)
+    }
+
+
+@pytest.mark.parametrize("found", ["when opened", "while scanned"])
+def test_megatron_decreasing_document_indices_name_the_document(tmp_path, monkeypatch, found):
+    import freqlab.corpus.tokenized as tokenized
+
+    if found == "while scanned":  # beyond the documents the EOS check reads
+        monkeypatch.setattr(tokenized, "EOS_CHECKED", 1)
+    idx = write_megatron(tmp_path / "bad", single_sequence_documents([4, 5, 6, 7]))
+    raw = bytearray(idx.read_bytes())
+    at = 34 + 12 * 4 + 8 * 2  # document_indices[2] (the end of document 1): 2 -> 0
+    raw[at : at + 8] = struct.pack("<q", 0)
+    idx.write_bytes(bytes(raw))
+    result = CliRunner().invoke(main, ["scan", "--dataset", str(idx), "-q", "--out", str(tmp_path / "out")])
+    assert result.exit_code == 1 and result.output.count("\n") == 1
+    assert "document_indices decrease at document 1" in result.output and "bad.idx" in result.output
+
+
 def _bad_index(tmp_path: Path, case: str) -> Path:
     idx = write_megatron(tmp_path / case, single_sequence_documents([4, 5, 6]))
     raw = idx.read_bytes()
@@ -160,6 +207,21 @@ def test_datatrove_truncated_ds_is_one_line(tmp_path):
     os.remove(tmp_path / "a.ds.index")
     with pytest.raises(FreqlabError, match=r"no a.ds.index beside it"):
         open_corpus(str(tmp_path / "a.ds"))
+
+
+def test_datatrove_lengths_across_batches_are_the_differences_of_the_ends(tmp_path, monkeypatch):
+    import freqlab.corpus.tokenized as tokenized
+
+    monkeypatch.setattr(tokenized, "BATCH_DOCUMENTS", 4)
+    lengths = [(k * 7) % 5 for k in range(23)]  # empty documents among them
+    ends = np.cumsum(lengths).astype("<u8")
+    (tmp_path / "d.ds").write_bytes(np.zeros(int(ends[-1]), "<u2").tobytes())
+    (tmp_path / "d.ds.index").write_bytes(ends.tobytes())
+    assert lengths_of(tmp_path / "d.ds") == lengths
+    ends[9] = ends[8] - 1  # document 9 would end before it starts
+    (tmp_path / "d.ds.index").write_bytes(ends.tobytes())
+    result = CliRunner().invoke(main, ["scan", "--dataset", str(tmp_path / "d.ds"), "-q"])
+    assert result.exit_code == 1 and "document ends decrease at document 9" in result.output
 
 
 # ---- Hugging Face token columns -------------------------------------------------------------------------

@@ -32,6 +32,28 @@ def test_length_counts_equal_a_plain_counter_whatever_the_split(values, pieces):
     assert lengths.tolist() == sorted(expected)
 
 
+codes_strategy = st.lists(
+    st.one_of(st.integers(-3, 0), st.integers(1, 3000), st.integers(DENSE_LIMIT - 2, DENSE_LIMIT + 2),
+              st.integers(1, 10**9)),
+    max_size=200,
+)
+
+
+@given(st.lists(codes_strategy, max_size=5))
+@settings(max_examples=80, deadline=None)
+def test_add_codes_counts_the_positive_codes_and_totals_the_rest_like_a_plain_loop(batches):
+    """The compiled pass (and its growth of the dense array batch after batch) against a Counter."""
+    counts, expected, totals = LengthCounts(), Counter(), [0, 0, 0]
+    for batch in batches:
+        seen = counts.add_codes(np.array(batch, np.int64))
+        assert seen == (sum(c for c in batch if c > 0), batch.count(0), sum(c < 0 for c in batch))
+        expected.update(c for c in batch if c > 0)
+        totals = [a + b for a, b in zip(totals, seen, strict=True)]
+    lengths, found = counts.to_arrays()
+    assert dict(zip(lengths.tolist(), found.tolist(), strict=True)) == expected
+    assert counts.documents == sum(expected.values()) and counts.tokens == totals[0]
+
+
 def test_a_ten_million_token_document_costs_one_dict_entry_not_a_huge_array():
     counts = LengthCounts()
     counts.add(np.array([10_000_000, 5, 5], np.int64))
