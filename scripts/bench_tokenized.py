@@ -6,8 +6,9 @@ the histogram with tokenizing the same text.
    ~600 tokens), written with numpy following ``indexed_dataset.py``'s layout; its ``.bin`` is a sparse file
    of the right size (only its size and the first documents' last tokens are read). ``freqlab scan`` runs in
    a fresh process (all cores); peak memory is the sum of the RSS of it and its workers, sampled every 50 ms
-   (memory-mapped index pages count in RSS: they are page cache, not allocations). Run at 10x fewer
-   documents too, to show the memory is flat and the time linear.
+   (the index is read with plain reads into reused buffers, so RSS is what the scan holds). Run at 10x fewer
+   documents too, to show the memory is flat and the time linear; and once more after emptying the page cache
+   (``/proc/sys/vm/drop_caches``, root only), so the index is read from disk.
 2. Identity: ``/work/shared/corpora/*.jsonl.zst`` tokenized with the built-in Tekken (exported as a
    ``tokenizer.json``) into a datatrove ``.ds`` (``DocumentTokenizer``, ``eos_token="</s>"``) and into a Megatron
    index written here from HF ``tokenizers`` ids plus the EOD (as ``--append-eod``); both scanned, compared
@@ -87,6 +88,16 @@ def timed_scan(args: list[str]) -> dict:
     return {"wall": wall, "peak_mb": peak / 2**20, "summary": json.loads(out)}
 
 
+def drop_page_cache() -> bool:
+    """Empty the kernel's page cache (root only), so the next scan reads the index from disk."""
+    try:
+        os.sync()
+        Path("/proc/sys/vm/drop_caches").write_text("1\n")
+        return True
+    except OSError:
+        return False
+
+
 def speed(folder: Path, documents: int) -> list[dict]:
     rows = []
     for n in (documents // 10, documents):
@@ -94,13 +105,15 @@ def speed(folder: Path, documents: int) -> list[dict]:
         begin = time.perf_counter()
         tokens = write_synthetic_index(prefix, n)
         written = time.perf_counter() - begin
-        run = timed_scan(["--dataset", f"{prefix}.idx", "--out", str(folder / f"out_{n}"), "--L", "4096",
-                          "--regime", "natural"])
+        args = ["--dataset", f"{prefix}.idx", "--L", "4096", "--regime", "natural"]
+        run = timed_scan([*args, "--out", str(folder / f"out_{n}")])  # the page cache as the writer left it
         summary = run["summary"]
         assert summary["documents"]["read"] == n and summary["tokens"] == tokens
+        cold = timed_scan([*args, "--out", str(folder / f"cold_{n}")]) if drop_page_cache() else None
         rows.append({"documents": n, "tokens": tokens, "idx_gb": os.path.getsize(f"{prefix}.idx") / 1e9,
                      "write_s": written, **{k: run[k] for k in ("wall", "peak_mb")},
-                     "scan_s": summary["scan"]["wall_seconds"], "workers": summary["scan"]["workers"]})
+                     "scan_s": summary["scan"]["wall_seconds"], "workers": summary["scan"]["workers"],
+                     "cold_s": cold["wall"] if cold else None})
         os.remove(f"{prefix}.idx")
         os.remove(f"{prefix}.bin")
     return rows
@@ -176,13 +189,14 @@ def main() -> None:
         "# bench_tokenized", "",
         f"`python scripts/bench_tokenized.py --documents {args.documents:.0e}`, {os.cpu_count()} cores; one run.", "",
         "| documents | tokens | .idx (GB) | write .idx (s) | freqlab scan, whole process (s) | scan() wall (s) "
-        "| documents/s | peak RSS, process + workers (MB) |",
-        "|---:|---:|---:|---:|---:|---:|---:|---:|",
+        "| documents/s | peak RSS, process + workers (MB) | whole process, page cache emptied first (s) |",
+        "|---:|---:|---:|---:|---:|---:|---:|---:|---:|",
     ]
     for r in rows:
+        cold = f"{r['cold_s']:.1f}" if r["cold_s"] is not None else "not measured (needs root)"
         lines.append(f"| {r['documents']:,} | {r['tokens']:,} | {r['idx_gb']:.2f} | {r['write_s']:.1f} | "
                      f"{r['wall']:.1f} | {r['scan_s']:.1f} | {r['documents'] / r['scan_s']:.3g} | "
-                     f"{r['peak_mb']:,.0f} |")
+                     f"{r['peak_mb']:,.0f} | {cold} |")
     if same:
         lines += ["", f"Identity on {', '.join(os.path.basename(c) for c in args.corpus)}: {same['documents']:,} "
                   f"documents, {same['tokens']:,} tokens with the EOS. Histogram of `freqlab scan` of the text "

@@ -11,6 +11,9 @@ Offline or unreachable Hub: ``datasets`` retries for ~20 s before failing. Inste
 before ``datasets`` is even imported; either way the error is one line naming the dataset and suggesting
 ``--data-files``. Packaged builders over local files (``json``, ``parquet``, ...) never touch the network:
 ``open_corpus("json", data_files="shards/*.jsonl")`` reads local files through ``datasets``.
+
+Tokenized datasets (a token-id list column such as ``input_ids``, or a length column) stream as lengths, as
+their local Parquet/Arrow files do (:mod:`freqlab.corpus.token_columns`): no tokenizer is loaded.
 """
 
 from __future__ import annotations
@@ -22,8 +25,8 @@ import threading
 from collections.abc import Iterator
 from dataclasses import dataclass
 
-from freqlab.corpus.base import Corpus, Document, Shard, UnreadableFile, describe_error
-from freqlab.corpus.fields import Fields
+from freqlab.corpus.base import Corpus, Document, LengthBatch, LengthShard, Shard, UnreadableFile, describe_error
+from freqlab.corpus.fields import DEFAULT_TOKENS_FIELD, Fields
 from freqlab.errors import FreqlabError
 
 MAX_SHARDS = 256
@@ -133,29 +136,63 @@ class HubShard(Shard):
     num_shards: int = 1
     files: tuple[str, ...] = ()  # the local files this shard streams (packaged builders), when known
 
-    def read(self) -> Iterator[Document]:
+    def stream(self):
+        """This shard's part of the streaming dataset."""
         stream = _stream(self.dataset, self.config, self.split, self.data_files)
-        if self.num_shards > 1:
-            stream = stream.shard(num_shards=self.num_shards, index=self.index)
+        return stream.shard(num_shards=self.num_shards, index=self.index) if self.num_shards > 1 else stream
+
+    @property
+    def row_prefix(self) -> str:
+        """How rows are named in messages: one local file's records are numbered in it; else the stream shard."""
+        if len(self.files) == 1:
+            return f"{self.files[0]}:record "
+        return f"{_label(self.dataset, self.config, self.split)}#{self.index}:row "
+
+    def read(self) -> Iterator[Document]:
         extract = self.fields.extractor()
-        # one local file: its records are numbered in it; else the stream's shard is named
-        label = _label(self.dataset, self.config, self.split)
-        prefix = f"{self.files[0]}:record " if len(self.files) == 1 else f"{label}#{self.index}:row "
+        prefix = self.row_prefix
         row = 0
         try:
-            for record in stream:
+            for record in self.stream():
                 row += 1
                 text, source, error = extract(record)
                 yield Document(text, source, f"{prefix}{row}", error)
         except FreqlabError:
             raise
         except Exception as exc:  # a file that the builder cannot parse, a dropped connection, ...
-            message = f"{prefix}{row + 1}: cannot read ({describe_error(exc)})"
-            if self.files:  # a local file: a scan may skip it (--on-error skip); the native reader names the line
-                single = len(self.files) == 1
-                hint = f"; `--dataset {self.files[0]}` reads it natively, naming the bad line" if single else ""
-                raise UnreadableFile(message + hint, ", ".join(self.files)) from exc
-            raise FreqlabError(message) from exc
+            raise self.failure(exc, row + 1) from exc
+
+    def failure(self, exc: Exception, row: int) -> FreqlabError:
+        """The one-line error of a stream that fails at ``row``: a local file's may be skipped (--on-error skip)."""
+        message = f"{self.row_prefix}{row}: cannot read ({describe_error(exc)})"
+        if self.files:  # the native reader names the bad line
+            single = len(self.files) == 1
+            hint = f"; `--dataset {self.files[0]}` reads it natively, naming the bad line" if single else ""
+            return UnreadableFile(message + hint, ", ".join(self.files))
+        return FreqlabError(message)
+
+
+@dataclass(frozen=True)
+class HubLengthShard(HubShard, LengthShard):
+    """A :class:`HubShard` of tokenized data: each record's length is the length of its token-id list or the
+    value of its length column (``column``: ``(kind, name)``, see :func:`~freqlab.corpus.token_columns.token_column`).
+    Rows come as Arrow tables, so lengths are read from the list offsets without a Python object per token."""
+
+    column: tuple[str, str] = ("tokens", DEFAULT_TOKENS_FIELD)
+
+    def read_lengths(self) -> Iterator[LengthBatch]:
+        from freqlab.corpus.token_columns import BATCH_ROWS, length_batches
+
+        prefix, name = self.row_prefix, _label(self.dataset, self.config, self.split)
+        row = 0
+        try:
+            for table in self.stream().with_format("arrow").iter(batch_size=BATCH_ROWS):
+                yield from length_batches(table, self.column, self.fields.source, f"{prefix}{row + 1}", name)
+                row += table.num_rows
+        except FreqlabError:
+            raise
+        except Exception as exc:
+            raise self.failure(exc, row + 1) from exc
 
 
 def streamed_corpus(
@@ -180,8 +217,12 @@ def streamed_corpus(
     stream = _stream(dataset, config, split, files)
     count = max(1, min(stream.num_shards, MAX_SHARDS))
     groups = _file_groups(list(files or ()), stream.num_shards, count) if local else [()] * count
+    column = _token_column(stream, fields)
     shards: list[Shard] = [
         HubShard(f"{dataset}:{split}:{i:03d}-of-{count:03d}", dataset, config, split, files, fields, i, count, group)
+        if column is None else
+        HubLengthShard(f"{dataset}:{split}:{i:03d}-of-{count:03d}", dataset, config, split, files, fields, i, count,
+                       group, column)
         for i, group in enumerate(groups)
     ]
     total = None
@@ -193,7 +234,7 @@ def streamed_corpus(
         "id": dataset,
         "config": config,
         "split": split,
-        "text_field": fields.text,
+        **({"text_field": fields.text} if column is None else {f"{column[0]}_field": column[1]}),
         "source_field": fields.source,
         "streamed_with": "datasets",
         "stream_shards": stream.num_shards,
@@ -204,6 +245,15 @@ def streamed_corpus(
     return Corpus(
         name=name, shards=shards, has_sources=fields.source is not None, description=info, total_documents=total
     )
+
+
+def _token_column(stream, fields: Fields) -> tuple[str, str] | None:
+    """``(kind, column)`` when the stream's records are read as lengths (``--tokens-field``, ``--length-field``,
+    or no text column but an ``input_ids`` one among the features the dataset declares), else None (text)."""
+    from freqlab.corpus.token_columns import token_column
+
+    names = list(stream.features or {}) if stream.features is not None else []
+    return token_column(fields, names)
 
 
 def _file_groups(files: list[str], stream_shards: int, count: int) -> list[tuple[str, ...]]:

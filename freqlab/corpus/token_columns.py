@@ -1,8 +1,9 @@
 """Token-id and length columns of Parquet and Arrow files (what ``datasets.map(tokenizer)`` and
 ``save_to_disk`` write): a document's length is its token list's length, or the value of a length column.
 
-Used by the Parquet and Arrow formats (:mod:`freqlab.corpus.columnar`) when ``--tokens-field`` or
-``--length-field`` is given, or when a file has no text column but an ``input_ids`` one. Lengths come from the
+Used by the Parquet and Arrow formats (:mod:`freqlab.corpus.columnar`) and by datasets streamed through
+``datasets`` (:mod:`freqlab.corpus.hub`) when ``--tokens-field`` or ``--length-field`` is given, or when the
+records have no text column but an ``input_ids`` one. Lengths come from the
 Arrow list offsets (``pyarrow.compute.list_value_length``): no token is converted to Python, only the one
 column is read. With a source field, each run of rows with one label is one batch, so order is kept.
 """
@@ -76,21 +77,29 @@ class TokenColumnShard(TokenFileShard):
         else:
             batches, row = arrow_batches(self.path, columns), 0
         for batch in batches:
-            where = f"{self.path}:row {row + 1}"
-            if self.column not in batch.schema.names:
-                raise FreqlabError(f"{self.path}: no column {self.column!r} (columns: {', '.join(batch.schema.names)})")
-            lengths = column_lengths(batch.column(self.column), self.kind_of_column, where)
+            yield from length_batches(batch, (self.kind_of_column, self.column), self.fields.source,
+                                      f"{self.path}:row {row + 1}", self.path)
             row += batch.num_rows
-            if not self.fields.source:
-                yield LengthBatch(lengths, None, where)
-                continue
-            labels = _labels(batch, self.fields.source)
-            cuts = [0, *(k for k in range(1, len(labels)) if labels[k] != labels[k - 1]), len(labels)]
-            for a, b in itertools.pairwise(cuts):
-                yield LengthBatch(lengths[a:b], labels[a], where)
 
 
-def _labels(batch: pa.RecordBatch, source: str) -> list[str]:
+def length_batches(batch: pa.RecordBatch | pa.Table, column: tuple[str, str], source: str | None, where: str,
+                   name: str) -> Iterator[LengthBatch]:
+    """The lengths of one batch of rows (``column``: ``(kind, name)`` from :func:`token_column`), one
+    :class:`LengthBatch` per run of rows with one source label (so order is kept); ``name`` for errors."""
+    kind, column_name = column
+    if column_name not in batch.schema.names:
+        raise FreqlabError(f"{name}: no column {column_name!r} (columns: {', '.join(batch.schema.names)})")
+    lengths = column_lengths(batch.column(column_name), kind, where)
+    if not source:
+        yield LengthBatch(lengths, None, where)
+        return
+    labels = _labels(batch, source)
+    cuts = [0, *(k for k in range(1, len(labels)) if labels[k] != labels[k - 1]), len(labels)]
+    for a, b in itertools.pairwise(cuts):
+        yield LengthBatch(lengths[a:b], labels[a], where)
+
+
+def _labels(batch: pa.RecordBatch | pa.Table, source: str) -> list[str]:
     if source not in batch.schema.names:
         return [MISSING_SOURCE] * batch.num_rows
     return [MISSING_SOURCE if v is None else str(v) for v in batch.column(source).to_pylist()]

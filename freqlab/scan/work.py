@@ -311,9 +311,14 @@ class CountJob:
     def setup(self) -> None:
         """Prepare this worker process: one task per core already, so tokenizers use one thread each (no
         oversubscription; must happen before a tokenizer's first count)."""
+        from tqdm.std import TqdmDefaultWriteLock
+
         from freqlab.tokenize import single_threaded
 
         single_threaded()
+        # tqdm (which datasets uses while streaming) would make its lock a multiprocessing semaphore: a worker
+        # stopped at the end of a failed scan leaves it behind and the resource tracker warns about it
+        TqdmDefaultWriteLock.mp_lock = None
 
     def __call__(self, shard, options: ShardOptions, on_progress: Progress | None = None) -> ShardCount:
         return count_shard(shard, self.counter, options, on_progress)

@@ -11,7 +11,7 @@ import time
 import pytest
 from corpus_helpers import expected, read_all, write_bytes, write_jsonl, write_parquet
 
-from freqlab.corpus import hub, open_corpus
+from freqlab.corpus import ReadOptions, hub, open_corpus
 from freqlab.errors import FreqlabError
 
 SOURCE = "meta.redpajama_set_name"
@@ -187,3 +187,73 @@ def test_hub_dataset_is_streamed_with_load_dataset(tmp_path, records, monkeypatc
     assert corpus.description["kind"] == "preset"
     assert corpus.has_sources
     assert [s.id for s in corpus.shards] == [f"DKYoon/SlimPajama-6B:validation:{i:03d}-of-003" for i in range(3)]
+
+
+# ---- tokenized datasets streamed through datasets ------------------------------------------------------------
+
+
+def _token_parquets(tmp_path) -> tuple[list[str], list[int], list[str]]:
+    """Two Parquet files written by ``datasets`` (what ``map(tokenizer)`` + ``to_parquet`` leave): token lists of
+    known lengths (an empty one too), a length column and a source column."""
+    import datasets
+
+    lengths = [3, 1, 0, 7, 2, 2, 5, 1]
+    sources = ["web", "web", "code", "web", "code", "code", "web", "web"]
+    files = []
+    for k, rows in enumerate((slice(0, 5), slice(5, 8))):
+        part = datasets.Dataset.from_dict({
+            "input_ids": [list(range(n)) for n in lengths[rows]], "n_tokens": lengths[rows], "src": sources[rows],
+        })
+        files.append(str(tmp_path / f"tok-{k}.parquet"))
+        part.to_parquet(files[-1])
+    return files, lengths, sources
+
+
+def _streamed_lengths(corpus) -> list[tuple[int, str | None]]:
+    return [(int(n), batch.source) for shard in corpus.shards for batch in shard.read_lengths() for n in batch.lengths]
+
+
+def test_a_streamed_token_column_gives_each_records_list_length_without_a_tokenizer(tmp_path):
+    files, lengths, sources = _token_parquets(tmp_path)
+    corpus = open_corpus("parquet", data_files=files, source_field="src")  # no text column, an input_ids one
+    assert corpus.kind == "lengths" and corpus.description["tokens_field"] == "input_ids"
+    assert _streamed_lengths(corpus) == list(zip(lengths, sources, strict=True))
+    by_length = open_corpus("parquet", data_files=files, read=ReadOptions(length_field="n_tokens"))
+    assert by_length.description["length_field"] == "n_tokens"
+    assert _streamed_lengths(by_length) == [(n, None) for n in lengths]
+
+
+def test_a_streamed_token_column_scans_like_the_same_files_read_natively(tmp_path):
+    from freqlab.scan import scan
+
+    files, lengths, _ = _token_parquets(tmp_path)
+    streamed = scan("parquet", data_files=files, source_field="src", workers=1, progress=False)
+    native = scan(data_files=files, source_field="src", workers=1, progress=False)
+    assert streamed.summary["tokenizer"] is None
+    for result in (streamed, native):
+        h = result.histogram
+        assert dict(zip(h.lengths.tolist(), h.counts.tolist(), strict=True)) == {1: 2, 2: 2, 3: 1, 5: 1, 7: 1}
+        assert h.empty_documents == 1 and h.tokens == sum(lengths)
+        assert sorted(h.sources) == ["code", "web"]
+    assert streamed.histogram.sources["code"].tokens == native.histogram.sources["code"].tokens == 4
+
+
+def test_a_streamed_token_column_that_holds_no_lists_is_one_line(tmp_path):
+    files, _, _ = _token_parquets(tmp_path)
+    corpus = open_corpus("parquet", data_files=files, read=ReadOptions(tokens_field="src"))
+    with pytest.raises(FreqlabError, match=r"the token column holds string, not lists of token ids"):
+        _streamed_lengths(corpus)
+
+
+def test_a_failed_streamed_scan_prints_one_line_and_no_warning_from_its_workers(tmp_path):
+    """Workers stopped at the end of a failed scan leave nothing behind (tqdm, which datasets uses, would make a
+    multiprocessing semaphore, and the resource tracker would print a warning about it)."""
+    import subprocess
+    import sys
+
+    bad = write_bytes(tmp_path / "b.jsonl", b'{"text": "fine"}\n{"text": broken\n')
+    run = subprocess.run([sys.executable, "-m", "freqlab", "scan", "--dataset", "json", "--data-files", str(bad),
+                          "-q", "--workers", "2", "--out", str(tmp_path / "out")],
+                         capture_output=True, text=True, timeout=120)
+    assert run.returncode == 1
+    assert run.stderr.startswith(f"Error: {bad}:record 1: cannot read (") and run.stderr.count("\n") == 1
