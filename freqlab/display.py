@@ -138,8 +138,13 @@ def count(n) -> str:
 
 
 def percent(x: float, digits: int = 1) -> str:
-    """0.765 -> '76.5%'."""
-    return f"{100 * x:.{digits}f}%"
+    """0.765 -> '76.5%'; a share that rounds to zero is '0.0%', never '-0.0%' (float sums can end a hair below 0).
+
+    >>> percent(0.765), percent(-1e-17)
+    ('76.5%', '0.0%')
+    """
+    value = 100 * x
+    return f"{0.0 if abs(value) < 0.5 * 10**-digits else value:.{digits}f}%"
 
 
 def listed(items: Sequence[str], limit: int = 6) -> str:

@@ -28,6 +28,9 @@ POSITION_SUFFIXES: dict[str, int] = {"K": 1 << 10, "M": 1 << 20}
 #: Suffix -> multiplier for tokens and other counts (decimal: B = 10^9).
 DECIMAL_SUFFIXES: dict[str, int] = {"K": 10**3, "M": 10**6, "B": 10**9, "G": 10**9, "T": 10**12}
 
+#: The largest window (or position) freqlab computes f for: f is a dense array of L int64 values, 8 GiB here.
+MAX_POSITIONS = 1 << 30
+
 #: One line for help texts: what the suffixes mean.
 POSITIONS_HELP = "K = 1024: 2K = 2048, 128K = 131072"
 TOKENS_HELP = "K, M, B, T = 10^3, 10^6, 10^9, 10^12"

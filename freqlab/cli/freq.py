@@ -9,6 +9,7 @@ import polars as pl
 
 from freqlab.cli.options import POSITIONS, POSITIONS_NOTE, TOKENS, TOKENS_NOTE
 from freqlab.cli.weights import budget_line, echo_mix, read_histogram, weights_option
+from freqlab.display import percent
 from freqlab.frequency.budget import training_budget
 from freqlab.frequency.mixture import contribution_table
 from freqlab.frequency.regimes import REGIMES
@@ -167,7 +168,7 @@ def stats_command(hist, L, weights, as_json):
         ("p10 / p90 / p99", " / ".join(f"{summary['percentiles'][p]:,}" for p in ("p10", "p90", "p99"))),
         ("quantiles", "nearest rank (the ceil(q·n)-th smallest length)"),
         ("max length", f"{summary['max']:,}"),
-        (f"tokens in documents > {L}", f"{100 * summary['share_tokens_longer_than_L']:.1f}%"),
+        (f"tokens in documents > {L}", percent(summary['share_tokens_longer_than_L'])),
     ]
     for name, info in summary.get("sources", {}).items():
         rows.append((f"source {name}", f"{info['documents']:,} documents, {info['tokens']:,} tokens"))
@@ -239,8 +240,8 @@ def schedule_command(file, hist, tau, weights, as_json):
         )
     click.echo(
         f"all stages: effective length {data['effective_length']} at τ = {human_count(tau)}; "
-        f"{100 * data['share_at_most_half']:.1f}% of position mass at i ≤ {window // 2}, "
-        f"{100 * data['share_at_least_three_quarters']:.1f}% at i ≥ {(3 * window) // 4}"
+        f"{percent(data['share_at_most_half'])} of position mass at i ≤ {window // 2}, "
+        f"{percent(data['share_at_least_three_quarters'])} at i ≥ {(3 * window) // 4}"
     )
     for i in checkpoints:
         click.echo(f"  F({i}) = {human_count(total[i])}")

@@ -13,7 +13,7 @@ import functools
 import click
 
 from freqlab.errors import FreqlabError
-from freqlab.sizes import POSITIONS_HELP, TOKENS_HELP, parse_count, parse_positions, parse_tokens
+from freqlab.sizes import MAX_POSITIONS, POSITIONS_HELP, TOKENS_HELP, parse_count, parse_positions, parse_tokens
 
 
 class Size(click.ParamType):
@@ -23,8 +23,8 @@ class Size(click.ParamType):
         self.parse, self.name, self.minimum, self.maximum = parse, name, minimum, maximum
 
     def within(self, minimum: int = 1, maximum: int | None = None) -> Size:
-        """The same kind of size within other bounds: ``POSITIONS.within(2, 64)``."""
-        return Size(self.parse, self.name, minimum, maximum)
+        """The same kind of size within other bounds: ``POSITIONS.within(2, 64)`` (no maximum: this one's)."""
+        return Size(self.parse, self.name, minimum, self.maximum if maximum is None else maximum)
 
     def convert(self, value, param, ctx):
         try:
@@ -32,13 +32,13 @@ class Size(click.ParamType):
         except FreqlabError as exc:
             self.fail(str(exc), param, ctx)
         if size < self.minimum or (self.maximum is not None and size > self.maximum):
-            bounds = f">= {self.minimum}" if self.maximum is None else f"in {self.minimum}..{self.maximum}"
+            bounds = f">= {self.minimum}" if self.maximum is None else f"in {self.minimum}..{self.maximum:,}"
             self.fail(f"{value!r} is not {bounds}", param, ctx)
         return size
 
 
 TOKENS = Size(parse_tokens, "TOKENS", maximum=2**63 - 1)  # counts stay exact int64
-POSITIONS = Size(parse_positions, "N")
+POSITIONS = Size(parse_positions, "N", maximum=MAX_POSITIONS)  # f is computed as a dense array
 COUNT = Size(parse_count, "N")
 
 #: Appended to the help of every flag taking positions / tokens.

@@ -10,8 +10,16 @@ from collections.abc import Iterable
 
 import click
 
+from freqlab.errors import FreqlabError
 from freqlab.frequency.budget import Budget
-from freqlab.frequency.mixture import PRESETS, MixtureInfo, contribution_table, describe_table, weighted_histogram
+from freqlab.frequency.mixture import (
+    PRESETS,
+    Mixture,
+    MixtureInfo,
+    contribution_table,
+    describe_table,
+    weighted_histogram,
+)
 from freqlab.frequency.summary import human_count
 from freqlab.histogram import LengthHistogram
 
@@ -19,11 +27,25 @@ WEIGHTS_HELP = (
     "Train on a weighted mix of the histogram's sources: epochs per source (SOURCE=W%,... for shares of training "
     f"tokens), a YAML/JSON mixture file, or a published mix ({', '.join(PRESETS)})."
 )
-weights_option = click.option("--weights", default=None, metavar="SOURCE=W,...|FILE|PRESET", help=WEIGHTS_HELP)
+
+
+def _checked(ctx: click.Context, param, value):
+    """A --weights that is no mix (bad syntax, a missing or malformed file) is a usage error, found before the
+    histogram is read."""
+    if value is not None:
+        try:
+            Mixture.parse(value)
+        except FreqlabError as exc:
+            raise click.BadParameter(str(exc), ctx, param) from None
+    return value
+
+
+weights_option = click.option("--weights", default=None, metavar="SOURCE=W,...|FILE|PRESET", help=WEIGHTS_HELP,
+                              callback=_checked)
 
 
 def _remember(ctx: click.Context, param, value):
-    ctx.meta["freqlab.weights"] = value
+    ctx.meta["freqlab.weights"] = _checked(ctx, param, value)
     return value
 
 

@@ -18,8 +18,8 @@ import numpy as np
 
 from freqlab.corpus.registry import register
 from freqlab.corpus.tokenized import (
-    BufferedArray,
     IndexedTokenShard,
+    IndexFile,
     TokenFileFormat,
     batched_ranges,
     lengths_from_ends,
@@ -50,15 +50,14 @@ class DatatroveFile:
         return int(np.iinfo(self.dtype).max) + 1
 
     def length_batches(self, start: int, end: int) -> Iterator[tuple[int, np.ndarray]]:
-        """``(first document, lengths)`` for documents ``start`` .. ``end - 1``, a batch at a time, read into a
-        reused buffer (:class:`~freqlab.corpus.tokenized.BufferedArray`); each valid until the next is drawn."""
-        with open(self.path + ".index", "rb", buffering=0) as handle:
-            # read as int64: an end beyond 2**63 turns negative, so it decreases and is refused
-            ends = BufferedArray(handle, np.int64, 0)
+        """``(first document, lengths)`` for documents ``start`` .. ``end - 1``, a batch at a time, from windows
+        of the index (:class:`~freqlab.corpus.tokenized.IndexFile`); each valid until the next is drawn."""
+        with IndexFile(self.path + ".index") as index:
             for a, b in batched_ranges(start, end):
-                run = ends.read(a - 1, b) if a else ends.read(0, b)  # the end before the first document too
-                lengths = run[1:] if a else run
-                yield a, lengths_from_ends(lengths, int(run[0]) if a else 0, in_place=True, first=a)
+                # the end before the first document too; read as int64 (an end beyond 2**63 decreases: refused)
+                run = index.run(0, np.int64, a - 1 if a else 0, b)
+                ends, previous = (run[1:], int(run[0])) if a else (run, 0)
+                yield a, lengths_from_ends(ends, previous, out=index.lengths(b - a), first=a)
 
     def last_tokens(self, count: int) -> np.ndarray:
         """The last token of each of the first ``count`` non-empty documents."""

@@ -20,7 +20,7 @@ Byte layout of the index (``megatron/core/datasets/indexed_dataset.py``, ``_Inde
 ``--append-eod`` adds to its last sequence included. A document of no sequences is an empty document.
 
 Lengths come from the index only, :data:`~freqlab.corpus.tokenized.BATCH_DOCUMENTS` documents at a time,
-read into reused buffers and summed by one compiled pass: O(documents), memory flat. The ``.bin`` is read
+mapped window by window and summed by one compiled pass: O(documents), memory flat. The ``.bin`` is read
 only for the EOS check (the last token of the first documents). A bad header, an index shorter than its header
 says (truncated), and a ``.bin`` whose size does not match the index's dtype are one-line errors when the corpus
 is opened.
@@ -37,7 +37,7 @@ import numba
 import numpy as np
 
 from freqlab.corpus.registry import register
-from freqlab.corpus.tokenized import BufferedArray, IndexedTokenShard, TokenFileFormat, batched_ranges
+from freqlab.corpus.tokenized import IndexedTokenShard, IndexFile, TokenFileFormat, batched_ranges
 from freqlab.errors import FreqlabError
 
 MAGIC = b"MMIDIDX\x00\x00"
@@ -85,26 +85,26 @@ class MegatronIndex:
     def document_lengths(self, start: int, end: int) -> np.ndarray:
         """Lengths (int64) of documents ``start`` .. ``end - 1``: the sums of their sequences' lengths (read
         through the memory map: for a few documents; a scan uses :meth:`length_batches`)."""
-        bounds = np.array(self.document_indices[start : end + 1], np.int64)
-        return self._sum(bounds, np.asarray(self.sequence_lengths[int(bounds[0]) : int(bounds[-1])]), start)
+        bounds = np.asarray(self.document_indices[start : end + 1])
+        sequence_lengths = np.asarray(self.sequence_lengths[int(bounds[0]) : int(bounds[-1])])
+        return self._sum(bounds, sequence_lengths, np.empty(end - start, np.int64), start)
 
     def length_batches(self, start: int, end: int) -> Iterator[tuple[int, np.ndarray]]:
-        """``(first document, lengths)`` for documents ``start`` .. ``end - 1``, a batch at a time, read with
-        plain reads into reused buffers (:class:`~freqlab.corpus.tokenized.BufferedArray`): memory flat whatever
-        the index's size; each batch is valid until the next is drawn."""
-        with open(self.prefix + ".idx", "rb", buffering=0) as handle:
-            bounds = BufferedArray(handle, np.int64, HEADER.size + 12 * self.sequences)
-            sequence_lengths = BufferedArray(handle, np.int32, HEADER.size)
+        """``(first document, lengths)`` for documents ``start`` .. ``end - 1``, a batch at a time, from windows
+        of the index (:class:`~freqlab.corpus.tokenized.IndexFile`): memory flat whatever the index's size; each
+        batch is valid until the next is drawn."""
+        with IndexFile(self.prefix + ".idx") as index:
             for a, b in batched_ranges(start, end):
-                run = bounds.read(a, b + 1)
-                yield a, self._sum(run, sequence_lengths.read(int(run[0]), int(run[-1])), a)
+                bounds = index.run(HEADER.size + 12 * self.sequences, np.int64, a, b + 1)
+                sequence_lengths = index.run(HEADER.size, np.int32, int(bounds[0]), int(bounds[-1]))
+                yield a, self._sum(bounds, sequence_lengths, index.lengths(b - a), a)
 
-    def _sum(self, bounds: np.ndarray, sequence_lengths: np.ndarray, first: int) -> np.ndarray:
-        """Document lengths from their sequence bounds (rewritten in place) and those sequences' lengths."""
-        k = sum_sequences(bounds, sequence_lengths)
+    def _sum(self, bounds: np.ndarray, sequence_lengths: np.ndarray, out: np.ndarray, first: int) -> np.ndarray:
+        """Document lengths (into ``out``) from their sequence bounds and those sequences' lengths."""
+        k = sum_sequences(bounds, sequence_lengths, out)
         if k >= 0:
             raise ValueError(f"document_indices decrease at document {first + k}")
-        return bounds[:-1]
+        return out
 
     def last_tokens(self, count: int) -> np.ndarray:
         """The last token of each of the first ``count`` non-empty documents."""
@@ -130,10 +130,10 @@ class MegatronIndex:
 
 
 @numba.njit(cache=True, nogil=True)
-def sum_sequences(bounds: np.ndarray, sequence_lengths: np.ndarray) -> int:
-    """In place, in one pass: ``bounds[k]`` (int64) becomes the sum of ``sequence_lengths[bounds[k] - bounds[0] :
-    bounds[k + 1] - bounds[0]]`` for every ``k`` but the last; returns -1, or the first ``k`` where the bounds
-    decrease (a corrupt index). Checked against a Python loop over the same index in the tests."""
+def sum_sequences(bounds: np.ndarray, sequence_lengths: np.ndarray, out: np.ndarray) -> int:
+    """``out[k]`` = the sum of ``sequence_lengths[bounds[k] - bounds[0] : bounds[k + 1] - bounds[0]]`` (int64) for
+    every ``k`` but the last bound's, in one pass; returns -1, or the first ``k`` where the bounds decrease (a
+    corrupt index). Checked against the documents an index was written from in the tests."""
     base = bounds[0]
     for k in range(bounds.shape[0] - 1):
         a, b = bounds[k], bounds[k + 1]
@@ -142,7 +142,7 @@ def sum_sequences(bounds: np.ndarray, sequence_lengths: np.ndarray) -> int:
         total = 0
         for j in range(a - base, b - base):
             total += sequence_lengths[j]
-        bounds[k] = total
+        out[k] = total
     return -1
 
 

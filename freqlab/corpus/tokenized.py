@@ -9,6 +9,8 @@ each file (their last token), against ``--eos-id`` when given, else by whether t
 
 from __future__ import annotations
 
+import mmap
+import os
 from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import ClassVar, Protocol
@@ -59,62 +61,78 @@ def document_ranges(documents: int, index_bytes: int, range_bytes: int) -> list[
 
 
 @numba.njit(cache=True, nogil=True)
-def ends_to_lengths(ends: np.ndarray, start: int) -> int:
-    """In place: ``ends[k]`` (cumulative, int64) becomes ``ends[k] - ends[k - 1]`` (``start`` before the
-    first); returns -1, or the first ``k`` where the ends decrease (the array is then partly rewritten)."""
+def ends_to_lengths(ends: np.ndarray, start: int, out: np.ndarray) -> int:
+    """``out[k] = ends[k] - ends[k - 1]`` (``start`` before the first) for cumulative int64 ends, in one pass;
+    returns -1, or the first ``k`` where the ends decrease (``out`` is then only partly written)."""
     previous = start
     for k in range(ends.shape[0]):
         end = ends[k]
         if end < previous:
             return k
-        ends[k] = end - previous
+        out[k] = end - previous
         previous = end
     return -1
 
 
-def lengths_from_ends(ends: np.ndarray, start: int, *, in_place: bool = False, first: int = 0) -> np.ndarray:
-    """Document lengths from cumulative end offsets (``start``: where the first document begins), as int64;
-    a decreasing offset raises ValueError naming the document (numbered from ``first``), as in a corrupt index.
-    ``in_place``: ``ends`` is int64 and is rewritten.
+def lengths_from_ends(
+    ends: np.ndarray, start: int, *, out: np.ndarray | None = None, first: int = 0
+) -> np.ndarray:
+    """Document lengths (int64, into ``out`` when given) from cumulative end offsets (``start``: where the first
+    document begins); a decreasing offset raises ValueError naming the document (numbered from ``first``), as
+    in a corrupt index.
 
     >>> lengths_from_ends(np.array([3, 3, 10], np.uint64), 0).tolist()
     [3, 0, 7]
     """
-    lengths = ends if in_place else np.array(ends, np.int64)  # uint64 ends beyond 2**63 turn negative: refused
-    k = ends_to_lengths(lengths, start)
-    if k >= 0:  # ends[k] is still the value read (the kernel stops before rewriting it)
+    ends = np.asarray(ends, np.int64)  # uint64 ends beyond 2**63 turn negative, so they decrease: refused
+    out = np.empty(ends.size, np.int64) if out is None else out
+    k = ends_to_lengths(ends, start, out)
+    if k >= 0:
         raise ValueError(f"document ends decrease at document {first + k} ({int(ends[k])} after a larger one)")
-    return lengths
+    return out
 
 
-class BufferedArray:
-    """Runs of an array of ``dtype`` stored from byte ``at`` of an open file, read with plain reads into one
-    buffer reused from run to run.
+class IndexFile:
+    """A tokenized file's index, read a batch at a time.
 
-    Why not a memory map or ``np.fromfile``: mapped pages count as the process's memory (a 20 GB index would
-    look like 20 GB), and fresh memory for every batch costs more in page faults than the read itself (~3x
-    slower on a 10^8-document index). A run is a view of the buffer, valid until the next :meth:`read`.
+    Each run of an array is a read-only memory map of just its bytes, unmapped as soon as the run is dropped,
+    so a 20 GB index never counts as 20 GB of the process's memory; the lengths computed from it go into one
+    int64 buffer reused from batch to batch. (On a 10^8-document Megatron index in the page cache, fresh memory
+    per batch was ~3x slower than this, page faults costing more than the copy, and plain reads into reused
+    buffers ~1.5x.) Runs and :meth:`lengths` are valid until the next batch.
     """
 
-    def __init__(self, handle, dtype: np.dtype, at: int) -> None:
-        self.handle, self.dtype, self.at = handle, np.dtype(dtype), at
-        self.buffer = np.empty(0, self.dtype)
+    def __init__(self, path: str) -> None:
+        self.handle = open(path, "rb")  # noqa: SIM115 - closed by __exit__
+        self.size = os.fstat(self.handle.fileno()).st_size
+        self.buffer = np.empty(0, np.int64)
 
-    def read(self, start: int, end: int) -> np.ndarray:
-        """Elements ``start`` .. ``end - 1``; ValueError when the file ends first."""
+    def __enter__(self) -> IndexFile:
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.handle.close()
+
+    def run(self, at: int, dtype, start: int, end: int) -> np.ndarray:
+        """Elements ``start`` .. ``end - 1`` of the array of ``dtype`` stored from byte ``at``; ValueError when
+        the file ends first (it changed since it was checked)."""
+        dtype = np.dtype(dtype)
         count = max(end - start, 0)
+        first = at + start * dtype.itemsize
+        last = first + count * dtype.itemsize
+        if last > self.size:
+            raise ValueError(f"the index ends at byte {self.size:,}, before byte {last:,}")
+        if not count:
+            return np.empty(0, dtype)
+        base = first - first % mmap.ALLOCATIONGRANULARITY
+        window = mmap.mmap(self.handle.fileno(), last - base, access=mmap.ACCESS_READ, offset=base)
+        return np.frombuffer(window, dtype, count, first - base)  # the map lives as long as this array
+
+    def lengths(self, count: int) -> np.ndarray:
+        """The reused buffer, as ``count`` int64 values to write lengths into."""
         if count > self.buffer.size:
-            self.buffer = np.empty(max(count, 2 * self.buffer.size), self.dtype)
-        run = self.buffer[:count]
-        view = memoryview(run).cast("B")
-        self.handle.seek(self.at + start * self.dtype.itemsize)
-        done = 0
-        while done < view.nbytes:  # a read may return less than asked
-            got = self.handle.readinto(view[done:])
-            if not got:
-                raise ValueError(f"file ends at byte {self.handle.tell():,}, inside the index")
-            done += got
-        return run
+            self.buffer = np.empty(count, np.int64)
+        return self.buffer[:count]
 
 
 def batched_ranges(start: int, end: int, size: int | None = None) -> Iterator[tuple[int, int]]:

@@ -87,6 +87,8 @@ class Mixture:
         if isinstance(spec, Mapping):
             return cls.from_dict(spec, name="weights")
         text = str(spec).strip()
+        if not text:
+            raise FreqlabError(f"no weights given: SOURCE=W,..., a mixture file or a preset ({', '.join(PRESETS)})")
         if text in PRESETS:
             return PRESETS[text]
         path = Path(text).expanduser()

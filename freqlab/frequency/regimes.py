@@ -34,6 +34,7 @@ import numpy as np
 
 from freqlab.errors import FreqlabError
 from freqlab.frequency.kernels import best_fit_fills, pack_walk, scatter_add
+from freqlab.sizes import MAX_POSITIONS
 
 REGIMES: tuple[str, ...] = ("natural", "truncate", "concat", "uniform", "pack", "best-fit", "megatron")
 EXPANDING: frozenset[str] = frozenset({"pack", "best-fit"})  # their cost grows with the number of documents
@@ -103,7 +104,7 @@ def check_histogram(lengths, counts) -> tuple[np.ndarray, np.ndarray]:
     return lengths, counts
 
 
-MAX_WINDOW = 1 << 30  # f is a dense array of L int64 values: 8 GiB at this size
+MAX_WINDOW = MAX_POSITIONS  # f is a dense array of L int64 values: 8 GiB at this size
 
 
 def check_window(L) -> int:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from freqlab.display import percent
 from freqlab.errors import FreqlabError
 from freqlab.frequency.budget import budget_note
 from freqlab.frequency.position import position_frequency
@@ -113,8 +114,8 @@ def describe(row: dict, *, detail: bool = False) -> str:
     the position mass lie.
     """
     line = (
-        f"L={row['L']} {row['regime']}: {100 * row['share_at_most_half']:.1f}% of position mass at "
-        f"i ≤ {row['half']}, {100 * row['share_at_least_three_quarters']:.1f}% at i ≥ {row['three_quarters']}"
+        f"L={row['L']} {row['regime']}: {percent(row['share_at_most_half'])} of position mass at "
+        f"i ≤ {row['half']}, {percent(row['share_at_least_three_quarters'])} at i ≥ {row['three_quarters']}"
     )
     if row.get("approximation"):
         line += f" [{row['approximation']} computed: a length histogram has no order to replay; give --data-path]"

@@ -98,10 +98,6 @@ def summarize_windows(
     return {"budget": budget, "windows": windows}
 
 
-def _percent(x: float) -> str:
-    return f"{100 * x:.1f}%"
-
-
 def _eos_note(eos: dict | None) -> str:
     """``; EOS appended (token 2, ...)`` from the corpus description of tokenized data, when it says."""
     if not eos:
@@ -184,7 +180,7 @@ def format_report(summary: dict) -> str:
         lines.append(f"{'source':<{width}}  {'documents':>12}  {'tokens':>16}  {'share':>6}")
         total = max(summary["tokens"], 1)
         for name, s in summary["sources"].items():
-            share = _percent(s["tokens"] / total)
+            share = percent(s["tokens"] / total)
             lines.append(f"{name:<{width}}  {s['documents']:>12,}  {s['tokens']:>16,}  {share:>6}")
     budget = summary["budget"]
     lines.append("")

@@ -207,3 +207,19 @@ def test_weights_in_stats_and_schedules(split, tmp_path):
 def test_weight_errors_are_one_line(split, weights, message):
     result = run("freq", split, "--L", 1024, "--weights", weights)
     assert result.exit_code == 1 and message in result.output and result.output.count("\n") == 1
+
+
+@pytest.mark.parametrize(
+    ("weights", "message"),
+    [("nonsense", "nonsense: not SOURCE=W,..., a mixture file or a preset"),
+     ("code=1,=2", "'=2' is not SOURCE=WEIGHT"), ("code=70%,web=1", "give every weight as a share (W%) or none"),
+     ("", "no weights given: SOURCE=W,..., a mixture file or a preset")],
+)
+@pytest.mark.parametrize("command", [["freq"], ["stats"], ["plan", "string"], ["plot", "windows"]])
+def test_weights_that_are_no_mix_are_a_usage_error_before_the_histogram_is_read(split, command, weights, message):
+    """The weights' syntax is checked as the option is parsed (exit 2, like any bad value): a histogram that does
+    not match them (a missing source) is a data error found later (exit 1, above)."""
+    where = ["--hist", split] if command[0] == "plan" else [split]
+    result = run(*command, *where, "--L", 1024, "--weights", weights)
+    assert result.exit_code == 2, result.output
+    assert "Invalid value for '--weights'" in result.output and message in result.output

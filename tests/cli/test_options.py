@@ -59,6 +59,16 @@ def test_every_window_flag_takes_the_size_syntax(hist):
     assert bad.exit_code == 2 and "Invalid value for '--L'" in bad.output and "2.5" in bad.output
 
 
+@pytest.mark.parametrize("command", [["scan"], ["freq"], ["stats"], ["plan", "string"], ["plot", "windows"]])
+def test_a_window_beyond_2_to_the_30_is_a_usage_error_in_every_command(hist, command):
+    """f(i) is computed as a dense array of L int64 values: freqlab takes L <= 2^30 (8 GiB), and every command
+    refuses a larger one the same way, at parse time (exit 2), before anything is read."""
+    extra = [hist] if command[0] in ("freq", "stats", "plot") else []
+    result = run(*command, *extra, "--L", "3e9")
+    assert result.exit_code == 2, result.output
+    assert "Invalid value for '--L': '3e9' is not in 1..1,073,741,824" in result.output
+
+
 def test_help_states_both_bases():
     top = run("--help").output
     assert "K = 1024, so 2K = 2048" in top and "10^9" in top
