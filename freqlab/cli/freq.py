@@ -8,10 +8,10 @@ import click
 import polars as pl
 
 from freqlab.cli.options import POSITIONS, POSITIONS_NOTE, TOKENS, TOKENS_NOTE
-from freqlab.cli.weights import budget_line, echo_mix, read_histogram, weights_option
+from freqlab.cli.weights import budget_line, echo_mix, histogram_line, read_histogram, weights_option
 from freqlab.display import percent
 from freqlab.frequency.budget import training_budget
-from freqlab.frequency.mixture import contribution_table
+from freqlab.frequency.mixture import MixtureInfo, contribution_table
 from freqlab.frequency.regimes import REGIMES
 from freqlab.frequency.schedule import load_schedule, schedule_frequency
 from freqlab.frequency.stats import DEFAULT_TAU, effective_length, share_at_least, share_at_most
@@ -93,7 +93,7 @@ def freq_command(hist, Ls, regimes, tokens, tau, seed, out, weights, as_json):
     budget = training_budget(tokens)
     rows = regime_summaries(h.lengths, h.counts, Ls, regimes, tokens=budget.tokens, tau=tau, seed=seed)
     if out:
-        _write_frequencies(h, Ls, regimes, seed, out)
+        _write_frequencies(h, mix, Ls, regimes, seed, out)
     if as_json:
         extra = {}
         if mix:
@@ -101,7 +101,7 @@ def freq_command(hist, Ls, regimes, tokens, tau, seed, out, weights, as_json):
         data = {"histogram": str(hist), "corpus": h.corpus, "tokens": h.tokens, "budget": budget.to_dict()}
         echo_json({**data, **extra, "results": rows})
         return
-    click.echo(f"{hist}: {h.documents:,} documents, {h.tokens:,} tokens ({h.corpus or 'unnamed corpus'})")
+    click.echo(histogram_line(hist, h, mix))
     echo_mix(h, mix, Ls[0], regimes[0], seed=seed)
     click.echo(budget_line(budget, tau))
     for row in rows:
@@ -113,9 +113,10 @@ def freq_command(hist, Ls, regimes, tokens, tau, seed, out, weights, as_json):
 FREQUENCY_FORMAT = "freqlab.position_frequency"
 
 
-def _write_frequencies(h: LengthHistogram, Ls, regimes, seed: int, out) -> None:
+def _write_frequencies(h: LengthHistogram, mix: MixtureInfo | None, Ls, regimes, seed: int, out) -> None:
     """f for every (L, regime) in one Parquet file; its ``freqlab`` metadata key holds the histogram's provenance
-    (as ``lengths.parquet`` does), the windows, regimes and seed."""
+    (as ``lengths.parquet`` does: the corpus's counts, and the mixture when weighted), the windows, regimes, seed."""
+    corpus = mix.corpus if mix is not None and mix.corpus is not None else h
     frames = [
         h.frequency_table(L, regimes, seed=seed)
         .rename({"f": "frequency"})
@@ -125,12 +126,17 @@ def _write_frequencies(h: LengthHistogram, Ls, regimes, seed: int, out) -> None:
     header = {
         "format": FREQUENCY_FORMAT,
         "version": 1,
-        "histogram": {"documents": h.documents, "tokens": h.tokens, **h.provenance()},
+        "histogram": {"documents": corpus.documents, "tokens": corpus.tokens, **corpus.provenance()},
+        **({"mixture": mix.to_dict()} if mix is not None else {}),
         "L": list(Ls),
         "regimes": list(regimes),
         "seed": seed,
     }
     pl.concat(frames).write_parquet(out, metadata={"freqlab": json.dumps(header)})
+
+
+#: the ``stats`` keys that count documents and tokens (the corpus's, also when a mix is weighted from it)
+COUNT_KEYS = ("documents_read", "documents", "empty_documents", "skipped", "tokens")
 
 
 @click.command("stats")
@@ -151,18 +157,22 @@ def stats_command(hist, L, weights, as_json):
     h, mix = read_histogram(hist, weights)
     summary = h.summary(L)
     probe = string_probe_comparison(h.lengths, h.counts)
+    # counts are the corpus's; with weights, the length distribution (mean, quantiles, shares) is the mix's
+    counts = summary if mix is None or mix.corpus is None else mix.corpus.summary(L)
     if as_json:
         extra = {"mixture": mix.to_dict(), "mix_sources": contribution_table(h, mix, L, "natural")} if mix else {}
-        echo_json({**summary, **extra, "string_sec3": probe})
+        corpus = {"corpus_counts": {k: counts[k] for k in COUNT_KEYS}} if mix else {}
+        echo_json({**summary, **corpus, **extra, "string_sec3": probe})
         return
     rows = [
-        ("corpus", summary["corpus"] or "-"),
-        ("tokenizer", summary["tokenizer"] or "-"),
-        ("documents read", f"{summary['documents_read']:,}"),
-        ("documents with tokens", f"{summary['documents']:,}"),
-        ("empty documents", f"{summary['empty_documents']:,}"),
-        ("skipped", ", ".join(f"{k}: {v:,}" for k, v in summary["skipped"].items()) or "0"),
-        ("tokens", f"{summary['tokens']:,}"),
+        ("corpus", counts["corpus"] or "-"),
+        ("tokenizer", counts["tokenizer"] or "-"),
+        ("documents read", f"{counts['documents_read']:,}"),
+        ("documents with tokens", f"{counts['documents']:,}"),
+        ("empty documents", f"{counts['empty_documents']:,}"),
+        ("skipped", ", ".join(f"{k}: {v:,}" for k, v in counts["skipped"].items()) or "0"),
+        ("tokens", f"{counts['tokens']:,}"),
+        *([("lengths below", "of the mix the weights make")] if mix else []),
         ("mean length", f"{summary['mean']:,.1f}"),
         ("median length", f"{summary['median']:,}"),
         ("p10 / p90 / p99", " / ".join(f"{summary['percentiles'][p]:,}" for p in ("p10", "p90", "p99"))),
@@ -170,7 +180,7 @@ def stats_command(hist, L, weights, as_json):
         ("max length", f"{summary['max']:,}"),
         (f"tokens in documents > {L}", percent(summary['share_tokens_longer_than_L'])),
     ]
-    for name, info in summary.get("sources", {}).items():
+    for name, info in counts.get("sources", {}).items():
         rows.append((f"source {name}", f"{info['documents']:,} documents, {info['tokens']:,} tokens"))
     width = max(len(name) for name, _ in rows)
     for name, value in rows:

@@ -14,7 +14,14 @@ from click.core import ParameterSource
 from freqlab.cli.freq import TOKENS, echo_json, json_option
 from freqlab.cli.options import POSITIONS, POSITIONS_NOTE, TOKENS_NOTE, renamed_option
 from freqlab.cli.plan_upsample import upsample_report
-from freqlab.cli.weights import budget_line, current_weights, read_histogram, weights_meta_option
+from freqlab.cli.weights import (
+    budget_line,
+    current_weights,
+    mix_json,
+    read_histogram,
+    record_mix,
+    weights_meta_option,
+)
 from freqlab.errors import FreqlabError
 from freqlab.frequency import DEFAULT_TAU
 from freqlab.frequency.budget import training_budget
@@ -115,7 +122,8 @@ def frequency_inputs(
     if L is None:
         raise click.UsageError("give --L (or a --schedule)")
     if hist:
-        h = read_histogram(hist, weights, regimes=regime)[0]
+        h, mix = read_histogram(hist, weights, regimes=regime)
+        record_mix(h, mix, L, regime)
         ctx = click.get_current_context()
         if tokens is not None or ctx.get_parameter_source("mass") is not ParameterSource.COMMANDLINE:
             budget = training_budget(tokens)
@@ -181,7 +189,7 @@ def string_command(L, hist, regime, tokens, tau, schedule, mass, W, round_to, te
             }
         ).write_parquet(usage_out)
     if as_json:
-        echo_json(p.to_dict())
+        echo_json({**p.to_dict(), **mix_json()})
         return
     click.echo(f"STRING for L = {p.L}: S = {p.S} (S/L = {p.ratio:.3f}), W = {p.W}")
     click.echo(f"  well-trained range N* = {p.N_star} (rule: {p.rule})")
@@ -241,7 +249,7 @@ def self_extend_command(
         check = evaluate_self_extend(L, G, w_n, N, well_trained=N_star)
     if as_json:
         data = p.to_dict() if p is not None else {"method": "self-extend", "L": L, "N": N, "error": failure}
-        echo_json({**data, "evaluated": None if check is None else check.to_dict()})
+        echo_json({**data, "evaluated": None if check is None else check.to_dict(), **mix_json()})
         return
     if p is not None:
         click.echo(f"Self-Extend for L = {p.L} -> N = {p.N}: G = {p.G}, w_n = {p.w_n} (maintainers' rule of thumb)")

@@ -11,6 +11,7 @@ import click
 from freqlab.cli.freq import echo_json, json_option
 from freqlab.cli.options import POSITIONS, POSITIONS_NOTE, renamed_option
 from freqlab.cli.plan import frequency_inputs, frequency_options
+from freqlab.cli.weights import mix_json
 from freqlab.errors import FreqlabError
 from freqlab.plan import harpe
 from freqlab.plan.waveform import DistanceGrid
@@ -112,7 +113,7 @@ def harpe_command(
             table = harpe.table2_bases()
             data["compare"] = [_compared_dict(c, table) for c in compared]
             data["table2_note"] = TABLE2_NOTE
-        echo_json(data)
+        echo_json({**data, **mix_json()})
         return
     _print_plan(plan, bases, order, choice)
     if compared is not None:

@@ -75,6 +75,38 @@ def read_histogram(
     return weighted_histogram(h, weights, stream=expands_documents(regimes))
 
 
+def record_mix(mix: LengthHistogram, info: MixtureInfo | None, L: int, regime: str, *, seed: int = 0) -> None:
+    """Show the mix as the commands that print it do (:func:`echo_mix`), or with ``--json`` keep it for
+    :func:`mix_json`: planners read their histogram deep inside their options and print their own JSON."""
+    ctx = click.get_current_context()
+    if info is None:
+        return
+    if ctx.params.get("as_json"):
+        rows = contribution_table(mix, info, L, regime, seed=seed)
+        ctx.meta["freqlab.mix"] = {"mixture": info.to_dict(), "mix_sources": rows}
+    else:
+        click.echo(histogram_line(ctx.params.get("hist") or "histogram", mix, info))
+        echo_mix(mix, info, L, regime, seed=seed)
+
+
+def mix_json() -> dict:
+    """``{"mixture": ..., "mix_sources": [...]}`` kept by :func:`record_mix` for this command's JSON, or {}."""
+    ctx = click.get_current_context(silent=True)
+    return {} if ctx is None else ctx.meta.get("freqlab.mix", {})
+
+
+def histogram_line(path, h: LengthHistogram, info: MixtureInfo | None) -> str:
+    """``PATH: N documents, T tokens (corpus)``: the corpus's own counts, and with weights what one pass of the mix
+    holds (integer epochs) or that the mix is a distribution (shares: its counts are scaled, not documents)."""
+    corpus = h if info is None or info.corpus is None else info.corpus
+    line = f"{path}: {corpus.documents:,} documents, {corpus.tokens:,} tokens ({corpus.corpus or 'unnamed corpus'})"
+    if info is None:
+        return line
+    if info.exact:
+        return line + f"; one pass of the mix: {h.documents:,} documents, {h.tokens:,} tokens"
+    return line + "; the mix weights them by share (its counts are scaled, see below)"
+
+
 def echo_mix(mix: LengthHistogram, info: MixtureInfo | None, L: int, regime: str, *, seed: int = 0) -> None:
     """The per-source contribution table of a weighted mix (nothing without weights)."""
     if info is None:

@@ -223,6 +223,8 @@ class MixtureInfo:
     scale: float = 1.0
     max_rounding_error: float = 0.0
     notes: tuple[str, ...] = field(default_factory=tuple)
+    # the histogram the mix was made from: its counts are the corpus's (a mix of shares has scaled counts)
+    corpus: LengthHistogram | None = field(default=None, repr=False, compare=False)
 
     @property
     def arithmetic(self) -> str:
@@ -284,7 +286,7 @@ def weighted_histogram(
                 )
             scaled[s] = LengthHistogram(g.lengths, counts, corpus=s)
         exact = False
-    info = MixtureInfo(mixture, {s: float(w) for s, w in m.items()}, raw_docs, raw_tokens, exact, K, error)
+    info = MixtureInfo(mixture, {s: float(w) for s, w in m.items()}, raw_docs, raw_tokens, exact, K, error, corpus=h)
     mix = combine_sources(
         scaled,
         corpus=f"{h.corpus or 'histogram'} weighted by {mixture.name}",

@@ -1,9 +1,11 @@
 """``freqlab freq``, ``stats`` and ``schedule`` on saved histograms: tables, JSON, and one-line errors."""
 
 import json
+import re
 
 import numpy as np
 import polars as pl
+import pyarrow.parquet as pq
 import pytest
 from click.testing import CliRunner
 
@@ -184,6 +186,24 @@ def test_freq_of_a_weighted_mix(split, tmp_path):
         json.loads(same)["results"]
         == json.loads(run("freq", split, "--L", 1024, "--weights", "code=70%,web=30%", "--json").output)["results"]
     )
+
+
+def test_a_weighted_mix_reports_the_corpus_counts_not_the_scaled_ones(split, tmp_path):
+    """A mix of shares is a distribution (its counts are scaled by K ~ 10^12): what is printed and written as the
+    histogram's documents and tokens are the corpus's (5 documents, 6,490 tokens); one pass of an epoch mix is
+    shown beside them."""
+    share = run("freq", split, "--L", 1024, "--weights", "code=70%,web=30%", "--out", tmp_path / "f.parquet").output
+    assert f"{split}: 5 documents, 6,490 tokens (unnamed corpus); the mix weights them by share" in share
+    header = json.loads(pq.read_metadata(tmp_path / "f.parquet").metadata[b"freqlab"])
+    assert header["histogram"]["documents"] == header["histogram"]["documents_read"] == 5
+    assert header["histogram"]["tokens"] == 6490 and header["mixture"]["unit"] == "share"
+    epochs = run("freq", split, "--L", 1024, "--weights", "code=2,web=1").output
+    assert "5 documents, 6,490 tokens (unnamed corpus); one pass of the mix: 8 documents, 9,940 tokens" in epochs
+    stats = run("stats", split, "--L", 1024, "--weights", "code=70%,web=30%").output
+    assert re.search(r"documents read +5\n", stats) and re.search(r"\ntokens +6,490\n", stats)
+    data = json.loads(run("stats", split, "--L", 1024, "--weights", "code=70%,web=30%", "--json").output)
+    assert data["corpus_counts"] == {"documents_read": 5, "documents": 5, "empty_documents": 0, "skipped": {},
+                                     "tokens": 6490}
 
 
 def test_weights_in_stats_and_schedules(split, tmp_path):

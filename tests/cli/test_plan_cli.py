@@ -244,6 +244,14 @@ def test_planners_follow_the_budget_rule_and_weights(tmp_path):
         weighted["N_star"] == json.loads(run("plan", "string", "--hist", alone, "--L", 2048, "--json").output)["N_star"]
     )
     assert run("plan", "string", "--L", 2048, "--weights", "rows=1").exit_code == 2  # nothing to weight
+    # the planners show the mix they planned on: its per-source table, in text and in --json
+    text = run("plan", "string", "--hist", split, "--L", 2048, "--weights", "rows=1,short=0").output
+    assert "mix        epochs rows=1, short=0 (--weights)" in text and "\n  short " in text
+    assert weighted["mixture"]["weights"] == {"rows": 1.0, "short": 0.0}
+    assert {r["source"] for r in weighted["mix_sources"]} == {"rows", "short"}
+    extended = json.loads(run("plan", "self-extend", "--hist", split, "--L", 2048, "--extend-to", "8K", "--weights",
+                              "rows=1,short=0", "--json").output)
+    assert extended["mixture"]["weights"] == {"rows": 1.0, "short": 0.0}
 
 
 def test_upsample_takes_a_share_mix_and_prices_every_packing(tmp_path):
@@ -271,4 +279,4 @@ def test_a_token_budget_beyond_int64_is_a_usage_error():
     from freqlab.cli import main
 
     result = CliRunner().invoke(main, ["plan", "string", "--L", "2048", "--tokens", "1e400"])
-    assert result.exit_code == 2 and "'1e400' is not in 1..9223372036854775807" in result.output
+    assert result.exit_code == 2 and "'1e400' is not in 1..9,223,372,036,854,775,807" in result.output
