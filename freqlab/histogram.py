@@ -233,8 +233,8 @@ class LengthHistogram(Displayed):
             out["share_documents_longer_than_L"] = (
                 int(self.counts[self.lengths > L].sum()) / documents if documents else 0.0
             )
-            if documents:
-                out["frequency"] = [self.frequency(L, r, seed=seed).summary(tokens, tau) for r in regimes]
+            # no document: f is 0 everywhere, its shares undefined: no rows, but the same keys
+            out["frequency"] = [self.frequency(L, r, seed=seed).summary(tokens, tau) for r in regimes if documents]
         if self.sources:
             out["sources"] = {
                 name: {"documents": h.documents, "tokens": h.tokens} for name, h in sorted(self.sources.items())

@@ -187,6 +187,8 @@ def test_summary_holds_nearest_rank_quantiles_and_the_frequency_rows():
     assert natural["effective_length"] == effective_length(f, 10**6, 1000)
     json.dumps(s)  # JSON-serialisable
     assert "frequency" not in h.summary()  # no window, no frequency
+    empty = LengthHistogram.from_lengths([], empty_documents=3).summary(2048)
+    assert empty["frequency"] == [] and empty["documents_read"] == 3  # same keys, no rows: f is 0 everywhere
 
 
 def test_repr_is_short_whatever_the_size_and_the_html_holds_the_numbers():
