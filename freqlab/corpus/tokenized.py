@@ -104,7 +104,6 @@ class IndexFile:
 
     def __init__(self, path: str) -> None:
         self.handle = open(path, "rb")  # noqa: SIM115 - closed by __exit__
-        self.size = os.fstat(self.handle.fileno()).st_size
         self.buffer = np.empty(0, np.int64)
 
     def __enter__(self) -> IndexFile:
@@ -120,8 +119,11 @@ class IndexFile:
         count = max(end - start, 0)
         first = at + start * dtype.itemsize
         last = first + count * dtype.itemsize
-        if last > self.size:
-            raise ValueError(f"the index ends at byte {self.size:,}, before byte {last:,}")
+        # checked before every window: a mapped byte beyond the end of a file that shrank would kill the process
+        # (SIGBUS) instead of raising
+        size = os.fstat(self.handle.fileno()).st_size
+        if last > size:
+            raise ValueError(f"the index ends at byte {size:,}, before byte {last:,}; did it change during the scan?")
         if not count:
             return np.empty(0, dtype)
         base = first - first % mmap.ALLOCATIONGRANULARITY

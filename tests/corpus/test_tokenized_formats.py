@@ -272,3 +272,18 @@ def test_lit_gpt_chunks_are_one_stream_and_the_last_chunks_padding_is_dropped(tm
     chunk("p_0000000000.bin", [5, 6, 1, 7, 7, 7])
     chunk("p_0000000001.bin", [7, 1, 8, 1, 1, 1])
     assert lengths_of(tmp_path, read=ReadOptions(eos_id=1)) == [3, 5, 2]
+
+
+def test_an_index_that_shrinks_during_a_scan_is_an_error_not_a_crash(tmp_path):
+    """Windows of the index are memory-mapped: touching a mapped byte past the end of a file that shrank would
+    kill the worker (SIGBUS), so the size is checked before every window."""
+    from freqlab.corpus.tokenized import IndexFile
+
+    path = tmp_path / "x.idx"
+    path.write_bytes(np.arange(100, dtype=np.int64).tobytes())
+    with IndexFile(str(path)) as index:
+        assert index.run(0, np.int64, 10, 20).tolist() == list(range(10, 20))
+        assert index.run(8, np.int32, 0, 3).tolist() == [1, 0, 2]  # another dtype, at an offset
+        os.truncate(path, 8 * 50)
+        with pytest.raises(ValueError, match="the index ends at byte 400, before byte 800; did it change"):
+            index.run(0, np.int64, 90, 100)
