@@ -15,7 +15,7 @@ import signal
 import sys
 import threading
 
-from freqlab.errors import Terminated, exit_status
+from freqlab.errors import Terminated, exit_status, interrupt_of
 
 _print_unraisable = sys.unraisablehook
 
@@ -41,7 +41,10 @@ def run() -> None:
         from freqlab.cli import main_entry
 
         main_entry()
-    except KeyboardInterrupt as interrupt:
+    except (KeyboardInterrupt, SystemError) as error:
+        interrupt = interrupt_of(error)
+        if interrupt is None:
+            raise
         sys.stderr.write("\ninterrupted\n")
         sys.exit(exit_status(interrupt))
 

@@ -23,3 +23,12 @@ class Terminated(KeyboardInterrupt):
 def exit_status(interrupt: BaseException) -> int:
     """The exit status of an interrupted command: 130 for Ctrl-C, 143 for SIGTERM."""
     return TERMINATED if isinstance(interrupt, Terminated) else INTERRUPTED
+
+
+def interrupt_of(error: BaseException) -> KeyboardInterrupt | None:
+    """The Ctrl-C (or SIGTERM) behind ``error``: itself, or the one a compiled (numba) call was running when it
+    came, which then reaches Python wrapped in a SystemError; None for any other error."""
+    if isinstance(error, KeyboardInterrupt):
+        return error
+    cause = error.__cause__ or error.__context__
+    return cause if isinstance(error, SystemError) and isinstance(cause, KeyboardInterrupt) else None

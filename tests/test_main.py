@@ -50,3 +50,18 @@ def test_other_unraisable_errors_are_still_reported():
                             capture_output=True, text=True, timeout=60)
     assert result.stdout.strip() == "not interrupted"
     assert "Exception ignored" in result.stderr and "ValueError: kept" in result.stderr
+
+
+def test_an_interrupt_inside_a_compiled_call_is_still_an_interrupt():
+    """numba hands a KeyboardInterrupt raised inside a compiled call back as a SystemError caused by it."""
+    from freqlab.errors import Terminated, interrupt_of
+
+    def wrapped(cause: BaseException) -> SystemError:
+        try:
+            raise SystemError("CPUDispatcher(<function pack_walk>) returned a result with an exception set") from cause
+        except SystemError as error:
+            return error
+
+    assert isinstance(interrupt_of(wrapped(KeyboardInterrupt())), KeyboardInterrupt)
+    assert isinstance(interrupt_of(wrapped(Terminated())), Terminated)
+    assert interrupt_of(wrapped(ValueError())) is None and interrupt_of(SystemError("other")) is None

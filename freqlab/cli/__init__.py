@@ -91,3 +91,7 @@ def main_entry() -> None:
         sys.exit(exc.exit_code)
     except click.exceptions.Exit as exc:
         sys.exit(exc.exit_code)
+    except MemoryError:
+        click.echo("Error: out of memory (f(i) takes ~48 bytes per position of L in each regime; try a smaller --L, "
+                   "fewer windows or regimes)", err=True)
+        sys.exit(1)

@@ -9,7 +9,7 @@ import click
 
 from freqlab.cli.freq import TOKENS, echo_json, json_option, tau_option, tokens_option, window_option
 from freqlab.cli.options import COUNT, TOKENS_NOTE
-from freqlab.errors import FreqlabError, exit_status
+from freqlab.errors import FreqlabError, exit_status, interrupt_of
 from freqlab.frequency.regimes import REGIMES
 from freqlab.scan import (
     DEFAULT_BATCH_SIZE,
@@ -158,7 +158,10 @@ def scan_command(dataset, config, split, data_files, input_format, text_field, s
         raise click.UsageError(str(exc)) from None
     try:
         result = run_scan(settings, run, report)
-    except KeyboardInterrupt as interrupt:
+    except (KeyboardInterrupt, SystemError) as error:
+        interrupt = interrupt_of(error)
+        if interrupt is None:
+            raise
         click.echo(
             f"\ninterrupted: finished shards are checkpointed in {out}/checkpoints; "
             "run the same command with --resume to continue",

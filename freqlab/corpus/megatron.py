@@ -103,7 +103,9 @@ class MegatronIndex:
         """Document lengths (into ``out``) from their sequence bounds and those sequences' lengths."""
         k = sum_sequences(bounds, sequence_lengths, out)
         if k >= 0:
-            raise ValueError(f"document_indices decrease at document {first + k}")
+            raise ValueError(
+                f"document {first + k}: document_indices out of order or a negative sequence length (corrupt index)"
+            )
         return out
 
     def last_tokens(self, count: int) -> np.ndarray:
@@ -132,15 +134,17 @@ class MegatronIndex:
 @numba.njit(cache=True, nogil=True)
 def sum_sequences(bounds: np.ndarray, sequence_lengths: np.ndarray, out: np.ndarray) -> int:
     """``out[k]`` = the sum of ``sequence_lengths[bounds[k] - bounds[0] : bounds[k + 1] - bounds[0]]`` (int64) for
-    every ``k`` but the last bound's, in one pass; returns -1, or the first ``k`` where the bounds decrease (a
-    corrupt index). Checked against the documents an index was written from in the tests."""
-    base = bounds[0]
+    every ``k`` but the last bound's, in one pass; returns -1, or the first ``k`` of a corrupt index: bounds out of
+    order, or a negative sequence length. Checked against the documents an index was written from in the tests."""
+    base, last = bounds[0], bounds[bounds.shape[0] - 1]
     for k in range(bounds.shape[0] - 1):
         a, b = bounds[k], bounds[k + 1]
-        if b < a:
+        if b < a or b > last:  # out of order: b would also reach past the sequences read for this batch
             return k
         total = 0
         for j in range(a - base, b - base):
+            if sequence_lengths[j] < 0:
+                return k
             total += sequence_lengths[j]
         out[k] = total
     return -1
@@ -155,6 +159,8 @@ def read_index(idx_path: str) -> MegatronIndex:
             head = handle.read(HEADER.size)
     except OSError as exc:
         raise FreqlabError(f"{idx_path}: cannot open ({exc.strerror or exc})") from exc
+    if len(head) < HEADER.size and head.startswith(MAGIC):
+        raise FreqlabError(f"{idx_path}: truncated index: {len(head)} bytes, shorter than its header ({HEADER.size})")
     if len(head) < HEADER.size or not head.startswith(MAGIC):
         raise FreqlabError(
             f"{idx_path}: not a Megatron index (bad header {head[:9]!r}, expected {MAGIC!r}); "

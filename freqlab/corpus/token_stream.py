@@ -25,6 +25,7 @@ from freqlab.corpus.base import LENGTHS, LengthBatch, LengthShard, UnreadableFil
 from freqlab.corpus.fields import Fields
 from freqlab.corpus.files import DataFile
 from freqlab.corpus.registry import FileFormat, register
+from freqlab.corpus.tokenized import check_eos_option
 from freqlab.errors import FreqlabError
 
 LIT_MAGIC = b"LITPKDS"
@@ -134,8 +135,9 @@ class TokenStreamFormat(FileFormat):
             raise FreqlabError(
                 f"{files[0].path}: a plain token stream needs --eos-id (the token that ends each document)"
             )
-        for file in files:
-            open_stream(file.path)  # check every header before anything is counted
+        for file in files:  # every header (and the EOS id against its dtype) checked before anything is counted
+            dtype = open_stream(file.path).dtype
+            check_eos_option(eos, int(np.iinfo(dtype).max) + 1, file.path)
         name = files[0].id if len(files) == 1 else f"{files[0].id}..{files[-1].id}"
         return [TokenStreamShard(name, tuple(files), eos)]
 

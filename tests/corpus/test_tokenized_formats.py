@@ -114,19 +114,40 @@ def test_megatron_lengths_across_batches_and_shards_are_the_sums_of_each_documen
 
 
 @pytest.mark.parametrize("found", ["when opened", "while scanned"])
-def test_megatron_decreasing_document_indices_name_the_document(tmp_path, monkeypatch, found):
+@pytest.mark.parametrize(
+    ("where", "value", "document"),
+    [
+        (34 + 12 * 4 + 8 * 2, struct.pack("<q", 0), 1),  # document_indices[2], the end of document 1: 2 -> 0
+        (34 + 12 * 4 + 8 * 1, struct.pack("<q", 2**40), 0),  # the end of document 0 far past every sequence
+    ],
+    ids=["decreasing", "past-the-end"],
+)
+def test_a_corrupt_megatron_index_is_one_line_naming_the_document(tmp_path, monkeypatch, found, where, value, document):
+    """Never a crash: a bound past the sequences would make the pass read beyond the mapped window (SIGBUS)."""
     import freqlab.corpus.tokenized as tokenized
 
     if found == "while scanned":  # beyond the documents the EOS check reads
         monkeypatch.setattr(tokenized, "EOS_CHECKED", 1)
     idx = write_megatron(tmp_path / "bad", single_sequence_documents([4, 5, 6, 7]))
     raw = bytearray(idx.read_bytes())
-    at = 34 + 12 * 4 + 8 * 2  # document_indices[2] (the end of document 1): 2 -> 0
-    raw[at : at + 8] = struct.pack("<q", 0)
+    raw[where : where + len(value)] = value
     idx.write_bytes(bytes(raw))
     result = CliRunner().invoke(main, ["scan", "--dataset", str(idx), "-q", "--out", str(tmp_path / "out")])
-    assert result.exit_code == 1 and result.output.count("\n") == 1
-    assert "document_indices decrease at document 1" in result.output and "bad.idx" in result.output
+    assert result.exit_code == 1 and result.output.count("\n") == 1, result.output
+    assert f"document {document}: document_indices out of order or a negative sequence length" in result.output
+    assert "bad.idx" in result.output
+
+
+def test_a_negative_sequence_length_is_one_line_naming_the_document(tmp_path):
+    """Past the first 1,024 sequences (whose pointers are checked against their lengths when the file is opened)
+    a negative int32 length is found by the counting pass."""
+    idx = write_megatron(tmp_path / "neg", single_sequence_documents([3] * 1100))
+    raw = bytearray(idx.read_bytes())
+    raw[34 + 4 * 1050 : 34 + 4 * 1051] = struct.pack("<i", -5)  # sequence_lengths[1050]: document 1050's
+    idx.write_bytes(bytes(raw))
+    result = CliRunner().invoke(main, ["scan", "--dataset", str(idx), "-q", "--out", str(tmp_path / "out")])
+    assert result.exit_code == 1 and result.output.count("\n") == 1, result.output
+    assert "document 1050: document_indices out of order or a negative sequence length" in result.output
 
 
 def _bad_index(tmp_path: Path, case: str) -> Path:
@@ -260,6 +281,8 @@ def test_npy_stream_split_after_each_eos(tmp_path):
     assert lengths_of(tmp_path / "s.npy", read=ReadOptions(eos_id=0)) == [3, 2, 1, 4, 2]
     with pytest.raises(FreqlabError, match="needs --eos-id"):
         open_corpus(str(tmp_path / "s.npy"))
+    with pytest.raises(FreqlabError, match=r"s.npy: eos_id 70000 cannot occur in this file \(tokens below 65536\)"):
+        open_corpus(str(tmp_path / "s.npy"), read=ReadOptions(eos_id=70000))  # uint16 tokens
 
 
 def test_lit_gpt_chunks_are_one_stream_and_the_last_chunks_padding_is_dropped(tmp_path):
