@@ -15,7 +15,7 @@ import signal
 import sys
 import threading
 
-from freqlab.errors import Terminated, exit_status, interrupt_of
+from freqlab.errors import Terminated, exit_interrupted, interrupt_of
 
 _print_unraisable = sys.unraisablehook
 
@@ -46,7 +46,7 @@ def run() -> None:
         if interrupt is None:
             raise
         sys.stderr.write("\ninterrupted\n")
-        sys.exit(exit_status(interrupt))
+        exit_interrupted(interrupt)
 
 
 if __name__ == "__main__":

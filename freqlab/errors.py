@@ -2,6 +2,12 @@
 
 from __future__ import annotations
 
+import contextlib
+import os
+import sys
+import threading
+from typing import NoReturn
+
 
 class FreqlabError(ValueError):
     """A user-facing error. The CLI prints its message on one line and exits with status 1.
@@ -32,3 +38,24 @@ def interrupt_of(error: BaseException) -> KeyboardInterrupt | None:
         return error
     cause = error.__cause__ or error.__context__
     return cause if isinstance(error, SystemError) and isinstance(cause, KeyboardInterrupt) else None
+
+
+#: seconds an interrupted command may take to exit before it is ended at once (see :func:`exit_interrupted`)
+EXIT_GRACE = 5.0
+
+
+def exit_interrupted(interrupt: KeyboardInterrupt) -> NoReturn:
+    """``sys.exit`` with the interrupt's status (130 or 143), ended at once after :data:`EXIT_GRACE` seconds if
+    the interpreter's exit waits on a thread that never ends (a process pool's manager thread can wait forever for
+    the rest of a result its worker was killed while sending)."""
+
+    def end_now() -> None:
+        for stream in (sys.stdout, sys.stderr):
+            with contextlib.suppress(Exception):
+                stream.flush()
+        os._exit(exit_status(interrupt))
+
+    timer = threading.Timer(EXIT_GRACE, end_now)
+    timer.daemon = True  # not joined at exit: it runs while the interpreter waits on the other threads
+    timer.start()
+    sys.exit(exit_status(interrupt))
