@@ -263,10 +263,4 @@ def _stop(pool: ProcessPoolExecutor, kill: bool) -> None:
             process.terminate()
     for process in processes:
         process.join(timeout=5)
-    if kill:
-        # a worker terminated while sending its result leaves half a message in the result pipe, and the pool's
-        # manager thread would wait for the rest forever (the interpreter then hangs at exit); with the workers
-        # gone, closing the pipe's last writer turns that wait into end-of-file, which the pool handles as broken
-        writer = getattr(getattr(pool, "_result_queue", None), "_writer", None)
-        if writer is not None:
-            writer.close()
+
