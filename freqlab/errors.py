@@ -53,6 +53,9 @@ def exit_interrupted(interrupt: KeyboardInterrupt) -> NoReturn:
         for stream in (sys.stdout, sys.stderr):
             with contextlib.suppress(Exception):
                 stream.flush()
+        if "multiprocessing.util" in sys.modules:  # unlink the pool's semaphores, or the resource tracker warns
+            with contextlib.suppress(Exception):
+                sys.modules["multiprocessing.util"]._run_finalizers(0)
         os._exit(exit_status(interrupt))
 
     timer = threading.Timer(EXIT_GRACE, end_now)
