@@ -15,7 +15,7 @@ import signal
 import sys
 import threading
 
-from freqlab.errors import Terminated, exit_interrupted, interrupt_of
+from freqlab.errors import INTERRUPTED, TERMINATED, Terminated, end_within_grace, exit_status, interrupt_of
 
 _print_unraisable = sys.unraisablehook
 
@@ -41,12 +41,18 @@ def run() -> None:
         from freqlab.cli import main_entry
 
         main_entry()
+        return
     except (KeyboardInterrupt, SystemError) as error:
         interrupt = interrupt_of(error)
         if interrupt is None:
             raise
         sys.stderr.write("\ninterrupted\n")
-        exit_interrupted(interrupt)
+        status = exit_status(interrupt)
+    except SystemExit as done:  # a command that reported its own interrupt (the scan names its checkpoints)
+        if done.code not in (INTERRUPTED, TERMINATED):
+            raise
+        status = done.code
+    end_within_grace(status)
 
 
 if __name__ == "__main__":

@@ -40,14 +40,14 @@ def interrupt_of(error: BaseException) -> KeyboardInterrupt | None:
     return cause if isinstance(error, SystemError) and isinstance(cause, KeyboardInterrupt) else None
 
 
-#: seconds an interrupted command may take to exit before it is ended at once (see :func:`exit_interrupted`)
+#: seconds an interrupted command may take to exit before it is ended at once (see :func:`end_within_grace`)
 EXIT_GRACE = 5.0
 
 
-def exit_interrupted(interrupt: KeyboardInterrupt) -> NoReturn:
-    """``sys.exit`` with the interrupt's status (130 or 143), ended at once after :data:`EXIT_GRACE` seconds if
-    the interpreter's exit waits on a thread that never ends (a process pool's manager thread can wait forever for
-    the rest of a result its worker was killed while sending)."""
+def end_within_grace(status: int) -> NoReturn:
+    """``sys.exit(status)`` for the program itself (never a command run in-process, as tests do), ended at once
+    after :data:`EXIT_GRACE` seconds if the interpreter's exit waits on a thread that never ends (a process pool's
+    manager thread can wait forever for the rest of a result its worker was killed while sending)."""
 
     def end_now() -> None:
         for stream in (sys.stdout, sys.stderr):
@@ -56,9 +56,9 @@ def exit_interrupted(interrupt: KeyboardInterrupt) -> NoReturn:
         if "multiprocessing.util" in sys.modules:  # unlink the pool's semaphores, or the resource tracker warns
             with contextlib.suppress(Exception):
                 sys.modules["multiprocessing.util"]._run_finalizers(0)
-        os._exit(exit_status(interrupt))
+        os._exit(status)
 
     timer = threading.Timer(EXIT_GRACE, end_now)
     timer.daemon = True  # not joined at exit: it runs while the interpreter waits on the other threads
     timer.start()
-    sys.exit(exit_status(interrupt))
+    sys.exit(status)

@@ -2,13 +2,14 @@
 
 from __future__ import annotations
 
+import sys
 from pathlib import Path
 
 import click
 
 from freqlab.cli.freq import TOKENS, echo_json, json_option, tau_option, tokens_option, window_option
 from freqlab.cli.options import COUNT, TOKENS_NOTE
-from freqlab.errors import FreqlabError, exit_interrupted, interrupt_of
+from freqlab.errors import FreqlabError, exit_status, interrupt_of
 from freqlab.frequency.regimes import REGIMES
 from freqlab.scan import (
     DEFAULT_BATCH_SIZE,
@@ -166,7 +167,7 @@ def scan_command(dataset, config, split, data_files, input_format, text_field, s
             "run the same command with --resume to continue",
             err=True,
         )
-        exit_interrupted(interrupt)
+        sys.exit(exit_status(interrupt))
     show(result, as_json)
     if plot:
         from freqlab.plots import scan_figures  # matplotlib only when figures are asked for
