@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import subprocess
 import sys
+import time
 
 import pytest
 
@@ -65,3 +66,25 @@ def test_an_interrupt_inside_a_compiled_call_is_still_an_interrupt():
     assert isinstance(interrupt_of(wrapped(KeyboardInterrupt())), KeyboardInterrupt)
     assert isinstance(interrupt_of(wrapped(Terminated())), Terminated)
     assert interrupt_of(wrapped(ValueError())) is None and interrupt_of(SystemError("other")) is None
+
+
+def test_an_interrupted_program_ends_within_the_grace_even_if_a_thread_never_does():
+    """A non-daemon thread that never ends (as a process pool's manager thread can, waiting for the rest of a result
+    its killed worker was sending) would hold the interpreter's exit forever; the entry point ends it at 130."""
+    code = """
+import sys, threading, time
+import freqlab.cli, freqlab.__main__ as entry
+stuck = threading.Event()
+def never_ends():
+    stuck.wait()
+def command():
+    threading.Thread(target=never_ends).start()
+    sys.stderr.write("interrupted: (the command's own line)\\n")
+    sys.exit(130)
+freqlab.cli.main_entry = command
+entry.run()
+"""
+    started = time.monotonic()
+    result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
+    assert result.returncode == 130 and result.stderr == "interrupted: (the command's own line)\n"
+    assert time.monotonic() - started < 30  # EXIT_GRACE (5 s) after the interrupt, plus start-up
