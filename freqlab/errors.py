@@ -53,10 +53,7 @@ def end_within_grace(status: int) -> NoReturn:
         for stream in (sys.stdout, sys.stderr):
             with contextlib.suppress(Exception):
                 stream.flush()
-        if "multiprocessing.util" in sys.modules:  # unlink the pool's semaphores, or the resource tracker warns
-            with contextlib.suppress(Exception):
-                sys.modules["multiprocessing.util"]._run_finalizers(0)
-        os._exit(status)
+        os._exit(status)  # nothing else: this runs beside a stuck exit, so it must not wait on any lock
 
     timer = threading.Timer(EXIT_GRACE, end_now)
     timer.daemon = True  # not joined at exit: it runs while the interpreter waits on the other threads
