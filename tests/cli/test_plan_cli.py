@@ -45,8 +45,9 @@ def test_string_json_with_histogram_and_budget(hist):
     result = run("plan", "string", "--hist", hist, "--L", 2048, "--tokens", "400B", "--tau", "100B", "--json")
     assert result.exit_code == 0, result.output
     data = json.loads(result.output)
-    # f_T(i) = 400B (2048 - i)/2048 >= 100B <=> i <= 1536: N* = 1537, S = 511 -> 512 < L/3: S = 704
-    assert (data["N_star"], data["S_rule"], data["S"], data["W"], data["rule"]) == (1537, 512, 704, 128, "budget")
+    # f_T(i) = 400B (2048 - i)/2048 >= 100B <=> i <= 1536: N* = 1537, S = L - N* + W = 639 -> 640 < L/3: S = 704
+    assert (data["N_star"], data["S_rule"], data["S"], data["W"], data["rule"]) == (1537, 640, 704, 128, "budget")
+    assert data["largest_position"] == 1471 and data["within_well_trained"]
     assert data["vllm_config"] == {"string_config": {"shifted_offset": 704, "local_value": 128}}
     h = LengthHistogram.read_parquet(hist)
     assert data == json.loads(json.dumps(plan_string(2048, histogram=h, tokens=400e9, tau=100e9).to_dict()))
@@ -55,13 +56,14 @@ def test_string_json_with_histogram_and_budget(hist):
 def test_string_reports_disagreement_with_the_papers_range(hist):
     result = run("plan", "string", "--hist", hist, "--L", 2048, "--tokens", "100T")
     assert result.exit_code == 0, result.output
-    assert "frequency rule alone: S = 0; paper's range [L/3, L/2] (Sec. 4.1) = [704, 1024]" in result.output
+    # N* = 2046: S = L - N* + W = 130 -> 192
+    assert "frequency rule alone: S = 192; paper's range [L/3, L/2] (Sec. 4.1) = [704, 1024]" in result.output
 
 
 def test_string_default_for_4k_stays_in_the_papers_range():
     result = run("plan", "string", "--L", 4096)
     assert result.exit_code == 0, result.output
-    assert "S = 1408 (S/L = 0.344)" in result.output  # not 1344 < L/3 = 1365.3
+    assert "S = 1408 (S/L = 0.344, recommended)" in result.output  # not 1344 < L/3 = 1365.3
     assert "shifted_offset=1408" in result.output
 
 
@@ -78,10 +80,29 @@ def test_string_schedule_and_usage_file(hist, tmp_path):
 
 
 def test_string_errors_are_one_line():
-    result = run("plan", "string", "--L", 2048, "--W", 8)
-    assert result.exit_code == 1 and result.output.strip().startswith("Error: W = 8 is below 32")
     result = run("plan", "string")
     assert result.exit_code == 2  # usage: no --L and no --schedule
+
+
+def test_string_evaluates_a_given_S_and_labels_both_shares():
+    result = run("plan", "string", "--L", "4K", "--S", int(0.33 * 4096))  # the official README's int(0.33 L)
+    assert result.exit_code == 0, result.output
+    assert "S = 1351 (S/L = 0.330, evaluated), W = 128" in result.output
+    assert "shifted_offset=1351" in result.output
+    # no corpus: f(i) = L - i, share of i >= x is (L - x)(L - x + 1) / (L (L + 1))
+    assert f"overwritten positions i >= L - S = 2745: {1351 * 1352 / (4096 * 4097):.2%}" in result.output
+    assert f"never-used positions i >= L - S + W = 2873: {1223 * 1224 / (4096 * 4097):.2%}" in result.output
+    assert "largest position used max(S, L - S + W) - 1 = 2872" in result.output
+
+
+def test_string_beyond_L_prints_string_and_yarn_blocks():
+    result = run("plan", "string", "--L", "32K", "--extend-to", "128K", "--json")
+    assert result.exit_code == 0, result.output
+    e = json.loads(result.output)["extension"]
+    S = 10944  # L/3 rounded up to 64; the repository's rule: int((S/L)·N), factor (N/L)(1 - S/L)
+    assert e["S"] == 131072 * S // 32768 == 43776 and e["yarn_factor"] == pytest.approx(4 * (1 - S / 32768))
+    assert e["rule"] == "HKUNLP/STRING ruler/test_ruler_qwen2.py"
+    assert e["hf_patch"] == "replace_with_string(max_test_length=131072, shifted_offset=43776, small_local_value=128)"
 
 
 def test_self_extend_plan_and_evaluation():
@@ -112,9 +133,30 @@ def test_self_extend_evaluates_a_given_setting_even_without_a_recommendation():
     assert "250767 (>= L: out of distribution)" in result.output
 
 
-def test_self_extend_target_below_L_is_an_error():
-    result = run("plan", "self-extend", "--L", 4096, "--target", 2048)
-    assert result.exit_code == 1 and "not above the training window" in result.output
+@pytest.mark.parametrize(
+    ("args", "option", "message"),
+    [
+        (("string", "--L", "4K", "--W", 8), "--W", "W = 8 is below 32"),
+        (("string", "--L", "4K", "--S", "4K"), "--S", "must be below the training window"),
+        (("string", "--L", "4K", "--S", 100), "--W", "much smaller than S = 100"),
+        (("string", "--L", "4K", "--extend-to", "2K"), "--extend-to", "not above the training window"),
+        (("self-extend", "--L", "4K", "--extend-to", "2K"), "--extend-to", "not above the training window L = 4096"),
+        (("self-extend", "--L", "4K", "--target", "2K"), "--extend-to", "not above the training window L = 4096"),
+        (("rope", "--L", "4K", "--extend-to", "4K"), "--extend-to", "N = 4096 is not above"),
+        (("rope", "--L", "4K", "--extend-to", "8K", "--factor", 1), "--factor", "not in the range"),
+        (("upsample", "--hist", "HIST", "--effective-length", "8K", "--L", "4K"), "--effective-length",
+         "E = 8192 must be below the training window L = 4096"),
+        (("harpe", "--b-min", "5e6", "--b-max", "1e6"), "--b-max", "b_max = 1e+06 must be larger than b_min = 5e+06"),
+        (("harpe", "--b-min", "5e6"), "--b-max", "b_max = 5e+06 must be larger than b_min = 5e+06"),
+        (("harpe", "--stride", "-3"), "--stride", "must be positive"),
+    ],
+)  # fmt: skip
+def test_contradictory_options_are_usage_errors(hist, args, option, message):
+    """README: usage errors exit 2; click names the option on the last line (not `Error:` + exit 1)."""
+    result = run("plan", *(hist if a == "HIST" else a for a in args))
+    assert result.exit_code == 2, result.output
+    last = result.output.strip().splitlines()[-1]
+    assert last.startswith(f"Error: Invalid value for '{option}'") and message in last
 
 
 def test_rope_json_has_both_conventions():
@@ -214,12 +256,13 @@ def test_upsample_with_weights(tmp_path):
     assert bad.exit_code == 1 and bad.output.count("\n") == 1 and "'books' is not in the histogram" in bad.output
 
 
-def test_rope_takes_the_window_from_a_schedule(tmp_path):
+def test_rope_takes_the_window_and_the_effective_length_from_a_schedule(hist, tmp_path):
     schedule = tmp_path / "schedule.yaml"
-    schedule.write_text("histogram: none.parquet\nstages:\n  - {L: 2048, tokens: 1T}\n  - {L: 4096, tokens: 20B}\n")
+    schedule.write_text(f"histogram: {hist}\nstages:\n  - {{L: 2048, tokens: 1T}}\n  - {{L: 4096, tokens: 20B}}\n")
     result = run("plan", "rope", "--schedule", schedule, "--target", 16384, "--type", "linear", "--json")
     data = json.loads(result.output)
     assert data["L"] == 4096 and data["plans"][0]["factor"] == 4.0  # 16384 / the longest stage window
+    assert data["plans"][0]["E_rule"] == "predicted N*, schedule rule"
     assert run("plan", "rope", "--schedule", schedule, "--L", 2048, "--target", 16384).exit_code == 1
     assert run("plan", "rope", "--target", 16384).exit_code == 2
 

@@ -34,10 +34,13 @@ def test_string_plan():
 
 
 def test_string_plan_with_a_frequency_draws_it():
-    p = plan_string(2048, histogram=ROWS, tokens=4 * 10**11)  # N* = 1537 -> S = 512 < L/3: S = 704
+    p = plan_string(2048, histogram=ROWS, tokens=4 * 10**11)  # N* = 1537 -> S = L - N* + W = 640 < L/3: S = 704
     page = shown(p)
     assert page.rows["well-trained range N*"] == "1537 (rule: budget)" and page.rows["shift S"].startswith("704 ")
-    assert page.rows["S from the frequency rule alone"] == "512" and page.svgs == 1
+    assert page.rows["S from the frequency rule alone"] == "640" and page.svgs == 1
+    assert page.rows["largest position used, max(S, L − S + W) − 1"] == "1471 (within N* − 1 = 1536)"
+    assert page.rows["mass at overwritten positions ≥ L − S = 1344"] == f"{100 * p.overwritten_share:.2f}%"
+    assert page.rows["mass at never-used positions ≥ L − S + W = 1472"] == f"{100 * p.unused_share:.2f}%"
 
 
 def test_self_extend_plan_and_check():
@@ -55,7 +58,8 @@ def test_rope_plan_shows_both_config_blocks():
     p = plan_rope_scaling(4096, 16384, "yarn")
     page = shown(p)
     assert page.rows["factor"] == "4"
-    assert json.loads(page.code[0]) == p.config_4x and json.loads(page.code[1]) == p.config_5x
+    assert [json.loads(code) for code in page.code[:-1]] == [b.config for b in p.blocks]
+    assert page.code[-1] == p.vllm_command and "--max-model-len 16384" in p.vllm_command
 
 
 def test_upsample_plan():
