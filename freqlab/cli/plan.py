@@ -29,7 +29,7 @@ from freqlab.frequency.regimes import REGIMES
 from freqlab.frequency.schedule import load_schedule, schedule_frequency
 from freqlab.histogram import LengthHistogram
 from freqlab.plan.rope_scaling import ROPE_TYPES, VLLM_MAX_MODEL_LEN, plan_rope_scaling
-from freqlab.plan.self_extend import evaluate_self_extend, plan_self_extend
+from freqlab.plan.self_extend import LLAMA_CPP_NOTE, evaluate_self_extend, plan_self_extend
 from freqlab.plan.string import DEFAULT_ROUND, DEFAULT_W, MIN_W, STRING_YARN_SOURCE, plan_string, string_usage
 from freqlab.plan.upsample import DEFAULT_MAX_UPWEIGHT, PACKINGS, plan_upsample, plan_upsample_schedule
 from freqlab.plan.well_trained import DEFAULT_MASS, FrequencyInputs, well_trained_range
@@ -298,8 +298,11 @@ def self_extend_command(
         echo_json({**data, "evaluated": None if check is None else check.to_dict(), **mix_json()})
         return
     if p is not None:
-        click.echo(f"Self-Extend for L = {p.L} -> N = {p.N}: G = {p.G}, w_n = {p.w_n} (maintainers' rule of thumb)")
+        click.echo(f"Self-Extend for L = {p.L} -> N = {p.N}: G = {p.G}, w_n = {p.w_n} "
+                   "(smallest G with w_n + (N - w_n)/G <= N*)")  # fmt: skip
         click.echo(f"  well-trained range N* = {p.N_star} (rule: {p.rule}); max length {p.check.max_length}")
+        guesses = "; ".join(f"N* = {n}: " + (f"G = {g}, w_n = {w}" if g else "no setting") for n, g, w in p.guesses)
+        click.echo(f"  maintainers' guess N* = 1/2..2/3 L: {guesses}")
         paper = p.paper_setting
         if paper is not None:
             verdict = "<=" if paper.well_trained else ">"
@@ -312,7 +315,7 @@ def self_extend_command(
         for note in p.notes:
             click.echo(f"note: {note}")
         _block("Hugging Face (official LongLM code):", [p.hf_call])
-        _block("llama.cpp:", [p.llama_cpp_flags])
+        _block("llama.cpp:", [p.llama_cpp_command, f"note: {LLAMA_CPP_NOTE}"])
     else:
         click.echo(f"no recommendation: {failure}")
     if check is not None:

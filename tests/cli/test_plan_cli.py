@@ -116,7 +116,11 @@ def test_self_extend_plan_and_evaluation():
         "paper's setting (Sec. 4.1, Table 1, Llama-2 4K -> 16K): G = 8, w_n = 1024; max length 25600 here (Eq. 8), "
         "w_n + (N - w_n)/G = 2944 > N* = 2730"
     ) in result.output
-    assert "(maintainers' rule of thumb)" in result.output
+    assert "(smallest G with w_n + (N - w_n)/G <= N*)" in result.output
+    assert "maintainers' guess N* = 1/2..2/3 L: N* = 2048: G = 11, w_n = 605; N* = 2730: G = 8, w_n = 776" in (
+        result.output
+    )
+    assert "llama-completion -m MODEL.gguf -c 16384 --grp-attn-n 8 --grp-attn-w 776" in result.output
     # Fig. 3: L = 7, N = 10 with the window fixed at 4 gives G = 2, w_n = 4 and exactly 10 tokens
     args = ("--L", 7, "--target", 10, "--well-trained", 7, "--min-window", 4, "--max-window", 4, "--json")
     data = json.loads(run("plan", "self-extend", *args).output)
