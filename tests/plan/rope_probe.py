@@ -104,8 +104,10 @@ def effective_yarn(config, lengths: list[int], factors: list[float]) -> dict | N
             scaling = {"rope_type": "yarn", "factor": float(factor)}
             if explicit is not None:
                 scaling["attention_factor"] = explicit
-            kwargs = {} if partial is None else {"partial_rotary_factor": partial}
-            probe, _ = load({"max_position_embeddings": original, "rope_theta": theta, "rope_scaling": scaling, **kwargs})
+            kwargs = {"max_position_embeddings": original, "rope_theta": theta, "rope_scaling": scaling}
+            if partial is not None:
+                kwargs["partial_rotary_factor"] = partial
+            probe, _ = load(kwargs)
             if _yarn(probe) == (inv_freq, attention):
                 return {"original": original, "factor": factor, "attention_factor": attention}
     return None
