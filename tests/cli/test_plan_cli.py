@@ -12,6 +12,7 @@ from click.testing import CliRunner
 
 from freqlab.cli import main
 from freqlab.histogram import LengthHistogram
+from freqlab.plan.rope_scaling import critical_dimension
 from freqlab.plan.string import plan_string
 
 
@@ -327,3 +328,30 @@ def test_a_token_budget_beyond_int64_is_a_usage_error():
 
     result = CliRunner().invoke(main, ["plan", "string", "--L", "2048", "--tokens", "1e400"])
     assert result.exit_code == 2 and "'1e400' is not in 1..9,223,372,036,854,775,807" in result.output
+
+
+def test_rope_counts_the_critical_dimension_at_the_predicted_effective_length(hist):
+    # f_T(i) = 400B (2048 - i)/2048 >= 100B for i <= 1536: N* = 1537; 64 of 128 dimensions rotate
+    args = ("plan", "rope", "--hist", hist, "--L", "2K", "--tokens", "400B", "--extend-to", "8K", "--type", "yarn")
+    result = run(*args, "--partial-rotary-factor", 0.5)
+    assert result.exit_code == 0, result.output
+    assert "the effective length E = 1537 (predicted N*, budget rule)" in result.output
+    assert "64 of 128 dimensions rotate (partial_rotary_factor 0.5)" in result.output
+    data = json.loads(run(*args, "--partial-rotary-factor", 0.5, "--json").output)["plans"][0]
+    assert (data["effective_length"], data["rotary_dim"]) == (1537, 64)
+    assert data["critical_dim"] == critical_dimension(1537, 10000.0, 64) == 40
+    assert data["critical_dim_L"] == critical_dimension(2048, 10000.0, 64) == 42
+    given = json.loads(run("plan", "rope", "--L", "2K", "--extend-to", "8K", "--effective-length", 1000, "--json")
+                       .output)["plans"][0]  # fmt: skip
+    assert (given["effective_length"], given["E_rule"]) == (1000, "given")
+
+
+def test_rope_prints_each_block_under_its_transformers_versions_and_the_vllm_line():
+    result = run("plan", "rope", "--L", "4K", "--extend-to", "16K", "--type", "yarn")
+    assert result.exit_code == 0, result.output
+    text = result.output
+    legacy = json.dumps({"max_position_embeddings": 4096, "rope_theta": 10000.0,
+                         "rope_scaling": {"rope_type": "yarn", "factor": 4.0}})  # fmt: skip
+    assert f"transformers 4.45-4.50 (rope_scaling):\n  {legacy}" in text
+    assert "transformers 4.51-4.57 (rope_scaling):" in text and "transformers 5.0+ (rope_parameters):" in text
+    assert "--max-model-len 16384" in text and "raise --max-model-len to N by hand" in text
