@@ -17,8 +17,8 @@ The paper gives no rule for choosing G and w_n; it reports settings. For Llama-2
 (Sec. 4.1, Table 1): "group size G set as 8 and neighbor window w_n set as 1024", which Eq. 8 takes to
 (4096 - 1024) · 8 + 1024 = 25,600 tokens. Planning here follows the *maintainers'* rule of thumb (official
 repository, not the paper) and llama.cpp's divisibility requirement: the positions used should stay inside
-the *well-trained* range N* (1/2 to 2/3 of L, or N* from a frequency curve, see
-:mod:`freqlab.plan.well_trained`):
+the *well-trained* range N*, which freqlab predicts from a frequency curve (:mod:`freqlab.plan.well_trained`);
+the maintainers' guess, 1/2 to 2/3 of L, is the default without one and is shown beside every plan:
 
     (L - w_n) · G + w_n >= N        and        w_n + (N - w_n) / G <= N*.
 

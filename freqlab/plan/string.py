@@ -16,10 +16,13 @@ Recommendation. The paper (Sec. 4.1): "We suggest setting the local window W >= 
 L/3 <= S <= L/2. We set S = L/3 and W = 128 for all models across downstream tasks." Its ablation (Fig. 7)
 tried S from L/5 to L/2: performance grew with S, and the trend slowed once S exceeded L/3. The official
 repository's README, a different source, suggests shifted_offset 0.25-0.4 L (example int(0.33 * L)).
-freqlab follows the paper: it derives S = L - N* from the well-trained range N* (see
-:mod:`freqlab.plan.well_trained`), rounds it, and keeps it in the paper's range [L/3, L/2], reporting both
-values when they differ; without frequency information S = L/3 rounded *up* to a multiple of 64, so the
-default never falls below L/3.
+freqlab follows the paper: from the well-trained range N* (see :mod:`freqlab.plan.well_trained`: the
+effective length freqlab predicts from a histogram, regime, budget and tau) it takes the smallest S that keeps
+every position STRING uses, up to L - S + W - 1, within 0..N*-1: S = L - N* + W, rounded up; it keeps S in the
+paper's range [L/3, L/2], reporting both values when they differ; without frequency information S = L/3 rounded
+*up* to a multiple of 64, so the default never falls below L/3. A given S (e.g. the README's int(0.33 L)) is
+evaluated instead. Beyond L, :func:`string_yarn` combines STRING with YaRN by the STRING repository's own rule (its
+Qwen2 RULER script).
 """
 
 from __future__ import annotations

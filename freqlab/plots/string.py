@@ -141,7 +141,7 @@ def plot_string_overview(L: int, S: int, W: int = 128, *, resolution: int = 256,
 
 
 def never_used_label(share: float) -> str:
-    """The shaded tail's note, named as `plan string` names it (its other share, i >= L - S, is the overwritten one).
+    r"""The shaded tail's note, named as `plan string` names it (its other share, i >= L - S, is the overwritten one).
 
     >>> never_used_label(0.062)
     'never used\n(p ≥ L−S+W)\n6.2% of mass'
