@@ -125,7 +125,10 @@ def self_extend_display(p) -> Display:
         rows.append(
             ("paper's G = 8, w_n = 1024 (Table 1)", f"max length {paper.max_length:,}; {verdict} by the rule here")
         )
-    code = [("Hugging Face (official LongLM code):", p.hf_call), ("llama.cpp:", p.llama_cpp_flags)]
+    guesses = "; ".join(f"N* = {n}: " + (f"G = {g}, w_n = {w}" if g else "no setting") for n, g, w in p.guesses)
+    if guesses:
+        rows.append(("maintainers' guess N* = 1/2..2/3 L", guesses))
+    code = [("Hugging Face (official LongLM code):", p.hf_call), ("llama.cpp (llama-completion):", p.llama_cpp_command)]
     lines = [f"{p.hf_call}; llama.cpp {p.llama_cpp_flags}"]
     return Display(f"SelfExtendPlan L = {p.L} → N = {p.N}", headline, lines, rows, code=code, details=p.reasoning)
 

@@ -49,6 +49,9 @@ def test_self_extend_plan_and_check():
     assert repr(p).startswith(f"SelfExtendPlan L = 4096 → N = 16384: G = {p.G}, w_n = {p.w_n}")
     assert page.rows["group size G, neighbour window w_n"] == f"{p.G}, {p.w_n}" and p.hf_call in page.code
     assert "max length 25,600" in page.rows["paper's G = 8, w_n = 1024 (Table 1)"]  # Eq. 8 for the paper's setting
+    guess = "N* = 2048: G = 11, w_n = 605; N* = 2730: G = 8, w_n = 776"
+    assert page.rows["maintainers' guess N* = 1/2..2/3 L"] == guess
+    assert "llama-completion -m MODEL.gguf -c 16384 --grp-attn-n 8 --grp-attn-w 776" in page.code
     check = shown(evaluate_self_extend(4096, 8, 1024, 16384, well_trained=2730))
     assert check.rows["max length (L − w_n + w_n // G)·G"] == "25,600 (Eq. 8: 25,600)"
     assert check.rows["w_n + (N − w_n)/G"] == "2944 > N* = 2730"
