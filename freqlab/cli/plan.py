@@ -389,6 +389,8 @@ def rope_command(
     if E is None and (hist or schedule):
         wt = well_trained_range(L, **inputs)
         E, E_rule = (wt.N, f"predicted N*, {wt.rule} rule") if wt.N else (None, None)
+        if not wt.N and not as_json:
+            click.echo(f"note: {wt.explanation}: the critical dimension is counted for L instead")
     chosen = ROPE_TYPES if "all" in types else tuple(dict.fromkeys(types))
     plans = [
         plan_rope_scaling(
