@@ -10,8 +10,14 @@ import pytest
 sys.path.insert(0, str(Path(__file__).parent))
 
 # Modules whose every test is slow: each starts processes that take seconds (a Ray cluster, a notebook kernel,
-# whole `freqlab scan` processes interrupted by real signals, every figure made again).
-SLOW_MODULES = {"test_ray_cluster.py", "test_notebooks.py", "test_faults.py", "test_make_figures.py"}
+# whole `freqlab scan` processes interrupted by real signals, every figure made again, a second venv).
+SLOW_MODULES = {
+    "test_ray_cluster.py",
+    "test_notebooks.py",
+    "test_faults.py",
+    "test_make_figures.py",
+    "test_rope_blocks_load_in_transformers.py",  # builds a venv with the oldest transformers allowed (cached)
+}
 
 
 def pytest_addoption(parser):
