@@ -34,8 +34,9 @@ from freqlab.scan.settings import ENGINES, ON_ERROR
 @click.option("--data-files", multiple=True, metavar="GLOB",
               help="Local copies of a preset's files (the preset's field mapping applies); repeatable.")
 @click.option("--format", "input_format", default=None, metavar="NAME",
-              help="Read every local file in this input format instead of guessing from its name "
-              "(jsonl, parquet, arrow, txt, megatron, datatrove, token-stream).")
+              help="Read only local files of this input format (jsonl, parquet, arrow, txt, megatron, datatrove, "
+              "token-stream); others in folders/globs are passed over and counted, a file named explicitly is "
+              "read in it. Needed when a folder mixes text and tokenized files (never added together).")
 @click.option("--text-field", default=None, help="Field holding the text (dotted path for nested fields).")
 @click.option("--source-field", default=None, help="Field holding the source label, to split counts by source.")
 @click.option("--tokens-field", default=None,

@@ -122,6 +122,12 @@ def token_column_shards(
         if not file.size:
             continue
         if choice is None:
+            if fields.text.split(".")[0] in names_of(file):
+                other, (_, column) = next((f, c) for f, c in zip(files, chosen) if c is not None)
+                raise FreqlabError(
+                    f"{file.path} holds text ({fields.text!r}) and {other.path} token ids ({column!r}) "
+                    "found together: their lengths are in different units and are never added; name one kind of file"
+                )
             raise FreqlabError(f"{file.path}: no text column {fields.text!r} and no token column among its columns")
         runs = runs_of(file)
         for start, end in runs:

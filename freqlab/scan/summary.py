@@ -113,6 +113,11 @@ def _eos_note(eos: dict | None) -> str:
     return f"; EOS unknown (some of {checked:,} documents checked end with {token})" if token is not None else ""
 
 
+def _counts(by_name: dict[str, int]) -> str:
+    """``2 jsonl, 1 parquet``."""
+    return ", ".join(f"{n:,} {name}" for name, n in by_name.items())
+
+
 def format_report(summary: dict) -> str:
     """The terminal report of a scan summary (see :func:`freqlab.scan.scan`)."""
     lines = []
@@ -121,11 +126,16 @@ def format_report(summary: dict) -> str:
     description = corpus.get("description") or {}
     if "files" in description:  # local data: say what was passed over, so no file goes missing silently
         files = description["files"]
-        passed = [f"{description.get('empty_files', 0):,} empty", f"{description.get('ignored_files', 0):,} ignored"]
+        ignored = f"{description.get('ignored_files', 0):,} ignored"
+        if description.get("other_formats"):  # left out by --format
+            ignored += f" ({_counts(description['other_formats'])} not of --format {description.get('format')})"
+        passed = [f"{description.get('empty_files', 0):,} empty", ignored]
         for key, what in (("duplicate_files", "duplicate"), ("not_regular_files", "not regular")):
             if description.get(key):
                 passed.append(f"{description[key]:,} {what}")
-        lines.append(f"files      {files:,} file{'s' if files != 1 else ''} ({', '.join(passed)})")
+        formats = description.get("formats") or {}
+        by_format = f": {_counts(formats)}" if len(formats) > 1 else ""  # several formats read: how many of each
+        lines.append(f"files      {files:,} file{'s' if files != 1 else ''}{by_format} ({', '.join(passed)})")
     if tok is None:
         lines.append("tokenizer  none: lengths read from tokenized data" + _eos_note(description.get("eos")))
     else:
