@@ -134,7 +134,8 @@ def format_report(summary: dict) -> str:
             if description.get(key):
                 passed.append(f"{description[key]:,} {what}")
         formats = description.get("formats") or {}
-        by_format = f": {_counts(formats)}" if len(formats) > 1 else ""  # several formats read: how many of each
+        several = len({label.split(".")[0] for label in formats}) > 1  # jsonl and jsonl.zst are one format
+        by_format = f": {_counts(formats)}" if several else ""  # several formats read: how many of each
         lines.append(f"files      {files:,} file{'s' if files != 1 else ''}{by_format} ({', '.join(passed)})")
     if tok is None:
         lines.append("tokenizer  none: lengths read from tokenized data" + _eos_note(description.get("eos")))
