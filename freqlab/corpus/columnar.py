@@ -57,11 +57,25 @@ def _parquet_metadata(path: str, mtime_ns: int) -> pq.FileMetaData:
         return parquet.metadata
 
 
+def first_row(path: str) -> dict | None:
+    """The first row of a Parquet or Arrow file, every column (None when it has no row)."""
+    if path.lower().endswith(".parquet"):
+        with _parquet(path) as parquet:
+            batch = next(parquet.iter_batches(batch_size=1), None)
+    else:
+        batch = next(_arrow_batches(path), None)
+    return batch.slice(0, 1).to_pylist()[0] if batch is not None and batch.num_rows else None
+
+
 @dataclass(frozen=True)
 class ParquetShard(FileShard):
     """A Parquet file, or its row groups ``start`` .. ``end - 1``."""
 
     read_errors: ClassVar = _ARROW_ERRORS
+
+    def first_record(self) -> dict | None:
+        with self.reading():
+            return first_row(self.path)
 
     def records(self) -> Iterator[Document]:
         batches, first_row = parquet_batches(self.path, self.fields.columns, self.start, self.end, BATCH_ROWS)
@@ -178,6 +192,10 @@ class ArrowShard(FileShard):
     """One Arrow IPC file (stream or file format), memory-mapped."""
 
     read_errors: ClassVar = _ARROW_ERRORS
+
+    def first_record(self) -> dict | None:
+        with self.reading():
+            return first_row(self.path)
 
     def records(self) -> Iterator[Document]:
         yield from _documents(_rebatched(_arrow_batches(self.path)), self.fields, self.path)

@@ -204,6 +204,18 @@ class JsonlShard(FileShard):
                 text, source, error = parse_line(raw, extract)
                 yield Document(text, source, where, error)
 
+    def first_record(self) -> dict | None:
+        """The file's first non-blank line, parsed (None when it is not a JSON object)."""
+        with self.reading(), open_binary(self.path) as stream:
+            for raw in stream:
+                if raw.strip():
+                    try:
+                        record = orjson.loads(raw.removeprefix(_BOM))
+                    except ValueError:
+                        return None
+                    return record if isinstance(record, dict) else None
+        return None
+
     def _seek(self, stream) -> int | None:
         """Move ``stream`` to ``start``: seek a plain file (its line count is then unknown: None), skip a
         compressed one's prefix by decompressing it (counting its newlines on the way)."""

@@ -68,6 +68,12 @@ class TokenColumnShard(TokenFileShard):
     column: str = DEFAULT_TOKENS_FIELD
     read_errors: ClassVar = (pa.ArrowException, OSError)
 
+    def first_record(self) -> dict | None:
+        from freqlab.corpus.columnar import first_row
+
+        with self.reading():
+            return first_row(self.path)
+
     def batches(self) -> Iterator[LengthBatch]:
         from freqlab.corpus.columnar import arrow_batches, parquet_batches
 

@@ -10,6 +10,7 @@ Example (built-in corpus, default tokenizer; a second or so)::
 
 from __future__ import annotations
 
+import contextlib
 import os
 import time
 from collections.abc import Iterator, Sequence
@@ -17,7 +18,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from freqlab.corpus.base import TEXT
+from freqlab.corpus.base import MISSING_SOURCE, TEXT, Corpus
+from freqlab.corpus.fields import field_paths
 from freqlab.display import Display, Displayed
 from freqlab.errors import FreqlabError
 from freqlab.frequency.stats import DEFAULT_TAU
@@ -215,9 +217,31 @@ def run_scan(settings: ScanSettings, run: RunOptions | None = None, report: Repo
                 "max_tokens": settings.max_tokens,
             },
         )
+        check_source_labels(corpus, histogram)
         summary = scan_summary(settings, report, corpus, counter, engine, histogram, ledger, options, record)
         output.write(histogram, summary)
     return ScanResult(histogram, summary, run.out)
+
+
+def check_source_labels(corpus: Corpus, histogram: LengthHistogram) -> None:
+    """A source field that no document read has is an error, never one big ``(none)`` source: it names the
+    field and the fields of the corpus's first record. (Documents without the field among labelled ones are
+    counted under ``(none)``, and the report says so.)"""
+    if not corpus.has_sources or not histogram.sources or set(histogram.sources) != {MISSING_SOURCE}:
+        return
+    name = corpus.description.get("source_field")
+    first = None
+    for shard in corpus.shards:
+        with contextlib.suppress(FreqlabError):
+            first = shard.first_record()
+        if first is not None:
+            break
+    fields = f"; fields of the first record: {field_paths(first)}" if first is not None else ""
+    documents = histogram.sources[MISSING_SOURCE].documents_read
+    raise FreqlabError(
+        f"source field {name!r}: no document has it (all {documents:,} documents read would be "
+        f"{MISSING_SOURCE!r}){fields}; give a field they have (--source-field), or --source-field '' for no split"
+    )
 
 
 # Below this much text a scan skips fastokens: building and verifying it costs ~2.5 s in the driver and ~1.5 s

@@ -24,7 +24,7 @@ from freqlab.frequency.budget import Budget, training_budget
 from freqlab.frequency.regimes import check_window
 from freqlab.frequency.stats import DEFAULT_TAU
 from freqlab.frequency.summary import describe, human_count, regime_summaries
-from freqlab.histogram import LengthHistogram, histogram_display
+from freqlab.histogram import UNLABELLED_SOURCE, LengthHistogram, histogram_display
 from freqlab.scan.settings import DEFAULT_L, DEFAULT_REGIMES
 from freqlab.scan.uncertainty import add_intervals, describe_interval
 
@@ -193,6 +193,9 @@ def format_report(summary: dict) -> str:
         for name, s in summary["sources"].items():
             share = percent(s["tokens"] / total)
             lines.append(f"{name:<{width}}  {s['documents']:>12,}  {s['tokens']:>16,}  {share:>6}")
+        if UNLABELLED_SOURCE in summary["sources"]:
+            named = description.get("source_field")
+            lines.append(f"{UNLABELLED_SOURCE}: documents without the source field" + (f" {named!r}" if named else ""))
     budget = summary["budget"]
     lines.append("")
     note = ", extrapolated" if budget["extrapolated"] else ""

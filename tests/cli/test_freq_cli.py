@@ -233,6 +233,7 @@ def test_weight_errors_are_one_line(split, weights, message):
     ("weights", "message"),
     [("nonsense", "nonsense: not SOURCE=W,..., a mixture file or a preset"),
      ("code=1,=2", "'=2' is not SOURCE=WEIGHT"), ("code=70%,web=1", "give every weight as a share (W%) or none"),
+     ("code=70%,web=40%", "the shares sum to 110%, not 100%"),
      ("", "no weights given: SOURCE=W,..., a mixture file or a preset")],
 )
 @pytest.mark.parametrize("command", [["freq"], ["stats"], ["plan", "string"], ["plot", "windows"]])
