@@ -10,6 +10,7 @@ import polars as pl
 from freqlab.cli.options import POSITIONS, POSITIONS_NOTE, TOKENS, TOKENS_NOTE
 from freqlab.cli.weights import budget_line, echo_mix, histogram_line, read_histogram, weights_option
 from freqlab.display import percent
+from freqlab.errors import cannot_write
 from freqlab.frequency.budget import training_budget
 from freqlab.frequency.mixture import MixtureInfo, contribution_table
 from freqlab.frequency.regimes import REGIMES
@@ -132,7 +133,10 @@ def _write_frequencies(h: LengthHistogram, mix: MixtureInfo | None, Ls, regimes,
         "regimes": list(regimes),
         "seed": seed,
     }
-    pl.concat(frames).write_parquet(out, metadata={"freqlab": json.dumps(header)})
+    try:
+        pl.concat(frames).write_parquet(out, metadata={"freqlab": json.dumps(header)})
+    except OSError as exc:
+        raise cannot_write(out, exc) from exc
 
 
 #: the ``stats`` keys that count documents and tokens (the corpus's, also when a mix is weighted from it)

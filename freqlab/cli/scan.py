@@ -45,7 +45,8 @@ from freqlab.scan.settings import ENGINES, ON_ERROR
 @click.option("--eos-id", type=click.IntRange(min=0), default=None,
               help="Tokenized data: the EOS token id (splits .npy / lit-gpt token streams; checked elsewhere).")
 @click.option("--tokenizer", default=None, metavar="NAME|PATH|ID",
-              help="Built-in name, tokenizer.json, .tiktoken file or Hugging Face model id. Default: built-in.")
+              help="Built-in name, tokenizer.json (or its folder), .tiktoken file, .model file (SentencePiece, or "
+              "Llama 3's tiktoken tokenizer.model) or Hugging Face model id. Default: built-in.")
 @click.option("--add-special-tokens", is_flag=True, help="Count BOS/EOS and other special tokens too.")
 @window_option()
 @click.option("--regime", "regimes", type=click.Choice(REGIMES), multiple=True, default=DEFAULT_REGIMES,

@@ -113,6 +113,18 @@ def _eos_note(eos: dict | None) -> str:
     return f"; EOS unknown (some of {checked:,} documents checked end with {token})" if token is not None else ""
 
 
+def _special_note(tok: dict) -> str:
+    """What ``--add-special-tokens`` did: how many tokens each document got, or that the tokenizer adds none."""
+    if not tok["special_tokens_counted"]:
+        return "no special tokens"
+    added = tok.get("special_tokens_added")
+    if added is None:  # a summary written before the count was kept
+        return "special tokens counted"
+    if not added:
+        return "--add-special-tokens: none added (the tokenizer has no post-processor adding any)"
+    return f"special tokens counted: {added} per document"
+
+
 def _counts(by_name: dict[str, int]) -> str:
     """``2 jsonl, 1 parquet``."""
     return ", ".join(f"{n:,} {name}" for name, n in by_name.items())
@@ -140,7 +152,7 @@ def format_report(summary: dict) -> str:
     if tok is None:
         lines.append("tokenizer  none: lengths read from tokenized data" + _eos_note(description.get("eos")))
     else:
-        special = "special tokens counted" if tok["special_tokens_counted"] else "no special tokens"
+        special = _special_note(tok)
         lines.append(f"tokenizer  {tok['name']} ({tok['backend']}, vocab {tok['vocab_size']:,}, {special})")
         if tok.get("fallback_reason"):
             lines.append(f"           {tok['fallback_reason']}")
@@ -310,6 +322,7 @@ def scan_summary(settings, report, corpus, counter, engine, histogram: LengthHis
             "fallback_reason": counter.fallback_reason or None,
             "fallback_reasons": dict(counter.fallback_reasons),
             "special_tokens_counted": bool(counter.add_special_tokens),
+            "special_tokens_added": counter.special_tokens_added,  # per document
         },
         "documents": {
             "read": read,

@@ -123,6 +123,8 @@ def test_schedule_command(tmp_path, hist):
         (("freq", "{hist}", "--tokens", "lots"), 2, "not a token count"),
         (("stats", "{bad}"), 1, "not a readable Parquet file"),
         (("freq", "{empty}"), 1, "the histogram holds no documents"),
+        (("freq", "{hist}", "--out", "/proc/x.parquet"), 1,
+         "Error: /proc/x.parquet: cannot write (No such file or directory)\n"),
     ],
 )
 def test_errors_are_one_line_without_traceback(tmp_path, hist, args, code, message):
