@@ -215,12 +215,24 @@ def run_scan(settings: ScanSettings, run: RunOptions | None = None, report: Repo
                 "seed": settings.seed,
                 "max_docs": settings.max_docs,
                 "max_tokens": settings.max_tokens,
+                # the index `freq --regime megatron` replays (a length histogram has no order of its own)
+                **({"megatron_index": index} if (index := scanned_index(corpus, settings)) else {}),
             },
         )
         check_source_labels(corpus, histogram)
         summary = scan_summary(settings, report, corpus, counter, engine, histogram, ledger, options, record)
         output.write(histogram, summary)
     return ScanResult(histogram, summary, run.out)
+
+
+def scanned_index(corpus: Corpus, settings: ScanSettings) -> str | None:
+    """The absolute path of the Megatron ``.idx`` the corpus is, when it is exactly one and was read whole (else
+    None: a partial scan's histogram is not the index's)."""
+    if settings.limited or settings.sample_rate is not None:
+        return None
+    paths = {getattr(shard, "path", None) for shard in corpus.shards}
+    path = paths.pop() if len(paths) == 1 else None
+    return path if isinstance(path, str) and path.endswith(".idx") and os.path.isabs(path) else None
 
 
 def check_source_labels(corpus: Corpus, histogram: LengthHistogram) -> None:
