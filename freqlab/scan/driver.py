@@ -98,7 +98,9 @@ def scan(
     """Tokenize a corpus and count its document lengths into a :class:`LengthHistogram`, then summarise.
 
     ``dataset`` is None (the built-in corpus), a preset, a hub id or local paths (see
-    :func:`freqlab.corpus.open_corpus`; ``format`` forces a registered input format for local files);
+    :func:`freqlab.corpus.open_corpus`; a list of paths is read as local files; ``format`` reads only that
+    registered input format, and files whose lengths are in different units, text beside tokenized data, are
+    refused, never added);
     ``tokenizer`` is None (the default), a built-in name, a ``tokenizer.json``, a ``.tiktoken`` file or a hub
     id (see :func:`freqlab.tokenize.load_tokenizer`), or a loaded :class:`~freqlab.tokenize.TokenCounter` (used
     as it is: its ``add_special_tokens``, its backends). A scan of less than :data:`SMALL_SCAN_BYTES` of text
@@ -106,6 +108,9 @@ def scan(
     data (no tokenizer needed) is read as is:
     ``tokens_field`` / ``length_field`` name a column of token ids / lengths, ``eos_id`` the token ending each
     document of a plain token stream (see :class:`freqlab.corpus.fields.ReadOptions`).
+
+    ``source_field`` splits the counts by source: documents without it are counted under ``(none)``; a field no
+    document read has is a FreqlabError naming it and the fields of the first record.
 
     ``megatron`` (:class:`~freqlab.frequency.megatron.MegatronOptions`: Megatron-LM's ``--data-path``,
     ``--seed``, ``--split``, ``--reset-attention-mask``, ``--train-samples`` or epochs) makes the
