@@ -30,9 +30,9 @@ def test_fig5_panels():
     # cells are annotated with their values
     assert sorted(t.get_text() for t in fig.axes[1].texts if t.get_text().isdigit())[:3] == ["0", "0", "0"]
     assert [ax.get_title() for ax in fig.axes[:3]] == [
-        "drop positions ≥ N = 6",
-        "shift by S = 3 (W = 0)",
-        "local window W = 1",
+        "(a) drop positions ≥ N = 6",  # panel letters go before the titles
+        "(b) shift by S = 3 (W = 0)",
+        "(c) local window W = 1",
     ]
 
 
