@@ -75,9 +75,17 @@ def _add(p: Poly, q: Poly, scale: int = 1) -> Poly:
     return out
 
 
+def _terms(*pairs: tuple[int, int]) -> Poly:
+    """Σ coefficient · z^exponent over (exponent, coefficient) pairs (equal exponents add up)."""
+    out: Poly = defaultdict(int)
+    for e, c in pairs:
+        out[e] += c
+    return out
+
+
 def _one_minus(e: int) -> Poly:
     """1 − z^e."""
-    return _add({0: 1}, {e: -1})
+    return _terms((0, 1), (e, -1))
 
 
 def pose_numerator(row: int, target: int) -> Poly:
@@ -86,10 +94,11 @@ def pose_numerator(row: int, target: int) -> Poly:
     z(1 − z^(R+1))·[A(1 + z^row)(1 − z) − (z + z^(row−A))(1 − z^A)], the chunks (R + 1)(1 − z)·[(A·row −
     A(row + 2)z)(1 − z) + (z² + z^(row−A+1))(1 − z^A)]."""
     A, R = (row + 1) // 2, target - row
-    cross = _add(_mul({0: A, row: A}, _one_minus(1)), _mul({1: 1, row - A: 1}, _one_minus(A)), -1)
+    cross = _add(_mul(_terms((0, A), (row, A)), _one_minus(1)), _mul(_terms((1, 1), (row - A, 1)), _one_minus(A)), -1)
     cross = _mul(_mul({1: 1}, _one_minus(R + 1)), cross)
-    chunks = _add(_mul({0: A * row, 1: -A * (row + 2)}, _one_minus(1)), _mul({2: 1, row - A + 1: 1}, _one_minus(A)))
-    return _add(cross, _mul({0: R + 1, 1: -(R + 1)}, chunks))
+    chunks = _mul(_terms((0, A * row), (1, -A * (row + 2))), _one_minus(1))
+    chunks = _add(chunks, _mul(_terms((2, 1), (row - A + 1, 1)), _one_minus(A)))
+    return _add(cross, _mul(_terms((0, R + 1), (1, -(R + 1))), chunks))
 
 
 def _summed(impulses: np.ndarray, order: int) -> np.ndarray:
