@@ -291,11 +291,12 @@ class Warmup:
     kind = "warmup"
 
     def window(self, L: int, warm_steps: int) -> Callable[[np.ndarray], np.ndarray]:
-        """w(step) for steps below ``warm_steps``, in exact integers (Python ints: no overflow)."""
+        """w(step) for steps below ``warm_steps``, in exact integers (int64 while L · steps fits, else Python ints)."""
         start, m, span = self.start, self.multiple, L - self.start
+        wide = (L + 1) * (warm_steps + 1) * (self.steps if self.steps != "linear" else 1) >= 1 << 62
 
         def at(s: np.ndarray) -> np.ndarray:
-            s = s.astype(object)
+            s = s.astype(object) if wide else s
             if self.steps == "linear":
                 raw = (start * warm_steps + span * s) // warm_steps
             else:

@@ -6,8 +6,10 @@ Dataset Decomposition's random splits) trains, in expectation over its sampler, 
 
     E[f](i) = numerator[i] / denominator,
 
-one common denominator for all i, so sums and shares stay exact. Every operation checks that its int64 results
-fit (2^63) and raises :class:`~freqlab.FreqlabError` instead of wrapping.
+one common denominator for all i, so sums and shares stay exact. Numerators are int64 whenever every value fits
+(always for deterministic counts, which are at most the token count); an exact expectation whose numerators exceed
+2^63 (PoSE over a large corpus: E[f] near 10^11 times a denominator near 10^10) keeps them as Python integers
+(an object array): no operation ever wraps.
 
 >>> a = ExactFrequency(np.array([4, 3, 2, 1]))
 >>> b = ExactFrequency(np.array([3, 1]), 2)          # an expectation: 1.5, 0.5
@@ -32,34 +34,43 @@ from freqlab.errors import FreqlabError
 INT64_LIMIT = 1 << 63
 
 
-def checked_int64(values, what: str = "position frequency") -> np.ndarray:
-    """An array of Python (or numpy) integers as int64; FreqlabError when one does not fit (never wraps)."""
+def exact_integers(values) -> np.ndarray:
+    """Integers as int64 when every one fits, else as an object array of Python integers (never wrapped)."""
     array = np.asarray(values)
     if array.dtype == object:
-        if array.size and max(abs(int(v)) for v in array.tolist()) >= INT64_LIMIT:
-            raise FreqlabError(f"the exact {what} exceeds int64 (2^63); scale the histogram down")
-        return array.astype(np.int64)
+        ints = [int(v) for v in array.reshape(-1).tolist()]
+        wide = bool(ints) and max(abs(v) for v in ints) >= INT64_LIMIT
+        return np.array(ints, dtype=object if wide else np.int64)
     if array.dtype.kind not in "iu":
-        raise FreqlabError(f"the exact {what} needs integer counts, got dtype {array.dtype}")
-    return array.astype(np.int64)
+        raise FreqlabError(f"an exact position frequency needs integer counts, got dtype {array.dtype}")
+    if array.dtype == np.uint64 and array.size and int(array.max()) >= INT64_LIMIT:
+        return exact_integers(array.astype(object))
+    return array.reshape(-1).astype(np.int64)
 
 
-def scaled_int64(values: np.ndarray, factor: int, what: str = "position frequency") -> np.ndarray:
-    """``values * factor`` in int64 when every product fits, FreqlabError otherwise."""
-    if values.size and int(np.abs(values).max()) * abs(int(factor)) >= INT64_LIMIT:
-        raise FreqlabError(
-            f"the exact {what} needs a common denominator of {len(str(abs(int(factor))))} digits: it exceeds int64 "
-            "(2^63); scale the histogram down"
-        )
-    return values * np.int64(factor)
+def exact_scaled(values: np.ndarray, factor: int) -> np.ndarray:
+    """``values * factor`` exactly: int64 when every product fits, Python integers otherwise."""
+    factor = int(factor)
+    if values.dtype != object and (not values.size or int(np.abs(values).max()) * abs(factor) < INT64_LIMIT):
+        return values * np.int64(factor)
+    return exact_integers(values.astype(object) * factor)
+
+
+def exact_sum(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    """``a + b`` exactly (equal shapes): int64 when it fits, Python integers otherwise."""
+    narrow = a.dtype != object and b.dtype != object
+    if narrow and (not a.size or int(np.abs(a).max()) + int(np.abs(b).max()) < INT64_LIMIT):
+        return a + b
+    return exact_integers(a.astype(object) + b.astype(object))
 
 
 @dataclass(frozen=True)
 class ExactFrequency:
     """f(i) = ``numerator[i] / denominator`` for 0 <= i < ``len(numerator)``, exactly.
 
-    ``numerator`` is int64 of shape (L,) (or (target,) for recipes whose position-id differences exceed the
-    window, e.g. PoSE); ``denominator`` is a positive integer, 1 when the recipe is deterministic.
+    ``numerator`` has shape (L,) (or (target,) for recipes whose position-id differences exceed the window, e.g.
+    PoSE), int64 (Python integers only where a value exceeds 2^63); ``denominator`` is a positive integer, 1 when the
+    recipe is deterministic.
     ``dropped_tokens`` counts (in expectation, exactly) the tokens a recipe discards (truncation, Dataset
     Decomposition's short remainders); ``note`` says in one line what the numbers are (e.g. "position-id
     differences on the original scale").
@@ -71,7 +82,7 @@ class ExactFrequency:
     note: str = ""
 
     def __post_init__(self) -> None:
-        object.__setattr__(self, "numerator", checked_int64(self.numerator))
+        object.__setattr__(self, "numerator", exact_integers(self.numerator))
         if isinstance(self.denominator, bool) or int(self.denominator) != self.denominator or self.denominator < 1:
             raise FreqlabError(f"denominator must be a positive integer, got {self.denominator!r}")
         object.__setattr__(self, "denominator", int(self.denominator))
@@ -80,7 +91,7 @@ class ExactFrequency:
     @property
     def f(self) -> np.ndarray:
         """f as float64 (numerator / denominator): for plots and statistics, not for exact comparisons."""
-        return self.numerator.astype(np.float64) / self.denominator
+        return self.numerator.astype(np.float64) / float(self.denominator)
 
     @property
     def tokens(self) -> Fraction:
@@ -107,7 +118,7 @@ class ExactFrequency:
         factor = Fraction(factor)
         if factor < 0:
             raise FreqlabError(f"a frequency can only be scaled by a factor >= 0, got {factor}")
-        numerator = scaled_int64(self.numerator, factor.numerator)
+        numerator = exact_scaled(self.numerator, factor.numerator)
         result = ExactFrequency(
             numerator, self.denominator * factor.denominator, self.dropped_tokens * factor, self.note
         )
@@ -117,7 +128,7 @@ class ExactFrequency:
         """f extended with zeros to ``length`` positions (a stage trains nothing beyond its reach)."""
         if length < self.L:
             raise FreqlabError(f"cannot pad a frequency of {self.L} positions to {length}")
-        numerator = np.zeros(length, dtype=np.int64)
+        numerator = np.zeros(length, dtype=self.numerator.dtype)
         numerator[: self.L] = self.numerator
         return ExactFrequency(numerator, self.denominator, self.dropped_tokens, self.note)
 
@@ -126,12 +137,10 @@ class ExactFrequency:
             return NotImplemented
         denominator = math.lcm(self.denominator, other.denominator)
         length = max(self.L, other.L)
-        a = scaled_int64(self.padded(length).numerator, denominator // self.denominator)
-        b = scaled_int64(other.padded(length).numerator, denominator // other.denominator)
-        if length and int(np.abs(a).max()) + int(np.abs(b).max()) >= INT64_LIMIT:
-            raise FreqlabError("the exact sum of two position frequencies exceeds int64 (2^63)")
+        a = exact_scaled(self.padded(length).numerator, denominator // self.denominator)
+        b = exact_scaled(other.padded(length).numerator, denominator // other.denominator)
         note = self.note if self.note == other.note else "; ".join(n for n in (self.note, other.note) if n)
-        return ExactFrequency(a + b, denominator, self.dropped_tokens + other.dropped_tokens, note).reduced()
+        return ExactFrequency(exact_sum(a, b), denominator, self.dropped_tokens + other.dropped_tokens, note).reduced()
 
     def __eq__(self, other) -> bool:
         if not isinstance(other, ExactFrequency):
@@ -146,7 +155,5 @@ class ExactFrequency:
         """From exact rationals (Fractions or ints), over their least common denominator."""
         values = [Fraction(v) for v in values]
         denominator = math.lcm(1, *(v.denominator for v in values))
-        numerator = checked_int64(
-            np.array([v.numerator * (denominator // v.denominator) for v in values], dtype=object)
-        )
+        numerator = np.array([v.numerator * (denominator // v.denominator) for v in values], dtype=object)
         return cls(numerator, denominator, Fraction(dropped_tokens), note)

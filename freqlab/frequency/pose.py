@@ -24,9 +24,10 @@ over the whole row, so a row trains, with b = Lc − a,
 and f reaches ``target − 1``: ``numerator`` has shape (target,). The expectation over a and u is exact: per
 distinct ``Lc`` the sums over a and u have closed forms as generating functions with denominator (1 − z)^4
 (four cumulative sums of a few impulses), combined over one common denominator lcm(A·(target − Lc + 1)) with
-A = (Lc + 1) // 2: O(target + distinct lengths). When documents shorter than L have many distinct lengths that
-denominator outgrows int64 and the expectation is refused (one line says so); ``replay: true`` then gives one seeded
-replay of the sampler (:meth:`Pose.replay`, Python's ``random.Random(seed)`` drawing a, the end and u per document
+A = (Lc + 1) // 2: O(target + distinct lengths). The numerators outgrow int64 on realistic corpora (E[f] near
+10^11 times a denominator near 10^10); they are then kept as Python integers (four cumulative sums over an object
+array, about a second per 10^6 positions), still exact. ``replay: true`` gives instead one seeded replay of the
+sampler (:meth:`Pose.replay`, Python's ``random.Random(seed)`` drawing a, the end and u per document
 in the seeded stream order, as their code does per document): O(documents + target).
 
 **PI / YaRN** (Chen et al., "Extending Context Window of Large Language Models via Positional Interpolation",
@@ -148,12 +149,9 @@ class Pose:
                 groups[min(n, L)] += c
         denominator = math.lcm(1, *(((r + 1) // 2) * (target - r + 1) for r in groups))
         rows_tokens = sum(r * c for r, c in groups.items())
-        if 16 * denominator * rows_tokens >= INT64_LIMIT:
-            raise FreqlabError(
-                f"pose: the exact expectation over {len(groups)} distinct row lengths needs a common denominator of "
-                f"{len(str(denominator))} digits, beyond int64; use replay: true (a seeded replay) or scale down"
-            )
-        impulses = np.zeros(target, dtype=np.int64)
+        # |every cumulative sum| <= 2^4 · max f · denominator: int64 when that fits, Python integers otherwise
+        wide = 16 * denominator * rows_tokens >= INT64_LIMIT
+        impulses = np.zeros(target, dtype=object if wide else np.int64)
         for r, c in groups.items():
             weight = c * (denominator // (((r + 1) // 2) * (target - r + 1)))
             for e, coefficient in pose_numerator(r, target).items():

@@ -25,14 +25,13 @@ def test_scaling_is_exact_and_reduced():
     assert f.scale(Fraction(1, 4)).tokens == Fraction(3, 2)
 
 
-def test_overflow_is_refused_rather_than_wrapped():
-    big = ExactFrequency(np.array([1 << 62]))
-    with pytest.raises(FreqlabError, match="exceeds int64"):
-        big + big
-    with pytest.raises(FreqlabError, match="exceeds int64"):
-        big.scale(4)
-    with pytest.raises(FreqlabError, match="exceeds int64"):
-        ExactFrequency.from_fractions([Fraction(1 << 63)])
+def test_values_beyond_int64_become_python_integers_never_wrapped():
+    big = ExactFrequency(np.array([1 << 62, 1]))
+    total = big + big
+    assert total.numerator.dtype == object and total.numerator.tolist() == [1 << 63, 2]
+    assert big.scale(4).numerator.tolist() == [1 << 64, 4] and big.scale(4).f.tolist() == [2.0**64, 4.0]
+    assert (total.scale(Fraction(1, 2))).numerator.dtype == np.int64  # back to int64 once it fits
+    assert ExactFrequency.from_fractions([Fraction(1 << 63, 3)]).value(0) == Fraction(1 << 63, 3)
 
 
 def test_from_fractions_and_bad_denominators():

@@ -77,14 +77,17 @@ def test_pose_2k_to_16k_trains_every_difference_up_to_the_target():
     assert A == (2048 + 1) // 2
 
 
-def test_pose_refuses_an_expectation_whose_denominator_outgrows_int64():
-    lengths = np.arange(1, 200)
-    with pytest.raises(FreqlabError, match="use replay: true"):
-        Pose(4096).frequency(lengths, np.ones_like(lengths), 1024)
-    replay = position_ids_from_spec({"kind": "pose", "target": 4096, "replay": True}).frequency(
-        lengths, np.ones_like(lengths), 1024
+def test_pose_expectation_stays_exact_beyond_int64():
+    # 40 distinct row lengths: their common denominator lcm(A (target - Lc + 1)) needs more than 63 bits
+    lengths = np.arange(1, 41)
+    together = Pose(64).frequency(lengths, np.ones_like(lengths), 40)
+    assert together.numerator.dtype == object and together.denominator >= 1 << 63
+    one_by_one = sum((Pose(64).frequency([n], [1], 40) for n in lengths.tolist()[1:]), Pose(64).frequency([1], [1], 40))
+    assert together == one_by_one and together.tokens == lengths.sum()
+    replay = position_ids_from_spec({"kind": "pose", "target": 64, "replay": True}).frequency(
+        lengths, np.ones_like(lengths), 40
     )
-    assert replay.tokens == lengths.sum()
+    assert replay.tokens == lengths.sum() and replay.numerator.dtype == np.int64
 
 
 def test_pi_and_yarn_stages_report_f_on_the_original_position_scale():
