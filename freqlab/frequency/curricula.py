@@ -47,9 +47,10 @@ tokens with ``k = ⌊log2(m − 1)⌋`` (2^k inputs and their next-token labels:
 the largest bucket; the loop stops when ``k`` falls below the smallest bucket (the remainder is dropped). Pieces
 are deterministic (the paper's binary decomposition), so f is exact. The public code splits a document longer than
 the largest bucket at random (``randomize=True``: bucket k with probability ∝ 2^(max − k)); ``randomize: true``
-replays that split with a seeded generator (its exact expectation is not computed). The curriculum (odds over
-buckets, e.g. their "Grow-P2") only orders the batches: ``get_dd_params.py`` takes every bucket's sequences once
-per epoch in proportion to its tokens, so f does not depend on it (it is validated and recorded).
+gives the exact expectation over that split (denominator (2^buckets − 1)^draws, Python integers; O(n_max ·
+buckets²) operations, refused beyond documents of 2^17 tokens) and ``replay: true`` one seeded replay of it.
+The curriculum (odds over buckets, e.g. their "Grow-P2") only orders the batches: ``get_dd_params.py`` takes every
+bucket's sequences once per epoch in proportion to its tokens, so f does not depend on it (validated, recorded).
 ``regime`` is not used: Dataset Decomposition replaces it.
 """
 
@@ -434,6 +435,7 @@ class DatasetDecomposition:
     max_log2: int = 13
     curriculum: str | tuple[float, ...] = "uniform"
     randomize: bool = False
+    replayed: bool = False
 
     kind = "dataset-decomposition"
 
@@ -469,30 +471,114 @@ class DatasetDecomposition:
             m -= (1 << k) + 1
         return ks, m
 
+    def expected_pieces(self, documents: list[int]) -> dict[int, tuple[int, list[int]]]:
+        """Expected pieces per bucket of each document length under ``get_binary(randomize=True)``, exactly:
+        ``{n: (t, S)}`` with E[pieces of bucket lo + j] = S[j] / Q^t, Q = 2^buckets − 1.
+
+        A remainder m draws bucket k with probability w_k / Q, w_k = 2^(max − k), while ⌊log2(m − 1)⌋ > max:
+        E_m = Σ_k (w_k / Q)(e_k + E_(m − 2^k − 1)); below that the pieces are deterministic. Kept as integers
+        S_m = Q^t(m) E_m with t(m) = 1 + t(m − 2^min − 1) draws at most, walking m upwards with a window of the
+        last 2^max + 1 remainders: O(n_max · buckets²) operations on integers of O(t · buckets) bits."""
+        lo, hi = self.min_log2, self.max_log2
+        buckets, q = hi - lo + 1, (1 << (hi - lo + 1)) - 1
+        weights = [1 << (hi - k) for k in range(lo, hi + 1)]
+        first_random = (1 << (hi + 1)) + 1  # the smallest remainder that draws
+        wanted = sorted(set(documents))
+        keep = set(wanted)
+        out: dict[int, tuple[int, list[int]]] = {}
+
+        def deterministic(m: int) -> tuple[int, list[int]]:
+            counts = [0] * buckets
+            for k in self.pieces(m)[0]:
+                counts[k - lo] += 1
+            return 0, counts
+
+        for n in wanted:
+            if n < first_random:
+                out[n] = deterministic(n)
+        if not wanted or wanted[-1] < first_random:
+            return out
+        span = (1 << hi) + 1
+        window: dict[int, tuple[int, list[int]]] = {}
+        for m in range(first_random, wanted[-1] + 1):
+            back = [m - (1 << k) - 1 for k in range(lo, hi + 1)]
+            before = [window[r] if r >= first_random else deterministic(r) for r in back]
+            t = 1 + before[0][0]  # the smallest piece leaves the longest remainder
+            total = [0] * buckets
+            for j, (w, (tr, sr)) in enumerate(zip(weights, before, strict=True)):
+                lift = q ** (t - 1 - tr)
+                for i in range(buckets):
+                    total[i] += w * lift * sr[i]
+                total[j] += w * q ** (t - 1)
+            window[m] = (t, total)
+            window.pop(m - span, None)
+            if m in keep:
+                out[m] = window[m]
+        return out
+
     def frequency(self, lengths, counts, L: int, regime: str = "natural", seed: int = 0) -> ExactFrequency:
-        """Exact f(i) of the pieces' attention segments (2^k each); ``randomize``: one replay seeded by ``seed``."""
+        """Exact f(i) of the pieces' attention segments (2^k each): deterministic, or (``randomize``) the exact
+        expectation over the random split (``replay``: one seeded replay). ``regime`` is not used."""
         L = check_window(L)
         lengths, counts = check_histogram(lengths, counts)
         if 1 << self.max_log2 > L:
             raise FreqlabError(f"dataset-decomposition: the largest bucket 2^{self.max_log2} is longer than L = {L}")
-        seg = np.zeros(L + 1, dtype=np.int64)
-        dropped = 0
-        if self.randomize:
-            rng = np.random.default_rng(seed)
-            for n in stream_order(lengths, counts, seed).tolist():
-                ks, _ = self._random_pieces(n, rng)
-                dropped += n - sum(1 << k for k in ks)
-                for k in ks:
-                    seg[1 << k] += 1
-        else:
-            for n, c in zip(lengths.tolist(), counts.tolist()):
+        if self.randomize and self.replayed:
+            return self.replay(lengths, counts, L, seed)
+        note = f"Dataset Decomposition, buckets 2^{self.min_log2}..2^{self.max_log2}"
+        if not self.randomize:
+            seg = np.zeros(L + 1, dtype=np.int64)
+            dropped = 0
+            for n, c in zip(lengths.tolist(), counts.tolist(), strict=True):
                 ks, _ = self.pieces(n)
                 dropped += c * (n - sum(1 << k for k in ks))
                 for k in set(ks):
                     seg[1 << k] += c * ks.count(k)
-        how = "one seeded replay of the random split" if self.randomize else "deterministic binary pieces"
-        note = f"Dataset Decomposition, buckets 2^{self.min_log2}..2^{self.max_log2} ({how})"
+            return _frequency(seg, L, dropped, "dataset-decomposition", note + " (deterministic binary pieces)")
+        longest = int(lengths[counts > 0].max()) if (counts > 0).any() else 0
+        if longest > MAX_DD_EXPECTATION:
+            raise FreqlabError(
+                f"dataset-decomposition: the exact expectation of the random split walks every remainder up to the "
+                f"longest document ({longest:,} tokens, more than {MAX_DD_EXPECTATION:,}); use replay: true"
+            )
+        expected = self.expected_pieces([n for n, c in zip(lengths.tolist(), counts.tolist(), strict=True) if c])
+        q = (1 << (self.max_log2 - self.min_log2 + 1)) - 1
+        depth = max((t for t, _ in expected.values()), default=0)
+        pieces = [0] * (self.max_log2 - self.min_log2 + 1)  # Σ_n c_n E[pieces of each bucket] · Q^depth
+        for n, c in zip(lengths.tolist(), counts.tolist(), strict=True):
+            if c:
+                t, per = expected[n]
+                for j, v in enumerate(per):
+                    pieces[j] += c * v * q ** (depth - t)
+        denominator = q**depth
+        positions = np.arange(L, dtype=object)
+        numerator = np.zeros(L, dtype=object)
+        for j, count in enumerate(pieces):
+            size = 1 << (self.min_log2 + j)
+            numerator[:size] += count * (size - positions[:size])  # a segment of `size` holds size − i pairs at i
+        tokens = exact_dot(lengths, counts)
+        dropped = Fraction(tokens) - Fraction(int(numerator[0]), denominator)
+        result = ExactFrequency(numerator, denominator, dropped, note + " (expectation over the random split)")
+        return result.reduced()
+
+    def replay(self, lengths, counts, L: int, seed: int = 0) -> ExactFrequency:
+        """f of one seeded draw of the random split: documents in the seeded stream order, numpy's
+        ``choice(p=...)`` per piece of a remainder longer than the largest bucket, as ``get_binary`` draws."""
+        L = check_window(L)
+        lengths, counts = check_histogram(lengths, counts)
+        seg = np.zeros(L + 1, dtype=np.int64)
+        dropped = 0
+        rng = np.random.default_rng(seed)
+        for n in stream_order(lengths, counts, seed).tolist():
+            ks, _ = self._random_pieces(n, rng)
+            dropped += n - sum(1 << k for k in ks)
+            for k in ks:
+                seg[1 << k] += 1
+        note = f"Dataset Decomposition, buckets 2^{self.min_log2}..2^{self.max_log2} (one seeded replay, seed {seed})"
         return _frequency(seg, L, dropped, "dataset-decomposition", note)
+
+
+MAX_DD_EXPECTATION = 1 << 17  # longest document whose random split is averaged exactly (7.5 s at this size)
 
 
 def _dataset_decomposition(spec: Spec) -> DatasetDecomposition:
@@ -520,7 +606,10 @@ def _dataset_decomposition(spec: Spec) -> DatasetDecomposition:
         curriculum = tuple(float(x) for x in curriculum)
     elif curriculum not in DD_CURRICULA:
         raise spec.bad("curriculum", "a list of odds per bucket or one of " + ", ".join(DD_CURRICULA))
-    return DatasetDecomposition(lo, hi, curriculum, bool(spec.flag("randomize", False)))
+    randomize, replayed = bool(spec.flag("randomize", False)), bool(spec.flag("replay", False))
+    if replayed and not randomize:
+        raise spec.bad("replay", "false unless randomize: true (the deterministic split has nothing to replay)")
+    return DatasetDecomposition(lo, hi, curriculum, randomize, replayed)
 
 
 # -- the spec -------------------------------------------------------------------------------------------------------
@@ -530,7 +619,7 @@ Curriculum = Warmup | SkyLadder | DatasetDecomposition
 _KINDS = {
     "warmup": (_warmup, ("start", "share", "steps", "batch_rule", "multiple", "batch")),
     "skyladder": (_skyladder, ("growth", "rate", "share", "start", "batch", "round", "document_mask")),
-    "dataset-decomposition": (_dataset_decomposition, ("buckets", "curriculum", "randomize")),
+    "dataset-decomposition": (_dataset_decomposition, ("buckets", "curriculum", "randomize", "replay")),
 }
 
 

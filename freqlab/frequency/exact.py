@@ -91,7 +91,9 @@ class ExactFrequency:
     @property
     def f(self) -> np.ndarray:
         """f as float64 (numerator / denominator): for plots and statistics, not for exact comparisons."""
-        return self.numerator.astype(np.float64) / float(self.denominator)
+        if self.numerator.dtype == object or self.denominator >= INT64_LIMIT:  # int / int rounds correctly
+            return np.array([int(v) / self.denominator for v in self.numerator.tolist()], dtype=np.float64)
+        return self.numerator.astype(np.float64) / self.denominator
 
     @property
     def tokens(self) -> Fraction:

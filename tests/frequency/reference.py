@@ -176,3 +176,29 @@ def pose_expectation(docs: list[int], L: int, target: int) -> list:
             for d, v in enumerate(f):
                 total[d] += Fraction(v, len(draws))
     return total
+
+
+def dd_expected_segments(n: int, min_log2: int, max_log2: int) -> dict:
+    """E[number of pieces of 2^k inputs] of ``get_binary(randomize=True)`` on n tokens, by following every draw
+    (bucket k with probability 2^(max - k) / (2^buckets - 1)) as a tree, in Fractions."""
+    from fractions import Fraction
+
+    total_weight = (1 << (max_log2 - min_log2 + 1)) - 1
+    expected: dict = {}
+
+    def walk(m: int, probability) -> None:
+        while m > 1:
+            k = (m - 1).bit_length() - 1
+            if k < min_log2:
+                return
+            if k > max_log2:
+                for choice in range(min_log2, max_log2 + 1):
+                    p = probability * Fraction(1 << (max_log2 - choice), total_weight)
+                    expected[1 << choice] = expected.get(1 << choice, 0) + p
+                    walk(m - (1 << choice) - 1, p)
+                return
+            expected[1 << k] = expected.get(1 << k, 0) + probability
+            m -= (1 << k) + 1
+
+    walk(n, Fraction(1))
+    return expected

@@ -5,7 +5,14 @@ from math import floor
 
 import numpy as np
 import pytest
-from frequency.reference import dd_get_binary, expand, frequency_of_segments, token_rows, windowed_rows_frequency
+from frequency.reference import (
+    dd_expected_segments,
+    dd_get_binary,
+    expand,
+    frequency_of_segments,
+    token_rows,
+    windowed_rows_frequency,
+)
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -169,8 +176,25 @@ def test_dataset_decomposition_is_exact_from_the_histogram(pairs, lo, extra):
     assert got.numerator.tolist() == frequency_of_segments(segs, L) and got.dropped_tokens == dropped
 
 
+@settings(max_examples=60, deadline=None)
+@given(st.lists(st.tuples(st.integers(1, 40), st.integers(1, 3)), min_size=1, max_size=4, unique_by=lambda t: t[0]))
+def test_dataset_decomposition_random_split_expectation_follows_every_draw(pairs):
+    lengths, counts = zip(*pairs)
+    dd = curriculum_from_spec({"kind": "dataset-decomposition", "buckets": [2, 4], "randomize": True})
+    got = dd.frequency(lengths, counts, 4)
+    expected = [Fraction(0)] * 4
+    for n, c in pairs:
+        for size, pieces in dd_expected_segments(n, 1, 2).items():
+            for i in range(size):
+                expected[i] += c * pieces * (size - i)
+    assert [got.value(i) for i in range(4)] == expected
+    assert got.dropped_tokens == sum(n * c for n, c in pairs) - expected[0]
+
+
 def test_dataset_decomposition_random_split_replays_get_binary_with_a_seed():
-    dd = curriculum_from_spec({"kind": "dataset-decomposition", "buckets": [2, 4, 8], "randomize": True})
+    dd = curriculum_from_spec(
+        {"kind": "dataset-decomposition", "buckets": [2, 4, 8], "randomize": True, "replay": True}
+    )
     got = dd.frequency([40, 7], [3, 2], 8, seed=5)
     rng = np.random.default_rng(5)
     choices, p = np.arange(3, 0, -1), np.array([1, 2, 4]) / 7
@@ -180,6 +204,17 @@ def test_dataset_decomposition_random_split_replays_get_binary_with_a_seed():
         ks, _ = dd_get_binary(n, 1, 3, lambda: int(rng.choice(choices, p=p)))
         segs += [1 << k for k in ks]
     assert got.numerator.tolist() == frequency_of_segments(segs, 8)
+
+
+def test_dataset_decomposition_replays_converge_to_the_expectation():
+    dd = DatasetDecomposition(1, 3, randomize=True)
+    exact = dd.frequency([300, 77], [40, 60], 8)
+    replays = [
+        DatasetDecomposition(1, 3, randomize=True, replayed=True).frequency([300, 77], [40, 60], 8, seed=s)
+        for s in range(20)
+    ]
+    mean = np.mean([r.f for r in replays], axis=0)
+    assert np.abs(mean - exact.f).max() < 0.01 * exact.f[0]
 
 
 @pytest.mark.parametrize(
@@ -201,6 +236,12 @@ def test_dataset_decomposition_random_split_replays_get_binary_with_a_seed():
 def test_bad_specs_name_the_key_and_value(spec, message):
     with pytest.raises(FreqlabError, match=message.replace("(", r"\(").replace(")", r"\)").replace("]", r"\]")):
         curriculum_from_spec(spec)
+
+
+def test_the_random_split_expectation_is_refused_for_very_long_documents():
+    dd = curriculum_from_spec({"kind": "dataset-decomposition", "randomize": True})
+    with pytest.raises(FreqlabError, match=r"longest document \(200,000 tokens, more than 131,072\); use replay: true"):
+        dd.frequency([200_000], [1], 8192)
 
 
 def test_a_regime_without_rows_is_refused():

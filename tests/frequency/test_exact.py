@@ -39,3 +39,8 @@ def test_from_fractions_and_bad_denominators():
     assert f.numerator.tolist() == [3, 2, 0] and f.denominator == 6 and f.f.tolist() == [0.5, 1 / 3, 0.0]
     with pytest.raises(FreqlabError, match="denominator must be a positive integer, got 0"):
         ExactFrequency(np.array([1]), 0)
+
+
+def test_floats_of_huge_numerators_and_denominators_are_correctly_rounded():
+    f = ExactFrequency(np.array([3 << 1200, 1 << 1200], dtype=object), 1 << 1201)
+    assert f.f.tolist() == [1.5, 0.5]
