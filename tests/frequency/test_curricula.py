@@ -247,3 +247,10 @@ def test_the_random_split_expectation_is_refused_for_very_long_documents():
 def test_a_regime_without_rows_is_refused():
     with pytest.raises(FreqlabError, match="regime 'uniform' has no row order"):
         curriculum_from_spec({"kind": "warmup", "start": 2, "share": 1}).frequency([9], [1], 4, "uniform")
+
+
+def test_warmup_windows_stay_exact_when_steps_times_L_exceed_int64():
+    warm_steps, L = 1 << 40, 1 << 30  # (L + 1)(steps + 1) >= 2^62: Python integers
+    at = Warmup(64, Fraction(1)).window(L, warm_steps)
+    steps = np.array([0, 1 << 20, (1 << 39) + 7, warm_steps - 1])
+    assert at(steps).tolist() == [(64 * warm_steps + (L - 64) * int(s)) // warm_steps for s in steps]
