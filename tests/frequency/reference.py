@@ -82,3 +82,123 @@ def megatron_windows(stream: list[int], eod: int, L: int, windows: list[int], re
         if run:
             out.append(run)
     return out
+
+
+# -- curricula and position ids: real rows, real position ids, real attention masks --------------------------------
+
+
+def pairs_by_distance(position_ids: list[int], allowed, size: int) -> list[int]:
+    """f[d] = #(query q, key k) with k <= q, ``allowed(q, k)`` and position_ids[q] - position_ids[k] = d."""
+    f = [0] * size
+    for q in range(len(position_ids)):
+        for k in range(q + 1):
+            if allowed(q, k):
+                f[position_ids[q] - position_ids[k]] += 1
+    return f
+
+
+def add_into(total: list, part: list) -> None:
+    for i, v in enumerate(part):
+        total[i] += v
+
+
+def token_rows(docs: list[int], L: int, regime: str) -> list[list[int]]:
+    """Rows of L tokens, each token given as its document's index: ``concat``/``pack`` cut the stream of documents
+    every L tokens, ``natural`` cuts each document into its own rows."""
+    if regime == "natural":
+        return [[d] * min(L, n - s) for d, n in enumerate(docs) for s in range(0, n, L)]
+    stream = [d for d, n in enumerate(docs) for _ in range(n)]
+    return [stream[s : s + L] for s in range(0, len(stream), L)]
+
+
+def windowed_rows_frequency(docs, L, regime, windows, rule, offset=0):
+    """f and dropped tokens of rows trained with ``windows[r]``, token by token: ``truncate`` keeps the first w
+    tokens of a row; otherwise position p of a row is in fragment #{g >= 1 : g·w + offset <= p} and a query
+    attends the keys of its fragment (and, except under ``concat``, of its document)."""
+    f, dropped = [0] * L, 0
+    for row, w in zip(token_rows(docs, L, regime), windows):
+        if rule == "truncate":
+            dropped += max(len(row) - w, 0)
+            row = row[:w]
+        fragment = [sum(1 for g in range(1, L + 1) if g * w + offset <= p) for p in range(len(row))]
+        masked = regime != "concat"
+
+        def allowed(q, k, row=row, fragment=fragment, masked=masked):
+            return fragment[q] == fragment[k] and (not masked or row[q] == row[k])
+
+        add_into(f, pairs_by_distance(list(range(len(row))), allowed, L))
+    return f, dropped
+
+
+def dd_get_binary(n: int, min_log2: int, max_log2: int, choose=None) -> tuple[list[int], int]:
+    """Dataset Decomposition's ``get_binary`` on a document of n tokens, transcribed: the pieces' k and the tokens
+    never used as inputs (``choose()`` draws k for a piece longer than the largest bucket; None: the largest)."""
+    seq = list(range(n))
+    ks = []
+    while len(seq) > 1:
+        k = (len(seq) - 1).bit_length() - 1
+        if k < min_log2:
+            break
+        if k > max_log2:
+            k = choose() if choose else max_log2
+        ks.append(k)
+        seq = seq[(1 << k) + 1 :]
+    return ks, n - sum(1 << k for k in ks)
+
+
+def pose_row(n: int, L: int, target: int, rng) -> list[int]:
+    """Position ids of one document's PoSE row, transcribed from ``train_preprocess_function_pose``."""
+    ids = list(range(min(n, 5 * L)))
+    len_chunk = min(len(ids), L)
+    len_input = len(ids)
+    lt1 = 0
+    rt1 = rng.randint(1, (len_chunk + 1) // 2)
+    rt2 = rng.randint(lt1 + len_chunk, len_input)
+    lt2 = rt2 - (len_chunk - (rt1 - lt1))
+    chunked_ids = ids[lt1:rt1] + ids[lt2:rt2]
+    pos_ids = list(range(len(chunked_ids)))
+    lt = 0
+    rt = rng.randint(lt, target - len(pos_ids))
+    return [p + lt for p in pos_ids[: rt1 - lt1]] + [p + rt for p in pos_ids[rt1 - lt1 :]]
+
+
+def pose_expectation(docs: list[int], L: int, target: int) -> list:
+    """E[f] over every equally likely (a, u) of every document, as Fractions, from real position ids."""
+    from fractions import Fraction
+
+    total = [Fraction(0)] * target
+    for n in docs:
+        row = min(n, L)
+        draws = [(a, u) for a in range(1, (row + 1) // 2 + 1) for u in range(target - row + 1)]
+        for a, u in draws:
+            ids = list(range(a)) + [p + u for p in range(a, row)]
+            f = pairs_by_distance(ids, lambda q, k: True, target)
+            for d, v in enumerate(f):
+                total[d] += Fraction(v, len(draws))
+    return total
+
+
+def dd_expected_segments(n: int, min_log2: int, max_log2: int) -> dict:
+    """E[number of pieces of 2^k inputs] of ``get_binary(randomize=True)`` on n tokens, by following every draw
+    (bucket k with probability 2^(max - k) / (2^buckets - 1)) as a tree, in Fractions."""
+    from fractions import Fraction
+
+    total_weight = (1 << (max_log2 - min_log2 + 1)) - 1
+    expected: dict = {}
+
+    def walk(m: int, probability) -> None:
+        while m > 1:
+            k = (m - 1).bit_length() - 1
+            if k < min_log2:
+                return
+            if k > max_log2:
+                for choice in range(min_log2, max_log2 + 1):
+                    p = probability * Fraction(1 << (max_log2 - choice), total_weight)
+                    expected[1 << choice] = expected.get(1 << choice, 0) + p
+                    walk(m - (1 << choice) - 1, p)
+                return
+            expected[1 << k] = expected.get(1 << k, 0) + probability
+            m -= (1 << k) + 1
+
+    walk(n, Fraction(1))
+    return expected

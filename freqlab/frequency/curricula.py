@@ -1,0 +1,653 @@
+"""Context-window curricula inside a stage: which relative positions a stage trains when its window grows.
+
+A curriculum is given as a mapping (a stage's YAML) and read by :func:`curriculum_from_spec`; its
+``.frequency(lengths, counts, L, regime, seed=0)`` returns f(i), 0 <= i < L, as an
+:class:`~freqlab.frequency.exact.ExactFrequency`: exact int64 counts where the recipe is deterministic given the
+histogram.
+
+**Rows.** Warm-up and SkyLadder act on the stage's *rows* of L tokens, taken from the regime's token stream in
+order (:mod:`freqlab.frequency.regimes`): ``concat`` (one stream cut into rows of L, no document mask: the last row
+holds ``T mod L`` tokens; the order does not matter, f is exact), ``pack`` (the seeded stream order packed into
+rows with a document mask) or ``natural`` (each document cut into rows of at most L, documents in the seeded stream
+order). Row k (0-based, in training order) belongs to step ``k // batch`` and is trained with the window w(k) the
+schedule gives that step. A row's attention segments (its documents under a mask, the whole row without) are then
+cut by the window; f is the frequency of the resulting segments (STRING Eq. 2). Cost: O(L + distinct windows) for
+``concat``, O(documents + rows) for the walks of ``pack`` and ``natural`` (as the ``pack`` regime), plus
+O(L · log rows) to find where each window starts, never O(tokens).
+
+``warmup`` (sequence-length warm-up; Li, Zhang & He, "The Stability-Efficiency Dilemma: Investigating Sequence
+Length Warmup for Training GPT Models", NeurIPS 2022, arXiv:2108.06084, as DeepSpeed's curriculum learning
+``seqlen`` and Megatron-DeepSpeed run it): the window grows from ``start`` to L over the first ``share`` of the
+steps, then stays L. ``steps: linear`` is DeepSpeed's ``fixed_linear``,
+``w(s) = ⌊(start + (L − start)·s/S_w) / m⌋·m`` (``m = multiple``, DeepSpeed's ``difficulty_step``, evaluated in
+exact rationals where DeepSpeed uses float64); ``steps: N`` holds N equal plateaus
+``start + ⌊(L − start)·j/N⌋`` (rounded down to m). ``batch_rule: truncate`` keeps the first w tokens of each row
+and drops the rest (Megatron-DeepSpeed ``--curriculum-learning-legacy``: ``tokens[:, :curriculum_seqlen]``;
+reported in ``dropped_tokens``); ``batch_rule: rechunk`` cuts each row into consecutive pieces of w (DeepSpeed's
+``seqlen_reshape``, which reshapes a batch of rows into rows of w), so no token is dropped.
+
+``skyladder`` (Zhu et al., "SkyLadder: Better and Faster Pretraining via Context Window Scheduling", arXiv:2503.15450,
+2025; code: github.com/sail-sg/SkyLadder, ``lit_gpt/packed_dataset.py``): every row keeps all L tokens, but is cut
+into *fragments* of the current window w attended separately (``flash_attn_varlen_func``). The schedule counts
+samples k (rows); ``rate: r`` with ``batch: B`` rows per step is their ``dm{r}``/``sin{r}``/``exp{r}`` (α = 1/r: the
+linear window grows by 1 every r steps, ``w = start + ⌊k/(B·r)⌋``; sine and exponential reach L at
+``k = (L − start)·B·r``); ``share: p`` is their ``lin{p}p``/``sin{p}p``/``exp{p}p``: the growth ends at
+``k_c = B·⌊p·steps⌋``. With ``x = k/k_c``: linear ``start + int((L − start)·x)``, sine
+``start + int((L − start)·sin(πx/2))``, exponential ``int(start·(L/start)^x)``, all in numpy float64 as their code;
+``round: R`` rounds down to a multiple of R (their ``inc{R}``). ``start`` defaults to their 32.
+``document_mask: false`` (their ``dm``) cuts the row at multiples of w; ``document_mask: true`` (their
+``intradm``) also cuts after each document's last token, and, as their ``get_fragment_lens_fixed_length_intramask``
+does, at positions w+1, 2w+1, ... (its first fragment has w + 1 tokens). Their blocks are L + 1 tokens at
+stride L + 1 (the last only a label); freqlab's rows are L tokens at stride L, as every regime.
+
+``dataset-decomposition`` (Pouransari et al., "Dataset Decomposition: Faster LLM Training with Variable Sequence
+Length Curriculum", NeurIPS 2024, arXiv:2405.13226; code: github.com/apple/ml-dataset-decomposition,
+``scripts/make_dd_buckets.py``, ``get_binary``): a document of m tokens repeatedly gives a piece of ``2^k + 1``
+tokens with ``k = ⌊log2(m − 1)⌋`` (2^k inputs and their next-token labels: one attention segment of 2^k), capped at
+the largest bucket; the loop stops when ``k`` falls below the smallest bucket (the remainder is dropped). Pieces
+are deterministic (the paper's binary decomposition), so f is exact. The public code splits a document longer than
+the largest bucket at random (``randomize=True``: bucket k with probability ∝ 2^(max − k)); ``randomize: true``
+gives the exact expectation over that split (denominator (2^buckets − 1)^draws, Python integers; O(n_max ·
+buckets²) operations, refused beyond documents of 2^17 tokens) and ``replay: true`` one seeded replay of it.
+The curriculum (odds over buckets, e.g. their "Grow-P2") only orders the batches: ``get_dd_params.py`` takes every
+bucket's sequences once per epoch in proportion to its tokens, so f does not depend on it (validated, recorded).
+``regime`` is not used: Dataset Decomposition replaces it.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from fractions import Fraction
+
+import numba
+import numpy as np
+
+from freqlab.errors import FreqlabError
+from freqlab.frequency.exact import ExactFrequency
+from freqlab.frequency.position import segment_frequency
+from freqlab.frequency.regimes import Segments, check_histogram, check_window, exact_dot, stream_order
+from freqlab.sizes import parse_positions
+
+ROW_REGIMES: tuple[str, ...] = ("concat", "pack", "natural")
+
+
+# -- reading specs -------------------------------------------------------------------------------------------------
+
+
+class Spec:
+    """A curriculum's mapping, read key by key: unknown keys and bad values raise one FreqlabError naming them."""
+
+    def __init__(self, spec, kind: str, allowed: tuple[str, ...]):
+        if not isinstance(spec, dict):
+            raise FreqlabError(f"a {kind} spec must be a mapping, got {spec!r}")
+        unknown = sorted(set(spec) - set(allowed) - {"kind"})
+        if unknown:
+            raise FreqlabError(f"{kind}: unknown key {unknown[0]!r}; expected {', '.join(allowed)}")
+        self.data, self.kind = spec, kind
+
+    def has(self, key: str) -> bool:
+        return key in self.data and self.data[key] is not None
+
+    def bad(self, key: str, expected: str) -> FreqlabError:
+        return FreqlabError(f"{self.kind}: {key} must be {expected}, got {self.data.get(key)!r}")
+
+    def positions(self, key: str, default=None) -> int:
+        if not self.has(key):
+            if default is None:
+                raise FreqlabError(f"{self.kind}: missing {key!r}")
+            return default
+        try:
+            return parse_positions(self.data[key], f"{self.kind} {key}")
+        except FreqlabError:
+            raise self.bad(key, "a positive length (e.g. 64 or 8K)") from None
+
+    def integer(self, key: str, default=None, minimum: int = 1) -> int:
+        if not self.has(key):
+            if default is None:
+                raise FreqlabError(f"{self.kind}: missing {key!r}")
+            return default
+        value = self.data[key]
+        if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value < minimum:
+            raise self.bad(key, f"an integer >= {minimum}")
+        return int(value)
+
+    def share(self, key: str) -> Fraction:
+        value = self.data.get(key)
+        try:
+            share = Fraction(str(value)) if not isinstance(value, bool) else None
+        except (ValueError, ZeroDivisionError):
+            share = None
+        if share is None or not 0 < share <= 1:
+            raise self.bad(key, "a share of the stage in (0, 1], e.g. 0.1")
+        return share
+
+    def choice(self, key: str, options: tuple[str, ...], default: str | None = None) -> str:
+        value = self.data.get(key, default)
+        if value not in options:
+            raise self.bad(key, "one of " + ", ".join(options))
+        return value
+
+    def flag(self, key: str, default: bool | None) -> bool | None:
+        value = self.data.get(key, default)
+        if value is not None and not isinstance(value, bool):
+            raise self.bad(key, "true or false")
+        return value
+
+
+# -- cutting rows by a window --------------------------------------------------------------------------------------
+
+
+@numba.njit(cache=True)
+def _add_piece(counts, start, n, w, truncate, offset, mult):
+    """Add the segments of tokens [start, start + n) of a row trained with window w, ``mult`` times; return the
+    dropped tokens. ``truncate``: only positions below w are kept. Otherwise the row is cut at g·w + offset
+    (g >= 1) and each piece is a segment."""
+    if n <= 0 or mult == 0:
+        return 0
+    if truncate:
+        kept = min(start + n, w) - start
+        if kept < 0:
+            kept = 0
+        if kept > 0:
+            counts[kept] += mult
+        return (n - kept) * mult
+    g = max(1, (start - offset) // w + 1)
+    boundary = g * w + offset
+    end = start + n
+    if boundary >= end:
+        counts[n] += mult
+        return 0
+    counts[boundary - start] += mult
+    full = (end - boundary) // w
+    rest = end - boundary - full * w
+    counts[w] += full * mult
+    if rest > 0:
+        counts[rest] += mult
+    return 0
+
+
+@numba.njit(cache=True)
+def _walk_rows(docs, L, run_rows, run_windows, truncate, offset, row_per_doc):
+    """Documents in order laid into rows of L with a document mask (a new row after each document when
+    ``row_per_doc``), row r cut by its window (runs: ``run_rows[j]`` rows of window ``run_windows[j]``, then L)."""
+    counts = np.zeros(L + 1, dtype=np.int64)
+    dropped = 0
+    run = 0
+    left = run_rows[0] if run_rows.shape[0] > 0 else -1
+    w = run_windows[0] if run_rows.shape[0] > 0 else L
+    used = 0  # tokens in the current row
+    for k in range(docs.shape[0]):
+        n = docs[k]
+        while n > 0:
+            take = min(n, L - used)
+            dropped += _add_piece(counts, used, take, w, truncate, offset, 1)
+            used += take
+            n -= take
+            if used == L or (n == 0 and row_per_doc):
+                used = 0
+                left -= 1
+                while left == 0 and run + 1 < run_rows.shape[0]:
+                    run += 1
+                    left = run_rows[run]
+                    w = run_windows[run]
+                if left <= 0:
+                    w = L
+    return counts, dropped
+
+
+def _rows(lengths: np.ndarray, counts: np.ndarray, L: int, regime: str) -> int:
+    if regime == "natural":
+        return exact_dot(-(-lengths // L), counts)
+    return -(-exact_dot(lengths, counts) // L)
+
+
+def windowed_segments(
+    lengths,
+    counts,
+    L: int,
+    regime: str,
+    runs: tuple[np.ndarray, np.ndarray],
+    *,
+    truncate: bool,
+    offset: int = 0,
+    seed: int = 0,
+) -> tuple[np.ndarray, int]:
+    """Segment counts (index = length, 0..L) and dropped tokens of the regime's rows cut by windows ``runs``."""
+    run_rows, run_windows = runs
+    if regime == "concat":
+        tokens = exact_dot(lengths, counts)
+        full_rows, last = divmod(tokens, L)
+        seg = np.zeros(L + 1, dtype=np.int64)
+        dropped, first = 0, 0
+        for rows, w in zip(run_rows.tolist(), run_windows.tolist()):  # rows [first, first + rows)
+            full = max(0, min(first + rows, full_rows) - first)
+            dropped += _add_piece(seg, 0, L, w, truncate, offset, full)
+            if last and first <= full_rows < first + rows:
+                dropped += _add_piece(seg, 0, last, w, truncate, offset, 1)
+            first += rows
+        return seg, int(dropped)
+    docs = stream_order(lengths, counts, seed)
+    seg, dropped = _walk_rows(docs, L, run_rows, run_windows, truncate, offset, regime == "natural")
+    return seg, int(dropped)
+
+
+def runs_of(window: Callable[[np.ndarray], np.ndarray], growth_rows: int, rows: int, L: int):
+    """Runs (rows, window) of a nondecreasing schedule ``window(k)`` over rows k < ``growth_rows`` (window L from
+    there on), over ``rows`` rows. The first row with window >= v is found by binary search for every v in 1..L:
+    O(L · log rows) evaluations of the schedule."""
+    growth_rows = min(growth_rows, rows)
+    values = np.arange(1, L + 1, dtype=np.int64)
+    lo = np.zeros(L, dtype=np.int64)  # first row with window >= v lies in [lo, hi]; row growth_rows has L
+    hi = np.full(L, growth_rows, dtype=np.int64)
+    while True:
+        open_ = lo < hi
+        if not open_.any():
+            break
+        mid = (lo + hi) // 2
+        reached = np.ones(L, dtype=bool)
+        inside = open_ & (mid < growth_rows)
+        if inside.any():
+            reached[inside] = window(mid[inside]) >= values[inside]
+        hi = np.where(open_ & reached, mid, hi)
+        lo = np.where(open_ & ~reached, mid + 1, lo)
+    first = np.concatenate([lo, [rows]])  # first[v - 1]: first row with window >= v; first[L] = rows
+    run_rows = first[1:] - first[:-1]  # rows with window exactly v
+    keep = run_rows > 0
+    return run_rows[keep], values[keep]
+
+
+def _frequency(seg: np.ndarray, L: int, dropped: int, name: str, note: str) -> ExactFrequency:
+    nonzero = np.flatnonzero(seg)
+    segs = Segments(nonzero.astype(np.int64), seg[nonzero], L, name, dropped)
+    return ExactFrequency(segment_frequency(segs), 1, Fraction(dropped), note)
+
+
+def _check_stage(lengths, counts, L, regime: str, kind: str):
+    L = check_window(L)
+    lengths, counts = check_histogram(lengths, counts)
+    if exact_dot(lengths, counts) >= 1 << 63:
+        raise FreqlabError("the histogram's tokens exceed exact int64 arithmetic (2^63); scale it down")
+    if regime not in ROW_REGIMES:
+        raise FreqlabError(
+            f"{kind}: regime {regime!r} has no row order to schedule; use one of {', '.join(ROW_REGIMES)}"
+        )
+    return lengths, counts, L
+
+
+# -- sequence-length warm-up ----------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Warmup:
+    """Sequence-length warm-up from ``start`` to L over ``share`` of the steps (see the module docstring)."""
+
+    start: int
+    share: Fraction
+    steps: str | int = "linear"  # "linear" or a number of equal plateaus
+    batch_rule: str = "truncate"
+    multiple: int = 1
+    batch: int = 1
+
+    kind = "warmup"
+
+    def window(self, L: int, warm_steps: int) -> Callable[[np.ndarray], np.ndarray]:
+        """w(step) for steps below ``warm_steps``, in exact integers (int64 while L · steps fits, else Python ints)."""
+        start, m, span = self.start, self.multiple, L - self.start
+        wide = (L + 1) * (warm_steps + 1) * (self.steps if self.steps != "linear" else 1) >= 1 << 62
+
+        def at(s: np.ndarray) -> np.ndarray:
+            s = s.astype(object) if wide else s
+            if self.steps == "linear":
+                raw = (start * warm_steps + span * s) // warm_steps
+            else:
+                raw = start + span * (s * self.steps // warm_steps) // self.steps
+            return np.minimum((raw // m) * m, L).astype(np.int64)
+
+        return at
+
+    def runs(self, rows: int, L: int) -> tuple[np.ndarray, np.ndarray]:
+        """(rows, window) runs over the stage's ``rows`` rows in training order."""
+        if self.start > L:
+            raise FreqlabError(f"warmup: start {self.start} is larger than the window L = {L}")
+        steps = -(-rows // self.batch)
+        warm_steps = int(self.share * steps)
+        by_step = self.window(L, warm_steps)
+        return runs_of(lambda k: by_step(k // self.batch), warm_steps * self.batch, rows, L)
+
+    def frequency(self, lengths, counts, L: int, regime: str = "concat", seed: int = 0) -> ExactFrequency:
+        """Exact f(i) of the stage's rows under the warm-up (``seed``: stream order of ``pack``/``natural``)."""
+        lengths, counts, L = _check_stage(lengths, counts, L, regime, self.kind)
+        truncate = self.batch_rule == "truncate"
+        seg, dropped = windowed_segments(
+            lengths, counts, L, regime, self.runs(_rows(lengths, counts, L, regime), L), truncate=truncate, seed=seed
+        )
+        note = f"sequence-length warm-up {self.start} -> {L} over {self.share} of the steps ({self.batch_rule})"
+        return _frequency(seg, L, dropped, "warmup", note)
+
+
+def _warmup(spec: Spec) -> Warmup:
+    steps = spec.data.get("steps", "linear")
+    if steps != "linear" and (isinstance(steps, bool) or not isinstance(steps, int) or steps < 1):
+        raise spec.bad("steps", "linear or a number of equal plateaus >= 1")
+    multiple = spec.integer("multiple", 1)
+    start = spec.positions("start")
+    if start % multiple:
+        raise spec.bad("start", f"a multiple of multiple = {multiple}")
+    return Warmup(start, spec.share("share"), steps, spec.choice("batch_rule", ("truncate", "rechunk"), "truncate"),
+                  multiple, spec.integer("batch", 1))  # fmt: skip
+
+
+# -- SkyLadder ------------------------------------------------------------------------------------------------------
+
+GROWTHS: tuple[str, ...] = ("linear", "sine", "exponential")
+
+
+@dataclass(frozen=True)
+class SkyLadder:
+    """SkyLadder's context-window schedule (see the module docstring): rows cut into fragments of w(k)."""
+
+    growth: str = "linear"
+    rate: int | None = None  # 1/α: steps per +1 of the linear window (their dm{rate})
+    share: Fraction | None = None  # share of the steps with a growing window (their lin{p}p)
+    start: int = 32
+    batch: int = 1
+    round_to: int | None = None
+    document_mask: bool | None = None
+
+    kind = "skyladder"
+
+    def changing_point(self, rows: int, L: int) -> int:
+        """Row index from which the window is L (their ``changing_point``, in samples)."""
+        if self.share is not None:
+            return self.batch * int(self.share * -(-rows // self.batch))
+        return (L - self.start) * self.batch * self.rate
+
+    def window(self, L: int, rows: int) -> Callable[[np.ndarray], np.ndarray]:
+        """w(k) for rows k below the changing point, as their float64 formulas."""
+        start, cp = self.start, self.changing_point(rows, L)
+
+        def at(k: np.ndarray) -> np.ndarray:
+            if self.share is None and self.growth == "linear":
+                w = start + k // (self.batch * self.rate)
+            else:
+                x = k / max(cp, 1)
+                if self.growth == "linear":
+                    w = start + ((L - start) * x).astype(np.int64)
+                elif self.growth == "sine":
+                    w = start + ((L - start) * np.sin((np.pi / 2) * x)).astype(np.int64)
+                else:
+                    w = (start * (L / start) ** x).astype(np.int64)
+            w = np.where(k >= cp, L, w)  # their schedules return the final length from the changing point on
+            if self.round_to:  # ... and round it too
+                w = (w // self.round_to) * self.round_to
+                w = np.where(w == 0, start, w)
+            return np.minimum(w, L)
+
+        return at
+
+    def runs(self, rows: int, L: int) -> tuple[np.ndarray, np.ndarray]:
+        if self.start > L:
+            raise FreqlabError(f"skyladder: start {self.start} is larger than the window L = {L}")
+        return runs_of(self.window(L, rows), rows, rows, L)
+
+    def frequency(self, lengths, counts, L: int, regime: str = "concat", seed: int = 0) -> ExactFrequency:
+        """Exact f(i) of the stage's rows cut into SkyLadder fragments (``seed``: stream order of ``pack``)."""
+        lengths, counts, L = _check_stage(lengths, counts, L, regime, self.kind)
+        masked = regime != "concat"
+        if self.document_mask is not None and self.document_mask != masked:
+            raise FreqlabError(
+                f"skyladder: document_mask: {str(self.document_mask).lower()} contradicts regime {regime!r} "
+                "(concat has no document mask; pack and natural have one)"
+            )
+        runs = self.runs(_rows(lengths, counts, L, regime), L)
+        seg, dropped = windowed_segments(
+            lengths, counts, L, regime, runs, truncate=False, offset=int(masked), seed=seed
+        )
+        how = f"rate 1/{self.rate}" if self.share is None else f"over {self.share} of the steps"
+        note = f"SkyLadder {self.growth} window {self.start} -> {L} ({how}, {'with' if masked else 'no'} document mask)"
+        return _frequency(seg, L, dropped, "skyladder", note)
+
+
+def _skyladder(spec: Spec) -> SkyLadder:
+    if spec.has("rate") == spec.has("share"):
+        raise FreqlabError("skyladder: give exactly one of rate (steps per +1 token, e.g. 8) or share (e.g. 0.7)")
+    rate = spec.integer("rate") if spec.has("rate") else None
+    if rate is not None and not spec.has("batch"):
+        raise FreqlabError("skyladder: rate needs batch (rows per step) to turn steps into rows")
+    return SkyLadder(
+        spec.choice("growth", GROWTHS, "linear"), rate, spec.share("share") if spec.has("share") else None,
+        spec.positions("start", 32), spec.integer("batch", 1),
+        spec.positions("round") if spec.has("round") else None, spec.flag("document_mask", None),
+    )  # fmt: skip
+
+
+# -- Dataset Decomposition ------------------------------------------------------------------------------------------
+
+DD_CURRICULA: tuple[str, ...] = ("uniform", "grow-p2", "grow-linear", "shrink")
+
+
+@dataclass(frozen=True)
+class DatasetDecomposition:
+    """Binary Dataset Decomposition into buckets 2^min_log2 .. 2^max_log2 (see the module docstring)."""
+
+    min_log2: int = 8
+    max_log2: int = 13
+    curriculum: str | tuple[float, ...] = "uniform"
+    randomize: bool = False
+    replayed: bool = False
+
+    kind = "dataset-decomposition"
+
+    def pieces(self, n: int) -> tuple[list[int], int]:
+        """Deterministic pieces (bucket exponents k) of a document of n tokens, and the tokens left over."""
+        ks, m = [], n
+        big = (1 << self.max_log2) + 1
+        if m - 1 >= 1 << (self.max_log2 + 1):  # whole pieces of the largest bucket first
+            q = (m - 1 - (1 << (self.max_log2 + 1))) // big + 1
+            ks += [self.max_log2] * q
+            m -= q * big
+        while m > 1:
+            k = min((m - 1).bit_length() - 1, self.max_log2)
+            if k < self.min_log2:
+                break
+            ks.append(k)
+            m -= (1 << k) + 1
+        return ks, m
+
+    def _random_pieces(self, n: int, rng: np.random.Generator) -> tuple[list[int], int]:
+        """Pieces as ``get_binary(randomize=True)`` draws them (one seeded draw)."""
+        ks, m = [], n
+        choices = np.arange(self.max_log2, self.min_log2 - 1, -1)
+        p = 2.0 ** np.arange(self.max_log2 + 1 - self.min_log2)
+        p = p / p.sum()
+        while m > 1:
+            k = (m - 1).bit_length() - 1
+            if k < self.min_log2:
+                break
+            if k > self.max_log2:
+                k = int(rng.choice(choices, p=p))
+            ks.append(k)
+            m -= (1 << k) + 1
+        return ks, m
+
+    def expected_pieces(self, documents: list[int]) -> dict[int, tuple[int, list[int]]]:
+        """Expected pieces per bucket of each document length under ``get_binary(randomize=True)``, exactly:
+        ``{n: (t, S)}`` with E[pieces of bucket lo + j] = S[j] / Q^t, Q = 2^buckets − 1.
+
+        A remainder m draws bucket k with probability w_k / Q, w_k = 2^(max − k), while ⌊log2(m − 1)⌋ > max:
+        E_m = Σ_k (w_k / Q)(e_k + E_(m − 2^k − 1)); below that the pieces are deterministic. Kept as integers
+        S_m = Q^t(m) E_m with t(m) = 1 + t(m − 2^min − 1) draws at most, walking m upwards with a window of the
+        last 2^max + 1 remainders: O(n_max · buckets²) operations on integers of O(t · buckets) bits."""
+        lo, hi = self.min_log2, self.max_log2
+        buckets, q = hi - lo + 1, (1 << (hi - lo + 1)) - 1
+        weights = [1 << (hi - k) for k in range(lo, hi + 1)]
+        first_random = (1 << (hi + 1)) + 1  # the smallest remainder that draws
+        wanted = sorted(set(documents))
+        keep = set(wanted)
+        out: dict[int, tuple[int, list[int]]] = {}
+
+        def deterministic(m: int) -> tuple[int, list[int]]:
+            counts = [0] * buckets
+            for k in self.pieces(m)[0]:
+                counts[k - lo] += 1
+            return 0, counts
+
+        for n in wanted:
+            if n < first_random:
+                out[n] = deterministic(n)
+        if not wanted or wanted[-1] < first_random:
+            return out
+        span = (1 << hi) + 1
+        window: dict[int, tuple[int, list[int]]] = {}
+        for m in range(first_random, wanted[-1] + 1):
+            back = [m - (1 << k) - 1 for k in range(lo, hi + 1)]
+            before = [window[r] if r >= first_random else deterministic(r) for r in back]
+            t = 1 + before[0][0]  # the smallest piece leaves the longest remainder
+            total = [0] * buckets
+            for j, (w, (tr, sr)) in enumerate(zip(weights, before, strict=True)):
+                lift = q ** (t - 1 - tr)
+                for i in range(buckets):
+                    total[i] += w * lift * sr[i]
+                total[j] += w * q ** (t - 1)
+            window[m] = (t, total)
+            window.pop(m - span, None)
+            if m in keep:
+                out[m] = window[m]
+        return out
+
+    def frequency(self, lengths, counts, L: int, regime: str = "natural", seed: int = 0) -> ExactFrequency:
+        """Exact f(i) of the pieces' attention segments (2^k each): deterministic, or (``randomize``) the exact
+        expectation over the random split (``replay``: one seeded replay). ``regime`` is not used."""
+        L = check_window(L)
+        lengths, counts = check_histogram(lengths, counts)
+        if 1 << self.max_log2 > L:
+            raise FreqlabError(f"dataset-decomposition: the largest bucket 2^{self.max_log2} is longer than L = {L}")
+        if self.randomize and self.replayed:
+            return self.replay(lengths, counts, L, seed)
+        note = f"Dataset Decomposition, buckets 2^{self.min_log2}..2^{self.max_log2}"
+        if not self.randomize:
+            seg = np.zeros(L + 1, dtype=np.int64)
+            dropped = 0
+            for n, c in zip(lengths.tolist(), counts.tolist(), strict=True):
+                ks, _ = self.pieces(n)
+                dropped += c * (n - sum(1 << k for k in ks))
+                for k in set(ks):
+                    seg[1 << k] += c * ks.count(k)
+            return _frequency(seg, L, dropped, "dataset-decomposition", note + " (deterministic binary pieces)")
+        longest = int(lengths[counts > 0].max()) if (counts > 0).any() else 0
+        if longest > MAX_DD_EXPECTATION:
+            raise FreqlabError(
+                f"dataset-decomposition: the exact expectation of the random split walks every remainder up to the "
+                f"longest document ({longest:,} tokens, more than {MAX_DD_EXPECTATION:,}); use replay: true"
+            )
+        expected = self.expected_pieces([n for n, c in zip(lengths.tolist(), counts.tolist(), strict=True) if c])
+        q = (1 << (self.max_log2 - self.min_log2 + 1)) - 1
+        depth = max((t for t, _ in expected.values()), default=0)
+        pieces = [0] * (self.max_log2 - self.min_log2 + 1)  # Σ_n c_n E[pieces of each bucket] · Q^depth
+        for n, c in zip(lengths.tolist(), counts.tolist(), strict=True):
+            if c:
+                t, per = expected[n]
+                for j, v in enumerate(per):
+                    pieces[j] += c * v * q ** (depth - t)
+        denominator = q**depth
+        positions = np.arange(L, dtype=object)
+        numerator = np.zeros(L, dtype=object)
+        for j, count in enumerate(pieces):
+            size = 1 << (self.min_log2 + j)
+            numerator[:size] += count * (size - positions[:size])  # a segment of `size` holds size − i pairs at i
+        tokens = exact_dot(lengths, counts)
+        dropped = Fraction(tokens) - Fraction(int(numerator[0]), denominator)
+        result = ExactFrequency(numerator, denominator, dropped, note + " (expectation over the random split)")
+        return result.reduced()
+
+    def replay(self, lengths, counts, L: int, seed: int = 0) -> ExactFrequency:
+        """f of one seeded draw of the random split: documents in the seeded stream order, numpy's
+        ``choice(p=...)`` per piece of a remainder longer than the largest bucket, as ``get_binary`` draws."""
+        L = check_window(L)
+        lengths, counts = check_histogram(lengths, counts)
+        seg = np.zeros(L + 1, dtype=np.int64)
+        dropped = 0
+        rng = np.random.default_rng(seed)
+        for n in stream_order(lengths, counts, seed).tolist():
+            ks, _ = self._random_pieces(n, rng)
+            dropped += n - sum(1 << k for k in ks)
+            for k in ks:
+                seg[1 << k] += 1
+        note = f"Dataset Decomposition, buckets 2^{self.min_log2}..2^{self.max_log2} (one seeded replay, seed {seed})"
+        return _frequency(seg, L, dropped, "dataset-decomposition", note)
+
+
+MAX_DD_EXPECTATION = 1 << 17  # longest document whose random split is averaged exactly (7.5 s at this size)
+
+
+def _dataset_decomposition(spec: Spec) -> DatasetDecomposition:
+    buckets = spec.data.get("buckets", [256, 8192])
+    if not isinstance(buckets, list) or not buckets:
+        raise spec.bad("buckets", "a list of powers of two, e.g. [256, 8192] or [256, 512, 1024]")
+    sizes = []
+    for b in buckets:
+        try:
+            size = parse_positions(b)
+        except FreqlabError:
+            size = 0
+        if size < 1 or size & (size - 1):
+            raise FreqlabError(f"dataset-decomposition: bucket {b!r} is not a power of two")
+        sizes.append(size)
+    lo, hi = min(sizes).bit_length() - 1, max(sizes).bit_length() - 1
+    if len(sizes) > 2 and sorted(sizes) != [1 << k for k in range(lo, hi + 1)]:
+        raise spec.bad("buckets", "consecutive powers of two (or just the smallest and the largest)")
+    curriculum = spec.data.get("curriculum", "uniform")
+    if isinstance(curriculum, list):
+        if len(curriculum) != hi - lo + 1 or not all(
+            isinstance(x, (int, float)) and not isinstance(x, bool) and x > 0 for x in curriculum
+        ):
+            raise spec.bad("curriculum", f"{hi - lo + 1} positive odds, one per bucket")
+        curriculum = tuple(float(x) for x in curriculum)
+    elif curriculum not in DD_CURRICULA:
+        raise spec.bad("curriculum", "a list of odds per bucket or one of " + ", ".join(DD_CURRICULA))
+    randomize, replayed = bool(spec.flag("randomize", False)), bool(spec.flag("replay", False))
+    if replayed and not randomize:
+        raise spec.bad("replay", "false unless randomize: true (the deterministic split has nothing to replay)")
+    return DatasetDecomposition(lo, hi, curriculum, randomize, replayed)
+
+
+# -- the spec -------------------------------------------------------------------------------------------------------
+
+Curriculum = Warmup | SkyLadder | DatasetDecomposition
+
+_KINDS = {
+    "warmup": (_warmup, ("start", "share", "steps", "batch_rule", "multiple", "batch")),
+    "skyladder": (_skyladder, ("growth", "rate", "share", "start", "batch", "round", "document_mask")),
+    "dataset-decomposition": (_dataset_decomposition, ("buckets", "curriculum", "randomize", "replay")),
+}
+
+
+def curriculum_from_spec(spec: dict) -> Curriculum:
+    """A curriculum from its mapping (a stage's YAML ``curriculum:``); FreqlabError naming a bad key or value.
+
+    >>> c = curriculum_from_spec({"kind": "warmup", "start": 2, "share": 1, "batch_rule": "truncate"})
+    >>> f = c.frequency([4], [4], 4, "concat")  # 4 rows of 4 tokens trained with windows 2, 2, 3, 3
+    >>> f.numerator.tolist(), f.dropped_tokens
+    ([10, 6, 2, 0], Fraction(6, 1))
+    >>> curriculum_from_spec({"kind": "skyladder", "growth": "cubic", "share": 0.5})
+    Traceback (most recent call last):
+    ...
+    freqlab.errors.FreqlabError: skyladder: growth must be one of linear, sine, exponential, got 'cubic'
+    """
+    if not isinstance(spec, dict):
+        raise FreqlabError(f"a curriculum must be a mapping with a kind, got {spec!r}")
+    kind = spec.get("kind")
+    if kind not in _KINDS:
+        raise FreqlabError(f"curriculum kind must be one of {', '.join(_KINDS)}, got {kind!r}")
+    build, allowed = _KINDS[kind]
+    return build(Spec(spec, kind, allowed))
+
+
+__all__ = [
+    "Curriculum",
+    "DatasetDecomposition",
+    "SkyLadder",
+    "Warmup",
+    "curriculum_from_spec",
+]

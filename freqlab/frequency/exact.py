@@ -1,0 +1,161 @@
+"""Exact position frequencies with a common denominator: deterministic counts and exact expectations.
+
+A recipe that is deterministic given the histogram trains an integer number of (query, key) pairs at each
+relative position: ``f(i) = numerator[i]`` with ``denominator = 1``. A recipe that samples (PoSE's skip offsets,
+Dataset Decomposition's random splits) trains, in expectation over its sampler, a rational number of pairs:
+
+    E[f](i) = numerator[i] / denominator,
+
+one common denominator for all i, so sums and shares stay exact. Numerators are int64 whenever every value fits
+(always for deterministic counts, which are at most the token count); an exact expectation whose numerators exceed
+2^63 (PoSE over a large corpus: E[f] near 10^11 times a denominator near 10^10) keeps them as Python integers
+(an object array): no operation ever wraps.
+
+>>> a = ExactFrequency(np.array([4, 3, 2, 1]))
+>>> b = ExactFrequency(np.array([3, 1]), 2)          # an expectation: 1.5, 0.5
+>>> (a + b).numerator.tolist(), (a + b).denominator
+([11, 7, 4, 2], 2)
+>>> (a + b).tokens, (a + b).f.tolist()
+(Fraction(11, 2), [5.5, 3.5, 2.0, 1.0])
+>>> a.scale(Fraction(1, 3)).numerator.tolist(), a.scale(Fraction(1, 3)).denominator
+([4, 3, 2, 1], 3)
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from fractions import Fraction
+
+import numpy as np
+
+from freqlab.errors import FreqlabError
+
+INT64_LIMIT = 1 << 63
+
+
+def exact_integers(values) -> np.ndarray:
+    """Integers as int64 when every one fits, else as an object array of Python integers (never wrapped)."""
+    array = np.asarray(values)
+    if array.dtype == object:
+        ints = [int(v) for v in array.reshape(-1).tolist()]
+        wide = bool(ints) and max(abs(v) for v in ints) >= INT64_LIMIT
+        return np.array(ints, dtype=object if wide else np.int64)
+    if array.dtype.kind not in "iu":
+        raise FreqlabError(f"an exact position frequency needs integer counts, got dtype {array.dtype}")
+    if array.dtype == np.uint64 and array.size and int(array.max()) >= INT64_LIMIT:
+        return exact_integers(array.astype(object))
+    return array.reshape(-1).astype(np.int64)
+
+
+def exact_scaled(values: np.ndarray, factor: int) -> np.ndarray:
+    """``values * factor`` exactly: int64 when every product fits, Python integers otherwise."""
+    factor = int(factor)
+    if values.dtype != object and (not values.size or int(np.abs(values).max()) * abs(factor) < INT64_LIMIT):
+        return values * np.int64(factor)
+    return exact_integers(values.astype(object) * factor)
+
+
+def exact_sum(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    """``a + b`` exactly (equal shapes): int64 when it fits, Python integers otherwise."""
+    narrow = a.dtype != object and b.dtype != object
+    if narrow and (not a.size or int(np.abs(a).max()) + int(np.abs(b).max()) < INT64_LIMIT):
+        return a + b
+    return exact_integers(a.astype(object) + b.astype(object))
+
+
+@dataclass(frozen=True)
+class ExactFrequency:
+    """f(i) = ``numerator[i] / denominator`` for 0 <= i < ``len(numerator)``, exactly.
+
+    ``numerator`` has shape (L,) (or (target,) for recipes whose position-id differences exceed the window, e.g.
+    PoSE), int64 (Python integers only where a value exceeds 2^63); ``denominator`` is a positive integer, 1 when the
+    recipe is deterministic.
+    ``dropped_tokens`` counts (in expectation, exactly) the tokens a recipe discards (truncation, Dataset
+    Decomposition's short remainders); ``note`` says in one line what the numbers are (e.g. "position-id
+    differences on the original scale").
+    """
+
+    numerator: np.ndarray
+    denominator: int = 1
+    dropped_tokens: Fraction = Fraction(0)
+    note: str = ""
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "numerator", exact_integers(self.numerator))
+        if isinstance(self.denominator, bool) or int(self.denominator) != self.denominator or self.denominator < 1:
+            raise FreqlabError(f"denominator must be a positive integer, got {self.denominator!r}")
+        object.__setattr__(self, "denominator", int(self.denominator))
+        object.__setattr__(self, "dropped_tokens", Fraction(self.dropped_tokens))
+
+    @property
+    def f(self) -> np.ndarray:
+        """f as float64 (numerator / denominator): for plots and statistics, not for exact comparisons."""
+        if self.numerator.dtype == object or self.denominator >= INT64_LIMIT:  # int / int rounds correctly
+            return np.array([int(v) / self.denominator for v in self.numerator.tolist()], dtype=np.float64)
+        return self.numerator.astype(np.float64) / self.denominator
+
+    @property
+    def tokens(self) -> Fraction:
+        """Trained tokens, f(0) (each query attends itself once), exactly."""
+        return Fraction(int(self.numerator[0]), self.denominator) if self.numerator.size else Fraction(0)
+
+    @property
+    def L(self) -> int:
+        return int(self.numerator.size)
+
+    def value(self, i: int) -> Fraction:
+        """f(i) as an exact Fraction."""
+        return Fraction(int(self.numerator[i]), self.denominator)
+
+    def reduced(self) -> ExactFrequency:
+        """The same frequency with numerator and denominator divided by their greatest common divisor."""
+        g = math.gcd(self.denominator, *(int(v) for v in np.unique(np.abs(self.numerator)).tolist()))
+        if g <= 1:
+            return self
+        return ExactFrequency(self.numerator // g, self.denominator // g, self.dropped_tokens, self.note)
+
+    def scale(self, factor) -> ExactFrequency:
+        """f · factor exactly (``factor`` an int, Fraction or a decimal string such as ``"0.25"``)."""
+        factor = Fraction(factor)
+        if factor < 0:
+            raise FreqlabError(f"a frequency can only be scaled by a factor >= 0, got {factor}")
+        numerator = exact_scaled(self.numerator, factor.numerator)
+        result = ExactFrequency(
+            numerator, self.denominator * factor.denominator, self.dropped_tokens * factor, self.note
+        )
+        return result.reduced()
+
+    def padded(self, length: int) -> ExactFrequency:
+        """f extended with zeros to ``length`` positions (a stage trains nothing beyond its reach)."""
+        if length < self.L:
+            raise FreqlabError(f"cannot pad a frequency of {self.L} positions to {length}")
+        numerator = np.zeros(length, dtype=self.numerator.dtype)
+        numerator[: self.L] = self.numerator
+        return ExactFrequency(numerator, self.denominator, self.dropped_tokens, self.note)
+
+    def __add__(self, other: ExactFrequency) -> ExactFrequency:
+        if not isinstance(other, ExactFrequency):
+            return NotImplemented
+        denominator = math.lcm(self.denominator, other.denominator)
+        length = max(self.L, other.L)
+        a = exact_scaled(self.padded(length).numerator, denominator // self.denominator)
+        b = exact_scaled(other.padded(length).numerator, denominator // other.denominator)
+        note = self.note if self.note == other.note else "; ".join(n for n in (self.note, other.note) if n)
+        return ExactFrequency(exact_sum(a, b), denominator, self.dropped_tokens + other.dropped_tokens, note).reduced()
+
+    def __eq__(self, other) -> bool:
+        if not isinstance(other, ExactFrequency):
+            return NotImplemented
+        a, b = self.reduced(), other.reduced()
+        return a.denominator == b.denominator and np.array_equal(a.numerator, b.numerator)
+
+    __hash__ = None  # type: ignore[assignment]
+
+    @classmethod
+    def from_fractions(cls, values, *, dropped_tokens=0, note: str = "") -> ExactFrequency:
+        """From exact rationals (Fractions or ints), over their least common denominator."""
+        values = [Fraction(v) for v in values]
+        denominator = math.lcm(1, *(v.denominator for v in values))
+        numerator = np.array([v.numerator * (denominator // v.denominator) for v in values], dtype=object)
+        return cls(numerator, denominator, Fraction(dropped_tokens), note)

@@ -1,0 +1,256 @@
+"""Context-window curricula inside a stage, each against real rows and attention masks built token by token."""
+
+from fractions import Fraction
+from math import floor
+
+import numpy as np
+import pytest
+from frequency.reference import (
+    dd_expected_segments,
+    dd_get_binary,
+    expand,
+    frequency_of_segments,
+    token_rows,
+    windowed_rows_frequency,
+)
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from freqlab import FreqlabError
+from freqlab.frequency.curricula import ROW_REGIMES, DatasetDecomposition, SkyLadder, Warmup, curriculum_from_spec
+from freqlab.frequency.regimes import stream_order
+
+histograms = st.lists(
+    st.tuples(st.integers(1, 30), st.integers(1, 3)), min_size=1, max_size=6, unique_by=lambda t: t[0]
+)
+
+
+def ordered_docs(lengths, counts, regime, seed):
+    """The documents in the order the rows take them: concat's order does not matter; pack/natural: seeded."""
+    if regime == "concat":
+        return expand(lengths, counts)
+    return stream_order(np.array(lengths), np.array(counts), seed).tolist()
+
+
+def warmup_window(row, rows, L, start, share, steps, multiple, batch):
+    """DeepSpeed's fixed_linear / plateau window of the step holding ``row``, in exact rationals."""
+    total_steps = -(-rows // batch)
+    warm = floor(share * total_steps)
+    s = row // batch
+    if s >= warm:
+        return L
+    if steps == "linear":
+        raw = floor(start + Fraction(L - start) * s / warm)
+    else:
+        raw = start + floor(Fraction(L - start) * floor(Fraction(s * steps, warm)) / steps)
+    return min(raw // multiple * multiple, L)
+
+
+def skyladder_window(k, rows, L, growth, rate, share, start, batch, round_to):
+    """Their ``calculate_mask_length*`` for sample k, scalar Python floats as in lit_gpt/packed_dataset.py."""
+    cp = batch * int(share * -(-rows // batch)) if share is not None else (L - start) * batch * rate
+    if k >= cp:
+        w = L
+    elif share is None and growth == "linear":
+        w = start + k // (batch * rate)
+    elif growth == "linear":
+        w = start + int((L - start) * (k / cp))
+    elif growth == "sine":
+        w = start + int((L - start) * np.sin((np.pi / 2) * (k / cp)))
+    else:
+        w = int(start * (L / start) ** (k / cp))
+    if round_to:
+        w = (w // round_to) * round_to
+        if w == 0:
+            w = start
+    return min(w, L)
+
+
+@settings(max_examples=120, deadline=None)
+@given(histograms, st.integers(2, 9), st.sampled_from(ROW_REGIMES), st.sampled_from(["truncate", "rechunk"]), st.data())
+def test_warmup_matches_rows_trained_token_by_token(pairs, L, regime, rule, data):
+    lengths, counts = zip(*pairs)
+    multiple = data.draw(st.sampled_from([1, 2]))
+    start = data.draw(st.integers(1, L // multiple)) * multiple
+    steps = data.draw(st.sampled_from(["linear", 1, 2, 3]))
+    share = data.draw(st.sampled_from([Fraction(1), Fraction(1, 2), Fraction(3, 10)]))
+    batch = data.draw(st.integers(1, 3))
+    seed = data.draw(st.integers(0, 2))
+    spec = {"kind": "warmup", "start": start, "share": str(share), "steps": steps, "batch_rule": rule,
+            "multiple": multiple, "batch": batch}  # fmt: skip
+    got = curriculum_from_spec(spec).frequency(lengths, counts, L, regime, seed=seed)
+    docs = ordered_docs(lengths, counts, regime, seed)
+    rows = len(token_rows(docs, L, regime))
+    windows = [warmup_window(r, rows, L, start, share, steps, multiple, batch) for r in range(rows)]
+    f, dropped = windowed_rows_frequency(docs, L, regime, windows, rule)
+    assert got.denominator == 1 and got.numerator.tolist() == f
+    assert got.dropped_tokens == dropped
+    assert got.tokens + dropped == sum(docs)  # truncate drops, rechunk keeps every token
+
+
+@settings(max_examples=120, deadline=None)
+@given(histograms, st.integers(2, 9), st.sampled_from(ROW_REGIMES), st.data())
+def test_skyladder_matches_fragments_attended_token_by_token(pairs, L, regime, data):
+    lengths, counts = zip(*pairs)
+    growth = data.draw(st.sampled_from(["linear", "sine", "exponential"]))
+    start = data.draw(st.integers(1, L))
+    batch = data.draw(st.integers(1, 3))
+    by_rate = data.draw(st.booleans())
+    rate = data.draw(st.integers(1, 3)) if by_rate else None
+    share = None if by_rate else data.draw(st.sampled_from([Fraction(1), Fraction(7, 10), Fraction(1, 4)]))
+    round_to = data.draw(st.sampled_from([None, 2, 4]))
+    seed = data.draw(st.integers(0, 2))
+    spec = {"kind": "skyladder", "growth": growth, "start": start, "batch": batch}
+    spec |= {"rate": rate} if by_rate else {"share": str(share)}
+    if round_to:
+        spec["round"] = round_to
+    got = curriculum_from_spec(spec).frequency(lengths, counts, L, regime, seed=seed)
+    docs = ordered_docs(lengths, counts, regime, seed)
+    rows = len(token_rows(docs, L, regime))
+    windows = [skyladder_window(k, rows, L, growth, rate, share, start, batch, round_to) for k in range(rows)]
+    f, dropped = windowed_rows_frequency(docs, L, regime, windows, "fragments", offset=int(regime != "concat"))
+    assert got.numerator.tolist() == f and dropped == 0 and got.tokens == sum(docs)
+
+
+def test_rechunk_keeps_every_token_and_truncate_drops_the_row_tails():
+    # 8 rows of 8 tokens (concat), windows 2, 2, 4, 4, 6, 6 over the first 6 rows (share 3/4 of 8), then 8
+    spec = {"kind": "warmup", "start": 2, "share": 0.75, "batch_rule": "rechunk", "multiple": 2}
+    rechunk = curriculum_from_spec(spec).frequency([64], [1], 8, "concat")
+    truncate = curriculum_from_spec(spec | {"batch_rule": "truncate"}).frequency([64], [1], 8, "concat")
+    assert Warmup(2, Fraction(3, 4), multiple=2).runs(8, 8)[1].tolist() == [2, 4, 6, 8]
+    assert rechunk.tokens == 64 and rechunk.dropped_tokens == 0
+    assert truncate.tokens == 2 * (2 + 4 + 6) + 2 * 8 and truncate.dropped_tokens == 64 - 40
+    # rechunk: rows of 8 cut into 4 pieces of 2, 2 of 4, pieces 6 + 2, or whole; f(1) counts the pairs at distance 1
+    assert rechunk.numerator[1] == 2 * 4 * 1 + 2 * 2 * 3 + 2 * (5 + 1) + 2 * 7
+
+
+def test_skyladder_dm8_climbs_one_position_every_8_steps():
+    # their README: dm8 means "the local window size w will increase by 1 every 8 steps"
+    ladder = curriculum_from_spec({"kind": "skyladder", "rate": 8, "batch": 4, "start": 32})
+    run_rows, windows = ladder.runs(rows=10_000, L=64)
+    assert windows[:3].tolist() == [32, 33, 34] and run_rows[:3].tolist() == [32, 32, 32]  # 8 steps of 4 rows
+    assert windows[-1] == 64 and run_rows[-1] == 10_000 - 32 * 32
+
+
+def test_skyladder_schedule_runs_equal_the_per_row_formula_on_long_stages():
+    rows, L = 200_000, 4096
+    for growth in ("linear", "sine", "exponential"):
+        ladder = SkyLadder(growth, share=Fraction(7, 10), start=32, batch=16)
+        run_rows, windows = ladder.runs(rows, L)
+        k = np.arange(rows)
+        direct = np.array(
+            [skyladder_window(int(i), rows, L, growth, None, Fraction(7, 10), 32, 16, None) for i in k[::997]]
+        )
+        assert np.repeat(windows, run_rows)[::997].tolist() == direct.tolist()
+
+
+def test_skyladder_document_mask_must_agree_with_the_regime():
+    with pytest.raises(FreqlabError, match="document_mask: true contradicts regime 'concat'"):
+        curriculum_from_spec({"kind": "skyladder", "share": 0.5, "document_mask": True}).frequency(
+            [9], [1], 4, "concat"
+        )
+
+
+@pytest.mark.parametrize(
+    ("n", "pieces"),
+    [(257, [8]), (300, [8]), (256, []), (1 << 14, [13, 12, 11, 10, 9, 8]), (3 * 8193 + 600, [13, 13, 13, 9])],
+)
+def test_dataset_decomposition_pieces_follow_get_binary(n, pieces):
+    # a piece of 2^k + 1 tokens (2^k inputs and their labels) with k = floor(log2(m - 1)), at most 13, at least 8
+    assert DatasetDecomposition(8, 13).pieces(n)[0] == pieces == dd_get_binary(n, 8, 13)[0]
+
+
+@settings(max_examples=150, deadline=None)
+@given(histograms, st.integers(0, 3), st.integers(0, 2))
+def test_dataset_decomposition_is_exact_from_the_histogram(pairs, lo, extra):
+    lengths, counts = zip(*pairs)
+    hi = lo + extra
+    dd = curriculum_from_spec({"kind": "dataset-decomposition", "buckets": [1 << lo, 1 << hi], "curriculum": "grow-p2"})
+    L = 1 << hi
+    got = dd.frequency(lengths, counts, L)
+    segs, dropped = [], 0
+    for n in expand(lengths, counts):
+        ks, left = dd_get_binary(n, lo, hi)
+        segs += [1 << k for k in ks]
+        dropped += left
+    assert got.numerator.tolist() == frequency_of_segments(segs, L) and got.dropped_tokens == dropped
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.lists(st.tuples(st.integers(1, 40), st.integers(1, 3)), min_size=1, max_size=4, unique_by=lambda t: t[0]))
+def test_dataset_decomposition_random_split_expectation_follows_every_draw(pairs):
+    lengths, counts = zip(*pairs)
+    dd = curriculum_from_spec({"kind": "dataset-decomposition", "buckets": [2, 4], "randomize": True})
+    got = dd.frequency(lengths, counts, 4)
+    expected = [Fraction(0)] * 4
+    for n, c in pairs:
+        for size, pieces in dd_expected_segments(n, 1, 2).items():
+            for i in range(size):
+                expected[i] += c * pieces * (size - i)
+    assert [got.value(i) for i in range(4)] == expected
+    assert got.dropped_tokens == sum(n * c for n, c in pairs) - expected[0]
+
+
+def test_dataset_decomposition_random_split_replays_get_binary_with_a_seed():
+    dd = curriculum_from_spec(
+        {"kind": "dataset-decomposition", "buckets": [2, 4, 8], "randomize": True, "replay": True}
+    )
+    got = dd.frequency([40, 7], [3, 2], 8, seed=5)
+    rng = np.random.default_rng(5)
+    choices, p = np.arange(3, 0, -1), np.array([1, 2, 4]) / 7
+
+    segs = []
+    for n in stream_order(np.array([40, 7]), np.array([3, 2]), 5).tolist():
+        ks, _ = dd_get_binary(n, 1, 3, lambda: int(rng.choice(choices, p=p)))
+        segs += [1 << k for k in ks]
+    assert got.numerator.tolist() == frequency_of_segments(segs, 8)
+
+
+def test_dataset_decomposition_replays_converge_to_the_expectation():
+    dd = DatasetDecomposition(1, 3, randomize=True)
+    exact = dd.frequency([300, 77], [40, 60], 8)
+    replays = [
+        DatasetDecomposition(1, 3, randomize=True, replayed=True).frequency([300, 77], [40, 60], 8, seed=s)
+        for s in range(20)
+    ]
+    mean = np.mean([r.f for r in replays], axis=0)
+    assert np.abs(mean - exact.f).max() < 0.01 * exact.f[0]
+
+
+@pytest.mark.parametrize(
+    ("spec", "message"),
+    [
+        ({"kind": "warmup", "start": 64, "share": 1.5}, "warmup: share must be a share of the stage in (0, 1]"),
+        (
+            {"kind": "warmup", "start": 64, "share": 0.1, "batch_rule": "pad"},
+            "batch_rule must be one of truncate, rechunk",
+        ),
+        ({"kind": "warmup", "start": 64, "share": 0.1, "stepz": 3}, "warmup: unknown key 'stepz'"),
+        ({"kind": "skyladder", "rate": 8}, "rate needs batch"),
+        ({"kind": "skyladder", "rate": 8, "share": 0.5}, "exactly one of rate"),
+        ({"kind": "dataset-decomposition", "buckets": [256, 1000]}, "bucket 1000 is not a power of two"),
+        ({"kind": "dataset-decomposition", "curriculum": [1, 2]}, "curriculum must be 6 positive odds"),
+        ({"kind": "ladder"}, "curriculum kind must be one of warmup, skyladder, dataset-decomposition, got 'ladder'"),
+    ],
+)
+def test_bad_specs_name_the_key_and_value(spec, message):
+    with pytest.raises(FreqlabError, match=message.replace("(", r"\(").replace(")", r"\)").replace("]", r"\]")):
+        curriculum_from_spec(spec)
+
+
+def test_the_random_split_expectation_is_refused_for_very_long_documents():
+    dd = curriculum_from_spec({"kind": "dataset-decomposition", "randomize": True})
+    with pytest.raises(FreqlabError, match=r"longest document \(200,000 tokens, more than 131,072\); use replay: true"):
+        dd.frequency([200_000], [1], 8192)
+
+
+def test_a_regime_without_rows_is_refused():
+    with pytest.raises(FreqlabError, match="regime 'uniform' has no row order"):
+        curriculum_from_spec({"kind": "warmup", "start": 2, "share": 1}).frequency([9], [1], 4, "uniform")
+
+
+def test_warmup_windows_stay_exact_when_steps_times_L_exceed_int64():
+    warm_steps, L = 1 << 40, 1 << 30  # (L + 1)(steps + 1) >= 2^62: Python integers
+    at = Warmup(64, Fraction(1)).window(L, warm_steps)
+    steps = np.array([0, 1 << 20, (1 << 39) + 7, warm_steps - 1])
+    assert at(steps).tolist() == [(64 * warm_steps + (L - 64) * int(s)) // warm_steps for s in steps]

@@ -1,0 +1,46 @@
+"""Exact frequencies: int64 numerators over one common denominator, never wrapped."""
+
+from fractions import Fraction
+
+import numpy as np
+import pytest
+
+from freqlab import FreqlabError
+from freqlab.frequency.exact import ExactFrequency
+
+
+def test_sums_take_the_least_common_denominator_and_pad_the_shorter_frequency():
+    a = ExactFrequency(np.array([1, 1, 1]), 3)
+    b = ExactFrequency(np.array([1]), 2)
+    total = a + b
+    assert total.denominator == 6 and total.numerator.tolist() == [5, 2, 2]
+    assert [total.value(i) for i in range(3)] == [Fraction(5, 6), Fraction(1, 3), Fraction(1, 3)]
+
+
+def test_scaling_is_exact_and_reduced():
+    f = ExactFrequency(np.array([6, 4, 2]), 1, dropped_tokens=3)
+    half = f.scale("0.5")
+    assert half.numerator.tolist() == [3, 2, 1] and half.denominator == 1 and half.dropped_tokens == Fraction(3, 2)
+    assert f.scale(Fraction(1, 4)) == ExactFrequency(np.array([3, 2, 1]), 2)
+    assert f.scale(Fraction(1, 4)).tokens == Fraction(3, 2)
+
+
+def test_values_beyond_int64_become_python_integers_never_wrapped():
+    big = ExactFrequency(np.array([1 << 62, 1]))
+    total = big + big
+    assert total.numerator.dtype == object and total.numerator.tolist() == [1 << 63, 2]
+    assert big.scale(4).numerator.tolist() == [1 << 64, 4] and big.scale(4).f.tolist() == [2.0**64, 4.0]
+    assert (total.scale(Fraction(1, 2))).numerator.dtype == np.int64  # back to int64 once it fits
+    assert ExactFrequency.from_fractions([Fraction(1 << 63, 3)]).value(0) == Fraction(1 << 63, 3)
+
+
+def test_from_fractions_and_bad_denominators():
+    f = ExactFrequency.from_fractions([Fraction(1, 2), Fraction(1, 3), 0])
+    assert f.numerator.tolist() == [3, 2, 0] and f.denominator == 6 and f.f.tolist() == [0.5, 1 / 3, 0.0]
+    with pytest.raises(FreqlabError, match="denominator must be a positive integer, got 0"):
+        ExactFrequency(np.array([1]), 0)
+
+
+def test_floats_of_huge_numerators_and_denominators_are_correctly_rounded():
+    f = ExactFrequency(np.array([3 << 1200, 1 << 1200], dtype=object), 1 << 1201)
+    assert f.f.tolist() == [1.5, 0.5]
