@@ -35,12 +35,17 @@ from dataclasses import dataclass
 from typing import Any, BinaryIO
 
 from freqlab.corpus.base import describe_error
-from freqlab.corpus.files import DataFile, FoundFiles
+from freqlab.corpus.files import DataFile, FileChanged, FoundFiles
 from freqlab.errors import FreqlabError
 
 TIMEOUT = 15.0
 TIMEOUT_VARIABLE = "FREQLAB_REMOTE_TIMEOUT"
 BLOCK_BYTES = 8 << 20  # bytes per request while streaming a remote file
+RETRIES = 3  # a request that fails with a 5xx answer, a timeout or a broken connection is tried again this often
+BACKOFF = 0.25  # seconds before the first retry, doubled before each next one
+# URL -> (strong ETag, size) of the version a reader is reading in this process: every request for it
+# carries If-Match, so a server whose file changed answers 412 instead of bytes of another version
+_PINNED: dict[str, tuple[str, int]] = {}
 _URL = re.compile(r"^([A-Za-z][A-Za-z0-9+.-]*)://")
 # protocol -> (module that implements it, what to install)
 BACKENDS: dict[str, tuple[str, str]] = {
@@ -87,12 +92,14 @@ def timeout() -> float:
 
 
 def _storage_options(protocol: str) -> dict[str, Any]:
-    """Options that keep a dead network from hanging a request (each backend names them its own way)."""
+    """Options that keep a dead network or a slow server from hanging a request (each backend names them its
+    own way): over HTTP each request, its body included, must be over within 4 x :func:`timeout` (a body that
+    drips in never holds a reader longer)."""
     seconds = timeout()
     if protocol in ("http", "https"):
         import aiohttp
 
-        limits = aiohttp.ClientTimeout(total=None, connect=seconds, sock_read=4 * seconds)
+        limits = aiohttp.ClientTimeout(total=4 * seconds, connect=seconds, sock_read=seconds)
         return {"client_kwargs": {"timeout": limits}}
     if protocol in ("s3", "s3a"):
         retries = {"max_attempts": 2}
@@ -167,14 +174,94 @@ def open_input(path: str, buffering: int = -1) -> BinaryIO:
     """A binary stream of a local file or a URL: the one opener every reader uses.
 
     A remote file is read in blocks of :data:`BLOCK_BYTES` (ranged requests where the server supports them), so it is
-    streamed and seekable without being downloaded first.
+    streamed and seekable without being downloaded first. Over HTTP every request of a file whose strong ETag is
+    known carries ``If-Match`` (a 412 answer means the file changed: :class:`~freqlab.corpus.files.FileChanged`);
+    a request failing with a 5xx answer, a timeout or a broken connection is tried again :data:`RETRIES` times
+    (waits of :data:`BACKOFF` s, doubled each time); any failure is one OSError naming the cause.
     """
     if not is_url(path):
         return open(path, "rb", buffering=buffering)  # the caller closes it
     fs, inner = filesystem(path)
-    remote = fs.open(inner, "rb", block_size=BLOCK_BYTES, cache_type="readahead")
+    options: dict[str, Any] = {}
+    if path in _PINNED and protocol_of(path) in ("http", "https"):
+        etag, size = _PINNED[path]
+        options = {"headers": {"If-Match": etag}, "size": size or None}
+    remote = _retried(lambda: fs.open(inner, "rb", block_size=BLOCK_BYTES, cache_type="readahead", **options))
     # a standard buffered stream (readline(limit), peek) over fsspec's file, whatever the file system
-    return io.BufferedReader(remote, buffer_size=1 << 20 if buffering < 0 else max(buffering, 1))
+    return io.BufferedReader(_Guarded(remote), buffer_size=1 << 20 if buffering < 0 else max(buffering, 1))
+
+
+class _Guarded(io.RawIOBase):
+    """fsspec's file with every read retried and its errors made OSErrors (:func:`_retried`)."""
+
+    def __init__(self, remote) -> None:
+        self.remote = remote
+
+    def readable(self) -> bool:
+        return True
+
+    def seekable(self) -> bool:
+        return True
+
+    def readinto(self, buffer) -> int:  # type: ignore[override]
+        data = _retried(lambda: self.remote.read(len(buffer)))
+        buffer[: len(data)] = data
+        return len(data)
+
+    def seek(self, offset: int, whence: int = 0) -> int:
+        return self.remote.seek(offset, whence)
+
+    def tell(self) -> int:
+        return self.remote.tell()
+
+    def close(self) -> None:
+        if not self.closed:
+            with contextlib.suppress(Exception):
+                self.remote.close()
+        super().close()
+
+
+def _retried(call):
+    """``call()``, tried again after a 5xx answer, a timeout or a broken connection (at most :data:`RETRIES`
+    times); :class:`~freqlab.corpus.files.FileChanged` for a 412 (If-Match failed), else one-line OSErrors."""
+    import time
+
+    for attempt in range(RETRIES + 1):
+        try:
+            return call()
+        except Exception as error:  # noqa: BLE001 - classified below
+            exc = error
+            if isinstance(error, FileNotFoundError):  # fsspec's HTTP info() says so of any failed HEAD and GET
+                exc = error.__cause__
+                if getattr(exc, "status", None) in (None, 404, 410):
+                    raise error from None
+            status = getattr(exc, "status", None)
+            if status == 412:
+                raise FileChanged("the server holds another version now: HTTP 412 to If-Match") from None
+            if not _transient(exc) or attempt == RETRIES:
+                tries = f" (tried {attempt + 1} times)" if attempt else ""
+                raise OSError(f"{_request_error(exc)}{tries}") from None
+            time.sleep(BACKOFF * 2**attempt)
+    raise AssertionError("unreachable")  # pragma: no cover
+
+
+def _transient(exc: BaseException) -> bool:
+    """A failure that may pass: a 5xx answer, a timeout, a broken connection or body."""
+    status = getattr(exc, "status", None)
+    if isinstance(status, int):
+        return status >= 500
+    names = {cls.__name__ for cls in type(exc).__mro__}
+    return bool(names & {"TimeoutError", "ClientConnectionError", "ClientPayloadError", "ConnectionError"})
+
+
+def _request_error(exc: BaseException) -> str:
+    """A failed request in a few words: ``HTTP 500 Internal Server Error``, ``no answer within 2 s``..."""
+    status = getattr(exc, "status", None)
+    if isinstance(status, int):
+        return f"HTTP {status} {getattr(exc, 'message', '') or ''}".strip()
+    if any(cls.__name__ == "TimeoutError" for cls in type(exc).__mro__):
+        return f"no complete answer within {4 * timeout():g} s ({TIMEOUT_VARIABLE} sets the deadline)"
+    return describe_error(exc)
 
 
 @dataclass(frozen=True)
@@ -182,6 +269,7 @@ class RemoteFile(DataFile):
     """A remote data file: ``path`` is its URL; ``version`` its ETag (or modification time) when known."""
 
     version: str = ""
+    etag: str = ""  # the strong ETag as the server sent it (quotes kept), for If-Match; "" when none
 
     @property
     def remote(self) -> bool:
@@ -191,12 +279,20 @@ class RemoteFile(DataFile):
         return {"size": self.size, "version": self.version}
 
     def check_unchanged(self) -> None:
-        """Raise OSError when the file is gone or changed (size or version) since the corpus was opened."""
+        """Raise :class:`~freqlab.corpus.files.FileChanged` when the file is gone or changed (size or version)
+        since the corpus was opened; OSError when the server cannot say."""
         fs, inner = filesystem(self.path)
-        info = fs.info(inner)
+        try:
+            info = _retried(lambda: fs.info(inner))
+        except FileNotFoundError:
+            raise FileChanged("the file is gone") from None
         size, version = _size(info), _version(info)
-        if size != self.size or (self.version and version and version != self.version):
-            raise OSError(f"the file changed while the scan ran (size {self.size} -> {size}); rescan to count it")
+        if size != self.size:
+            raise FileChanged(f"size {self.size} -> {size} bytes")
+        if self.version and version and version != self.version:
+            raise FileChanged(f"version {self.version} -> {version}")
+        if self.etag:  # what this process reads of it from now on must be this version
+            _PINNED[self.path] = (self.etag, self.size)
 
 
 def _size(info: dict) -> int:
@@ -265,7 +361,9 @@ def find_remote(specs: list[str], format_of, split: str = "train", config: str |
     for url, fmt in found.files:
         info = infos[url]
         relative = _URL.sub("", url)[len(root) :].lstrip("/")
-        files.append((RemoteFile(url, relative, _size(info), 0, _version(info)), fmt))
+        etag = str(info.get("ETag") or "")
+        strong = etag if etag.startswith('"') else ""  # a weak ETag (W/"...") never matches If-Match
+        files.append((RemoteFile(url, relative, _size(info), 0, _version(info), strong), fmt))
     return found, files, f"{protocol_of(paths[0])}://{root}"
 
 

@@ -24,8 +24,11 @@ from freqlab.corpus.base import (
     FileShard,
     ReadMeter,
     UnreadableFile,
+    changed_message,
+    describe_error,
     metered,
 )
+from freqlab.corpus.files import FileChanged
 from freqlab.errors import FreqlabError
 from freqlab.scan.counts import DocumentLog, ShardCount, cut_point, limits_reached
 from freqlab.scan.settings import DEFAULT_BATCH_SIZE, ON_ERROR
@@ -220,6 +223,42 @@ def count_shard(
             _count_texts(shard, counter, options, tally, sampler)
         else:
             _count_lengths(shard, options, tally, sampler)
+    changed = _changed_since_opened(shard)
+    if changed is not None:  # counts of a file that changed under the reader mix two versions: none are kept
+        return _refused(shard, options, changed)
+    return tally.finish()
+
+
+def _changed_since_opened(shard) -> str | None:
+    """The one-line message when a file of ``shard`` changed since the corpus was opened (checked after the
+    read, as each reader checks before it: a change during the read is caught), else None."""
+    try:
+        shard.check_unchanged()
+    except FileChanged as exc:
+        paths = getattr(shard, "files", None) or (getattr(shard, "file", None),)
+        changed = next((f.path for f in paths if f is not None and _is_changed(f)), shard.id)
+        return changed_message(changed, exc)
+    except OSError as exc:  # the server cannot say (a remote file): the read cannot be vouched for
+        return f"{shard.id}: cannot check the file is unchanged after reading it ({describe_error(exc)})"
+    return None
+
+
+def _is_changed(file) -> bool:
+    try:
+        file.check_unchanged()
+    except OSError:
+        return True
+    return False
+
+
+def _refused(shard, options: ShardOptions, message: str) -> ShardCount:
+    """The partial of a shard whose reading cannot be trusted: the error (``on_error="raise"``), or one
+    ``unreadable-file`` skip and nothing else (``"skip"``)."""
+    tally = _Tally(shard, options.capped(None, None), None)
+    if options.on_error == "raise":
+        tally.part.error = message
+    else:
+        tally.add(np.array([tally.reason(UNREADABLE_FILE)], np.int64), 0, 0)
     return tally.finish()
 
 
