@@ -229,7 +229,7 @@ def _retried(call):
     for attempt in range(RETRIES + 1):
         try:
             return call()
-        except Exception as error:  # noqa: BLE001 - classified below
+        except Exception as error:  # classified below
             exc = error
             if isinstance(error, FileNotFoundError):  # fsspec's HTTP info() says so of any failed HEAD and GET
                 exc = error.__cause__
