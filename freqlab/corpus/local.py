@@ -73,7 +73,8 @@ def local_corpus(
     for fmt in dict.fromkeys(fmt for _, fmt in files):
         described.update(fmt.describe([file for file, f in files if f is fmt], fields))
     rows = [fmt.records(file) for file, fmt in files]
-    empty_files = sum(fmt.is_empty(file) for file, fmt in files)
+    # a remote file is not read to tell (a request per small file): zero bytes is empty
+    empty_files = sum(file.size == 0 if file.remote else fmt.is_empty(file) for file, fmt in files)
     total = None if None in rows else sum(rows)  # type: ignore[arg-type]
 
     info = {

@@ -129,9 +129,10 @@ def filesystem(url: str):
         raise FreqlabError(f"{url}: {describe_error(exc)}") from None
 
 
-def within_deadline(url: str, call, what: str = "answer"):
-    """``call()``, or a one-line FreqlabError naming ``url`` when it fails or takes longer than :func:`timeout`."""
-    seconds = timeout()
+def within_deadline(url: str, call, what: str = "answer", seconds: float | None = None):
+    """``call()``, or a one-line FreqlabError naming ``url`` when it fails or takes longer than ``seconds``
+    (default :func:`timeout`)."""
+    seconds = timeout() if seconds is None else seconds
     outcome: list = []
 
     def run() -> None:
@@ -329,7 +330,10 @@ def find_remote(specs: list[str], format_of, split: str = "train", config: str |
     for spec in specs:
         fs, inner = filesystem(spec)
         protocol = protocol_of(spec)
-        for path, info in within_deadline(spec, lambda fs=fs, inner=inner: _expand(fs, inner), "listing"):
+        listed = within_deadline(spec, lambda fs=fs, inner=inner: _expand(fs, inner), "listing")
+        unsized = [path for path, info in listed if info.get("size") is None and format_of(_join(protocol, path))]
+        asked = _infos(fs, spec, unsized)  # a listing without sizes (an HTTP index page): ask the files, together
+        for path, info in listed:
             url = _join(protocol, path)
             fmt = format_of(url)
             if fmt is None:
@@ -341,9 +345,7 @@ def find_remote(specs: list[str], format_of, split: str = "train", config: str |
                 continue
             if fmt in LOCAL_ONLY_FORMATS:
                 raise FreqlabError(f"{url}: {fmt} files are read through memory maps: copy them to a local disk")
-            if info.get("size") is None:  # a listing without sizes (an HTTP index page): ask the file itself
-                info = within_deadline(url, lambda fs=fs, path=path: fs.info(path))
-            infos[url] = info
+            infos[url] = asked.get(path, info)
             found.add(url, fmt)
         if not found.files and not found.ignored:
             raise FreqlabError(f"{spec}: no files match this pattern" if _magic(inner) else f"{spec}: no such file")
@@ -365,6 +367,52 @@ def find_remote(specs: list[str], format_of, split: str = "train", config: str |
         strong = etag if etag.startswith('"') else ""  # a weak ETag (W/"...") never matches If-Match
         files.append((RemoteFile(url, relative, _size(info), 0, _version(info), strong), fmt))
     return found, files, f"{protocol_of(paths[0])}://{root}"
+
+
+LISTING_REQUESTS = 32  # requests under way at once while asking a listing's files their size and version
+
+
+def _infos(fs, spec: str, paths: list[str]) -> dict[str, dict]:
+    """``info()`` of each path (size, ETag), :data:`LISTING_REQUESTS` requests at a time on a file system that
+    has an event loop (HTTP: one HEAD per file, not one after the other); one-line errors naming the file."""
+    if not paths:
+        return {}
+    batches = -(-len(paths) // LISTING_REQUESTS)
+    if not getattr(fs, "async_impl", False):
+        answers = within_deadline(spec, lambda: [_outcome(lambda p=p: fs.info(p)) for p in paths], "answer")
+    else:
+        import asyncio
+
+        from fsspec.asyn import sync
+
+        async def ask_all() -> list:
+            gate = asyncio.Semaphore(LISTING_REQUESTS)
+
+            async def ask(path: str):
+                async with gate:
+                    return await fs._info(path)
+
+            return await asyncio.gather(*(ask(path) for path in paths), return_exceptions=True)
+
+        answers = within_deadline(spec, lambda: sync(fs.loop, ask_all), "answer", timeout() * batches)
+    infos = {}
+    for path, answer in zip(paths, answers, strict=True):
+        if isinstance(answer, BaseException):
+            url = _join(protocol_of(spec) or "", path)
+            within_deadline(url, lambda answer=answer: _raise(answer))
+        infos[path] = answer
+    return infos
+
+
+def _outcome(call):
+    try:
+        return call()
+    except Exception as exc:  # reported by the caller, naming the file
+        return exc
+
+
+def _raise(error: BaseException):
+    raise error
 
 
 def _magic(path: str) -> bool:
