@@ -111,6 +111,12 @@ class TokenStreamShard(LengthShard):
             except (OSError, ValueError) as exc:
                 message = f"{file.path}: cannot read ({describe_error(exc)}); is the file truncated or corrupt?"
                 raise UnreadableFile(message, file.path) from exc
+        if carry and not where:  # not one EOS: the "documents" would be the whole stream, ended by nothing
+            shown = self.files[0].path if len(self.files) == 1 else f"{self.files[0].path} .. {self.files[-1].path}"
+            raise FreqlabError(
+                f"--eos-id {self.eos_id} never occurs in {shown} ({carry:,} tokens): it would be one "
+                "document; give the EOS id of the tokenizer that wrote it"
+            )
         if carry:  # tokens after the last EOS: a last document without one (and no padding before it)
             if held:
                 yield LengthBatch(np.ones(held, np.int64), None, where)
