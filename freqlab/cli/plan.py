@@ -12,7 +12,7 @@ import polars as pl
 from click.core import ParameterSource
 
 from freqlab.cli.freq import TOKENS, echo_json, json_option
-from freqlab.cli.options import POSITIONS, POSITIONS_NOTE, TOKENS_NOTE, renamed_option
+from freqlab.cli.options import FINITE, POSITIONS, POSITIONS_NOTE, TOKENS_NOTE, renamed_option
 from freqlab.cli.plan_upsample import upsample_report
 from freqlab.cli.weights import (
     budget_line,
@@ -299,9 +299,9 @@ def self_extend_command(
     show_default=True,
     help="Scaling type (repeat for several).",
 )
-@click.option("--rope-theta", type=float, default=10000.0, show_default=True, help="RoPE base.")
+@click.option("--rope-theta", type=FINITE, default=10000.0, show_default=True, help="RoPE base.")
 @click.option("--head-dim", type=click.IntRange(min=4), default=128, show_default=True, help="Head dimension d.")
-@click.option("--factor", type=float, default=None, help="Scaling factor [default: N / L].")
+@click.option("--factor", type=FINITE, default=None, help="Scaling factor [default: N / L].")
 @json_option
 def rope_command(L, schedule, N, types, rope_theta, head_dim, factor, as_json):
     """RoPE-scaling config blocks for transformers 4.x (`rope_scaling`) and 5.x (`rope_parameters`).

@@ -152,12 +152,12 @@ def plan_rope_scaling(
     if N <= L:
         raise FreqlabError(f"target length N = {N} is not above the training window L = {L}: nothing to extend")
     s = float(N / L if factor is None else factor)
-    if s <= 1.0:
-        raise FreqlabError(f"the scaling factor must exceed 1, got {s}")
+    if not s > 1.0 or math.isinf(s):
+        raise FreqlabError(f"the scaling factor must exceed 1 and be finite, got {s}")
     _ntk_exponent(head_dim)  # validates head_dim
     theta = float(rope_theta)
-    if theta <= 1.0:
-        raise FreqlabError(f"rope_theta must exceed 1, got {rope_theta}")
+    if not 1.0 < theta < math.inf:
+        raise FreqlabError(f"rope_theta must exceed 1 and be finite, got {rope_theta}")
     notes: list[str] = []
     if factor is not None and not math.isclose(s * L, N):
         notes.append(f"factor {s} differs from N / L = {N / L:.4g}")

@@ -280,3 +280,14 @@ def test_a_token_budget_beyond_int64_is_a_usage_error():
 
     result = CliRunner().invoke(main, ["plan", "string", "--L", "2048", "--tokens", "1e400"])
     assert result.exit_code == 2 and "'1e400' is not in 1..9,223,372,036,854,775,807" in result.output
+
+
+@pytest.mark.parametrize("value", ["nan", "inf", "-inf", "NaN", "1e400"])
+@pytest.mark.parametrize("option", ["--rope-theta", "--factor"])
+def test_rope_refuses_a_base_or_factor_that_is_no_finite_number(option, value):
+    """NaN or Infinity would reach the paste-ready blocks (and be invalid JSON)."""
+    result = run("plan", "rope", "--L", "4K", "--extend-to", "16K", option, value, "--json")
+    assert result.exit_code == 2
+    assert f"Invalid value for '{option}': {value!r} is not a finite number" in result.output
+    assert "NaN" not in result.output.replace(repr(value), "") and "{" not in result.output
+

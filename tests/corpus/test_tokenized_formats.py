@@ -253,6 +253,22 @@ def test_datatrove_truncated_ds_is_one_line(tmp_path):
         open_corpus(str(tmp_path / "a.ds"))
 
 
+def test_a_datatrove_ds_holding_twice_its_index_tokens_is_refused(tmp_path):
+    """Without NAME.ds.metadata the token size is what makes the sizes agree: 4 bytes per indexed token is
+    uint32 ids, or twice the index's uint16 tokens, which read as uint32 are far above any vocabulary."""
+    rng = np.random.default_rng(0)
+    ends = np.array([300, 700, 1000], "<u8")
+    (tmp_path / "twice.ds").write_bytes(rng.integers(3, 50_000, 2000).astype("<u2").tobytes())
+    (tmp_path / "twice.ds.index").write_bytes(ends.tobytes())
+    with pytest.raises(FreqlabError, match=r"twice\.ds: 4 bytes per token of its index, but read as uint32 its "
+                                           r"tokens reach [\d,]+, no vocabulary's ids: twice the index's uint16"):
+        open_corpus(str(tmp_path / "twice.ds"))
+    # a real uint32 file (a vocabulary above 65,536) without metadata is read as such
+    (tmp_path / "wide.ds").write_bytes(rng.integers(3, 200_000, 1000).astype("<u4").tobytes())
+    (tmp_path / "wide.ds.index").write_bytes(ends.tobytes())
+    assert lengths_of(tmp_path / "wide.ds") == [300, 400, 300]
+
+
 def test_datatrove_lengths_across_batches_are_the_differences_of_the_ends(tmp_path, monkeypatch):
     import freqlab.corpus.tokenized as tokenized
 

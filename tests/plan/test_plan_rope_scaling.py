@@ -184,3 +184,10 @@ def test_giraffe_factor16_note_is_for_linear_only():
 def test_bad_requests(args, kwargs, message):
     with pytest.raises(FreqlabError, match=message):
         plan_rope_scaling(*args, **kwargs)
+
+
+def test_the_rope_planner_refuses_them_too():
+    for options in ({"rope_theta": float("nan")}, {"rope_theta": float("inf")}, {"factor": float("inf")},
+                    {"factor": float("nan")}):
+        with pytest.raises(FreqlabError, match="must exceed 1 and be finite"):
+            plan_rope_scaling(4096, 16384, "yarn", **options)
