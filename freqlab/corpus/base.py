@@ -290,11 +290,14 @@ class Corpus:
     description: dict[str, Any] = field(default_factory=dict)
     total_documents: int | None = None
     estimated_bytes: int | None = None  # of text (or index) the shards read, when known: compressed files estimated
+    empty_kind: str = TEXT  # the kind of a corpus without shards (tokenized files that hold no document: lengths)
 
     @property
     def kind(self) -> str:
         """``text`` when any shard needs a tokenizer, else ``lengths``."""
-        return TEXT if any(shard.kind == TEXT for shard in self.shards) or not self.shards else LENGTHS
+        if not self.shards:
+            return self.empty_kind
+        return TEXT if any(shard.kind == TEXT for shard in self.shards) else LENGTHS
 
     @property
     def total_bytes(self) -> int | None:

@@ -28,7 +28,7 @@ import itertools
 import os
 from collections import Counter
 
-from freqlab.corpus.base import Corpus, Shard
+from freqlab.corpus.base import LENGTHS, TEXT, Corpus, Shard
 from freqlab.corpus.fields import Fields
 from freqlab.corpus.files import find_files, relative_ids, stat_file
 from freqlab.corpus.ranges import range_bytes
@@ -99,7 +99,7 @@ def local_corpus(
     info.update(description or {})
     return Corpus(
         name=name, shards=shards, has_sources=fields.source is not None, description=info, total_documents=total,
-        estimated_bytes=estimated,
+        estimated_bytes=estimated, empty_kind=LENGTHS if all(fmt.kind == LENGTHS for _, fmt in files) else TEXT,
     )
 
 

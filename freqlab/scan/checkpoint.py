@@ -66,6 +66,7 @@ def write_atomic(path: Path, data: bytes | None = None, writer: Callable[[str], 
                 handle.write(data)
         if writer is not None:
             writer(tmp)
+        os.chmod(tmp, 0o666 & ~_umask())  # mkstemp makes it 0600: give it the mode any new file gets here
         os.replace(tmp, path)
     except BaseException as exc:
         if tmp is not None:
@@ -73,6 +74,13 @@ def write_atomic(path: Path, data: bytes | None = None, writer: Callable[[str], 
         if isinstance(exc, Exception) and not isinstance(exc, FreqlabError):
             raise FreqlabError(f"{path}: cannot write ({_write_error(exc)})") from exc
         raise
+
+
+def _umask() -> int:
+    """The process's umask (read by setting it and putting it back at once)."""
+    mask = os.umask(0o022)
+    os.umask(mask)
+    return mask
 
 
 def _write_error(exc: Exception) -> str:
@@ -110,6 +118,11 @@ class OutputLock:
             import fcntl
         except ImportError:  # pragma: no cover - not POSIX: no lock
             return
+        if self.folder.is_symlink() and not self.folder.exists():
+            raise FreqlabError(
+                f"{self.folder}: a symlink to {os.readlink(self.folder)}, which does not exist; create that folder "
+                "or choose another --out"
+            )
         try:
             self.folder.mkdir(parents=True, exist_ok=True)
             handle = open(self.folder / LOCK, "a+")  # noqa: SIM115 - held until release()

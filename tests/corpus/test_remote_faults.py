@@ -214,10 +214,11 @@ def test_a_500_on_get_is_one_line_after_bounded_retries(site):
     assert skipped.summary["documents"]["unreadable_files"] == ["a.jsonl"]
 
 
-def test_the_scan_command_says_a_500_in_one_line(site):
+def test_the_scan_command_says_a_500_in_one_line(site, tmp_path):
     site.files["/d/a.jsonl"] = jsonl(TEXTS)
     site.on_get = lambda site, path: 503
-    result = CliRunner().invoke(main, ["scan", "--dataset", f"{site.url}/d/a.jsonl", "-q", "--workers", "1"])
+    result = CliRunner().invoke(main, ["scan", "--dataset", f"{site.url}/d/a.jsonl", "-q", "--workers", "1",
+                                       "--out", str(tmp_path / "out")])
     assert result.exit_code == 1
     assert result.output == f"Error: {site.url}/d/a.jsonl: cannot read (HTTP 503 Service Unavailable (tried 4 times))\n"
 

@@ -160,17 +160,25 @@ def test_negative_sequence_pointers_are_one_line_not_a_wrapped_read(tmp_path, re
     at = 34 + 4 * 1200 + 8 * 1101  # sequence_pointers[1101]: document 550's last sequence
     raw[at : at + 8] = struct.pack("<q", -8)
     idx.write_bytes(bytes(raw))
-    result = CliRunner().invoke(main, ["scan", "--dataset", str(idx), "-q", *regime])
+    result = CliRunner().invoke(main, ["scan", "--dataset", str(idx), "-q", "--out", str(tmp_path / "o"), *regime])
     assert result.exit_code == 1 and result.output.count("\n") == 1, result.output
     if regime:  # the same index named by --data-path beside a good one that is scanned
         good = write_megatron(tmp_path / "good", single_sequence_documents([4, 5, 6]))
-        other = CliRunner().invoke(main, ["scan", "--dataset", str(good), "-q", *regime, "--data-path",
-                                          str(tmp_path / "neg")])
+        other = CliRunner().invoke(main, ["scan", "--dataset", str(good), "-q", "--out", str(tmp_path / "o"),
+                                          *regime, "--data-path", str(tmp_path / "neg")])
         assert other.output == result.output and other.exit_code == 1
     assert result.output == (
         f"Error: {tmp_path / 'neg'}.idx: sequence 1,101 points at byte -8, outside {tmp_path / 'neg'}.bin "
         "(14,400 bytes); is the index corrupt?\n"
     )
+
+
+def test_an_empty_tokenized_corpus_loads_no_tokenizer_and_names_none(tmp_path):
+    idx = write_megatron(tmp_path / "empty", [])
+    result = CliRunner().invoke(main, ["scan", "--dataset", str(idx), "-q", "--out", str(tmp_path / "out")])
+    assert result.exit_code == 0, result.output
+    assert "tokenizer  none: lengths read from tokenized data" in result.output and "tekken" not in result.output
+    assert scan(str(idx), progress=False).summary["tokenizer"] is None
 
 
 def _bad_index(tmp_path: Path, case: str) -> Path:
@@ -327,7 +335,8 @@ def test_npy_stream_split_after_each_eos(tmp_path):
 def test_an_eos_id_that_never_occurs_is_refused_never_one_huge_document(tmp_path):
     """A wrong --eos-id would make the whole stream one document (and the summary say the EOS was appended)."""
     np.save(tmp_path / "s.npy", np.tile(np.array([5, 6, 7, 3], np.uint16), 250_000))  # 10^6 tokens, no 2
-    result = CliRunner().invoke(main, ["scan", "--dataset", str(tmp_path / "s.npy"), "--eos-id", "2", "-q"])
+    result = CliRunner().invoke(main, ["scan", "--dataset", str(tmp_path / "s.npy"), "--eos-id", "2", "-q", "--out",
+                                       str(tmp_path / "out")])
     assert result.exit_code == 1
     assert result.output == (
         f"Error: --eos-id 2 never occurs in {tmp_path / 's.npy'} (1,000,000 tokens): it would be one document; "

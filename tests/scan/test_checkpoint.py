@@ -4,6 +4,8 @@ when they can be trusted: same scan, same data file, content intact."""
 from __future__ import annotations
 
 import json
+import os
+import stat
 
 import numpy as np
 import pytest
@@ -179,3 +181,26 @@ def test_the_scan_command_refuses_an_output_folder_with_foreign_checkpoints(tmp_
     assert result.exit_code == 1
     assert result.output.startswith(f"Error: {folder} holds files freqlab did not write (results.parquet)")
     assert result.output.count("\n") == 1 and (folder / "results.parquet").exists()
+
+
+@pytest.mark.parametrize("umask", [0o022, 0o077, 0o002])
+def test_written_files_get_the_mode_the_umask_gives_not_0600(tmp_path, umask):
+    previous = os.umask(umask)
+    try:
+        store = CheckpointStore(tmp_path / "out", {"x": 1})
+        store.start(resume=False)
+        store.save(sample_part(False), IDENTITY)
+    finally:
+        os.umask(previous)
+    for path in (tmp_path / "out" / MANIFEST, store.path(sample_part(False).shard_id)):
+        assert stat.S_IMODE(path.stat().st_mode) == 0o666 & ~umask
+
+
+def test_a_dangling_symlink_as_output_folder_is_one_clear_line(tmp_path):
+    link = tmp_path / "out"
+    link.symlink_to(tmp_path / "gone")
+    with pytest.raises(FreqlabError) as error:
+        OutputLock(link).acquire()
+    assert str(error.value) == (
+        f"{link}: a symlink to {tmp_path / 'gone'}, which does not exist; create that folder or choose another --out"
+    )
