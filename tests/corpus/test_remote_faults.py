@@ -41,6 +41,8 @@ class Site:
     honour_if_match: bool = True
     drip: float | None = None  # seconds between body bytes of a GET
     short_by: int = 0  # bytes a GET body stops short of its Content-Length (the connection kept open)
+    index_delay: float = 0.0  # seconds before an index page is answered
+    head_delay: float = 0.0  # seconds before a HEAD is answered
 
     def etag(self, path: str) -> str:
         return f'"v{self.versions.get(path, 0)}"'
@@ -61,6 +63,7 @@ def handler(site: Site):
             pass
 
         def do_HEAD(self) -> None:
+            time.sleep(site.head_delay)
             self.answer(body=False)
 
         def do_GET(self) -> None:
@@ -106,6 +109,7 @@ def handler(site: Site):
             return None
 
         def index(self) -> None:
+            time.sleep(site.index_delay)
             names = sorted(p.rsplit("/", 1)[1] for p in site.files if p.startswith(self.path))
             page = "".join(f'<a href="{n}">{n}</a>\n' for n in names).encode()
             self.send_response(200)
