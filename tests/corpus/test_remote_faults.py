@@ -10,7 +10,11 @@ from __future__ import annotations
 
 import http.server
 import json
+import os
 import re
+import signal
+import subprocess
+import sys
 import threading
 import time
 from dataclasses import dataclass, field
@@ -272,3 +276,24 @@ def test_an_index_page_with_many_links_is_listed_with_one_request_per_file(site,
     methods = [method for method, _, _ in site.requests]
     assert methods.count("GET") == 1 and methods.count("HEAD") == 300  # the index page, then each file's size
     assert time.monotonic() - started < 20  # measured 0.6 s (one HEAD after the other took 10 s for 200 files)
+
+
+@pytest.mark.parametrize("phase", ["index page", "file sizes"])
+def test_sigterm_during_a_remote_listing_is_one_line_and_exits_143(site, tmp_path, phase):
+    for k in range(100):
+        site.files[f"/d/f{k:03d}.jsonl"] = jsonl(TEXTS[:1])
+    if phase == "index page":
+        site.index_delay = 20  # the signal comes while the index page is awaited
+    else:
+        site.head_delay = 20  # ... while the files' HEADs are under way
+    environment = {**os.environ, "FREQLAB_REMOTE_TIMEOUT": "60"}
+    process = subprocess.Popen([sys.executable, "-m", "freqlab", "scan", "--dataset", f"{site.url}/d/", "-q",
+                                "--out", str(tmp_path / "out")], stderr=subprocess.PIPE, text=True, env=environment)
+    deadline = time.monotonic() + 60
+    while not any(r[0] == "GET" for r in site.requests) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    time.sleep(0.5)
+    process.send_signal(signal.SIGTERM)
+    _, stderr = process.communicate(timeout=30)
+    assert process.returncode == 143
+    assert stderr.strip().startswith("interrupted") and stderr.strip().count("\n") == 0, stderr
