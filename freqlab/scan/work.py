@@ -204,7 +204,9 @@ def count_shard(
     when ``on_error="raise"`` (the driver raises it) or is counted in ``skipped[error]`` with ``"skip"``;
     ``""`` is an empty document. A file that fails while being read
     (:class:`freqlab.corpus.base.UnreadableFile`) is one such record, ``unreadable-file``, after the documents
-    read from it; the shard then ends (finished, not capped). Blank JSON-lines lines are no documents: they
+    read from it; the shard then ends (finished, not capped). A file that changed while the shard was read (its
+    identity is checked after the read too) gives the error, or one ``unreadable-file`` skip and none of the
+    shard's documents: they would mix two versions. Blank JSON-lines lines are no documents: they
     are counted in ``blank_lines``. Texts are tokenized ``batch_size`` at a time with ``counter.count``. A
     document is empty when it has no content token (an empty text, or one a tokenizer's normalizer reduces to
     nothing); special tokens (``add_special_tokens``) are counted around every other document. Length shards
