@@ -22,8 +22,8 @@ Offline, every first request has a deadline (:data:`TIMEOUT` seconds, ``FREQLAB_
 in a thread, so a DNS lookup that hangs cannot hold the scan): the error is one line naming the URL. Over HTTP every
 request, its body included, must end within 4 x that deadline; 5xx answers, timeouts and broken connections are
 retried (:data:`RETRIES`); every ranged GET of a file whose strong ETag is known sends ``If-Match`` (412: changed).
-``hf://`` fails at once with ``HF_HUB_OFFLINE=1``. Tokenized formats read through memory maps (Megatron, datatrove, token streams)
-must be local.
+``hf://`` fails at once with ``HF_HUB_OFFLINE=1``. Tokenized formats read through memory maps (Megatron,
+datatrove, token streams) must be local.
 """
 
 from __future__ import annotations
