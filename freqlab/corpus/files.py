@@ -27,7 +27,12 @@ DATASETS_METADATA = frozenset({"state.json", "dataset_info.json", "dataset_dict.
 
 
 class FileChanged(OSError):
-    """A data file that is gone or changed (size, modification time, version) since the corpus was opened."""
+    """A data file that is gone or changed (size, modification time, version) since the corpus was opened;
+    ``path`` names it when known."""
+
+    def __init__(self, message: str, path: str = "") -> None:
+        super().__init__(message)
+        self.path = path
 
 
 @dataclass(frozen=True)
@@ -55,11 +60,11 @@ class DataFile:
         try:
             info = os.stat(self.path)
         except FileNotFoundError:
-            raise FileChanged("the file is gone") from None
+            raise FileChanged("the file is gone", self.path) from None
         if info.st_size != self.size:
-            raise FileChanged(f"size {self.size} -> {info.st_size} bytes")
+            raise FileChanged(f"size {self.size} -> {info.st_size} bytes", self.path)
         if info.st_mtime_ns != self.mtime_ns:
-            raise FileChanged("same size, but modified since the scan opened it")
+            raise FileChanged("same size, but modified since the scan opened it", self.path)
 
 
 @dataclass

@@ -288,12 +288,14 @@ class RemoteFile(DataFile):
         try:
             info = _retried(lambda: fs.info(inner))
         except FileNotFoundError:
-            raise FileChanged("the file is gone") from None
+            raise FileChanged("the file is gone", self.path) from None
+        except FileChanged as exc:
+            raise FileChanged(str(exc), self.path) from None
         size, version = _size(info), _version(info)
         if size != self.size:
-            raise FileChanged(f"size {self.size} -> {size} bytes")
+            raise FileChanged(f"size {self.size} -> {size} bytes", self.path)
         if self.version and version and version != self.version:
-            raise FileChanged(f"version {self.version} -> {version}")
+            raise FileChanged(f"version {self.version} -> {version}", self.path)
         if self.etag:  # what this process reads of it from now on must be this version
             _PINNED[self.path] = (self.etag, self.size)
 

@@ -239,20 +239,10 @@ def _changed_since_opened(shard) -> str | None:
         if check is not None:
             check()
     except FileChanged as exc:
-        paths = getattr(shard, "files", None) or (getattr(shard, "file", None),)
-        changed = next((f.path for f in paths if f is not None and _is_changed(f)), shard.id)
-        return changed_message(changed, exc)
+        return changed_message(exc.path or shard.id, exc)
     except OSError as exc:  # the server cannot say (a remote file): the read cannot be vouched for
         return f"{shard.id}: cannot check the file is unchanged after reading it ({describe_error(exc)})"
     return None
-
-
-def _is_changed(file) -> bool:
-    try:
-        file.check_unchanged()
-    except OSError:
-        return True
-    return False
 
 
 def _refused(shard, options: ShardOptions, message: str) -> ShardCount:
