@@ -383,7 +383,9 @@ def _infos(fs, spec: str, paths: list[str]) -> dict[str, dict]:
         return {}
     batches = -(-len(paths) // LISTING_REQUESTS)
     if not getattr(fs, "async_impl", False):
-        answers = within_deadline(spec, lambda: [_outcome(lambda p=p: fs.info(p)) for p in paths], "answer")
+        answers = within_deadline(
+            spec, lambda: [_outcome(lambda p=p: fs.info(p)) for p in paths], "answer", timeout() * len(paths)
+        )
     else:
         import asyncio
 
