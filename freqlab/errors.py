@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import contextlib
+import logging
 import os
 import sys
 import threading
@@ -68,6 +69,9 @@ def end_within_grace(status: int) -> NoReturn:
                 stream.flush()
         os._exit(status)  # nothing else: this runs beside a stuck exit, so it must not wait on any lock
 
+    # requests still under way on fsspec's event loop (an interrupted remote listing) are dropped with the loop:
+    # asyncio would log "Task was destroyed but it is pending!" for each after the one-line message
+    logging.getLogger("asyncio").disabled = True
     timer = threading.Timer(EXIT_GRACE, end_now)
     timer.daemon = True  # not joined at exit: it runs while the interpreter waits on the other threads
     timer.start()

@@ -282,6 +282,14 @@ class LengthHistogram(Displayed):
         for column in frame.columns:
             if frame[column].null_count():
                 raise FreqlabError(f"{path}: column {column!r} has {frame[column].null_count()} missing value(s)")
+        try:
+            return cls._from_frame(frame, header)
+        except FreqlabError as exc:  # a bad value: named with the file
+            message = str(exc)
+            raise FreqlabError(message if message.startswith(f"{path}:") else f"{path}: {message}") from None
+
+    @classmethod
+    def _from_frame(cls, frame: pl.DataFrame, header: dict) -> LengthHistogram:
         common = {
             "corpus": header.get("corpus", ""),
             "tokenizer": header.get("tokenizer", ""),

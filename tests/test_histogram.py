@@ -144,6 +144,20 @@ def test_missing_values_in_a_histogram_file_are_named(tmp_path):
         LengthHistogram.read_parquet(path)
 
 
+def test_a_uint64_count_above_2_63_is_refused_never_shown_negative(tmp_path):
+    path = LengthHistogram.from_counts([3, 5], [2, 7]).to_parquet(tmp_path / "h.parquet")
+    metadata = pl.read_parquet_metadata(path)
+    edited = pl.DataFrame({"length": [3, 5], "count": pl.Series([2**63 + 5, 7], dtype=pl.UInt64)})
+    edited.write_parquet(path, metadata=metadata)
+    with pytest.raises(FreqlabError) as error:
+        LengthHistogram.read_parquet(path)
+    assert str(error.value) == f"{path}: counts must be at most 2^63 - 1 (exact int64 counts), got {2**63 + 5}"
+    with pytest.raises(FreqlabError, match=r"lengths must be at most 2\^63 - 1 \(exact int64 counts\), got 1e\+19"):
+        LengthHistogram.from_counts([1e19], [1])
+    top = LengthHistogram.from_counts(np.array([3], np.uint64), np.array([2**63 - 1], np.uint64))
+    assert top.counts.tolist() == [2**63 - 1]  # the largest int64 is exact
+
+
 def test_merging_a_split_with_an_unsplit_histogram_keeps_the_unlabelled_part():
     split = combine_sources({"web": LengthHistogram.from_lengths([5])})
     merged = split + LengthHistogram.from_lengths([7, 7])

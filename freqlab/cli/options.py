@@ -9,6 +9,7 @@ K = 1024 (``--L 2K`` is 2048, ``--extend-to 128K`` is 131072); tokens and other 
 from __future__ import annotations
 
 import functools
+import math
 
 import click
 
@@ -40,6 +41,22 @@ class Size(click.ParamType):
 TOKENS = Size(parse_tokens, "TOKENS", maximum=2**63 - 1)  # counts stay exact int64
 POSITIONS = Size(parse_positions, "N", maximum=MAX_POSITIONS)  # f is computed as a dense array
 COUNT = Size(parse_count, "N")
+
+
+class FiniteFloat(click.FloatRange):
+    """A float that is a number (``nan`` and ``inf`` are usage errors: they would reach printed configs), within
+    click's optional range bounds (``FiniteFloat(1, min_open=True)``: above 1)."""
+
+    name = "float"
+
+    def convert(self, value, param, ctx):
+        number = click.FLOAT.convert(value, param, ctx)
+        if not math.isfinite(number):
+            self.fail(f"{value!r} is not a finite number", param, ctx)
+        return super().convert(number, param, ctx)
+
+
+FINITE = FiniteFloat()
 
 #: Appended to the help of every flag taking positions / tokens.
 POSITIONS_NOTE = f"({POSITIONS_HELP})"

@@ -12,7 +12,7 @@ import polars as pl
 from click.core import ParameterSource
 
 from freqlab.cli.freq import TOKENS, echo_json, json_option
-from freqlab.cli.options import POSITIONS, POSITIONS_NOTE, TOKENS_NOTE, renamed_option
+from freqlab.cli.options import FINITE, POSITIONS, POSITIONS_NOTE, TOKENS_NOTE, FiniteFloat, renamed_option
 from freqlab.cli.plan_upsample import upsample_report
 from freqlab.cli.weights import (
     budget_line,
@@ -347,7 +347,7 @@ def self_extend_command(
     show_default=True,
     help="Scaling type (repeat for several).",
 )
-@click.option("--rope-theta", type=float, default=10000.0, show_default=True, help="RoPE base.")
+@click.option("--rope-theta", type=FINITE, default=10000.0, show_default=True, help="RoPE base.")
 @click.option("--head-dim", type=click.IntRange(min=4), default=128, show_default=True, help="Head dimension d.")
 @click.option(
     "--partial-rotary-factor",
@@ -357,7 +357,7 @@ def self_extend_command(
     help="Share of the head dimension that rotates (only those dimensions count).",
 )
 @click.option(
-    "--factor", type=click.FloatRange(1, min_open=True), default=None, help="Scaling factor [default: N / L]."
+    "--factor", type=FiniteFloat(1, min_open=True), default=None, help="Scaling factor [default: N / L]."
 )
 @click.option(
     "--effective-length",

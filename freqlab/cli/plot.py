@@ -245,6 +245,12 @@ def scan_command(hist, Ls, regimes, tokens, tau, out, formats, as_json):
     """
     from freqlab.plots.report import scan_figures
 
+    if Path(out).suffix.lstrip(".").lower() in FORMATS:  # not a folder named x.png
+        raise click.BadParameter(
+            f"{out!r} names a figure file, but plot scan writes several figures into a folder: give a folder "
+            "(e.g. figures), or one figure with plot frequency/windows/... --out FILE",
+            param_hint="'--out'",
+        )
     budget = training_budget(tokens)
     h = _histogram(hist, regimes)
     _report_written(scan_figures(h, Ls, regimes, out, formats, tokens=budget.tokens, tau=tau), as_json, budget, tau)

@@ -136,6 +136,10 @@ class Shard:
         """Bytes this shard reads, when known (progress in percent)."""
         return None
 
+    def check_unchanged(self) -> None:
+        """Raise :class:`freqlab.corpus.files.FileChanged` when a file this shard reads changed since the
+        corpus was opened (a scan checks before and after reading the shard); nothing to check by default."""
+
     def local_paths(self) -> tuple[str, ...]:
         """Local files this shard opens (a Ray node must see each at this path); none for streamed data."""
         return ()
@@ -197,6 +201,11 @@ class UnreadableFile(FreqlabError):
         self.path = path
 
 
+def changed_message(path: str, exc: BaseException) -> str:
+    """The one-line message of a file that changed while it was being read (its counts would mix versions)."""
+    return f"{path} changed while it was being read ({exc}); its counts would mix two versions: rescan it"
+
+
 def describe_error(exc: BaseException) -> str:
     """``Type: first line of the message`` (``Type`` alone when the message is empty), for one-line errors."""
     message = str(exc).strip()
@@ -244,6 +253,9 @@ class FileShard(Shard):
     def identity(self) -> dict[str, Any]:
         return self.file.identity()
 
+    def check_unchanged(self) -> None:
+        self.file.check_unchanged()
+
     def local_paths(self) -> tuple[str, ...]:
         return () if self.file.remote else (self.file.path,)
 
@@ -260,6 +272,12 @@ class FileShard(Shard):
         except UnreadableFile:
             raise
         except self.read_errors as exc:
+            from freqlab.corpus.files import FileChanged
+
+            if isinstance(exc, FileChanged):
+                raise UnreadableFile(changed_message(self.path, exc), self.path) from exc
+            if self.file.remote and type(exc) is OSError:  # a failed request, said in a few words
+                raise UnreadableFile(f"{self.path}: cannot read ({exc})", self.path) from exc
             if isinstance(exc, (FileNotFoundError, PermissionError)):
                 message = f"{self.path}: cannot open ({describe_error(exc)})"
             else:
@@ -277,11 +295,14 @@ class Corpus:
     description: dict[str, Any] = field(default_factory=dict)
     total_documents: int | None = None
     estimated_bytes: int | None = None  # of text (or index) the shards read, when known: compressed files estimated
+    empty_kind: str = TEXT  # the kind of a corpus without shards (tokenized files that hold no document: lengths)
 
     @property
     def kind(self) -> str:
         """``text`` when any shard needs a tokenizer, else ``lengths``."""
-        return TEXT if any(shard.kind == TEXT for shard in self.shards) or not self.shards else LENGTHS
+        if not self.shards:
+            return self.empty_kind
+        return TEXT if any(shard.kind == TEXT for shard in self.shards) else LENGTHS
 
     @property
     def total_bytes(self) -> int | None:

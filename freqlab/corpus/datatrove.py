@@ -86,6 +86,22 @@ def _token_size(path: str) -> int | None:
     return _metadata(path)[1]
 
 
+SAMPLED_TOKENS = 1 << 20  # tokens of a .ds without metadata read to tell uint32 ids from pairs of uint16 ones
+MAX_TOKEN_ID = 1 << 24  # above every tokenizer's vocabulary (the largest have ~2^18 tokens)
+
+
+def _check_token_ids(path: str, count: int) -> None:
+    """A ``.ds`` of 4 bytes per indexed token and no metadata holds uint32 ids, unless it holds twice the index's
+    uint16 tokens: then its first tokens read as uint32 (``a + 65536 b``) are far above any vocabulary."""
+    largest = int(np.memmap(path, dtype="<u4", mode="r", shape=(count,)).max()) if count else 0
+    if largest >= MAX_TOKEN_ID:
+        raise FreqlabError(
+            f"{path}: 4 bytes per token of its index, but read as uint32 its tokens reach {largest:,}, no "
+            "vocabulary's ids: twice the index's uint16 tokens? (NAME.ds.metadata, 'tokenizer|token_size', says "
+            "the token size)"
+        )
+
+
 def read_ds(path: str) -> DatatroveFile:
     """Open and check a ``.ds`` file and its ``.ds.index``; FreqlabError in one line otherwise."""
     index_path = path + ".index"
@@ -104,6 +120,8 @@ def read_ds(path: str) -> DatatroveFile:
     size = _token_size(path)
     if size is None:  # no metadata: the only token size that makes the sizes agree
         size = data_size // tokens if tokens and data_size % tokens == 0 else 2
+        if size == 4:  # or twice the index's uint16 tokens: read as uint32, those are no vocabulary's ids
+            _check_token_ids(path, min(tokens, SAMPLED_TOKENS))
     if size not in TOKEN_DTYPES:
         raise FreqlabError(f"{path}: token size {size} bytes; datatrove writes 2 (uint16) or 4 (uint32)")
     if data_size != tokens * size:

@@ -26,6 +26,15 @@ from freqlab.errors import FreqlabError
 DATASETS_METADATA = frozenset({"state.json", "dataset_info.json", "dataset_dict.json"})
 
 
+class FileChanged(OSError):
+    """A data file that is gone or changed (size, modification time, version) since the corpus was opened;
+    ``path`` names it when known."""
+
+    def __init__(self, message: str, path: str = "") -> None:
+        super().__init__(message)
+        self.path = path
+
+
 @dataclass(frozen=True)
 class DataFile:
     """One data file: its path, its id (path relative to the corpus root, stable when the data moves), and
@@ -46,12 +55,16 @@ class DataFile:
         return {"size": self.size, "mtime_ns": self.mtime_ns}
 
     def check_unchanged(self) -> None:
-        """Raise OSError when the file is gone or changed since the corpus was opened."""
-        info = os.stat(self.path)
-        if (info.st_size, info.st_mtime_ns) != (self.size, self.mtime_ns):
-            raise OSError(
-                f"the file changed while the scan ran (size {self.size} -> {info.st_size}); rescan to count it"
-            )
+        """Raise :class:`FileChanged` when the file is gone or changed since the corpus was opened (checked
+        before and after each shard is read: a file rewritten in place, even to the same size, is refused)."""
+        try:
+            info = os.stat(self.path)
+        except FileNotFoundError:
+            raise FileChanged("the file is gone", self.path) from None
+        if info.st_size != self.size:
+            raise FileChanged(f"size {self.size} -> {info.st_size} bytes", self.path)
+        if info.st_mtime_ns != self.mtime_ns:
+            raise FileChanged("same size, but modified since the scan opened it", self.path)
 
 
 @dataclass

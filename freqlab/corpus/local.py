@@ -28,7 +28,7 @@ import itertools
 import os
 from collections import Counter
 
-from freqlab.corpus.base import TEXT, Corpus, Shard
+from freqlab.corpus.base import LENGTHS, TEXT, Corpus, Shard
 from freqlab.corpus.fields import Fields
 from freqlab.corpus.files import find_files, relative_ids, stat_file
 from freqlab.corpus.ranges import range_bytes
@@ -91,7 +91,8 @@ def local_corpus(
     for fmt in dict.fromkeys(fmt for _, fmt in files):
         described.update(fmt.describe([file for file, f in files if f is fmt], fields))
     rows = [fmt.records(file) for file, fmt in files]
-    empty_files = sum(fmt.is_empty(file) for file, fmt in files)
+    # a remote file is not read to tell (a request per small file): zero bytes is empty
+    empty_files = sum(file.size == 0 if file.remote else fmt.is_empty(file) for file, fmt in files)
     total = None if None in rows else sum(rows)  # type: ignore[arg-type]
 
     info = {
@@ -120,7 +121,7 @@ def local_corpus(
     info.update(description or {})
     return Corpus(
         name=name, shards=shards, has_sources=fields.source is not None, description=info, total_documents=total,
-        estimated_bytes=estimated,
+        estimated_bytes=estimated, empty_kind=LENGTHS if all(fmt.kind == LENGTHS for _, fmt in files) else TEXT,
     )
 
 

@@ -128,7 +128,16 @@ class MegatronIndex:
         itemsize = self.dtype.itemsize
         offsets = np.asarray(self.sequence_pointers[last_sequence], np.int64) // itemsize
         ends = offsets + np.asarray(seq_lengths[last_sequence], np.int64) - 1
-        return np.asarray(self.tokens()[ends]), docs
+        tokens = self.tokens()
+        outside = np.flatnonzero((offsets < 0) | (ends >= tokens.size))  # numpy would wrap a negative index
+        if outside.size:
+            k = int(outside[0])
+            raise ValueError(  # the caller names the .idx
+                f"sequence {int(last_sequence[k]):,} points at byte "
+                f"{int(self.sequence_pointers[last_sequence[k]]):,}, outside {self.bin_path} "
+                f"({tokens.size * itemsize:,} bytes); is the index corrupt?"
+            )
+        return np.asarray(tokens[ends]), docs
 
 
 @numba.njit(cache=True, nogil=True)

@@ -19,9 +19,11 @@ protocol       file system                                      install
 =============  ===============================================  =============================================
 
 Offline, every first request has a deadline (:data:`TIMEOUT` seconds, ``FREQLAB_REMOTE_TIMEOUT`` overrides it; run
-in a thread, so a DNS lookup that hangs cannot hold the scan): the error is one line naming the URL. ``hf://`` fails
-at once with ``HF_HUB_OFFLINE=1``. Tokenized formats read through memory maps (Megatron, datatrove, token streams)
-must be local.
+in a thread, so a DNS lookup that hangs cannot hold the scan): the error is one line naming the URL. Over HTTP every
+request, its body included, must end within 4 x that deadline; 5xx answers, timeouts and broken connections are
+retried (:data:`RETRIES`); every ranged GET of a file whose strong ETag is known sends ``If-Match`` (412: changed).
+``hf://`` fails at once with ``HF_HUB_OFFLINE=1``. Tokenized formats read through memory maps (Megatron,
+datatrove, token streams) must be local.
 """
 
 from __future__ import annotations
@@ -35,12 +37,17 @@ from dataclasses import dataclass
 from typing import Any, BinaryIO
 
 from freqlab.corpus.base import describe_error
-from freqlab.corpus.files import DataFile, FoundFiles
+from freqlab.corpus.files import DataFile, FileChanged, FoundFiles
 from freqlab.errors import FreqlabError
 
 TIMEOUT = 15.0
 TIMEOUT_VARIABLE = "FREQLAB_REMOTE_TIMEOUT"
 BLOCK_BYTES = 8 << 20  # bytes per request while streaming a remote file
+RETRIES = 3  # a request that fails with a 5xx answer, a timeout or a broken connection is tried again this often
+BACKOFF = 0.25  # seconds before the first retry, doubled before each next one
+# URL -> (strong ETag, size) of the version a reader is reading in this process: every request for it
+# carries If-Match, so a server whose file changed answers 412 instead of bytes of another version
+_PINNED: dict[str, tuple[str, int]] = {}
 _URL = re.compile(r"^([A-Za-z][A-Za-z0-9+.-]*)://")
 # protocol -> (module that implements it, what to install)
 BACKENDS: dict[str, tuple[str, str]] = {
@@ -87,12 +94,14 @@ def timeout() -> float:
 
 
 def _storage_options(protocol: str) -> dict[str, Any]:
-    """Options that keep a dead network from hanging a request (each backend names them its own way)."""
+    """Options that keep a dead network or a slow server from hanging a request (each backend names them its
+    own way): over HTTP each request, its body included, must be over within 4 x :func:`timeout` (a body that
+    drips in never holds a reader longer)."""
     seconds = timeout()
     if protocol in ("http", "https"):
         import aiohttp
 
-        limits = aiohttp.ClientTimeout(total=None, connect=seconds, sock_read=4 * seconds)
+        limits = aiohttp.ClientTimeout(total=4 * seconds, connect=seconds, sock_read=seconds)
         return {"client_kwargs": {"timeout": limits}}
     if protocol in ("s3", "s3a"):
         retries = {"max_attempts": 2}
@@ -122,9 +131,10 @@ def filesystem(url: str):
         raise FreqlabError(f"{url}: {describe_error(exc)}") from None
 
 
-def within_deadline(url: str, call, what: str = "answer"):
-    """``call()``, or a one-line FreqlabError naming ``url`` when it fails or takes longer than :func:`timeout`."""
-    seconds = timeout()
+def within_deadline(url: str, call, what: str = "answer", seconds: float | None = None):
+    """``call()``, or a one-line FreqlabError naming ``url`` when it fails or takes longer than ``seconds``
+    (default :func:`timeout`)."""
+    seconds = timeout() if seconds is None else seconds
     outcome: list = []
 
     def run() -> None:
@@ -167,14 +177,94 @@ def open_input(path: str, buffering: int = -1) -> BinaryIO:
     """A binary stream of a local file or a URL: the one opener every reader uses.
 
     A remote file is read in blocks of :data:`BLOCK_BYTES` (ranged requests where the server supports them), so it is
-    streamed and seekable without being downloaded first.
+    streamed and seekable without being downloaded first. Over HTTP every request of a file whose strong ETag is
+    known carries ``If-Match`` (a 412 answer means the file changed: :class:`~freqlab.corpus.files.FileChanged`);
+    a request failing with a 5xx answer, a timeout or a broken connection is tried again :data:`RETRIES` times
+    (waits of :data:`BACKOFF` s, doubled each time); any failure is one OSError naming the cause.
     """
     if not is_url(path):
         return open(path, "rb", buffering=buffering)  # the caller closes it
     fs, inner = filesystem(path)
-    remote = fs.open(inner, "rb", block_size=BLOCK_BYTES, cache_type="readahead")
+    options: dict[str, Any] = {}
+    if path in _PINNED and protocol_of(path) in ("http", "https"):
+        etag, size = _PINNED[path]
+        options = {"headers": {"If-Match": etag}, "size": size or None}
+    remote = _retried(lambda: fs.open(inner, "rb", block_size=BLOCK_BYTES, cache_type="readahead", **options))
     # a standard buffered stream (readline(limit), peek) over fsspec's file, whatever the file system
-    return io.BufferedReader(remote, buffer_size=1 << 20 if buffering < 0 else max(buffering, 1))
+    return io.BufferedReader(_Guarded(remote), buffer_size=1 << 20 if buffering < 0 else max(buffering, 1))
+
+
+class _Guarded(io.RawIOBase):
+    """fsspec's file with every read retried and its errors made OSErrors (:func:`_retried`)."""
+
+    def __init__(self, remote) -> None:
+        self.remote = remote
+
+    def readable(self) -> bool:
+        return True
+
+    def seekable(self) -> bool:
+        return True
+
+    def readinto(self, buffer) -> int:  # type: ignore[override]
+        data = _retried(lambda: self.remote.read(len(buffer)))
+        buffer[: len(data)] = data
+        return len(data)
+
+    def seek(self, offset: int, whence: int = 0) -> int:
+        return self.remote.seek(offset, whence)
+
+    def tell(self) -> int:
+        return self.remote.tell()
+
+    def close(self) -> None:
+        if not self.closed:
+            with contextlib.suppress(Exception):
+                self.remote.close()
+        super().close()
+
+
+def _retried(call):
+    """``call()``, tried again after a 5xx answer, a timeout or a broken connection (at most :data:`RETRIES`
+    times); :class:`~freqlab.corpus.files.FileChanged` for a 412 (If-Match failed), else one-line OSErrors."""
+    import time
+
+    for attempt in range(RETRIES + 1):
+        try:
+            return call()
+        except Exception as error:  # classified below
+            exc = error
+            if isinstance(error, FileNotFoundError):  # fsspec's HTTP info() says so of any failed HEAD and GET
+                exc = error.__cause__
+                if getattr(exc, "status", None) in (None, 404, 410):
+                    raise error from None
+            status = getattr(exc, "status", None)
+            if status == 412:
+                raise FileChanged("the server holds another version now: HTTP 412 to If-Match") from None
+            if not _transient(exc) or attempt == RETRIES:
+                tries = f" (tried {attempt + 1} times)" if attempt else ""
+                raise OSError(f"{_request_error(exc)}{tries}") from None
+            time.sleep(BACKOFF * 2**attempt)
+    raise AssertionError("unreachable")  # pragma: no cover
+
+
+def _transient(exc: BaseException) -> bool:
+    """A failure that may pass: a 5xx answer, a timeout, a broken connection or body."""
+    status = getattr(exc, "status", None)
+    if isinstance(status, int):
+        return status >= 500
+    names = {cls.__name__ for cls in type(exc).__mro__}
+    return bool(names & {"TimeoutError", "ClientConnectionError", "ClientPayloadError", "ConnectionError"})
+
+
+def _request_error(exc: BaseException) -> str:
+    """A failed request in a few words: ``HTTP 500 Internal Server Error``, ``no answer within 2 s``..."""
+    status = getattr(exc, "status", None)
+    if isinstance(status, int):
+        return f"HTTP {status} {getattr(exc, 'message', '') or ''}".strip()
+    if any(cls.__name__ == "TimeoutError" for cls in type(exc).__mro__):
+        return f"no complete answer within {4 * timeout():g} s ({TIMEOUT_VARIABLE} sets the deadline)"
+    return describe_error(exc)
 
 
 @dataclass(frozen=True)
@@ -182,6 +272,7 @@ class RemoteFile(DataFile):
     """A remote data file: ``path`` is its URL; ``version`` its ETag (or modification time) when known."""
 
     version: str = ""
+    etag: str = ""  # the strong ETag as the server sent it (quotes kept), for If-Match; "" when none
 
     @property
     def remote(self) -> bool:
@@ -191,12 +282,22 @@ class RemoteFile(DataFile):
         return {"size": self.size, "version": self.version}
 
     def check_unchanged(self) -> None:
-        """Raise OSError when the file is gone or changed (size or version) since the corpus was opened."""
+        """Raise :class:`~freqlab.corpus.files.FileChanged` when the file is gone or changed (size or version)
+        since the corpus was opened; OSError when the server cannot say."""
         fs, inner = filesystem(self.path)
-        info = fs.info(inner)
+        try:
+            info = _retried(lambda: fs.info(inner))
+        except FileNotFoundError:
+            raise FileChanged("the file is gone", self.path) from None
+        except FileChanged as exc:
+            raise FileChanged(str(exc), self.path) from None
         size, version = _size(info), _version(info)
-        if size != self.size or (self.version and version and version != self.version):
-            raise OSError(f"the file changed while the scan ran (size {self.size} -> {size}); rescan to count it")
+        if size != self.size:
+            raise FileChanged(f"size {self.size} -> {size} bytes", self.path)
+        if self.version and version and version != self.version:
+            raise FileChanged(f"version {self.version} -> {version}", self.path)
+        if self.etag:  # what this process reads of it from now on must be this version
+            _PINNED[self.path] = (self.etag, self.size)
 
 
 def _size(info: dict) -> int:
@@ -233,7 +334,10 @@ def find_remote(specs: list[str], format_of, split: str = "train", config: str |
     for spec in specs:
         fs, inner = filesystem(spec)
         protocol = protocol_of(spec)
-        for path, info in within_deadline(spec, lambda fs=fs, inner=inner: _expand(fs, inner), "listing"):
+        listed = within_deadline(spec, lambda fs=fs, inner=inner: _expand(fs, inner), "listing")
+        unsized = [path for path, info in listed if info.get("size") is None and format_of(_join(protocol, path))]
+        asked = _infos(fs, spec, unsized)  # a listing without sizes (an HTTP index page): ask the files, together
+        for path, info in listed:
             url = _join(protocol, path)
             fmt = format_of(url)
             if fmt is None:
@@ -245,9 +349,7 @@ def find_remote(specs: list[str], format_of, split: str = "train", config: str |
                 continue
             if fmt in LOCAL_ONLY_FORMATS:
                 raise FreqlabError(f"{url}: {fmt} files are read through memory maps: copy them to a local disk")
-            if info.get("size") is None:  # a listing without sizes (an HTTP index page): ask the file itself
-                info = within_deadline(url, lambda fs=fs, path=path: fs.info(path))
-            infos[url] = info
+            infos[url] = asked.get(path, info)
             found.add(url, fmt)
         if not found.files and not found.ignored:
             raise FreqlabError(f"{spec}: no files match this pattern" if _magic(inner) else f"{spec}: no such file")
@@ -265,8 +367,58 @@ def find_remote(specs: list[str], format_of, split: str = "train", config: str |
     for url, fmt in found.files:
         info = infos[url]
         relative = _URL.sub("", url)[len(root) :].lstrip("/")
-        files.append((RemoteFile(url, relative, _size(info), 0, _version(info)), fmt))
+        etag = str(info.get("ETag") or "")
+        strong = etag if etag.startswith('"') else ""  # a weak ETag (W/"...") never matches If-Match
+        files.append((RemoteFile(url, relative, _size(info), 0, _version(info), strong), fmt))
     return found, files, f"{protocol_of(paths[0])}://{root}"
+
+
+LISTING_REQUESTS = 32  # requests under way at once while asking a listing's files their size and version
+
+
+def _infos(fs, spec: str, paths: list[str]) -> dict[str, dict]:
+    """``info()`` of each path (size, ETag), :data:`LISTING_REQUESTS` requests at a time on a file system that
+    has an event loop (HTTP: one HEAD per file, not one after the other); one-line errors naming the file."""
+    if not paths:
+        return {}
+    batches = -(-len(paths) // LISTING_REQUESTS)
+    if not getattr(fs, "async_impl", False):
+        answers = within_deadline(
+            spec, lambda: [_outcome(lambda p=p: fs.info(p)) for p in paths], "answer", timeout() * len(paths)
+        )
+    else:
+        import asyncio
+
+        from fsspec.asyn import sync
+
+        async def ask_all() -> list:
+            gate = asyncio.Semaphore(LISTING_REQUESTS)
+
+            async def ask(path: str):
+                async with gate:
+                    return await fs._info(path)
+
+            return await asyncio.gather(*(ask(path) for path in paths), return_exceptions=True)
+
+        answers = within_deadline(spec, lambda: sync(fs.loop, ask_all), "answer", timeout() * batches)
+    infos = {}
+    for path, answer in zip(paths, answers, strict=True):
+        if isinstance(answer, BaseException):
+            url = _join(protocol_of(spec) or "", path)
+            within_deadline(url, lambda answer=answer: _raise(answer))
+        infos[path] = answer
+    return infos
+
+
+def _outcome(call):
+    try:
+        return call()
+    except Exception as exc:  # reported by the caller, naming the file
+        return exc
+
+
+def _raise(error: BaseException):
+    raise error
 
 
 def _magic(path: str) -> bool:

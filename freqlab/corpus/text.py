@@ -77,6 +77,10 @@ class TextFilesShard(Shard):
     def size(self) -> int | None:
         return sum(file.size for file in self.files)
 
+    def check_unchanged(self) -> None:
+        for file in self.files:
+            file.check_unchanged()
+
     def local_paths(self) -> tuple[str, ...]:
         return tuple(file.path for file in self.files if not file.remote)
 

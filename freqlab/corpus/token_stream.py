@@ -21,9 +21,9 @@ from typing import ClassVar
 
 import numpy as np
 
-from freqlab.corpus.base import LENGTHS, LengthBatch, LengthShard, UnreadableFile, describe_error
+from freqlab.corpus.base import LENGTHS, LengthBatch, LengthShard, UnreadableFile, changed_message, describe_error
 from freqlab.corpus.fields import Fields
-from freqlab.corpus.files import DataFile
+from freqlab.corpus.files import DataFile, FileChanged
 from freqlab.corpus.registry import FileFormat, register
 from freqlab.corpus.tokenized import check_eos_option
 from freqlab.errors import FreqlabError
@@ -77,6 +77,10 @@ class TokenStreamShard(LengthShard):
     def local_paths(self) -> tuple[str, ...]:
         return tuple(file.path for file in self.files)
 
+    def check_unchanged(self) -> None:
+        for file in self.files:
+            file.check_unchanged()
+
     def read_lengths(self) -> Iterator[LengthBatch]:
         carry = 0  # tokens since the last EOS, carried into the next chunk or file
         held = 0  # one-token documents (a lone EOS) at the end of what was read: padding if the stream ends so
@@ -102,9 +106,17 @@ class TokenStreamShard(LengthShard):
                             held = 0
                         yield LengthBatch(lengths[: lengths.size - run], None, where)
                     held += run
+            except FileChanged as exc:
+                raise UnreadableFile(changed_message(file.path, exc), file.path) from exc
             except (OSError, ValueError) as exc:
                 message = f"{file.path}: cannot read ({describe_error(exc)}); is the file truncated or corrupt?"
                 raise UnreadableFile(message, file.path) from exc
+        if carry and not where:  # not one EOS: the "documents" would be the whole stream, ended by nothing
+            shown = self.files[0].path if len(self.files) == 1 else f"{self.files[0].path} .. {self.files[-1].path}"
+            raise FreqlabError(
+                f"--eos-id {self.eos_id} never occurs in {shown} ({carry:,} tokens): it would be one "
+                "document; give the EOS id of the tokenizer that wrote it"
+            )
         if carry:  # tokens after the last EOS: a last document without one (and no padding before it)
             if held:
                 yield LengthBatch(np.ones(held, np.int64), None, where)

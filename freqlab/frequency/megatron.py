@@ -269,5 +269,8 @@ def _has_eod(index, eod: bool | None) -> bool:
     from freqlab.corpus.tokenized import EOS_CHECKED, EosCheck
 
     check = EosCheck()
-    check.add(index.last_tokens(EOS_CHECKED))
+    try:
+        check.add(index.last_tokens(EOS_CHECKED))
+    except ValueError as exc:  # a corrupt index among the first documents
+        raise FreqlabError(f"{index.prefix}.idx: {exc}") from exc
     return bool(check.describe()["eos"]["appended"])

@@ -129,6 +129,11 @@ def _as_int64(values, name: str) -> np.ndarray:
             raise FreqlabError(f"{name} must be integers, got non-integer values")
     elif array.dtype.kind not in "iu":
         raise FreqlabError(f"{name} must be integers, got dtype {array.dtype}")
+    if array.dtype.kind != "i" or array.dtype.itemsize > 8:  # uint64 or float: casting must not wrap or saturate
+        largest = array.max()
+        if largest >= 2**63:
+            shown = int(largest) if array.dtype.kind == "u" else f"{float(largest):g}"
+            raise FreqlabError(f"{name} must be at most 2^63 - 1 (exact int64 counts), got {shown}")
     return array.astype(np.int64)
 
 

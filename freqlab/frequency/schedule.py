@@ -23,6 +23,7 @@ schedule file) or a preset (:mod:`freqlab.frequency.mixture`).
 
 from __future__ import annotations
 
+import contextlib
 from dataclasses import dataclass
 from fractions import Fraction
 from pathlib import Path
@@ -64,10 +65,25 @@ def load_schedule(path: str | Path, *, histogram: str | Path | None = None, weig
     return parse_schedule(data, base=path.parent, source=str(path), histogram=histogram, weights=weights)
 
 
+class _UniqueKeys(yaml.SafeLoader):
+    """PyYAML's safe loader refusing a key given twice in one mapping (it would keep the last silently; the
+    command line refuses ``a=1,a=5`` too)."""
+
+    def construct_mapping(self, node, deep=False):
+        seen = set()
+        for key_node, _ in node.value if isinstance(node, yaml.MappingNode) else ():
+            key = self.construct_object(key_node, deep=True)
+            if key in seen:
+                raise yaml.YAMLError(f"key {key!r} given twice, line {key_node.start_mark.line + 1}")
+            with contextlib.suppress(TypeError):  # an unhashable key: the base class says so
+                seen.add(key)
+        return super().construct_mapping(node, deep)
+
+
 def read_yaml(path: Path, what: str):
     """A YAML (or JSON) file's data; a one-line FreqlabError naming the file and ``what`` it should hold."""
     try:
-        return yaml.safe_load(Path(path).read_text(encoding="utf-8"))
+        return yaml.load(Path(path).read_text(encoding="utf-8"), Loader=_UniqueKeys)  # a SafeLoader
     except OSError as exc:
         raise FreqlabError(f"{path}: cannot read {what} ({exc.strerror})") from None
     except UnicodeDecodeError as exc:

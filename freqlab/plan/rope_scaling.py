@@ -318,14 +318,14 @@ def plan_rope_scaling(
     if N <= L:
         raise FreqlabError(f"target length N = {N} is not above the training window L = {L}: nothing to extend")
     s = float(N / L if factor is None else factor)
-    if s <= 1.0:
-        raise FreqlabError(f"the scaling factor must exceed 1, got {s}")
+    if not s > 1.0 or math.isinf(s):
+        raise FreqlabError(f"the scaling factor must exceed 1 and be finite, got {s}")
     _ntk_exponent(head_dim)  # validates head_dim
     d_r = rotary_dims(head_dim, partial_rotary_factor)
     prf = float(partial_rotary_factor)
     theta = float(rope_theta)
-    if theta <= 1.0:
-        raise FreqlabError(f"rope_theta must exceed 1, got {rope_theta}")
+    if not 1.0 < theta < math.inf:
+        raise FreqlabError(f"rope_theta must exceed 1 and be finite, got {rope_theta}")
     if effective_length is not None:
         effective_length = check_window(effective_length, "effective length")
     E_rule = E_rule or ("given" if effective_length is not None else "window")

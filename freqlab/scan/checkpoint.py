@@ -66,6 +66,7 @@ def write_atomic(path: Path, data: bytes | None = None, writer: Callable[[str], 
                 handle.write(data)
         if writer is not None:
             writer(tmp)
+        os.chmod(tmp, 0o666 & ~_umask())  # mkstemp makes it 0600: give it the mode any new file gets here
         os.replace(tmp, path)
     except BaseException as exc:
         if tmp is not None:
@@ -73,6 +74,13 @@ def write_atomic(path: Path, data: bytes | None = None, writer: Callable[[str], 
         if isinstance(exc, Exception) and not isinstance(exc, FreqlabError):
             raise FreqlabError(f"{path}: cannot write ({_write_error(exc)})") from exc
         raise
+
+
+def _umask() -> int:
+    """The process's umask (read by setting it and putting it back at once)."""
+    mask = os.umask(0o022)
+    os.umask(mask)
+    return mask
 
 
 def _write_error(exc: Exception) -> str:
@@ -110,6 +118,11 @@ class OutputLock:
             import fcntl
         except ImportError:  # pragma: no cover - not POSIX: no lock
             return
+        if self.folder.is_symlink() and not self.folder.exists():
+            raise FreqlabError(
+                f"{self.folder}: a symlink to {os.readlink(self.folder)}, which does not exist; create that folder "
+                "or choose another --out"
+            )
         try:
             self.folder.mkdir(parents=True, exist_ok=True)
             handle = open(self.folder / LOCK, "a+")  # noqa: SIM115 - held until release()
@@ -169,10 +182,24 @@ class CheckpointStore:
                 )
             return
         if self.directory.is_dir():  # a fresh scan: old checkpoints must not leak into it
-            for old in self.directory.glob("*.parquet"):
-                old.unlink()
+            self._clear()
         write_atomic(manifest, json.dumps({"fingerprint": self.fingerprint, "hash": self.hash}, indent=1,
                                           sort_keys=True).encode())
+
+    def _clear(self) -> None:
+        """Remove the checkpoints (and temporary files) freqlab wrote here, and nothing else: a folder that also
+        holds files freqlab did not write is refused, in one line naming one, before anything is removed."""
+        entries = sorted(self.directory.iterdir())
+        foreign = [entry for entry in entries if not _written_by_freqlab(entry)]
+        if foreign:
+            more = f" and {len(foreign) - 1} more" if len(foreign) > 1 else ""
+            raise FreqlabError(
+                f"{self.directory} holds files freqlab did not write ({foreign[0].name}{more}); a fresh scan "
+                "removes the old checkpoints there: move those files away, or choose another --out"
+            )
+        for entry in entries:
+            if entry.name != MANIFEST:
+                entry.unlink()
 
     def _read_manifest(self, manifest: Path) -> dict:
         try:
@@ -213,6 +240,29 @@ class CheckpointStore:
         if reason:
             self.recounted[reason] += 1
         return part
+
+
+_TEMPORARY = re.compile(r"\.(?P<name>.+)\.[A-Za-z0-9_]+\.tmp")  # what write_atomic leaves when interrupted
+_CHECKPOINT = re.compile(r"[A-Za-z0-9._-]*-[0-9a-f]{16}\.parquet")  # safe_name(shard id) + ".parquet"
+
+
+def _written_by_freqlab(path: Path) -> bool:
+    """Whether ``path`` (in a checkpoints folder) is a file freqlab wrote there: its manifest, a checkpoint whose
+    own header names the shard its file name is made of, or a temporary file an interrupted write left."""
+    if path.is_symlink() or not path.is_file():
+        return False
+    name = path.name
+    if (temporary := _TEMPORARY.fullmatch(name)) is not None:
+        return temporary.group("name") == MANIFEST or _CHECKPOINT.fullmatch(temporary.group("name")) is not None
+    try:
+        if name == MANIFEST:
+            return set(json.loads(path.read_bytes())) == {"fingerprint", "hash"}
+        if _CHECKPOINT.fullmatch(name) is None:
+            return False
+        header = json.loads(pl.read_parquet_metadata(path)["freqlab"])
+        return header["format"] == FORMAT and f"{safe_name(header['shard_id'])}.parquet" == name
+    except Exception:  # unreadable, no freqlab header, not JSON...: not known to be ours
+        return False
 
 
 def _distrust(frame: pl.DataFrame, header, shard_id: str, fingerprint: str, identity: dict) -> str | None:

@@ -24,8 +24,11 @@ from freqlab.corpus.base import (
     FileShard,
     ReadMeter,
     UnreadableFile,
+    changed_message,
+    describe_error,
     metered,
 )
+from freqlab.corpus.files import FileChanged
 from freqlab.errors import FreqlabError
 from freqlab.scan.counts import DocumentLog, ShardCount, cut_point, limits_reached
 from freqlab.scan.settings import DEFAULT_BATCH_SIZE, ON_ERROR
@@ -201,7 +204,9 @@ def count_shard(
     when ``on_error="raise"`` (the driver raises it) or is counted in ``skipped[error]`` with ``"skip"``;
     ``""`` is an empty document. A file that fails while being read
     (:class:`freqlab.corpus.base.UnreadableFile`) is one such record, ``unreadable-file``, after the documents
-    read from it; the shard then ends (finished, not capped). Blank JSON-lines lines are no documents: they
+    read from it; the shard then ends (finished, not capped). A file that changed while the shard was read (its
+    identity is checked after the read too) gives the error, or one ``unreadable-file`` skip and none of the
+    shard's documents: they would mix two versions. Blank JSON-lines lines are no documents: they
     are counted in ``blank_lines``. Texts are tokenized ``batch_size`` at a time with ``counter.count``. A
     document is empty when it has no content token (an empty text, or one a tokenizer's normalizer reduces to
     nothing); special tokens (``add_special_tokens``) are counted around every other document. Length shards
@@ -220,6 +225,34 @@ def count_shard(
             _count_texts(shard, counter, options, tally, sampler)
         else:
             _count_lengths(shard, options, tally, sampler)
+    changed = _changed_since_opened(shard)
+    if changed is not None:  # counts of a file that changed under the reader mix two versions: none are kept
+        return _refused(shard, options, changed)
+    return tally.finish()
+
+
+def _changed_since_opened(shard) -> str | None:
+    """The one-line message when a file of ``shard`` changed since the corpus was opened (checked after the
+    read, as each reader checks before it: a change during the read is caught), else None."""
+    check = getattr(shard, "check_unchanged", None)  # a shard of another kind (a test's, a user's) may have none
+    try:
+        if check is not None:
+            check()
+    except FileChanged as exc:
+        return changed_message(exc.path or shard.id, exc)
+    except OSError as exc:  # the server cannot say (a remote file): the read cannot be vouched for
+        return f"{shard.id}: cannot check the file is unchanged after reading it ({describe_error(exc)})"
+    return None
+
+
+def _refused(shard, options: ShardOptions, message: str) -> ShardCount:
+    """The partial of a shard whose reading cannot be trusted: the error (``on_error="raise"``), or one
+    ``unreadable-file`` skip and nothing else (``"skip"``)."""
+    tally = _Tally(shard, options.capped(None, None), None)
+    if options.on_error == "raise":
+        tally.part.error = message
+    else:
+        tally.add(np.array([tally.reason(UNREADABLE_FILE)], np.int64), 0, 0)
     return tally.finish()
 
 

@@ -355,3 +355,14 @@ def test_rope_prints_each_block_under_its_transformers_versions_and_the_vllm_lin
     assert f"transformers 4.45-4.50 (rope_scaling):\n  {legacy}" in text
     assert "transformers 4.51-4.57 (rope_scaling):" in text and "transformers 5.0+ (rope_parameters):" in text
     assert "--max-model-len 16384" in text and "raise --max-model-len to N by hand" in text
+
+
+@pytest.mark.parametrize("value", ["nan", "inf", "-inf", "NaN", "1e400"])
+@pytest.mark.parametrize("option", ["--rope-theta", "--factor"])
+def test_rope_refuses_a_base_or_factor_that_is_no_finite_number(option, value):
+    """NaN or Infinity would reach the paste-ready blocks (and be invalid JSON)."""
+    result = run("plan", "rope", "--L", "4K", "--extend-to", "16K", option, value, "--json")
+    assert result.exit_code == 2
+    assert f"Invalid value for '{option}': {value!r} is not a finite number" in result.output
+    assert "NaN" not in result.output.replace(repr(value), "") and "{" not in result.output
+

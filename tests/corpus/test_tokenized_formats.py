@@ -150,6 +150,37 @@ def test_a_negative_sequence_length_is_one_line_naming_the_document(tmp_path):
     assert "document 1050: document_indices out of order or a negative sequence length" in result.output
 
 
+@pytest.mark.parametrize("regime", [[], ["--regime", "megatron", "--reset-attention-mask", "--L", "8"]])
+def test_negative_sequence_pointers_are_one_line_not_a_wrapped_read(tmp_path, regime):
+    """Pointers past the first 1,024 (those are checked against the lengths when the index is opened) are checked
+    where the EOS check reads the .bin: a negative one would read a token from the end (numpy wraps it) and make
+    --reset-attention-mask count as "no EOS appended"."""
+    idx = write_megatron(tmp_path / "neg", [[[3, 4, 5], [6, 7, 2]] for _ in range(600)])  # 1,200 sequences
+    raw = bytearray(idx.read_bytes())
+    at = 34 + 4 * 1200 + 8 * 1101  # sequence_pointers[1101]: document 550's last sequence
+    raw[at : at + 8] = struct.pack("<q", -8)
+    idx.write_bytes(bytes(raw))
+    result = CliRunner().invoke(main, ["scan", "--dataset", str(idx), "-q", "--out", str(tmp_path / "o"), *regime])
+    assert result.exit_code == 1 and result.output.count("\n") == 1, result.output
+    if regime:  # the same index named by --data-path beside a good one that is scanned
+        good = write_megatron(tmp_path / "good", single_sequence_documents([4, 5, 6]))
+        other = CliRunner().invoke(main, ["scan", "--dataset", str(good), "-q", "--out", str(tmp_path / "o"),
+                                          *regime, "--data-path", str(tmp_path / "neg")])
+        assert other.output == result.output and other.exit_code == 1
+    assert result.output == (
+        f"Error: {tmp_path / 'neg'}.idx: sequence 1,101 points at byte -8, outside {tmp_path / 'neg'}.bin "
+        "(14,400 bytes); is the index corrupt?\n"
+    )
+
+
+def test_an_empty_tokenized_corpus_loads_no_tokenizer_and_names_none(tmp_path):
+    idx = write_megatron(tmp_path / "empty", [])
+    result = CliRunner().invoke(main, ["scan", "--dataset", str(idx), "-q", "--out", str(tmp_path / "out")])
+    assert result.exit_code == 0, result.output
+    assert "tokenizer  none: lengths read from tokenized data" in result.output and "tekken" not in result.output
+    assert scan(str(idx), progress=False).summary["tokenizer"] is None
+
+
 def _bad_index(tmp_path: Path, case: str) -> Path:
     idx = write_megatron(tmp_path / case, single_sequence_documents([4, 5, 6]))
     raw = idx.read_bytes()
@@ -230,6 +261,22 @@ def test_datatrove_truncated_ds_is_one_line(tmp_path):
         open_corpus(str(tmp_path / "a.ds"))
 
 
+def test_a_datatrove_ds_holding_twice_its_index_tokens_is_refused(tmp_path):
+    """Without NAME.ds.metadata the token size is what makes the sizes agree: 4 bytes per indexed token is
+    uint32 ids, or twice the index's uint16 tokens, which read as uint32 are far above any vocabulary."""
+    rng = np.random.default_rng(0)
+    ends = np.array([300, 700, 1000], "<u8")
+    (tmp_path / "twice.ds").write_bytes(rng.integers(3, 50_000, 2000).astype("<u2").tobytes())
+    (tmp_path / "twice.ds.index").write_bytes(ends.tobytes())
+    with pytest.raises(FreqlabError, match=r"twice\.ds: 4 bytes per token of its index, but read as uint32 its "
+                                           r"tokens reach [\d,]+, no vocabulary's ids: twice the index's uint16"):
+        open_corpus(str(tmp_path / "twice.ds"))
+    # a real uint32 file (a vocabulary above 65,536) without metadata is read as such
+    (tmp_path / "wide.ds").write_bytes(rng.integers(3, 200_000, 1000).astype("<u4").tobytes())
+    (tmp_path / "wide.ds.index").write_bytes(ends.tobytes())
+    assert lengths_of(tmp_path / "wide.ds") == [300, 400, 300]
+
+
 def test_datatrove_lengths_across_batches_are_the_differences_of_the_ends(tmp_path, monkeypatch):
     import freqlab.corpus.tokenized as tokenized
 
@@ -283,6 +330,19 @@ def test_npy_stream_split_after_each_eos(tmp_path):
         open_corpus(str(tmp_path / "s.npy"))
     with pytest.raises(FreqlabError, match=r"s.npy: eos_id 70000 cannot occur in this file \(tokens below 65536\)"):
         open_corpus(str(tmp_path / "s.npy"), read=ReadOptions(eos_id=70000))  # uint16 tokens
+
+
+def test_an_eos_id_that_never_occurs_is_refused_never_one_huge_document(tmp_path):
+    """A wrong --eos-id would make the whole stream one document (and the summary say the EOS was appended)."""
+    np.save(tmp_path / "s.npy", np.tile(np.array([5, 6, 7, 3], np.uint16), 250_000))  # 10^6 tokens, no 2
+    result = CliRunner().invoke(main, ["scan", "--dataset", str(tmp_path / "s.npy"), "--eos-id", "2", "-q", "--out",
+                                       str(tmp_path / "out")])
+    assert result.exit_code == 1
+    assert result.output == (
+        f"Error: --eos-id 2 never occurs in {tmp_path / 's.npy'} (1,000,000 tokens): it would be one document; "
+        "give the EOS id of the tokenizer that wrote it\n"
+    )
+    assert lengths_of(tmp_path / "s.npy", read=ReadOptions(eos_id=3)) == [4] * 250_000  # the right id
 
 
 def test_lit_gpt_chunks_are_one_stream_and_the_last_chunks_padding_is_dropped(tmp_path):

@@ -124,6 +124,22 @@ def test_bad_weights_are_one_line_errors(weights, message):
     assert "\n" not in str(error.value)
 
 
+@pytest.mark.parametrize(
+    ("text", "key", "line"),
+    [
+        ("weights:\n  code: 1\n  web: 2\n  code: 5\n", "code", 4),  # a weight given twice
+        ("unit: share\nweights: {code: 7, web: 3}\nunit: epochs\n", "unit", 3),  # a top-level key
+        ('{"code": 2, "web": 1, "web": 4}', "web", 1),  # JSON too
+    ],
+)
+def test_a_mixture_file_with_a_key_given_twice_is_refused_as_on_the_command_line(tmp_path, text, key, line):
+    path = tmp_path / "mix.yaml"
+    path.write_text(text)
+    with pytest.raises(FreqlabError) as error:
+        Mixture.parse(str(path))
+    assert str(error.value) == f"{path}: not valid YAML/JSON (key {key!r} given twice, line {line})"
+
+
 def test_a_histogram_without_sources_cannot_be_weighted():
     with pytest.raises(FreqlabError, match="no sources to weight"):
         weighted_histogram(LengthHistogram.from_lengths(CODE), "code=1")

@@ -59,6 +59,7 @@ def test_json_schedules_and_histogram_override(corpus):
         ("stages:\n  - {L: 2048, tokens: 1B, windw: 3}", "unknown key"),
         ("stages:\n  - {L: 2048, tokens: 1B}", "no histogram"),
         ("stages: [", "not valid YAML"),
+        ("stages:\n  - {L: 2048, tokens: 1B, L: 4096}", r"key 'L' given twice, line 2"),  # not the last silently
         (b"\xff\xfe", "not a UTF-8 text file"),
     ],
 )

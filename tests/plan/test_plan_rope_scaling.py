@@ -245,3 +245,10 @@ def test_every_block_names_its_versions_and_vllm_gets_the_length_by_hand():
     assert "--max-model-len" in VLLM_MAX_MODEL_LEN
     yarn = plan_rope_scaling(4096, 16384, "yarn", attention_factor=1.0)
     assert VLLM_ATTENTION_FACTOR in yarn.notes and "#46280" in VLLM_ATTENTION_FACTOR
+
+
+def test_the_rope_planner_refuses_them_too():
+    for options in ({"rope_theta": float("nan")}, {"rope_theta": float("inf")}, {"factor": float("inf")},
+                    {"factor": float("nan")}):
+        with pytest.raises(FreqlabError, match="must exceed 1 and be finite"):
+            plan_rope_scaling(4096, 16384, "yarn", **options)

@@ -4,6 +4,8 @@ when they can be trusted: same scan, same data file, content intact."""
 from __future__ import annotations
 
 import json
+import os
+import stat
 
 import numpy as np
 import pytest
@@ -129,3 +131,76 @@ def test_an_output_folder_has_one_writer_at_a_time(tmp_path):
     second = OutputLock(tmp_path)
     second.acquire()  # free again once the first one is released
     second.release()
+
+
+def test_a_fresh_scan_removes_only_the_files_freqlab_wrote(tmp_path):
+    store = CheckpointStore(tmp_path, {"x": 1})
+    store.start(resume=False)
+    part = sample_part(False)
+    store.save(part, IDENTITY)
+    interrupted = tmp_path / f".{store.path('other').name}.abc123_x.tmp"  # a write cut short by a crash
+    interrupted.write_bytes(b"half")
+    CheckpointStore(tmp_path, {"x": 2}).start(resume=False)
+    assert sorted(p.name for p in tmp_path.iterdir()) == [MANIFEST]
+
+
+@pytest.mark.parametrize("name", ["mine.parquet", f"{safe_name('a.jsonl')}.parquet", "notes.txt", ".hidden"])
+def test_a_checkpoints_folder_holding_other_files_is_refused_and_nothing_is_removed(tmp_path, name):
+    import polars as pl
+
+    store = CheckpointStore(tmp_path, {"x": 1})
+    store.start(resume=False)
+    store.save(sample_part(False), IDENTITY)
+    foreign = tmp_path / name
+    if name.endswith(".parquet"):  # a real Parquet file, even one named like a checkpoint, is not freqlab's
+        pl.DataFrame({"a": [1, 2]}).write_parquet(foreign)
+    else:
+        foreign.write_text("my notes")
+    before = sorted(p.name for p in tmp_path.iterdir())
+    with pytest.raises(FreqlabError) as error:
+        CheckpointStore(tmp_path, {"x": 2}).start(resume=False)
+    assert str(error.value) == (
+        f"{tmp_path} holds files freqlab did not write ({name}); a fresh scan removes the old checkpoints there: "
+        "move those files away, or choose another --out"
+    )
+    assert sorted(p.name for p in tmp_path.iterdir()) == before
+
+
+def test_the_scan_command_refuses_an_output_folder_with_foreign_checkpoints(tmp_path):
+    import polars as pl
+    from click.testing import CliRunner
+
+    from freqlab.cli import main
+
+    data = tmp_path / "a.jsonl"
+    data.write_text('{"text": "hello world"}\n')
+    folder = tmp_path / "out" / "checkpoints"
+    folder.mkdir(parents=True)
+    pl.DataFrame({"a": [1]}).write_parquet(folder / "results.parquet")
+    result = CliRunner().invoke(main, ["scan", "--dataset", str(data), "--out", str(tmp_path / "out"), "-q"])
+    assert result.exit_code == 1
+    assert result.output.startswith(f"Error: {folder} holds files freqlab did not write (results.parquet)")
+    assert result.output.count("\n") == 1 and (folder / "results.parquet").exists()
+
+
+@pytest.mark.parametrize("umask", [0o022, 0o077, 0o002])
+def test_written_files_get_the_mode_the_umask_gives_not_0600(tmp_path, umask):
+    previous = os.umask(umask)
+    try:
+        store = CheckpointStore(tmp_path / "out", {"x": 1})
+        store.start(resume=False)
+        store.save(sample_part(False), IDENTITY)
+    finally:
+        os.umask(previous)
+    for path in (tmp_path / "out" / MANIFEST, store.path(sample_part(False).shard_id)):
+        assert stat.S_IMODE(path.stat().st_mode) == 0o666 & ~umask
+
+
+def test_a_dangling_symlink_as_output_folder_is_one_clear_line(tmp_path):
+    link = tmp_path / "out"
+    link.symlink_to(tmp_path / "gone")
+    with pytest.raises(FreqlabError) as error:
+        OutputLock(link).acquire()
+    assert str(error.value) == (
+        f"{link}: a symlink to {tmp_path / 'gone'}, which does not exist; create that folder or choose another --out"
+    )

@@ -155,3 +155,35 @@ def test_a_full_disk_while_checkpointing_is_one_line(tmp_path):
     assert status == 1 and "Traceback" not in stderr, stderr
     assert stderr.strip().startswith("Error: ") and "cannot write (File too large)" in stderr
     assert len(stderr.strip().splitlines()) == 1
+
+
+RACE = """
+import multiprocessing as mp, sys, time
+from concurrent.futures import ProcessPoolExecutor
+from freqlab.scan.engines import local
+
+pool = ProcessPoolExecutor(1, mp_context=mp.get_context("fork"))
+if GUARD:
+    local._guard_exit(pool)
+pool.submit(time.sleep, 0).result()
+wakeup, manager = pool._executor_manager_thread_wakeup, pool._executor_manager_thread
+local._stop(pool, kill=True)  # as an interrupted scan stops its pool
+manager.join(5)  # the manager thread closed the wake-up pipe
+assert wakeup._closed
+wakeup._closed = False  # the exit hook's "not closed" check passed just before that close
+sys.exit(143)
+"""
+
+
+@pytest.mark.parametrize("guard", [False, True])
+def test_the_pools_exit_race_prints_nothing_after_an_interrupt(guard):
+    """The flaky SIGTERM test's traceback (Python 3.11's concurrent.futures exit hook writing to the wake-up pipe its
+    manager thread closes, unlocked), made certain: the race's window is held open, so the write always fails.
+    Unguarded, Python prints it from threading._shutdown; the engine's guard drops it."""
+    run = subprocess.run([sys.executable, "-c", RACE.replace("GUARD", str(guard))], capture_output=True, text=True,
+                         timeout=60)
+    assert run.returncode == 143
+    if guard:
+        assert run.stderr == ""
+    elif sys.version_info < (3, 12):  # the case as the flaky test saw it
+        assert "in _python_exit" in run.stderr and "Traceback" in run.stderr

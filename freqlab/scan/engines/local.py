@@ -43,6 +43,7 @@ class LocalEngine(Engine):
         pool = ProcessPoolExecutor(
             self.workers, mp_context=context, initializer=_pool_init, initargs=(job, queue, os.getpid())
         )
+        _guard_exit(pool)
         in_flight: dict[Future, Task] = {}
         tasks = iter(tasks)
 
@@ -252,6 +253,28 @@ def _drain(queue, progress: Progress | None) -> None:
         except Exception:  # queue.Empty, or a queue closed under us
             return
         progress(docs, tokens, nbytes)
+
+
+def _guard_exit(pool: ProcessPoolExecutor) -> None:
+    """Keep the standard library's exit hook from printing a traceback after the pool stopped early.
+
+    On Python 3.11 ``concurrent.futures``' exit hook (``_python_exit``, run by ``threading._shutdown``) and the
+    pool's weakref callback wake its manager thread through a pipe, checking ``_closed`` without the lock that the
+    manager thread holds while it closes that pipe: when an interrupt stops the pool just before the interpreter
+    exits, the write can land on the closed pipe ("handle is closed", "Bad file descriptor") and Python prints a
+    traceback after the one-line message. A wake-up sent to a pipe already closed has nothing left to wake, so
+    that error is dropped (3.12 takes the lock itself).
+    """
+    wakeup = getattr(pool, "_executor_manager_thread_wakeup", None)  # no public API for this
+    send = getattr(wakeup, "wakeup", None)
+    if send is None:
+        return
+
+    def guarded() -> None:
+        with contextlib.suppress(OSError, ValueError):
+            send()
+
+    wakeup.wakeup = guarded
 
 
 def _stop(pool: ProcessPoolExecutor, kill: bool) -> None:

@@ -1,0 +1,103 @@
+"""A data file that changes while its shard is read is never counted: its counts would be of neither version.
+
+Each reader checks the file's identity (size and modification time; a remote file's size and ETag) before it
+reads, and the scan checks it again after the shard is read: a file rewritten in place, even to the same size,
+is one line naming it (exit 1), or with ``on_error="skip"`` one ``unreadable-file`` skip and none of its
+documents. The rewrite happens at a fixed point of the read (after the first batch is counted), so the tests
+are deterministic.
+"""
+
+from __future__ import annotations
+
+import os
+
+import numpy as np
+import pytest
+
+from freqlab.errors import FreqlabError
+from freqlab.scan import scan, work
+
+from .conftest import assert_same_histogram, real_texts, reference_histogram, write_slimpajama
+
+LABEL = "RedPajamaBook"
+OLD = 1_600_000_000  # an mtime in the past: the rewrite's mtime always differs from it
+
+
+def rewrite_in_place(path) -> None:
+    """Same size, other bytes: each letter ``e`` becomes ``o`` (the JSON stays valid)."""
+    data = path.read_bytes()
+    with open(path, "r+b") as handle:
+        handle.write(data.replace(b"e", b"o"))
+    assert path.stat().st_size == len(data)
+
+
+@pytest.fixture
+def after_first_batch(monkeypatch):
+    """``arm(action)``: ``action()`` runs once, when the scan counts its first batch (the read is under way)."""
+    armed: list = []
+    add = work._Tally.add
+
+    def add_after(self, *args, **kwargs):
+        if armed:
+            armed.pop()()
+        return add(self, *args, **kwargs)
+
+    monkeypatch.setattr(work._Tally, "add", add_after)
+    return armed.append
+
+
+@pytest.fixture
+def two_files(tmp_path):
+    texts = real_texts(30)
+    folder = tmp_path / "data"
+    write_slimpajama(folder / "a.jsonl", [(t, LABEL) for t in texts[:20]])
+    write_slimpajama(folder / "b.jsonl", [(t, LABEL) for t in texts[20:]])
+    for name in ("a.jsonl", "b.jsonl"):
+        os.utime(folder / name, (OLD, OLD))
+    return folder, texts
+
+
+def run(folder, **options):
+    return scan(str(folder), L=[256], regimes=["natural"], progress=False, workers=1, batch_size=4,
+                source_field="meta.redpajama_set_name", **options)
+
+
+def test_a_file_rewritten_in_place_during_its_read_is_refused(two_files, after_first_batch):
+    folder, _ = two_files
+    after_first_batch(lambda: rewrite_in_place(folder / "a.jsonl"))
+    with pytest.raises(FreqlabError) as error:
+        run(folder)
+    message = str(error.value)
+    assert message.startswith(f"{folder / 'a.jsonl'} changed while it was being read (same size, but modified")
+    assert "\n" not in message
+
+
+def test_skipped_it_counts_one_unreadable_file_and_none_of_its_documents(two_files, after_first_batch, counter):
+    folder, texts = two_files
+    after_first_batch(lambda: rewrite_in_place(folder / "a.jsonl"))
+    result = run(folder, on_error="skip")
+    assert result.summary["documents"]["skipped"] == {"unreadable-file": 1}
+    only_b = reference_histogram([(t, LABEL) for t in texts[20:]], counter)  # a.jsonl's first batch is not kept
+    assert result.histogram.lengths.tolist() == only_b.lengths.tolist()
+    assert result.histogram.counts.tolist() == only_b.counts.tolist()
+    assert result.summary["documents"]["tokenized"] == 10
+
+
+def test_an_unchanged_file_is_counted_as_always(two_files, counter):
+    folder, texts = two_files
+    assert_same_histogram(run(folder).histogram, reference_histogram([(t, LABEL) for t in texts], counter))
+
+
+def test_a_token_stream_rewritten_during_its_read_is_refused(tmp_path, after_first_batch, monkeypatch):
+    from freqlab.corpus import token_stream
+
+    monkeypatch.setattr(token_stream, "CHUNK_TOKENS", 1000)  # ten batches
+    path = tmp_path / "tokens.npy"
+    np.save(path, np.tile(np.arange(1, 11, dtype=np.uint16), 1000))  # documents of 9 tokens + EOS 10
+    os.utime(path, (OLD, OLD))
+    size = path.stat().st_size
+    # same size, other documents: an EOS every 5 tokens
+    after_first_batch(lambda: np.save(path, np.tile(np.arange(6, 11, dtype=np.uint16), 2000)))
+    with pytest.raises(FreqlabError, match=r"tokens\.npy changed while it was being read \(same size"):
+        scan(str(path), eos_id=10, L=[16], regimes=["natural"], progress=False, workers=1)
+    assert path.stat().st_size == size
