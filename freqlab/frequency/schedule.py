@@ -123,7 +123,9 @@ def parse_schedule(
     if unknown:
         raise FreqlabError(f"{source}: unknown key(s) {', '.join(sorted(unknown))}")
     data, top_provenance = _annotations(data, source)
-    default = Path(histogram) if histogram else _relative(base, data.get("histogram"))
+    if histogram is not None and not hasattr(histogram, "lengths"):  # a path (else a LengthHistogram, used as is)
+        histogram = Path(histogram)
+    default = histogram if histogram is not None else _relative(base, data.get("histogram"))
     default_weights = weights if weights is not None else _weights(base, data.get("weights"))
     default_layout = _layout(base, data.get("layout"), source)
     stages = []
@@ -175,18 +177,23 @@ def parse_schedule(
     return Schedule(tuple(stages), default, tau, source, title, listed["sources"], listed["notes"], top_provenance)
 
 
-def _annotations(raw: dict, where: str) -> tuple[dict, tuple]:
-    """A stage with every ``{value: X, source: ...}`` / ``{value: X, assumed: ...}`` number replaced by X, and the
-    (key, "source: ..." | "assumed: ...") pairs."""
+def _annotations(raw: dict, where: str, prefix: str = "") -> tuple[dict, tuple]:
+    """A mapping with every ``{value: X, source: ...}`` / ``{value: X, assumed: ...}`` number replaced by X, and the
+    (key, "source: ..." | "assumed: ...") pairs; nested specs (``curriculum: {start: {value: 32, ...}}``) too, their
+    keys written ``curriculum.start``."""
     plain, provenance = {}, []
     for key, value in raw.items():
+        name = f"{prefix}{key}"
         if isinstance(value, dict) and "value" in value and ({"source", "assumed"} & set(value)):
             extra = set(value) - {"value", "source", "assumed"}
             if extra or ("source" in value) == ("assumed" in value):
-                raise FreqlabError(f"{where}: {key} takes {{value, source}} or {{value, assumed}}, got {value!r}")
+                raise FreqlabError(f"{where}: {name} takes {{value, source}} or {{value, assumed}}, got {value!r}")
             kind = "source" if "source" in value else "assumed"
-            provenance.append((key, f"{kind}: {value[kind]}"))
+            provenance.append((name, f"{kind}: {value[kind]}"))
             value = value["value"]
+        elif isinstance(value, dict) and key != "stages":
+            value, inner = _annotations(value, where, f"{name}.")
+            provenance.extend(inner)
         plain[key] = value
     return plain, tuple(provenance)
 
@@ -202,6 +209,28 @@ def _layout(base: Path, value, where: str) -> Layout | None:
         return read_layout(str(candidate) if candidate is not None and candidate.is_file() else str(value))
     except FreqlabError as exc:
         raise FreqlabError(f"{where}: {exc}") from None
+
+
+PRESETS_FILE = Path(__file__).resolve().parents[1] / "data" / "recipes.yaml"
+
+
+def recipe_presets() -> dict:
+    """The published recipes shipped with freqlab (``freqlab/data/recipes.yaml``): name -> schedule mapping."""
+    return read_yaml(PRESETS_FILE, "recipe presets")
+
+
+def load_preset(name: str, *, histogram=None, weights: str | None = None) -> Schedule:
+    """A published recipe as a :class:`Schedule` on ``histogram`` (a path or a LengthHistogram).
+
+    >>> from freqlab.sizes import position_label
+    >>> schedule = load_preset("llama3", histogram="lengths.parquet")
+    >>> [position_label(s.L) for s in schedule.stages], schedule.stages[1].assumed
+    (['8K', '16K', '32K', '48K', '64K', '96K', '128K'], ('L', 'tokens'))
+    """
+    presets = recipe_presets()
+    if name not in presets:
+        raise FreqlabError(f"unknown recipe preset {name!r}; choose one of {', '.join(presets)}")
+    return parse_schedule(presets[name], source=f"preset {name}", histogram=histogram, weights=weights)
 
 
 def _weights(base: Path, value) -> str | None:
