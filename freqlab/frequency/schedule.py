@@ -39,6 +39,7 @@ tokens that reached relative positions at or beyond each earlier stage's window.
 
 from __future__ import annotations
 
+import importlib
 from dataclasses import dataclass
 from fractions import Fraction
 from pathlib import Path
@@ -388,14 +389,15 @@ def stage_frequency(stage: Stage, h, *, seed: int = 0) -> tuple[np.ndarray, dict
         f = position_frequency(h.lengths, h.counts, stage.L, stage.regime, seed=seed)
         kinds = layout_frequency(h.lengths, h.counts, stage.L, layout, stage.regime, seed=seed).kinds
         return f, {kind.kind: kind.f for kind in kinds}
-    if stage.curriculum is not None:
-        from freqlab.frequency.curricula import curriculum_from_spec
-
-        method, key = curriculum_from_spec(stage.curriculum), "curriculum"
-    else:
-        from freqlab.frequency.pose import position_ids_from_spec
-
-        method, key = position_ids_from_spec(stage.position_ids), "position_ids"
+    key = "curriculum" if stage.curriculum is not None else "position_ids"
+    module, function = {"curriculum": ("curricula", "curriculum_from_spec"),
+                        "position_ids": ("pose", "position_ids_from_spec")}[key]
+    try:
+        from_spec = getattr(importlib.import_module(f"freqlab.frequency.{module}"), function)
+    except (ImportError, AttributeError):
+        raise FreqlabError(f"{where}: a {key} stage needs freqlab.frequency.{module}.{function}, "
+                           "which this installation lacks") from None
+    method = from_spec(getattr(stage, key))
     exact = method.frequency(h.lengths, h.counts, stage.L, stage.regime, seed=seed)
     f = np.asarray(exact.numerator, dtype=np.int64)
     out: dict = {}
