@@ -216,6 +216,27 @@ def sources_command(hist, L, regime, out, formats, size, dpi, as_json):
     _save(plot_sources(_histogram(hist, regime), L, regime, size=size), out, formats, dpi, as_json)
 
 
+@plot_group.command("exposure", short_help="Tokens by same-document context per source, and the tail table.")
+@hist_argument
+@click.option("--L", "L", type=POSITIONS, default=None,
+              help=f"Training window {POSITIONS_NOTE} [default: the longest document].")
+@click.option("--regime", type=click.Choice(("natural", "truncate")), default="natural", show_default=True,
+              help="Data regime (one in which a segment is one source's document).")
+@weights_meta_option
+@output_options("two-column")
+def exposure_command(hist, L, regime, out, formats, size, dpi, as_json):
+    """(a) Share of tokens trained with at least c tokens of same-document context per source, f(c)/f(0); (b) the
+    share of each source's tokens beyond 4K, 8K, ... of context.
+
+    \b
+    Example:
+      freqlab plot exposure freqlab-out/lengths.parquet --out exposure.png
+    """
+    from freqlab.plots.exposure import plot_exposure
+
+    _save(plot_exposure(_histogram(hist, regime), L, regime, size=size), out, formats, dpi, as_json)
+
+
 @plot_group.command("recipe", short_help="A staged recipe: f per stage and layer kind, effective length after each.")
 @click.argument("file", type=click.Path(dir_okay=False), required=False)
 @click.option("--preset", default=None, metavar="NAME", help="A published recipe (see freqlab schedule --preset).")

@@ -33,6 +33,8 @@ _LAZY = {
     "plot_self_extend_matrices": "freqlab.plots.self_extend",
     "plot_waveforms": "freqlab.plots.harpe",
     "plot_envelopes": "freqlab.plots.harpe",
+    "plot_recipe": "freqlab.plots.recipe",
+    "plot_exposure": "freqlab.plots.exposure",
 }
 
 
@@ -57,7 +59,9 @@ __all__ = [
     "new_figure",
     "plot_effective_length",
     "plot_envelopes",
+    "plot_exposure",
     "plot_position_frequency",
+    "plot_recipe",
     "plot_position_matrix",
     "plot_regimes",
     "plot_self_extend_matrices",
