@@ -289,7 +289,7 @@ def test_schedule_with_a_layout_reports_reach_beyond_earlier_windows(tmp_path, h
     assert kinds["swa256"]["effective_length"] == 255 and kinds["swa256"]["reach_cap"] == 255
     assert data["stages"][1]["effective_length_after"]["swa256"] == 255
     text = run("schedule", tmp_path / "s.yaml").output
-    assert "long             global     W=1024: 4.5%" in text
+    assert "long             global     W=1024: 4.55%" in text
 
 
 def test_schedule_presets_cite_sources_and_mark_assumed_numbers(hist):
