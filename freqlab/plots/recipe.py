@@ -34,8 +34,8 @@ def plot_recipe(result, tau: float | None = None, *, size="two-column", columns:
     >>> from freqlab.frequency.schedule import load_preset, schedule_frequency
     >>> h = LengthHistogram.from_counts([3000, 70000], [50, 2])
     >>> result = schedule_frequency(load_preset("gemma3", histogram=h))
-    >>> [ax.get_title() for ax in plot_recipe(result).axes]
-    ['pretrain-32k: L = 32K, 4T tokens', 'extend-128k: L = 128K, 10B tokens', 'effective length after each stage']
+    >>> [ax.get_title().splitlines()[0] for ax in plot_recipe(result).axes]
+    ['pretrain-32k', 'extend-128k', 'effective length after each stage']
     """
     from freqlab.frequency.summary import human_count
 
@@ -56,14 +56,16 @@ def plot_recipe(result, tau: float | None = None, *, size="two-column", columns:
                 if not scaled.any():
                     continue
                 reach = int(np.flatnonzero(scaled)[-1]) + 1
-                ax.plot(np.arange(reach), scaled[:reach], color=colors[kind], lw=1.0, label=kind.name)
+                front = kind.kind != "global"  # a capped kind coincides with the global curve below its reach: on top
+                ax.plot(np.arange(reach), scaled[:reach], color=colors[kind], lw=1.8 if front else 1.0,
+                        zorder=3 if front else 2, label=kind.name)
             ax.axhline(tau, color=COLORS["threshold"], ls=":", lw=0.8, label=f"τ = {human_count(tau)}")
             ax.axvline(stage.L, color="0.6", ls="--", lw=0.6)
             ax.set_yscale("log")
             ax.set_ylim(max(tau / 1e3, 1.0), top * 2)
             position_xaxis(ax, window)
             format_log_counts(ax.yaxis)
-            ax.set_title(f"{stage.name}: L = {position_label(stage.L)}, {human_count(stage.tokens)} tokens")
+            ax.set_title(f"{stage.name}\nL = {position_label(stage.L)}, {human_count(stage.tokens)} tokens")
         units = count_units(flat[0].yaxis)
         for k, ax in enumerate(flat[: len(stages)]):
             if k % cols == 0:  # one y scale for every stage panel: labelled once per row
