@@ -350,7 +350,7 @@ def schedule_report(result, tau: float, *, name: str) -> dict:
         "share_at_least_three_quarters": share_at_least(total, (3 * window) // 4),
         "occurrences": {str(i): float(total[i]) for i in checkpoints},
         "kinds": [
-            {"kind": kind.name, "rope": kind.rope, "reach_cap": kind.size - 1 if kind.kind == "swa" else None,
+            {"kind": kind.name, "rope": kind.rope, "reach_cap": kind.reach(window) if kind.size else None,
              **({"effective_length": result.effective_length(tau, kind)} if kind.rope else
                 {"note": "no rotary embedding: no position frequency; left out of RoPE plans"})}
             for kind in kinds

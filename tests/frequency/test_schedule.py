@@ -4,9 +4,11 @@ from fractions import Fraction
 
 import numpy as np
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from freqlab import FreqlabError, LengthHistogram, position_frequency
-from freqlab.frequency import load_schedule, parse_tokens, schedule_frequency
+from freqlab.frequency import load_schedule, parse_layout, parse_tokens, schedule_frequency
 
 
 @pytest.fixture
@@ -178,3 +180,31 @@ def test_curriculum_and_position_id_stages_are_delegated(tmp_path, delegated):
     )
     with pytest.raises(FreqlabError, match="swa3 layers with a position_ids stage are not supported"):
         schedule_frequency(load_schedule(tmp_path / "bad.yaml"))
+
+
+@settings(max_examples=40, deadline=None)
+@given(
+    st.lists(st.tuples(st.integers(1, 30), st.integers(1, 3)), min_size=1, max_size=6, unique_by=lambda t: t[0]),
+    st.integers(2, 12), st.integers(1, 6), st.sampled_from(["natural", "pack", "concat"]),
+)
+def test_reach_beyond_an_earlier_window_counts_tokens_by_their_context(pairs, L, w, regime):
+    # brute force: the tokens of the long stage whose visible context (over the real masks) is at least W
+    from frequency.reference import masked_pair_frequency, regime_rows
+
+    from freqlab.frequency import stream_order
+    from freqlab.frequency.layouts import LayerKind
+    from freqlab.frequency.schedule import Schedule, Stage
+
+    lengths, counts = zip(*pairs)
+    h = LengthHistogram.from_counts(lengths, counts)
+    short, long = (L + 1) // 2, L
+    layout = parse_layout(f"swa{w}+global")
+    stages = (Stage("short", short, 1000, regime, h, layout=layout), Stage("long", long, 700, regime, h, layout=layout))
+    result = schedule_frequency(Schedule(stages))
+    docs = stream_order(np.array(h.lengths), np.array(h.counts), 0).tolist() if regime == "pack" else [
+        int(n) for n, c in zip(h.lengths, h.counts) for _ in range(int(c))]
+    rows, mask = regime_rows(docs, long, regime)
+    for kind, size in ((LayerKind("global"), 0), (LayerKind("swa", w), w)):
+        _, exposure = masked_pair_frequency(rows, mask, long, kind.kind, size)
+        beyond = sum(exposure[short:])
+        assert result.reached(1, kind, short) == Fraction(beyond * 700, sum(exposure))
