@@ -349,14 +349,23 @@ def schedule_report(result, tau: float, *, name: str) -> dict:
         "share_at_most_half": share_at_most(total, window // 2),
         "share_at_least_three_quarters": share_at_least(total, (3 * window) // 4),
         "occurrences": {str(i): float(total[i]) for i in checkpoints},
-        "kinds": [
-            {"kind": kind.name, "rope": kind.rope, "reach_cap": kind.reach(window) if kind.size else None,
-             **({"effective_length": result.effective_length(tau, kind)} if kind.rope else
-                {"note": "no rotary embedding: no position frequency; left out of RoPE plans"})}
-            for kind in kinds
-        ],
+        "kinds": [_kind_row(result, kind, tau) for kind in kinds],
         "stages": stages,
         "reach": result.reach_table(),
+    }
+
+
+def _kind_row(result, kind, tau: float) -> dict:
+    """One layer kind over the whole schedule: its reach cap, effective length and mass shares (NoPE: a note)."""
+    row = {"kind": kind.name, "rope": kind.rope, "reach_cap": kind.reach(result.window) if kind.size else None}
+    if not kind.rope:
+        return {**row, "note": "no rotary embedding: no position frequency; left out of RoPE plans"}
+    total, window = result.kind_total(kind), result.window
+    return {
+        **row,
+        "effective_length": result.effective_length(tau, kind),
+        "share_at_most_half": share_at_most(total, window // 2),
+        "share_at_least_three_quarters": share_at_least(total, (3 * window) // 4),
     }
 
 

@@ -287,6 +287,7 @@ def test_schedule_with_a_layout_reports_reach_beyond_earlier_windows(tmp_path, h
     assert reach[("long", "global")] == {"1024": 0.5e11 / 1.1e12} and reach[("long", "swa256")] == {"1024": 0.0}
     kinds = {k["kind"]: k for k in data["kinds"]}
     assert kinds["swa256"]["effective_length"] == 255 and kinds["swa256"]["reach_cap"] == 255
+    assert kinds["swa256"]["share_at_most_half"] == 1.0 and kinds["swa256"]["share_at_least_three_quarters"] == 0.0
     assert data["stages"][1]["effective_length_after"]["swa256"] == 255
     text = run("schedule", tmp_path / "s.yaml").output
     assert "long             global     W=1024: 4.55%" in text
