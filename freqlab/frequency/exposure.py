@@ -6,7 +6,8 @@ segment (the same document's when the regime masks documents: ``natural``, ``tru
 
     h(c) = #{tokens trained with exactly c tokens of left context} = #{segments longer than c},
 
-and the position frequency is its tail sum (a query with context c trains relative positions 0..c):
+and the position frequency (STRING, An et al., ICLR 2025, Eq. 2) is its tail sum (a query with context c trains
+relative positions 0..c):
 
     f(i) = Σ_{c >= i} h(c),       h(c) = f(c) - f(c + 1).
 

@@ -1,10 +1,12 @@
 """Attention layouts: which relative positions each kind of layer trains.
 
 Models mix layer kinds. A **global** layer attends every earlier key of its segment (f as in
-:mod:`freqlab.frequency.position`). A **sliding-window** layer of window w (Mistral 7B, Gemma 2/3, gpt-oss) attends
-the w most recent keys, the query itself included: key k is visible from query q when ``0 <= q - k <= w - 1``. This
-is the convention of Hugging Face transformers' ``masking_utils.sliding_window_overlay`` (``kv_idx > q_idx -
-sliding_window``), which the Mistral, Gemma 2/3 and gpt-oss models use; so
+:mod:`freqlab.frequency.position`, STRING Eq. 2). A **sliding-window** layer of window w (Jiang et al. 2023,
+"Mistral 7B", Sec. 2; interleaved with global layers in the Gemma 2 and Gemma 3 technical reports, Sec. 2;
+gpt-oss) attends the w most recent keys, the query itself included: key k is visible from query q when
+``0 <= q - k <= w - 1``. This is the convention of Hugging Face transformers'
+``masking_utils.sliding_window_overlay`` (``kv_idx > q_idx - sliding_window``), which the Mistral, Gemma 2/3 and
+gpt-oss models use (the tests check it against that function's own source); so
 
     f_swa(i) = f(i)  for i < w,    f_swa(i) = 0  for i >= w,
 
