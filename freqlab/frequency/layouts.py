@@ -32,11 +32,12 @@ from pathlib import Path
 
 import numpy as np
 
+from freqlab.display import Display, Displayed, percent
 from freqlab.errors import FreqlabError
 from freqlab.frequency.kernels import pack_walk_chunked
 from freqlab.frequency.position import segment_frequency
 from freqlab.frequency.regimes import Segments, _natural, check_histogram, check_window, segments, stream_order
-from freqlab.frequency.stats import DEFAULT_TAU
+from freqlab.frequency.stats import DEFAULT_TAU, position_at_mass, share_at_most
 from freqlab.frequency.summary import frequency_summary
 from freqlab.sizes import parse_positions, position_label
 
@@ -271,9 +272,16 @@ class KindFrequency:
         return {**row, **frequency_summary(self.f, tokens=tokens, tau=tau)}
 
 
-@dataclass(frozen=True)
-class LayoutFrequency:
-    """f per layer kind of a layout, for one window and regime."""
+@dataclass(frozen=True, repr=False)
+class LayoutFrequency(Displayed):
+    """f per layer kind of a layout, for one window and regime; shows itself (repr, HTML) with each kind's layers,
+    mass shares and reach.
+
+    >>> layout_frequency([4096] * 10, [1] * 10, 2048, "5*swa512+global+nope")
+    LayoutFrequency 5*swa512+global+nope, L = 2048, natural: swa512 x5 (reach 511), global x1 (reach 2047), nope x1
+    swa512: 100.0% of mass at i ≤ 1024; global: 75.0% of mass at i ≤ 1024
+    nope layers: no rotary embedding, no position frequency
+    """
 
     layout: Layout
     L: int
@@ -289,6 +297,26 @@ class LayoutFrequency:
     def summaries(self, *, tokens: float | None = None, tau: float = DEFAULT_TAU) -> list[dict]:
         total = sum(kind.layers for kind in self.kinds)
         return [kind.summary(share_of_layers=kind.layers / total, tokens=tokens, tau=tau) for kind in self.kinds]
+
+    def _display(self) -> Display:
+        half = self.L // 2
+        rope = [kind for kind in self.kinds if kind.f is not None]
+        nope = [kind for kind in self.kinds if kind.f is None]
+        headline = ", ".join(
+            f"{k.kind.name} x{k.layers}" + (f" (reach {k.kind.reach(self.L)})" if k.f is not None else "")
+            for k in self.kinds
+        )
+        lines = ["; ".join(f"{k.kind.name}: {percent(share_at_most(k.f, half))} of mass at i ≤ {half}" for k in rope)]
+        if nope:
+            lines.append(f"{', '.join(k.kind.name for k in nope)} layers: no rotary embedding, no position frequency")
+        table = (
+            ("kind", "layers", "reach", f"mass at i ≤ {half}", "50% of mass at i ≤"),
+            [(k.kind.name, str(k.layers), "-" if k.f is None else str(k.kind.reach(self.L)),
+              "-" if k.f is None else percent(share_at_most(k.f, half)),
+              "-" if k.f is None else str(position_at_mass(k.f, 0.5))) for k in self.kinds],
+        )  # fmt: skip
+        title = f"LayoutFrequency {self.layout.spec}, L = {self.L}, {self.regime}"
+        return Display(title, headline, lines, table=table)
 
     def to_dict(self, *, tokens: float | None = None, tau: float = DEFAULT_TAU) -> dict:
         layout = self.layout
