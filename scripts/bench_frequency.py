@@ -5,10 +5,13 @@ full it would take the better part of an hour, so it is timed on a sample of pos
 linearly (every position costs the same); its values at those positions are checked against freqlab's.
 
     python scripts/bench_frequency.py            # writes scripts/bench_frequency.md
+    python scripts/bench_frequency.py --recipes  # layouts, exposure, staged recipes at L = 128K and 1M:
+                                                 # writes scripts/bench_recipes.md (a short run)
 """
 
 from __future__ import annotations
 
+import argparse
 import platform
 import time
 from pathlib import Path
@@ -78,5 +81,57 @@ def main() -> None:
     print("\n".join(lines))
 
 
+def recipes() -> None:
+    """Layouts (sliding window, chunked, global), the exposure histogram and a seven-stage preset at L = 128K and 1M:
+    each stays O(L + distinct lengths) per stage (``pack``: O(documents + tokens / C)), never O(tokens)."""
+    from freqlab import LengthHistogram
+    from freqlab.frequency.exposure import exposure_histogram, frequency_from_exposure
+    from freqlab.frequency.layouts import layout_frequency
+    from freqlab.frequency.schedule import load_preset, schedule_frequency
+
+    rng = np.random.default_rng(0)
+    lengths = np.unique(rng.integers(1, 1 << 21, 3_000_000))[:1_000_000]
+    counts = rng.integers(1, 1000, lengths.size)
+    tokens = int(np.dot(lengths, counts))
+    layout = "5*swa4K+chunk8K+global+nope"
+    layout_frequency(lengths[:10], counts[:10], 1024, layout)  # compile the numba kernels outside the timing
+    layout_frequency(lengths[:10], counts[:10], 1024, layout, "pack")
+    rows = []
+    for L, name in ((1 << 17, "128K"), (1 << 20, "1M")):
+        lf = layout_frequency(lengths, counts, L, layout)
+        h = exposure_histogram(lengths, counts, L)
+        assert (frequency_from_exposure(h) == lf["global"].f).all(), "f(i) = Σ_{c >= i} h(c) must hold exactly"
+        timed = best_of(lambda L=L: layout_frequency(lengths, counts, L, layout), repeat=3)
+        rows.append((f"layout {layout}, natural, L = {name}, 10^6 distinct lengths, {tokens:.2e} tokens",
+                     f"{timed * 1e3:.0f} ms"))
+        timed = best_of(lambda L=L: exposure_histogram(lengths, counts, L), repeat=3)
+        rows.append((f"exposure histogram h(c), natural, L = {name}, same input", f"{timed * 1e3:.0f} ms"))
+    docs = np.unique(rng.integers(1, 1 << 17, 200_000))
+    doc_counts = rng.integers(1, 10, docs.size)
+    timed = best_of(lambda: layout_frequency(docs, doc_counts, 1 << 20, layout, "pack"), repeat=2)
+    rows.append((f"layout {layout}, pack, L = 1M, {int(doc_counts.sum()):,} documents (seeded stream walked twice)",
+                 f"{timed:.2f} s"))
+    h = LengthHistogram.from_counts(docs, doc_counts)
+    preset = load_preset("llama3", histogram=h)
+    timed = best_of(lambda: schedule_frequency(preset), repeat=2)
+    rows.append((f"preset llama3 (7 stages, 8K..128K, pack) on the pack histogram above ({h.documents:,} documents)",
+                 f"{timed:.2f} s"))
+    lines = [
+        "# bench_recipes (`python scripts/bench_frequency.py --recipes`)",
+        "",
+        f"Machine: {platform.processor() or platform.machine()}, Python {platform.python_version()}, "
+        f"numpy {np.__version__}. Best of 2-3 runs (a short run); the exposure identity checked exactly.",
+        "",
+        "| what | time |",
+        "| --- | --- |",
+        *[f"| {a} | {b} |" for a, b in rows],
+        "",
+    ]
+    OUT.with_name("bench_recipes.md").write_text("\n".join(lines))
+    print("\n".join(lines))
+
+
 if __name__ == "__main__":
-    main()
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--recipes", action="store_true", help="time layouts, exposure and a staged preset only")
+    recipes() if parser.parse_args().recipes else main()

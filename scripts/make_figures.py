@@ -120,8 +120,22 @@ def figures(h: LengthHistogram) -> dict[str, tuple[Callable, str]]:
             "HARPE: envelopes of the searched, uniform and Table 2 sets; (a) one panel per set, the others in grey",
         ),
     }
+    def recipe():
+        from freqlab.frequency.schedule import load_preset, schedule_frequency
+
+        return plots.plot_recipe(schedule_frequency(load_preset("gemma3", histogram=h)))
+
+    out["recipe_gemma3"] = (
+        recipe,
+        "preset gemma3 (5 sliding-window layers of 1K : 1 global; 32K then 128K): f_T per stage and layer kind "
+        "(log occurrences, one scale per axis) and the effective length after each stage, tau = 100B = 10^11",
+    )
     if h.sources:
         out["sources"] = (lambda: plots.plot_sources(h, L), "length CCDF and f per corpus source")
+        out["exposure"] = (
+            lambda: plots.plot_exposure(h),
+            "tokens with at least c tokens of same-document context per source, and the share beyond 4K, 8K, ...",
+        )
     return out
 
 

@@ -23,6 +23,8 @@ EXPECTED = [
     "harpe_waveforms",
     "harpe_envelopes",
     "sources",
+    "recipe_gemma3",
+    "exposure",
 ]
 
 

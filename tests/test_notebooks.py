@@ -40,11 +40,12 @@ def stdout_of(nb, fragment: str) -> tuple[int, str]:
     return index, "".join(o.text for o in nb.cells[index].outputs if o.get("name") == "stdout")
 
 
-def test_there_are_three_notebooks():
+def test_there_are_four_notebooks():
     assert [p.name for p in NOTEBOOKS] == [
         "01_position_frequency.ipynb",
         "02_planning_string_self_extend.ipynb",
         "03_harpe_bases.ipynb",
+        "04_training_recipes.ipynb",
     ]
 
 

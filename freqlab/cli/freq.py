@@ -83,14 +83,21 @@ def echo_json(data) -> None:
 )
 @megatron_options("the .idx the histogram was scanned from (its metadata names it)")
 @weights_option
+@click.option("--layout", default=None, metavar="SPEC|config.json",
+              help="Attention layout: f per layer kind, e.g. 5*swa1024+global, 3*chunk8K+nope, or a model config.json "
+                   "(sliding_window, layer_types, attention_chunk_size, no_rope_layers, ...).")
+@click.option("--tails", is_flag=True,
+              help="Per-source tail table: share of each source's tokens trained with >= 4K, 8K, ... tokens of "
+                   "same-document context (first --L; natural regime unless the first --regime is truncate).")
 @json_option
-def freq_command(hist, Ls, regimes, tokens, tau, seed, out, weights, as_json, **megatron):
+def freq_command(hist, Ls, regimes, tokens, tau, seed, out, weights, layout, tails, as_json, **megatron):
     """Position frequency f(i) = Σ_s max(|s| - i, 0) of a length histogram, per window and regime.
 
     \b
     Example:
       freqlab freq freqlab-out/lengths.parquet --L 2048 --L 4096 --regime natural --regime concat --tokens 1T
       freqlab freq megatron-out/lengths.parquet --L 4K --regime megatron --out f.parquet   # replays the .idx
+      freqlab freq lengths.parquet --L 32K --regime pack --layout 5*swa1024+global --tails
     """
     h, mix = read_histogram(hist, weights, regimes=regimes)
     budget = training_budget(tokens)
@@ -98,12 +105,18 @@ def freq_command(hist, Ls, regimes, tokens, tau, seed, out, weights, as_json, **
     replay = megatron_replay(hist, h, options, weighted=mix is not None) if "megatron" in regimes else None
     rows = regime_summaries(h.lengths, h.counts, Ls, regimes, tokens=budget.tokens, tau=tau, seed=seed,
                             megatron=replay)
+    layouts = _layout_rows(h, Ls, regimes, layout, budget.tokens, tau, seed) if layout else None
+    tail_rows = _tail_rows(h, Ls[0], regimes[0]) if tails else None
     if out:
         _write_frequencies(h, mix, Ls, regimes, seed, out, replay)
     if as_json:
         extra = {}
         if mix:
             extra = {"mixture": mix.to_dict(), "sources": contribution_table(h, mix, Ls[0], regimes[0], seed=seed)}
+        if layouts is not None:
+            extra["layouts"] = layouts
+        if tail_rows is not None:
+            extra["tails"] = tail_rows
         data = {"histogram": str(hist), "corpus": h.corpus, "tokens": h.tokens, "budget": budget.to_dict()}
         if replay is not None:
             extra["megatron"] = replay.describe()
@@ -116,8 +129,47 @@ def freq_command(hist, Ls, regimes, tokens, tau, seed, out, weights, as_json, **
         click.echo(f"megatron   GPTDataset's windows replayed from {replay.data_path}")
     for row in rows:
         click.echo(describe(row, detail=True))
+    for entry in layouts or ():
+        rotary = f" (rotary on {entry['rotary_fraction']:.0%} of each head)" if entry["rotary_fraction"] < 1 else ""
+        click.echo(f"layout {entry['layout']} at L={entry['L']}, {entry['regime']}{rotary}")
+        for kind in entry["kinds"]:
+            if not kind["rope"]:
+                click.echo(f"  {kind['kind']:<10} {kind['layers']:>3} layers  {kind['note']}")
+                continue
+            click.echo(
+                f"  {kind['kind']:<10} {kind['layers']:>3} layers  {percent(kind['share_at_most_half'])} of mass at "
+                f"i ≤ {kind['half']}, {percent(kind['share_at_least_three_quarters'])} at i ≥ "
+                f"{kind['three_quarters']}; effective length {kind.get('effective_length', '-')}"
+                + (f"  ({kind['note']})" if "note" in kind else "")
+            )
+    if tail_rows:
+        thresholds = list(tail_rows[0]["tails"])
+        click.echo(f"share of tokens with at least N tokens of same-document context (L={tail_rows[0]['L']}, "
+                   f"{tail_rows[0]['regime']}):")
+        click.echo(f"  {'source':<12} {'tokens':>14}  " + "  ".join(f"{t:>7}" for t in thresholds))
+        for row in tail_rows:
+            click.echo(f"  {row['source']:<12} {row['tokens']:>14,}  "
+                       + "  ".join(f"{percent(row['tails'][t]):>7}" for t in thresholds))
     if out:
         click.echo(f"wrote {out}")
+
+
+def _layout_rows(h, Ls, regimes, layout, tokens, tau, seed) -> list[dict]:
+    from freqlab.frequency.layouts import layout_frequency, read_layout
+
+    parsed = read_layout(layout)
+    return [
+        layout_frequency(h.lengths, h.counts, L, parsed, regime, seed=seed).to_dict(tokens=tokens, tau=tau)
+        for L in Ls
+        for regime in regimes
+    ]
+
+
+def _tail_rows(h, L: int, regime: str) -> list[dict]:
+    from freqlab.frequency.exposure import DEFAULT_THRESHOLDS, source_tails
+
+    thresholds = [t for t in DEFAULT_THRESHOLDS if t < L] or [DEFAULT_THRESHOLDS[0]]
+    return source_tails(h, L, regime if regime == "truncate" else "natural", thresholds)
 
 
 FREQUENCY_FORMAT = "freqlab.position_frequency"
@@ -265,69 +317,174 @@ def stats_command(hist, L, regimes, tokens, tau, weights, as_json):
 
 
 @click.command("schedule")
-@click.argument("file", type=click.Path(dir_okay=False))
-@click.option("--hist", type=click.Path(dir_okay=False), default=None, help="Default histogram for the stages.")
+@click.argument("file", type=click.Path(dir_okay=False), required=False)
+@click.option("--preset", default=None, metavar="NAME",
+              help="A published recipe shipped with freqlab (llama3, prolong, fu2024, gemma3, skyladder, qwen2.5) "
+                   "instead of FILE; numbers its sources do not state are marked assumed.")
+@click.option("--hist", type=click.Path(dir_okay=False), default=None,
+              help="Default histogram for the stages [default: the schedule's; a preset: the built-in corpus].")
+@click.option("--layout", default=None, metavar="SPEC|config.json",
+              help="Attention layout for every stage that names none, e.g. 5*swa1024+global or a model config.json.")
 @tau_option
 @weights_option
 @json_option
-def schedule_command(file, hist, tau, weights, as_json):
-    """Position frequency after a multi-stage schedule: stage frequencies scaled to their budgets add up.
+def schedule_command(file, preset, hist, layout, tau, weights, as_json):
+    """Position frequency after a multi-stage schedule: stage frequencies scaled to their budgets add up, per layer
+    kind of the attention layout; the share of all training tokens that reached each earlier stage's window.
 
     \b
     Example schedule.yaml:
       histogram: freqlab-out/lengths.parquet
+      layout: 5*swa1024+global            # optional: f per layer kind
       stages:
         - {name: pretrain, L: 2048, tokens: 1T, regime: natural}
         - {name: long, L: 8192, tokens: 20B, regime: pack}
     Run:
       freqlab schedule schedule.yaml --json
+      freqlab schedule --preset llama3                 # a published recipe on the built-in corpus
     """
-    schedule = load_schedule(file, histogram=hist, weights=weights)
+    from freqlab.frequency.schedule import load_preset
+
+    if bool(file) == bool(preset):
+        raise click.UsageError("give a schedule FILE or --preset NAME (one of them)")
+    corpus = None
+    if preset:
+        corpus = hist or builtin_histogram()
+        schedule = load_preset(preset, histogram=corpus, weights=weights)
+    else:
+        schedule = load_schedule(file, histogram=hist, weights=weights)
+    if layout:
+        schedule = with_layout(schedule, layout)
     result = schedule_frequency(schedule)
+    data = schedule_report(result, tau, name=str(file or f"preset {preset}"))
+    if as_json:
+        echo_json(data)
+        return
+    _echo_schedule(data, tau, corpus)
+
+
+def builtin_histogram():
+    """The built-in corpus (the Python standard library of this interpreter, default tokenizer), scanned."""
+    from freqlab.scan import scan
+
+    return scan(progress=False).histogram
+
+
+def with_layout(schedule, layout):
+    """``schedule`` with ``layout`` given to every stage that has none."""
+    from dataclasses import replace
+
+    from freqlab.frequency.layouts import read_layout
+
+    parsed = read_layout(layout)
+    return replace(schedule, stages=tuple(s if s.layout else replace(s, layout=parsed) for s in schedule.stages))
+
+
+def schedule_report(result, tau: float, *, name: str) -> dict:
+    """The JSON of ``freqlab schedule``: totals, per stage (with per-kind effective lengths alone and after the
+    stage, and the provenance of its numbers), the per-kind reach table."""
+    schedule = result.schedule
     total = result.total
     window = result.window
     checkpoints = sorted({window // 4, window // 2, (3 * window) // 4, window - 1})
-    stages = [
-        {
+    kinds = result.kind_names
+    stages = []
+    for k, stage in enumerate(schedule.stages):
+        row = {
             "name": stage.name,
             "L": stage.L,
             "tokens": stage.tokens,
             "regime": stage.regime,
-            "histogram": str(stage.histogram),
+            "histogram": str(getattr(stage.histogram, "corpus", None) or stage.histogram),
             "weights": stage.weights,
+            "layout": stage.layout.spec if stage.layout else "global",
             "effective_length_alone": _effective_alone(result, k, tau),
+            "effective_length_after": {kind.name: result.effective_length(tau, kind, stages=k + 1)
+                                       for kind in kinds if kind.rope},
         }
-        for k, stage in enumerate(schedule.stages)
-    ]
-    data = {
-        "schedule": str(file),
+        for key in ("curriculum", "position_ids", "mixture"):
+            if getattr(stage, key) is not None:
+                row[key] = getattr(stage, key)
+        if stage.provenance:
+            row["provenance"] = dict(stage.provenance)
+            row["assumed"] = list(stage.assumed)
+        stages.append(row)
+    return {
+        "schedule": name,
+        "title": schedule.title,
+        "sources": list(schedule.sources),
+        "notes": list(schedule.notes),
+        **({"provenance": dict(schedule.provenance)} if schedule.provenance else {}),
         "window": window,
-        "tokens": sum(stage.tokens for stage in schedule.stages),
+        "tokens": result.tokens,
         "tau": float(tau),
         "effective_length": result.effective_length(tau),
         "share_at_most_half": share_at_most(total, window // 2),
         "share_at_least_three_quarters": share_at_least(total, (3 * window) // 4),
         "occurrences": {str(i): float(total[i]) for i in checkpoints},
+        "kinds": [_kind_row(result, kind, tau) for kind in kinds],
         "stages": stages,
+        "reach": result.reach_table(),
     }
-    if as_json:
-        echo_json(data)
-        return
-    click.echo(f"{file}: {len(stages)} stages, {human_count(data['tokens'])} tokens, longest window {window}")
+
+
+def _kind_row(result, kind, tau: float) -> dict:
+    """One layer kind over the whole schedule: its reach cap, effective length and mass shares (NoPE: a note)."""
+    row = {"kind": kind.name, "rope": kind.rope, "reach_cap": kind.reach(result.window) if kind.size else None}
+    if not kind.rope:
+        return {**row, "note": "no rotary embedding: no position frequency; left out of RoPE plans"}
+    total, window = result.kind_total(kind), result.window
+    return {
+        **row,
+        "effective_length": result.effective_length(tau, kind),
+        "share_at_most_half": share_at_most(total, window // 2),
+        "share_at_least_three_quarters": share_at_least(total, (3 * window) // 4),
+    }
+
+
+def _echo_schedule(data: dict, tau: float, corpus) -> None:
+    if data["title"]:
+        click.echo(data["title"])
+    for source in data["sources"]:
+        click.echo(f"  source: {source}")
+    if corpus is not None and not isinstance(corpus, str):
+        click.echo(f"histogram: built-in corpus {corpus.corpus} ({corpus.documents:,} documents, "
+                   f"{corpus.tokens:,} tokens, tokenizer {corpus.tokenizer or '-'})")
+    window = data["window"]
+    click.echo(f"{data['schedule']}: {len(data['stages'])} stages, {human_count(data['tokens'])} tokens, "
+               f"longest window {window}")
     click.echo(f"budget     T = the stages' tokens (the schedule's); tau = {human_count(tau)}")
-    for stage in stages:
+    for stage in data["stages"]:
+        assumed = f"  [assumed: {', '.join(stage['assumed'])}]" if stage.get("assumed") else ""
+        after = ", ".join(f"{k} {v}" for k, v in stage["effective_length_after"].items())
         click.echo(
             f"  {stage['name']:<16} L={stage['L']:<7} {human_count(stage['tokens']):>7} tokens  {stage['regime']:<8}"
-            f"  effective length alone: {stage['effective_length_alone']}"
-            + (f"  (weights {stage['weights']})" if stage["weights"] else "")
+            f"  effective length alone: {stage['effective_length_alone']}; after it: {after}"
+            + (f"  (weights {stage['weights']})" if stage["weights"] else "") + assumed
         )
     click.echo(
         f"all stages: effective length {data['effective_length']} at τ = {human_count(tau)}; "
         f"{percent(data['share_at_most_half'])} of position mass at i ≤ {window // 2}, "
         f"{percent(data['share_at_least_three_quarters'])} at i ≥ {(3 * window) // 4}"
     )
-    for i in checkpoints:
-        click.echo(f"  F({i}) = {human_count(total[i])}")
+    for kind in data["kinds"]:
+        if not kind["rope"]:
+            click.echo(f"  layers {kind['kind']}: {kind['note']}")
+        elif kind["reach_cap"] is not None:
+            click.echo(f"  layers {kind['kind']}: effective length {kind['effective_length']} "
+                       f"(reach capped at {kind['reach_cap']} by construction)")
+        elif len(data["kinds"]) > 1:
+            click.echo(f"  layers {kind['kind']}: effective length {kind['effective_length']}")
+    for i, value in data["occurrences"].items():
+        click.echo(f"  F({i}) = {human_count(value)}")
+    rows = [row for row in data["reach"] if row["beyond"]]
+    if rows:
+        click.echo("share of all training tokens that reached each earlier stage's window (context >= W):")
+        for row in rows:
+            shares = ", ".join(f"W={w}: {100 * v:.3g}%" for w, v in row["beyond"].items())
+            click.echo(f"  {row['stage']:<16} {row['kind']:<10} {shares}")
+    for note in data["notes"]:
+        click.echo(f"note: {note}")
 
 
 def _effective_alone(result, k: int, tau: float) -> int:

@@ -220,6 +220,59 @@ def sources_command(hist, L, regime, out, formats, size, dpi, as_json):
     _save(plot_sources(_histogram(hist, regime), L, regime, size=size), out, formats, dpi, as_json)
 
 
+@plot_group.command("exposure", short_help="Tokens by same-document context per source, and the tail table.")
+@hist_argument
+@click.option("--L", "L", type=POSITIONS, default=None,
+              help=f"Training window {POSITIONS_NOTE} [default: the longest document].")
+@click.option("--regime", type=click.Choice(("natural", "truncate")), default="natural", show_default=True,
+              help="Data regime (one in which a segment is one source's document).")
+@weights_meta_option
+@output_options("two-column")
+def exposure_command(hist, L, regime, out, formats, size, dpi, as_json):
+    """(a) Share of tokens trained with at least c tokens of same-document context per source, f(c)/f(0); (b) the
+    share of each source's tokens beyond 4K, 8K, ... of context.
+
+    \b
+    Example:
+      freqlab plot exposure freqlab-out/lengths.parquet --out exposure.png
+    """
+    from freqlab.plots.exposure import plot_exposure
+
+    _save(plot_exposure(_histogram(hist, regime), L, regime, size=size), out, formats, dpi, as_json)
+
+
+@plot_group.command("recipe", short_help="A staged recipe: f per stage and layer kind, effective length after each.")
+@click.argument("file", type=click.Path(dir_okay=False), required=False)
+@click.option("--preset", default=None, metavar="NAME", help="A published recipe (see freqlab schedule --preset).")
+@click.option("--hist", type=click.Path(dir_okay=False), default=None,
+              help="Default histogram for the stages [default: the schedule's; a preset: the built-in corpus].")
+@click.option("--layout", default=None, metavar="SPEC|config.json", help="Layout for stages that name none.")
+@tau_option
+@output_options("two-column")
+def recipe_command(file, preset, hist, layout, tau, out, formats, size, dpi, as_json):
+    """Small multiples of f_T(i) per stage and layer kind (one scale per axis, log occurrences), and the predicted
+    effective length after each stage per layer kind.
+
+    \b
+    Example:
+      freqlab plot recipe --preset gemma3 --out gemma3.png
+      freqlab plot recipe schedule.yaml --layout 5*swa1024+global --out recipe.pdf
+    """
+    from freqlab.cli.freq import builtin_histogram, with_layout
+    from freqlab.frequency.schedule import load_preset, load_schedule, schedule_frequency
+    from freqlab.plots.recipe import plot_recipe
+
+    if bool(file) == bool(preset):
+        raise click.UsageError("give a schedule FILE or --preset NAME (one of them)")
+    if preset:
+        schedule = load_preset(preset, histogram=hist or builtin_histogram())
+    else:
+        schedule = load_schedule(file, histogram=hist)
+    if layout:
+        schedule = with_layout(schedule, layout)
+    _save(plot_recipe(schedule_frequency(schedule), tau, size=size), out, formats, dpi, as_json)
+
+
 @plot_group.command("scan", short_help="The main figures of a saved histogram (as `freqlab scan --plot`).")
 @hist_argument
 @window_option()

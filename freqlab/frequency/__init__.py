@@ -1,9 +1,11 @@
 """Frequency math: data regimes, exact position frequency f(i), statistics and schedules."""
 
+from freqlab.frequency.exposure import exposure_histogram, source_tails
+from freqlab.frequency.layouts import layout_frequency, layout_from_config, parse_layout
 from freqlab.frequency.position import position_frequency, segment_frequency
 from freqlab.frequency.regimes import REGIMES, Segments, pack_documents, segments, stream_order
 from freqlab.frequency.result import PositionFrequency
-from freqlab.frequency.schedule import Schedule, Stage, load_schedule, parse_tokens, schedule_frequency
+from freqlab.frequency.schedule import Schedule, Stage, load_preset, load_schedule, parse_tokens, schedule_frequency
 from freqlab.frequency.stats import (
     DEFAULT_TAU,
     effective_length,
@@ -22,8 +24,13 @@ __all__ = [
     "Segments",
     "Stage",
     "effective_length",
+    "exposure_histogram",
+    "layout_frequency",
+    "layout_from_config",
+    "load_preset",
     "load_schedule",
     "pack_documents",
+    "parse_layout",
     "parse_tokens",
     "position_at_mass",
     "position_frequency",
@@ -33,6 +40,7 @@ __all__ = [
     "segments",
     "share_at_least",
     "share_at_most",
+    "source_tails",
     "stream_order",
     "tokens_needed",
 ]

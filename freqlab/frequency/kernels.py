@@ -189,3 +189,40 @@ def blending_counts(weights: np.ndarray, samples: int) -> np.ndarray:
                 best = d
         counts[best] += 1
     return counts
+
+
+@numba.njit(cache=True)
+def pack_walk_chunked(doc_lengths: np.ndarray, L: int, C: int) -> np.ndarray:
+    """:func:`pack_walk` with every row also cut at the multiples of ``C`` within it (chunked attention, Llama 4
+    ``attention_chunk_size``, beside the document mask): ``counts[l]`` pieces of l tokens (1 <= l <= min(C, L)).
+
+    A row of L is a run of sub-rows of C tokens and one of ``L % C``; documents are walked through them in
+    order. Whole rows inside a long document are counted in bulk, so the cost is O(documents + tokens / C).
+    """
+    top = min(C, L)
+    counts = np.zeros(top + 1, dtype=np.int64)
+    per_row = L // C if C < L else 0  # whole chunks in a row
+    rest_row = L - per_row * C if C < L else L
+    offset = 0  # position in the current row
+    for k in range(doc_lengths.shape[0]):
+        n = doc_lengths[k]
+        while n > 0:
+            if offset == 0 and n >= L:  # whole rows inside the document
+                full = n // L
+                if per_row:
+                    counts[C] += full * per_row
+                if rest_row:
+                    counts[rest_row] += full
+                n -= full * L
+                continue
+            boundary = min(L, (offset // C + 1) * C)  # end of the current chunk
+            room = boundary - offset
+            if n < room:
+                counts[n] += 1
+                offset += n
+                n = 0
+            else:
+                counts[room] += 1
+                n -= room
+                offset = 0 if boundary == L else boundary
+    return counts

@@ -19,6 +19,22 @@ Token counts accept plain numbers (``1e12``) or suffixes K, M, B (or G), T (deci
 ``8192`` or ``8K`` (K = 1024), as every size in freqlab (:mod:`freqlab.sizes`). ``weights`` (for the schedule, or per
 stage) trains a stage on a weighted mix of its histogram's sources: ``SOURCE=W,...``, a mixture file (relative to the
 schedule file) or a preset (:mod:`freqlab.frequency.mixture`).
+
+A stage (and the schedule, as a default) states the rest of the recipe as it is run:
+
+* ``layout``: the model's attention layout (:mod:`freqlab.frequency.layouts`: ``5*swa1024+global`` or a
+  ``config.json``): f is computed per layer kind (a sliding-window layer's reach is capped at its window);
+* ``curriculum``: a context-window curriculum inside the stage (sequence-length warm-up, SkyLadder, Dataset
+  Decomposition), a mapping handed to :func:`freqlab.frequency.curricula.curriculum_from_spec`;
+* ``position_ids``: position-id manipulation (PoSE, PI/YaRN stages on the original position scale), a mapping handed
+  to :func:`freqlab.frequency.pose.position_ids_from_spec` (f may then reach beyond the stage's window);
+* ``mixture``: the source mix the recipe states (documentation: the source names are the paper's); ``weights``
+  applies a mix to the histogram's own sources;
+* any number may be written ``{value: 8K, source: "paper, Sec. 3.4.2"}`` or ``{value: 8K, assumed: "why"}``:
+  the source of each number, or the mark that its source does not state it (kept in ``Stage.provenance``).
+
+The report (:meth:`ScheduleFrequency.reach_table`) names, per stage and per layer kind, the share of all training
+tokens that reached relative positions at or beyond each earlier stage's window.
 """
 
 from __future__ import annotations
@@ -32,6 +48,9 @@ import numpy as np
 import yaml
 
 from freqlab.errors import FreqlabError
+from freqlab.frequency.curricula import curriculum_from_spec
+from freqlab.frequency.layouts import GLOBAL, LayerKind, Layout, layout_frequency, read_layout, truncate_to_window
+from freqlab.frequency.pose import position_ids_from_spec
 from freqlab.frequency.position import position_frequency
 from freqlab.frequency.regimes import REGIMES, expands_documents
 from freqlab.frequency.stats import DEFAULT_TAU
@@ -48,6 +67,17 @@ class Stage:
     regime: str = "natural"
     histogram: Path | None = None
     weights: str | None = None  # source weights of the stage's mix (None: the histogram as scanned)
+    layout: Layout | None = None  # attention layout (None: every layer global)
+    curriculum: dict | None = None  # spec for freqlab.frequency.curricula.curriculum_from_spec
+    position_ids: dict | None = None  # spec for freqlab.frequency.pose.position_ids_from_spec
+    mixture: dict | None = None  # the source mix the recipe states (documentation)
+    provenance: tuple = ()  # (key, "source: ..." | "assumed: ...") for the numbers of the stage
+    note: str = ""
+
+    @property
+    def assumed(self) -> tuple[str, ...]:
+        """The keys whose numbers the recipe's sources do not state."""
+        return tuple(key for key, text in self.provenance if text.startswith("assumed"))
 
 
 @dataclass(frozen=True)
@@ -56,6 +86,15 @@ class Schedule:
     histogram: Path | None = None
     tau: float = DEFAULT_TAU
     source: str = "<schedule>"
+    title: str = ""
+    sources: tuple[str, ...] = ()  # the publications the recipe's numbers come from
+    notes: tuple[str, ...] = ()
+    provenance: tuple = ()  # (key, "source: ..." | "assumed: ...") for the schedule's own numbers (layout, tau)
+
+
+STAGE_KEYS = frozenset({"name", "L", "tokens", "regime", "histogram", "weights", "layout", "curriculum",
+                        "position_ids", "mixture", "note"})
+SCHEDULE_KEYS = frozenset({"stages", "histogram", "tau", "weights", "layout", "title", "sources", "notes", "name"})
 
 
 def load_schedule(path: str | Path, *, histogram: str | Path | None = None, weights: str | None = None) -> Schedule:
@@ -98,19 +137,24 @@ def parse_schedule(
     """Validate a schedule given as a dict (see the module docstring for the format)."""
     if not isinstance(data, dict) or not isinstance(data.get("stages"), list) or not data["stages"]:
         raise FreqlabError(f"{source}: a schedule needs a non-empty list 'stages'")
-    unknown = set(data) - {"stages", "histogram", "tau", "weights"}
+    unknown = set(data) - SCHEDULE_KEYS
     if unknown:
         raise FreqlabError(f"{source}: unknown key(s) {', '.join(sorted(unknown))}")
-    default = Path(histogram) if histogram else _relative(base, data.get("histogram"))
+    data, top_provenance = _annotations(data, source)
+    if histogram is not None and not hasattr(histogram, "lengths"):  # a path (else a LengthHistogram, used as is)
+        histogram = Path(histogram)
+    default = histogram if histogram is not None else _relative(base, data.get("histogram"))
     default_weights = weights if weights is not None else _weights(base, data.get("weights"))
+    default_layout = _layout(base, data.get("layout"), source)
     stages = []
     for number, raw in enumerate(data["stages"], start=1):
         where = f"{source}: stage {number}"
         if not isinstance(raw, dict):
             raise FreqlabError(f"{where}: expected a mapping, got {raw!r}")
-        unknown = set(raw) - {"name", "L", "tokens", "regime", "histogram", "weights"}
+        unknown = set(raw) - STAGE_KEYS
         if unknown:
             raise FreqlabError(f"{where}: unknown key(s) {', '.join(sorted(unknown))}")
+        raw, provenance = _annotations(raw, where)
         name = str(raw.get("name", f"stage-{number}"))
         where = f"{source}: stage {number} ({name})"
         try:
@@ -131,13 +175,80 @@ def parse_schedule(
         if stage_histogram is None:
             raise FreqlabError(f"{where}: no histogram (give one for the stage or a default 'histogram')")
         stage_weights = _weights(base, raw.get("weights"))
-        stages.append(Stage(name, L, tokens, regime, stage_histogram, stage_weights or default_weights))
+        layout = _layout(base, raw.get("layout"), where) or default_layout
+        specs = {key: raw.get(key) for key in ("curriculum", "position_ids", "mixture")}
+        for key, spec in specs.items():
+            if spec is not None and not isinstance(spec, dict):
+                raise FreqlabError(f"{where}: {key} must be a mapping, got {spec!r}")
+        stages.append(
+            Stage(name, L, tokens, regime, stage_histogram, stage_weights or default_weights, layout,
+                  specs["curriculum"], specs["position_ids"], specs["mixture"], provenance, str(raw.get("note", "")))
+        )  # fmt: skip
     tau = data.get("tau", DEFAULT_TAU)
     try:
         tau = float(parse_tokens(tau))
     except FreqlabError:
         raise FreqlabError(f"{source}: tau must be a positive number, got {tau!r}") from None
-    return Schedule(tuple(stages), default, tau, source)
+    listed = {key: data.get(key) or () for key in ("sources", "notes")}
+    listed = {key: (v,) if isinstance(v, str) else tuple(str(x) for x in v) for key, v in listed.items()}
+    title = str(data.get("title") or data.get("name") or "")
+    return Schedule(tuple(stages), default, tau, source, title, listed["sources"], listed["notes"], top_provenance)
+
+
+def _annotations(raw: dict, where: str, prefix: str = "") -> tuple[dict, tuple]:
+    """A mapping with every ``{value: X, source: ...}`` / ``{value: X, assumed: ...}`` number replaced by X, and the
+    (key, "source: ..." | "assumed: ...") pairs; nested specs (``curriculum: {start: {value: 32, ...}}``) too, their
+    keys written ``curriculum.start``."""
+    plain, provenance = {}, []
+    for key, value in raw.items():
+        name = f"{prefix}{key}"
+        if isinstance(value, dict) and "value" in value and ({"source", "assumed"} & set(value)):
+            extra = set(value) - {"value", "source", "assumed"}
+            if extra or ("source" in value) == ("assumed" in value):
+                raise FreqlabError(f"{where}: {name} takes {{value, source}} or {{value, assumed}}, got {value!r}")
+            kind = "source" if "source" in value else "assumed"
+            provenance.append((name, f"{kind}: {value[kind]}"))
+            value = value["value"]
+        elif isinstance(value, dict) and key != "stages":
+            value, inner = _annotations(value, where, f"{name}.")
+            provenance.extend(inner)
+        plain[key] = value
+    return plain, tuple(provenance)
+
+
+def _layout(base: Path, value, where: str) -> Layout | None:
+    """A stage's layout: a short string, or a model ``config.json`` relative to the schedule file."""
+    if value is None:
+        return None
+    if isinstance(value, dict):
+        return read_layout(value)
+    candidate = _relative(base, value)
+    try:
+        return read_layout(str(candidate) if candidate is not None and candidate.is_file() else str(value))
+    except FreqlabError as exc:
+        raise FreqlabError(f"{where}: {exc}") from None
+
+
+PRESETS_FILE = Path(__file__).resolve().parents[1] / "data" / "recipes.yaml"
+
+
+def recipe_presets() -> dict:
+    """The published recipes shipped with freqlab (``freqlab/data/recipes.yaml``): name -> schedule mapping."""
+    return read_yaml(PRESETS_FILE, "recipe presets")
+
+
+def load_preset(name: str, *, histogram=None, weights: str | None = None) -> Schedule:
+    """A published recipe as a :class:`Schedule` on ``histogram`` (a path or a LengthHistogram).
+
+    >>> from freqlab.sizes import position_label
+    >>> schedule = load_preset("llama3", histogram="lengths.parquet")
+    >>> [position_label(s.L) for s in schedule.stages], schedule.stages[1].assumed
+    (['8K', '16K', '32K', '48K', '64K', '96K', '128K'], ('L', 'tokens'))
+    """
+    presets = recipe_presets()
+    if name not in presets:
+        raise FreqlabError(f"unknown recipe preset {name!r}; choose one of {', '.join(presets)}")
+    return parse_schedule(presets[name], source=f"preset {name}", histogram=histogram, weights=weights)
 
 
 def _weights(base: Path, value) -> str | None:
@@ -160,7 +271,8 @@ def stage_histogram(stage: Stage, cache: dict | None = None):
     cache = {} if cache is None else cache
     key = (stage.histogram, stage.weights, expands_documents(stage.regime))
     if key not in cache:
-        h = LengthHistogram.read_parquet(stage.histogram)
+        h = stage.histogram
+        h = h if isinstance(h, LengthHistogram) else LengthHistogram.read_parquet(h)
         if stage.weights:
             h = weighted_histogram(h, stage.weights, stream=expands_documents(stage.regime))[0]
         cache[key] = h
@@ -168,7 +280,8 @@ def stage_histogram(stage: Stage, cache: dict | None = None):
 
 
 def _relative(base: Path, value) -> Path | None:
-    if value is None:
+    if value is None or hasattr(value, "lengths"):  # none, or a LengthHistogram given as the default
+        return value
         return None
     path = Path(str(value)).expanduser()
     return path if path.is_absolute() else base / path
@@ -176,20 +289,42 @@ def _relative(base: Path, value) -> Path | None:
 
 @dataclass(frozen=True)
 class ScheduleFrequency:
-    """Per-stage raw frequencies f_k (int64) and budgets T_k; their scaled sum F (float64)."""
+    """Per-stage raw frequencies f_k (int64: a count, or a curriculum's numerator over its common denominator,
+    which the scaling cancels) and budgets T_k; their scaled sum F (float64). ``kinds[k]`` maps each layer kind of
+    stage k's layout to its f (``None`` for NoPE layers); a stage without a layout has only ``global``."""
 
     schedule: Schedule
     frequencies: tuple[np.ndarray, ...]
+    kinds: tuple[dict, ...] = ()
 
     @property
     def window(self) -> int:
-        return max(stage.L for stage in self.schedule.stages)
+        """The longest relative position + 1 any stage trains (a PoSE stage reaches beyond its window)."""
+        return max(max(stage.L for stage in self.schedule.stages), *(f.size for f in self.frequencies))
 
-    def stage_scaled(self, k: int) -> np.ndarray:
-        """f_k · T_k / f_k(0), zero-padded to the longest window."""
-        f = self.frequencies[k]
+    @property
+    def tokens(self) -> int:
+        """All the schedule's training tokens, Σ T_k."""
+        return sum(stage.tokens for stage in self.schedule.stages)
+
+    def stage_kinds(self, k: int) -> dict:
+        """Layer kind -> f of stage k (``{GLOBAL: f_k}`` without a layout)."""
+        return self.kinds[k] if self.kinds else {GLOBAL: self.frequencies[k]}
+
+    @property
+    def kind_names(self) -> list[LayerKind]:
+        """Every layer kind of any stage, in order of first appearance."""
+        out: list[LayerKind] = []
+        for k in range(len(self.frequencies)):
+            out.extend(kind for kind in self.stage_kinds(k) if kind not in out)
+        return out
+
+    def stage_scaled(self, k: int, kind: LayerKind | None = None) -> np.ndarray:
+        """f_k · T_k / f_k(0), zero-padded to the longest window (of one layer kind: zero if the stage lacks it)."""
+        f = self.frequencies[k] if kind is None else self.stage_kinds(k).get(kind)
         out = np.zeros(self.window)
-        out[: f.size] = f * (self.schedule.stages[k].tokens / float(f[0]))
+        if f is not None and f.size and f[0] > 0:
+            out[: f.size] = f * (self.schedule.stages[k].tokens / float(f[0]))
         return out
 
     @property
@@ -197,36 +332,113 @@ class ScheduleFrequency:
         """F(i): expected occurrences of position i over the whole schedule (float64)."""
         return sum(self.stage_scaled(k) for k in range(len(self.frequencies)))
 
-    def occurrences(self, i: int) -> Fraction:
-        """F(i) as an exact rational."""
+    def kind_total(self, kind: LayerKind, stages: int | None = None) -> np.ndarray:
+        """F of one layer kind over the first ``stages`` stages (all by default)."""
+        count = len(self.frequencies) if stages is None else stages
+        return sum((self.stage_scaled(k, kind) for k in range(count)), np.zeros(self.window))
+
+    def occurrences(self, i: int, kind: LayerKind | None = None, stages: int | None = None) -> Fraction:
+        """F(i) as an exact rational (of one layer kind, over the first ``stages`` stages)."""
         total = Fraction(0)
-        for f, stage in zip(self.frequencies, self.schedule.stages):
-            if i < f.size and f[0] > 0:
-                total += Fraction(int(f[i]) * stage.tokens, int(f[0]))
+        for k in range(len(self.frequencies) if stages is None else stages):
+            f = self.frequencies[k] if kind is None else self.stage_kinds(k).get(kind)
+            if f is not None and i < f.size and f[0] > 0:
+                total += Fraction(int(f[i]) * self.schedule.stages[k].tokens, int(f[0]))
         return total
 
-    def effective_length(self, tau: float | None = None) -> int:
-        """Largest i with F(i) >= tau (exact; F is non-increasing)."""
+    def effective_length(
+        self, tau: float | None = None, kind: LayerKind | None = None, stages: int | None = None
+    ) -> int:
+        """Largest i with F(i) >= tau (exact; F is non-increasing), of one layer kind, after the first ``stages``."""
         threshold = Fraction(self.schedule.tau if tau is None else tau)
-        if self.occurrences(0) < threshold:
+        if self.occurrences(0, kind, stages) < threshold:
             return 0
         lo, hi = 0, self.window - 1
         while lo < hi:
             mid = (lo + hi + 1) // 2
-            if self.occurrences(mid) >= threshold:
+            if self.occurrences(mid, kind, stages) >= threshold:
                 lo = mid
             else:
                 hi = mid - 1
         return lo
 
+    def reached(self, k: int, kind: LayerKind, position: int) -> Fraction:
+        """Tokens of stage k trained (in layers of ``kind``) with at least ``position`` tokens of left context, i.e.
+        that reached relative position ``position``: f_k(position) · T_k / f_k(0) (the exposure view, f(i) =
+        Σ_{c >= i} h(c), :mod:`freqlab.frequency.exposure`)."""
+        f = self.stage_kinds(k).get(kind)
+        if f is None or position >= f.size or f[0] <= 0:
+            return Fraction(0)
+        return Fraction(int(f[position]) * self.schedule.stages[k].tokens, int(f[0]))
+
+    def reach_table(self) -> list[dict]:
+        """Per stage and layer kind: for each earlier stage's window W (distinct, in order), the share of all the
+        schedule's training tokens that this stage trained with at least W tokens of context (reached position W).
+        NoPE layers carry no position frequency and are left out."""
+        total = self.tokens
+        rows = []
+        for k, stage in enumerate(self.schedule.stages):
+            earlier = list(dict.fromkeys(s.L for s in self.schedule.stages[:k]))
+            for kind, f in self.stage_kinds(k).items():
+                if f is None:
+                    continue
+                rows.append({
+                    "stage": stage.name, "kind": kind.name, "L": stage.L,
+                    "beyond": {str(W): float(self.reached(k, kind, W) / total) for W in earlier},
+                })  # fmt: skip
+        return rows
+
+
+def stage_frequency(stage: Stage, h, *, seed: int = 0) -> tuple[np.ndarray, dict]:
+    """f of one stage on its histogram ``h`` and f per layer kind of its layout.
+
+    A ``curriculum`` or ``position_ids`` stage's f is the delegated module's exact frequency (its int64 numerator:
+    the scaling by T / f(0) cancels the common denominator). Its sliding-window layers are that f cut at the window
+    (pairs closer than w are unchanged by the window); chunked layers need each segment's row offset, which a
+    curriculum does not give, and under position ids a window over token distances is not one over position-id
+    differences: both are errors.
+    """
+    where = f"stage {stage.name}"
+    layout = stage.layout or Layout((GLOBAL,))
+    if stage.curriculum is not None and stage.position_ids is not None:
+        raise FreqlabError(f"{where}: give a curriculum or position_ids, not both")
+    if stage.curriculum is None and stage.position_ids is None:
+        f = position_frequency(h.lengths, h.counts, stage.L, stage.regime, seed=seed)
+        kinds = layout_frequency(h.lengths, h.counts, stage.L, layout, stage.regime, seed=seed).kinds
+        return f, {kind.kind: kind.f for kind in kinds}
+    key = "curriculum" if stage.curriculum is not None else "position_ids"
+    if key == "curriculum" and "rate" in stage.curriculum:
+        raise FreqlabError(f"{where}: a curriculum inside a stage takes share (of the stage's steps), not rate: "
+                           "rate counts steps of the histogram's own rows, not of the stage's tokens")
+    method = (curriculum_from_spec if key == "curriculum" else position_ids_from_spec)(getattr(stage, key))
+    exact = method.frequency(h.lengths, h.counts, stage.L, stage.regime, seed=seed)
+    # int64 counts where they fit; an exact expectation beyond 2^63 (PoSE on a real corpus) as float64: the stage is
+    # scaled by T / f(0) anyway, which also cancels the common denominator
+    f = exact.numerator if exact.numerator.dtype == np.int64 else exact.f
+    out: dict = {}
+    for kind in layout.kinds:
+        if kind.kind == "nope":
+            out[kind] = None
+        elif kind.kind == "global" or kind.size >= f.size:
+            out[kind] = f
+        elif kind.kind == "swa" and key == "curriculum":
+            out[kind] = truncate_to_window(f, kind)
+        else:
+            raise FreqlabError(f"{where}: {kind.name} layers with a {key} stage are not supported (a {kind.kind} mask "
+                               f"{'needs row offsets' if kind.kind == 'chunk' else 'counts token distances'})")
+    return f, out
+
 
 def schedule_frequency(schedule: Schedule, *, seed: int = 0) -> ScheduleFrequency:
-    """Evaluate every stage's frequency on its histogram (each file is read once), weighted by its ``weights``."""
+    """Evaluate every stage's frequency on its histogram (each file is read once), weighted by its ``weights``,
+    per layer kind of its layout."""
     cache: dict = {}
-    frequencies = []
+    frequencies, kinds = [], []
     for stage in schedule.stages:
         h = stage_histogram(stage, cache)
         if h.documents == 0:
             raise FreqlabError(f"{stage.histogram}: the histogram holds no documents")
-        frequencies.append(position_frequency(h.lengths, h.counts, stage.L, stage.regime, seed=seed))
-    return ScheduleFrequency(schedule, tuple(frequencies))
+        f, per_kind = stage_frequency(stage, h, seed=seed)
+        frequencies.append(f)
+        kinds.append(per_kind)
+    return ScheduleFrequency(schedule, tuple(frequencies), tuple(kinds))

@@ -34,6 +34,8 @@ _LAZY = {
     "plot_self_extend_matrices": "freqlab.plots.self_extend",
     "plot_waveforms": "freqlab.plots.harpe",
     "plot_envelopes": "freqlab.plots.harpe",
+    "plot_recipe": "freqlab.plots.recipe",
+    "plot_exposure": "freqlab.plots.exposure",
 }
 
 
@@ -58,8 +60,10 @@ __all__ = [
     "new_figure",
     "plot_effective_length",
     "plot_envelopes",
+    "plot_exposure",
     "plot_position_frequency",
     "plot_position_matrix",
+    "plot_recipe",
     "plot_regimes",
     "plot_self_extend_matrices",
     "plot_sources",

@@ -327,3 +327,66 @@ def test_stats_takes_tokens_and_regimes(hist):
     # f_T(i) = 300B (2048 - i) / 2048 >= 100B  <=>  i <= 1365.33
     assert data["windows"][0]["effective_length"] == 1365
     assert "windows" not in json.loads(run("stats", hist, "--json").output)
+
+# --- layouts, tail tables, staged recipes and presets ------------------------------------------------------------
+
+
+def test_freq_layout_gives_f_per_layer_kind(hist, tmp_path):
+    # 1000 rows of 2048: f(i) = 1000 (2048 - i); a window of 512 keeps i < 512
+    result = run("freq", hist, "--L", 2048, "--layout", "3*swa512+global+nope", "--tokens", "1T", "--json")
+    assert result.exit_code == 0, result.output
+    kinds = {k["kind"]: k for k in json.loads(result.output)["layouts"][0]["kinds"]}
+    assert kinds["swa512"]["layers"] == 3 and kinds["swa512"]["reach"] == 511
+    assert kinds["swa512"]["f"]["0"] == 2048000 and kinds["swa512"]["f"]["512"] == 0
+    assert kinds["global"]["f"]["512"] == 1000 * (2048 - 512)
+    assert kinds["nope"]["rope"] is False and "f" not in kinds["nope"]
+    (tmp_path / "config.json").write_text(json.dumps({"model_type": "gpt_oss", "num_hidden_layers": 4,
+                                                      "sliding_window": 128}))
+    text = run("freq", hist, "--layout", tmp_path / "config.json").output
+    assert "layout swa128+global+swa128+global at L=2048, natural" in text and re.search(r"swa128 +2 layers", text)
+    assert "reach capped at 127 by construction" in text
+
+
+def test_freq_tails_per_source(tmp_path):
+    from freqlab.histogram import combine_sources
+
+    h = combine_sources({"web": LengthHistogram.from_lengths([1000] * 50),
+                         "books": LengthHistogram.from_lengths([20000, 9000])})
+    path = h.to_parquet(tmp_path / "split.parquet")
+    data = json.loads(run("freq", path, "--L", "32K", "--tails", "--json").output)
+    tails = {row["source"]: row["tails"] for row in data["tails"]}
+    assert tails["books"]["4K"] == (15904 + 4904) / 29000 and tails["web"]["8K"] == 0.0
+    assert list(tails["all"]) == ["4K", "8K", "16K"]
+
+
+def test_schedule_with_a_layout_reports_reach_beyond_earlier_windows(tmp_path, hist):
+    (tmp_path / "s.yaml").write_text(
+        "histogram: lengths.parquet\nlayout: swa256+global\n"
+        "stages:\n  - {name: short, L: 1024, tokens: 1T}\n  - {name: long, L: 2048, tokens: 100B}\n"
+    )
+    data = json.loads(run("schedule", tmp_path / "s.yaml", "--json").output)
+    reach = {(r["stage"], r["kind"]): r["beyond"] for r in data["reach"]}
+    # the long stage: rows of 2048, f(1024) / f(0) = 1/2 of its 100B tokens had >= 1024 tokens of context
+    assert reach[("long", "global")] == {"1024": 0.5e11 / 1.1e12} and reach[("long", "swa256")] == {"1024": 0.0}
+    kinds = {k["kind"]: k for k in data["kinds"]}
+    assert kinds["swa256"]["effective_length"] == 255 and kinds["swa256"]["reach_cap"] == 255
+    assert kinds["swa256"]["share_at_most_half"] == 1.0 and kinds["swa256"]["share_at_least_three_quarters"] == 0.0
+    assert data["stages"][1]["effective_length_after"]["swa256"] == 255
+    text = run("schedule", tmp_path / "s.yaml").output
+    assert "long             global     W=1024: 4.55%" in text
+
+
+def test_schedule_presets_cite_sources_and_mark_assumed_numbers(hist):
+    result = run("schedule", "--preset", "llama3", "--hist", hist, "--json")
+    assert result.exit_code == 0, result.output
+    data = json.loads(result.output)
+    assert [s["L"] for s in data["stages"]] == [8192, 16384, 32768, 49152, 65536, 98304, 131072]
+    assert sum(s["tokens"] for s in data["stages"][1:]) == 800 * 10**9  # Sec. 3.4.2: ~800B over six stages
+    assert data["stages"][1]["assumed"] == ["L", "tokens"]
+    assert "Sec. 3.4.2" in data["stages"][6]["provenance"]["L"] and "3.4.2" in data["sources"][0]
+    text = run("schedule", "--preset", "gemma3", "--hist", hist).output
+    assert "layers swa1K: effective length 1023 (reach capped at 1023 by construction)" in text
+    for args, message in [(("schedule",), "give a schedule FILE or --preset NAME"),
+                          (("schedule", "--preset", "gpt5", "--hist", hist), "unknown recipe preset 'gpt5'")]:
+        bad = run(*args)
+        assert bad.exit_code in (1, 2) and message in bad.output and "Traceback" not in bad.output

@@ -202,3 +202,55 @@ def dd_expected_segments(n: int, min_log2: int, max_log2: int) -> dict:
 
     walk(n, Fraction(1))
     return expected
+
+def regime_rows(docs: list[int], L: int, regime: str) -> tuple[list[list[int]], bool]:
+    """The rows of a regime token by token: each row a list of document ids (one per token), and whether the
+    regime masks documents. ``docs`` is the stream order (``pack``, ``concat``) or the document list."""
+    if regime in ("natural", "truncate"):
+        rows = []
+        for doc, n in enumerate(docs):
+            pieces = [min(n, L)] if regime == "truncate" else natural_segments([n], L)
+            rows.extend([doc] * piece for piece in pieces)
+        return rows, True
+    if regime in ("pack", "concat"):
+        stream = [doc for doc, n in enumerate(docs) for _ in range(n)]
+        return [stream[start : start + L] for start in range(0, len(stream), L)], regime == "pack"
+    if regime == "best-fit":
+        return [[0] * fill for fill in best_fit_rows(docs, L)], False
+    raise ValueError(regime)
+
+
+def position_ids(row: list[int], doc_mask: bool) -> list[int]:
+    """Position ids of a row: reset at each document start under a document mask, else 0..len-1."""
+    out, start = [], 0
+    for t, doc in enumerate(row):
+        if doc_mask and t and doc != row[t - 1]:
+            start = t
+        out.append(t - start)
+    return out
+
+
+def attends(q: int, k: int, kind: str, size: int) -> bool:
+    """The causal mask of one layer kind at (query, key) token indices in a row: sliding window of ``size`` keys
+    (``q - k < size``) or chunks of ``size`` aligned to multiples of it in the row; global otherwise."""
+    if k > q:
+        return False
+    if kind == "swa":
+        return q - k < size
+    if kind == "chunk":
+        return q // size == k // size
+    return True
+
+
+def masked_pair_frequency(rows: list[list[int]], doc_mask: bool, L: int, kind: str = "global", size: int = 0):
+    """f(i) and the exposure h(c) by brute force over the real masks: every (query, key) pair a row's mask allows,
+    counted at its position-id difference; each query counted at its number of visible earlier keys."""
+    f, h = [0] * L, [0] * L
+    for row in rows:
+        ids = position_ids(row, doc_mask)
+        for q in range(len(row)):
+            visible = [k for k in range(q + 1) if attends(q, k, kind, size) and (not doc_mask or row[k] == row[q])]
+            for k in visible:
+                f[ids[q] - ids[k]] += 1
+            h[len(visible) - 1] += 1
+    return f, h

@@ -1,10 +1,14 @@
 """Multi-stage schedules: stage frequencies scaled to their budgets add up."""
 
+from fractions import Fraction
+
 import numpy as np
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from freqlab import FreqlabError, LengthHistogram, position_frequency
-from freqlab.frequency import load_schedule, parse_tokens, schedule_frequency
+from freqlab.frequency import load_schedule, parse_layout, parse_tokens, schedule_frequency
 
 
 @pytest.fixture
@@ -68,3 +72,135 @@ def test_bad_schedules_name_the_stage_and_the_problem(tmp_path, text, message):
     path.write_bytes(text) if isinstance(text, bytes) else path.write_text(text)
     with pytest.raises(FreqlabError, match=message):
         load_schedule(tmp_path / "bad.yaml")
+
+
+# --- staged recipes: layouts, delegated curricula and position ids, provenance, the reach table ------------------
+
+
+def test_stages_with_a_layout_report_f_per_layer_kind_and_the_share_beyond_earlier_windows(tmp_path):
+    from freqlab.frequency.layouts import LayerKind
+
+    LengthHistogram.from_counts([8], [3]).to_parquet(tmp_path / "h.parquet")
+    (tmp_path / "s.yaml").write_text(
+        "histogram: h.parquet\nlayout: swa2+global+nope\n"
+        "stages:\n  - {name: short, L: 4, tokens: 100}\n  - {name: long, L: 8, tokens: 50}\n"
+    )
+    result = schedule_frequency(load_schedule(tmp_path / "s.yaml"))
+    swa, glob = LayerKind("swa", 2), LayerKind("global")
+    assert [k.name for k in result.kind_names] == ["swa2", "global", "nope"]
+    assert result.stage_kinds(1)[glob].tolist() == [24, 21, 18, 15, 12, 9, 6, 3]
+    assert result.stage_kinds(1)[swa].tolist() == [24, 21, 0, 0, 0, 0, 0, 0]
+    # the long stage trained 50 tokens; those with >= 4 tokens of context: f(4) / f(0) = 12 / 24 of them
+    assert result.reached(1, glob, 4) == 25
+    table = {(row["stage"], row["kind"]): row["beyond"] for row in result.reach_table()}
+    assert table[("long", "global")] == {"4": 25 / 150} and table[("long", "swa2")] == {"4": 0.0}
+    assert table[("short", "global")] == {}
+    # effective length after each stage, per kind: exact
+    assert result.effective_length(30, glob, stages=1) == 2  # F = 100 (4 - i) / 4 = 100, 75, 50, 25
+    assert result.effective_length(60, glob, stages=1) == 1
+    assert result.effective_length(30, swa) == 1
+
+
+def test_numbers_carry_their_source_or_an_assumed_mark(tmp_path):
+    LengthHistogram.from_counts([8], [3]).to_parquet(tmp_path / "h.parquet")
+    (tmp_path / "s.yaml").write_text(
+        "histogram: h.parquet\n"
+        "stages:\n"
+        "  - name: a\n"
+        "    L: {value: 8, source: 'paper, Sec. 3'}\n"
+        "    tokens: {value: 1B, assumed: 'not stated: an even split'}\n"
+    )
+    stage = load_schedule(tmp_path / "s.yaml").stages[0]
+    assert (stage.L, stage.tokens) == (8, 10**9)
+    assert stage.provenance == (("L", "source: paper, Sec. 3"), ("tokens", "assumed: not stated: an even split"))
+    assert stage.assumed == ("tokens",)
+    (tmp_path / "bad.yaml").write_text(
+        "histogram: h.parquet\nstages:\n  - {L: {value: 8, source: x, assumed: y}, tokens: 1}\n"
+    )
+    with pytest.raises(FreqlabError, match=r"L takes \{value, source\} or \{value, assumed\}"):
+        load_schedule(tmp_path / "bad.yaml")
+
+
+class _Exact:  # the agreed ExactFrequency contract: numerator (int64) over one denominator
+    def __init__(self, numerator, denominator):
+        self.numerator, self.denominator = np.asarray(numerator, dtype=np.int64), denominator
+
+
+class _HalfWindow:
+    """A stub curriculum: half of the stage's tokens at window L // 2, half at L, natural; expectation over two
+    equally likely windows, so numerator f(L/2) + f(L) over denominator 2."""
+
+    def frequency(self, lengths, counts, L, regime, seed=0):
+        half = np.zeros(L, dtype=np.int64)
+        half[: L // 2] = position_frequency(lengths, counts, L // 2, regime)
+        return _Exact(half + position_frequency(lengths, counts, L, regime), 2)
+
+
+class _Skip:
+    """A stub position-id method: every segment's position ids doubled, so differences reach 2L - 2."""
+
+    def frequency(self, lengths, counts, L, regime, seed=0):
+        f = position_frequency(lengths, counts, L, regime)
+        out = np.zeros(2 * L, dtype=np.int64)
+        out[::2] = f
+        return _Exact(out, 1)
+
+
+@pytest.fixture
+def delegated(monkeypatch):
+    import freqlab.frequency.schedule as schedule_module
+
+    monkeypatch.setattr(schedule_module, "curriculum_from_spec", lambda spec: _HalfWindow())
+    monkeypatch.setattr(schedule_module, "position_ids_from_spec", lambda spec: _Skip())
+
+
+def test_curriculum_and_position_id_stages_are_delegated(tmp_path, delegated):
+    from freqlab.frequency.layouts import LayerKind
+
+    LengthHistogram.from_counts([8], [1]).to_parquet(tmp_path / "h.parquet")
+    (tmp_path / "s.yaml").write_text(
+        "histogram: h.parquet\nlayout: swa3+global\n"
+        "stages:\n"
+        "  - {name: warmup, L: 8, tokens: 80, curriculum: {kind: stub}}\n"
+        "  - {name: pose, L: 4, tokens: 40, position_ids: {kind: stub}, layout: global}\n"
+    )
+    result = schedule_frequency(load_schedule(tmp_path / "s.yaml"))
+    warm = [8 + 8, 6 + 7, 4 + 6, 2 + 5, 4, 3, 2, 1]  # windows of 4: segments 4, 4
+    assert result.frequencies[0].tolist() == warm
+    assert result.stage_kinds(0)[LayerKind("swa", 3)].tolist() == warm[:3] + [0] * 5
+    assert result.frequencies[1].tolist() == [8, 0, 6, 0, 4, 0, 2, 0]
+    assert result.window == 8
+    assert result.occurrences(4) == Fraction(4 * 80, 16) + Fraction(4 * 40, 8)
+    (tmp_path / "bad.yaml").write_text(
+        "histogram: h.parquet\nlayout: swa3+global\nstages:\n  - {L: 4, tokens: 40, position_ids: {kind: stub}}\n"
+    )
+    with pytest.raises(FreqlabError, match="swa3 layers with a position_ids stage are not supported"):
+        schedule_frequency(load_schedule(tmp_path / "bad.yaml"))
+
+
+@settings(max_examples=40, deadline=None)
+@given(
+    st.lists(st.tuples(st.integers(1, 30), st.integers(1, 3)), min_size=1, max_size=6, unique_by=lambda t: t[0]),
+    st.integers(2, 12), st.integers(1, 6), st.sampled_from(["natural", "pack", "concat"]),
+)
+def test_reach_beyond_an_earlier_window_counts_tokens_by_their_context(pairs, L, w, regime):
+    # brute force: the tokens of the long stage whose visible context (over the real masks) is at least W
+    from frequency.reference import masked_pair_frequency, regime_rows
+
+    from freqlab.frequency import stream_order
+    from freqlab.frequency.layouts import LayerKind
+    from freqlab.frequency.schedule import Schedule, Stage
+
+    lengths, counts = zip(*pairs)
+    h = LengthHistogram.from_counts(lengths, counts)
+    short, long = (L + 1) // 2, L
+    layout = parse_layout(f"swa{w}+global")
+    stages = (Stage("short", short, 1000, regime, h, layout=layout), Stage("long", long, 700, regime, h, layout=layout))
+    result = schedule_frequency(Schedule(stages))
+    docs = stream_order(np.array(h.lengths), np.array(h.counts), 0).tolist() if regime == "pack" else [
+        int(n) for n, c in zip(h.lengths, h.counts) for _ in range(int(c))]
+    rows, mask = regime_rows(docs, long, regime)
+    for kind, size in ((LayerKind("global"), 0), (LayerKind("swa", w), w)):
+        _, exposure = masked_pair_frequency(rows, mask, long, kind.kind, size)
+        beyond = sum(exposure[short:])
+        assert result.reached(1, kind, short) == Fraction(beyond * 700, sum(exposure))

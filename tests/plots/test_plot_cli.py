@@ -57,6 +57,8 @@ def test_frequency_one_and_three_regimes(tmp_path, hist_file):
         ["string-usage", "--L", "2048", "--S", "683", "--histogram", "{hist}"],
         ["harpe", "--base", "10000", "--base", "20000", "--target", "4096"],
         ["harpe", "--envelopes", "--heads", "4", "--target", "4096"],
+        ["recipe", "--preset", "gemma3", "--hist", "{hist}"],
+        ["exposure", "{hist}", "--L", "8K"],
     ],
 )
 def test_each_command_writes_a_png(tmp_path, hist_file, args):

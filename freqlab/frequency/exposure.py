@@ -1,0 +1,124 @@
+"""What the curve hides: the exposure histogram h(c), and per-source tail tables.
+
+A token at offset m of its attention segment is trained with exactly c = m tokens of left context in that
+segment (the same document's when the regime masks documents: ``natural``, ``truncate``, ``pack``; the row's in
+``concat`` and ``best-fit``, which have no document mask). The **exposure histogram** counts tokens by that context,
+
+    h(c) = #{tokens trained with exactly c tokens of left context} = #{segments longer than c},
+
+and the position frequency (STRING, An et al., ICLR 2025, Eq. 2) is its tail sum (a query with context c trains
+relative positions 0..c):
+
+    f(i) = Σ_{c >= i} h(c),       h(c) = f(c) - f(c + 1).
+
+So f(i) is also the number of tokens that saw at least i tokens of context, and f(i) / f(0) the share of trained
+tokens that reached relative position i. A **tail table** gives that share per corpus source at a few context
+lengths (4K, 8K, ...): the share of each source's tokens trained with at least that much same-document context,
+which is what a data team asks when it picks a long-context mixture.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from freqlab.errors import FreqlabError
+from freqlab.frequency.kernels import scatter_add
+from freqlab.frequency.regimes import Segments, check_histogram, check_window, segments
+from freqlab.sizes import position_label
+
+#: context lengths of a tail table: 4K, 8K, ..., 1M (K = 1024)
+DEFAULT_THRESHOLDS: tuple[int, ...] = tuple(1 << k for k in range(12, 21))
+
+
+def segment_exposure(segs: Segments) -> np.ndarray:
+    """h(c) for 0 <= c < L from a segment-length histogram: the number of segments longer than c (int64).
+
+    >>> segment_exposure(Segments(np.array([2, 4]), np.array([3, 1]), 5, "natural")).tolist()
+    [4, 4, 1, 1, 0]
+    """
+    count_at = scatter_add(segs.L + 1, segs.lengths, segs.counts)
+    return np.cumsum(count_at[::-1])[::-1][1:].copy()
+
+
+def exposure_from_frequency(f) -> np.ndarray:
+    """h(c) = f(c) - f(c + 1) (f(L) = 0) from any f: of a layer kind, a curriculum (a numerator), a schedule.
+
+    >>> exposure_from_frequency([6, 5, 0, 0]).tolist()
+    [1, 5, 0, 0]
+    """
+    f = np.asarray(f)
+    return f - np.concatenate([f[1:], np.zeros(1, dtype=f.dtype)])
+
+
+def frequency_from_exposure(h) -> np.ndarray:
+    """f(i) = Σ_{c >= i} h(c) (a reverse cumulative sum, exact in int64).
+
+    >>> frequency_from_exposure([4, 4, 1, 1, 0]).tolist()
+    [10, 6, 2, 1, 0]
+    """
+    h = np.asarray(h)
+    return np.cumsum(h[::-1])[::-1].copy()
+
+
+def exposure_histogram(lengths, counts, L: int, regime: str = "natural", *, seed: int = 0) -> np.ndarray:
+    """h(c), 0 <= c < L, of a document-length histogram under ``regime`` (int64; Σ h = tokens in the segments).
+
+    A document of 5 tokens in windows of 3 is segments 3 and 2: contexts 0, 1, 2 and 0, 1:
+
+    >>> exposure_histogram([5], [1], 3).tolist()
+    [2, 2, 1]
+    """
+    return segment_exposure(segments(lengths, counts, L, regime, seed=seed))
+
+
+def tail_shares(f, thresholds=DEFAULT_THRESHOLDS) -> dict[int, float]:
+    """Share of trained tokens with at least t tokens of left context, f(t) / f(0), for each t (0 beyond L).
+
+    >>> tail_shares([4, 3, 2, 1], (2, 8))
+    {2: 0.5, 8: 0.0}
+    """
+    f = np.asarray(f)
+    if f.size == 0 or f[0] <= 0:
+        return {int(t): 0.0 for t in thresholds}
+    return {int(t): (int(f[t]) / int(f[0]) if t < f.size else 0.0) for t in thresholds}
+
+
+TAIL_REGIMES = ("natural", "truncate")  # regimes in which a source's segments are its own documents' alone
+
+
+def source_tails(
+    histogram, L: int | None = None, regime: str = "natural", thresholds=DEFAULT_THRESHOLDS
+) -> list[dict]:
+    """Per-source tail table: for each source of a split histogram (and ``all``), its tokens and the share of them
+    trained with at least t tokens of same-document left context, for each threshold t.
+
+    ``L`` defaults to the longest document (each document whole: the context the data itself offers); a window
+    caps it. Only regimes in which a segment holds one source's document (``natural``, ``truncate``) split
+    exactly by source.
+
+    >>> from freqlab import LengthHistogram
+    >>> from freqlab.histogram import combine_sources
+    >>> parts = {"web": LengthHistogram.from_lengths([100] * 9), "books": LengthHistogram.from_lengths([10000])}
+    >>> h = combine_sources(parts)
+    >>> [(row["source"], row["tokens"], round(row["tails"]["4K"], 4)) for row in source_tails(h, thresholds=(4096,))]
+    [('books', 10000, 0.5904), ('web', 900, 0.0), ('all', 10900, 0.5417)]
+    """
+    from freqlab.frequency.position import segment_frequency
+
+    if regime not in TAIL_REGIMES:
+        raise FreqlabError(
+            f"per-source tails need a regime in which a segment is one source's ({', '.join(TAIL_REGIMES)}), "
+            f"got {regime!r}"
+        )
+    parts = dict(histogram.sources or {}) or {"all": histogram}
+    if len(parts) > 1 or "all" not in parts:
+        parts["all"] = histogram
+    window = check_window(L if L is not None else max(int(histogram.lengths.max(initial=1)), 1))
+    rows = []
+    for name, part in parts.items():
+        lengths, counts = check_histogram(part.lengths, part.counts)
+        f = segment_frequency(segments(lengths, counts, window, regime))
+        shares = tail_shares(f, thresholds)
+        rows.append({"source": name, "tokens": int(f[0]), "L": window, "regime": regime,
+                     "tails": {position_label(t): share for t, share in shares.items()}})
+    return rows

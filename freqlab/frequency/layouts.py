@@ -1,0 +1,360 @@
+"""Attention layouts: which relative positions each kind of layer trains.
+
+Models mix layer kinds. A **global** layer attends every earlier key of its segment (f as in
+:mod:`freqlab.frequency.position`, STRING Eq. 2). A **sliding-window** layer of window w (Jiang et al. 2023,
+"Mistral 7B", Sec. 2; interleaved with global layers in the Gemma 2 and Gemma 3 technical reports, Sec. 2;
+gpt-oss) attends the w most recent keys, the query itself included: key k is visible from query q when
+``0 <= q - k <= w - 1``. This is the convention of Hugging Face transformers'
+``masking_utils.sliding_window_overlay`` (``kv_idx > q_idx - sliding_window``), which the Mistral, Gemma 2/3 and
+gpt-oss models use (the tests check it against that function's own source); so
+
+    f_swa(i) = f(i)  for i < w,    f_swa(i) = 0  for i >= w,
+
+and a sliding-window layer's reach is capped at w - 1 by construction, whatever the data. A **chunked** layer
+(Llama 4 ``attention_chunk_size`` C, transformers' ``chunked_overlay``: ``q_idx // C == kv_idx // C``) attends only
+within chunks aligned to multiples of C in the row, beside the row's document mask: its segments are the pieces of
+the regime's segments cut at those multiples, which needs each segment's offset in its row (under ``pack`` the
+stream is walked again, :func:`freqlab.frequency.kernels.pack_walk_chunked`; in every other regime a segment starts
+its row). A **NoPE** layer (Llama 4's ``no_rope_layers`` zeros) has no rotary embedding: it carries no position
+frequency and is left out of every RoPE plan (STRING, Self-Extend, HARPE, scaling). ``partial_rotary_factor``
+rotates part of each head only; the positions trained are the same, so it is reported and does not change f.
+
+A layout is read from a model's ``config.json`` (:func:`layout_from_config`) or a short string
+(:func:`parse_layout`): ``5*swa1024+global`` (Gemma 3), ``3*chunk8K+nope`` (Llama 4), ``global``.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+
+from freqlab.display import Display, Displayed, percent
+from freqlab.errors import FreqlabError
+from freqlab.frequency.kernels import pack_walk_chunked
+from freqlab.frequency.position import segment_frequency
+from freqlab.frequency.regimes import Segments, _natural, check_histogram, check_window, segments, stream_order
+from freqlab.frequency.stats import DEFAULT_TAU, position_at_mass, share_at_most
+from freqlab.frequency.summary import frequency_summary
+from freqlab.sizes import parse_positions, position_label
+
+KINDS: tuple[str, ...] = ("global", "swa", "chunk", "nope")
+#: model types whose configs alternate sliding and global layers without saying so (transformers' defaults)
+_SLIDING_PATTERN = {"gemma2": 2, "gpt_oss": 2, "gemma3": 6, "gemma3_text": 6}
+_LAYER_TYPES = {"full_attention": "global", "sliding_attention": "swa", "chunked_attention": "chunk"}
+
+
+@dataclass(frozen=True, order=True)
+class LayerKind:
+    """One kind of attention layer: ``global``, ``swa`` (window ``size``), ``chunk`` (chunk ``size``) or ``nope``."""
+
+    kind: str
+    size: int = 0
+
+    @property
+    def name(self) -> str:
+        """``global``, ``nope``, ``swa1K``, ``chunk8K`` (sizes with K = 1024)."""
+        return f"{self.kind}{position_label(self.size)}" if self.size else self.kind
+
+    @property
+    def rope(self) -> bool:
+        """Whether the layer has a rotary embedding (every kind but ``nope``)."""
+        return self.kind != "nope"
+
+    def reach(self, L: int) -> int:
+        """Largest relative position the layer can attend in windows of L: w - 1 (sliding), C - 1 (chunked)."""
+        return min(L, self.size) - 1 if self.size else L - 1
+
+
+GLOBAL = LayerKind("global")
+
+
+@dataclass(frozen=True)
+class Layout:
+    """Layer kinds in order (one per layer, or one period of a repeating pattern) and the rotated share of each head."""
+
+    layers: tuple[LayerKind, ...]
+    rotary_fraction: float = 1.0
+    source: str = ""
+
+    @property
+    def kinds(self) -> dict[LayerKind, int]:
+        """Each kind with its number of layers, in order of first appearance."""
+        out: dict[LayerKind, int] = {}
+        for kind in self.layers:
+            out[kind] = out.get(kind, 0) + 1
+        return out
+
+    @property
+    def spec(self) -> str:
+        """The layout as a short string: ``5*swa1K+global``."""
+        runs: list[list] = []
+        for kind in self.layers:
+            if runs and runs[-1][0] == kind:
+                runs[-1][1] += 1
+            else:
+                runs.append([kind, 1])
+        return "+".join(kind.name if n == 1 else f"{n}*{kind.name}" for kind, n in runs)
+
+
+_TERM = re.compile(r"^(?:(\d+)\s*\*\s*)?(global|nope|swa|chunk)\s*(\S*)$", re.IGNORECASE)
+
+
+def parse_layout(text: str) -> Layout:
+    """A layout from a short string: terms ``[N*]KIND`` joined by ``+``; KIND is ``global``, ``nope``,
+    ``swa<w>`` or ``chunk<C>`` (sizes as every window: ``1024``, ``4K``).
+
+    >>> parse_layout("5*swa1024+global").spec
+    '5*swa1K+global'
+    >>> [(k.name, n) for k, n in parse_layout("3*chunk8K+nope").kinds.items()]
+    [('chunk8K', 3), ('nope', 1)]
+    """
+    layers: list[LayerKind] = []
+    for term in str(text).split("+"):
+        match = _TERM.match(term.strip())
+        if not match:
+            raise FreqlabError(f"layout {text!r}: cannot read {term.strip()!r} (terms are N*KIND, KIND one of "
+                               "global, nope, swa<window>, chunk<size>, e.g. 5*swa1024+global)")
+        repeat, kind, size = int(match.group(1) or 1), match.group(2).lower(), match.group(3)
+        if repeat < 1:
+            raise FreqlabError(f"layout {text!r}: {term.strip()!r} repeats a layer {repeat} times")
+        if kind in ("global", "nope"):
+            if size:
+                raise FreqlabError(f"layout {text!r}: {kind} takes no size, got {size!r}")
+            layer = LayerKind(kind)
+        else:
+            if not size:
+                raise FreqlabError(f"layout {text!r}: {kind} needs a size, e.g. {kind}1024 or {kind}8K")
+            layer = LayerKind(kind, parse_positions(size, f"{kind} size in layout {text!r}"))
+        layers.extend([layer] * repeat)
+    return Layout(tuple(layers), source=str(text))
+
+
+def layout_from_config(config: dict, source: str = "config.json") -> Layout:
+    """A layout from a model configuration's own keys (a Hugging Face ``config.json``; a multimodal one's
+    ``text_config``):
+
+    * ``layer_types`` (``full_attention``, ``sliding_attention``, ``chunked_attention``), with ``sliding_window``
+      and ``attention_chunk_size`` giving the sizes;
+    * else ``sliding_window_pattern`` P (Gemma 3: every P-th layer global, ``(i + 1) % P == 0``);
+      ``use_sliding_window`` / ``max_window_layers`` (Qwen2: layers from ``max_window_layers`` on slide, only when
+      ``use_sliding_window``); ``no_rope_layers`` with ``attention_chunk_size`` (Llama 4: RoPE layers are chunked,
+      the others global); Gemma 2 and gpt-oss alternate (even layers slide), Gemma 3 every 6th layer is global;
+      any other model with a ``sliding_window`` slides in every layer (Mistral); without one, every layer is global;
+    * ``no_rope_layers`` (1: RoPE, 0: NoPE, as Llama 4 and transformers mean it) marks NoPE layers;
+    * ``partial_rotary_factor`` is kept as the rotated share of each head.
+
+    >>> layout_from_config({"model_type": "gemma3_text", "num_hidden_layers": 12, "sliding_window": 1024}).spec
+    '5*swa1K+global+5*swa1K+global'
+    """
+    where = f"{source}"
+    if not isinstance(config, dict):
+        raise FreqlabError(f"{where}: a model config is a JSON object, got {type(config).__name__}")
+    cfg = config.get("text_config") if isinstance(config.get("text_config"), dict) else config
+    model_type = str(cfg.get("model_type", config.get("model_type", "")))
+    n = cfg.get("num_hidden_layers")
+    types = cfg.get("layer_types")
+    no_rope = cfg.get("no_rope_layers")
+    if n is None:
+        n = len(types) if isinstance(types, list) else len(no_rope) if isinstance(no_rope, list) else None
+    if not isinstance(n, int) or isinstance(n, bool) or n < 1:
+        raise FreqlabError(f"{where}: num_hidden_layers must be a positive integer, got {n!r}")
+    window = cfg.get("sliding_window")
+    if cfg.get("use_sliding_window") is False:
+        window = None
+    chunk = cfg.get("attention_chunk_size")
+    if types is None:
+        types = _default_layer_types(cfg, model_type, n, window, chunk, no_rope, where)
+    if not isinstance(types, list) or len(types) < n:
+        raise FreqlabError(f"{where}: layer_types must list the {n} layers, got {types!r}")
+    layers = []
+    for i, name in enumerate(types[:n]):
+        if name not in _LAYER_TYPES:
+            raise FreqlabError(f"{where}: layer_types[{i}] = {name!r} is not one of {', '.join(_LAYER_TYPES)}")
+        kind = _LAYER_TYPES[name]
+        size = {"swa": window, "chunk": chunk}.get(kind, 0)
+        key = {"swa": "sliding_window", "chunk": "attention_chunk_size"}.get(kind)
+        if key and (not isinstance(size, int) or isinstance(size, bool) or size < 1):
+            raise FreqlabError(f"{where}: layer {i} is {name} but {key} is {size!r}")
+        if isinstance(no_rope, list) and i < len(no_rope) and not no_rope[i]:
+            kind, size = "nope", 0
+        layers.append(LayerKind(kind, size))
+    rotary = cfg.get("partial_rotary_factor", 1.0)
+    if isinstance(rotary, bool) or not isinstance(rotary, (int, float)) or not 0 < rotary <= 1:
+        raise FreqlabError(f"{where}: partial_rotary_factor must be in (0, 1], got {rotary!r}")
+    return Layout(tuple(layers), float(rotary), source)
+
+
+def _default_layer_types(cfg, model_type, n, window, chunk, no_rope, where) -> list[str]:
+    """transformers' default ``layer_types`` for a config that does not list them."""
+    pattern = cfg.get("sliding_window_pattern") or _SLIDING_PATTERN.get(model_type)
+    if isinstance(no_rope, list) and chunk:  # Llama 4: RoPE layers are chunked, NoPE layers global
+        if len(no_rope) < n:
+            raise FreqlabError(f"{where}: no_rope_layers lists {len(no_rope)} layers, fewer than {n}")
+        return ["chunked_attention" if no_rope[i] else "full_attention" for i in range(n)]
+    if window is None:
+        return ["full_attention"] * n
+    if "max_window_layers" in cfg:  # Qwen2: layers from max_window_layers on slide
+        start = cfg["max_window_layers"]
+        return ["sliding_attention" if i >= start else "full_attention" for i in range(n)]
+    if pattern:
+        return ["sliding_attention" if (i + 1) % int(pattern) else "full_attention" for i in range(n)]
+    return ["sliding_attention"] * n  # Mistral: every layer slides
+
+
+def read_layout(value: str | Path | dict | Layout) -> Layout:
+    """A layout from a :class:`Layout`, a config dict, a ``config.json`` path, or a short string."""
+    if isinstance(value, Layout):
+        return value
+    if isinstance(value, dict):
+        return layout_from_config(value)
+    text = str(value)
+    if text.endswith(".json") or Path(text).is_file():
+        path = Path(text)
+        try:
+            data = json.loads(path.read_text(encoding="utf-8"))
+        except OSError as exc:
+            raise FreqlabError(f"{path}: cannot read the model config ({exc.strerror})") from None
+        except (UnicodeDecodeError, json.JSONDecodeError) as exc:
+            raise FreqlabError(f"{path}: not a JSON model config ({exc})") from None
+        return layout_from_config(data, str(path))
+    return parse_layout(text)
+
+
+def kind_segments(
+    kind: LayerKind, lengths: np.ndarray, counts: np.ndarray, L: int, regime: str, *, seed: int = 0,
+    base: Segments | None = None,
+) -> Segments:  # fmt: skip
+    """The attention segments of one ``chunk`` layer kind; for any other kind the regime's own (``base``).
+
+    Chunks are aligned to multiples of C within each row: a segment that starts its row is cut into pieces of C
+    (``natural`` applied with window C); under ``pack`` the rows hold several documents at running offsets and
+    the stream (the same seeded order as the regime's) is walked again with the cuts.
+    """
+    base = segments(lengths, counts, L, regime, seed=seed) if base is None else base
+    if kind.kind != "chunk" or kind.size >= L:
+        return base
+    if regime == "megatron" or base.approximation:
+        raise FreqlabError("chunked attention needs each segment's offset in its row, which the megatron regime "
+                           "does not keep; use pack (with reset_attention_mask) or concat")
+    if regime == "pack":
+        dense = pack_walk_chunked(stream_order(lengths, counts, seed), L, kind.size)
+        nonzero = np.flatnonzero(dense)
+        return Segments(nonzero.astype(np.int64), dense[nonzero], L, regime, base.dropped_tokens)
+    pieces, number = _natural(base.lengths, base.counts, kind.size)
+    return Segments(pieces, number, L, regime, base.dropped_tokens)
+
+
+@dataclass(frozen=True)
+class KindFrequency:
+    """f of one layer kind (int64, shape (L,); ``None`` for NoPE layers, which carry no position frequency)."""
+
+    kind: LayerKind
+    layers: int
+    f: np.ndarray | None
+
+    def summary(self, *, share_of_layers: float, tokens: float | None = None, tau: float = DEFAULT_TAU) -> dict:
+        """Name, layers, whether it has RoPE, its reach cap, and (RoPE layers) :func:`frequency_summary`."""
+        row: dict = {"kind": self.kind.name, "layers": self.layers, "share_of_layers": share_of_layers,
+                     "rope": self.kind.rope}
+        if self.f is None:
+            row["note"] = "no rotary embedding: no position frequency; left out of RoPE plans"
+            return row
+        L = int(self.f.size)
+        row["reach"] = self.kind.reach(L)
+        if self.kind.kind == "swa":
+            row["note"] = f"sliding window of {self.kind.size} keys: reach capped at {row['reach']} by construction"
+        elif self.kind.kind == "chunk" and self.kind.size < L:
+            row["note"] = f"chunks of {self.kind.size} aligned in the row: reach capped at {self.kind.reach(L)}"
+        return {**row, **frequency_summary(self.f, tokens=tokens, tau=tau)}
+
+
+@dataclass(frozen=True, repr=False)
+class LayoutFrequency(Displayed):
+    """f per layer kind of a layout, for one window and regime; shows itself (repr, HTML) with each kind's layers,
+    mass shares and reach.
+
+    >>> layout_frequency([4096] * 10, [1] * 10, 2048, "5*swa512+global+nope")
+    LayoutFrequency 5*swa512+global+nope, L = 2048, natural: swa512 x5 (reach 511), global x1 (reach 2047), nope x1
+    swa512: 100.0% of mass at i ≤ 1024; global: 75.0% of mass at i ≤ 1024
+    nope layers: no rotary embedding, no position frequency
+    """
+
+    layout: Layout
+    L: int
+    regime: str
+    kinds: tuple[KindFrequency, ...]
+
+    def __getitem__(self, name: str) -> KindFrequency:
+        for kind in self.kinds:
+            if kind.kind.name == name or (name == kind.kind.kind and kind.kind.size == 0):
+                return kind
+        raise KeyError(name)
+
+    def summaries(self, *, tokens: float | None = None, tau: float = DEFAULT_TAU) -> list[dict]:
+        total = sum(kind.layers for kind in self.kinds)
+        return [kind.summary(share_of_layers=kind.layers / total, tokens=tokens, tau=tau) for kind in self.kinds]
+
+    def _display(self) -> Display:
+        half = self.L // 2
+        rope = [kind for kind in self.kinds if kind.f is not None]
+        nope = [kind for kind in self.kinds if kind.f is None]
+        headline = ", ".join(
+            f"{k.kind.name} x{k.layers}" + (f" (reach {k.kind.reach(self.L)})" if k.f is not None else "")
+            for k in self.kinds
+        )
+        lines = ["; ".join(f"{k.kind.name}: {percent(share_at_most(k.f, half))} of mass at i ≤ {half}" for k in rope)]
+        if nope:
+            lines.append(f"{', '.join(k.kind.name for k in nope)} layers: no rotary embedding, no position frequency")
+        table = (
+            ("kind", "layers", "reach", f"mass at i ≤ {half}", "50% of mass at i ≤"),
+            [(k.kind.name, str(k.layers), "-" if k.f is None else str(k.kind.reach(self.L)),
+              "-" if k.f is None else percent(share_at_most(k.f, half)),
+              "-" if k.f is None else str(position_at_mass(k.f, 0.5))) for k in self.kinds],
+        )  # fmt: skip
+        title = f"LayoutFrequency {self.layout.spec}, L = {self.L}, {self.regime}"
+        return Display(title, headline, lines, table=table)
+
+    def to_dict(self, *, tokens: float | None = None, tau: float = DEFAULT_TAU) -> dict:
+        layout = self.layout
+        return {"layout": layout.spec, "source": layout.source, "rotary_fraction": layout.rotary_fraction,
+                "L": self.L, "regime": self.regime, "kinds": self.summaries(tokens=tokens, tau=tau)}
+
+
+def truncate_to_window(f: np.ndarray, kind: LayerKind) -> np.ndarray:
+    """f of a sliding-window (or chunk-capped) layer from a global f: positions at or beyond the reach are 0."""
+    out = np.array(f, dtype=np.int64, copy=True)
+    if kind.size:
+        out[kind.size :] = 0
+    return out
+
+
+def layout_frequency(
+    lengths, counts, L: int, layout, regime: str = "natural", *, seed: int = 0
+) -> LayoutFrequency:
+    """f(i) per layer kind of ``layout`` (a :class:`Layout`, config dict, ``config.json`` path or short string).
+
+    >>> lf = layout_frequency([6], [1], 6, "swa2+chunk4+global+nope")
+    >>> [(k.kind.name, None if k.f is None else k.f.tolist()) for k in lf.kinds]
+    [('swa2', [6, 5, 0, 0, 0, 0]), ('chunk4', [6, 4, 2, 1, 0, 0]), ('global', [6, 5, 4, 3, 2, 1]), ('nope', None)]
+    """
+    layout = read_layout(layout)
+    L = check_window(L)
+    lengths, counts = check_histogram(lengths, counts)
+    base = segments(lengths, counts, L, regime, seed=seed)
+    f_global = segment_frequency(base)
+    out = []
+    for kind, layers in layout.kinds.items():
+        if kind.kind == "nope":
+            f = None
+        elif kind.kind == "swa":
+            f = truncate_to_window(f_global, kind)
+        elif kind.kind == "chunk" and kind.size < L:
+            f = segment_frequency(kind_segments(kind, lengths, counts, L, regime, seed=seed, base=base))
+        else:
+            f = f_global
+        out.append(KindFrequency(kind, layers, f))
+    return LayoutFrequency(layout, L, regime, tuple(out))

@@ -1,0 +1,59 @@
+"""What the curve hides, in one figure: the exposure histogram h(c) and the per-source tail table.
+
+:func:`plot_exposure` draws (a) the share of tokens trained with at least c tokens of same-document left context,
+f(c) / f(0) = Σ_{c' >= c} h(c') / Σ h, per source (the total in black), and (b) the tail table as grouped bars: the
+share of each source's tokens with at least 4K, 8K, ... of context (:func:`freqlab.frequency.exposure.source_tails`).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+from matplotlib.figure import Figure
+
+from freqlab.frequency.exposure import DEFAULT_THRESHOLDS, source_tails
+from freqlab.frequency.position import position_frequency
+from freqlab.plots.axes import as_histogram, panel_letters, position_label, position_xaxis, with_units
+from freqlab.plots.style import PALETTE, freqlab_style, new_figure
+
+
+def plot_exposure(histogram, L: int | None = None, regime: str = "natural", *, size="two-column") -> Figure:
+    """(a) share of tokens with >= c tokens of context per source; (b) the tail table (bars per threshold).
+
+    ``L`` defaults to the longest document (the context the data offers); ``regime`` is ``natural`` or
+    ``truncate`` (a segment holds one source's document).
+
+    >>> from freqlab import LengthHistogram
+    >>> fig = plot_exposure(LengthHistogram.from_lengths([100, 5000, 20000]))
+    >>> [ax.get_title() for ax in fig.axes]
+    ['tokens with at least c tokens of context', 'share of tokens beyond each context length']
+    """
+    h = as_histogram(histogram)
+    window = int(L if L is not None else h.lengths.max())
+    thresholds = [t for t in DEFAULT_THRESHOLDS if t < window] or [DEFAULT_THRESHOLDS[0]]
+    rows = source_tails(h, window, regime, thresholds)
+    parts = {**(h.sources or {}), "all": h}
+    with freqlab_style():
+        fig, (left, right) = new_figure(size, aspect=0.36, ncols=2)
+        width = 0.8 / len(rows)
+        for k, row in enumerate(rows):
+            name = row["source"]
+            color = "black" if name == "all" else PALETTE[k % len(PALETTE)]
+            part = parts[name]
+            f = position_frequency(part.lengths, part.counts, window, regime)
+            left.plot(np.arange(window), f / f[0], color=color, lw=1.6 if name == "all" else 1.0, label=name)
+            shares = [100 * v for v in row["tails"].values()]
+            right.bar(np.arange(len(thresholds)) + (k - (len(rows) - 1) / 2) * width, shares, width, color=color,
+                      label=name)
+        axis = 1 << max(window - 1, 1).bit_length()  # ticks at quarters of a power of two, K = 1024
+        position_xaxis(left, axis, "context c (tokens of same-document left context)")
+        left.set_ylim(0, 1.02)
+        left.set_ylabel("f(c) / f(0)")
+        left.set_title("tokens with at least c tokens of context")
+        right.set_xticks(np.arange(len(thresholds)), [position_label(t) for t in thresholds])
+        right.set_xlabel(with_units("context at least", "K = 1024"))
+        right.set_ylabel("share of the source's tokens (%)")
+        right.set_title("share of tokens beyond each context length")
+        handles, labels = left.get_legend_handles_labels()
+        fig.legend(handles, labels, loc="outside lower center", ncols=len(labels))
+        panel_letters((left, right))
+    return fig

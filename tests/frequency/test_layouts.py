@@ -1,0 +1,170 @@
+"""Attention layouts: f per layer kind (global, sliding window, chunked, NoPE), from model configs or short strings."""
+
+import json
+
+import numpy as np
+import pytest
+from frequency.reference import attends, expand, masked_pair_frequency, regime_rows
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from freqlab import FreqlabError
+from freqlab.frequency import position_frequency, stream_order
+from freqlab.frequency.layouts import (
+    LayerKind,
+    layout_frequency,
+    layout_from_config,
+    parse_layout,
+    read_layout,
+)
+
+histograms = st.lists(
+    st.tuples(st.integers(1, 30), st.integers(1, 3)), min_size=1, max_size=8, unique_by=lambda t: t[0]
+)
+MASKED_REGIMES = ("natural", "truncate", "pack", "concat", "best-fit")
+
+
+def reference(lengths, counts, L, regime, kind, size, seed=0):
+    docs = expand(lengths, counts)
+    if regime == "pack":
+        docs = stream_order(np.array(lengths), np.array(counts), seed).tolist()
+    rows, doc_mask = regime_rows(docs, L, regime)
+    return masked_pair_frequency(rows, doc_mask, L, kind, size)
+
+
+@settings(max_examples=80, deadline=None)
+@given(histograms, st.integers(1, 20), st.integers(1, 9), st.integers(1, 9), st.sampled_from(MASKED_REGIMES))
+def test_every_layer_kind_matches_brute_force_over_its_real_mask(pairs, L, w, C, regime):
+    lengths, counts = zip(*pairs)
+    lf = layout_frequency(lengths, counts, L, f"swa{w}+chunk{C}+global+nope", regime, seed=1)
+    for kind in lf.kinds:
+        if kind.f is None:
+            assert kind.kind.name == "nope"
+            continue
+        expected, _ = reference(lengths, counts, L, regime, kind.kind.kind, kind.kind.size, seed=1)
+        assert kind.f.dtype == np.int64
+        assert kind.f.tolist() == expected, kind.kind.name
+
+
+def test_sliding_window_of_w_keys_includes_the_query_itself():
+    # one document of 10 tokens, window 4: queries see distances 0..3, never 4
+    lf = layout_frequency([10], [1], 10, "swa4")
+    assert lf["swa4"].f.tolist() == [10, 9, 8, 7, 0, 0, 0, 0, 0, 0]
+    assert lf["swa4"].kind.reach(10) == 3
+    assert [attends(9, k, "swa", 4) for k in range(4, 10)] == [False, False, True, True, True, True]
+
+
+def _transformers_overlays():
+    """transformers' own ``sliding_window_overlay`` and ``chunked_overlay`` (masking_utils), compiled from its source
+    so that torch, which importing the module needs, is not."""
+    import ast
+    import importlib.util
+    from pathlib import Path
+
+    spec = importlib.util.find_spec("transformers")
+    if spec is None or not spec.submodule_search_locations:
+        pytest.skip("transformers is not installed")
+    source = (Path(spec.submodule_search_locations[0]) / "masking_utils.py").read_text(encoding="utf-8")
+    wanted = {"sliding_window_overlay", "chunked_overlay"}
+    nodes = [node for node in ast.parse(source).body if isinstance(node, ast.FunctionDef) and node.name in wanted]
+    assert {node.name for node in nodes} == wanted
+    namespace: dict = {"Callable": object, "torch": None}
+    for node in nodes:  # annotations dropped: they name torch types
+        plain = ast.parse(f"def f({', '.join(a.arg for a in node.args.args)}): pass").body[0]
+        node.returns, node.args = None, plain.args
+        exec(compile(ast.Module(body=[node], type_ignores=[]), "masking_utils.py", "exec"), namespace)
+    return namespace["sliding_window_overlay"], namespace["chunked_overlay"]
+
+
+def test_sliding_window_and_chunk_conventions_are_transformers_masks():
+    sliding_window_overlay, chunked_overlay = _transformers_overlays()
+    swa, chunk = sliding_window_overlay(4), chunked_overlay(3, [0])
+    for q in range(12):
+        for k in range(q + 1):  # the causal part, which transformers ANDs with these overlays
+            assert bool(swa(0, 0, q, k)) == attends(q, k, "swa", 4)
+            assert bool(chunk(0, 0, q, k)) == attends(q, k, "chunk", 3)
+
+
+def test_chunked_attention_under_pack_cuts_documents_at_multiples_of_c_in_the_row():
+    # stream [3][3][3] in rows of 8, chunks of 4: row 1 = 0 0 0 1 | 1 1 2 2, row 2 = 2
+    lf = layout_frequency([3], [3], 8, "chunk4", "pack")
+    # pieces 3, 1 | 2, 2 | 1: f = 3+1+2+2+1, 2+1+1, 1
+    assert lf["chunk4"].f.tolist() == [9, 4, 1, 0, 0, 0, 0, 0]
+    assert lf["chunk4"].f.tolist() == reference([3], [3], 8, "pack", "chunk", 4)[0]
+
+
+def test_a_chunk_or_window_at_least_l_is_global():
+    lf = layout_frequency([5, 12], [2, 1], 8, "chunk8+swa16+global")
+    g = position_frequency([5, 12], [2, 1], 8)
+    assert all(k.f.tolist() == g.tolist() for k in lf.kinds)
+
+
+def test_short_layout_strings():
+    layout = parse_layout("5*swa1024+global")
+    assert layout.kinds == {LayerKind("swa", 1024): 5, LayerKind("global"): 1}
+    assert parse_layout("3*chunk8K+nope").spec == "3*chunk8K+nope"
+    for bad, message in [("5*swa+global", "needs a size"), ("global4", "takes no size"), ("mlp", "cannot read"),
+                         ("0*global", "repeats a layer 0 times")]:
+        with pytest.raises(FreqlabError, match=message):
+            parse_layout(bad)
+
+
+# real configs (their layout keys, as published in each model's config.json)
+MISTRAL_7B_V01 = {"model_type": "mistral", "num_hidden_layers": 32, "sliding_window": 4096}
+MISTRAL_7B_V03 = {"model_type": "mistral", "num_hidden_layers": 32, "sliding_window": None}
+GEMMA2_9B = {"model_type": "gemma2", "num_hidden_layers": 42, "sliding_window": 4096, "cache_implementation": "hybrid"}
+GEMMA3_4B = {"model_type": "gemma3", "text_config": {"model_type": "gemma3_text", "num_hidden_layers": 34,
+             "sliding_window": 1024, "sliding_window_pattern": 6, "rope_theta": 1000000.0}}
+LLAMA4_SCOUT = {"model_type": "llama4", "text_config": {"model_type": "llama4_text", "num_hidden_layers": 48,
+                "attention_chunk_size": 8192, "no_rope_layers": [1, 1, 1, 0] * 12}}
+GPT_OSS_20B = {"model_type": "gpt_oss", "num_hidden_layers": 24, "sliding_window": 128,
+               "layer_types": ["sliding_attention", "full_attention"] * 12}
+QWEN2_7B = {"model_type": "qwen2", "num_hidden_layers": 28, "sliding_window": 131072, "max_window_layers": 28,
+            "use_sliding_window": False}
+PHI3_PARTIAL = {"model_type": "phi3", "num_hidden_layers": 4, "partial_rotary_factor": 0.5}
+
+
+@pytest.mark.parametrize(
+    ("config", "spec"),
+    [
+        (MISTRAL_7B_V01, "32*swa4K"),
+        (MISTRAL_7B_V03, "32*global"),
+        (GEMMA2_9B, "+".join(["swa4K+global"] * 21)),
+        (GEMMA3_4B, "+".join(["5*swa1K+global"] * 5) + "+4*swa1K"),
+        (LLAMA4_SCOUT, "+".join(["3*chunk8K+nope"] * 12)),
+        (GPT_OSS_20B, "+".join(["swa128+global"] * 12)),
+        (QWEN2_7B, "28*global"),
+    ],
+)
+def test_layouts_from_real_model_configs(config, spec):
+    assert layout_from_config(config).spec == spec
+
+
+def test_layout_from_a_config_file_and_partial_rotary(tmp_path):
+    (tmp_path / "config.json").write_text(json.dumps(PHI3_PARTIAL))
+    layout = read_layout(str(tmp_path / "config.json"))
+    assert layout.spec == "4*global" and layout.rotary_fraction == 0.5
+    (tmp_path / "bad.json").write_text("{")
+    with pytest.raises(FreqlabError, match=r"bad\.json: not a JSON model config"):
+        read_layout(str(tmp_path / "bad.json"))
+    with pytest.raises(FreqlabError, match=r"layer_types\[1\] = 'linear_attention'"):
+        layout_from_config({"num_hidden_layers": 2, "layer_types": ["full_attention", "linear_attention"]})
+    with pytest.raises(FreqlabError, match="layer 0 is sliding_attention but sliding_window is None"):
+        layout_from_config({"num_hidden_layers": 1, "layer_types": ["sliding_attention"]})
+
+
+def test_summaries_give_shares_and_capped_effective_length_per_kind():
+    lf = layout_frequency([4096] * 10, [1] * 10, 2048, "5*swa512+global+nope")
+    rows = {row["kind"]: row for row in lf.summaries(tokens=40960, tau=1000)}
+    assert rows["global"]["effective_length"] == 1998  # f_T(i) = 20 (2048 - i) >= 1000
+    assert rows["swa512"]["effective_length"] == 511 and rows["swa512"]["reach"] == 511
+    assert "capped at 511 by construction" in rows["swa512"]["note"]
+    assert rows["swa512"]["share_of_layers"] == 5 / 7 and rows["nope"]["rope"] is False
+    assert "f" not in rows["nope"]
+
+
+def test_a_layout_frequency_shows_each_kind_in_a_notebook():
+    lf = layout_frequency([4096] * 10, [1] * 10, 2048, "5*swa512+global+nope")
+    assert repr(lf).splitlines()[0].endswith("swa512 x5 (reach 511), global x1 (reach 2047), nope x1")
+    html = lf._repr_html_()
+    assert "swa512" in html and "75.0%" in html and len(html) < 4000

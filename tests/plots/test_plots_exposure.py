@@ -1,0 +1,24 @@
+"""The exposure figure: f(c)/f(0) per source and the tail table's shares, drawn exactly."""
+
+import numpy as np
+from plot_helpers import assert_labelled
+
+from freqlab import LengthHistogram
+from freqlab.histogram import combine_sources
+from freqlab.plots.exposure import plot_exposure
+
+
+def test_exposure_figure_draws_each_source_s_tail_shares():
+    h = combine_sources({"web": LengthHistogram.from_lengths([1000] * 50),
+                         "books": LengthHistogram.from_lengths([20000, 9000])})
+    fig = plot_exposure(h)
+    assert_labelled(fig)
+    left, right = fig.axes[:2]
+    assert [line.get_label() for line in left.lines] == ["books", "web", "all"]
+    books = left.lines[0].get_ydata()
+    assert books[4096] == (15904 + 4904) / 29000 and books.size == 20000
+    heights = [round(bar.get_height(), 9) for bar in right.patches]
+    # books at 4K, 8K, 16K; then web; then all
+    assert heights[:3] == [round(100 * v, 9) for v in ((15904 + 4904) / 29000, (11808 + 808) / 29000, 3616 / 29000)]
+    assert heights[3:6] == [0.0, 0.0, 0.0]
+    assert np.isclose(heights[6], 100 * (15904 + 4904) / 79000)

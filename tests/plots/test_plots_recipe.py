@@ -1,0 +1,36 @@
+"""The recipe figure: f_T per stage and layer kind (exact values drawn), effective length after each stage."""
+
+import numpy as np
+from plot_helpers import assert_labelled
+
+from freqlab import LengthHistogram
+from freqlab.frequency.layouts import LayerKind
+from freqlab.frequency.schedule import load_preset, parse_schedule, schedule_frequency
+from freqlab.plots.recipe import plot_recipe
+
+
+def test_each_stage_panel_draws_each_kind_s_scaled_frequency(histogram):
+    data = {"layout": "2*swa256+global+nope", "tau": 1e6,
+            "stages": [{"name": "short", "L": 1024, "tokens": "1B"}, {"name": "long", "L": 4096, "tokens": "100M"}]}
+    result = schedule_frequency(parse_schedule(data, histogram=histogram))
+    fig = plot_recipe(result)
+    assert_labelled(fig)
+    short, long, after = fig.axes[:3]
+    lines = {line.get_label(): line for line in long.lines}
+    swa, glob = LayerKind("swa", 256), LayerKind("global")
+    assert lines["swa256"].get_xdata()[-1] == 255  # a sliding window stops at w - 1 by construction
+    assert np.array_equal(lines["global"].get_ydata(), result.stage_scaled(1, glob)[: lines["global"].get_xdata().size])
+    assert np.array_equal(lines["swa256"].get_ydata(), result.stage_scaled(1, swa)[:256])
+    effective = {line.get_label(): line.get_ydata().tolist() for line in after.lines}
+    assert effective["global"] == [result.effective_length(1e6, glob, stages=k) for k in (1, 2)]
+    assert effective["swa256"] == [255, 255]
+    assert short.get_yscale() == "log" and short.get_ylim() == long.get_ylim()  # one scale per axis
+    assert "nope layers: no rotary embedding" in fig._suptitle.get_text()
+
+
+def test_a_preset_figure_has_a_panel_per_stage_and_one_for_effective_lengths():
+    result = schedule_frequency(load_preset("llama3", histogram=LengthHistogram.from_counts([3000, 90000], [500, 3])))
+    fig = plot_recipe(result)
+    titles = [ax.get_title() for ax in fig.axes if ax.get_visible()]
+    assert titles[0] == "(a) pretrain-8k\nL = 8K, 14.8T tokens" and titles[-1] == "(h) effective length after each stage"
+    assert len(titles) == 8
