@@ -76,3 +76,26 @@ def renamed_option(new: str, old: str, dest: str, *, required: bool = False, **k
         return visible(hidden(merged))
 
     return decorate
+
+
+def with_tau_from(tau_option):
+    """``tau_option`` plus ``--tau-from FILE``: tau read from a ``freqlab calibrate --out`` file (giving both
+    ``--tau`` and ``--tau-from`` is a usage error)."""
+
+    def decorate(command):
+        @functools.wraps(command)
+        def merged(*args, tau_from=None, **params):
+            if tau_from is not None:
+                ctx = click.get_current_context()
+                if ctx.get_parameter_source("tau") == click.core.ParameterSource.COMMANDLINE:
+                    raise click.UsageError("give --tau or --tau-from, not both")
+                from freqlab.frequency.calibrate import read_tau
+
+                params["tau"] = read_tau(tau_from)
+            return command(*args, **params)
+
+        option = click.option("--tau-from", "tau_from", type=click.Path(dir_okay=False), default=None,
+                              help="Read tau from a `freqlab calibrate --out` JSON file.")
+        return tau_option(option(merged))
+
+    return decorate
