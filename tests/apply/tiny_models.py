@@ -25,11 +25,11 @@ _EXTRA = {
 _POSITIONS: dict[str, np.ndarray] = {}  # the position matrix the reference uses
 
 
-def tiny_model(model_type: str, seed: int = 0) -> torch.nn.Module:
+def tiny_model(model_type: str, seed: int = 0, *, vocab_size: int = 101, max_positions: int = L) -> torch.nn.Module:
     """A 2-layer float64 causal LM of ``model_type`` with random weights (GQA: 4 query heads, 2 key heads)."""
     config = transformers.AutoConfig.for_model(
-        model_type, vocab_size=101, hidden_size=32, intermediate_size=48, num_hidden_layers=2,
-        num_attention_heads=4, num_key_value_heads=2, head_dim=8, max_position_embeddings=L,
+        model_type, vocab_size=vocab_size, hidden_size=32, intermediate_size=48, num_hidden_layers=2,
+        num_attention_heads=4, num_key_value_heads=2, head_dim=8, max_position_embeddings=max_positions,
         attn_implementation="eager" if model_type == "gemma2" else "sdpa", **_EXTRA.get(model_type, {}),
     )
     torch.manual_seed(seed)
