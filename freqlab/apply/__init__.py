@@ -32,18 +32,21 @@ def _attention():
     return importlib.import_module("freqlab.apply.attention")
 
 
-def string(model: Any, S: int, W: int) -> Any:
+def string(model: Any, S: int, W: int, *, backend: str = "sdpa") -> Any:
     """Apply STRING (An et al., "Why Does the Effective Context Length of LLMs Fall Short?", ICLR 2025, Sec. 4)
     to ``model`` in place and return it: a query-key pair at relative distance r = m - n >= S uses the position
-    r - S + W (Eq. 4), pairs closer than S keep r. S and W are checked against L = max_position_embeddings."""
-    return _attention().apply_string(model, S, W)
+    r - S + W (Eq. 4), pairs closer than S keep r. S and W are checked against L = max_position_embeddings.
+    ``backend``: ``sdpa`` (one fused torch call) or ``eager`` (explicit scores); both exact, see
+    :mod:`freqlab.apply.attention`."""
+    return _attention().apply_string(model, S, W, backend)
 
 
-def self_extend(model: Any, G: int, w_n: int) -> Any:
+def self_extend(model: Any, G: int, w_n: int, *, backend: str = "sdpa") -> Any:
     """Apply Self-Extend (Jin et al., "LLM Maybe LongLM: Self-Extend LLM Context Window Without Tuning", ICML
     2024, Sec. 3.2) to ``model`` in place and return it: pairs at r < w_n keep r, farther pairs use the grouped
-    position m // G - n // G + w_n - w_n // G (the FLOOR operation, shifted so the two parts join; Eq. 8)."""
-    return _attention().apply_self_extend(model, G, w_n)
+    position m // G - n // G + w_n - w_n // G (the FLOOR operation, shifted so the two parts join; Eq. 8).
+    ``backend`` as for :func:`string`."""
+    return _attention().apply_self_extend(model, G, w_n, backend)
 
 
 def remove(model: Any) -> Any:

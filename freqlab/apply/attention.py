@@ -33,8 +33,11 @@ them) and the keys' as that minus the distance, so left-padded batches, whose po
 token, are handled. Packed sequences (positions restarting inside a row) are not supported.
 
 Masks come from transformers' ``eager_mask`` (registered for both names), so padding and sliding windows are the
-model's own; memory is bounded by processing queries in blocks (``BLOCK_ELEMENTS`` scores at a time). Any device
-works (CPU, CUDA); flash-attention kernels are not used: the two score sets are merged before the softmax.
+model's own. Two exact forms compute the merge (``backend``): ``sdpa`` (default) is one call of torch's
+``scaled_dot_product_attention`` on doubled keys (:func:`merged_attention_sdpa`), so the device's fused kernels run
+it (CPU or CUDA; twice the keys and twice the head dimension); ``eager`` forms the scores explicitly by blocks of
+queries (``BLOCK_ELEMENTS`` scores at a time, softmax in at least float32) and is used whenever the model softcaps
+its scores (Gemma 2). Flash-attention kernels are not used: they take no arbitrary mask.
 """
 
 from __future__ import annotations
@@ -67,6 +70,7 @@ class Setting:
     second: int  # W or w_n
     rotary: torch.nn.Module
     inv_freq_attr: str  # "inv_freq", or "<layer_type>_inv_freq" (Gemma 3)
+    backend: str = "sdpa"  # "sdpa" (one fused call) or "eager" (explicit scores, by blocks of queries)
 
     def inv_freq(self) -> torch.Tensor:
         return getattr(self.rotary, self.inv_freq_attr)
@@ -151,6 +155,58 @@ def merged_attention(
     return out.transpose(1, 2).contiguous()
 
 
+def merged_attention_sdpa(
+    query: torch.Tensor,
+    key: torch.Tensor,
+    value: torch.Tensor,
+    far_query: torch.Tensor,
+    far_key: torch.Tensor,
+    far: torch.Tensor,
+    attention_mask: torch.Tensor | None,
+    scaling: float,
+    dropout: float = 0.0,
+) -> torch.Tensor:
+    """:func:`merged_attention` as one ``torch.nn.functional.scaled_dot_product_attention`` call, exactly.
+
+    The keys are doubled along the sequence (a near copy and a far copy) and queries and keys widened along the head
+    dimension, so that [q, q_far] · [k, 0] = q · k and [q, q_far] · [0, k_far] = q_far · k_far; the values are
+    doubled, and the mask lets each pair through in the one copy its distance selects (the other gets the dtype's
+    lowest value, as a masked pair does in transformers' eager mask). Twice the keys and twice the head dimension,
+    the fused kernels of the device."""
+    groups = query.shape[1] // key.shape[1]
+    key, far_key, value = (_repeat_kv(t, groups) for t in (key, far_key, value))
+    q_len, kv_len = query.shape[2], key.shape[2]
+    lowest = torch.finfo(query.dtype).min
+    if attention_mask is None:
+        future = torch.arange(kv_len - q_len, kv_len, device=query.device)[:, None] < torch.arange(
+            kv_len, device=query.device
+        )
+        base = torch.zeros(q_len, kv_len, dtype=query.dtype, device=query.device).masked_fill(future, lowest)
+    elif attention_mask.dtype == torch.bool:
+        base = torch.zeros(attention_mask[..., :kv_len].shape, dtype=query.dtype, device=query.device)
+        base = base.masked_fill(~attention_mask[..., :kv_len], lowest)
+    else:
+        base = attention_mask[..., :kv_len].to(query.dtype)
+    mask = torch.cat((base.masked_fill(far, lowest), base.masked_fill(~far, lowest)), dim=-1)
+    zeros = torch.zeros_like(key)
+    out = torch.nn.functional.scaled_dot_product_attention(
+        torch.cat((query, far_query), dim=-1),
+        torch.cat((torch.cat((key, zeros), dim=-1), torch.cat((zeros, far_key), dim=-1)), dim=2),
+        torch.cat((value, value), dim=2),
+        attn_mask=mask,
+        dropout_p=dropout,
+        scale=scaling,
+    )
+    return out.transpose(1, 2).contiguous()
+
+
+def _merge(setting: Setting, query, key, value, far_query, far_key, far, attention_mask, scaling, softcap, dropout):
+    """The SDPA form unless the backend is ``eager`` or the model softcaps its scores (Gemma 2), which SDPA cannot."""
+    if setting.backend == "sdpa" and softcap is None:
+        return merged_attention_sdpa(query, key, value, far_query, far_key, far, attention_mask, scaling, dropout)
+    return merged_attention(query, key, value, far_query, far_key, far, attention_mask, scaling, softcap, dropout)
+
+
 def _distances(query: torch.Tensor, key: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
     """Key-array index of each query (kv - q + i) and the distance matrix r = that - key index, (q, kv)."""
     q_len, kv_len = query.shape[2], key.shape[2]
@@ -181,8 +237,8 @@ def string_attention(
     _, r = _distances(query, key)
     far_query = rotate(query, torch.tensor(float(W - S), device=query.device), setting.inv_freq())
     scaling = query.shape[-1] ** -0.5 if scaling is None else scaling
-    out = merged_attention(query, key, value, far_query, key, r >= S, attention_mask, scaling, softcap,
-                           dropout if module.training else 0.0)
+    out = _merge(setting, query, key, value, far_query, key, r >= S, attention_mask, scaling, softcap,
+                 dropout if module.training else 0.0)
     return out, None
 
 
@@ -214,8 +270,8 @@ def self_extend_attention(
     far_query = rotate(query, (q_pos // G + (w_n - w_n // G) - q_pos)[:, None, :], inv_freq)
     far_key = rotate(key, (k_pos // G - k_pos)[:, None, :], inv_freq)
     scaling = query.shape[-1] ** -0.5 if scaling is None else scaling
-    out = merged_attention(query, key, value, far_query, far_key, r >= w_n, attention_mask, scaling, softcap,
-                           dropout if module.training else 0.0)
+    out = _merge(setting, query, key, value, far_query, far_key, r >= w_n, attention_mask, scaling, softcap,
+                 dropout if module.training else 0.0)
     return out, None
 
 
@@ -256,7 +312,12 @@ def _inv_freq_attr(rotary: torch.nn.Module, config: Any, layer_idx: int) -> str:
     return "inv_freq"
 
 
-def _apply(model: Any, method: str, first: int, second: int) -> Any:
+BACKENDS = ("sdpa", "eager")
+
+
+def _apply(model: Any, method: str, first: int, second: int, backend: str) -> Any:
+    if backend not in BACKENDS:
+        raise FreqlabError(f"backend must be one of {', '.join(BACKENDS)}, got {backend!r}")
     config = _text_config(model)
     if config.model_type not in TESTED_MODEL_TYPES:
         warnings.warn(
@@ -276,7 +337,7 @@ def _apply(model: Any, method: str, first: int, second: int) -> Any:
                 f"{type(model).__name__}: RoPE covers {rotary_dims} of {head_dim} head dimensions (partial rotary); "
                 "not supported"
             )
-        settings[module] = Setting(method, first, second, rotary, attr)
+        settings[module] = Setting(method, first, second, rotary, attr, backend)
     register()
     previous = _PREVIOUS.get(model, config._attn_implementation)
     model.set_attn_implementation(method)
@@ -292,16 +353,16 @@ def _window(model: Any) -> int:
     return L
 
 
-def apply_string(model: Any, S: int, W: int) -> Any:
+def apply_string(model: Any, S: int, W: int, backend: str = "sdpa") -> Any:
     """See :func:`freqlab.apply.string`."""
     _, S, W = _check_shift(_window(model), S, W)
-    return _apply(model, STRING_NAME, S, W)
+    return _apply(model, STRING_NAME, S, W, backend)
 
 
-def apply_self_extend(model: Any, G: int, w_n: int) -> Any:
+def apply_self_extend(model: Any, G: int, w_n: int, backend: str = "sdpa") -> Any:
     """See :func:`freqlab.apply.self_extend`."""
     G, w_n = _check_group(G, w_n, _window(model))
-    return _apply(model, SELF_EXTEND_NAME, G, w_n)
+    return _apply(model, SELF_EXTEND_NAME, G, w_n, backend)
 
 
 def remove(model: Any) -> Any:

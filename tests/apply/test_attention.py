@@ -48,29 +48,31 @@ def test_reference_is_the_stock_model_with_plain_distances(model_type):
     torch.testing.assert_close(reference_logits(model, ids, plain), _logits(model, ids), **stock(model_type))
 
 
+@pytest.mark.parametrize("backend", ["sdpa", "eager"])
 @pytest.mark.parametrize("model_type", MODEL_TYPES)
-def test_string_logits_equal_the_shifted_position_matrix(model_type):
+def test_string_logits_equal_the_shifted_position_matrix(model_type, backend):
     model = tiny_model(model_type)
     exact_rope(model)
     ids = _ids()
     S, W = 16, 4  # Eq. 4: r >= 16 uses r - 12
     expected = reference_logits(model, ids, string_position_matrix(T, S, W))
     before = _logits(model, ids)
-    fa.string(model, S, W)
+    fa.string(model, S, W, backend=backend)
     got = _logits(model, ids)
     torch.testing.assert_close(got, expected, **EXACT)
     assert not torch.allclose(got[:, S:], before[:, S:]), "STRING must change the attention of queries past S"
     torch.testing.assert_close(got[:, :S], before[:, :S], **stock(model_type))  # rows m < S have no pair at r >= S
 
 
+@pytest.mark.parametrize("backend", ["sdpa", "eager"])
 @pytest.mark.parametrize("model_type", MODEL_TYPES)
-def test_self_extend_logits_equal_the_grouped_positions(model_type):
+def test_self_extend_logits_equal_the_grouped_positions(model_type, backend):
     model = tiny_model(model_type)
     exact_rope(model)
     ids = _ids()
     G, w_n = 3, 8
     expected = reference_logits(model, ids, self_extend_position_matrix(T, G, w_n))
-    fa.self_extend(model, G, w_n)
+    fa.self_extend(model, G, w_n, backend=backend)
     torch.testing.assert_close(_logits(model, ids), expected, **EXACT)
 
 
@@ -92,11 +94,16 @@ def test_a_prompt_of_at_most_S_tokens_is_the_stock_model(model_type):
     torch.testing.assert_close(_logits(model, ids), before, **stock(model_type))
 
 
+def _apply(model, method: str, backend: str = "sdpa"):
+    return getattr(fa, method)(model, *((16, 4) if method == "string" else (3, 8)), backend=backend)
+
+
+@pytest.mark.parametrize("backend", ["sdpa", "eager"])
 @pytest.mark.parametrize("method", ["string", "self_extend"])
 @pytest.mark.parametrize("model_type", MODEL_TYPES)
-def test_decoding_with_the_cache_equals_recomputation(model_type, method):
+def test_decoding_with_the_cache_equals_recomputation(model_type, method, backend):
     model = tiny_model(model_type)
-    getattr(fa, method)(model, *((16, 4) if method == "string" else (3, 8)))
+    _apply(model, method, backend)
     ids = _ids(length=T + 8)
     with torch.no_grad():
         out = model(ids[:, :T], use_cache=True)
@@ -119,11 +126,12 @@ def _left_padded(rows: list[torch.Tensor]) -> tuple[torch.Tensor, torch.Tensor, 
     return ids, mask, positions
 
 
+@pytest.mark.parametrize("backend", ["sdpa", "eager"])
 @pytest.mark.parametrize("method", ["string", "self_extend"])
 @pytest.mark.parametrize("model_type", ["llama", "qwen3", "gemma2"])
-def test_padded_batches_equal_single_rows(model_type, method):
+def test_padded_batches_equal_single_rows(model_type, method, backend):
     model = tiny_model(model_type)
-    getattr(fa, method)(model, *((16, 4) if method == "string" else (3, 8)))
+    _apply(model, method, backend)
     rows = [_ids(length=n, seed=n)[0] for n in (T, 29, 35)]
     ids, mask, positions = _left_padded(rows)
     batch = _logits(model, ids, attention_mask=mask, position_ids=positions)
@@ -141,7 +149,7 @@ def test_padded_batches_equal_single_rows(model_type, method):
 @pytest.mark.parametrize("method", ["string", "self_extend"])
 def test_generate_on_a_padded_batch_equals_generating_each_row(method):
     model = tiny_model("mistral")  # sliding window 24 < the generated lengths: the cache keeps only the window
-    getattr(fa, method)(model, *((16, 4) if method == "string" else (3, 8)))
+    _apply(model, method)
     rows = [_ids(length=n, seed=n)[0] for n in (30, 22)]
     ids, mask, _ = _left_padded(rows)
     settings = {"max_new_tokens": 12, "min_new_tokens": 12, "do_sample": False, "pad_token_id": 0}
@@ -167,6 +175,8 @@ def test_parameters_are_checked_against_the_window():
         fa.self_extend(model, 2, 64)
     with pytest.raises(FreqlabError, match="no STRING or Self-Extend"):
         fa.remove(model)
+    with pytest.raises(FreqlabError, match="backend must be one of sdpa, eager"):
+        fa.string(model, 16, 4, backend="flash")
 
 
 def test_remove_restores_the_stock_model():
@@ -202,3 +212,22 @@ def test_a_missing_extra_is_one_line_naming_it(monkeypatch):
     monkeypatch.delitem(__import__("sys").modules, "torch")
     with pytest.raises(FreqlabError, match=r"^torch is not installed: pip install 'freqlab\[apply\]'$"):
         fa.require("torch")
+
+
+@pytest.mark.parametrize("mask_kind", ["none", "additive", "bool"])
+def test_the_sdpa_form_equals_the_explicit_merge(mask_kind):
+    from freqlab.apply.attention import merged_attention, merged_attention_sdpa
+
+    g = torch.Generator().manual_seed(3)
+    q, fq = torch.randn(2, 4, 5, 8, generator=g, dtype=torch.float64), torch.randn(2, 4, 5, 8, generator=g,
+                                                                                   dtype=torch.float64)
+    k, fk, v = (torch.randn(2, 2, 9, 8, generator=g, dtype=torch.float64) for _ in range(3))
+    r = torch.arange(4, 9)[:, None] - torch.arange(9)[None, :]
+    far = r >= 3
+    allowed = (r >= 0) & (torch.rand(2, 1, 5, 9, generator=g) > 0.2)
+    allowed[..., 4:] = r[None, None, :, 4:] >= 0  # every query keeps at least its own key
+    mask = {"none": None, "bool": allowed,
+            "additive": torch.zeros(allowed.shape, dtype=torch.float64).masked_fill(~allowed, torch.finfo(
+                torch.float64).min)}[mask_kind]
+    torch.testing.assert_close(merged_attention_sdpa(q, k, v, fq, fk, far, mask, 0.3),
+                               merged_attention(q, k, v, fq, fk, far, mask, 0.3), rtol=1e-12, atol=1e-12)
