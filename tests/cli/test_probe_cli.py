@@ -58,3 +58,12 @@ def test_bad_usage_is_one_line(model_dir):
     assert result.exit_code == 2 and "is not S,W" in result.output
     result = run("probe", model_dir, "--string", "600,4", "--lengths", "240", "--trials", 1, "--depths", "0")
     assert result.exit_code == 1 and "Error: the shift S must be an integer with 0 < S < L = 512" in result.output
+
+
+def test_a_directory_without_a_model_is_one_error_line(tmp_path):
+    result = run("probe", tmp_path, "--lengths", "240")
+    assert result.exit_code == 1
+    lines = result.stdout.strip().splitlines() + result.stderr.strip().splitlines()
+    assert [line for line in lines if line.startswith("Error:")] == [
+        line for line in lines if "cannot load a causal LM and its tokenizer offline" in line
+    ] != []
