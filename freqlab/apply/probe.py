@@ -241,6 +241,10 @@ def load_model(path: str, dtype: str = "auto", device: str | None = None) -> tup
 
     torch = require("torch")
     transformers = require("transformers")
+    from pathlib import Path
+
+    if not (Path(path) / "config.json").is_file():
+        raise FreqlabError(f"{path}: cannot load a causal LM and its tokenizer offline (no config.json there)")
     try:
         tokenizer = transformers.AutoTokenizer.from_pretrained(path, local_files_only=True)
         model = transformers.AutoModelForCausalLM.from_pretrained(
