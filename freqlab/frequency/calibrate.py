@@ -201,6 +201,11 @@ def read_records(path: str | Path) -> list[dict]:
         rows = data.get("points") if isinstance(data, dict) else data
         if not isinstance(rows, list) or not all(isinstance(r, dict) for r in rows):
             raise FreqlabError(f"{path}: expected a list of objects (or {{\"points\": [...]}})")
+        for k, row in enumerate(rows):
+            unknown = set(row) - set(COLUMNS)
+            if unknown:
+                raise FreqlabError(f"{path}: point {k + 1}: unknown key(s) {', '.join(sorted(unknown))} "
+                                   f"(known: {', '.join(COLUMNS)})")
         return [dict(r, _where=f"{path}: point {k + 1}") for k, r in enumerate(rows)]
     reader = csv.DictReader(text.splitlines())
     unknown = set(reader.fieldnames or ()) - set(COLUMNS)

@@ -84,6 +84,9 @@ def test_bad_records_name_the_line(tmp_path):
     (tmp_path / "runs.csv").write_text("tokens,effective_length,budget\n1T,12,3\n")
     with pytest.raises(FreqlabError, match="unknown column"):
         read_records(tmp_path / "runs.csv")
+    (tmp_path / "runs.json").write_text('[{"effective_length": 12, "tokns": "1T"}]')
+    with pytest.raises(FreqlabError, match=r"runs\.json: point 1: unknown key\(s\) tokns"):
+        read_records(tmp_path / "runs.json")
     (tmp_path / "runs.csv").write_text("tokens,effective_length\n1T,12\n")
     (row,) = read_records(tmp_path / "runs.csv")
     with pytest.raises(FreqlabError, match="line 2: no histogram"):
