@@ -9,7 +9,7 @@ import pytest
 torch = pytest.importorskip("torch")
 pytest.importorskip("transformers")
 
-from apply.tiny_models import MODEL_TYPES, SLIDING, exact_rope, reference_logits, tiny_model  # noqa: E402
+from apply.tiny_models import MODEL_TYPES, SLIDING, L, exact_rope, reference_logits, tiny_model  # noqa: E402
 
 import freqlab.apply as fa  # noqa: E402
 from freqlab.errors import FreqlabError  # noqa: E402
@@ -231,3 +231,19 @@ def test_the_sdpa_form_equals_the_explicit_merge(mask_kind):
                 torch.float64).min)}[mask_kind]
     torch.testing.assert_close(merged_attention_sdpa(q, k, v, fq, fk, far, mask, 0.3),
                                merged_attention(q, k, v, fq, fk, far, mask, 0.3), rtol=1e-12, atol=1e-12)
+
+
+@pytest.mark.parametrize("model_type", ["llama", "gemma3_text"])
+def test_self_extend_past_the_window_uses_only_trained_positions(model_type):
+    """100 tokens on a model with L = 64: with G = 3, w_n = 8 the largest position is 99 // 3 + 8 - 2 = 39 < L
+    (Eq. 8 allows (64 - 8 + 2) · 3 = 174 tokens), and the logits are the reference's on those positions."""
+    from freqlab.plan.self_extend import self_extend_largest_position, self_extend_max_length
+
+    model = tiny_model(model_type)
+    exact_rope(model)
+    ids = _ids(length=100)
+    P = self_extend_position_matrix(100, 3, 8)
+    assert P.max() == self_extend_largest_position(100, 3, 8) == 39 and self_extend_max_length(L, 3, 8) == 174
+    expected = reference_logits(model, ids, P)
+    fa.self_extend(model, 3, 8)
+    torch.testing.assert_close(_logits(model, ids), expected, **EXACT)
