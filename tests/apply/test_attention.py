@@ -146,6 +146,7 @@ def test_padded_batches_equal_single_rows(model_type, method, backend):
         torch.testing.assert_close(batch[i, : len(row)], _logits(model, row[None])[0], **EXACT)
 
 
+@pytest.mark.slow  # model.generate, twice per row
 @pytest.mark.parametrize("method", ["string", "self_extend"])
 def test_generate_on_a_padded_batch_equals_generating_each_row(method):
     model = tiny_model("mistral")  # sliding window 24 < the generated lengths: the cache keeps only the window
