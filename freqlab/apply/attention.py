@@ -9,8 +9,8 @@ p · theta_i (``rotate_half`` layout) and theta_i are the model's inverse freque
 Design (exact). Rotations by the same frequencies compose: R(a) R(b) = R(a + b). So a pair can be given any
 position p without the un-rotated q and k: rotate the delivered query once more by delta_q and the delivered key by
 delta_k, and the score is q · R((n + delta_k) - (m + delta_q)) k, i.e. position p = r + delta_q - delta_k. This
-module computes two score matrices per block of queries, the model's own ("near") and one from re-rotated
-tensors ("far"), and takes each pair's score from the one its distance selects, before the mask and the softmax:
+module forms two sets of scores, the model's own ("near") and one from re-rotated tensors ("far"), and gives each
+pair the score of the set its distance selects, before the mask and the softmax:
 
 * STRING (An et al., "Why Does the Effective Context Length of LLMs Fall Short?", ICLR 2025, Sec. 4, Eq. 3-4,
   Alg. 1): far pairs are r >= S; the query is rotated by delta_q = -(S - W) (the keys stay), so
