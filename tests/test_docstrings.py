@@ -13,6 +13,9 @@ MODULES = sorted(info.name for info in pkgutil.walk_packages(freqlab.__path__, "
 
 @pytest.mark.parametrize("name", MODULES)
 def test_docstring_examples(name):
+    if name == "freqlab.apply.attention":  # needs the apply extra (torch, transformers)
+        pytest.importorskip("torch")
+        pytest.importorskip("transformers")
     flags = doctest.NORMALIZE_WHITESPACE | doctest.ELLIPSIS
     result = doctest.testmod(importlib.import_module(name), optionflags=flags)
     assert result.failed == 0

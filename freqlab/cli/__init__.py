@@ -19,8 +19,10 @@ from freqlab.errors import BROKEN_PIPE, INTERRUPTED
 
 # command -> (module that registers it, one-line help shown by `freqlab --help`)
 COMMANDS: dict[str, tuple[str, str]] = {
+    "calibrate": ("freqlab.cli.calibrate", "Fit tau from measured (budget, effective length) pairs of your own runs."),
     "freq": ("freqlab.cli.freq", "Position frequency f(i) of a saved length histogram, per window and regime."),
     "plan": ("freqlab.cli.plan", "Long-context settings from position frequencies: STRING, Self-Extend, ..."),
+    "probe": ("freqlab.cli.probe", "Measure a local model's effective length: needle retrieval over lengths x depths."),
     "plot": ("freqlab.cli.plot", "Figures: position frequency, windows, effective length, STRING, HARPE."),
     "scan": ("freqlab.cli.scan", "Count document lengths in tokens and report the position-frequency shares."),
     "schedule": ("freqlab.cli.freq", "Position frequency of a multi-stage training schedule (YAML/JSON)."),

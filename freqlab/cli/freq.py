@@ -7,7 +7,15 @@ import json
 import click
 import polars as pl
 
-from freqlab.cli.options import POSITIONS, POSITIONS_NOTE, TOKENS, TOKENS_NOTE, megatron_options, megatron_settings
+from freqlab.cli.options import (
+    POSITIONS,
+    POSITIONS_NOTE,
+    TOKENS,
+    TOKENS_NOTE,
+    megatron_options,
+    megatron_settings,
+    with_tau_from,
+)
 from freqlab.cli.weights import budget_line, echo_mix, histogram_line, read_histogram, weights_option
 from freqlab.display import percent
 from freqlab.errors import FreqlabError, cannot_write
@@ -54,13 +62,13 @@ tokens_option = click.option(
     help=f"Training budget T for f_T and the effective-length prediction, e.g. 1T or 300B {TOKENS_NOTE} "
     "[default: 1T].",
 )
-tau_option = click.option(
+tau_option = with_tau_from(click.option(
     "--tau",
     type=TOKENS,
     default=int(DEFAULT_TAU),
     show_default=True,
     help=f"Occurrence threshold (STRING Fig. 2b) {TOKENS_NOTE}.",
-)
+))
 json_option = click.option("--json", "as_json", is_flag=True, help="Print machine-readable JSON.")
 
 

@@ -129,3 +129,26 @@ def megatron_settings(data_path, megatron_seed, megatron_split, reset_attention_
     from freqlab.frequency.megatron import MegatronOptions
 
     return MegatronOptions(data_path or "", megatron_seed, megatron_split, reset_attention_mask, train_samples, epochs)
+
+
+def with_tau_from(tau_option):
+    """``tau_option`` plus ``--tau-from FILE``: tau read from a ``freqlab calibrate --out`` file (giving both
+    ``--tau`` and ``--tau-from`` is a usage error)."""
+
+    def decorate(command):
+        @functools.wraps(command)
+        def merged(*args, tau_from=None, **params):
+            if tau_from is not None:
+                ctx = click.get_current_context()
+                if ctx.get_parameter_source("tau") == click.core.ParameterSource.COMMANDLINE:
+                    raise click.UsageError("give --tau or --tau-from, not both")
+                from freqlab.frequency.calibrate import read_tau
+
+                params["tau"] = read_tau(tau_from)
+            return command(*args, **params)
+
+        option = click.option("--tau-from", "tau_from", type=click.Path(dir_okay=False), default=None,
+                              help="Read tau from a `freqlab calibrate --out` JSON file.")
+        return tau_option(option(merged))
+
+    return decorate

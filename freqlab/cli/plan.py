@@ -12,7 +12,15 @@ import polars as pl
 from click.core import ParameterSource
 
 from freqlab.cli.freq import TOKENS, echo_json, json_option
-from freqlab.cli.options import FINITE, POSITIONS, POSITIONS_NOTE, TOKENS_NOTE, FiniteFloat, renamed_option
+from freqlab.cli.options import (
+    FINITE,
+    POSITIONS,
+    POSITIONS_NOTE,
+    TOKENS_NOTE,
+    FiniteFloat,
+    renamed_option,
+    with_tau_from,
+)
 from freqlab.cli.plan_upsample import upsample_report
 from freqlab.cli.weights import (
     budget_line,
@@ -73,9 +81,9 @@ regime_option = click.option(
 tokens_option = click.option(
     "--tokens", type=TOKENS, default=None, help=f"Training budget T, e.g. 1T or 300B {TOKENS_NOTE}."
 )
-tau_option = click.option(
+tau_option = with_tau_from(click.option(
     "--tau", type=TOKENS, default=None, help="Occurrence threshold [default: schedule's, else 100B (STRING Fig. 2b)]."
-)
+))
 extend_to_option = renamed_option(
     "--extend-to", "--target", "N", type=POSITIONS, required=True, help=f"Length N to extend to (> L) {POSITIONS_NOTE}."
 )

@@ -32,5 +32,6 @@ def test_a_preset_figure_has_a_panel_per_stage_and_one_for_effective_lengths():
     result = schedule_frequency(load_preset("llama3", histogram=LengthHistogram.from_counts([3000, 90000], [500, 3])))
     fig = plot_recipe(result)
     titles = [ax.get_title() for ax in fig.axes if ax.get_visible()]
-    assert titles[0] == "(a) pretrain-8k\nL = 8K, 14.8T tokens" and titles[-1] == "(h) effective length after each stage"
+    assert titles[0] == "(a) pretrain-8k\nL = 8K, 14.8T tokens"
+    assert titles[-1] == "(h) effective length after each stage"
     assert len(titles) == 8

@@ -1,0 +1,57 @@
+"""Run a plan on a Hugging Face model: STRING and Self-Extend through transformers' attention interface.
+
+``freqlab.apply.string(model, S, W)`` and ``freqlab.apply.self_extend(model, G, w_n)`` register an attention
+function (``AttentionInterface.register``, with its mask function in ``AttentionMaskInterface``) and switch the
+model to it with ``model.set_attn_implementation``; no module is replaced or patched, and
+``freqlab.apply.remove(model)`` switches back. Both need the ``apply`` extra (torch, transformers); this package
+imports torch only when one of them is called. The design and its exactness are explained in
+:mod:`freqlab.apply.attention`.
+"""
+
+from __future__ import annotations
+
+import importlib
+from typing import Any
+
+from freqlab.errors import FreqlabError
+
+EXTRA_HINT = "pip install 'freqlab[apply]'"
+
+
+def require(module: str = "torch") -> Any:
+    """Import ``module`` (torch, transformers) or fail with one line naming the extra that provides it."""
+    try:
+        return importlib.import_module(module)
+    except ImportError as exc:
+        raise FreqlabError(f"{module} is not installed: {EXTRA_HINT}") from exc
+
+
+def _attention():
+    require("torch")
+    require("transformers")
+    return importlib.import_module("freqlab.apply.attention")
+
+
+def string(model: Any, S: int, W: int, *, backend: str = "sdpa") -> Any:
+    """Apply STRING (An et al., "Why Does the Effective Context Length of LLMs Fall Short?", ICLR 2025, Sec. 4)
+    to ``model`` in place and return it: a query-key pair at relative distance r = m - n >= S uses the position
+    r - S + W (Eq. 4), pairs closer than S keep r. S and W are checked against L = max_position_embeddings.
+    ``backend``: ``sdpa`` (one fused torch call) or ``eager`` (explicit scores); both exact, see
+    :mod:`freqlab.apply.attention`."""
+    return _attention().apply_string(model, S, W, backend)
+
+
+def self_extend(model: Any, G: int, w_n: int, *, backend: str = "sdpa") -> Any:
+    """Apply Self-Extend (Jin et al., "LLM Maybe LongLM: Self-Extend LLM Context Window Without Tuning", ICML
+    2024, Sec. 3.2) to ``model`` in place and return it: pairs at r < w_n keep r, farther pairs use the grouped
+    position m // G - n // G + w_n - w_n // G (the FLOOR operation, shifted so the two parts join; Eq. 8).
+    ``backend`` as for :func:`string`."""
+    return _attention().apply_self_extend(model, G, w_n, backend)
+
+
+def remove(model: Any) -> Any:
+    """Undo :func:`string` / :func:`self_extend`: the model's previous attention implementation again."""
+    return _attention().remove(model)
+
+
+__all__ = ["EXTRA_HINT", "remove", "require", "self_extend", "string"]

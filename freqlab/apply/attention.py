@@ -1,0 +1,376 @@
+"""STRING and Self-Extend as attention functions of transformers' ``AttentionInterface`` (needs torch).
+
+What the interface receives. A rotary model (Llama, Mistral, Qwen2/3, Gemma 1/2/3, ...) rotates queries and keys
+*before* it calls the attention function: the query at position m arrives as R(m) q, every key (the new ones and
+those from the KV cache) as R(n) k, where R(p) rotates each pair of dimensions (i, i + d/2) by the angle
+p · theta_i (``rotate_half`` layout) and theta_i are the model's inverse frequencies. Their product is
+(R(m) q) · (R(n) k) = q · R(n - m) k, a function of the distance r = m - n alone.
+
+Design (exact). Rotations by the same frequencies compose: R(a) R(b) = R(a + b). So a pair can be given any
+position p without the un-rotated q and k: rotate the delivered query once more by delta_q and the delivered key by
+delta_k, and the score is q · R((n + delta_k) - (m + delta_q)) k, i.e. position p = r + delta_q - delta_k. This
+module forms two sets of scores, the model's own ("near") and one from re-rotated tensors ("far"), and gives each
+pair the score of the set its distance selects, before the mask and the softmax:
+
+* STRING (An et al., "Why Does the Effective Context Length of LLMs Fall Short?", ICLR 2025, Sec. 4, Eq. 3-4,
+  Alg. 1): far pairs are r >= S; the query is rotated by delta_q = -(S - W) (the keys stay), so
+  p = r - S + W, the shifted position matrix of Fig. 5. As Alg. 1 does, it shifts the query positions.
+* Self-Extend (Jin et al., "LLM Maybe LongLM: Self-Extend LLM Context Window Without Tuning", ICML 2024,
+  Sec. 3.2, Eq. 8): far pairs are r >= w_n; the query at m is moved to m // G + w_n - w_n // G and the key at n
+  to n // G (delta_q = m // G + w_n - w_n // G - m, delta_k = n // G - n), so p = m // G - n // G + w_n - w_n // G.
+
+The extra rotation angles are computed in float64 from the model's inverse frequencies (read at every call, so
+dynamic RoPE stays right, and per layer type for Gemma 3's local and global layers) and cast to the model's dtype.
+The result is therefore the paper's position matrix up to the rounding of composing two rotations (float64:
+~1e-15 relative); the model's own rotary tables (transformers computes them in float32) are the only coarser
+rounding, and they are the stock model's too. Scores then go through softcapping (Gemma 2) and the model's mask
+exactly as in transformers' eager attention, with the softmax in at least float32 (float64 stays float64).
+
+Positions. Distances are those of the delivered key array: the query i of a call is key
+kv - q + i (true for the dynamic cache, sliding-window layers included, which return the kept keys followed by the
+new ones). Self-Extend also needs absolute positions; it takes the queries' ``position_ids`` (every model passes
+them) and the keys' as that minus the distance, so left-padded batches, whose positions start at each row's first
+token, are handled. Packed sequences (positions restarting inside a row) are not supported.
+
+Masks come from transformers' ``eager_mask`` (registered for both names), so padding and sliding windows are the
+model's own. Two exact forms compute the merge (``backend``): ``sdpa`` (default) is one call of torch's
+``scaled_dot_product_attention`` on doubled keys (:func:`merged_attention_sdpa`), so the device's fused kernels run
+it (CPU or CUDA; twice the keys and twice the head dimension); ``eager`` forms the scores explicitly by blocks of
+queries (``BLOCK_ELEMENTS`` scores at a time, softmax in at least float32) and is used whenever the model softcaps
+its scores (Gemma 2). Flash-attention kernels are not used: they take no arbitrary mask.
+"""
+
+from __future__ import annotations
+
+import warnings
+import weakref
+from dataclasses import dataclass
+from typing import Any
+
+import torch
+from transformers import AttentionInterface
+from transformers.masking_utils import AttentionMaskInterface, eager_mask
+
+from freqlab.errors import FreqlabError
+from freqlab.plan.self_extend import _check_group
+from freqlab.plan.string import _check_shift
+
+STRING_NAME = "freqlab_string"
+SELF_EXTEND_NAME = "freqlab_self_extend"
+BLOCK_ELEMENTS = 1 << 24  # scores materialized at once (batch x heads x query block x keys)
+TESTED_MODEL_TYPES = frozenset({"llama", "mistral", "qwen2", "qwen3", "gemma", "gemma2", "gemma3_text"})
+
+
+@dataclass(frozen=True)
+class Setting:
+    """What one attention layer does: the method, its two parameters and where its inverse frequencies live."""
+
+    method: str  # STRING_NAME or SELF_EXTEND_NAME
+    first: int  # S or G
+    second: int  # W or w_n
+    rotary: torch.nn.Module
+    inv_freq_attr: str  # "inv_freq", or "<layer_type>_inv_freq" (Gemma 3)
+    backend: str = "sdpa"  # "sdpa" (one fused call) or "eager" (explicit scores, by blocks of queries)
+
+    def inv_freq(self) -> torch.Tensor:
+        return getattr(self.rotary, self.inv_freq_attr)
+
+
+_SETTINGS: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()  # attention module -> Setting
+_PREVIOUS: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()  # model -> its attention implementation before
+
+
+def rotate_half(x: torch.Tensor) -> torch.Tensor:
+    """(x1, x2) -> (-x2, x1) over the two halves of the last dimension (transformers' rotary layout)."""
+    half = x.shape[-1] // 2
+    return torch.cat((-x[..., half:], x[..., :half]), dim=-1)
+
+
+def rotate(x: torch.Tensor, delta: torch.Tensor, inv_freq: torch.Tensor) -> torch.Tensor:
+    """R(delta) x: rotate (..., T, d) by ``delta`` positions (broadcast against (..., T)); angles in float64."""
+    angle = delta.to(torch.float64)[..., None] * inv_freq.to(device=x.device, dtype=torch.float64)
+    angle = torch.cat((angle, angle), dim=-1)
+    return x * angle.cos().to(x.dtype) + rotate_half(x) * angle.sin().to(x.dtype)
+
+
+def _setting(module: torch.nn.Module, name: str) -> Setting:
+    setting = _SETTINGS.get(module)
+    if setting is None or setting.method != name:
+        raise FreqlabError(
+            f"attention implementation {name!r} was set on a model it was not applied to: use freqlab.apply.string "
+            "or freqlab.apply.self_extend"
+        )
+    return setting
+
+
+def _repeat_kv(x: torch.Tensor, groups: int) -> torch.Tensor:
+    return x if groups == 1 else x.repeat_interleave(groups, dim=1)
+
+
+def merged_attention(
+    query: torch.Tensor,
+    key: torch.Tensor,
+    value: torch.Tensor,
+    far_query: torch.Tensor,
+    far_key: torch.Tensor,
+    far: torch.Tensor,
+    attention_mask: torch.Tensor | None,
+    scaling: float,
+    softcap: float | None = None,
+    dropout: float = 0.0,
+) -> torch.Tensor:
+    """softmax(where(far, far_query · far_key, query · key) · scaling + mask) · value, by blocks of queries.
+
+    query, far_query: (B, H, q, d); key, far_key, value: (B, H_kv, kv, d); far: (q, kv) bool. Without a mask
+    the causal one (key index > kv - q + query index) is applied. Returns (B, q, H, d), transformers' layout.
+    """
+    groups = query.shape[1] // key.shape[1]
+    key, far_key, value = (_repeat_kv(t, groups) for t in (key, far_key, value))
+    batch, heads, q_len, _ = query.shape
+    kv_len = key.shape[2]
+    work = torch.promote_types(query.dtype, torch.float32)
+    lowest = torch.finfo(work).min
+    future = torch.arange(kv_len - q_len, kv_len, device=query.device)[:, None] < torch.arange(
+        kv_len, device=query.device
+    )
+    out = query.new_empty(batch, heads, q_len, value.shape[-1])
+    block = max(1, BLOCK_ELEMENTS // max(1, batch * heads * kv_len))
+    key_t, far_key_t = key.transpose(-1, -2), far_key.transpose(-1, -2)
+    for start in range(0, q_len, block):
+        rows = slice(start, start + block)
+        scores = torch.where(far[rows], far_query[:, :, rows] @ far_key_t, query[:, :, rows] @ key_t)
+        scores = scores.to(work) * scaling
+        if softcap is not None:
+            scores = torch.tanh(scores / softcap) * softcap
+        if attention_mask is None:
+            scores = scores.masked_fill(future[rows], lowest)
+        elif attention_mask.dtype == torch.bool:
+            scores = scores.masked_fill(~attention_mask[:, :, rows, :kv_len], lowest)
+        else:
+            scores = scores + attention_mask[:, :, rows, :kv_len].to(work)
+        probs = torch.softmax(scores, dim=-1)
+        if dropout:
+            probs = torch.nn.functional.dropout(probs, p=dropout, training=True)
+        out[:, :, rows] = (probs.to(value.dtype)) @ value
+    return out.transpose(1, 2).contiguous()
+
+
+def merged_attention_sdpa(
+    query: torch.Tensor,
+    key: torch.Tensor,
+    value: torch.Tensor,
+    far_query: torch.Tensor,
+    far_key: torch.Tensor,
+    far: torch.Tensor,
+    attention_mask: torch.Tensor | None,
+    scaling: float,
+    dropout: float = 0.0,
+) -> torch.Tensor:
+    """:func:`merged_attention` as one ``torch.nn.functional.scaled_dot_product_attention`` call, exactly.
+
+    The keys are doubled along the sequence (a near copy and a far copy) and queries and keys widened along the head
+    dimension, so that [q, q_far] · [k, 0] = q · k and [q, q_far] · [0, k_far] = q_far · k_far; the values are
+    doubled, and the mask lets each pair through in the one copy its distance selects (the other gets the dtype's
+    lowest value, as a masked pair does in transformers' eager mask). Twice the keys and twice the head dimension,
+    the fused kernels of the device."""
+    groups = query.shape[1] // key.shape[1]
+    key, far_key, value = (_repeat_kv(t, groups) for t in (key, far_key, value))
+    q_len, kv_len = query.shape[2], key.shape[2]
+    lowest = torch.finfo(query.dtype).min
+    if attention_mask is None:
+        future = torch.arange(kv_len - q_len, kv_len, device=query.device)[:, None] < torch.arange(
+            kv_len, device=query.device
+        )
+        base = torch.zeros(q_len, kv_len, dtype=query.dtype, device=query.device).masked_fill(future, lowest)
+    elif attention_mask.dtype == torch.bool:
+        base = torch.zeros(attention_mask[..., :kv_len].shape, dtype=query.dtype, device=query.device)
+        base = base.masked_fill(~attention_mask[..., :kv_len], lowest)
+    else:
+        base = attention_mask[..., :kv_len].to(query.dtype)
+    mask = torch.cat((base.masked_fill(far, lowest), base.masked_fill(~far, lowest)), dim=-1)
+    zeros = torch.zeros_like(key)
+    out = torch.nn.functional.scaled_dot_product_attention(
+        torch.cat((query, far_query), dim=-1),
+        torch.cat((torch.cat((key, zeros), dim=-1), torch.cat((zeros, far_key), dim=-1)), dim=2),
+        torch.cat((value, value), dim=2),
+        attn_mask=mask,
+        dropout_p=dropout,
+        scale=scaling,
+    )
+    return out.transpose(1, 2).contiguous()
+
+
+def _merge(setting: Setting, query, key, value, far_query, far_key, far, attention_mask, scaling, softcap, dropout):
+    """The SDPA form unless the backend is ``eager`` or the model softcaps its scores (Gemma 2), which SDPA cannot."""
+    if setting.backend == "sdpa" and softcap is None:
+        return merged_attention_sdpa(query, key, value, far_query, far_key, far, attention_mask, scaling, dropout)
+    return merged_attention(query, key, value, far_query, far_key, far, attention_mask, scaling, softcap, dropout)
+
+
+def _distances(query: torch.Tensor, key: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+    """Key-array index of each query (kv - q + i) and the distance matrix r = that - key index, (q, kv)."""
+    q_len, kv_len = query.shape[2], key.shape[2]
+    query_index = torch.arange(kv_len - q_len, kv_len, device=query.device)
+    return query_index, query_index[:, None] - torch.arange(kv_len, device=query.device)[None, :]
+
+
+def _check_kwargs(kwargs: dict) -> None:
+    if kwargs.get("s_aux") is not None:
+        raise FreqlabError("attention sinks (s_aux) are not supported by freqlab.apply")
+
+
+def string_attention(
+    module: torch.nn.Module,
+    query: torch.Tensor,
+    key: torch.Tensor,
+    value: torch.Tensor,
+    attention_mask: torch.Tensor | None,
+    scaling: float | None = None,
+    dropout: float = 0.0,
+    softcap: float | None = None,
+    **kwargs: Any,
+) -> tuple[torch.Tensor, None]:
+    """STRING attention (Eq. 4): pairs at r >= S score with the query rotated back by S - W positions."""
+    _check_kwargs(kwargs)
+    setting = _setting(module, STRING_NAME)
+    S, W = setting.first, setting.second
+    _, r = _distances(query, key)
+    far_query = rotate(query, torch.tensor(float(W - S), device=query.device), setting.inv_freq())
+    scaling = query.shape[-1] ** -0.5 if scaling is None else scaling
+    out = _merge(setting, query, key, value, far_query, key, r >= S, attention_mask, scaling, softcap,
+                 dropout if module.training else 0.0)
+    return out, None
+
+
+def self_extend_attention(
+    module: torch.nn.Module,
+    query: torch.Tensor,
+    key: torch.Tensor,
+    value: torch.Tensor,
+    attention_mask: torch.Tensor | None,
+    scaling: float | None = None,
+    dropout: float = 0.0,
+    softcap: float | None = None,
+    position_ids: torch.Tensor | None = None,
+    **kwargs: Any,
+) -> tuple[torch.Tensor, None]:
+    """Self-Extend attention: pairs at r >= w_n score at the grouped position m // G - n // G + w_n - w_n // G."""
+    _check_kwargs(kwargs)
+    setting = _setting(module, SELF_EXTEND_NAME)
+    G, w_n = setting.first, setting.second
+    query_index, r = _distances(query, key)
+    if position_ids is None:
+        position_ids = query_index[None, :]
+    if position_ids.ndim != 2:
+        raise FreqlabError(f"Self-Extend needs position_ids of shape (batch, length), got {tuple(position_ids.shape)}")
+    q_pos = position_ids.to(query.device)  # (B, q)
+    offset = q_pos[:, -1:] - query_index[-1]  # the last query is a real token in every row (left padding)
+    k_pos = offset + torch.arange(key.shape[2], device=query.device)[None, :]  # (B, kv)
+    inv_freq = setting.inv_freq()
+    far_query = rotate(query, (q_pos // G + (w_n - w_n // G) - q_pos)[:, None, :], inv_freq)
+    far_key = rotate(key, (k_pos // G - k_pos)[:, None, :], inv_freq)
+    scaling = query.shape[-1] ** -0.5 if scaling is None else scaling
+    out = _merge(setting, query, key, value, far_query, far_key, r >= w_n, attention_mask, scaling, softcap,
+                 dropout if module.training else 0.0)
+    return out, None
+
+
+def register() -> None:
+    """Register both attention functions and their (eager, materialized) mask function with transformers."""
+    for name, function in ((STRING_NAME, string_attention), (SELF_EXTEND_NAME, self_extend_attention)):
+        AttentionInterface.register(name, function)
+        AttentionMaskInterface.register(name, eager_mask)
+
+
+def _text_config(model: Any) -> Any:
+    config = model.config
+    return config.get_text_config() if hasattr(config, "get_text_config") else config
+
+
+def _rotary(model: Any) -> torch.nn.Module:
+    found = [m for _, m in model.named_modules() if type(m).__name__.endswith("RotaryEmbedding")]
+    if not found:
+        raise FreqlabError(f"{type(model).__name__} has no rotary embedding: STRING and Self-Extend need RoPE")
+    if len(found) > 1:
+        raise FreqlabError(f"{type(model).__name__} has {len(found)} rotary embeddings: not supported")
+    return found[0]
+
+
+def _attention_modules(model: Any) -> list[torch.nn.Module]:
+    modules = [m for name, m in model.named_modules() if name.endswith("self_attn") and hasattr(m, "layer_idx")]
+    if not modules:
+        raise FreqlabError(f"{type(model).__name__}: no attention layers (self_attn with a layer_idx) found")
+    return modules
+
+
+def _inv_freq_attr(rotary: torch.nn.Module, config: Any, layer_idx: int) -> str:
+    layer_types = getattr(config, "layer_types", None)
+    if layer_types and hasattr(rotary, f"{layer_types[layer_idx]}_inv_freq"):
+        return f"{layer_types[layer_idx]}_inv_freq"
+    if not hasattr(rotary, "inv_freq"):
+        raise FreqlabError(f"{type(rotary).__name__}: no inverse frequencies (inv_freq) found")
+    return "inv_freq"
+
+
+BACKENDS = ("sdpa", "eager")
+
+
+def _apply(model: Any, method: str, first: int, second: int, backend: str) -> Any:
+    if backend not in BACKENDS:
+        raise FreqlabError(f"backend must be one of {', '.join(BACKENDS)}, got {backend!r}")
+    config = _text_config(model)
+    if config.model_type not in TESTED_MODEL_TYPES:
+        warnings.warn(
+            f"freqlab.apply is tested on {', '.join(sorted(TESTED_MODEL_TYPES))}; {config.model_type!r} is not "
+            "among them (it must rotate queries and keys with transformers' rotate_half layout)",
+            stacklevel=3,
+        )
+    rotary = _rotary(model)
+    modules = _attention_modules(model)
+    settings = {}
+    for module in modules:
+        attr = _inv_freq_attr(rotary, config, module.layer_idx)
+        rotary_dims = 2 * getattr(rotary, attr).numel()
+        head_dim = getattr(module, "head_dim", rotary_dims)
+        if rotary_dims != head_dim:
+            raise FreqlabError(
+                f"{type(model).__name__}: RoPE covers {rotary_dims} of {head_dim} head dimensions (partial rotary); "
+                "not supported"
+            )
+        settings[module] = Setting(method, first, second, rotary, attr, backend)
+    register()
+    previous = _PREVIOUS.get(model, config._attn_implementation)
+    model.set_attn_implementation(method)
+    _SETTINGS.update(settings)
+    _PREVIOUS[model] = previous
+    return model
+
+
+def _window(model: Any) -> int:
+    L = getattr(_text_config(model), "max_position_embeddings", None)
+    if not isinstance(L, int) or L < 2:
+        raise FreqlabError(f"{type(model).__name__}: config has no usable max_position_embeddings ({L!r})")
+    return L
+
+
+def apply_string(model: Any, S: int, W: int, backend: str = "sdpa") -> Any:
+    """See :func:`freqlab.apply.string`."""
+    _, S, W = _check_shift(_window(model), S, W)
+    return _apply(model, STRING_NAME, S, W, backend)
+
+
+def apply_self_extend(model: Any, G: int, w_n: int, backend: str = "sdpa") -> Any:
+    """See :func:`freqlab.apply.self_extend`."""
+    G, w_n = _check_group(G, w_n, _window(model))
+    return _apply(model, SELF_EXTEND_NAME, G, w_n, backend)
+
+
+def remove(model: Any) -> Any:
+    """See :func:`freqlab.apply.remove`."""
+    previous = _PREVIOUS.pop(model, None)
+    if previous is None:
+        raise FreqlabError("no STRING or Self-Extend was applied to this model")
+    model.set_attn_implementation(previous)
+    for module in _attention_modules(model):
+        _SETTINGS.pop(module, None)
+    return model

@@ -1,0 +1,295 @@
+"""Measure a model's effective context length by needle retrieval, as An et al. do ("Why Does the Effective
+Context Length of LLMs Fall Short?", ICLR 2025, Sec. 3, Evaluation; Table 5 gives the input format).
+
+The test (the paper's 4-needle Needle-in-a-Haystack): ``needles`` random 6-digit numbers ("One of the magic numbers
+is 144231.") are hidden in a haystack after the instruction, and the model is asked "What are the magic numbers
+mentioned in the provided text? The numbers are"; a test passes when its greedy answer contains at least ``need``
+of them (the paper: 2 of 4). The haystack here is the repeated "The grass is green. ..." filler of passkey tests
+(Mohtashami & Jaggi, 2023), so nothing is downloaded; the paper used Paul Graham's essays.
+
+Mechanics. Prompts are assembled from token ids, so each is exactly ``length`` tokens (the tokenizer's own
+leading special tokens included). ``depth`` d places the needle block at token ``round(d · H)`` of the H haystack
+tokens: d = 0 right after the instruction (farthest from the question), d = 1 right before it. All prompts of one
+length have the same length, so they are generated in batches without padding.
+
+Effective length (the rule). A tested length passes when at least ``threshold`` (default 0.5) of its tests (all
+depths and trials) pass. The paper increases the length "until the model fails", so the effective length is the
+largest tested length such that it and every shorter tested length pass (``largest_passing`` is reported too: it
+differs when a longer length passes again). The paper does not state the share of its 500 tests per length that
+must pass; 0.5 is freqlab's default, not the paper's. Nothing here reports an accuracy it did not measure.
+
+torch and transformers are imported only by :func:`load_model` and :func:`hf_generator`.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+from freqlab.errors import FreqlabError
+
+INSTRUCTION = (
+    "There is an important info hidden inside a lot of irrelevant text. Find it and memorize them. "
+    "I will quiz you about the important information there.\n"
+)
+FILLER = "The grass is green. The sky is blue. The sun is yellow. Here we go. There and back again. "
+NEEDLE = " One of the magic numbers is {number}. "
+QUERY = "\nWhat are the magic numbers mentioned in the provided text? The numbers are"
+DEFAULT_DEPTHS: tuple[float, ...] = (0.0, 0.25, 0.5, 0.75, 1.0)
+DEFAULT_THRESHOLD = 0.5
+NEEDLES, NEED = 4, 2  # the paper: 4 needles, at least 2 retrieved
+
+
+@dataclass(frozen=True)
+class Prompt:
+    """One test: token ids (exactly ``length`` of them), the needle numbers and where each needle starts."""
+
+    ids: list[int]
+    numbers: tuple[str, ...]
+    needle_starts: tuple[int, ...]
+    length: int
+    depth: float
+
+
+class PromptBuilder:
+    """Assembles needle prompts of exact token lengths from ``encode`` (text -> ids, no special tokens) and
+    ``prefix`` (the tokenizer's leading special tokens, e.g. BOS)."""
+
+    def __init__(self, encode: Callable[[str], list[int]], prefix: Sequence[int] = (), needles: int = NEEDLES):
+        if needles < 1:
+            raise FreqlabError(f"needles must be >= 1, got {needles}")
+        self.encode, self.prefix, self.needles = encode, list(prefix), needles
+        self.head = self.prefix + encode(INSTRUCTION)
+        self.query = encode(QUERY)
+        self.filler = encode(FILLER)
+        if not self.filler:
+            raise FreqlabError("the tokenizer encodes the haystack filler to no tokens")
+
+    def needle_ids(self, number: str) -> list[int]:
+        return self.encode(NEEDLE.format(number=number))
+
+    def minimum_length(self) -> int:
+        """Shortest prompt: instruction, needles (6 digits each) and question, no haystack."""
+        return len(self.head) + len(self.query) + self.needles * len(self.needle_ids("000000"))
+
+    def build(self, length: int, depth: float, rng: np.random.Generator) -> Prompt:
+        """A prompt of exactly ``length`` tokens with the needle block at ``depth`` of the haystack."""
+        if not 0.0 <= depth <= 1.0:
+            raise FreqlabError(f"depth must be in [0, 1], got {depth}")
+        numbers = tuple(str(n) for n in 100_000 + rng.choice(900_000, self.needles, replace=False))
+        block, starts = [], []
+        for number in numbers:
+            starts.append(len(block))
+            block += self.needle_ids(number)
+        hay = length - len(self.head) - len(block) - len(self.query)
+        if hay < 0:
+            raise FreqlabError(f"length {length} is too short for the needle template (at least "
+                               f"{len(self.head) + len(block) + len(self.query)} tokens)")
+        filler = (self.filler * (hay // len(self.filler) + 1))[:hay]
+        at = round(depth * hay)
+        ids = self.head + filler[:at] + block + filler[at:] + self.query
+        offset = len(self.head) + at
+        return Prompt(ids, numbers, tuple(offset + s for s in starts), length, depth)
+
+
+def retrieved(answer: str, numbers: Sequence[str]) -> int:
+    """How many of the needle ``numbers`` the answer names (as whole numbers).
+
+    >>> retrieved("The numbers are 144231, 543171 and 1264468.", ["144231", "543171", "264468"])
+    2
+    """
+    named = set(re.findall(r"\d+", answer))
+    return sum(number in named for number in numbers)
+
+
+def effective_length(lengths: Sequence[int], accuracy: Sequence[float], threshold: float = DEFAULT_THRESHOLD) -> int:
+    """Largest tested length that passes (accuracy >= threshold) with every shorter tested length passing; 0 when
+    the shortest fails (see the module docstring).
+
+    >>> effective_length([1024, 1152, 1280, 1408, 1536], [1.0, 0.9, 0.6, 0.3, 0.7])
+    1280
+    """
+    order = np.argsort(lengths)
+    best = 0
+    for k in order:
+        if accuracy[k] < threshold:
+            break
+        best = int(lengths[k])
+    return best
+
+
+def largest_passing(lengths: Sequence[int], accuracy: Sequence[float], threshold: float = DEFAULT_THRESHOLD) -> int:
+    """Largest tested length with accuracy >= threshold, whatever the shorter ones did (0 if none).
+
+    >>> largest_passing([1024, 1152, 1280, 1408, 1536], [1.0, 0.9, 0.6, 0.3, 0.7])
+    1536
+    """
+    passing = [int(n) for n, a in zip(lengths, accuracy) if a >= threshold]
+    return max(passing, default=0)
+
+
+@dataclass(frozen=True)
+class ProbeResult:
+    """Passing tests per (depth, length) cell, out of ``trials`` each, for one model setting (``label``)."""
+
+    label: str
+    lengths: tuple[int, ...]
+    depths: tuple[float, ...]
+    passes: np.ndarray  # int64, (len(depths), len(lengths))
+    trials: int
+    needles: int
+    need: int
+    threshold: float
+    found: np.ndarray = field(repr=False)  # needles retrieved in all, per cell (int64)
+
+    @property
+    def cell_accuracy(self) -> np.ndarray:
+        """Share of passing tests per (depth, length)."""
+        return self.passes / self.trials
+
+    @property
+    def accuracy(self) -> np.ndarray:
+        """Share of passing tests per length (all depths)."""
+        return self.passes.sum(axis=0) / (self.trials * len(self.depths))
+
+    @property
+    def effective_length(self) -> int:
+        return effective_length(self.lengths, self.accuracy, self.threshold)
+
+    @property
+    def largest_passing(self) -> int:
+        return largest_passing(self.lengths, self.accuracy, self.threshold)
+
+    def to_dict(self) -> dict:
+        return {
+            "label": self.label,
+            "lengths": list(self.lengths),
+            "depths": list(self.depths),
+            "trials": self.trials,
+            "needles": self.needles,
+            "need": self.need,
+            "threshold": self.threshold,
+            "passes": self.passes.tolist(),
+            "needles_found": self.found.tolist(),
+            "accuracy": [float(a) for a in self.accuracy],
+            "effective_length": self.effective_length,
+            "largest_passing": self.largest_passing,
+        }
+
+
+Generator = Callable[[list[list[int]], int], list[str]]
+
+
+def probe(
+    generate: Generator,
+    builder: PromptBuilder,
+    lengths: Sequence[int],
+    depths: Sequence[float] = DEFAULT_DEPTHS,
+    *,
+    trials: int = 5,
+    need: int = NEED,
+    threshold: float = DEFAULT_THRESHOLD,
+    batch_size: int = 8,
+    max_new_tokens: int | None = None,
+    seed: int = 0,
+    label: str = "model",
+    progress: Callable[[int], None] | None = None,
+) -> ProbeResult:
+    """Run ``trials`` tests per (length, depth); ``generate(batch of ids, max_new_tokens)`` returns the answers.
+
+    The needles of test k at (length, depth) depend only on (seed, length, depth index, k), so two settings
+    (stock model, model with a plan) see the same prompts. ``progress(n)`` is called after each batch of n tests.
+    """
+    if not 1 <= need <= builder.needles:
+        raise FreqlabError(f"need must be in 1..{builder.needles}, got {need}")
+    if trials < 1 or batch_size < 1:
+        raise FreqlabError("trials and batch size must be >= 1")
+    if not 0.0 < threshold <= 1.0:
+        raise FreqlabError(f"threshold must be in (0, 1], got {threshold}")
+    lengths, depths = tuple(int(n) for n in lengths), tuple(float(d) for d in depths)
+    max_new_tokens = max_new_tokens or builder.needles * len(builder.encode(" 000000,")) + 8
+    passes = np.zeros((len(depths), len(lengths)), dtype=np.int64)
+    found = np.zeros_like(passes)
+    for j, length in enumerate(lengths):
+        tests = [
+            (i, builder.build(length, depth, np.random.default_rng([seed, length, i, k])))
+            for i, depth in enumerate(depths)
+            for k in range(trials)
+        ]
+        for start in range(0, len(tests), batch_size):
+            batch = tests[start : start + batch_size]
+            answers = generate([prompt.ids for _, prompt in batch], max_new_tokens)
+            for (i, prompt), answer in zip(batch, answers):
+                hits = retrieved(answer, prompt.numbers)
+                found[i, j] += hits
+                passes[i, j] += hits >= need
+            if progress is not None:
+                progress(len(batch))
+    return ProbeResult(label, lengths, depths, passes, trials, builder.needles, need, threshold, found)
+
+
+# --- Hugging Face models ---------------------------------------------------------------------------------------
+
+
+def load_model(path: str, dtype: str = "auto", device: str | None = None) -> tuple[Any, Any]:
+    """A local causal LM directory (offline: ``local_files_only``) -> (model in eval mode, tokenizer)."""
+    from freqlab.apply import require
+
+    torch = require("torch")
+    transformers = require("transformers")
+    from pathlib import Path
+
+    if not (Path(path) / "config.json").is_file():
+        raise FreqlabError(f"{path}: cannot load a causal LM and its tokenizer offline (no config.json there)")
+    try:
+        tokenizer = transformers.AutoTokenizer.from_pretrained(path, local_files_only=True)
+        model = transformers.AutoModelForCausalLM.from_pretrained(
+            path, local_files_only=True, dtype=dtype if dtype == "auto" else getattr(torch, dtype)
+        )
+    except (OSError, ValueError) as exc:
+        reason = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
+        raise FreqlabError(f"{path}: cannot load a causal LM and its tokenizer offline ({reason})") from None
+    device = device or ("cuda" if torch.cuda.is_available() else "cpu")
+    return model.to(device).eval(), tokenizer
+
+
+def hf_builder(tokenizer: Any, needles: int = NEEDLES) -> PromptBuilder:
+    """A PromptBuilder with the tokenizer's own leading special tokens (what it adds to an empty text)."""
+    prefix = tokenizer("", add_special_tokens=True)["input_ids"]
+    return PromptBuilder(lambda text: tokenizer(text, add_special_tokens=False)["input_ids"], prefix, needles)
+
+
+def hf_generator(model: Any, tokenizer: Any) -> Generator:
+    """Greedy generation on equal-length prompts (no padding needed); returns the decoded new tokens."""
+    from freqlab.apply import require
+
+    torch = require("torch")
+    pad = tokenizer.pad_token_id if tokenizer.pad_token_id is not None else tokenizer.eos_token_id
+
+    def generate(batch: list[list[int]], max_new_tokens: int) -> list[str]:
+        ids = torch.tensor(batch, device=model.device)
+        with torch.no_grad():
+            out = model.generate(ids, attention_mask=torch.ones_like(ids), max_new_tokens=max_new_tokens,
+                                 do_sample=False, pad_token_id=pad)
+        return tokenizer.batch_decode(out[:, ids.shape[1] :], skip_special_tokens=True)
+
+    return generate
+
+
+def ruler_command(model: str, lengths: Sequence[int], batch_size: int = 1) -> str:
+    """The lm-evaluation-harness RULER command for ``lengths`` (its ``--metadata`` JSON ``max_seq_lengths``; the
+    harness's RULER README also asks for ``max_length`` in ``--model_args`` so long inputs are not truncated).
+
+    >>> print(ruler_command("./my-model", [4096, 8192]))
+    lm_eval --model hf --model_args pretrained=./my-model,max_length=8192 --tasks ruler --metadata='{"max_seq_lengths":[4096,8192]}' --batch_size 1
+    """  # noqa: E501
+    lengths = sorted({int(n) for n in lengths})
+    if not lengths:
+        raise FreqlabError("no lengths for the RULER command")
+    metadata = '{"max_seq_lengths":[' + ",".join(str(n) for n in lengths) + "]}"
+    return (f"lm_eval --model hf --model_args pretrained={model},max_length={lengths[-1]} --tasks ruler "
+            f"--metadata='{metadata}' --batch_size {batch_size}")

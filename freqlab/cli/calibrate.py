@@ -1,0 +1,68 @@
+"""``freqlab calibrate``: fit tau from measured (budget, effective length) pairs (see
+:mod:`freqlab.frequency.calibrate`)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import click
+
+from freqlab.cli.options import POSITIONS, POSITIONS_NOTE
+from freqlab.frequency.regimes import REGIMES
+
+
+@click.command("calibrate")
+@click.argument("file", type=click.Path(dir_okay=False), required=False)
+@click.option("--hist", type=click.Path(dir_okay=False), default=None,
+              help="Length histogram (Parquet) of the runs' data, for rows without a hist column.")
+@click.option("--regime", type=click.Choice(REGIMES), default="natural", show_default=True,
+              help="Data regime for rows without a regime column.")
+@click.option("--L", "L", type=POSITIONS, default=None,
+              help=f"Training window for rows without an L column {POSITIONS_NOTE}.")
+@click.option("--out", type=click.Path(dir_okay=False), default=None,
+              help="Write the fit as JSON (read by --tau-from of freq, schedule, plan and plot).")
+@click.option("--json", "as_json", is_flag=True, help="Print machine-readable JSON.")
+def calibrate_command(file, hist, regime, L, out, as_json):
+    """Fit the occurrence threshold tau from your own measured effective lengths.
+
+    FILE (CSV with a header, or JSON: a list of objects) has one row per checkpoint: effective_length and
+    tokens (the checkpoint's training budget), optionally next_length (the next length tested, which failed),
+    label, L, hist, regime; or effective_length with occurrences (f_T(E) known already). Each row gives
+    tau = f_T(E), valid down to f_T(next_length); the fit is their geometric mean, with the range the rows allow
+    and (3+ rows) a 95% bootstrap interval. Without FILE: the STRING paper's two TinyLlama points (Sec. 3).
+
+    \b
+    Examples:
+      freqlab calibrate                                       # the paper's example: tau = 100B
+      freqlab calibrate runs.csv --hist lengths.parquet --L 4K --out tau.json
+      freqlab plan string --L 4K --hist lengths.parquet --tokens 1T --tau-from tau.json
+    """
+    from freqlab.cli.freq import echo_json
+    from freqlab.frequency.calibrate import PAPER_POINTS, calibrate, point_from_record, read_records
+
+    if file is None:
+        points, source = PAPER_POINTS, "built-in example: STRING (An et al., ICLR 2025) Sec. 3, Fig. 2b"
+    else:
+        base = Path(file).parent
+        points = [point_from_record(r, hist=hist, regime=regime, L=L, base=base) for r in read_records(file)]
+        source = file
+    fit = calibrate(points)
+    if out:
+        fit.write_json(out)
+    if as_json:
+        echo_json({**fit.to_dict(), "source": source, **({"written": out} if out else {})})
+        return
+    click.echo(f"points from {source}")
+    header, rows = fit.table()
+    widths = [max(len(str(c)) for c in col) for col in zip(header, *rows)]
+    for row in (header, *rows):
+        click.echo("  ".join(f"{c:<{w}}" if k == 0 else f"{c:>{w}}" for k, (c, w) in enumerate(zip(row, widths))))
+    for line in fit.summary_lines():
+        click.echo(line)
+    click.echo(f"method: {fit.method}")
+    if out:
+        click.echo(f"wrote {out} (use it with --tau-from)")
+
+
+def register(main: click.Group) -> None:
+    main.add_command(calibrate_command)

@@ -1,0 +1,151 @@
+"""``freqlab probe``: measure a local model's effective length by needle retrieval (see
+:mod:`freqlab.apply.probe`), with and without a STRING or Self-Extend plan applied."""
+
+from __future__ import annotations
+
+import click
+
+from freqlab.cli.options import COUNT, POSITIONS, POSITIONS_NOTE
+
+
+def _pair(value: str | None, names: str) -> tuple[int, int] | None:
+    if value is None:
+        return None
+    from freqlab.errors import FreqlabError
+    from freqlab.sizes import parse_positions
+
+    parts = value.split(",")
+    try:
+        if len(parts) != 2:
+            raise FreqlabError("two values expected")
+        return parse_positions(parts[0].strip(), minimum=0), parse_positions(parts[1].strip(), minimum=0)
+    except FreqlabError as exc:
+        raise click.BadParameter(f"{value!r} is not {names} ({exc})") from None
+
+
+def _lengths(text: str | None, maximum: int, steps: int) -> list[int]:
+    from freqlab.sizes import parse_positions
+
+    if text:
+        try:
+            return sorted({parse_positions(part.strip()) for part in text.split(",")})
+        except Exception as exc:
+            raise click.BadParameter(f"--lengths {text!r}: {exc}") from None
+    return sorted({maximum * k // steps for k in range(1, steps + 1)})
+
+
+def _depths(text: str) -> list[float]:
+    try:
+        depths = [float(part) for part in text.split(",")]
+    except ValueError:
+        raise click.BadParameter(f"--depths {text!r}: comma-separated numbers in [0, 1] expected") from None
+    if not depths or any(not 0.0 <= d <= 1.0 for d in depths):
+        raise click.BadParameter(f"--depths {text!r}: every depth must be in [0, 1]")
+    return depths
+
+
+@click.command("probe")
+@click.argument("model_dir", metavar="MODEL", type=click.Path(exists=True, file_okay=False))
+@click.option("--lengths", default=None, help=f"Context lengths to test, comma-separated {POSITIONS_NOTE} "
+              "[default: --steps even steps up to --max-length].")
+@click.option("--max-length", type=POSITIONS, default=None,
+              help="Longest default length [default: the model's max_position_embeddings].")
+@click.option("--steps", type=COUNT, default=8, show_default=True, help="Number of default lengths.")
+@click.option("--depths", default="0,0.25,0.5,0.75,1", show_default=True,
+              help="Needle depths (0: right after the instruction, 1: right before the question).")
+@click.option("--trials", type=COUNT, default=5, show_default=True, help="Tests per (length, depth).")
+@click.option("--needles", type=COUNT, default=4, show_default=True, help="Needles per prompt (the paper: 4).")
+@click.option("--need", type=COUNT, default=2, show_default=True, help="Needles a test must retrieve (the paper: 2).")
+@click.option("--threshold", type=click.FloatRange(0, 1, min_open=True), default=0.5, show_default=True,
+              help="Share of passing tests a length needs (freqlab's default; the paper does not state one).")
+@click.option("--string", "string_plan", default=None, metavar="S,W",
+              help="Also probe with STRING (shift S, window W).")
+@click.option("--self-extend", "self_extend_plan", default=None, metavar="G,W",
+              help="Also probe with Self-Extend (group G, neighbour window w_n).")
+@click.option("--no-baseline", is_flag=True, help="With a plan, skip the stock model.")
+@click.option("--batch-size", type=COUNT, default=8, show_default=True, help="Prompts generated at once.")
+@click.option("--dtype", type=click.Choice(["auto", "float32", "bfloat16", "float16", "float64"]), default="auto",
+              show_default=True, help="Weights' dtype.")
+@click.option("--device", default=None, help="torch device [default: cuda if available, else cpu].")
+@click.option("--seed", type=int, default=0, show_default=True, help="Needle numbers (the same for every setting).")
+@click.option("--figure", type=click.Path(dir_okay=False), default=None, help="Write the heat map (png, pdf or svg).")
+@click.option("--json", "as_json", is_flag=True, help="Print machine-readable JSON.")
+def probe_command(model_dir, lengths, max_length, steps, depths, trials, needles, need, threshold, string_plan,
+                  self_extend_plan, no_baseline, batch_size, dtype, device, seed, figure, as_json):
+    """Measure MODEL's effective length by needle retrieval, the way STRING (An et al., ICLR 2025) Sec. 3 does.
+
+    MODEL is a local Hugging Face causal LM directory (loaded offline). Each test hides NEEDLES 6-digit numbers
+    at a depth of a filler haystack and passes when the greedy answer names at least NEED of them. A length passes
+    when at least THRESHOLD of its tests pass; the effective length is the largest tested length that passes
+    with every shorter one passing. Needs the apply extra: pip install 'freqlab[apply]'.
+
+    \b
+    Examples:
+      freqlab probe ./my-model --lengths 1K,2K,3K,4K --trials 20
+      freqlab probe ./my-model --string 1408,128 --figure probe.png --json
+    """
+    from freqlab.apply import probe as p
+    from freqlab.cli.freq import echo_json
+
+    plans = [("STRING", _pair(string_plan, "S,W")), ("Self-Extend", _pair(self_extend_plan, "G,w_n"))]
+    plans = [(name, values) for name, values in plans if values is not None]
+    if no_baseline and not plans:
+        raise click.UsageError("--no-baseline needs --string or --self-extend")
+    depth_list = _depths(depths)
+    model, tokenizer = p.load_model(model_dir, dtype, device)
+    config = model.config.get_text_config()
+    length_list = _lengths(lengths, max_length or config.max_position_embeddings, steps)
+    builder = p.hf_builder(tokenizer, needles)
+    short = [n for n in length_list if n < builder.minimum_length()]
+    if short:
+        raise click.BadParameter(f"lengths {short} are shorter than the needle template ({builder.minimum_length()} "
+                                 "tokens with this tokenizer)", param_hint="--lengths")
+    settings = ([] if no_baseline else [("stock", None, None)]) + [(f"{name} {a},{b}", name, (a, b))
+                                                                   for name, (a, b) in plans]
+    from tqdm.auto import tqdm
+
+    import freqlab.apply as fa
+
+    results = []
+    total = len(settings) * len(length_list) * len(depth_list) * trials
+    with tqdm(total=total, desc="needle tests", unit="test", disable=None, leave=False) as bar:
+        for label, name, values in settings:
+            if name == "STRING":
+                fa.string(model, *values)
+            elif name == "Self-Extend":
+                fa.self_extend(model, *values)
+            results.append(p.probe(p.hf_generator(model, tokenizer), builder, length_list, depth_list,
+                                   trials=trials, need=need, threshold=threshold, batch_size=batch_size, seed=seed,
+                                   label=label, progress=bar.update))
+            if name is not None:
+                fa.remove(model)
+    written = None
+    if figure:
+        from freqlab.plots.probe import plot_probe
+        from freqlab.plots.style import save_figure
+
+        written = [str(path) for path in save_figure(plot_probe(results), figure, None)]
+    ruler = p.ruler_command(model_dir, length_list)
+    if as_json:
+        echo_json({"model": model_dir, "results": [r.to_dict() for r in results], "ruler_command": ruler,
+                   "figure": written})
+        return
+    click.echo(f"{model_dir}: {trials} tests per (length, depth) at depths {', '.join(map(str, depth_list))}; "
+               f"a test passes with >= {need} of {needles} needles, a length with >= {threshold:.0%} of its tests")
+    width = max(len(r.label) for r in results)
+    click.echo(f"{'length':>8}  " + "  ".join(f"{r.label:>{width}}" for r in results))
+    for j, length in enumerate(length_list):
+        click.echo(f"{length:>8,}  " + "  ".join(f"{r.accuracy[j]:>{width}.0%}" for r in results))
+    for r in results:
+        E = r.effective_length
+        text = f"{E:,}" if E else f"below the shortest tested length ({length_list[0]:,})"
+        extra = f" (a longer length passes again: {r.largest_passing:,})" if r.largest_passing > E else ""
+        click.echo(f"effective length, {r.label}: {text}{extra}")
+    if written:
+        click.echo(f"wrote {', '.join(written)}")
+    click.echo("RULER in lm-evaluation-harness at these lengths (stock model):")
+    click.echo(f"  {ruler}")
+
+
+def register(main: click.Group) -> None:
+    main.add_command(probe_command)

@@ -1,0 +1,273 @@
+"""Calibrate the occurrence threshold tau from measured effective lengths.
+
+The effective-length prediction (:func:`freqlab.frequency.effective_length`) is E(T) = the largest i with
+f_T(i) >= tau, after An et al., "Why Does the Effective Context Length of LLMs Fall Short?" (ICLR 2025, Sec. 3,
+Fig. 2b), which found both of its TinyLlama 1.3B models (2K and 4K windows) at an effective length of 1,280 when
+f(1280) ≈ 100B. tau is model-dependent: one pair (T, E) measured on one's own checkpoint (``freqlab probe``, or
+RULER) inverts the prediction.
+
+Per point. f_T is non-increasing, so the measured E is what the prediction gives for every tau in
+(f_T(E_next), f_T(E)], where E_next is the next length tested (the first one that failed; E + 1 when the
+measurement is exact to the token). The point estimate is tau_k = f_T(E) (the paper's reading, "f(1280) of
+100B"); the interval is [f_T(E_next), f_T(E)].
+
+Pooled. tau spans orders of magnitude, so points are pooled on a log scale: the estimate is the geometric mean of
+the tau_k. Its uncertainty is stated two ways: ``range``, from the smallest interval low to the largest interval
+high over the points (any tau outside it contradicts some point more than its own measuring step allows); and,
+with 3 or more points, a 95% percentile bootstrap interval of the geometric mean (points resampled with
+replacement, ``BOOTSTRAP_DRAWS`` draws, seed 0). With one or two points no bootstrap is reported.
+"""
+
+from __future__ import annotations
+
+import csv
+import json
+import math
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import numpy as np
+
+from freqlab.display import Display, Displayed
+from freqlab.errors import FreqlabError
+from freqlab.frequency.stats import STRING_PROBE_CALIBRATION, scale_to_budget
+
+BOOTSTRAP_DRAWS: int = 10_000
+FORMAT = "freqlab-calibration"
+FORMAT_VERSION = 1
+
+
+@dataclass(frozen=True)
+class CalibrationPoint:
+    """One measurement: the effective length E reached after ``tokens`` training tokens, and the tau it implies.
+
+    ``tau`` = f_T(E); ``tau_low`` = f_T(E_next) (E_next: the next length tested, which failed), so the measurement
+    holds for every tau in [tau_low, tau]. ``tokens`` and ``next_length`` are None for a point given directly as
+    occurrences (the paper's)."""
+
+    label: str
+    effective_length: int
+    tau: float
+    tau_low: float
+    tokens: float | None = None
+    next_length: int | None = None
+    L: int | None = None
+    source: str = ""
+
+    def to_dict(self) -> dict:
+        return {key: getattr(self, key) for key in self.__dataclass_fields__}
+
+
+def point_from_frequency(
+    f, tokens: float, effective_length: int, *, next_length: int | None = None, label: str = "", source: str = ""
+) -> CalibrationPoint:
+    """The tau a measured effective length implies: f_T(E), with the interval down to f_T(E_next).
+
+    ``f`` is the raw position frequency of the run's data (length L, e.g. :func:`freqlab.position_frequency`),
+    rescaled to the budget: f_T(i) = f(i) · T / f(0).
+
+    >>> p = point_from_frequency([4, 3, 2, 1], tokens=400, effective_length=2)  # f_T = [400, 300, 200, 100]
+    >>> p.tau, p.tau_low
+    (200.0, 100.0)
+    """
+    f_T = scale_to_budget(f, tokens)
+    E = int(effective_length)
+    if not 0 <= E < f_T.size:
+        raise FreqlabError(f"{label or 'point'}: effective length {E} is outside the window 0..{f_T.size - 1}")
+    following = E + 1 if next_length is None else int(next_length)
+    if following <= E:
+        raise FreqlabError(f"{label or 'point'}: next_length {next_length} must exceed the effective length {E}")
+    tau_low = float(f_T[following]) if following < f_T.size else 0.0
+    return CalibrationPoint(label, E, float(f_T[E]), tau_low, float(tokens), next_length, int(f_T.size), source)
+
+
+#: STRING Sec. 3, Finding (2), Fig. 2b: both TinyLlama 1.3B models (2K, 4K) reach effective length 1,280 when
+#: f(1280) ≈ 100B: given as occurrences, so each point's interval is that one value.
+PAPER_POINTS: tuple[CalibrationPoint, ...] = tuple(
+    CalibrationPoint(
+        f"TinyLlama 1.3B, L = {L}",
+        STRING_PROBE_CALIBRATION[0],
+        STRING_PROBE_CALIBRATION[1],
+        STRING_PROBE_CALIBRATION[1],
+        L=L,
+        source="An et al., ICLR 2025, Sec. 3 Finding (2), Fig. 2b",
+    )
+    for L in (2048, 4096)
+)
+
+
+@dataclass(frozen=True, repr=False)
+class Calibration(Displayed):
+    """A fitted tau: the geometric mean of the points' tau (rounded to an integer count), the range their
+    intervals allow, and (3+ points) a 95% bootstrap interval of the geometric mean."""
+
+    points: tuple[CalibrationPoint, ...]
+    tau: float
+    range: tuple[float, float]
+    bootstrap: tuple[float, float] | None
+    method: str = field(
+        default="geometric mean of f_T(E) per point; range: smallest to largest tau any point allows; "
+        f"bootstrap: 95% percentile interval of the geometric mean ({BOOTSTRAP_DRAWS:,} resamples, seed 0, 3+ points)"
+    )
+
+    def to_dict(self) -> dict:
+        return {
+            "format": FORMAT,
+            "version": FORMAT_VERSION,
+            "tau": self.tau,
+            "range": list(self.range),
+            "bootstrap_95": None if self.bootstrap is None else list(self.bootstrap),
+            "method": self.method,
+            "points": [p.to_dict() for p in self.points],
+        }
+
+    def write_json(self, path: str | Path) -> Path:
+        """Write the fit as JSON (what ``--tau-from`` reads)."""
+        path = Path(path)
+        path.write_text(json.dumps(self.to_dict(), indent=2) + "\n")
+        return path
+
+    def table(self) -> tuple[list[str], list[list[str]]]:
+        """Header and one row per point: label, E, tokens, tau = f_T(E), the tau interval it allows."""
+        from freqlab.frequency.summary import human_count
+
+        rows = [
+            [p.label, f"{p.effective_length:,}", "-" if p.tokens is None else human_count(p.tokens),
+             human_count(p.tau), f"[{human_count(p.tau_low)}, {human_count(p.tau)}]"]
+            for p in self.points
+        ]
+        return ["point", "E", "tokens", "tau = f_T(E)", "allows tau in"], rows
+
+    def summary_lines(self) -> list[str]:
+        """The pooled estimate and its uncertainty, as the command line prints them."""
+        from freqlab.frequency.summary import human_count
+
+        n = len(self.points)
+        lines = [
+            f"tau = {human_count(self.tau)} (geometric mean of {n} point{'s' if n != 1 else ''}); "
+            f"range {human_count(self.range[0])} .. {human_count(self.range[1])}"
+        ]
+        if self.bootstrap is None:
+            lines.append("no bootstrap interval (fewer than 3 points)")
+        else:
+            lines.append(f"95% bootstrap interval {human_count(self.bootstrap[0])} .. {human_count(self.bootstrap[1])}")
+        return lines
+
+    def _display(self) -> Display:
+        head, *rest = self.summary_lines()
+        return Display("Calibration", head, rest, table=self.table(), details=self.method)
+
+
+def calibrate(points, *, seed: int = 0) -> Calibration:
+    """Fit tau from calibration points (see the module docstring for the method).
+
+    >>> fit = calibrate(PAPER_POINTS)  # the STRING paper's two TinyLlama models
+    >>> fit.tau, fit.range, fit.bootstrap
+    (100000000000.0, (100000000000.0, 100000000000.0), None)
+    """
+    points = tuple(points)
+    if not points:
+        raise FreqlabError("no calibration points")
+    for p in points:
+        if not p.tau > 0:
+            raise FreqlabError(f"{p.label or 'point'}: f_T(E) = {p.tau} is not positive (E beyond the data?)")
+    logs = np.log([p.tau for p in points])
+    tau = float(round(math.exp(logs.mean())))  # an occurrence count (exp(log(x)) alone may miss x by an ulp)
+    span = (min(p.tau_low for p in points), max(p.tau for p in points))
+    interval = None
+    if len(points) >= 3:
+        rng = np.random.default_rng(seed)
+        draws = rng.integers(0, len(points), size=(BOOTSTRAP_DRAWS, len(points)))
+        means = np.exp(logs[draws].mean(axis=1))
+        interval = (float(np.percentile(means, 2.5)), float(np.percentile(means, 97.5)))
+    return Calibration(points, tau, span, interval)
+
+
+# --- files ---------------------------------------------------------------------------------------------------
+
+REQUIRED = ("effective_length",)
+COLUMNS = ("label", "tokens", "effective_length", "next_length", "occurrences", "L", "hist", "regime")
+
+
+def read_records(path: str | Path) -> list[dict]:
+    """Rows of a CSV (header line) or JSON file (a list of objects, or {"points": [...]}), each a dict."""
+    path = Path(path)
+    text = path.read_text()
+    if path.suffix.lower() == ".json":
+        try:
+            data = json.loads(text)
+        except json.JSONDecodeError as exc:
+            raise FreqlabError(f"{path}: not valid JSON ({exc})") from exc
+        rows = data.get("points") if isinstance(data, dict) else data
+        if not isinstance(rows, list) or not all(isinstance(r, dict) for r in rows):
+            raise FreqlabError(f"{path}: expected a list of objects (or {{\"points\": [...]}})")
+        for k, row in enumerate(rows):
+            unknown = set(row) - set(COLUMNS)
+            if unknown:
+                raise FreqlabError(f"{path}: point {k + 1}: unknown key(s) {', '.join(sorted(unknown))} "
+                                   f"(known: {', '.join(COLUMNS)})")
+        return [dict(r, _where=f"{path}: point {k + 1}") for k, r in enumerate(rows)]
+    reader = csv.DictReader(text.splitlines())
+    unknown = set(reader.fieldnames or ()) - set(COLUMNS)
+    if unknown:
+        raise FreqlabError(f"{path}: unknown column(s) {', '.join(sorted(unknown))} (known: {', '.join(COLUMNS)})")
+    return [{k: v for k, v in row.items() if v not in (None, "")} | {"_where": f"{path}: line {n + 2}"}
+            for n, row in enumerate(reader)]
+
+
+def _number(row: dict, key: str, parse):
+    value = row.get(key)
+    if value is None:
+        return None
+    try:
+        return parse(value) if isinstance(value, str) else value
+    except Exception as exc:  # parse errors name the value
+        raise FreqlabError(f"{row['_where']}: {key} = {value!r} is not a valid number") from exc
+
+
+def point_from_record(row: dict, *, hist=None, regime: str = "natural", L: int | None = None,
+                      base: Path | None = None) -> CalibrationPoint:
+    """One record -> a point: ``occurrences`` given directly, else f_T(E) from the histogram / regime / L
+    (the record's own ``hist``, ``regime``, ``L`` override the defaults; relative paths are relative to ``base``)."""
+    from freqlab.frequency import position_frequency
+    from freqlab.plan.well_trained import as_histogram
+    from freqlab.sizes import parse_positions, parse_tokens
+
+    where = row["_where"]
+    E = _number(row, "effective_length", parse_positions)
+    if E is None:
+        raise FreqlabError(f"{where}: effective_length is missing")
+    label = str(row.get("label") or where)
+    occurrences = _number(row, "occurrences", parse_tokens)
+    if occurrences is not None:
+        return CalibrationPoint(label, int(E), float(occurrences), float(occurrences), source=where)
+    tokens = _number(row, "tokens", parse_tokens)
+    if tokens is None:
+        raise FreqlabError(f"{where}: give tokens (with a histogram and L) or occurrences")
+    window = _number(row, "L", parse_positions) or L
+    hist_path = row.get("hist") or hist
+    if window is None:
+        raise FreqlabError(f"{where}: no window L (a column L or --L)")
+    if hist_path is None:
+        raise FreqlabError(f"{where}: no histogram (a column hist or --hist) to evaluate f_T(E)")
+    hist_path = Path(hist_path)
+    if base is not None and not hist_path.is_absolute() and (base / hist_path).exists():
+        hist_path = base / hist_path
+    h = as_histogram(hist_path)
+    f = position_frequency(h.lengths, h.counts, int(window), row.get("regime") or regime)
+    return point_from_frequency(f, tokens, int(E), next_length=_number(row, "next_length", parse_positions),
+                                label=label, source=where)
+
+
+def read_tau(path: str | Path) -> float:
+    """The pooled tau of a calibration JSON written by :meth:`Calibration.write_json` (``--tau-from``)."""
+    path = Path(path)
+    try:
+        data = json.loads(path.read_text())
+    except (OSError, json.JSONDecodeError) as exc:
+        raise FreqlabError(f"{path}: not a freqlab calibration file ({exc})") from exc
+    if not isinstance(data, dict) or data.get("format") != FORMAT or not isinstance(data.get("tau"), (int, float)):
+        raise FreqlabError(f"{path}: not a freqlab calibration file (write one with `freqlab calibrate --out`)")
+    if not data["tau"] > 0:
+        raise FreqlabError(f"{path}: tau = {data['tau']} is not positive")
+    return float(data["tau"])

@@ -1,0 +1,250 @@
+"""freqlab.apply: STRING (An et al., ICLR 2025, Sec. 4, Eq. 4, Fig. 5) and Self-Extend (Jin et al., ICML 2024,
+Sec. 3.2, Eq. 8) on tiny random transformers models, float64 on CPU, against an explicit reference."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+torch = pytest.importorskip("torch")
+pytest.importorskip("transformers")
+
+from apply.tiny_models import MODEL_TYPES, SLIDING, L, exact_rope, reference_logits, tiny_model  # noqa: E402
+
+import freqlab.apply as fa  # noqa: E402
+from freqlab.errors import FreqlabError  # noqa: E402
+from freqlab.plan.self_extend import self_extend_position_matrix  # noqa: E402
+from freqlab.plan.string import string_position_matrix  # noqa: E402
+
+EXACT = {"rtol": 1e-10, "atol": 1e-10}  # float64, up to the rounding of composed rotations
+# Gemma 2 runs only transformers' eager attention (softcapping), whose softmax is float32 even for float64 models:
+# against the stock model it agrees to float32 rounding.
+FLOAT32_SOFTMAX = {"rtol": 1e-5, "atol": 1e-6}
+
+
+def stock(model_type: str) -> dict:
+    """Tolerance against the stock model: exact, except where its attention rounds to float32 (Gemma 2)."""
+    return FLOAT32_SOFTMAX if model_type == "gemma2" else {"rtol": 1e-12, "atol": 1e-12}
+
+
+T = 40  # prompt length in the tests: > the sliding window (24), < L (64)
+
+
+def _ids(batch: int = 1, length: int = T, seed: int = 1) -> torch.Tensor:
+    return torch.randint(0, 101, (batch, length), generator=torch.Generator().manual_seed(seed))
+
+
+def _logits(model, ids, **kwargs) -> torch.Tensor:
+    with torch.no_grad():
+        return model(ids, **kwargs).logits
+
+
+@pytest.mark.parametrize("model_type", MODEL_TYPES)
+def test_reference_is_the_stock_model_with_plain_distances(model_type):
+    model = tiny_model(model_type)
+    exact_rope(model)
+    ids = _ids()
+    plain = np.subtract.outer(np.arange(T), np.arange(T))  # P[m, n] = m - n (the reference ignores n > m)
+    torch.testing.assert_close(reference_logits(model, ids, plain), _logits(model, ids), **stock(model_type))
+
+
+@pytest.mark.parametrize("backend", ["sdpa", "eager"])
+@pytest.mark.parametrize("model_type", MODEL_TYPES)
+def test_string_logits_equal_the_shifted_position_matrix(model_type, backend):
+    model = tiny_model(model_type)
+    exact_rope(model)
+    ids = _ids()
+    S, W = 16, 4  # Eq. 4: r >= 16 uses r - 12
+    expected = reference_logits(model, ids, string_position_matrix(T, S, W))
+    before = _logits(model, ids)
+    fa.string(model, S, W, backend=backend)
+    got = _logits(model, ids)
+    torch.testing.assert_close(got, expected, **EXACT)
+    assert not torch.allclose(got[:, S:], before[:, S:]), "STRING must change the attention of queries past S"
+    torch.testing.assert_close(got[:, :S], before[:, :S], **stock(model_type))  # rows m < S have no pair at r >= S
+
+
+@pytest.mark.parametrize("backend", ["sdpa", "eager"])
+@pytest.mark.parametrize("model_type", MODEL_TYPES)
+def test_self_extend_logits_equal_the_grouped_positions(model_type, backend):
+    model = tiny_model(model_type)
+    exact_rope(model)
+    ids = _ids()
+    G, w_n = 3, 8
+    expected = reference_logits(model, ids, self_extend_position_matrix(T, G, w_n))
+    fa.self_extend(model, G, w_n, backend=backend)
+    torch.testing.assert_close(_logits(model, ids), expected, **EXACT)
+
+
+@pytest.mark.parametrize("model_type", MODEL_TYPES)
+def test_a_prompt_of_at_most_S_tokens_is_the_stock_model(model_type):
+    """Eq. 4 changes only pairs at r >= S, so a prompt of S tokens (whatever L - S is) keeps the model's own
+    rotations; Self-Extend likewise up to w_n tokens."""
+    model = tiny_model(model_type)
+    ids = _ids(length=T)
+    before = _logits(model, ids)
+    longer = _ids(length=T + 1)
+    stock_longer = _logits(model, longer)
+    fa.string(model, T, 4)
+    torch.testing.assert_close(_logits(model, ids), before, **stock(model_type))
+    if model_type != "mistral":  # (Mistral's every layer has a window of 24: it never sees r = T)
+        assert not torch.allclose(_logits(model, longer)[:, -1], stock_longer[:, -1])  # r = T now uses W
+    fa.remove(model)
+    fa.self_extend(model, 4, T)  # every pair inside the neighbour window
+    torch.testing.assert_close(_logits(model, ids), before, **stock(model_type))
+
+
+def _apply(model, method: str, backend: str = "sdpa"):
+    return getattr(fa, method)(model, *((16, 4) if method == "string" else (3, 8)), backend=backend)
+
+
+@pytest.mark.parametrize("backend", ["sdpa", "eager"])
+@pytest.mark.parametrize("method", ["string", "self_extend"])
+@pytest.mark.parametrize("model_type", MODEL_TYPES)
+def test_decoding_with_the_cache_equals_recomputation(model_type, method, backend):
+    model = tiny_model(model_type)
+    _apply(model, method, backend)
+    ids = _ids(length=T + 8)
+    with torch.no_grad():
+        out = model(ids[:, :T], use_cache=True)
+        cache, steps = out.past_key_values, [out.logits[:, -1]]
+        for t in range(T, T + 8):
+            out = model(ids[:, t : t + 1], past_key_values=cache, use_cache=True)
+            steps.append(out.logits[:, -1])
+    full = _logits(model, ids)
+    torch.testing.assert_close(torch.stack(steps, 1), full[:, T - 1 :], **EXACT)
+
+
+def _left_padded(rows: list[torch.Tensor]) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+    """Left-padded batch, its attention mask and the position ids generate() computes (cumsum - 1, pads at 1)."""
+    width = max(len(r) for r in rows)
+    ids = torch.zeros(len(rows), width, dtype=torch.long)
+    mask = torch.zeros(len(rows), width, dtype=torch.long)
+    for i, r in enumerate(rows):
+        ids[i, width - len(r) :], mask[i, width - len(r) :] = r, 1
+    positions = (mask.cumsum(-1) - 1).masked_fill(mask == 0, 1)
+    return ids, mask, positions
+
+
+@pytest.mark.parametrize("backend", ["sdpa", "eager"])
+@pytest.mark.parametrize("method", ["string", "self_extend"])
+@pytest.mark.parametrize("model_type", ["llama", "qwen3", "gemma2"])
+def test_padded_batches_equal_single_rows(model_type, method, backend):
+    model = tiny_model(model_type)
+    _apply(model, method, backend)
+    rows = [_ids(length=n, seed=n)[0] for n in (T, 29, 35)]
+    ids, mask, positions = _left_padded(rows)
+    batch = _logits(model, ids, attention_mask=mask, position_ids=positions)
+    for i, row in enumerate(rows):
+        torch.testing.assert_close(batch[i, T - len(row) :], _logits(model, row[None])[0], **EXACT)
+    right = torch.zeros_like(ids)  # right padding: positions 0.. in every row
+    right_mask = torch.zeros_like(mask)
+    for i, row in enumerate(rows):
+        right[i, : len(row)], right_mask[i, : len(row)] = row, 1
+    batch = _logits(model, right, attention_mask=right_mask)
+    for i, row in enumerate(rows):
+        torch.testing.assert_close(batch[i, : len(row)], _logits(model, row[None])[0], **EXACT)
+
+
+@pytest.mark.slow  # model.generate, twice per row
+@pytest.mark.parametrize("method", ["string", "self_extend"])
+def test_generate_on_a_padded_batch_equals_generating_each_row(method):
+    model = tiny_model("mistral")  # sliding window 24 < the generated lengths: the cache keeps only the window
+    _apply(model, method)
+    rows = [_ids(length=n, seed=n)[0] for n in (30, 22)]
+    ids, mask, _ = _left_padded(rows)
+    settings = {"max_new_tokens": 12, "min_new_tokens": 12, "do_sample": False, "pad_token_id": 0}
+    with torch.no_grad():
+        batch = model.generate(ids, attention_mask=mask, output_scores=True, return_dict_in_generate=True, **settings)
+        for i, row in enumerate(rows):
+            single = model.generate(row[None], output_scores=True, return_dict_in_generate=True, **settings)
+            assert batch.sequences[i, -12:].tolist() == single.sequences[0, -12:].tolist()
+            torch.testing.assert_close(torch.stack(batch.scores)[:, i], torch.stack(single.scores)[:, 0], **EXACT)
+
+
+def test_sliding_window_is_exercised():
+    assert T > SLIDING  # the tests above run Mistral/Gemma 2/3 past their sliding window
+
+
+def test_parameters_are_checked_against_the_window():
+    model = tiny_model("llama")
+    with pytest.raises(FreqlabError, match="0 < S < L = 64"):
+        fa.string(model, 64, 4)
+    with pytest.raises(FreqlabError, match="smaller than the shift"):
+        fa.string(model, 16, 16)
+    with pytest.raises(FreqlabError, match="0 <= w_n < L = 64"):
+        fa.self_extend(model, 2, 64)
+    with pytest.raises(FreqlabError, match="no STRING or Self-Extend"):
+        fa.remove(model)
+    with pytest.raises(FreqlabError, match="backend must be one of sdpa, eager"):
+        fa.string(model, 16, 4, backend="flash")
+
+
+def test_remove_restores_the_stock_model():
+    model = tiny_model("qwen2")
+    ids = _ids()
+    stock = _logits(model, ids)
+    fa.string(model, 16, 4)
+    fa.self_extend(model, 2, 8)  # a second call replaces the first; remove() goes back to the original
+    fa.remove(model)
+    assert model.config._attn_implementation == "sdpa"
+    torch.testing.assert_close(_logits(model, ids), stock, rtol=0, atol=0)
+
+
+def test_partial_rotary_is_refused():
+    model = tiny_model("llama")
+    rotary = next(m for m in model.modules() if type(m).__name__.endswith("RotaryEmbedding"))
+    rotary.inv_freq = rotary.inv_freq[:2]
+    with pytest.raises(FreqlabError, match="RoPE covers 4 of 8 head dimensions"):
+        fa.string(model, 16, 4)
+
+
+def test_a_missing_extra_is_one_line_naming_it(monkeypatch):
+    import builtins
+
+    real_import = builtins.__import__
+
+    def no_torch(name, *args, **kwargs):
+        if name == "torch" or name.startswith("torch."):
+            raise ImportError("No module named 'torch'")
+        return real_import(name, *args, **kwargs)
+
+    monkeypatch.setattr(builtins, "__import__", no_torch)
+    monkeypatch.delitem(__import__("sys").modules, "torch")
+    with pytest.raises(FreqlabError, match=r"^torch is not installed: pip install 'freqlab\[apply\]'$"):
+        fa.require("torch")
+
+
+@pytest.mark.parametrize("mask_kind", ["none", "additive", "bool"])
+def test_the_sdpa_form_equals_the_explicit_merge(mask_kind):
+    from freqlab.apply.attention import merged_attention, merged_attention_sdpa
+
+    g = torch.Generator().manual_seed(3)
+    q, fq = torch.randn(2, 4, 5, 8, generator=g, dtype=torch.float64), torch.randn(2, 4, 5, 8, generator=g,
+                                                                                   dtype=torch.float64)
+    k, fk, v = (torch.randn(2, 2, 9, 8, generator=g, dtype=torch.float64) for _ in range(3))
+    r = torch.arange(4, 9)[:, None] - torch.arange(9)[None, :]
+    far = r >= 3
+    allowed = (r >= 0) & (torch.rand(2, 1, 5, 9, generator=g) > 0.2)
+    allowed[..., 4:] = r[None, None, :, 4:] >= 0  # every query keeps at least its own key
+    mask = {"none": None, "bool": allowed,
+            "additive": torch.zeros(allowed.shape, dtype=torch.float64).masked_fill(~allowed, torch.finfo(
+                torch.float64).min)}[mask_kind]
+    torch.testing.assert_close(merged_attention_sdpa(q, k, v, fq, fk, far, mask, 0.3),
+                               merged_attention(q, k, v, fq, fk, far, mask, 0.3), rtol=1e-12, atol=1e-12)
+
+
+@pytest.mark.parametrize("model_type", ["llama", "gemma3_text"])
+def test_self_extend_past_the_window_uses_only_trained_positions(model_type):
+    """100 tokens on a model with L = 64: with G = 3, w_n = 8 the largest position is 99 // 3 + 8 - 2 = 39 < L
+    (Eq. 8 allows (64 - 8 + 2) · 3 = 174 tokens), and the logits are the reference's on those positions."""
+    from freqlab.plan.self_extend import self_extend_largest_position, self_extend_max_length
+
+    model = tiny_model(model_type)
+    exact_rope(model)
+    ids = _ids(length=100)
+    P = self_extend_position_matrix(100, 3, 8)
+    assert P.max() == self_extend_largest_position(100, 3, 8) == 39 and self_extend_max_length(L, 3, 8) == 174
+    expected = reference_logits(model, ids, P)
+    fa.self_extend(model, 3, 8)
+    torch.testing.assert_close(_logits(model, ids), expected, **EXACT)

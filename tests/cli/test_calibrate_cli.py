@@ -1,0 +1,61 @@
+"""``freqlab calibrate`` and ``--tau-from`` on the commands that take ``--tau``."""
+
+import json
+
+from click.testing import CliRunner
+
+from freqlab import LengthHistogram
+from freqlab.cli import main
+
+
+def run(*args):
+    return CliRunner().invoke(main, [str(a) for a in args])
+
+
+def test_without_a_file_it_fits_the_paper_example():
+    result = run("calibrate")
+    assert result.exit_code == 0, result.output
+    assert "TinyLlama 1.3B, L = 2048  1,280" in result.output
+    assert "tau = 100B (geometric mean of 2 points); range 100B .. 100B" in result.output
+
+
+def test_a_runs_file_is_fitted_and_written(tmp_path):
+    LengthHistogram.from_counts([2048], [1000]).to_parquet(tmp_path / "h.parquet")
+    (tmp_path / "runs.csv").write_text("tokens,effective_length,next_length\n1T,1280,1408\n4T,1792,1920\n")
+    result = run("calibrate", tmp_path / "runs.csv", "--hist", "h.parquet", "--L", "2K", "--out",
+                 tmp_path / "tau.json", "--json")
+    assert result.exit_code == 0, result.output
+    data = json.loads(result.output)
+    assert [p["tau"] for p in data["points"]] == [375e9, 500e9]  # f_T(E) = T (2048 - E) / 2048
+    assert data["tau"] == round((375e9 * 500e9) ** 0.5) and data["range"] == [250e9, 500e9]
+    assert json.loads((tmp_path / "tau.json").read_text())["tau"] == data["tau"]
+
+
+def test_tau_from_sets_tau_of_freq_and_plan(tmp_path):
+    hist = tmp_path / "h.parquet"
+    LengthHistogram.from_counts([2048], [1000]).to_parquet(hist)
+    (tmp_path / "tau.json").write_text(json.dumps({"format": "freqlab-calibration", "tau": 500e9}))
+    tau_from = run("freq", hist, "--tokens", "1T", "--json", "--tau-from", tmp_path / "tau.json")
+    given = run("freq", hist, "--tokens", "1T", "--json", "--tau", "500B")
+    assert tau_from.exit_code == 0, tau_from.output
+    assert json.loads(tau_from.output) == json.loads(given.output)
+    plan = run("plan", "string", "--L", "2K", "--hist", hist, "--tokens", "1T", "--json", "--tau-from",
+               tmp_path / "tau.json")
+    assert plan.exit_code == 0, plan.output
+    # f_T(i) = 1e12 (2048 - i) / 2048 >= 500B up to i = 1024: the well-trained range N* = 1025
+    assert json.loads(plan.output)["well_trained"]["N_star"] == 1025
+
+
+def test_tau_and_tau_from_together_is_a_usage_error(tmp_path):
+    (tmp_path / "tau.json").write_text(json.dumps({"format": "freqlab-calibration", "tau": 500e9}))
+    result = run("plan", "string", "--L", "2K", "--tau", "1B", "--tau-from", tmp_path / "tau.json")
+    assert result.exit_code == 2 and "give --tau or --tau-from, not both" in result.output
+
+
+def test_a_bad_runs_file_is_one_error_line(tmp_path):
+    (tmp_path / "runs.csv").write_text("tokens,effective_length\n1T,oops\n")
+    result = run("calibrate", tmp_path / "runs.csv", "--L", "2K", "--hist", "x.parquet")
+    assert result.exit_code == 1
+    assert result.output.strip().splitlines() == [
+        f"Error: {tmp_path / 'runs.csv'}: line 2: effective_length = 'oops' is not a valid number"
+    ]

@@ -1,0 +1,69 @@
+"""``freqlab probe`` on a tiny random model saved to a temporary directory (offline): the mechanics, not accuracy
+(a random model retrieves nothing; no accuracy is asserted beyond what the counts themselves say)."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+from click.testing import CliRunner
+
+pytest.importorskip("torch")
+pytest.importorskip("transformers")
+
+from apply.tiny_models import tiny_model
+from apply.tiny_tokenizer import save_tiny_model, tiny_tokenizer
+
+from freqlab.cli import main
+
+
+@pytest.fixture(scope="module")
+def model_dir(tmp_path_factory):
+    model = tiny_model("llama", vocab_size=len(tiny_tokenizer()), max_positions=512)
+    return save_tiny_model(tmp_path_factory.mktemp("tiny"), model)
+
+
+def run(*args):
+    return CliRunner().invoke(main, [str(a) for a in args])
+
+
+def test_probe_with_and_without_string(model_dir, tmp_path):
+    result = run("probe", model_dir, "--lengths", "240,250", "--depths", "0,1", "--trials", 2, "--string", "32,4",
+                 "--figure", tmp_path / "probe.png", "--json")
+    assert result.exit_code == 0, result.output
+    data = json.loads(result.stdout)
+    assert [r["label"] for r in data["results"]] == ["stock", "STRING 32,4"]
+    for r in data["results"]:
+        assert (r["lengths"], r["depths"], r["trials"], r["needles"], r["need"]) == ([240, 250], [0.0, 1.0], 2, 4, 2)
+        passes = r["passes"]
+        assert [len(row) for row in passes] == [2, 2] and all(0 <= n <= 2 for row in passes for n in row)
+        assert r["accuracy"] == [(passes[0][j] + passes[1][j]) / 4 for j in range(2)]
+    assert data["ruler_command"].endswith("""--metadata='{"max_seq_lengths":[240,250]}' --batch_size 1""")
+    assert data["figure"] == [str(tmp_path / "probe.png")] and (tmp_path / "probe.png").stat().st_size > 0
+
+
+def test_the_text_report_names_the_rule_and_the_ruler_command(model_dir):
+    result = run("probe", model_dir, "--lengths", "240", "--depths", "0.5", "--trials", 1, "--self-extend", "4,16",
+                 "--no-baseline")
+    assert result.exit_code == 0, result.output
+    assert "a test passes with >= 2 of 4 needles, a length with >= 50% of its tests" in result.output
+    assert "effective length, Self-Extend 4,16:" in result.output
+    assert "lm_eval --model hf" in result.output
+
+
+def test_bad_usage_is_one_line(model_dir):
+    result = run("probe", model_dir, "--lengths", "100")
+    assert result.exit_code == 2 and "shorter than the needle template (230 tokens" in result.output
+    result = run("probe", model_dir, "--string", "32")
+    assert result.exit_code == 2 and "is not S,W" in result.output
+    result = run("probe", model_dir, "--string", "600,4", "--lengths", "240", "--trials", 1, "--depths", "0")
+    assert result.exit_code == 1 and "Error: the shift S must be an integer with 0 < S < L = 512" in result.output
+
+
+def test_a_directory_without_a_model_is_one_error_line(tmp_path):
+    result = run("probe", tmp_path, "--lengths", "240")
+    assert result.exit_code == 1
+    lines = result.stdout.strip().splitlines() + result.stderr.strip().splitlines()
+    assert [line for line in lines if line.startswith("Error:")] == [
+        line for line in lines if "cannot load a causal LM and its tokenizer offline" in line
+    ] != []

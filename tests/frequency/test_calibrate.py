@@ -1,0 +1,101 @@
+"""Calibrating tau (the STRING effective-length threshold, An et al., ICLR 2025, Sec. 3) from measured points."""
+
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import pytest
+
+from freqlab import LengthHistogram
+from freqlab.errors import FreqlabError
+from freqlab.frequency import effective_length
+from freqlab.frequency.calibrate import (
+    PAPER_POINTS,
+    calibrate,
+    point_from_frequency,
+    point_from_record,
+    read_records,
+    read_tau,
+)
+
+L = 2048
+FULL = np.arange(L, 0, -1, dtype=np.int64)  # one document of L tokens per row: f(i) = L - i
+
+
+def test_a_point_is_the_frequency_at_its_effective_length():
+    # f_T(i) = T (L - i) / L: at E = 1280 with T = 1T, 1e12 * 768 / 2048 = 375B; at the next length tested
+    # (1408, the paper's 128-token step) 1e12 * 640 / 2048 = 312.5B
+    p = point_from_frequency(FULL, 1e12, 1280, next_length=1408)
+    assert (p.tau, p.tau_low, p.L) == (375e9, 312.5e9, L)
+
+
+def test_every_tau_a_point_allows_predicts_its_measurement():
+    p = point_from_frequency(FULL, 1e12, 1280, next_length=1408)
+    assert effective_length(FULL, 1e12, p.tau) == 1280
+    assert effective_length(FULL, 1e12, p.tau_low) == 1408  # the interval's low end: E reaches the failed length
+    assert effective_length(FULL, 1e12, p.tau_low + 1) == 1407
+    exact = point_from_frequency(FULL, 1e12, 1280)  # no step given: exact to the token
+    assert exact.tau_low == 1e12 * 767 / 2048
+
+
+def test_the_paper_example_is_100B():
+    fit = calibrate(PAPER_POINTS)
+    assert [p.effective_length for p in PAPER_POINTS] == [1280, 1280]
+    assert [p.L for p in PAPER_POINTS] == [2048, 4096]
+    assert (fit.tau, fit.range, fit.bootstrap) == (100e9, (100e9, 100e9), None)
+
+
+def test_pooling_is_a_geometric_mean_with_the_range_the_points_allow():
+    a = point_from_frequency(FULL, 1e12, 1280, next_length=1408)  # 375B, down to 312.5B
+    b = point_from_frequency(FULL, 4e12, 1792, next_length=1920)  # 4e12 * 256 / 2048 = 500B, down to 250B
+    fit = calibrate([a, b])
+    assert fit.tau == round((375e9 * 500e9) ** 0.5)
+    assert fit.range == (250e9, 500e9)
+    assert fit.bootstrap is None  # two points: no bootstrap
+
+
+def test_the_bootstrap_interval_brackets_the_estimate_and_is_reproducible():
+    points = [point_from_frequency(FULL, 1e12, e, next_length=e + 128) for e in (1024, 1280, 1536, 1664)]
+    fit = calibrate(points)
+    taus = [p.tau for p in points]
+    assert min(taus) <= fit.bootstrap[0] <= fit.tau <= fit.bootstrap[1] <= max(taus)
+    assert calibrate(points).bootstrap == fit.bootstrap
+
+
+def test_records_from_csv_and_json(tmp_path):
+    LengthHistogram.from_counts([L], [1000]).to_parquet(tmp_path / "h.parquet")
+    (tmp_path / "runs.csv").write_text(
+        "label,tokens,effective_length,next_length\nstep 1,1T,1280,1408\nstep 2,4T,1792,1920\n"
+    )
+    rows = read_records(tmp_path / "runs.csv")
+    points = [point_from_record(r, hist="h.parquet", L=L, base=tmp_path) for r in rows]
+    assert [(p.label, p.tau) for p in points] == [("step 1", 375e9), ("step 2", 500e9)]
+    (tmp_path / "runs.json").write_text(json.dumps({"points": [{"effective_length": 1280, "occurrences": "100B"}]}))
+    (point,) = [point_from_record(r) for r in read_records(tmp_path / "runs.json")]
+    assert (point.tau, point.tau_low) == (100e9, 100e9)
+
+
+def test_bad_records_name_the_line(tmp_path):
+    (tmp_path / "runs.csv").write_text("tokens,effective_length\n1T,12x\n")
+    (row,) = read_records(tmp_path / "runs.csv")
+    with pytest.raises(FreqlabError, match=r"runs.csv: line 2: effective_length = '12x'"):
+        point_from_record(row, hist="h.parquet", L=L)
+    (tmp_path / "runs.csv").write_text("tokens,effective_length,budget\n1T,12,3\n")
+    with pytest.raises(FreqlabError, match="unknown column"):
+        read_records(tmp_path / "runs.csv")
+    (tmp_path / "runs.json").write_text('[{"effective_length": 12, "tokns": "1T"}]')
+    with pytest.raises(FreqlabError, match=r"runs\.json: point 1: unknown key\(s\) tokns"):
+        read_records(tmp_path / "runs.json")
+    (tmp_path / "runs.csv").write_text("tokens,effective_length\n1T,12\n")
+    (row,) = read_records(tmp_path / "runs.csv")
+    with pytest.raises(FreqlabError, match="line 2: no histogram"):
+        point_from_record(row, L=L)
+
+
+def test_written_fits_are_read_back(tmp_path):
+    path = calibrate(PAPER_POINTS).write_json(tmp_path / "tau.json")
+    assert read_tau(path) == 100e9
+    (tmp_path / "other.json").write_text('{"tau": 5}')
+    with pytest.raises(FreqlabError, match=r"other\.json: not a freqlab calibration file"):
+        read_tau(tmp_path / "other.json")
