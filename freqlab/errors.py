@@ -16,6 +16,16 @@ class FreqlabError(ValueError):
     """
 
 
+def brief(value, limit: int = 60) -> str:
+    """``repr(value)`` cut to ``limit`` characters, for one-line messages that quote a value given by the user.
+
+    >>> brief(list(range(100)), 20)
+    '[0, 1, 2, 3, 4, 5, …'
+    """
+    text = repr(value)
+    return text if len(text) <= limit else text[: limit - 1] + "…"
+
+
 INTERRUPTED = 130  # the shell's status for a command stopped by Ctrl-C (128 + SIGINT)
 TERMINATED = 143  # ... and by SIGTERM (128 + SIGTERM)
 BROKEN_PIPE = 141  # ... and by SIGPIPE (128 + SIGPIPE): the reader of its output closed the pipe

@@ -28,9 +28,9 @@ from fractions import Fraction
 from pathlib import Path
 
 import numpy as np
-import yaml
 
-from freqlab.errors import FreqlabError
+from freqlab.config_file import read_config_file
+from freqlab.errors import FreqlabError, brief
 from freqlab.frequency.position import position_frequency
 from freqlab.frequency.regimes import REGIMES, expands_documents
 from freqlab.frequency.stats import DEFAULT_TAU
@@ -60,20 +60,8 @@ class Schedule:
 def load_schedule(path: str | Path, *, histogram: str | Path | None = None, weights: str | None = None) -> Schedule:
     """Read and validate a schedule file; ``histogram`` and ``weights`` override its default corpus and mix."""
     path = Path(path)
-    data = read_yaml(path, "schedule")
+    data = read_config_file(path, "schedule")
     return parse_schedule(data, base=path.parent, source=str(path), histogram=histogram, weights=weights)
-
-
-def read_yaml(path: Path, what: str):
-    """A YAML (or JSON) file's data; a one-line FreqlabError naming the file and ``what`` it should hold."""
-    try:
-        return yaml.safe_load(Path(path).read_text(encoding="utf-8"))
-    except OSError as exc:
-        raise FreqlabError(f"{path}: cannot read {what} ({exc.strerror})") from None
-    except UnicodeDecodeError as exc:
-        raise FreqlabError(f"{path}: not a UTF-8 text file (byte {exc.start})") from None
-    except yaml.YAMLError as exc:
-        raise FreqlabError(f"{path}: not valid YAML/JSON ({str(exc).splitlines()[0]})") from None
 
 
 def parse_schedule(
@@ -91,7 +79,7 @@ def parse_schedule(
     for number, raw in enumerate(data["stages"], start=1):
         where = f"{source}: stage {number}"
         if not isinstance(raw, dict):
-            raise FreqlabError(f"{where}: expected a mapping, got {raw!r}")
+            raise FreqlabError(f"{where}: expected a mapping, got {brief(raw)}")
         unknown = set(raw) - {"name", "L", "tokens", "regime", "histogram", "weights"}
         if unknown:
             raise FreqlabError(f"{where}: unknown key(s) {', '.join(sorted(unknown))}")
@@ -101,7 +89,7 @@ def parse_schedule(
             L = parse_positions(raw.get("L"))
         except FreqlabError:
             given = raw.get("L")
-            raise FreqlabError(f"{where}: L must be a positive integer (e.g. 2048 or 2K), got {given!r}") from None
+            raise FreqlabError(f"{where}: L must be a positive integer (e.g. 2048 or 2K), got {brief(given)}") from None
         if "tokens" not in raw:
             raise FreqlabError(f"{where}: missing 'tokens'")
         try:
@@ -110,7 +98,7 @@ def parse_schedule(
             raise FreqlabError(f"{where}: {exc}") from None
         regime = raw.get("regime", "natural")
         if regime not in REGIMES:
-            raise FreqlabError(f"{where}: unknown regime {regime!r}; choose one of {', '.join(REGIMES)}")
+            raise FreqlabError(f"{where}: unknown regime {brief(regime)}; choose one of {', '.join(REGIMES)}")
         stage_histogram = _relative(base, raw.get("histogram")) or default
         if stage_histogram is None:
             raise FreqlabError(f"{where}: no histogram (give one for the stage or a default 'histogram')")
@@ -120,7 +108,7 @@ def parse_schedule(
     try:
         tau = float(parse_tokens(tau))
     except FreqlabError:
-        raise FreqlabError(f"{source}: tau must be a positive number, got {tau!r}") from None
+        raise FreqlabError(f"{source}: tau must be a positive number, got {brief(tau)}") from None
     return Schedule(tuple(stages), default, tau, source)
 
 
