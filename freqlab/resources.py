@@ -10,10 +10,10 @@ A MemoryError that slips past the estimates is reported as what was being done (
 at its cause.
 
 >>> import os; os.environ["FREQLAB_MEMORY_BYTES"] = "1000000"
->>> require_memory(8 * 2**20, "--L 1M: f(i)")
+>>> require_memory(10 * 2**20, "--L 1M", "f(i)")
 Traceback (most recent call last):
 ...
-freqlab.resources.ResourceError: --L 1M: f(i) needs ~8.4 MB of memory, more than the 1.0 MB available
+freqlab.resources.ResourceError: --L 1M needs ~10.5 MB of memory (f(i)), more than the 1.0 MB available
 >>> del os.environ["FREQLAB_MEMORY_BYTES"]
 """
 
@@ -62,23 +62,24 @@ def human_bytes(n: float) -> str:
     raise AssertionError  # unreachable
 
 
-def require_memory(needed: float, what: str) -> None:
-    """Refuse (ResourceError) when ``needed`` bytes exceed :func:`available_memory`; ``what`` names the option and
-    what it sizes, e.g. ``"--L 268435456: f(i) of 1 regime"``."""
+def require_memory(needed: float, option: str, purpose: str) -> None:
+    """Refuse (ResourceError) when ``needed`` bytes exceed :func:`available_memory`: ``option`` names the option and
+    its value (``"--L 268,435,456"``), ``purpose`` what the memory is for (``"f(i), 10 bytes per position"``)."""
     available = available_memory()
     if available is not None and needed > available:
         raise ResourceError(
-            f"{what} needs ~{human_bytes(needed)} of memory, more than the {human_bytes(available)} available"
+            f"{option} needs ~{human_bytes(needed)} of memory ({purpose}), more than the {human_bytes(available)} "
+            "available"
         )
 
 
-def require_time(seconds: float, what: str) -> None:
+def require_time(seconds: float, option: str, purpose: str) -> None:
     """Refuse (ResourceError) when an estimated ``seconds`` exceed :data:`MAX_SECONDS` (or ``$FREQLAB_MAX_SECONDS``)."""
     limit = float(os.environ.get(SECONDS_ENV) or MAX_SECONDS)
     if seconds > limit:
         raise ResourceError(
-            f"{what} would take ~{_duration(seconds)} on this machine, more than the {_duration(limit)} "
-            f"freqlab allows (${SECONDS_ENV} sets it)"
+            f"{option} would take ~{_duration(seconds)} ({purpose}), more than the {_duration(limit)} freqlab "
+            f"allows (${SECONDS_ENV} sets it)"
         )
 
 

@@ -12,7 +12,7 @@ from freqlab.cli.weights import budget_line, echo_mix, histogram_line, read_hist
 from freqlab.display import percent
 from freqlab.frequency.budget import training_budget
 from freqlab.frequency.mixture import MixtureInfo, contribution_table
-from freqlab.frequency.regimes import REGIMES
+from freqlab.frequency.regimes import BYTES_PER_POSITION, REGIMES
 from freqlab.frequency.schedule import load_schedule, schedule_frequency
 from freqlab.frequency.stats import DEFAULT_TAU, effective_length, share_at_least, share_at_most
 from freqlab.frequency.summary import (
@@ -23,6 +23,7 @@ from freqlab.frequency.summary import (
     string_probe_comparison,
 )
 from freqlab.histogram import LengthHistogram
+from freqlab.resources import require_memory
 
 
 def window_option(default=(2048,)):
@@ -89,6 +90,12 @@ def freq_command(hist, Ls, regimes, tokens, tau, seed, out, weights, as_json):
     Example:
       freqlab freq freqlab-out/lengths.parquet --L 2048 --L 4096 --regime natural --regime concat --tokens 1T
     """
+    if out:
+        kept = sum(Ls) * len(regimes)
+        require_memory(OUT_BYTES_PER_POSITION * kept + BYTES_PER_POSITION * max(Ls),
+                       f"--out with --L {', '.join(f'{L:,}' for L in Ls)}",
+                       f"a table of f(i) for {len(Ls)} window(s) × {len(regimes)} regime(s), "
+                       f"{OUT_BYTES_PER_POSITION} bytes per position each")
     h, mix = read_histogram(hist, weights, regimes=regimes)
     budget = training_budget(tokens)
     rows = regime_summaries(h.lengths, h.counts, Ls, regimes, tokens=budget.tokens, tau=tau, seed=seed)
@@ -111,6 +118,8 @@ def freq_command(hist, Ls, regimes, tokens, tau, seed, out, weights, as_json):
 
 
 FREQUENCY_FORMAT = "freqlab.position_frequency"
+#: bytes per position of each (L, regime) ``--out`` holds as a table before writing it (measured: 32 at L = 2^24)
+OUT_BYTES_PER_POSITION = 32
 
 
 def _write_frequencies(h: LengthHistogram, mix: MixtureInfo | None, Ls, regimes, seed: int, out) -> None:

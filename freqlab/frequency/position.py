@@ -16,6 +16,7 @@ import numpy as np
 from freqlab.errors import FreqlabError
 from freqlab.frequency.kernels import scatter_add
 from freqlab.frequency.regimes import Segments, segments
+from freqlab.resources import doing
 
 
 def segment_frequency(segs: Segments) -> np.ndarray:
@@ -75,7 +76,8 @@ def position_frequency(
     [12, 8, 4, 1]
     """
     lengths, counts, L, regime = histogram_arguments(lengths, counts, L, regime)
-    return segment_frequency(segments(lengths, counts, L, regime, seed=seed))
+    with doing(f"computing f(i) at L = {L} ({regime})"):
+        return segment_frequency(segments(lengths, counts, L, regime, seed=seed))
 
 
 def histogram_arguments(lengths, counts, L, regime):
