@@ -52,14 +52,14 @@ def available_memory() -> int | None:
 def human_bytes(n: float) -> str:
     """``12.8 GB`` (decimal units, as ``free -h --si``).
 
-    >>> human_bytes(12.8e9), human_bytes(512), human_bytes(3.2e15)
-    ('12.8 GB', '512 B', '3.2 PB')
+    >>> human_bytes(12.8e9), human_bytes(512), human_bytes(3.2e15), human_bytes(3.2e20)
+    ('12.8 GB', '512 B', '3.2 PB', '3.2e+05 PB')
     """
-    for unit in ("B", "kB", "MB", "GB", "TB", "PB"):
-        if abs(n) < 1000 or unit == "PB":
+    for unit in ("B", "kB", "MB", "GB", "TB"):
+        if abs(n) < 1000:
             return f"{n:.0f} {unit}" if unit == "B" else f"{n:.1f} {unit}"
         n /= 1000
-    raise AssertionError  # unreachable
+    return f"{n:.1f} PB" if abs(n) < 1000 else f"{n:.2g} PB"
 
 
 def require_memory(needed: float, option: str, purpose: str) -> None:

@@ -9,6 +9,7 @@ K = 1024 (``--L 2K`` is 2048, ``--extend-to 128K`` is 131072); tokens and other 
 from __future__ import annotations
 
 import functools
+import math
 
 import click
 
@@ -37,6 +38,22 @@ class Size(click.ParamType):
         return size
 
 
+class PositiveNumber(click.ParamType):
+    """A finite number > 0 (a RoPE base, a stride): ``inf`` and ``nan`` are refused as what they are."""
+
+    name = "NUMBER"
+
+    def convert(self, value, param, ctx):
+        try:
+            number = float(value)
+        except (TypeError, ValueError):
+            self.fail(f"{value!r} is not a number", param, ctx)
+        if not math.isfinite(number) or number <= 0:
+            self.fail(f"{value!r} is not a finite number > 0", param, ctx)
+        return number
+
+
+POSITIVE_NUMBER = PositiveNumber()
 TOKENS = Size(parse_tokens, "TOKENS", maximum=2**63 - 1)  # counts stay exact int64
 POSITIONS = Size(parse_positions, "N", maximum=MAX_POSITIONS)  # f is computed as a dense array
 COUNT = Size(parse_count, "N")

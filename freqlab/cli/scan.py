@@ -57,9 +57,9 @@ from freqlab.scan.settings import ENGINES, ON_ERROR
 @click.option("--megatron-split", default="969,30,1", show_default=True,
               help="--regime megatron: Megatron's --split (the train range is counted).")
 @click.option("--reset-attention-mask", is_flag=True, help="--regime megatron: Megatron's --reset-attention-mask.")
-@click.option("--train-samples", type=COUNT, default=None,
+@click.option("--train-samples", type=COUNT.within(1, 2**63 - 1), default=None,
               help="--regime megatron: Megatron's --train-samples (default: one epoch).")
-@click.option("--epochs", type=click.IntRange(min=1), default=None,
+@click.option("--epochs", type=COUNT.within(1, 2**63 - 1), default=None,
               help="--regime megatron: every sample of this many epochs instead of --train-samples.")
 @tokens_option
 @tau_option

@@ -24,7 +24,7 @@ from freqlab.corpus.tokenized import (
     batched_ranges,
     lengths_from_ends,
 )
-from freqlab.errors import FreqlabError
+from freqlab.errors import FreqlabError, brief
 
 TOKEN_DTYPES = {2: np.dtype("<u2"), 4: np.dtype("<u4")}
 
@@ -77,7 +77,14 @@ def _token_size(path: str) -> int | None:
     except OSError:
         return None
     size = first.rsplit("|", 1)[-1]
-    return int(size) if size.isdigit() else None
+    if not (size.isascii() and size.isdigit()):
+        return None
+    if len(size) > 2:  # datatrove writes 2 or 4: no need to read thousands of digits to refuse them
+        raise FreqlabError(
+            f"{path}.metadata: token size {brief(size, 20)} ({len(size):,} digits); datatrove writes 2 (uint16) or "
+            "4 (uint32)"
+        )
+    return int(size)
 
 
 def read_ds(path: str) -> DatatroveFile:

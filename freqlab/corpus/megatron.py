@@ -128,7 +128,15 @@ class MegatronIndex:
         itemsize = self.dtype.itemsize
         offsets = np.asarray(self.sequence_pointers[last_sequence], np.int64) // itemsize
         ends = offsets + np.asarray(seq_lengths[last_sequence], np.int64) - 1
-        return np.asarray(self.tokens()[ends]), docs
+        tokens = self.tokens()
+        outside = (ends < 0) | (ends >= tokens.size)  # only the first pointers are checked on opening
+        if outside.any():
+            k = int(np.argmax(outside))
+            raise ValueError(
+                f"sequence {int(last_sequence[k]):,} points to token {int(ends[k]):,}, outside "
+                f"{os.path.basename(self.bin_path)} ({tokens.size:,} tokens) (corrupt index)"
+            )
+        return np.asarray(tokens[ends]), docs
 
 
 @numba.njit(cache=True, nogil=True)
