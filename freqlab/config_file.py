@@ -22,6 +22,7 @@ freqlab.errors.FreqlabError: ...mix.yaml: line 1: YAML anchors and aliases (&, *
 from __future__ import annotations
 
 import json
+import os
 from pathlib import Path
 
 import yaml
@@ -42,7 +43,9 @@ def read_config_file(path: str | Path, what: str):
     path = Path(path)
     try:
         with open(path, "rb") as handle:
-            raw = handle.read(MAX_CONFIG_BYTES + 1)
+            size = os.fstat(handle.fileno()).st_size
+            # a regular file's size is known: read exactly it (read(n) would set n bytes aside first)
+            raw = handle.read(MAX_CONFIG_BYTES + 1) if size == 0 or size > MAX_CONFIG_BYTES else handle.read(size + 1)
     except OSError as exc:
         raise FreqlabError(f"{path}: cannot read {what} ({exc.strerror or exc})") from None
     if len(raw) > MAX_CONFIG_BYTES:
