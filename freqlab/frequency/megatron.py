@@ -80,7 +80,9 @@ class MegatronOptions:
             pairs = [(float(w), _prefix(p)) for w, p in zip(words[::2], words[1::2])]
             for word, (w, _) in zip(words[::2], pairs):
                 if not 0 < w < math.inf:
-                    raise FreqlabError(f"data_path weights must be positive finite numbers, got {brief(word)}")
+                    raise FreqlabError(
+                        f"data_path (--data-path) weights must be positive finite numbers, got {brief(word)}"
+                    )
             return pairs
         if any(_is_number(w) for w in words):
             raise FreqlabError(f"data_path is 'PREFIX' or 'W1 PREFIX1 W2 PREFIX2 ...', got {self.data_path!r}")
@@ -112,7 +114,7 @@ def _prefix(path: str) -> str:
 def split_vector(split: str) -> list[float]:
     """megatron-core's ``parse_and_normalize_split``: the numbers of ``split``, padded to 3, normalised."""
     words = re.findall(r"[.0-9]+", split)
-    usage = f"split must be up to three non-negative weights like 969,30,1, got {brief(split)}"
+    usage = f"split (--megatron-split) must be up to three non-negative weights like 969,30,1, got {brief(split)}"
     if any(len(word) > 30 or not re.fullmatch(r"[0-9]+\.?[0-9]*|\.[0-9]+", word) for word in words):
         raise FreqlabError(usage)
     values = [float(x) for x in words]
