@@ -40,7 +40,8 @@ def test_a_refusal_names_the_option_what_it_sizes_and_both_amounts(monkeypatch):
     with pytest.raises(ResourceError) as error:
         require_time(3 * 86400, "--random-sets 10", "scoring")
     assert str(error.value) == (
-        "--random-sets 10 would take ~3 days (scoring), more than the 60 s freqlab allows ($FREQLAB_MAX_SECONDS sets it)"
+        "--random-sets 10 would take ~3 days (scoring), more than the 60 s freqlab allows "
+        "($FREQLAB_MAX_SECONDS sets it)"
     )
 
 

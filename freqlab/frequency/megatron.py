@@ -292,7 +292,7 @@ def _require_memory(options: MegatronOptions, lengths, begin: int, end: int, L: 
     windows = (epochs * tokens - 1) // L
     needed = stream * (8 + (17 if reset else 0)) + windows * (2 * (4 if windows < 2**32 - 1 else 8) + 1)
     option = f"--epochs {options.epochs:,}" if options.epochs is not None else (
-        f"--train-samples {samples:,}" if samples is not None else "one epoch of the train split")
+        f"--train-samples {options.train_samples:,}" if samples is not None else "one epoch of the train split")
     require_memory(needed, option, f"the Megatron replay of {epochs:,} epochs of {end - begin:,} sequences, "
                    f"{windows:,} samples of {L:,} tokens")
 
