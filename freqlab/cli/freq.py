@@ -7,7 +7,7 @@ import json
 import click
 import polars as pl
 
-from freqlab.cli.options import POSITIONS, POSITIONS_NOTE, TOKENS, TOKENS_NOTE
+from freqlab.cli.options import POSITIONS, POSITIONS_NOTE, SEED, TOKENS, TOKENS_NOTE
 from freqlab.cli.weights import budget_line, echo_mix, histogram_line, read_histogram, weights_option
 from freqlab.display import percent
 from freqlab.frequency.budget import training_budget
@@ -26,7 +26,7 @@ from freqlab.histogram import LengthHistogram
 from freqlab.resources import require_memory
 
 
-def window_option(default=(2048,)):
+def window_option(default=(2048,), callback=None):
     return click.option(
         "--L",
         "Ls",
@@ -34,6 +34,7 @@ def window_option(default=(2048,)):
         multiple=True,
         default=default,
         show_default=True,
+        callback=callback,
         help=f"Training window, e.g. 2048 or 2K {POSITIONS_NOTE}; repeat for several.",
     )
 
@@ -74,7 +75,7 @@ def echo_json(data) -> None:
 @regime_option
 @tokens_option
 @tau_option
-@click.option("--seed", type=int, default=0, show_default=True, help="Stream order for the pack regime.")
+@click.option("--seed", type=SEED, default=0, show_default=True, help="Stream order for the pack regime.")
 @click.option(
     "--out",
     type=click.Path(dir_okay=False),

@@ -54,6 +54,8 @@ class PositiveNumber(click.ParamType):
 
 
 POSITIVE_NUMBER = PositiveNumber()
+#: a seed: numpy's generators take any non-negative integer
+SEED = click.IntRange(min=0)
 TOKENS = Size(parse_tokens, "TOKENS", maximum=2**63 - 1)  # counts stay exact int64
 POSITIONS = Size(parse_positions, "N", maximum=MAX_POSITIONS)  # f is computed as a dense array
 COUNT = Size(parse_count, "N")

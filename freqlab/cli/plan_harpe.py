@@ -9,7 +9,7 @@ from __future__ import annotations
 import click
 
 from freqlab.cli.freq import echo_json, json_option
-from freqlab.cli.options import POSITIONS, POSITIONS_NOTE, POSITIVE_NUMBER, renamed_option
+from freqlab.cli.options import POSITIONS, POSITIONS_NOTE, POSITIVE_NUMBER, SEED, renamed_option
 from freqlab.cli.plan import frequency_inputs, frequency_options
 from freqlab.cli.weights import mix_json
 from freqlab.errors import FreqlabError
@@ -63,7 +63,7 @@ TABLE2_NOTE = (
 )
 @click.option("--compare", is_flag=True, help="Score against the uniform set, Table 2 and random sets.")
 @click.option("--random-sets", type=click.IntRange(min=0), default=3, show_default=True, help="With --compare.")
-@click.option("--seed", type=int, default=0, show_default=True, help="Seed of random set #1 (#k: seed + k - 1).")
+@click.option("--seed", type=SEED, default=0, show_default=True, help="Seed of random set #1 (#k: seed + k - 1).")
 @frequency_options(f"Training window for --hist {POSITIONS_NOTE} [default: --extend-to; --schedule: its longest].")
 @json_option
 def harpe_command(
