@@ -8,7 +8,7 @@ from pathlib import Path
 import click
 
 from freqlab.cli.freq import TOKENS, echo_json, json_option, tau_option, tokens_option, window_option
-from freqlab.cli.options import COUNT, SEED, TOKENS_NOTE
+from freqlab.cli.options import COUNT, TOKENS_NOTE
 from freqlab.errors import FreqlabError, exit_status, interrupt_of
 from freqlab.frequency.regimes import REGIMES
 from freqlab.scan import (
@@ -70,7 +70,7 @@ from freqlab.scan.settings import ENGINES, ON_ERROR
               help="Stop once this many tokens are counted (the last document is kept whole), e.g. 10M.")
 @click.option("--sample-rate", type=click.FloatRange(0, 1, min_open=True), default=None,
               help="Keep each document with this probability (seeded, deterministic).")
-@click.option("--seed", type=SEED, default=0, show_default=True, help="Seed for --sample-rate and the pack regime.")
+@click.option("--seed", type=int, default=0, show_default=True, help="Seed for --sample-rate and the pack regime.")
 @click.option("--workers", type=click.IntRange(min=1), default=None,
               help="Worker processes (a Ray cluster uses all its CPUs). Default: all cores.")
 @click.option("--batch-size", type=COUNT, default=DEFAULT_BATCH_SIZE, show_default=True,
