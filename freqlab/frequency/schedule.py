@@ -34,6 +34,7 @@ from freqlab.errors import FreqlabError, brief
 from freqlab.frequency.position import position_frequency
 from freqlab.frequency.regimes import REGIMES, expands_documents
 from freqlab.frequency.stats import DEFAULT_TAU
+from freqlab.resources import require_memory
 from freqlab.sizes import parse_positions, parse_tokens
 
 
@@ -194,6 +195,10 @@ class ScheduleFrequency:
 
 def schedule_frequency(schedule: Schedule, *, seed: int = 0) -> ScheduleFrequency:
     """Evaluate every stage's frequency on its histogram (each file is read once), weighted by its ``weights``."""
+    window = max(stage.L for stage in schedule.stages)
+    kept = sum(stage.L for stage in schedule.stages)  # every stage's f, then F and one scaled stage in float64
+    require_memory(8 * kept + 24 * window, f"{schedule.source}: stages of L = {kept:,} positions in all",
+                   "every stage's f(i) and their sum F(i)")
     cache: dict = {}
     frequencies = []
     for stage in schedule.stages:
