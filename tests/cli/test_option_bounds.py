@@ -70,6 +70,14 @@ def test_plan_string_over_a_billion_positions_is_refused_not_killed(hist):
              "more than the 1.0 GB available")
 
 
+def test_a_schedules_stages_are_sized_together(hist, tmp_path):
+    schedule = tmp_path / "schedule.yaml"
+    schedule.write_text(f"histogram: {hist}\nstages:\n" + "  - {L: 64M, tokens: 1T}\n" * 20)
+    one_line(run("schedule", schedule), 1,
+             f"{schedule}: stages of L = 1,342,177,280 positions in all needs ~12.3 GB of memory (every stage's f(i) "
+             "and their sum F(i)), more than the 1.0 GB available")
+
+
 # ---- Megatron replays -----------------------------------------------------------------------------------
 def test_megatron_samples_and_epochs_are_sized_before_the_replay(megatron_idx):
     scan = ("scan", "--dataset", megatron_idx, "--out", megatron_idx.parent / "out", "-q", "--regime", "megatron",
@@ -195,6 +203,28 @@ def test_a_peak_separation_past_the_grid_is_the_whole_grid():
     assert time.perf_counter() - started < 30
     assert json.loads(wide.output)["bases"] == json.loads(run("plan", "harpe", "--separation", 3091, "--json").output)[
         "bases"]
+
+
+def test_figures_are_sized_before_they_are_drawn(hist, tmp_path):
+    png = tmp_path / "f.png"
+    one_line(run("plot", "frequency", hist, "--L", "16M", "--out", png), 1,
+             "--L 16,777,216 needs ~2.7 GB of memory (a figure's curves over positions, 160 bytes per position), "
+             "more than the 1.0 GB available")
+    one_line(run("plot", "frequency", hist, "--dpi", 100_000, "--out", png), 1,
+             "--dpi 100000 at 3.5 x 2.52 in: a 350,000 x 252,000-pixel PNG; the PNG writer draws at most 65,535 "
+             "pixels a side")
+    one_line(run("plot", "frequency", hist, "--dpi", 3000, "--size", "20,20", "--out", png), 1,
+             "--dpi 3000 at 20 x 20 in needs ~28.8 GB of memory (a 60,000 x 60,000-pixel PNG, 8 bytes per pixel), "
+             "more than the 1.0 GB available")
+    one_line(run("plot", "frequency", hist, "--size", "inf,3", "--out", png), 2,
+             "Invalid value for '--size': 'inf,3': WIDTH and HEIGHT must be within 0..100 inches")
+    one_line(run("plot", "frequency", hist, "--bins", 10**9, "--out", png), 2,
+             "Invalid value for '--bins': 1000000000 is not in the range 1<=x<=4096.")
+    one_line(run("freq", hist, "--regime", "pack", "--seed", -1), 2,
+             "Invalid value for '--seed': -1 is not in the range x>=0.")
+    assert not png.exists()
+    result = run("plot", "frequency", hist, "--dpi", 100_000, "--out", tmp_path / "f.pdf")  # vector: no pixels
+    assert result.exit_code == 0, result.output
 
 
 def test_plot_sources_with_ten_thousand_sources_is_refused_in_one_line(tmp_path):
