@@ -129,7 +129,7 @@ one_regime_option = click.option(
 )
 seed_option = click.option("--seed", type=SEED, default=0, show_default=True, help="Stream order for the pack regime.")
 #: peak bytes per position of L of a figure drawn over positions (measured at L = 2^22: 72-80 for frequency,
-#: windows and effective-length, 112 for scan's figures, 144 for sources with 2 sources)
+#: windows and effective-length, 112 for scan's figures, 144 for sources with 2 sources; 110 for string-usage at 2^22)
 PLOT_BYTES_PER_POSITION = 160
 
 
@@ -302,7 +302,8 @@ def string_matrix_command(L, S, W, out, formats, size, dpi, as_json):
 
 
 @plot_group.command("string-usage", short_help="Positions STRING uses vs RoPE's, with their training frequency.")
-@click.option("--L", "L", type=POSITIONS.within(2), required=True, help=f"Training window {POSITIONS_NOTE}.")
+@click.option("--L", "L", type=POSITIONS.within(2), required=True, callback=_drawable,
+              help=f"Training window {POSITIONS_NOTE}.")
 @click.option("--S", "S", type=POSITIONS, required=True, help="Shift offset S.")
 @click.option("--W", "W", type=POSITIONS.within(0), default=128, show_default=True, help="Local window W.")
 @click.option(

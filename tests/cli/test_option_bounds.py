@@ -210,6 +210,9 @@ def test_figures_are_sized_before_they_are_drawn(hist, tmp_path):
     one_line(run("plot", "frequency", hist, "--L", "16M", "--out", png), 1,
              "--L 16,777,216 needs ~2.7 GB of memory (a figure's curves over positions, 160 bytes per position), "
              "more than the 1.0 GB available")
+    one_line(run("plot", "string-usage", "--L", "1024M", "--S", "300M", "--out", png), 1,
+             "--L 1,073,741,824 needs ~171.8 GB of memory (a figure's curves over positions, 160 bytes per position), "
+             "more than the 1.0 GB available")
     one_line(run("plot", "frequency", hist, "--dpi", 100_000, "--out", png), 1,
              "--dpi 100000 at 3.5 x 2.52 in: a 350,000 x 252,000-pixel PNG; the PNG writer draws at most 65,535 "
              "pixels a side")
