@@ -73,6 +73,18 @@ def test_a_file_over_one_mebibyte_is_refused_before_it_is_parsed(tmp_path):
     assert str(error.value) == f"{path}: more than 1,048,576 bytes (1 MiB), the most a mixture file may hold"
 
 
+def test_a_100_megabyte_weights_file_is_one_line_at_once(tmp_path, split_hist):
+    path = tmp_path / "mix.json"  # issue 23.4: 360 s and 4.3 GB to say it is not a mixture
+    path.write_text('{"weights": {"web": 1, "code": 1}, "note": "')
+    with open(path, "r+b") as handle:
+        handle.truncate(100 * 10**6)
+    started = time.perf_counter()
+    result = run("freq", split_hist, "--weights", path)
+    assert time.perf_counter() - started < 5
+    assert result.exit_code == 2
+    assert f"{path}: more than 1,048,576 bytes (1 MiB), the most a mixture file may hold" in result.output
+
+
 def test_json_is_parsed_as_json_once_and_fast(tmp_path, split_hist, monkeypatch):
     path = tmp_path / "mix.json"
     path.write_text("weights: {web: 1, code: 1}\n")  # YAML, not JSON: a .json file is not read as YAML
