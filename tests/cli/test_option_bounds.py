@@ -78,6 +78,18 @@ def test_a_schedules_stages_are_sized_together(hist, tmp_path):
              "and their sum F(i)), more than the 1.0 GB available")
 
 
+def test_scan_workers_and_batches_are_bounded(tmp_path):
+    corpus = tmp_path / "corpus"
+    corpus.mkdir()
+    for k in range(40):  # 40 files: 40 shards, so at most 40 workers are started
+        (corpus / f"part{k}.jsonl").write_text('{"text": "hello world"}\n')
+    one_line(run("scan", "--dataset", corpus, "--workers", 1000, "--out", tmp_path / "out", "-q"), 1,
+             "--workers 1,000 needs ~2.7 GB of memory (40 worker processes for 40 shards, ~64 MB each), more than "
+             "the 1.0 GB available")
+    one_line(run("scan", "--dataset", corpus, "--batch-size", "1e9", "--out", tmp_path / "out", "-q"), 2,
+             "Invalid value for '--batch-size': '1e9' is not in 1..1,000,000")
+
+
 # ---- Megatron replays -----------------------------------------------------------------------------------
 def test_megatron_samples_and_epochs_are_sized_before_the_replay(megatron_idx):
     scan = ("scan", "--dataset", megatron_idx, "--out", megatron_idx.parent / "out", "-q", "--regime", "megatron",
