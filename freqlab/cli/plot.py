@@ -16,7 +16,7 @@ from freqlab.errors import FreqlabError
 from freqlab.frequency.budget import training_budget
 from freqlab.frequency.regimes import REGIMES
 from freqlab.frequency.stats import DEFAULT_TAU
-from freqlab.resources import require_memory
+from freqlab.resources import doing, require_memory
 
 # the export formats of freqlab.plots.style.save_figure (not imported here: it imports matplotlib)
 FORMATS = ("png", "pdf", "svg")
@@ -102,7 +102,9 @@ def _save(fig, out, formats, dpi, as_json, budget=None, tau: float = DEFAULT_TAU
                                f"{MAX_PIXELS:,} pixels a side")
         require_memory(PNG_BYTES_PER_PIXEL * width * height, option,
                        f"a {width:,.0f} x {height:,.0f}-pixel PNG, {PNG_BYTES_PER_PIXEL} bytes per pixel")
-    _report_written(save_figure(fig, path, formats or None, dpi=dpi), as_json, budget, tau)
+    with doing(f"drawing {out}"):
+        written = save_figure(fig, path, formats or None, dpi=dpi)
+    _report_written(written, as_json, budget, tau)
 
 
 def _report_written(paths: list[Path], as_json: bool, budget=None, tau: float = DEFAULT_TAU) -> None:

@@ -35,7 +35,7 @@ import numpy as np
 
 from freqlab.errors import FreqlabError, brief
 from freqlab.frequency.kernels import blending_counts, megatron_walk
-from freqlab.resources import require_memory
+from freqlab.resources import doing, require_memory
 
 DEFAULT_SEED = 1234  # Megatron-LM's --seed default
 DEFAULT_SPLIT = "969,30,1"  # Megatron-LM's --split default
@@ -264,18 +264,25 @@ def megatron_counts(L: int, options: MegatronOptions, blend, eod: bool | None) -
         taken = [prefixes[0][4] if options.epochs is not None else samples]
     counts = np.zeros(L + 1, np.int64)
     for (index, lengths, begin, end, build), take in zip(prefixes, taken):
-        dataset = MegatronDataset.build(lengths, begin, end, L, build, options.seed)
-        consumed = dataset.consumed(take)
-        used = dataset.windows if consumed.size == 0 else int(np.count_nonzero(consumed))
-        if not options.reset_attention_mask or not _has_eod(index, eod):
-            counts[L] += used
-            continue
-        ends_document = np.zeros(index.sequences + 1, bool)
-        ends_document[np.asarray(index.document_indices[1:], np.int64)] = True
-        ends_document = ends_document[1:]  # sequence j ends a document when j + 1 is a document end
-        order = dataset.sequence_order.astype(np.int64)
-        counts += megatron_walk(lengths[order].astype(np.int64), ends_document[order], L, dataset.windows, consumed)
+        with doing(f"replaying Megatron's samples of {index.prefix}"):
+            counts += _replay(index, lengths, begin, end, L, build, take, options, eod)
     return counts
+
+
+def _replay(index, lengths, begin: int, end: int, L: int, build, take, options: MegatronOptions, eod) -> np.ndarray:
+    """Segment-length counts of one prefix's train split: the windows its shuffled stream gives the trainer."""
+    dataset = MegatronDataset.build(lengths, begin, end, L, build, options.seed)
+    consumed = dataset.consumed(take)
+    used = dataset.windows if consumed.size == 0 else int(np.count_nonzero(consumed))
+    counts = np.zeros(L + 1, np.int64)
+    if not options.reset_attention_mask or not _has_eod(index, eod):
+        counts[L] = used
+        return counts
+    ends_document = np.zeros(index.sequences + 1, bool)
+    ends_document[np.asarray(index.document_indices[1:], np.int64)] = True
+    ends_document = ends_document[1:]  # sequence j ends a document when j + 1 is a document end
+    order = dataset.sequence_order.astype(np.int64)
+    return megatron_walk(lengths[order].astype(np.int64), ends_document[order], L, dataset.windows, consumed)
 
 
 def _require_memory(options: MegatronOptions, lengths, begin: int, end: int, L: int, samples: int | None, *,
