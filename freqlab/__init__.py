@@ -14,6 +14,7 @@ The names below are loaded on first use (``import freqlab`` itself is instant, s
 from __future__ import annotations
 
 import importlib
+from typing import TYPE_CHECKING
 
 __version__ = "0.1.0"
 
@@ -58,6 +59,39 @@ _EXPORTS.update(
         "position_label": "freqlab.sizes",
     }
 )
+if TYPE_CHECKING:  # what the lazy table below resolves to, visible to type checkers and IDEs (never run)
+    from freqlab import corpus, frequency, plan, plots, scan, tokenize
+    from freqlab.errors import FreqlabError
+    from freqlab.frequency import (
+        DEFAULT_TAU,
+        REGIMES,
+        PositionFrequency,
+        effective_length,
+        position_at_mass,
+        position_frequency,
+        scale_to_budget,
+        segments,
+        share_at_least,
+        share_at_most,
+        tokens_needed,
+    )
+    from freqlab.frequency.mixture import Mixture, weighted_histogram
+    from freqlab.frequency.summary import describe, frequency_summary, human_count, regime_summaries
+    from freqlab.histogram import LengthHistogram
+    from freqlab.plan import (
+        compare_sets,
+        evaluate_self_extend,
+        peak_valley_search,
+        plan_rope_scaling,
+        plan_self_extend,
+        plan_string,
+        plan_upsample,
+        uniform_plan,
+        well_trained_range,
+    )
+    from freqlab.scan import ScanResult
+    from freqlab.sizes import parse_positions, parse_tokens, position_label
+
 # subpackages reachable as attributes after a plain `import freqlab` (freqlab.plots.plot_regimes(...))
 _SUBPACKAGES = ("corpus", "frequency", "plan", "plots", "scan", "tokenize")
 

@@ -26,6 +26,19 @@ def brief(value, limit: int = 60) -> str:
     return text if len(text) <= limit else text[: limit - 1] + "…"
 
 
+def cannot_write(path: object, exc: OSError) -> FreqlabError:
+    """``PATH: cannot write (No such file or directory)``: one line naming the file, for an output that failed."""
+    reason = exc.strerror or describe_os_error(exc).split(" (os error")[0]  # polars: "... (os error 2): PATH"
+    return FreqlabError(f"{path}: cannot write ({reason})")
+
+
+def describe_os_error(exc: OSError) -> str:
+    """An OSError in one line naming its file: ``/proc/x.png: No such file or directory`` (not ``[Errno 2] ...``)."""
+    if exc.filename is not None and exc.strerror:
+        return f"{exc.filename}: {exc.strerror}"
+    return str(exc).splitlines()[0] if str(exc) else type(exc).__name__
+
+
 INTERRUPTED = 130  # the shell's status for a command stopped by Ctrl-C (128 + SIGINT)
 TERMINATED = 143  # ... and by SIGTERM (128 + SIGTERM)
 BROKEN_PIPE = 141  # ... and by SIGPIPE (128 + SIGPIPE): the reader of its output closed the pipe

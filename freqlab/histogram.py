@@ -330,17 +330,19 @@ class LengthHistogram(Displayed):
         return PositionFrequency.from_segments(segs, corpus=self.corpus, tokenizer=self.tokenizer)
 
     def frequency_table(
-        self, L: int, regimes: str | Sequence[str] = ("natural", "uniform", "concat"), *, seed: int = 0
+        self, L: int, regimes: str | Sequence[str] = ("natural", "uniform", "concat"), *, seed: int = 0,
+        megatron=None,
     ):
         """f across regimes (one name or several) as a long polars DataFrame, columns ``position``, ``regime``,
-        ``f`` (L rows per regime, int64 f): ready for ``pivot``, plotting or Parquet.
+        ``f`` (L rows per regime, int64 f): ready for ``pivot``, plotting or Parquet. ``megatron``: the
+        :class:`~freqlab.frequency.megatron.MegatronOptions` of the ``megatron`` regime.
 
         >>> t = LengthHistogram.from_counts([3, 6], [2, 1]).frequency_table(4, ["natural", "concat"])
         >>> t.filter(t["position"] == 1).rows()
         [(1, 'natural', 8), (1, 'concat', 9)]
         """
         regimes = [regimes] if isinstance(regimes, str) else regimes
-        return pl.concat([self.frequency(L, regime, seed=seed).to_frame() for regime in regimes])
+        return pl.concat([self.frequency(L, regime, seed=seed, megatron=megatron).to_frame() for regime in regimes])
 
     def provenance(self) -> dict:
         """Where the counts came from, JSON-serialisable: corpus, tokenizer, documents read, skipped by reason,

@@ -43,7 +43,7 @@ class _Group(click.Group):
             formatter.write_dl([(name, COMMANDS[name][1]) for name in self.list_commands(ctx)])
 
     def invoke(self, ctx: click.Context):
-        from freqlab.errors import FreqlabError
+        from freqlab.errors import FreqlabError, describe_os_error
 
         try:
             return super().invoke(ctx)
@@ -51,7 +51,8 @@ class _Group(click.Group):
             os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())  # nothing left to flush at exit
             sys.exit(BROKEN_PIPE)
         except (FreqlabError, OSError) as exc:
-            click.echo(f"Error: {_printable(str(exc))}", err=True)
+            message = describe_os_error(exc) if isinstance(exc, OSError) else str(exc)
+            click.echo(f"Error: {_printable(message)}", err=True)
             sys.exit(1)
 
 

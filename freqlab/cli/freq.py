@@ -7,9 +7,18 @@ import json
 import click
 import polars as pl
 
-from freqlab.cli.options import POSITIONS, POSITIONS_NOTE, SEED, TOKENS, TOKENS_NOTE
+from freqlab.cli.options import (
+    POSITIONS,
+    POSITIONS_NOTE,
+    SEED,
+    TOKENS,
+    TOKENS_NOTE,
+    megatron_options,
+    megatron_settings,
+)
 from freqlab.cli.weights import budget_line, echo_mix, histogram_line, read_histogram, weights_option
 from freqlab.display import percent
+from freqlab.errors import FreqlabError, cannot_write
 from freqlab.frequency.budget import training_budget
 from freqlab.frequency.mixture import MixtureInfo, contribution_table
 from freqlab.frequency.regimes import BYTES_PER_POSITION, REGIMES
@@ -82,14 +91,16 @@ def echo_json(data) -> None:
     default=None,
     help="Write f(i) to this Parquet file (columns L, regime, position, frequency; the histogram's metadata).",
 )
+@megatron_options("the .idx the histogram was scanned from (its metadata names it)")
 @weights_option
 @json_option
-def freq_command(hist, Ls, regimes, tokens, tau, seed, out, weights, as_json):
+def freq_command(hist, Ls, regimes, tokens, tau, seed, out, weights, as_json, **megatron):
     """Position frequency f(i) = Σ_s max(|s| - i, 0) of a length histogram, per window and regime.
 
     \b
     Example:
       freqlab freq freqlab-out/lengths.parquet --L 2048 --L 4096 --regime natural --regime concat --tokens 1T
+      freqlab freq megatron-out/lengths.parquet --L 4K --regime megatron --out f.parquet   # replays the .idx
     """
     if out:
         kept = sum(Ls) * len(regimes)
@@ -99,19 +110,26 @@ def freq_command(hist, Ls, regimes, tokens, tau, seed, out, weights, as_json):
                        f"{OUT_BYTES_PER_POSITION} bytes per position each")
     h, mix = read_histogram(hist, weights, regimes=regimes)
     budget = training_budget(tokens)
-    rows = regime_summaries(h.lengths, h.counts, Ls, regimes, tokens=budget.tokens, tau=tau, seed=seed)
+    options = megatron_settings(**megatron)
+    replay = megatron_replay(hist, h, options, weighted=mix is not None) if "megatron" in regimes else None
+    rows = regime_summaries(h.lengths, h.counts, Ls, regimes, tokens=budget.tokens, tau=tau, seed=seed,
+                            megatron=replay)
     if out:
-        _write_frequencies(h, mix, Ls, regimes, seed, out)
+        _write_frequencies(h, mix, Ls, regimes, seed, out, replay)
     if as_json:
         extra = {}
         if mix:
             extra = {"mixture": mix.to_dict(), "sources": contribution_table(h, mix, Ls[0], regimes[0], seed=seed)}
         data = {"histogram": str(hist), "corpus": h.corpus, "tokens": h.tokens, "budget": budget.to_dict()}
+        if replay is not None:
+            extra["megatron"] = replay.describe()
         echo_json({**data, **extra, "results": rows})
         return
     click.echo(histogram_line(hist, h, mix))
     echo_mix(h, mix, Ls[0], regimes[0], seed=seed)
     click.echo(budget_line(budget, tau))
+    if replay is not None:
+        click.echo(f"megatron   GPTDataset's windows replayed from {replay.data_path}")
     for row in rows:
         click.echo(describe(row, detail=True))
     if out:
@@ -123,12 +141,47 @@ FREQUENCY_FORMAT = "freqlab.position_frequency"
 OUT_BYTES_PER_POSITION = 32
 
 
-def _write_frequencies(h: LengthHistogram, mix: MixtureInfo | None, Ls, regimes, seed: int, out) -> None:
+def megatron_replay(hist, h: LengthHistogram, options=None, *, weighted: bool = False,
+                    how: str = "give --data-path PREFIX (Megatron's --data-path), or --regime concat for what it "
+                    "approximates"):
+    """The :class:`~freqlab.frequency.megatron.MegatronOptions` of ``--regime megatron`` (``options``: Megatron's
+    settings; None: its defaults), their ``--data-path``, else
+    the index the histogram was scanned from (``meta["megatron_index"]``), when it is there and still holds the
+    histogram's documents; else FreqlabError saying what to give (a length histogram has no order to replay)."""
+    import os
+
+    from freqlab.corpus.megatron import read_index
+    from freqlab.frequency.megatron import MegatronOptions
+
+    options = options or MegatronOptions()
+    if options.data_path:
+        return options
+    if weighted:
+        raise FreqlabError(f"--regime megatron replays an index, not a weighted mix; {how}")
+    index = h.meta.get("megatron_index")
+    if not index:
+        raise FreqlabError(
+            f"{hist}: --regime megatron replays Megatron's windows from its .idx, and this histogram names none "
+            f"(it was not scanned whole from one Megatron index); {how}"
+        )
+    if not os.path.isfile(index):
+        raise FreqlabError(f"{hist}: --regime megatron replays {index}, the index it was scanned from, which is gone; "
+                           f"{how}")
+    documents = read_index(index).documents
+    if documents != h.documents_read:
+        raise FreqlabError(f"{hist}: {index} now holds {documents:,} documents, the histogram {h.documents_read:,}: "
+                           f"the index changed since the scan; rescan it, or {how}")
+    return options.with_data_path([index])
+
+
+def _write_frequencies(
+    h: LengthHistogram, mix: MixtureInfo | None, Ls, regimes, seed: int, out, megatron=None
+) -> None:
     """f for every (L, regime) in one Parquet file; its ``freqlab`` metadata key holds the histogram's provenance
     (as ``lengths.parquet`` does: the corpus's counts, and the mixture when weighted), the windows, regimes, seed."""
     corpus = mix.corpus if mix is not None and mix.corpus is not None else h
     frames = [
-        h.frequency_table(L, regimes, seed=seed)
+        h.frequency_table(L, regimes, seed=seed, megatron=megatron)
         .rename({"f": "frequency"})
         .select(pl.lit(L, pl.Int64).alias("L"), "regime", "position", "frequency")
         for L in Ls
@@ -141,8 +194,12 @@ def _write_frequencies(h: LengthHistogram, mix: MixtureInfo | None, Ls, regimes,
         "L": list(Ls),
         "regimes": list(regimes),
         "seed": seed,
+        **({"megatron": megatron.describe()} if megatron is not None else {}),
     }
-    pl.concat(frames).write_parquet(out, metadata={"freqlab": json.dumps(header)})
+    try:
+        pl.concat(frames).write_parquet(out, metadata={"freqlab": json.dumps(header)})
+    except OSError as exc:
+        raise cannot_write(out, exc) from exc
 
 
 #: the ``stats`` keys that count documents and tokens (the corpus's, also when a mix is weighted from it)
@@ -152,26 +209,45 @@ COUNT_KEYS = ("documents_read", "documents", "empty_documents", "skipped", "toke
 @click.command("stats")
 @click.argument("hist", type=click.Path(dir_okay=False))
 @click.option("--L", "L", type=POSITIONS, default=2048, show_default=True, help=f"Training window {POSITIONS_NOTE}.")
+@click.option("--regime", "regimes", type=click.Choice(REGIMES), multiple=True,
+              help="Also the position-mass shares and predicted effective length at --L in this regime (repeat for "
+              "several; megatron replays the index the histogram was scanned from, with Megatron's defaults).")
+@tokens_option
+@tau_option
 @weights_option
 @json_option
-def stats_command(hist, L, weights, as_json):
+def stats_command(hist, L, regimes, tokens, tau, weights, as_json):
     """Summary of a length histogram: documents, tokens, mean, median and percentiles (nearest rank: the
     ceil(q·n)-th smallest length, never interpolated), long-document share; and what STRING Sec. 3 reports for
     TinyLlama 1.3B (2K and 4K windows) beside freqlab's prediction for the same windows and budgets on this
     histogram.
 
     \b
+    With --regime or --tokens, also the windows table of freqlab freq at --L (natural when no --regime), and the
+    STRING comparison at --tau.
+
+    \b
     Example:
       freqlab stats freqlab-out/lengths.parquet --L 4096 --json
+      freqlab stats freqlab-out/lengths.parquet --L 4K --regime natural --regime concat --tokens 300B
     """
-    h, mix = read_histogram(hist, weights)
+    h, mix = read_histogram(hist, weights, regimes=regimes)
     summary = h.summary(L)
-    probe = string_probe_comparison(h.lengths, h.counts)
+    probe = string_probe_comparison(h.lengths, h.counts, tau=tau)
+    windows, budget = None, None
+    if regimes or tokens is not None:
+        budget = training_budget(tokens)
+        how = "freqlab freq takes --data-path PREFIX (Megatron's --data-path), or use --regime concat"
+        replay = megatron_replay(hist, h, weighted=mix is not None, how=how) if "megatron" in regimes else None
+        windows = regime_summaries(h.lengths, h.counts, [L], regimes or ("natural",), tokens=budget.tokens, tau=tau,
+                                   megatron=replay)
     # counts are the corpus's; with weights, the length distribution (mean, quantiles, shares) is the mix's
     counts = summary if mix is None or mix.corpus is None else mix.corpus.summary(L)
     if as_json:
         extra = {"mixture": mix.to_dict(), "mix_sources": contribution_table(h, mix, L, "natural")} if mix else {}
         corpus = {"corpus_counts": {k: counts[k] for k in COUNT_KEYS}} if mix else {}
+        if windows is not None:
+            extra = {**extra, "budget": budget.to_dict(), "windows": windows}
         echo_json({**summary, **corpus, **extra, "string_sec3": probe})
         return
     rows = [
@@ -196,6 +272,11 @@ def stats_command(hist, L, weights, as_json):
     for name, value in rows:
         click.echo(f"{name:<{width}}  {value}")
     echo_mix(h, mix, L, "natural")
+    if windows is not None:
+        click.echo("")
+        click.echo(budget_line(budget, tau))
+        for row in windows:
+            click.echo(describe(row, detail=True))
     click.echo("")
     for line in describe_string_probe(probe):
         click.echo(line)

@@ -95,3 +95,39 @@ def renamed_option(new: str, old: str, dest: str, *, required: bool = False, **k
         return visible(hidden(merged))
 
     return decorate
+
+
+def megatron_options(default_data_path: str):
+    """Megatron-LM's settings that decide the ``megatron`` regime's windows (``--data-path``, ``--megatron-seed``,
+    ``--megatron-split``, ``--reset-attention-mask``, ``--train-samples``, ``--epochs``), shared by the commands
+    that compute it; ``default_data_path`` says where the index comes from when ``--data-path`` is not given.
+    :func:`megatron_settings` turns the values into :class:`~freqlab.frequency.megatron.MegatronOptions`."""
+    options = [
+        click.option("--data-path", default=None, metavar="'[W1] P1 [W2 P2 ...]'",
+                     help="--regime megatron: Megatron's --data-path (prefixes of .idx/.bin, optionally weighted). "
+                     f"Default: {default_data_path}. L is Megatron's --seq-length."),
+        click.option("--megatron-seed", type=click.IntRange(0, 2**32 - 1), default=1234, show_default=True,
+                     help="--regime megatron: Megatron's --seed."),
+        click.option("--megatron-split", default="969,30,1", show_default=True,
+                     help="--regime megatron: Megatron's --split (the train range is counted)."),
+        click.option("--reset-attention-mask", is_flag=True,
+                     help="--regime megatron: Megatron's --reset-attention-mask."),
+        click.option("--train-samples", type=COUNT.within(1, 2**63 - 1), default=None,
+                     help="--regime megatron: Megatron's --train-samples (default: one epoch)."),
+        click.option("--epochs", type=COUNT.within(1, 2**63 - 1), default=None,
+                     help="--regime megatron: every sample of this many epochs instead of --train-samples."),
+    ]
+
+    def decorate(command):
+        for option in reversed(options):
+            command = option(command)
+        return command
+
+    return decorate
+
+
+def megatron_settings(data_path, megatron_seed, megatron_split, reset_attention_mask, train_samples, epochs):
+    """The :class:`~freqlab.frequency.megatron.MegatronOptions` of :func:`megatron_options`' values."""
+    from freqlab.frequency.megatron import MegatronOptions
+
+    return MegatronOptions(data_path or "", megatron_seed, megatron_split, reset_attention_mask, train_samples, epochs)

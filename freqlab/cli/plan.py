@@ -28,9 +28,9 @@ from freqlab.frequency.budget import training_budget
 from freqlab.frequency.regimes import REGIMES
 from freqlab.frequency.schedule import load_schedule, schedule_frequency
 from freqlab.histogram import LengthHistogram
-from freqlab.plan.rope_scaling import ROPE_TYPES, plan_rope_scaling
-from freqlab.plan.self_extend import evaluate_self_extend, plan_self_extend
-from freqlab.plan.string import DEFAULT_ROUND, DEFAULT_W, plan_string, string_usage
+from freqlab.plan.rope_scaling import ROPE_TYPES, VLLM_MAX_MODEL_LEN, plan_rope_scaling
+from freqlab.plan.self_extend import LLAMA_CPP_NOTE, evaluate_self_extend, plan_self_extend
+from freqlab.plan.string import DEFAULT_ROUND, DEFAULT_W, MIN_W, STRING_YARN_SOURCE, plan_string, string_usage
 from freqlab.plan.upsample import DEFAULT_MAX_UPWEIGHT, PACKINGS, plan_upsample, plan_upsample_schedule
 from freqlab.plan.well_trained import DEFAULT_MASS, FrequencyInputs, well_trained_range
 from freqlab.resources import require_memory
@@ -144,6 +144,13 @@ def frequency_inputs(
     return L, inputs
 
 
+def require(ok: bool, option: str, message: str) -> None:
+    """A usage error (exit 2) naming ``option`` unless ``ok``: options that contradict each other or the papers'
+    bounds are the caller's to fix, not a failure of the data."""
+    if not ok:
+        raise click.BadParameter(message, param_hint=f"'{option}'")
+
+
 def _block(title: str, lines) -> None:
     click.echo(f"\n{title}")
     for line in lines:
@@ -157,6 +164,10 @@ def _block(title: str, lines) -> None:
 @frequency_options()
 @click.option("--W", "W", type=POSITIONS, default=DEFAULT_W, show_default=True, help="Local window (>= 32, << S).")
 @click.option(
+    "--S", "S", type=POSITIONS, default=None,
+    help="Evaluate this shift S (e.g. the official README's int(0.33 L)) [default: recommend one].",
+)  # fmt: skip
+@click.option(
     "--round-to",
     type=POSITIONS,
     default=DEFAULT_ROUND,
@@ -166,6 +177,11 @@ def _block(title: str, lines) -> None:
 @click.option(
     "--test-length", type=POSITIONS, default=None, help="max_test_length for the HF patch [default: L]."
 )
+@renamed_option(
+    "--extend-to", "--target", "N", type=POSITIONS, default=None,
+    help=f"Test length N > L: STRING + YaRN by the STRING repository's rule {POSITIONS_NOTE}.",
+)  # fmt: skip
+@click.option("--rope-theta", type=float, default=10000.0, show_default=True, help="RoPE base (YaRN blocks).")
 @click.option(
     "--usage-out",
     type=click.Path(dir_okay=False),
@@ -173,19 +189,31 @@ def _block(title: str, lines) -> None:
     help="Write per-position usage before/after STRING and f(p) to this Parquet file.",
 )
 @json_option
-def string_command(L, hist, regime, tokens, tau, schedule, mass, W, round_to, test_length, usage_out, as_json):
-    """STRING shift S and local window W, with paste-ready HF and vLLM blocks (Sec. 4.1).
+def string_command(
+    L, hist, regime, tokens, tau, schedule, mass, W, S, round_to, test_length, N, rope_theta, usage_out, as_json
+):
+    """STRING shift S and local window W, with paste-ready HF and vLLM blocks (Sec. 4.1); or evaluate a given S.
 
-    S is kept in the paper's range L/3 <= S <= L/2 (default L/3, rounded up to --round-to).
+    S keeps every position STRING uses (up to L - S + W - 1) within the well-trained N* predicted from
+    --hist/--schedule, inside the paper's range L/3 <= S <= L/2 (default L/3, rounded up to --round-to).
 
     \b
     Examples:
       freqlab plan string --L 131072
+      freqlab plan string --L 4K --S 1351                # the official README's int(0.33 L)
       freqlab plan string --hist lengths.parquet --L 2048 --tokens 1T --tau 100B
+      freqlab plan string --L 32K --extend-to 128K      # STRING + YaRN (the repository's Qwen2 rule)
       freqlab plan string --schedule schedule.yaml --json
     """
+    require(W >= MIN_W, "--W", f"W = {W} is below {MIN_W}: the STRING ablation (Fig. 7) needs W >= {MIN_W}")
     L, inputs = frequency_inputs(L, hist, regime, tokens, tau, schedule, mass)
-    p = plan_string(L, W=W, round_to=round_to, test_length=test_length, **inputs)
+    if S is not None:
+        require(S < L, "--S", f"S = {S} must be below the training window L = {L}")
+        require(W < S, "--W", f"W = {W} must be much smaller than S = {S} (STRING needs W << S)")
+    if N is not None:
+        require(N > L, "--extend-to", f"N = {N} is not above the training window L = {L}")
+    p = plan_string(L, W=W, S=S, round_to=round_to, test_length=test_length, extend_to=N, rope_theta=rope_theta,
+                    **inputs)  # fmt: skip
     if usage_out:
         u = string_usage(p.L, p.S, p.W, frequency=p.well_trained.frequency)
         pl.DataFrame(
@@ -199,16 +227,30 @@ def string_command(L, hist, regime, tokens, tau, schedule, mass, W, round_to, te
     if as_json:
         echo_json({**p.to_dict(), **mix_json()})
         return
-    click.echo(f"STRING for L = {p.L}: S = {p.S} (S/L = {p.ratio:.3f}), W = {p.W}")
+    verb = "evaluated" if p.S_given else "recommended"
+    click.echo(f"STRING for L = {p.L}: S = {p.S} (S/L = {p.ratio:.3f}, {verb}), W = {p.W}")
     click.echo(f"  well-trained range N* = {p.N_star} (rule: {p.rule})")
-    if p.S_rule is not None and not p.within_range:
+    if p.S_rule is not None and (p.S_given or not p.within_range):
         click.echo(f"  frequency rule alone: S = {p.S_rule}; paper's range [L/3, L/2] (Sec. 4.1) = {list(p.S_range)}")
-    click.echo(f"  overwritten positions (>= {p.L - p.S}) carried {p.overwritten_share:.2%} of position mass")
+    within = "within" if p.within_well_trained else "beyond"
+    click.echo(f"  largest position used max(S, L - S + W) - 1 = {p.largest_position} "
+               f"({within} N* - 1 = {p.N_star - 1})")  # fmt: skip
+    click.echo(f"  overwritten positions i >= L - S = {p.L - p.S}: {p.overwritten_share:.2%} of position mass")
+    click.echo(f"  never-used positions i >= L - S + W = {p.L - p.S + p.W}: {p.unused_share:.2%} of position mass "
+               "(as `plot string-usage` shades)")  # fmt: skip
     click.echo(f"\n{p.reasoning}")
     for note in p.notes:
         click.echo(f"note: {note}")
     _block("Hugging Face (official STRING patch):", [p.hf_patch])
     _block("vLLM config:", [p.vllm_block])
+    e = p.extension
+    if e is not None:
+        _block(f"Beyond L: STRING at N = {e.N} (rule of {STRING_YARN_SOURCE}):", [e.hf_patch])
+        if e.yarn is not None:
+            for block in e.yarn.blocks:
+                _block(f"YaRN, factor {e.factor:.6g}, {block.label}:", [json.dumps(block.config)])
+            for note in e.yarn.notes:
+                click.echo(f"note: {note}")
     if usage_out:
         click.echo(f"\nwrote {usage_out}")
 
@@ -244,6 +286,10 @@ def self_extend_command(
     if (G is None) != (w_n is None):
         raise click.UsageError("give --group and --window together")
     L, inputs = frequency_inputs(L, hist, regime, tokens, tau, schedule, mass)
+    require(N > L, "--extend-to", f"N = {N} is not above the training window L = {L}: Self-Extend extends beyond L "
+                                  "(within L, see `freqlab plan string`)")  # fmt: skip
+    if w_n is not None:
+        require(w_n < L, "--window", f"w_n = {w_n} must be below the training window L = {L}")
     try:
         p = plan_self_extend(L, N, well_trained=well_trained, min_window=min_window, max_window=max_window, **inputs)
         failure = None
@@ -260,8 +306,11 @@ def self_extend_command(
         echo_json({**data, "evaluated": None if check is None else check.to_dict(), **mix_json()})
         return
     if p is not None:
-        click.echo(f"Self-Extend for L = {p.L} -> N = {p.N}: G = {p.G}, w_n = {p.w_n} (maintainers' rule of thumb)")
+        click.echo(f"Self-Extend for L = {p.L} -> N = {p.N}: G = {p.G}, w_n = {p.w_n} "
+                   "(smallest G with w_n + (N - w_n)/G <= N*)")  # fmt: skip
         click.echo(f"  well-trained range N* = {p.N_star} (rule: {p.rule}); max length {p.check.max_length}")
+        guesses = "; ".join(f"N* = {n}: " + (f"G = {g}, w_n = {w}" if g else "no setting") for n, g, w in p.guesses)
+        click.echo(f"  maintainers' guess N* = 1/2..2/3 L: {guesses}")
         paper = p.paper_setting
         if paper is not None:
             verdict = "<=" if paper.well_trained else ">"
@@ -274,7 +323,7 @@ def self_extend_command(
         for note in p.notes:
             click.echo(f"note: {note}")
         _block("Hugging Face (official LongLM code):", [p.hf_call])
-        _block("llama.cpp:", [p.llama_cpp_flags])
+        _block("llama.cpp:", [p.llama_cpp_command, f"note: {LLAMA_CPP_NOTE}"])
     else:
         click.echo(f"no recommendation: {failure}")
     if check is not None:
@@ -295,8 +344,7 @@ def self_extend_command(
 
 
 @plan.command("rope")
-@click.option("--L", "L", type=POSITIONS, default=None, help="Training window L [--schedule: its longest].")
-@schedule_option
+@frequency_options("Training window L [--schedule: its longest].")
 @extend_to_option
 @click.option(
     "--type",
@@ -309,36 +357,67 @@ def self_extend_command(
 )
 @click.option("--rope-theta", type=float, default=10000.0, show_default=True, help="RoPE base.")
 @click.option("--head-dim", type=click.IntRange(min=4), default=128, show_default=True, help="Head dimension d.")
-@click.option("--factor", type=float, default=None, help="Scaling factor [default: N / L].")
+@click.option(
+    "--partial-rotary-factor",
+    type=click.FloatRange(0, 1, min_open=True),
+    default=1.0,
+    show_default=True,
+    help="Share of the head dimension that rotates (only those dimensions count).",
+)
+@click.option(
+    "--factor", type=click.FloatRange(1, min_open=True), default=None, help="Scaling factor [default: N / L]."
+)
+@click.option(
+    "--effective-length",
+    "E",
+    type=POSITIONS,
+    default=None,
+    help="Effective length for the critical dimension [default: predicted N* from --hist/--schedule, else L].",
+)
 @json_option
-def rope_command(L, schedule, N, types, rope_theta, head_dim, factor, as_json):
-    """RoPE-scaling config blocks for transformers 4.x (`rope_scaling`) and 5.x (`rope_parameters`).
+def rope_command(
+    L, hist, regime, tokens, tau, schedule, mass, N, types, rope_theta, head_dim, partial_rotary_factor, factor, E,
+    as_json,
+):  # fmt: skip
+    """RoPE-scaling config blocks, labelled by transformers version (4.x `rope_scaling`, 5.x `rope_parameters`).
+
+    With --hist (or --schedule) the critical dimension is counted for the predicted effective length N*
+    (dimensions whose period 2π·b^(2j/d) exceeds it never completed a turn within it).
 
     \b
     Examples:
       freqlab plan rope --L 4K --extend-to 16K
       freqlab plan rope --L 8K --extend-to 128K --type llama3 --rope-theta 500000 --json
+      freqlab plan rope --hist lengths.parquet --L 4K --tokens 1T --extend-to 16K --type yarn
       freqlab plan rope --schedule schedule.yaml --extend-to 128K --type yarn
     """
-    if schedule:  # only the window matters here: the scaling factor is N / L whatever the frequencies
-        window = max(stage.L for stage in load_schedule(schedule).stages)
-        if L is not None and window != L:
-            raise FreqlabError(f"the schedule's longest window is {window}, but --L = {L}")
-        L = window
-    if L is None:
-        raise click.UsageError("give --L (or a --schedule)")
+    L, inputs = frequency_inputs(L, hist, regime, tokens, tau, schedule, mass)
+    require(N > L, "--extend-to", f"N = {N} is not above the training window L = {L}: nothing to extend")
+    E_rule = None
+    if E is None and (hist or schedule):
+        wt = well_trained_range(L, **inputs)
+        E, E_rule = (wt.N, f"predicted N*, {wt.rule} rule") if wt.N else (None, None)
+        if not wt.N and not as_json:
+            click.echo(f"note: {wt.explanation}: the critical dimension is counted for L instead")
     chosen = ROPE_TYPES if "all" in types else tuple(dict.fromkeys(types))
-    plans = [plan_rope_scaling(L, N, t, rope_theta=rope_theta, head_dim=head_dim, factor=factor) for t in chosen]
+    plans = [
+        plan_rope_scaling(
+            L, N, t, rope_theta=rope_theta, head_dim=head_dim, factor=factor,
+            partial_rotary_factor=partial_rotary_factor, effective_length=E, E_rule=E_rule,
+        )
+        for t in chosen
+    ]  # fmt: skip
     if as_json:
-        echo_json({"method": "rope", "L": L, "N": N, "plans": [p.to_dict() for p in plans]})
+        echo_json({"method": "rope", "L": L, "N": N, "plans": [p.to_dict() for p in plans], **mix_json()})
         return
     for p in plans:
         click.echo(f"== {p.rope_type} (factor {p.factor:g}) ==")
         click.echo(p.reasoning)
         for note in p.notes:
             click.echo(f"note: {note}")
-        _block("transformers 4.x (config.json / LlamaConfig kwargs):", [json.dumps(p.config_4x)])
-        _block("transformers 5.x:", [json.dumps(p.config_5x)])
+        for block in p.blocks:
+            _block(f"{block.label}:", [json.dumps(block.config)])
+        _block("vLLM:", [p.vllm_command, f"note: {VLLM_MAX_MODEL_LEN}"])
         click.echo("")
 
 
@@ -391,11 +470,13 @@ def upsample_command(L, E, hist, tokens, tau, regime, schedule, long_hist, max_u
         sf = schedule_frequency(load_schedule(schedule, histogram=hist, weights=current_weights()))
         if L is not None and sf.window != L:
             raise FreqlabError(f"the schedule's longest window is {sf.window}, but --L = {L}")
+        require(sf.window > E, "--effective-length", f"E = {E} must be below the training window L = {sf.window}")
         p = plan_upsample_schedule(sf, E, tau=tau, long_lengths=long_lengths, max_upweight=max_upweight)
         budget = None
     else:
         if hist is None or L is None:
             raise click.UsageError("give --hist and --L (or a --schedule)")
+        require(E < L, "--effective-length", f"E = {E} must be below the training window L = {L}")
         tau = DEFAULT_TAU if tau is None else tau
         budget = training_budget(tokens)
         h = read_histogram(hist, current_weights(), regimes=(regime, *PACKINGS))[0]  # the alternatives too

@@ -10,7 +10,7 @@ import click
 
 from freqlab.cli.freq import echo_json, json_option
 from freqlab.cli.options import POSITIONS, POSITIONS_NOTE, POSITIVE_NUMBER, SEED, renamed_option
-from freqlab.cli.plan import frequency_inputs, frequency_options
+from freqlab.cli.plan import frequency_inputs, frequency_options, require
 from freqlab.cli.weights import mix_json
 from freqlab.errors import FreqlabError
 from freqlab.plan import harpe
@@ -84,6 +84,9 @@ def harpe_command(
 
     --extend-to was called --target (still accepted). Sizes: K = 1024 positions (128K = 131072).
     """
+    for option, value in (("--b-min", b_min), ("--b-max", b_max), ("--stride", stride)):
+        if value is not None:
+            require(value > 0, option, f"must be positive, got {value:g}")
     if strategy == "attention-buckets":
         if hist or schedule:
             raise click.UsageError("--hist/--schedule derive the grid for peak-valley and uniform only")
@@ -93,6 +96,7 @@ def harpe_command(
     b_min = harpe.PAPER_B_MIN if b_min is None else b_min
     b_max = harpe.PAPER_B_MAX if b_max is None else b_max
     stride = harpe.PAPER_STRIDE if stride is None else stride
+    require(b_max > b_min, "--b-max", f"b_max = {b_max:g} must be larger than b_min = {b_min:g} (defaults 1e6..5e6)")
 
     choice = _grid_choice(grid_text, target, hist, schedule, L, regime, tokens, tau, mass)
     if strategy == "uniform":
@@ -218,6 +222,7 @@ def _attention_buckets(heads, head_dim, b_min, b_max, stride, grid_text, as_json
         lo = harpe.BUCKETS_B_MIN if b_min is None else b_min
         hi = harpe.BUCKETS_B_MAX if b_max is None else b_max
         step = harpe.BUCKETS_STRIDE if stride is None else stride
+        require(hi > lo, "--b-max", f"b_max = {hi:g} must be larger than b_min = {lo:g} (defaults 10000..30000)")
         candidates = [lo, *harpe.candidate_bases(lo, hi, step).tolist()]
     grid = _parse_grid(grid_text) if grid_text else harpe.BUCKETS_GRID
     result = harpe.attention_buckets_search(heads, candidates, grid=grid, head_dim=head_dim)

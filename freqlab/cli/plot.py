@@ -180,13 +180,17 @@ def frequency_command(hist, L, regimes, bins, seed, out, formats, size, dpi, as_
     Example:
       freqlab plot frequency freqlab-out/lengths.parquet --L 2048 --regime natural --size one-column --out f.pdf
     """
-    from freqlab.plots.frequency import plot_position_frequency, plot_regimes
+    from freqlab.plots.frequency import MIN_PANEL_WIDTH, plot_position_frequency, plot_regimes, regime_grid
 
     h = _histogram(hist, regimes)
     if len(regimes) == 1:
         fig = plot_position_frequency(h, L, regimes[0], bins=bins, seed=seed, size=size)
     else:
         fig = plot_regimes(h, L, regimes, bins=bins, seed=seed, size=size)
+        rows, cols = regime_grid(len(regimes), size)
+        if cols < min(3, len(regimes)) and not as_json:  # the panels did not fit side by side: say how they went
+            click.echo(f"panels: {rows} rows of {cols} (side by side each needs {MIN_PANEL_WIDTH:g} in; "
+                       "--size two-column puts 3 in a row)")
     _save(fig, out, formats, dpi, as_json)
 
 

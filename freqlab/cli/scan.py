@@ -8,7 +8,7 @@ from pathlib import Path
 import click
 
 from freqlab.cli.freq import TOKENS, echo_json, json_option, tau_option, tokens_option, window_option
-from freqlab.cli.options import COUNT, TOKENS_NOTE
+from freqlab.cli.options import COUNT, TOKENS_NOTE, megatron_options, megatron_settings
 from freqlab.errors import FreqlabError, exit_status, interrupt_of
 from freqlab.frequency.regimes import REGIMES
 from freqlab.scan import (
@@ -34,8 +34,9 @@ from freqlab.scan.settings import ENGINES, ON_ERROR
 @click.option("--data-files", multiple=True, metavar="GLOB",
               help="Local copies of a preset's files (the preset's field mapping applies); repeatable.")
 @click.option("--format", "input_format", default=None, metavar="NAME",
-              help="Read every local file in this input format instead of guessing from its name "
-              "(jsonl, parquet, arrow, txt, megatron, datatrove, token-stream).")
+              help="Read only local files of this input format (jsonl, parquet, arrow, txt, megatron, datatrove, "
+              "token-stream); others in folders/globs are passed over and counted, a file named explicitly is "
+              "read in it. Needed when a folder mixes text and tokenized files (never added together).")
 @click.option("--text-field", default=None, help="Field holding the text (dotted path for nested fields).")
 @click.option("--source-field", default=None, help="Field holding the source label, to split counts by source.")
 @click.option("--tokens-field", default=None,
@@ -44,23 +45,13 @@ from freqlab.scan.settings import ENGINES, ON_ERROR
 @click.option("--eos-id", type=click.IntRange(min=0), default=None,
               help="Tokenized data: the EOS token id (splits .npy / lit-gpt token streams; checked elsewhere).")
 @click.option("--tokenizer", default=None, metavar="NAME|PATH|ID",
-              help="Built-in name, tokenizer.json, .tiktoken file or Hugging Face model id. Default: built-in.")
+              help="Built-in name, tokenizer.json (or its folder), .tiktoken file, .model file (SentencePiece, or "
+              "Llama 3's tiktoken tokenizer.model) or Hugging Face model id. Default: built-in.")
 @click.option("--add-special-tokens", is_flag=True, help="Count BOS/EOS and other special tokens too.")
 @window_option()
 @click.option("--regime", "regimes", type=click.Choice(REGIMES), multiple=True, default=DEFAULT_REGIMES,
               show_default=True, help="Data regime (repeat for several).")
-@click.option("--data-path", default=None, metavar="'[W1] P1 [W2 P2 ...]'",
-              help="--regime megatron: Megatron's --data-path (prefixes of .idx/.bin, optionally weighted). "
-              "Default: the scanned .idx. L is Megatron's --seq-length.")
-@click.option("--megatron-seed", type=click.IntRange(0, 2**32 - 1), default=1234, show_default=True,
-              help="--regime megatron: Megatron's --seed.")
-@click.option("--megatron-split", default="969,30,1", show_default=True,
-              help="--regime megatron: Megatron's --split (the train range is counted).")
-@click.option("--reset-attention-mask", is_flag=True, help="--regime megatron: Megatron's --reset-attention-mask.")
-@click.option("--train-samples", type=COUNT.within(1, 2**63 - 1), default=None,
-              help="--regime megatron: Megatron's --train-samples (default: one epoch).")
-@click.option("--epochs", type=COUNT.within(1, 2**63 - 1), default=None,
-              help="--regime megatron: every sample of this many epochs instead of --train-samples.")
+@megatron_options("the scanned .idx")
 @tokens_option
 @tau_option
 @click.option("--corpus-tokens", type=TOKENS, default=None,
@@ -148,10 +139,8 @@ def scan_command(dataset, config, split, data_files, input_format, text_field, s
                          resume=resume, progress=False if quiet else None)
         megatron = None
         if "megatron" in regimes:
-            from freqlab.frequency.megatron import MegatronOptions
-
-            megatron = MegatronOptions(data_path or "", megatron_seed, megatron_split, reset_attention_mask,
-                                       train_samples, epochs)
+            megatron = megatron_settings(data_path, megatron_seed, megatron_split, reset_attention_mask,
+                                         train_samples, epochs)
         report = ReportOptions(L=Ls, regimes=regimes, tokens=tokens, corpus_tokens=corpus_tokens, tau=tau,
                                megatron=megatron)
     except FreqlabError as exc:

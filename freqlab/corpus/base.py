@@ -140,6 +140,11 @@ class Shard:
         """Local files this shard opens (a Ray node must see each at this path); none for streamed data."""
         return ()
 
+    def first_record(self) -> dict[str, Any] | None:
+        """The first record of the shard's file as a dict, when the format has records with fields and it is
+        cheap to read (for messages naming the fields a record has); None otherwise."""
+        return None
+
 
 class ReadMeter:
     """How far the reader of a shard has got, for a progress bar in percent.

@@ -19,7 +19,7 @@ from typing import ClassVar
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from freqlab.corpus.base import Document, FileShard, Shard
+from freqlab.corpus.base import Document, FileShard, Shard, UnreadableFile
 from freqlab.corpus.fields import Fields
 from freqlab.corpus.files import DataFile
 from freqlab.corpus.registry import FileFormat, register
@@ -32,11 +32,24 @@ BATCH_ROWS = 256
 _ARROW_ERRORS = (pa.ArrowException, OSError)
 
 
-def _documents(batches: Iterable[pa.RecordBatch], fields: Fields, path: str, first_row: int = 0) -> Iterator[Document]:
-    """Documents of a stream of record batches: each row becomes a dict of the needed top-level columns."""
+def _documents(
+    batches: Iterable[pa.RecordBatch], fields: Fields, path: str, first_row: int = 0, columns_of=None
+) -> Iterator[Document]:
+    """Documents of a stream of record batches: each row becomes a dict of the needed top-level columns.
+
+    A file without the text column is one error naming its columns (``columns_of()``: all of them; default:
+    the batch's), raised as :class:`UnreadableFile` (``--on-error skip`` counts the file), not a bad record per row.
+    """
     extract = fields.extractor()
     row = first_row
+    text_column = fields.text.split(".")[0]
     for batch in batches:
+        if batch.num_rows and text_column not in batch.schema.names:
+            every = columns_of() if columns_of is not None else batch.schema.names
+            raise UnreadableFile(
+                f"{path}: no text column {text_column!r} (columns: {', '.join(every) or 'none'}); "
+                "give --text-field", path,
+            )
         names = [name for name in fields.columns if name in batch.schema.names]
         columns = [batch.column(name).to_pylist() for name in names]
         # No needed column present: every row is a record without a text field (and says so).
@@ -57,15 +70,32 @@ def _parquet_metadata(path: str, mtime_ns: int) -> pq.FileMetaData:
         return parquet.metadata
 
 
+def first_row(path: str) -> dict | None:
+    """The first row of a Parquet or Arrow file, every column (None when it has no row)."""
+    if path.lower().endswith(".parquet"):
+        with _parquet(path) as parquet:
+            batch = next(parquet.iter_batches(batch_size=1), None)
+    else:
+        batch = next(_arrow_batches(path), None)
+    return batch.slice(0, 1).to_pylist()[0] if batch is not None and batch.num_rows else None
+
+
 @dataclass(frozen=True)
 class ParquetShard(FileShard):
     """A Parquet file, or its row groups ``start`` .. ``end - 1``."""
 
     read_errors: ClassVar = _ARROW_ERRORS
 
+    def first_record(self) -> dict | None:
+        with self.reading():
+            return first_row(self.path)
+
     def records(self) -> Iterator[Document]:
         batches, first_row = parquet_batches(self.path, self.fields.columns, self.start, self.end, BATCH_ROWS)
-        yield from _documents(batches, self.fields, self.path, first_row)
+        yield from _documents(batches, self.fields, self.path, first_row, self._columns)
+
+    def _columns(self) -> list[str]:
+        return _parquet_metadata(self.path, self.file.mtime_ns).schema.to_arrow_schema().names
 
 
 def parquet_batches(
@@ -178,6 +208,10 @@ class ArrowShard(FileShard):
     """One Arrow IPC file (stream or file format), memory-mapped."""
 
     read_errors: ClassVar = _ARROW_ERRORS
+
+    def first_record(self) -> dict | None:
+        with self.reading():
+            return first_row(self.path)
 
     def records(self) -> Iterator[Document]:
         yield from _documents(_rebatched(_arrow_batches(self.path)), self.fields, self.path)

@@ -69,22 +69,26 @@ class DatatroveFile:
         return np.asarray(tokens[ends[lengths > 0] - 1], np.int64)
 
 
-def _token_size(path: str) -> int | None:
-    """``token_size`` from ``NAME.ds.metadata`` (first line ``tokenizer|token_size``), if the file is there."""
+def _metadata(path: str) -> tuple[str | None, int | None]:
+    """``(tokenizer, token_size)`` from ``NAME.ds.metadata`` (first line ``tokenizer|token_size``), each None
+    when the file is not there or does not say."""
     try:
         with open(path + ".metadata", encoding="utf-8") as handle:
             first = handle.readline().strip()
-    except OSError:
-        return None
-    size = first.rsplit("|", 1)[-1]
-    if not (size.isascii() and size.isdigit()):
-        return None
-    if len(size) > 2:  # datatrove writes 2 or 4: no need to read thousands of digits to refuse them
-        raise FreqlabError(
+    except (OSError, UnicodeDecodeError):
+        return None, None
+    tokenizer, _, size = first.rpartition("|")
+    if size.isascii() and size.isdigit() and len(size) > 2:  # datatrove writes 2 or 4: refused without reading
+        raise FreqlabError(                                   # thousands of digits
             f"{path}.metadata: token size {brief(size, 20)} ({len(size):,} digits); datatrove writes 2 (uint16) or "
             "4 (uint32)"
         )
-    return int(size)
+    return tokenizer or None, int(size) if size.isascii() and size.isdigit() else None
+
+
+def _token_size(path: str) -> int | None:
+    """``token_size`` from ``NAME.ds.metadata``, if the file is there."""
+    return _metadata(path)[1]
 
 
 def read_ds(path: str) -> DatatroveFile:
@@ -127,6 +131,12 @@ class DatatroveFormat(TokenFileFormat):
     suffixes = (".ds",)
     description = "datatrove .ds"
     shard_type = DatatroveShard
+
+    def vocabulary(self, index: DatatroveFile) -> str:  # type: ignore[override]
+        """The token dtype, and the tokenizer ``NAME.ds.metadata`` names when there is one."""
+        tokenizer = _metadata(index.path)[0]
+        dtype = super().vocabulary(index)
+        return dtype if tokenizer is None else f"{tokenizer}, {dtype}"
 
 
 DATATROVE = register(DatatroveFormat())

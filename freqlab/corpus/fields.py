@@ -45,6 +45,25 @@ def has_lone_surrogate(text: str) -> bool:
 Extracted = tuple[str | None, str | None, str | None]  # (text, source, error)
 
 
+def field_paths(record: Mapping[str, Any], limit: int = 12) -> str:
+    """The fields of ``record`` as dotted paths (nested objects entered), at most ``limit`` then ``...``.
+
+    >>> field_paths({"text": "a", "meta": {"set": "Books", "id": 3}})
+    'text, meta.set, meta.id'
+    """
+    paths: list[str] = []
+
+    def walk(value: Mapping[str, Any], prefix: str) -> None:
+        for key, inner in value.items():
+            if isinstance(inner, Mapping) and inner:
+                walk(inner, f"{prefix}{key}.")
+            else:
+                paths.append(f"{prefix}{key}")
+
+    walk(record, "")
+    return ", ".join(paths[:limit]) + (", ..." if len(paths) > limit else "") if paths else "none"
+
+
 def lookup(record: Any, path: str) -> Any:
     """The value at dotted ``path`` in ``record``, or the ``_MISSING`` sentinel. A literal dotted key wins."""
     if isinstance(record, Mapping) and path in record:

@@ -59,7 +59,8 @@ class FoundFiles:
     """Files found: ``(path, format name)`` in order, plus what was passed over and why."""
 
     files: list[tuple[str, str]] = field(default_factory=list)
-    ignored: list[str] = field(default_factory=list)  # unknown formats
+    ignored: list[str] = field(default_factory=list)  # unknown formats, and the formats ``format`` left out
+    other_formats: dict[str, int] = field(default_factory=dict)  # files left out by ``format``, by their format
     not_regular: list[str] = field(default_factory=list)  # FIFOs, sockets, devices
     duplicates: list[str] = field(default_factory=list)  # the same file reached again
     split_used: bool = False  # a saved DatasetDict was read, so ``split`` chose its subset
@@ -120,12 +121,27 @@ def _read_json(path: str) -> dict:
 
 
 class FileFinder:
-    """Expands specs into :class:`FoundFiles`; ``format_of(path)`` names a file's format (None: unknown)."""
+    """Expands specs into :class:`FoundFiles`; ``format_of(path)`` names a file's format (None: unknown).
 
-    def __init__(self, format_of, split: str = "train") -> None:
+    ``only`` (a format name) restricts what is read to that format: a file named explicitly is read in it
+    whatever its name; a file met in a folder or matched by a glob is read when that format claims it, or (a
+    glob) when no format does; files of other formats are passed over and counted in ``other_formats``.
+    """
+
+    def __init__(self, format_of, split: str = "train", only: str | None = None) -> None:
         self.format_of = format_of
         self.split = split
+        self.only = only
         self.found = FoundFiles()
+
+    def _chosen(self, path: str, fmt: str | None, matched: bool) -> str | None:
+        """The format ``path`` is read in (None: passed over), under ``only``; ``matched``: by a glob."""
+        if self.only is None or fmt == self.only:
+            return fmt
+        if fmt is None:
+            return self.only if matched else None
+        self.found.other_formats[fmt] = self.found.other_formats.get(fmt, 0) + 1
+        return None
 
     def expand(self, spec: str) -> None:
         path = os.path.expanduser(spec)
@@ -134,13 +150,13 @@ class FileFinder:
             if not matches:
                 raise FreqlabError(f"{spec}: no files match this pattern")
             for match in matches:
-                self._visit(match)
+                self._visit(match, matched=True)
         elif os.path.isdir(path):
             self._walk(path)
         elif os.path.exists(path):
             if not is_regular(path):
                 raise FreqlabError(f"{spec}: not a regular file (a FIFO, socket or device cannot be scanned)")
-            fmt = self.format_of(path)
+            fmt = self.only or self.format_of(path)
             if fmt is None:
                 return self._unknown(spec)
             self.found.add(path, fmt)
@@ -152,13 +168,13 @@ class FileFinder:
 
         raise FreqlabError(f"{spec}: unknown file format; supported: {supported()}")
 
-    def _visit(self, path: str) -> None:
+    def _visit(self, path: str, matched: bool = False) -> None:
         """Add a file of a known format, walk a folder, pass over (and count) any other file."""
         if os.path.isdir(path):
             self._walk(path)
         elif not is_regular(path):
             self.found.not_regular.append(path)
-        elif (fmt := self.format_of(path)) is not None:
+        elif (fmt := self._chosen(path, self.format_of(path), matched)) is not None:
             self.found.add(path, fmt)
         else:
             self.found.ignored.append(path)
@@ -169,7 +185,10 @@ class FileFinder:
         if is_saved_dataset(folder):
             self.found.split_used |= os.path.isfile(os.path.join(folder, "dataset_dict.json"))
             for path in saved_dataset_files(folder, self.split):
-                self.found.add(path, "arrow")
+                if self._chosen(path, "arrow", False) is None:
+                    self.found.ignored.append(path)
+                else:
+                    self.found.add(path, "arrow")
             return
         try:
             entries = sorted(e for e in os.listdir(folder) if not e.startswith("."))
@@ -179,19 +198,27 @@ class FileFinder:
             self._visit(os.path.join(folder, entry))
 
 
-def find_files(specs: list[str], format_of, split: str = "train", config: str | None = None) -> FoundFiles:
-    """The data files of paths, folders and globs; raises when nothing is found.
+def find_files(
+    specs: list[str], format_of, split: str = "train", config: str | None = None, only: str | None = None
+) -> FoundFiles:
+    """The data files of paths, folders and globs (``only``: of that format, see :class:`FileFinder`); raises
+    when nothing is found.
 
     ``config`` and a ``split`` other than ``"train"`` mean nothing for local files (``split`` only chooses the
     subset of a saved DatasetDict): rather than ignore them silently, that raises.
     """
-    finder = FileFinder(format_of, split)
+    finder = FileFinder(format_of, split, only)
     for spec in specs:
         finder.expand(spec)
     found = finder.found
     if not found.files:
         from freqlab.corpus.registry import supported
 
+        if only is not None:
+            others = ", ".join(f"{n} {fmt}" for fmt, n in sorted(found.other_formats.items()))
+            raise FreqlabError(
+                f"{', '.join(specs)}: no {only} files found" + (f" (only {others})" if others else "")
+            )
         raise FreqlabError(f"{', '.join(specs)}: no data files found (supported: {supported()})")
     shown = " ".join(specs)
     if config is not None:

@@ -162,11 +162,23 @@ class HubShard(Shard):
         except Exception as exc:  # a file that the builder cannot parse, a dropped connection, ...
             raise self.failure(exc, row + 1) from exc
 
+    def _bad_line(self) -> int | None:
+        """The first line that is no JSON object of this shard's one local JSON-lines file, else None."""
+        from freqlab.corpus.jsonl import JSONL, first_bad_line
+        from freqlab.corpus.remote import is_url
+
+        if len(self.files) != 1 or not JSONL.claims(self.files[0]) or is_url(self.files[0]):
+            return None
+        return first_bad_line(self.files[0])
+
     def failure(self, exc: Exception, row: int) -> FreqlabError:
         """The one-line error of a stream that fails at ``row``: a local file's may be skipped (--on-error skip)."""
         message = f"{self.row_prefix}{row}: cannot read ({describe_error(exc)})"
+        line = self._bad_line()
+        if line is not None:  # the builder numbers records in its block: the line is what the user can find
+            message = f"{self.files[0]}:{line}: cannot read ({describe_error(exc)})"
         if self.files:  # the native reader names the bad line
-            single = len(self.files) == 1
+            single = len(self.files) == 1 and line is None
             hint = f"; `--dataset {self.files[0]}` reads it natively, naming the bad line" if single else ""
             return UnreadableFile(message + hint, ", ".join(self.files))
         return FreqlabError(message)
@@ -187,7 +199,7 @@ class HubLengthShard(HubShard, LengthShard):
         row = 0
         try:
             for table in self.stream().with_format("arrow").iter(batch_size=BATCH_ROWS):
-                yield from length_batches(table, self.column, self.fields.source, f"{prefix}{row + 1}", name)
+                yield from length_batches(table, self.column, self.fields.source, prefix, row + 1, name)
                 row += table.num_rows
         except FreqlabError:
             raise

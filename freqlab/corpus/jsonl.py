@@ -40,6 +40,7 @@ from freqlab.corpus.files import DataFile
 from freqlab.corpus.ranges import MAX_STREAM_RANGES, LineTooLong, owned_lines, skip_bytes, split_bytes
 from freqlab.corpus.registry import FileFormat, register
 from freqlab.corpus.remote import open_input
+from freqlab.errors import FreqlabError
 
 _BUFFER = 1 << 20
 _FEED = 1 << 16
@@ -204,6 +205,18 @@ class JsonlShard(FileShard):
                 text, source, error = parse_line(raw, extract)
                 yield Document(text, source, where, error)
 
+    def first_record(self) -> dict | None:
+        """The file's first non-blank line, parsed (None when it is not a JSON object)."""
+        with self.reading(), open_binary(self.path) as stream:
+            for raw in stream:
+                if raw.strip():
+                    try:
+                        record = orjson.loads(raw.removeprefix(_BOM))
+                    except ValueError:
+                        return None
+                    return record if isinstance(record, dict) else None
+        return None
+
     def _seek(self, stream) -> int | None:
         """Move ``stream`` to ``start``: seek a plain file (its line count is then unknown: None), skip a
         compressed one's prefix by decompressing it (counting its newlines on the way)."""
@@ -243,6 +256,63 @@ class JsonlShard(FileShard):
         return lambda: 0 if stream.closed else position() - offset
 
 
+def first_bad_line(path: str, limit: int = 1 << 28) -> int | None:
+    """The number (1-based) of the first line of a JSON-lines file that is not a JSON object, reading at most
+    ``limit`` decompressed bytes; None when there is none that far (for messages of readers that cannot say)."""
+    read = 0
+    try:
+        with open_binary(path) as stream:
+            for number, raw in enumerate(stream, 1):
+                read += len(raw)
+                if read > limit:
+                    return None
+                if raw.isspace():
+                    continue
+                try:
+                    record = orjson.loads(raw.removeprefix(_BOM) if number == 1 else raw)
+                except ValueError:
+                    return number
+                if not isinstance(record, dict):
+                    return number
+    except (OSError, EOFError, zstandard.ZstdError, zlib.error):
+        return None
+    return None
+
+
+_WHOLE_JSON_LIMIT = 64 << 20  # a file whose first line is no JSON is parsed whole, to say what it is, up to this size
+
+
+def check_json_lines(file: DataFile) -> None:
+    """FreqlabError when a plain local file is one JSON document (a pretty-printed object or an array, such as a
+    ``tokenizer.json``) rather than JSON lines, instead of a ``malformed-json`` error at line 1. Reads the first
+    line; the whole file only when that line is not JSON by itself."""
+    if file.remote or is_compressed(file.path) or not file.size:
+        return
+    with open(file.path, "rb") as handle:
+        first = handle.readline(_BUFFER).removeprefix(_BOM)
+        while first and first.isspace():
+            first = handle.readline(_BUFFER)
+    try:
+        orjson.loads(first)
+        return
+    except ValueError:
+        pass
+    if file.size > _WHOLE_JSON_LIMIT:
+        return
+    try:
+        with open(file.path, "rb") as handle:
+            whole = orjson.loads(handle.read().removeprefix(_BOM))
+    except (ValueError, OSError):
+        return  # not JSON as a whole either: its bad lines are reported as usual
+    what = "one JSON array" if isinstance(whole, list) else "one JSON document"
+    hint = ""
+    if isinstance(whole, dict) and "model" in whole and ("added_tokens" in whole or "pre_tokenizer" in whole):
+        hint = " (it looks like a tokenizer: give it as --tokenizer)"
+    raise FreqlabError(
+        f"{file.path}: {what} spread over lines, not JSON lines (one object per line){hint}"
+    )
+
+
 class JsonlFormat(FileFormat):
     name = "jsonl"
     suffixes = tuple(
@@ -264,6 +334,7 @@ class JsonlFormat(FileFormat):
     def shards(self, files: list[DataFile], fields: Fields, range_bytes: int) -> list[JsonlShard]:
         shards = []
         for file in files:
+            check_json_lines(file)
             limit = MAX_STREAM_RANGES if is_compressed(file.path) else None
             parts = split_bytes(self.estimated_bytes(file), range_bytes, limit)
             for start, end in parts:

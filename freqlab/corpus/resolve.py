@@ -16,7 +16,9 @@
 
 ``text_field`` / ``source_field`` override the mapping (default: text ``text``, no source label);
 ``source_field=""`` turns a preset's source label off. ``format`` (a name from
-:mod:`freqlab.corpus.registry`) reads every local file with that format instead of guessing from its name.
+:mod:`freqlab.corpus.registry`) reads only local files of that format (see :class:`~freqlab.corpus.files.FileFinder`);
+files whose lengths are in different units (text beside tokenized data) are refused, never added
+(:func:`~freqlab.corpus.local.check_one_unit`).
 """
 
 from __future__ import annotations

@@ -40,13 +40,15 @@ def token_column(fields: Fields, names: list[str]) -> tuple[str, str] | None:
     return None
 
 
-def column_lengths(column: pa.Array, kind: str, where: str) -> np.ndarray:
-    """Lengths (int64) of a token-list column, or a length column's values; nulls and bad types raise."""
+def column_lengths(column: pa.Array, kind: str, prefix: str, first: int = 1) -> np.ndarray:
+    """Lengths (int64) of a token-list column, or a length column's values; nulls and bad types raise, naming the
+    row as ``{prefix}{first + k}`` (``first``: the number of the column's first row, e.g. ``path:row `` and 1)."""
+    where = f"{prefix}{first}"
     if isinstance(column, pa.ChunkedArray):
         column = column.combine_chunks()
     if column.null_count:
         row = int(np.flatnonzero(np.asarray(column.is_null()))[0])
-        raise FreqlabError(f"{where}+{row}: null {'token list' if kind == 'tokens' else 'length'}")
+        raise FreqlabError(f"{prefix}{first + row}: null {'token list' if kind == 'tokens' else 'length'}")
     if kind == "tokens":
         if not (pa.types.is_list(column.type) or pa.types.is_large_list(column.type)):
             raise FreqlabError(f"{where}: the token column holds {column.type}, not lists of token ids")
@@ -56,7 +58,7 @@ def column_lengths(column: pa.Array, kind: str, where: str) -> np.ndarray:
     lengths = np.asarray(column, np.int64)
     if lengths.size and int(lengths.min()) < 0:
         row = int(np.argmax(lengths < 0))
-        raise FreqlabError(f"{where}+{row}: negative length {int(lengths[row])}")
+        raise FreqlabError(f"{prefix}{first + row}: negative length {int(lengths[row])}")
     return lengths
 
 
@@ -68,6 +70,12 @@ class TokenColumnShard(TokenFileShard):
     column: str = DEFAULT_TOKENS_FIELD
     read_errors: ClassVar = (pa.ArrowException, OSError)
 
+    def first_record(self) -> dict | None:
+        from freqlab.corpus.columnar import first_row
+
+        with self.reading():
+            return first_row(self.path)
+
     def batches(self) -> Iterator[LengthBatch]:
         from freqlab.corpus.columnar import arrow_batches, parquet_batches
 
@@ -78,18 +86,20 @@ class TokenColumnShard(TokenFileShard):
             batches, row = arrow_batches(self.path, columns), 0
         for batch in batches:
             yield from length_batches(batch, (self.kind_of_column, self.column), self.fields.source,
-                                      f"{self.path}:row {row + 1}", self.path)
+                                      f"{self.path}:row ", row + 1, self.path)
             row += batch.num_rows
 
 
-def length_batches(batch: pa.RecordBatch | pa.Table, column: tuple[str, str], source: str | None, where: str,
-                   name: str) -> Iterator[LengthBatch]:
+def length_batches(batch: pa.RecordBatch | pa.Table, column: tuple[str, str], source: str | None, prefix: str,
+                   first: int, name: str) -> Iterator[LengthBatch]:
     """The lengths of one batch of rows (``column``: ``(kind, name)`` from :func:`token_column`), one
-    :class:`LengthBatch` per run of rows with one source label (so order is kept); ``name`` for errors."""
+    :class:`LengthBatch` per run of rows with one source label (so order is kept); rows are named
+    ``{prefix}{first + k}`` in errors, the file or dataset ``name`` when the column is missing."""
     kind, column_name = column
     if column_name not in batch.schema.names:
         raise FreqlabError(f"{name}: no column {column_name!r} (columns: {', '.join(batch.schema.names)})")
-    lengths = column_lengths(batch.column(column_name), kind, where)
+    where = f"{prefix}{first}"
+    lengths = column_lengths(batch.column(column_name), kind, prefix, first)
     if not source:
         yield LengthBatch(lengths, None, where)
         return
@@ -122,7 +132,16 @@ def token_column_shards(
         if not file.size:
             continue
         if choice is None:
+            if fields.text.split(".")[0] in names_of(file):
+                other, (_, column) = next((f, c) for f, c in zip(files, chosen) if c is not None)
+                raise FreqlabError(
+                    f"{file.path} holds text ({fields.text!r}) and {other.path} token ids ({column!r}) "
+                    "found together: their lengths are in different units and are never added; name one kind of file"
+                )
             raise FreqlabError(f"{file.path}: no text column {fields.text!r} and no token column among its columns")
+        names = names_of(file)
+        if names and choice[1] not in names:
+            raise FreqlabError(f"{file.path}: no column {choice[1]!r} (columns: {', '.join(names)})")
         runs = runs_of(file)
         for start, end in runs:
             part = file.id if len(runs) == 1 else f"{file.id}@rowgroups{start}-{end}"

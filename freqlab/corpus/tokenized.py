@@ -193,6 +193,7 @@ class TokenIndex(Protocol):
     documents: int
     index_bytes: int  # bytes of index read to get every document's length
     token_bound: int  # tokens of the file's dtype are below this (for --eos-id)
+    dtype: np.dtype  # of its tokens
 
     # lengths (int64) of documents start .. end - 1, BATCH_DOCUMENTS at a time, each valid until the next is drawn
     def length_batches(self, start: int, end: int) -> Iterator[tuple[int, np.ndarray]]: ...
@@ -244,14 +245,46 @@ class TokenFileFormat(FileFormat):
                 shards.append(self.shard_type(part, file, fields, start, end))
         return shards
 
+    def vocabulary(self, index: TokenIndex) -> str:
+        """What the file says of the vocabulary it was written for: its token dtype, which the writers choose
+        by vocabulary size (Megatron: uint16 below 65,500 tokens, else int32; datatrove: 2 or 4 bytes)."""
+        return f"{np.dtype(index.dtype).name} tokens"
+
     def describe(self, files: list[DataFile], fields: Fields) -> dict:
-        """Whether the files' documents end with an appended EOS (:class:`EosCheck`)."""
+        """Whether the files' documents end with an appended EOS (:class:`EosCheck`), pooled over the files.
+
+        Files written for different vocabularies (:meth:`vocabulary`) or with different EOS conventions (one
+        file's documents all end with EOS 2, another's with 0 or with no common token) hold lengths that do not
+        add up: FreqlabError naming two such files. A file with too few documents to tell its EOS agrees with any.
+        """
         check = EosCheck(fields.read.eos_id)
+        first: dict[str, tuple[str, str]] = {}  # what -> (value, file) of the first file that told it
         for file in files:
             index = self.open(file.path)
             check_eos_option(fields.read.eos_id, index.token_bound, file.path)
             try:
-                check.add(index.last_tokens(EOS_CHECKED))
+                last = index.last_tokens(EOS_CHECKED)
             except ValueError as exc:  # a corrupt index among the first documents
                 raise FreqlabError(f"{file.path}: {exc}") from exc
+            check.add(last)
+            own = EosCheck(fields.read.eos_id)
+            own.add(last)
+            for what, value in (("vocabulary", self.vocabulary(index)), ("EOS", eos_convention(own.describe()))):
+                if value is None:
+                    continue
+                seen = first.setdefault(what, (value, file.path))
+                if seen[0] != value:
+                    raise FreqlabError(
+                        f"{seen[1]} ({seen[0]}) and {file.path} ({value}): tokenized files with different "
+                        f"{'vocabularies' if what == 'vocabulary' else 'EOS conventions'} cannot be counted together "
+                        "(their lengths are in different units); scan them separately"
+                    )
         return check.describe()
+
+
+def eos_convention(described: dict) -> str | None:
+    """``EOS 2 appended`` / ``no EOS appended`` from :meth:`EosCheck.describe`, None when it cannot tell."""
+    eos = described["eos"]
+    if eos["appended"] is None or (eos["from"] == "inferred" and eos["documents_checked"] < 2):
+        return None
+    return f"EOS {eos['eos_id']} appended" if eos["appended"] else "no EOS appended"

@@ -8,8 +8,10 @@ A :class:`Mixture` gives every source a weight in one of two units:
 ``epochs``
     how many times the source's documents are trained: a multiplier m_s (2 = every document twice).
 ``share``
-    the share p_s of training tokens the source makes up (normalised to sum 1): m_s = p_s / T_s, with T_s the
-    source's tokens in the histogram.
+    the share p_s of training tokens the source makes up: m_s = p_s / T_s, with T_s the source's tokens in the
+    histogram. Given as ``W%`` on the command line, the shares must sum to 100%; in a mixture file (or a preset)
+    they are relative weights, normalised to sum 1, and every output that shows them says so when they did not
+    already sum to 100.
 
 The mix's document histogram is c(n) = Σ_s m_s · c_s(n). Every regime then runs on it unchanged, and f_T = f · T / f(0)
 depends on c only up to a common factor, so multipliers count only relative to each other. With integer epochs c is
@@ -118,6 +120,12 @@ class Mixture:
             weights[source] = _weight(value.removesuffix("%"), f"--weights: weight of {source!r}")
         if len(percent) > 1:
             raise FreqlabError(f"--weights {text!r}: give every weight as a share (W%) or none")
+        total = sum(weights.values())
+        if percent == {True} and total != 100:
+            raise FreqlabError(
+                f"--weights {text!r}: the shares sum to {_show(total)}%, not 100%; give shares that sum to 100% "
+                "(relative weights go in a mixture file with unit: share, normalised and said so)"
+            )
         return cls(weights, "share" if percent == {True} else "epochs", "--weights")
 
     @classmethod
@@ -175,10 +183,21 @@ class Mixture:
             out[source] = p / total / tokens if p else Fraction(0)
         return out
 
+    def share_percent(self, source: str) -> Fraction:
+        """The share of training tokens ``source`` makes up, in percent (shares normalised to sum 100%)."""
+        return 100 * self.weights[source] / sum(self.weights.values())
+
     def describe(self) -> str:
-        """``epochs a=2, b=1 (--weights)``."""
-        shown = ", ".join(f"{s}={_show(w)}{'%' if self.unit == 'share' else ''}" for s, w in self.weights.items())
-        return f"{self.unit} {shown} ({self.name})"
+        """``epochs a=2, b=1 (--weights)``; shares that do not sum to 100 say they were normalised:
+        ``share a=7, b=3 (relative, sum 10: normalised to a=70%, b=30%) (tinyllama)``."""
+        if self.unit == "epochs" or sum(self.weights.values()) == 100:
+            unit = "%" if self.unit == "share" else ""
+            shown = ", ".join(f"{s}={_show(w)}{unit}" for s, w in self.weights.items())
+            return f"{self.unit} {shown} ({self.name})"
+        given = ", ".join(f"{s}={_show(w)}" for s, w in self.weights.items())
+        normalised = ", ".join(f"{s}={float(self.share_percent(s)):.4g}%" for s in self.weights)
+        total = _show(sum(self.weights.values()))
+        return f"share {given} (relative, sum {total}: normalised to {normalised}) ({self.name})"
 
 
 #: the range of a non-zero weight (epochs or share): what float64 holds, so that every weight prints and serialises
@@ -401,7 +420,7 @@ def describe_table(rows: list[dict], info: MixtureInfo, L: int) -> list[str]:
     ]
     for r in rows:
         up = f"{r['upweight']:.2f}" if r["upweight"] is not None else "-"
-        weight = f"{r['weight']:g}{'%' if unit == 'share' else ''}"
+        weight = f"{float(info.mixture.share_percent(r['source'])):.4g}%" if unit == "share" else f"{r['weight']:g}"
         lines.append(
             f"  {r['source']:<{width}}  {r['tokens']:>14,}  {weight:>7}  {r['token_share']:>9.1%}  {up:>6}  "
             f"{r['tail_share']:>9.1%}"

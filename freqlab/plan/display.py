@@ -67,11 +67,18 @@ def string_display(p) -> Display:
         *well_trained_rows(p.well_trained),
         ("S from the frequency rule alone", "-" if p.S_rule is None else str(p.S_rule)),
         ("paper's range [L/3, L/2] (Sec. 4.1)", f"{p.S_range[0]}..{p.S_range[1]}"),
-        (f"mass at overwritten positions ≥ {p.L - p.S}", percent(p.overwritten_share, 2)),
+        ("largest position used, max(S, L − S + W) − 1", f"{p.largest_position} "
+         f"({'within' if p.within_well_trained else 'beyond'} N* − 1 = {p.N_star - 1})"),
+        (f"mass at overwritten positions ≥ L − S = {p.L - p.S}", percent(p.overwritten_share, 2)),
+        (f"mass at never-used positions ≥ L − S + W = {p.L - p.S + p.W}", percent(p.unused_share, 2)),
         ("max_test_length", str(p.test_length)),
         *_notes(p.notes),
     ]
     code = [("Hugging Face (official STRING patch):", p.hf_patch), ("vLLM config:", p.vllm_block)]
+    if p.extension is not None:
+        code.append((f"beyond L, STRING at N = {p.extension.N} (HKUNLP/STRING's Qwen2 rule):", p.extension.hf_patch))
+        if p.extension.yarn is not None:
+            code += [(f"YaRN {b.label}:", json.dumps(b.config)) for b in p.extension.yarn.blocks]
     figure = None
     f = p.well_trained.frequency
     if f is not None and np.asarray(f).size == p.L:
@@ -118,24 +125,30 @@ def self_extend_display(p) -> Display:
         rows.append(
             ("paper's G = 8, w_n = 1024 (Table 1)", f"max length {paper.max_length:,}; {verdict} by the rule here")
         )
-    code = [("Hugging Face (official LongLM code):", p.hf_call), ("llama.cpp:", p.llama_cpp_flags)]
+    guesses = "; ".join(f"N* = {n}: " + (f"G = {g}, w_n = {w}" if g else "no setting") for n, g, w in p.guesses)
+    if guesses:
+        rows.append(("maintainers' guess N* = 1/2..2/3 L", guesses))
+    code = [("Hugging Face (official LongLM code):", p.hf_call), ("llama.cpp (llama-completion):", p.llama_cpp_command)]
     lines = [f"{p.hf_call}; llama.cpp {p.llama_cpp_flags}"]
     return Display(f"SelfExtendPlan L = {p.L} → N = {p.N}", headline, lines, rows, code=code, details=p.reasoning)
 
 
 def rope_display(p) -> Display:
+    """RopeScalingPlan: one code block per transformers version range, the vLLM line, the critical dimension."""
     headline = f"L = {p.L} → N = {p.N}, factor {p.factor:g} (rope_theta {p.rope_theta:g}, d = {p.head_dim})"
-    block_4x, block_5x = json.dumps(p.config_4x), json.dumps(p.config_5x)
     rows = [
         ("type", p.rope_type),
         ("window L → target N", f"{_window(p.L)} → {_window(p.N)}"),
         ("factor", f"{p.factor:g}"),
         ("rope_theta", f"{p.rope_theta:g}"),
-        ("head dimension d", str(p.head_dim)),
+        ("head dimension d (rotary d_r)", f"{p.head_dim} ({p.rotary_dim})"),
+        (f"critical dimension at E = {p.effective_length or p.L} ({p.E_rule})", f"{p.critical_dim} of {p.rotary_dim}"),
         *_notes(p.notes),
     ]
-    code = [("transformers 4.x (rope_scaling):", block_4x), ("transformers 5.x (rope_parameters):", block_5x)]
-    return Display(f"RopeScalingPlan {p.rope_type}", headline, [block_4x], rows, code=code, details=p.reasoning)
+    code = [(f"{b.label}:", json.dumps(b.config)) for b in p.blocks] + [("vLLM:", p.vllm_command)]
+    return Display(
+        f"RopeScalingPlan {p.rope_type}", headline, [json.dumps(p.config_4x)], rows, code=code, details=p.reasoning
+    )
 
 
 def upsample_display(p) -> Display:

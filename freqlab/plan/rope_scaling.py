@@ -19,24 +19,40 @@ Types (s = N / L, the target length over the training window; d = head dimension
 ``llama3``
     Llama 3.1's wavelength-dependent interpolation (low_freq_factor 1, high_freq_factor 4 by default).
 
-Two config conventions are emitted:
+Config blocks, each labelled with the transformers versions it is right for (:class:`ConfigBlock`):
 
-* transformers 4.x (``rope_scaling``, 4.45-4.57 validators): ``{"rope_theta": b, "max_position_embeddings": ...,
-  "rope_scaling": {"rope_type": ..., "factor": s, ...}}``; ``original_max_position_embeddings`` only where
-  the type takes it (yarn, llama3): 4.x's linear validator warns about unknown keys.
+* transformers 4.x (``rope_scaling``, validated by 4.45-4.57): ``{"max_position_embeddings": ..., "rope_theta": b,
+  "rope_scaling": {"rope_type": ..., "factor": s, ...}}``; ``original_max_position_embeddings`` only where the type
+  takes it (llama3; yarn from 4.51): 4.x's validators warn about unknown keys.
 * transformers 5.x (``rope_parameters``, which holds ``rope_theta``): ``{"max_position_embeddings": ...,
-  "rope_parameters": {"rope_type": ..., "rope_theta": b, "factor": s, ...}}``; static NTK is
-  ``rope_type: "default"`` with the new theta.
+  "rope_parameters": {"rope_type": ..., "rope_theta": b, "factor": s, ...}}``; static NTK is ``rope_type: "default"``
+  with the new theta.
 
-``max_position_embeddings`` is N for linear, ntk, yarn (where 5.x checks N / original == factor) and llama3,
+``max_position_embeddings`` is N for linear, ntk, yarn (where 4.56+ and 5.x check N / original == factor) and llama3,
 and L for dynamic.
+
+YaRN differs across 4.x (read from each version's ``modeling_rope_utils``): 4.45-4.50 do not know
+``original_max_position_embeddings`` in ``rope_scaling`` (they log "Unrecognized keys" and take
+``max_position_embeddings`` as the original length), so their block keeps ``max_position_embeddings = L`` and no such
+key; 4.51-4.55 read it (transformers #36877) but replace ``factor`` by ``max_position_embeddings / original``
+(transformers #38224, fixed by #40320 in 4.56). With a ``factor`` other than N / L every YaRN block therefore keeps
+``max_position_embeddings = L`` (the one form every version reads as factor s over original L).
+
+The plans also report the critical dimension (Liu et al. 2024, "Scaling Laws of RoPE-based Extrapolation", ICLR):
+rotary pair j (frequency b^(-2j/d_r) over the d_r = int(d · partial_rotary_factor) rotary dimensions) has period
+2π·b^(2j/d_r); the pairs whose period exceeds a length E never completed a turn within it. freqlab counts them for
+the predicted effective length E (the well-trained range N*, :mod:`freqlab.plan.well_trained`) as well as for L:
+d_crit(E) = 2·#{j : 2π·b^(2j/d_r) <= E} = 2⌈(d_r/2)·log_b(E/2π)⌉ (for E > 2π).
 """
 
 from __future__ import annotations
 
 import copy
+import json
 import math
 from dataclasses import dataclass, field
+
+import numpy as np
 
 from freqlab.display import Display, Displayed
 from freqlab.errors import FreqlabError
@@ -84,11 +100,86 @@ def yarn_attention_factor(factor: float) -> float:
     return 0.1 * math.log(float(factor)) + 1.0
 
 
+#: transformers versions the blocks are written for: the floor pyproject allows, the YaRN changes, and 5.0
+V4_FLOOR, YARN_READS_ORIGINAL, YARN_HONOURS_FACTOR, V5 = "4.45", "4.51", "4.56", "5.0"
+LAST_V4 = "4.57"  # the last 4.x release series before 5.0
+#: vLLM pitfalls, said where a block is pasted
+VLLM_MAX_MODEL_LEN = (
+    "raise --max-model-len to N by hand: vLLM derives its maximum length from the model's own config, not from a "
+    "rope block given with --hf-overrides (older vLLM: --rope-scaling); vLLM's context-extension example does the same"
+)
+VLLM_ATTENTION_FACTOR = (
+    "this block sets attention_factor explicitly: vLLM's YaRN path does not forward it and uses 0.1·ln(factor) + 1 "
+    "instead (vllm-project/vllm#46280, closed unmerged; #48351 open): check your vLLM version"
+)
+
+
+@dataclass(frozen=True)
+class ConfigBlock:
+    """One paste-ready config: the transformers versions it is right for, [since, until), and its keys.
+
+    ``key`` names the convention: ``rope_scaling`` (4.x, which 5.x still converts) or ``rope_parameters`` (5.x).
+    """
+
+    since: str
+    until: str | None
+    key: str
+    config: dict
+
+    @property
+    def label(self) -> str:
+        """e.g. ``transformers 4.45-4.50 (rope_scaling)``; ``until`` is exclusive."""
+        if self.until is None:
+            versions = f"{self.since}+"
+        else:
+            major, minor = self.until.split(".")
+            last = LAST_V4 if self.until == V5 else f"{major}.{int(minor) - 1}"
+            versions = f"{self.since}-{last}"
+        return f"transformers {versions} ({self.key})"
+
+    def to_dict(self) -> dict:
+        return {"transformers": self.label, "since": self.since, "until": self.until, "key": self.key,
+                "config": copy.deepcopy(self.config)}  # fmt: skip
+
+
+def rotary_dims(head_dim: int, partial_rotary_factor: float = 1.0) -> int:
+    """Dimensions that rotate, d_r = int(d · partial_rotary_factor) as transformers computes it (even, >= 2).
+
+    >>> rotary_dims(128), rotary_dims(128, 0.25), rotary_dims(80, 0.4)
+    (128, 32, 32)
+    """
+    factor = float(partial_rotary_factor)
+    if not 0.0 < factor <= 1.0:
+        raise FreqlabError(f"partial_rotary_factor must be in (0, 1], got {partial_rotary_factor}")
+    d_r = int(int(head_dim) * factor)
+    if d_r < 2 or d_r % 2:
+        raise FreqlabError(f"head_dim · partial_rotary_factor = {d_r} rotary dimensions: need an even number >= 2")
+    return d_r
+
+
+def critical_dimension(length: int, rope_theta: float, rotary_dim: int) -> int:
+    """Rotary dimensions whose period fits within ``length``: 2·#{j < d_r/2 : 2π·b^(2j/d_r) <= length}.
+
+    The dimensions from this index on (periods longer than the length) never completed a turn within it; Liu et al.
+    2024 ("Scaling Laws of RoPE-based Extrapolation", ICLR) call it the critical dimension, 2⌈(d/2)·log_b(L/2π)⌉.
+    Counted exactly (no logarithm rounding at the boundary).
+
+    >>> critical_dimension(4096, 10000.0, 128)  # Llama 2 (Liu et al. 2024: 92)
+    92
+    """
+    j = np.arange(int(rotary_dim) // 2, dtype=np.float64)
+    periods = 2 * math.pi * float(rope_theta) ** (2 * j / int(rotary_dim))
+    return 2 * int(np.count_nonzero(periods <= int(length)))
+
+
 @dataclass(frozen=True, repr=False)
 class RopeScalingPlan(Displayed):
-    """Config blocks for one RoPE-scaling type; ``config_4x`` and ``config_5x`` are LlamaConfig kwargs.
+    """Config blocks for one RoPE-scaling type, each labelled with the transformers versions it is right for.
 
-    Both return fresh copies: transformers edits the nested dict it is given (it adds ``rope_theta``).
+    ``config_4x`` (the newest 4.x block) and ``config_5x`` are LlamaConfig kwargs; all return fresh copies:
+    transformers edits the nested dict it is given (it adds ``rope_theta``). ``effective_length`` is the length the
+    critical dimension is counted for (the predicted N* when frequency information was given, else L; ``E_rule``
+    says which).
     """
 
     rope_type: str
@@ -97,31 +188,94 @@ class RopeScalingPlan(Displayed):
     factor: float
     rope_theta: float
     head_dim: int
-    block_4x: dict
-    block_5x: dict
+    blocks: tuple[ConfigBlock, ...]
     reasoning: str
     notes: tuple[str, ...] = field(default_factory=tuple)
+    partial_rotary_factor: float = 1.0
+    effective_length: int | None = None
+    E_rule: str = "window"
+
+    @property
+    def rotary_dim(self) -> int:
+        """d_r = int(head_dim · partial_rotary_factor)."""
+        return rotary_dims(self.head_dim, self.partial_rotary_factor)
+
+    @property
+    def critical_dim(self) -> int:
+        """Rotary dimensions whose period fits within the effective length (:func:`critical_dimension`)."""
+        return critical_dimension(self.effective_length or self.L, self.rope_theta, self.rotary_dim)
+
+    @property
+    def critical_dim_L(self) -> int:
+        """The same for the training window L."""
+        return critical_dimension(self.L, self.rope_theta, self.rotary_dim)
+
+    def _newest(self, key: str) -> dict:
+        return copy.deepcopy([b for b in self.blocks if b.key == key][-1].config)
 
     @property
     def config_4x(self) -> dict:
-        """transformers 4.x kwargs / config.json keys: ``rope_theta``, ``rope_scaling``, ``max_position_embeddings``."""
-        return copy.deepcopy(self.block_4x)
+        """The newest transformers 4.x block: ``rope_theta``, ``rope_scaling``, ``max_position_embeddings``."""
+        return self._newest("rope_scaling")
 
     @property
     def config_5x(self) -> dict:
         """transformers 5.x kwargs / config.json keys: ``rope_parameters``, ``max_position_embeddings``."""
-        return copy.deepcopy(self.block_5x)
+        return self._newest("rope_parameters")
+
+    @property
+    def vllm_command(self) -> str:
+        """``vllm serve`` with the 5.x ``rope_parameters`` as --hf-overrides and --max-model-len N."""
+        overrides = json.dumps({"rope_parameters": self.config_5x["rope_parameters"]})
+        return f"vllm serve MODEL --hf-overrides '{overrides}' --max-model-len {self.N}"
 
     def to_dict(self) -> dict:
         return {
             "method": "rope",
-            **json_fields(self, skip=("block_4x", "block_5x")),
+            **json_fields(self, skip=("blocks",)),
+            "rotary_dim": self.rotary_dim,
+            "critical_dim": self.critical_dim,
+            "critical_dim_L": self.critical_dim_L,
             "transformers_4x": self.config_4x,
             "transformers_5x": self.config_5x,
+            "blocks": [b.to_dict() for b in self.blocks],
+            "vllm": self.vllm_command,
         }
 
     def _display(self) -> Display:
         return shown.rope_display(self)
+
+
+def _blocks(rope_type: str, L: int, N: int, s: float, theta: float, specific: dict, c4_top: dict) -> tuple:
+    """The version-labelled blocks of one type (see the module docstring for the YaRN ranges)."""
+    max_pos = L if rope_type == "dynamic" else N
+
+    def four(since, until, scaling, mpe):
+        return ConfigBlock(since, until, "rope_scaling",
+                           {"max_position_embeddings": mpe, **c4_top, "rope_scaling": scaling})  # fmt: skip
+
+    def five(params, mpe):
+        return ConfigBlock(V5, None, "rope_parameters", {"max_position_embeddings": mpe, "rope_parameters": params})
+
+    if rope_type == "ntk":  # no scaling block: a new base
+        return (
+            ConfigBlock(V4_FLOOR, V5, "rope_scaling", {"max_position_embeddings": N, **c4_top, "rope_scaling": None}),
+            five({"rope_type": "default", "rope_theta": c4_top["rope_theta"]}, N),
+        )
+    scaling = {"rope_type": rope_type, **specific}
+    if rope_type != "yarn":
+        return four(V4_FLOOR, V5, scaling, max_pos), five({"rope_type": rope_type, "rope_theta": theta, **specific},
+                                                          max_pos)  # fmt: skip
+    # 4.45-4.50: original length = max_position_embeddings, no original_max_position_embeddings key
+    legacy = {"rope_type": "yarn", **{k: v for k, v in specific.items() if k != "original_max_position_embeddings"}}
+    if not math.isclose(s * L, N):  # only max_position_embeddings = L reads as (factor s, original L) everywhere
+        return (four(V4_FLOOR, V5, legacy, L),
+                five({"rope_type": "yarn", "rope_theta": theta, **specific}, L))  # fmt: skip
+    return (
+        four(V4_FLOOR, YARN_READS_ORIGINAL, legacy, L),
+        four(YARN_READS_ORIGINAL, V5, scaling, N),
+        five({"rope_type": "yarn", "rope_theta": theta, **specific}, N),
+    )
 
 
 def plan_rope_scaling(
@@ -134,16 +288,28 @@ def plan_rope_scaling(
     factor: float | None = None,
     low_freq_factor: float = 1.0,
     high_freq_factor: float = 4.0,
+    partial_rotary_factor: float = 1.0,
+    attention_factor: float | None = None,
+    effective_length: int | None = None,
+    E_rule: str | None = None,
 ) -> RopeScalingPlan:
     """Config blocks extending a window-L model to N tokens with one scaling type.
 
-    ``factor`` defaults to s = N / L.
+    ``factor`` defaults to s = N / L. ``partial_rotary_factor`` (only d_r = int(d · factor) dimensions rotate)
+    enters the NTK exponent d_r/(d_r - 2) and the blocks. ``effective_length`` (e.g. the predicted N*) is where
+    the critical dimension is counted; ``E_rule`` names its source (default: ``given``, or ``window`` = L).
+    ``attention_factor`` (YaRN only) is written into the blocks; by default transformers uses 0.1·ln(s) + 1.
 
     >>> p = plan_rope_scaling(4096, 16384, "linear")
     >>> p.config_5x
     {'max_position_embeddings': 16384, 'rope_parameters': {'rope_type': 'linear', 'rope_theta': 10000.0, 'factor': 4.0}}
     >>> p.config_4x
     {'max_position_embeddings': 16384, 'rope_theta': 10000.0, 'rope_scaling': {'rope_type': 'linear', 'factor': 4.0}}
+    >>> for block in plan_rope_scaling(4096, 16384, "yarn").blocks:
+    ...     print(block.label, block.config["max_position_embeddings"])
+    transformers 4.45-4.50 (rope_scaling) 4096
+    transformers 4.51-4.57 (rope_scaling) 16384
+    transformers 5.0+ (rope_parameters) 16384
     """
     L = check_window(L)
     N = check_window(N, "target length N")
@@ -155,39 +321,51 @@ def plan_rope_scaling(
     if s <= 1.0:
         raise FreqlabError(f"the scaling factor must exceed 1, got {s}")
     _ntk_exponent(head_dim)  # validates head_dim
+    d_r = rotary_dims(head_dim, partial_rotary_factor)
+    prf = float(partial_rotary_factor)
     theta = float(rope_theta)
     if theta <= 1.0:
         raise FreqlabError(f"rope_theta must exceed 1, got {rope_theta}")
+    if effective_length is not None:
+        effective_length = check_window(effective_length, "effective length")
+    E_rule = E_rule or ("given" if effective_length is not None else "window")
+    if attention_factor is not None and rope_type != "yarn":
+        raise FreqlabError("attention_factor is a YaRN parameter")
     notes: list[str] = []
     if factor is not None and not math.isclose(s * L, N):
         notes.append(f"factor {s} differs from N / L = {N / L:.4g}")
+        if rope_type == "yarn":
+            notes.append(
+                "with a factor other than N / L every YaRN block keeps max_position_embeddings = L: transformers "
+                "4.51-4.55 replace factor by max_position_embeddings / original_max_position_embeddings "
+                "(huggingface/transformers#38224, fixed by #40320 in 4.56) and 4.56+ warn when they differ"
+            )
+    partial = {"partial_rotary_factor": prf} if prf != 1.0 else {}
     if rope_type == "ntk":
-        new_theta = ntk_aware_base(theta, s, head_dim)
-        c4 = {"max_position_embeddings": N, "rope_theta": new_theta, "rope_scaling": None}
-        c5 = {"max_position_embeddings": N, "rope_parameters": {"rope_type": "default", "rope_theta": new_theta}}
+        new_theta = ntk_aware_base(theta, s, d_r)
+        blocks = _blocks("ntk", L, N, s, theta, {}, {"rope_theta": new_theta, **partial})
+        if partial:
+            blocks[1].config["rope_parameters"].update(partial)
         why = (
-            f"NTK-aware scaling keeps positions and raises the base: b' = b · s^(d/(d-2)) = {theta:g} · "
-            f"{s:g}^({head_dim}/{head_dim - 2}) = {new_theta:.6g}."
+            f"NTK-aware scaling keeps positions and raises the base: b' = b · s^(d_r/(d_r-2)) = {theta:g} · "
+            f"{s:g}^({d_r}/{d_r - 2}) = {new_theta:.6g}."
         )
     else:
         specific: dict = {"factor": s}
         if rope_type in ("yarn", "llama3"):
             specific["original_max_position_embeddings"] = L
+        if rope_type == "yarn" and attention_factor is not None:
+            specific["attention_factor"] = float(attention_factor)
         if rope_type == "llama3":
             specific["low_freq_factor"] = float(low_freq_factor)
             specific["high_freq_factor"] = float(high_freq_factor)
             if high_freq_factor <= low_freq_factor:
                 raise FreqlabError("llama3 needs high_freq_factor > low_freq_factor")
-        max_pos = L if rope_type == "dynamic" else N
-        c4 = {
-            "max_position_embeddings": max_pos,
-            "rope_theta": theta,
-            "rope_scaling": {"rope_type": rope_type, **specific},
-        }
-        c5 = {
-            "max_position_embeddings": max_pos,
-            "rope_parameters": {"rope_type": rope_type, "rope_theta": theta, **specific},
-        }
+        blocks = _blocks(rope_type, L, N, s, theta, specific, {"rope_theta": theta, **partial})
+        if partial:
+            for block in blocks:
+                if block.key == "rope_parameters":
+                    block.config["rope_parameters"].update(partial)
         why = {
             "linear": (
                 f"Linear scaling (position interpolation) divides positions by s = N/L = {s:g}. "
@@ -195,13 +373,17 @@ def plan_rope_scaling(
             ),
             "dynamic": (
                 f"Dynamic NTK leaves max_position_embeddings = L = {L}; beyond it the base grows with the sequence "
-                f"length n as b·(s·n/L - (s-1))^(d/(d-2)); at n = N it is "
-                f"{dynamic_ntk_base(theta, s, head_dim, L, N):.6g}."
+                f"length n as b·(s·n/L - (s-1))^(d_r/(d_r-2)); at n = N it is "
+                f"{dynamic_ntk_base(theta, s, d_r, L, N):.6g}."
             ),
             "yarn": (
                 f"YaRN interpolates low frequencies by s = {s:g}, keeps high ones, and scales attention by "
-                f"0.1·ln(s) + 1 = {yarn_attention_factor(s):.4f}; transformers 5.x checks "
-                f"max_position_embeddings / original_max_position_embeddings = factor."
+                + (
+                    f"the given attention_factor {attention_factor:g}"
+                    if attention_factor is not None
+                    else f"0.1·ln(s) + 1 = {yarn_attention_factor(s):.4f}"
+                )
+                + "; transformers 4.56+ check max_position_embeddings / original_max_position_embeddings = factor."
             ),
             "llama3": (
                 f"Llama 3.1-style scaling divides frequencies with wavelength > L/low_freq_factor by s = {s:g}, keeps "
@@ -218,8 +400,24 @@ def plan_rope_scaling(
             f"{first_zero}), where it 'naively would expect reasonable performance up to roughly 32000' "
             "(Sec. 5.1, Table 1)"
         )
-    reasoning = f"Extend L = {L} to N = {N} (s = {s:g}, head_dim {head_dim}, rope_theta {theta:g}). " + why
-    return RopeScalingPlan(rope_type, L, N, s, theta, head_dim, c4, c5, reasoning, tuple(notes))
+    if rope_type == "yarn" and attention_factor is not None:
+        notes.append(VLLM_ATTENTION_FACTOR)
+    E = effective_length or L
+    crit, crit_L = critical_dimension(E, theta, d_r), critical_dimension(L, theta, d_r)
+    rotary = f"{d_r} of {head_dim} dimensions rotate (partial_rotary_factor {prf:g}); " if prf != 1.0 else ""
+    critical = (
+        f" Critical dimension: {rotary}the first {crit} rotary dimensions have periods 2π·b^(2j/d_r) within "
+        + (
+            f"the effective length E = {E} ({E_rule}), the other {d_r - crit} never completed a turn within it "
+            f"(counted for L = {L}: {crit_L})."
+            if effective_length is not None
+            else f"L = {L}, the other {d_r - crit} never completed a turn within it (no effective length given)."
+        )
+    )
+    reasoning = f"Extend L = {L} to N = {N} (s = {s:g}, head_dim {head_dim}, rope_theta {theta:g}). " + why + critical
+    return RopeScalingPlan(
+        rope_type, L, N, s, theta, int(head_dim), blocks, reasoning, tuple(notes), prf, effective_length, E_rule
+    )
 
 
 def giraffe_zero_shot_measurements() -> str:

@@ -17,8 +17,8 @@ The paper gives no rule for choosing G and w_n; it reports settings. For Llama-2
 (Sec. 4.1, Table 1): "group size G set as 8 and neighbor window w_n set as 1024", which Eq. 8 takes to
 (4096 - 1024) · 8 + 1024 = 25,600 tokens. Planning here follows the *maintainers'* rule of thumb (official
 repository, not the paper) and llama.cpp's divisibility requirement: the positions used should stay inside
-the *well-trained* range N* (1/2 to 2/3 of L, or N* from a frequency curve, see
-:mod:`freqlab.plan.well_trained`):
+the *well-trained* range N*, which freqlab predicts from a frequency curve (:mod:`freqlab.plan.well_trained`);
+the maintainers' guess, 1/2 to 2/3 of L, is the default without one and is shown beside every plan:
 
     (L - w_n) · G + w_n >= N        and        w_n + (N - w_n) / G <= N*.
 
@@ -54,6 +54,15 @@ from freqlab.plan.well_trained import (
 MAX_GROUP: int = 64  # maintainers' range for G: 2..64
 # The paper's setting for Llama-2-7b-chat 4K -> 16K (Sec. 4.1, Table 1): G = 8, w_n = 1024 (Eq. 8: 25,600 tokens)
 PAPER_L, PAPER_N, PAPER_GROUP, PAPER_WINDOW = 4096, 16384, 8, 1024
+#: the maintainers' guess at the well-trained share of L (datamllab/LongLM README): 1/2 to 2/3
+MAINTAINERS_GUESS: tuple[Fraction, Fraction] = (Fraction(1, 2), Fraction(2, 3))
+#: which llama.cpp binaries take Self-Extend's flags (common/arg.cpp: --grp-attn-n for LLAMA_EXAMPLE_COMPLETION and
+#: LLAMA_EXAMPLE_PASSKEY, --grp-attn-w for LLAMA_EXAMPLE_COMPLETION only)
+LLAMA_CPP_NOTE = (
+    "llama.cpp: llama-completion takes --grp-attn-n and --grp-attn-w (before ggml-org/llama.cpp#17824 split it off, "
+    "Dec 2025, that program was llama-cli; before #7809, main); the new llama-cli does not, llama-passkey takes "
+    "--grp-attn-n only, and llama-server dropped both (#9860); llama.cpp needs w_n divisible by G"
+)
 
 
 def _check_group(G, w_n, L: int) -> tuple[int, int]:
@@ -184,6 +193,7 @@ class SelfExtendPlan(WellTrainedBasis, Displayed):
     check: SelfExtendCheck
     reasoning: str
     notes: tuple[str, ...] = field(default_factory=tuple)
+    guesses: tuple[tuple[int, int | None, int | None], ...] = ()  # (N*, G, w_n) at 1/2 L and 2/3 L
 
     @property
     def hf_call(self) -> str:
@@ -195,6 +205,11 @@ class SelfExtendPlan(WellTrainedBasis, Displayed):
         return f"--grp-attn-n {self.G} --grp-attn-w {self.w_n}"
 
     @property
+    def llama_cpp_command(self) -> str:
+        """The llama.cpp program that takes both flags, with the context -c N (:data:`LLAMA_CPP_NOTE`)."""
+        return f"llama-completion -m MODEL.gguf -c {self.N} {self.llama_cpp_flags}"
+
+    @property
     def paper_setting(self) -> SelfExtendCheck | None:
         """The paper's G = 8, w_n = 1024 (Sec. 4.1, Table 1: Llama-2-7b-chat 4K -> 16K) evaluated for this
         L, N and N*; None when w_n = 1024 does not fit below L."""
@@ -204,12 +219,14 @@ class SelfExtendPlan(WellTrainedBasis, Displayed):
         paper = self.paper_setting
         return self._plan_dict(
             "self-extend",
-            skip=("check",),
+            skip=("check", "guesses"),
+            maintainers_guess=[{"N_star": n, "G": g, "w_n": w} for n, g, w in self.guesses],
             max_length=self.check.max_length,
             largest_position=self.check.largest_position,
             rule_of_thumb=self.check.rule_of_thumb,
             hf_call=self.hf_call,
             llama_cpp_flags=self.llama_cpp_flags,
+            llama_cpp_command=self.llama_cpp_command,
             paper_setting=None if paper is None else paper.to_dict(),
         )
 
@@ -308,15 +325,17 @@ def plan_self_extend(
             f"the well-trained range N* = {N_star} is not above the smallest neighbour window {lo}: "
             "no Self-Extend setting keeps the used positions well trained"
         )
-    for G in range(2, int(max_group) + 1):
-        w_n = min(largest_window(L, N, N_star, G), (hi // G) * G)
-        if w_n >= lo:
-            break
-    else:
+    chosen = _smallest_group(L, N, N_star, lo, hi, max_group)
+    if chosen is None:
         raise FreqlabError(
             f"no group size G <= {max_group} reaches N = {N} from L = {L} with the used positions inside "
             f"N* = {N_star} and w_n in [{lo}, {hi}]; lower the target or the minimum window"
         )
+    G, w_n = chosen
+    guesses = tuple(
+        (n, *(_smallest_group(L, N, n, lo, hi, max_group) or (None, None)))
+        for n in (L * x.numerator // x.denominator for x in MAINTAINERS_GUESS)
+    )
     check = evaluate_self_extend(L, G, w_n, N, well_trained=N_star)
     reasoning = (
         f"Training window L = {L}, target N = {N}. Well-trained range ({wt.rule} rule): {wt.explanation}, "
@@ -325,6 +344,28 @@ def plan_self_extend(
         f"tokens stay within N* is G = {G}, with the largest neighbour window divisible by G in [{lo}, {hi}], "
         f"w_n = {w_n}: w_n + (N - w_n)/G = {check.rule_of_thumb:.0f} <= {N_star}; the largest position used is "
         f"{check.largest_position} < L, and this setting reaches up to (L - w_n)·G + w_n = "
-        f"{check.max_length} tokens (Eq. 8). " + _paper_sentence(paper_setting(L, N, N_star), lo, hi)
+        f"{check.max_length} tokens (Eq. 8). " + _guess_sentence(wt.rule, guesses)
+        + _paper_sentence(paper_setting(L, N, N_star), lo, hi)
     )
-    return SelfExtendPlan(L, N, G, w_n, wt, check, reasoning, check.notes)
+    return SelfExtendPlan(L, N, G, w_n, wt, check, reasoning, check.notes, guesses)
+
+
+def _smallest_group(L: int, N: int, N_star: int, lo: int, hi: int, max_group: int) -> tuple[int, int] | None:
+    """The smallest G (2..max_group) with a window in [lo, hi] divisible by G keeping w_n + (N - w_n)/G <= N*
+    and (L - w_n)·G + w_n >= N, and the largest such window; None if there is none."""
+    if N_star <= lo:
+        return None
+    for G in range(2, int(max_group) + 1):
+        w_n = min(largest_window(L, N, N_star, G), (hi // G) * G)
+        if w_n >= lo:
+            return G, w_n
+    return None
+
+
+def _guess_sentence(rule: str, guesses) -> str:
+    """The maintainers' 1/2-2/3 L guess beside the N* the plan used."""
+    shown = "; ".join(
+        f"N* = {n}: " + (f"G = {g}, w_n = {w}" if g is not None else "no setting") for n, g, w in guesses
+    )
+    used = "it is the default here (no frequency information)" if rule == "default" else f"the {rule} rule replaced it"
+    return f"The maintainers' rule of thumb guesses N* at 1/2 to 2/3 of L ({shown}); {used}. "

@@ -16,15 +16,19 @@ Recommendation. The paper (Sec. 4.1): "We suggest setting the local window W >= 
 L/3 <= S <= L/2. We set S = L/3 and W = 128 for all models across downstream tasks." Its ablation (Fig. 7)
 tried S from L/5 to L/2: performance grew with S, and the trend slowed once S exceeded L/3. The official
 repository's README, a different source, suggests shifted_offset 0.25-0.4 L (example int(0.33 * L)).
-freqlab follows the paper: it derives S = L - N* from the well-trained range N* (see
-:mod:`freqlab.plan.well_trained`), rounds it, and keeps it in the paper's range [L/3, L/2], reporting both
-values when they differ; without frequency information S = L/3 rounded *up* to a multiple of 64, so the
-default never falls below L/3.
+freqlab follows the paper: from the well-trained range N* (see :mod:`freqlab.plan.well_trained`: the
+effective length freqlab predicts from a histogram, regime, budget and tau) it takes the smallest S that keeps
+every position STRING uses, up to L - S + W - 1, within 0..N*-1: S = L - N* + W, rounded up; it keeps S in the
+paper's range [L/3, L/2], reporting both values when they differ; without frequency information S = L/3 rounded
+*up* to a multiple of 64, so the default never falls below L/3. A given S (e.g. the README's int(0.33 L)) is
+evaluated instead. Beyond L, :func:`string_yarn` combines STRING with YaRN by the STRING repository's own rule (its
+Qwen2 RULER script).
 """
 
 from __future__ import annotations
 
 import json
+import math
 from dataclasses import dataclass, field
 from fractions import Fraction
 from typing import Unpack
@@ -35,6 +39,7 @@ from freqlab.display import Display, Displayed
 from freqlab.errors import FreqlabError
 from freqlab.frequency import share_at_least
 from freqlab.plan import display as shown
+from freqlab.plan.rope_scaling import RopeScalingPlan, plan_rope_scaling
 from freqlab.plan.well_trained import (
     FrequencyInputs,
     WellTrained,
@@ -213,10 +218,47 @@ def string_usage(L: int, S: int, W: int, *, frequency=None, length: int | None =
 
 # --- planner ---------------------------------------------------------------------------------------------
 
+#: HKUNLP/STRING ruler/test_ruler_qwen2.py (and string_for_qwen2.py), the repository's own STRING + YaRN combination
+STRING_YARN_SOURCE = "HKUNLP/STRING ruler/test_ruler_qwen2.py"
+#: string_for_qwen2.py scales cos and sin by 0.1·ln(2) + 1 whatever the YaRN factor ("to recover" the attention map)
+STRING_YARN_ATTENTION = 0.1 * math.log(2) + 1
+
+
+@dataclass(frozen=True, repr=False)
+class StringYarn:
+    """STRING beyond L combined with YaRN, by the rule of the STRING repository's Qwen2 RULER script
+    (:data:`STRING_YARN_SOURCE`, theirs, not the paper's): for a test length N and shift ratio r = S/L,
+    ``shifted_offset = int(r·N)`` and ``yarn_factor = (N / L)·(1 - r)``, with the attention scaled by
+    0.1·ln(2) + 1. ``yarn`` is None when the factor is <= 1 (STRING alone keeps the positions below L).
+    """
+
+    N: int
+    S: int
+    W: int
+    factor: float
+    largest_position: int  # N - S + W - 1 before YaRN: the largest position STRING uses at N tokens
+    yarn: RopeScalingPlan | None
+
+    @property
+    def hf_patch(self) -> str:
+        return f"replace_with_string(max_test_length={self.N}, shifted_offset={self.S}, small_local_value={self.W})"
+
+    def to_dict(self) -> dict:
+        return {
+            "N": self.N, "S": self.S, "W": self.W, "yarn_factor": self.factor,
+            "largest_position": self.largest_position, "hf_patch": self.hf_patch, "rule": STRING_YARN_SOURCE,
+            "yarn": None if self.yarn is None else self.yarn.to_dict(),
+        }  # fmt: skip
+
 
 @dataclass(frozen=True, repr=False)
 class StringPlan(WellTrainedBasis, Displayed):
-    """A STRING recommendation: S, W, the reasoning and paste-ready blocks."""
+    """A STRING recommendation (or the evaluation of a given S): S, W, the reasoning and paste-ready blocks.
+
+    Two shares of f are reported, each with its definition: ``overwritten_share`` at positions i >= L - S (the
+    distances STRING drops and overwrites) and ``unused_share`` at i >= L - S + W (the positions no query-key pair uses
+    after STRING, shaded by ``plot string-usage``).
+    """
 
     L: int
     S: int
@@ -230,11 +272,24 @@ class StringPlan(WellTrainedBasis, Displayed):
     test_length: int
     reasoning: str
     notes: tuple[str, ...] = field(default_factory=tuple)
+    unused_share: float = 0.0  # share of position mass at positions >= L - S + W
+    S_given: bool = False
+    extension: StringYarn | None = None
 
     @property
     def ratio(self) -> float:
         """S / L."""
         return self.S / self.L
+
+    @property
+    def largest_position(self) -> int:
+        """The largest position STRING uses in a window of L tokens: max(S, L - S + W) - 1."""
+        return max(self.S, self.L - self.S + self.W) - 1
+
+    @property
+    def within_well_trained(self) -> bool:
+        """Every position STRING uses (0..largest_position) lies in the well-trained range 0..N*-1."""
+        return self.largest_position < self.N_star
 
     @property
     def hf_patch(self) -> str:
@@ -255,7 +310,11 @@ class StringPlan(WellTrainedBasis, Displayed):
         return json.dumps(self.vllm_config)[1:-1]
 
     def to_dict(self) -> dict:
-        return self._plan_dict("string", S_over_L=self.ratio, hf_patch=self.hf_patch, vllm_config=self.vllm_config)
+        return self._plan_dict(
+            "string", skip=("extension",), S_over_L=self.ratio, largest_position=self.largest_position,
+            within_well_trained=self.within_well_trained, hf_patch=self.hf_patch, vllm_config=self.vllm_config,
+            extension=None if self.extension is None else self.extension.to_dict(),
+        )  # fmt: skip
 
     def _display(self) -> Display:
         return shown.string_display(self)
@@ -264,6 +323,11 @@ class StringPlan(WellTrainedBasis, Displayed):
 def _round_to(x: Fraction | int, q: int) -> int:
     """Nearest multiple of q (halves up)."""
     return int((Fraction(x) / q + Fraction(1, 2)) // 1) * q
+
+
+def _round_up(x: Fraction | int, q: int) -> int:
+    """Smallest multiple of q that is >= x."""
+    return int(-(-Fraction(x) // q)) * q
 
 
 def recommended_range(L: int, round_to: int = DEFAULT_ROUND) -> tuple[int, int, int]:
@@ -285,44 +349,88 @@ def recommended_range(L: int, round_to: int = DEFAULT_ROUND) -> tuple[int, int, 
 validated_range = recommended_range  # former name, kept for existing callers
 
 
+def string_yarn(
+    L: int, S: int, W: int, N: int, *, ratio: float | Fraction | None = None, rope_theta: float = 10000.0
+) -> StringYarn:
+    """STRING at test length N > L combined with YaRN, by the STRING repository's own rule (its Qwen2 RULER
+    script, :data:`STRING_YARN_SOURCE`): r = S/L, shifted_offset = int(r·N), yarn_factor = (N/L)·(1 - r), attention
+    factor 0.1·ln(2) + 1 (string_for_qwen2.py). The largest position STRING then uses, N - int(r·N) + W - 1, divided
+    by the factor is about L.
+
+    ``ratio`` is their ``shifted_ratio`` (default S/L).
+
+    >>> e = string_yarn(32768, 10813, 128, 131072, ratio=0.33)  # Qwen2 32K -> 128K with their default ratio
+    >>> e.S, round(e.factor, 6)
+    (43253, 2.68)
+    """
+    L, S, W = _check_shift(L, S, W)
+    N = check_window(N, "test length N")
+    if N <= L:
+        raise FreqlabError(f"extend_to N = {N} is not above L = {L}")
+    r = Fraction(S, L) if ratio is None else Fraction(ratio)
+    if not 0 < r < 1:
+        raise FreqlabError(f"the shift ratio must be in (0, 1), got {ratio}")
+    S_N = int(r * N)
+    factor = float(Fraction(N, L) * (1 - r))
+    largest = N - S_N + W - 1
+    yarn = None
+    if factor > 1:
+        yarn = plan_rope_scaling(L, N, "yarn", factor=factor, rope_theta=rope_theta,
+                                 attention_factor=STRING_YARN_ATTENTION)  # fmt: skip
+    return StringYarn(N, S_N, W, factor, largest, yarn)
+
+
 def plan_string(
     L: int,
     *,
     W: int = DEFAULT_W,
+    S: int | None = None,
     round_to: int = DEFAULT_ROUND,
     test_length: int | None = None,
+    extend_to: int | None = None,
+    rope_theta: float = 10000.0,
     **frequency: Unpack[FrequencyInputs],
 ) -> StringPlan:
-    """Recommend STRING's shift S and local window W for a model trained with window L (Sec. 4.1).
+    """Recommend STRING's shift S and local window W for a model trained with window L (Sec. 4.1), or evaluate a
+    given ``S``.
 
     The frequency keywords (``histogram`` + ``regime``, a precomputed ``frequency`` array, or a
     ``schedule``; ``tokens``, ``tau``, ``mass``) go to :func:`freqlab.plan.well_trained.well_trained_range`,
-    which derives N* (budget rule when ``tokens`` is given, else mass rule). Then S_rule = round(L - N*) to
-    a multiple of ``round_to``, and the recommended S is S_rule kept in the paper's range [L/3, L/2]
-    (Sec. 4.1). Without frequency information S = L/3 (the paper's setting) rounded up to a multiple of
-    ``round_to``, so it never falls below L/3.
+    which derives N* (budget rule when ``tokens`` is given, else mass rule). The frequency rule keeps every position
+    STRING uses, 0..L - S + W - 1, within the well-trained 0..N*-1: S_rule = L - N* + W rounded *up* to a multiple of
+    ``round_to``; the recommended S is S_rule kept in the paper's range [L/3, L/2] (Sec. 4.1). Without frequency
+    information S = L/3 (the paper's setting) rounded up to a multiple of ``round_to``, so it never falls below L/3.
+    ``extend_to`` (N > L) adds STRING + YaRN by the STRING repository's rule (:func:`string_yarn`).
 
     >>> p = plan_string(131072)
     >>> p.S, p.W, p.rule, p.hf_patch
     (43712, 128, 'default', 'replace_with_string(max_test_length=131072, shifted_offset=43712, small_local_value=128)')
+    >>> plan_string(4096, S=int(0.33 * 4096)).S  # the official README's int(0.33 L), evaluated
+    1351
     """
     L = check_window(L)
+    given = S is not None
     wt = well_trained_range(L, default_fraction=1 - DEFAULT_S_FRACTION, **frequency)
     lo, hi, q = recommended_range(L, round_to)
     notes: list[str] = []
-    if q != round_to:
+    if q != round_to and S is None:
         notes.append(f"L = {L} is too small to round S to a multiple of {round_to}; S is not rounded")
-    if wt.rule == "default":
-        S_rule = None
-        S = lo  # L/3 rounded up: the nearest multiple of q inside [L/3, L/2]
-        within = True
-    else:
-        S_rule = _round_to(L - wt.N, q)
-        S = min(max(S_rule, lo), hi)
-        within = lo <= S_rule <= hi
     W = int(W)
     if W < MIN_W:
         raise FreqlabError(f"W = {W} is below {MIN_W}: the STRING ablation (Fig. 7) needs W >= {MIN_W}")
+    S_rule = None if wt.rule == "default" else min(_round_up(L - wt.N + W, q), (L - 1) // q * q)
+    if S is not None:
+        _check_shift(L, S, 0)
+        S = int(S)
+        within = lo <= S <= hi
+        if not within:
+            notes.append(f"S = {S} (S/L = {S / L:.3f}) is outside the paper's range L/3..L/2 = {lo}..{hi} (Sec. 4.1)")
+    elif S_rule is None:
+        S = lo  # L/3 rounded up: the nearest multiple of q inside [L/3, L/2]
+        within = True
+    else:
+        S = min(max(S_rule, lo), hi)
+        within = lo <= S_rule <= hi
     if W >= S:
         raise FreqlabError(
             f"W = {W} must be much smaller than S = {S} (STRING needs W << S); use a smaller W (>= {MIN_W}) "
@@ -333,35 +441,63 @@ def plan_string(
     n = L if test_length is None else int(test_length)
     if n < 1:
         raise FreqlabError(f"test length must be positive, got {test_length}")
-    if n > L:
+    extension = None
+    if extend_to is not None:
+        extension = string_yarn(L, S, W, int(extend_to), rope_theta=rope_theta)
+    elif n > L:
         notes.append(
             f"test length {n} exceeds L = {L}: STRING improves use of the training window; beyond L combine "
-            "it with an extrapolation method"
+            "it with an extrapolation method (extend_to adds the STRING repository's STRING + YaRN rule)"
         )
     if wt.frequency is not None:
-        share = share_at_least(wt.frequency, L - S)
+        shares = share_at_least(wt.frequency, L - S), share_at_least(wt.frequency, min(L - S + W, L))
         basis = "the given frequency" if wt.rule != "schedule" else "the schedule's frequency"
     else:
-        # no corpus: the full-window baseline f(i) = L - i, share of i >= N is (S(S+1)/2) / (L(L+1)/2)
-        share = S * (S + 1) / (L * (L + 1))
+        # no corpus: the full-window baseline f(i) = L - i, share of i >= x is (L - x)(L - x + 1) / (L (L + 1))
+        shares = tuple((L - x) * (L - x + 1) / (L * (L + 1)) for x in (L - S, min(L - S + W, L)))
         basis = "a full window, f(i) = L - i (no corpus information)"
-    reasoning = _reasoning(L, S, W, wt, S_rule, (lo, hi), within, share, basis)
-    return StringPlan(L, S, W, wt, S_rule, (lo, hi), within, share, basis, n, reasoning, tuple(notes))
+    reasoning = _reasoning(L, S, W, wt, S_rule, (lo, hi), within, shares, basis, given)
+    if extension is not None:
+        reasoning += " " + _extension_sentence(L, extension)
+    return StringPlan(L, S, W, wt, S_rule, (lo, hi), within, shares[0], basis, n, reasoning, tuple(notes), shares[1],
+                      given, extension)  # fmt: skip
 
 
-def _reasoning(L, S, W, wt: WellTrained, S_rule, bounds, within, share, basis) -> str:
+def _extension_sentence(L: int, e: StringYarn) -> str:
+    head = (
+        f"Beyond L, the STRING repository's rule ({STRING_YARN_SOURCE}, theirs, not the paper's) applies STRING to "
+        f"the test length N = {e.N} with shifted_offset = int((S/L)·N) = {e.S} and YaRN with factor "
+        f"(N/L)·(1 - S/L) = {e.factor:.4g}: the largest position STRING uses, N - {e.S} + W - 1 = "
+        f"{e.largest_position}, "
+    )
+    if e.yarn is None:
+        return head + f"is already below L = {L}, so no YaRN is needed (factor <= 1)."
+    return head + (
+        f"becomes {e.largest_position / e.factor:.0f} after YaRN (about L = {L}). Their patch (string_for_qwen2.py) "
+        f"is written for Qwen2 (original length 32768 hard-coded) and scales attention by 0.1·ln(2) + 1 = "
+        f"{STRING_YARN_ATTENTION:.4f} whatever the factor; the YaRN blocks carry that attention_factor."
+    )
+
+
+def _reasoning(L, S, W, wt: WellTrained, S_rule, bounds, within, shares, basis, given: bool) -> str:
     lo, hi = bounds
     head = f"Training window L = {L}. "
     paper_range = f"the paper's range L/3 <= S <= L/2 (Sec. 4.1; {lo}..{hi} after rounding)"
-    if wt.rule == "default":
+    if given:
+        rule = f"S = {S} (S/L = {S / L:.3f}) was given and is evaluated: it lies {'inside' if within else 'outside'} " \
+               f"{paper_range}. "  # fmt: skip
+        if S_rule is not None:
+            rule += f"The frequency rule would give S = {S_rule} ({wt.rule} rule, N* = {wt.N}). "
+    elif wt.rule == "default":
         rule = (
             f"Without frequency information freqlab uses the paper's setting S = L/3 (Sec. 4.1), rounded up to "
             f"S = {S} so that it stays in {paper_range}. "
         )
     else:
         rule = (
-            f"Well-trained range ({wt.rule} rule): {wt.explanation}, so N* = {wt.N} and the frequency rule "
-            f"S = L - N* gives S = {S_rule} (S/L = {S_rule / L:.3f}). "
+            f"Well-trained range ({wt.rule} rule): {wt.explanation}, so N* = {wt.N}. The frequency rule keeps every "
+            f"position STRING uses, up to L - S + W - 1, within 0..N* - 1: S = L - N* + W, rounded up, gives "
+            f"S = {S_rule} (S/L = {S_rule / L:.3f}). "
         )
         if within:
             rule += f"This lies inside {paper_range}. "
@@ -383,9 +519,12 @@ def _reasoning(L, S, W, wt: WellTrained, S_rule, bounds, within, share, basis) -
                 f"freqlab recommends S = {S} (S/L = {S / L:.3f}). To follow the frequency rule instead, use "
                 f"shifted_offset = {S_rule}. "
             )
+    largest = max(S, L - S + W) - 1
+    fits = "within" if largest < wt.N else "beyond"
     tail = (
-        f"STRING drops positions >= L - S = {L - S} and uses positions 0..{max(S, L - S + W) - 1} instead, "
-        f"with local window W = {W} (W >= 32 and W << S, Fig. 7). The overwritten positions carried "
-        f"{share:.2%} of all position occurrences under {basis}."
+        f"STRING drops the distances >= L - S = {L - S} and uses positions 0..{largest} instead ({fits} the "
+        f"well-trained 0..{wt.N - 1}), with local window W = {W} (W >= 32 and W << S, Fig. 7). Under {basis}, "
+        f"positions >= L - S = {L - S} (overwritten) carried {shares[0]:.2%} of all position occurrences, and "
+        f"positions >= L - S + W = {L - S + W} (never used after STRING) {shares[1]:.2%}."
     )
     return head + rule + tail

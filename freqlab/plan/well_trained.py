@@ -1,7 +1,8 @@
 """The well-trained range N*: relative positions 0..N*-1 that training exposed often enough.
 
-Every planner (STRING, Self-Extend, length upsampling) needs the same quantity, derived here by one of
-three rules, in order of preference:
+Every planner (STRING, Self-Extend, RoPE scaling's critical dimension, length upsampling) needs the same quantity:
+the effective length freqlab predicts, derived here by one of these rules, in order of preference (each plan says
+which it used):
 
 ``budget``
     With a training budget T (tokens) and a threshold tau, N* is the number of positions whose scaled
@@ -14,8 +15,7 @@ three rules, in order of preference:
     N* = position_at_mass(f, mass) + 1, so the positions >= N* carry at most 1 - mass of the mass. This
     rule and its default mass 0.9 are freqlab's: the STRING paper defines no mass rule. For fully
     concatenated data f is linear, the share of i >= x·L is (1 - x)^2 = 0.1 at x = 1 - √0.1 ≈ 0.684, so
-    N* ≈ 0.684 L and S = L - N* ≈ 0.316 L, just below the paper's L/3 (the STRING planner then raises S
-    to L/3).
+    N* ≈ 0.684 L (the STRING planner's S = L - N* + W then keeps every used position below N*).
 ``default``
     Without any frequency information: a fixed fraction of L (STRING's default S = L/3 means N* = 2L/3;
     the Self-Extend maintainers' rule of thumb puts the well-trained range at 1/2 to 2/3 of L).

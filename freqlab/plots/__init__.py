@@ -2,14 +2,15 @@
 STRING and Self-Extend position matrices, HARPE waveforms and envelopes.
 
 Every function returns a :class:`matplotlib.figure.Figure` drawn in the freqlab style (applied inside the
-function, not globally); :func:`save_figure` exports PNG, PDF (TrueType fonts) and SVG. The STRING,
+function, not globally) that shows itself in Jupyter with or without ``%matplotlib inline``; :func:`save_figure`
+exports PNG, PDF (TrueType fonts) and SVG (text kept as text). The STRING,
 Self-Extend and HARPE figures import :mod:`freqlab.plan` on first use.
 
 >>> import freqlab, freqlab.plots
 >>> h = freqlab.LengthHistogram.from_lengths([300, 900, 2500, 5000])
 >>> fig = freqlab.plots.plot_regimes(h, 2048)          # STRING Fig. 1a/b/c from one histogram
 >>> [ax.get_title() for ax in fig.axes[:3]]
-['natural, L = 2K', 'uniform, L = 2K', 'concat, L = 2K']
+['(a) natural, L = 2K', '(b) uniform, L = 2K', '(c) concat, L = 2K']
 """
 
 from __future__ import annotations

@@ -5,6 +5,10 @@ K = 1024 ("relative position i (K = 1024)": 2K = 2048), counts of tokens and occ
 ("occurrences (B = 10⁹, T = 10¹²)"); counts below a million are written out (1,500), never with a "K"
 that could be read as 1024.
 
+The ticks of one position axis share one unit (:func:`position_tick_labels`): all in K when every tick is a
+multiple of 256 and the largest reaches 1K (``0, 0.5K, 1K, 1.5K, 2K``), else all written out (``0, 750, 1500``),
+never ``512`` beside ``1K``.
+
 >>> position_label(1536), position_label(2048), position_label(100)
 ('1.5K', '2K', '100')
 >>> count_label(1500), count_label(2.5e9), distance_label(34_000), distance_label(130_880)
@@ -17,13 +21,13 @@ from collections.abc import Iterable
 
 import numpy as np
 from matplotlib.axes import Axes
-from matplotlib.ticker import FixedLocator, FuncFormatter
+from matplotlib.ticker import FixedLocator, Formatter, FuncFormatter
 
 from freqlab.errors import FreqlabError
 from freqlab.frequency.summary import human_count
 from freqlab.histogram import LengthHistogram
 from freqlab.plots.style import NOTE_SIZE
-from freqlab.sizes import position_label
+from freqlab.sizes import position_label  # noqa: F401 - re-exported for the figures
 
 #: What each count suffix means (decimal, the token-budget convention: STRING's "1T tokens").
 COUNT_UNITS: dict[str, str] = {"M": "M = 10⁶", "B": "B = 10⁹", "T": "T = 10¹²"}
@@ -52,7 +56,7 @@ def count_units(axis) -> str:
     """The decimal suffixes the tick labels of a count axis use, as ``B = 10⁹, T = 10¹²`` (call it once the
     axis limits are set)."""
     lo, hi = sorted(axis.get_view_interval())
-    labels = [axis.get_major_formatter()(t, k) for k, t in enumerate(axis.get_major_locator()()) if lo <= t <= hi]
+    labels = axis.get_major_formatter().format_ticks([t for t in axis.get_major_locator()() if lo <= t <= hi])
     used = {label[-1] for label in labels if label}
     return ", ".join(unit for suffix, unit in COUNT_UNITS.items() if suffix in used)
 
@@ -60,15 +64,46 @@ def count_units(axis) -> str:
 def position_units(axis) -> str:
     """``K = 1024`` when a tick label of the position axis uses K, else ''."""
     lo, hi = sorted(axis.get_view_interval())
-    labels = [axis.get_major_formatter()(t, k) for k, t in enumerate(axis.get_major_locator()()) if lo <= t <= hi]
+    ticks = [t for t in axis.get_major_locator()() if lo <= t <= hi]
+    labels = axis.get_major_formatter().format_ticks(ticks)
     return POSITION_UNIT if any(label.endswith("K") for label in labels) else ""
+
+
+def position_tick_labels(values: Iterable[float]) -> list[str]:
+    """Labels of the ticks of one position axis, all in one unit: K = 1024 when every tick is a multiple of 256
+    and the largest is at least 1024, else every tick written out.
+
+    >>> position_tick_labels([0, 512, 1024, 1536, 2048]), position_tick_labels([0, 256, 512, 768])
+    (['0', '0.5K', '1K', '1.5K', '2K'], ['0', '256', '512', '768'])
+    >>> position_tick_labels([0, 750, 1500, 2250, 3000]), position_tick_labels([0, 32768, 65536, 131072])
+    (['0', '750', '1500', '2250', '3000'], ['0', '32K', '64K', '128K'])
+    """
+    values = [float(v) for v in values]
+    in_k = bool(values) and max(abs(v) for v in values) >= 1024 and all(v % 256 == 0 for v in values)
+    if in_k:
+        return [f"{v / 1024:g}K" if v else "0" for v in values]
+    return [f"{v:.0f}" if v == int(v) else f"{v:g}" for v in values]
+
+
+class PositionFormatter(Formatter):
+    """Tick labels of a position axis in one unit (:func:`position_tick_labels`), decided over all its ticks."""
+
+    def __init__(self) -> None:
+        self.labels: dict[float, str] = {}
+
+    def set_locs(self, locs) -> None:
+        super().set_locs(locs)
+        self.labels = dict(zip((float(v) for v in locs), position_tick_labels(locs), strict=True))
+
+    def __call__(self, x, pos=None) -> str:
+        return self.labels.get(float(x)) or position_tick_labels([x])[0]
 
 
 def format_positions(axis, L: int | None = None) -> None:
     """Tick a position (or length) axis at multiples of L/4 when L is given, labelled with K = 1024."""
     if L is not None and L >= 8:
         axis.set_major_locator(FixedLocator([round(k * L / 4) for k in range(5)]))
-    axis.set_major_formatter(FuncFormatter(lambda x, _pos: position_label(x)))
+    axis.set_major_formatter(PositionFormatter())
 
 
 def distance_label(x: float) -> str:
@@ -82,9 +117,38 @@ def format_distances(axis) -> None:
     axis.set_major_formatter(FuncFormatter(lambda x, _pos: distance_label(x)))
 
 
+def count_tick_labels(values: Iterable[float]) -> list[str]:
+    """Labels of the ticks of one (linear) count axis, all in one unit: written out when the largest is below a
+    million, else all in the largest tick's decimal suffix.
+
+    >>> count_tick_labels([0, 500_000, 1_000_000, 1_500_000]), count_tick_labels([0, 2500, 5000])
+    (['0', '0.5M', '1M', '1.5M'], ['0', '2,500', '5,000'])
+    """
+    values = [float(v) for v in values]
+    top = max((abs(v) for v in values), default=0.0)
+    if top < 1e6:
+        return [count_label(v) for v in values]
+    scale, suffix = next((s, x) for s, x in ((1e12, "T"), (1e9, "B"), (1e6, "M")) if top >= s)
+    return [f"{v / scale:g}{suffix}" if v else "0" for v in values]
+
+
+class CountFormatter(Formatter):
+    """Tick labels of a linear count axis in one unit (:func:`count_tick_labels`), decided over all its ticks."""
+
+    def __init__(self) -> None:
+        self.labels: dict[float, str] = {}
+
+    def set_locs(self, locs) -> None:
+        super().set_locs(locs)
+        self.labels = dict(zip((float(v) for v in locs), count_tick_labels(locs), strict=True))
+
+    def __call__(self, x, pos=None) -> str:
+        return self.labels.get(float(x)) or count_label(x)
+
+
 def format_counts(axis) -> None:
-    """Label a count axis as 1,500, 1.5M, 2B, ... (:func:`count_label`)."""
-    axis.set_major_formatter(FuncFormatter(lambda y, _pos: count_label(y)))
+    """Label a count axis as 0, 0.5M, 1M, 1.5M, ... in one unit (:func:`count_tick_labels`)."""
+    axis.set_major_formatter(CountFormatter())
 
 
 def format_log_counts(axis) -> None:
@@ -133,10 +197,14 @@ def as_histogram(data) -> LengthHistogram:
 
 
 def panel_letters(axes: Iterable[Axes]) -> None:
-    """'(a)', '(b)', ... in the top-left corner outside each axes, as in the papers' multi-panel figures."""
+    """'(a)', '(b)', ... as in the papers' multi-panel figures: put before each axes' title (so a letter never
+    covers it, however narrow the panel), or in the top-left corner outside an axes without one."""
     for index, ax in enumerate(axes):
         letter = f"({chr(ord('a') + index)})"
-        ax.text(-0.02, 1.02, letter, transform=ax.transAxes, ha="right", va="bottom", weight="bold")
+        if ax.get_title():
+            ax.set_title(f"{letter} {ax.get_title()}")
+        else:
+            ax.text(-0.02, 1.02, letter, transform=ax.transAxes, ha="right", va="bottom", weight="bold")
 
 
 def grid_shape(panels: int, columns: int = 3) -> tuple[int, int]:

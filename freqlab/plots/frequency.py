@@ -135,6 +135,23 @@ def bin_width(L: int, bins: int) -> str:
     return position_label(width) if width == int(width) else f"{width:g}"
 
 
+#: Narrowest Fig. 1 panel (inches): two y-axes of tick labels and five position ticks side by side.
+MIN_PANEL_WIDTH = 2.2
+#: Lowest row of Fig. 1 panels (inches) an explicit (width, height) may give: title, notes and ticks fit.
+MIN_PANEL_HEIGHT = 1.8
+
+
+def regime_grid(panels: int, size="two-column", columns: int = 3) -> tuple[int, int]:
+    """Rows and columns of ``panels`` Fig. 1 panels in a figure of ``size``: at most ``columns`` per row, and no
+    more than fit at :data:`MIN_PANEL_WIDTH` each (a one-column figure stacks its panels).
+
+    >>> regime_grid(3, "two-column"), regime_grid(3, "one-column"), regime_grid(4, "two-column")
+    ((1, 3), (3, 1), (2, 3))
+    """
+    fits = max(1, int(figure_size(size)[0] // MIN_PANEL_WIDTH))
+    return grid_shape(panels, min(columns, fits))
+
+
 def plot_regimes(
     histogram,
     L: int,
@@ -145,16 +162,23 @@ def plot_regimes(
     size="two-column",
     columns: int = 3,
 ) -> Figure:
-    """One Fig. 1 panel per regime (rows of ``columns``); the default reproduces STRING Fig. 1a/b/c from
-    one histogram: natural lengths split at L, the same tokens with lengths uniform on 1..L (f quadratic),
-    and everything concatenated into rows of L (f linear). Both y-axes have one scale across the panels (f(0)
-    is the token count in every regime but ``truncate``), so the panels compare at a glance."""
+    """One Fig. 1 panel per regime (rows of ``columns``, fewer when the figure is too narrow for them:
+    :func:`regime_grid`); the default reproduces STRING Fig. 1a/b/c from one histogram: natural lengths split
+    at L, the same tokens with lengths uniform on 1..L (f quadratic), and everything concatenated into rows of L
+    (f linear). The f(i) axis has one scale across the panels (f(0) is the token count in every regime but
+    ``truncate``), so the panels compare at a glance; the bars' axis (share of segments per bin) is each panel's
+    own, as in the paper, since one regime may put every segment in one bin."""
     if not regimes:
         raise FreqlabError("give at least one regime")
     h = as_histogram(histogram)
-    rows, cols = grid_shape(len(regimes), columns)
-    width = figure_size(size)[0]
-    panel_height = min(0.82 * width / cols, 2.4)
+    rows, cols = regime_grid(len(regimes), size, columns)
+    width, height = figure_size(size)
+    if not isinstance(size, str) and height / rows < MIN_PANEL_HEIGHT:
+        raise FreqlabError(
+            f"size {width:g}x{height:g} in: {rows} row{'s' if rows > 1 else ''} of Fig. 1 panels need at least "
+            f"{rows * MIN_PANEL_HEIGHT:g} in of height; give a taller size, or one-column / two-column"
+        )
+    panel_height = min(0.82 * width / cols, 2.4) if cols > 1 else 0.55 * width
     aspect = rows * panel_height / width
     with freqlab_style():
         fig, axes = new_figure(size, aspect=aspect, nrows=rows, ncols=cols, squeeze=False)
@@ -162,10 +186,9 @@ def plot_regimes(
         for k, regime in enumerate(regimes):
             plot_position_frequency(h, L, regime, ax=flat[k], bins=bins, seed=seed)
         shown = flat[: len(regimes)]
-        for axes_of in (lambda ax: ax, _twin):  # one scale for f across the panels, one for the bars
-            top = max(axes_of(ax).get_ylim()[1] for ax in shown)
-            for ax in shown:
-                axes_of(ax).set_ylim(0, top)
+        top = max(ax.get_ylim()[1] for ax in shown)  # one scale for f across the panels
+        for ax in shown:
+            ax.set_ylim(0, top)
         if len(regimes) > 1:
             for k, ax in enumerate(shown):
                 _keep_outer_labels(ax, k, len(regimes), cols)
@@ -183,16 +206,19 @@ def _twin(ax: Axes) -> Axes:
 
 
 def _keep_outer_labels(ax: Axes, k: int, panels: int, cols: int) -> None:
-    """In a grid of Fig. 1 panels (one scale per axis across them), label f(i) and show its ticks on the first
-    column only, and the bars' on the last panel of a row."""
+    """In a grid of Fig. 1 panels (one f(i) scale across them, each its own bars' scale): f(i)'s ticks on the
+    first column only; the bars' ticks on every panel. The axis labels on the first and last panel of each row,
+    or, panels stacked in one column, on the middle one only."""
     ax.set_xlabel("")
     twin = _twin(ax)
     if k % cols:
-        ax.set_ylabel("")
         ax.tick_params(axis="y", labelleft=False)
-    if (k + 1) % cols and k + 1 != panels:
-        twin.set_ylabel("")
-        twin.tick_params(axis="y", labelright=False)
+    if cols == 1:
+        left = right = k == panels // 2
+    else:
+        left, right = k % cols == 0, (k + 1) % cols == 0 or k + 1 == panels
+    for axes, keep in ((ax, left), (twin, right)):  # units on a second line: the panels are short
+        axes.set_ylabel(axes.get_ylabel().replace(" (", "\n(", 1) if keep else "")
 
 
 def plot_windows(

@@ -26,7 +26,7 @@ from freqlab.errors import FreqlabError
 from freqlab.plan.harpe import PAPER_HEAD_DIM, PAPER_TARGET, ProminentExtrema
 from freqlab.plan.waveform import DistanceGrid, rope_waveform, stave_score
 from freqlab.plots.axes import distance_label, format_distances, panel_letters
-from freqlab.plots.style import COLORS, NOTE_SIZE, PALETTE, figure_size, freqlab_style, new_figure
+from freqlab.plots.style import COLORS, NOTE_SIZE, PALETTE, FreqlabFigure, figure_size, freqlab_style, new_figure
 
 
 def _grid(grid: DistanceGrid | None, target: int) -> DistanceGrid:
@@ -132,7 +132,8 @@ def plot_envelopes(
         score = stave_score(list(bases), grid, head_dim)  # the numbers come from the planner's scorer
         curves[name] = (PALETTE[k % len(PALETTE)], envelope, np.minimum.reduceat(envelope, edges[:-1]), score)
     with freqlab_style():
-        fig = Figure(figsize=figure_size(size, aspect=0.34 + 0.06 * max(len(sets) - 3, 0)), layout="constrained")
+        aspect = 0.34 + 0.06 * max(len(sets) - 3, 0)
+        fig = FreqlabFigure(figsize=figure_size(size, aspect=aspect), layout="constrained")
         layout = fig.add_gridspec(len(sets), 2)
         lefts = [fig.add_subplot(layout[0, 0])]
         lefts += [fig.add_subplot(layout[k, 0], sharex=lefts[0], sharey=lefts[0]) for k in range(1, len(sets))]

@@ -140,6 +140,15 @@ def plot_string_overview(L: int, S: int, W: int = 128, *, resolution: int = 256,
     return fig
 
 
+def never_used_label(share: float) -> str:
+    r"""The shaded tail's note, named as `plan string` names it (its other share, i >= L - S, is the overwritten one).
+
+    >>> never_used_label(0.062)
+    'never used\n(p ≥ L−S+W)\n6.2% of mass'
+    """
+    return f"never used\n(p ≥ L−S+W)\n{100 * share:.1f}% of mass"
+
+
 def plot_string_usage(L: int, S: int, W: int = 128, *, frequency=None, size="one-column") -> Figure:
     """Which positions STRING uses, for a large window.
 
@@ -162,7 +171,7 @@ def plot_string_usage(L: int, S: int, W: int = 128, *, frequency=None, size="one
             f = usage.trained
             top.plot(p, f, color=COLORS["frequency"])
             top.axvspan(unused, L, color=COLORS["tail"], alpha=0.15, lw=0)
-            top_note(top, (unused + L) / 2, f"unused\n{100 * share_at_least(f, unused):.1f}%\nof mass", COLORS["tail"])
+            top_note(top, (unused + L) / 2, never_used_label(share_at_least(f, unused)), COLORS["tail"])
             top.set_ylim(0, float(f[0]) * 1.05)
             format_counts(top.yaxis)
             top.set_ylabel(with_units("trained f(p)", count_units(top.yaxis)))

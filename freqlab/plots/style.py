@@ -26,7 +26,7 @@ import matplotlib
 from matplotlib.axes import Axes
 from matplotlib.figure import Figure
 
-from freqlab.errors import FreqlabError
+from freqlab.errors import FreqlabError, cannot_write
 
 #: Okabe-Ito colour-blind safe palette; the first colours are used in this order for series.
 PALETTE: tuple[str, ...] = ("#0072B2", "#E69F00", "#009E73", "#D55E00", "#CC79A7", "#56B4E9", "#F0E442", "#000000")
@@ -92,7 +92,7 @@ STYLE: dict[str, object] = {
     "savefig.pad_inches": 0.02,
     "pdf.fonttype": 42,  # embed TrueType, not Type 3
     "ps.fonttype": 42,
-    "svg.fonttype": "path",  # text as paths: the SVG looks the same without the font installed
+    "svg.fonttype": "none",  # text as <text> (DejaVu Sans named): editable in Inkscape/Illustrator
     "svg.hashsalt": "freqlab",  # deterministic element ids
     "image.cmap": "viridis",
 }
@@ -128,14 +128,34 @@ def figure_size(size: str | tuple[float, float] = "one-column", *, aspect: float
     return (width, height)
 
 
+class FreqlabFigure(Figure):
+    """A :class:`matplotlib.figure.Figure` that shows itself in Jupyter as a PNG, whatever the backend.
+
+    freqlab's figures are made without pyplot (no global state, garbage-collected, headless), so IPython's
+    inline backend never registers them: without ``%matplotlib inline`` a plain Figure would show as
+    ``<Figure size ... with 6 Axes>``. ``_repr_png_`` renders it in the freqlab style (as saved, at screen dpi).
+    """
+
+    def __repr__(self) -> str:
+        return super().__repr__().replace(type(self).__name__, "Figure", 1)  # what matplotlib prints for any figure
+
+    def _repr_png_(self) -> bytes:
+        import io
+
+        buffer = io.BytesIO()
+        with freqlab_style():
+            self.savefig(buffer, format="png", dpi=STYLE["figure.dpi"], metadata=_metadata("png"))
+        return buffer.getvalue()
+
+
 def new_figure(size: str | tuple[float, float] = "one-column", *, aspect: float = 0.7, **subplots) -> tuple:
     """A styled figure and its axes: ``plt.subplots`` with the freqlab style and a size preset.
 
-    Uses :class:`matplotlib.figure.Figure` directly (no pyplot state), so it works headless and figures
-    are garbage-collected; in Jupyter a Figure displays itself as the cell result.
+    A :class:`FreqlabFigure` (no pyplot state), so it works headless and figures are garbage-collected; in
+    Jupyter it displays itself as the cell result (a PNG), with or without ``%matplotlib inline``.
     """
     with freqlab_style():
-        fig = Figure(figsize=figure_size(size, aspect=aspect), layout="constrained")
+        fig = FreqlabFigure(figsize=figure_size(size, aspect=aspect), layout="constrained")
         axes = fig.subplots(**subplots)
     return fig, axes
 
@@ -181,11 +201,14 @@ def save_figure(
     if unknown:
         raise FreqlabError(f"unknown figure format {unknown[0]!r}; choose from {', '.join(FORMATS)}")
     stem = path.with_suffix("") if path.suffix.lstrip(".").lower() in FORMATS else path
-    stem.parent.mkdir(parents=True, exist_ok=True)
-    written = []
-    with freqlab_style():
-        for fmt in dict.fromkeys(formats):
-            target = stem.with_name(f"{stem.name}.{fmt}")
-            fig.savefig(target, format=fmt, dpi=dpi, metadata=_metadata(fmt))
-            written.append(target)
+    written, target = [], stem.parent
+    try:
+        stem.parent.mkdir(parents=True, exist_ok=True)
+        with freqlab_style():
+            for fmt in dict.fromkeys(formats):
+                target = stem.with_name(f"{stem.name}.{fmt}")
+                fig.savefig(target, format=fmt, dpi=dpi, metadata=_metadata(fmt))
+                written.append(target)
+    except OSError as exc:
+        raise cannot_write(target, exc) from exc
     return written

@@ -10,6 +10,7 @@ Example (built-in corpus, default tokenizer; a second or so)::
 
 from __future__ import annotations
 
+import contextlib
 import os
 import time
 from collections.abc import Iterator, Sequence
@@ -17,7 +18,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from freqlab.corpus.base import TEXT
+from freqlab.corpus.base import MISSING_SOURCE, TEXT, Corpus
+from freqlab.corpus.fields import field_paths
 from freqlab.display import Display, Displayed
 from freqlab.errors import FreqlabError
 from freqlab.frequency.stats import DEFAULT_TAU
@@ -96,7 +98,9 @@ def scan(
     """Tokenize a corpus and count its document lengths into a :class:`LengthHistogram`, then summarise.
 
     ``dataset`` is None (the built-in corpus), a preset, a hub id or local paths (see
-    :func:`freqlab.corpus.open_corpus`; ``format`` forces a registered input format for local files);
+    :func:`freqlab.corpus.open_corpus`; a list of paths is read as local files; ``format`` reads only that
+    registered input format, and files whose lengths are in different units, text beside tokenized data, are
+    refused, never added);
     ``tokenizer`` is None (the default), a built-in name, a ``tokenizer.json``, a ``.tiktoken`` file or a hub
     id (see :func:`freqlab.tokenize.load_tokenizer`), or a loaded :class:`~freqlab.tokenize.TokenCounter` (used
     as it is: its ``add_special_tokens``, its backends). A scan of less than :data:`SMALL_SCAN_BYTES` of text
@@ -104,6 +108,9 @@ def scan(
     data (no tokenizer needed) is read as is:
     ``tokens_field`` / ``length_field`` name a column of token ids / lengths, ``eos_id`` the token ending each
     document of a plain token stream (see :class:`freqlab.corpus.fields.ReadOptions`).
+
+    ``source_field`` splits the counts by source: documents without it are counted under ``(none)``; a field no
+    document read has is a FreqlabError naming it and the fields of the first record.
 
     ``megatron`` (:class:`~freqlab.frequency.megatron.MegatronOptions`: Megatron-LM's ``--data-path``,
     ``--seed``, ``--split``, ``--reset-attention-mask``, ``--train-samples`` or epochs) makes the
@@ -213,11 +220,45 @@ def run_scan(settings: ScanSettings, run: RunOptions | None = None, report: Repo
                 "seed": settings.seed,
                 "max_docs": settings.max_docs,
                 "max_tokens": settings.max_tokens,
+                # the index `freq --regime megatron` replays (a length histogram has no order of its own)
+                **({"megatron_index": index} if (index := scanned_index(corpus, settings)) else {}),
             },
         )
+        check_source_labels(corpus, histogram)
         summary = scan_summary(settings, report, corpus, counter, engine, histogram, ledger, options, record)
         output.write(histogram, summary)
     return ScanResult(histogram, summary, run.out)
+
+
+def scanned_index(corpus: Corpus, settings: ScanSettings) -> str | None:
+    """The absolute path of the Megatron ``.idx`` the corpus is, when it is exactly one and was read whole (else
+    None: a partial scan's histogram is not the index's)."""
+    if settings.limited or settings.sample_rate is not None:
+        return None
+    paths = {getattr(shard, "path", None) for shard in corpus.shards}
+    path = paths.pop() if len(paths) == 1 else None
+    return path if isinstance(path, str) and path.endswith(".idx") and os.path.isabs(path) else None
+
+
+def check_source_labels(corpus: Corpus, histogram: LengthHistogram) -> None:
+    """A source field that no document read has is an error, never one big ``(none)`` source: it names the
+    field and the fields of the corpus's first record. (Documents without the field among labelled ones are
+    counted under ``(none)``, and the report says so.)"""
+    if not corpus.has_sources or not histogram.sources or set(histogram.sources) != {MISSING_SOURCE}:
+        return
+    name = corpus.description.get("source_field")
+    first = None
+    for shard in corpus.shards:
+        with contextlib.suppress(FreqlabError):
+            first = shard.first_record()
+        if first is not None:
+            break
+    fields = f"; fields of the first record: {field_paths(first)}" if first is not None else ""
+    documents = histogram.sources[MISSING_SOURCE].documents_read
+    raise FreqlabError(
+        f"source field {name!r}: no document has it (all {documents:,} documents read would be "
+        f"{MISSING_SOURCE!r}){fields}; give a field they have (--source-field), or --source-field '' for no split"
+    )
 
 
 # Below this much text a scan skips fastokens: building and verifying it costs ~2.5 s in the driver and ~1.5 s

@@ -11,7 +11,8 @@ what says most about the time left:
 Documents, tokens and tokens/s are always shown beside the bar. ``enabled=None`` shows the bar in a notebook
 (an IPython kernel) or when stderr is a terminal, and nothing when it is piped or redirected; False (``--quiet``,
 ``progress=False``) never shows it. With ipywidgets installed (``pip install 'freqlab[notebook]'``) a notebook gets
-tqdm's widget, else the text bar, which Jupyter redraws in place.
+tqdm's widget; without it, one final line when the scan ends (a text bar redrawn with carriage returns would leave
+every redraw in the notebook's saved output).
 """
 
 from __future__ import annotations
@@ -27,6 +28,13 @@ def in_notebook() -> bool:
     """True inside a Jupyter (IPython kernel) session, where stderr is not a terminal but a bar still shows."""
     shell = getattr(sys.modules.get("IPython"), "get_ipython", lambda: None)()
     return shell is not None and "IPKernelApp" in getattr(shell, "config", {})
+
+
+def has_widgets() -> bool:
+    """Whether ipywidgets can be imported (tqdm's notebook widget needs it)."""
+    import importlib.util
+
+    return importlib.util.find_spec("ipywidgets") is not None
 
 
 def _tqdm_class(stream):
@@ -64,6 +72,11 @@ class ProgressBar:
         if enabled is None:
             enabled = in_notebook() or bool(getattr(self.stream, "isatty", lambda: False)())
         self.enabled = enabled
+        # a notebook without ipywidgets: no bar redrawn with carriage returns, one line at the end instead
+        self.final_line = bool(
+            enabled and self.stream is sys.stderr and in_notebook() and not has_widgets()
+            and not getattr(self.stream, "isatty", lambda: False)()
+        )
         self.unit = unit
         self.total = total
         self.interval = interval
@@ -72,14 +85,19 @@ class ProgressBar:
         self.base_documents, self.base_tokens, self.base_bytes = resumed
         self.start = time.monotonic()
         self.drawn = 0.0
-        self.bar = self._new_bar() if enabled else None
+        self.bar = self._new_bar() if enabled and not self.final_line else None
 
     def __call__(self, documents: int, tokens: int, nbytes: int = 0) -> None:
         self.documents += documents
         self.tokens += tokens
         self.bytes += nbytes
-        if self.enabled and time.monotonic() - self.drawn >= self.interval:
+        if self.bar is not None and time.monotonic() - self.drawn >= self.interval:
             self.draw()
+
+    @property
+    def base_done(self) -> int:
+        """What resumed shards counted, in the bar's unit."""
+        return {"B": self.base_bytes, "docs": self.base_documents, "tokens": self.base_tokens}[self.unit]
 
     @property
     def done(self) -> int:
@@ -115,8 +133,19 @@ class ProgressBar:
         self.drawn = time.monotonic()
 
     def close(self) -> None:
-        """Draw the final state and end the bar."""
-        if self.enabled:
+        """Draw the final state and end the bar (or write the one final line)."""
+        if self.enabled and self.final_line:
+            from tqdm.std import tqdm
+
+            done = self.done if self.total is None else min(self.done, self.total)
+            line = tqdm.format_meter(
+                done, self.total, time.monotonic() - self.start, prefix="scan", unit=self.unit, unit_scale=True,
+                unit_divisor=1024 if self.unit == "B" else 1000, postfix=self.postfix(), initial=self.base_done,
+            )
+            self.stream.write(line.replace("\r", "") + "\n")
+            self.stream.flush()
+            self.enabled = False
+        elif self.enabled:
             self.draw()
             self.bar.refresh()
             self.bar.close()

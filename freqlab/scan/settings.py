@@ -83,6 +83,11 @@ class ScanSettings:
     on_error: str = "raise"
 
     def __post_init__(self) -> None:
+        if self.dataset is not None and not isinstance(self.dataset, (str, os.PathLike)):  # a list of local paths
+            if self.data_files is not None:
+                raise FreqlabError("give local files either as dataset (a list of paths) or as data_files, not both")
+            object.__setattr__(self, "data_files", tuple(self.dataset))
+            object.__setattr__(self, "dataset", None)
         if self.dataset is not None:
             object.__setattr__(self, "dataset", os.fspath(self.dataset))
         if self.data_files is not None:

@@ -24,7 +24,7 @@ from freqlab.frequency.budget import Budget, training_budget
 from freqlab.frequency.regimes import check_window
 from freqlab.frequency.stats import DEFAULT_TAU
 from freqlab.frequency.summary import describe, human_count, regime_summaries
-from freqlab.histogram import LengthHistogram, histogram_display
+from freqlab.histogram import UNLABELLED_SOURCE, LengthHistogram, histogram_display
 from freqlab.scan.settings import DEFAULT_L, DEFAULT_REGIMES
 from freqlab.scan.uncertainty import add_intervals, describe_interval
 
@@ -113,6 +113,23 @@ def _eos_note(eos: dict | None) -> str:
     return f"; EOS unknown (some of {checked:,} documents checked end with {token})" if token is not None else ""
 
 
+def _special_note(tok: dict) -> str:
+    """What ``--add-special-tokens`` did: how many tokens each document got, or that the tokenizer adds none."""
+    if not tok["special_tokens_counted"]:
+        return "no special tokens"
+    added = tok.get("special_tokens_added")
+    if added is None:  # a summary written before the count was kept
+        return "special tokens counted"
+    if not added:
+        return "--add-special-tokens: none added (the tokenizer has no post-processor adding any)"
+    return f"special tokens counted: {added} per document"
+
+
+def _counts(by_name: dict[str, int]) -> str:
+    """``2 jsonl, 1 parquet``."""
+    return ", ".join(f"{n:,} {name}" for name, n in by_name.items())
+
+
 def format_report(summary: dict) -> str:
     """The terminal report of a scan summary (see :func:`freqlab.scan.scan`)."""
     lines = []
@@ -121,15 +138,21 @@ def format_report(summary: dict) -> str:
     description = corpus.get("description") or {}
     if "files" in description:  # local data: say what was passed over, so no file goes missing silently
         files = description["files"]
-        passed = [f"{description.get('empty_files', 0):,} empty", f"{description.get('ignored_files', 0):,} ignored"]
+        ignored = f"{description.get('ignored_files', 0):,} ignored"
+        if description.get("other_formats"):  # left out by --format
+            ignored += f" ({_counts(description['other_formats'])} not of --format {description.get('format')})"
+        passed = [f"{description.get('empty_files', 0):,} empty", ignored]
         for key, what in (("duplicate_files", "duplicate"), ("not_regular_files", "not regular")):
             if description.get(key):
                 passed.append(f"{description[key]:,} {what}")
-        lines.append(f"files      {files:,} file{'s' if files != 1 else ''} ({', '.join(passed)})")
+        formats = description.get("formats") or {}
+        several = len({label.split(".")[0] for label in formats}) > 1  # jsonl and jsonl.zst are one format
+        by_format = f": {_counts(formats)}" if several else ""  # several formats read: how many of each
+        lines.append(f"files      {files:,} file{'s' if files != 1 else ''}{by_format} ({', '.join(passed)})")
     if tok is None:
         lines.append("tokenizer  none: lengths read from tokenized data" + _eos_note(description.get("eos")))
     else:
-        special = "special tokens counted" if tok["special_tokens_counted"] else "no special tokens"
+        special = _special_note(tok)
         lines.append(f"tokenizer  {tok['name']} ({tok['backend']}, vocab {tok['vocab_size']:,}, {special})")
         if tok.get("fallback_reason"):
             lines.append(f"           {tok['fallback_reason']}")
@@ -182,6 +205,9 @@ def format_report(summary: dict) -> str:
         for name, s in summary["sources"].items():
             share = percent(s["tokens"] / total)
             lines.append(f"{name:<{width}}  {s['documents']:>12,}  {s['tokens']:>16,}  {share:>6}")
+        if UNLABELLED_SOURCE in summary["sources"]:
+            named = description.get("source_field")
+            lines.append(f"{UNLABELLED_SOURCE}: documents without the source field" + (f" {named!r}" if named else ""))
     budget = summary["budget"]
     lines.append("")
     note = ", extrapolated" if budget["extrapolated"] else ""
@@ -296,6 +322,7 @@ def scan_summary(settings, report, corpus, counter, engine, histogram: LengthHis
             "fallback_reason": counter.fallback_reason or None,
             "fallback_reasons": dict(counter.fallback_reasons),
             "special_tokens_counted": bool(counter.add_special_tokens),
+            "special_tokens_added": counter.special_tokens_added,  # per document
         },
         "documents": {
             "read": read,

@@ -123,6 +123,8 @@ def test_schedule_command(tmp_path, hist):
         (("freq", "{hist}", "--tokens", "lots"), 2, "not a token count"),
         (("stats", "{bad}"), 1, "not a readable Parquet file"),
         (("freq", "{empty}"), 1, "the histogram holds no documents"),
+        (("freq", "{hist}", "--out", "/proc/x.parquet"), 1,
+         "Error: /proc/x.parquet: cannot write (No such file or directory)\n"),
     ],
 )
 def test_errors_are_one_line_without_traceback(tmp_path, hist, args, code, message):
@@ -233,6 +235,7 @@ def test_weight_errors_are_one_line(split, weights, message):
     ("weights", "message"),
     [("nonsense", "nonsense: not SOURCE=W,..., a mixture file or a preset"),
      ("code=1,=2", "'=2' is not SOURCE=WEIGHT"), ("code=70%,web=1", "give every weight as a share (W%) or none"),
+     ("code=70%,web=40%", "the shares sum to 110%, not 100%"),
      ("", "no weights given: SOURCE=W,..., a mixture file or a preset")],
 )
 @pytest.mark.parametrize("command", [["freq"], ["stats"], ["plan", "string"], ["plot", "windows"]])
@@ -243,3 +246,84 @@ def test_weights_that_are_no_mix_are_a_usage_error_before_the_histogram_is_read(
     result = run(*command, *where, "--L", 1024, "--weights", weights)
     assert result.exit_code == 2, result.output
     assert "Invalid value for '--weights'" in result.output and message in result.output
+
+
+@pytest.fixture
+def megatron_scan(tmp_path):
+    """A Megatron index of 300 documents (EOD appended), scanned whole: its lengths.parquet names the index."""
+    import sys
+    from pathlib import Path
+
+    sys.path.insert(0, str(Path(__file__).parents[1] / "corpus"))
+    from tokenized_writers import single_sequence_documents, write_megatron
+
+    from freqlab.scan import scan
+
+    lengths = np.random.default_rng(1).integers(1, 400, 300).tolist()
+    idx = write_megatron(tmp_path / "data" / "c_text_document", single_sequence_documents(lengths), np.uint16)
+    scan(str(idx), workers=1, progress=False, out=tmp_path / "out", L=[128], regimes=["natural"])
+    return idx, tmp_path / "out" / "lengths.parquet"
+
+
+def test_freq_replays_the_megatron_regime_from_the_index_the_scan_read(megatron_scan, tmp_path):
+    """Issue 22: `freq lengths.parquet --regime megatron` said "give --data-path", an option freq lacked; it now
+    replays GPTDataset's windows from the index named in the histogram's metadata, exactly as from Python."""
+    from freqlab.frequency.megatron import MegatronOptions, megatron_segments
+    from freqlab.frequency.position import segment_frequency
+
+    idx, lengths = megatron_scan
+    assert LengthHistogram.read_parquet(lengths).meta["megatron_index"] == str(idx)
+    out = tmp_path / "f.parquet"
+    result = run("freq", lengths, "--L", 128, "--regime", "megatron", "--out", out)
+    assert result.exit_code == 0, result.output
+    assert f"megatron   GPTDataset's windows replayed from {idx}" in result.output
+    assert "--data-path]" not in result.output  # not the approximation's note
+    f = pl.read_parquet(out)["frequency"].to_numpy()
+    expected = segment_frequency(megatron_segments(128, MegatronOptions(str(idx))))
+    np.testing.assert_array_equal(f, expected)
+    h = LengthHistogram.read_parquet(lengths)
+    approximation = position_frequency(h.lengths, h.counts, 128, "concat")
+    assert not np.array_equal(f, approximation)  # the train split and shuffled windows, not plain concatenation
+    # Megatron's settings are options of freq too
+    seeded = run("freq", lengths, "--L", 128, "--regime", "megatron", "--megatron-seed", 7, "--json")
+    assert json.loads(seeded.output)["megatron"]["seed"] == 7
+    stats = run("stats", lengths, "--L", 128, "--regime", "megatron")
+    assert stats.exit_code == 0 and "L=128 megatron: " in stats.output
+
+
+def test_freq_megatron_without_an_index_says_what_to_give(megatron_scan, tmp_path, hist):
+    idx, lengths = megatron_scan
+    result = run("freq", hist, "--regime", "megatron")
+    assert result.exit_code == 1 and result.output.count("\n") == 1
+    assert "this histogram names none (it was not scanned whole from one Megatron index); give --data-path" in (
+        result.output
+    )
+    stats = run("stats", hist, "--regime", "megatron")
+    assert stats.exit_code == 1 and "freqlab freq takes --data-path PREFIX" in stats.output  # stats has none
+    idx.rename(idx.with_name("moved.idx"))
+    idx.with_suffix(".bin").rename(idx.with_name("moved.bin"))
+    from tokenized_writers import single_sequence_documents, write_megatron  # on sys.path: the fixture put it
+
+    write_megatron(idx.with_suffix(""), single_sequence_documents([5, 6, 7]), np.uint16)  # another index there
+    changed = run("freq", lengths, "--L", 128, "--regime", "megatron")
+    assert changed.exit_code == 1 and "now holds 3 documents, the histogram 300" in changed.output
+    idx.unlink()
+    gone = run("freq", lengths, "--L", 128, "--regime", "megatron")
+    assert gone.exit_code == 1 and f"replays {idx}, the index it was scanned from, which is gone" in gone.output
+    moved = run("freq", lengths, "--L", 128, "--regime", "megatron", "--data-path", idx.with_name("moved"))
+    assert moved.exit_code == 0, moved.output
+
+
+def test_stats_takes_tokens_and_regimes(hist):
+    """`stats --regime R --tokens T` adds freq's lines for --L (the same numbers), and the budget; without them
+    stats prints what it always did."""
+    stats = run("stats", hist, "--L", 2048, "--regime", "natural", "--regime", "concat", "--tokens", "300B")
+    freq = run("freq", hist, "--L", 2048, "--regime", "natural", "--regime", "concat", "--tokens", "300B")
+    assert stats.exit_code == 0 and freq.exit_code == 0
+    lines = [line for line in freq.output.splitlines() if line.startswith(("L=", "    f_T", "budget"))]
+    assert len(lines) == 5 and all(line in stats.output.splitlines() for line in lines)
+    data = json.loads(run("stats", hist, "--L", 2048, "--tokens", "300B", "--json").output)
+    assert [w["regime"] for w in data["windows"]] == ["natural"] and data["budget"]["training_tokens"] == 300e9
+    # f_T(i) = 300B (2048 - i) / 2048 >= 100B  <=>  i <= 1365.33
+    assert data["windows"][0]["effective_length"] == 1365
+    assert "windows" not in json.loads(run("stats", hist, "--json").output)

@@ -12,6 +12,7 @@ from click.testing import CliRunner
 
 from freqlab.cli import main
 from freqlab.histogram import LengthHistogram
+from freqlab.plan.rope_scaling import critical_dimension
 from freqlab.plan.string import plan_string
 
 
@@ -45,8 +46,9 @@ def test_string_json_with_histogram_and_budget(hist):
     result = run("plan", "string", "--hist", hist, "--L", 2048, "--tokens", "400B", "--tau", "100B", "--json")
     assert result.exit_code == 0, result.output
     data = json.loads(result.output)
-    # f_T(i) = 400B (2048 - i)/2048 >= 100B <=> i <= 1536: N* = 1537, S = 511 -> 512 < L/3: S = 704
-    assert (data["N_star"], data["S_rule"], data["S"], data["W"], data["rule"]) == (1537, 512, 704, 128, "budget")
+    # f_T(i) = 400B (2048 - i)/2048 >= 100B <=> i <= 1536: N* = 1537, S = L - N* + W = 639 -> 640 < L/3: S = 704
+    assert (data["N_star"], data["S_rule"], data["S"], data["W"], data["rule"]) == (1537, 640, 704, 128, "budget")
+    assert data["largest_position"] == 1471 and data["within_well_trained"]
     assert data["vllm_config"] == {"string_config": {"shifted_offset": 704, "local_value": 128}}
     h = LengthHistogram.read_parquet(hist)
     assert data == json.loads(json.dumps(plan_string(2048, histogram=h, tokens=400e9, tau=100e9).to_dict()))
@@ -55,13 +57,14 @@ def test_string_json_with_histogram_and_budget(hist):
 def test_string_reports_disagreement_with_the_papers_range(hist):
     result = run("plan", "string", "--hist", hist, "--L", 2048, "--tokens", "100T")
     assert result.exit_code == 0, result.output
-    assert "frequency rule alone: S = 0; paper's range [L/3, L/2] (Sec. 4.1) = [704, 1024]" in result.output
+    # N* = 2046: S = L - N* + W = 130 -> 192
+    assert "frequency rule alone: S = 192; paper's range [L/3, L/2] (Sec. 4.1) = [704, 1024]" in result.output
 
 
 def test_string_default_for_4k_stays_in_the_papers_range():
     result = run("plan", "string", "--L", 4096)
     assert result.exit_code == 0, result.output
-    assert "S = 1408 (S/L = 0.344)" in result.output  # not 1344 < L/3 = 1365.3
+    assert "S = 1408 (S/L = 0.344, recommended)" in result.output  # not 1344 < L/3 = 1365.3
     assert "shifted_offset=1408" in result.output
 
 
@@ -78,10 +81,29 @@ def test_string_schedule_and_usage_file(hist, tmp_path):
 
 
 def test_string_errors_are_one_line():
-    result = run("plan", "string", "--L", 2048, "--W", 8)
-    assert result.exit_code == 1 and result.output.strip().startswith("Error: W = 8 is below 32")
     result = run("plan", "string")
     assert result.exit_code == 2  # usage: no --L and no --schedule
+
+
+def test_string_evaluates_a_given_S_and_labels_both_shares():
+    result = run("plan", "string", "--L", "4K", "--S", int(0.33 * 4096))  # the official README's int(0.33 L)
+    assert result.exit_code == 0, result.output
+    assert "S = 1351 (S/L = 0.330, evaluated), W = 128" in result.output
+    assert "shifted_offset=1351" in result.output
+    # no corpus: f(i) = L - i, share of i >= x is (L - x)(L - x + 1) / (L (L + 1))
+    assert f"overwritten positions i >= L - S = 2745: {1351 * 1352 / (4096 * 4097):.2%}" in result.output
+    assert f"never-used positions i >= L - S + W = 2873: {1223 * 1224 / (4096 * 4097):.2%}" in result.output
+    assert "largest position used max(S, L - S + W) - 1 = 2872" in result.output
+
+
+def test_string_beyond_L_prints_string_and_yarn_blocks():
+    result = run("plan", "string", "--L", "32K", "--extend-to", "128K", "--json")
+    assert result.exit_code == 0, result.output
+    e = json.loads(result.output)["extension"]
+    S = 10944  # L/3 rounded up to 64; the repository's rule: int((S/L)·N), factor (N/L)(1 - S/L)
+    assert e["S"] == 131072 * S // 32768 == 43776 and e["yarn_factor"] == pytest.approx(4 * (1 - S / 32768))
+    assert e["rule"] == "HKUNLP/STRING ruler/test_ruler_qwen2.py"
+    assert e["hf_patch"] == "replace_with_string(max_test_length=131072, shifted_offset=43776, small_local_value=128)"
 
 
 def test_self_extend_plan_and_evaluation():
@@ -95,7 +117,11 @@ def test_self_extend_plan_and_evaluation():
         "paper's setting (Sec. 4.1, Table 1, Llama-2 4K -> 16K): G = 8, w_n = 1024; max length 25600 here (Eq. 8), "
         "w_n + (N - w_n)/G = 2944 > N* = 2730"
     ) in result.output
-    assert "(maintainers' rule of thumb)" in result.output
+    assert "(smallest G with w_n + (N - w_n)/G <= N*)" in result.output
+    assert "maintainers' guess N* = 1/2..2/3 L: N* = 2048: G = 11, w_n = 605; N* = 2730: G = 8, w_n = 776" in (
+        result.output
+    )
+    assert "llama-completion -m MODEL.gguf -c 16384 --grp-attn-n 8 --grp-attn-w 776" in result.output
     # Fig. 3: L = 7, N = 10 with the window fixed at 4 gives G = 2, w_n = 4 and exactly 10 tokens
     args = ("--L", 7, "--target", 10, "--well-trained", 7, "--min-window", 4, "--max-window", 4, "--json")
     data = json.loads(run("plan", "self-extend", *args).output)
@@ -112,9 +138,30 @@ def test_self_extend_evaluates_a_given_setting_even_without_a_recommendation():
     assert "250767 (>= L: out of distribution)" in result.output
 
 
-def test_self_extend_target_below_L_is_an_error():
-    result = run("plan", "self-extend", "--L", 4096, "--target", 2048)
-    assert result.exit_code == 1 and "not above the training window" in result.output
+@pytest.mark.parametrize(
+    ("args", "option", "message"),
+    [
+        (("string", "--L", "4K", "--W", 8), "--W", "W = 8 is below 32"),
+        (("string", "--L", "4K", "--S", "4K"), "--S", "must be below the training window"),
+        (("string", "--L", "4K", "--S", 100), "--W", "much smaller than S = 100"),
+        (("string", "--L", "4K", "--extend-to", "2K"), "--extend-to", "not above the training window"),
+        (("self-extend", "--L", "4K", "--extend-to", "2K"), "--extend-to", "not above the training window L = 4096"),
+        (("self-extend", "--L", "4K", "--target", "2K"), "--extend-to", "not above the training window L = 4096"),
+        (("rope", "--L", "4K", "--extend-to", "4K"), "--extend-to", "N = 4096 is not above"),
+        (("rope", "--L", "4K", "--extend-to", "8K", "--factor", 1), "--factor", "not in the range"),
+        (("upsample", "--hist", "HIST", "--effective-length", "8K", "--L", "4K"), "--effective-length",
+         "E = 8192 must be below the training window L = 4096"),
+        (("harpe", "--b-min", "5e6", "--b-max", "1e6"), "--b-max", "b_max = 1e+06 must be larger than b_min = 5e+06"),
+        (("harpe", "--b-min", "5e6"), "--b-max", "b_max = 5e+06 must be larger than b_min = 5e+06"),
+        (("harpe", "--stride", "-3"), "--stride", "must be positive"),
+    ],
+)  # fmt: skip
+def test_contradictory_options_are_usage_errors(hist, args, option, message):
+    """README: usage errors exit 2; click names the option on the last line (not `Error:` + exit 1)."""
+    result = run("plan", *(hist if a == "HIST" else a for a in args))
+    assert result.exit_code == 2, result.output
+    last = result.output.strip().splitlines()[-1]
+    assert last.startswith(f"Error: Invalid value for '{option}'") and message in last
 
 
 def test_rope_json_has_both_conventions():
@@ -214,12 +261,13 @@ def test_upsample_with_weights(tmp_path):
     assert bad.exit_code == 1 and bad.output.count("\n") == 1 and "'books' is not in the histogram" in bad.output
 
 
-def test_rope_takes_the_window_from_a_schedule(tmp_path):
+def test_rope_takes_the_window_and_the_effective_length_from_a_schedule(hist, tmp_path):
     schedule = tmp_path / "schedule.yaml"
-    schedule.write_text("histogram: none.parquet\nstages:\n  - {L: 2048, tokens: 1T}\n  - {L: 4096, tokens: 20B}\n")
+    schedule.write_text(f"histogram: {hist}\nstages:\n  - {{L: 2048, tokens: 1T}}\n  - {{L: 4096, tokens: 20B}}\n")
     result = run("plan", "rope", "--schedule", schedule, "--target", 16384, "--type", "linear", "--json")
     data = json.loads(result.output)
     assert data["L"] == 4096 and data["plans"][0]["factor"] == 4.0  # 16384 / the longest stage window
+    assert data["plans"][0]["E_rule"] == "predicted N*, schedule rule"
     assert run("plan", "rope", "--schedule", schedule, "--L", 2048, "--target", 16384).exit_code == 1
     assert run("plan", "rope", "--target", 16384).exit_code == 2
 
@@ -280,3 +328,30 @@ def test_a_token_budget_beyond_int64_is_a_usage_error():
 
     result = CliRunner().invoke(main, ["plan", "string", "--L", "2048", "--tokens", "1e400"])
     assert result.exit_code == 2 and "'1e400' is not in 1..9,223,372,036,854,775,807" in result.output
+
+
+def test_rope_counts_the_critical_dimension_at_the_predicted_effective_length(hist):
+    # f_T(i) = 400B (2048 - i)/2048 >= 100B for i <= 1536: N* = 1537; 64 of 128 dimensions rotate
+    args = ("plan", "rope", "--hist", hist, "--L", "2K", "--tokens", "400B", "--extend-to", "8K", "--type", "yarn")
+    result = run(*args, "--partial-rotary-factor", 0.5)
+    assert result.exit_code == 0, result.output
+    assert "the effective length E = 1537 (predicted N*, budget rule)" in result.output
+    assert "64 of 128 dimensions rotate (partial_rotary_factor 0.5)" in result.output
+    data = json.loads(run(*args, "--partial-rotary-factor", 0.5, "--json").output)["plans"][0]
+    assert (data["effective_length"], data["rotary_dim"]) == (1537, 64)
+    assert data["critical_dim"] == critical_dimension(1537, 10000.0, 64) == 40
+    assert data["critical_dim_L"] == critical_dimension(2048, 10000.0, 64) == 42
+    given = json.loads(run("plan", "rope", "--L", "2K", "--extend-to", "8K", "--effective-length", 1000, "--json")
+                       .output)["plans"][0]  # fmt: skip
+    assert (given["effective_length"], given["E_rule"]) == (1000, "given")
+
+
+def test_rope_prints_each_block_under_its_transformers_versions_and_the_vllm_line():
+    result = run("plan", "rope", "--L", "4K", "--extend-to", "16K", "--type", "yarn")
+    assert result.exit_code == 0, result.output
+    text = result.output
+    legacy = json.dumps({"max_position_embeddings": 4096, "rope_theta": 10000.0,
+                         "rope_scaling": {"rope_type": "yarn", "factor": 4.0}})  # fmt: skip
+    assert f"transformers 4.45-4.50 (rope_scaling):\n  {legacy}" in text
+    assert "transformers 4.51-4.57 (rope_scaling):" in text and "transformers 5.0+ (rope_parameters):" in text
+    assert "--max-model-len 16384" in text and "raise --max-model-len to N by hand" in text

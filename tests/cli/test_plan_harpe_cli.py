@@ -144,7 +144,6 @@ def test_grid_from_schedule(tmp_path):
     [
         (("--heads", "200"), "only 134"),
         (("--head-dim", "127"), "even"),
-        (("--b-min", "5e6"), "b_max must be larger"),
         (("--grid", "1:x"), "START:STOP"),
         (("--grid", "100:10:1"), "invalid distance grid"),
     ],

@@ -11,7 +11,7 @@ import pyarrow.parquet as pq
 import pytest
 from corpus_helpers import jsonl_bytes, write_bytes, write_jsonl
 
-from freqlab.corpus import REASONS, open_corpus
+from freqlab.corpus import REASONS, ReadOptions, open_corpus
 from freqlab.corpus.base import BLANK_LINE, UnreadableFile
 from freqlab.errors import FreqlabError
 
@@ -57,17 +57,53 @@ def test_each_bad_line_gets_its_reason_and_line_number(tmp_path, name):
 
 
 def test_missing_text_column_in_parquet_and_null_text(tmp_path):
+    """A Parquet or Arrow file without the text column is one error listing its columns (not a bad record per
+    row); with --on-error skip it is one unreadable file."""
     no_text = tmp_path / "no_text.parquet"
-    pq.write_table(pa.table({"content": ["a", "b"]}), no_text)
-    docs = list(open_corpus(str(no_text)).documents())
-    assert [(d.where, d.error) for d in docs] == [
-        (f"{no_text}:row 1", "missing-text-field"),
-        (f"{no_text}:row 2", "missing-text-field"),
-    ]
+    pq.write_table(pa.table({"content": ["a", "b"], "lang": ["en", "de"]}), no_text)
+    with pytest.raises(UnreadableFile, match=r"no_text.parquet: no text column 'text' \(columns: content, lang\); "
+                       r"give --text-field"):
+        list(open_corpus(str(no_text)).documents())
+    assert [d.text for d in open_corpus(str(no_text), text_field="content").documents()] == ["a", "b"]
+    arrow = tmp_path / "no_text.arrow"
+    with pa.ipc.new_stream(str(arrow), pa.schema([("content", pa.string())])) as writer:
+        writer.write_table(pa.table({"content": ["a"]}))
+    with pytest.raises(UnreadableFile, match=r"no_text.arrow: no text column 'text' \(columns: content\)"):
+        list(open_corpus(str(arrow)).documents())
     nulls = tmp_path / "nulls.parquet"
     pq.write_table(pa.table({"text": ["a", None, ""]}), nulls)
     docs = list(open_corpus(str(nulls)).documents())
     assert [(d.text, d.error) for d in docs] == [("a", None), (None, "null-text"), ("", None)]
+
+
+def test_a_json_document_is_not_json_lines(tmp_path):
+    """A pretty-printed JSON file (a tokenizer.json given as --dataset, an array of records) says what it is,
+    instead of ":1: malformed-json"."""
+    from tokenizers import Tokenizer, models
+
+    tekken_json = tmp_path / "tokenizer.json"
+    Tokenizer(models.WordLevel({"[UNK]": 0, "a": 1}, unk_token="[UNK]")).save(str(tekken_json))  # pretty-printed
+    with pytest.raises(FreqlabError, match=r"tokenizer.json: one JSON document spread over lines, not JSON lines "
+                       r"\(one object per line\) \(it looks like a tokenizer: give it as --tokenizer\)"):
+        open_corpus(str(tekken_json))
+    array = tmp_path / "records.json"
+    array.write_text(json.dumps([{"text": "a"}, {"text": "b"}], indent=2), encoding="utf-8")
+    with pytest.raises(FreqlabError, match=r"records.json: one JSON array spread over lines, not JSON lines"):
+        open_corpus(str(array))
+    bad_line = tmp_path / "bad.json"  # JSON lines with one bad line: still read, the line reported as usual
+    bad_line.write_text('{"text": "a"}\n{broken\n', encoding="utf-8")
+    assert [d.error for d in open_corpus(str(bad_line)).documents()] == [None, "malformed-json"]
+
+
+def test_parquet_token_columns_name_their_rows_and_columns(tmp_path):
+    nulls = tmp_path / "nulls.parquet"
+    pq.write_table(pa.table({"input_ids": [[1, 2], [3], None]}), nulls)
+    with pytest.raises(FreqlabError, match=r"nulls.parquet:row 3: null token list$"):  # not "row 1+2"
+        [b for s in open_corpus(str(nulls)).shards for b in s.read_lengths()]
+    other = tmp_path / "other.parquet"
+    pq.write_table(pa.table({"ids": [[1, 2]], "n": [2]}), other)
+    with pytest.raises(FreqlabError, match=r"other.parquet: no column 'input_ids' \(columns: ids, n\)"):
+        open_corpus(str(other), read=ReadOptions(tokens_field="input_ids"))
 
 
 def test_text_file_that_is_not_utf8(tmp_path):

@@ -155,7 +155,8 @@ def test_a_file_datasets_cannot_parse_is_an_unreadable_file_naming_it(tmp_path, 
     bad = write_bytes(tmp_path / "b.jsonl", b'{"text": "fine"}\n{"text": broken\n')
     corpus = open_corpus("json", data_files=[str(good), str(bad)])
     assert len(list(corpus.shards[0].read())) == 3
-    with pytest.raises(UnreadableFile, match=f"^{bad}:record 1: cannot read \\(") as caught:
+    # the builder numbers records in its block ("record 1" for the second line): the line is found and named
+    with pytest.raises(UnreadableFile, match=f"^{bad}:2: cannot read \\(") as caught:
         list(corpus.shards[1].read())
     assert caught.value.path == str(bad)  # so a scan can skip it (--on-error skip) like any unreadable file
 
@@ -256,4 +257,4 @@ def test_a_failed_streamed_scan_prints_one_line_and_no_warning_from_its_workers(
                           "-q", "--workers", "2", "--out", str(tmp_path / "out")],
                          capture_output=True, text=True, timeout=120)
     assert run.returncode == 1
-    assert run.stderr.startswith(f"Error: {bad}:record 1: cannot read (") and run.stderr.count("\n") == 1
+    assert run.stderr.startswith(f"Error: {bad}:2: cannot read (") and run.stderr.count("\n") == 1

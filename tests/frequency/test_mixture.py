@@ -10,7 +10,7 @@ import pytest
 
 from freqlab.errors import FreqlabError
 from freqlab.frequency import position_frequency
-from freqlab.frequency.mixture import PRESETS, Mixture, contribution_table, weighted_histogram
+from freqlab.frequency.mixture import PRESETS, Mixture, contribution_table, describe_table, weighted_histogram
 from freqlab.histogram import LengthHistogram, combine_sources
 
 CODE = [50, 50, 900, 2500]
@@ -72,6 +72,22 @@ def test_weights_from_files_and_presets(tmp_path):
     assert Mixture.parse("tinyllama") is PRESETS["tinyllama"]
 
 
+def test_relative_shares_are_normalised_and_say_so(tmp_path):
+    """Shares in a file (or a preset) are relative weights: normalised to sum 100%, never silently."""
+    (tmp_path / "mix.yaml").write_text("unit: share\nweights: {code: 7, web: 4}\n")
+    relative = Mixture.parse(str(tmp_path / "mix.yaml"))
+    assert relative.share_percent("code") == Fraction(700, 11)
+    normalised = "share code=7, web=4 (relative, sum 11: normalised to code=63.64%, web=36.36%)"
+    assert relative.describe().startswith(normalised)
+    assert PRESETS["llama1"].describe().startswith("share RedPajamaCommonCrawl=67%, RedPajamaC4=15%,")  # sums to 100
+    mix, info = weighted_histogram(split(), relative)
+    code, web = mix.sources["code"].tokens, mix.sources["web"].tokens
+    assert abs(code / (code + web) - 7 / 11) < 1e-6  # the mix holds 7/11 code tokens
+    table = describe_table(contribution_table(mix, info, 1024, "natural"), info, 1024)
+    assert "normalised to code=63.64%" in table[0]
+    assert [line.split()[2] for line in table[2:4]] == ["63.64%", "36.36%"]
+
+
 def test_presets_quote_their_sources():
     for name, mixture in PRESETS.items():
         assert mixture.citation, name
@@ -95,6 +111,8 @@ def test_presets_quote_their_sources():
         ("code=-1,web=1", "must be >= 0"),
         ("code=x,web=1", "must be a number"),
         ("code=1%,web=1", r"as a share \(W%\) or none"),
+        ("code=70%,web=40%", r"the shares sum to 110%, not 100%; give shares that sum to 100%"),
+        ("code=0.7%,web=0.3%", r"the shares sum to 1%, not 100%"),
         ("code=0,web=0", "every weight is 0"),
         ("code=1,code=2", "given twice"),
         ("nonsense", "not SOURCE=W"),

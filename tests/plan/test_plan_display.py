@@ -34,10 +34,13 @@ def test_string_plan():
 
 
 def test_string_plan_with_a_frequency_draws_it():
-    p = plan_string(2048, histogram=ROWS, tokens=4 * 10**11)  # N* = 1537 -> S = 512 < L/3: S = 704
+    p = plan_string(2048, histogram=ROWS, tokens=4 * 10**11)  # N* = 1537 -> S = L - N* + W = 640 < L/3: S = 704
     page = shown(p)
     assert page.rows["well-trained range N*"] == "1537 (rule: budget)" and page.rows["shift S"].startswith("704 ")
-    assert page.rows["S from the frequency rule alone"] == "512" and page.svgs == 1
+    assert page.rows["S from the frequency rule alone"] == "640" and page.svgs == 1
+    assert page.rows["largest position used, max(S, L − S + W) − 1"] == "1471 (within N* − 1 = 1536)"
+    assert page.rows["mass at overwritten positions ≥ L − S = 1344"] == f"{100 * p.overwritten_share:.2f}%"
+    assert page.rows["mass at never-used positions ≥ L − S + W = 1472"] == f"{100 * p.unused_share:.2f}%"
 
 
 def test_self_extend_plan_and_check():
@@ -46,6 +49,9 @@ def test_self_extend_plan_and_check():
     assert repr(p).startswith(f"SelfExtendPlan L = 4096 → N = 16384: G = {p.G}, w_n = {p.w_n}")
     assert page.rows["group size G, neighbour window w_n"] == f"{p.G}, {p.w_n}" and p.hf_call in page.code
     assert "max length 25,600" in page.rows["paper's G = 8, w_n = 1024 (Table 1)"]  # Eq. 8 for the paper's setting
+    guess = "N* = 2048: G = 11, w_n = 605; N* = 2730: G = 8, w_n = 776"
+    assert page.rows["maintainers' guess N* = 1/2..2/3 L"] == guess
+    assert "llama-completion -m MODEL.gguf -c 16384 --grp-attn-n 8 --grp-attn-w 776" in page.code
     check = shown(evaluate_self_extend(4096, 8, 1024, 16384, well_trained=2730))
     assert check.rows["max length (L − w_n + w_n // G)·G"] == "25,600 (Eq. 8: 25,600)"
     assert check.rows["w_n + (N − w_n)/G"] == "2944 > N* = 2730"
@@ -55,7 +61,8 @@ def test_rope_plan_shows_both_config_blocks():
     p = plan_rope_scaling(4096, 16384, "yarn")
     page = shown(p)
     assert page.rows["factor"] == "4"
-    assert json.loads(page.code[0]) == p.config_4x and json.loads(page.code[1]) == p.config_5x
+    assert [json.loads(code) for code in page.code[:-1]] == [b.config for b in p.blocks]
+    assert page.code[-1] == p.vllm_command and "--max-model-len 16384" in p.vllm_command
 
 
 def test_upsample_plan():

@@ -11,6 +11,7 @@ a float; ``rope_theta`` a top-level key).
 
 from __future__ import annotations
 
+import json
 import logging
 import math
 import warnings
@@ -20,10 +21,14 @@ import pytest
 from freqlab.errors import FreqlabError
 from freqlab.plan.rope_scaling import (
     ROPE_TYPES,
+    VLLM_ATTENTION_FACTOR,
+    VLLM_MAX_MODEL_LEN,
+    critical_dimension,
     dynamic_ntk_base,
     ntk_aware_base,
     plan_rope_scaling,
     plan_rope_scalings,
+    rotary_dims,
     yarn_attention_factor,
 )
 
@@ -184,3 +189,59 @@ def test_giraffe_factor16_note_is_for_linear_only():
 def test_bad_requests(args, kwargs, message):
     with pytest.raises(FreqlabError, match=message):
         plan_rope_scaling(*args, **kwargs)
+
+
+# --- critical dimension and partial rotary dimensions -----------------------------------------------------------
+
+
+def closed_form_critical(length: int, base: float, d: int) -> int:
+    """Liu et al. 2024 (Scaling Laws of RoPE-based Extrapolation): 2⌈(d/2)·log_b(L/2π)⌉."""
+    return 2 * math.ceil(d / 2 * math.log(length / (2 * math.pi)) / math.log(base))
+
+
+def test_critical_dimension_of_llama2_is_92():
+    # Llama 2: b = 10000, d = 128, L = 4096 -> (d/2) log_b(L/2π) = 45.03 -> 92 (Liu et al. 2024)
+    assert critical_dimension(4096, 10000.0, 128) == 92 == closed_form_critical(4096, 10000.0, 128)
+
+
+@pytest.mark.parametrize("length", [100, 1000, 2730, 4096, 8192, 131072])
+@pytest.mark.parametrize(("base", "d"), [(10000.0, 128), (500000.0, 128), (10000.0, 64), (1e6, 32)])
+def test_critical_dimension_counts_the_periods_within_the_length(length, base, d):
+    periods = [2 * math.pi * base ** (2 * j / d) for j in range(d // 2)]  # one per rotary pair
+    assert critical_dimension(length, base, d) == 2 * sum(p <= length for p in periods)
+    assert critical_dimension(length, base, d) == min(closed_form_critical(length, base, d), d)
+
+
+def test_rope_plans_count_the_critical_dimension_at_the_effective_length():
+    p = plan_rope_scaling(4096, 16384, "yarn", effective_length=2730, E_rule="predicted N*")
+    assert p.critical_dim == critical_dimension(2730, 10000.0, 128) == 86 < p.critical_dim_L == 92
+    assert "the effective length E = 2730 (predicted N*)" in p.reasoning and "(counted for L = 4096: 92)" in p.reasoning
+    assert p.to_dict()["critical_dim"] == 86
+    q = plan_rope_scaling(4096, 16384, "yarn")  # no prediction: L, said so
+    assert (q.critical_dim, q.E_rule) == (92, "window") and "no effective length given" in q.reasoning
+
+
+def test_partial_rotary_factor_counts_only_the_rotary_dimensions():
+    assert rotary_dims(128, 0.25) == 32 and rotary_dims(80, 0.4) == 32
+    p = plan_rope_scaling(4096, 16384, "ntk", head_dim=128, partial_rotary_factor=0.25)
+    assert p.rotary_dim == 32
+    # NTK-aware base over the rotary dimensions: b · s^(d_r/(d_r - 2)) with d_r = 32
+    assert p.config_5x["rope_parameters"]["rope_theta"] == pytest.approx(1e4 * 4 ** (32 / 30))
+    assert p.critical_dim == critical_dimension(4096, 1e4, 32) == closed_form_critical(4096, 1e4, 32)
+    linear = plan_rope_scaling(4096, 16384, "linear", partial_rotary_factor=0.5)
+    assert linear.config_4x["partial_rotary_factor"] == 0.5  # 4.x: a top-level key
+    assert linear.config_5x["rope_parameters"]["partial_rotary_factor"] == 0.5  # 5.x: inside rope_parameters
+    with pytest.raises(FreqlabError, match="partial_rotary_factor"):
+        plan_rope_scaling(4096, 16384, "linear", partial_rotary_factor=1.5)
+
+
+def test_every_block_names_its_versions_and_vllm_gets_the_length_by_hand():
+    for p in plan_rope_scalings(4096, 16384):
+        assert [b.label for b in p.blocks][-1] == "transformers 5.0+ (rope_parameters)"
+        assert p.vllm_command.endswith("--max-model-len 16384")
+        assert json.loads(p.vllm_command.split("--hf-overrides '")[1].split("'")[0]) == {
+            "rope_parameters": p.config_5x["rope_parameters"]
+        }
+    assert "--max-model-len" in VLLM_MAX_MODEL_LEN
+    yarn = plan_rope_scaling(4096, 16384, "yarn", attention_factor=1.0)
+    assert VLLM_ATTENTION_FACTOR in yarn.notes and "#46280" in VLLM_ATTENTION_FACTOR

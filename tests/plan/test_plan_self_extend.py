@@ -7,6 +7,7 @@ import pytest
 from freqlab.errors import FreqlabError
 from freqlab.frequency import position_frequency
 from freqlab.plan.self_extend import (
+    LLAMA_CPP_NOTE,
     PAPER_GROUP,
     PAPER_L,
     PAPER_N,
@@ -142,6 +143,31 @@ def test_planner_uses_frequency():
     p = plan_self_extend(L, 16384, frequency=f, tokens=400e9, tau=100e9)  # N* = 3073 (budget rule)
     assert p.N_star == 3073 and p.rule == "budget"
     assert (p.G, p.w_n) == enumerate_choice(L, 16384, 3073, 512, 1024)
+
+
+def test_the_predicted_N_star_replaces_the_maintainers_guess_which_is_shown_beside_it():
+    """With a prediction (f_T(i) >= tau: N* = 3073) the smallest G with w_n + (N - w_n)/G <= N* is G = 7
+    (w_n <= (G·N* - N)/(G - 1): 410.8 < 512 for G = 6, 854.5 for G = 7, and 854 = 7 · 122); the maintainers'
+    1/2..2/3 L guess (N* = 2048, 2730) would have given G = 11 and G = 8."""
+    L = 4096
+    f = position_frequency([L], [1], L)
+    p = plan_self_extend(L, 16384, frequency=f, tokens=400e9, tau=100e9)
+    assert (p.G, p.w_n) == (7, 854) == enumerate_choice(L, 16384, 3073, 512, 1024)
+    assert 7 * 854 + (16384 - 854) <= 7 * 3073  # w_n + (N - w_n)/G = 3072.6 <= N*, in integers
+    assert p.guesses == ((2048, 11, 605), (2730, 8, 776))
+    assert p.guesses[1][1:] == enumerate_choice(L, 16384, 2730, 512, 1024)
+    assert "the budget rule replaced it" in p.reasoning and "1/2 to 2/3 of L" in p.reasoning
+    assert p.to_dict()["maintainers_guess"][0] == {"N_star": 2048, "G": 11, "w_n": 605}
+    default = plan_self_extend(L, 16384)
+    assert "it is the default here" in default.reasoning and default.rule == "default"
+
+
+def test_llama_cpp_line_names_the_program_and_the_context():
+    p = plan_self_extend(4096, 16384)
+    assert p.llama_cpp_command == "llama-completion -m MODEL.gguf -c 16384 --grp-attn-n 8 --grp-attn-w 776"
+    assert p.w_n % p.G == 0  # llama.cpp asserts it
+    for fact in ("llama-server dropped both (#9860)", "llama-passkey takes --grp-attn-n only", "#17824"):
+        assert fact in LLAMA_CPP_NOTE
 
 
 @pytest.mark.parametrize(

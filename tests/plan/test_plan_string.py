@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 from fractions import Fraction
 
 import numpy as np
@@ -23,6 +24,7 @@ from freqlab.plan.string import (
     string_positions_used,
     string_remap_counts,
     string_usage,
+    string_yarn,
     validated_range,
 )
 
@@ -172,7 +174,7 @@ def test_recommended_range_is_third_to_half_rounded_inwards():
     assert validated_range is recommended_range  # the former name
 
 
-def test_mass_rule_on_concatenated_data_gives_0316_L_below_the_papers_L_over_3():
+def test_mass_rule_on_concatenated_data_keeps_every_used_position_within_N_star():
     L = 2048
     f = position_frequency([L], [1], L)  # f(i) = L - i: fully concatenated rows
     p = plan_string(L, frequency=f)
@@ -180,30 +182,36 @@ def test_mass_rule_on_concatenated_data_gives_0316_L_below_the_papers_L_over_3()
     mass = np.cumsum(f) / f.sum()
     N_star = int(np.argmax(mass >= 0.9)) + 1
     assert p.N_star == N_star == 1401
-    assert (L - N_star) / L == pytest.approx(1 - (1 - 0.1**0.5), abs=1e-3)  # 0.316 L, the linear closed form
-    assert round((L - N_star) / L, 3) == 0.316 < 1 / 3
-    # rounded to 640 (0.3125 L), below L/3: both values shown, S raised to the paper's range
-    assert p.S_rule == 640 and p.S == 704 and not p.within_range
-    assert "below the paper's range" in p.reasoning and "shifted_offset = 640" in p.reasoning
-    assert "0.25-0.4 L that the official repository's README suggests" in p.reasoning  # 640 >= L/4 = 512
-    assert p.overwritten_share == pytest.approx(f[L - 704 :].sum() / f.sum())
+    assert N_star / L == pytest.approx(1 - 0.1**0.5, abs=1e-3)  # 0.684 L, the linear closed form
+    # S = L - N* + W = 775, rounded up to 832 (0.406 L): inside the paper's range, kept
+    assert p.S_rule == 832 == -(-(L - N_star + 128) // 64) * 64 and p.S == 832 and p.within_range
+    # the largest position used, L - S + W - 1 = 1343, lies in the well-trained 0..1400
+    assert p.largest_position == L - 832 + 128 - 1 == 1343 < N_star and p.within_well_trained
+    assert "inside the paper's range" in p.reasoning
+    assert p.overwritten_share == pytest.approx(f[L - 832 :].sum() / f.sum())
+    assert p.unused_share == pytest.approx(f[L - 832 + 128 :].sum() / f.sum())
 
 
-def test_budget_rule_uses_f_T_and_tau():
+def test_budget_rule_uses_f_T_and_tau_and_shows_both_values_below_the_range():
     L = 2048
     f = position_frequency([L], [1], L)
     # f_T(i) = T (L - i) / L >= tau  <=>  i <= L (1 - tau / T); T = 4 tau -> i <= 1536
     p = plan_string(L, frequency=f, tokens=400e9, tau=100e9)
     assert p.N_star == 1537 and p.rule == "budget"
-    assert p.S_rule == 512 and p.S == 704 and not p.within_range  # L/4 < L/3
+    # L - N* + W = 639 -> 640 (0.3125 L) < L/3: S raised to 704, both values shown
+    assert p.S_rule == 640 and p.S == 704 and not p.within_range
+    assert "below the paper's range" in p.reasoning and "shifted_offset = 640" in p.reasoning
+    assert "0.25-0.4 L that the official repository's README suggests" in p.reasoning  # 640 >= L/4 = 512
+    assert p.largest_position == 2048 - 704 + 128 - 1 == 1471 < 1537
 
 
 def test_rule_inside_the_papers_range_is_kept():
     L = 2048
     f = position_frequency([L], [1], L)
-    # i <= L (1 - tau/T) with T = 2.5 tau: N* = 1229, S = 819 -> 832 (0.406 L)
+    # i <= L (1 - tau/T) with T = 2.5 tau: N* = 1229, S = L - N* + W = 947 -> 960 (0.469 L)
     p = plan_string(L, frequency=f, tokens=250e9, tau=100e9)
-    assert (p.N_star, p.S_rule, p.S, p.within_range) == (1229, 832, 832, True)
+    assert (p.N_star, p.S_rule, p.S, p.within_range) == (1229, 960, 960, True)
+    assert p.largest_position == 1215 < 1229  # L - 960 + 128 - 1
     assert "inside the paper's range" in p.reasoning
 
 
@@ -211,18 +219,63 @@ def test_rule_below_range_is_clamped_and_both_values_shown():
     L = 2048
     f = position_frequency([L], [1], L)
     p = plan_string(L, frequency=f, tokens=100e12, tau=100e9)  # almost everything well trained
-    assert p.S_rule == 0 and p.S == 704 and not p.within_range
-    assert "below the paper's range" in p.reasoning and "shifted_offset = 0" in p.reasoning
-    assert "S = 704" in p.reasoning and "official repository" not in p.reasoning  # 0 < L/4
+    assert p.N_star == 2046 and p.S_rule == 192 and p.S == 704 and not p.within_range  # 2048 - 2046 + 128 = 130
+    assert "below the paper's range" in p.reasoning and "shifted_offset = 192" in p.reasoning
+    assert "S = 704" in p.reasoning and "official repository" not in p.reasoning  # 192 < L/4
 
 
 def test_rule_above_range_is_clamped():
     L = 2048
     f = position_frequency([100], [1000], L)  # only short documents: tail never trained
     p = plan_string(L, frequency=f)
-    assert p.N_star <= 100 and p.S_rule == 1984 and p.S == 1024 and not p.within_range
-    assert p.overwritten_share == 0.0  # positions >= 1024 never occur
+    assert p.N_star <= 100 and p.S_rule == 1984 and p.S == 1024 and not p.within_range  # capped below L
+    assert p.overwritten_share == p.unused_share == 0.0  # positions >= 1024 never occur
+    assert not p.within_well_trained
     assert "above the paper's range" in p.reasoning
+
+
+def test_a_given_S_is_evaluated_not_replaced():
+    # the official README's int(0.33 L) for L = 4096: 1351, just below the paper's L/3 = 1365.3
+    p = plan_string(4096, S=int(0.33 * 4096))
+    assert (p.S, p.S_given, p.within_range) == (1351, True, False)
+    assert any("outside the paper's range" in note for note in p.notes)
+    assert "was given and is evaluated" in p.reasoning
+    assert p.hf_patch == "replace_with_string(max_test_length=4096, shifted_offset=1351, small_local_value=128)"
+    # without a corpus the shares follow f(i) = L - i: share of i >= x is (L - x)(L - x + 1) / (L (L + 1))
+    assert p.overwritten_share == pytest.approx(1351 * 1352 / (4096 * 4097))
+    assert p.unused_share == pytest.approx(1223 * 1224 / (4096 * 4097))
+    with pytest.raises(FreqlabError, match="much smaller than S"):
+        plan_string(4096, S=100)
+
+
+def test_the_two_shares_are_the_plan_and_the_usage_figure_definitions():
+    """`plan string` reports i >= L - S (overwritten), `plot string-usage` shades i >= L - S + W (never used):
+    both are on the plan, each under its own name."""
+    f = position_frequency([2048], [1], 2048)
+    p = plan_string(2048, frequency=f, tokens=400e9, tau=100e9)
+    u = string_usage(2048, p.S, p.W, frequency=f)
+    never_used = np.flatnonzero(u.pairs_after == 0)
+    assert never_used[0] == 2048 - p.S + p.W  # the first position no pair uses after STRING
+    assert p.unused_share == pytest.approx(f[never_used[0] :].sum() / f.sum())
+    assert p.overwritten_share == pytest.approx(f[2048 - p.S :].sum() / f.sum())
+    assert "(overwritten)" in p.reasoning and "(never used after STRING)" in p.reasoning
+
+
+def test_string_with_yarn_beyond_L_follows_the_repositorys_qwen2_rule():
+    """HKUNLP/STRING ruler/test_ruler_qwen2.py: shifted_offset = int(r·N), yarn_factor = (N / L)·(1 - r),
+    attention scaled by 0.1·ln 2 + 1 (string_for_qwen2.py); Qwen2: L = 32768, N = 131072, r = 0.33."""
+    e = string_yarn(32768, 10813, 128, 131072, ratio=0.33)
+    assert e.S == 43253 == int(0.33 * 131072)  # the README's shifted_offset for 128K
+    assert e.factor == pytest.approx(4 * 0.67)
+    assert e.largest_position == 131072 - 43253 + 127
+    assert e.largest_position / e.factor == pytest.approx(32768, rel=0.01)  # back to about L
+    assert e.yarn.factor == e.factor
+    assert e.yarn.config_5x["rope_parameters"]["attention_factor"] == pytest.approx(0.1 * math.log(2) + 1)
+    p = plan_string(32768, S=10813, extend_to=131072)
+    assert p.extension.S == int(Fraction(10813, 32768) * 131072) == 43252  # r = S / L of the plan
+    assert "theirs, not the paper's" in p.reasoning
+    assert p.test_length == 32768  # the plan's own patch stays for L
+    assert string_yarn(4096, 1408, 128, 5000).yarn is None  # factor (5000/4096)(1 - 0.34) < 1: no YaRN
 
 
 def test_histogram_input_equals_frequency_input():
@@ -240,7 +293,7 @@ def test_schedule_input(tmp_path):
     )
     sf = schedule_frequency(schedule)
     p = plan_string(2048, schedule=sf)  # schedule tau 100B: as the budget rule above
-    assert (p.rule, p.N_star, p.S_rule, p.S) == ("schedule", 1537, 512, 704)
+    assert (p.rule, p.N_star, p.S_rule, p.S) == ("schedule", 1537, 640, 704)
     with pytest.raises(FreqlabError, match="longest window"):
         plan_string(4096, schedule=sf)
 

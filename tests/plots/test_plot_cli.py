@@ -88,6 +88,15 @@ def test_errors(tmp_path, hist_file):
     assert "Example" in run("plot", "frequency", "--help").output
 
 
+def test_an_output_that_cannot_be_written_is_one_line_naming_it(tmp_path, hist_file):
+    blocker = tmp_path / "file"
+    blocker.write_text("")  # a file where a folder would have to be
+    for out, named in (("/proc/x.png", "/proc/x.png"), (blocker / "x.svg", blocker)):
+        result = run("plot", "frequency", hist_file, "--out", out)
+        assert result.exit_code == 1 and result.output.count("\n") == 1, result.output
+        assert result.output.startswith(f"Error: {named}: cannot write (") and "Errno" not in result.output
+
+
 def test_cli_formats_are_the_export_formats():
     from freqlab.cli.plot import FORMATS
     from freqlab.plots.style import FORMATS as EXPORT_FORMATS

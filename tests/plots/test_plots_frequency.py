@@ -2,7 +2,7 @@
 
 import numpy as np
 import pytest
-from plot_helpers import assert_labelled
+from plot_helpers import assert_labelled, overlapping_texts
 
 from freqlab import FreqlabError, LengthHistogram, effective_length, position_frequency
 from freqlab.plots import (
@@ -12,6 +12,8 @@ from freqlab.plots import (
     plot_regimes,
     plot_windows,
 )
+from freqlab.plots.axes import position_tick_labels
+from freqlab.plots.frequency import regime_grid
 
 # 2049 documents of exactly 2048 tokens: T = 2048 * 2049 = 2 * (1 + ... + 2048), so the concat rows and the
 # uniform sweep are both exact and the shares are the closed forms of reference.md (75.04/6.26, 87.52/1.57).
@@ -36,7 +38,8 @@ def test_fig1_panel_draws_f_and_segment_bars(histogram):
 def test_fig1abc_shares_are_the_closed_forms():
     fig = plot_regimes(FULL_ROWS, 2048)
     assert_labelled(fig)
-    assert [ax.get_title() for ax in fig.axes[:3]] == ["natural, L = 2K", "uniform, L = 2K", "concat, L = 2K"]
+    titles = ["(a) natural, L = 2K", "(b) uniform, L = 2K", "(c) concat, L = 2K"]  # letters never cover titles
+    assert [ax.get_title() for ax in fig.axes[:3]] == titles
     shown = [[t.get_text() for t in ax.texts if "%" in t.get_text()] for ax in fig.axes[:3]]
     assert shown[0] == ["i ≤ 1K\n75.0%", "i ≥ 1.5K\n6.3%"]  # natural = concat: every document is one row
     assert shown[1] == ["i ≤ 1K\n87.5%", "i ≥ 1.5K\n1.6%"]  # uniform lengths: quadratic f
@@ -45,13 +48,42 @@ def test_fig1abc_shares_are_the_closed_forms():
     np.testing.assert_array_equal(f_uniform, position_frequency([2048], [2049], 2048, "uniform"))
 
 
-def test_fig1abc_panels_share_one_scale_per_axis(histogram):
+def test_fig1abc_panels_share_f_but_each_has_its_own_bar_scale(histogram):
+    """f(i) has one scale across the panels (f(0) is the token count in each); the bars' axis is each panel's
+    own (concat puts every segment in the last bin: one shared axis made the other panels look flat)."""
     fig = plot_regimes(histogram, 2048)
     panels, bars = fig.axes[:3], fig.axes[3:6]
-    assert len({ax.get_ylim() for ax in panels}) == 1 and len({ax.get_ylim() for ax in bars}) == 1
-    # natural: the share of full-window segments sets the bars' scale for all three panels
-    assert bars[0].get_ylim()[1] == pytest.approx(1.6 * max(p.get_height() for ax in bars for p in ax.patches))
+    assert len({ax.get_ylim() for ax in panels}) == 1
+    for ax in bars:
+        assert ax.get_ylim()[1] == pytest.approx(1.6 * max(p.get_height() for p in ax.patches))
+    assert len({ax.get_ylim() for ax in bars}) == 3
+    assert all(label.get_visible() for ax in bars for label in ax.get_yticklabels())  # every scale is shown
     assert fig._supxlabel.get_text().endswith("(K = 1024)")
+
+
+@pytest.mark.parametrize("size", ["one-column", "two-column"])
+def test_fig1abc_texts_fit_at_both_paper_sizes(histogram, size):
+    """The CLI's --help example at one column gave 700x364 px with "(a)" over a title, "1.5K2K" run together and
+    the y label clipped: one column now stacks the panels, and no two texts overlap or leave the figure."""
+    fig = plot_regimes(histogram, 2048, size=size)
+    rows, cols = (3, 1) if size == "one-column" else (1, 3)
+    assert regime_grid(3, size) == (rows, cols)
+    assert fig.get_size_inches()[0] == pytest.approx(3.5 if size == "one-column" else 7.2)
+    assert overlapping_texts(fig) == []
+    assert_labelled(fig)
+    with pytest.raises(FreqlabError, match=r"size 5x3 in: 2 rows of Fig. 1 panels need at least 3.6 in of height"):
+        plot_regimes(histogram, 2048, size=(5, 3))
+
+
+def test_position_ticks_use_one_unit_per_axis(histogram):
+    """Never "512" beside "1K": every tick of an axis in K when all are multiples of 256 reaching 1K, else all
+    written out; count axes likewise (0.5M beside 1M, not 500,000)."""
+    fig = plot_regimes(histogram, 2048)
+    overlapping_texts(fig)  # draws the figure, so the tick labels are set
+    assert [t.get_text() for t in fig.axes[0].get_xticklabels()] == ["0", "0.5K", "1K", "1.5K", "2K"]
+    assert position_tick_labels([0, 750, 1500, 2250, 3000]) == ["0", "750", "1500", "2250", "3000"]
+    counts = [t.get_text() for t in fig.axes[0].get_yticklabels() if t.get_text()]
+    assert all(c == "0" or c.endswith("M") for c in counts), counts
 
 
 def test_regimes_wrap_into_rows_and_hide_spare_panels(histogram):
@@ -74,7 +106,7 @@ def test_windows_share_the_budget_at_position_zero(histogram):
     assert_labelled(fig)
     lines = fig.axes[0].lines
     assert [line.get_label() for line in lines] == ["L = 2K", "L = 4K"]
-    assert fig.axes[0].get_ylabel() == "occurrences f_T(i) (B = 10⁹, T = 10¹²)"
+    assert fig.axes[0].get_ylabel() == "occurrences f_T(i) (T = 10¹²)"  # ticks in one unit: 0.2T, ..., 1T
     assert fig.axes[0].get_xlabel() == "relative position i (K = 1024)"
     # STRING Fig. 3: position 0 occurs T times whatever the window; the gap grows with i
     assert [line.get_ydata()[0] for line in lines] == [pytest.approx(1e12), pytest.approx(1e12)]

@@ -1,10 +1,11 @@
 """STRING figures reproduce Fig. 5 and draw the plan module's matrices and counts."""
 
 import numpy as np
+import pytest
 from plot_helpers import assert_labelled
 
 from freqlab import position_frequency, share_at_least
-from freqlab.plan.string import string_position_row, string_usage
+from freqlab.plan.string import plan_string, string_position_row, string_usage
 from freqlab.plots import plot_position_matrix, plot_string_matrices, plot_string_overview, plot_string_usage
 from freqlab.plots.string import dropped_matrix
 
@@ -29,9 +30,9 @@ def test_fig5_panels():
     # cells are annotated with their values
     assert sorted(t.get_text() for t in fig.axes[1].texts if t.get_text().isdigit())[:3] == ["0", "0", "0"]
     assert [ax.get_title() for ax in fig.axes[:3]] == [
-        "drop positions ≥ N = 6",
-        "shift by S = 3 (W = 0)",
-        "local window W = 1",
+        "(a) drop positions ≥ N = 6",  # panel letters go before the titles
+        "(b) shift by S = 3 (W = 0)",
+        "(c) local window W = 1",
     ]
 
 
@@ -61,7 +62,10 @@ def test_usage_with_training_frequency():
     assert_labelled(fig)
     top, bottom = fig.axes[:2]
     unused = L - S + W
-    assert f"unused\n{100 * share_at_least(f, unused):.1f}%\nof mass" in [t.get_text() for t in top.texts]
+    # the same definition and name as `plan string`'s "never-used positions i >= L - S + W"
+    label = f"never used\n(p ≥ L−S+W)\n{100 * share_at_least(f, unused):.1f}% of mass"
+    assert label in [t.get_text() for t in top.texts]
+    assert plan_string(L, S=S, W=W, frequency=f).unused_share == pytest.approx(share_at_least(f, unused))
     usage = string_usage(L, S, W, frequency=f)
     rope, string = bottom.lines
     np.testing.assert_array_equal(rope.get_ydata(), usage.pairs_before)

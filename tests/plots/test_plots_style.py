@@ -21,6 +21,25 @@ def test_size_presets_are_paper_widths():
         figure_size((0, 2))
 
 
+def test_figures_display_in_ipython_without_the_inline_backend(histogram):
+    """A fresh notebook (no ``%matplotlib inline``) showed only ``<Figure size ... with 6 Axes>``: the figures
+    freqlab returns carry their own PNG repr, which IPython's display formatter uses."""
+    from IPython.core.interactiveshell import InteractiveShell
+
+    from freqlab.plots import plot_regimes
+
+    fig = plot_regimes(histogram, 2048)
+    data, _ = InteractiveShell.instance().display_formatter.format(fig)
+    assert data["image/png"].startswith(b"\x89PNG\r\n\x1a\n") and "<Figure size" in data["text/plain"]
+
+
+def test_svg_text_stays_text(tmp_path, histogram):
+    """svg.fonttype none: labels are <text> elements (editable in Inkscape/Illustrator), not outlined paths."""
+    (svg,) = save_figure(plot_position_frequency(histogram, 2048), tmp_path / "f.svg", None)
+    content = svg.read_text(encoding="utf-8")
+    assert content.count("<text") >= 10 and "natural, L = 2K" in content
+
+
 def test_importing_freqlab_plots_leaves_rcparams_alone():
     code = (
         "import matplotlib; before = dict(matplotlib.rcParams); import freqlab.plots, freqlab.cli; "

@@ -111,3 +111,27 @@ def test_a_scan_of_local_files_counts_every_byte(tmp_path, counter, monkeypatch)
     (bar,) = bars
     assert bar.unit == "B" and bar.total == bar.bytes == sum(p.stat().st_size for p in tmp_path.iterdir())
     assert bar.documents == result.histogram.documents_read == 1200
+
+
+def test_a_notebook_without_ipywidgets_gets_one_final_line_not_carriage_return_redraws(monkeypatch):
+    """Jupyter keeps every chunk a text bar writes in the saved output (issue 22 found 15 of them): without the
+    widget, the bar writes one line when the scan ends, and no carriage return."""
+    import sys
+
+    import freqlab.scan.progress as progress
+
+    stream = io.StringIO()
+    monkeypatch.setattr(sys, "stderr", stream)
+    monkeypatch.setattr(progress, "in_notebook", lambda: True)
+    monkeypatch.setattr(progress, "has_widgets", lambda: False)
+    bar = ProgressBar(1000, "B", interval=0)
+    assert bar.enabled and bar.final_line and bar.bar is None
+    for _ in range(15):
+        bar(10, 1_000, 50)
+    assert stream.getvalue() == ""  # nothing while the scan runs
+    bar.close()
+    text = stream.getvalue()
+    assert "\r" not in text and text.count("\n") == 1 and text.endswith("\n")
+    assert text.startswith("scan: ") and "75%" in text and "150 docs, 15K tokens" in text
+    monkeypatch.setattr(progress, "has_widgets", lambda: True)  # the widget redraws in place: used as before
+    assert not ProgressBar(1000, "B", interval=0).final_line

@@ -1,0 +1,171 @@
+"""A corpus never adds lengths measured in different units: text (counted by the scan's tokenizer) beside
+tokenized files, or tokenized files of different kinds, vocabularies or EOS conventions, are refused in one line
+naming what was found and how to choose (``--format``); text formats merge, and the report counts each."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.parquet as pq
+import pytest
+from click.testing import CliRunner
+
+from freqlab.cli import main
+from freqlab.corpus import ReadOptions, open_corpus
+from freqlab.errors import FreqlabError
+from freqlab.scan import scan
+
+from .tokenized_writers import single_sequence_documents, write_megatron
+
+LENGTHS = [5, 7, 3, 9]  # the same four documents, tokenized, in each tokenized file
+
+
+def write_ds(path: Path, lengths: list[int], tokenizer: str | None = None, eos: int = 2) -> Path:
+    """A datatrove ``.ds`` (uint16 tokens, each document ending with ``eos``) with its ``.ds.index`` of
+    cumulative ends, and ``.ds.metadata`` naming ``tokenizer`` when given."""
+    tokens = np.concatenate([np.r_[np.full(n - 1, 7), eos] for n in lengths]).astype("<u2")
+    path.write_bytes(tokens.tobytes())
+    Path(f"{path}.index").write_bytes(np.cumsum(lengths).astype("<u8").tobytes())
+    if tokenizer is not None:
+        Path(f"{path}.metadata").write_text(f"{tokenizer}|2\n", encoding="utf-8")
+    return path
+
+
+def write_texts(path: Path, texts: list[str]) -> Path:
+    path.write_text("".join(json.dumps({"text": t}) + "\n" for t in texts), encoding="utf-8")
+    return path
+
+
+TEXTS = ["hello world", "one two three four", ""]
+
+
+@pytest.fixture
+def mixed(tmp_path) -> Path:
+    """The case of issue 22: a datatrove .ds, a Megatron .idx/.bin of the same documents and a .jsonl."""
+    folder = tmp_path / "data"
+    folder.mkdir()
+    write_ds(folder / "part.ds", LENGTHS)
+    write_megatron(folder / "corpus_text_document", single_sequence_documents(LENGTHS), np.uint16)
+    write_texts(folder / "texts.jsonl", TEXTS)
+    return folder
+
+
+def test_text_beside_tokenized_files_is_refused_in_one_line_naming_the_formats(mixed):
+    message = (
+        r"text and tokenized files found together \(1 datatrove \(tokenized\), 1 jsonl \(text\), "
+        r"1 megatron \(tokenized\)\): their lengths are in different units and are never added; "
+        r"read one format with --format datatrove\|jsonl\|megatron"
+    )
+    with pytest.raises(FreqlabError, match=message):
+        open_corpus(str(mixed))
+    result = CliRunner().invoke(main, ["scan", "--dataset", str(mixed), "-q", "--out", str(mixed.parent / "out")])
+    assert result.exit_code == 1
+    assert result.output.count("\n") == 1 and result.output.startswith("Error: ")
+    assert not (mixed.parent / "out" / "lengths.parquet").exists()
+
+
+def test_a_list_of_files_of_mixed_formats_is_the_same_error_not_a_type_error(mixed):
+    with pytest.raises(FreqlabError, match=r"text and tokenized files found together"):
+        scan([str(mixed / "part.ds"), str(mixed / "texts.jsonl")], progress=False)
+    with pytest.raises(FreqlabError, match=r"either as dataset \(a list of paths\) or as data_files"):
+        scan([str(mixed / "part.ds")], data_files=[str(mixed / "texts.jsonl")], progress=False)
+    # a list of one kind is read like data_files
+    result = scan([str(mixed / "part.ds"), str(mixed)], format="datatrove", workers=1, progress=False)
+    assert result.histogram.documents_read == len(LENGTHS)  # the .ds named and found in the folder: read once
+
+
+def test_tokenized_files_of_two_kinds_are_refused(mixed):
+    (mixed / "texts.jsonl").unlink()
+    with pytest.raises(FreqlabError, match=r"tokenized files of different kinds found together \(1 datatrove "
+                       r"\(tokenized\), 1 megatron \(tokenized\)\).*--format datatrove\|megatron"):
+        open_corpus(str(mixed))
+
+
+def test_format_reads_one_format_and_counts_the_files_it_passes_over(mixed):
+    only_text = scan(str(mixed), format="jsonl", workers=1, progress=False)
+    alone = scan(str(mixed / "texts.jsonl"), workers=1, progress=False)
+    assert only_text.histogram.documents_read == len(TEXTS)
+    assert only_text.histogram.lengths.tolist() == alone.histogram.lengths.tolist()
+    assert only_text.histogram.counts.tolist() == alone.histogram.counts.tolist()
+    description = only_text.summary["corpus"]["description"]
+    assert description["formats"] == {"jsonl": 1}
+    assert description["other_formats"] == {"datatrove": 1, "megatron": 1}
+    # the .ds.index and the .bin beside the .idx are not data files of any format: ignored as before
+    assert description["ignored_files"] == 4
+    assert "1 file (0 empty, 4 ignored (1 datatrove, 1 megatron not of --format jsonl))" in only_text.report()
+
+    for name in ("megatron", "datatrove"):
+        result = scan(str(mixed), format=name, workers=1, progress=False)
+        counts = dict(zip(result.histogram.lengths.tolist(), result.histogram.counts.tolist(), strict=True))
+        assert counts == {3: 1, 5: 1, 7: 1, 9: 1} and result.summary["tokenizer"] is None
+
+    cli = CliRunner().invoke(main, ["scan", "--dataset", str(mixed), "--format", "megatron", "-q",
+                                    "--out", str(mixed.parent / "out")])
+    assert cli.exit_code == 0 and "documents  4 read" in cli.output
+    with pytest.raises(FreqlabError, match=r"no txt files found \(only 1 datatrove, 1 jsonl, 1 megatron\)"):
+        open_corpus(str(mixed), format="txt")
+
+
+def test_a_token_stream_beside_text_files_is_refused_even_with_eos_id(tmp_path):
+    np.save(tmp_path / "s.npy", np.array([5, 6, 0, 7, 0], np.uint16))
+    write_texts(tmp_path / "a.jsonl", TEXTS)
+    (tmp_path / "b.txt").write_text("a document", encoding="utf-8")
+    with pytest.raises(FreqlabError, match=r"\(1 jsonl \(text\), 1 token-stream \(tokenized\), 1 txt \(text\)\)"):
+        open_corpus(str(tmp_path), read=ReadOptions(eos_id=0))
+    result = CliRunner().invoke(main, ["scan", "--dataset", str(tmp_path), "--eos-id", "0", "-q"])
+    assert result.exit_code == 1 and "--format jsonl|token-stream|txt" in result.output
+    assert open_corpus(str(tmp_path), read=ReadOptions(eos_id=0), format="token-stream").description["formats"] == {
+        "token-stream": 1
+    }
+
+
+def test_text_formats_merge_and_the_report_counts_each(tmp_path):
+    write_texts(tmp_path / "a.jsonl", TEXTS)
+    pq.write_table(pa.table({"text": ["more text here", "x"]}), tmp_path / "b.parquet")
+    result = scan(str(tmp_path), workers=1, progress=False)
+    assert result.histogram.documents_read == len(TEXTS) + 2
+    assert "files      2 files: 1 jsonl, 1 parquet (0 empty, 0 ignored)" in result.report()
+
+
+def test_parquet_text_beside_parquet_token_ids_is_refused(tmp_path):
+    pq.write_table(pa.table({"text": ["some text"]}), tmp_path / "a.parquet")
+    pq.write_table(pa.table({"input_ids": [[1, 2, 3]]}), tmp_path / "b.parquet")
+    with pytest.raises(FreqlabError, match=r"a.parquet holds text \('text'\) and .*b.parquet token ids "
+                       r"\('input_ids'\) found together: their lengths are in different units"):
+        open_corpus(str(tmp_path))
+    (tmp_path / "a.parquet").rename(tmp_path / "a.jsonl")  # text of another format: the same refusal
+    write_texts(tmp_path / "a.jsonl", ["some text"])
+    with pytest.raises(FreqlabError, match=r"\(1 jsonl \(text\), 1 parquet \(tokenized\)\)"):
+        open_corpus(str(tmp_path))
+
+
+def test_megatron_files_for_different_vocabularies_or_eos_conventions_are_refused(tmp_path):
+    write_megatron(tmp_path / "a", single_sequence_documents(LENGTHS), np.uint16)
+    write_megatron(tmp_path / "b", single_sequence_documents(LENGTHS, seed=1), np.uint16)
+    assert open_corpus(str(tmp_path)).description["eos"]["appended"] is True  # one convention: fine
+    write_megatron(tmp_path / "b", single_sequence_documents(LENGTHS, seed=1), np.int32)  # a 128K vocabulary
+    with pytest.raises(FreqlabError, match=r"a.idx \(uint16 tokens\) and .*b.idx \(int32 tokens\): tokenized files "
+                       r"with different vocabularies cannot be counted together"):
+        open_corpus(str(tmp_path))
+    write_megatron(tmp_path / "b", single_sequence_documents(LENGTHS, eod=0, seed=1), np.uint16)
+    with pytest.raises(FreqlabError, match=r"a.idx \(EOS 2 appended\) and .*b.idx \(EOS 0 appended\): tokenized "
+                       r"files with different EOS conventions"):
+        open_corpus(str(tmp_path))
+    with pytest.raises(FreqlabError, match=r"\(EOS 2 appended\) and .*\(no EOS appended\)"):
+        open_corpus(str(tmp_path), read=ReadOptions(eos_id=2))
+    # a file of one document cannot tell its convention: it agrees with any
+    write_megatron(tmp_path / "b", single_sequence_documents([4], eod=0), np.uint16)
+    assert open_corpus(str(tmp_path)).total_documents == len(LENGTHS) + 1
+
+
+def test_datatrove_files_of_different_tokenizers_are_refused(tmp_path):
+    write_ds(tmp_path / "a.ds", LENGTHS, tokenizer="meta-llama/Llama-2-7b-hf")
+    write_ds(tmp_path / "b.ds", LENGTHS, tokenizer="meta-llama/Llama-2-7b-hf")
+    assert open_corpus(str(tmp_path)).total_documents == 2 * len(LENGTHS)
+    write_ds(tmp_path / "b.ds", LENGTHS, tokenizer="gpt2")
+    with pytest.raises(FreqlabError, match=r"a.ds \(meta-llama/Llama-2-7b-hf, uint16 tokens\) and .*b.ds "
+                       r"\(gpt2, uint16 tokens\): tokenized files with different vocabularies"):
+        open_corpus(str(tmp_path))
