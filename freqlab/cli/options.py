@@ -48,8 +48,10 @@ class PositiveNumber(click.ParamType):
             number = float(value)
         except (TypeError, ValueError):
             self.fail(f"{value!r} is not a number", param, ctx)
-        if not math.isfinite(number) or number <= 0:
-            self.fail(f"{value!r} is not a finite number > 0", param, ctx)
+        if not math.isfinite(number):
+            self.fail(f"must be a finite number, got {value!r}", param, ctx)
+        if number <= 0:
+            self.fail(f"must be positive, got {number:g}", param, ctx)
         return number
 
 

@@ -180,9 +180,10 @@ def test_stats_on_a_header_with_wrong_types_is_one_line(hist, tmp_path, field, v
 
 # ---- HARPE and figures ----------------------------------------------------------------------------------
 def test_harpe_bases_must_be_finite(tmp_path):
-    one_line(run("plan", "harpe", "--b-max", "inf"), 2, "Invalid value for '--b-max': 'inf' is not a finite number > 0")
+    one_line(run("plan", "harpe", "--b-max", "inf"), 2,
+             "Invalid value for '--b-max': must be a finite number, got 'inf'")
     one_line(run("plan", "harpe", "--stride", "nan"), 2,
-             "Invalid value for '--stride': 'nan' is not a finite number > 0")
+             "Invalid value for '--stride': must be a finite number, got 'nan'")
 
 
 def test_harpe_searches_are_sized_in_memory_and_time_before_they_start(monkeypatch):
