@@ -17,6 +17,16 @@ class FreqlabError(ValueError):
     """
 
 
+def brief(value, limit: int = 60) -> str:
+    """``repr(value)`` cut to ``limit`` characters, for one-line messages that quote a value given by the user.
+
+    >>> brief(list(range(100)), 20)
+    '[0, 1, 2, 3, 4, 5, …'
+    """
+    text = repr(value)
+    return text if len(text) <= limit else text[: limit - 1] + "…"
+
+
 def cannot_write(path: object, exc: OSError) -> FreqlabError:
     """``PATH: cannot write (No such file or directory)``: one line naming the file, for an output that failed."""
     reason = exc.strerror or describe_os_error(exc).split(" (os error")[0]  # polars: "... (os error 2): PATH"

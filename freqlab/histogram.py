@@ -30,7 +30,7 @@ from freqlab.display import (
     percent,
     svg_chart,
 )
-from freqlab.errors import FreqlabError
+from freqlab.errors import FreqlabError, brief
 from freqlab.frequency.regimes import check_histogram, exact_dot, segments
 from freqlab.frequency.result import PositionFrequency
 from freqlab.frequency.stats import DEFAULT_TAU
@@ -273,10 +273,11 @@ class LengthHistogram(Displayed):
             raise FreqlabError(f"{path}: not a readable Parquet file ({type(exc).__name__})") from None
         try:
             header = json.loads(metadata["freqlab"])
-            if header.get("format") != FORMAT:
+            if not isinstance(header, dict) or header.get("format") != FORMAT:
                 raise KeyError("format")
         except (KeyError, ValueError, TypeError):
             raise FreqlabError(f"{path}: not a freqlab length histogram (no 'freqlab' metadata)") from None
+        _check_header(header, path)
         if not {"length", "count"} <= set(frame.columns):
             raise FreqlabError(f"{path}: a freqlab histogram needs columns 'length' and 'count'")
         for column in frame.columns:
@@ -484,3 +485,36 @@ def _length_bars(h: LengthHistogram) -> str:
             Series(middles, toks, "tokens", PALETTE[1], "bars", 2 * lefts - middles),
         ],
     )
+
+
+#: the fields of a histogram's ``freqlab`` Parquet metadata that are read, and their JSON types
+_HEADER_FIELDS: dict[str, tuple[type, ...]] = {
+    "corpus": (str,), "tokenizer": (str,), "meta": (dict,), "documents_read": (int, type(None)),
+    "skipped": (dict,), "empty_documents": (int,), "sources": (dict, type(None)),
+}
+
+
+def _check_header(header: dict, path) -> None:
+    """Every field of the ``freqlab`` metadata that is read has its JSON type (a hand-edited header: one line)."""
+
+    def check(value, kinds: tuple[type, ...], key: str) -> None:
+        if isinstance(value, bool) or not isinstance(value, kinds) or (isinstance(value, int) and value < 0):
+            names = " or ".join({"NoneType": "null", "int": "a count", "dict": "a mapping", "str": "a string"}
+                                [kind.__name__] for kind in kinds)
+            raise FreqlabError(f"{path}: 'freqlab' metadata field {key} must be {names}, got {brief(value)}")
+
+    def check_skipped(skipped: dict, key: str) -> None:
+        for reason, number in skipped.items():
+            check(number, (int,), f"{key}.{reason}")
+
+    for key, kinds in _HEADER_FIELDS.items():
+        if key in header:
+            check(header[key], kinds, key)
+    check_skipped(header.get("skipped", {}), "skipped")
+    for name, extra in (header.get("sources") or {}).items():
+        check(extra, (dict,), f"sources.{name}")
+        for key in ("skipped", "empty_documents"):
+            if key in extra:
+                check(extra[key], _HEADER_FIELDS[key], f"sources.{name}.{key}")
+        check_skipped(extra.get("skipped", {}), f"sources.{name}.skipped")
+

@@ -21,7 +21,7 @@ from __future__ import annotations
 
 from fractions import Fraction
 
-from freqlab.errors import FreqlabError
+from freqlab.errors import FreqlabError, brief
 
 #: Suffix -> multiplier for positions (K = 1024).
 POSITION_SUFFIXES: dict[str, int] = {"K": 1 << 10, "M": 1 << 20}
@@ -48,16 +48,38 @@ def parse_size(value, suffixes: dict[str, int], what: str, example: str, *, mini
         if isinstance(value, str):
             text = value.strip().upper().replace("_", "")
             scale = suffixes.get(text[-1:], 1)
-            number = Fraction(text[:-1] if scale > 1 else text)
+            number = exact_number(text[:-1] if scale > 1 else text)
         else:
             scale, number = 1, Fraction(value)
-    except (ValueError, TypeError, ZeroDivisionError):
-        raise FreqlabError(f"not a {what}: {value!r} (use e.g. {example})") from None
+    except (ValueError, TypeError, ZeroDivisionError, OverflowError):
+        raise FreqlabError(f"not a {what}: {brief(value)} (use e.g. {example})") from None
     size = number * scale
     if size.denominator != 1 or size < minimum:
         least = {0: "non-negative", 1: "positive"}.get(minimum, f">= {minimum}")
-        raise FreqlabError(f"a {what} must be a {least} integer, got {value!r}")
+        raise FreqlabError(f"a {what} must be a {least} integer, got {brief(value)}")
     return int(size)
+
+
+#: the longest number text read exactly, and the largest decimal exponent: ``1e999999999`` would take minutes
+#: and gigabytes to expand exactly, while no count freqlab takes needs more than 20 digits
+MAX_NUMBER_CHARS = 100
+MAX_EXPONENT = 400
+
+
+def exact_number(text: str) -> Fraction:
+    """A decimal number as an exact rational (``0.7`` is 7/10, ``1e9`` is 10^9), its text and exponent
+    bounded so that reading it is instant; ValueError otherwise (as ``Fraction``).
+
+    >>> exact_number("1.5e3"), exact_number("7/10")
+    (Fraction(1500, 1), Fraction(7, 10))
+    """
+    text = text.strip()
+    if len(text) > MAX_NUMBER_CHARS:
+        raise ValueError(f"more than {MAX_NUMBER_CHARS} characters")
+    exponent = text.upper().partition("E")[2]
+    if exponent and not (exponent.lstrip("+-").isdigit() and abs(int(exponent)) <= MAX_EXPONENT):
+        raise ValueError(f"exponent beyond ±{MAX_EXPONENT}")
+    return Fraction(text)
 
 
 def parse_tokens(value, *, minimum: int = 1) -> int:

@@ -95,6 +95,6 @@ def main_entry() -> None:
     except click.exceptions.Exit as exc:
         sys.exit(exc.exit_code)
     except MemoryError:
-        click.echo("Error: out of memory (f(i) takes ~48 bytes per position of L in each regime; try a smaller --L, "
-                   "fewer windows or regimes)", err=True)
+        # every option that sizes an allocation is estimated before it (freqlab.resources): this one was not
+        click.echo("Error: out of memory, beyond what freqlab estimated for the options given", err=True)
         sys.exit(1)

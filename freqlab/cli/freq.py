@@ -10,6 +10,7 @@ import polars as pl
 from freqlab.cli.options import (
     POSITIONS,
     POSITIONS_NOTE,
+    SEED,
     TOKENS,
     TOKENS_NOTE,
     megatron_options,
@@ -21,7 +22,7 @@ from freqlab.display import percent
 from freqlab.errors import FreqlabError, cannot_write
 from freqlab.frequency.budget import training_budget
 from freqlab.frequency.mixture import MixtureInfo, contribution_table
-from freqlab.frequency.regimes import REGIMES
+from freqlab.frequency.regimes import BYTES_PER_POSITION, REGIMES
 from freqlab.frequency.schedule import load_schedule, schedule_frequency
 from freqlab.frequency.stats import DEFAULT_TAU, effective_length, share_at_least, share_at_most
 from freqlab.frequency.summary import (
@@ -32,9 +33,10 @@ from freqlab.frequency.summary import (
     string_probe_comparison,
 )
 from freqlab.histogram import LengthHistogram
+from freqlab.resources import require_memory
 
 
-def window_option(default=(2048,)):
+def window_option(default=(2048,), callback=None):
     return click.option(
         "--L",
         "Ls",
@@ -42,6 +44,7 @@ def window_option(default=(2048,)):
         multiple=True,
         default=default,
         show_default=True,
+        callback=callback,
         help=f"Training window, e.g. 2048 or 2K {POSITIONS_NOTE}; repeat for several.",
     )
 
@@ -82,7 +85,7 @@ def echo_json(data) -> None:
 @regime_option
 @tokens_option
 @tau_option
-@click.option("--seed", type=int, default=0, show_default=True, help="Stream order for the pack regime.")
+@click.option("--seed", type=SEED, default=0, show_default=True, help="Stream order for the pack regime.")
 @click.option(
     "--out",
     type=click.Path(dir_okay=False),
@@ -107,6 +110,12 @@ def freq_command(hist, Ls, regimes, tokens, tau, seed, out, weights, layout, tai
       freqlab freq megatron-out/lengths.parquet --L 4K --regime megatron --out f.parquet   # replays the .idx
       freqlab freq lengths.parquet --L 32K --regime pack --layout 5*swa1024+global --tails
     """
+    if out:
+        kept = sum(Ls) * len(regimes)
+        require_memory(OUT_BYTES_PER_POSITION * kept + BYTES_PER_POSITION * max(Ls),
+                       f"--out with --L {', '.join(f'{L:,}' for L in Ls)}",
+                       f"a table of f(i) for {len(Ls)} window(s) × {len(regimes)} regime(s), "
+                       f"{OUT_BYTES_PER_POSITION} bytes per position each")
     h, mix = read_histogram(hist, weights, regimes=regimes)
     budget = training_budget(tokens)
     options = megatron_settings(**megatron)
@@ -181,6 +190,8 @@ def _tail_rows(h, L: int, regime: str) -> list[dict]:
 
 
 FREQUENCY_FORMAT = "freqlab.position_frequency"
+#: bytes per position of each (L, regime) ``--out`` holds as a table before writing it (measured: 32 at L = 2^24)
+OUT_BYTES_PER_POSITION = 32
 
 
 def megatron_replay(hist, h: LengthHistogram, options=None, *, weighted: bool = False,

@@ -38,6 +38,26 @@ class Size(click.ParamType):
         return size
 
 
+class PositiveNumber(click.ParamType):
+    """A finite number > 0 (a RoPE base, a stride): ``inf`` and ``nan`` are refused as what they are."""
+
+    name = "NUMBER"
+
+    def convert(self, value, param, ctx):
+        try:
+            number = float(value)
+        except (TypeError, ValueError):
+            self.fail(f"{value!r} is not a number", param, ctx)
+        if not math.isfinite(number):
+            self.fail(f"must be a finite number, got {value!r}", param, ctx)
+        if number <= 0:
+            self.fail(f"must be positive, got {number:g}", param, ctx)
+        return number
+
+
+POSITIVE_NUMBER = PositiveNumber()
+#: a seed: numpy's generators take any non-negative integer
+SEED = click.IntRange(min=0)
 TOKENS = Size(parse_tokens, "TOKENS", maximum=2**63 - 1)  # counts stay exact int64
 POSITIONS = Size(parse_positions, "N", maximum=MAX_POSITIONS)  # f is computed as a dense array
 COUNT = Size(parse_count, "N")
@@ -110,9 +130,9 @@ def megatron_options(default_data_path: str):
                      help="--regime megatron: Megatron's --split (the train range is counted)."),
         click.option("--reset-attention-mask", is_flag=True,
                      help="--regime megatron: Megatron's --reset-attention-mask."),
-        click.option("--train-samples", type=COUNT, default=None,
+        click.option("--train-samples", type=COUNT.within(1, 2**63 - 1), default=None,
                      help="--regime megatron: Megatron's --train-samples (default: one epoch)."),
-        click.option("--epochs", type=click.IntRange(min=1), default=None,
+        click.option("--epochs", type=COUNT.within(1, 2**63 - 1), default=None,
                      help="--regime megatron: every sample of this many epochs instead of --train-samples."),
     ]
 

@@ -41,6 +41,7 @@ from freqlab.plan.self_extend import LLAMA_CPP_NOTE, evaluate_self_extend, plan_
 from freqlab.plan.string import DEFAULT_ROUND, DEFAULT_W, MIN_W, STRING_YARN_SOURCE, plan_string, string_usage
 from freqlab.plan.upsample import DEFAULT_MAX_UPWEIGHT, PACKINGS, plan_upsample, plan_upsample_schedule
 from freqlab.plan.well_trained import DEFAULT_MASS, FrequencyInputs, well_trained_range
+from freqlab.resources import require_memory
 
 
 @click.group("plan")
@@ -113,6 +114,11 @@ def frequency_options(window_help: str = f"Training window {POSITIONS_NOTE} [def
     return decorate
 
 
+#: peak bytes per position of L of a plan from a histogram (measured at L = 2^23: 17 for string and self-extend,
+#: 30 for string with --usage-out, 16 for harpe)
+PLAN_BYTES_PER_POSITION = 32
+
+
 def frequency_inputs(
     L, hist, regime, tokens, tau, schedule, mass, *, default_L: int | None = None
 ) -> tuple[int, FrequencyInputs]:
@@ -130,6 +136,8 @@ def frequency_inputs(
     if L is None:
         raise click.UsageError("give --L (or a --schedule)")
     if hist:
+        require_memory(PLAN_BYTES_PER_POSITION * L, f"--L {L:,}",
+                       f"the plan's arrays over positions, {PLAN_BYTES_PER_POSITION} bytes per position")
         h, mix = read_histogram(hist, weights, regimes=regime)
         record_mix(h, mix, L, regime)
         ctx = click.get_current_context()

@@ -9,7 +9,7 @@ from __future__ import annotations
 import click
 
 from freqlab.cli.freq import echo_json, json_option
-from freqlab.cli.options import POSITIONS, POSITIONS_NOTE, renamed_option
+from freqlab.cli.options import POSITIONS, POSITIONS_NOTE, POSITIVE_NUMBER, SEED, renamed_option
 from freqlab.cli.plan import frequency_inputs, frequency_options, require
 from freqlab.cli.weights import mix_json
 from freqlab.errors import FreqlabError
@@ -29,9 +29,10 @@ TABLE2_NOTE = (
 @click.option("--strategy", type=click.Choice(STRATEGIES), default="peak-valley", show_default=True)
 @click.option("--heads", type=click.IntRange(min=1), default=None, help="Heads N [32; 6 for attention-buckets].")
 @click.option("--head-dim", type=int, default=128, show_default=True, help="Head dimension d (even).")
-@click.option("--b-min", type=float, default=None, help="Smallest base [1e6; 10000 for attention-buckets].")
-@click.option("--b-max", type=float, default=None, help="Largest base [5e6; 30000 for attention-buckets].")
-@click.option("--stride", type=float, default=None, help="Candidate stride s [30000; 500 for attention-buckets].")
+@click.option("--b-min", type=POSITIVE_NUMBER, default=None, help="Smallest base [1e6; 10000 for attention-buckets].")
+@click.option("--b-max", type=POSITIVE_NUMBER, default=None, help="Largest base [5e6; 30000 for attention-buckets].")
+@click.option("--stride", type=POSITIVE_NUMBER, default=None,
+              help="Candidate stride s [30000; 500 for attention-buckets].")
 @renamed_option(
     "--extend-to", "--target", "target", type=POSITIONS.within(1024), default=harpe.PAPER_TARGET, show_default=True,
     help=f"Length the model is extended to {POSITIONS_NOTE}.",
@@ -62,7 +63,7 @@ TABLE2_NOTE = (
 )
 @click.option("--compare", is_flag=True, help="Score against the uniform set, Table 2 and random sets.")
 @click.option("--random-sets", type=click.IntRange(min=0), default=3, show_default=True, help="With --compare.")
-@click.option("--seed", type=int, default=0, show_default=True, help="Seed of random set #1 (#k: seed + k - 1).")
+@click.option("--seed", type=SEED, default=0, show_default=True, help="Seed of random set #1 (#k: seed + k - 1).")
 @frequency_options(f"Training window for --hist {POSITIONS_NOTE} [default: --extend-to; --schedule: its longest].")
 @json_option
 def harpe_command(

@@ -10,12 +10,13 @@ from pathlib import Path
 import click
 
 from freqlab.cli.freq import TOKENS, echo_json, json_option, regime_option, tau_option, window_option
-from freqlab.cli.options import POSITIONS, POSITIONS_NOTE, TOKENS_NOTE, renamed_option
+from freqlab.cli.options import POSITIONS, POSITIONS_NOTE, SEED, TOKENS_NOTE, renamed_option
 from freqlab.cli.weights import budget_line, current_weights, read_histogram, weights_meta_option
 from freqlab.errors import FreqlabError
 from freqlab.frequency.budget import training_budget
 from freqlab.frequency.regimes import REGIMES
 from freqlab.frequency.stats import DEFAULT_TAU
+from freqlab.resources import doing, require_memory
 
 # the export formats of freqlab.plots.style.save_figure (not imported here: it imports matplotlib)
 FORMATS = ("png", "pdf", "svg")
@@ -45,7 +46,17 @@ class FigureSize(click.ParamType):
             width, height = (float(v) for v in value.split(","))
         except ValueError:
             self.fail(f"{value!r} is not one-column, two-column or WIDTH,HEIGHT (inches)", param, ctx)
+        if not (0 < width <= MAX_INCHES and 0 < height <= MAX_INCHES):
+            self.fail(f"{value!r}: WIDTH and HEIGHT must be within 0..{MAX_INCHES} inches", param, ctx)
         return (width, height)
+
+
+#: the largest side of a figure, in inches (A0 paper is 46.8 in high)
+MAX_INCHES = 100
+#: peak bytes per pixel of a PNG while it is drawn and written (measured: 4.0 for a 10500 x 7560 figure)
+PNG_BYTES_PER_PIXEL = 8
+#: the most pixels a side the PNG writer (matplotlib's Agg) draws
+MAX_PIXELS = (1 << 16) - 1
 
 
 def output_options(default_size: str | None):
@@ -83,7 +94,17 @@ def _save(fig, out, formats, dpi, as_json, budget=None, tau: float = DEFAULT_TAU
     path = Path(out)
     if not formats and path.suffix.lstrip(".").lower() not in FORMATS:
         raise FreqlabError(f"{out}: give a .png, .pdf or .svg file name, or --format")
-    _report_written(save_figure(fig, path, formats or None, dpi=dpi), as_json, budget, tau)
+    if "png" in (formats or [path.suffix.lstrip(".").lower()]):
+        width, height = (float(x) * dpi for x in fig.get_size_inches())
+        option = f"--dpi {dpi} at {fig.get_size_inches()[0]:.3g} x {fig.get_size_inches()[1]:.3g} in"
+        if max(width, height) > MAX_PIXELS:
+            raise FreqlabError(f"{option}: a {width:,.0f} x {height:,.0f}-pixel PNG; the PNG writer draws at most "
+                               f"{MAX_PIXELS:,} pixels a side")
+        require_memory(PNG_BYTES_PER_PIXEL * width * height, option,
+                       f"a {width:,.0f} x {height:,.0f}-pixel PNG, {PNG_BYTES_PER_PIXEL} bytes per pixel")
+    with doing(f"drawing {out}"):
+        written = save_figure(fig, path, formats or None, dpi=dpi)
+    _report_written(written, as_json, budget, tau)
 
 
 def _report_written(paths: list[Path], as_json: bool, budget=None, tau: float = DEFAULT_TAU) -> None:
@@ -101,13 +122,31 @@ def _histogram(path, regimes):
     return read_histogram(path, current_weights(), regimes=regimes)[0]
 
 
+#: the most bars a length panel draws (one patch each; more than a figure's width in pixels)
+MAX_BINS = 4096
+
 hist_argument = click.argument("hist", type=click.Path(dir_okay=False))
 one_regime_option = click.option(
     "--regime", type=click.Choice(REGIMES), default="natural", show_default=True, help="Data regime."
 )
-seed_option = click.option("--seed", type=int, default=0, show_default=True, help="Stream order for the pack regime.")
+seed_option = click.option("--seed", type=SEED, default=0, show_default=True, help="Stream order for the pack regime.")
+#: peak bytes per position of L of a figure drawn over positions (measured at L = 2^22: 72-80 for frequency,
+#: windows and effective-length, 112 for scan's figures, 144 for sources with 2 sources; 110 for string-usage at 2^22)
+PLOT_BYTES_PER_POSITION = 160
+
+
+def _drawable(ctx: click.Context, param, value):
+    """--L of a figure: its curves over positions are sized before anything is read."""
+    if value:
+        L = max(value) if isinstance(value, tuple) else value
+        require_memory(PLOT_BYTES_PER_POSITION * L, f"--L {L:,}",
+                       f"a figure's curves over positions, {PLOT_BYTES_PER_POSITION} bytes per position")
+    return value
+
+
 L_option = click.option(
-    "--L", "L", type=POSITIONS, default=2048, show_default=True, help=f"Training window {POSITIONS_NOTE}."
+    "--L", "L", type=POSITIONS, default=2048, show_default=True, callback=_drawable,
+    help=f"Training window {POSITIONS_NOTE}.",
 )
 
 
@@ -127,7 +166,8 @@ def plot_group() -> None:
 @hist_argument
 @L_option
 @regime_option
-@click.option("--bins", type=click.IntRange(min=1), default=32, show_default=True, help="Bins of the length bars.")
+@click.option("--bins", type=click.IntRange(1, MAX_BINS), default=32, show_default=True,
+              help="Bins of the length bars.")
 @seed_option
 @weights_meta_option
 @output_options("one-column")
@@ -156,7 +196,7 @@ def frequency_command(hist, L, regimes, bins, seed, out, formats, size, dpi, as_
 
 @plot_group.command("windows", short_help="f_T for several windows at one token budget (STRING Fig. 3 layout).")
 @hist_argument
-@window_option(default=(2048, 4096))
+@window_option(default=(2048, 4096), callback=_drawable)
 @one_regime_option
 @click.option(
     "--tokens", type=TOKENS, default=None, help=f"Training budget T (same for all L) {TOKENS_NOTE} [default: 1T]."
@@ -180,7 +220,7 @@ def windows_command(hist, Ls, regime, tokens, seed, out, formats, size, dpi, as_
 
 @plot_group.command("effective-length", short_help="Effective length vs training tokens (STRING Fig. 2 layout).")
 @hist_argument
-@window_option(default=(2048, 4096))
+@window_option(default=(2048, 4096), callback=_drawable)
 @one_regime_option
 @tau_option
 @click.option("--budget", type=TOKENS, default=None, help=f"Budget T for panel (b) {TOKENS_NOTE} [default: 1T].")
@@ -275,7 +315,7 @@ def recipe_command(file, preset, hist, layout, tau, out, formats, size, dpi, as_
 
 @plot_group.command("scan", short_help="The main figures of a saved histogram (as `freqlab scan --plot`).")
 @hist_argument
-@window_option()
+@window_option(callback=_drawable)
 @regime_option
 @click.option("--tokens", type=TOKENS, default=None, help=f"Training budget for f_T {TOKENS_NOTE} [default: 1T].")
 @tau_option
@@ -327,7 +367,8 @@ def string_matrix_command(L, S, W, out, formats, size, dpi, as_json):
 
 
 @plot_group.command("string-usage", short_help="Positions STRING uses vs RoPE's, with their training frequency.")
-@click.option("--L", "L", type=POSITIONS.within(2), required=True, help=f"Training window {POSITIONS_NOTE}.")
+@click.option("--L", "L", type=POSITIONS.within(2), required=True, callback=_drawable,
+              help=f"Training window {POSITIONS_NOTE}.")
 @click.option("--S", "S", type=POSITIONS, required=True, help="Shift offset S.")
 @click.option("--W", "W", type=POSITIONS.within(0), default=128, show_default=True, help="Local window W.")
 @click.option(

@@ -64,7 +64,7 @@ from freqlab.scan.settings import ENGINES, ON_ERROR
 @click.option("--seed", type=int, default=0, show_default=True, help="Seed for --sample-rate and the pack regime.")
 @click.option("--workers", type=click.IntRange(min=1), default=None,
               help="Worker processes (a Ray cluster uses all its CPUs). Default: all cores.")
-@click.option("--batch-size", type=COUNT, default=DEFAULT_BATCH_SIZE, show_default=True,
+@click.option("--batch-size", type=COUNT.within(1, 10**6), default=DEFAULT_BATCH_SIZE, show_default=True,
               help="Documents per tokenizer call.")
 @click.option("--engine", type=click.Choice(ENGINES), default="local", show_default=True,
               help="local: process pool on this machine; ray: Ray tasks (pip install 'freqlab[ray]').")

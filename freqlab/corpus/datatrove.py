@@ -24,7 +24,7 @@ from freqlab.corpus.tokenized import (
     batched_ranges,
     lengths_from_ends,
 )
-from freqlab.errors import FreqlabError
+from freqlab.errors import FreqlabError, brief
 
 TOKEN_DTYPES = {2: np.dtype("<u2"), 4: np.dtype("<u4")}
 
@@ -78,7 +78,12 @@ def _metadata(path: str) -> tuple[str | None, int | None]:
     except (OSError, UnicodeDecodeError):
         return None, None
     tokenizer, _, size = first.rpartition("|")
-    return tokenizer or None, int(size) if size.isdigit() else None
+    if size.isascii() and size.isdigit() and len(size) > 2:  # datatrove writes 2 or 4: refused without reading
+        raise FreqlabError(                                   # thousands of digits
+            f"{path}.metadata: token size {brief(size, 20)} ({len(size):,} digits); datatrove writes 2 (uint16) or "
+            "4 (uint32)"
+        )
+    return tokenizer or None, int(size) if size.isascii() and size.isdigit() else None
 
 
 def _token_size(path: str) -> int | None:

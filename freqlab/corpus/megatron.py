@@ -129,7 +129,7 @@ class MegatronIndex:
         offsets = np.asarray(self.sequence_pointers[last_sequence], np.int64) // itemsize
         ends = offsets + np.asarray(seq_lengths[last_sequence], np.int64) - 1
         tokens = self.tokens()
-        outside = np.flatnonzero((offsets < 0) | (ends >= tokens.size))  # numpy would wrap a negative index
+        outside = np.flatnonzero((offsets < 0) | (ends < 0) | (ends >= tokens.size))  # numpy would wrap a negative
         if outside.size:
             k = int(outside[0])
             raise ValueError(  # the caller names the .idx

@@ -33,8 +33,9 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from freqlab.errors import FreqlabError
+from freqlab.errors import FreqlabError, brief
 from freqlab.frequency.kernels import blending_counts, megatron_walk
+from freqlab.resources import doing, require_memory
 
 DEFAULT_SEED = 1234  # Megatron-LM's --seed default
 DEFAULT_SPLIT = "969,30,1"  # Megatron-LM's --split default
@@ -77,8 +78,11 @@ class MegatronOptions:
             return []
         if len(words) % 2 == 0 and all(_is_number(w) for w in words[::2]):
             pairs = [(float(w), _prefix(p)) for w, p in zip(words[::2], words[1::2])]
-            if any(w <= 0 for w, _ in pairs):
-                raise FreqlabError(f"data_path weights must be positive: {self.data_path!r}")
+            for word, (w, _) in zip(words[::2], pairs):
+                if not 0 < w < math.inf:
+                    raise FreqlabError(
+                        f"data_path (--data-path) weights must be positive finite numbers, got {brief(word)}"
+                    )
             return pairs
         if any(_is_number(w) for w in words):
             raise FreqlabError(f"data_path is 'PREFIX' or 'W1 PREFIX1 W2 PREFIX2 ...', got {self.data_path!r}")
@@ -109,9 +113,13 @@ def _prefix(path: str) -> str:
 
 def split_vector(split: str) -> list[float]:
     """megatron-core's ``parse_and_normalize_split``: the numbers of ``split``, padded to 3, normalised."""
-    values = [float(x) for x in re.findall(r"[.0-9]+", split)]
+    words = re.findall(r"[.0-9]+", split)
+    usage = f"split (--megatron-split) must be up to three non-negative weights like 969,30,1, got {brief(split)}"
+    if any(len(word) > 30 or not re.fullmatch(r"[0-9]+\.?[0-9]*|\.[0-9]+", word) for word in words):
+        raise FreqlabError(usage)
+    values = [float(x) for x in words]
     if not values or len(values) > 3 or sum(values) <= 0:
-        raise FreqlabError(f"split must be up to three non-negative weights like 969,30,1, got {split!r}")
+        raise FreqlabError(usage)
     values += [0.0] * (3 - len(values))
     total = float(np.sum(np.array(values, np.float64)))
     return (np.array(values, np.float64) / total).tolist()
@@ -228,18 +236,18 @@ def megatron_counts(L: int, options: MegatronOptions, blend, eod: bool | None) -
         raise FreqlabError("Megatron's seq_length must be at least 2")
     samples = options.train_samples
     weights = [w for w, _ in blend]
-    if len(blend) > 1 or weights[0] is not None:
+    blended = len(blend) > 1 or weights[0] is not None
+    if blended:
         if samples is None:
             raise FreqlabError("a weighted or multi-prefix data_path needs train_samples (Megatron's --train-samples)")
         if weights[0] is None:
             raise FreqlabError("several prefixes need weights, as in Megatron: data_path 'W1 P1 W2 P2'")
         normalised = normalize(weights)
         built = [math.ceil(math.ceil(samples * w) * (1 + SURPLUS)) for w in normalised]
-        taken = blend_counts(normalize(normalised), samples)  # BlendedDataset normalises them again
     else:
-        built, taken = [samples], [samples]
-    counts = np.zeros(L + 1, np.int64)
-    for (_, prefix), build, take in zip(blend, built, taken):
+        built = [samples]
+    prefixes = []  # every index opened and every replay sized before the blend's O(samples) walk
+    for (_, prefix), build in zip(blend, built):
         if not os.path.exists(prefix + ".idx"):
             raise FreqlabError(f"{prefix}.idx: no such Megatron index (data_path names prefixes of .idx/.bin)")
         index = read_index(prefix + ".idx")
@@ -247,19 +255,53 @@ def megatron_counts(L: int, options: MegatronOptions, blend, eod: bool | None) -
         begin, end = train_range(options.split, index.sequences)
         if options.epochs is not None:  # all samples of that many epochs
             tokens = int(np.sum(lengths[begin:end], dtype=np.int64))
-            build = take = (options.epochs * tokens - 1) // L
-        dataset = MegatronDataset.build(lengths, begin, end, L, build, options.seed)
-        consumed = dataset.consumed(take)
-        used = dataset.windows if consumed.size == 0 else int(np.count_nonzero(consumed))
-        if not options.reset_attention_mask or not _has_eod(index, eod):
-            counts[L] += used
-            continue
-        ends_document = np.zeros(index.sequences + 1, bool)
-        ends_document[np.asarray(index.document_indices[1:], np.int64)] = True
-        ends_document = ends_document[1:]  # sequence j ends a document when j + 1 is a document end
-        order = dataset.sequence_order.astype(np.int64)
-        counts += megatron_walk(lengths[order].astype(np.int64), ends_document[order], L, dataset.windows, consumed)
+            build = (options.epochs * tokens - 1) // L
+        _require_memory(options, lengths, begin, end, L, build, reset=options.reset_attention_mask)
+        prefixes.append((index, lengths, begin, end, build))
+    if blended:
+        taken = blend_counts(normalize(normalised), samples)  # BlendedDataset normalises them again
+    else:  # one prefix: the samples asked for, or all of --epochs
+        taken = [prefixes[0][4] if options.epochs is not None else samples]
+    counts = np.zeros(L + 1, np.int64)
+    for (index, lengths, begin, end, build), take in zip(prefixes, taken):
+        with doing(f"replaying Megatron's samples of {index.prefix}"):
+            counts += _replay(index, lengths, begin, end, L, build, take, options, eod)
     return counts
+
+
+def _replay(index, lengths, begin: int, end: int, L: int, build, take, options: MegatronOptions, eod) -> np.ndarray:
+    """Segment-length counts of one prefix's train split: the windows its shuffled stream gives the trainer."""
+    dataset = MegatronDataset.build(lengths, begin, end, L, build, options.seed)
+    consumed = dataset.consumed(take)
+    used = dataset.windows if consumed.size == 0 else int(np.count_nonzero(consumed))
+    counts = np.zeros(L + 1, np.int64)
+    if not options.reset_attention_mask or not _has_eod(index, eod):
+        counts[L] = used
+        return counts
+    ends_document = np.zeros(index.sequences + 1, bool)
+    ends_document[np.asarray(index.document_indices[1:], np.int64)] = True
+    ends_document = ends_document[1:]  # sequence j ends a document when j + 1 is a document end
+    order = dataset.sequence_order.astype(np.int64)
+    return megatron_walk(lengths[order].astype(np.int64), ends_document[order], L, dataset.windows, consumed)
+
+
+def _require_memory(options: MegatronOptions, lengths, begin: int, end: int, L: int, samples: int | None, *,
+                    reset: bool) -> None:
+    """Refuse, naming ``--epochs`` or ``--train-samples``, a replay whose arrays exceed the memory available: the
+    stream of E epochs' sequence ids (int32, and a copy when the last epoch is shuffled alone), the sample order
+    (uint32 or int64, and a copy) and the mask of the samples taken; with ``--reset-attention-mask`` also the stream's
+    lengths (int64, twice) and end-of-document flags."""
+    tokens = int(np.sum(lengths[begin:end], dtype=np.int64))
+    if tokens <= 1:
+        return  # MegatronDataset.build says why
+    epochs = _epochs(tokens, samples, L)
+    stream = epochs * (end - begin)
+    windows = (epochs * tokens - 1) // L
+    needed = stream * (8 + (17 if reset else 0)) + windows * (2 * (4 if windows < 2**32 - 1 else 8) + 1)
+    option = f"--epochs {options.epochs:,}" if options.epochs is not None else (
+        f"--train-samples {options.train_samples:,}" if samples is not None else "one epoch of the train split")
+    require_memory(needed, option, f"the Megatron replay of {epochs:,} epochs of {end - begin:,} sequences, "
+                   f"{windows:,} samples of {L:,} tokens")
 
 
 def _has_eod(index, eod: bool | None) -> bool:
@@ -271,6 +313,8 @@ def _has_eod(index, eod: bool | None) -> bool:
     check = EosCheck()
     try:
         check.add(index.last_tokens(EOS_CHECKED))
+    except FreqlabError:
+        raise
     except ValueError as exc:  # a corrupt index among the first documents
-        raise FreqlabError(f"{index.prefix}.idx: {exc}") from exc
+        raise FreqlabError(f"{index.prefix}.idx: {exc}") from None
     return bool(check.describe()["eos"]["appended"])

@@ -31,19 +31,21 @@ else is a one-line error.
 
 from __future__ import annotations
 
+import functools
 import json
-import math
 from collections.abc import Mapping
 from dataclasses import dataclass, field
+from decimal import Decimal
 from fractions import Fraction
 from importlib import resources
 from pathlib import Path
 
 import numpy as np
 
-from freqlab.errors import FreqlabError
-from freqlab.frequency.schedule import read_yaml
+from freqlab.config_file import read_config_file
+from freqlab.errors import FreqlabError, brief
 from freqlab.histogram import LengthHistogram, combine_sources
+from freqlab.sizes import exact_number
 
 UNITS: tuple[str, ...] = ("epochs", "share")
 RESOLUTION = 1 << 30  # the smallest multiplier becomes at least this many counts per document (float64 weights)
@@ -70,12 +72,12 @@ class Mixture:
 
     def __post_init__(self) -> None:
         if self.unit not in UNITS:
-            raise FreqlabError(f"{self.name}: unit must be epochs or share, got {self.unit!r}")
+            raise FreqlabError(f"{self.name}: unit must be epochs or share, got {brief(self.unit)}")
         if not self.weights:
             raise FreqlabError(f"{self.name}: no weights given")
         clean = {}
         for source, weight in self.weights.items():
-            clean[str(source)] = _weight(weight, f"{self.name}: weight of {source!r}")
+            clean[str(source)] = _weight(weight, f"{self.name}: weight of {brief(source)}")
         if not any(clean.values()):
             raise FreqlabError(f"{self.name}: every weight is 0: nothing would be trained")
         object.__setattr__(self, "weights", clean)
@@ -138,7 +140,7 @@ class Mixture:
             raise FreqlabError(f"{name}: unknown key(s) {', '.join(sorted(map(str, unknown)))}")
         weights = data["weights"]
         if not isinstance(weights, Mapping):
-            raise FreqlabError(f"{name}: 'weights' must map sources to numbers, got {weights!r}")
+            raise FreqlabError(f"{name}: 'weights' must map sources to numbers, got {brief(weights)}")
         return cls(
             dict(weights),
             str(data.get("unit", "epochs")),
@@ -198,26 +200,53 @@ class Mixture:
         return f"share {given} (relative, sum {total}: normalised to {normalised}) ({self.name})"
 
 
+#: the range of a non-zero weight (epochs or share): what float64 holds, so that every weight prints and serialises
+#: as a number (1e-400 would be 0.0 there, 1e400 infinite)
+WEIGHT_RANGE = (Fraction(1, 10**300), Fraction(10**300))
+
+
 def _weight(value, where: str) -> Fraction:
-    """A weight as an exact rational: decimal text and floats are read as written (0.7 is 7/10)."""
+    """A weight as an exact rational: decimal text and floats are read as written (0.7 is 7/10); 0 or within
+    :data:`WEIGHT_RANGE`."""
     if isinstance(value, bool):
-        raise FreqlabError(f"{where} must be a number, got {value!r}")
+        raise FreqlabError(f"{where} must be a number, got {brief(value)}")
     try:
-        weight = Fraction(repr(value)) if isinstance(value, float) else Fraction(str(value).strip())
-    except (ValueError, ZeroDivisionError):
-        raise FreqlabError(f"{where} must be a number, got {value!r}") from None
+        if isinstance(value, (int, Fraction)):
+            weight = Fraction(value)
+        else:
+            weight = exact_number(repr(value) if isinstance(value, float) else str(value))
+    except (ValueError, ZeroDivisionError, OverflowError):
+        raise FreqlabError(f"{where} must be a number, got {brief(value)}") from None
     if weight < 0:
-        raise FreqlabError(f"{where} must be >= 0, got {value!r}")
+        raise FreqlabError(f"{where} must be >= 0, got {brief(value)}")
+    if weight and not WEIGHT_RANGE[0] <= weight <= WEIGHT_RANGE[1]:
+        raise FreqlabError(f"{where} must be 0 or within 1e-300..1e300, got {brief(value)}")
     return weight
 
 
 def _show(w: Fraction) -> str:
-    return str(w.numerator) if w.denominator == 1 else f"{float(w):g}"
+    return str(w.numerator) if w.denominator == 1 else _sci(w)
+
+
+def _sci(x: Fraction, digits: int = 6) -> str:
+    """A rational in %g form whatever its exponent (float64 would give 0 or inf beyond 1e±308)."""
+    return f"{Decimal(x.numerator) / Decimal(x.denominator):.{digits}g}"
 
 
 def load_mixture(path: str | Path) -> Mixture:
-    """Read a YAML or JSON mixture file (see the module docstring)."""
-    return Mixture.from_dict(read_yaml(Path(path), "mixture"), name=str(path))
+    """Read a YAML or JSON mixture file (see the module docstring; bounds: :mod:`freqlab.config_file`), once per
+    version of the file: ``--weights`` is checked when the command line is read and used later."""
+    path = Path(path)
+    try:
+        stat = path.stat()
+    except OSError:
+        return _load_mixture(path, None)
+    return _load_mixture(path.resolve(), (stat.st_size, stat.st_mtime_ns))
+
+
+@functools.lru_cache(maxsize=8)
+def _load_mixture(path: Path, version) -> Mixture:
+    return Mixture.from_dict(read_config_file(path, "mixture"), name=str(path))
 
 
 def _load_presets() -> dict[str, Mixture]:
@@ -239,7 +268,7 @@ class MixtureInfo:
     raw_documents: dict[str, int]
     raw_tokens: dict[str, int]
     exact: bool
-    scale: float = 1.0
+    scale: Fraction = Fraction(1)
     max_rounding_error: float = 0.0
     notes: tuple[str, ...] = field(default_factory=tuple)
     # the histogram the mix was made from: its counts are the corpus's (a mix of shares has scaled counts)
@@ -250,7 +279,7 @@ class MixtureInfo:
         if self.exact:
             return "exact int64 (integer epochs)"
         return (
-            f"float64 weights: counts m_s·c_s(n) scaled by K = {self.scale:.6g} and rounded "
+            f"float64 weights: counts m_s·c_s(n) scaled by K = {_sci(self.scale)} and rounded "
             f"(largest relative error of a count {self.max_rounding_error:.1e})"
         )
 
@@ -289,18 +318,19 @@ def weighted_histogram(
         _check_fits(sum(int(m[s]) * max(raw_tokens[s], raw_docs[s]) for s in m))  # before any int64 product
         for s, g in h.sources.items():
             scaled[s] = LengthHistogram(g.lengths, g.counts * int(m[s]), corpus=s)
-        exact, K, error = True, 1.0, 0.0
+        exact, K, error = True, Fraction(1), 0.0
     else:
         K, error = _float_scale(h, m, stream), 0.0
         for s, g in h.sources.items():
-            target = g.counts.astype(np.float64) * float(m[s]) * K
+            factor = float(m[s] * K) if g.tokens else 0.0  # m_s·K·T_s <= 2^60: a finite float64
+            target = g.counts.astype(np.float64) * factor
             counts = np.rint(target).astype(np.int64)
             if counts.size and target.max() > 0:
                 keep = target > 0
                 error = max(error, float(np.max(np.abs(counts[keep] - target[keep]) / target[keep])))
             if m[s] > 0 and g.documents and not counts.any():
                 raise FreqlabError(
-                    f"{s}: weight {float(m[s]):g} is too small beside the others to keep one document of it "
+                    f"{s}: weight {_sci(m[s])} is too small beside the others to keep one document of it "
                     "(give 0 to leave the source out)"
                 )
             scaled[s] = LengthHistogram(g.lengths, counts, corpus=s)
@@ -317,16 +347,21 @@ def weighted_histogram(
     return mix, info
 
 
-def _float_scale(h: LengthHistogram, m: dict[str, Fraction], stream: bool) -> float:
-    """K: the smallest positive multiplier times K reaches RESOLUTION counts, unless int64 (or a stream) bounds it."""
-    positive = [float(w) for w in m.values() if w > 0]
-    K = RESOLUTION / min(positive)
-    tokens = sum(float(m[s]) * g.tokens for s, g in h.sources.items())
-    K = min(K, _COUNT_LIMIT / 4 / tokens)
+def _float_scale(h: LengthHistogram, m: dict[str, Fraction], stream: bool) -> Fraction:
+    """K: the smallest positive multiplier times K reaches RESOLUTION counts, unless int64 (or a stream) bounds it;
+    a power of two (m_s·c·K is then as exact as m_s itself), computed exactly: weights span 1e-300..1e300, where
+    float64 products underflow or overflow."""
+    K = RESOLUTION / min(w for w in m.values() if w > 0)
+    tokens = sum(m[s] * g.tokens for s, g in h.sources.items())
+    if tokens:
+        K = min(K, Fraction(_COUNT_LIMIT, 4) / tokens)
     if stream:
-        documents = sum(float(m[s]) * g.documents for s, g in h.sources.items())
-        K = min(K, MAX_STREAM_DOCUMENTS / documents)
-    return 2.0 ** math.floor(math.log2(K))  # a power of two: m_s·c·K is then as exact as m_s itself
+        documents = sum(m[s] * g.documents for s, g in h.sources.items())
+        K = min(K, MAX_STREAM_DOCUMENTS / documents) if documents else K
+    exponent = K.numerator.bit_length() - K.denominator.bit_length()  # floor(log2 K) or one more
+    if Fraction(2) ** exponent > K:
+        exponent -= 1
+    return Fraction(2) ** exponent
 
 
 def _check_fits(tokens: int) -> None:

@@ -16,21 +16,26 @@ import numpy as np
 from freqlab.errors import FreqlabError
 from freqlab.frequency.kernels import scatter_add
 from freqlab.frequency.regimes import Segments, segments
+from freqlab.resources import doing
 
 
 def segment_frequency(segs: Segments) -> np.ndarray:
-    """f(i) for 0 <= i < L from a segment-length histogram (all segments at most L long)."""
+    """f(i) for 0 <= i < L from a segment-length histogram (all segments at most L long), in one int64 array of
+    L + 1 values: 8 bytes per position.
+
+    f(i) - f(i+1) = N(i) = Σ_{l > i} c_l (the segments longer than i) and f(L) = 0, so f is the suffix sum of N and
+    N the suffix sum of c: two cumulative sums, in place, from the right. Every partial sum is at most f(0) < 2^63
+    (checked by ``segments``): exact in int64.
+    """
     L = segs.L
     lengths = segs.lengths
     if lengths.size and lengths.max() > L:
         raise ValueError(f"segment longer than L={L}: {int(lengths.max())}")
-    # every intermediate below is at most f(0) < 2^63 (checked by `segments`): exact in int64
-    count_at = scatter_add(L + 1, lengths, segs.counts)  # c_l
-    tokens_at = count_at * np.arange(L + 1, dtype=np.int64)  # c_l * l
-    # suffix sums over l > i for i = 0..L-1: reverse cumsum, shifted by one
-    count_above = np.cumsum(count_at[::-1])[::-1][1:]
-    tokens_above = np.cumsum(tokens_at[::-1])[::-1][1:]
-    return tokens_above - np.arange(L, dtype=np.int64) * count_above
+    out = scatter_add(L + 1, lengths, segs.counts)  # out[l] = c_l
+    from_right = out[:0:-1]  # out[L], out[L-1], ..., out[1]
+    np.cumsum(from_right, out=from_right)  # out[i + 1] = N(i)
+    np.cumsum(from_right, out=from_right)  # out[i + 1] = Σ_{j >= i} N(j) = f(i)
+    return out[1:]
 
 
 def position_frequency(
@@ -71,7 +76,8 @@ def position_frequency(
     [12, 8, 4, 1]
     """
     lengths, counts, L, regime = histogram_arguments(lengths, counts, L, regime)
-    return segment_frequency(segments(lengths, counts, L, regime, seed=seed))
+    with doing(f"computing f(i) at L = {L} ({regime})"):
+        return segment_frequency(segments(lengths, counts, L, regime, seed=seed))
 
 
 def histogram_arguments(lengths, counts, L, regime):

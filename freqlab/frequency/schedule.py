@@ -39,21 +39,21 @@ tokens that reached relative positions at or beyond each earlier stage's window.
 
 from __future__ import annotations
 
-import contextlib
 from dataclasses import dataclass
 from fractions import Fraction
 from pathlib import Path
 
 import numpy as np
-import yaml
 
-from freqlab.errors import FreqlabError
+from freqlab.config_file import read_config_file
+from freqlab.errors import FreqlabError, brief
 from freqlab.frequency.curricula import curriculum_from_spec
 from freqlab.frequency.layouts import GLOBAL, LayerKind, Layout, layout_frequency, read_layout, truncate_to_window
 from freqlab.frequency.pose import position_ids_from_spec
 from freqlab.frequency.position import position_frequency
 from freqlab.frequency.regimes import REGIMES, expands_documents
 from freqlab.frequency.stats import DEFAULT_TAU
+from freqlab.resources import require_memory
 from freqlab.sizes import parse_positions, parse_tokens
 
 
@@ -100,35 +100,8 @@ SCHEDULE_KEYS = frozenset({"stages", "histogram", "tau", "weights", "layout", "t
 def load_schedule(path: str | Path, *, histogram: str | Path | None = None, weights: str | None = None) -> Schedule:
     """Read and validate a schedule file; ``histogram`` and ``weights`` override its default corpus and mix."""
     path = Path(path)
-    data = read_yaml(path, "schedule")
+    data = read_config_file(path, "schedule")
     return parse_schedule(data, base=path.parent, source=str(path), histogram=histogram, weights=weights)
-
-
-class _UniqueKeys(yaml.SafeLoader):
-    """PyYAML's safe loader refusing a key given twice in one mapping (it would keep the last silently; the
-    command line refuses ``a=1,a=5`` too)."""
-
-    def construct_mapping(self, node, deep=False):
-        seen = set()
-        for key_node, _ in node.value if isinstance(node, yaml.MappingNode) else ():
-            key = self.construct_object(key_node, deep=True)
-            if key in seen:
-                raise yaml.YAMLError(f"key {key!r} given twice, line {key_node.start_mark.line + 1}")
-            with contextlib.suppress(TypeError):  # an unhashable key: the base class says so
-                seen.add(key)
-        return super().construct_mapping(node, deep)
-
-
-def read_yaml(path: Path, what: str):
-    """A YAML (or JSON) file's data; a one-line FreqlabError naming the file and ``what`` it should hold."""
-    try:
-        return yaml.load(Path(path).read_text(encoding="utf-8"), Loader=_UniqueKeys)  # a SafeLoader
-    except OSError as exc:
-        raise FreqlabError(f"{path}: cannot read {what} ({exc.strerror})") from None
-    except UnicodeDecodeError as exc:
-        raise FreqlabError(f"{path}: not a UTF-8 text file (byte {exc.start})") from None
-    except yaml.YAMLError as exc:
-        raise FreqlabError(f"{path}: not valid YAML/JSON ({str(exc).splitlines()[0]})") from None
 
 
 def parse_schedule(
@@ -150,7 +123,7 @@ def parse_schedule(
     for number, raw in enumerate(data["stages"], start=1):
         where = f"{source}: stage {number}"
         if not isinstance(raw, dict):
-            raise FreqlabError(f"{where}: expected a mapping, got {raw!r}")
+            raise FreqlabError(f"{where}: expected a mapping, got {brief(raw)}")
         unknown = set(raw) - STAGE_KEYS
         if unknown:
             raise FreqlabError(f"{where}: unknown key(s) {', '.join(sorted(unknown))}")
@@ -161,7 +134,7 @@ def parse_schedule(
             L = parse_positions(raw.get("L"))
         except FreqlabError:
             given = raw.get("L")
-            raise FreqlabError(f"{where}: L must be a positive integer (e.g. 2048 or 2K), got {given!r}") from None
+            raise FreqlabError(f"{where}: L must be a positive integer (e.g. 2048 or 2K), got {brief(given)}") from None
         if "tokens" not in raw:
             raise FreqlabError(f"{where}: missing 'tokens'")
         try:
@@ -170,7 +143,7 @@ def parse_schedule(
             raise FreqlabError(f"{where}: {exc}") from None
         regime = raw.get("regime", "natural")
         if regime not in REGIMES:
-            raise FreqlabError(f"{where}: unknown regime {regime!r}; choose one of {', '.join(REGIMES)}")
+            raise FreqlabError(f"{where}: unknown regime {brief(regime)}; choose one of {', '.join(REGIMES)}")
         stage_histogram = _relative(base, raw.get("histogram")) or default
         if stage_histogram is None:
             raise FreqlabError(f"{where}: no histogram (give one for the stage or a default 'histogram')")
@@ -188,7 +161,7 @@ def parse_schedule(
     try:
         tau = float(parse_tokens(tau))
     except FreqlabError:
-        raise FreqlabError(f"{source}: tau must be a positive number, got {tau!r}") from None
+        raise FreqlabError(f"{source}: tau must be a positive number, got {brief(tau)}") from None
     listed = {key: data.get(key) or () for key in ("sources", "notes")}
     listed = {key: (v,) if isinstance(v, str) else tuple(str(x) for x in v) for key, v in listed.items()}
     title = str(data.get("title") or data.get("name") or "")
@@ -234,7 +207,7 @@ PRESETS_FILE = Path(__file__).resolve().parents[1] / "data" / "recipes.yaml"
 
 def recipe_presets() -> dict:
     """The published recipes shipped with freqlab (``freqlab/data/recipes.yaml``): name -> schedule mapping."""
-    return read_yaml(PRESETS_FILE, "recipe presets")
+    return read_config_file(PRESETS_FILE, "recipe presets")
 
 
 def load_preset(name: str, *, histogram=None, weights: str | None = None) -> Schedule:
@@ -432,6 +405,10 @@ def stage_frequency(stage: Stage, h, *, seed: int = 0) -> tuple[np.ndarray, dict
 def schedule_frequency(schedule: Schedule, *, seed: int = 0) -> ScheduleFrequency:
     """Evaluate every stage's frequency on its histogram (each file is read once), weighted by its ``weights``,
     per layer kind of its layout."""
+    window = max(stage.L for stage in schedule.stages)
+    kept = sum(stage.L for stage in schedule.stages)  # every stage's f, then F and one scaled stage in float64
+    require_memory(8 * kept + 24 * window, f"{schedule.source}: stages of L = {kept:,} positions in all",
+                   "every stage's f(i) and their sum F(i)")
     cache: dict = {}
     frequencies, kinds = [], []
     for stage in schedule.stages:

@@ -68,7 +68,7 @@ def _sum(values: np.ndarray) -> int:
     """Exact sum: int64 when it cannot overflow, Python ints otherwise."""
     if values.size == 0:
         return 0
-    if int(np.abs(values).max()) * values.size < 2**62:
+    if max(int(values.max()), -int(values.min())) * values.size < 2**62:  # no |values| copy: f may be large
         return int(values.sum(dtype=np.int64))
     return int(values.astype(object).sum())
 
@@ -110,13 +110,24 @@ def position_at_mass(f, fraction: float) -> int:
     f = _frequency(f)
     if not 0.0 < fraction <= 1.0:
         raise FreqlabError(f"fraction must be in (0, 1], got {fraction}")
-    big = int(np.abs(f).max()) * f.size >= 2**62
-    cumulative = np.cumsum(f.astype(object) if big else f)  # exact either way
     # exact: compare cumulative * denominator >= total * numerator with a rational fraction
     ratio = Fraction(fraction).limit_denominator(10**12)
-    total = int(cumulative[-1])
+    total = _sum(f)
     target = -(-total * ratio.numerator // ratio.denominator)  # ceil(total * fraction)
-    return int(np.searchsorted(cumulative, target, side="left"))
+    # cumulative sums a chunk at a time (memory flat in L), exact: int64 within a chunk when it cannot overflow
+    done = 0
+    for start in range(0, f.size, _CHUNK):
+        chunk = f[start : start + _CHUNK]
+        big = max(int(chunk.max()), -int(chunk.min())) * chunk.size >= 2**62
+        cumulative = np.cumsum(chunk.astype(object) if big else chunk)
+        rest = target - done
+        if int(cumulative[-1]) >= rest:
+            return start + int(np.searchsorted(cumulative, rest, side="left"))
+        done += int(cumulative[-1])
+    return f.size
+
+
+_CHUNK = 1 << 20
 
 
 def scale_to_budget(f, tokens: float) -> np.ndarray:

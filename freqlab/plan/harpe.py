@@ -57,10 +57,12 @@ from freqlab.plan.waveform import (
     StaveScore,
     check_head_dim,
     envelope_score,
+    require_waveforms,
     rope_waveform,
     stave_score,
 )
 from freqlab.plan.well_trained import WellTrained
+from freqlab.resources import require_memory
 
 # HARPE's setting (Sec. 4.2): Llama2-7B, 32 heads of dimension 128, b_min = 1M, b_max = 5M, s = 30k, 128K.
 PAPER_HEADS, PAPER_HEAD_DIM = 32, 128
@@ -105,6 +107,7 @@ def candidate_bases(b_min: float, b_max: float, stride: float) -> np.ndarray:
     count = math.floor((Fraction(b_max) - Fraction(b_min)) / Fraction(stride))
     if count < 1:
         raise FreqlabError(f"stride {stride:g} is larger than b_max − b_min = {b_max - b_min:g}: no candidates")
+    require_memory(16 * count, f"--stride {stride:g}", f"{count:,} candidate bases from {b_min:g} to {b_max:g}")
     return float(b_min) + np.arange(1, count + 1, dtype=np.float64) * float(stride)
 
 
@@ -155,7 +158,7 @@ class ProminentExtrema:
         return peaks, valleys
 
     def _maxima(self, w: np.ndarray) -> list[np.ndarray]:
-        r = int(self.separation)
+        r = min(int(self.separation), w.shape[1])  # a window past the whole grid is the whole grid
         padded = np.pad(w, ((0, 0), (r, r)), constant_values=-np.inf)
         window_max = np.lib.stride_tricks.sliding_window_view(padded, 2 * r + 1, axis=1).max(axis=2)
         strict = np.zeros(w.shape, dtype=bool)
@@ -352,6 +355,10 @@ def peak_valley_search(
     started = time.perf_counter()
     head_dim = check_head_dim(head_dim)
     n_heads = _check_heads(n_heads)
+    _check_range(b_min, b_max)
+    if stride > 0:  # the waveforms and the peak detection's three arrays like them, before any is allocated
+        count = math.floor((Fraction(b_max) - Fraction(b_min)) / Fraction(stride))
+        require_waveforms(count + 1, _grid_choice(grid, target).grid.size, head_dim, bytes_per_point=26)
     candidates = candidate_bases(b_min, b_max, stride)
     if n_heads > candidates.size + 1:
         raise FreqlabError(
@@ -608,6 +615,10 @@ def compare_sets(plan: HarpePlan, *, random_count: int = 3, seed: int = 0) -> li
     ``seed + 1``, ...: see :func:`random_sets`), all scored on ``plan.grid``."""
     table = [float(b) for b in table2_bases()]
     stride = plan.stride if plan.stride is not None else PAPER_STRIDE
+    option = f"--random-sets {random_count:,}"
+    require_memory(64 * random_count * plan.n_heads, option, f"{random_count:,} sets of {plan.n_heads} bases")
+    require_waveforms(random_count * plan.n_heads, plan.grid.size, plan.head_dim, option,
+                      bytes_per_point=0)  # scored one set at a time: the time is the bound
     sets = [
         (f"freqlab {plan.strategy}", plan.bases),
         ("uniform (Eq. 9)", uniform_bases(plan.n_heads, plan.b_min, plan.b_max).tolist()),

@@ -17,6 +17,9 @@ from freqlab.histogram import LengthHistogram
 from freqlab.plots.axes import as_histogram, panel_letters, position_label, position_xaxis
 from freqlab.plots.style import COLORS, NOTE_SIZE, PALETTE, freqlab_style, new_figure
 
+#: the most sources one figure draws (one curve per panel and a legend of 9 rows)
+MAX_SOURCES = 16
+
 
 def length_ccdf(histogram: LengthHistogram) -> tuple[np.ndarray, np.ndarray]:
     """(lengths, share of documents at least that long), exact from the counts.
@@ -41,6 +44,12 @@ def plot_sources(histogram, L: int = 2048, regime: str = "natural", *, seed: int
     if not h.sources:
         raise FreqlabError("the histogram has no per-source split (scan a corpus whose documents carry source labels)")
     series = [(name, part) for name, part in h.sources.items() if part.documents > 0]
+    if len(series) > MAX_SOURCES:  # one curve per panel and one legend row each: the figure grows with them
+        raise FreqlabError(
+            f"the histogram has {len(series):,} sources with documents; plot sources draws at most {MAX_SOURCES} "
+            "(one curve and legend entry each): merge the smaller ones first (freqlab.histogram.combine_sources), "
+            "or list them with freqlab stats"
+        )
     legend_rows = (len(series) + 2) // 2  # two columns: the sources, then "all"
     with freqlab_style():
         fig, (left, right) = new_figure(size, aspect=0.3 + 0.035 * legend_rows, ncols=2)
