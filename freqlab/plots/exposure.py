@@ -25,7 +25,7 @@ def plot_exposure(histogram, L: int | None = None, regime: str = "natural", *, s
     >>> from freqlab import LengthHistogram
     >>> fig = plot_exposure(LengthHistogram.from_lengths([100, 5000, 20000]))
     >>> [ax.get_title() for ax in fig.axes]
-    ['tokens with at least c tokens of context', 'share of tokens beyond each context length']
+    ['(a) tokens with at least c tokens of context', '(b) share of tokens beyond each context length']
     """
     h = as_histogram(histogram)
     window = int(L if L is not None else h.lengths.max())

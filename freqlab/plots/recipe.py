@@ -35,7 +35,7 @@ def plot_recipe(result, tau: float | None = None, *, size="two-column", columns:
     >>> h = LengthHistogram.from_counts([3000, 70000], [50, 2])
     >>> result = schedule_frequency(load_preset("gemma3", histogram=h))
     >>> [ax.get_title().splitlines()[0] for ax in plot_recipe(result).axes]
-    ['pretrain-32k', 'extend-128k', 'effective length after each stage']
+    ['(a) pretrain-32k', '(b) extend-128k', '(c) effective length after each stage']
     """
     from freqlab.frequency.summary import human_count
 
