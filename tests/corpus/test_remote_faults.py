@@ -135,6 +135,10 @@ class Server(http.server.ThreadingHTTPServer):
     request_queue_size = 128  # many requests at once (a listing asks its files together)
     daemon_threads = True
 
+    def handle_error(self, request, client_address):
+        """Clients that give up (deadlines, retries) break pipes on purpose: socketserver would print each
+        traceback to whatever sys.stderr is then, possibly a later test's captured output."""
+
 
 @pytest.fixture
 def site(monkeypatch):
