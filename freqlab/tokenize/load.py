@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import re
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 
 from freqlab.errors import FreqlabError
@@ -12,6 +12,7 @@ from freqlab.tokenize.counter import TokenCounter
 from freqlab.tokenize.hf import HUB_HINT, load_hub_tokenizer, load_tokenizer_json
 from freqlab.tokenize.sentencepiece import load_sentencepiece_file
 from freqlab.tokenize.tiktoken_file import is_tiktoken_file, load_tiktoken_file
+from freqlab.tokenize.verify import fastokens_rule as rule_context
 from freqlab.tokenize.verify import skipping
 
 # owner/name[@revision] (or a bare legacy name like "gpt2"): letters, digits, "-", "_", "."
@@ -26,6 +27,7 @@ def load_tokenizer(
     pattern: str | None = None,
     threads: int = 1,
     skip_backends: Mapping[str, str] | None = None,
+    fastokens_rule: Callable[[str], str | None] | None = None,
 ) -> TokenCounter:
     """Load a token counter.
 
@@ -44,7 +46,10 @@ def load_tokenizer(
     :func:`~freqlab.tokenize.sample.default_verify_texts`). ``threads`` only matters on the Hugging Face backend
     (see :class:`TokenCounter`). ``skip_backends`` (``{"fastokens": "why"}``) leaves a faster backend out
     without building or verifying it (the reason goes to ``counter.fallback_reasons``): fastokens costs
-    seconds to build and verify, repaid only on scans of more than some 100 MB.
+    seconds to build and verify, repaid only on scans of more than some 100 MB. ``fastokens_rule`` decides that
+    once the other backends are verified: called with the one that would count without fastokens, it returns
+    the reason to leave fastokens out (built and verified only when it returns None); the scan driver's rule
+    compares the scan's size with that backend's measured speed (:func:`freqlab.scan.driver.small_scan_rule`).
 
     The counter is picklable (see :mod:`freqlab.tokenize.counter`); ``load_tokenizer(counter.spec, ...)``
     re-creates it too.
@@ -55,8 +60,8 @@ def load_tokenizer(
     >>> counter.count(["The quick brown fox."]).tolist()
     [5]
     """
-    if skip_backends:
-        with skipping(skip_backends):
+    if skip_backends or fastokens_rule is not None:
+        with skipping(skip_backends or {}), rule_context(fastokens_rule):
             return load_tokenizer(spec, add_special_tokens=add_special_tokens, verify_texts=verify_texts,
                                   pattern=pattern, threads=threads)
     if spec is None:

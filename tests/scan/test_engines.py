@@ -92,15 +92,30 @@ def test_the_probe_accepts_a_listening_port():
         check_ray_address(f"127.0.0.1:{server.getsockname()[1]}")  # no error
 
 
-def test_a_small_corpus_skips_fastokens_and_a_large_or_unknown_one_does_not():
-    from freqlab.corpus.base import Corpus
-    from freqlab.scan.driver import SMALL_SCAN_BYTES, small_scan_skips
+def test_fastokens_break_even_is_its_start_up_over_the_time_it_saves_per_byte():
+    from freqlab.scan.driver import fastokens_break_even_bytes
+    from freqlab.scan.estimate import Family, ThroughputTable
 
-    def corpus(size):
-        return Corpus("c", [], False, estimated_bytes=size)
+    table = ThroughputTable(measured="-", machine="-", source="-", read_bytes_per_core_second=1e9,
+                            parallel_efficiency=1.0, worker_startup_core_seconds=2.0,
+                            families={"fastokens": Family(40e6, 4.0), "tiktoken": Family(4e6, 4.0),
+                                      "hf-tokenizers": Family(0.4e6, 4.0)})
+    # (B / 4) * (1/τ_n - 1/40e6) = 2 * 2.0 core-seconds
+    assert fastokens_break_even_bytes("tiktoken", table) == pytest.approx(16 / (1 / 4e6 - 1 / 40e6))  # 71.1 MB
+    assert fastokens_break_even_bytes("hf-tokenizers", table) == pytest.approx(16 / (1 / 0.4e6 - 1 / 40e6))
+    assert fastokens_break_even_bytes("sentencepiece", table) is None  # not measured: fastokens kept
 
-    assert set(small_scan_skips(corpus(SMALL_SCAN_BYTES - 1))) == {"fastokens"}
-    assert small_scan_skips(corpus(SMALL_SCAN_BYTES)) == {} and small_scan_skips(corpus(None)) == {}
+
+def test_the_small_scan_rule_leaves_fastokens_out_only_below_the_next_backends_break_even():
+    from freqlab.scan.driver import fastokens_break_even_bytes, small_scan_rule
+
+    limit = {b: fastokens_break_even_bytes(b) for b in ("tiktoken", "hf-tokenizers")}
+    assert 40 << 20 < limit["tiktoken"] < 70 << 20 and 2 << 20 < limit["hf-tokenizers"] < 8 << 20
+    rule = small_scan_rule(30 << 20)  # 30 MiB: tiktoken finishes first, Hugging Face does not
+    assert "30 MiB of text < 54 MiB: tiktoken is done before" in rule("tiktoken")
+    assert rule("hf-tokenizers") is None and rule("sentencepiece") is None
+    assert small_scan_rule(3 << 20)("hf-tokenizers").startswith("not used for a small scan (3 MiB of text < 4 MiB")
+    assert small_scan_rule(None) is None  # unknown size: fastokens is verified and kept
 
 
 def test_a_ray_scan_with_nothing_left_to_count_starts_no_ray_and_reports_nothing_ran(monkeypatch):
