@@ -88,6 +88,8 @@ class TokenCounter:
             or None when the fastest backend runs.
         threads: Hugging Face backend only: 1 (default) encodes text by text; ``n > 1`` uses its rayon pool.
             fastokens follows ``FASTOKENS_BPE_THREADS`` (see :func:`freqlab.tokenize.single_threaded`).
+        fastokens_note: how fastokens runs the pre-tokenizer (which preset and why, see
+            :mod:`freqlab.tokenize.presets`), or None.
     """
 
     def __init__(
@@ -105,6 +107,7 @@ class TokenCounter:
         fallback_reasons: Mapping[str, str] | None = None,
         threads: int = 1,
         fastokens_version: str | None = None,
+        fastokens_note: str | None = None,
         _engines: Engines | None = None,
     ) -> None:
         unknown = set(sources) - set(FASTEST_FIRST)
@@ -125,6 +128,7 @@ class TokenCounter:
         self.routed: tuple[str, ...] = tuple(routed)
         self.fallback_reasons: dict[str, str] = dict(fallback_reasons or {})
         self.fastokens_version = fastokens_version
+        self.fastokens_note = fastokens_note
         self._engines = _engines if _engines is not None else Engines(self._sources, self.routed)
         self._fingerprint: str | None = None
 
@@ -282,6 +286,7 @@ class TokenCounter:
             "fallback_reasons": self.fallback_reasons,
             "threads": self.threads,
             "fastokens_version": self.fastokens_version,
+            "fastokens_note": self.fastokens_note,
         }
 
     def __reduce__(self):
