@@ -341,6 +341,30 @@ def literal_search_regex(words: Iterable[str]) -> re.Pattern[str]:
     return re.compile(emit(trie) if trie else "(?!)")
 
 
+class LiteralFinder:
+    """Finds any of ``words`` in a text: one :func:`literal_search_regex` per first character.
+
+    Python's ``re`` skips ahead to a pattern's literal prefix (a fast substring search) but tries an alternation
+    of several first characters at every position: on code, adding ``'ſ`` to Llama 3's 256 ``<|...|>`` added
+    tokens made one search of the trie ~4x slower than the counting itself. Grouped by first character, each
+    search has a literal prefix.
+
+    >>> bool(LiteralFinder(["<s>", "</s>", "'\u017f"]).search("it's </s>"))
+    True
+    """
+
+    def __init__(self, words: Iterable[str]) -> None:
+        groups: dict[str, list[str]] = {}
+        for word in words:
+            if word:
+                groups.setdefault(word[0], []).append(word)
+        self._searches = [literal_search_regex(group).search for _, group in sorted(groups.items())]
+
+    def search(self, text: str) -> bool:
+        """True when ``text`` contains one of the words."""
+        return any(search(text) for search in self._searches)
+
+
 class Engines:
     """The built (expensive) backend engines behind a counter, each built on first use in this process.
 
@@ -352,7 +376,7 @@ class Engines:
         self._sources = dict(sources)
         self._built: dict[str, Any] = dict(built or {})
         self._lock = threading.Lock()
-        self.routed = literal_search_regex(routed) if any(routed) else None
+        self.routed = LiteralFinder(routed) if any(routed) else None
         # One search over the texts joined by "\x00" finds whether any text holds a routed string, unless a
         # routed string contains "\x00" itself (then a match could span two texts).
         self.joinable = not any("\x00" in word for word in routed)
