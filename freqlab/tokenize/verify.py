@@ -49,6 +49,11 @@ def skipping(backends: Mapping[str, str]) -> Iterator[None]:
 
 
 # a rule for loads inside `fastokens_rule(...)`: the next backend's name -> why fastokens is left out, or None
+def skipped_backends() -> dict[str, str]:
+    """The backends left out by the enclosing :func:`skipping` block (name -> reason)."""
+    return dict(_SKIPPED.get() or {})
+
+
 _FASTOKENS_RULE: contextvars.ContextVar[Callable[[str], str | None] | None] = contextvars.ContextVar(
     "freqlab_fastokens_rule", default=None
 )
@@ -64,6 +69,21 @@ def fastokens_rule(rule: Callable[[str], str | None] | None) -> Iterator[None]:
         yield
     finally:
         _FASTOKENS_RULE.reset(token)
+
+
+# where verified() reports what it built and decided (the on-disk cache of freqlab.tokenize.cache reads it)
+_CAPTURE: contextvars.ContextVar[dict | None] = contextvars.ContextVar("freqlab_capture", default=None)
+
+
+@contextlib.contextmanager
+def capturing(seen: dict) -> Iterator[None]:
+    """Loads in this block record in ``seen`` the last verification: ``state`` (the candidate counter's
+    state, before verification), ``refusals``, ``salad`` (tokens) and ``verdicts`` (backend -> None or why)."""
+    token = _CAPTURE.set(seen)
+    try:
+        yield
+    finally:
+        _CAPTURE.reset(token)
 
 
 _VERIFIED_LOCK = threading.Lock()
@@ -103,20 +123,33 @@ def verified(
     refusals: Mapping[str, str],
     verify_texts: Sequence[str] | None,
     salad_tokens: Iterable[bytes] = (),
+    verdicts: Mapping[str, str | None] | None = None,
 ) -> TokenCounter:
     """``candidate`` restricted to the backends that count every verification text like its reference.
 
     fastokens is compared last: under a :func:`fastokens_rule` the other backends are verified first, and
-    fastokens is neither built nor verified when the rule leaves it out for the fastest of them.
+    fastokens is neither built nor verified when the rule leaves it out for the fastest of them. ``verdicts``:
+    outcomes already known (the on-disk cache's), not compared again; the texts are made only when one is missing.
     """
+    salad_tokens = list(salad_tokens)
+    seen = _CAPTURE.get()
+    if seen is not None:
+        seen.update(state=candidate._state(), refusals=dict(refusals), salad=salad_tokens, verdicts={})
     if len(candidate.backends) == 1:  # the reference alone: nothing to compare
         return candidate.with_backends(candidate.backends, dict(refusals))
-    texts = verification_texts(candidate, verify_texts, salad_tokens)
-    key = (candidate.fingerprint, hashlib.sha256("\x00".join(texts).encode("utf-8", "surrogatepass")).hexdigest())
+    known = dict(verdicts or {})
+    if all(b in known for b in candidate.backends[:-1]):
+        texts, key = [], (candidate.fingerprint, "known")
+    else:
+        texts = verification_texts(candidate, verify_texts, salad_tokens)
+        key = (candidate.fingerprint, hashlib.sha256("\x00".join(texts).encode("utf-8", "surrogatepass")).hexdigest())
     with _VERIFIED_LOCK:
         remembered = _VERIFIED.get(key)
     verdicts, holder = (dict(remembered[0]), remembered[1]) if remembered is not None else ({}, candidate)
-    comparison = _Comparison(holder, texts, verdicts)
+    verdicts.update(known)
+    if seen is not None:
+        seen["verdicts"] = verdicts
+    comparison = _Comparison(holder, texts, verdicts, lambda: verification_texts(candidate, verify_texts, salad_tokens))
     faster = candidate.backends[:-1]
     others = [b for b in faster if b != BACKEND_FASTOKENS]
     comparison.run(others)
@@ -154,12 +187,15 @@ class _Comparison:
     """Each faster backend's counts of ``texts`` against the reference's, filling ``verdicts`` (backend -> None
     when they agree, else why not); the reference counts once, on first need."""
 
-    def __init__(self, candidate: TokenCounter, texts: list[str], verdicts: dict[str, str | None]) -> None:
-        self.candidate, self.texts, self.verdicts = candidate, texts, verdicts
+    def __init__(self, candidate: TokenCounter, texts: list[str], verdicts: dict[str, str | None],
+                 make_texts: Callable[[], list[str]]) -> None:
+        self.candidate, self.texts, self.verdicts, self._make_texts = candidate, texts, verdicts, make_texts
         self._expected = None
 
     def expected(self):
         if self._expected is None:
+            if not self.texts:
+                self.texts = self._make_texts()
             reference = self.candidate.reference
             try:
                 self._expected = self.candidate.counts_by(reference, self.texts)
