@@ -163,7 +163,7 @@ def _multilingual(stdlib: Path) -> list[str]:
 
 
 def prepare_kind(folder: Path, kind: str, chars: float, files: int, prose: list[str]) -> dict:
-    """One kind's documents written once (no copy repeated) as ``files`` .jsonl.zst files."""
+    """One kind's documents written once (no copy repeated) as ``files`` .jsonl.zst files (``{kind}-{k}``)."""
     import zstandard
 
     texts, origin = kind_texts(kind, chars, prose)
@@ -171,7 +171,7 @@ def prepare_kind(folder: Path, kind: str, chars: float, files: int, prose: list[
     for part in range(files):
         chunk = texts[part::files]
         data = "".join(json.dumps({"text": t}) + "\n" for t in chunk).encode()
-        (folder / f"part-{part}.jsonl.zst").write_bytes(zstandard.ZstdCompressor(level=3).compress(data))
+        (folder / f"{kind}-{part}.jsonl.zst").write_bytes(zstandard.ZstdCompressor(level=3).compress(data))
     return {"kind": kind, "origin": origin, "copies": 1, "documents": len(texts),
             "characters": sum(map(len, texts)), "files": files}
 

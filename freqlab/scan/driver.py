@@ -186,7 +186,9 @@ def run_scan(settings: ScanSettings, run: RunOptions | None = None, report: Repo
         if starting is not None:
             starting.join()  # before the pool starts (both touch the __main__ module)
         record = RunRecord(resumed_shards=len(done), shards=len(shards))
-        runner = engine.run(tasks(), CountJob(counter), bar)
+        # a pool with fewer shards than cores (a few large compressed files) gives each worker the idle cores
+        threads = max(1, (run.workers or default_workers()) // engine.workers) if run.engine == "local" else 1
+        runner = engine.run(tasks(), CountJob(counter, threads), bar)
         try:
             for index, part in runner:
                 record.add(part)

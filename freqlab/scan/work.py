@@ -329,17 +329,19 @@ class CountJob:
     """What every worker runs on each shard: :func:`count_shard` with this counter (None for a corpus of
     tokenized data). Picklable: an engine ships it once per worker and calls :meth:`setup` there first."""
 
-    def __init__(self, counter) -> None:
+    def __init__(self, counter, threads: int = 1) -> None:
         self.counter = counter
+        self.threads = threads
 
     def setup(self) -> None:
-        """Prepare this worker process: one task per core already, so tokenizers use one thread each (no
-        oversubscription; must happen before a tokenizer's first count)."""
+        """Prepare this worker process: one task per core already, so tokenizers use ``threads`` threads each (1
+        unless the pool has fewer workers than cores: no oversubscription; must happen before a tokenizer's first
+        count)."""
         from tqdm.std import TqdmDefaultWriteLock
 
         from freqlab.tokenize import single_threaded
 
-        single_threaded()
+        single_threaded(self.threads)
         # tqdm (which datasets uses while streaming) would make its lock a multiprocessing semaphore: a worker
         # stopped at the end of a failed scan leaves it behind and the resource tracker warns about it
         TqdmDefaultWriteLock.mp_lock = None

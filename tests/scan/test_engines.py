@@ -126,3 +126,42 @@ def test_a_ray_scan_with_nothing_left_to_count_starts_no_ray_and_reports_nothing
     assert list(engine.run(iter([]), job=None)) == []  # every shard came from a checkpoint
     run = engine.describe()
     assert (run["workers"], run["nodes"], run["retries"], run["cluster_cpus"]) == (0, [], 0, None)
+
+
+def test_a_compressed_file_is_one_shard_decompressed_once_and_counts_like_its_plain_parts(tmp_path, monkeypatch):
+    """A compressed stream is never cut (each part would decompress the prefix it skips); the same lines as a
+    plain file cut into many ranges give the identical histogram on any worker count."""
+    import json
+
+    import zstandard
+
+    from freqlab.corpus import open_corpus, ranges
+    from freqlab.scan import scan
+
+    monkeypatch.setattr(ranges, "MIN_RANGE_BYTES", 4096)  # small parts: the plain file is cut
+    lines = "".join(json.dumps({"text": "word " * (k % 97) + str(k)}) + "\n" for k in range(4000)).encode()
+    (tmp_path / "plain").mkdir()
+    (tmp_path / "plain" / "a.jsonl").write_bytes(lines)
+    (tmp_path / "zst").mkdir()
+    (tmp_path / "zst" / "a.jsonl.zst").write_bytes(zstandard.ZstdCompressor().compress(lines))
+    assert len(open_corpus(str(tmp_path / "plain")).shards) > 4
+    assert [s.id for s in open_corpus(str(tmp_path / "zst")).shards] == ["a.jsonl.zst"]
+    results = [scan(str(tmp_path / folder), workers=workers, progress=False)
+               for folder in ("plain", "zst") for workers in (1, 2)]
+    first = results[0].histogram
+    assert first.documents == 4000
+    for result in results[1:]:
+        assert result.histogram.lengths.tolist() == first.lengths.tolist()
+        assert result.histogram.counts.tolist() == first.counts.tolist()
+
+
+def test_a_pool_with_fewer_shards_than_cores_gives_its_workers_the_idle_cores(monkeypatch):
+    import os
+
+    from freqlab.scan.work import CountJob
+
+    for name in ("FASTOKENS_BPE_THREADS", "RAYON_NUM_THREADS"):
+        monkeypatch.setenv(name, "-")  # recorded: restored (or removed) after the test
+        monkeypatch.delenv(name)
+    CountJob(None, threads=3).setup()
+    assert os.environ["FASTOKENS_BPE_THREADS"] == os.environ["RAYON_NUM_THREADS"] == "3"
