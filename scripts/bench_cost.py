@@ -2,9 +2,10 @@
 """Measure the throughput table of the cost model (``freqlab/data/throughput.json``, read by
 ``freqlab scan --estimate``, see :mod:`freqlab.scan.estimate`). Not a test.
 
-On bench_scan's corpus (the ``.jsonl.zst`` corpora of ``/work/shared/corpora`` repeated to ``--chars``
-characters), in this process, warm (tokenizer loaded and a first scan run), in CPU seconds (robust to other jobs on the
-machine), best of ``--repeats``:
+On bench_scan's varied text (``--kinds``: prose from ``../shared/corpora`` or ``--prose``, code, docs, mail,
+multilingual; each kind written once, never repeated, about ``--chars`` characters in all), in this process, warm
+(tokenizer loaded and a first scan run), in CPU seconds (robust to other jobs on the machine), best of
+``--repeats``:
 
 - per tokenizer family (a counter's ``backend``): tokens per core-second of ``scan()`` with one worker (in
   this process: one core, end to end) and UTF-8 text bytes per token. Measured: the built-in Tekken
@@ -19,6 +20,7 @@ Writes the table (``--table``) and a Markdown summary next to this script. Re-ru
 changes (e.g. a new fast tier), then update the README's cost table (``freqlab scan --estimate``).
 
     python scripts/bench_cost.py --chars 20e6
+    python scripts/bench_cost.py --short        # a smoke run: 2M characters, one repeat
 """
 
 from __future__ import annotations
@@ -36,7 +38,7 @@ import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).parent))
-from bench_scan import SHARED, prepare_corpus, read_texts, write_tokenizer_json
+from bench_scan import SHARED, prepare_kind, read_texts, write_tokenizer_json
 
 TABLE = Path(__file__).resolve().parent.parent / "freqlab" / "data" / "throughput.json"
 
@@ -127,13 +129,17 @@ def slimpajama_table(path: Path, tokens: int = 627 * 10**9, node_cores: int = 32
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--chars", type=float, default=20e6, help="Approximate corpus size in characters.")
-    parser.add_argument("--corpus", default=SHARED, help="Glob of source .jsonl.zst files (else built-in corpus).")
+    parser.add_argument("--prose", default=SHARED, help="Glob of the prose .jsonl.zst files (field 'text').")
+    parser.add_argument("--kinds", default="prose,code,docs,mail,multilingual", help="Kinds of text (bench_scan).")
+    parser.add_argument("--short", action="store_true", help="A smoke run: 2M characters, one repeat.")
     parser.add_argument("--tokenizer", action="append", default=[], help="Another tokenizer to measure.")
     parser.add_argument("--repeats", type=int, default=2)
     parser.add_argument("--workers", type=int, default=os.cpu_count())
     parser.add_argument("--table", default=str(TABLE))
     parser.add_argument("--out", default=str(Path(__file__).with_name("bench_cost.md")))
     args = parser.parse_args()
+    if args.short:
+        args.chars, args.repeats = min(args.chars, 2e6), 1
 
     with tempfile.TemporaryDirectory(prefix="freqlab-cost-") as work:
         measure(args, Path(work))
@@ -143,7 +149,11 @@ def measure(args, work: Path) -> None:
     """Build the corpus in ``work``, measure, write the table and the Markdown summary."""
     load = os.getloadavg()[0]  # the machine may be shared: the table records how busy it was
     folder = work / "corpus"
-    info = prepare_corpus(folder, sorted(glob.glob(args.corpus)), args.chars, files_per_copy=4)
+    kinds = args.kinds.split(",")
+    parts = [prepare_kind(folder, kind, args.chars / len(kinds), 4, sorted(glob.glob(args.prose))) for kind in kinds]
+    info = {"origin": ", ".join(f"{p['kind']} ({p['characters'] / 1e6:.1f}M chars)" for p in parts), "copies": 1,
+            "documents": sum(p["documents"] for p in parts), "characters": sum(p["characters"] for p in parts),
+            "files": 4 * len(kinds)}
     text_bytes = sum(len(text.encode("utf-8")) for text in read_texts(sorted(map(str, folder.glob("*.zst")))))
     from freqlab.tokenize import load_tokenizer
 

@@ -1,11 +1,25 @@
 #!/usr/bin/env python
-"""Benchmark ``freqlab scan`` against datatrove, a plain ``datasets`` + ``tokenizers`` loop and the bare encode and
-read loops (not a test).
+"""Benchmark ``freqlab scan`` on varied, never repeated text of several kinds against datatrove, a plain
+``datasets`` + ``tokenizers`` loop and the bare encode and read loops (not a test).
 
-The same ``.jsonl.zst`` files are scanned with the same tokenizer (``--tokenizer``: the built-in Tekken by default,
-or a ``tokenizer.json``) several ways, each in a fresh process so peak memory is its own:
+Kinds (``--kinds``), each real text written once to its own ``.jsonl.zst`` files (up to ``--chars`` characters a
+kind; never repeated, so no piece cache warms on a second copy):
 
-- ``freqlab``: ``freqlab.scan.scan`` on all cores (local engine), cold (the whole process) and warm (a second scan);
+- ``prose``: the shared corpora (``--prose``, default ``../shared/corpora/*.jsonl.zst`` next to the checkout);
+- ``code``: the standard library's ``.py`` sources, a file per document;
+- ``docs``: installed packages' documentation: ``METADATA`` long descriptions, ``.md``/``.rst`` files, module and
+  function docstrings;
+- ``mail``: the standard library's e-mail test messages (small: all there is);
+- ``multilingual``: installed translation catalogs (gettext ``.mo`` files: ISO names in ~100 languages) and the
+  standard library's CJK test texts;
+- ``tiny``: one-line documents (stdlib source lines): the per-document cost.
+
+The same files are scanned with the same tokenizer (``--tokenizer``: the built-in Tekken by default, or a
+``tokenizer.json``) several ways, each in a fresh process so peak memory is its own:
+
+- ``freqlab``: ``freqlab.scan.scan`` on all cores (local engine), cold (the whole process, the tokenizer cache in a
+  fresh folder: the first run loads and verifies, later runs hit the cache) and warm (a second scan, the steady
+  state); start-up = cold - warm;
 - ``freqlab-1core``: a warm ``scan(workers=1)`` (in this process: one core, end to end);
 - ``datatrove``: ``JsonlReader -> TokensCounter -> LengthCounter`` with ``LocalPipelineExecutor`` on all
   cores, with the ``tokenizer.json`` (for Tekken: an equivalent built from Tekken's own ranks);
@@ -15,13 +29,13 @@ or a ``tokenizer.json``) several ways, each in a fresh process so peak memory is
   threads, Tekken only; ``Tokenizer.encode_batch``);
 - ``bare-read``: decompress and parse the files (orjson), one core: the floor of any scan.
 
-All histograms must be identical. Input: ``/work/shared/corpora/*.jsonl.zst`` (or ``--corpus``) repeated to
-about ``--chars`` characters in ``--files`` files (default: 4 per copy), else the built-in corpus. Writes a
-Markdown table (``--out``).
+All histograms must be identical. Writes a Markdown table per kind (``--out``, default ``bench_scan.md`` next to
+this script).
 
-    python scripts/bench_scan.py --chars 100e6 --out scripts/bench_scan.md
-    python scripts/bench_scan.py --chars 1e9 --methods freqlab,datatrove,bare-fast --out scripts/bench_scan_1g.md
-    python scripts/bench_scan.py --chars 90e6 --files 3 --methods freqlab,freqlab-1core,bare-read  # few large files
+    python scripts/bench_scan.py                          # every kind, up to 20M characters each
+    python scripts/bench_scan.py --short                  # a smoke run: 2M characters a kind, one repeat
+    python scripts/bench_scan.py --kinds prose --chars 1e9 --prose '/data/*.jsonl.zst' --methods freqlab,datatrove
+    python scripts/bench_scan.py --tokenizer llama3.json --kinds prose,code
 """
 
 from __future__ import annotations
@@ -38,8 +52,10 @@ import time
 from collections import Counter
 from pathlib import Path
 
-SHARED = "/work/shared/corpora/*.jsonl.zst"
+ROOT = Path(__file__).resolve().parent.parent
+SHARED = str(ROOT.parent / "shared" / "corpora" / "*.jsonl.zst")  # the shared corpora, beside the checkout
 BATCH = 1000
+KINDS = ("prose", "code", "docs", "mail", "multilingual", "tiny")
 
 
 # --- inputs ------------------------------------------------------------------------------------------------
@@ -55,52 +71,109 @@ def read_texts(files: list[str]) -> list[str]:
     return texts
 
 
-def prepare_corpus(
-    folder: Path, sources: list[str], chars: float, files_per_copy: int, files: int | None = None
-) -> dict:
-    """Repeat the source documents until about ``chars`` characters, as ``files_per_copy`` .jsonl.zst files per
-    copy, or (``files``) as that many large files in all."""
-    import zstandard
+def kind_texts(kind: str, chars: float, prose: list[str]) -> tuple[list[str], str]:
+    """Documents of one kind (see the module docstring), in a fixed order, up to about ``chars`` characters."""
+    import sysconfig
 
-    if files is not None:
-        return _few_files(folder, sources, chars, files)
-
-    if sources:
-        texts, origin = read_texts(sources), ", ".join(os.path.basename(s) for s in sources)
+    stdlib = Path(sysconfig.get_paths()["stdlib"])
+    if kind == "prose":
+        texts, origin = read_texts(prose), ", ".join(os.path.basename(p) for p in prose) or "(no --prose files)"
+    elif kind == "code":
+        texts = [_read(p) for p in sorted(stdlib.rglob("*.py")) if "site-packages" not in p.parts]
+        origin = "standard library .py files"
+    elif kind == "docs":
+        texts, origin = _package_docs(chars), "installed packages' METADATA, .md/.rst files and docstrings"
+    elif kind == "mail":
+        folder = stdlib / "test" / "test_email" / "data"
+        texts, origin = [_read(p) for p in sorted(folder.glob("msg_*.txt"))], "stdlib test_email messages"
+    elif kind == "multilingual":
+        texts, origin = _multilingual(stdlib), "gettext catalogs of installed packages, stdlib CJK texts"
+    elif kind == "tiny":
+        lines = (line.strip() for p in sorted(stdlib.rglob("*.py")) for line in _read(p).splitlines())
+        texts, origin = [line for line in lines if line], "stdlib source lines, one per document"
     else:
-        from freqlab.corpus import builtin_corpus
-
-        texts = [d.text for d in builtin_corpus().documents() if d.text]
-        origin = "built-in corpus (Python stdlib)"
-    size = sum(map(len, texts))
-    copies = max(1, round(chars / size))
-    folder.mkdir(parents=True, exist_ok=True)
-    n = 0
-    for copy in range(copies):
-        for part in range(files_per_copy):
-            chunk = texts[part::files_per_copy]
-            data = "".join(json.dumps({"text": t}) + "\n" for t in chunk).encode()
-            (folder / f"part-{copy:03d}-{part}.jsonl.zst").write_bytes(zstandard.ZstdCompressor(level=3).compress(data))
-            n += len(chunk)
-    return {"origin": origin, "copies": copies, "documents": n, "characters": size * copies,
-            "files": copies * files_per_copy}
+        raise SystemExit(f"unknown kind {kind!r}; kinds: {', '.join(KINDS)}")
+    kept, size = [], 0
+    for text in texts:
+        if text and size < chars:
+            kept.append(text)
+            size += len(text)
+    return kept, origin
 
 
-def _few_files(folder: Path, sources: list[str], chars: float, files: int) -> dict:
+def _read(path: Path) -> str:
+    try:
+        return path.read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError):
+        return ""
+
+
+def _package_docs(chars: float) -> list[str]:
+    import ast
+    import importlib.metadata
+    import site
+
+    texts: list[str] = []
+    size = 0
+    for dist in sorted(importlib.metadata.distributions(), key=lambda d: d.metadata["Name"] or ""):
+        body = dist.metadata.get_payload() if hasattr(dist.metadata, "get_payload") else ""
+        if body and body.strip():
+            texts.append(body)
+            size += len(body)
+    roots = [Path(p) for p in site.getsitepackages()]
+    for root in roots:
+        for pattern in ("*.md", "*.rst"):
+            for path in sorted(root.rglob(pattern)):
+                texts.append(_read(path))
+                size += len(texts[-1])
+    for root in roots:
+        for path in sorted(root.rglob("*.py")):
+            if size >= chars:
+                return texts
+            try:
+                tree = ast.parse(_read(path))
+            except (SyntaxError, ValueError):
+                continue
+            nodes = [tree, *(n for n in ast.walk(tree) if isinstance(n, (ast.FunctionDef, ast.ClassDef)))]
+            docs = [d for d in (ast.get_docstring(n) for n in nodes) if d]
+            if docs:
+                texts.append("\n\n".join(docs))
+                size += len(texts[-1])
+    return texts
+
+
+def _multilingual(stdlib: Path) -> list[str]:
+    import gettext
+    import site
+
+    texts = []
+    for root in site.getsitepackages():
+        for path in sorted(Path(root).rglob("*.mo")):
+            try:
+                with open(path, "rb") as handle:
+                    catalog = gettext.GNUTranslations(handle)
+            except Exception:  # a damaged or foreign catalog: skipped
+                continue
+            strings = [v for k, v in catalog._catalog.items() if k and isinstance(v, str)]  # type: ignore[attr-defined]
+            if strings:
+                texts.append("\n".join(strings))
+    for path in sorted((stdlib / "test" / "cjkencodings").glob("*-utf8.txt")):
+        texts.append(_read(path))
+    return texts
+
+
+def prepare_kind(folder: Path, kind: str, chars: float, files: int, prose: list[str]) -> dict:
+    """One kind's documents written once (no copy repeated) as ``files`` .jsonl.zst files (``{kind}-{k}``)."""
     import zstandard
 
-    texts = read_texts(sources)
-    size = sum(map(len, texts))
-    copies = max(1, round(chars / size))
-    everything = texts * copies
+    texts, origin = kind_texts(kind, chars, prose)
     folder.mkdir(parents=True, exist_ok=True)
-    per_file = -(-len(everything) // files)
-    for k in range(files):
-        chunk = everything[k * per_file : (k + 1) * per_file]
+    for part in range(files):
+        chunk = texts[part::files]
         data = "".join(json.dumps({"text": t}) + "\n" for t in chunk).encode()
-        (folder / f"big-{k}.jsonl.zst").write_bytes(zstandard.ZstdCompressor(level=3).compress(data))
-    return {"origin": ", ".join(os.path.basename(s) for s in sources), "copies": copies,
-            "documents": len(everything), "characters": size * copies, "files": files}
+        (folder / f"{kind}-{part}.jsonl.zst").write_bytes(zstandard.ZstdCompressor(level=3).compress(data))
+    return {"kind": kind, "origin": origin, "copies": 1, "documents": len(texts),
+            "characters": sum(map(len, texts)), "files": files}
 
 
 def tekken_ranks() -> tuple[dict[bytes, int], str]:
@@ -127,16 +200,19 @@ def method_freqlab(folder: str, workers: int, tokenizer_json: str, spec: str | N
     def once():
         return scan(folder, tokenizer=spec, workers=workers, progress=False, L=[2048], regimes=["natural"])
 
-    result = once()  # cold: tokenizer load + fast-path verification, worker start-up
     start = time.perf_counter()
-    again = once()  # warm: a second scan in the same process, as in a notebook
+    result = once()  # cold: tokenizer load (or the cache's entry) + fast-path verification, worker start-up
+    cold = time.perf_counter() - start
+    start = time.perf_counter()
+    again = once()  # warm: a second scan in the same process, as in a notebook: the steady state
     warm = time.perf_counter() - start
     h = result.histogram
     assert again.histogram.counts.tolist() == h.counts.tolist()
     return Counter(dict(zip(h.lengths.tolist(), h.counts.tolist(), strict=True))), {
         "backend": result.summary["tokenizer"]["backend"],
-        "cold_scan_seconds": result.summary["scan"]["wall_seconds"],
+        "cold_scan_seconds": cold,
         "warm_seconds": warm,
+        "startup_seconds": max(cold - warm, 0.0),
     }
 
 
@@ -179,6 +255,7 @@ def method_bare_fast(folder: str, workers: int, tokenizer_json: str, spec: str |
 
     counter = load_tokenizer(spec)
     texts = _preloaded(folder)
+    counter.counts_by(counter.backend, texts[:1])  # builds the engine: start-up, not encoding
     start = time.perf_counter()
     counts = counter.counts_by(counter.backend, texts)
     return Counter(counts.tolist()), {"timed_seconds": time.perf_counter() - start, "backend": counter.backend}
@@ -268,6 +345,7 @@ METHODS = {
 
 def run_child(args) -> None:
     os.environ.setdefault("RAYON_NUM_THREADS", str(args.workers))
+    os.environ["FREQLAB_CACHE_DIR"] = str(Path(args.result).parent / "tokenizer-cache")  # cold on the first run
     start = time.perf_counter()
     hist, extra = METHODS[args.method](args.folder, args.workers, args.tokenizer_json, args.tokenizer)
     seconds = time.perf_counter() - start
@@ -324,7 +402,12 @@ def best_of(repeats: int, *args) -> dict:
     """The fastest of a few runs (the machine may be shared: the minimum is the least disturbed)."""
     runs = [measure(*args) for _ in range(repeats)]
     ok = [r for r in runs if "error" not in r]
-    return min(ok, key=lambda r: r.get("timed_seconds") or r["wall"] - r.get("warm_seconds", 0)) if ok else runs[0]
+    if not ok:
+        return runs[0]
+    best = min(ok, key=lambda r: r.get("timed_seconds") or r["wall"] - r.get("warm_seconds", 0))
+    if "startup_seconds" in ok[0]:
+        best["startup_first"] = ok[0]["startup_seconds"]  # the first run: tokenizer cache cold
+    return best
 
 
 def table(rows: list[dict], info: dict, workers: int, tokenizer: str) -> str:
@@ -333,6 +416,8 @@ def table(rows: list[dict], info: dict, workers: int, tokenizer: str) -> str:
     freqlab = next((r for r in counted if r["method"] == "freqlab"), counted[0])
     reference, tokens = freqlab["histogram"], freqlab["tokens"]
     lines = [
+        f"### {info.get('kind', 'corpus')}",
+        "",
         f"Input: {info['origin']} x{info['copies']} = {info['documents']:,} documents, "
         f"{info['characters'] / 1e6:,.0f}M characters in {info['files']} .jsonl.zst files; tokenizer {tokenizer} "
         f"(freqlab backend: {freqlab.get('backend')}); {workers} workers on {os.cpu_count()} cores; "
@@ -349,7 +434,10 @@ def table(rows: list[dict], info: dict, workers: int, tokenizer: str) -> str:
         if r["method"] == "freqlab":
             first = r["wall"] - r["warm_seconds"]  # the process ran a second (warm) scan after the first
             entries.append((r, "freqlab (cold)", "whole process: start-up, tokenizer load, read, count", first))
-            entries.append((r, "freqlab (warm)", "a second scan() in the same process", r["warm_seconds"]))
+            entries.append((r, "freqlab (warm)", "a second scan() in the same process: steady state",
+                            r["warm_seconds"]))
+            startup = (f"start-up (first scan - second): {r['startup_seconds']:.1f} s with the tokenizer cache warm, "
+                       f"{r.get('startup_first', r['startup_seconds']):.1f} s on the first run (cache cold)")
         elif r["method"] == "freqlab-1core":
             entries.append((r, r["method"], "a warm scan(workers=1): one core, end to end", r["timed_seconds"]))
         elif r["method"] == "bare-read":
@@ -358,7 +446,8 @@ def table(rows: list[dict], info: dict, workers: int, tokenizer: str) -> str:
             entries.append((r, r["method"], "encode call only, texts preloaded", r["timed_seconds"]))
         else:
             entries.append((r, r["method"], "whole process", r["wall"]))
-    cold = tokens / entries[0][3] if entries[0][0] is freqlab else None
+    startup = locals().get("startup")
+    cold = tokens / entries[0][3] if entries and entries[0][0] is freqlab else None
     seconds_of = {label: seconds for _, label, _, seconds in entries}
     for r, label, timed, seconds in entries:
         rate = (r["tokens"] or tokens) / seconds  # bare-read counts no tokens: the corpus's, per second read
@@ -374,6 +463,14 @@ def table(rows: list[dict], info: dict, workers: int, tokenizer: str) -> str:
     lines += ["", "'freqlab (cold) ÷ this': freqlab's end-to-end tokens/s over the row's. The fast rows are the best",
               "of a few runs; 'load avg': 1-minute load average when the run started (the machine is shared).",
               "Peak RSS sums the process tree (workers included)."]
+    if startup:
+        lines += ["", startup + "."]
+    if "freqlab-1core" in seconds_of and "bare-fast" in seconds_of:
+        per_core = seconds_of["bare-fast"] * workers  # bare-fast runs on every core's thread
+        one_core = seconds_of["freqlab-1core"]
+        lines += ["", f"Steady state per core: a warm one-core scan takes {one_core:.1f} s where the "
+                  f"bare encode loop takes {per_core:.1f} core-seconds ({per_core / one_core:.0%} "
+                  "of its speed; a scan's pool of workers adds its start-up, above)."]
     if "freqlab-1core" in seconds_of and "bare-read" in seconds_of:
         share = seconds_of["bare-read"] / seconds_of["freqlab-1core"]
         lines += ["", f"On one core, reading and parsing alone (bare-read) is {share:.0%} of a whole scan "
@@ -388,12 +485,14 @@ def _difference(a: Counter, b: Counter) -> str:
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--chars", type=float, default=100e6, help="Approximate corpus size in characters.")
-    parser.add_argument("--corpus", default=SHARED, help="Glob of source .jsonl.zst files (else built-in corpus).")
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[1])
+    parser.add_argument("--kinds", default=",".join(KINDS), help=f"Kinds of text, among {', '.join(KINDS)}.")
+    parser.add_argument("--chars", type=float, default=20e6, help="At most this many characters per kind.")
+    parser.add_argument("--prose", default=SHARED, help="Glob of the prose .jsonl.zst files (field 'text').")
+    parser.add_argument("--short", action="store_true",
+                        help="A smoke run: 2M characters a kind, one run of each method.")
     parser.add_argument("--workers", type=int, default=os.cpu_count())
-    parser.add_argument("--files-per-copy", type=int, default=4)
-    parser.add_argument("--files", type=int, default=None, help="Write the corpus as this many large files.")
+    parser.add_argument("--files", type=int, default=4, help="Files per kind.")
     parser.add_argument("--tokenizer", default=None, help="Tokenizer spec (default: the built-in Tekken).")
     parser.add_argument("--repeats", type=int, default=3, help="Runs of the fast methods (the best is kept).")
     parser.add_argument("--methods", default=",".join(METHODS))
@@ -409,30 +508,51 @@ def main() -> None:
         args.method = args.child
         run_child(args)
         return
+    if args.short:
+        args.chars, args.repeats = min(args.chars, 2e6), 1
     work = Path(args.work or tempfile.mkdtemp(prefix="freqlab-bench-"))
-    folder = work / "corpus"
-    if not folder.is_dir():
-        info = prepare_corpus(folder, sorted(glob.glob(args.corpus)), args.chars, args.files_per_copy, args.files)
-        (work / "corpus.json").write_text(json.dumps(info))
-    info = json.loads((work / "corpus.json").read_text())
+    work.mkdir(parents=True, exist_ok=True)
     if args.tokenizer and args.tokenizer.endswith(".json"):
         tokenizer_json = Path(args.tokenizer)  # the same file for every method
     else:
         tokenizer_json = work / "tekken.tokenizer.json"
         if not tokenizer_json.is_file():
             write_tokenizer_json(tokenizer_json)
-    rows = []
-    for method in args.methods.split(","):
-        print(f"running {method} ...", file=sys.stderr, flush=True)
-        repeats = args.repeats if method in FAST else 1
-        rows.append(best_of(repeats, method, folder, args.workers, tokenizer_json, work, args.tokenizer))
-        if "error" not in rows[-1]:
-            print(f"  {rows[-1]['wall']:.1f} s, {rows[-1]['tokens']} tokens", file=sys.stderr, flush=True)
-        else:
-            print(f"  failed: {rows[-1]['error']}", file=sys.stderr, flush=True)
-    text = table(rows, info, args.workers, args.tokenizer or "Tekken (built-in)")
-    Path(args.out).write_text("# freqlab scan benchmark\n\n" + text + "\n")
-    print(text)
+    prose = sorted(glob.glob(args.prose))
+    sections = []
+    for kind in args.kinds.split(","):
+        folder = work / kind
+        if not (work / f"{kind}.json").is_file():
+            info = prepare_kind(folder, kind, args.chars, args.files, prose)
+            (work / f"{kind}.json").write_text(json.dumps(info))
+        info = json.loads((work / f"{kind}.json").read_text())
+        if not info["documents"]:
+            sections.append(f"### {kind}\n\nNo text found ({info['origin']}).")
+            continue
+        rows = []
+        for method in args.methods.split(","):
+            print(f"{kind}: running {method} ...", file=sys.stderr, flush=True)
+            repeats = args.repeats if method in FAST else 1
+            runs = work / f"{kind}-runs"  # results and the tokenizer cache, outside the corpus folder
+            runs.mkdir(exist_ok=True)
+            rows.append(best_of(repeats, method, folder, args.workers, tokenizer_json, runs, args.tokenizer))
+            if "error" not in rows[-1]:
+                print(f"  {rows[-1]['wall']:.1f} s, {rows[-1]['tokens']} tokens", file=sys.stderr, flush=True)
+            else:
+                print(f"  failed: {rows[-1]['error']}", file=sys.stderr, flush=True)
+        sections.append(table(rows, info, args.workers, args.tokenizer or "Tekken (built-in)"))
+        Path(args.out).write_text(_report(sections, args))  # after each kind: a long run leaves its tables
+    print(_report(sections, args))
+
+
+def _report(sections: list[str], args) -> str:
+    load = os.getloadavg()
+    return (
+        "# freqlab scan benchmark: varied text, by kind\n\n"
+        f"`python scripts/bench_scan.py {' '.join(sys.argv[1:])}`; {time.strftime('%Y-%m-%d %H:%M')}, "
+        f"Python {sys.version.split()[0]}, {os.cpu_count()} cores, load average at the end "
+        f"{load[0]:.1f}/{load[1]:.1f}/{load[2]:.1f}.\n\n" + "\n\n".join(sections) + "\n"
+    )
 
 
 if __name__ == "__main__":

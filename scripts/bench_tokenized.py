@@ -9,10 +9,11 @@ the histogram with tokenizing the same text.
    (the index is read with plain reads into reused buffers, so RSS is what the scan holds). Run at 10x fewer
    documents too, to show the memory is flat and the time linear; and once more after emptying the page cache
    (``/proc/sys/vm/drop_caches``, root only), so the index is read from disk.
-2. Identity: ``/work/shared/corpora/*.jsonl.zst`` tokenized with the built-in Tekken (exported as a
-   ``tokenizer.json``) into a datatrove ``.ds`` (``DocumentTokenizer``, ``eos_token="</s>"``) and into a Megatron
-   index written here from HF ``tokenizers`` ids plus the EOD (as ``--append-eod``); both scanned, compared
-   with ``freqlab scan`` of the text (Tekken via tiktoken) with one token added per document.
+2. Identity: ``../shared/corpora/*.jsonl.zst`` (beside the checkout; ``--corpus``) tokenized with the built-in
+   Tekken (exported as a ``tokenizer.json``) into a datatrove ``.ds`` (``DocumentTokenizer``,
+   ``eos_token="</s>"``) and into a Megatron index written here from HF ``tokenizers`` ids plus the EOD (as
+   ``--append-eod``); both scanned, compared with ``freqlab scan`` of the text (Tekken via tiktoken) with one
+   token added per document.
 
     python scripts/bench_tokenized.py --documents 1e8 --out scripts/bench_tokenized.md
 """
@@ -32,7 +33,7 @@ from pathlib import Path
 
 import numpy as np
 
-SHARED = "/work/shared/corpora/*.jsonl.zst"
+SHARED = str(Path(__file__).resolve().parents[2] / "shared" / "corpora" / "*.jsonl.zst")  # beside the checkout
 EOD = 2  # </s> in Tekken
 
 

@@ -1,10 +1,16 @@
-"""Suite-wide settings: sibling helpers importable, and the slow tests (real clusters, notebooks, real signals)
-run only with ``--run-slow`` (CI and the README's test command pass it; a plain ``pytest`` is the quick loop)."""
+"""Suite-wide settings: sibling helpers importable, no tokenizer cache, and the slow tests (real clusters,
+notebooks, real signals) run only with ``--run-slow`` (CI and the README's test command pass it; a plain ``pytest``
+is the quick loop)."""
 
+import os
 import sys
 from pathlib import Path
 
 import pytest
+
+# Tests load tokenizers to check their conversion and verification: no on-disk cache (freqlab.tokenize.cache)
+# may answer for them. The cache's own tests turn it on in a temporary folder.
+os.environ["FREQLAB_NO_CACHE"] = "1"
 
 # lets test modules import their sibling reference helpers (e.g. tests/frequency/reference.py)
 sys.path.insert(0, str(Path(__file__).parent))

@@ -250,6 +250,18 @@ class FileShard(Shard):
                     if doc.error != BLANK_LINE:
                         yield doc
 
+    def read_runs(self) -> Iterator[Document | list[str]]:
+        """:meth:`read` with ``blank_lines``, where a reader may give a run of *plain* records (a non-empty text,
+        no source label, no error: the common case) as one list of their texts, in order; every other record
+        stays a :class:`Document`. A scan counts a run without a Python object per document."""
+        with self.reading():
+            self.file.check_unchanged()
+            yield from self.record_runs()
+
+    def record_runs(self) -> Iterator[Document | list[str]]:
+        """:meth:`records` with runs of plain records as lists (see :meth:`read_runs`); by default, no runs."""
+        return self.records()
+
     def identity(self) -> dict[str, Any]:
         return self.file.identity()
 

@@ -37,7 +37,14 @@ from freqlab.corpus.base import (
 )
 from freqlab.corpus.fields import REPARSE, Fields, has_lone_surrogate
 from freqlab.corpus.files import DataFile
-from freqlab.corpus.ranges import MAX_STREAM_RANGES, LineTooLong, owned_lines, skip_bytes, split_bytes
+from freqlab.corpus.ranges import (
+    MAX_STREAM_RANGES,
+    LineTooLong,
+    owned_blocks,
+    owned_lines,
+    skip_bytes,
+    split_bytes,
+)
 from freqlab.corpus.registry import FileFormat, register
 from freqlab.corpus.remote import open_input
 from freqlab.errors import FreqlabError
@@ -49,6 +56,9 @@ _ZSTD_SUFFIXES = (".zst", ".zstd")
 # Decompressed bytes per compressed byte assumed when cutting a compressed file whose size inside is not
 # recorded (text compresses 3-5x with zstd or gzip); only the balance of the parts depends on it.
 COMPRESSION_RATIO_GUESS = 4
+# A run of plain records (JsonlShard.record_runs) ends after this many lines or bytes of lines.
+RUN_LINES = 4096
+RUN_BYTES = 1 << 20
 # JSON-lines files up to this size are read when the corpus is opened, to tell whether they hold any record.
 _SMALL_FILE = 4096
 
@@ -175,6 +185,14 @@ class JsonlShard(FileShard):
         it; any line it refuses, and any record whose source label is a number, is decided by the standard
         library's parser (:func:`parse_line`), which names the reason exactly. Both paths give the same records
         (tested line by line on hostile input)."""
+        return self._lines(runs=False)
+
+    def record_runs(self) -> Iterator[Document | list[str]]:
+        """:meth:`records`, with runs of plain records (non-empty text; the corpus has no source field) as lists
+        of at most :data:`RUN_LINES` texts or :data:`RUN_BYTES` bytes of lines."""
+        return self._lines(runs=self.fields.source is None)
+
+    def _lines(self, runs: bool) -> Iterator[Document | list[str]]:
         path = self.path
         extract = self.fields.extractor()
         fast_extract = self.fields.extractor(exact_numbers=False)
@@ -184,8 +202,13 @@ class JsonlShard(FileShard):
             if meter is not None:
                 meter.probe = self._bytes_read(stream)
             base = self._seek(stream)  # newlines before `start`, or None: counted only if a line number is asked for
+            lines = self._runs(stream, base) if runs else owned_lines(stream, self.start, self.end)
             lineno = 0  # of the line in this range
-            for position, raw in owned_lines(stream, self.start, self.end):
+            for position, raw in lines:
+                if raw.__class__ is list:  # a run of plain texts (self._runs)
+                    lineno += len(raw)
+                    yield raw
+                    continue
                 lineno += 1
                 if position == 0 and raw.startswith(_BOM):
                     raw = raw[3:]
@@ -216,6 +239,59 @@ class JsonlShard(FileShard):
                         return None
                     return record if isinstance(record, dict) else None
         return None
+
+    def _runs(self, stream, base) -> Iterator[tuple[int, bytes | list[str]]]:
+        """The lines of :func:`owned_lines` (``(position, line)``, for :meth:`_lines` to decide), except that runs
+        of plain records come as ``(-1, [texts])``: read in blocks (:func:`owned_blocks`), each line parsed once by
+        orjson, and a record is plain when its text field (a top-level key) holds a non-empty string, the very
+        case where the extractor returns ``(text, None, None)``."""
+        fast_loads = orjson.loads
+        key = self.fields.text
+        simple = "." not in key  # a dotted path goes through the extractor's lookup (and its surrogate check)
+        fast_extract = self.fields.extractor(exact_numbers=False)
+        run: list[str] = []
+        run_bytes = 0
+        for first, lines in owned_blocks(stream, self.start, self.end):
+            if simple and not (first == 0 and lines[0].startswith(_BOM)):
+                try:  # the whole block at once: every line a JSON object with a non-empty text (the usual case)
+                    records = list(map(fast_loads, lines))
+                except (ValueError, RecursionError):
+                    records = None
+                if records is not None:
+                    texts = [r.get(key) if r.__class__ is dict else None for r in records]
+                    if len([t for t in texts if t.__class__ is str and t]) == len(texts):
+                        if run:
+                            yield -1, run
+                            run, run_bytes = [], 0
+                        for at in range(0, len(texts), RUN_LINES):
+                            yield -1, texts[at : at + RUN_LINES]
+                        continue
+            position = first
+            for line in lines:
+                size = len(line) + 1
+                if position == 0 and line.startswith(_BOM):
+                    line = line[3:]
+                try:
+                    record = fast_loads(line)
+                except (ValueError, RecursionError):
+                    record = None
+                if record.__class__ is dict:
+                    text = record.get(key) if simple else fast_extract(record)[0]
+                    if text.__class__ is str and text and (simple or fast_extract(record)[2] is None):
+                        run.append(text)
+                        run_bytes += size
+                        if len(run) >= RUN_LINES or run_bytes >= RUN_BYTES:
+                            yield -1, run
+                            run, run_bytes = [], 0
+                        position += size
+                        continue
+                if run:
+                    yield -1, run
+                    run, run_bytes = [], 0
+                yield position, line + b"\n"  # as owned_lines gives it (a last line's extra newline is blank)
+                position += size
+        if run:
+            yield -1, run
 
     def _seek(self, stream) -> int | None:
         """Move ``stream`` to ``start``: seek a plain file (its line count is then unknown: None), skip a

@@ -103,8 +103,9 @@ def scan(
     refused, never added);
     ``tokenizer`` is None (the default), a built-in name, a ``tokenizer.json``, a ``.tiktoken`` file or a hub
     id (see :func:`freqlab.tokenize.load_tokenizer`), or a loaded :class:`~freqlab.tokenize.TokenCounter` (used
-    as it is: its ``add_special_tokens``, its backends). A scan of less than :data:`SMALL_SCAN_BYTES` of text
-    loads its tokenizer without fastokens (tiktoken is done sooner); pass a loaded counter to choose. Tokenized
+    as it is: its ``add_special_tokens``, its backends). A scan too small to repay fastokens' start-up on the next
+    verified backend (:func:`small_scan_rule`: ~54 MiB of text for tiktoken, ~4 MiB for Hugging Face
+    ``tokenizers``) loads its tokenizer without fastokens; pass a loaded counter to choose. Tokenized
     data (no tokenizer needed) is read as is:
     ``tokens_field`` / ``length_field`` name a column of token ids / lengths, ``eos_id`` the token ending each
     document of a plain token stream (see :class:`freqlab.corpus.fields.ReadOptions`).
@@ -161,7 +162,7 @@ def run_scan(settings: ScanSettings, run: RunOptions | None = None, report: Repo
     if corpus.kind == TEXT:
         counter = settings.tokenizer  # a TokenCounter already loaded (notebooks, benchmarks): used as it is
         if counter is None or isinstance(counter, (str, os.PathLike)):
-            counter = load_counter(counter, settings.add_special_tokens, small_scan_skips(corpus))
+            counter = load_counter(counter, settings.add_special_tokens, corpus.estimated_bytes)
     shards = list(corpus.shards)
     ids = [shard.id for shard in shards]
     if len(set(ids)) != len(ids):
@@ -192,7 +193,9 @@ def run_scan(settings: ScanSettings, run: RunOptions | None = None, report: Repo
         if starting is not None:
             starting.join()  # before the pool starts (both touch the __main__ module)
         record = RunRecord(resumed_shards=len(done), shards=len(shards))
-        runner = engine.run(tasks(), CountJob(counter), bar)
+        # a pool with fewer shards than cores (a few large compressed files) gives each worker the idle cores
+        threads = max(1, (run.workers or default_workers()) // engine.workers) if run.engine == "local" else 1
+        runner = engine.run(tasks(), CountJob(counter, threads), bar)
         try:
             for index, part in runner:
                 record.add(part)
@@ -261,18 +264,41 @@ def check_source_labels(corpus: Corpus, histogram: LengthHistogram) -> None:
     )
 
 
-# Below this much text a scan skips fastokens: building and verifying it costs ~2.5 s in the driver and ~1.5 s
-# per worker, and tiktoken (~4M tokens/s per core against fastokens' ~50M) finishes such a scan sooner.
-SMALL_SCAN_BYTES = 64 << 20
+def fastokens_break_even_bytes(backend: str, table=None) -> float | None:
+    """Bytes of text above which fastokens saves time over ``backend`` in a scan; None when ``backend``'s speed
+    was not measured (then fastokens is kept: it is never much slower).
+
+    fastokens costs ``s`` core-seconds before it counts (``2 x worker_startup_core_seconds``: building and
+    verifying it in the driver, building it in a worker) and then counts at τ_f tokens per core-second; the
+    next backend starts at once and counts at τ_n. For B bytes (β bytes per token) fastokens pays off when
+    ``(B / β) · (1/τ_n − 1/τ_f) > s``. Rates from ``freqlab/data/throughput.json`` (scripts/bench_cost.py):
+    ~54 MiB for tiktoken, ~4.4 MiB for Hugging Face ``tokenizers``.
+    """
+    from freqlab.scan.estimate import load_throughput
+
+    table = table if table is not None else load_throughput()
+    fast, slow = table.families.get("fastokens"), table.families.get(backend)
+    if fast is None or slow is None or slow.tokens_per_core_second >= fast.tokens_per_core_second:
+        return None
+    saved_per_token = 1 / slow.tokens_per_core_second - 1 / fast.tokens_per_core_second
+    return 2 * table.worker_startup_core_seconds * slow.bytes_per_token / saved_per_token
 
 
-def small_scan_skips(corpus) -> dict[str, str]:
-    """``{"fastokens": reason}`` when the corpus is known to be small, else ``{}``."""
-    size = corpus.estimated_bytes
-    if size is None or size >= SMALL_SCAN_BYTES:
-        return {}
-    return {"fastokens": f"not used for a small scan ({size / 2**20:.0f} MiB of text < {SMALL_SCAN_BYTES >> 20} MiB: "
-                         "tiktoken is done before fastokens is ready; counts are identical)"}
+def small_scan_rule(size: int | None, table=None):
+    """The :func:`~freqlab.tokenize.load_tokenizer` ``fastokens_rule`` of a scan of ``size`` bytes of text (None:
+    unknown, fastokens always kept): leave fastokens out when the backend that would count instead finishes
+    ``size`` bytes before fastokens is ready (:func:`fastokens_break_even_bytes`)."""
+    if size is None:
+        return None
+
+    def rule(backend: str) -> str | None:
+        limit = fastokens_break_even_bytes(backend, table)
+        if limit is None or size >= limit:
+            return None
+        return (f"not used for a small scan ({size / 2**20:.0f} MiB of text < {limit / 2**20:.0f} MiB: {backend} "
+                "is done before fastokens is ready; counts are identical)")
+
+    return rule
 
 
 _COUNTERS: dict[tuple, TokenCounter] = {}  # the last few loaded counters, oldest first
@@ -280,20 +306,21 @@ _COUNTERS_KEPT = 4
 
 
 def load_counter(
-    spec: str | None, add_special_tokens: bool, skip_backends: dict[str, str] | None = None
+    spec: str | None, add_special_tokens: bool, text_bytes: int | None = None
 ) -> TokenCounter:
     """load_tokenizer, remembered for repeated scans in one process (notebooks, tests): loading verifies the
-    fast path and costs seconds. A tokenizer file is reloaded when it changes on disk."""
+    fast path and costs seconds. A tokenizer file is reloaded when it changes on disk. ``text_bytes``: the size
+    of the text to count, for :func:`small_scan_rule` (None: unknown)."""
     from freqlab.tokenize import load_tokenizer
 
     state = None
     if isinstance(spec, (str, os.PathLike)) and os.path.isfile(spec):
         info = os.stat(spec)
         state = (os.path.abspath(spec), info.st_mtime_ns, info.st_size)
-    skipped = tuple(sorted((skip_backends or {}).items()))
-    key = (spec, bool(add_special_tokens), state, skipped)
+    key = (spec, bool(add_special_tokens), state, text_bytes)
     if key not in _COUNTERS:
         if len(_COUNTERS) >= _COUNTERS_KEPT:
             _COUNTERS.pop(next(iter(_COUNTERS)))
-        _COUNTERS[key] = load_tokenizer(spec, add_special_tokens=add_special_tokens, skip_backends=skip_backends)
+        _COUNTERS[key] = load_tokenizer(spec, add_special_tokens=add_special_tokens,
+                                        fastokens_rule=small_scan_rule(text_bytes))
     return _COUNTERS[key]

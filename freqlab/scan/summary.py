@@ -156,6 +156,8 @@ def format_report(summary: dict) -> str:
         lines.append(f"tokenizer  {tok['name']} ({tok['backend']}, vocab {tok['vocab_size']:,}, {special})")
         if tok.get("fallback_reason"):
             lines.append(f"           {tok['fallback_reason']}")
+        if tok.get("fastokens_note"):
+            lines.append(f"           {tok['fastokens_note']}")
     skipped = docs["skipped"]
     reasons = ", ".join(f"{k}: {v:,}" for k, v in sorted(skipped.items()))
     lines.append(
@@ -320,6 +322,7 @@ def scan_summary(settings, report, corpus, counter, engine, histogram: LengthHis
             "backend": counter.backend,
             "backends": list(counter.backends),
             "fallback_reason": counter.fallback_reason or None,
+            "fastokens_note": counter.fastokens_note if counter.backend == "fastokens" else None,
             "fallback_reasons": dict(counter.fallback_reasons),
             "special_tokens_counted": bool(counter.add_special_tokens),
             "special_tokens_added": counter.special_tokens_added,  # per document

@@ -179,11 +179,12 @@ class _Tally:
         return part
 
 
-def _documents(shard) -> Iterator[Document]:
-    """A shard's documents, with blank lines marked (files only) and a file that fails while being read turned
-    into one last ``unreadable-file`` record (``where`` is its one-line message)."""
+def _documents(shard) -> Iterator[Document | list[str]]:
+    """A shard's documents, with blank lines marked and runs of plain texts as lists (files only:
+    :meth:`~freqlab.corpus.base.FileShard.read_runs`), and a file that fails while being read turned into one
+    last ``unreadable-file`` record (``where`` is its one-line message)."""
     try:
-        yield from shard.read(blank_lines=True) if isinstance(shard, FileShard) else shard.read()
+        yield from shard.read_runs() if isinstance(shard, FileShard) else shard.read()
     except UnreadableFile as exc:
         yield Document(None, None, str(exc), UNREADABLE_FILE)
 
@@ -277,7 +278,30 @@ def _count_texts(shard, counter, options: ShardOptions, tally: _Tally, sampler: 
         return full
 
     index = -1  # of the document in the shard (blank lines are not documents)
+    plain = tally.label(None)  # the label of a document without source (runs have none)
+
+    def add_run(texts: list[str]) -> bool:
+        """A run of plain texts: the same codes, labels and positions as one document at a time, in bulk."""
+        nonlocal index
+        first, index = index + 1, index + len(texts)
+        positions: range | np.ndarray = range(first, index + 1)
+        if sampler is not None:
+            kept = np.flatnonzero(sampler.keep_range(first, len(texts)))
+            part.sampled_out += len(texts) - kept.size
+            texts, positions = [texts[i] for i in kept], first + kept
+        batch.texts.extend(texts)
+        batch.chars += sum(map(len, texts))
+        batch.codes.extend([1] * len(texts))
+        batch.sources.extend([plain] * len(texts))
+        batch.positions.extend(positions)
+        full = len(batch.texts) >= options.batch_size or len(batch) >= 8 * options.batch_size
+        return (full or batch.chars >= MAX_BATCH_CHARS) and flush()
+
     for doc in _documents(shard):
+        if doc.__class__ is list:
+            if add_run(doc):  # type: ignore[arg-type]
+                return
+            continue
         if doc.error == BLANK_LINE:
             part.blank_lines += 1
             continue
@@ -338,17 +362,19 @@ class CountJob:
     """What every worker runs on each shard: :func:`count_shard` with this counter (None for a corpus of
     tokenized data). Picklable: an engine ships it once per worker and calls :meth:`setup` there first."""
 
-    def __init__(self, counter) -> None:
+    def __init__(self, counter, threads: int = 1) -> None:
         self.counter = counter
+        self.threads = threads
 
     def setup(self) -> None:
-        """Prepare this worker process: one task per core already, so tokenizers use one thread each (no
-        oversubscription; must happen before a tokenizer's first count)."""
+        """Prepare this worker process: one task per core already, so tokenizers use ``threads`` threads each (1
+        unless the pool has fewer workers than cores: no oversubscription; must happen before a tokenizer's first
+        count)."""
         from tqdm.std import TqdmDefaultWriteLock
 
         from freqlab.tokenize import single_threaded
 
-        single_threaded()
+        single_threaded(self.threads)
         # tqdm (which datasets uses while streaming) would make its lock a multiprocessing semaphore: a worker
         # stopped at the end of a failed scan leaves it behind and the resource tracker warns about it
         TqdmDefaultWriteLock.mp_lock = None

@@ -50,14 +50,16 @@ _LONG_RUN_CHARS = 100_000
 _LONG_WHITESPACE_RUN = re.compile(rf"\s{{{_LONG_RUN_CHARS},}}")
 
 
-def single_threaded() -> None:
-    """Keep this process's tokenizer backends on one thread (call it in each worker, before the first count).
+def single_threaded(threads: int = 1) -> None:
+    """Keep this process's tokenizer backends on ``threads`` threads (call it in each worker, before the first
+    count).
 
-    Sets ``FASTOKENS_BPE_THREADS=1`` (fastokens reads it at its first encode) and ``RAYON_NUM_THREADS=1`` (the
-    Hugging Face rayon pool), unless already set: a pool of one worker per core must not oversubscribe.
+    Sets ``FASTOKENS_BPE_THREADS`` (fastokens reads it at its first encode) and ``RAYON_NUM_THREADS`` (the
+    Hugging Face rayon pool), unless already set: a pool of one worker per core must not oversubscribe; a pool
+    with fewer shards than cores gives each worker the cores left idle.
     """
-    os.environ.setdefault("FASTOKENS_BPE_THREADS", "1")
-    os.environ.setdefault("RAYON_NUM_THREADS", "1")
+    os.environ.setdefault("FASTOKENS_BPE_THREADS", str(max(1, int(threads))))
+    os.environ.setdefault("RAYON_NUM_THREADS", str(max(1, int(threads))))
 
 
 def fastokens_version() -> str | None:

@@ -26,6 +26,8 @@ from freqlab.tokenize.backends import BACKEND_HF, BACKEND_TIKTOKEN, HfEngine, hf
 from freqlab.tokenize.builtin import DEFAULT_TOKENIZER, is_tekken_data, tekken_from_data
 from freqlab.tokenize.bytelevel import NotConvertible, added_contents, compile_bytelevel_bpe, token_bytes
 from freqlab.tokenize.counter import TokenCounter, _first_line, vocab_hash
+from freqlab.tokenize.presets import PresetChoice, choose_preset
+from freqlab.tokenize.sample import default_verify_texts
 from freqlab.tokenize.verify import fastokens_candidate, verified
 
 HUB_CONNECT_TIMEOUT_S = 3.0
@@ -94,7 +96,14 @@ def tokenizer_from_json_text(
         raise FreqlabError(f"{origin}: not a Hugging Face tokenizer.json ({_first_line(exc)})") from exc
     sources: dict[str, Any] = {BACKEND_HF: json_text}
     refusals: dict[str, str] = {}
-    version = fastokens_candidate(sources, refusals, lambda: json_text)
+    choice = PresetChoice(json_text)
+
+    def fastokens_source() -> str:  # the preset's spelling when the file's regex behaves like it
+        nonlocal choice
+        choice = choose_preset(config, json_text, verify_texts if verify_texts is not None else default_verify_texts())
+        return choice.json_text
+
+    version = fastokens_candidate(sources, refusals, fastokens_source)
     try:
         sources[BACKEND_TIKTOKEN] = compile_bytelevel_bpe(config, tokenizer)
     except NotConvertible as exc:
@@ -105,11 +114,12 @@ def tokenizer_from_json_text(
         vocab_size=tokenizer.get_vocab_size(with_added_tokens=True),
         vocab_hash=_hf_vocab_hash(tokenizer),
         sources=sources,
-        routed=added_contents(config),
+        routed=(*added_contents(config), *choice.routed),
         add_special_tokens=add_special_tokens,
         special_tokens_added=_special_tokens_per_document(tokenizer) if add_special_tokens else 0,
         threads=threads,
         fastokens_version=version,
+        fastokens_note=choice.note,
     )
     candidate._engines.put(BACKEND_HF, HfEngine(json_text, tokenizer))  # parse the JSON once
     if salad is None:

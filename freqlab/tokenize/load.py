@@ -3,16 +3,18 @@
 from __future__ import annotations
 
 import re
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 
 from freqlab.errors import FreqlabError
-from freqlab.tokenize.builtin import BUILTIN_TOKENIZERS, DEFAULT_TOKENIZER, load_builtin
+from freqlab.tokenize.builtin import BUILTIN_TOKENIZERS, DEFAULT_TOKENIZER, builtin_path, load_builtin
+from freqlab.tokenize.cache import cached_load
 from freqlab.tokenize.counter import TokenCounter
 from freqlab.tokenize.hf import HUB_HINT, load_hub_tokenizer, load_tokenizer_json
 from freqlab.tokenize.sentencepiece import load_sentencepiece_file
 from freqlab.tokenize.tiktoken_file import is_tiktoken_file, load_tiktoken_file
-from freqlab.tokenize.verify import skipping
+from freqlab.tokenize.verify import fastokens_rule as rule_context
+from freqlab.tokenize.verify import skipped_backends, skipping
 
 # owner/name[@revision] (or a bare legacy name like "gpt2"): letters, digits, "-", "_", "."
 _HUB_ID = re.compile(r"^[A-Za-z0-9][\w.-]*(/[\w.-]+)?(@[\w./-]+)?$")
@@ -26,6 +28,7 @@ def load_tokenizer(
     pattern: str | None = None,
     threads: int = 1,
     skip_backends: Mapping[str, str] | None = None,
+    fastokens_rule: Callable[[str], str | None] | None = None,
 ) -> TokenCounter:
     """Load a token counter.
 
@@ -44,7 +47,10 @@ def load_tokenizer(
     :func:`~freqlab.tokenize.sample.default_verify_texts`). ``threads`` only matters on the Hugging Face backend
     (see :class:`TokenCounter`). ``skip_backends`` (``{"fastokens": "why"}``) leaves a faster backend out
     without building or verifying it (the reason goes to ``counter.fallback_reasons``): fastokens costs
-    seconds to build and verify, repaid only on scans of more than some 100 MB.
+    seconds to build and verify, repaid only on scans of more than some 100 MB. ``fastokens_rule`` decides that
+    once the other backends are verified: called with the one that would count without fastokens, it returns
+    the reason to leave fastokens out (built and verified only when it returns None); the scan driver's rule
+    compares the scan's size with that backend's measured speed (:func:`freqlab.scan.driver.small_scan_rule`).
 
     The counter is picklable (see :mod:`freqlab.tokenize.counter`); ``load_tokenizer(counter.spec, ...)``
     re-creates it too.
@@ -55,24 +61,35 @@ def load_tokenizer(
     >>> counter.count(["The quick brown fox."]).tolist()
     [5]
     """
-    if skip_backends:
-        with skipping(skip_backends):
+    if skip_backends or fastokens_rule is not None:
+        with skipping(skip_backends or {}), rule_context(fastokens_rule):
             return load_tokenizer(spec, add_special_tokens=add_special_tokens, verify_texts=verify_texts,
                                   pattern=pattern, threads=threads)
     if spec is None:
         spec = DEFAULT_TOKENIZER
+    options = {"add_special_tokens": bool(add_special_tokens), "skipped": skipped_backends()}
     if spec in BUILTIN_TOKENIZERS:
-        return load_builtin(spec, add_special_tokens=add_special_tokens)
+        return cached_load(builtin_path(spec), {**options, "builtin": spec},
+                           lambda: load_builtin(spec, add_special_tokens=add_special_tokens),
+                           settings={"name": spec, "spec": spec}, verify_texts=None)
     path = Path(spec).expanduser()
     if path.exists():
         model_file = ".model" in path.suffixes  # tokenizer.model, mistral's tokenizer.model.v1
+        file = path / "tokenizer.json" if path.is_dir() else path
+        settings = {"name": str(file), "spec": str(file)}
         if path.suffix == ".tiktoken" or (model_file and is_tiktoken_file(path)):
-            return load_tiktoken_file(path, pattern=pattern, add_special_tokens=add_special_tokens)
+            return cached_load(file, {**options, "kind": "tiktoken", "pattern": pattern},
+                               lambda: load_tiktoken_file(path, pattern=pattern, add_special_tokens=add_special_tokens),
+                               settings=settings, verify_texts=None)
         if model_file:
-            return load_sentencepiece_file(path, add_special_tokens=add_special_tokens, verify_texts=verify_texts)
-        return load_tokenizer_json(
-            path, add_special_tokens=add_special_tokens, verify_texts=verify_texts, threads=threads
-        )
+            return cached_load(file, {**options, "kind": "sentencepiece", "verify_texts": verify_texts},
+                               lambda: load_sentencepiece_file(path, add_special_tokens=add_special_tokens,
+                                                               verify_texts=verify_texts),
+                               settings=settings, verify_texts=verify_texts)
+        return cached_load(file, {**options, "kind": "json", "verify_texts": verify_texts, "threads": threads},
+                           lambda: load_tokenizer_json(path, add_special_tokens=add_special_tokens,
+                                                       verify_texts=verify_texts, threads=threads),
+                           settings=settings, verify_texts=verify_texts)
     if (
         path.suffix in {".json", ".tiktoken", ".model"}
         or ".model" in path.suffixes

@@ -39,6 +39,21 @@ TRICKY_TEXTS: tuple[str, ...] = (
     "digits " + "1234567890" * 200 + " punctuation " + "!?" * 500 + " letters " + "a" * 2000,
 )
 
+# Where pre-tokenizer regexes spelled differently can part ways: case variants of contractions, digit runs,
+# CR/LF mixes, letters and numbers of other scripts (:mod:`freqlab.tokenize.presets`).
+ADVERSARIAL_TEXTS: tuple[str, ...] = (
+    "it's IT'S It'S iT's we're WE'RE We'Re we'rE they've THEY'VE they'Ve I'm I'M we'll WE'LL we'Ll we'lL I'd I'D",
+    "'s's 'S'S ''s x'sy x'Sy 'ss 'll'll 're're 'd'd 've've 'm'm 'x 'K 'ﬆ 'İ 'ı 'Ｓ ’s ‘t ſ's",
+    "'ſ 'ſt x'ſt",  # U+017F LONG S: folds to "s" (see freqlab.tokenize.presets.FOLDED_ONLY)
+    "0 12 123 1234 12345 123456 1234567 12345678901234567890 1,234,567.89 3.14159e-10 0x1F 1e100",
+    "١٢٣٤٥٦٧ ०१२३४५६ ０１２３４５６ ①②③④ ⅠⅡⅢⅣⅫ ½¾⅓ ²³¹ 𝟏𝟐𝟑 a1b22c333d4444",
+    "a\r\nb\r\n\r\nc\n\rd\r\re\n\nf \r\n g\t\r\n\th  \n  i\r\n\r\n\r\n j \r",
+    "x\r\n\r\n   \r\n\ty\u2028z\u2029w\x85v\x0bu\x0ct  \n\n\n  end  ",
+    "ǅemal ǈubljana ǋ Σίσυφος ΣΊΣΥΦΟΣ İstanbul ıi ß ẞ ﬁne ﬆ Ǆ x\u0301y\u0327 a\u20dd 𐐷𐑏 𝔄𝔅",
+    "日本語テキスト123と'sを混ぜる。中文，标点！한국어'd 텍스트",
+    "!!!??? ... --- === \"'\"' `code` [x](y) {a: b} <tag/> #hash @at $5 %d ^ & * ( ) _ + |",
+)
+
 
 @functools.lru_cache(maxsize=4)
 def stdlib_texts(max_files: int = 40, max_chars: int = 250_000) -> tuple[str, ...]:
@@ -68,7 +83,7 @@ def stdlib_texts(max_files: int = 40, max_chars: int = 250_000) -> tuple[str, ..
 
 def default_verify_texts() -> list[str]:
     """The texts a fast path is verified on when the caller gives none (~0.25M characters)."""
-    return [*TRICKY_TEXTS, *stdlib_texts()]
+    return [*TRICKY_TEXTS, *ADVERSARIAL_TEXTS, *stdlib_texts()]
 
 
 def vocab_salad(

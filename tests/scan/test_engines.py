@@ -92,15 +92,30 @@ def test_the_probe_accepts_a_listening_port():
         check_ray_address(f"127.0.0.1:{server.getsockname()[1]}")  # no error
 
 
-def test_a_small_corpus_skips_fastokens_and_a_large_or_unknown_one_does_not():
-    from freqlab.corpus.base import Corpus
-    from freqlab.scan.driver import SMALL_SCAN_BYTES, small_scan_skips
+def test_fastokens_break_even_is_its_start_up_over_the_time_it_saves_per_byte():
+    from freqlab.scan.driver import fastokens_break_even_bytes
+    from freqlab.scan.estimate import Family, ThroughputTable
 
-    def corpus(size):
-        return Corpus("c", [], False, estimated_bytes=size)
+    table = ThroughputTable(measured="-", machine="-", source="-", read_bytes_per_core_second=1e9,
+                            parallel_efficiency=1.0, worker_startup_core_seconds=2.0,
+                            families={"fastokens": Family(40e6, 4.0), "tiktoken": Family(4e6, 4.0),
+                                      "hf-tokenizers": Family(0.4e6, 4.0)})
+    # (B / 4) * (1/τ_n - 1/40e6) = 2 * 2.0 core-seconds
+    assert fastokens_break_even_bytes("tiktoken", table) == pytest.approx(16 / (1 / 4e6 - 1 / 40e6))  # 71.1 MB
+    assert fastokens_break_even_bytes("hf-tokenizers", table) == pytest.approx(16 / (1 / 0.4e6 - 1 / 40e6))
+    assert fastokens_break_even_bytes("sentencepiece", table) is None  # not measured: fastokens kept
 
-    assert set(small_scan_skips(corpus(SMALL_SCAN_BYTES - 1))) == {"fastokens"}
-    assert small_scan_skips(corpus(SMALL_SCAN_BYTES)) == {} and small_scan_skips(corpus(None)) == {}
+
+def test_the_small_scan_rule_leaves_fastokens_out_only_below_the_next_backends_break_even():
+    from freqlab.scan.driver import fastokens_break_even_bytes, small_scan_rule
+
+    limit = {b: fastokens_break_even_bytes(b) for b in ("tiktoken", "hf-tokenizers")}
+    assert 40 << 20 < limit["tiktoken"] < 70 << 20 and 2 << 20 < limit["hf-tokenizers"] < 8 << 20
+    rule = small_scan_rule(30 << 20)  # 30 MiB: tiktoken finishes first, Hugging Face does not
+    assert "30 MiB of text < 54 MiB: tiktoken is done before" in rule("tiktoken")
+    assert rule("hf-tokenizers") is None and rule("sentencepiece") is None
+    assert small_scan_rule(3 << 20)("hf-tokenizers").startswith("not used for a small scan (3 MiB of text < 4 MiB")
+    assert small_scan_rule(None) is None  # unknown size: fastokens is verified and kept
 
 
 def test_a_ray_scan_with_nothing_left_to_count_starts_no_ray_and_reports_nothing_ran(monkeypatch):
@@ -111,3 +126,42 @@ def test_a_ray_scan_with_nothing_left_to_count_starts_no_ray_and_reports_nothing
     assert list(engine.run(iter([]), job=None)) == []  # every shard came from a checkpoint
     run = engine.describe()
     assert (run["workers"], run["nodes"], run["retries"], run["cluster_cpus"]) == (0, [], 0, None)
+
+
+def test_a_compressed_file_is_one_shard_decompressed_once_and_counts_like_its_plain_parts(tmp_path, monkeypatch):
+    """A compressed stream is never cut (each part would decompress the prefix it skips); the same lines as a
+    plain file cut into many ranges give the identical histogram on any worker count."""
+    import json
+
+    import zstandard
+
+    from freqlab.corpus import open_corpus, ranges
+    from freqlab.scan import scan
+
+    monkeypatch.setattr(ranges, "MIN_RANGE_BYTES", 4096)  # small parts: the plain file is cut
+    lines = "".join(json.dumps({"text": "word " * (k % 97) + str(k)}) + "\n" for k in range(4000)).encode()
+    (tmp_path / "plain").mkdir()
+    (tmp_path / "plain" / "a.jsonl").write_bytes(lines)
+    (tmp_path / "zst").mkdir()
+    (tmp_path / "zst" / "a.jsonl.zst").write_bytes(zstandard.ZstdCompressor().compress(lines))
+    assert len(open_corpus(str(tmp_path / "plain")).shards) > 4
+    assert [s.id for s in open_corpus(str(tmp_path / "zst")).shards] == ["a.jsonl.zst"]
+    results = [scan(str(tmp_path / folder), workers=workers, progress=False)
+               for folder in ("plain", "zst") for workers in (1, 2)]
+    first = results[0].histogram
+    assert first.documents == 4000
+    for result in results[1:]:
+        assert result.histogram.lengths.tolist() == first.lengths.tolist()
+        assert result.histogram.counts.tolist() == first.counts.tolist()
+
+
+def test_a_pool_with_fewer_shards_than_cores_gives_its_workers_the_idle_cores(monkeypatch):
+    import os
+
+    from freqlab.scan.work import CountJob
+
+    for name in ("FASTOKENS_BPE_THREADS", "RAYON_NUM_THREADS"):
+        monkeypatch.setenv(name, "-")  # recorded: restored (or removed) after the test
+        monkeypatch.delenv(name)
+    CountJob(None, threads=3).setup()
+    assert os.environ["FASTOKENS_BPE_THREADS"] == os.environ["RAYON_NUM_THREADS"] == "3"

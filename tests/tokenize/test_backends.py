@@ -135,7 +135,7 @@ def test_pickle_carries_data_not_paths_and_is_not_verified_again(tekken, monkeyp
     def no_verification(*args, **kwargs):
         raise AssertionError("workers must not verify again")
 
-    monkeypatch.setattr(verify_module, "_compare", no_verification)
+    monkeypatch.setattr(verify_module._Comparison, "run", no_verification)
     clone = pickle.loads(payload)
     assert clone.backends == tekken.backends and clone.fastokens_version == tekken.fastokens_version
     np.testing.assert_array_equal(clone.count(TEXTS), tekken.count(TEXTS))

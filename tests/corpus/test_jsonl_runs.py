@@ -1,0 +1,163 @@
+"""Runs of plain records: the JSON-lines reader reads blocks and gives runs of texts (tiny documents without a
+Python object each), and must give exactly the records, line numbers and errors of the line-by-line reader."""
+
+from __future__ import annotations
+
+import io
+import json
+
+import pytest
+from corpus_helpers import write_bytes
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from freqlab.corpus.base import Document
+from freqlab.corpus.fields import Fields
+from freqlab.corpus.files import stat_file
+from freqlab.corpus.jsonl import JsonlShard
+from freqlab.corpus.ranges import LineTooLong, owned_blocks, owned_lines, split_bytes
+
+RELAXED = settings(max_examples=200, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+
+
+def lines_of(reader, body: bytes, start: int, end, max_line: int):
+    """The ``(position, line without newline)`` a reader gives, and the error it ends with (None)."""
+    stream = io.BufferedReader(io.BytesIO(body), buffer_size=8)
+    stream.seek(start)
+    got, error = [], None
+    try:
+        if reader is owned_lines:
+            for position, line in owned_lines(stream, start, end, max_line):
+                got.append((position, line.removesuffix(b"\n")))
+        else:
+            for first, block in owned_blocks(stream, start, end, max_line):
+                for line in block:
+                    got.append((first, line))
+                    first += len(line) + 1
+    except LineTooLong as exc:
+        error = str(exc)
+    return got, error
+
+
+@RELAXED
+@given(
+    st.lists(st.integers(0, 30), max_size=40),
+    st.booleans(),
+    st.integers(1, 60),
+    st.integers(1, 80),
+)
+def test_blocks_hold_the_lines_of_owned_lines_in_every_range(monkeypatch, lengths, final_newline, part, max_line):
+    from freqlab.corpus import ranges
+
+    monkeypatch.setattr(ranges, "_CHUNK", 16)  # blocks far smaller than the lines: every boundary case
+    body = b"\n".join(bytes([97 + k % 26]) * n for k, n in enumerate(lengths)) + (b"\n" if final_newline else b"")
+    for start, end in split_bytes(len(body), part):
+        assert lines_of(owned_blocks, body, start, end, max_line) == lines_of(owned_lines, body, start, end, max_line)
+
+
+GOOD = [{"text": "plain one"}, {"text": "x"}, {"text": "def f(x):"}]
+HOSTILE = [
+    b"",
+    b"   ",
+    b'{"text": ""}',
+    b'{"other": "no text"}',
+    b'{"text": null}',
+    b'{"text": 5}',
+    b"[1, 2]",
+    b'{"text": "cut',
+    b'{"text": "bad \xff byte"}',
+    b'{"text": "lone \\ud800 escape"}',
+    b'{"text": "pair \\ud83d\\ude00 fine"}',
+    b'{"text": "crlf"}\r',
+]
+
+
+@st.composite
+def jsonl_bodies(draw) -> bytes:
+    picks = draw(st.lists(st.one_of(
+        st.sampled_from([json.dumps(r).encode() for r in GOOD]),
+        st.sampled_from(HOSTILE),
+        st.text(min_size=1, max_size=20).map(lambda t: json.dumps({"text": t}).encode()),
+    ), max_size=60))  # fmt: skip
+    body = b"\n".join(picks) + (b"\n" if draw(st.booleans()) else b"")
+    return (b"\xef\xbb\xbf" if draw(st.booleans()) else b"") + body
+
+
+def flattened(items) -> list[tuple]:
+    out = []
+    for item in items:
+        if item.__class__ is list:
+            assert item and all(t.__class__ is str and t for t in item)
+            out += [(t, None, None, None) for t in item]  # a run: plain records, "where" never asked for
+        else:
+            out.append((item.text, item.source, item.error, item.where))
+    return out
+
+
+def expected(items) -> list[tuple]:
+    return [(d.text, d.source, d.error, None if d.error is None and d.text else d.where) for d in items]
+
+
+@RELAXED
+@given(jsonl_bodies(), st.integers(1, 200), st.sampled_from(["f.jsonl", "f.jsonl.zst", "f.jsonl.gz"]))
+def test_runs_give_the_records_of_the_line_by_line_reader(tmp_path, monkeypatch, body, part, name):
+    from freqlab.corpus import ranges
+
+    monkeypatch.setattr(ranges, "_CHUNK", 64)
+    path = tmp_path / name
+    write_bytes(path, body)
+    file = stat_file(str(path), name)
+    for start, end in split_bytes(len(body), part):
+        shard = JsonlShard(name, file, Fields("text"), start, end)
+        assert flattened(shard.read_runs()) == expected(shard.read(blank_lines=True))
+
+
+def test_a_source_field_turns_runs_off(tmp_path):
+    path = tmp_path / "f.jsonl"
+    path.write_bytes(b'{"text": "a", "src": "x"}\n{"text": "b"}\n')
+    shard = JsonlShard("f", stat_file(str(path), "f"), Fields("text", "src"))
+    assert all(isinstance(item, Document) for item in shard.read_runs())
+    assert [(d.text, d.source) for d in shard.read_runs()] == [("a", "x"), ("b", "(none)")]
+
+
+def test_tiny_documents_come_in_runs_of_bounded_size(tmp_path):
+    from freqlab.corpus.jsonl import RUN_LINES
+
+    path = tmp_path / "tiny.jsonl"
+    path.write_bytes(b"".join(json.dumps({"text": f"line {k}"}).encode() + b"\n" for k in range(10_000)))
+    items = list(JsonlShard("t", stat_file(str(path), "t"), Fields("text")).read_runs())
+    assert all(item.__class__ is list and len(item) <= RUN_LINES for item in items)
+    assert [t for item in items for t in item] == [f"line {k}" for k in range(10_000)]
+
+
+@pytest.mark.parametrize("options", [{}, {"sample_rate": 0.3, "seed": 7}, {"max_docs": 777}, {"max_tokens": 5000}])
+def test_a_scan_counts_runs_exactly_as_documents_one_by_one(tmp_path, monkeypatch, options):
+    from freqlab.corpus.base import FileShard
+    from freqlab.scan.work import ShardOptions, count_shard
+    from freqlab.tokenize import load_tokenizer
+
+    lines = [json.dumps({"text": "word " * (k % 13)}).encode() for k in range(3000)]
+    lines[100:103] = [b"", b'{"text": 5}', b'{"text": ""}']
+    path = tmp_path / "t.jsonl"
+    path.write_bytes(b"\n".join(lines) + b"\n")
+    shard = JsonlShard("t", stat_file(str(path), "t"), Fields("text"))
+    counter = load_tokenizer("tekken", skip_backends={"fastokens": "test"})
+    shard_options = ShardOptions(on_error="skip", batch_size=64, keep_log=True, **options)
+    with_runs = count_shard(shard, counter, shard_options)
+    monkeypatch.setattr(FileShard, "read_runs", lambda self: self.read(blank_lines=True))
+    one_by_one = count_shard(shard, counter, shard_options)
+    assert outcome(with_runs) == outcome(one_by_one)
+    assert with_runs.documents_read > 0 and with_runs.tokens > 0
+
+
+def outcome(part) -> tuple:
+    """Everything a shard's count holds: lengths per source, empty, skipped, sampled out, blank lines, the log."""
+    import numpy as np
+
+    log = part.log
+    return (
+        {source: [a.tolist() for a in counts.to_arrays()] for source, counts in part.lengths.items()},
+        dict(part.empty), dict(part.skipped), part.sampled_out, part.blank_lines, part.complete,
+        np.concatenate(log.codes).tolist() if log.codes else [],
+        np.concatenate(log.positions).tolist() if log.positions else [],
+    )
