@@ -1,8 +1,9 @@
-"""Built-in tokenizers: shipped as data by installed packages, loaded offline, exact.
+"""Built-in tokenizers: shipped as data in freqlab, loaded offline, exact.
 
-Tekken (Mistral, Apache-2.0 ``mistral-common``): a 131,072-id byte-level BPE whose JSON lists 150,000 ranked
-byte strings, a regex and ``default_num_special_tokens`` (1000). Ids ``0..999`` are special tokens
-(``<unk>``, ``<s>``, ``</s>``, ``[INST]``, ...); ordinary token ``r`` (rank ``r`` in the JSON) has id
+Tekken (Mistral AI, from the Apache-2.0 package ``mistral-common``, whose ``data/tekken_*.json`` files freqlab ships
+zstd-compressed in ``freqlab/data``, byte for byte: see ``freqlab/data/NOTICE``): a 131,072-id byte-level BPE whose
+JSON lists 150,000 ranked byte strings, a regex and ``default_num_special_tokens`` (1000). Ids ``0..999`` are special
+tokens (``<unk>``, ``<s>``, ``</s>``, ``[INST]``, ...); ordinary token ``r`` (rank ``r`` in the JSON) has id
 ``r + 1000``, and only the first ``131072 - 1000`` ranks are used. ``Tekkenizer.encode`` is exactly
 ``tiktoken.Encoding(pattern, ranks[:130072]).encode(text)`` shifted by 1000, so tiktoken with the same ranks
 is the reference (the tests check it against ``Tekkenizer`` on real text); fastokens counts the same ranks
@@ -24,11 +25,13 @@ from freqlab.tokenize.counter import TiktokenPlan, TokenCounter, vocab_hash
 
 DEFAULT_TOKENIZER = "tekken"
 
-# name -> (package, data file). Data, not code: adding a Tekken release is one line.
+# name -> (package, data file). Data, not code: adding a Tekken release is one line. The files are mistral-common's,
+# zstd-compressed (1.7 MB each instead of 15-19 MB), so the default job needs no mistral-common (and none of the
+# pydantic, jsonschema, pillow and requests it pulls in).
 BUILTIN_TOKENIZERS: dict[str, tuple[str, str]] = {
-    "tekken": ("mistral_common", "data/tekken_240911.json"),
-    "tekken-240911": ("mistral_common", "data/tekken_240911.json"),
-    "tekken-240718": ("mistral_common", "data/tekken_240718.json"),
+    "tekken": ("freqlab", "data/tekken_240911.json.zst"),
+    "tekken-240911": ("freqlab", "data/tekken_240911.json.zst"),
+    "tekken-240718": ("freqlab", "data/tekken_240718.json.zst"),
 }
 
 # Tekken files older than v7 carry no special-token list; mistral-common then uses this fixed prefix
@@ -66,11 +69,26 @@ def load_tekken_file(
     return tekken_from_data(data, path, name=name, spec=spec, add_special_tokens=add_special_tokens)
 
 
+def read_tokenizer_bytes(path: str | Path) -> bytes:
+    """A tokenizer file's bytes, decompressed when its name ends in ``.zst`` (as the built-in Tekken files are)."""
+    path = Path(path)
+    data = path.read_bytes()
+    if path.suffix == ".zst":
+        import zstandard
+
+        try:
+            data = zstandard.ZstdDecompressor().stream_reader(data).read()
+        except zstandard.ZstdError as exc:
+            raise OSError(f"not a zstd file ({exc})") from None
+    return data
+
+
 def read_tekken_json(path: str | Path) -> dict:
-    """The parsed JSON of a Tekken file; FreqlabError naming the file when it cannot be read or parsed."""
+    """The parsed JSON of a Tekken file (plain or ``.zst``); FreqlabError naming the file when it cannot be read or
+    parsed."""
     path = Path(path)
     try:
-        return json.loads(path.read_bytes())
+        return json.loads(read_tokenizer_bytes(path))
     except (OSError, ValueError) as exc:
         raise FreqlabError(f"{path}: not a valid Tekken tokenizer file ({type(exc).__name__}: {exc})") from exc
 

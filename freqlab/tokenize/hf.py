@@ -23,7 +23,7 @@ from urllib.parse import urlsplit
 
 from freqlab.errors import FreqlabError
 from freqlab.tokenize.backends import BACKEND_HF, BACKEND_TIKTOKEN, HfEngine, hf_tokenizer_from_str
-from freqlab.tokenize.builtin import DEFAULT_TOKENIZER, is_tekken_data, tekken_from_data
+from freqlab.tokenize.builtin import DEFAULT_TOKENIZER, is_tekken_data, read_tokenizer_bytes, tekken_from_data
 from freqlab.tokenize.bytelevel import NotConvertible, added_contents, compile_bytelevel_bpe, token_bytes
 from freqlab.tokenize.counter import TokenCounter, _first_line, vocab_hash
 from freqlab.tokenize.presets import PresetChoice, choose_preset
@@ -47,7 +47,7 @@ def load_tokenizer_json(
     if path.is_dir():
         path = path / "tokenizer.json"
     try:
-        json_text = path.read_text(encoding="utf-8")
+        json_text = read_tokenizer_bytes(path).decode("utf-8")  # a .zst file decompressed
     except (OSError, UnicodeDecodeError) as exc:
         raise FreqlabError(f"{path}: cannot read tokenizer file ({exc.__class__.__name__}: {exc})") from exc
     try:

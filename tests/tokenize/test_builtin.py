@@ -3,13 +3,15 @@
 from __future__ import annotations
 
 import pickle
+from importlib import resources
+from pathlib import Path
 
 import numpy as np
 import pytest
 from mistral_common.tokens.tokenizers.tekken import Tekkenizer
 
 from freqlab.tokenize import BUILTIN_TOKENIZERS, load_tokenizer
-from freqlab.tokenize.builtin import _LEGACY_TEKKEN_SPECIALS, builtin_path
+from freqlab.tokenize.builtin import _LEGACY_TEKKEN_SPECIALS, builtin_path, read_tokenizer_bytes
 
 from .textsource import NON_ASCII, stdlib_modules
 
@@ -21,9 +23,22 @@ def tekken():
     return load_tokenizer()
 
 
+def mistral_common_file(name: str) -> Path:
+    return Path(str(resources.files("mistral_common").joinpath(f"data/{name}")))
+
+
 @pytest.fixture(scope="module")
 def reference():
-    return Tekkenizer.from_file(builtin_path("tekken"))
+    return Tekkenizer.from_file(mistral_common_file("tekken_240911.json"))
+
+
+@pytest.mark.parametrize("name", ["tekken-240911", "tekken-240718"])
+def test_the_shipped_tekken_files_are_mistral_commons_byte_for_byte(name):
+    """freqlab ships mistral-common's Tekken files zstd-compressed (the default job then needs no mistral-common)."""
+    shipped = builtin_path(name)
+    assert shipped.name.endswith(".json.zst") and shipped.stat().st_size < 2_000_000
+    original = mistral_common_file(f"tekken_{name.split('-')[1]}.json").read_bytes()
+    assert read_tokenizer_bytes(shipped) == original
 
 
 def test_default_is_tekken_on_fastokens_verified_against_tiktoken(tekken):
