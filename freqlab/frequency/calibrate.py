@@ -192,7 +192,7 @@ COLUMNS = ("label", "tokens", "effective_length", "next_length", "occurrences", 
 def read_records(path: str | Path) -> list[dict]:
     """Rows of a CSV (header line) or JSON file (a list of objects, or {"points": [...]}), each a dict."""
     path = Path(path)
-    text = path.read_text()
+    text = path.read_text(encoding="utf-8-sig")  # a byte-order mark (spreadsheets write one) is not a column name
     if path.suffix.lower() == ".json":
         try:
             data = json.loads(text)
@@ -208,6 +208,9 @@ def read_records(path: str | Path) -> list[dict]:
                                    f"(known: {', '.join(COLUMNS)})")
         return [dict(r, _where=f"{path}: point {k + 1}") for k, r in enumerate(rows)]
     reader = csv.DictReader(text.splitlines())
+    repeated = sorted({name for name in reader.fieldnames or () if list(reader.fieldnames).count(name) > 1})
+    if repeated:  # DictReader would keep the last column of a name and drop the others without a word
+        raise FreqlabError(f"{path}: column(s) given twice: {', '.join(repeated)}")
     unknown = set(reader.fieldnames or ()) - set(COLUMNS)
     if unknown:
         raise FreqlabError(f"{path}: unknown column(s) {', '.join(sorted(unknown))} (known: {', '.join(COLUMNS)})")
@@ -215,14 +218,23 @@ def read_records(path: str | Path) -> list[dict]:
             for n, row in enumerate(reader)]
 
 
+#: every count of a point (tokens, occurrences, lengths) stays an exact int64, as the command-line options do
+MAX_COUNT = 2**63 - 1
+
+
 def _number(row: dict, key: str, parse):
+    """A point's value through ``parse`` whether the file gave a string (CSV, JSON) or a JSON number: a JSON
+    ``true``, ``10.7`` or ``-5`` is refused as the string would be, never taken as 1, 10 or -5."""
     value = row.get(key)
     if value is None:
         return None
     try:
-        return parse(value) if isinstance(value, str) else value
+        number = parse(value)
     except Exception as exc:  # parse errors name the value
-        raise FreqlabError(f"{row['_where']}: {key} = {value!r} is not a valid number") from exc
+        raise FreqlabError(f"{row['_where']}: {key} = {value!r} is not a valid number ({exc})") from exc
+    if number > MAX_COUNT:
+        raise FreqlabError(f"{row['_where']}: {key} = {value!r} is past 2^63 (counts stay exact int64)")
+    return number
 
 
 def point_from_record(row: dict, *, hist=None, regime: str = "natural", L: int | None = None,

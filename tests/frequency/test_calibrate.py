@@ -93,6 +93,33 @@ def test_bad_records_name_the_line(tmp_path):
         point_from_record(row, L=L)
 
 
+@pytest.mark.parametrize(("value", "reason"), [
+    ("true", "not a token count"),                       # a JSON boolean is not 1 token
+    ("-5", "positive integer"),
+    ("1e999", "not a token count"),                      # JSON reads it as inf
+    ('"1e400"', "past 2\\^63"),                           # exact, but past int64
+])
+def test_json_numbers_are_checked_as_strings_are(tmp_path, value, reason):
+    LengthHistogram.from_counts([L], [1000]).to_parquet(tmp_path / "h.parquet")
+    (tmp_path / "runs.json").write_text(f'[{{"tokens": {value}, "effective_length": 1280}}]')
+    (row,) = read_records(tmp_path / "runs.json")
+    with pytest.raises(FreqlabError, match=rf"runs\.json: point 1: tokens = .*{reason}"):
+        point_from_record(row, hist=tmp_path / "h.parquet", L=L)
+    (tmp_path / "runs.json").write_text('[{"tokens": "1T", "effective_length": 1280.7}]')  # not cut to 1280
+    (row,) = read_records(tmp_path / "runs.json")
+    with pytest.raises(FreqlabError, match=r"effective_length = 1280\.7"):
+        point_from_record(row, hist=tmp_path / "h.parquet", L=L)
+
+
+def test_a_csv_with_a_byte_order_mark_or_a_repeated_column(tmp_path):
+    (tmp_path / "runs.csv").write_bytes(b"\xef\xbb\xbftokens,effective_length\n1T,1280\n")  # as spreadsheets save
+    (row,) = read_records(tmp_path / "runs.csv")
+    assert (row["tokens"], row["effective_length"]) == ("1T", "1280")
+    (tmp_path / "runs.csv").write_text("tokens,tokens,effective_length\n1T,2T,1280\n")
+    with pytest.raises(FreqlabError, match="column\\(s\\) given twice: tokens"):
+        read_records(tmp_path / "runs.csv")
+
+
 def test_written_fits_are_read_back(tmp_path):
     path = calibrate(PAPER_POINTS).write_json(tmp_path / "tau.json")
     assert read_tau(path) == 100e9
