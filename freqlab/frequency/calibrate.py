@@ -231,7 +231,7 @@ def _number(row: dict, key: str, parse):
     try:
         number = parse(value)
     except Exception as exc:  # parse errors name the value
-        raise FreqlabError(f"{row['_where']}: {key} = {value!r} is not a valid number ({exc})") from exc
+        raise FreqlabError(f"{row['_where']}: {key}: {exc}") from exc
     if number > MAX_COUNT:
         raise FreqlabError(f"{row['_where']}: {key} = {value!r} is past 2^63 (counts stay exact int64)")
     return number
