@@ -278,8 +278,9 @@ def read_tau(path: str | Path) -> float:
         data = json.loads(path.read_text())
     except (OSError, json.JSONDecodeError) as exc:
         raise FreqlabError(f"{path}: not a freqlab calibration file ({exc})") from exc
-    if not isinstance(data, dict) or data.get("format") != FORMAT or not isinstance(data.get("tau"), (int, float)):
+    tau = data.get("tau") if isinstance(data, dict) else None
+    if not isinstance(data, dict) or data.get("format") != FORMAT or type(tau) not in (int, float):  # bool is not
         raise FreqlabError(f"{path}: not a freqlab calibration file (write one with `freqlab calibrate --out`)")
-    if not data["tau"] > 0:
-        raise FreqlabError(f"{path}: tau = {data['tau']} is not positive")
-    return float(data["tau"])
+    if not 1 <= tau <= MAX_COUNT:  # the bounds --tau takes (NaN, inf and 1e400, which JSON reads as inf, fail too)
+        raise FreqlabError(f"{path}: tau = {tau} is not an occurrence count in 1..2^63 - 1 (as --tau)")
+    return float(tau)

@@ -126,3 +126,13 @@ def test_written_fits_are_read_back(tmp_path):
     (tmp_path / "other.json").write_text('{"tau": 5}')
     with pytest.raises(FreqlabError, match=r"other\.json: not a freqlab calibration file"):
         read_tau(tmp_path / "other.json")
+
+
+@pytest.mark.parametrize("value", ["-1", "NaN", "1e400", "true", "0.5", "1e30"])
+def test_a_tau_file_holds_what_tau_would_take(tmp_path, value):
+    (tmp_path / "tau.json").write_text("[1]")
+    with pytest.raises(FreqlabError, match="not a freqlab calibration file"):
+        read_tau(tmp_path / "tau.json")
+    (tmp_path / "tau.json").write_text(f'{{"format": "freqlab-calibration", "tau": {value}}}')
+    with pytest.raises(FreqlabError, match=r"tau\.json: (tau = .* is not an occurrence count|not a freqlab)"):
+        read_tau(tmp_path / "tau.json")
