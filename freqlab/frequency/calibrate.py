@@ -189,10 +189,20 @@ REQUIRED = ("effective_length",)
 COLUMNS = ("label", "tokens", "effective_length", "next_length", "occurrences", "L", "hist", "regime")
 
 
+def _text(path: Path, what: str) -> str:
+    """A points or calibration file's text; one line naming it when it cannot be read or is not UTF-8 text."""
+    try:
+        return path.read_text(encoding="utf-8-sig")  # a byte-order mark (spreadsheets write one) is no column name
+    except OSError as exc:
+        raise FreqlabError(f"{path}: cannot read {what} ({exc.strerror or exc})") from None
+    except UnicodeDecodeError as exc:
+        raise FreqlabError(f"{path}: not a UTF-8 text file (byte {exc.start})") from None
+
+
 def read_records(path: str | Path) -> list[dict]:
     """Rows of a CSV (header line) or JSON file (a list of objects, or {"points": [...]}), each a dict."""
     path = Path(path)
-    text = path.read_text(encoding="utf-8-sig")  # a byte-order mark (spreadsheets write one) is not a column name
+    text = _text(path, "calibration points")
     if path.suffix.lower() == ".json":
         try:
             data = json.loads(text)
@@ -275,8 +285,8 @@ def read_tau(path: str | Path) -> float:
     """The pooled tau of a calibration JSON written by :meth:`Calibration.write_json` (``--tau-from``)."""
     path = Path(path)
     try:
-        data = json.loads(path.read_text())
-    except (OSError, json.JSONDecodeError) as exc:
+        data = json.loads(_text(path, "calibration file"))
+    except json.JSONDecodeError as exc:
         raise FreqlabError(f"{path}: not a freqlab calibration file ({exc})") from exc
     tau = data.get("tau") if isinstance(data, dict) else None
     if not isinstance(data, dict) or data.get("format") != FORMAT or type(tau) not in (int, float):  # bool is not

@@ -136,3 +136,14 @@ def test_a_tau_file_holds_what_tau_would_take(tmp_path, value):
     (tmp_path / "tau.json").write_text(f'{{"format": "freqlab-calibration", "tau": {value}}}')
     with pytest.raises(FreqlabError, match=r"tau\.json: (tau = .* is not an occurrence count|not a freqlab)"):
         read_tau(tmp_path / "tau.json")
+
+
+def test_a_binary_or_missing_file_is_one_line(tmp_path):
+    (tmp_path / "runs.csv").write_bytes(b"tokens,effective_length\n\xd0\x00\xff\n")
+    with pytest.raises(FreqlabError, match=r"runs\.csv: not a UTF-8 text file \(byte 24\)"):
+        read_records(tmp_path / "runs.csv")
+    (tmp_path / "tau.json").write_bytes(b"\x7fELF\xd0\xff")
+    with pytest.raises(FreqlabError, match=r"tau\.json: not a UTF-8 text file \(byte 4\)"):
+        read_tau(tmp_path / "tau.json")
+    with pytest.raises(FreqlabError, match=r"gone\.json: cannot read calibration file \(No such file"):
+        read_tau(tmp_path / "gone.json")
