@@ -34,12 +34,23 @@ class ResourceError(FreqlabError):
     """A computation refused before it starts: it would need more memory (or time) than the machine has."""
 
 
+def _env_number(name: str, value: str, unit: str) -> int:
+    """A limit set in the environment: a positive finite number (``2e9`` too), else one line naming the variable."""
+    try:
+        number = float(value)
+        if not 1 <= number < float(2**63):  # NaN fails too
+            raise ValueError
+    except ValueError:
+        raise FreqlabError(f"{name}={value!r}: expected a positive number of {unit}") from None
+    return int(number)
+
+
 def available_memory() -> int | None:
     """Bytes of memory available to a new computation: ``$FREQLAB_MEMORY_BYTES`` when set, else ``MemAvailable``
     of ``/proc/meminfo``, else free physical pages (``os.sysconf``); None where none can be known."""
-    override = os.environ.get(MEMORY_ENV)
+    override = os.environ.get(MEMORY_ENV, "").strip()
     if override:
-        return int(float(override))
+        return _env_number(MEMORY_ENV, override, "bytes")
     with contextlib.suppress(OSError, ValueError), open("/proc/meminfo", encoding="ascii") as handle:
         for line in handle:
             if line.startswith("MemAvailable:"):
@@ -75,7 +86,8 @@ def require_memory(needed: float, option: str, purpose: str) -> None:
 
 def require_time(seconds: float, option: str, purpose: str) -> None:
     """Refuse (ResourceError) when an estimated ``seconds`` exceed :data:`MAX_SECONDS` (or ``$FREQLAB_MAX_SECONDS``)."""
-    limit = float(os.environ.get(SECONDS_ENV) or MAX_SECONDS)
+    value = os.environ.get(SECONDS_ENV, "").strip()
+    limit = _env_number(SECONDS_ENV, value, "seconds") if value else MAX_SECONDS
     if seconds > limit:
         raise ResourceError(
             f"{option} would take ~{_duration(seconds)} ({purpose}), more than the {_duration(limit)} freqlab "

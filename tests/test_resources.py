@@ -7,6 +7,7 @@ from click.testing import CliRunner
 
 import freqlab.frequency.position as position
 from freqlab.cli import main
+from freqlab.errors import FreqlabError
 from freqlab.histogram import LengthHistogram
 from freqlab.resources import (
     MEMORY_ENV,
@@ -28,6 +29,19 @@ def test_available_memory_is_memavailable_of_proc_meminfo_unless_overridden(monk
     assert abs(available_memory() - expected) < 256 << 20  # it moves while the test runs
     monkeypatch.setenv(MEMORY_ENV, "2e9")
     assert available_memory() == 2_000_000_000
+
+
+@pytest.mark.parametrize("value", ["abc", "-5", "0", "1e400", "nan", "inf"])
+def test_a_limit_set_in_the_environment_is_a_positive_number_or_one_line(tmp_path, monkeypatch, value):
+    monkeypatch.setenv(MEMORY_ENV, value)
+    with pytest.raises(FreqlabError, match=rf"FREQLAB_MEMORY_BYTES='{value}': expected a positive number of bytes"):
+        available_memory()
+    monkeypatch.setenv(SECONDS_ENV, value)
+    with pytest.raises(FreqlabError, match=rf"FREQLAB_MAX_SECONDS='{value}': expected a positive number of seconds"):
+        require_time(1.0, "--grid", "a search")
+    LengthHistogram.from_counts([10], [1]).to_parquet(tmp_path / "h.parquet")
+    result = CliRunner().invoke(main, ["freq", str(tmp_path / "h.parquet")])  # the CLI: one line, no traceback
+    assert result.exit_code == 1 and result.output.startswith("Error: FREQLAB_MEMORY_BYTES="), result.output
 
 
 def test_a_refusal_names_the_option_what_it_sizes_and_both_amounts(monkeypatch):

@@ -189,10 +189,20 @@ REQUIRED = ("effective_length",)
 COLUMNS = ("label", "tokens", "effective_length", "next_length", "occurrences", "L", "hist", "regime")
 
 
+def _text(path: Path, what: str) -> str:
+    """A points or calibration file's text; one line naming it when it cannot be read or is not UTF-8 text."""
+    try:
+        return path.read_text(encoding="utf-8-sig")  # a byte-order mark (spreadsheets write one) is no column name
+    except OSError as exc:
+        raise FreqlabError(f"{path}: cannot read {what} ({exc.strerror or exc})") from None
+    except UnicodeDecodeError as exc:
+        raise FreqlabError(f"{path}: not a UTF-8 text file (byte {exc.start})") from None
+
+
 def read_records(path: str | Path) -> list[dict]:
     """Rows of a CSV (header line) or JSON file (a list of objects, or {"points": [...]}), each a dict."""
     path = Path(path)
-    text = path.read_text()
+    text = _text(path, "calibration points")
     if path.suffix.lower() == ".json":
         try:
             data = json.loads(text)
@@ -208,6 +218,9 @@ def read_records(path: str | Path) -> list[dict]:
                                    f"(known: {', '.join(COLUMNS)})")
         return [dict(r, _where=f"{path}: point {k + 1}") for k, r in enumerate(rows)]
     reader = csv.DictReader(text.splitlines())
+    repeated = sorted({name for name in reader.fieldnames or () if list(reader.fieldnames).count(name) > 1})
+    if repeated:  # DictReader would keep the last column of a name and drop the others without a word
+        raise FreqlabError(f"{path}: column(s) given twice: {', '.join(repeated)}")
     unknown = set(reader.fieldnames or ()) - set(COLUMNS)
     if unknown:
         raise FreqlabError(f"{path}: unknown column(s) {', '.join(sorted(unknown))} (known: {', '.join(COLUMNS)})")
@@ -215,14 +228,23 @@ def read_records(path: str | Path) -> list[dict]:
             for n, row in enumerate(reader)]
 
 
+#: every count of a point (tokens, occurrences, lengths) stays an exact int64, as the command-line options do
+MAX_COUNT = 2**63 - 1
+
+
 def _number(row: dict, key: str, parse):
+    """A point's value through ``parse`` whether the file gave a string (CSV, JSON) or a JSON number: a JSON
+    ``true``, ``10.7`` or ``-5`` is refused as the string would be, never taken as 1, 10 or -5."""
     value = row.get(key)
     if value is None:
         return None
     try:
-        return parse(value) if isinstance(value, str) else value
+        number = parse(value)
     except Exception as exc:  # parse errors name the value
-        raise FreqlabError(f"{row['_where']}: {key} = {value!r} is not a valid number") from exc
+        raise FreqlabError(f"{row['_where']}: {key}: {exc}") from exc
+    if number > MAX_COUNT:
+        raise FreqlabError(f"{row['_where']}: {key} = {value!r} is past 2^63 (counts stay exact int64)")
+    return number
 
 
 def point_from_record(row: dict, *, hist=None, regime: str = "natural", L: int | None = None,
@@ -263,11 +285,12 @@ def read_tau(path: str | Path) -> float:
     """The pooled tau of a calibration JSON written by :meth:`Calibration.write_json` (``--tau-from``)."""
     path = Path(path)
     try:
-        data = json.loads(path.read_text())
-    except (OSError, json.JSONDecodeError) as exc:
+        data = json.loads(_text(path, "calibration file"))
+    except json.JSONDecodeError as exc:
         raise FreqlabError(f"{path}: not a freqlab calibration file ({exc})") from exc
-    if not isinstance(data, dict) or data.get("format") != FORMAT or not isinstance(data.get("tau"), (int, float)):
+    tau = data.get("tau") if isinstance(data, dict) else None
+    if not isinstance(data, dict) or data.get("format") != FORMAT or type(tau) not in (int, float):  # bool is not
         raise FreqlabError(f"{path}: not a freqlab calibration file (write one with `freqlab calibrate --out`)")
-    if not data["tau"] > 0:
-        raise FreqlabError(f"{path}: tau = {data['tau']} is not positive")
-    return float(data["tau"])
+    if not 1 <= tau <= MAX_COUNT:  # the bounds --tau takes (NaN, inf and 1e400, which JSON reads as inf, fail too)
+        raise FreqlabError(f"{path}: tau = {tau} is not an occurrence count in 1..2^63 - 1 (as --tau)")
+    return float(tau)

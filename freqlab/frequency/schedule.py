@@ -383,8 +383,11 @@ def stage_frequency(stage: Stage, h, *, seed: int = 0) -> tuple[np.ndarray, dict
     if key == "curriculum" and "rate" in stage.curriculum:
         raise FreqlabError(f"{where}: a curriculum inside a stage takes share (of the stage's steps), not rate: "
                            "rate counts steps of the histogram's own rows, not of the stage's tokens")
-    method = (curriculum_from_spec if key == "curriculum" else position_ids_from_spec)(getattr(stage, key))
-    exact = method.frequency(h.lengths, h.counts, stage.L, stage.regime, seed=seed)
+    try:  # the delegated module's errors (a bad spec, a start past L, a PoSE target below L) name the stage
+        method = (curriculum_from_spec if key == "curriculum" else position_ids_from_spec)(getattr(stage, key))
+        exact = method.frequency(h.lengths, h.counts, stage.L, stage.regime, seed=seed)
+    except FreqlabError as exc:
+        raise FreqlabError(f"{where}: {key}: {exc}") from None
     # int64 counts where they fit; an exact expectation beyond 2^63 (PoSE on a real corpus) as float64: the stage is
     # scaled by T / f(0) anyway, which also cancels the common denominator
     f = exact.numerator if exact.numerator.dtype == np.int64 else exact.f

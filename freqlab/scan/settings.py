@@ -106,6 +106,10 @@ class ScanSettings:
         check_count("max_tokens", self.max_tokens)
         if self.on_error not in ON_ERROR:
             raise FreqlabError(f"on_error must be one of {', '.join(ON_ERROR)}, got {self.on_error!r}")
+        if self.format is not None:  # an unknown --format is a bad parameter, refused before any file is opened
+            from freqlab.corpus.registry import get_format
+
+            get_format(self.format)
 
     @property
     def limited(self) -> bool:

@@ -57,5 +57,6 @@ def test_a_bad_runs_file_is_one_error_line(tmp_path):
     result = run("calibrate", tmp_path / "runs.csv", "--L", "2K", "--hist", "x.parquet")
     assert result.exit_code == 1
     assert result.output.strip().splitlines() == [
-        f"Error: {tmp_path / 'runs.csv'}: line 2: effective_length = 'oops' is not a valid number"
+        f"Error: {tmp_path / 'runs.csv'}: line 2: effective_length: not a length in positions: 'oops' "
+        "(use e.g. 2048, 2K or 128K (K = 1024))"
     ]

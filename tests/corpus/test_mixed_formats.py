@@ -109,6 +109,15 @@ def test_format_reads_one_format_and_counts_the_files_it_passes_over(mixed):
         open_corpus(str(mixed), format="txt")
 
 
+def test_an_unknown_format_is_a_usage_error_before_any_file_is_read(mixed, tmp_path):
+    result = CliRunner().invoke(main, ["scan", "--dataset", str(mixed), "--format", "csv", "-q",
+                                       "--out", str(tmp_path / "out")])
+    assert result.exit_code == 2, result.output
+    assert ("unknown format 'csv'; formats: jsonl, parquet, arrow, txt, megatron, datatrove, token-stream"
+            in result.output)
+    assert not (tmp_path / "out").exists()
+
+
 def test_a_token_stream_beside_text_files_is_refused_even_with_eos_id(tmp_path):
     np.save(tmp_path / "s.npy", np.array([5, 6, 0, 7, 0], np.uint16))
     write_texts(tmp_path / "a.jsonl", TEXTS)

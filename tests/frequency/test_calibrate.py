@@ -79,7 +79,7 @@ def test_records_from_csv_and_json(tmp_path):
 def test_bad_records_name_the_line(tmp_path):
     (tmp_path / "runs.csv").write_text("tokens,effective_length\n1T,12x\n")
     (row,) = read_records(tmp_path / "runs.csv")
-    with pytest.raises(FreqlabError, match=r"runs.csv: line 2: effective_length = '12x'"):
+    with pytest.raises(FreqlabError, match=r"runs.csv: line 2: effective_length: not a length in positions: '12x'"):
         point_from_record(row, hist="h.parquet", L=L)
     (tmp_path / "runs.csv").write_text("tokens,effective_length,budget\n1T,12,3\n")
     with pytest.raises(FreqlabError, match="unknown column"):
@@ -93,9 +93,57 @@ def test_bad_records_name_the_line(tmp_path):
         point_from_record(row, L=L)
 
 
+@pytest.mark.parametrize(("value", "reason"), [
+    ("true", "not a token count"),                       # a JSON boolean is not 1 token
+    ("-5", "positive integer"),
+    ("1e999", "not a token count"),                      # JSON reads it as inf
+    ('"1e400"', "past 2\\^63"),                           # exact, but past int64
+])
+def test_json_numbers_are_checked_as_strings_are(tmp_path, value, reason):
+    LengthHistogram.from_counts([L], [1000]).to_parquet(tmp_path / "h.parquet")
+    (tmp_path / "runs.json").write_text(f'[{{"tokens": {value}, "effective_length": 1280}}]')
+    (row,) = read_records(tmp_path / "runs.json")
+    with pytest.raises(FreqlabError, match=rf"runs\.json: point 1: tokens.*{reason}"):
+        point_from_record(row, hist=tmp_path / "h.parquet", L=L)
+    (tmp_path / "runs.json").write_text('[{"tokens": "1T", "effective_length": 1280.7}]')  # not cut to 1280
+    (row,) = read_records(tmp_path / "runs.json")
+    with pytest.raises(FreqlabError, match=r"effective_length: .*got 1280\.7"):
+        point_from_record(row, hist=tmp_path / "h.parquet", L=L)
+
+
+def test_a_csv_with_a_byte_order_mark_or_a_repeated_column(tmp_path):
+    (tmp_path / "runs.csv").write_bytes(b"\xef\xbb\xbftokens,effective_length\n1T,1280\n")  # as spreadsheets save
+    (row,) = read_records(tmp_path / "runs.csv")
+    assert (row["tokens"], row["effective_length"]) == ("1T", "1280")
+    (tmp_path / "runs.csv").write_text("tokens,tokens,effective_length\n1T,2T,1280\n")
+    with pytest.raises(FreqlabError, match="column\\(s\\) given twice: tokens"):
+        read_records(tmp_path / "runs.csv")
+
+
 def test_written_fits_are_read_back(tmp_path):
     path = calibrate(PAPER_POINTS).write_json(tmp_path / "tau.json")
     assert read_tau(path) == 100e9
     (tmp_path / "other.json").write_text('{"tau": 5}')
     with pytest.raises(FreqlabError, match=r"other\.json: not a freqlab calibration file"):
         read_tau(tmp_path / "other.json")
+
+
+@pytest.mark.parametrize("value", ["-1", "NaN", "1e400", "true", "0.5", "1e30"])
+def test_a_tau_file_holds_what_tau_would_take(tmp_path, value):
+    (tmp_path / "tau.json").write_text("[1]")
+    with pytest.raises(FreqlabError, match="not a freqlab calibration file"):
+        read_tau(tmp_path / "tau.json")
+    (tmp_path / "tau.json").write_text(f'{{"format": "freqlab-calibration", "tau": {value}}}')
+    with pytest.raises(FreqlabError, match=r"tau\.json: (tau = .* is not an occurrence count|not a freqlab)"):
+        read_tau(tmp_path / "tau.json")
+
+
+def test_a_binary_or_missing_file_is_one_line(tmp_path):
+    (tmp_path / "runs.csv").write_bytes(b"tokens,effective_length\n\xd0\x00\xff\n")
+    with pytest.raises(FreqlabError, match=r"runs\.csv: not a UTF-8 text file \(byte 24\)"):
+        read_records(tmp_path / "runs.csv")
+    (tmp_path / "tau.json").write_bytes(b"\x7fELF\xd0\xff")
+    with pytest.raises(FreqlabError, match=r"tau\.json: not a UTF-8 text file \(byte 4\)"):
+        read_tau(tmp_path / "tau.json")
+    with pytest.raises(FreqlabError, match=r"gone\.json: cannot read calibration file \(No such file"):
+        read_tau(tmp_path / "gone.json")

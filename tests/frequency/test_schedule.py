@@ -178,6 +178,18 @@ def test_curriculum_and_position_id_stages_are_delegated(tmp_path, delegated):
         schedule_frequency(load_schedule(tmp_path / "bad.yaml"))
 
 
+@pytest.mark.parametrize(("spec", "message"), [
+    ("curriculum: {kind: warmup, start: 64, share: 0.5}", "stage w: curriculum: warmup: start 64 is larger"),
+    ("position_ids: {kind: pose, target: 8}", "stage w: position_ids: pose: target 8 is shorter than the window"),
+    ("curriculum: {kind: nonsense}", "stage w: curriculum: "),
+])
+def test_a_bad_curriculum_or_position_ids_names_its_stage(tmp_path, spec, message):
+    LengthHistogram.from_counts([40], [3]).to_parquet(tmp_path / "h.parquet")
+    (tmp_path / "s.yaml").write_text(f"histogram: h.parquet\nstages:\n  - {{name: w, L: 16, tokens: 1T, {spec}}}\n")
+    with pytest.raises(FreqlabError, match=message):
+        schedule_frequency(load_schedule(tmp_path / "s.yaml"))
+
+
 @settings(max_examples=40, deadline=None)
 @given(
     st.lists(st.tuples(st.integers(1, 30), st.integers(1, 3)), min_size=1, max_size=6, unique_by=lambda t: t[0]),
