@@ -500,7 +500,8 @@ def _echo_schedule(data: dict, tau: float, corpus) -> None:
     if rows:
         click.echo("share of all training tokens that reached each earlier stage's window (context >= W):")
         for row in rows:
-            shares = ", ".join(f"W={w}: {100 * v:.3g}%" for w, v in row["beyond"].items())
+            shares = ", ".join(f"W={w}: {100 * v:.3g}%" if v is not None else f"W={w}: n/a (PoSE: position ids skip)"
+                               for w, v in row["beyond"].items())
             click.echo(f"  {row['stage']:<16} {row['kind']:<10} {shares}")
     for note in data["notes"]:
         click.echo(f"note: {note}")

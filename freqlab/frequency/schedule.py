@@ -344,10 +344,18 @@ class ScheduleFrequency:
             return Fraction(0)
         return Fraction(int(f[position]) * self.schedule.stages[k].tokens, int(f[0]))
 
+    def reach_is_exposure(self, k: int) -> bool:
+        """Whether f_k(W)·T_k/f_k(0) counts stage k's tokens with at least W of context: true when every query sees
+        its keys at every distance 0..c (segments, fragments, pieces), false under PoSE, whose skipped position ids
+        leave gaps (its pairs at distance W are no count of tokens)."""
+        spec = self.schedule.stages[k].position_ids
+        return spec is None or spec.get("kind") != "pose"
+
     def reach_table(self) -> list[dict]:
         """Per stage and layer kind: for each earlier stage's window W (distinct, in order), the share of all the
         schedule's training tokens that this stage trained with at least W tokens of context (reached position W).
-        NoPE layers carry no position frequency and are left out."""
+        NoPE layers carry no position frequency and are left out; a PoSE stage's shares are None (its f counts pairs at
+        skipped position-id distances, not tokens with that much context)."""
         total = self.tokens
         rows = []
         for k, stage in enumerate(self.schedule.stages):
@@ -355,9 +363,11 @@ class ScheduleFrequency:
             for kind, f in self.stage_kinds(k).items():
                 if f is None:
                     continue
+                exposure = self.reach_is_exposure(k)
                 rows.append({
                     "stage": stage.name, "kind": kind.name, "L": stage.L,
-                    "beyond": {str(W): float(self.reached(k, kind, W) / total) for W in earlier},
+                    "beyond": {str(W): float(self.reached(k, kind, W) / total) if exposure else None
+                               for W in earlier},
                 })  # fmt: skip
         return rows
 

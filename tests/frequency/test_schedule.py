@@ -216,3 +216,22 @@ def test_reach_beyond_an_earlier_window_counts_tokens_by_their_context(pairs, L,
         _, exposure = masked_pair_frequency(rows, mask, long, kind.kind, size)
         beyond = sum(exposure[short:])
         assert result.reached(1, kind, short) == Fraction(beyond * 700, sum(exposure))
+
+
+def test_a_pose_stage_reports_no_reach_share(tmp_path):
+    """f(W)·T/f(0) counts tokens with at least W of context only when a query sees every distance up to its context:
+    under PoSE the position ids skip (one 4-token document, L = 4, target 6: f(3)/f(0) = 7/24, while the expected
+    share of tokens at position id >= 3 is 11/24), so its shares are None, never a wrong number."""
+    from freqlab.frequency.pose import position_ids_from_spec
+
+    f = position_ids_from_spec({"kind": "pose", "target": 6}).frequency([4], [1], 4, "natural")
+    assert Fraction(f.value(3)) / Fraction(f.value(0)) == Fraction(7, 24)
+    LengthHistogram.from_counts([4, 3000], [1, 2]).to_parquet(tmp_path / "h.parquet")
+    (tmp_path / "s.yaml").write_text(
+        "histogram: h.parquet\nstages:\n  - {name: base, L: 2K, tokens: 1B}\n"
+        "  - {name: pose, L: 2K, tokens: 10M, position_ids: {kind: pose, target: 16K}}\n"
+    )
+    result = schedule_frequency(load_schedule(tmp_path / "s.yaml"))
+    rows = {row["stage"]: row for row in result.reach_table()}
+    assert rows["pose"]["beyond"] == {"2048": None}
+    assert result.reach_is_exposure(0) and not result.reach_is_exposure(1)
