@@ -13,6 +13,7 @@ from freqlab.cli.options import (
     SEED,
     TOKENS,
     TOKENS_NOTE,
+    check_layout,
     megatron_options,
     megatron_settings,
     with_tau_from,
@@ -94,7 +95,7 @@ def echo_json(data) -> None:
 )
 @megatron_options("the .idx the histogram was scanned from (its metadata names it)")
 @weights_option
-@click.option("--layout", default=None, metavar="SPEC|config.json",
+@click.option("--layout", default=None, metavar="SPEC|config.json", callback=check_layout,
               help="Attention layout: f per layer kind, e.g. 5*swa1024+global, 3*chunk8K+nope, or a model config.json "
                    "(sliding_window, layer_types, attention_chunk_size, no_rope_layers, ...).")
 @click.option("--tails", is_flag=True,
@@ -122,7 +123,7 @@ def freq_command(hist, Ls, regimes, tokens, tau, seed, out, weights, layout, tai
     replay = megatron_replay(hist, h, options, weighted=mix is not None) if "megatron" in regimes else None
     rows = regime_summaries(h.lengths, h.counts, Ls, regimes, tokens=budget.tokens, tau=tau, seed=seed,
                             megatron=replay)
-    layouts = _layout_rows(h, Ls, regimes, layout, budget.tokens, tau, seed) if layout else None
+    layouts = _layout_rows(h, Ls, regimes, layout, budget.tokens, tau, seed) if layout is not None else None
     tail_rows = _tail_rows(h, Ls[0], regimes[0]) if tails else None
     if out:
         _write_frequencies(h, mix, Ls, regimes, seed, out, replay)
@@ -342,7 +343,7 @@ def stats_command(hist, L, regimes, tokens, tau, weights, as_json):
                    "instead of FILE; numbers its sources do not state are marked assumed.")
 @click.option("--hist", type=click.Path(dir_okay=False), default=None,
               help="Default histogram for the stages [default: the schedule's; a preset: the built-in corpus].")
-@click.option("--layout", default=None, metavar="SPEC|config.json",
+@click.option("--layout", default=None, metavar="SPEC|config.json", callback=check_layout,
               help="Attention layout for every stage that names none, e.g. 5*swa1024+global or a model config.json.")
 @tau_option
 @weights_option
@@ -372,7 +373,7 @@ def schedule_command(file, preset, hist, layout, tau, weights, as_json):
         schedule = load_preset(preset, histogram=corpus, weights=weights)
     else:
         schedule = load_schedule(file, histogram=hist, weights=weights)
-    if layout:
+    if layout is not None:
         schedule = with_layout(schedule, layout)
     result = schedule_frequency(schedule)
     data = schedule_report(result, tau, name=str(file or f"preset {preset}"))

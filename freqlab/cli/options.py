@@ -172,3 +172,18 @@ def with_tau_from(tau_option):
         return tau_option(option(merged))
 
     return decorate
+
+
+def check_layout(ctx, param, value):
+    """``--layout``: read before any work (a usage error, exit 2, names what is wrong); the text is passed on."""
+    if value is None:
+        return None
+    from freqlab.frequency.layouts import read_layout  # loads numpy: only when the option is given
+
+    if not value.strip():
+        raise click.BadParameter("an empty layout (give e.g. 5*swa1024+global or a config.json)", ctx, param)
+    try:
+        read_layout(value)
+    except FreqlabError as exc:
+        raise click.BadParameter(str(exc), ctx, param) from None
+    return value

@@ -39,7 +39,7 @@ from freqlab.frequency.position import segment_frequency
 from freqlab.frequency.regimes import Segments, _natural, check_histogram, check_window, segments, stream_order
 from freqlab.frequency.stats import DEFAULT_TAU, position_at_mass, share_at_most
 from freqlab.frequency.summary import frequency_summary
-from freqlab.sizes import parse_positions, position_label
+from freqlab.sizes import MAX_POSITIONS, parse_positions, position_label
 
 KINDS: tuple[str, ...] = ("global", "swa", "chunk", "nope")
 #: model types whose configs alternate sliding and global layers without saying so (transformers' defaults)
@@ -103,6 +103,10 @@ class Layout:
 _TERM = re.compile(r"^(?:(\d+)\s*\*\s*)?(global|nope|swa|chunk)\s*(\S*)$", re.IGNORECASE)
 
 
+#: the most layers a layout string may hold (today's largest models have ~100-200)
+MAX_LAYERS = 10_000
+
+
 def parse_layout(text: str) -> Layout:
     """A layout from a short string: terms ``[N*]KIND`` joined by ``+``; KIND is ``global``, ``nope``,
     ``swa<w>`` or ``chunk<C>`` (sizes as every window: ``1024``, ``4K``).
@@ -119,8 +123,9 @@ def parse_layout(text: str) -> Layout:
             raise FreqlabError(f"layout {text!r}: cannot read {term.strip()!r} (terms are N*KIND, KIND one of "
                                "global, nope, swa<window>, chunk<size>, e.g. 5*swa1024+global)")
         repeat, kind, size = int(match.group(1) or 1), match.group(2).lower(), match.group(3)
-        if repeat < 1:
-            raise FreqlabError(f"layout {text!r}: {term.strip()!r} repeats a layer {repeat} times")
+        if not 1 <= repeat <= MAX_LAYERS or len(layers) + repeat > MAX_LAYERS:
+            raise FreqlabError(f"layout {text!r}: {term.strip()!r} repeats a layer {repeat:,} times "
+                               f"(a layout holds 1..{MAX_LAYERS:,} layers)")
         if kind in ("global", "nope"):
             if size:
                 raise FreqlabError(f"layout {text!r}: {kind} takes no size, got {size!r}")
@@ -128,7 +133,10 @@ def parse_layout(text: str) -> Layout:
         else:
             if not size:
                 raise FreqlabError(f"layout {text!r}: {kind} needs a size, e.g. {kind}1024 or {kind}8K")
-            layer = LayerKind(kind, parse_positions(size, f"{kind} size in layout {text!r}"))
+            window = parse_positions(size, f"{kind} size in layout {text!r}")
+            if not 1 <= window <= MAX_POSITIONS:
+                raise FreqlabError(f"layout {text!r}: {kind} size {window:,} is not in 1..{MAX_POSITIONS:,} (2^30)")
+            layer = LayerKind(kind, window)
         layers.extend([layer] * repeat)
     return Layout(tuple(layers), source=str(text))
 

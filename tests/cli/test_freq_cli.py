@@ -390,3 +390,19 @@ def test_schedule_presets_cite_sources_and_mark_assumed_numbers(hist):
                           (("schedule", "--preset", "gpt5", "--hist", hist), "unknown recipe preset 'gpt5'")]:
         bad = run(*args)
         assert bad.exit_code in (1, 2) and message in bad.output and "Traceback" not in bad.output
+
+
+@pytest.mark.parametrize(
+    ("layout", "message"),
+    [
+        ("", "an empty layout"),
+        ("swa99999999999999999999", "is not in 1..1,073,741,824 (2^30)"),
+        ("99999999999*global", "a layout holds 1..10,000 layers"),
+        ("5*swb1024", "cannot read '5*swb1024'"),
+    ],
+)
+def test_a_bad_layout_is_a_usage_error_before_any_work(hist, layout, message):
+    for command in (("freq", hist), ("schedule", "--preset", "llama3", "--hist", hist)):
+        result = run(*command, "--layout", layout)
+        assert result.exit_code == 2 and "Invalid value for '--layout'" in result.output
+        assert message in result.output
