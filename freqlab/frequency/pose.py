@@ -54,7 +54,11 @@ from freqlab.frequency.exact import INT64_LIMIT, ExactFrequency
 from freqlab.frequency.kernels import scatter_add
 from freqlab.frequency.position import segment_frequency
 from freqlab.frequency.regimes import check_histogram, check_window, exact_dot, segments, stream_order
+from freqlab.resources import available_memory, require_memory
 from freqlab.sizes import MAX_POSITIONS
+
+#: the largest common denominator of PoSE's exact expectation (its values are Python integers beyond int64)
+MAX_DENOMINATOR_BITS = 1 << 20
 
 SCALINGS: tuple[str, ...] = ("pi", "yarn")
 
@@ -147,8 +151,24 @@ class Pose:
         for n, c in zip(lengths.tolist(), counts.tolist()):
             if c:
                 groups[min(n, L)] += c
-        denominator = math.lcm(1, *(((r + 1) // 2) * (target - r + 1) for r in groups))
+        # one common denominator, refused before it (and the arrays of values that size) outgrow what can be held:
+        # three arrays of `target` Python integers of about its size
+        memory = available_memory()
+        cap = MAX_DENOMINATOR_BITS if memory is None else min(MAX_DENOMINATOR_BITS, int(8 * memory / (3 * target)))
+        denominator = 1
+        for r in groups:
+            denominator = math.lcm(denominator, ((r + 1) // 2) * (target - r + 1))
+            if denominator.bit_length() > cap:
+                raise FreqlabError(
+                    f"pose: the exact expectation over {len(groups):,} distinct row lengths needs a common denominator "
+                    f"of more than {cap:,} bits (values too large to hold {target:,} of them); bin the histogram's "
+                    "lengths (fewer distinct rows) or use replay: true (one seeded draw of the authors' sampler)"
+                )
         rows_tokens = sum(r * c for r, c in groups.items())
+        bits = (16 * denominator * rows_tokens).bit_length()
+        # the impulses and their four cumulative sums: int64, or Python integers of ~bits bits each (+ the object)
+        require_memory(target * (8 if bits < 63 else 48 + bits // 8) * 3, f"pose: target {target:,}",
+                       f"the exact expectation over {len(groups):,} distinct row lengths, {bits} bits per value")
         # |every cumulative sum| <= 2^4 · max f · denominator: int64 when that fits, Python integers otherwise
         wide = 16 * denominator * rows_tokens >= INT64_LIMIT
         impulses = np.zeros(target, dtype=object if wide else np.int64)

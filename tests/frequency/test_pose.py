@@ -116,3 +116,18 @@ def test_bad_specs_name_the_key_and_value(spec, message):
 def test_a_target_shorter_than_the_window_is_refused():
     with pytest.raises(FreqlabError, match="pose: target 1000 is shorter than the window L = 2048"):
         Pose(1000).frequency([5000], [1], 2048)
+
+
+def test_an_expectation_whose_common_denominator_outgrows_what_can_be_held_is_refused_in_one_line(monkeypatch):
+    """Thousands of distinct row lengths make the least common denominator of A·(R + 1) thousands of digits long
+    (values of that size over a target of 512K positions would take tens of GB): refused before, with the way out."""
+    from freqlab.errors import FreqlabError
+    from freqlab.frequency.pose import MAX_DENOMINATOR_BITS, position_ids_from_spec
+
+    monkeypatch.setenv("FREQLAB_MEMORY_BYTES", str(200 << 20))  # 200 MB: values of ~2^15 bits over 32K positions
+    lengths = np.arange(1000, 6000)
+    assert MAX_DENOMINATOR_BITS == 1 << 20
+    with pytest.raises(FreqlabError, match=r"more than 17,066 bits \(values too large to hold 32,768 of them\); bin"):
+        position_ids_from_spec({"kind": "pose", "factor": 4}).frequency(lengths, np.ones_like(lengths), 8192)
+    replayed = position_ids_from_spec({"kind": "pose", "factor": 4, "replay": True})
+    assert replayed.frequency(lengths, np.ones_like(lengths), 8192).tokens == int(lengths.sum())
