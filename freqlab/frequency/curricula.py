@@ -371,7 +371,7 @@ class SkyLadder:
             if self.share is None and self.growth == "linear":
                 w = start + k // (self.batch * self.rate)
             else:
-                x = k / max(cp, 1)
+                x = np.minimum(k / max(cp, 1), 1.0)  # rows from the changing point on take L below (no overflow)
                 if self.growth == "linear":
                     w = start + ((L - start) * x).astype(np.int64)
                 elif self.growth == "sine":
