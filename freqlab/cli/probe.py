@@ -34,6 +34,34 @@ def _lengths(text: str | None, maximum: int, steps: int) -> list[int]:
     return sorted({maximum * k // steps for k in range(1, steps + 1)})
 
 
+def _check_before_loading(model_dir: str, plans: list, lengths: str | None, steps: int) -> None:
+    """Usage errors found before the model is loaded (seconds to minutes): the plans against the window its
+    ``config.json`` states, and the lengths given."""
+    import json
+    from pathlib import Path
+
+    from freqlab.errors import FreqlabError
+    from freqlab.plan.self_extend import _check_group
+    from freqlab.plan.string import _check_shift
+
+    if lengths:
+        _lengths(lengths, 1, steps)
+    try:
+        config = json.loads((Path(model_dir) / "config.json").read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return  # loading the model says what is wrong with it
+    config = (config.get("text_config") or config) if isinstance(config, dict) else {}
+    L = config.get("max_position_embeddings") if isinstance(config, dict) else None
+    if not isinstance(L, int) or L < 2:
+        return
+    for name, values in plans:
+        try:
+            _check_shift(L, *values) if name == "STRING" else _check_group(*values, L)
+        except FreqlabError as exc:
+            hint = "--string" if name == "STRING" else "--self-extend"
+            raise click.BadParameter(f"{exc} (the model's window L = {L})", param_hint=hint) from None
+
+
 def _depths(text: str) -> list[float]:
     try:
         depths = [float(part) for part in text.split(",")]
@@ -92,6 +120,7 @@ def probe_command(model_dir, lengths, max_length, steps, depths, trials, needles
     if no_baseline and not plans:
         raise click.UsageError("--no-baseline needs --string or --self-extend")
     depth_list = _depths(depths)
+    _check_before_loading(model_dir, plans, lengths, steps)
     model, tokenizer = p.load_model(model_dir, dtype, device)
     config = model.config.get_text_config()
     length_list = _lengths(lengths, max_length or config.max_position_embeddings, steps)
