@@ -34,6 +34,9 @@ MAX_POSITIONS = 1 << 30
 #: One line for help texts: what the suffixes mean.
 POSITIONS_HELP = "K = 1024: 2K = 2048, 128K = 131072"
 TOKENS_HELP = "K, M, B, T = 10^3, 10^6, 10^9, 10^12"
+#: The occurrence threshold tau of an effective length, f_T(i) >= tau (STRING calibration, Sec. 3: see
+#: :mod:`freqlab.frequency.stats`); a token count, here at the bottom so that every layer can default to it.
+DEFAULT_TAU: float = 100e9
 
 
 def parse_size(value, suffixes: dict[str, int], what: str, example: str, *, minimum: int = 1) -> int:
