@@ -33,14 +33,14 @@ from freqlab.display import (
     svg_chart,
 )
 from freqlab.errors import FreqlabError
+from freqlab.formats import LENGTHS_FORMAT as FORMAT  # kept for import compatibility (and used here)
+from freqlab.formats import LENGTHS_VERSION as FORMAT_VERSION  # kept for import compatibility (and used here)
+from freqlab.formats import METADATA_KEY, UNLABELLED_SOURCE  # UNLABELLED_SOURCE: kept for import compatibility
 from freqlab.sizes import DEFAULT_TAU, position_label
 
 if TYPE_CHECKING:  # type-only: the layer above, never imported here at run time
     from freqlab.frequency.result import PositionFrequency
 
-FORMAT = "freqlab.length_histogram"
-FORMAT_VERSION = 1
-UNLABELLED_SOURCE = "(none)"  # the source of documents without a label in a split histogram
 _DENSE_LIMIT = 1 << 27  # above this maximum length, build with np.unique instead of np.bincount
 
 
@@ -259,7 +259,7 @@ class LengthHistogram(Displayed):
         path = Path(path)
         header = {"format": FORMAT, "version": FORMAT_VERSION, **self.provenance()}
         path.parent.mkdir(parents=True, exist_ok=True)
-        self.to_frame().write_parquet(path, metadata={"freqlab": json.dumps(header)})
+        self.to_frame().write_parquet(path, metadata={METADATA_KEY: json.dumps(header)})
         return path
 
     @classmethod

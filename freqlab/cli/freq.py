@@ -11,6 +11,7 @@ from freqlab.cli.options import POSITIONS, POSITIONS_NOTE, TOKENS, TOKENS_NOTE, 
 from freqlab.cli.weights import budget_line, echo_mix, histogram_line, read_histogram, weights_option
 from freqlab.display import percent
 from freqlab.errors import FreqlabError, cannot_write
+from freqlab.formats import FREQUENCY_FORMAT, FREQUENCY_VERSION, METADATA_KEY  # kept for import compatibility
 from freqlab.frequency.budget import training_budget
 from freqlab.frequency.mixture import MixtureInfo, contribution_table
 from freqlab.frequency.regimes import REGIMES
@@ -120,8 +121,6 @@ def freq_command(hist, Ls, regimes, tokens, tau, seed, out, weights, as_json, **
         click.echo(f"wrote {out}")
 
 
-FREQUENCY_FORMAT = "freqlab.position_frequency"
-
 
 def megatron_replay(hist, h: LengthHistogram, options=None, *, weighted: bool = False,
                     how: str = "give --data-path PREFIX (Megatron's --data-path), or --regime concat for what it "
@@ -170,7 +169,7 @@ def _write_frequencies(
     ]
     header = {
         "format": FREQUENCY_FORMAT,
-        "version": 1,
+        "version": FREQUENCY_VERSION,
         "histogram": {"documents": corpus.documents, "tokens": corpus.tokens, **corpus.provenance()},
         **({"mixture": mix.to_dict()} if mix is not None else {}),
         "L": list(Ls),
@@ -179,7 +178,7 @@ def _write_frequencies(
         **({"megatron": megatron.describe()} if megatron is not None else {}),
     }
     try:
-        pl.concat(frames).write_parquet(out, metadata={"freqlab": json.dumps(header)})
+        pl.concat(frames).write_parquet(out, metadata={METADATA_KEY: json.dumps(header)})
     except OSError as exc:
         raise cannot_write(out, exc) from exc
 
