@@ -132,6 +132,6 @@ def test_the_old_names_are_the_definitions():
 
 def test_the_versions_on_disk_today():
     """A version changes only with a deliberate bump here (and a reader for the files of the old one, or a refusal)."""
-    versions = (formats.LENGTHS_VERSION, formats.FREQUENCY_VERSION, formats.CHECKPOINT_VERSION, formats.FINGERPRINT_VERSION)
-    assert versions == (1, 1, 2, 2)
+    f = formats
+    assert (f.LENGTHS_VERSION, f.FREQUENCY_VERSION, f.CHECKPOINT_VERSION, f.FINGERPRINT_VERSION) == (1, 1, 2, 2)
     assert formats.USAGE.version is None and formats.METADATA_KEY == "freqlab"
