@@ -14,7 +14,7 @@ A size is a number with an optional suffix, case-insensitive, ``_`` allowed as a
 (1000000000000, 300000000000, 2000000000, 1500)
 
 Printing follows the same conventions: :func:`position_label` writes positions with K = 1024, and
-:func:`freqlab.frequency.summary.human_count` writes token counts with decimal suffixes.
+:func:`human_count` writes token counts with decimal suffixes.
 """
 
 from __future__ import annotations
@@ -97,3 +97,15 @@ def position_label(x: float) -> str:
     if abs(x) >= 1024 and (x * 4) % 1024 == 0:
         return f"{x / 1024:g}K"
     return f"{x:g}"
+
+
+def human_count(n: float) -> str:
+    """A token count with a decimal suffix, 3 significant digits: ``1.5e12 -> '1.5T'``, ``2.1e9 -> '2.1B'``.
+
+    >>> human_count(1.5e12), human_count(2.1e9), human_count(8_440_000), human_count(999)
+    ('1.5T', '2.1B', '8.44M', '999')
+    """
+    for scale, suffix in ((1e12, "T"), (1e9, "B"), (1e6, "M"), (1e3, "K")):
+        if abs(n) >= scale:
+            return f"{n / scale:.3g}{suffix}"
+    return f"{n:.0f}"

@@ -20,6 +20,7 @@ from freqlab.frequency.stats import (
     share_at_most,
     tokens_needed,
 )
+from freqlab.sizes import human_count  # kept for import compatibility (and used here)
 
 
 def frequency_summary(f, *, tokens: float | None = None, tau: float = DEFAULT_TAU) -> dict:
@@ -207,11 +208,3 @@ def describe_string_probe(comparison: dict) -> list[str]:
         f"  paper: effective length {position} where f({position}) ≈ {human_count(cal['paper_occurrences'])} "
         f"(Fig. 2b); freqlab: f_T({position}) ≥ {tau} {needed}",
     ]
-
-
-def human_count(n: float) -> str:
-    """``1.5e12 -> '1.5T'``, ``2.1e9 -> '2.1B'``."""
-    for scale, suffix in ((1e12, "T"), (1e9, "B"), (1e6, "M"), (1e3, "K")):
-        if abs(n) >= scale:
-            return f"{n / scale:.3g}{suffix}"
-    return f"{n:.0f}"
