@@ -386,6 +386,17 @@ def combine_sources(sources: dict[str, LengthHistogram], **metadata) -> LengthHi
     return LengthHistogram(total.lengths, total.counts, sources=dict(sorted(sources.items())), **metadata)
 
 
+def as_histogram(histogram: LengthHistogram | str | Path) -> LengthHistogram:
+    """A LengthHistogram, read from Parquet when given a path (:meth:`LengthHistogram.read_parquet`).
+
+    >>> as_histogram(LengthHistogram.from_lengths([3, 5])).documents
+    2
+    """
+    if isinstance(histogram, LengthHistogram):
+        return histogram
+    return LengthHistogram.read_parquet(histogram)
+
+
 def _source_metadata(sources: dict[str, LengthHistogram] | None) -> dict:
     if not sources:
         return {}

@@ -22,7 +22,9 @@ ROOT = PACKAGE.parent
 
 #: the layers, lowest first; the first one holds the top-level modules that import nothing else of freqlab's
 LAYERS = ("bottom", "histogram", "corpus", "tokenize", "frequency", "scan", "plan", "others", "plots", "cli")
-BOTTOM = {"errors", "sizes", "display", "arrays", "formats", "resources"}
+# top-level modules at the bottom (resources and config_file: memory checks and bounded file reading, both
+# importing errors alone)
+BOTTOM = {"errors", "sizes", "display", "arrays", "formats", "resources", "config_file"}
 TOP = {"freqlab", "freqlab.__main__"}  # the package's lazy table and `python -m freqlab` reach everything
 
 #: (importing file, imported module) -> why this upward import is allowed
