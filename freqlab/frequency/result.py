@@ -24,7 +24,7 @@ from freqlab.frequency import stats
 from freqlab.frequency.position import segment_frequency
 from freqlab.frequency.regimes import Segments, segments
 from freqlab.frequency.stats import DEFAULT_TAU
-from freqlab.frequency.summary import frequency_summary
+from freqlab.frequency.summary import regime_row
 from freqlab.sizes import position_label
 
 if TYPE_CHECKING:  # type-only: importing it here would load polars with freqlab.frequency
@@ -112,12 +112,7 @@ class PositionFrequency(Displayed):
     def summary(self, tokens: float | None = None, tau: float = DEFAULT_TAU) -> dict:
         """:func:`~freqlab.frequency.summary.frequency_summary` with the regime, segments and dropped tokens:
         one row of ``freqlab freq --json`` and of a scan's ``summary.json``. JSON-serialisable."""
-        row = {"regime": self.regime, **frequency_summary(self.f, tokens=tokens, tau=tau)}
-        row["segments"] = self.segments
-        row["dropped_tokens"] = self.dropped_tokens
-        if self.approximation:
-            row["approximation"] = self.approximation
-        return row
+        return regime_row(self.regime, self.f, self.segments, self.dropped_tokens, self.approximation, tokens, tau)
 
     def to_frame(self):
         """A polars DataFrame with columns ``position``, ``regime``, ``f``."""
