@@ -183,7 +183,7 @@ class HubLengthShard(HubShard, LengthShard):
     column: tuple[str, str] = ("tokens", DEFAULT_TOKENS_FIELD)
 
     def read_lengths(self) -> Iterator[LengthBatch]:
-        from freqlab.corpus.token_columns import BATCH_ROWS, length_batches
+        from freqlab.corpus.token_columns import BATCH_ROWS, length_batches  # pyarrow: only for token columns
 
         prefix, name = self.row_prefix, _label(self.dataset, self.config, self.split)
         row = 0
@@ -252,7 +252,7 @@ def streamed_corpus(
 def _token_column(stream, fields: Fields) -> tuple[str, str] | None:
     """``(kind, column)`` when the stream's records are read as lengths (``--tokens-field``, ``--length-field``,
     or no text column but an ``input_ids`` one among the features the dataset declares), else None (text)."""
-    from freqlab.corpus.token_columns import token_column
+    from freqlab.corpus.token_columns import token_column  # pyarrow: only for token columns
 
     names = list(stream.features or {}) if stream.features is not None else []
     return token_column(fields, names)
