@@ -13,10 +13,12 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
 from fractions import Fraction
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import numpy as np
 import polars as pl
 
+from freqlab.arrays import check_histogram, exact_dot
 from freqlab.display import (
     PALETTE,
     Chart,
@@ -31,14 +33,14 @@ from freqlab.display import (
     svg_chart,
 )
 from freqlab.errors import FreqlabError, brief
-from freqlab.frequency.regimes import check_histogram, exact_dot, segments
-from freqlab.frequency.result import PositionFrequency
-from freqlab.frequency.stats import DEFAULT_TAU
-from freqlab.sizes import position_label
+from freqlab.formats import LENGTHS_FORMAT as FORMAT  # kept for import compatibility (and used here)
+from freqlab.formats import LENGTHS_VERSION as FORMAT_VERSION  # kept for import compatibility (and used here)
+from freqlab.formats import METADATA_KEY, UNLABELLED_SOURCE  # UNLABELLED_SOURCE: kept for import compatibility
+from freqlab.sizes import DEFAULT_TAU, position_label
 
-FORMAT = "freqlab.length_histogram"
-FORMAT_VERSION = 1
-UNLABELLED_SOURCE = "(none)"  # the source of documents without a label in a split histogram
+if TYPE_CHECKING:  # type-only: the layer above, never imported here at run time
+    from freqlab.frequency.result import PositionFrequency
+
 _DENSE_LIMIT = 1 << 27  # above this maximum length, build with np.unique instead of np.bincount
 
 
@@ -257,7 +259,7 @@ class LengthHistogram(Displayed):
         path = Path(path)
         header = {"format": FORMAT, "version": FORMAT_VERSION, **self.provenance()}
         path.parent.mkdir(parents=True, exist_ok=True)
-        self.to_frame().write_parquet(path, metadata={"freqlab": json.dumps(header)})
+        self.to_frame().write_parquet(path, metadata={METADATA_KEY: json.dumps(header)})
         return path
 
     @classmethod
@@ -334,8 +336,11 @@ class LengthHistogram(Displayed):
         >>> LengthHistogram.from_counts([3, 6], [2, 1]).frequency(4).f.tolist()   # 6 -> segments 4 + 2
         [12, 8, 4, 1]
         """
-        segs = segments(self.lengths, self.counts, L, regime, seed=seed, megatron=megatron)
-        return PositionFrequency.from_segments(segs, corpus=self.corpus, tokenizer=self.tokenizer)
+        # the one sanctioned upward call (histogram < frequency): the computation lives in freqlab.frequency,
+        # this method is the short spelling the API offers (allow-listed in tests/test_layers.py)
+        from freqlab.frequency.result import PositionFrequency
+
+        return PositionFrequency.from_histogram(self, L, regime, seed=seed, megatron=megatron)
 
     def frequency_table(
         self, L: int, regimes: str | Sequence[str] = ("natural", "uniform", "concat"), *, seed: int = 0,
@@ -380,6 +385,17 @@ def combine_sources(sources: dict[str, LengthHistogram], **metadata) -> LengthHi
         np.concatenate(counts) if counts else np.zeros(0, np.int64),
     )
     return LengthHistogram(total.lengths, total.counts, sources=dict(sorted(sources.items())), **metadata)
+
+
+def as_histogram(histogram: LengthHistogram | str | Path) -> LengthHistogram:
+    """A LengthHistogram, read from Parquet when given a path (:meth:`LengthHistogram.read_parquet`).
+
+    >>> as_histogram(LengthHistogram.from_lengths([3, 5])).documents
+    2
+    """
+    if isinstance(histogram, LengthHistogram):
+        return histogram
+    return LengthHistogram.read_parquet(histogram)
 
 
 def _source_metadata(sources: dict[str, LengthHistogram] | None) -> dict:

@@ -14,7 +14,7 @@ A size is a number with an optional suffix, case-insensitive, ``_`` allowed as a
 (1000000000000, 300000000000, 2000000000, 1500)
 
 Printing follows the same conventions: :func:`position_label` writes positions with K = 1024, and
-:func:`freqlab.frequency.summary.human_count` writes token counts with decimal suffixes.
+:func:`human_count` writes token counts with decimal suffixes.
 """
 
 from __future__ import annotations
@@ -34,6 +34,9 @@ MAX_POSITIONS = 1 << 30
 #: One line for help texts: what the suffixes mean.
 POSITIONS_HELP = "K = 1024: 2K = 2048, 128K = 131072"
 TOKENS_HELP = "K, M, B, T = 10^3, 10^6, 10^9, 10^12"
+#: The occurrence threshold tau of an effective length, f_T(i) >= tau (STRING calibration, Sec. 3: see
+#: :mod:`freqlab.frequency.stats`); a token count, here at the bottom so that every layer can default to it.
+DEFAULT_TAU: float = 100e9
 
 
 def parse_size(value, suffixes: dict[str, int], what: str, example: str, *, minimum: int = 1) -> int:
@@ -116,3 +119,15 @@ def position_label(x: float) -> str:
     if abs(x) >= 1024 and (x * 4) % 1024 == 0:
         return f"{x / 1024:g}K"
     return f"{x:g}"
+
+
+def human_count(n: float) -> str:
+    """A token count with a decimal suffix, 3 significant digits: ``1.5e12 -> '1.5T'``, ``2.1e9 -> '2.1B'``.
+
+    >>> human_count(1.5e12), human_count(2.1e9), human_count(8_440_000), human_count(999)
+    ('1.5T', '2.1B', '8.44M', '999')
+    """
+    for scale, suffix in ((1e12, "T"), (1e9, "B"), (1e6, "M"), (1e3, "K")):
+        if abs(n) >= scale:
+            return f"{n / scale:.3g}{suffix}"
+    return f"{n:.0f}"

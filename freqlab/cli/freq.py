@@ -21,6 +21,7 @@ from freqlab.cli.options import (
 from freqlab.cli.weights import budget_line, echo_mix, histogram_line, read_histogram, weights_option
 from freqlab.display import percent
 from freqlab.errors import FreqlabError, cannot_write
+from freqlab.formats import FREQUENCY_FORMAT, FREQUENCY_VERSION, METADATA_KEY  # kept for import compatibility
 from freqlab.frequency.budget import training_budget
 from freqlab.frequency.mixture import MixtureInfo, contribution_table
 from freqlab.frequency.regimes import BYTES_PER_POSITION, REGIMES
@@ -190,7 +191,6 @@ def _tail_rows(h, L: int, regime: str) -> list[dict]:
     return source_tails(h, L, regime if regime == "truncate" else "natural", thresholds)
 
 
-FREQUENCY_FORMAT = "freqlab.position_frequency"
 #: bytes per position of each (L, regime) ``--out`` holds as a table before writing it (measured: 32 at L = 2^24)
 OUT_BYTES_PER_POSITION = 32
 
@@ -242,7 +242,7 @@ def _write_frequencies(
     ]
     header = {
         "format": FREQUENCY_FORMAT,
-        "version": 1,
+        "version": FREQUENCY_VERSION,
         "histogram": {"documents": corpus.documents, "tokens": corpus.tokens, **corpus.provenance()},
         **({"mixture": mix.to_dict()} if mix is not None else {}),
         "L": list(Ls),
@@ -251,7 +251,7 @@ def _write_frequencies(
         **({"megatron": megatron.describe()} if megatron is not None else {}),
     }
     try:
-        pl.concat(frames).write_parquet(out, metadata={"freqlab": json.dumps(header)})
+        pl.concat(frames).write_parquet(out, metadata={METADATA_KEY: json.dumps(header)})
     except OSError as exc:
         raise cannot_write(out, exc) from exc
 

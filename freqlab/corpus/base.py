@@ -23,7 +23,7 @@ from typing import TYPE_CHECKING, Any, ClassVar, NamedTuple
 import numpy as np
 
 from freqlab.errors import FreqlabError
-from freqlab.histogram import UNLABELLED_SOURCE
+from freqlab.formats import UNLABELLED_SOURCE
 
 if TYPE_CHECKING:  # fields.py and files.py import from here
     from freqlab.corpus.fields import Fields

@@ -11,7 +11,6 @@ as lengths instead (:mod:`freqlab.corpus.token_columns`).
 
 from __future__ import annotations
 
-import functools
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from typing import ClassVar
@@ -19,11 +18,17 @@ from typing import ClassVar
 import pyarrow as pa
 import pyarrow.parquet as pq
 
+from freqlab.corpus.arrow_files import (  # first_row, parquet_batches, arrow_batches: kept for import compatibility
+    arrow_batches,
+    first_row,
+    open_arrow,
+    parquet_batches,
+    parquet_metadata,
+)
 from freqlab.corpus.base import Document, FileShard, Shard, UnreadableFile
 from freqlab.corpus.fields import Fields
 from freqlab.corpus.files import DataFile
 from freqlab.corpus.registry import FileFormat, register
-from freqlab.corpus.remote import is_url, open_input
 from freqlab.corpus.token_columns import token_column_shards
 from freqlab.errors import FreqlabError
 
@@ -59,27 +64,6 @@ def _documents(
             yield Document(text, source, f"{path}:row {row}", error)
 
 
-def _parquet(path: str) -> pq.ParquetFile:
-    """A Parquet file by path, or over a remote stream (:func:`freqlab.corpus.remote.open_input`)."""
-    return pq.ParquetFile(open_input(path) if is_url(path) else path)
-
-
-@functools.lru_cache(maxsize=256)
-def _parquet_metadata(path: str, mtime_ns: int) -> pq.FileMetaData:
-    with _parquet(path) as parquet:
-        return parquet.metadata
-
-
-def first_row(path: str) -> dict | None:
-    """The first row of a Parquet or Arrow file, every column (None when it has no row)."""
-    if path.lower().endswith(".parquet"):
-        with _parquet(path) as parquet:
-            batch = next(parquet.iter_batches(batch_size=1), None)
-    else:
-        batch = next(_arrow_batches(path), None)
-    return batch.slice(0, 1).to_pylist()[0] if batch is not None and batch.num_rows else None
-
-
 @dataclass(frozen=True)
 class ParquetShard(FileShard):
     """A Parquet file, or its row groups ``start`` .. ``end - 1``."""
@@ -95,24 +79,7 @@ class ParquetShard(FileShard):
         yield from _documents(batches, self.fields, self.path, first_row, self._columns)
 
     def _columns(self) -> list[str]:
-        return _parquet_metadata(self.path, self.file.mtime_ns).schema.to_arrow_schema().names
-
-
-def parquet_batches(
-    path: str, columns, start: int, end: int | None, batch_rows: int
-) -> tuple[Iterator[pa.RecordBatch], int]:
-    """Record batches of the ``columns`` present in row groups ``start`` .. ``end - 1`` (None: to the last),
-    and the file row of the first one (0-based)."""
-    parquet = _parquet(path)
-    present = [name for name in columns if name in parquet.schema_arrow.names]
-    groups = None
-    first_row = 0
-    if start or end is not None:
-        metadata = parquet.metadata
-        groups = list(range(start, metadata.num_row_groups if end is None else end))
-        first_row = sum(metadata.row_group(i).num_rows for i in range(start))
-    batches = parquet.iter_batches(batch_size=batch_rows, row_groups=groups, columns=present, use_threads=False)
-    return batches, first_row
+        return parquet_metadata(self.path, self.file.mtime_ns).schema.to_arrow_schema().names
 
 
 class ParquetFormat(FileFormat):
@@ -122,7 +89,7 @@ class ParquetFormat(FileFormat):
 
     def metadata(self, file: DataFile) -> pq.FileMetaData:
         try:
-            return _parquet_metadata(file.path, file.mtime_ns)
+            return parquet_metadata(file.path, file.mtime_ns)
         except _ARROW_ERRORS as exc:
             raise FreqlabError(f"{file.path}: not a readable Parquet file ({exc})") from exc
 
@@ -179,30 +146,6 @@ def _row_group_runs(metadata: pq.FileMetaData, range_bytes: int) -> list[tuple[i
     return runs
 
 
-def _open_arrow(path: str) -> pa.ipc.RecordBatchStreamReader | pa.ipc.RecordBatchFileReader:
-    """An Arrow IPC reader over a memory map: stream format (what ``datasets`` writes), else file format."""
-    source = pa.PythonFile(open_input(path), mode="r") if is_url(path) else pa.memory_map(path)
-    try:
-        return pa.ipc.open_stream(source)
-    except pa.ArrowInvalid:
-        return pa.ipc.open_file(source)
-
-
-def arrow_batches(path: str, columns=None) -> Iterator[pa.RecordBatch]:
-    """Record batches of an Arrow file (only ``columns``, when given and present)."""
-    for batch in _arrow_batches(path):
-        yield batch.select([c for c in columns if c in batch.schema.names]) if columns is not None else batch
-
-
-def _arrow_batches(path: str) -> Iterator[pa.RecordBatch]:
-    reader = _open_arrow(path)
-    if isinstance(reader, pa.ipc.RecordBatchFileReader):
-        for i in range(reader.num_record_batches):
-            yield reader.get_batch(i)
-    else:
-        yield from reader
-
-
 @dataclass(frozen=True)
 class ArrowShard(FileShard):
     """One Arrow IPC file (stream or file format), memory-mapped."""
@@ -214,7 +157,7 @@ class ArrowShard(FileShard):
             return first_row(self.path)
 
     def records(self) -> Iterator[Document]:
-        yield from _documents(_rebatched(_arrow_batches(self.path)), self.fields, self.path)
+        yield from _documents(_rebatched(arrow_batches(self.path)), self.fields, self.path)
 
 
 class ArrowFormat(FileFormat):
@@ -227,14 +170,14 @@ class ArrowFormat(FileFormat):
         if not file.size:
             return 0
         try:
-            return sum(batch.num_rows for batch in _arrow_batches(file.path))
+            return sum(batch.num_rows for batch in arrow_batches(file.path))
         except _ARROW_ERRORS:
             return None
 
     def shards(self, files: list[DataFile], fields: Fields, range_bytes: int) -> list[Shard]:
         def names(file: DataFile) -> list[str]:
             try:
-                return _open_arrow(file.path).schema.names
+                return open_arrow(file.path).schema.names
             except _ARROW_ERRORS:
                 return []  # corrupt: reported when read
 

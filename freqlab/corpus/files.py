@@ -20,6 +20,7 @@ import stat
 from dataclasses import dataclass, field
 from typing import Any
 
+from freqlab.corpus.registry import supported
 from freqlab.errors import FreqlabError
 
 # Metadata files of saved datasets: JSON, but never JSON-lines data (a glob like saved/* matches them).
@@ -177,8 +178,6 @@ class FileFinder:
             raise FreqlabError(f"{spec}: no such file or directory")
 
     def _unknown(self, spec: str) -> None:
-        from freqlab.corpus.registry import supported
-
         raise FreqlabError(f"{spec}: unknown file format; supported: {supported()}")
 
     def _visit(self, path: str, matched: bool = False) -> None:
@@ -225,8 +224,6 @@ def find_files(
         finder.expand(spec)
     found = finder.found
     if not found.files:
-        from freqlab.corpus.registry import supported
-
         if only is not None:
             others = ", ".join(f"{n} {fmt}" for fmt, n in sorted(found.other_formats.items()))
             raise FreqlabError(

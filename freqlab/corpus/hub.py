@@ -27,6 +27,8 @@ from dataclasses import dataclass
 
 from freqlab.corpus.base import Corpus, Document, LengthBatch, LengthShard, Shard, UnreadableFile, describe_error
 from freqlab.corpus.fields import DEFAULT_TOKENS_FIELD, Fields
+from freqlab.corpus.presets import PRESETS
+from freqlab.corpus.remote import is_url, offline_variable  # offline_variable: kept for import compatibility
 from freqlab.errors import FreqlabError
 
 MAX_SHARDS = 256
@@ -34,25 +36,14 @@ PROBE_TIMEOUT = 3.0
 DEFAULT_ENDPOINT = "https://huggingface.co"
 # Builders shipped inside `datasets` that read files given as data_files (no Hub access needed for local files).
 PACKAGED_BUILDERS = frozenset({"json", "parquet", "arrow", "text", "csv", "pandas", "webdataset", "xml"})
-_TRUE = {"1", "ON", "YES", "TRUE"}
 
 
 def _hint(dataset: str) -> str:
     """How to scan local copies instead: with the matching preset's field mapping when there is one."""
-    from freqlab.corpus.presets import PRESETS
-
     preset = next((p.name for p in PRESETS.values() if p.id == dataset), None)
     if preset is not None:
         return f"to scan local copies of its files use --dataset {preset} --data-files 'PATH/OR/GLOB'"
     return "to scan local copies of its files use --data-files 'PATH/OR/GLOB' (with --text-field if not 'text')"
-
-
-def offline_variable() -> str | None:
-    """The name of the set offline switch (``HF_HUB_OFFLINE`` or ``HF_DATASETS_OFFLINE``), if any."""
-    for name in ("HF_HUB_OFFLINE", "HF_DATASETS_OFFLINE"):
-        if os.environ.get(name, "").strip().upper() in _TRUE:
-            return name
-    return None
 
 
 def probe_hub(dataset: str, timeout: float = PROBE_TIMEOUT) -> None:
@@ -164,8 +155,7 @@ class HubShard(Shard):
 
     def _bad_line(self) -> int | None:
         """The first line that is no JSON object of this shard's one local JSON-lines file, else None."""
-        from freqlab.corpus.jsonl import JSONL, first_bad_line
-        from freqlab.corpus.remote import is_url
+        from freqlab.corpus.jsonl import JSONL, first_bad_line  # the JSON-lines reader loads with the format
 
         if len(self.files) != 1 or not JSONL.claims(self.files[0]) or is_url(self.files[0]):
             return None
@@ -193,7 +183,7 @@ class HubLengthShard(HubShard, LengthShard):
     column: tuple[str, str] = ("tokens", DEFAULT_TOKENS_FIELD)
 
     def read_lengths(self) -> Iterator[LengthBatch]:
-        from freqlab.corpus.token_columns import BATCH_ROWS, length_batches
+        from freqlab.corpus.token_columns import BATCH_ROWS, length_batches  # pyarrow: only for token columns
 
         prefix, name = self.row_prefix, _label(self.dataset, self.config, self.split)
         row = 0
@@ -262,7 +252,7 @@ def streamed_corpus(
 def _token_column(stream, fields: Fields) -> tuple[str, str] | None:
     """``(kind, column)`` when the stream's records are read as lengths (``--tokens-field``, ``--length-field``,
     or no text column but an ``input_ids`` one among the features the dataset declares), else None (text)."""
-    from freqlab.corpus.token_columns import token_column
+    from freqlab.corpus.token_columns import token_column  # pyarrow: only for token columns
 
     names = list(stream.features or {}) if stream.features is not None else []
     return token_column(fields, names)

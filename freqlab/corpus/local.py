@@ -33,7 +33,7 @@ from freqlab.corpus.fields import Fields
 from freqlab.corpus.files import find_files, relative_ids, stat_file
 from freqlab.corpus.ranges import range_bytes
 from freqlab.corpus.registry import format_of, formats, get_format
-from freqlab.corpus.remote import is_url
+from freqlab.corpus.remote import find_remote, is_url
 from freqlab.errors import FreqlabError
 
 
@@ -61,8 +61,6 @@ def local_corpus(
     registry = formats()
     shown = " ".join(specs)
     if any(is_url(spec) for spec in specs):  # remote data: the same formats and shards, through fsspec
-        from freqlab.corpus.remote import find_remote
-
         found, remote_files, root = find_remote(specs, remote_name_of, split, config)
         files = [(file, registry[fmt]) for file, fmt in remote_files]
     else:

@@ -14,12 +14,14 @@ document lengths directly. A new format is a new module that calls :func:`regist
 from __future__ import annotations
 
 import importlib
-from typing import ClassVar
+from typing import TYPE_CHECKING, ClassVar
 
 from freqlab.corpus.base import TEXT, Shard
 from freqlab.corpus.fields import Fields
-from freqlab.corpus.files import DataFile
 from freqlab.errors import FreqlabError
+
+if TYPE_CHECKING:  # type-only: files names the supported formats in its messages (it imports this module)
+    from freqlab.corpus.files import DataFile
 
 # Modules that register the built-in formats, in the order their claims are tried.
 BUILTIN_FORMAT_MODULES = (

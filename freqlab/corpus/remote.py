@@ -38,6 +38,7 @@ from typing import Any, BinaryIO
 
 from freqlab.corpus.base import describe_error
 from freqlab.corpus.files import DataFile, FileChanged, FoundFiles
+from freqlab.corpus.registry import supported
 from freqlab.errors import FreqlabError
 
 TIMEOUT = 15.0
@@ -60,6 +61,16 @@ BACKENDS: dict[str, tuple[str, str]] = {
     "hf": ("huggingface_hub", "pip install huggingface_hub"),
 }
 LOCAL_ONLY_FORMATS = frozenset({"megatron", "datatrove", "token-stream"})
+
+_TRUE = {"1", "ON", "YES", "TRUE"}
+
+
+def offline_variable() -> str | None:
+    """The name of the set offline switch (``HF_HUB_OFFLINE`` or ``HF_DATASETS_OFFLINE``), if any."""
+    for name in ("HF_HUB_OFFLINE", "HF_DATASETS_OFFLINE"):
+        if os.environ.get(name, "").strip().upper() in _TRUE:
+            return name
+    return None
 
 
 def protocol_of(spec: str) -> str | None:
@@ -117,11 +128,8 @@ def filesystem(url: str):
     if protocol is None:
         raise FreqlabError(f"{url}: not a URL")
     module, install = BACKENDS.get(protocol, (None, ""))
-    if protocol == "hf":
-        from freqlab.corpus.hub import offline_variable
-
-        if (variable := offline_variable()) is not None:
-            raise FreqlabError(f"{url}: Hugging Face Hub access is off ({variable}=1)")
+    if protocol == "hf" and (variable := offline_variable()) is not None:
+        raise FreqlabError(f"{url}: Hugging Face Hub access is off ({variable}=1)")
     try:
         return fsspec.core.url_to_fs(url, **_storage_options(protocol))
     except ImportError as exc:
@@ -342,8 +350,6 @@ def find_remote(specs: list[str], format_of, split: str = "train", config: str |
             fmt = format_of(url)
             if fmt is None:
                 if path == inner:  # named explicitly
-                    from freqlab.corpus.registry import supported
-
                     raise FreqlabError(f"{spec}: unknown file format; supported: {supported()}")
                 found.ignored.append(url)
                 continue
@@ -354,8 +360,6 @@ def find_remote(specs: list[str], format_of, split: str = "train", config: str |
         if not found.files and not found.ignored:
             raise FreqlabError(f"{spec}: no files match this pattern" if _magic(inner) else f"{spec}: no such file")
     if not found.files:
-        from freqlab.corpus.registry import supported
-
         raise FreqlabError(f"{', '.join(specs)}: no data files found (supported: {supported()})")
     if config is not None:
         raise FreqlabError(f"{' '.join(specs)}: --config {config!r} applies to Hugging Face datasets, not to files")

@@ -148,7 +148,5 @@ def open_corpus(
 
 def _copies(specs: list[str]) -> str:
     """How a preset's files were given: 'local files', 'remote files' or both."""
-    from freqlab.corpus.remote import is_url
-
     remote = sum(is_url(spec) for spec in specs)
     return "local files" if not remote else "remote files" if remote == len(specs) else "local and remote files"

@@ -19,6 +19,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from freqlab.corpus.arrow_files import arrow_batches, first_row, parquet_batches
 from freqlab.corpus.base import MISSING_SOURCE, LengthBatch
 from freqlab.corpus.fields import DEFAULT_TOKENS_FIELD, Fields
 from freqlab.corpus.files import DataFile
@@ -71,14 +72,10 @@ class TokenColumnShard(TokenFileShard):
     read_errors: ClassVar = (pa.ArrowException, OSError)
 
     def first_record(self) -> dict | None:
-        from freqlab.corpus.columnar import first_row
-
         with self.reading():
             return first_row(self.path)
 
     def batches(self) -> Iterator[LengthBatch]:
-        from freqlab.corpus.columnar import arrow_batches, parquet_batches
-
         columns = [self.column] + ([self.fields.source] if self.fields.source else [])
         if self.path.lower().endswith(".parquet"):
             batches, row = parquet_batches(self.path, columns, self.start, self.end, BATCH_ROWS)

@@ -21,6 +21,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from freqlab.errors import FreqlabError
+from freqlab.sizes import human_count
 
 DEFAULT_TOKENS: int = 10**12
 
@@ -37,8 +38,6 @@ class Budget:
         return "--tokens" if self.given else "freqlab default; --tokens sets it"
 
     def describe(self) -> str:
-        from freqlab.frequency.summary import human_count
-
         return f"T = {human_count(self.tokens)} training tokens ({self.origin})"
 
     def to_dict(self) -> dict:
@@ -60,8 +59,6 @@ def budget_note(tokens: int, tau: float, needed: int | None, position: int) -> s
     >>> budget_note(8_440_000, 100e9, 221_000_000_000, 1024)
     'the budget limits it (T = 8.44M tokens against tau = 100B occurrences); T >= 221B tokens trains i <= 1024'
     """
-    from freqlab.frequency.summary import human_count
-
     text = f"the budget limits it (T = {human_count(tokens)} tokens against tau = {human_count(tau)} occurrences)"
     if needed is None:
         return text + f"; no budget trains i = {position} (no segment is longer)"

@@ -252,7 +252,7 @@ def point_from_record(row: dict, *, hist=None, regime: str = "natural", L: int |
     """One record -> a point: ``occurrences`` given directly, else f_T(E) from the histogram / regime / L
     (the record's own ``hist``, ``regime``, ``L`` override the defaults; relative paths are relative to ``base``)."""
     from freqlab.frequency import position_frequency
-    from freqlab.plan.well_trained import as_histogram
+    from freqlab.histogram import as_histogram
     from freqlab.sizes import parse_positions, parse_tokens
 
     where = row["_where"]

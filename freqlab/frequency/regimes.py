@@ -32,6 +32,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from freqlab.arrays import as_int64 as _as_int64
+from freqlab.arrays import check_histogram, exact_dot  # kept for import compatibility (and used here)
 from freqlab.errors import FreqlabError
 from freqlab.frequency.kernels import best_fit_fills, pack_walk, scatter_add
 from freqlab.resources import require_memory
@@ -77,34 +79,6 @@ class Segments:
         return int(self.counts.sum())
 
 
-def exact_dot(a: np.ndarray, b: np.ndarray) -> int:
-    """Σ a·b as a Python integer: int64 when it provably fits, Python ints otherwise (no silent wrap)."""
-    if a.size == 0:
-        return 0
-    if int(np.abs(a).max()) * int(np.abs(b).max()) * a.size < 1 << 63:
-        return int(np.dot(a, b))
-    return int(np.dot(a.astype(object), b.astype(object)))
-
-
-def check_histogram(lengths, counts) -> tuple[np.ndarray, np.ndarray]:
-    """Validate and normalise a document-length histogram to int64 arrays of equal shape.
-
-    Lengths must be >= 1 and counts >= 0 (a zero count is allowed and ignored). Raises FreqlabError
-    naming the first offending value.
-    """
-    lengths = _as_int64(lengths, "lengths")
-    counts = _as_int64(counts, "counts")
-    if lengths.shape != counts.shape:
-        raise FreqlabError(f"lengths and counts differ in size: {lengths.size} vs {counts.size}")
-    if lengths.size and lengths.min() < 1:
-        bad = int(lengths[np.argmax(lengths < 1)])
-        raise FreqlabError(f"document lengths must be >= 1, got {bad}")
-    if counts.size and counts.min() < 0:
-        bad = int(counts[np.argmax(counts < 0)])
-        raise FreqlabError(f"counts must be >= 0, got {bad}")
-    return lengths, counts
-
-
 MAX_WINDOW = MAX_POSITIONS  # f is a dense array of L int64 values: 8 GiB at this size
 
 
@@ -123,25 +97,6 @@ def check_window(L) -> int:
 #: peak bytes per position of L while one window's f(i) is computed and summarised, in every regime (measured on
 #: L = 2^25: 8.0 natural, truncate, concat and pack, 8.8 uniform, 9.0 with the summary of ``freqlab freq``)
 BYTES_PER_POSITION = 10
-
-
-def _as_int64(values, name: str) -> np.ndarray:
-    array = np.asarray(values)
-    if array.ndim != 1:
-        array = array.reshape(-1)
-    if array.size == 0:
-        return array.astype(np.int64)
-    if array.dtype.kind == "f":
-        if not np.all(np.isfinite(array)) or not np.all(array == np.round(array)):
-            raise FreqlabError(f"{name} must be integers, got non-integer values")
-    elif array.dtype.kind not in "iu":
-        raise FreqlabError(f"{name} must be integers, got dtype {array.dtype}")
-    if array.dtype.kind != "i" or array.dtype.itemsize > 8:  # uint64 or float: casting must not wrap or saturate
-        largest = array.max()
-        if largest >= 2**63:
-            shown = int(largest) if array.dtype.kind == "u" else f"{float(largest):g}"
-            raise FreqlabError(f"{name} must be at most 2^63 - 1 (exact int64 counts), got {shown}")
-    return array.astype(np.int64)
 
 
 def _collect(size: int, index: np.ndarray, values: np.ndarray) -> tuple[np.ndarray, np.ndarray]:

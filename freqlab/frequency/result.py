@@ -15,16 +15,20 @@ small plot of f(i) and the shaded ranges i <= L/2 and i >= 3L/4.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 import numpy as np
 
 from freqlab.display import HEAD_SHADE, TAIL_SHADE, Display, Displayed, count, curve_svg, percent
 from freqlab.frequency import stats
 from freqlab.frequency.position import segment_frequency
-from freqlab.frequency.regimes import Segments
+from freqlab.frequency.regimes import Segments, segments
 from freqlab.frequency.stats import DEFAULT_TAU
-from freqlab.frequency.summary import frequency_summary
+from freqlab.frequency.summary import regime_row
 from freqlab.sizes import position_label
+
+if TYPE_CHECKING:  # type-only: importing it here would load polars with freqlab.frequency
+    from freqlab.histogram import LengthHistogram
 
 
 @dataclass(frozen=True, repr=False, eq=False)
@@ -49,6 +53,20 @@ class PositionFrequency(Displayed):
             segment_frequency(segs), segs.L, segs.regime, segs.segments, segs.dropped_tokens, segs.approximation,
             corpus, tokenizer,
         )  # fmt: skip
+
+    @classmethod
+    def from_histogram(
+        cls, h: LengthHistogram, L: int, regime: str = "natural", *, seed: int = 0, megatron=None
+    ) -> PositionFrequency:
+        """f(i) for 0 <= i < L of histogram ``h`` under ``regime`` (STRING Eq. 2, exact int64), knowing ``h``'s corpus
+        and tokenizer: what :meth:`LengthHistogram.frequency <freqlab.histogram.LengthHistogram.frequency>` returns.
+
+        >>> from freqlab.histogram import LengthHistogram
+        >>> PositionFrequency.from_histogram(LengthHistogram.from_counts([3, 6], [2, 1]), 4).f.tolist()
+        [12, 8, 4, 1]
+        """
+        segs = segments(h.lengths, h.counts, L, regime, seed=seed, megatron=megatron)
+        return cls.from_segments(segs, corpus=h.corpus, tokenizer=h.tokenizer)
 
     # the array -----------------------------------------------------------------------------------------------
     def __array__(self, dtype=None, copy=None) -> np.ndarray:
@@ -94,12 +112,7 @@ class PositionFrequency(Displayed):
     def summary(self, tokens: float | None = None, tau: float = DEFAULT_TAU) -> dict:
         """:func:`~freqlab.frequency.summary.frequency_summary` with the regime, segments and dropped tokens:
         one row of ``freqlab freq --json`` and of a scan's ``summary.json``. JSON-serialisable."""
-        row = {"regime": self.regime, **frequency_summary(self.f, tokens=tokens, tau=tau)}
-        row["segments"] = self.segments
-        row["dropped_tokens"] = self.dropped_tokens
-        if self.approximation:
-            row["approximation"] = self.approximation
-        return row
+        return regime_row(self.regime, self.f, self.segments, self.dropped_tokens, self.approximation, tokens, tau)
 
     def to_frame(self):
         """A polars DataFrame with columns ``position``, ``regime``, ``f``."""

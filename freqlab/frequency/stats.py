@@ -23,8 +23,7 @@ from fractions import Fraction
 import numpy as np
 
 from freqlab.errors import FreqlabError
-
-DEFAULT_TAU: float = 100e9
+from freqlab.sizes import DEFAULT_TAU  # kept for import compatibility (and used here)
 
 
 @dataclass(frozen=True)

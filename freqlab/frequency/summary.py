@@ -7,7 +7,7 @@ import numpy as np
 from freqlab.display import percent
 from freqlab.errors import FreqlabError
 from freqlab.frequency.budget import budget_note
-from freqlab.frequency.position import position_frequency
+from freqlab.frequency.position import position_frequency, segment_frequency
 from freqlab.frequency.regimes import segments
 from freqlab.frequency.stats import (
     DEFAULT_TAU,
@@ -20,6 +20,7 @@ from freqlab.frequency.stats import (
     share_at_most,
     tokens_needed,
 )
+from freqlab.sizes import human_count  # kept for import compatibility (and used here)
 
 
 def frequency_summary(f, *, tokens: float | None = None, tau: float = DEFAULT_TAU) -> dict:
@@ -76,8 +77,6 @@ def regime_summaries(
     >>> [(r["regime"], r["budget_tokens"], r["dropped_tokens"]) for r in rows]
     [('natural', 40960, 0), ('truncate', 20480, 20480)]
     """
-    from freqlab.frequency.result import PositionFrequency  # it imports this module
-
     rows = []
     for L in Ls:
         for regime in regimes:
@@ -86,11 +85,33 @@ def regime_summaries(
             budget = tokens
             if one_pass and tokens is not None and segs.dropped_tokens:
                 budget = int(tokens) * segs.tokens // (segs.tokens + segs.dropped_tokens)
-            row = PositionFrequency.from_segments(segs).summary(tokens=budget, tau=tau)
+            f = segment_frequency(segs)
+            row = regime_row(segs.regime, f, segs.segments, segs.dropped_tokens, segs.approximation, budget, tau)
             if sample:
                 row["note"] = f"pack shuffles a stream of {int(sample[1].sum()):,} documents: the histogram scaled down"
             rows.append(row)
     return rows
+
+
+
+def regime_row(
+    regime: str, f, segments: int, dropped_tokens: int, approximation: str | None, tokens: float | None = None,
+    tau: float = DEFAULT_TAU,
+) -> dict:
+    """:func:`frequency_summary` of ``f`` with the regime, its segment count and dropped tokens (and the
+    approximation, when the regime's f is one): one row of ``freqlab freq --json`` and of a scan's ``summary.json``
+    (:meth:`PositionFrequency.summary <freqlab.frequency.PositionFrequency.summary>`).
+
+    >>> row = regime_row("natural", np.array([8, 6, 4, 2]), 2, 0, None)
+    >>> row["regime"], row["segments"], row["dropped_tokens"], "approximation" in row
+    ('natural', 2, 0, False)
+    """
+    row = {"regime": regime, **frequency_summary(f, tokens=tokens, tau=tau)}
+    row["segments"] = segments
+    row["dropped_tokens"] = dropped_tokens
+    if approximation:
+        row["approximation"] = approximation
+    return row
 
 
 PACK_SUMMARY_DOCUMENTS = 1 << 24  # pack expands the histogram into a shuffled stream: ~3 s and 128 MB at this size
@@ -207,11 +228,3 @@ def describe_string_probe(comparison: dict) -> list[str]:
         f"  paper: effective length {position} where f({position}) ≈ {human_count(cal['paper_occurrences'])} "
         f"(Fig. 2b); freqlab: f_T({position}) ≥ {tau} {needed}",
     ]
-
-
-def human_count(n: float) -> str:
-    """``1.5e12 -> '1.5T'``, ``2.1e9 -> '2.1B'``."""
-    for scale, suffix in ((1e12, "T"), (1e9, "B"), (1e6, "M"), (1e3, "K")):
-        if abs(n) >= scale:
-            return f"{n / scale:.3g}{suffix}"
-    return f"{n:.0f}"

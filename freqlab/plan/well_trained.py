@@ -39,7 +39,7 @@ from freqlab.frequency import (
     position_frequency,
 )
 from freqlab.frequency.schedule import Schedule, ScheduleFrequency, load_schedule, schedule_frequency
-from freqlab.histogram import LengthHistogram
+from freqlab.histogram import LengthHistogram, as_histogram  # as_histogram: kept for import compatibility
 
 DEFAULT_MASS: float = 0.9
 DEFAULT_FRACTION: Fraction = Fraction(2, 3)
@@ -123,13 +123,6 @@ def check_window(L, name: str = "L") -> int:
     if isinstance(L, bool) or not isinstance(L, (int, np.integer)) or int(L) < 1:
         raise FreqlabError(f"{name} must be a positive integer, got {L!r}")
     return int(L)
-
-
-def as_histogram(histogram: LengthHistogram | str | Path) -> LengthHistogram:
-    """A LengthHistogram, read from Parquet when given a path."""
-    if isinstance(histogram, LengthHistogram):
-        return histogram
-    return LengthHistogram.read_parquet(histogram)
 
 
 def frequency_from_histogram(

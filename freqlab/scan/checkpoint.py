@@ -32,12 +32,13 @@ import numpy as np
 import polars as pl
 
 from freqlab.errors import FreqlabError
+from freqlab.formats import CHECKPOINT_FORMAT as FORMAT  # kept for import compatibility (and used here)
+from freqlab.formats import CHECKPOINT_MANIFEST as MANIFEST  # kept for import compatibility (and used here)
+from freqlab.formats import CHECKPOINT_VERSION as VERSION  # kept for import compatibility (and used here)
+from freqlab.formats import MANIFEST_KEYS, METADATA_KEY
 from freqlab.scan.counts import DocumentLog, LengthCounts, ShardCount
 
-MANIFEST = "manifest.json"
 LOCK = ".lock"
-FORMAT = "freqlab.scan.checkpoint"
-VERSION = 2
 
 
 def safe_name(shard_id: str) -> str:
@@ -221,7 +222,7 @@ class CheckpointStore:
         header["checksum"] = _checksum(frame, header)
         write_atomic(
             self.path(part.shard_id),
-            writer=lambda tmp: frame.write_parquet(tmp, metadata={"freqlab": json.dumps(header)}),
+            writer=lambda tmp: frame.write_parquet(tmp, metadata={METADATA_KEY: json.dumps(header)}),
         )
 
     def load(self, shard_id: str, identity: dict) -> ShardCount | None:
@@ -231,7 +232,7 @@ class CheckpointStore:
         if not path.exists():
             return None
         try:
-            header = json.loads(pl.read_parquet_metadata(path)["freqlab"])
+            header = json.loads(pl.read_parquet_metadata(path)[METADATA_KEY])
             frame = pl.read_parquet(path)
             reason = _distrust(frame, header, shard_id, self.hash, identity)
             part = None if reason else _from_frame(frame, header)
@@ -256,10 +257,10 @@ def _written_by_freqlab(path: Path) -> bool:
         return temporary.group("name") == MANIFEST or _CHECKPOINT.fullmatch(temporary.group("name")) is not None
     try:
         if name == MANIFEST:
-            return set(json.loads(path.read_bytes())) == {"fingerprint", "hash"}
+            return set(json.loads(path.read_bytes())) == set(MANIFEST_KEYS)
         if _CHECKPOINT.fullmatch(name) is None:
             return False
-        header = json.loads(pl.read_parquet_metadata(path)["freqlab"])
+        header = json.loads(pl.read_parquet_metadata(path)[METADATA_KEY])
         return header["format"] == FORMAT and f"{safe_name(header['shard_id'])}.parquet" == name
     except Exception:  # unreadable, no freqlab header, not JSON...: not known to be ours
         return False

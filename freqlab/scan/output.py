@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+from freqlab.formats import CHECKPOINTS_DIR, LENGTHS_FILE, SUMMARY_FILE
 from freqlab.histogram import LengthHistogram
 from freqlab.scan.checkpoint import CheckpointStore, OutputLock, write_atomic
 from freqlab.scan.counts import ShardCount
@@ -19,7 +20,7 @@ class ScanOutput:
         self.out = out
         self.resume = resume
         self.lock = OutputLock(out) if out is not None else None
-        self.store = CheckpointStore(out / "checkpoints", fingerprint) if out is not None else None
+        self.store = CheckpointStore(out / CHECKPOINTS_DIR, fingerprint) if out is not None else None
 
     def __enter__(self) -> ScanOutput:
         if self.lock is not None and self.store is not None:
@@ -62,7 +63,7 @@ class ScanOutput:
         """Write ``lengths.parquet`` and ``summary.json`` (atomically); records their paths in the summary."""
         if self.out is None:
             return
-        lengths_path, summary_path = self.out / "lengths.parquet", self.out / "summary.json"
+        lengths_path, summary_path = self.out / LENGTHS_FILE, self.out / SUMMARY_FILE
         summary["outputs"] = {"lengths": str(lengths_path), "summary": str(summary_path)}
         write_atomic(lengths_path, writer=histogram.to_parquet)
         write_atomic(summary_path, (json.dumps(summary, indent=2) + "\n").encode())

@@ -24,6 +24,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from freqlab.errors import FreqlabError
+from freqlab.formats import FINGERPRINT_VERSION  # kept for import compatibility (and used here)
 from freqlab.frequency.regimes import REGIMES, check_window
 from freqlab.frequency.stats import DEFAULT_TAU
 
@@ -38,7 +39,6 @@ DEFAULT_REGIMES: tuple[str, ...] = ("natural", "pack", "concat")  # pack: how ST
 DEFAULT_BATCH_SIZE = 256
 DEFAULT_OUT = "freqlab-out"
 INT64_MAX = (1 << 63) - 1
-FINGERPRINT_VERSION = 2  # bumped when checkpoints of an older freqlab can no longer be trusted
 
 
 def check_count(name: str, value: Any, *, minimum: int = 1, optional: bool = True) -> int | None:

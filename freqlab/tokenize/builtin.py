@@ -22,6 +22,7 @@ from pathlib import Path
 
 from freqlab.errors import FreqlabError
 from freqlab.tokenize.counter import TiktokenPlan, TokenCounter, vocab_hash
+from freqlab.tokenize.verify import tiktoken_counter
 
 DEFAULT_TOKENIZER = "tekken"
 
@@ -103,8 +104,6 @@ def tekken_from_data(
 ) -> TokenCounter:
     """A counter for parsed Tekken JSON; ``path`` names it in errors."""
     plan, vocab_size, digest = tekken_plan(data, path)
-    from freqlab.tokenize.verify import tiktoken_counter
-
     return tiktoken_counter(
         plan,
         name=name or str(path),

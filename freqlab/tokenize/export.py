@@ -13,6 +13,7 @@ from __future__ import annotations
 import json
 from collections.abc import Mapping, Sequence
 
+from freqlab.tokenize.builtin import builtin_path, read_tekken_json, tekken_plan, tekken_special_tokens
 from freqlab.tokenize.bytelevel import bytes_to_text
 
 
@@ -88,8 +89,6 @@ def tiktoken_to_hf_json(
 
 def tekken_to_hf_json(name: str = "tekken") -> str:
     """The built-in Tekken as ``tokenizer.json`` text (ids as in ``Tekkenizer``; BOS/EOS template)."""
-    from freqlab.tokenize.builtin import builtin_path, read_tekken_json, tekken_plan, tekken_special_tokens
-
     path = builtin_path(name)
     data = read_tekken_json(path)  # read once: the ranks and the special tokens come from the same file
     plan, _, _ = tekken_plan(data, path)

@@ -27,5 +27,5 @@ def model_dir(tmp_path):
 def test_bad_plans_and_lengths_are_usage_errors_before_loading(model_dir, args, option, message):
     result = CliRunner().invoke(main, ["probe", str(model_dir), *args])
     assert result.exit_code == 2, result.output
-    assert f"Invalid value for '{option}'" in result.output if option else "Invalid value" in result.output
+    assert f"Invalid value for {option}" in result.output if option else "Invalid value" in result.output
     assert message in result.output and "cannot load" not in result.output

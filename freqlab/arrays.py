@@ -1,0 +1,65 @@
+"""Exact integer arrays: a document-length histogram's ``(lengths, counts)`` validated to int64, and exact dot
+products (int64 when the result provably fits, Python integers otherwise: never a silent wrap).
+
+They sit at the bottom of the package (numpy and :mod:`freqlab.errors` only): :mod:`freqlab.histogram` checks its
+counts with them and :mod:`freqlab.frequency` computes with them.
+
+>>> exact_dot(np.array([2, 3]), np.array([10, 1]))
+23
+>>> [a.tolist() for a in check_histogram([3, 5], [1, 2])]
+[[3, 5], [1, 2]]
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from freqlab.errors import FreqlabError
+
+
+def exact_dot(a: np.ndarray, b: np.ndarray) -> int:
+    """Σ a·b as a Python integer: int64 when it provably fits, Python ints otherwise (no silent wrap)."""
+    if a.size == 0:
+        return 0
+    if int(np.abs(a).max()) * int(np.abs(b).max()) * a.size < 1 << 63:
+        return int(np.dot(a, b))
+    return int(np.dot(a.astype(object), b.astype(object)))
+
+
+def check_histogram(lengths, counts) -> tuple[np.ndarray, np.ndarray]:
+    """Validate and normalise a document-length histogram to int64 arrays of equal shape.
+
+    Lengths must be >= 1 and counts >= 0 (a zero count is allowed and ignored). Raises FreqlabError
+    naming the first offending value.
+    """
+    lengths = as_int64(lengths, "lengths")
+    counts = as_int64(counts, "counts")
+    if lengths.shape != counts.shape:
+        raise FreqlabError(f"lengths and counts differ in size: {lengths.size} vs {counts.size}")
+    if lengths.size and lengths.min() < 1:
+        bad = int(lengths[np.argmax(lengths < 1)])
+        raise FreqlabError(f"document lengths must be >= 1, got {bad}")
+    if counts.size and counts.min() < 0:
+        bad = int(counts[np.argmax(counts < 0)])
+        raise FreqlabError(f"counts must be >= 0, got {bad}")
+    return lengths, counts
+
+
+def as_int64(values, name: str) -> np.ndarray:
+    """``values`` as a 1-D int64 array, refusing non-integers and values beyond int64 (``name`` in the message)."""
+    array = np.asarray(values)
+    if array.ndim != 1:
+        array = array.reshape(-1)
+    if array.size == 0:
+        return array.astype(np.int64)
+    if array.dtype.kind == "f":
+        if not np.all(np.isfinite(array)) or not np.all(array == np.round(array)):
+            raise FreqlabError(f"{name} must be integers, got non-integer values")
+    elif array.dtype.kind not in "iu":
+        raise FreqlabError(f"{name} must be integers, got dtype {array.dtype}")
+    if array.dtype.kind != "i" or array.dtype.itemsize > 8:  # uint64 or float: casting must not wrap or saturate
+        largest = array.max()
+        if largest >= 2**63:
+            shown = int(largest) if array.dtype.kind == "u" else f"{float(largest):g}"
+            raise FreqlabError(f"{name} must be at most 2^63 - 1 (exact int64 counts), got {shown}")
+    return array.astype(np.int64)
