@@ -57,7 +57,8 @@ def test_bad_usage_is_one_line(model_dir):
     result = run("probe", model_dir, "--string", "32")
     assert result.exit_code == 2 and "is not S,W" in result.output
     result = run("probe", model_dir, "--string", "600,4", "--lengths", "240", "--trials", 1, "--depths", "0")
-    assert result.exit_code == 1 and "Error: the shift S must be an integer with 0 < S < L = 512" in result.output
+    assert result.exit_code == 2  # found before the model is loaded, against the window its config.json states
+    assert "the shift S must be an integer with 0 < S < L = 512, got 600 (the model's window L = 512)" in result.output
 
 
 def test_a_directory_without_a_model_is_one_error_line(tmp_path):
