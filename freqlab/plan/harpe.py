@@ -1,4 +1,6 @@
-"""HARPE per-head RoPE bases (Lian et al., seed 002, Sec. 3.2, Eq. 9, Eq. 10, Algorithm 1, Table 2).
+"""HARPE per-head RoPE bases (Sec. 3.2, Eq. 9, Eq. 10, Algorithm 1, Table 2 of Lian et al., "Breaking the Stage
+Barrier: A Novel Single-Stage Approach to Long Context Extension for Large Language Models", COLING 2025,
+arXiv:2412.07171).
 
 HARPE gives every attention head its own RoPE base b_h. Two strategies:
 

@@ -3,8 +3,8 @@
 Types (s = N / L, the target length over the training window; d = head dimension; b = rope_theta):
 
 ``linear`` (position interpolation, PI)
-    Positions are divided by s. Giraffe (seed 004, Sec. 5.2, Table 4) measured evaluating zero-shot at a
-    larger factor than the one fine-tuned with, on LLaMA-13B (base window 2048) and LongChat-Lines: the
+    Positions are divided by s. Giraffe (Pal et al. 2023, arXiv:2308.10882, Sec. 5.2, Table 4) measured evaluating
+    zero-shot at a larger factor than the one fine-tuned with, on LLaMA-13B (base window 2048) and LongChat-Lines: the
     largest context length with non-zero accuracy went from 7100 (eval 4) to 16000 (eval 8) when fine-tuned
     at 4, from none (eval 1) to 4200 (eval 2) for the base model, and stayed 16000 (eval 16 and 32) when
     fine-tuned at 16; evaluating at 4x the training factor gave 0 everywhere. The plan quotes these numbers

@@ -1,4 +1,5 @@
-"""Self-Extend: grouped attention with the FLOOR operation beyond the training window (Jin et al., seed 003).
+"""Self-Extend: grouped attention with the FLOOR operation beyond the training window (Jin et al., "LLM Maybe
+LongLM: Self-Extend LLM Context Window Without Tuning", ICML 2024, arXiv:2401.01325).
 
 Tokens within the neighbour window w_n keep their exact relative position r = m - n; farther tokens use
 grouped positions: the query at m gets m // G + (w_n - w_n // G), the key at n gets n // G (Sec. 3.2, the

@@ -1,4 +1,5 @@
-"""STRING: shift well-trained relative positions over the under-trained ones (An et al., seed 000, Sec. 4).
+"""STRING: shift well-trained relative positions over the under-trained ones (Sec. 4 of An et al., "Why Does the
+Effective Context Length of LLMs Fall Short?", ICLR 2025, arXiv:2410.18745).
 
 The relative position matrix of a causal window of L tokens is P[m][n] = r = m - n for n <= m. STRING
 drops the positions r >= N (the infrequent tail) and shifts the rest by S = L - N towards the bottom-left
