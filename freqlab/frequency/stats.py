@@ -216,8 +216,8 @@ def scale_to_budget(f, tokens: float) -> np.ndarray:
 
     Notes
     -----
-    f(0) counts every token once, so T / f(0) is the number of passes; STRING [1]_ (Sec. 3) compares f_T with
-    a threshold tau.
+    f_T(i) = f(i) · T / f(0): f(0) counts every token once, so T / f(0) is the number of passes. STRING [1]_
+    (Sec. 3) compares f_T with a threshold tau.
 
     References
     ----------

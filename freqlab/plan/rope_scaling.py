@@ -327,9 +327,9 @@ def plan_rope_scaling(
 
     Notes
     -----
-    ``linear`` divides positions by s; ``ntk`` raises the base to b · s^(d_r/(d_r − 2)); YaRN [1]_ interpolates
-    only the dimensions whose wavelength 2π · b^(2j/d) exceeds the window and scales attention by
-    0.1 · ln(s) + 1. Giraffe [2]_ (Sec. 5.2, Table 4) measured linear scaling evaluated beyond its fine-tuned
+    ``linear``: position m becomes m / s; ``ntk``: b' = b · s^(d_r/(d_r − 2)); YaRN [1]_ interpolates only
+    the dimensions whose wavelength 2π · b^(2j/d) exceeds the window, with attention scale
+    t = 0.1 · ln(s) + 1. Giraffe [2]_ (Sec. 5.2, Table 4) measured linear scaling evaluated beyond its fine-tuned
     factor.
 
     References

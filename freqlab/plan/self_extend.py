@@ -358,7 +358,7 @@ def plan_self_extend(
     Notes
     -----
     Self-Extend [1]_ keeps exact positions within w_n and uses floor-grouped positions beyond it; its
-    maximum length is (L − w_n) · G + w_n (Eq. 8).
+    maximum length is N_max = (L − w_n) · G + w_n (Eq. 8).
 
     References
     ----------
