@@ -73,8 +73,8 @@ class LengthHistogram(Displayed):
     Notes
     -----
     The corpus holds D = Σ_k counts[k] documents and T = Σ_k counts[k] · lengths[k] tokens. Under the
-    ``natural`` regime each document is one segment when it fits the window L, so its position frequency
-    is f(i) = Σ_k counts[k] · max(lengths[k] − i, 0) (STRING Eq. 2 [1]_).
+    ``natural`` regime a document that fits the window L is one segment, so when every document fits, the
+    position frequency is f(i) = Σ_k counts[k] · max(lengths[k] − i, 0) (STRING Eq. 2 [1]_).
 
     Position frequencies: ``h.frequency(L, regime)`` (a :class:`~freqlab.frequency.PositionFrequency`),
     ``h.frequency_table(L, regimes)`` (a polars DataFrame) and ``h.summary(L, regimes)``.

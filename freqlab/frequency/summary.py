@@ -118,8 +118,8 @@ def regime_summaries(
     Returns
     -------
     list of dict
-        One :func:`frequency_summary` row per (L, regime), with ``L``, ``regime``, ``segments``,
-        ``budget_tokens`` and ``dropped_tokens``.
+        One :func:`frequency_summary` row per (L, regime), with ``L``, ``regime``, ``segments`` and
+        ``dropped_tokens`` (and ``budget_tokens`` with ``tokens``).
 
     Notes
     -----

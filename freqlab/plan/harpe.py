@@ -359,7 +359,7 @@ def peak_valley_search(
         search starts from {b_min}.
     head_dim : int
         Head dimension d.
-    grid : DistanceGrid or str, optional
+    grid : DistanceGrid or GridChoice, optional
         Relative distances the waveforms are evaluated on (default: derived from ``target``).
     target : int
         Target context length.
@@ -491,7 +491,7 @@ def uniform_plan(
         Smallest and largest base.
     head_dim : int
         Head dimension d.
-    grid : DistanceGrid or str, optional
+    grid : DistanceGrid or GridChoice, optional
         Relative distances the waveforms are evaluated on (default: derived from ``target``).
     target : int
         Target context length.

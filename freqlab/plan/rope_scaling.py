@@ -327,10 +327,10 @@ def plan_rope_scaling(
 
     Notes
     -----
-    ``linear``: position m becomes m / s; ``ntk``: b' = b · s^(d_r/(d_r − 2)); YaRN [1]_ interpolates only
-    the dimensions whose wavelength 2π · b^(2j/d) exceeds the window, with attention scale
-    t = 0.1 · ln(s) + 1. Giraffe [2]_ (Sec. 5.2, Table 4) measured linear scaling evaluated beyond its fine-tuned
-    factor.
+    ``linear``: position m becomes m / s; ``ntk``: b' = b · s^(d_r/(d_r − 2)); YaRN [1]_ interpolates the
+    dimensions whose wavelength 2π · b^(2j/d) exceeds the window, keeps the short ones (a ramp between) and
+    scales the rotary embeddings by the attention factor 0.1 · ln(s) + 1 (√(1/t) in the paper). Giraffe [2]_
+    (Sec. 5.2, Table 4) measured linear scaling evaluated beyond its fine-tuned factor.
 
     References
     ----------

@@ -418,7 +418,8 @@ def plan_string(
     Returns
     -------
     StringPlan
-        ``S``, ``W``, the ``rule`` that chose S, N*, the positions used and the ``hf_patch`` call.
+        ``S``, ``W``, the ``rule`` that chose S, N* (``well_trained``), the shares of f STRING drops and the
+        ``hf_patch`` call.
 
     Notes
     -----
