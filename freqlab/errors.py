@@ -11,9 +11,22 @@ from typing import NoReturn
 
 
 class FreqlabError(ValueError):
-    """A user-facing error. The CLI prints its message on one line and exits with status 1.
+    """A user-facing error: the CLI prints its message on one line and exits with status 1.
 
     Messages name the file, line or value at fault, e.g. ``lengths.parquet: not a freqlab histogram``.
+
+    Parameters
+    ----------
+    message : str
+        The one-line message shown to the user.
+
+    Examples
+    --------
+    >>> try:
+    ...     raise FreqlabError("lengths.parquet: not a freqlab histogram")
+    ... except FreqlabError as error:
+    ...     print(f"Error: {error}")
+    Error: lengths.parquet: not a freqlab histogram
     """
 
 

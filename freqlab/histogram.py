@@ -52,6 +52,38 @@ class LengthHistogram(Displayed):
     (length 0 is not a segment) but are reported in ``empty_documents``; records skipped while reading
     are counted by reason in ``skipped``; ``documents_read`` accounts for every record read.
 
+    Parameters
+    ----------
+    lengths, counts : np.ndarray
+        int64 arrays of equal size: ``counts[k]`` documents of ``lengths[k]`` tokens. Build one with
+        :meth:`from_lengths` or :meth:`from_counts` rather than by hand.
+    corpus, tokenizer : str
+        What was counted, and with which tokenizer (shown in reports and plots).
+    documents_read : int or None
+        Every record read, counted or not.
+    skipped : dict of str to int
+        Records skipped while reading, by reason.
+    empty_documents : int
+        Documents with no token.
+    sources : dict of str to LengthHistogram, optional
+        The same histogram split by source, when the corpus labels sources.
+    meta : dict
+        Free-form provenance written with the histogram.
+
+    Notes
+    -----
+    The corpus holds D = Σ_k counts[k] documents and T = Σ_k counts[k] · lengths[k] tokens. Under the
+    ``natural`` regime a document that fits the window L is one segment, so when every document fits, the
+    position frequency is f(i) = Σ_k counts[k] · max(lengths[k] − i, 0) (STRING Eq. 2 [1]_).
+
+    Position frequencies: ``h.frequency(L, regime)`` (a :class:`~freqlab.frequency.PositionFrequency`),
+    ``h.frequency_table(L, regimes)`` (a polars DataFrame) and ``h.summary(L, regimes)``.
+
+    References
+    ----------
+    .. [1] C. An et al., "Why Does the Effective Context Length of LLMs Fall Short?", ICLR 2025,
+           arXiv:2410.18745.
+
     Examples
     --------
     >>> h = LengthHistogram.from_lengths([3, 5, 5, 2048], corpus="toy")
@@ -61,9 +93,6 @@ class LengthHistogram(Displayed):
     [2, 4, 2]
     >>> h
     LengthHistogram 'toy': 4 documents, 2,061 tokens; lengths 3..2,048, median 5 (nearest rank)
-
-    Position frequencies: ``h.frequency(L, regime)`` (a :class:`~freqlab.frequency.PositionFrequency`),
-    ``h.frequency_table(L, regimes)`` (a polars DataFrame) and ``h.summary(L, regimes)``.
     """
 
     lengths: np.ndarray

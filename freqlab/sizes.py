@@ -88,6 +88,25 @@ def exact_number(text: str) -> Fraction:
 def parse_tokens(value, *, minimum: int = 1) -> int:
     """A positive token count: ``2e9``, ``100B``, ``1.5T`` (decimal suffixes, B = 10^9).
 
+    Parameters
+    ----------
+    value : str or float
+        The count, with an optional decimal suffix ``K``, ``M``, ``B`` or ``T``.
+    minimum : int
+        Smallest accepted value.
+
+    Returns
+    -------
+    int
+        The number of tokens.
+
+    Raises
+    ------
+    FreqlabError
+        When ``value`` is not a token count or is below ``minimum``.
+
+    Examples
+    --------
     >>> parse_tokens("100B"), parse_tokens("1.5T"), parse_tokens(2e9)
     (100000000000, 1500000000000, 2000000000)
     """
@@ -102,6 +121,27 @@ def parse_count(value, what: str = "count", *, minimum: int = 1) -> int:
 def parse_positions(value, what: str = "length in positions", *, minimum: int = 1) -> int:
     """A number of positions (a window, a length, an offset): ``2048``, ``2k``, ``128K`` (K = 1024).
 
+    Parameters
+    ----------
+    value : str or int
+        The number, with an optional binary suffix ``K`` (2^10) or ``M`` (2^20).
+    what : str
+        What the number is, for the error message.
+    minimum : int
+        Smallest accepted value.
+
+    Returns
+    -------
+    int
+        The number of positions.
+
+    Raises
+    ------
+    FreqlabError
+        When ``value`` is not a number of positions or is below ``minimum``.
+
+    Examples
+    --------
     >>> parse_positions("4K"), parse_positions("1M")
     (4096, 1048576)
     """
@@ -109,9 +149,20 @@ def parse_positions(value, what: str = "length in positions", *, minimum: int = 
 
 
 def position_label(x: float) -> str:
-    """Positions and lengths in the papers' convention, K = 1024: 1536 -> '1.5K', 131072 -> '128K'; other values
-    as they are.
+    """Positions and lengths in the papers' convention, K = 1024: 1536 -> '1.5K', 131072 -> '128K'.
 
+    Parameters
+    ----------
+    x : float
+        A position or length.
+
+    Returns
+    -------
+    str
+        Multiples of 256 from 1024 on as ``K`` (1024), others as they are.
+
+    Examples
+    --------
     >>> position_label(1536), position_label(2048), position_label(131072), position_label(100), position_label(3000)
     ('1.5K', '2K', '128K', '100', '3000')
     """
@@ -122,8 +173,20 @@ def position_label(x: float) -> str:
 
 
 def human_count(n: float) -> str:
-    """A token count with a decimal suffix, 3 significant digits: ``1.5e12 -> '1.5T'``, ``2.1e9 -> '2.1B'``.
+    """A token count with a decimal suffix and 3 significant digits: ``1.5e12 -> '1.5T'``.
 
+    Parameters
+    ----------
+    n : float
+        A count.
+
+    Returns
+    -------
+    str
+        The count with ``K`` (10^3), ``M``, ``B`` or ``T`` (10^12); counts below 1000 as they are.
+
+    Examples
+    --------
     >>> human_count(1.5e12), human_count(2.1e9), human_count(8_440_000), human_count(999)
     ('1.5T', '2.1B', '8.44M', '999')
     """

@@ -24,3 +24,13 @@ def test_docstring_examples(name):
 def test_the_core_modules_have_examples():
     for name in ("freqlab.frequency.position", "freqlab.frequency.stats", "freqlab.histogram", "freqlab.plan.string"):
         assert doctest.testmod(importlib.import_module(name)).attempted > 0
+
+
+@pytest.mark.parametrize("name", sorted(n for n in freqlab.__all__ if callable(getattr(freqlab, n))))
+def test_the_examples_of_functions_and_classes_are_collected(name):
+    # testmod runs the docstrings of the functions and classes a module defines, not only the module's own:
+    # every top-level name's examples are among the tests of the module that defines it
+    obj = getattr(freqlab, name)
+    module = importlib.import_module(obj.__module__)
+    collected = {test.name for test in doctest.DocTestFinder().find(module) if test.examples}
+    assert f"{module.__name__}.{name}" in collected

@@ -57,6 +57,21 @@ MAX_STREAM_DOCUMENTS = 1 << 25  # pack expands the histogram into a stream: keep
 class Mixture:
     """Weights per source, in ``unit`` (``epochs`` or ``share``); ``name`` says where they came from.
 
+    Parameters
+    ----------
+    weights : dict of str to Fraction
+        Weight m_s of each source s.
+    unit : str
+        ``epochs`` (passes over the source) or ``share`` (fraction of the training tokens).
+    name, citation, note : str
+        Where the weights came from (a preset's name and its source), for reports.
+
+    Notes
+    -----
+    The training mix's histogram is c(n) = Σ_s m_s · c_s(n) (see :func:`weighted_histogram`).
+
+    Examples
+    --------
     >>> m = Mixture.parse("a=2,b=1")
     >>> m.unit, m.weights
     ('epochs', {'a': Fraction(2, 1), 'b': Fraction(1, 1)})
@@ -298,12 +313,31 @@ class MixtureInfo:
 def weighted_histogram(
     h: LengthHistogram, weights: Mixture | str | Mapping, *, stream: bool = False
 ) -> tuple[LengthHistogram, MixtureInfo]:
-    """The training mix's histogram c(n) = Σ_s m_s · c_s(n), split by source, and how it was made.
+    """The training mix's histogram, split by source, and how it was made.
 
-    ``stream``: the caller will walk the histogram document by document (the ``pack`` and ``best-fit`` regimes:
-    :func:`~freqlab.frequency.regimes.expands_documents`), so a float64 mix keeps its documents below
-    :data:`MAX_STREAM_DOCUMENTS`.
+    Parameters
+    ----------
+    h : LengthHistogram
+        The corpus's histogram, split by source.
+    weights : Mixture, str or Mapping
+        Weight per source (``"a=2,b=1"``, ``"a=70%,b=30%"`` or a preset name).
+    stream : bool
+        The caller will walk the histogram document by document (the ``pack`` and ``best-fit`` regimes:
+        :func:`~freqlab.frequency.regimes.expands_documents`), so a float64 mix keeps its documents below
+        :data:`MAX_STREAM_DOCUMENTS`.
 
+    Returns
+    -------
+    tuple of (LengthHistogram, MixtureInfo)
+        The weighted histogram and how it was made (``exact``: integer epochs, an exact int64 histogram).
+
+    Notes
+    -----
+    c(n) = Σ_s m_s · c_s(n), where c_s(n) is the number of documents of n tokens in source s and m_s its
+    weight in epochs.
+
+    Examples
+    --------
     >>> h = combine_sources({"a": LengthHistogram.from_lengths([10, 20]), "b": LengthHistogram.from_lengths([5])})
     >>> mix, info = weighted_histogram(h, "a=1,b=3")
     >>> mix.sources["b"].counts.tolist(), mix.tokens, info.exact

@@ -63,6 +63,16 @@ def position_frequency(
     np.ndarray
         int64 array of shape (L,). ``f[0]`` is the number of tokens in the regime's segments.
 
+    Notes
+    -----
+    f(i) = Σ_s max(|s| − i, 0), summed over the segments s of the regime (STRING Eq. 2 [1]_); f(0) is the
+    number of tokens in the segments. The segments come from :func:`segments`.
+
+    References
+    ----------
+    .. [1] C. An et al., "Why Does the Effective Context Length of LLMs Fall Short?", ICLR 2025,
+           arXiv:2410.18745.
+
     Examples
     --------
     A single document of length L gives f(i) = L - i:

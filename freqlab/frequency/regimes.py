@@ -233,9 +233,38 @@ def best_fit_segments(lengths: np.ndarray, counts: np.ndarray, L: int) -> Segmen
 def segments(lengths, counts, L: int, regime: str = "natural", *, seed: int = 0, megatron=None) -> Segments:
     """Segment-length histogram of ``regime`` for documents ``(lengths, counts)`` in windows of ``L``.
 
-    ``megatron`` (:class:`freqlab.frequency.megatron.MegatronOptions`) makes the ``megatron`` regime exact
-    when it names the indexes (``data_path``); otherwise that regime is approximated from the histogram.
+    Parameters
+    ----------
+    lengths, counts : array_like
+        Document-length histogram.
+    L : int
+        Training window.
+    regime : str
+        ``natural``, ``truncate``, ``concat``, ``uniform``, ``pack``, ... (see the module docstring).
+    seed : int
+        Stream order for ``pack``.
+    megatron : MegatronOptions, optional
+        Makes the ``megatron`` regime exact when it names the indexes (``data_path``); otherwise that regime
+        is approximated from the histogram.
 
+    Returns
+    -------
+    Segments
+        ``lengths`` and ``counts`` of the segments, with ``L``, ``regime``, ``dropped_tokens`` and
+        ``approximation``.
+
+    Notes
+    -----
+    Under ``natural`` a document of n tokens gives ⌊n / L⌋ segments of L and one of n mod L (when non-zero);
+    the position frequency is then f(i) = Σ_s max(|s| − i, 0), summed over the segments s (STRING Eq. 2 [1]_).
+
+    References
+    ----------
+    .. [1] C. An et al., "Why Does the Effective Context Length of LLMs Fall Short?", ICLR 2025,
+           arXiv:2410.18745.
+
+    Examples
+    --------
     >>> s = segments([5000], [1], 2048)
     >>> s.lengths.tolist(), s.counts.tolist()
     ([904, 2048], [1, 2])

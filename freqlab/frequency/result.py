@@ -33,9 +33,44 @@ if TYPE_CHECKING:  # type-only: importing it here would load polars with freqlab
 
 @dataclass(frozen=True, repr=False, eq=False)
 class PositionFrequency(Displayed):
-    """f(i), 0 <= i < L, of one regime (int64; ``f[0]`` is the number of tokens in the segments), with the
-    segment count, the tokens the regime dropped (``truncate``), the regime computed in place of one a histogram
-    cannot give exactly (``approximation``), and the histogram's ``corpus`` and ``tokenizer``."""
+    """Position frequency f(i), 0 <= i < L, of one data regime, with where it came from.
+
+    Parameters
+    ----------
+    f : np.ndarray
+        int64 array of shape (L,); ``f[0]`` is the number of tokens in the segments.
+    L : int
+        Training window.
+    regime : str
+        The data regime (``natural``, ``truncate``, ``concat``, ...; see :mod:`freqlab.frequency.regimes`).
+    segments : int
+        Number of segments (training sequences) the regime cuts the documents into.
+    dropped_tokens : int
+        Tokens the regime dropped (``truncate``).
+    approximation : str or None
+        The regime computed in place of one a histogram cannot give exactly.
+    corpus, tokenizer : str
+        The histogram's ``corpus`` and ``tokenizer``.
+
+    Notes
+    -----
+    f(i) = Σ_s max(|s| − i, 0), summed over the segments s of the regime (STRING Eq. 2 [1]_), so
+    f(0) = Σ_s |s| is the number of tokens and f(L − 1) the number of full-window segments.
+    Indexing (``pf[i]``) reads f(i); :meth:`share_at_most` and the other statistics are those of
+    :mod:`freqlab.frequency.stats`.
+
+    References
+    ----------
+    .. [1] C. An et al., "Why Does the Effective Context Length of LLMs Fall Short?", ICLR 2025,
+           arXiv:2410.18745.
+
+    Examples
+    --------
+    >>> from freqlab import LengthHistogram
+    >>> pf = LengthHistogram.from_lengths([2048] * 10).frequency(2048)
+    >>> pf.L, pf.regime, pf.segments, pf.f[:3].tolist()
+    (2048, 'natural', 10, [20480, 20470, 20460])
+    """
 
     f: np.ndarray
     L: int

@@ -24,11 +24,36 @@ from freqlab.sizes import human_count  # kept for import compatibility (and used
 
 
 def frequency_summary(f, *, tokens: float | None = None, tau: float = DEFAULT_TAU) -> dict:
-    """Shares of position mass at i <= L/2 and i >= 3L/4 (STRING Sec. 2.2 uses 1024 and 1536 at L = 2048),
-    the positions holding 50/80/90% of the mass, f itself at i = 0, L/4, L/2, 3L/4 and L - 1 (``f``, exact), and,
-    with a budget ``tokens``, the predicted effective length; always the budget needed for f_T(L/2) >= tau.
-    JSON-serialisable.
+    """Key numbers of a position frequency f: shares, mass positions, f itself, effective length, budget.
 
+    Parameters
+    ----------
+    f : array_like
+        Position frequency f(i), 0 <= i < L.
+    tokens : float, optional
+        Training budget T; adds the predicted effective length.
+    tau : float
+        Threshold on f_T (default 100B).
+
+    Returns
+    -------
+    dict
+        JSON-serialisable: shares of position mass at i <= L/2 and i >= 3L/4, the positions holding
+        50/80/90% of the mass, ``f`` at i = 0, L/4, L/2, 3L/4 and L − 1 (exact), the predicted effective length
+        (with ``tokens``) and the budget needed for f_T(L/2) >= tau.
+
+    Notes
+    -----
+    share(i <= x) = Σ_{i≤x} f(i) / Σ_i f(i); STRING's Sec. 2.2 [1]_ uses x = 1024 and 1536 at L = 2048.
+    The budget is ceil(tau · f(0) / f(L/2)) (:func:`tokens_needed`).
+
+    References
+    ----------
+    .. [1] C. An et al., "Why Does the Effective Context Length of LLMs Fall Short?", ICLR 2025,
+           arXiv:2410.18745.
+
+    Examples
+    --------
     >>> s = frequency_summary([4, 3, 2, 1], tokens=400, tau=150)
     >>> s["share_at_most_half"], s["effective_length"], s["tokens_needed_at_half"], s["f"]
     (0.9, 2, 300, {'0': 4, '1': 3, '2': 2, '3': 1})
@@ -68,11 +93,45 @@ def regime_summaries(
     one_pass: bool = False,
     megatron=None,
 ) -> list[dict]:
-    """:func:`frequency_summary` for every (L, regime) pair, with the regime's segment count and dropped
-    tokens. ``tokens`` is the training budget (None: no effective-length prediction). With ``one_pass``, it is
-    one pass over the corpus, so a regime that drops tokens (``truncate``) trains on tokens · kept / all.
-    ``megatron``: :class:`~freqlab.frequency.megatron.MegatronOptions` of the ``megatron`` regime.
+    """:func:`frequency_summary` for every (L, regime) pair, with the segment count and dropped tokens.
 
+    Parameters
+    ----------
+    lengths, counts : array_like
+        Document-length histogram.
+    Ls : sequence of int
+        Training windows.
+    regimes : sequence of str
+        Data regimes (see :mod:`freqlab.frequency.regimes`).
+    tokens : float, optional
+        Training budget (None: no effective-length prediction).
+    tau : float
+        Threshold on f_T (default 100B).
+    seed : int
+        Stream order for ``pack``.
+    one_pass : bool
+        The budget is one pass over the corpus, so a regime that drops tokens (``truncate``) trains on
+        tokens · kept / all.
+    megatron : MegatronOptions, optional
+        Options of the ``megatron`` regime.
+
+    Returns
+    -------
+    list of dict
+        One :func:`frequency_summary` row per (L, regime), with ``L``, ``regime``, ``segments`` and
+        ``dropped_tokens`` (and ``budget_tokens`` with ``tokens``).
+
+    Notes
+    -----
+    Each row's f is f(i) = Σ_s max(|s| − i, 0), summed over the segments s of the regime (STRING Eq. 2) [1]_.
+
+    References
+    ----------
+    .. [1] C. An et al., "Why Does the Effective Context Length of LLMs Fall Short?", ICLR 2025,
+           arXiv:2410.18745.
+
+    Examples
+    --------
     >>> rows = regime_summaries([4096], [10], [2048], ["natural", "truncate"], tokens=40960, one_pass=True)
     >>> [(r["regime"], r["budget_tokens"], r["dropped_tokens"]) for r in rows]
     [('natural', 40960, 0), ('truncate', 20480, 20480)]
@@ -131,8 +190,35 @@ def _pack_sample(lengths, counts) -> tuple[np.ndarray, np.ndarray] | None:
 def describe(row: dict, *, detail: bool = False) -> str:
     """One line such as ``L=2048 natural: 81.2% of position mass at i ≤ 1024, 4.6% at i ≥ 1536``.
 
-    With ``detail``, a second line gives the budget that makes f_T(L/2) reach tau and where 50% and 90% of
-    the position mass lie.
+    Parameters
+    ----------
+    row : dict
+        One row of :func:`regime_summaries`.
+    detail : bool
+        Add a second line: the budget that makes f_T(L/2) reach tau and where 50% and 90% of the position
+        mass lie.
+
+    Returns
+    -------
+    str
+        The description (one line, two with ``detail``).
+
+    Notes
+    -----
+    The shares are Σ_{i≤L/2} f(i) / Σ_i f(i) and Σ_{i≥3L/4} f(i) / Σ_i f(i), the thresholds of STRING's
+    Sec. 2.2 [1]_ (1024 and 1536 at L = 2048).
+
+    References
+    ----------
+    .. [1] C. An et al., "Why Does the Effective Context Length of LLMs Fall Short?", ICLR 2025,
+           arXiv:2410.18745.
+
+    Examples
+    --------
+    >>> row = regime_summaries([2048], [10], [2048], ["natural"], tokens=1e12)[0]
+    >>> print(describe(row, detail=True))
+    L=2048 natural: 75.0% of position mass at i ≤ 1024, 6.3% at i ≥ 1536; predicted effective length 1843 at 1T tokens
+        f_T(1024) ≥ 100B needs T ≥ 200B tokens; 50% of mass at i ≤ 599, 90% at i ≤ 1400
     """
     line = (
         f"L={row['L']} {row['regime']}: {percent(row['share_at_most_half'])} of position mass at "

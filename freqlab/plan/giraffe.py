@@ -1,4 +1,5 @@
-"""Giraffe's modified RoPE bases (Pal et al., seed 004, Sec. 4): power basis (Eq. 2), truncated basis (Eq. 3).
+"""Giraffe's modified RoPE bases (Pal et al. 2023, arXiv:2308.10882, Sec. 4): power basis (Eq. 2), truncated
+basis (Eq. 3).
 
 RoPE's basis (Eq. 1) is θ_i = b^(-2(i-1)/d) for i = 1..d/2 (b = 10000 in the paper). Both functions return
 the modified θ* vector (float64, length d/2), index 0 holding i = 1.

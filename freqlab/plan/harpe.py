@@ -1,4 +1,6 @@
-"""HARPE per-head RoPE bases (Lian et al., seed 002, Sec. 3.2, Eq. 9, Eq. 10, Algorithm 1, Table 2).
+"""HARPE per-head RoPE bases (Sec. 3.2, Eq. 9, Eq. 10, Algorithm 1, Table 2 of Lian et al., "Breaking the Stage
+Barrier: A Novel Single-Stage Approach to Long Context Extension for Large Language Models", COLING 2025,
+arXiv:2412.07171).
 
 HARPE gives every attention head its own RoPE base b_h. Two strategies:
 
@@ -343,11 +345,47 @@ def peak_valley_search(
     target: int = PAPER_TARGET,
     detector: ProminentExtrema | None = None,
 ) -> HarpePlan:
-    """HARPE Algorithm 1, literally, on freqlab's grid and peak detection (see the module docstring).
+    """HARPE's Algorithm 1, literally, on freqlab's grid and peak detection (see the module docstring).
 
     All candidates' waveforms, peaks and valleys are computed once (one vectorised pass); each round then
     scores every remaining candidate with exact integer distance sums.
 
+    Parameters
+    ----------
+    n_heads : int
+        Number of bases to select (one per attention head).
+    b_min, b_max, stride : float
+        Candidate bases B_c = {b_min + i · stride, i = 1..⌊(b_max − b_min)/stride⌋} (Eq. 10 of [1]_); the
+        search starts from {b_min}.
+    head_dim : int
+        Head dimension d.
+    grid : DistanceGrid or GridChoice, optional
+        Relative distances the waveforms are evaluated on (default: derived from ``target``).
+    target : int
+        Target context length.
+    detector : ProminentExtrema, optional
+        Peak and valley detection.
+
+    Returns
+    -------
+    HarpePlan
+        The selected ``bases`` (in selection order) with their grid and scores.
+
+    Notes
+    -----
+    The waveform of base b is Attention Buckets' [2]_ w_b(m) = (2/√d) Σ_{j=0}^{d/2−1} cos(m · b^(−2j/d)).
+    Each round adds the candidate b_j with the smallest d_j = Σ_i |p_{j,i} − v_{s,i}| + Σ_i |v_{j,i} − p_{s,i}|,
+    its peaks p_j paired with the selected set's valleys v_s and vice versa; ties go to the smaller base.
+
+    References
+    ----------
+    .. [1] Lian et al., "Breaking the Stage Barrier: A Novel Single-Stage Approach to Long Context Extension
+           for Large Language Models", COLING 2025, arXiv:2412.07171.
+    .. [2] Chen et al., "Fortify the Shortest Stave in Attention: Enhancing Context Awareness of Large Language
+           Models for Effective Tool Use", ACL 2024, arXiv:2312.04455 (Attention Buckets).
+
+    Examples
+    --------
     >>> plan = peak_valley_search(4, 10_000, 40_000, 5_000, target=4096)
     >>> plan.bases[0], len(set(plan.bases))
     (10000.0, 4)
@@ -443,7 +481,43 @@ def uniform_plan(
     grid: DistanceGrid | GridChoice | None = None,
     target: int = PAPER_TARGET,
 ) -> HarpePlan:
-    """HARPE's uniform strategy (Eq. 9) as a plan, scored on the same grid as the search."""
+    """HARPE's uniform strategy (Eq. 9) as a plan, scored on the same grid as the search.
+
+    Parameters
+    ----------
+    n_heads : int
+        Number of bases N (one per attention head).
+    b_min, b_max : float
+        Smallest and largest base.
+    head_dim : int
+        Head dimension d.
+    grid : DistanceGrid or GridChoice, optional
+        Relative distances the waveforms are evaluated on (default: derived from ``target``).
+    target : int
+        Target context length.
+
+    Returns
+    -------
+    HarpePlan
+        The ``bases`` and their score.
+
+    Notes
+    -----
+    b_h = b_min + h · (b_max − b_min)/(N − 1), h = 0..N − 1 (Eq. 9 of [1]_); the score is the Attention
+    Buckets [2]_ "shortest stave" of :mod:`freqlab.plan.waveform`.
+
+    References
+    ----------
+    .. [1] Lian et al., "Breaking the Stage Barrier: A Novel Single-Stage Approach to Long Context Extension
+           for Large Language Models", COLING 2025, arXiv:2412.07171.
+    .. [2] Chen et al., "Fortify the Shortest Stave in Attention: Enhancing Context Awareness of Large Language
+           Models for Effective Tool Use", ACL 2024, arXiv:2312.04455 (Attention Buckets).
+
+    Examples
+    --------
+    >>> uniform_plan(4, 10_000, 40_000, target=4096).bases
+    [10000.0, 20000.0, 30000.0, 40000.0]
+    """
     started = time.perf_counter()
     head_dim = check_head_dim(head_dim)
     choice = _grid_choice(grid, target)
@@ -611,8 +685,42 @@ class ComparedSet:
 
 
 def compare_sets(plan: HarpePlan, *, random_count: int = 3, seed: int = 0) -> list[ComparedSet]:
-    """freqlab's searched set, the uniform set, Table 2 and ``random_count`` random sets (seeds ``seed``,
-    ``seed + 1``, ...: see :func:`random_sets`), all scored on ``plan.grid``."""
+    """Score freqlab's searched bases against the uniform set, Table 2 and random sets.
+
+    Parameters
+    ----------
+    plan : HarpePlan
+        A plan from :func:`peak_valley_search`; its grid scores every set.
+    random_count : int
+        Number of random sets (see :func:`random_sets`).
+    seed : int
+        Seed of the first random set; the others use ``seed + 1``, ``seed + 2``, ...
+
+    Returns
+    -------
+    list of ComparedSet
+        freqlab's searched set, the uniform set (Eq. 9 of [1]_), HARPE's Table 2 and the random sets, each with
+        its "shortest stave" score on ``plan.grid``.
+
+    Notes
+    -----
+    A set of bases B is scored by its head-wise envelope e(m) = max_{b ∈ B} w_b(m) on the grid, with the
+    Attention Buckets [2]_ waveform w_b(m) = (2/√d) Σ_{j=0}^{d/2−1} cos(m · b^(−2j/d)); the score's
+    ``shortest`` is min_m e(m) (higher is better), see :mod:`freqlab.plan.waveform`.
+
+    References
+    ----------
+    .. [1] Lian et al., "Breaking the Stage Barrier: A Novel Single-Stage Approach to Long Context Extension
+           for Large Language Models", COLING 2025, arXiv:2412.07171.
+    .. [2] Chen et al., "Fortify the Shortest Stave in Attention: Enhancing Context Awareness of Large Language
+           Models for Effective Tool Use", ACL 2024, arXiv:2312.04455 (Attention Buckets).
+
+    Examples
+    --------
+    >>> sets = compare_sets(peak_valley_search(4, 10_000, 40_000, 5_000, target=4096), random_count=1)
+    >>> [s.name for s in sets]
+    ['freqlab peak-valley', 'uniform (Eq. 9)', 'HARPE Table 2', 'random #1 (seed 0)']
+    """
     table = [float(b) for b in table2_bases()]
     stride = plan.stride if plan.stride is not None else PAPER_STRIDE
     option = f"--random-sets {random_count:,}"

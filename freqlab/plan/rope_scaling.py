@@ -3,8 +3,8 @@
 Types (s = N / L, the target length over the training window; d = head dimension; b = rope_theta):
 
 ``linear`` (position interpolation, PI)
-    Positions are divided by s. Giraffe (seed 004, Sec. 5.2, Table 4) measured evaluating zero-shot at a
-    larger factor than the one fine-tuned with, on LLaMA-13B (base window 2048) and LongChat-Lines: the
+    Positions are divided by s. Giraffe (Pal et al. 2023, arXiv:2308.10882, Sec. 5.2, Table 4) measured evaluating
+    zero-shot at a larger factor than the one fine-tuned with, on LLaMA-13B (base window 2048) and LongChat-Lines: the
     largest context length with non-zero accuracy went from 7100 (eval 4) to 16000 (eval 8) when fine-tuned
     at 4, from none (eval 1) to 4200 (eval 2) for the base model, and stayed 16000 (eval 16 and 32) when
     fine-tuned at 16; evaluating at 4x the training factor gave 0 everywhere. The plan quotes these numbers
@@ -293,13 +293,53 @@ def plan_rope_scaling(
     effective_length: int | None = None,
     E_rule: str | None = None,
 ) -> RopeScalingPlan:
-    """Config blocks extending a window-L model to N tokens with one scaling type.
+    """Config blocks extending a window-L model to N tokens with one RoPE scaling type.
 
-    ``factor`` defaults to s = N / L. ``partial_rotary_factor`` (only d_r = int(d · factor) dimensions rotate)
-    enters the NTK exponent d_r/(d_r - 2) and the blocks. ``effective_length`` (e.g. the predicted N*) is where
-    the critical dimension is counted; ``E_rule`` names its source (default: ``given``, or ``window`` = L).
-    ``attention_factor`` (YaRN only) is written into the blocks; by default transformers uses 0.1·ln(s) + 1.
+    Parameters
+    ----------
+    L : int
+        Training window.
+    N : int
+        Target length.
+    rope_type : str
+        ``linear``, ``ntk``, ``dynamic``, ``yarn`` or ``llama3`` (see the module docstring).
+    rope_theta : float
+        RoPE base b.
+    head_dim : int
+        Head dimension d.
+    factor : float, optional
+        Scale factor; defaults to s = N / L.
+    low_freq_factor, high_freq_factor : float
+        ``llama3`` wavelength bounds.
+    partial_rotary_factor : float
+        Only d_r = int(d · factor) dimensions rotate; enters the NTK exponent d_r/(d_r − 2) and the blocks.
+    attention_factor : float, optional
+        YaRN only, written into the blocks; by default transformers uses 0.1 · ln(s) + 1.
+    effective_length : int, optional
+        Where the critical dimension is counted (e.g. the predicted N*).
+    E_rule : str, optional
+        Source of ``effective_length`` (default: ``given``, or ``window`` = L).
 
+    Returns
+    -------
+    RopeScalingPlan
+        The config blocks for each transformers version (``blocks``, ``config_4x``, ``config_5x``).
+
+    Notes
+    -----
+    ``linear``: position m becomes m / s; ``ntk``: b' = b · s^(d_r/(d_r − 2)); YaRN [1]_ interpolates the
+    dimensions whose wavelength 2π · b^(2j/d) exceeds the window, keeps the short ones (a ramp between) and
+    scales the rotary embeddings by the attention factor 0.1 · ln(s) + 1 (√(1/t) in the paper). Giraffe [2]_
+    (Sec. 5.2, Table 4) measured linear scaling evaluated beyond its fine-tuned factor.
+
+    References
+    ----------
+    .. [1] Peng et al., "YaRN: Efficient Context Window Extension of Large Language Models", ICLR 2024,
+           arXiv:2309.00071.
+    .. [2] Pal et al., "Giraffe: Adventures in Expanding Context Lengths in LLMs", 2023, arXiv:2308.10882.
+
+    Examples
+    --------
     >>> p = plan_rope_scaling(4096, 16384, "linear")
     >>> p.config_5x
     {'max_position_embeddings': 16384, 'rope_parameters': {'rope_type': 'linear', 'rope_theta': 10000.0, 'factor': 4.0}}

@@ -1,4 +1,5 @@
-"""Self-Extend: grouped attention with the FLOOR operation beyond the training window (Jin et al., seed 003).
+"""Self-Extend: grouped attention with the FLOOR operation beyond the training window (Jin et al., "LLM Maybe
+LongLM: Self-Extend LLM Context Window Without Tuning", ICML 2024, arXiv:2401.01325).
 
 Tokens within the neighbour window w_n keep their exact relative position r = m - n; farther tokens use
 grouped positions: the query at m gets m // G + (w_n - w_n // G), the key at n gets n // G (Sec. 3.2, the
@@ -146,6 +147,37 @@ def evaluate_self_extend(
 ) -> SelfExtendCheck:
     """Max length and, for a target N, the largest position used and whether it stays (well) trained.
 
+    Parameters
+    ----------
+    L : int
+        Training window.
+    G : int
+        Group size.
+    w_n : int
+        Neighbour window.
+    N : int, optional
+        Target length.
+    well_trained : int, optional
+        N*, the end of the well-trained positions (e.g. from :func:`well_trained_range`).
+
+    Returns
+    -------
+    SelfExtendCheck
+        ``max_length``, ``largest_position``, the maintainers' ``rule_of_thumb``, ``fits`` and ``well_trained``.
+
+    Notes
+    -----
+    Beyond w_n a pair uses p(m, n) = m // G − n // G + w_n − w_n // G, so the largest position of N tokens is
+    (N − 1) // G + w_n − w_n // G and N_max = (L − w_n + w_n // G) · G (the paper's Eq. 8,
+    (L − w_n) · G + w_n, when G divides w_n [1]_). The rule of thumb is w_n + (N − w_n) / G.
+
+    References
+    ----------
+    .. [1] H. Jin et al., "LLM Maybe LongLM: Self-Extend LLM Context Window Without Tuning", ICML 2024,
+           arXiv:2401.01325.
+
+    Examples
+    --------
     >>> c = evaluate_self_extend(4096, 8, 1024, 16384, well_trained=2730)
     >>> c.max_length, c.largest_position, c.rule_of_thumb, c.fits, c.well_trained
     (25600, 2943, 2944.0, True, False)
@@ -294,15 +326,47 @@ def plan_self_extend(
     max_group: int = MAX_GROUP,
     **frequency: Unpack[FrequencyInputs],
 ) -> SelfExtendPlan:
-    """Choose the smallest group size G (and the largest neighbour window w_n divisible by G, within
-    [min_window, max_window]) with (L - w_n)·G + w_n >= N and w_n + (N - w_n)/G <= N*.
+    """Choose Self-Extend's group size G and neighbour window w_n for a window-L model and target N.
 
-    N* is ``well_trained`` when given, else derived by :func:`freqlab.plan.well_trained.well_trained_range`
-    from the frequency keywords (``histogram`` + ``regime``, ``frequency``, ``schedule``; ``tokens``, ``tau``,
-    ``mass``) or, with no information, ``default_fraction`` (2/3) of L, the generous end of the maintainers'
-    1/2..2/3.
-    Windows default to [L/8, L/4]: the maintainers use 512..1536 for 4K models and the paper w_n = 1024.
+    Picks the smallest G (and the largest w_n divisible by G, within [min_window, max_window]) with
+    (L − w_n) · G + w_n >= N and w_n + (N − w_n)/G <= N*.
 
+    Parameters
+    ----------
+    L : int
+        Training window.
+    N : int
+        Target length.
+    well_trained : int, optional
+        N*; else derived by :func:`well_trained_range` from the frequency keywords or, with no information,
+        ``default_fraction`` of L.
+    default_fraction : Fraction or float
+        N* / L when nothing is known: 2/3, the generous end of the maintainers' 1/2..2/3.
+    min_window, max_window : int, optional
+        Bounds on w_n (default [L/8, L/4]: the maintainers use 512..1536 for 4K models, the paper w_n = 1024).
+    max_group : int
+        Largest G tried (the maintainers' range is 2..64).
+    **frequency
+        ``histogram`` + ``regime``, ``frequency`` or ``schedule``; ``tokens``, ``tau``, ``mass``
+        (see :func:`well_trained_range`).
+
+    Returns
+    -------
+    SelfExtendPlan
+        ``G``, ``w_n``, N*, the check of :func:`evaluate_self_extend` and the ``llama_cpp_flags``.
+
+    Notes
+    -----
+    Self-Extend [1]_ keeps exact positions within w_n and uses floor-grouped positions beyond it; its
+    maximum length is N_max = (L − w_n) · G + w_n (Eq. 8).
+
+    References
+    ----------
+    .. [1] H. Jin et al., "LLM Maybe LongLM: Self-Extend LLM Context Window Without Tuning", ICML 2024,
+           arXiv:2401.01325.
+
+    Examples
+    --------
     >>> p = plan_self_extend(4096, 16384)
     >>> p.G, p.w_n, p.llama_cpp_flags
     (8, 776, '--grp-attn-n 8 --grp-attn-w 776')

@@ -1,4 +1,5 @@
-"""STRING: shift well-trained relative positions over the under-trained ones (An et al., seed 000, Sec. 4).
+"""STRING: shift well-trained relative positions over the under-trained ones (Sec. 4 of An et al., "Why Does the
+Effective Context Length of LLMs Fall Short?", ICLR 2025, arXiv:2410.18745).
 
 The relative position matrix of a causal window of L tokens is P[m][n] = r = m - n for n <= m. STRING
 drops the positions r >= N (the infrequent tail) and shifts the rest by S = L - N towards the bottom-left
@@ -391,17 +392,49 @@ def plan_string(
     rope_theta: float = 10000.0,
     **frequency: Unpack[FrequencyInputs],
 ) -> StringPlan:
-    """Recommend STRING's shift S and local window W for a model trained with window L (Sec. 4.1), or evaluate a
-    given ``S``.
+    """Recommend STRING's shift S and local window W for a model trained with window L, or evaluate a given S.
 
-    The frequency keywords (``histogram`` + ``regime``, a precomputed ``frequency`` array, or a
-    ``schedule``; ``tokens``, ``tau``, ``mass``) go to :func:`freqlab.plan.well_trained.well_trained_range`,
-    which derives N* (budget rule when ``tokens`` is given, else mass rule). The frequency rule keeps every position
-    STRING uses, 0..L - S + W - 1, within the well-trained 0..N*-1: S_rule = L - N* + W rounded *up* to a multiple of
-    ``round_to``; the recommended S is S_rule kept in the paper's range [L/3, L/2] (Sec. 4.1). Without frequency
-    information S = L/3 (the paper's setting) rounded up to a multiple of ``round_to``, so it never falls below L/3.
-    ``extend_to`` (N > L) adds STRING + YaRN by the STRING repository's rule (:func:`string_yarn`).
+    Parameters
+    ----------
+    L : int
+        Training window.
+    W : int
+        Local window (the paper's default 128).
+    S : int, optional
+        A shift to evaluate instead of recommending one.
+    round_to : int
+        S is rounded up to a multiple of this.
+    test_length : int, optional
+        Length the HF patch is written for (default L).
+    extend_to : int, optional
+        N > L adds STRING + YaRN by the STRING repository's rule (:func:`string_yarn`).
+    rope_theta : float
+        RoPE base, for ``extend_to``.
+    **frequency
+        ``histogram`` + ``regime``, a precomputed ``frequency`` array, or a ``schedule``; ``tokens``, ``tau``,
+        ``mass``: passed to :func:`well_trained_range`, which derives N* (budget rule when ``tokens`` is given,
+        else mass rule).
 
+    Returns
+    -------
+    StringPlan
+        ``S``, ``W``, the ``rule`` that chose S, N* (``well_trained``), the shares of f STRING drops and the
+        ``hf_patch`` call.
+
+    Notes
+    -----
+    STRING (Sec. 4 [1]_) maps a relative distance r >= S to r − S + W (Eq. 4), so it uses positions
+    0..L − S + W − 1. The frequency rule keeps them within the well-trained 0..N* − 1:
+    S_rule = L − N* + W rounded *up* to a multiple of ``round_to``, kept in the paper's range [L/3, L/2]
+    (Sec. 4.1). Without frequency information S = L/3 (the paper's setting), rounded up.
+
+    References
+    ----------
+    .. [1] C. An et al., "Why Does the Effective Context Length of LLMs Fall Short?", ICLR 2025,
+           arXiv:2410.18745.
+
+    Examples
+    --------
     >>> p = plan_string(131072)
     >>> p.S, p.W, p.rule, p.hf_patch
     (43712, 128, 'default', 'replace_with_string(max_test_length=131072, shifted_offset=43712, small_local_value=128)')

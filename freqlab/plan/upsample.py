@@ -173,11 +173,47 @@ def plan_upsample(
     max_upweight: float | None = DEFAULT_MAX_UPWEIGHT,
     seed: int = 0,
 ) -> UpsamplePlan:
-    """Documents to add so that f_T(E) >= tau, ranked by contribution (see the module docstring for the formulas).
+    """Documents to add so that f_T(E) >= tau, ranked by contribution (see the module docstring).
 
-    ``long_lengths``: lengths (array or LengthHistogram) of documents to add in their own proportions instead of the
-    corpus's best. ``max_upweight``: a corpus bin is added up to this many times its share of T (None: no cap).
+    Parameters
+    ----------
+    histogram : LengthHistogram or path
+        The corpus's length histogram (object or Parquet file).
+    L : int
+        Training window.
+    E : int
+        Position that should reach ``tau`` (the wanted effective length).
+    tokens : int or float
+        Training budget T.
+    tau : float
+        Threshold on f_T (default 100B).
+    regime : str
+        Data regime of the training sequences.
+    long_lengths : array_like or LengthHistogram, optional
+        Lengths of documents to add in their own proportions instead of the corpus's best.
+    max_upweight : float or None
+        A corpus bin is added up to this many times its share of T (None: no cap).
+    seed : int
+        Stream order for the ``pack`` regime.
 
+    Returns
+    -------
+    UpsamplePlan
+        The current occurrences of E, the ``extra_tokens`` needed and the ``steps`` (length, documents).
+
+    Notes
+    -----
+    Position E is learned once f_T(E) = f(E) · T / f(0) >= tau (STRING, Sec. 2-3 [1]_). Under ``natural`` a
+    document of n tokens gives E g_n = (n // L)(L − E) + max(n mod L − E, 0) times for its n tokens; bins are
+    ranked by g_n / n and whole documents of the best are added first.
+
+    References
+    ----------
+    .. [1] C. An et al., "Why Does the Effective Context Length of LLMs Fall Short?", ICLR 2025,
+           arXiv:2410.18745.
+
+    Examples
+    --------
     One document of 1000 tokens gives E = 512 488 times (a 1024 window); 90 of 100 tokens give none:
 
     >>> h = LengthHistogram.from_counts([100, 1000], [90, 1])  # a = 488/10000, b = 488/1000

@@ -5,8 +5,8 @@ Shortest Stave in Attention"): the attention score of an all-ones query and key,
 
     w_b(m) = (2 / √d) · Σ_{j=0}^{d/2-1} cos(m · b^(-2j/d)),      d = head dimension (even).
 
-HARPE (seed 002) does not define it: its Sec. 3.2 adopts the Attention Buckets search over "attention
-waveforms" (Eq. 10, Algorithm 1) without a formula, and its Eq. 9 is the uniform rule
+HARPE (Lian et al., COLING 2025, arXiv:2412.07171) does not define it: its Sec. 3.2 adopts the Attention
+Buckets search over "attention waveforms" (Eq. 10, Algorithm 1) without a formula, and its Eq. 9 is the uniform rule
 b_h = b_min + h·(b_max − b_min)/(N − 1), which involves no waveform.
 
 w_b(0) = √d and, because the j = 0 term is cos(m), w_b oscillates with period 2π at every scale. A set of

@@ -157,7 +157,9 @@ def well_trained_range(
     mass: float = DEFAULT_MASS,
     default_fraction: Fraction | float = DEFAULT_FRACTION,
 ) -> WellTrained:
-    """Derive N* by the ``schedule``/``budget`` rule, else the ``mass`` rule, else the ``default`` fraction.
+    """Derive N*, the end of the well-trained positions, by the first rule the inputs allow.
+
+    The ``schedule``/``budget`` rule, else the ``mass`` rule, else the ``default`` fraction.
 
     Parameters
     ----------
@@ -177,6 +179,21 @@ def well_trained_range(
         Fraction of position mass for the ``mass`` rule.
     default_fraction
         N* = floor(L · fraction) when nothing else is known.
+
+    Returns
+    -------
+    WellTrained
+        ``N`` (N*) and the ``rule`` that gave it.
+
+    Notes
+    -----
+    Budget rule: N* = 1 + max {i : f_T(i) >= tau} with f_T = f · T / f(0), STRING's effective length
+    (Sec. 3 [1]_). Mass rule: N* = 1 + min {i : Σ_{j≤i} f(j) >= mass · Σ_j f(j)}.
+
+    References
+    ----------
+    .. [1] C. An et al., "Why Does the Effective Context Length of LLMs Fall Short?", ICLR 2025,
+           arXiv:2410.18745.
 
     Examples
     --------

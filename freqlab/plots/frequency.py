@@ -1,4 +1,4 @@
-"""Position-frequency figures in the layouts of the STRING paper (An et al., ICLR 2025, seed 000).
+"""Position-frequency figures in the layouts of the STRING paper (An et al., ICLR 2025, arXiv:2410.18745).
 
 - :func:`plot_position_frequency`: Fig. 1 layout for one regime: bars of the segment-length histogram (right
   axis) and f(i) (left axis) over a shared x-axis that is both the relative position i and the segment

@@ -1,5 +1,5 @@
-"""HARPE figures (Lian et al., seed 002, Sec. 3.2): RoPE waveforms, their peaks and valleys, and how well a
-set of per-head bases complements itself.
+"""HARPE figures (Lian et al., COLING 2025, arXiv:2412.07171, Sec. 3.2): RoPE waveforms, their peaks and
+valleys, and how well a set of per-head bases complements itself.
 
 - :func:`plot_waveforms`: Attention Buckets' waveform w_b(m) = (2/√d) Σ_j cos(m · b^(-2j/d)) (HARPE names
   waveforms but defines none; see :mod:`freqlab.plan.waveform`) for a few bases on a distance grid, one

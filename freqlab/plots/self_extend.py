@@ -1,4 +1,5 @@
-"""Self-Extend figure (Jin et al., seed 003, Fig. 3): RoPE's positions beyond the window vs grouped positions.
+"""Self-Extend figure (Jin et al., ICML 2024, arXiv:2401.01325, Fig. 3): RoPE's positions beyond the window vs
+grouped positions.
 
 Tokens closer than the neighbour window w_n keep their exact relative position; farther pairs use
 floor-grouped positions m // G - n // G + w_n - w_n // G, so a sequence longer than the training window L

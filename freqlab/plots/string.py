@@ -1,4 +1,5 @@
-"""STRING figures (An et al., seed 000, Sec. 4.1): the shifted position matrix and which positions it uses.
+"""STRING figures (An et al., ICLR 2025, arXiv:2410.18745, Sec. 4.1): the shifted position matrix and which
+positions it uses.
 
 - :func:`plot_position_matrix`: one relative-position matrix as an annotated heatmap (upper triangle and
   dropped cells blank); also used for Self-Extend's grouped matrix.

@@ -46,9 +46,28 @@ if TYPE_CHECKING:
 
 @dataclass(repr=False)
 class ScanResult(Displayed):
-    """What a scan produced. ``histogram`` (split by source when the corpus labels sources) is all a plot
-    needs, with ``summary["windows"]`` for the requested windows and regimes; ``out`` is the output folder.
-    In a notebook it shows the histogram's numbers, the windows table and the length chart."""
+    """What a scan produced: the length histogram, its summary and the output folder.
+
+    ``histogram`` (split by source when the corpus labels sources) is all a plot needs, with
+    ``summary["windows"]`` for the requested windows and regimes. In a notebook it shows the histogram's
+    numbers, the windows table and the length chart; :meth:`report` gives the terminal report.
+
+    Parameters
+    ----------
+    histogram : LengthHistogram
+        Document lengths in tokens.
+    summary : dict
+        The JSON summary (``summary.json``), with ``summary["windows"]`` per window and regime.
+    out : Path or None
+        The output folder, when the scan wrote one.
+
+    Examples
+    --------
+    >>> from freqlab import LengthHistogram
+    >>> result = ScanResult(LengthHistogram.from_lengths([2048] * 10), {"windows": []})
+    >>> result.histogram.documents, result.out
+    (10, None)
+    """
 
     histogram: LengthHistogram
     summary: dict
