@@ -278,6 +278,8 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("names", nargs="*", help="notebooks to run (file stems; default: all)")
     parser.add_argument("--check", action="store_true", help="compare with the committed outputs, save nothing")
+    parser.add_argument("--refresh", action="store_true",
+                        help="save even when the outputs compare equal (after a figure style change: new PNGs)")
     args = parser.parse_args(argv)
     chosen = [p for p in NOTEBOOKS if not args.names or p.stem in args.names]
     failed = False
@@ -297,7 +299,7 @@ def main(argv: list[str] | None = None) -> int:
                 print(item)
         else:
             python = f"{platform.python_implementation()} {platform.python_version()}"
-            if unchanged(nbformat.read(path, as_version=4), executed):
+            if not args.refresh and unchanged(nbformat.read(path, as_version=4), executed):
                 print(f"{path.name}: ran in {seconds:.1f} s ({python}); shows what was committed, file kept")
                 continue
             nbformat.write(executed, path)
