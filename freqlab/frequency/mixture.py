@@ -44,6 +44,7 @@ import numpy as np
 
 from freqlab.config_file import read_config_file
 from freqlab.errors import FreqlabError, brief
+from freqlab.frequency.position import position_frequency
 from freqlab.histogram import LengthHistogram, combine_sources
 from freqlab.sizes import exact_number
 
@@ -378,8 +379,6 @@ def contribution_table(mix: LengthHistogram, info: MixtureInfo, L: int, regime: 
     The tail share adds each source's own f (exact for ``natural`` and ``truncate``, whose segments never span two
     documents; for other regimes each source is taken alone, which ``tail_share_basis`` says).
     """
-    from freqlab.frequency.position import position_frequency
-
     tail_from = (3 * L) // 4
     tails, tokens = {}, {}
     for s, g in mix.sources.items():
