@@ -124,8 +124,8 @@ class Mixture:
         total = sum(weights.values())
         if percent == {True} and total != 100:
             raise FreqlabError(
-                f"--weights {text!r}: the shares sum to {_show(total)}%, not 100%; give shares that sum to 100% "
-                "(relative weights go in a mixture file with unit: share, normalised and said so)"
+                f"--weights {text!r}: the shares sum to {_show_apart(total, 100)}%, not 100%; give shares that sum "
+                "to 100% (relative weights go in a mixture file with unit: share, normalised and said so)"
             )
         return cls(weights, "share" if percent == {True} else "epochs", "--weights")
 
@@ -227,6 +227,18 @@ def _weight(value, where: str) -> Fraction:
 
 def _show(w: Fraction) -> str:
     return str(w.numerator) if w.denominator == 1 else _sci(w)
+
+
+def _show_apart(w: Fraction, other: int) -> str:
+    """``w`` with as many digits as it takes to tell it from ``other`` (25.0000001% + 75% is shown as
+    100.0000001, not 100.000); beyond 27 significant digits, as ``other`` ± the difference."""
+    if w.denominator == 1:
+        return str(w.numerator)
+    for digits in range(6, 28):
+        text = _sci(w, digits)
+        if Decimal(text) != other:
+            return text
+    return f"{other} {'+' if w > other else '-'} {_sci(abs(w - other))}"
 
 
 def _sci(x: Fraction, digits: int = 6) -> str:
