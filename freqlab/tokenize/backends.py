@@ -33,6 +33,8 @@ from typing import Any
 
 import numpy as np
 
+from freqlab.tokenize.bytemap import tiktoken_to_hf_json
+
 BACKEND_FASTOKENS = "fastokens"
 BACKEND_TIKTOKEN = "tiktoken"
 BACKEND_HF = "hf-tokenizers"
@@ -147,8 +149,6 @@ class FastokensEngine:
                     self.tokenizer = fastokens.Tokenizer.from_tiktoken(path, special_tokens={}, **how)
                 except Exception:  # its loader derives merges from ranks and refuses some (Llama 3's
                     # tokenizer.model: "did not decompose into 2 pieces"); the tokenizer.json export states them
-                    from freqlab.tokenize.export import tiktoken_to_hf_json
-
                     plan = source.plan
                     self.tokenizer = fastokens.Tokenizer.from_json_str(
                         tiktoken_to_hf_json(plan.mergeable_ranks, plan.pat_str)
