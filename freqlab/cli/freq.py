@@ -23,6 +23,7 @@ from freqlab.display import percent
 from freqlab.errors import FreqlabError, cannot_write
 from freqlab.formats import FREQUENCY_FORMAT, FREQUENCY_VERSION, METADATA_KEY  # kept for import compatibility
 from freqlab.frequency.budget import training_budget
+from freqlab.frequency.exposure import DEFAULT_THRESHOLDS, TAIL_REGIMES
 from freqlab.frequency.mixture import MixtureInfo, contribution_table
 from freqlab.frequency.regimes import BYTES_PER_POSITION, REGIMES
 from freqlab.frequency.schedule import load_schedule, schedule_frequency
@@ -36,6 +37,7 @@ from freqlab.frequency.summary import (
 )
 from freqlab.histogram import LengthHistogram
 from freqlab.resources import require_memory
+from freqlab.sizes import position_label
 
 
 def window_option(default=(2048,), callback=None):
@@ -100,8 +102,8 @@ def echo_json(data) -> None:
               help="Attention layout: f per layer kind, e.g. 5*swa1024+global, 3*chunk8K+nope, or a model config.json "
                    "(sliding_window, layer_types, attention_chunk_size, no_rope_layers, ...).")
 @click.option("--tails", is_flag=True,
-              help="Per-source tail table: share of each source's tokens trained with >= 4K, 8K, ... tokens of "
-                   "same-document context (first --L; natural regime unless the first --regime is truncate).")
+              help="Per-source tail table: share of each source's tokens trained with >= 4K, 8K, ... (below the first "
+                   "--L) tokens of same-document context, in the first --regime (natural or truncate).")
 @json_option
 def freq_command(hist, Ls, regimes, tokens, tau, seed, out, weights, layout, tails, as_json, **megatron):
     """Position frequency f(i) = Σ_s max(|s| - i, 0) of a length histogram, per window and regime.
@@ -110,7 +112,7 @@ def freq_command(hist, Ls, regimes, tokens, tau, seed, out, weights, layout, tai
     Example:
       freqlab freq freqlab-out/lengths.parquet --L 2048 --L 4096 --regime natural --regime concat --tokens 1T
       freqlab freq megatron-out/lengths.parquet --L 4K --regime megatron --out f.parquet   # replays the .idx
-      freqlab freq lengths.parquet --L 32K --regime pack --layout 5*swa1024+global --tails
+      freqlab freq lengths.parquet --L 32K --regime natural --regime pack --layout 5*swa1024+global --tails
     """
     if out:
         kept = sum(Ls) * len(regimes)
@@ -125,6 +127,11 @@ def freq_command(hist, Ls, regimes, tokens, tau, seed, out, weights, layout, tai
     rows = regime_summaries(h.lengths, h.counts, Ls, regimes, tokens=budget.tokens, tau=tau, seed=seed,
                             megatron=replay)
     layouts = _layout_rows(h, Ls, regimes, layout, budget.tokens, tau, seed) if layout is not None else None
+    if tails and regimes[0] not in TAIL_REGIMES:
+        raise click.UsageError(
+            f"--tails splits segments by source, which only {' and '.join(TAIL_REGIMES)} keep (a {regimes[0]} "
+            f"segment mixes documents): give --regime natural first, e.g. --regime natural --regime {regimes[0]}"
+        )
     tail_rows = _tail_rows(h, Ls[0], regimes[0]) if tails else None
     if out:
         _write_frequencies(h, mix, Ls, regimes, seed, out, replay)
@@ -161,6 +168,9 @@ def freq_command(hist, Ls, regimes, tokens, tau, seed, out, weights, layout, tai
                 f"{kind['three_quarters']}; effective length {kind.get('effective_length', '-')}"
                 + (f"  ({kind['note']})" if "note" in kind else "")
             )
+    if tail_rows == []:
+        click.echo(f"tails: no threshold below L={Ls[0]:,} (the smallest is {position_label(DEFAULT_THRESHOLDS[0])}): "
+                   "no token of the window has that much context")
     if tail_rows:
         thresholds = list(tail_rows[0]["tails"])
         click.echo(f"share of tokens with at least N tokens of same-document context (L={tail_rows[0]['L']}, "
@@ -185,10 +195,12 @@ def _layout_rows(h, Ls, regimes, layout, tokens, tau, seed) -> list[dict]:
 
 
 def _tail_rows(h, L: int, regime: str) -> list[dict]:
-    from freqlab.frequency.exposure import DEFAULT_THRESHOLDS, source_tails
+    """The per-source tail table at the first --L, with only the thresholds below L (a token has at most L - 1
+    tokens of context, so a column at t >= L is 0% by construction); [] when no threshold is below L."""
+    from freqlab.frequency.exposure import source_tails
 
-    thresholds = [t for t in DEFAULT_THRESHOLDS if t < L] or [DEFAULT_THRESHOLDS[0]]
-    return source_tails(h, L, regime if regime == "truncate" else "natural", thresholds)
+    thresholds = [t for t in DEFAULT_THRESHOLDS if t < L]
+    return source_tails(h, L, regime, thresholds) if thresholds else []
 
 
 #: bytes per position of each (L, regime) ``--out`` holds as a table before writing it (measured: 32 at L = 2^24)

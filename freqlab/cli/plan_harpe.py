@@ -10,7 +10,7 @@ import click
 
 from freqlab.cli.freq import echo_json, json_option
 from freqlab.cli.options import POSITIONS, POSITIONS_NOTE, POSITIVE_NUMBER, SEED, renamed_option
-from freqlab.cli.plan import frequency_inputs, frequency_options, require
+from freqlab.cli.plan_inputs import frequency_inputs, frequency_options, require
 from freqlab.cli.weights import mix_json
 from freqlab.errors import FreqlabError
 from freqlab.plan import harpe

@@ -29,6 +29,17 @@ if TYPE_CHECKING:  # fields.py and files.py import from here
     from freqlab.corpus.fields import Fields
     from freqlab.corpus.files import DataFile
 
+
+class FileChanged(OSError):
+    """A data file that is gone or changed (size, modification time, version) since the corpus was opened;
+    ``path`` names it when known. (Defined here, below ``files``, so that :meth:`FileShard.reading` can catch
+    it; ``freqlab.corpus.files`` re-exports it.)"""
+
+    def __init__(self, message: str, path: str = "") -> None:
+        super().__init__(message)
+        self.path = path
+
+
 # Reasons a single record is unusable (the keys the summary counts skips by).
 MALFORMED_JSON = "malformed-json"  # the line is not valid JSON
 NOT_AN_OBJECT = "not-a-json-object"  # valid JSON, but a list/number/string instead of an object
@@ -284,8 +295,6 @@ class FileShard(Shard):
         except UnreadableFile:
             raise
         except self.read_errors as exc:
-            from freqlab.corpus.files import FileChanged
-
             if isinstance(exc, FileChanged):
                 raise UnreadableFile(changed_message(self.path, exc), self.path) from exc
             if self.file.remote and type(exc) is OSError:  # a failed request, said in a few words

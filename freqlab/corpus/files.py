@@ -20,20 +20,12 @@ import stat
 from dataclasses import dataclass, field
 from typing import Any
 
+from freqlab.corpus.base import FileChanged  # defined in base (Shard.reading catches it); kept importable here
 from freqlab.corpus.registry import supported
 from freqlab.errors import FreqlabError
 
 # Metadata files of saved datasets: JSON, but never JSON-lines data (a glob like saved/* matches them).
 DATASETS_METADATA = frozenset({"state.json", "dataset_info.json", "dataset_dict.json"})
-
-
-class FileChanged(OSError):
-    """A data file that is gone or changed (size, modification time, version) since the corpus was opened;
-    ``path`` names it when known."""
-
-    def __init__(self, message: str, path: str = "") -> None:
-        super().__init__(message)
-        self.path = path
 
 
 @dataclass(frozen=True)

@@ -36,7 +36,7 @@ from freqlab.corpus.base import (
     read_meter,
 )
 from freqlab.corpus.fields import REPARSE, Fields, has_lone_surrogate
-from freqlab.corpus.files import DataFile
+from freqlab.corpus.files import DATASETS_METADATA, DataFile
 from freqlab.corpus.ranges import (
     MAX_STREAM_RANGES,
     LineTooLong,
@@ -399,8 +399,6 @@ class JsonlFormat(FileFormat):
     description = "JSON lines (.jsonl/.json/.ndjson, optionally .gz/.zst)"
 
     def claims(self, path: str) -> bool:
-        from freqlab.corpus.files import DATASETS_METADATA
-
         name = path.replace("\\", "/").rsplit("/", 1)[-1].lower()
         return name not in DATASETS_METADATA and super().claims(path)
 

@@ -23,7 +23,7 @@ import numpy as np
 
 from freqlab.errors import FreqlabError
 from freqlab.frequency.kernels import scatter_add
-from freqlab.frequency.regimes import Segments, check_histogram, check_window, segments
+from freqlab.frequency.regimes import MAX_WINDOW, Segments, check_histogram, check_window, segments
 from freqlab.sizes import position_label
 
 #: context lengths of a tail table: 4K, 8K, ..., 1M (K = 1024)
@@ -86,6 +86,23 @@ def tail_shares(f, thresholds=DEFAULT_THRESHOLDS) -> dict[int, float]:
 TAIL_REGIMES = ("natural", "truncate")  # regimes in which a source's segments are its own documents' alone
 
 
+def longest_document_window(histogram) -> int:
+    """The window a whole-document view defaults to: the longest document's length (at least 1), refused in one
+    line naming that length when it is beyond the largest window freqlab supports (give a window instead).
+
+    >>> from freqlab import LengthHistogram
+    >>> longest_document_window(LengthHistogram.from_lengths([100, 5000]))
+    5000
+    """
+    longest = max(int(histogram.lengths.max(initial=1)), 1)
+    if longest > MAX_WINDOW:
+        raise FreqlabError(
+            f"the longest document has {longest:,} tokens, more than the largest window freqlab supports "
+            f"(2^30 = {MAX_WINDOW:,}): give a window with --L (e.g. --L 128K)"
+        )
+    return longest
+
+
 def source_tails(
     histogram, L: int | None = None, regime: str = "natural", thresholds=DEFAULT_THRESHOLDS
 ) -> list[dict]:
@@ -113,7 +130,7 @@ def source_tails(
     parts = dict(histogram.sources or {}) or {"all": histogram}
     if len(parts) > 1 or "all" not in parts:
         parts["all"] = histogram
-    window = check_window(L if L is not None else max(int(histogram.lengths.max(initial=1)), 1))
+    window = check_window(L) if L is not None else longest_document_window(histogram)
     rows = []
     for name, part in parts.items():
         lengths, counts = check_histogram(part.lengths, part.counts)

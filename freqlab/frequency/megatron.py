@@ -35,6 +35,7 @@ import numpy as np
 
 from freqlab.errors import FreqlabError, brief
 from freqlab.frequency.kernels import blending_counts, megatron_walk
+from freqlab.frequency.regimes import Segments, segments
 from freqlab.resources import doing, require_memory
 
 DEFAULT_SEED = 1234  # Megatron-LM's --seed default
@@ -213,8 +214,6 @@ def megatron_segments(
 
     ``eod``: whether documents end with an EOD token (None: as the indexes' EOS check finds).
     """
-    from freqlab.frequency.regimes import Segments, segments
-
     options = options or MegatronOptions()
     blend = options.blend()
     if not blend:

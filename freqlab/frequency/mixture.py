@@ -44,6 +44,7 @@ import numpy as np
 
 from freqlab.config_file import read_config_file
 from freqlab.errors import FreqlabError, brief
+from freqlab.frequency.position import position_frequency
 from freqlab.histogram import LengthHistogram, combine_sources
 from freqlab.sizes import exact_number
 
@@ -138,8 +139,8 @@ class Mixture:
         total = sum(weights.values())
         if percent == {True} and total != 100:
             raise FreqlabError(
-                f"--weights {text!r}: the shares sum to {_show(total)}%, not 100%; give shares that sum to 100% "
-                "(relative weights go in a mixture file with unit: share, normalised and said so)"
+                f"--weights {text!r}: the shares sum to {_show_apart(total, 100)}%, not 100%; give shares that sum "
+                "to 100% (relative weights go in a mixture file with unit: share, normalised and said so)"
             )
         return cls(weights, "share" if percent == {True} else "epochs", "--weights")
 
@@ -241,6 +242,18 @@ def _weight(value, where: str) -> Fraction:
 
 def _show(w: Fraction) -> str:
     return str(w.numerator) if w.denominator == 1 else _sci(w)
+
+
+def _show_apart(w: Fraction, other: int) -> str:
+    """``w`` with as many digits as it takes to tell it from ``other`` (25.0000001% + 75% is shown as
+    100.0000001, not 100.000); beyond 27 significant digits, as ``other`` ± the difference."""
+    if w.denominator == 1:
+        return str(w.numerator)
+    for digits in range(6, 28):
+        text = _sci(w, digits)
+        if Decimal(text) != other:
+            return text
+    return f"{other} {'+' if w > other else '-'} {_sci(abs(w - other))}"
 
 
 def _sci(x: Fraction, digits: int = 6) -> str:
@@ -412,8 +425,6 @@ def contribution_table(mix: LengthHistogram, info: MixtureInfo, L: int, regime: 
     The tail share adds each source's own f (exact for ``natural`` and ``truncate``, whose segments never span two
     documents; for other regimes each source is taken alone, which ``tail_share_basis`` says).
     """
-    from freqlab.frequency.position import position_frequency
-
     tail_from = (3 * L) // 4
     tails, tokens = {}, {}
     for s, g in mix.sources.items():

@@ -44,6 +44,7 @@ import math
 import random
 from collections import defaultdict
 from dataclasses import dataclass
+from decimal import Decimal
 from fractions import Fraction
 
 import numpy as np
@@ -129,7 +130,8 @@ class Pose:
         if target < L:
             raise FreqlabError(f"pose: target {target} is shorter than the window L = {L}")
         if target > MAX_POSITIONS:
-            raise FreqlabError(f"pose: target {target} is larger than freqlab supports (2^30)")
+            how = f" (factor {_short(self.factor)} · L = {L:,})" if self.target is None else ""
+            raise FreqlabError(f"pose: target {_short(target)}{how} is larger than freqlab supports (2^30)")
         return target
 
     def _rows(self, lengths, counts, L: int):
@@ -222,6 +224,13 @@ class Scaled:
 
 
 PositionIds = Pose | Scaled
+
+
+def _short(x: int | Fraction) -> str:
+    """A number given by the user, exact when short, else in 4 significant digits (a factor of 1e400 gives a
+    400-digit target: one line stays one line)."""
+    text = str(x)
+    return text if len(text) <= 20 else f"{(Decimal(x.numerator) / Decimal(x.denominator)).normalize():.4g}"
 
 
 def _factor(spec: Spec) -> Fraction:

@@ -291,6 +291,8 @@ def segments(lengths, counts, L: int, regime: str = "natural", *, seed: int = 0,
     if regime == "best-fit":
         return best_fit_segments(lengths, counts, L)
     if regime == "megatron":
+        # imported here: megatron imports this module (its approximation without an index is segments() of pack
+        # or concat), and segments() hands the megatron regime to its replay: mutual recursion, not a shared name
         from freqlab.frequency.megatron import megatron_segments
 
         return megatron_segments(L, megatron, histogram=(lengths, counts), seed=seed)

@@ -238,8 +238,9 @@ def _weights(base: Path, value) -> str | None:
 def stage_histogram(stage: Stage, cache: dict | None = None):
     """The LengthHistogram a stage trains on: its file, weighted by the stage's ``weights`` (read once per
     file and weights when ``cache`` is shared)."""
+    # imported here, not at module level: both import polars, which `import freqlab.frequency` does not need
     from freqlab.frequency.mixture import weighted_histogram
-    from freqlab.histogram import LengthHistogram  # local: histogram imports the regimes module
+    from freqlab.histogram import LengthHistogram
 
     cache = {} if cache is None else cache
     key = (stage.histogram, stage.weights, expands_documents(stage.regime))

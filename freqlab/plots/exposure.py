@@ -10,7 +10,7 @@ from __future__ import annotations
 import numpy as np
 from matplotlib.figure import Figure
 
-from freqlab.frequency.exposure import DEFAULT_THRESHOLDS, source_tails
+from freqlab.frequency.exposure import DEFAULT_THRESHOLDS, longest_document_window, source_tails
 from freqlab.frequency.position import position_frequency
 from freqlab.plots.axes import as_histogram, panel_letters, position_label, position_xaxis, with_units
 from freqlab.plots.style import PALETTE, freqlab_style, new_figure
@@ -28,7 +28,7 @@ def plot_exposure(histogram, L: int | None = None, regime: str = "natural", *, s
     ['(a) tokens with at least c tokens of context', '(b) share of tokens beyond each context length']
     """
     h = as_histogram(histogram)
-    window = int(L if L is not None else h.lengths.max())
+    window = int(L) if L is not None else longest_document_window(h)
     thresholds = [t for t in DEFAULT_THRESHOLDS if t < window] or [DEFAULT_THRESHOLDS[0]]
     rows = source_tails(h, window, regime, thresholds)
     parts = {**(h.sources or {}), "all": h}

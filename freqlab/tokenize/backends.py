@@ -33,11 +33,36 @@ from typing import Any
 
 import numpy as np
 
+from freqlab.tokenize.bytemap import tiktoken_to_hf_json
+
 BACKEND_FASTOKENS = "fastokens"
 BACKEND_TIKTOKEN = "tiktoken"
 BACKEND_HF = "hf-tokenizers"
 BACKEND_SENTENCEPIECE = "sentencepiece"
 FASTEST_FIRST = (BACKEND_FASTOKENS, BACKEND_TIKTOKEN, BACKEND_HF, BACKEND_SENTENCEPIECE)
+
+# tiktoken_ext/openai_public.py, cl100k_base (possessive quantifiers are fine: tiktoken runs its own engine).
+CL100K_PATTERN = (
+    r"""'(?i:[sdmt]|ll|ve|re)|[^\r\n\p{L}\p{N}]?+\p{L}++|\p{N}{1,3}+| ?[^\s\p{L}\p{N}]++[\r\n]*+|\s++$|\s*[\r\n]|"""
+    r"""\s+(?!\S)|\s"""
+)
+
+
+# tiktoken_ext/openai_public.py, o200k_base (GPT-4o); pass it as ``pattern=`` for an o200k ranks file.
+O200K_PATTERN = "|".join(
+    [
+        r"""[^\r\n\p{L}\p{N}]?[\p{Lu}\p{Lt}\p{Lm}\p{Lo}\p{M}]*[\p{Ll}\p{Lm}\p{Lo}\p{M}]+(?i:'s|'t|'re|'ve|'m|'ll|'d)?""",
+        r"""[^\r\n\p{L}\p{N}]?[\p{Lu}\p{Lt}\p{Lm}\p{Lo}\p{M}]+[\p{Ll}\p{Lm}\p{Lo}\p{M}]*(?i:'s|'t|'re|'ve|'m|'ll|'d)?""",
+        r"""\p{N}{1,3}""",
+        r""" ?[^\s\p{L}\p{N}]+[\r\n/]*""",
+        r"""\s*[\r\n]+""",
+        r"""\s+(?!\S)""",
+        r"""\s+""",
+    ]
+)
+
+# Patterns fastokens has as tiktoken encodings of its own (Tokenizer.from_tiktoken(encoding=...)).
+FASTOKENS_PRESETS = {CL100K_PATTERN: "cl100k_base", O200K_PATTERN: "o200k_base"}
 
 # Above this many characters tiktoken encodes to a numpy uint32 buffer instead of a Python list: a 10M-token
 # document then costs 40 MB instead of ~360 MB of int objects. Below it the list path is faster.
@@ -124,8 +149,6 @@ class FastokensEngine:
                     self.tokenizer = fastokens.Tokenizer.from_tiktoken(path, special_tokens={}, **how)
                 except Exception:  # its loader derives merges from ranks and refuses some (Llama 3's
                     # tokenizer.model: "did not decompose into 2 pieces"); the tokenizer.json export states them
-                    from freqlab.tokenize.export import tiktoken_to_hf_json
-
                     plan = source.plan
                     self.tokenizer = fastokens.Tokenizer.from_json_str(
                         tiktoken_to_hf_json(plan.mergeable_ranks, plan.pat_str)

@@ -41,9 +41,9 @@ for every vocabulary; ``load_tokenizer`` also compares counts on sample text and
 
 from __future__ import annotations
 
-import functools
 from typing import Any
 
+from freqlab.tokenize.bytemap import bytes_to_text, token_bytes, unicode_to_byte  # noqa: F401  (importable here)
 from freqlab.tokenize.counter import TiktokenPlan
 
 # The regex of ByteLevel(use_regex=True) (tokenizers/src/pre_tokenizers/byte_level.rs) == tiktoken's r50k.
@@ -55,49 +55,6 @@ _UNSUPPORTED_ESCAPES = set("hHRXKGZyYOwWbB")
 
 class NotConvertible(Exception):
     """The tokenizer has a feature the tiktoken fast path cannot reproduce exactly (message: which)."""
-
-
-@functools.lru_cache(maxsize=1)
-def unicode_to_byte() -> dict[str, int]:
-    """Inverse of GPT-2's ``bytes_to_unicode``: printable stand-in character -> byte value."""
-    printable = [*range(ord("!"), ord("~") + 1), *range(ord("¡"), ord("¬") + 1), *range(ord("®"), ord("ÿ") + 1)]
-    mapping = {chr(b): b for b in printable}
-    n = 0
-    for b in range(256):
-        if b not in printable:
-            mapping[chr(256 + n)] = b
-            n += 1
-    return mapping
-
-
-@functools.lru_cache(maxsize=1)
-def _to_latin1_table() -> dict[int, int]:
-    # stand-in char -> its byte as a Latin-1 code point; any other char <= 255 -> U+FFFF (fails to encode)
-    table = dict.fromkeys(range(256), 0xFFFF)
-    table.update({ord(ch): b for ch, b in unicode_to_byte().items()})
-    return table
-
-
-def token_bytes(token: str) -> bytes:
-    """Bytes of a byte-level vocabulary string (``"Ġhello"`` -> ``b" hello"``); KeyError if not byte-level.
-
-    >>> token_bytes("Ġhello")
-    b' hello'
-    """
-    try:
-        return token.translate(_to_latin1_table()).encode("latin-1")
-    except UnicodeEncodeError as exc:
-        raise KeyError(token[exc.start]) from None  # translate keeps positions: one char per char
-
-
-def bytes_to_text(token: bytes) -> str:
-    """Inverse of :func:`token_bytes`: ``b" hello"`` -> ``"Ġhello"``."""
-    return token.decode("latin-1").translate(_from_latin1_table())
-
-
-@functools.lru_cache(maxsize=1)
-def _from_latin1_table() -> dict[int, str]:
-    return {b: ch for ch, b in unicode_to_byte().items()}
 
 
 def added_contents(config: dict[str, Any]) -> tuple[str, ...]:

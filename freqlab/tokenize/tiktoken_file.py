@@ -11,29 +11,15 @@ import binascii
 from pathlib import Path
 
 from freqlab.errors import FreqlabError
-from freqlab.tokenize.backends import TiktokenEngine
+from freqlab.tokenize.backends import (  # noqa: F401  (the patterns live in backends, for verify; importable here)
+    CL100K_PATTERN,
+    FASTOKENS_PRESETS,
+    O200K_PATTERN,
+    TiktokenEngine,
+)
 from freqlab.tokenize.counter import TiktokenPlan, TokenCounter, vocab_hash
 from freqlab.tokenize.verify import tiktoken_counter
 
-# tiktoken_ext/openai_public.py, cl100k_base (possessive quantifiers are fine: tiktoken runs its own engine).
-CL100K_PATTERN = (
-    r"""'(?i:[sdmt]|ll|ve|re)|[^\r\n\p{L}\p{N}]?+\p{L}++|\p{N}{1,3}+| ?[^\s\p{L}\p{N}]++[\r\n]*+|\s++$|\s*[\r\n]|"""
-    r"""\s+(?!\S)|\s"""
-)
-
-
-# tiktoken_ext/openai_public.py, o200k_base (GPT-4o); pass it as ``pattern=`` for an o200k ranks file.
-O200K_PATTERN = "|".join(
-    [
-        r"""[^\r\n\p{L}\p{N}]?[\p{Lu}\p{Lt}\p{Lm}\p{Lo}\p{M}]*[\p{Ll}\p{Lm}\p{Lo}\p{M}]+(?i:'s|'t|'re|'ve|'m|'ll|'d)?""",
-        r"""[^\r\n\p{L}\p{N}]?[\p{Lu}\p{Lt}\p{Lm}\p{Lo}\p{M}]+[\p{Ll}\p{Lm}\p{Lo}\p{M}]*(?i:'s|'t|'re|'ve|'m|'ll|'d)?""",
-        r"""\p{N}{1,3}""",
-        r""" ?[^\s\p{L}\p{N}]+[\r\n/]*""",
-        r"""\s*[\r\n]+""",
-        r"""\s+(?!\S)""",
-        r"""\s+""",
-    ]
-)
 # Meta's llama3/tokenizer.py (the same regex as Llama 3's tokenizer.json); for its tiktoken-format tokenizer.model.
 LLAMA3_PATTERN = (
     r"(?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\r\n\p{L}\p{N}]?\p{L}+|\p{N}{1,3}| ?[^\s\p{L}\p{N}]+[\r\n]*|\s*[\r\n]+|"
@@ -42,9 +28,6 @@ LLAMA3_PATTERN = (
 
 
 LLAMA3_RANKS = 128_000
-
-# Patterns fastokens has as tiktoken encodings of its own (Tokenizer.from_tiktoken(encoding=...)).
-FASTOKENS_PRESETS = {CL100K_PATTERN: "cl100k_base", O200K_PATTERN: "o200k_base"}
 
 
 def is_tiktoken_file(path: str | Path) -> bool:

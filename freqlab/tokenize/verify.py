@@ -26,6 +26,7 @@ from freqlab.errors import FreqlabError
 from freqlab.tokenize.backends import (
     BACKEND_FASTOKENS,
     BACKEND_TIKTOKEN,
+    FASTOKENS_PRESETS,
     FastokensRanks,
     TiktokenEngine,
     fastokens_version,
@@ -236,8 +237,6 @@ def tiktoken_counter(
     cl100k/o200k encoding when the pattern is that one, else with the plan's pattern), tiktoken (the reference)
     otherwise. ``settings``: TokenCounter's metadata; ``tiktoken_engine``: the plan's engine if the caller built
     it already."""
-    from freqlab.tokenize.tiktoken_file import FASTOKENS_PRESETS
-
     sources: dict[str, Any] = {BACKEND_TIKTOKEN: plan}
     refusals: dict[str, str] = {}
     preset = FASTOKENS_PRESETS.get(plan.pat_str)

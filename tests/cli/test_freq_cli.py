@@ -357,6 +357,32 @@ def test_freq_tails_per_source(tmp_path):
     tails = {row["source"]: row["tails"] for row in data["tails"]}
     assert tails["books"]["4K"] == (15904 + 4904) / 29000 and tails["web"]["8K"] == 0.0
     assert list(tails["all"]) == ["4K", "8K", "16K"]
+    # only thresholds below L: at L = 8K a token has at most 8191 tokens of context, so no 8K column
+    data = json.loads(run("freq", path, "--L", "8K", "--tails", "--json").output)
+    assert [list(row["tails"]) for row in data["tails"]] == [["4K"]] * 3
+    # the books' 20000 tokens cut to 8K windows at natural: 8192 + 8192 + 3616 and 9000 -> 8192 + 808 segments;
+    # the tokens with >= 4096 of context: 4096 + 4096 + 0 + 4096 + 0
+    assert {row["source"]: row["tails"]["4K"] for row in data["tails"]}["books"] == 3 * 4096 / 29000
+
+
+def test_freq_tails_with_no_threshold_below_L_says_so(tmp_path):
+    from freqlab.histogram import combine_sources
+
+    h = combine_sources({"web": LengthHistogram.from_lengths([1000] * 50),
+                         "books": LengthHistogram.from_lengths([20000, 9000])})
+    path = h.to_parquet(tmp_path / "split.parquet")
+    text = run("freq", path, "--L", "4K", "--tails").output
+    assert "tails: no threshold below L=4,096 (the smallest is 4K)" in text and "source" not in text
+    assert json.loads(run("freq", path, "--L", "4K", "--tails", "--json").output)["tails"] == []
+
+
+def test_freq_tails_refuse_a_regime_that_mixes_sources(tmp_path, hist):
+    result = CliRunner().invoke(main, ["freq", str(hist), "--L", "4K", "--regime", "pack", "--tails"])
+    assert result.exit_code == 2
+    assert "--tails splits segments by source" in result.output and "--regime natural --regime pack" in result.output
+    # natural first, then pack: the tails are natural's, the other summaries pack's too
+    text = run("freq", hist, "--L", "32K", "--regime", "natural", "--regime", "pack", "--tails").output
+    assert "(L=32768, natural)" in text
 
 
 def test_schedule_with_a_layout_reports_reach_beyond_earlier_windows(tmp_path, hist):

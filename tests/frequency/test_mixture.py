@@ -113,6 +113,10 @@ def test_presets_quote_their_sources():
         ("code=1%,web=1", r"as a share \(W%\) or none"),
         ("code=70%,web=40%", r"the shares sum to 110%, not 100%; give shares that sum to 100%"),
         ("code=0.7%,web=0.3%", r"the shares sum to 1%, not 100%"),
+        # just off 100%: enough digits to show the difference, never "100.000%, not 100%"
+        ("code=75%,web=25.0000001%", r"the shares sum to 100\.0000001%, not 100%"),
+        ("code=75%,web=24.9999999%", r"the shares sum to 99\.9999999%, not 100%"),
+        ("code=75%,web=25.000000000000000000000000000001%", r"the shares sum to 100 \+ 1e-30%, not 100%"),
         ("code=0,web=0", "every weight is 0"),
         ("code=1,code=2", "given twice"),
         ("nonsense", "not SOURCE=W"),

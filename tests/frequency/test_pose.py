@@ -131,3 +131,12 @@ def test_an_expectation_whose_common_denominator_outgrows_what_can_be_held_is_re
         position_ids_from_spec({"kind": "pose", "factor": 4}).frequency(lengths, np.ones_like(lengths), 8192)
     replayed = position_ids_from_spec({"kind": "pose", "factor": 4, "replay": True})
     assert replayed.frequency(lengths, np.ones_like(lengths), 8192).tokens == int(lengths.sum())
+
+
+def test_a_huge_pose_factor_is_refused_in_one_short_line():
+    pose = position_ids_from_spec({"kind": "pose", "factor": "1e400"})
+    with pytest.raises(FreqlabError) as error:
+        pose.frequency([10], [1], 8)
+    assert str(error.value) == "pose: target 8e+400 (factor 1e+400 · L = 8) is larger than freqlab supports (2^30)"
+    with pytest.raises(FreqlabError, match=r"^pose: target 2147483648 \(factor 2 · L = 1,073,741,824\) is larger"):
+        position_ids_from_spec({"kind": "pose", "factor": 2}).target_for(1 << 30)

@@ -3,9 +3,11 @@
 import json
 from pathlib import Path
 
+import numpy as np
 import pytest
 from click.testing import CliRunner
 
+from freqlab import LengthHistogram
 from freqlab.cli import main
 
 
@@ -66,6 +68,16 @@ def test_each_command_writes_a_png(tmp_path, hist_file, args):
     result = run("plot", *[a.format(hist=hist_file) for a in args], "--out", out, "--size", "3.5,2.5", "--dpi", 60)
     assert result.exit_code == 0, result.output
     assert out.read_bytes()[:4] == b"\x89PNG"
+
+
+def test_exposure_without_L_names_a_longest_document_beyond_the_largest_window(tmp_path):
+    path = LengthHistogram(np.array([100, 2**40]), np.array([3, 1])).to_parquet(tmp_path / "huge.parquet")
+    result = run("plot", "exposure", path, "--out", tmp_path / "fig.png")
+    assert result.exit_code == 1
+    assert result.output.strip().splitlines()[-1] == (
+        "Error: the longest document has 1,099,511,627,776 tokens, more than the largest window freqlab supports "
+        "(2^30 = 1,073,741,824): give a window with --L (e.g. --L 128K)"
+    )
 
 
 def test_scan_command_writes_into_the_folder_it_is_given(tmp_path, hist_file):
