@@ -13,7 +13,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
 from fractions import Fraction
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any, cast
 
 import numpy as np
 import polars as pl
@@ -175,7 +175,8 @@ class LengthHistogram(Displayed):
             merged.counts,
             corpus=_join(self.corpus, other.corpus),
             tokenizer=_join(self.tokenizer, other.tokenizer),
-            documents_read=self.documents_read + other.documents_read,
+            # __post_init__ fills documents_read, so it is an int on every instance
+            documents_read=cast(int, self.documents_read) + cast(int, other.documents_read),
             skipped=dict(Counter(self.skipped) + Counter(other.skipped)),
             empty_documents=self.empty_documents + other.empty_documents,
             sources=_merge_sources(self, other),
@@ -242,7 +243,7 @@ class LengthHistogram(Displayed):
         (4096, 'nearest-rank', 1998)
         """
         documents = self.documents
-        out = {
+        out: dict[str, Any] = {
             "corpus": self.corpus,
             "tokenizer": self.tokenizer,
             "documents_read": self.documents_read,

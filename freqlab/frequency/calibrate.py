@@ -25,6 +25,7 @@ import json
 import math
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import cast
 
 import numpy as np
 
@@ -218,10 +219,11 @@ def read_records(path: str | Path) -> list[dict]:
                                    f"(known: {', '.join(COLUMNS)})")
         return [dict(r, _where=f"{path}: point {k + 1}") for k, r in enumerate(rows)]
     reader = csv.DictReader(text.splitlines())
-    repeated = sorted({name for name in reader.fieldnames or () if list(reader.fieldnames).count(name) > 1})
+    fieldnames = list(reader.fieldnames or ())
+    repeated = sorted({name for name in fieldnames if fieldnames.count(name) > 1})
     if repeated:  # DictReader would keep the last column of a name and drop the others without a word
         raise FreqlabError(f"{path}: column(s) given twice: {', '.join(repeated)}")
-    unknown = set(reader.fieldnames or ()) - set(COLUMNS)
+    unknown = set(fieldnames) - set(COLUMNS)
     if unknown:
         raise FreqlabError(f"{path}: unknown column(s) {', '.join(sorted(unknown))} (known: {', '.join(COLUMNS)})")
     return [{k: v for k, v in row.items() if v not in (None, "")} | {"_where": f"{path}: line {n + 2}"}
@@ -291,6 +293,7 @@ def read_tau(path: str | Path) -> float:
     tau = data.get("tau") if isinstance(data, dict) else None
     if not isinstance(data, dict) or data.get("format") != FORMAT or type(tau) not in (int, float):  # bool is not
         raise FreqlabError(f"{path}: not a freqlab calibration file (write one with `freqlab calibrate --out`)")
+    tau = cast(float, tau)  # an int or a float: checked just above
     if not 1 <= tau <= MAX_COUNT:  # the bounds --tau takes (NaN, inf and 1e400, which JSON reads as inf, fail too)
         raise FreqlabError(f"{path}: tau = {tau} is not an occurrence count in 1..2^63 - 1 (as --tau)")
     return float(tau)

@@ -59,6 +59,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass
 from fractions import Fraction
+from typing import cast
 
 import numba
 import numpy as np
@@ -294,7 +295,7 @@ class Warmup:
     def window(self, L: int, warm_steps: int) -> Callable[[np.ndarray], np.ndarray]:
         """w(step) for steps below ``warm_steps``, in exact integers (int64 while L · steps fits, else Python ints)."""
         start, m, span = self.start, self.multiple, L - self.start
-        wide = (L + 1) * (warm_steps + 1) * (self.steps if self.steps != "linear" else 1) >= 1 << 62
+        wide = (L + 1) * (warm_steps + 1) * (cast(int, self.steps) if self.steps != "linear" else 1) >= 1 << 62
 
         def at(s: np.ndarray) -> np.ndarray:
             s = s.astype(object) if wide else s
@@ -361,7 +362,7 @@ class SkyLadder:
         """Row index from which the window is L (their ``changing_point``, in samples)."""
         if self.share is not None:
             return self.batch * int(self.share * -(-rows // self.batch))
-        return (L - self.start) * self.batch * self.rate
+        return (L - self.start) * self.batch * cast(int, self.rate)  # _skyladder gives a rate or a share
 
     def window(self, L: int, rows: int) -> Callable[[np.ndarray], np.ndarray]:
         """w(k) for rows k below the changing point, as their float64 formulas."""
@@ -369,7 +370,7 @@ class SkyLadder:
 
         def at(k: np.ndarray) -> np.ndarray:
             if self.share is None and self.growth == "linear":
-                w = start + k // (self.batch * self.rate)
+                w = start + k // (self.batch * cast(int, self.rate))  # no share: a rate
             else:
                 x = np.minimum(k / max(cp, 1), 1.0)  # rows from the changing point on take L below (no overflow)
                 if self.growth == "linear":
@@ -557,8 +558,8 @@ class DatasetDecomposition:
             size = 1 << (self.min_log2 + j)
             numerator[:size] += count * (size - positions[:size])  # a segment of `size` holds size − i pairs at i
         tokens = exact_dot(lengths, counts)
-        dropped = Fraction(tokens) - Fraction(int(numerator[0]), denominator)
-        result = ExactFrequency(numerator, denominator, dropped, note + " (expectation over the random split)")
+        dropped_expected = Fraction(tokens) - Fraction(int(numerator[0]), denominator)
+        result = ExactFrequency(numerator, denominator, dropped_expected, note + " (expectation over the random split)")
         return result.reduced()
 
     def replay(self, lengths, counts, L: int, seed: int = 0) -> ExactFrequency:
@@ -616,7 +617,7 @@ def _dataset_decomposition(spec: Spec) -> DatasetDecomposition:
 
 Curriculum = Warmup | SkyLadder | DatasetDecomposition
 
-_KINDS = {
+_KINDS: dict[str, tuple[Callable[[Spec], Curriculum], tuple[str, ...]]] = {
     "warmup": (_warmup, ("start", "share", "steps", "batch_rule", "multiple", "batch")),
     "skyladder": (_skyladder, ("growth", "rate", "share", "start", "batch", "round", "document_mask")),
     "dataset-decomposition": (_dataset_decomposition, ("buckets", "curriculum", "randomize", "replay")),

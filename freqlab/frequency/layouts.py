@@ -29,6 +29,7 @@ import json
 import re
 from dataclasses import dataclass
 from pathlib import Path
+from typing import cast
 
 import numpy as np
 
@@ -161,7 +162,8 @@ def layout_from_config(config: dict, source: str = "config.json") -> Layout:
     where = f"{source}"
     if not isinstance(config, dict):
         raise FreqlabError(f"{where}: a model config is a JSON object, got {type(config).__name__}")
-    cfg = config.get("text_config") if isinstance(config.get("text_config"), dict) else config
+    text_config = config.get("text_config")
+    cfg = text_config if isinstance(text_config, dict) else config
     model_type = str(cfg.get("model_type", config.get("model_type", "")))
     n = cfg.get("num_hidden_layers")
     types = cfg.get("layer_types")
@@ -189,7 +191,7 @@ def layout_from_config(config: dict, source: str = "config.json") -> Layout:
             raise FreqlabError(f"{where}: layer {i} is {name} but {key} is {size!r}")
         if isinstance(no_rope, list) and i < len(no_rope) and not no_rope[i]:
             kind, size = "nope", 0
-        layers.append(LayerKind(kind, size))
+        layers.append(LayerKind(kind, cast(int, size)))  # swa and chunk sizes are checked just above
     rotary = cfg.get("partial_rotary_factor", 1.0)
     if isinstance(rotary, bool) or not isinstance(rotary, (int, float)) or not 0 < rotary <= 1:
         raise FreqlabError(f"{where}: partial_rotary_factor must be in (0, 1], got {rotary!r}")

@@ -84,7 +84,7 @@ class MegatronOptions:
                     raise FreqlabError(
                         f"data_path (--data-path) weights must be positive finite numbers, got {brief(word)}"
                     )
-            return pairs
+            return list(pairs)  # list[tuple[float | None, str]], as the weightless branch
         if any(_is_number(w) for w in words):
             raise FreqlabError(f"data_path is 'PREFIX' or 'W1 PREFIX1 W2 PREFIX2 ...', got {self.data_path!r}")
         return [(None, _prefix(w)) for w in words]
@@ -161,7 +161,7 @@ class MegatronDataset:
             raise FreqlabError(f"the train split holds {tokens} tokens: too few for windows of {L}")
         epochs = _epochs(tokens, samples, L)
         separate = False
-        if epochs > 1:
+        if epochs > 1 and samples is not None:  # epochs > 1 only with samples (_epochs)
             sans_final = ((epochs - 1) * tokens - 1) // L
             per_epoch = (tokens - 1) // L
             separate = samples - sans_final < int(FINAL_EPOCH_THRESHOLD * per_epoch)
@@ -220,7 +220,8 @@ def megatron_segments(
         if histogram is None:
             raise FreqlabError("the megatron regime needs data_path (Megatron's --data-path) or a histogram")
         proxy = "pack" if options.reset_attention_mask else "concat"
-        approx = segments(*histogram, L, proxy, seed=seed)
+        lengths, counts = histogram
+        approx = segments(lengths, counts, L, proxy, seed=seed)
         return Segments(approx.lengths, approx.counts, L, "megatron", approximation=proxy)
     counts = megatron_counts(L, options, blend, eod)
     nonzero = np.flatnonzero(counts)
@@ -242,7 +243,7 @@ def megatron_counts(L: int, options: MegatronOptions, blend, eod: bool | None) -
         if weights[0] is None:
             raise FreqlabError("several prefixes need weights, as in Megatron: data_path 'W1 P1 W2 P2'")
         normalised = normalize(weights)
-        built = [math.ceil(math.ceil(samples * w) * (1 + SURPLUS)) for w in normalised]
+        built: list[int | None] = [math.ceil(math.ceil(samples * w) * (1 + SURPLUS)) for w in normalised]
     else:
         built = [samples]
     prefixes = []  # every index opened and every replay sized before the blend's O(samples) walk
@@ -258,7 +259,8 @@ def megatron_counts(L: int, options: MegatronOptions, blend, eod: bool | None) -
         _require_memory(options, lengths, begin, end, L, build, reset=options.reset_attention_mask)
         prefixes.append((index, lengths, begin, end, build))
     if blended:
-        taken = blend_counts(normalize(normalised), samples)  # BlendedDataset normalises them again
+        # BlendedDataset normalises them again; samples is an int here (checked when blended, above)
+        taken: list[int | None] = list(blend_counts(normalize(normalised), samples))  # type: ignore[arg-type]
     else:  # one prefix: the samples asked for, or all of --epochs
         taken = [prefixes[0][4] if options.epochs is not None else samples]
     counts = np.zeros(L + 1, np.int64)

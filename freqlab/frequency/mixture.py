@@ -136,7 +136,7 @@ class Mixture:
             weights[source] = _weight(value.removesuffix("%"), f"--weights: weight of {source!r}")
         if len(percent) > 1:
             raise FreqlabError(f"--weights {text!r}: give every weight as a share (W%) or none")
-        total = sum(weights.values())
+        total = sum(weights.values(), Fraction(0))
         if percent == {True} and total != 100:
             raise FreqlabError(
                 f"--weights {text!r}: the shares sum to {_show_apart(total, 100)}%, not 100%; give shares that sum "
@@ -212,7 +212,7 @@ class Mixture:
             return f"{self.unit} {shown} ({self.name})"
         given = ", ".join(f"{s}={_show(w)}" for s, w in self.weights.items())
         normalised = ", ".join(f"{s}={float(self.share_percent(s)):.4g}%" for s in self.weights)
-        total = _show(sum(self.weights.values()))
+        total = _show(sum(self.weights.values(), Fraction(0)))
         return f"share {given} (relative, sum {total}: normalised to {normalised}) ({self.name})"
 
 
@@ -358,17 +358,18 @@ def weighted_histogram(
     """
     mixture = Mixture.parse(weights)
     m = mixture.multipliers(h)
-    raw_docs = {s: g.documents for s, g in h.sources.items()}
-    raw_tokens = {s: g.tokens for s, g in h.sources.items()}
+    sources = h.sources or {}  # multipliers() raised if h has no sources: this is h.sources
+    raw_docs = {s: g.documents for s, g in sources.items()}
+    raw_tokens = {s: g.tokens for s, g in sources.items()}
     scaled: dict[str, LengthHistogram] = {}
     if all(w.denominator == 1 for w in m.values()):
         _check_fits(sum(int(m[s]) * max(raw_tokens[s], raw_docs[s]) for s in m))  # before any int64 product
-        for s, g in h.sources.items():
+        for s, g in sources.items():
             scaled[s] = LengthHistogram(g.lengths, g.counts * int(m[s]), corpus=s)
         exact, K, error = True, Fraction(1), 0.0
     else:
         K, error = _float_scale(h, m, stream), 0.0
-        for s, g in h.sources.items():
+        for s, g in sources.items():
             factor = float(m[s] * K) if g.tokens else 0.0  # m_s·K·T_s <= 2^60: a finite float64
             target = g.counts.astype(np.float64) * factor
             counts = np.rint(target).astype(np.int64)
@@ -398,12 +399,13 @@ def _float_scale(h: LengthHistogram, m: dict[str, Fraction], stream: bool) -> Fr
     """K: the smallest positive multiplier times K reaches RESOLUTION counts, unless int64 (or a stream) bounds it;
     a power of two (m_s·c·K is then as exact as m_s itself), computed exactly: weights span 1e-300..1e300, where
     float64 products underflow or overflow."""
+    sources = h.sources or {}  # weighted_histogram's multipliers() checked that h has sources: this is h.sources
     K = RESOLUTION / min(w for w in m.values() if w > 0)
-    tokens = sum(m[s] * g.tokens for s, g in h.sources.items())
+    tokens = sum((m[s] * g.tokens for s, g in sources.items()), Fraction(0))
     if tokens:
         K = min(K, Fraction(_COUNT_LIMIT, 4) / tokens)
     if stream:
-        documents = sum(m[s] * g.documents for s, g in h.sources.items())
+        documents = sum((m[s] * g.documents for s, g in sources.items()), Fraction(0))
         K = min(K, MAX_STREAM_DOCUMENTS / documents) if documents else K
     exponent = K.numerator.bit_length() - K.denominator.bit_length()  # floor(log2 K) or one more
     if Fraction(2) ** exponent > K:
@@ -426,8 +428,11 @@ def contribution_table(mix: LengthHistogram, info: MixtureInfo, L: int, regime: 
     documents; for other regimes each source is taken alone, which ``tail_share_basis`` says).
     """
     tail_from = (3 * L) // 4
+    sources = mix.sources
+    if sources is None:  # the AttributeError `mix.sources.items()` raised, said plainly
+        raise AttributeError("contribution_table: mix.sources is None (mix is not a weighted_histogram result)")
     tails, tokens = {}, {}
-    for s, g in mix.sources.items():
+    for s, g in sources.items():
         tokens[s] = g.tokens
         tails[s] = (
             int(position_frequency(g.lengths, g.counts, L, regime, seed=seed)[tail_from:].sum()) if g.documents else 0
@@ -436,7 +441,7 @@ def contribution_table(mix: LengthHistogram, info: MixtureInfo, L: int, regime: 
     raw_total = sum(info.raw_tokens.values())
     basis = "exact" if regime in ("natural", "truncate") else "each source alone"
     rows = []
-    for s in mix.sources:
+    for s in sources:
         share = tokens[s] / total_tokens if total_tokens else 0.0
         raw_share = info.raw_tokens[s] / raw_total if raw_total else 0.0
         rows.append(

@@ -245,8 +245,9 @@ def stage_histogram(stage: Stage, cache: dict | None = None):
     cache = {} if cache is None else cache
     key = (stage.histogram, stage.weights, expands_documents(stage.regime))
     if key not in cache:
-        h = stage.histogram
-        h = h if isinstance(h, LengthHistogram) else LengthHistogram.read_parquet(h)
+        # Stage.histogram is a path (None fails in read_parquet, as before) or, through the API, a LengthHistogram
+        source, read = stage.histogram, LengthHistogram.read_parquet
+        h = source if isinstance(source, LengthHistogram) else read(source)  # type: ignore[arg-type]
         if stage.weights:
             h = weighted_histogram(h, stage.weights, stream=expands_documents(stage.regime))[0]
         cache[key] = h
@@ -304,7 +305,8 @@ class ScheduleFrequency:
     @property
     def total(self) -> np.ndarray:
         """F(i): expected occurrences of position i over the whole schedule (float64)."""
-        return sum(self.stage_scaled(k) for k in range(len(self.frequencies)))
+        # a schedule has stages, so this is an array, never sum()'s 0
+        return sum(self.stage_scaled(k) for k in range(len(self.frequencies)))  # type: ignore[return-value]
 
     def kind_total(self, kind: LayerKind, stages: int | None = None) -> np.ndarray:
         """F of one layer kind over the first ``stages`` stages (all by default)."""
@@ -391,7 +393,7 @@ def stage_frequency(stage: Stage, h, *, seed: int = 0) -> tuple[np.ndarray, dict
         kinds = layout_frequency(h.lengths, h.counts, stage.L, layout, stage.regime, seed=seed).kinds
         return f, {kind.kind: kind.f for kind in kinds}
     key = "curriculum" if stage.curriculum is not None else "position_ids"
-    if key == "curriculum" and "rate" in stage.curriculum:
+    if stage.curriculum is not None and "rate" in stage.curriculum:  # key == "curriculum"
         raise FreqlabError(f"{where}: a curriculum inside a stage takes share (of the stage's steps), not rate: "
                            "rate counts steps of the histogram's own rows, not of the stage's tokens")
     try:  # the delegated module's errors (a bad spec, a start past L, a PoSE target below L) name the stage

@@ -140,7 +140,8 @@ def regime_summaries(
     for L in Ls:
         for regime in regimes:
             sample = _pack_sample(lengths, counts) if regime == "pack" else None
-            segs = segments(*(sample or (lengths, counts)), L, regime, seed=seed, megatron=megatron)
+            doc_lengths, doc_counts = sample or (lengths, counts)
+            segs = segments(doc_lengths, doc_counts, L, regime, seed=seed, megatron=megatron)
             budget = tokens
             if one_pass and tokens is not None and segs.dropped_tokens:
                 budget = int(tokens) * segs.tokens // (segs.tokens + segs.dropped_tokens)

@@ -51,6 +51,7 @@ import copy
 import json
 import math
 from dataclasses import dataclass, field
+from typing import cast
 
 import numpy as np
 
@@ -432,7 +433,7 @@ def plan_rope_scaling(
             ),
         }[rope_type]
     if rope_type == "linear" and s > LARGE_LINEAR_FACTOR:
-        reach = table4_reach(16, 16)
+        reach = cast(int, table4_reach(16, 16))  # 16000 (see its doctest): never None
         first_zero = next(n for n in TABLE4_CONTEXT_LENGTHS if n > reach)
         notes.append(
             f"factor {s:g} > {LARGE_LINEAR_FACTOR:g}: Giraffe fine-tuned LLaMA-13B (base window 2048) at linear "

@@ -32,7 +32,7 @@ import json
 import math
 from dataclasses import dataclass, field
 from fractions import Fraction
-from typing import Unpack
+from typing import Unpack, cast
 
 import numpy as np
 
@@ -487,7 +487,9 @@ def plan_string(
         basis = "the given frequency" if wt.rule != "schedule" else "the schedule's frequency"
     else:
         # no corpus: the full-window baseline f(i) = L - i, share of i >= x is (L - x)(L - x + 1) / (L (L + 1))
-        shares = tuple((L - x) * (L - x + 1) / (L * (L + 1)) for x in (L - S, min(L - S + W, L)))
+        shares = cast(
+            tuple[float, float], tuple((L - x) * (L - x + 1) / (L * (L + 1)) for x in (L - S, min(L - S + W, L)))
+        )
         basis = "a full window, f(i) = L - i (no corpus information)"
     reasoning = _reasoning(L, S, W, wt, S_rule, (lo, hi), within, shares, basis, given)
     if extension is not None:
