@@ -126,7 +126,7 @@ class Spec:
     def choice(self, key: str, options: tuple[str, ...], default: str | None = None) -> str:
         value = self.data.get(key, default)
         if value not in options:
-            raise self.bad(key, "one of " + ", ".join(options))
+            raise self.bad(key, "one of " + ", ".join(str(o) for o in options if o is not None))  # None: leave out
         return value
 
     def flag(self, key: str, default: bool | None) -> bool | None:

@@ -135,7 +135,9 @@ class Pose:
         if target < L:
             raise FreqlabError(f"pose: target {target} is shorter than the window L = {L}")
         if target > MAX_POSITIONS:
-            how = f" (factor {_short(self.factor)} · L = {L:,})" if self.target is None else ""
+            how = ""
+            if self.target is None and self.factor is not None:
+                how = f" (factor {_short(self.factor)} · L = {L:,})"
             raise FreqlabError(f"pose: target {_short(target)}{how} is larger than freqlab supports (2^30)")
         return target
 

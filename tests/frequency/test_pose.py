@@ -140,3 +140,8 @@ def test_a_huge_pose_factor_is_refused_in_one_short_line():
     assert str(error.value) == "pose: target 8e+400 (factor 1e+400 · L = 8) is larger than freqlab supports (2^30)"
     with pytest.raises(FreqlabError, match=r"^pose: target 2147483648 \(factor 2 · L = 1,073,741,824\) is larger"):
         position_ids_from_spec({"kind": "pose", "factor": 2}).target_for(1 << 30)
+
+
+def test_an_unknown_rotary_method_is_one_line_naming_the_choices():
+    with pytest.raises(FreqlabError, match=r"method.*one of pi, yarn"):
+        position_ids_from_spec({"kind": "pose", "target": 6, "method": "bogus"})
