@@ -1,4 +1,4 @@
-"""HARPE per-head RoPE bases (seed 002): waveform, Eq. 9, Eq. 10, Algorithm 1, Table 2, Attention Buckets."""
+"""HARPE per-head RoPE bases (Lian et al., COLING 2025): waveform, Eq. 9, Eq. 10, Algorithm 1, Table 2, Buckets."""
 
 from __future__ import annotations
 
@@ -107,7 +107,7 @@ def test_waveform_is_attributed_to_attention_buckets_not_harpe():
     from freqlab.plan import waveform
 
     assert "is Attention Buckets' (Chen et al. 2024" in waveform.__doc__
-    assert "HARPE (seed 002) does not define it" in waveform.__doc__
+    assert "HARPE (Lian et al., COLING 2025, arXiv:2412.07171) does not define it" in waveform.__doc__
     readme = (Path(__file__).resolve().parents[2] / "README.md").read_text()
     bullets = [b for b in readme.split("\n- ") if "(2/√d) Σ_j cos" in b]
     assert bullets and all("Attention Buckets' waveform" in b for b in bullets)

@@ -1,4 +1,4 @@
-"""Giraffe (seed 004): power basis (Eq. 2) and truncated basis (Eq. 3) on hand-computed values; Table 4 as data."""
+"""Giraffe (Pal et al. 2023): power basis (Eq. 2), truncated basis (Eq. 3) on hand-computed values; Table 4 as data."""
 
 from __future__ import annotations
 

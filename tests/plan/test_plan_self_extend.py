@@ -1,4 +1,4 @@
-"""Self-Extend (seed 003, Eq. 8, Fig. 3, Table 1): max length, positions used, and the (G, w_n) planner."""
+"""Self-Extend (Jin et al., ICML 2024, Eq. 8, Fig. 3, Table 1): max length, positions used, and the (G, w_n) planner."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""STRING (seed 000, Sec. 4.1, Eq. 4, Fig. 5, Fig. 7, App. A.1): position matrix, fast paths and planner."""
+"""STRING (An et al., ICLR 2025, Sec. 4.1, Eq. 4, Fig. 5, Fig. 7, App. A.1): position matrix, fast paths and planner."""
 
 from __future__ import annotations
 
