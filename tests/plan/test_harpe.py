@@ -1,4 +1,4 @@
-"""HARPE per-head RoPE bases (Lian et al., COLING 2025): waveform, Eq. 9, Eq. 10, Algorithm 1, Table 2, Buckets."""
+"""HARPE per-head RoPE bases (Lian et al., COLING 2025): waveform, Eq. 9-10, Alg. 1, Table 2, Attention Buckets."""
 
 from __future__ import annotations
 
