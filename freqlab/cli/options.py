@@ -175,7 +175,8 @@ def with_tau_from(tau_option):
 
 
 def check_layout(ctx, param, value):
-    """``--layout``: read before any work (a usage error, exit 2, names what is wrong); the text is passed on."""
+    """``--layout``: read before any work (a usage error, exit 2, names what is wrong); the parsed
+    :class:`~freqlab.frequency.layouts.Layout` is passed on (``read_layout`` returns it as is: read once)."""
     if value is None:
         return None
     from freqlab.frequency.layouts import read_layout  # loads numpy: only when the option is given
@@ -183,7 +184,6 @@ def check_layout(ctx, param, value):
     if not value.strip():
         raise click.BadParameter("an empty layout (give e.g. 5*swa1024+global or a config.json)", ctx, param)
     try:
-        read_layout(value)
+        return read_layout(value)
     except FreqlabError as exc:
         raise click.BadParameter(str(exc), ctx, param) from None
-    return value
