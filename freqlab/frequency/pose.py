@@ -124,6 +124,8 @@ class Pose:
     replayed: bool = False
 
     kind = "pose"
+    # f(W) counts no tokens with W of context: the skipped position ids leave gaps between a query's keys
+    contiguous_contexts = False
 
     def target_for(self, L: int) -> int:
         if self.target is not None:
@@ -222,6 +224,7 @@ class Scaled:
     factor: Fraction
 
     kind = "scaled"
+    contiguous_contexts = True  # a query sees its keys at every distance up to its context (token distances)
 
     def frequency(self, lengths, counts, L: int, regime: str = "natural", seed: int = 0) -> ExactFrequency:
         """The regime's exact f over position-id differences (token distances, not divided by ``factor``)."""

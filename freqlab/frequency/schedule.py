@@ -352,7 +352,7 @@ class ScheduleFrequency:
         its keys at every distance 0..c (segments, fragments, pieces), false under PoSE, whose skipped position ids
         leave gaps (its pairs at distance W are no count of tokens)."""
         spec = self.schedule.stages[k].position_ids
-        return spec is None or spec.get("kind") != "pose"
+        return spec is None or position_ids_from_spec(spec).contiguous_contexts
 
     def reach_table(self) -> list[dict]:
         """Per stage and layer kind: for each earlier stage's window W (distinct, in order), the share of all the
