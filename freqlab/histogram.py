@@ -387,6 +387,41 @@ class LengthHistogram(Displayed):
         regimes = [regimes] if isinstance(regimes, str) else regimes
         return pl.concat([self.frequency(L, regime, seed=seed, megatron=megatron).to_frame() for regime in regimes])
 
+    def write_frequencies(
+        self, path: str | Path, Ls: Sequence[int], regimes: Sequence[str], *, seed: int = 0, megatron=None,
+        corpus: LengthHistogram | None = None, mixture: dict | None = None,
+    ) -> Path:
+        """Write f for every (L, regime) to one Parquet file (:data:`freqlab.formats.FREQUENCY`, what ``freqlab freq
+        --out`` writes): columns L, regime, position, frequency; its ``freqlab`` metadata key holds the format and
+        version, the histogram's provenance (as ``lengths.parquet`` does; ``corpus``: the histogram whose counts a
+        weighted mix was made from, with ``mixture`` its description), the windows, regimes and seed.
+        ``megatron``: the :class:`~freqlab.frequency.megatron.MegatronOptions` of the ``megatron`` regime."""
+        from freqlab.errors import cannot_write
+        from freqlab.formats import FREQUENCY_FORMAT, FREQUENCY_VERSION
+
+        corpus = self if corpus is None else corpus
+        frames = [
+            self.frequency_table(L, regimes, seed=seed, megatron=megatron)
+            .rename({"f": "frequency"})
+            .select(pl.lit(L, pl.Int64).alias("L"), "regime", "position", "frequency")
+            for L in Ls
+        ]
+        header = {
+            "format": FREQUENCY_FORMAT,
+            "version": FREQUENCY_VERSION,
+            "histogram": {"documents": corpus.documents, "tokens": corpus.tokens, **corpus.provenance()},
+            **({"mixture": mixture} if mixture is not None else {}),
+            "L": list(Ls),
+            "regimes": list(regimes),
+            "seed": seed,
+            **({"megatron": megatron.describe()} if megatron is not None else {}),
+        }
+        try:
+            pl.concat(frames).write_parquet(path, metadata={METADATA_KEY: json.dumps(header)})
+        except OSError as exc:
+            raise cannot_write(path, exc) from exc
+        return Path(path)
+
     def provenance(self) -> dict:
         """Where the counts came from, JSON-serialisable: corpus, tokenizer, documents read, skipped by reason,
         empty documents, ``meta`` (tokenizer hash, sampling, limits) and per-source skips. The Parquet files

@@ -7,21 +7,17 @@ from pathlib import Path
 
 import click
 
-from freqlab.cli.options import POSITIONS, POSITIONS_NOTE
-from freqlab.frequency.regimes import REGIMES
+from freqlab.cli.options import POSITIONS_NOTE, echo_json, hist_option, json_option, regime_option, window_option
 
 
 @click.command("calibrate")
 @click.argument("file", type=click.Path(dir_okay=False), required=False)
-@click.option("--hist", type=click.Path(dir_okay=False), default=None,
-              help="Length histogram (Parquet) of the runs' data, for rows without a hist column.")
-@click.option("--regime", type=click.Choice(REGIMES), default="natural", show_default=True,
-              help="Data regime for rows without a regime column.")
-@click.option("--L", "L", type=POSITIONS, default=None,
-              help=f"Training window for rows without an L column {POSITIONS_NOTE}.")
+@hist_option("Length histogram (Parquet) of the runs' data, for rows without a hist column.")
+@regime_option(help="Data regime for rows without a regime column.")
+@window_option(help=f"Training window for rows without an L column {POSITIONS_NOTE}.")
 @click.option("--out", type=click.Path(dir_okay=False), default=None,
               help="Write the fit as JSON (read by --tau-from of freq, schedule, plan and plot).")
-@click.option("--json", "as_json", is_flag=True, help="Print machine-readable JSON.")
+@json_option
 def calibrate_command(file, hist, regime, L, out, as_json):
     """Fit the occurrence threshold tau from your own measured effective lengths.
 
@@ -37,7 +33,6 @@ def calibrate_command(file, hist, regime, L, out, as_json):
       freqlab calibrate runs.csv --hist lengths.parquet --L 4K --out tau.json
       freqlab plan string --L 4K --hist lengths.parquet --tokens 1T --tau-from tau.json
     """
-    from freqlab.cli.freq import echo_json
     from freqlab.frequency.calibrate import PAPER_POINTS, calibrate, point_from_record, read_records
 
     if file is None:
@@ -53,13 +48,7 @@ def calibrate_command(file, hist, regime, L, out, as_json):
         echo_json({**fit.to_dict(), "source": source, **({"written": out} if out else {})})
         return
     click.echo(f"points from {source}")
-    header, rows = fit.table()
-    widths = [max(len(str(c)) for c in col) for col in zip(header, *rows)]
-    for row in (header, *rows):
-        click.echo("  ".join(f"{c:<{w}}" if k == 0 else f"{c:>{w}}" for k, (c, w) in enumerate(zip(row, widths))))
-    for line in fit.summary_lines():
-        click.echo(line)
-    click.echo(f"method: {fit.method}")
+    click.echo(fit.report())
     if out:
         click.echo(f"wrote {out} (use it with --tau-from)")
 

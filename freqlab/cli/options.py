@@ -1,4 +1,11 @@
-"""Parameter types and helpers shared by the commands: one size syntax (:mod:`freqlab.sizes`), renamed flags.
+"""Parameter types and the options several commands share, each defined once here (one help text, one default):
+``--L``, ``--regime``, ``--tokens``, ``--tau``/``--tau-from``, ``--hist``, ``--weights``, ``--layout``, ``--seed``,
+``--json`` and Megatron's settings; one size syntax (:mod:`freqlab.sizes`); renamed flags.
+
+Where an option takes a parameter (:func:`window_option`, :func:`regime_option`), the difference is meaningful and
+its help says why: ``freq``, ``stats``, ``scan`` and the figures compare several windows or regimes side by side, so
+their ``--L``/``--regime`` repeat; a plan, a calibration and a schedule are computed from one frequency, so theirs
+are single.
 
 Every count flag takes a number with an optional suffix: positions (windows, target lengths, offsets) count
 K = 1024 (``--L 2K`` is 2048, ``--extend-to 128K`` is 131072); tokens and other counts are decimal (``--tokens
@@ -9,12 +16,23 @@ K = 1024 (``--L 2K`` is 2048, ``--extend-to 128K`` is 131072); tokens and other 
 from __future__ import annotations
 
 import functools
+import json
 import math
 
 import click
 
 from freqlab.errors import FreqlabError
-from freqlab.sizes import MAX_POSITIONS, POSITIONS_HELP, TOKENS_HELP, parse_count, parse_positions, parse_tokens
+from freqlab.frequency.mixture import PRESETS, Mixture
+from freqlab.frequency.regimes import REGIMES
+from freqlab.sizes import (
+    DEFAULT_TAU,
+    MAX_POSITIONS,
+    POSITIONS_HELP,
+    TOKENS_HELP,
+    parse_count,
+    parse_positions,
+    parse_tokens,
+)
 
 
 class Size(click.ParamType):
@@ -187,3 +205,96 @@ def check_layout(ctx, param, value):
         return read_layout(value)
     except FreqlabError as exc:
         raise click.BadParameter(str(exc), ctx, param) from None
+
+
+# the options several commands share ---------------------------------------------------------------------------
+
+json_option = click.option("--json", "as_json", is_flag=True, help="Print machine-readable JSON.")
+
+
+def echo_json(data) -> None:
+    """What ``--json`` prints: ``data`` (a result's ``to_dict()``, with what the command adds) as indented JSON."""
+    click.echo(json.dumps(data, indent=2, ensure_ascii=False))
+
+
+def window_option(*, multiple: bool = False, default=None, callback=None, help: str | None = None):
+    """``--L``, the training window. ``multiple``: repeatable, under ``Ls`` (commands that compare windows side by
+    side), else one window under ``L`` (a plan or a figure of one window); ``help`` replaces the default help
+    where the command's default needs saying (e.g. ``[default: the schedule's longest]``)."""
+    if multiple:
+        text = help or f"Training window, e.g. 2048 or 2K {POSITIONS_NOTE}; repeat for several."
+        return click.option("--L", "Ls", type=POSITIONS, multiple=True, default=default, show_default=True,
+                            callback=callback, help=text)
+    return click.option("--L", "L", type=POSITIONS, default=default, show_default=default is not None,
+                        callback=callback, help=help or f"Training window {POSITIONS_NOTE}.")
+
+
+def regime_option(*, multiple: bool = False, default=None, choices=REGIMES, help: str | None = None):
+    """``--regime``: how documents fill the training windows. ``multiple``: repeatable, under ``regimes``
+    (commands that compare regimes side by side), else one under ``regime`` (default ``natural``: a plan is
+    computed from one frequency); ``choices``: fewer regimes where only some make sense."""
+    if multiple:
+        return click.option("--regime", "regimes", type=click.Choice(choices), multiple=True,
+                            default=("natural",) if default is None else default, show_default=True,
+                            help=help or "Data regime (repeat for several).")
+    return click.option("--regime", "regime", type=click.Choice(choices), default=default or "natural",
+                        show_default=True, help=help or "Data regime (one: what is computed here comes from one "
+                        "frequency).")
+
+
+tokens_option = click.option(
+    "--tokens",
+    type=TOKENS,
+    default=None,
+    help=f"Training budget T for f_T and the effective-length prediction, e.g. 1T or 300B {TOKENS_NOTE} "
+    "[default: 1T].",
+)
+
+#: ``--tau`` and ``--tau-from``: None when neither is given, so that a schedule's own tau applies
+#: (:func:`tau_or_default` gives the default otherwise)
+tau_option = with_tau_from(click.option(
+    "--tau",
+    type=TOKENS,
+    default=None,
+    help=f"Occurrence threshold (STRING Fig. 2b) {TOKENS_NOTE} [default: a schedule's own tau, else 100B].",
+))
+
+
+def tau_or_default(tau):
+    """``--tau`` as given, else the default threshold (100B, STRING Fig. 2b)."""
+    return int(DEFAULT_TAU) if tau is None else tau
+
+
+def hist_option(help: str = "Length histogram (Parquet from `freqlab scan`)."):
+    """``--hist``: a length histogram; ``help`` says what it is the default for where it is one (the stages of a
+    schedule, the rows of a calibration file)."""
+    return click.option("--hist", type=click.Path(dir_okay=False), default=None, help=help)
+
+
+def layout_option(help: str = "Attention layout: f per layer kind, e.g. 5*swa1024+global, 3*chunk8K+nope, or a model "
+                  "config.json (sliding_window, layer_types, attention_chunk_size, no_rope_layers, ...)."):
+    """``--layout``, read and checked before any work (:func:`check_layout`)."""
+    return click.option("--layout", default=None, metavar="SPEC|config.json", callback=check_layout, help=help)
+
+
+#: ``--seed`` of the pack regime's stream order
+seed_option = click.option("--seed", type=SEED, default=0, show_default=True, help="Stream order for the pack regime.")
+
+
+def _checked_weights(ctx: click.Context, param, value):
+    """A --weights that is no mix (bad syntax, a missing or malformed file) is a usage error, found before the
+    histogram is read."""
+    if value is not None:
+        try:
+            Mixture.parse(value)
+        except FreqlabError as exc:
+            raise click.BadParameter(str(exc), ctx, param) from None
+    return value
+
+
+WEIGHTS_HELP = (
+    "Train on a weighted mix of the histogram's sources: epochs per source (SOURCE=W%,... for shares of training "
+    f"tokens), a YAML/JSON mixture file, or a published mix ({', '.join(PRESETS)})."
+)
+weights_option = click.option("--weights", default=None, metavar="SOURCE=W,...|FILE|PRESET", help=WEIGHTS_HELP,
+                              callback=_checked_weights)

@@ -5,18 +5,17 @@ A thin layer over :mod:`freqlab.plan`; every command prints a short report (or `
 
 from __future__ import annotations
 
-import json
-
 import click
-import polars as pl
 
-from freqlab.cli.freq import echo_json, json_option
 from freqlab.cli.options import (
     FINITE,
     POSITIONS,
     POSITIONS_NOTE,
     FiniteFloat,
+    echo_json,
+    json_option,
     renamed_option,
+    weights_option,
 )
 from freqlab.cli.plan_harpe import harpe_command
 from freqlab.cli.plan_inputs import (  # noqa: F401  (the shared options, importable from here as before)
@@ -32,22 +31,15 @@ from freqlab.cli.plan_inputs import (  # noqa: F401  (the shared options, import
     tau_option,
     tokens_option,
 )
-from freqlab.cli.plan_upsample import upsample_report
-from freqlab.cli.weights import (
-    budget_line,
-    current_weights,
-    mix_json,
-    read_histogram,
-    weights_meta_option,
-)
+from freqlab.cli.weights import budget_line, read_histogram
 from freqlab.errors import FreqlabError
 from freqlab.frequency import DEFAULT_TAU
 from freqlab.frequency.budget import training_budget
 from freqlab.frequency.schedule import load_schedule, schedule_frequency
 from freqlab.histogram import LengthHistogram
-from freqlab.plan.rope_scaling import ROPE_TYPES, VLLM_MAX_MODEL_LEN, plan_rope_scaling
-from freqlab.plan.self_extend import LLAMA_CPP_NOTE, evaluate_self_extend, plan_self_extend
-from freqlab.plan.string import DEFAULT_ROUND, DEFAULT_W, MIN_W, STRING_YARN_SOURCE, plan_string, string_usage
+from freqlab.plan.rope_scaling import ROPE_TYPES, plan_rope_scaling
+from freqlab.plan.self_extend import evaluate_self_extend, plan_self_extend
+from freqlab.plan.string import DEFAULT_ROUND, DEFAULT_W, MIN_W, plan_string, string_usage
 from freqlab.plan.upsample import DEFAULT_MAX_UPWEIGHT, PACKINGS, plan_upsample, plan_upsample_schedule
 from freqlab.plan.well_trained import well_trained_range
 
@@ -77,11 +69,6 @@ def register(main: click.Group) -> None:
 
 
 # shared options: in plan_inputs (plan_harpe imports them too), imported here for the commands below
-
-def _block(title: str, lines) -> None:
-    click.echo(f"\n{title}")
-    for line in lines:
-        click.echo(f"  {line}")
 
 
 # string ----------------------------------------------------------------------------------------------------
@@ -117,8 +104,9 @@ def _block(title: str, lines) -> None:
 )
 @json_option
 def string_command(
-    L, hist, regime, tokens, tau, schedule, mass, W, S, round_to, test_length, N, rope_theta, usage_out, as_json
-):
+    L, hist, regime, tokens, tau, schedule, mass, weights, W, S, round_to, test_length, N, rope_theta, usage_out,
+    as_json,
+):  # fmt: skip
     """STRING shift S and local window W, with paste-ready HF and vLLM blocks (Sec. 4.1); or evaluate a given S.
 
     S keeps every position STRING uses (up to L - S + W - 1) within the well-trained N* predicted from
@@ -133,7 +121,7 @@ def string_command(
       freqlab plan string --schedule schedule.yaml --json
     """
     require(W >= MIN_W, "--W", f"W = {W} is below {MIN_W}: the STRING ablation (Fig. 7) needs W >= {MIN_W}")
-    L, inputs = frequency_inputs(L, hist, regime, tokens, tau, schedule, mass)
+    L, inputs, mix = frequency_inputs(L, hist, regime, tokens, tau, schedule, mass, weights, as_json=as_json)
     if S is not None:
         require(S < L, "--S", f"S = {S} must be below the training window L = {L}")
         require(W < S, "--W", f"W = {W} must be much smaller than S = {S} (STRING needs W << S)")
@@ -142,42 +130,11 @@ def string_command(
     p = plan_string(L, W=W, S=S, round_to=round_to, test_length=test_length, extend_to=N, rope_theta=rope_theta,
                     **inputs)  # fmt: skip
     if usage_out:
-        u = string_usage(p.L, p.S, p.W, frequency=p.well_trained.frequency)
-        pl.DataFrame(
-            {
-                "position": u.positions,
-                "pairs_before": u.pairs_before,
-                "pairs_after": u.pairs_after,
-                **({"trained": u.trained} if u.trained is not None else {}),
-            }
-        ).write_parquet(usage_out)
+        string_usage(p.L, p.S, p.W, frequency=p.well_trained.frequency).write_parquet(usage_out)
     if as_json:
-        echo_json({**p.to_dict(), **mix_json()})
+        echo_json({**p.to_dict(), **mix})
         return
-    verb = "evaluated" if p.S_given else "recommended"
-    click.echo(f"STRING for L = {p.L}: S = {p.S} (S/L = {p.ratio:.3f}, {verb}), W = {p.W}")
-    click.echo(f"  well-trained range N* = {p.N_star} (rule: {p.rule})")
-    if p.S_rule is not None and (p.S_given or not p.within_range):
-        click.echo(f"  frequency rule alone: S = {p.S_rule}; paper's range [L/3, L/2] (Sec. 4.1) = {list(p.S_range)}")
-    within = "within" if p.within_well_trained else "beyond"
-    click.echo(f"  largest position used max(S, L - S + W) - 1 = {p.largest_position} "
-               f"({within} N* - 1 = {p.N_star - 1})")  # fmt: skip
-    click.echo(f"  overwritten positions i >= L - S = {p.L - p.S}: {p.overwritten_share:.2%} of position mass")
-    click.echo(f"  never-used positions i >= L - S + W = {p.L - p.S + p.W}: {p.unused_share:.2%} of position mass "
-               "(as `plot string-usage` shades)")  # fmt: skip
-    click.echo(f"\n{p.reasoning}")
-    for note in p.notes:
-        click.echo(f"note: {note}")
-    _block("Hugging Face (official STRING patch):", [p.hf_patch])
-    _block("vLLM config:", [p.vllm_block])
-    e = p.extension
-    if e is not None:
-        _block(f"Beyond L: STRING at N = {e.N} (rule of {STRING_YARN_SOURCE}):", [e.hf_patch])
-        if e.yarn is not None:
-            for block in e.yarn.blocks:
-                _block(f"YaRN, factor {e.factor:.6g}, {block.label}:", [json.dumps(block.config)])
-            for note in e.yarn.notes:
-                click.echo(f"note: {note}")
+    click.echo(p.report())
     if usage_out:
         click.echo(f"\nwrote {usage_out}")
 
@@ -200,7 +157,7 @@ def string_command(
 @click.option("--max-window", type=POSITIONS, default=None, help="Largest w_n [default: L/4].")
 @json_option
 def self_extend_command(
-    L, hist, regime, tokens, tau, schedule, mass, N, well_trained, G, w_n, min_window, max_window, as_json
+    L, hist, regime, tokens, tau, schedule, mass, weights, N, well_trained, G, w_n, min_window, max_window, as_json
 ):
     """Self-Extend group size G and neighbour window w_n, or evaluate a given (G, w_n); Eq. 8.
 
@@ -212,7 +169,7 @@ def self_extend_command(
     """
     if (G is None) != (w_n is None):
         raise click.UsageError("give --group and --window together")
-    L, inputs = frequency_inputs(L, hist, regime, tokens, tau, schedule, mass)
+    L, inputs, mix = frequency_inputs(L, hist, regime, tokens, tau, schedule, mass, weights, as_json=as_json)
     require(N > L, "--extend-to", f"N = {N} is not above the training window L = {L}: Self-Extend extends beyond L "
                                   "(within L, see `freqlab plan string`)")  # fmt: skip
     if w_n is not None:
@@ -230,41 +187,11 @@ def self_extend_command(
         check = evaluate_self_extend(L, G, w_n, N, well_trained=N_star)
     if as_json:
         data = p.to_dict() if p is not None else {"method": "self-extend", "L": L, "N": N, "error": failure}
-        echo_json({**data, "evaluated": None if check is None else check.to_dict(), **mix_json()})
+        echo_json({**data, "evaluated": None if check is None else check.to_dict(), **mix})
         return
-    if p is not None:
-        click.echo(f"Self-Extend for L = {p.L} -> N = {p.N}: G = {p.G}, w_n = {p.w_n} "
-                   "(smallest G with w_n + (N - w_n)/G <= N*)")  # fmt: skip
-        click.echo(f"  well-trained range N* = {p.N_star} (rule: {p.rule}); max length {p.check.max_length}")
-        guesses = "; ".join(f"N* = {n}: " + (f"G = {g}, w_n = {w}" if g else "no setting") for n, g, w in p.guesses)
-        click.echo(f"  maintainers' guess N* = 1/2..2/3 L: {guesses}")
-        paper = p.paper_setting
-        if paper is not None:
-            verdict = "<=" if paper.well_trained else ">"
-            click.echo(
-                f"  paper's setting (Sec. 4.1, Table 1, Llama-2 4K -> 16K): G = {paper.G}, w_n = {paper.w_n}; "
-                f"max length {paper.max_length} here (Eq. 8), w_n + (N - w_n)/G = {paper.rule_of_thumb:.0f} "
-                f"{verdict} N* = {paper.N_star}"
-            )
-        click.echo(f"\n{p.reasoning}")
-        for note in p.notes:
-            click.echo(f"note: {note}")
-        _block("Hugging Face (official LongLM code):", [p.hf_call])
-        _block("llama.cpp:", [p.llama_cpp_command, f"note: {LLAMA_CPP_NOTE}"])
-    else:
-        click.echo(f"no recommendation: {failure}")
+    click.echo(p.report() if p is not None else f"no recommendation: {failure}")
     if check is not None:
-        fits = "< L" if check.fits else ">= L: out of distribution"
-        _block(
-            f"Given G = {check.G}, w_n = {check.w_n}:",
-            [
-                f"max length (L - w_n + w_n // G)·G = {check.max_length} (Eq. 8: {check.eq8_length})",
-                f"largest position used at N = {N}: {check.largest_position} ({fits})",
-                f"w_n + (N - w_n)/G = {check.rule_of_thumb:.0f} "
-                f"({'<=' if check.well_trained else '>'} N* = {check.N_star})",
-                *(f"note: {n}" for n in check.notes),
-            ],
-        )
+        click.echo(f"\n{check.report()}")
 
 
 # rope ------------------------------------------------------------------------------------------------------
@@ -303,8 +230,8 @@ def self_extend_command(
 )
 @json_option
 def rope_command(
-    L, hist, regime, tokens, tau, schedule, mass, N, types, rope_theta, head_dim, partial_rotary_factor, factor, E,
-    as_json,
+    L, hist, regime, tokens, tau, schedule, mass, weights, N, types, rope_theta, head_dim, partial_rotary_factor,
+    factor, E, as_json,
 ):  # fmt: skip
     """RoPE-scaling config blocks, labelled by transformers version (4.x `rope_scaling`, 5.x `rope_parameters`).
 
@@ -318,7 +245,7 @@ def rope_command(
       freqlab plan rope --hist lengths.parquet --L 4K --tokens 1T --extend-to 16K --type yarn
       freqlab plan rope --schedule schedule.yaml --extend-to 128K --type yarn
     """
-    L, inputs = frequency_inputs(L, hist, regime, tokens, tau, schedule, mass)
+    L, inputs, mix = frequency_inputs(L, hist, regime, tokens, tau, schedule, mass, weights, as_json=as_json)
     require(N > L, "--extend-to", f"N = {N} is not above the training window L = {L}: nothing to extend")
     E_rule = None
     if E is None and (hist or schedule):
@@ -335,16 +262,10 @@ def rope_command(
         for t in chosen
     ]  # fmt: skip
     if as_json:
-        echo_json({"method": "rope", "L": L, "N": N, "plans": [p.to_dict() for p in plans], **mix_json()})
+        echo_json({"method": "rope", "L": L, "N": N, "plans": [p.to_dict() for p in plans], **mix})
         return
     for p in plans:
-        click.echo(f"== {p.rope_type} (factor {p.factor:g}) ==")
-        click.echo(p.reasoning)
-        for note in p.notes:
-            click.echo(f"note: {note}")
-        for block in p.blocks:
-            _block(f"{block.label}:", [json.dumps(block.config)])
-        _block("vLLM:", [p.vllm_command, f"note: {VLLM_MAX_MODEL_LEN}"])
+        click.echo(p.report())
         click.echo("")
 
 
@@ -375,9 +296,9 @@ def rope_command(
     show_default=True,
     help="Add each document length up to this many times its share of T (Muennighoff et al. 2023: ~4 epochs).",
 )
-@weights_meta_option
+@weights_option
 @json_option
-def upsample_command(L, E, hist, tokens, tau, regime, schedule, long_hist, max_upweight, as_json):
+def upsample_command(L, E, hist, tokens, tau, regime, schedule, long_hist, max_upweight, weights, as_json):
     """What makes f_T(E) >= tau: documents ranked by contribution, more tokens, another packing, side by side.
 
     Documents of the corpus are ranked by occurrences of E per token and the best added first; the report gives the
@@ -394,7 +315,7 @@ def upsample_command(L, E, hist, tokens, tau, regime, schedule, long_hist, max_u
     if schedule:
         if tokens is not None:
             raise click.UsageError("--tokens comes from the schedule's stages; drop it with --schedule")
-        sf = schedule_frequency(load_schedule(schedule, histogram=hist, weights=current_weights()))
+        sf = schedule_frequency(load_schedule(schedule, histogram=hist, weights=weights))
         if L is not None and sf.window != L:
             raise FreqlabError(f"the schedule's longest window is {sf.window}, but --L = {L}")
         require(sf.window > E, "--effective-length", f"E = {E} must be below the training window L = {sf.window}")
@@ -406,12 +327,11 @@ def upsample_command(L, E, hist, tokens, tau, regime, schedule, long_hist, max_u
         require(E < L, "--effective-length", f"E = {E} must be below the training window L = {L}")
         tau = DEFAULT_TAU if tau is None else tau
         budget = training_budget(tokens)
-        h = read_histogram(hist, current_weights(), regimes=(regime, *PACKINGS))[0]  # the alternatives too
+        h = read_histogram(hist, weights, regimes=(regime, *PACKINGS))[0]  # the alternatives too
         p = plan_upsample(h, L, E, budget.tokens, tau=tau, regime=regime, long_lengths=long_lengths,
                           max_upweight=max_upweight)
     if as_json:
         echo_json({**p.to_dict(), **({"budget": budget.to_dict()} if budget else {})})
         return
     click.echo(budget_line(budget, tau) if budget else f"budget     T = the stages' tokens ({schedule})")
-    for line in upsample_report(p):
-        click.echo(line)
+    click.echo(p.report())

@@ -8,10 +8,8 @@ from __future__ import annotations
 
 import click
 
-from freqlab.cli.freq import echo_json, json_option
-from freqlab.cli.options import POSITIONS, POSITIONS_NOTE, POSITIVE_NUMBER, SEED, renamed_option
+from freqlab.cli.options import POSITIONS, POSITIONS_NOTE, POSITIVE_NUMBER, SEED, echo_json, json_option, renamed_option
 from freqlab.cli.plan_inputs import frequency_inputs, frequency_options, require
-from freqlab.cli.weights import mix_json
 from freqlab.errors import FreqlabError
 from freqlab.plan import harpe
 from freqlab.plan.waveform import DistanceGrid
@@ -19,10 +17,7 @@ from freqlab.plan.well_trained import well_trained_range
 
 STRATEGIES = ("peak-valley", "uniform", "attention-buckets")
 
-TABLE2_NOTE = (
-    "HARPE's Table 2 cannot be reproduced from public information: the paper defines neither the distance "
-    "range nor how peaks and valleys are detected. It is shown as published reference data."
-)
+TABLE2_NOTE = harpe.TABLE2_NOTE  # importable from here as before
 
 
 @click.command("harpe")
@@ -68,7 +63,7 @@ TABLE2_NOTE = (
 @json_option
 def harpe_command(
     strategy, heads, head_dim, b_min, b_max, stride, target, grid_text, separation, peaks, order,
-    compare, random_sets, seed, hist, schedule, L, regime, tokens, tau, mass, as_json,
+    compare, random_sets, seed, hist, schedule, L, regime, tokens, tau, mass, weights, as_json,
 ):  # fmt: skip
     """Per-head RoPE bases for HARPE: peak-valley search (Algorithm 1), uniform (Eq. 9), or the
     Attention Buckets search HARPE cites.
@@ -98,44 +93,44 @@ def harpe_command(
     stride = harpe.PAPER_STRIDE if stride is None else stride
     require(b_max > b_min, "--b-max", f"b_max = {b_max:g} must be larger than b_min = {b_min:g} (defaults 1e6..5e6)")
 
-    choice = _grid_choice(grid_text, target, hist, schedule, L, regime, tokens, tau, mass)
+    choice, mix = _grid_choice(grid_text, target, hist, schedule, L, regime, tokens, tau, mass, weights, as_json)
     if strategy == "uniform":
         plan = harpe.uniform_plan(heads, b_min, b_max, head_dim=head_dim, grid=choice)
     else:
         detector = harpe.ProminentExtrema(peaks, separation)
         plan = harpe.peak_valley_search(heads, b_min, b_max, stride, head_dim=head_dim, grid=choice, detector=detector)
-    bases = plan.sorted_bases() if order == "ascending" else plan.bases
     compared = harpe.compare_sets(plan, random_count=random_sets, seed=seed) if compare else None
     if compare and strategy == "uniform":
         compared = compared[1:]  # the uniform set is already the plan
 
     if as_json:
-        data = plan.to_dict()
-        data["bases"] = [harpe.plain_number(b) for b in bases]
-        data["python"] = harpe.python_list(bases)
-        data["order"] = order
+        data = plan.to_dict(order)
         if compared is not None:
-            table = harpe.table2_bases()
-            data["compare"] = [_compared_dict(c, table) for c in compared]
+            data["compare"] = [c.to_dict() for c in compared]
             data["table2_note"] = TABLE2_NOTE
-        echo_json({**data, **mix_json()})
+        echo_json({**data, **mix})
         return
-    _print_plan(plan, bases, order, choice)
+    click.echo(plan.report(order))
     if compared is not None:
-        _print_compare(plan, compared, random_sets)
+        click.echo(f"\n{harpe.comparison_report(plan, compared)}")
 
 
-def _grid_choice(grid_text, target, hist, schedule, L, regime, tokens, tau, mass) -> harpe.GridChoice:
+def _grid_choice(
+    grid_text, target, hist, schedule, L, regime, tokens, tau, mass, weights, as_json
+) -> tuple[harpe.GridChoice, dict]:
+    """The distance grid (given, from the frequency's N*, or the default) and the mix's JSON (see
+    :func:`~freqlab.cli.plan_inputs.frequency_inputs`)."""
     if grid_text and (hist or schedule):
         raise click.UsageError("give either --grid or --hist/--schedule, not both")
     if grid_text:
-        return harpe.GridChoice(_parse_grid(grid_text), f"distance grid given: {grid_text}")
+        return harpe.GridChoice(_parse_grid(grid_text), f"distance grid given: {grid_text}"), {}
     if hist or schedule:
-        window, inputs = frequency_inputs(L, hist, regime, tokens, tau, schedule, mass, default_L=target)
-        return harpe.grid_from_frequency(well_trained_range(window, **inputs), target)
+        window, inputs, mix = frequency_inputs(L, hist, regime, tokens, tau, schedule, mass, weights, as_json=as_json,
+                                               default_L=target)
+        return harpe.grid_from_frequency(well_trained_range(window, **inputs), target), mix
     if tokens is not None or L is not None:
         raise click.UsageError("--L/--tokens need --hist (the histogram to derive N* from)")
-    return harpe.default_grid(target)
+    return harpe.default_grid(target), {}
 
 
 def _parse_grid(text: str) -> DistanceGrid:
@@ -149,71 +144,6 @@ def _parse_grid(text: str) -> DistanceGrid:
     return DistanceGrid(*values)
 
 
-def _fmt(base: float) -> str:
-    value = harpe.plain_number(base)
-    return f"{value:,}" if isinstance(value, int) else f"{value:,.3f}"
-
-
-def _print_plan(plan: harpe.HarpePlan, bases, order: str, choice: harpe.GridChoice) -> None:
-    title = {"peak-valley": "peak-valley search (Algorithm 1)", "uniform": "uniform (Eq. 9)"}[plan.strategy]
-    click.echo(f"HARPE per-head RoPE bases: {title}, {plan.n_heads} heads, d = {plan.head_dim}")
-    if plan.strategy == "peak-valley":
-        click.echo(
-            f"  candidates: b_min + i·s, i = 1..{plan.candidates} "
-            f"(b_min = {_fmt(plan.b_min)}, b_max = {_fmt(plan.b_max)}, s = {_fmt(plan.stride)})"
-        )
-        d = plan.detector
-        kept = "all kept" if d["count"] is None else f"the {d['count']} highest kept"
-        click.echo(f"  peaks/valleys: strict local extrema dominating ± {d['separation']} grid points ({kept})")
-    else:
-        click.echo(f"  b_h = b_min + h·(b_max − b_min)/(N − 1), b_min = {_fmt(plan.b_min)}, b_max = {_fmt(plan.b_max)}")
-    g = plan.grid
-    click.echo(f"  grid: m = {g.start}..{g.stop} step {g.step} ({g.size} points); {choice.reason}")
-    click.echo(f"  time: {plan.seconds:.2f} s; head order: {order}")
-    click.echo("")
-    click.echo(f"  {'head':>4}  {'base':>14}  {'millions':>8}")
-    for h, b in enumerate(bases):
-        click.echo(f"  {h:>4}  {_fmt(b):>14}  {b / 1e6:>8.3f}")
-    click.echo("")
-    click.echo(f"  shortest stave min_m max_h w = {plan.score.shortest:.3f}; mean_m max_h w = {plan.score.mean:.3f}")
-    click.echo(f"\nPython:\n{harpe.python_list(bases)}")
-
-
-def _print_compare(plan: harpe.HarpePlan, compared, random_count: int) -> None:
-    table = harpe.table2_bases()
-    g = plan.grid
-    click.echo(f"\nComparison on the same grid (m = {g.start}..{g.stop} step {g.step}, d = {plan.head_dim}):")
-    click.echo(f"  {'set':<26} {'shortest':>9} {'mean':>7}  {'in Table 2 (0.01M)':>18}")
-    for c in compared:
-        click.echo(
-            f"  {c.name:<26} {c.score.shortest:>9.3f} {c.score.mean:>7.3f}  {c.common_with_table2:>12}/{len(c.bases)}"
-        )
-    click.echo(f"\n{TABLE2_NOTE}")
-    if plan.strategy == "peak-valley":
-        common = harpe.common_values(plan.bases, table)
-        click.echo(
-            f"freqlab's set shares {len(common)} of {len(table)} values with Table 2 at 0.01M resolution: "
-            + ", ".join(f"{b / 1e6:.2f}" for b in common)
-        )
-    stride = plan.stride if plan.stride is not None else harpe.PAPER_STRIDE
-    expected = harpe.expected_random_overlap(plan.n_heads, plan.b_min, plan.b_max, stride, table)
-    click.echo(
-        f"For scale: a random set of {plan.n_heads} distinct bases from the same grid (stride {_fmt(stride)}) shares "
-        f"{expected:.1f} values with Table 2 on average."
-    )
-
-
-def _compared_dict(c: harpe.ComparedSet, table) -> dict:
-    return {
-        "name": c.name,
-        "bases": [harpe.plain_number(b) for b in c.bases],
-        "shortest_stave": c.score.shortest,
-        "mean_max": c.score.mean,
-        "common_with_table2": c.common_with_table2,
-        "common_values": [harpe.plain_number(b) for b in harpe.common_values(c.bases, table)],
-    }
-
-
 def _attention_buckets(heads, head_dim, b_min, b_max, stride, grid_text, as_json) -> None:
     heads = heads or harpe.BUCKETS_BASES
     if b_min is None and b_max is None and stride is None:
@@ -225,28 +155,6 @@ def _attention_buckets(heads, head_dim, b_min, b_max, stride, grid_text, as_json
         require(hi > lo, "--b-max", f"b_max = {hi:g} must be larger than b_min = {lo:g} (defaults 10000..30000)")
         candidates = [lo, *harpe.candidate_bases(lo, hi, step).tolist()]
     grid = _parse_grid(grid_text) if grid_text else harpe.BUCKETS_GRID
-    result = harpe.attention_buckets_search(heads, candidates, grid=grid, head_dim=head_dim)
-    published = list(harpe.BUCKETS_PUBLISHED)
-    common = sorted(set(result) & set(published))
-    if as_json:
-        echo_json(
-            {
-                "strategy": "attention-buckets",
-                "bases": result,
-                "python": harpe.python_list(result),
-                "seed": list(harpe.BUCKETS_SEED),
-                "grid": grid.to_dict(),
-                "candidates": [harpe.plain_number(c) for c in candidates],
-                "published": published,
-                "common_with_published": common,
-            }
-        )
-        return
-    click.echo(
-        f"Attention Buckets search: {heads} bases, d = {head_dim}, m = {grid.start}..{grid.stop} step {grid.step}, "
-        f"candidates {_fmt(min(candidates))}..{_fmt(max(candidates))} ({len(candidates)}), "
-        f"seed {list(harpe.BUCKETS_SEED)}"
-    )
-    click.echo(f"  result:    {harpe.python_list(result)}")
-    click.echo(f"  published: {harpe.python_list(published)}")
-    click.echo(f"  in common: {len(common)} of {len(published)} ({harpe.python_list(common)})")
+    bases = harpe.attention_buckets_search(heads, candidates, grid=grid, head_dim=head_dim)
+    result = harpe.BucketsSearch(bases, heads, candidates, grid, head_dim)
+    echo_json(result.to_dict()) if as_json else click.echo(result.report())

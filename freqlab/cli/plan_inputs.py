@@ -1,5 +1,6 @@
 """The inputs every ``freqlab plan`` command shares (--L, --hist, --regime, --tokens, --tau, --schedule, --mass,
---weights) and their resolution into the planners' frequency keywords; ``plan`` and ``plan_harpe`` both import it.
+--weights; the first ones defined in :mod:`freqlab.cli.options`) and their resolution into the planners' frequency
+keywords; ``plan`` and ``plan_harpe`` both import it.
 """
 
 from __future__ import annotations
@@ -7,28 +8,17 @@ from __future__ import annotations
 import click
 from click.core import ParameterSource
 
-from freqlab.cli.freq import TOKENS
-from freqlab.cli.options import POSITIONS, POSITIONS_NOTE, TOKENS_NOTE, renamed_option, with_tau_from
-from freqlab.cli.weights import budget_line, current_weights, read_histogram, record_mix, weights_meta_option
+from freqlab.cli import options
+from freqlab.cli.options import POSITIONS, POSITIONS_NOTE, renamed_option, tau_option, tokens_option, weights_option
+from freqlab.cli.weights import budget_line, echo_mix, histogram_line, mix_json, read_histogram
 from freqlab.frequency import DEFAULT_TAU
 from freqlab.frequency.budget import training_budget
-from freqlab.frequency.regimes import REGIMES
 from freqlab.frequency.schedule import load_schedule, schedule_frequency
 from freqlab.plan.well_trained import DEFAULT_MASS, FrequencyInputs
 from freqlab.resources import require_memory
 
-hist_option = click.option(
-    "--hist", type=click.Path(dir_okay=False), default=None, help="Length histogram (Parquet from `freqlab scan`)."
-)
-regime_option = click.option(
-    "--regime", type=click.Choice(REGIMES), default="natural", show_default=True, help="Data regime."
-)
-tokens_option = click.option(
-    "--tokens", type=TOKENS, default=None, help=f"Training budget T, e.g. 1T or 300B {TOKENS_NOTE}."
-)
-tau_option = with_tau_from(click.option(
-    "--tau", type=TOKENS, default=None, help="Occurrence threshold [default: schedule's, else 100B (STRING Fig. 2b)]."
-))
+hist_option = options.hist_option()
+regime_option = options.regime_option()
 extend_to_option = renamed_option(
     "--extend-to", "--target", "N", type=POSITIONS, required=True, help=f"Length N to extend to (> L) {POSITIONS_NOTE}."
 )
@@ -46,12 +36,12 @@ mass_option = click.option(
 
 def frequency_options(window_help: str = f"Training window {POSITIONS_NOTE} [default: the schedule's longest]."):
     """--L, --hist, --regime, --tokens, --tau, --schedule, --mass, --weights: the inputs of the well-trained N*."""
-    window_option = click.option("--L", "L", type=POSITIONS, default=None, help=window_help)
-    options = (window_option, hist_option, regime_option, tokens_option, tau_option, schedule_option, mass_option,
-               weights_meta_option)
+    window_option = options.window_option(help=window_help)
+    shared = (window_option, hist_option, regime_option, tokens_option, tau_option, schedule_option, mass_option,
+              weights_option)
 
     def decorate(func):
-        for option in reversed(options):
+        for option in reversed(shared):
             func = option(func)
         return func
 
@@ -64,18 +54,18 @@ PLAN_BYTES_PER_POSITION = 32
 
 
 def frequency_inputs(
-    L, hist, regime, tokens, tau, schedule, mass, *, default_L: int | None = None
-) -> tuple[int, FrequencyInputs]:
-    """Resolve the :func:`frequency_options` into the window and the planners' frequency keywords.
+    L, hist, regime, tokens, tau, schedule, mass, weights, *, as_json: bool, default_L: int | None = None
+) -> tuple[int, FrequencyInputs, dict]:
+    """Resolve the :func:`frequency_options` into the window, the planners' frequency keywords and the mix's JSON
+    (``{}`` without --weights, or with --json off: then the mix and the budget line are printed).
 
     The window is --L, else the schedule's longest window, else ``default_L``. A histogram's budget follows the one
     rule (--tokens, else 1T: :mod:`freqlab.frequency.budget`) unless --mass is given; the budget line is printed.
     """
-    weights = current_weights()
     inputs: FrequencyInputs = {"tokens": tokens, "tau": tau, "mass": mass}
     if schedule:
         sf = schedule_frequency(load_schedule(schedule, histogram=hist, weights=weights))
-        return (sf.window if L is None else L), {**inputs, "schedule": sf}
+        return (sf.window if L is None else L), {**inputs, "schedule": sf}, {}
     L = default_L if L is None else L
     if L is None:
         raise click.UsageError("give --L (or a --schedule)")
@@ -83,17 +73,19 @@ def frequency_inputs(
         require_memory(PLAN_BYTES_PER_POSITION * L, f"--L {L:,}",
                        f"the plan's arrays over positions, {PLAN_BYTES_PER_POSITION} bytes per position")
         h, mix = read_histogram(hist, weights, regimes=regime)
-        record_mix(h, mix, L, regime)
+        if mix is not None and not as_json:
+            click.echo(histogram_line(hist, h, mix))
+            echo_mix(h, mix, L, regime)
         ctx = click.get_current_context()
         if tokens is not None or ctx.get_parameter_source("mass") is not ParameterSource.COMMANDLINE:
             budget = training_budget(tokens)
             inputs["tokens"] = budget.tokens
-            if not ctx.params.get("as_json"):
+            if not as_json:
                 click.echo(budget_line(budget, DEFAULT_TAU if tau is None else tau))
-        return L, {**inputs, "histogram": h, "regime": regime}
+        return L, {**inputs, "histogram": h, "regime": regime}, mix_json(h, mix, L, regime) if as_json else {}
     if weights:
         raise click.UsageError("--weights weights the sources of a --hist (or the stages of a --schedule)")
-    return L, inputs
+    return L, inputs, {}
 
 
 def require(ok: bool, option: str, message: str) -> None:

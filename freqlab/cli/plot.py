@@ -9,12 +9,28 @@ from pathlib import Path
 
 import click
 
-from freqlab.cli.freq import TOKENS, echo_json, json_option, regime_option, tau_option, window_option
-from freqlab.cli.options import POSITIONS, POSITIONS_NOTE, SEED, TOKENS_NOTE, renamed_option
-from freqlab.cli.weights import budget_line, current_weights, read_histogram, weights_meta_option
+from freqlab.cli.options import (
+    POSITIONS,
+    POSITIONS_NOTE,
+    TOKENS,
+    TOKENS_NOTE,
+    echo_json,
+    hist_option,
+    json_option,
+    layout_option,
+    regime_option,
+    renamed_option,
+    seed_option,
+    tau_option,
+    tau_or_default,
+    tokens_option,
+    weights_option,
+    window_option,
+)
+from freqlab.cli.weights import budget_line, read_histogram
 from freqlab.errors import FreqlabError
 from freqlab.frequency.budget import training_budget
-from freqlab.frequency.regimes import REGIMES
+from freqlab.frequency.exposure import TAIL_REGIMES
 from freqlab.frequency.stats import DEFAULT_TAU
 from freqlab.resources import doing, require_memory
 
@@ -117,19 +133,16 @@ def _report_written(paths: list[Path], as_json: bool, budget=None, tau: float = 
             click.echo(f"wrote {p}")
 
 
-def _histogram(path, regimes):
-    """The histogram at ``path``, weighted by the command's --weights, for ``regimes``."""
-    return read_histogram(path, current_weights(), regimes=regimes)[0]
+def _histogram(path, regimes, weights):
+    """The histogram at ``path``, weighted by ``weights`` (--weights), for ``regimes``."""
+    return read_histogram(path, weights, regimes=regimes)[0]
 
 
 #: the most bars a length panel draws (one patch each; more than a figure's width in pixels)
 MAX_BINS = 4096
 
 hist_argument = click.argument("hist", type=click.Path(dir_okay=False))
-one_regime_option = click.option(
-    "--regime", type=click.Choice(REGIMES), default="natural", show_default=True, help="Data regime."
-)
-seed_option = click.option("--seed", type=SEED, default=0, show_default=True, help="Stream order for the pack regime.")
+one_regime_option = regime_option()
 #: peak bytes per position of L of a figure drawn over positions (measured at L = 2^22: 72-80 for frequency,
 #: windows and effective-length, 112 for scan's figures, 144 for sources with 2 sources; 110 for string-usage at 2^22)
 PLOT_BYTES_PER_POSITION = 160
@@ -144,10 +157,7 @@ def _drawable(ctx: click.Context, param, value):
     return value
 
 
-L_option = click.option(
-    "--L", "L", type=POSITIONS, default=2048, show_default=True, callback=_drawable,
-    help=f"Training window {POSITIONS_NOTE}.",
-)
+L_option = window_option(default=2048, callback=_drawable)
 
 
 @click.group("plot")
@@ -165,13 +175,13 @@ def plot_group() -> None:
 @plot_group.command("frequency", short_help="Position frequency and segment lengths (STRING Fig. 1 layout).")
 @hist_argument
 @L_option
-@regime_option
+@regime_option(multiple=True)
 @click.option("--bins", type=click.IntRange(1, MAX_BINS), default=32, show_default=True,
               help="Bins of the length bars.")
 @seed_option
-@weights_meta_option
+@weights_option
 @output_options("one-column")
-def frequency_command(hist, L, regimes, bins, seed, out, formats, size, dpi, as_json):
+def frequency_command(hist, L, regimes, bins, seed, weights, out, formats, size, dpi, as_json):
     """STRING Fig. 1 layout: segment-length bars and f(i) on twin axes, i <= L/2 and i >= 3L/4 shaded.
 
     One regime gives one panel; several give one panel each (natural, uniform, concat = Fig. 1a/b/c).
@@ -182,7 +192,7 @@ def frequency_command(hist, L, regimes, bins, seed, out, formats, size, dpi, as_
     """
     from freqlab.plots.frequency import MIN_PANEL_WIDTH, plot_position_frequency, plot_regimes, regime_grid
 
-    h = _histogram(hist, regimes)
+    h = _histogram(hist, regimes, weights)
     if len(regimes) == 1:
         fig = plot_position_frequency(h, L, regimes[0], bins=bins, seed=seed, size=size)
     else:
@@ -196,15 +206,13 @@ def frequency_command(hist, L, regimes, bins, seed, out, formats, size, dpi, as_
 
 @plot_group.command("windows", short_help="f_T for several windows at one token budget (STRING Fig. 3 layout).")
 @hist_argument
-@window_option(default=(2048, 4096), callback=_drawable)
+@window_option(multiple=True, default=(2048, 4096), callback=_drawable)
 @one_regime_option
-@click.option(
-    "--tokens", type=TOKENS, default=None, help=f"Training budget T (same for all L) {TOKENS_NOTE} [default: 1T]."
-)
+@tokens_option
 @seed_option
-@weights_meta_option
+@weights_option
 @output_options("one-column")
-def windows_command(hist, Ls, regime, tokens, seed, out, formats, size, dpi, as_json):
+def windows_command(hist, Ls, regime, tokens, seed, weights, out, formats, size, dpi, as_json):
     """STRING Fig. 3 layout: f_T(i) for several windows at the same token budget.
 
     \b
@@ -214,20 +222,20 @@ def windows_command(hist, Ls, regime, tokens, seed, out, formats, size, dpi, as_
     from freqlab.plots.frequency import plot_windows
 
     budget = training_budget(tokens)
-    fig = plot_windows(_histogram(hist, regime), Ls, regime, tokens=budget.tokens, seed=seed, size=size)
+    fig = plot_windows(_histogram(hist, regime, weights), Ls, regime, tokens=budget.tokens, seed=seed, size=size)
     _save(fig, out, formats, dpi, as_json, budget)
 
 
 @plot_group.command("effective-length", short_help="Effective length vs training tokens (STRING Fig. 2 layout).")
 @hist_argument
-@window_option(default=(2048, 4096), callback=_drawable)
+@window_option(multiple=True, default=(2048, 4096), callback=_drawable)
 @one_regime_option
 @tau_option
 @click.option("--budget", type=TOKENS, default=None, help=f"Budget T for panel (b) {TOKENS_NOTE} [default: 1T].")
 @seed_option
-@weights_meta_option
+@weights_option
 @output_options("two-column")
-def effective_length_command(hist, Ls, regime, tau, budget, seed, out, formats, size, dpi, as_json):
+def effective_length_command(hist, Ls, regime, tau, budget, seed, weights, out, formats, size, dpi, as_json):
     """STRING Fig. 2 layout: predicted effective length vs training tokens, with the threshold tau.
 
     \b
@@ -236,8 +244,9 @@ def effective_length_command(hist, Ls, regime, tau, budget, seed, out, formats, 
     """
     from freqlab.plots.frequency import plot_effective_length
 
+    tau = tau_or_default(tau)
     rule = training_budget(budget)
-    h = _histogram(hist, regime)
+    h = _histogram(hist, regime, weights)
     fig = plot_effective_length(h, Ls, regime, budget=rule.tokens, tau=tau, seed=seed, size=size)
     _save(fig, out, formats, dpi, as_json, rule, tau)
 
@@ -246,9 +255,9 @@ def effective_length_command(hist, Ls, regime, tau, budget, seed, out, formats, 
 @hist_argument
 @L_option
 @one_regime_option
-@weights_meta_option
+@weights_option
 @output_options("two-column")
-def sources_command(hist, L, regime, out, formats, size, dpi, as_json):
+def sources_command(hist, L, regime, weights, out, formats, size, dpi, as_json):
     """Length CCDF and position frequency per corpus source (histograms scanned with source labels).
 
     \b
@@ -257,18 +266,16 @@ def sources_command(hist, L, regime, out, formats, size, dpi, as_json):
     """
     from freqlab.plots.sources import plot_sources
 
-    _save(plot_sources(_histogram(hist, regime), L, regime, size=size), out, formats, dpi, as_json)
+    _save(plot_sources(_histogram(hist, regime, weights), L, regime, size=size), out, formats, dpi, as_json)
 
 
 @plot_group.command("exposure", short_help="Tokens by same-document context per source, and the tail table.")
 @hist_argument
-@click.option("--L", "L", type=POSITIONS, default=None,
-              help=f"Training window {POSITIONS_NOTE} [default: the longest document].")
-@click.option("--regime", type=click.Choice(("natural", "truncate")), default="natural", show_default=True,
-              help="Data regime (one in which a segment is one source's document).")
-@weights_meta_option
+@window_option(help=f"Training window {POSITIONS_NOTE} [default: the longest document].")
+@regime_option(choices=TAIL_REGIMES, help="Data regime (one in which a segment is one source's document).")
+@weights_option
 @output_options("two-column")
-def exposure_command(hist, L, regime, out, formats, size, dpi, as_json):
+def exposure_command(hist, L, regime, weights, out, formats, size, dpi, as_json):
     """(a) Share of tokens trained with at least c tokens of same-document context per source, f(c)/f(0); (b) the
     share of each source's tokens beyond 4K, 8K, ... of context.
 
@@ -278,15 +285,14 @@ def exposure_command(hist, L, regime, out, formats, size, dpi, as_json):
     """
     from freqlab.plots.exposure import plot_exposure
 
-    _save(plot_exposure(_histogram(hist, regime), L, regime, size=size), out, formats, dpi, as_json)
+    _save(plot_exposure(_histogram(hist, regime, weights), L, regime, size=size), out, formats, dpi, as_json)
 
 
 @plot_group.command("recipe", short_help="A staged recipe: f per stage and layer kind, effective length after each.")
 @click.argument("file", type=click.Path(dir_okay=False), required=False)
 @click.option("--preset", default=None, metavar="NAME", help="A published recipe (see freqlab schedule --preset).")
-@click.option("--hist", type=click.Path(dir_okay=False), default=None,
-              help="Default histogram for the stages [default: the schedule's; a preset: the built-in corpus].")
-@click.option("--layout", default=None, metavar="SPEC|config.json", help="Layout for stages that name none.")
+@hist_option("Default histogram for the stages [default: the schedule's; a preset: the built-in corpus].")
+@layout_option("Layout for stages that name none.")
 @tau_option
 @output_options("two-column")
 def recipe_command(file, preset, hist, layout, tau, out, formats, size, dpi, as_json):
@@ -298,28 +304,21 @@ def recipe_command(file, preset, hist, layout, tau, out, formats, size, dpi, as_
       freqlab plot recipe --preset gemma3 --out gemma3.png
       freqlab plot recipe schedule.yaml --layout 5*swa1024+global --out recipe.pdf
     """
-    from freqlab.cli.freq import builtin_histogram, with_layout
-    from freqlab.frequency.schedule import load_preset, load_schedule, schedule_frequency
+    from freqlab.cli.freq import read_schedule
+    from freqlab.frequency.schedule import schedule_frequency
     from freqlab.plots.recipe import plot_recipe
 
-    if bool(file) == bool(preset):
-        raise click.UsageError("give a schedule FILE or --preset NAME (one of them)")
-    if preset:
-        schedule = load_preset(preset, histogram=hist or builtin_histogram())
-    else:
-        schedule = load_schedule(file, histogram=hist)
-    if layout:
-        schedule = with_layout(schedule, layout)
+    schedule = read_schedule(file, preset, hist, layout)
     _save(plot_recipe(schedule_frequency(schedule), tau, size=size), out, formats, dpi, as_json)
 
 
 @plot_group.command("scan", short_help="The main figures of a saved histogram (as `freqlab scan --plot`).")
 @hist_argument
-@window_option(callback=_drawable)
-@regime_option
-@click.option("--tokens", type=TOKENS, default=None, help=f"Training budget for f_T {TOKENS_NOTE} [default: 1T].")
+@window_option(multiple=True, default=(2048,), callback=_drawable)
+@regime_option(multiple=True)
+@tokens_option
 @tau_option
-@weights_meta_option
+@weights_option
 @click.option(
     "--out",
     type=click.Path(file_okay=False),
@@ -329,7 +328,7 @@ def recipe_command(file, preset, hist, layout, tau, out, formats, size, dpi, as_
 )
 @format_option("Format(s) (repeat for several).", default=("png",))
 @json_option
-def scan_command(hist, Ls, regimes, tokens, tau, out, formats, as_json):
+def scan_command(hist, Ls, regimes, tokens, tau, weights, out, formats, as_json):
     """The main figures of a saved histogram (what `freqlab scan --plot` writes into OUT/figures), into --out.
 
     \b
@@ -344,8 +343,9 @@ def scan_command(hist, Ls, regimes, tokens, tau, out, formats, as_json):
             "(e.g. figures), or one figure with plot frequency/windows/... --out FILE",
             param_hint="'--out'",
         )
+    tau = tau_or_default(tau)
     budget = training_budget(tokens)
-    h = _histogram(hist, regimes)
+    h = _histogram(hist, regimes, weights)
     _report_written(scan_figures(h, Ls, regimes, out, formats, tokens=budget.tokens, tau=tau), as_json, budget, tau)
 
 
@@ -379,9 +379,9 @@ def string_matrix_command(L, S, W, out, formats, size, dpi, as_json):
     help="Length histogram: adds how often training saw each position.",
 )
 @one_regime_option
-@weights_meta_option
+@weights_option
 @output_options("one-column")
-def string_usage_command(L, S, W, hist, regime, out, formats, size, dpi, as_json):
+def string_usage_command(L, S, W, hist, regime, weights, out, formats, size, dpi, as_json):
     """Positions STRING uses vs RoPE's for a large window, with the training frequency of each.
 
     \b
@@ -393,7 +393,7 @@ def string_usage_command(L, S, W, hist, regime, out, formats, size, dpi, as_json
 
     f = None
     if hist is not None:
-        h = _histogram(hist, regime)
+        h = _histogram(hist, regime, weights)
         f = position_frequency(h.lengths, h.counts, L, regime)
     _save(plot_string_usage(L, S, W, frequency=f, size=size), out, formats, dpi, as_json)
 

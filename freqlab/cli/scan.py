@@ -7,10 +7,21 @@ from pathlib import Path
 
 import click
 
-from freqlab.cli.freq import TOKENS, echo_json, json_option, tau_option, tokens_option, window_option
-from freqlab.cli.options import COUNT, TOKENS_NOTE, megatron_options, megatron_settings
+from freqlab.cli.options import (
+    COUNT,
+    TOKENS,
+    TOKENS_NOTE,
+    echo_json,
+    json_option,
+    megatron_options,
+    megatron_settings,
+    regime_option,
+    tau_option,
+    tau_or_default,
+    tokens_option,
+    window_option,
+)
 from freqlab.errors import FreqlabError, exit_status, interrupt_of
-from freqlab.frequency.regimes import REGIMES
 from freqlab.scan import (
     DEFAULT_BATCH_SIZE,
     DEFAULT_OUT,
@@ -48,9 +59,8 @@ from freqlab.scan.settings import ENGINES, ON_ERROR
               help="Built-in name, tokenizer.json (or its folder), .tiktoken file, .model file (SentencePiece, or "
               "Llama 3's tiktoken tokenizer.model) or Hugging Face model id. Default: built-in.")
 @click.option("--add-special-tokens", is_flag=True, help="Count BOS/EOS and other special tokens too.")
-@window_option()
-@click.option("--regime", "regimes", type=click.Choice(REGIMES), multiple=True, default=DEFAULT_REGIMES,
-              show_default=True, help="Data regime (repeat for several).")
+@window_option(multiple=True, default=(2048,))
+@regime_option(multiple=True, default=DEFAULT_REGIMES)
 @megatron_options("the scanned .idx")
 @tokens_option
 @tau_option
@@ -115,6 +125,7 @@ def scan_command(dataset, config, split, data_files, input_format, text_field, s
       freqlab scan --dataset /data/megatron/corpus_text_document.idx --L 4096   # tokenized: no tokenizer
       freqlab scan --estimate --corpus-tokens 627B --node-cores 64 --sample-rate 0.001
     """
+    tau = tau_or_default(tau)
     if address and engine != "ray":
         raise click.UsageError("--address needs --engine ray")
     if estimate:

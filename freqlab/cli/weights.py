@@ -10,11 +10,9 @@ from collections.abc import Iterable
 
 import click
 
-from freqlab.errors import FreqlabError
+from freqlab.cli.options import WEIGHTS_HELP, weights_option  # noqa: F401  (importable from here as before)
 from freqlab.frequency.budget import Budget
 from freqlab.frequency.mixture import (
-    PRESETS,
-    Mixture,
     MixtureInfo,
     contribution_table,
     describe_table,
@@ -22,44 +20,6 @@ from freqlab.frequency.mixture import (
 )
 from freqlab.frequency.summary import human_count
 from freqlab.histogram import LengthHistogram
-
-WEIGHTS_HELP = (
-    "Train on a weighted mix of the histogram's sources: epochs per source (SOURCE=W%,... for shares of training "
-    f"tokens), a YAML/JSON mixture file, or a published mix ({', '.join(PRESETS)})."
-)
-
-
-def _checked(ctx: click.Context, param, value):
-    """A --weights that is no mix (bad syntax, a missing or malformed file) is a usage error, found before the
-    histogram is read."""
-    if value is not None:
-        try:
-            Mixture.parse(value)
-        except FreqlabError as exc:
-            raise click.BadParameter(str(exc), ctx, param) from None
-    return value
-
-
-weights_option = click.option("--weights", default=None, metavar="SOURCE=W,...|FILE|PRESET", help=WEIGHTS_HELP,
-                              callback=_checked)
-
-
-def _remember(ctx: click.Context, param, value):
-    ctx.meta["freqlab.weights"] = _checked(ctx, param, value)
-    return value
-
-
-#: ``--weights`` for commands that pass it on through :func:`current_weights` instead of a parameter
-weights_meta_option = click.option(
-    "--weights", default=None, metavar="SOURCE=W,...|FILE|PRESET", help=WEIGHTS_HELP, expose_value=False,
-    callback=_remember,
-)
-
-
-def current_weights() -> str | None:
-    """The ``--weights`` of the running command (given through :data:`weights_meta_option`)."""
-    ctx = click.get_current_context(silent=True)
-    return None if ctx is None else ctx.meta.get("freqlab.weights")
 
 
 def read_histogram(
@@ -75,24 +35,11 @@ def read_histogram(
     return weighted_histogram(h, weights, stream=expands_documents(regimes))
 
 
-def record_mix(mix: LengthHistogram, info: MixtureInfo | None, L: int, regime: str, *, seed: int = 0) -> None:
-    """Show the mix as the commands that print it do (:func:`echo_mix`), or with ``--json`` keep it for
-    :func:`mix_json`: planners read their histogram deep inside their options and print their own JSON."""
-    ctx = click.get_current_context()
+def mix_json(mix: LengthHistogram, info: MixtureInfo | None, L: int, regime: str, *, seed: int = 0) -> dict:
+    """``{"mixture": ..., "mix_sources": [...]}`` of a weighted mix for a command's JSON ({} without weights)."""
     if info is None:
-        return
-    if ctx.params.get("as_json"):
-        rows = contribution_table(mix, info, L, regime, seed=seed)
-        ctx.meta["freqlab.mix"] = {"mixture": info.to_dict(), "mix_sources": rows}
-    else:
-        click.echo(histogram_line(ctx.params.get("hist") or "histogram", mix, info))
-        echo_mix(mix, info, L, regime, seed=seed)
-
-
-def mix_json() -> dict:
-    """``{"mixture": ..., "mix_sources": [...]}`` kept by :func:`record_mix` for this command's JSON, or {}."""
-    ctx = click.get_current_context(silent=True)
-    return {} if ctx is None else ctx.meta.get("freqlab.mix", {})
+        return {}
+    return {"mixture": info.to_dict(), "mix_sources": contribution_table(mix, info, L, regime, seed=seed)}
 
 
 def histogram_line(path, h: LengthHistogram, info: MixtureInfo | None) -> str:

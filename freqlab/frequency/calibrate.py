@@ -154,6 +154,15 @@ class Calibration(Displayed):
             lines.append(f"95% bootstrap interval {human_count(self.bootstrap[0])} .. {human_count(self.bootstrap[1])}")
         return lines
 
+    def report(self) -> str:
+        """The terminal report of ``freqlab calibrate``: the table of :meth:`table`, the pooled estimate and its
+        uncertainty (:meth:`summary_lines`), the method."""
+        header, rows = self.table()
+        widths = [max(len(str(c)) for c in col) for col in zip(header, *rows)]
+        lines = ["  ".join(f"{c:<{w}}" if k == 0 else f"{c:>{w}}" for k, (c, w) in enumerate(zip(row, widths)))
+                 for row in (header, *rows)]  # fmt: skip
+        return "\n".join([*lines, *self.summary_lines(), f"method: {self.method}"])
+
     def _display(self) -> Display:
         head, *rest = self.summary_lines()
         return Display("Calibration", head, rest, table=self.table(), details=self.method)

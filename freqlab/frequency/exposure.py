@@ -103,6 +103,25 @@ def longest_document_window(histogram) -> int:
     return longest
 
 
+def tails_report(rows: list[dict], L: int) -> str:
+    """The terminal report of :func:`source_tails`' rows at window ``L`` (``freqlab freq --tails``): one line per
+    source, one column per threshold; with no rows, why (no threshold below L)."""
+    from freqlab.display import percent
+    from freqlab.sizes import position_label
+
+    if not rows:
+        return (f"tails: no threshold below L={L:,} (the smallest is {position_label(DEFAULT_THRESHOLDS[0])}): "
+                "no token of the window has that much context")
+    thresholds = list(rows[0]["tails"])
+    lines = [
+        f"share of tokens with at least N tokens of same-document context (L={rows[0]['L']}, {rows[0]['regime']}):",
+        f"  {'source':<12} {'tokens':>14}  " + "  ".join(f"{t:>7}" for t in thresholds),
+        *(f"  {row['source']:<12} {row['tokens']:>14,}  " + "  ".join(f"{percent(row['tails'][t]):>7}"
+                                                                     for t in thresholds) for row in rows),
+    ]
+    return "\n".join(lines)
+
+
 def source_tails(
     histogram, L: int | None = None, regime: str = "natural", thresholds=DEFAULT_THRESHOLDS
 ) -> list[dict]:

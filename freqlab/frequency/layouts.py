@@ -328,7 +328,26 @@ class LayoutFrequency(Displayed):
         title = f"LayoutFrequency {self.layout.spec}, L = {self.L}, {self.regime}"
         return Display(title, headline, lines, table=table)
 
+    def report(self, *, tokens: float | None = None, tau: float = DEFAULT_TAU) -> str:
+        """The terminal report of ``freqlab freq --layout`` (the numbers of :meth:`to_dict`): per layer kind its
+        layers, mass shares and effective length (NoPE layers: a note)."""
+        data = self.to_dict(tokens=tokens, tau=tau)
+        rotary = f" (rotary on {data['rotary_fraction']:.0%} of each head)" if data["rotary_fraction"] < 1 else ""
+        lines = [f"layout {data['layout']} at L={data['L']}, {data['regime']}{rotary}"]
+        for kind in data["kinds"]:
+            if not kind["rope"]:
+                lines.append(f"  {kind['kind']:<10} {kind['layers']:>3} layers  {kind['note']}")
+                continue
+            lines.append(
+                f"  {kind['kind']:<10} {kind['layers']:>3} layers  {percent(kind['share_at_most_half'])} of mass at "
+                f"i ≤ {kind['half']}, {percent(kind['share_at_least_three_quarters'])} at i ≥ "
+                f"{kind['three_quarters']}; effective length {kind.get('effective_length', '-')}"
+                + (f"  ({kind['note']})" if "note" in kind else "")
+            )
+        return "\n".join(lines)
+
     def to_dict(self, *, tokens: float | None = None, tau: float = DEFAULT_TAU) -> dict:
+        """The layout, window, regime and per layer kind :meth:`KindFrequency.summary`, as JSON."""
         layout = self.layout
         return {"layout": layout.spec, "source": layout.source, "rotary_fraction": layout.rotary_fraction,
                 "L": self.L, "regime": self.regime, "kinds": self.summaries(tokens=tokens, tau=tau)}

@@ -39,7 +39,7 @@ tokens that reached relative positions at or beyond each earlier stage's window.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from fractions import Fraction
 from pathlib import Path
 
@@ -52,7 +52,7 @@ from freqlab.frequency.layouts import GLOBAL, LayerKind, Layout, layout_frequenc
 from freqlab.frequency.pose import position_ids_from_spec
 from freqlab.frequency.position import position_frequency
 from freqlab.frequency.regimes import REGIMES, expands_documents
-from freqlab.frequency.stats import DEFAULT_TAU
+from freqlab.frequency.stats import DEFAULT_TAU, effective_length, share_at_least, share_at_most
 from freqlab.resources import require_memory
 from freqlab.sizes import parse_positions, parse_tokens
 
@@ -90,6 +90,12 @@ class Schedule:
     sources: tuple[str, ...] = ()  # the publications the recipe's numbers come from
     notes: tuple[str, ...] = ()
     provenance: tuple = ()  # (key, "source: ..." | "assumed: ...") for the schedule's own numbers (layout, tau)
+
+    def with_layout(self, layout: str | Layout) -> Schedule:
+        """This schedule with ``layout`` (a spec, a config.json or a :class:`Layout`) given to every stage that
+        names none."""
+        parsed = read_layout(layout)
+        return replace(self, stages=tuple(s if s.layout else replace(s, layout=parsed) for s in self.stages))
 
 
 STAGE_KEYS = frozenset({"name", "L", "tokens", "regime", "histogram", "weights", "layout", "curriculum",
@@ -373,6 +379,120 @@ class ScheduleFrequency:
                                for W in earlier},
                 })  # fmt: skip
         return rows
+
+    def to_dict(self, tau: float | None = None, *, name: str | None = None) -> dict:
+        """The JSON of ``freqlab schedule``: totals, per stage (with per-kind effective lengths alone and after the
+        stage, and the provenance of its numbers), per layer kind, the reach table (:meth:`reach_table`). ``tau``:
+        the threshold (None: the schedule's); ``name``: what the schedule is called (None: its source)."""
+        schedule, total, window = self.schedule, self.total, self.window
+        tau = schedule.tau if tau is None else tau
+        checkpoints = sorted({window // 4, window // 2, (3 * window) // 4, window - 1})
+        kinds = self.kind_names
+        stages = []
+        for k, stage in enumerate(schedule.stages):
+            row = {
+                "name": stage.name,
+                "L": stage.L,
+                "tokens": stage.tokens,
+                "regime": stage.regime,
+                "histogram": str(getattr(stage.histogram, "corpus", None) or stage.histogram),
+                "weights": stage.weights,
+                "layout": stage.layout.spec if stage.layout else "global",
+                "effective_length_alone": effective_length(self.frequencies[k], stage.tokens, tau),
+                "effective_length_after": {kind.name: self.effective_length(tau, kind, stages=k + 1)
+                                           for kind in kinds if kind.rope},
+            }  # fmt: skip
+            for key in ("curriculum", "position_ids", "mixture"):
+                if getattr(stage, key) is not None:
+                    row[key] = getattr(stage, key)
+            if stage.provenance:
+                row["provenance"] = dict(stage.provenance)
+                row["assumed"] = list(stage.assumed)
+            stages.append(row)
+        return {
+            "schedule": str(schedule.source) if name is None else name,
+            "title": schedule.title,
+            "sources": list(schedule.sources),
+            "notes": list(schedule.notes),
+            **({"provenance": dict(schedule.provenance)} if schedule.provenance else {}),
+            "window": window,
+            "tokens": self.tokens,
+            "tau": float(tau),
+            "effective_length": self.effective_length(tau),
+            "share_at_most_half": share_at_most(total, window // 2),
+            "share_at_least_three_quarters": share_at_least(total, (3 * window) // 4),
+            "occurrences": {str(i): float(total[i]) for i in checkpoints},
+            "kinds": [self._kind_dict(kind, tau) for kind in kinds],
+            "stages": stages,
+            "reach": self.reach_table(),
+        }
+
+    def _kind_dict(self, kind: LayerKind, tau: float) -> dict:
+        """One layer kind over the whole schedule: its reach cap, effective length and mass shares (NoPE: a note)."""
+        row = {"kind": kind.name, "rope": kind.rope, "reach_cap": kind.reach(self.window) if kind.size else None}
+        if not kind.rope:
+            return {**row, "note": "no rotary embedding: no position frequency; left out of RoPE plans"}
+        total, window = self.kind_total(kind), self.window
+        return {
+            **row,
+            "effective_length": self.effective_length(tau, kind),
+            "share_at_most_half": share_at_most(total, window // 2),
+            "share_at_least_three_quarters": share_at_least(total, (3 * window) // 4),
+        }
+
+    def report(self, tau: float | None = None, *, name: str | None = None) -> str:
+        """The terminal report of ``freqlab schedule`` (the numbers of :meth:`to_dict`): per stage its effective
+        length alone and after it, the totals per layer kind, F at a few positions, the reach table, the notes."""
+        from freqlab.display import percent
+        from freqlab.sizes import human_count
+
+        data = self.to_dict(tau, name=name)
+        tau, window = data["tau"], data["window"]
+        lines = [data["title"]] if data["title"] else []
+        lines += [f"  source: {source}" for source in data["sources"]]
+        corpus = self.schedule.histogram
+        if corpus is not None and not isinstance(corpus, str | Path):  # a LengthHistogram given as it is
+            from freqlab.corpus.builtin import BUILTIN_NAME
+
+            label = f"built-in corpus {corpus.corpus}" if corpus.corpus == BUILTIN_NAME else corpus.corpus or "-"
+            lines.append(f"histogram: {label} ({corpus.documents:,} documents, {corpus.tokens:,} tokens, "
+                         f"tokenizer {corpus.tokenizer or '-'})")
+        lines += [
+            f"{data['schedule']}: {len(data['stages'])} stages, {human_count(data['tokens'])} tokens, "
+            f"longest window {window}",
+            f"budget     T = the stages' tokens (the schedule's); tau = {human_count(tau)}",
+        ]
+        for stage in data["stages"]:
+            assumed = f"  [assumed: {', '.join(stage['assumed'])}]" if stage.get("assumed") else ""
+            after = ", ".join(f"{k} {v}" for k, v in stage["effective_length_after"].items())
+            lines.append(
+                f"  {stage['name']:<16} L={stage['L']:<7} {human_count(stage['tokens']):>7} tokens  "
+                f"{stage['regime']:<8}  effective length alone: {stage['effective_length_alone']}; after it: {after}"
+                + (f"  (weights {stage['weights']})" if stage["weights"] else "") + assumed
+            )
+        lines.append(
+            f"all stages: effective length {data['effective_length']} at τ = {human_count(tau)}; "
+            f"{percent(data['share_at_most_half'])} of position mass at i ≤ {window // 2}, "
+            f"{percent(data['share_at_least_three_quarters'])} at i ≥ {(3 * window) // 4}"
+        )
+        for kind in data["kinds"]:
+            if not kind["rope"]:
+                lines.append(f"  layers {kind['kind']}: {kind['note']}")
+            elif kind["reach_cap"] is not None:
+                lines.append(f"  layers {kind['kind']}: effective length {kind['effective_length']} "
+                             f"(reach capped at {kind['reach_cap']} by construction)")
+            elif len(data["kinds"]) > 1:
+                lines.append(f"  layers {kind['kind']}: effective length {kind['effective_length']}")
+        lines += [f"  F({i}) = {human_count(value)}" for i, value in data["occurrences"].items()]
+        rows = [row for row in data["reach"] if row["beyond"]]
+        if rows:
+            lines.append("share of all training tokens that reached each earlier stage's window (context >= W):")
+            for row in rows:
+                shares = ", ".join(f"W={w}: {100 * v:.3g}%" if v is not None else
+                                   f"W={w}: n/a (PoSE: position ids skip)" for w, v in row["beyond"].items())
+                lines.append(f"  {row['stage']:<16} {row['kind']:<10} {shares}")
+        lines += [f"note: {note}" for note in data["notes"]]
+        return "\n".join(lines)
 
 
 def stage_frequency(stage: Stage, h, *, seed: int = 0) -> tuple[np.ndarray, dict]:

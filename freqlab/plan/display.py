@@ -37,6 +37,11 @@ def _notes(notes) -> list[tuple[str, str]]:
     return [("note", note) for note in notes]
 
 
+def block(title: str, lines) -> list[str]:
+    """A titled block of the terminal reports: a blank line, ``title``, then each line indented by two spaces."""
+    return ["", title, *(f"  {line}" for line in lines)]
+
+
 def well_trained_rows(wt) -> list[tuple[str, str]]:
     """Rows of a :class:`~freqlab.plan.well_trained.WellTrained`: N*, its rule and what it came from."""
     rows = [("well-trained range N*", f"{wt.N} (rule: {wt.rule})")]

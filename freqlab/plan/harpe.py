@@ -322,12 +322,49 @@ class HarpePlan(Displayed):
     def sorted_bases(self) -> list[float]:
         return sorted(self.bases)
 
-    def to_dict(self) -> dict:
+    def report(self, order: str = "selection") -> str:
+        """The terminal report of ``freqlab plan harpe``: how the bases were searched, the grid, one row per head
+        (``order``: "selection", b_min first, or "ascending" like Table 2), the stave score and a Python list."""
+        bases = self.sorted_bases() if order == "ascending" else self.bases
+        title = {"peak-valley": "peak-valley search (Algorithm 1)", "uniform": "uniform (Eq. 9)"}[self.strategy]
+        lines = [f"HARPE per-head RoPE bases: {title}, {self.n_heads} heads, d = {self.head_dim}"]
+        if self.strategy == "peak-valley":
+            d = self.detector
+            kept = "all kept" if d["count"] is None else f"the {d['count']} highest kept"
+            lines += [
+                f"  candidates: b_min + i·s, i = 1..{self.candidates} "
+                f"(b_min = {_fmt(self.b_min)}, b_max = {_fmt(self.b_max)}, s = {_fmt(self.stride)})",
+                f"  peaks/valleys: strict local extrema dominating ± {d['separation']} grid points ({kept})",
+            ]
+        else:
+            lines.append(f"  b_h = b_min + h·(b_max − b_min)/(N − 1), b_min = {_fmt(self.b_min)}, "
+                         f"b_max = {_fmt(self.b_max)}")
+        g = self.grid
+        lines += [
+            f"  grid: m = {g.start}..{g.stop} step {g.step} ({g.size} points); {self.grid_reason}",
+            f"  time: {self.seconds:.2f} s; head order: {order}",
+            "",
+            f"  {'head':>4}  {'base':>14}  {'millions':>8}",
+            *(f"  {h:>4}  {_fmt(b):>14}  {b / 1e6:>8.3f}" for h, b in enumerate(bases)),
+            "",
+            f"  shortest stave min_m max_h w = {self.score.shortest:.3f}; mean_m max_h w = {self.score.mean:.3f}",
+            "",
+            "Python:",
+            python_list(bases),
+        ]
+        return "\n".join(lines)
+
+    def to_dict(self, order: str | None = None) -> dict:
+        """The plan as JSON; with ``order`` ("selection" or "ascending"), ``bases`` and ``python`` in that order
+        and the order named."""
         out = asdict(self)
-        out["bases"] = [plain_number(b) for b in self.bases]
+        bases = self.sorted_bases() if order == "ascending" else self.bases
+        out["bases"] = [plain_number(b) for b in bases]
         out["grid"] = self.grid.to_dict()
         out["score"] = asdict(self.score)
-        out["python"] = python_list(self.bases)
+        out["python"] = python_list(bases)
+        if order is not None:
+            out["order"] = order
         return out
 
     def _display(self) -> Display:
@@ -683,6 +720,48 @@ class ComparedSet:
     score: StaveScore
     common_with_table2: int
 
+    def to_dict(self) -> dict:
+        """The set as JSON: its bases, stave scores and the values it shares with Table 2 (0.01M resolution)."""
+        return {
+            "name": self.name,
+            "bases": [plain_number(b) for b in self.bases],
+            "shortest_stave": self.score.shortest,
+            "mean_max": self.score.mean,
+            "common_with_table2": self.common_with_table2,
+            "common_values": [plain_number(b) for b in common_values(self.bases, table2_bases())],
+        }
+
+
+#: Why :func:`compare_sets` shows Table 2 as published data.
+TABLE2_NOTE = (
+    "HARPE's Table 2 cannot be reproduced from public information: the paper defines neither the distance "
+    "range nor how peaks and valleys are detected. It is shown as published reference data."
+)
+
+
+def comparison_report(plan: HarpePlan, compared: list[ComparedSet]) -> str:
+    """The terminal report of ``freqlab plan harpe --compare``: each set's stave score on the plan's grid and
+    its overlap with Table 2, and the overlap a random set has on average."""
+    table = table2_bases()
+    g = plan.grid
+    lines = [
+        f"Comparison on the same grid (m = {g.start}..{g.stop} step {g.step}, d = {plan.head_dim}):",
+        f"  {'set':<26} {'shortest':>9} {'mean':>7}  {'in Table 2 (0.01M)':>18}",
+        *(f"  {c.name:<26} {c.score.shortest:>9.3f} {c.score.mean:>7.3f}  {c.common_with_table2:>12}/{len(c.bases)}"
+          for c in compared),
+        "",
+        TABLE2_NOTE,
+    ]
+    if plan.strategy == "peak-valley":
+        common = common_values(plan.bases, table)
+        lines.append(f"freqlab's set shares {len(common)} of {len(table)} values with Table 2 at 0.01M resolution: "
+                     + ", ".join(f"{b / 1e6:.2f}" for b in common))
+    stride = plan.stride if plan.stride is not None else PAPER_STRIDE
+    expected = expected_random_overlap(plan.n_heads, plan.b_min, plan.b_max, stride, table)
+    lines.append(f"For scale: a random set of {plan.n_heads} distinct bases from the same grid (stride {_fmt(stride)}) "
+                 f"shares {expected:.1f} values with Table 2 on average.")
+    return "\n".join(lines)
+
 
 def compare_sets(plan: HarpePlan, *, random_count: int = 3, seed: int = 0) -> list[ComparedSet]:
     """Score freqlab's searched bases against the uniform set, Table 2 and random sets.
@@ -738,6 +817,53 @@ def compare_sets(plan: HarpePlan, *, random_count: int = 3, seed: int = 0) -> li
         ComparedSet(name, list(bases), stave_score(bases, plan.grid, plan.head_dim), len(common_values(bases, table)))
         for name, bases in sets
     ]
+
+
+@dataclass(frozen=True)
+class BucketsSearch:
+    """A run of :func:`attention_buckets_search` with what it searched: ``bases`` found among ``candidates`` on
+    ``grid`` (``n_bases`` asked for), beside the list Attention Buckets publishes (:data:`BUCKETS_PUBLISHED`)."""
+
+    bases: list
+    n_bases: int
+    candidates: list
+    grid: DistanceGrid
+    head_dim: int
+
+    @property
+    def common(self) -> list:
+        """The bases also in the published list, ascending."""
+        return sorted(set(self.bases) & set(BUCKETS_PUBLISHED))
+
+    def report(self) -> str:
+        """The terminal report: the search's settings, its result, the published list and what they share."""
+        g, published = self.grid, list(BUCKETS_PUBLISHED)
+        return "\n".join([
+            f"Attention Buckets search: {self.n_bases} bases, d = {self.head_dim}, m = {g.start}..{g.stop} step "
+            f"{g.step}, candidates {_fmt(min(self.candidates))}..{_fmt(max(self.candidates))} "
+            f"({len(self.candidates)}), seed {list(BUCKETS_SEED)}",
+            f"  result:    {python_list(self.bases)}",
+            f"  published: {python_list(published)}",
+            f"  in common: {len(self.common)} of {len(published)} ({python_list(self.common)})",
+        ])  # fmt: skip
+
+    def to_dict(self) -> dict:
+        """The search as JSON."""
+        return {
+            "strategy": "attention-buckets",
+            "bases": self.bases,
+            "python": python_list(self.bases),
+            "seed": list(BUCKETS_SEED),
+            "grid": self.grid.to_dict(),
+            "candidates": [plain_number(c) for c in self.candidates],
+            "published": list(BUCKETS_PUBLISHED),
+            "common_with_published": self.common,
+        }
+
+
+def _fmt(base: float) -> str:
+    value = plain_number(base)
+    return f"{value:,}" if isinstance(value, int) else f"{value:,.3f}"
 
 
 def python_list(bases) -> str:

@@ -243,6 +243,16 @@ class RopeScalingPlan(Displayed):
             "vllm": self.vllm_command,
         }
 
+    def report(self) -> str:
+        """The terminal report of one scaling type in ``freqlab plan rope``: the reasoning, the config blocks
+        labelled by transformers version, and the vLLM command."""
+        lines = [f"== {self.rope_type} (factor {self.factor:g}) ==", self.reasoning]
+        lines += [f"note: {note}" for note in self.notes]
+        for b in self.blocks:
+            lines += shown.block(f"{b.label}:", [json.dumps(b.config)])
+        lines += shown.block("vLLM:", [self.vllm_command, f"note: {VLLM_MAX_MODEL_LEN}"])
+        return "\n".join(lines)
+
     def _display(self) -> Display:
         return shown.rope_display(self)
 

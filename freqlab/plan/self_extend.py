@@ -138,6 +138,19 @@ class SelfExtendCheck(Displayed):
     def to_dict(self) -> dict:
         return json_fields(self)
 
+    def report(self) -> str:
+        """The terminal report of a given (G, w_n): Eq. 8's max length and, for a target N, the largest position
+        used and the rule of thumb against N*."""
+        lines = [f"Given G = {self.G}, w_n = {self.w_n}:",
+                 f"  max length (L - w_n + w_n // G)·G = {self.max_length} (Eq. 8: {self.eq8_length})"]
+        if self.N is not None:
+            fits = "< L" if self.fits else ">= L: out of distribution"
+            lines.append(f"  largest position used at N = {self.N}: {self.largest_position} ({fits})")
+            verdict = "" if self.N_star is None else f" ({'<=' if self.well_trained else '>'} N* = {self.N_star})"
+            lines.append(f"  w_n + (N - w_n)/G = {self.rule_of_thumb:.0f}{verdict}")
+        lines += [f"  note: {note}" for note in self.notes]
+        return "\n".join(lines)
+
     def _display(self) -> Display:
         return shown.self_extend_check_display(self)
 
@@ -261,6 +274,29 @@ class SelfExtendPlan(WellTrainedBasis, Displayed):
             llama_cpp_command=self.llama_cpp_command,
             paper_setting=None if paper is None else paper.to_dict(),
         )
+
+    def report(self) -> str:
+        """The terminal report of ``freqlab plan self-extend``: G and w_n, N*, the maintainers' guesses, the paper's
+        setting evaluated here, the reasoning and the Hugging Face and llama.cpp settings."""
+        guesses = "; ".join(f"N* = {n}: " + (f"G = {g}, w_n = {w}" if g else "no setting") for n, g, w in self.guesses)
+        lines = [
+            f"Self-Extend for L = {self.L} -> N = {self.N}: G = {self.G}, w_n = {self.w_n} "
+            "(smallest G with w_n + (N - w_n)/G <= N*)",
+            f"  well-trained range N* = {self.N_star} (rule: {self.rule}); max length {self.check.max_length}",
+            f"  maintainers' guess N* = 1/2..2/3 L: {guesses}",
+        ]
+        paper = self.paper_setting
+        if paper is not None:
+            verdict = "<=" if paper.well_trained else ">"
+            lines.append(
+                f"  paper's setting (Sec. 4.1, Table 1, Llama-2 4K -> 16K): G = {paper.G}, w_n = {paper.w_n}; "
+                f"max length {paper.max_length} here (Eq. 8), w_n + (N - w_n)/G = {paper.rule_of_thumb:.0f} "
+                f"{verdict} N* = {paper.N_star}"
+            )
+        lines += ["", self.reasoning, *(f"note: {note}" for note in self.notes)]
+        lines += shown.block("Hugging Face (official LongLM code):", [self.hf_call])
+        lines += shown.block("llama.cpp:", [self.llama_cpp_command, f"note: {LLAMA_CPP_NOTE}"])
+        return "\n".join(lines)
 
     def _display(self) -> Display:
         return shown.self_extend_display(self)

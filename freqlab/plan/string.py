@@ -192,6 +192,16 @@ class StringUsage(Displayed):
             "trained": None if self.trained is None else self.trained.tolist(),
         }
 
+    def write_parquet(self, path) -> None:
+        """Write the usage table (:data:`freqlab.formats.USAGE`: position, pairs_before, pairs_after and, with a
+        frequency, trained) to a Parquet file, as ``freqlab plan string --usage-out`` does."""
+        import polars as pl
+
+        columns = {"position": self.positions, "pairs_before": self.pairs_before, "pairs_after": self.pairs_after}
+        if self.trained is not None:
+            columns["trained"] = self.trained
+        pl.DataFrame(columns).write_parquet(path)
+
     def _display(self) -> Display:
         return shown.usage_display(self)
 
@@ -316,6 +326,40 @@ class StringPlan(WellTrainedBasis, Displayed):
             within_well_trained=self.within_well_trained, hf_patch=self.hf_patch, vllm_config=self.vllm_config,
             extension=None if self.extension is None else self.extension.to_dict(),
         )  # fmt: skip
+
+    def report(self) -> str:
+        """The terminal report of ``freqlab plan string``: S, W and N*, the positions STRING overwrites and never
+        uses, the reasoning, and the paste-ready blocks (with ``extend_to``: STRING + YaRN beyond L)."""
+        verb = "evaluated" if self.S_given else "recommended"
+        lines = [
+            f"STRING for L = {self.L}: S = {self.S} (S/L = {self.ratio:.3f}, {verb}), W = {self.W}",
+            f"  well-trained range N* = {self.N_star} (rule: {self.rule})",
+        ]
+        if self.S_rule is not None and (self.S_given or not self.within_range):
+            lines.append(f"  frequency rule alone: S = {self.S_rule}; paper's range [L/3, L/2] (Sec. 4.1) = "
+                         f"{list(self.S_range)}")
+        within = "within" if self.within_well_trained else "beyond"
+        L, S, W = self.L, self.S, self.W
+        lines += [
+            f"  largest position used max(S, L - S + W) - 1 = {self.largest_position} ({within} N* - 1 = "
+            f"{self.N_star - 1})",
+            f"  overwritten positions i >= L - S = {L - S}: {self.overwritten_share:.2%} of position mass",
+            f"  never-used positions i >= L - S + W = {L - S + W}: {self.unused_share:.2%} of position mass "
+            "(as `plot string-usage` shades)",
+            "",
+            self.reasoning,
+            *(f"note: {note}" for note in self.notes),
+            *shown.block("Hugging Face (official STRING patch):", [self.hf_patch]),
+            *shown.block("vLLM config:", [self.vllm_block]),
+        ]
+        e = self.extension
+        if e is not None:
+            lines += shown.block(f"Beyond L: STRING at N = {e.N} (rule of {STRING_YARN_SOURCE}):", [e.hf_patch])
+            if e.yarn is not None:
+                for b in e.yarn.blocks:
+                    lines += shown.block(f"YaRN, factor {e.factor:.6g}, {b.label}:", [json.dumps(b.config)])
+                lines += [f"note: {note}" for note in e.yarn.notes]
+        return "\n".join(lines)
 
     def _display(self) -> Display:
         return shown.string_display(self)

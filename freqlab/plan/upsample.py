@@ -53,6 +53,7 @@ from freqlab.display import Display, Displayed
 from freqlab.errors import FreqlabError
 from freqlab.frequency import DEFAULT_TAU, position_frequency
 from freqlab.frequency.schedule import Schedule, ScheduleFrequency, Stage, stage_histogram
+from freqlab.frequency.summary import human_count
 from freqlab.histogram import LengthHistogram
 from freqlab.plan import display as shown
 from freqlab.plan.well_trained import as_histogram, as_schedule_frequency, check_window, json_fields
@@ -157,8 +158,50 @@ class UpsamplePlan(Displayed):
             g["lengths"] += 1
         return list(groups.values())
 
+    def report(self) -> str:
+        """The terminal report of ``freqlab plan upsample`` (the same numbers as :meth:`to_dict`): the ceiling, the
+        alternatives side by side, the documents to add, the verdict."""
+        p = self
+        lines = [
+            f"Upsampling for E = {p.E} (L = {p.L}, regime {p.regime}, T = {p.tokens:,} tokens, "
+            f"tau = {human_count(p.tau)}; added to {p.added_to}):",
+            f"  now f_T(E) = {human_count(p.current_occurrences)}: a = {p.per_token_corpus:.4g} per token, predicted "
+            f"effective length {p.current_effective_length}",
+            f"  no mix and no packing reaches tau with fewer than {human_count(p.lower_bound_tokens)} tokens in all: "
+            f"a token adds at most (L-E)/L = {p.ceiling:.4g} occurrences of E"
+            + (f", {p.ceiling / p.per_token_corpus:.2f}x a" if p.per_token_corpus else ""),
+            "",
+            f"  {'to reach f_T(E) >= tau':<62}  {'tokens':>8}  {'extra':>8}  {'training':>9}",
+        ]
+        for o in p.options:
+            lines.append(
+                f"  {o.way:<62}  {human_count(o.total_tokens):>8}  {_signed(o.extra_tokens):>8}  {o.longer:>+9.1%}"
+            )
+        groups = p.by_source()
+        if groups:
+            cap = f"up to {p.max_upweight:g}x its share of T" if p.max_upweight is not None else "without a cap"
+            lines += ["", f"  documents to add (most occurrences of E per token first, each length {cap}):"]
+            width = max(len(str(g["source"] or "-")) for g in groups)
+            for g in groups:
+                plural = "s" if g["lengths"] > 1 else ""
+                lengths = f"{g['shortest']:,}..{g['longest']:,} tokens ({g['lengths']} length{plural})"
+                lines.append(
+                    f"    {g['source'] or '-':<{width}}  {g['documents']:>14,} documents  "
+                    f"{human_count(g['tokens']):>7} tokens  {lengths}"
+                )
+            ratio = f" ({p.per_token_long / p.per_token_corpus:.2f}x a)" if p.per_token_corpus else ""
+            lines.append(f"    b = {p.per_token_long:.4g} occurrences of E per added token{ratio}")
+        if p.corpus_tokens_added:
+            lines.append(f"    and {p.corpus_tokens_added:,} more corpus tokens")
+        lines += ["", p.verdict, "", p.reasoning, *(f"note: {note}" for note in p.notes)]
+        return "\n".join(lines)
+
     def _display(self) -> Display:
         return shown.upsample_display(self)
+
+
+def _signed(n: int) -> str:
+    return ("+" if n >= 0 else "-") + human_count(abs(n))
 
 
 def plan_upsample(
