@@ -387,6 +387,33 @@ class LengthHistogram(Displayed):
         regimes = [regimes] if isinstance(regimes, str) else regimes
         return pl.concat([self.frequency(L, regime, seed=seed, megatron=megatron).to_frame() for regime in regimes])
 
+    def report(self, L: int = 2048, *, corpus: LengthHistogram | None = None) -> str:
+        """The table ``freqlab stats`` prints: corpus, tokenizer, documents, tokens, mean, median and percentiles
+        (nearest rank: the ceil(q·n)-th smallest length), max, the share of tokens in documents longer than ``L``,
+        and per source its documents and tokens. ``corpus``: the histogram a weighted mix was made from, whose
+        counts are shown (the lengths are this mix's)."""
+        summary, counts = self.summary(L), (self if corpus is None else corpus).summary(L)
+        rows = [
+            ("corpus", counts["corpus"] or "-"),
+            ("tokenizer", counts["tokenizer"] or "-"),
+            ("documents read", f"{counts['documents_read']:,}"),
+            ("documents with tokens", f"{counts['documents']:,}"),
+            ("empty documents", f"{counts['empty_documents']:,}"),
+            ("skipped", ", ".join(f"{k}: {v:,}" for k, v in counts["skipped"].items()) or "0"),
+            ("tokens", f"{counts['tokens']:,}"),
+            *([("lengths below", "of the mix the weights make")] if corpus is not None else []),
+            ("mean length", f"{summary['mean']:,.1f}"),
+            ("median length", f"{summary['median']:,}"),
+            ("p10 / p90 / p99", " / ".join(f"{summary['percentiles'][p]:,}" for p in ("p10", "p90", "p99"))),
+            ("quantiles", "nearest rank (the ceil(q·n)-th smallest length)"),
+            ("max length", f"{summary['max']:,}"),
+            (f"tokens in documents > {L}", percent(summary["share_tokens_longer_than_L"])),
+        ]
+        for name, info in counts.get("sources", {}).items():
+            rows.append((f"source {name}", f"{info['documents']:,} documents, {info['tokens']:,} tokens"))
+        width = max(len(name) for name, _ in rows)
+        return "\n".join(f"{name:<{width}}  {value}" for name, value in rows)
+
     def write_frequencies(
         self, path: str | Path, Ls: Sequence[int], regimes: Sequence[str], *, seed: int = 0, megatron=None,
         corpus: LengthHistogram | None = None, mixture: dict | None = None,

@@ -25,7 +25,6 @@ from freqlab.cli.options import (  # noqa: F401  (echo_json, json_option, tokens
     window_option,
 )
 from freqlab.cli.weights import budget_line, echo_mix, histogram_line, read_histogram
-from freqlab.display import percent
 from freqlab.errors import FreqlabError
 from freqlab.formats import FREQUENCY_FORMAT, FREQUENCY_VERSION, METADATA_KEY  # noqa: F401  (import compatibility)
 from freqlab.frequency.budget import training_budget
@@ -215,27 +214,7 @@ def stats_command(hist, L, regimes, tokens, tau, weights, as_json):
             extra = {**extra, "budget": budget.to_dict(), "windows": windows}
         echo_json({**summary, **corpus, **extra, "string_sec3": probe})
         return
-    rows = [
-        ("corpus", counts["corpus"] or "-"),
-        ("tokenizer", counts["tokenizer"] or "-"),
-        ("documents read", f"{counts['documents_read']:,}"),
-        ("documents with tokens", f"{counts['documents']:,}"),
-        ("empty documents", f"{counts['empty_documents']:,}"),
-        ("skipped", ", ".join(f"{k}: {v:,}" for k, v in counts["skipped"].items()) or "0"),
-        ("tokens", f"{counts['tokens']:,}"),
-        *([("lengths below", "of the mix the weights make")] if mix else []),
-        ("mean length", f"{summary['mean']:,.1f}"),
-        ("median length", f"{summary['median']:,}"),
-        ("p10 / p90 / p99", " / ".join(f"{summary['percentiles'][p]:,}" for p in ("p10", "p90", "p99"))),
-        ("quantiles", "nearest rank (the ceil(q·n)-th smallest length)"),
-        ("max length", f"{summary['max']:,}"),
-        (f"tokens in documents > {L}", percent(summary['share_tokens_longer_than_L'])),
-    ]
-    for name, info in counts.get("sources", {}).items():
-        rows.append((f"source {name}", f"{info['documents']:,} documents, {info['tokens']:,} tokens"))
-    width = max(len(name) for name, _ in rows)
-    for name, value in rows:
-        click.echo(f"{name:<{width}}  {value}")
+    click.echo(h.report(L, corpus=None if mix is None else mix.corpus))
     echo_mix(h, mix, L, "natural")
     if windows is not None:
         click.echo("")

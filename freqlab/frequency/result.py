@@ -24,7 +24,7 @@ from freqlab.frequency import stats
 from freqlab.frequency.position import segment_frequency
 from freqlab.frequency.regimes import Segments, segments
 from freqlab.frequency.stats import DEFAULT_TAU
-from freqlab.frequency.summary import regime_row
+from freqlab.frequency.summary import describe, regime_row
 from freqlab.sizes import position_label
 
 if TYPE_CHECKING:  # type-only: importing it here would load polars with freqlab.frequency
@@ -148,6 +148,15 @@ class PositionFrequency(Displayed):
         """:func:`~freqlab.frequency.summary.frequency_summary` with the regime, segments and dropped tokens:
         one row of ``freqlab freq --json`` and of a scan's ``summary.json``. JSON-serialisable."""
         return regime_row(self.regime, self.f, self.segments, self.dropped_tokens, self.approximation, tokens, tau)
+
+    def to_dict(self, tokens: float | None = None, tau: float = DEFAULT_TAU) -> dict:
+        """What ``freqlab freq --json`` prints per window and regime: :meth:`summary`."""
+        return self.summary(tokens, tau)
+
+    def report(self, tokens: float | None = None, tau: float = DEFAULT_TAU) -> str:
+        """What ``freqlab freq`` prints per window and regime: the mass shares, the predicted effective length at
+        ``tokens``, the budget that makes f_T(L/2) reach ``tau`` (:func:`~freqlab.frequency.summary.describe`)."""
+        return describe(self.summary(tokens, tau), detail=True)
 
     def to_frame(self):
         """A polars DataFrame with columns ``position``, ``regime``, ``f``."""

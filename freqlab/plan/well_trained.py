@@ -76,7 +76,12 @@ class WellTrained(Displayed):
     mass: float | None = None
 
     def to_dict(self) -> dict:
+        """N* (as ``N_star``), its rule, the explanation and what it came from, as JSON (without the curve)."""
         return {"N_star": self.N, **json_fields(self, skip=("N", "frequency"))}
+
+    def report(self) -> str:
+        """N* and its rule, then how it was derived."""
+        return f"well-trained range N* = {self.N} (rule: {self.rule})\n  {self.explanation}"
 
     def _display(self) -> Display:
         from freqlab.plan.display import well_trained_display  # it imports nothing from here; plan/__init__ does
