@@ -217,15 +217,17 @@ def echo_json(data) -> None:
     click.echo(json.dumps(data, indent=2, ensure_ascii=False))
 
 
-def window_option(*, multiple: bool = False, default=None, callback=None, help: str | None = None):
+def window_option(*, multiple: bool = False, default=None, callback=None, help: str | None = None,
+                  type: Size = POSITIONS, required: bool = False):
     """``--L``, the training window. ``multiple``: repeatable, under ``Ls`` (commands that compare windows side by
     side), else one window under ``L`` (a plan or a figure of one window); ``help`` replaces the default help
-    where the command's default needs saying (e.g. ``[default: the schedule's longest]``)."""
+    where the command's default needs saying (e.g. ``[default: the schedule's longest]``); ``type``: narrower
+    bounds (a drawn position matrix: a small window)."""
     if multiple:
         text = help or f"Training window, e.g. 2048 or 2K {POSITIONS_NOTE}; repeat for several."
-        return click.option("--L", "Ls", type=POSITIONS, multiple=True, default=default, show_default=True,
+        return click.option("--L", "Ls", type=type, multiple=True, default=default, show_default=True,
                             callback=callback, help=text)
-    return click.option("--L", "L", type=POSITIONS, default=default, show_default=default is not None,
+    return click.option("--L", "L", type=type, default=default, show_default=default is not None, required=required,
                         callback=callback, help=help or f"Training window {POSITIONS_NOTE}.")
 
 

@@ -16,6 +16,7 @@ from freqlab.cli.options import (
     json_option,
     renamed_option,
     weights_option,
+    window_option,
 )
 from freqlab.cli.plan_harpe import harpe_command
 from freqlab.cli.plan_inputs import (  # noqa: F401  (the shared options, importable from here as before)
@@ -273,7 +274,7 @@ def rope_command(
 
 
 @plan.command("upsample")
-@click.option("--L", "L", type=POSITIONS, default=None, help="Training window L [--schedule: its longest].")
+@window_option(help="Training window L [--schedule: its longest].")
 @renamed_option(
     "--effective-length", "--target-length", "E", type=POSITIONS, required=True,
     help=f"Effective length E to reach (< L) {POSITIONS_NOTE}.",

@@ -31,8 +31,8 @@ from freqlab.cli.weights import budget_line, read_histogram
 from freqlab.errors import FreqlabError
 from freqlab.frequency.budget import training_budget
 from freqlab.frequency.exposure import TAIL_REGIMES
-from freqlab.frequency.stats import DEFAULT_TAU
 from freqlab.resources import doing, require_memory
+from freqlab.sizes import DEFAULT_TAU
 
 # the export formats of freqlab.plots.style.save_figure (not imported here: it imports matplotlib)
 FORMATS = ("png", "pdf", "svg")
@@ -350,7 +350,7 @@ def scan_command(hist, Ls, regimes, tokens, tau, weights, out, formats, as_json)
 
 
 @plot_group.command("string-matrix", short_help="STRING position matrices for a small window (Fig. 5).")
-@click.option("--L", "L", type=POSITIONS.within(2, 64), default=9, show_default=True, help="Window (small).")
+@window_option(type=POSITIONS.within(2, 64), default=9, help="Window (small).")
 @click.option("--S", "S", type=POSITIONS, default=3, show_default=True, help="Shift offset S.")
 @click.option("--W", "W", type=POSITIONS.within(0), default=1, show_default=True, help="Local window W.")
 @output_options("two-column")
@@ -367,8 +367,7 @@ def string_matrix_command(L, S, W, out, formats, size, dpi, as_json):
 
 
 @plot_group.command("string-usage", short_help="Positions STRING uses vs RoPE's, with their training frequency.")
-@click.option("--L", "L", type=POSITIONS.within(2), required=True, callback=_drawable,
-              help=f"Training window {POSITIONS_NOTE}.")
+@window_option(type=POSITIONS.within(2), required=True, callback=_drawable)
 @click.option("--S", "S", type=POSITIONS, required=True, help="Shift offset S.")
 @click.option("--W", "W", type=POSITIONS.within(0), default=128, show_default=True, help="Local window W.")
 @click.option(

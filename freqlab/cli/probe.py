@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import click
 
-from freqlab.cli.options import COUNT, POSITIONS, POSITIONS_NOTE
+from freqlab.cli.options import COUNT, POSITIONS, POSITIONS_NOTE, echo_json, json_option
 
 
 def _pair(value: str | None, names: str) -> tuple[int, int] | None:
@@ -97,7 +97,7 @@ def _depths(text: str) -> list[float]:
 @click.option("--device", default=None, help="torch device [default: cuda if available, else cpu].")
 @click.option("--seed", type=int, default=0, show_default=True, help="Needle numbers (the same for every setting).")
 @click.option("--figure", type=click.Path(dir_okay=False), default=None, help="Write the heat map (png, pdf or svg).")
-@click.option("--json", "as_json", is_flag=True, help="Print machine-readable JSON.")
+@json_option
 def probe_command(model_dir, lengths, max_length, steps, depths, trials, needles, need, threshold, string_plan,
                   self_extend_plan, no_baseline, batch_size, dtype, device, seed, figure, as_json):
     """Measure MODEL's effective length by needle retrieval, the way STRING (An et al., ICLR 2025) Sec. 3 does.
@@ -113,7 +113,6 @@ def probe_command(model_dir, lengths, max_length, steps, depths, trials, needles
       freqlab probe ./my-model --string 1408,128 --figure probe.png --json
     """
     from freqlab.apply import probe as p
-    from freqlab.cli.freq import echo_json
 
     plans = [("STRING", _pair(string_plan, "S,W")), ("Self-Extend", _pair(self_extend_plan, "G,w_n"))]
     plans = [(name, values) for name, values in plans if values is not None]
