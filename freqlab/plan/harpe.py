@@ -331,9 +331,10 @@ class HarpePlan(Displayed):
         if self.strategy == "peak-valley":
             d = self.detector
             kept = "all kept" if d["count"] is None else f"the {d['count']} highest kept"
+            stride = "-" if self.stride is None else _fmt(self.stride)
             lines += [
                 f"  candidates: b_min + i·s, i = 1..{self.candidates} "
-                f"(b_min = {_fmt(self.b_min)}, b_max = {_fmt(self.b_max)}, s = {_fmt(self.stride)})",
+                f"(b_min = {_fmt(self.b_min)}, b_max = {_fmt(self.b_max)}, s = {stride})",
                 f"  peaks/valleys: strict local extrema dominating ± {d['separation']} grid points ({kept})",
             ]
         else:

@@ -82,6 +82,10 @@ def _harpe(d):
     return harpe.uniform_plan(5, 1e6, 5e6)
 
 
+def _peak_valley(d):
+    return harpe.peak_valley_search(4, 10_000, 40_000, 5_000, target=4096)
+
+
 def _schedule(d):
     return schedule_frequency(load_schedule(d / "s.yaml"))
 
@@ -99,6 +103,8 @@ CASES = [
                        "--effective-length", "3K"], _upsample, budget(10**11) + "\n", "",
      {"budget": training_budget(10**11).to_dict()}),
     ("plan harpe", ["plan", "harpe", "--strategy", "uniform", "--heads", "5"], _harpe, "", "", None),
+    ("plan harpe peak-valley", ["plan", "harpe", "--heads", "4", "--b-min", "10000", "--b-max", "40000", "--stride",
+                                "5000", "--extend-to", "4K"], _peak_valley, "", "", None),
     ("schedule", ["schedule", "{d}/s.yaml"], _schedule, "", "", {}),
 ]
 
