@@ -182,7 +182,7 @@ def scan_command(dataset, config, split, data_files, input_format, text_field, s
 def show(result: ScanResult, as_json: bool) -> None:
     """Print a scan result: the report table, or the summary as JSON."""
     if as_json:
-        echo_json(result.summary)
+        echo_json(result.to_dict())
     else:
         click.echo(result.report())
 

@@ -77,6 +77,10 @@ class ScanResult(Displayed):
         """The terminal report (a table of the summary)."""
         return format_report(self.summary)
 
+    def to_dict(self) -> dict:
+        """What ``freqlab scan --json`` prints: the summary (``summary.json``)."""
+        return self.summary
+
     def _display(self) -> Display:
         return scan_display(self)
 
