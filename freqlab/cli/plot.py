@@ -370,13 +370,8 @@ def string_matrix_command(L, S, W, out, formats, size, dpi, as_json):
 @window_option(type=POSITIONS.within(2), required=True, callback=_drawable)
 @click.option("--S", "S", type=POSITIONS, required=True, help="Shift offset S.")
 @click.option("--W", "W", type=POSITIONS.within(0), default=128, show_default=True, help="Local window W.")
-@click.option(
-    "--histogram",
-    "hist",
-    type=click.Path(dir_okay=False),
-    default=None,
-    help="Length histogram: adds how often training saw each position.",
-)
+@renamed_option("--hist", "--histogram", "hist", type=click.Path(dir_okay=False),
+                help="Length histogram: adds how often training saw each position.")
 @one_regime_option
 @weights_option
 @output_options("one-column")
@@ -385,7 +380,7 @@ def string_usage_command(L, S, W, hist, regime, weights, out, formats, size, dpi
 
     \b
     Example:
-      freqlab plot string-usage --L 2K --S 683 --histogram freqlab-out/lengths.parquet --out usage.png
+      freqlab plot string-usage --L 2K --S 683 --hist freqlab-out/lengths.parquet --out usage.png
     """
     from freqlab.frequency import position_frequency
     from freqlab.plots.string import plot_string_usage

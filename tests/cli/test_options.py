@@ -111,3 +111,11 @@ def test_harpe_compare_labels_each_random_set_with_its_own_seed():
 
     # each set is reproducible alone from the seed its row names
     assert random_sets(4, 1e4, 4e4, 5e3, count=3, seed=5)[2] == random_sets(4, 1e4, 4e4, 5e3, count=1, seed=7)[0]
+
+
+def test_a_histogram_option_is_called_hist_everywhere():
+    """`plot string-usage` took `--histogram`; it is `--hist` as in plan, schedule, calibrate and plot recipe (the old
+    name still works: tests/plots/test_plot_cli.py uses it)."""
+    for command in (("plot", "string-usage"), ("plot", "recipe"), ("plan", "string"), ("schedule",), ("calibrate",)):
+        shown = run(*command, "--help").output
+        assert "--hist " in shown and "--histogram" not in shown, command
