@@ -247,9 +247,16 @@ def _bases_svg(bases, b_min: float, b_max: float) -> str:
     return svg_chart(chart, [Series(values, heads, color=PALETTE[0], kind="dots")])
 
 
-def usage_display(u) -> Display:
+def usage_headline(u) -> str:
+    """StringUsage: the positions RoPE and STRING use."""
     used = max(u.S, u.L - u.S + u.W)
-    headline = f"RoPE uses positions 0..{u.L - 1}, STRING 0..{used - 1} (positions ≥ {u.L - u.S} dropped)"
+    return f"RoPE uses positions 0..{u.L - 1}, STRING 0..{used - 1} (positions ≥ {u.L - u.S} dropped)"
+
+
+def usage_rows(u) -> list[tuple[str, str]]:
+    """StringUsage: the window, S and W, the pairs, the positions used, and (with a frequency) the mean trained f
+    over the pairs before and after STRING."""
+    used = max(u.S, u.L - u.S + u.W)
     rows = [
         ("window L", _window(u.L)),
         ("S, W", f"{u.S}, {u.W}"),
@@ -261,6 +268,11 @@ def usage_display(u) -> Display:
         for name, pairs in (("RoPE", u.pairs_before), ("STRING", u.pairs_after)):
             weights = np.asarray(pairs, dtype=np.float64)
             rows.append((f"mean trained f over pairs, {name}", human_count(float(weights @ trained / weights.sum()))))
+    return rows
+
+
+def usage_display(u) -> Display:
+    headline, rows = usage_headline(u), usage_rows(u)
     top = float(max(np.max(u.pairs_before), np.max(u.pairs_after)))
     chart = Chart(
         (0, u.L),

@@ -192,6 +192,11 @@ class StringUsage(Displayed):
             "trained": None if self.trained is None else self.trained.tolist(),
         }
 
+    def report(self) -> str:
+        """The positions RoPE and STRING use, the pairs, and (with a frequency) the mean trained f over the pairs."""
+        rows = shown.usage_rows(self)
+        return "\n".join([f"STRING usage: {shown.usage_headline(self)}", *(f"  {k}: {v}" for k, v in rows)])
+
     def write_parquet(self, path) -> None:
         """Write the usage table (:data:`freqlab.formats.USAGE`: position, pairs_before, pairs_after and, with a
         frequency, trained) to a Parquet file, as ``freqlab plan string --usage-out`` does."""

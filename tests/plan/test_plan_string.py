@@ -313,3 +313,21 @@ def test_to_dict_is_json_ready():
 
     d = plan_string(4096).to_dict()
     assert json.loads(json.dumps(d))["S"] == 1408 and d["S_over_L"] == pytest.approx(1408 / 4096)
+
+
+def test_usage_report_counts_the_pairs_and_the_positions_used(tmp_path):
+    """A causal window of L tokens has L(L+1)/2 query-key pairs; STRING uses positions below max(S, L - S + W)."""
+    u = string_usage(2048, 683, 128)
+    assert u.report().splitlines() == [
+        "STRING usage: RoPE uses positions 0..2047, STRING 0..1492 (positions ≥ 1365 dropped)",
+        "  window L: 2048 (2K)",
+        "  S, W: 683, 128",
+        f"  query-key pairs: {2048 * 2049 // 2:,}",
+        "  positions used before / after: 2048 / 1493",
+    ]
+    import polars as pl
+
+    u.write_parquet(tmp_path / "usage.parquet")
+    table = pl.read_parquet(tmp_path / "usage.parquet")
+    assert table.columns == ["position", "pairs_before", "pairs_after"]
+    assert table["pairs_before"].sum() == table["pairs_after"].sum() == 2048 * 2049 // 2
