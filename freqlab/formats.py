@@ -10,6 +10,8 @@ know. A version is bumped when a file of the previous one can no longer be read 
 - ``OUT/summary.json`` (:data:`SUMMARY_KEYS`; JSON, no version of its own): the scan's summary;
 - ``freqlab freq --out`` (:data:`FREQUENCY`, ``freqlab.position_frequency`` version 1): f(i) per (L, regime);
 - ``freqlab plan string --usage-out`` (:data:`USAGE`; a plain table, no header): pairs per position;
+- ``freqlab calibrate --out`` (:data:`CALIBRATION_KEYS`; JSON, ``freqlab-calibration`` version 1): a fitted tau,
+  read back by ``--tau-from``;
 - ``OUT/checkpoints/*.parquet`` (:data:`CHECKPOINT_COUNTS`, :data:`CHECKPOINT_LOG`, ``freqlab.scan.checkpoint``
   version 2): one per finished shard, and ``OUT/checkpoints/manifest.json`` (:data:`MANIFEST_KEYS`) with the
   settings fingerprint (:data:`FINGERPRINT_KEYS`, version :data:`FINGERPRINT_VERSION` = 2) they were made under.
@@ -74,6 +76,11 @@ USAGE = TableFormat(
     {"position": "Int64", "pairs_before": "Int64", "pairs_after": "Int64"},
     {"trained": "Int64"},  # f(p), when a frequency was given
 )
+
+# freqlab calibrate --out: a fitted tau (JSON; freqlab.frequency.calibrate.Calibration.to_dict), its top-level keys
+CALIBRATION_FORMAT = "freqlab-calibration"
+CALIBRATION_VERSION = 1
+CALIBRATION_KEYS = ("format", "version", "tau", "range", "bootstrap_95", "method", "points")
 
 # summary.json: the scan's summary (JSON, no version of its own); its top-level keys
 SUMMARY_FILE = "summary.json"

@@ -1,5 +1,6 @@
 """Every file freqlab writes matches its definition in freqlab.formats: each is written here through the code that
-writes it (a scan, ``freqlab freq --out``, ``freqlab plan string --usage-out``, the checkpoint store) and read back
+writes it (a scan, ``freqlab freq --out``, ``freqlab plan string --usage-out``, ``freqlab calibrate --out``, the
+checkpoint store) and read back
 with polars: columns and their dtypes, the JSON header's keys under the ``freqlab`` Parquet metadata key, its format
 name and version."""
 
@@ -114,6 +115,15 @@ def test_the_usage_parquet_of_plan_string(tmp_path, with_histogram):
     assert result.exit_code == 0, result.output
     check_table(usage, formats.USAGE, ("trained",) if with_histogram else ())
     assert pl.read_parquet(usage)["position"].to_list() == list(range(1024))
+
+
+def test_the_calibration_json_of_calibrate(tmp_path):
+    out = tmp_path / "tau.json"
+    assert CliRunner().invoke(main, ["calibrate", "--out", str(out)]).exit_code == 0
+    data = json.loads(out.read_text())
+    assert tuple(data) == formats.CALIBRATION_KEYS
+    assert (data["format"], data["version"]) == (formats.CALIBRATION_FORMAT, formats.CALIBRATION_VERSION)
+    assert data["tau"] == 100e9  # the STRING paper's two TinyLlama points (Sec. 3) give tau = 100B
 
 
 def test_the_old_names_are_the_definitions():

@@ -31,11 +31,12 @@ import numpy as np
 
 from freqlab.display import Display, Displayed
 from freqlab.errors import FreqlabError
+from freqlab.formats import CALIBRATION_FORMAT, CALIBRATION_VERSION
 from freqlab.frequency.stats import STRING_PROBE_CALIBRATION, scale_to_budget
 
 BOOTSTRAP_DRAWS: int = 10_000
-FORMAT = "freqlab-calibration"
-FORMAT_VERSION = 1
+FORMAT = CALIBRATION_FORMAT  # importable from here as before
+FORMAT_VERSION = CALIBRATION_VERSION
 
 
 @dataclass(frozen=True)
