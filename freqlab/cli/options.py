@@ -267,9 +267,12 @@ def tau_or_default(tau):
     return int(DEFAULT_TAU) if tau is None else tau
 
 
-def hist_option(help: str = "Length histogram (Parquet from `freqlab scan`)."):
+def hist_option(help: str = "Length histogram (Parquet from `freqlab scan`).", *, old_name: str | None = None):
     """``--hist``: a length histogram; ``help`` says what it is the default for where it is one (the stages of a
-    schedule, the rows of a calibration file)."""
+    schedule, the rows of a calibration file); ``old_name``: the command's earlier name for it, kept as a hidden
+    alias (:func:`renamed_option`)."""
+    if old_name is not None:
+        return renamed_option("--hist", old_name, "hist", type=click.Path(dir_okay=False), help=help)
     return click.option("--hist", type=click.Path(dir_okay=False), default=None, help=help)
 
 

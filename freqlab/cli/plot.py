@@ -370,8 +370,7 @@ def string_matrix_command(L, S, W, out, formats, size, dpi, as_json):
 @window_option(type=POSITIONS.within(2), required=True, callback=_drawable)
 @click.option("--S", "S", type=POSITIONS, required=True, help="Shift offset S.")
 @click.option("--W", "W", type=POSITIONS.within(0), default=128, show_default=True, help="Local window W.")
-@renamed_option("--hist", "--histogram", "hist", type=click.Path(dir_okay=False),
-                help="Length histogram: adds how often training saw each position.")
+@hist_option("Length histogram: adds how often training saw each position.", old_name="--histogram")
 @one_regime_option
 @weights_option
 @output_options("one-column")
