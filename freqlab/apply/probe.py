@@ -30,6 +30,7 @@ from typing import Any
 
 import numpy as np
 
+from freqlab import apply as applied
 from freqlab.errors import FreqlabError
 
 INSTRUCTION = (
@@ -181,6 +182,47 @@ class ProbeResult:
         }
 
 
+@dataclass(frozen=True)
+class ProbeReport:
+    """A probe of one model (``model``) under several settings (stock, with a plan), on the same prompts: their
+    results, the lm-evaluation-harness RULER command for the same lengths, and the figures written (if any)."""
+
+    model: str
+    results: tuple[ProbeResult, ...]
+    ruler_command: str
+    figure: tuple[str, ...] | None = None
+
+    def to_dict(self) -> dict:
+        """What ``freqlab probe --json`` prints."""
+        results = [r.to_dict() for r in self.results]
+        figure = None if self.figure is None else list(self.figure)
+        return {"model": self.model, "results": results, "ruler_command": self.ruler_command, "figure": figure}
+
+    def report(self) -> str:
+        """What ``freqlab probe`` prints: the rule, accuracy per length and setting, the effective length of each
+        setting, the figures written and the RULER command."""
+        first = self.results[0]
+        lengths = first.lengths
+        lines = [
+            f"{self.model}: {first.trials} tests per (length, depth) at depths {', '.join(map(str, first.depths))}; "
+            f"a test passes with >= {first.need} of {first.needles} needles, a length with >= {first.threshold:.0%} "
+            "of its tests"
+        ]
+        width = max(len(r.label) for r in self.results)
+        lines.append(f"{'length':>8}  " + "  ".join(f"{r.label:>{width}}" for r in self.results))
+        for j, length in enumerate(lengths):
+            lines.append(f"{length:>8,}  " + "  ".join(f"{r.accuracy[j]:>{width}.0%}" for r in self.results))
+        for r in self.results:
+            E = r.effective_length
+            text = f"{E:,}" if E else f"below the shortest tested length ({lengths[0]:,})"
+            extra = f" (a longer length passes again: {r.largest_passing:,})" if r.largest_passing > E else ""
+            lines.append(f"effective length, {r.label}: {text}{extra}")
+        if self.figure:
+            lines.append(f"wrote {', '.join(self.figure)}")
+        lines += ["RULER in lm-evaluation-harness at these lengths (stock model):", f"  {self.ruler_command}"]
+        return "\n".join(lines)
+
+
 Generator = Callable[[list[list[int]], int], list[str]]
 
 
@@ -230,6 +272,35 @@ def probe(
             if progress is not None:
                 progress(len(batch))
     return ProbeResult(label, lengths, depths, passes, trials, builder.needles, need, threshold, found)
+
+
+def probe_settings(
+    model: Any,
+    tokenizer: Any,
+    builder: PromptBuilder,
+    lengths: Sequence[int],
+    depths: Sequence[float] = DEFAULT_DEPTHS,
+    *,
+    plans: Sequence[tuple[str, tuple[int, int]]] = (),
+    baseline: bool = True,
+    progress: Callable[[int], None] | None = None,
+    **options: Any,
+) -> list[ProbeResult]:
+    """:func:`probe` a Hugging Face model stock (``baseline``) and with each of ``plans`` applied in turn
+    (``("STRING", (S, W))`` or ``("Self-Extend", (G, w_n))``, removed after its probe), on the same prompts;
+    ``options``: :func:`probe`'s (trials, need, threshold, batch_size, seed)."""
+    patch = {"STRING": applied.string, "Self-Extend": applied.self_extend}
+    settings = [("stock", None, None)] if baseline else []
+    settings += [(f"{name} {a},{b}", name, (a, b)) for name, (a, b) in plans]
+    results = []
+    for label, name, values in settings:
+        if name is not None:
+            patch[name](model, *values)
+        results.append(probe(hf_generator(model, tokenizer), builder, lengths, depths, label=label, progress=progress,
+                             **options))
+        if name is not None:
+            applied.remove(model)
+    return results
 
 
 # --- Hugging Face models ---------------------------------------------------------------------------------------

@@ -128,51 +128,21 @@ def probe_command(model_dir, lengths, max_length, steps, depths, trials, needles
     if short:
         raise click.BadParameter(f"lengths {short} are shorter than the needle template ({builder.minimum_length()} "
                                  "tokens with this tokenizer)", param_hint="--lengths")
-    settings = ([] if no_baseline else [("stock", None, None)]) + [(f"{name} {a},{b}", name, (a, b))
-                                                                   for name, (a, b) in plans]
     from tqdm.auto import tqdm
 
-    import freqlab.apply as fa
-
-    results = []
-    total = len(settings) * len(length_list) * len(depth_list) * trials
+    total = (len(plans) + (not no_baseline)) * len(length_list) * len(depth_list) * trials
     with tqdm(total=total, desc="needle tests", unit="test", disable=None, leave=False) as bar:
-        for label, name, values in settings:
-            if name == "STRING":
-                fa.string(model, *values)
-            elif name == "Self-Extend":
-                fa.self_extend(model, *values)
-            results.append(p.probe(p.hf_generator(model, tokenizer), builder, length_list, depth_list,
-                                   trials=trials, need=need, threshold=threshold, batch_size=batch_size, seed=seed,
-                                   label=label, progress=bar.update))
-            if name is not None:
-                fa.remove(model)
+        results = p.probe_settings(model, tokenizer, builder, length_list, depth_list, plans=plans,
+                                   baseline=not no_baseline, progress=bar.update, trials=trials, need=need,
+                                   threshold=threshold, batch_size=batch_size, seed=seed)
     written = None
     if figure:
         from freqlab.plots.probe import plot_probe
         from freqlab.plots.style import save_figure
 
-        written = [str(path) for path in save_figure(plot_probe(results), figure, None)]
-    ruler = p.ruler_command(model_dir, length_list)
-    if as_json:
-        echo_json({"model": model_dir, "results": [r.to_dict() for r in results], "ruler_command": ruler,
-                   "figure": written})
-        return
-    click.echo(f"{model_dir}: {trials} tests per (length, depth) at depths {', '.join(map(str, depth_list))}; "
-               f"a test passes with >= {need} of {needles} needles, a length with >= {threshold:.0%} of its tests")
-    width = max(len(r.label) for r in results)
-    click.echo(f"{'length':>8}  " + "  ".join(f"{r.label:>{width}}" for r in results))
-    for j, length in enumerate(length_list):
-        click.echo(f"{length:>8,}  " + "  ".join(f"{r.accuracy[j]:>{width}.0%}" for r in results))
-    for r in results:
-        E = r.effective_length
-        text = f"{E:,}" if E else f"below the shortest tested length ({length_list[0]:,})"
-        extra = f" (a longer length passes again: {r.largest_passing:,})" if r.largest_passing > E else ""
-        click.echo(f"effective length, {r.label}: {text}{extra}")
-    if written:
-        click.echo(f"wrote {', '.join(written)}")
-    click.echo("RULER in lm-evaluation-harness at these lengths (stock model):")
-    click.echo(f"  {ruler}")
+        written = tuple(str(path) for path in save_figure(plot_probe(results), figure, None))
+    report = p.ProbeReport(model_dir, tuple(results), p.ruler_command(model_dir, length_list), written)
+    echo_json(report.to_dict()) if as_json else click.echo(report.report())
 
 
 def register(main: click.Group) -> None:

@@ -68,3 +68,22 @@ def test_a_directory_without_a_model_is_one_error_line(tmp_path):
     assert [line for line in lines if line.startswith("Error:")] == [
         line for line in lines if "cannot load a causal LM and its tokenizer offline" in line
     ] != []
+
+
+def test_the_text_is_the_probe_reports_report_and_the_json_its_dict(model_dir):
+    """The command prints ProbeReport.report() and, with --json, ProbeReport.to_dict() of the same (greedy, so
+    deterministic) results."""
+    import numpy as np
+
+    from freqlab.apply.probe import ProbeReport, ProbeResult
+
+    args = ["probe", model_dir, "--lengths", "240", "--depths", "0,1", "--trials", 1, "--string", "32,4"]
+    data = json.loads(run(*args, "--json").stdout)
+    results = tuple(
+        ProbeResult(r["label"], tuple(r["lengths"]), tuple(r["depths"]), np.array(r["passes"]), r["trials"],
+                    r["needles"], r["need"], r["threshold"], np.array(r["needles_found"]))
+        for r in data["results"]
+    )
+    report = ProbeReport(data["model"], results, data["ruler_command"])
+    assert report.to_dict() == data
+    assert run(*args).stdout == report.report() + "\n"
