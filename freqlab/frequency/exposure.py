@@ -83,6 +83,21 @@ def tail_shares(f, thresholds=DEFAULT_THRESHOLDS) -> dict[int, float]:
     return {int(t): (int(f[t]) / int(f[0]) if t < f.size else 0.0) for t in thresholds}
 
 
+def thresholds_below(window: int, thresholds=DEFAULT_THRESHOLDS) -> list[int]:
+    """The thresholds shorter than ``window``; when none is (a window of at most 4K), ``window`` / 8, / 4 and / 2.
+
+    A tail table of thresholds at or beyond the window would only show zeros, so a short window gets thresholds of
+    its own scale instead.
+
+    >>> thresholds_below(16384)
+    [4096, 8192]
+    >>> thresholds_below(2048)
+    [256, 512, 1024]
+    """
+    below = [int(t) for t in thresholds if t < window]
+    return below or sorted({max(window >> k, 1) for k in (3, 2, 1)})
+
+
 TAIL_REGIMES = ("natural", "truncate")  # regimes in which a source's segments are its own documents' alone
 
 
