@@ -176,8 +176,8 @@ def test_parameters_are_checked_against_the_window():
         fa.self_extend(model, 2, 64)
     with pytest.raises(FreqlabError, match="no STRING or Self-Extend"):
         fa.remove(model)
-    with pytest.raises(FreqlabError, match="backend must be one of sdpa, eager"):
-        fa.string(model, 16, 4, backend="flash")
+    with pytest.raises(FreqlabError, match="backend must be one of auto, sdpa, eager, flash"):
+        fa.string(model, 16, 4, backend="flash2")
 
 
 def test_remove_restores_the_stock_model():
