@@ -41,7 +41,8 @@ its scores (Gemma 2); ``flash`` (:func:`merged_attention_flash`) is STRING's own
 (HKUNLP/STRING): flash kernels take no arbitrary mask, but both sets of pairs are bands of the causal matrix, so two
 ``flash_attn_func`` calls, near pairs in a sliding window and far pairs with the far queries against the keys shifted
 by the threshold (causal, bottom-right aligned), are merged exactly by their log-sum-exp. It is registered under
-``<name>_lse`` with transformers' flash mask function (which gives no 4D mask: padded batches are refused), chosen by
+``<name>_lse`` with transformers' flash mask function (None, or a (B, kv) padding mask: a padded batch then runs row
+by row on each row's run of real tokens; padding inside a row is refused), chosen by
 ``backend="auto"`` when the model runs ``flash_attention_2``/``_3`` and the kernel imports. The real flash kernel is
 untested in freqlab's suite (no GPU): the merge is tested on CPU with a pure-torch kernel of flash-attn's signature
 and semantics put in its place (``flash_fn``).
@@ -49,6 +50,7 @@ and semantics put in its place (``flash_fn``).
 
 from __future__ import annotations
 
+import functools
 import importlib
 import warnings
 import weakref
@@ -284,17 +286,42 @@ def merged_attention_flash(
     return (w_near * near.to(work) + w_far * far).to(near.dtype).contiguous()
 
 
+def _flash_by_rows(flash: Callable, query, key, value, far_query, far_key, attention_mask) -> torch.Tensor:
+    """A padded batch for the flash form, row by row: transformers' flash mask is (B, kv), True on real tokens; each
+    row runs on its run of real keys and the queries that fall in it (bottom-right aligned as flash-attn wants), the
+    other queries (padding) give 0, as transformers' own flash path does. Padding inside a row is refused."""
+    q_len, kv_len = query.shape[2], key.shape[2]
+    real = attention_mask[:, -kv_len:].to(torch.bool)
+    out = query.new_zeros(query.shape[0], q_len, query.shape[1], value.shape[-1])
+    for b in range(query.shape[0]):
+        index = real[b].nonzero().flatten()
+        if index.numel() == 0:
+            continue
+        start, end = int(index[0]), int(index[-1]) + 1
+        if index.numel() != end - start:
+            raise FreqlabError(
+                f"freqlab.apply's flash backend: row {b} of the batch has padding between real tokens; use "
+                "backend='sdpa'"
+            )
+        first, last = max(start - (kv_len - q_len), 0), end - (kv_len - q_len)  # queries at key index start..end-1
+        if last > first:
+            rows, keys = slice(first, last), slice(start, end)
+            one = slice(b, b + 1)
+            out[one, rows] = flash(query[one, :, rows], key[one, :, keys], value[one, :, keys],
+                                   far_query[one, :, rows], far_key[one, :, keys])  # fmt: skip
+    return out
+
+
 def _merge(setting: Setting, query, key, value, far_query, far_key, threshold, attention_mask, scaling, softcap,
            dropout, sliding_window):  # fmt: skip
     """The form the backend names; ``sdpa`` gives way to ``eager`` when the model softcaps its scores (Gemma 2)."""
     if setting.backend == "flash":
-        if attention_mask is not None:
-            raise FreqlabError(
-                "freqlab.apply's flash backend takes no padded batch (a padding mask came): apply with "
-                "backend='sdpa' for padded batches"
-            )
-        return merged_attention_flash(query, key, value, far_query, far_key, threshold, scaling, setting.flash_fn,
-                                      softcap, dropout, sliding_window)  # fmt: skip
+        flash = functools.partial(merged_attention_flash, threshold=threshold, scaling=scaling,
+                                  flash_fn=setting.flash_fn, softcap=softcap, dropout=dropout,
+                                  sliding_window=sliding_window)  # fmt: skip
+        if attention_mask is None:
+            return flash(query, key, value, far_query, far_key)
+        return _flash_by_rows(flash, query, key, value, far_query, far_key, attention_mask)
     far = _distances(query, key)[1] >= threshold
     if setting.backend == "sdpa" and softcap is None:
         return merged_attention_sdpa(query, key, value, far_query, far_key, far, attention_mask, scaling, dropout)

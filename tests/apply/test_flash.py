@@ -14,7 +14,7 @@ torch = pytest.importorskip("torch")
 pytest.importorskip("transformers")
 
 from apply.flash_reference import flash_attn_func  # noqa: E402
-from apply.tiny_models import tiny_model  # noqa: E402
+from apply.tiny_models import left_padded, tiny_model  # noqa: E402
 
 import freqlab.apply as fa  # noqa: E402
 from freqlab.apply.attention import merged_attention, merged_attention_flash, resolve_backend  # noqa: E402
@@ -127,12 +127,37 @@ def test_flash_decoding_with_the_cache_equals_the_sdpa_path(model_type, method):
     torch.testing.assert_close(torch.stack(steps, 1), full[:, T - 1 :], **EXACT)
 
 
-def test_a_padded_batch_is_refused_in_one_line():
+@pytest.mark.parametrize("method", ["string", "self_extend"])
+@pytest.mark.parametrize("model_type", ["llama", "qwen2", "mistral"])
+def test_padded_batches_run_row_by_row_and_equal_single_rows(model_type, method):
+    """transformers' flash mask is (batch, keys); each row runs on its real tokens: left padding (with generate's
+    position ids), then decoding a step with the cache; right padding."""
+    model = _apply(tiny_model(model_type), method, backend="flash", flash_fn=FLASH64)
+    rows = [_ids(length=n, seed=n)[0] for n in (T, 29, 35)]
+    ids, mask, positions = left_padded(rows)
+    nxt = _ids(batch=3, length=1, seed=7)
+    with torch.no_grad():
+        out = model(ids, attention_mask=mask, position_ids=positions, use_cache=True)
+        step = model(nxt, attention_mask=torch.cat((mask, torch.ones_like(nxt)), 1), position_ids=positions[:, -1:] + 1,
+                     past_key_values=out.past_key_values, use_cache=True).logits  # fmt: skip
+    for i, row in enumerate(rows):
+        single = _logits(model, torch.cat((row, nxt[i]))[None])[0]
+        torch.testing.assert_close(out.logits[i, T - len(row) :], single[:-1], **EXACT)
+        torch.testing.assert_close(step[i, 0], single[-1], **EXACT)
+    right, right_mask = torch.zeros_like(ids), torch.zeros_like(mask)
+    for i, row in enumerate(rows):
+        right[i, : len(row)], right_mask[i, : len(row)] = row, 1
+    batch = model(right, attention_mask=right_mask).logits.detach()
+    for i, row in enumerate(rows):
+        torch.testing.assert_close(batch[i, : len(row)], _logits(model, row[None])[0], **EXACT)
+
+
+def test_padding_inside_a_row_is_refused_in_one_line():
     model = _apply(tiny_model("llama"), "string", backend="flash", flash_fn=FLASH64)
     ids = _ids(batch=2)
     mask = torch.ones_like(ids)
-    mask[1, :5] = 0
-    refused = r"^freqlab.apply's flash backend takes no padded batch .*backend='sdpa'"
+    mask[1, 5:9] = 0
+    refused = r"^freqlab.apply's flash backend: row 1 of the batch has padding between real tokens; use backend='sdpa'$"
     with pytest.raises(FreqlabError, match=refused), torch.no_grad():
         model(ids, attention_mask=mask)
     with torch.no_grad():  # an all-ones mask is no padding
