@@ -20,7 +20,8 @@ Types (s = N / L, the target length over the training window; d = head dimension
     Llama 3.1's wavelength-dependent interpolation (low_freq_factor 1, high_freq_factor 4 by default).
 ``longrope``
     Per-dimension rescale factors (Ding et al., "LongRoPE: Extending LLM Context Window Beyond 2 Million Tokens",
-    ICML 2024, arXiv:2402.13753; shipped in Phi-3's 128K configs): ``long_factor`` above the original length,
+    ICML 2024, arXiv:2402.13753; shipped in the 128K configs of Phi-3, Abdin et al., "Phi-3 Technical Report",
+    arXiv:2404.14219): ``long_factor`` above the original length,
     ``short_factor`` within it, and transformers' attention factor sqrt(1 + ln s / ln L). LongRoPE finds its factors
     by an evolutionary search that freqlab does not run; freqlab prints a **search-free initialisation, not LongRoPE's
     searched factors** (:func:`longrope_factors`): YaRN's by-parts ramp per dimension, counted against the effective
@@ -384,7 +385,8 @@ def plan_rope_scaling(
     -----
     ``linear``: position m becomes m / s; ``ntk``: b' = b · s^(d_r/(d_r − 2)); YaRN [1]_ interpolates the
     dimensions whose wavelength 2π · b^(2j/d) exceeds the window, keeps the short ones (a ramp between) and
-    scales the rotary embeddings by the attention factor 0.1 · ln(s) + 1 (√(1/t) in the paper). Giraffe [2]_
+    scales the rotary embeddings by the attention factor 0.1 · ln(s) + 1 (√(1/t) in the paper); ``longrope`` [3]_
+    takes per-pair factors, here YaRN's ramp per pair at the effective length. Giraffe [2]_
     (Sec. 5.2, Table 4) measured linear scaling evaluated beyond its fine-tuned factor.
 
     References
@@ -392,6 +394,9 @@ def plan_rope_scaling(
     .. [1] Peng et al., "YaRN: Efficient Context Window Extension of Large Language Models", ICLR 2024,
            arXiv:2309.00071.
     .. [2] Pal et al., "Giraffe: Adventures in Expanding Context Lengths in LLMs", 2023, arXiv:2308.10882.
+    .. [3] Ding et al., "LongRoPE: Extending LLM Context Window Beyond 2 Million Tokens", ICML 2024,
+           arXiv:2402.13753 (``longrope``: freqlab's factors are a search-free initialisation, not the searched
+           ones; :func:`longrope_factors`).
 
     Examples
     --------
