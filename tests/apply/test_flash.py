@@ -90,8 +90,9 @@ def _logits(model, ids) -> torch.Tensor:
 
 
 @pytest.mark.parametrize("method", ["string", "self_extend"])
-@pytest.mark.parametrize("model_type", ["llama", "qwen2", "mistral"])
+@pytest.mark.parametrize("model_type", ["llama", "qwen2", "mistral", "gemma2", "gemma3_text"])
 def test_flash_logits_equal_the_sdpa_path(model_type, method):
+    """Gemma 2 (softcapping; the SDPA path gives way to explicit scores) and Gemma 3 (local and global layers) too."""
     model = tiny_model(model_type)
     ids = _ids(batch=2)
     _apply(model, method, backend="sdpa")
@@ -106,8 +107,10 @@ def test_flash_logits_equal_the_sdpa_path(model_type, method):
     assert model.config._attn_implementation == f"freqlab_{method}_lse"
     torch.testing.assert_close(_logits(model, ids), expected, **EXACT)
     threshold = 16 if method == "string" else 8  # near pairs r <= threshold - 1; far ones r >= threshold
-    far = (24 - 1 - threshold, 0) if model_type == "mistral" else None  # Mistral's sliding window 24: r <= 23
-    assert calls == [(threshold - 1, 0), far] * 2  # two layers, two calls each
+    window = (24 - 1 - threshold, 0)  # the sliding window 24 (Mistral's layers, Gemma's first): r <= 23
+    far = {"mistral": [window, window], "gemma2": [window, None], "gemma3_text": [window, None]}.get(model_type)
+    assert calls[1::2] == (far or [None, None])  # two layers, two calls each
+    assert calls[0::2] == [(threshold - 1, 0)] * 2
 
 
 @pytest.mark.parametrize("method", ["string", "self_extend"])
