@@ -258,7 +258,8 @@ def merged_attention_flash(
     near output alone (flash-attn leaves such rows zero, with an infinite log-sum-exp whose sign differs between
     versions: they are recognised from the geometry, not from it). query, far_query: (B, H, q, d); key, far_key,
     value: (B, H_kv, kv, d) (grouped heads are flash-attn's own). Returns (B, q, H, d), transformers' layout.
-    The real kernel is untested in freqlab's suite (no GPU); the merge is tested with a pure-torch stand-in.
+    Inference only (flash-attn's backward ignores the log-sum-exp's gradient; :func:`_merge` refuses when gradients
+    are on). The real kernel is untested in freqlab's suite (no GPU); the merge is tested with a pure-torch stand-in.
     """
     q_len, kv_len = query.shape[2], key.shape[2]
     reach = kv_len if sliding_window is None else int(sliding_window)  # allowed pairs: r < reach
@@ -316,6 +317,11 @@ def _merge(setting: Setting, query, key, value, far_query, far_key, threshold, a
            dropout, sliding_window):  # fmt: skip
     """The form the backend names; ``sdpa`` gives way to ``eager`` when the model softcaps its scores (Gemma 2)."""
     if setting.backend == "flash":
+        if torch.is_grad_enabled() and any(t.requires_grad for t in (query, key, value)):
+            raise FreqlabError(
+                "freqlab.apply's flash backend is for inference: flash-attn's backward ignores the gradient of the "
+                "log-sum-exp the merge needs; run under torch.no_grad() (generate does) or use backend='sdpa'"
+            )
         flash = functools.partial(merged_attention_flash, threshold=threshold, scaling=scaling,
                                   flash_fn=setting.flash_fn, softcap=softcap, dropout=dropout,
                                   sliding_window=sliding_window)  # fmt: skip

@@ -150,9 +150,19 @@ def test_padded_batches_run_row_by_row_and_equal_single_rows(model_type, method)
     right, right_mask = torch.zeros_like(ids), torch.zeros_like(mask)
     for i, row in enumerate(rows):
         right[i, : len(row)], right_mask[i, : len(row)] = row, 1
-    batch = model(right, attention_mask=right_mask).logits.detach()
+    with torch.no_grad():
+        batch = model(right, attention_mask=right_mask).logits
     for i, row in enumerate(rows):
         torch.testing.assert_close(batch[i, : len(row)], _logits(model, row[None])[0], **EXACT)
+
+
+def test_with_gradients_on_it_refuses_in_one_line():
+    """flash-attn's backward (FlashAttnFunc.backward(ctx, dout, *args)) drops the log-sum-exp's gradient, which the
+    merge weights depend on: gradients through it would be wrong, so it refuses."""
+    model = _apply(tiny_model("llama"), "string", backend="flash", flash_fn=FLASH64)
+    refused = r"^freqlab.apply's flash backend is for inference: .*\(generate does\) or use backend='sdpa'$"
+    with pytest.raises(FreqlabError, match=refused):
+        model(_ids())
 
 
 def test_padding_inside_a_row_is_refused_in_one_line():
