@@ -38,10 +38,10 @@ def string(model: Any, S: int, W: int, *, backend: str = "auto", flash_fn: Calla
     to ``model`` in place and return it: a query-key pair at relative distance r = m - n >= S uses the position
     r - S + W (Eq. 4), pairs closer than S keep r. S and W are checked against L = max_position_embeddings.
     ``backend``: ``sdpa`` (one fused torch call), ``eager`` (explicit scores) or ``flash`` (two flash-attention
-    calls merged by their log-sum-exp, as STRING's own implementation; padded batches row by row; ``flash_fn`` replaces
-    flash-attn's ``flash_attn_func``); ``auto`` is ``flash`` when the model runs ``flash_attention_2``/``3`` and
-    flash-attn imports, else ``sdpa``. All exact, see :mod:`freqlab.apply.attention`; the real flash kernel is
-    untested here (no GPU in freqlab's tests)."""
+    calls merged by their log-sum-exp, as STRING's own implementation; inference only; padded batches row by row;
+    ``flash_fn`` replaces flash-attn's ``flash_attn_func``); ``auto`` is ``flash`` when the model runs
+    ``flash_attention_2``/``3`` and flash-attn imports, else ``sdpa``. All exact, see :mod:`freqlab.apply.attention`;
+    the real flash kernel is untested here (no GPU in freqlab's tests)."""
     return _attention().apply_string(model, S, W, backend, flash_fn)
 
 
