@@ -15,7 +15,7 @@ from typing import Any
 
 from freqlab.errors import FreqlabError
 
-EXTRA_HINT = "pip install 'freqlab[apply]'"
+EXTRA_HINT = "pip install 'freqlab[apply]'"  # the one line shown when torch or transformers is missing
 
 
 def require(module: str = "torch") -> Any:

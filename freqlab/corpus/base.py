@@ -54,6 +54,7 @@ BAD_SOURCE = "bad-source-label"  # the source label holds a lone surrogate (cann
 # one count per file; the documents read from it before the failure are kept.
 UNREADABLE_FILE = "unreadable-file"
 
+#: Every reason a record can be skipped for, as counted by a scan (one count per reason).
 REASONS = (
     MALFORMED_JSON,
     NOT_AN_OBJECT,

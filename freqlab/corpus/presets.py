@@ -52,6 +52,7 @@ def _load_presets() -> dict[str, Preset]:
     return {name: Preset(name=name, **entry) for name, entry in raw.items()}
 
 
+#: Preset name -> :class:`Preset` (Hub id, text and source fields), read from ``freqlab/data/presets.json``.
 PRESETS: dict[str, Preset] = _load_presets()
 
 

@@ -39,6 +39,7 @@ from freqlab.frequency.kernels import best_fit_fills, pack_walk, scatter_add
 from freqlab.resources import require_memory
 from freqlab.sizes import MAX_POSITIONS
 
+#: The data regimes f(i) is computed for (the table in the module docstring says what each one does).
 REGIMES: tuple[str, ...] = ("natural", "truncate", "concat", "uniform", "pack", "best-fit", "megatron")
 EXPANDING: frozenset[str] = frozenset({"pack", "best-fit"})  # their cost grows with the number of documents
 

@@ -82,6 +82,12 @@ class Stage:
 
 @dataclass(frozen=True)
 class Schedule:
+    """A multi-stage training schedule, as read by :func:`load_schedule` (the file format is the module's).
+
+    Its frequency is F(i) = Σ_stages f_k(i) · T_k / f_k(0) (:func:`schedule_frequency`); ``tau`` is the
+    threshold of its effective-length prediction, ``sources`` and ``provenance`` say where its numbers come from.
+    """
+
     stages: tuple[Stage, ...]
     histogram: Path | None = None
     tau: float = DEFAULT_TAU

@@ -61,6 +61,7 @@ from freqlab.plan import display as shown
 from freqlab.plan.giraffe import TABLE4_CONTEXT_LENGTHS, table4_reach
 from freqlab.plan.well_trained import check_window, json_fields
 
+#: The ``rope_type`` values :func:`plan_rope_scaling` plans (transformers' ``rope_scaling`` config names).
 ROPE_TYPES: tuple[str, ...] = ("linear", "ntk", "dynamic", "yarn", "llama3")
 LARGE_LINEAR_FACTOR: float = 8  # above this, quote Giraffe's factor-16 result (Sec. 5.1, Table 1)
 

@@ -41,7 +41,7 @@ from freqlab.frequency import (
 from freqlab.frequency.schedule import Schedule, ScheduleFrequency, load_schedule, schedule_frequency
 from freqlab.histogram import LengthHistogram, as_histogram  # as_histogram: kept for import compatibility
 
-DEFAULT_MASS: float = 0.9
+DEFAULT_MASS: float = 0.9  # the "mass" rule's share: N* = position_at_mass(f, 0.9) + 1
 DEFAULT_FRACTION: Fraction = Fraction(2, 3)
 
 RULES: tuple[str, ...] = ("given", "schedule", "budget", "mass", "default")

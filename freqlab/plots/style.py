@@ -53,6 +53,7 @@ DEFAULT_DPI = 200
 #: Font size (pt) of notes inside the axes: mass shares, thresholds, matrix values.
 NOTE_SIZE = 6.5
 
+#: matplotlib rcParams of every freqlab figure (applied inside each function by :func:`freqlab_style`).
 STYLE: dict[str, object] = {
     "font.family": "sans-serif",
     "font.sans-serif": ["DejaVu Sans"],

@@ -35,10 +35,11 @@ import numpy as np
 
 from freqlab.tokenize.bytemap import tiktoken_to_hf_json
 
-BACKEND_FASTOKENS = "fastokens"
-BACKEND_TIKTOKEN = "tiktoken"
-BACKEND_HF = "hf-tokenizers"
-BACKEND_SENTENCEPIECE = "sentencepiece"
+BACKEND_FASTOKENS = "fastokens"  # backend name: fastokens (fastest; wheels for Linux, macOS, Windows x86-64)
+BACKEND_TIKTOKEN = "tiktoken"  # backend name: tiktoken (byte-level BPE compiled to a tiktoken encoding)
+BACKEND_HF = "hf-tokenizers"  # backend name: Hugging Face tokenizers (any tokenizer.json)
+BACKEND_SENTENCEPIECE = "sentencepiece"  # backend name: sentencepiece (.model files)
+#: The backends in the order they are tried: the first one verified against the tokenizer counts.
 FASTEST_FIRST = (BACKEND_FASTOKENS, BACKEND_TIKTOKEN, BACKEND_HF, BACKEND_SENTENCEPIECE)
 
 # tiktoken_ext/openai_public.py, cl100k_base (possessive quantifiers are fine: tiktoken runs its own engine).
