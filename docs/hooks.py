@@ -11,7 +11,8 @@ def top_level_table() -> str:
     """A Markdown table: each name of ``import freqlab``, linked to its entry in the reference, and its module."""
     import freqlab
 
-    rows = [f"| [`freqlab.{name}`][{module}.{name}] | `{module}` |" for name, module in sorted(freqlab._EXPORTS.items())]
+    exports = sorted(freqlab._EXPORTS.items())
+    rows = [f"| [`freqlab.{name}`][{module}.{name}] | `{module}` |" for name, module in exports]
     return "\n".join(["| name | documented in |", "| --- | --- |", *rows])
 
 

@@ -74,7 +74,7 @@ def comment_docstring(lines: list[str], lineno: int) -> str | None:
     marked = [line[2:].strip() for line in above if line.startswith("#:")]
     if marked or above:
         return "\n".join(marked or [line.lstrip("#").strip() for line in above])
-    code, _, trailing = lines[lineno - 1].partition("  # ")
+    _code, _, trailing = lines[lineno - 1].partition("  # ")
     return trailing.strip() or None
 
 
