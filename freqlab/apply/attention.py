@@ -73,6 +73,7 @@ class Setting:
     backend: str = "sdpa"  # "sdpa" (one fused call) or "eager" (explicit scores, by blocks of queries)
 
     def inv_freq(self) -> torch.Tensor:
+        """The rotary embedding's inverse frequencies theta_j (read from the model, never copied)."""
         return getattr(self.rotary, self.inv_freq_attr)
 
 

@@ -33,7 +33,7 @@ if TYPE_CHECKING:  # fields.py and files.py import from here
 class FileChanged(OSError):
     """A data file that is gone or changed (size, modification time, version) since the corpus was opened;
     ``path`` names it when known. (Defined here, below ``files``, so that :meth:`FileShard.reading` can catch
-    it; ``freqlab.corpus.files`` re-exports it.)"""
+    it; ``freqlab.corpus.files`` re-exports it)."""
 
     def __init__(self, message: str, path: str = "") -> None:
         super().__init__(message)
@@ -138,6 +138,7 @@ class Shard:
     kind: ClassVar[str] = TEXT
 
     def read(self) -> Iterator[Document]:  # pragma: no cover - abstract
+        """The shard's documents, in order (records that fail carry their error reason)."""
         raise NotImplementedError
 
     def identity(self) -> dict[str, Any]:
@@ -202,6 +203,7 @@ class LengthShard(Shard):
     kind: ClassVar[str] = LENGTHS
 
     def read_lengths(self) -> Iterator[LengthBatch]:  # pragma: no cover - abstract
+        """The shard's document lengths in tokens, in batches (tokenized data: no tokenizer)."""
         raise NotImplementedError
 
 
@@ -245,6 +247,7 @@ class FileShard(Shard):
 
     @property
     def path(self) -> str:
+        """The path of the shard's file."""
         return self.file.path
 
     def records(self) -> Iterator[Document]:  # pragma: no cover - abstract
@@ -275,15 +278,19 @@ class FileShard(Shard):
         return self.records()
 
     def identity(self) -> dict[str, Any]:
+        """What identifies the file's content (size, modification time, version), as checkpoints record it."""
         return self.file.identity()
 
     def check_unchanged(self) -> None:
+        """Raise :class:`FileChanged` if the file is gone or changed since the corpus was opened."""
         self.file.check_unchanged()
 
     def local_paths(self) -> tuple[str, ...]:
+        """The local files the shard reads (none for a remote file)."""
         return () if self.file.remote else (self.file.path,)
 
     def size(self) -> int | None:
+        """Bytes the shard reads (for progress), or None when unknown."""
         if self.start == 0 and self.end is None:
             return self.file.size
         return None

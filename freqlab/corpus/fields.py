@@ -39,7 +39,7 @@ _LONE_SURROGATE = re.compile("[\ud800-\udfff]")
 
 
 def has_lone_surrogate(text: str) -> bool:
-    """Whether ``text`` holds a lone surrogate (from a JSON ``\\ud800`` escape): no tokenizer can encode it."""
+    r"""Whether ``text`` holds a lone surrogate (from a JSON ``\ud800`` escape): no tokenizer can encode it."""
     return not text.isascii() and _LONE_SURROGATE.search(text) is not None
 
 Extracted = tuple[str | None, str | None, str | None]  # (text, source, error)
@@ -99,6 +99,7 @@ class ReadOptions:
 
     @property
     def is_default(self) -> bool:
+        """Whether these are the default read options."""
         return self == ReadOptions()
 
     def describe(self) -> dict[str, Any]:

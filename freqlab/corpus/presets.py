@@ -44,6 +44,7 @@ class Preset:
 
     @property
     def fields(self) -> Fields:
+        """The preset's text and source fields."""
         return Fields(self.text_field, self.source_field)
 
 

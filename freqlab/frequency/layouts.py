@@ -144,7 +144,9 @@ def parse_layout(text: str) -> Layout:
 
 def layout_from_config(config: dict, source: str = "config.json") -> Layout:
     """A layout from a model configuration's own keys (a Hugging Face ``config.json``; a multimodal one's
-    ``text_config``):
+    ``text_config``).
+
+    The keys read:
 
     * ``layer_types`` (``full_attention``, ``sliding_attention``, ``chunked_attention``), with ``sliding_window``
       and ``attention_chunk_size`` giving the sizes;
@@ -305,6 +307,7 @@ class LayoutFrequency(Displayed):
         raise KeyError(name)
 
     def summaries(self, *, tokens: float | None = None, tau: float = DEFAULT_TAU) -> list[dict]:
+        """One summary per layer kind (share of layers, effective length for ``tokens`` at ``tau``)."""
         total = sum(kind.layers for kind in self.kinds)
         return [kind.summary(share_of_layers=kind.layers / total, tokens=tokens, tau=tau) for kind in self.kinds]
 
@@ -329,6 +332,7 @@ class LayoutFrequency(Displayed):
         return Display(title, headline, lines, table=table)
 
     def to_dict(self, *, tokens: float | None = None, tau: float = DEFAULT_TAU) -> dict:
+        """The layout's frequencies as JSON-ready data."""
         layout = self.layout
         return {"layout": layout.spec, "source": layout.source, "rotary_fraction": layout.rotary_fraction,
                 "L": self.L, "regime": self.regime, "kinds": self.summaries(tokens=tokens, tau=tau)}

@@ -77,6 +77,7 @@ class Segments:
 
     @property
     def segments(self) -> int:
+        """Number of segments."""
         return int(self.counts.sum())
 
 

@@ -296,6 +296,7 @@ def grid_from_frequency(well_trained: WellTrained, target: int) -> GridChoice:
 
 
 def default_grid(target: int = PAPER_TARGET) -> GridChoice:
+    """The Attention Buckets distance grid (1000..4090 for 4K) scaled to ``target``, with its reason."""
     grid = DistanceGrid.for_target(target)
     return GridChoice(grid, f"Attention Buckets grid (1000..4090 for 4K) scaled to the target {target}")
 
@@ -320,9 +321,11 @@ class HarpePlan(Displayed):
     seconds: float = 0.0
 
     def sorted_bases(self) -> list[float]:
+        """The bases in increasing order."""
         return sorted(self.bases)
 
     def to_dict(self) -> dict:
+        """The plan as JSON-ready data."""
         out = asdict(self)
         out["bases"] = [plain_number(b) for b in self.bases]
         out["grid"] = self.grid.to_dict()

@@ -140,6 +140,7 @@ class ConfigBlock:
         return f"transformers {versions} ({self.key})"
 
     def to_dict(self) -> dict:
+        """The block as JSON-ready data."""
         return {"transformers": self.label, "since": self.since, "until": self.until, "key": self.key,
                 "config": copy.deepcopy(self.config)}  # fmt: skip
 
@@ -232,6 +233,7 @@ class RopeScalingPlan(Displayed):
         return f"vllm serve MODEL --hf-overrides '{overrides}' --max-model-len {self.N}"
 
     def to_dict(self) -> dict:
+        """The plan as JSON-ready data."""
         return {
             "method": "rope",
             **json_fields(self, skip=("blocks",)),

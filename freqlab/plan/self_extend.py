@@ -136,6 +136,7 @@ class SelfExtendCheck(Displayed):
     notes: tuple[str, ...] = ()
 
     def to_dict(self) -> dict:
+        """The check as JSON-ready data."""
         return json_fields(self)
 
     def _display(self) -> Display:
@@ -234,6 +235,7 @@ class SelfExtendPlan(WellTrainedBasis, Displayed):
 
     @property
     def llama_cpp_flags(self) -> str:
+        """The llama.cpp flags of the plan (``--grp-attn-n G --grp-attn-w w_n``)."""
         return f"--grp-attn-n {self.G} --grp-attn-w {self.w_n}"
 
     @property
@@ -248,6 +250,7 @@ class SelfExtendPlan(WellTrainedBasis, Displayed):
         return paper_setting(self.L, self.N, self.N_star)
 
     def to_dict(self) -> dict:
+        """The plan as JSON-ready data."""
         paper = self.paper_setting
         return self._plan_dict(
             "self-extend",

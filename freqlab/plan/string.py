@@ -182,6 +182,7 @@ class StringUsage(Displayed):
         return np.arange(self.L, dtype=np.int64)
 
     def to_dict(self) -> dict:
+        """The usage as JSON-ready data."""
         return {
             "L": self.L,
             "S": self.S,
@@ -242,9 +243,11 @@ class StringYarn:
 
     @property
     def hf_patch(self) -> str:
+        """The official STRING patch call for these settings."""
         return f"replace_with_string(max_test_length={self.N}, shifted_offset={self.S}, small_local_value={self.W})"
 
     def to_dict(self) -> dict:
+        """The extension as JSON-ready data."""
         return {
             "N": self.N, "S": self.S, "W": self.W, "yarn_factor": self.factor,
             "largest_position": self.largest_position, "hf_patch": self.hf_patch, "rule": STRING_YARN_SOURCE,
@@ -311,6 +314,7 @@ class StringPlan(WellTrainedBasis, Displayed):
         return json.dumps(self.vllm_config)[1:-1]
 
     def to_dict(self) -> dict:
+        """The plan as JSON-ready data."""
         return self._plan_dict(
             "string", skip=("extension",), S_over_L=self.ratio, largest_position=self.largest_position,
             within_well_trained=self.within_well_trained, hf_patch=self.hf_patch, vllm_config=self.vllm_config,

@@ -79,6 +79,7 @@ class UpsampleStep:
     capped: bool
 
     def to_dict(self) -> dict:
+        """The step as JSON-ready data."""
         return json_fields(self)
 
 
@@ -94,6 +95,7 @@ class BudgetOption:
     per_token: float
 
     def to_dict(self) -> dict:
+        """The option as JSON-ready data."""
         return json_fields(self)
 
 
@@ -130,6 +132,7 @@ class UpsamplePlan(Displayed):
     options: tuple[BudgetOption, ...] = ()
 
     def to_dict(self) -> dict:
+        """The plan as JSON-ready data."""
         data = json_fields(self, skip=("steps", "options"))
         steps, options = [s.to_dict() for s in self.steps], [o.to_dict() for o in self.options]
         return {"method": "upsample", **data, "by_source": self.by_source(), "steps": steps, "options": options}

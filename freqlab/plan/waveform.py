@@ -146,6 +146,7 @@ class DistanceGrid:
 
     @property
     def distances(self) -> np.ndarray:
+        """The grid's distances, int64."""
         from freqlab.resources import require_memory
 
         require_memory(8 * self.size, f"--grid {self.start}:{self.stop}:{self.step}", f"{self.size:,} distances")
@@ -153,9 +154,11 @@ class DistanceGrid:
 
     @property
     def size(self) -> int:
+        """Number of distances on the grid."""
         return (self.stop - self.start) // self.step + 1
 
     def to_dict(self) -> dict:
+        """The grid as JSON-ready data."""
         return {"start": self.start, "stop": self.stop, "step": self.step, "points": self.size}
 
 

@@ -76,6 +76,7 @@ class WellTrained(Displayed):
     mass: float | None = None
 
     def to_dict(self) -> dict:
+        """The range as JSON-ready data."""
         return {"N_star": self.N, **json_fields(self, skip=("N", "frequency"))}
 
     def _display(self) -> Display:
@@ -91,6 +92,7 @@ class WellTrainedBasis:
 
     @property
     def N_star(self) -> int:
+        """The well-trained range N*."""
         return self.well_trained.N
 
     @property

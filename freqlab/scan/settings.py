@@ -158,6 +158,7 @@ class ScanSettings:
         }
 
     def as_dict(self) -> dict[str, Any]:
+        """The settings as JSON-ready data."""
         return {f.name: getattr(self, f.name) for f in fields(self)}
 
 

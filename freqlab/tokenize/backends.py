@@ -106,9 +106,9 @@ def _distribution_version(name: str) -> str:
 
 
 def valid_unicode(text: str) -> str:
-    """``text`` with surrogate pairs joined and lone surrogates replaced by U+FFFD (tiktoken's rule).
+    r"""``text`` with surrogate pairs joined and lone surrogates replaced by U+FFFD (tiktoken's rule).
 
-    >>> valid_unicode("a\\ud83d\\ude00b\\ud800") == "a\\U0001f600b\\ufffd"
+    >>> valid_unicode("a\ud83d\ude00b\ud800") == "a\U0001f600b\ufffd"
     True
     """
     if not _SURROGATE.search(text):
@@ -160,6 +160,7 @@ class FastokensEngine:
         self.tokenizer.no_padding()
 
     def counts(self, texts: Sequence[str], threads: int = 1) -> np.ndarray:
+        """Token counts of ``texts``, int64."""
         _, offsets = self.tokenizer.encode_batch_flat(list(texts), add_special_tokens=False)
         ends = np.frombuffer(offsets, dtype="<u8")
         if ends.size != len(texts) + 1:
@@ -187,6 +188,7 @@ class TiktokenEngine:
         return text
 
     def counts(self, texts: Sequence[str], threads: int = 1) -> np.ndarray:
+        """Token counts of ``texts``, int64."""
         out = np.empty(len(texts), dtype=np.int64)
         encode = self.encoding.encode_ordinary
         for i, text in enumerate(texts):
@@ -226,6 +228,7 @@ class HfEngine:
         self.tokenizer = tokenizer if tokenizer is not None else hf_tokenizer_from_str(json_text)
 
     def counts(self, texts: Sequence[str], threads: int = 1) -> np.ndarray:
+        """Token counts of ``texts``, int64."""
         if threads > 1:
             encode_batch = getattr(self.tokenizer, "encode_batch_fast", self.tokenizer.encode_batch)
             return np.array([len(e) for e in encode_batch(list(texts), add_special_tokens=False)], dtype=np.int64)
@@ -252,6 +255,7 @@ class SentencePieceEngine:
         self.processor = sentencepiece.SentencePieceProcessor(model_proto=model)
 
     def counts(self, texts: Sequence[str], threads: int = 1) -> np.ndarray:
+        """Token counts of ``texts``, int64."""
         return np.array([len(ids) for ids in self.processor.encode(list(texts))], dtype=np.int64)
 
 
