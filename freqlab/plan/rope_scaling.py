@@ -76,6 +76,27 @@ def _ntk_exponent(head_dim: int) -> float:
 def ntk_aware_base(base: float, factor: float, head_dim: int) -> float:
     """NTK-aware base b' = b · s^(d/(d-2)).
 
+    Parameters
+    ----------
+    base : float
+        RoPE base b.
+    factor : float
+        Scale factor s.
+    head_dim : int
+        Head dimension d.
+
+    Returns
+    -------
+    float
+        The NTK-aware base b · s^(d/(d-2)).
+
+    References
+    ----------
+    .. [1] Peng et al., "YaRN: Efficient Context Window Extension of Large Language Models", ICLR 2024,
+           arXiv:2309.00071.
+
+    Examples
+    --------
     >>> round(ntk_aware_base(10000.0, 4.0, 128))
     40890
     """
@@ -86,6 +107,31 @@ def dynamic_ntk_base(base: float, factor: float, head_dim: int, L: int, n: int) 
     """Hugging Face dynamic NTK base for a sequence of n tokens: b · (s·n/L - (s-1))^(d/(d-2)) for n > L
     (unchanged for n <= L).
 
+    Parameters
+    ----------
+    base : float
+        RoPE base b.
+    factor : float
+        Scale factor s.
+    head_dim : int
+        Head dimension d.
+    L : int
+        Training window (the model's max_position_embeddings).
+    n : int
+        Current sequence length.
+
+    Returns
+    -------
+    float
+        The base used for a sequence of n tokens.
+
+    References
+    ----------
+    .. [1] Peng et al., "YaRN: Efficient Context Window Extension of Large Language Models", ICLR 2024,
+           arXiv:2309.00071.
+
+    Examples
+    --------
     >>> round(dynamic_ntk_base(10000.0, 4.0, 128, 4096, 16384))  # b · 13^(128/126)
     135402
     """
@@ -96,6 +142,23 @@ def dynamic_ntk_base(base: float, factor: float, head_dim: int, L: int, n: int) 
 def yarn_attention_factor(factor: float) -> float:
     """YaRN's default attention temperature 0.1 · ln(s) + 1 (used by transformers when unset).
 
+    Parameters
+    ----------
+    factor : float
+        Scale factor s.
+
+    Returns
+    -------
+    float
+        0.1 · ln(s) + 1.
+
+    References
+    ----------
+    .. [1] Peng et al., "YaRN: Efficient Context Window Extension of Large Language Models", ICLR 2024,
+           arXiv:2309.00071.
+
+    Examples
+    --------
     >>> round(yarn_attention_factor(4.0), 4)
     1.1386
     """

@@ -77,6 +77,27 @@ def rope_waveform(bases, distances, head_dim: int = 128) -> np.ndarray:
     Vectorised over a chunk of distances × frequencies at a time; ``tests/plan/test_harpe.py`` checks it
     against a plain Python double loop.
 
+    Parameters
+    ----------
+    bases : array_like
+        RoPE bases b (one row each).
+    distances : array_like
+        Relative distances m (one column each).
+    head_dim : int
+        Head dimension d.
+
+    Returns
+    -------
+    numpy.ndarray
+        float64 of shape (len(bases), len(distances)): w_b(m).
+
+    References
+    ----------
+    .. [1] Chen et al., "Fortify the Shortest Stave in Attention: Enhancing Context Awareness of Large Language
+           Models for Effective Tool Use", ACL 2024, arXiv:2312.04455 (Attention Buckets).
+
+    Examples
+    --------
     >>> rope_waveform([2.0], [0, 1], head_dim=2).round(6).tolist()  # d = 2: w(m) = (2/√2)·cos(m)
     [[1.414214, 0.764103]]
     """
@@ -174,6 +195,27 @@ class StaveScore:
 def stave_score(bases, grid: DistanceGrid, head_dim: int = 128) -> StaveScore:
     """Score a set of bases (one per head) on ``grid``; the order of the bases does not matter.
 
+    Parameters
+    ----------
+    bases : array_like
+        One base per head.
+    grid : DistanceGrid
+        Distances m the waveforms are evaluated on.
+    head_dim : int
+        Head dimension d.
+
+    Returns
+    -------
+    StaveScore
+        ``shortest`` = min_m max_h w_{b_h}(m) and ``mean`` = mean_m max_h w_{b_h}(m).
+
+    References
+    ----------
+    .. [1] Chen et al., "Fortify the Shortest Stave in Attention: Enhancing Context Awareness of Large Language
+           Models for Effective Tool Use", ACL 2024, arXiv:2312.04455 (Attention Buckets).
+
+    Examples
+    --------
     >>> s = stave_score([10000], DistanceGrid(0, 0), head_dim=128)  # w(0) = √d
     >>> round(s.shortest, 6), round(s.mean, 6)
     (11.313708, 11.313708)
