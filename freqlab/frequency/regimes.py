@@ -175,7 +175,20 @@ MAX_STREAM_DOCUMENTS = 1 << 31  # 16 GiB of int64 lengths
 
 
 def stream_order(lengths: np.ndarray, counts: np.ndarray, seed: int = 0) -> np.ndarray:
-    """Expand a histogram into one document length per document, in a seeded random stream order."""
+    """Expand a histogram into one document length per document, in a seeded random stream order.
+
+    Parameters
+    ----------
+    lengths, counts : numpy.ndarray
+        Document-length histogram: distinct lengths and their counts.
+    seed : int
+        Seed of the shuffle.
+
+    Returns
+    -------
+    numpy.ndarray
+        int64 document lengths, ``counts.sum()`` of them, shuffled.
+    """
     _check_walk("pack", "expands the histogram into a stream of", counts, "documents")
     order = np.repeat(lengths, counts)
     np.random.default_rng(seed).shuffle(order)
@@ -200,6 +213,20 @@ def pack_documents(doc_lengths, L: int) -> Segments:
     (10^8 documents in order take about a second; from a histogram, expanding and shuffling the stream
     order dominates: about 18 s for 10^8 documents).
 
+    Parameters
+    ----------
+    doc_lengths : array_like
+        Document lengths in tokens, in stream order (each >= 1).
+    L : int
+        Training window L.
+
+    Returns
+    -------
+    Segments
+        The segment-length histogram of the packed rows.
+
+    Examples
+    --------
     Rows of 4 tokens: [3 | 1 of the second] [2 of the second | 2 of the third] [1 of the third]:
 
     >>> packed = pack_documents([3, 3, 3], 4)

@@ -312,6 +312,27 @@ def grid_from_frequency(well_trained: WellTrained, target: int) -> GridChoice:
     relative distance in a window of ``target`` tokens) with about as many points as the Attention Buckets
     grid (3,091).
 
+    Parameters
+    ----------
+    well_trained : WellTrained
+        The well-trained range N*.
+    target : int
+        Target context length.
+
+    Returns
+    -------
+    GridChoice
+        The grid, its reason and N*.
+
+    References
+    ----------
+    .. [1] Lian et al., "Breaking the Stage Barrier: A Novel Single-Stage Approach to Long Context Extension
+           for Large Language Models", COLING 2025, arXiv:2412.07171.
+    .. [2] Chen et al., "Fortify the Shortest Stave in Attention: Enhancing Context Awareness of Large Language
+           Models for Effective Tool Use", ACL 2024, arXiv:2312.04455 (Attention Buckets).
+
+    Examples
+    --------
     >>> from freqlab.plan.well_trained import well_trained_range
     >>> choice = grid_from_frequency(well_trained_range(131072, frequency=np.arange(131072, 0, -1)), 131072)
     >>> choice.grid, choice.well_trained
@@ -701,7 +722,18 @@ def _pairs_within(mine, selected, within: int) -> tuple[int, int]:
 
 # ------------------------------------------------------------------------------------ Table 2, compare
 def harpe_table2() -> dict:
-    """HARPE Table 2 (the 32 published per-head bases, stride 30k), from ``freqlab/data/harpe_table2.json``."""
+    """HARPE Table 2 (the 32 published per-head bases, stride 30k), from ``freqlab/data/harpe_table2.json``.
+
+    Returns
+    -------
+    dict
+        The published bases and their setting, as in the data file.
+
+    References
+    ----------
+    .. [1] Lian et al., "Breaking the Stage Barrier: A Novel Single-Stage Approach to Long Context Extension
+           for Large Language Models", COLING 2025, arXiv:2412.07171.
+    """
     path = resources.files("freqlab").joinpath("data/harpe_table2.json")
     return json.loads(path.read_text(encoding="utf-8"))
 

@@ -555,5 +555,25 @@ def giraffe_zero_shot_measurements() -> str:
 
 
 def plan_rope_scalings(L: int, N: int, **kwargs) -> list[RopeScalingPlan]:
-    """One plan per type in ROPE_TYPES."""
+    """One plan per type in ROPE_TYPES.
+
+    Parameters
+    ----------
+    L : int
+        Training window (the model's max_position_embeddings).
+    N : int
+        Target length.
+    **kwargs
+        As for :func:`plan_rope_scaling`.
+
+    Returns
+    -------
+    list of RopeScalingPlan
+        One plan per ``rope_type``, in ``ROPE_TYPES`` order.
+
+    References
+    ----------
+    .. [1] Peng et al., "YaRN: Efficient Context Window Extension of Large Language Models", ICLR 2024,
+           arXiv:2309.00071.
+    """
     return [plan_rope_scaling(L, N, t, **kwargs) for t in ROPE_TYPES]

@@ -83,6 +83,11 @@ def single_threaded(threads: int = 1) -> None:
     Sets ``FASTOKENS_BPE_THREADS`` (fastokens reads it at its first encode) and ``RAYON_NUM_THREADS`` (the
     Hugging Face rayon pool), unless already set: a pool of one worker per core must not oversubscribe; a pool
     with fewer shards than cores gives each worker the cores left idle.
+
+    Parameters
+    ----------
+    threads : int
+        Threads per tokenizer backend.
     """
     os.environ.setdefault("FASTOKENS_BPE_THREADS", str(max(1, int(threads))))
     os.environ.setdefault("RAYON_NUM_THREADS", str(max(1, int(threads))))
