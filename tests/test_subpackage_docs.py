@@ -26,12 +26,6 @@ NOT_YET = {
     "frequency.Schedule", "frequency.Segments", "frequency.Stage",
     "plan.DistanceGrid", "plan.HarpePlan", "plan.RopeScalingPlan", "plan.SelfExtendCheck", "plan.SelfExtendPlan",
     "plan.StringPlan", "plan.StringUsage", "plan.UpsamplePlan", "plan.WellTrained", "plan.plan_upsample_schedule",
-    "plots.effective_length_curve", "plots.figure_size", "plots.freqlab_style", "plots.length_ccdf",
-    "plots.new_figure", "plots.plot_effective_length", "plots.plot_envelopes", "plots.plot_exposure",
-    "plots.plot_position_frequency", "plots.plot_position_matrix", "plots.plot_recipe", "plots.plot_regimes",
-    "plots.plot_self_extend_matrices", "plots.plot_sources", "plots.plot_string_matrices",
-    "plots.plot_string_overview", "plots.plot_string_usage", "plots.plot_waveforms", "plots.plot_windows",
-    "plots.save_figure", "plots.scan_figures",
 }  # fmt: skip
 
 

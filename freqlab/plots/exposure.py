@@ -22,6 +22,24 @@ def plot_exposure(histogram, L: int | None = None, regime: str = "natural", *, s
     ``L`` defaults to the longest document (the context the data offers); ``regime`` is ``natural`` or
     ``truncate`` (a segment holds one source's document).
 
+    Parameters
+    ----------
+    histogram : LengthHistogram
+        Document lengths, split by source or not.
+    L : int, optional
+        Window; default the longest document.
+    regime : str
+        ``natural`` or ``truncate``.
+    size : str or tuple of float
+        Figure size: ``one-column``, ``two-column`` or ``(width, height)`` in inches.
+
+    Returns
+    -------
+    matplotlib.figure.Figure
+        The figure (shows itself in Jupyter).
+
+    Examples
+    --------
     >>> from freqlab import LengthHistogram
     >>> fig = plot_exposure(LengthHistogram.from_lengths([100, 5000, 20000]))
     >>> [ax.get_title() for ax in fig.axes]
