@@ -89,6 +89,17 @@ class Document:
     document, and ``dataset[split]#shard:row N`` for datasets streamed through HF ``datasets``. A reader that
     would have to read back to know a line number (a byte range in the middle of a file) passes a callable,
     and the number is worked out only when ``where`` is asked for.
+
+    Parameters
+    ----------
+    text : str or None
+        The text (None for a bad record).
+    source : str or None
+        The source label, when the corpus has sources.
+    where : str or callable
+        Where the record is (``path:line``, ...), or a callable that works it out when asked.
+    error : str or None
+        The reason a bad record is bad (one of ``REASONS``), else None.
     """
 
     __slots__ = ("_where", "error", "source", "text")

@@ -61,6 +61,21 @@ class Segments:
     ``lengths`` is sorted and unique, ``1 <= lengths <= L``; both arrays are int64.
     ``dropped_tokens`` counts tokens the regime discards (only ``truncate`` drops any); ``approximation``
     names the regime computed in place of one that a histogram cannot give exactly (``megatron``).
+
+    Attributes
+    ----------
+    lengths : numpy.ndarray
+        Distinct segment lengths, int64, sorted, 1 <= lengths <= L.
+    counts : numpy.ndarray
+        Segments of each length, int64.
+    L : int
+        Training window (the model's max_position_embeddings).
+    regime : str
+        The regime that made them.
+    dropped_tokens : int
+        Tokens the regime discards (``truncate`` only).
+    approximation : str or None
+        The regime computed in place of one a histogram cannot give exactly (``megatron``).
     """
 
     lengths: np.ndarray

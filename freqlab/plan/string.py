@@ -231,6 +231,23 @@ class StringUsage(Displayed):
 
     Arrays share the index p = 0..L-1 (after STRING only p < max(S, L-S+W) are used; the rest are zero).
     ``trained`` is None when no frequency was given.
+
+    Attributes
+    ----------
+    L : int
+        Training window (the model's max_position_embeddings).
+    S : int
+        STRING's shift, 0 < S < L.
+    W : int
+        STRING's local window, 0 <= W < S.
+    pairs_before, pairs_after : numpy.ndarray
+        int64 query-key pairs per position p of one sequence of L tokens, with RoPE and with STRING.
+    trained : numpy.ndarray or None
+        f(p), how often training saw position p (None when no frequency was given).
+
+    References
+    ----------
+    .. [1] An et al., "Why Does the Effective Context Length of LLMs Fall Short?", ICLR 2025, arXiv:2410.18745.
     """
 
     L: int

@@ -128,6 +128,22 @@ class DistanceGrid:
     Attention Buckets grid (m = 1000..4090 step 1 for a 4K context) to the target length, keeping its
     3,091 points: start = round(1000·T/4096), stop = round(4090·T/4096), step = max(1, round(T/4096)).
 
+    Attributes
+    ----------
+    start, stop : int
+        First and last distance (``stop`` included when on the step).
+    step : int
+        Step between distances, >= 1.
+
+    References
+    ----------
+    .. [1] Lian et al., "Breaking the Stage Barrier: A Novel Single-Stage Approach to Long Context Extension
+           for Large Language Models", COLING 2025, arXiv:2412.07171.
+    .. [2] Chen et al., "Fortify the Shortest Stave in Attention: Enhancing Context Awareness of Large Language
+           Models for Effective Tool Use", ACL 2024, arXiv:2312.04455 (Attention Buckets).
+
+    Examples
+    --------
     >>> DistanceGrid.for_target(131072)
     DistanceGrid(start=32000, stop=130880, step=32)
     >>> DistanceGrid.for_target(131072).size
