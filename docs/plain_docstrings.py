@@ -1,10 +1,11 @@
 """Griffe extension for the API reference: freqlab's docstrings are plain text (numpy style), not Markdown.
 
-Three things would render wrongly as Markdown, and this extension rewrites them before mkdocstrings renders:
+Four things would render wrongly as Markdown, and this extension rewrites them before mkdocstrings renders:
 
 - a doctest block (``>>>`` lines and their output) outside an Examples section would become nested quotes:
   it becomes a ``pycon`` code block, so every example the tests run is shown as code;
 - Sphinx roles (``:func:`name```, ``:mod:``, ``:class:``, ...) become plain code spans;
+- References entries (``.. [1] ...``) become paragraphs ``[1] ...`` and citations ``[1]_`` become ``[1]``;
 - ``P[m][n]`` or ``[a] [b]`` outside code spans would be read as Markdown links: the brackets are escaped.
 
 Loaded by ``mkdocs.yml`` (``extensions: [docs/plain_docstrings.py]``); it changes only what the site shows.
@@ -19,6 +20,8 @@ import griffe
 
 ROLE = re.compile(r":(?:py:)?(?:func|meth|class|mod|data|attr|obj|exc|const):`~?([^`]+)`")
 PARAMETER = re.compile(r"^\*{0,2}\w+(, \*{0,2}\w+)* : ")
+CITATION = re.compile(r"^(\s*)\.\. \[(\w+)\] ")  # a numpy References entry
+REFERENCE = re.compile(r"\[(\w+)\]_")  # a citation of one in the text: "Eq. 2 [1]_"
 CODE_SPAN = re.compile(r"(``[^`]+``|`[^`]+`)")
 
 
@@ -31,8 +34,8 @@ def _escape_links(text: str) -> str:
 
 
 def markdown_docstring(text: str) -> str:
-    """A plain-text docstring as Markdown: doctest blocks fenced as ``pycon``, roles as code, brackets escaped
-    (``tests/test_docs.py`` shows each case)."""
+    """A plain-text docstring as Markdown: doctest blocks fenced as ``pycon``, roles as code, citations plain,
+    brackets escaped (``tests/test_docs.py`` shows each case)."""
     lines, out, k = text.splitlines(), [], 0
     fenced = literal = False
     while k < len(lines):
@@ -56,7 +59,12 @@ def markdown_docstring(text: str) -> str:
                 k += 1
             out.append(f"{indent}```")
             continue
-        out.append(_escape_links(line))
+        citation = CITATION.match(line)
+        if citation:  # ".. [1] Title": a paragraph of its own, "[1] Title"
+            if out and out[-1].strip():
+                out.append("")
+            line = f"{citation.group(1)}[{citation.group(2)}] {line[citation.end():]}"
+        out.append(_escape_links(REFERENCE.sub(r"[\1]", line)))
         k += 1
     return "\n".join(out)
 

@@ -42,6 +42,12 @@ def test_roles_become_code_and_brackets_outside_code_are_escaped():
     assert md(":class:`~freqlab.frequency.PositionFrequency`") == "``freqlab.frequency.PositionFrequency``"
 
 
+def test_references_become_one_paragraph_each_and_citations_plain_brackets():
+    md = plain_docstrings().markdown_docstring
+    text = "f(i) (Eq. 2 [1]_).\n\n.. [1] An et al., STRING,\n       arXiv:2410.18745.\n.. [2] Jin et al."
+    assert md(text) == "f(i) (Eq. 2 \\[1]).\n\n\\[1] An et al., STRING,\n       arXiv:2410.18745.\n\n\\[2] Jin et al."
+
+
 def test_numpy_parameter_lines_literal_blocks_and_fences_are_left_alone():
     md = plain_docstrings().markdown_docstring
     assert md("lengths : list[int]\n    Sizes [tokens].") == "lengths : list[int]\n    Sizes \\[tokens]."
