@@ -89,6 +89,7 @@ class Setting:
     flash_fn: Callable | None = None  # flash_attn_func (or a stand-in with its signature), for backend "flash"
 
     def inv_freq(self) -> torch.Tensor:
+        """The rotary embedding's inverse frequencies theta_j (read from the model, never copied)."""
         return getattr(self.rotary, self.inv_freq_attr)
 
 

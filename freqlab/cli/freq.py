@@ -41,6 +41,7 @@ from freqlab.sizes import position_label
 
 
 def window_option(default=(2048,), callback=None):
+    """The ``--L`` option: one or more windows (``2K``, ``128K``)."""
     return click.option(
         "--L",
         "Ls",
@@ -80,6 +81,7 @@ json_option = click.option("--json", "as_json", is_flag=True, help="Print machin
 
 
 def echo_json(data) -> None:
+    """Print ``data`` as indented JSON (non-ASCII kept as is)."""
     click.echo(json.dumps(data, indent=2, ensure_ascii=False))
 
 
@@ -525,5 +527,6 @@ def _effective_alone(result, k: int, tau: float) -> int:
 
 
 def register(main: click.Group) -> None:
+    """Add ``freqlab freq``, ``stats`` and ``schedule`` to the command group ``main``."""
     for command in (freq_command, stats_command, schedule_command):
         main.add_command(command)

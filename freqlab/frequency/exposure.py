@@ -63,6 +63,24 @@ def frequency_from_exposure(h) -> np.ndarray:
 def exposure_histogram(lengths, counts, L: int, regime: str = "natural", *, seed: int = 0) -> np.ndarray:
     """h(c), 0 <= c < L, of a document-length histogram under ``regime`` (int64; Σ h = tokens in the segments).
 
+    Parameters
+    ----------
+    lengths, counts : array_like
+        Document-length histogram: distinct lengths in tokens and their counts.
+    L : int
+        Training window L.
+    regime : str
+        Data regime (see ``REGIMES``).
+    seed : int
+        Seed of the shuffled document order, in the regimes that need one.
+
+    Returns
+    -------
+    numpy.ndarray
+        int64 h(c), 0 <= c < L: tokens trained with c tokens of same-document left context.
+
+    Examples
+    --------
     A document of 5 tokens in windows of 3 is segments 3 and 2: contexts 0, 1, 2 and 0, 1:
 
     >>> exposure_histogram([5], [1], 3).tolist()
@@ -128,6 +146,24 @@ def source_tails(
     caps it. Only regimes in which a segment holds one source's document (``natural``, ``truncate``) split
     exactly by source.
 
+    Parameters
+    ----------
+    histogram : LengthHistogram
+        A histogram split by source.
+    L : int, optional
+        Window; default the longest document.
+    regime : str
+        Data regime (see ``REGIMES``).
+    thresholds : tuple of int
+        Left-context thresholds t.
+
+    Returns
+    -------
+    list of dict
+        One row per source and ``all``: ``source``, ``tokens`` and ``tails`` (threshold label -> share).
+
+    Examples
+    --------
     >>> from freqlab import LengthHistogram
     >>> from freqlab.histogram import combine_sources
     >>> parts = {"web": LengthHistogram.from_lengths([100] * 9), "books": LengthHistogram.from_lengths([10000])}

@@ -50,6 +50,7 @@ def well_trained_rows(wt) -> list[tuple[str, str]]:
 
 
 def well_trained_display(wt) -> Display:
+    """How a well-trained range shows in a notebook."""
     figure = None
     if wt.frequency is not None:
         figure = curve_svg(wt.frequency, shades=[(0, wt.N, HEAD_SHADE)])
@@ -87,6 +88,7 @@ def string_display(p) -> Display:
 
 
 def self_extend_check_rows(c) -> list[tuple[str, str]]:
+    """The table rows of a Self-Extend check."""
     rows = [
         ("group size G, neighbour window w_n", f"{c.G}, {c.w_n}"),
         ("max length (L − w_n + w_n // G)·G", f"{c.max_length:,} (Eq. 8: {c.eq8_length:,})"),
@@ -102,6 +104,7 @@ def self_extend_check_rows(c) -> list[tuple[str, str]]:
 
 
 def self_extend_check_display(c) -> Display:
+    """How a Self-Extend check shows in a notebook."""
     headline = f"max length {c.max_length:,} (Eq. 8)"
     if c.N is not None:
         headline += f"; at N = {c.N} largest position {c.largest_position} ({'< L' if c.fits else '≥ L'})"
@@ -112,6 +115,7 @@ def self_extend_check_display(c) -> Display:
 
 
 def self_extend_display(p) -> Display:
+    """How a Self-Extend plan shows in a notebook."""
     headline = f"G = {p.G}, w_n = {p.w_n}; N* = {p.N_star} (rule: {p.rule}), max length {p.check.max_length:,}"
     rows = [
         ("window L → target N", f"{_window(p.L)} → {_window(p.N)}"),
@@ -243,6 +247,7 @@ def _bases_svg(bases, b_min: float, b_max: float) -> str:
 
 
 def usage_display(u) -> Display:
+    """How a STRING usage shows in a notebook."""
     used = max(u.S, u.L - u.S + u.W)
     headline = f"RoPE uses positions 0..{u.L - 1}, STRING 0..{used - 1} (positions ≥ {u.L - u.S} dropped)"
     rows = [

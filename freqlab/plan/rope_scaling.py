@@ -73,6 +73,7 @@ from freqlab.plan import display as shown
 from freqlab.plan.giraffe import TABLE4_CONTEXT_LENGTHS, table4_reach
 from freqlab.plan.well_trained import check_window, json_fields
 
+#: The ``rope_type`` values :func:`plan_rope_scaling` plans (transformers' ``rope_scaling`` config names).
 ROPE_TYPES: tuple[str, ...] = ("linear", "ntk", "dynamic", "yarn", "longrope", "llama3")
 LARGE_LINEAR_FACTOR: float = 8  # above this, quote Giraffe's factor-16 result (Sec. 5.1, Table 1)
 
@@ -87,6 +88,27 @@ def _ntk_exponent(head_dim: int) -> float:
 def ntk_aware_base(base: float, factor: float, head_dim: int) -> float:
     """NTK-aware base b' = b · s^(d/(d-2)).
 
+    Parameters
+    ----------
+    base : float
+        RoPE base b.
+    factor : float
+        Scale factor s.
+    head_dim : int
+        Head dimension d.
+
+    Returns
+    -------
+    float
+        The NTK-aware base b · s^(d/(d-2)).
+
+    References
+    ----------
+    .. [1] Peng et al., "YaRN: Efficient Context Window Extension of Large Language Models", ICLR 2024,
+           arXiv:2309.00071.
+
+    Examples
+    --------
     >>> round(ntk_aware_base(10000.0, 4.0, 128))
     40890
     """
@@ -97,6 +119,31 @@ def dynamic_ntk_base(base: float, factor: float, head_dim: int, L: int, n: int) 
     """Hugging Face dynamic NTK base for a sequence of n tokens: b · (s·n/L - (s-1))^(d/(d-2)) for n > L
     (unchanged for n <= L).
 
+    Parameters
+    ----------
+    base : float
+        RoPE base b.
+    factor : float
+        Scale factor s.
+    head_dim : int
+        Head dimension d.
+    L : int
+        Training window (the model's max_position_embeddings).
+    n : int
+        Current sequence length.
+
+    Returns
+    -------
+    float
+        The base used for a sequence of n tokens.
+
+    References
+    ----------
+    .. [1] Peng et al., "YaRN: Efficient Context Window Extension of Large Language Models", ICLR 2024,
+           arXiv:2309.00071.
+
+    Examples
+    --------
     >>> round(dynamic_ntk_base(10000.0, 4.0, 128, 4096, 16384))  # b · 13^(128/126)
     135402
     """
@@ -107,6 +154,23 @@ def dynamic_ntk_base(base: float, factor: float, head_dim: int, L: int, n: int) 
 def yarn_attention_factor(factor: float) -> float:
     """YaRN's default attention temperature 0.1 · ln(s) + 1 (used by transformers when unset).
 
+    Parameters
+    ----------
+    factor : float
+        Scale factor s.
+
+    Returns
+    -------
+    float
+        0.1 · ln(s) + 1.
+
+    References
+    ----------
+    .. [1] Peng et al., "YaRN: Efficient Context Window Extension of Large Language Models", ICLR 2024,
+           arXiv:2309.00071.
+
+    Examples
+    --------
     >>> round(yarn_attention_factor(4.0), 4)
     1.1386
     """
@@ -192,6 +256,7 @@ class ConfigBlock:
         return f"transformers {versions} ({self.key})"
 
     def to_dict(self) -> dict:
+        """The block as JSON-ready data."""
         return {"transformers": self.label, "since": self.since, "until": self.until, "key": self.key,
                 "config": copy.deepcopy(self.config)}  # fmt: skip
 
@@ -284,6 +349,7 @@ class RopeScalingPlan(Displayed):
         return f"vllm serve MODEL --hf-overrides '{overrides}' --max-model-len {self.N}"
 
     def to_dict(self) -> dict:
+        """The plan as JSON-ready data."""
         return {
             "method": "rope",
             **json_fields(self, skip=("blocks",)),
@@ -564,5 +630,25 @@ def giraffe_zero_shot_measurements() -> str:
 
 
 def plan_rope_scalings(L: int, N: int, **kwargs) -> list[RopeScalingPlan]:
-    """One plan per type in ROPE_TYPES."""
+    """One plan per type in ROPE_TYPES.
+
+    Parameters
+    ----------
+    L : int
+        Training window (the model's max_position_embeddings).
+    N : int
+        Target length.
+    **kwargs
+        As for :func:`plan_rope_scaling`.
+
+    Returns
+    -------
+    list of RopeScalingPlan
+        One plan per ``rope_type``, in ``ROPE_TYPES`` order.
+
+    References
+    ----------
+    .. [1] Peng et al., "YaRN: Efficient Context Window Extension of Large Language Models", ICLR 2024,
+           arXiv:2309.00071.
+    """
     return [plan_rope_scaling(L, N, t, **kwargs) for t in ROPE_TYPES]

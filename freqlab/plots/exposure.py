@@ -23,6 +23,24 @@ def plot_exposure(histogram, L: int | None = None, regime: str = "natural", *, s
     ``truncate`` (a segment holds one source's document). Panel (b)'s thresholds are 4K, 8K, ... below ``L``, or
     ``L`` / 8, / 4, / 2 when ``L`` is at most 4K (:func:`freqlab.frequency.exposure.thresholds_below`).
 
+    Parameters
+    ----------
+    histogram : LengthHistogram
+        Document lengths, split by source or not.
+    L : int, optional
+        Window; default the longest document.
+    regime : str
+        ``natural`` or ``truncate``.
+    size : str or tuple of float
+        Figure size: ``one-column``, ``two-column`` or ``(width, height)`` in inches.
+
+    Returns
+    -------
+    matplotlib.figure.Figure
+        The figure (shows itself in Jupyter).
+
+    Examples
+    --------
     >>> from freqlab import LengthHistogram
     >>> fig = plot_exposure(LengthHistogram.from_lengths([100, 5000, 20000]))
     >>> [ax.get_title() for ax in fig.axes]
