@@ -1,4 +1,4 @@
-"""Mixture and schedule files: read within bounds, before any value is looked at.
+r"""Mixture and schedule files: read within bounds, before any value is looked at.
 
 A mixture (``--weights FILE``) or a schedule is a few lines of YAML or JSON. :func:`read_config_file` refuses, in
 one line naming the file, whatever could cost more than its text: a file over :data:`MAX_CONFIG_BYTES` (1 MiB),
@@ -11,10 +11,10 @@ refuses ``a=1,a=5`` too). A ``.json`` file is parsed as JSON, once; any other as
 
 >>> import pathlib, tempfile
 >>> path = pathlib.Path(tempfile.mkdtemp()) / "mix.yaml"
->>> _ = path.write_text("weights: {a: 1, b: 2}\\n")
+>>> _ = path.write_text("weights: {a: 1, b: 2}\n")
 >>> read_config_file(path, "mixture")
 {'weights': {'a': 1, 'b': 2}}
->>> _ = path.write_text("a: &x [1, 2]\\nb: *x\\n")
+>>> _ = path.write_text("a: &x [1, 2]\nb: *x\n")
 >>> read_config_file(path, "mixture")
 Traceback (most recent call last):
 ...

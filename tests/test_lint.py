@@ -14,5 +14,6 @@ def test_ruff_is_clean():
     ruff = shutil.which("ruff") or str(Path(sys.executable).parent / "ruff")
     if not Path(ruff).exists():
         pytest.skip("ruff is not installed (it is part of the test extra)")
-    result = subprocess.run([ruff, "check", "freqlab", "tests", "scripts"], cwd=ROOT, capture_output=True, text=True)
+    paths = ["freqlab", "tests", "scripts", "docs"]
+    result = subprocess.run([ruff, "check", *paths], cwd=ROOT, capture_output=True, text=True)
     assert result.returncode == 0, result.stdout + result.stderr

@@ -11,15 +11,27 @@ imports torch only when one of them is called. The design and its exactness are 
 from __future__ import annotations
 
 import importlib
+from collections.abc import Callable
 from typing import Any
 
 from freqlab.errors import FreqlabError
 
-EXTRA_HINT = "pip install 'freqlab[apply]'"
+EXTRA_HINT = "pip install 'freqlab[apply]'"  # the one line shown when torch or transformers is missing
 
 
 def require(module: str = "torch") -> Any:
-    """Import ``module`` (torch, transformers) or fail with one line naming the extra that provides it."""
+    """Import ``module`` (torch, transformers) or fail with one line naming the extra that provides it.
+
+    Parameters
+    ----------
+    module : str
+        Module name (``torch``, ``transformers``).
+
+    Returns
+    -------
+    module
+        The imported module.
+    """
     try:
         return importlib.import_module(module)
     except ImportError as exc:
@@ -32,25 +44,84 @@ def _attention():
     return importlib.import_module("freqlab.apply.attention")
 
 
-def string(model: Any, S: int, W: int, *, backend: str = "sdpa") -> Any:
+def string(model: Any, S: int, W: int, *, backend: str = "auto", flash_fn: Callable | None = None) -> Any:
     """Apply STRING (An et al., "Why Does the Effective Context Length of LLMs Fall Short?", ICLR 2025, Sec. 4)
     to ``model`` in place and return it: a query-key pair at relative distance r = m - n >= S uses the position
     r - S + W (Eq. 4), pairs closer than S keep r. S and W are checked against L = max_position_embeddings.
-    ``backend``: ``sdpa`` (one fused torch call) or ``eager`` (explicit scores); both exact, see
-    :mod:`freqlab.apply.attention`."""
-    return _attention().apply_string(model, S, W, backend)
+
+    Parameters
+    ----------
+    model : transformers.PreTrainedModel
+        A Hugging Face model with rotary position embeddings.
+    S : int
+        STRING's shift, 0 < S < L = max_position_embeddings.
+    W : int
+        STRING's local window, 0 <= W < S.
+    backend : str
+        ``sdpa`` (one fused torch call), ``eager`` (explicit scores) or ``flash`` (two flash-attention calls merged
+        by their log-sum-exp, as STRING's own implementation; inference only; padded batches row by row); ``auto``
+        is ``flash`` when the model runs ``flash_attention_2``/``3`` and flash-attn imports, else ``sdpa``. All
+        exact, see :mod:`freqlab.apply.attention`; the real flash kernel is untested here (no GPU in freqlab's
+        tests).
+    flash_fn : callable, optional
+        Replaces flash-attn's ``flash_attn_func`` (same signature) in the ``flash`` backend.
+
+    Returns
+    -------
+    transformers.PreTrainedModel
+        ``model`` itself, switched to the STRING attention function.
+
+    References
+    ----------
+    .. [1] An et al., "Why Does the Effective Context Length of LLMs Fall Short?", ICLR 2025, arXiv:2410.18745.
+    """
+    return _attention().apply_string(model, S, W, backend, flash_fn)
 
 
-def self_extend(model: Any, G: int, w_n: int, *, backend: str = "sdpa") -> Any:
+def self_extend(model: Any, G: int, w_n: int, *, backend: str = "auto", flash_fn: Callable | None = None) -> Any:
     """Apply Self-Extend (Jin et al., "LLM Maybe LongLM: Self-Extend LLM Context Window Without Tuning", ICML
     2024, Sec. 3.2) to ``model`` in place and return it: pairs at r < w_n keep r, farther pairs use the grouped
     position m // G - n // G + w_n - w_n // G (the FLOOR operation, shifted so the two parts join; Eq. 8).
-    ``backend`` as for :func:`string`."""
-    return _attention().apply_self_extend(model, G, w_n, backend)
+
+    Parameters
+    ----------
+    model : transformers.PreTrainedModel
+        A Hugging Face model with rotary position embeddings.
+    G : int
+        Group size (the FLOOR divisor).
+    w_n : int
+        Neighbour window: pairs closer than w_n keep their position.
+    backend : str
+        As for :func:`string`.
+    flash_fn : callable, optional
+        As for :func:`string`.
+
+    Returns
+    -------
+    transformers.PreTrainedModel
+        ``model`` itself, switched to the Self-Extend attention function.
+
+    References
+    ----------
+    .. [1] Jin et al., "LLM Maybe LongLM: Self-Extend LLM Context Window Without Tuning", ICML 2024,
+           arXiv:2401.01325.
+    """
+    return _attention().apply_self_extend(model, G, w_n, backend, flash_fn)
 
 
 def remove(model: Any) -> Any:
-    """Undo :func:`string` / :func:`self_extend`: the model's previous attention implementation again."""
+    """Undo :func:`string` / :func:`self_extend`: the model's previous attention implementation again.
+
+    Parameters
+    ----------
+    model : transformers.PreTrainedModel
+        A model :func:`string` or :func:`self_extend` was applied to.
+
+    Returns
+    -------
+    transformers.PreTrainedModel
+        ``model`` itself, with its previous attention implementation.
+    """
     return _attention().remove(model)
 
 

@@ -33,23 +33,34 @@ them) and the keys' as that minus the distance, so left-padded batches, whose po
 token, are handled. Packed sequences (positions restarting inside a row) are not supported.
 
 Masks come from transformers' ``eager_mask`` (registered for both names), so padding and sliding windows are the
-model's own. Two exact forms compute the merge (``backend``): ``sdpa`` (default) is one call of torch's
+model's own. Three forms compute the merge (``backend``): ``sdpa`` is one call of torch's
 ``scaled_dot_product_attention`` on doubled keys (:func:`merged_attention_sdpa`), so the device's fused kernels run
 it (CPU or CUDA; twice the keys and twice the head dimension); ``eager`` forms the scores explicitly by blocks of
 queries (``BLOCK_ELEMENTS`` scores at a time, softmax in at least float32) and is used whenever the model softcaps
-its scores (Gemma 2). Flash-attention kernels are not used: they take no arbitrary mask.
+its scores (Gemma 2); ``flash`` (:func:`merged_attention_flash`) is STRING's own flash-attention implementation
+(HKUNLP/STRING): flash kernels take no arbitrary mask, but both sets of pairs are bands of the causal matrix, so two
+``flash_attn_func`` calls, near pairs in a sliding window and far pairs with the far queries against the keys shifted
+by the threshold (causal, bottom-right aligned), are merged exactly by their log-sum-exp. It is registered under
+``<name>_lse`` with transformers' flash mask function (None, or a (B, kv) padding mask: a padded batch then runs row
+by row on each row's run of real tokens; padding inside a row is refused), chosen by
+``backend="auto"`` when the model runs ``flash_attention_2``/``_3`` and the kernel imports. The real flash kernel is
+untested in freqlab's suite (no GPU): the merge is tested on CPU with a pure-torch kernel of flash-attn's signature
+and semantics put in its place (``flash_fn``).
 """
 
 from __future__ import annotations
 
+import functools
+import importlib
 import warnings
 import weakref
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
 import torch
 from transformers import AttentionInterface
-from transformers.masking_utils import AttentionMaskInterface, eager_mask
+from transformers.masking_utils import AttentionMaskInterface, eager_mask, flash_attention_mask
 
 from freqlab.errors import FreqlabError
 from freqlab.plan.self_extend import _check_group
@@ -57,6 +68,10 @@ from freqlab.plan.string import _check_shift
 
 STRING_NAME = "freqlab_string"
 SELF_EXTEND_NAME = "freqlab_self_extend"
+FLASH_SUFFIX = "_lse"  # the flash form's registered name: no "flash" in it, which transformers reads as its own
+#: the flash kernel each transformers implementation runs: module (flash-attn 2, flash-attn 3's hopper build), function
+FLASH_KERNELS = {"flash_attention_2": ("flash_attn", "flash_attn_func"),
+                 "flash_attention_3": ("flash_attn_interface", "flash_attn_func")}  # fmt: skip
 BLOCK_ELEMENTS = 1 << 24  # scores materialized at once (batch x heads x query block x keys)
 TESTED_MODEL_TYPES = frozenset({"llama", "mistral", "qwen2", "qwen3", "gemma", "gemma2", "gemma3_text"})
 
@@ -70,9 +85,11 @@ class Setting:
     second: int  # W or w_n
     rotary: torch.nn.Module
     inv_freq_attr: str  # "inv_freq", or "<layer_type>_inv_freq" (Gemma 3)
-    backend: str = "sdpa"  # "sdpa" (one fused call) or "eager" (explicit scores, by blocks of queries)
+    backend: str = "sdpa"  # "sdpa" (one fused call), "eager" (explicit scores, by blocks) or "flash" (two, merged)
+    flash_fn: Callable | None = None  # flash_attn_func (or a stand-in with its signature), for backend "flash"
 
     def inv_freq(self) -> torch.Tensor:
+        """The rotary embedding's inverse frequencies theta_j (read from the model, never copied)."""
         return getattr(self.rotary, self.inv_freq_attr)
 
 
@@ -200,8 +217,119 @@ def merged_attention_sdpa(
     return out.transpose(1, 2).contiguous()
 
 
-def _merge(setting: Setting, query, key, value, far_query, far_key, far, attention_mask, scaling, softcap, dropout):
-    """The SDPA form unless the backend is ``eager`` or the model softcaps its scores (Gemma 2), which SDPA cannot."""
+def _flash_call(flash_fn: Callable, q, k, v, scaling: float, left: int | None, softcap, dropout: float):
+    """One causal ``flash_attn_func`` call on (B, T, H, d) tensors; keyword arguments only, those flash-attn 2 and 3
+    share (``dropout_p``, ``softcap``, ``window_size`` only when used). Returns the output and the log-sum-exp."""
+    options: dict = {"softmax_scale": scaling, "causal": True, "return_attn_probs": True}
+    if left is not None:
+        options["window_size"] = (left, 0)
+    if softcap is not None:
+        options["softcap"] = softcap
+    if dropout:
+        options["dropout_p"] = dropout
+    result = flash_fn(q, k, v, **options)  # flash-attn 2: (out, lse, probs); 3: (out, lse)
+    return result[0], result[1]
+
+
+def merged_attention_flash(
+    query: torch.Tensor,
+    key: torch.Tensor,
+    value: torch.Tensor,
+    far_query: torch.Tensor,
+    far_key: torch.Tensor,
+    threshold: int,
+    scaling: float,
+    flash_fn: Callable,
+    softcap: float | None = None,
+    dropout: float = 0.0,
+    sliding_window: int | None = None,
+) -> torch.Tensor:
+    """:func:`merged_attention` (far pairs: r >= ``threshold``, causal mask, no padding) from two flash-attention
+    calls merged by their log-sum-exp, as STRING's implementation does (An et al., ICLR 2025, Sec. 4; HKUNLP/STRING).
+
+    ``flash_attn_func`` aligns its causal mask to the bottom right: query i of q sees keys j <= i + kv - q, and
+    ``window_size=(w, 0)`` keeps j >= i + kv - q - w. So the near call (``query``, all keys, window threshold - 1)
+    covers exactly r = 0 .. threshold - 1, and the far call (``far_query``, the first kv - threshold keys, causal)
+    exactly r >= threshold; a model's sliding window (pairs r <= sliding_window - 1, as transformers' masks) narrows
+    both windows. With o_a, o_b the two outputs and l_a, l_b their log-sum-exps (float32 in flash-attn),
+
+        out = (e^(l_a - m) o_a + e^(l_b - m) o_b) / (e^(l_a - m) + e^(l_b - m)),  m = max(l_a, l_b),
+
+    the softmax over the union of the two disjoint sets. Queries with no far key (key index < threshold) take the
+    near output alone (flash-attn leaves such rows zero, with an infinite log-sum-exp whose sign differs between
+    versions: they are recognised from the geometry, not from it). query, far_query: (B, H, q, d); key, far_key,
+    value: (B, H_kv, kv, d) (grouped heads are flash-attn's own). Returns (B, q, H, d), transformers' layout.
+    Inference only (flash-attn's backward ignores the log-sum-exp's gradient; :func:`_merge` refuses when gradients
+    are on). The real kernel is untested in freqlab's suite (no GPU); the merge is tested with a pure-torch stand-in.
+    """
+    q_len, kv_len = query.shape[2], key.shape[2]
+    reach = kv_len if sliding_window is None else int(sliding_window)  # allowed pairs: r < reach
+
+    def bthd(x: torch.Tensor) -> torch.Tensor:
+        return x.transpose(1, 2)
+
+    near, near_lse = _flash_call(flash_fn, bthd(query), bthd(key), bthd(value), scaling, min(threshold, reach) - 1,
+                                 softcap, dropout)  # fmt: skip
+    far_keys, far_left = kv_len - threshold, reach - 1 - threshold
+    if far_keys <= 0 or far_left < 0:  # no pair is far: the near call is the whole attention
+        return near.contiguous()
+    far, far_lse = _flash_call(flash_fn, bthd(far_query), bthd(far_key[:, :, :far_keys]),
+                               bthd(value[:, :, :far_keys]), scaling, far_left if sliding_window else None, softcap,
+                               dropout)  # fmt: skip
+    has_far = torch.arange(kv_len - q_len, kv_len, device=query.device) >= threshold  # (q,)
+    work = torch.promote_types(torch.promote_types(near.dtype, near_lse.dtype), torch.float32)
+    near_lse = near_lse.to(work)
+    far_lse = far_lse.to(work).masked_fill(~has_far, -torch.inf)
+    top = torch.maximum(near_lse, far_lse)
+    w_near, w_far = (near_lse - top).exp(), (far_lse - top).exp()  # (B, H, q)
+    total = w_near + w_far
+    w_near, w_far = ((w / total).transpose(1, 2)[..., None] for w in (w_near, w_far))  # (B, q, H, 1)
+    far = far.to(work).masked_fill(~has_far[:, None, None], 0.0)
+    return (w_near * near.to(work) + w_far * far).to(near.dtype).contiguous()
+
+
+def _flash_by_rows(flash: Callable, query, key, value, far_query, far_key, attention_mask) -> torch.Tensor:
+    """A padded batch for the flash form, row by row: transformers' flash mask is (B, kv), True on real tokens; each
+    row runs on its run of real keys and the queries that fall in it (bottom-right aligned as flash-attn wants), the
+    other queries (padding) give 0, as transformers' own flash path does. Padding inside a row is refused."""
+    q_len, kv_len = query.shape[2], key.shape[2]
+    real = attention_mask[:, -kv_len:].to(torch.bool)
+    out = query.new_zeros(query.shape[0], q_len, query.shape[1], value.shape[-1])
+    for b in range(query.shape[0]):
+        index = real[b].nonzero().flatten()
+        if index.numel() == 0:
+            continue
+        start, end = int(index[0]), int(index[-1]) + 1
+        if index.numel() != end - start:
+            raise FreqlabError(
+                f"freqlab.apply's flash backend: row {b} of the batch has padding between real tokens; use "
+                "backend='sdpa'"
+            )
+        first, last = max(start - (kv_len - q_len), 0), end - (kv_len - q_len)  # queries at key index start..end-1
+        if last > first:
+            rows, keys = slice(first, last), slice(start, end)
+            one = slice(b, b + 1)
+            out[one, rows] = flash(query[one, :, rows], key[one, :, keys], value[one, :, keys],
+                                   far_query[one, :, rows], far_key[one, :, keys])  # fmt: skip
+    return out
+
+
+def _merge(setting: Setting, query, key, value, far_query, far_key, threshold, attention_mask, scaling, softcap,
+           dropout, sliding_window):  # fmt: skip
+    """The form the backend names; ``sdpa`` gives way to ``eager`` when the model softcaps its scores (Gemma 2)."""
+    if setting.backend == "flash":
+        if torch.is_grad_enabled() and any(t.requires_grad for t in (query, key, value)):
+            raise FreqlabError(
+                "freqlab.apply's flash backend is for inference: flash-attn's backward ignores the gradient of the "
+                "log-sum-exp the merge needs; run under torch.no_grad() (generate does) or use backend='sdpa'"
+            )
+        flash = functools.partial(merged_attention_flash, threshold=threshold, scaling=scaling,
+                                  flash_fn=setting.flash_fn, softcap=softcap, dropout=dropout,
+                                  sliding_window=sliding_window)  # fmt: skip
+        if attention_mask is None:
+            return flash(query, key, value, far_query, far_key)
+        return _flash_by_rows(flash, query, key, value, far_query, far_key, attention_mask)
+    far = _distances(query, key)[1] >= threshold
     if setting.backend == "sdpa" and softcap is None:
         return merged_attention_sdpa(query, key, value, far_query, far_key, far, attention_mask, scaling, dropout)
     return merged_attention(query, key, value, far_query, far_key, far, attention_mask, scaling, softcap, dropout)
@@ -234,11 +362,10 @@ def string_attention(
     _check_kwargs(kwargs)
     setting = _setting(module, STRING_NAME)
     S, W = setting.first, setting.second
-    _, r = _distances(query, key)
     far_query = rotate(query, torch.tensor(float(W - S), device=query.device), setting.inv_freq())
     scaling = query.shape[-1] ** -0.5 if scaling is None else scaling
-    out = _merge(setting, query, key, value, far_query, key, r >= S, attention_mask, scaling, softcap,
-                 dropout if module.training else 0.0)
+    out = _merge(setting, query, key, value, far_query, key, S, attention_mask, scaling, softcap,
+                 dropout if module.training else 0.0, kwargs.get("sliding_window"))  # fmt: skip
     return out, None
 
 
@@ -258,7 +385,7 @@ def self_extend_attention(
     _check_kwargs(kwargs)
     setting = _setting(module, SELF_EXTEND_NAME)
     G, w_n = setting.first, setting.second
-    query_index, r = _distances(query, key)
+    query_index, _ = _distances(query, key)
     if position_ids is None:
         position_ids = query_index[None, :]
     if position_ids.ndim != 2:
@@ -270,16 +397,20 @@ def self_extend_attention(
     far_query = rotate(query, (q_pos // G + (w_n - w_n // G) - q_pos)[:, None, :], inv_freq)
     far_key = rotate(key, (k_pos // G - k_pos)[:, None, :], inv_freq)
     scaling = query.shape[-1] ** -0.5 if scaling is None else scaling
-    out = _merge(setting, query, key, value, far_query, far_key, r >= w_n, attention_mask, scaling, softcap,
-                 dropout if module.training else 0.0)
+    out = _merge(setting, query, key, value, far_query, far_key, w_n, attention_mask, scaling, softcap,
+                 dropout if module.training else 0.0, kwargs.get("sliding_window"))  # fmt: skip
     return out, None
 
 
 def register() -> None:
-    """Register both attention functions and their (eager, materialized) mask function with transformers."""
+    """Register both attention functions with transformers: under their names with the (eager, materialized) mask
+    function, and under ``<name>_lse`` (the flash form) with transformers' flash mask function (None, or the 2D
+    padding mask)."""
     for name, function in ((STRING_NAME, string_attention), (SELF_EXTEND_NAME, self_extend_attention)):
         AttentionInterface.register(name, function)
         AttentionMaskInterface.register(name, eager_mask)
+        AttentionInterface.register(name + FLASH_SUFFIX, function)
+        AttentionMaskInterface.register(name + FLASH_SUFFIX, flash_attention_mask)
 
 
 def _text_config(model: Any) -> Any:
@@ -312,13 +443,43 @@ def _inv_freq_attr(rotary: torch.nn.Module, config: Any, layer_idx: int) -> str:
     return "inv_freq"
 
 
-BACKENDS = ("sdpa", "eager")
+BACKENDS = ("auto", "sdpa", "eager", "flash")
 
 
-def _apply(model: Any, method: str, first: int, second: int, backend: str) -> Any:
+def flash_kernel(implementation: str = "flash_attention_2") -> Callable:
+    """The installed ``flash_attn_func`` for ``flash_attention_2`` (flash-attn) or ``flash_attention_3`` (its hopper
+    build, ``flash_attn_interface``), or one line saying it is missing."""
+    module, function = FLASH_KERNELS.get(implementation, FLASH_KERNELS["flash_attention_2"])
+    try:
+        return getattr(importlib.import_module(module), function)
+    except ImportError as exc:
+        raise FreqlabError(
+            f"backend 'flash' needs flash-attn's {module}.{function}, which is not installed (pip install "
+            "flash-attn; a CUDA GPU); use backend='sdpa'"
+        ) from exc
+
+
+def resolve_backend(backend: str, implementation: str | None, flash_fn: Callable | None = None) -> tuple:
+    """(backend, flash_fn) to run: ``auto`` is ``flash`` when the model's implementation is ``flash_attention_2``/``3``
+    and its kernel imports (or ``flash_fn`` is given), else ``sdpa``."""
     if backend not in BACKENDS:
         raise FreqlabError(f"backend must be one of {', '.join(BACKENDS)}, got {backend!r}")
+    if backend == "auto":
+        if flash_fn is None and implementation in FLASH_KERNELS:
+            try:
+                flash_fn = flash_kernel(implementation)
+            except FreqlabError:
+                return "sdpa", None
+        backend = "flash" if flash_fn is not None and implementation in FLASH_KERNELS else "sdpa"
+    if backend != "flash":
+        return backend, None
+    return "flash", flash_fn if flash_fn is not None else flash_kernel(implementation or "flash_attention_2")
+
+
+def _apply(model: Any, method: str, first: int, second: int, backend: str, flash_fn: Callable | None = None) -> Any:
     config = _text_config(model)
+    previous = _PREVIOUS.get(model, config._attn_implementation)
+    backend, flash_fn = resolve_backend(backend, previous, flash_fn)
     if config.model_type not in TESTED_MODEL_TYPES:
         warnings.warn(
             f"freqlab.apply is tested on {', '.join(sorted(TESTED_MODEL_TYPES))}; {config.model_type!r} is not "
@@ -337,10 +498,9 @@ def _apply(model: Any, method: str, first: int, second: int, backend: str) -> An
                 f"{type(model).__name__}: RoPE covers {rotary_dims} of {head_dim} head dimensions (partial rotary); "
                 "not supported"
             )
-        settings[module] = Setting(method, first, second, rotary, attr, backend)
+        settings[module] = Setting(method, first, second, rotary, attr, backend, flash_fn)
     register()
-    previous = _PREVIOUS.get(model, config._attn_implementation)
-    model.set_attn_implementation(method)
+    model.set_attn_implementation(method + (FLASH_SUFFIX if backend == "flash" else ""))
     _SETTINGS.update(settings)
     _PREVIOUS[model] = previous
     return model
@@ -353,16 +513,16 @@ def _window(model: Any) -> int:
     return L
 
 
-def apply_string(model: Any, S: int, W: int, backend: str = "sdpa") -> Any:
+def apply_string(model: Any, S: int, W: int, backend: str = "auto", flash_fn: Callable | None = None) -> Any:
     """See :func:`freqlab.apply.string`."""
     _, S, W = _check_shift(_window(model), S, W)
-    return _apply(model, STRING_NAME, S, W, backend)
+    return _apply(model, STRING_NAME, S, W, backend, flash_fn)
 
 
-def apply_self_extend(model: Any, G: int, w_n: int, backend: str = "sdpa") -> Any:
+def apply_self_extend(model: Any, G: int, w_n: int, backend: str = "auto", flash_fn: Callable | None = None) -> Any:
     """See :func:`freqlab.apply.self_extend`."""
     G, w_n = _check_group(G, w_n, _window(model))
-    return _apply(model, SELF_EXTEND_NAME, G, w_n, backend)
+    return _apply(model, SELF_EXTEND_NAME, G, w_n, backend, flash_fn)
 
 
 def remove(model: Any) -> Any:

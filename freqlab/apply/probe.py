@@ -71,6 +71,7 @@ class PromptBuilder:
             raise FreqlabError("the tokenizer encodes the haystack filler to no tokens")
 
     def needle_ids(self, number: str) -> list[int]:
+        """Token ids of the needle sentence holding ``number``."""
         return self.encode(NEEDLE.format(number=number))
 
     def minimum_length(self) -> int:
@@ -159,13 +160,16 @@ class ProbeResult:
 
     @property
     def effective_length(self) -> int:
+        """Largest tested length that passes with every shorter tested length passing (:func:`effective_length`)."""
         return effective_length(self.lengths, self.accuracy, self.threshold)
 
     @property
     def largest_passing(self) -> int:
+        """Largest tested length that passes, whatever the shorter ones did (:func:`largest_passing`)."""
         return largest_passing(self.lengths, self.accuracy, self.threshold)
 
     def to_dict(self) -> dict:
+        """The result as JSON-ready data."""
         return {
             "label": self.label,
             "lengths": list(self.lengths),

@@ -54,4 +54,5 @@ def calibrate_command(file, hist, regime, L, out, as_json):
 
 
 def register(main: click.Group) -> None:
+    """Add ``freqlab calibrate`` to the command group ``main``."""
     main.add_command(calibrate_command)

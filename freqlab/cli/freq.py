@@ -280,5 +280,6 @@ def with_layout(schedule, layout):
 
 
 def register(main: click.Group) -> None:
+    """Add ``freqlab freq``, ``stats`` and ``schedule`` to the command group ``main``."""
     for command in (freq_command, stats_command, schedule_command):
         main.add_command(command)

@@ -46,6 +46,7 @@ class Size(click.ParamType):
         return Size(self.parse, self.name, minimum, self.maximum if maximum is None else maximum)
 
     def convert(self, value, param, ctx):
+        """Parse a size with its suffix, or fail as a usage error naming the option."""
         try:
             size = value if isinstance(value, int) and not isinstance(value, bool) else self.parse(value, minimum=0)
         except FreqlabError as exc:
@@ -62,6 +63,7 @@ class PositiveNumber(click.ParamType):
     name = "NUMBER"
 
     def convert(self, value, param, ctx):
+        """Parse a positive number, or fail as a usage error naming the option."""
         try:
             number = float(value)
         except (TypeError, ValueError):
@@ -88,6 +90,7 @@ class FiniteFloat(click.FloatRange):
     name = "float"
 
     def convert(self, value, param, ctx):
+        """Parse a finite float (no nan or inf), or fail as a usage error naming the option."""
         number = click.FLOAT.convert(value, param, ctx)
         if not math.isfinite(number):
             self.fail(f"{value!r} is not a finite number", param, ctx)

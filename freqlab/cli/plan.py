@@ -65,6 +65,7 @@ def plan() -> None:
 
 
 def register(main: click.Group) -> None:
+    """Add ``freqlab plan`` and its subcommands to the command group ``main``."""
     plan.add_command(harpe_command, "harpe")
     main.add_command(plan)
 

@@ -39,6 +39,7 @@ FORMATS = ("png", "pdf", "svg")
 
 
 def format_option(help_text: str, default: tuple[str, ...] = ()):
+    """The ``--format`` option of a figure command (png, pdf, svg; repeatable)."""
     return click.option(
         "--format",
         "formats",
@@ -56,6 +57,7 @@ class FigureSize(click.ParamType):
     name = "SIZE"
 
     def convert(self, value, param, ctx):
+        """Parse a figure size (``one-column``, ``two-column`` or ``WxH`` inches), or fail as a usage error."""
         if not isinstance(value, str) or value in ("one-column", "two-column"):
             return value
         try:
@@ -434,4 +436,5 @@ def harpe_command(bases, target, heads, envelopes, out, formats, size, dpi, as_j
 
 
 def register(main: click.Group) -> None:
+    """Add ``freqlab plot`` and its subcommands to the command group ``main``."""
     main.add_command(plot_group)

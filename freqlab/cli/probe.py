@@ -146,4 +146,5 @@ def probe_command(model_dir, lengths, max_length, steps, depths, trials, needles
 
 
 def register(main: click.Group) -> None:
+    """Add ``freqlab probe`` to the command group ``main``."""
     main.add_command(probe_command)

@@ -33,7 +33,7 @@ if TYPE_CHECKING:  # fields.py and files.py import from here
 class FileChanged(OSError):
     """A data file that is gone or changed (size, modification time, version) since the corpus was opened;
     ``path`` names it when known. (Defined here, below ``files``, so that :meth:`FileShard.reading` can catch
-    it; ``freqlab.corpus.files`` re-exports it.)"""
+    it; ``freqlab.corpus.files`` re-exports it)."""
 
     def __init__(self, message: str, path: str = "") -> None:
         super().__init__(message)
@@ -54,6 +54,7 @@ BAD_SOURCE = "bad-source-label"  # the source label holds a lone surrogate (cann
 # one count per file; the documents read from it before the failure are kept.
 UNREADABLE_FILE = "unreadable-file"
 
+#: Every reason a record can be skipped for, as counted by a scan (one count per reason).
 REASONS = (
     MALFORMED_JSON,
     NOT_AN_OBJECT,
@@ -88,6 +89,17 @@ class Document:
     document, and ``dataset[split]#shard:row N`` for datasets streamed through HF ``datasets``. A reader that
     would have to read back to know a line number (a byte range in the middle of a file) passes a callable,
     and the number is worked out only when ``where`` is asked for.
+
+    Parameters
+    ----------
+    text : str or None
+        The text (None for a bad record).
+    source : str or None
+        The source label, when the corpus has sources.
+    where : str or callable
+        Where the record is (``path:line``, ...), or a callable that works it out when asked.
+    error : str or None
+        The reason a bad record is bad (one of ``REASONS``), else None.
     """
 
     __slots__ = ("_where", "error", "source", "text")
@@ -137,6 +149,7 @@ class Shard:
     kind: ClassVar[str] = TEXT
 
     def read(self) -> Iterator[Document]:  # pragma: no cover - abstract
+        """The shard's documents, in order (records that fail carry their error reason)."""
         raise NotImplementedError
 
     def identity(self) -> dict[str, Any]:
@@ -201,6 +214,7 @@ class LengthShard(Shard):
     kind: ClassVar[str] = LENGTHS
 
     def read_lengths(self) -> Iterator[LengthBatch]:  # pragma: no cover - abstract
+        """The shard's document lengths in tokens, in batches (tokenized data: no tokenizer)."""
         raise NotImplementedError
 
 
@@ -244,6 +258,7 @@ class FileShard(Shard):
 
     @property
     def path(self) -> str:
+        """The path of the shard's file."""
         return self.file.path
 
     def records(self) -> Iterator[Document]:  # pragma: no cover - abstract
@@ -274,15 +289,19 @@ class FileShard(Shard):
         return self.records()
 
     def identity(self) -> dict[str, Any]:
+        """What identifies the file's content (size, modification time, version), as checkpoints record it."""
         return self.file.identity()
 
     def check_unchanged(self) -> None:
+        """Raise :class:`FileChanged` if the file is gone or changed since the corpus was opened."""
         self.file.check_unchanged()
 
     def local_paths(self) -> tuple[str, ...]:
+        """The local files the shard reads (none for a remote file)."""
         return () if self.file.remote else (self.file.path,)
 
     def size(self) -> int | None:
+        """Bytes the shard reads (for progress), or None when unknown."""
         if self.start == 0 and self.end is None:
             return self.file.size
         return None

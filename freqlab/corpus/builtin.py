@@ -57,7 +57,13 @@ def stdlib_files(root: str) -> list[str]:
 
 
 def builtin_corpus() -> Corpus:
-    """The Python standard library of this interpreter, one document per ``.py`` file, labelled by kind."""
+    """The Python standard library of this interpreter, one document per ``.py`` file, labelled by kind.
+
+    Returns
+    -------
+    Corpus
+        The built-in corpus (offline).
+    """
     root = sysconfig.get_paths()["stdlib"]
     files = stdlib_files(root)
     sources = [source_label(name) for name in files]

@@ -71,10 +71,12 @@ class ParquetShard(FileShard):
     read_errors: ClassVar = _ARROW_ERRORS
 
     def first_record(self) -> dict | None:
+        """The shard's first record (field names and values), or None if it has none."""
         with self.reading():
             return first_row(self.path)
 
     def records(self) -> Iterator[Document]:
+        """The shard's documents, row group by row group."""
         batches, first_row = parquet_batches(self.path, self.fields.columns, self.start, self.end, BATCH_ROWS)
         yield from _documents(batches, self.fields, self.path, first_row, self._columns)
 
@@ -83,11 +85,14 @@ class ParquetShard(FileShard):
 
 
 class ParquetFormat(FileFormat):
+    """Parquet files: shards are runs of row groups."""
+
     name = "parquet"
     suffixes = (".parquet",)
     description = ".parquet"
 
     def metadata(self, file: DataFile) -> pq.FileMetaData:
+        """The file's Parquet footer, or a one-line error naming the file."""
         try:
             return parquet_metadata(file.path, file.mtime_ns)
         except _ARROW_ERRORS as exc:
@@ -102,6 +107,7 @@ class ParquetFormat(FileFormat):
             return None
 
     def shards(self, files: list[DataFile], fields: Fields, range_bytes: int) -> list[Shard]:
+        """Shards of about ``range_bytes`` each, cut at row group boundaries."""
         def names(file: DataFile) -> list[str]:
             try:
                 return self.metadata(file).schema.to_arrow_schema().names
@@ -153,14 +159,18 @@ class ArrowShard(FileShard):
     read_errors: ClassVar = _ARROW_ERRORS
 
     def first_record(self) -> dict | None:
+        """The shard's first record (field names and values), or None if it has none."""
         with self.reading():
             return first_row(self.path)
 
     def records(self) -> Iterator[Document]:
+        """The shard's documents, batch by batch."""
         yield from _documents(_rebatched(arrow_batches(self.path)), self.fields, self.path)
 
 
 class ArrowFormat(FileFormat):
+    """Arrow IPC files (``.arrow``, as ``datasets`` saves them): one shard per file."""
+
     name = "arrow"
     suffixes = (".arrow",)
     description = ".arrow"
@@ -175,6 +185,7 @@ class ArrowFormat(FileFormat):
             return None
 
     def shards(self, files: list[DataFile], fields: Fields, range_bytes: int) -> list[Shard]:
+        """One shard per non-empty file (token columns: length shards)."""
         def names(file: DataFile) -> list[str]:
             try:
                 return open_arrow(file.path).schema.names

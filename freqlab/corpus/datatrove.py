@@ -39,14 +39,17 @@ class DatatroveFile:
 
     @property
     def documents(self) -> int:
+        """Number of documents in the file."""
         return self.ends.size
 
     @property
     def index_bytes(self) -> int:
+        """Bytes of index read to get every document's length."""
         return 8 * self.ends.size
 
     @property
     def token_bound(self) -> int:
+        """Token ids of the file's dtype are below this bound."""
         return int(np.iinfo(self.dtype).max) + 1
 
     def length_batches(self, start: int, end: int) -> Iterator[tuple[int, np.ndarray]]:
@@ -145,6 +148,8 @@ class DatatroveShard(IndexedTokenShard):
 
 
 class DatatroveFormat(TokenFileFormat):
+    """datatrove tokenized files (``.ds`` with their ``.ds.index``)."""
+
     name = "datatrove"
     suffixes = (".ds",)
     description = "datatrove .ds"

@@ -39,7 +39,7 @@ _LONE_SURROGATE = re.compile("[\ud800-\udfff]")
 
 
 def has_lone_surrogate(text: str) -> bool:
-    """Whether ``text`` holds a lone surrogate (from a JSON ``\\ud800`` escape): no tokenizer can encode it."""
+    r"""Whether ``text`` holds a lone surrogate (from a JSON ``\ud800`` escape): no tokenizer can encode it."""
     return not text.isascii() and _LONE_SURROGATE.search(text) is not None
 
 Extracted = tuple[str | None, str | None, str | None]  # (text, source, error)
@@ -91,7 +91,17 @@ DEFAULT_TOKENS_FIELD = "input_ids"
 class ReadOptions:
     """How tokenized data is read: ``tokens_field`` (a column of token-id lists: a document's length is its
     list's length), ``length_field`` (a column of lengths), ``eos_id`` (the token that ends each document in a
-    plain token stream; elsewhere it is checked as the documents' last token). All None: the defaults."""
+    plain token stream; elsewhere it is checked as the documents' last token). All None: the defaults.
+
+    Attributes
+    ----------
+    tokens_field : str or None
+        Column of token-id lists (a document's length is its list's length).
+    length_field : str or None
+        Column of document lengths.
+    eos_id : int or None
+        Token that ends each document in a plain token stream (elsewhere checked as the last token).
+    """
 
     tokens_field: str | None = None
     length_field: str | None = None
@@ -99,6 +109,7 @@ class ReadOptions:
 
     @property
     def is_default(self) -> bool:
+        """Whether these are the default read options."""
         return self == ReadOptions()
 
     def describe(self) -> dict[str, Any]:
@@ -109,7 +120,17 @@ class ReadOptions:
 @dataclass(frozen=True)
 class Fields:
     """The field mapping of a corpus: ``text`` (dotted path) and optional ``source`` (dotted path), and the
-    :class:`ReadOptions` of tokenized data."""
+    :class:`ReadOptions` of tokenized data.
+
+    Attributes
+    ----------
+    text : str
+        Dotted path of the text field.
+    source : str or None
+        Dotted path of the source label, if any.
+    read : ReadOptions
+        How tokenized data is read.
+    """
 
     text: str = "text"
     source: str | None = None

@@ -74,6 +74,7 @@ class FoundFiles:
     _folders: set[str] = field(default_factory=set)
 
     def add(self, path: str, fmt: str) -> None:
+        """Record ``path`` with its format ``fmt`` (a file found twice is kept once)."""
         key = os.path.realpath(path)
         if key in self._seen:
             self.duplicates.append(path)
@@ -150,6 +151,7 @@ class FileFinder:
         return None
 
     def expand(self, spec: str) -> None:
+        """Add the files ``spec`` names: a file, a folder or a glob pattern."""
         path = os.path.expanduser(spec)
         if glob.has_magic(path):
             matches = sorted(glob.glob(path, recursive=True))
@@ -248,9 +250,9 @@ def stat_file(path: str, file_id: str) -> DataFile:
 
 
 def relative_ids(paths: list[str]) -> tuple[str, dict[str, str]]:
-    """The common root folder of ``paths`` and each path's id relative to it (``/``-separated).
+    r"""The common root folder of ``paths`` and each path's id relative to it (``/``-separated).
 
-    A file name that is not valid UTF-8 keeps its undecodable bytes as ``\\xNN`` escapes in the id, so ids are
+    A file name that is not valid UTF-8 keeps its undecodable bytes as ``\xNN`` escapes in the id, so ids are
     always printable and hashable as UTF-8.
     """
     root = os.path.commonpath([os.path.dirname(os.path.abspath(p)) for p in paths])

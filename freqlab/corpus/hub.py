@@ -128,7 +128,7 @@ class HubShard(Shard):
     files: tuple[str, ...] = ()  # the local files this shard streams (packaged builders), when known
 
     def stream(self):
-        """This shard's part of the streaming dataset."""
+        """The shard's part of the streaming dataset."""
         stream = _stream(self.dataset, self.config, self.split, self.data_files)
         return stream.shard(num_shards=self.num_shards, index=self.index) if self.num_shards > 1 else stream
 
@@ -140,6 +140,7 @@ class HubShard(Shard):
         return f"{_label(self.dataset, self.config, self.split)}#{self.index}:row "
 
     def read(self) -> Iterator[Document]:
+        """The shard's documents, streamed from the Hub."""
         extract = self.fields.extractor()
         prefix = self.row_prefix
         row = 0
@@ -183,6 +184,7 @@ class HubLengthShard(HubShard, LengthShard):
     column: tuple[str, str] = ("tokens", DEFAULT_TOKENS_FIELD)
 
     def read_lengths(self) -> Iterator[LengthBatch]:
+        """The shard's document lengths, from the dataset's token column."""
         from freqlab.corpus.token_columns import BATCH_ROWS, length_batches  # pyarrow: only for token columns
 
         prefix, name = self.row_prefix, _label(self.dataset, self.config, self.split)

@@ -83,9 +83,11 @@ class ZstdFrames(io.RawIOBase):
         self._error: Exception | None = None
 
     def readable(self) -> bool:
+        """Always True: a readable stream."""
         return True
 
     def readinto(self, buffer) -> int:  # type: ignore[override]
+        """Fill ``buffer`` with decompressed bytes; return how many (0 at the end)."""
         while not self._output:
             if self._error is not None:
                 raise self._error
@@ -122,11 +124,13 @@ class ZstdFrames(io.RawIOBase):
         return self._file.tell() - len(self._input)
 
     def close(self) -> None:
+        """Close the compressed file."""
         self._file.close()
         super().close()
 
 
 def is_compressed(path: str) -> bool:
+    """Whether ``path`` names a compressed file (zstd or gzip suffix)."""
     return path.lower().endswith((*_ZSTD_SUFFIXES, ".gz"))
 
 
@@ -390,6 +394,8 @@ def check_json_lines(file: DataFile) -> None:
 
 
 class JsonlFormat(FileFormat):
+    """JSON lines files, plain or compressed: shards are byte ranges cut at line boundaries."""
+
     name = "jsonl"
     suffixes = tuple(
         f"{base}{compression}"
@@ -399,13 +405,16 @@ class JsonlFormat(FileFormat):
     description = "JSON lines (.jsonl/.json/.ndjson, optionally .gz/.zst)"
 
     def claims(self, path: str) -> bool:
+        """Whether ``path`` is a JSON lines file (by its suffix)."""
         name = path.replace("\\", "/").rsplit("/", 1)[-1].lower()
         return name not in DATASETS_METADATA and super().claims(path)
 
     def estimated_bytes(self, file: DataFile) -> int:
+        """Estimated uncompressed bytes of ``file`` (for planning shards and progress)."""
         return file.size * COMPRESSION_RATIO_GUESS if is_compressed(file.path) else file.size
 
     def shards(self, files: list[DataFile], fields: Fields, range_bytes: int) -> list[JsonlShard]:
+        """Shards of about ``range_bytes`` each, cut at line boundaries."""
         shards = []
         for file in files:
             check_json_lines(file)

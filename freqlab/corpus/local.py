@@ -147,7 +147,7 @@ def check_one_unit(shown: str, counts: dict[str, int], units: dict[str, str]) ->
 
 
 def _printable(path: str) -> str:
-    """A path as printable text (undecodable bytes of a file name as ``\\xNN``)."""
+    r"""A path as printable text (undecodable bytes of a file name as ``\xNN``)."""
     return os.fsencode(path).decode("utf-8", "backslashreplace")
 
 

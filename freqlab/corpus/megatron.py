@@ -1,9 +1,9 @@
-"""Megatron-LM / NeMo indexed datasets: ``PREFIX.idx`` (the index) beside ``PREFIX.bin`` (the tokens).
+r"""Megatron-LM / NeMo indexed datasets: ``PREFIX.idx`` (the index) beside ``PREFIX.bin`` (the tokens).
 
 Byte layout of the index (``megatron/core/datasets/indexed_dataset.py``, ``_IndexWriter``; little-endian)::
 
     offset  size        field
-    0       9           magic b"MMIDIDX\\x00\\x00"
+    0       9           magic b"MMIDIDX\x00\x00"
     9       8           version, uint64 = 1
     17      1           token dtype code, uint8: 1 uint8, 2 int8, 3 int16, 4 int32, 5 int64, 6 float64,
                         7 float32, 8 uint16
@@ -58,22 +58,27 @@ class MegatronIndex:
 
     @property
     def documents(self) -> int:
+        """Number of documents in the dataset."""
         return self.document_indices.size - 1
 
     @property
     def sequences(self) -> int:
+        """Number of sequences in the dataset."""
         return self.sequence_lengths.size
 
     @property
     def index_bytes(self) -> int:
+        """Bytes of index read to get every document's length."""
         return 4 * self.sequences + 8 * (self.documents + 1)  # lengths and document bounds
 
     @property
     def token_bound(self) -> int:
+        """Token ids of the dataset's dtype are below this bound."""
         return int(np.iinfo(self.dtype).max) + 1 if self.dtype.kind in "iu" else 1 << 63
 
     @property
     def bin_path(self) -> str:
+        """The ``.bin`` file beside the index."""
         return self.prefix + ".bin"
 
     def tokens(self) -> np.ndarray:
@@ -238,6 +243,8 @@ class MegatronShard(IndexedTokenShard):
 
 
 class MegatronFormat(TokenFileFormat):
+    """Megatron-LM / NeMo indexed datasets (``PREFIX.idx`` beside ``PREFIX.bin``)."""
+
     name = "megatron"
     suffixes = (".idx",)
     description = "Megatron .idx/.bin"

@@ -44,6 +44,7 @@ class Preset:
 
     @property
     def fields(self) -> Fields:
+        """The preset's text and source fields."""
         return Fields(self.text_field, self.source_field)
 
 
@@ -52,6 +53,7 @@ def _load_presets() -> dict[str, Preset]:
     return {name: Preset(name=name, **entry) for name, entry in raw.items()}
 
 
+#: Preset name -> :class:`Preset` (Hub id, text and source fields), read from ``freqlab/data/presets.json``.
 PRESETS: dict[str, Preset] = _load_presets()
 
 

@@ -96,9 +96,9 @@ def skip_bytes(stream: BinaryIO, count: int) -> int:
 def owned_lines(
     stream: BinaryIO, start: int, end: int | None, max_line: int | None = None
 ) -> Iterator[tuple[int, bytes]]:
-    """``(position, line)`` of the lines the range ``[start, end)`` owns; ``stream`` must be at ``start``.
+    r"""``(position, line)`` of the lines the range ``[start, end)`` owns; ``stream`` must be at ``start``.
 
-    Lines keep their ``\\n`` (the last one may lack it). Raises :class:`LineTooLong` for a line longer than
+    Lines keep their ``\n`` (the last one may lack it). Raises :class:`LineTooLong` for a line longer than
     ``max_line`` bytes.
     """
     readline = stream.readline
@@ -137,7 +137,7 @@ def _first_line_start(stream: BinaryIO, start: int, end: int | None) -> int | No
 def owned_blocks(
     stream: BinaryIO, start: int, end: int | None, max_line: int | None = None
 ) -> Iterator[tuple[int, list[bytes]]]:
-    """The lines of :func:`owned_lines` in blocks, without their ``\n``: ``(position of the first line, lines)``.
+    r"""The lines of :func:`owned_lines` in blocks, without their ``\n``: ``(position of the first line, lines)``.
 
     One ``read`` and one ``split`` per MiB instead of a ``readline`` per line; the lines, their positions and
     :class:`LineTooLong` are those of :func:`owned_lines` (a line of ``n`` bytes there is ``n - 1`` here, except

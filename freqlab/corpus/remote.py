@@ -284,9 +284,11 @@ class RemoteFile(DataFile):
 
     @property
     def remote(self) -> bool:
+        """Always True: the file is read through fsspec."""
         return True
 
     def identity(self) -> dict[str, Any]:
+        """What identifies the file's content: its size and version (ETag, else modification time)."""
         return {"size": self.size, "version": self.version}
 
     def check_unchanged(self) -> None:

@@ -73,6 +73,28 @@ def open_corpus(
 
     ``read`` says how tokenized data is read (token or length column, EOS id; see :class:`ReadOptions`).
 
+    Parameters
+    ----------
+    dataset : str, optional
+        A preset name, Hub id, ``datasets`` builder, or local file/folder/glob; default: the built-in corpus.
+    data_files : str or list of str, optional
+        Local copies (paths or globs) to read with ``dataset``'s fields.
+    config, split : str
+        Hub configuration and split.
+    text_field, source_field : str, optional
+        Record fields of the text and of the source label.
+    format : str, optional
+        Input format, instead of the one the file names imply.
+    read : ReadOptions, optional
+        How tokenized data is read (token or length column, EOS id).
+
+    Returns
+    -------
+    Corpus
+        The corpus, split into shards.
+
+    Examples
+    --------
     >>> corpus = open_corpus()                      # the Python standard library, offline
     >>> corpus.name, corpus.has_sources
     ('python-stdlib', True)

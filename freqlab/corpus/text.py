@@ -46,6 +46,7 @@ class TextFilesShard(Shard):
     decoding: str = "utf-8"  # "utf-8" (strict) or "python" (PEP 263, lenient)
 
     def read(self) -> Iterator[Document]:
+        """Each file's text as one document."""
         for i, file in enumerate(self.files):
             path = file.path
             source = None if self.sources is None else self.sources[i]
@@ -75,13 +76,16 @@ class TextFilesShard(Shard):
         return {"files": len(self.files), "stamp": digest.hexdigest()}
 
     def size(self) -> int | None:
+        """Bytes of the shard's files."""
         return sum(file.size for file in self.files)
 
     def check_unchanged(self) -> None:
+        """Raise :class:`FileChanged` if any of the files is gone or changed."""
         for file in self.files:
             file.check_unchanged()
 
     def local_paths(self) -> tuple[str, ...]:
+        """The local files among the shard's files."""
         return tuple(file.path for file in self.files if not file.remote)
 
 
@@ -102,17 +106,22 @@ def group_files(
 
 
 class TxtFormat(FileFormat):
+    """Plain text files: each file is one document."""
+
     name = "txt"
     suffixes = (".txt",)
     description = ".txt (one document per file)"
 
     def records(self, file: DataFile) -> int | None:
+        """Always 1: a text file is one document."""
         return 1
 
     def is_empty(self, file: DataFile) -> bool:
+        """Whether the file has no bytes."""
         return file.size == 0
 
     def shards(self, files: list[DataFile], fields: Fields, range_bytes: int) -> list[TextFilesShard]:
+        """Shards of whole files, about ``range_bytes`` each."""
         # .txt files carry no label; in a labelled corpus they count under the "(none)" source.
         labels = None if fields.source is None else [MISSING_SOURCE] * len(files)
         return group_files(files, labels)

@@ -72,10 +72,12 @@ class TokenColumnShard(TokenFileShard):
     read_errors: ClassVar = (pa.ArrowException, OSError)
 
     def first_record(self) -> dict | None:
+        """The shard's first record (field names and values), or None if it has none."""
         with self.reading():
             return first_row(self.path)
 
     def batches(self) -> Iterator[LengthBatch]:
+        """Document lengths: the lengths of the token-id lists in the column."""
         columns = [self.column] + ([self.fields.source] if self.fields.source else [])
         if self.path.lower().endswith(".parquet"):
             batches, row = parquet_batches(self.path, columns, self.start, self.end, BATCH_ROWS)

@@ -72,16 +72,20 @@ class TokenStreamShard(LengthShard):
     read_errors: ClassVar = (OSError, ValueError)
 
     def identity(self) -> dict:
+        """What identifies the content of each file of the shard."""
         return {file.id: file.identity() for file in self.files}
 
     def local_paths(self) -> tuple[str, ...]:
+        """The shard's files."""
         return tuple(file.path for file in self.files)
 
     def check_unchanged(self) -> None:
+        """Raise :class:`FileChanged` if any of the files is gone or changed."""
         for file in self.files:
             file.check_unchanged()
 
     def read_lengths(self) -> Iterator[LengthBatch]:
+        """Document lengths: the runs of tokens between EOS ids, across chunks and files."""
         carry = 0  # tokens since the last EOS, carried into the next chunk or file
         held = 0  # one-token documents (a lone EOS) at the end of what was read: padding if the stream ends so
         where = ""
@@ -130,18 +134,22 @@ def _trailing_ones(lengths: np.ndarray) -> int:
 
 
 class TokenStreamFormat(FileFormat):
+    """Token streams (``.npy``, lit-gpt ``.bin``) cut into documents at ``--eos-id``."""
+
     name = "token-stream"
     kind = LENGTHS
     suffixes = (".npy", ".bin")
     description = ".npy / lit-gpt .bin token streams (--eos-id)"
 
     def claims(self, path: str) -> bool:
+        """Whether ``path`` is a token stream: ``.npy``, or ``.bin`` with no Megatron ``.idx`` beside it."""
         lower = path.lower()
         if lower.endswith(".bin"):
             return not os.path.exists(path[:-4] + ".idx")  # PREFIX.bin beside PREFIX.idx is Megatron's
         return lower.endswith(".npy")
 
     def shards(self, files: list[DataFile], fields: Fields, range_bytes: int) -> list[TokenStreamShard]:
+        """The files in order as one shard (a document may cross files)."""
         eos = fields.read.eos_id
         if eos is None:
             raise FreqlabError(
@@ -154,6 +162,7 @@ class TokenStreamFormat(FileFormat):
         return [TokenStreamShard(name, tuple(files), eos)]
 
     def describe(self, files: list[DataFile], fields: Fields) -> dict:
+        """How documents are delimited (the EOS id), for the scan's summary."""
         return {"eos": {"appended": True, "eos_id": fields.read.eos_id, "from": "separator of the stream"}}
 
 

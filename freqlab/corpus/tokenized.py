@@ -40,14 +40,17 @@ class TokenFileShard(FileShard, LengthShard):
     read_errors: ClassVar = (OSError, ValueError)
 
     def read_lengths(self) -> Iterator[LengthBatch]:
+        """The shard's document lengths, with the file checked for changes while it is read."""
         with self.reading():
             self.file.check_unchanged()
             yield from self.batches()
 
     def batches(self) -> Iterator[LengthBatch]:  # pragma: no cover - abstract
+        """The document lengths of the shard's range, in batches."""
         raise NotImplementedError
 
     def size(self) -> int | None:
+        """None: progress of a tokenized shard is counted in documents."""
         return None  # progress by documents: a shard reads a few bytes per document, not the file
 
 
@@ -157,6 +160,7 @@ class EosCheck:
     ending_with: dict[int, int] | None = None
 
     def add(self, last_tokens: np.ndarray) -> None:
+        """Count the last tokens of a batch of documents."""
         values, counts = np.unique(np.asarray(last_tokens, np.int64), return_counts=True)
         merged = dict(self.ending_with or {})
         for value, count in zip(values.tolist(), counts.tolist(), strict=True):
@@ -195,10 +199,11 @@ class TokenIndex(Protocol):
     token_bound: int  # tokens of the file's dtype are below this (for --eos-id)
     dtype: np.dtype  # of its tokens
 
-    # lengths (int64) of documents start .. end - 1, BATCH_DOCUMENTS at a time, each valid until the next is drawn
-    def length_batches(self, start: int, end: int) -> Iterator[tuple[int, np.ndarray]]: ...
+    def length_batches(self, start: int, end: int) -> Iterator[tuple[int, np.ndarray]]:
+        """Lengths (int64) of documents ``start .. end - 1``, BATCH_DOCUMENTS at a time (each valid until the next)."""
 
-    def last_tokens(self, count: int) -> np.ndarray: ...  # the last token of the first `count` non-empty documents
+    def last_tokens(self, count: int) -> np.ndarray:
+        """The last token of the first ``count`` non-empty documents."""
 
 
 @dataclass(frozen=True)
@@ -209,6 +214,7 @@ class IndexedTokenShard(TokenFileShard):
     open_index: ClassVar = None  # path -> TokenIndex (a staticmethod in subclasses)
 
     def batches(self) -> Iterator[LengthBatch]:
+        """The document lengths of the shard's range, read from the file's index."""
         index = self.open_index(self.path)
         end = index.documents if self.end is None else self.end
         for first, lengths in index.length_batches(self.start, end):
@@ -227,15 +233,19 @@ class TokenFileFormat(FileFormat):
         return self.shard_type.open_index(path)
 
     def records(self, file: DataFile) -> int | None:
+        """Number of documents in the file."""
         return self.open(file.path).documents
 
     def is_empty(self, file: DataFile) -> bool:
+        """Whether the file has no documents."""
         return self.records(file) == 0
 
     def estimated_bytes(self, file: DataFile) -> int:
+        """Bytes of index read (the index is what a scan reads, not the tokens)."""
         return self.open(file.path).index_bytes  # the index is what is read
 
     def shards(self, files: list[DataFile], fields: Fields, range_bytes: int) -> list[TokenFileShard]:
+        """Shards of document ranges, about ``range_bytes`` of index each."""
         shards = []
         for file in files:
             index = self.open(file.path)  # every file is checked before anything is counted

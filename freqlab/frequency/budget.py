@@ -35,12 +35,15 @@ class Budget:
 
     @property
     def origin(self) -> str:
+        """Where the budget comes from (the option, or freqlab's default)."""
         return "--tokens" if self.given else "freqlab default; --tokens sets it"
 
     def describe(self) -> str:
+        """One line: the budget and where it comes from."""
         return f"T = {human_count(self.tokens)} training tokens ({self.origin})"
 
     def to_dict(self) -> dict:
+        """The budget as JSON-ready data."""
         return {"training_tokens": self.tokens, "training_tokens_from": "tokens option" if self.given else "default"}
 
 

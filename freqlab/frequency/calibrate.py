@@ -57,6 +57,7 @@ class CalibrationPoint:
     source: str = ""
 
     def to_dict(self) -> dict:
+        """The point as JSON-ready data."""
         return {key: getattr(self, key) for key in self.__dataclass_fields__}
 
 
@@ -113,6 +114,7 @@ class Calibration(Displayed):
     )
 
     def to_dict(self) -> dict:
+        """The calibration as JSON-ready data."""
         return {
             "format": FORMAT,
             "version": FORMAT_VERSION,

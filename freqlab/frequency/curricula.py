@@ -388,6 +388,7 @@ class SkyLadder:
         return at
 
     def runs(self, rows: int, L: int) -> tuple[np.ndarray, np.ndarray]:
+        """Row lengths and their counts for ``rows`` rows of window ``L`` under the SkyLadder ramp."""
         if self.start > L:
             raise FreqlabError(f"skyladder: start {self.start} is larger than the window L = {L}")
         return runs_of(self.window(L, rows), rows, rows, L)

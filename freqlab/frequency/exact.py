@@ -102,6 +102,7 @@ class ExactFrequency:
 
     @property
     def L(self) -> int:
+        """The window: the length of f."""
         return int(self.numerator.size)
 
     def value(self, i: int) -> Fraction:

@@ -63,6 +63,24 @@ def frequency_from_exposure(h) -> np.ndarray:
 def exposure_histogram(lengths, counts, L: int, regime: str = "natural", *, seed: int = 0) -> np.ndarray:
     """h(c), 0 <= c < L, of a document-length histogram under ``regime`` (int64; Σ h = tokens in the segments).
 
+    Parameters
+    ----------
+    lengths, counts : array_like
+        Document-length histogram: distinct lengths in tokens and their counts.
+    L : int
+        Training window L.
+    regime : str
+        Data regime (see ``REGIMES``).
+    seed : int
+        Seed of the shuffled document order, in the regimes that need one.
+
+    Returns
+    -------
+    numpy.ndarray
+        int64 h(c), 0 <= c < L: tokens trained with c tokens of same-document left context.
+
+    Examples
+    --------
     A document of 5 tokens in windows of 3 is segments 3 and 2: contexts 0, 1, 2 and 0, 1:
 
     >>> exposure_histogram([5], [1], 3).tolist()
@@ -81,6 +99,21 @@ def tail_shares(f, thresholds=DEFAULT_THRESHOLDS) -> dict[int, float]:
     if f.size == 0 or f[0] <= 0:
         return {int(t): 0.0 for t in thresholds}
     return {int(t): (int(f[t]) / int(f[0]) if t < f.size else 0.0) for t in thresholds}
+
+
+def thresholds_below(window: int, thresholds=DEFAULT_THRESHOLDS) -> list[int]:
+    """The thresholds shorter than ``window``; when none is (a window of at most 4K), ``window`` / 8, / 4 and / 2.
+
+    A tail table of thresholds at or beyond the window would only show zeros, so a short window gets thresholds of
+    its own scale instead.
+
+    >>> thresholds_below(16384)
+    [4096, 8192]
+    >>> thresholds_below(2048)
+    [256, 512, 1024]
+    """
+    below = [int(t) for t in thresholds if t < window]
+    return below or sorted({max(window >> k, 1) for k in (3, 2, 1)})
 
 
 TAIL_REGIMES = ("natural", "truncate")  # regimes in which a source's segments are its own documents' alone
@@ -132,6 +165,24 @@ def source_tails(
     caps it. Only regimes in which a segment holds one source's document (``natural``, ``truncate``) split
     exactly by source.
 
+    Parameters
+    ----------
+    histogram : LengthHistogram
+        A histogram split by source.
+    L : int, optional
+        Window; default the longest document.
+    regime : str
+        Data regime (see ``REGIMES``).
+    thresholds : tuple of int
+        Left-context thresholds t.
+
+    Returns
+    -------
+    list of dict
+        One row per source and ``all``: ``source``, ``tokens`` and ``tails`` (threshold label -> share).
+
+    Examples
+    --------
     >>> from freqlab import LengthHistogram
     >>> from freqlab.histogram import combine_sources
     >>> parts = {"web": LengthHistogram.from_lengths([100] * 9), "books": LengthHistogram.from_lengths([10000])}

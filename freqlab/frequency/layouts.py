@@ -112,6 +112,18 @@ def parse_layout(text: str) -> Layout:
     """A layout from a short string: terms ``[N*]KIND`` joined by ``+``; KIND is ``global``, ``nope``,
     ``swa<w>`` or ``chunk<C>`` (sizes as every window: ``1024``, ``4K``).
 
+    Parameters
+    ----------
+    text : str
+        The layout, e.g. ``5*swa1024+global``.
+
+    Returns
+    -------
+    Layout
+        The layer kinds and how many layers of each.
+
+    Examples
+    --------
     >>> parse_layout("5*swa1024+global").spec
     '5*swa1K+global'
     >>> [(k.name, n) for k, n in parse_layout("3*chunk8K+nope").kinds.items()]
@@ -144,7 +156,9 @@ def parse_layout(text: str) -> Layout:
 
 def layout_from_config(config: dict, source: str = "config.json") -> Layout:
     """A layout from a model configuration's own keys (a Hugging Face ``config.json``; a multimodal one's
-    ``text_config``):
+    ``text_config``).
+
+    The keys read:
 
     * ``layer_types`` (``full_attention``, ``sliding_attention``, ``chunked_attention``), with ``sliding_window``
       and ``attention_chunk_size`` giving the sizes;
@@ -156,6 +170,20 @@ def layout_from_config(config: dict, source: str = "config.json") -> Layout:
     * ``no_rope_layers`` (1: RoPE, 0: NoPE, as Llama 4 and transformers mean it) marks NoPE layers;
     * ``partial_rotary_factor`` is kept as the rotated share of each head.
 
+    Parameters
+    ----------
+    config : dict
+        The model configuration (``config.json`` as a dict).
+    source : str
+        Its name, for error messages.
+
+    Returns
+    -------
+    Layout
+        The layer kinds and how many layers of each.
+
+    Examples
+    --------
     >>> layout_from_config({"model_type": "gemma3_text", "num_hidden_layers": 12, "sliding_window": 1024}).spec
     '5*swa1K+global+5*swa1K+global'
     """
@@ -305,6 +333,7 @@ class LayoutFrequency(Displayed):
         raise KeyError(name)
 
     def summaries(self, *, tokens: float | None = None, tau: float = DEFAULT_TAU) -> list[dict]:
+        """One summary per layer kind (share of layers, effective length for ``tokens`` at ``tau``)."""
         total = sum(kind.layers for kind in self.kinds)
         return [kind.summary(share_of_layers=kind.layers / total, tokens=tokens, tau=tau) for kind in self.kinds]
 
@@ -366,6 +395,26 @@ def layout_frequency(
 ) -> LayoutFrequency:
     """f(i) per layer kind of ``layout`` (a :class:`Layout`, config dict, ``config.json`` path or short string).
 
+    Parameters
+    ----------
+    lengths, counts : array_like
+        Document-length histogram: distinct lengths in tokens and their counts.
+    L : int
+        Training window L.
+    layout : Layout, dict, str or Path
+        The attention layout (a :class:`Layout`, config dict, ``config.json`` path or short string).
+    regime : str
+        Data regime (see ``REGIMES``).
+    seed : int
+        Seed of the shuffled document order, in the regimes that need one.
+
+    Returns
+    -------
+    LayoutFrequency
+        f(i) per layer kind (None for NoPE layers).
+
+    Examples
+    --------
     >>> lf = layout_frequency([6], [1], 6, "swa2+chunk4+global+nope")
     >>> [(k.kind.name, None if k.f is None else k.f.tolist()) for k in lf.kinds]
     [('swa2', [6, 5, 0, 0, 0, 0]), ('chunk4', [6, 4, 2, 1, 0, 0]), ('global', [6, 5, 4, 3, 2, 1]), ('nope', None)]

@@ -90,6 +90,7 @@ class MegatronOptions:
         return [(None, _prefix(w)) for w in words]
 
     def describe(self) -> dict:
+        """The options that are set, by name."""
         return {k: v for k, v in vars(self).items() if v is not None}
 
     def with_data_path(self, paths: list[str]) -> MegatronOptions:
@@ -155,6 +156,7 @@ class MegatronDataset:
 
     @classmethod
     def build(cls, lengths: np.ndarray, begin: int, end: int, L: int, samples: int | None, seed: int):
+        """Replay Megatron's sample index for documents ``begin .. end - 1`` at sequence length ``L``."""
         indices = np.arange(begin, end, dtype=np.int32)
         tokens = int(np.sum(lengths[begin:end], dtype=np.int64))
         if tokens <= 1:

@@ -304,6 +304,7 @@ class MixtureInfo:
 
     @property
     def arithmetic(self) -> str:
+        """How each source's multiplier was computed, as text."""
         if self.exact:
             return "exact int64 (integer epochs)"
         return (
@@ -312,6 +313,7 @@ class MixtureInfo:
         )
 
     def to_dict(self) -> dict:
+        """The mixture as JSON-ready data."""
         return {
             "name": self.mixture.name,
             "unit": self.mixture.unit,

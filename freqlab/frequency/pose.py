@@ -128,6 +128,7 @@ class Pose:
     contiguous_contexts = False
 
     def target_for(self, L: int) -> int:
+        """The target length PoSE stretches a window ``L`` to."""
         if self.target is not None:
             target = self.target
         elif self.factor is not None:

@@ -26,6 +26,20 @@ def segment_frequency(segs: Segments) -> np.ndarray:
     f(i) - f(i+1) = N(i) = Σ_{l > i} c_l (the segments longer than i) and f(L) = 0, so f is the suffix sum of N and
     N the suffix sum of c: two cumulative sums, in place, from the right. Every partial sum is at most f(0) < 2^63
     (checked by ``segments``): exact in int64.
+
+    Parameters
+    ----------
+    segs : Segments
+        Segment-length histogram of one regime (every segment at most L long).
+
+    Returns
+    -------
+    numpy.ndarray
+        int64 f(0..L), L + 1 values (f(L) = 0).
+
+    References
+    ----------
+    .. [1] An et al., "Why Does the Effective Context Length of LLMs Fall Short?", ICLR 2025, arXiv:2410.18745.
     """
     L = segs.L
     lengths = segs.lengths

@@ -39,6 +39,7 @@ from freqlab.frequency.kernels import best_fit_fills, pack_walk, scatter_add
 from freqlab.resources import require_memory
 from freqlab.sizes import MAX_POSITIONS
 
+#: The data regimes f(i) is computed for (the table in the module docstring says what each one does).
 REGIMES: tuple[str, ...] = ("natural", "truncate", "concat", "uniform", "pack", "best-fit", "megatron")
 EXPANDING: frozenset[str] = frozenset({"pack", "best-fit"})  # their cost grows with the number of documents
 
@@ -60,6 +61,21 @@ class Segments:
     ``lengths`` is sorted and unique, ``1 <= lengths <= L``; both arrays are int64.
     ``dropped_tokens`` counts tokens the regime discards (only ``truncate`` drops any); ``approximation``
     names the regime computed in place of one that a histogram cannot give exactly (``megatron``).
+
+    Attributes
+    ----------
+    lengths : numpy.ndarray
+        Distinct segment lengths, int64, sorted, 1 <= lengths <= L.
+    counts : numpy.ndarray
+        Segments of each length, int64.
+    L : int
+        Training window (the model's max_position_embeddings).
+    regime : str
+        The regime that made them.
+    dropped_tokens : int
+        Tokens the regime discards (``truncate`` only).
+    approximation : str or None
+        The regime computed in place of one a histogram cannot give exactly (``megatron``).
     """
 
     lengths: np.ndarray
@@ -76,6 +92,7 @@ class Segments:
 
     @property
     def segments(self) -> int:
+        """Number of segments."""
         return int(self.counts.sum())
 
 
@@ -173,7 +190,20 @@ MAX_STREAM_DOCUMENTS = 1 << 31  # 16 GiB of int64 lengths
 
 
 def stream_order(lengths: np.ndarray, counts: np.ndarray, seed: int = 0) -> np.ndarray:
-    """Expand a histogram into one document length per document, in a seeded random stream order."""
+    """Expand a histogram into one document length per document, in a seeded random stream order.
+
+    Parameters
+    ----------
+    lengths, counts : numpy.ndarray
+        Document-length histogram: distinct lengths and their counts.
+    seed : int
+        Seed of the shuffle.
+
+    Returns
+    -------
+    numpy.ndarray
+        int64 document lengths, ``counts.sum()`` of them, shuffled.
+    """
     _check_walk("pack", "expands the histogram into a stream of", counts, "documents")
     order = np.repeat(lengths, counts)
     np.random.default_rng(seed).shuffle(order)
@@ -198,6 +228,20 @@ def pack_documents(doc_lengths, L: int) -> Segments:
     (10^8 documents in order take about a second; from a histogram, expanding and shuffling the stream
     order dominates: about 18 s for 10^8 documents).
 
+    Parameters
+    ----------
+    doc_lengths : array_like
+        Document lengths in tokens, in stream order (each >= 1).
+    L : int
+        Training window L.
+
+    Returns
+    -------
+    Segments
+        The segment-length histogram of the packed rows.
+
+    Examples
+    --------
     Rows of 4 tokens: [3 | 1 of the second] [2 of the second | 2 of the third] [1 of the third]:
 
     >>> packed = pack_documents([3, 3, 3], 4)

@@ -82,6 +82,12 @@ class Stage:
 
 @dataclass(frozen=True)
 class Schedule:
+    """A multi-stage training schedule, as read by :func:`load_schedule` (the file format is the module's).
+
+    Its frequency is F(i) = Σ_stages f_k(i) · T_k / f_k(0) (:func:`schedule_frequency`); ``tau`` is the
+    threshold of its effective-length prediction, ``sources`` and ``provenance`` say where its numbers come from.
+    """
+
     stages: tuple[Stage, ...]
     histogram: Path | None = None
     tau: float = DEFAULT_TAU
@@ -92,7 +98,7 @@ class Schedule:
     provenance: tuple = ()  # (key, "source: ..." | "assumed: ...") for the schedule's own numbers (layout, tau)
 
     def with_layout(self, layout: str | Layout) -> Schedule:
-        """This schedule with ``layout`` (a spec, a config.json or a :class:`Layout`) given to every stage that
+        """The schedule with ``layout`` (a spec, a config.json or a :class:`Layout`) given to every stage that
         names none."""
         parsed = read_layout(layout)
         return replace(self, stages=tuple(s if s.layout else replace(s, layout=parsed) for s in self.stages))
@@ -104,7 +110,22 @@ SCHEDULE_KEYS = frozenset({"stages", "histogram", "tau", "weights", "layout", "t
 
 
 def load_schedule(path: str | Path, *, histogram: str | Path | None = None, weights: str | None = None) -> Schedule:
-    """Read and validate a schedule file; ``histogram`` and ``weights`` override its default corpus and mix."""
+    """Read and validate a schedule file; ``histogram`` and ``weights`` override its default corpus and mix.
+
+    Parameters
+    ----------
+    path : str or Path
+        The schedule file (YAML or JSON).
+    histogram : str or Path, optional
+        Default corpus of every stage, instead of the file's.
+    weights : str, optional
+        Source weights of every stage, instead of the file's.
+
+    Returns
+    -------
+    Schedule
+        The validated schedule; a bad file raises FreqlabError naming the file and key.
+    """
     path = Path(path)
     data = read_config_file(path, "schedule")
     return parse_schedule(data, base=path.parent, source=str(path), histogram=histogram, weights=weights)
@@ -219,6 +240,22 @@ def recipe_presets() -> dict:
 def load_preset(name: str, *, histogram=None, weights: str | None = None) -> Schedule:
     """A published recipe as a :class:`Schedule` on ``histogram`` (a path or a LengthHistogram).
 
+    Parameters
+    ----------
+    name : str
+        A preset of ``freqlab/data/recipes.yaml`` (``llama3``, ...).
+    histogram : str, Path or LengthHistogram
+        The corpus every stage trains on.
+    weights : str, optional
+        Source weights of every stage.
+
+    Returns
+    -------
+    Schedule
+        The recipe, with its sources and what it assumes.
+
+    Examples
+    --------
     >>> from freqlab.sizes import position_label
     >>> schedule = load_preset("llama3", histogram="lengths.parquet")
     >>> [position_label(s.L) for s in schedule.stages], schedule.stages[1].assumed
@@ -540,7 +577,20 @@ def stage_frequency(stage: Stage, h, *, seed: int = 0) -> tuple[np.ndarray, dict
 
 def schedule_frequency(schedule: Schedule, *, seed: int = 0) -> ScheduleFrequency:
     """Evaluate every stage's frequency on its histogram (each file is read once), weighted by its ``weights``,
-    per layer kind of its layout."""
+    per layer kind of its layout.
+
+    Parameters
+    ----------
+    schedule : Schedule
+        The schedule (see :func:`load_schedule`).
+    seed : int
+        Seed of the shuffled document order, in the regimes that need one.
+
+    Returns
+    -------
+    ScheduleFrequency
+        Each stage's frequency and the total F(i) = Σ_stages f_k(i) · T_k / f_k(0).
+    """
     window = max(stage.L for stage in schedule.stages)
     kept = sum(stage.L for stage in schedule.stages)  # every stage's f, then F and one scaled stage in float64
     require_memory(8 * kept + 24 * window, f"{schedule.source}: stages of L = {kept:,} positions in all",

@@ -55,6 +55,7 @@ def well_trained_rows(wt) -> list[tuple[str, str]]:
 
 
 def well_trained_display(wt) -> Display:
+    """How a well-trained range shows in a notebook."""
     figure = None
     if wt.frequency is not None:
         figure = curve_svg(wt.frequency, shades=[(0, wt.N, HEAD_SHADE)])
@@ -92,6 +93,7 @@ def string_display(p) -> Display:
 
 
 def self_extend_check_rows(c) -> list[tuple[str, str]]:
+    """The table rows of a Self-Extend check."""
     rows = [
         ("group size G, neighbour window w_n", f"{c.G}, {c.w_n}"),
         ("max length (L − w_n + w_n // G)·G", f"{c.max_length:,} (Eq. 8: {c.eq8_length:,})"),
@@ -107,6 +109,7 @@ def self_extend_check_rows(c) -> list[tuple[str, str]]:
 
 
 def self_extend_check_display(c) -> Display:
+    """How a Self-Extend check shows in a notebook."""
     headline = f"max length {c.max_length:,} (Eq. 8)"
     if c.N is not None:
         headline += f"; at N = {c.N} largest position {c.largest_position} ({'< L' if c.fits else '≥ L'})"
@@ -117,6 +120,7 @@ def self_extend_check_display(c) -> Display:
 
 
 def self_extend_display(p) -> Display:
+    """How a Self-Extend plan shows in a notebook."""
     headline = f"G = {p.G}, w_n = {p.w_n}; N* = {p.N_star} (rule: {p.rule}), max length {p.check.max_length:,}"
     rows = [
         ("window L → target N", f"{_window(p.L)} → {_window(p.N)}"),
@@ -272,6 +276,7 @@ def usage_rows(u) -> list[tuple[str, str]]:
 
 
 def usage_display(u) -> Display:
+    """How a STRING usage shows in a notebook."""
     headline, rows = usage_headline(u), usage_rows(u)
     top = float(max(np.max(u.pairs_before), np.max(u.pairs_after)))
     chart = Chart(

@@ -57,6 +57,24 @@ POWER_K: float = 0.5
 def rope_basis(head_dim: int, base: float = 10000.0) -> np.ndarray:
     """Eq. 1: θ_i = base^(-2(i-1)/d), i = 1..d/2.
 
+    Parameters
+    ----------
+    head_dim : int
+        Head dimension d.
+    base : float
+        RoPE base.
+
+    Returns
+    -------
+    numpy.ndarray
+        float64 θ_i, i = 1..d/2.
+
+    References
+    ----------
+    .. [1] Pal et al., "Giraffe: Adventures in Expanding Context Lengths in LLMs", 2023, arXiv:2308.10882.
+
+    Examples
+    --------
     >>> rope_basis(4, 100.0).tolist()
     [1.0, 0.1]
     """
@@ -69,6 +87,26 @@ def power_basis(head_dim: int, k: float = POWER_K, base: float = 10000.0) -> np.
     """Eq. 2: θ*_i = θ_i · (1 - 2i/d)^k, i = 1..d/2. High frequencies (small i) change least; the last
     entry (i = d/2) becomes 0 for k > 0.
 
+    Parameters
+    ----------
+    head_dim : int
+        Head dimension d.
+    k : float
+        Exponent of the power scaling.
+    base : float
+        RoPE base.
+
+    Returns
+    -------
+    numpy.ndarray
+        float64 θ*_i, i = 1..d/2.
+
+    References
+    ----------
+    .. [1] Pal et al., "Giraffe: Adventures in Expanding Context Lengths in LLMs", 2023, arXiv:2308.10882.
+
+    Examples
+    --------
     >>> power_basis(4, 1.0, 100.0).tolist()  # θ = [1, 0.1], factors (1 - 2/4), (1 - 4/4)
     [0.5, 0.0]
     """
@@ -91,6 +129,28 @@ def truncated_basis(
     (The paper prints the last case as θ*_i <= a; it means θ_i <= a.) Defaults are Table 1's
     a = (1/8)(2π/2048), b = 2π/2048, ρ = (1/16)(2π/2048).
 
+    Parameters
+    ----------
+    head_dim : int
+        Head dimension d.
+    a, b : float
+        Lower and upper cut-offs: θ_i >= b is kept, θ_i <= a is set to 0.
+    rho : float
+        The fixed frequency ρ of the band a < θ_i < b.
+    base : float
+        RoPE base.
+
+    Returns
+    -------
+    numpy.ndarray
+        float64 θ*_i, i = 1..d/2.
+
+    References
+    ----------
+    .. [1] Pal et al., "Giraffe: Adventures in Expanding Context Lengths in LLMs", 2023, arXiv:2308.10882.
+
+    Examples
+    --------
     >>> truncated_basis(4, a=0.05, b=0.5, rho=0.2, base=100.0).tolist()  # θ = [1, 0.1]
     [1.0, 0.2]
     """

@@ -84,6 +84,25 @@ BUCKETS_PUBLISHED = (10_000, 17_500, 18_000, 19_000, 20_000, 25_000)
 def uniform_bases(n_heads: int, b_min: float, b_max: float) -> np.ndarray:
     """HARPE Eq. 9: b_h = b_min + h·(b_max − b_min)/(N − 1), h = 0..N−1 (float64; N = 1 gives [b_min]).
 
+    Parameters
+    ----------
+    n_heads : int
+        Number of heads N.
+    b_min, b_max : float
+        Smallest and largest base.
+
+    Returns
+    -------
+    numpy.ndarray
+        float64 bases b_h, h = 0..N-1, ascending.
+
+    References
+    ----------
+    .. [1] Lian et al., "Breaking the Stage Barrier: A Novel Single-Stage Approach to Long Context Extension
+           for Large Language Models", COLING 2025, arXiv:2412.07171.
+
+    Examples
+    --------
     >>> uniform_bases(5, 1e6, 5e6).tolist()
     [1000000.0, 2000000.0, 3000000.0, 4000000.0, 5000000.0]
     """
@@ -100,6 +119,25 @@ def candidate_bases(b_min: float, b_max: float, stride: float) -> np.ndarray:
 
     The count is computed exactly (rational arithmetic), so 4e6 / 3e4 gives 133 without rounding doubt.
 
+    Parameters
+    ----------
+    b_min, b_max : float
+        Range of the candidates (b_min excluded).
+    stride : float
+        Step s between candidates.
+
+    Returns
+    -------
+    numpy.ndarray
+        float64 candidates, ascending.
+
+    References
+    ----------
+    .. [1] Lian et al., "Breaking the Stage Barrier: A Novel Single-Stage Approach to Long Context Extension
+           for Large Language Models", COLING 2025, arXiv:2412.07171.
+
+    Examples
+    --------
     >>> candidate_bases(1e6, 5e6, 3e4).size
     133
     """
@@ -274,6 +312,27 @@ def grid_from_frequency(well_trained: WellTrained, target: int) -> GridChoice:
     relative distance in a window of ``target`` tokens) with about as many points as the Attention Buckets
     grid (3,091).
 
+    Parameters
+    ----------
+    well_trained : WellTrained
+        The well-trained range N*.
+    target : int
+        Target context length.
+
+    Returns
+    -------
+    GridChoice
+        The grid, its reason and N*.
+
+    References
+    ----------
+    .. [1] Lian et al., "Breaking the Stage Barrier: A Novel Single-Stage Approach to Long Context Extension
+           for Large Language Models", COLING 2025, arXiv:2412.07171.
+    .. [2] Chen et al., "Fortify the Shortest Stave in Attention: Enhancing Context Awareness of Large Language
+           Models for Effective Tool Use", ACL 2024, arXiv:2312.04455 (Attention Buckets).
+
+    Examples
+    --------
     >>> from freqlab.plan.well_trained import well_trained_range
     >>> choice = grid_from_frequency(well_trained_range(131072, frequency=np.arange(131072, 0, -1)), 131072)
     >>> choice.grid, choice.well_trained
@@ -296,6 +355,7 @@ def grid_from_frequency(well_trained: WellTrained, target: int) -> GridChoice:
 
 
 def default_grid(target: int = PAPER_TARGET) -> GridChoice:
+    """The Attention Buckets distance grid (1000..4090 for 4K) scaled to ``target``, with its reason."""
     grid = DistanceGrid.for_target(target)
     return GridChoice(grid, f"Attention Buckets grid (1000..4090 for 4K) scaled to the target {target}")
 
@@ -320,6 +380,7 @@ class HarpePlan(Displayed):
     seconds: float = 0.0
 
     def sorted_bases(self) -> list[float]:
+        """The bases in increasing order."""
         return sorted(self.bases)
 
     def report(self, order: str = "selection") -> str:
@@ -601,6 +662,33 @@ def attention_buckets_search(
     not yet selected: count the pairs within ±3 distance units between its peaks and the selected valleys
     plus its valleys and the selected peaks; the largest count wins, ties by the smallest mean squared
     distance of the counted pairs, then by the smaller base.
+
+    Parameters
+    ----------
+    n_bases : int
+        Number of bases to select.
+    candidates : array_like
+        Candidate bases.
+    seed : array_like
+        Bases the selection starts from.
+    grid : DistanceGrid
+        Distances the waveforms are evaluated on.
+    head_dim : int
+        Head dimension d.
+    rules : BucketsExtrema, optional
+        How peaks and valleys are detected (default: the paper's).
+
+    Returns
+    -------
+    list
+        The selected bases, sorted.
+
+    References
+    ----------
+    .. [1] Lian et al., "Breaking the Stage Barrier: A Novel Single-Stage Approach to Long Context Extension
+           for Large Language Models", COLING 2025, arXiv:2412.07171.
+    .. [2] Chen et al., "Fortify the Shortest Stave in Attention: Enhancing Context Awareness of Large Language
+           Models for Effective Tool Use", ACL 2024, arXiv:2312.04455 (Attention Buckets).
     """
     rules = rules or BucketsExtrema()
     head_dim = check_head_dim(head_dim)
@@ -671,7 +759,18 @@ def _pairs_within(mine, selected, within: int) -> tuple[int, int]:
 
 # ------------------------------------------------------------------------------------ Table 2, compare
 def harpe_table2() -> dict:
-    """HARPE Table 2 (the 32 published per-head bases, stride 30k), from ``freqlab/data/harpe_table2.json``."""
+    """HARPE Table 2 (the 32 published per-head bases, stride 30k), from ``freqlab/data/harpe_table2.json``.
+
+    Returns
+    -------
+    dict
+        The published bases and their setting, as in the data file.
+
+    References
+    ----------
+    .. [1] Lian et al., "Breaking the Stage Barrier: A Novel Single-Stage Approach to Long Context Extension
+           for Large Language Models", COLING 2025, arXiv:2412.07171.
+    """
     path = resources.files("freqlab").joinpath("data/harpe_table2.json")
     return json.loads(path.read_text(encoding="utf-8"))
 

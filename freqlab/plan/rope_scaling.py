@@ -18,6 +18,14 @@ Types (s = N / L, the target length over the training window; d = head dimension
     NTK-by-parts interpolation with attention temperature 0.1 ln s + 1 (Peng et al. 2023).
 ``llama3``
     Llama 3.1's wavelength-dependent interpolation (low_freq_factor 1, high_freq_factor 4 by default).
+``longrope``
+    Per-dimension rescale factors (Ding et al., "LongRoPE: Extending LLM Context Window Beyond 2 Million Tokens",
+    ICML 2024, arXiv:2402.13753; shipped in the 128K configs of Phi-3, Abdin et al., "Phi-3 Technical Report",
+    arXiv:2404.14219): ``long_factor`` above the original length,
+    ``short_factor`` within it, and transformers' attention factor sqrt(1 + ln s / ln L). LongRoPE finds its factors
+    by an evolutionary search that freqlab does not run; freqlab prints a **search-free initialisation, not LongRoPE's
+    searched factors** (:func:`longrope_factors`): YaRN's by-parts ramp per dimension, counted against the effective
+    length E, the starting point the LongRoPE repository's own search ships (``dim_mono_yarn_*x.csv``).
 
 Config blocks, each labelled with the transformers versions it is right for (:class:`ConfigBlock`):
 
@@ -29,7 +37,11 @@ Config blocks, each labelled with the transformers versions it is right for (:cl
   with the new theta.
 
 ``max_position_embeddings`` is N for linear, ntk, yarn (where 4.56+ and 5.x check N / original == factor) and llama3,
-and L for dynamic.
+and L for dynamic. LongRoPE: 4.x reads the original length from ``max_position_embeddings``, or from a top-level
+``original_max_position_embeddings`` (Phi-3's form), with which it replaces ``factor`` by max_position_embeddings /
+original; so its 4.x block keeps L there and names ``factor`` (read as given everywhere). 4.45's Llama uses
+``long_factor`` at every length; 5.x switches from ``short_factor`` to ``long_factor`` past the original length. The 5.x
+block has N and ``original_max_position_embeddings`` L inside ``rope_parameters`` (required there).
 
 YaRN differs across 4.x (read from each version's ``modeling_rope_utils``): 4.45-4.50 do not know
 ``original_max_position_embeddings`` in ``rope_scaling`` (they log "Unrecognized keys" and take
@@ -61,7 +73,8 @@ from freqlab.plan import display as shown
 from freqlab.plan.giraffe import TABLE4_CONTEXT_LENGTHS, table4_reach
 from freqlab.plan.well_trained import check_window, json_fields
 
-ROPE_TYPES: tuple[str, ...] = ("linear", "ntk", "dynamic", "yarn", "llama3")
+#: The ``rope_type`` values :func:`plan_rope_scaling` plans (transformers' ``rope_scaling`` config names).
+ROPE_TYPES: tuple[str, ...] = ("linear", "ntk", "dynamic", "yarn", "longrope", "llama3")
 LARGE_LINEAR_FACTOR: float = 8  # above this, quote Giraffe's factor-16 result (Sec. 5.1, Table 1)
 
 
@@ -75,6 +88,27 @@ def _ntk_exponent(head_dim: int) -> float:
 def ntk_aware_base(base: float, factor: float, head_dim: int) -> float:
     """NTK-aware base b' = b · s^(d/(d-2)).
 
+    Parameters
+    ----------
+    base : float
+        RoPE base b.
+    factor : float
+        Scale factor s.
+    head_dim : int
+        Head dimension d.
+
+    Returns
+    -------
+    float
+        The NTK-aware base b · s^(d/(d-2)).
+
+    References
+    ----------
+    .. [1] Peng et al., "YaRN: Efficient Context Window Extension of Large Language Models", ICLR 2024,
+           arXiv:2309.00071.
+
+    Examples
+    --------
     >>> round(ntk_aware_base(10000.0, 4.0, 128))
     40890
     """
@@ -85,6 +119,31 @@ def dynamic_ntk_base(base: float, factor: float, head_dim: int, L: int, n: int) 
     """Hugging Face dynamic NTK base for a sequence of n tokens: b · (s·n/L - (s-1))^(d/(d-2)) for n > L
     (unchanged for n <= L).
 
+    Parameters
+    ----------
+    base : float
+        RoPE base b.
+    factor : float
+        Scale factor s.
+    head_dim : int
+        Head dimension d.
+    L : int
+        Training window (the model's max_position_embeddings).
+    n : int
+        Current sequence length.
+
+    Returns
+    -------
+    float
+        The base used for a sequence of n tokens.
+
+    References
+    ----------
+    .. [1] Peng et al., "YaRN: Efficient Context Window Extension of Large Language Models", ICLR 2024,
+           arXiv:2309.00071.
+
+    Examples
+    --------
     >>> round(dynamic_ntk_base(10000.0, 4.0, 128, 4096, 16384))  # b · 13^(128/126)
     135402
     """
@@ -95,10 +154,68 @@ def dynamic_ntk_base(base: float, factor: float, head_dim: int, L: int, n: int) 
 def yarn_attention_factor(factor: float) -> float:
     """YaRN's default attention temperature 0.1 · ln(s) + 1 (used by transformers when unset).
 
+    Parameters
+    ----------
+    factor : float
+        Scale factor s.
+
+    Returns
+    -------
+    float
+        0.1 · ln(s) + 1.
+
+    References
+    ----------
+    .. [1] Peng et al., "YaRN: Efficient Context Window Extension of Large Language Models", ICLR 2024,
+           arXiv:2309.00071.
+
+    Examples
+    --------
     >>> round(yarn_attention_factor(4.0), 4)
     1.1386
     """
     return 0.1 * math.log(float(factor)) + 1.0
+
+
+#: YaRN's ramp bounds alpha, beta (Peng et al., Sec. 3.2, "NTK-by-parts": 1 and 32 for LLaMA), used by longrope
+YARN_ALPHA, YARN_BETA = 1.0, 32.0
+LONGROPE_LABEL = "search-free initialisation, not LongRoPE's searched factors"
+
+
+def longrope_factors(factor: float, rope_theta: float, rotary_dim: int, length: int) -> list[float]:
+    """Search-free LongRoPE ``long_factor``: YaRN's by-parts ramp, one rescale factor per rotary pair.
+
+    Pair j (of d_r/2) has wavelength λ_j = 2π·b^(2j/d_r) and completes r_j = E / λ_j turns within the length E
+    (the effective length; L without one). YaRN (Peng et al., "YaRN: Efficient Context Window Extension of Large
+    Language Models", ICLR 2024, Sec. 3.2) interpolates a pair by γ_j = clip((r_j − α)/(β − α), 0, 1), α = 1,
+    β = 32: its frequency becomes (1 − γ_j)·θ_j/s + γ_j·θ_j. As a LongRoPE factor (θ_j' = θ_j / λ'_j, the form
+    transformers' ``long_factor`` takes):
+
+        λ'_j = 1 / ((1 − γ_j)/s + γ_j)
+
+    so the pairs beyond the critical dimension (period > E: no full turn within E) get s, those turning more than
+    β times within E keep 1, and the factors never decrease with j (LongRoPE's monotonicity constraint, Ding et al.,
+    ICML 2024, Sec. 3.2). This is a search-free initialisation, not LongRoPE's searched factors.
+
+    >>> f = longrope_factors(4.0, 10000.0, 128, 4096)
+    >>> len(f), f[0], f[-1], f.count(4.0)  # 64 pairs; 18 whose period exceeds 4096 (critical dimension 92)
+    (64, 1.0, 4.0, 18)
+    """
+    s, b, d_r, E = float(factor), float(rope_theta), int(rotary_dim), int(length)
+    wavelength = 2 * math.pi * b ** (2 * np.arange(d_r // 2, dtype=np.float64) / d_r)
+    gamma = np.clip((E / wavelength - YARN_ALPHA) / (YARN_BETA - YARN_ALPHA), 0.0, 1.0)
+    return [float(x) for x in s / ((1.0 - gamma) + gamma * s)]  # = 1/((1-γ)/s + γ), exactly s at γ = 0, 1 at γ = 1
+
+
+def longrope_attention_factor(factor: float, L: int) -> float:
+    """The attention factor transformers uses for ``longrope`` when none is given: sqrt(1 + ln s / ln L) (1 for
+    s <= 1), L the original length; it multiplies cos and sin at every length, within L too.
+
+    >>> round(longrope_attention_factor(32.0, 4096), 4)  # Phi-3-mini-128k: 131072 / 4096
+    1.1902
+    """
+    s = float(factor)
+    return 1.0 if s <= 1.0 else math.sqrt(1 + math.log(s) / math.log(int(L)))
 
 
 #: transformers versions the blocks are written for: the floor pyproject allows, the YaRN changes, and 5.0
@@ -139,6 +256,7 @@ class ConfigBlock:
         return f"transformers {versions} ({self.key})"
 
     def to_dict(self) -> dict:
+        """The block as JSON-ready data."""
         return {"transformers": self.label, "since": self.since, "until": self.until, "key": self.key,
                 "config": copy.deepcopy(self.config)}  # fmt: skip
 
@@ -231,6 +349,7 @@ class RopeScalingPlan(Displayed):
         return f"vllm serve MODEL --hf-overrides '{overrides}' --max-model-len {self.N}"
 
     def to_dict(self) -> dict:
+        """The plan as JSON-ready data."""
         return {
             "method": "rope",
             **json_fields(self, skip=("blocks",)),
@@ -274,11 +393,13 @@ def _blocks(rope_type: str, L: int, N: int, s: float, theta: float, specific: di
             five({"rope_type": "default", "rope_theta": c4_top["rope_theta"]}, N),
         )
     scaling = {"rope_type": rope_type, **specific}
+    # 4.x YaRN before 4.51 and 4.x LongRoPE take max_position_embeddings as the original length: no original key
+    legacy = {"rope_type": rope_type, **{k: v for k, v in specific.items() if k != "original_max_position_embeddings"}}
+    if rope_type == "longrope":
+        return four(V4_FLOOR, V5, legacy, L), five({"rope_type": rope_type, "rope_theta": theta, **specific}, N)
     if rope_type != "yarn":
         return four(V4_FLOOR, V5, scaling, max_pos), five({"rope_type": rope_type, "rope_theta": theta, **specific},
                                                           max_pos)  # fmt: skip
-    # 4.45-4.50: original length = max_position_embeddings, no original_max_position_embeddings key
-    legacy = {"rope_type": "yarn", **{k: v for k, v in specific.items() if k != "original_max_position_embeddings"}}
     if not math.isclose(s * L, N):  # only max_position_embeddings = L reads as (factor s, original L) everywhere
         return (four(V4_FLOOR, V5, legacy, L),
                 five({"rope_type": "yarn", "rope_theta": theta, **specific}, L))  # fmt: skip
@@ -313,7 +434,7 @@ def plan_rope_scaling(
     N : int
         Target length.
     rope_type : str
-        ``linear``, ``ntk``, ``dynamic``, ``yarn`` or ``llama3`` (see the module docstring).
+        ``linear``, ``ntk``, ``dynamic``, ``yarn``, ``longrope`` or ``llama3`` (see the module docstring).
     rope_theta : float
         RoPE base b.
     head_dim : int
@@ -327,7 +448,7 @@ def plan_rope_scaling(
     attention_factor : float, optional
         YaRN only, written into the blocks; by default transformers uses 0.1 · ln(s) + 1.
     effective_length : int, optional
-        Where the critical dimension is counted (e.g. the predicted N*).
+        Where the critical dimension is counted (e.g. the predicted N*); ``longrope``'s ramp is counted there too.
     E_rule : str, optional
         Source of ``effective_length`` (default: ``given``, or ``window`` = L).
 
@@ -340,7 +461,8 @@ def plan_rope_scaling(
     -----
     ``linear``: position m becomes m / s; ``ntk``: b' = b · s^(d_r/(d_r − 2)); YaRN [1]_ interpolates the
     dimensions whose wavelength 2π · b^(2j/d) exceeds the window, keeps the short ones (a ramp between) and
-    scales the rotary embeddings by the attention factor 0.1 · ln(s) + 1 (√(1/t) in the paper). Giraffe [2]_
+    scales the rotary embeddings by the attention factor 0.1 · ln(s) + 1 (√(1/t) in the paper); ``longrope`` [3]_
+    takes per-pair factors, here YaRN's ramp per pair at the effective length. Giraffe [2]_
     (Sec. 5.2, Table 4) measured linear scaling evaluated beyond its fine-tuned factor.
 
     References
@@ -348,6 +470,9 @@ def plan_rope_scaling(
     .. [1] Peng et al., "YaRN: Efficient Context Window Extension of Large Language Models", ICLR 2024,
            arXiv:2309.00071.
     .. [2] Pal et al., "Giraffe: Adventures in Expanding Context Lengths in LLMs", 2023, arXiv:2308.10882.
+    .. [3] Ding et al., "LongRoPE: Extending LLM Context Window Beyond 2 Million Tokens", ICML 2024,
+           arXiv:2402.13753 (``longrope``: freqlab's factors are a search-free initialisation, not the searched
+           ones; :func:`longrope_factors`).
 
     Examples
     --------
@@ -403,8 +528,11 @@ def plan_rope_scaling(
         )
     else:
         specific: dict = {"factor": s}
-        if rope_type in ("yarn", "llama3"):
+        if rope_type in ("yarn", "llama3", "longrope"):
             specific["original_max_position_embeddings"] = L
+        if rope_type == "longrope":  # one factor per rotary pair; within L the stock angles (all 1)
+            specific["short_factor"] = [1.0] * (d_r // 2)
+            specific["long_factor"] = longrope_factors(s, theta, d_r, effective_length or L)
         if rope_type == "yarn" and attention_factor is not None:
             specific["attention_factor"] = float(attention_factor)
         if rope_type == "llama3":
@@ -412,6 +540,8 @@ def plan_rope_scaling(
             specific["high_freq_factor"] = float(high_freq_factor)
             if high_freq_factor <= low_freq_factor:
                 raise FreqlabError("llama3 needs high_freq_factor > low_freq_factor")
+        long_factor = specific.get("long_factor", [])
+        long_count, one_count = long_factor.count(s), long_factor.count(1.0)
         blocks = _blocks(rope_type, L, N, s, theta, specific, {"rope_theta": theta, **partial})
         if partial:
             for block in blocks:
@@ -436,6 +566,15 @@ def plan_rope_scaling(
                 )
                 + "; transformers 4.56+ check max_position_embeddings / original_max_position_embeddings = factor."
             ),
+            "longrope": (
+                f"LongRoPE factors here are a {LONGROPE_LABEL} (Ding et al., ICML 2024, arXiv:2402.13753; the "
+                "searched ones ship with Phi-3's 128K models): long_factor (used past the original length L) is "
+                "YaRN's by-parts ramp per rotary pair, 1/((1-γ_j)/s + γ_j) with γ_j = clip((E/λ_j - 1)/31, 0, 1), "
+                f"counted against E = {effective_length or L}: {long_count} pairs whose period exceeds E get "
+                f"s = {s:g}, {one_count} keep 1; short_factor (within L) is 1 everywhere, the stock angles. "
+                f"transformers scales cos/sin by sqrt(1 + ln s / ln L) = {longrope_attention_factor(s, L):.4f} at "
+                "every length (within L too)."
+            ),
             "llama3": (
                 f"Llama 3.1-style scaling divides frequencies with wavelength > L/low_freq_factor by s = {s:g}, keeps "
                 "those with wavelength < L/high_freq_factor and blends in between (Llama 3.1 itself: factor 8, "
@@ -453,6 +592,8 @@ def plan_rope_scaling(
         )
     if rope_type == "yarn" and attention_factor is not None:
         notes.append(VLLM_ATTENTION_FACTOR)
+    if rope_type == "longrope":
+        notes.append(f"longrope: {LONGROPE_LABEL}; run LongRoPE's search (microsoft/LongRoPE) for searched ones")
     E = effective_length or L
     crit, crit_L = critical_dimension(E, theta, d_r), critical_dimension(L, theta, d_r)
     rotary = f"{d_r} of {head_dim} dimensions rotate (partial_rotary_factor {prf:g}); " if prf != 1.0 else ""
@@ -499,5 +640,25 @@ def giraffe_zero_shot_measurements() -> str:
 
 
 def plan_rope_scalings(L: int, N: int, **kwargs) -> list[RopeScalingPlan]:
-    """One plan per type in ROPE_TYPES."""
+    """One plan per type in ROPE_TYPES.
+
+    Parameters
+    ----------
+    L : int
+        Training window (the model's max_position_embeddings).
+    N : int
+        Target length.
+    **kwargs
+        As for :func:`plan_rope_scaling`.
+
+    Returns
+    -------
+    list of RopeScalingPlan
+        One plan per ``rope_type``, in ``ROPE_TYPES`` order.
+
+    References
+    ----------
+    .. [1] Peng et al., "YaRN: Efficient Context Window Extension of Large Language Models", ICLR 2024,
+           arXiv:2309.00071.
+    """
     return [plan_rope_scaling(L, N, t, **kwargs) for t in ROPE_TYPES]

@@ -79,6 +79,27 @@ def self_extend_max_length(L: int, G: int, w_n: int) -> int:
 
     Equals Eq. 8, (L - w_n) · G + w_n, when G divides w_n.
 
+    Parameters
+    ----------
+    L : int
+        Training window (the model's max_position_embeddings).
+    G : int
+        Group size (the FLOOR divisor).
+    w_n : int
+        Neighbour window: pairs closer than w_n keep their position.
+
+    Returns
+    -------
+    int
+        The longest sequence whose grouped positions all stay below L.
+
+    References
+    ----------
+    .. [1] Jin et al., "LLM Maybe LongLM: Self-Extend LLM Context Window Without Tuning", ICML 2024,
+           arXiv:2401.01325.
+
+    Examples
+    --------
     >>> self_extend_max_length(7, 2, 4)  # Fig. 3
     10
     >>> self_extend_max_length(4096, 8, 1024)  # Llama-2 4K, Table 1 setting
@@ -99,6 +120,27 @@ def self_extend_largest_position(N: int, G: int, w_n: int) -> int:
 
     max(w_n - 1, (N - 1) // G + w_n - w_n // G) when N > w_n, else N - 1 (no grouping happens).
 
+    Parameters
+    ----------
+    N : int
+        Sequence length.
+    G : int
+        Group size (the FLOOR divisor).
+    w_n : int
+        Neighbour window: pairs closer than w_n keep their position.
+
+    Returns
+    -------
+    int
+        The largest relative position used.
+
+    References
+    ----------
+    .. [1] Jin et al., "LLM Maybe LongLM: Self-Extend LLM Context Window Without Tuning", ICML 2024,
+           arXiv:2401.01325.
+
+    Examples
+    --------
     >>> self_extend_largest_position(10, 2, 4), self_extend_largest_position(11, 2, 4)
     (6, 7)
     """
@@ -109,7 +151,27 @@ def self_extend_largest_position(N: int, G: int, w_n: int) -> int:
 
 
 def self_extend_position_matrix(N: int, G: int, w_n: int) -> np.ndarray:
-    """Relative positions Self-Extend uses for N tokens (int64, upper triangle -1); for checks on small N."""
+    """Relative positions Self-Extend uses for N tokens (int64, upper triangle -1); for checks on small N.
+
+    Parameters
+    ----------
+    N : int
+        Sequence length (small: the matrix is N x N).
+    G : int
+        Group size (the FLOOR divisor).
+    w_n : int
+        Neighbour window: pairs closer than w_n keep their position.
+
+    Returns
+    -------
+    numpy.ndarray
+        int64 of shape (N, N): the position of each query-key pair; -1 above the diagonal.
+
+    References
+    ----------
+    .. [1] Jin et al., "LLM Maybe LongLM: Self-Extend LLM Context Window Without Tuning", ICML 2024,
+           arXiv:2401.01325.
+    """
     idx = np.arange(int(N), dtype=np.int64)
     r = idx[:, None] - idx[None, :]
     grouped = idx[:, None] // G - idx[None, :] // G + w_n - w_n // G
@@ -136,6 +198,7 @@ class SelfExtendCheck(Displayed):
     notes: tuple[str, ...] = ()
 
     def to_dict(self) -> dict:
+        """The check as JSON-ready data."""
         return json_fields(self)
 
     def report(self) -> str:
@@ -247,6 +310,7 @@ class SelfExtendPlan(WellTrainedBasis, Displayed):
 
     @property
     def llama_cpp_flags(self) -> str:
+        """The llama.cpp flags of the plan (``--grp-attn-n G --grp-attn-w w_n``)."""
         return f"--grp-attn-n {self.G} --grp-attn-w {self.w_n}"
 
     @property
@@ -261,6 +325,7 @@ class SelfExtendPlan(WellTrainedBasis, Displayed):
         return paper_setting(self.L, self.N, self.N_star)
 
     def to_dict(self) -> dict:
+        """The plan as JSON-ready data."""
         paper = self.paper_setting
         return self._plan_dict(
             "self-extend",

@@ -75,6 +75,28 @@ def string_position_row(L: int, S: int, W: int, m: int | None = None) -> np.ndar
 
     Default m = L - 1 (the last row). O(m) memory; no L x L matrix.
 
+    Parameters
+    ----------
+    L : int
+        Training window (the model's max_position_embeddings).
+    S : int
+        STRING's shift, 0 < S < L.
+    W : int
+        STRING's local window, 0 <= W < S.
+    m : int, optional
+        The row (query position), 0 <= m < L; default L - 1.
+
+    Returns
+    -------
+    numpy.ndarray
+        int64, length m + 1: P'[m][n] for n = 0..m.
+
+    References
+    ----------
+    .. [1] An et al., "Why Does the Effective Context Length of LLMs Fall Short?", ICLR 2025, arXiv:2410.18745.
+
+    Examples
+    --------
     >>> string_position_row(9, 3, 0).tolist()  # Fig. 5c with W = 0
     [5, 4, 3, 2, 1, 0, 2, 1, 0]
     >>> row = string_position_row(131072, 43008, 128)  # App. A.1: Llama 3.1, S = 42K, W = 128
@@ -95,6 +117,26 @@ def string_position_matrix(L: int, S: int, W: int) -> np.ndarray:
     Only for small L (<= 8192); for large windows use :func:`string_position_row` or
     :func:`string_position_histogram`.
 
+    Parameters
+    ----------
+    L : int
+        Training window (the model's max_position_embeddings).
+    S : int
+        STRING's shift, 0 < S < L.
+    W : int
+        STRING's local window, 0 <= W < S.
+
+    Returns
+    -------
+    numpy.ndarray
+        int64 of shape (L, L); -1 above the diagonal.
+
+    References
+    ----------
+    .. [1] An et al., "Why Does the Effective Context Length of LLMs Fall Short?", ICLR 2025, arXiv:2410.18745.
+
+    Examples
+    --------
     >>> string_position_matrix(4, 2, 1).tolist()
     [[0, -1, -1, -1], [1, 0, -1, -1], [1, 1, 0, -1], [2, 1, 1, 0]]
     """
@@ -154,6 +196,28 @@ def string_position_histogram(L: int, S: int, W: int, length: int | None = None)
     Without STRING a sequence of ``length`` tokens (default L) has ``length - r`` pairs at distance r.
     Returns int64 counts for p = 0..max(S-1, L-1-S+W); equal to a bincount of :func:`string_position_matrix`.
 
+    Parameters
+    ----------
+    L : int
+        Training window (the model's max_position_embeddings).
+    S : int
+        STRING's shift, 0 < S < L.
+    W : int
+        STRING's local window, 0 <= W < S.
+    length : int, optional
+        Sequence length, 1 <= length <= L; default L.
+
+    Returns
+    -------
+    numpy.ndarray
+        int64 counts of query-key pairs per position p = 0..max(S - 1, L - 1 - S + W).
+
+    References
+    ----------
+    .. [1] An et al., "Why Does the Effective Context Length of LLMs Fall Short?", ICLR 2025, arXiv:2410.18745.
+
+    Examples
+    --------
     >>> string_position_histogram(9, 3, 0).tolist()
     [15, 13, 11, 3, 2, 1]
     """
@@ -167,6 +231,23 @@ class StringUsage(Displayed):
 
     Arrays share the index p = 0..L-1 (after STRING only p < max(S, L-S+W) are used; the rest are zero).
     ``trained`` is None when no frequency was given.
+
+    Attributes
+    ----------
+    L : int
+        Training window (the model's max_position_embeddings).
+    S : int
+        STRING's shift, 0 < S < L.
+    W : int
+        STRING's local window, 0 <= W < S.
+    pairs_before, pairs_after : numpy.ndarray
+        int64 query-key pairs per position p of one sequence of L tokens, with RoPE and with STRING.
+    trained : numpy.ndarray or None
+        f(p), how often training saw position p (None when no frequency was given).
+
+    References
+    ----------
+    .. [1] An et al., "Why Does the Effective Context Length of LLMs Fall Short?", ICLR 2025, arXiv:2410.18745.
     """
 
     L: int
@@ -182,6 +263,7 @@ class StringUsage(Displayed):
         return np.arange(self.L, dtype=np.int64)
 
     def to_dict(self) -> dict:
+        """The usage as JSON-ready data."""
         return {
             "L": self.L,
             "S": self.S,
@@ -215,6 +297,30 @@ def string_usage(L: int, S: int, W: int, *, frequency=None, length: int | None =
     """Data for a figure: which positions a length-``length`` sequence uses with and without STRING, and
     how often each was trained (``frequency`` f, length L).
 
+    Parameters
+    ----------
+    L : int
+        Training window (the model's max_position_embeddings).
+    S : int
+        STRING's shift, 0 < S < L.
+    W : int
+        STRING's local window, 0 <= W < S.
+    frequency : array_like, optional
+        Position frequency f of length L (how often each position was trained).
+    length : int, optional
+        Sequence length; default L.
+
+    Returns
+    -------
+    StringUsage
+        Pairs per position before and after STRING, and f.
+
+    References
+    ----------
+    .. [1] An et al., "Why Does the Effective Context Length of LLMs Fall Short?", ICLR 2025, arXiv:2410.18745.
+
+    Examples
+    --------
     >>> u = string_usage(9, 3, 0)
     >>> u.pairs_before.tolist(), u.pairs_after.tolist()
     ([9, 8, 7, 6, 5, 4, 3, 2, 1], [15, 13, 11, 3, 2, 1, 0, 0, 0])
@@ -257,9 +363,11 @@ class StringYarn:
 
     @property
     def hf_patch(self) -> str:
+        """The official STRING patch call for these settings."""
         return f"replace_with_string(max_test_length={self.N}, shifted_offset={self.S}, small_local_value={self.W})"
 
     def to_dict(self) -> dict:
+        """The extension as JSON-ready data."""
         return {
             "N": self.N, "S": self.S, "W": self.W, "yarn_factor": self.factor,
             "largest_position": self.largest_position, "hf_patch": self.hf_patch, "rule": STRING_YARN_SOURCE,
@@ -326,6 +434,7 @@ class StringPlan(WellTrainedBasis, Displayed):
         return json.dumps(self.vllm_config)[1:-1]
 
     def to_dict(self) -> dict:
+        """The plan as JSON-ready data."""
         return self._plan_dict(
             "string", skip=("extension",), S_over_L=self.ratio, largest_position=self.largest_position,
             within_well_trained=self.within_well_trained, hf_patch=self.hf_patch, vllm_config=self.vllm_config,
@@ -384,6 +493,24 @@ def recommended_range(L: int, round_to: int = DEFAULT_ROUND) -> tuple[int, int, 
     """(lo, hi, q): multiples of q inside the paper's range [L/3, L/2] (Sec. 4.1); q falls back to 1 when no
     multiple fits. lo is L/3 rounded up, the default S.
 
+    Parameters
+    ----------
+    L : int
+        Training window (the model's max_position_embeddings).
+    round_to : int
+        Multiple q that S is rounded to (falls back to 1).
+
+    Returns
+    -------
+    tuple of int
+        (lo, hi, q): lo = L/3 rounded up to q (the default S), hi = L/2 rounded down.
+
+    References
+    ----------
+    .. [1] An et al., "Why Does the Effective Context Length of LLMs Fall Short?", ICLR 2025, arXiv:2410.18745.
+
+    Examples
+    --------
     >>> recommended_range(131072), recommended_range(4096), recommended_range(100)
     ((43712, 65536, 64), (1408, 2048, 64), (34, 50, 1))
     """

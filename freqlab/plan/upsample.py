@@ -80,6 +80,7 @@ class UpsampleStep:
     capped: bool
 
     def to_dict(self) -> dict:
+        """The step as JSON-ready data."""
         return json_fields(self)
 
 
@@ -95,6 +96,7 @@ class BudgetOption:
     per_token: float
 
     def to_dict(self) -> dict:
+        """The option as JSON-ready data."""
         return json_fields(self)
 
 
@@ -131,6 +133,7 @@ class UpsamplePlan(Displayed):
     options: tuple[BudgetOption, ...] = ()
 
     def to_dict(self) -> dict:
+        """The plan as JSON-ready data."""
         data = json_fields(self, skip=("steps", "options"))
         steps, options = [s.to_dict() for s in self.steps], [o.to_dict() for o in self.options]
         return {"method": "upsample", **data, "by_source": self.by_source(), "steps": steps, "options": options}
@@ -289,6 +292,30 @@ def plan_upsample_schedule(
     """:func:`plan_upsample` for a multi-stage schedule: documents join its last longest-window stage.
 
     ``tau`` defaults to the schedule's. Each stage's corpus is its histogram (read from the schedule).
+
+    Parameters
+    ----------
+    schedule : ScheduleFrequency, Schedule, str or Path
+        The schedule (evaluated, loaded, or its file).
+    E : int
+        Position that should reach ``tau`` (the wanted effective length).
+    tau : float, optional
+        Threshold on F; default the schedule's.
+    long_lengths : array_like or LengthHistogram, optional
+        Lengths of documents to add in their own proportions instead of the corpus's best.
+    max_upweight : float or None
+        A corpus bin is added up to this many times its share of the stage's tokens (None: no cap).
+    seed : int
+        Stream order for the ``pack`` regime.
+
+    Returns
+    -------
+    UpsamplePlan
+        As :func:`plan_upsample`, for the schedule's last longest-window stage.
+
+    References
+    ----------
+    .. [1] An et al., "Why Does the Effective Context Length of LLMs Fall Short?", ICLR 2025, arXiv:2410.18745.
     """
     sf = as_schedule_frequency(schedule)
     cache: dict = {}

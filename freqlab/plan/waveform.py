@@ -77,6 +77,27 @@ def rope_waveform(bases, distances, head_dim: int = 128) -> np.ndarray:
     Vectorised over a chunk of distances × frequencies at a time; ``tests/plan/test_harpe.py`` checks it
     against a plain Python double loop.
 
+    Parameters
+    ----------
+    bases : array_like
+        RoPE bases b (one row each).
+    distances : array_like
+        Relative distances m (one column each).
+    head_dim : int
+        Head dimension d.
+
+    Returns
+    -------
+    numpy.ndarray
+        float64 of shape (len(bases), len(distances)): w_b(m).
+
+    References
+    ----------
+    .. [1] Chen et al., "Fortify the Shortest Stave in Attention: Enhancing Context Awareness of Large Language
+           Models for Effective Tool Use", ACL 2024, arXiv:2312.04455 (Attention Buckets).
+
+    Examples
+    --------
     >>> rope_waveform([2.0], [0, 1], head_dim=2).round(6).tolist()  # d = 2: w(m) = (2/√2)·cos(m)
     [[1.414214, 0.764103]]
     """
@@ -107,6 +128,22 @@ class DistanceGrid:
     Attention Buckets grid (m = 1000..4090 step 1 for a 4K context) to the target length, keeping its
     3,091 points: start = round(1000·T/4096), stop = round(4090·T/4096), step = max(1, round(T/4096)).
 
+    Attributes
+    ----------
+    start, stop : int
+        First and last distance (``stop`` included when on the step).
+    step : int
+        Step between distances, >= 1.
+
+    References
+    ----------
+    .. [1] Lian et al., "Breaking the Stage Barrier: A Novel Single-Stage Approach to Long Context Extension
+           for Large Language Models", COLING 2025, arXiv:2412.07171.
+    .. [2] Chen et al., "Fortify the Shortest Stave in Attention: Enhancing Context Awareness of Large Language
+           Models for Effective Tool Use", ACL 2024, arXiv:2312.04455 (Attention Buckets).
+
+    Examples
+    --------
     >>> DistanceGrid.for_target(131072)
     DistanceGrid(start=32000, stop=130880, step=32)
     >>> DistanceGrid.for_target(131072).size
@@ -146,6 +183,7 @@ class DistanceGrid:
 
     @property
     def distances(self) -> np.ndarray:
+        """The grid's distances, int64."""
         from freqlab.resources import require_memory
 
         require_memory(8 * self.size, f"--grid {self.start}:{self.stop}:{self.step}", f"{self.size:,} distances")
@@ -153,9 +191,11 @@ class DistanceGrid:
 
     @property
     def size(self) -> int:
+        """Number of distances on the grid."""
         return (self.stop - self.start) // self.step + 1
 
     def to_dict(self) -> dict:
+        """The grid as JSON-ready data."""
         return {"start": self.start, "stop": self.stop, "step": self.step, "points": self.size}
 
 
@@ -171,6 +211,27 @@ class StaveScore:
 def stave_score(bases, grid: DistanceGrid, head_dim: int = 128) -> StaveScore:
     """Score a set of bases (one per head) on ``grid``; the order of the bases does not matter.
 
+    Parameters
+    ----------
+    bases : array_like
+        One base per head.
+    grid : DistanceGrid
+        Distances m the waveforms are evaluated on.
+    head_dim : int
+        Head dimension d.
+
+    Returns
+    -------
+    StaveScore
+        ``shortest`` = min_m max_h w_{b_h}(m) and ``mean`` = mean_m max_h w_{b_h}(m).
+
+    References
+    ----------
+    .. [1] Chen et al., "Fortify the Shortest Stave in Attention: Enhancing Context Awareness of Large Language
+           Models for Effective Tool Use", ACL 2024, arXiv:2312.04455 (Attention Buckets).
+
+    Examples
+    --------
     >>> s = stave_score([10000], DistanceGrid(0, 0), head_dim=128)  # w(0) = √d
     >>> round(s.shortest, 6), round(s.mean, 6)
     (11.313708, 11.313708)

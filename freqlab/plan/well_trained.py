@@ -41,7 +41,7 @@ from freqlab.frequency import (
 from freqlab.frequency.schedule import Schedule, ScheduleFrequency, load_schedule, schedule_frequency
 from freqlab.histogram import LengthHistogram, as_histogram  # as_histogram: kept for import compatibility
 
-DEFAULT_MASS: float = 0.9
+DEFAULT_MASS: float = 0.9  # the "mass" rule's share: N* = position_at_mass(f, 0.9) + 1
 DEFAULT_FRACTION: Fraction = Fraction(2, 3)
 
 RULES: tuple[str, ...] = ("given", "schedule", "budget", "mass", "default")
@@ -64,6 +64,29 @@ class WellTrained(Displayed):
     """N*: positions 0..N*-1 are well trained; ``rule`` says how it was derived, ``explanation`` in words.
 
     ``frequency`` is the curve the rule used (raw f as int64, or a schedule's F as float64), or None.
+
+    Attributes
+    ----------
+    N : int
+        N*: positions 0..N*-1 are well trained (also ``N_star``).
+    L : int
+        Training window (the model's max_position_embeddings).
+    rule : str
+        How N* was derived (``given``, ``schedule``, ``budget``, ``mass``, ``default``).
+    explanation : str
+        The derivation in words.
+    frequency : numpy.ndarray or None
+        The curve the rule used.
+    tokens : int or None
+        Training budget T of the budget rule.
+    tau : float or None
+        Threshold of the budget rule.
+    mass : float or None
+        Share of the mass rule.
+
+    References
+    ----------
+    .. [1] An et al., "Why Does the Effective Context Length of LLMs Fall Short?", ICLR 2025, arXiv:2410.18745.
     """
 
     N: int
@@ -96,6 +119,7 @@ class WellTrainedBasis:
 
     @property
     def N_star(self) -> int:
+        """The well-trained range N*."""
         return self.well_trained.N
 
     @property

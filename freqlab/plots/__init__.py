@@ -15,6 +15,8 @@ Self-Extend and HARPE figures import :mod:`freqlab.plan` on first use.
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from freqlab.plots.frequency import (
     effective_length_curve,
     plot_effective_length,
@@ -25,6 +27,18 @@ from freqlab.plots.frequency import (
 from freqlab.plots.report import scan_figures
 from freqlab.plots.sources import length_ccdf, plot_sources
 from freqlab.plots.style import COLORS, PALETTE, STYLE, WIDTHS, figure_size, freqlab_style, new_figure, save_figure
+
+if TYPE_CHECKING:  # the lazy names below, visible to type checkers and the API reference (never run)
+    from freqlab.plots.exposure import plot_exposure
+    from freqlab.plots.harpe import plot_envelopes, plot_waveforms
+    from freqlab.plots.recipe import plot_recipe
+    from freqlab.plots.self_extend import plot_self_extend_matrices
+    from freqlab.plots.string import (
+        plot_position_matrix,
+        plot_string_matrices,
+        plot_string_overview,
+        plot_string_usage,
+    )
 
 _LAZY = {
     "plot_position_matrix": "freqlab.plots.string",

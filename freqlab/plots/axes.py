@@ -92,10 +92,12 @@ class PositionFormatter(Formatter):
         self.labels: dict[float, str] = {}
 
     def set_locs(self, locs) -> None:
+        """Remember the tick positions, to label them."""
         super().set_locs(locs)
         self.labels = dict(zip((float(v) for v in locs), position_tick_labels(locs), strict=True))
 
     def __call__(self, x, pos=None) -> str:
+        """The label of the tick at ``x``."""
         return self.labels.get(float(x)) or position_tick_labels([x])[0]
 
 
@@ -139,10 +141,12 @@ class CountFormatter(Formatter):
         self.labels: dict[float, str] = {}
 
     def set_locs(self, locs) -> None:
+        """Remember the tick positions, to label them."""
         super().set_locs(locs)
         self.labels = dict(zip((float(v) for v in locs), count_tick_labels(locs), strict=True))
 
     def __call__(self, x, pos=None) -> str:
+        """The label of the tick at ``x``."""
         return self.labels.get(float(x)) or count_label(x)
 
 

@@ -10,7 +10,7 @@ from __future__ import annotations
 import numpy as np
 from matplotlib.figure import Figure
 
-from freqlab.frequency.exposure import DEFAULT_THRESHOLDS, longest_document_window, source_tails
+from freqlab.frequency.exposure import longest_document_window, source_tails, thresholds_below
 from freqlab.frequency.position import position_frequency
 from freqlab.plots.axes import as_histogram, panel_letters, position_label, position_xaxis, with_units
 from freqlab.plots.style import PALETTE, freqlab_style, new_figure
@@ -20,8 +20,27 @@ def plot_exposure(histogram, L: int | None = None, regime: str = "natural", *, s
     """(a) share of tokens with >= c tokens of context per source; (b) the tail table (bars per threshold).
 
     ``L`` defaults to the longest document (the context the data offers); ``regime`` is ``natural`` or
-    ``truncate`` (a segment holds one source's document).
+    ``truncate`` (a segment holds one source's document). Panel (b)'s thresholds are 4K, 8K, ... below ``L``, or
+    ``L`` / 8, / 4, / 2 when ``L`` is at most 4K (:func:`freqlab.frequency.exposure.thresholds_below`).
 
+    Parameters
+    ----------
+    histogram : LengthHistogram
+        Document lengths, split by source or not.
+    L : int, optional
+        Window; default the longest document.
+    regime : str
+        ``natural`` or ``truncate``.
+    size : str or tuple of float
+        Figure size: ``one-column``, ``two-column`` or ``(width, height)`` in inches.
+
+    Returns
+    -------
+    matplotlib.figure.Figure
+        The figure (shows itself in Jupyter).
+
+    Examples
+    --------
     >>> from freqlab import LengthHistogram
     >>> fig = plot_exposure(LengthHistogram.from_lengths([100, 5000, 20000]))
     >>> [ax.get_title() for ax in fig.axes]
@@ -29,7 +48,7 @@ def plot_exposure(histogram, L: int | None = None, regime: str = "natural", *, s
     """
     h = as_histogram(histogram)
     window = int(L) if L is not None else longest_document_window(h)
-    thresholds = [t for t in DEFAULT_THRESHOLDS if t < window] or [DEFAULT_THRESHOLDS[0]]
+    thresholds = thresholds_below(window)
     rows = source_tails(h, window, regime, thresholds)
     parts = {**(h.sources or {}), "all": h}
     with freqlab_style():

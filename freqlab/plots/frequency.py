@@ -84,6 +84,34 @@ def plot_position_frequency(
     Σ_s max(|s| - i, 0) (Eq. 2). Shaded: i <= L/2 and i >= 3L/4, labelled with their share of the
     position mass (:func:`freqlab.share_at_most`, :func:`freqlab.share_at_least`). Draws into ``ax`` when
     given (returns its figure), else into a new figure of preset ``size``.
+
+    Parameters
+    ----------
+    histogram : LengthHistogram or tuple
+        Document lengths: a LengthHistogram or a ``(lengths, counts)`` pair.
+    L : int
+        Training window (the model's max_position_embeddings).
+    regime : str
+        Data regime (see ``REGIMES``).
+    ax : matplotlib.axes.Axes, optional
+        Axes to draw into (its figure is returned); default: a new figure.
+    bins : int
+        Bins of the segment-length bars.
+    seed : int
+        Seed of the shuffled document order, in the regimes that need one.
+    size : str or tuple of float
+        Figure size: ``one-column``, ``two-column`` or ``(width, height)`` in inches.
+    title : str, optional
+        Panel title; default: the regime and L.
+
+    Returns
+    -------
+    matplotlib.figure.Figure
+        The figure (shows itself in Jupyter).
+
+    References
+    ----------
+    .. [1] An et al., "Why Does the Effective Context Length of LLMs Fall Short?", ICLR 2025, arXiv:2410.18745.
     """
     h = as_histogram(histogram)
     if int(bins) < 1:
@@ -167,7 +195,34 @@ def plot_regimes(
     at L, the same tokens with lengths uniform on 1..L (f quadratic), and everything concatenated into rows of L
     (f linear). The f(i) axis has one scale across the panels (f(0) is the token count in every regime but
     ``truncate``), so the panels compare at a glance; the bars' axis (share of segments per bin) is each panel's
-    own, as in the paper, since one regime may put every segment in one bin."""
+    own, as in the paper, since one regime may put every segment in one bin.
+
+    Parameters
+    ----------
+    histogram : LengthHistogram or tuple
+        Document lengths: a LengthHistogram or a ``(lengths, counts)`` pair.
+    L : int
+        Training window (the model's max_position_embeddings).
+    regimes : sequence of str
+        One panel per regime.
+    bins : int
+        Bins of the segment-length bars.
+    seed : int
+        Seed of the shuffled document order, in the regimes that need one.
+    size : str or tuple of float
+        Figure size: ``one-column``, ``two-column`` or ``(width, height)`` in inches.
+    columns : int
+        Panels per row (fewer when the figure is too narrow).
+
+    Returns
+    -------
+    matplotlib.figure.Figure
+        The figure (shows itself in Jupyter).
+
+    References
+    ----------
+    .. [1] An et al., "Why Does the Effective Context Length of LLMs Fall Short?", ICLR 2025, arXiv:2410.18745.
+    """
     if not regimes:
         raise FreqlabError("give at least one regime")
     h = as_histogram(histogram)
@@ -235,6 +290,32 @@ def plot_windows(
 
     With equal tokens, windows barely differ at small i (position 0 occurs T times whatever L is) and
     the gap grows with i.
+
+    Parameters
+    ----------
+    histogram : LengthHistogram or tuple
+        Document lengths: a LengthHistogram or a ``(lengths, counts)`` pair.
+    Ls : sequence of int
+        Windows L, one line each.
+    regime : str
+        Data regime (see ``REGIMES``).
+    tokens : float
+        The budget T every window trains on.
+    seed : int
+        Seed of the shuffled document order, in the regimes that need one.
+    ax : matplotlib.axes.Axes, optional
+        Axes to draw into (its figure is returned); default: a new figure.
+    size : str or tuple of float
+        Figure size: ``one-column``, ``two-column`` or ``(width, height)`` in inches.
+
+    Returns
+    -------
+    matplotlib.figure.Figure
+        The figure (shows itself in Jupyter).
+
+    References
+    ----------
+    .. [1] An et al., "Why Does the Effective Context Length of LLMs Fall Short?", ICLR 2025, arXiv:2410.18745.
     """
     h = as_histogram(histogram)
     Ls = _as_windows(Ls)
@@ -253,7 +334,26 @@ def plot_windows(
 
 
 def effective_length_curve(f, tokens: np.ndarray, tau: float = DEFAULT_TAU) -> np.ndarray:
-    """Predicted effective length (:func:`freqlab.effective_length`) at each budget in ``tokens`` (int64)."""
+    """Predicted effective length (:func:`freqlab.effective_length`) at each budget in ``tokens`` (int64).
+
+    Parameters
+    ----------
+    f : array_like
+        Position frequency f(i) of one window.
+    tokens : numpy.ndarray
+        Training budgets T.
+    tau : float
+        Threshold of the effective length, f_T(i) >= tau.
+
+    Returns
+    -------
+    numpy.ndarray
+        int64 effective length at each budget.
+
+    References
+    ----------
+    .. [1] An et al., "Why Does the Effective Context Length of LLMs Fall Short?", ICLR 2025, arXiv:2410.18745.
+    """
     return np.array([effective_length(f, t, tau) for t in np.asarray(tokens, dtype=np.float64)], dtype=np.int64)
 
 
@@ -273,6 +373,36 @@ def plot_effective_length(
     tokens T on a log axis, one line per window L. (b) f_T(i) at ``budget`` tokens with tau marked: each
     curve crosses tau at its effective length. tau defaults to 100B, STRING's calibration for 1.3B models
     (Sec. 3, Fig. 2b), an empirical, model-dependent value.
+
+    Parameters
+    ----------
+    histogram : LengthHistogram or tuple
+        Document lengths: a LengthHistogram or a ``(lengths, counts)`` pair.
+    Ls : sequence of int
+        Windows L, one line each.
+    regime : str
+        Data regime (see ``REGIMES``).
+    tokens : tuple of float, optional
+        Range (low, high) of budgets T on the x axis.
+    budget : float
+        Budget T of panel (b).
+    tau : float
+        Threshold of the effective length, f_T(i) >= tau.
+    points : int
+        Budgets evaluated along the x axis.
+    seed : int
+        Seed of the shuffled document order, in the regimes that need one.
+    size : str or tuple of float
+        Figure size: ``one-column``, ``two-column`` or ``(width, height)`` in inches.
+
+    Returns
+    -------
+    matplotlib.figure.Figure
+        The figure (shows itself in Jupyter).
+
+    References
+    ----------
+    .. [1] An et al., "Why Does the Effective Context Length of LLMs Fall Short?", ICLR 2025, arXiv:2410.18745.
     """
     h = as_histogram(histogram)
     Ls = _as_windows(Ls)

@@ -58,7 +58,37 @@ def plot_waveforms(
     """One row per base: its waveform on ``grid`` (default: the Attention Buckets grid scaled to
     ``target``) with the peaks and valleys found by ``detector`` (default :class:`ProminentExtrema`, the
     detector :func:`~freqlab.plan.harpe.peak_valley_search` uses). Extrema are detected on the whole grid;
-    the plot shows its first ``points`` grid points (None: all) so single peaks stay visible."""
+    the plot shows its first ``points`` grid points (None: all) so single peaks stay visible.
+
+    Parameters
+    ----------
+    bases : sequence of float
+        RoPE bases, one row each.
+    grid : DistanceGrid, optional
+        Distances; default the Attention Buckets grid scaled to ``target``.
+    head_dim : int
+        Head dimension d.
+    target : int
+        Target context length.
+    detector : ProminentExtrema, optional
+        Peak and valley detection.
+    points : int or None
+        Grid points shown (None: all).
+    size : str or tuple of float
+        Figure size: ``one-column``, ``two-column`` or ``(width, height)`` in inches.
+
+    Returns
+    -------
+    matplotlib.figure.Figure
+        The figure (shows itself in Jupyter).
+
+    References
+    ----------
+    .. [1] Lian et al., "Breaking the Stage Barrier: A Novel Single-Stage Approach to Long Context Extension
+           for Large Language Models", COLING 2025, arXiv:2412.07171.
+    .. [2] Chen et al., "Fortify the Shortest Stave in Attention: Enhancing Context Awareness of Large Language
+           Models for Effective Tool Use", ACL 2024, arXiv:2312.04455 (Attention Buckets).
+    """
     bases = [float(b) for b in bases]
     if not bases:
         raise FreqlabError("give at least one base")
@@ -116,6 +146,33 @@ def plot_envelopes(
     small panel per set (named on its y-axis), sharing both axes, the set's own step line in colour over the
     others in grey, its shortest stave dashed. (b) The lowest 10% of e(m), sorted: the left end is the shortest
     stave min_m e(m) (legend: shortest and mean, as :func:`~freqlab.plan.waveform.stave_score`; higher is better).
+
+    Parameters
+    ----------
+    sets : mapping of str to sequence of float
+        Base sets by name.
+    grid : DistanceGrid, optional
+        Distances; default the Attention Buckets grid scaled to ``target``.
+    head_dim : int
+        Head dimension d.
+    target : int
+        Target context length.
+    blocks : int
+        Equal blocks of distances in panel (a).
+    size : str or tuple of float
+        Figure size: ``one-column``, ``two-column`` or ``(width, height)`` in inches.
+
+    Returns
+    -------
+    matplotlib.figure.Figure
+        The figure (shows itself in Jupyter).
+
+    References
+    ----------
+    .. [1] Lian et al., "Breaking the Stage Barrier: A Novel Single-Stage Approach to Long Context Extension
+           for Large Language Models", COLING 2025, arXiv:2412.07171.
+    .. [2] Chen et al., "Fortify the Shortest Stave in Attention: Enhancing Context Awareness of Large Language
+           Models for Effective Tool Use", ACL 2024, arXiv:2312.04455 (Attention Buckets).
     """
     if not sets:
         raise FreqlabError("give at least one base set")

@@ -30,6 +30,24 @@ from freqlab.plots.style import COLORS, NOTE_SIZE, PALETTE, freqlab_style, new_f
 def plot_recipe(result, tau: float | None = None, *, size="two-column", columns: int = 3) -> Figure:
     """Small multiples of f_T per stage and layer kind, and the effective length after each stage per kind.
 
+    Parameters
+    ----------
+    result : ScheduleFrequency
+        A schedule's frequencies (:func:`freqlab.frequency.schedule_frequency`).
+    tau : float, optional
+        Threshold of the effective length; default the schedule's.
+    size : str or tuple of float
+        Figure size: ``one-column``, ``two-column`` or ``(width, height)`` in inches.
+    columns : int
+        Panels per row.
+
+    Returns
+    -------
+    matplotlib.figure.Figure
+        The figure (shows itself in Jupyter).
+
+    Examples
+    --------
     >>> from freqlab import LengthHistogram
     >>> from freqlab.frequency.schedule import load_preset, schedule_frequency
     >>> h = LengthHistogram.from_counts([3000, 70000], [50, 2])

@@ -35,6 +35,34 @@ def scan_figures(
 
     The effective-length and window figures use the first regime; ``tokens`` is the training budget T of
     the window comparison and of the f_T panel (None: 1T, the STRING Fig. 3 budget).
+
+    Parameters
+    ----------
+    histogram : LengthHistogram or tuple
+        Document lengths: a LengthHistogram or a ``(lengths, counts)`` pair.
+    Ls : sequence of int
+        Windows L.
+    regimes : sequence of str
+        Regimes of the f(i) panels (the first for the other figures).
+    out_dir : str or Path
+        Folder written into (created if needed).
+    formats : sequence of str
+        Formats of each figure.
+    tokens : float, optional
+        Training budget T of the window comparison and the f_T panel.
+    tau : float
+        Threshold of the effective length, f_T(i) >= tau.
+    seed : int
+        Seed of the shuffled document order, in the regimes that need one.
+
+    Returns
+    -------
+    list of Path
+        The files written.
+
+    References
+    ----------
+    .. [1] An et al., "Why Does the Effective Context Length of LLMs Fall Short?", ICLR 2025, arXiv:2410.18745.
     """
     tokens = training_budget(tokens).tokens  # the one budget rule: 1T unless given
     h = as_histogram(histogram)

@@ -22,6 +22,29 @@ def plot_self_extend_matrices(L: int = 7, G: int = 2, w_n: int = 4, N: int | Non
     """(a) RoPE's relative positions for N tokens, those >= L (never trained) highlighted as out of window;
     (b) Self-Extend's positions with group size G and neighbour window w_n, all below L up to
     N = (L - w_n)·G + w_n (Eq. 8; default N). Reproduces Self-Extend Fig. 3 with L = 7, G = 2, w_n = 4, N = 10.
+
+    Parameters
+    ----------
+    L : int
+        Training window (the model's max_position_embeddings).
+    G : int
+        Group size (the FLOOR divisor).
+    w_n : int
+        Neighbour window: pairs closer than w_n keep their position.
+    N : int, optional
+        Sequence length; default (L - w_n)·G + w_n.
+    size : str or tuple of float
+        Figure size: ``one-column``, ``two-column`` or ``(width, height)`` in inches.
+
+    Returns
+    -------
+    matplotlib.figure.Figure
+        The figure (shows itself in Jupyter).
+
+    References
+    ----------
+    .. [1] Jin et al., "LLM Maybe LongLM: Self-Extend LLM Context Window Without Tuning", ICML 2024,
+           arXiv:2401.01325.
     """
     N = self_extend_max_length(L, G, w_n) if N is None else int(N)
     idx = np.arange(N)

@@ -24,6 +24,18 @@ MAX_SOURCES = 16
 def length_ccdf(histogram: LengthHistogram) -> tuple[np.ndarray, np.ndarray]:
     """(lengths, share of documents at least that long), exact from the counts.
 
+    Parameters
+    ----------
+    histogram : LengthHistogram
+        Document lengths.
+
+    Returns
+    -------
+    tuple of numpy.ndarray
+        (lengths, share of documents at least that long).
+
+    Examples
+    --------
     >>> x, p = length_ccdf(LengthHistogram.from_lengths([1, 2, 2, 4]))
     >>> x.tolist(), p.tolist()
     ([1, 2, 4], [1.0, 0.75, 0.25])
@@ -39,6 +51,28 @@ def plot_sources(histogram, L: int = 2048, regime: str = "natural", *, seed: int
     ``histogram`` must carry a per-source split (``histogram.sources``); the total is drawn in black. One
     legend under both panels gives each source's documents and share of position mass at i <= L/2 (so
     SlimPajama's seven sources cover no data).
+
+    Parameters
+    ----------
+    histogram : LengthHistogram
+        A histogram split by source (``histogram.sources``).
+    L : int
+        Training window (the model's max_position_embeddings).
+    regime : str
+        Data regime (see ``REGIMES``).
+    seed : int
+        Seed of the shuffled document order, in the regimes that need one.
+    size : str or tuple of float
+        Figure size: ``one-column``, ``two-column`` or ``(width, height)`` in inches.
+
+    Returns
+    -------
+    matplotlib.figure.Figure
+        The figure (shows itself in Jupyter).
+
+    References
+    ----------
+    .. [1] An et al., "Why Does the Effective Context Length of LLMs Fall Short?", ICLR 2025, arXiv:2410.18745.
     """
     h = as_histogram(histogram)
     if not h.sources:

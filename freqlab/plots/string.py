@@ -56,7 +56,28 @@ def plot_position_matrix(
 ) -> Figure:
     """Heatmap of a relative-position matrix (rows m = query, columns n = key); negative entries (the
     masked upper triangle, dropped positions) are left blank. Values are written in the cells for
-    matrices up to 16 x 16."""
+    matrices up to 16 x 16.
+
+    Parameters
+    ----------
+    matrix : numpy.ndarray
+        Relative positions, rows m = query, columns n = key; negative entries left blank.
+    ax : matplotlib.axes.Axes, optional
+        Axes to draw into (its figure is returned); default: a new figure.
+    title : str
+        Panel title.
+    vmax : int, optional
+        Top of the colour scale; default the largest entry.
+    annotate : bool, optional
+        Write the values in the cells; default for matrices up to 16 x 16.
+    size : str or tuple of float
+        Figure size: ``one-column``, ``two-column`` or ``(width, height)`` in inches.
+
+    Returns
+    -------
+    matplotlib.figure.Figure
+        The figure (shows itself in Jupyter).
+    """
     matrix = np.asarray(matrix)
     if matrix.ndim != 2:
         raise FreqlabError(f"a position matrix must be 2-D, got shape {matrix.shape}")
@@ -96,6 +117,26 @@ def plot_string_matrices(L: int = 9, S: int = 3, W: int = 1, *, size="two-column
     """STRING Fig. 5: (a) positions >= N = L - S dropped, (b) shifted by S with W = 0, (c) with local window W.
 
     Panel (b)'s last row for L = 9, S = 3 is [5, 4, 3, 2, 1, 0, 2, 1, 0], as in the paper.
+
+    Parameters
+    ----------
+    L : int
+        Window (small: the matrices are L x L).
+    S : int
+        STRING's shift, 0 < S < L.
+    W : int
+        STRING's local window, 0 <= W < S.
+    size : str or tuple of float
+        Figure size: ``one-column``, ``two-column`` or ``(width, height)`` in inches.
+
+    Returns
+    -------
+    matplotlib.figure.Figure
+        The figure (shows itself in Jupyter).
+
+    References
+    ----------
+    .. [1] An et al., "Why Does the Effective Context Length of LLMs Fall Short?", ICLR 2025, arXiv:2410.18745.
     """
     panels = [
         (dropped_matrix(L, S), f"drop positions ≥ N = {L - S}"),
@@ -114,7 +155,30 @@ def plot_string_matrices(L: int = 9, S: int = 3, W: int = 1, *, size="two-column
 
 def plot_string_overview(L: int, S: int, W: int = 128, *, resolution: int = 256, size="one-column") -> Figure:
     """STRING Fig. 8 for a large window: the position matrix on a ``resolution`` x ``resolution`` grid of
-    sampled rows and columns (each row from :func:`~freqlab.plan.string.string_position_row`)."""
+    sampled rows and columns (each row from :func:`~freqlab.plan.string.string_position_row`).
+
+    Parameters
+    ----------
+    L : int
+        Training window (the model's max_position_embeddings).
+    S : int
+        STRING's shift, 0 < S < L.
+    W : int
+        STRING's local window, 0 <= W < S.
+    resolution : int
+        Rows and columns sampled.
+    size : str or tuple of float
+        Figure size: ``one-column``, ``two-column`` or ``(width, height)`` in inches.
+
+    Returns
+    -------
+    matplotlib.figure.Figure
+        The figure (shows itself in Jupyter).
+
+    References
+    ----------
+    .. [1] An et al., "Why Does the Effective Context Length of LLMs Fall Short?", ICLR 2025, arXiv:2410.18745.
+    """
     L, resolution = int(L), int(resolution)
     if resolution < 2:
         raise FreqlabError(f"resolution must be at least 2, got {resolution}")
@@ -158,6 +222,28 @@ def plot_string_usage(L: int, S: int, W: int = 128, *, frequency=None, size="one
     query-key pairs of one sequence of L tokens per position p, with RoPE (L - p) and with STRING (pairs
     at r >= S moved to p = r - S + W); the legend gives the pair-weighted mean training frequency
     Σ_p pairs(p) f(p) / Σ_p pairs(p) when f is known: STRING moves attention onto better-trained positions.
+
+    Parameters
+    ----------
+    L : int
+        Training window (the model's max_position_embeddings).
+    S : int
+        STRING's shift, 0 < S < L.
+    W : int
+        STRING's local window, 0 <= W < S.
+    frequency : array_like, optional
+        Position frequency f of length L (adds the top panel).
+    size : str or tuple of float
+        Figure size: ``one-column``, ``two-column`` or ``(width, height)`` in inches.
+
+    Returns
+    -------
+    matplotlib.figure.Figure
+        The figure (shows itself in Jupyter).
+
+    References
+    ----------
+    .. [1] An et al., "Why Does the Effective Context Length of LLMs Fall Short?", ICLR 2025, arXiv:2410.18745.
     """
     usage = string_usage(L, S, W, frequency=frequency)
     unused = L - S + W  # first position STRING never uses

@@ -53,6 +53,7 @@ DEFAULT_DPI = 200
 #: Font size (pt) of notes inside the axes: mass shares, thresholds, matrix values.
 NOTE_SIZE = 6.5
 
+#: matplotlib rcParams of every freqlab figure (applied inside each function by :func:`freqlab_style`).
 STYLE: dict[str, object] = {
     "font.family": "sans-serif",
     "font.sans-serif": ["DejaVu Sans"],
@@ -102,6 +103,18 @@ STYLE: dict[str, object] = {
 def freqlab_style(**overrides) -> Iterator[None]:
     """Apply the freqlab rc style (plus ``overrides``, rc names with dots as keys) inside a ``with`` block.
 
+    Parameters
+    ----------
+    **overrides
+        rcParams to set as well (rc names with dots as keys, e.g. ``**{'font.size': 9}``).
+
+    Returns
+    -------
+    contextlib.AbstractContextManager
+        The style applied inside the ``with`` block, the previous rcParams after it.
+
+    Examples
+    --------
     >>> import matplotlib
     >>> with freqlab_style():
     ...     matplotlib.rcParams["pdf.fonttype"]
@@ -113,7 +126,20 @@ def freqlab_style(**overrides) -> Iterator[None]:
 
 def figure_size(size: str | tuple[float, float] = "one-column", *, aspect: float = 0.7) -> tuple[float, float]:
     """(width, height) in inches: a preset width (``one-column`` 3.5 in, ``two-column`` 7.2 in) times
-    ``aspect`` for the height, or an explicit ``(width, height)`` tuple passed through."""
+    ``aspect`` for the height, or an explicit ``(width, height)`` tuple passed through.
+
+    Parameters
+    ----------
+    size : str or tuple of float
+        Figure size: ``one-column``, ``two-column`` or ``(width, height)`` in inches.
+    aspect : float
+        Height / width for a preset width.
+
+    Returns
+    -------
+    tuple of float
+        (width, height) in inches.
+    """
     if isinstance(size, str):
         if size not in WIDTHS:
             raise FreqlabError(f"unknown figure size {size!r}; choose one of {', '.join(WIDTHS)} or (width, height)")
@@ -153,6 +179,20 @@ def new_figure(size: str | tuple[float, float] = "one-column", *, aspect: float 
 
     A :class:`FreqlabFigure` (no pyplot state), so it works headless and figures are garbage-collected; in
     Jupyter it displays itself as the cell result (a PNG), with or without ``%matplotlib inline``.
+
+    Parameters
+    ----------
+    size : str or tuple of float
+        Figure size: ``one-column``, ``two-column`` or ``(width, height)`` in inches.
+    aspect : float
+        Height / width for a preset width.
+    **subplots
+        Passed to ``plt.subplots`` (``nrows``, ``ncols``, ...).
+
+    Returns
+    -------
+    tuple
+        (figure, axes), as ``plt.subplots`` returns them.
     """
     with freqlab_style():
         fig = FreqlabFigure(figsize=figure_size(size, aspect=aspect), layout="constrained")
@@ -187,6 +227,22 @@ def save_figure(
 
     ``path`` may carry a suffix; with ``formats=None`` its suffix is the one format. PDFs embed TrueType
     fonts; dates are left out of the metadata so output is deterministic.
+
+    Parameters
+    ----------
+    fig : matplotlib.figure.Figure
+        The figure.
+    path : str or Path
+        Output path, with or without a suffix.
+    formats : sequence of str or None
+        Formats to write (png, pdf, svg); None: the suffix of ``path``.
+    dpi : int
+        Resolution of the PNG.
+
+    Returns
+    -------
+    list of Path
+        The files written.
     """
     path = Path(path)
     if formats is None:

@@ -115,6 +115,7 @@ class OutputLock:
         self.handle = None
 
     def acquire(self) -> None:
+        """Take the lock on the output folder, or fail naming the scan that holds it."""
         try:
             import fcntl
         except ImportError:  # pragma: no cover - not POSIX: no lock
@@ -145,6 +146,7 @@ class OutputLock:
         self.handle = handle
 
     def release(self) -> None:
+        """Release the lock."""
         if self.handle is not None:
             self.handle.close()  # closing drops the flock
             self.handle = None

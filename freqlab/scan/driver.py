@@ -269,7 +269,7 @@ def scanned_index(corpus: Corpus, settings: ScanSettings) -> str | None:
 def check_source_labels(corpus: Corpus, histogram: LengthHistogram) -> None:
     """A source field that no document read has is an error, never one big ``(none)`` source: it names the
     field and the fields of the corpus's first record. (Documents without the field among labelled ones are
-    counted under ``(none)``, and the report says so.)"""
+    counted under ``(none)``, and the report says so)."""
     if not corpus.has_sources or not histogram.sources or set(histogram.sources) != {MISSING_SOURCE}:
         return
     name = corpus.description.get("source_field")

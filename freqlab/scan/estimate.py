@@ -62,6 +62,7 @@ class ThroughputTable:
     worker_startup_core_seconds: float = 0.0
 
     def family(self, name: str) -> Family:
+        """The throughput of the tokenizer family ``name``, or a one-line error listing the known ones."""
         if name not in self.families:
             raise FreqlabError(
                 f"no throughput measured for tokenizer family {name!r} (measured: {', '.join(self.families)}); "
@@ -99,6 +100,7 @@ class CostEstimate:
     throughput: dict
 
     def as_dict(self) -> dict:
+        """The estimate as JSON-ready data."""
         return asdict(self)
 
 

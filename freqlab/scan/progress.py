@@ -88,6 +88,7 @@ class ProgressBar:
         self.bar = self._new_bar() if enabled and not self.final_line else None
 
     def __call__(self, documents: int, tokens: int, nbytes: int = 0) -> None:
+        """Add a batch's documents, tokens and bytes, and redraw when due."""
         self.documents += documents
         self.tokens += tokens
         self.bytes += nbytes
@@ -125,6 +126,7 @@ class ProgressBar:
         )
 
     def draw(self) -> None:
+        """Redraw the bar."""
         done = self.done
         if self.total is not None:
             done = min(done, self.total)

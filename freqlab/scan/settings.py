@@ -34,10 +34,10 @@ if TYPE_CHECKING:
 
 ON_ERROR = ("raise", "skip")
 ENGINES = ("local", "ray")
-DEFAULT_L: tuple[int, ...] = (2048,)
+DEFAULT_L: tuple[int, ...] = (2048,)  # the window L the report is computed for
 DEFAULT_REGIMES: tuple[str, ...] = ("natural", "pack", "concat")  # pack: how STRING trained (App. A.2)
-DEFAULT_BATCH_SIZE = 256
-DEFAULT_OUT = "freqlab-out"
+DEFAULT_BATCH_SIZE = 256  # documents per tokenizer call
+DEFAULT_OUT = "freqlab-out"  # output folder of a scan: lengths.parquet, summary.json, checkpoints
 INT64_MAX = (1 << 63) - 1
 
 
@@ -158,6 +158,7 @@ class ScanSettings:
         }
 
     def as_dict(self) -> dict[str, Any]:
+        """The settings as JSON-ready data."""
         return {f.name: getattr(self, f.name) for f in fields(self)}
 
 

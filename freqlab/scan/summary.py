@@ -266,6 +266,7 @@ class RunRecord:
     recounted: dict[str, int] = field(default_factory=dict)
 
     def add(self, part) -> None:
+        """Add a shard's part to the record."""
         self.shards_run += 1
         self.tokens_now += part.tokens
         self.documents_now += part.documents_read

@@ -380,4 +380,5 @@ class CountJob:
         TqdmDefaultWriteLock.mp_lock = None
 
     def __call__(self, shard, options: ShardOptions, on_progress: Progress | None = None) -> ShardCount:
+        """Count ``shard`` with the job's tokenizer (see :func:`count_shard`)."""
         return count_shard(shard, self.counter, options, on_progress)

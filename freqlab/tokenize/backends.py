@@ -35,10 +35,11 @@ import numpy as np
 
 from freqlab.tokenize.bytemap import tiktoken_to_hf_json
 
-BACKEND_FASTOKENS = "fastokens"
-BACKEND_TIKTOKEN = "tiktoken"
-BACKEND_HF = "hf-tokenizers"
-BACKEND_SENTENCEPIECE = "sentencepiece"
+BACKEND_FASTOKENS = "fastokens"  # backend name: fastokens (fastest; wheels for Linux, macOS, Windows x86-64)
+BACKEND_TIKTOKEN = "tiktoken"  # backend name: tiktoken (byte-level BPE compiled to a tiktoken encoding)
+BACKEND_HF = "hf-tokenizers"  # backend name: Hugging Face tokenizers (any tokenizer.json)
+BACKEND_SENTENCEPIECE = "sentencepiece"  # backend name: sentencepiece (.model files)
+#: The backends in the order they are tried: the first one verified against the tokenizer counts.
 FASTEST_FIRST = (BACKEND_FASTOKENS, BACKEND_TIKTOKEN, BACKEND_HF, BACKEND_SENTENCEPIECE)
 
 # tiktoken_ext/openai_public.py, cl100k_base (possessive quantifiers are fine: tiktoken runs its own engine).
@@ -82,6 +83,11 @@ def single_threaded(threads: int = 1) -> None:
     Sets ``FASTOKENS_BPE_THREADS`` (fastokens reads it at its first encode) and ``RAYON_NUM_THREADS`` (the
     Hugging Face rayon pool), unless already set: a pool of one worker per core must not oversubscribe; a pool
     with fewer shards than cores gives each worker the cores left idle.
+
+    Parameters
+    ----------
+    threads : int
+        Threads per tokenizer backend.
     """
     os.environ.setdefault("FASTOKENS_BPE_THREADS", str(max(1, int(threads))))
     os.environ.setdefault("RAYON_NUM_THREADS", str(max(1, int(threads))))
@@ -105,9 +111,9 @@ def _distribution_version(name: str) -> str:
 
 
 def valid_unicode(text: str) -> str:
-    """``text`` with surrogate pairs joined and lone surrogates replaced by U+FFFD (tiktoken's rule).
+    r"""``text`` with surrogate pairs joined and lone surrogates replaced by U+FFFD (tiktoken's rule).
 
-    >>> valid_unicode("a\\ud83d\\ude00b\\ud800") == "a\\U0001f600b\\ufffd"
+    >>> valid_unicode("a\ud83d\ude00b\ud800") == "a\U0001f600b\ufffd"
     True
     """
     if not _SURROGATE.search(text):
@@ -159,6 +165,7 @@ class FastokensEngine:
         self.tokenizer.no_padding()
 
     def counts(self, texts: Sequence[str], threads: int = 1) -> np.ndarray:
+        """Token counts of ``texts``, int64."""
         _, offsets = self.tokenizer.encode_batch_flat(list(texts), add_special_tokens=False)
         ends = np.frombuffer(offsets, dtype="<u8")
         if ends.size != len(texts) + 1:
@@ -186,6 +193,7 @@ class TiktokenEngine:
         return text
 
     def counts(self, texts: Sequence[str], threads: int = 1) -> np.ndarray:
+        """Token counts of ``texts``, int64."""
         out = np.empty(len(texts), dtype=np.int64)
         encode = self.encoding.encode_ordinary
         for i, text in enumerate(texts):
@@ -225,6 +233,7 @@ class HfEngine:
         self.tokenizer = tokenizer if tokenizer is not None else hf_tokenizer_from_str(json_text)
 
     def counts(self, texts: Sequence[str], threads: int = 1) -> np.ndarray:
+        """Token counts of ``texts``, int64."""
         if threads > 1:
             encode_batch = getattr(self.tokenizer, "encode_batch_fast", self.tokenizer.encode_batch)
             return np.array([len(e) for e in encode_batch(list(texts), add_special_tokens=False)], dtype=np.int64)
@@ -251,6 +260,7 @@ class SentencePieceEngine:
         self.processor = sentencepiece.SentencePieceProcessor(model_proto=model)
 
     def counts(self, texts: Sequence[str], threads: int = 1) -> np.ndarray:
+        """Token counts of ``texts``, int64."""
         return np.array([len(ids) for ids in self.processor.encode(list(texts))], dtype=np.int64)
 
 

@@ -24,7 +24,7 @@ from freqlab.errors import FreqlabError
 from freqlab.tokenize.counter import TiktokenPlan, TokenCounter, vocab_hash
 from freqlab.tokenize.verify import tiktoken_counter
 
-DEFAULT_TOKENIZER = "tekken"
+DEFAULT_TOKENIZER = "tekken"  # Mistral's Tekken, shipped in freqlab/data: the default needs no network
 
 # name -> (package, data file). Data, not code: adding a Tekken release is one line. The files are mistral-common's,
 # zstd-compressed (1.7 MB each instead of 15-19 MB), so the default job needs no mistral-common (and none of the

@@ -1,4 +1,4 @@
-"""Compile a Hugging Face byte-level BPE ``tokenizer.json`` into an equivalent tiktoken encoding.
+r"""Compile a Hugging Face byte-level BPE ``tokenizer.json`` into an equivalent tiktoken encoding.
 
 Most modern tokenizers (GPT-2, Llama 3, Qwen 2, Mistral Tekken exports, ...) are byte-level BPE behind a regex
 pre-tokenizer, either ``ByteLevel(use_regex=True)`` (the GPT-2 regex) or ``Sequence[Split(regex, Isolated),
@@ -21,13 +21,13 @@ So we give every merge result the rank of its first merge (single bytes get rank
 4. no dropout, no byte fallback, no subword prefix/suffix; normalizer none or NFC (applied with
    ``unicodedata`` before tiktoken); pre-tokenizer exactly one of the two forms above; a regex without
    constructs whose meaning differs between Oniguruma (Hugging Face) and fancy-regex (tiktoken): ``^``/``$``
-   (line anchors in Oniguruma, text anchors in fancy-regex), ``\\h`` (hex digit vs horizontal space), ``\\w``,
-   ``\\b`` (Oniguruma's word characters exclude the joiner U+200D, Rust's include it), ``\\R``,
-   ``\\X``, ``\\K``, ``\\G``, ``\\Z``, ``\\y``, ``\\O``, POSIX brackets, and ``{n,m}+`` (Oniguruma:
-   ``(X{n,m})+``, so cl100k's ``\\p{N}{1,3}+`` keeps a run of digits whole; fancy-regex: possessive, groups
+   (line anchors in Oniguruma, text anchors in fancy-regex), ``\h`` (hex digit vs horizontal space), ``\w``,
+   ``\b`` (Oniguruma's word characters exclude the joiner U+200D, Rust's include it), ``\R``,
+   ``\X``, ``\K``, ``\G``, ``\Z``, ``\y``, ``\O``, POSIX brackets, and ``{n,m}+`` (Oniguruma:
+   ``(X{n,m})+``, so cl100k's ``\p{N}{1,3}+`` keeps a run of digits whole; fancy-regex: possessive, groups
    of three). Possessive ``?+ *+ ++`` and atomic groups mean the same in both engines and are kept;
 5. text the regex does not match is a piece of its own in Hugging Face (``Isolated``) but dropped by tiktoken,
-   so the pattern gets one more alternative that matches exactly those gaps: ``(?:(?!P)[\\s\\S])+``.
+   so the pattern gets one more alternative that matches exactly those gaps: ``(?:(?!P)[\s\S])+``.
    It is only reached where ``P`` fails, so it costs nothing on text ``P`` covers.
 
 With ``ignore_merges``, a vocabulary token that is no merge result can only be emitted as a whole pre-token

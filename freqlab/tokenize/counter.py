@@ -74,22 +74,35 @@ class TiktokenPlan:
 class TokenCounter:
     """Counts tokens per text, exactly. Build one with :func:`freqlab.tokenize.load_tokenizer`.
 
-    Attributes:
-        name: human-readable name (built-in name, file path or hub id).
-        spec: string that re-creates the counter in another process: ``load_tokenizer(c.spec, ...)``.
-        backend: the backend that counts ordinary texts (the fastest verified one), e.g. ``"fastokens"``.
-        backends: all verified backends, fastest first; the last is the reference.
-        vocab_size: number of token ids, special tokens included.
-        vocab_hash: :func:`vocab_hash` of all ``(id, token bytes)`` pairs, special tokens included.
-        add_special_tokens: whether counts include the special tokens added around each document.
-        special_tokens_added: how many tokens ``add_special_tokens`` adds per document.
-        fallback_reasons: backend -> why it was refused at load (not installed, not convertible, differed).
-        fallback_reason: the reasons of the backends faster than ``backend`` ("fastokens: ...; tiktoken: ..."),
-            or None when the fastest backend runs.
-        threads: Hugging Face backend only: 1 (default) encodes text by text; ``n > 1`` uses its rayon pool.
-            fastokens follows ``FASTOKENS_BPE_THREADS`` (see :func:`freqlab.tokenize.single_threaded`).
-        fastokens_note: how fastokens runs the pre-tokenizer (which preset and why, see
-            :mod:`freqlab.tokenize.presets`), or None.
+    Attributes
+    ----------
+    name
+        human-readable name (built-in name, file path or hub id).
+    spec
+        string that re-creates the counter in another process: ``load_tokenizer(c.spec, ...)``.
+    backend
+        the backend that counts ordinary texts (the fastest verified one), e.g. ``"fastokens"``.
+    backends
+        all verified backends, fastest first; the last is the reference.
+    vocab_size
+        number of token ids, special tokens included.
+    vocab_hash
+        :func:`vocab_hash` of all ``(id, token bytes)`` pairs, special tokens included.
+    add_special_tokens
+        whether counts include the special tokens added around each document.
+    special_tokens_added
+        how many tokens ``add_special_tokens`` adds per document.
+    fallback_reasons
+        backend -> why it was refused at load (not installed, not convertible, differed).
+    fallback_reason
+        the reasons of the backends faster than ``backend`` ("fastokens: ...; tiktoken: ..."),
+        or None when the fastest backend runs.
+    threads
+        Hugging Face backend only: 1 (default) encodes text by text; ``n > 1`` uses its rayon pool.
+        fastokens follows ``FASTOKENS_BPE_THREADS`` (see :func:`freqlab.tokenize.single_threaded`).
+    fastokens_note
+        how fastokens runs the pre-tokenizer (which preset and why, see
+        :mod:`freqlab.tokenize.presets`), or None.
     """
 
     def __init__(
@@ -382,6 +395,7 @@ class Engines:
         self.joinable = not any("\x00" in word for word in routed)
 
     def get(self, backend: str) -> Any:
+        """The engine of ``backend``, built on first use."""
         engine = self._built.get(backend)
         if engine is None:
             with self._lock:
@@ -395,6 +409,7 @@ class Engines:
         self._built[backend] = engine
 
     def restricted(self, sources: Mapping[str, Any]) -> Engines:
+        """A copy that knows only the backends of ``sources``."""
         copy = Engines(sources, built={b: e for b, e in self._built.items() if b in sources})
         copy.routed, copy.joinable = self.routed, self.joinable
         return copy

@@ -81,10 +81,10 @@ class PresetChoice:
 
 
 def normalise(pattern: str) -> str:
-    """``pattern`` with every known alternative spelling (:data:`SPELLINGS`) rewritten to the preset's.
+    r"""``pattern`` with every known alternative spelling (:data:`SPELLINGS`) rewritten to the preset's.
 
-    >>> normalise("(?:'[sS]|'[tT]|'[rR][eE]|'[vV][eE]|'[mM]|'[lL][lL]|'[dD])|\\\\s+")
-    "(?i:'s|'t|'re|'ve|'m|'ll|'d)|\\\\s+"
+    >>> normalise("(?:'[sS]|'[tT]|'[rR][eE]|'[vV][eE]|'[mM]|'[lL][lL]|'[dD])|\\s+")
+    "(?i:'s|'t|'re|'ve|'m|'ll|'d)|\\s+"
     """
     for spelling, (canonical, _) in SPELLINGS.items():
         pattern = pattern.replace(spelling, canonical)

@@ -9,7 +9,15 @@ import pytest
 torch = pytest.importorskip("torch")
 pytest.importorskip("transformers")
 
-from apply.tiny_models import MODEL_TYPES, SLIDING, L, exact_rope, reference_logits, tiny_model  # noqa: E402
+from apply.tiny_models import (  # noqa: E402
+    MODEL_TYPES,
+    SLIDING,
+    L,
+    exact_rope,
+    left_padded,
+    reference_logits,
+    tiny_model,
+)
 
 import freqlab.apply as fa  # noqa: E402
 from freqlab.errors import FreqlabError  # noqa: E402
@@ -115,17 +123,6 @@ def test_decoding_with_the_cache_equals_recomputation(model_type, method, backen
     torch.testing.assert_close(torch.stack(steps, 1), full[:, T - 1 :], **EXACT)
 
 
-def _left_padded(rows: list[torch.Tensor]) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
-    """Left-padded batch, its attention mask and the position ids generate() computes (cumsum - 1, pads at 1)."""
-    width = max(len(r) for r in rows)
-    ids = torch.zeros(len(rows), width, dtype=torch.long)
-    mask = torch.zeros(len(rows), width, dtype=torch.long)
-    for i, r in enumerate(rows):
-        ids[i, width - len(r) :], mask[i, width - len(r) :] = r, 1
-    positions = (mask.cumsum(-1) - 1).masked_fill(mask == 0, 1)
-    return ids, mask, positions
-
-
 @pytest.mark.parametrize("backend", ["sdpa", "eager"])
 @pytest.mark.parametrize("method", ["string", "self_extend"])
 @pytest.mark.parametrize("model_type", ["llama", "qwen3", "gemma2"])
@@ -133,7 +130,7 @@ def test_padded_batches_equal_single_rows(model_type, method, backend):
     model = tiny_model(model_type)
     _apply(model, method, backend)
     rows = [_ids(length=n, seed=n)[0] for n in (T, 29, 35)]
-    ids, mask, positions = _left_padded(rows)
+    ids, mask, positions = left_padded(rows)
     batch = _logits(model, ids, attention_mask=mask, position_ids=positions)
     for i, row in enumerate(rows):
         torch.testing.assert_close(batch[i, T - len(row) :], _logits(model, row[None])[0], **EXACT)
@@ -152,7 +149,7 @@ def test_generate_on_a_padded_batch_equals_generating_each_row(method):
     model = tiny_model("mistral")  # sliding window 24 < the generated lengths: the cache keeps only the window
     _apply(model, method)
     rows = [_ids(length=n, seed=n)[0] for n in (30, 22)]
-    ids, mask, _ = _left_padded(rows)
+    ids, mask, _ = left_padded(rows)
     settings = {"max_new_tokens": 12, "min_new_tokens": 12, "do_sample": False, "pad_token_id": 0}
     with torch.no_grad():
         batch = model.generate(ids, attention_mask=mask, output_scores=True, return_dict_in_generate=True, **settings)
@@ -176,8 +173,8 @@ def test_parameters_are_checked_against_the_window():
         fa.self_extend(model, 2, 64)
     with pytest.raises(FreqlabError, match="no STRING or Self-Extend"):
         fa.remove(model)
-    with pytest.raises(FreqlabError, match="backend must be one of sdpa, eager"):
-        fa.string(model, 16, 4, backend="flash")
+    with pytest.raises(FreqlabError, match="backend must be one of auto, sdpa, eager, flash"):
+        fa.string(model, 16, 4, backend="flash2")
 
 
 def test_remove_restores_the_stock_model():

@@ -41,6 +41,17 @@ def tiny_model(model_type: str, seed: int = 0, *, vocab_size: int = 101, max_pos
     return model
 
 
+def left_padded(rows: list[torch.Tensor]) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+    """Left-padded batch, its attention mask and the position ids generate() computes (cumsum - 1, pads at 1)."""
+    width = max(len(r) for r in rows)
+    ids = torch.zeros(len(rows), width, dtype=torch.long)
+    mask = torch.zeros(len(rows), width, dtype=torch.long)
+    for i, r in enumerate(rows):
+        ids[i, width - len(r) :], mask[i, width - len(r) :] = r, 1
+    positions = (mask.cumsum(-1) - 1).masked_fill(mask == 0, 1)
+    return ids, mask, positions
+
+
 def rotary_of(model) -> torch.nn.Module:
     return next(m for m in model.modules() if type(m).__name__.endswith("RotaryEmbedding"))
 

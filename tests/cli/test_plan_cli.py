@@ -179,7 +179,9 @@ def test_rope_json_has_both_conventions():
     }
     assert plan["transformers_4x"]["rope_scaling"]["rope_type"] == "yarn"
     text = run("plan", "rope", "--L", 4096, "--target", 16384).output
-    assert all(f"== {t} " in text for t in ("linear", "ntk", "dynamic", "yarn", "llama3"))
+    assert all(f"== {t} " in text for t in ("linear", "ntk", "dynamic", "yarn", "longrope", "llama3"))
+    assert "LongRoPE factors here are a search-free initialisation, not LongRoPE's searched factors" in text
+    assert '"rope_type": "longrope"' in text and '"short_factor": [1.0, 1.0' in text
 
 
 def expected_upsample(max_upweight: int) -> int:

@@ -5,8 +5,9 @@ converts a 4.x ``rope_scaling`` block. The 4.x block's keys are also checked aga
 (transformers 4.4x-4.57 ``modeling_rope_utils._validate_*``: linear {rope_type, factor}; dynamic {rope_type,
 factor} (+ original_max_position_embeddings optional); yarn {rope_type, factor} + optional attention_factor,
 beta_fast, beta_slow, original_max_position_embeddings (as in the published Qwen2.5/Qwen3 configs);
-llama3 {rope_type, factor, original_max_position_embeddings, low_freq_factor, high_freq_factor}; ``factor``
-a float; ``rope_theta`` a top-level key).
+llama3 {rope_type, factor, original_max_position_embeddings, low_freq_factor, high_freq_factor}; longrope
+{rope_type, short_factor, long_factor} + optional attention_factor, factor, original_max_position_embeddings;
+``factor`` a float; ``rope_theta`` a top-level key).
 """
 
 from __future__ import annotations
@@ -20,11 +21,14 @@ import pytest
 
 from freqlab.errors import FreqlabError
 from freqlab.plan.rope_scaling import (
+    LONGROPE_LABEL,
     ROPE_TYPES,
     VLLM_ATTENTION_FACTOR,
     VLLM_MAX_MODEL_LEN,
     critical_dimension,
     dynamic_ntk_base,
+    longrope_attention_factor,
+    longrope_factors,
     ntk_aware_base,
     plan_rope_scaling,
     plan_rope_scalings,
@@ -45,6 +49,8 @@ V4_KEYS = {  # required, optional keys of `rope_scaling` in transformers 4.x
         {"rope_type", "factor", "original_max_position_embeddings", "low_freq_factor", "high_freq_factor"},
         set(),
     ),
+    "longrope": ({"rope_type", "short_factor", "long_factor"}, {"attention_factor", "factor",
+                                                                 "original_max_position_embeddings"}),
 }
 
 
@@ -107,6 +113,10 @@ def test_5x_and_4x_blocks_agree():
             continue
         five = dict(p.config_5x["rope_parameters"])
         assert five.pop("rope_theta") == p.config_4x["rope_theta"] == 500000.0
+        if p.rope_type == "longrope":  # 4.x: the original length is max_position_embeddings (module docstring)
+            assert five.pop("original_max_position_embeddings") == p.config_4x["max_position_embeddings"] == 8192
+            assert five == p.config_4x["rope_scaling"] and p.config_5x["max_position_embeddings"] == 131072
+            continue
         assert five == p.config_4x["rope_scaling"]
         assert p.config_5x["max_position_embeddings"] == p.config_4x["max_position_embeddings"]
 
@@ -252,3 +262,57 @@ def test_the_rope_planner_refuses_them_too():
                     {"factor": float("nan")}):
         with pytest.raises(FreqlabError, match="must exceed 1 and be finite"):
             plan_rope_scaling(4096, 16384, "yarn", **options)
+
+
+def yarn_ramp_factor(s: float, theta: float, d_r: int, E: int, j: int) -> float:
+    """YaRN's by-parts ramp for pair j written out (Peng et al., ICLR 2024, Sec. 3.2, alpha 1, beta 32), as the
+    LongRoPE rescale factor lambda (frequency theta_j / lambda): 1 / ((1 - gamma)/s + gamma)."""
+    turns = E / (2 * math.pi * theta ** (2 * j / d_r))
+    gamma = 0.0 if turns < 1 else 1.0 if turns > 32 else (turns - 1) / 31
+    return 1 / ((1 - gamma) / s + gamma)
+
+
+@pytest.mark.parametrize(("s", "theta", "d_r", "E"), [(4.0, 1e4, 128, 4096), (32.0, 1e4, 96, 4096),
+                                                      (8.0, 5e5, 128, 8192), (3.0, 1e4, 64, 2730)])
+def test_longrope_long_factor_is_yarns_ramp_per_pair(s, theta, d_r, E):
+    got = longrope_factors(s, theta, d_r, E)
+    assert len(got) == d_r // 2
+    assert got == pytest.approx([yarn_ramp_factor(s, theta, d_r, E, j) for j in range(d_r // 2)], rel=1e-14)
+    assert got == sorted(got) and got[0] == 1.0  # never decreasing (LongRoPE's constraint); the fastest pair kept
+    # exactly the pairs past the critical dimension (period > E: no full turn within E) are interpolated by s
+    assert got.count(s) == (d_r - critical_dimension(E, theta, d_r)) // 2
+
+
+def test_longrope_blocks_have_one_factor_per_rotary_pair_and_say_what_they_are():
+    p = plan_rope_scaling(4096, 16384, "longrope", head_dim=128)
+    five, four = p.config_5x, p.config_4x
+    assert five["max_position_embeddings"] == 16384 and four["max_position_embeddings"] == 4096
+    params = five["rope_parameters"]
+    assert {k: v for k, v in params.items() if k not in ("short_factor", "long_factor")} == {
+        "rope_type": "longrope", "rope_theta": 10000.0, "factor": 4.0, "original_max_position_embeddings": 4096,
+    }  # no attention_factor: transformers' own rule applies
+    assert params["short_factor"] == [1.0] * 64  # within L: the stock angles
+    assert params["long_factor"] == longrope_factors(4.0, 1e4, 128, 4096)
+    assert four["rope_scaling"]["long_factor"] == params["long_factor"]
+    assert LONGROPE_LABEL == "search-free initialisation, not LongRoPE's searched factors"
+    assert LONGROPE_LABEL in p.reasoning and any(LONGROPE_LABEL in n for n in p.notes)
+    assert "arXiv:2402.13753" in p.reasoning and "Phi-3" in p.reasoning
+    assert f"sqrt(1 + ln s / ln L) = {math.sqrt(1 + math.log(4) / math.log(4096)):.4f}" in p.reasoning
+    assert "18 pairs whose period exceeds E get s = 4, 21 keep 1" in p.reasoning  # 64 - 18 - 21 = 25 on the ramp
+    partial = plan_rope_scaling(4096, 16384, "longrope", head_dim=128, partial_rotary_factor=0.5)
+    assert len(partial.config_5x["rope_parameters"]["long_factor"]) == 32 == partial.rotary_dim // 2
+    assert len(partial.config_4x["rope_scaling"]["short_factor"]) == 32
+
+
+def test_longrope_ramp_is_counted_at_the_effective_length():
+    """A shorter effective length E leaves more pairs without a full turn within it: more of them get s."""
+    at_L = plan_rope_scaling(4096, 16384, "longrope").config_5x["rope_parameters"]["long_factor"]
+    at_E = plan_rope_scaling(4096, 16384, "longrope", effective_length=2730).config_5x["rope_parameters"][
+        "long_factor"]
+    assert at_E == longrope_factors(4.0, 1e4, 128, 2730) != at_L
+    assert at_E.count(4.0) == (128 - 86) // 2 == 21 > at_L.count(4.0) == 18  # critical dims 86 and 92
+
+
+def test_longrope_attention_factor_is_transformers_rule():
+    assert longrope_attention_factor(32.0, 4096) == pytest.approx(math.sqrt(1 + math.log(32) / math.log(4096)))
+    assert longrope_attention_factor(1.0, 4096) == 1.0

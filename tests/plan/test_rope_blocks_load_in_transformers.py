@@ -6,7 +6,9 @@ validation needs none), cached under ``~/.cache/freqlab-tests/transformers-4.45`
 every block; the newest is the transformers installed with the test extra (5.x), probed in-process. A block is
 checked in each version its label covers: no warning while ``LlamaConfig`` validates it, and for YaRN the rotary
 embedding transformers computes is YaRN over the original length L with the planned factor (read back from
-transformers' own ``_compute_yarn_parameters``). The pitfalls the labels avoid are reproduced too.
+transformers' own ``_compute_yarn_parameters``), for LongRoPE the inverse frequencies transformers' own
+``_compute_longrope_parameters`` gives past L are 1 / (long_factor_j · b^(2j/d_r)) and its attention factor is
+sqrt(1 + ln s / ln L). The pitfalls the labels avoid are reproduced too.
 """
 
 from __future__ import annotations
@@ -60,6 +62,7 @@ def printed_blocks() -> list[dict]:
         for theta in (10000.0, 500000.0)
     ]
     plans.append(plan_string(32768, extend_to=131072, rope_theta=1e6).extension.yarn)
+    plans.append(plan_rope_scaling(L, N, "longrope", effective_length=2730, E_rule="predicted N*"))
     return [
         {**block.to_dict(), "type": p.rope_type, "L": p.L, "N": p.N, "factor": p.factor, "plan": p}
         for p in plans
@@ -92,17 +95,22 @@ def floor_python() -> Path:
     return python
 
 
-@pytest.fixture(scope="session")
-def floor(floor_python) -> dict:
-    """The probe's findings for every printed block, in transformers 4.45."""
+def probe_floor(python: Path, request: list[dict]) -> dict:
+    """rope_probe.py's findings for ``request`` in the floor environment."""
     done = subprocess.run(
-        [str(floor_python), str(HERE / "rope_probe.py")], input=json.dumps(_request(BLOCKS)), capture_output=True,
-        text=True, timeout=300,
+        [str(python), str(HERE / "rope_probe.py")], input=json.dumps(request), capture_output=True, text=True,
+        timeout=300,
     )  # fmt: skip
     assert done.returncode == 0, done.stderr[-3000:]
     found = json.loads(done.stdout)
     assert version(found["transformers"]) == version(V4_FLOOR)
     return found
+
+
+@pytest.fixture(scope="session")
+def floor(floor_python) -> dict:
+    """The probe's findings for every printed block, in transformers 4.45."""
+    return probe_floor(floor_python, _request(BLOCKS))
 
 
 @pytest.fixture(scope="session")
@@ -126,6 +134,15 @@ def check(findings: dict) -> int:
             assert found["yarn"]["factor"] == pytest.approx(block["factor"])
             expected = planned.get("attention_factor", 0.1 * math.log(block["factor"]) + 1)
             assert found["yarn"]["attention_factor"] == pytest.approx(expected)
+        if block["type"] == "longrope":
+            planned = block["config"].get("rope_scaling") or block["config"]["rope_parameters"]
+            d_r = block["plan"].rotary_dim
+            theta = block["plan"].rope_theta
+            expected = [1 / (lam * theta ** (2 * j / d_r)) for j, lam in enumerate(planned["long_factor"])]
+            assert found["longrope"]["inv_freq"] == pytest.approx(expected, rel=1e-6)  # float32 in transformers
+            assert found["longrope"]["attention_factor"] == pytest.approx(
+                math.sqrt(1 + math.log(block["factor"]) / math.log(block["L"]))
+            )
     return checked
 
 
@@ -170,3 +187,17 @@ def test_yarn_blocks_by_version_range():
     custom = plan_rope_scaling(L, N, "yarn", factor=3.0)
     assert [b.config["max_position_embeddings"] for b in custom.blocks] == [L, L]
     assert any("#38224" in note and "#40320" in note for note in custom.notes)
+
+
+def test_longrope_in_phi3s_form_replaces_the_factor_in_445_hence_max_position_embeddings_L(floor_python):
+    """Phi-3's configs name the original length at the top level (max_position_embeddings N,
+    original_max_position_embeddings L); 4.45 then takes factor = N / L whatever ``factor`` says (its attention
+    factor sqrt(1 + ln(N/L) / ln L)). The 4.x block keeps max_position_embeddings = L and gives ``factor``, which
+    4.45 honours."""
+    p = plan_rope_scaling(L, N, "longrope", factor=3.0)
+    phi3 = {**p.config_4x, "max_position_embeddings": N, "original_max_position_embeddings": L}
+    found = probe_floor(floor_python, [{"config": c, "L": L, "N": N, "factor": 3.0} for c in (phi3, p.config_4x)])
+    phi3_found, ours = (b["longrope"] for b in found["blocks"])
+    assert phi3_found["inv_freq"] == ours["inv_freq"]  # the same long_factor
+    assert phi3_found["attention_factor"] == pytest.approx(math.sqrt(1 + math.log(N / L) / math.log(L)))
+    assert ours["attention_factor"] == pytest.approx(math.sqrt(1 + math.log(3.0) / math.log(L)))

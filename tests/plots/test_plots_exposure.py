@@ -22,3 +22,13 @@ def test_exposure_figure_draws_each_source_s_tail_shares():
     assert heights[:3] == [round(100 * v, 9) for v in ((15904 + 4904) / 29000, (11808 + 808) / 29000, 3616 / 29000)]
     assert heights[3:6] == [0.0, 0.0, 0.0]
     assert np.isclose(heights[6], 100 * (15904 + 4904) / 79000)
+
+
+def test_a_window_of_at_most_4k_gets_thresholds_of_its_own_scale():
+    # L = 2048: the bars are at 256, 512, 1024 (not a 4K bar of zeros); one document of 2048 tokens has
+    # f(c) = 2048 - c, so the shares are (2048 - t) / 2048
+    fig = plot_exposure(LengthHistogram.from_lengths([2048]), L=2048)
+    right = fig.axes[1]
+    assert [t.get_text() for t in right.get_xticklabels()] == ["256", "512", "1K"]
+    assert [round(bar.get_height(), 9) for bar in right.patches] == [
+        round(100 * (2048 - t) / 2048, 9) for t in (256, 512, 1024)]

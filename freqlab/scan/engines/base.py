@@ -28,6 +28,7 @@ class Engine:
     workers: int = 1
 
     def run(self, tasks: Iterator[Task], job, progress: Progress | None = None) -> Iterator[tuple]:
+        """Run ``job`` on each task; yield the results as they finish."""
         raise NotImplementedError
 
     def describe(self) -> dict[str, Any]:

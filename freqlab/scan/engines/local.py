@@ -37,6 +37,7 @@ class LocalEngine(Engine):
         self.workers = int(workers)
 
     def run(self, tasks: Iterator[Task], job, progress: Progress | None = None) -> Iterator[tuple]:
+        """Run ``job`` on the tasks in a pool of worker processes; yield the results as they finish."""
         context = _context()
         start_forkserver()
         queue = context.Queue() if progress is not None else None
@@ -206,7 +207,7 @@ def _sigint_blocked():
 def _interrupts_deferred():
     """Ctrl-C and SIGTERM held back while workers start: either would cut the pickled job on its way to a new
     worker, which then prints an UnpicklingError traceback. The signal is raised again, to its own handler,
-    once the block ends. (A signal mask is not enough: a tokenizer's native threads may take the signal.)"""
+    once the block ends. (A signal mask is not enough: a tokenizer's native threads may take the signal)."""
     if threading.current_thread() is not threading.main_thread():
         yield
         return

@@ -211,6 +211,7 @@ class RayEngine(Engine):
         }
 
     def run(self, tasks: Iterator[Task], job, progress: Progress | None = None) -> Iterator[tuple]:
+        """Run ``job`` on the tasks as Ray tasks; yield the results as they finish."""
         tasks = iter(tasks)
         first = next(tasks, None)
         if first is None:  # every shard came from a checkpoint: no cluster needed
