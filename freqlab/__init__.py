@@ -60,7 +60,7 @@ _EXPORTS.update(
     }
 )
 if TYPE_CHECKING:  # what the lazy table below resolves to, visible to type checkers and IDEs (never run)
-    from freqlab import corpus, frequency, plan, plots, scan, tokenize
+    from freqlab import corpus, frequency, plan, plots, scan, tokenization
     from freqlab.errors import FreqlabError
     from freqlab.frequency import (
         DEFAULT_TAU,
@@ -93,7 +93,12 @@ if TYPE_CHECKING:  # what the lazy table below resolves to, visible to type chec
     from freqlab.sizes import parse_positions, parse_tokens, position_label
 
 # subpackages reachable as attributes after a plain `import freqlab` (freqlab.plots.plot_regimes(...))
-_SUBPACKAGES = ("corpus", "frequency", "plan", "plots", "scan", "tokenize")
+_SUBPACKAGES = ("corpus", "frequency", "plan", "plots", "scan", "tokenization")
+
+# old name -> (what it is now, as a dotted path): kept for one release, each look-up warns (freqlab.deprecation)
+_RENAMED = {
+    "tokenize": "freqlab.tokenization",
+}
 
 __all__ = sorted(_EXPORTS)
 
@@ -102,6 +107,10 @@ def __getattr__(name: str):
     if name in _SUBPACKAGES:
         return importlib.import_module(f"freqlab.{name}")
     module = _EXPORTS.get(name)
+    if name in _RENAMED:
+        from freqlab.deprecation import renamed_attributes
+
+        return renamed_attributes("freqlab", _RENAMED)(name)
     if module is None:
         raise AttributeError(f"module 'freqlab' has no attribute {name!r}")
     value = getattr(importlib.import_module(module), name)

@@ -41,7 +41,7 @@ from freqlab.scan.summary import RunRecord, format_report, scan_display, scan_su
 from freqlab.scan.work import CountJob, ShardOptions
 
 if TYPE_CHECKING:
-    from freqlab.tokenize import TokenCounter
+    from freqlab.tokenization import TokenCounter
 
 
 @dataclass(repr=False)
@@ -121,7 +121,7 @@ def scan(
     registered input format, and files whose lengths are in different units, text beside tokenized data, are
     refused, never added);
     ``tokenizer`` is None (the default), a built-in name, a ``tokenizer.json``, a ``.tiktoken`` file or a hub
-    id (see :func:`freqlab.tokenize.load_tokenizer`), or a loaded :class:`~freqlab.tokenize.TokenCounter` (used
+    id (see :func:`freqlab.tokenization.load_tokenizer`), or a loaded :class:`~freqlab.tokenization.TokenCounter` (used
     as it is: its ``add_special_tokens``, its backends). A scan too small to repay fastokens' start-up on the next
     verified backend (:func:`small_scan_rule`: ~54 MiB of text for tiktoken, ~4 MiB for Hugging Face
     ``tokenizers``) loads its tokenizer without fastokens; pass a loaded counter to choose. Tokenized
@@ -304,7 +304,7 @@ def fastokens_break_even_bytes(backend: str, table=None) -> float | None:
 
 
 def small_scan_rule(size: int | None, table=None):
-    """The :func:`~freqlab.tokenize.load_tokenizer` ``fastokens_rule`` of a scan of ``size`` bytes of text (None:
+    """The :func:`~freqlab.tokenization.load_tokenizer` ``fastokens_rule`` of a scan of ``size`` bytes of text (None:
     unknown, fastokens always kept): leave fastokens out when the backend that would count instead finishes
     ``size`` bytes before fastokens is ready (:func:`fastokens_break_even_bytes`)."""
     if size is None:
@@ -330,7 +330,7 @@ def load_counter(
     """load_tokenizer, remembered for repeated scans in one process (notebooks, tests): loading verifies the
     fast path and costs seconds. A tokenizer file is reloaded when it changes on disk. ``text_bytes``: the size
     of the text to count, for :func:`small_scan_rule` (None: unknown)."""
-    from freqlab.tokenize import load_tokenizer
+    from freqlab.tokenization import load_tokenizer
 
     state = None
     if isinstance(spec, (str, os.PathLike)) and os.path.isfile(spec):

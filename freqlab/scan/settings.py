@@ -30,7 +30,7 @@ from freqlab.frequency.stats import DEFAULT_TAU
 
 if TYPE_CHECKING:
     from freqlab.corpus.base import Corpus
-    from freqlab.tokenize import TokenCounter
+    from freqlab.tokenization import TokenCounter
 
 ON_ERROR = ("raise", "skip")
 ENGINES = ("local", "ray")

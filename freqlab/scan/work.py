@@ -372,7 +372,7 @@ class CountJob:
         count)."""
         from tqdm.std import TqdmDefaultWriteLock
 
-        from freqlab.tokenize import single_threaded
+        from freqlab.tokenization import single_threaded
 
         single_threaded(self.threads)
         # tqdm (which datasets uses while streaming) would make its lock a multiprocessing semaphore: a worker

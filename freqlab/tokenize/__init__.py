@@ -1,33 +1,8 @@
-"""Exact token counts per document, fast: built-in Tekken, ``tokenizer.json``, ``.tiktoken``, SentencePiece
-``.model`` files, hub ids; counted by the fastest backend verified against the tokenizer's own implementation.
+"""Deprecated: ``freqlab.tokenize`` is renamed :mod:`freqlab.tokenization` (the old name shadowed the standard
+library's ``tokenize``); importing it warns once and gives the new package, its submodules under the old names."""
 
->>> from freqlab.tokenize import load_tokenizer
->>> counter = load_tokenizer()  # Mistral Tekken, offline
->>> counter.count(["Hello world", "Bonjour le monde"]).tolist()
-[2, 4]
-"""
+from freqlab.deprecation import alias_package, warn_renamed
 
-from freqlab.tokenize.backends import (
-    BACKEND_FASTOKENS,
-    BACKEND_HF,
-    BACKEND_SENTENCEPIECE,
-    BACKEND_TIKTOKEN,
-    FASTEST_FIRST,
-    single_threaded,
-)
-from freqlab.tokenize.builtin import BUILTIN_TOKENIZERS, DEFAULT_TOKENIZER
-from freqlab.tokenize.counter import TokenCounter
-from freqlab.tokenize.load import load_tokenizer
-
-__all__ = [
-    "BACKEND_FASTOKENS",
-    "BACKEND_HF",
-    "BACKEND_SENTENCEPIECE",
-    "BACKEND_TIKTOKEN",
-    "BUILTIN_TOKENIZERS",
-    "DEFAULT_TOKENIZER",
-    "FASTEST_FIRST",
-    "TokenCounter",
-    "load_tokenizer",
-    "single_threaded",
-]
+__freqlab_shim__ = True
+warn_renamed("freqlab.tokenize", "freqlab.tokenization")
+alias_package("freqlab.tokenize", "freqlab.tokenization")

@@ -214,7 +214,7 @@ def test_bad_megatron_index_is_one_line(tmp_path, case, message):
 
 @pytest.fixture(scope="module")
 def tekken_json(tmp_path_factory) -> Path:
-    from freqlab.tokenize.export import tekken_to_hf_json
+    from freqlab.tokenization.export import tekken_to_hf_json
 
     path = tmp_path_factory.mktemp("tekken") / "tokenizer.json"
     path.write_text(tekken_to_hf_json(), encoding="utf-8")

@@ -9,9 +9,9 @@ import numpy as np
 import pytest
 from tokenizers import Regex, Tokenizer, models, pre_tokenizers, trainers
 
-from freqlab.tokenize import load_tokenizer
-from freqlab.tokenize import presets as presets_module
-from freqlab.tokenize.presets import (
+from freqlab.tokenization import load_tokenizer
+from freqlab.tokenization import presets as presets_module
+from freqlab.tokenization.presets import (
     CONTRACTIONS_ASCII,
     CONTRACTIONS_FOLDED,
     Preset,
@@ -19,8 +19,8 @@ from freqlab.tokenize.presets import (
     normalise,
     split_regex,
 )
-from freqlab.tokenize.sample import ADVERSARIAL_TEXTS
-from freqlab.tokenize.tiktoken_file import LLAMA3_PATTERN
+from freqlab.tokenization.sample import ADVERSARIAL_TEXTS
+from freqlab.tokenization.tiktoken_file import LLAMA3_PATTERN
 
 from .textsource import NON_ASCII, stdlib_documents, stdlib_modules
 

@@ -11,14 +11,14 @@ import binascii
 from pathlib import Path
 
 from freqlab.errors import FreqlabError
-from freqlab.tokenize.backends import (  # noqa: F401  (the patterns live in backends, for verify; importable here)
+from freqlab.tokenization.backends import (  # noqa: F401  (the patterns live in backends, for verify; importable here)
     CL100K_PATTERN,
     FASTOKENS_PRESETS,
     O200K_PATTERN,
     TiktokenEngine,
 )
-from freqlab.tokenize.counter import TiktokenPlan, TokenCounter, vocab_hash
-from freqlab.tokenize.verify import tiktoken_counter
+from freqlab.tokenization.counter import TiktokenPlan, TokenCounter, vocab_hash
+from freqlab.tokenization.verify import tiktoken_counter
 
 # Meta's llama3/tokenizer.py (the same regex as Llama 3's tokenizer.json); for its tiktoken-format tokenizer.model.
 LLAMA3_PATTERN = (

@@ -13,10 +13,10 @@ import pytest
 import tiktoken
 
 from freqlab.errors import FreqlabError
-from freqlab.tokenize import counter as counter_module
-from freqlab.tokenize import load_tokenizer, single_threaded
-from freqlab.tokenize import verify as verify_module
-from freqlab.tokenize.backends import valid_unicode
+from freqlab.tokenization import counter as counter_module
+from freqlab.tokenization import load_tokenizer, single_threaded
+from freqlab.tokenization import verify as verify_module
+from freqlab.tokenization.backends import valid_unicode
 
 from .textsource import NON_ASCII, stdlib_documents
 
@@ -126,7 +126,7 @@ def test_a_worker_without_fastokens_uses_the_next_verified_backend(tekken, monke
 
 
 def test_pickle_carries_data_not_paths_and_is_not_verified_again(tekken, monkeypatch):
-    from freqlab.tokenize.builtin import builtin_path
+    from freqlab.tokenization.builtin import builtin_path
 
     payload = pickle.dumps(tekken)
     assert str(builtin_path("tekken")).encode() not in payload
@@ -170,7 +170,7 @@ class OffByOne:
     """A fastokens stand-in that miscounts texts longer than 1000 characters by one token."""
 
     def __init__(self, source):
-        from freqlab.tokenize.backends import FastokensEngine
+        from freqlab.tokenization.backends import FastokensEngine
 
         self.engine = FastokensEngine(source)
 
@@ -189,7 +189,7 @@ def _tiktoken_file(tmp_path, tekken) -> str:
 
 
 def test_a_backend_that_miscounts_one_verification_text_is_refused(tekken, tmp_path, monkeypatch):
-    from freqlab.tokenize import backends
+    from freqlab.tokenization import backends
 
     monkeypatch.setitem(backends.ENGINES, "fastokens", OffByOne)
     monkeypatch.setattr(verify_module, "_VERIFIED", {})  # verify afresh, and forget it afterwards

@@ -10,8 +10,8 @@ import numpy as np
 import pytest
 from mistral_common.tokens.tokenizers.tekken import Tekkenizer
 
-from freqlab.tokenize import BUILTIN_TOKENIZERS, load_tokenizer
-from freqlab.tokenize.builtin import _LEGACY_TEKKEN_SPECIALS, builtin_path, read_tokenizer_bytes
+from freqlab.tokenization import BUILTIN_TOKENIZERS, load_tokenizer
+from freqlab.tokenization.builtin import _LEGACY_TEKKEN_SPECIALS, builtin_path, read_tokenizer_bytes
 
 from .textsource import NON_ASCII, stdlib_modules
 
@@ -114,7 +114,7 @@ def test_pickle_round_trip_counts_identically(tekken):
 
 
 def test_pickle_rebuilds_in_a_fresh_process_cache(tekken, monkeypatch):
-    from freqlab.tokenize import counter as counter_module
+    from freqlab.tokenization import counter as counter_module
 
     payload = pickle.dumps(tekken)
     monkeypatch.setattr(counter_module, "_BUILT", {})  # as in a new worker process

@@ -10,8 +10,8 @@ Special tokens get ids ``0..n-1`` (vocabulary entries and added tokens); ordinar
 
 from __future__ import annotations
 
-from freqlab.tokenize.builtin import builtin_path, read_tekken_json, tekken_plan, tekken_special_tokens
-from freqlab.tokenize.bytemap import tiktoken_to_hf_json  # defined in bytemap, below backends (which uses it)
+from freqlab.tokenization.builtin import builtin_path, read_tekken_json, tekken_plan, tekken_special_tokens
+from freqlab.tokenization.bytemap import tiktoken_to_hf_json  # defined in bytemap, below backends (which uses it)
 
 
 def tekken_to_hf_json(name: str = "tekken") -> str:

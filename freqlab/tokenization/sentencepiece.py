@@ -19,7 +19,7 @@ piece holds ``▁`` after a non-``▁`` character (checked), since then no merge
 Control pieces (``<s>``, ``[INST]``) are never produced from text by SentencePiece; they stay plain vocabulary
 entries. User-defined pieces are matched in raw text by SentencePiece; documents containing one are counted by
 ``sentencepiece`` itself. Anything else (unigram models, custom normalization rules, extra-whitespace
-removal) is :class:`~freqlab.tokenize.bytelevel.NotConvertible` and counted by ``sentencepiece``.
+removal) is :class:`~freqlab.tokenization.bytelevel.NotConvertible` and counted by ``sentencepiece``.
 """
 
 from __future__ import annotations
@@ -32,10 +32,10 @@ from pathlib import Path
 from typing import Any
 
 from freqlab.errors import FreqlabError
-from freqlab.tokenize.backends import BACKEND_FASTOKENS, BACKEND_HF, BACKEND_SENTENCEPIECE, BACKEND_TIKTOKEN
-from freqlab.tokenize.bytelevel import NotConvertible
-from freqlab.tokenize.counter import TokenCounter, vocab_hash
-from freqlab.tokenize.verify import fastokens_candidate, verified
+from freqlab.tokenization.backends import BACKEND_FASTOKENS, BACKEND_HF, BACKEND_SENTENCEPIECE, BACKEND_TIKTOKEN
+from freqlab.tokenization.bytelevel import NotConvertible
+from freqlab.tokenization.counter import TokenCounter, vocab_hash
+from freqlab.tokenization.verify import fastokens_candidate, verified
 
 SPACE = "\u2581"  # "▁", SentencePiece's visible space
 

@@ -8,10 +8,10 @@ import threading
 import pytest
 from tokenizers import Tokenizer, models, pre_tokenizers, trainers
 
-from freqlab.tokenize import cache as cache_module
-from freqlab.tokenize import load_tokenizer
-from freqlab.tokenize import verify as verify_module
-from freqlab.tokenize.cache import FORMAT, cache_dir, read_entry, write_entry
+from freqlab.tokenization import cache as cache_module
+from freqlab.tokenization import load_tokenizer
+from freqlab.tokenization import verify as verify_module
+from freqlab.tokenization.cache import FORMAT, cache_dir, read_entry, write_entry
 
 from .textsource import NON_ASCII, stdlib_documents, stdlib_modules
 

@@ -4,17 +4,17 @@ A counter only counts: ``count(texts)`` returns one int64 per text, the length o
 tokenizer produces (plus ``special_tokens_added`` per text when ``add_special_tokens``). It never returns token
 ids, so a backend is free to use any ranks that give the same segmentation.
 
-Backends (:mod:`freqlab.tokenize.backends`) are tried fastest first: fastokens, tiktoken, Hugging Face
+Backends (:mod:`freqlab.tokenization.backends`) are tried fastest first: fastokens, tiktoken, Hugging Face
 ``tokenizers``, ``sentencepiece``. The last one is the *reference* (the tokenizer's own implementation:
 Hugging Face for a ``tokenizer.json``, tiktoken for Tekken and ``.tiktoken`` files, ``sentencepiece`` for a
-``.model``); every faster one was compared with it at load (:mod:`freqlab.tokenize.verify`), and those that
+``.model``); every faster one was compared with it at load (:mod:`freqlab.tokenization.verify`), and those that
 differed or failed are absent, with the reason in ``fallback_reasons``. At count time:
 
 * a text containing a *routed* string (a Hugging Face added token, a SentencePiece user-defined piece) goes to
   the reference, which applies its own matching rules (lstrip/rstrip/normalized...) exactly;
 * the other texts go to the first backend in one batch; if it raises, the batch is counted text by text and a
   text the backend fails on goes to the next backend (after replacing lone surrogates, as tiktoken does:
-  :func:`~freqlab.tokenize.backends.valid_unicode`). A text no backend can count is a FreqlabError.
+  :func:`~freqlab.tokenization.backends.valid_unicode`). A text no backend can count is a FreqlabError.
 
 Pickling (worker processes, Ray tasks): a counter pickles to its raw data (``tokenizer.json`` text, tiktoken
 ranks, ``.model`` bytes) and its verified backend list, never to a file path, so it works on machines without
@@ -36,7 +36,7 @@ from typing import Any
 import numpy as np
 
 from freqlab.errors import FreqlabError
-from freqlab.tokenize.backends import (
+from freqlab.tokenization.backends import (
     BACKEND_FASTOKENS,
     ENGINES,
     FASTEST_FIRST,
@@ -72,7 +72,7 @@ class TiktokenPlan:
 
 
 class TokenCounter:
-    """Counts tokens per text, exactly. Build one with :func:`freqlab.tokenize.load_tokenizer`.
+    """Counts tokens per text, exactly. Build one with :func:`freqlab.tokenization.load_tokenizer`.
 
     Attributes:
         name: human-readable name (built-in name, file path or hub id).
@@ -87,9 +87,9 @@ class TokenCounter:
         fallback_reason: the reasons of the backends faster than ``backend`` ("fastokens: ...; tiktoken: ..."),
             or None when the fastest backend runs.
         threads: Hugging Face backend only: 1 (default) encodes text by text; ``n > 1`` uses its rayon pool.
-            fastokens follows ``FASTOKENS_BPE_THREADS`` (see :func:`freqlab.tokenize.single_threaded`).
+            fastokens follows ``FASTOKENS_BPE_THREADS`` (see :func:`freqlab.tokenization.single_threaded`).
         fastokens_note: how fastokens runs the pre-tokenizer (which preset and why, see
-            :mod:`freqlab.tokenize.presets`), or None.
+            :mod:`freqlab.tokenization.presets`), or None.
     """
 
     def __init__(
@@ -195,7 +195,7 @@ class TokenCounter:
     def count(self, texts: Sequence[str]) -> np.ndarray:
         """Token count of each text (int64), including ``special_tokens_added`` per text when enabled.
 
-        >>> from freqlab.tokenize import load_tokenizer
+        >>> from freqlab.tokenization import load_tokenizer
         >>> load_tokenizer("tekken").count(["Hello world", ""]).tolist()
         [2, 0]
         """

@@ -6,8 +6,8 @@ import numpy as np
 import pytest
 from tokenizers import Tokenizer
 
-from freqlab.tokenize import load_tokenizer
-from freqlab.tokenize.export import tekken_to_hf_json
+from freqlab.tokenization import load_tokenizer
+from freqlab.tokenization.export import tekken_to_hf_json
 
 from .textsource import NON_ASCII, stdlib_documents
 

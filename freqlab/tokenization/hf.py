@@ -1,8 +1,8 @@
 """Hugging Face tokenizers: ``tokenizer.json`` files and hub model ids, on fastokens or tiktoken when exact.
 
 Candidates: fastokens on the same JSON, and tiktoken on the plan
-:func:`~freqlab.tokenize.bytelevel.compile_bytelevel_bpe` builds for byte-level BPE; both are compared with
-Hugging Face at load (:mod:`freqlab.tokenize.verify`) and kept only if they count every sample text alike.
+:func:`~freqlab.tokenization.bytelevel.compile_bytelevel_bpe` builds for byte-level BPE; both are compared with
+Hugging Face at load (:mod:`freqlab.tokenization.verify`) and kept only if they count every sample text alike.
 
 Hub ids are resolved with the hub code of ``tokenizers``/``huggingface_hub``: a cached ``tokenizer.json`` is
 used without any network access; otherwise, unless ``HF_HUB_OFFLINE`` is set, the hub endpoint
@@ -22,13 +22,13 @@ from typing import Any
 from urllib.parse import urlsplit
 
 from freqlab.errors import FreqlabError
-from freqlab.tokenize.backends import BACKEND_HF, BACKEND_TIKTOKEN, HfEngine, hf_tokenizer_from_str
-from freqlab.tokenize.builtin import DEFAULT_TOKENIZER, is_tekken_data, read_tokenizer_bytes, tekken_from_data
-from freqlab.tokenize.bytelevel import NotConvertible, added_contents, compile_bytelevel_bpe, token_bytes
-from freqlab.tokenize.counter import TokenCounter, _first_line, vocab_hash
-from freqlab.tokenize.presets import PresetChoice, choose_preset
-from freqlab.tokenize.sample import default_verify_texts
-from freqlab.tokenize.verify import fastokens_candidate, verified
+from freqlab.tokenization.backends import BACKEND_HF, BACKEND_TIKTOKEN, HfEngine, hf_tokenizer_from_str
+from freqlab.tokenization.builtin import DEFAULT_TOKENIZER, is_tekken_data, read_tokenizer_bytes, tekken_from_data
+from freqlab.tokenization.bytelevel import NotConvertible, added_contents, compile_bytelevel_bpe, token_bytes
+from freqlab.tokenization.counter import TokenCounter, _first_line, vocab_hash
+from freqlab.tokenization.presets import PresetChoice, choose_preset
+from freqlab.tokenization.sample import default_verify_texts
+from freqlab.tokenization.verify import fastokens_candidate, verified
 
 HUB_CONNECT_TIMEOUT_S = 3.0
 
@@ -84,7 +84,7 @@ def tokenizer_from_json_text(
 
     Candidates: fastokens on the same JSON, tiktoken on the compiled plan (byte-level BPE only); reference:
     Hugging Face. ``origin`` (path or hub id) names the tokenizer in errors; ``salad``: the vocabulary's tokens
-    as text bytes for :func:`~freqlab.tokenize.sample.vocab_salad` (default: read from the JSON).
+    as text bytes for :func:`~freqlab.tokenization.sample.vocab_salad` (default: read from the JSON).
     """
     try:
         if config is None:

@@ -43,8 +43,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from freqlab.tokenize.bytemap import bytes_to_text, token_bytes, unicode_to_byte  # noqa: F401  (importable here)
-from freqlab.tokenize.counter import TiktokenPlan
+from freqlab.tokenization.bytemap import bytes_to_text, token_bytes, unicode_to_byte  # noqa: F401  (importable here)
+from freqlab.tokenization.counter import TiktokenPlan
 
 # The regex of ByteLevel(use_regex=True) (tokenizers/src/pre_tokenizers/byte_level.rs) == tiktoken's r50k.
 GPT2_PATTERN = r"""'s|'t|'re|'ve|'m|'ll|'d| ?\p{L}+| ?\p{N}+| ?[^\s\p{L}\p{N}]+|\s+(?!\S)|\s+"""

@@ -17,8 +17,8 @@ import sentencepiece as spm
 from sentencepiece import sentencepiece_model_pb2
 
 from freqlab.errors import FreqlabError
-from freqlab.tokenize import load_tokenizer
-from freqlab.tokenize.sentencepiece import parse_sentencepiece_model
+from freqlab.tokenization import load_tokenizer
+from freqlab.tokenization.sentencepiece import parse_sentencepiece_model
 
 from .textsource import NON_ASCII, stdlib_documents, stdlib_modules
 

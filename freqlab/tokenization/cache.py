@@ -35,8 +35,8 @@ from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
 
-from freqlab.tokenize.counter import TokenCounter
-from freqlab.tokenize.verify import capturing, verified
+from freqlab.tokenization.counter import TokenCounter
+from freqlab.tokenization.verify import capturing, verified
 
 FORMAT = b"freqlab-tokenizer-cache-1\n"
 _BACKEND_PACKAGES = ("fastokens", "tokenizers", "tiktoken", "regex", "sentencepiece", "numpy")

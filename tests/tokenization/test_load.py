@@ -10,10 +10,10 @@ import pytest
 from tokenizers import Tokenizer, models, pre_tokenizers, trainers
 
 from freqlab.errors import FreqlabError
-from freqlab.tokenize import load_tokenizer
-from freqlab.tokenize.backends import FastokensRanks
-from freqlab.tokenize.bytelevel import GPT2_PATTERN
-from freqlab.tokenize.hf import HUB_HINT
+from freqlab.tokenization import load_tokenizer
+from freqlab.tokenization.backends import FastokensRanks
+from freqlab.tokenization.bytelevel import GPT2_PATTERN
+from freqlab.tokenization.hf import HUB_HINT
 
 from .textsource import NON_ASCII, stdlib_documents, stdlib_modules
 

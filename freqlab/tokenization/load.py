@@ -7,14 +7,14 @@ from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 
 from freqlab.errors import FreqlabError
-from freqlab.tokenize.builtin import BUILTIN_TOKENIZERS, DEFAULT_TOKENIZER, builtin_path, load_builtin
-from freqlab.tokenize.cache import cached_load
-from freqlab.tokenize.counter import TokenCounter
-from freqlab.tokenize.hf import HUB_HINT, load_hub_tokenizer, load_tokenizer_json
-from freqlab.tokenize.sentencepiece import load_sentencepiece_file
-from freqlab.tokenize.tiktoken_file import is_tiktoken_file, load_tiktoken_file
-from freqlab.tokenize.verify import fastokens_rule as rule_context
-from freqlab.tokenize.verify import skipped_backends, skipping
+from freqlab.tokenization.builtin import BUILTIN_TOKENIZERS, DEFAULT_TOKENIZER, builtin_path, load_builtin
+from freqlab.tokenization.cache import cached_load
+from freqlab.tokenization.counter import TokenCounter
+from freqlab.tokenization.hf import HUB_HINT, load_hub_tokenizer, load_tokenizer_json
+from freqlab.tokenization.sentencepiece import load_sentencepiece_file
+from freqlab.tokenization.tiktoken_file import is_tiktoken_file, load_tiktoken_file
+from freqlab.tokenization.verify import fastokens_rule as rule_context
+from freqlab.tokenization.verify import skipped_backends, skipping
 
 # owner/name[@revision] (or a bare legacy name like "gpt2"): letters, digits, "-", "_", "."
 _HUB_ID = re.compile(r"^[A-Za-z0-9][\w.-]*(/[\w.-]+)?(@[\w./-]+)?$")
@@ -44,7 +44,7 @@ def load_tokenizer(
     ``add_special_tokens`` counts the tokens a document gets in pretraining: BOS+EOS for Tekken, the
     post-processor's tokens for Hugging Face tokenizers. ``verify_texts`` are the texts a ``tokenizer.json``
     faster backend must count identically to the reference (default:
-    :func:`~freqlab.tokenize.sample.default_verify_texts`). ``threads`` only matters on the Hugging Face backend
+    :func:`~freqlab.tokenization.sample.default_verify_texts`). ``threads`` only matters on the Hugging Face backend
     (see :class:`TokenCounter`). ``skip_backends`` (``{"fastokens": "why"}``) leaves a faster backend out
     without building or verifying it (the reason goes to ``counter.fallback_reasons``): fastokens costs
     seconds to build and verify, repaid only on scans of more than some 100 MB. ``fastokens_rule`` decides that
@@ -52,7 +52,7 @@ def load_tokenizer(
     the reason to leave fastokens out (built and verified only when it returns None); the scan driver's rule
     compares the scan's size with that backend's measured speed (:func:`freqlab.scan.driver.small_scan_rule`).
 
-    The counter is picklable (see :mod:`freqlab.tokenize.counter`); ``load_tokenizer(counter.spec, ...)``
+    The counter is picklable (see :mod:`freqlab.tokenization.counter`); ``load_tokenizer(counter.spec, ...)``
     re-creates it too.
 
     >>> counter = load_tokenizer()

@@ -14,11 +14,11 @@ import numpy as np
 import pytest
 from tokenizers import Regex, Tokenizer, models, normalizers, pre_tokenizers, processors, trainers
 
-from freqlab.tokenize import hf as hf_module
-from freqlab.tokenize import load_tokenizer
-from freqlab.tokenize.bytelevel import unicode_to_byte
-from freqlab.tokenize.counter import TiktokenPlan
-from freqlab.tokenize.tiktoken_file import CL100K_PATTERN
+from freqlab.tokenization import hf as hf_module
+from freqlab.tokenization import load_tokenizer
+from freqlab.tokenization.bytelevel import unicode_to_byte
+from freqlab.tokenization.counter import TiktokenPlan
+from freqlab.tokenization.tiktoken_file import CL100K_PATTERN
 
 from .textsource import NON_ASCII, stdlib_documents, stdlib_modules
 
@@ -294,7 +294,7 @@ def test_verification_on_sample_text_catches_what_checks_miss(llama3_style, monk
 
 
 def test_counters_pickle_with_their_data(gpt2_style, tmp_path, monkeypatch):
-    from freqlab.tokenize import counter as counter_module
+    from freqlab.tokenization import counter as counter_module
 
     fast = load_tokenizer(gpt2_style[0])
     slow = load_tokenizer(edited(gpt2_style[0], tmp_path, lambda c: c.update(normalizer={"type": "Lowercase"})))

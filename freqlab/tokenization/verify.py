@@ -3,8 +3,8 @@
 The reference is the tokenizer's own implementation (Hugging Face for ``tokenizer.json``, tiktoken for Tekken
 and ``.tiktoken`` ranks, ``sentencepiece`` for ``.model`` files). Each faster candidate (fastokens, tiktoken,
 Hugging Face for a converted SentencePiece model) counts ``verify_texts`` (default:
-:func:`~freqlab.tokenize.sample.default_verify_texts`) plus a seeded "vocabulary salad" of random tokens glued
-together (:func:`~freqlab.tokenize.sample.vocab_salad`); any difference, or any failure to load or count,
+:func:`~freqlab.tokenization.sample.default_verify_texts`) plus a seeded "vocabulary salad" of random tokens glued
+together (:func:`~freqlab.tokenization.sample.vocab_salad`); any difference, or any failure to load or count,
 refuses it, and ``counter.fallback_reasons`` says why. Texts containing routed strings are left out: the
 counter sends those to the reference anyway.
 
@@ -23,7 +23,7 @@ from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from typing import Any
 
 from freqlab.errors import FreqlabError
-from freqlab.tokenize.backends import (
+from freqlab.tokenization.backends import (
     BACKEND_FASTOKENS,
     BACKEND_TIKTOKEN,
     FASTOKENS_PRESETS,
@@ -32,8 +32,8 @@ from freqlab.tokenize.backends import (
     fastokens_version,
     is_engine_failure,
 )
-from freqlab.tokenize.counter import TiktokenPlan, TokenCounter, _first_line
-from freqlab.tokenize.sample import default_verify_texts, vocab_salad
+from freqlab.tokenization.counter import TiktokenPlan, TokenCounter, _first_line
+from freqlab.tokenization.sample import default_verify_texts, vocab_salad
 
 # backend -> why it is not even tried, for loads inside `skipping(...)` (load_tokenizer's skip_backends)
 _SKIPPED: contextvars.ContextVar[Mapping[str, str] | None] = contextvars.ContextVar("freqlab_skipped", default=None)
@@ -72,7 +72,7 @@ def fastokens_rule(rule: Callable[[str], str | None] | None) -> Iterator[None]:
         _FASTOKENS_RULE.reset(token)
 
 
-# where verified() reports what it built and decided (the on-disk cache of freqlab.tokenize.cache reads it)
+# where verified() reports what it built and decided (the on-disk cache of freqlab.tokenization.cache reads it)
 _CAPTURE: contextvars.ContextVar[dict | None] = contextvars.ContextVar("freqlab_capture", default=None)
 
 
@@ -95,7 +95,7 @@ _REMEMBERED = 8
 
 def fastokens_candidate(sources: dict[str, Any], refusals: dict[str, str], source: Callable[[], Any]) -> str | None:
     """Add the fastokens source (``source()``: ``tokenizer.json`` text or a
-    :class:`~freqlab.tokenize.backends.FastokensPreset`, made only when fastokens is importable); its version."""
+    :class:`~freqlab.tokenization.backends.FastokensPreset`, made only when fastokens is importable); its version."""
     skipped = (_SKIPPED.get() or {}).get(BACKEND_FASTOKENS)
     if skipped is not None:
         refusals[BACKEND_FASTOKENS] = skipped
@@ -111,7 +111,7 @@ def fastokens_candidate(sources: dict[str, Any], refusals: dict[str, str], sourc
 def verification_texts(candidate: TokenCounter, verify_texts: Sequence[str] | None,
                        salad_tokens: Iterable[bytes] = ()) -> list[str]:
     """The texts every faster backend must count like the reference: ``verify_texts`` (default:
-    :func:`~freqlab.tokenize.sample.default_verify_texts`) and the vocabulary salad, without routed texts."""
+    :func:`~freqlab.tokenization.sample.default_verify_texts`) and the vocabulary salad, without routed texts."""
     texts = list(verify_texts) if verify_texts is not None else default_verify_texts()
     texts += vocab_salad(list(salad_tokens))  # always: derived from the tokenizer itself
     routed = candidate._engines.routed

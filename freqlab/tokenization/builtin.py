@@ -7,7 +7,7 @@ tokens (``<unk>``, ``<s>``, ``</s>``, ``[INST]``, ...); ordinary token ``r`` (ra
 ``r + 1000``, and only the first ``131072 - 1000`` ranks are used. ``Tekkenizer.encode`` is exactly
 ``tiktoken.Encoding(pattern, ranks[:130072]).encode(text)`` shifted by 1000, so tiktoken with the same ranks
 is the reference (the tests check it against ``Tekkenizer`` on real text); fastokens counts the same ranks
-exported as a ``tokenizer.json`` (:mod:`freqlab.tokenize.export`) when it agrees with tiktoken at load.
+exported as a ``tokenizer.json`` (:mod:`freqlab.tokenization.export`) when it agrees with tiktoken at load.
 
 With ``add_special_tokens=True`` a document is counted as a pretraining sequence ``<s> text </s>``: BOS and EOS,
 +2 tokens per document (``Tekkenizer.encode(text, bos=True, eos=True)``).
@@ -21,8 +21,8 @@ from importlib import resources
 from pathlib import Path
 
 from freqlab.errors import FreqlabError
-from freqlab.tokenize.counter import TiktokenPlan, TokenCounter, vocab_hash
-from freqlab.tokenize.verify import tiktoken_counter
+from freqlab.tokenization.counter import TiktokenPlan, TokenCounter, vocab_hash
+from freqlab.tokenization.verify import tiktoken_counter
 
 DEFAULT_TOKENIZER = "tekken"
 

@@ -3,7 +3,7 @@
 Each backend is built from plain data (``tokenizer.json`` text, tiktoken ranks, ``.model`` bytes), never from a
 file path, and counts tokens per text *without* special tokens (the counter adds those). A backend may raise
 on a document; the counter then counts that document with the next backend (see
-:mod:`freqlab.tokenize.counter`). Known hazards, each measured here:
+:mod:`freqlab.tokenization.counter`). Known hazards, each measured here:
 
 * tiktoken's regex engine (fancy-regex) gives up on a whitespace run of about 10^6 characters
   (``encode`` raises "Max stack size exceeded", ``encode_ordinary`` panics): for a text with a whitespace run
@@ -33,7 +33,7 @@ from typing import Any
 
 import numpy as np
 
-from freqlab.tokenize.bytemap import tiktoken_to_hf_json
+from freqlab.tokenization.bytemap import tiktoken_to_hf_json
 
 BACKEND_FASTOKENS = "fastokens"
 BACKEND_TIKTOKEN = "tiktoken"
@@ -122,7 +122,7 @@ def is_engine_failure(exc: BaseException) -> bool:
 
 @dataclass(frozen=True)
 class FastokensRanks:
-    """The ranks and regex of a :class:`~freqlab.tokenize.counter.TiktokenPlan` for fastokens' tiktoken loader:
+    """The ranks and regex of a :class:`~freqlab.tokenization.counter.TiktokenPlan` for fastokens' tiktoken loader:
     with fastokens' own encoding (``cl100k_base``, ``o200k_base``: its fastest pre-tokenizer) when the pattern
     is that encoding's, else with the plan's pattern. Loads in ~1 s for 130k ranks (a ``tokenizer.json`` export
     of the same ranks: ~4 s)."""
@@ -167,7 +167,7 @@ class FastokensEngine:
 
 
 class TiktokenEngine:
-    """tiktoken with a :class:`~freqlab.tokenize.counter.TiktokenPlan` (ranks, regex, NFC, prefix space)."""
+    """tiktoken with a :class:`~freqlab.tokenization.counter.TiktokenPlan` (ranks, regex, NFC, prefix space)."""
 
     def __init__(self, plan: Any) -> None:
         import tiktoken

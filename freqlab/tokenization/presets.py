@@ -20,7 +20,7 @@ differently: llama.cpp's GGUF converters write the contractions ``(?i:'s|'t|...)
    counter's routed strings); for the llama.cpp spelling, which never matches it, nothing is routed.
 
 Every candidate is then verified end to end against Hugging Face like any fast path
-(:mod:`freqlab.tokenize.verify`).
+(:mod:`freqlab.tokenization.verify`).
 """
 
 from __future__ import annotations
@@ -32,8 +32,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from freqlab.tokenize.sample import ADVERSARIAL_TEXTS
-from freqlab.tokenize.tiktoken_file import LLAMA3_PATTERN
+from freqlab.tokenization.sample import ADVERSARIAL_TEXTS
+from freqlab.tokenization.tiktoken_file import LLAMA3_PATTERN
 
 CONTRACTIONS_FOLDED = "(?i:'s|'t|'re|'ve|'m|'ll|'d)"
 CONTRACTIONS_ASCII = "(?:'[sS]|'[tT]|'[rR][eE]|'[vV][eE]|'[mM]|'[lL][lL]|'[dD])"
