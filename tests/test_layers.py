@@ -1,6 +1,7 @@
 """The package has one order of layers, and imports only go down it:
 
-    errors/sizes (and the other bottom modules) < histogram < corpus < tokenization < frequency < scan < plan < plots < cli
+    errors/sizes (and the other bottom modules) < histogram < corpus < tokenization < frequency < scan < plan < plots
+    < cli
 
 A module may import from its own layer or any layer below, never from one above: at module level or inside a
 function (a lazy import that keeps ``freqlab --help`` fast must go down too). Imports under ``if TYPE_CHECKING:``
