@@ -1,7 +1,8 @@
 """GPT-2's byte <-> unicode map of byte-level BPE vocabularies, and the ``tokenizer.json`` of tiktoken ranks.
 
-Imports nothing of freqlab's: :mod:`~freqlab.tokenization.backends` (fastokens' fallback
-loader), :mod:`~freqlab.tokenization.bytelevel` and :mod:`~freqlab.tokenization.export` (which re-export these names) sit above it.
+Imports nothing of freqlab's: :mod:`~freqlab.tokenization.backends` (fastokens' fallback loader),
+:mod:`~freqlab.tokenization.bytelevel` and :mod:`~freqlab.tokenization.export` (which re-export these names) sit
+above it.
 """
 
 from __future__ import annotations
