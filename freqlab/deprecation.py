@@ -68,12 +68,16 @@ def renamed_attributes(module: str, aliases: dict[str, str]) -> Callable[[str], 
     return __getattr__
 
 
-def alias_package(old: str, new: str) -> None:
-    """Make package ``old`` the package ``new``: ``sys.modules`` holds the new package and every one of its
-    submodules under the old dotted names too, so ``import old.sub`` and ``from old.sub import x`` give the new
-    modules (called by the old package's ``__init__``, which the import then replaces by the new package)."""
+def alias_module(old: str, new: str) -> None:
+    """Make module ``old`` the module ``new``, and warn: called by the old module's shim, which the import then
+    replaces by the new module (``sys.modules[old]`` is the new one), so the old path gives the very same objects.
+    A package's submodules are registered under the old dotted names too: ``import old.sub`` and
+    ``from old.sub import x`` give the new modules."""
+    warn_renamed(old, new)
     package = importlib.import_module(new)
     sys.modules[old] = package
+    if not hasattr(package, "__path__"):
+        return
     for info in pkgutil.walk_packages(package.__path__, f"{new}."):
         module = importlib.import_module(info.name)
         alias = old + info.name[len(new):]
