@@ -378,7 +378,7 @@ class LengthHistogram(Displayed):
     ):
         """f across regimes (one name or several) as a long polars DataFrame, columns ``position``, ``regime``,
         ``f`` (L rows per regime, int64 f): ready for ``pivot``, plotting or Parquet. ``megatron``: the
-        :class:`~freqlab.frequency.megatron.MegatronOptions` of the ``megatron`` regime.
+        :class:`~freqlab.frequency.megatron_replay.MegatronOptions` of the ``megatron`` regime.
 
         >>> t = LengthHistogram.from_counts([3, 6], [2, 1]).frequency_table(4, ["natural", "concat"])
         >>> t.filter(t["position"] == 1).rows()

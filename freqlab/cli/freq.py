@@ -210,14 +210,14 @@ OUT_BYTES_PER_POSITION = 32
 def megatron_replay(hist, h: LengthHistogram, options=None, *, weighted: bool = False,
                     how: str = "give --data-path PREFIX (Megatron's --data-path), or --regime concat for what it "
                     "approximates"):
-    """The :class:`~freqlab.frequency.megatron.MegatronOptions` of ``--regime megatron`` (``options``: Megatron's
+    """The :class:`~freqlab.frequency.megatron_replay.MegatronOptions` of ``--regime megatron`` (``options``: Megatron's
     settings; None: its defaults), their ``--data-path``, else
     the index the histogram was scanned from (``meta["megatron_index"]``), when it is there and still holds the
     histogram's documents; else FreqlabError saying what to give (a length histogram has no order to replay)."""
     import os
 
     from freqlab.corpus.megatron import read_index
-    from freqlab.frequency.megatron import MegatronOptions
+    from freqlab.frequency.megatron_replay import MegatronOptions
 
     options = options or MegatronOptions()
     if options.data_path:

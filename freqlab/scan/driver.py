@@ -132,7 +132,7 @@ def scan(
     ``source_field`` splits the counts by source: documents without it are counted under ``(none)``; a field no
     document read has is a FreqlabError naming it and the fields of the first record.
 
-    ``megatron`` (:class:`~freqlab.frequency.megatron.MegatronOptions`: Megatron-LM's ``--data-path``,
+    ``megatron`` (:class:`~freqlab.frequency.megatron_replay.MegatronOptions`: Megatron-LM's ``--data-path``,
     ``--seed``, ``--split``, ``--reset-attention-mask``, ``--train-samples`` or epochs) makes the
     ``megatron`` regime replay GPTDataset's windows exactly (the scanned ``.idx`` when no data_path is named).
 

@@ -247,7 +247,7 @@ def _megatron_options(report, corpus):
     """The megatron regime's options, reading the scanned index when one was scanned and none is named."""
     if "megatron" not in report.regimes:
         return None
-    from freqlab.frequency.megatron import MegatronOptions
+    from freqlab.frequency.megatron_replay import MegatronOptions
 
     paths = sorted({shard.path for shard in corpus.shards if isinstance(getattr(shard, "path", None), str)})
     return (report.megatron or MegatronOptions()).with_data_path(paths)

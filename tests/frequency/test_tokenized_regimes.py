@@ -12,7 +12,13 @@ from hypothesis import strategies as st
 
 from freqlab.errors import FreqlabError
 from freqlab.frequency import position_frequency
-from freqlab.frequency.megatron import MegatronDataset, MegatronOptions, blend_counts, megatron_segments, train_range
+from freqlab.frequency.megatron_replay import (
+    MegatronDataset,
+    MegatronOptions,
+    blend_counts,
+    megatron_segments,
+    train_range,
+)
 from freqlab.frequency.position import segment_frequency
 from freqlab.frequency.summary import describe, regime_summaries
 
