@@ -4,7 +4,6 @@ Every planner starts from the well-trained range N* (:mod:`freqlab.plan.well_tra
 frequency curve, a budget and threshold, a schedule, or a documented default.
 """
 
-from freqlab.plan.giraffe import power_basis, rope_basis, truncated_basis
 from freqlab.plan.harpe import (
     HarpePlan,
     attention_buckets_search,
@@ -16,6 +15,7 @@ from freqlab.plan.harpe import (
     uniform_bases,
     uniform_plan,
 )
+from freqlab.plan.rope_basis import power_basis, rope_basis, truncated_basis
 from freqlab.plan.rope_scaling import (
     ROPE_TYPES,
     RopeScalingPlan,
