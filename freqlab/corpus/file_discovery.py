@@ -40,7 +40,7 @@ class DataFile:
 
     @property
     def remote(self) -> bool:
-        """Whether the file is read over the network (a URL: :mod:`freqlab.corpus.remote`)."""
+        """Whether the file is read over the network (a URL: :mod:`freqlab.corpus.remote_files`)."""
         return False
 
     def identity(self) -> dict[str, Any]:

@@ -12,14 +12,14 @@ a folder with ``dataset_dict.json`` (a saved DatasetDict)   the ``split`` subset
 ==========================================================  =====================  ============================
 
 Formats come from :mod:`freqlab.corpus.registry` (``format`` reads only that one); finding files is
-:mod:`freqlab.corpus.files`; cutting large files into parts is :mod:`freqlab.corpus.ranges`. Empty files are
+:mod:`freqlab.corpus.file_discovery`; cutting large files into parts is :mod:`freqlab.corpus.ranges`. Empty files are
 fine (zero documents) and counted in ``description["empty_files"]``: zero bytes, a Parquet/Arrow table of zero
 rows, or a compressed JSON-lines file of nothing. A corrupt file (a bad Parquet footer, a truncated ``.zst``)
 fails when read (``unreadable-file``: the scan raises, or counts it with ``on_error="skip"``).
 
 Shard ids are paths relative to the common folder of all files (plus the part, for a file cut into parts), so
 they stay stable when the data moves. URLs (``hf://``, ``s3://``, ``gs://``, ``http(s)://``) are expanded and read the
-same way through fsspec (:mod:`freqlab.corpus.remote`).
+same way through fsspec (:mod:`freqlab.corpus.remote_files`).
 """
 
 from __future__ import annotations
@@ -30,10 +30,10 @@ from collections import Counter
 
 from freqlab.corpus.base import LENGTHS, TEXT, Corpus, Shard
 from freqlab.corpus.fields import Fields
-from freqlab.corpus.files import find_files, relative_ids, stat_file
+from freqlab.corpus.file_discovery import find_files, relative_ids, stat_file
 from freqlab.corpus.ranges import range_bytes
 from freqlab.corpus.registry import format_of, formats, get_format
-from freqlab.corpus.remote import find_remote, is_url
+from freqlab.corpus.remote_files import find_remote, is_url
 from freqlab.errors import FreqlabError
 
 

@@ -8,17 +8,17 @@
 3. A ``datasets`` packaged builder (``json``, ``parquet``, ``text``, ``arrow``, ``csv``...) with ``data_files``:
    the local files streamed through ``datasets`` (the native readers are faster; this path exists so the
    ``datasets`` streaming code runs, and is tested, offline).
-4. A URL (``hf://datasets/...``, ``s3://``, ``gs://``, ``http(s)://``: :mod:`freqlab.corpus.remote`), an existing path,
-   a glob, or anything that looks like a file name (``data.jsonl``): files, read by the same formats.
+4. A URL (``hf://datasets/...``, ``s3://``, ``gs://``, ``http(s)://``: :mod:`freqlab.corpus.remote_files`), an
+   existing path, a glob, or anything that looks like a file name (``data.jsonl``): files, read by the same formats.
 5. ``owner/name``: a Hugging Face Hub dataset (``config``, ``split``; ``data_files`` are then patterns inside
    the repository), probed first so an offline machine fails in seconds.
 6. Anything else: an unknown preset (FreqlabError listing the presets).
 
 ``text_field`` / ``source_field`` override the mapping (default: text ``text``, no source label);
 ``source_field=""`` turns a preset's source label off. ``format`` (a name from
-:mod:`freqlab.corpus.registry`) reads only local files of that format (see :class:`~freqlab.corpus.files.FileFinder`);
-files whose lengths are in different units (text beside tokenized data) are refused, never added
-(:func:`~freqlab.corpus.local.check_one_unit`).
+:mod:`freqlab.corpus.registry`) reads only local files of that format (see
+:class:`~freqlab.corpus.file_discovery.FileFinder`); files whose lengths are in different units (text beside
+tokenized data) are refused, never added (:func:`~freqlab.corpus.local_files.check_one_unit`).
 """
 
 from __future__ import annotations
@@ -30,10 +30,10 @@ from freqlab.corpus.base import Corpus
 from freqlab.corpus.builtin import builtin_corpus
 from freqlab.corpus.fields import Fields, ReadOptions
 from freqlab.corpus.hub import PACKAGED_BUILDERS, streamed_corpus
-from freqlab.corpus.local import local_corpus
+from freqlab.corpus.local_files import local_corpus
 from freqlab.corpus.presets import PRESETS, get_preset
 from freqlab.corpus.registry import format_of
-from freqlab.corpus.remote import is_url
+from freqlab.corpus.remote_files import is_url
 from freqlab.errors import FreqlabError
 
 

@@ -37,7 +37,7 @@ from dataclasses import dataclass
 from typing import Any, BinaryIO
 
 from freqlab.corpus.base import describe_error
-from freqlab.corpus.files import DataFile, FileChanged, FoundFiles
+from freqlab.corpus.file_discovery import DataFile, FileChanged, FoundFiles
 from freqlab.corpus.registry import supported
 from freqlab.errors import FreqlabError
 
@@ -186,9 +186,10 @@ def open_input(path: str, buffering: int = -1) -> BinaryIO:
 
     A remote file is read in blocks of :data:`BLOCK_BYTES` (ranged requests where the server supports them), so it is
     streamed and seekable without being downloaded first. Over HTTP every request of a file whose strong ETag is
-    known carries ``If-Match`` (a 412 answer means the file changed: :class:`~freqlab.corpus.files.FileChanged`);
-    a request failing with a 5xx answer, a timeout or a broken connection is tried again :data:`RETRIES` times
-    (waits of :data:`BACKOFF` s, doubled each time); any failure is one OSError naming the cause.
+    known carries ``If-Match`` (a 412 answer means the file changed:
+    :class:`~freqlab.corpus.file_discovery.FileChanged`); a request failing with a 5xx answer, a timeout or a broken
+    connection is tried again :data:`RETRIES` times (waits of :data:`BACKOFF` s, doubled each time); any failure is
+    one OSError naming the cause.
     """
     if not is_url(path):
         return open(path, "rb", buffering=buffering)  # the caller closes it
@@ -234,7 +235,7 @@ class _Guarded(io.RawIOBase):
 
 def _retried(call):
     """``call()``, tried again after a 5xx answer, a timeout or a broken connection (at most :data:`RETRIES`
-    times); :class:`~freqlab.corpus.files.FileChanged` for a 412 (If-Match failed), else one-line OSErrors."""
+    times); :class:`~freqlab.corpus.file_discovery.FileChanged` for a 412 (If-Match failed), else one-line OSErrors."""
     import time
 
     for attempt in range(RETRIES + 1):
@@ -290,7 +291,7 @@ class RemoteFile(DataFile):
         return {"size": self.size, "version": self.version}
 
     def check_unchanged(self) -> None:
-        """Raise :class:`~freqlab.corpus.files.FileChanged` when the file is gone or changed (size or version)
+        """Raise :class:`~freqlab.corpus.file_discovery.FileChanged` when the file is gone or changed (size or version)
         since the corpus was opened; OSError when the server cannot say."""
         fs, inner = filesystem(self.path)
         try:

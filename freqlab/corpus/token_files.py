@@ -20,7 +20,7 @@ import numpy as np
 
 from freqlab.corpus.base import LENGTHS, FileShard, LengthBatch, LengthShard
 from freqlab.corpus.fields import Fields
-from freqlab.corpus.files import DataFile
+from freqlab.corpus.file_discovery import DataFile
 from freqlab.corpus.registry import FileFormat
 from freqlab.errors import FreqlabError
 

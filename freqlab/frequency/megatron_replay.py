@@ -309,7 +309,7 @@ def _has_eod(index, eod: bool | None) -> bool:
     """Whether documents end with an EOD: ``eod`` when given, else the EOS check of the index's documents."""
     if eod is not None:
         return eod
-    from freqlab.corpus.tokenized import EOS_CHECKED, EosCheck
+    from freqlab.corpus.token_files import EOS_CHECKED, EosCheck
 
     check = EosCheck()
     try:

@@ -28,7 +28,7 @@ from freqlab.corpus.base import (
     describe_error,
     metered,
 )
-from freqlab.corpus.files import FileChanged
+from freqlab.corpus.file_discovery import FileChanged
 from freqlab.errors import FreqlabError
 from freqlab.scan.counts import DocumentLog, ShardCount, cut_point, limits_reached
 from freqlab.scan.settings import DEFAULT_BATCH_SIZE, ON_ERROR

@@ -13,7 +13,7 @@ from hypothesis import strategies as st
 
 from freqlab.corpus.base import Document
 from freqlab.corpus.fields import Fields
-from freqlab.corpus.files import stat_file
+from freqlab.corpus.file_discovery import stat_file
 from freqlab.corpus.jsonl import JsonlShard
 from freqlab.corpus.ranges import LineTooLong, owned_blocks, owned_lines, split_bytes
 

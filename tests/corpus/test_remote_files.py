@@ -21,7 +21,7 @@ from corpus_helpers import expected, read_all, write_jsonl, write_parquet
 
 from freqlab.corpus import open_corpus
 from freqlab.corpus.jsonl import JSONL
-from freqlab.corpus.remote import is_url, protocol_of
+from freqlab.corpus.remote_files import is_url, protocol_of
 from freqlab.errors import FreqlabError
 from freqlab.scan import scan
 

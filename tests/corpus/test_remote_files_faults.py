@@ -23,7 +23,7 @@ import pytest
 from click.testing import CliRunner
 
 from freqlab.cli import main
-from freqlab.corpus import remote
+from freqlab.corpus import remote_files
 from freqlab.errors import FreqlabError
 from freqlab.scan import scan
 
@@ -144,7 +144,7 @@ class Server(http.server.ThreadingHTTPServer):
 def site(monkeypatch):
     """A server on 127.0.0.1 serving ``Site.files``; short deadlines and backoff so each case takes seconds."""
     monkeypatch.setenv("FREQLAB_REMOTE_TIMEOUT", "0.5")
-    monkeypatch.setattr(remote, "BACKOFF", 0.01)
+    monkeypatch.setattr(remote_files, "BACKOFF", 0.01)
     state = Site()
     server = Server(("127.0.0.1", 0), handler(state))
     thread = threading.Thread(target=server.serve_forever, daemon=True)
@@ -220,7 +220,7 @@ def test_a_500_on_get_is_one_line_after_bounded_retries(site):
     assert str(error.value) == (
         f"{site.url}/d/a.jsonl: cannot read (HTTP 500 Internal Server Error (tried 4 times))"
     )
-    assert len(site.gets()) == 1 + remote.RETRIES and time.monotonic() - started < 10
+    assert len(site.gets()) == 1 + remote_files.RETRIES and time.monotonic() - started < 10
     skipped = run(f"{site.url}/d/a.jsonl", on_error="skip")
     assert skipped.summary["documents"]["skipped"] == {"unreadable-file": 1}
     assert skipped.summary["documents"]["unreadable_files"] == ["a.jsonl"]
