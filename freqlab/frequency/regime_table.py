@@ -1,4 +1,5 @@
-"""One summary of a position frequency, shared by ``freqlab freq``, ``freqlab scan`` and the notebooks."""
+"""The key numbers of a position frequency (:func:`frequency_key_numbers`) and its table per (window, regime)
+(:func:`regime_rows`, one :func:`regime_row` each), shared by ``freqlab freq``, ``freqlab scan`` and the notebooks."""
 
 from __future__ import annotations
 
@@ -23,7 +24,7 @@ from freqlab.frequency.stats import (
 from freqlab.sizes import human_count  # kept for import compatibility (and used here)
 
 
-def frequency_summary(f, *, tokens: float | None = None, tau: float = DEFAULT_TAU) -> dict:
+def frequency_key_numbers(f, *, tokens: float | None = None, tau: float = DEFAULT_TAU) -> dict:
     """Key numbers of a position frequency f: shares, mass positions, f itself, effective length, budget.
 
     Parameters
@@ -54,7 +55,7 @@ def frequency_summary(f, *, tokens: float | None = None, tau: float = DEFAULT_TA
 
     Examples
     --------
-    >>> s = frequency_summary([4, 3, 2, 1], tokens=400, tau=150)
+    >>> s = frequency_key_numbers([4, 3, 2, 1], tokens=400, tau=150)
     >>> s["share_at_most_half"], s["effective_length"], s["tokens_needed_at_half"], s["f"]
     (0.9, 2, 300, {'0': 4, '1': 3, '2': 2, '3': 1})
     """
@@ -81,7 +82,7 @@ def frequency_summary(f, *, tokens: float | None = None, tau: float = DEFAULT_TA
     return out
 
 
-def regime_summaries(
+def regime_rows(
     lengths,
     counts,
     Ls,
@@ -93,7 +94,7 @@ def regime_summaries(
     one_pass: bool = False,
     megatron=None,
 ) -> list[dict]:
-    """:func:`frequency_summary` for every (L, regime) pair, with the segment count and dropped tokens.
+    """:func:`frequency_key_numbers` for every (L, regime) pair, with the segment count and dropped tokens.
 
     Parameters
     ----------
@@ -118,7 +119,7 @@ def regime_summaries(
     Returns
     -------
     list of dict
-        One :func:`frequency_summary` row per (L, regime), with ``L``, ``regime``, ``segments`` and
+        One :func:`frequency_key_numbers` row per (L, regime), with ``L``, ``regime``, ``segments`` and
         ``dropped_tokens`` (and ``budget_tokens`` with ``tokens``).
 
     Notes
@@ -132,7 +133,7 @@ def regime_summaries(
 
     Examples
     --------
-    >>> rows = regime_summaries([4096], [10], [2048], ["natural", "truncate"], tokens=40960, one_pass=True)
+    >>> rows = regime_rows([4096], [10], [2048], ["natural", "truncate"], tokens=40960, one_pass=True)
     >>> [(r["regime"], r["budget_tokens"], r["dropped_tokens"]) for r in rows]
     [('natural', 40960, 0), ('truncate', 20480, 20480)]
     """
@@ -158,15 +159,15 @@ def regime_row(
     regime: str, f, segments: int, dropped_tokens: int, approximation: str | None, tokens: float | None = None,
     tau: float = DEFAULT_TAU,
 ) -> dict:
-    """:func:`frequency_summary` of ``f`` with the regime, its segment count and dropped tokens (and the
+    """:func:`frequency_key_numbers` of ``f`` with the regime, its segment count and dropped tokens (and the
     approximation, when the regime's f is one): one row of ``freqlab freq --json`` and of a scan's ``summary.json``
-    (:meth:`PositionFrequency.summary <freqlab.frequency.PositionFrequency.summary>`).
+    (:meth:`PositionFrequency.regime_row <freqlab.frequency.PositionFrequency.regime_row>`).
 
     >>> row = regime_row("natural", np.array([8, 6, 4, 2]), 2, 0, None)
     >>> row["regime"], row["segments"], row["dropped_tokens"], "approximation" in row
     ('natural', 2, 0, False)
     """
-    row = {"regime": regime, **frequency_summary(f, tokens=tokens, tau=tau)}
+    row = {"regime": regime, **frequency_key_numbers(f, tokens=tokens, tau=tau)}
     row["segments"] = segments
     row["dropped_tokens"] = dropped_tokens
     if approximation:
@@ -194,7 +195,7 @@ def describe(row: dict, *, detail: bool = False) -> str:
     Parameters
     ----------
     row : dict
-        One row of :func:`regime_summaries`.
+        One row of :func:`regime_rows`.
     detail : bool
         Add a second line: the budget that makes f_T(L/2) reach tau and where 50% and 90% of the position
         mass lie.
@@ -216,7 +217,7 @@ def describe(row: dict, *, detail: bool = False) -> str:
 
     Examples
     --------
-    >>> row = regime_summaries([2048], [10], [2048], ["natural"], tokens=1e12)[0]
+    >>> row = regime_rows([2048], [10], [2048], ["natural"], tokens=1e12)[0]
     >>> print(describe(row, detail=True))
     L=2048 natural: 75.0% of position mass at i ≤ 1024, 6.3% at i ≥ 1536; predicted effective length 1843 at 1T tokens
         f_T(1024) ≥ 100B needs T ≥ 200B tokens; 50% of mass at i ≤ 599, 90% at i ≤ 1400

@@ -37,7 +37,7 @@ from freqlab.scan.settings import (
     RunOptions,
     ScanSettings,
 )
-from freqlab.scan.summary import RunRecord, format_report, scan_display, scan_summary
+from freqlab.scan.summary_json import RunRecord, build_summary_json, format_report, scan_display
 from freqlab.scan.work import CountJob, ShardOptions
 
 if TYPE_CHECKING:
@@ -247,7 +247,7 @@ def run_scan(settings: ScanSettings, run: RunOptions | None = None, report: Repo
             },
         )
         check_source_labels(corpus, histogram)
-        summary = scan_summary(settings, report, corpus, counter, engine, histogram, ledger, options, record)
+        summary = build_summary_json(settings, report, corpus, counter, engine, histogram, ledger, options, record)
         output.write(histogram, summary)
     return ScanResult(histogram, summary, run.out)
 

@@ -1,6 +1,8 @@
-"""What a length histogram implies for training windows: position-mass shares and effective lengths.
+"""A scan's ``summary.json`` (:func:`build_summary_json`, its format in :mod:`freqlab.formats`) and how it reads
+(:func:`format_report`, :func:`scan_display`): what a length histogram implies for training windows, position-mass
+shares and effective lengths.
 
-For each window L and regime, :func:`freqlab.frequency.summary.regime_summaries` of
+For each window L and regime, :func:`freqlab.frequency.regime_table.regime_rows` of
 f = position_frequency(histogram, L, regime) (STRING Eq. 2, f(i) = Σ_segments max(|s| - i, 0)), notably:
 
 - ``share_at_most_half``: Σ_{i ≤ L/2} f(i) / Σ_i f(i), the share of position mass in the first half;
@@ -21,9 +23,9 @@ from dataclasses import dataclass, field
 
 from freqlab.display import Display, clip, listed, percent
 from freqlab.frequency.budget import Budget, training_budget
+from freqlab.frequency.regime_table import describe, human_count, regime_rows
 from freqlab.frequency.regimes import check_window
 from freqlab.frequency.stats import DEFAULT_TAU
-from freqlab.frequency.summary import describe, human_count, regime_summaries
 from freqlab.histogram import UNLABELLED_SOURCE, LengthHistogram, histogram_display
 from freqlab.scan.settings import DEFAULT_L, DEFAULT_REGIMES
 from freqlab.scan.uncertainty import add_intervals, describe_interval
@@ -34,7 +36,7 @@ PREFIX_NOTE = (
 )
 
 
-def summarize_windows(
+def budget_and_windows(
     histogram: LengthHistogram,
     L: Sequence[int] = DEFAULT_L,
     regimes: Sequence[str] = DEFAULT_REGIMES,
@@ -58,7 +60,7 @@ def summarize_windows(
     T = 40960 = f(0), f_T(i) >= 1000 up to i = 1998.
 
     >>> h = LengthHistogram.from_lengths([4096] * 10)
-    >>> s = summarize_windows(h, [2048], ["natural"], tokens=40960, tau=1000)
+    >>> s = budget_and_windows(h, [2048], ["natural"], tokens=40960, tau=1000)
     >>> w = s["windows"][0]
     >>> s["budget"]["training_tokens"], w["segments"], round(w["share_at_most_half"], 4), w["effective_length"]
     (40960, 20, 0.7504, 1998)
@@ -85,7 +87,7 @@ def summarize_windows(
         check_window(window)
     windows = []
     if counted > 0:
-        windows = regime_summaries(
+        windows = regime_rows(
             histogram.lengths,
             histogram.counts,
             L,
@@ -271,10 +273,10 @@ class RunRecord:
         self.documents_now += part.documents_read
 
 
-def scan_summary(settings, report, corpus, counter, engine, histogram: LengthHistogram, ledger, options,
+def build_summary_json(settings, report, corpus, counter, engine, histogram: LengthHistogram, ledger, options,
                  record: RunRecord) -> dict:
     """The summary of a scan (``summary.json``): corpus, tokenizer, document accounting, lengths, the run, and
-    per window and regime the mass shares and effective lengths (:func:`summarize_windows`)."""
+    per window and regime the mass shares and effective lengths (:func:`budget_and_windows`)."""
     total = ledger.total
     read = histogram.documents_read
     tokenized, empty, skipped = histogram.documents, histogram.empty_documents, dict(histogram.skipped)
@@ -296,7 +298,7 @@ def scan_summary(settings, report, corpus, counter, engine, histogram: LengthHis
         documents = corpus.total_documents if ledger.exhausted else seen
         if documents:
             estimate = estimate_corpus_tokens(int(histogram.tokens), int(documents), int(read))
-    windows = summarize_windows(
+    windows = budget_and_windows(
         histogram, report.L, report.regimes, tokens=report.tokens, corpus_tokens=report.corpus_tokens,
         estimated_corpus_tokens=estimate, tau=report.tau, partial=bool(partial), seed=options.seed,
         megatron=_megatron_options(report, corpus),
@@ -305,7 +307,7 @@ def scan_summary(settings, report, corpus, counter, engine, histogram: LengthHis
         windows["budget"]["note"] = PREFIX_NOTE
     if options.sample_rate is not None:  # a sample: its shares get error bars (freqlab.scan.uncertainty)
         add_intervals(windows["windows"], histogram.lengths, histogram.counts, seed=options.seed)
-    lengths = histogram.summary()
+    lengths = histogram.length_statistics()
     wall = record.wall
     summary = {
         "corpus": {
