@@ -15,7 +15,7 @@ from freqlab.plan.harpe import (
     uniform_bases,
     uniform_plan,
 )
-from freqlab.plan.rope_basis import power_basis, rope_basis, truncated_basis
+from freqlab.plan.rope_bases import power_basis, rope_basis, truncated_basis
 from freqlab.plan.rope_scaling import (
     ROPE_TYPES,
     RopeScalingPlan,

@@ -1,4 +1,4 @@
-"""Deprecated: ``freqlab.plan.giraffe`` is renamed :mod:`freqlab.plan.rope_basis`.
+"""Deprecated: ``freqlab.plan.giraffe`` is renamed :mod:`freqlab.plan.rope_bases`.
 
 Importing it warns once and gives the new module (the same objects).
 """
@@ -6,4 +6,4 @@ Importing it warns once and gives the new module (the same objects).
 from freqlab.deprecation import alias_module
 
 __freqlab_shim__ = True
-alias_module("freqlab.plan.giraffe", "freqlab.plan.rope_basis")
+alias_module("freqlab.plan.giraffe", "freqlab.plan.rope_bases")

@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 
 from freqlab.errors import FreqlabError
-from freqlab.plan.rope_basis import (
+from freqlab.plan.rope_bases import (
     TABLE4_ACCURACY,
     TABLE4_CONTEXT_LENGTHS,
     TRUNCATED_A,
