@@ -488,6 +488,6 @@ def giraffe_zero_shot_measurements() -> str:
     )
 
 
-def plan_rope_scalings(L: int, N: int, **kwargs) -> list[RopeScalingPlan]:
-    """One plan per type in ROPE_TYPES."""
+def compare_rope_scalings(L: int, N: int, **kwargs) -> list[RopeScalingPlan]:
+    """One plan per type in ROPE_TYPES, the same window and target: the methods side by side."""
     return [plan_rope_scaling(L, N, t, **kwargs) for t in ROPE_TYPES]

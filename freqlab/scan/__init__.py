@@ -18,7 +18,7 @@ Input formats are not the scan's business: they come from :mod:`freqlab.corpus.r
 
 from freqlab.deprecation import renamed_attributes
 from freqlab.scan.counts import LengthCounts, ShardCount
-from freqlab.scan.driver import ScanResult, run_scan, scan
+from freqlab.scan.driver import ScanResult, scan, scan_from_settings
 from freqlab.scan.settings import (
     DEFAULT_BATCH_SIZE,
     DEFAULT_L,
@@ -46,9 +46,12 @@ __all__ = [
     "budget_and_windows",
     "count_shard",
     "format_report",
-    "run_scan",
     "scan",
+    "scan_from_settings",
 ]
 
 # old names kept for one release: each look-up warns and gives the new object
-__getattr__ = renamed_attributes("freqlab.scan", {"summarize_windows": "freqlab.scan.budget_and_windows"})
+__getattr__ = renamed_attributes("freqlab.scan", {
+    "run_scan": "freqlab.scan.scan_from_settings",
+    "summarize_windows": "freqlab.scan.budget_and_windows",
+})

@@ -151,7 +151,7 @@ def scan(
 
     The arguments are gathered into :class:`~freqlab.scan.settings.ScanSettings` (what defines the result),
     :class:`~freqlab.scan.settings.RunOptions` and :class:`~freqlab.scan.settings.ReportOptions`, each
-    validated in full before anything is read; :func:`run_scan` takes those three directly.
+    validated in full before anything is read; :func:`scan_from_settings` takes those three directly.
     """
     settings = ScanSettings(
         dataset=dataset, data_files=data_files, config=config, split=split, text_field=text_field,
@@ -163,11 +163,13 @@ def scan(
                      resume=resume, progress=progress)
     report = ReportOptions(L=L, regimes=regimes, tokens=tokens, corpus_tokens=corpus_tokens, tau=tau,
                            megatron=megatron)
-    return run_scan(settings, run, report)
+    return scan_from_settings(settings, run, report)
 
 
-def run_scan(settings: ScanSettings, run: RunOptions | None = None, report: ReportOptions | None = None) -> ScanResult:
-    """Run a scan described by its three values (see :func:`scan`; None: the defaults)."""
+def scan_from_settings(
+    settings: ScanSettings, run: RunOptions | None = None, report: ReportOptions | None = None
+) -> ScanResult:
+    """Run a scan described by its three validated values (see :func:`scan`; None: the defaults)."""
     start = time.monotonic()
     run = run if run is not None else RunOptions()
     report = report if report is not None else ReportOptions()
