@@ -26,16 +26,21 @@ def renamed(old: str, new: str) -> str:
     return f"{old} is renamed {new}; the old name goes in {REMOVED_IN}"
 
 
+def _importing(frame: Any) -> bool:
+    return frame.f_code.co_filename.startswith("<frozen importlib")
+
+
 def _stacklevel() -> int:
-    """The stack level of the first frame outside the import machinery and freqlab's shims: the user's line."""
+    """The stack level of the first frame outside the import machinery and freqlab's shims: the user's line
+    (``warnings.warn`` skips the import machinery's frames itself, so they are not counted)."""
     level, frame = 1, sys._getframe(1)
     while frame is not None:
         name = frame.f_globals.get("__name__", "")
-        machinery = frame.f_code.co_filename.startswith("<frozen importlib") or name == __name__
         shim = frame.f_globals.get("__freqlab_shim__", False) or frame.f_code.co_name == "__getattr__"
-        if not (machinery or (shim and name.startswith("freqlab"))):
+        if not (_importing(frame) or name == __name__ or (shim and name.startswith("freqlab"))):
             return level
-        level, frame = level + 1, frame.f_back
+        level += not _importing(frame)
+        frame = frame.f_back
     return level
 
 
@@ -62,7 +67,12 @@ def renamed_attributes(module: str, aliases: dict[str, str]) -> Callable[[str], 
         target = aliases.get(name)
         if target is None:
             raise AttributeError(f"module {module!r} has no attribute {name!r}")
-        warn_renamed(f"{module}.{name}", target)
+        # `from package import name` asks hasattr() first (importlib's _handle_fromlist), then gets it: warn once
+        caller = sys._getframe(1)
+        while caller.f_code.co_name == "__getattr__":  # freqlab's own __getattr__ passing the name on
+            caller = caller.f_back
+        if not _importing(caller):
+            warn_renamed(f"{module}.{name}", target)
         return resolve(target)
 
     return __getattr__
