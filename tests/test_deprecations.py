@@ -94,8 +94,9 @@ def test_the_old_tokenize_package_and_its_submodules_keep_working():
     with warnings.catch_warnings(record=True) as record:
         warnings.simplefilter("always")
         import freqlab.tokenize.counter
-        from freqlab.tokenize import load_tokenizer
         from freqlab.tokenize.backends import BACKEND_HF
+
+        from freqlab.tokenize import load_tokenizer
     assert deprecations(record) == ["freqlab.tokenize is renamed freqlab.tokenization; the old name goes in 0.3"]
     import freqlab.tokenization.backends
     import freqlab.tokenization.counter
