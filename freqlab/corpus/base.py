@@ -25,14 +25,14 @@ import numpy as np
 from freqlab.errors import FreqlabError
 from freqlab.formats import UNLABELLED_SOURCE
 
-if TYPE_CHECKING:  # fields.py and files.py import from here
+if TYPE_CHECKING:  # fields.py and file_discovery.py import from here
     from freqlab.corpus.fields import Fields
     from freqlab.corpus.file_discovery import DataFile
 
 
 class FileChanged(OSError):
     """A data file that is gone or changed (size, modification time, version) since the corpus was opened;
-    ``path`` names it when known. (Defined here, below ``files``, so that :meth:`FileShard.reading` can catch
+    ``path`` names it when known. (Defined here, below ``file_discovery``, so that :meth:`FileShard.reading` can catch
     it; ``freqlab.corpus.file_discovery`` re-exports it.)"""
 
     def __init__(self, message: str, path: str = "") -> None:
