@@ -57,7 +57,7 @@ def calibrate_command(file, hist, regime, L, out, as_json):
     widths = [max(len(str(c)) for c in col) for col in zip(header, *rows)]
     for row in (header, *rows):
         click.echo("  ".join(f"{c:<{w}}" if k == 0 else f"{c:>{w}}" for k, (c, w) in enumerate(zip(row, widths))))
-    for line in fit.summary_lines():
+    for line in fit.estimate_lines():
         click.echo(line)
     click.echo(f"method: {fit.method}")
     if out:

@@ -25,16 +25,16 @@ from freqlab.formats import FREQUENCY_FORMAT, FREQUENCY_VERSION, METADATA_KEY  #
 from freqlab.frequency.budget import training_budget
 from freqlab.frequency.exposure import DEFAULT_THRESHOLDS, TAIL_REGIMES
 from freqlab.frequency.mixture import MixtureInfo, contribution_table
-from freqlab.frequency.regimes import BYTES_PER_POSITION, REGIMES
-from freqlab.frequency.schedule import load_schedule, schedule_frequency
-from freqlab.frequency.stats import DEFAULT_TAU, effective_length, share_at_least, share_at_most
-from freqlab.frequency.summary import (
+from freqlab.frequency.regime_table import (
     describe,
     describe_string_probe,
     human_count,
-    regime_summaries,
+    regime_rows,
     string_probe_comparison,
 )
+from freqlab.frequency.regimes import BYTES_PER_POSITION, REGIMES
+from freqlab.frequency.schedule import load_schedule, schedule_frequency
+from freqlab.frequency.stats import DEFAULT_TAU, effective_length, share_at_least, share_at_most
 from freqlab.histogram import LengthHistogram
 from freqlab.resources import require_memory
 from freqlab.sizes import position_label
@@ -126,7 +126,7 @@ def freq_command(hist, Ls, regimes, tokens, tau, seed, out, weights, layout, tai
     budget = training_budget(tokens)
     options = megatron_settings(**megatron)
     replay = megatron_replay(hist, h, options, weighted=mix is not None) if "megatron" in regimes else None
-    rows = regime_summaries(h.lengths, h.counts, Ls, regimes, tokens=budget.tokens, tau=tau, seed=seed,
+    rows = regime_rows(h.lengths, h.counts, Ls, regimes, tokens=budget.tokens, tau=tau, seed=seed,
                             megatron=replay)
     layouts = _layout_rows(h, Ls, regimes, layout, budget.tokens, tau, seed) if layout is not None else None
     if tails and regimes[0] not in TAIL_REGIMES:
@@ -212,14 +212,14 @@ OUT_BYTES_PER_POSITION = 32
 def megatron_replay(hist, h: LengthHistogram, options=None, *, weighted: bool = False,
                     how: str = "give --data-path PREFIX (Megatron's --data-path), or --regime concat for what it "
                     "approximates"):
-    """The :class:`~freqlab.frequency.megatron.MegatronOptions` of ``--regime megatron`` (``options``: Megatron's
+    """The :class:`~freqlab.frequency.megatron_replay.MegatronOptions` of ``--regime megatron`` (``options``: Megatron's
     settings; None: its defaults), their ``--data-path``, else
     the index the histogram was scanned from (``meta["megatron_index"]``), when it is there and still holds the
     histogram's documents; else FreqlabError saying what to give (a length histogram has no order to replay)."""
     import os
 
     from freqlab.corpus.megatron import read_index
-    from freqlab.frequency.megatron import MegatronOptions
+    from freqlab.frequency.megatron_replay import MegatronOptions
 
     options = options or MegatronOptions()
     if options.data_path:
@@ -300,17 +300,17 @@ def stats_command(hist, L, regimes, tokens, tau, weights, as_json):
       freqlab stats freqlab-out/lengths.parquet --L 4K --regime natural --regime concat --tokens 300B
     """
     h, mix = read_histogram(hist, weights, regimes=regimes)
-    summary = h.summary(L)
+    summary = h.length_statistics(L)
     probe = string_probe_comparison(h.lengths, h.counts, tau=tau)
     windows, budget = None, None
     if regimes or tokens is not None:
         budget = training_budget(tokens)
         how = "freqlab freq takes --data-path PREFIX (Megatron's --data-path), or use --regime concat"
         replay = megatron_replay(hist, h, weighted=mix is not None, how=how) if "megatron" in regimes else None
-        windows = regime_summaries(h.lengths, h.counts, [L], regimes or ("natural",), tokens=budget.tokens, tau=tau,
+        windows = regime_rows(h.lengths, h.counts, [L], regimes or ("natural",), tokens=budget.tokens, tau=tau,
                                    megatron=replay)
     # counts are the corpus's; with weights, the length distribution (mean, quantiles, shares) is the mix's
-    counts = summary if mix is None or mix.corpus is None else mix.corpus.summary(L)
+    counts = summary if mix is None or mix.corpus is None else mix.corpus.length_statistics(L)
     if as_json:
         extra = {"mixture": mix.to_dict(), "mix_sources": contribution_table(h, mix, L, "natural")} if mix else {}
         corpus = {"corpus_counts": {k: counts[k] for k in COUNT_KEYS}} if mix else {}

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from freqlab.frequency.summary import human_count
+from freqlab.frequency.regime_table import human_count
 from freqlab.plan.upsample import UpsamplePlan
 
 

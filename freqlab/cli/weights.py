@@ -20,7 +20,7 @@ from freqlab.frequency.mixture import (
     describe_table,
     weighted_histogram,
 )
-from freqlab.frequency.summary import human_count
+from freqlab.frequency.regime_table import human_count
 from freqlab.histogram import LengthHistogram
 
 WEIGHTS_HELP = (

@@ -29,6 +29,7 @@ from typing import cast
 
 import numpy as np
 
+from freqlab.deprecation import renamed_method
 from freqlab.display import Display, Displayed
 from freqlab.errors import FreqlabError
 from freqlab.frequency.stats import STRING_PROBE_CALIBRATION, scale_to_budget
@@ -132,7 +133,7 @@ class Calibration(Displayed):
 
     def table(self) -> tuple[list[str], list[list[str]]]:
         """Header and one row per point: label, E, tokens, tau = f_T(E), the tau interval it allows."""
-        from freqlab.frequency.summary import human_count
+        from freqlab.frequency.regime_table import human_count
 
         rows = [
             [p.label, f"{p.effective_length:,}", "-" if p.tokens is None else human_count(p.tokens),
@@ -141,9 +142,9 @@ class Calibration(Displayed):
         ]
         return ["point", "E", "tokens", "tau = f_T(E)", "allows tau in"], rows
 
-    def summary_lines(self) -> list[str]:
+    def estimate_lines(self) -> list[str]:
         """The pooled estimate and its uncertainty, as the command line prints them."""
-        from freqlab.frequency.summary import human_count
+        from freqlab.frequency.regime_table import human_count
 
         n = len(self.points)
         lines = [
@@ -156,8 +157,10 @@ class Calibration(Displayed):
             lines.append(f"95% bootstrap interval {human_count(self.bootstrap[0])} .. {human_count(self.bootstrap[1])}")
         return lines
 
+    summary_lines = renamed_method("summary_lines", "estimate_lines")  # deprecated: the old name goes in 0.3
+
     def _display(self) -> Display:
-        head, *rest = self.summary_lines()
+        head, *rest = self.estimate_lines()
         return Display("Calibration", head, rest, table=self.table(), details=self.method)
 
 
