@@ -41,10 +41,10 @@ _EXPORTS.update(
     {
         "PositionFrequency": "freqlab.frequency",
         "ScanResult": "freqlab.scan",
-        "describe": "freqlab.frequency.summary",
-        "frequency_summary": "freqlab.frequency.summary",
-        "human_count": "freqlab.frequency.summary",
-        "regime_summaries": "freqlab.frequency.summary",
+        "describe": "freqlab.frequency.regime_table",
+        "frequency_key_numbers": "freqlab.frequency.regime_table",
+        "human_count": "freqlab.frequency.regime_table",
+        "regime_rows": "freqlab.frequency.regime_table",
         "compare_sets": "freqlab.plan",
         "evaluate_self_extend": "freqlab.plan",
         "peak_valley_search": "freqlab.plan",
@@ -60,7 +60,7 @@ _EXPORTS.update(
     }
 )
 if TYPE_CHECKING:  # what the lazy table below resolves to, visible to type checkers and IDEs (never run)
-    from freqlab import corpus, frequency, plan, plots, scan, tokenize
+    from freqlab import corpus, frequency, plan, plots, scan, tokenization
     from freqlab.errors import FreqlabError
     from freqlab.frequency import (
         DEFAULT_TAU,
@@ -76,7 +76,7 @@ if TYPE_CHECKING:  # what the lazy table below resolves to, visible to type chec
         tokens_needed,
     )
     from freqlab.frequency.mixture import Mixture, weighted_histogram
-    from freqlab.frequency.summary import describe, frequency_summary, human_count, regime_summaries
+    from freqlab.frequency.regime_table import describe, frequency_key_numbers, human_count, regime_rows
     from freqlab.histogram import LengthHistogram
     from freqlab.plan import (
         compare_sets,
@@ -93,7 +93,14 @@ if TYPE_CHECKING:  # what the lazy table below resolves to, visible to type chec
     from freqlab.sizes import parse_positions, parse_tokens, position_label
 
 # subpackages reachable as attributes after a plain `import freqlab` (freqlab.plots.plot_regimes(...))
-_SUBPACKAGES = ("corpus", "frequency", "plan", "plots", "scan", "tokenize")
+_SUBPACKAGES = ("corpus", "frequency", "plan", "plots", "scan", "tokenization")
+
+# old name -> (what it is now, as a dotted path): kept for one release, each look-up warns (freqlab.deprecation)
+_RENAMED = {
+    "tokenize": "freqlab.tokenization",
+    "frequency_summary": "freqlab.frequency_key_numbers",
+    "regime_summaries": "freqlab.regime_rows",
+}
 
 __all__ = sorted(_EXPORTS)
 
@@ -102,6 +109,10 @@ def __getattr__(name: str):
     if name in _SUBPACKAGES:
         return importlib.import_module(f"freqlab.{name}")
     module = _EXPORTS.get(name)
+    if name in _RENAMED:
+        from freqlab.deprecation import renamed_attributes
+
+        return renamed_attributes("freqlab", _RENAMED)(name)
     if module is None:
         raise AttributeError(f"module 'freqlab' has no attribute {name!r}")
     value = getattr(importlib.import_module(module), name)

@@ -19,6 +19,7 @@ import numpy as np
 import polars as pl
 
 from freqlab.arrays import check_histogram, exact_dot
+from freqlab.deprecation import renamed_method
 from freqlab.display import (
     PALETTE,
     Chart,
@@ -77,7 +78,7 @@ class LengthHistogram(Displayed):
     position frequency is f(i) = Σ_k counts[k] · max(lengths[k] − i, 0) (STRING Eq. 2 [1]_).
 
     Position frequencies: ``h.frequency(L, regime)`` (a :class:`~freqlab.frequency.PositionFrequency`),
-    ``h.frequency_table(L, regimes)`` (a polars DataFrame) and ``h.summary(L, regimes)``.
+    ``h.frequency_table(L, regimes)`` (a polars DataFrame) and ``h.length_statistics(L, regimes)``.
 
     References
     ----------
@@ -224,7 +225,7 @@ class LengthHistogram(Displayed):
         long = self.lengths > L
         return exact_dot(self.lengths[long], self.counts[long]) / total
 
-    def summary(
+    def length_statistics(
         self,
         L: int | None = None,
         regimes: Sequence[str] = ("natural",),
@@ -235,10 +236,10 @@ class LengthHistogram(Displayed):
     ) -> dict:
         """Documents, tokens, mean, median, percentiles (nearest rank: :meth:`quantile`), max; with a window ``L``,
         the share of tokens in documents longer than L and, under ``frequency``, one
-        :meth:`PositionFrequency.summary <freqlab.frequency.PositionFrequency.summary>` row per regime (mass
+        :meth:`PositionFrequency.regime_row <freqlab.frequency.PositionFrequency.regime_row>` per regime (mass
         shares, f at L/4, L/2, 3L/4, and the effective length when a budget ``tokens`` is given). JSON-serialisable.
 
-        >>> s = LengthHistogram.from_lengths([4096] * 10).summary(2048, tokens=40960, tau=1000)
+        >>> s = LengthHistogram.from_lengths([4096] * 10).length_statistics(2048, tokens=40960, tau=1000)
         >>> s["median"], s["quantiles"], s["frequency"][0]["effective_length"]
         (4096, 'nearest-rank', 1998)
         """
@@ -266,12 +267,14 @@ class LengthHistogram(Displayed):
                 int(self.counts[self.lengths > L].sum()) / documents if documents else 0.0
             )
             # no document: f is 0 everywhere, its shares undefined: no rows, but the same keys
-            out["frequency"] = [self.frequency(L, r, seed=seed).summary(tokens, tau) for r in regimes if documents]
+            out["frequency"] = [self.frequency(L, r, seed=seed).regime_row(tokens, tau) for r in regimes if documents]
         if self.sources:
             out["sources"] = {
                 name: {"documents": h.documents, "tokens": h.tokens} for name, h in sorted(self.sources.items())
             }
         return out
+
+    summary = renamed_method("summary", "length_statistics")  # deprecated: the old name goes in 0.3
 
     # persistence ------------------------------------------------------------------------------------------
     def to_frame(self) -> pl.DataFrame:
@@ -378,7 +381,7 @@ class LengthHistogram(Displayed):
     ):
         """f across regimes (one name or several) as a long polars DataFrame, columns ``position``, ``regime``,
         ``f`` (L rows per regime, int64 f): ready for ``pivot``, plotting or Parquet. ``megatron``: the
-        :class:`~freqlab.frequency.megatron.MegatronOptions` of the ``megatron`` regime.
+        :class:`~freqlab.frequency.megatron_replay.MegatronOptions` of the ``megatron`` regime.
 
         >>> t = LengthHistogram.from_counts([3, 6], [2, 1]).frequency_table(4, ["natural", "concat"])
         >>> t.filter(t["position"] == 1).rows()
@@ -392,7 +395,7 @@ class LengthHistogram(Displayed):
         (nearest rank: the ceil(q·n)-th smallest length), max, the share of tokens in documents longer than ``L``,
         and per source its documents and tokens. ``corpus``: the histogram a weighted mix was made from, whose
         counts are shown (the lengths are this mix's)."""
-        summary, counts = self.summary(L), (self if corpus is None else corpus).summary(L)
+        summary, counts = self.length_statistics(L), (self if corpus is None else corpus).length_statistics(L)
         rows = [
             ("corpus", counts["corpus"] or "-"),
             ("tokenizer", counts["tokenizer"] or "-"),
@@ -422,7 +425,7 @@ class LengthHistogram(Displayed):
         --out`` writes): columns L, regime, position, frequency; its ``freqlab`` metadata key holds the format and
         version, the histogram's provenance (as ``lengths.parquet`` does; ``corpus``: the histogram whose counts a
         weighted mix was made from, with ``mixture`` its description), the windows, regimes and seed.
-        ``megatron``: the :class:`~freqlab.frequency.megatron.MegatronOptions` of the ``megatron`` regime."""
+        ``megatron``: the :class:`~freqlab.frequency.megatron_replay.MegatronOptions` of the ``megatron`` regime."""
         from freqlab.errors import cannot_write
         from freqlab.formats import FREQUENCY_FORMAT, FREQUENCY_VERSION
 

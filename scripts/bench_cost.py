@@ -155,7 +155,7 @@ def measure(args, work: Path) -> None:
             "documents": sum(p["documents"] for p in parts), "characters": sum(p["characters"] for p in parts),
             "files": 4 * len(kinds)}
     text_bytes = sum(len(text.encode("utf-8")) for text in read_texts(sorted(map(str, folder.glob("*.zst")))))
-    from freqlab.tokenize import load_tokenizer
+    from freqlab.tokenization import load_tokenizer
 
     hf_only = str(hf_only_tokenizer(work / "tekken-nfkc.tokenizer.json"))
     # the built-in Tekken on each of its exact backends (loaded here: a scan of a small corpus would skip fastokens)

@@ -178,7 +178,7 @@ def prepare_kind(folder: Path, kind: str, chars: float, files: int, prose: list[
 
 def tekken_ranks() -> tuple[dict[bytes, int], str]:
     """Tekken's ordinary-token ranks and regex (those of freqlab's built-in tiktoken fast path)."""
-    from freqlab.tokenize import load_tokenizer
+    from freqlab.tokenization import load_tokenizer
 
     plan = load_tokenizer("tekken").plan
     return plan.mergeable_ranks, plan.pat_str
@@ -186,8 +186,8 @@ def tekken_ranks() -> tuple[dict[bytes, int], str]:
 
 def write_tokenizer_json(path: Path) -> None:
     """A Hugging Face tokenizer.json with Tekken's ranks and no special tokens (the usual tiktoken -> BPE
-    conversion, see :mod:`freqlab.tokenize.export`: byte-level, merges derived from the ranks, ignore_merges)."""
-    from freqlab.tokenize.export import tiktoken_to_hf_json
+    conversion, see :mod:`freqlab.tokenization.export`: byte-level, merges derived from the ranks, ignore_merges)."""
+    from freqlab.tokenization.export import tiktoken_to_hf_json
 
     ranks, pattern = tekken_ranks()
     path.write_text(tiktoken_to_hf_json(ranks, pattern), encoding="utf-8")
@@ -218,11 +218,11 @@ def method_freqlab(folder: str, workers: int, tokenizer_json: str, spec: str | N
 
 def method_freqlab_1core(folder: str, workers: int, tokenizer_json: str, spec: str | None = None):
     """A warm scan on one core (in-process), timed: what a core costs end to end, against ``bare-read``."""
-    from freqlab.tokenize import single_threaded
+    from freqlab.tokenization import single_threaded
 
     single_threaded()  # before the first encode: fastokens would otherwise spread a batch over every core
     from freqlab.scan import scan
-    from freqlab.tokenize import load_tokenizer
+    from freqlab.tokenization import load_tokenizer
 
     counter = load_tokenizer(spec)  # fastokens when installed, whatever the corpus size
     scan(folder, tokenizer=counter, workers=1, progress=False, max_docs=2)  # warm
@@ -251,7 +251,7 @@ def method_bare_read(folder: str, workers: int, tokenizer_json: str, spec: str |
 def method_bare_fast(folder: str, workers: int, tokenizer_json: str, spec: str | None = None):
     """freqlab's fastest verified backend (fastokens) on preloaded texts, on its own thread pool (all cores)."""
     os.environ["FASTOKENS_BPE_THREADS"] = str(workers)
-    from freqlab.tokenize import load_tokenizer
+    from freqlab.tokenization import load_tokenizer
 
     counter = load_tokenizer(spec)
     texts = _preloaded(folder)

@@ -129,7 +129,7 @@ def rss_mb() -> float:
 def worker_load(payload: bytes) -> tuple[float, float, str]:
     """In a fresh process: unpickle the counter and build its engine (first count); seconds, MB, backend.
     freqlab is imported first (a scan's forkserver preloads it): the numbers are the tokenizer's own."""
-    import freqlab.tokenize  # noqa: F401
+    import freqlab.tokenization  # noqa: F401
 
     before = rss_mb()
     start = time.perf_counter()
@@ -147,8 +147,8 @@ def measure_worker(counter) -> tuple[float, float, float, str]:
 
 def bench_family(label: str, spec: str, texts: list[str], repeat: int, load_kwargs: dict, extra_hf: Path | None):
     """Rows for one tokenizer: every backend of its counter (plus HF on an export when given)."""
-    from freqlab.tokenize import load_tokenizer
-    from freqlab.tokenize.backends import HfEngine, hf_tokenizer_from_str
+    from freqlab.tokenization import load_tokenizer
+    from freqlab.tokenization.backends import HfEngine, hf_tokenizer_from_str
 
     counter, load_s, _ = timed(lambda: load_tokenizer(spec, **load_kwargs))
     engines = {b: (lambda b=b: counter.counts_by(b, texts)) for b in counter.backends}
@@ -197,10 +197,10 @@ def main() -> None:
 
     from importlib import resources
 
-    from freqlab.tokenize.backends import fastokens_version
-    from freqlab.tokenize.export import tekken_to_hf_json
-    from freqlab.tokenize.sample import stdlib_texts
-    from freqlab.tokenize.tiktoken_file import CL100K_PATTERN, LLAMA3_PATTERN, O200K_PATTERN
+    from freqlab.tokenization.backends import fastokens_version
+    from freqlab.tokenization.export import tekken_to_hf_json
+    from freqlab.tokenization.sample import stdlib_texts
+    from freqlab.tokenization.tiktoken_file import CL100K_PATTERN, LLAMA3_PATTERN, O200K_PATTERN
 
     texts = read_texts(args.corpus) if args.corpus else list(stdlib_texts(max_files=10_000, max_chars=20_000_000))
     source = ", ".join(p.name for p in args.corpus) if args.corpus else "stdlib"

@@ -127,7 +127,7 @@ def identity(folder: Path, sources: list[str]) -> dict:
     from tokenizers import Tokenizer
 
     from freqlab.scan import scan
-    from freqlab.tokenize.export import tekken_to_hf_json
+    from freqlab.tokenization.export import tekken_to_hf_json
 
     texts = []
     for path in sources:

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-# Tests load tokenizers to check their conversion and verification: no on-disk cache (freqlab.tokenize.cache)
+# Tests load tokenizers to check their conversion and verification: no on-disk cache (freqlab.tokenization.cache)
 # may answer for them. The cache's own tests turn it on in a temporary folder.
 os.environ["FREQLAB_NO_CACHE"] = "1"
 

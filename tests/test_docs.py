@@ -16,8 +16,8 @@ import freqlab
 from freqlab.cli import COMMANDS
 
 ROOT = Path(__file__).resolve().parents[1]
-PAGES = ["top-level", "corpus", "tokenize", "scan", "frequency", "plan", "apply", "plots", "cli"]
-PACKAGES = ["corpus", "tokenize", "scan", "frequency", "plan", "apply", "plots"]
+PAGES = ["top-level", "corpus", "tokenization", "scan", "frequency", "plan", "apply", "plots", "cli"]
+PACKAGES = ["corpus", "tokenization", "scan", "frequency", "plan", "apply", "plots"]
 
 
 def plain_docstrings():

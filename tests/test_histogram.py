@@ -64,7 +64,7 @@ def test_scale_to_a_token_budget_keeps_the_distribution():
 
 def test_summary_statistics():
     h = LengthHistogram.from_counts([10, 100, 5000], [6, 3, 1], corpus="toy")
-    s = h.summary(L=2048)
+    s = h.length_statistics(L=2048)
     assert s["documents"] == 10 and s["tokens"] == 60 + 300 + 5000
     assert s["mean"] == pytest.approx(536.0)
     assert s["median"] == 10 and s["percentiles"]["p90"] == 100 and s["percentiles"]["p99"] == 5000
@@ -192,7 +192,7 @@ def test_frequency_table_is_long_and_exact():
 
 def test_summary_holds_nearest_rank_quantiles_and_the_frequency_rows():
     h = LengthHistogram.from_lengths([1, 2, 3, 4] * 25 + [4096] * 10)
-    s = h.summary(2048, ["natural", "concat"], tokens=10**6, tau=1000)
+    s = h.length_statistics(2048, ["natural", "concat"], tokens=10**6, tau=1000)
     assert s["quantiles"] == "nearest-rank" and s["median"] == 3  # ceil(0.5 · 110) = 55th smallest length
     assert [row["regime"] for row in s["frequency"]] == ["natural", "concat"]
     natural = s["frequency"][0]
@@ -200,8 +200,8 @@ def test_summary_holds_nearest_rank_quantiles_and_the_frequency_rows():
     assert natural["f"] == {str(i): int(f[i]) for i in (0, 512, 1024, 1536, 2047)}
     assert natural["effective_length"] == effective_length(f, 10**6, 1000)
     json.dumps(s)  # JSON-serialisable
-    assert "frequency" not in h.summary()  # no window, no frequency
-    empty = LengthHistogram.from_lengths([], empty_documents=3).summary(2048)
+    assert "frequency" not in h.length_statistics()  # no window, no frequency
+    empty = LengthHistogram.from_lengths([], empty_documents=3).length_statistics(2048)
     assert empty["frequency"] == [] and empty["documents_read"] == 3  # same keys, no rows: f is 0 everywhere
 
 

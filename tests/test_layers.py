@@ -1,6 +1,7 @@
 """The package has one order of layers, and imports only go down it:
 
-    errors/sizes (and the other bottom modules) < histogram < corpus < tokenize < frequency < scan < plan < plots < cli
+    errors/sizes (and the other bottom modules) < histogram < corpus < tokenization < frequency < scan < plan < plots
+    < cli
 
 A module may import from its own layer or any layer below, never from one above: at module level or inside a
 function (a lazy import that keeps ``freqlab --help`` fast must go down too). Imports under ``if TYPE_CHECKING:``
@@ -21,10 +22,10 @@ PACKAGE = Path(freqlab.__file__).parent
 ROOT = PACKAGE.parent
 
 #: the layers, lowest first; the first one holds the top-level modules that import nothing else of freqlab's
-LAYERS = ("bottom", "histogram", "corpus", "tokenize", "frequency", "scan", "plan", "others", "plots", "cli")
+LAYERS = ("bottom", "histogram", "corpus", "tokenization", "frequency", "scan", "plan", "others", "plots", "cli")
 # top-level modules at the bottom (resources and config_file: memory checks and bounded file reading, both
-# importing errors alone)
-BOTTOM = {"errors", "sizes", "display", "arrays", "formats", "resources", "config_file"}
+# importing errors alone; deprecation: the old names' warnings, importing nothing of freqlab's)
+BOTTOM = {"errors", "sizes", "display", "arrays", "formats", "resources", "config_file", "deprecation"}
 TOP = {"freqlab", "freqlab.__main__"}  # the package's lazy table and `python -m freqlab` reach everything
 
 #: (importing file, imported module) -> why this upward import is allowed

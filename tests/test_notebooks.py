@@ -91,7 +91,7 @@ def test_the_scan_cells_are_the_ones_compared_only_on_the_same_corpus():
         scans = {k for k, c in enumerate(nb.cells) if c.cell_type == "code" and "scan(" in c.source}
         assert scans and scans <= cells
     # what reads the scanned histogram depends on it; closed forms and the papers' settings do not
-    assert stdout_of(first, "h.summary(")[0] in run_notebooks.corpus_cells(first)
+    assert stdout_of(first, "h.length_statistics(")[0] in run_notebooks.corpus_cells(first)
     assert stdout_of(first, "from_lengths([2048] * 1000)")[0] not in run_notebooks.corpus_cells(first)
     assert stdout_of(second, "string_position_matrix(9, 3, 0)")[0] not in run_notebooks.corpus_cells(second)
 
@@ -123,7 +123,7 @@ def test_the_cells_compared_everywhere_show_the_papers_values():
 def test_a_changed_number_is_caught_wherever_it_is_compared():
     saved = committed("01")
     closed, _ = stdout_of(saved, "from_lengths([2048] * 1000)")
-    summary, _ = stdout_of(saved, "h.summary(")
+    summary, _ = stdout_of(saved, "h.length_statistics(")
     for index, old, new in ((closed, "75.04%", "75.05%"), (summary, "76.8%", "76.9%")):
         changed = copy.deepcopy(saved)
         stream = next(o for o in changed.cells[index].outputs if o.get("name") == "stdout")

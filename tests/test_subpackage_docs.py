@@ -15,14 +15,14 @@ from test_api_docs import documented_parameters, parameters, sections
 
 import freqlab
 
-PACKAGES = ["corpus", "tokenize", "scan", "frequency", "plan", "apply", "plots"]
+PACKAGES = ["corpus", "tokenization", "scan", "frequency", "plan", "apply", "plots"]
 VENUES = re.compile(r"\b(ICLR|ICML|NeurIPS|COLING|ACL|EMNLP) 20\d\d\b")
 
 NOT_YET = {
     "corpus.Corpus", "corpus.Preset",
-    "tokenize.TokenCounter", "tokenize.load_tokenizer",
+    "tokenization.TokenCounter", "tokenization.load_tokenizer",
     "scan.ReportOptions", "scan.RunOptions", "scan.ScanSettings", "scan.ShardCount", "scan.ShardOptions",
-    "scan.count_shard", "scan.format_report", "scan.run_scan", "scan.scan", "scan.summarize_windows",
+    "scan.count_shard", "scan.format_report", "scan.scan_from_settings", "scan.scan", "scan.budget_and_windows",
     "frequency.Schedule", "frequency.Stage",
     "plan.HarpePlan", "plan.RopeScalingPlan", "plan.SelfExtendCheck", "plan.SelfExtendPlan",
     "plan.StringPlan", "plan.UpsamplePlan",

@@ -31,9 +31,9 @@ from freqlab.frequency.budget import training_budget
 from freqlab.frequency.exposure import DEFAULT_THRESHOLDS, TAIL_REGIMES, source_tails, tails_report
 from freqlab.frequency.layouts import layout_frequency
 from freqlab.frequency.mixture import contribution_table
+from freqlab.frequency.regime_table import describe, describe_string_probe, regime_rows, string_probe_comparison
 from freqlab.frequency.regimes import BYTES_PER_POSITION
 from freqlab.frequency.schedule import load_preset, load_schedule, schedule_frequency
-from freqlab.frequency.summary import describe, describe_string_probe, regime_summaries, string_probe_comparison
 from freqlab.histogram import LengthHistogram
 from freqlab.resources import require_memory
 
@@ -78,7 +78,7 @@ def freq_command(hist, Ls, regimes, tokens, tau, seed, out, weights, layout, tai
     budget = training_budget(tokens)
     options = megatron_settings(**megatron)
     replay = megatron_replay(hist, h, options, weighted=mix is not None) if "megatron" in regimes else None
-    rows = regime_summaries(h.lengths, h.counts, Ls, regimes, tokens=budget.tokens, tau=tau, seed=seed,
+    rows = regime_rows(h.lengths, h.counts, Ls, regimes, tokens=budget.tokens, tau=tau, seed=seed,
                             megatron=replay)
     layouts = None
     if layout is not None:
@@ -135,14 +135,14 @@ OUT_BYTES_PER_POSITION = 32
 def megatron_replay(hist, h: LengthHistogram, options=None, *, weighted: bool = False,
                     how: str = "give --data-path PREFIX (Megatron's --data-path), or --regime concat for what it "
                     "approximates"):
-    """The :class:`~freqlab.frequency.megatron.MegatronOptions` of ``--regime megatron`` (``options``: Megatron's
+    """The :class:`~freqlab.frequency.megatron_replay.MegatronOptions` of ``--regime megatron`` (``options``: Megatron's
     settings; None: its defaults), their ``--data-path``, else
     the index the histogram was scanned from (``meta["megatron_index"]``), when it is there and still holds the
     histogram's documents; else FreqlabError saying what to give (a length histogram has no order to replay)."""
     import os
 
     from freqlab.corpus.megatron import read_index
-    from freqlab.frequency.megatron import MegatronOptions
+    from freqlab.frequency.megatron_replay import MegatronOptions
 
     options = options or MegatronOptions()
     if options.data_path:
@@ -196,17 +196,17 @@ def stats_command(hist, L, regimes, tokens, tau, weights, as_json):
     """
     tau = tau_or_default(tau)
     h, mix = read_histogram(hist, weights, regimes=regimes)
-    summary = h.summary(L)
+    summary = h.length_statistics(L)
     probe = string_probe_comparison(h.lengths, h.counts, tau=tau)
     windows, budget = None, None
     if regimes or tokens is not None:
         budget = training_budget(tokens)
         how = "freqlab freq takes --data-path PREFIX (Megatron's --data-path), or use --regime concat"
         replay = megatron_replay(hist, h, weighted=mix is not None, how=how) if "megatron" in regimes else None
-        windows = regime_summaries(h.lengths, h.counts, [L], regimes or ("natural",), tokens=budget.tokens, tau=tau,
+        windows = regime_rows(h.lengths, h.counts, [L], regimes or ("natural",), tokens=budget.tokens, tau=tau,
                                    megatron=replay)
     # counts are the corpus's; with weights, the length distribution (mean, quantiles, shares) is the mix's
-    counts = summary if mix is None or mix.corpus is None else mix.corpus.summary(L)
+    counts = summary if mix is None or mix.corpus is None else mix.corpus.length_statistics(L)
     if as_json:
         extra = {"mixture": mix.to_dict(), "mix_sources": contribution_table(h, mix, L, "natural")} if mix else {}
         corpus = {"corpus_counts": {k: counts[k] for k in COUNT_KEYS}} if mix else {}

@@ -140,7 +140,7 @@ def megatron_options(default_data_path: str):
     """Megatron-LM's settings that decide the ``megatron`` regime's windows (``--data-path``, ``--megatron-seed``,
     ``--megatron-split``, ``--reset-attention-mask``, ``--train-samples``, ``--epochs``), shared by the commands
     that compute it; ``default_data_path`` says where the index comes from when ``--data-path`` is not given.
-    :func:`megatron_settings` turns the values into :class:`~freqlab.frequency.megatron.MegatronOptions`."""
+    :func:`megatron_settings` turns the values into :class:`~freqlab.frequency.megatron_replay.MegatronOptions`."""
     options = [
         click.option("--data-path", default=None, metavar="'[W1] P1 [W2 P2 ...]'",
                      help="--regime megatron: Megatron's --data-path (prefixes of .idx/.bin, optionally weighted). "
@@ -166,8 +166,8 @@ def megatron_options(default_data_path: str):
 
 
 def megatron_settings(data_path, megatron_seed, megatron_split, reset_attention_mask, train_samples, epochs):
-    """The :class:`~freqlab.frequency.megatron.MegatronOptions` of :func:`megatron_options`' values."""
-    from freqlab.frequency.megatron import MegatronOptions
+    """The :class:`~freqlab.frequency.megatron_replay.MegatronOptions` of :func:`megatron_options`' values."""
+    from freqlab.frequency.megatron_replay import MegatronOptions
 
     return MegatronOptions(data_path or "", megatron_seed, megatron_split, reset_attention_mask, train_samples, epochs)
 

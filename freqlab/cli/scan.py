@@ -30,7 +30,7 @@ from freqlab.scan import (
     RunOptions,
     ScanResult,
     ScanSettings,
-    run_scan,
+    scan_from_settings,
 )
 from freqlab.scan.settings import ENGINES, ON_ERROR
 
@@ -157,7 +157,7 @@ def scan_command(dataset, config, split, data_files, input_format, text_field, s
     except FreqlabError as exc:
         raise click.UsageError(str(exc)) from None
     try:
-        result = run_scan(settings, run, report)
+        result = scan_from_settings(settings, run, report)
     except (KeyboardInterrupt, SystemError) as error:
         interrupt = interrupt_of(error)
         if interrupt is None:

@@ -18,7 +18,7 @@ from freqlab.frequency.mixture import (
     describe_table,
     weighted_histogram,
 )
-from freqlab.frequency.summary import human_count
+from freqlab.frequency.regime_table import human_count
 from freqlab.histogram import LengthHistogram
 
 

@@ -7,16 +7,16 @@
 True
 
 ``open_corpus("slimpajama", data_files="/data/SlimPajama/train/chunk*/*.jsonl.zst")`` reads local copies with
-the preset's fields; ``open_corpus("cerebras/SlimPajama-627B")`` streams the Hub. See :mod:`.resolve` for how
-``dataset`` is interpreted, :mod:`.local` for formats, :mod:`.presets` for the preset table, and :mod:`.base`
+the preset's fields; ``open_corpus("cerebras/SlimPajama-627B")`` streams the Hub. See :mod:`.open` for how
+``dataset`` is interpreted, :mod:`.local_files` for formats, :mod:`.presets` for the preset table, and :mod:`.base`
 for the record-level error reasons.
 """
 
 from freqlab.corpus.base import MISSING_SOURCE, REASONS, Corpus, Document, Shard
 from freqlab.corpus.builtin import builtin_corpus
 from freqlab.corpus.fields import Fields, ReadOptions
+from freqlab.corpus.open import open_corpus
 from freqlab.corpus.presets import PRESETS, Preset
-from freqlab.corpus.resolve import open_corpus
 
 __all__ = [
     "MISSING_SOURCE",

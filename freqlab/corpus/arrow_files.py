@@ -1,4 +1,4 @@
-"""Parquet and Arrow IPC files, local or remote (:func:`freqlab.corpus.remote.open_input`): opening them, their
+"""Parquet and Arrow IPC files, local or remote (:func:`freqlab.corpus.remote_files.open_input`): opening them, their
 metadata, their first row and their record batches. What :mod:`freqlab.corpus.columnar` (text columns) and
 :mod:`freqlab.corpus.token_columns` (token columns) read through."""
 
@@ -10,11 +10,11 @@ from collections.abc import Iterator
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from freqlab.corpus.remote import is_url, open_input
+from freqlab.corpus.remote_files import is_url, open_input
 
 
 def open_parquet(path: str) -> pq.ParquetFile:
-    """A Parquet file by path, or over a remote stream (:func:`freqlab.corpus.remote.open_input`)."""
+    """A Parquet file by path, or over a remote stream (:func:`freqlab.corpus.remote_files.open_input`)."""
     return pq.ParquetFile(open_input(path) if is_url(path) else path)
 
 

@@ -25,15 +25,15 @@ import numpy as np
 from freqlab.errors import FreqlabError
 from freqlab.formats import UNLABELLED_SOURCE
 
-if TYPE_CHECKING:  # fields.py and files.py import from here
+if TYPE_CHECKING:  # fields.py and file_discovery.py import from here
     from freqlab.corpus.fields import Fields
-    from freqlab.corpus.files import DataFile
+    from freqlab.corpus.file_discovery import DataFile
 
 
 class FileChanged(OSError):
     """A data file that is gone or changed (size, modification time, version) since the corpus was opened;
-    ``path`` names it when known. (Defined here, below ``files``, so that :meth:`FileShard.reading` can catch
-    it; ``freqlab.corpus.files`` re-exports it)."""
+    ``path`` names it when known. (Defined here, below ``file_discovery``, so that :meth:`FileShard.reading` can catch
+    it; ``freqlab.corpus.file_discovery`` re-exports it)."""
 
     def __init__(self, message: str, path: str = "") -> None:
         super().__init__(message)
@@ -161,7 +161,7 @@ class Shard:
         return None
 
     def check_unchanged(self) -> None:
-        """Raise :class:`freqlab.corpus.files.FileChanged` when a file this shard reads changed since the
+        """Raise :class:`freqlab.corpus.file_discovery.FileChanged` when a file this shard reads changed since the
         corpus was opened (a scan checks before and after reading the shard); nothing to check by default."""
 
     def local_paths(self) -> tuple[str, ...]:

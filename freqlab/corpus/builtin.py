@@ -24,7 +24,7 @@ import platform
 import sysconfig
 
 from freqlab.corpus.base import Corpus
-from freqlab.corpus.files import stat_file
+from freqlab.corpus.file_discovery import stat_file
 from freqlab.corpus.text import group_files
 
 BUILTIN_NAME = "python-stdlib"

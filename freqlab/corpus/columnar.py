@@ -2,7 +2,7 @@
 
 Both are read in record batches of :data:`BATCH_ROWS` rows, loading only the top-level columns the field
 mapping needs, so memory is one batch (plus, for Parquet, the row group being decoded), whatever the file
-size. Arrow files are memory-mapped (URLs are streamed instead: freqlab.corpus.remote). ``where`` of each record
+size. Arrow files are memory-mapped (URLs are streamed instead: freqlab.corpus.remote_files). ``where`` of each record
 is ``path:row N`` (1-based row in the file).
 A large Parquet file is cut into runs of row groups of about the corpus's part size (``start``/``end`` are
 row-group indices), so a few large files still keep every core busy. A column of token ids or lengths is read
@@ -27,7 +27,7 @@ from freqlab.corpus.arrow_files import (  # first_row, parquet_batches, arrow_ba
 )
 from freqlab.corpus.base import Document, FileShard, Shard, UnreadableFile
 from freqlab.corpus.fields import Fields
-from freqlab.corpus.files import DataFile
+from freqlab.corpus.file_discovery import DataFile
 from freqlab.corpus.registry import FileFormat, register
 from freqlab.corpus.token_columns import token_column_shards
 from freqlab.errors import FreqlabError

@@ -17,7 +17,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from freqlab.corpus.registry import register
-from freqlab.corpus.tokenized import (
+from freqlab.corpus.token_files import (
     IndexedTokenShard,
     IndexFile,
     TokenFileFormat,
@@ -54,7 +54,7 @@ class DatatroveFile:
 
     def length_batches(self, start: int, end: int) -> Iterator[tuple[int, np.ndarray]]:
         """``(first document, lengths)`` for documents ``start`` .. ``end - 1``, a batch at a time, from windows
-        of the index (:class:`~freqlab.corpus.tokenized.IndexFile`); each valid until the next is drawn."""
+        of the index (:class:`~freqlab.corpus.token_files.IndexFile`); each valid until the next is drawn."""
         with IndexFile(self.path + ".index") as index:
             for a, b in batched_ranges(start, end):
                 # the end before the first document too; read as int64 (an end beyond 2**63 decreases: refused)

@@ -28,7 +28,7 @@ from dataclasses import dataclass
 from freqlab.corpus.base import Corpus, Document, LengthBatch, LengthShard, Shard, UnreadableFile, describe_error
 from freqlab.corpus.fields import DEFAULT_TOKENS_FIELD, Fields
 from freqlab.corpus.presets import PRESETS
-from freqlab.corpus.remote import is_url, offline_variable  # offline_variable: kept for import compatibility
+from freqlab.corpus.remote_files import is_url, offline_variable  # offline_variable: kept for import compatibility
 from freqlab.errors import FreqlabError
 
 MAX_SHARDS = 256

@@ -36,7 +36,7 @@ from freqlab.corpus.base import (
     read_meter,
 )
 from freqlab.corpus.fields import REPARSE, Fields, has_lone_surrogate
-from freqlab.corpus.files import DATASETS_METADATA, DataFile
+from freqlab.corpus.file_discovery import DATASETS_METADATA, DataFile
 from freqlab.corpus.ranges import (
     MAX_STREAM_RANGES,
     LineTooLong,
@@ -46,7 +46,7 @@ from freqlab.corpus.ranges import (
     split_bytes,
 )
 from freqlab.corpus.registry import FileFormat, register
-from freqlab.corpus.remote import open_input
+from freqlab.corpus.remote_files import open_input
 from freqlab.errors import FreqlabError
 
 _BUFFER = 1 << 20

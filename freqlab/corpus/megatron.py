@@ -19,7 +19,7 @@ Byte layout of the index (``megatron/core/datasets/indexed_dataset.py``, ``_Inde
 (``preprocess_data.py --split-sentences`` makes one per sentence); its length is their sum, the EOD that
 ``--append-eod`` adds to its last sequence included. A document of no sequences is an empty document.
 
-Lengths come from the index only, :data:`~freqlab.corpus.tokenized.BATCH_DOCUMENTS` documents at a time,
+Lengths come from the index only, :data:`~freqlab.corpus.token_files.BATCH_DOCUMENTS` documents at a time,
 mapped window by window and summed by one compiled pass: O(documents), memory flat. The ``.bin`` is read
 only for the EOS check (the last token of the first documents). A bad header, an index shorter than its header
 says (truncated), and a ``.bin`` whose size does not match the index's dtype are one-line errors when the corpus
@@ -37,7 +37,7 @@ import numba
 import numpy as np
 
 from freqlab.corpus.registry import register
-from freqlab.corpus.tokenized import IndexedTokenShard, IndexFile, TokenFileFormat, batched_ranges
+from freqlab.corpus.token_files import IndexedTokenShard, IndexFile, TokenFileFormat, batched_ranges
 from freqlab.errors import FreqlabError
 
 MAGIC = b"MMIDIDX\x00\x00"
@@ -96,7 +96,7 @@ class MegatronIndex:
 
     def length_batches(self, start: int, end: int) -> Iterator[tuple[int, np.ndarray]]:
         """``(first document, lengths)`` for documents ``start`` .. ``end - 1``, a batch at a time, from windows
-        of the index (:class:`~freqlab.corpus.tokenized.IndexFile`): memory flat whatever the index's size; each
+        of the index (:class:`~freqlab.corpus.token_files.IndexFile`): memory flat whatever the index's size; each
         batch is valid until the next is drawn."""
         with IndexFile(self.prefix + ".idx") as index:
             for a, b in batched_ranges(start, end):

@@ -21,7 +21,7 @@ from freqlab.corpus.fields import Fields
 from freqlab.errors import FreqlabError
 
 if TYPE_CHECKING:  # type-only: files names the supported formats in its messages (it imports this module)
-    from freqlab.corpus.files import DataFile
+    from freqlab.corpus.file_discovery import DataFile
 
 # Modules that register the built-in formats, in the order their claims are tried.
 BUILTIN_FORMAT_MODULES = (

@@ -20,9 +20,9 @@ from typing import Any
 
 from freqlab.corpus.base import INVALID_UTF8, MISSING_SOURCE, UNREADABLE_FILE, Document, Shard
 from freqlab.corpus.fields import Fields
-from freqlab.corpus.files import DataFile
+from freqlab.corpus.file_discovery import DataFile
 from freqlab.corpus.registry import FileFormat, register
-from freqlab.corpus.remote import open_input
+from freqlab.corpus.remote_files import open_input
 
 FILES_PER_SHARD = 256
 
@@ -71,7 +71,7 @@ class TextFilesShard(Shard):
         """A digest of the group's file ids, sizes and modification times."""
         digest = hashlib.blake2b(digest_size=12)
         for file in self.files:
-            version = getattr(file, "version", "")  # a remote file's ETag (freqlab.corpus.remote)
+            version = getattr(file, "version", "")  # a remote file's ETag (freqlab.corpus.remote_files)
             digest.update(f"{file.id}\0{file.size}\0{file.mtime_ns}{version and chr(0) + version}\n".encode())
         return {"files": len(self.files), "stamp": digest.hexdigest()}
 

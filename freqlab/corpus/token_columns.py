@@ -22,8 +22,8 @@ import pyarrow.compute as pc
 from freqlab.corpus.arrow_files import arrow_batches, first_row, parquet_batches
 from freqlab.corpus.base import MISSING_SOURCE, LengthBatch
 from freqlab.corpus.fields import DEFAULT_TOKENS_FIELD, Fields
-from freqlab.corpus.files import DataFile
-from freqlab.corpus.tokenized import TokenFileShard
+from freqlab.corpus.file_discovery import DataFile
+from freqlab.corpus.token_files import TokenFileShard
 from freqlab.errors import FreqlabError
 
 BATCH_ROWS = 1 << 16

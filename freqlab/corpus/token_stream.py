@@ -23,9 +23,9 @@ import numpy as np
 
 from freqlab.corpus.base import LENGTHS, LengthBatch, LengthShard, UnreadableFile, changed_message, describe_error
 from freqlab.corpus.fields import Fields
-from freqlab.corpus.files import DataFile, FileChanged
+from freqlab.corpus.file_discovery import DataFile, FileChanged
 from freqlab.corpus.registry import FileFormat, register
-from freqlab.corpus.tokenized import check_eos_option
+from freqlab.corpus.token_files import check_eos_option
 from freqlab.errors import FreqlabError
 
 LIT_MAGIC = b"LITPKDS"

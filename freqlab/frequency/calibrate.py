@@ -29,6 +29,7 @@ from typing import cast
 
 import numpy as np
 
+from freqlab.deprecation import renamed_method
 from freqlab.display import Display, Displayed
 from freqlab.errors import FreqlabError
 from freqlab.formats import CALIBRATION_FORMAT, CALIBRATION_VERSION
@@ -133,7 +134,7 @@ class Calibration(Displayed):
 
     def table(self) -> tuple[list[str], list[list[str]]]:
         """Header and one row per point: label, E, tokens, tau = f_T(E), the tau interval it allows."""
-        from freqlab.frequency.summary import human_count
+        from freqlab.frequency.regime_table import human_count
 
         rows = [
             [p.label, f"{p.effective_length:,}", "-" if p.tokens is None else human_count(p.tokens),
@@ -142,9 +143,9 @@ class Calibration(Displayed):
         ]
         return ["point", "E", "tokens", "tau = f_T(E)", "allows tau in"], rows
 
-    def summary_lines(self) -> list[str]:
+    def estimate_lines(self) -> list[str]:
         """The pooled estimate and its uncertainty, as the command line prints them."""
-        from freqlab.frequency.summary import human_count
+        from freqlab.frequency.regime_table import human_count
 
         n = len(self.points)
         lines = [
@@ -159,15 +160,17 @@ class Calibration(Displayed):
 
     def report(self) -> str:
         """The terminal report of ``freqlab calibrate``: the table of :meth:`table`, the pooled estimate and its
-        uncertainty (:meth:`summary_lines`), the method."""
+        uncertainty (:meth:`estimate_lines`), the method."""
         header, rows = self.table()
         widths = [max(len(str(c)) for c in col) for col in zip(header, *rows)]
         lines = ["  ".join(f"{c:<{w}}" if k == 0 else f"{c:>{w}}" for k, (c, w) in enumerate(zip(row, widths)))
                  for row in (header, *rows)]  # fmt: skip
-        return "\n".join([*lines, *self.summary_lines(), f"method: {self.method}"])
+        return "\n".join([*lines, *self.estimate_lines(), f"method: {self.method}"])
+
+    summary_lines = renamed_method("summary_lines", "estimate_lines")  # deprecated: the old name goes in 0.3
 
     def _display(self) -> Display:
-        head, *rest = self.summary_lines()
+        head, *rest = self.estimate_lines()
         return Display("Calibration", head, rest, table=self.table(), details=self.method)
 
 

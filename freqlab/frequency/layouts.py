@@ -33,13 +33,14 @@ from typing import cast
 
 import numpy as np
 
+from freqlab.deprecation import renamed_method
 from freqlab.display import Display, Displayed, percent
 from freqlab.errors import FreqlabError
 from freqlab.frequency.kernels import pack_walk_chunked
 from freqlab.frequency.position import segment_frequency
+from freqlab.frequency.regime_table import frequency_key_numbers
 from freqlab.frequency.regimes import Segments, _natural, check_histogram, check_window, segments, stream_order
 from freqlab.frequency.stats import DEFAULT_TAU, position_at_mass, share_at_most
-from freqlab.frequency.summary import frequency_summary
 from freqlab.sizes import MAX_POSITIONS, parse_positions, position_label
 
 KINDS: tuple[str, ...] = ("global", "swa", "chunk", "nope")
@@ -294,8 +295,8 @@ class KindFrequency:
     layers: int
     f: np.ndarray | None
 
-    def summary(self, *, share_of_layers: float, tokens: float | None = None, tau: float = DEFAULT_TAU) -> dict:
-        """Name, layers, whether it has RoPE, its reach cap, and (RoPE layers) :func:`frequency_summary`."""
+    def kind_row(self, *, share_of_layers: float, tokens: float | None = None, tau: float = DEFAULT_TAU) -> dict:
+        """Name, layers, whether it has RoPE, its reach cap, and (RoPE layers) :func:`frequency_key_numbers`."""
         row: dict = {"kind": self.kind.name, "layers": self.layers, "share_of_layers": share_of_layers,
                      "rope": self.kind.rope}
         if self.f is None:
@@ -307,7 +308,9 @@ class KindFrequency:
             row["note"] = f"sliding window of {self.kind.size} keys: reach capped at {row['reach']} by construction"
         elif self.kind.kind == "chunk" and self.kind.size < L:
             row["note"] = f"chunks of {self.kind.size} aligned in the row: reach capped at {self.kind.reach(L)}"
-        return {**row, **frequency_summary(self.f, tokens=tokens, tau=tau)}
+        return {**row, **frequency_key_numbers(self.f, tokens=tokens, tau=tau)}
+
+    summary = renamed_method("summary", "kind_row")  # deprecated: the old name goes in 0.3
 
 
 @dataclass(frozen=True, repr=False)
@@ -332,10 +335,12 @@ class LayoutFrequency(Displayed):
                 return kind
         raise KeyError(name)
 
-    def summaries(self, *, tokens: float | None = None, tau: float = DEFAULT_TAU) -> list[dict]:
-        """One summary per layer kind (share of layers, effective length for ``tokens`` at ``tau``)."""
+    def kind_rows(self, *, tokens: float | None = None, tau: float = DEFAULT_TAU) -> list[dict]:
+        """One :meth:`KindFrequency.kind_row` per layer kind, with its share of the layers."""
         total = sum(kind.layers for kind in self.kinds)
-        return [kind.summary(share_of_layers=kind.layers / total, tokens=tokens, tau=tau) for kind in self.kinds]
+        return [kind.kind_row(share_of_layers=kind.layers / total, tokens=tokens, tau=tau) for kind in self.kinds]
+
+    summaries = renamed_method("summaries", "kind_rows")  # deprecated: the old name goes in 0.3
 
     def _display(self) -> Display:
         half = self.L // 2
@@ -379,7 +384,7 @@ class LayoutFrequency(Displayed):
         """The layout, window, regime and per layer kind :meth:`KindFrequency.summary`, as JSON."""
         layout = self.layout
         return {"layout": layout.spec, "source": layout.source, "rotary_fraction": layout.rotary_fraction,
-                "L": self.L, "regime": self.regime, "kinds": self.summaries(tokens=tokens, tau=tau)}
+                "L": self.L, "regime": self.regime, "kinds": self.kind_rows(tokens=tokens, tau=tau)}
 
 
 def truncate_to_window(f: np.ndarray, kind: LayerKind) -> np.ndarray:

@@ -17,7 +17,7 @@ best-fit   best-fit packing (Ding et al. 2024, "Fewer truncations improve langua
            documents cut into chunks of at most L (as ``natural``), chunks placed longest first into the
            row with the least room that fits them; no document mask, so a row is one segment of its fill
            (with a mask, the segments would be the chunks: the ``natural`` regime)
-megatron   Megatron-LM's GPTDataset windows (:mod:`freqlab.frequency.megatron`, exact from the ``.idx``
+megatron   Megatron-LM's GPTDataset windows (:mod:`freqlab.frequency.megatron_replay`, exact from the ``.idx``
            and the seed). From a histogram alone there is no order: ``concat`` (without
            ``reset_attention_mask``) or ``pack`` (with it) is computed instead, and ``approximation`` says so
 ========== ==============================================================================================
@@ -337,7 +337,7 @@ def segments(lengths, counts, L: int, regime: str = "natural", *, seed: int = 0,
     if regime == "megatron":
         # imported here: megatron imports this module (its approximation without an index is segments() of pack
         # or concat), and segments() hands the megatron regime to its replay: mutual recursion, not a shared name
-        from freqlab.frequency.megatron import megatron_segments
+        from freqlab.frequency.megatron_replay import megatron_segments
 
         return megatron_segments(L, megatron, histogram=(lengths, counts), seed=seed)
     raise FreqlabError(f"unknown regime {regime!r}; choose one of {', '.join(REGIMES)}")

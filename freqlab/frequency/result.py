@@ -19,12 +19,13 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
+from freqlab.deprecation import renamed_method
 from freqlab.display import HEAD_SHADE, TAIL_SHADE, Display, Displayed, count, curve_svg, percent
 from freqlab.frequency import stats
 from freqlab.frequency.position import segment_frequency
+from freqlab.frequency.regime_table import describe, regime_row
 from freqlab.frequency.regimes import Segments, segments
 from freqlab.frequency.stats import DEFAULT_TAU
-from freqlab.frequency.summary import describe, regime_row
 from freqlab.sizes import position_label
 
 if TYPE_CHECKING:  # type-only: importing it here would load polars with freqlab.frequency
@@ -144,19 +145,21 @@ class PositionFrequency(Displayed):
         """Smallest budget T with f_T(i) >= tau."""
         return stats.tokens_needed(self.f, i, tau)
 
-    def summary(self, tokens: float | None = None, tau: float = DEFAULT_TAU) -> dict:
-        """:func:`~freqlab.frequency.summary.frequency_summary` with the regime, segments and dropped tokens:
+    def regime_row(self, tokens: float | None = None, tau: float = DEFAULT_TAU) -> dict:
+        """:func:`~freqlab.frequency.regime_table.frequency_key_numbers` with the regime, segments and dropped tokens:
         one row of ``freqlab freq --json`` and of a scan's ``summary.json``. JSON-serialisable."""
         return regime_row(self.regime, self.f, self.segments, self.dropped_tokens, self.approximation, tokens, tau)
 
     def to_dict(self, tokens: float | None = None, tau: float = DEFAULT_TAU) -> dict:
-        """What ``freqlab freq --json`` prints per window and regime: :meth:`summary`."""
-        return self.summary(tokens, tau)
+        """What ``freqlab freq --json`` prints per window and regime: :meth:`regime_row`."""
+        return self.regime_row(tokens, tau)
 
     def report(self, tokens: float | None = None, tau: float = DEFAULT_TAU) -> str:
         """What ``freqlab freq`` prints per window and regime: the mass shares, the predicted effective length at
-        ``tokens``, the budget that makes f_T(L/2) reach ``tau`` (:func:`~freqlab.frequency.summary.describe`)."""
-        return describe(self.summary(tokens, tau), detail=True)
+        ``tokens``, the budget that makes f_T(L/2) reach ``tau`` (:func:`~freqlab.frequency.regime_table.describe`)."""
+        return describe(self.regime_row(tokens, tau), detail=True)
+
+    summary = renamed_method("summary", "regime_row")  # deprecated: the old name goes in 0.3
 
     def to_frame(self):
         """A polars DataFrame with columns ``position``, ``regime``, ``f``."""

@@ -4,7 +4,7 @@ Every planner starts from the well-trained range N* (:mod:`freqlab.plan.well_tra
 frequency curve, a budget and threshold, a schedule, or a documented default.
 """
 
-from freqlab.plan.giraffe import power_basis, rope_basis, truncated_basis
+from freqlab.deprecation import renamed_attributes
 from freqlab.plan.harpe import (
     HarpePlan,
     attention_buckets_search,
@@ -16,13 +16,14 @@ from freqlab.plan.harpe import (
     uniform_bases,
     uniform_plan,
 )
+from freqlab.plan.rope_bases import power_basis, rope_basis, truncated_basis
 from freqlab.plan.rope_scaling import (
     ROPE_TYPES,
     RopeScalingPlan,
+    compare_rope_scalings,
     dynamic_ntk_base,
     ntk_aware_base,
     plan_rope_scaling,
-    plan_rope_scalings,
     yarn_attention_factor,
 )
 from freqlab.plan.self_extend import (
@@ -63,6 +64,7 @@ __all__ = [
     "WellTrained",
     "attention_buckets_search",
     "candidate_bases",
+    "compare_rope_scalings",
     "compare_sets",
     "dynamic_ntk_base",
     "evaluate_self_extend",
@@ -71,7 +73,6 @@ __all__ = [
     "ntk_aware_base",
     "peak_valley_search",
     "plan_rope_scaling",
-    "plan_rope_scalings",
     "plan_self_extend",
     "plan_string",
     "plan_upsample",
@@ -95,3 +96,6 @@ __all__ = [
     "well_trained_range",
     "yarn_attention_factor",
 ]
+
+# old names kept for one release: each look-up warns and gives the new object
+__getattr__ = renamed_attributes("freqlab.plan", {"plan_rope_scalings": "freqlab.plan.compare_rope_scalings"})

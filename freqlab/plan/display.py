@@ -25,7 +25,7 @@ from freqlab.display import (
     percent,
     svg_chart,
 )
-from freqlab.frequency.summary import human_count
+from freqlab.frequency.regime_table import human_count
 from freqlab.sizes import position_label
 
 

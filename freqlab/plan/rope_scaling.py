@@ -8,7 +8,7 @@ Types (s = N / L, the target length over the training window; d = head dimension
     largest context length with non-zero accuracy went from 7100 (eval 4) to 16000 (eval 8) when fine-tuned
     at 4, from none (eval 1) to 4200 (eval 2) for the base model, and stayed 16000 (eval 16 and 32) when
     fine-tuned at 16; evaluating at 4x the training factor gave 0 everywhere. The plan quotes these numbers
-    (:data:`freqlab.plan.giraffe.TABLE4_ACCURACY`) and projects nothing from them.
+    (:data:`freqlab.plan.rope_bases.TABLE4_ACCURACY`) and projects nothing from them.
 ``ntk`` (NTK-aware, static)
     No scaling block: the base becomes b' = b · s^(d / (d - 2)).
 ``dynamic`` (dynamic NTK)
@@ -70,7 +70,7 @@ import numpy as np
 from freqlab.display import Display, Displayed
 from freqlab.errors import FreqlabError
 from freqlab.plan import display as shown
-from freqlab.plan.giraffe import TABLE4_CONTEXT_LENGTHS, table4_reach
+from freqlab.plan.rope_bases import TABLE4_CONTEXT_LENGTHS, table4_reach
 from freqlab.plan.well_trained import check_window, json_fields
 
 #: The ``rope_type`` values :func:`plan_rope_scaling` plans (transformers' ``rope_scaling`` config names).
@@ -639,8 +639,8 @@ def giraffe_zero_shot_measurements() -> str:
     )
 
 
-def plan_rope_scalings(L: int, N: int, **kwargs) -> list[RopeScalingPlan]:
-    """One plan per type in ROPE_TYPES.
+def compare_rope_scalings(L: int, N: int, **kwargs) -> list[RopeScalingPlan]:
+    """One plan per type in ROPE_TYPES, the same window and target: the methods side by side.
 
     Parameters
     ----------

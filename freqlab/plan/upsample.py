@@ -53,10 +53,10 @@ from freqlab.display import Display, Displayed
 from freqlab.errors import FreqlabError
 from freqlab.frequency import DEFAULT_TAU, position_frequency
 from freqlab.frequency.schedule import Schedule, ScheduleFrequency, Stage, stage_histogram
-from freqlab.frequency.summary import human_count
 from freqlab.histogram import LengthHistogram
 from freqlab.plan import display as shown
 from freqlab.plan.well_trained import as_histogram, as_schedule_frequency, check_window, json_fields
+from freqlab.sizes import human_count
 
 ADDITIVE_REGIMES: tuple[str, ...] = ("natural", "truncate", "pack")
 PACKINGS: tuple[str, ...] = ("natural", "pack", "concat", "best-fit")

@@ -24,7 +24,7 @@ from matplotlib.axes import Axes
 from matplotlib.ticker import FixedLocator, Formatter, FuncFormatter
 
 from freqlab.errors import FreqlabError
-from freqlab.frequency.summary import human_count
+from freqlab.frequency.regime_table import human_count
 from freqlab.histogram import LengthHistogram
 from freqlab.plots.style import NOTE_SIZE
 from freqlab.sizes import position_label  # noqa: F401 - re-exported for the figures

@@ -55,7 +55,7 @@ def plot_recipe(result, tau: float | None = None, *, size="two-column", columns:
     >>> [ax.get_title().splitlines()[0] for ax in plot_recipe(result).axes]
     ['(a) pretrain-32k', '(b) extend-128k', '(c) effective length after each stage']
     """
-    from freqlab.frequency.summary import human_count
+    from freqlab.frequency.regime_table import human_count
 
     schedule = result.schedule
     tau = schedule.tau if tau is None else float(tau)

@@ -37,11 +37,11 @@ from freqlab.scan.settings import (
     RunOptions,
     ScanSettings,
 )
-from freqlab.scan.summary import RunRecord, format_report, scan_display, scan_summary
+from freqlab.scan.summary_json import RunRecord, build_summary_json, format_report, scan_display
 from freqlab.scan.work import CountJob, ShardOptions
 
 if TYPE_CHECKING:
-    from freqlab.tokenize import TokenCounter
+    from freqlab.tokenization import TokenCounter
 
 
 @dataclass(repr=False)
@@ -125,7 +125,7 @@ def scan(
     registered input format, and files whose lengths are in different units, text beside tokenized data, are
     refused, never added);
     ``tokenizer`` is None (the default), a built-in name, a ``tokenizer.json``, a ``.tiktoken`` file or a hub
-    id (see :func:`freqlab.tokenize.load_tokenizer`), or a loaded :class:`~freqlab.tokenize.TokenCounter` (used
+    id (see :func:`freqlab.tokenization.load_tokenizer`), or a loaded :class:`~freqlab.tokenization.TokenCounter` (used
     as it is: its ``add_special_tokens``, its backends). A scan too small to repay fastokens' start-up on the next
     verified backend (:func:`small_scan_rule`: ~54 MiB of text for tiktoken, ~4 MiB for Hugging Face
     ``tokenizers``) loads its tokenizer without fastokens; pass a loaded counter to choose. Tokenized
@@ -136,7 +136,7 @@ def scan(
     ``source_field`` splits the counts by source: documents without it are counted under ``(none)``; a field no
     document read has is a FreqlabError naming it and the fields of the first record.
 
-    ``megatron`` (:class:`~freqlab.frequency.megatron.MegatronOptions`: Megatron-LM's ``--data-path``,
+    ``megatron`` (:class:`~freqlab.frequency.megatron_replay.MegatronOptions`: Megatron-LM's ``--data-path``,
     ``--seed``, ``--split``, ``--reset-attention-mask``, ``--train-samples`` or epochs) makes the
     ``megatron`` regime replay GPTDataset's windows exactly (the scanned ``.idx`` when no data_path is named).
 
@@ -155,7 +155,7 @@ def scan(
 
     The arguments are gathered into :class:`~freqlab.scan.settings.ScanSettings` (what defines the result),
     :class:`~freqlab.scan.settings.RunOptions` and :class:`~freqlab.scan.settings.ReportOptions`, each
-    validated in full before anything is read; :func:`run_scan` takes those three directly.
+    validated in full before anything is read; :func:`scan_from_settings` takes those three directly.
     """
     settings = ScanSettings(
         dataset=dataset, data_files=data_files, config=config, split=split, text_field=text_field,
@@ -167,11 +167,13 @@ def scan(
                      resume=resume, progress=progress)
     report = ReportOptions(L=L, regimes=regimes, tokens=tokens, corpus_tokens=corpus_tokens, tau=tau,
                            megatron=megatron)
-    return run_scan(settings, run, report)
+    return scan_from_settings(settings, run, report)
 
 
-def run_scan(settings: ScanSettings, run: RunOptions | None = None, report: ReportOptions | None = None) -> ScanResult:
-    """Run a scan described by its three values (see :func:`scan`; None: the defaults)."""
+def scan_from_settings(
+    settings: ScanSettings, run: RunOptions | None = None, report: ReportOptions | None = None
+) -> ScanResult:
+    """Run a scan described by its three validated values (see :func:`scan`; None: the defaults)."""
     start = time.monotonic()
     run = run if run is not None else RunOptions()
     report = report if report is not None else ReportOptions()
@@ -251,7 +253,7 @@ def run_scan(settings: ScanSettings, run: RunOptions | None = None, report: Repo
             },
         )
         check_source_labels(corpus, histogram)
-        summary = scan_summary(settings, report, corpus, counter, engine, histogram, ledger, options, record)
+        summary = build_summary_json(settings, report, corpus, counter, engine, histogram, ledger, options, record)
         output.write(histogram, summary)
     return ScanResult(histogram, summary, run.out)
 
@@ -308,7 +310,7 @@ def fastokens_break_even_bytes(backend: str, table=None) -> float | None:
 
 
 def small_scan_rule(size: int | None, table=None):
-    """The :func:`~freqlab.tokenize.load_tokenizer` ``fastokens_rule`` of a scan of ``size`` bytes of text (None:
+    """The :func:`~freqlab.tokenization.load_tokenizer` ``fastokens_rule`` of a scan of ``size`` bytes of text (None:
     unknown, fastokens always kept): leave fastokens out when the backend that would count instead finishes
     ``size`` bytes before fastokens is ready (:func:`fastokens_break_even_bytes`)."""
     if size is None:
@@ -334,7 +336,7 @@ def load_counter(
     """load_tokenizer, remembered for repeated scans in one process (notebooks, tests): loading verifies the
     fast path and costs seconds. A tokenizer file is reloaded when it changes on disk. ``text_bytes``: the size
     of the text to count, for :func:`small_scan_rule` (None: unknown)."""
-    from freqlab.tokenize import load_tokenizer
+    from freqlab.tokenization import load_tokenizer
 
     state = None
     if isinstance(spec, (str, os.PathLike)) and os.path.isfile(spec):

@@ -34,7 +34,7 @@ from pathlib import Path
 import numpy as np
 
 from freqlab.errors import FreqlabError
-from freqlab.frequency.summary import human_count
+from freqlab.frequency.regime_table import human_count
 from freqlab.scan.uncertainty import LEVEL, SHARES, no_interval, share_intervals
 
 THROUGHPUT_FILE = "throughput.json"  # in freqlab/data

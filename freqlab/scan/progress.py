@@ -21,7 +21,7 @@ import sys
 import time
 import warnings
 
-from freqlab.frequency.summary import human_count
+from freqlab.frequency.regime_table import human_count
 
 
 def in_notebook() -> bool:

@@ -30,7 +30,7 @@ from freqlab.frequency.stats import DEFAULT_TAU
 
 if TYPE_CHECKING:
     from freqlab.corpus.base import Corpus
-    from freqlab.tokenize import TokenCounter
+    from freqlab.tokenization import TokenCounter
 
 ON_ERROR = ("raise", "skip")
 ENGINES = ("local", "ray")
@@ -191,14 +191,14 @@ class RunOptions:
 class ReportOptions:
     """What the summary computes: windows ``L``, ``regimes``, the budget (``tokens`` training tokens,
     ``corpus_tokens`` to extrapolate a partial scan), the threshold ``tau`` (STRING Sec. 3), and ``megatron``
-    (:class:`~freqlab.frequency.megatron.MegatronOptions`) for the ``megatron`` regime."""
+    (:class:`~freqlab.frequency.megatron_replay.MegatronOptions`) for the ``megatron`` regime."""
 
     L: tuple[int, ...] = DEFAULT_L
     regimes: tuple[str, ...] = DEFAULT_REGIMES
     tokens: int | None = None
     corpus_tokens: int | None = None
     tau: float = DEFAULT_TAU
-    megatron: Any = None  # MegatronOptions of the megatron regime (freqlab.frequency.megatron)
+    megatron: Any = None  # MegatronOptions of the megatron regime (freqlab.frequency.megatron_replay)
 
     def __post_init__(self) -> None:
         windows = (self.L,) if isinstance(self.L, int) else tuple(self.L)

@@ -46,7 +46,7 @@ OTHER_REGIMES = "the {regime} regime's shares are not sums over documents: no pe
 
 def mass_shares(lengths, counts, L: int, regime: str, seed: int = 0) -> tuple[float, float]:
     """``(share_at_most_half, share_at_least_three_quarters)`` of f for documents ``(lengths, counts)``, through
-    the summary's own code (:func:`freqlab.frequency.summary.frequency_summary`): the reference the bootstrap's
+    the summary's own code (:func:`freqlab.frequency.regime_table.frequency_key_numbers`): the reference the bootstrap's
     per-document sums (:func:`document_masses`) are checked against.
 
     >>> lengths, counts = np.array([300, 3000]), np.array([5, 2])

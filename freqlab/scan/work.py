@@ -28,7 +28,7 @@ from freqlab.corpus.base import (
     describe_error,
     metered,
 )
-from freqlab.corpus.files import FileChanged
+from freqlab.corpus.file_discovery import FileChanged
 from freqlab.errors import FreqlabError
 from freqlab.scan.counts import DocumentLog, ShardCount, cut_point, limits_reached
 from freqlab.scan.settings import DEFAULT_BATCH_SIZE, ON_ERROR
@@ -372,7 +372,7 @@ class CountJob:
         count)."""
         from tqdm.std import TqdmDefaultWriteLock
 
-        from freqlab.tokenize import single_threaded
+        from freqlab.tokenization import single_threaded
 
         single_threaded(self.threads)
         # tqdm (which datasets uses while streaming) would make its lock a multiprocessing semaphore: a worker

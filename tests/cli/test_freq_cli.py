@@ -268,7 +268,7 @@ def megatron_scan(tmp_path):
 def test_freq_replays_the_megatron_regime_from_the_index_the_scan_read(megatron_scan, tmp_path):
     """Issue 22: `freq lengths.parquet --regime megatron` said "give --data-path", an option freq lacked; it now
     replays GPTDataset's windows from the index named in the histogram's metadata, exactly as from Python."""
-    from freqlab.frequency.megatron import MegatronOptions, megatron_segments
+    from freqlab.frequency.megatron_replay import MegatronOptions, megatron_segments
     from freqlab.frequency.position import segment_frequency
 
     idx, lengths = megatron_scan

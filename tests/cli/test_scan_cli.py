@@ -213,7 +213,7 @@ def test_a_bad_parameter_is_a_usage_error_before_anything_is_read(tmp_path, opti
 
 def test_an_empty_document_is_empty_with_or_without_special_tokens(tmp_path):
     # issue 14: with --add-special-tokens an empty text counted 0 but a text the tokenizer reduced to nothing 2
-    from freqlab.tokenize.export import tekken_to_hf_json
+    from freqlab.tokenization.export import tekken_to_hf_json
 
     config = json.loads(tekken_to_hf_json())
     config["normalizer"] = {"type": "Strip", "strip_left": True, "strip_right": True}  # whitespace -> nothing

@@ -133,7 +133,7 @@ def test_byte_ranges_partition_the_lines_whatever_their_lengths(tmp_path):
 def test_a_file_read_in_byte_ranges_gives_the_same_records_and_line_numbers(tmp_path, name):
     from corpus_helpers import write_bytes
 
-    from freqlab.corpus.files import stat_file
+    from freqlab.corpus.file_discovery import stat_file
     from freqlab.corpus.jsonl import JsonlShard
 
     lines = [json.dumps({"text": f"doc {k} " + "y" * (k * 7 % 50)}).encode() for k in range(300)]

@@ -13,7 +13,7 @@ from hypothesis import strategies as st
 
 from freqlab.corpus.base import Document
 from freqlab.corpus.fields import Fields
-from freqlab.corpus.files import stat_file
+from freqlab.corpus.file_discovery import stat_file
 from freqlab.corpus.jsonl import JsonlShard
 from freqlab.corpus.ranges import LineTooLong, owned_blocks, owned_lines, split_bytes
 
@@ -134,7 +134,7 @@ def test_tiny_documents_come_in_runs_of_bounded_size(tmp_path):
 def test_a_scan_counts_runs_exactly_as_documents_one_by_one(tmp_path, monkeypatch, options):
     from freqlab.corpus.base import FileShard
     from freqlab.scan.work import ShardOptions, count_shard
-    from freqlab.tokenize import load_tokenizer
+    from freqlab.tokenization import load_tokenizer
 
     lines = [json.dumps({"text": "word " * (k % 13)}).encode() for k in range(3000)]
     lines[100:103] = [b"", b'{"text": 5}', b'{"text": ""}']

@@ -69,12 +69,12 @@ def test_megatron_without_eod_says_none_was_appended(tmp_path):
 
 
 def test_megatron_large_index_is_cut_into_document_ranges(tmp_path, monkeypatch):
-    import freqlab.corpus.local as local
-    import freqlab.corpus.tokenized as tokenized
+    import freqlab.corpus.local_files as local_files
+    import freqlab.corpus.token_files as token_files
 
-    monkeypatch.setattr(local, "range_bytes", lambda total: 100)
-    monkeypatch.setattr(tokenized, "MIN_SHARD_DOCUMENTS", 7)
-    monkeypatch.setattr(tokenized, "BATCH_DOCUMENTS", 3)
+    monkeypatch.setattr(local_files, "range_bytes", lambda total: 100)
+    monkeypatch.setattr(token_files, "MIN_SHARD_DOCUMENTS", 7)
+    monkeypatch.setattr(token_files, "BATCH_DOCUMENTS", 3)
     lengths = [1 + (k * 37) % 50 for k in range(40)]
     write_megatron(tmp_path / "big", single_sequence_documents(lengths))
     corpus = open_corpus(str(tmp_path / "big.idx"))
@@ -94,12 +94,12 @@ def test_megatron_lengths_across_batches_and_shards_are_the_sums_of_each_documen
 ):
     """The compiled pass over reused buffers against the obvious answer: each document's tokens, counted from
     the list the file was written from, with batches (3 documents) and shards (7) cutting documents anywhere."""
-    import freqlab.corpus.local as local
-    import freqlab.corpus.tokenized as tokenized
+    import freqlab.corpus.local_files as local_files
+    import freqlab.corpus.token_files as token_files
 
-    monkeypatch.setattr(local, "range_bytes", lambda total: 100)
-    monkeypatch.setattr(tokenized, "MIN_SHARD_DOCUMENTS", 7)
-    monkeypatch.setattr(tokenized, "BATCH_DOCUMENTS", 3)
+    monkeypatch.setattr(local_files, "range_bytes", lambda total: 100)
+    monkeypatch.setattr(token_files, "MIN_SHARD_DOCUMENTS", 7)
+    monkeypatch.setattr(token_files, "BATCH_DOCUMENTS", 3)
     docs = random_documents(60, seed)
     write_megatron(tmp_path / "mixed", docs)
     expected = [sum(len(sequence) for sequence in doc) for doc in docs]
@@ -124,10 +124,10 @@ def test_megatron_lengths_across_batches_and_shards_are_the_sums_of_each_documen
 )
 def test_a_corrupt_megatron_index_is_one_line_naming_the_document(tmp_path, monkeypatch, found, where, value, document):
     """Never a crash: a bound past the sequences would make the pass read beyond the mapped window (SIGBUS)."""
-    import freqlab.corpus.tokenized as tokenized
+    import freqlab.corpus.token_files as token_files
 
     if found == "while scanned":  # beyond the documents the EOS check reads
-        monkeypatch.setattr(tokenized, "EOS_CHECKED", 1)
+        monkeypatch.setattr(token_files, "EOS_CHECKED", 1)
     idx = write_megatron(tmp_path / "bad", single_sequence_documents([4, 5, 6, 7]))
     raw = bytearray(idx.read_bytes())
     raw[where : where + len(value)] = value
@@ -214,7 +214,7 @@ def test_bad_megatron_index_is_one_line(tmp_path, case, message):
 
 @pytest.fixture(scope="module")
 def tekken_json(tmp_path_factory) -> Path:
-    from freqlab.tokenize.export import tekken_to_hf_json
+    from freqlab.tokenization.export import tekken_to_hf_json
 
     path = tmp_path_factory.mktemp("tekken") / "tokenizer.json"
     path.write_text(tekken_to_hf_json(), encoding="utf-8")
@@ -278,9 +278,9 @@ def test_a_datatrove_ds_holding_twice_its_index_tokens_is_refused(tmp_path):
 
 
 def test_datatrove_lengths_across_batches_are_the_differences_of_the_ends(tmp_path, monkeypatch):
-    import freqlab.corpus.tokenized as tokenized
+    import freqlab.corpus.token_files as token_files
 
-    monkeypatch.setattr(tokenized, "BATCH_DOCUMENTS", 4)
+    monkeypatch.setattr(token_files, "BATCH_DOCUMENTS", 4)
     lengths = [(k * 7) % 5 for k in range(23)]  # empty documents among them
     ends = np.cumsum(lengths).astype("<u8")
     (tmp_path / "d.ds").write_bytes(np.zeros(int(ends[-1]), "<u2").tobytes())
@@ -360,7 +360,7 @@ def test_lit_gpt_chunks_are_one_stream_and_the_last_chunks_padding_is_dropped(tm
 def test_an_index_that_shrinks_during_a_scan_is_an_error_not_a_crash(tmp_path):
     """Windows of the index are memory-mapped: touching a mapped byte past the end of a file that shrank would
     kill the worker (SIGBUS), so the size is checked before every window."""
-    from freqlab.corpus.tokenized import IndexFile
+    from freqlab.corpus.token_files import IndexFile
 
     path = tmp_path / "x.idx"
     path.write_bytes(np.arange(100, dtype=np.int64).tobytes())

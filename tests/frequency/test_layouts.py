@@ -155,7 +155,7 @@ def test_layout_from_a_config_file_and_partial_rotary(tmp_path):
 
 def test_summaries_give_shares_and_capped_effective_length_per_kind():
     lf = layout_frequency([4096] * 10, [1] * 10, 2048, "5*swa512+global+nope")
-    rows = {row["kind"]: row for row in lf.summaries(tokens=40960, tau=1000)}
+    rows = {row["kind"]: row for row in lf.kind_rows(tokens=40960, tau=1000)}
     assert rows["global"]["effective_length"] == 1998  # f_T(i) = 20 (2048 - i) >= 1000
     assert rows["swa512"]["effective_length"] == 511 and rows["swa512"]["reach"] == 511
     assert "capped at 511 by construction" in rows["swa512"]["note"]

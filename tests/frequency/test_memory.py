@@ -59,17 +59,17 @@ def test_position_at_mass_by_chunks_is_the_plain_cumulative_search(monkeypatch, 
 def test_one_window_peaks_within_the_estimate_the_commands_check(regime):
     """Peak resident memory of f(i) at L = 2^24, in a fresh process, beyond what it held before."""
     script = f"""
-from freqlab.frequency.summary import regime_summaries
+from freqlab.frequency.regime_table import regime_rows
 
 def status(key):
     with open("/proc/self/status") as handle:
         return next(int(line.split()[1]) for line in handle if line.startswith(key))
 
-regime_summaries([1000, 5000000], [100, 3], [64], [{regime!r}], tokens=10**12)  # compile and import first
+regime_rows([1000, 5000000], [100, 3], [64], [{regime!r}], tokens=10**12)  # compile and import first
 with open("/proc/self/clear_refs", "w") as handle:
     handle.write("5")  # the peak (VmHWM) starts again from the resident size now
 before = status("VmRSS:")
-regime_summaries([1000, 5000000], [100, 3], [1 << 24], [{regime!r}], tokens=10**12)
+regime_rows([1000, 5000000], [100, 3], [1 << 24], [{regime!r}], tokens=10**12)
 print((status("VmHWM:") - before) * 1024 / (1 << 24))
 """
     measured = float(subprocess.run([sys.executable, "-c", script], capture_output=True, text=True,

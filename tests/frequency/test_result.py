@@ -36,7 +36,7 @@ def test_statistics_match_the_functions():
     assert pf.tokens_needed(1280) == tokens_needed(f, 1280) == 266_666_666_667
     assert pf.position_at_mass(0.5) == position_at_mass(f, 0.5)
     np.testing.assert_allclose(pf.scaled(2_048_000), f)
-    row = pf.summary(10**12)
+    row = pf.regime_row(10**12)
     assert (row["regime"], row["segments"], row["dropped_tokens"]) == ("natural", 1000, 0)
     assert row["effective_length"] == 1843
 

@@ -16,12 +16,12 @@ from freqlab.frequency import (
     share_at_most,
     tokens_needed,
 )
+from freqlab.frequency.regime_table import describe, frequency_key_numbers, string_probe_comparison
 from freqlab.frequency.stats import (
     STRING_PROBE_CALIBRATION,
     STRING_PROBE_REPORTS,
     STRING_PROBE_STEP,
 )
-from freqlab.frequency.summary import describe, frequency_summary, string_probe_comparison
 
 F = np.array([4, 3, 2, 1], dtype=np.int64)  # one document of 4 tokens
 
@@ -76,7 +76,7 @@ def test_exact_integer_comparison_for_huge_budgets():
 
 def test_summary_line_reads_like_the_paper():
     f = position_frequency([2048 * 10], [1], 2048, "concat")
-    row = {"regime": "concat", **frequency_summary(f, tokens=10**12)}
+    row = {"regime": "concat", **frequency_key_numbers(f, tokens=10**12)}
     assert describe(row).startswith("L=2048 concat: 75.0% of position mass at i ≤ 1024, 6.3% at i ≥ 1536")
 
 

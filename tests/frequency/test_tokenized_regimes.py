@@ -12,9 +12,15 @@ from hypothesis import strategies as st
 
 from freqlab.errors import FreqlabError
 from freqlab.frequency import position_frequency
-from freqlab.frequency.megatron import MegatronDataset, MegatronOptions, blend_counts, megatron_segments, train_range
+from freqlab.frequency.megatron_replay import (
+    MegatronDataset,
+    MegatronOptions,
+    blend_counts,
+    megatron_segments,
+    train_range,
+)
 from freqlab.frequency.position import segment_frequency
-from freqlab.frequency.summary import describe, regime_summaries
+from freqlab.frequency.regime_table import describe, regime_rows
 
 from .reference import best_fit_rows, frequency_of_segments, megatron_windows
 
@@ -80,7 +86,7 @@ def test_megatron_without_reset_is_whole_windows():
 
 def test_megatron_from_a_histogram_says_what_was_computed_instead():
     lengths, counts = [5, 9, 30], [3, 2, 1]
-    rows = regime_summaries(lengths, counts, [8], ["megatron"], megatron=MegatronOptions(reset_attention_mask=True))
+    rows = regime_rows(lengths, counts, [8], ["megatron"], megatron=MegatronOptions(reset_attention_mask=True))
     assert rows[0]["approximation"] == "pack"
     assert "pack computed: a length histogram has no order" in describe(rows[0])
     plain = megatron_segments(8, None, histogram=(np.array(lengths), np.array(counts)))

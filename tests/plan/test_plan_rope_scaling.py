@@ -25,13 +25,13 @@ from freqlab.plan.rope_scaling import (
     ROPE_TYPES,
     VLLM_ATTENTION_FACTOR,
     VLLM_MAX_MODEL_LEN,
+    compare_rope_scalings,
     critical_dimension,
     dynamic_ntk_base,
     longrope_attention_factor,
     longrope_factors,
     ntk_aware_base,
     plan_rope_scaling,
-    plan_rope_scalings,
     rotary_dims,
     yarn_attention_factor,
 )
@@ -107,7 +107,7 @@ def test_4x_block_loads_without_warnings_and_matches_4x_validators(rope_type):
 
 
 def test_5x_and_4x_blocks_agree():
-    for p in plan_rope_scalings(8192, 131072, rope_theta=500000.0):
+    for p in compare_rope_scalings(8192, 131072, rope_theta=500000.0):
         if p.rope_type == "ntk":
             assert p.config_5x["rope_parameters"]["rope_theta"] == p.config_4x["rope_theta"]
             continue
@@ -122,7 +122,7 @@ def test_5x_and_4x_blocks_agree():
 
 
 def test_factor_and_max_position_embeddings():
-    blocks = {p.rope_type: p for p in plan_rope_scalings(4096, 16384)}
+    blocks = {p.rope_type: p for p in compare_rope_scalings(4096, 16384)}
     assert all(p.factor == 4.0 for p in blocks.values())
     assert blocks["linear"].config_5x["max_position_embeddings"] == 16384
     assert blocks["yarn"].config_5x["max_position_embeddings"] == 16384  # = factor · original
@@ -246,7 +246,7 @@ def test_partial_rotary_factor_counts_only_the_rotary_dimensions():
 
 
 def test_every_block_names_its_versions_and_vllm_gets_the_length_by_hand():
-    for p in plan_rope_scalings(4096, 16384):
+    for p in compare_rope_scalings(4096, 16384):
         assert [b.label for b in p.blocks][-1] == "transformers 5.0+ (rope_parameters)"
         assert p.vllm_command.endswith("--max-model-len 16384")
         assert json.loads(p.vllm_command.split("--hf-overrides '")[1].split("'")[0]) == {

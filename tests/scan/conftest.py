@@ -44,7 +44,7 @@ def write_slimpajama(path: Path, records: list) -> Path:
 
 @pytest.fixture(scope="session")
 def counter():
-    from freqlab.tokenize import load_tokenizer
+    from freqlab.tokenization import load_tokenizer
 
     return load_tokenizer()
 

@@ -55,7 +55,7 @@ def test_a_sampled_scan_extrapolates_to_the_documents_it_saw(slimpajama_dir):
 def test_the_corpus_estimate_is_exact_integer_arithmetic():
     from fractions import Fraction
 
-    from freqlab.scan.summary import estimate_corpus_tokens
+    from freqlab.scan.summary_json import estimate_corpus_tokens
 
     # tokens * documents / read, rounded half up, without float: float division is off by 6 here
     tokens, documents, read = 82031920993190389, 910925047, 861425549
@@ -69,7 +69,7 @@ def test_a_prefix_scan_estimates_the_corpus_with_a_bias_note(tmp_path, corpus_re
     import pyarrow as pa
     import pyarrow.parquet as pq
 
-    from freqlab.scan.summary import PREFIX_NOTE
+    from freqlab.scan.summary_json import PREFIX_NOTE
 
     records = [r for shard in corpus_records for r in shard]
     path = tmp_path / "all.parquet"  # Parquet: the footer gives the corpus's 90 documents

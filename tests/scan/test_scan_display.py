@@ -10,7 +10,7 @@ from frequency.reference import concat_segments, expand, frequency_of_segments, 
 
 from freqlab.histogram import LengthHistogram
 from freqlab.scan import ScanResult, scan
-from freqlab.scan.summary import summarize_windows
+from freqlab.scan.summary_json import budget_and_windows
 
 
 def reference_share(h: LengthHistogram, L: int, segments) -> tuple[float, float]:
@@ -49,7 +49,7 @@ def test_a_big_scan_result_keeps_its_repr_short():
     rng = np.random.default_rng(0)
     big = LengthHistogram.from_lengths(rng.integers(1, 10**6, 200_000), corpus="big " * 50, tokenizer="tekken")
     Ls, regimes = [1024 << k for k in range(6)], ["natural", "truncate", "concat", "uniform"]
-    result = ScanResult(big, summarize_windows(big, Ls, regimes, tokens=10**12))
+    result = ScanResult(big, budget_and_windows(big, Ls, regimes, tokens=10**12))
     page = shown(result)  # 1-3 lines, under 1 KB
     assert repr(result).splitlines()[1].endswith("(+20 more)")  # 24 windows, 4 named
     table = next(t for t in page.tables if t[0][:2] == ["L", "regime"])

@@ -163,7 +163,7 @@ def _context():
     a driver whose tokenizer already started Rayon/numba threads can deadlock."""
     if MP_CONTEXT in multiprocessing.get_all_start_methods():
         context = multiprocessing.get_context(MP_CONTEXT)
-        context.set_forkserver_preload(["freqlab.scan.engines", "freqlab.corpus", "freqlab.tokenize"])
+        context.set_forkserver_preload(["freqlab.scan.engines", "freqlab.corpus", "freqlab.tokenization"])
         return context
     return multiprocessing.get_context("spawn")
 

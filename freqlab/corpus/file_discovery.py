@@ -1,0 +1,264 @@
+"""Finding data files: paths, folders (recursive) and globs, expanded in sorted order, each file once.
+
+Each path, folder or glob is expanded in sorted order (deterministic), duplicates dropped (a file reached twice,
+through a symlink or two overlapping globs, is read once and the duplicate reported). A file named explicitly
+must have a known format (see :mod:`freqlab.corpus.registry`); files of unknown formats met inside folders or
+matched by globs (a README, a checksum file) are passed over and counted. Hidden files and folders (``.git``) are
+not entered; each real folder is walked once, so symlinks pointing back up the tree cannot make the walk endless.
+Only regular files are read: a FIFO, socket or device (or a symlink to one, like ``/dev/zero``) would block or
+never end, so inside a folder it is passed over and counted, and named explicitly it is an error.
+
+A missing path, a glob matching nothing, or a file that cannot be opened raises FreqlabError at once.
+"""
+
+from __future__ import annotations
+
+import glob
+import json
+import os
+import stat
+from dataclasses import dataclass, field
+from typing import Any
+
+from freqlab.corpus.base import FileChanged  # defined in base (Shard.reading catches it); kept importable here
+from freqlab.corpus.registry import supported
+from freqlab.errors import FreqlabError
+
+# Metadata files of saved datasets: JSON, but never JSON-lines data (a glob like saved/* matches them).
+DATASETS_METADATA = frozenset({"state.json", "dataset_info.json", "dataset_dict.json"})
+
+
+@dataclass(frozen=True)
+class DataFile:
+    """One data file: its path, its id (path relative to the corpus root, stable when the data moves), and
+    its size and modification time when the corpus was opened (what checkpoints and readers check)."""
+
+    path: str
+    id: str
+    size: int
+    mtime_ns: int
+
+    @property
+    def remote(self) -> bool:
+        """Whether the file is read over the network (a URL: :mod:`freqlab.corpus.remote_files`)."""
+        return False
+
+    def identity(self) -> dict[str, Any]:
+        """Size and modification time: a checkpoint of this file is trusted only while both are unchanged."""
+        return {"size": self.size, "mtime_ns": self.mtime_ns}
+
+    def check_unchanged(self) -> None:
+        """Raise :class:`FileChanged` when the file is gone or changed since the corpus was opened (checked
+        before and after each shard is read: a file rewritten in place, even to the same size, is refused)."""
+        try:
+            info = os.stat(self.path)
+        except FileNotFoundError:
+            raise FileChanged("the file is gone", self.path) from None
+        if info.st_size != self.size:
+            raise FileChanged(f"size {self.size} -> {info.st_size} bytes", self.path)
+        if info.st_mtime_ns != self.mtime_ns:
+            raise FileChanged("same size, but modified since the scan opened it", self.path)
+
+
+@dataclass
+class FoundFiles:
+    """Files found: ``(path, format name)`` in order, plus what was passed over and why."""
+
+    files: list[tuple[str, str]] = field(default_factory=list)
+    ignored: list[str] = field(default_factory=list)  # unknown formats, and the formats ``format`` left out
+    other_formats: dict[str, int] = field(default_factory=dict)  # files left out by ``format``, by their format
+    not_regular: list[str] = field(default_factory=list)  # FIFOs, sockets, devices
+    duplicates: list[str] = field(default_factory=list)  # the same file reached again
+    split_used: bool = False  # a saved DatasetDict was read, so ``split`` chose its subset
+    _seen: set[str] = field(default_factory=set)
+    _folders: set[str] = field(default_factory=set)
+
+    def add(self, path: str, fmt: str) -> None:
+        """Record ``path`` with its format ``fmt`` (a file found twice is kept once)."""
+        key = os.path.realpath(path)
+        if key in self._seen:
+            self.duplicates.append(path)
+            return
+        self._seen.add(key)
+        self.files.append((path, fmt))
+
+    def enter(self, folder: str) -> bool:
+        """Whether ``folder`` is walked now: False when this real folder was walked already (a symlink loop)."""
+        key = os.path.realpath(folder)
+        if key in self._folders:
+            return False
+        self._folders.add(key)
+        return True
+
+
+def is_regular(path: str) -> bool:
+    """A regular file (after following symlinks)."""
+    try:
+        return stat.S_ISREG(os.stat(path).st_mode)
+    except OSError:
+        return False
+
+
+def is_saved_dataset(folder: str) -> bool:
+    """True for a folder written by ``Dataset.save_to_disk`` or ``DatasetDict.save_to_disk``."""
+    return os.path.isfile(os.path.join(folder, "dataset_dict.json")) or (
+        os.path.isfile(os.path.join(folder, "state.json")) and os.path.isfile(os.path.join(folder, "dataset_info.json"))
+    )
+
+
+def saved_dataset_files(folder: str, split: str) -> list[str]:
+    """The Arrow files of a saved dataset, in their recorded order (for a DatasetDict: of ``split``)."""
+    dict_file = os.path.join(folder, "dataset_dict.json")
+    if os.path.isfile(dict_file):
+        splits = _read_json(dict_file).get("splits", [])
+        if split not in splits:
+            raise FreqlabError(f"{folder}: saved DatasetDict has no split {split!r} (splits: {', '.join(splits)})")
+        folder = os.path.join(folder, split)
+    state = _read_json(os.path.join(folder, "state.json"))
+    names = [entry["filename"] for entry in state.get("_data_files", [])]
+    return [os.path.join(folder, name) for name in names]
+
+
+def _read_json(path: str) -> dict:
+    try:
+        with open(path, encoding="utf-8") as handle:
+            return json.load(handle)
+    except (OSError, ValueError) as exc:
+        raise FreqlabError(f"{path}: cannot read saved-dataset metadata ({exc})") from exc
+
+
+class FileFinder:
+    """Expands specs into :class:`FoundFiles`; ``format_of(path)`` names a file's format (None: unknown).
+
+    ``only`` (a format name) restricts what is read to that format: a file named explicitly is read in it
+    whatever its name; a file met in a folder or matched by a glob is read when that format claims it, or (a
+    glob) when no format does; files of other formats are passed over and counted in ``other_formats``.
+    """
+
+    def __init__(self, format_of, split: str = "train", only: str | None = None) -> None:
+        self.format_of = format_of
+        self.split = split
+        self.only = only
+        self.found = FoundFiles()
+
+    def _chosen(self, path: str, fmt: str | None, matched: bool) -> str | None:
+        """The format ``path`` is read in (None: passed over), under ``only``; ``matched``: by a glob."""
+        if self.only is None or fmt == self.only:
+            return fmt
+        if fmt is None:
+            return self.only if matched else None
+        self.found.other_formats[fmt] = self.found.other_formats.get(fmt, 0) + 1
+        return None
+
+    def expand(self, spec: str) -> None:
+        """Add the files ``spec`` names: a file, a folder or a glob pattern."""
+        path = os.path.expanduser(spec)
+        if glob.has_magic(path):
+            matches = sorted(glob.glob(path, recursive=True))
+            if not matches:
+                raise FreqlabError(f"{spec}: no files match this pattern")
+            for match in matches:
+                self._visit(match, matched=True)
+        elif os.path.isdir(path):
+            self._walk(path)
+        elif os.path.exists(path):
+            if not is_regular(path):
+                raise FreqlabError(f"{spec}: not a regular file (a FIFO, socket or device cannot be scanned)")
+            fmt = self.only or self.format_of(path)
+            if fmt is None:
+                return self._unknown(spec)
+            self.found.add(path, fmt)
+        else:
+            raise FreqlabError(f"{spec}: no such file or directory")
+
+    def _unknown(self, spec: str) -> None:
+        raise FreqlabError(f"{spec}: unknown file format; supported: {supported()}")
+
+    def _visit(self, path: str, matched: bool = False) -> None:
+        """Add a file of a known format, walk a folder, pass over (and count) any other file."""
+        if os.path.isdir(path):
+            self._walk(path)
+        elif not is_regular(path):
+            self.found.not_regular.append(path)
+        elif (fmt := self._chosen(path, self.format_of(path), matched)) is not None:
+            self.found.add(path, fmt)
+        else:
+            self.found.ignored.append(path)
+
+    def _walk(self, folder: str) -> None:
+        if not self.found.enter(folder):
+            return
+        if is_saved_dataset(folder):
+            self.found.split_used |= os.path.isfile(os.path.join(folder, "dataset_dict.json"))
+            for path in saved_dataset_files(folder, self.split):
+                if self._chosen(path, "arrow", False) is None:
+                    self.found.ignored.append(path)
+                else:
+                    self.found.add(path, "arrow")
+            return
+        try:
+            entries = sorted(e for e in os.listdir(folder) if not e.startswith("."))
+        except OSError as exc:
+            raise FreqlabError(f"{folder}: cannot list folder ({exc.strerror or exc})") from exc
+        for entry in entries:
+            self._visit(os.path.join(folder, entry))
+
+
+def find_files(
+    specs: list[str], format_of, split: str = "train", config: str | None = None, only: str | None = None
+) -> FoundFiles:
+    """The data files of paths, folders and globs (``only``: of that format, see :class:`FileFinder`); raises
+    when nothing is found.
+
+    ``config`` and a ``split`` other than ``"train"`` mean nothing for local files (``split`` only chooses the
+    subset of a saved DatasetDict): rather than ignore them silently, that raises.
+    """
+    finder = FileFinder(format_of, split, only)
+    for spec in specs:
+        finder.expand(spec)
+    found = finder.found
+    if not found.files:
+        if only is not None:
+            others = ", ".join(f"{n} {fmt}" for fmt, n in sorted(found.other_formats.items()))
+            raise FreqlabError(
+                f"{', '.join(specs)}: no {only} files found" + (f" (only {others})" if others else "")
+            )
+        raise FreqlabError(f"{', '.join(specs)}: no data files found (supported: {supported()})")
+    shown = " ".join(specs)
+    if config is not None:
+        raise FreqlabError(f"{shown}: --config {config!r} applies to Hugging Face datasets, not to local files")
+    if split != "train" and not found.split_used:
+        raise FreqlabError(
+            f"{shown}: --split {split!r} applies to Hugging Face datasets and saved DatasetDict folders; "
+            "local files are read whole (drop --split, or point at the split's files)"
+        )
+    return found
+
+
+def stat_file(path: str, file_id: str) -> DataFile:
+    """A :class:`DataFile` for ``path``, made absolute (workers, e.g. on Ray nodes, run in other folders;
+    symlinks are kept, so messages name the file as found); FreqlabError when it cannot be opened for reading."""
+    try:
+        descriptor = os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0))
+    except OSError as exc:
+        raise FreqlabError(f"{path}: cannot open for reading ({exc.strerror or exc})") from exc
+    try:
+        info = os.fstat(descriptor)
+    finally:
+        os.close(descriptor)
+    return DataFile(os.path.abspath(path), file_id, info.st_size, info.st_mtime_ns)
+
+
+def relative_ids(paths: list[str]) -> tuple[str, dict[str, str]]:
+    r"""The common root folder of ``paths`` and each path's id relative to it (``/``-separated).
+
+    A file name that is not valid UTF-8 keeps its undecodable bytes as ``\xNN`` escapes in the id, so ids are
+    always printable and hashable as UTF-8.
+    """
+    root = os.path.commonpath([os.path.dirname(os.path.abspath(p)) for p in paths])
+
+    def rel(path: str) -> str:
+        relative = os.path.relpath(os.path.abspath(path), root).replace(os.sep, "/")
+        return os.fsencode(relative).decode("utf-8", "backslashreplace")
+
+    return root, {path: rel(path) for path in paths}

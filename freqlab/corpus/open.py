@@ -1,0 +1,174 @@
+"""``open_corpus``: one entry point for every way of naming a corpus.
+
+``dataset`` is resolved in this order:
+
+1. None: local ``data_files`` if given, else the built-in corpus (the Python standard library).
+2. A preset name (``slimpajama``...): with ``data_files``, local copies read with the preset's field mapping;
+   without, the preset's Hub dataset streamed through ``datasets``.
+3. A ``datasets`` packaged builder (``json``, ``parquet``, ``text``, ``arrow``, ``csv``...) with ``data_files``:
+   the local files streamed through ``datasets`` (the native readers are faster; this path exists so the
+   ``datasets`` streaming code runs, and is tested, offline).
+4. A URL (``hf://datasets/...``, ``s3://``, ``gs://``, ``http(s)://``: :mod:`freqlab.corpus.remote_files`), an
+   existing path, a glob, or anything that looks like a file name (``data.jsonl``): files, read by the same formats.
+5. ``owner/name``: a Hugging Face Hub dataset (``config``, ``split``; ``data_files`` are then patterns inside
+   the repository), probed first so an offline machine fails in seconds.
+6. Anything else: an unknown preset (FreqlabError listing the presets).
+
+``text_field`` / ``source_field`` override the mapping (default: text ``text``, no source label);
+``source_field=""`` turns a preset's source label off. ``format`` (a name from
+:mod:`freqlab.corpus.registry`) reads only local files of that format (see
+:class:`~freqlab.corpus.file_discovery.FileFinder`); files whose lengths are in different units (text beside
+tokenized data) are refused, never added (:func:`~freqlab.corpus.local_files.check_one_unit`).
+"""
+
+from __future__ import annotations
+
+import glob
+import os
+
+from freqlab.corpus.base import Corpus
+from freqlab.corpus.builtin import builtin_corpus
+from freqlab.corpus.fields import Fields, ReadOptions
+from freqlab.corpus.hub import PACKAGED_BUILDERS, streamed_corpus
+from freqlab.corpus.local_files import local_corpus
+from freqlab.corpus.presets import PRESETS, get_preset
+from freqlab.corpus.registry import format_of
+from freqlab.corpus.remote_files import is_url
+from freqlab.errors import FreqlabError
+
+
+def _as_list(data_files: str | list[str] | tuple[str, ...] | None) -> list[str] | None:
+    if data_files is None:
+        return None
+    specs = [data_files] if isinstance(data_files, (str, os.PathLike)) else list(data_files)
+    specs = [os.fspath(spec) for spec in specs]
+    if not specs:
+        raise FreqlabError("data_files is empty: give at least one file, folder or glob")
+    return specs
+
+
+def _looks_local(dataset: str) -> bool:
+    """An existing path, a glob, an explicit path (./ ../ / ~) or a name with a data-file suffix."""
+    return (
+        os.path.exists(os.path.expanduser(dataset))
+        or glob.has_magic(dataset)
+        or dataset.startswith((".", "/", "~", os.sep))
+        or format_of(dataset) is not None
+        or dataset.lower().endswith((".gz", ".zst"))
+    )
+
+
+def open_corpus(
+    dataset: str | None = None,
+    *,
+    data_files: str | list[str] | None = None,
+    config: str | None = None,
+    split: str = "train",
+    text_field: str | None = None,
+    source_field: str | None = None,
+    format: str | None = None,
+    read: ReadOptions | None = None,
+) -> Corpus:
+    """Open a corpus by preset name, Hub id, ``datasets`` builder, or local files/folders/globs.
+
+    ``read`` says how tokenized data is read (token or length column, EOS id; see :class:`ReadOptions`).
+
+    Parameters
+    ----------
+    dataset : str, optional
+        A preset name, Hub id, ``datasets`` builder, or local file/folder/glob; default: the built-in corpus.
+    data_files : str or list of str, optional
+        Local copies (paths or globs) to read with ``dataset``'s fields.
+    config, split : str
+        Hub configuration and split.
+    text_field, source_field : str, optional
+        Record fields of the text and of the source label.
+    format : str, optional
+        Input format, instead of the one the file names imply.
+    read : ReadOptions, optional
+        How tokenized data is read (token or length column, EOS id).
+
+    Returns
+    -------
+    Corpus
+        The corpus, split into shards.
+
+    Examples
+    --------
+    >>> corpus = open_corpus()                      # the Python standard library, offline
+    >>> corpus.name, corpus.has_sources
+    ('python-stdlib', True)
+
+    Raises FreqlabError naming the path or id (missing path, empty glob, unknown preset, offline Hub...).
+    """
+    specs = _as_list(data_files)
+    if dataset is not None:
+        dataset = os.fspath(dataset)
+
+    def fields(default: Fields | None = None) -> Fields:
+        default = default or Fields()
+        source = default.source if source_field is None else (source_field or None)  # "": no source label
+        return Fields(text_field or default.text, source, read or ReadOptions())
+
+    if dataset is None:
+        if specs is None:
+            if text_field or source_field or (read is not None and not read.is_default):
+                raise FreqlabError(
+                    "text_field/source_field and tokenized-data options apply to a dataset or data files, "
+                    "not the built-in corpus"
+                )
+            return builtin_corpus()
+        return local_corpus(specs, fields(), name=" ".join(specs), split=split, config=config, format=format)
+
+    if dataset in PRESETS:
+        preset = PRESETS[dataset]
+        mapping = fields(preset.fields)
+        info = {"kind": "preset", "preset": preset.name, "hub_id": preset.id}
+        if specs is not None:
+            return local_corpus(
+                specs, mapping, name=f"{preset.name} ({_copies(specs)})", split=split, config=config, description=info,
+                format=format,
+            )
+        if preset.id is None:
+            raise FreqlabError(
+                f"{preset.name}: this preset has no Hub dataset (local copies only); "
+                f"use --dataset {preset.name} --data-files 'PATH/OR/GLOB'"
+            )
+        return streamed_corpus(
+            preset.id,
+            config=config if config is not None else preset.config,
+            split=split or preset.split,
+            data_files=None,
+            fields=mapping,
+            name=preset.id,
+            description=info,
+        )
+
+    if dataset in PACKAGED_BUILDERS:
+        return streamed_corpus(
+            dataset,
+            config=config,
+            split=split,
+            data_files=specs,
+            fields=fields(),
+            name=f"{dataset} (local files via datasets)",
+            description={},
+        )
+
+    if is_url(dataset) or _looks_local(dataset):  # a URL (hf://, s3://, ...) is files too, never a Hub id
+        if specs is not None:
+            raise FreqlabError(f"{dataset}: give local data either as the dataset path or as data_files, not both")
+        return local_corpus([dataset], fields(), name=dataset, split=split, config=config, format=format)
+
+    if "/" in dataset:
+        return streamed_corpus(
+            dataset, config=config, split=split, data_files=specs, fields=fields(), name=dataset, description={}
+        )
+    get_preset(dataset)  # raises: unknown preset, with suggestions
+    raise AssertionError("unreachable")
+
+
+def _copies(specs: list[str]) -> str:
+    """How a preset's files were given: 'local files', 'remote files' or both."""
+    remote = sum(is_url(spec) for spec in specs)
+    return "local files" if not remote else "remote files" if remote == len(specs) else "local and remote files"

@@ -1,0 +1,323 @@
+"""The ``megatron`` regime: the windows Megatron-LM's ``GPTDataset`` draws, replayed exactly from the ``.idx``.
+
+What megatron-core's ``GPTDataset`` does (``megatron/core/datasets/gpt_dataset.py``, checked against its own
+samples in the tests), replayed here with numpy only, in O(sequences):
+
+1. Its units are the index's *sequences* (GPT splits by sequence; ``document_indices`` is not used). The
+   ``--split`` weights (e.g. ``969,30,1``) are normalised and cut the sequences into ranges
+   ``[round(a·S), round(b·S))``; the train split is the first.
+2. The number of epochs is the least E with ``E·T ≥ samples·L + 1`` (T: tokens of the split), samples being
+   ``--train-samples`` (one epoch without it). The epochs' sequence ids, ``arange(S, dtype=int32)`` repeated,
+   are shuffled by ``numpy.random.RandomState(seed)`` (``--seed``, default 1234); when the last epoch would
+   give fewer than 80% of an epoch's samples, it is shuffled separately after the others.
+3. Samples are windows of ``L + 1`` tokens at stride L over that stream, ``(E·T - 1) // L`` of them; the
+   trainer takes the first ``--train-samples`` in the order of a shuffled ``arange`` (the same RandomState).
+4. Without ``--reset-attention-mask`` each window's L input tokens are one segment: f(i) = windows · (L - i).
+   With it, a segment ends after every EOD token among the inputs; the EOD is the last token of each
+   document's last sequence, as ``preprocess_data.py --append-eod`` writes it (when the corpus's EOS check
+   finds no EOS appended, there is nothing to reset at).
+5. A blend (``--data-path W1 P1 W2 P2``) normalises the weights, builds each prefix's dataset for
+   ``ceil(ceil(N·w)·1.005)`` samples (N = ``--train-samples``), and takes the first N samples of the blend,
+   each from the prefix whose count lags its weight most (megatron-core's ``build_blending_indices``).
+
+From a length histogram alone there is no order to replay: ``pack`` (with ``reset_attention_mask``) or
+``concat`` (without) is computed instead, and the result says which (``Segments.approximation``).
+"""
+
+from __future__ import annotations
+
+import math
+import os
+import re
+from dataclasses import dataclass
+
+import numpy as np
+
+from freqlab.errors import FreqlabError, brief
+from freqlab.frequency.kernels import blending_counts, megatron_walk
+from freqlab.frequency.regimes import Segments, segments
+from freqlab.resources import doing, require_memory
+
+DEFAULT_SEED = 1234  # Megatron-LM's --seed default
+DEFAULT_SPLIT = "969,30,1"  # Megatron-LM's --split default
+SURPLUS = 0.005  # megatron-core's mid_level_dataset_surplus default
+FINAL_EPOCH_THRESHOLD = 0.80  # below this share of an epoch, the last epoch is shuffled on its own
+
+
+@dataclass(frozen=True)
+class MegatronOptions:
+    """What a Megatron-LM run sets that decides its windows (the window L is ``--seq-length``).
+
+    ``data_path``: Megatron's ``--data-path`` as given (``"PREFIX"`` or ``"W1 P1 W2 P2 ..."``; a prefix may
+    also be written with ``.idx``); empty: no indexes, so the regime is approximated from the histogram.
+    ``epochs`` or ``train_samples`` (not both) say how much is trained; neither: one epoch.
+    """
+
+    data_path: str = ""
+    seed: int = DEFAULT_SEED
+    split: str = DEFAULT_SPLIT
+    reset_attention_mask: bool = False
+    train_samples: int | None = None
+    epochs: int | None = None
+
+    def __post_init__(self) -> None:
+        if self.train_samples is not None and self.epochs is not None:
+            raise FreqlabError("give train_samples or epochs for the megatron regime, not both")
+        for name in ("train_samples", "epochs"):
+            value = getattr(self, name)
+            if value is not None and (isinstance(value, bool) or int(value) != value or value < 1):
+                raise FreqlabError(f"{name} must be a positive integer, got {value!r}")
+        if not 0 <= int(self.seed) < 2**32:
+            raise FreqlabError(f"the Megatron seed must be in [0, 2^32), got {self.seed}")
+        split_vector(self.split)
+        self.blend()
+
+    def blend(self) -> list[tuple[float | None, str]]:
+        """``(weight, prefix)`` pairs of ``data_path`` (weight None when the prefixes are not weighted)."""
+        words = self.data_path.split()
+        if not words:
+            return []
+        if len(words) % 2 == 0 and all(_is_number(w) for w in words[::2]):
+            pairs = [(float(w), _prefix(p)) for w, p in zip(words[::2], words[1::2])]
+            for word, (w, _) in zip(words[::2], pairs):
+                if not 0 < w < math.inf:
+                    raise FreqlabError(
+                        f"data_path (--data-path) weights must be positive finite numbers, got {brief(word)}"
+                    )
+            return list(pairs)  # list[tuple[float | None, str]], as the weightless branch
+        if any(_is_number(w) for w in words):
+            raise FreqlabError(f"data_path is 'PREFIX' or 'W1 PREFIX1 W2 PREFIX2 ...', got {self.data_path!r}")
+        return [(None, _prefix(w)) for w in words]
+
+    def describe(self) -> dict:
+        """The options that are set, by name."""
+        return {k: v for k, v in vars(self).items() if v is not None}
+
+    def with_data_path(self, paths: list[str]) -> MegatronOptions:
+        """These options, reading the scanned index when ``data_path`` is empty and one ``.idx`` was scanned."""
+        if self.data_path or len(paths) != 1 or not paths[0].endswith(".idx"):
+            return self
+        from dataclasses import replace
+
+        return replace(self, data_path=paths[0])
+
+
+def _is_number(word: str) -> bool:
+    return re.fullmatch(r"[0-9]*\.?[0-9]+(e[-+]?[0-9]+)?", word, re.IGNORECASE) is not None
+
+
+def _prefix(path: str) -> str:
+    for suffix in (".idx", ".bin"):
+        if path.endswith(suffix):
+            return path[: -len(suffix)]
+    return path
+
+
+def split_vector(split: str) -> list[float]:
+    """megatron-core's ``parse_and_normalize_split``: the numbers of ``split``, padded to 3, normalised."""
+    words = re.findall(r"[.0-9]+", split)
+    usage = f"split (--megatron-split) must be up to three non-negative weights like 969,30,1, got {brief(split)}"
+    if any(len(word) > 30 or not re.fullmatch(r"[0-9]+\.?[0-9]*|\.[0-9]+", word) for word in words):
+        raise FreqlabError(usage)
+    values = [float(x) for x in words]
+    if not values or len(values) > 3 or sum(values) <= 0:
+        raise FreqlabError(usage)
+    values += [0.0] * (3 - len(values))
+    total = float(np.sum(np.array(values, np.float64)))
+    return (np.array(values, np.float64) / total).tolist()
+
+
+def train_range(split: str, sequences: int) -> tuple[int, int]:
+    """The train split's sequences ``[begin, end)``: ``round(a·S)``, ``round(b·S)`` as megatron-core cuts."""
+    first = split_vector(split)[0]
+    # convert_split_vector_to_split_matrix: bookends 0 .. first; Python's round, as megatron-core uses
+    return round(0.0 * float(sequences)), round(first * float(sequences))
+
+
+def _epochs(tokens: int, samples: int | None, L: int) -> int:
+    """GPTDataset._get_num_epochs: the least E with E·T >= samples·L + 1 (1 without samples)."""
+    if samples is None:
+        return 1
+    return max(1, -(-(samples * L + 1) // tokens))
+
+
+def _shuffled(values: np.ndarray, random_state: np.random.RandomState) -> np.ndarray:
+    random_state.shuffle(values)
+    return values
+
+
+@dataclass(frozen=True)
+class MegatronDataset:
+    """One prefix's train split as GPTDataset builds it for ``samples`` samples of L + 1 tokens."""
+
+    sequence_order: np.ndarray  # int32 sequence ids in stream order (all epochs)
+    windows: int  # samples built: (E·T - 1) // L
+    shuffle: np.ndarray  # the sample order the trainer reads
+
+    @classmethod
+    def build(cls, lengths: np.ndarray, begin: int, end: int, L: int, samples: int | None, seed: int):
+        """Replay Megatron's sample index for documents ``begin .. end - 1`` at sequence length ``L``."""
+        indices = np.arange(begin, end, dtype=np.int32)
+        tokens = int(np.sum(lengths[begin:end], dtype=np.int64))
+        if tokens <= 1:
+            raise FreqlabError(f"the train split holds {tokens} tokens: too few for windows of {L}")
+        epochs = _epochs(tokens, samples, L)
+        separate = False
+        if epochs > 1 and samples is not None:  # epochs > 1 only with samples (_epochs)
+            sans_final = ((epochs - 1) * tokens - 1) // L
+            per_epoch = (tokens - 1) // L
+            separate = samples - sans_final < int(FINAL_EPOCH_THRESHOLD * per_epoch)
+        random_state = np.random.RandomState(seed)
+        if separate:
+            order = np.concatenate([
+                _shuffled(np.tile(indices, epochs - 1), random_state),
+                _shuffled(indices.copy(), random_state),
+            ])
+        else:
+            order = _shuffled(np.tile(indices, epochs), random_state)
+        windows = (epochs * tokens - 1) // L
+        dtype = np.uint32 if windows < np.iinfo(np.uint32).max - 1 else np.int64
+        first = sans_final if separate else windows
+        shuffle = _shuffled(np.arange(first, dtype=dtype), random_state)
+        if first < windows:
+            shuffle = np.concatenate([shuffle, _shuffled(np.arange(first, windows, dtype=dtype), random_state)])
+        return cls(order, windows, shuffle)
+
+    def consumed(self, taken: int | None) -> np.ndarray:
+        """Which windows the trainer reads when it takes the first ``taken`` samples (all: empty mask)."""
+        if taken is None or taken >= self.windows:
+            return np.zeros(0, bool)
+        mask = np.zeros(self.windows, bool)
+        mask[self.shuffle[:taken].astype(np.int64)] = True
+        return mask
+
+
+def blend_counts(weights: list[float], samples: int) -> list[int]:
+    """How many of the first ``samples`` samples of a blend each dataset gives (megatron-core's greedy
+    ``build_blending_indices``: each sample from the dataset whose count lags ``weight · max(k, 1)`` most).
+
+    >>> blend_counts([0.25, 0.75], 8)
+    [2, 6]
+    """
+    return blending_counts(np.array(weights, np.float64), samples).tolist()
+
+
+def normalize(weights: list[float]) -> list[float]:
+    """megatron-core's ``normalize``: ``w / sum(w)`` in float64."""
+    w = np.array(weights, np.float64)
+    return (w / np.sum(w)).tolist()
+
+
+def megatron_segments(
+    L: int, options: MegatronOptions | None, *, histogram=None, seed: int = 0, eod: bool | None = None
+):
+    """Segments of the ``megatron`` regime at window (``--seq-length``) L: exact from ``options.data_path``,
+    else an approximation from ``histogram`` (``pack`` with ``reset_attention_mask``, else ``concat``).
+
+    ``eod``: whether documents end with an EOD token (None: as the indexes' EOS check finds).
+    """
+    options = options or MegatronOptions()
+    blend = options.blend()
+    if not blend:
+        if histogram is None:
+            raise FreqlabError("the megatron regime needs data_path (Megatron's --data-path) or a histogram")
+        proxy = "pack" if options.reset_attention_mask else "concat"
+        lengths, counts = histogram
+        approx = segments(lengths, counts, L, proxy, seed=seed)
+        return Segments(approx.lengths, approx.counts, L, "megatron", approximation=proxy)
+    counts = megatron_counts(L, options, blend, eod)
+    nonzero = np.flatnonzero(counts)
+    return Segments(nonzero.astype(np.int64), counts[nonzero], L, "megatron")
+
+
+def megatron_counts(L: int, options: MegatronOptions, blend, eod: bool | None) -> np.ndarray:
+    """Exact segment-length counts (index l: segments of l tokens) of the windows the trainer reads."""
+    from freqlab.corpus.megatron import read_index
+
+    if L < 2:
+        raise FreqlabError("Megatron's seq_length must be at least 2")
+    samples = options.train_samples
+    weights = [w for w, _ in blend]
+    blended = len(blend) > 1 or weights[0] is not None
+    if blended:
+        if samples is None:
+            raise FreqlabError("a weighted or multi-prefix data_path needs train_samples (Megatron's --train-samples)")
+        if weights[0] is None:
+            raise FreqlabError("several prefixes need weights, as in Megatron: data_path 'W1 P1 W2 P2'")
+        normalised = normalize(weights)
+        built: list[int | None] = [math.ceil(math.ceil(samples * w) * (1 + SURPLUS)) for w in normalised]
+    else:
+        built = [samples]
+    prefixes = []  # every index opened and every replay sized before the blend's O(samples) walk
+    for (_, prefix), build in zip(blend, built):
+        if not os.path.exists(prefix + ".idx"):
+            raise FreqlabError(f"{prefix}.idx: no such Megatron index (data_path names prefixes of .idx/.bin)")
+        index = read_index(prefix + ".idx")
+        lengths = np.asarray(index.sequence_lengths)
+        begin, end = train_range(options.split, index.sequences)
+        if options.epochs is not None:  # all samples of that many epochs
+            tokens = int(np.sum(lengths[begin:end], dtype=np.int64))
+            build = (options.epochs * tokens - 1) // L
+        _require_memory(options, lengths, begin, end, L, build, reset=options.reset_attention_mask)
+        prefixes.append((index, lengths, begin, end, build))
+    if blended:
+        # BlendedDataset normalises them again; samples is an int here (checked when blended, above)
+        taken: list[int | None] = list(blend_counts(normalize(normalised), samples))  # type: ignore[arg-type]
+    else:  # one prefix: the samples asked for, or all of --epochs
+        taken = [prefixes[0][4] if options.epochs is not None else samples]
+    counts = np.zeros(L + 1, np.int64)
+    for (index, lengths, begin, end, build), take in zip(prefixes, taken):
+        with doing(f"replaying Megatron's samples of {index.prefix}"):
+            counts += _replay(index, lengths, begin, end, L, build, take, options, eod)
+    return counts
+
+
+def _replay(index, lengths, begin: int, end: int, L: int, build, take, options: MegatronOptions, eod) -> np.ndarray:
+    """Segment-length counts of one prefix's train split: the windows its shuffled stream gives the trainer."""
+    dataset = MegatronDataset.build(lengths, begin, end, L, build, options.seed)
+    consumed = dataset.consumed(take)
+    used = dataset.windows if consumed.size == 0 else int(np.count_nonzero(consumed))
+    counts = np.zeros(L + 1, np.int64)
+    if not options.reset_attention_mask or not _has_eod(index, eod):
+        counts[L] = used
+        return counts
+    ends_document = np.zeros(index.sequences + 1, bool)
+    ends_document[np.asarray(index.document_indices[1:], np.int64)] = True
+    ends_document = ends_document[1:]  # sequence j ends a document when j + 1 is a document end
+    order = dataset.sequence_order.astype(np.int64)
+    return megatron_walk(lengths[order].astype(np.int64), ends_document[order], L, dataset.windows, consumed)
+
+
+def _require_memory(options: MegatronOptions, lengths, begin: int, end: int, L: int, samples: int | None, *,
+                    reset: bool) -> None:
+    """Refuse, naming ``--epochs`` or ``--train-samples``, a replay whose arrays exceed the memory available: the
+    stream of E epochs' sequence ids (int32, and a copy when the last epoch is shuffled alone), the sample order
+    (uint32 or int64, and a copy) and the mask of the samples taken; with ``--reset-attention-mask`` also the stream's
+    lengths (int64, twice) and end-of-document flags."""
+    tokens = int(np.sum(lengths[begin:end], dtype=np.int64))
+    if tokens <= 1:
+        return  # MegatronDataset.build says why
+    epochs = _epochs(tokens, samples, L)
+    stream = epochs * (end - begin)
+    windows = (epochs * tokens - 1) // L
+    needed = stream * (8 + (17 if reset else 0)) + windows * (2 * (4 if windows < 2**32 - 1 else 8) + 1)
+    option = f"--epochs {options.epochs:,}" if options.epochs is not None else (
+        f"--train-samples {options.train_samples:,}" if samples is not None else "one epoch of the train split")
+    require_memory(needed, option, f"the Megatron replay of {epochs:,} epochs of {end - begin:,} sequences, "
+                   f"{windows:,} samples of {L:,} tokens")
+
+
+def _has_eod(index, eod: bool | None) -> bool:
+    """Whether documents end with an EOD: ``eod`` when given, else the EOS check of the index's documents."""
+    if eod is not None:
+        return eod
+    from freqlab.corpus.token_files import EOS_CHECKED, EosCheck
+
+    check = EosCheck()
+    try:
+        check.add(index.last_tokens(EOS_CHECKED))
+    except FreqlabError:
+        raise
+    except ValueError as exc:  # a corrupt index among the first documents
+        raise FreqlabError(f"{index.prefix}.idx: {exc}") from None
+    return bool(check.describe()["eos"]["appended"])

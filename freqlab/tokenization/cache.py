@@ -1,0 +1,174 @@
+"""The on-disk cache of loaded tokenizers: start-up paid once per tokenizer file, not once per run.
+
+Loading a tokenizer converts it (a ``tokenizer.json`` compiled to tiktoken ranks, a SentencePiece model to a
+``tokenizer.json``, a regex respelled for fastokens' preset) and verifies every faster backend against the
+reference on sample text: seconds for Llama 3 (measured in the README). All of it is deterministic given
+
+* the tokenizer file's bytes (sha256),
+* the load options (``add_special_tokens``, ``pattern``, ``verify_texts``, backends left out),
+* the versions of freqlab (its ``tokenize`` sources included), Python, fastokens, tokenizers, tiktoken, regex
+  and sentencepiece,
+
+so an entry keyed by all of them holds the converted counter (its backends' data) and the verification verdicts;
+a load that finds it builds nothing and compares nothing. Any change of the key (an edited file, an upgraded
+backend) misses, and the verification runs again. A verdict that was never computed (fastokens left out of a
+small scan) is computed on the load that needs it and added to the entry.
+
+Where: ``$FREQLAB_CACHE_DIR``, else ``$XDG_CACHE_HOME/freqlab``, else ``~/.cache/freqlab``; subfolder
+``tokenizers``. ``FREQLAB_NO_CACHE=1`` turns it off. Entries are written to a temporary file and renamed
+(atomic: concurrent writers each write a whole entry, the last rename wins); each starts with a sha256 of its
+payload, and an entry that is truncated, corrupt, unreadable or from another format is ignored and rebuilt.
+Entries are Python pickles: the cache folder must be as trusted as the user's own files.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import functools
+import hashlib
+import importlib.metadata
+import os
+import pickle
+import sys
+import tempfile
+from collections.abc import Callable, Mapping
+from pathlib import Path
+from typing import Any
+
+from freqlab.tokenization.counter import TokenCounter
+from freqlab.tokenization.verify import capturing, verified
+
+FORMAT = b"freqlab-tokenizer-cache-1\n"
+_BACKEND_PACKAGES = ("fastokens", "tokenizers", "tiktoken", "regex", "sentencepiece", "numpy")
+
+
+def cache_dir() -> Path | None:
+    """The tokenizer cache folder, or None when ``FREQLAB_NO_CACHE`` is set (to anything but ``0``/empty)."""
+    if os.environ.get("FREQLAB_NO_CACHE", "") not in ("", "0"):
+        return None
+    root = os.environ.get("FREQLAB_CACHE_DIR")
+    if not root:
+        xdg = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
+        root = os.path.join(xdg, "freqlab")
+    return Path(root) / "tokenizers"
+
+
+@functools.cache
+def versions() -> tuple[tuple[str, str], ...]:
+    """What the cached data depends on besides the file: Python, the backends' versions, freqlab's tokenize
+    sources (a development checkout changes without a version bump)."""
+    found = []
+    for name in _BACKEND_PACKAGES:
+        try:
+            found.append((name, importlib.metadata.version(name)))
+        except importlib.metadata.PackageNotFoundError:
+            found.append((name, "-"))
+    sources = hashlib.sha256()
+    for path in sorted(Path(__file__).parent.glob("*.py")):
+        sources.update(path.name.encode() + b"\0" + path.read_bytes())
+    data = Path(__file__).parent.parent / "data" / "throughput.json"
+    if data.is_file():
+        sources.update(data.read_bytes())
+    return (("python", sys.version), ("freqlab-tokenize", sources.hexdigest()), *found)
+
+
+def cache_key(file: str | Path, options: Mapping[str, Any]) -> str:
+    """sha256 hex of the file's bytes, the load ``options`` (repr, sorted) and :func:`versions`."""
+    digest = hashlib.sha256()
+    with open(file, "rb") as handle:
+        for block in iter(lambda: handle.read(1 << 20), b""):
+            digest.update(block)
+    key = hashlib.sha256(digest.digest())
+    key.update(repr(sorted((k, _plain(v)) for k, v in options.items())).encode("utf-8", "surrogatepass"))
+    key.update(repr(versions()).encode())
+    return key.hexdigest()
+
+
+def _plain(value: Any) -> Any:
+    """A repr-stable form of an option: sequences of texts by their sha256."""
+    if isinstance(value, (list, tuple)) and value and all(isinstance(v, str) for v in value):
+        joined = "\x00".join(value).encode("utf-8", "surrogatepass")
+        return ("texts", len(value), hashlib.sha256(joined).hexdigest())
+    if isinstance(value, Mapping):
+        return tuple(sorted(value.items()))
+    return value
+
+
+def read_entry(path: Path) -> dict | None:
+    """The entry at ``path``, or None when it is missing, truncated, corrupt or of another format."""
+    try:
+        data = path.read_bytes()
+    except OSError:
+        return None
+    if not data.startswith(FORMAT) or len(data) < len(FORMAT) + 32:
+        return None
+    checksum, payload = data[len(FORMAT) : len(FORMAT) + 32], data[len(FORMAT) + 32 :]
+    if hashlib.sha256(payload).digest() != checksum:
+        return None
+    try:
+        entry = pickle.loads(payload)
+    except Exception:
+        return None
+    return entry if isinstance(entry, dict) and {"state", "refusals", "salad", "verdicts"} <= entry.keys() else None
+
+
+def write_entry(path: Path, entry: dict) -> None:
+    """Write ``entry`` atomically (temporary file in the same folder, then rename); errors are ignored: the
+    cache only saves time."""
+    with contextlib.suppress(OSError, pickle.PicklingError, TypeError, AttributeError):
+        path.parent.mkdir(parents=True, exist_ok=True)
+        payload = pickle.dumps(entry, protocol=pickle.HIGHEST_PROTOCOL)
+        handle, temporary = tempfile.mkstemp(dir=path.parent, prefix=path.name + ".", suffix=".tmp")
+        try:
+            with os.fdopen(handle, "wb") as out:
+                out.write(FORMAT + hashlib.sha256(payload).digest() + payload)
+            os.replace(temporary, path)
+        finally:
+            with contextlib.suppress(FileNotFoundError):
+                os.unlink(temporary)
+
+
+def cached_load(
+    file: str | Path,
+    options: Mapping[str, Any],
+    load: Callable[[], TokenCounter],
+    *,
+    settings: Mapping[str, Any],
+    verify_texts,
+) -> TokenCounter:
+    """``load()`` through the cache: an entry for (``file``, ``options``) rebuilds the counter from its data and
+    verdicts (with ``settings``: name, spec, threads of this call); otherwise ``load()`` runs and its verified
+    candidate is written. Statistics: :data:`STATS` (hits, misses, writes)."""
+    folder = cache_dir()
+    try:
+        key = cache_key(file, options) if folder is not None else None
+    except OSError:  # unreadable: the loader names the file in its error
+        key = None
+    if folder is None or key is None:
+        return load()
+    path = folder / f"{key}.pickle"
+    entry = read_entry(path)
+    if entry is not None:
+        STATS["hits"] += 1
+        seen: dict = {}
+        candidate = TokenCounter(**{**entry["state"], **settings})
+        with capturing(seen):
+            counter = verified(candidate, refusals=entry["refusals"], verify_texts=verify_texts,
+                               salad_tokens=entry["salad"], verdicts=entry["verdicts"])
+        if seen.get("verdicts", {}).keys() - entry["verdicts"].keys():  # a verdict computed now: keep it
+            write_entry(path, {**entry, "verdicts": dict(seen["verdicts"])})
+            STATS["writes"] += 1
+        return counter
+    STATS["misses"] += 1
+    seen = {}
+    with capturing(seen):
+        counter = load()
+    if "state" in seen:
+        state = {k: v for k, v in seen["state"].items() if k not in ("name", "spec")}
+        write_entry(path, {"state": state, "refusals": seen["refusals"], "salad": seen["salad"],
+                           "verdicts": dict(seen["verdicts"])})
+        STATS["writes"] += 1
+    return counter
+
+
+STATS = {"hits": 0, "misses": 0, "writes": 0}

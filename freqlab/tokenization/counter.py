@@ -1,0 +1,435 @@
+"""``TokenCounter``: exact token counts per document, on the fastest backend verified for the tokenizer.
+
+A counter only counts: ``count(texts)`` returns one int64 per text, the length of the token sequence the
+tokenizer produces (plus ``special_tokens_added`` per text when ``add_special_tokens``). It never returns token
+ids, so a backend is free to use any ranks that give the same segmentation.
+
+Backends (:mod:`freqlab.tokenization.backends`) are tried fastest first: fastokens, tiktoken, Hugging Face
+``tokenizers``, ``sentencepiece``. The last one is the *reference* (the tokenizer's own implementation:
+Hugging Face for a ``tokenizer.json``, tiktoken for Tekken and ``.tiktoken`` files, ``sentencepiece`` for a
+``.model``); every faster one was compared with it at load (:mod:`freqlab.tokenization.verify`), and those that
+differed or failed are absent, with the reason in ``fallback_reasons``. At count time:
+
+* a text containing a *routed* string (a Hugging Face added token, a SentencePiece user-defined piece) goes to
+  the reference, which applies its own matching rules (lstrip/rstrip/normalized...) exactly;
+* the other texts go to the first backend in one batch; if it raises, the batch is counted text by text and a
+  text the backend fails on goes to the next backend (after replacing lone surrogates, as tiktoken does:
+  :func:`~freqlab.tokenization.backends.valid_unicode`). A text no backend can count is a FreqlabError.
+
+Pickling (worker processes, Ray tasks): a counter pickles to its raw data (``tokenizer.json`` text, tiktoken
+ranks, ``.model`` bytes) and its verified backend list, never to a file path, so it works on machines without
+the tokenizer file or the hub, and is not verified again. Engines are built on first use, once per process:
+copies with the same fingerprint share them. If the process cannot import the fastokens version verified at
+load, fastokens is skipped there (the next backend was verified too).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import re
+import struct
+import threading
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from freqlab.errors import FreqlabError
+from freqlab.tokenization.backends import (
+    BACKEND_FASTOKENS,
+    ENGINES,
+    FASTEST_FIRST,
+    FastokensRanks,
+    fastokens_version,
+    is_engine_failure,
+    valid_unicode,
+)
+
+
+def vocab_hash(tokens: Iterable[tuple[int, bytes]]) -> str:
+    """Short sha256 (16 hex digits) of a vocabulary given as ``(id, token bytes)`` pairs, in id order.
+
+    Each entry hashes as ``id (uint64 LE) | len (uint32 LE) | bytes``, so the hash changes when any token, id
+    or the vocabulary size changes, and not when the file is merely re-serialised.
+
+    >>> vocab_hash([(0, b"a"), (1, b"b")]) == vocab_hash([(1, b"b"), (0, b"a")])
+    True
+    """
+    pack = struct.Struct("<QI").pack
+    blob = b"".join(pack(token_id, len(token)) + token for token_id, token in sorted(tokens))
+    return hashlib.sha256(blob).hexdigest()[:16]
+
+
+@dataclass(frozen=True)
+class TiktokenPlan:
+    """Everything the tiktoken backend needs: ranks, pattern, and how to prepare text (NFC, prefix space)."""
+
+    pat_str: str
+    mergeable_ranks: dict[bytes, int]
+    nfc: bool = False
+    prefix_space: bool = False
+
+
+class TokenCounter:
+    """Counts tokens per text, exactly. Build one with :func:`freqlab.tokenization.load_tokenizer`.
+
+    Attributes
+    ----------
+    name
+        human-readable name (built-in name, file path or hub id).
+    spec
+        string that re-creates the counter in another process: ``load_tokenizer(c.spec, ...)``.
+    backend
+        the backend that counts ordinary texts (the fastest verified one), e.g. ``"fastokens"``.
+    backends
+        all verified backends, fastest first; the last is the reference.
+    vocab_size
+        number of token ids, special tokens included.
+    vocab_hash
+        :func:`vocab_hash` of all ``(id, token bytes)`` pairs, special tokens included.
+    add_special_tokens
+        whether counts include the special tokens added around each document.
+    special_tokens_added
+        how many tokens ``add_special_tokens`` adds per document.
+    fallback_reasons
+        backend -> why it was refused at load (not installed, not convertible, differed).
+    fallback_reason
+        the reasons of the backends faster than ``backend`` ("fastokens: ...; tiktoken: ..."),
+        or None when the fastest backend runs.
+    threads
+        Hugging Face backend only: 1 (default) encodes text by text; ``n > 1`` uses its rayon pool.
+        fastokens follows ``FASTOKENS_BPE_THREADS`` (see :func:`freqlab.tokenization.single_threaded`).
+    fastokens_note
+        how fastokens runs the pre-tokenizer (which preset and why, see
+        :mod:`freqlab.tokenization.presets`), or None.
+    """
+
+    def __init__(
+        self,
+        *,
+        name: str,
+        spec: str,
+        vocab_size: int,
+        vocab_hash: str,
+        sources: Mapping[str, Any],
+        backends: Sequence[str] | None = None,
+        routed: Sequence[str] = (),
+        add_special_tokens: bool = False,
+        special_tokens_added: int = 0,
+        fallback_reasons: Mapping[str, str] | None = None,
+        threads: int = 1,
+        fastokens_version: str | None = None,
+        fastokens_note: str | None = None,
+        _engines: Engines | None = None,
+    ) -> None:
+        unknown = set(sources) - set(FASTEST_FIRST)
+        if unknown or not sources:
+            raise ValueError(f"a TokenCounter needs sources among {FASTEST_FIRST}, got {sorted(sources)}")
+        self.name = name
+        self.spec = spec
+        self.vocab_size = int(vocab_size)
+        self.vocab_hash = vocab_hash
+        self.add_special_tokens = bool(add_special_tokens)
+        self.special_tokens_added = int(special_tokens_added) if add_special_tokens else 0
+        self.threads = max(1, int(threads))
+        self._sources = dict(sources)
+        order = [b for b in FASTEST_FIRST if b in self._sources] if backends is None else list(backends)
+        if not order or any(b not in self._sources for b in order):
+            raise ValueError(f"backends {order} need sources; have {sorted(self._sources)}")
+        self.backends: tuple[str, ...] = tuple(order)
+        self.routed: tuple[str, ...] = tuple(routed)
+        self.fallback_reasons: dict[str, str] = dict(fallback_reasons or {})
+        self.fastokens_version = fastokens_version
+        self.fastokens_note = fastokens_note
+        self._engines = _engines if _engines is not None else Engines(self._sources, self.routed)
+        self._fingerprint: str | None = None
+
+    @property
+    def backend(self) -> str:
+        """The backend that counts ordinary texts: the fastest verified one usable in this process."""
+        return self._live_backends()[0]
+
+    @property
+    def reference(self) -> str:
+        """The tokenizer's own implementation, last in ``backends``: routed texts and last resort."""
+        return self.backends[-1]
+
+    @property
+    def fallback_reason(self) -> str | None:
+        """Why the backends faster than ``backend`` are not used ("fastokens: not installed"), or None."""
+        chosen = FASTEST_FIRST.index(self.backend)
+        reasons = {**self.fallback_reasons, **self._local_refusals()}
+        faster = [f"{b}: {reasons[b]}" for b in FASTEST_FIRST[:chosen] if b in reasons]
+        return "; ".join(faster) or None
+
+    @property
+    def plan(self) -> TiktokenPlan | None:
+        """The tiktoken backend's ranks and pattern (None without a tiktoken backend)."""
+        return self._sources.get("tiktoken")
+
+    @property
+    def pattern(self) -> str | None:
+        """The pre-tokenization regex of the tiktoken backend (None without one)."""
+        return self.plan.pat_str if self.plan is not None else None
+
+    def source(self, backend: str) -> Any:
+        """The data a backend is built from (``tokenizer.json`` text, :class:`TiktokenPlan`, ``.model`` bytes)."""
+        return self._sources[backend]
+
+    def __repr__(self) -> str:
+        return (
+            f"TokenCounter(name={self.name!r}, backend={self.backend!r}, vocab_size={self.vocab_size}, "
+            f"vocab_hash={self.vocab_hash!r}, add_special_tokens={self.add_special_tokens})"
+        )
+
+    def with_backends(self, backends: Sequence[str], fallback_reasons: Mapping[str, str]) -> TokenCounter:
+        """A copy restricted to ``backends`` (their sources only), sharing this counter's built engines."""
+        sources = {b: self._sources[b] for b in backends}
+        copy = TokenCounter(
+            **{**self._state(), "sources": sources, "backends": backends, "fallback_reasons": fallback_reasons},
+            _engines=self._engines.restricted(sources),
+        )
+        return copy
+
+    def without(self, backend: str, reason: str) -> TokenCounter:
+        """A copy that does not use ``backend``, with ``reason`` in ``fallback_reasons``.
+
+        E.g. fastokens for a small scan: building it costs each worker 1-4 s and ~100-300 MB (measured in
+        scripts/bench_tokenize.md), repaid only after ~10M tokens per worker. The reference cannot be dropped.
+        """
+        if backend == self.reference:
+            raise ValueError(f"{backend} is the reference of {self.name}; it cannot be dropped")
+        kept = tuple(b for b in self.backends if b != backend)
+        return self.with_backends(kept, {**self.fallback_reasons, backend: reason})
+
+    # -- counting ---------------------------------------------------------------------------------------
+
+    def count(self, texts: Sequence[str]) -> np.ndarray:
+        """Token count of each text (int64), including ``special_tokens_added`` per text when enabled.
+
+        >>> from freqlab.tokenization import load_tokenizer
+        >>> load_tokenizer("tekken").count(["Hello world", ""]).tolist()
+        [2, 0]
+        """
+        out = np.empty(len(texts), dtype=np.int64)
+        if not len(texts):
+            return out
+        backends = self._live_backends()
+        routed = self._engines.routed
+        plain = list(range(len(texts)))
+        if routed is not None and (not self._engines.joinable or routed.search("\x00".join(texts))):
+            plain = [i for i in plain if not routed.search(texts[i])]
+            for i in sorted(set(range(len(texts))) - set(plain)):
+                out[i] = self._count_document(texts[i], i, backends[-1:])
+        if len(plain) == len(texts):
+            self._count_batch(texts, range(len(texts)), out, backends)
+        elif plain:
+            self._count_batch([texts[i] for i in plain], plain, out, backends)
+        return out + self.special_tokens_added
+
+    def count_one(self, text: str) -> int:
+        """Token count of one text (same rules as :meth:`count`)."""
+        return int(self.count([text])[0])
+
+    def counts_by(self, backend: str, texts: Sequence[str]) -> np.ndarray:
+        """Counts (without special tokens) of one backend alone, no routing or fallback: for verification."""
+        return self._engines.get(backend).counts(texts, self.threads)
+
+    def _count_batch(self, texts: Sequence[str], where: Iterable[int], out: np.ndarray, backends) -> None:
+        where = list(where)
+        try:
+            out[where] = self._engines.get(backends[0]).counts(texts, self.threads)
+            return
+        except BaseException as exc:
+            if not is_engine_failure(exc):
+                raise
+        for text, i in zip(texts, where):  # one failing text must not cost the others their fast backend
+            out[i] = self._count_document(text, i, backends)
+
+    def _count_document(self, text: str, index: int, backends: Sequence[str]) -> int:
+        errors = []
+        for attempt in (text, valid_unicode(text)):
+            if errors and attempt is text:
+                break  # nothing to replace: a second round would fail the same way
+            for backend in backends:
+                try:
+                    return int(self._engines.get(backend).counts([attempt], self.threads)[0])
+                except BaseException as exc:
+                    if not is_engine_failure(exc):
+                        raise
+                    errors.append(f"{backend}: {_first_line(exc)}")
+        raise FreqlabError(f"{self.name}: text #{index} ({text[:40]!r}...) cannot be counted ({'; '.join(errors)})")
+
+    def _live_backends(self) -> tuple[str, ...]:
+        """``backends`` without fastokens when this process lacks the version that was verified."""
+        if BACKEND_FASTOKENS in self.backends and self._local_refusals():
+            return tuple(b for b in self.backends if b != BACKEND_FASTOKENS)
+        return self.backends
+
+    def _local_refusals(self) -> dict[str, str]:
+        if BACKEND_FASTOKENS not in self.backends:
+            return {}
+        here = fastokens_version()
+        if here == self.fastokens_version:
+            return {}
+        why = "not installed in this process" if here is None else f"{here} here, {self.fastokens_version} verified"
+        return {BACKEND_FASTOKENS: why}
+
+    # -- pickling -------------------------------------------------------------------------------------
+
+    @property
+    def fingerprint(self) -> str:
+        """sha256 of everything that determines the counts (used to share built engines in a process)."""
+        if self._fingerprint is None:
+            self._fingerprint = sources_fingerprint(self._sources, self.routed)
+        return self._fingerprint
+
+    def _state(self) -> dict[str, Any]:
+        return {
+            "name": self.name,
+            "spec": self.spec,
+            "vocab_size": self.vocab_size,
+            "vocab_hash": self.vocab_hash,
+            "sources": self._sources,
+            "backends": self.backends,
+            "routed": self.routed,
+            "add_special_tokens": self.add_special_tokens,
+            "special_tokens_added": self.special_tokens_added,
+            "fallback_reasons": self.fallback_reasons,
+            "threads": self.threads,
+            "fastokens_version": self.fastokens_version,
+            "fastokens_note": self.fastokens_note,
+        }
+
+    def __reduce__(self):
+        with _BUILT_LOCK:  # unpickling in this process reuses our engines
+            _BUILT.setdefault(self.fingerprint, self._engines)
+        return (_restore_counter, (self.fingerprint, self._state()))
+
+
+def sources_fingerprint(sources: Mapping[str, Any], routed: Sequence[str] = ()) -> str:
+    """sha256 over the backends' data (ranks hashed via :func:`vocab_hash`) and the routed strings."""
+    h = hashlib.sha256(repr(sorted(routed)).encode())
+    for backend in sorted(sources):
+        data = sources[backend]
+        h.update(backend.encode())
+        if isinstance(data, FastokensRanks):
+            h.update((data.encoding or "").encode())
+            data = data.plan
+        if isinstance(data, TiktokenPlan):
+            h.update(repr((data.pat_str, data.nfc, data.prefix_space, len(data.mergeable_ranks))).encode())
+            h.update(vocab_hash((rank, token) for token, rank in data.mergeable_ranks.items()).encode())
+        elif isinstance(data, str):
+            h.update(data.encode("utf-8", "surrogatepass"))
+        else:
+            h.update(bytes(data))
+    return h.hexdigest()
+
+
+def literal_search_regex(words: Iterable[str]) -> re.Pattern[str]:
+    """A regex that finds any of ``words``, as a trie (``<s>``, ``</s>`` -> ``<(?:s>|/s>)``).
+
+    Checking 1000 special tokens one by one would scan each text 1000 times; the trie is one pass, and the
+    regex engine skips ahead to the possible first characters.
+
+    >>> bool(literal_search_regex(["<s>", "</s>", "[INST]"]).search("a </s> b"))
+    True
+    """
+    trie: dict = {}
+    for word in words:
+        if not word:
+            continue
+        node = trie
+        for ch in word:
+            node = node.setdefault(ch, {})
+        node[""] = {}  # end of a word: anything longer is irrelevant for "does one occur"
+
+    def emit(node: dict) -> str:
+        if "" in node:
+            return ""
+        branches = [re.escape(ch) + emit(child) for ch, child in sorted(node.items())]
+        return branches[0] if len(branches) == 1 else "(?:" + "|".join(branches) + ")"
+
+    return re.compile(emit(trie) if trie else "(?!)")
+
+
+class LiteralFinder:
+    """Finds any of ``words`` in a text: one :func:`literal_search_regex` per first character.
+
+    Python's ``re`` skips ahead to a pattern's literal prefix (a fast substring search) but tries an alternation
+    of several first characters at every position: on code, adding ``'ſ`` to Llama 3's 256 ``<|...|>`` added
+    tokens made one search of the trie ~4x slower than the counting itself. Grouped by first character, each
+    search has a literal prefix.
+
+    >>> bool(LiteralFinder(["<s>", "</s>", "'\u017f"]).search("it's </s>"))
+    True
+    """
+
+    def __init__(self, words: Iterable[str]) -> None:
+        groups: dict[str, list[str]] = {}
+        for word in words:
+            if word:
+                groups.setdefault(word[0], []).append(word)
+        self._searches = [literal_search_regex(group).search for _, group in sorted(groups.items())]
+
+    def search(self, text: str) -> bool:
+        """True when ``text`` contains one of the words."""
+        return any(search(text) for search in self._searches)
+
+
+class Engines:
+    """The built (expensive) backend engines behind a counter, each built on first use in this process.
+
+    A worker that never meets a routed text never builds the reference; one whose fastokens runs never
+    builds tiktoken.
+    """
+
+    def __init__(self, sources: Mapping[str, Any], routed: Sequence[str] = (), built: Mapping | None = None) -> None:
+        self._sources = dict(sources)
+        self._built: dict[str, Any] = dict(built or {})
+        self._lock = threading.Lock()
+        self.routed = LiteralFinder(routed) if any(routed) else None
+        # One search over the texts joined by "\x00" finds whether any text holds a routed string, unless a
+        # routed string contains "\x00" itself (then a match could span two texts).
+        self.joinable = not any("\x00" in word for word in routed)
+
+    def get(self, backend: str) -> Any:
+        """The engine of ``backend``, built on first use."""
+        engine = self._built.get(backend)
+        if engine is None:
+            with self._lock:
+                engine = self._built.get(backend)
+                if engine is None:
+                    engine = self._built[backend] = ENGINES[backend](self._sources[backend])
+        return engine
+
+    def put(self, backend: str, engine: Any) -> None:
+        """Register an engine built elsewhere (the loader's Hugging Face tokenizer: parse the JSON once)."""
+        self._built[backend] = engine
+
+    def restricted(self, sources: Mapping[str, Any]) -> Engines:
+        """A copy that knows only the backends of ``sources``."""
+        copy = Engines(sources, built={b: e for b, e in self._built.items() if b in sources})
+        copy.routed, copy.joinable = self.routed, self.joinable
+        return copy
+
+
+def _first_line(exc: BaseException) -> str:
+    """The first line of an exception's message (its type name when the message is empty)."""
+    return str(exc).splitlines()[0] if str(exc).strip() else exc.__class__.__name__
+
+
+_BUILT_LOCK = threading.Lock()
+_BUILT: dict[str, Engines] = {}  # fingerprint -> engines, per process (a worker unpickles many copies)
+
+
+def _restore_counter(fingerprint: str, state: dict) -> TokenCounter:
+    with _BUILT_LOCK:
+        engines = _BUILT.get(fingerprint)
+        if engines is None:
+            engines = Engines(state["sources"], state["routed"])
+            _BUILT[fingerprint] = engines
+    counter = TokenCounter(**state, _engines=engines)
+    counter._fingerprint = fingerprint
+    return counter

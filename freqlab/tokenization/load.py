@@ -1,0 +1,104 @@
+"""``load_tokenizer``: one entry point for every way of naming a tokenizer."""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable, Mapping, Sequence
+from pathlib import Path
+
+from freqlab.errors import FreqlabError
+from freqlab.tokenization.builtin import BUILTIN_TOKENIZERS, DEFAULT_TOKENIZER, builtin_path, load_builtin
+from freqlab.tokenization.cache import cached_load
+from freqlab.tokenization.counter import TokenCounter
+from freqlab.tokenization.hf import HUB_HINT, load_hub_tokenizer, load_tokenizer_json
+from freqlab.tokenization.sentencepiece import load_sentencepiece_file
+from freqlab.tokenization.tiktoken_file import is_tiktoken_file, load_tiktoken_file
+from freqlab.tokenization.verify import fastokens_rule as rule_context
+from freqlab.tokenization.verify import skipped_backends, skipping
+
+# owner/name[@revision] (or a bare legacy name like "gpt2"): letters, digits, "-", "_", "."
+_HUB_ID = re.compile(r"^[A-Za-z0-9][\w.-]*(/[\w.-]+)?(@[\w./-]+)?$")
+
+
+def load_tokenizer(
+    spec: str | None = None,
+    *,
+    add_special_tokens: bool = False,
+    verify_texts: Sequence[str] | None = None,
+    pattern: str | None = None,
+    threads: int = 1,
+    skip_backends: Mapping[str, str] | None = None,
+    fastokens_rule: Callable[[str], str | None] | None = None,
+) -> TokenCounter:
+    """Load a token counter.
+
+    ``spec`` is, in order of precedence:
+
+    * ``None``: the default built-in, ``"tekken"`` (Mistral Tekken, from ``mistral-common``);
+    * a built-in name (``BUILTIN_TOKENIZERS``): ``tekken``, ``tekken-240911``, ``tekken-240718``;
+    * an existing path: a ``.tiktoken`` ranks file (regex ``pattern``, default cl100k's; also a ``.model`` file
+      in that format, like Llama 3's ``tokenizer.model``), a SentencePiece ``.model`` file, a Tekken JSON
+      (``tekken*.json`` with a ``config.pattern``), a Hugging Face ``tokenizer.json``, or a folder holding one;
+    * otherwise a Hugging Face model id, ``org/name[@revision]`` (needs the hub or its local cache).
+
+    ``add_special_tokens`` counts the tokens a document gets in pretraining: BOS+EOS for Tekken, the
+    post-processor's tokens for Hugging Face tokenizers. ``verify_texts`` are the texts a ``tokenizer.json``
+    faster backend must count identically to the reference (default:
+    :func:`~freqlab.tokenization.sample.default_verify_texts`). ``threads`` only matters on the Hugging Face backend
+    (see :class:`TokenCounter`). ``skip_backends`` (``{"fastokens": "why"}``) leaves a faster backend out
+    without building or verifying it (the reason goes to ``counter.fallback_reasons``): fastokens costs
+    seconds to build and verify, repaid only on scans of more than some 100 MB. ``fastokens_rule`` decides that
+    once the other backends are verified: called with the one that would count without fastokens, it returns
+    the reason to leave fastokens out (built and verified only when it returns None); the scan driver's rule
+    compares the scan's size with that backend's measured speed (:func:`freqlab.scan.driver.small_scan_rule`).
+
+    The counter is picklable (see :mod:`freqlab.tokenization.counter`); ``load_tokenizer(counter.spec, ...)``
+    re-creates it too.
+
+    >>> counter = load_tokenizer()
+    >>> counter.name, counter.backend, counter.vocab_size
+    ('tekken', 'fastokens', 131072)
+    >>> counter.count(["The quick brown fox."]).tolist()
+    [5]
+    """
+    if skip_backends or fastokens_rule is not None:
+        with skipping(skip_backends or {}), rule_context(fastokens_rule):
+            return load_tokenizer(spec, add_special_tokens=add_special_tokens, verify_texts=verify_texts,
+                                  pattern=pattern, threads=threads)
+    if spec is None:
+        spec = DEFAULT_TOKENIZER
+    options = {"add_special_tokens": bool(add_special_tokens), "skipped": skipped_backends()}
+    if spec in BUILTIN_TOKENIZERS:
+        return cached_load(builtin_path(spec), {**options, "builtin": spec},
+                           lambda: load_builtin(spec, add_special_tokens=add_special_tokens),
+                           settings={"name": spec, "spec": spec}, verify_texts=None)
+    path = Path(spec).expanduser()
+    if path.exists():
+        model_file = ".model" in path.suffixes  # tokenizer.model, mistral's tokenizer.model.v1
+        file = path / "tokenizer.json" if path.is_dir() else path
+        settings = {"name": str(file), "spec": str(file)}
+        if path.suffix == ".tiktoken" or (model_file and is_tiktoken_file(path)):
+            return cached_load(file, {**options, "kind": "tiktoken", "pattern": pattern},
+                               lambda: load_tiktoken_file(path, pattern=pattern, add_special_tokens=add_special_tokens),
+                               settings=settings, verify_texts=None)
+        if model_file:
+            return cached_load(file, {**options, "kind": "sentencepiece", "verify_texts": verify_texts},
+                               lambda: load_sentencepiece_file(path, add_special_tokens=add_special_tokens,
+                                                               verify_texts=verify_texts),
+                               settings=settings, verify_texts=verify_texts)
+        return cached_load(file, {**options, "kind": "json", "verify_texts": verify_texts, "threads": threads},
+                           lambda: load_tokenizer_json(path, add_special_tokens=add_special_tokens,
+                                                       verify_texts=verify_texts, threads=threads),
+                           settings=settings, verify_texts=verify_texts)
+    if (
+        path.suffix in {".json", ".tiktoken", ".model"}
+        or ".model" in path.suffixes
+        or spec.startswith((".", "/", "~"))
+        or "\\" in spec
+    ):
+        raise FreqlabError(f"{spec}: no such tokenizer file")
+    if not _HUB_ID.match(spec):
+        raise FreqlabError(
+            f"tokenizer {spec!r}: not a file, a built-in ({', '.join(BUILTIN_TOKENIZERS)}) or a hub id; {HUB_HINT}"
+        )
+    return load_hub_tokenizer(spec, add_special_tokens=add_special_tokens, verify_texts=verify_texts, threads=threads)

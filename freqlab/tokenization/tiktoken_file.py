@@ -1,0 +1,106 @@
+"""``.tiktoken`` files: tiktoken's BPE ranks format, one ``base64(token bytes) rank`` pair per line.
+
+The format has no regex and no special tokens. The pattern defaults to tiktoken's ``cl100k_base`` regex
+(:data:`CL100K_PATTERN`, the one of GPT-3.5/GPT-4); pass ``pattern=`` for other vocabularies (e.g. o200k's).
+"""
+
+from __future__ import annotations
+
+import base64
+import binascii
+from pathlib import Path
+
+from freqlab.errors import FreqlabError
+from freqlab.tokenization.backends import (  # noqa: F401  (the patterns live in backends, for verify; importable here)
+    CL100K_PATTERN,
+    FASTOKENS_PRESETS,
+    O200K_PATTERN,
+    TiktokenEngine,
+)
+from freqlab.tokenization.counter import TiktokenPlan, TokenCounter, vocab_hash
+from freqlab.tokenization.verify import tiktoken_counter
+
+# Meta's llama3/tokenizer.py (the same regex as Llama 3's tokenizer.json); for its tiktoken-format tokenizer.model.
+LLAMA3_PATTERN = (
+    r"(?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\r\n\p{L}\p{N}]?\p{L}+|\p{N}{1,3}| ?[^\s\p{L}\p{N}]+[\r\n]*|\s*[\r\n]+|"
+    r"\s+(?!\S)|\s+"
+)
+
+
+LLAMA3_RANKS = 128_000
+
+
+def is_tiktoken_file(path: str | Path) -> bool:
+    """True when a file starts with a ``<base64 token> <rank>`` line (Llama 3 ships its ranks as ``.model``)."""
+    try:
+        with open(path, "rb") as fh:
+            first = fh.readline(1000).split()
+    except OSError:
+        return False
+    return len(first) == 2 and first[1].isdigit() and _is_base64(first[0])
+
+
+def _is_base64(token: bytes) -> bool:
+    try:
+        base64.b64decode(token, validate=True)
+    except (ValueError, binascii.Error):
+        return False
+    return True
+
+
+def read_tiktoken_ranks(path: str | Path) -> dict[bytes, int]:
+    """Parse a ``.tiktoken`` file; FreqlabError naming the file and line on any malformed line."""
+    path = Path(path)
+    try:
+        lines = path.read_bytes().splitlines()
+    except OSError as exc:
+        raise FreqlabError(f"{path}: cannot read tokenizer file ({exc.__class__.__name__}: {exc})") from exc
+    ranks: dict[bytes, int] = {}
+    for number, line in enumerate(lines, start=1):
+        if not line.strip():
+            continue
+        try:
+            token, rank = line.split()
+            ranks[base64.b64decode(token, validate=True)] = int(rank)
+        except (ValueError, binascii.Error) as exc:
+            raise FreqlabError(f"{path}:{number}: not a '<base64 token> <rank>' line: {line[:60]!r}") from exc
+    if not ranks:
+        raise FreqlabError(f"{path}: empty .tiktoken file")
+    if len(set(ranks.values())) != len(ranks):
+        raise FreqlabError(f"{path}: duplicate ranks")
+    missing = [b for b in range(256) if bytes([b]) not in ranks]
+    if missing:
+        raise FreqlabError(f"{path}: {len(missing)} single bytes missing (e.g. {missing[0]}); not a byte-level BPE")
+    return ranks
+
+
+def load_tiktoken_file(
+    path: str | Path, *, pattern: str | None = None, add_special_tokens: bool = False
+) -> TokenCounter:
+    """A counter for a ``.tiktoken`` ranks file (spec = the path; a custom ``pattern`` travels by pickle).
+
+    Default pattern: cl100k's for ``.tiktoken`` files; for a tiktoken-format ``.model`` file (Meta ships Llama 3's
+    ranks as ``tokenizer.model``) Llama 3's when it has Llama 3's 128,000 ranks, else ``pattern`` is required.
+    """
+    if add_special_tokens:
+        raise FreqlabError(f"{path}: a .tiktoken file defines no special tokens; drop add_special_tokens")
+    ranks = read_tiktoken_ranks(path)
+    if pattern is None and ".model" in Path(path).suffixes:
+        if len(ranks) != LLAMA3_RANKS:
+            raise FreqlabError(
+                f"{path}: tiktoken ranks without a regex ({len(ranks):,} ranks, not Llama 3's); pass pattern="
+            )
+        pattern = LLAMA3_PATTERN
+    plan = TiktokenPlan(pat_str=pattern or CL100K_PATTERN, mergeable_ranks=ranks)
+    try:
+        engine = TiktokenEngine(plan)  # a regex tiktoken rejects is the user's error, named here
+    except ValueError as exc:
+        raise FreqlabError(f"{path}: pattern rejected by tiktoken ({exc})") from exc
+    return tiktoken_counter(
+        plan,
+        name=str(path),
+        spec=str(path),
+        vocab_size=max(ranks.values()) + 1,
+        vocab_hash=vocab_hash((rank, token) for token, rank in ranks.items()),
+        tiktoken_engine=engine,
+    )

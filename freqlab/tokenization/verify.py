@@ -1,0 +1,248 @@
+"""Choose a counter's backends: compare each faster backend with the reference at load, keep those that agree.
+
+The reference is the tokenizer's own implementation (Hugging Face for ``tokenizer.json``, tiktoken for Tekken
+and ``.tiktoken`` ranks, ``sentencepiece`` for ``.model`` files). Each faster candidate (fastokens, tiktoken,
+Hugging Face for a converted SentencePiece model) counts ``verify_texts`` (default:
+:func:`~freqlab.tokenization.sample.default_verify_texts`) plus a seeded "vocabulary salad" of random tokens glued
+together (:func:`~freqlab.tokenization.sample.vocab_salad`); any difference, or any failure to load or count,
+refuses it, and ``counter.fallback_reasons`` says why. Texts containing routed strings are left out: the
+counter sends those to the reference anyway.
+
+Verification runs once, where the counter is loaded (the scan driver); workers receive the verified backend
+list by pickle. In one process the outcome is remembered per (tokenizer data, texts), so loading the same
+tokenizer again (notebooks, tests) does not rebuild and re-verify its engines.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import contextvars
+import hashlib
+import threading
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from typing import Any
+
+from freqlab.errors import FreqlabError
+from freqlab.tokenization.backends import (
+    BACKEND_FASTOKENS,
+    BACKEND_TIKTOKEN,
+    FASTOKENS_PRESETS,
+    FastokensRanks,
+    TiktokenEngine,
+    fastokens_version,
+    is_engine_failure,
+)
+from freqlab.tokenization.counter import TiktokenPlan, TokenCounter, _first_line
+from freqlab.tokenization.sample import default_verify_texts, vocab_salad
+
+# backend -> why it is not even tried, for loads inside `skipping(...)` (load_tokenizer's skip_backends)
+_SKIPPED: contextvars.ContextVar[Mapping[str, str] | None] = contextvars.ContextVar("freqlab_skipped", default=None)
+
+
+@contextlib.contextmanager
+def skipping(backends: Mapping[str, str]) -> Iterator[None]:
+    """Loads in this block do not build (or verify) these faster backends; ``backends``: name -> reason."""
+    token = _SKIPPED.set(dict(backends))
+    try:
+        yield
+    finally:
+        _SKIPPED.reset(token)
+
+
+# a rule for loads inside `fastokens_rule(...)`: the next backend's name -> why fastokens is left out, or None
+def skipped_backends() -> dict[str, str]:
+    """The backends left out by the enclosing :func:`skipping` block (name -> reason)."""
+    return dict(_SKIPPED.get() or {})
+
+
+_FASTOKENS_RULE: contextvars.ContextVar[Callable[[str], str | None] | None] = contextvars.ContextVar(
+    "freqlab_fastokens_rule", default=None
+)
+
+
+@contextlib.contextmanager
+def fastokens_rule(rule: Callable[[str], str | None] | None) -> Iterator[None]:
+    """Loads in this block keep fastokens only if ``rule(next_backend)`` is None, where ``next_backend`` is the
+    backend that counts without it (the fastest *other* verified one, known before fastokens is built); a
+    string is the reason it is left out (e.g. a small scan that backend finishes before fastokens is ready)."""
+    token = _FASTOKENS_RULE.set(rule)
+    try:
+        yield
+    finally:
+        _FASTOKENS_RULE.reset(token)
+
+
+# where verified() reports what it built and decided (the on-disk cache of freqlab.tokenization.cache reads it)
+_CAPTURE: contextvars.ContextVar[dict | None] = contextvars.ContextVar("freqlab_capture", default=None)
+
+
+@contextlib.contextmanager
+def capturing(seen: dict) -> Iterator[None]:
+    """Loads in this block record in ``seen`` the last verification: ``state`` (the candidate counter's
+    state, before verification), ``refusals``, ``salad`` (tokens) and ``verdicts`` (backend -> None or why)."""
+    token = _CAPTURE.set(seen)
+    try:
+        yield
+    finally:
+        _CAPTURE.reset(token)
+
+
+_VERIFIED_LOCK = threading.Lock()
+# (fingerprint, texts digest) -> (backend -> None when it agreed, else why not; the counter holding the engines)
+_VERIFIED: dict[tuple[str, str], tuple[dict[str, str | None], TokenCounter]] = {}
+_REMEMBERED = 8
+
+
+def fastokens_candidate(sources: dict[str, Any], refusals: dict[str, str], source: Callable[[], Any]) -> str | None:
+    """Add the fastokens source (``source()``: ``tokenizer.json`` text or a
+    :class:`~freqlab.tokenization.backends.FastokensPreset`, made only when fastokens is importable); its version."""
+    skipped = (_SKIPPED.get() or {}).get(BACKEND_FASTOKENS)
+    if skipped is not None:
+        refusals[BACKEND_FASTOKENS] = skipped
+        return None
+    version = fastokens_version()
+    if version is None:
+        refusals[BACKEND_FASTOKENS] = "not installed"
+        return None
+    sources[BACKEND_FASTOKENS] = source()
+    return version
+
+
+def verification_texts(candidate: TokenCounter, verify_texts: Sequence[str] | None,
+                       salad_tokens: Iterable[bytes] = ()) -> list[str]:
+    """The texts every faster backend must count like the reference: ``verify_texts`` (default:
+    :func:`~freqlab.tokenization.sample.default_verify_texts`) and the vocabulary salad, without routed texts."""
+    texts = list(verify_texts) if verify_texts is not None else default_verify_texts()
+    texts += vocab_salad(list(salad_tokens))  # always: derived from the tokenizer itself
+    routed = candidate._engines.routed
+    return [t for t in texts if not routed.search(t)] if routed is not None else texts
+
+
+def verified(
+    candidate: TokenCounter,
+    *,
+    refusals: Mapping[str, str],
+    verify_texts: Sequence[str] | None,
+    salad_tokens: Iterable[bytes] = (),
+    verdicts: Mapping[str, str | None] | None = None,
+) -> TokenCounter:
+    """``candidate`` restricted to the backends that count every verification text like its reference.
+
+    fastokens is compared last: under a :func:`fastokens_rule` the other backends are verified first, and
+    fastokens is neither built nor verified when the rule leaves it out for the fastest of them. ``verdicts``:
+    outcomes already known (the on-disk cache's), not compared again; the texts are made only when one is missing.
+    """
+    salad_tokens = list(salad_tokens)
+    seen = _CAPTURE.get()
+    if seen is not None:
+        seen.update(state=candidate._state(), refusals=dict(refusals), salad=salad_tokens, verdicts={})
+    if len(candidate.backends) == 1:  # the reference alone: nothing to compare
+        return candidate.with_backends(candidate.backends, dict(refusals))
+    known = dict(verdicts or {})
+    if all(b in known for b in candidate.backends[:-1]):
+        texts, key = [], (candidate.fingerprint, "known")
+    else:
+        texts = verification_texts(candidate, verify_texts, salad_tokens)
+        key = (candidate.fingerprint, hashlib.sha256("\x00".join(texts).encode("utf-8", "surrogatepass")).hexdigest())
+    with _VERIFIED_LOCK:
+        remembered = _VERIFIED.get(key)
+    verdicts, holder = (dict(remembered[0]), remembered[1]) if remembered is not None else ({}, candidate)
+    verdicts.update(known)
+    if seen is not None:
+        seen["verdicts"] = verdicts
+    comparison = _Comparison(holder, texts, verdicts, lambda: verification_texts(candidate, verify_texts, salad_tokens))
+    faster = candidate.backends[:-1]
+    others = [b for b in faster if b != BACKEND_FASTOKENS]
+    comparison.run(others)
+    ruled: dict[str, str] = {}
+    if BACKEND_FASTOKENS in faster:
+        rule = _FASTOKENS_RULE.get()
+        following = next((b for b in others if verdicts[b] is None), candidate.reference)
+        why = rule(following) if rule is not None else None
+        if why:
+            ruled[BACKEND_FASTOKENS] = why
+        else:
+            comparison.run([BACKEND_FASTOKENS])
+    keep = tuple(b for b in faster if b not in ruled and verdicts[b] is None)
+    reasons = {b: why for b, why in verdicts.items() if why is not None and b in faster}
+    counter = holder.with_backends((*keep, candidate.reference), {**reasons, **ruled, **refusals})
+    with _VERIFIED_LOCK:
+        if key not in _VERIFIED and len(_VERIFIED) >= _REMEMBERED:
+            del _VERIFIED[next(iter(_VERIFIED))]  # oldest first: its engines may hold hundreds of MB
+        _VERIFIED[key] = (verdicts, holder)
+    # the caller's settings (name, spec, special tokens, threads), the shared engines
+    return TokenCounter(**{**counter._state(), **_settings(candidate)}, _engines=counter._engines)
+
+
+def _settings(counter: TokenCounter) -> dict[str, Any]:
+    return {
+        "name": counter.name,
+        "spec": counter.spec,
+        "add_special_tokens": counter.add_special_tokens,
+        "special_tokens_added": counter.special_tokens_added,
+        "threads": counter.threads,
+    }
+
+
+class _Comparison:
+    """Each faster backend's counts of ``texts`` against the reference's, filling ``verdicts`` (backend -> None
+    when they agree, else why not); the reference counts once, on first need."""
+
+    def __init__(self, candidate: TokenCounter, texts: list[str], verdicts: dict[str, str | None],
+                 make_texts: Callable[[], list[str]]) -> None:
+        self.candidate, self.texts, self.verdicts, self._make_texts = candidate, texts, verdicts, make_texts
+        self._expected = None
+
+    def expected(self):
+        if self._expected is None:
+            if not self.texts:
+                self.texts = self._make_texts()
+            reference = self.candidate.reference
+            try:
+                self._expected = self.candidate.counts_by(reference, self.texts)
+            except Exception as exc:
+                raise FreqlabError(
+                    f"{self.candidate.name}: the {reference} reference fails on sample text ({exc})"
+                ) from exc
+        return self._expected
+
+    def run(self, backends: Iterable[str]) -> None:
+        for backend in backends:
+            if backend not in self.verdicts:
+                self.verdicts[backend] = self._verdict(backend)
+
+    def _verdict(self, backend: str) -> str | None:
+        expected, texts = self.expected(), self.texts
+        try:
+            got = self.candidate.counts_by(backend, texts)
+        except BaseException as exc:
+            if not is_engine_failure(exc):
+                raise
+            return f"failed to load or count sample text ({_first_line(exc)})"
+        differ = (got != expected).nonzero()[0]
+        if differ.size:
+            i = differ[0]
+            return f"verification: text #{i} ({texts[i][:40]!r}...) has {expected[i]} tokens, {backend} {got[i]}"
+        return None
+
+
+def tiktoken_counter(
+    plan: TiktokenPlan,
+    *,
+    verify_texts: Sequence[str] | None = None,
+    tiktoken_engine: TiktokenEngine | None = None,
+    **settings: Any,
+) -> TokenCounter:
+    """A counter for tiktoken ranks (Tekken, ``.tiktoken``): fastokens when it counts like tiktoken (on its own
+    cl100k/o200k encoding when the pattern is that one, else with the plan's pattern), tiktoken (the reference)
+    otherwise. ``settings``: TokenCounter's metadata; ``tiktoken_engine``: the plan's engine if the caller built
+    it already."""
+    sources: dict[str, Any] = {BACKEND_TIKTOKEN: plan}
+    refusals: dict[str, str] = {}
+    preset = FASTOKENS_PRESETS.get(plan.pat_str)
+    version = fastokens_candidate(sources, refusals, lambda: FastokensRanks(plan, preset))
+    candidate = TokenCounter(sources=sources, fastokens_version=version, **settings)
+    if tiktoken_engine is not None:
+        candidate._engines.put(BACKEND_TIKTOKEN, tiktoken_engine)
+    return verified(candidate, refusals=refusals, verify_texts=verify_texts, salad_tokens=plan.mergeable_ranks)
+

@@ -1,0 +1,237 @@
+"""Backends and their hazards: each document is counted exactly by the first backend that can, never skipped.
+
+Reference values are closed forms or Tekken's own engine (tiktoken, which test_builtin checks against
+mistral-common's Tekkenizer) on ordinary text.
+"""
+
+from __future__ import annotations
+
+import pickle
+
+import numpy as np
+import pytest
+import tiktoken
+
+from freqlab.errors import FreqlabError
+from freqlab.tokenization import counter as counter_module
+from freqlab.tokenization import load_tokenizer, single_threaded
+from freqlab.tokenization import verify as verify_module
+from freqlab.tokenization.backends import valid_unicode
+
+from .textsource import NON_ASCII, stdlib_documents
+
+TEXTS = [*stdlib_documents(21, 200, max_chars=1200), *NON_ASCII]
+SPACES = " " * 1_000_001  # one past fancy-regex's backtracking limit
+
+
+@pytest.fixture(scope="module")
+def tekken():
+    return load_tokenizer("tekken")
+
+
+# -- long whitespace runs -------------------------------------------------------------------------------
+
+
+def test_tiktoken_itself_fails_on_a_million_spaces(tekken):
+    encoding = tiktoken.Encoding(
+        name="t", pat_str=tekken.plan.pat_str, mergeable_ranks=tekken.plan.mergeable_ranks, special_tokens={}
+    )
+    with pytest.raises(ValueError, match="Max stack size exceeded"):
+        encoding.encode(SPACES)  # encode_ordinary does worse: a Rust panic (StackOverflow)
+
+
+def test_a_million_spaces_count_is_the_closed_form_on_every_backend(tekken):
+    # A run alone is one piece; Tekken's longest space token is 64 spaces and BPE cuts the run into 64s.
+    expected = -(-1_000_001 // 64)
+    assert expected == 15_626
+    assert tekken.counts_by("tiktoken", [SPACES]).tolist() == [expected]  # pieces by `regex`, BPE by tiktoken
+    assert tekken.counts_by("fastokens", [SPACES]).tolist() == [expected]
+
+
+def test_a_run_between_words_splits_as_the_pattern_says(tekken):
+    # "a" | 10^6 spaces (\s+(?!\S) leaves the last one) | " b": each part counted on ordinary text.
+    text = "a" + SPACES + "b"
+    expected = tekken.count_one("a") + 1_000_000 // 64 + tekken.count_one(" b")
+    assert tekken.counts_by("tiktoken", [text]).tolist() == [expected]
+    assert tekken.count([text, "Hello world"]).tolist() == [expected, 2]
+
+
+# -- lone surrogates --------------------------------------------------------------------------------------
+
+
+def test_lone_surrogates_are_counted_as_tiktoken_counts_them(tekken):
+    texts = ["lone \ud800 surrogate", "pair \ud83d\ude00 as two code points", "fine"]
+    cleaned = [valid_unicode(t) for t in texts]
+    assert cleaned[:2] == ["lone \ufffd surrogate", "pair \U0001f600 as two code points"]
+    assert tekken.count(texts).tolist() == tekken.counts_by("tiktoken", cleaned).tolist()
+
+
+# -- a backend that fails on one document ------------------------------------------------------------------
+
+
+class FailsOnBoom:
+    """Wraps an engine; raises on any batch holding a text with "BOOM" (as a Rust engine error would)."""
+
+    def __init__(self, engine, exc: BaseException):
+        self.engine, self.exc, self.calls = engine, exc, 0
+
+    def counts(self, texts, threads=1):
+        self.calls += 1
+        if any("BOOM" in t for t in texts):
+            raise self.exc
+        return self.engine.counts(texts, threads)
+
+
+@pytest.mark.parametrize("exc", [RuntimeError("PCRE2 match limit"), type("PanicException", (BaseException,), {})()])
+def test_a_failing_document_falls_to_the_next_backend_the_others_stay(tekken, exc):
+    counter = pickle.loads(pickle.dumps(tekken))
+    counter._engines = counter._engines.restricted(counter._sources)  # private engines: patch without leaking
+    flaky = FailsOnBoom(counter._engines.get("fastokens"), exc)
+    counter._engines.put("fastokens", flaky)
+    texts = [*TEXTS[:20], "BOOM goes the document", *TEXTS[20:40]]
+    np.testing.assert_array_equal(counter.count(texts), tekken.counts_by("tiktoken", texts))
+    assert flaky.calls == 1 + len(texts)  # the batch, then each text alone: only "BOOM" left fastokens
+
+
+def test_a_document_no_backend_can_count_is_a_clear_error(tekken):
+    counter = pickle.loads(pickle.dumps(tekken))
+    counter._engines = counter._engines.restricted(counter._sources)
+    for backend in counter.backends:
+        counter._engines.put(backend, FailsOnBoom(counter._engines.get(backend), RuntimeError("broken")))
+    with pytest.raises(FreqlabError, match=r"text #1 \('BOOM'...\) cannot be counted \(fastokens: broken; tik"):
+        counter.count(["fine", "BOOM"])
+
+
+# -- without fastokens ----------------------------------------------------------------------------------
+
+
+def test_without_fastokens_tekken_counts_on_tiktoken(no_fastokens, tekken):
+    counter = load_tokenizer("tekken")
+    assert counter.backends == ("tiktoken",)
+    assert counter.fallback_reason == "fastokens: not installed"
+    np.testing.assert_array_equal(counter.count(TEXTS), tekken.count(TEXTS))
+
+
+def test_a_worker_without_fastokens_uses_the_next_verified_backend(tekken, monkeypatch):
+    payload = pickle.dumps(tekken)
+    monkeypatch.setattr(counter_module, "_BUILT", {})
+    monkeypatch.setattr(counter_module, "fastokens_version", lambda: "0.0.1")  # another version in the worker
+    clone = pickle.loads(payload)
+    assert clone.backend == "tiktoken"
+    assert clone.fallback_reason == f"fastokens: 0.0.1 here, {tekken.fastokens_version} verified"
+    np.testing.assert_array_equal(clone.count(TEXTS[:50]), tekken.count(TEXTS[:50]))
+
+
+# -- shipping counters to workers -------------------------------------------------------------------------
+
+
+def test_pickle_carries_data_not_paths_and_is_not_verified_again(tekken, monkeypatch):
+    from freqlab.tokenization.builtin import builtin_path
+
+    payload = pickle.dumps(tekken)
+    assert str(builtin_path("tekken")).encode() not in payload
+    monkeypatch.setattr(counter_module, "_BUILT", {})  # a fresh worker
+
+    def no_verification(*args, **kwargs):
+        raise AssertionError("workers must not verify again")
+
+    monkeypatch.setattr(verify_module._Comparison, "run", no_verification)
+    clone = pickle.loads(payload)
+    assert clone.backends == tekken.backends and clone.fastokens_version == tekken.fastokens_version
+    np.testing.assert_array_equal(clone.count(TEXTS), tekken.count(TEXTS))
+
+
+def test_single_threaded_sets_both_thread_pools_unless_already_set(monkeypatch):
+    import os
+
+    monkeypatch.delenv("FASTOKENS_BPE_THREADS", raising=False)
+    monkeypatch.setenv("RAYON_NUM_THREADS", "3")
+    single_threaded()
+    assert os.environ["FASTOKENS_BPE_THREADS"] == "1"
+    assert os.environ["RAYON_NUM_THREADS"] == "3"  # the user's explicit choice stands
+
+
+def test_counter_counts_in_a_spawned_worker_on_fastokens(tekken):
+    import multiprocessing
+    from concurrent.futures import ProcessPoolExecutor
+
+    spawn = multiprocessing.get_context("spawn")
+    with ProcessPoolExecutor(max_workers=1, mp_context=spawn, initializer=single_threaded) as pool:
+        counts = pool.submit(tekken.count, TEXTS[:100]).result(timeout=120)
+        backend = pool.submit(getattr, tekken, "backend").result(timeout=60)
+    assert backend == "fastokens"
+    np.testing.assert_array_equal(counts, tekken.count(TEXTS[:100]))
+
+
+# -- a third-party engine is verified, never trusted ------------------------------------------------------
+
+
+class OffByOne:
+    """A fastokens stand-in that miscounts texts longer than 1000 characters by one token."""
+
+    def __init__(self, source):
+        from freqlab.tokenization.backends import FastokensEngine
+
+        self.engine = FastokensEngine(source)
+
+    def counts(self, texts, threads=1):
+        return self.engine.counts(texts) + np.array([len(t) > 1000 for t in texts], dtype=np.int64)
+
+
+def _tiktoken_file(tmp_path, tekken) -> str:
+    """Tekken's first 5000 ranks as a .tiktoken file with Tekken's regex (a vocabulary not cached yet)."""
+    import base64
+
+    ranks = [(t, r) for t, r in tekken.plan.mergeable_ranks.items() if r < 5000]
+    path = tmp_path / "small.tiktoken"
+    path.write_text("".join(f"{base64.b64encode(t).decode()} {r}\n" for t, r in ranks))
+    return str(path)
+
+
+def test_a_backend_that_miscounts_one_verification_text_is_refused(tekken, tmp_path, monkeypatch):
+    from freqlab.tokenization import backends
+
+    monkeypatch.setitem(backends.ENGINES, "fastokens", OffByOne)
+    monkeypatch.setattr(verify_module, "_VERIFIED", {})  # verify afresh, and forget it afterwards
+    counter = load_tokenizer(_tiktoken_file(tmp_path, tekken), pattern=tekken.pattern)
+    assert counter.backends == ("tiktoken",)
+    assert counter.fallback_reasons["fastokens"].startswith("verification: text #")
+    assert counter.fallback_reason == f"fastokens: {counter.fallback_reasons['fastokens']}"
+
+
+def test_a_backend_that_cannot_load_is_refused_with_its_error(tekken, tmp_path, monkeypatch):
+    import fastokens
+
+    def broken(*args, **kwargs):
+        raise ValueError("model error: unsupported tokenizer.json")
+
+    monkeypatch.setattr(fastokens.Tokenizer, "from_tiktoken", broken)  # how tiktoken ranks reach fastokens
+    monkeypatch.setattr(fastokens.Tokenizer, "from_json_str", broken)  # and, when that refuses, their export
+    monkeypatch.setattr(verify_module, "_VERIFIED", {})
+    counter = load_tokenizer(_tiktoken_file(tmp_path, tekken), pattern=tekken.pattern)
+    assert counter.backends == ("tiktoken",)
+    assert counter.fallback_reasons == {
+        "fastokens": "failed to load or count sample text (model error: unsupported tokenizer.json)"
+    }
+
+
+def test_ranks_fastokens_cannot_load_reach_it_through_their_tokenizer_json_export(tekken, tmp_path, monkeypatch):
+    import fastokens
+
+    def refuses(*args, **kwargs):  # what fastokens 0.3.5 says of Llama 3's tokenizer.model
+        raise ValueError("model error: tiktoken token did not decompose into 2 pieces (got 3)")
+
+    monkeypatch.setattr(fastokens.Tokenizer, "from_tiktoken", refuses)
+    monkeypatch.setattr(verify_module, "_VERIFIED", {})
+    counter = load_tokenizer(_tiktoken_file(tmp_path, tekken), pattern=tekken.pattern)
+    assert counter.backends == ("fastokens", "tiktoken") and counter.fallback_reasons == {}
+    np.testing.assert_array_equal(counter.counts_by("fastokens", TEXTS), counter.counts_by("tiktoken", TEXTS))
+
+
+def test_a_scan_can_drop_fastokens_for_a_small_workload_but_never_the_reference(tekken):
+    small = tekken.without("fastokens", "small scan")
+    assert small.backends == ("tiktoken",) and small.fallback_reason == "fastokens: small scan"
+    np.testing.assert_array_equal(small.count(TEXTS[:30]), tekken.count(TEXTS[:30]))
+    assert pickle.loads(pickle.dumps(small)).backends == ("tiktoken",)
+    with pytest.raises(ValueError, match="tiktoken is the reference"):
+        tekken.without("tiktoken", "no")

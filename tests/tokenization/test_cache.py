@@ -1,0 +1,159 @@
+"""The on-disk tokenizer cache: a second load rebuilds nothing and verifies nothing; any change of the file or of
+a version misses; a corrupt entry is ignored and rebuilt; concurrent writers leave a whole entry."""
+
+from __future__ import annotations
+
+import threading
+
+import pytest
+from tokenizers import Tokenizer, models, pre_tokenizers, trainers
+
+from freqlab.tokenization import cache as cache_module
+from freqlab.tokenization import load_tokenizer
+from freqlab.tokenization import verify as verify_module
+from freqlab.tokenization.cache import FORMAT, cache_dir, read_entry, write_entry
+
+from .textsource import NON_ASCII, stdlib_documents, stdlib_modules
+
+TEXTS = [*stdlib_documents(5, 200, max_chars=800), *NON_ASCII]
+
+
+@pytest.fixture(scope="module")
+def tokenizer_json(tmp_path_factory):
+    """A small byte-level BPE tokenizer.json (fastokens, tiktoken and Hugging Face all run it)."""
+    tokenizer = Tokenizer(models.BPE())
+    tokenizer.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False)
+    trainer = trainers.BpeTrainer(vocab_size=600, initial_alphabet=pre_tokenizers.ByteLevel.alphabet(),
+                                  show_progress=False)
+    tokenizer.train_from_iterator(stdlib_modules(7, 30), trainer)
+    path = tmp_path_factory.mktemp("cached") / "tokenizer.json"
+    tokenizer.save(str(path))
+    return path, tokenizer
+
+
+@pytest.fixture
+def cache_on(tmp_path, monkeypatch):
+    """The cache in a fresh folder, its statistics at zero, no counter remembered in this process."""
+    monkeypatch.delenv("FREQLAB_NO_CACHE", raising=False)
+    monkeypatch.setenv("FREQLAB_CACHE_DIR", str(tmp_path / "cache"))
+    monkeypatch.setattr(cache_module, "STATS", {"hits": 0, "misses": 0, "writes": 0})
+    monkeypatch.setattr(verify_module, "_VERIFIED", {})
+    return tmp_path / "cache" / "tokenizers"
+
+
+def comparisons(monkeypatch) -> list[str]:
+    """Backends compared with the reference from now on (the comparison still runs)."""
+    compared: list[str] = []
+    real = verify_module._Comparison._verdict
+
+    def spy(self, backend):
+        compared.append(backend)
+        return real(self, backend)
+
+    monkeypatch.setattr(verify_module._Comparison, "_verdict", spy)
+    return compared
+
+
+def expected(tokenizer, texts):
+    return [len(tokenizer.encode(t, add_special_tokens=False)) for t in texts]
+
+
+def test_the_cache_folder_follows_the_environment(monkeypatch, tmp_path):
+    monkeypatch.delenv("FREQLAB_NO_CACHE", raising=False)
+    monkeypatch.delenv("FREQLAB_CACHE_DIR", raising=False)
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "xdg"))
+    assert cache_dir() == tmp_path / "xdg" / "freqlab" / "tokenizers"
+    monkeypatch.delenv("XDG_CACHE_HOME")
+    monkeypatch.setenv("HOME", str(tmp_path / "home"))
+    assert cache_dir() == tmp_path / "home" / ".cache" / "freqlab" / "tokenizers"
+    monkeypatch.setenv("FREQLAB_NO_CACHE", "1")
+    assert cache_dir() is None
+
+
+def test_a_second_load_hits_the_cache_and_verifies_nothing(tokenizer_json, cache_on, monkeypatch):
+    path, reference = tokenizer_json
+    compared = comparisons(monkeypatch)
+    first = load_tokenizer(str(path))
+    assert compared == ["tiktoken", "fastokens"] and cache_module.STATS == {"hits": 0, "misses": 1, "writes": 1}
+    assert len(list(cache_on.glob("*.pickle"))) == 1
+    compared.clear()
+    monkeypatch.setattr(verify_module, "_VERIFIED", {})  # a new process
+    second = load_tokenizer(str(path))
+    assert compared == [] and cache_module.STATS["hits"] == 1
+    assert second.backends == first.backends == ("fastokens", "tiktoken", "hf-tokenizers")
+    assert second.vocab_hash == first.vocab_hash and second.name == str(path)
+    assert second.count(TEXTS).tolist() == expected(reference, TEXTS)
+
+
+def test_a_changed_file_or_version_misses_and_verifies_again(tokenizer_json, cache_on, monkeypatch, tmp_path):
+    path, reference = tokenizer_json
+    load_tokenizer(str(path))
+    compared = comparisons(monkeypatch)
+    edited = tmp_path / "edited.json"  # the same tokenizer, other bytes
+    edited.write_text(path.read_text(encoding="utf-8") + "\n", encoding="utf-8")
+    load_tokenizer(str(edited))
+    assert compared == ["tiktoken", "fastokens"] and cache_module.STATS["misses"] == 2
+    compared.clear()
+    versions = cache_module.versions()
+    monkeypatch.setattr(cache_module, "versions", lambda: (*versions[:-1], ("numpy", "0.0.0")))
+    monkeypatch.setattr(verify_module, "_VERIFIED", {})
+    counter = load_tokenizer(str(path))
+    assert compared == ["tiktoken", "fastokens"] and cache_module.STATS["misses"] == 3
+    assert counter.count(TEXTS).tolist() == expected(reference, TEXTS)
+
+
+@pytest.mark.parametrize("damage", ["garbage", "truncated", "flipped", "empty"])
+def test_a_corrupt_entry_is_ignored_and_rebuilt(tokenizer_json, cache_on, monkeypatch, damage):
+    path, reference = tokenizer_json
+    load_tokenizer(str(path))
+    (entry,) = cache_on.glob("*.pickle")
+    data = entry.read_bytes()
+    entry.write_bytes({
+        "garbage": b"not a cache entry",
+        "truncated": data[: len(data) // 2],
+        "flipped": data[:-10] + bytes([data[-10] ^ 1]) + data[-9:],
+        "empty": b"",
+    }[damage])  # fmt: skip
+    assert read_entry(entry) is None
+    monkeypatch.setattr(verify_module, "_VERIFIED", {})
+    compared = comparisons(monkeypatch)
+    counter = load_tokenizer(str(path))
+    assert compared == ["tiktoken", "fastokens"] and cache_module.STATS == {"hits": 0, "misses": 2, "writes": 2}
+    assert read_entry(entry) is not None  # rebuilt
+    assert counter.count(TEXTS).tolist() == expected(reference, TEXTS)
+
+
+def test_a_verdict_left_out_by_a_small_scan_is_computed_once_when_needed(tokenizer_json, cache_on, monkeypatch):
+    path, _ = tokenizer_json
+    compared = comparisons(monkeypatch)
+    small = load_tokenizer(str(path), fastokens_rule=lambda backend: "small scan")
+    assert small.backend == "tiktoken" and compared == ["tiktoken"]
+    monkeypatch.setattr(verify_module, "_VERIFIED", {})
+    large = load_tokenizer(str(path))
+    assert large.backend == "fastokens" and compared == ["tiktoken", "fastokens"]
+    assert cache_module.STATS == {"hits": 1, "misses": 1, "writes": 2}  # the entry now holds both verdicts
+    monkeypatch.setattr(verify_module, "_VERIFIED", {})
+    assert load_tokenizer(str(path)).backend == "fastokens" and compared == ["tiktoken", "fastokens"]
+
+
+def test_no_cache_writes_nothing(tokenizer_json, cache_on, monkeypatch):
+    monkeypatch.setenv("FREQLAB_NO_CACHE", "1")
+    load_tokenizer(str(tokenizer_json[0]))
+    assert not cache_on.exists() and cache_module.STATS == {"hits": 0, "misses": 0, "writes": 0}
+
+
+def test_concurrent_writers_leave_one_whole_entry(tmp_path):
+    path = tmp_path / "entry.pickle"
+    entries = [{"state": i, "refusals": {}, "salad": [b"x" * 100_000] * 5, "verdicts": {}} for i in range(8)]
+
+    def write(entry):
+        for _ in range(20):
+            write_entry(path, entry)
+
+    threads = [threading.Thread(target=write, args=(e,)) for e in entries]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    assert read_entry(path)["state"] in range(8) and path.read_bytes().startswith(FORMAT)
+    assert [p.name for p in tmp_path.iterdir()] == ["entry.pickle"]  # no temporary file left

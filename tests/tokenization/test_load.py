@@ -1,0 +1,195 @@
+"""``load_tokenizer`` spec forms and their errors: files, folders, .tiktoken, hub ids (offline here)."""
+
+from __future__ import annotations
+
+import base64
+import time
+
+import numpy as np
+import pytest
+from tokenizers import Tokenizer, models, pre_tokenizers, trainers
+
+from freqlab.errors import FreqlabError
+from freqlab.tokenization import load_tokenizer
+from freqlab.tokenization.backends import FastokensRanks
+from freqlab.tokenization.bytelevel import GPT2_PATTERN
+from freqlab.tokenization.hf import HUB_HINT
+
+from .textsource import NON_ASCII, stdlib_documents, stdlib_modules
+
+TEXTS = [*stdlib_documents(5, 300, max_chars=800), *NON_ASCII]
+
+
+@pytest.fixture(scope="module")
+def small_bpe(tmp_path_factory):
+    """A small GPT-2-style tokenizer.json trained on stdlib source, in its own folder."""
+    tokenizer = Tokenizer(models.BPE())
+    tokenizer.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False)
+    trainer = trainers.BpeTrainer(
+        vocab_size=800, initial_alphabet=pre_tokenizers.ByteLevel.alphabet(), show_progress=False
+    )
+    tokenizer.train_from_iterator(stdlib_modules(7, 40), trainer)
+    folder = tmp_path_factory.mktemp("model")
+    tokenizer.save(str(folder / "tokenizer.json"))
+    return folder, tokenizer
+
+
+def hf_counts(tokenizer, texts):
+    return [len(tokenizer.encode(t)) for t in texts]
+
+
+def test_tokenizer_json_file_and_folder(small_bpe):
+    folder, reference = small_bpe
+    by_file = load_tokenizer(str(folder / "tokenizer.json"))
+    by_folder = load_tokenizer(str(folder))
+    assert by_file.name == by_file.spec == str(folder / "tokenizer.json")
+    assert by_file.backends == by_folder.backends == ("fastokens", "tiktoken", "hf-tokenizers")
+    assert by_file.vocab_hash == by_folder.vocab_hash
+    assert by_file.count(TEXTS).tolist() == by_folder.count(TEXTS).tolist() == hf_counts(reference, TEXTS)
+
+
+def test_spec_recreates_the_counter(small_bpe):
+    folder, _ = small_bpe
+    counter = load_tokenizer(str(folder / "tokenizer.json"))
+    again = load_tokenizer(counter.spec)
+    assert (again.vocab_hash, again.backends, again.vocab_size) == (counter.vocab_hash, counter.backends, 800)
+    assert load_tokenizer(load_tokenizer().spec).name == "tekken"
+
+
+def test_tiktoken_file_counts_like_the_tokenizer_it_was_exported_from(small_bpe, tmp_path):
+    # Export the trained tokenizer's ranks in .tiktoken format; with GPT-2's regex it must count identically.
+    folder, reference = small_bpe
+    fast = load_tokenizer(str(folder))
+    path = tmp_path / "small.tiktoken"
+    path.write_text(
+        "".join(f"{base64.b64encode(token).decode()} {rank}\n" for token, rank in fast.plan.mergeable_ranks.items())
+    )
+    counter = load_tokenizer(str(path), pattern=GPT2_PATTERN)
+    assert counter.backends == ("fastokens", "tiktoken") and counter.spec == str(path)
+    assert counter.count(TEXTS).tolist() == hf_counts(reference, TEXTS)
+
+
+def test_cl100k_pattern_runs_on_fastokens_own_cl100k_with_tiktoken_counts(small_bpe, tmp_path):
+    folder, _ = small_bpe
+    ranks = load_tokenizer(str(folder)).plan.mergeable_ranks
+    path = tmp_path / "small.tiktoken"
+    path.write_text("".join(f"{base64.b64encode(token).decode()} {rank}\n" for token, rank in ranks.items()))
+    counter = load_tokenizer(str(path))  # default pattern: cl100k's, fastokens' own "cl100k_base" encoding
+    assert counter.backends == ("fastokens", "tiktoken"), counter.fallback_reasons
+    texts = [*TEXTS, "<|endoftext|> is text here", "a\n\n  ", "x \n\n \n", "I'M 1234567 89"]
+    assert counter.counts_by("fastokens", texts).tolist() == counter.counts_by("tiktoken", texts).tolist()
+
+
+def test_tiktoken_file_default_pattern_is_cl100k(tmp_path):
+    path = tmp_path / "bytes.tiktoken"
+    path.write_text("".join(f"{base64.b64encode(bytes([b])).decode()} {b}\n" for b in range(256)))
+    counter = load_tokenizer(str(path))
+    assert "\\p{N}{1,3}+" in counter.pattern  # cl100k's digit groups
+    assert counter.source("fastokens") == FastokensRanks(counter.plan, "cl100k_base")  # fastokens' own cl100k
+    assert counter.count(["héllo 2024"]).tolist() == [len("héllo 2024".encode())]  # bytes only: one token each
+    with pytest.raises(FreqlabError, match="no special tokens"):
+        load_tokenizer(str(path), add_special_tokens=True)
+
+
+def test_tiktoken_format_model_file_needs_its_regex(tmp_path):
+    # Meta ships Llama 3's ranks as tokenizer.model (tiktoken format): Llama 3's regex for its 128,000 ranks,
+    # otherwise the regex must be given (a wrong one would count wrongly, silently).
+    path = tmp_path / "tokenizer.model"
+    path.write_text("".join(f"{base64.b64encode(bytes([b])).decode()} {b}\n" for b in range(256)))
+    with pytest.raises(FreqlabError, match="256 ranks, not Llama 3's\\); pass pattern="):
+        load_tokenizer(str(path))
+    counter = load_tokenizer(str(path), pattern=GPT2_PATTERN)
+    assert counter.pattern == GPT2_PATTERN and counter.count(["héllo"]).tolist() == [6]
+
+
+@pytest.mark.parametrize(
+    ("content", "message"),
+    [
+        ("this is not json", "not a Hugging Face tokenizer.json"),
+        ('{"version": "1.0"}', "not a Hugging Face tokenizer.json"),
+        ('{"model": {"type": "Nonsense"}}', "not a Hugging Face tokenizer.json"),
+        ("", "not a Hugging Face tokenizer.json"),
+    ],
+)
+def test_bad_tokenizer_json_names_the_file(tmp_path, content, message):
+    path = tmp_path / "tokenizer.json"
+    path.write_text(content)
+    with pytest.raises(FreqlabError, match=message) as info:
+        load_tokenizer(str(path))
+    assert str(path) in str(info.value)
+    assert "\n" not in str(info.value)
+
+
+def test_bad_tekken_json_names_the_file(tmp_path):
+    path = tmp_path / "tekken_broken.json"
+    path.write_text('{"config": {"pattern": "x", "default_vocab_size": 10}, "vocab": []}')
+    with pytest.raises(FreqlabError, match="not a valid Tekken tokenizer file") as info:
+        load_tokenizer(str(path))
+    assert str(path) in str(info.value)
+
+
+def test_bad_tiktoken_line_names_file_and_line(tmp_path):
+    path = tmp_path / "bad.tiktoken"
+    path.write_text("IQ== 0\nnot-base64!! x\n")
+    with pytest.raises(FreqlabError, match=r"bad\.tiktoken:2: not a '<base64 token> <rank>' line"):
+        load_tokenizer(str(path))
+
+
+@pytest.mark.parametrize("spec", ["missing/tokenizer.json", "./nowhere", "/no/such/vocab.tiktoken"])
+def test_missing_file_names_the_path(spec):
+    with pytest.raises(FreqlabError, match="no such tokenizer file") as info:
+        load_tokenizer(spec)
+    assert spec in str(info.value)
+
+
+def test_spec_that_is_nothing_says_what_is_accepted():
+    with pytest.raises(FreqlabError, match="not a file, a built-in") as info:
+        load_tokenizer("what is this?")
+    assert "tekken" in str(info.value)
+
+
+def test_unreachable_hub_fails_fast_with_one_line_and_a_hint(monkeypatch, tmp_path):
+    monkeypatch.delenv("HF_HUB_OFFLINE", raising=False)
+    monkeypatch.setenv("HF_HUB_CACHE", str(tmp_path))  # nothing cached
+    from huggingface_hub import constants
+
+    monkeypatch.setattr(constants, "HF_HUB_CACHE", str(tmp_path))
+    monkeypatch.setattr(constants, "HF_HUB_OFFLINE", False)
+    start = time.monotonic()
+    with pytest.raises(FreqlabError) as info:
+        load_tokenizer("mistralai/Mistral-Nemo-Base-2407")
+    elapsed = time.monotonic() - start
+    message = str(info.value)
+    assert elapsed < 5
+    assert "\n" not in message
+    assert "'mistralai/Mistral-Nemo-Base-2407'" in message and HUB_HINT in message
+
+
+def test_offline_mode_fails_at_once(monkeypatch, tmp_path):
+    monkeypatch.setenv("HF_HUB_OFFLINE", "1")
+    from huggingface_hub import constants
+
+    monkeypatch.setattr(constants, "HF_HUB_CACHE", str(tmp_path))
+    start = time.monotonic()
+    with pytest.raises(FreqlabError, match="HF_HUB_OFFLINE is set"):
+        load_tokenizer("gpt2@main")
+    assert time.monotonic() - start < 1
+
+
+def test_hub_id_found_in_the_local_cache_loads_offline(small_bpe, monkeypatch, tmp_path):
+    """A cached hub tokenizer loads without network, exactly as huggingface_hub laid it out."""
+    folder, reference = small_bpe
+    from huggingface_hub import constants
+
+    repo = tmp_path / "models--org--small"
+    commit = "0123456789abcdef0123456789abcdef01234567"
+    (repo / "refs").mkdir(parents=True)
+    (repo / "refs" / "main").write_text(commit)
+    snapshot = repo / "snapshots" / commit
+    snapshot.mkdir(parents=True)
+    (snapshot / "tokenizer.json").write_bytes((folder / "tokenizer.json").read_bytes())
+    monkeypatch.setattr(constants, "HF_HUB_CACHE", str(tmp_path))
+    monkeypatch.setenv("HF_HUB_OFFLINE", "1")
+    counter = load_tokenizer("org/small")
+    assert (counter.name, counter.spec, counter.backend) == ("org/small", "org/small", "fastokens")
+    np.testing.assert_array_equal(counter.count(TEXTS[:50]), hf_counts(reference, TEXTS[:50]))

@@ -1,0 +1,135 @@
+"""Equivalent pre-tokenizer regexes take fastokens' preset: Llama 3's regex as Hugging Face ships it and as
+llama.cpp's converters spell it count alike, both on the preset, confirmed on adversarial text."""
+
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import pytest
+from tokenizers import Regex, Tokenizer, models, pre_tokenizers, trainers
+
+from freqlab.tokenization import load_tokenizer
+from freqlab.tokenization import presets as presets_module
+from freqlab.tokenization.presets import (
+    CONTRACTIONS_ASCII,
+    CONTRACTIONS_FOLDED,
+    Preset,
+    choose_preset,
+    normalise,
+    split_regex,
+)
+from freqlab.tokenization.sample import ADVERSARIAL_TEXTS
+from freqlab.tokenization.tiktoken_file import LLAMA3_PATTERN
+
+from .textsource import NON_ASCII, stdlib_documents, stdlib_modules
+
+LLAMA_CPP_PATTERN = LLAMA3_PATTERN.replace(CONTRACTIONS_FOLDED, CONTRACTIONS_ASCII)
+HELD_OUT = [*stdlib_documents(2, 400, max_chars=800), *NON_ASCII, *(t for t in ADVERSARIAL_TEXTS if "'ſ" not in t)]
+
+
+def llama3_style(pattern: str, training: list[str], vocab_size: int = 2500) -> Tokenizer:
+    """A byte-level BPE behind ``Split(pattern, isolated)`` (Llama 3's layout), trained on ``training``."""
+    tokenizer = Tokenizer(models.BPE(ignore_merges=True))
+    tokenizer.pre_tokenizer = pre_tokenizers.Sequence([
+        pre_tokenizers.Split(Regex(pattern), behavior="isolated"),
+        pre_tokenizers.ByteLevel(add_prefix_space=False, use_regex=False),
+    ])  # fmt: skip
+    trainer = trainers.BpeTrainer(
+        vocab_size=vocab_size, initial_alphabet=pre_tokenizers.ByteLevel.alphabet(), show_progress=False
+    )
+    tokenizer.train_from_iterator(training, trainer)
+    return tokenizer
+
+
+def respelled(json_text: str, pattern: str) -> str:
+    config = json.loads(json_text)
+    config["pre_tokenizer"]["pretokenizers"][0]["pattern"]["Regex"] = pattern
+    return json.dumps(config)
+
+
+@pytest.fixture(scope="module")
+def spellings(tmp_path_factory):
+    """The same vocabulary as two tokenizer.json files: Hugging Face's spelling and llama.cpp's."""
+    hf_json = llama3_style(LLAMA3_PATTERN, stdlib_modules(1, 120)).to_str()
+    folder = tmp_path_factory.mktemp("spellings")
+    paths = {}
+    for name, pattern in (("hf", LLAMA3_PATTERN), ("llama.cpp", LLAMA_CPP_PATTERN)):
+        paths[name] = folder / f"{name}.json"
+        paths[name].write_text(respelled(hf_json, pattern), encoding="utf-8")
+    return paths
+
+
+def fastokens_pattern(counter) -> str:
+    return split_regex(json.loads(counter.source("fastokens")))[1]
+
+
+def test_normalise_rewrites_llama_cpp_contractions_to_the_preset_spelling():
+    assert normalise(LLAMA_CPP_PATTERN) == LLAMA3_PATTERN
+    assert normalise(LLAMA3_PATTERN) == LLAMA3_PATTERN
+    assert normalise(r"\s+|'[sS]") == r"\s+|'[sS]"  # a part of the group is not the group
+
+
+def test_both_spellings_run_on_the_preset_with_identical_counts(spellings):
+    counters = {name: load_tokenizer(str(path)) for name, path in spellings.items()}
+    counts = {}
+    for name, counter in counters.items():
+        reference = Tokenizer.from_file(str(spellings[name]))
+        assert counter.backend == "fastokens", counter.fallback_reasons
+        assert fastokens_pattern(counter) == LLAMA3_PATTERN  # the spelling fastokens runs as its preset
+        assert "llama3 (cl100k-style) pre-tokenizer preset" in counter.fastokens_note
+        counts[name] = counter.count(HELD_OUT).tolist()
+        assert counts[name] == [len(reference.encode(t, add_special_tokens=False)) for t in HELD_OUT]
+    assert counts["hf"] == counts["llama.cpp"] and sum(counts["hf"]) > 50_000  # no 'ſ: the spellings agree
+    assert "spelled llama.cpp's (?:'[sS]|'[tT]|...)" in counters["llama.cpp"].fastokens_note
+    assert "spelled as Hugging Face ships it" in counters["hf"].fastokens_note
+
+
+def test_the_preset_behaviour_is_fastokens_splitter_on_adversarial_text(spellings):
+    """The preset's ``behaviour`` regex (ASCII-case contractions) is what fastokens does: Hugging Face running
+    that regex counts every adversarial text like fastokens on its preset."""
+    counter = load_tokenizer(str(spellings["hf"]))
+    by_behaviour = Tokenizer.from_file(str(spellings["llama.cpp"]))
+    texts = [*ADVERSARIAL_TEXTS, "x'ſt", "'ſ'S'ſ"]
+    fast = counter.counts_by("fastokens", texts)
+    assert fast.tolist() == [len(by_behaviour.encode(t, add_special_tokens=False)) for t in texts]
+
+
+def test_long_s_after_an_apostrophe_goes_to_the_reference_only_for_the_case_insensitive_spelling(tmp_path):
+    """``(?i:'s|...)`` matches ``'ſ`` (U+017F folds to "s") in Hugging Face; fastokens' preset does not. With a
+    vocabulary where ``'ſt`` is one token the difference shows in the count: 1 token on the preset, 4 in
+    Hugging Face (``'ſ`` and ``t`` are cut apart). The counter routes such texts to the reference."""
+    training = ["a'ſt b'ſt c'ſt 'ſt"] * 1000 + ["hello world's"] * 100
+    ascii_json = llama3_style(LLAMA_CPP_PATTERN, training, vocab_size=400).to_str()
+    for name, pattern, routed in (("cpp", LLAMA_CPP_PATTERN, ()), ("hf", LLAMA3_PATTERN, ("'ſ",))):
+        path = tmp_path / f"{name}.json"
+        path.write_text(respelled(ascii_json, pattern), encoding="utf-8")
+        counter = load_tokenizer(str(path))
+        reference = Tokenizer.from_file(str(path))
+        assert counter.backend == "fastokens" and counter.routed == routed
+        texts = ["x'ſt", "a'ſt b'ſt", "hello world's"]
+        assert counter.count(texts).tolist() == [len(reference.encode(t)) for t in texts]
+    assert counter.counts_by("fastokens", ["'ſt"]).tolist() == [1]  # the preset alone would be wrong
+    assert len(reference.encode("'ſt")) == 4
+
+
+def test_a_regex_that_splits_differently_from_the_preset_is_run_by_pcre2(monkeypatch):
+    """Confirmation is by behaviour: a candidate whose pieces differ on any probe is not taken, and fastokens
+    gets the file's regex in a spelling it cannot mistake for the preset."""
+    wrong = Preset("wrong", LLAMA3_PATTERN, LLAMA_CPP_PATTERN.replace(r"\p{N}{1,3}", r"\p{N}{1,2}"))
+    monkeypatch.setattr(presets_module, "PRESETS", {LLAMA3_PATTERN: wrong})
+    config = json.loads(respelled(llama3_style(LLAMA3_PATTERN, ["tiny"], 300).to_str(), LLAMA_CPP_PATTERN))
+    choice = choose_preset(config, json.dumps(config), ["no digits here"])
+    assert choice.preset is None and "not run as its wrong preset" in choice.note
+    assert "'0 12 123 1234" in choice.note  # the first adversarial text with a run of digits
+    assert split_regex(json.loads(choice.json_text))[1] == f"(?:{LLAMA_CPP_PATTERN})"
+
+
+def test_a_regex_that_is_no_preset_is_left_as_it_is():
+    config = json.loads(llama3_style(r"\s+|\S+", ["tiny"], 300).to_str())
+    text = json.dumps(config)
+    assert choose_preset(config, text, ["x"]) == presets_module.PresetChoice(text)
+
+
+def test_counts_stay_int64(spellings):
+    assert load_tokenizer(str(spellings["llama.cpp"])).count(["a", "b c"]).dtype == np.int64

@@ -1,0 +1,152 @@
+"""SentencePiece ``.model`` files: real Mistral / Llama-2-style vocabularies, counted exactly like ``sentencepiece``.
+
+Fixtures are the SentencePiece models shipped in mistral-common: ``tokenizer.model.v1`` (Mistral 7B v0.1,
+Llama-2 style, 32,000 pieces) and ``mistral_instruct_tokenizer_240323.model.v3`` (32,768 pieces, with
+user-defined ``[REFERENCE_DOC_n]`` pieces).
+"""
+
+from __future__ import annotations
+
+import io
+from importlib import resources
+from pathlib import Path
+
+import numpy as np
+import pytest
+import sentencepiece as spm
+from sentencepiece import sentencepiece_model_pb2
+
+from freqlab.errors import FreqlabError
+from freqlab.tokenization import load_tokenizer
+from freqlab.tokenization.sentencepiece import parse_sentencepiece_model
+
+from .textsource import NON_ASCII, stdlib_documents, stdlib_modules
+
+TEXTS = [*stdlib_documents(31, 300, max_chars=1500), *NON_ASCII, "", " ", "  two leading", "tab\tand\nnewline  "]
+
+
+def mistral_model(name: str) -> Path:
+    return Path(str(resources.files("mistral_common").joinpath(f"data/{name}")))
+
+
+V1 = mistral_model("tokenizer.model.v1")
+V3 = mistral_model("mistral_instruct_tokenizer_240323.model.v3")
+
+
+def sp_counts(path: Path, texts, **options) -> list[int]:
+    processor = spm.SentencePieceProcessor(model_file=str(path))
+    return [len(ids) for ids in processor.encode(list(texts), **options)]
+
+
+@pytest.fixture(scope="module")
+def v1():
+    return load_tokenizer(str(V1))
+
+
+@pytest.mark.parametrize("path", [V1, V3])
+def test_reader_agrees_with_the_protobuf_definition(path):
+    proto = sentencepiece_model_pb2.ModelProto()
+    proto.ParseFromString(path.read_bytes())
+    model = parse_sentencepiece_model(path.read_bytes())
+    assert model.pieces == tuple(p.piece for p in proto.pieces)
+    assert model.scores == tuple(p.score for p in proto.pieces)
+    assert model.types == tuple(p.type for p in proto.pieces)
+    spec, norm = proto.trainer_spec, proto.normalizer_spec
+    assert (model.model_type, model.byte_fallback, model.bos_id, model.eos_id) == (
+        spec.model_type, spec.byte_fallback, spec.bos_id, spec.eos_id,
+    )  # fmt: skip
+    assert (model.add_dummy_prefix, model.remove_extra_whitespaces, model.normalizer_name) == (
+        norm.add_dummy_prefix, norm.remove_extra_whitespaces, norm.name,
+    )  # fmt: skip
+
+
+def test_llama2_style_model_runs_on_fastokens_with_sentencepiece_counts(v1):
+    assert v1.backends == ("fastokens", "hf-tokenizers", "sentencepiece")
+    assert v1.vocab_size == 32_000
+    assert v1.fallback_reasons == {"tiktoken": "a SentencePiece model is not byte-level BPE"}
+    expected = sp_counts(V1, TEXTS)
+    assert v1.count(TEXTS).tolist() == expected
+    assert sum(expected) > 100_000
+
+
+@pytest.mark.parametrize("backend", ["fastokens", "hf-tokenizers"])
+def test_each_converted_backend_alone_counts_like_sentencepiece(v1, backend):
+    texts = stdlib_modules(40, 30)  # whole files: indentation runs, "▁▁▁▁" pieces, byte fallback
+    assert v1.counts_by(backend, texts).tolist() == sp_counts(V1, texts)
+
+
+def test_add_special_tokens_counts_bos_and_eos():
+    counter = load_tokenizer(str(V1), add_special_tokens=True)
+    assert counter.special_tokens_added == 2
+    texts = TEXTS[:50]
+    assert counter.count(texts).tolist() == sp_counts(V1, texts, add_bos=True, add_eos=True)
+
+
+def test_user_defined_pieces_are_counted_by_sentencepiece():
+    counter = load_tokenizer(str(V3))
+    assert counter.backend == "fastokens" and "[REFERENCE_DOC_1]" in counter.routed
+    texts = ["see [REFERENCE_DOC_1] and [REFERENCE_DOC_12]", "no reference", "[INST] stays text [/INST]"]
+    expected = sp_counts(V3, texts)
+    assert counter.count(texts).tolist() == expected
+    assert expected[0] < sp_counts(V3, ["see [REFERENCE_DOC_ 1] and [REFERENCE_DOC_ 12]"])[0]  # one piece each
+
+
+def test_lone_surrogates_follow_the_tiktoken_rule(v1):
+    assert v1.count(["a \ud800 b"]).tolist() == sp_counts(V1, ["a \ufffd b"])
+
+
+def test_unigram_model_is_counted_by_sentencepiece_itself(tmp_path):
+    model = io.BytesIO()
+    spm.SentencePieceTrainer.train(
+        sentence_iterator=iter(stdlib_documents(3, 400, max_chars=400)),
+        model_writer=model,
+        vocab_size=300,
+        model_type="unigram",
+    )
+    path = tmp_path / "unigram.model"
+    path.write_bytes(model.getvalue())
+    counter = load_tokenizer(str(path))
+    assert counter.backends == ("sentencepiece",)
+    assert counter.fallback_reasons["fastokens"] == "SentencePiece unigram model, not BPE"
+    assert counter.count(TEXTS[:50]).tolist() == sp_counts(path, TEXTS[:50])
+
+
+def test_sentencepiece_is_required_to_verify(monkeypatch):
+    import sys
+
+    monkeypatch.setitem(sys.modules, "sentencepiece", None)
+    with pytest.raises(FreqlabError, match=r"pip install 'freqlab\[sentencepiece\]'") as info:
+        load_tokenizer(str(V1))
+    assert str(V1) in str(info.value)
+
+
+def test_a_file_that_is_no_model_names_the_file(tmp_path):
+    path = tmp_path / "broken.model"
+    path.write_bytes(b"\x0a\xff\xff\xff")
+    with pytest.raises(FreqlabError, match="not a SentencePiece model") as info:
+        load_tokenizer(str(path))
+    assert str(path) in str(info.value) and "\n" not in str(info.value)
+
+
+def test_counts_are_int64_and_match_on_a_long_document(v1):
+    text = "".join(stdlib_modules(60, 20))
+    got = v1.count([text])
+    assert got.dtype == np.int64 and got.tolist() == sp_counts(V1, [text])
+
+
+@pytest.mark.parametrize(
+    ("megabytes", "chosen"),
+    [(1, "hf-tokenizers"), (53, "fastokens")],  # Hugging Face's break-even is ~4.4 MiB (throughput.json)
+)
+def test_a_small_scan_keeps_fastokens_when_the_next_backend_is_not_tiktoken(megabytes, chosen):
+    """The small-scan rule weighs fastokens' start-up against the backend that would count instead: for a
+    SentencePiece model that is Hugging Face ``tokenizers`` (tiktoken cannot run it), ~100x slower than fastokens,
+    so a 53 MiB scan (issue 22: 47 s on Hugging Face) runs on fastokens; only a tiny one skips it."""
+    from freqlab.scan.driver import small_scan_rule
+
+    counter = load_tokenizer(str(V1), fastokens_rule=small_scan_rule(megabytes << 20))
+    assert counter.backend == chosen
+    assert counter.count(TEXTS).tolist() == sp_counts(V1, TEXTS)
+    if chosen == "hf-tokenizers":
+        assert counter.fallback_reasons["fastokens"].startswith(f"not used for a small scan ({megabytes} MiB")
+        assert "fastokens" not in counter._engines._built  # neither built nor verified
