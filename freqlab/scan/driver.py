@@ -386,7 +386,7 @@ _COUNTERS_KEPT = 4
 
 
 def load_counter(
-    spec: str | None, add_special_tokens: bool, text_bytes: int | None = None
+    spec: str | os.PathLike[str] | None, add_special_tokens: bool, text_bytes: int | None = None
 ) -> TokenCounter:
     """load_tokenizer, remembered for repeated scans in one process (notebooks, tests): loading verifies the
     fast path and costs seconds. A tokenizer file is reloaded when it changes on disk. ``text_bytes``: the size
@@ -401,6 +401,7 @@ def load_counter(
     if key not in _COUNTERS:
         if len(_COUNTERS) >= _COUNTERS_KEPT:
             _COUNTERS.pop(next(iter(_COUNTERS)))
-        _COUNTERS[key] = load_tokenizer(spec, add_special_tokens=add_special_tokens,
+        _COUNTERS[key] = load_tokenizer(None if spec is None else os.fspath(spec),
+                                        add_special_tokens=add_special_tokens,
                                         fastokens_rule=small_scan_rule(text_bytes))
     return _COUNTERS[key]

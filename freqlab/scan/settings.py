@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import hashlib
 import os
+from collections.abc import Sequence
 from dataclasses import dataclass, fields
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -88,6 +89,30 @@ class ScanSettings:
     max_tokens: int | None = None
     on_error: str = "raise"
     corpus: Corpus | None = None  # an opened corpus (open_corpus): then no reader option is given here
+
+    if TYPE_CHECKING:  # what the constructor accepts: wider than the fields, which __post_init__ normalises
+
+        def __init__(
+            self,
+            dataset: str | os.PathLike[str] | Sequence[str] | Corpus | None = None,
+            data_files: str | os.PathLike[str] | Sequence[str | os.PathLike[str]] | None = None,
+            config: str | None = None,
+            split: str = "train",
+            text_field: str | None = None,
+            source_field: str | None = None,
+            format: str | None = None,
+            tokens_field: str | None = None,
+            length_field: str | None = None,
+            eos_id: int | None = None,
+            tokenizer: Any = None,
+            add_special_tokens: bool = False,
+            sample_rate: float | None = None,
+            seed: int = 0,
+            max_docs: int | None = None,
+            max_tokens: int | None = None,
+            on_error: str = "raise",
+            corpus: Corpus | None = None,
+        ) -> None: ...
 
     def __post_init__(self) -> None:
         if isinstance(self.dataset, Corpus):  # scan(open_corpus(...), ...)
@@ -197,6 +222,19 @@ class RunOptions:
     resume: bool = False
     progress: bool | None = None
 
+    if TYPE_CHECKING:  # the constructor takes any path as ``out`` (a Path once made)
+
+        def __init__(
+            self,
+            engine: str = "local",
+            workers: int | None = None,
+            address: str | None = None,
+            batch_size: int = DEFAULT_BATCH_SIZE,
+            out: str | os.PathLike[str] | None = None,
+            resume: bool = False,
+            progress: bool | None = None,
+        ) -> None: ...
+
     def __post_init__(self) -> None:
         check_count("workers", self.workers)
         check_count("batch_size", self.batch_size, optional=False)
@@ -222,6 +260,18 @@ class ReportOptions:
     corpus_tokens: int | None = None
     tau: float = DEFAULT_TAU
     megatron: Any = None  # MegatronOptions of the megatron regime (freqlab.frequency.megatron)
+
+    if TYPE_CHECKING:  # the constructor takes one window or regime, or any sequence (tuples once made)
+
+        def __init__(
+            self,
+            L: int | Sequence[int] = DEFAULT_L,
+            regimes: str | Sequence[str] = DEFAULT_REGIMES,
+            tokens: int | None = None,
+            corpus_tokens: int | None = None,
+            tau: float = DEFAULT_TAU,
+            megatron: Any = None,
+        ) -> None: ...
 
     def __post_init__(self) -> None:
         windows = (self.L,) if isinstance(self.L, int) else tuple(self.L)
