@@ -26,7 +26,7 @@ from freqlab.errors import FreqlabError
 from freqlab.formats import UNLABELLED_SOURCE
 
 if TYPE_CHECKING:  # fields.py and file_discovery.py import from here
-    from freqlab.corpus.fields import Fields
+    from freqlab.corpus.fields import Fields, ReadOptions
     from freqlab.corpus.file_discovery import DataFile
 
 
@@ -336,6 +336,7 @@ class Corpus:
     total_documents: int | None = None
     estimated_bytes: int | None = None  # of text (or index) the shards read, when known: compressed files estimated
     empty_kind: str = TEXT  # the kind of a corpus without shards (tokenized files that hold no document: lengths)
+    read_options: ReadOptions | None = None  # how tokenized data is read (open_corpus's ``read``); None: defaults
 
     @property
     def kind(self) -> str:

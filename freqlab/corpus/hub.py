@@ -247,7 +247,8 @@ def streamed_corpus(
         info["data_files"] = len(files)
     info.update(description)
     return Corpus(
-        name=name, shards=shards, has_sources=fields.source is not None, description=info, total_documents=total
+        name=name, shards=shards, has_sources=fields.source is not None, description=info, total_documents=total,
+        read_options=fields.read,
     )
 
 

@@ -86,7 +86,7 @@ class ScanResult(Displayed):
 
 
 def scan(
-    dataset: str | Sequence[str] | None = None,
+    dataset: str | os.PathLike[str] | Sequence[str] | Corpus | None = None,
     *,
     tokenizer=None,
     data_files=None,
@@ -118,44 +118,105 @@ def scan(
     resume: bool = False,
     progress: bool | None = None,
 ) -> ScanResult:
-    """Tokenize a corpus and count its document lengths into a :class:`LengthHistogram`, then summarise.
+    r"""Tokenize a corpus and count its document lengths into a :class:`LengthHistogram`, then summarise.
 
-    ``dataset`` is None (the built-in corpus), a preset, a hub id or local paths (see
-    :func:`freqlab.corpus.open_corpus`; a list of paths is read as local files; ``format`` reads only that
-    registered input format, and files whose lengths are in different units, text beside tokenized data, are
-    refused, never added);
-    ``tokenizer`` is None (the default), a built-in name, a ``tokenizer.json``, a ``.tiktoken`` file or a hub
-    id (see :func:`freqlab.tokenization.load_tokenizer`), or a loaded :class:`~freqlab.tokenization.TokenCounter` (used
-    as it is: its ``add_special_tokens``, its backends). A scan too small to repay fastokens' start-up on the next
-    verified backend (:func:`small_scan_rule`: ~54 MiB of text for tiktoken, ~4 MiB for Hugging Face
-    ``tokenizers``) loads its tokenizer without fastokens; pass a loaded counter to choose. Tokenized
-    data (no tokenizer needed) is read as is:
-    ``tokens_field`` / ``length_field`` name a column of token ids / lengths, ``eos_id`` the token ending each
-    document of a plain token stream (see :class:`freqlab.corpus.fields.ReadOptions`).
+    The summary gives, per window ``L`` and regime, the share of the position frequency
+    ``f(i) = sum_s max(|s| - i, 0)`` (over the training segments ``s``) at ``i <= L/2`` and ``i >= 3L/4``, and the
+    budget for ``f_T(L/2) >= tau`` (Sec. 3 of [1]_).
 
-    ``source_field`` splits the counts by source: documents without it are counted under ``(none)``; a field no
-    document read has is a FreqlabError naming it and the fields of the first record.
+    Parameters
+    ----------
+    dataset : Corpus, str, list of str or None
+        A corpus opened by :func:`freqlab.corpus.open_corpus` (its reader options are its own: giving any of
+        ``data_files``, ``config``, ``split``, ``text_field``, ``source_field``, ``format``, ``tokens_field``,
+        ``length_field``, ``eos_id`` beside it is a TypeError naming them). Or what ``open_corpus`` takes: None
+        (the built-in corpus), a preset, a hub id or local paths (a list of paths is read as local files), read
+        with the reader options below.
+    tokenizer : str, path, TokenCounter or None
+        None (the default), a built-in name, a ``tokenizer.json``, a ``.tiktoken`` file or a hub id (see
+        :func:`freqlab.tokenization.load_tokenizer`), or a loaded :class:`~freqlab.tokenization.TokenCounter` (used as
+        it is: its ``add_special_tokens``, its backends). A scan too small to repay fastokens' start-up on the
+        next verified backend (:func:`small_scan_rule`: ~54 MiB of text for tiktoken, ~4 MiB for Hugging Face
+        ``tokenizers``) loads its tokenizer without fastokens; pass a loaded counter to choose. Tokenized data
+        needs none.
+    data_files, config, split, text_field, source_field, format
+        Reader options, as in :func:`freqlab.corpus.open_corpus`. ``format`` reads only that registered input
+        format; files whose lengths are in different units (text beside tokenized data) are refused, never
+        added. ``source_field`` splits the counts by source: documents without it are counted under
+        ``(none)``; a field no document read has is a FreqlabError naming it and the fields of the first record.
+    tokens_field, length_field, eos_id
+        How tokenized data is read (:class:`freqlab.corpus.fields.ReadOptions`): a column of token ids, a column
+        of lengths, the token ending each document of a plain token stream.
+    add_special_tokens : bool
+        Count the tokenizer's special tokens (BOS/EOS) in each document's length.
+    L, regimes, tokens, corpus_tokens, tau, megatron
+        What the summary computes (:class:`~freqlab.scan.settings.ReportOptions`): windows, regimes, the training
+        budget (``corpus_tokens`` extrapolates a partial scan), the threshold; ``megatron``
+        (:class:`~freqlab.frequency.megatron_replay.MegatronOptions`: Megatron-LM's ``--data-path``, ``--seed``,
+        ``--split``, ``--reset-attention-mask``, ``--train-samples`` or epochs) makes the ``megatron`` regime
+        replay GPTDataset's windows exactly (the scanned ``.idx`` when no data_path is named).
+    max_docs, max_tokens, sample_rate, seed
+        Partial scans: the first documents in shard order (the document that reaches ``max_tokens`` is kept
+        whole); ``sample_rate`` keeps each document with that probability, deterministically per (seed, shard,
+        index).
+    on_error : {"raise", "skip"}
+        ``"raise"`` stops at the first bad record with its file and line; ``"skip"`` counts it by reason (a
+        file that fails while being read, e.g. a truncated ``.zst``, is one ``unreadable-file`` skip after the
+        documents read from it; its shard counts as finished). Blank JSON-lines lines are not documents:
+        ``summary["documents"]["blank_lines"]`` counts them.
+    workers, batch_size, engine, address
+        How it runs; none changes the result. ``workers`` defaults to all cores; ``engine="ray"`` runs the
+        shards as Ray tasks (``address``: an existing cluster; a ``host:port`` is probed first, failing in ~3 s).
+    out, resume
+        With ``out``, writes ``lengths.parquet``, ``summary.json`` and per-shard checkpoints; ``resume`` skips
+        shards already done, after checking each checkpoint and that the scan's fingerprint is the same (it is
+        the same whether the corpus was opened first or named here).
+    progress : bool or None
+        A tqdm progress bar, percent and ETA by bytes read where the files' sizes are known (None: in a notebook
+        or when stderr is a terminal, not when piped; see :mod:`freqlab.scan.progress`).
 
-    ``megatron`` (:class:`~freqlab.frequency.megatron_replay.MegatronOptions`: Megatron-LM's ``--data-path``,
-    ``--seed``, ``--split``, ``--reset-attention-mask``, ``--train-samples`` or epochs) makes the
-    ``megatron`` regime replay GPTDataset's windows exactly (the scanned ``.idx`` when no data_path is named).
+    Returns
+    -------
+    ScanResult
+        The histogram (split by source when the corpus labels sources), the summary, the output folder.
 
-    Partial scans: ``max_docs``/``max_tokens`` take the first documents in shard order (the document that
-    reaches ``max_tokens`` is kept whole); ``sample_rate`` keeps each document with that probability,
-    deterministically per (seed, shard, index). ``on_error="raise"`` stops at the first bad record with its
-    file and line; ``"skip"`` counts it by reason (a file that fails while being read, e.g. a truncated
-    ``.zst``, is one ``unreadable-file`` skip after the documents read from it; its shard counts as finished).
-    Blank JSON-lines lines are not documents: ``summary["documents"]["blank_lines"]`` counts them.
-    ``workers`` (default: all cores) and ``batch_size`` do not change the result. ``engine="ray"`` runs the
-    shards as Ray tasks (``address``: an existing cluster; a ``host:port`` is probed first, failing in ~3 s).
-    With ``out``, writes ``lengths.parquet``, ``summary.json`` and per-shard checkpoints (``resume`` skips
-    shards already done, after checking each checkpoint). ``progress``: a tqdm progress bar, percent and ETA by bytes
-    read where the files' sizes are known (None: in a notebook or when stderr is a terminal, not when piped; see
-    :mod:`freqlab.scan.progress`).
+    Raises
+    ------
+    FreqlabError
+        A bad parameter (before anything is read), or bad input, naming the file and line.
+    TypeError
+        Reader options given beside an opened corpus.
 
+    Notes
+    -----
     The arguments are gathered into :class:`~freqlab.scan.settings.ScanSettings` (what defines the result),
     :class:`~freqlab.scan.settings.RunOptions` and :class:`~freqlab.scan.settings.ReportOptions`, each
     validated in full before anything is read; :func:`scan_from_settings` takes those three directly.
+
+    References
+    ----------
+    .. [1] C. An et al., "Why Does the Effective Context Length of LLMs Fall Short?", ICLR 2025,
+           arXiv:2410.18745.
+
+    Examples
+    --------
+    A corpus opened once (its reader options on :func:`~freqlab.corpus.open_corpus`), then scanned:
+
+    >>> import pathlib, tempfile
+    >>> from freqlab.corpus import open_corpus
+    >>> path = pathlib.Path(tempfile.mkdtemp()) / "docs.jsonl"
+    >>> _ = path.write_text('{"body": "Hello world", "lang": "en"}\n'
+    ...                     '{"body": "Bonjour tout le monde", "lang": "fr"}\n')
+    >>> corpus = open_corpus(str(path), text_field="body", source_field="lang")
+    >>> result = scan(corpus, L=[8], regimes=["natural"], progress=False)
+    >>> result.histogram.lengths.tolist(), result.histogram.counts.tolist(), sorted(result.histogram.sources)
+    ([2, 5], [1, 1], ['en', 'fr'])
+    >>> scan(str(path), text_field="body", source_field="lang", L=[8], progress=False).histogram.tokens  # the same
+    7
+    >>> scan(corpus, text_field="body")
+    Traceback (most recent call last):
+    ...
+    TypeError: text_field: reader options go to open_corpus(...), not beside an opened corpus
     """
     settings = ScanSettings(
         dataset=dataset, data_files=data_files, config=config, split=split, text_field=text_field,
@@ -331,7 +392,7 @@ _COUNTERS_KEPT = 4
 
 
 def load_counter(
-    spec: str | None, add_special_tokens: bool, text_bytes: int | None = None
+    spec: str | os.PathLike[str] | None, add_special_tokens: bool, text_bytes: int | None = None
 ) -> TokenCounter:
     """load_tokenizer, remembered for repeated scans in one process (notebooks, tests): loading verifies the
     fast path and costs seconds. A tokenizer file is reloaded when it changes on disk. ``text_bytes``: the size
@@ -346,6 +407,7 @@ def load_counter(
     if key not in _COUNTERS:
         if len(_COUNTERS) >= _COUNTERS_KEPT:
             _COUNTERS.pop(next(iter(_COUNTERS)))
-        _COUNTERS[key] = load_tokenizer(spec, add_special_tokens=add_special_tokens,
+        _COUNTERS[key] = load_tokenizer(None if spec is None else os.fspath(spec),
+                                        add_special_tokens=add_special_tokens,
                                         fastokens_rule=small_scan_rule(text_bytes))
     return _COUNTERS[key]

@@ -19,17 +19,18 @@ from __future__ import annotations
 
 import hashlib
 import os
+from collections.abc import Sequence
 from dataclasses import dataclass, fields
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from freqlab.corpus.base import Corpus
 from freqlab.errors import FreqlabError
 from freqlab.formats import FINGERPRINT_VERSION  # kept for import compatibility (and used here)
 from freqlab.frequency.regimes import REGIMES, check_window
 from freqlab.frequency.stats import DEFAULT_TAU
 
 if TYPE_CHECKING:
-    from freqlab.corpus.base import Corpus
     from freqlab.tokenization import TokenCounter
 
 ON_ERROR = ("raise", "skip")
@@ -39,6 +40,9 @@ DEFAULT_REGIMES: tuple[str, ...] = ("natural", "pack", "concat")  # pack: how ST
 DEFAULT_BATCH_SIZE = 256  # documents per tokenizer call
 DEFAULT_OUT = "freqlab-out"  # output folder of a scan: lengths.parquet, summary.json, checkpoints
 INT64_MAX = (1 << 63) - 1
+# what open_corpus reads a corpus with (ScanSettings fields): never given beside an opened corpus
+READER_OPTIONS = ("data_files", "config", "split", "text_field", "source_field", "format", "tokens_field",
+                  "length_field", "eos_id")
 
 
 def check_count(name: str, value: Any, *, minimum: int = 1, optional: bool = True) -> int | None:
@@ -62,6 +66,9 @@ class ScanSettings:
 
     ``on_error`` is here because it decides whether a scan with bad records has a result at all, but it is
     not part of the fingerprint: a checkpoint holding skips is simply recounted under ``"raise"``.
+
+    ``corpus``: a corpus already opened by :func:`freqlab.corpus.open_corpus` (also accepted as ``dataset``); it
+    carries its reader options, so none of :data:`READER_OPTIONS` may be given beside it (a TypeError names them).
     """
 
     dataset: str | None = None
@@ -81,8 +88,46 @@ class ScanSettings:
     max_docs: int | None = None
     max_tokens: int | None = None
     on_error: str = "raise"
+    corpus: Corpus | None = None  # an opened corpus (open_corpus): then no reader option is given here
+
+    if TYPE_CHECKING:  # what the constructor accepts: wider than the fields, which __post_init__ normalises
+
+        def __init__(
+            self,
+            dataset: str | os.PathLike[str] | Sequence[str] | Corpus | None = None,
+            data_files: str | os.PathLike[str] | Sequence[str | os.PathLike[str]] | None = None,
+            config: str | None = None,
+            split: str = "train",
+            text_field: str | None = None,
+            source_field: str | None = None,
+            format: str | None = None,
+            tokens_field: str | None = None,
+            length_field: str | None = None,
+            eos_id: int | None = None,
+            tokenizer: Any = None,
+            add_special_tokens: bool = False,
+            sample_rate: float | None = None,
+            seed: int = 0,
+            max_docs: int | None = None,
+            max_tokens: int | None = None,
+            on_error: str = "raise",
+            corpus: Corpus | None = None,
+        ) -> None: ...
 
     def __post_init__(self) -> None:
+        if isinstance(self.dataset, Corpus):  # scan(open_corpus(...), ...)
+            if self.corpus is not None:
+                raise TypeError("give the opened corpus once: as dataset or as corpus, not both")
+            object.__setattr__(self, "corpus", self.dataset)
+            object.__setattr__(self, "dataset", None)
+        if self.corpus is not None:
+            if self.dataset is not None:
+                raise TypeError("give either dataset or an opened corpus, not both")
+            given = [f.name for f in fields(self) if f.name in READER_OPTIONS and getattr(self, f.name) != f.default]
+            if given:
+                raise TypeError(
+                    f"{', '.join(given)}: reader options go to open_corpus(...), not beside an opened corpus"
+                )
         if self.dataset is not None and not isinstance(self.dataset, (str, os.PathLike)):  # a list of local paths
             if self.data_files is not None:
                 raise FreqlabError("give local files either as dataset (a list of paths) or as data_files, not both")
@@ -117,7 +162,9 @@ class ScanSettings:
         return self.max_docs is not None or self.max_tokens is not None
 
     def open_corpus(self) -> Corpus:
-        """The corpus these settings name (see :func:`freqlab.corpus.open_corpus`)."""
+        """The corpus these settings name (see :func:`freqlab.corpus.open_corpus`), or the opened one given."""
+        if self.corpus is not None:
+            return self.corpus
         from freqlab.corpus import open_corpus
 
         return open_corpus(
@@ -139,9 +186,11 @@ class ScanSettings:
         return ReadOptions(self.tokens_field, self.length_field, self.eos_id)
 
     def fingerprint(self, corpus: Corpus, counter: TokenCounter | None) -> dict[str, Any]:
-        """What a checkpoint must have been made under: the corpus (its shards by id), the tokenizer (its
-        vocabulary, not its name or backend: backends are exact), special tokens, sampling and limits."""
+        """What a checkpoint must have been made under: the corpus (its shards by id, how it was read), the
+        tokenizer (its vocabulary, not its name or backend: backends are exact), special tokens, sampling and
+        limits. The same whether the corpus was named here or opened first (``corpus``)."""
         ids = [shard.id for shard in corpus.shards]
+        read = corpus.read_options
         return {
             "version": FINGERPRINT_VERSION,
             "corpus": corpus.name,
@@ -154,7 +203,7 @@ class ScanSettings:
             "max_docs": self.max_docs,
             "max_tokens": self.max_tokens,
             # only when set, so checkpoints of text corpora made before these options existed stay valid
-            **({"read_options": self.read_options.describe()} if not self.read_options.is_default else {}),
+            **({"read_options": read.describe()} if read is not None and not read.is_default else {}),
         }
 
     def as_dict(self) -> dict[str, Any]:
@@ -173,6 +222,19 @@ class RunOptions:
     out: Path | None = None
     resume: bool = False
     progress: bool | None = None
+
+    if TYPE_CHECKING:  # the constructor takes any path as ``out`` (a Path once made)
+
+        def __init__(
+            self,
+            engine: str = "local",
+            workers: int | None = None,
+            address: str | None = None,
+            batch_size: int = DEFAULT_BATCH_SIZE,
+            out: str | os.PathLike[str] | None = None,
+            resume: bool = False,
+            progress: bool | None = None,
+        ) -> None: ...
 
     def __post_init__(self) -> None:
         check_count("workers", self.workers)
@@ -199,6 +261,18 @@ class ReportOptions:
     corpus_tokens: int | None = None
     tau: float = DEFAULT_TAU
     megatron: Any = None  # MegatronOptions of the megatron regime (freqlab.frequency.megatron_replay)
+
+    if TYPE_CHECKING:  # the constructor takes one window or regime, or any sequence (tuples once made)
+
+        def __init__(
+            self,
+            L: int | Sequence[int] = DEFAULT_L,
+            regimes: str | Sequence[str] = DEFAULT_REGIMES,
+            tokens: int | None = None,
+            corpus_tokens: int | None = None,
+            tau: float = DEFAULT_TAU,
+            megatron: Any = None,
+        ) -> None: ...
 
     def __post_init__(self) -> None:
         windows = (self.L,) if isinstance(self.L, int) else tuple(self.L)

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import os
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Generator, Iterator
 from dataclasses import dataclass
 from typing import Any
 
@@ -22,12 +22,13 @@ class Task:
 
 
 class Engine:
-    """Runs a job on tasks; :meth:`run` yields ``(index, ShardCount)`` as shards finish."""
+    """Runs a job on tasks; :meth:`run` yields ``(index, ShardCount)`` as shards finish (a generator: the driver
+    closes it when it stops early)."""
 
     name: str = ""
     workers: int = 1
 
-    def run(self, tasks: Iterator[Task], job, progress: Progress | None = None) -> Iterator[tuple]:
+    def run(self, tasks: Iterator[Task], job, progress: Progress | None = None) -> Generator[tuple, None, None]:
         """Run ``job`` on each task; yield the results as they finish."""
         raise NotImplementedError
 

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Generator, Iterator
 
 from freqlab.scan.engines.base import Engine, Progress, Task
 
@@ -13,7 +13,7 @@ class InProcessEngine(Engine):
     name = "local"
     workers = 1
 
-    def run(self, tasks: Iterator[Task], job, progress: Progress | None = None) -> Iterator[tuple]:
+    def run(self, tasks: Iterator[Task], job, progress: Progress | None = None) -> Generator[tuple, None, None]:
         """Run ``job`` on each task in turn; yield the results."""
         for task in tasks:
             yield task.index, job(task.shard, task.options, progress)

@@ -17,7 +17,7 @@ import signal
 import sys
 import threading
 import time
-from collections.abc import Iterator
+from collections.abc import Generator, Iterator
 from concurrent.futures import FIRST_COMPLETED, Future, ProcessPoolExecutor, wait
 from concurrent.futures.process import BrokenProcessPool
 
@@ -36,7 +36,7 @@ class LocalEngine(Engine):
     def __init__(self, workers: int) -> None:
         self.workers = int(workers)
 
-    def run(self, tasks: Iterator[Task], job, progress: Progress | None = None) -> Iterator[tuple]:
+    def run(self, tasks: Iterator[Task], job, progress: Progress | None = None) -> Generator[tuple, None, None]:
         """Run ``job`` on the tasks in a pool of worker processes; yield the results as they finish."""
         context = _context()
         start_forkserver()

@@ -23,7 +23,7 @@ import os
 import socket
 import sys
 from collections import Counter
-from collections.abc import Iterator
+from collections.abc import Generator, Iterator
 from typing import Any
 
 from freqlab.errors import FreqlabError
@@ -210,7 +210,7 @@ class RayEngine(Engine):
             "tasks_in_flight": self.window,
         }
 
-    def run(self, tasks: Iterator[Task], job, progress: Progress | None = None) -> Iterator[tuple]:
+    def run(self, tasks: Iterator[Task], job, progress: Progress | None = None) -> Generator[tuple, None, None]:
         """Run ``job`` on the tasks as Ray tasks; yield the results as they finish."""
         tasks = iter(tasks)
         first = next(tasks, None)
