@@ -175,8 +175,8 @@ def run_scan(settings: ScanSettings, run: RunOptions | None = None, report: Repo
         from freqlab.scan.engines.ray import RayEngine
 
         RayEngine.check(run.address)  # before reading anything: Ray installed, its cluster there
-    starting = prestart() if run.engine == "local" and (run.workers or default_workers()) > 1 else None
     corpus = settings.open_corpus()
+    starting = prestart() if pool_possible(run, corpus) else None  # the forkserver starts while the tokenizer loads
     counter = None
     if corpus.kind == TEXT:
         counter = settings.tokenizer  # a TokenCounter already loaded (notebooks, benchmarks): used as it is
@@ -208,7 +208,11 @@ def run_scan(settings: ScanSettings, run: RunOptions | None = None, report: Repo
                 if index not in done:
                     yield Task(index, shard, options.capped(ledger.docs_left, ledger.tokens_left))
 
-        engine = make_engine(run.engine, run.workers, len(shards) - len(done), run.address)
+        pending = len(shards) - len(done)
+        choice = engine_choice(run, corpus, settings, counter, pending)
+        workers = 1 if choice is not None and choice.in_process else run.workers
+        engine = make_engine(run.engine, workers, pending, run.address)
+        engine.reason = choice.reason if choice is not None else None
         if starting is not None:
             starting.join()  # before the pool starts (both touch the __main__ module)
         record = RunRecord(resumed_shards=len(done), shards=len(shards))
@@ -250,6 +254,53 @@ def run_scan(settings: ScanSettings, run: RunOptions | None = None, report: Repo
         summary = scan_summary(settings, report, corpus, counter, engine, histogram, ledger, options, record)
         output.write(histogram, summary)
     return ScanResult(histogram, summary, run.out)
+
+
+def scanned_bytes(corpus: Corpus, settings: ScanSettings, pending: int, bytes_per_token: float) -> int | None:
+    """The bytes of text a scan will read, estimated: the corpus's, for its ``pending`` shards (a resumed scan
+    reads the rest), at most ``max_docs`` average documents' and ``max_tokens`` tokens' worth (None: unknown)."""
+    if corpus.estimated_bytes is None:
+        return None
+    size = corpus.estimated_bytes * pending // max(len(corpus.shards), 1)
+    if settings.max_docs is not None and corpus.total_documents:
+        size = min(size, corpus.estimated_bytes * settings.max_docs // corpus.total_documents)
+    if settings.max_tokens is not None:
+        size = min(size, int(settings.max_tokens * bytes_per_token))
+    return size
+
+
+def engine_choice(run: RunOptions, corpus: Corpus, settings: ScanSettings, counter, pending: int):
+    """The :class:`~freqlab.scan.estimate.EngineChoice` of a local scan of text whose worker count the user left
+    to freqlab (None otherwise: ``workers`` given is honoured, Ray and tokenized data run as asked): in this
+    process on the counter already loaded, or on a pool, whichever the measured costs say finishes first
+    (:func:`~freqlab.scan.estimate.choose_engine`)."""
+    if run.engine != "local" or run.workers is not None or counter is None:
+        return None
+    from freqlab.scan.estimate import choose_engine, load_throughput
+
+    table = load_throughput()
+    family = table.families.get(counter.backend)
+    if family is None:
+        return None
+    size = scanned_bytes(corpus, settings, pending, family.bytes_per_token)
+    return choose_engine(size, min(default_workers(), max(pending, 1)), counter.backend, table,
+                         built=counter.is_built())
+
+
+def pool_possible(run: RunOptions, corpus: Corpus) -> bool:
+    """Whether a local scan may start a pool (so its forkserver is worth starting early): not with one worker, nor
+    for a text corpus so small that every measured backend counts it in this process first, even unbuilt."""
+    workers = run.workers or default_workers()
+    if run.engine != "local" or workers < 2:
+        return False
+    if run.workers is not None or corpus.kind != TEXT or corpus.estimated_bytes is None:
+        return True
+    from freqlab.scan.estimate import choose_engine, load_throughput
+
+    table = load_throughput()
+    choices = [choose_engine(corpus.estimated_bytes, min(workers, max(len(corpus.shards), 1)), family, table)
+               for family in table.families]
+    return not all(choice is not None and choice.in_process for choice in choices)
 
 
 def scanned_index(corpus: Corpus, settings: ScanSettings) -> str | None:

@@ -26,13 +26,14 @@ class Engine:
 
     name: str = ""
     workers: int = 1
+    reason: str | None = None  # why this engine, when freqlab chose it (the summary says it)
 
     def run(self, tasks: Iterator[Task], job, progress: Progress | None = None) -> Iterator[tuple]:
         raise NotImplementedError
 
     def describe(self) -> dict[str, Any]:
         """What ran where, for the summary."""
-        return {"engine": self.name, "workers": self.workers}
+        return {"engine": self.name, "workers": self.workers, **({"engine_reason": self.reason} if self.reason else {})}
 
 
 def default_workers() -> int:
