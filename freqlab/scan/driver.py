@@ -123,7 +123,7 @@ def scan(
     ``tokenizer`` is None (the default), a built-in name, a ``tokenizer.json``, a ``.tiktoken`` file or a hub
     id (see :func:`freqlab.tokenize.load_tokenizer`), or a loaded :class:`~freqlab.tokenize.TokenCounter` (used
     as it is: its ``add_special_tokens``, its backends). A scan too small to repay fastokens' start-up on the next
-    verified backend (:func:`small_scan_rule`: ~54 MiB of text for tiktoken, ~4 MiB for Hugging Face
+    verified backend (:func:`small_scan_rule`: ~11 MB of text for tiktoken, ~0.5 MB for Hugging Face
     ``tokenizers``) loads its tokenizer without fastokens; pass a loaded counter to choose. Tokenized
     data (no tokenizer needed) is read as is:
     ``tokens_field`` / ``length_field`` name a column of token ids / lengths, ``eos_id`` the token ending each
@@ -181,7 +181,8 @@ def run_scan(settings: ScanSettings, run: RunOptions | None = None, report: Repo
     if corpus.kind == TEXT:
         counter = settings.tokenizer  # a TokenCounter already loaded (notebooks, benchmarks): used as it is
         if counter is None or isinstance(counter, (str, os.PathLike)):
-            counter = load_counter(counter, settings.add_special_tokens, corpus.estimated_bytes)
+            counter = load_counter(counter, settings.add_special_tokens,
+                                   scanned_bytes(corpus, settings, len(corpus.shards)))
     shards = list(corpus.shards)
     ids = [shard.id for shard in shards]
     if len(set(ids)) != len(ids):
@@ -218,6 +219,10 @@ def run_scan(settings: ScanSettings, run: RunOptions | None = None, report: Repo
         record = RunRecord(resumed_shards=len(done), shards=len(shards))
         # a pool with fewer shards than cores (a few large compressed files) gives each worker the idle cores
         threads = max(1, (run.workers or default_workers()) // engine.workers) if run.engine == "local" else 1
+        if run.engine == "local" and engine.workers == 1 and run.workers is not None:
+            from freqlab.tokenize import single_threaded
+
+            single_threaded(threads)  # --workers 1: one core (fastokens takes its threads at its first count here)
         runner = engine.run(tasks(), CountJob(counter, threads), bar)
         try:
             for index, part in runner:
@@ -256,15 +261,17 @@ def run_scan(settings: ScanSettings, run: RunOptions | None = None, report: Repo
     return ScanResult(histogram, summary, run.out)
 
 
-def scanned_bytes(corpus: Corpus, settings: ScanSettings, pending: int, bytes_per_token: float) -> int | None:
+def scanned_bytes(corpus: Corpus, settings: ScanSettings, pending: int,
+                  bytes_per_token: float | None = None) -> int | None:
     """The bytes of text a scan will read, estimated: the corpus's, for its ``pending`` shards (a resumed scan
-    reads the rest), at most ``max_docs`` average documents' and ``max_tokens`` tokens' worth (None: unknown)."""
+    reads the rest), at most ``max_docs`` average documents' and (given the tokenizer's ``bytes_per_token``)
+    ``max_tokens`` tokens' worth (None: unknown)."""
     if corpus.estimated_bytes is None:
         return None
     size = corpus.estimated_bytes * pending // max(len(corpus.shards), 1)
     if settings.max_docs is not None and corpus.total_documents:
         size = min(size, corpus.estimated_bytes * settings.max_docs // corpus.total_documents)
-    if settings.max_tokens is not None:
+    if settings.max_tokens is not None and bytes_per_token is not None:
         size = min(size, int(settings.max_tokens * bytes_per_token))
     return size
 
@@ -338,11 +345,12 @@ def fastokens_break_even_bytes(backend: str, table=None) -> float | None:
     """Bytes of text above which fastokens saves time over ``backend`` in a scan; None when ``backend``'s speed
     was not measured (then fastokens is kept: it is never much slower).
 
-    fastokens costs ``s`` core-seconds before it counts (``2 x worker_startup_core_seconds``: building and
-    verifying it in the driver, building it in a worker) and then counts at τ_f tokens per core-second; the
-    next backend starts at once and counts at τ_n. For B bytes (β bytes per token) fastokens pays off when
-    ``(B / β) · (1/τ_n − 1/τ_f) > s``. Rates from ``freqlab/data/throughput.json`` (scripts/bench_cost.py):
-    ~54 MiB for tiktoken, ~4.4 MiB for Hugging Face ``tokenizers``.
+    A scan this small runs in this process (:func:`~freqlab.scan.estimate.choose_engine`), where each backend
+    is built once: fastokens in b_f core-seconds, then τ_f tokens per core-second; the next backend in b_n, then
+    τ_n. For B bytes (β bytes per token) fastokens pays off when ``(B / β) · (1/τ_n − 1/τ_f) > b_f − b_n``
+    (its verification is paid once per tokenizer file: the load cache keeps its verdict). Rates and build times
+    from ``freqlab/data/throughput.json`` (scripts/bench_cost.py): ~11 MB for tiktoken, ~0.5 MB for Hugging
+    Face ``tokenizers``.
     """
     from freqlab.scan.estimate import load_throughput
 
@@ -351,7 +359,8 @@ def fastokens_break_even_bytes(backend: str, table=None) -> float | None:
     if fast is None or slow is None or slow.tokens_per_core_second >= fast.tokens_per_core_second:
         return None
     saved_per_token = 1 / slow.tokens_per_core_second - 1 / fast.tokens_per_core_second
-    return 2 * table.worker_startup_core_seconds * slow.bytes_per_token / saved_per_token
+    later = max(table.build_seconds("fastokens") - table.build_seconds(backend), 0.0)
+    return later * slow.bytes_per_token / saved_per_token
 
 
 def small_scan_rule(size: int | None, table=None):
@@ -365,7 +374,7 @@ def small_scan_rule(size: int | None, table=None):
         limit = fastokens_break_even_bytes(backend, table)
         if limit is None or size >= limit:
             return None
-        return (f"not used for a small scan ({size / 2**20:.0f} MiB of text < {limit / 2**20:.0f} MiB: {backend} "
+        return (f"not used for a small scan ({size / 2**20:.1f} MiB of text < {limit / 2**20:.1f} MiB: {backend} "
                 "is done before fastokens is ready; counts are identical)")
 
     return rule

@@ -92,17 +92,18 @@ def test_the_probe_accepts_a_listening_port():
         check_ray_address(f"127.0.0.1:{server.getsockname()[1]}")  # no error
 
 
-def test_fastokens_break_even_is_its_start_up_over_the_time_it_saves_per_byte():
+def test_fastokens_break_even_is_its_extra_build_time_over_the_time_it_saves_per_byte():
     from freqlab.scan.driver import fastokens_break_even_bytes
     from freqlab.scan.estimate import Family, ThroughputTable
 
     table = ThroughputTable(measured="-", machine="-", source="-", read_bytes_per_core_second=1e9,
                             parallel_efficiency=1.0, worker_startup_core_seconds=2.0,
-                            families={"fastokens": Family(40e6, 4.0), "tiktoken": Family(4e6, 4.0),
+                            families={"fastokens": Family(40e6, 4.0, "", 1.5), "tiktoken": Family(4e6, 4.0, "", 0.1),
                                       "hf-tokenizers": Family(0.4e6, 4.0)})
-    # (B / 4) * (1/τ_n - 1/40e6) = 2 * 2.0 core-seconds
-    assert fastokens_break_even_bytes("tiktoken", table) == pytest.approx(16 / (1 / 4e6 - 1 / 40e6))  # 71.1 MB
-    assert fastokens_break_even_bytes("hf-tokenizers", table) == pytest.approx(16 / (1 / 0.4e6 - 1 / 40e6))
+    # (B / 4) * (1/τ_n - 1/40e6) = 1.5 - 0.1 core-seconds (each built once, in this process)
+    assert fastokens_break_even_bytes("tiktoken", table) == pytest.approx(4 * 1.4 / (1 / 4e6 - 1 / 40e6))  # 24.9 MB
+    # Hugging Face's build was not measured: a whole worker's start-up (2.0 s), longer than fastokens' build
+    assert fastokens_break_even_bytes("hf-tokenizers", table) == 0
     assert fastokens_break_even_bytes("sentencepiece", table) is None  # not measured: fastokens kept
 
 
@@ -110,11 +111,11 @@ def test_the_small_scan_rule_leaves_fastokens_out_only_below_the_next_backends_b
     from freqlab.scan.driver import fastokens_break_even_bytes, small_scan_rule
 
     limit = {b: fastokens_break_even_bytes(b) for b in ("tiktoken", "hf-tokenizers")}
-    assert 40 << 20 < limit["tiktoken"] < 70 << 20 and 2 << 20 < limit["hf-tokenizers"] < 8 << 20
-    rule = small_scan_rule(30 << 20)  # 30 MiB: tiktoken finishes first, Hugging Face does not
-    assert "30 MiB of text < 54 MiB: tiktoken is done before" in rule("tiktoken")
+    assert 8 << 20 < limit["tiktoken"] < 16 << 20 and 1 << 18 < limit["hf-tokenizers"] < 1 << 20
+    rule = small_scan_rule(6 << 20)  # 6 MiB: tiktoken finishes first, Hugging Face does not
+    assert "(6.0 MiB of text < 10.7 MiB: tiktoken is done before" in rule("tiktoken")
     assert rule("hf-tokenizers") is None and rule("sentencepiece") is None
-    assert small_scan_rule(3 << 20)("hf-tokenizers").startswith("not used for a small scan (3 MiB of text < 4 MiB")
+    assert small_scan_rule(1 << 18)("hf-tokenizers").startswith("not used for a small scan (0.2 MiB of text < 0.5 MiB")
     assert small_scan_rule(None) is None  # unknown size: fastokens is verified and kept
 
 
