@@ -104,6 +104,22 @@ def test_tokenizing_while_the_next_batch_is_read_counts_exactly_as_one_thread(tm
         assert whole[4] == 91 and whole[3] == {"malformed-json": 1} and whole[9]
 
 
+@pytest.mark.parametrize("on_error", ["raise", "skip"])
+def test_a_truncated_compressed_file_counts_the_same_on_two_threads(tmp_path, corpus_records, counter, on_error):
+    from .test_unreadable_files import truncated_zst
+
+    path = tmp_path / "cut.jsonl.zst"
+    kept = truncated_zst(path, [text for shard in corpus_records for text, _ in shard])
+    (shard,) = open_corpus(str(path)).shards
+    option = ShardOptions(batch_size=3, on_error=on_error, keep_log=True)
+    serial = shard_outcome(count_shard(shard, counter, option))
+    assert shard_outcome(count_shard(shard, counter, option, overlap=True)) == serial
+    if on_error == "skip":  # the file's one skip (read in 1 MiB blocks: the cut is met before any line)
+        assert serial[3] == {"unreadable-file": 1} and serial[9] and serial[4] <= kept + 1
+    else:
+        assert "ends inside a zstd frame); is the file truncated or corrupt?" in serial[8] and not serial[9]
+
+
 def test_a_tokenizer_failing_on_the_second_thread_fails_the_shard(tmp_path, corpus_records):
     class Failing:
         name = "failing"
