@@ -142,7 +142,9 @@ def scan(
     file and line; ``"skip"`` counts it by reason (a file that fails while being read, e.g. a truncated
     ``.zst``, is one ``unreadable-file`` skip after the documents read from it; its shard counts as finished).
     Blank JSON-lines lines are not documents: ``summary["documents"]["blank_lines"]`` counts them.
-    ``workers`` (default: all cores) and ``batch_size`` do not change the result. ``engine="ray"`` runs the
+    ``workers`` (default: all cores, or this process alone when the measured costs say it finishes first, the
+    summary saying why: :func:`~freqlab.scan.estimate.choose_engine`; ``workers=1``: one core) and ``batch_size``
+    do not change the result. ``engine="ray"`` runs the
     shards as Ray tasks (``address``: an existing cluster; a ``host:port`` is probed first, failing in ~3 s).
     With ``out``, writes ``lengths.parquet``, ``summary.json`` and per-shard checkpoints (``resume`` skips
     shards already done, after checking each checkpoint). ``progress``: a tqdm progress bar, percent and ETA by bytes
