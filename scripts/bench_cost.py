@@ -84,6 +84,21 @@ def best(repeats: int, run) -> tuple[float, float, object]:
     return min((cpu_seconds(run) for _ in range(repeats)), key=lambda measured: measured[0])
 
 
+def build_seconds(spec, family: str, repeats: int) -> float:
+    """CPU seconds to build ``family``'s backend of the tokenizer ``spec`` in a process (the least of ``repeats``)."""
+    from freqlab.tokenization import load_tokenizer
+    from freqlab.tokenization.backends import ENGINES
+
+    counter = load_tokenizer(spec) if isinstance(spec, str) else spec
+    source = counter.source(family)
+    times = []
+    for _ in range(repeats):
+        start = time.process_time()
+        ENGINES[family](source)
+        times.append(time.process_time() - start)
+    return min(times)
+
+
 def scan_once(data, tokenizer, workers: int, **options):
     from freqlab.scan import scan
 
@@ -170,7 +185,8 @@ def measure(args, work: Path) -> None:
         seconds, wall, result = best(args.repeats, lambda spec=spec: scan_once(folder, spec, 1))
         tokens, family = result.histogram.tokens, result.summary["tokenizer"]["backend"]
         families.setdefault(family, {"tokens_per_core_second": round(tokens / seconds),
-                                     "bytes_per_token": round(text_bytes / tokens, 3), "example": label})
+                                     "bytes_per_token": round(text_bytes / tokens, 3), "example": label,
+                                     "build_core_seconds": round(build_seconds(spec, family, args.repeats), 2)})
         rows.append((family, label, tokens, seconds, wall))
         print(f"{family}: {tokens / seconds / 1e6:.2f}M tokens per core-second", file=sys.stderr, flush=True)
     read_seconds, _, _ = best(args.repeats, lambda: scan_once(folder, labels[1][0], 1, sample_rate=1e-9))
@@ -189,6 +205,9 @@ def measure(args, work: Path) -> None:
         "read_bytes_per_core_second": round(text_bytes / read_seconds),
         "parallel_efficiency": round(efficiency, 3),
         "worker_startup_core_seconds": round(startup / args.workers, 2),
+        # a worker's start-up without building its backend (fastokens, in the pool measured above)
+        "process_startup_core_seconds": round(max(startup / args.workers - families["fastokens"]["build_core_seconds"],
+                                                  0.0), 2),
         "families": families,
     }
     Path(args.table).write_text(json.dumps(table, indent=1) + "\n", encoding="utf-8")

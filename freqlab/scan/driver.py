@@ -136,7 +136,7 @@ def scan(
         None (the default), a built-in name, a ``tokenizer.json``, a ``.tiktoken`` file or a hub id (see
         :func:`freqlab.tokenization.load_tokenizer`), or a loaded :class:`~freqlab.tokenization.TokenCounter` (used as
         it is: its ``add_special_tokens``, its backends). A scan too small to repay fastokens' start-up on the
-        next verified backend (:func:`small_scan_rule`: ~54 MiB of text for tiktoken, ~4 MiB for Hugging Face
+        next verified backend (:func:`small_scan_rule`: ~11 MB of text for tiktoken, ~0.5 MB for Hugging Face
         ``tokenizers``) loads its tokenizer without fastokens; pass a loaded counter to choose. Tokenized data
         needs none.
     data_files, config, split, text_field, source_field, format
@@ -165,7 +165,9 @@ def scan(
         documents read from it; its shard counts as finished). Blank JSON-lines lines are not documents:
         ``summary["documents"]["blank_lines"]`` counts them.
     workers, batch_size, engine, address
-        How it runs; none changes the result. ``workers`` defaults to all cores; ``engine="ray"`` runs the
+        How it runs; none changes the result. ``workers`` defaults to all cores, or this process alone when the
+        measured costs say it finishes first, the summary saying why (:func:`~freqlab.scan.estimate.choose_engine`);
+        ``workers=1`` is one core. ``engine="ray"`` runs the
         shards as Ray tasks (``address``: an existing cluster; a ``host:port`` is probed first, failing in ~3 s).
     out, resume
         With ``out``, writes ``lengths.parquet``, ``summary.json`` and per-shard checkpoints; ``resume`` skips
@@ -242,13 +244,14 @@ def scan_from_settings(
         from freqlab.scan.engines.ray import RayEngine
 
         RayEngine.check(run.address)  # before reading anything: Ray installed, its cluster there
-    starting = prestart() if run.engine == "local" and (run.workers or default_workers()) > 1 else None
     corpus = settings.open_corpus()
+    starting = prestart() if pool_possible(run, corpus) else None  # the forkserver starts while the tokenizer loads
     counter = None
     if corpus.kind == TEXT:
         counter = settings.tokenizer  # a TokenCounter already loaded (notebooks, benchmarks): used as it is
         if counter is None or isinstance(counter, (str, os.PathLike)):
-            counter = load_counter(counter, settings.add_special_tokens, corpus.estimated_bytes)
+            counter = load_counter(counter, settings.add_special_tokens,
+                                   scanned_bytes(corpus, settings, len(corpus.shards)))
     shards = list(corpus.shards)
     ids = [shard.id for shard in shards]
     if len(set(ids)) != len(ids):
@@ -275,12 +278,20 @@ def scan_from_settings(
                 if index not in done:
                     yield Task(index, shard, options.capped(ledger.docs_left, ledger.tokens_left))
 
-        engine = make_engine(run.engine, run.workers, len(shards) - len(done), run.address)
+        pending = len(shards) - len(done)
+        choice = engine_choice(run, corpus, settings, counter, pending)
+        workers = 1 if choice is not None and choice.in_process else run.workers
+        engine = make_engine(run.engine, workers, pending, run.address)
+        engine.reason = choice.reason if choice is not None else None
         if starting is not None:
             starting.join()  # before the pool starts (both touch the __main__ module)
         record = RunRecord(resumed_shards=len(done), shards=len(shards))
         # a pool with fewer shards than cores (a few large compressed files) gives each worker the idle cores
         threads = max(1, (run.workers or default_workers()) // engine.workers) if run.engine == "local" else 1
+        if run.engine == "local" and engine.workers == 1 and run.workers is not None:
+            from freqlab.tokenization import single_threaded
+
+            single_threaded(threads)  # --workers 1: one core (fastokens takes its threads at its first count here)
         runner = engine.run(tasks(), CountJob(counter, threads), bar)
         try:
             for index, part in runner:
@@ -319,6 +330,55 @@ def scan_from_settings(
     return ScanResult(histogram, summary, run.out)
 
 
+def scanned_bytes(corpus: Corpus, settings: ScanSettings, pending: int,
+                  bytes_per_token: float | None = None) -> int | None:
+    """The bytes of text a scan will read, estimated: the corpus's, for its ``pending`` shards (a resumed scan
+    reads the rest), at most ``max_docs`` average documents' and (given the tokenizer's ``bytes_per_token``)
+    ``max_tokens`` tokens' worth (None: unknown)."""
+    if corpus.estimated_bytes is None:
+        return None
+    size = corpus.estimated_bytes * pending // max(len(corpus.shards), 1)
+    if settings.max_docs is not None and corpus.total_documents:
+        size = min(size, corpus.estimated_bytes * settings.max_docs // corpus.total_documents)
+    if settings.max_tokens is not None and bytes_per_token is not None:
+        size = min(size, int(settings.max_tokens * bytes_per_token))
+    return size
+
+
+def engine_choice(run: RunOptions, corpus: Corpus, settings: ScanSettings, counter, pending: int):
+    """The :class:`~freqlab.scan.estimate.EngineChoice` of a local scan of text whose worker count the user left
+    to freqlab (None otherwise: ``workers`` given is honoured, Ray and tokenized data run as asked): in this
+    process on the counter already loaded, or on a pool, whichever the measured costs say finishes first
+    (:func:`~freqlab.scan.estimate.choose_engine`)."""
+    if run.engine != "local" or run.workers is not None or counter is None:
+        return None
+    from freqlab.scan.estimate import choose_engine, load_throughput
+
+    table = load_throughput()
+    family = table.families.get(counter.backend)
+    if family is None:
+        return None
+    size = scanned_bytes(corpus, settings, pending, family.bytes_per_token)
+    return choose_engine(size, min(default_workers(), max(pending, 1)), counter.backend, table,
+                         built=counter.is_built())
+
+
+def pool_possible(run: RunOptions, corpus: Corpus) -> bool:
+    """Whether a local scan may start a pool (so its forkserver is worth starting early): not with one worker, nor
+    for a text corpus so small that every measured backend counts it in this process first, even unbuilt."""
+    workers = run.workers or default_workers()
+    if run.engine != "local" or workers < 2:
+        return False
+    if run.workers is not None or corpus.kind != TEXT or corpus.estimated_bytes is None:
+        return True
+    from freqlab.scan.estimate import choose_engine, load_throughput
+
+    table = load_throughput()
+    choices = [choose_engine(corpus.estimated_bytes, min(workers, max(len(corpus.shards), 1)), family, table)
+               for family in table.families]
+    return not all(choice is not None and choice.in_process for choice in choices)
+
+
 def scanned_index(corpus: Corpus, settings: ScanSettings) -> str | None:
     """The absolute path of the Megatron ``.idx`` the corpus is, when it is exactly one and was read whole (else
     None: a partial scan's histogram is not the index's)."""
@@ -354,11 +414,12 @@ def fastokens_break_even_bytes(backend: str, table=None) -> float | None:
     """Bytes of text above which fastokens saves time over ``backend`` in a scan; None when ``backend``'s speed
     was not measured (then fastokens is kept: it is never much slower).
 
-    fastokens costs ``s`` core-seconds before it counts (``2 x worker_startup_core_seconds``: building and
-    verifying it in the driver, building it in a worker) and then counts at τ_f tokens per core-second; the
-    next backend starts at once and counts at τ_n. For B bytes (β bytes per token) fastokens pays off when
-    ``(B / β) · (1/τ_n − 1/τ_f) > s``. Rates from ``freqlab/data/throughput.json`` (scripts/bench_cost.py):
-    ~54 MiB for tiktoken, ~4.4 MiB for Hugging Face ``tokenizers``.
+    A scan this small runs in this process (:func:`~freqlab.scan.estimate.choose_engine`), where each backend
+    is built once: fastokens in b_f core-seconds, then τ_f tokens per core-second; the next backend in b_n, then
+    τ_n. For B bytes (β bytes per token) fastokens pays off when ``(B / β) · (1/τ_n − 1/τ_f) > b_f − b_n``
+    (its verification is paid once per tokenizer file: the load cache keeps its verdict). Rates and build times
+    from ``freqlab/data/throughput.json`` (scripts/bench_cost.py): ~11 MB for tiktoken, ~0.5 MB for Hugging
+    Face ``tokenizers``.
     """
     from freqlab.scan.estimate import load_throughput
 
@@ -367,7 +428,8 @@ def fastokens_break_even_bytes(backend: str, table=None) -> float | None:
     if fast is None or slow is None or slow.tokens_per_core_second >= fast.tokens_per_core_second:
         return None
     saved_per_token = 1 / slow.tokens_per_core_second - 1 / fast.tokens_per_core_second
-    return 2 * table.worker_startup_core_seconds * slow.bytes_per_token / saved_per_token
+    later = max(table.build_seconds("fastokens") - table.build_seconds(backend), 0.0)
+    return later * slow.bytes_per_token / saved_per_token
 
 
 def small_scan_rule(size: int | None, table=None):
@@ -381,7 +443,7 @@ def small_scan_rule(size: int | None, table=None):
         limit = fastokens_break_even_bytes(backend, table)
         if limit is None or size >= limit:
             return None
-        return (f"not used for a small scan ({size / 2**20:.0f} MiB of text < {limit / 2**20:.0f} MiB: {backend} "
+        return (f"not used for a small scan ({size / 2**20:.1f} MiB of text < {limit / 2**20:.1f} MiB: {backend} "
                 "is done before fastokens is ready; counts are identical)")
 
     return rule

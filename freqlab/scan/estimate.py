@@ -47,6 +47,7 @@ class Family:
     tokens_per_core_second: float
     bytes_per_token: float
     example: str = ""
+    build_core_seconds: float | None = None  # building this backend in a process (None: not measured)
 
 
 @dataclass(frozen=True)
@@ -60,6 +61,12 @@ class ThroughputTable:
     parallel_efficiency: float
     families: dict[str, Family] = field(default_factory=dict)
     worker_startup_core_seconds: float = 0.0
+    process_startup_core_seconds: float = 0.0  # a worker process starting, before it builds its backend
+
+    def build_seconds(self, family: str) -> float:
+        """Core-seconds to build ``family``'s backend in a process (not measured: a whole worker's start-up)."""
+        measured = self.families[family].build_core_seconds
+        return self.worker_startup_core_seconds if measured is None else measured
 
     def family(self, name: str) -> Family:
         """The throughput of the tokenizer family ``name``, or a one-line error listing the known ones."""
@@ -135,6 +142,62 @@ def estimate_cost(table: ThroughputTable, family: str, *, tokens: int | None = N
                     "parallel_efficiency": table.parallel_efficiency, "measured": table.measured,
                     "machine": table.machine, "source": table.source},
     )
+
+
+@dataclass(frozen=True)
+class EngineChoice:
+    """Where a scan runs: in this process or on a pool of ``workers`` processes, with the estimated wall times
+    that decided it (:func:`choose_engine`) and the reason said in the summary."""
+
+    in_process: bool
+    workers: int
+    in_process_seconds: float
+    pool_seconds: float
+    reason: str
+
+
+def choose_engine(text_bytes: int | None, workers: int, family: str, table: ThroughputTable,
+                  built: bool = False) -> EngineChoice | None:
+    """In this process or on a pool of ``workers`` processes, whichever the measured costs say finishes first a
+    scan of ``text_bytes`` bytes of text counted by the backend ``family`` (None: the size or the family's
+    speed is unknown, or one worker: no choice to make).
+
+    For T = B/β tokens at τ tokens per core-second (parallel efficiency e), with b the core-seconds to build the
+    backend in a process and p those of a worker process starting (``throughput.json``):
+
+        in this process  =  (0 if the driver's counter has built it already, else b)  +  T / τ
+        pool of n        =  p + b (every worker starts and builds its backend, at once)  +  T / (τ · n · e)
+
+    Measured, a warm ``scan(workers=1)`` of 12-20M characters took 0.1-0.2 s where the 2-worker pool took
+    1.0-4.1 s (``scripts/bench_scan.md``): start-up dominates small scans. Counts are the same either way.
+
+    >>> table = ThroughputTable(measured="-", machine="-", source="-", read_bytes_per_core_second=100e6,
+    ...                         parallel_efficiency=1.0, families={"fastokens": Family(20e6, 5.0, "", 1.0)},
+    ...                         process_startup_core_seconds=0.5)
+    >>> choice = choose_engine(100 * 10**6, 2, "fastokens", table, built=True)  # 1 s here, 2 s on a pool
+    >>> choice.in_process, choice.in_process_seconds, choice.pool_seconds
+    (True, 1.0, 2.0)
+    >>> choose_engine(100 * 10**6, 2, "fastokens", table).in_process  # 2 s to build and count here, 2 s there
+    True
+    >>> choose_engine(10**9, 2, "fastokens", table, built=True).in_process  # 10 s here, 6.5 s on the pool
+    False
+    """
+    measured = table.families.get(family)
+    if text_bytes is None or measured is None or workers < 2:
+        return None
+    tokens = text_bytes / measured.bytes_per_token
+    counting = tokens / measured.tokens_per_core_second
+    build = table.build_seconds(family)
+    here = (0.0 if built else build) + counting
+    pool = table.process_startup_core_seconds + build + counting / (workers * table.parallel_efficiency)
+    size = f"{text_bytes / 2**20:,.0f} MiB of text"
+    ready = "already built here" if built else f"built once here ({build:.1f} s)"
+    if here <= pool:
+        reason = (f"in this process: {size} on {family} ({ready}) take ~{here:.1f} s, before a pool of {workers} "
+                  f"workers would (~{pool:.1f} s: each starts and builds {family}); counts are identical")
+    else:
+        reason = f"{workers} workers: {size} on {family} take ~{pool:.1f} s on the pool, ~{here:.1f} s in this process"
+    return EngineChoice(here <= pool, workers, here, pool, reason)
 
 
 def sampled_error(lengths, counts, L: int, regime: str, documents: int, *, seed: int = 0) -> dict | None:

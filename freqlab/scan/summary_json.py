@@ -191,6 +191,8 @@ def format_report(summary: dict) -> str:
     else:
         speed = f"{human_count(run['documents_per_second'])} docs/s, {human_count(run['tokens_per_second'])} tokens/s"
     lines.append(f"time       {run['wall_seconds']:.1f} s, {speed} ({workers})")
+    if run.get("engine_reason"):
+        lines.append(f"           {run['engine_reason']}")
     if run.get("partial"):
         lines.append(f"partial    {run['partial']}")
     if run.get("resumed_shards"):

@@ -10,8 +10,10 @@ limits and counting.
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 from collections.abc import Callable, Iterator
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, replace
 
 import numpy as np
@@ -103,6 +105,10 @@ class _Batch:
         self.positions: list[int] = []
         self.texts: list[str] = []
         self.chars = 0
+        # lines read with the batch that are no documents to count: added to the shard's count with the batch (a
+        # batch read ahead while the one before is tokenized is dropped whole when that one reaches the cap)
+        self.blank_lines = 0
+        self.sampled_out = 0
 
     def __len__(self) -> int:
         return len(self.codes)
@@ -196,7 +202,8 @@ def _check_counts(lengths: np.ndarray, expected: int, what) -> np.ndarray:
 
 
 def count_shard(
-    shard, counter, options: ShardOptions = ShardOptions(), on_progress: Progress | None = None
+    shard, counter, options: ShardOptions = ShardOptions(), on_progress: Progress | None = None,
+    overlap: bool = False,
 ) -> ShardCount:
     """Count the token lengths of one shard's documents into a :class:`ShardCount`.
 
@@ -213,7 +220,9 @@ def count_shard(
     nothing); special tokens (``add_special_tokens``) are counted around every other document. Length shards
     (``counter`` is not used) yield their lengths in batches. ``on_progress(documents, tokens, bytes)`` is called
     after each batch (bytes: as far as the reader's :class:`~freqlab.corpus.base.ReadMeter` says, the rest of the
-    shard's size when it ends).
+    shard's size when it ends). ``overlap``: each batch is tokenized on a second thread while the next one is
+    read and parsed (the backends release the GIL while they encode: one file's stream, decompressed once, then
+    keeps two cores busy); batches are still counted in order, so the counts, caps and errors are the same.
     """
     if options.on_error not in ON_ERROR:
         raise FreqlabError(f"on_error must be one of {', '.join(ON_ERROR)}, got {options.on_error!r}")
@@ -223,7 +232,8 @@ def count_shard(
         sampler = Sampler(options.sample_rate, options.seed, shard.id)
     with metered(tally.meter):
         if shard.kind == TEXT:
-            _count_texts(shard, counter, options, tally, sampler)
+            with _tokenizing(overlap) as tokenize:
+                _count_texts(shard, counter, options, tally, sampler, tokenize)
         else:
             _count_lengths(shard, options, tally, sampler)
     changed = _changed_since_opened(shard)
@@ -257,25 +267,64 @@ def _refused(shard, options: ShardOptions, message: str) -> ShardCount:
     return tally.finish()
 
 
-def _count_texts(shard, counter, options: ShardOptions, tally: _Tally, sampler: Sampler | None) -> None:
+@contextlib.contextmanager
+def _tokenizing(overlap: bool) -> Iterator[Callable]:
+    """``tokenize(count, texts)``: a handle whose ``result()`` is ``count(texts)``, computed on a second thread
+    when ``overlap`` (at once otherwise). The thread is stopped when the shard ends, however it ends."""
+    if not overlap:
+        yield _Counted
+        return
+    with ThreadPoolExecutor(1, thread_name_prefix="freqlab-tokenize") as pool:
+        yield pool.submit
+
+
+class _Counted:
+    """``count(texts)`` computed now, with a Future's ``result()``."""
+
+    def __init__(self, count: Callable, texts: list[str]) -> None:
+        self.value = count(texts)
+
+    def result(self):
+        return self.value
+
+
+def _count_texts(shard, counter, options: ShardOptions, tally: _Tally, sampler: Sampler | None,
+                 tokenize: Callable = _Counted) -> None:
     part = tally.part
     batch = _Batch()
     specials = getattr(counter, "special_tokens_added", 0)
+    counting = None  # (batch, its counts' handle): tokenized while the next batch is read
 
-    def flush() -> bool:
-        nonlocal batch
-        if not batch:
+    def settle() -> bool:
+        """Count the batch being tokenized into the tally; True once the shard's cap is reached."""
+        nonlocal counting
+        if counting is None:
             return False
-        codes = np.array(batch.codes, np.int64)
-        if batch.texts:
-            lengths = _check_counts(np.asarray(counter.count(batch.texts), np.int64), len(batch.texts),
+        done, handle = counting
+        counting = None
+        part.blank_lines += done.blank_lines
+        part.sampled_out += done.sampled_out
+        codes = np.array(done.codes, np.int64)
+        if handle is not None:
+            lengths = _check_counts(np.asarray(handle.result(), np.int64), len(done.texts),
                                     f"tokenizer {getattr(counter, 'name', counter)!r}")
             if specials:  # no content token (whitespace a normalizer removes): empty, so no special tokens either
                 lengths[lengths == specials] = 0
             codes[codes == 1] = lengths  # a text that tokenizes to nothing counts as an empty document
-        full = tally.add(codes, np.array(batch.sources, np.int32), np.array(batch.positions, np.int64))
+        return tally.add(codes, np.array(done.sources, np.int32), np.array(done.positions, np.int64))
+
+    def flush(last: bool = False) -> bool:
+        """Hand the batch read to the tokenizer, after counting the one before (``last``: count both now)."""
+        nonlocal batch, counting
+        if settle():
+            return True
+        if batch:
+            counting = (batch, tokenize(counter.count, batch.texts) if batch.texts else None)
+        else:  # only lines that are no documents: nothing to tokenize
+            part.blank_lines += batch.blank_lines
+            part.sampled_out += batch.sampled_out
         batch = _Batch()
-        return full
+        return (last or tokenize is _Counted) and settle()
 
     index = -1  # of the document in the shard (blank lines are not documents)
     plain = tally.label(None)  # the label of a document without source (runs have none)
@@ -287,7 +336,7 @@ def _count_texts(shard, counter, options: ShardOptions, tally: _Tally, sampler: 
         positions: range | np.ndarray = range(first, index + 1)
         if sampler is not None:
             kept = np.flatnonzero(sampler.keep_range(first, len(texts)))
-            part.sampled_out += len(texts) - kept.size
+            batch.sampled_out += len(texts) - kept.size
             texts, positions = [texts[i] for i in kept], first + kept
         batch.texts.extend(texts)
         batch.chars += sum(map(len, texts))
@@ -303,17 +352,17 @@ def _count_texts(shard, counter, options: ShardOptions, tally: _Tally, sampler: 
                 return
             continue
         if doc.error == BLANK_LINE:
-            part.blank_lines += 1
+            batch.blank_lines += 1
             continue
         index += 1
         # an unreadable file is never sampled out: it must show up
         if sampler is not None and doc.error != UNREADABLE_FILE and not sampler.keep(index):
-            part.sampled_out += 1
+            batch.sampled_out += 1
             continue
         if doc.text is None:
             reason = doc.error or "bad record"
             if options.on_error == "raise":
-                if not flush():  # the bad record lies within this shard's cap
+                if not flush(last=True):  # the bad record lies within this shard's cap
                     part.error = doc.where if reason == UNREADABLE_FILE else f"{doc.where}: {reason}"
                 return
             code = tally.reason(reason)
@@ -332,7 +381,7 @@ def _count_texts(shard, counter, options: ShardOptions, tally: _Tally, sampler: 
             or len(batch) >= 8 * options.batch_size
         ) and flush():
             return
-    flush()
+    flush(last=True)
 
 
 def _count_lengths(shard, options: ShardOptions, tally: _Tally, sampler: Sampler | None) -> None:
@@ -381,4 +430,5 @@ class CountJob:
 
     def __call__(self, shard, options: ShardOptions, on_progress: Progress | None = None) -> ShardCount:
         """Count ``shard`` with the job's tokenizer (see :func:`count_shard`)."""
-        return count_shard(shard, self.counter, options, on_progress)
+        # cores to spare (fewer shards than cores): reading and tokenizing overlap, on two threads
+        return count_shard(shard, self.counter, options, on_progress, overlap=self.threads > 1)

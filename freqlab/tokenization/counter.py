@@ -228,6 +228,11 @@ class TokenCounter:
             self._count_batch([texts[i] for i in plain], plain, out, backends)
         return out + self.special_tokens_added
 
+    def is_built(self, backend: str | None = None) -> bool:
+        """Whether ``backend`` (default: :attr:`backend`) is built in this process already: counting in this
+        process then costs no start-up (the scan driver's engine choice)."""
+        return self._engines.is_built(backend or self.backend)
+
     def count_one(self, text: str) -> int:
         """Token count of one text (same rules as :meth:`count`)."""
         return int(self.count([text])[0])
@@ -403,6 +408,10 @@ class Engines:
                 if engine is None:
                     engine = self._built[backend] = ENGINES[backend](self._sources[backend])
         return engine
+
+    def is_built(self, backend: str) -> bool:
+        """Whether ``backend``'s engine is already built in this process (building it again costs nothing)."""
+        return backend in self._built
 
     def put(self, backend: str, engine: Any) -> None:
         """Register an engine built elsewhere (the loader's Hugging Face tokenizer: parse the JSON once)."""

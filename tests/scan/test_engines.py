@@ -92,17 +92,18 @@ def test_the_probe_accepts_a_listening_port():
         check_ray_address(f"127.0.0.1:{server.getsockname()[1]}")  # no error
 
 
-def test_fastokens_break_even_is_its_start_up_over_the_time_it_saves_per_byte():
+def test_fastokens_break_even_is_its_extra_build_time_over_the_time_it_saves_per_byte():
     from freqlab.scan.driver import fastokens_break_even_bytes
     from freqlab.scan.estimate import Family, ThroughputTable
 
     table = ThroughputTable(measured="-", machine="-", source="-", read_bytes_per_core_second=1e9,
                             parallel_efficiency=1.0, worker_startup_core_seconds=2.0,
-                            families={"fastokens": Family(40e6, 4.0), "tiktoken": Family(4e6, 4.0),
+                            families={"fastokens": Family(40e6, 4.0, "", 1.5), "tiktoken": Family(4e6, 4.0, "", 0.1),
                                       "hf-tokenizers": Family(0.4e6, 4.0)})
-    # (B / 4) * (1/τ_n - 1/40e6) = 2 * 2.0 core-seconds
-    assert fastokens_break_even_bytes("tiktoken", table) == pytest.approx(16 / (1 / 4e6 - 1 / 40e6))  # 71.1 MB
-    assert fastokens_break_even_bytes("hf-tokenizers", table) == pytest.approx(16 / (1 / 0.4e6 - 1 / 40e6))
+    # (B / 4) * (1/τ_n - 1/40e6) = 1.5 - 0.1 core-seconds (each built once, in this process)
+    assert fastokens_break_even_bytes("tiktoken", table) == pytest.approx(4 * 1.4 / (1 / 4e6 - 1 / 40e6))  # 24.9 MB
+    # Hugging Face's build was not measured: a whole worker's start-up (2.0 s), longer than fastokens' build
+    assert fastokens_break_even_bytes("hf-tokenizers", table) == 0
     assert fastokens_break_even_bytes("sentencepiece", table) is None  # not measured: fastokens kept
 
 
@@ -110,12 +111,76 @@ def test_the_small_scan_rule_leaves_fastokens_out_only_below_the_next_backends_b
     from freqlab.scan.driver import fastokens_break_even_bytes, small_scan_rule
 
     limit = {b: fastokens_break_even_bytes(b) for b in ("tiktoken", "hf-tokenizers")}
-    assert 40 << 20 < limit["tiktoken"] < 70 << 20 and 2 << 20 < limit["hf-tokenizers"] < 8 << 20
-    rule = small_scan_rule(30 << 20)  # 30 MiB: tiktoken finishes first, Hugging Face does not
-    assert "30 MiB of text < 54 MiB: tiktoken is done before" in rule("tiktoken")
+    assert 8 << 20 < limit["tiktoken"] < 16 << 20 and 1 << 18 < limit["hf-tokenizers"] < 1 << 20
+    rule = small_scan_rule(6 << 20)  # 6 MiB: tiktoken finishes first, Hugging Face does not
+    assert "(6.0 MiB of text < 10.7 MiB: tiktoken is done before" in rule("tiktoken")
     assert rule("hf-tokenizers") is None and rule("sentencepiece") is None
-    assert small_scan_rule(3 << 20)("hf-tokenizers").startswith("not used for a small scan (3 MiB of text < 4 MiB")
+    assert small_scan_rule(1 << 18)("hf-tokenizers").startswith("not used for a small scan (0.2 MiB of text < 0.5 MiB")
     assert small_scan_rule(None) is None  # unknown size: fastokens is verified and kept
+
+
+def engine_table(**overrides):
+    from freqlab.scan.estimate import Family, ThroughputTable
+
+    values = dict(measured="-", machine="-", source="-", read_bytes_per_core_second=1e9, parallel_efficiency=0.8,
+                  worker_startup_core_seconds=2.0, process_startup_core_seconds=0.5,
+                  families={"fastokens": Family(40e6, 4.0, "", 1.5), "tiktoken": Family(4e6, 4.0, "", 0.1),
+                            "sentencepiece": Family(1e6, 4.0)})
+    return ThroughputTable(**{**values, **overrides})
+
+
+def test_the_engine_is_in_process_while_it_finishes_before_a_pool_would_start_and_count():
+    from freqlab.scan.estimate import choose_engine
+
+    table = engine_table()
+    # tiktoken, 40 MB = 10M tokens: here 0.1 + 2.5 s; on 2 workers 0.5 + 0.1 + 2.5 / (2 * 0.8) s
+    choice = choose_engine(40 * 10**6, 2, "tiktoken", table)
+    assert (choice.in_process_seconds, choice.pool_seconds) == pytest.approx((2.6, 0.6 + 2.5 / 1.6))
+    assert not choice.in_process and choice.reason.startswith("2 workers: 38 MiB of text on tiktoken take ~2.2 s")
+    # the break-even: T/τ (1 - 1/(n e)) = p (+ b when the driver has built the backend already)
+    for family, built in (("tiktoken", False), ("tiktoken", True), ("fastokens", True), ("fastokens", False)):
+        rate = table.families[family].tokens_per_core_second
+        saved = 0.5 + (table.build_seconds(family) if built else 0.0)
+        even = 4.0 * rate * saved / (1 - 1 / 1.6)  # bytes
+        assert choose_engine(int(even * 0.99), 2, family, table, built).in_process
+        assert not choose_engine(int(even * 1.01), 2, family, table, built).in_process
+    assert even == pytest.approx(4.0 * 40e6 * 0.5 / 0.375)  # fastokens, unbuilt: 213 MB
+    # a backend the driver has built already counts here up to 4 x bigger scans (fastokens: 1.5 s of build saved)
+    assert "fastokens (already built here) take ~" in choose_engine(600 * 10**6, 2, "fastokens", table, True).reason
+    assert not choose_engine(600 * 10**6, 2, "fastokens", table).in_process
+    # no choice to make: one worker, an unknown size, a family never measured
+    assert choose_engine(10**6, 1, "tiktoken", table) is None
+    assert choose_engine(None, 2, "tiktoken", table) is None
+    assert choose_engine(10**6, 2, "hf-tokenizers", table) is None
+    # a build never measured costs a whole worker's start-up
+    assert choose_engine(10**6, 2, "sentencepiece", table).in_process_seconds == pytest.approx(2.0 + 0.25)
+
+
+def test_a_small_default_scan_runs_in_this_process_and_counts_what_the_pool_counts(slimpajama_dir, monkeypatch):
+    monkeypatch.setattr("freqlab.scan.driver.default_workers", lambda: 2)  # as on a 2-core machine
+    chosen = scan_slimpajama(slimpajama_dir)
+    pooled = scan_slimpajama(slimpajama_dir, workers=2)  # workers given: honoured
+    assert_same_histogram(chosen.histogram, pooled.histogram)
+    run = chosen.summary["scan"]
+    assert (run["engine"], run["workers"]) == ("local", 1)
+    assert run["engine_reason"].startswith("in this process: 0 MiB of text on ")
+    assert run["engine_reason"] in chosen.report()
+    assert pooled.summary["scan"]["workers"] == 2 and "engine_reason" not in pooled.summary["scan"]
+
+
+def test_a_scan_of_a_corpus_too_big_for_one_process_keeps_the_pool(slimpajama_dir, monkeypatch):
+    from freqlab.corpus.base import Corpus
+
+    monkeypatch.setattr("freqlab.scan.driver.default_workers", lambda: 2)
+    opened = Corpus.__init__
+
+    def huge(self, *args, **kwargs):  # the same files, said to hold 100 GB of text
+        opened(self, *args, **kwargs)
+        self.estimated_bytes = 100 << 30
+
+    monkeypatch.setattr(Corpus, "__init__", huge)
+    run = scan_slimpajama(slimpajama_dir).summary["scan"]
+    assert run["workers"] == 2 and run["engine_reason"].startswith("2 workers: 102,400 MiB of text on ")
 
 
 def test_a_ray_scan_with_nothing_left_to_count_starts_no_ray_and_reports_nothing_ran(monkeypatch):

@@ -71,3 +71,63 @@ def test_sampler_rate_over_many_documents():
     assert abs(len(kept("shard-x")) - 10_000) < 400  # 4 standard deviations
     assert kept("shard-x") == kept("shard-x")
     assert kept("shard-x") != kept("shard-y")  # shards draw independently
+
+
+def shard_outcome(part) -> tuple:
+    """Everything a ShardCount says: lengths, empties, skips by reason, the log, the error, finished or capped."""
+    h = part.to_histogram(by_source=True)
+    log = [a.tolist() for a in part.log.arrays()] if part.log is not None else None
+    return (h.lengths.tolist(), h.counts.tolist(), h.empty_documents, dict(h.skipped), part.documents_read,
+            part.sampled_out, part.blank_lines, log, part.error, part.complete)
+
+
+@pytest.mark.parametrize("on_error", ["raise", "skip"])
+def test_tokenizing_while_the_next_batch_is_read_counts_exactly_as_one_thread(tmp_path, corpus_records, counter,
+                                                                               on_error):
+    records = [r for shard in corpus_records for r in shard]
+    path = write_slimpajama(tmp_path / "all.jsonl", records)
+    lines = path.read_bytes().split(b"\n")
+    lines[40:40] = [b"{not json", b""]  # a bad record and a blank line in the middle
+    path.write_bytes(b"\n".join(lines))
+    (shard,) = open_corpus(str(path)).shards
+    options = [ShardOptions(batch_size=b, on_error=on_error, by_source=True, keep_log=True) for b in (1, 3, 1000)]
+    options += [ShardOptions(batch_size=4, on_error=on_error, keep_log=True, max_docs=33),
+                ShardOptions(batch_size=2, on_error=on_error, keep_log=True, max_tokens=20_000),
+                ShardOptions(batch_size=5, on_error=on_error, keep_log=True, sample_rate=0.5, seed=3)]
+    for option in options:
+        serial = shard_outcome(count_shard(shard, counter, option))
+        assert shard_outcome(count_shard(shard, counter, option, overlap=True)) == serial
+    whole = shard_outcome(count_shard(shard, counter, options[1], overlap=True))
+    if on_error == "raise":  # the 40 documents before the bad line, then its error
+        assert whole[4] == 40 and whole[8].endswith(":41: malformed-json") and not whole[9]
+    else:
+        assert whole[4] == 91 and whole[3] == {"malformed-json": 1} and whole[9]
+
+
+@pytest.mark.parametrize("on_error", ["raise", "skip"])
+def test_a_truncated_compressed_file_counts_the_same_on_two_threads(tmp_path, corpus_records, counter, on_error):
+    from .test_unreadable_files import truncated_zst
+
+    path = tmp_path / "cut.jsonl.zst"
+    kept = truncated_zst(path, [text for shard in corpus_records for text, _ in shard])
+    (shard,) = open_corpus(str(path)).shards
+    option = ShardOptions(batch_size=3, on_error=on_error, keep_log=True)
+    serial = shard_outcome(count_shard(shard, counter, option))
+    assert shard_outcome(count_shard(shard, counter, option, overlap=True)) == serial
+    if on_error == "skip":  # the file's one skip (read in 1 MiB blocks: the cut is met before any line)
+        assert serial[3] == {"unreadable-file": 1} and serial[9] and serial[4] <= kept + 1
+    else:
+        assert "ends inside a zstd frame); is the file truncated or corrupt?" in serial[8] and not serial[9]
+
+
+def test_a_tokenizer_failing_on_the_second_thread_fails_the_shard(tmp_path, corpus_records):
+    class Failing:
+        name = "failing"
+
+        def count(self, texts):
+            raise RuntimeError("the tokenizer broke")
+
+    path = write_slimpajama(tmp_path / "all.jsonl", corpus_records[0])
+    (shard,) = open_corpus(str(path)).shards
+    with pytest.raises(RuntimeError, match="the tokenizer broke"):
+        count_shard(shard, Failing(), ShardOptions(batch_size=2), overlap=True)

@@ -135,18 +135,18 @@ def test_counts_are_int64_and_match_on_a_long_document(v1):
 
 
 @pytest.mark.parametrize(
-    ("megabytes", "chosen"),
-    [(1, "hf-tokenizers"), (53, "fastokens")],  # Hugging Face's break-even is ~4.4 MiB (throughput.json)
+    ("size", "chosen"),
+    [(1 << 18, "hf-tokenizers"), (53 << 20, "fastokens")],  # Hugging Face's break-even is ~0.5 MiB (throughput.json)
 )
-def test_a_small_scan_keeps_fastokens_when_the_next_backend_is_not_tiktoken(megabytes, chosen):
+def test_a_small_scan_keeps_fastokens_when_the_next_backend_is_not_tiktoken(size, chosen):
     """The small-scan rule weighs fastokens' start-up against the backend that would count instead: for a
     SentencePiece model that is Hugging Face ``tokenizers`` (tiktoken cannot run it), ~100x slower than fastokens,
     so a 53 MiB scan (issue 22: 47 s on Hugging Face) runs on fastokens; only a tiny one skips it."""
     from freqlab.scan.driver import small_scan_rule
 
-    counter = load_tokenizer(str(V1), fastokens_rule=small_scan_rule(megabytes << 20))
+    counter = load_tokenizer(str(V1), fastokens_rule=small_scan_rule(size))
     assert counter.backend == chosen
     assert counter.count(TEXTS).tolist() == sp_counts(V1, TEXTS)
     if chosen == "hf-tokenizers":
-        assert counter.fallback_reasons["fastokens"].startswith(f"not used for a small scan ({megabytes} MiB")
+        assert counter.fallback_reasons["fastokens"].startswith(f"not used for a small scan ({size / 2**20:.1f} MiB")
         assert "fastokens" not in counter._engines._built  # neither built nor verified

@@ -8,7 +8,7 @@ early (a limit was reached, an error, Ctrl-C) cancels what is queued and stops w
 =========  ==========================================================================================
 engine     runs shards
 =========  ==========================================================================================
-in-process one after the other in this process (``workers=1``: simplest to debug and profile)
+in-process one after the other in this process (``workers=1``, or a scan too small to repay a pool's start-up)
 local      in ``workers`` processes started from a forkserver (:mod:`.local`)
 ray        as Ray tasks, on a local Ray instance or a cluster (:mod:`.ray`)
 =========  ==========================================================================================

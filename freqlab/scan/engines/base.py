@@ -27,6 +27,7 @@ class Engine:
 
     name: str = ""
     workers: int = 1
+    reason: str | None = None  # why this engine, when freqlab chose it (the summary says it)
 
     def run(self, tasks: Iterator[Task], job, progress: Progress | None = None) -> Generator[tuple, None, None]:
         """Run ``job`` on each task; yield the results as they finish."""
@@ -34,7 +35,7 @@ class Engine:
 
     def describe(self) -> dict[str, Any]:
         """What ran where, for the summary."""
-        return {"engine": self.name, "workers": self.workers}
+        return {"engine": self.name, "workers": self.workers, **({"engine_reason": self.reason} if self.reason else {})}
 
 
 def default_workers() -> int:
