@@ -25,16 +25,15 @@ from freqlab.cli.options import (  # noqa: F401  (echo_json, json_option, tokens
     window_option,
 )
 from freqlab.cli.weights import budget_line, echo_mix, histogram_line, read_histogram
-from freqlab.errors import FreqlabError
 from freqlab.formats import FREQUENCY_FORMAT, FREQUENCY_VERSION, METADATA_KEY  # noqa: F401  (import compatibility)
 from freqlab.frequency.budget import training_budget
 from freqlab.frequency.exposure import DEFAULT_THRESHOLDS, TAIL_REGIMES, source_tails, tails_report
 from freqlab.frequency.layouts import layout_frequency
+from freqlab.frequency.megatron_replay import replay_options
 from freqlab.frequency.mixture import contribution_table
 from freqlab.frequency.regime_table import describe, describe_string_probe, regime_rows, string_probe_comparison
 from freqlab.frequency.regimes import BYTES_PER_POSITION
 from freqlab.frequency.schedule import load_preset, load_schedule, schedule_frequency
-from freqlab.histogram import LengthHistogram
 from freqlab.resources import require_memory
 
 
@@ -77,7 +76,7 @@ def freq_command(hist, Ls, regimes, tokens, tau, seed, out, weights, layout, tai
     h, mix = read_histogram(hist, weights, regimes=regimes)
     budget = training_budget(tokens)
     options = megatron_settings(**megatron)
-    replay = megatron_replay(hist, h, options, weighted=mix is not None) if "megatron" in regimes else None
+    replay = replay_options(hist, h, options, weighted=mix is not None) if "megatron" in regimes else None
     rows = regime_rows(h.lengths, h.counts, Ls, regimes, tokens=budget.tokens, tau=tau, seed=seed,
                             megatron=replay)
     layouts = None
@@ -132,39 +131,6 @@ def _tail_rows(h, L: int, regime: str) -> list[dict]:
 OUT_BYTES_PER_POSITION = 32
 
 
-def megatron_replay(hist, h: LengthHistogram, options=None, *, weighted: bool = False,
-                    how: str = "give --data-path PREFIX (Megatron's --data-path), or --regime concat for what it "
-                    "approximates"):
-    """The :class:`~freqlab.frequency.megatron_replay.MegatronOptions` of ``--regime megatron`` (``options``: Megatron's
-    settings; None: its defaults), their ``--data-path``, else
-    the index the histogram was scanned from (``meta["megatron_index"]``), when it is there and still holds the
-    histogram's documents; else FreqlabError saying what to give (a length histogram has no order to replay)."""
-    import os
-
-    from freqlab.corpus.megatron import read_index
-    from freqlab.frequency.megatron_replay import MegatronOptions
-
-    options = options or MegatronOptions()
-    if options.data_path:
-        return options
-    if weighted:
-        raise FreqlabError(f"--regime megatron replays an index, not a weighted mix; {how}")
-    index = h.meta.get("megatron_index")
-    if not index:
-        raise FreqlabError(
-            f"{hist}: --regime megatron replays Megatron's windows from its .idx, and this histogram names none "
-            f"(it was not scanned whole from one Megatron index); {how}"
-        )
-    if not os.path.isfile(index):
-        raise FreqlabError(f"{hist}: --regime megatron replays {index}, the index it was scanned from, which is gone; "
-                           f"{how}")
-    documents = read_index(index).documents
-    if documents != h.documents_read:
-        raise FreqlabError(f"{hist}: {index} now holds {documents:,} documents, the histogram {h.documents_read:,}: "
-                           f"the index changed since the scan; rescan it, or {how}")
-    return options.with_data_path([index])
-
-
 #: the ``stats`` keys that count documents and tokens (the corpus's, also when a mix is weighted from it)
 COUNT_KEYS = ("documents_read", "documents", "empty_documents", "skipped", "tokens")
 
@@ -202,7 +168,7 @@ def stats_command(hist, L, regimes, tokens, tau, weights, as_json):
     if regimes or tokens is not None:
         budget = training_budget(tokens)
         how = "freqlab freq takes --data-path PREFIX (Megatron's --data-path), or use --regime concat"
-        replay = megatron_replay(hist, h, weighted=mix is not None, how=how) if "megatron" in regimes else None
+        replay = replay_options(hist, h, weighted=mix is not None, how=how) if "megatron" in regimes else None
         windows = regime_rows(h.lengths, h.counts, [L], regimes or ("natural",), tokens=budget.tokens, tau=tau,
                                    megatron=replay)
     # counts are the corpus's; with weights, the length distribution (mean, quantiles, shares) is the mix's

@@ -321,3 +321,35 @@ def _has_eod(index, eod: bool | None) -> bool:
     except ValueError as exc:  # a corrupt index among the first documents
         raise FreqlabError(f"{index.prefix}.idx: {exc}") from None
     return bool(check.describe()["eos"]["appended"])
+
+
+def replay_options(hist: str, h, options: MegatronOptions | None = None, *, weighted: bool = False,
+                   how: str = "give --data-path PREFIX (Megatron's --data-path), or --regime concat for what it "
+                   "approximates") -> MegatronOptions:
+    """The :class:`MegatronOptions` with which ``--regime megatron`` replays the length histogram ``h`` (read from
+    the file ``hist``): ``options`` (Megatron's settings; None: its defaults) when they name a ``data_path``, else
+    with the index the histogram was scanned from (``meta["megatron_index"]``), when it is there and still holds
+    the histogram's documents; else FreqlabError saying what to give (``how``): a length histogram alone has no
+    order to replay.
+    """
+    from freqlab.corpus.megatron import read_index
+
+    options = options or MegatronOptions()
+    if options.data_path:
+        return options
+    if weighted:
+        raise FreqlabError(f"--regime megatron replays an index, not a weighted mix; {how}")
+    index = h.meta.get("megatron_index")
+    if not index:
+        raise FreqlabError(
+            f"{hist}: --regime megatron replays Megatron's windows from its .idx, and this histogram names none "
+            f"(it was not scanned whole from one Megatron index); {how}"
+        )
+    if not os.path.isfile(index):
+        raise FreqlabError(f"{hist}: --regime megatron replays {index}, the index it was scanned from, which is gone; "
+                           f"{how}")
+    documents = read_index(index).documents
+    if documents != h.documents_read:
+        raise FreqlabError(f"{hist}: {index} now holds {documents:,} documents, the histogram {h.documents_read:,}: "
+                           f"the index changed since the scan; rescan it, or {how}")
+    return options.with_data_path([index])
