@@ -22,7 +22,7 @@ NOT_YET = {
     "corpus.Corpus", "corpus.Preset",
     "tokenization.TokenCounter", "tokenization.load_tokenizer",
     "scan.ReportOptions", "scan.RunOptions", "scan.ScanSettings", "scan.ShardCount", "scan.ShardOptions",
-    "scan.count_shard", "scan.format_report", "scan.scan_from_settings", "scan.scan", "scan.budget_and_windows",
+    "scan.count_shard", "scan.format_report", "scan.scan_from_settings", "scan.budget_and_windows",
     "frequency.Schedule", "frequency.Stage",
     "plan.HarpePlan", "plan.RopeScalingPlan", "plan.SelfExtendCheck", "plan.SelfExtendPlan",
     "plan.StringPlan", "plan.UpsamplePlan",
