@@ -13,7 +13,8 @@ count once):
   ``.pl``/``.pm``, shell sources, one file per document;
 - ``docs``: ``.md``/``.rst``/``.txt`` files, packages' ``METADATA``, notebooks' cells, ``/usr/share/doc``
   (``.gz`` decompressed, HTML stripped to its text), man pages (decompressed, roff requests and escapes stripped
-  to their text), the Rust toolchain's HTML books and API docs (stripped; ``--no-rust-docs`` leaves them out);
+  to their text), the Rust toolchain's HTML books and API docs (stripped; their ``.js`` search indexes are data and
+  left out; ``--no-rust-docs`` leaves them all out);
 - ``legal``: licence texts (``LICENSE*``, ``COPYING*``, ``NOTICE*``, Debian ``copyright`` files);
 - ``mail``: the standard libraries' e-mail test messages;
 - ``multilingual``: gettext catalogs (``.mo``: the translated strings; ``.po``), the standard libraries' CJK texts.
@@ -86,6 +87,8 @@ def classify(path: Path) -> tuple[str, str] | None:
     if suffix == ".po":
         return "multilingual", "text"
     if suffix in CODE:
+        if suffix == ".js" and {"rust", "html"} <= set(parts):  # rustdoc's search indexes: data written as .js
+            return None
         return "code", "text"
     if suffix in HTML:
         return "docs", "html"
@@ -305,7 +308,7 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--out", required=True, help="Output folder (outside the repository), e.g. /work/bench_corpus.")
     parser.add_argument("--chars", type=float, default=1e9, help="Characters in all (at most: all there is).")
-    parser.add_argument("--part-chars", type=float, default=40e6, help="Characters per .jsonl.zst file.")
+    parser.add_argument("--part-chars", type=float, default=10e6, help="Characters per .jsonl.zst file.")
     parser.add_argument("--prose", default=SHARED, help="Glob of the prose .jsonl.zst files (field 'text').")
     parser.add_argument("--roots", action="append", default=[], help="Another folder to draw from (repeatable).")
     parser.add_argument("--no-rust-docs", action="store_true", help="Leave the Rust toolchains' HTML docs out.")

@@ -694,7 +694,7 @@ def corpus_table(rows: list[dict], info: dict, workers: int, tokenizer: str) -> 
         lines.append(f"| {r['method']} | failed: {' '.join(r['error'])} | | | | | | | | |")
     cores = min(workers, os.cpu_count() or workers)
     per_core = tokens / (freqlab["warm_seconds"] * cores)
-    startup = freqlab["wall"] - 2 * freqlab["warm_seconds"]
+    startup = freqlab["wall"] - freqlab["warm_seconds"] - freqlab["cold_scan_seconds"]  # before scan() is called
     lines += ["", "'datatrove ÷ this': datatrove's time on the whole corpus (extrapolated where it ran on slices) over "
               "the row's; '% of bare-fast': the row's tokens/s over the bare encode loop's (fastokens on preloaded "
               "texts, all cores). Fast rows: the best of a few runs; 'load avg': 1-minute load average when the run "
