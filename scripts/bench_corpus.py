@@ -28,7 +28,8 @@ When all kinds hold more than ``--chars``, each kind keeps at most an equal shar
 their unused share is split among the others); a kind that is cut keeps every k-th document (all its sources stay
 represented). Documents are written as ``{kind}-{NNNN}.jsonl.zst`` (``{"text": ...}`` per line, about
 ``--part-chars`` characters each, so a pool of workers has parts to share), and ``manifest.json`` lists per file its
-documents, characters, UTF-8 bytes and SHA-256, and per kind and source what exists and what was kept.
+documents, characters, UTF-8 bytes and SHA-256, and per kind and source what exists and what was kept
+(``--markdown``: the same as a table, default ``bench_corpus.md`` next to this script).
 
     python scripts/bench_corpus.py --out /work/bench_corpus --chars 1e9
     python scripts/bench_scan.py --corpus /work/bench_corpus --fraction 0.1 ...   # then measure (see there)
@@ -304,6 +305,31 @@ def write_parts(spill: Path, out: Path, kind: str, available: int, keep: int, pa
     return files
 
 
+def markdown(manifest: dict, manifest_sha256: str) -> str:
+    """The manifest as Markdown: per kind what exists and what was kept, per source, and the files' digests."""
+    lines = ["# The varied benchmark corpus (scripts/bench_corpus.py)", "",
+             f"`{manifest['command']}`, built {manifest['built']} in {manifest['seconds']} s: "
+             f"{manifest['characters']:,} characters, {manifest['documents']:,} documents, "
+             f"{len(manifest['files'])} files; `manifest.json` SHA-256 `{manifest_sha256}`. Deduplication: "
+             f"{manifest['deduplication']}.", "",
+             "| kind | unique characters here | kept | documents kept | files |", "|---|---:|---:|---:|---:|"]
+    for kind, info in manifest["kinds"].items():
+        lines.append(f"| {kind} | {info['available_characters']:,} | {info['kept_characters']:,} | "
+                     f"{info['kept_documents']:,} | {info['files']} |")
+    lines += ["", "| kind | source | unique documents | unique characters | duplicates skipped |",
+              "|---|---|---:|---:|---:|"]
+    for kind, info in manifest["kinds"].items():
+        for source, n in info["sources"].items():
+            if n["documents"] or n["duplicates_skipped"]:
+                lines.append(f"| {kind} | {source} | {n['documents']:,} | {n['characters']:,} | "
+                             f"{n['duplicates_skipped']:,} |")
+    lines += ["", "Roots: " + "; ".join(f"{label} `{folder}`" for label, folder in manifest["roots"]) + ".", "",
+              "| file | documents | characters | SHA-256 |", "|---|---:|---:|---|"]
+    lines += [f"| {f['file']} | {f['documents']:,} | {f['characters']:,} | `{f['sha256']}` |"
+              for f in manifest["files"]]
+    return "\n".join(lines) + "\n"
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--out", required=True, help="Output folder (outside the repository), e.g. /work/bench_corpus.")
@@ -311,6 +337,8 @@ def main() -> None:
     parser.add_argument("--part-chars", type=float, default=10e6, help="Characters per .jsonl.zst file.")
     parser.add_argument("--prose", default=SHARED, help="Glob of the prose .jsonl.zst files (field 'text').")
     parser.add_argument("--roots", action="append", default=[], help="Another folder to draw from (repeatable).")
+    parser.add_argument("--markdown", default=str(Path(__file__).with_name("bench_corpus.md")),
+                        help="Where to write the manifest as Markdown.")
     parser.add_argument("--no-rust-docs", action="store_true", help="Leave the Rust toolchains' HTML docs out.")
     args = parser.parse_args()
     out = Path(args.out)
@@ -344,7 +372,10 @@ def main() -> None:
         "kinds": kinds,
         "files": files,
     }
-    (out / "manifest.json").write_text(json.dumps(manifest, indent=1, ensure_ascii=False) + "\n", encoding="utf-8")
+    text = json.dumps(manifest, indent=1, ensure_ascii=False) + "\n"
+    (out / "manifest.json").write_text(text, encoding="utf-8")
+    digest = hashlib.sha256(text.encode("utf-8")).hexdigest()
+    Path(args.markdown).write_text(markdown(manifest, digest), encoding="utf-8")
     for kind, info in kinds.items():
         print(f"{kind}: {info['available_characters'] / 1e6:,.1f}M unique characters, kept "
               f"{info['kept_characters'] / 1e6:,.1f}M in {info['kept_documents']:,} documents, {info['files']} files")
