@@ -37,8 +37,9 @@ At scale (``--corpus``): the varied corpus that ``scripts/bench_corpus.py`` wrot
 kind, deduplicated, with a manifest whose SHA-256 are checked here), measured as one corpus, ``--fraction`` of it
 (every kind cut alike). datatrove, ``hf-datasets`` and ``bare-hf`` take ~1,000 s per 10^9 characters on 2 cores:
 ``--baseline-fraction 0.05,0.1`` runs them on those shares of the corpus instead (each beside a freqlab scan of
-the same share, whose histogram theirs must equal) and extrapolates their time to the whole corpus along the line
-through the two (its intercept is their start-up; the table states the extrapolation).
+the same share, whose histogram theirs must equal) and extrapolates their time to the whole corpus in proportion
+to tokens from the larger share (the smaller one checks that it is linear: the line through the two gives their
+start-up; the table states both).
 
     python scripts/bench_scan.py                          # every kind, up to 20M characters each
     python scripts/bench_scan.py --short                  # a smoke run: 2M characters a kind, one repeat
@@ -598,14 +599,20 @@ def run_corpus(args, work: Path, spec: str | None) -> str:
                 row["reference"] = measure("freqlab", where, args.workers, tokenizer_json, runs, freqlab_spec)
             rows.append(row)
             print(f"  {row.get('wall', 0):.1f} s {row.get('error', '')}", file=sys.stderr, flush=True)
+    def plain(value):  # histograms as [length, count] pairs: the raw results, to re-draw the table later
+        if isinstance(value, Counter):
+            return sorted(value.items())
+        return {k: plain(v) for k, v in value.items()} if isinstance(value, dict) else value
+
+    (runs / "rows.json").write_text(json.dumps({"info": info, "rows": [plain(r) for r in rows]}))
     return corpus_table(rows, info, args.workers, label)
 
 
 def corpus_table(rows: list[dict], info: dict, workers: int, tokenizer: str) -> str:
     """One tokenizer's table on the whole corpus: each method's time, tokens/s, datatrove's time over it and its
     share of the bare encode loop's tokens/s. A slow method measured on slices is extrapolated to the corpus's
-    characters: with two slices, by the line through them (t = a + b·characters, a its start-up), with one, in
-    proportion."""
+    tokens in proportion from its largest slice (datatrove's time is linear in tokens: a second, smaller slice
+    checks it, the line through the two giving its start-up)."""
     failed = [r for r in rows if "error" in r]
     done = [r for r in rows if "error" not in r]
     full = [r for r in done if r["characters"] == info["characters"]]
@@ -621,20 +628,20 @@ def corpus_table(rows: list[dict], info: dict, workers: int, tokenizer: str) -> 
                           key=lambda r: r["characters"])
         if not measured:
             continue
+        largest = measured[-1]
+        estimates[method] = largest["wall"] * tokens / largest["tokens"]
+        per_m = ", ".join(f"{r['wall']:.1f} s for {r['tokens'] / 1e6:,.1f}M tokens ({r['characters'] / 1e6:,.1f}M "
+                          f"characters, load {r['load']:.1f}): {r['tokens'] / r['wall'] / 1e6:.3f}M tokens/s"
+                          for r in measured)
+        check = ""
         if len(measured) >= 2:
-            (c1, t1), (c2, t2) = ((r["characters"], r["wall"]) for r in (measured[0], measured[-1]))
-            slope = (t2 - t1) / (c2 - c1)
-            start = t1 - slope * c1
-            how = (f"the line through its {len(measured)} slices' times (start-up {start:.1f} s + "
-                   f"{slope * 1e6:.3f} s per million characters)")
-        else:
-            slope, start = measured[0]["wall"] / measured[0]["characters"], 0.0
-            how = f"in proportion to characters from its {measured[0]['characters'] / 1e6:,.0f}M-character slice"
-        estimates[method] = start + slope * chars
-        per_m = ", ".join(f"{r['wall']:.1f} s on {r['characters'] / 1e6:,.1f}M characters "
-                          f"({r['wall'] / r['characters'] * 1e6:.3f} s per million)" for r in measured)
-        notes.append(f"{method}: {per_m}; extrapolated to {chars / 1e6:,.0f}M characters by {how}: "
-                     f"{estimates[method]:.0f} s.")
+            (n1, t1), (n2, t2) = ((r["tokens"], r["wall"]) for r in (measured[0], measured[-1]))
+            start = t1 - (t2 - t1) / (n2 - n1) * n1
+            check = (f" The line through the two ({t1:.1f} s at {n1 / 1e6:.1f}M tokens, {t2:.1f} s at "
+                     f"{n2 / 1e6:.1f}M) meets zero tokens at {start:+.1f} s: its start-up (a fixed cost the "
+                     "proportional extrapolation would overstate when positive).")
+        notes.append(f"{method}: {per_m}. Extrapolated to the corpus's {tokens / 1e6:,.1f}M tokens in proportion "
+                     f"to tokens from the largest slice: {estimates[method]:.0f} s.{check}")
     baseline = estimates.get("datatrove") or next((r["wall"] for r in full if r["method"] == "datatrove"), None)
     lines = [
         f"### {info.get('kind', 'corpus')}, {tokenizer}",
@@ -726,7 +733,7 @@ def main() -> None:
     parser.add_argument("--fraction", type=float, default=1.0, help="With --corpus: this share of it (every kind).")
     parser.add_argument("--baseline-fraction", default=None,
                         help="With --corpus: run datatrove, hf-datasets and bare-hf on this share of the corpus "
-                             "(comma-separated: each; two give the start-up and the slope) and extrapolate.")
+                             "(comma-separated: each; two check that time is linear in tokens) and extrapolate.")
     parser.add_argument("--repeats", type=int, default=3, help="Runs of the fast methods (the best is kept).")
     parser.add_argument("--methods", default=",".join(METHODS))
     parser.add_argument("--out", default=str(Path(__file__).with_name("bench_scan.md")))
