@@ -657,7 +657,8 @@ def corpus_table(rows: list[dict], info: dict, workers: int, tokenizer: str) -> 
 
     def line(label: str, timed: str, r: dict, seconds: float, counted: int, ratio: str, same: str) -> None:
         rate = counted / seconds
-        share = f"{rate / bare_rate:.0%}" if bare_rate and r is not bare and label.startswith("freqlab") else ""
+        whole = label.startswith("freqlab") and "slice" not in label  # a slice is not compared with the whole's loop
+        share = f"{rate / bare_rate:.0%}" if bare_rate and whole else ""
         lines.append(f"| {label} | {timed} | {r['characters'] / 1e6:,.0f}M | {seconds:.1f} | {rate / 1e6:.2f}M | "
                      f"{ratio} | {share} | {r['peak_rss'] / 2**20:.0f} | {r['load']:.1f} | {same} |")
 
