@@ -80,7 +80,7 @@ def read_texts(files: list[str]) -> list[str]:
     texts = []
     for path in files:
         with open(path, "rb") as raw, zstandard.ZstdDecompressor().stream_reader(raw) as reader:
-            for line in reader.read().decode().splitlines():
+            for line in reader.read().split(b"\n"):  # not str.splitlines(): U+2028, U+0085 may stand in a string
                 if line.strip():
                     texts.append(json.loads(line)["text"])
     return texts
