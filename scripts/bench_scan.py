@@ -623,6 +623,10 @@ def corpus_table(rows: list[dict], info: dict, workers: int, tokenizer: str) -> 
     bare = next((r for r in full if r["method"] == "bare-fast"), None)
     bare_rate = tokens / bare["timed_seconds"] if bare else None
     estimates, notes = {}, []
+
+    def baseline_of(seconds: float) -> str:
+        return f"{seconds / (freqlab['wall'] - freqlab['warm_seconds']):.1f}x freqlab (cold)"
+
     for method in SLOW:
         measured = sorted((r for r in done if r["method"] == method and r["characters"] != chars),
                           key=lambda r: r["characters"])
@@ -637,9 +641,11 @@ def corpus_table(rows: list[dict], info: dict, workers: int, tokenizer: str) -> 
         if len(measured) >= 2:
             (n1, t1), (n2, t2) = ((r["tokens"], r["wall"]) for r in (measured[0], measured[-1]))
             start = t1 - (t2 - t1) / (n2 - n1) * n1
+            along = start + (t2 - start) * tokens / n2
             check = (f" The line through the two ({t1:.1f} s at {n1 / 1e6:.1f}M tokens, {t2:.1f} s at "
-                     f"{n2 / 1e6:.1f}M) meets zero tokens at {start:+.1f} s: its start-up (a fixed cost the "
-                     "proportional extrapolation would overstate when positive).")
+                     f"{n2 / 1e6:.1f}M) meets zero tokens at {start:+.1f} s (a start-up, or slices whose texts "
+                     f"count at different speeds) and gives {along:.0f} s for the corpus "
+                     f"({baseline_of(along)}).")
         notes.append(f"{method}: {per_m}. Extrapolated to the corpus's {tokens / 1e6:,.1f}M tokens in proportion "
                      f"to tokens from the largest slice: {estimates[method]:.0f} s.{check}")
     baseline = estimates.get("datatrove") or next((r["wall"] for r in full if r["method"] == "datatrove"), None)
