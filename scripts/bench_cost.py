@@ -20,6 +20,7 @@ Writes the table (``--table``) and a Markdown summary next to this script. Re-ru
 changes (e.g. a new fast tier), then update the README's cost table (``freqlab scan --estimate``).
 
     python scripts/bench_cost.py --chars 20e6
+    python scripts/bench_cost.py --corpus /work/bench_corpus --chars 1e8   # on scripts/bench_corpus.py's varied corpus
     python scripts/bench_cost.py --short        # a smoke run: 2M characters, one repeat
 """
 
