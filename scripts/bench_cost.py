@@ -20,6 +20,7 @@ Writes the table (``--table``) and a Markdown summary next to this script. Re-ru
 changes (e.g. a new fast tier), then update the README's cost table (``freqlab scan --estimate``).
 
     python scripts/bench_cost.py --chars 20e6
+    python scripts/bench_cost.py --corpus /work/bench_corpus --chars 1e8   # on scripts/bench_corpus.py's varied corpus
     python scripts/bench_cost.py --short        # a smoke run: 2M characters, one repeat
 """
 
@@ -38,7 +39,7 @@ import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).parent))
-from bench_scan import SHARED, prepare_kind, read_texts, write_tokenizer_json
+from bench_scan import SHARED, corpus_slice, prepare_kind, read_texts, write_tokenizer_json
 
 TABLE = Path(__file__).resolve().parent.parent / "freqlab" / "data" / "throughput.json"
 
@@ -146,6 +147,9 @@ def main() -> None:
     parser.add_argument("--chars", type=float, default=20e6, help="Approximate corpus size in characters.")
     parser.add_argument("--prose", default=SHARED, help="Glob of the prose .jsonl.zst files (field 'text').")
     parser.add_argument("--kinds", default="prose,code,docs,mail,multilingual", help="Kinds of text (bench_scan).")
+    parser.add_argument("--corpus", default=None,
+                        help="Measure on the varied corpus of scripts/bench_corpus.py instead (every kind, cut alike "
+                             "to about --chars characters).")
     parser.add_argument("--short", action="store_true", help="A smoke run: 2M characters, one repeat.")
     parser.add_argument("--tokenizer", action="append", default=[], help="Another tokenizer to measure.")
     parser.add_argument("--repeats", type=int, default=2)
@@ -163,12 +167,17 @@ def main() -> None:
 def measure(args, work: Path) -> None:
     """Build the corpus in ``work``, measure, write the table and the Markdown summary."""
     load = os.getloadavg()[0]  # the machine may be shared: the table records how busy it was
-    folder = work / "corpus"
-    kinds = args.kinds.split(",")
-    parts = [prepare_kind(folder, kind, args.chars / len(kinds), 4, sorted(glob.glob(args.prose))) for kind in kinds]
-    info = {"origin": ", ".join(f"{p['kind']} ({p['characters'] / 1e6:.1f}M chars)" for p in parts), "copies": 1,
-            "documents": sum(p["documents"] for p in parts), "characters": sum(p["characters"] for p in parts),
-            "files": 4 * len(kinds)}
+    if args.corpus:
+        manifest = json.loads(Path(args.corpus, "manifest.json").read_text(encoding="utf-8"))
+        folder, info = corpus_slice(Path(args.corpus), args.chars / manifest["characters"], work)
+    else:
+        folder = work / "corpus"
+        kinds = args.kinds.split(",")
+        parts = [prepare_kind(folder, kind, args.chars / len(kinds), 4, sorted(glob.glob(args.prose)))
+                 for kind in kinds]
+        info = {"origin": ", ".join(f"{p['kind']} ({p['characters'] / 1e6:.1f}M chars)" for p in parts),
+                "copies": 1, "documents": sum(p["documents"] for p in parts),
+                "characters": sum(p["characters"] for p in parts), "files": 4 * len(kinds)}
     text_bytes = sum(len(text.encode("utf-8")) for text in read_texts(sorted(map(str, folder.glob("*.zst")))))
     from freqlab.tokenization import load_tokenizer
 

@@ -30,12 +30,25 @@ The same files are scanned with the same tokenizer (``--tokenizer``: the built-i
 - ``bare-read``: decompress and parse the files (orjson), one core: the floor of any scan.
 
 All histograms must be identical. Writes a Markdown table per kind (``--out``, default ``bench_scan.md`` next to
-this script).
+this script), and per tokenizer (``--tokenizer``, repeatable: ``tekken``, a ``tokenizer.json``, or
+``llama.cpp:PATH``, PATH's regex respelled as llama.cpp's converters write it).
+
+At scale (``--corpus``): the varied corpus that ``scripts/bench_corpus.py`` wrote once (10^9 characters of every
+kind, deduplicated, with a manifest whose SHA-256 are checked here), measured as one corpus, ``--fraction`` of it
+(every kind cut alike). datatrove, ``hf-datasets`` and ``bare-hf`` take ~1,000 s per 10^9 characters on 2 cores:
+``--baseline-fraction 0.05,0.1`` runs them on those shares of the corpus instead (each beside a freqlab scan of
+the same share, whose histogram theirs must equal) and extrapolates their time to the whole corpus in proportion
+to tokens from the larger share (the smaller one checks that it is linear: the line through the two gives their
+start-up; the table states both).
 
     python scripts/bench_scan.py                          # every kind, up to 20M characters each
     python scripts/bench_scan.py --short                  # a smoke run: 2M characters a kind, one repeat
     python scripts/bench_scan.py --kinds prose --chars 1e9 --prose '/data/*.jsonl.zst' --methods freqlab,datatrove
     python scripts/bench_scan.py --tokenizer llama3.json --kinds prose,code
+    python scripts/bench_corpus.py --out /work/bench_corpus --chars 1e9      # once
+    python scripts/bench_scan.py --corpus /work/bench_corpus --methods freqlab,datatrove,bare-fast,bare-read \
+        --baseline-fraction 0.05,0.1 --tokenizer llama3.json --tokenizer llama.cpp:llama3.json --tokenizer tekken \
+        --repeats 1 --out scripts/bench_scan_1g.md
 """
 
 from __future__ import annotations
@@ -53,7 +66,9 @@ from collections import Counter
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
-SHARED = str(ROOT.parent / "shared" / "corpora" / "*.jsonl.zst")  # the shared corpora, beside the checkout
+# the shared corpora, beside the checkout (../shared) or beside the folder of worktrees it is in (../../shared)
+SHARED = str(next((p for p in (ROOT.parent / "shared", ROOT.parent.parent / "shared") if p.is_dir()),
+                  ROOT.parent / "shared") / "corpora" / "*.jsonl.zst")
 BATCH = 1000
 KINDS = ("prose", "code", "docs", "mail", "multilingual", "tiny")
 
@@ -65,7 +80,7 @@ def read_texts(files: list[str]) -> list[str]:
     texts = []
     for path in files:
         with open(path, "rb") as raw, zstandard.ZstdDecompressor().stream_reader(raw) as reader:
-            for line in reader.read().decode().splitlines():
+            for line in reader.read().split(b"\n"):  # not str.splitlines(): U+2028, U+0085 may stand in a string
                 if line.strip():
                     texts.append(json.loads(line)["text"])
     return texts
@@ -191,6 +206,77 @@ def write_tokenizer_json(path: Path) -> None:
 
     ranks, pattern = tekken_ranks()
     path.write_text(tiktoken_to_hf_json(ranks, pattern), encoding="utf-8")
+
+
+def tokenizer_spec(spec: str | None, work: Path) -> tuple[str | None, Path, str]:
+    """(what freqlab loads, the ``tokenizer.json`` the Hugging Face methods load, a label) for ``--tokenizer``:
+    the built-in Tekken (none or ``tekken``; datatrove gets Tekken's ranks as a tokenizer.json), a
+    ``tokenizer.json`` as it is, or ``llama.cpp:PATH``: PATH with its contractions respelled as llama.cpp's
+    converters and GGUF-derived files spell them (``(?:'[sS]|'[tT]|...)`` for ``(?i:'s|'t|...)``, the same
+    splits)."""
+    if spec in (None, "tekken"):
+        path = work / "tekken.tokenizer.json"
+        if not path.is_file():
+            write_tokenizer_json(path)
+        return None, path, "Tekken (built-in)"
+    if spec.startswith("llama.cpp:"):
+        from freqlab.tokenize.presets import CONTRACTIONS_ASCII, CONTRACTIONS_FOLDED, split_regex
+
+        source = Path(spec.split(":", 1)[1])
+        config = json.loads(source.read_text(encoding="utf-8"))
+        found = split_regex(config)
+        if found is None or CONTRACTIONS_FOLDED not in found[1]:
+            raise SystemExit(f"Error: {source}: no Split regex with {CONTRACTIONS_FOLDED} to respell")
+        node = config
+        for key in found[0][:-1]:
+            node = node[key]
+        node[found[0][-1]] = found[1].replace(CONTRACTIONS_FOLDED, CONTRACTIONS_ASCII)
+        path = work / f"llama.cpp-{source.name}"
+        path.write_text(json.dumps(config, ensure_ascii=False), encoding="utf-8")
+        return str(path), path, f"{source} respelled as llama.cpp writes it ({CONTRACTIONS_ASCII[:18]}...)"
+    return spec, Path(spec), f"{spec} (as shipped)" if spec.endswith(".json") else spec
+
+
+def corpus_slice(corpus: Path, fraction: float, work: Path) -> tuple[Path, dict]:
+    """The share ``fraction`` of a bench_corpus.py corpus (its files checked against the manifest's SHA-256): a
+    prefix of the files ordered by their rank within their kind ((k + 1/2) / files of the kind), so every kind is
+    cut alike; hard links in ``work/slice-{fraction}``."""
+    import hashlib
+
+    manifest = json.loads((corpus / "manifest.json").read_text(encoding="utf-8"))
+    counts = Counter(f["kind"] for f in manifest["files"])
+    seen: Counter = Counter()
+    ranked = []
+    for entry in manifest["files"]:
+        ranked.append(((seen[entry["kind"]] + 0.5) / counts[entry["kind"]], entry))
+        seen[entry["kind"]] += 1
+    ranked.sort(key=lambda pair: pair[0])
+    chosen, size, total = [], 0, manifest["characters"]
+    for _, entry in ranked:
+        if size >= fraction * total - 1:
+            break
+        chosen.append(entry)
+        size += entry["characters"]
+    for entry in chosen:
+        digest = hashlib.sha256((corpus / entry["file"]).read_bytes()).hexdigest()
+        if digest != entry["sha256"]:
+            raise SystemExit(f"Error: {corpus / entry['file']}: SHA-256 {digest} is not the manifest's")
+    folder = work / f"slice-{fraction:g}"  # the data files alone (a scan of the corpus folder would read the manifest)
+    folder.mkdir(parents=True, exist_ok=True)
+    for entry in chosen:
+        target = folder / entry["file"]
+        if not target.exists():
+            try:
+                os.link(corpus / entry["file"], target)
+            except OSError:  # another file system
+                target.symlink_to(corpus / entry["file"])
+    kinds = Counter()
+    for entry in chosen:
+        kinds[entry["kind"]] += entry["characters"]
+    origin = (f"{corpus} (bench_corpus.py, manifest checked), {fraction:g} of it: "
+              + ", ".join(f"{k} {v / 1e6:,.0f}M" for k, v in kinds.items()))
+    return folder, {"kind": f"{size / 1e6:,.0f}M characters of varied text", "origin": origin, "copies": 1,
+                    "documents": sum(e["documents"] for e in chosen), "characters": size, "files": len(chosen)}
 
 
 # --- the methods (each runs in its own process) --------------------------------------------------------------
@@ -347,7 +433,8 @@ def run_child(args) -> None:
     os.environ.setdefault("RAYON_NUM_THREADS", str(args.workers))
     os.environ["FREQLAB_CACHE_DIR"] = str(Path(args.result).parent / "tokenizer-cache")  # cold on the first run
     start = time.perf_counter()
-    hist, extra = METHODS[args.method](args.folder, args.workers, args.tokenizer_json, args.tokenizer)
+    spec = args.tokenizer[0] if args.tokenizer else None
+    hist, extra = METHODS[args.method](args.folder, args.workers, args.tokenizer_json, spec)
     seconds = time.perf_counter() - start
     histogram = sorted(hist.items()) if hist is not None else None
     Path(args.result).write_text(json.dumps({"seconds": seconds, "histogram": histogram, **extra}))
@@ -484,6 +571,158 @@ def _difference(a: Counter, b: Counter) -> str:
     return f"{len(keys)} lengths differ, tokens {tokens:+,}"
 
 
+SLOW = ("datatrove", "hf-datasets", "bare-hf")  # on --baseline-fraction slices, extrapolated
+SLIMPAJAMA_TOKENS = 627e9
+
+
+def run_corpus(args, work: Path, spec: str | None) -> str:
+    """Every method on a bench_corpus.py corpus (``--corpus``, ``--fraction`` of it) with one tokenizer; the slow
+    ones on ``--baseline-fraction`` slices of it (each beside a freqlab scan of the same slice, for the
+    histogram), their time on the whole extrapolated (see :func:`corpus_table`)."""
+    corpus = Path(args.corpus)
+    folder, info = corpus_slice(corpus, args.fraction, work)
+    freqlab_spec, tokenizer_json, label = tokenizer_spec(spec, work)
+    runs = work / ("runs-" + "".join(c if c.isalnum() else "-" for c in label)[:60])
+    runs.mkdir(exist_ok=True)  # results and the tokenizer cache (cold on this tokenizer's first run)
+    fractions = sorted({float(f) for f in args.baseline_fraction.split(",")}) if args.baseline_fraction else []
+    rows = []
+    for method in args.methods.split(","):
+        slices = [(folder, info)]
+        if method in SLOW and fractions:
+            slices = [corpus_slice(corpus, args.fraction * f, work) for f in fractions]
+        for where, what in slices:
+            print(f"{label}: {method} on {what['characters'] / 1e6:,.0f}M characters ...", file=sys.stderr, flush=True)
+            repeats = args.repeats if method in FAST else 1
+            row = best_of(repeats, method, where, args.workers, tokenizer_json, runs, freqlab_spec)
+            row["characters"] = what["characters"]
+            if where != folder and "error" not in row:
+                row["reference"] = measure("freqlab", where, args.workers, tokenizer_json, runs, freqlab_spec)
+            rows.append(row)
+            print(f"  {row.get('wall', 0):.1f} s {row.get('error', '')}", file=sys.stderr, flush=True)
+    def plain(value):  # histograms as [length, count] pairs: the raw results, to re-draw the table later
+        if isinstance(value, Counter):
+            return sorted(value.items())
+        return {k: plain(v) for k, v in value.items()} if isinstance(value, dict) else value
+
+    (runs / "rows.json").write_text(json.dumps({"info": info, "rows": [plain(r) for r in rows]}))
+    return corpus_table(rows, info, args.workers, label)
+
+
+def corpus_table(rows: list[dict], info: dict, workers: int, tokenizer: str) -> str:
+    """One tokenizer's table on the whole corpus: each method's time, tokens/s, datatrove's time over it and its
+    share of the bare encode loop's tokens/s. A slow method measured on slices is extrapolated to the corpus's
+    tokens in proportion from its largest slice (datatrove's time is linear in tokens: a second, smaller slice
+    checks it, the line through the two giving its start-up)."""
+    failed = [r for r in rows if "error" in r]
+    done = [r for r in rows if "error" not in r]
+    full = [r for r in done if r["characters"] == info["characters"]]
+    freqlab = next((r for r in full if r["method"] == "freqlab"), None)
+    if freqlab is None:
+        return f"### {tokenizer}\n\nfreqlab failed: {failed[0]['error'] if failed else 'not run'}"
+    reference, tokens, chars = freqlab["histogram"], freqlab["tokens"], info["characters"]
+    bare = next((r for r in full if r["method"] == "bare-fast"), None)
+    bare_rate = tokens / bare["timed_seconds"] if bare else None
+    estimates, notes = {}, []
+
+    def baseline_of(seconds: float) -> str:
+        return f"{seconds / (freqlab['wall'] - freqlab['warm_seconds']):.1f}x freqlab (cold)"
+
+    for method in SLOW:
+        measured = sorted((r for r in done if r["method"] == method and r["characters"] != chars),
+                          key=lambda r: r["characters"])
+        if not measured:
+            continue
+        largest = measured[-1]
+        estimates[method] = largest["wall"] * tokens / largest["tokens"]
+        per_m = ", ".join(f"{r['wall']:.1f} s for {r['tokens'] / 1e6:,.1f}M tokens ({r['characters'] / 1e6:,.1f}M "
+                          f"characters, load {r['load']:.1f}): {r['tokens'] / r['wall'] / 1e6:.3f}M tokens/s"
+                          for r in measured)
+        check = ""
+        if len(measured) >= 2:
+            (n1, t1), (n2, t2) = ((r["tokens"], r["wall"]) for r in (measured[0], measured[-1]))
+            start = t1 - (t2 - t1) / (n2 - n1) * n1
+            along = start + (t2 - start) * tokens / n2
+            check = (f" The line through the two ({t1:.1f} s at {n1 / 1e6:.1f}M tokens, {t2:.1f} s at "
+                     f"{n2 / 1e6:.1f}M) meets zero tokens at {start:+.1f} s (a start-up, or slices whose texts "
+                     f"count at different speeds) and gives {along:.0f} s for the corpus "
+                     f"({baseline_of(along)}).")
+        notes.append(f"{method}: {per_m}. Extrapolated to the corpus's {tokens / 1e6:,.1f}M tokens in proportion "
+                     f"to tokens from the largest slice: {estimates[method]:.0f} s.{check}")
+    baseline = estimates.get("datatrove") or next((r["wall"] for r in full if r["method"] == "datatrove"), None)
+    lines = [
+        f"### {info.get('kind', 'corpus')}, {tokenizer}",
+        "",
+        f"Input: {info['origin']} = {info['documents']:,} documents, {chars:,} characters in {info['files']} "
+        f".jsonl.zst files; tokenizer {tokenizer} (freqlab backend: {freqlab.get('backend')}); {workers} workers on "
+        f"{os.cpu_count()} cores; tokens counted: {tokens:,}.",
+        "",
+        "| method | timed | characters | time (s) | tokens/s | datatrove ÷ this | % of bare-fast | peak RSS (MB) "
+        "| load avg | same histogram |",
+        "|---|---|---:|---:|---:|---:|---:|---:|---:|---|",
+    ]
+
+    def line(label: str, timed: str, r: dict, seconds: float, counted: int, ratio: str, same: str) -> None:
+        rate = counted / seconds
+        whole = label.startswith("freqlab") and "slice" not in label  # a slice is not compared with the whole's loop
+        share = f"{rate / bare_rate:.0%}" if bare_rate and whole else ""
+        lines.append(f"| {label} | {timed} | {r['characters'] / 1e6:,.0f}M | {seconds:.1f} | {rate / 1e6:.2f}M | "
+                     f"{ratio} | {share} | {r['peak_rss'] / 2**20:.0f} | {r['load']:.1f} | {same} |")
+
+    def same_as(r: dict, ref: Counter) -> str:
+        if r["histogram"] is None:
+            return "-"
+        return "yes" if r["histogram"] == ref else f"NO ({_difference(r['histogram'], ref)})"
+
+    def vs(seconds: float) -> str:
+        return f"{baseline / seconds:.1f}x" if baseline else ""
+
+    for r in done:
+        if r["characters"] == chars:
+            if r["method"] == "freqlab":
+                cold = r["wall"] - r["warm_seconds"]
+                line("freqlab (cold)", "whole process: start-up, tokenizer load, read, count", r, cold, tokens,
+                     vs(cold), same_as(r, reference))
+                line("freqlab (warm)", "a second scan() in the same process: steady state", r, r["warm_seconds"],
+                     tokens, vs(r["warm_seconds"]), same_as(r, reference))
+            elif r["method"] == "bare-read":
+                line("bare-read", "decompress + parse (orjson), one core", r, r["timed_seconds"], tokens, "", "-")
+            elif r.get("timed_seconds") is not None:
+                line(r["method"], "encode call only, texts preloaded", r, r["timed_seconds"], tokens,
+                     vs(r["timed_seconds"]), same_as(r, reference))
+            else:
+                line(r["method"], "whole process", r, r["wall"], tokens, vs(r["wall"]), same_as(r, reference))
+        else:
+            ref = r["reference"]
+            own_ref = ref.get("histogram") if "error" not in ref else None
+            line(f"{r['method']} (slice)", "whole process, on a slice", r, r["wall"], r["tokens"], "",
+                 same_as(r, own_ref) if own_ref is not None else "no reference")
+            if own_ref is not None:
+                cold = ref["wall"] - ref["warm_seconds"]
+                line("freqlab (cold, slice)", "the same slice, whole process", {**ref, "characters": r["characters"]},
+                     cold, r["tokens"], f"{r['wall'] / cold:.1f}x", "-")
+    for method, seconds in estimates.items():
+        lines.append(f"| {method} (extrapolated) | the slices' times extrapolated to the corpus (below) | "
+                     f"{chars / 1e6:,.0f}M | {seconds:.0f} | {tokens / seconds / 1e6:.2f}M | "
+                     f"{baseline / seconds:.2f}x | | | | |")
+    for r in failed:
+        lines.append(f"| {r['method']} | failed: {' '.join(r['error'])} | | | | | | | | |")
+    cores = min(workers, os.cpu_count() or workers)
+    per_core = tokens / (freqlab["warm_seconds"] * cores)
+    startup = freqlab["wall"] - freqlab["warm_seconds"] - freqlab["cold_scan_seconds"]  # before scan() is called
+    lines += ["", "'datatrove ÷ this': datatrove's time on the whole corpus (extrapolated where it ran on slices) over "
+              "the row's; '% of bare-fast': the row's tokens/s over the bare encode loop's (fastokens on preloaded "
+              "texts, all cores). Fast rows: the best of a few runs; 'load avg': 1-minute load average when the run "
+              "started (the machine may be shared); peak RSS sums the process tree.", "", *notes, "",
+              f"Start-up (first scan's time - second's): {freqlab['startup_seconds']:.1f} s "
+              f"(tokenizer cache warm), {freqlab.get('startup_first', freqlab['startup_seconds']):.1f} s on the first "
+              f"run (cache cold); the whole process's first scan {freqlab['wall'] - freqlab['warm_seconds']:.1f} s "
+              f"of which ~{max(startup, 0):.1f} s is the interpreter and imports before it.", "",
+              f"Steady state: {per_core / 1e6:.1f}M tokens per core-second ({tokens:,} tokens in "
+              f"{freqlab['warm_seconds']:.1f} s on {cores} cores): SlimPajama-627B ({SLIMPAJAMA_TOKENS / 1e9:.0f}B "
+              f"tokens) would take {SLIMPAJAMA_TOKENS / per_core / 3600:.1f} core-hours at this rate."]
+    return "\n".join(lines)
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[1])
     parser.add_argument("--kinds", default=",".join(KINDS), help=f"Kinds of text, among {', '.join(KINDS)}.")
@@ -493,7 +732,15 @@ def main() -> None:
                         help="A smoke run: 2M characters a kind, one run of each method.")
     parser.add_argument("--workers", type=int, default=os.cpu_count())
     parser.add_argument("--files", type=int, default=4, help="Files per kind.")
-    parser.add_argument("--tokenizer", default=None, help="Tokenizer spec (default: the built-in Tekken).")
+    parser.add_argument("--tokenizer", action="append", default=[],
+                        help="Tokenizer: tekken (the built-in, default), a tokenizer.json, or llama.cpp:PATH (PATH's "
+                             "regex respelled as llama.cpp writes it); repeatable: a table each.")
+    parser.add_argument("--corpus", default=None,
+                        help="A corpus built by bench_corpus.py (folder with manifest.json), measured as one corpus.")
+    parser.add_argument("--fraction", type=float, default=1.0, help="With --corpus: this share of it (every kind).")
+    parser.add_argument("--baseline-fraction", default=None,
+                        help="With --corpus: run datatrove, hf-datasets and bare-hf on this share of the corpus "
+                             "(comma-separated: each; two check that time is linear in tokens) and extrapolate.")
     parser.add_argument("--repeats", type=int, default=3, help="Runs of the fast methods (the best is kept).")
     parser.add_argument("--methods", default=",".join(METHODS))
     parser.add_argument("--out", default=str(Path(__file__).with_name("bench_scan.md")))
@@ -512,36 +759,38 @@ def main() -> None:
         args.chars, args.repeats = min(args.chars, 2e6), 1
     work = Path(args.work or tempfile.mkdtemp(prefix="freqlab-bench-"))
     work.mkdir(parents=True, exist_ok=True)
-    if args.tokenizer and args.tokenizer.endswith(".json"):
-        tokenizer_json = Path(args.tokenizer)  # the same file for every method
-    else:
-        tokenizer_json = work / "tekken.tokenizer.json"
-        if not tokenizer_json.is_file():
-            write_tokenizer_json(tokenizer_json)
-    prose = sorted(glob.glob(args.prose))
     sections = []
-    for kind in args.kinds.split(","):
-        folder = work / kind
-        if not (work / f"{kind}.json").is_file():
-            info = prepare_kind(folder, kind, args.chars, args.files, prose)
-            (work / f"{kind}.json").write_text(json.dumps(info))
-        info = json.loads((work / f"{kind}.json").read_text())
-        if not info["documents"]:
-            sections.append(f"### {kind}\n\nNo text found ({info['origin']}).")
-            continue
-        rows = []
-        for method in args.methods.split(","):
-            print(f"{kind}: running {method} ...", file=sys.stderr, flush=True)
-            repeats = args.repeats if method in FAST else 1
-            runs = work / f"{kind}-runs"  # results and the tokenizer cache, outside the corpus folder
+    if args.corpus:
+        for spec in args.tokenizer or [None]:
+            sections.append(run_corpus(args, work, spec))
+            Path(args.out).write_text(_report(sections, args))  # after each tokenizer: a long run leaves its tables
+        print(_report(sections, args))
+        return
+    prose = sorted(glob.glob(args.prose))
+    for spec in args.tokenizer or [None]:
+        freqlab_spec, tokenizer_json, label = tokenizer_spec(spec, work)
+        for kind in args.kinds.split(","):
+            folder = work / kind
+            if not (work / f"{kind}.json").is_file():
+                info = prepare_kind(folder, kind, args.chars, args.files, prose)
+                (work / f"{kind}.json").write_text(json.dumps(info))
+            info = json.loads((work / f"{kind}.json").read_text())
+            if not info["documents"]:
+                sections.append(f"### {kind}\n\nNo text found ({info['origin']}).")
+                continue
+            rows = []
+            runs = work / f"{kind}-runs-{len(sections)}"  # results and the tokenizer cache, outside the corpus
             runs.mkdir(exist_ok=True)
-            rows.append(best_of(repeats, method, folder, args.workers, tokenizer_json, runs, args.tokenizer))
-            if "error" not in rows[-1]:
-                print(f"  {rows[-1]['wall']:.1f} s, {rows[-1]['tokens']} tokens", file=sys.stderr, flush=True)
-            else:
-                print(f"  failed: {rows[-1]['error']}", file=sys.stderr, flush=True)
-        sections.append(table(rows, info, args.workers, args.tokenizer or "Tekken (built-in)"))
-        Path(args.out).write_text(_report(sections, args))  # after each kind: a long run leaves its tables
+            for method in args.methods.split(","):
+                print(f"{kind}: running {method} ...", file=sys.stderr, flush=True)
+                repeats = args.repeats if method in FAST else 1
+                rows.append(best_of(repeats, method, folder, args.workers, tokenizer_json, runs, freqlab_spec))
+                if "error" not in rows[-1]:
+                    print(f"  {rows[-1]['wall']:.1f} s, {rows[-1]['tokens']} tokens", file=sys.stderr, flush=True)
+                else:
+                    print(f"  failed: {rows[-1]['error']}", file=sys.stderr, flush=True)
+            sections.append(table(rows, info, args.workers, label))
+            Path(args.out).write_text(_report(sections, args))  # after each kind: a long run leaves its tables
     print(_report(sections, args))
 
 
