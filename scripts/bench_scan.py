@@ -220,7 +220,7 @@ def tokenizer_spec(spec: str | None, work: Path) -> tuple[str | None, Path, str]
             write_tokenizer_json(path)
         return None, path, "Tekken (built-in)"
     if spec.startswith("llama.cpp:"):
-        from freqlab.tokenize.presets import CONTRACTIONS_ASCII, CONTRACTIONS_FOLDED, split_regex
+        from freqlab.tokenization.presets import CONTRACTIONS_ASCII, CONTRACTIONS_FOLDED, split_regex
 
         source = Path(spec.split(":", 1)[1])
         config = json.loads(source.read_text(encoding="utf-8"))
