@@ -63,7 +63,7 @@ def markdown_docstring(text: str) -> str:
         if citation:  # ".. [1] Title": a paragraph of its own, "[1] Title"
             if out and out[-1].strip():
                 out.append("")
-            line = f"{citation.group(1)}[{citation.group(2)}] {line[citation.end():]}"
+            line = f"{citation.group(1)}[{citation.group(2)}] {line[citation.end() :]}"
         out.append(_escape_links(REFERENCE.sub(r"[\1]", line)))
         k += 1
     return "\n".join(out)

@@ -76,9 +76,7 @@ def read_config_file(path: str | Path, what: str):
     except OSError as exc:
         raise FreqlabError(f"{path}: cannot read {what} ({exc.strerror or exc})") from None
     if len(raw) > MAX_CONFIG_BYTES:
-        raise FreqlabError(
-            f"{path}: more than {MAX_CONFIG_BYTES:,} bytes (1 MiB), the most a {what} file may hold"
-        )
+        raise FreqlabError(f"{path}: more than {MAX_CONFIG_BYTES:,} bytes (1 MiB), the most a {what} file may hold")
     try:
         text = raw.decode("utf-8")
     except UnicodeDecodeError as exc:

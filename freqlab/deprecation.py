@@ -90,7 +90,7 @@ def alias_module(old: str, new: str) -> None:
         return
     for info in pkgutil.walk_packages(package.__path__, f"{new}."):
         module = importlib.import_module(info.name)
-        alias = old + info.name[len(new):]
+        alias = old + info.name[len(new) :]
         sys.modules[alias] = module
 
 

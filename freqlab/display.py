@@ -214,8 +214,9 @@ def svg_chart(chart: Chart, series: Sequence[Series]) -> str:
     ]
     for a, b, color in chart.shades:
         xa, xb = float(px(a)), float(px(b))
-        out.append(f'<rect x="{xa:.1f}" y="{TOP}" width="{xb - xa:.1f}" height="{plot_h}" fill="{color}" '
-                   'fill-opacity="0.15"/>')
+        out.append(
+            f'<rect x="{xa:.1f}" y="{TOP}" width="{xb - xa:.1f}" height="{plot_h}" fill="{color}" fill-opacity="0.15"/>'
+        )
     for s in series:
         xs, ys = np.asarray(s.xs, dtype=np.float64), np.asarray(s.ys, dtype=np.float64)
         if s.kind == "bars":
@@ -223,8 +224,10 @@ def svg_chart(chart: Chart, series: Sequence[Series]) -> str:
                 if y <= 0:
                     continue
                 xa, xb, top = float(px(x)), float(px(x + w)), float(py(y))
-                out.append(f'<rect x="{xa:.1f}" y="{top:.1f}" width="{max(xb - xa - 0.5, 0.5):.1f}" '
-                           f'height="{TOP + plot_h - top:.1f}" fill="{s.color}" fill-opacity="0.7"/>')
+                out.append(
+                    f'<rect x="{xa:.1f}" y="{top:.1f}" width="{max(xb - xa - 0.5, 0.5):.1f}" '
+                    f'height="{TOP + plot_h - top:.1f}" fill="{s.color}" fill-opacity="0.7"/>'
+                )
         elif s.kind == "dots":
             for x, y in zip(px(xs), py(ys)):
                 out.append(f'<circle cx="{x:.1f}" cy="{y:.1f}" r="2.2" fill="{s.color}"/>')
@@ -243,14 +246,20 @@ def svg_chart(chart: Chart, series: Sequence[Series]) -> str:
         out.append(f'<line x1="{LEFT - 3}" y1="{y:.1f}" x2="{LEFT}" y2="{y:.1f}" stroke="#444"/>')
         out.append(f'<text x="{LEFT - 5}" y="{y + 3:.1f}" text-anchor="end">{html.escape(label)}</text>')
     for x, text, color in chart.notes:
-        out.append(f'<text x="{float(px(x)):.1f}" y="{TOP + 10}" text-anchor="middle" fill="{color}">'
-                   f"{html.escape(text)}</text>")
+        out.append(
+            f'<text x="{float(px(x)):.1f}" y="{TOP + 10}" text-anchor="middle" fill="{color}">'
+            f"{html.escape(text)}</text>"
+        )
     if chart.x_title:
-        out.append(f'<text x="{LEFT + plot_w / 2:.1f}" y="{HEIGHT - 3}" text-anchor="middle">'
-                   f"{html.escape(chart.x_title)}</text>")
+        out.append(
+            f'<text x="{LEFT + plot_w / 2:.1f}" y="{HEIGHT - 3}" text-anchor="middle">'
+            f"{html.escape(chart.x_title)}</text>"
+        )
     if chart.y_title:
-        out.append(f'<text transform="translate(9,{TOP + plot_h / 2:.1f}) rotate(-90)" text-anchor="middle">'
-                   f"{html.escape(chart.y_title)}</text>")
+        out.append(
+            f'<text transform="translate(9,{TOP + plot_h / 2:.1f}) rotate(-90)" text-anchor="middle">'
+            f"{html.escape(chart.y_title)}</text>"
+        )
     labelled = [s for s in series if s.label]
     if len(labelled) > 1:
         for k, s in enumerate(labelled[:6]):

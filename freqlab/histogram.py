@@ -359,7 +359,6 @@ class LengthHistogram(Displayed):
             **common,
         )
 
-
     # position frequency --------------------------------------------------------------------------------------
     def frequency(self, L: int, regime: str = "natural", *, seed: int = 0, megatron=None) -> PositionFrequency:
         """f(i) for 0 <= i < L under ``regime`` (STRING Eq. 2, exact int64), as a
@@ -376,7 +375,11 @@ class LengthHistogram(Displayed):
         return PositionFrequency.from_histogram(self, L, regime, seed=seed, megatron=megatron)
 
     def frequency_table(
-        self, L: int, regimes: str | Sequence[str] = ("natural", "uniform", "concat"), *, seed: int = 0,
+        self,
+        L: int,
+        regimes: str | Sequence[str] = ("natural", "uniform", "concat"),
+        *,
+        seed: int = 0,
         megatron=None,
     ):
         """f across regimes (one name or several) as a long polars DataFrame, columns ``position``, ``regime``,
@@ -418,8 +421,15 @@ class LengthHistogram(Displayed):
         return "\n".join(f"{name:<{width}}  {value}" for name, value in rows)
 
     def write_frequencies(
-        self, path: str | Path, Ls: Sequence[int], regimes: Sequence[str], *, seed: int = 0, megatron=None,
-        corpus: LengthHistogram | None = None, mixture: dict | None = None,
+        self,
+        path: str | Path,
+        Ls: Sequence[int],
+        regimes: Sequence[str],
+        *,
+        seed: int = 0,
+        megatron=None,
+        corpus: LengthHistogram | None = None,
+        mixture: dict | None = None,
     ) -> Path:
         """Write f for every (L, regime) to one Parquet file (:data:`freqlab.formats.FREQUENCY`, what ``freqlab freq
         --out`` writes): columns L, regime, position, frequency; its ``freqlab`` metadata key holds the format and
@@ -600,8 +610,13 @@ def _length_bars(h: LengthHistogram) -> str:
 
 #: the fields of a histogram's ``freqlab`` Parquet metadata that are read, and their JSON types
 _HEADER_FIELDS: dict[str, tuple[type, ...]] = {
-    "corpus": (str,), "tokenizer": (str,), "meta": (dict,), "documents_read": (int, type(None)),
-    "skipped": (dict,), "empty_documents": (int,), "sources": (dict, type(None)),
+    "corpus": (str,),
+    "tokenizer": (str,),
+    "meta": (dict,),
+    "documents_read": (int, type(None)),
+    "skipped": (dict,),
+    "empty_documents": (int,),
+    "sources": (dict, type(None)),
 }
 
 
@@ -610,8 +625,10 @@ def _check_header(header: dict, path) -> None:
 
     def check(value, kinds: tuple[type, ...], key: str) -> None:
         if isinstance(value, bool) or not isinstance(value, kinds) or (isinstance(value, int) and value < 0):
-            names = " or ".join({"NoneType": "null", "int": "a count", "dict": "a mapping", "str": "a string"}
-                                [kind.__name__] for kind in kinds)
+            names = " or ".join(
+                {"NoneType": "null", "int": "a count", "dict": "a mapping", "str": "a string"}[kind.__name__]
+                for kind in kinds
+            )
             raise FreqlabError(f"{path}: 'freqlab' metadata field {key} must be {names}, got {brief(value)}")
 
     def check_skipped(skipped: dict, key: str) -> None:
@@ -628,4 +645,3 @@ def _check_header(header: dict, path) -> None:
             if key in extra:
                 check(extra[key], _HEADER_FIELDS[key], f"sources.{name}.{key}")
         check_skipped(extra.get("skipped", {}), f"sources.{name}.skipped")
-

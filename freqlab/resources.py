@@ -30,6 +30,7 @@ SECONDS_ENV = "FREQLAB_MAX_SECONDS"
 #: the longest a compute-bound planner (HARPE's searches) may be estimated to run before it is refused
 MAX_SECONDS = 3600.0
 
+
 class ResourceError(FreqlabError):
     """A computation refused before it starts: it would need more memory (or time) than the machine has."""
 

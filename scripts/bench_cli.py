@@ -54,11 +54,11 @@ def main(argv: list[str] | None = None) -> None:
     python, cli = sys.executable, freqlab_command()
     cases = [
         ("`python -c pass` (baseline: interpreter start-up)", [python, "-c", "pass"], "", False),
-        ("`python -c \"import freqlab\"`", [python, "-c", "import freqlab; print(freqlab.__version__)"], ".", False),
+        ('`python -c "import freqlab"`', [python, "-c", "import freqlab; print(freqlab.__version__)"], ".", False),
         ("`freqlab --help`", [*cli, "--help"], "Commands:", True),
         ("`freqlab --version`", [*cli, "--version"], "version", True),
         ("`freqlab scan --help` (loads the scan command)", [*cli, "scan", "--help"], "--dataset", False),
-        (f"`python -c \"{HEAVY}\"` (eager imports, for comparison)", [python, "-c", f"{HEAVY}; print(1)"], "1", False),
+        (f'`python -c "{HEAVY}"` (eager imports, for comparison)', [python, "-c", f"{HEAVY}; print(1)"], "1", False),
     ]
     rows, baseline = [], None
     for name, command, expect, targeted in cases:
@@ -80,7 +80,7 @@ def report(rows: list[tuple[str, ...]], runs: int) -> str:
         f"{platform.python_implementation()} {platform.python_version()}."
     )
     method = (
-        f"Wall time of a fresh process, {runs} runs each after one warm-up; \"over baseline\" is against "
+        f'Wall time of a fresh process, {runs} runs each after one warm-up; "over baseline" is against '
         f"`python -c pass` measured in the same run. Target for `--help` and `--version`: under {TARGET} s."
     )
     header = ("command", "median", "fastest", "over baseline", "under target")

@@ -59,8 +59,36 @@ from bench_scan import SHARED
 
 ROOT = Path(__file__).resolve().parent.parent
 KINDS = ("prose", "code", "docs", "legal", "mail", "multilingual")
-CODE = {".py", ".pyi", ".pyx", ".pxd", ".pxi", ".c", ".h", ".hh", ".hpp", ".hxx", ".cc", ".cpp", ".cxx", ".cu",
-        ".cuh", ".rs", ".js", ".mjs", ".cjs", ".ts", ".go", ".java", ".pl", ".pm", ".sh", ".bash", ".lua", ".rb"}
+CODE = {
+    ".py",
+    ".pyi",
+    ".pyx",
+    ".pxd",
+    ".pxi",
+    ".c",
+    ".h",
+    ".hh",
+    ".hpp",
+    ".hxx",
+    ".cc",
+    ".cpp",
+    ".cxx",
+    ".cu",
+    ".cuh",
+    ".rs",
+    ".js",
+    ".mjs",
+    ".cjs",
+    ".ts",
+    ".go",
+    ".java",
+    ".pl",
+    ".pm",
+    ".sh",
+    ".bash",
+    ".lua",
+    ".rb",
+}
 DOCS = {".md", ".rst", ".txt", ".markdown"}
 HTML = {".html", ".htm"}
 LEGAL = re.compile(r"^(LICEN[CS]E|COPYING|NOTICE|COPYRIGHT|AUTHORS)([._-].*)?$", re.IGNORECASE)
@@ -134,8 +162,11 @@ def extract(data: bytes, how: str) -> str:
             cells = json.loads(text).get("cells", [])
         except (ValueError, AttributeError):
             return ""
-        return "\n\n".join("".join(c.get("source", "")) if isinstance(c.get("source"), list) else str(c.get("source"))
-                           for c in cells if isinstance(c, dict))
+        return "\n\n".join(
+            "".join(c.get("source", "")) if isinstance(c.get("source"), list) else str(c.get("source"))
+            for c in cells
+            if isinstance(c, dict)
+        )
     return text
 
 
@@ -179,8 +210,10 @@ def default_roots(rust_docs: bool) -> list[tuple[str, Path]]:
     candidates += [("/usr/lib/node_modules", "/usr/lib/node_modules")]
     candidates += [("cargo registry", str(home / ".cargo" / "registry"))]
     if rust_docs:
-        candidates += [(f"rust docs {Path(p).parent.parent.name.split('-')[0]}", p)
-                       for p in sorted(glob.glob(str(home / ".rustup" / "toolchains" / "*" / "share" / "doc")))]
+        candidates += [
+            (f"rust docs {Path(p).parent.parent.name.split('-')[0]}", p)
+            for p in sorted(glob.glob(str(home / ".rustup" / "toolchains" / "*" / "share" / "doc")))
+        ]
     roots, seen = [], set()
     for label, folder in candidates:
         real = os.path.realpath(folder)
@@ -194,8 +227,11 @@ def walk(folder: Path):
     """Regular files under ``folder``, sorted, symbolic links not followed, ``__pycache__`` and rendered
     source listings (rustdoc's ``src/``) skipped."""
     for dirpath, dirnames, filenames in os.walk(folder):
-        dirnames[:] = sorted(d for d in dirnames if d not in ("__pycache__", ".git") and
-                             not (d == "src" and "html" in Path(dirpath).parts))
+        dirnames[:] = sorted(
+            d
+            for d in dirnames
+            if d not in ("__pycache__", ".git") and not (d == "src" and "html" in Path(dirpath).parts)
+        )
         for name in sorted(filenames):
             path = Path(dirpath, name)
             if not path.is_symlink():
@@ -256,12 +292,20 @@ def gather(roots: list[tuple[str, Path]], prose: list[str], spill: Path) -> dict
             seen_raw.add(raw)
             add(what[0], label, extract(data, what[1]))
         after = sum(s[1] for k in KINDS for s in stats[k].values())
-        print(f"{label} ({folder}): +{(after - before) / 1e6:,.1f}M characters in {time.perf_counter() - start:.0f} s",
-              file=sys.stderr, flush=True)
+        print(
+            f"{label} ({folder}): +{(after - before) / 1e6:,.1f}M characters in {time.perf_counter() - start:.0f} s",
+            file=sys.stderr,
+            flush=True,
+        )
     for out in outs.values():
         out.close()
-    return {kind: {source: {"documents": d, "characters": c, "duplicates_skipped": dup}
-                   for source, (d, c, dup) in sorted(sources.items())} for kind, sources in stats.items()}
+    return {
+        kind: {
+            source: {"documents": d, "characters": c, "duplicates_skipped": dup}
+            for source, (d, c, dup) in sorted(sources.items())
+        }
+        for kind, sources in stats.items()
+    }
 
 
 def write_parts(spill: Path, out: Path, kind: str, available: int, keep: int, part_chars: float) -> list[dict]:
@@ -281,9 +325,17 @@ def write_parts(spill: Path, out: Path, kind: str, available: int, keep: int, pa
         path = out / f"{kind}-{len(files):04d}.jsonl.zst"
         data = b"".join(buffer)
         path.write_bytes(zstandard.ZstdCompressor(level=3).compress(data))
-        files.append({"file": path.name, "kind": kind, "documents": len(buffer), "characters": size,
-                      "bytes_uncompressed": len(data), "sha256": hashlib.sha256(path.read_bytes()).hexdigest(),
-                      "sources": dict(sorted(sources.items()))})
+        files.append(
+            {
+                "file": path.name,
+                "kind": kind,
+                "documents": len(buffer),
+                "characters": size,
+                "bytes_uncompressed": len(data),
+                "sha256": hashlib.sha256(path.read_bytes()).hexdigest(),
+                "sources": dict(sorted(sources.items())),
+            }
+        )
         buffer, size, sources = [], 0, defaultdict(int)
 
     done, credit = 0, 0.0  # credit: the characters owed to the kept share so far (1/stride of those seen)
@@ -307,26 +359,43 @@ def write_parts(spill: Path, out: Path, kind: str, available: int, keep: int, pa
 
 def markdown(manifest: dict, manifest_sha256: str) -> str:
     """The manifest as Markdown: per kind what exists and what was kept, per source, and the files' digests."""
-    lines = ["# The varied benchmark corpus (scripts/bench_corpus.py)", "",
-             f"`{manifest['command']}`, built {manifest['built']} in {manifest['seconds']} s: "
-             f"{manifest['characters']:,} characters, {manifest['documents']:,} documents, "
-             f"{len(manifest['files'])} files; `manifest.json` SHA-256 `{manifest_sha256}`. Deduplication: "
-             f"{manifest['deduplication']}.", "",
-             "| kind | unique characters here | kept | documents kept | files |", "|---|---:|---:|---:|---:|"]
+    lines = [
+        "# The varied benchmark corpus (scripts/bench_corpus.py)",
+        "",
+        f"`{manifest['command']}`, built {manifest['built']} in {manifest['seconds']} s: "
+        f"{manifest['characters']:,} characters, {manifest['documents']:,} documents, "
+        f"{len(manifest['files'])} files; `manifest.json` SHA-256 `{manifest_sha256}`. Deduplication: "
+        f"{manifest['deduplication']}.",
+        "",
+        "| kind | unique characters here | kept | documents kept | files |",
+        "|---|---:|---:|---:|---:|",
+    ]
     for kind, info in manifest["kinds"].items():
-        lines.append(f"| {kind} | {info['available_characters']:,} | {info['kept_characters']:,} | "
-                     f"{info['kept_documents']:,} | {info['files']} |")
-    lines += ["", "| kind | source | unique documents | unique characters | duplicates skipped |",
-              "|---|---|---:|---:|---:|"]
+        lines.append(
+            f"| {kind} | {info['available_characters']:,} | {info['kept_characters']:,} | "
+            f"{info['kept_documents']:,} | {info['files']} |"
+        )
+    lines += [
+        "",
+        "| kind | source | unique documents | unique characters | duplicates skipped |",
+        "|---|---|---:|---:|---:|",
+    ]
     for kind, info in manifest["kinds"].items():
         for source, n in info["sources"].items():
             if n["documents"] or n["duplicates_skipped"]:
-                lines.append(f"| {kind} | {source} | {n['documents']:,} | {n['characters']:,} | "
-                             f"{n['duplicates_skipped']:,} |")
-    lines += ["", "Roots: " + "; ".join(f"{label} `{folder}`" for label, folder in manifest["roots"]) + ".", "",
-              "| file | documents | characters | SHA-256 |", "|---|---:|---:|---|"]
-    lines += [f"| {f['file']} | {f['documents']:,} | {f['characters']:,} | `{f['sha256']}` |"
-              for f in manifest["files"]]
+                lines.append(
+                    f"| {kind} | {source} | {n['documents']:,} | {n['characters']:,} | {n['duplicates_skipped']:,} |"
+                )
+    lines += [
+        "",
+        "Roots: " + "; ".join(f"{label} `{folder}`" for label, folder in manifest["roots"]) + ".",
+        "",
+        "| file | documents | characters | SHA-256 |",
+        "|---|---:|---:|---|",
+    ]
+    lines += [
+        f"| {f['file']} | {f['documents']:,} | {f['characters']:,} | `{f['sha256']}` |" for f in manifest["files"]
+    ]
     return "\n".join(lines) + "\n"
 
 
@@ -337,8 +406,11 @@ def main() -> None:
     parser.add_argument("--part-chars", type=float, default=10e6, help="Characters per .jsonl.zst file.")
     parser.add_argument("--prose", default=SHARED, help="Glob of the prose .jsonl.zst files (field 'text').")
     parser.add_argument("--roots", action="append", default=[], help="Another folder to draw from (repeatable).")
-    parser.add_argument("--markdown", default=str(Path(__file__).with_name("bench_corpus.md")),
-                        help="Where to write the manifest as Markdown.")
+    parser.add_argument(
+        "--markdown",
+        default=str(Path(__file__).with_name("bench_corpus.md")),
+        help="Where to write the manifest as Markdown.",
+    )
     parser.add_argument("--no-rust-docs", action="store_true", help="Leave the Rust toolchains' HTML docs out.")
     args = parser.parse_args()
     out = Path(args.out)
@@ -357,10 +429,16 @@ def main() -> None:
             files += write_parts(Path(tmp), out, kind, available[kind], keep, args.part_chars)
             left -= sum(f["characters"] for f in files if f["kind"] == kind)
         files.sort(key=lambda f: f["file"])
-    kinds = {kind: {"available_characters": available[kind],
-                    "kept_characters": sum(f["characters"] for f in files if f["kind"] == kind),
-                    "kept_documents": sum(f["documents"] for f in files if f["kind"] == kind),
-                    "files": sum(f["kind"] == kind for f in files), "sources": stats[kind]} for kind in KINDS}
+    kinds = {
+        kind: {
+            "available_characters": available[kind],
+            "kept_characters": sum(f["characters"] for f in files if f["kind"] == kind),
+            "kept_documents": sum(f["documents"] for f in files if f["kind"] == kind),
+            "files": sum(f["kind"] == kind for f in files),
+            "sources": stats[kind],
+        }
+        for kind in KINDS
+    }
     manifest = {
         "command": "python scripts/bench_corpus.py " + " ".join(sys.argv[1:]),
         "built": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()),
@@ -377,10 +455,14 @@ def main() -> None:
     digest = hashlib.sha256(text.encode("utf-8")).hexdigest()
     Path(args.markdown).write_text(markdown(manifest, digest), encoding="utf-8")
     for kind, info in kinds.items():
-        print(f"{kind}: {info['available_characters'] / 1e6:,.1f}M unique characters, kept "
-              f"{info['kept_characters'] / 1e6:,.1f}M in {info['kept_documents']:,} documents, {info['files']} files")
-    print(f"total: {manifest['characters']:,} characters, {manifest['documents']:,} documents, {len(files)} files "
-          f"in {manifest['seconds']} s")
+        print(
+            f"{kind}: {info['available_characters'] / 1e6:,.1f}M unique characters, kept "
+            f"{info['kept_characters'] / 1e6:,.1f}M in {info['kept_documents']:,} documents, {info['files']} files"
+        )
+    print(
+        f"total: {manifest['characters']:,} characters, {manifest['documents']:,} documents, {len(files)} files "
+        f"in {manifest['seconds']} s"
+    )
 
 
 if __name__ == "__main__":

@@ -103,8 +103,9 @@ def build_seconds(spec, family: str, repeats: int) -> float:
 def scan_once(data, tokenizer, workers: int, **options):
     from freqlab.scan import scan
 
-    return scan(str(data), tokenizer=tokenizer, workers=workers,
-                progress=False, L=[2048], regimes=["natural"], **options)
+    return scan(
+        str(data), tokenizer=tokenizer, workers=workers, progress=False, L=[2048], regimes=["natural"], **options
+    )
 
 
 def cpu_model() -> str:
@@ -131,14 +132,19 @@ def slimpajama_table(path: Path, tokens: int = 627 * 10**9, node_cores: int = 32
     from freqlab.scan.estimate import estimate_cost, human_hours, load_throughput
 
     table = load_throughput(path)
-    rows = [f"| tokenizer family | scan | core-hours | one node of {node_cores} cores | nodes of {node_cores} cores "
-            "for ≤ 1 h |", "|---|---|---:|---:|---:|"]
+    rows = [
+        f"| tokenizer family | scan | core-hours | one node of {node_cores} cores | nodes of {node_cores} cores "
+        "for ≤ 1 h |",
+        "|---|---|---:|---:|---:|",
+    ]
     for family in table.families:
         for rate in (None, 0.01, 0.001):
             cost = estimate_cost(table, family, tokens=tokens, sample_rate=rate, node_cores=node_cores)
             scan = "full" if rate is None else f"--sample-rate {rate:g}"
-            rows.append(f"| {family} | {scan} | {cost.core_hours:,.1f} | {human_hours(cost.wall_hours_one_node)} "
-                        f"| {cost.nodes} ({human_hours(cost.wall_hours)}) |")
+            rows.append(
+                f"| {family} | {scan} | {cost.core_hours:,.1f} | {human_hours(cost.wall_hours_one_node)} "
+                f"| {cost.nodes} ({human_hours(cost.wall_hours)}) |"
+            )
     return rows
 
 
@@ -147,9 +153,12 @@ def main() -> None:
     parser.add_argument("--chars", type=float, default=20e6, help="Approximate corpus size in characters.")
     parser.add_argument("--prose", default=SHARED, help="Glob of the prose .jsonl.zst files (field 'text').")
     parser.add_argument("--kinds", default="prose,code,docs,mail,multilingual", help="Kinds of text (bench_scan).")
-    parser.add_argument("--corpus", default=None,
-                        help="Measure on the varied corpus of scripts/bench_corpus.py instead (every kind, cut alike "
-                             "to about --chars characters).")
+    parser.add_argument(
+        "--corpus",
+        default=None,
+        help="Measure on the varied corpus of scripts/bench_corpus.py instead (every kind, cut alike "
+        "to about --chars characters).",
+    )
     parser.add_argument("--short", action="store_true", help="A smoke run: 2M characters, one repeat.")
     parser.add_argument("--tokenizer", action="append", default=[], help="Another tokenizer to measure.")
     parser.add_argument("--repeats", type=int, default=2)
@@ -173,29 +182,42 @@ def measure(args, work: Path) -> None:
     else:
         folder = work / "corpus"
         kinds = args.kinds.split(",")
-        parts = [prepare_kind(folder, kind, args.chars / len(kinds), 4, sorted(glob.glob(args.prose)))
-                 for kind in kinds]
-        info = {"origin": ", ".join(f"{p['kind']} ({p['characters'] / 1e6:.1f}M chars)" for p in parts),
-                "copies": 1, "documents": sum(p["documents"] for p in parts),
-                "characters": sum(p["characters"] for p in parts), "files": 4 * len(kinds)}
+        parts = [
+            prepare_kind(folder, kind, args.chars / len(kinds), 4, sorted(glob.glob(args.prose))) for kind in kinds
+        ]
+        info = {
+            "origin": ", ".join(f"{p['kind']} ({p['characters'] / 1e6:.1f}M chars)" for p in parts),
+            "copies": 1,
+            "documents": sum(p["documents"] for p in parts),
+            "characters": sum(p["characters"] for p in parts),
+            "files": 4 * len(kinds),
+        }
     text_bytes = sum(len(text.encode("utf-8")) for text in read_texts(sorted(map(str, folder.glob("*.zst")))))
     from freqlab.tokenization import load_tokenizer
 
     hf_only = str(hf_only_tokenizer(work / "tekken-nfkc.tokenizer.json"))
     # the built-in Tekken on each of its exact backends (loaded here: a scan of a small corpus would skip fastokens)
-    labels = [(load_tokenizer(), "tekken (built-in)"),
-              (load_tokenizer(skip_backends={"fastokens": "measured apart"}), "tekken (built-in), tiktoken only"),
-              (hf_only, "tekken tokenizer.json + NFKC normalizer"),
-              *((spec, spec) for spec in args.tokenizer)]
+    labels = [
+        (load_tokenizer(), "tekken (built-in)"),
+        (load_tokenizer(skip_backends={"fastokens": "measured apart"}), "tekken (built-in), tiktoken only"),
+        (hf_only, "tekken tokenizer.json + NFKC normalizer"),
+        *((spec, spec) for spec in args.tokenizer),
+    ]
 
     families, rows = {}, []
     for spec, label in labels:
         scan_once(folder, spec, 1, max_docs=10)  # warm: tokenizer load and verification
         seconds, wall, result = best(args.repeats, lambda spec=spec: scan_once(folder, spec, 1))
         tokens, family = result.histogram.tokens, result.summary["tokenizer"]["backend"]
-        families.setdefault(family, {"tokens_per_core_second": round(tokens / seconds),
-                                     "bytes_per_token": round(text_bytes / tokens, 3), "example": label,
-                                     "build_core_seconds": round(build_seconds(spec, family, args.repeats), 2)})
+        families.setdefault(
+            family,
+            {
+                "tokens_per_core_second": round(tokens / seconds),
+                "bytes_per_token": round(text_bytes / tokens, 3),
+                "example": label,
+                "build_core_seconds": round(build_seconds(spec, family, args.repeats), 2),
+            },
+        )
         rows.append((family, label, tokens, seconds, wall))
         print(f"{family}: {tokens / seconds / 1e6:.2f}M tokens per core-second", file=sys.stderr, flush=True)
     read_seconds, _, _ = best(args.repeats, lambda: scan_once(folder, labels[1][0], 1, sample_rate=1e-9))
@@ -208,32 +230,40 @@ def measure(args, work: Path) -> None:
     table = {
         "measured": datetime.date.today().isoformat(),
         "machine": f"{os.cpu_count()} cores ({cpu_model()}), {platform.system()}, Python {platform.python_version()}, "
-                   f"load average {load:.1f}",
+        f"load average {load:.1f}",
         "source": f"scripts/bench_cost.py: {info['documents']:,} documents, {text_bytes / 1e6:.0f} MB of text "
-                  f"({info['origin']}, x{info['copies']}) in .jsonl.zst",
+        f"({info['origin']}, x{info['copies']}) in .jsonl.zst",
         "read_bytes_per_core_second": round(text_bytes / read_seconds),
         "parallel_efficiency": round(efficiency, 3),
         "worker_startup_core_seconds": round(startup / args.workers, 2),
         # a worker's start-up without building its backend (fastokens, in the pool measured above)
-        "process_startup_core_seconds": round(max(startup / args.workers - families["fastokens"]["build_core_seconds"],
-                                                  0.0), 2),
+        "process_startup_core_seconds": round(
+            max(startup / args.workers - families["fastokens"]["build_core_seconds"], 0.0), 2
+        ),
         "families": families,
     }
     Path(args.table).write_text(json.dumps(table, indent=1) + "\n", encoding="utf-8")
     lines = [
-        "# freqlab scan cost model: measured throughput", "",
-        f"{table['measured']}, {table['machine']}; {table['source']}. Written to `freqlab/data/throughput.json`.", "",
+        "# freqlab scan cost model: measured throughput",
+        "",
+        f"{table['measured']}, {table['machine']}; {table['source']}. Written to `freqlab/data/throughput.json`.",
+        "",
         "| family | tokenizer | tokens | CPU (s) | wall (s) | tokens per core-second | bytes per token |",
         "|---|---|---:|---:|---:|---:|---:|",
     ]
     for family, name, tokens, seconds, wall in rows:
-        lines.append(f"| {family} | {name} | {tokens:,} | {seconds:.2f} | {wall:.2f} | {tokens / seconds / 1e6:.2f}M "
-                     f"| {text_bytes / tokens:.2f} |")
-    lines += ["", f"Reading and parsing alone (sample rate 1e-9): {read_seconds:.2f} s, "
-              f"{text_bytes / read_seconds / 1e6:.0f} MB of text per core-second. All {args.workers} cores (local "
-              f"engine, warm): {all_seconds:.2f} CPU seconds in {all_wall:.2f} s, of which {startup:.2f} start the "
-              f"workers (their tokenizer); parallel efficiency without it {efficiency:.2f}. Load average up to "
-              f"{load:.1f} (CPU seconds do not depend on it; wall times do)."]
+        lines.append(
+            f"| {family} | {name} | {tokens:,} | {seconds:.2f} | {wall:.2f} | {tokens / seconds / 1e6:.2f}M "
+            f"| {text_bytes / tokens:.2f} |"
+        )
+    lines += [
+        "",
+        f"Reading and parsing alone (sample rate 1e-9): {read_seconds:.2f} s, "
+        f"{text_bytes / read_seconds / 1e6:.0f} MB of text per core-second. All {args.workers} cores (local "
+        f"engine, warm): {all_seconds:.2f} CPU seconds in {all_wall:.2f} s, of which {startup:.2f} start the "
+        f"workers (their tokenizer); parallel efficiency without it {efficiency:.2f}. Load average up to "
+        f"{load:.1f} (CPU seconds do not depend on it; wall times do).",
+    ]
     lines += ["", "## SlimPajama-627B (the README's table)", "", *slimpajama_table(Path(args.table))]
     Path(args.out).write_text("\n".join(lines) + "\n", encoding="utf-8")
     print("\n".join(lines))

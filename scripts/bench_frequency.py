@@ -91,15 +91,27 @@ def curricula_rows(rng) -> list[tuple[str, str]]:
     counts = rng.integers(1, 200, lengths.size)
     tokens = int(np.dot(lengths, counts))
     specs = [
-        ("warm-up, linear, truncate", {"kind": "warmup", "start": 64, "share": 0.3, "batch_rule": "truncate"},
-         "concat"),
-        ("warm-up, 8 plateaus, rechunk", {"kind": "warmup", "start": 64, "share": 0.3, "steps": 8,
-                                          "batch_rule": "rechunk"}, "concat"),
+        (
+            "warm-up, linear, truncate",
+            {"kind": "warmup", "start": 64, "share": 0.3, "batch_rule": "truncate"},
+            "concat",
+        ),
+        (
+            "warm-up, 8 plateaus, rechunk",
+            {"kind": "warmup", "start": 64, "share": 0.3, "steps": 8, "batch_rule": "rechunk"},
+            "concat",
+        ),
         ("SkyLadder, sine over 70%", {"kind": "skyladder", "growth": "sine", "share": 0.7}, "concat"),
-        ("SkyLadder, linear over 70%, document mask", {"kind": "skyladder", "share": 0.7, "document_mask": True},
-         "pack"),
-        ("Dataset Decomposition, buckets 256..8K", {"kind": "dataset-decomposition", "buckets": [256, 8192]},
-         "natural"),
+        (
+            "SkyLadder, linear over 70%, document mask",
+            {"kind": "skyladder", "share": 0.7, "document_mask": True},
+            "pack",
+        ),
+        (
+            "Dataset Decomposition, buckets 256..8K",
+            {"kind": "dataset-decomposition", "buckets": [256, 8192]},
+            "natural",
+        ),
     ]
     rows = []
     for L, name in ((1 << 17, "128K"), (1 << 20, "1M")):
@@ -112,8 +124,9 @@ def curricula_rows(rng) -> list[tuple[str, str]]:
         pose = position_ids_from_spec({"kind": "pose", "factor": 4})
         binned = lengths[:: lengths.size // 64], counts[:: lengths.size // 64]  # one common denominator: few rows
         timed = best_of(lambda L=L, pose=pose, binned=binned: pose.frequency(*binned, L, "natural"), repeat=2)
-        rows.append((f"PoSE exact expectation, target 4L, L = {name}, {binned[0].size} distinct lengths",
-                     f"{timed:.2f} s"))
+        rows.append(
+            (f"PoSE exact expectation, target 4L, L = {name}, {binned[0].size} distinct lengths", f"{timed:.2f} s")
+        )
     return rows
 
 
@@ -138,20 +151,32 @@ def recipes() -> None:
         h = exposure_histogram(lengths, counts, L)
         assert (frequency_from_exposure(h) == lf["global"].f).all(), "f(i) = Σ_{c >= i} h(c) must hold exactly"
         timed = best_of(lambda L=L: layout_frequency(lengths, counts, L, layout), repeat=3)
-        rows.append((f"layout {layout}, natural, L = {name}, 10^6 distinct lengths, {tokens:.2e} tokens",
-                     f"{timed * 1e3:.0f} ms"))
+        rows.append(
+            (
+                f"layout {layout}, natural, L = {name}, 10^6 distinct lengths, {tokens:.2e} tokens",
+                f"{timed * 1e3:.0f} ms",
+            )
+        )
         timed = best_of(lambda L=L: exposure_histogram(lengths, counts, L), repeat=3)
         rows.append((f"exposure histogram h(c), natural, L = {name}, same input", f"{timed * 1e3:.0f} ms"))
     docs = np.unique(rng.integers(1, 1 << 17, 200_000))
     doc_counts = rng.integers(1, 10, docs.size)
     timed = best_of(lambda: layout_frequency(docs, doc_counts, 1 << 20, layout, "pack"), repeat=2)
-    rows.append((f"layout {layout}, pack, L = 1M, {int(doc_counts.sum()):,} documents (seeded stream walked twice)",
-                 f"{timed:.2f} s"))
+    rows.append(
+        (
+            f"layout {layout}, pack, L = 1M, {int(doc_counts.sum()):,} documents (seeded stream walked twice)",
+            f"{timed:.2f} s",
+        )
+    )
     h = LengthHistogram.from_counts(docs, doc_counts)
     preset = load_preset("llama3", histogram=h)
     timed = best_of(lambda: schedule_frequency(preset), repeat=2)
-    rows.append((f"preset llama3 (7 stages, 8K..128K, pack) on the pack histogram above ({h.documents:,} documents)",
-                 f"{timed:.2f} s"))
+    rows.append(
+        (
+            f"preset llama3 (7 stages, 8K..128K, pack) on the pack histogram above ({h.documents:,} documents)",
+            f"{timed:.2f} s",
+        )
+    )
     rows += curricula_rows(rng)
     lines = [
         "# bench_recipes (`python scripts/bench_frequency.py --recipes`)",

@@ -67,8 +67,11 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 # the shared corpora, beside the checkout (../shared) or beside the folder of worktrees it is in (../../shared)
-SHARED = str(next((p for p in (ROOT.parent / "shared", ROOT.parent.parent / "shared") if p.is_dir()),
-                  ROOT.parent / "shared") / "corpora" / "*.jsonl.zst")
+SHARED = str(
+    next((p for p in (ROOT.parent / "shared", ROOT.parent.parent / "shared") if p.is_dir()), ROOT.parent / "shared")
+    / "corpora"
+    / "*.jsonl.zst"
+)
 BATCH = 1000
 KINDS = ("prose", "code", "docs", "mail", "multilingual", "tiny")
 
@@ -187,8 +190,14 @@ def prepare_kind(folder: Path, kind: str, chars: float, files: int, prose: list[
         chunk = texts[part::files]
         data = "".join(json.dumps({"text": t}) + "\n" for t in chunk).encode()
         (folder / f"{kind}-{part}.jsonl.zst").write_bytes(zstandard.ZstdCompressor(level=3).compress(data))
-    return {"kind": kind, "origin": origin, "copies": 1, "documents": len(texts),
-            "characters": sum(map(len, texts)), "files": files}
+    return {
+        "kind": kind,
+        "origin": origin,
+        "copies": 1,
+        "documents": len(texts),
+        "characters": sum(map(len, texts)),
+        "files": files,
+    }
 
 
 def tekken_ranks() -> tuple[dict[bytes, int], str]:
@@ -273,10 +282,17 @@ def corpus_slice(corpus: Path, fraction: float, work: Path) -> tuple[Path, dict]
     kinds = Counter()
     for entry in chosen:
         kinds[entry["kind"]] += entry["characters"]
-    origin = (f"{corpus} (bench_corpus.py, manifest checked), {fraction:g} of it: "
-              + ", ".join(f"{k} {v / 1e6:,.0f}M" for k, v in kinds.items()))
-    return folder, {"kind": f"{size / 1e6:,.0f}M characters of varied text", "origin": origin, "copies": 1,
-                    "documents": sum(e["documents"] for e in chosen), "characters": size, "files": len(chosen)}
+    origin = f"{corpus} (bench_corpus.py, manifest checked), {fraction:g} of it: " + ", ".join(
+        f"{k} {v / 1e6:,.0f}M" for k, v in kinds.items()
+    )
+    return folder, {
+        "kind": f"{size / 1e6:,.0f}M characters of varied text",
+        "origin": origin,
+        "copies": 1,
+        "documents": sum(e["documents"] for e in chosen),
+        "characters": size,
+        "files": len(chosen),
+    }
 
 
 # --- the methods (each runs in its own process) --------------------------------------------------------------
@@ -316,7 +332,9 @@ def method_freqlab_1core(folder: str, workers: int, tokenizer_json: str, spec: s
     result = scan(folder, tokenizer=counter, workers=1, progress=False, L=[2048], regimes=["natural"])
     h = result.histogram
     return Counter(dict(zip(h.lengths.tolist(), h.counts.tolist(), strict=True))), {
-        "timed_seconds": time.perf_counter() - start, "backend": counter.backend}
+        "timed_seconds": time.perf_counter() - start,
+        "backend": counter.backend,
+    }
 
 
 def method_bare_read(folder: str, workers: int, tokenizer_json: str, spec: str | None = None):
@@ -455,8 +473,20 @@ def measure(method: str, folder: Path, workers: int, tokenizer_json: Path, work:
     import psutil
 
     result = work / f"{method}.json"
-    command = [sys.executable, __file__, "--child", method, "--folder", str(folder), "--workers", str(workers),
-               "--tokenizer-json", str(tokenizer_json), "--result", str(result)]
+    command = [
+        sys.executable,
+        __file__,
+        "--child",
+        method,
+        "--folder",
+        str(folder),
+        "--workers",
+        str(workers),
+        "--tokenizer-json",
+        str(tokenizer_json),
+        "--result",
+        str(result),
+    ]
     if spec:
         command += ["--tokenizer", spec]
     load = os.getloadavg()[0]
@@ -481,8 +511,15 @@ def measure(method: str, folder: Path, workers: int, tokenizer_json: Path, work:
     data = json.loads(result.read_text())
     hist = Counter({int(k): int(v) for k, v in data["histogram"]}) if data["histogram"] is not None else None
     tokens = sum(k * v for k, v in hist.items()) if hist is not None else None
-    return {"method": method, "wall": wall, "peak_rss": peak, "histogram": hist, "load": load, "tokens": tokens,
-            **{k: v for k, v in data.items() if k != "histogram"}}
+    return {
+        "method": method,
+        "wall": wall,
+        "peak_rss": peak,
+        "histogram": hist,
+        "load": load,
+        "tokens": tokens,
+        **{k: v for k, v in data.items() if k != "histogram"},
+    }
 
 
 def best_of(repeats: int, *args) -> dict:
@@ -521,10 +558,13 @@ def table(rows: list[dict], info: dict, workers: int, tokenizer: str) -> str:
         if r["method"] == "freqlab":
             first = r["wall"] - r["warm_seconds"]  # the process ran a second (warm) scan after the first
             entries.append((r, "freqlab (cold)", "whole process: start-up, tokenizer load, read, count", first))
-            entries.append((r, "freqlab (warm)", "a second scan() in the same process: steady state",
-                            r["warm_seconds"]))
-            startup = (f"start-up (first scan - second): {r['startup_seconds']:.1f} s with the tokenizer cache warm, "
-                       f"{r.get('startup_first', r['startup_seconds']):.1f} s on the first run (cache cold)")
+            entries.append(
+                (r, "freqlab (warm)", "a second scan() in the same process: steady state", r["warm_seconds"])
+            )
+            startup = (
+                f"start-up (first scan - second): {r['startup_seconds']:.1f} s with the tokenizer cache warm, "
+                f"{r.get('startup_first', r['startup_seconds']):.1f} s on the first run (cache cold)"
+            )
         elif r["method"] == "freqlab-1core":
             entries.append((r, r["method"], "a warm scan(workers=1): one core, end to end", r["timed_seconds"]))
         elif r["method"] == "bare-read":
@@ -547,21 +587,30 @@ def table(rows: list[dict], info: dict, workers: int, tokenizer: str) -> str:
             f"| {label} | {timed} | {seconds:.1f} | {rate / 1e6:.2f}M | {ratio} | {r['peak_rss'] / 2**20:.0f} "
             f"| {r['load']:.1f} | {same} |"
         )
-    lines += ["", "'freqlab (cold) ÷ this': freqlab's end-to-end tokens/s over the row's. The fast rows are the best",
-              "of a few runs; 'load avg': 1-minute load average when the run started (the machine is shared).",
-              "Peak RSS sums the process tree (workers included)."]
+    lines += [
+        "",
+        "'freqlab (cold) ÷ this': freqlab's end-to-end tokens/s over the row's. The fast rows are the best",
+        "of a few runs; 'load avg': 1-minute load average when the run started (the machine is shared).",
+        "Peak RSS sums the process tree (workers included).",
+    ]
     if startup:
         lines += ["", startup + "."]
     if "freqlab-1core" in seconds_of and "bare-fast" in seconds_of:
         per_core = seconds_of["bare-fast"] * workers  # bare-fast runs on every core's thread
         one_core = seconds_of["freqlab-1core"]
-        lines += ["", f"Steady state per core: a warm one-core scan takes {one_core:.1f} s where the "
-                  f"bare encode loop takes {per_core:.1f} core-seconds ({per_core / one_core:.0%} "
-                  "of its speed; a scan's pool of workers adds its start-up, above)."]
+        lines += [
+            "",
+            f"Steady state per core: a warm one-core scan takes {one_core:.1f} s where the "
+            f"bare encode loop takes {per_core:.1f} core-seconds ({per_core / one_core:.0%} "
+            "of its speed; a scan's pool of workers adds its start-up, above).",
+        ]
     if "freqlab-1core" in seconds_of and "bare-read" in seconds_of:
         share = seconds_of["bare-read"] / seconds_of["freqlab-1core"]
-        lines += ["", f"On one core, reading and parsing alone (bare-read) is {share:.0%} of a whole scan "
-                  f"(freqlab-1core): tokenizing and counting are the other {1 - share:.0%}."]
+        lines += [
+            "",
+            f"On one core, reading and parsing alone (bare-read) is {share:.0%} of a whole scan "
+            f"(freqlab-1core): tokenizing and counting are the other {1 - share:.0%}.",
+        ]
     return "\n".join(lines)
 
 
@@ -599,6 +648,7 @@ def run_corpus(args, work: Path, spec: str | None) -> str:
                 row["reference"] = measure("freqlab", where, args.workers, tokenizer_json, runs, freqlab_spec)
             rows.append(row)
             print(f"  {row.get('wall', 0):.1f} s {row.get('error', '')}", file=sys.stderr, flush=True)
+
     def plain(value):  # histograms as [length, count] pairs: the raw results, to re-draw the table later
         if isinstance(value, Counter):
             return sorted(value.items())
@@ -628,26 +678,33 @@ def corpus_table(rows: list[dict], info: dict, workers: int, tokenizer: str) -> 
         return f"{seconds / (freqlab['wall'] - freqlab['warm_seconds']):.1f}x freqlab (cold)"
 
     for method in SLOW:
-        measured = sorted((r for r in done if r["method"] == method and r["characters"] != chars),
-                          key=lambda r: r["characters"])
+        measured = sorted(
+            (r for r in done if r["method"] == method and r["characters"] != chars), key=lambda r: r["characters"]
+        )
         if not measured:
             continue
         largest = measured[-1]
         estimates[method] = largest["wall"] * tokens / largest["tokens"]
-        per_m = ", ".join(f"{r['wall']:.1f} s for {r['tokens'] / 1e6:,.1f}M tokens ({r['characters'] / 1e6:,.1f}M "
-                          f"characters, load {r['load']:.1f}): {r['tokens'] / r['wall'] / 1e6:.3f}M tokens/s"
-                          for r in measured)
+        per_m = ", ".join(
+            f"{r['wall']:.1f} s for {r['tokens'] / 1e6:,.1f}M tokens ({r['characters'] / 1e6:,.1f}M "
+            f"characters, load {r['load']:.1f}): {r['tokens'] / r['wall'] / 1e6:.3f}M tokens/s"
+            for r in measured
+        )
         check = ""
         if len(measured) >= 2:
             (n1, t1), (n2, t2) = ((r["tokens"], r["wall"]) for r in (measured[0], measured[-1]))
             start = t1 - (t2 - t1) / (n2 - n1) * n1
             along = start + (t2 - start) * tokens / n2
-            check = (f" The line through the two ({t1:.1f} s at {n1 / 1e6:.1f}M tokens, {t2:.1f} s at "
-                     f"{n2 / 1e6:.1f}M) meets zero tokens at {start:+.1f} s (a start-up, or slices whose texts "
-                     f"count at different speeds) and gives {along:.0f} s for the corpus "
-                     f"({baseline_of(along)}).")
-        notes.append(f"{method}: {per_m}. Extrapolated to the corpus's {tokens / 1e6:,.1f}M tokens in proportion "
-                     f"to tokens from the largest slice: {estimates[method]:.0f} s.{check}")
+            check = (
+                f" The line through the two ({t1:.1f} s at {n1 / 1e6:.1f}M tokens, {t2:.1f} s at "
+                f"{n2 / 1e6:.1f}M) meets zero tokens at {start:+.1f} s (a start-up, or slices whose texts "
+                f"count at different speeds) and gives {along:.0f} s for the corpus "
+                f"({baseline_of(along)})."
+            )
+        notes.append(
+            f"{method}: {per_m}. Extrapolated to the corpus's {tokens / 1e6:,.1f}M tokens in proportion "
+            f"to tokens from the largest slice: {estimates[method]:.0f} s.{check}"
+        )
     baseline = estimates.get("datatrove") or next((r["wall"] for r in full if r["method"] == "datatrove"), None)
     lines = [
         f"### {info.get('kind', 'corpus')}, {tokenizer}",
@@ -665,8 +722,10 @@ def corpus_table(rows: list[dict], info: dict, workers: int, tokenizer: str) -> 
         rate = counted / seconds
         whole = label.startswith("freqlab") and "slice" not in label  # a slice is not compared with the whole's loop
         share = f"{rate / bare_rate:.0%}" if bare_rate and whole else ""
-        lines.append(f"| {label} | {timed} | {r['characters'] / 1e6:,.0f}M | {seconds:.1f} | {rate / 1e6:.2f}M | "
-                     f"{ratio} | {share} | {r['peak_rss'] / 2**20:.0f} | {r['load']:.1f} | {same} |")
+        lines.append(
+            f"| {label} | {timed} | {r['characters'] / 1e6:,.0f}M | {seconds:.1f} | {rate / 1e6:.2f}M | "
+            f"{ratio} | {share} | {r['peak_rss'] / 2**20:.0f} | {r['load']:.1f} | {same} |"
+        )
 
     def same_as(r: dict, ref: Counter) -> str:
         if r["histogram"] is None:
@@ -680,46 +739,90 @@ def corpus_table(rows: list[dict], info: dict, workers: int, tokenizer: str) -> 
         if r["characters"] == chars:
             if r["method"] == "freqlab":
                 cold = r["wall"] - r["warm_seconds"]
-                line("freqlab (cold)", "whole process: start-up, tokenizer load, read, count", r, cold, tokens,
-                     vs(cold), same_as(r, reference))
-                line("freqlab (warm)", "a second scan() in the same process: steady state", r, r["warm_seconds"],
-                     tokens, vs(r["warm_seconds"]), same_as(r, reference))
+                line(
+                    "freqlab (cold)",
+                    "whole process: start-up, tokenizer load, read, count",
+                    r,
+                    cold,
+                    tokens,
+                    vs(cold),
+                    same_as(r, reference),
+                )
+                line(
+                    "freqlab (warm)",
+                    "a second scan() in the same process: steady state",
+                    r,
+                    r["warm_seconds"],
+                    tokens,
+                    vs(r["warm_seconds"]),
+                    same_as(r, reference),
+                )
             elif r["method"] == "bare-read":
                 line("bare-read", "decompress + parse (orjson), one core", r, r["timed_seconds"], tokens, "", "-")
             elif r.get("timed_seconds") is not None:
-                line(r["method"], "encode call only, texts preloaded", r, r["timed_seconds"], tokens,
-                     vs(r["timed_seconds"]), same_as(r, reference))
+                line(
+                    r["method"],
+                    "encode call only, texts preloaded",
+                    r,
+                    r["timed_seconds"],
+                    tokens,
+                    vs(r["timed_seconds"]),
+                    same_as(r, reference),
+                )
             else:
                 line(r["method"], "whole process", r, r["wall"], tokens, vs(r["wall"]), same_as(r, reference))
         else:
             ref = r["reference"]
             own_ref = ref.get("histogram") if "error" not in ref else None
-            line(f"{r['method']} (slice)", "whole process, on a slice", r, r["wall"], r["tokens"], "",
-                 same_as(r, own_ref) if own_ref is not None else "no reference")
+            line(
+                f"{r['method']} (slice)",
+                "whole process, on a slice",
+                r,
+                r["wall"],
+                r["tokens"],
+                "",
+                same_as(r, own_ref) if own_ref is not None else "no reference",
+            )
             if own_ref is not None:
                 cold = ref["wall"] - ref["warm_seconds"]
-                line("freqlab (cold, slice)", "the same slice, whole process", {**ref, "characters": r["characters"]},
-                     cold, r["tokens"], f"{r['wall'] / cold:.1f}x", "-")
+                line(
+                    "freqlab (cold, slice)",
+                    "the same slice, whole process",
+                    {**ref, "characters": r["characters"]},
+                    cold,
+                    r["tokens"],
+                    f"{r['wall'] / cold:.1f}x",
+                    "-",
+                )
     for method, seconds in estimates.items():
-        lines.append(f"| {method} (extrapolated) | the slices' times extrapolated to the corpus (below) | "
-                     f"{chars / 1e6:,.0f}M | {seconds:.0f} | {tokens / seconds / 1e6:.2f}M | "
-                     f"{baseline / seconds:.2f}x | | | | |")
+        lines.append(
+            f"| {method} (extrapolated) | the slices' times extrapolated to the corpus (below) | "
+            f"{chars / 1e6:,.0f}M | {seconds:.0f} | {tokens / seconds / 1e6:.2f}M | "
+            f"{baseline / seconds:.2f}x | | | | |"
+        )
     for r in failed:
         lines.append(f"| {r['method']} | failed: {' '.join(r['error'])} | | | | | | | | |")
     cores = min(workers, os.cpu_count() or workers)
     per_core = tokens / (freqlab["warm_seconds"] * cores)
     startup = freqlab["wall"] - freqlab["warm_seconds"] - freqlab["cold_scan_seconds"]  # before scan() is called
-    lines += ["", "'datatrove ÷ this': datatrove's time on the whole corpus (extrapolated where it ran on slices) over "
-              "the row's; '% of bare-fast': the row's tokens/s over the bare encode loop's (fastokens on preloaded "
-              "texts, all cores). Fast rows: the best of a few runs; 'load avg': 1-minute load average when the run "
-              "started (the machine may be shared); peak RSS sums the process tree.", "", *notes, "",
-              f"Start-up (first scan's time - second's): {freqlab['startup_seconds']:.1f} s "
-              f"(tokenizer cache warm), {freqlab.get('startup_first', freqlab['startup_seconds']):.1f} s on the first "
-              f"run (cache cold); the whole process's first scan {freqlab['wall'] - freqlab['warm_seconds']:.1f} s "
-              f"of which ~{max(startup, 0):.1f} s is the interpreter and imports before it.", "",
-              f"Steady state: {per_core / 1e6:.1f}M tokens per core-second ({tokens:,} tokens in "
-              f"{freqlab['warm_seconds']:.1f} s on {cores} cores): SlimPajama-627B ({SLIMPAJAMA_TOKENS / 1e9:.0f}B "
-              f"tokens) would take {SLIMPAJAMA_TOKENS / per_core / 3600:.1f} core-hours at this rate."]
+    lines += [
+        "",
+        "'datatrove ÷ this': datatrove's time on the whole corpus (extrapolated where it ran on slices) over "
+        "the row's; '% of bare-fast': the row's tokens/s over the bare encode loop's (fastokens on preloaded "
+        "texts, all cores). Fast rows: the best of a few runs; 'load avg': 1-minute load average when the run "
+        "started (the machine may be shared); peak RSS sums the process tree.",
+        "",
+        *notes,
+        "",
+        f"Start-up (first scan's time - second's): {freqlab['startup_seconds']:.1f} s "
+        f"(tokenizer cache warm), {freqlab.get('startup_first', freqlab['startup_seconds']):.1f} s on the first "
+        f"run (cache cold); the whole process's first scan {freqlab['wall'] - freqlab['warm_seconds']:.1f} s "
+        f"of which ~{max(startup, 0):.1f} s is the interpreter and imports before it.",
+        "",
+        f"Steady state: {per_core / 1e6:.1f}M tokens per core-second ({tokens:,} tokens in "
+        f"{freqlab['warm_seconds']:.1f} s on {cores} cores): SlimPajama-627B ({SLIMPAJAMA_TOKENS / 1e9:.0f}B "
+        f"tokens) would take {SLIMPAJAMA_TOKENS / per_core / 3600:.1f} core-hours at this rate.",
+    ]
     return "\n".join(lines)
 
 
@@ -728,19 +831,30 @@ def main() -> None:
     parser.add_argument("--kinds", default=",".join(KINDS), help=f"Kinds of text, among {', '.join(KINDS)}.")
     parser.add_argument("--chars", type=float, default=20e6, help="At most this many characters per kind.")
     parser.add_argument("--prose", default=SHARED, help="Glob of the prose .jsonl.zst files (field 'text').")
-    parser.add_argument("--short", action="store_true",
-                        help="A smoke run: 2M characters a kind, one run of each method.")
+    parser.add_argument(
+        "--short", action="store_true", help="A smoke run: 2M characters a kind, one run of each method."
+    )
     parser.add_argument("--workers", type=int, default=os.cpu_count())
     parser.add_argument("--files", type=int, default=4, help="Files per kind.")
-    parser.add_argument("--tokenizer", action="append", default=[],
-                        help="Tokenizer: tekken (the built-in, default), a tokenizer.json, or llama.cpp:PATH (PATH's "
-                             "regex respelled as llama.cpp writes it); repeatable: a table each.")
-    parser.add_argument("--corpus", default=None,
-                        help="A corpus built by bench_corpus.py (folder with manifest.json), measured as one corpus.")
+    parser.add_argument(
+        "--tokenizer",
+        action="append",
+        default=[],
+        help="Tokenizer: tekken (the built-in, default), a tokenizer.json, or llama.cpp:PATH (PATH's "
+        "regex respelled as llama.cpp writes it); repeatable: a table each.",
+    )
+    parser.add_argument(
+        "--corpus",
+        default=None,
+        help="A corpus built by bench_corpus.py (folder with manifest.json), measured as one corpus.",
+    )
     parser.add_argument("--fraction", type=float, default=1.0, help="With --corpus: this share of it (every kind).")
-    parser.add_argument("--baseline-fraction", default=None,
-                        help="With --corpus: run datatrove, hf-datasets and bare-hf on this share of the corpus "
-                             "(comma-separated: each; two check that time is linear in tokens) and extrapolate.")
+    parser.add_argument(
+        "--baseline-fraction",
+        default=None,
+        help="With --corpus: run datatrove, hf-datasets and bare-hf on this share of the corpus "
+        "(comma-separated: each; two check that time is linear in tokens) and extrapolate.",
+    )
     parser.add_argument("--repeats", type=int, default=3, help="Runs of the fast methods (the best is kept).")
     parser.add_argument("--methods", default=",".join(METHODS))
     parser.add_argument("--out", default=str(Path(__file__).with_name("bench_scan.md")))

@@ -71,8 +71,12 @@ def timed_scan(args: list[str]) -> dict:
     import psutil
 
     start = time.perf_counter()
-    process = subprocess.Popen([shutil.which("freqlab") or "freqlab", "scan", *args, "--json", "-q"],
-                               stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    process = subprocess.Popen(
+        [shutil.which("freqlab") or "freqlab", "scan", *args, "--json", "-q"],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
     peak = 0
     parent = psutil.Process(process.pid)
     while process.poll() is None:
@@ -111,10 +115,18 @@ def speed(folder: Path, documents: int) -> list[dict]:
         summary = run["summary"]
         assert summary["documents"]["read"] == n and summary["tokens"] == tokens
         cold = timed_scan([*args, "--out", str(folder / f"cold_{n}")]) if drop_page_cache() else None
-        rows.append({"documents": n, "tokens": tokens, "idx_gb": os.path.getsize(f"{prefix}.idx") / 1e9,
-                     "write_s": written, **{k: run[k] for k in ("wall", "peak_mb")},
-                     "scan_s": summary["scan"]["wall_seconds"], "workers": summary["scan"]["workers"],
-                     "cold_s": cold["wall"] if cold else None})
+        rows.append(
+            {
+                "documents": n,
+                "tokens": tokens,
+                "idx_gb": os.path.getsize(f"{prefix}.idx") / 1e9,
+                "write_s": written,
+                **{k: run[k] for k in ("wall", "peak_mb")},
+                "scan_s": summary["scan"]["wall_seconds"],
+                "workers": summary["scan"]["workers"],
+                "cold_s": cold["wall"] if cold else None,
+            }
+        )
         os.remove(f"{prefix}.idx")
         os.remove(f"{prefix}.bin")
     return rows
@@ -137,9 +149,13 @@ def identity(folder: Path, sources: list[str]) -> dict:
     tokenizer_json.write_text(tekken_to_hf_json(), encoding="utf-8")
     os.environ["HF_HUB_OFFLINE"] = "1"
     begin = time.perf_counter()
-    DocumentTokenizer(str(folder / "ds"), tokenizer_name_or_path=str(tokenizer_json), eos_token="</s>",
-                      shuffle_documents=False, save_filename="corpus").run(
-        iter(Document(text=t, id=str(k)) for k, t in enumerate(texts)))
+    DocumentTokenizer(
+        str(folder / "ds"),
+        tokenizer_name_or_path=str(tokenizer_json),
+        eos_token="</s>",
+        shuffle_documents=False,
+        save_filename="corpus",
+    ).run(iter(Document(text=t, id=str(k)) for k, t in enumerate(texts)))
     datatrove_s = time.perf_counter() - begin
     hf = Tokenizer.from_file(str(tokenizer_json))
     ids = [[*e.ids, EOD] for e in hf.encode_batch(texts, add_special_tokens=False)]
@@ -166,10 +182,14 @@ def identity(folder: Path, sources: list[str]) -> dict:
     from_ds = scan(str(ds), progress=False)
     from_idx = scan(f"{prefix}.idx", progress=False)
     return {
-        "documents": len(texts), "tokens": int(text.histogram.tokens) + len(texts),
-        "same_ds": pairs(text, 1) == pairs(from_ds), "same_idx": pairs(text, 1) == pairs(from_idx),
-        "text_s": text.summary["scan"]["wall_seconds"], "ds_s": from_ds.summary["scan"]["wall_seconds"],
-        "idx_s": from_idx.summary["scan"]["wall_seconds"], "datatrove_tokenize_s": datatrove_s,
+        "documents": len(texts),
+        "tokens": int(text.histogram.tokens) + len(texts),
+        "same_ds": pairs(text, 1) == pairs(from_ds),
+        "same_idx": pairs(text, 1) == pairs(from_idx),
+        "text_s": text.summary["scan"]["wall_seconds"],
+        "ds_s": from_ds.summary["scan"]["wall_seconds"],
+        "idx_s": from_idx.summary["scan"]["wall_seconds"],
+        "datatrove_tokenize_s": datatrove_s,
         "eos": from_ds.summary["corpus"]["description"]["eos"],
     }
 
@@ -187,24 +207,31 @@ def main() -> None:
     finally:
         shutil.rmtree(folder, ignore_errors=True)
     lines = [
-        "# bench_tokenized", "",
-        f"`python scripts/bench_tokenized.py --documents {args.documents:.0e}`, {os.cpu_count()} cores; one run.", "",
+        "# bench_tokenized",
+        "",
+        f"`python scripts/bench_tokenized.py --documents {args.documents:.0e}`, {os.cpu_count()} cores; one run.",
+        "",
         "| documents | tokens | .idx (GB) | write .idx (s) | freqlab scan, whole process (s) | scan() wall (s) "
         "| documents/s | peak RSS, process + workers (MB) | whole process, page cache emptied first (s) |",
         "|---:|---:|---:|---:|---:|---:|---:|---:|---:|",
     ]
     for r in rows:
         cold = f"{r['cold_s']:.1f}" if r["cold_s"] is not None else "not measured (needs root)"
-        lines.append(f"| {r['documents']:,} | {r['tokens']:,} | {r['idx_gb']:.2f} | {r['write_s']:.1f} | "
-                     f"{r['wall']:.1f} | {r['scan_s']:.1f} | {r['documents'] / r['scan_s']:.3g} | "
-                     f"{r['peak_mb']:,.0f} | {cold} |")
+        lines.append(
+            f"| {r['documents']:,} | {r['tokens']:,} | {r['idx_gb']:.2f} | {r['write_s']:.1f} | "
+            f"{r['wall']:.1f} | {r['scan_s']:.1f} | {r['documents'] / r['scan_s']:.3g} | "
+            f"{r['peak_mb']:,.0f} | {cold} |"
+        )
     if same:
-        lines += ["", f"Identity on {', '.join(os.path.basename(c) for c in args.corpus)}: {same['documents']:,} "
-                  f"documents, {same['tokens']:,} tokens with the EOS. Histogram of `freqlab scan` of the text "
-                  f"(Tekken, +1 per document) equal to the datatrove `.ds` one: **{same['same_ds']}**; to the "
-                  f"Megatron index one: **{same['same_idx']}**. Scan times: text {same['text_s']:.1f} s, .ds "
-                  f"{same['ds_s']:.2f} s, .idx {same['idx_s']:.2f} s (datatrove's tokenization took "
-                  f"{same['datatrove_tokenize_s']:.1f} s). EOS check of the .ds: {same['eos']}."]
+        lines += [
+            "",
+            f"Identity on {', '.join(os.path.basename(c) for c in args.corpus)}: {same['documents']:,} "
+            f"documents, {same['tokens']:,} tokens with the EOS. Histogram of `freqlab scan` of the text "
+            f"(Tekken, +1 per document) equal to the datatrove `.ds` one: **{same['same_ds']}**; to the "
+            f"Megatron index one: **{same['same_idx']}**. Scan times: text {same['text_s']:.1f} s, .ds "
+            f"{same['ds_s']:.2f} s, .idx {same['idx_s']:.2f} s (datatrove's tokenization took "
+            f"{same['datatrove_tokenize_s']:.1f} s). EOS check of the .ds: {same['eos']}.",
+        ]
     Path(args.out).write_text("\n".join(lines) + "\n")
     print("\n".join(lines))
 

@@ -120,6 +120,7 @@ def figures(h: LengthHistogram) -> dict[str, tuple[Callable, str]]:
             "HARPE: envelopes of the searched, uniform and Table 2 sets; (a) one panel per set, the others in grey",
         ),
     }
+
     def recipe():
         from freqlab.frequency.schedule import load_preset, schedule_frequency
 

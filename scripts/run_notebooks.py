@@ -205,7 +205,11 @@ def execute(path: Path, timeout: int = 180) -> tuple[nbformat.NotebookNode, floa
         (spec / "kernel.json").write_text(json.dumps({"argv": argv, "display_name": KERNEL, "language": "python"}))
         manager = KernelManager(kernel_name=KERNEL, kernel_spec_manager=KernelSpecManager(kernel_dirs=[kernels]))
         client = NotebookClient(
-            nb, km=manager, timeout=timeout, kernel_name=KERNEL, resources={"metadata": {"path": workdir}},
+            nb,
+            km=manager,
+            timeout=timeout,
+            kernel_name=KERNEL,
+            resources={"metadata": {"path": workdir}},
             record_timing=False,  # no timestamps in the saved cells: a re-run changes only what it shows
         )
         started = time.perf_counter()
@@ -278,8 +282,11 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("names", nargs="*", help="notebooks to run (file stems; default: all)")
     parser.add_argument("--check", action="store_true", help="compare with the committed outputs, save nothing")
-    parser.add_argument("--refresh", action="store_true",
-                        help="save even when the outputs compare equal (after a figure style change: new PNGs)")
+    parser.add_argument(
+        "--refresh",
+        action="store_true",
+        help="save even when the outputs compare equal (after a figure style change: new PNGs)",
+    )
     args = parser.parse_args(argv)
     chosen = [p for p in NOTEBOOKS if not args.names or p.stem in args.names]
     failed = False

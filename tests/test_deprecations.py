@@ -216,12 +216,18 @@ def test_nothing_in_freqlab_imports_an_old_name():
                 targets = [alias.name for alias in node.names]
             elif isinstance(node, ast.ImportFrom) and node.module and not node.level:
                 targets = [node.module] + [f"{node.module}.{a.name}" for a in node.names]
-                found += [f"{path.name}:{node.lineno} {node.module}.{a.name}" for a in node.names
-                          if (node.module, a.name) in old_names]
+                found += [
+                    f"{path.name}:{node.lineno} {node.module}.{a.name}"
+                    for a in node.names
+                    if (node.module, a.name) in old_names
+                ]
             else:
                 continue
-            found += [f"{path.name}:{node.lineno} {t}" for t in targets
-                      if any(t == old or t.startswith(old + ".") for old in old_modules)]
+            found += [
+                f"{path.name}:{node.lineno} {t}"
+                for t in targets
+                if any(t == old or t.startswith(old + ".") for old in old_modules)
+            ]
     assert found == []
 
 

@@ -46,7 +46,9 @@ def test_charts_are_small_deterministic_and_sample_long_curves():
 
 
 def test_count_ticks_write_small_counts_out_and_name_big_units():
-    assert count_ticks(9.4e5) == ([(0.0, "0"), (200000.0, "200,000"), (400000.0, "400,000"), (600000.0, "600,000"),
-                                   (800000.0, "800,000")], "")
+    assert count_ticks(9.4e5) == (
+        [(0.0, "0"), (200000.0, "200,000"), (400000.0, "400,000"), (600000.0, "600,000"), (800000.0, "800,000")],
+        "",
+    )
     assert count_ticks(2.2e12)[1] == "T = 10^12" and count_ticks(2.2e12)[0][1] == (500000000000.0, "0.5T")
     assert clip("abc", 3) == "abc" and clip("abcd", 3) == "ab…"

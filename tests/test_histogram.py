@@ -210,8 +210,9 @@ def test_repr_is_short_whatever_the_size_and_the_html_holds_the_numbers():
 
     rng = np.random.default_rng(0)
     lengths = rng.integers(1, 10**7, 2 * 10**5)
-    sources = {f"source-{k:02d}": LengthHistogram.from_lengths(lengths[k::40], corpus=f"source-{k:02d}")
-               for k in range(40)}
+    sources = {
+        f"source-{k:02d}": LengthHistogram.from_lengths(lengths[k::40], corpus=f"source-{k:02d}") for k in range(40)
+    }
     h = combine_sources(sources, corpus="big " * 100, tokenizer="tekken", skipped={"malformed-json": 3})
     text = repr(h)
     assert len(text) < 1000 and len(text.splitlines()) <= 3

@@ -36,8 +36,9 @@ except KeyboardInterrupt as interrupt:
 """
 
 
-@pytest.mark.parametrize(("exception", "printed"), [("KeyboardInterrupt", "KeyboardInterrupt 130"),
-                                                     ("Terminated", "Terminated 143")])
+@pytest.mark.parametrize(
+    ("exception", "printed"), [("KeyboardInterrupt", "KeyboardInterrupt 130"), ("Terminated", "Terminated 143")]
+)
 def test_an_interrupt_swallowed_by_a_callback_is_delivered_again(exception, printed):
     code = SWALLOWED.format(exception=exception)
     result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
@@ -47,8 +48,12 @@ def test_an_interrupt_swallowed_by_a_callback_is_delivered_again(exception, prin
 
 def test_other_unraisable_errors_are_still_reported():
     code = SWALLOWED.format(exception="ValueError('kept')")
-    result = subprocess.run([sys.executable, "-c", code.replace("time.sleep(5)", "time.sleep(0.1)")],
-                            capture_output=True, text=True, timeout=60)
+    result = subprocess.run(
+        [sys.executable, "-c", code.replace("time.sleep(5)", "time.sleep(0.1)")],
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
     assert result.stdout.strip() == "not interrupted"
     assert "Exception ignored" in result.stderr and "ValueError: kept" in result.stderr
 

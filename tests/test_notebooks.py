@@ -106,8 +106,10 @@ def test_the_cells_compared_everywhere_show_the_papers_values():
     )
     second = committed("02")
     # STRING Fig. 5 (L = 9, S = 3, W = 0) last row, and App. A.1 (Llama 3.1, 128K, S = 42K, W = 128): 88191 first
-    assert stdout_of(second, "string_position_matrix(9, 3, 0)")[1].splitlines() == ["[5, 4, 3, 2, 1, 0, 2, 1, 0]",
-                                                                                   "88191"]
+    assert stdout_of(second, "string_position_matrix(9, 3, 0)")[1].splitlines() == [
+        "[5, 4, 3, 2, 1, 0, 2, 1, 0]",
+        "88191",
+    ]
     index, _ = stdout_of(second, "freqlab.plan_string(131072)")
     default = second.cells[index].outputs[0].data["text/plain"]
     assert "S = 43712 (S/L = 0.333), W = 128" in default  # Sec. 4.1: S = L/3 (up to a multiple of 64), W = 128

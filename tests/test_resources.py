@@ -60,8 +60,13 @@ def test_a_refusal_names_the_option_what_it_sizes_and_both_amounts(monkeypatch):
 
 
 def test_human_bytes_uses_decimal_units():
-    assert [human_bytes(n) for n in (999, 1000, 1.5e6, 12.8e9, 4.2e12)] == ["999 B", "1.0 kB", "1.5 MB", "12.8 GB",
-                                                                           "4.2 TB"]
+    assert [human_bytes(n) for n in (999, 1000, 1.5e6, 12.8e9, 4.2e12)] == [
+        "999 B",
+        "1.0 kB",
+        "1.5 MB",
+        "12.8 GB",
+        "4.2 TB",
+    ]
 
 
 def test_a_memory_error_no_estimate_foresaw_says_what_was_being_done(tmp_path, monkeypatch):

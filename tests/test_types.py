@@ -52,9 +52,20 @@ def test_checked_files_define_every_top_level_name():
 def test_public_modules_have_no_type_errors(tmp_path_factory):
     cache = tmp_path_factory.mktemp("mypy_cache")
     result = subprocess.run(
-        [sys.executable, "-m", "mypy", "--ignore-missing-imports", "--follow-imports=silent",
-         "--cache-dir", str(cache), *CHECKED],
-        cwd=ROOT, capture_output=True, text=True, timeout=300,
+        [
+            sys.executable,
+            "-m",
+            "mypy",
+            "--ignore-missing-imports",
+            "--follow-imports=silent",
+            "--cache-dir",
+            str(cache),
+            *CHECKED,
+        ],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=300,
     )
     assert result.returncode == 0, f"mypy found type errors:\n{result.stdout}{result.stderr}"
     assert result.stdout.startswith("Success: no issues found in "), result.stdout

@@ -89,8 +89,10 @@ class PromptBuilder:
             block += self.needle_ids(number)
         hay = length - len(self.head) - len(block) - len(self.query)
         if hay < 0:
-            raise FreqlabError(f"length {length} is too short for the needle template (at least "
-                               f"{len(self.head) + len(block) + len(self.query)} tokens)")
+            raise FreqlabError(
+                f"length {length} is too short for the needle template (at least "
+                f"{len(self.head) + len(block) + len(self.query)} tokens)"
+            )
         filler = (self.filler * (hay // len(self.filler) + 1))[:hay]
         at = round(depth * hay)
         ids = self.head + filler[:at] + block + filler[at:] + self.query
@@ -300,8 +302,9 @@ def probe_settings(
     for label, name, values in settings:
         if name is not None:
             patch[name](model, *values)
-        results.append(probe(hf_generator(model, tokenizer), builder, lengths, depths, label=label, progress=progress,
-                             **options))
+        results.append(
+            probe(hf_generator(model, tokenizer), builder, lengths, depths, label=label, progress=progress, **options)
+        )
         if name is not None:
             applied.remove(model)
     return results
@@ -348,8 +351,13 @@ def hf_generator(model: Any, tokenizer: Any) -> Generator:
     def generate(batch: list[list[int]], max_new_tokens: int) -> list[str]:
         ids = torch.tensor(batch, device=model.device)
         with torch.no_grad():
-            out = model.generate(ids, attention_mask=torch.ones_like(ids), max_new_tokens=max_new_tokens,
-                                 do_sample=False, pad_token_id=pad)
+            out = model.generate(
+                ids,
+                attention_mask=torch.ones_like(ids),
+                max_new_tokens=max_new_tokens,
+                do_sample=False,
+                pad_token_id=pad,
+            )
         return tokenizer.batch_decode(out[:, ids.shape[1] :], skip_special_tokens=True)
 
     return generate
@@ -366,5 +374,7 @@ def ruler_command(model: str, lengths: Sequence[int], batch_size: int = 1) -> st
     if not lengths:
         raise FreqlabError("no lengths for the RULER command")
     metadata = '{"max_seq_lengths":[' + ",".join(str(n) for n in lengths) + "]}"
-    return (f"lm_eval --model hf --model_args pretrained={model},max_length={lengths[-1]} --tasks ruler "
-            f"--metadata='{metadata}' --batch_size {batch_size}")
+    return (
+        f"lm_eval --model hf --model_args pretrained={model},max_length={lengths[-1]} --tasks ruler "
+        f"--metadata='{metadata}' --batch_size {batch_size}"
+    )

@@ -29,6 +29,7 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "stats": ("freqlab.cli.freq", "Mass shares, quantiles and effective lengths of a saved histogram."),
 }
 
+
 class _Group(click.Group):
     """Loads each command's module on first use, and turns FreqlabError (and plain I/O errors) into one line."""
 

@@ -15,8 +15,12 @@ from freqlab.cli.options import POSITIONS_NOTE, echo_json, hist_option, json_opt
 @hist_option("Length histogram (Parquet) of the runs' data, for rows without a hist column.")
 @regime_option(help="Data regime for rows without a regime column.")
 @window_option(help=f"Training window for rows without an L column {POSITIONS_NOTE}.")
-@click.option("--out", type=click.Path(dir_okay=False), default=None,
-              help="Write the fit as JSON (read by --tau-from of freq, schedule, plan and plot).")
+@click.option(
+    "--out",
+    type=click.Path(dir_okay=False),
+    default=None,
+    help="Write the fit as JSON (read by --tau-from of freq, schedule, plan and plot).",
+)
 @json_option
 def calibrate_command(file, hist, regime, L, out, as_json):
     """Fit the occurrence threshold tau from your own measured effective lengths.

@@ -53,9 +53,12 @@ from freqlab.resources import require_memory
 @megatron_options("the .idx the histogram was scanned from (its metadata names it)")
 @weights_option
 @layout_option()
-@click.option("--tails", is_flag=True,
-              help="Per-source tail table: share of each source's tokens trained with >= 4K, 8K, ... (below the first "
-                   "--L) tokens of same-document context, in the first --regime (natural or truncate).")
+@click.option(
+    "--tails",
+    is_flag=True,
+    help="Per-source tail table: share of each source's tokens trained with >= 4K, 8K, ... (below the first "
+    "--L) tokens of same-document context, in the first --regime (natural or truncate).",
+)
 @json_option
 def freq_command(hist, Ls, regimes, tokens, tau, seed, out, weights, layout, tails, as_json, **megatron):
     """Position frequency f(i) = Σ_s max(|s| - i, 0) of a length histogram, per window and regime.
@@ -69,16 +72,17 @@ def freq_command(hist, Ls, regimes, tokens, tau, seed, out, weights, layout, tai
     tau = tau_or_default(tau)
     if out:
         kept = sum(Ls) * len(regimes)
-        require_memory(OUT_BYTES_PER_POSITION * kept + BYTES_PER_POSITION * max(Ls),
-                       f"--out with --L {', '.join(f'{L:,}' for L in Ls)}",
-                       f"a table of f(i) for {len(Ls)} window(s) × {len(regimes)} regime(s), "
-                       f"{OUT_BYTES_PER_POSITION} bytes per position each")
+        require_memory(
+            OUT_BYTES_PER_POSITION * kept + BYTES_PER_POSITION * max(Ls),
+            f"--out with --L {', '.join(f'{L:,}' for L in Ls)}",
+            f"a table of f(i) for {len(Ls)} window(s) × {len(regimes)} regime(s), "
+            f"{OUT_BYTES_PER_POSITION} bytes per position each",
+        )
     h, mix = read_histogram(hist, weights, regimes=regimes)
     budget = training_budget(tokens)
     options = megatron_settings(**megatron)
     replay = replay_options(hist, h, options, weighted=mix is not None) if "megatron" in regimes else None
-    rows = regime_rows(h.lengths, h.counts, Ls, regimes, tokens=budget.tokens, tau=tau, seed=seed,
-                            megatron=replay)
+    rows = regime_rows(h.lengths, h.counts, Ls, regimes, tokens=budget.tokens, tau=tau, seed=seed, megatron=replay)
     layouts = None
     if layout is not None:
         layouts = [layout_frequency(h.lengths, h.counts, L, layout, r, seed=seed) for L in Ls for r in regimes]
@@ -90,8 +94,9 @@ def freq_command(hist, Ls, regimes, tokens, tau, seed, out, weights, layout, tai
     tail_rows = _tail_rows(h, Ls[0], regimes[0]) if tails else None
     if out:
         corpus = mix.corpus if mix is not None and mix.corpus is not None else h
-        h.write_frequencies(out, Ls, regimes, seed=seed, megatron=replay, corpus=corpus,
-                            mixture=None if mix is None else mix.to_dict())
+        h.write_frequencies(
+            out, Ls, regimes, seed=seed, megatron=replay, corpus=corpus, mixture=None if mix is None else mix.to_dict()
+        )
     if as_json:
         extra = {}
         if mix:
@@ -138,9 +143,12 @@ COUNT_KEYS = ("documents_read", "documents", "empty_documents", "skipped", "toke
 @click.command("stats")
 @click.argument("hist", type=click.Path(dir_okay=False))
 @window_option(default=2048)
-@regime_option(multiple=True, default=(),
-               help="Also the position-mass shares and predicted effective length at --L in this regime (repeat for "
-               "several; megatron replays the index the histogram was scanned from, with Megatron's defaults).")
+@regime_option(
+    multiple=True,
+    default=(),
+    help="Also the position-mass shares and predicted effective length at --L in this regime (repeat for "
+    "several; megatron replays the index the histogram was scanned from, with Megatron's defaults).",
+)
 @tokens_option
 @tau_option
 @weights_option
@@ -169,8 +177,9 @@ def stats_command(hist, L, regimes, tokens, tau, weights, as_json):
         budget = training_budget(tokens)
         how = "freqlab freq takes --data-path PREFIX (Megatron's --data-path), or use --regime concat"
         replay = replay_options(hist, h, weighted=mix is not None, how=how) if "megatron" in regimes else None
-        windows = regime_rows(h.lengths, h.counts, [L], regimes or ("natural",), tokens=budget.tokens, tau=tau,
-                                   megatron=replay)
+        windows = regime_rows(
+            h.lengths, h.counts, [L], regimes or ("natural",), tokens=budget.tokens, tau=tau, megatron=replay
+        )
     # counts are the corpus's; with weights, the length distribution (mean, quantiles, shares) is the mix's
     counts = summary if mix is None or mix.corpus is None else mix.corpus.length_statistics(L)
     if as_json:
@@ -194,9 +203,13 @@ def stats_command(hist, L, regimes, tokens, tau, weights, as_json):
 
 @click.command("schedule")
 @click.argument("file", type=click.Path(dir_okay=False), required=False)
-@click.option("--preset", default=None, metavar="NAME",
-              help="A published recipe shipped with freqlab (llama3, prolong, fu2024, gemma3, skyladder, qwen2.5) "
-                   "instead of FILE; numbers its sources do not state are marked assumed.")
+@click.option(
+    "--preset",
+    default=None,
+    metavar="NAME",
+    help="A published recipe shipped with freqlab (llama3, prolong, fu2024, gemma3, skyladder, qwen2.5) "
+    "instead of FILE; numbers its sources do not state are marked assumed.",
+)
 @hist_option("Default histogram for the stages [default: the schedule's; a preset: the built-in corpus].")
 @layout_option("Attention layout for every stage that names none, e.g. 5*swa1024+global or a model config.json.")
 @tau_option

@@ -142,19 +142,41 @@ def megatron_options(default_data_path: str):
     that compute it; ``default_data_path`` says where the index comes from when ``--data-path`` is not given.
     :func:`megatron_settings` turns the values into :class:`~freqlab.frequency.megatron_replay.MegatronOptions`."""
     options = [
-        click.option("--data-path", default=None, metavar="'[W1] P1 [W2 P2 ...]'",
-                     help="--regime megatron: Megatron's --data-path (prefixes of .idx/.bin, optionally weighted). "
-                     f"Default: {default_data_path}. L is Megatron's --seq-length."),
-        click.option("--megatron-seed", type=click.IntRange(0, 2**32 - 1), default=1234, show_default=True,
-                     help="--regime megatron: Megatron's --seed."),
-        click.option("--megatron-split", default="969,30,1", show_default=True,
-                     help="--regime megatron: Megatron's --split (the train range is counted)."),
-        click.option("--reset-attention-mask", is_flag=True,
-                     help="--regime megatron: Megatron's --reset-attention-mask."),
-        click.option("--train-samples", type=COUNT.within(1, 2**63 - 1), default=None,
-                     help="--regime megatron: Megatron's --train-samples (default: one epoch)."),
-        click.option("--epochs", type=COUNT.within(1, 2**63 - 1), default=None,
-                     help="--regime megatron: every sample of this many epochs instead of --train-samples."),
+        click.option(
+            "--data-path",
+            default=None,
+            metavar="'[W1] P1 [W2 P2 ...]'",
+            help="--regime megatron: Megatron's --data-path (prefixes of .idx/.bin, optionally weighted). "
+            f"Default: {default_data_path}. L is Megatron's --seq-length.",
+        ),
+        click.option(
+            "--megatron-seed",
+            type=click.IntRange(0, 2**32 - 1),
+            default=1234,
+            show_default=True,
+            help="--regime megatron: Megatron's --seed.",
+        ),
+        click.option(
+            "--megatron-split",
+            default="969,30,1",
+            show_default=True,
+            help="--regime megatron: Megatron's --split (the train range is counted).",
+        ),
+        click.option(
+            "--reset-attention-mask", is_flag=True, help="--regime megatron: Megatron's --reset-attention-mask."
+        ),
+        click.option(
+            "--train-samples",
+            type=COUNT.within(1, 2**63 - 1),
+            default=None,
+            help="--regime megatron: Megatron's --train-samples (default: one epoch).",
+        ),
+        click.option(
+            "--epochs",
+            type=COUNT.within(1, 2**63 - 1),
+            default=None,
+            help="--regime megatron: every sample of this many epochs instead of --train-samples.",
+        ),
     ]
 
     def decorate(command):
@@ -188,8 +210,13 @@ def with_tau_from(tau_option):
                 params["tau"] = read_tau(tau_from)
             return command(*args, **params)
 
-        option = click.option("--tau-from", "tau_from", type=click.Path(dir_okay=False), default=None,
-                              help="Read tau from a `freqlab calibrate --out` JSON file.")
+        option = click.option(
+            "--tau-from",
+            "tau_from",
+            type=click.Path(dir_okay=False),
+            default=None,
+            help="Read tau from a `freqlab calibrate --out` JSON file.",
+        )
         return tau_option(option(merged))
 
     return decorate
@@ -220,18 +247,34 @@ def echo_json(data) -> None:
     click.echo(json.dumps(data, indent=2, ensure_ascii=False))
 
 
-def window_option(*, multiple: bool = False, default=None, callback=None, help: str | None = None,
-                  type: Size = POSITIONS, required: bool = False):
+def window_option(
+    *,
+    multiple: bool = False,
+    default=None,
+    callback=None,
+    help: str | None = None,
+    type: Size = POSITIONS,
+    required: bool = False,
+):
     """``--L``, the training window. ``multiple``: repeatable, under ``Ls`` (commands that compare windows side by
     side), else one window under ``L`` (a plan or a figure of one window); ``help`` replaces the default help
     where the command's default needs saying (e.g. ``[default: the schedule's longest]``); ``type``: narrower
     bounds (a drawn position matrix: a small window)."""
     if multiple:
         text = help or f"Training window, e.g. 2048 or 2K {POSITIONS_NOTE}; repeat for several."
-        return click.option("--L", "Ls", type=type, multiple=True, default=default, show_default=True,
-                            callback=callback, help=text)
-    return click.option("--L", "L", type=type, default=default, show_default=default is not None, required=required,
-                        callback=callback, help=help or f"Training window {POSITIONS_NOTE}.")
+        return click.option(
+            "--L", "Ls", type=type, multiple=True, default=default, show_default=True, callback=callback, help=text
+        )
+    return click.option(
+        "--L",
+        "L",
+        type=type,
+        default=default,
+        show_default=default is not None,
+        required=required,
+        callback=callback,
+        help=help or f"Training window {POSITIONS_NOTE}.",
+    )
 
 
 def regime_option(*, multiple: bool = False, default=None, choices=REGIMES, help: str | None = None):
@@ -239,30 +282,42 @@ def regime_option(*, multiple: bool = False, default=None, choices=REGIMES, help
     (commands that compare regimes side by side), else one under ``regime`` (default ``natural``: a plan is
     computed from one frequency); ``choices``: fewer regimes where only some make sense."""
     if multiple:
-        return click.option("--regime", "regimes", type=click.Choice(choices), multiple=True,
-                            default=("natural",) if default is None else default, show_default=True,
-                            help=help or "Data regime (repeat for several).")
-    return click.option("--regime", "regime", type=click.Choice(choices), default=default or "natural",
-                        show_default=True, help=help or "Data regime (one: what is computed here comes from one "
-                        "frequency).")
+        return click.option(
+            "--regime",
+            "regimes",
+            type=click.Choice(choices),
+            multiple=True,
+            default=("natural",) if default is None else default,
+            show_default=True,
+            help=help or "Data regime (repeat for several).",
+        )
+    return click.option(
+        "--regime",
+        "regime",
+        type=click.Choice(choices),
+        default=default or "natural",
+        show_default=True,
+        help=help or "Data regime (one: what is computed here comes from one frequency).",
+    )
 
 
 tokens_option = click.option(
     "--tokens",
     type=TOKENS,
     default=None,
-    help=f"Training budget T for f_T and the effective-length prediction, e.g. 1T or 300B {TOKENS_NOTE} "
-    "[default: 1T].",
+    help=f"Training budget T for f_T and the effective-length prediction, e.g. 1T or 300B {TOKENS_NOTE} [default: 1T].",
 )
 
 #: ``--tau`` and ``--tau-from``: None when neither is given, so that a schedule's own tau applies
 #: (:func:`tau_or_default` gives the default otherwise)
-tau_option = with_tau_from(click.option(
-    "--tau",
-    type=TOKENS,
-    default=None,
-    help=f"Occurrence threshold (STRING Fig. 2b) {TOKENS_NOTE} [default: a schedule's own tau, else 100B].",
-))
+tau_option = with_tau_from(
+    click.option(
+        "--tau",
+        type=TOKENS,
+        default=None,
+        help=f"Occurrence threshold (STRING Fig. 2b) {TOKENS_NOTE} [default: a schedule's own tau, else 100B].",
+    )
+)
 
 
 def tau_or_default(tau):
@@ -279,8 +334,10 @@ def hist_option(help: str = "Length histogram (Parquet from `freqlab scan`).", *
     return click.option("--hist", type=click.Path(dir_okay=False), default=None, help=help)
 
 
-def layout_option(help: str = "Attention layout: f per layer kind, e.g. 5*swa1024+global, 3*chunk8K+nope, or a model "
-                  "config.json (sliding_window, layer_types, attention_chunk_size, no_rope_layers, ...)."):
+def layout_option(
+    help: str = "Attention layout: f per layer kind, e.g. 5*swa1024+global, 3*chunk8K+nope, or a model "
+    "config.json (sliding_window, layer_types, attention_chunk_size, no_rope_layers, ...).",
+):
     """``--layout``, read and checked before any work (:func:`check_layout`)."""
     return click.option("--layout", default=None, metavar="SPEC|config.json", callback=check_layout, help=help)
 
@@ -304,5 +361,6 @@ WEIGHTS_HELP = (
     "Train on a weighted mix of the histogram's sources: epochs per source (SOURCE=W%,... for shares of training "
     f"tokens), a YAML/JSON mixture file, or a published mix ({', '.join(PRESETS)})."
 )
-weights_option = click.option("--weights", default=None, metavar="SOURCE=W,...|FILE|PRESET", help=WEIGHTS_HELP,
-                              callback=_checked_weights)
+weights_option = click.option(
+    "--weights", default=None, metavar="SOURCE=W,...|FILE|PRESET", help=WEIGHTS_HELP, callback=_checked_weights
+)

@@ -90,9 +90,7 @@ def register(main: click.Group) -> None:
     show_default=True,
     help="Round S to a multiple of this.",
 )
-@click.option(
-    "--test-length", type=POSITIONS, default=None, help="max_test_length for the HF patch [default: L]."
-)
+@click.option("--test-length", type=POSITIONS, default=None, help="max_test_length for the HF patch [default: L].")
 @renamed_option(
     "--extend-to", "--target", "N", type=POSITIONS, default=None,
     help=f"Test length N > L: STRING + YaRN by the STRING repository's rule {POSITIONS_NOTE}.",
@@ -220,9 +218,7 @@ def self_extend_command(
     show_default=True,
     help="Share of the head dimension that rotates (only those dimensions count).",
 )
-@click.option(
-    "--factor", type=FiniteFloat(1, min_open=True), default=None, help="Scaling factor [default: N / L]."
-)
+@click.option("--factor", type=FiniteFloat(1, min_open=True), default=None, help="Scaling factor [default: N / L].")
 @click.option(
     "--effective-length",
     "E",
@@ -277,7 +273,11 @@ def rope_command(
 @plan.command("upsample")
 @window_option(help="Training window L [--schedule: its longest].")
 @renamed_option(
-    "--effective-length", "--target-length", "E", type=POSITIONS, required=True,
+    "--effective-length",
+    "--target-length",
+    "E",
+    type=POSITIONS,
+    required=True,
     help=f"Effective length E to reach (< L) {POSITIONS_NOTE}.",
 )
 @hist_option
@@ -330,8 +330,9 @@ def upsample_command(L, E, hist, tokens, tau, regime, schedule, long_hist, max_u
         tau = DEFAULT_TAU if tau is None else tau
         budget = training_budget(tokens)
         h = read_histogram(hist, weights, regimes=(regime, *PACKINGS))[0]  # the alternatives too
-        p = plan_upsample(h, L, E, budget.tokens, tau=tau, regime=regime, long_lengths=long_lengths,
-                          max_upweight=max_upweight)
+        p = plan_upsample(
+            h, L, E, budget.tokens, tau=tau, regime=regime, long_lengths=long_lengths, max_upweight=max_upweight
+        )
     if as_json:
         echo_json({**p.to_dict(), **({"budget": budget.to_dict()} if budget else {})})
         return

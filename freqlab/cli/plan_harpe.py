@@ -26,10 +26,16 @@ TABLE2_NOTE = harpe.TABLE2_NOTE  # importable from here as before
 @click.option("--head-dim", type=int, default=128, show_default=True, help="Head dimension d (even).")
 @click.option("--b-min", type=POSITIVE_NUMBER, default=None, help="Smallest base [1e6; 10000 for attention-buckets].")
 @click.option("--b-max", type=POSITIVE_NUMBER, default=None, help="Largest base [5e6; 30000 for attention-buckets].")
-@click.option("--stride", type=POSITIVE_NUMBER, default=None,
-              help="Candidate stride s [30000; 500 for attention-buckets].")
+@click.option(
+    "--stride", type=POSITIVE_NUMBER, default=None, help="Candidate stride s [30000; 500 for attention-buckets]."
+)
 @renamed_option(
-    "--extend-to", "--target", "target", type=POSITIONS.within(1024), default=harpe.PAPER_TARGET, show_default=True,
+    "--extend-to",
+    "--target",
+    "target",
+    type=POSITIONS.within(1024),
+    default=harpe.PAPER_TARGET,
+    show_default=True,
     help=f"Length the model is extended to {POSITIONS_NOTE}.",
 )
 @click.option(
@@ -125,8 +131,9 @@ def _grid_choice(
     if grid_text:
         return harpe.GridChoice(_parse_grid(grid_text), f"distance grid given: {grid_text}"), {}
     if hist or schedule:
-        window, inputs, mix = frequency_inputs(L, hist, regime, tokens, tau, schedule, mass, weights, as_json=as_json,
-                                               default_L=target)
+        window, inputs, mix = frequency_inputs(
+            L, hist, regime, tokens, tau, schedule, mass, weights, as_json=as_json, default_L=target
+        )
         return harpe.grid_from_frequency(well_trained_range(window, **inputs), target), mix
     if tokens is not None or L is not None:
         raise click.UsageError("--L/--tokens need --hist (the histogram to derive N* from)")

@@ -37,8 +37,16 @@ mass_option = click.option(
 def frequency_options(window_help: str = f"Training window {POSITIONS_NOTE} [default: the schedule's longest]."):
     """--L, --hist, --regime, --tokens, --tau, --schedule, --mass, --weights: the inputs of the well-trained N*."""
     window_option = options.window_option(help=window_help)
-    shared = (window_option, hist_option, regime_option, tokens_option, tau_option, schedule_option, mass_option,
-              weights_option)
+    shared = (
+        window_option,
+        hist_option,
+        regime_option,
+        tokens_option,
+        tau_option,
+        schedule_option,
+        mass_option,
+        weights_option,
+    )
 
     def decorate(func):
         for option in reversed(shared):
@@ -70,8 +78,11 @@ def frequency_inputs(
     if L is None:
         raise click.UsageError("give --L (or a --schedule)")
     if hist:
-        require_memory(PLAN_BYTES_PER_POSITION * L, f"--L {L:,}",
-                       f"the plan's arrays over positions, {PLAN_BYTES_PER_POSITION} bytes per position")
+        require_memory(
+            PLAN_BYTES_PER_POSITION * L,
+            f"--L {L:,}",
+            f"the plan's arrays over positions, {PLAN_BYTES_PER_POSITION} bytes per position",
+        )
         h, mix = read_histogram(hist, weights, regimes=regime)
         if mix is not None and not as_json:
             click.echo(histogram_line(hist, h, mix))

@@ -116,10 +116,15 @@ def _save(fig, out, formats, dpi, as_json, budget=None, tau: float = DEFAULT_TAU
         width, height = (float(x) * dpi for x in fig.get_size_inches())
         option = f"--dpi {dpi} at {fig.get_size_inches()[0]:.3g} x {fig.get_size_inches()[1]:.3g} in"
         if max(width, height) > MAX_PIXELS:
-            raise FreqlabError(f"{option}: a {width:,.0f} x {height:,.0f}-pixel PNG; the PNG writer draws at most "
-                               f"{MAX_PIXELS:,} pixels a side")
-        require_memory(PNG_BYTES_PER_PIXEL * width * height, option,
-                       f"a {width:,.0f} x {height:,.0f}-pixel PNG, {PNG_BYTES_PER_PIXEL} bytes per pixel")
+            raise FreqlabError(
+                f"{option}: a {width:,.0f} x {height:,.0f}-pixel PNG; the PNG writer draws at most "
+                f"{MAX_PIXELS:,} pixels a side"
+            )
+        require_memory(
+            PNG_BYTES_PER_PIXEL * width * height,
+            option,
+            f"a {width:,.0f} x {height:,.0f}-pixel PNG, {PNG_BYTES_PER_PIXEL} bytes per pixel",
+        )
     with doing(f"drawing {out}"):
         written = save_figure(fig, path, formats or None, dpi=dpi)
     _report_written(written, as_json, budget, tau)
@@ -154,8 +159,11 @@ def _drawable(ctx: click.Context, param, value):
     """--L of a figure: its curves over positions are sized before anything is read."""
     if value:
         L = max(value) if isinstance(value, tuple) else value
-        require_memory(PLOT_BYTES_PER_POSITION * L, f"--L {L:,}",
-                       f"a figure's curves over positions, {PLOT_BYTES_PER_POSITION} bytes per position")
+        require_memory(
+            PLOT_BYTES_PER_POSITION * L,
+            f"--L {L:,}",
+            f"a figure's curves over positions, {PLOT_BYTES_PER_POSITION} bytes per position",
+        )
     return value
 
 
@@ -178,8 +186,9 @@ def plot_group() -> None:
 @hist_argument
 @L_option
 @regime_option(multiple=True)
-@click.option("--bins", type=click.IntRange(1, MAX_BINS), default=32, show_default=True,
-              help="Bins of the length bars.")
+@click.option(
+    "--bins", type=click.IntRange(1, MAX_BINS), default=32, show_default=True, help="Bins of the length bars."
+)
 @seed_option
 @weights_option
 @output_options("one-column")
@@ -201,8 +210,10 @@ def frequency_command(hist, L, regimes, bins, seed, weights, out, formats, size,
         fig = plot_regimes(h, L, regimes, bins=bins, seed=seed, size=size)
         rows, cols = regime_grid(len(regimes), size)
         if cols < min(3, len(regimes)) and not as_json:  # the panels did not fit side by side: say how they went
-            click.echo(f"panels: {rows} rows of {cols} (side by side each needs {MIN_PANEL_WIDTH:g} in; "
-                       "--size two-column puts 3 in a row)")
+            click.echo(
+                f"panels: {rows} rows of {cols} (side by side each needs {MIN_PANEL_WIDTH:g} in; "
+                "--size two-column puts 3 in a row)"
+            )
     _save(fig, out, formats, dpi, as_json)
 
 
@@ -402,7 +413,12 @@ def string_usage_command(L, S, W, hist, regime, weights, out, formats, size, dpi
     help="Bases whose waveforms to draw (repeat); default: the first three of the search.",
 )
 @renamed_option(
-    "--extend-to", "--target", "target", type=POSITIONS.within(1024), default=131072, show_default=True,
+    "--extend-to",
+    "--target",
+    "target",
+    type=POSITIONS.within(1024),
+    default=131072,
+    show_default=True,
     help=f"Length the model is extended to {POSITIONS_NOTE}.",
 )
 @click.option("--heads", type=click.IntRange(min=1), default=32, show_default=True, help="Heads (bases per set).")

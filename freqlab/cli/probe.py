@@ -74,32 +74,77 @@ def _depths(text: str) -> list[float]:
 
 @click.command("probe")
 @click.argument("model_dir", metavar="MODEL", type=click.Path(exists=True, file_okay=False))
-@click.option("--lengths", default=None, help=f"Context lengths to test, comma-separated {POSITIONS_NOTE} "
-              "[default: --steps even steps up to --max-length].")
-@click.option("--max-length", type=POSITIONS, default=None,
-              help="Longest default length [default: the model's max_position_embeddings].")
+@click.option(
+    "--lengths",
+    default=None,
+    help=f"Context lengths to test, comma-separated {POSITIONS_NOTE} [default: --steps even steps up to --max-length].",
+)
+@click.option(
+    "--max-length",
+    type=POSITIONS,
+    default=None,
+    help="Longest default length [default: the model's max_position_embeddings].",
+)
 @click.option("--steps", type=COUNT, default=8, show_default=True, help="Number of default lengths.")
-@click.option("--depths", default="0,0.25,0.5,0.75,1", show_default=True,
-              help="Needle depths (0: right after the instruction, 1: right before the question).")
+@click.option(
+    "--depths",
+    default="0,0.25,0.5,0.75,1",
+    show_default=True,
+    help="Needle depths (0: right after the instruction, 1: right before the question).",
+)
 @click.option("--trials", type=COUNT, default=5, show_default=True, help="Tests per (length, depth).")
 @click.option("--needles", type=COUNT, default=4, show_default=True, help="Needles per prompt (the paper: 4).")
 @click.option("--need", type=COUNT, default=2, show_default=True, help="Needles a test must retrieve (the paper: 2).")
-@click.option("--threshold", type=click.FloatRange(0, 1, min_open=True), default=0.5, show_default=True,
-              help="Share of passing tests a length needs (freqlab's default; the paper does not state one).")
-@click.option("--string", "string_plan", default=None, metavar="S,W",
-              help="Also probe with STRING (shift S, window W).")
-@click.option("--self-extend", "self_extend_plan", default=None, metavar="G,W",
-              help="Also probe with Self-Extend (group G, neighbour window w_n).")
+@click.option(
+    "--threshold",
+    type=click.FloatRange(0, 1, min_open=True),
+    default=0.5,
+    show_default=True,
+    help="Share of passing tests a length needs (freqlab's default; the paper does not state one).",
+)
+@click.option(
+    "--string", "string_plan", default=None, metavar="S,W", help="Also probe with STRING (shift S, window W)."
+)
+@click.option(
+    "--self-extend",
+    "self_extend_plan",
+    default=None,
+    metavar="G,W",
+    help="Also probe with Self-Extend (group G, neighbour window w_n).",
+)
 @click.option("--no-baseline", is_flag=True, help="With a plan, skip the stock model.")
 @click.option("--batch-size", type=COUNT, default=8, show_default=True, help="Prompts generated at once.")
-@click.option("--dtype", type=click.Choice(["auto", "float32", "bfloat16", "float16", "float64"]), default="auto",
-              show_default=True, help="Weights' dtype.")
+@click.option(
+    "--dtype",
+    type=click.Choice(["auto", "float32", "bfloat16", "float16", "float64"]),
+    default="auto",
+    show_default=True,
+    help="Weights' dtype.",
+)
 @click.option("--device", default=None, help="torch device [default: cuda if available, else cpu].")
 @click.option("--seed", type=int, default=0, show_default=True, help="Needle numbers (the same for every setting).")
 @click.option("--figure", type=click.Path(dir_okay=False), default=None, help="Write the heat map (png, pdf or svg).")
 @json_option
-def probe_command(model_dir, lengths, max_length, steps, depths, trials, needles, need, threshold, string_plan,
-                  self_extend_plan, no_baseline, batch_size, dtype, device, seed, figure, as_json):
+def probe_command(
+    model_dir,
+    lengths,
+    max_length,
+    steps,
+    depths,
+    trials,
+    needles,
+    need,
+    threshold,
+    string_plan,
+    self_extend_plan,
+    no_baseline,
+    batch_size,
+    dtype,
+    device,
+    seed,
+    figure,
+    as_json,
+):
     """Measure MODEL's effective length by needle retrieval, the way STRING (An et al., ICLR 2025) Sec. 3 does.
 
     MODEL is a local Hugging Face causal LM directory (loaded offline). Each test hides NEEDLES 6-digit numbers
@@ -126,15 +171,30 @@ def probe_command(model_dir, lengths, max_length, steps, depths, trials, needles
     builder = p.hf_builder(tokenizer, needles)
     short = [n for n in length_list if n < builder.minimum_length()]
     if short:
-        raise click.BadParameter(f"lengths {short} are shorter than the needle template ({builder.minimum_length()} "
-                                 "tokens with this tokenizer)", param_hint="--lengths")
+        raise click.BadParameter(
+            f"lengths {short} are shorter than the needle template ({builder.minimum_length()} "
+            "tokens with this tokenizer)",
+            param_hint="--lengths",
+        )
     from tqdm.auto import tqdm
 
     total = (len(plans) + (not no_baseline)) * len(length_list) * len(depth_list) * trials
     with tqdm(total=total, desc="needle tests", unit="test", disable=None, leave=False) as bar:
-        results = p.probe_settings(model, tokenizer, builder, length_list, depth_list, plans=plans,
-                                   baseline=not no_baseline, progress=bar.update, trials=trials, need=need,
-                                   threshold=threshold, batch_size=batch_size, seed=seed)
+        results = p.probe_settings(
+            model,
+            tokenizer,
+            builder,
+            length_list,
+            depth_list,
+            plans=plans,
+            baseline=not no_baseline,
+            progress=bar.update,
+            trials=trials,
+            need=need,
+            threshold=threshold,
+            batch_size=batch_size,
+            seed=seed,
+        )
     written = None
     if figure:
         from freqlab.plots.probe import plot_probe

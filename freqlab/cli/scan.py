@@ -36,78 +36,207 @@ from freqlab.scan.settings import ENGINES, ON_ERROR
 
 
 @click.command("scan")
-@click.option("--dataset", default=None, metavar="NAME|ID|PATH",
-              help="Preset (e.g. slimpajama), Hugging Face dataset id, or a local file/folder/glob "
-              "(more files: --data-files). Default: the built-in corpus (Python standard library source).")
+@click.option(
+    "--dataset",
+    default=None,
+    metavar="NAME|ID|PATH",
+    help="Preset (e.g. slimpajama), Hugging Face dataset id, or a local file/folder/glob "
+    "(more files: --data-files). Default: the built-in corpus (Python standard library source).",
+)
 @click.option("--config", default=None, help="Hugging Face dataset configuration (an error for local files).")
-@click.option("--split", default="train", show_default=True,
-              help="Dataset split (Hugging Face datasets, saved DatasetDict folders).")
-@click.option("--data-files", multiple=True, metavar="GLOB",
-              help="Local copies of a preset's files (the preset's field mapping applies); repeatable.")
-@click.option("--format", "input_format", default=None, metavar="NAME",
-              help="Read only local files of this input format (jsonl, parquet, arrow, txt, megatron, datatrove, "
-              "token-stream); others in folders/globs are passed over and counted, a file named explicitly is "
-              "read in it. Needed when a folder mixes text and tokenized files (never added together).")
+@click.option(
+    "--split",
+    default="train",
+    show_default=True,
+    help="Dataset split (Hugging Face datasets, saved DatasetDict folders).",
+)
+@click.option(
+    "--data-files",
+    multiple=True,
+    metavar="GLOB",
+    help="Local copies of a preset's files (the preset's field mapping applies); repeatable.",
+)
+@click.option(
+    "--format",
+    "input_format",
+    default=None,
+    metavar="NAME",
+    help="Read only local files of this input format (jsonl, parquet, arrow, txt, megatron, datatrove, "
+    "token-stream); others in folders/globs are passed over and counted, a file named explicitly is "
+    "read in it. Needed when a folder mixes text and tokenized files (never added together).",
+)
 @click.option("--text-field", default=None, help="Field holding the text (dotted path for nested fields).")
 @click.option("--source-field", default=None, help="Field holding the source label, to split counts by source.")
-@click.option("--tokens-field", default=None,
-              help="Tokenized data: column of token-id lists (default: input_ids when there is no text column).")
+@click.option(
+    "--tokens-field",
+    default=None,
+    help="Tokenized data: column of token-id lists (default: input_ids when there is no text column).",
+)
 @click.option("--length-field", default=None, help="Tokenized data: column of document lengths.")
-@click.option("--eos-id", type=click.IntRange(min=0), default=None,
-              help="Tokenized data: the EOS token id (splits .npy / lit-gpt token streams; checked elsewhere).")
-@click.option("--tokenizer", default=None, metavar="NAME|PATH|ID",
-              help="Built-in name, tokenizer.json (or its folder), .tiktoken file, .model file (SentencePiece, or "
-              "Llama 3's tiktoken tokenizer.model) or Hugging Face model id. Default: built-in.")
+@click.option(
+    "--eos-id",
+    type=click.IntRange(min=0),
+    default=None,
+    help="Tokenized data: the EOS token id (splits .npy / lit-gpt token streams; checked elsewhere).",
+)
+@click.option(
+    "--tokenizer",
+    default=None,
+    metavar="NAME|PATH|ID",
+    help="Built-in name, tokenizer.json (or its folder), .tiktoken file, .model file (SentencePiece, or "
+    "Llama 3's tiktoken tokenizer.model) or Hugging Face model id. Default: built-in.",
+)
 @click.option("--add-special-tokens", is_flag=True, help="Count BOS/EOS and other special tokens too.")
 @window_option(multiple=True, default=(2048,))
 @regime_option(multiple=True, default=DEFAULT_REGIMES)
 @megatron_options("the scanned .idx")
 @tokens_option
 @tau_option
-@click.option("--corpus-tokens", type=TOKENS, default=None,
-              help=f"Full corpus size in tokens, to extrapolate a partial scan (flagged in the summary) {TOKENS_NOTE}.")
+@click.option(
+    "--corpus-tokens",
+    type=TOKENS,
+    default=None,
+    help=f"Full corpus size in tokens, to extrapolate a partial scan (flagged in the summary) {TOKENS_NOTE}.",
+)
 @click.option("--max-docs", type=COUNT, default=None, help="Stop after this many documents (e.g. 100000 or 100K).")
-@click.option("--max-tokens", type=TOKENS, default=None,
-              help="Stop once this many tokens are counted (the last document is kept whole), e.g. 10M.")
-@click.option("--sample-rate", type=click.FloatRange(0, 1, min_open=True), default=None,
-              help="Keep each document with this probability (seeded, deterministic).")
+@click.option(
+    "--max-tokens",
+    type=TOKENS,
+    default=None,
+    help="Stop once this many tokens are counted (the last document is kept whole), e.g. 10M.",
+)
+@click.option(
+    "--sample-rate",
+    type=click.FloatRange(0, 1, min_open=True),
+    default=None,
+    help="Keep each document with this probability (seeded, deterministic).",
+)
 @click.option("--seed", type=int, default=0, show_default=True, help="Seed for --sample-rate and the pack regime.")
-@click.option("--workers", type=click.IntRange(min=1), default=None,
-              help="Worker processes (a Ray cluster uses all its CPUs). Default: all cores.")
-@click.option("--batch-size", type=COUNT.within(1, 10**6), default=DEFAULT_BATCH_SIZE, show_default=True,
-              help="Documents per tokenizer call.")
-@click.option("--engine", type=click.Choice(ENGINES), default="local", show_default=True,
-              help="local: process pool on this machine; ray: Ray tasks (pip install 'freqlab[ray]').")
+@click.option(
+    "--workers",
+    type=click.IntRange(min=1),
+    default=None,
+    help="Worker processes (a Ray cluster uses all its CPUs). Default: all cores.",
+)
+@click.option(
+    "--batch-size",
+    type=COUNT.within(1, 10**6),
+    default=DEFAULT_BATCH_SIZE,
+    show_default=True,
+    help="Documents per tokenizer call.",
+)
+@click.option(
+    "--engine",
+    type=click.Choice(ENGINES),
+    default="local",
+    show_default=True,
+    help="local: process pool on this machine; ray: Ray tasks (pip install 'freqlab[ray]').",
+)
 @click.option("--address", default=None, help="Ray cluster address (--engine ray). Default: start a local Ray.")
-@click.option("--out", type=click.Path(file_okay=False), default=DEFAULT_OUT, show_default=True,
-              help="Output folder: lengths.parquet, summary.json, checkpoints/.")
+@click.option(
+    "--out",
+    type=click.Path(file_okay=False),
+    default=DEFAULT_OUT,
+    show_default=True,
+    help="Output folder: lengths.parquet, summary.json, checkpoints/.",
+)
 @click.option("--resume", is_flag=True, help="Skip shards already checkpointed in --out by the same scan.")
-@click.option("--on-error", type=click.Choice(ON_ERROR), default="raise", show_default=True,
-              help="Bad records: stop with file:line, or skip and count them by reason.")
-@click.option("--estimate", is_flag=True,
-              help="Do not scan: say what a scan costs (core-hours, nodes, wall time) from measured throughput, "
-              "for a corpus of --corpus-tokens or --corpus-bytes (with --sample-rate: a sampled scan).")
-@click.option("--corpus-bytes", type=COUNT, default=None, metavar="BYTES",
-              help="--estimate: corpus size in bytes of text (e.g. 2.5T; decimal, T = 10^12).")
-@click.option("--node-cores", type=click.IntRange(min=1), default=32, show_default=True,
-              help="--estimate: cores per node.")
-@click.option("--target-hours", type=click.FloatRange(min=0, min_open=True), default=1.0, show_default=True,
-              help="--estimate: how many nodes finish within this time.")
-@click.option("--lengths", type=click.Path(dir_okay=False), default=None,
-              help="--estimate with --sample-rate: OUT/lengths.parquet of a smaller sampled scan of the corpus, "
-              "to predict the error bar of the mass shares.")
-@click.option("--quiet", "-q", is_flag=True,
-              help="No progress bar (there is none when stderr is piped or redirected either).")
+@click.option(
+    "--on-error",
+    type=click.Choice(ON_ERROR),
+    default="raise",
+    show_default=True,
+    help="Bad records: stop with file:line, or skip and count them by reason.",
+)
+@click.option(
+    "--estimate",
+    is_flag=True,
+    help="Do not scan: say what a scan costs (core-hours, nodes, wall time) from measured throughput, "
+    "for a corpus of --corpus-tokens or --corpus-bytes (with --sample-rate: a sampled scan).",
+)
+@click.option(
+    "--corpus-bytes",
+    type=COUNT,
+    default=None,
+    metavar="BYTES",
+    help="--estimate: corpus size in bytes of text (e.g. 2.5T; decimal, T = 10^12).",
+)
+@click.option(
+    "--node-cores", type=click.IntRange(min=1), default=32, show_default=True, help="--estimate: cores per node."
+)
+@click.option(
+    "--target-hours",
+    type=click.FloatRange(min=0, min_open=True),
+    default=1.0,
+    show_default=True,
+    help="--estimate: how many nodes finish within this time.",
+)
+@click.option(
+    "--lengths",
+    type=click.Path(dir_okay=False),
+    default=None,
+    help="--estimate with --sample-rate: OUT/lengths.parquet of a smaller sampled scan of the corpus, "
+    "to predict the error bar of the mass shares.",
+)
+@click.option(
+    "--quiet", "-q", is_flag=True, help="No progress bar (there is none when stderr is piped or redirected either)."
+)
 @click.option("--plot", is_flag=True, help="Also write the main figures into OUT/figures.")
-@click.option("--plot-format", "plot_formats", type=click.Choice(["png", "pdf", "svg"]), multiple=True,
-              default=("png",), show_default=True, help="Figure format(s) for --plot (repeat for several).")
+@click.option(
+    "--plot-format",
+    "plot_formats",
+    type=click.Choice(["png", "pdf", "svg"]),
+    multiple=True,
+    default=("png",),
+    show_default=True,
+    help="Figure format(s) for --plot (repeat for several).",
+)
 @json_option
-def scan_command(dataset, config, split, data_files, input_format, text_field, source_field, tokens_field,
-                 length_field, eos_id, tokenizer,
-                 add_special_tokens, Ls, regimes, data_path, megatron_seed, megatron_split, reset_attention_mask,
-                 train_samples, epochs, tokens, tau, corpus_tokens, max_docs, max_tokens, sample_rate, seed,
-                 workers, batch_size, engine, address, out, resume, on_error, estimate, corpus_bytes, node_cores,
-                 target_hours, lengths, quiet, plot, plot_formats, as_json):
+def scan_command(
+    dataset,
+    config,
+    split,
+    data_files,
+    input_format,
+    text_field,
+    source_field,
+    tokens_field,
+    length_field,
+    eos_id,
+    tokenizer,
+    add_special_tokens,
+    Ls,
+    regimes,
+    data_path,
+    megatron_seed,
+    megatron_split,
+    reset_attention_mask,
+    train_samples,
+    epochs,
+    tokens,
+    tau,
+    corpus_tokens,
+    max_docs,
+    max_tokens,
+    sample_rate,
+    seed,
+    workers,
+    batch_size,
+    engine,
+    address,
+    out,
+    resume,
+    on_error,
+    estimate,
+    corpus_bytes,
+    node_cores,
+    target_hours,
+    lengths,
+    quiet,
+    plot,
+    plot_formats,
+    as_json,
+):
     """Count document lengths in tokens and report the position-frequency shares per window.
 
     Reads documents, tokenizes them (without special tokens unless --add-special-tokens), writes the
@@ -133,27 +262,58 @@ def scan_command(dataset, config, split, data_files, input_format, text_field, s
             raise click.UsageError("--estimate needs the corpus size: --corpus-tokens or --corpus-bytes (one of them)")
         from freqlab.scan.estimate import estimate_scan
 
-        result = estimate_scan(tokenizer=tokenizer, tokens=corpus_tokens, bytes=corpus_bytes, sample_rate=sample_rate,
-                               node_cores=node_cores, target_hours=target_hours, lengths=lengths, L=Ls,
-                               regimes=regimes, seed=seed)
+        result = estimate_scan(
+            tokenizer=tokenizer,
+            tokens=corpus_tokens,
+            bytes=corpus_bytes,
+            sample_rate=sample_rate,
+            node_cores=node_cores,
+            target_hours=target_hours,
+            lengths=lengths,
+            L=Ls,
+            regimes=regimes,
+            seed=seed,
+        )
         report = result.pop("report")
         echo_json(result) if as_json else click.echo(report)
         return
     try:  # every parameter is checked before anything is read: a bad one is a usage error (exit 2)
         settings = ScanSettings(
-            dataset=dataset, data_files=list(data_files) or None, config=config, split=split, format=input_format,
-            text_field=text_field, source_field=source_field, tokens_field=tokens_field, length_field=length_field,
-            eos_id=eos_id, tokenizer=tokenizer, add_special_tokens=add_special_tokens, sample_rate=sample_rate,
-            seed=seed, max_docs=max_docs, max_tokens=max_tokens, on_error=on_error,
+            dataset=dataset,
+            data_files=list(data_files) or None,
+            config=config,
+            split=split,
+            format=input_format,
+            text_field=text_field,
+            source_field=source_field,
+            tokens_field=tokens_field,
+            length_field=length_field,
+            eos_id=eos_id,
+            tokenizer=tokenizer,
+            add_special_tokens=add_special_tokens,
+            sample_rate=sample_rate,
+            seed=seed,
+            max_docs=max_docs,
+            max_tokens=max_tokens,
+            on_error=on_error,
         )
-        run = RunOptions(engine=engine, workers=workers, address=address, batch_size=batch_size, out=out,
-                         resume=resume, progress=False if quiet else None)
+        run = RunOptions(
+            engine=engine,
+            workers=workers,
+            address=address,
+            batch_size=batch_size,
+            out=out,
+            resume=resume,
+            progress=False if quiet else None,
+        )
         megatron = None
         if "megatron" in regimes:
-            megatron = megatron_settings(data_path, megatron_seed, megatron_split, reset_attention_mask,
-                                         train_samples, epochs)
-        report = ReportOptions(L=Ls, regimes=regimes, tokens=tokens, corpus_tokens=corpus_tokens, tau=tau,
-                               megatron=megatron)
+            megatron = megatron_settings(
+                data_path, megatron_seed, megatron_split, reset_attention_mask, train_samples, epochs
+            )
+        report = ReportOptions(
+            L=Ls, regimes=regimes, tokens=tokens, corpus_tokens=corpus_tokens, tau=tau, megatron=megatron
+        )
     except FreqlabError as exc:
         raise click.UsageError(str(exc)) from None
     try:

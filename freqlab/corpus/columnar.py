@@ -52,8 +52,8 @@ def _documents(
         if batch.num_rows and text_column not in batch.schema.names:
             every = columns_of() if columns_of is not None else batch.schema.names
             raise UnreadableFile(
-                f"{path}: no text column {text_column!r} (columns: {', '.join(every) or 'none'}); "
-                "give --text-field", path,
+                f"{path}: no text column {text_column!r} (columns: {', '.join(every) or 'none'}); give --text-field",
+                path,
             )
         names = [name for name in fields.columns if name in batch.schema.names]
         columns = [batch.column(name).to_pylist() for name in names]
@@ -108,6 +108,7 @@ class ParquetFormat(FileFormat):
 
     def shards(self, files: list[DataFile], fields: Fields, range_bytes: int) -> list[Shard]:
         """Shards of about ``range_bytes`` each, cut at row group boundaries."""
+
         def names(file: DataFile) -> list[str]:
             try:
                 return self.metadata(file).schema.to_arrow_schema().names
@@ -186,6 +187,7 @@ class ArrowFormat(FileFormat):
 
     def shards(self, files: list[DataFile], fields: Fields, range_bytes: int) -> list[Shard]:
         """One shard per non-empty file (token columns: length shards)."""
+
         def names(file: DataFile) -> list[str]:
             try:
                 return open_arrow(file.path).schema.names

@@ -82,7 +82,7 @@ def _metadata(path: str) -> tuple[str | None, int | None]:
         return None, None
     tokenizer, _, size = first.rpartition("|")
     if size.isascii() and size.isdigit() and len(size) > 2:  # datatrove writes 2 or 4: refused without reading
-        raise FreqlabError(                                   # thousands of digits
+        raise FreqlabError(  # thousands of digits
             f"{path}.metadata: token size {brief(size, 20)} ({len(size):,} digits); datatrove writes 2 (uint16) or "
             "4 (uint32)"
         )
@@ -119,7 +119,8 @@ def read_ds(path: str) -> DatatroveFile:
     except OSError as exc:
         raise FreqlabError(
             f"{path}: no {os.path.basename(index_path)} beside it (datatrove writes one with save_index=True)"
-            if not os.path.exists(index_path) else f"{path}: cannot open ({exc.strerror or exc})"
+            if not os.path.exists(index_path)
+            else f"{path}: cannot open ({exc.strerror or exc})"
         ) from exc
     if index_size % 8:
         raise FreqlabError(f"{index_path}: {index_size:,} bytes, not a whole number of uint64 document ends")

@@ -42,6 +42,7 @@ def has_lone_surrogate(text: str) -> bool:
     r"""Whether ``text`` holds a lone surrogate (from a JSON ``\ud800`` escape): no tokenizer can encode it."""
     return not text.isascii() and _LONE_SURROGATE.search(text) is not None
 
+
 Extracted = tuple[str | None, str | None, str | None]  # (text, source, error)
 
 

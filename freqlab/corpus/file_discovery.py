@@ -220,9 +220,7 @@ def find_files(
     if not found.files:
         if only is not None:
             others = ", ".join(f"{n} {fmt}" for fmt, n in sorted(found.other_formats.items()))
-            raise FreqlabError(
-                f"{', '.join(specs)}: no {only} files found" + (f" (only {others})" if others else "")
-            )
+            raise FreqlabError(f"{', '.join(specs)}: no {only} files found" + (f" (only {others})" if others else ""))
         raise FreqlabError(f"{', '.join(specs)}: no data files found (supported: {supported()})")
     shown = " ".join(specs)
     if config is not None:

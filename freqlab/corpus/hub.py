@@ -224,9 +224,10 @@ def streamed_corpus(
     column = _token_column(stream, fields)
     shards: list[Shard] = [
         HubShard(f"{dataset}:{split}:{i:03d}-of-{count:03d}", dataset, config, split, files, fields, i, count, group)
-        if column is None else
-        HubLengthShard(f"{dataset}:{split}:{i:03d}-of-{count:03d}", dataset, config, split, files, fields, i, count,
-                       group, column)
+        if column is None
+        else HubLengthShard(
+            f"{dataset}:{split}:{i:03d}-of-{count:03d}", dataset, config, split, files, fields, i, count, group, column
+        )
         for i, group in enumerate(groups)
     ]
     total = None
@@ -247,7 +248,11 @@ def streamed_corpus(
         info["data_files"] = len(files)
     info.update(description)
     return Corpus(
-        name=name, shards=shards, has_sources=fields.source is not None, description=info, total_documents=total,
+        name=name,
+        shards=shards,
+        has_sources=fields.source is not None,
+        description=info,
+        total_documents=total,
         read_options=fields.read,
     )
 

@@ -388,9 +388,7 @@ def check_json_lines(file: DataFile) -> None:
     hint = ""
     if isinstance(whole, dict) and "model" in whole and ("added_tokens" in whole or "pre_tokenizer" in whole):
         hint = " (it looks like a tokenizer: give it as --tokenizer)"
-    raise FreqlabError(
-        f"{file.path}: {what} spread over lines, not JSON lines (one object per line){hint}"
-    )
+    raise FreqlabError(f"{file.path}: {what} spread over lines, not JSON lines (one object per line){hint}")
 
 
 class JsonlFormat(FileFormat):

@@ -118,8 +118,13 @@ def local_corpus(
     info.update(described)
     info.update(description or {})
     return Corpus(
-        name=name, shards=shards, has_sources=fields.source is not None, description=info, total_documents=total,
-        estimated_bytes=estimated, empty_kind=LENGTHS if all(fmt.kind == LENGTHS for _, fmt in files) else TEXT,
+        name=name,
+        shards=shards,
+        has_sources=fields.source is not None,
+        description=info,
+        total_documents=total,
+        estimated_bytes=estimated,
+        empty_kind=LENGTHS if all(fmt.kind == LENGTHS for _, fmt in files) else TEXT,
         read_options=fields.read,
     )
 

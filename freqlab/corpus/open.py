@@ -126,7 +126,12 @@ def open_corpus(
         info = {"kind": "preset", "preset": preset.name, "hub_id": preset.id}
         if specs is not None:
             return local_corpus(
-                specs, mapping, name=f"{preset.name} ({_copies(specs)})", split=split, config=config, description=info,
+                specs,
+                mapping,
+                name=f"{preset.name} ({_copies(specs)})",
+                split=split,
+                config=config,
+                description=info,
                 format=format,
             )
         if preset.id is None:

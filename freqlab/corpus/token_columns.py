@@ -84,13 +84,15 @@ class TokenColumnShard(TokenFileShard):
         else:
             batches, row = arrow_batches(self.path, columns), 0
         for batch in batches:
-            yield from length_batches(batch, (self.kind_of_column, self.column), self.fields.source,
-                                      f"{self.path}:row ", row + 1, self.path)
+            yield from length_batches(
+                batch, (self.kind_of_column, self.column), self.fields.source, f"{self.path}:row ", row + 1, self.path
+            )
             row += batch.num_rows
 
 
-def length_batches(batch: pa.RecordBatch | pa.Table, column: tuple[str, str], source: str | None, prefix: str,
-                   first: int, name: str) -> Iterator[LengthBatch]:
+def length_batches(
+    batch: pa.RecordBatch | pa.Table, column: tuple[str, str], source: str | None, prefix: str, first: int, name: str
+) -> Iterator[LengthBatch]:
     """The lengths of one batch of rows (``column``: ``(kind, name)`` from :func:`token_column`), one
     :class:`LengthBatch` per run of rows with one source label (so order is kept); rows are named
     ``{prefix}{first + k}`` in errors, the file or dataset ``name`` when the column is missing."""
@@ -114,9 +116,7 @@ def _labels(batch: pa.RecordBatch | pa.Table, source: str) -> list[str]:
     return [MISSING_SOURCE if v is None else str(v) for v in batch.column(source).to_pylist()]
 
 
-def token_column_shards(
-    files: list[DataFile], fields: Fields, names_of, runs_of
-) -> list[TokenColumnShard] | None:
+def token_column_shards(files: list[DataFile], fields: Fields, names_of, runs_of) -> list[TokenColumnShard] | None:
     """Length shards for ``files`` when they are read as token/length columns, else None (text).
 
     ``names_of(file)``: the file's column names; ``runs_of(file)``: its parts as ``(start, end)``.

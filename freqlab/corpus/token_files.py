@@ -77,9 +77,7 @@ def ends_to_lengths(ends: np.ndarray, start: int, out: np.ndarray) -> int:
     return -1
 
 
-def lengths_from_ends(
-    ends: np.ndarray, start: int, *, out: np.ndarray | None = None, first: int = 0
-) -> np.ndarray:
+def lengths_from_ends(ends: np.ndarray, start: int, *, out: np.ndarray | None = None, first: int = 0) -> np.ndarray:
     """Document lengths (int64, into ``out`` when given) from cumulative end offsets (``start``: where the first
     document begins); a decreasing offset raises ValueError naming the document (numbered from ``first``), as
     in a corrupt index.

@@ -31,7 +31,14 @@ from freqlab.errors import FreqlabError
 LIT_MAGIC = b"LITPKDS"
 LIT_HEADER = struct.Struct("<7sQBQ")
 LIT_DTYPES = {
-    1: np.uint8, 2: np.int8, 3: np.int16, 4: np.int32, 5: np.int64, 6: np.float32, 7: np.float64, 8: np.uint16,
+    1: np.uint8,
+    2: np.int8,
+    3: np.int16,
+    4: np.int32,
+    5: np.int64,
+    6: np.float32,
+    7: np.float64,
+    8: np.uint16,
 }
 CHUNK_TOKENS = 1 << 24  # tokens compared with the EOS id at a time
 

@@ -137,8 +137,13 @@ class Calibration(Displayed):
         from freqlab.frequency.regime_table import human_count
 
         rows = [
-            [p.label, f"{p.effective_length:,}", "-" if p.tokens is None else human_count(p.tokens),
-             human_count(p.tau), f"[{human_count(p.tau_low)}, {human_count(p.tau)}]"]
+            [
+                p.label,
+                f"{p.effective_length:,}",
+                "-" if p.tokens is None else human_count(p.tokens),
+                human_count(p.tau),
+                f"[{human_count(p.tau_low)}, {human_count(p.tau)}]",
+            ]
             for p in self.points
         ]
         return ["point", "E", "tokens", "tau = f_T(E)", "allows tau in"], rows
@@ -226,12 +231,13 @@ def read_records(path: str | Path) -> list[dict]:
             raise FreqlabError(f"{path}: not valid JSON ({exc})") from exc
         rows = data.get("points") if isinstance(data, dict) else data
         if not isinstance(rows, list) or not all(isinstance(r, dict) for r in rows):
-            raise FreqlabError(f"{path}: expected a list of objects (or {{\"points\": [...]}})")
+            raise FreqlabError(f'{path}: expected a list of objects (or {{"points": [...]}})')
         for k, row in enumerate(rows):
             unknown = set(row) - set(COLUMNS)
             if unknown:
-                raise FreqlabError(f"{path}: point {k + 1}: unknown key(s) {', '.join(sorted(unknown))} "
-                                   f"(known: {', '.join(COLUMNS)})")
+                raise FreqlabError(
+                    f"{path}: point {k + 1}: unknown key(s) {', '.join(sorted(unknown))} (known: {', '.join(COLUMNS)})"
+                )
         return [dict(r, _where=f"{path}: point {k + 1}") for k, r in enumerate(rows)]
     reader = csv.DictReader(text.splitlines())
     fieldnames = list(reader.fieldnames or ())
@@ -241,8 +247,10 @@ def read_records(path: str | Path) -> list[dict]:
     unknown = set(fieldnames) - set(COLUMNS)
     if unknown:
         raise FreqlabError(f"{path}: unknown column(s) {', '.join(sorted(unknown))} (known: {', '.join(COLUMNS)})")
-    return [{k: v for k, v in row.items() if v not in (None, "")} | {"_where": f"{path}: line {n + 2}"}
-            for n, row in enumerate(reader)]
+    return [
+        {k: v for k, v in row.items() if v not in (None, "")} | {"_where": f"{path}: line {n + 2}"}
+        for n, row in enumerate(reader)
+    ]
 
 
 #: every count of a point (tokens, occurrences, lengths) stays an exact int64, as the command-line options do
@@ -264,8 +272,9 @@ def _number(row: dict, key: str, parse):
     return number
 
 
-def point_from_record(row: dict, *, hist=None, regime: str = "natural", L: int | None = None,
-                      base: Path | None = None) -> CalibrationPoint:
+def point_from_record(
+    row: dict, *, hist=None, regime: str = "natural", L: int | None = None, base: Path | None = None
+) -> CalibrationPoint:
     """One record -> a point: ``occurrences`` given directly, else f_T(E) from the histogram / regime / L
     (the record's own ``hist``, ``regime``, ``L`` override the defaults; relative paths are relative to ``base``)."""
     from freqlab.frequency import position_frequency
@@ -294,8 +303,9 @@ def point_from_record(row: dict, *, hist=None, regime: str = "natural", L: int |
         hist_path = base / hist_path
     h = as_histogram(hist_path)
     f = position_frequency(h.lengths, h.counts, int(window), row.get("regime") or regime)
-    return point_from_frequency(f, tokens, int(E), next_length=_number(row, "next_length", parse_positions),
-                                label=label, source=where)
+    return point_from_frequency(
+        f, tokens, int(E), next_length=_number(row, "next_length", parse_positions), label=label, source=where
+    )
 
 
 def read_tau(path: str | Path) -> float:

@@ -143,21 +143,24 @@ def tails_report(rows: list[dict], L: int) -> str:
     from freqlab.sizes import position_label
 
     if not rows:
-        return (f"tails: no threshold below L={L:,} (the smallest is {position_label(DEFAULT_THRESHOLDS[0])}): "
-                "no token of the window has that much context")
+        return (
+            f"tails: no threshold below L={L:,} (the smallest is {position_label(DEFAULT_THRESHOLDS[0])}): "
+            "no token of the window has that much context"
+        )
     thresholds = list(rows[0]["tails"])
     lines = [
         f"share of tokens with at least N tokens of same-document context (L={rows[0]['L']}, {rows[0]['regime']}):",
         f"  {'source':<12} {'tokens':>14}  " + "  ".join(f"{t:>7}" for t in thresholds),
-        *(f"  {row['source']:<12} {row['tokens']:>14,}  " + "  ".join(f"{percent(row['tails'][t]):>7}"
-                                                                     for t in thresholds) for row in rows),
+        *(
+            f"  {row['source']:<12} {row['tokens']:>14,}  "
+            + "  ".join(f"{percent(row['tails'][t]):>7}" for t in thresholds)
+            for row in rows
+        ),
     ]
     return "\n".join(lines)
 
 
-def source_tails(
-    histogram, L: int | None = None, regime: str = "natural", thresholds=DEFAULT_THRESHOLDS
-) -> list[dict]:
+def source_tails(histogram, L: int | None = None, regime: str = "natural", thresholds=DEFAULT_THRESHOLDS) -> list[dict]:
     """Per-source tail table: for each source of a split histogram (and ``all``), its tokens and the share of them
     trained with at least t tokens of same-document left context, for each threshold t.
 
@@ -206,6 +209,13 @@ def source_tails(
         lengths, counts = check_histogram(part.lengths, part.counts)
         f = segment_frequency(segments(lengths, counts, window, regime))
         shares = tail_shares(f, thresholds)
-        rows.append({"source": name, "tokens": int(f[0]), "L": window, "regime": regime,
-                     "tails": {position_label(t): share for t, share in shares.items()}})
+        rows.append(
+            {
+                "source": name,
+                "tokens": int(f[0]),
+                "L": window,
+                "regime": regime,
+                "tails": {position_label(t): share for t, share in shares.items()},
+            }
+        )
     return rows

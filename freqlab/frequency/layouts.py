@@ -134,12 +134,16 @@ def parse_layout(text: str) -> Layout:
     for term in str(text).split("+"):
         match = _TERM.match(term.strip())
         if not match:
-            raise FreqlabError(f"layout {text!r}: cannot read {term.strip()!r} (terms are N*KIND, KIND one of "
-                               "global, nope, swa<window>, chunk<size>, e.g. 5*swa1024+global)")
+            raise FreqlabError(
+                f"layout {text!r}: cannot read {term.strip()!r} (terms are N*KIND, KIND one of "
+                "global, nope, swa<window>, chunk<size>, e.g. 5*swa1024+global)"
+            )
         repeat, kind, size = int(match.group(1) or 1), match.group(2).lower(), match.group(3)
         if not 1 <= repeat <= MAX_LAYERS or len(layers) + repeat > MAX_LAYERS:
-            raise FreqlabError(f"layout {text!r}: {term.strip()!r} repeats a layer {repeat:,} times "
-                               f"(a layout holds 1..{MAX_LAYERS:,} layers)")
+            raise FreqlabError(
+                f"layout {text!r}: {term.strip()!r} repeats a layer {repeat:,} times "
+                f"(a layout holds 1..{MAX_LAYERS:,} layers)"
+            )
         if kind in ("global", "nope"):
             if size:
                 raise FreqlabError(f"layout {text!r}: {kind} takes no size, got {size!r}")
@@ -277,8 +281,10 @@ def kind_segments(
     if kind.kind != "chunk" or kind.size >= L:
         return base
     if regime == "megatron" or base.approximation:
-        raise FreqlabError("chunked attention needs each segment's offset in its row, which the megatron regime "
-                           "does not keep; use pack (with reset_attention_mask) or concat")
+        raise FreqlabError(
+            "chunked attention needs each segment's offset in its row, which the megatron regime "
+            "does not keep; use pack (with reset_attention_mask) or concat"
+        )
     if regime == "pack":
         dense = pack_walk_chunked(stream_order(lengths, counts, seed), L, kind.size)
         nonzero = np.flatnonzero(dense)
@@ -297,8 +303,12 @@ class KindFrequency:
 
     def kind_row(self, *, share_of_layers: float, tokens: float | None = None, tau: float = DEFAULT_TAU) -> dict:
         """Name, layers, whether it has RoPE, its reach cap, and (RoPE layers) :func:`frequency_key_numbers`."""
-        row: dict = {"kind": self.kind.name, "layers": self.layers, "share_of_layers": share_of_layers,
-                     "rope": self.kind.rope}
+        row: dict = {
+            "kind": self.kind.name,
+            "layers": self.layers,
+            "share_of_layers": share_of_layers,
+            "rope": self.kind.rope,
+        }
         if self.f is None:
             row["note"] = "no rotary embedding: no position frequency; left out of RoPE plans"
             return row
@@ -383,8 +393,14 @@ class LayoutFrequency(Displayed):
     def to_dict(self, *, tokens: float | None = None, tau: float = DEFAULT_TAU) -> dict:
         """The layout, window, regime and per layer kind :meth:`KindFrequency.summary`, as JSON."""
         layout = self.layout
-        return {"layout": layout.spec, "source": layout.source, "rotary_fraction": layout.rotary_fraction,
-                "L": self.L, "regime": self.regime, "kinds": self.kind_rows(tokens=tokens, tau=tau)}
+        return {
+            "layout": layout.spec,
+            "source": layout.source,
+            "rotary_fraction": layout.rotary_fraction,
+            "L": self.L,
+            "regime": self.regime,
+            "kinds": self.kind_rows(tokens=tokens, tau=tau),
+        }
 
 
 def truncate_to_window(f: np.ndarray, kind: LayerKind) -> np.ndarray:
@@ -395,9 +411,7 @@ def truncate_to_window(f: np.ndarray, kind: LayerKind) -> np.ndarray:
     return out
 
 
-def layout_frequency(
-    lengths, counts, L: int, layout, regime: str = "natural", *, seed: int = 0
-) -> LayoutFrequency:
+def layout_frequency(lengths, counts, L: int, layout, regime: str = "natural", *, seed: int = 0) -> LayoutFrequency:
     """f(i) per layer kind of ``layout`` (a :class:`Layout`, config dict, ``config.json`` path or short string).
 
     Parameters

@@ -169,10 +169,12 @@ class MegatronDataset:
             separate = samples - sans_final < int(FINAL_EPOCH_THRESHOLD * per_epoch)
         random_state = np.random.RandomState(seed)
         if separate:
-            order = np.concatenate([
-                _shuffled(np.tile(indices, epochs - 1), random_state),
-                _shuffled(indices.copy(), random_state),
-            ])
+            order = np.concatenate(
+                [
+                    _shuffled(np.tile(indices, epochs - 1), random_state),
+                    _shuffled(indices.copy(), random_state),
+                ]
+            )
         else:
             order = _shuffled(np.tile(indices, epochs), random_state)
         windows = (epochs * tokens - 1) // L
@@ -288,8 +290,9 @@ def _replay(index, lengths, begin: int, end: int, L: int, build, take, options: 
     return megatron_walk(lengths[order].astype(np.int64), ends_document[order], L, dataset.windows, consumed)
 
 
-def _require_memory(options: MegatronOptions, lengths, begin: int, end: int, L: int, samples: int | None, *,
-                    reset: bool) -> None:
+def _require_memory(
+    options: MegatronOptions, lengths, begin: int, end: int, L: int, samples: int | None, *, reset: bool
+) -> None:
     """Refuse, naming ``--epochs`` or ``--train-samples``, a replay whose arrays exceed the memory available: the
     stream of E epochs' sequence ids (int32, and a copy when the last epoch is shuffled alone), the sample order
     (uint32 or int64, and a copy) and the mask of the samples taken; with ``--reset-attention-mask`` also the stream's
@@ -301,10 +304,16 @@ def _require_memory(options: MegatronOptions, lengths, begin: int, end: int, L: 
     stream = epochs * (end - begin)
     windows = (epochs * tokens - 1) // L
     needed = stream * (8 + (17 if reset else 0)) + windows * (2 * (4 if windows < 2**32 - 1 else 8) + 1)
-    option = f"--epochs {options.epochs:,}" if options.epochs is not None else (
-        f"--train-samples {options.train_samples:,}" if samples is not None else "one epoch of the train split")
-    require_memory(needed, option, f"the Megatron replay of {epochs:,} epochs of {end - begin:,} sequences, "
-                   f"{windows:,} samples of {L:,} tokens")
+    option = (
+        f"--epochs {options.epochs:,}"
+        if options.epochs is not None
+        else (f"--train-samples {options.train_samples:,}" if samples is not None else "one epoch of the train split")
+    )
+    require_memory(
+        needed,
+        option,
+        f"the Megatron replay of {epochs:,} epochs of {end - begin:,} sequences, {windows:,} samples of {L:,} tokens",
+    )
 
 
 def _has_eod(index, eod: bool | None) -> bool:
@@ -323,9 +332,14 @@ def _has_eod(index, eod: bool | None) -> bool:
     return bool(check.describe()["eos"]["appended"])
 
 
-def replay_options(hist: str, h, options: MegatronOptions | None = None, *, weighted: bool = False,
-                   how: str = "give --data-path PREFIX (Megatron's --data-path), or --regime concat for what it "
-                   "approximates") -> MegatronOptions:
+def replay_options(
+    hist: str,
+    h,
+    options: MegatronOptions | None = None,
+    *,
+    weighted: bool = False,
+    how: str = "give --data-path PREFIX (Megatron's --data-path), or --regime concat for what it approximates",
+) -> MegatronOptions:
     """The :class:`MegatronOptions` with which ``--regime megatron`` replays the length histogram ``h`` (read from
     the file ``hist``): ``options`` (Megatron's settings; None: its defaults) when they name a ``data_path``, else
     with the index the histogram was scanned from (``meta["megatron_index"]``), when it is there and still holds
@@ -346,10 +360,13 @@ def replay_options(hist: str, h, options: MegatronOptions | None = None, *, weig
             f"(it was not scanned whole from one Megatron index); {how}"
         )
     if not os.path.isfile(index):
-        raise FreqlabError(f"{hist}: --regime megatron replays {index}, the index it was scanned from, which is gone; "
-                           f"{how}")
+        raise FreqlabError(
+            f"{hist}: --regime megatron replays {index}, the index it was scanned from, which is gone; {how}"
+        )
     documents = read_index(index).documents
     if documents != h.documents_read:
-        raise FreqlabError(f"{hist}: {index} now holds {documents:,} documents, the histogram {h.documents_read:,}: "
-                           f"the index changed since the scan; rescan it, or {how}")
+        raise FreqlabError(
+            f"{hist}: {index} now holds {documents:,} documents, the histogram {h.documents_read:,}: "
+            f"the index changed since the scan; rescan it, or {how}"
+        )
     return options.with_data_path([index])

@@ -179,8 +179,11 @@ class Pose:
         rows_tokens = sum(r * c for r, c in groups.items())
         bits = (16 * denominator * rows_tokens).bit_length()
         # the impulses and their four cumulative sums: int64, or Python integers of ~bits bits each (+ the object)
-        require_memory(target * (8 if bits < 63 else 48 + bits // 8) * 3, f"pose: target {target:,}",
-                       f"the exact expectation over {len(groups):,} distinct row lengths, {bits} bits per value")
+        require_memory(
+            target * (8 if bits < 63 else 48 + bits // 8) * 3,
+            f"pose: target {target:,}",
+            f"the exact expectation over {len(groups):,} distinct row lengths, {bits} bits per value",
+        )
         # |every cumulative sum| <= 2^4 · max f · denominator: int64 when that fits, Python integers otherwise
         wide = 16 * denominator * rows_tokens >= INT64_LIMIT
         impulses = np.zeros(target, dtype=object if wide else np.int64)

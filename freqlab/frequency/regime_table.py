@@ -154,9 +154,13 @@ def regime_rows(
     return rows
 
 
-
 def regime_row(
-    regime: str, f, segments: int, dropped_tokens: int, approximation: str | None, tokens: float | None = None,
+    regime: str,
+    f,
+    segments: int,
+    dropped_tokens: int,
+    approximation: str | None,
+    tokens: float | None = None,
     tau: float = DEFAULT_TAU,
 ) -> dict:
     """:func:`frequency_key_numbers` of ``f`` with the regime, its segment count and dropped tokens (and the

@@ -104,8 +104,9 @@ class Schedule:
         return replace(self, stages=tuple(s if s.layout else replace(s, layout=parsed) for s in self.stages))
 
 
-STAGE_KEYS = frozenset({"name", "L", "tokens", "regime", "histogram", "weights", "layout", "curriculum",
-                        "position_ids", "mixture", "note"})
+STAGE_KEYS = frozenset(
+    {"name", "L", "tokens", "regime", "histogram", "weights", "layout", "curriculum", "position_ids", "mixture", "note"}
+)
 SCHEDULE_KEYS = frozenset({"stages", "histogram", "tau", "weights", "layout", "title", "sources", "notes", "name"})
 
 
@@ -492,8 +493,10 @@ class ScheduleFrequency:
             from freqlab.corpus.builtin import BUILTIN_NAME
 
             label = f"built-in corpus {corpus.corpus}" if corpus.corpus == BUILTIN_NAME else corpus.corpus or "-"
-            lines.append(f"histogram: {label} ({corpus.documents:,} documents, {corpus.tokens:,} tokens, "
-                         f"tokenizer {corpus.tokenizer or '-'})")
+            lines.append(
+                f"histogram: {label} ({corpus.documents:,} documents, {corpus.tokens:,} tokens, "
+                f"tokenizer {corpus.tokenizer or '-'})"
+            )
         lines += [
             f"{data['schedule']}: {len(data['stages'])} stages, {human_count(data['tokens'])} tokens, "
             f"longest window {window}",
@@ -505,7 +508,8 @@ class ScheduleFrequency:
             lines.append(
                 f"  {stage['name']:<16} L={stage['L']:<7} {human_count(stage['tokens']):>7} tokens  "
                 f"{stage['regime']:<8}  effective length alone: {stage['effective_length_alone']}; after it: {after}"
-                + (f"  (weights {stage['weights']})" if stage["weights"] else "") + assumed
+                + (f"  (weights {stage['weights']})" if stage["weights"] else "")
+                + assumed
             )
         lines.append(
             f"all stages: effective length {data['effective_length']} at τ = {human_count(tau)}; "
@@ -516,8 +520,10 @@ class ScheduleFrequency:
             if not kind["rope"]:
                 lines.append(f"  layers {kind['kind']}: {kind['note']}")
             elif kind["reach_cap"] is not None:
-                lines.append(f"  layers {kind['kind']}: effective length {kind['effective_length']} "
-                             f"(reach capped at {kind['reach_cap']} by construction)")
+                lines.append(
+                    f"  layers {kind['kind']}: effective length {kind['effective_length']} "
+                    f"(reach capped at {kind['reach_cap']} by construction)"
+                )
             elif len(data["kinds"]) > 1:
                 lines.append(f"  layers {kind['kind']}: effective length {kind['effective_length']}")
         lines += [f"  F({i}) = {human_count(value)}" for i, value in data["occurrences"].items()]
@@ -525,8 +531,10 @@ class ScheduleFrequency:
         if rows:
             lines.append("share of all training tokens that reached each earlier stage's window (context >= W):")
             for row in rows:
-                shares = ", ".join(f"W={w}: {100 * v:.3g}%" if v is not None else
-                                   f"W={w}: n/a (PoSE: position ids skip)" for w, v in row["beyond"].items())
+                shares = ", ".join(
+                    f"W={w}: {100 * v:.3g}%" if v is not None else f"W={w}: n/a (PoSE: position ids skip)"
+                    for w, v in row["beyond"].items()
+                )
                 lines.append(f"  {row['stage']:<16} {row['kind']:<10} {shares}")
         lines += [f"note: {note}" for note in data["notes"]]
         return "\n".join(lines)
@@ -551,8 +559,10 @@ def stage_frequency(stage: Stage, h, *, seed: int = 0) -> tuple[np.ndarray, dict
         return f, {kind.kind: kind.f for kind in kinds}
     key = "curriculum" if stage.curriculum is not None else "position_ids"
     if stage.curriculum is not None and "rate" in stage.curriculum:  # key == "curriculum"
-        raise FreqlabError(f"{where}: a curriculum inside a stage takes share (of the stage's steps), not rate: "
-                           "rate counts steps of the histogram's own rows, not of the stage's tokens")
+        raise FreqlabError(
+            f"{where}: a curriculum inside a stage takes share (of the stage's steps), not rate: "
+            "rate counts steps of the histogram's own rows, not of the stage's tokens"
+        )
     try:  # the delegated module's errors (a bad spec, a start past L, a PoSE target below L) name the stage
         method = (curriculum_from_spec if key == "curriculum" else position_ids_from_spec)(getattr(stage, key))
         exact = method.frequency(h.lengths, h.counts, stage.L, stage.regime, seed=seed)
@@ -570,8 +580,10 @@ def stage_frequency(stage: Stage, h, *, seed: int = 0) -> tuple[np.ndarray, dict
         elif kind.kind == "swa" and key == "curriculum":
             out[kind] = truncate_to_window(f, kind)
         else:
-            raise FreqlabError(f"{where}: {kind.name} layers with a {key} stage are not supported (a {kind.kind} mask "
-                               f"{'needs row offsets' if kind.kind == 'chunk' else 'counts token distances'})")
+            raise FreqlabError(
+                f"{where}: {kind.name} layers with a {key} stage are not supported (a {kind.kind} mask "
+                f"{'needs row offsets' if kind.kind == 'chunk' else 'counts token distances'})"
+            )
     return f, out
 
 
@@ -593,8 +605,11 @@ def schedule_frequency(schedule: Schedule, *, seed: int = 0) -> ScheduleFrequenc
     """
     window = max(stage.L for stage in schedule.stages)
     kept = sum(stage.L for stage in schedule.stages)  # every stage's f, then F and one scaled stage in float64
-    require_memory(8 * kept + 24 * window, f"{schedule.source}: stages of L = {kept:,} positions in all",
-                   "every stage's f(i) and their sum F(i)")
+    require_memory(
+        8 * kept + 24 * window,
+        f"{schedule.source}: stages of L = {kept:,} positions in all",
+        "every stage's f(i) and their sum F(i)",
+    )
     cache: dict = {}
     frequencies, kinds = [], []
     for stage in schedule.stages:

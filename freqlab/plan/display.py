@@ -73,8 +73,10 @@ def string_display(p) -> Display:
         *well_trained_rows(p.well_trained),
         ("S from the frequency rule alone", "-" if p.S_rule is None else str(p.S_rule)),
         ("paper's range [L/3, L/2] (Sec. 4.1)", f"{p.S_range[0]}..{p.S_range[1]}"),
-        ("largest position used, max(S, L − S + W) − 1", f"{p.largest_position} "
-         f"({'within' if p.within_well_trained else 'beyond'} N* − 1 = {p.N_star - 1})"),
+        (
+            "largest position used, max(S, L − S + W) − 1",
+            f"{p.largest_position} ({'within' if p.within_well_trained else 'beyond'} N* − 1 = {p.N_star - 1})",
+        ),
         (f"mass at overwritten positions ≥ L − S = {p.L - p.S}", percent(p.overwritten_share, 2)),
         (f"mass at never-used positions ≥ L − S + W = {p.L - p.S + p.W}", percent(p.unused_share, 2)),
         ("max_test_length", str(p.test_length)),
@@ -187,8 +189,10 @@ def upsample_display(p) -> Display:
         ("extra tokens X", count(p.extra_tokens)),
         ("documents added", added or "none"),
         ("more corpus tokens", count(p.corpus_tokens_added)),
-        ("documents ≥ E in the mix", f"{percent(p.long_token_share, 2)} of tokens, "
-                                     f"{percent(p.long_document_share, 2)} of documents"),
+        (
+            "documents ≥ E in the mix",
+            f"{percent(p.long_token_share, 2)} of tokens, {percent(p.long_document_share, 2)} of documents",
+        ),
         ("or, at the same budget, share turned into them", fixed),
         ("added to", p.added_to),
         ("verdict", p.verdict or "-"),

@@ -399,8 +399,9 @@ class HarpePlan(Displayed):
                 f"  peaks/valleys: strict local extrema dominating ± {d['separation']} grid points ({kept})",
             ]
         else:
-            lines.append(f"  b_h = b_min + h·(b_max − b_min)/(N − 1), b_min = {_fmt(self.b_min)}, "
-                         f"b_max = {_fmt(self.b_max)}")
+            lines.append(
+                f"  b_h = b_min + h·(b_max − b_min)/(N − 1), b_min = {_fmt(self.b_min)}, b_max = {_fmt(self.b_max)}"
+            )
         g = self.grid
         lines += [
             f"  grid: m = {g.start}..{g.stop} step {g.step} ({g.size} points); {self.grid_reason}",
@@ -847,19 +848,25 @@ def comparison_report(plan: HarpePlan, compared: list[ComparedSet]) -> str:
     lines = [
         f"Comparison on the same grid (m = {g.start}..{g.stop} step {g.step}, d = {plan.head_dim}):",
         f"  {'set':<26} {'shortest':>9} {'mean':>7}  {'in Table 2 (0.01M)':>18}",
-        *(f"  {c.name:<26} {c.score.shortest:>9.3f} {c.score.mean:>7.3f}  {c.common_with_table2:>12}/{len(c.bases)}"
-          for c in compared),
+        *(
+            f"  {c.name:<26} {c.score.shortest:>9.3f} {c.score.mean:>7.3f}  {c.common_with_table2:>12}/{len(c.bases)}"
+            for c in compared
+        ),
         "",
         TABLE2_NOTE,
     ]
     if plan.strategy == "peak-valley":
         common = common_values(plan.bases, table)
-        lines.append(f"freqlab's set shares {len(common)} of {len(table)} values with Table 2 at 0.01M resolution: "
-                     + ", ".join(f"{b / 1e6:.2f}" for b in common))
+        lines.append(
+            f"freqlab's set shares {len(common)} of {len(table)} values with Table 2 at 0.01M resolution: "
+            + ", ".join(f"{b / 1e6:.2f}" for b in common)
+        )
     stride = plan.stride if plan.stride is not None else PAPER_STRIDE
     expected = expected_random_overlap(plan.n_heads, plan.b_min, plan.b_max, stride, table)
-    lines.append(f"For scale: a random set of {plan.n_heads} distinct bases from the same grid (stride {_fmt(stride)}) "
-                 f"shares {expected:.1f} values with Table 2 on average.")
+    lines.append(
+        f"For scale: a random set of {plan.n_heads} distinct bases from the same grid (stride {_fmt(stride)}) "
+        f"shares {expected:.1f} values with Table 2 on average."
+    )
     return "\n".join(lines)
 
 
@@ -904,8 +911,9 @@ def compare_sets(plan: HarpePlan, *, random_count: int = 3, seed: int = 0) -> li
     stride = plan.stride if plan.stride is not None else PAPER_STRIDE
     option = f"--random-sets {random_count:,}"
     require_memory(64 * random_count * plan.n_heads, option, f"{random_count:,} sets of {plan.n_heads} bases")
-    require_waveforms(random_count * plan.n_heads, plan.grid.size, plan.head_dim, option,
-                      bytes_per_point=0)  # scored one set at a time: the time is the bound
+    require_waveforms(
+        random_count * plan.n_heads, plan.grid.size, plan.head_dim, option, bytes_per_point=0
+    )  # scored one set at a time: the time is the bound
     sets = [
         (f"freqlab {plan.strategy}", plan.bases),
         ("uniform (Eq. 9)", uniform_bases(plan.n_heads, plan.b_min, plan.b_max).tolist()),

@@ -204,8 +204,10 @@ class SelfExtendCheck(Displayed):
     def report(self) -> str:
         """The terminal report of a given (G, w_n): Eq. 8's max length and, for a target N, the largest position
         used and the rule of thumb against N*."""
-        lines = [f"Given G = {self.G}, w_n = {self.w_n}:",
-                 f"  max length (L - w_n + w_n // G)·G = {self.max_length} (Eq. 8: {self.eq8_length})"]
+        lines = [
+            f"Given G = {self.G}, w_n = {self.w_n}:",
+            f"  max length (L - w_n + w_n // G)·G = {self.max_length} (Eq. 8: {self.eq8_length})",
+        ]
         if self.N is not None:
             fits = "< L" if self.fits else ">= L: out of distribution"
             lines.append(f"  largest position used at N = {self.N}: {self.largest_position} ({fits})")
@@ -509,7 +511,8 @@ def plan_self_extend(
         f"tokens stay within N* is G = {G}, with the largest neighbour window divisible by G in [{lo}, {hi}], "
         f"w_n = {w_n}: w_n + (N - w_n)/G = {check.rule_of_thumb:.0f} <= {N_star}; the largest position used is "
         f"{check.largest_position} < L, and this setting reaches up to (L - w_n)·G + w_n = "
-        f"{check.max_length} tokens (Eq. 8). " + _guess_sentence(wt.rule, guesses)
+        f"{check.max_length} tokens (Eq. 8). "
+        + _guess_sentence(wt.rule, guesses)
         + _paper_sentence(paper_setting(L, N, N_star), lo, hi)
     )
     return SelfExtendPlan(L, N, G, w_n, wt, check, reasoning, check.notes, guesses)
@@ -529,8 +532,6 @@ def _smallest_group(L: int, N: int, N_star: int, lo: int, hi: int, max_group: in
 
 def _guess_sentence(rule: str, guesses) -> str:
     """The maintainers' 1/2-2/3 L guess beside the N* the plan used."""
-    shown = "; ".join(
-        f"N* = {n}: " + (f"G = {g}, w_n = {w}" if g is not None else "no setting") for n, g, w in guesses
-    )
+    shown = "; ".join(f"N* = {n}: " + (f"G = {g}, w_n = {w}" if g is not None else "no setting") for n, g, w in guesses)
     used = "it is the default here (no frequency information)" if rule == "default" else f"the {rule} rule replaced it"
     return f"The maintainers' rule of thumb guesses N* at 1/2 to 2/3 of L ({shown}); {used}. "

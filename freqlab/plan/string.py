@@ -450,8 +450,9 @@ class StringPlan(WellTrainedBasis, Displayed):
             f"  well-trained range N* = {self.N_star} (rule: {self.rule})",
         ]
         if self.S_rule is not None and (self.S_given or not self.within_range):
-            lines.append(f"  frequency rule alone: S = {self.S_rule}; paper's range [L/3, L/2] (Sec. 4.1) = "
-                         f"{list(self.S_range)}")
+            lines.append(
+                f"  frequency rule alone: S = {self.S_rule}; paper's range [L/3, L/2] (Sec. 4.1) = {list(self.S_range)}"
+            )
         within = "within" if self.within_well_trained else "beyond"
         L, S, W = self.L, self.S, self.W
         lines += [

@@ -38,8 +38,9 @@ SECONDS_PER_TERM = 2e-8
 _PAPER_SIZES = {"--stride (candidate bases)": 134, "--grid/--extend-to (distances)": 3091, "--head-dim (d/2)": 64}
 
 
-def require_waveforms(bases: int, distances: int, head_dim: int, option: str | None = None, *,
-                      bytes_per_point: int = 8) -> None:
+def require_waveforms(
+    bases: int, distances: int, head_dim: int, option: str | None = None, *, bytes_per_point: int = 8
+) -> None:
     """Refuse (:class:`~freqlab.resources.ResourceError`) waveforms of ``bases`` × ``distances`` points and
     ``head_dim / 2`` terms each that need more memory than is available (``bytes_per_point`` per point, plus the
     chunk of terms evaluated at once) or more time than :data:`freqlab.resources.MAX_SECONDS`. ``option``: what to
@@ -47,8 +48,11 @@ def require_waveforms(bases: int, distances: int, head_dim: int, option: str | N
     from freqlab.resources import require_memory, require_time
 
     if option is None:
-        sizes = {"--stride (candidate bases)": bases, "--grid/--extend-to (distances)": distances,
-                 "--head-dim (d/2)": head_dim // 2}
+        sizes = {
+            "--stride (candidate bases)": bases,
+            "--grid/--extend-to (distances)": distances,
+            "--head-dim (d/2)": head_dim // 2,
+        }
         name = max(sizes, key=lambda key: sizes[key] / _PAPER_SIZES[key])
         option = f"{name} = {sizes[name]:,}"
     purpose = f"waveforms of {bases:,} bases at {distances:,} distances, {head_dim // 2:,} terms each"

@@ -61,8 +61,9 @@ def plot_exposure(histogram, L: int | None = None, regime: str = "natural", *, s
             f = position_frequency(part.lengths, part.counts, window, regime)
             left.plot(np.arange(window), f / f[0], color=color, lw=1.6 if name == "all" else 1.0, label=name)
             shares = [100 * v for v in row["tails"].values()]
-            right.bar(np.arange(len(thresholds)) + (k - (len(rows) - 1) / 2) * width, shares, width, color=color,
-                      label=name)
+            right.bar(
+                np.arange(len(thresholds)) + (k - (len(rows) - 1) / 2) * width, shares, width, color=color, label=name
+            )
         axis = 1 << max(window - 1, 1).bit_length()  # ticks at quarters of a power of two, K = 1024
         position_xaxis(left, axis, "context c (tokens of same-document left context)")
         left.set_ylim(0, 1.02)

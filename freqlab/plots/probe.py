@@ -15,8 +15,15 @@ def plot_probe(results: Sequence, *, size="two-column"):
     with freqlab_style():
         fig, axes = new_figure(size, aspect=0.36 if len(results) > 1 else 0.5, ncols=len(results), squeeze=False)
         for ax, result in zip(axes[0], results):
-            image = ax.imshow(result.cell_accuracy, vmin=0.0, vmax=1.0, cmap="RdYlGn", aspect="auto",
-                              origin="upper", interpolation="nearest")
+            image = ax.imshow(
+                result.cell_accuracy,
+                vmin=0.0,
+                vmax=1.0,
+                cmap="RdYlGn",
+                aspect="auto",
+                origin="upper",
+                interpolation="nearest",
+            )
             ax.set_xticks(range(len(result.lengths)), [f"{n:,}" for n in result.lengths], rotation=45, ha="right")
             ax.set_yticks(range(len(result.depths)), [f"{d:.0%}" for d in result.depths])
             ax.set_xlabel("context length (tokens)")
@@ -26,6 +33,7 @@ def plot_probe(results: Sequence, *, size="two-column"):
             ax.set_title(title, fontsize="medium")
             if E:
                 ax.axvline(list(result.lengths).index(E) + 0.5, color="black", ls="--", lw=1)
-        fig.colorbar(image, ax=list(axes[0]), label=f"share of tests with ≥ {results[0].need} of "
-                     f"{results[0].needles} needles")
+        fig.colorbar(
+            image, ax=list(axes[0]), label=f"share of tests with ≥ {results[0].need} of {results[0].needles} needles"
+        )
     return fig

@@ -75,8 +75,14 @@ def plot_recipe(result, tau: float | None = None, *, size="two-column", columns:
                     continue
                 reach = int(np.flatnonzero(scaled)[-1]) + 1
                 front = kind.kind != "global"  # a capped kind coincides with the global curve below its reach: on top
-                ax.plot(np.arange(reach), scaled[:reach], color=colors[kind], lw=1.8 if front else 1.0,
-                        zorder=3 if front else 2, label=kind.name)
+                ax.plot(
+                    np.arange(reach),
+                    scaled[:reach],
+                    color=colors[kind],
+                    lw=1.8 if front else 1.0,
+                    zorder=3 if front else 2,
+                    label=kind.name,
+                )
             ax.axhline(tau, color=COLORS["threshold"], ls=":", lw=0.8, label=f"τ = {human_count(tau)}")
             ax.axvline(stage.L, color="0.6", ls="--", lw=0.6)
             ax.set_yscale("log")

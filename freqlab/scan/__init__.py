@@ -51,7 +51,10 @@ __all__ = [
 ]
 
 # old names kept for one release: each look-up warns and gives the new object
-__getattr__ = renamed_attributes("freqlab.scan", {
-    "run_scan": "freqlab.scan.scan_from_settings",
-    "summarize_windows": "freqlab.scan.budget_and_windows",
-})
+__getattr__ = renamed_attributes(
+    "freqlab.scan",
+    {
+        "run_scan": "freqlab.scan.scan_from_settings",
+        "summarize_windows": "freqlab.scan.budget_and_windows",
+    },
+)

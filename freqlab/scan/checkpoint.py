@@ -186,8 +186,10 @@ class CheckpointStore:
             return
         if self.directory.is_dir():  # a fresh scan: old checkpoints must not leak into it
             self._clear()
-        write_atomic(manifest, json.dumps({"fingerprint": self.fingerprint, "hash": self.hash}, indent=1,
-                                          sort_keys=True).encode())
+        write_atomic(
+            manifest,
+            json.dumps({"fingerprint": self.fingerprint, "hash": self.hash}, indent=1, sort_keys=True).encode(),
+        )
 
     def _clear(self) -> None:
         """Remove the checkpoints (and temporary files) freqlab wrote here, and nothing else: a folder that also
@@ -358,8 +360,11 @@ def _from_frame(frame: pl.DataFrame, header: dict) -> ShardCount:
         codes = frame["code"].to_numpy().astype(np.int64)
         positions = [frame["position"].to_numpy().astype(np.int64)] if "position" in frame.columns else []
         reasons = [str(r) for r in header.get("reasons", [])]
-        if codes.size and (int(codes.min()) < -len(reasons) or not 0 <= int(sources.min()) <= int(sources.max()) <
-                           len(labels) or any(np.any(np.diff(p) <= 0) for p in positions)):
+        if codes.size and (
+            int(codes.min()) < -len(reasons)
+            or not 0 <= int(sources.min()) <= int(sources.max()) < len(labels)
+            or any(np.any(np.diff(p) <= 0) for p in positions)
+        ):
             raise ValueError("bad log")
         part.skipped = Counter()  # recounted from the log, with everything else
         part.add_log(DocumentLog([codes], [sources], positions, labels, reasons))

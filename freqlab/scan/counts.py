@@ -300,6 +300,7 @@ class DocumentLog:
 
     def arrays(self) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         """The whole log as three arrays: codes (int64), source indices (int32), positions (int64)."""
+
         def join(parts: list[np.ndarray], dtype) -> np.ndarray:
             return np.concatenate(parts) if parts else np.zeros(0, dtype)
 

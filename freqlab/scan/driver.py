@@ -221,15 +221,34 @@ def scan(
     TypeError: text_field: reader options go to open_corpus(...), not beside an opened corpus
     """
     settings = ScanSettings(
-        dataset=dataset, data_files=data_files, config=config, split=split, text_field=text_field,
-        source_field=source_field, format=format, tokens_field=tokens_field, length_field=length_field,
-        eos_id=eos_id, tokenizer=tokenizer, add_special_tokens=add_special_tokens,
-        sample_rate=sample_rate, seed=seed, max_docs=max_docs, max_tokens=max_tokens, on_error=on_error,
+        dataset=dataset,
+        data_files=data_files,
+        config=config,
+        split=split,
+        text_field=text_field,
+        source_field=source_field,
+        format=format,
+        tokens_field=tokens_field,
+        length_field=length_field,
+        eos_id=eos_id,
+        tokenizer=tokenizer,
+        add_special_tokens=add_special_tokens,
+        sample_rate=sample_rate,
+        seed=seed,
+        max_docs=max_docs,
+        max_tokens=max_tokens,
+        on_error=on_error,
     )
-    run = RunOptions(engine=engine, workers=workers, address=address, batch_size=batch_size, out=out,
-                     resume=resume, progress=progress)
-    report = ReportOptions(L=L, regimes=regimes, tokens=tokens, corpus_tokens=corpus_tokens, tau=tau,
-                           megatron=megatron)
+    run = RunOptions(
+        engine=engine,
+        workers=workers,
+        address=address,
+        batch_size=batch_size,
+        out=out,
+        resume=resume,
+        progress=progress,
+    )
+    report = ReportOptions(L=L, regimes=regimes, tokens=tokens, corpus_tokens=corpus_tokens, tau=tau, megatron=megatron)
     return scan_from_settings(settings, run, report)
 
 
@@ -250,8 +269,9 @@ def scan_from_settings(
     if corpus.kind == TEXT:
         counter = settings.tokenizer  # a TokenCounter already loaded (notebooks, benchmarks): used as it is
         if counter is None or isinstance(counter, (str, os.PathLike)):
-            counter = load_counter(counter, settings.add_special_tokens,
-                                   scanned_bytes(corpus, settings, len(corpus.shards)))
+            counter = load_counter(
+                counter, settings.add_special_tokens, scanned_bytes(corpus, settings, len(corpus.shards))
+            )
     shards = list(corpus.shards)
     ids = [shard.id for shard in shards]
     if len(set(ids)) != len(ids):
@@ -330,8 +350,9 @@ def scan_from_settings(
     return ScanResult(histogram, summary, run.out)
 
 
-def scanned_bytes(corpus: Corpus, settings: ScanSettings, pending: int,
-                  bytes_per_token: float | None = None) -> int | None:
+def scanned_bytes(
+    corpus: Corpus, settings: ScanSettings, pending: int, bytes_per_token: float | None = None
+) -> int | None:
     """The bytes of text a scan will read, estimated: the corpus's, for its ``pending`` shards (a resumed scan
     reads the rest), at most ``max_docs`` average documents' and (given the tokenizer's ``bytes_per_token``)
     ``max_tokens`` tokens' worth (None: unknown)."""
@@ -359,8 +380,9 @@ def engine_choice(run: RunOptions, corpus: Corpus, settings: ScanSettings, count
     if family is None:
         return None
     size = scanned_bytes(corpus, settings, pending, family.bytes_per_token)
-    return choose_engine(size, min(default_workers(), max(pending, 1)), counter.backend, table,
-                         built=counter.is_built())
+    return choose_engine(
+        size, min(default_workers(), max(pending, 1)), counter.backend, table, built=counter.is_built()
+    )
 
 
 def pool_possible(run: RunOptions, corpus: Corpus) -> bool:
@@ -374,8 +396,10 @@ def pool_possible(run: RunOptions, corpus: Corpus) -> bool:
     from freqlab.scan.estimate import choose_engine, load_throughput
 
     table = load_throughput()
-    choices = [choose_engine(corpus.estimated_bytes, min(workers, max(len(corpus.shards), 1)), family, table)
-               for family in table.families]
+    choices = [
+        choose_engine(corpus.estimated_bytes, min(workers, max(len(corpus.shards), 1)), family, table)
+        for family in table.families
+    ]
     return not all(choice is not None and choice.in_process for choice in choices)
 
 
@@ -443,8 +467,10 @@ def small_scan_rule(size: int | None, table=None):
         limit = fastokens_break_even_bytes(backend, table)
         if limit is None or size >= limit:
             return None
-        return (f"not used for a small scan ({size / 2**20:.1f} MiB of text < {limit / 2**20:.1f} MiB: {backend} "
-                "is done before fastokens is ready; counts are identical)")
+        return (
+            f"not used for a small scan ({size / 2**20:.1f} MiB of text < {limit / 2**20:.1f} MiB: {backend} "
+            "is done before fastokens is ready; counts are identical)"
+        )
 
     return rule
 
@@ -469,7 +495,9 @@ def load_counter(
     if key not in _COUNTERS:
         if len(_COUNTERS) >= _COUNTERS_KEPT:
             _COUNTERS.pop(next(iter(_COUNTERS)))
-        _COUNTERS[key] = load_tokenizer(None if spec is None else os.fspath(spec),
-                                        add_special_tokens=add_special_tokens,
-                                        fastokens_rule=small_scan_rule(text_bytes))
+        _COUNTERS[key] = load_tokenizer(
+            None if spec is None else os.fspath(spec),
+            add_special_tokens=add_special_tokens,
+            fastokens_rule=small_scan_rule(text_bytes),
+        )
     return _COUNTERS[key]

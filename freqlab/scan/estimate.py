@@ -111,8 +111,16 @@ class CostEstimate:
         return asdict(self)
 
 
-def estimate_cost(table: ThroughputTable, family: str, *, tokens: int | None = None, bytes: int | None = None,
-                  sample_rate: float | None = None, node_cores: int = 32, target_hours: float = 1.0) -> CostEstimate:
+def estimate_cost(
+    table: ThroughputTable,
+    family: str,
+    *,
+    tokens: int | None = None,
+    bytes: int | None = None,
+    sample_rate: float | None = None,
+    node_cores: int = 32,
+    target_hours: float = 1.0,
+) -> CostEstimate:
     """Core-hours and wall time of a scan of a corpus of ``tokens`` tokens or ``bytes`` bytes of text (one of
     them; the other follows from the family's bytes per token), with tokenizers of ``family``, sampled at
     ``sample_rate`` (None: a full scan), on nodes of ``node_cores`` cores; ``nodes`` is how many such nodes
@@ -134,13 +142,25 @@ def estimate_cost(table: ThroughputTable, family: str, *, tokens: int | None = N
     startup = table.worker_startup_core_seconds  # each worker, once, before its first shard
     nodes = max(1, math.ceil(seconds / (node * max(target_hours * 3600 - startup, 1.0))))
     return CostEstimate(
-        tokens=int(tokens), bytes=int(bytes), family=family, sample_rate=sample_rate,
-        core_hours=(seconds + nodes * node_cores * startup) / 3600, node_cores=node_cores,
-        wall_hours_one_node=(seconds / node + startup) / 3600, target_hours=target_hours, nodes=nodes,
+        tokens=int(tokens),
+        bytes=int(bytes),
+        family=family,
+        sample_rate=sample_rate,
+        core_hours=(seconds + nodes * node_cores * startup) / 3600,
+        node_cores=node_cores,
+        wall_hours_one_node=(seconds / node + startup) / 3600,
+        target_hours=target_hours,
+        nodes=nodes,
         wall_hours=(seconds / (nodes * node) + startup) / 3600,
-        throughput={"tokens_per_core_second": tau, "bytes_per_token": beta, "read_bytes_per_core_second": rho,
-                    "parallel_efficiency": table.parallel_efficiency, "measured": table.measured,
-                    "machine": table.machine, "source": table.source},
+        throughput={
+            "tokens_per_core_second": tau,
+            "bytes_per_token": beta,
+            "read_bytes_per_core_second": rho,
+            "parallel_efficiency": table.parallel_efficiency,
+            "measured": table.measured,
+            "machine": table.machine,
+            "source": table.source,
+        },
     )
 
 
@@ -156,8 +176,9 @@ class EngineChoice:
     reason: str
 
 
-def choose_engine(text_bytes: int | None, workers: int, family: str, table: ThroughputTable,
-                  built: bool = False) -> EngineChoice | None:
+def choose_engine(
+    text_bytes: int | None, workers: int, family: str, table: ThroughputTable, built: bool = False
+) -> EngineChoice | None:
     """In this process or on a pool of ``workers`` processes, whichever the measured costs say finishes first a
     scan of ``text_bytes`` bytes of text counted by the backend ``family`` (None: the size or the family's
     speed is unknown, or one worker: no choice to make).
@@ -193,8 +214,10 @@ def choose_engine(text_bytes: int | None, workers: int, family: str, table: Thro
     size = f"{text_bytes / 2**20:,.0f} MiB of text"
     ready = "already built here" if built else f"built once here ({build:.1f} s)"
     if here <= pool:
-        reason = (f"in this process: {size} on {family} ({ready}) take ~{here:.1f} s, before a pool of {workers} "
-                  f"workers would (~{pool:.1f} s: each starts and builds {family}); counts are identical")
+        reason = (
+            f"in this process: {size} on {family} ({ready}) take ~{here:.1f} s, before a pool of {workers} "
+            f"workers would (~{pool:.1f} s: each starts and builds {family}); counts are identical"
+        )
     else:
         reason = f"{workers} workers: {size} on {family} take ~{pool:.1f} s on the pool, ~{here:.1f} s in this process"
     return EngineChoice(here <= pool, workers, here, pool, reason)
@@ -218,8 +241,11 @@ def format_estimate(cost: CostEstimate, errors: list[dict] | None = None) -> str
     """The terminal report of an estimate."""
     t = cost.throughput
     what = "full scan" if cost.sample_rate is None else f"sampled scan at rate {cost.sample_rate:g}"
-    within = (f"{cost.nodes} nodes finish within {cost.target_hours:g} h ({human_hours(cost.wall_hours)})"
-              if cost.nodes > 1 else f"one node finishes within {cost.target_hours:g} h")
+    within = (
+        f"{cost.nodes} nodes finish within {cost.target_hours:g} h ({human_hours(cost.wall_hours)})"
+        if cost.nodes > 1
+        else f"one node finishes within {cost.target_hours:g} h"
+    )
     lines = [
         f"corpus     {human_count(cost.tokens)} tokens, {human_count(cost.bytes)}B of text "
         f"({t['bytes_per_token']:.2f} bytes per token)",
@@ -253,10 +279,20 @@ def human_hours(hours: float) -> str:
     return f"{hours:,.1f} h"
 
 
-def estimate_scan(*, tokenizer: str | None = None, tokens: int | None = None, bytes: int | None = None,
-                  sample_rate: float | None = None, node_cores: int = 32, target_hours: float = 1.0,
-                  lengths: str | Path | None = None, L=(2048,), regimes=("natural",), seed: int = 0,
-                  table: ThroughputTable | None = None) -> dict:
+def estimate_scan(
+    *,
+    tokenizer: str | None = None,
+    tokens: int | None = None,
+    bytes: int | None = None,
+    sample_rate: float | None = None,
+    node_cores: int = 32,
+    target_hours: float = 1.0,
+    lengths: str | Path | None = None,
+    L=(2048,),
+    regimes=("natural",),
+    seed: int = 0,
+    table: ThroughputTable | None = None,
+) -> dict:
     """``freqlab scan --estimate``: the cost of a scan with ``tokenizer`` (its family is its counter's backend)
     of a corpus of ``tokens`` tokens or ``bytes`` bytes (:func:`estimate_cost`) and, for a sampled scan with the
     length histogram of an earlier sample of the corpus (``lengths``: a ``lengths.parquet``), the error bar of
@@ -266,8 +302,15 @@ def estimate_scan(*, tokenizer: str | None = None, tokens: int | None = None, by
     from freqlab.scan.driver import load_counter
 
     family = load_counter(tokenizer, False).backend
-    cost = estimate_cost(table or load_throughput(), family, tokens=tokens, bytes=bytes, sample_rate=sample_rate,
-                         node_cores=node_cores, target_hours=target_hours)
+    cost = estimate_cost(
+        table or load_throughput(),
+        family,
+        tokens=tokens,
+        bytes=bytes,
+        sample_rate=sample_rate,
+        node_cores=node_cores,
+        target_hours=target_hours,
+    )
     errors = []
     if lengths is not None and sample_rate is not None:
         sample = LengthHistogram.read_parquet(lengths)
@@ -277,6 +320,13 @@ def estimate_scan(*, tokenizer: str | None = None, tokens: int | None = None, by
         for window in L:
             for regime in regimes:
                 error = sampled_error(sample.lengths, sample.counts, window, regime, documents, seed=seed)
-                errors.append({"L": window, "regime": regime, "documents": documents,
-                               "from_documents": sample.documents, "error": error})
+                errors.append(
+                    {
+                        "L": window,
+                        "regime": regime,
+                        "documents": documents,
+                        "from_documents": sample.documents,
+                        "error": error,
+                    }
+                )
     return {"cost": cost.as_dict(), "error_bars": errors, "report": format_estimate(cost, errors)}

@@ -74,7 +74,10 @@ class ProgressBar:
         self.enabled = enabled
         # a notebook without ipywidgets: no bar redrawn with carriage returns, one line at the end instead
         self.final_line = bool(
-            enabled and self.stream is sys.stderr and in_notebook() and not has_widgets()
+            enabled
+            and self.stream is sys.stderr
+            and in_notebook()
+            and not has_widgets()
             and not getattr(self.stream, "isatty", lambda: False)()
         )
         self.unit = unit
@@ -141,8 +144,15 @@ class ProgressBar:
 
             done = self.done if self.total is None else min(self.done, self.total)
             line = tqdm.format_meter(
-                done, self.total, time.monotonic() - self.start, prefix="scan", unit=self.unit, unit_scale=True,
-                unit_divisor=1024 if self.unit == "B" else 1000, postfix=self.postfix(), initial=self.base_done,
+                done,
+                self.total,
+                time.monotonic() - self.start,
+                prefix="scan",
+                unit=self.unit,
+                unit_scale=True,
+                unit_divisor=1024 if self.unit == "B" else 1000,
+                postfix=self.postfix(),
+                initial=self.base_done,
             )
             self.stream.write(line.replace("\r", "") + "\n")
             self.stream.flush()

@@ -41,8 +41,17 @@ DEFAULT_BATCH_SIZE = 256  # documents per tokenizer call
 DEFAULT_OUT = "freqlab-out"  # output folder of a scan: lengths.parquet, summary.json, checkpoints
 INT64_MAX = (1 << 63) - 1
 # what open_corpus reads a corpus with (ScanSettings fields): never given beside an opened corpus
-READER_OPTIONS = ("data_files", "config", "split", "text_field", "source_field", "format", "tokens_field",
-                  "length_field", "eos_id")
+READER_OPTIONS = (
+    "data_files",
+    "config",
+    "split",
+    "text_field",
+    "source_field",
+    "format",
+    "tokens_field",
+    "length_field",
+    "eos_id",
+)
 
 
 def check_count(name: str, value: Any, *, minimum: int = 1, optional: bool = True) -> int | None:

@@ -276,8 +276,9 @@ class RunRecord:
         self.documents_now += part.documents_read
 
 
-def build_summary_json(settings, report, corpus, counter, engine, histogram: LengthHistogram, ledger, options,
-                 record: RunRecord) -> dict:
+def build_summary_json(
+    settings, report, corpus, counter, engine, histogram: LengthHistogram, ledger, options, record: RunRecord
+) -> dict:
     """The summary of a scan (``summary.json``): corpus, tokenizer, document accounting, lengths, the run, and
     per window and regime the mass shares and effective lengths (:func:`budget_and_windows`)."""
     total = ledger.total
@@ -290,8 +291,10 @@ def build_summary_json(settings, report, corpus, counter, engine, histogram: Len
     if options.sample_rate is not None:
         reasons.append(f"sampled at rate {options.sample_rate} (seed {options.seed})")
     if ledger.exhausted:
-        limits = [f"max_docs={settings.max_docs}" if settings.max_docs else "",
-                  f"max_tokens={settings.max_tokens}" if settings.max_tokens else ""]
+        limits = [
+            f"max_docs={settings.max_docs}" if settings.max_docs else "",
+            f"max_tokens={settings.max_tokens}" if settings.max_tokens else "",
+        ]
         reasons.append("stopped at " + " / ".join(x for x in limits if x))
     partial = "; ".join(reasons)
     # a partial scan's estimate of the full corpus: tokens per document read, times the corpus's documents,
@@ -302,8 +305,15 @@ def build_summary_json(settings, report, corpus, counter, engine, histogram: Len
         if documents:
             estimate = estimate_corpus_tokens(int(histogram.tokens), int(documents), int(read))
     windows = budget_and_windows(
-        histogram, report.L, report.regimes, tokens=report.tokens, corpus_tokens=report.corpus_tokens,
-        estimated_corpus_tokens=estimate, tau=report.tau, partial=bool(partial), seed=options.seed,
+        histogram,
+        report.L,
+        report.regimes,
+        tokens=report.tokens,
+        corpus_tokens=report.corpus_tokens,
+        estimated_corpus_tokens=estimate,
+        tau=report.tau,
+        partial=bool(partial),
+        seed=options.seed,
         megatron=_megatron_options(report, corpus),
     )
     if ledger.exhausted:
@@ -320,7 +330,9 @@ def build_summary_json(settings, report, corpus, counter, engine, histogram: Len
             "total_documents": corpus.total_documents,
             "has_sources": corpus.has_sources,
         },
-        "tokenizer": None if counter is None else {
+        "tokenizer": None
+        if counter is None
+        else {
             "name": counter.name,
             "vocab_hash": counter.vocab_hash,
             "vocab_size": counter.vocab_size,

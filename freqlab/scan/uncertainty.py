@@ -91,8 +91,9 @@ def _exact_matmul(counts: np.ndarray, masses: np.ndarray) -> np.ndarray:
     return counts.astype(object) @ masses.T.astype(object)
 
 
-def share_intervals(lengths, counts, L: int, regime: str, *, level: float = LEVEL, replicates: int = REPLICATES,
-                    seed: int = 0) -> dict | None:
+def share_intervals(
+    lengths, counts, L: int, regime: str, *, level: float = LEVEL, replicates: int = REPLICATES, seed: int = 0
+) -> dict | None:
     """Bootstrap confidence intervals of the mass shares of ``regime`` in windows of ``L``, for a sample of
     documents ``(lengths, counts)`` (see the module docstring); None when there is no interval to give (fewer
     than two documents, or a regime of :data:`NO_INTERVAL`).
@@ -127,8 +128,9 @@ def share_intervals(lengths, counts, L: int, regime: str, *, level: float = LEVE
     return result
 
 
-def add_intervals(windows: list[dict], lengths, counts, *, seed: int = 0, level: float = LEVEL,
-                  replicates: int = REPLICATES) -> None:
+def add_intervals(
+    windows: list[dict], lengths, counts, *, seed: int = 0, level: float = LEVEL, replicates: int = REPLICATES
+) -> None:
     """Set ``row["ci"]`` on each summary row (one per window L and regime) of a sampled scan; rows without an
     interval (see :data:`NO_INTERVAL`) get ``{"none": reason}``."""
     for row in windows:
@@ -152,6 +154,8 @@ def describe_interval(row: dict) -> str:
         low, high = ci[share]
         return f"{100 * low:.1f}-{100 * high:.1f}%"
 
-    return (f"{100 * ci['level']:g}% CI {span('share_at_most_half')} at i ≤ {row['half']}, "
-            f"{span('share_at_least_three_quarters')} at i ≥ {row['three_quarters']} "
-            f"(bootstrap over the sampled documents, {ci['replicates']} replicates)")
+    return (
+        f"{100 * ci['level']:g}% CI {span('share_at_most_half')} at i ≤ {row['half']}, "
+        f"{span('share_at_least_three_quarters')} at i ≥ {row['three_quarters']} "
+        f"(bootstrap over the sampled documents, {ci['replicates']} replicates)"
+    )

@@ -202,7 +202,10 @@ def _check_counts(lengths: np.ndarray, expected: int, what) -> np.ndarray:
 
 
 def count_shard(
-    shard, counter, options: ShardOptions = ShardOptions(), on_progress: Progress | None = None,
+    shard,
+    counter,
+    options: ShardOptions = ShardOptions(),
+    on_progress: Progress | None = None,
     overlap: bool = False,
 ) -> ShardCount:
     """Count the token lengths of one shard's documents into a :class:`ShardCount`.
@@ -288,8 +291,9 @@ class _Counted:
         return self.value
 
 
-def _count_texts(shard, counter, options: ShardOptions, tally: _Tally, sampler: Sampler | None,
-                 tokenize: Callable = _Counted) -> None:
+def _count_texts(
+    shard, counter, options: ShardOptions, tally: _Tally, sampler: Sampler | None, tokenize: Callable = _Counted
+) -> None:
     part = tally.part
     batch = _Batch()
     specials = getattr(counter, "special_tokens_added", 0)
@@ -306,8 +310,11 @@ def _count_texts(shard, counter, options: ShardOptions, tally: _Tally, sampler: 
         part.sampled_out += done.sampled_out
         codes = np.array(done.codes, np.int64)
         if handle is not None:
-            lengths = _check_counts(np.asarray(handle.result(), np.int64), len(done.texts),
-                                    f"tokenizer {getattr(counter, 'name', counter)!r}")
+            lengths = _check_counts(
+                np.asarray(handle.result(), np.int64),
+                len(done.texts),
+                f"tokenizer {getattr(counter, 'name', counter)!r}",
+            )
             if specials:  # no content token (whitespace a normalizer removes): empty, so no special tokens either
                 lengths[lengths == specials] = 0
             codes[codes == 1] = lengths  # a text that tokenizes to nothing counts as an empty document

@@ -153,8 +153,13 @@ def cached_load(
         seen: dict = {}
         candidate = TokenCounter(**{**entry["state"], **settings})
         with capturing(seen):
-            counter = verified(candidate, refusals=entry["refusals"], verify_texts=verify_texts,
-                               salad_tokens=entry["salad"], verdicts=entry["verdicts"])
+            counter = verified(
+                candidate,
+                refusals=entry["refusals"],
+                verify_texts=verify_texts,
+                salad_tokens=entry["salad"],
+                verdicts=entry["verdicts"],
+            )
         if seen.get("verdicts", {}).keys() - entry["verdicts"].keys():  # a verdict computed now: keep it
             write_entry(path, {**entry, "verdicts": dict(seen["verdicts"])})
             STATS["writes"] += 1
@@ -165,8 +170,10 @@ def cached_load(
         counter = load()
     if "state" in seen:
         state = {k: v for k, v in seen["state"].items() if k not in ("name", "spec")}
-        write_entry(path, {"state": state, "refusals": seen["refusals"], "salad": seen["salad"],
-                           "verdicts": dict(seen["verdicts"])})
+        write_entry(
+            path,
+            {"state": state, "refusals": seen["refusals"], "salad": seen["salad"], "verdicts": dict(seen["verdicts"])},
+        )
         STATS["writes"] += 1
     return counter
 

@@ -63,33 +63,50 @@ def load_tokenizer(
     """
     if skip_backends or fastokens_rule is not None:
         with skipping(skip_backends or {}), rule_context(fastokens_rule):
-            return load_tokenizer(spec, add_special_tokens=add_special_tokens, verify_texts=verify_texts,
-                                  pattern=pattern, threads=threads)
+            return load_tokenizer(
+                spec, add_special_tokens=add_special_tokens, verify_texts=verify_texts, pattern=pattern, threads=threads
+            )
     if spec is None:
         spec = DEFAULT_TOKENIZER
     options = {"add_special_tokens": bool(add_special_tokens), "skipped": skipped_backends()}
     if spec in BUILTIN_TOKENIZERS:
-        return cached_load(builtin_path(spec), {**options, "builtin": spec},
-                           lambda: load_builtin(spec, add_special_tokens=add_special_tokens),
-                           settings={"name": spec, "spec": spec}, verify_texts=None)
+        return cached_load(
+            builtin_path(spec),
+            {**options, "builtin": spec},
+            lambda: load_builtin(spec, add_special_tokens=add_special_tokens),
+            settings={"name": spec, "spec": spec},
+            verify_texts=None,
+        )
     path = Path(spec).expanduser()
     if path.exists():
         model_file = ".model" in path.suffixes  # tokenizer.model, mistral's tokenizer.model.v1
         file = path / "tokenizer.json" if path.is_dir() else path
         settings = {"name": str(file), "spec": str(file)}
         if path.suffix == ".tiktoken" or (model_file and is_tiktoken_file(path)):
-            return cached_load(file, {**options, "kind": "tiktoken", "pattern": pattern},
-                               lambda: load_tiktoken_file(path, pattern=pattern, add_special_tokens=add_special_tokens),
-                               settings=settings, verify_texts=None)
+            return cached_load(
+                file,
+                {**options, "kind": "tiktoken", "pattern": pattern},
+                lambda: load_tiktoken_file(path, pattern=pattern, add_special_tokens=add_special_tokens),
+                settings=settings,
+                verify_texts=None,
+            )
         if model_file:
-            return cached_load(file, {**options, "kind": "sentencepiece", "verify_texts": verify_texts},
-                               lambda: load_sentencepiece_file(path, add_special_tokens=add_special_tokens,
-                                                               verify_texts=verify_texts),
-                               settings=settings, verify_texts=verify_texts)
-        return cached_load(file, {**options, "kind": "json", "verify_texts": verify_texts, "threads": threads},
-                           lambda: load_tokenizer_json(path, add_special_tokens=add_special_tokens,
-                                                       verify_texts=verify_texts, threads=threads),
-                           settings=settings, verify_texts=verify_texts)
+            return cached_load(
+                file,
+                {**options, "kind": "sentencepiece", "verify_texts": verify_texts},
+                lambda: load_sentencepiece_file(path, add_special_tokens=add_special_tokens, verify_texts=verify_texts),
+                settings=settings,
+                verify_texts=verify_texts,
+            )
+        return cached_load(
+            file,
+            {**options, "kind": "json", "verify_texts": verify_texts, "threads": threads},
+            lambda: load_tokenizer_json(
+                path, add_special_tokens=add_special_tokens, verify_texts=verify_texts, threads=threads
+            ),
+            settings=settings,
+            verify_texts=verify_texts,
+        )
     if (
         path.suffix in {".json", ".tiktoken", ".model"}
         or ".model" in path.suffixes

@@ -42,9 +42,11 @@ CONTRACTIONS_ASCII = "(?:'[sS]|'[tT]|'[rR][eE]|'[vV][eE]|'[mM]|'[lL][lL]|'[dD])"
 SPELLINGS: dict[str, tuple[str, str]] = {
     CONTRACTIONS_ASCII: (CONTRACTIONS_FOLDED, "llama.cpp's (?:'[sS]|'[tT]|...)"),  # convert_hf_to_gguf, GGUF
     "(?:'s|'S|'t|'T|'re|'RE|'Re|'rE|'ve|'VE|'Ve|'vE|'m|'M|'ll|'LL|'Ll|'lL|'d|'D)": (
-        CONTRACTIONS_FOLDED, "(?:'s|'S|...) listing the cases"
+        CONTRACTIONS_FOLDED,
+        "(?:'s|'S|...) listing the cases",
     ),
 }
+
 
 @dataclass(frozen=True)
 class Preset:
@@ -144,12 +146,17 @@ def choose_preset(config: dict[str, Any], json_text: str, texts: Sequence[str]) 
     spelled = spelling_of(pattern)
     if differ is not None:
         text = probes[differ]
-        note = (f"fastokens: regex not run as its {preset.name} preset ({spelled}, it splits {text[:30]!r}... "
-                "differently); run by PCRE2")
+        note = (
+            f"fastokens: regex not run as its {preset.name} preset ({spelled}, it splits {text[:30]!r}... "
+            "differently); run by PCRE2"
+        )
         return PresetChoice(_with_pattern(config, where, f"(?:{pattern})"), None, (), note)
-    note = (f"fastokens: {preset.name} pre-tokenizer preset (the file's regex, {spelled}, splits "
-            f"{len(probes)} verification and adversarial texts like it"
-            + (f"; texts containing {', '.join(map(repr, routed))} go to the reference" if routed else "") + ")")
+    note = (
+        f"fastokens: {preset.name} pre-tokenizer preset (the file's regex, {spelled}, splits "
+        f"{len(probes)} verification and adversarial texts like it"
+        + (f"; texts containing {', '.join(map(repr, routed))} go to the reference" if routed else "")
+        + ")"
+    )
     text = json_text if pattern == preset.spelling else _with_pattern(config, where, preset.spelling)
     return PresetChoice(text, preset.name, routed, note)
 

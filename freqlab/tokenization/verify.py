@@ -108,8 +108,9 @@ def fastokens_candidate(sources: dict[str, Any], refusals: dict[str, str], sourc
     return version
 
 
-def verification_texts(candidate: TokenCounter, verify_texts: Sequence[str] | None,
-                       salad_tokens: Iterable[bytes] = ()) -> list[str]:
+def verification_texts(
+    candidate: TokenCounter, verify_texts: Sequence[str] | None, salad_tokens: Iterable[bytes] = ()
+) -> list[str]:
     """The texts every faster backend must count like the reference: ``verify_texts`` (default:
     :func:`~freqlab.tokenization.sample.default_verify_texts`) and the vocabulary salad, without routed texts."""
     texts = list(verify_texts) if verify_texts is not None else default_verify_texts()
@@ -188,8 +189,13 @@ class _Comparison:
     """Each faster backend's counts of ``texts`` against the reference's, filling ``verdicts`` (backend -> None
     when they agree, else why not); the reference counts once, on first need."""
 
-    def __init__(self, candidate: TokenCounter, texts: list[str], verdicts: dict[str, str | None],
-                 make_texts: Callable[[], list[str]]) -> None:
+    def __init__(
+        self,
+        candidate: TokenCounter,
+        texts: list[str],
+        verdicts: dict[str, str | None],
+        make_texts: Callable[[], list[str]],
+    ) -> None:
         self.candidate, self.texts, self.verdicts, self._make_texts = candidate, texts, verdicts, make_texts
         self._expected = None
 
@@ -245,4 +251,3 @@ def tiktoken_counter(
     if tiktoken_engine is not None:
         candidate._engines.put(BACKEND_TIKTOKEN, tiktoken_engine)
     return verified(candidate, refusals=refusals, verify_texts=verify_texts, salad_tokens=plan.mergeable_ranks)
-

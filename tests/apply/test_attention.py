@@ -217,18 +217,28 @@ def test_the_sdpa_form_equals_the_explicit_merge(mask_kind):
     from freqlab.apply.attention import merged_attention, merged_attention_sdpa
 
     g = torch.Generator().manual_seed(3)
-    q, fq = torch.randn(2, 4, 5, 8, generator=g, dtype=torch.float64), torch.randn(2, 4, 5, 8, generator=g,
-                                                                                   dtype=torch.float64)
+    q, fq = (
+        torch.randn(2, 4, 5, 8, generator=g, dtype=torch.float64),
+        torch.randn(2, 4, 5, 8, generator=g, dtype=torch.float64),
+    )
     k, fk, v = (torch.randn(2, 2, 9, 8, generator=g, dtype=torch.float64) for _ in range(3))
     r = torch.arange(4, 9)[:, None] - torch.arange(9)[None, :]
     far = r >= 3
     allowed = (r >= 0) & (torch.rand(2, 1, 5, 9, generator=g) > 0.2)
     allowed[..., 4:] = r[None, None, :, 4:] >= 0  # every query keeps at least its own key
-    mask = {"none": None, "bool": allowed,
-            "additive": torch.zeros(allowed.shape, dtype=torch.float64).masked_fill(~allowed, torch.finfo(
-                torch.float64).min)}[mask_kind]
-    torch.testing.assert_close(merged_attention_sdpa(q, k, v, fq, fk, far, mask, 0.3),
-                               merged_attention(q, k, v, fq, fk, far, mask, 0.3), rtol=1e-12, atol=1e-12)
+    mask = {
+        "none": None,
+        "bool": allowed,
+        "additive": torch.zeros(allowed.shape, dtype=torch.float64).masked_fill(
+            ~allowed, torch.finfo(torch.float64).min
+        ),
+    }[mask_kind]
+    torch.testing.assert_close(
+        merged_attention_sdpa(q, k, v, fq, fk, far, mask, 0.3),
+        merged_attention(q, k, v, fq, fk, far, mask, 0.3),
+        rtol=1e-12,
+        atol=1e-12,
+    )
 
 
 @pytest.mark.parametrize("model_type", ["llama", "gemma3_text"])

@@ -28,9 +28,17 @@ _POSITIONS: dict[str, np.ndarray] = {}  # the position matrix the reference uses
 def tiny_model(model_type: str, seed: int = 0, *, vocab_size: int = 101, max_positions: int = L) -> torch.nn.Module:
     """A 2-layer float64 causal LM of ``model_type`` with random weights (GQA: 4 query heads, 2 key heads)."""
     config = transformers.AutoConfig.for_model(
-        model_type, vocab_size=vocab_size, hidden_size=32, intermediate_size=48, num_hidden_layers=2,
-        num_attention_heads=4, num_key_value_heads=2, head_dim=8, max_position_embeddings=max_positions,
-        attn_implementation="eager" if model_type == "gemma2" else "sdpa", **_EXTRA.get(model_type, {}),
+        model_type,
+        vocab_size=vocab_size,
+        hidden_size=32,
+        intermediate_size=48,
+        num_hidden_layers=2,
+        num_attention_heads=4,
+        num_key_value_heads=2,
+        head_dim=8,
+        max_position_embeddings=max_positions,
+        attn_implementation="eager" if model_type == "gemma2" else "sdpa",
+        **_EXTRA.get(model_type, {}),
     )
     torch.manual_seed(seed)
     model = transformers.AutoModelForCausalLM.from_config(config, dtype=torch.float64).eval()
@@ -89,8 +97,9 @@ def _rotation(angle_positions: torch.Tensor, inv: torch.Tensor) -> tuple[torch.T
     return angle.cos(), angle.sin()
 
 
-def reference_attention(module, query, key, value, attention_mask, scaling=None, dropout=0.0, softcap=None,
-                        position_ids=None, **kwargs):
+def reference_attention(
+    module, query, key, value, attention_mask, scaling=None, dropout=0.0, softcap=None, position_ids=None, **kwargs
+):
     """Eager attention whose pair (m, n) uses position P[m, n] (no cache: keys at positions 0..T-1)."""
     T = query.shape[2]
     assert key.shape[2] == T, "the reference runs without a cache"

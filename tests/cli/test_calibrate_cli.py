@@ -22,8 +22,9 @@ def test_without_a_file_it_fits_the_paper_example():
 def test_a_runs_file_is_fitted_and_written(tmp_path):
     LengthHistogram.from_counts([2048], [1000]).to_parquet(tmp_path / "h.parquet")
     (tmp_path / "runs.csv").write_text("tokens,effective_length,next_length\n1T,1280,1408\n4T,1792,1920\n")
-    result = run("calibrate", tmp_path / "runs.csv", "--hist", "h.parquet", "--L", "2K", "--out",
-                 tmp_path / "tau.json", "--json")
+    result = run(
+        "calibrate", tmp_path / "runs.csv", "--hist", "h.parquet", "--L", "2K", "--out", tmp_path / "tau.json", "--json"
+    )
     assert result.exit_code == 0, result.output
     data = json.loads(result.output)
     assert [p["tau"] for p in data["points"]] == [375e9, 500e9]  # f_T(E) = T (2048 - E) / 2048
@@ -39,8 +40,9 @@ def test_tau_from_sets_tau_of_freq_and_plan(tmp_path):
     given = run("freq", hist, "--tokens", "1T", "--json", "--tau", "500B")
     assert tau_from.exit_code == 0, tau_from.output
     assert json.loads(tau_from.output) == json.loads(given.output)
-    plan = run("plan", "string", "--L", "2K", "--hist", hist, "--tokens", "1T", "--json", "--tau-from",
-               tmp_path / "tau.json")
+    plan = run(
+        "plan", "string", "--L", "2K", "--hist", hist, "--tokens", "1T", "--json", "--tau-from", tmp_path / "tau.json"
+    )
     assert plan.exit_code == 0, plan.output
     # f_T(i) = 1e12 (2048 - i) / 2048 >= 500B up to i = 1024: the well-trained range N* = 1025
     assert json.loads(plan.output)["well_trained"]["N_star"] == 1025

@@ -48,8 +48,15 @@ def test_freq_json_and_parquet_output(hist, tmp_path):
 
 def test_freq_parquet_carries_the_histograms_metadata(tmp_path):
     path, out = tmp_path / "lengths.parquet", tmp_path / "freq.parquet"
-    h = LengthHistogram.from_counts([100, 3000], [7, 2], corpus="slimpajama", tokenizer="tekken",
-                                    skipped={"malformed-json": 3}, empty_documents=1, meta={"vocab_hash": "abc"})
+    h = LengthHistogram.from_counts(
+        [100, 3000],
+        [7, 2],
+        corpus="slimpajama",
+        tokenizer="tekken",
+        skipped={"malformed-json": 3},
+        empty_documents=1,
+        meta={"vocab_hash": "abc"},
+    )
     h.to_parquet(path)
     result = run("freq", path, "--L", "2K", "--regime", "natural", "--regime", "truncate", "--seed", 5, "--out", out)
     assert result.exit_code == 0, result.output
@@ -58,10 +65,17 @@ def test_freq_parquet_carries_the_histograms_metadata(tmp_path):
     assert header["format"] == "freqlab.position_frequency" and header["version"] == 1
     assert (header["L"], header["regimes"], header["seed"]) == ([2048], ["natural", "truncate"], 5)
     provenance = {key: lengths_header[key] for key in ("corpus", "tokenizer", "skipped", "empty_documents", "meta")}
-    assert {key: header["histogram"][key] for key in provenance} == provenance == {
-        "corpus": "slimpajama", "tokenizer": "tekken", "skipped": {"malformed-json": 3}, "empty_documents": 1,
-        "meta": {"vocab_hash": "abc"},
-    }
+    assert (
+        {key: header["histogram"][key] for key in provenance}
+        == provenance
+        == {
+            "corpus": "slimpajama",
+            "tokenizer": "tekken",
+            "skipped": {"malformed-json": 3},
+            "empty_documents": 1,
+            "meta": {"vocab_hash": "abc"},
+        }
+    )
     assert (header["histogram"]["documents"], header["histogram"]["tokens"]) == (9, 6700)
     assert header["histogram"]["documents_read"] == 9 + 1 + 3
     frame = pl.read_parquet(out)
@@ -123,8 +137,11 @@ def test_schedule_command(tmp_path, hist):
         (("freq", "{hist}", "--tokens", "lots"), 2, "not a token count"),
         (("stats", "{bad}"), 1, "not a readable Parquet file"),
         (("freq", "{empty}"), 1, "the histogram holds no documents"),
-        (("freq", "{hist}", "--out", "/proc/x.parquet"), 1,
-         "Error: /proc/x.parquet: cannot write (No such file or directory)\n"),
+        (
+            ("freq", "{hist}", "--out", "/proc/x.parquet"),
+            1,
+            "Error: /proc/x.parquet: cannot write (No such file or directory)\n",
+        ),
     ],
 )
 def test_errors_are_one_line_without_traceback(tmp_path, hist, args, code, message):
@@ -204,8 +221,13 @@ def test_a_weighted_mix_reports_the_corpus_counts_not_the_scaled_ones(split, tmp
     stats = run("stats", split, "--L", 1024, "--weights", "code=70%,web=30%").output
     assert re.search(r"documents read +5\n", stats) and re.search(r"\ntokens +6,490\n", stats)
     data = json.loads(run("stats", split, "--L", 1024, "--weights", "code=70%,web=30%", "--json").output)
-    assert data["corpus_counts"] == {"documents_read": 5, "documents": 5, "empty_documents": 0, "skipped": {},
-                                     "tokens": 6490}
+    assert data["corpus_counts"] == {
+        "documents_read": 5,
+        "documents": 5,
+        "empty_documents": 0,
+        "skipped": {},
+        "tokens": 6490,
+    }
 
 
 def test_weights_in_stats_and_schedules(split, tmp_path):
@@ -233,10 +255,13 @@ def test_weight_errors_are_one_line(split, weights, message):
 
 @pytest.mark.parametrize(
     ("weights", "message"),
-    [("nonsense", "nonsense: not SOURCE=W,..., a mixture file or a preset"),
-     ("code=1,=2", "'=2' is not SOURCE=WEIGHT"), ("code=70%,web=1", "give every weight as a share (W%) or none"),
-     ("code=70%,web=40%", "the shares sum to 110%, not 100%"),
-     ("", "no weights given: SOURCE=W,..., a mixture file or a preset")],
+    [
+        ("nonsense", "nonsense: not SOURCE=W,..., a mixture file or a preset"),
+        ("code=1,=2", "'=2' is not SOURCE=WEIGHT"),
+        ("code=70%,web=1", "give every weight as a share (W%) or none"),
+        ("code=70%,web=40%", "the shares sum to 110%, not 100%"),
+        ("", "no weights given: SOURCE=W,..., a mixture file or a preset"),
+    ],
 )
 @pytest.mark.parametrize("command", [["freq"], ["stats"], ["plan", "string"], ["plot", "windows"]])
 def test_weights_that_are_no_mix_are_a_usage_error_before_the_histogram_is_read(split, command, weights, message):
@@ -328,6 +353,7 @@ def test_stats_takes_tokens_and_regimes(hist):
     assert data["windows"][0]["effective_length"] == 1365
     assert "windows" not in json.loads(run("stats", hist, "--json").output)
 
+
 # --- layouts, tail tables, staged recipes and presets ------------------------------------------------------------
 
 
@@ -340,8 +366,9 @@ def test_freq_layout_gives_f_per_layer_kind(hist, tmp_path):
     assert kinds["swa512"]["f"]["0"] == 2048000 and kinds["swa512"]["f"]["512"] == 0
     assert kinds["global"]["f"]["512"] == 1000 * (2048 - 512)
     assert kinds["nope"]["rope"] is False and "f" not in kinds["nope"]
-    (tmp_path / "config.json").write_text(json.dumps({"model_type": "gpt_oss", "num_hidden_layers": 4,
-                                                      "sliding_window": 128}))
+    (tmp_path / "config.json").write_text(
+        json.dumps({"model_type": "gpt_oss", "num_hidden_layers": 4, "sliding_window": 128})
+    )
     text = run("freq", hist, "--layout", tmp_path / "config.json").output
     assert "layout swa128+global+swa128+global at L=2048, natural" in text and re.search(r"swa128 +2 layers", text)
     assert "reach capped at 127 by construction" in text
@@ -350,8 +377,9 @@ def test_freq_layout_gives_f_per_layer_kind(hist, tmp_path):
 def test_freq_tails_per_source(tmp_path):
     from freqlab.histogram import combine_sources
 
-    h = combine_sources({"web": LengthHistogram.from_lengths([1000] * 50),
-                         "books": LengthHistogram.from_lengths([20000, 9000])})
+    h = combine_sources(
+        {"web": LengthHistogram.from_lengths([1000] * 50), "books": LengthHistogram.from_lengths([20000, 9000])}
+    )
     path = h.to_parquet(tmp_path / "split.parquet")
     data = json.loads(run("freq", path, "--L", "32K", "--tails", "--json").output)
     tails = {row["source"]: row["tails"] for row in data["tails"]}
@@ -368,8 +396,9 @@ def test_freq_tails_per_source(tmp_path):
 def test_freq_tails_with_no_threshold_below_L_says_so(tmp_path):
     from freqlab.histogram import combine_sources
 
-    h = combine_sources({"web": LengthHistogram.from_lengths([1000] * 50),
-                         "books": LengthHistogram.from_lengths([20000, 9000])})
+    h = combine_sources(
+        {"web": LengthHistogram.from_lengths([1000] * 50), "books": LengthHistogram.from_lengths([20000, 9000])}
+    )
     path = h.to_parquet(tmp_path / "split.parquet")
     text = run("freq", path, "--L", "4K", "--tails").output
     assert "tails: no threshold below L=4,096 (the smallest is 4K)" in text and "source" not in text
@@ -412,8 +441,10 @@ def test_schedule_presets_cite_sources_and_mark_assumed_numbers(hist):
     assert "Sec. 3.4.2" in data["stages"][6]["provenance"]["L"] and "3.4.2" in data["sources"][0]
     text = run("schedule", "--preset", "gemma3", "--hist", hist).output
     assert "layers swa1K: effective length 1023 (reach capped at 1023 by construction)" in text
-    for args, message in [(("schedule",), "give a schedule FILE or --preset NAME"),
-                          (("schedule", "--preset", "gpt5", "--hist", hist), "unknown recipe preset 'gpt5'")]:
+    for args, message in [
+        (("schedule",), "give a schedule FILE or --preset NAME"),
+        (("schedule", "--preset", "gpt5", "--hist", hist), "unknown recipe preset 'gpt5'"),
+    ]:
         bad = run(*args)
         assert bad.exit_code in (1, 2) and message in bad.output and "Traceback" not in bad.output
 

@@ -103,8 +103,25 @@ def test_stats_says_quantiles_are_nearest_rank(hist):
 
 
 def test_harpe_compare_labels_each_random_set_with_its_own_seed():
-    result = run("plan", "harpe", "--compare", "--random-sets", "3", "--seed", "5", "--heads", "4",
-                 "--b-min", "10000", "--b-max", "40000", "--stride", "5000", "--extend-to", "4K")
+    result = run(
+        "plan",
+        "harpe",
+        "--compare",
+        "--random-sets",
+        "3",
+        "--seed",
+        "5",
+        "--heads",
+        "4",
+        "--b-min",
+        "10000",
+        "--b-max",
+        "40000",
+        "--stride",
+        "5000",
+        "--extend-to",
+        "4K",
+    )
     assert result.exit_code == 0, result.output
     assert all(f"random #{k + 1} (seed {5 + k})" in result.output for k in range(3))
     from freqlab.plan.harpe import random_sets

@@ -299,8 +299,21 @@ def test_planners_follow_the_budget_rule_and_weights(tmp_path):
     assert "mix        epochs rows=1, short=0 (--weights)" in text and "\n  short " in text
     assert weighted["mixture"]["weights"] == {"rows": 1.0, "short": 0.0}
     assert {r["source"] for r in weighted["mix_sources"]} == {"rows", "short"}
-    extended = json.loads(run("plan", "self-extend", "--hist", split, "--L", 2048, "--extend-to", "8K", "--weights",
-                              "rows=1,short=0", "--json").output)
+    extended = json.loads(
+        run(
+            "plan",
+            "self-extend",
+            "--hist",
+            split,
+            "--L",
+            2048,
+            "--extend-to",
+            "8K",
+            "--weights",
+            "rows=1,short=0",
+            "--json",
+        ).output
+    )
     assert extended["mixture"]["weights"] == {"rows": 1.0, "short": 0.0}
 
 
@@ -313,10 +326,24 @@ def test_upsample_takes_a_share_mix_and_prices_every_packing(tmp_path):
     from freqlab.histogram import LengthHistogram, combine_sources
 
     path = tmp_path / "lengths.parquet"
-    combine_sources({"code": LengthHistogram.from_lengths([50, 900, 2500, 5000] * 40),
-                     "web": LengthHistogram.from_lengths([40, 700, 3000, 4096] * 40)}).to_parquet(path)
-    args = ["plan", "upsample", "--hist", str(path), "--L", "4K", "--effective-length", "3K", "--weights",
-            "code=70%,web=30%"]
+    combine_sources(
+        {
+            "code": LengthHistogram.from_lengths([50, 900, 2500, 5000] * 40),
+            "web": LengthHistogram.from_lengths([40, 700, 3000, 4096] * 40),
+        }
+    ).to_parquet(path)
+    args = [
+        "plan",
+        "upsample",
+        "--hist",
+        str(path),
+        "--L",
+        "4K",
+        "--effective-length",
+        "3K",
+        "--weights",
+        "code=70%,web=30%",
+    ]
     result = CliRunner().invoke(main, args)
     assert result.exit_code == 0, result.output
     for row in ("the same mix packed as pack", "the same mix packed as concat", "the same mix packed as best-fit"):
@@ -367,4 +394,3 @@ def test_rope_refuses_a_base_or_factor_that_is_no_finite_number(option, value):
     assert result.exit_code == 2
     assert f"Invalid value for '{option}': {value!r} is not a finite number" in result.output
     assert "NaN" not in result.output.replace(repr(value), "") and "{" not in result.output
-

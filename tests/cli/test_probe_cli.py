@@ -28,8 +28,21 @@ def run(*args):
 
 
 def test_probe_with_and_without_string(model_dir, tmp_path):
-    result = run("probe", model_dir, "--lengths", "240,250", "--depths", "0,1", "--trials", 2, "--string", "32,4",
-                 "--figure", tmp_path / "probe.png", "--json")
+    result = run(
+        "probe",
+        model_dir,
+        "--lengths",
+        "240,250",
+        "--depths",
+        "0,1",
+        "--trials",
+        2,
+        "--string",
+        "32,4",
+        "--figure",
+        tmp_path / "probe.png",
+        "--json",
+    )
     assert result.exit_code == 0, result.output
     data = json.loads(result.stdout)
     assert [r["label"] for r in data["results"]] == ["stock", "STRING 32,4"]
@@ -43,8 +56,19 @@ def test_probe_with_and_without_string(model_dir, tmp_path):
 
 
 def test_the_text_report_names_the_rule_and_the_ruler_command(model_dir):
-    result = run("probe", model_dir, "--lengths", "240", "--depths", "0.5", "--trials", 1, "--self-extend", "4,16",
-                 "--no-baseline")
+    result = run(
+        "probe",
+        model_dir,
+        "--lengths",
+        "240",
+        "--depths",
+        "0.5",
+        "--trials",
+        1,
+        "--self-extend",
+        "4,16",
+        "--no-baseline",
+    )
     assert result.exit_code == 0, result.output
     assert "a test passes with >= 2 of 4 needles, a length with >= 50% of its tests" in result.output
     assert "effective length, Self-Extend 4,16:" in result.output
@@ -65,9 +89,11 @@ def test_a_directory_without_a_model_is_one_error_line(tmp_path):
     result = run("probe", tmp_path, "--lengths", "240")
     assert result.exit_code == 1
     lines = result.stdout.strip().splitlines() + result.stderr.strip().splitlines()
-    assert [line for line in lines if line.startswith("Error:")] == [
-        line for line in lines if "cannot load a causal LM and its tokenizer offline" in line
-    ] != []
+    assert (
+        [line for line in lines if line.startswith("Error:")]
+        == [line for line in lines if "cannot load a causal LM and its tokenizer offline" in line]
+        != []
+    )
 
 
 def test_the_text_is_the_probe_reports_report_and_the_json_its_dict(model_dir):
@@ -80,8 +106,17 @@ def test_the_text_is_the_probe_reports_report_and_the_json_its_dict(model_dir):
     args = ["probe", model_dir, "--lengths", "240", "--depths", "0,1", "--trials", 1, "--string", "32,4"]
     data = json.loads(run(*args, "--json").stdout)
     results = tuple(
-        ProbeResult(r["label"], tuple(r["lengths"]), tuple(r["depths"]), np.array(r["passes"]), r["trials"],
-                    r["needles"], r["need"], r["threshold"], np.array(r["needles_found"]))
+        ProbeResult(
+            r["label"],
+            tuple(r["lengths"]),
+            tuple(r["depths"]),
+            np.array(r["passes"]),
+            r["trials"],
+            r["needles"],
+            r["need"],
+            r["threshold"],
+            np.array(r["needles_found"]),
+        )
         for r in data["results"]
     )
     report = ProbeReport(data["model"], results, data["ruler_command"])

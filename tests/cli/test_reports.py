@@ -33,8 +33,9 @@ HIST = LengthHistogram.from_counts([512, 2048, 6000], [300, 1000, 40], corpus="r
 def files(tmp_path_factory):
     folder = tmp_path_factory.mktemp("reports")
     HIST.to_parquet(folder / "lengths.parquet")
-    split = combine_sources({"web": LengthHistogram.from_lengths([300] * 50), "books": LengthHistogram.from_lengths(
-        [9000] * 3)})
+    split = combine_sources(
+        {"web": LengthHistogram.from_lengths([300] * 50), "books": LengthHistogram.from_lengths([9000] * 3)}
+    )
     split.to_parquet(folder / "split.parquet")
     (folder / "s.yaml").write_text(
         "histogram: lengths.parquet\ntitle: two stages\nnotes: [a note]\n"
@@ -94,17 +95,64 @@ def _schedule(d):
 #:  what --json adds or None when the command line has no --json of the same result)
 CASES = [
     ("plan string", ["plan", "string", "--L", "4K"], _string, "", "", {}),
-    ("plan string --hist", ["plan", "string", "--hist", "{d}/lengths.parquet", "--L", "2048", "--tokens", "400B"],
-     _string_hist, budget(400 * 10**9) + "\n", "", {}),
-    ("plan self-extend", ["plan", "self-extend", "--L", "4K", "--extend-to", "16K"], _self_extend, "", "",
-     {"evaluated": None}),
+    (
+        "plan string --hist",
+        ["plan", "string", "--hist", "{d}/lengths.parquet", "--L", "2048", "--tokens", "400B"],
+        _string_hist,
+        budget(400 * 10**9) + "\n",
+        "",
+        {},
+    ),
+    (
+        "plan self-extend",
+        ["plan", "self-extend", "--L", "4K", "--extend-to", "16K"],
+        _self_extend,
+        "",
+        "",
+        {"evaluated": None},
+    ),
     ("plan rope", ["plan", "rope", "--L", "4K", "--extend-to", "16K", "--type", "yarn"], _rope, "", "\n", None),
-    ("plan upsample", ["plan", "upsample", "--hist", "{d}/lengths.parquet", "--L", "4K", "--tokens", "100B",
-                       "--effective-length", "3K"], _upsample, budget(10**11) + "\n", "",
-     {"budget": training_budget(10**11).to_dict()}),
+    (
+        "plan upsample",
+        [
+            "plan",
+            "upsample",
+            "--hist",
+            "{d}/lengths.parquet",
+            "--L",
+            "4K",
+            "--tokens",
+            "100B",
+            "--effective-length",
+            "3K",
+        ],
+        _upsample,
+        budget(10**11) + "\n",
+        "",
+        {"budget": training_budget(10**11).to_dict()},
+    ),
     ("plan harpe", ["plan", "harpe", "--strategy", "uniform", "--heads", "5"], _harpe, "", "", None),
-    ("plan harpe peak-valley", ["plan", "harpe", "--heads", "4", "--b-min", "10000", "--b-max", "40000", "--stride",
-                                "5000", "--extend-to", "4K"], _peak_valley, "", "", None),
+    (
+        "plan harpe peak-valley",
+        [
+            "plan",
+            "harpe",
+            "--heads",
+            "4",
+            "--b-min",
+            "10000",
+            "--b-max",
+            "40000",
+            "--stride",
+            "5000",
+            "--extend-to",
+            "4K",
+        ],
+        _peak_valley,
+        "",
+        "",
+        None,
+    ),
     ("schedule", ["schedule", "{d}/s.yaml"], _schedule, "", "", {}),
 ]
 
@@ -121,8 +169,11 @@ def test_the_text_is_the_results_report(files, args, api, before, after, extra):
     assert timing_dropped(invoke(args, files)) == timing_dropped(before + result.report() + "\n" + after)
 
 
-@pytest.mark.parametrize(("args", "api", "extra"), [(c[1], c[2], c[5]) for c in CASES if c[5] is not None],
-                         ids=[c[0] for c in CASES if c[5] is not None])
+@pytest.mark.parametrize(
+    ("args", "api", "extra"),
+    [(c[1], c[2], c[5]) for c in CASES if c[5] is not None],
+    ids=[c[0] for c in CASES if c[5] is not None],
+)
 def test_the_json_is_the_results_to_dict(files, args, api, extra):
     expected = json.loads(json.dumps({**api(files).to_dict(), **extra}))
     assert json.loads(invoke([*args, "--json"], files)) == expected
@@ -147,8 +198,19 @@ def test_self_extend_with_a_given_group_adds_the_checks_report(files):
 def test_harpe_in_ascending_order_with_the_comparison(files):
     plan = harpe.uniform_plan(5, 1e6, 5e6)
     compared = harpe.compare_sets(plan, random_count=1)[1:]  # the uniform set is the plan itself
-    args = ["plan", "harpe", "--strategy", "uniform", "--heads", "5", "--order", "ascending", "--compare",
-            "--random-sets", "1"]
+    args = [
+        "plan",
+        "harpe",
+        "--strategy",
+        "uniform",
+        "--heads",
+        "5",
+        "--order",
+        "ascending",
+        "--compare",
+        "--random-sets",
+        "1",
+    ]
     expected = f"{plan.report('ascending')}\n\n{harpe.comparison_report(plan, compared)}\n"
     assert timing_dropped(invoke(args, files)) == timing_dropped(expected)
     data = json.loads(invoke([*args, "--json"], files))
@@ -177,17 +239,34 @@ def test_freq_prints_each_frequencys_report_then_the_layouts_and_the_tails(files
     h = LengthHistogram.read_parquet(files / "split.parquet")
     tokens = training_budget(None).tokens
     windows, regimes = (16384, 2048), ("natural", "concat")
-    args = ["freq", "{d}/split.parquet", "--L", "16K", "--L", "2K", "--regime", "natural", "--regime", "concat",
-            "--layout", "3*swa512+global", "--tails"]
+    args = [
+        "freq",
+        "{d}/split.parquet",
+        "--L",
+        "16K",
+        "--L",
+        "2K",
+        "--regime",
+        "natural",
+        "--regime",
+        "concat",
+        "--layout",
+        "3*swa512+global",
+        "--tails",
+    ]
     lines = invoke(args, files).splitlines()
     reports = [h.frequency(L, r).report(tokens) for L in windows for r in regimes]
-    layouts = [layout_frequency(h.lengths, h.counts, L, "3*swa512+global", r).report(tokens=tokens)
-               for L in windows for r in regimes]
+    layouts = [
+        layout_frequency(h.lengths, h.counts, L, "3*swa512+global", r).report(tokens=tokens)
+        for L in windows
+        for r in regimes
+    ]
     tails = tails_report(source_tails(h, 16384, "natural", [4096, 8192]), 16384)  # the thresholds below 16K
     assert "\n".join(lines[2:]) == "\n".join([*reports, *layouts, tails])  # after the histogram and budget lines
     data = json.loads(invoke([*args, "--json"], files))
-    assert data["results"] == json.loads(json.dumps([h.frequency(L, r).to_dict(tokens) for L in windows
-                                                     for r in regimes]))
+    assert data["results"] == json.loads(
+        json.dumps([h.frequency(L, r).to_dict(tokens) for L in windows for r in regimes])
+    )
     assert tails_report([], 2048).startswith("tails: no threshold below L=2,048")
 
 

@@ -40,15 +40,39 @@ def invoke(*args):
 
 def test_json_summary_matches_the_python_api_and_the_written_files(tmp_path, corpus):
     out = tmp_path / "out"
-    result = invoke("--dataset", "slimpajama", "--data-files", str(corpus / "*.jsonl"), "--L", "256", "--L", "512",
-                    "--regime", "natural", "--out", str(out), "--workers", "1", "--json")
+    result = invoke(
+        "--dataset",
+        "slimpajama",
+        "--data-files",
+        str(corpus / "*.jsonl"),
+        "--L",
+        "256",
+        "--L",
+        "512",
+        "--regime",
+        "natural",
+        "--out",
+        str(out),
+        "--workers",
+        "1",
+        "--json",
+    )
     assert result.exit_code == 0, result.output
     summary = json.loads(result.output)
     api = scan("slimpajama", data_files=str(corpus / "*.jsonl"), L=[256, 512], regimes=["natural"], progress=False)
-    assert summary["documents"] == api.summary["documents"] == {
-        "read": 8, "tokenized": 6, "empty": 2, "skipped": {}, "sampled_out": 0, "blank_lines": 0,
-        "unreadable_files": [],
-    }
+    assert (
+        summary["documents"]
+        == api.summary["documents"]
+        == {
+            "read": 8,
+            "tokenized": 6,
+            "empty": 2,
+            "skipped": {},
+            "sampled_out": 0,
+            "blank_lines": 0,
+            "unreadable_files": [],
+        }
+    )
     assert summary["tokens"] == api.histogram.tokens
     assert [(w["L"], w["regime"]) for w in summary["windows"]] == [(256, "natural"), (512, "natural")]
     assert summary["windows"] == api.summary["windows"]
@@ -61,14 +85,19 @@ def test_json_summary_matches_the_python_api_and_the_written_files(tmp_path, cor
 def test_the_table_report_reads_like_the_issue(tmp_path, corpus):
     result = invoke("--dataset", str(corpus), "--L", "2048", "--out", str(tmp_path / "o"), "--quiet")
     assert result.exit_code == 0, result.output
-    assert re.search(r"^L=2048 natural: \d+\.\d% of position mass at i ≤ 1024, \d+\.\d% at i ≥ 1536", result.output,
-                     re.M)
+    assert re.search(
+        r"^L=2048 natural: \d+\.\d% of position mass at i ≤ 1024, \d+\.\d% at i ≥ 1536", result.output, re.M
+    )
     # the default regimes: natural, pack (how STRING trained, App. A.2) and concat; the default budget is 1T
     assert "L=2048 pack:" in result.output and "L=2048 concat:" in result.output and "uniform" not in result.output
     assert "budget     T = 1T training tokens (freqlab default; --tokens sets it)" in result.output
     assert "documents  8 read = 6 tokenized + 2 empty + 0 skipped" in result.output
-    assert re.search(r"^tokens     [\d,]+ \(mean [\d,]+, median [\d,]+, p99 [\d,]+, max [\d,]+ per document; "
-                     r"nearest-rank quantiles\)$", result.output, re.M)
+    assert re.search(
+        r"^tokens     [\d,]+ \(mean [\d,]+, median [\d,]+, p99 [\d,]+, max [\d,]+ per document; "
+        r"nearest-rank quantiles\)$",
+        result.output,
+        re.M,
+    )
 
 
 def test_add_special_tokens_counts_bos_and_eos(tmp_path, corpus):
@@ -136,8 +165,27 @@ def test_plot_writes_the_main_figures_and_keeps_json_on_stdout(tmp_path, corpus)
     out = tmp_path / "out"
     result = CliRunner().invoke(
         main,
-        ["scan", "--dataset", str(corpus), "--source-field", "meta.redpajama_set_name", "--L", "256", "--L", "512",
-         "--out", str(out), "--workers", "1", "--plot", "--plot-format", "png", "--plot-format", "pdf", "--json"],
+        [
+            "scan",
+            "--dataset",
+            str(corpus),
+            "--source-field",
+            "meta.redpajama_set_name",
+            "--L",
+            "256",
+            "--L",
+            "512",
+            "--out",
+            str(out),
+            "--workers",
+            "1",
+            "--plot",
+            "--plot-format",
+            "png",
+            "--plot-format",
+            "pdf",
+            "--json",
+        ],
     )
     assert result.exit_code == 0, result.output
     assert json.loads(result.stdout)["documents"]["read"] == 8  # figure paths go to stderr
@@ -160,8 +208,9 @@ def test_an_unreachable_ray_address_is_one_line_within_seconds(tmp_path, corpus)
         probe.bind(("127.0.0.1", 0))
         port = probe.getsockname()[1]
     start = time.monotonic()
-    result = invoke("--dataset", str(corpus), "--engine", "ray", "--address", f"127.0.0.1:{port}",
-                    "--out", str(tmp_path / "o"))
+    result = invoke(
+        "--dataset", str(corpus), "--engine", "ray", "--address", f"127.0.0.1:{port}", "--out", str(tmp_path / "o")
+    )
     assert time.monotonic() - start < 6
     assert result.exit_code == 1 and result.output.count("\n") == 1
     assert result.output.startswith(f"Error: cannot reach the Ray cluster at 127.0.0.1:{port} (Connection refused)")
@@ -183,8 +232,9 @@ def test_on_error_skip_goes_past_a_truncated_file_and_reports_it(tmp_path, corpu
     failed = invoke("--dataset", str(corpus), "--out", str(tmp_path / "o"), "-q")
     assert failed.exit_code == 1 and failed.output.count("\n") == 1
     assert failed.output.startswith(f"Error: {corpus / 't.jsonl.zst'}: cannot read (ZstdError: ")
-    skipped = invoke("--dataset", str(corpus), "--out", str(tmp_path / "o"), "-q", "--on-error", "skip",
-                     "--workers", "1")
+    skipped = invoke(
+        "--dataset", str(corpus), "--out", str(tmp_path / "o"), "-q", "--on-error", "skip", "--workers", "1"
+    )
     assert skipped.exit_code == 0, skipped.output
     assert "files      3 files (0 empty, 0 ignored)" in skipped.output
     assert "documents  9 read = 6 tokenized + 2 empty + 1 skipped (unreadable-file: 1)" in skipped.output
@@ -222,8 +272,19 @@ def test_an_empty_document_is_empty_with_or_without_special_tokens(tmp_path):
     data = tmp_path / "d.jsonl"
     data.write_text("".join(json.dumps({"text": t}) + "\n" for t in ["", "   \n\t ", "two words"]))
     for special in ([], ["--add-special-tokens"]):
-        result = invoke("--dataset", str(data), "--tokenizer", str(tokenizer), "--out", str(tmp_path / "o"), "--json",
-                        "-q", "--workers", "1", *special)
+        result = invoke(
+            "--dataset",
+            str(data),
+            "--tokenizer",
+            str(tokenizer),
+            "--out",
+            str(tmp_path / "o"),
+            "--json",
+            "-q",
+            "--workers",
+            "1",
+            *special,
+        )
         summary = json.loads(result.output)
         assert (summary["documents"]["empty"], summary["documents"]["tokenized"]) == (2, 1)
         assert summary["tokens"] == 2 + 2 * bool(special)  # "two words": 2 tokens, plus <s> and </s>
@@ -236,8 +297,9 @@ def test_the_json_builder_names_the_file_obeys_skip_and_prints_no_log_line(tmp_p
     assert failed.exit_code == 1
     assert failed.output.startswith(f"Error: {data}:2: cannot read (")  # line 2, not the builder's "record 1"
     assert len(failed.output.strip().splitlines()) == 1  # no "Failed to load JSON" log line from datasets
-    skipped = invoke("--dataset", "json", "--data-files", str(data), "--out", str(tmp_path / "o"), "--json",
-                     "--on-error", "skip")
+    skipped = invoke(
+        "--dataset", "json", "--data-files", str(data), "--out", str(tmp_path / "o"), "--json", "--on-error", "skip"
+    )
     assert skipped.exit_code == 0 and json.loads(skipped.output)["documents"]["skipped"] == {"unreadable-file": 1}
 
 
@@ -247,8 +309,21 @@ def test_summary_json_holds_f_and_what_the_report_prints(tmp_path, corpus):
     from frequency.reference import concat_segments, expand, frequency_of_segments, natural_segments
 
     out = tmp_path / "out"
-    result = invoke("--dataset", str(corpus), "--L", "512", "--regime", "natural", "--regime", "concat",
-                    "--out", str(out), "--workers", "1", "--quiet")
+    result = invoke(
+        "--dataset",
+        str(corpus),
+        "--L",
+        "512",
+        "--regime",
+        "natural",
+        "--regime",
+        "concat",
+        "--out",
+        str(out),
+        "--workers",
+        "1",
+        "--quiet",
+    )
     assert result.exit_code == 0, result.output
     saved = json.loads((out / "summary.json").read_text())
     h = LengthHistogram.read_parquet(out / "lengths.parquet")
@@ -257,9 +332,11 @@ def test_summary_json_holds_f_and_what_the_report_prints(tmp_path, corpus):
         f = frequency_of_segments(segments(docs, 512), 512)
         assert row["f"] == {str(i): f[i] for i in (0, 128, 256, 384, 511)}
         assert row["tokens_in_segments"] == f[0] == h.tokens
-        line = (f"L=512 {row['regime']}: {100 * row['share_at_most_half']:.1f}% of position mass at i ≤ 256, "
-                f"{100 * row['share_at_least_three_quarters']:.1f}% at i ≥ 384; predicted effective length "
-                f"{row['effective_length']} at 1T tokens")
+        line = (
+            f"L=512 {row['regime']}: {100 * row['share_at_most_half']:.1f}% of position mass at i ≤ 256, "
+            f"{100 * row['share_at_least_three_quarters']:.1f}% at i ≥ 384; predicted effective length "
+            f"{row['effective_length']} at 1T tokens"
+        )
         assert line in result.output
         assert set(row["position_at_mass"]) == {"50%", "80%", "90%"} and row["tokens_needed_at_half"] > 0
     assert len((out / "summary.json").read_bytes()) < 20_000  # f at five positions, not the whole array

@@ -45,8 +45,18 @@ WRITE_EXCEPTIONS = {
     ("__init__.py", "os.open"): "a closed pipe: stdout is pointed at /dev/null so that nothing is flushed at exit",
 }
 #: the options several commands take, defined once in options.py
-SHARED = ("--L", "--regime", "--tokens", "--tau", "--tau-from", "--weights", "--layout", "--json", "--hist",
-          "--data-path")
+SHARED = (
+    "--L",
+    "--regime",
+    "--tokens",
+    "--tau",
+    "--tau-from",
+    "--weights",
+    "--layout",
+    "--json",
+    "--hist",
+    "--data-path",
+)
 
 
 def sources() -> dict[str, ast.Module]:
@@ -116,8 +126,9 @@ def test_shared_options_are_defined_once_in_options_py():
 
 def test_the_checks_see_what_they_look_for():
     """The walks above find a numpy import, a private name, a write and a second --L in a module made to hold them."""
-    tree = ast.parse('import numpy\nfrom freqlab.plan.string import _check_shift\nopen("x", "w")\n'
-                     'click.option("--L")\n')
+    tree = ast.parse(
+        'import numpy\nfrom freqlab.plan.string import _check_shift\nopen("x", "w")\nclick.option("--L")\n'
+    )
     assert [module for module, _ in imported(tree)] == ["numpy", "freqlab.plan.string"]
     calls = [ast.unparse(n.func) for n in ast.walk(tree) if isinstance(n, ast.Call)]
     assert calls == ["open", "click.option"]

@@ -61,8 +61,11 @@ def test_missing_text_column_in_parquet_and_null_text(tmp_path):
     row); with --on-error skip it is one unreadable file."""
     no_text = tmp_path / "no_text.parquet"
     pq.write_table(pa.table({"content": ["a", "b"], "lang": ["en", "de"]}), no_text)
-    with pytest.raises(UnreadableFile, match=r"no_text.parquet: no text column 'text' \(columns: content, lang\); "
-                       r"give --text-field"):
+    with pytest.raises(
+        UnreadableFile,
+        match=r"no_text.parquet: no text column 'text' \(columns: content, lang\); "
+        r"give --text-field",
+    ):
         list(open_corpus(str(no_text)).documents())
     assert [d.text for d in open_corpus(str(no_text), text_field="content").documents()] == ["a", "b"]
     arrow = tmp_path / "no_text.arrow"
@@ -83,8 +86,11 @@ def test_a_json_document_is_not_json_lines(tmp_path):
 
     tekken_json = tmp_path / "tokenizer.json"
     Tokenizer(models.WordLevel({"[UNK]": 0, "a": 1}, unk_token="[UNK]")).save(str(tekken_json))  # pretty-printed
-    with pytest.raises(FreqlabError, match=r"tokenizer.json: one JSON document spread over lines, not JSON lines "
-                       r"\(one object per line\) \(it looks like a tokenizer: give it as --tokenizer\)"):
+    with pytest.raises(
+        FreqlabError,
+        match=r"tokenizer.json: one JSON document spread over lines, not JSON lines "
+        r"\(one object per line\) \(it looks like a tokenizer: give it as --tokenizer\)",
+    ):
         open_corpus(str(tekken_json))
     array = tmp_path / "records.json"
     array.write_text(json.dumps([{"text": "a"}, {"text": "b"}], indent=2), encoding="utf-8")

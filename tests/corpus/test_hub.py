@@ -202,9 +202,13 @@ def _token_parquets(tmp_path) -> tuple[list[str], list[int], list[str]]:
     sources = ["web", "web", "code", "web", "code", "code", "web", "web"]
     files = []
     for k, rows in enumerate((slice(0, 5), slice(5, 8))):
-        part = datasets.Dataset.from_dict({
-            "input_ids": [list(range(n)) for n in lengths[rows]], "n_tokens": lengths[rows], "src": sources[rows],
-        })
+        part = datasets.Dataset.from_dict(
+            {
+                "input_ids": [list(range(n)) for n in lengths[rows]],
+                "n_tokens": lengths[rows],
+                "src": sources[rows],
+            }
+        )
         files.append(str(tmp_path / f"tok-{k}.parquet"))
         part.to_parquet(files[-1])
     return files, lengths, sources
@@ -253,8 +257,25 @@ def test_a_failed_streamed_scan_prints_one_line_and_no_warning_from_its_workers(
     import sys
 
     bad = write_bytes(tmp_path / "b.jsonl", b'{"text": "fine"}\n{"text": broken\n')
-    run = subprocess.run([sys.executable, "-m", "freqlab", "scan", "--dataset", "json", "--data-files", str(bad),
-                          "-q", "--workers", "2", "--out", str(tmp_path / "out")],
-                         capture_output=True, text=True, timeout=120)
+    run = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "freqlab",
+            "scan",
+            "--dataset",
+            "json",
+            "--data-files",
+            str(bad),
+            "-q",
+            "--workers",
+            "2",
+            "--out",
+            str(tmp_path / "out"),
+        ],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
     assert run.returncode == 1
     assert run.stderr.startswith(f"Error: {bad}:2: cannot read (") and run.stderr.count("\n") == 1

@@ -157,7 +157,11 @@ def outcome(part) -> tuple:
     log = part.log
     return (
         {source: [a.tolist() for a in counts.to_arrays()] for source, counts in part.lengths.items()},
-        dict(part.empty), dict(part.skipped), part.sampled_out, part.blank_lines, part.complete,
+        dict(part.empty),
+        dict(part.skipped),
+        part.sampled_out,
+        part.blank_lines,
+        part.complete,
         np.concatenate(log.codes).tolist() if log.codes else [],
         np.concatenate(log.positions).tolist() if log.positions else [],
     )

@@ -79,8 +79,11 @@ def test_a_list_of_files_of_mixed_formats_is_the_same_error_not_a_type_error(mix
 
 def test_tokenized_files_of_two_kinds_are_refused(mixed):
     (mixed / "texts.jsonl").unlink()
-    with pytest.raises(FreqlabError, match=r"tokenized files of different kinds found together \(1 datatrove "
-                       r"\(tokenized\), 1 megatron \(tokenized\)\).*--format datatrove\|megatron"):
+    with pytest.raises(
+        FreqlabError,
+        match=r"tokenized files of different kinds found together \(1 datatrove "
+        r"\(tokenized\), 1 megatron \(tokenized\)\).*--format datatrove\|megatron",
+    ):
         open_corpus(str(mixed))
 
 
@@ -102,19 +105,22 @@ def test_format_reads_one_format_and_counts_the_files_it_passes_over(mixed):
         counts = dict(zip(result.histogram.lengths.tolist(), result.histogram.counts.tolist(), strict=True))
         assert counts == {3: 1, 5: 1, 7: 1, 9: 1} and result.summary["tokenizer"] is None
 
-    cli = CliRunner().invoke(main, ["scan", "--dataset", str(mixed), "--format", "megatron", "-q",
-                                    "--out", str(mixed.parent / "out")])
+    cli = CliRunner().invoke(
+        main, ["scan", "--dataset", str(mixed), "--format", "megatron", "-q", "--out", str(mixed.parent / "out")]
+    )
     assert cli.exit_code == 0 and "documents  4 read" in cli.output
     with pytest.raises(FreqlabError, match=r"no txt files found \(only 1 datatrove, 1 jsonl, 1 megatron\)"):
         open_corpus(str(mixed), format="txt")
 
 
 def test_an_unknown_format_is_a_usage_error_before_any_file_is_read(mixed, tmp_path):
-    result = CliRunner().invoke(main, ["scan", "--dataset", str(mixed), "--format", "csv", "-q",
-                                       "--out", str(tmp_path / "out")])
+    result = CliRunner().invoke(
+        main, ["scan", "--dataset", str(mixed), "--format", "csv", "-q", "--out", str(tmp_path / "out")]
+    )
     assert result.exit_code == 2, result.output
-    assert ("unknown format 'csv'; formats: jsonl, parquet, arrow, txt, megatron, datatrove, token-stream"
-            in result.output)
+    assert (
+        "unknown format 'csv'; formats: jsonl, parquet, arrow, txt, megatron, datatrove, token-stream" in result.output
+    )
     assert not (tmp_path / "out").exists()
 
 
@@ -142,8 +148,11 @@ def test_text_formats_merge_and_the_report_counts_each(tmp_path):
 def test_parquet_text_beside_parquet_token_ids_is_refused(tmp_path):
     pq.write_table(pa.table({"text": ["some text"]}), tmp_path / "a.parquet")
     pq.write_table(pa.table({"input_ids": [[1, 2, 3]]}), tmp_path / "b.parquet")
-    with pytest.raises(FreqlabError, match=r"a.parquet holds text \('text'\) and .*b.parquet token ids "
-                       r"\('input_ids'\) found together: their lengths are in different units"):
+    with pytest.raises(
+        FreqlabError,
+        match=r"a.parquet holds text \('text'\) and .*b.parquet token ids "
+        r"\('input_ids'\) found together: their lengths are in different units",
+    ):
         open_corpus(str(tmp_path))
     (tmp_path / "a.parquet").rename(tmp_path / "a.jsonl")  # text of another format: the same refusal
     write_texts(tmp_path / "a.jsonl", ["some text"])
@@ -156,12 +165,18 @@ def test_megatron_files_for_different_vocabularies_or_eos_conventions_are_refuse
     write_megatron(tmp_path / "b", single_sequence_documents(LENGTHS, seed=1), np.uint16)
     assert open_corpus(str(tmp_path)).description["eos"]["appended"] is True  # one convention: fine
     write_megatron(tmp_path / "b", single_sequence_documents(LENGTHS, seed=1), np.int32)  # a 128K vocabulary
-    with pytest.raises(FreqlabError, match=r"a.idx \(uint16 tokens\) and .*b.idx \(int32 tokens\): tokenized files "
-                       r"with different vocabularies cannot be counted together"):
+    with pytest.raises(
+        FreqlabError,
+        match=r"a.idx \(uint16 tokens\) and .*b.idx \(int32 tokens\): tokenized files "
+        r"with different vocabularies cannot be counted together",
+    ):
         open_corpus(str(tmp_path))
     write_megatron(tmp_path / "b", single_sequence_documents(LENGTHS, eod=0, seed=1), np.uint16)
-    with pytest.raises(FreqlabError, match=r"a.idx \(EOS 2 appended\) and .*b.idx \(EOS 0 appended\): tokenized "
-                       r"files with different EOS conventions"):
+    with pytest.raises(
+        FreqlabError,
+        match=r"a.idx \(EOS 2 appended\) and .*b.idx \(EOS 0 appended\): tokenized "
+        r"files with different EOS conventions",
+    ):
         open_corpus(str(tmp_path))
     with pytest.raises(FreqlabError, match=r"\(EOS 2 appended\) and .*\(no EOS appended\)"):
         open_corpus(str(tmp_path), read=ReadOptions(eos_id=2))
@@ -175,6 +190,9 @@ def test_datatrove_files_of_different_tokenizers_are_refused(tmp_path):
     write_ds(tmp_path / "b.ds", LENGTHS, tokenizer="meta-llama/Llama-2-7b-hf")
     assert open_corpus(str(tmp_path)).total_documents == 2 * len(LENGTHS)
     write_ds(tmp_path / "b.ds", LENGTHS, tokenizer="gpt2")
-    with pytest.raises(FreqlabError, match=r"a.ds \(meta-llama/Llama-2-7b-hf, uint16 tokens\) and .*b.ds "
-                       r"\(gpt2, uint16 tokens\): tokenized files with different vocabularies"):
+    with pytest.raises(
+        FreqlabError,
+        match=r"a.ds \(meta-llama/Llama-2-7b-hf, uint16 tokens\) and .*b.ds "
+        r"\(gpt2, uint16 tokens\): tokenized files with different vocabularies",
+    ):
         open_corpus(str(tmp_path))

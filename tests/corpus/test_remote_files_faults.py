@@ -86,8 +86,11 @@ def handler(site: Site):
             if wanted is not None and wanted != etag and site.honour_if_match:
                 return self.status(412)
             match = re.match(r"bytes=(\d+)-(\d*)$", self.headers.get("Range", ""))
-            start, end = (int(match.group(1)), min(int(match.group(2) or len(data) - 1), len(data) - 1)) if match \
+            start, end = (
+                (int(match.group(1)), min(int(match.group(2) or len(data) - 1), len(data) - 1))
+                if match
                 else (0, len(data) - 1)
+            )
             part = data[start : end + 1]
             self.send_response(206 if match else 200)
             self.send_header("ETag", etag)
@@ -217,9 +220,7 @@ def test_a_500_on_get_is_one_line_after_bounded_retries(site):
     started = time.monotonic()
     with pytest.raises(FreqlabError) as error:
         run(f"{site.url}/d/a.jsonl")
-    assert str(error.value) == (
-        f"{site.url}/d/a.jsonl: cannot read (HTTP 500 Internal Server Error (tried 4 times))"
-    )
+    assert str(error.value) == (f"{site.url}/d/a.jsonl: cannot read (HTTP 500 Internal Server Error (tried 4 times))")
     assert len(site.gets()) == 1 + remote_files.RETRIES and time.monotonic() - started < 10
     skipped = run(f"{site.url}/d/a.jsonl", on_error="skip")
     assert skipped.summary["documents"]["skipped"] == {"unreadable-file": 1}
@@ -229,8 +230,9 @@ def test_a_500_on_get_is_one_line_after_bounded_retries(site):
 def test_the_scan_command_says_a_500_in_one_line(site, tmp_path):
     site.files["/d/a.jsonl"] = jsonl(TEXTS)
     site.on_get = lambda site, path: 503
-    result = CliRunner().invoke(main, ["scan", "--dataset", f"{site.url}/d/a.jsonl", "-q", "--workers", "1",
-                                       "--out", str(tmp_path / "out")])
+    result = CliRunner().invoke(
+        main, ["scan", "--dataset", f"{site.url}/d/a.jsonl", "-q", "--workers", "1", "--out", str(tmp_path / "out")]
+    )
     assert result.exit_code == 1
     assert result.output == f"Error: {site.url}/d/a.jsonl: cannot read (HTTP 503 Service Unavailable (tried 4 times))\n"
 
@@ -291,8 +293,12 @@ def test_sigterm_during_a_remote_listing_is_one_line_and_exits_143(site, tmp_pat
     else:
         site.head_delay = 20  # ... while the files' HEADs are under way
     environment = {**os.environ, "FREQLAB_REMOTE_TIMEOUT": "60"}
-    process = subprocess.Popen([sys.executable, "-m", "freqlab", "scan", "--dataset", f"{site.url}/d/", "-q",
-                                "--out", str(tmp_path / "out")], stderr=subprocess.PIPE, text=True, env=environment)
+    process = subprocess.Popen(
+        [sys.executable, "-m", "freqlab", "scan", "--dataset", f"{site.url}/d/", "-q", "--out", str(tmp_path / "out")],
+        stderr=subprocess.PIPE,
+        text=True,
+        env=environment,
+    )
     deadline = time.monotonic() + 60
     while not any(r[0] == "GET" for r in site.requests) and time.monotonic() < deadline:
         time.sleep(0.05)

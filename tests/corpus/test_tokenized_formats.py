@@ -64,7 +64,11 @@ def test_megatron_without_eod_says_none_was_appended(tmp_path):
     assert open_corpus(str(tmp_path / "p.idx")).description["eos"]["appended"] is False
     corpus = open_corpus(str(tmp_path / "p.idx"), read=ReadOptions(eos_id=2))
     assert corpus.description["eos"] == {
-        "documents_checked": 3, "eos_id": 2, "ending_with_eos": 0, "appended": False, "from": "eos_id option"
+        "documents_checked": 3,
+        "eos_id": 2,
+        "ending_with_eos": 0,
+        "appended": False,
+        "from": "eos_id option",
     }
 
 
@@ -164,8 +168,20 @@ def test_negative_sequence_pointers_are_one_line_not_a_wrapped_read(tmp_path, re
     assert result.exit_code == 1 and result.output.count("\n") == 1, result.output
     if regime:  # the same index named by --data-path beside a good one that is scanned
         good = write_megatron(tmp_path / "good", single_sequence_documents([4, 5, 6]))
-        other = CliRunner().invoke(main, ["scan", "--dataset", str(good), "-q", "--out", str(tmp_path / "o"),
-                                          *regime, "--data-path", str(tmp_path / "neg")])
+        other = CliRunner().invoke(
+            main,
+            [
+                "scan",
+                "--dataset",
+                str(good),
+                "-q",
+                "--out",
+                str(tmp_path / "o"),
+                *regime,
+                "--data-path",
+                str(tmp_path / "neg"),
+            ],
+        )
         assert other.output == result.output and other.exit_code == 1
     assert result.output == (
         f"Error: {tmp_path / 'neg'}.idx: sequence 1,101 points at byte -8, outside {tmp_path / 'neg'}.bin "
@@ -237,8 +253,13 @@ def test_datatrove_ds_equals_tokenizing_the_text_plus_its_eos(tmp_path, tekken_j
     from datatrove.pipeline.tokens import DocumentTokenizer
 
     monkeypatch.setenv("HF_HUB_OFFLINE", "1")
-    step = DocumentTokenizer(str(tmp_path / "ds"), tokenizer_name_or_path=str(tekken_json), eos_token="</s>",
-                             shuffle_documents=False, save_filename="part")
+    step = DocumentTokenizer(
+        str(tmp_path / "ds"),
+        tokenizer_name_or_path=str(tekken_json),
+        eos_token="</s>",
+        shuffle_documents=False,
+        save_filename="part",
+    )
     step.run(iter(Document(text=t, id=str(k)) for k, t in enumerate(texts)))
     (ds,) = sorted((tmp_path / "ds").glob("*.ds"))
     jsonl = tmp_path / "texts.jsonl"
@@ -268,8 +289,11 @@ def test_a_datatrove_ds_holding_twice_its_index_tokens_is_refused(tmp_path):
     ends = np.array([300, 700, 1000], "<u8")
     (tmp_path / "twice.ds").write_bytes(rng.integers(3, 50_000, 2000).astype("<u2").tobytes())
     (tmp_path / "twice.ds.index").write_bytes(ends.tobytes())
-    with pytest.raises(FreqlabError, match=r"twice\.ds: 4 bytes per token of its index, but read as uint32 its "
-                                           r"tokens reach [\d,]+, no vocabulary's ids: twice the index's uint16"):
+    with pytest.raises(
+        FreqlabError,
+        match=r"twice\.ds: 4 bytes per token of its index, but read as uint32 its "
+        r"tokens reach [\d,]+, no vocabulary's ids: twice the index's uint16",
+    ):
         open_corpus(str(tmp_path / "twice.ds"))
     # a real uint32 file (a vocabulary above 65,536) without metadata is read as such
     (tmp_path / "wide.ds").write_bytes(rng.integers(3, 200_000, 1000).astype("<u4").tobytes())
@@ -298,16 +322,19 @@ def test_datatrove_lengths_across_batches_are_the_differences_of_the_ends(tmp_pa
 def test_token_and_length_columns_written_by_datasets(tmp_path):
     import datasets
 
-    table = datasets.Dataset.from_dict({
-        "input_ids": [[1, 2, 3], [4], [], [5, 6]], "n": [3, 1, 0, 2], "lang": ["en", "en", "de", "en"],
-    })
+    table = datasets.Dataset.from_dict(
+        {
+            "input_ids": [[1, 2, 3], [4], [], [5, 6]],
+            "n": [3, 1, 0, 2],
+            "lang": ["en", "en", "de", "en"],
+        }
+    )
     table.to_parquet(str(tmp_path / "t.parquet"))
     table.save_to_disk(str(tmp_path / "saved"))
     for spec in (tmp_path / "t.parquet", tmp_path / "saved"):
         assert lengths_of(spec) == [3, 1, 0, 2]  # input_ids found without --tokens-field: there is no text column
     assert lengths_of(tmp_path / "t.parquet", read=ReadOptions(length_field="n")) == [3, 1, 0, 2]
-    result = scan(str(tmp_path / "t.parquet"), source_field="lang", tokens_field="input_ids", workers=1,
-                  progress=False)
+    result = scan(str(tmp_path / "t.parquet"), source_field="lang", tokens_field="input_ids", workers=1, progress=False)
     assert {k: h.tokens for k, h in result.histogram.sources.items()} == {"de": 0, "en": 6}
     assert result.summary["corpus"]["description"]["read_options"] == {"tokens_field": "input_ids"}
 
@@ -335,8 +362,9 @@ def test_npy_stream_split_after_each_eos(tmp_path):
 def test_an_eos_id_that_never_occurs_is_refused_never_one_huge_document(tmp_path):
     """A wrong --eos-id would make the whole stream one document (and the summary say the EOS was appended)."""
     np.save(tmp_path / "s.npy", np.tile(np.array([5, 6, 7, 3], np.uint16), 250_000))  # 10^6 tokens, no 2
-    result = CliRunner().invoke(main, ["scan", "--dataset", str(tmp_path / "s.npy"), "--eos-id", "2", "-q", "--out",
-                                       str(tmp_path / "out")])
+    result = CliRunner().invoke(
+        main, ["scan", "--dataset", str(tmp_path / "s.npy"), "--eos-id", "2", "-q", "--out", str(tmp_path / "out")]
+    )
     assert result.exit_code == 1
     assert result.output == (
         f"Error: --eos-id 2 never occurs in {tmp_path / 's.npy'} (1,000,000 tokens): it would be one document; "
@@ -348,6 +376,7 @@ def test_an_eos_id_that_never_occurs_is_refused_never_one_huge_document(tmp_path
 def test_lit_gpt_chunks_are_one_stream_and_the_last_chunks_padding_is_dropped(tmp_path):
     """lit-gpt's PackedDatasetBuilder layout: 24-byte header, chunks of chunk_size tokens, a document may
     continue into the next file, the last chunk padded with the separator."""
+
     def chunk(name: str, tokens: list[int]) -> None:
         header = b"LITPKDS" + struct.pack("<Q", 1) + struct.pack("<B", 8) + struct.pack("<Q", 6)
         (tmp_path / name).write_bytes(header + np.array(tokens, np.uint16).tobytes())

@@ -8,8 +8,16 @@ from pathlib import Path
 
 import numpy as np
 
-MEGATRON_CODES = {np.uint8: 1, np.int8: 2, np.int16: 3, np.int32: 4, np.int64: 5, np.float64: 6, np.float32: 7,
-                  np.uint16: 8}
+MEGATRON_CODES = {
+    np.uint8: 1,
+    np.int8: 2,
+    np.int16: 3,
+    np.int32: 4,
+    np.int64: 5,
+    np.float64: 6,
+    np.float32: 7,
+    np.uint16: 8,
+}
 
 
 def write_megatron(prefix: Path, documents: list[list[list[int]]], dtype=np.int32) -> Path:

@@ -203,6 +203,7 @@ def dd_expected_segments(n: int, min_log2: int, max_log2: int) -> dict:
     walk(n, Fraction(1))
     return expected
 
+
 def regime_rows(docs: list[int], L: int, regime: str) -> tuple[list[list[int]], bool]:
     """The rows of a regime token by token: each row a list of document ids (one per token), and whether the
     regime masks documents. ``docs`` is the stream order (``pack``, ``concat``) or the document list."""

@@ -93,12 +93,15 @@ def test_bad_records_name_the_line(tmp_path):
         point_from_record(row, L=L)
 
 
-@pytest.mark.parametrize(("value", "reason"), [
-    ("true", "not a token count"),                       # a JSON boolean is not 1 token
-    ("-5", "positive integer"),
-    ("1e999", "not a token count"),                      # JSON reads it as inf
-    ('"1e400"', "past 2\\^63"),                           # exact, but past int64
-])
+@pytest.mark.parametrize(
+    ("value", "reason"),
+    [
+        ("true", "not a token count"),  # a JSON boolean is not 1 token
+        ("-5", "positive integer"),
+        ("1e999", "not a token count"),  # JSON reads it as inf
+        ('"1e400"', "past 2\\^63"),  # exact, but past int64
+    ],
+)
 def test_json_numbers_are_checked_as_strings_are(tmp_path, value, reason):
     LengthHistogram.from_counts([L], [1000]).to_parquet(tmp_path / "h.parquet")
     (tmp_path / "runs.json").write_text(f'[{{"tokens": {value}, "effective_length": 1280}}]')

@@ -56,8 +56,9 @@ def test_tail_shares_are_f_at_t_over_f0():
 
 
 def test_source_tails_split_by_source_and_window():
-    h = combine_sources({"web": LengthHistogram.from_lengths([1000] * 50),
-                         "books": LengthHistogram.from_lengths([20000, 9000])})
+    h = combine_sources(
+        {"web": LengthHistogram.from_lengths([1000] * 50), "books": LengthHistogram.from_lengths([20000, 9000])}
+    )
     rows = {row["source"]: row for row in source_tails(h, thresholds=(4096, 8192))}
     assert rows["books"]["tails"] == {"4K": (15904 + 4904) / 29000, "8K": (11808 + 808) / 29000}
     assert rows["web"]["tails"] == {"4K": 0.0, "8K": 0.0}

@@ -103,8 +103,12 @@ def test_short_layout_strings():
     layout = parse_layout("5*swa1024+global")
     assert layout.kinds == {LayerKind("swa", 1024): 5, LayerKind("global"): 1}
     assert parse_layout("3*chunk8K+nope").spec == "3*chunk8K+nope"
-    for bad, message in [("5*swa+global", "needs a size"), ("global4", "takes no size"), ("mlp", "cannot read"),
-                         ("0*global", "repeats a layer 0 times")]:
+    for bad, message in [
+        ("5*swa+global", "needs a size"),
+        ("global4", "takes no size"),
+        ("mlp", "cannot read"),
+        ("0*global", "repeats a layer 0 times"),
+    ]:
         with pytest.raises(FreqlabError, match=message):
             parse_layout(bad)
 
@@ -113,14 +117,38 @@ def test_short_layout_strings():
 MISTRAL_7B_V01 = {"model_type": "mistral", "num_hidden_layers": 32, "sliding_window": 4096}
 MISTRAL_7B_V03 = {"model_type": "mistral", "num_hidden_layers": 32, "sliding_window": None}
 GEMMA2_9B = {"model_type": "gemma2", "num_hidden_layers": 42, "sliding_window": 4096, "cache_implementation": "hybrid"}
-GEMMA3_4B = {"model_type": "gemma3", "text_config": {"model_type": "gemma3_text", "num_hidden_layers": 34,
-             "sliding_window": 1024, "sliding_window_pattern": 6, "rope_theta": 1000000.0}}
-LLAMA4_SCOUT = {"model_type": "llama4", "text_config": {"model_type": "llama4_text", "num_hidden_layers": 48,
-                "attention_chunk_size": 8192, "no_rope_layers": [1, 1, 1, 0] * 12}}
-GPT_OSS_20B = {"model_type": "gpt_oss", "num_hidden_layers": 24, "sliding_window": 128,
-               "layer_types": ["sliding_attention", "full_attention"] * 12}
-QWEN2_7B = {"model_type": "qwen2", "num_hidden_layers": 28, "sliding_window": 131072, "max_window_layers": 28,
-            "use_sliding_window": False}
+GEMMA3_4B = {
+    "model_type": "gemma3",
+    "text_config": {
+        "model_type": "gemma3_text",
+        "num_hidden_layers": 34,
+        "sliding_window": 1024,
+        "sliding_window_pattern": 6,
+        "rope_theta": 1000000.0,
+    },
+}
+LLAMA4_SCOUT = {
+    "model_type": "llama4",
+    "text_config": {
+        "model_type": "llama4_text",
+        "num_hidden_layers": 48,
+        "attention_chunk_size": 8192,
+        "no_rope_layers": [1, 1, 1, 0] * 12,
+    },
+}
+GPT_OSS_20B = {
+    "model_type": "gpt_oss",
+    "num_hidden_layers": 24,
+    "sliding_window": 128,
+    "layer_types": ["sliding_attention", "full_attention"] * 12,
+}
+QWEN2_7B = {
+    "model_type": "qwen2",
+    "num_hidden_layers": 28,
+    "sliding_window": 131072,
+    "max_window_layers": 28,
+    "use_sliding_window": False,
+}
 PHI3_PARTIAL = {"model_type": "phi3", "num_hidden_layers": 4, "partial_rotary_factor": 0.5}
 
 

@@ -72,6 +72,5 @@ before = status("VmRSS:")
 regime_rows([1000, 5000000], [100, 3], [1 << 24], [{regime!r}], tokens=10**12)
 print((status("VmHWM:") - before) * 1024 / (1 << 24))
 """
-    measured = float(subprocess.run([sys.executable, "-c", script], capture_output=True, text=True,
-                                    check=True).stdout)
+    measured = float(subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, check=True).stdout)
     assert 7.5 < measured <= BYTES_PER_POSITION

@@ -178,11 +178,14 @@ def test_curriculum_and_position_id_stages_are_delegated(tmp_path, delegated):
         schedule_frequency(load_schedule(tmp_path / "bad.yaml"))
 
 
-@pytest.mark.parametrize(("spec", "message"), [
-    ("curriculum: {kind: warmup, start: 64, share: 0.5}", "stage w: curriculum: warmup: start 64 is larger"),
-    ("position_ids: {kind: pose, target: 8}", "stage w: position_ids: pose: target 8 is shorter than the window"),
-    ("curriculum: {kind: nonsense}", "stage w: curriculum: "),
-])
+@pytest.mark.parametrize(
+    ("spec", "message"),
+    [
+        ("curriculum: {kind: warmup, start: 64, share: 0.5}", "stage w: curriculum: warmup: start 64 is larger"),
+        ("position_ids: {kind: pose, target: 8}", "stage w: position_ids: pose: target 8 is shorter than the window"),
+        ("curriculum: {kind: nonsense}", "stage w: curriculum: "),
+    ],
+)
 def test_a_bad_curriculum_or_position_ids_names_its_stage(tmp_path, spec, message):
     LengthHistogram.from_counts([40], [3]).to_parquet(tmp_path / "h.parquet")
     (tmp_path / "s.yaml").write_text(f"histogram: h.parquet\nstages:\n  - {{name: w, L: 16, tokens: 1T, {spec}}}\n")
@@ -193,7 +196,9 @@ def test_a_bad_curriculum_or_position_ids_names_its_stage(tmp_path, spec, messag
 @settings(max_examples=40, deadline=None)
 @given(
     st.lists(st.tuples(st.integers(1, 30), st.integers(1, 3)), min_size=1, max_size=6, unique_by=lambda t: t[0]),
-    st.integers(2, 12), st.integers(1, 6), st.sampled_from(["natural", "pack", "concat"]),
+    st.integers(2, 12),
+    st.integers(1, 6),
+    st.sampled_from(["natural", "pack", "concat"]),
 )
 def test_reach_beyond_an_earlier_window_counts_tokens_by_their_context(pairs, L, w, regime):
     # brute force: the tokens of the long stage whose visible context (over the real masks) is at least W
@@ -209,8 +214,11 @@ def test_reach_beyond_an_earlier_window_counts_tokens_by_their_context(pairs, L,
     layout = parse_layout(f"swa{w}+global")
     stages = (Stage("short", short, 1000, regime, h, layout=layout), Stage("long", long, 700, regime, h, layout=layout))
     result = schedule_frequency(Schedule(stages))
-    docs = stream_order(np.array(h.lengths), np.array(h.counts), 0).tolist() if regime == "pack" else [
-        int(n) for n, c in zip(h.lengths, h.counts) for _ in range(int(c))]
+    docs = (
+        stream_order(np.array(h.lengths), np.array(h.counts), 0).tolist()
+        if regime == "pack"
+        else [int(n) for n, c in zip(h.lengths, h.counts) for _ in range(int(c))]
+    )
     rows, mask = regime_rows(docs, long, regime)
     for kind, size in ((LayerKind("global"), 0), (LayerKind("swa", w), w)):
         _, exposure = masked_pair_frequency(rows, mask, long, kind.kind, size)

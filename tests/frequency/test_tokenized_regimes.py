@@ -53,8 +53,9 @@ def test_megatron_regime_equals_megatron_core_token_by_token(config):
         data_path = str(DATA / words[0])
     else:
         data_path = " ".join(w if k % 2 == 0 else str(DATA / w) for k, w in enumerate(words))
-    options = MegatronOptions(data_path, config["seed"], config["split"], config["reset_attention_mask"],
-                              config.get("train_samples"))
+    options = MegatronOptions(
+        data_path, config["seed"], config["split"], config["reset_attention_mask"], config.get("train_samples")
+    )
     segs = megatron_segments(config["L"], options)
     assert segs.approximation is None
     assert segment_frequency(segs).tolist() == config["f"]

@@ -125,8 +125,11 @@ def test_plans_of_a_big_histogram_keep_their_reprs_short():
     # the HTML a few kB, and the plans' N* is where f_T falls below tau
     rng = np.random.default_rng(0)
     lengths = rng.integers(1, 10**6, 20_000)
-    big = combine_sources({f"source-{k:02d}": LengthHistogram.from_lengths(lengths[k::40]) for k in range(40)},
-                          corpus="big", tokenizer="tekken")
+    big = combine_sources(
+        {f"source-{k:02d}": LengthHistogram.from_lengths(lengths[k::40]) for k in range(40)},
+        corpus="big",
+        tokenizer="tekken",
+    )
     f = position_frequency(big.lengths, big.counts, 131072)
     n_star = effective_length(f, 10**12, 10**11) + 1
     plans = [

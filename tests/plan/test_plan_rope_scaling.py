@@ -49,8 +49,10 @@ V4_KEYS = {  # required, optional keys of `rope_scaling` in transformers 4.x
         {"rope_type", "factor", "original_max_position_embeddings", "low_freq_factor", "high_freq_factor"},
         set(),
     ),
-    "longrope": ({"rope_type", "short_factor", "long_factor"}, {"attention_factor", "factor",
-                                                                 "original_max_position_embeddings"}),
+    "longrope": (
+        {"rope_type", "short_factor", "long_factor"},
+        {"attention_factor", "factor", "original_max_position_embeddings"},
+    ),
 }
 
 
@@ -258,8 +260,12 @@ def test_every_block_names_its_versions_and_vllm_gets_the_length_by_hand():
 
 
 def test_the_rope_planner_refuses_them_too():
-    for options in ({"rope_theta": float("nan")}, {"rope_theta": float("inf")}, {"factor": float("inf")},
-                    {"factor": float("nan")}):
+    for options in (
+        {"rope_theta": float("nan")},
+        {"rope_theta": float("inf")},
+        {"factor": float("inf")},
+        {"factor": float("nan")},
+    ):
         with pytest.raises(FreqlabError, match="must exceed 1 and be finite"):
             plan_rope_scaling(4096, 16384, "yarn", **options)
 
@@ -272,8 +278,10 @@ def yarn_ramp_factor(s: float, theta: float, d_r: int, E: int, j: int) -> float:
     return 1 / ((1 - gamma) / s + gamma)
 
 
-@pytest.mark.parametrize(("s", "theta", "d_r", "E"), [(4.0, 1e4, 128, 4096), (32.0, 1e4, 96, 4096),
-                                                      (8.0, 5e5, 128, 8192), (3.0, 1e4, 64, 2730)])
+@pytest.mark.parametrize(
+    ("s", "theta", "d_r", "E"),
+    [(4.0, 1e4, 128, 4096), (32.0, 1e4, 96, 4096), (8.0, 5e5, 128, 8192), (3.0, 1e4, 64, 2730)],
+)
 def test_longrope_long_factor_is_yarns_ramp_per_pair(s, theta, d_r, E):
     got = longrope_factors(s, theta, d_r, E)
     assert len(got) == d_r // 2
@@ -289,7 +297,10 @@ def test_longrope_blocks_have_one_factor_per_rotary_pair_and_say_what_they_are()
     assert five["max_position_embeddings"] == 16384 and four["max_position_embeddings"] == 4096
     params = five["rope_parameters"]
     assert {k: v for k, v in params.items() if k not in ("short_factor", "long_factor")} == {
-        "rope_type": "longrope", "rope_theta": 10000.0, "factor": 4.0, "original_max_position_embeddings": 4096,
+        "rope_type": "longrope",
+        "rope_theta": 10000.0,
+        "factor": 4.0,
+        "original_max_position_embeddings": 4096,
     }  # no attention_factor: transformers' own rule applies
     assert params["short_factor"] == [1.0] * 64  # within L: the stock angles
     assert params["long_factor"] == longrope_factors(4.0, 1e4, 128, 4096)
@@ -307,8 +318,7 @@ def test_longrope_blocks_have_one_factor_per_rotary_pair_and_say_what_they_are()
 def test_longrope_ramp_is_counted_at_the_effective_length():
     """A shorter effective length E leaves more pairs without a full turn within it: more of them get s."""
     at_L = plan_rope_scaling(4096, 16384, "longrope").config_5x["rope_parameters"]["long_factor"]
-    at_E = plan_rope_scaling(4096, 16384, "longrope", effective_length=2730).config_5x["rope_parameters"][
-        "long_factor"]
+    at_E = plan_rope_scaling(4096, 16384, "longrope", effective_length=2730).config_5x["rope_parameters"]["long_factor"]
     assert at_E == longrope_factors(4.0, 1e4, 128, 2730) != at_L
     assert at_E.count(4.0) == (128 - 86) // 2 == 21 > at_L.count(4.0) == 18  # critical dims 86 and 92
 

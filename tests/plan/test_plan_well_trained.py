@@ -87,5 +87,12 @@ def test_report_and_dict_say_n_star_and_its_rule():
     """Without frequency information N* is 2/3 of L (the documented default): 2048 for L = 3072."""
     wt = well_trained_range(3072)
     assert wt.report() == "well-trained range N* = 2048 (rule: default)\n  no frequency information: N* = 2/3 of L"
-    assert wt.to_dict() == {"N_star": 2048, "L": 3072, "rule": "default", "explanation": wt.explanation,
-                            "tokens": None, "tau": None, "mass": None}
+    assert wt.to_dict() == {
+        "N_star": 2048,
+        "L": 3072,
+        "rule": "default",
+        "explanation": wt.explanation,
+        "tokens": None,
+        "tau": None,
+        "mass": None,
+    }

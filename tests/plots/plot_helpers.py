@@ -50,18 +50,22 @@ def overlapping_texts(fig: Figure) -> list[tuple[str, str]]:
                 tick_labels.update((id(tick.label1), id(tick.label2)))
             if ax.get_visible() and axis.get_visible():  # the ticks inside the view, the ones drawn
                 drawn_ticks += [t for tick in axis._update_ticks() for t in (tick.label1, tick.label2)]
-    texts = [t for t in fig.findobj(lambda a: hasattr(a, "get_text") and hasattr(a, "get_window_extent"))
-             if id(t) not in tick_labels]
+    texts = [
+        t
+        for t in fig.findobj(lambda a: hasattr(a, "get_text") and hasattr(a, "get_window_extent"))
+        if id(t) not in tick_labels
+    ]
     shown = [
-        t for t in texts + drawn_ticks
-        if t.get_visible() and t.get_text() and all(p.get_visible() for p in _parents(t))
+        t for t in texts + drawn_ticks if t.get_visible() and t.get_text() and all(p.get_visible() for p in _parents(t))
     ]
     boxes = [(t.get_text(), t.get_window_extent(renderer)) for t in shown]
-    found = [(text, "<outside>") for text, box in boxes
-             if box.x0 < fig.bbox.x0 - 1 or box.y0 < fig.bbox.y0 - 1 or box.x1 > fig.bbox.x1 + 1
-             or box.y1 > fig.bbox.y1 + 1]
+    found = [
+        (text, "<outside>")
+        for text, box in boxes
+        if box.x0 < fig.bbox.x0 - 1 or box.y0 < fig.bbox.y0 - 1 or box.x1 > fig.bbox.x1 + 1 or box.y1 > fig.bbox.y1 + 1
+    ]
     for k, (a, box_a) in enumerate(boxes):
-        for b, box_b in boxes[k + 1:]:
+        for b, box_b in boxes[k + 1 :]:
             if box_a.overlaps(box_b) and box_a.width and box_b.width:
                 inter_w = min(box_a.x1, box_b.x1) - max(box_a.x0, box_b.x0)
                 inter_h = min(box_a.y1, box_b.y1) - max(box_a.y0, box_b.y0)

@@ -93,8 +93,10 @@ def test_scan_command_writes_into_the_folder_it_is_given(tmp_path, hist_file):
 @pytest.mark.parametrize("name", ["x.png", "fig.PDF", "y.svg"])
 def test_scan_command_refuses_a_figure_file_name_instead_of_making_a_folder_of_it(tmp_path, hist_file, name):
     result = run("plot", "scan", hist_file, "--L", 2048, "--out", tmp_path / name)
-    assert result.exit_code == 2 and "names a figure file, but plot scan writes several figures into a folder" \
-        in result.output
+    assert (
+        result.exit_code == 2
+        and "names a figure file, but plot scan writes several figures into a folder" in result.output
+    )
     assert not (tmp_path / name).exists()
 
 

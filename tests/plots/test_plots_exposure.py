@@ -9,8 +9,9 @@ from freqlab.plots.exposure import plot_exposure
 
 
 def test_exposure_figure_draws_each_source_s_tail_shares():
-    h = combine_sources({"web": LengthHistogram.from_lengths([1000] * 50),
-                         "books": LengthHistogram.from_lengths([20000, 9000])})
+    h = combine_sources(
+        {"web": LengthHistogram.from_lengths([1000] * 50), "books": LengthHistogram.from_lengths([20000, 9000])}
+    )
     fig = plot_exposure(h)
     assert_labelled(fig)
     left, right = fig.axes[:2]
@@ -31,4 +32,5 @@ def test_a_window_of_at_most_4k_gets_thresholds_of_its_own_scale():
     right = fig.axes[1]
     assert [t.get_text() for t in right.get_xticklabels()] == ["256", "512", "1K"]
     assert [round(bar.get_height(), 9) for bar in right.patches] == [
-        round(100 * (2048 - t) / 2048, 9) for t in (256, 512, 1024)]
+        round(100 * (2048 - t) / 2048, 9) for t in (256, 512, 1024)
+    ]

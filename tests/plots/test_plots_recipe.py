@@ -10,8 +10,11 @@ from freqlab.plots.recipe import plot_recipe
 
 
 def test_each_stage_panel_draws_each_kind_s_scaled_frequency(histogram):
-    data = {"layout": "2*swa256+global+nope", "tau": 1e6,
-            "stages": [{"name": "short", "L": 1024, "tokens": "1B"}, {"name": "long", "L": 4096, "tokens": "100M"}]}
+    data = {
+        "layout": "2*swa256+global+nope",
+        "tau": 1e6,
+        "stages": [{"name": "short", "L": 1024, "tokens": "1B"}, {"name": "long", "L": 4096, "tokens": "100M"}],
+    }
     result = schedule_frequency(parse_schedule(data, histogram=histogram))
     fig = plot_recipe(result)
     assert_labelled(fig)

@@ -1,6 +1,5 @@
 """scan_figures writes the main figures of a histogram (what `freqlab scan --plot` calls)."""
 
-
 import pytest
 
 from freqlab import FreqlabError

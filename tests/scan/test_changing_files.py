@@ -58,8 +58,16 @@ def two_files(tmp_path):
 
 
 def run(folder, **options):
-    return scan(str(folder), L=[256], regimes=["natural"], progress=False, workers=1, batch_size=4,
-                source_field="meta.redpajama_set_name", **options)
+    return scan(
+        str(folder),
+        L=[256],
+        regimes=["natural"],
+        progress=False,
+        workers=1,
+        batch_size=4,
+        source_field="meta.redpajama_set_name",
+        **options,
+    )
 
 
 def test_a_file_rewritten_in_place_during_its_read_is_refused(two_files, after_first_batch):

@@ -33,8 +33,9 @@ def test_length_counts_equal_a_plain_counter_whatever_the_split(values, pieces):
 
 
 codes_strategy = st.lists(
-    st.one_of(st.integers(-3, 0), st.integers(1, 3000), st.integers(DENSE_LIMIT - 2, DENSE_LIMIT + 2),
-              st.integers(1, 10**9)),
+    st.one_of(
+        st.integers(-3, 0), st.integers(1, 3000), st.integers(DENSE_LIMIT - 2, DENSE_LIMIT + 2), st.integers(1, 10**9)
+    ),
     max_size=200,
 )
 

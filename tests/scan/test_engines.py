@@ -96,10 +96,19 @@ def test_fastokens_break_even_is_its_extra_build_time_over_the_time_it_saves_per
     from freqlab.scan.driver import fastokens_break_even_bytes
     from freqlab.scan.estimate import Family, ThroughputTable
 
-    table = ThroughputTable(measured="-", machine="-", source="-", read_bytes_per_core_second=1e9,
-                            parallel_efficiency=1.0, worker_startup_core_seconds=2.0,
-                            families={"fastokens": Family(40e6, 4.0, "", 1.5), "tiktoken": Family(4e6, 4.0, "", 0.1),
-                                      "hf-tokenizers": Family(0.4e6, 4.0)})
+    table = ThroughputTable(
+        measured="-",
+        machine="-",
+        source="-",
+        read_bytes_per_core_second=1e9,
+        parallel_efficiency=1.0,
+        worker_startup_core_seconds=2.0,
+        families={
+            "fastokens": Family(40e6, 4.0, "", 1.5),
+            "tiktoken": Family(4e6, 4.0, "", 0.1),
+            "hf-tokenizers": Family(0.4e6, 4.0),
+        },
+    )
     # (B / 4) * (1/τ_n - 1/40e6) = 1.5 - 0.1 core-seconds (each built once, in this process)
     assert fastokens_break_even_bytes("tiktoken", table) == pytest.approx(4 * 1.4 / (1 / 4e6 - 1 / 40e6))  # 24.9 MB
     # Hugging Face's build was not measured: a whole worker's start-up (2.0 s), longer than fastokens' build
@@ -122,10 +131,20 @@ def test_the_small_scan_rule_leaves_fastokens_out_only_below_the_next_backends_b
 def engine_table(**overrides):
     from freqlab.scan.estimate import Family, ThroughputTable
 
-    values = dict(measured="-", machine="-", source="-", read_bytes_per_core_second=1e9, parallel_efficiency=0.8,
-                  worker_startup_core_seconds=2.0, process_startup_core_seconds=0.5,
-                  families={"fastokens": Family(40e6, 4.0, "", 1.5), "tiktoken": Family(4e6, 4.0, "", 0.1),
-                            "sentencepiece": Family(1e6, 4.0)})
+    values = dict(
+        measured="-",
+        machine="-",
+        source="-",
+        read_bytes_per_core_second=1e9,
+        parallel_efficiency=0.8,
+        worker_startup_core_seconds=2.0,
+        process_startup_core_seconds=0.5,
+        families={
+            "fastokens": Family(40e6, 4.0, "", 1.5),
+            "tiktoken": Family(4e6, 4.0, "", 0.1),
+            "sentencepiece": Family(1e6, 4.0),
+        },
+    )
     return ThroughputTable(**{**values, **overrides})
 
 
@@ -211,8 +230,11 @@ def test_a_compressed_file_is_one_shard_decompressed_once_and_counts_like_its_pl
     (tmp_path / "zst" / "a.jsonl.zst").write_bytes(zstandard.ZstdCompressor().compress(lines))
     assert len(open_corpus(str(tmp_path / "plain")).shards) > 4
     assert [s.id for s in open_corpus(str(tmp_path / "zst")).shards] == ["a.jsonl.zst"]
-    results = [scan(str(tmp_path / folder), workers=workers, progress=False)
-               for folder in ("plain", "zst") for workers in (1, 2)]
+    results = [
+        scan(str(tmp_path / folder), workers=workers, progress=False)
+        for folder in ("plain", "zst")
+        for workers in (1, 2)
+    ]
     first = results[0].histogram
     assert first.documents == 4000
     for result in results[1:]:

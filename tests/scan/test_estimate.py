@@ -17,8 +17,14 @@ from freqlab.scan.estimate import Family, ThroughputTable, estimate_cost, load_t
 from freqlab.scan.uncertainty import share_intervals
 
 # 2M tokens per core-second at 4 bytes per token; reading alone 100 MB per core-second; 90% parallel efficiency
-TABLE = ThroughputTable(measured="2026-01-01", machine="test", source="by hand", read_bytes_per_core_second=100e6,
-                        parallel_efficiency=0.9, families={"tiktoken": Family(2e6, 4.0, "tekken")})
+TABLE = ThroughputTable(
+    measured="2026-01-01",
+    machine="test",
+    source="by hand",
+    read_bytes_per_core_second=100e6,
+    parallel_efficiency=0.9,
+    families={"tiktoken": Family(2e6, 4.0, "tekken")},
+)
 
 
 def test_a_full_scan_costs_tokens_over_the_per_core_throughput():
@@ -93,8 +99,19 @@ def test_the_cli_estimate_uses_the_shipped_table(tmp_path):
 def test_the_cli_estimate_of_a_sampled_scan_gives_its_error_bar(tmp_path):
     sample = LengthHistogram.from_lengths(np.random.default_rng(3).integers(1, 5000, 3000))
     sample.to_parquet(tmp_path / "lengths.parquet")
-    result = estimate("--corpus-bytes", "3T", "--sample-rate", "0.001", "--lengths", str(tmp_path / "lengths.parquet"),
-                      "--regime", "natural", "--regime", "concat", "--json")
+    result = estimate(
+        "--corpus-bytes",
+        "3T",
+        "--sample-rate",
+        "0.001",
+        "--lengths",
+        str(tmp_path / "lengths.parquet"),
+        "--regime",
+        "natural",
+        "--regime",
+        "concat",
+        "--json",
+    )
     assert result.exit_code == 0, result.output
     natural, concat = json.loads(result.stdout)["error_bars"]
     tokens = json.loads(result.stdout)["cost"]["tokens"]

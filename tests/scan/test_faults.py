@@ -22,8 +22,14 @@ pytestmark = pytest.mark.skipif(not sys.platform.startswith("linux"), reason="re
 
 def start(*args: str, preexec_fn=None) -> subprocess.Popen:
     command = [sys.executable, "-m", "freqlab", "scan", "-q", "--workers", "2", *args]
-    return subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-                            start_new_session=True, preexec_fn=preexec_fn)
+    return subprocess.Popen(
+        command,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        start_new_session=True,
+        preexec_fn=preexec_fn,
+    )
 
 
 def parents() -> dict[int, int]:
@@ -54,8 +60,11 @@ def descendants(pid: int) -> set[int]:
 def workers(driver: int) -> list[int]:
     """The pool's workers: the forkserver's children (the forkserver is the driver's child)."""
     table = parents()
-    servers = {pid for pid, parent in table.items() if parent == driver
-               and b"forkserver" in Path(f"/proc/{pid}/cmdline").read_bytes()}
+    servers = {
+        pid
+        for pid, parent in table.items()
+        if parent == driver and b"forkserver" in Path(f"/proc/{pid}/cmdline").read_bytes()
+    }
     return sorted(pid for pid, parent in table.items() if parent in servers)
 
 
@@ -180,8 +189,9 @@ def test_the_pools_exit_race_prints_nothing_after_an_interrupt(guard):
     """The flaky SIGTERM test's traceback (Python 3.11's concurrent.futures exit hook writing to the wake-up pipe its
     manager thread closes, unlocked), made certain: the race's window is held open, so the write always fails.
     Unguarded, Python prints it from threading._shutdown; the engine's guard drops it."""
-    run = subprocess.run([sys.executable, "-c", RACE.replace("GUARD", str(guard))], capture_output=True, text=True,
-                         timeout=60)
+    run = subprocess.run(
+        [sys.executable, "-c", RACE.replace("GUARD", str(guard))], capture_output=True, text=True, timeout=60
+    )
     assert run.returncode == 143
     if guard:
         assert run.stderr == ""

@@ -65,8 +65,7 @@ def test_the_fingerprint_of_tokenized_data_carries_the_read_options_of_the_opene
 
 
 @pytest.mark.parametrize("first", ["opened", "named"])
-def test_a_crashed_scan_resumes_in_the_other_form_to_the_identical_result(tmp_path, slimpajama_dir, monkeypatch,
-                                                                         first):
+def test_a_crashed_scan_resumes_in_the_other_form_to_the_identical_result(tmp_path, slimpajama_dir, monkeypatch, first):
     full = scan_slimpajama(slimpajama_dir, workers=1)
     forms = {
         "opened": lambda **o: scan_opened(opened_slimpajama(slimpajama_dir), workers=1, **o),

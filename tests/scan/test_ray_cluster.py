@@ -50,8 +50,9 @@ def cluster(tmp_path_factory):
     try:
         # a killed node is declared dead after 5 missed 1-second health checks (Ray's default: 5 of 3 s)
         health = {"health_check_period_ms": 1000, "health_check_failure_threshold": 5}
-        started = Cluster(initialize_head=True,
-                          head_node_args={**NODE, "include_dashboard": False, "_system_config": health})
+        started = Cluster(
+            initialize_head=True, head_node_args={**NODE, "include_dashboard": False, "_system_config": health}
+        )
         for _ in range(2):
             started.add_node(wait=False, **NODE)  # both start at once
         started.wait_for_nodes()
@@ -68,8 +69,9 @@ def shut_down(cluster) -> None:
     """Stop the cluster, then kill by id whatever of its processes outlived the shutdown."""
     if ray.is_initialized():
         ray.shutdown()
-    processes = [info.process for node in cluster.list_all_nodes() for infos in node.all_processes.values()
-                 for info in infos]
+    processes = [
+        info.process for node in cluster.list_all_nodes() for infos in node.all_processes.values() for info in infos
+    ]
     cluster.shutdown()
     for process in processes:
         if process.poll() is None:
@@ -140,8 +142,7 @@ def driver_dir(tmp_path_factory) -> Path:
 @pytest.fixture(scope="module")
 def on_one_machine(driver_dir):
     """The same files counted by the local engine, in this process."""
-    return scan(str(driver_dir / "data"), source_field=SOURCE, L=[512], regimes=["natural"], workers=1,
-                progress=False)
+    return scan(str(driver_dir / "data"), source_field=SOURCE, L=[512], regimes=["natural"], workers=1, progress=False)
 
 
 def freqlab_scan(*args: str):
@@ -150,8 +151,20 @@ def freqlab_scan(*args: str):
 
 def on_cluster(cluster, out: str, *args: str) -> list[str]:
     """Arguments of a scan of the folder ``data`` (relative to the driver's folder) on ``cluster``."""
-    return ["--dataset", "data", "--source-field", SOURCE, "--engine", "ray", "--address", cluster.address,
-            "--out", out, *WINDOW, *args]
+    return [
+        "--dataset",
+        "data",
+        "--source-field",
+        SOURCE,
+        "--engine",
+        "ray",
+        "--address",
+        cluster.address,
+        "--out",
+        out,
+        *WINDOW,
+        *args,
+    ]
 
 
 def one_line_error(result) -> str:
@@ -166,15 +179,17 @@ def one_line_error(result) -> str:
 
 
 # --- tests --------------------------------------------------------------------------------------------------
-def test_a_relative_dataset_path_is_counted_on_every_node_as_on_one_machine(cluster, joined, driver_dir,
-                                                                            on_one_machine, monkeypatch):
+def test_a_relative_dataset_path_is_counted_on_every_node_as_on_one_machine(
+    cluster, joined, driver_dir, on_one_machine, monkeypatch
+):
     monkeypatch.chdir(driver_dir)  # the nodes run elsewhere: the driver resolves --dataset data
     result = freqlab_scan(*on_cluster(cluster, "out", "--json"))
     assert result.exit_code == 0, result.output
     assert ray.is_initialized()  # the engine leaves a connection it did not open
     summary = json.loads(result.stdout)
-    assert_same_histogram(LengthHistogram.read_parquet(driver_dir / "out" / "lengths.parquet"),
-                          on_one_machine.histogram)
+    assert_same_histogram(
+        LengthHistogram.read_parquet(driver_dir / "out" / "lengths.parquet"), on_one_machine.histogram
+    )
     assert summary["windows"] == on_one_machine.summary["windows"]
     run = summary["scan"]
     ran = {node["node_id"] for node in run["nodes"]}
@@ -188,16 +203,18 @@ def test_a_relative_dataset_path_is_counted_on_every_node_as_on_one_machine(clus
 
 def test_the_builtin_corpus_on_the_cluster_equals_the_local_engine(cluster, joined, tmp_path):
     local = scan(max_docs=100, L=[512], regimes=["natural"], workers=1, progress=False)
-    result = freqlab_scan("--engine", "ray", "--address", cluster.address, "--max-docs", "100",
-                          "--out", str(tmp_path / "out"), *WINDOW)
+    result = freqlab_scan(
+        "--engine", "ray", "--address", cluster.address, "--max-docs", "100", "--out", str(tmp_path / "out"), *WINDOW
+    )
     assert result.exit_code == 0, result.output
     assert_same_histogram(LengthHistogram.read_parquet(tmp_path / "out" / "lengths.parquet"), local.histogram)
     shown = re.search(r"\(ray, (\d) CPUs? on (\d) nodes?\)", result.output)  # one CPU a node
     assert shown is not None and shown[1] == shown[2], result.output
 
 
-def test_a_worker_node_killed_mid_scan_is_survived(cluster, joined, extra_node, driver_dir, on_one_machine, tmp_path,
-                                                   monkeypatch):
+def test_a_worker_node_killed_mid_scan_is_survived(
+    cluster, joined, extra_node, driver_dir, on_one_machine, tmp_path, monkeypatch
+):
     import freqlab.scan.engines.ray as engine
 
     doomed = extra_node()
@@ -222,12 +239,12 @@ def test_a_worker_node_killed_mid_scan_is_survived(cluster, joined, extra_node, 
     assert run["retries"] >= 1 and run["retried"][0].endswith(("NodeDiedError", "WorkerCrashedError"))
     assert doomed.node_id not in {node["node_id"] for node in run["nodes"]}
     assert sum(node["shards"] for node in run["nodes"]) == FILES
-    assert_same_histogram(LengthHistogram.read_parquet(tmp_path / "out" / "lengths.parquet"),
-                          on_one_machine.histogram)
+    assert_same_histogram(LengthHistogram.read_parquet(tmp_path / "out" / "lengths.parquet"), on_one_machine.histogram)
 
 
 def test_a_shard_that_keeps_crashing_its_worker_is_one_line_and_the_rest_is_checkpointed(
-        cluster, joined, driver_dir, tmp_path, monkeypatch):
+    cluster, joined, driver_dir, tmp_path, monkeypatch
+):
     import freqlab.scan.engines.ray as engine
 
     monkeypatch.setattr(engine, "_ray_count", crashing_task(shard_ids=["part-05.jsonl"]))
@@ -239,16 +256,20 @@ def test_a_shard_that_keeps_crashing_its_worker_is_one_line_and_the_rest_is_chec
     assert len(list((tmp_path / "out" / "checkpoints").glob("*.parquet"))) >= 1
 
 
-def test_a_scan_resumes_on_the_cluster_after_its_driver_is_killed(cluster, driver_dir, on_one_machine, tmp_path,
-                                                                  monkeypatch):
+def test_a_scan_resumes_on_the_cluster_after_its_driver_is_killed(
+    cluster, driver_dir, on_one_machine, tmp_path, monkeypatch
+):
     blocked = ["part-10.jsonl", "part-11.jsonl"]
     signals = tmp_path / "signals"
     signals.mkdir()
     out = str(tmp_path / "out")
-    code = (f"import sys; sys.path.insert(0, {str(HERE)!r}); from ray_faults import patch_and_scan; "
-            f"patch_and_scan({on_cluster(cluster, out)!r}, {blocked!r}, {str(signals)!r})")
-    driver = subprocess.Popen([sys.executable, "-c", code], cwd=driver_dir, stdout=subprocess.PIPE,
-                              stderr=subprocess.STDOUT, text=True)
+    code = (
+        f"import sys; sys.path.insert(0, {str(HERE)!r}); from ray_faults import patch_and_scan; "
+        f"patch_and_scan({on_cluster(cluster, out)!r}, {blocked!r}, {str(signals)!r})"
+    )
+    driver = subprocess.Popen(
+        [sys.executable, "-c", code], cwd=driver_dir, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True
+    )
     checkpoints = Path(out) / "checkpoints"
     try:
         deadline = time.monotonic() + 90
@@ -289,8 +310,11 @@ def test_a_file_a_node_cannot_see_is_one_line_naming_the_node_and_the_file(clust
     monkeypatch.setattr(engine.RayEngine, "_check_nodes", vanish_first)
     monkeypatch.chdir(tmp_path)
     message = one_line_error(freqlab_scan(*on_cluster(cluster, "out", "--on-error", "skip")))
-    shown = re.match(r"Error: node ([0-9a-f]{8}) \(([^)]*)\) cannot open (\S+) \(No such file or directory\): "
-                     r"every Ray node needs the data files at the same path as the driver", message)
+    shown = re.match(
+        r"Error: node ([0-9a-f]{8}) \(([^)]*)\) cannot open (\S+) \(No such file or directory\): "
+        r"every Ray node needs the data files at the same path as the driver",
+        message,
+    )
     assert shown is not None, message
     assert shown[1] in {node[:8] for node in node_ids(cluster)}
     assert shown[3] == str(gone)  # absolute: the path the driver resolved
@@ -307,8 +331,10 @@ def test_a_node_with_another_freqlab_is_named_before_any_shard_runs(cluster, joi
     message = one_line_error(freqlab_scan(*on_cluster(cluster, "out")))
     import freqlab
 
-    expected = (rf"Error: node {other.node_id[:8]} \([^)]*\) runs freqlab 0\.0\.1 \(source [0-9a-f]+\), "
-                rf"this driver freqlab {re.escape(freqlab.__version__)} \(source [0-9a-f]+\): "
-                "install the same freqlab on every node")
+    expected = (
+        rf"Error: node {other.node_id[:8]} \([^)]*\) runs freqlab 0\.0\.1 \(source [0-9a-f]+\), "
+        rf"this driver freqlab {re.escape(freqlab.__version__)} \(source [0-9a-f]+\): "
+        "install the same freqlab on every node"
+    )
     assert re.fullmatch(expected, message), message
     assert not list((tmp_path / "out").glob("checkpoints/*.parquet"))  # stopped before any shard ran

@@ -20,8 +20,15 @@ def reference_share(h: LengthHistogram, L: int, segments) -> tuple[float, float]
 
 
 def test_scan_result_display(tmp_path, counter):
-    result = scan(max_docs=40, tokenizer=counter, workers=1, progress=False, L=[1024, 2048],
-                  regimes=["natural", "concat"], out=tmp_path / "out")
+    result = scan(
+        max_docs=40,
+        tokenizer=counter,
+        workers=1,
+        progress=False,
+        L=[1024, 2048],
+        regimes=["natural", "concat"],
+        out=tmp_path / "out",
+    )
     h = result.histogram
     expected = {
         (L, name): reference_share(h, L, segments)

@@ -37,8 +37,9 @@ def test_a_source_field_no_document_has_is_an_error_naming_the_fields_of_the_fir
     )
     with pytest.raises(FreqlabError, match=message):
         scan(str(corpus), source_field="meta.nope", workers=1, progress=False)
-    result = CliRunner().invoke(main, ["scan", "--dataset", str(corpus), "--source-field", "meta.nope", "-q",
-                                       "--out", str(tmp_path / "out")])
+    result = CliRunner().invoke(
+        main, ["scan", "--dataset", str(corpus), "--source-field", "meta.nope", "-q", "--out", str(tmp_path / "out")]
+    )
     assert result.exit_code == 1 and result.output.count("\n") == 1 and result.output.startswith("Error: ")
     assert not (tmp_path / "out" / "lengths.parquet").exists()
 

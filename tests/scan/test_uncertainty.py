@@ -86,8 +86,9 @@ def test_the_bootstrap_standard_error_matches_the_spread_between_samples(corpus)
     for trial in range(40):
         part = sample(corpus, 0.02, 1000 + trial)
         estimates.append(mass_shares(*part, L, "natural")[0])
-        errors.append(share_intervals(*part, L, "natural", replicates=300, seed=trial)["standard_error"]
-                      ["share_at_most_half"])
+        errors.append(
+            share_intervals(*part, L, "natural", replicates=300, seed=trial)["standard_error"]["share_at_most_half"]
+        )
     spread = np.std(estimates, ddof=1)
     assert 0.8 < np.mean(errors) / spread < 1.25  # the bootstrap sees the sampling error it reports
 
@@ -113,8 +114,15 @@ def test_regimes_whose_shares_do_not_come_from_the_lengths_get_no_interval(corpu
 
 def test_a_sampled_scan_reports_intervals_that_hold_the_full_scan_share(slimpajama_dir):
     def run(**options):
-        return scan("slimpajama", data_files=str(slimpajama_dir / "*.jsonl"), L=[256], regimes=["natural", "concat"],
-                    workers=1, progress=False, **options)
+        return scan(
+            "slimpajama",
+            data_files=str(slimpajama_dir / "*.jsonl"),
+            L=[256],
+            regimes=["natural", "concat"],
+            workers=1,
+            progress=False,
+            **options,
+        )
 
     full, sampled = run(), run(sample_rate=0.5, seed=4)
     natural, concat = sampled.summary["windows"]

@@ -41,8 +41,9 @@ def truncated_zst(path, texts) -> int:
 
 def run(folder, **options):
     options.setdefault("workers", 1)
-    return scan(str(folder), L=[256], regimes=["natural"], progress=False, source_field="meta.redpajama_set_name",
-                **options)
+    return scan(
+        str(folder), L=[256], regimes=["natural"], progress=False, source_field="meta.redpajama_set_name", **options
+    )
 
 
 @pytest.fixture
@@ -133,13 +134,15 @@ def test_blank_lines_are_counted_apart_and_do_not_change_which_documents_are_sam
     plain.mkdir()
     blank.mkdir()
     (plain / "a.jsonl").write_bytes(b"".join(lines))
-    (blank / "a.jsonl").write_bytes(b"\n" + b"".join(line + (b"  \n" if k % 4 == 0 else b"") for k, line in
-                                                    enumerate(lines)) + b"\n\n")
+    (blank / "a.jsonl").write_bytes(
+        b"\n" + b"".join(line + (b"  \n" if k % 4 == 0 else b"") for k, line in enumerate(lines)) + b"\n\n"
+    )
     a = run(plain, sample_rate=0.5, seed=3)
     b = run(blank, sample_rate=0.5, seed=3)
     assert b.summary["documents"]["blank_lines"] == 1 + 5 + 2 and a.summary["documents"]["blank_lines"] == 0
-    assert b.summary["documents"]["read"] == a.summary["documents"]["read"] == 20 - a.summary["documents"][
-        "sampled_out"]
+    assert (
+        b.summary["documents"]["read"] == a.summary["documents"]["read"] == 20 - a.summary["documents"]["sampled_out"]
+    )
     assert_same_histogram(a.histogram, b.histogram)
     assert "8 blank lines passed over (not records)" in b.report()
 

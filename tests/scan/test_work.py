@@ -77,13 +77,24 @@ def shard_outcome(part) -> tuple:
     """Everything a ShardCount says: lengths, empties, skips by reason, the log, the error, finished or capped."""
     h = part.to_histogram(by_source=True)
     log = [a.tolist() for a in part.log.arrays()] if part.log is not None else None
-    return (h.lengths.tolist(), h.counts.tolist(), h.empty_documents, dict(h.skipped), part.documents_read,
-            part.sampled_out, part.blank_lines, log, part.error, part.complete)
+    return (
+        h.lengths.tolist(),
+        h.counts.tolist(),
+        h.empty_documents,
+        dict(h.skipped),
+        part.documents_read,
+        part.sampled_out,
+        part.blank_lines,
+        log,
+        part.error,
+        part.complete,
+    )
 
 
 @pytest.mark.parametrize("on_error", ["raise", "skip"])
-def test_tokenizing_while_the_next_batch_is_read_counts_exactly_as_one_thread(tmp_path, corpus_records, counter,
-                                                                               on_error):
+def test_tokenizing_while_the_next_batch_is_read_counts_exactly_as_one_thread(
+    tmp_path, corpus_records, counter, on_error
+):
     records = [r for shard in corpus_records for r in shard]
     path = write_slimpajama(tmp_path / "all.jsonl", records)
     lines = path.read_bytes().split(b"\n")
@@ -91,9 +102,11 @@ def test_tokenizing_while_the_next_batch_is_read_counts_exactly_as_one_thread(tm
     path.write_bytes(b"\n".join(lines))
     (shard,) = open_corpus(str(path)).shards
     options = [ShardOptions(batch_size=b, on_error=on_error, by_source=True, keep_log=True) for b in (1, 3, 1000)]
-    options += [ShardOptions(batch_size=4, on_error=on_error, keep_log=True, max_docs=33),
-                ShardOptions(batch_size=2, on_error=on_error, keep_log=True, max_tokens=20_000),
-                ShardOptions(batch_size=5, on_error=on_error, keep_log=True, sample_rate=0.5, seed=3)]
+    options += [
+        ShardOptions(batch_size=4, on_error=on_error, keep_log=True, max_docs=33),
+        ShardOptions(batch_size=2, on_error=on_error, keep_log=True, max_tokens=20_000),
+        ShardOptions(batch_size=5, on_error=on_error, keep_log=True, sample_rate=0.5, seed=3),
+    ]
     for option in options:
         serial = shard_outcome(count_shard(shard, counter, option))
         assert shard_outcome(count_shard(shard, counter, option, overlap=True)) == serial

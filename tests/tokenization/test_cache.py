@@ -23,8 +23,9 @@ def tokenizer_json(tmp_path_factory):
     """A small byte-level BPE tokenizer.json (fastokens, tiktoken and Hugging Face all run it)."""
     tokenizer = Tokenizer(models.BPE())
     tokenizer.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False)
-    trainer = trainers.BpeTrainer(vocab_size=600, initial_alphabet=pre_tokenizers.ByteLevel.alphabet(),
-                                  show_progress=False)
+    trainer = trainers.BpeTrainer(
+        vocab_size=600, initial_alphabet=pre_tokenizers.ByteLevel.alphabet(), show_progress=False
+    )
     tokenizer.train_from_iterator(stdlib_modules(7, 30), trainer)
     path = tmp_path_factory.mktemp("cached") / "tokenizer.json"
     tokenizer.save(str(path))

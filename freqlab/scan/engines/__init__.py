@@ -35,8 +35,11 @@ def make_engine(name: str, workers: int | None, pending: int, address: str | Non
     if count > 1:
         from freqlab.resources import require_memory
 
-        require_memory(count * WORKER_BYTES, f"--workers {workers:,}" if workers else "--workers (all cores)",
-                       f"{count:,} worker processes for {pending:,} shards, ~{WORKER_BYTES >> 20} MB each")
+        require_memory(
+            count * WORKER_BYTES,
+            f"--workers {workers:,}" if workers else "--workers (all cores)",
+            f"{count:,} worker processes for {pending:,} shards, ~{WORKER_BYTES >> 20} MB each",
+        )
     return InProcessEngine() if count <= 1 else LocalEngine(count)
 
 

@@ -287,4 +287,3 @@ def _stop(pool: ProcessPoolExecutor, kill: bool) -> None:
             process.terminate()
     for process in processes:
         process.join(timeout=5)
-

@@ -58,7 +58,9 @@ def check_ray_address(address: str | None, timeout: float = RAY_PROBE_SECONDS) -
         return
     host, sep, port = address.rpartition(":")
     if not sep or not host or not port.isdigit():
-        raise FreqlabError(f"Ray address {address!r}: expected HOST:PORT (e.g. 10.0.0.1:6379), 'auto' or ray://HOST:PORT")
+        raise FreqlabError(
+            f"Ray address {address!r}: expected HOST:PORT (e.g. 10.0.0.1:6379), 'auto' or ray://HOST:PORT"
+        )
     try:
         with socket.create_connection((host.strip("[]"), int(port)), timeout=timeout):
             pass
@@ -132,8 +134,14 @@ def node_probe():
             return f"{type(exc).__name__}: {lines[0]}" if lines else type(exc).__name__
 
         context = ray.get_runtime_context()
-        report = {"node_id": context.get_node_id(), "host": socket.gethostname(),
-                  "ip": ray.util.get_node_ip_address(), "version": None, "source": None, "error": None}
+        report = {
+            "node_id": context.get_node_id(),
+            "host": socket.gethostname(),
+            "ip": ray.util.get_node_ip_address(),
+            "version": None,
+            "source": None,
+            "error": None,
+        }
         try:
             import freqlab
 
@@ -168,8 +176,13 @@ class RayEngine(Engine):
 
     name = "ray"
 
-    def __init__(self, workers: int | None, address: str | None = None,
-                 object_store_memory: int = RAY_OBJECT_STORE_BYTES, retries: int | None = None) -> None:
+    def __init__(
+        self,
+        workers: int | None,
+        address: str | None = None,
+        object_store_memory: int = RAY_OBJECT_STORE_BYTES,
+        retries: int | None = None,
+    ) -> None:
         self.local_cpus = int(workers or default_workers())  # CPUs of a Ray instance started here
         self.address = address
         self.object_store_memory = object_store_memory
@@ -244,8 +257,12 @@ class RayEngine(Engine):
                         node, part = ray.get(ref)
                     except ray.exceptions.RayTaskError as exc:  # the task itself raised
                         raise _task_error(exc, task) from None
-                    except (ray.exceptions.NodeDiedError, ray.exceptions.WorkerCrashedError,
-                            ray.exceptions.ObjectLostError, ray.exceptions.OutOfMemoryError) as exc:
+                    except (
+                        ray.exceptions.NodeDiedError,
+                        ray.exceptions.WorkerCrashedError,
+                        ray.exceptions.ObjectLostError,
+                        ray.exceptions.OutOfMemoryError,
+                    ) as exc:
                         if attempt >= self.retries:
                             raise FreqlabError(
                                 f"shard {task.shard.id} was lost {attempt + 1} times (its Ray node or worker died: "
@@ -342,8 +359,11 @@ class RayEngine(Engine):
 
 def _info(node: dict) -> dict:
     """What the summary says of a node (from an entry of ``ray.nodes()``)."""
-    return {"host": node.get("NodeManagerHostname"), "ip": node.get("NodeManagerAddress"),
-            "cpus": int(node.get("Resources", {}).get("CPU", 0))}
+    return {
+        "host": node.get("NodeManagerHostname"),
+        "ip": node.get("NodeManagerAddress"),
+        "cpus": int(node.get("Resources", {}).get("CPU", 0)),
+    }
 
 
 def _node_of(node: dict) -> str:

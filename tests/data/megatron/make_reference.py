@@ -80,9 +80,16 @@ def build(config: dict, cache: str):
     else:
         prefixes, weights = [str(HERE / p) for p in blend[1::2]], [float(w) for w in blend[::2]]
     gpt = GPTDatasetConfig(
-        random_seed=config["seed"], sequence_length=config["L"], blend=(prefixes, weights), split=config["split"],
-        reset_position_ids=False, reset_attention_mask=config["reset_attention_mask"], eod_mask_loss=False,
-        tokenizer=Tokenizer(), path_to_cache=cache, create_attention_mask=True,
+        random_seed=config["seed"],
+        sequence_length=config["L"],
+        blend=(prefixes, weights),
+        split=config["split"],
+        reset_position_ids=False,
+        reset_attention_mask=config["reset_attention_mask"],
+        eod_mask_loss=False,
+        tokenizer=Tokenizer(),
+        path_to_cache=cache,
+        create_attention_mask=True,
     )
     samples = config.get("train_samples")
     other = None if weights is None else 1  # a weighted blend needs a size for every split (unused here)
@@ -95,13 +102,31 @@ CONFIGS = [
     {"data_path": "single", "L": 16, "seed": 1234, "split": "969,30,1", "reset_attention_mask": False},
     {"data_path": "single", "L": 32, "seed": 7, "split": "80,20", "reset_attention_mask": True, "train_samples": 50},
     {"data_path": "single", "L": 24, "seed": 3, "split": "1", "reset_attention_mask": True, "train_samples": 160},
-    {"data_path": "multi", "L": 16, "seed": 1234, "split": "969,30,1", "reset_attention_mask": True,
-     "train_samples": 90},
+    {
+        "data_path": "multi",
+        "L": 16,
+        "seed": 1234,
+        "split": "969,30,1",
+        "reset_attention_mask": True,
+        "train_samples": 90,
+    },
     {"data_path": "multi", "L": 64, "seed": 5, "split": "90,10,0", "reset_attention_mask": True, "train_samples": 21},
-    {"data_path": "0.3 single 0.7 multi", "L": 16, "seed": 1234, "split": "90,10", "reset_attention_mask": True,
-     "train_samples": 120},
-    {"data_path": "2 multi 1 single", "L": 20, "seed": 11, "split": "95,5", "reset_attention_mask": False,
-     "train_samples": 40},
+    {
+        "data_path": "0.3 single 0.7 multi",
+        "L": 16,
+        "seed": 1234,
+        "split": "90,10",
+        "reset_attention_mask": True,
+        "train_samples": 120,
+    },
+    {
+        "data_path": "2 multi 1 single",
+        "L": 20,
+        "seed": 11,
+        "split": "95,5",
+        "reset_attention_mask": False,
+        "train_samples": 40,
+    },
 ]
 
 
