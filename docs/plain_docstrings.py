@@ -35,7 +35,8 @@ def _escape_links(text: str) -> str:
 
 def markdown_docstring(text: str) -> str:
     """A plain-text docstring as Markdown: doctest blocks fenced as ``pycon``, roles as code, citations plain,
-    brackets escaped (``tests/test_docs.py`` shows each case)."""
+    brackets escaped (``tests/test_docs.py`` shows each case).
+    """
     lines, out, k = text.splitlines(), [], 0
     fenced = literal = False
     while k < len(lines):
@@ -88,7 +89,8 @@ def comment_docstring(lines: list[str], lineno: int) -> str | None:
 
 class PlainDocstrings(griffe.Extension):
     """Rewrites every docstring with :func:`markdown_docstring` as griffe loads it; constants documented by a
-    comment (``#:`` or ``#``) get that comment as their docstring."""
+    comment (``#:`` or ``#``) get that comment as their docstring.
+    """
 
     def on_instance(self, *, obj: griffe.Object, **kwargs: Any) -> None:
         """Rewrite ``obj``'s docstring, if it has one."""

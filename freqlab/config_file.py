@@ -66,7 +66,8 @@ def _unique_pairs(pairs: list) -> dict:
 
 def read_config_file(path: str | Path, what: str):
     """The data of a YAML or JSON ``what`` file (``"mixture"``, ``"schedule"``), checked as the module docstring
-    says; a one-line FreqlabError naming the file otherwise."""
+    says; a one-line FreqlabError naming the file otherwise.
+    """
     path = Path(path)
     try:
         with open(path, "rb") as handle:

@@ -32,7 +32,8 @@ def _importing(frame: Any) -> bool:
 
 def _stacklevel() -> int:
     """The stack level of the first frame outside the import machinery and freqlab's shims: the user's line
-    (``warnings.warn`` skips the import machinery's frames itself, so they are not counted)."""
+    (``warnings.warn`` skips the import machinery's frames itself, so they are not counted).
+    """
     level, frame = 1, sys._getframe(1)
     while frame is not None:
         name = frame.f_globals.get("__name__", "")
@@ -61,7 +62,8 @@ def resolve(target: str) -> Any:
 
 def renamed_attributes(module: str, aliases: dict[str, str]) -> Callable[[str], Any]:
     """A module ``__getattr__`` for the old names of ``module``: each old name maps to the dotted path of the new
-    object (``"freqlab.plan.compare_rope_scalings"``); looking it up warns and returns that very object."""
+    object (``"freqlab.plan.compare_rope_scalings"``); looking it up warns and returns that very object.
+    """
 
     def __getattr__(name: str) -> Any:
         target = aliases.get(name)
@@ -82,7 +84,8 @@ def alias_module(old: str, new: str) -> None:
     """Make module ``old`` the module ``new``, and warn: called by the old module's shim, which the import then
     replaces by the new module (``sys.modules[old]`` is the new one), so the old path gives the very same objects.
     A package's submodules are registered under the old dotted names too: ``import old.sub`` and
-    ``from old.sub import x`` give the new modules."""
+    ``from old.sub import x`` give the new modules.
+    """
     warn_renamed(old, new)
     package = importlib.import_module(new)
     sys.modules[old] = package

@@ -45,7 +45,8 @@ TAIL_SHADE = "#D55E00"
 class Display:
     """What an object shows: ``title`` and a one-line ``headline`` (the repr's first line), ``lines`` (at most two
     more repr lines), ``rows`` (name, value) for the HTML table, optional ``table`` (header, rows) of several
-    columns, ``code`` blocks (label, text) shown as is, a ``figure`` (SVG) and a ``details`` paragraph folded away."""
+    columns, ``code`` blocks (label, text) shown as is, a ``figure`` (SVG) and a ``details`` paragraph folded away.
+    """
 
     title: str
     headline: str
@@ -160,7 +161,8 @@ def listed(items: Sequence[str], limit: int = 6) -> str:
 @dataclass
 class Series:
     """One thing drawn by :func:`svg_chart`: a ``line`` (xs, ys), ``bars`` (xs are the left edges, ``width`` each)
-    or ``dots``; ``label`` goes in the legend when there are several series. ``width``: one or one per bar."""
+    or ``dots``; ``label`` goes in the legend when there are several series. ``width``: one or one per bar.
+    """
 
     xs: np.ndarray
     ys: np.ndarray
@@ -173,7 +175,8 @@ class Series:
 @dataclass
 class Chart:
     """Frame of :func:`svg_chart`: data ranges, tick labels (value -> text) and axis titles; ``shades`` are
-    ``(x0, x1, colour)`` bands behind the data; ``log_x`` draws x on a log2 scale."""
+    ``(x0, x1, colour)`` bands behind the data; ``log_x`` draws x on a log2 scale.
+    """
 
     x_range: tuple[float, float]
     y_range: tuple[float, float]
@@ -192,7 +195,8 @@ LEFT, RIGHT, TOP, BOTTOM = 44, 8, 8, 30
 
 def svg_chart(chart: Chart, series: Sequence[Series]) -> str:
     """A small SVG chart (340 x 150 px): shaded bands, bars/lines/dots, ticks, axis titles and, for several labelled
-    series, a legend. Coordinates are rounded to 0.1 px so the same data give the same text."""
+    series, a legend. Coordinates are rounded to 0.1 px so the same data give the same text.
+    """
     x0, x1 = chart.x_range
     y0, y1 = chart.y_range
     if chart.log_x:
@@ -319,7 +323,8 @@ def curve_svg(
     y, *, y_name: str = "f(i)", shades: Sequence[tuple[float, float, str]] = (), series: Sequence[Series] = ()
 ) -> str:
     """A curve over relative positions 0..len(y)-1 (a frequency f, or a schedule's F) with ``shades`` behind it and
-    extra ``series`` (dots, other lines) on top; the count axis says its decimal unit, the position axis K = 1024."""
+    extra ``series`` (dots, other lines) on top; the count axis says its decimal unit, the position axis K = 1024.
+    """
     y = np.asarray(y)
     L = int(y.size)
     top = float(y.max()) if y.size else 1.0

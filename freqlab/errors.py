@@ -60,7 +60,8 @@ BROKEN_PIPE = 141  # ... and by SIGPIPE (128 + SIGPIPE): the reader of its outpu
 
 class Terminated(KeyboardInterrupt):
     """SIGTERM, handled like Ctrl-C (the command line keeps a scan's checkpoints and says so in one line), but
-    exiting with status 143."""
+    exiting with status 143.
+    """
 
 
 def exit_status(interrupt: BaseException) -> int:
@@ -70,7 +71,8 @@ def exit_status(interrupt: BaseException) -> int:
 
 def interrupt_of(error: BaseException) -> KeyboardInterrupt | None:
     """The Ctrl-C (or SIGTERM) behind ``error``: itself, or the one a compiled (numba) call was running when it
-    came, which then reaches Python wrapped in a SystemError; None for any other error."""
+    came, which then reaches Python wrapped in a SystemError; None for any other error.
+    """
     if isinstance(error, KeyboardInterrupt):
         return error
     cause = error.__cause__ or error.__context__
@@ -84,7 +86,8 @@ EXIT_GRACE = 5.0
 def end_within_grace(status: int) -> NoReturn:
     """``sys.exit(status)`` for the program itself (never a command run in-process, as tests do), ended at once
     after :data:`EXIT_GRACE` seconds if the interpreter's exit waits on a thread that never ends (a process pool's
-    manager thread can wait forever for the rest of a result its worker was killed while sending)."""
+    manager thread can wait forever for the rest of a result its worker was killed while sending).
+    """
 
     def end_now() -> None:
         for stream in (sys.stdout, sys.stderr):

@@ -34,7 +34,8 @@ METADATA_KEY = "freqlab"
 class TableFormat:
     """A Parquet table freqlab writes: its ``format`` name and ``version`` (None: a plain table without a header),
     the columns always there and the ones only sometimes there (name -> polars dtype), and its header's keys
-    (``header`` always there, ``header_optional`` only sometimes)."""
+    (``header`` always there, ``header_optional`` only sometimes).
+    """
 
     name: str | None
     version: int | None

@@ -397,7 +397,8 @@ class LengthHistogram(Displayed):
         """The table ``freqlab stats`` prints: corpus, tokenizer, documents, tokens, mean, median and percentiles
         (nearest rank: the ceil(q·n)-th smallest length), max, the share of tokens in documents longer than ``L``,
         and per source its documents and tokens. ``corpus``: the histogram a weighted mix was made from, whose
-        counts are shown (the lengths are this mix's)."""
+        counts are shown (the lengths are this mix's).
+        """
         summary, counts = self.length_statistics(L), (self if corpus is None else corpus).length_statistics(L)
         rows = [
             ("corpus", counts["corpus"] or "-"),
@@ -435,7 +436,8 @@ class LengthHistogram(Displayed):
         --out`` writes): columns L, regime, position, frequency; its ``freqlab`` metadata key holds the format and
         version, the histogram's provenance (as ``lengths.parquet`` does; ``corpus``: the histogram whose counts a
         weighted mix was made from, with ``mixture`` its description), the windows, regimes and seed.
-        ``megatron``: the :class:`~freqlab.frequency.megatron_replay.MegatronOptions` of the ``megatron`` regime."""
+        ``megatron``: the :class:`~freqlab.frequency.megatron_replay.MegatronOptions` of the ``megatron`` regime.
+        """
         from freqlab.errors import cannot_write
         from freqlab.formats import FREQUENCY_FORMAT, FREQUENCY_VERSION
 
@@ -465,7 +467,8 @@ class LengthHistogram(Displayed):
     def provenance(self) -> dict:
         """Where the counts came from, JSON-serialisable: corpus, tokenizer, documents read, skipped by reason,
         empty documents, ``meta`` (tokenizer hash, sampling, limits) and per-source skips. The Parquet files
-        freqlab writes carry it (``lengths.parquet``, ``freqlab freq --out``)."""
+        freqlab writes carry it (``lengths.parquet``, ``freqlab freq --out``).
+        """
         return {
             "corpus": self.corpus,
             "tokenizer": self.tokenizer,
@@ -535,7 +538,8 @@ def _join(a: str, b: str) -> str:
 
 def histogram_display(h: LengthHistogram) -> Display:
     """The repr and HTML of a histogram: totals, nearest-rank quantiles, sources, and the documents and tokens per
-    length bin (powers of two) as a small bar chart."""
+    length bin (powers of two) as a small bar chart.
+    """
     title = f"LengthHistogram {clip(h.corpus, 80)!r}" if h.corpus else "LengthHistogram"
     if h.tokenizer:
         title += f" ({clip(h.tokenizer, 60)})"

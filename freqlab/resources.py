@@ -48,7 +48,8 @@ def _env_number(name: str, value: str, unit: str) -> int:
 
 def available_memory() -> int | None:
     """Bytes of memory available to a new computation: ``$FREQLAB_MEMORY_BYTES`` when set, else ``MemAvailable``
-    of ``/proc/meminfo``, else free physical pages (``os.sysconf``); None where none can be known."""
+    of ``/proc/meminfo``, else free physical pages (``os.sysconf``); None where none can be known.
+    """
     override = os.environ.get(MEMORY_ENV, "").strip()
     if override:
         return _env_number(MEMORY_ENV, override, "bytes")
@@ -76,7 +77,8 @@ def human_bytes(n: float) -> str:
 
 def require_memory(needed: float, option: str, purpose: str) -> None:
     """Refuse (ResourceError) when ``needed`` bytes exceed :func:`available_memory`: ``option`` names the option and
-    its value (``"--L 268,435,456"``), ``purpose`` what the memory is for (``"f(i), 10 bytes per position"``)."""
+    its value (``"--L 268,435,456"``), ``purpose`` what the memory is for (``"f(i), 10 bytes per position"``).
+    """
     available = available_memory()
     if available is not None and needed > available:
         raise ResourceError(
@@ -109,7 +111,8 @@ def _duration(seconds: float) -> str:
 @contextlib.contextmanager
 def doing(what: str) -> Iterator[None]:
     """Run the block; a MemoryError inside (one the estimates did not foresee) becomes a ResourceError saying what
-    was being done, e.g. ``out of memory while computing f(i) at --L 268435456``."""
+    was being done, e.g. ``out of memory while computing f(i) at --L 268435456``.
+    """
     try:
         yield
     except MemoryError:

@@ -1,5 +1,6 @@
 """Deprecated: ``freqlab.tokenize`` is renamed :mod:`freqlab.tokenization` (the old name shadowed the standard
-library's ``tokenize``); importing it warns once and gives the new package, its submodules under the old names."""
+library's ``tokenize``); importing it warns once and gives the new package, its submodules under the old names.
+"""
 
 from freqlab.deprecation import alias_module
 

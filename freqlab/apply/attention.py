@@ -189,7 +189,8 @@ def merged_attention_sdpa(
     dimension, so that [q, q_far] · [k, 0] = q · k and [q, q_far] · [0, k_far] = q_far · k_far; the values are
     doubled, and the mask lets each pair through in the one copy its distance selects (the other gets the dtype's
     lowest value, as a masked pair does in transformers' eager mask). Twice the keys and twice the head dimension,
-    the fused kernels of the device."""
+    the fused kernels of the device.
+    """
     groups = query.shape[1] // key.shape[1]
     key, far_key, value = (_repeat_kv(t, groups) for t in (key, far_key, value))
     q_len, kv_len = query.shape[2], key.shape[2]
@@ -219,7 +220,8 @@ def merged_attention_sdpa(
 
 def _flash_call(flash_fn: Callable, q, k, v, scaling: float, left: int | None, softcap, dropout: float):
     """One causal ``flash_attn_func`` call on (B, T, H, d) tensors; keyword arguments only, those flash-attn 2 and 3
-    share (``dropout_p``, ``softcap``, ``window_size`` only when used). Returns the output and the log-sum-exp."""
+    share (``dropout_p``, ``softcap``, ``window_size`` only when used). Returns the output and the log-sum-exp.
+    """
     options: dict = {"softmax_scale": scaling, "causal": True, "return_attn_probs": True}
     if left is not None:
         options["window_size"] = (left, 0)
@@ -291,7 +293,8 @@ def merged_attention_flash(
 def _flash_by_rows(flash: Callable, query, key, value, far_query, far_key, attention_mask) -> torch.Tensor:
     """A padded batch for the flash form, row by row: transformers' flash mask is (B, kv), True on real tokens; each
     row runs on its run of real keys and the queries that fall in it (bottom-right aligned as flash-attn wants), the
-    other queries (padding) give 0, as transformers' own flash path does. Padding inside a row is refused."""
+    other queries (padding) give 0, as transformers' own flash path does. Padding inside a row is refused.
+    """
     q_len, kv_len = query.shape[2], key.shape[2]
     real = attention_mask[:, -kv_len:].to(torch.bool)
     out = query.new_zeros(query.shape[0], q_len, query.shape[1], value.shape[-1])
@@ -405,7 +408,8 @@ def self_extend_attention(
 def register() -> None:
     """Register both attention functions with transformers: under their names with the (eager, materialized) mask
     function, and under ``<name>_lse`` (the flash form) with transformers' flash mask function (None, or the 2D
-    padding mask)."""
+    padding mask).
+    """
     for name, function in ((STRING_NAME, string_attention), (SELF_EXTEND_NAME, self_extend_attention)):
         AttentionInterface.register(name, function)
         AttentionMaskInterface.register(name, eager_mask)
@@ -448,7 +452,8 @@ BACKENDS = ("auto", "sdpa", "eager", "flash")
 
 def flash_kernel(implementation: str = "flash_attention_2") -> Callable:
     """The installed ``flash_attn_func`` for ``flash_attention_2`` (flash-attn) or ``flash_attention_3`` (its hopper
-    build, ``flash_attn_interface``), or one line saying it is missing."""
+    build, ``flash_attn_interface``), or one line saying it is missing.
+    """
     module, function = FLASH_KERNELS.get(implementation, FLASH_KERNELS["flash_attention_2"])
     try:
         return getattr(importlib.import_module(module), function)
@@ -461,7 +466,8 @@ def flash_kernel(implementation: str = "flash_attention_2") -> Callable:
 
 def resolve_backend(backend: str, implementation: str | None, flash_fn: Callable | None = None) -> tuple:
     """(backend, flash_fn) to run: ``auto`` is ``flash`` when the model's implementation is ``flash_attention_2``/``3``
-    and its kernel imports (or ``flash_fn`` is given), else ``sdpa``."""
+    and its kernel imports (or ``flash_fn`` is given), else ``sdpa``.
+    """
     if backend not in BACKENDS:
         raise FreqlabError(f"backend must be one of {', '.join(BACKENDS)}, got {backend!r}")
     if backend == "auto":

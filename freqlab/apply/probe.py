@@ -58,7 +58,8 @@ class Prompt:
 
 class PromptBuilder:
     """Assembles needle prompts of exact token lengths from ``encode`` (text -> ids, no special tokens) and
-    ``prefix`` (the tokenizer's leading special tokens, e.g. BOS)."""
+    ``prefix`` (the tokenizer's leading special tokens, e.g. BOS).
+    """
 
     def __init__(self, encode: Callable[[str], list[int]], prefix: Sequence[int] = (), needles: int = NEEDLES):
         if needles < 1:
@@ -191,7 +192,8 @@ class ProbeResult:
 @dataclass(frozen=True)
 class ProbeReport:
     """A probe of one model (``model``) under several settings (stock, with a plan), on the same prompts: their
-    results, the lm-evaluation-harness RULER command for the same lengths, and the figures written (if any)."""
+    results, the lm-evaluation-harness RULER command for the same lengths, and the figures written (if any).
+    """
 
     model: str
     results: tuple[ProbeResult, ...]
@@ -206,7 +208,8 @@ class ProbeReport:
 
     def report(self) -> str:
         """What ``freqlab probe`` prints: the rule, accuracy per length and setting, the effective length of each
-        setting, the figures written and the RULER command."""
+        setting, the figures written and the RULER command.
+        """
         first = self.results[0]
         lengths = first.lengths
         lines = [
@@ -294,7 +297,8 @@ def probe_settings(
 ) -> list[ProbeResult]:
     """:func:`probe` a Hugging Face model stock (``baseline``) and with each of ``plans`` applied in turn
     (``("STRING", (S, W))`` or ``("Self-Extend", (G, w_n))``, removed after its probe), on the same prompts;
-    ``options``: :func:`probe`'s (trials, need, threshold, batch_size, seed)."""
+    ``options``: :func:`probe`'s (trials, need, threshold, batch_size, seed).
+    """
     patch = {"STRING": applied.string, "Self-Extend": applied.self_extend}
     settings = [("stock", None, None)] if baseline else []
     settings += [(f"{name} {a},{b}", name, (a, b)) for name, (a, b) in plans]

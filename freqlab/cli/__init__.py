@@ -84,7 +84,8 @@ def main() -> None:
 
 def main_entry() -> None:
     """:data:`main` as a program: click's own errors shown as click shows them (interrupts: see
-    :func:`freqlab.__main__.run`)."""
+    :func:`freqlab.__main__.run`).
+    """
     try:
         main(standalone_mode=False)
     except click.exceptions.Abort:  # Ctrl-C inside click's own prompt handling

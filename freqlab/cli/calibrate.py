@@ -1,5 +1,6 @@
 """``freqlab calibrate``: fit tau from measured (budget, effective length) pairs (see
-:mod:`freqlab.frequency.calibrate`)."""
+:mod:`freqlab.frequency.calibrate`).
+"""
 
 from __future__ import annotations
 

@@ -127,7 +127,8 @@ def freq_command(hist, Ls, regimes, tokens, tau, seed, out, weights, layout, tai
 
 def _tail_rows(h, L: int, regime: str) -> list[dict]:
     """The per-source tail table at the first --L, with only the thresholds below L (a token has at most L - 1
-    tokens of context, so a column at t >= L is 0% by construction); [] when no threshold is below L."""
+    tokens of context, so a column at t >= L is 0% by construction); [] when no threshold is below L.
+    """
     thresholds = [t for t in DEFAULT_THRESHOLDS if t < L]
     return source_tails(h, L, regime, thresholds) if thresholds else []
 
@@ -236,7 +237,8 @@ def schedule_command(file, preset, hist, layout, tau, weights, as_json):
 
 def read_schedule(file, preset, hist, layout, weights=None):
     """The schedule of ``FILE`` or ``--preset`` (a preset's stages default to the built-in corpus), with
-    ``--layout`` for the stages that name none."""
+    ``--layout`` for the stages that name none.
+    """
     if bool(file) == bool(preset):
         raise click.UsageError("give a schedule FILE or --preset NAME (one of them)")
     if preset:

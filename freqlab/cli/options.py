@@ -85,7 +85,8 @@ COUNT = Size(parse_count, "N")
 
 class FiniteFloat(click.FloatRange):
     """A float that is a number (``nan`` and ``inf`` are usage errors: they would reach printed configs), within
-    click's optional range bounds (``FiniteFloat(1, min_open=True)``: above 1)."""
+    click's optional range bounds (``FiniteFloat(1, min_open=True)``: above 1).
+    """
 
     name = "float"
 
@@ -140,7 +141,8 @@ def megatron_options(default_data_path: str):
     """Megatron-LM's settings that decide the ``megatron`` regime's windows (``--data-path``, ``--megatron-seed``,
     ``--megatron-split``, ``--reset-attention-mask``, ``--train-samples``, ``--epochs``), shared by the commands
     that compute it; ``default_data_path`` says where the index comes from when ``--data-path`` is not given.
-    :func:`megatron_settings` turns the values into :class:`~freqlab.frequency.megatron_replay.MegatronOptions`."""
+    :func:`megatron_settings` turns the values into :class:`~freqlab.frequency.megatron_replay.MegatronOptions`.
+    """
     options = [
         click.option(
             "--data-path",
@@ -196,7 +198,8 @@ def megatron_settings(data_path, megatron_seed, megatron_split, reset_attention_
 
 def with_tau_from(tau_option):
     """``tau_option`` plus ``--tau-from FILE``: tau read from a ``freqlab calibrate --out`` file (giving both
-    ``--tau`` and ``--tau-from`` is a usage error)."""
+    ``--tau`` and ``--tau-from`` is a usage error).
+    """
 
     def decorate(command):
         @functools.wraps(command)
@@ -224,7 +227,8 @@ def with_tau_from(tau_option):
 
 def check_layout(ctx, param, value):
     """``--layout``: read before any work (a usage error, exit 2, names what is wrong); the parsed
-    :class:`~freqlab.frequency.layouts.Layout` is passed on (``read_layout`` returns it as is: read once)."""
+    :class:`~freqlab.frequency.layouts.Layout` is passed on (``read_layout`` returns it as is: read once).
+    """
     if value is None:
         return None
     from freqlab.frequency.layouts import read_layout  # loads numpy: only when the option is given
@@ -259,7 +263,8 @@ def window_option(
     """``--L``, the training window. ``multiple``: repeatable, under ``Ls`` (commands that compare windows side by
     side), else one window under ``L`` (a plan or a figure of one window); ``help`` replaces the default help
     where the command's default needs saying (e.g. ``[default: the schedule's longest]``); ``type``: narrower
-    bounds (a drawn position matrix: a small window)."""
+    bounds (a drawn position matrix: a small window).
+    """
     if multiple:
         text = help or f"Training window, e.g. 2048 or 2K {POSITIONS_NOTE}; repeat for several."
         return click.option(
@@ -280,7 +285,8 @@ def window_option(
 def regime_option(*, multiple: bool = False, default=None, choices=REGIMES, help: str | None = None):
     """``--regime``: how documents fill the training windows. ``multiple``: repeatable, under ``regimes``
     (commands that compare regimes side by side), else one under ``regime`` (default ``natural``: a plan is
-    computed from one frequency); ``choices``: fewer regimes where only some make sense."""
+    computed from one frequency); ``choices``: fewer regimes where only some make sense.
+    """
     if multiple:
         return click.option(
             "--regime",
@@ -328,7 +334,8 @@ def tau_or_default(tau):
 def hist_option(help: str = "Length histogram (Parquet from `freqlab scan`).", *, old_name: str | None = None):
     """``--hist``: a length histogram; ``help`` says what it is the default for where it is one (the stages of a
     schedule, the rows of a calibration file); ``old_name``: the command's earlier name for it, kept as a hidden
-    alias (:func:`renamed_option`)."""
+    alias (:func:`renamed_option`).
+    """
     if old_name is not None:
         return renamed_option("--hist", old_name, "hist", type=click.Path(dir_okay=False), help=help)
     return click.option("--hist", type=click.Path(dir_okay=False), default=None, help=help)
@@ -348,7 +355,8 @@ seed_option = click.option("--seed", type=SEED, default=0, show_default=True, he
 
 def _checked_weights(ctx: click.Context, param, value):
     """A --weights that is no mix (bad syntax, a missing or malformed file) is a usage error, found before the
-    histogram is read."""
+    histogram is read.
+    """
     if value is not None:
         try:
             Mixture.parse(value)

@@ -125,7 +125,8 @@ def _grid_choice(
     grid_text, target, hist, schedule, L, regime, tokens, tau, mass, weights, as_json
 ) -> tuple[harpe.GridChoice, dict]:
     """The distance grid (given, from the frequency's N*, or the default) and the mix's JSON (see
-    :func:`~freqlab.cli.plan_inputs.frequency_inputs`)."""
+    :func:`~freqlab.cli.plan_inputs.frequency_inputs`).
+    """
     if grid_text and (hist or schedule):
         raise click.UsageError("give either --grid or --hist/--schedule, not both")
     if grid_text:

@@ -101,6 +101,7 @@ def frequency_inputs(
 
 def require(ok: bool, option: str, message: str) -> None:
     """A usage error (exit 2) naming ``option`` unless ``ok``: options that contradict each other or the papers'
-    bounds are the caller's to fix, not a failure of the data."""
+    bounds are the caller's to fix, not a failure of the data.
+    """
     if not ok:
         raise click.BadParameter(message, param_hint=f"'{option}'")

@@ -1,5 +1,6 @@
 """``freqlab probe``: measure a local model's effective length by needle retrieval (see
-:mod:`freqlab.apply.probe`), with and without a STRING or Self-Extend plan applied."""
+:mod:`freqlab.apply.probe`), with and without a STRING or Self-Extend plan applied.
+"""
 
 from __future__ import annotations
 
@@ -36,7 +37,8 @@ def _lengths(text: str | None, maximum: int, steps: int) -> list[int]:
 
 def _check_before_loading(model_dir: str, plans: list, lengths: str | None, steps: int) -> None:
     """Usage errors found before the model is loaded (seconds to minutes): the plans against the window its
-    ``config.json`` states, and the lengths given."""
+    ``config.json`` states, and the lengths given.
+    """
     import json
     from pathlib import Path
 

@@ -26,7 +26,8 @@ def read_histogram(
     path, weights: str | None, *, regimes: str | Iterable[str] = ()
 ) -> tuple[LengthHistogram, MixtureInfo | None]:
     """The histogram at ``path``, weighted into the training mix when ``weights`` is given; ``regimes``: what
-    will be computed from it (a float64 mix for a regime that walks documents is kept to a bounded count)."""
+    will be computed from it (a float64 mix for a regime that walks documents is kept to a bounded count).
+    """
     from freqlab.frequency.regimes import expands_documents
 
     h = LengthHistogram.read_parquet(path)
@@ -44,7 +45,8 @@ def mix_json(mix: LengthHistogram, info: MixtureInfo | None, L: int, regime: str
 
 def histogram_line(path, h: LengthHistogram, info: MixtureInfo | None) -> str:
     """``PATH: N documents, T tokens (corpus)``: the corpus's own counts, and with weights what one pass of the mix
-    holds (integer epochs) or that the mix is a distribution (shares: its counts are scaled, not documents)."""
+    holds (integer epochs) or that the mix is a distribution (shares: its counts are scaled, not documents).
+    """
     corpus = h if info is None or info.corpus is None else info.corpus
     line = f"{path}: {corpus.documents:,} documents, {corpus.tokens:,} tokens ({corpus.corpus or 'unnamed corpus'})"
     if info is None:

@@ -1,6 +1,7 @@
 """Parquet and Arrow IPC files, local or remote (:func:`freqlab.corpus.remote_files.open_input`): opening them, their
 metadata, their first row and their record batches. What :mod:`freqlab.corpus.columnar` (text columns) and
-:mod:`freqlab.corpus.token_columns` (token columns) read through."""
+:mod:`freqlab.corpus.token_columns` (token columns) read through.
+"""
 
 from __future__ import annotations
 
@@ -39,7 +40,8 @@ def parquet_batches(
     path: str, columns, start: int, end: int | None, batch_rows: int
 ) -> tuple[Iterator[pa.RecordBatch], int]:
     """Record batches of the ``columns`` present in row groups ``start`` .. ``end - 1`` (None: to the last),
-    and the file row of the first one (0-based)."""
+    and the file row of the first one (0-based).
+    """
     parquet = open_parquet(path)
     present = [name for name in columns if name in parquet.schema_arrow.names]
     groups = None

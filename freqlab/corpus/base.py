@@ -33,7 +33,8 @@ if TYPE_CHECKING:  # fields.py and file_discovery.py import from here
 class FileChanged(OSError):
     """A data file that is gone or changed (size, modification time, version) since the corpus was opened;
     ``path`` names it when known. (Defined here, below ``file_discovery``, so that :meth:`FileShard.reading` can catch
-    it; ``freqlab.corpus.file_discovery`` re-exports it)."""
+    it; ``freqlab.corpus.file_discovery`` re-exports it).
+    """
 
     def __init__(self, message: str, path: str = "") -> None:
         super().__init__(message)
@@ -162,7 +163,8 @@ class Shard:
 
     def check_unchanged(self) -> None:
         """Raise :class:`freqlab.corpus.file_discovery.FileChanged` when a file this shard reads changed since the
-        corpus was opened (a scan checks before and after reading the shard); nothing to check by default."""
+        corpus was opened (a scan checks before and after reading the shard); nothing to check by default.
+        """
 
     def local_paths(self) -> tuple[str, ...]:
         """Local files this shard opens (a Ray node must see each at this path); none for streamed data."""
@@ -170,7 +172,8 @@ class Shard:
 
     def first_record(self) -> dict[str, Any] | None:
         """The first record of the shard's file as a dict, when the format has records with fields and it is
-        cheap to read (for messages naming the fields a record has); None otherwise."""
+        cheap to read (for messages naming the fields a record has); None otherwise.
+        """
         return None
 
 
@@ -195,7 +198,8 @@ _READ_METER: ContextVar[ReadMeter | None] = ContextVar("freqlab_read_meter", def
 @contextmanager
 def metered(meter: ReadMeter) -> Iterator[ReadMeter]:
     """Readers started inside the block report to ``meter`` (:func:`read_meter`); a generator reads in the
-    context of whoever advances it, so this is the shard's consumer, the scan."""
+    context of whoever advances it, so this is the shard's consumer, the scan.
+    """
     token = _READ_METER.set(meter)
     try:
         yield meter
@@ -279,7 +283,8 @@ class FileShard(Shard):
     def read_runs(self) -> Iterator[Document | list[str]]:
         """:meth:`read` with ``blank_lines``, where a reader may give a run of *plain* records (a non-empty text,
         no source label, no error: the common case) as one list of their texts, in order; every other record
-        stays a :class:`Document`. A scan counts a run without a Python object per document."""
+        stays a :class:`Document`. A scan counts a run without a Python object per document.
+        """
         with self.reading():
             self.file.check_unchanged()
             yield from self.record_runs()

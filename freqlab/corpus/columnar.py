@@ -100,7 +100,8 @@ class ParquetFormat(FileFormat):
 
     def records(self, file: DataFile) -> int | None:
         """Row count from the Parquet footer (cheap: no data is read); None for a corrupt footer (the scan
-        meets it again when reading, and raises or skips)."""
+        meets it again when reading, and raises or skips).
+        """
         try:
             return self.metadata(file).num_rows if file.size else 0
         except FreqlabError:

@@ -54,7 +54,8 @@ class DatatroveFile:
 
     def length_batches(self, start: int, end: int) -> Iterator[tuple[int, np.ndarray]]:
         """``(first document, lengths)`` for documents ``start`` .. ``end - 1``, a batch at a time, from windows
-        of the index (:class:`~freqlab.corpus.token_files.IndexFile`); each valid until the next is drawn."""
+        of the index (:class:`~freqlab.corpus.token_files.IndexFile`); each valid until the next is drawn.
+        """
         with IndexFile(self.path + ".index") as index:
             for a, b in batched_ranges(start, end):
                 # the end before the first document too; read as int64 (an end beyond 2**63 decreases: refused)
@@ -74,7 +75,8 @@ class DatatroveFile:
 
 def _metadata(path: str) -> tuple[str | None, int | None]:
     """``(tokenizer, token_size)`` from ``NAME.ds.metadata`` (first line ``tokenizer|token_size``), each None
-    when the file is not there or does not say."""
+    when the file is not there or does not say.
+    """
     try:
         with open(path + ".metadata", encoding="utf-8") as handle:
             first = handle.readline().strip()
@@ -100,7 +102,8 @@ MAX_TOKEN_ID = 1 << 24  # above every tokenizer's vocabulary (the largest have ~
 
 def _check_token_ids(path: str, count: int) -> None:
     """A ``.ds`` of 4 bytes per indexed token and no metadata holds uint32 ids, unless it holds twice the index's
-    uint16 tokens: then its first tokens read as uint32 (``a + 65536 b``) are far above any vocabulary."""
+    uint16 tokens: then its first tokens read as uint32 (``a + 65536 b``) are far above any vocabulary.
+    """
     largest = int(np.memmap(path, dtype="<u4", mode="r", shape=(count,)).max()) if count else 0
     if largest >= MAX_TOKEN_ID:
         raise FreqlabError(

@@ -31,7 +31,8 @@ DATASETS_METADATA = frozenset({"state.json", "dataset_info.json", "dataset_dict.
 @dataclass(frozen=True)
 class DataFile:
     """One data file: its path, its id (path relative to the corpus root, stable when the data moves), and
-    its size and modification time when the corpus was opened (what checkpoints and readers check)."""
+    its size and modification time when the corpus was opened (what checkpoints and readers check).
+    """
 
     path: str
     id: str
@@ -49,7 +50,8 @@ class DataFile:
 
     def check_unchanged(self) -> None:
         """Raise :class:`FileChanged` when the file is gone or changed since the corpus was opened (checked
-        before and after each shard is read: a file rewritten in place, even to the same size, is refused)."""
+        before and after each shard is read: a file rewritten in place, even to the same size, is refused).
+        """
         try:
             info = os.stat(self.path)
         except FileNotFoundError:
@@ -235,7 +237,8 @@ def find_files(
 
 def stat_file(path: str, file_id: str) -> DataFile:
     """A :class:`DataFile` for ``path``, made absolute (workers, e.g. on Ray nodes, run in other folders;
-    symlinks are kept, so messages name the file as found); FreqlabError when it cannot be opened for reading."""
+    symlinks are kept, so messages name the file as found); FreqlabError when it cannot be opened for reading.
+    """
     try:
         descriptor = os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0))
     except OSError as exc:

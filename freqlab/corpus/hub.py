@@ -179,7 +179,8 @@ class HubShard(Shard):
 class HubLengthShard(HubShard, LengthShard):
     """A :class:`HubShard` of tokenized data: each record's length is the length of its token-id list or the
     value of its length column (``column``: ``(kind, name)``, see :func:`~freqlab.corpus.token_columns.token_column`).
-    Rows come as Arrow tables, so lengths are read from the list offsets without a Python object per token."""
+    Rows come as Arrow tables, so lengths are read from the list offsets without a Python object per token.
+    """
 
     column: tuple[str, str] = ("tokens", DEFAULT_TOKENS_FIELD)
 
@@ -259,7 +260,8 @@ def streamed_corpus(
 
 def _token_column(stream, fields: Fields) -> tuple[str, str] | None:
     """``(kind, column)`` when the stream's records are read as lengths (``--tokens-field``, ``--length-field``,
-    or no text column but an ``input_ids`` one among the features the dataset declares), else None (text)."""
+    or no text column but an ``input_ids`` one among the features the dataset declares), else None (text).
+    """
     from freqlab.corpus.token_columns import token_column  # pyarrow: only for token columns
 
     names = list(stream.features or {}) if stream.features is not None else []
@@ -268,7 +270,8 @@ def _token_column(stream, fields: Fields) -> tuple[str, str] | None:
 
 def _file_groups(files: list[str], stream_shards: int, count: int) -> list[tuple[str, ...]]:
     """The local files each of ``count`` shards streams: ``IterableDataset.shard`` hands out contiguous groups
-    (one file per stream shard for the packaged builders); () when that cannot be told."""
+    (one file per stream shard for the packaged builders); () when that cannot be told.
+    """
     if stream_shards != len(files):
         return [()] * count
     from datasets.utils.sharding import _distribute_shards  # the split IterableDataset.shard uses

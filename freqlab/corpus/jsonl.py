@@ -153,7 +153,8 @@ def lines_before(path: str, position: int) -> int:
 
 def parse_line(raw: bytes, extract) -> tuple[str | None, str | None, str | None]:
     """``(text, source, error)`` of one JSON line, with the standard library's parser: the reference the fast
-    path (orjson) must agree with, and the judge of every line orjson refuses."""
+    path (orjson) must agree with, and the judge of every line orjson refuses.
+    """
     try:
         line = raw.decode("utf-8")
     except UnicodeDecodeError:
@@ -179,7 +180,8 @@ def _where_later(path: str, position: int):
 @dataclass(frozen=True)
 class JsonlShard(FileShard):
     """A JSON-lines file, or the lines of byte range ``[start, end)`` of its (decompressed) content.
-    ``where`` of each record is ``path:line`` (1-based)."""
+    ``where`` of each record is ``path:line`` (1-based).
+    """
 
     # what a corrupt or truncated compressed stream raises while being read
     read_errors: ClassVar = (OSError, EOFError, zstandard.ZstdError, zlib.error)
@@ -188,12 +190,14 @@ class JsonlShard(FileShard):
         """Each line is parsed by orjson (strict: valid UTF-8, valid JSON, no lone surrogate escape) when it takes
         it; any line it refuses, and any record whose source label is a number, is decided by the standard
         library's parser (:func:`parse_line`), which names the reason exactly. Both paths give the same records
-        (tested line by line on hostile input)."""
+        (tested line by line on hostile input).
+        """
         return self._lines(runs=False)
 
     def record_runs(self) -> Iterator[Document | list[str]]:
         """:meth:`records`, with runs of plain records (non-empty text; the corpus has no source field) as lists
-        of at most :data:`RUN_LINES` texts or :data:`RUN_BYTES` bytes of lines."""
+        of at most :data:`RUN_LINES` texts or :data:`RUN_BYTES` bytes of lines.
+        """
         return self._lines(runs=self.fields.source is None)
 
     def _lines(self, runs: bool) -> Iterator[Document | list[str]]:
@@ -248,7 +252,8 @@ class JsonlShard(FileShard):
         """The lines of :func:`owned_lines` (``(position, line)``, for :meth:`_lines` to decide), except that runs
         of plain records come as ``(-1, [texts])``: read in blocks (:func:`owned_blocks`), each line parsed once by
         orjson, and a record is plain when its text field (a top-level key) holds a non-empty string, the very
-        case where the extractor returns ``(text, None, None)``."""
+        case where the extractor returns ``(text, None, None)``.
+        """
         fast_loads = orjson.loads
         key = self.fields.text
         simple = "." not in key  # a dotted path goes through the extractor's lookup (and its surrogate check)
@@ -299,7 +304,8 @@ class JsonlShard(FileShard):
 
     def _seek(self, stream) -> int | None:
         """Move ``stream`` to ``start``: seek a plain file (its line count is then unknown: None), skip a
-        compressed one's prefix by decompressing it (counting its newlines on the way)."""
+        compressed one's prefix by decompressing it (counting its newlines on the way).
+        """
         if self.start == 0:
             return 0
         if is_compressed(self.path):  # + 1: the newline that ends the line holding `start` (the range before's)
@@ -309,7 +315,8 @@ class JsonlShard(FileShard):
 
     def size(self) -> int | None:
         """Bytes of the file this shard covers: its range of a plain file; of a compressed file split into ranges of
-        estimated decompressed bytes, the same share of the compressed size (the parts add up to the file's size)."""
+        estimated decompressed bytes, the same share of the compressed size (the parts add up to the file's size).
+        """
         if self.start == 0 and self.end is None:
             return self.file.size
         if is_compressed(self.path):
@@ -326,7 +333,8 @@ class JsonlShard(FileShard):
 
     def _bytes_read(self, stream: BinaryIO):
         """The probe of a :class:`~freqlab.corpus.base.ReadMeter`: bytes of :meth:`size` read so far (0, meaning "no
-        news", once the file is closed)."""
+        news", once the file is closed).
+        """
         if not is_compressed(self.path):
             position, offset = stream.tell, self.start
         else:
@@ -338,7 +346,8 @@ class JsonlShard(FileShard):
 
 def first_bad_line(path: str, limit: int = 1 << 28) -> int | None:
     """The number (1-based) of the first line of a JSON-lines file that is not a JSON object, reading at most
-    ``limit`` decompressed bytes; None when there is none that far (for messages of readers that cannot say)."""
+    ``limit`` decompressed bytes; None when there is none that far (for messages of readers that cannot say).
+    """
     read = 0
     try:
         with open_binary(path) as stream:
@@ -365,7 +374,8 @@ _WHOLE_JSON_LIMIT = 64 << 20  # a file whose first line is no JSON is parsed who
 def check_json_lines(file: DataFile) -> None:
     """FreqlabError when a plain local file is one JSON document (a pretty-printed object or an array, such as a
     ``tokenizer.json``) rather than JSON lines, instead of a ``malformed-json`` error at line 1. Reads the first
-    line; the whole file only when that line is not JSON by itself."""
+    line; the whole file only when that line is not JSON by itself.
+    """
     if file.remote or is_compressed(file.path) or not file.size:
         return
     with open(file.path, "rb") as handle:
@@ -425,7 +435,8 @@ class JsonlFormat(FileFormat):
 
     def is_empty(self, file: DataFile) -> bool:
         """Zero bytes, or a small file without a record (a compressed empty file still has a header of
-        ~10-20 bytes; blank lines are not records)."""
+        ~10-20 bytes; blank lines are not records).
+        """
         if file.size == 0:
             return True
         if file.size > _SMALL_FILE:

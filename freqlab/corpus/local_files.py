@@ -133,7 +133,8 @@ def check_one_unit(shown: str, counts: dict[str, int], units: dict[str, str]) ->
     """Refuse files whose lengths are in different units: text (tokenized by the scan's tokenizer) beside
     tokenized data, or tokenized data of different kinds (each may come from another tokenizer or EOS
     convention). ``counts``: files per format label; ``units``: format name -> ``text`` or the tokenized kind.
-    Text formats (JSON lines, Parquet, Arrow, ``.txt``) merge: one tokenizer counts them all."""
+    Text formats (JSON lines, Parquet, Arrow, ``.txt``) merge: one tokenizer counts them all.
+    """
     kinds = set(units.values())
     if len(kinds) < 2:
         return

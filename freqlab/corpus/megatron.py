@@ -48,7 +48,8 @@ DTYPES = {1: np.uint8, 2: np.int8, 3: np.int16, 4: np.int32, 5: np.int64, 6: np.
 @dataclass(frozen=True)
 class MegatronIndex:
     """A checked, memory-mapped ``PREFIX.idx``: ``sequence_lengths`` (int32), ``sequence_pointers`` and
-    ``document_indices`` (int64) as read-only memory maps, and the token ``dtype`` of ``PREFIX.bin``."""
+    ``document_indices`` (int64) as read-only memory maps, and the token ``dtype`` of ``PREFIX.bin``.
+    """
 
     prefix: str
     dtype: np.dtype
@@ -89,7 +90,8 @@ class MegatronIndex:
 
     def document_lengths(self, start: int, end: int) -> np.ndarray:
         """Lengths (int64) of documents ``start`` .. ``end - 1``: the sums of their sequences' lengths (read
-        through the memory map: for a few documents; a scan uses :meth:`length_batches`)."""
+        through the memory map: for a few documents; a scan uses :meth:`length_batches`).
+        """
         bounds = np.asarray(self.document_indices[start : end + 1])
         sequence_lengths = np.asarray(self.sequence_lengths[int(bounds[0]) : int(bounds[-1])])
         return self._sum(bounds, sequence_lengths, np.empty(end - start, np.int64), start)
@@ -97,7 +99,8 @@ class MegatronIndex:
     def length_batches(self, start: int, end: int) -> Iterator[tuple[int, np.ndarray]]:
         """``(first document, lengths)`` for documents ``start`` .. ``end - 1``, a batch at a time, from windows
         of the index (:class:`~freqlab.corpus.token_files.IndexFile`): memory flat whatever the index's size; each
-        batch is valid until the next is drawn."""
+        batch is valid until the next is drawn.
+        """
         with IndexFile(self.prefix + ".idx") as index:
             for a, b in batched_ranges(start, end):
                 bounds = index.run(HEADER.size + 12 * self.sequences, np.int64, a, b + 1)
@@ -149,7 +152,8 @@ class MegatronIndex:
 def sum_sequences(bounds: np.ndarray, sequence_lengths: np.ndarray, out: np.ndarray) -> int:
     """``out[k]`` = the sum of ``sequence_lengths[bounds[k] - bounds[0] : bounds[k + 1] - bounds[0]]`` (int64) for
     every ``k`` but the last bound's, in one pass; returns -1, or the first ``k`` of a corrupt index: bounds out of
-    order, or a negative sequence length. Checked against the documents an index was written from in the tests."""
+    order, or a negative sequence length. Checked against the documents an index was written from in the tests.
+    """
     base, last = bounds[0], bounds[bounds.shape[0] - 1]
     for k in range(bounds.shape[0] - 1):
         a, b = bounds[k], bounds[k + 1]

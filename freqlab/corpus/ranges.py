@@ -80,7 +80,8 @@ def split_bytes(size: int, part: int, max_parts: int | None = None) -> list[tupl
 
 def skip_bytes(stream: BinaryIO, count: int) -> int:
     """Read and drop ``count`` bytes of ``stream`` (a decompressing stream cannot seek); returns the newlines
-    among them. Stops early at the end of the stream."""
+    among them. Stops early at the end of the stream.
+    """
     newlines = 0
     buffer = bytearray(min(count, _CHUNK))
     view = memoryview(buffer)
@@ -119,7 +120,8 @@ def owned_lines(
 
 def _first_line_start(stream: BinaryIO, start: int, end: int | None) -> int | None:
     """Skip to the first line the range ``[start, end)`` owns (the line around ``start`` belongs to the range
-    before); its position, or None when the range owns no line."""
+    before); its position, or None when the range owns no line.
+    """
     position = start
     if start > 0:
         while True:

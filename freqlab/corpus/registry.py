@@ -63,7 +63,8 @@ class FileFormat:
 
     def describe(self, files: list[DataFile], fields: Fields) -> dict:
         """What the corpus description should say about these files (e.g. whether tokenized documents end
-        with an EOS); merged into ``corpus.description``."""
+        with an EOS); merged into ``corpus.description``.
+        """
         return {}
 
     def estimated_bytes(self, file: DataFile) -> int:

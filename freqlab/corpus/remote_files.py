@@ -107,7 +107,8 @@ def timeout() -> float:
 def _storage_options(protocol: str) -> dict[str, Any]:
     """Options that keep a dead network or a slow server from hanging a request (each backend names them its
     own way): over HTTP each request, its body included, must be over within 4 x :func:`timeout` (a body that
-    drips in never holds a reader longer)."""
+    drips in never holds a reader longer).
+    """
     seconds = timeout()
     if protocol in ("http", "https"):
         import aiohttp
@@ -141,7 +142,8 @@ def filesystem(url: str):
 
 def within_deadline(url: str, call, what: str = "answer", seconds: float | None = None):
     """``call()``, or a one-line FreqlabError naming ``url`` when it fails or takes longer than ``seconds``
-    (default :func:`timeout`)."""
+    (default :func:`timeout`).
+    """
     seconds = timeout() if seconds is None else seconds
     outcome: list = []
 
@@ -235,7 +237,8 @@ class _Guarded(io.RawIOBase):
 
 def _retried(call):
     """``call()``, tried again after a 5xx answer, a timeout or a broken connection (at most :data:`RETRIES`
-    times); :class:`~freqlab.corpus.file_discovery.FileChanged` for a 412 (If-Match failed), else one-line OSErrors."""
+    times); :class:`~freqlab.corpus.file_discovery.FileChanged` for a 412 (If-Match failed), else one-line OSErrors.
+    """
     import time
 
     for attempt in range(RETRIES + 1):
@@ -294,7 +297,8 @@ class RemoteFile(DataFile):
 
     def check_unchanged(self) -> None:
         """Raise :class:`~freqlab.corpus.file_discovery.FileChanged` when the file is gone or changed (size or version)
-        since the corpus was opened; OSError when the server cannot say."""
+        since the corpus was opened; OSError when the server cannot say.
+        """
         fs, inner = filesystem(self.path)
         try:
             info = _retried(lambda: fs.info(inner))
@@ -337,7 +341,8 @@ def _join(protocol: str, path: str) -> str:
 
 def find_remote(specs: list[str], format_of, split: str = "train", config: str | None = None):
     """The data files of URLs (files, folders, globs): ``(found, files, root)`` as :func:`local_corpus` uses them,
-    ``files`` being ``(RemoteFile, format name)`` pairs."""
+    ``files`` being ``(RemoteFile, format name)`` pairs.
+    """
     if not all(is_url(spec) for spec in specs):
         raise FreqlabError(f"{' '.join(specs)}: give either local paths or URLs, not both")
     found = FoundFiles()
@@ -385,7 +390,8 @@ LISTING_REQUESTS = 32  # requests under way at once while asking a listing's fil
 
 def _infos(fs, spec: str, paths: list[str]) -> dict[str, dict]:
     """``info()`` of each path (size, ETag), :data:`LISTING_REQUESTS` requests at a time on a file system that
-    has an event loop (HTTP: one HEAD per file, not one after the other); one-line errors naming the file."""
+    has an event loop (HTTP: one HEAD per file, not one after the other); one-line errors naming the file.
+    """
     if not paths:
         return {}
     batches = -(-len(paths) // LISTING_REQUESTS)
@@ -434,7 +440,8 @@ def _magic(path: str) -> bool:
 
 def _expand(fs, inner: str) -> list[tuple[str, dict]]:
     """``(path, info)`` of every file a spec names, in sorted order: a glob's matches, a folder's files (recursively,
-    hidden entries skipped), or the file itself."""
+    hidden entries skipped), or the file itself.
+    """
     if _magic(inner):
         matches = fs.glob(inner, detail=True)
         out = []

@@ -43,7 +43,8 @@ def token_column(fields: Fields, names: list[str]) -> tuple[str, str] | None:
 
 def column_lengths(column: pa.Array, kind: str, prefix: str, first: int = 1) -> np.ndarray:
     """Lengths (int64) of a token-list column, or a length column's values; nulls and bad types raise, naming the
-    row as ``{prefix}{first + k}`` (``first``: the number of the column's first row, e.g. ``path:row `` and 1)."""
+    row as ``{prefix}{first + k}`` (``first``: the number of the column's first row, e.g. ``path:row `` and 1).
+    """
     where = f"{prefix}{first}"
     if isinstance(column, pa.ChunkedArray):
         column = column.combine_chunks()
@@ -95,7 +96,8 @@ def length_batches(
 ) -> Iterator[LengthBatch]:
     """The lengths of one batch of rows (``column``: ``(kind, name)`` from :func:`token_column`), one
     :class:`LengthBatch` per run of rows with one source label (so order is kept); rows are named
-    ``{prefix}{first + k}`` in errors, the file or dataset ``name`` when the column is missing."""
+    ``{prefix}{first + k}`` in errors, the file or dataset ``name`` when the column is missing.
+    """
     kind, column_name = column
     if column_name not in batch.schema.names:
         raise FreqlabError(f"{name}: no column {column_name!r} (columns: {', '.join(batch.schema.names)})")

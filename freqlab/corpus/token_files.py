@@ -56,7 +56,8 @@ class TokenFileShard(FileShard, LengthShard):
 
 def document_ranges(documents: int, index_bytes: int, range_bytes: int) -> list[tuple[int, int | None]]:
     """Cut ``documents`` into runs of about ``range_bytes`` of index (``index_bytes`` for all), at least
-    :data:`MIN_SHARD_DOCUMENTS` each; the last run is open-ended (``None``)."""
+    :data:`MIN_SHARD_DOCUMENTS` each; the last run is open-ended (``None``).
+    """
     per_byte = documents / max(index_bytes, 1)
     size = max(MIN_SHARD_DOCUMENTS, int(range_bytes * per_byte))
     starts = list(range(0, documents, size)) or [0]
@@ -66,7 +67,8 @@ def document_ranges(documents: int, index_bytes: int, range_bytes: int) -> list[
 @numba.njit(cache=True, nogil=True)
 def ends_to_lengths(ends: np.ndarray, start: int, out: np.ndarray) -> int:
     """``out[k] = ends[k] - ends[k - 1]`` (``start`` before the first) for cumulative int64 ends, in one pass;
-    returns -1, or the first ``k`` where the ends decrease (``out`` is then only partly written)."""
+    returns -1, or the first ``k`` where the ends decrease (``out`` is then only partly written).
+    """
     previous = start
     for k in range(ends.shape[0]):
         end = ends[k]
@@ -115,7 +117,8 @@ class IndexFile:
 
     def run(self, at: int, dtype, start: int, end: int) -> np.ndarray:
         """Elements ``start`` .. ``end - 1`` of the array of ``dtype`` stored from byte ``at``; ValueError when
-        the file ends first (it changed since it was checked)."""
+        the file ends first (it changed since it was checked).
+        """
         dtype = np.dtype(dtype)
         count = max(end - start, 0)
         first = at + start * dtype.itemsize
@@ -207,7 +210,8 @@ class TokenIndex(Protocol):
 @dataclass(frozen=True)
 class IndexedTokenShard(TokenFileShard):
     """Documents ``start`` .. ``end - 1`` of a tokenized file with a document index; subclasses name the
-    function that opens and checks the index (:attr:`open_index`)."""
+    function that opens and checks the index (:attr:`open_index`).
+    """
 
     open_index: ClassVar = None  # path -> TokenIndex (a staticmethod in subclasses)
 
@@ -221,7 +225,8 @@ class IndexedTokenShard(TokenFileShard):
 
 class TokenFileFormat(FileFormat):
     """A format of tokenized files with a document index (Megatron ``.idx``, datatrove ``.ds``): lengths come
-    from the index, in shards of document ranges. Subclasses set :attr:`shard_type`."""
+    from the index, in shards of document ranges. Subclasses set :attr:`shard_type`.
+    """
 
     kind = LENGTHS
     shard_type: ClassVar[type[IndexedTokenShard]]
@@ -255,7 +260,8 @@ class TokenFileFormat(FileFormat):
 
     def vocabulary(self, index: TokenIndex) -> str:
         """What the file says of the vocabulary it was written for: its token dtype, which the writers choose
-        by vocabulary size (Megatron: uint16 below 65,500 tokens, else int32; datatrove: 2 or 4 bytes)."""
+        by vocabulary size (Megatron: uint16 below 65,500 tokens, else int32; datatrove: 2 or 4 bytes).
+        """
         return f"{np.dtype(index.dtype).name} tokens"
 
     def describe(self, files: list[DataFile], fields: Fields) -> dict:

@@ -46,7 +46,8 @@ class CalibrationPoint:
 
     ``tau`` = f_T(E); ``tau_low`` = f_T(E_next) (E_next: the next length tested, which failed), so the measurement
     holds for every tau in [tau_low, tau]. ``tokens`` and ``next_length`` are None for a point given directly as
-    occurrences (the paper's)."""
+    occurrences (the paper's).
+    """
 
     label: str
     effective_length: int
@@ -103,7 +104,8 @@ PAPER_POINTS: tuple[CalibrationPoint, ...] = tuple(
 @dataclass(frozen=True, repr=False)
 class Calibration(Displayed):
     """A fitted tau: the geometric mean of the points' tau (rounded to an integer count), the range their
-    intervals allow, and (3+ points) a 95% bootstrap interval of the geometric mean."""
+    intervals allow, and (3+ points) a 95% bootstrap interval of the geometric mean.
+    """
 
     points: tuple[CalibrationPoint, ...]
     tau: float
@@ -165,7 +167,8 @@ class Calibration(Displayed):
 
     def report(self) -> str:
         """The terminal report of ``freqlab calibrate``: the table of :meth:`table`, the pooled estimate and its
-        uncertainty (:meth:`estimate_lines`), the method."""
+        uncertainty (:meth:`estimate_lines`), the method.
+        """
         header, rows = self.table()
         widths = [max(len(str(c)) for c in col) for col in zip(header, *rows)]
         lines = ["  ".join(f"{c:<{w}}" if k == 0 else f"{c:>{w}}" for k, (c, w) in enumerate(zip(row, widths)))
@@ -259,7 +262,8 @@ MAX_COUNT = 2**63 - 1
 
 def _number(row: dict, key: str, parse):
     """A point's value through ``parse`` whether the file gave a string (CSV, JSON) or a JSON number: a JSON
-    ``true``, ``10.7`` or ``-5`` is refused as the string would be, never taken as 1, 10 or -5."""
+    ``true``, ``10.7`` or ``-5`` is refused as the string would be, never taken as 1, 10 or -5.
+    """
     value = row.get(key)
     if value is None:
         return None
@@ -276,7 +280,8 @@ def point_from_record(
     row: dict, *, hist=None, regime: str = "natural", L: int | None = None, base: Path | None = None
 ) -> CalibrationPoint:
     """One record -> a point: ``occurrences`` given directly, else f_T(E) from the histogram / regime / L
-    (the record's own ``hist``, ``regime``, ``L`` override the defaults; relative paths are relative to ``base``)."""
+    (the record's own ``hist``, ``regime``, ``L`` override the defaults; relative paths are relative to ``base``).
+    """
     from freqlab.frequency import position_frequency
     from freqlab.histogram import as_histogram
     from freqlab.sizes import parse_positions, parse_tokens

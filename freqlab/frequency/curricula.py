@@ -143,7 +143,8 @@ class Spec:
 def _add_piece(counts, start, n, w, truncate, offset, mult):
     """Add the segments of tokens [start, start + n) of a row trained with window w, ``mult`` times; return the
     dropped tokens. ``truncate``: only positions below w are kept. Otherwise the row is cut at g·w + offset
-    (g >= 1) and each piece is a segment."""
+    (g >= 1) and each piece is a segment.
+    """
     if n <= 0 or mult == 0:
         return 0
     if truncate:
@@ -171,7 +172,8 @@ def _add_piece(counts, start, n, w, truncate, offset, mult):
 @numba.njit(cache=True)
 def _walk_rows(docs, L, run_rows, run_windows, truncate, offset, row_per_doc):
     """Documents in order laid into rows of L with a document mask (a new row after each document when
-    ``row_per_doc``), row r cut by its window (runs: ``run_rows[j]`` rows of window ``run_windows[j]``, then L)."""
+    ``row_per_doc``), row r cut by its window (runs: ``run_rows[j]`` rows of window ``run_windows[j]``, then L).
+    """
     counts = np.zeros(L + 1, dtype=np.int64)
     dropped = 0
     run = 0
@@ -236,7 +238,8 @@ def windowed_segments(
 def runs_of(window: Callable[[np.ndarray], np.ndarray], growth_rows: int, rows: int, L: int):
     """Runs (rows, window) of a nondecreasing schedule ``window(k)`` over rows k < ``growth_rows`` (window L from
     there on), over ``rows`` rows. The first row with window >= v is found by binary search for every v in 1..L:
-    O(L · log rows) evaluations of the schedule."""
+    O(L · log rows) evaluations of the schedule.
+    """
     growth_rows = min(growth_rows, rows)
     values = np.arange(1, L + 1, dtype=np.int64)
     lo = np.zeros(L, dtype=np.int64)  # first row with window >= v lies in [lo, hi]; row growth_rows has L
@@ -480,7 +483,8 @@ class DatasetDecomposition:
         A remainder m draws bucket k with probability w_k / Q, w_k = 2^(max − k), while ⌊log2(m − 1)⌋ > max:
         E_m = Σ_k (w_k / Q)(e_k + E_(m − 2^k − 1)); below that the pieces are deterministic. Kept as integers
         S_m = Q^t(m) E_m with t(m) = 1 + t(m − 2^min − 1) draws at most, walking m upwards with a window of the
-        last 2^max + 1 remainders: O(n_max · buckets²) operations on integers of O(t · buckets) bits."""
+        last 2^max + 1 remainders: O(n_max · buckets²) operations on integers of O(t · buckets) bits.
+        """
         lo, hi = self.min_log2, self.max_log2
         buckets, q = hi - lo + 1, (1 << (hi - lo + 1)) - 1
         weights = [1 << (hi - k) for k in range(lo, hi + 1)]
@@ -520,7 +524,8 @@ class DatasetDecomposition:
 
     def frequency(self, lengths, counts, L: int, regime: str = "natural", seed: int = 0) -> ExactFrequency:
         """Exact f(i) of the pieces' attention segments (2^k each): deterministic, or (``randomize``) the exact
-        expectation over the random split (``replay``: one seeded replay). ``regime`` is not used."""
+        expectation over the random split (``replay``: one seeded replay). ``regime`` is not used.
+        """
         L = check_window(L)
         lengths, counts = check_histogram(lengths, counts)
         if 1 << self.max_log2 > L:
@@ -565,7 +570,8 @@ class DatasetDecomposition:
 
     def replay(self, lengths, counts, L: int, seed: int = 0) -> ExactFrequency:
         """f of one seeded draw of the random split: documents in the seeded stream order, numpy's
-        ``choice(p=...)`` per piece of a remainder longer than the largest bucket, as ``get_binary`` draws."""
+        ``choice(p=...)`` per piece of a remainder longer than the largest bucket, as ``get_binary`` draws.
+        """
         L = check_window(L)
         lengths, counts = check_histogram(lengths, counts)
         seg = np.zeros(L + 1, dtype=np.int64)

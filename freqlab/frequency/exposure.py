@@ -138,7 +138,8 @@ def longest_document_window(histogram) -> int:
 
 def tails_report(rows: list[dict], L: int) -> str:
     """The terminal report of :func:`source_tails`' rows at window ``L`` (``freqlab freq --tails``): one line per
-    source, one column per threshold; with no rows, why (no threshold below L)."""
+    source, one column per threshold; with no rows, why (no threshold below L).
+    """
     from freqlab.display import percent
     from freqlab.sizes import position_label
 

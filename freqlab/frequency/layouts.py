@@ -374,7 +374,8 @@ class LayoutFrequency(Displayed):
 
     def report(self, *, tokens: float | None = None, tau: float = DEFAULT_TAU) -> str:
         """The terminal report of ``freqlab freq --layout`` (the numbers of :meth:`to_dict`): per layer kind its
-        layers, mass shares and effective length (NoPE layers: a note)."""
+        layers, mass shares and effective length (NoPE layers: a note).
+        """
         data = self.to_dict(tokens=tokens, tau=tau)
         rotary = f" (rotary on {data['rotary_fraction']:.0%} of each head)" if data["rotary_fraction"] < 1 else ""
         lines = [f"layout {data['layout']} at L={data['L']}, {data['regime']}{rotary}"]

@@ -296,7 +296,8 @@ def _require_memory(
     """Refuse, naming ``--epochs`` or ``--train-samples``, a replay whose arrays exceed the memory available: the
     stream of E epochs' sequence ids (int32, and a copy when the last epoch is shuffled alone), the sample order
     (uint32 or int64, and a copy) and the mask of the samples taken; with ``--reset-attention-mask`` also the stream's
-    lengths (int64, twice) and end-of-document flags."""
+    lengths (int64, twice) and end-of-document flags.
+    """
     tokens = int(np.sum(lengths[begin:end], dtype=np.int64))
     if tokens <= 1:
         return  # MegatronDataset.build says why

@@ -205,7 +205,8 @@ class Mixture:
 
     def describe(self) -> str:
         """``epochs a=2, b=1 (--weights)``; shares that do not sum to 100 say they were normalised:
-        ``share a=7, b=3 (relative, sum 10: normalised to a=70%, b=30%) (tinyllama)``."""
+        ``share a=7, b=3 (relative, sum 10: normalised to a=70%, b=30%) (tinyllama)``.
+        """
         if self.unit == "epochs" or sum(self.weights.values()) == 100:
             unit = "%" if self.unit == "share" else ""
             shown = ", ".join(f"{s}={_show(w)}{unit}" for s, w in self.weights.items())
@@ -223,7 +224,8 @@ WEIGHT_RANGE = (Fraction(1, 10**300), Fraction(10**300))
 
 def _weight(value, where: str) -> Fraction:
     """A weight as an exact rational: decimal text and floats are read as written (0.7 is 7/10); 0 or within
-    :data:`WEIGHT_RANGE`."""
+    :data:`WEIGHT_RANGE`.
+    """
     if isinstance(value, bool):
         raise FreqlabError(f"{where} must be a number, got {brief(value)}")
     try:
@@ -246,7 +248,8 @@ def _show(w: Fraction) -> str:
 
 def _show_apart(w: Fraction, other: int) -> str:
     """``w`` with as many digits as it takes to tell it from ``other`` (25.0000001% + 75% is shown as
-    100.0000001, not 100.000); beyond 27 significant digits, as ``other`` ± the difference."""
+    100.0000001, not 100.000); beyond 27 significant digits, as ``other`` ± the difference.
+    """
     if w.denominator == 1:
         return str(w.numerator)
     for digits in range(6, 28):
@@ -263,7 +266,8 @@ def _sci(x: Fraction, digits: int = 6) -> str:
 
 def load_mixture(path: str | Path) -> Mixture:
     """Read a YAML or JSON mixture file (see the module docstring; bounds: :mod:`freqlab.config_file`), once per
-    version of the file: ``--weights`` is checked when the command line is read and used later."""
+    version of the file: ``--weights`` is checked when the command line is read and used later.
+    """
     path = Path(path)
     try:
         stat = path.stat()
@@ -289,7 +293,8 @@ PRESETS: dict[str, Mixture] = _load_presets()
 @dataclass(frozen=True)
 class MixtureInfo:
     """How a weighted histogram was made: per source the raw documents and tokens, the weight and m_s; the scale K
-    of the counts and the largest relative rounding error (0 and exact for integer epochs)."""
+    of the counts and the largest relative rounding error (0 and exact for integer epochs).
+    """
 
     mixture: Mixture
     multipliers: dict[str, float]
@@ -400,7 +405,8 @@ def weighted_histogram(
 def _float_scale(h: LengthHistogram, m: dict[str, Fraction], stream: bool) -> Fraction:
     """K: the smallest positive multiplier times K reaches RESOLUTION counts, unless int64 (or a stream) bounds it;
     a power of two (m_s·c·K is then as exact as m_s itself), computed exactly: weights span 1e-300..1e300, where
-    float64 products underflow or overflow."""
+    float64 products underflow or overflow.
+    """
     sources = h.sources or {}  # weighted_histogram's multipliers() checked that h has sources: this is h.sources
     K = RESOLUTION / min(w for w in m.values() if w > 0)
     tokens = sum((m[s] * g.tokens for s, g in sources.items()), Fraction(0))

@@ -98,7 +98,8 @@ def pose_numerator(row: int, target: int) -> Poly:
     """Σ over a in 1..A and u in 0..R of a row's pair counts, as a polynomial N(z) with Σ_d f(d) z^d = N(z)/(1−z)^4
     (A = (row + 1) // 2, R = target − row). See the module docstring; the cross pairs give
     z(1 − z^(R+1))·[A(1 + z^row)(1 − z) − (z + z^(row−A))(1 − z^A)], the chunks (R + 1)(1 − z)·[(A·row −
-    A(row + 2)z)(1 − z) + (z² + z^(row−A+1))(1 − z^A)]."""
+    A(row + 2)z)(1 − z) + (z² + z^(row−A+1))(1 − z^A)].
+    """
     A, R = (row + 1) // 2, target - row
     cross = _add(_mul(_terms((0, A), (row, A)), _one_minus(1)), _mul(_terms((1, 1), (row - A, 1)), _one_minus(A)), -1)
     cross = _mul(_mul({1: 1}, _one_minus(R + 1)), cross)
@@ -197,7 +198,8 @@ class Pose:
 
     def replay(self, lengths, counts, L: int, seed: int = 0) -> ExactFrequency:
         """f of one draw of PoSE's sampler: documents in the seeded stream order, ``random.Random(seed)`` drawing
-        ``a``, the second chunk's end and the skip ``u`` per document as ``train_preprocess_function_pose`` does."""
+        ``a``, the second chunk's end and the skip ``u`` per document as ``train_preprocess_function_pose`` does.
+        """
         lengths, counts, L, target = self._rows(lengths, counts, L)
         rng = random.Random(seed)
         docs = stream_order(lengths, counts, seed).tolist()
@@ -242,7 +244,8 @@ PositionIds = Pose | Scaled
 
 def _short(x: int | Fraction) -> str:
     """A number given by the user, exact when short, else in 4 significant digits (a factor of 1e400 gives a
-    400-digit target: one line stays one line)."""
+    400-digit target: one line stays one line).
+    """
     text = str(x)
     return text if len(text) <= 20 else f"{(Decimal(x.numerator) / Decimal(x.denominator)).normalize():.4g}"
 

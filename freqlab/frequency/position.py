@@ -106,7 +106,8 @@ def position_frequency(
 
 def histogram_arguments(lengths, counts, L, regime):
     """``(lengths, counts, L, regime)`` whether the call gave a histogram's arrays or the histogram itself (then the
-    positional arguments after it are L and the regime)."""
+    positional arguments after it are L and the regime).
+    """
     if hasattr(lengths, "lengths") and hasattr(lengths, "counts"):  # a LengthHistogram (not imported: a cycle)
         if counts is not None:
             L, regime = counts, (regime if L is None else L)

@@ -1,5 +1,6 @@
 """The key numbers of a position frequency (:func:`frequency_key_numbers`) and its table per (window, regime)
-(:func:`regime_rows`, one :func:`regime_row` each), shared by ``freqlab freq``, ``freqlab scan`` and the notebooks."""
+(:func:`regime_rows`, one :func:`regime_row` each), shared by ``freqlab freq``, ``freqlab scan`` and the notebooks.
+"""
 
 from __future__ import annotations
 
@@ -297,7 +298,8 @@ def string_probe_comparison(lengths, counts, *, tau: float = DEFAULT_TAU) -> dic
 
 def describe_string_probe(comparison: dict) -> list[str]:
     """The lines ``freqlab stats`` prints for :func:`string_probe_comparison`: a small table, then the
-    calibration line."""
+    calibration line.
+    """
     tau, step = human_count(comparison["tau"]), comparison["step"]
     cal = comparison["calibration"]
     position = cal["position"]

@@ -147,7 +147,8 @@ def _uniform(tokens: int, L: int) -> tuple[np.ndarray, np.ndarray]:
     """Lengths 1..L each ``q = T // (L(L+1)/2)`` times; the r leftover tokens become one extra segment each
     of lengths spread evenly over 1..L (taken in bit-reversed order, a low-discrepancy sequence, while they
     fit), plus one segment of what remains. Integer counts, exact budget, and the quadratic shape of f holds
-    even when T is far below one sweep of L(L+1)/2 tokens."""
+    even when T is far below one sweep of L(L+1)/2 tokens.
+    """
     sweep = L * (L + 1) // 2
     q, r = divmod(tokens, sweep)
     counts = np.full(L + 1, q, dtype=np.int64)

@@ -147,7 +147,8 @@ class PositionFrequency(Displayed):
 
     def regime_row(self, tokens: float | None = None, tau: float = DEFAULT_TAU) -> dict:
         """:func:`~freqlab.frequency.regime_table.frequency_key_numbers` with the regime, segments and dropped tokens:
-        one row of ``freqlab freq --json`` and of a scan's ``summary.json``. JSON-serialisable."""
+        one row of ``freqlab freq --json`` and of a scan's ``summary.json``. JSON-serialisable.
+        """
         return regime_row(self.regime, self.f, self.segments, self.dropped_tokens, self.approximation, tokens, tau)
 
     def to_dict(self, tokens: float | None = None, tau: float = DEFAULT_TAU) -> dict:
@@ -156,7 +157,8 @@ class PositionFrequency(Displayed):
 
     def report(self, tokens: float | None = None, tau: float = DEFAULT_TAU) -> str:
         """What ``freqlab freq`` prints per window and regime: the mass shares, the predicted effective length at
-        ``tokens``, the budget that makes f_T(L/2) reach ``tau`` (:func:`~freqlab.frequency.regime_table.describe`)."""
+        ``tokens``, the budget that makes f_T(L/2) reach ``tau`` (:func:`~freqlab.frequency.regime_table.describe`).
+        """
         return describe(self.regime_row(tokens, tau), detail=True)
 
     summary = renamed_method("summary", "regime_row")  # deprecated: the old name goes in 0.3

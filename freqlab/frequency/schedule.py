@@ -99,7 +99,8 @@ class Schedule:
 
     def with_layout(self, layout: str | Layout) -> Schedule:
         """The schedule with ``layout`` (a spec, a config.json or a :class:`Layout`) given to every stage that
-        names none."""
+        names none.
+        """
         parsed = read_layout(layout)
         return replace(self, stages=tuple(s if s.layout else replace(s, layout=parsed) for s in self.stages))
 
@@ -199,7 +200,8 @@ def parse_schedule(
 def _annotations(raw: dict, where: str, prefix: str = "") -> tuple[dict, tuple]:
     """A mapping with every ``{value: X, source: ...}`` / ``{value: X, assumed: ...}`` number replaced by X, and the
     (key, "source: ..." | "assumed: ...") pairs; nested specs (``curriculum: {start: {value: 32, ...}}``) too, their
-    keys written ``curriculum.start``."""
+    keys written ``curriculum.start``.
+    """
     plain, provenance = {}, []
     for key, value in raw.items():
         name = f"{prefix}{key}"
@@ -281,7 +283,8 @@ def _weights(base: Path, value) -> str | None:
 
 def stage_histogram(stage: Stage, cache: dict | None = None):
     """The LengthHistogram a stage trains on: its file, weighted by the stage's ``weights`` (read once per
-    file and weights when ``cache`` is shared)."""
+    file and weights when ``cache`` is shared).
+    """
     # imported here, not at module level: both import polars, which `import freqlab.frequency` does not need
     from freqlab.frequency.mixture import weighted_histogram
     from freqlab.histogram import LengthHistogram
@@ -310,7 +313,8 @@ def _relative(base: Path, value) -> Path | None:
 class ScheduleFrequency:
     """Per-stage raw frequencies f_k (int64: a count, or a curriculum's numerator over its common denominator,
     which the scaling cancels) and budgets T_k; their scaled sum F (float64). ``kinds[k]`` maps each layer kind of
-    stage k's layout to its f (``None`` for NoPE layers); a stage without a layout has only ``global``."""
+    stage k's layout to its f (``None`` for NoPE layers); a stage without a layout has only ``global``.
+    """
 
     schedule: Schedule
     frequencies: tuple[np.ndarray, ...]
@@ -385,7 +389,8 @@ class ScheduleFrequency:
     def reached(self, k: int, kind: LayerKind, position: int) -> Fraction:
         """Tokens of stage k trained (in layers of ``kind``) with at least ``position`` tokens of left context, i.e.
         that reached relative position ``position``: f_k(position) · T_k / f_k(0) (the exposure view, f(i) =
-        Σ_{c >= i} h(c), :mod:`freqlab.frequency.exposure`)."""
+        Σ_{c >= i} h(c), :mod:`freqlab.frequency.exposure`).
+        """
         f = self.stage_kinds(k).get(kind)
         if f is None or position >= f.size or f[0] <= 0:
             return Fraction(0)
@@ -394,7 +399,8 @@ class ScheduleFrequency:
     def reach_is_exposure(self, k: int) -> bool:
         """Whether f_k(W)·T_k/f_k(0) counts stage k's tokens with at least W of context: true when every query sees
         its keys at every distance 0..c (segments, fragments, pieces), false under PoSE, whose skipped position ids
-        leave gaps (its pairs at distance W are no count of tokens)."""
+        leave gaps (its pairs at distance W are no count of tokens).
+        """
         spec = self.schedule.stages[k].position_ids
         return spec is None or position_ids_from_spec(spec).contiguous_contexts
 
@@ -402,7 +408,8 @@ class ScheduleFrequency:
         """Per stage and layer kind: for each earlier stage's window W (distinct, in order), the share of all the
         schedule's training tokens that this stage trained with at least W tokens of context (reached position W).
         NoPE layers carry no position frequency and are left out; a PoSE stage's shares are None (its f counts pairs at
-        skipped position-id distances, not tokens with that much context)."""
+        skipped position-id distances, not tokens with that much context).
+        """
         total = self.tokens
         rows = []
         for k, stage in enumerate(self.schedule.stages):
@@ -421,7 +428,8 @@ class ScheduleFrequency:
     def to_dict(self, tau: float | None = None, *, name: str | None = None) -> dict:
         """The JSON of ``freqlab schedule``: totals, per stage (with per-kind effective lengths alone and after the
         stage, and the provenance of its numbers), per layer kind, the reach table (:meth:`reach_table`). ``tau``:
-        the threshold (None: the schedule's); ``name``: what the schedule is called (None: its source)."""
+        the threshold (None: the schedule's); ``name``: what the schedule is called (None: its source).
+        """
         schedule, total, window = self.schedule, self.total, self.window
         tau = schedule.tau if tau is None else tau
         checkpoints = sorted({window // 4, window // 2, (3 * window) // 4, window - 1})
@@ -480,7 +488,8 @@ class ScheduleFrequency:
 
     def report(self, tau: float | None = None, *, name: str | None = None) -> str:
         """The terminal report of ``freqlab schedule`` (the numbers of :meth:`to_dict`): per stage its effective
-        length alone and after it, the totals per layer kind, F at a few positions, the reach table, the notes."""
+        length alone and after it, the totals per layer kind, F at a few positions, the reach table, the notes.
+        """
         from freqlab.display import percent
         from freqlab.sizes import human_count
 

@@ -30,7 +30,8 @@ from freqlab.sizes import DEFAULT_TAU  # kept for import compatibility (and used
 class ProbeReport:
     """An effective length STRING Sec. 3 reports for its TinyLlama 1.3B models (natural SlimPajama): training
     window ``L``, tokens consumed (``tokens``; ``tokens_text`` as the paper writes it), the effective length as
-    the paper writes it, and where."""
+    the paper writes it, and where.
+    """
 
     L: int
     tokens: float

@@ -263,7 +263,8 @@ def usage_headline(u) -> str:
 
 def usage_rows(u) -> list[tuple[str, str]]:
     """StringUsage: the window, S and W, the pairs, the positions used, and (with a frequency) the mean trained f
-    over the pairs before and after STRING."""
+    over the pairs before and after STRING.
+    """
     used = max(u.S, u.L - u.S + u.W)
     rows = [
         ("window L", _window(u.L)),

@@ -385,7 +385,8 @@ class HarpePlan(Displayed):
 
     def report(self, order: str = "selection") -> str:
         """The terminal report of ``freqlab plan harpe``: how the bases were searched, the grid, one row per head
-        (``order``: "selection", b_min first, or "ascending" like Table 2), the stave score and a Python list."""
+        (``order``: "selection", b_min first, or "ascending" like Table 2), the stave score and a Python list.
+        """
         bases = self.sorted_bases() if order == "ascending" else self.bases
         title = {"peak-valley": "peak-valley search (Algorithm 1)", "uniform": "uniform (Eq. 9)"}[self.strategy]
         lines = [f"HARPE per-head RoPE bases: {title}, {self.n_heads} heads, d = {self.head_dim}"]
@@ -419,7 +420,8 @@ class HarpePlan(Displayed):
 
     def to_dict(self, order: str | None = None) -> dict:
         """The plan as JSON; with ``order`` ("selection" or "ascending"), ``bases`` and ``python`` in that order
-        and the order named."""
+        and the order named.
+        """
         out = asdict(self)
         bases = self.sorted_bases() if order == "ascending" else self.bases
         out["bases"] = [plain_number(b) for b in bases]
@@ -785,7 +787,8 @@ def random_sets(
     n_heads: int, b_min: float, b_max: float, stride: float, *, count: int = 3, seed: int = 0
 ) -> list[list[float]]:
     """``count`` sets of ``n_heads`` distinct bases drawn uniformly from {b_min} ∪ B_c, sorted; set k (0-based) is
-    drawn with its own seed ``seed + k``, so each set can be reproduced alone (and is labelled with its seed)."""
+    drawn with its own seed ``seed + k``, so each set can be reproduced alone (and is labelled with its seed).
+    """
     pool = np.concatenate([[float(b_min)], candidate_bases(b_min, b_max, stride)])
     n_heads = _check_heads(n_heads)
     if n_heads > pool.size:
@@ -842,7 +845,8 @@ TABLE2_NOTE = (
 
 def comparison_report(plan: HarpePlan, compared: list[ComparedSet]) -> str:
     """The terminal report of ``freqlab plan harpe --compare``: each set's stave score on the plan's grid and
-    its overlap with Table 2, and the overlap a random set has on average."""
+    its overlap with Table 2, and the overlap a random set has on average.
+    """
     table = table2_bases()
     g = plan.grid
     lines = [
@@ -930,7 +934,8 @@ def compare_sets(plan: HarpePlan, *, random_count: int = 3, seed: int = 0) -> li
 @dataclass(frozen=True)
 class BucketsSearch:
     """A run of :func:`attention_buckets_search` with what it searched: ``bases`` found among ``candidates`` on
-    ``grid`` (``n_bases`` asked for), beside the list Attention Buckets publishes (:data:`BUCKETS_PUBLISHED`)."""
+    ``grid`` (``n_bases`` asked for), beside the list Attention Buckets publishes (:data:`BUCKETS_PUBLISHED`).
+    """
 
     bases: list
     n_bases: int

@@ -364,7 +364,8 @@ class RopeScalingPlan(Displayed):
 
     def report(self) -> str:
         """The terminal report of one scaling type in ``freqlab plan rope``: the reasoning, the config blocks
-        labelled by transformers version, and the vLLM command."""
+        labelled by transformers version, and the vLLM command.
+        """
         lines = [f"== {self.rope_type} (factor {self.factor:g}) ==", self.reasoning]
         lines += [f"note: {note}" for note in self.notes]
         for b in self.blocks:

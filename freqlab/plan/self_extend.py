@@ -203,7 +203,8 @@ class SelfExtendCheck(Displayed):
 
     def report(self) -> str:
         """The terminal report of a given (G, w_n): Eq. 8's max length and, for a target N, the largest position
-        used and the rule of thumb against N*."""
+        used and the rule of thumb against N*.
+        """
         lines = [
             f"Given G = {self.G}, w_n = {self.w_n}:",
             f"  max length (L - w_n + w_n // G)·G = {self.max_length} (Eq. 8: {self.eq8_length})",
@@ -323,7 +324,8 @@ class SelfExtendPlan(WellTrainedBasis, Displayed):
     @property
     def paper_setting(self) -> SelfExtendCheck | None:
         """The paper's G = 8, w_n = 1024 (Sec. 4.1, Table 1: Llama-2-7b-chat 4K -> 16K) evaluated for this
-        L, N and N*; None when w_n = 1024 does not fit below L."""
+        L, N and N*; None when w_n = 1024 does not fit below L.
+        """
         return paper_setting(self.L, self.N, self.N_star)
 
     def to_dict(self) -> dict:
@@ -344,7 +346,8 @@ class SelfExtendPlan(WellTrainedBasis, Displayed):
 
     def report(self) -> str:
         """The terminal report of ``freqlab plan self-extend``: G and w_n, N*, the maintainers' guesses, the paper's
-        setting evaluated here, the reasoning and the Hugging Face and llama.cpp settings."""
+        setting evaluated here, the reasoning and the Hugging Face and llama.cpp settings.
+        """
         guesses = "; ".join(f"N* = {n}: " + (f"G = {g}, w_n = {w}" if g else "no setting") for n, g, w in self.guesses)
         lines = [
             f"Self-Extend for L = {self.L} -> N = {self.N}: G = {self.G}, w_n = {self.w_n} "
@@ -520,7 +523,8 @@ def plan_self_extend(
 
 def _smallest_group(L: int, N: int, N_star: int, lo: int, hi: int, max_group: int) -> tuple[int, int] | None:
     """The smallest G (2..max_group) with a window in [lo, hi] divisible by G keeping w_n + (N - w_n)/G <= N*
-    and (L - w_n)·G + w_n >= N, and the largest such window; None if there is none."""
+    and (L - w_n)·G + w_n >= N, and the largest such window; None if there is none.
+    """
     if N_star <= lo:
         return None
     for G in range(2, int(max_group) + 1):

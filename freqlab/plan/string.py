@@ -281,7 +281,8 @@ class StringUsage(Displayed):
 
     def write_parquet(self, path) -> None:
         """Write the usage table (:data:`freqlab.formats.USAGE`: position, pairs_before, pairs_after and, with a
-        frequency, trained) to a Parquet file, as ``freqlab plan string --usage-out`` does."""
+        frequency, trained) to a Parquet file, as ``freqlab plan string --usage-out`` does.
+        """
         import polars as pl
 
         columns = {"position": self.positions, "pairs_before": self.pairs_before, "pairs_after": self.pairs_after}
@@ -443,7 +444,8 @@ class StringPlan(WellTrainedBasis, Displayed):
 
     def report(self) -> str:
         """The terminal report of ``freqlab plan string``: S, W and N*, the positions STRING overwrites and never
-        uses, the reasoning, and the paste-ready blocks (with ``extend_to``: STRING + YaRN beyond L)."""
+        uses, the reasoning, and the paste-ready blocks (with ``extend_to``: STRING + YaRN beyond L).
+        """
         verb = "evaluated" if self.S_given else "recommended"
         lines = [
             f"STRING for L = {self.L}: S = {self.S} (S/L = {self.ratio:.3f}, {verb}), W = {self.W}",

@@ -69,7 +69,8 @@ UPSAMPLING_HELPS = Fraction(11, 10)
 @dataclass(frozen=True)
 class UpsampleStep:
     """``documents`` more documents of ``length`` tokens (of ``source``): ``tokens`` trained tokens, ``occurrences``
-    of E; ``per_token`` = c_n; ``capped``: the bin reached its max_upweight cap."""
+    of E; ``per_token`` = c_n; ``capped``: the bin reached its max_upweight cap.
+    """
 
     source: str | None
     length: int
@@ -87,7 +88,8 @@ class UpsampleStep:
 @dataclass(frozen=True)
 class BudgetOption:
     """One way to reach tau: the total training budget it needs, its excess over the plan's T (negative: reached
-    with fewer tokens) and that excess as a fraction of T (``longer``); ``per_token``: occurrences of E per token."""
+    with fewer tokens) and that excess as a fraction of T (``longer``); ``per_token``: occurrences of E per token.
+    """
 
     way: str
     total_tokens: int
@@ -163,7 +165,8 @@ class UpsamplePlan(Displayed):
 
     def report(self) -> str:
         """The terminal report of ``freqlab plan upsample`` (the same numbers as :meth:`to_dict`): the ceiling, the
-        alternatives side by side, the documents to add, the verdict."""
+        alternatives side by side, the documents to add, the verdict.
+        """
         p = self
         lines = [
             f"Upsampling for E = {p.E} (L = {p.L}, regime {p.regime}, T = {p.tokens:,} tokens, "
@@ -360,7 +363,8 @@ def _check_request(E, L: int, regime: str, max_upweight) -> tuple[int, Fraction 
 
 def _by_contribution(h, f, L, E, regime, stage_tokens, gap, cap) -> tuple[list[UpsampleStep], Fraction, Fraction]:
     """Greedy by c_n: whole documents of the best bins until ``gap`` occurrences are reached or every bin better
-    than a is at its cap. Returns the steps, the best c_n of the corpus, and the occurrences still missing."""
+    than a is at its cap. Returns the steps, the best c_n of the corpus, and the occurrences still missing.
+    """
     f0, fE = int(f[0]), int(f[E])
     parts = h.sources.items() if h.sources else [(None, h)]
     bins = []  # (c as float, length, source, count, g, t)

@@ -44,7 +44,8 @@ def require_waveforms(
     """Refuse (:class:`~freqlab.resources.ResourceError`) waveforms of ``bases`` × ``distances`` points and
     ``head_dim / 2`` terms each that need more memory than is available (``bytes_per_point`` per point, plus the
     chunk of terms evaluated at once) or more time than :data:`freqlab.resources.MAX_SECONDS`. ``option``: what to
-    name (default: the size furthest above the paper's setting)."""
+    name (default: the size furthest above the paper's setting).
+    """
     from freqlab.resources import require_memory, require_time
 
     if option is None:
@@ -206,7 +207,8 @@ class DistanceGrid:
 @dataclass(frozen=True)
 class StaveScore:
     """Complementarity of a base set on a grid: ``shortest`` = min_m max_h w_{b_h}(m) (the Attention
-    Buckets "shortest stave", higher is better) and ``mean`` = mean_m max_h w_{b_h}(m)."""
+    Buckets "shortest stave", higher is better) and ``mean`` = mean_m max_h w_{b_h}(m).
+    """
 
     shortest: float
     mean: float

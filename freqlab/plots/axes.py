@@ -54,7 +54,8 @@ def with_units(label: str, *units: str) -> str:
 
 def count_units(axis) -> str:
     """The decimal suffixes the tick labels of a count axis use, as ``B = 10⁹, T = 10¹²`` (call it once the
-    axis limits are set)."""
+    axis limits are set).
+    """
     lo, hi = sorted(axis.get_view_interval())
     labels = axis.get_major_formatter().format_ticks([t for t in axis.get_major_locator()() if lo <= t <= hi])
     used = {label[-1] for label in labels if label}
@@ -110,7 +111,8 @@ def format_positions(axis, L: int | None = None) -> None:
 
 def distance_label(x: float) -> str:
     """Distances written out in full (HARPE grids are decimal, so neither K = 1024 nor a decimal "k" would be
-    unambiguous next to the position axes): 34000 -> '34,000', 130880 -> '130,880'."""
+    unambiguous next to the position axes): 34000 -> '34,000', 130880 -> '130,880'.
+    """
     return f"{x:,.0f}" if float(x).is_integer() else f"{x:,g}"
 
 
@@ -167,7 +169,8 @@ def format_log_counts(axis) -> None:
 
 def position_xaxis(ax: Axes, L: int, label: str = "relative position i") -> None:
     """The x-axis as relative positions 0..L: limits, ticks at multiples of L/4 and the label, with K = 1024
-    stated when the ticks use it."""
+    stated when the ticks use it.
+    """
     ax.set_xlim(0, L)
     format_positions(ax.xaxis, L)
     ax.set_xlabel(with_units(label, position_units(ax.xaxis)))
@@ -202,7 +205,8 @@ def as_histogram(data) -> LengthHistogram:
 
 def panel_letters(axes: Iterable[Axes]) -> None:
     """'(a)', '(b)', ... as in the papers' multi-panel figures: put before each axes' title (so a letter never
-    covers it, however narrow the panel), or in the top-left corner outside an axes without one."""
+    covers it, however narrow the panel), or in the top-left corner outside an axes without one.
+    """
     for index, ax in enumerate(axes):
         letter = f"({chr(ord('a') + index)})"
         if ax.get_title():

@@ -263,7 +263,8 @@ def _twin(ax: Axes) -> Axes:
 def _keep_outer_labels(ax: Axes, k: int, panels: int, cols: int) -> None:
     """In a grid of Fig. 1 panels (one f(i) scale across them, each its own bars' scale): f(i)'s ticks on the
     first column only; the bars' ticks on every panel. The axis labels on the first and last panel of each row,
-    or, panels stacked in one column, on the middle one only."""
+    or, panels stacked in one column, on the middle one only.
+    """
     ax.set_xlabel("")
     twin = _twin(ax)
     if k % cols:

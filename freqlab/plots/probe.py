@@ -1,5 +1,6 @@
 """Needle-retrieval heat map (An et al., ICLR 2025, Fig. 4 style): tested length (x) by needle depth (y), the
-share of passing tests in each cell; one panel per model setting, the effective length marked."""
+share of passing tests in each cell; one panel per model setting, the effective length marked.
+"""
 
 from __future__ import annotations
 
@@ -10,7 +11,8 @@ from freqlab.plots.style import freqlab_style, new_figure
 
 def plot_probe(results: Sequence, *, size="two-column"):
     """One heat map per :class:`freqlab.apply.probe.ProbeResult` (share of tests retrieving at least ``need``
-    needles); a dashed line at the effective length (the rule of :mod:`freqlab.apply.probe`)."""
+    needles); a dashed line at the effective length (the rule of :mod:`freqlab.apply.probe`).
+    """
     results = list(results)
     with freqlab_style():
         fig, axes = new_figure(size, aspect=0.36 if len(results) > 1 else 0.5, ncols=len(results), squeeze=False)

@@ -108,7 +108,8 @@ def fingerprint_hash(fingerprint: dict) -> str:
 
 class OutputLock:
     """An exclusive lock on an output folder (``flock`` on ``OUT/.lock``; the kernel drops it when the process
-    ends, however it ends). A second holder gets a one-line FreqlabError at once."""
+    ends, however it ends). A second holder gets a one-line FreqlabError at once.
+    """
 
     def __init__(self, folder: Path) -> None:
         self.folder = Path(folder)
@@ -193,7 +194,8 @@ class CheckpointStore:
 
     def _clear(self) -> None:
         """Remove the checkpoints (and temporary files) freqlab wrote here, and nothing else: a folder that also
-        holds files freqlab did not write is refused, in one line naming one, before anything is removed."""
+        holds files freqlab did not write is refused, in one line naming one, before anything is removed.
+        """
         entries = sorted(self.directory.iterdir())
         foreign = [entry for entry in entries if not _written_by_freqlab(entry)]
         if foreign:
@@ -231,7 +233,8 @@ class CheckpointStore:
 
     def load(self, shard_id: str, identity: dict) -> ShardCount | None:
         """The checkpointed partial of a shard, or None when there is none or it cannot be trusted (then
-        :attr:`recounted` says why)."""
+        :attr:`recounted` says why).
+        """
         path = self.path(shard_id)
         if not path.exists():
             return None
@@ -253,7 +256,8 @@ _CHECKPOINT = re.compile(r"[A-Za-z0-9._-]*-[0-9a-f]{16}\.parquet")  # safe_name(
 
 def _written_by_freqlab(path: Path) -> bool:
     """Whether ``path`` (in a checkpoints folder) is a file freqlab wrote there: its manifest, a checkpoint whose
-    own header names the shard its file name is made of, or a temporary file an interrupted write left."""
+    own header names the shard its file name is made of, or a temporary file an interrupted write left.
+    """
     if path.is_symlink() or not path.is_file():
         return False
     name = path.name

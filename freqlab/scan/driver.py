@@ -355,7 +355,8 @@ def scanned_bytes(
 ) -> int | None:
     """The bytes of text a scan will read, estimated: the corpus's, for its ``pending`` shards (a resumed scan
     reads the rest), at most ``max_docs`` average documents' and (given the tokenizer's ``bytes_per_token``)
-    ``max_tokens`` tokens' worth (None: unknown)."""
+    ``max_tokens`` tokens' worth (None: unknown).
+    """
     if corpus.estimated_bytes is None:
         return None
     size = corpus.estimated_bytes * pending // max(len(corpus.shards), 1)
@@ -370,7 +371,8 @@ def engine_choice(run: RunOptions, corpus: Corpus, settings: ScanSettings, count
     """The :class:`~freqlab.scan.estimate.EngineChoice` of a local scan of text whose worker count the user left
     to freqlab (None otherwise: ``workers`` given is honoured, Ray and tokenized data run as asked): in this
     process on the counter already loaded, or on a pool, whichever the measured costs say finishes first
-    (:func:`~freqlab.scan.estimate.choose_engine`)."""
+    (:func:`~freqlab.scan.estimate.choose_engine`).
+    """
     if run.engine != "local" or run.workers is not None or counter is None:
         return None
     from freqlab.scan.estimate import choose_engine, load_throughput
@@ -387,7 +389,8 @@ def engine_choice(run: RunOptions, corpus: Corpus, settings: ScanSettings, count
 
 def pool_possible(run: RunOptions, corpus: Corpus) -> bool:
     """Whether a local scan may start a pool (so its forkserver is worth starting early): not with one worker, nor
-    for a text corpus so small that every measured backend counts it in this process first, even unbuilt."""
+    for a text corpus so small that every measured backend counts it in this process first, even unbuilt.
+    """
     workers = run.workers or default_workers()
     if run.engine != "local" or workers < 2:
         return False
@@ -405,7 +408,8 @@ def pool_possible(run: RunOptions, corpus: Corpus) -> bool:
 
 def scanned_index(corpus: Corpus, settings: ScanSettings) -> str | None:
     """The absolute path of the Megatron ``.idx`` the corpus is, when it is exactly one and was read whole (else
-    None: a partial scan's histogram is not the index's)."""
+    None: a partial scan's histogram is not the index's).
+    """
     if settings.limited or settings.sample_rate is not None:
         return None
     paths = {getattr(shard, "path", None) for shard in corpus.shards}
@@ -416,7 +420,8 @@ def scanned_index(corpus: Corpus, settings: ScanSettings) -> str | None:
 def check_source_labels(corpus: Corpus, histogram: LengthHistogram) -> None:
     """A source field that no document read has is an error, never one big ``(none)`` source: it names the
     field and the fields of the corpus's first record. (Documents without the field among labelled ones are
-    counted under ``(none)``, and the report says so)."""
+    counted under ``(none)``, and the report says so).
+    """
     if not corpus.has_sources or not histogram.sources or set(histogram.sources) != {MISSING_SOURCE}:
         return
     name = corpus.description.get("source_field")
@@ -459,7 +464,8 @@ def fastokens_break_even_bytes(backend: str, table=None) -> float | None:
 def small_scan_rule(size: int | None, table=None):
     """The :func:`~freqlab.tokenization.load_tokenizer` ``fastokens_rule`` of a scan of ``size`` bytes of text (None:
     unknown, fastokens always kept): leave fastokens out when the backend that would count instead finishes
-    ``size`` bytes before fastokens is ready (:func:`fastokens_break_even_bytes`)."""
+    ``size`` bytes before fastokens is ready (:func:`fastokens_break_even_bytes`).
+    """
     if size is None:
         return None
 
@@ -484,7 +490,8 @@ def load_counter(
 ) -> TokenCounter:
     """load_tokenizer, remembered for repeated scans in one process (notebooks, tests): loading verifies the
     fast path and costs seconds. A tokenizer file is reloaded when it changes on disk. ``text_bytes``: the size
-    of the text to count, for :func:`small_scan_rule` (None: unknown)."""
+    of the text to count, for :func:`small_scan_rule` (None: unknown).
+    """
     from freqlab.tokenization import load_tokenizer
 
     state = None

@@ -124,7 +124,8 @@ def estimate_cost(
     """Core-hours and wall time of a scan of a corpus of ``tokens`` tokens or ``bytes`` bytes of text (one of
     them; the other follows from the family's bytes per token), with tokenizers of ``family``, sampled at
     ``sample_rate`` (None: a full scan), on nodes of ``node_cores`` cores; ``nodes`` is how many such nodes
-    finish within ``target_hours``. See the module docstring for the model."""
+    finish within ``target_hours``. See the module docstring for the model.
+    """
     measured = table.family(family)
     if (tokens is None) == (bytes is None):
         raise FreqlabError("give the corpus size in tokens or in bytes (one of them)")
@@ -167,7 +168,8 @@ def estimate_cost(
 @dataclass(frozen=True)
 class EngineChoice:
     """Where a scan runs: in this process or on a pool of ``workers`` processes, with the estimated wall times
-    that decided it (:func:`choose_engine`) and the reason said in the summary."""
+    that decided it (:func:`choose_engine`) and the reason said in the summary.
+    """
 
     in_process: bool
     workers: int
@@ -228,7 +230,8 @@ def sampled_error(lengths, counts, L: int, regime: str, documents: int, *, seed:
     earlier (smaller) sample ``(lengths, counts)``: its bootstrap interval (:mod:`freqlab.scan.uncertainty`)
     with the half-width scaled by √(n / documents), n the documents it holds (the 1/√n law of independent
     sampling, checked in the tests). Returns ``{share: half-width}`` with ``level``, or None (see
-    :func:`~freqlab.scan.uncertainty.no_interval`)."""
+    :func:`~freqlab.scan.uncertainty.no_interval`).
+    """
     counts = np.asarray(counts, np.int64)
     ci = share_intervals(lengths, counts, L, regime, seed=seed)
     if ci is None or documents < 1:

@@ -14,7 +14,8 @@ from freqlab.scan.ledger import Ledger
 
 class ScanOutput:
     """``with ScanOutput(out, fingerprint, resume) as output``: locks ``out`` for the scan, starts or checks its
-    checkpoints, and writes the results. ``out=None``: nothing is written, nothing is resumed."""
+    checkpoints, and writes the results. ``out=None``: nothing is written, nothing is resumed.
+    """
 
     def __init__(self, out: Path | None, fingerprint: dict, resume: bool) -> None:
         self.out = out

@@ -39,7 +39,8 @@ def has_widgets() -> bool:
 
 def _tqdm_class(stream):
     """tqdm.auto's choice (the notebook widget in Jupyter when ipywidgets is there, else the text bar), without
-    its warning about a missing ipywidgets: the text bar works in Jupyter too."""
+    its warning about a missing ipywidgets: the text bar works in Jupyter too.
+    """
     if stream is sys.stderr and in_notebook():
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")

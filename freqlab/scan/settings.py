@@ -56,7 +56,8 @@ READER_OPTIONS = (
 
 def check_count(name: str, value: Any, *, minimum: int = 1, optional: bool = True) -> int | None:
     """``value`` as an int in ``[minimum, 2^63)``; a FreqlabError naming ``name`` otherwise (None passes if
-    ``optional``)."""
+    ``optional``).
+    """
     if value is None and optional:
         return None
     if isinstance(value, bool) or not isinstance(value, (int, float)) or value != value or int(value) != value:
@@ -197,7 +198,8 @@ class ScanSettings:
     def fingerprint(self, corpus: Corpus, counter: TokenCounter | None) -> dict[str, Any]:
         """What a checkpoint must have been made under: the corpus (its shards by id, how it was read), the
         tokenizer (its vocabulary, not its name or backend: backends are exact), special tokens, sampling and
-        limits. The same whether the corpus was named here or opened first (``corpus``)."""
+        limits. The same whether the corpus was named here or opened first (``corpus``).
+        """
         ids = [shard.id for shard in corpus.shards]
         read = corpus.read_options
         return {
@@ -262,7 +264,8 @@ class RunOptions:
 class ReportOptions:
     """What the summary computes: windows ``L``, ``regimes``, the budget (``tokens`` training tokens,
     ``corpus_tokens`` to extrapolate a partial scan), the threshold ``tau`` (STRING Sec. 3), and ``megatron``
-    (:class:`~freqlab.frequency.megatron_replay.MegatronOptions`) for the ``megatron`` regime."""
+    (:class:`~freqlab.frequency.megatron_replay.MegatronOptions`) for the ``megatron`` regime.
+    """
 
     L: tuple[int, ...] = DEFAULT_L
     regimes: tuple[str, ...] = DEFAULT_REGIMES

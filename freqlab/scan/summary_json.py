@@ -280,7 +280,8 @@ def build_summary_json(
     settings, report, corpus, counter, engine, histogram: LengthHistogram, ledger, options, record: RunRecord
 ) -> dict:
     """The summary of a scan (``summary.json``): corpus, tokenizer, document accounting, lengths, the run, and
-    per window and regime the mass shares and effective lengths (:func:`budget_and_windows`)."""
+    per window and regime the mass shares and effective lengths (:func:`budget_and_windows`).
+    """
     total = ledger.total
     read = histogram.documents_read
     tokenized, empty, skipped = histogram.documents, histogram.empty_documents, dict(histogram.skipped)
@@ -382,7 +383,8 @@ def build_summary_json(
 
 def scan_display(result) -> Display:
     """What a :class:`~freqlab.scan.ScanResult` shows: the histogram's numbers, the scan's own (time, workers,
-    partial), one line of position-mass shares per window and, in HTML, the windows table and the length chart."""
+    partial), one line of position-mass shares per window and, in HTML, the windows table and the length chart.
+    """
     summary, h = result.summary, result.histogram
     shown = histogram_display(h)
     title = f"ScanResult {clip(h.corpus, 80)!r}" + (f" ({clip(h.tokenizer, 60)})" if h.tokenizer else "")

@@ -63,7 +63,8 @@ def document_masses(lengths, L: int, regime: str) -> np.ndarray:
     (rows 0, 1, 2; int64, or Python ints when they could overflow): f is a sum over segments, so each share of
     a histogram is ``masses @ counts`` row over row (natural: ``ℓ // L`` segments of L and one of ``ℓ % L``;
     truncate: one of ``min(ℓ, L)``). A segment of s tokens holds position i ``max(s - i, 0)`` times, so it adds
-    ``Σ_{i ≤ x} (s - i)`` up to x, ``(s - y)(s - y + 1) / 2`` from y on, ``s(s + 1) / 2`` in all."""
+    ``Σ_{i ≤ x} (s - i)`` up to x, ``(s - y)(s - y + 1) / 2`` from y on, ``s(s + 1) / 2`` in all.
+    """
     lengths = np.asarray(lengths, np.int64)
     if regime not in ("natural", "truncate"):
         raise ValueError(f"no per-document masses for the {regime} regime")
@@ -132,7 +133,8 @@ def add_intervals(
     windows: list[dict], lengths, counts, *, seed: int = 0, level: float = LEVEL, replicates: int = REPLICATES
 ) -> None:
     """Set ``row["ci"]`` on each summary row (one per window L and regime) of a sampled scan; rows without an
-    interval (see :data:`NO_INTERVAL`) get ``{"none": reason}``."""
+    interval (see :data:`NO_INTERVAL`) get ``{"none": reason}``.
+    """
     for row in windows:
         ci = share_intervals(lengths, counts, row["L"], row["regime"], level=level, replicates=replicates, seed=seed)
         if ci is None:

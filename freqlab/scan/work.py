@@ -188,7 +188,8 @@ class _Tally:
 def _documents(shard) -> Iterator[Document | list[str]]:
     """A shard's documents, with blank lines marked and runs of plain texts as lists (files only:
     :meth:`~freqlab.corpus.base.FileShard.read_runs`), and a file that fails while being read turned into one
-    last ``unreadable-file`` record (``where`` is its one-line message)."""
+    last ``unreadable-file`` record (``where`` is its one-line message).
+    """
     try:
         yield from shard.read_runs() if isinstance(shard, FileShard) else shard.read()
     except UnreadableFile as exc:
@@ -247,7 +248,8 @@ def count_shard(
 
 def _changed_since_opened(shard) -> str | None:
     """The one-line message when a file of ``shard`` changed since the corpus was opened (checked after the
-    read, as each reader checks before it: a change during the read is caught), else None."""
+    read, as each reader checks before it: a change during the read is caught), else None.
+    """
     check = getattr(shard, "check_unchanged", None)  # a shard of another kind (a test's, a user's) may have none
     try:
         if check is not None:
@@ -261,7 +263,8 @@ def _changed_since_opened(shard) -> str | None:
 
 def _refused(shard, options: ShardOptions, message: str) -> ShardCount:
     """The partial of a shard whose reading cannot be trusted: the error (``on_error="raise"``), or one
-    ``unreadable-file`` skip and nothing else (``"skip"``)."""
+    ``unreadable-file`` skip and nothing else (``"skip"``).
+    """
     tally = _Tally(shard, options.capped(None, None), None)
     if options.on_error == "raise":
         tally.part.error = message
@@ -273,7 +276,8 @@ def _refused(shard, options: ShardOptions, message: str) -> ShardCount:
 @contextlib.contextmanager
 def _tokenizing(overlap: bool) -> Iterator[Callable]:
     """``tokenize(count, texts)``: a handle whose ``result()`` is ``count(texts)``, computed on a second thread
-    when ``overlap`` (at once otherwise). The thread is stopped when the shard ends, however it ends."""
+    when ``overlap`` (at once otherwise). The thread is stopped when the shard ends, however it ends.
+    """
     if not overlap:
         yield _Counted
         return
@@ -416,7 +420,8 @@ def _count_lengths(shard, options: ShardOptions, tally: _Tally, sampler: Sampler
 
 class CountJob:
     """What every worker runs on each shard: :func:`count_shard` with this counter (None for a corpus of
-    tokenized data). Picklable: an engine ships it once per worker and calls :meth:`setup` there first."""
+    tokenized data). Picklable: an engine ships it once per worker and calls :meth:`setup` there first.
+    """
 
     def __init__(self, counter, threads: int = 1) -> None:
         self.counter = counter
@@ -425,7 +430,8 @@ class CountJob:
     def setup(self) -> None:
         """Prepare this worker process: one task per core already, so tokenizers use ``threads`` threads each (1
         unless the pool has fewer workers than cores: no oversubscription; must happen before a tokenizer's first
-        count)."""
+        count).
+        """
         from tqdm.std import TqdmDefaultWriteLock
 
         from freqlab.tokenization import single_threaded

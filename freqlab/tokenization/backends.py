@@ -131,7 +131,8 @@ class FastokensRanks:
     """The ranks and regex of a :class:`~freqlab.tokenization.counter.TiktokenPlan` for fastokens' tiktoken loader:
     with fastokens' own encoding (``cl100k_base``, ``o200k_base``: its fastest pre-tokenizer) when the pattern
     is that encoding's, else with the plan's pattern. Loads in ~1 s for 130k ranks (a ``tokenizer.json`` export
-    of the same ranks: ~4 s)."""
+    of the same ranks: ~4 s).
+    """
 
     plan: Any
     encoding: str | None = None
@@ -139,7 +140,8 @@ class FastokensRanks:
 
 class FastokensEngine:
     """fastokens from ``tokenizer.json`` text or :class:`FastokensRanks`; ``encode_batch_flat`` returns every
-    count without Python lists."""
+    count without Python lists.
+    """
 
     def __init__(self, source: str | FastokensRanks) -> None:
         import fastokens
@@ -214,7 +216,8 @@ class TiktokenEngine:
 
     def count_by_pieces(self, text: str) -> int:
         """tiktoken's count without its regex engine: the pattern's pieces (``regex`` module), each BPE-encoded
-        by tiktoken. Used when fancy-regex hits its backtracking limit (whitespace runs over 10^6 chars)."""
+        by tiktoken. Used when fancy-regex hits its backtracking limit (whitespace runs over 10^6 chars).
+        """
         encode_piece = self.encoding._encode_single_piece  # BPE of one piece, no regex split
         return sum(len(encode_piece(piece.encode("utf-8"))) for piece in _pieces_regex(self.plan.pat_str).findall(text))
 

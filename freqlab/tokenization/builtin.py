@@ -86,7 +86,8 @@ def read_tokenizer_bytes(path: str | Path) -> bytes:
 
 def read_tekken_json(path: str | Path) -> dict:
     """The parsed JSON of a Tekken file (plain or ``.zst``); FreqlabError naming the file when it cannot be read or
-    parsed."""
+    parsed.
+    """
     path = Path(path)
     try:
         return json.loads(read_tokenizer_bytes(path))
@@ -144,7 +145,8 @@ def tekken_plan(data: dict, path: str | Path) -> tuple[TiktokenPlan, int, str]:
 
 def tekken_special_tokens(data: dict) -> list[str]:
     """Special token strings of parsed Tekken JSON, by id (``<unk>``, ``<s>``, ``</s>``, ...): the file's list
-    (or the legacy prefix), padded with ``<SPECIAL_{id}>`` to ``default_num_special_tokens``."""
+    (or the legacy prefix), padded with ``<SPECIAL_{id}>`` to ``default_num_special_tokens``.
+    """
     num_special = int(data["config"]["default_num_special_tokens"])
     specials = [t["token_str"] for t in data.get("special_tokens") or []] or list(_LEGACY_TEKKEN_SPECIALS)
     return specials + [f"<SPECIAL_{i}>" for i in range(len(specials), num_special)]

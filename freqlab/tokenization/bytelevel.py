@@ -59,7 +59,8 @@ class NotConvertible(Exception):
 
 def added_contents(config: dict[str, Any]) -> tuple[str, ...]:
     """The added tokens' strings of a parsed ``tokenizer.json`` (longest first): texts containing one are
-    counted by Hugging Face, which matches them before pre-tokenization with its own rules."""
+    counted by Hugging Face, which matches them before pre-tokenization with its own rules.
+    """
     contents = {t["content"] for t in config.get("added_tokens") or [] if t.get("content")}
     return tuple(sorted(contents, key=lambda s: (-len(s), s)))
 

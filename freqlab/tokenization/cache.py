@@ -56,7 +56,8 @@ def cache_dir() -> Path | None:
 @functools.cache
 def versions() -> tuple[tuple[str, str], ...]:
     """What the cached data depends on besides the file: Python, the backends' versions, freqlab's tokenize
-    sources (a development checkout changes without a version bump)."""
+    sources (a development checkout changes without a version bump).
+    """
     found = []
     for name in _BACKEND_PACKAGES:
         try:
@@ -114,7 +115,8 @@ def read_entry(path: Path) -> dict | None:
 
 def write_entry(path: Path, entry: dict) -> None:
     """Write ``entry`` atomically (temporary file in the same folder, then rename); errors are ignored: the
-    cache only saves time."""
+    cache only saves time.
+    """
     with contextlib.suppress(OSError, pickle.PicklingError, TypeError, AttributeError):
         path.parent.mkdir(parents=True, exist_ok=True)
         payload = pickle.dumps(entry, protocol=pickle.HIGHEST_PROTOCOL)
@@ -138,7 +140,8 @@ def cached_load(
 ) -> TokenCounter:
     """``load()`` through the cache: an entry for (``file``, ``options``) rebuilds the counter from its data and
     verdicts (with ``settings``: name, spec, threads of this call); otherwise ``load()`` runs and its verified
-    candidate is written. Statistics: :data:`STATS` (hits, misses, writes)."""
+    candidate is written. Statistics: :data:`STATS` (hits, misses, writes).
+    """
     folder = cache_dir()
     try:
         key = cache_key(file, options) if folder is not None else None

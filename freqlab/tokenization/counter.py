@@ -230,7 +230,8 @@ class TokenCounter:
 
     def is_built(self, backend: str | None = None) -> bool:
         """Whether ``backend`` (default: :attr:`backend`) is built in this process already: counting in this
-        process then costs no start-up (the scan driver's engine choice)."""
+        process then costs no start-up (the scan driver's engine choice).
+        """
         return self._engines.is_built(backend or self.backend)
 
     def count_one(self, text: str) -> int:

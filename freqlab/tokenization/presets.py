@@ -52,7 +52,8 @@ SPELLINGS: dict[str, tuple[str, str]] = {
 class Preset:
     """A fastokens preset: its ``spelling`` (the regex string fastokens recognises) and its ``behaviour`` (a
     regex for the ``regex`` module that splits text as fastokens' splitter does: the tests check it against
-    fastokens on :data:`ADVERSARIAL_TEXTS`)."""
+    fastokens on :data:`ADVERSARIAL_TEXTS`).
+    """
 
     name: str
     spelling: str
@@ -74,7 +75,8 @@ FOLDED_ONLY: tuple[str, ...] = ("'\u017f",)
 class PresetChoice:
     """What fastokens is given for a ``tokenizer.json``: ``json_text`` (the file's, or with the preset's spelling),
     the ``preset`` taken (None: none), the ``routed`` strings whose texts the reference must count, and ``note``
-    (one line for the summary: which preset was taken and why, or why not)."""
+    (one line for the summary: which preset was taken and why, or why not).
+    """
 
     json_text: str
     preset: str | None = None
@@ -131,7 +133,8 @@ def first_difference(pattern: str, other: str, texts: Sequence[str]) -> int | No
 
 def choose_preset(config: dict[str, Any], json_text: str, texts: Sequence[str]) -> PresetChoice:
     """What to give fastokens for a parsed ``tokenizer.json`` (see the module docstring); ``texts``: the load-time
-    verification texts (the adversarial ones are added here)."""
+    verification texts (the adversarial ones are added here).
+    """
     found = split_regex(config)
     if found is None:
         return PresetChoice(json_text)
@@ -163,7 +166,8 @@ def choose_preset(config: dict[str, Any], json_text: str, texts: Sequence[str]) 
 
 def _with_pattern(config: dict[str, Any], where: list, pattern: str) -> str:
     """``config`` as JSON text with the regex at ``where`` replaced by ``pattern`` (the dicts and lists on the
-    way copied, the rest shared: a Llama 3 ``tokenizer.json`` holds ~400k merges)."""
+    way copied, the rest shared: a Llama 3 ``tokenizer.json`` holds ~400k merges).
+    """
     edited = copy.copy(config)
     node = edited
     for key in where[:-1]:

@@ -64,7 +64,8 @@ _FASTOKENS_RULE: contextvars.ContextVar[Callable[[str], str | None] | None] = co
 def fastokens_rule(rule: Callable[[str], str | None] | None) -> Iterator[None]:
     """Loads in this block keep fastokens only if ``rule(next_backend)`` is None, where ``next_backend`` is the
     backend that counts without it (the fastest *other* verified one, known before fastokens is built); a
-    string is the reason it is left out (e.g. a small scan that backend finishes before fastokens is ready)."""
+    string is the reason it is left out (e.g. a small scan that backend finishes before fastokens is ready).
+    """
     token = _FASTOKENS_RULE.set(rule)
     try:
         yield
@@ -79,7 +80,8 @@ _CAPTURE: contextvars.ContextVar[dict | None] = contextvars.ContextVar("freqlab_
 @contextlib.contextmanager
 def capturing(seen: dict) -> Iterator[None]:
     """Loads in this block record in ``seen`` the last verification: ``state`` (the candidate counter's
-    state, before verification), ``refusals``, ``salad`` (tokens) and ``verdicts`` (backend -> None or why)."""
+    state, before verification), ``refusals``, ``salad`` (tokens) and ``verdicts`` (backend -> None or why).
+    """
     token = _CAPTURE.set(seen)
     try:
         yield
@@ -95,7 +97,8 @@ _REMEMBERED = 8
 
 def fastokens_candidate(sources: dict[str, Any], refusals: dict[str, str], source: Callable[[], Any]) -> str | None:
     """Add the fastokens source (``source()``: ``tokenizer.json`` text or a
-    :class:`~freqlab.tokenization.backends.FastokensPreset`, made only when fastokens is importable); its version."""
+    :class:`~freqlab.tokenization.backends.FastokensPreset`, made only when fastokens is importable); its version.
+    """
     skipped = (_SKIPPED.get() or {}).get(BACKEND_FASTOKENS)
     if skipped is not None:
         refusals[BACKEND_FASTOKENS] = skipped
@@ -112,7 +115,8 @@ def verification_texts(
     candidate: TokenCounter, verify_texts: Sequence[str] | None, salad_tokens: Iterable[bytes] = ()
 ) -> list[str]:
     """The texts every faster backend must count like the reference: ``verify_texts`` (default:
-    :func:`~freqlab.tokenization.sample.default_verify_texts`) and the vocabulary salad, without routed texts."""
+    :func:`~freqlab.tokenization.sample.default_verify_texts`) and the vocabulary salad, without routed texts.
+    """
     texts = list(verify_texts) if verify_texts is not None else default_verify_texts()
     texts += vocab_salad(list(salad_tokens))  # always: derived from the tokenizer itself
     routed = candidate._engines.routed
@@ -187,7 +191,8 @@ def _settings(counter: TokenCounter) -> dict[str, Any]:
 
 class _Comparison:
     """Each faster backend's counts of ``texts`` against the reference's, filling ``verdicts`` (backend -> None
-    when they agree, else why not); the reference counts once, on first need."""
+    when they agree, else why not); the reference counts once, on first need.
+    """
 
     def __init__(
         self,
@@ -242,7 +247,8 @@ def tiktoken_counter(
     """A counter for tiktoken ranks (Tekken, ``.tiktoken``): fastokens when it counts like tiktoken (on its own
     cl100k/o200k encoding when the pattern is that one, else with the plan's pattern), tiktoken (the reference)
     otherwise. ``settings``: TokenCounter's metadata; ``tiktoken_engine``: the plan's engine if the caller built
-    it already."""
+    it already.
+    """
     sources: dict[str, Any] = {BACKEND_TIKTOKEN: plan}
     refusals: dict[str, str] = {}
     preset = FASTOKENS_PRESETS.get(plan.pat_str)

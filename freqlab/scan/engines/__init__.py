@@ -26,7 +26,8 @@ __all__ = ["ENGINES", "Engine", "InProcessEngine", "LocalEngine", "Task", "defau
 
 def make_engine(name: str, workers: int | None, pending: int, address: str | None = None) -> Engine:
     """The engine called ``name`` for ``pending`` shards: ``local`` with one worker (or one shard) runs in
-    this process; ``ray`` is imported only when asked for."""
+    this process; ``ray`` is imported only when asked for.
+    """
     if name == "ray":
         from freqlab.scan.engines.ray import RayEngine
 

@@ -23,7 +23,8 @@ class Task:
 
 class Engine:
     """Runs a job on tasks; :meth:`run` yields ``(index, ShardCount)`` as shards finish (a generator: the driver
-    closes it when it stops early)."""
+    closes it when it stops early).
+    """
 
     name: str = ""
     workers: int = 1

@@ -160,7 +160,8 @@ def die_with(driver: int) -> None:
 def _context():
     """'forkserver' where available: workers fork from a clean single-threaded server process that has
     already imported freqlab (fast start-up, reused across scans); else 'spawn'. Never plain 'fork': forking
-    a driver whose tokenizer already started Rayon/numba threads can deadlock."""
+    a driver whose tokenizer already started Rayon/numba threads can deadlock.
+    """
     if MP_CONTEXT in multiprocessing.get_all_start_methods():
         context = multiprocessing.get_context(MP_CONTEXT)
         context.set_forkserver_preload(["freqlab.scan.engines", "freqlab.corpus", "freqlab.tokenization"])
@@ -171,7 +172,8 @@ def _context():
 def start_forkserver() -> None:
     """Start the forkserver (it imports freqlab, ~0.5 s) with SIGINT blocked: the mask is inherited by it and by
     every worker it forks, so Ctrl-C (which a terminal sends to the whole process group) reaches only the
-    driver, even while they are still starting. Idempotent."""
+    driver, even while they are still starting. Idempotent.
+    """
     with _main_module_hidden():
         if _context().get_start_method() != "forkserver":
             return
@@ -184,7 +186,8 @@ def start_forkserver() -> None:
 
 def prestart() -> threading.Thread:
     """:func:`start_forkserver` in the background while the driver loads the tokenizer; join the returned thread
-    before starting a pool."""
+    before starting a pool.
+    """
     thread = threading.Thread(target=start_forkserver, name="freqlab-forkserver", daemon=True)
     thread.start()
     return thread
@@ -207,7 +210,8 @@ def _sigint_blocked():
 def _interrupts_deferred():
     """Ctrl-C and SIGTERM held back while workers start: either would cut the pickled job on its way to a new
     worker, which then prints an UnpicklingError traceback. The signal is raised again, to its own handler,
-    once the block ends. (A signal mask is not enough: a tokenizer's native threads may take the signal)."""
+    once the block ends. (A signal mask is not enough: a tokenizer's native threads may take the signal).
+    """
     if threading.current_thread() is not threading.main_thread():
         yield
         return

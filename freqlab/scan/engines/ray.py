@@ -87,7 +87,8 @@ def _this_node(ray) -> str:
 
 def _check_visible(shard, ray) -> None:
     """A one-line FreqlabError naming this node and the file when a local file of ``shard`` cannot be opened
-    here: the data is not where the driver saw it (not a truncated or corrupt file)."""
+    here: the data is not where the driver saw it (not a truncated or corrupt file).
+    """
     for path in shard.local_paths():
         try:
             with open(path, "rb"):
@@ -101,7 +102,8 @@ def _check_visible(shard, ray) -> None:
 
 def _ray_count(job_refs: list, shard, options):
     """One shard on this node: ``(node id, ShardCount)``. ``job_refs`` holds the job's object ref (in a list,
-    so Ray does not fetch and unpickle the job for every task)."""
+    so Ray does not fetch and unpickle the job for every task).
+    """
     import ray
 
     _check_visible(shard, ray)
@@ -121,7 +123,8 @@ def node_probe():
 
     ``probe(job_refs)`` returns the node's id, host, IP, its freqlab build (``version``, ``source``: a digest
     of the package's ``.py`` files) and ``error``: why freqlab does not import there or, when ``job_refs`` is
-    given, why the job does not load (None when all is well)."""
+    given, why the job does not load (None when all is well).
+    """
 
     def probe(job_refs: list | None) -> dict:
         import hashlib
@@ -172,7 +175,8 @@ def node_probe():
 # --- driver side --------------------------------------------------------------------------------------------
 class RayEngine(Engine):
     """Shards as Ray tasks: on a Ray instance started here (``workers`` CPUs) unless ``address`` points to a
-    running cluster (or Ray is already initialised in this process). Progress advances per shard."""
+    running cluster (or Ray is already initialised in this process). Progress advances per shard.
+    """
 
     name = "ray"
 
@@ -207,7 +211,8 @@ class RayEngine(Engine):
     def describe(self) -> dict[str, Any]:
         """What ran where: ``workers`` (CPUs of the nodes that ran tasks), ``cluster_cpus``, ``nodes`` (each
         node that ran tasks: id, host, IP, CPUs, shards), ``retries`` (shards resubmitted after their node or
-        worker died) and ``tasks_in_flight`` (Ray queues up to twice the cluster's CPUs)."""
+        worker died) and ``tasks_in_flight`` (Ray queues up to twice the cluster's CPUs).
+        """
         nodes = [
             {"node_id": node, **self.node_info.get(node, {"host": None, "ip": None, "cpus": None}), "shards": count}
             for node, count in sorted(self.shards_by_node.items(), key=lambda item: (-item[1], item[0]))
@@ -309,7 +314,8 @@ class RayEngine(Engine):
         """Probe every live node with CPUs (pinned to it): the same freqlab as this driver, and the job loads.
 
         Raises a one-line FreqlabError naming the first node that differs, cannot load the job or does not
-        answer within :data:`RAY_NODE_CHECK_SECONDS`."""
+        answer within :data:`RAY_NODE_CHECK_SECONDS`.
+        """
         from ray.util.scheduling_strategies import NodeAffinitySchedulingStrategy
 
         nodes = [n for n in ray.nodes() if n.get("Alive") and n.get("Resources", {}).get("CPU", 0) > 0]
@@ -379,7 +385,8 @@ def _first_line(exc: BaseException) -> str:
 
 def _task_error(exc, task: Task) -> Exception:
     """The error a failed task raised: a FreqlabError as is (it is already one line); anything else as one
-    line naming the shard and the node it ran on."""
+    line naming the shard and the node it ran on.
+    """
     cause = getattr(exc, "cause", None)
     if isinstance(cause, FreqlabError):
         return cause
