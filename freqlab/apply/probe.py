@@ -317,8 +317,14 @@ def probe_settings(
 # --- Hugging Face models ---------------------------------------------------------------------------------------
 
 
-def load_model(path: str, dtype: str = "auto", device: str | None = None) -> tuple[Any, Any]:
-    """A local causal LM directory (offline: ``local_files_only``) -> (model in eval mode, tokenizer)."""
+def load_model(
+    path: str, dtype: str = "auto", device: str | None = None, attn_implementation: str | None = None
+) -> tuple[Any, Any]:
+    """A local causal LM directory (offline: ``local_files_only``) -> (model in eval mode, tokenizer).
+
+    ``attn_implementation`` (None: transformers' default) is the model's attention: with ``flash_attention_2`` or
+    ``_3`` and flash-attn installed, the plans applied to it take their flash backend (``backend="auto"``).
+    """
     from freqlab.apply import require
 
     torch = require("torch")
@@ -330,9 +336,12 @@ def load_model(path: str, dtype: str = "auto", device: str | None = None) -> tup
     try:
         tokenizer = transformers.AutoTokenizer.from_pretrained(path, local_files_only=True)
         model = transformers.AutoModelForCausalLM.from_pretrained(
-            path, local_files_only=True, dtype=dtype if dtype == "auto" else getattr(torch, dtype)
+            path,
+            local_files_only=True,
+            dtype=dtype if dtype == "auto" else getattr(torch, dtype),
+            **({"attn_implementation": attn_implementation} if attn_implementation else {}),
         )
-    except (OSError, ValueError) as exc:
+    except (OSError, ValueError, ImportError) as exc:  # ImportError: an attention kernel that is not installed
         reason = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
         raise FreqlabError(f"{path}: cannot load a causal LM and its tokenizer offline ({reason})") from None
     device = device or ("cuda" if torch.cuda.is_available() else "cpu")

@@ -124,6 +124,13 @@ def _depths(text: str) -> list[float]:
     help="Weights' dtype.",
 )
 @click.option("--device", default=None, help="torch device [default: cuda if available, else cpu].")
+@click.option(
+    "--attn-implementation",
+    type=click.Choice(["eager", "sdpa", "flash_attention_2", "flash_attention_3"]),
+    default=None,
+    help="The model's attention [default: transformers' choice]; with flash-attention (installed) the plans run on "
+    "their flash backend.",
+)
 @click.option("--seed", type=int, default=0, show_default=True, help="Needle numbers (the same for every setting).")
 @click.option("--figure", type=click.Path(dir_okay=False), default=None, help="Write the heat map (png, pdf or svg).")
 @json_option
@@ -143,6 +150,7 @@ def probe_command(
     batch_size,
     dtype,
     device,
+    attn_implementation,
     seed,
     figure,
     as_json,
@@ -167,7 +175,7 @@ def probe_command(
         raise click.UsageError("--no-baseline needs --string or --self-extend")
     depth_list = _depths(depths)
     _check_before_loading(model_dir, plans, lengths, steps)
-    model, tokenizer = p.load_model(model_dir, dtype, device)
+    model, tokenizer = p.load_model(model_dir, dtype, device, attn_implementation)
     config = model.config.get_text_config()
     length_list = _lengths(lengths, max_length or config.max_position_embeddings, steps)
     builder = p.hf_builder(tokenizer, needles)

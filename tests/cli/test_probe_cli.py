@@ -122,3 +122,17 @@ def test_the_text_is_the_probe_reports_report_and_the_json_its_dict(model_dir):
     report = ProbeReport(data["model"], results, data["ruler_command"])
     assert report.to_dict() == data
     assert run(*args).stdout == report.report() + "\n"
+
+
+def test_attn_implementation_reaches_the_model_and_a_missing_kernel_is_one_line(model_dir):
+    from freqlab.apply.probe import load_model
+
+    model, _ = load_model(str(model_dir), attn_implementation="eager")
+    assert model.config._attn_implementation == "eager"
+    model, _ = load_model(str(model_dir))  # transformers' own choice when none is given
+    assert model.config._attn_implementation == "sdpa"
+    pytest.importorskip("torch").cuda.is_available() and pytest.skip("flash-attn may be installed on a GPU machine")
+    result = run("probe", model_dir, "--lengths", "240", "--attn-implementation", "flash_attention_2")
+    assert result.exit_code == 1 and "cannot load a causal LM and its tokenizer offline" in result.output
+    result = run("probe", model_dir, "--attn-implementation", "flash")
+    assert result.exit_code == 2 and "'flash' is not one of" in result.output
