@@ -300,7 +300,8 @@ def method_freqlab(folder: str, workers: int, tokenizer_json: str, spec: str | N
     from freqlab.scan import scan
 
     def once():
-        return scan(folder, tokenizer=spec, workers=workers, progress=False, L=[2048], regimes=["natural"])
+        # workers=None: the default a user gets (the engine rule may keep a small scan in this process)
+        return scan(folder, tokenizer=spec, workers=None, progress=False, L=[2048], regimes=["natural"])
 
     start = time.perf_counter()
     result = once()  # cold: tokenizer load (or the cache's entry) + fast-path verification, worker start-up
@@ -311,7 +312,8 @@ def method_freqlab(folder: str, workers: int, tokenizer_json: str, spec: str | N
     h = result.histogram
     assert again.histogram.counts.tolist() == h.counts.tolist()
     return Counter(dict(zip(h.lengths.tolist(), h.counts.tolist(), strict=True))), {
-        "backend": result.summary["tokenizer"]["backend"],
+        "backend": result.summary["tokenizer"]["backend"]
+        + (" in this process" if "in this process" in (result.summary["scan"].get("engine_reason") or "") else ""),
         "cold_scan_seconds": cold,
         "warm_seconds": warm,
         "startup_seconds": max(cold - warm, 0.0),
