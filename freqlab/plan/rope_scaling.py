@@ -67,6 +67,7 @@ from typing import cast
 
 import numpy as np
 
+from freqlab.deprecation import renamed_attributes
 from freqlab.display import Display, Displayed
 from freqlab.errors import FreqlabError
 from freqlab.plan import display as shown
@@ -660,3 +661,9 @@ def compare_rope_scalings(L: int, N: int, **kwargs) -> list[RopeScalingPlan]:
            arXiv:2309.00071.
     """
     return [plan_rope_scaling(L, N, t, **kwargs) for t in ROPE_TYPES]
+
+
+# the old name (0.1) in the module that defined it, kept for one release: the look-up warns (freqlab.deprecation)
+__getattr__ = renamed_attributes(
+    "freqlab.plan.rope_scaling", {"plan_rope_scalings": "freqlab.plan.rope_scaling.compare_rope_scalings"}
+)

@@ -20,6 +20,7 @@ from typing import TYPE_CHECKING
 
 from freqlab.corpus.base import MISSING_SOURCE, TEXT, Corpus
 from freqlab.corpus.fields import field_paths
+from freqlab.deprecation import renamed_attributes
 from freqlab.display import Display, Displayed
 from freqlab.errors import FreqlabError
 from freqlab.frequency.stats import DEFAULT_TAU
@@ -508,3 +509,7 @@ def load_counter(
             fastokens_rule=small_scan_rule(text_bytes),
         )
     return _COUNTERS[key]
+
+
+# the old name (0.1) in the module that defined it, kept for one release: the look-up warns (freqlab.deprecation)
+__getattr__ = renamed_attributes("freqlab.scan.driver", {"run_scan": "freqlab.scan.driver.scan_from_settings"})
