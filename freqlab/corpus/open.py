@@ -115,7 +115,8 @@ def open_corpus(
     if dataset is not None and not isinstance(dataset, (str, os.PathLike)):  # a list of local paths
         if data_files is not None:
             raise FreqlabError("give local files either as dataset (a list of paths) or as data_files, not both")
-        dataset, data_files = None, [os.fspath(path) for path in dataset]
+        data_files = [os.fspath(path) for path in dataset]
+        dataset = None
     specs = _as_list(data_files)
     if dataset is not None:
         dataset = os.fspath(dataset)
