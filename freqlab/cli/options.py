@@ -274,12 +274,29 @@ def window_option(
         "--L",
         "L",
         type=type,
-        default=default,
+        multiple=True,  # to see a second --L (click keeps the last silently): given_once refuses it
+        default=() if default is None else (default,),
         show_default=default is not None,
         required=required,
-        callback=callback,
+        callback=given_once(callback),
         help=help or f"Training window {POSITIONS_NOTE}.",
     )
+
+
+def given_once(then=None):
+    """The callback of a one-value option declared repeatable: given twice is a usage error naming both values
+    (a plain click option keeps the last one silently: ``--regime natural --regime pack`` would plan for pack
+    alone); the one value (None when not given and without default) goes on to ``then``.
+    """
+
+    def callback(ctx: click.Context, param: click.Parameter, values):
+        if len(values) > 1:
+            shown = ", ".join(str(value) for value in values)
+            raise click.BadParameter(f"given {len(values)} times ({shown}): this command takes one", ctx, param)
+        value = values[0] if values else None
+        return then(ctx, param, value) if then is not None else value
+
+    return callback
 
 
 def regime_option(*, multiple: bool = False, default=None, choices=REGIMES, help: str | None = None):
@@ -301,7 +318,9 @@ def regime_option(*, multiple: bool = False, default=None, choices=REGIMES, help
         "--regime",
         "regime",
         type=click.Choice(choices),
-        default=default or "natural",
+        multiple=True,  # to see a second --regime: given_once refuses it
+        default=(default or "natural",),
+        callback=given_once(),
         show_default=True,
         help=help or "Data regime (one: what is computed here comes from one frequency).",
     )
