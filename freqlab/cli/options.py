@@ -97,8 +97,27 @@ class FiniteFloat(click.FloatRange):
             self.fail(f"{value!r} is not a finite number", param, ctx)
         return super().convert(number, param, ctx)
 
+    def _describe_range(self) -> str:
+        """No bounds, nothing to say (click's own text would be ``x<=None``)."""
+        return "" if self.min is None and self.max is None else super()._describe_range()
 
-FINITE = FiniteFloat()
+
+#: a RoPE base: finite and above 1 (b^(-2j/d) must fall with j)
+ROPE_BASE = FiniteFloat(1, min_open=True)
+
+
+class EvenInt(click.IntRange):
+    """An even integer of at least ``min`` (a head dimension: RoPE rotates pairs of dimensions)."""
+
+    def convert(self, value, param, ctx):
+        """Parse the integer, or fail as a usage error naming the option when it is odd or below ``min``."""
+        number = super().convert(value, param, ctx)
+        if number % 2:
+            self.fail(f"{number} is odd: RoPE rotates pairs of dimensions", param, ctx)
+        return number
+
+
+HEAD_DIM = EvenInt(min=4)
 
 #: Appended to the help of every flag taking positions / tokens.
 POSITIONS_NOTE = f"({POSITIONS_HELP})"
