@@ -68,7 +68,7 @@ def renamed_attributes(
 
     ``submodules`` maps the package's old submodule names to their new paths (``{"resolve": "freqlab.corpus.open"}``):
     in 0.1 a plain ``import freqlab`` made ``freqlab.corpus.resolve`` an attribute; looking it up now warns and gives
-    what ``import freqlab.corpus.resolve`` gives (the old module's shim, imported without a second warning).
+    what ``import freqlab.corpus.resolve`` gives, with its warning.
     """
 
     def __getattr__(name: str) -> Any:
@@ -81,12 +81,12 @@ def renamed_attributes(
             caller = caller.f_back
         if _importing(caller):
             return resolve(target)  # hasattr(): no side effect, the look-up that follows warns
-        warn_renamed(f"{module}.{name}", target)
         if name in aliases:
+            warn_renamed(f"{module}.{name}", target)
             return resolve(target)
-        with warnings.catch_warnings():  # warned above, at the user's line
-            warnings.simplefilter("ignore", DeprecationWarning)
-            return importlib.import_module(f"{module}.{name}")
+        # the old module's shim warns, at the user's line (the builtin __import__ adds no frame of its own)
+        __import__(f"{module}.{name}")
+        return sys.modules[f"{module}.{name}"]
 
     return __getattr__
 
