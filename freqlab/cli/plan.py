@@ -246,6 +246,7 @@ def rope_command(
     """
     L, inputs, mix = frequency_inputs(L, hist, regime, tokens, tau, schedule, mass, weights, as_json=as_json)
     require(N > L, "--extend-to", f"N = {N} is not above the training window L = {L}: nothing to extend")
+    require(E is None or E <= L, "--effective-length", f"E = {E} exceeds the training window L = {L}: E <= L")
     E_rule = None
     if E is None and (hist or schedule):
         wt = well_trained_range(L, **inputs)

@@ -415,3 +415,18 @@ def test_a_bad_head_dim_or_rope_base_is_a_usage_error_in_each_plan(args, message
 def test_rope_help_states_the_bounds_of_the_base_never_none():
     text = run("plan", "rope", "--help").output
     assert "[default: 10000.0; x>1]" in text and "None" not in text
+
+
+def test_rope_refuses_an_effective_length_beyond_the_training_window():
+    # it was accepted (E = 100K against L = 4K: every dimension "completed a turn", longrope's ramp counted there)
+    result = run("plan", "rope", "--L", "4K", "--extend-to", "16K", "--effective-length", "100K")
+    assert result.exit_code == 2
+    assert "Invalid value for '--effective-length': E = 102400 exceeds the training window L = 4096: E <= L" in (
+        result.output
+    )
+    assert run("plan", "rope", "--L", "4K", "--extend-to", "16K", "--effective-length", "4K").exit_code == 0
+    from freqlab.errors import FreqlabError
+    from freqlab.plan.rope_scaling import plan_rope_scaling
+
+    with pytest.raises(FreqlabError, match=r"^effective length E = 4097 exceeds the training window L = 4096"):
+        plan_rope_scaling(4096, 16384, "longrope", effective_length=4097)
