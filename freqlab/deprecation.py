@@ -60,22 +60,33 @@ def resolve(target: str) -> Any:
         return importlib.import_module(target)
 
 
-def renamed_attributes(module: str, aliases: dict[str, str]) -> Callable[[str], Any]:
+def renamed_attributes(
+    module: str, aliases: dict[str, str], submodules: dict[str, str] | None = None
+) -> Callable[[str], Any]:
     """A module ``__getattr__`` for the old names of ``module``: each old name maps to the dotted path of the new
     object (``"freqlab.plan.compare_rope_scalings"``); looking it up warns and returns that very object.
+
+    ``submodules`` maps the package's old submodule names to their new paths (``{"resolve": "freqlab.corpus.open"}``):
+    in 0.1 a plain ``import freqlab`` made ``freqlab.corpus.resolve`` an attribute; looking it up now warns and gives
+    what ``import freqlab.corpus.resolve`` gives, with its warning.
     """
 
     def __getattr__(name: str) -> Any:
-        target = aliases.get(name)
+        target = aliases.get(name) or (submodules or {}).get(name)
         if target is None:
             raise AttributeError(f"module {module!r} has no attribute {name!r}")
         # `from package import name` asks hasattr() first (importlib's _handle_fromlist), then gets it: warn once
         caller = sys._getframe(1)
         while caller.f_code.co_name == "__getattr__":  # freqlab's own __getattr__ passing the name on
             caller = caller.f_back
-        if not _importing(caller):
+        if _importing(caller):
+            return resolve(target)  # hasattr(): no side effect, the look-up that follows warns
+        if name in aliases:
             warn_renamed(f"{module}.{name}", target)
-        return resolve(target)
+            return resolve(target)
+        # the old module's shim warns, at the user's line (the builtin __import__ adds no frame of its own)
+        __import__(f"{module}.{name}")
+        return sys.modules[f"{module}.{name}"]
 
     return __getattr__
 

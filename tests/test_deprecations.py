@@ -39,6 +39,9 @@ NAMES = [
     ("freqlab.scan", "summarize_windows", "budget_and_windows"),
     ("freqlab.scan", "run_scan", "scan_from_settings"),
     ("freqlab.plan", "plan_rope_scalings", "compare_rope_scalings"),
+    # and in the modules that defined them (`from freqlab.scan.driver import run_scan` in 0.1 code)
+    ("freqlab.plan.rope_scaling", "plan_rope_scalings", "compare_rope_scalings"),
+    ("freqlab.scan.driver", "run_scan", "scan_from_settings"),
 ]
 
 #: (old module, old name, new module, new name): names of the old modules that were renamed with them
@@ -87,6 +90,36 @@ def test_an_old_module_path_warns_once_naming_the_new_one(old, new):
 def test_a_renamed_module_is_the_new_module_under_its_old_path(old, new):
     fresh_import(old)
     assert sys.modules[old] is importlib.import_module(new)
+
+
+SUBMODULES = {old: new for old, new in MODULES.items() if old.count(".") == 2}  # freqlab.tokenize: in NAMES
+
+
+@pytest.mark.parametrize(("old", "new"), SUBMODULES.items())
+def test_an_old_submodule_is_an_attribute_of_its_package_as_after_a_plain_import_in_0_1(old, new):
+    # 0.1's packages imported these submodules, so `import freqlab` made `freqlab.corpus.resolve.open_corpus` work
+    forget(old)
+    package, _, child = old.rpartition(".")
+    with warnings.catch_warnings(record=True) as record:
+        warnings.simplefilter("always")
+        value = getattr(importlib.import_module(package), child)  # the first look-up
+        again = getattr(importlib.import_module(package), child)  # now a plain attribute, as after an import
+    assert len(deprecations(record)) == 1 and deprecations(record)[0].startswith(f"{old} is renamed {new}")
+    assert [(Path(w.filename).name, w.lineno) for w in record] == [(Path(__file__).name, _line_of("# the first"))]
+    assert value is again is sys.modules[old]
+    assert getattr(value, "__freqlab_shim__", False) or value is importlib.import_module(new)
+
+
+@pytest.mark.parametrize(("old", "new"), SUBMODULES.items())
+def test_from_a_package_import_an_old_submodule_warns_once(old, new):
+    forget(old)
+    package, _, child = old.rpartition(".")
+    with warnings.catch_warnings(record=True) as record:
+        warnings.simplefilter("always")
+        namespace: dict = {}
+        exec(f"from {package} import {child}", namespace)
+    assert len(deprecations(record)) == 1 and deprecations(record)[0].startswith(f"{old} is renamed {new}")
+    assert namespace[child] is sys.modules[old]
 
 
 def test_the_old_tokenize_package_and_its_submodules_keep_working():

@@ -230,7 +230,30 @@ def _flash_call(flash_fn: Callable, q, k, v, scaling: float, left: int | None, s
     if dropout:
         options["dropout_p"] = dropout
     result = flash_fn(q, k, v, **options)  # flash-attn 2: (out, lse, probs); 3: (out, lse)
-    return result[0], result[1]
+    B, T, H, _ = q.shape
+    out, lse = result[:2] if isinstance(result, (tuple, list)) and len(result) >= 2 else (None, None)
+    if not (
+        isinstance(out, torch.Tensor)
+        and isinstance(lse, torch.Tensor)
+        and tuple(out.shape) == (B, T, H, v.shape[-1])
+        and tuple(lse.shape) == (B, H, T)
+    ):
+        raise FreqlabError(
+            f"flash_fn {getattr(flash_fn, '__name__', flash_fn)!r} must return (out, lse, ...) as flash_attn_func "
+            f"with return_attn_probs=True does: out of shape {(B, T, H, v.shape[-1])} and lse of shape {(B, H, T)}; "
+            f"got {_shapes(result)}"
+        )
+    return out, lse
+
+
+def _shapes(result: Any) -> str:
+    """What a flash function returned, by shape (for the error naming it)."""
+    if isinstance(result, torch.Tensor):
+        return f"one tensor of shape {tuple(result.shape)}"
+    if isinstance(result, (tuple, list)):
+        parts = [str(tuple(r.shape)) if isinstance(r, torch.Tensor) else type(r).__name__ for r in result]
+        return f"{len(result)} values: {', '.join(parts)}"
+    return type(result).__name__
 
 
 def merged_attention_flash(
@@ -470,6 +493,10 @@ def resolve_backend(backend: str, implementation: str | None, flash_fn: Callable
     """
     if backend not in BACKENDS:
         raise FreqlabError(f"backend must be one of {', '.join(BACKENDS)}, got {backend!r}")
+    if flash_fn is not None and not callable(flash_fn):
+        raise FreqlabError(f"flash_fn must be a function with flash_attn_func's signature, got {flash_fn!r}")
+    if flash_fn is not None and backend in ("sdpa", "eager"):
+        raise FreqlabError(f"flash_fn is for backend 'flash' (or 'auto' on a flash-attention model), not {backend!r}")
     if backend == "auto":
         if flash_fn is None and implementation in FLASH_KERNELS:
             try:

@@ -97,8 +97,27 @@ class FiniteFloat(click.FloatRange):
             self.fail(f"{value!r} is not a finite number", param, ctx)
         return super().convert(number, param, ctx)
 
+    def _describe_range(self) -> str:
+        """No bounds, nothing to say (click's own text would be ``x<=None``)."""
+        return "" if self.min is None and self.max is None else super()._describe_range()
 
-FINITE = FiniteFloat()
+
+#: a RoPE base: finite and above 1 (b^(-2j/d) must fall with j)
+ROPE_BASE = FiniteFloat(1, min_open=True)
+
+
+class EvenInt(click.IntRange):
+    """An even integer of at least ``min`` (a head dimension: RoPE rotates pairs of dimensions)."""
+
+    def convert(self, value, param, ctx):
+        """Parse the integer, or fail as a usage error naming the option when it is odd or below ``min``."""
+        number = super().convert(value, param, ctx)
+        if number % 2:
+            self.fail(f"{number} is odd: RoPE rotates pairs of dimensions", param, ctx)
+        return number
+
+
+HEAD_DIM = EvenInt(min=4)
 
 #: Appended to the help of every flag taking positions / tokens.
 POSITIONS_NOTE = f"({POSITIONS_HELP})"
@@ -274,12 +293,29 @@ def window_option(
         "--L",
         "L",
         type=type,
-        default=default,
+        multiple=True,  # to see a second --L (click keeps the last silently): given_once refuses it
+        default=() if default is None else (default,),
         show_default=default is not None,
         required=required,
-        callback=callback,
+        callback=given_once(callback),
         help=help or f"Training window {POSITIONS_NOTE}.",
     )
+
+
+def given_once(then=None):
+    """The callback of a one-value option declared repeatable: given twice is a usage error naming both values
+    (a plain click option keeps the last one silently: ``--regime natural --regime pack`` would plan for pack
+    alone); the one value (None when not given and without default) goes on to ``then``.
+    """
+
+    def callback(ctx: click.Context, param: click.Parameter, values):
+        if len(values) > 1:
+            shown = ", ".join(str(value) for value in values)
+            raise click.BadParameter(f"given {len(values)} times ({shown}): this command takes one", ctx, param)
+        value = values[0] if values else None
+        return then(ctx, param, value) if then is not None else value
+
+    return callback
 
 
 def regime_option(*, multiple: bool = False, default=None, choices=REGIMES, help: str | None = None):
@@ -301,7 +337,9 @@ def regime_option(*, multiple: bool = False, default=None, choices=REGIMES, help
         "--regime",
         "regime",
         type=click.Choice(choices),
-        default=default or "natural",
+        multiple=True,  # to see a second --regime: given_once refuses it
+        default=(default or "natural",),
+        callback=given_once(),
         show_default=True,
         help=help or "Data regime (one: what is computed here comes from one frequency).",
     )

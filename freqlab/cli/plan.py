@@ -8,9 +8,10 @@ from __future__ import annotations
 import click
 
 from freqlab.cli.options import (
-    FINITE,
+    HEAD_DIM,
     POSITIONS,
     POSITIONS_NOTE,
+    ROPE_BASE,
     FiniteFloat,
     echo_json,
     json_option,
@@ -95,7 +96,7 @@ def register(main: click.Group) -> None:
     "--extend-to", "--target", "N", type=POSITIONS, default=None,
     help=f"Test length N > L: STRING + YaRN by the STRING repository's rule {POSITIONS_NOTE}.",
 )  # fmt: skip
-@click.option("--rope-theta", type=float, default=10000.0, show_default=True, help="RoPE base (YaRN blocks).")
+@click.option("--rope-theta", type=ROPE_BASE, default=10000.0, show_default=True, help="RoPE base (YaRN blocks).")
 @click.option(
     "--usage-out",
     type=click.Path(dir_okay=False),
@@ -209,8 +210,8 @@ def self_extend_command(
     show_default=True,
     help="Scaling type (repeat for several).",
 )
-@click.option("--rope-theta", type=FINITE, default=10000.0, show_default=True, help="RoPE base.")
-@click.option("--head-dim", type=click.IntRange(min=4), default=128, show_default=True, help="Head dimension d.")
+@click.option("--rope-theta", type=ROPE_BASE, default=10000.0, show_default=True, help="RoPE base.")
+@click.option("--head-dim", type=HEAD_DIM, default=128, show_default=True, help="Head dimension d.")
 @click.option(
     "--partial-rotary-factor",
     type=click.FloatRange(0, 1, min_open=True),
@@ -245,6 +246,7 @@ def rope_command(
     """
     L, inputs, mix = frequency_inputs(L, hist, regime, tokens, tau, schedule, mass, weights, as_json=as_json)
     require(N > L, "--extend-to", f"N = {N} is not above the training window L = {L}: nothing to extend")
+    require(E is None or E <= L, "--effective-length", f"E = {E} exceeds the training window L = {L}: E <= L")
     E_rule = None
     if E is None and (hist or schedule):
         wt = well_trained_range(L, **inputs)

@@ -17,6 +17,7 @@ from freqlab.corpus.builtin import builtin_corpus
 from freqlab.corpus.fields import Fields, ReadOptions
 from freqlab.corpus.open import open_corpus
 from freqlab.corpus.presets import PRESETS, Preset
+from freqlab.deprecation import renamed_attributes
 
 __all__ = [
     "MISSING_SOURCE",
@@ -31,3 +32,16 @@ __all__ = [
     "builtin_corpus",
     "open_corpus",
 ]
+
+# old submodule names (0.1), kept for one release: each look-up warns and gives the module (freqlab.deprecation)
+__getattr__ = renamed_attributes(
+    "freqlab.corpus",
+    {},
+    submodules={
+        "files": "freqlab.corpus.file_discovery",
+        "local": "freqlab.corpus.local_files",
+        "remote": "freqlab.corpus.remote_files",
+        "resolve": "freqlab.corpus.open",
+        "tokenized": "freqlab.corpus.token_files",
+    },
+)

@@ -174,6 +174,8 @@ class FileFinder:
             raise FreqlabError(f"{spec}: no such file or directory")
 
     def _unknown(self, spec: str) -> None:
+        if spec.endswith(".bin") and os.path.exists(spec[:-4] + ".idx"):  # Megatron's tokens: its index is the corpus
+            raise FreqlabError(f"{spec}: the tokens of a Megatron dataset; give its index, {spec[:-4]}.idx")
         raise FreqlabError(f"{spec}: unknown file format; supported: {supported()}")
 
     def _visit(self, path: str, matched: bool = False) -> None:

@@ -59,7 +59,7 @@ def _looks_local(dataset: str) -> bool:
 
 
 def open_corpus(
-    dataset: str | None = None,
+    dataset: str | os.PathLike[str] | list[str] | tuple[str, ...] | None = None,
     *,
     data_files: str | list[str] | None = None,
     config: str | None = None,
@@ -68,6 +68,9 @@ def open_corpus(
     source_field: str | None = None,
     format: str | None = None,
     read: ReadOptions | None = None,
+    tokens_field: str | None = None,
+    length_field: str | None = None,
+    eos_id: int | None = None,
 ) -> Corpus:
     """Open a corpus by preset name, Hub id, ``datasets`` builder, or local files/folders/globs.
 
@@ -75,8 +78,9 @@ def open_corpus(
 
     Parameters
     ----------
-    dataset : str, optional
-        A preset name, Hub id, ``datasets`` builder, or local file/folder/glob; default: the built-in corpus.
+    dataset : str or list of str, optional
+        A preset name, Hub id, ``datasets`` builder, or local file/folder/glob (a list: local files, as
+        ``data_files``); default: the built-in corpus.
     data_files : str or list of str, optional
         Local copies (paths or globs) to read with ``dataset``'s fields.
     config, split : str
@@ -87,6 +91,8 @@ def open_corpus(
         Input format, instead of the one the file names imply.
     read : ReadOptions, optional
         How tokenized data is read (token or length column, EOS id).
+    tokens_field, length_field, eos_id : optional
+        The same options one by one, as :func:`freqlab.scan.scan` takes them (not together with ``read``).
 
     Returns
     -------
@@ -101,6 +107,16 @@ def open_corpus(
 
     Raises FreqlabError naming the path or id (missing path, empty glob, unknown preset, offline Hub...).
     """
+    one_by_one = ReadOptions(tokens_field=tokens_field, length_field=length_field, eos_id=eos_id)
+    if not one_by_one.is_default:
+        if read is not None:
+            raise TypeError("give read=ReadOptions(...) or tokens_field/length_field/eos_id, not both")
+        read = one_by_one
+    if dataset is not None and not isinstance(dataset, (str, os.PathLike)):  # a list of local paths
+        if data_files is not None:
+            raise FreqlabError("give local files either as dataset (a list of paths) or as data_files, not both")
+        data_files = [os.fspath(path) for path in dataset]
+        dataset = None
     specs = _as_list(data_files)
     if dataset is not None:
         dataset = os.fspath(dataset)

@@ -1,5 +1,6 @@
 """Frequency math: data regimes, exact position frequency f(i), statistics and schedules."""
 
+from freqlab.deprecation import renamed_attributes
 from freqlab.frequency.exposure import exposure_histogram, source_tails
 from freqlab.frequency.layouts import layout_frequency, layout_from_config, parse_layout
 from freqlab.frequency.position import position_frequency, segment_frequency
@@ -44,3 +45,13 @@ __all__ = [
     "stream_order",
     "tokens_needed",
 ]
+
+# old submodule names (0.1), kept for one release: each look-up warns and gives the module (freqlab.deprecation)
+__getattr__ = renamed_attributes(
+    "freqlab.frequency",
+    {},
+    submodules={
+        "megatron": "freqlab.frequency.megatron_replay",
+        "summary": "freqlab.frequency.regime_table",
+    },
+)

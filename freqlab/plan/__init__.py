@@ -98,4 +98,8 @@ __all__ = [
 ]
 
 # old names kept for one release: each look-up warns and gives the new object
-__getattr__ = renamed_attributes("freqlab.plan", {"plan_rope_scalings": "freqlab.plan.compare_rope_scalings"})
+__getattr__ = renamed_attributes(
+    "freqlab.plan",
+    {"plan_rope_scalings": "freqlab.plan.compare_rope_scalings"},
+    submodules={"giraffe": "freqlab.plan.rope_bases"},
+)

@@ -67,6 +67,7 @@ from typing import cast
 
 import numpy as np
 
+from freqlab.deprecation import renamed_attributes
 from freqlab.display import Display, Displayed
 from freqlab.errors import FreqlabError
 from freqlab.plan import display as shown
@@ -449,7 +450,8 @@ def plan_rope_scaling(
     attention_factor : float, optional
         YaRN only, written into the blocks; by default transformers uses 0.1 · ln(s) + 1.
     effective_length : int, optional
-        Where the critical dimension is counted (e.g. the predicted N*); ``longrope``'s ramp is counted there too.
+        Where the critical dimension is counted (e.g. the predicted N*), at most ``L``; ``longrope``'s ramp is counted
+        there too.
     E_rule : str, optional
         Source of ``effective_length`` (default: ``given``, or ``window`` = L).
 
@@ -505,6 +507,11 @@ def plan_rope_scaling(
         raise FreqlabError(f"rope_theta must exceed 1 and be finite, got {rope_theta}")
     if effective_length is not None:
         effective_length = check_window(effective_length, "effective length")
+        if effective_length > L:  # positions at or beyond L were never trained: no effective length reaches them
+            raise FreqlabError(
+                f"effective length E = {effective_length} exceeds the training window L = {L}: the effective length "
+                "is at most L (the critical dimension is counted within the positions trained)"
+            )
     E_rule = E_rule or ("given" if effective_length is not None else "window")
     if attention_factor is not None and rope_type != "yarn":
         raise FreqlabError("attention_factor is a YaRN parameter")
@@ -660,3 +667,9 @@ def compare_rope_scalings(L: int, N: int, **kwargs) -> list[RopeScalingPlan]:
            arXiv:2309.00071.
     """
     return [plan_rope_scaling(L, N, t, **kwargs) for t in ROPE_TYPES]
+
+
+# the old name (0.1) in the module that defined it, kept for one release: the look-up warns (freqlab.deprecation)
+__getattr__ = renamed_attributes(
+    "freqlab.plan.rope_scaling", {"plan_rope_scalings": "freqlab.plan.rope_scaling.compare_rope_scalings"}
+)

@@ -57,4 +57,5 @@ __getattr__ = renamed_attributes(
         "run_scan": "freqlab.scan.scan_from_settings",
         "summarize_windows": "freqlab.scan.budget_and_windows",
     },
+    submodules={"summary": "freqlab.scan.summary_json"},
 )

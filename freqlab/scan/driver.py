@@ -20,6 +20,7 @@ from typing import TYPE_CHECKING
 
 from freqlab.corpus.base import MISSING_SOURCE, TEXT, Corpus
 from freqlab.corpus.fields import field_paths
+from freqlab.deprecation import renamed_attributes
 from freqlab.display import Display, Displayed
 from freqlab.errors import FreqlabError
 from freqlab.frequency.stats import DEFAULT_TAU
@@ -308,6 +309,8 @@ def scan_from_settings(
         record = RunRecord(resumed_shards=len(done), shards=len(shards))
         # a pool with fewer shards than cores (a few large compressed files) gives each worker the idle cores
         threads = max(1, (run.workers or default_workers()) // engine.workers) if run.engine == "local" else 1
+        if threads > 1 and engine.reason is None and pending:  # say why --workers 2 prints "1 worker"
+            engine.reason = _overlap_reason(pending, engine.workers * threads)
         if run.engine == "local" and engine.workers == 1 and run.workers is not None:
             from freqlab.tokenization import single_threaded
 
@@ -508,3 +511,19 @@ def load_counter(
             fastokens_rule=small_scan_rule(text_bytes),
         )
     return _COUNTERS[key]
+
+
+def _overlap_reason(shards: int, cores: int) -> str:
+    """The report's line when a scan has fewer shards than cores (a few large compressed files): each worker reads
+    on one thread while its batches are tokenized on a second (:func:`~freqlab.scan.work.count_shard`).
+
+    >>> _overlap_reason(1, 2)
+    '1 shard on 2 cores: one worker reads it while its batches are tokenized on a second thread'
+    """
+    if shards == 1:
+        return f"1 shard on {cores} cores: one worker reads it while its batches are tokenized on a second thread"
+    return f"{shards} shards on {cores} cores: each worker reads one while its batches are tokenized on a second thread"
+
+
+# the old name (0.1) in the module that defined it, kept for one release: the look-up warns (freqlab.deprecation)
+__getattr__ = renamed_attributes("freqlab.scan.driver", {"run_scan": "freqlab.scan.driver.scan_from_settings"})

@@ -197,3 +197,46 @@ def test_auto_picks_flash_for_a_flash_model_whose_kernel_imports(monkeypatch):
     assert resolve_backend("auto", "flash_attention_3") == ("flash", FLASH64)
     with pytest.raises(FreqlabError, match="backend must be one of auto, sdpa, eager, flash"):
         resolve_backend("flash2", "sdpa")
+
+
+def test_a_flash_fn_beside_a_backend_that_never_calls_it_or_not_callable_is_refused():
+    # a flash_fn given with backend='sdpa' was dropped silently; a non-function failed only at the first forward
+    with pytest.raises(FreqlabError, match=r"^flash_fn is for backend 'flash' \(or 'auto' on a flash-attention"):
+        resolve_backend("sdpa", "sdpa", FLASH64)
+    with pytest.raises(FreqlabError, match=r"^flash_fn is for backend 'flash' .*, not 'eager'$"):
+        fa.string(tiny_model("llama"), 16, 4, backend="eager", flash_fn=FLASH64)
+    with pytest.raises(FreqlabError, match=r"^flash_fn must be a function with flash_attn_func's signature, got 3$"):
+        fa.string(tiny_model("llama"), 16, 4, backend="flash", flash_fn=3)
+
+
+def _short_output(q, k, v, **options):
+    out, lse, probs = FLASH64(q, k, v, **options)
+    return out[:, :-1], lse, probs
+
+
+def _output_only(q, k, v, **options):
+    return FLASH64(q, k, v, **options)[0]
+
+
+def _lse_transposed(q, k, v, **options):
+    out, lse, probs = FLASH64(q, k, v, **options)
+    return out, lse.transpose(1, 2), probs
+
+
+@pytest.mark.parametrize(
+    ("flash_fn", "got"),
+    [
+        (_short_output, f"3 values: (1, {T - 1}, 4, 8), (1, 4, {T}), (1, 4, {T}, {T})"),
+        (_output_only, f"one tensor of shape (1, {T}, 4, 8)"),
+        (_lse_transposed, f"3 values: (1, {T}, 4, 8), (1, {T}, 4), (1, 4, {T}, {T})"),
+    ],
+)
+def test_a_flash_fn_returning_other_shapes_is_one_line_naming_it(flash_fn, got):
+    # they were a RuntimeError/IndexError from inside the merge
+    model = fa.string(tiny_model("llama"), 16, 4, backend="flash", flash_fn=flash_fn)
+    with pytest.raises(FreqlabError) as error:
+        _logits(model, _ids())
+    assert str(error.value) == (
+        f"flash_fn {flash_fn.__name__!r} must return (out, lse, ...) as flash_attn_func with return_attn_probs=True "
+        f"does: out of shape (1, {T}, 4, 8) and lse of shape (1, 4, {T}); got {got}"
+    )

@@ -136,3 +136,25 @@ def test_a_histogram_option_is_called_hist_everywhere():
     for command in (("plot", "string-usage"), ("plot", "recipe"), ("plan", "string"), ("schedule",), ("calibrate",)):
         shown = run(*command, "--help").output
         assert "--hist " in shown and "--histogram" not in shown, command
+
+
+@pytest.mark.parametrize(
+    ("command", "option", "values"),
+    [
+        (["plan", "string", "--hist", "{hist}", "--L", "2048"], "--regime", ["natural", "pack"]),
+        (["plan", "string", "--hist", "{hist}"], "--L", ["2048", "4096"]),
+        (["plan", "self-extend", "--extend-to", "16K"], "--L", ["4K", "2K"]),
+        (["stats", "{hist}"], "--L", ["2048", "1024"]),
+        (["plot", "string-matrix", "--out", "{tmp}/m.png"], "--L", ["9", "10"]),
+        (["plot", "exposure", "{hist}", "--out", "{tmp}/e.png"], "--regime", ["natural", "truncate"]),
+    ],
+)
+def test_a_one_value_option_given_twice_is_a_usage_error_not_the_last_one(hist, tmp_path, command, option, values):
+    # click keeps the last value of a plain option silently: `--regime natural --regime pack` planned for pack alone
+    args = [a.format(hist=hist, tmp=tmp_path) for a in command]
+    result = run(*args, option, values[0], option, values[1])
+    assert result.exit_code == 2, result.output
+    message = f"Invalid value for '{option}': given 2 times ({values[0]}, {values[1]}): this command takes one"
+    shown = [v if option == "--regime" else str(parse_positions(v)) for v in values]
+    assert message.replace(", ".join(values), ", ".join(shown)) in result.output
+    assert run(*args, option, values[0]).exit_code == 0  # once is fine

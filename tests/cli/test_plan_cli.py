@@ -394,3 +394,39 @@ def test_rope_refuses_a_base_or_factor_that_is_no_finite_number(option, value):
     assert result.exit_code == 2
     assert f"Invalid value for '{option}': {value!r} is not a finite number" in result.output
     assert "NaN" not in result.output.replace(repr(value), "") and "{" not in result.output
+
+
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        (("plan", "rope", "--head-dim", "7"), "Invalid value for '--head-dim': 7 is odd: RoPE rotates pairs"),
+        (("plan", "rope", "--rope-theta", "1"), "Invalid value for '--rope-theta': 1.0 is not in the range x>1."),
+        (("plan", "rope", "--rope-theta", "-5"), "Invalid value for '--rope-theta': -5.0 is not in the range x>1."),
+        (("plan", "string", "--rope-theta", "0"), "Invalid value for '--rope-theta': 0.0 is not in the range x>1."),
+        (("plan", "string", "--rope-theta", "nan"), "Invalid value for '--rope-theta': 'nan' is not a finite number"),
+    ],
+)
+def test_a_bad_head_dim_or_rope_base_is_a_usage_error_in_each_plan(args, message):
+    # exit 2 like every other bad option value (they were `Error: ...`, exit 1, from the plan itself)
+    result = run(*args, "--L", "4K", "--extend-to", "16K")
+    assert result.exit_code == 2 and message in result.output, result.output
+
+
+def test_rope_help_states_the_bounds_of_the_base_never_none():
+    text = run("plan", "rope", "--help").output
+    assert "[default: 10000.0; x>1]" in text and "None" not in text
+
+
+def test_rope_refuses_an_effective_length_beyond_the_training_window():
+    # it was accepted (E = 100K against L = 4K: every dimension "completed a turn", longrope's ramp counted there)
+    result = run("plan", "rope", "--L", "4K", "--extend-to", "16K", "--effective-length", "100K")
+    assert result.exit_code == 2
+    assert "Invalid value for '--effective-length': E = 102400 exceeds the training window L = 4096: E <= L" in (
+        result.output
+    )
+    assert run("plan", "rope", "--L", "4K", "--extend-to", "16K", "--effective-length", "4K").exit_code == 0
+    from freqlab.errors import FreqlabError
+    from freqlab.plan.rope_scaling import plan_rope_scaling
+
+    with pytest.raises(FreqlabError, match=r"^effective length E = 4097 exceeds the training window L = 4096"):
+        plan_rope_scaling(4096, 16384, "longrope", effective_length=4097)

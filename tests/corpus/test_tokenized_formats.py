@@ -59,6 +59,14 @@ def test_megatron_documents_of_several_sequences_and_empty_ones(tmp_path):
     assert "lengths read from tokenized data; EOS 2 appended" in result.report()
 
 
+def test_a_megatron_bin_named_instead_of_its_index_says_to_give_the_index(tmp_path):
+    # it was "unknown file format; supported: ... Megatron .idx/.bin, ...", .bin in the list it was refused by
+    write_megatron(tmp_path / "p", [[[5, 6, 2]]])
+    with pytest.raises(FreqlabError) as error:
+        open_corpus(str(tmp_path / "p.bin"))
+    assert str(error.value) == f"{tmp_path}/p.bin: the tokens of a Megatron dataset; give its index, {tmp_path}/p.idx"
+
+
 def test_megatron_without_eod_says_none_was_appended(tmp_path):
     write_megatron(tmp_path / "p", [[[5, 6, 7]], [[8, 9]], [[4]]])
     assert open_corpus(str(tmp_path / "p.idx")).description["eos"]["appended"] is False

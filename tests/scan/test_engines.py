@@ -255,3 +255,18 @@ def test_a_pool_with_fewer_shards_than_cores_gives_its_workers_the_idle_cores(mo
         monkeypatch.delenv(name)
     CountJob(None, threads=3).setup()
     assert os.environ["FASTOKENS_BPE_THREADS"] == os.environ["RAYON_NUM_THREADS"] == "3"
+
+
+def test_fewer_shards_than_workers_asked_says_why_the_report_shows_fewer_workers(slimpajama_dir, tmp_path):
+    # --workers 2 on one file printed "(local, 1 worker)" alone: the second core tokenizes while the worker reads
+    (tmp_path / "one.jsonl").write_text((slimpajama_dir / "chunk_0.jsonl").read_text())
+    one = scan_slimpajama(tmp_path, workers=2)
+    run = one.summary["scan"]
+    assert (run["engine"], run["workers"]) == ("local", 1)
+    assert run["engine_reason"] == (
+        "1 shard on 2 cores: one worker reads it while its batches are tokenized on a second thread"
+    )
+    assert run["engine_reason"] in one.report()
+    assert "engine_reason" not in scan_slimpajama(tmp_path, workers=1).summary["scan"]  # one core: nothing to say
+    three = scan_slimpajama(slimpajama_dir, workers=2).summary["scan"]  # three shards, two workers: no spare core
+    assert three["workers"] == 2 and "engine_reason" not in three

@@ -107,3 +107,28 @@ def test_reader_options_beside_an_opened_corpus_are_a_type_error_naming_them(sli
     # what is not a reader option goes with it as usual; the default split given explicitly is no conflict
     settings = ScanSettings(corpus, split="train", max_docs=3, sample_rate=0.5)
     assert (settings.corpus, settings.dataset, settings.max_docs, settings.open_corpus()) == (corpus, None, 3, corpus)
+
+
+def test_every_reader_option_the_type_error_sends_to_open_corpus_is_taken_there(tmp_path):
+    # the TypeError says "reader options go to open_corpus(...)": each of them is an open_corpus keyword
+    import inspect
+
+    assert set(READER_OPTIONS) <= set(inspect.signature(open_corpus).parameters)
+    pl.DataFrame({"input_ids": [[1, 2, 3], [4], [], [5, 6]], "n": [3, 1, 0, 7]}).write_parquet(tmp_path / "t.parquet")
+    path = str(tmp_path / "t.parquet")
+    one_by_one = ScanSettings(open_corpus(path, length_field="n"))
+    as_read = ScanSettings(open_corpus(path, read=ReadOptions(length_field="n")))
+    assert one_by_one.fingerprint(one_by_one.open_corpus(), None) == as_read.fingerprint(as_read.open_corpus(), None)
+    result = scan(open_corpus(path, tokens_field="input_ids"), L=[8], progress=False, workers=1)
+    assert result.histogram.lengths.tolist() == [1, 2, 3] and result.histogram.empty_documents == 1
+    with pytest.raises(TypeError, match=r"read=ReadOptions\(...\) or tokens_field/length_field/eos_id, not both"):
+        open_corpus(path, read=ReadOptions(length_field="n"), eos_id=2)
+
+
+def test_a_list_of_paths_opens_as_local_files_as_scan_reads_it(tmp_path):
+    for k, lengths in enumerate([[1, 2], [3]]):
+        pl.DataFrame({"n": lengths}).write_parquet(tmp_path / f"{k}.parquet")
+    paths = [str(tmp_path / "0.parquet"), str(tmp_path / "1.parquet")]
+    opened = scan(open_corpus(paths, length_field="n"), L=[8], progress=False, workers=1)
+    named = scan(paths, length_field="n", L=[8], progress=False, workers=1)
+    assert opened.histogram.lengths.tolist() == named.histogram.lengths.tolist() == [1, 2, 3]
