@@ -202,9 +202,8 @@ def longrope_factors(factor: float, rope_theta: float, rotary_dim: int, length: 
     >>> len(f), f[0], f[-1], f.count(4.0)  # 64 pairs; 18 whose period exceeds 4096 (critical dimension 92)
     (64, 1.0, 4.0, 18)
     """
-    s, b, d_r, E = float(factor), float(rope_theta), int(rotary_dim), int(length)
-    wavelength = 2 * math.pi * b ** (2 * np.arange(d_r // 2, dtype=np.float64) / d_r)
-    gamma = np.clip((E / wavelength - YARN_ALPHA) / (YARN_BETA - YARN_ALPHA), 0.0, 1.0)
+    s, E = float(factor), int(length)
+    gamma = np.clip((E / pair_wavelengths(rope_theta, rotary_dim) - YARN_ALPHA) / (YARN_BETA - YARN_ALPHA), 0.0, 1.0)
     return [float(x) for x in s / ((1.0 - gamma) + gamma * s)]  # = 1/((1-γ)/s + γ), exactly s at γ = 0, 1 at γ = 1
 
 
@@ -277,6 +276,16 @@ def rotary_dims(head_dim: int, partial_rotary_factor: float = 1.0) -> int:
     return d_r
 
 
+def pair_wavelengths(rope_theta: float, rotary_dim: int) -> np.ndarray:
+    """The wavelength (period, in positions) of each rotary pair, λ_j = 2π·b^(2j/d_r), j = 0..d_r/2 - 1.
+
+    >>> pair_wavelengths(100.0, 4).round(2).tolist()
+    [6.28, 62.83]
+    """
+    j = np.arange(int(rotary_dim) // 2, dtype=np.float64)
+    return 2 * math.pi * float(rope_theta) ** (2 * j / int(rotary_dim))
+
+
 def critical_dimension(length: int, rope_theta: float, rotary_dim: int) -> int:
     """Rotary dimensions whose period fits within ``length``: 2·#{j < d_r/2 : 2π·b^(2j/d_r) <= length}.
 
@@ -287,9 +296,7 @@ def critical_dimension(length: int, rope_theta: float, rotary_dim: int) -> int:
     >>> critical_dimension(4096, 10000.0, 128)  # Llama 2 (Liu et al. 2024: 92)
     92
     """
-    j = np.arange(int(rotary_dim) // 2, dtype=np.float64)
-    periods = 2 * math.pi * float(rope_theta) ** (2 * j / int(rotary_dim))
-    return 2 * int(np.count_nonzero(periods <= int(length)))
+    return 2 * int(np.count_nonzero(pair_wavelengths(rope_theta, rotary_dim) <= int(length)))
 
 
 @dataclass(frozen=True, repr=False)
