@@ -13,6 +13,7 @@ from apply.tiny_models import (  # noqa: E402
     MODEL_TYPES,
     SLIDING,
     L,
+    decoded_with_cache,
     exact_rope,
     left_padded,
     reference_logits,
@@ -113,14 +114,9 @@ def test_decoding_with_the_cache_equals_recomputation(model_type, method, backen
     model = tiny_model(model_type)
     _apply(model, method, backend)
     ids = _ids(length=T + 8)
-    with torch.no_grad():
-        out = model(ids[:, :T], use_cache=True)
-        cache, steps = out.past_key_values, [out.logits[:, -1]]
-        for t in range(T, T + 8):
-            out = model(ids[:, t : t + 1], past_key_values=cache, use_cache=True)
-            steps.append(out.logits[:, -1])
+    steps = decoded_with_cache(model, ids, T)
     full = _logits(model, ids)
-    torch.testing.assert_close(torch.stack(steps, 1), full[:, T - 1 :], **EXACT)
+    torch.testing.assert_close(steps, full[:, T - 1 :], **EXACT)
 
 
 @pytest.mark.parametrize("backend", ["sdpa", "eager"])

@@ -14,7 +14,7 @@ torch = pytest.importorskip("torch")
 pytest.importorskip("transformers")
 
 from apply.flash_reference import flash_attn_func  # noqa: E402
-from apply.tiny_models import left_padded, tiny_model  # noqa: E402
+from apply.tiny_models import decoded_with_cache, left_padded, tiny_model  # noqa: E402
 
 import freqlab.apply as fa  # noqa: E402
 from freqlab.apply.attention import merged_attention, merged_attention_flash, resolve_backend  # noqa: E402
@@ -121,13 +121,7 @@ def test_flash_decoding_with_the_cache_equals_the_sdpa_path(model_type, method):
     _apply(model, method, backend="sdpa")
     full = _logits(model, ids)
     _apply(model, method, backend="flash", flash_fn=FLASH64)
-    with torch.no_grad():
-        out = model(ids[:, :T], use_cache=True)
-        cache, steps = out.past_key_values, [out.logits[:, -1]]
-        for t in range(T, T + 8):
-            out = model(ids[:, t : t + 1], past_key_values=cache, use_cache=True)
-            steps.append(out.logits[:, -1])
-    torch.testing.assert_close(torch.stack(steps, 1), full[:, T - 1 :], **EXACT)
+    torch.testing.assert_close(decoded_with_cache(model, ids, T), full[:, T - 1 :], **EXACT)
 
 
 @pytest.mark.parametrize("method", ["string", "self_extend"])

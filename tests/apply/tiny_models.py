@@ -25,6 +25,19 @@ _EXTRA = {
 _POSITIONS: dict[str, np.ndarray] = {}  # the position matrix the reference uses
 
 
+def decoded_with_cache(model: torch.nn.Module, ids: torch.Tensor, prompt: int) -> torch.Tensor:
+    """Next-token logits of the positions prompt - 1 .. len - 1: the prompt in one call, then one token per call
+    on the KV cache (what ``generate`` does). (B, len - prompt + 1, vocab).
+    """
+    with torch.no_grad():
+        out = model(ids[:, :prompt], use_cache=True)
+        cache, steps = out.past_key_values, [out.logits[:, -1]]
+        for t in range(prompt, ids.shape[1]):
+            out = model(ids[:, t : t + 1], past_key_values=cache, use_cache=True)
+            steps.append(out.logits[:, -1])
+    return torch.stack(steps, 1)
+
+
 def tiny_model(model_type: str, seed: int = 0, *, vocab_size: int = 101, max_positions: int = L) -> torch.nn.Module:
     """A 2-layer float64 causal LM of ``model_type`` with random weights (GQA: 4 query heads, 2 key heads)."""
     config = transformers.AutoConfig.for_model(
