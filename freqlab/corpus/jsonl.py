@@ -391,9 +391,12 @@ def check_json_lines(file: DataFile) -> None:
         return
     try:
         with open(file.path, "rb") as handle:
-            whole = orjson.loads(handle.read().removeprefix(_BOM))
+            data = handle.read().removeprefix(_BOM)
+        whole = orjson.loads(data)
     except (ValueError, OSError):
         return  # not JSON as a whole either: its bad lines are reported as usual
+    if b"\n" not in data.strip():
+        return  # one line (longer than the first read): JSON lines of one document
     what = "one JSON array" if isinstance(whole, list) else "one JSON document"
     hint = ""
     if isinstance(whole, dict) and "model" in whole and ("added_tokens" in whole or "pre_tokenizer" in whole):
