@@ -129,6 +129,32 @@ class ZstdFrames(io.RawIOBase):
         super().close()
 
 
+class _ZstdReader(io.BufferedReader):
+    """A buffered :class:`ZstdFrames` whose ``read(n)`` returns the bytes decoded before damage and raises on the
+    next call (``io.BufferedReader.read(n)`` drops what it gathered in a call that ends in an error: the last
+    MiB of documents before trailing garbage went unaccounted).
+    """
+
+    def read(self, size: int | None = -1) -> bytes:
+        """Up to ``size`` decompressed bytes (all the rest when negative); b"" at the end."""
+        if size is None or size < 0:
+            return super().read(size)
+        chunks: list[bytes] = []
+        got = 0
+        while got < size:
+            try:
+                piece = self.read1(size - got)
+            except zstandard.ZstdError:
+                if not chunks:
+                    raise
+                break  # the stream raises it again on the next read
+            if not piece:
+                break
+            chunks.append(piece)
+            got += len(piece)
+        return b"".join(chunks)
+
+
 def is_compressed(path: str) -> bool:
     """Whether ``path`` names a compressed file (zstd or gzip suffix)."""
     return path.lower().endswith((*_ZSTD_SUFFIXES, ".gz"))
@@ -138,7 +164,7 @@ def open_binary(path: str) -> BinaryIO:
     """A buffered binary stream of the file's decompressed bytes (by suffix: ``.zst``/``.zstd``, ``.gz``)."""
     lower = path.lower()
     if lower.endswith(_ZSTD_SUFFIXES):
-        return io.BufferedReader(ZstdFrames(path), buffer_size=_BUFFER)  # type: ignore[return-value]
+        return _ZstdReader(ZstdFrames(path), buffer_size=_BUFFER)  # type: ignore[return-value]
     if lower.endswith(".gz"):
         return gzip.GzipFile(fileobj=open_input(path), mode="rb")  # type: ignore[return-value]
     return open_input(path, buffering=_BUFFER)

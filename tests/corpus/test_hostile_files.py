@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import json
 import os
+import random
 
 import pyarrow as pa
 import pyarrow.parquet as pq
@@ -89,6 +90,21 @@ def test_trailing_garbage_after_a_zstd_frame_keeps_every_line_before_it(tmp_path
     with pytest.raises(UnreadableFile, match=r"tail\.jsonl\.zst: cannot read \(ZstdError"):
         docs.extend(doc.text for doc in corpus.documents())
     assert docs == [f"document {k}" for k in range(2000)]  # all of them, as `zstd -dc` recovers them
+
+
+def test_trailing_garbage_after_a_zstd_frame_keeps_every_line_of_a_shard_read_in_blocks(tmp_path):
+    """A scan reads a shard a MiB at a time: the block that meets the garbage is returned before the error
+    (io.BufferedReader.read(n) dropped it: the last MiB of documents was neither counted nor skipped)."""
+    texts = [f"document {k} {random.Random(k).getrandbits(256):x}" for k in range(30_000)]  # 2.5 MB, 2 MB zstd
+    lines = b"".join(json.dumps({"text": text}).encode() + b"\n" for text in texts)
+    path = tmp_path / "tail.jsonl.zst"
+    path.write_bytes(zstandard.ZstdCompressor().compress(lines) + b"this is not zstd" * 10)
+    (shard,) = open_corpus(str(path)).shards
+    read = []
+    with pytest.raises(UnreadableFile, match=r"tail\.jsonl\.zst: cannot read \(ZstdError"):
+        for run in shard.read_runs():  # a scan's read: runs of plain texts, read a MiB at a time
+            read.extend(run if isinstance(run, list) else [run.text])
+    assert read == texts
 
 
 @pytest.mark.parametrize("where", ["jsonl", "parquet"])
