@@ -129,30 +129,45 @@ class ZstdFrames(io.RawIOBase):
         super().close()
 
 
-class _ZstdReader(io.BufferedReader):
-    """A buffered :class:`ZstdFrames` whose ``read(n)`` returns the bytes decoded before damage and raises on the
-    next call (``io.BufferedReader.read(n)`` drops what it gathered in a call that ends in an error: the last
-    MiB of documents before trailing garbage went unaccounted).
+class _KeepDecoded:
+    """``read(n)`` of a decompressing stream that returns the bytes decoded before damage and raises the error on
+    the next call (``io.BufferedReader.read(n)`` and ``gzip.GzipFile.read(n)`` drop what they gathered in a call
+    that ends in an error: the last MiB of documents before trailing garbage went neither counted nor skipped).
     """
+
+    damage: ClassVar[tuple[type[BaseException], ...]] = ()
+    _pending: BaseException | None = None
 
     def read(self, size: int | None = -1) -> bytes:
         """Up to ``size`` decompressed bytes (all the rest when negative); b"" at the end."""
+        if self._pending is not None:
+            error, self._pending = self._pending, None
+            raise error
         if size is None or size < 0:
-            return super().read(size)
+            return super().read(size)  # type: ignore[misc]
         chunks: list[bytes] = []
         got = 0
         while got < size:
             try:
-                piece = self.read1(size - got)
-            except zstandard.ZstdError:
+                piece = self.read1(size - got)  # type: ignore[attr-defined]
+            except self.damage as exc:
                 if not chunks:
                     raise
-                break  # the stream raises it again on the next read
+                self._pending = exc
+                break
             if not piece:
                 break
             chunks.append(piece)
             got += len(piece)
         return b"".join(chunks)
+
+
+class _ZstdReader(_KeepDecoded, io.BufferedReader):
+    damage = (zstandard.ZstdError,)
+
+
+class _GzipReader(_KeepDecoded, gzip.GzipFile):
+    damage = (OSError, EOFError, zlib.error)
 
 
 def is_compressed(path: str) -> bool:
@@ -166,7 +181,7 @@ def open_binary(path: str) -> BinaryIO:
     if lower.endswith(_ZSTD_SUFFIXES):
         return _ZstdReader(ZstdFrames(path), buffer_size=_BUFFER)  # type: ignore[return-value]
     if lower.endswith(".gz"):
-        return gzip.GzipFile(fileobj=open_input(path), mode="rb")  # type: ignore[return-value]
+        return _GzipReader(fileobj=open_input(path), mode="rb")  # type: ignore[return-value]
     return open_input(path, buffering=_BUFFER)
 
 
