@@ -129,6 +129,47 @@ class ZstdFrames(io.RawIOBase):
         super().close()
 
 
+class _KeepDecoded:
+    """``read(n)`` of a decompressing stream that returns the bytes decoded before damage and raises the error on
+    the next call (``io.BufferedReader.read(n)`` and ``gzip.GzipFile.read(n)`` drop what they gathered in a call
+    that ends in an error: the last MiB of documents before trailing garbage went neither counted nor skipped).
+    """
+
+    damage: ClassVar[tuple[type[BaseException], ...]] = ()
+    _pending: BaseException | None = None
+
+    def read(self, size: int | None = -1) -> bytes:
+        """Up to ``size`` decompressed bytes (all the rest when negative); b"" at the end."""
+        if self._pending is not None:
+            error, self._pending = self._pending, None
+            raise error
+        if size is None or size < 0:
+            return super().read(size)  # type: ignore[misc]
+        chunks: list[bytes] = []
+        got = 0
+        while got < size:
+            try:
+                piece = self.read1(size - got)  # type: ignore[attr-defined]
+            except self.damage as exc:
+                if not chunks:
+                    raise
+                self._pending = exc
+                break
+            if not piece:
+                break
+            chunks.append(piece)
+            got += len(piece)
+        return b"".join(chunks)
+
+
+class _ZstdReader(_KeepDecoded, io.BufferedReader):
+    damage = (zstandard.ZstdError,)
+
+
+class _GzipReader(_KeepDecoded, gzip.GzipFile):
+    damage = (OSError, EOFError, zlib.error)
+
+
 def is_compressed(path: str) -> bool:
     """Whether ``path`` names a compressed file (zstd or gzip suffix)."""
     return path.lower().endswith((*_ZSTD_SUFFIXES, ".gz"))
@@ -138,9 +179,9 @@ def open_binary(path: str) -> BinaryIO:
     """A buffered binary stream of the file's decompressed bytes (by suffix: ``.zst``/``.zstd``, ``.gz``)."""
     lower = path.lower()
     if lower.endswith(_ZSTD_SUFFIXES):
-        return io.BufferedReader(ZstdFrames(path), buffer_size=_BUFFER)  # type: ignore[return-value]
+        return _ZstdReader(ZstdFrames(path), buffer_size=_BUFFER)  # type: ignore[return-value]
     if lower.endswith(".gz"):
-        return gzip.GzipFile(fileobj=open_input(path), mode="rb")  # type: ignore[return-value]
+        return _GzipReader(fileobj=open_input(path), mode="rb")  # type: ignore[return-value]
     return open_input(path, buffering=_BUFFER)
 
 
@@ -391,9 +432,12 @@ def check_json_lines(file: DataFile) -> None:
         return
     try:
         with open(file.path, "rb") as handle:
-            whole = orjson.loads(handle.read().removeprefix(_BOM))
+            data = handle.read().removeprefix(_BOM)
+        whole = orjson.loads(data)
     except (ValueError, OSError):
         return  # not JSON as a whole either: its bad lines are reported as usual
+    if b"\n" not in data.strip():
+        return  # one line (longer than the first read): JSON lines of one document
     what = "one JSON array" if isinstance(whole, list) else "one JSON document"
     hint = ""
     if isinstance(whole, dict) and "model" in whole and ("added_tokens" in whole or "pre_tokenizer" in whole):

@@ -168,16 +168,22 @@ def within_deadline(url: str, call, what: str = "answer", seconds: float | None 
         value = cause
     if isinstance(value, FreqlabError):
         raise value
+    why = _request_error(value) if isinstance(getattr(value, "status", None), int) else describe_error(value)
     raise FreqlabError(
-        f"{url}: cannot reach ({describe_error(value)}); check the network, or copy the files and scan the local path"
+        f"{url}: cannot reach ({why}); check the network, or copy the files and scan the local path"
     ) from None
 
 
 def _connection_error(error: BaseException) -> BaseException | None:
-    """The connection failure behind a FileNotFoundError (fsspec's HTTP file system reports both alike)."""
+    """The connection failure or server error behind a FileNotFoundError (fsspec's HTTP file system reports them
+    as a missing file).
+    """
     seen = error.__cause__ or error.__context__
     while seen is not None:
         if "Connect" in type(seen).__name__ or (isinstance(seen, OSError) and not isinstance(seen, FileNotFoundError)):
+            return seen
+        status = getattr(seen, "status", None)
+        if isinstance(status, int) and status not in (404, 410):  # a server error (5xx), a refusal (401, 403)
             return seen
         seen = seen.__cause__ or seen.__context__
     return None

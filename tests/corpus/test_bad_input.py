@@ -101,6 +101,15 @@ def test_a_json_document_is_not_json_lines(tmp_path):
     assert [d.error for d in open_corpus(str(bad_line)).documents()] == [None, "malformed-json"]
 
 
+def test_one_json_line_longer_than_the_first_read_is_one_document(tmp_path):
+    """A JSON-lines file of one document longer than the 1 MiB first read is JSON lines, not "one JSON document
+    spread over lines" (its cut first line once sent the whole file, a valid object, down that path)."""
+    text = "ab " * (1 << 20)  # 3 MiB on one line
+    one = tmp_path / "one.jsonl"
+    one.write_text(json.dumps({"text": text}) + "\n", encoding="utf-8")
+    assert [d.text for d in open_corpus(str(one)).documents()] == [text]
+
+
 def test_parquet_token_columns_name_their_rows_and_columns(tmp_path):
     nulls = tmp_path / "nulls.parquet"
     pq.write_table(pa.table({"input_ids": [[1, 2], [3], None]}), nulls)

@@ -5,8 +5,10 @@ Real files, real symlinks, real FIFOs; nothing is mocked.
 
 from __future__ import annotations
 
+import gzip
 import json
 import os
+import random
 
 import pyarrow as pa
 import pyarrow.parquet as pq
@@ -89,6 +91,23 @@ def test_trailing_garbage_after_a_zstd_frame_keeps_every_line_before_it(tmp_path
     with pytest.raises(UnreadableFile, match=r"tail\.jsonl\.zst: cannot read \(ZstdError"):
         docs.extend(doc.text for doc in corpus.documents())
     assert docs == [f"document {k}" for k in range(2000)]  # all of them, as `zstd -dc` recovers them
+
+
+@pytest.mark.parametrize("suffix", ["zst", "gz"])
+def test_trailing_garbage_after_compressed_data_keeps_every_line_of_a_shard_read_in_blocks(tmp_path, suffix):
+    """A scan reads a shard a MiB at a time: the block that meets the garbage is returned before the error
+    (``read(n)`` dropped it: the last MiB of documents was neither counted nor skipped)."""
+    texts = [f"document {k} {random.Random(k).getrandbits(256):x}" for k in range(30_000)]  # 2.5 MB
+    lines = b"".join(json.dumps({"text": text}).encode() + b"\n" for text in texts)
+    packed = zstandard.ZstdCompressor().compress(lines) if suffix == "zst" else gzip.compress(lines)
+    path = tmp_path / f"tail.jsonl.{suffix}"
+    path.write_bytes(packed + b"this is not compressed" * 10)
+    (shard,) = open_corpus(str(path)).shards
+    read = []
+    with pytest.raises(UnreadableFile, match=rf"tail\.jsonl\.{suffix}: cannot read"):
+        for run in shard.read_runs():  # a scan's read: runs of plain texts, read a MiB at a time
+            read.extend(run if isinstance(run, list) else [run.text])
+    assert read == texts
 
 
 @pytest.mark.parametrize("where", ["jsonl", "parquet"])

@@ -42,6 +42,7 @@ class Site:
     versions: dict[str, int] = field(default_factory=dict)
     requests: list = field(default_factory=list)
     on_get: object = None  # called with (site, path) before a GET is answered; may return a status to answer
+    on_head: object = None  # the same for a HEAD
     honour_if_match: bool = True
     drip: float | None = None  # seconds between body bytes of a GET
     short_by: int = 0  # bytes a GET body stops short of its Content-Length (the connection kept open)
@@ -79,7 +80,8 @@ def handler(site: Site):
                 return self.index()
             if self.path not in site.files:
                 return self.status(404)
-            if body and site.on_get is not None and (status := site.on_get(site, self.path)):
+            hook = site.on_get if body else site.on_head
+            if hook is not None and (status := hook(site, self.path)):
                 return self.status(status)
             data, etag = site.files[self.path], site.etag(self.path)
             wanted = self.headers.get("If-Match")
@@ -235,6 +237,20 @@ def test_the_scan_command_says_a_500_in_one_line(site, tmp_path):
     )
     assert result.exit_code == 1
     assert result.output == f"Error: {site.url}/d/a.jsonl: cannot read (HTTP 503 Service Unavailable (tried 4 times))\n"
+
+
+def test_a_500_to_every_request_is_a_server_error_not_a_missing_file(site):
+    """fsspec reports a file whose HEAD and GET both fail as FileNotFoundError: a 500 said 'no such file'."""
+    site.files["/d/a.jsonl"] = jsonl(TEXTS)
+    site.on_head = site.on_get = lambda site, path: 500
+    with pytest.raises(FreqlabError) as error:
+        run(f"{site.url}/d/a.jsonl")
+    assert str(error.value) == (
+        f"{site.url}/d/a.jsonl: cannot reach (HTTP 500 Internal Server Error); check the network, or copy the "
+        "files and scan the local path"
+    )
+    with pytest.raises(FreqlabError, match=r"b\.jsonl: no such file or directory$"):  # a 404 still is missing
+        run(f"{site.url}/d/b.jsonl")
 
 
 def test_5xx_answers_that_pass_are_retried_and_the_result_is_exact(site, tmp_path):
