@@ -59,18 +59,18 @@ class LocalEngine(Engine):
                 done, _ = wait(in_flight, timeout=0.2, return_when=FIRST_COMPLETED)
                 _drain(queue, progress)
                 for future in done:
-                    task = in_flight.pop(future)
-                    try:
-                        part = future.result()
-                    except BrokenProcessPool:
-                        running = [t.shard.id for t in (task, *in_flight.values())]
-                        raise FreqlabError(
-                            "a worker process died (killed, or out of memory) while counting "
-                            f"{_shown(running)}; finished shards are checkpointed: run again with --resume"
-                        ) from None
-                    yield task.index, part
+                    part = future.result()
+                    yield in_flight.pop(future).index, part
                 submit()
             finished = True
+        except BrokenProcessPool:
+            # from a result or from submit(): a pool whose worker died refuses new work too, and which of the two
+            # sees it first is a race
+            running = [task.shard.id for task in in_flight.values()]
+            raise FreqlabError(
+                "a worker process died (killed, or out of memory) while counting "
+                f"{_shown(running)}; finished shards are checkpointed: run again with --resume"
+            ) from None
         finally:
             _drain(queue, progress)
             _stop(pool, kill=not finished)
