@@ -154,6 +154,25 @@ def test_a_worker_killed_with_sigkill_is_one_line_with_the_resume_hint(tmp_path)
     assert last.startswith("Error: a worker process died") and "--resume" in last
 
 
+def test_a_result_half_written_by_a_killed_worker_does_not_hang_the_pool_s_shutdown():
+    # What a SIGKILL in the middle of a worker's reply leaves behind, made deterministic: a message header
+    # announcing 1,000 bytes and 10 of them in the result pipe. The standard library's manager thread then waits
+    # in recv() for bytes no living process will send, and the interpreter joins that thread at exit.
+    import struct
+    from concurrent.futures import ProcessPoolExecutor
+
+    from freqlab.scan.engines import local
+
+    pool = ProcessPoolExecutor(1, mp_context=local._context())
+    assert pool.submit(os.getpid).result(timeout=60) > 0
+    manager = pool._executor_manager_thread
+    os.write(pool._result_queue._writer.fileno(), struct.pack("!i", 1000) + bytes(10))
+    wait_for(lambda: local._reading_a_result(manager), timeout=10)
+    local._stop(pool, kill=True)
+    manager.join(timeout=10)
+    assert not manager.is_alive()
+
+
 def test_a_full_disk_while_checkpointing_is_one_line(tmp_path):
     def small_files() -> None:  # files of at most 2 kB: writing a checkpoint fails as on a full disk
         resource.setrlimit(resource.RLIMIT_FSIZE, (2000, 2000))

@@ -26,6 +26,7 @@ from freqlab.scan.engines.base import Engine, Progress, Task, fill
 
 MP_CONTEXT = "forkserver"  # see _context()
 WATCH_SECONDS = 1.0  # how often a worker checks that the driver is alive
+DEAD_WORKER_GRACE_SECONDS = 2.0  # a worker gone this long without the pool noticing: the pool is stuck (see run)
 
 
 class LocalEngine(Engine):
@@ -52,6 +53,7 @@ class LocalEngine(Engine):
             fill(in_flight, tasks, 2 * self.workers, lambda task: pool.submit(_pool_count, task.shard, task.options))
 
         finished = False
+        dead_since: float | None = None
         try:
             with _main_module_hidden(), _interrupts_deferred():  # the first submit starts the workers
                 submit()
@@ -61,6 +63,12 @@ class LocalEngine(Engine):
                 for future in done:
                     part = future.result()
                     yield in_flight.pop(future).index, part
+                if not done and _a_worker_died(pool):
+                    # A worker killed while writing its result leaves half a message in the result pipe: the
+                    # pool's manager thread then waits for the rest forever and never marks the pool broken.
+                    dead_since = dead_since or time.monotonic()
+                    if time.monotonic() - dead_since > DEAD_WORKER_GRACE_SECONDS:
+                        raise BrokenProcessPool("a worker died and the pool did not notice")
                 submit()
             finished = True
         except BrokenProcessPool:
@@ -284,10 +292,53 @@ def _guard_exit(pool: ProcessPoolExecutor) -> None:
 
 def _stop(pool: ProcessPoolExecutor, kill: bool) -> None:
     """Shut the pool down; when stopping early, terminate running workers instead of waiting for them."""
-    processes = list(getattr(pool, "_processes", {}).values()) if kill else []  # no public API for this
+    processes = list((getattr(pool, "_processes", None) or {}).values()) if kill else []  # no public API for this
+    manager = getattr(pool, "_executor_manager_thread", None)  # shutdown() forgets both
+    writer = getattr(getattr(pool, "_result_queue", None), "_writer", None)
     pool.shutdown(wait=not kill, cancel_futures=True)
     for process in processes:
         if process.is_alive():
             process.terminate()
     for process in processes:
         process.join(timeout=5)
+    if kill and manager is not None and writer is not None:
+        _unblock_manager(manager, writer)
+
+
+def _a_worker_died(pool: ProcessPoolExecutor) -> bool:
+    try:
+        return any(process.exitcode is not None for process in list((pool._processes or {}).values()))
+    except (AttributeError, RuntimeError):  # no such attribute, or the dict changed while read
+        return False
+
+
+def _unblock_manager(thread: threading.Thread, writer, timeout: float = 10.0) -> None:
+    """Free the pool's manager thread when it waits for the rest of a result that a killed worker half wrote.
+
+    The standard library's manager thread reads results with a blocking ``recv()``; a worker killed in the middle
+    of sending one (holding the result pipe's lock) leaves it waiting for bytes that no living process will send,
+    and the interpreter, which joins that thread at exit, would hang. Once every worker is gone, zero bytes are
+    written into the result pipe until the read completes: what it decodes is garbage, so the manager thread
+    marks the (already stopped) pool broken and exits. Nothing is sent unless the thread sits in that read.
+    """
+    thread.join(timeout=0.5)
+    deadline = time.monotonic() + timeout
+    zeros = bytes(1 << 16)
+    while thread.is_alive() and _reading_a_result(thread) and time.monotonic() < deadline:
+        try:
+            os.set_blocking(writer.fileno(), False)
+            os.write(writer.fileno(), zeros)
+        except OSError:  # full (the thread reads it next) or closed (the thread is leaving)
+            pass
+        thread.join(timeout=0.05)
+
+
+def _reading_a_result(thread: threading.Thread) -> bool:
+    frame = sys._current_frames().get(thread.ident)
+    while frame is not None:
+        if frame.f_code.co_name == "recv" and frame.f_code.co_filename.endswith(
+            os.path.join("multiprocessing", "connection.py")
+        ):
+            return True
+        frame = frame.f_back
+    return False
