@@ -14,7 +14,7 @@ torch = pytest.importorskip("torch")
 pytest.importorskip("transformers")
 
 from apply.flash_reference import flash_attn_func  # noqa: E402
-from apply.tiny_models import decoded_with_cache, left_padded, tiny_model  # noqa: E402
+from apply.tiny_models import CACHE, cache_of, decoded_with_cache, left_padded, tiny_model  # noqa: E402
 
 import freqlab.apply as fa  # noqa: E402
 from freqlab.apply.attention import merged_attention, merged_attention_flash, resolve_backend  # noqa: E402
@@ -136,7 +136,7 @@ def test_padded_batches_run_row_by_row_and_equal_single_rows(model_type, method)
     with torch.no_grad():
         out = model(ids, attention_mask=mask, position_ids=positions, use_cache=True)
         step = model(nxt, attention_mask=torch.cat((mask, torch.ones_like(nxt)), 1), position_ids=positions[:, -1:] + 1,
-                     past_key_values=out.past_key_values, use_cache=True).logits  # fmt: skip
+                     **{CACHE: cache_of(out)}, use_cache=True).logits  # fmt: skip
     for i, row in enumerate(rows):
         single = _logits(model, torch.cat((row, nxt[i]))[None])[0]
         torch.testing.assert_close(out.logits[i, T - len(row) :], single[:-1], **EXACT)
