@@ -138,7 +138,9 @@ class EvenInt(click.IntRange):
         return number
 
 
-HEAD_DIM = EvenInt(min=4)
+HEAD_DIM = EvenInt(min=4)  # RoPE scaling: the NTK exponent d / (d - 2) needs d >= 4
+#: a head dimension of HARPE's waveforms (a sum of cosines over the d / 2 rotary pairs: any even d)
+WAVEFORM_HEAD_DIM = EvenInt(min=2)
 
 #: Appended to the help of every flag taking positions / tokens.
 POSITIONS_NOTE = f"({POSITIONS_HELP})"

@@ -400,6 +400,7 @@ def test_rope_refuses_a_base_or_factor_that_is_no_finite_number(option, value):
     ("args", "message"),
     [
         (("plan", "rope", "--head-dim", "7"), "Invalid value for '--head-dim': 7 is odd: RoPE rotates pairs"),
+        (("plan", "harpe", "--head-dim", "7"), "Invalid value for '--head-dim': 7 is odd: RoPE rotates pairs"),
         (("plan", "rope", "--rope-theta", "1"), "Invalid value for '--rope-theta': 1.0 is not in the range x>1."),
         (("plan", "rope", "--rope-theta", "-5"), "Invalid value for '--rope-theta': -5.0 is not in the range x>1."),
         (("plan", "string", "--rope-theta", "0"), "Invalid value for '--rope-theta': 0.0 is not in the range x>1."),
