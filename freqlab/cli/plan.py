@@ -220,7 +220,12 @@ def self_extend_command(
     show_default=True,
     help="Share of the head dimension that rotates (only those dimensions count).",
 )
-@click.option("--factor", type=FiniteFloat(1, min_open=True), default=None, help="Scaling factor [default: N / L].")
+@click.option(
+    "--factor",
+    type=FiniteFloat(1, min_open=True),
+    default=None,
+    help="Scaling factor s > 1, s·L at most 2^30 positions [default: N / L].",
+)
 @click.option(
     "--effective-length",
     "E",
