@@ -50,7 +50,9 @@ pure-torch kernels of flash-attn's signatures and semantics put in their place (
 
 from __future__ import annotations
 
+import functools
 import importlib
+import inspect
 import warnings
 import weakref
 from collections.abc import Callable
@@ -58,6 +60,7 @@ from dataclasses import dataclass
 from typing import Any
 
 import torch
+import transformers
 from transformers import AttentionInterface
 from transformers.masking_utils import AttentionMaskInterface, eager_mask, flash_attention_mask
 
@@ -466,9 +469,24 @@ def _distances(query: torch.Tensor, key: torch.Tensor) -> tuple[torch.Tensor, to
     return query_index, query_index[:, None] - torch.arange(kv_len, device=query.device)[None, :]
 
 
-def _check_kwargs(kwargs: dict) -> None:
+@functools.cache
+def _reads_cache(forward: Callable) -> bool:
+    """Whether an attention layer's forward takes the KV cache as ``cache`` (transformers 5.24 on)."""
+    return "cache" in inspect.signature(forward).parameters
+
+
+def _check_kwargs(module: torch.nn.Module, kwargs: dict) -> None:
+    """Refuse what the merge cannot honour: attention sinks, and a KV cache given as ``cache=`` to a transformers
+    that reads only ``past_key_values=`` (before 5.24: ``cache=`` reaches the attention function unread through
+    ``**kwargs``, and the step would attend to its own tokens alone, silently).
+    """
     if kwargs.get("s_aux") is not None:
         raise FreqlabError("attention sinks (s_aux) are not supported by freqlab.apply")
+    if kwargs.get("cache") is not None and not _reads_cache(type(module).forward):
+        raise FreqlabError(
+            f"transformers {transformers.__version__} does not read cache= (the KV cache's name from 5.24 on): the "
+            "cache would go unused; pass it as past_key_values="
+        )
 
 
 def string_attention(
@@ -483,7 +501,7 @@ def string_attention(
     **kwargs: Any,
 ) -> tuple[torch.Tensor, None]:
     """STRING attention (Eq. 4): pairs at r >= S score with the query rotated back by S - W positions."""
-    _check_kwargs(kwargs)
+    _check_kwargs(module, kwargs)
     setting = _setting(module, STRING_NAME)
     S, W = setting.first, setting.second
     far_query = rotate(query, torch.tensor(float(W - S), device=query.device), setting.inv_freq())
@@ -506,7 +524,7 @@ def self_extend_attention(
     **kwargs: Any,
 ) -> tuple[torch.Tensor, None]:
     """Self-Extend attention: pairs at r >= w_n score at the grouped position m // G - n // G + w_n - w_n // G."""
-    _check_kwargs(kwargs)
+    _check_kwargs(module, kwargs)
     setting = _setting(module, SELF_EXTEND_NAME)
     G, w_n = setting.first, setting.second
     query_index, _ = _distances(query, key)
