@@ -44,7 +44,15 @@ def _attention():
     return importlib.import_module("freqlab.apply.attention")
 
 
-def string(model: Any, S: int, W: int, *, backend: str = "auto", flash_fn: Callable | None = None) -> Any:
+def string(
+    model: Any,
+    S: int,
+    W: int,
+    *,
+    backend: str = "auto",
+    flash_fn: Callable | None = None,
+    flash_varlen_fn: Callable | None = None,
+) -> Any:
     """Apply STRING (An et al., "Why Does the Effective Context Length of LLMs Fall Short?", ICLR 2025, Sec. 4)
     to ``model`` in place and return it: a query-key pair at relative distance r = m - n >= S uses the position
     r - S + W (Eq. 4), pairs closer than S keep r. S and W are checked against L = max_position_embeddings.
@@ -59,12 +67,15 @@ def string(model: Any, S: int, W: int, *, backend: str = "auto", flash_fn: Calla
         STRING's local window, 0 <= W < S.
     backend : str
         ``sdpa`` (one fused torch call), ``eager`` (explicit scores) or ``flash`` (two flash-attention calls merged
-        by their log-sum-exp, as STRING's own implementation; inference only; padded batches row by row); ``auto``
-        is ``flash`` when the model runs ``flash_attention_2``/``3`` and flash-attn imports, else ``sdpa``. All
+        by their log-sum-exp, as STRING's own implementation; inference only; a padded batch through flash-attn's
+        variable-length call); ``auto`` is ``flash`` when the model runs ``flash_attention_2``/``3`` and flash-attn
+        imports, else ``sdpa``. All
         exact, see :mod:`freqlab.apply.attention`; the real flash kernel is untested here (no GPU in freqlab's
         tests).
     flash_fn : callable, optional
         Replaces flash-attn's ``flash_attn_func`` (same signature) in the ``flash`` backend.
+    flash_varlen_fn : callable, optional
+        Replaces ``flash_attn_varlen_func`` beside ``flash_fn`` (padded batches; without it they are refused).
 
     Returns
     -------
@@ -75,10 +86,18 @@ def string(model: Any, S: int, W: int, *, backend: str = "auto", flash_fn: Calla
     ----------
     .. [1] An et al., "Why Does the Effective Context Length of LLMs Fall Short?", ICLR 2025, arXiv:2410.18745.
     """
-    return _attention().apply_string(model, S, W, backend, flash_fn)
+    return _attention().apply_string(model, S, W, backend, flash_fn, flash_varlen_fn)
 
 
-def self_extend(model: Any, G: int, w_n: int, *, backend: str = "auto", flash_fn: Callable | None = None) -> Any:
+def self_extend(
+    model: Any,
+    G: int,
+    w_n: int,
+    *,
+    backend: str = "auto",
+    flash_fn: Callable | None = None,
+    flash_varlen_fn: Callable | None = None,
+) -> Any:
     """Apply Self-Extend (Jin et al., "LLM Maybe LongLM: Self-Extend LLM Context Window Without Tuning", ICML
     2024, Sec. 3.2) to ``model`` in place and return it: pairs at r < w_n keep r, farther pairs use the grouped
     position m // G - n // G + w_n - w_n // G (the FLOOR operation, shifted so the two parts join; Eq. 8).
@@ -93,7 +112,7 @@ def self_extend(model: Any, G: int, w_n: int, *, backend: str = "auto", flash_fn
         Neighbour window: pairs closer than w_n keep their position.
     backend : str
         As for :func:`string`.
-    flash_fn : callable, optional
+    flash_fn, flash_varlen_fn : callable, optional
         As for :func:`string`.
 
     Returns
@@ -106,7 +125,7 @@ def self_extend(model: Any, G: int, w_n: int, *, backend: str = "auto", flash_fn
     .. [1] Jin et al., "LLM Maybe LongLM: Self-Extend LLM Context Window Without Tuning", ICML 2024,
            arXiv:2401.01325.
     """
-    return _attention().apply_self_extend(model, G, w_n, backend, flash_fn)
+    return _attention().apply_self_extend(model, G, w_n, backend, flash_fn, flash_varlen_fn)
 
 
 def remove(model: Any) -> Any:

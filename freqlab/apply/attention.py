@@ -41,17 +41,18 @@ its scores (Gemma 2); ``flash`` (:func:`merged_attention_flash`) is STRING's own
 (HKUNLP/STRING): flash kernels take no arbitrary mask, but both sets of pairs are bands of the causal matrix, so two
 ``flash_attn_func`` calls, near pairs in a sliding window and far pairs with the far queries against the keys shifted
 by the threshold (causal, bottom-right aligned), are merged exactly by their log-sum-exp. It is registered under
-``<name>_lse`` with transformers' flash mask function (None, or a (B, kv) padding mask: a padded batch then runs row
-by row on each row's run of real tokens; padding inside a row is refused), chosen by
-``backend="auto"`` when the model runs ``flash_attention_2``/``_3`` and the kernel imports. The real flash kernel is
-untested in freqlab's suite (no GPU): the merge is tested on CPU with a pure-torch kernel of flash-attn's signature
-and semantics put in its place (``flash_fn``).
+``<name>_lse`` with transformers' flash mask function (None, or a (B, kv) padding mask: a padded batch then runs as
+two ``flash_attn_varlen_func`` calls on the rows' runs of real tokens, :func:`merged_attention_flash_varlen`;
+padding inside a row is refused), chosen by ``backend="auto"`` when the model runs ``flash_attention_2``/``_3`` and
+the kernels import. The real flash kernels are untested in freqlab's suite (no GPU): the merge is tested on CPU with
+pure-torch kernels of flash-attn's signatures and semantics put in their place (``flash_fn``, ``flash_varlen_fn``).
 """
 
 from __future__ import annotations
 
 import functools
 import importlib
+import inspect
 import warnings
 import weakref
 from collections.abc import Callable
@@ -59,6 +60,7 @@ from dataclasses import dataclass
 from typing import Any
 
 import torch
+import transformers
 from transformers import AttentionInterface
 from transformers.masking_utils import AttentionMaskInterface, eager_mask, flash_attention_mask
 
@@ -69,9 +71,12 @@ from freqlab.plan.string import _check_shift
 STRING_NAME = "freqlab_string"
 SELF_EXTEND_NAME = "freqlab_self_extend"
 FLASH_SUFFIX = "_lse"  # the flash form's registered name: no "flash" in it, which transformers reads as its own
-#: the flash kernel each transformers implementation runs: module (flash-attn 2, flash-attn 3's hopper build), function
-FLASH_KERNELS = {"flash_attention_2": ("flash_attn", "flash_attn_func"),
-                 "flash_attention_3": ("flash_attn_interface", "flash_attn_func")}  # fmt: skip
+#: the flash kernels each transformers implementation runs: module (flash-attn 2, flash-attn 3's hopper build), the
+#: function for a batch without padding and the variable-length one for a padded batch
+FLASH_KERNELS = {
+    "flash_attention_2": ("flash_attn", "flash_attn_func", "flash_attn_varlen_func"),
+    "flash_attention_3": ("flash_attn_interface", "flash_attn_func", "flash_attn_varlen_func"),
+}
 BLOCK_ELEMENTS = 1 << 24  # scores materialized at once (batch x heads x query block x keys)
 TESTED_MODEL_TYPES = frozenset({"llama", "mistral", "qwen2", "qwen3", "gemma", "gemma2", "gemma3_text"})
 
@@ -87,6 +92,7 @@ class Setting:
     inv_freq_attr: str  # "inv_freq", or "<layer_type>_inv_freq" (Gemma 3)
     backend: str = "sdpa"  # "sdpa" (one fused call), "eager" (explicit scores, by blocks) or "flash" (two, merged)
     flash_fn: Callable | None = None  # flash_attn_func (or a stand-in with its signature), for backend "flash"
+    flash_varlen_fn: Callable | None = None  # flash_attn_varlen_func (or a stand-in), for padded batches
 
     def inv_freq(self) -> torch.Tensor:
         """The rotary embedding's inverse frequencies theta_j (read from the model, never copied)."""
@@ -218,9 +224,9 @@ def merged_attention_sdpa(
     return out.transpose(1, 2).contiguous()
 
 
-def _flash_call(flash_fn: Callable, q, k, v, scaling: float, left: int | None, softcap, dropout: float):
-    """One causal ``flash_attn_func`` call on (B, T, H, d) tensors; keyword arguments only, those flash-attn 2 and 3
-    share (``dropout_p``, ``softcap``, ``window_size`` only when used). Returns the output and the log-sum-exp.
+def _flash_options(scaling: float, left: int | None, softcap, dropout: float) -> dict:
+    """Keyword arguments of one causal flash-attention call, only those flash-attn 2 and 3 share (``dropout_p``,
+    ``softcap``, ``window_size`` only when used).
     """
     options: dict = {"softmax_scale": scaling, "causal": True, "return_attn_probs": True}
     if left is not None:
@@ -229,21 +235,38 @@ def _flash_call(flash_fn: Callable, q, k, v, scaling: float, left: int | None, s
         options["softcap"] = softcap
     if dropout:
         options["dropout_p"] = dropout
-    result = flash_fn(q, k, v, **options)  # flash-attn 2: (out, lse, probs); 3: (out, lse)
-    B, T, H, _ = q.shape
+    return options
+
+
+def _checked(result: Any, fn: Callable, role: str, out_shape: tuple, lse_shape: tuple) -> tuple:
+    """(out, lse) of a flash call (flash-attn 2: (out, lse, probs); 3: (out, lse)), or one line naming the function,
+    the shapes it must return and what it returned.
+    """
     out, lse = result[:2] if isinstance(result, (tuple, list)) and len(result) >= 2 else (None, None)
     if not (
         isinstance(out, torch.Tensor)
         and isinstance(lse, torch.Tensor)
-        and tuple(out.shape) == (B, T, H, v.shape[-1])
-        and tuple(lse.shape) == (B, H, T)
+        and tuple(out.shape) == out_shape
+        and tuple(lse.shape) == lse_shape
     ):
+        name, kernel = {
+            "dense": ("flash_fn", "flash_attn_func"),
+            "varlen": ("flash_varlen_fn", "flash_attn_varlen_func"),
+        }[role]
         raise FreqlabError(
-            f"flash_fn {getattr(flash_fn, '__name__', flash_fn)!r} must return (out, lse, ...) as flash_attn_func "
-            f"with return_attn_probs=True does: out of shape {(B, T, H, v.shape[-1])} and lse of shape {(B, H, T)}; "
-            f"got {_shapes(result)}"
+            f"{name} {getattr(fn, '__name__', fn)!r} must return (out, lse, ...) as {kernel} with "
+            f"return_attn_probs=True does: out of shape {out_shape} and lse of shape {lse_shape}; got {_shapes(result)}"
         )
     return out, lse
+
+
+def _flash_call(flash_fn: Callable, q, k, v, scaling: float, left: int | None, softcap, dropout: float):
+    """One causal ``flash_attn_func`` call on (B, T, H, d) tensors. Returns the output (B, T, H, d) and the
+    log-sum-exp (B, H, T).
+    """
+    B, T, H, _ = q.shape
+    result = flash_fn(q, k, v, **_flash_options(scaling, left, softcap, dropout))
+    return _checked(result, flash_fn, "dense", (B, T, H, v.shape[-1]), (B, H, T))
 
 
 def _shapes(result: Any) -> str:
@@ -254,6 +277,32 @@ def _shapes(result: Any) -> str:
         parts = [str(tuple(r.shape)) if isinstance(r, torch.Tensor) else type(r).__name__ for r in result]
         return f"{len(result)} values: {', '.join(parts)}"
     return type(result).__name__
+
+
+def _lse_merge(near, near_lse, far, far_lse, has_far: torch.Tensor) -> torch.Tensor:
+    """The softmax over two disjoint sets of keys from their outputs (B, q, H, d) and log-sum-exps (B, H, q):
+    (e^(l_a - m) o_a + e^(l_b - m) o_b) / (e^(l_a - m) + e^(l_b - m)), m = max(l_a, l_b). ``has_far`` ((q,) or
+    (B, q)): the queries that have a far key; the others take the near output alone, whatever the far call left.
+    """
+    has_far = has_far.reshape(-1, has_far.shape[-1])  # (1 or B, q)
+    work = torch.promote_types(torch.promote_types(near.dtype, near_lse.dtype), torch.float32)
+    near_lse = near_lse.to(work)
+    far_lse = far_lse.to(work).masked_fill(~has_far[:, None, :], -torch.inf)
+    top = torch.maximum(near_lse, far_lse)
+    w_near, w_far = (near_lse - top).exp(), (far_lse - top).exp()  # (B, H, q)
+    total = w_near + w_far
+    w_near, w_far = ((w / total).transpose(1, 2)[..., None] for w in (w_near, w_far))  # (B, q, H, 1)
+    far = far.to(work).masked_fill(~has_far[:, :, None, None], 0.0)
+    return (w_near * near.to(work) + w_far * far).to(near.dtype).contiguous()
+
+
+def _windows(threshold: int, kv_len: int, sliding_window: int | None) -> tuple[int, int | None]:
+    """The near call's left window (pairs r <= threshold - 1, and r < the model's sliding window) and the far call's
+    (None: causal only; negative: no pair is far).
+    """
+    reach = kv_len if sliding_window is None else int(sliding_window)  # allowed pairs: r < reach
+    far_left = reach - 1 - threshold
+    return min(threshold, reach) - 1, (far_left if sliding_window is not None or far_left < 0 else None)
 
 
 def merged_attention_flash(
@@ -288,56 +337,103 @@ def merged_attention_flash(
     are on). The real kernel is untested in freqlab's suite (no GPU); the merge is tested with a pure-torch stand-in.
     """
     q_len, kv_len = query.shape[2], key.shape[2]
-    reach = kv_len if sliding_window is None else int(sliding_window)  # allowed pairs: r < reach
+    near_left, far_left = _windows(threshold, kv_len, sliding_window)
 
     def bthd(x: torch.Tensor) -> torch.Tensor:
         return x.transpose(1, 2)
 
-    near, near_lse = _flash_call(flash_fn, bthd(query), bthd(key), bthd(value), scaling, min(threshold, reach) - 1,
-                                 softcap, dropout)  # fmt: skip
-    far_keys, far_left = kv_len - threshold, reach - 1 - threshold
-    if far_keys <= 0 or far_left < 0:  # no pair is far: the near call is the whole attention
+    near, near_lse = _flash_call(flash_fn, bthd(query), bthd(key), bthd(value), scaling, near_left, softcap, dropout)
+    far_keys = kv_len - threshold
+    if far_keys <= 0 or (far_left is not None and far_left < 0):  # no pair is far: the near call is all
         return near.contiguous()
     far, far_lse = _flash_call(flash_fn, bthd(far_query), bthd(far_key[:, :, :far_keys]),
-                               bthd(value[:, :, :far_keys]), scaling, far_left if sliding_window else None, softcap,
-                               dropout)  # fmt: skip
+                               bthd(value[:, :, :far_keys]), scaling, far_left, softcap, dropout)  # fmt: skip
     has_far = torch.arange(kv_len - q_len, kv_len, device=query.device) >= threshold  # (q,)
-    work = torch.promote_types(torch.promote_types(near.dtype, near_lse.dtype), torch.float32)
-    near_lse = near_lse.to(work)
-    far_lse = far_lse.to(work).masked_fill(~has_far, -torch.inf)
-    top = torch.maximum(near_lse, far_lse)
-    w_near, w_far = (near_lse - top).exp(), (far_lse - top).exp()  # (B, H, q)
-    total = w_near + w_far
-    w_near, w_far = ((w / total).transpose(1, 2)[..., None] for w in (w_near, w_far))  # (B, q, H, 1)
-    far = far.to(work).masked_fill(~has_far[:, None, None], 0.0)
-    return (w_near * near.to(work) + w_far * far).to(near.dtype).contiguous()
+    return _lse_merge(near, near_lse, far, far_lse, has_far)
 
 
-def _flash_by_rows(flash: Callable, query, key, value, far_query, far_key, attention_mask) -> torch.Tensor:
-    """A padded batch for the flash form, row by row: transformers' flash mask is (B, kv), True on real tokens; each
-    row runs on its run of real keys and the queries that fall in it (bottom-right aligned as flash-attn wants), the
-    other queries (padding) give 0, as transformers' own flash path does. Padding inside a row is refused.
+def _varlen_call(flash_varlen_fn: Callable, q, k, v, q_rows, k_rows, scaling, left, softcap, dropout):
+    """One causal ``flash_attn_varlen_func`` call on the rows' packed tokens: q (B, q, H, d) taken where ``q_rows``
+    (B, q) is True, k and v (B, kv, H_kv, d) where ``k_rows`` (B, kv) is, row after row (``cu_seqlens``: int32
+    cumulative lengths, as flash-attn wants; rows without queries left out). Returns the output (B, q, H, d) and the
+    log-sum-exp (B, H, q) from flash-attn's packed layouts (total_q, H, d) and (H, total_q); 0 and 0 on the queries
+    not taken (padding), so that the merge leaves them 0.
+    """
+    q_lens, k_lens = q_rows.sum(1), k_rows.sum(1)
+    taken = q_lens > 0  # the rows in the call (a row without queries has no keys in it either)
+    q_lens, k_lens = q_lens[taken], k_lens[taken]
+    cu = [torch.nn.functional.pad(n.cumsum(0), (1, 0)).to(torch.int32) for n in (q_lens, k_lens)]
+    packed_q = q[q_rows]
+    result = flash_varlen_fn(packed_q, k[k_rows], v[k_rows], cu_seqlens_q=cu[0], cu_seqlens_k=cu[1],
+                             max_seqlen_q=int(q_lens.max()), max_seqlen_k=int(k_lens.max()),
+                             **_flash_options(scaling, left, softcap, dropout))  # fmt: skip
+    total, heads = packed_q.shape[:2]
+    out, lse = _checked(result, flash_varlen_fn, "varlen", (total, heads, v.shape[-1]), (heads, total))
+    full = out.new_zeros(*q.shape[:3], v.shape[-1])
+    full[q_rows] = out
+    full_lse = lse.new_zeros(q.shape[0], q.shape[1], heads)
+    full_lse[q_rows] = lse.transpose(0, 1)
+    return full, full_lse.transpose(1, 2)
+
+
+def merged_attention_flash_varlen(
+    query: torch.Tensor,
+    key: torch.Tensor,
+    value: torch.Tensor,
+    far_query: torch.Tensor,
+    far_key: torch.Tensor,
+    real: torch.Tensor,
+    threshold: int,
+    scaling: float,
+    flash_varlen_fn: Callable,
+    softcap: float | None = None,
+    dropout: float = 0.0,
+    sliding_window: int | None = None,
+) -> torch.Tensor:
+    """:func:`merged_attention_flash` on a padded batch, in two ``flash_attn_varlen_func`` calls for the whole batch.
+
+    ``real`` (B, kv) is True on real keys (transformers' flash mask), one run per row (left or right padding):
+    row b's keys are its run [s_b, e_b), its queries those whose key index kv - q + i falls in it. flash-attn's
+    variable-length call packs the rows (``cu_seqlens``) and aligns each row's causal mask to the bottom right of
+    its own block, so a row's last query meets its last key as in :func:`merged_attention_flash`: the near call
+    takes every row's run, the far call each row's first e_b - s_b - threshold keys (none for a row shorter than
+    the threshold). Distances inside a row are those of the key array, as in the unpadded form. Queries on padding
+    give 0 (as transformers' own flash path). Padding between real tokens is refused in one line.
     """
     q_len, kv_len = query.shape[2], key.shape[2]
-    real = attention_mask[:, -kv_len:].to(torch.bool)
-    out = query.new_zeros(query.shape[0], q_len, query.shape[1], value.shape[-1])
-    for b in range(query.shape[0]):
-        index = real[b].nonzero().flatten()
-        if index.numel() == 0:
-            continue
-        start, end = int(index[0]), int(index[-1]) + 1
-        if index.numel() != end - start:
-            raise FreqlabError(
-                f"freqlab.apply's flash backend: row {b} of the batch has padding between real tokens; use "
-                "backend='sdpa'"
-            )
-        first, last = max(start - (kv_len - q_len), 0), end - (kv_len - q_len)  # queries at key index start..end-1
-        if last > first:
-            rows, keys = slice(first, last), slice(start, end)
-            one = slice(b, b + 1)
-            out[one, rows] = flash(query[one, :, rows], key[one, :, keys], value[one, :, keys],
-                                   far_query[one, :, rows], far_key[one, :, keys])  # fmt: skip
-    return out
+    real = real[:, -kv_len:].to(device=query.device, dtype=torch.bool)
+    count = real.sum(1)
+    start = real.to(torch.int8).argmax(1)  # first real key (0 for an empty row)
+    end = kv_len - real.flip(1).to(torch.int8).argmax(1)  # one past the last real key
+    gapped = ((count > 0) & (end - start != count)).nonzero().flatten()
+    if gapped.numel():
+        raise FreqlabError(
+            f"freqlab.apply's flash backend: row {int(gapped[0])} of the batch has padding between real tokens; use "
+            "backend='sdpa'"
+        )
+    query_index = torch.arange(kv_len - q_len, kv_len, device=query.device)  # key index of each query
+    q_rows = (query_index[None, :] >= start[:, None]) & (query_index[None, :] < end[:, None])  # (B, q)
+    keep = q_rows.any(1, keepdim=True)  # rows with a real query (the others give 0)
+    if not bool(keep.any()):
+        return query.new_zeros(query.shape[0], q_len, query.shape[1], value.shape[-1])
+    k_rows = real & keep
+    near_left, far_left = _windows(threshold, kv_len, sliding_window)
+
+    def bthd(x: torch.Tensor) -> torch.Tensor:
+        return x.transpose(1, 2)
+
+    q, k, v = bthd(query), bthd(key), bthd(value)
+    near, near_lse = _varlen_call(flash_varlen_fn, q, k, v, q_rows, k_rows, scaling, near_left, softcap, dropout)
+    far_rows = keep[:, 0] & (count > threshold)  # rows with a far pair: more than threshold keys
+    if (far_left is not None and far_left < 0) or not bool(far_rows.any()):
+        return near.contiguous()
+    key_index = torch.arange(kv_len, device=query.device)
+    far_k_rows = k_rows & far_rows[:, None] & (key_index[None, :] < (end - threshold)[:, None])
+    far_q_rows = q_rows & far_rows[:, None]
+    far, far_lse = _varlen_call(flash_varlen_fn, bthd(far_query), bthd(far_key), v, far_q_rows, far_k_rows, scaling,
+                                far_left, softcap, dropout)  # fmt: skip
+    has_far = far_q_rows & (query_index[None, :] - start[:, None] >= threshold)  # (B, q)
+    return _lse_merge(near, near_lse, far, far_lse, has_far)
 
 
 def _merge(setting: Setting, query, key, value, far_query, far_key, threshold, attention_mask, scaling, softcap,
@@ -349,12 +445,17 @@ def _merge(setting: Setting, query, key, value, far_query, far_key, threshold, a
                 "freqlab.apply's flash backend is for inference: flash-attn's backward ignores the gradient of the "
                 "log-sum-exp the merge needs; run under torch.no_grad() (generate does) or use backend='sdpa'"
             )
-        flash = functools.partial(merged_attention_flash, threshold=threshold, scaling=scaling,
-                                  flash_fn=setting.flash_fn, softcap=softcap, dropout=dropout,
-                                  sliding_window=sliding_window)  # fmt: skip
+        options = {"softcap": softcap, "dropout": dropout, "sliding_window": sliding_window}
         if attention_mask is None:
-            return flash(query, key, value, far_query, far_key)
-        return _flash_by_rows(flash, query, key, value, far_query, far_key, attention_mask)
+            return merged_attention_flash(query, key, value, far_query, far_key, threshold, scaling, setting.flash_fn,
+                                          **options)  # fmt: skip
+        if setting.flash_varlen_fn is None:
+            raise FreqlabError(
+                "freqlab.apply's flash backend: a padded batch needs flash_varlen_fn (flash_attn_varlen_func's "
+                "signature) beside the flash_fn given; use backend='sdpa'"
+            )
+        return merged_attention_flash_varlen(query, key, value, far_query, far_key, attention_mask, threshold,
+                                             scaling, setting.flash_varlen_fn, **options)  # fmt: skip
     far = _distances(query, key)[1] >= threshold
     if setting.backend == "sdpa" and softcap is None:
         return merged_attention_sdpa(query, key, value, far_query, far_key, far, attention_mask, scaling, dropout)
@@ -368,9 +469,24 @@ def _distances(query: torch.Tensor, key: torch.Tensor) -> tuple[torch.Tensor, to
     return query_index, query_index[:, None] - torch.arange(kv_len, device=query.device)[None, :]
 
 
-def _check_kwargs(kwargs: dict) -> None:
+@functools.cache
+def _reads_cache(forward: Callable) -> bool:
+    """Whether an attention layer's forward takes the KV cache as ``cache`` (transformers 5.24 on)."""
+    return "cache" in inspect.signature(forward).parameters
+
+
+def _check_kwargs(module: torch.nn.Module, kwargs: dict) -> None:
+    """Refuse what the merge cannot honour: attention sinks, and a KV cache given as ``cache=`` to a transformers
+    that reads only ``past_key_values=`` (before 5.24: ``cache=`` reaches the attention function unread through
+    ``**kwargs``, and the step would attend to its own tokens alone, silently).
+    """
     if kwargs.get("s_aux") is not None:
         raise FreqlabError("attention sinks (s_aux) are not supported by freqlab.apply")
+    if kwargs.get("cache") is not None and not _reads_cache(type(module).forward):
+        raise FreqlabError(
+            f"transformers {transformers.__version__} does not read cache= (the KV cache's name from 5.24 on): the "
+            "cache would go unused; pass it as past_key_values="
+        )
 
 
 def string_attention(
@@ -385,7 +501,7 @@ def string_attention(
     **kwargs: Any,
 ) -> tuple[torch.Tensor, None]:
     """STRING attention (Eq. 4): pairs at r >= S score with the query rotated back by S - W positions."""
-    _check_kwargs(kwargs)
+    _check_kwargs(module, kwargs)
     setting = _setting(module, STRING_NAME)
     S, W = setting.first, setting.second
     far_query = rotate(query, torch.tensor(float(W - S), device=query.device), setting.inv_freq())
@@ -408,7 +524,7 @@ def self_extend_attention(
     **kwargs: Any,
 ) -> tuple[torch.Tensor, None]:
     """Self-Extend attention: pairs at r >= w_n score at the grouped position m // G - n // G + w_n - w_n // G."""
-    _check_kwargs(kwargs)
+    _check_kwargs(module, kwargs)
     setting = _setting(module, SELF_EXTEND_NAME)
     G, w_n = setting.first, setting.second
     query_index, _ = _distances(query, key)
@@ -473,46 +589,57 @@ def _inv_freq_attr(rotary: torch.nn.Module, config: Any, layer_idx: int) -> str:
 BACKENDS = ("auto", "sdpa", "eager", "flash")
 
 
-def flash_kernel(implementation: str = "flash_attention_2") -> Callable:
-    """The installed ``flash_attn_func`` for ``flash_attention_2`` (flash-attn) or ``flash_attention_3`` (its hopper
-    build, ``flash_attn_interface``), or one line saying it is missing.
+def flash_kernels(implementation: str = "flash_attention_2") -> tuple[Callable, Callable]:
+    """The installed ``flash_attn_func`` and ``flash_attn_varlen_func`` for ``flash_attention_2`` (flash-attn) or
+    ``flash_attention_3`` (its hopper build, ``flash_attn_interface``), or one line saying they are missing.
     """
-    module, function = FLASH_KERNELS.get(implementation, FLASH_KERNELS["flash_attention_2"])
+    module, *functions = FLASH_KERNELS.get(implementation, FLASH_KERNELS["flash_attention_2"])
     try:
-        return getattr(importlib.import_module(module), function)
-    except ImportError as exc:
+        found = importlib.import_module(module)
+        return tuple(getattr(found, f) for f in functions)  # type: ignore[return-value]
+    except (ImportError, AttributeError) as exc:
         raise FreqlabError(
-            f"backend 'flash' needs flash-attn's {module}.{function}, which is not installed (pip install "
-            "flash-attn; a CUDA GPU); use backend='sdpa'"
+            f"backend 'flash' needs flash-attn's {module}.{' and '.join(functions)}, which are not installed (pip "
+            "install flash-attn; a CUDA GPU); use backend='sdpa'"
         ) from exc
 
 
-def resolve_backend(backend: str, implementation: str | None, flash_fn: Callable | None = None) -> tuple:
-    """(backend, flash_fn) to run: ``auto`` is ``flash`` when the model's implementation is ``flash_attention_2``/``3``
-    and its kernel imports (or ``flash_fn`` is given), else ``sdpa``.
+def resolve_backend(
+    backend: str, implementation: str | None, flash_fn: Callable | None = None, flash_varlen_fn: Callable | None = None
+) -> tuple:
+    """(backend, flash_fn, flash_varlen_fn) to run: ``auto`` is ``flash`` when the model's implementation is
+    ``flash_attention_2``/``3`` and its kernels import (or ``flash_fn`` is given), else ``sdpa``. The kernels are
+    the installed flash-attn's unless ``flash_fn`` (and for padded batches ``flash_varlen_fn``) is given.
     """
     if backend not in BACKENDS:
         raise FreqlabError(f"backend must be one of {', '.join(BACKENDS)}, got {backend!r}")
-    if flash_fn is not None and not callable(flash_fn):
-        raise FreqlabError(f"flash_fn must be a function with flash_attn_func's signature, got {flash_fn!r}")
-    if flash_fn is not None and backend in ("sdpa", "eager"):
-        raise FreqlabError(f"flash_fn is for backend 'flash' (or 'auto' on a flash-attention model), not {backend!r}")
+    for name, fn, kernel in (("flash_fn", flash_fn, "flash_attn_func"),
+                             ("flash_varlen_fn", flash_varlen_fn, "flash_attn_varlen_func")):  # fmt: skip
+        if fn is not None and not callable(fn):
+            raise FreqlabError(f"{name} must be a function with {kernel}'s signature, got {fn!r}")
+        if fn is not None and backend in ("sdpa", "eager"):
+            raise FreqlabError(f"{name} is for backend 'flash' (or 'auto' on a flash-attention model), not {backend!r}")
+    if flash_varlen_fn is not None and flash_fn is None:
+        raise FreqlabError("flash_varlen_fn goes with flash_fn (the two kernels of one flash-attention build)")
     if backend == "auto":
         if flash_fn is None and implementation in FLASH_KERNELS:
             try:
-                flash_fn = flash_kernel(implementation)
+                flash_fn, flash_varlen_fn = flash_kernels(implementation)
             except FreqlabError:
-                return "sdpa", None
+                return "sdpa", None, None
         backend = "flash" if flash_fn is not None and implementation in FLASH_KERNELS else "sdpa"
     if backend != "flash":
-        return backend, None
-    return "flash", flash_fn if flash_fn is not None else flash_kernel(implementation or "flash_attention_2")
+        return backend, None, None
+    if flash_fn is None:
+        flash_fn, flash_varlen_fn = flash_kernels(implementation or "flash_attention_2")
+    return "flash", flash_fn, flash_varlen_fn
 
 
-def _apply(model: Any, method: str, first: int, second: int, backend: str, flash_fn: Callable | None = None) -> Any:
+def _apply(model: Any, method: str, first: int, second: int, backend: str, flash_fn: Callable | None = None,
+           flash_varlen_fn: Callable | None = None) -> Any:  # fmt: skip
     config = _text_config(model)
     previous = _PREVIOUS.get(model, config._attn_implementation)
-    backend, flash_fn = resolve_backend(backend, previous, flash_fn)
+    backend, flash_fn, flash_varlen_fn = resolve_backend(backend, previous, flash_fn, flash_varlen_fn)
     if config.model_type not in TESTED_MODEL_TYPES:
         warnings.warn(
             f"freqlab.apply is tested on {', '.join(sorted(TESTED_MODEL_TYPES))}; {config.model_type!r} is not "
@@ -531,7 +658,7 @@ def _apply(model: Any, method: str, first: int, second: int, backend: str, flash
                 f"{type(model).__name__}: RoPE covers {rotary_dims} of {head_dim} head dimensions (partial rotary); "
                 "not supported"
             )
-        settings[module] = Setting(method, first, second, rotary, attr, backend, flash_fn)
+        settings[module] = Setting(method, first, second, rotary, attr, backend, flash_fn, flash_varlen_fn)
     register()
     model.set_attn_implementation(method + (FLASH_SUFFIX if backend == "flash" else ""))
     _SETTINGS.update(settings)
@@ -546,16 +673,18 @@ def _window(model: Any) -> int:
     return L
 
 
-def apply_string(model: Any, S: int, W: int, backend: str = "auto", flash_fn: Callable | None = None) -> Any:
+def apply_string(model: Any, S: int, W: int, backend: str = "auto", flash_fn: Callable | None = None,
+                 flash_varlen_fn: Callable | None = None) -> Any:  # fmt: skip
     """See :func:`freqlab.apply.string`."""
     _, S, W = _check_shift(_window(model), S, W)
-    return _apply(model, STRING_NAME, S, W, backend, flash_fn)
+    return _apply(model, STRING_NAME, S, W, backend, flash_fn, flash_varlen_fn)
 
 
-def apply_self_extend(model: Any, G: int, w_n: int, backend: str = "auto", flash_fn: Callable | None = None) -> Any:
+def apply_self_extend(model: Any, G: int, w_n: int, backend: str = "auto", flash_fn: Callable | None = None,
+                      flash_varlen_fn: Callable | None = None) -> Any:  # fmt: skip
     """See :func:`freqlab.apply.self_extend`."""
     G, w_n = _check_group(G, w_n, _window(model))
-    return _apply(model, SELF_EXTEND_NAME, G, w_n, backend, flash_fn)
+    return _apply(model, SELF_EXTEND_NAME, G, w_n, backend, flash_fn, flash_varlen_fn)
 
 
 def remove(model: Any) -> Any:

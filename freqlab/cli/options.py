@@ -79,6 +79,27 @@ POSITIVE_NUMBER = PositiveNumber()
 #: a seed: numpy's generators take any non-negative integer
 SEED = click.IntRange(min=0)
 TOKENS = Size(parse_tokens, "TOKENS", maximum=2**63 - 1)  # counts stay exact int64
+
+
+class Occurrences(Size):
+    """The occurrence threshold tau: a whole number of occurrences >= 1 in the token syntax (``100B``), up to 2^63 - 1
+    (f_T(i) >= tau compares exact int64 counts); anything else fails with a line saying what tau is.
+    """
+
+    def convert(self, value, param, ctx):
+        """Parse tau, or fail as a usage error saying what tau must be."""
+        try:
+            return super().convert(value, param, ctx)
+        except click.BadParameter:
+            self.fail(
+                f"tau must be a positive number of occurrences, a whole number from 1 to 2^63 - 1 (e.g. 100B), "
+                f"got {value!r}",
+                param,
+                ctx,
+            )
+
+
+TAU = Occurrences(parse_tokens, "TAU", maximum=2**63 - 1)
 POSITIONS = Size(parse_positions, "N", maximum=MAX_POSITIONS)  # f is computed as a dense array
 COUNT = Size(parse_count, "N")
 
@@ -117,7 +138,9 @@ class EvenInt(click.IntRange):
         return number
 
 
-HEAD_DIM = EvenInt(min=4)
+HEAD_DIM = EvenInt(min=4)  # RoPE scaling: the NTK exponent d / (d - 2) needs d >= 4
+#: a head dimension of HARPE's waveforms (a sum of cosines over the d / 2 rotary pairs: any even d)
+WAVEFORM_HEAD_DIM = EvenInt(min=2)
 
 #: Appended to the help of every flag taking positions / tokens.
 POSITIONS_NOTE = f"({POSITIONS_HELP})"
@@ -357,7 +380,7 @@ tokens_option = click.option(
 tau_option = with_tau_from(
     click.option(
         "--tau",
-        type=TOKENS,
+        type=TAU,
         default=None,
         help=f"Occurrence threshold (STRING Fig. 2b) {TOKENS_NOTE} [default: a schedule's own tau, else 100B].",
     )

@@ -32,6 +32,7 @@ from freqlab.cli.plan_inputs import (  # noqa: F401  (the shared options, import
     schedule_option,
     tau_option,
     tokens_option,
+    usage_error,
 )
 from freqlab.cli.weights import budget_line, read_histogram
 from freqlab.errors import FreqlabError
@@ -39,7 +40,7 @@ from freqlab.frequency import DEFAULT_TAU
 from freqlab.frequency.budget import training_budget
 from freqlab.frequency.schedule import load_schedule, schedule_frequency
 from freqlab.histogram import LengthHistogram
-from freqlab.plan.rope_scaling import ROPE_TYPES, plan_rope_scaling
+from freqlab.plan.rope_scaling import ROPE_TYPES, check_factor, plan_rope_scaling, scaled_rotary_dims
 from freqlab.plan.self_extend import evaluate_self_extend, plan_self_extend
 from freqlab.plan.string import DEFAULT_ROUND, DEFAULT_W, MIN_W, plan_string, string_usage
 from freqlab.plan.upsample import DEFAULT_MAX_UPWEIGHT, PACKINGS, plan_upsample, plan_upsample_schedule
@@ -219,7 +220,12 @@ def self_extend_command(
     show_default=True,
     help="Share of the head dimension that rotates (only those dimensions count).",
 )
-@click.option("--factor", type=FiniteFloat(1, min_open=True), default=None, help="Scaling factor [default: N / L].")
+@click.option(
+    "--factor",
+    type=FiniteFloat(1, min_open=True),
+    default=None,
+    help="Scaling factor s > 1, s·L at most 2^30 positions [default: N / L].",
+)
 @click.option(
     "--effective-length",
     "E",
@@ -244,16 +250,19 @@ def rope_command(
       freqlab plan rope --hist lengths.parquet --L 4K --tokens 1T --extend-to 16K --type yarn
       freqlab plan rope --schedule schedule.yaml --extend-to 128K --type yarn
     """
+    chosen = ROPE_TYPES if "all" in types else tuple(dict.fromkeys(types))
+    for t in chosen:  # usage errors naming both values, before the histogram is read
+        usage_error(lambda t=t: scaled_rotary_dims(t, head_dim, partial_rotary_factor), "--partial-rotary-factor")
     L, inputs, mix = frequency_inputs(L, hist, regime, tokens, tau, schedule, mass, weights, as_json=as_json)
     require(N > L, "--extend-to", f"N = {N} is not above the training window L = {L}: nothing to extend")
     require(E is None or E <= L, "--effective-length", f"E = {E} exceeds the training window L = {L}: E <= L")
+    usage_error(lambda: check_factor(factor, L, N), "--factor")
     E_rule = None
     if E is None and (hist or schedule):
         wt = well_trained_range(L, **inputs)
         E, E_rule = (wt.N, f"predicted N*, {wt.rule} rule") if wt.N else (None, None)
         if not wt.N and not as_json:
             click.echo(f"note: {wt.explanation}: the critical dimension is counted for L instead")
-    chosen = ROPE_TYPES if "all" in types else tuple(dict.fromkeys(types))
     plans = [
         plan_rope_scaling(
             L, N, t, rope_theta=rope_theta, head_dim=head_dim, factor=factor,

@@ -8,7 +8,16 @@ from __future__ import annotations
 
 import click
 
-from freqlab.cli.options import POSITIONS, POSITIONS_NOTE, POSITIVE_NUMBER, SEED, echo_json, json_option, renamed_option
+from freqlab.cli.options import (
+    POSITIONS,
+    POSITIONS_NOTE,
+    POSITIVE_NUMBER,
+    SEED,
+    WAVEFORM_HEAD_DIM,
+    echo_json,
+    json_option,
+    renamed_option,
+)
 from freqlab.cli.plan_inputs import frequency_inputs, frequency_options, require
 from freqlab.errors import FreqlabError
 from freqlab.plan import harpe
@@ -23,7 +32,7 @@ TABLE2_NOTE = harpe.TABLE2_NOTE  # importable from here as before
 @click.command("harpe")
 @click.option("--strategy", type=click.Choice(STRATEGIES), default="peak-valley", show_default=True)
 @click.option("--heads", type=click.IntRange(min=1), default=None, help="Heads N [32; 6 for attention-buckets].")
-@click.option("--head-dim", type=int, default=128, show_default=True, help="Head dimension d (even).")
+@click.option("--head-dim", type=WAVEFORM_HEAD_DIM, default=128, show_default=True, help="Head dimension d (even).")
 @click.option("--b-min", type=POSITIVE_NUMBER, default=None, help="Smallest base [1e6; 10000 for attention-buckets].")
 @click.option("--b-max", type=POSITIVE_NUMBER, default=None, help="Largest base [5e6; 30000 for attention-buckets].")
 @click.option(

@@ -11,6 +11,7 @@ from click.core import ParameterSource
 from freqlab.cli import options
 from freqlab.cli.options import POSITIONS, POSITIONS_NOTE, renamed_option, tau_option, tokens_option, weights_option
 from freqlab.cli.weights import budget_line, echo_mix, histogram_line, mix_json, read_histogram
+from freqlab.errors import FreqlabError
 from freqlab.frequency import DEFAULT_TAU
 from freqlab.frequency.budget import training_budget
 from freqlab.frequency.schedule import load_schedule, schedule_frequency
@@ -105,3 +106,13 @@ def require(ok: bool, option: str, message: str) -> None:
     """
     if not ok:
         raise click.BadParameter(message, param_hint=f"'{option}'")
+
+
+def usage_error(check, option: str):
+    """``check()``'s result, or its :class:`FreqlabError` as a usage error (exit 2) naming ``option``: a library
+    check of values the command line gave.
+    """
+    try:
+        return check()
+    except FreqlabError as exc:
+        raise click.BadParameter(str(exc), param_hint=f"'{option}'") from None

@@ -73,6 +73,7 @@ from freqlab.errors import FreqlabError
 from freqlab.plan import display as shown
 from freqlab.plan.rope_bases import TABLE4_CONTEXT_LENGTHS, table4_reach
 from freqlab.plan.well_trained import check_window, json_fields
+from freqlab.sizes import MAX_POSITIONS
 
 #: The ``rope_type`` values :func:`plan_rope_scaling` plans (transformers' ``rope_scaling`` config names).
 ROPE_TYPES: tuple[str, ...] = ("linear", "ntk", "dynamic", "yarn", "longrope", "llama3")
@@ -272,8 +273,74 @@ def rotary_dims(head_dim: int, partial_rotary_factor: float = 1.0) -> int:
         raise FreqlabError(f"partial_rotary_factor must be in (0, 1], got {partial_rotary_factor}")
     d_r = int(int(head_dim) * factor)
     if d_r < 2 or d_r % 2:
-        raise FreqlabError(f"head_dim · partial_rotary_factor = {d_r} rotary dimensions: need an even number >= 2")
+        raise FreqlabError(
+            f"head_dim {head_dim} · partial_rotary_factor {factor:g} = {d_r} rotary dimensions: RoPE rotates pairs "
+            "of dimensions, so they must be an even number >= 2"
+        )
     return d_r
+
+
+#: the types whose base change has the exponent d_r / (d_r - 2): they need d_r >= 4
+NTK_TYPES = ("ntk", "dynamic")
+
+
+def scaled_rotary_dims(rope_type: str, head_dim: int, partial_rotary_factor: float = 1.0) -> int:
+    """:func:`rotary_dims` for one scaling type: NTK-aware and dynamic NTK also need d_r >= 4 (their exponent
+    d_r / (d_r - 2); transformers' dynamic NTK divides by d_r - 2 as well).
+
+    >>> scaled_rotary_dims("linear", 4, 0.5)
+    2
+    """
+    d_r = rotary_dims(head_dim, partial_rotary_factor)
+    if rope_type in NTK_TYPES and d_r < 4:
+        raise FreqlabError(
+            f"head_dim {head_dim} · partial_rotary_factor {float(partial_rotary_factor):g} = {d_r} rotary dimensions: "
+            f"{rope_type} scaling needs at least 4 (its exponent d_r / (d_r - 2))"
+        )
+    return d_r
+
+
+def check_factor(factor: float | None, L: int, N: int) -> float:
+    """The scaling factor s: N / L when not given; a given one must be finite, above 1, and stretch L to at most
+    2^30 positions (s · L <= ``MAX_POSITIONS``, the longest target freqlab plans; past it the derived bases overflow
+    to infinity, which no config can hold).
+
+    >>> check_factor(None, 4096, 16384), check_factor(8, 4096, 16384)
+    (4.0, 8.0)
+    """
+    s = float(N / L if factor is None else factor)
+    if not (s > 1.0 and math.isfinite(s)):
+        raise FreqlabError(f"the scaling factor must exceed 1 and be finite, got {factor}")
+    if s * L > MAX_POSITIONS:
+        raise FreqlabError(
+            f"factor {s:g} stretches L = {L} to s·L = {s * L:.4g} positions, past the longest length freqlab plans "
+            f"(2^30): a factor must be at most 2^30 / L = {MAX_POSITIONS / L:g} (N / L = {N / L:g})"
+        )
+    return s
+
+
+def factor_notes(s: float, L: int, N: int, rope_type: str) -> list[str]:
+    """What a factor other than N / L does to the plan (none when s · L = N).
+
+    Position interpolation and its refinements (linear, ntk, yarn, llama3, longrope) scale for s · L positions:
+    below N / L the positions from s · L to N fall beyond the trained range after scaling (extrapolation); above it
+    they are compressed more than N needs. Dynamic NTK grows the base with the sequence length n, so its factor sets
+    how fast, not a length.
+
+    >>> factor_notes(2.0, 4096, 16384, "linear")[0][:40]
+    'factor 2 is below N / L = 4: it stretche'
+    """
+    if math.isclose(s * L, N):
+        return []
+    if rope_type == "dynamic":
+        return [f"factor {s:g} differs from N / L = {N / L:.4g}: dynamic NTK grows the base with the sequence length "
+                "n, b·(s·n/L - (s-1))^(d_r/(d_r-2)), so the factor sets how fast, not a length"]  # fmt: skip
+    if s * L < N:
+        return [f"factor {s:g} is below N / L = {N / L:.4g}: it stretches L = {L} to s·L = {s * L:.6g} positions "
+                f"only, so positions from there to N = {N} fall beyond the trained range after scaling "
+                "(extrapolation); use factor N / L, or a target N <= s·L"]  # fmt: skip
+    return [f"factor {s:g} exceeds N / L = {N / L:.4g}: it scales for s·L = {s * L:.6g} positions, more than "
+            f"N = {N} needs (positions compressed more than N / L compresses them)"]  # fmt: skip
 
 
 def pair_wavelengths(rope_theta: float, rotary_dim: int) -> np.ndarray:
@@ -503,11 +570,9 @@ def plan_rope_scaling(
         raise FreqlabError(f"unknown RoPE scaling type {rope_type!r}; choose one of {', '.join(ROPE_TYPES)}")
     if N <= L:
         raise FreqlabError(f"target length N = {N} is not above the training window L = {L}: nothing to extend")
-    s = float(N / L if factor is None else factor)
-    if not s > 1.0 or math.isinf(s):
-        raise FreqlabError(f"the scaling factor must exceed 1 and be finite, got {s}")
+    s = check_factor(factor, L, N)
     _ntk_exponent(head_dim)  # validates head_dim
-    d_r = rotary_dims(head_dim, partial_rotary_factor)
+    d_r = scaled_rotary_dims(rope_type, head_dim, partial_rotary_factor)
     prf = float(partial_rotary_factor)
     theta = float(rope_theta)
     if not 1.0 < theta < math.inf:
@@ -522,15 +587,13 @@ def plan_rope_scaling(
     E_rule = E_rule or ("given" if effective_length is not None else "window")
     if attention_factor is not None and rope_type != "yarn":
         raise FreqlabError("attention_factor is a YaRN parameter")
-    notes: list[str] = []
-    if factor is not None and not math.isclose(s * L, N):
-        notes.append(f"factor {s} differs from N / L = {N / L:.4g}")
-        if rope_type == "yarn":
-            notes.append(
-                "with a factor other than N / L every YaRN block keeps max_position_embeddings = L: transformers "
-                "4.51-4.55 replace factor by max_position_embeddings / original_max_position_embeddings "
-                "(huggingface/transformers#38224, fixed by #40320 in 4.56) and 4.56+ warn when they differ"
-            )
+    notes: list[str] = factor_notes(s, L, N, rope_type)
+    if notes and rope_type == "yarn":
+        notes.append(
+            "with a factor other than N / L every YaRN block keeps max_position_embeddings = L: transformers "
+            "4.51-4.55 replace factor by max_position_embeddings / original_max_position_embeddings "
+            "(huggingface/transformers#38224, fixed by #40320 in 4.56) and 4.56+ warn when they differ"
+        )
     partial = {"partial_rotary_factor": prf} if prf != 1.0 else {}
     if rope_type == "ntk":
         new_theta = ntk_aware_base(theta, s, d_r)
@@ -562,6 +625,8 @@ def plan_rope_scaling(
             for block in blocks:
                 if block.key == "rope_parameters":
                     block.config["rope_parameters"].update(partial)
+        # the one type whose base change needs d_r >= 4 (see scaled_rotary_dims); the texts below are all built
+        dynamic_base = dynamic_ntk_base(theta, s, d_r, L, N) if rope_type == "dynamic" else math.nan
         why = {
             "linear": (
                 f"Linear scaling (position interpolation) divides positions by s = N/L = {s:g}. "
@@ -570,7 +635,7 @@ def plan_rope_scaling(
             "dynamic": (
                 f"Dynamic NTK leaves max_position_embeddings = L = {L}; beyond it the base grows with the sequence "
                 f"length n as b·(s·n/L - (s-1))^(d_r/(d_r-2)); at n = N it is "
-                f"{dynamic_ntk_base(theta, s, d_r, L, N):.6g}."
+                f"{dynamic_base:.6g}."
             ),
             "yarn": (
                 f"YaRN interpolates low frequencies by s = {s:g}, keeps high ones, and scales attention by "

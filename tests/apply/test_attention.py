@@ -10,9 +10,11 @@ torch = pytest.importorskip("torch")
 pytest.importorskip("transformers")
 
 from apply.tiny_models import (  # noqa: E402
+    CACHE,
     MODEL_TYPES,
     SLIDING,
     L,
+    cache_of,
     decoded_with_cache,
     exact_rope,
     left_padded,
@@ -251,3 +253,34 @@ def test_self_extend_past_the_window_uses_only_trained_positions(model_type):
     expected = reference_logits(model, ids, P)
     fa.self_extend(model, 3, 8)
     torch.testing.assert_close(_logits(model, ids), expected, **EXACT)
+
+
+def test_a_kv_cache_passed_as_cache_to_a_transformers_that_reads_past_key_values_is_refused():
+    """Before transformers 5.24 the cache is ``past_key_values=``; ``cache=`` (5.24's name) falls through the model's
+    ``**kwargs`` to the attention function unread, and the step would attend to its own token alone (the stock model
+    gives other logits, silently). freqlab's attention functions refuse it in one line."""
+    from transformers import DynamicCache
+
+    from freqlab.apply.attention import string_attention
+
+    class Attention524(torch.nn.Module):  # the layer's own forward reads the cache (5.24 on): nothing stray
+        def forward(self, hidden_states, cache=None, **kwargs): ...
+
+    class Attention523(torch.nn.Module):  # before 5.24
+        def forward(self, hidden_states, past_key_values=None, **kwargs): ...
+
+    q = torch.zeros(1, 4, 1, 8, dtype=torch.float64)
+    k = torch.zeros(1, 2, 1, 8, dtype=torch.float64)
+    with pytest.raises(FreqlabError, match=r"^transformers .* does not read cache= \(the KV cache's name from 5.24 on"):
+        string_attention(Attention523(), q, k, k, None, cache=DynamicCache())
+    with pytest.raises(FreqlabError, match="was set on a model it was not applied to"):  # past the cache check
+        string_attention(Attention524(), q, k, k, None, cache=DynamicCache())
+    model = fa.string(tiny_model("llama"), 16, 4)
+    ids = _ids(length=T + 1)
+    with torch.no_grad():
+        prompt = model(ids[:, :T], use_cache=True)
+        step = model(ids[:, T:], **{CACHE: cache_of(prompt)}, use_cache=True).logits
+        if CACHE == "past_key_values":  # the installed transformers predates cache=
+            with pytest.raises(FreqlabError, match="does not read cache="):
+                model(ids[:, T:], cache=cache_of(prompt), use_cache=True)
+    torch.testing.assert_close(step[:, -1], _logits(model, ids)[:, -1], **EXACT)

@@ -1,10 +1,12 @@
 """freqlab.apply's flash backend: STRING's two flash-attention calls merged by their log-sum-exp (An et al., ICLR
-2025, Sec. 4; HKUNLP/STRING), on CPU through a pure-torch kernel with flash-attn 2's signature and semantics
-(``flash_reference``) put in place of flash_attn. The real kernel is not run here (no GPU)."""
+2025, Sec. 4; HKUNLP/STRING), on CPU through pure-torch kernels with flash-attn 2's signatures and semantics
+(``flash_reference``: ``flash_attn_func``, and ``flash_attn_varlen_func`` for padded batches) put in place of
+flash_attn. The real kernels are not run here (no GPU)."""
 
 from __future__ import annotations
 
 import functools
+import itertools
 import sys
 import types
 
@@ -13,15 +15,21 @@ import pytest
 torch = pytest.importorskip("torch")
 pytest.importorskip("transformers")
 
-from apply.flash_reference import flash_attn_func  # noqa: E402
-from apply.tiny_models import decoded_with_cache, left_padded, tiny_model  # noqa: E402
+from apply.flash_reference import flash_attn_func, flash_attn_varlen_func  # noqa: E402
+from apply.tiny_models import CACHE, cache_of, decoded_with_cache, left_padded, tiny_model  # noqa: E402
 
 import freqlab.apply as fa  # noqa: E402
-from freqlab.apply.attention import merged_attention, merged_attention_flash, resolve_backend  # noqa: E402
+from freqlab.apply.attention import (  # noqa: E402
+    merged_attention,
+    merged_attention_flash,
+    merged_attention_flash_varlen,
+    resolve_backend,
+)
 from freqlab.errors import FreqlabError  # noqa: E402
 
 EXACT = {"rtol": 1e-10, "atol": 1e-10}
 FLASH64 = functools.partial(flash_attn_func, lse_dtype=torch.float64)  # float64 end to end, for exact comparisons
+VARLEN64 = functools.partial(flash_attn_varlen_func, lse_dtype=torch.float64)
 T = 40
 
 
@@ -41,6 +49,33 @@ def test_the_stand_in_has_flash_attns_bottom_right_causal_mask_and_window():
     assert mask.tolist() == [[0, 0], [0, 0], [0, 0], [1, 0], [1, 1]]
     assert lse[:3].tolist() == [torch.inf] * 3 and lse.dtype == torch.float32  # empty rows: +inf, as flash-attn 2
     assert kept(3, 6, window_size=(1, 0))[0].tolist() == [[0, 0, 1, 1, 0, 0], [0, 0, 0, 1, 1, 0], [0, 0, 0, 0, 1, 1]]
+
+
+def test_the_varlen_stand_in_aligns_each_sequence_to_its_own_bottom_right_and_packs_the_lse_by_head():
+    """flash-attn 2's flash_attn_varlen_func: sequence b is q[cu_q[b]:cu_q[b+1]] against k[cu_k[b]:cu_k[b+1]] with
+    the causal mask of flash_attn_func on that block; softmax_lse is (nheads, total_q)."""
+    g = torch.Generator().manual_seed(1)
+    lengths = [(2, 5), (5, 2), (3, 3), (1, 0)]  # (queries, keys); the last sequence has no key
+    q = torch.randn(sum(n for n, _ in lengths), 2, 4, generator=g, dtype=torch.float64)
+    k, v = (torch.randn(sum(n for _, n in lengths), 1, 4, generator=g, dtype=torch.float64) for _ in range(2))
+    cu_q, cu_k = (torch.tensor([0, *itertools.accumulate(n[i] for n in lengths)], dtype=torch.int32) for i in (0, 1))
+    out, lse, _ = flash_attn_varlen_func(q, k, v, cu_q, cu_k, 5, 5, causal=True, return_attn_probs=True)
+    assert out.shape == (11, 2, 4) and lse.shape == (2, 11) and lse.dtype == torch.float32
+    for b, (nq, nk) in enumerate(lengths):
+        rows, keys = slice(int(cu_q[b]), int(cu_q[b + 1])), slice(int(cu_k[b]), int(cu_k[b + 1]))
+        one, one_lse, probs = flash_attn_func(q[None, rows], k[None, keys], v[None, keys], causal=True,
+                                              return_attn_probs=True)  # fmt: skip
+        torch.testing.assert_close(out[rows], one[0], rtol=0, atol=0)
+        torch.testing.assert_close(lse[:, rows], one_lse[0], rtol=0, atol=0)
+        if (nq, nk) == (2, 5):
+            assert (probs[0, 0] > 0).int().tolist() == [[1, 1, 1, 1, 0], [1, 1, 1, 1, 1]]
+        if (nq, nk) == (5, 2):
+            assert (probs[0, 0] > 0).int().tolist() == [[0, 0], [0, 0], [0, 0], [1, 0], [1, 1]]
+    assert out[-1].abs().max() == 0 and lse[:, -1].tolist() == [torch.inf] * 2  # no key: 0 and +inf, as flash-attn 2
+    with pytest.raises(AssertionError):  # flash-attn wants int32 offsets
+        flash_attn_varlen_func(q, k, v, cu_q.long(), cu_k, 5, 5, causal=True)
+    with pytest.raises(AssertionError):  # and max_seqlen covering every sequence
+        flash_attn_varlen_func(q, k, v, cu_q, cu_k, 4, 5, causal=True)
 
 
 def _tensors(q_len: int, kv_len: int, seed: int = 3):
@@ -74,6 +109,52 @@ def test_with_flash_attns_float32_log_sum_exp_the_merge_is_float32_close():
     got = merged_attention_flash(q, k, v, fq, fk, 4, 0.3, flash_attn_func)  # LSE rounded to float32
     torch.testing.assert_close(got, expected, rtol=1e-6, atol=1e-6)
     assert not torch.allclose(got, expected, rtol=1e-12, atol=1e-12)  # the rounding shows: it is float32's
+
+
+def _padding(kind: str, kv_len: int) -> torch.Tensor:
+    """(3, kv) real-key masks: a full row, a short one and one shorter than every threshold, padded on the left or
+    right."""
+    real = torch.zeros(3, kv_len, dtype=torch.bool)
+    for b, n in enumerate((kv_len, kv_len - 4, 2)):
+        if kind == "left":
+            real[b, kv_len - n :] = True
+        else:
+            real[b, :n] = True
+    return real
+
+
+@pytest.mark.parametrize("padding", ["left", "right"])
+@pytest.mark.parametrize(("q_len", "kv_len"), [(12, 12), (1, 12), (3, 12)])
+@pytest.mark.parametrize("threshold", [1, 3, 20])
+@pytest.mark.parametrize("sliding_window", [None, 5])
+@pytest.mark.parametrize("softcap", [None, 2.0])
+def test_the_varlen_merge_of_a_padded_batch_equals_the_explicit_scores(padding, q_len, kv_len, threshold,
+                                                                       sliding_window, softcap):  # fmt: skip
+    """Each row's real keys, its queries among them, the distances of the key array: the explicit merge with the
+    padding (and sliding window) mask, on every query that is a real token; queries on padding give 0."""
+    g = torch.Generator().manual_seed(5)
+    q, fq = (torch.randn(3, 4, q_len, 8, generator=g, dtype=torch.float64) for _ in range(2))
+    k, fk, v = (torch.randn(3, 2, kv_len, 8, generator=g, dtype=torch.float64) for _ in range(3))
+    real = _padding(padding, kv_len)
+    r = torch.arange(kv_len - q_len, kv_len)[:, None] - torch.arange(kv_len)[None, :]
+    allowed = (r >= 0) & (r < (sliding_window or kv_len))
+    mask = (allowed[None] & real[:, None, :])[:, None]  # (3, 1, q, kv)
+    calls = []
+
+    def counted(*args, **kwargs):
+        calls.append(tuple(kwargs["cu_seqlens_k"].tolist()))
+        return VARLEN64(*args, **kwargs)
+
+    got = merged_attention_flash_varlen(q, k, v, fq, fk, real, threshold, 0.3, counted, softcap,
+                                        sliding_window=sliding_window)  # fmt: skip
+    queries = real[:, kv_len - q_len :]  # (3, q): the queries that are real tokens
+    expected = merged_attention(q, k, v, fq, fk, r >= threshold, mask, 0.3, softcap)
+    torch.testing.assert_close(got[queries], expected[queries], rtol=1e-12, atol=1e-12)
+    assert not got[~queries].any()
+    lengths = real.sum(1)[queries.any(1)]  # the rows in the calls: those with a real query
+    assert calls[0] == tuple([0, *itertools.accumulate(lengths.tolist())])  # one call for the whole batch
+    far = (lengths - threshold)[lengths > threshold].tolist()  # the rows with a far pair, their first n - S keys
+    assert calls[1:] == ([tuple([0, *itertools.accumulate(far)])] if far and (sliding_window or 99) > threshold else [])
 
 
 def _ids(batch: int = 1, length: int = T, seed: int = 1) -> torch.Tensor:
@@ -124,30 +205,68 @@ def test_flash_decoding_with_the_cache_equals_the_sdpa_path(model_type, method):
     torch.testing.assert_close(decoded_with_cache(model, ids, T), full[:, T - 1 :], **EXACT)
 
 
-@pytest.mark.parametrize("method", ["string", "self_extend"])
-@pytest.mark.parametrize("model_type", ["llama", "qwen2", "mistral"])
-def test_padded_batches_run_row_by_row_and_equal_single_rows(model_type, method):
-    """transformers' flash mask is (batch, keys); each row runs on its real tokens: left padding (with generate's
-    position ids), then decoding a step with the cache; right padding."""
-    model = _apply(tiny_model(model_type), method, backend="flash", flash_fn=FLASH64)
-    rows = [_ids(length=n, seed=n)[0] for n in (T, 29, 35)]
+def _padded_logits(model, rows: list[torch.Tensor], padding: str, steps: int = 0) -> list[torch.Tensor]:
+    """Logits of each row's real tokens in one padded batch: left padding (generate's position ids) then ``steps``
+    decoding steps on the KV cache, or right padding (no decoding: a token after the padding would put padding
+    between real tokens)."""
     ids, mask, positions = left_padded(rows)
-    nxt = _ids(batch=3, length=1, seed=7)
+    width = ids.shape[1]
+    if padding == "right":
+        ids, mask, positions = torch.zeros_like(ids), torch.zeros_like(mask), None
+        for i, row in enumerate(rows):
+            ids[i, : len(row)], mask[i, : len(row)] = row, 1
+    nxt = _ids(batch=len(rows), length=steps, seed=7)
     with torch.no_grad():
         out = model(ids, attention_mask=mask, position_ids=positions, use_cache=True)
-        step = model(nxt, attention_mask=torch.cat((mask, torch.ones_like(nxt)), 1), position_ids=positions[:, -1:] + 1,
-                     past_key_values=out.past_key_values, use_cache=True).logits  # fmt: skip
-    for i, row in enumerate(rows):
-        single = _logits(model, torch.cat((row, nxt[i]))[None])[0]
-        torch.testing.assert_close(out.logits[i, T - len(row) :], single[:-1], **EXACT)
-        torch.testing.assert_close(step[i, 0], single[-1], **EXACT)
-    right, right_mask = torch.zeros_like(ids), torch.zeros_like(mask)
-    for i, row in enumerate(rows):
-        right[i, : len(row)], right_mask[i, : len(row)] = row, 1
-    with torch.no_grad():
-        batch = model(right, attention_mask=right_mask).logits
-    for i, row in enumerate(rows):
-        torch.testing.assert_close(batch[i, : len(row)], _logits(model, row[None])[0], **EXACT)
+        logits, cache = [out.logits], cache_of(out)
+        for t in range(steps):
+            mask = torch.cat((mask, torch.ones_like(nxt[:, :1])), 1)
+            out = model(nxt[:, t : t + 1], attention_mask=mask, position_ids=positions[:, -1:] + 1 + t,
+                        **{CACHE: cache}, use_cache=True)  # fmt: skip
+            logits.append(out.logits)
+    logits = torch.cat(logits, 1)
+    return [logits[i, width - len(row) :] if padding == "left" else logits[i, : len(row)] for i, row in enumerate(rows)]
+
+
+@pytest.mark.parametrize("padding", ["left", "right"])
+@pytest.mark.parametrize("method", ["string", "self_extend"])
+@pytest.mark.parametrize("model_type", ["llama", "qwen2", "mistral", "gemma2"])
+def test_padded_batches_run_in_varlen_calls_and_equal_the_sdpa_path(model_type, method, padding):
+    """transformers' flash mask is (batch, keys); the rows' runs of real tokens go through flash_attn_varlen_func
+    (two calls per layer for the whole batch, none of flash_attn_func): prefill and, left-padded, decoding with the
+    cache, against the exact SDPA path (explicit scores on Gemma 2) on the same batch. Mistral and Gemma 2 slide a
+    window of 24 (< T), and their cache keeps only the window."""
+    rows = [_ids(length=n, seed=n)[0] for n in (T, 29, 35)]
+    steps = 4 if padding == "left" else 0
+    model = _apply(tiny_model(model_type), method, backend="sdpa")
+    expected = _padded_logits(model, rows, padding, steps)
+    calls = {"dense": 0, "varlen": 0}
+
+    def counted(kind, fn):
+        def call(*args, **kwargs):
+            calls[kind] += 1
+            return fn(*args, **kwargs)
+
+        return call
+
+    _apply(
+        model, method, backend="flash", flash_fn=counted("dense", FLASH64), flash_varlen_fn=counted("varlen", VARLEN64)
+    )
+    for got, want in zip(_padded_logits(model, rows, padding, steps), expected):
+        torch.testing.assert_close(got, want, **EXACT)
+    assert calls["dense"] + calls["varlen"] == 2 * 2 * (1 + steps)  # two layers, two calls each, per forward
+    # the prefill is padded in every layer; so is each step of a full-attention layer, while a sliding layer's cache
+    # may keep only real tokens by then (its mask is None: one flash_attn_func call for the batch)
+    assert calls["varlen"] >= 4 and (calls["dense"] == 0 or model_type in ("mistral", "gemma2"))
+
+
+def test_a_padded_batch_without_a_varlen_kernel_is_refused_in_one_line():
+    model = _apply(tiny_model("llama"), "string", backend="flash", flash_fn=FLASH64)
+    ids, mask, positions = left_padded([_ids(length=n, seed=n)[0] for n in (T, 29)])
+    refused = (r"^freqlab.apply's flash backend: a padded batch needs flash_varlen_fn \(flash_attn_varlen_func's "
+               r"signature\) beside the flash_fn given; use backend='sdpa'$")  # fmt: skip
+    with pytest.raises(FreqlabError, match=refused), torch.no_grad():
+        model(ids, attention_mask=mask, position_ids=positions)
 
 
 def test_with_gradients_on_it_refuses_in_one_line():
@@ -160,7 +279,7 @@ def test_with_gradients_on_it_refuses_in_one_line():
 
 
 def test_padding_inside_a_row_is_refused_in_one_line():
-    model = _apply(tiny_model("llama"), "string", backend="flash", flash_fn=FLASH64)
+    model = _apply(tiny_model("llama"), "string", backend="flash", flash_fn=FLASH64, flash_varlen_fn=VARLEN64)
     ids = _ids(batch=2)
     mask = torch.ones_like(ids)
     mask[1, 5:9] = 0
@@ -171,36 +290,49 @@ def test_padding_inside_a_row_is_refused_in_one_line():
         torch.testing.assert_close(model(ids, attention_mask=torch.ones_like(ids)).logits, _logits(model, ids))
 
 
-def test_auto_picks_flash_for_a_flash_model_whose_kernel_imports(monkeypatch):
-    assert resolve_backend("auto", "sdpa") == ("sdpa", None)
-    assert resolve_backend("auto", "sdpa", FLASH64) == ("sdpa", None)  # only a flash model runs flash by itself
-    assert resolve_backend("auto", "eager") == ("sdpa", None)
-    assert resolve_backend("eager", "flash_attention_2") == ("eager", None)
+def test_auto_picks_flash_for_a_flash_model_whose_kernels_import(monkeypatch):
+    assert resolve_backend("auto", "sdpa") == ("sdpa", None, None)
+    assert resolve_backend("auto", "sdpa", FLASH64) == ("sdpa", None, None)  # only a flash model runs flash by itself
+    assert resolve_backend("auto", "eager") == ("sdpa", None, None)
+    assert resolve_backend("eager", "flash_attention_2") == ("eager", None, None)
     monkeypatch.setitem(sys.modules, "flash_attn", None)  # not installed
-    assert resolve_backend("auto", "flash_attention_2") == ("sdpa", None)
-    with pytest.raises(FreqlabError, match=r"^backend 'flash' needs flash-attn's flash_attn.flash_attn_func, which is"):
+    assert resolve_backend("auto", "flash_attention_2") == ("sdpa", None, None)
+    missing = r"^backend 'flash' needs flash-attn's flash_attn.flash_attn_func and flash_attn_varlen_func, which are"
+    with pytest.raises(FreqlabError, match=missing):
         resolve_backend("flash", "sdpa")
     installed = types.ModuleType("flash_attn")
     installed.flash_attn_func = flash_attn_func
     monkeypatch.setitem(sys.modules, "flash_attn", installed)
-    assert resolve_backend("auto", "flash_attention_2") == ("flash", flash_attn_func)
-    assert resolve_backend("flash", "sdpa") == ("flash", flash_attn_func)
+    with pytest.raises(FreqlabError, match=missing):  # a flash-attn without the varlen kernel
+        resolve_backend("flash", "sdpa")
+    installed.flash_attn_varlen_func = flash_attn_varlen_func
+    assert resolve_backend("auto", "flash_attention_2") == ("flash", flash_attn_func, flash_attn_varlen_func)
+    assert resolve_backend("flash", "sdpa") == ("flash", flash_attn_func, flash_attn_varlen_func)
+    assert resolve_backend("flash", "sdpa", FLASH64) == ("flash", FLASH64, None)  # a stand-in is not mixed with it
     hopper = types.ModuleType("flash_attn_interface")
-    hopper.flash_attn_func = FLASH64
+    hopper.flash_attn_func, hopper.flash_attn_varlen_func = FLASH64, VARLEN64
     monkeypatch.setitem(sys.modules, "flash_attn_interface", hopper)
-    assert resolve_backend("auto", "flash_attention_3") == ("flash", FLASH64)
+    assert resolve_backend("auto", "flash_attention_3") == ("flash", FLASH64, VARLEN64)
     with pytest.raises(FreqlabError, match="backend must be one of auto, sdpa, eager, flash"):
         resolve_backend("flash2", "sdpa")
 
 
-def test_a_flash_fn_beside_a_backend_that_never_calls_it_or_not_callable_is_refused():
+@pytest.mark.parametrize(("name", "kernel"), [("flash_fn", "flash_attn_func"),
+                                              ("flash_varlen_fn", "flash_attn_varlen_func")])  # fmt: skip
+def test_a_kernel_beside_a_backend_that_never_calls_it_or_not_callable_is_refused(name, kernel):
     # a flash_fn given with backend='sdpa' was dropped silently; a non-function failed only at the first forward
-    with pytest.raises(FreqlabError, match=r"^flash_fn is for backend 'flash' \(or 'auto' on a flash-attention"):
-        resolve_backend("sdpa", "sdpa", FLASH64)
-    with pytest.raises(FreqlabError, match=r"^flash_fn is for backend 'flash' .*, not 'eager'$"):
-        fa.string(tiny_model("llama"), 16, 4, backend="eager", flash_fn=FLASH64)
-    with pytest.raises(FreqlabError, match=r"^flash_fn must be a function with flash_attn_func's signature, got 3$"):
-        fa.string(tiny_model("llama"), 16, 4, backend="flash", flash_fn=3)
+    given = {"flash_fn": FLASH64, name: FLASH64 if name == "flash_fn" else VARLEN64}
+    with pytest.raises(FreqlabError, match=rf"^{name} is for backend 'flash' \(or 'auto' on a flash-attention"):
+        resolve_backend("sdpa", "sdpa", **{name: given[name]})
+    with pytest.raises(FreqlabError, match=rf"^{name} is for backend 'flash' .*, not 'eager'$"):
+        fa.string(tiny_model("llama"), 16, 4, backend="eager", **{name: given[name]})
+    with pytest.raises(FreqlabError, match=rf"^{name} must be a function with {kernel}'s signature, got 3$"):
+        fa.string(tiny_model("llama"), 16, 4, backend="flash", **{**given, name: 3})
+
+
+def test_a_varlen_kernel_without_its_dense_one_is_refused():
+    with pytest.raises(FreqlabError, match=r"^flash_varlen_fn goes with flash_fn \(the two kernels of one flash-"):
+        fa.string(tiny_model("llama"), 16, 4, backend="flash", flash_varlen_fn=VARLEN64)
 
 
 def _short_output(q, k, v, **options):
@@ -233,4 +365,22 @@ def test_a_flash_fn_returning_other_shapes_is_one_line_naming_it(flash_fn, got):
     assert str(error.value) == (
         f"flash_fn {flash_fn.__name__!r} must return (out, lse, ...) as flash_attn_func with return_attn_probs=True "
         f"does: out of shape (1, {T}, 4, 8) and lse of shape (1, 4, {T}); got {got}"
+    )
+
+
+def _varlen_lse_by_token(q, k, v, cu_seqlens_q, cu_seqlens_k, max_seqlen_q, max_seqlen_k, **options):
+    out, lse, _ = VARLEN64(q, k, v, cu_seqlens_q, cu_seqlens_k, max_seqlen_q, max_seqlen_k, **options)
+    return out, lse.T  # (total_q, H): the per-token layout of some ports, not flash-attn's (H, total_q)
+
+
+def test_a_flash_varlen_fn_returning_other_shapes_is_one_line_naming_it():
+    model = fa.string(tiny_model("llama"), 16, 4, backend="flash", flash_fn=FLASH64,
+                      flash_varlen_fn=_varlen_lse_by_token)  # fmt: skip
+    ids, mask, positions = left_padded([_ids(length=n, seed=n)[0] for n in (T, 29)])
+    with pytest.raises(FreqlabError) as error, torch.no_grad():
+        model(ids, attention_mask=mask, position_ids=positions)
+    assert str(error.value) == (
+        "flash_varlen_fn '_varlen_lse_by_token' must return (out, lse, ...) as flash_attn_varlen_func with "
+        f"return_attn_probs=True does: out of shape ({T + 29}, 4, 8) and lse of shape (4, {T + 29}); got 2 values: "
+        f"({T + 29}, 4, 8), ({T + 29}, 4)"
     )

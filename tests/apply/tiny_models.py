@@ -7,11 +7,14 @@ freqlab.apply's re-rotation; with P = m - n it is the stock model (checked in th
 
 from __future__ import annotations
 
+import dataclasses
+
 import numpy as np
 import torch
 import transformers
 from transformers import AttentionInterface
 from transformers.masking_utils import AttentionMaskInterface, eager_mask
+from transformers.modeling_outputs import CausalLMOutputWithPast
 
 REFERENCE = "freqlab_test_reference"
 L = 64  # max_position_embeddings of every tiny model
@@ -23,6 +26,15 @@ _EXTRA = {
     "gemma3_text": {"sliding_window": SLIDING, "layer_types": ["sliding_attention", "full_attention"]},
 }
 _POSITIONS: dict[str, np.ndarray] = {}  # the position matrix the reference uses
+#: The KV cache's name, in a forward's arguments and in its output: ``cache`` from transformers 5.24 on (which
+#: deprecates ``past_key_values``), ``past_key_values`` before. Before 5.24 a ``cache=`` argument is no error: it
+#: falls into the forward's ``**kwargs`` unread, and the step runs on a new, empty cache (other logits).
+CACHE = "cache" if "cache" in {f.name for f in dataclasses.fields(CausalLMOutputWithPast)} else "past_key_values"
+
+
+def cache_of(output) -> transformers.Cache:
+    """The KV cache a forward returned (``output.cache``, or ``output.past_key_values`` before transformers 5.24)."""
+    return getattr(output, CACHE)
 
 
 def decoded_with_cache(model: torch.nn.Module, ids: torch.Tensor, prompt: int) -> torch.Tensor:
@@ -31,9 +43,9 @@ def decoded_with_cache(model: torch.nn.Module, ids: torch.Tensor, prompt: int) -
     """
     with torch.no_grad():
         out = model(ids[:, :prompt], use_cache=True)
-        cache, steps = out.past_key_values, [out.logits[:, -1]]
+        cache, steps = cache_of(out), [out.logits[:, -1]]
         for t in range(prompt, ids.shape[1]):
-            out = model(ids[:, t : t + 1], past_key_values=cache, use_cache=True)
+            out = model(ids[:, t : t + 1], **{CACHE: cache}, use_cache=True)
             steps.append(out.logits[:, -1])
     return torch.stack(steps, 1)
 

@@ -69,6 +69,20 @@ def test_a_window_beyond_2_to_the_30_is_a_usage_error_in_every_command(hist, com
     assert "Invalid value for '--L': '3e9' is not in 1..1,073,741,824" in result.output
 
 
+TAU_IS = "tau must be a positive number of occurrences, a whole number from 1 to 2^63 - 1 (e.g. 100B)"
+
+
+@pytest.mark.parametrize("value", ["-5", "0", "1.5", "nan", "1e400", "x"])
+@pytest.mark.parametrize("command", [["plan", "string", "--L", "4K"], ["freq", "HIST"], ["stats", "HIST"]])
+def test_a_tau_that_is_no_occurrence_count_says_what_tau_is(hist, command, value):
+    """tau is an occurrence threshold (f_T(i) >= tau, STRING Fig. 2b): its error said "a token count must be a
+    non-negative integer" for -5 (and "'0' is not >= 1" for 0)."""
+    result = run(*[hist if a == "HIST" else a for a in command], "--tau", value)
+    assert result.exit_code == 2, result.output
+    assert result.output.splitlines()[-1] == f"Error: Invalid value for '--tau': {TAU_IS}, got {value!r}"
+    assert run(*[hist if a == "HIST" else a for a in command], "--tau", "1").exit_code == 0  # the least tau
+
+
 def test_help_states_both_bases():
     top = run("--help").output
     assert "K = 1024, so 2K = 2048" in top and "10^9" in top

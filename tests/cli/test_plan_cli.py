@@ -149,6 +149,12 @@ def test_self_extend_evaluates_a_given_setting_even_without_a_recommendation():
         (("self-extend", "--L", "4K", "--target", "2K"), "--extend-to", "not above the training window L = 4096"),
         (("rope", "--L", "4K", "--extend-to", "4K"), "--extend-to", "N = 4096 is not above"),
         (("rope", "--L", "4K", "--extend-to", "8K", "--factor", 1), "--factor", "not in the range"),
+        (("rope", "--L", "4K", "--extend-to", "16K", "--factor", "1e300"), "--factor",
+         "factor 1e+300 stretches L = 4096 to s·L = 4.096e+303 positions, past the longest length freqlab plans"),
+        (("rope", "--L", "4K", "--extend-to", "16K", "--head-dim", 6, "--partial-rotary-factor", 0.5),
+         "--partial-rotary-factor", "head_dim 6 · partial_rotary_factor 0.5 = 3 rotary dimensions: RoPE rotates pairs"),
+        (("rope", "--L", "4K", "--extend-to", "16K", "--head-dim", 4, "--partial-rotary-factor", 0.5),
+         "--partial-rotary-factor", "= 2 rotary dimensions: ntk scaling needs at least 4"),  # --type all: ntk too
         (("upsample", "--hist", "HIST", "--effective-length", "8K", "--L", "4K"), "--effective-length",
          "E = 8192 must be below the training window L = 4096"),
         (("harpe", "--b-min", "5e6", "--b-max", "1e6"), "--b-max", "b_max = 1e+06 must be larger than b_min = 5e+06"),
@@ -400,6 +406,7 @@ def test_rope_refuses_a_base_or_factor_that_is_no_finite_number(option, value):
     ("args", "message"),
     [
         (("plan", "rope", "--head-dim", "7"), "Invalid value for '--head-dim': 7 is odd: RoPE rotates pairs"),
+        (("plan", "harpe", "--head-dim", "7"), "Invalid value for '--head-dim': 7 is odd: RoPE rotates pairs"),
         (("plan", "rope", "--rope-theta", "1"), "Invalid value for '--rope-theta': 1.0 is not in the range x>1."),
         (("plan", "rope", "--rope-theta", "-5"), "Invalid value for '--rope-theta': -5.0 is not in the range x>1."),
         (("plan", "string", "--rope-theta", "0"), "Invalid value for '--rope-theta': 0.0 is not in the range x>1."),

@@ -143,7 +143,6 @@ def test_grid_from_schedule(tmp_path):
     ("args", "message"),
     [
         (("--heads", "200"), "only 134"),
-        (("--head-dim", "127"), "even"),
         (("--grid", "1:x"), "START:STOP"),
         (("--grid", "100:10:1"), "invalid distance grid"),
     ],
@@ -155,6 +154,9 @@ def test_user_errors_are_freqlab_errors(args, message):
 
 
 def test_usage_errors_exit_2(tmp_path):
+    odd = run("--head-dim", "127")  # was a FreqlabError (exit 1) from the waveform, while `plan rope` said exit 2
+    assert odd.exit_code == 2 and "Invalid value for '--head-dim': 127 is odd: RoPE rotates pairs" in odd.output
+    assert run("--strategy", "attention-buckets", "--head-dim", "127").exit_code == 2
     assert run("--grid", "1:2", "--hist", str(tmp_path / "x.parquet")).exit_code == 2
     assert run("--tokens", "1T").exit_code == 2  # needs --hist
     assert run("--strategy", "nope").exit_code == 2

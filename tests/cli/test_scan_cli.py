@@ -245,7 +245,7 @@ def test_on_error_skip_goes_past_a_truncated_file_and_reports_it(tmp_path, corpu
     ("options", "message"),
     [
         (["--sample-rate", "nan"], "sample_rate must be in (0, 1], got nan"),
-        (["--tau", "1e400"], "'1e400' is not in 1..9,223,372,036,854,775,807"),  # exact int64 counts: below 2^63
+        (["--tau", "1e400"], "tau must be a positive number of occurrences, a whole number from 1 to 2^63 - 1"),
         (["--tokens", "1e400"], "'1e400' is not in 1..9,223,372,036,854,775,807"),
         (["--seed", "-1"], "seed must be at least 0, got -1"),
         (["--L", str(2**30 + 1)], "'1073741825' is not in 1..1,073,741,824"),

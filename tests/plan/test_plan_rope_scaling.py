@@ -25,6 +25,7 @@ from freqlab.plan.rope_scaling import (
     ROPE_TYPES,
     VLLM_ATTENTION_FACTOR,
     VLLM_MAX_MODEL_LEN,
+    check_factor,
     compare_rope_scalings,
     critical_dimension,
     dynamic_ntk_base,
@@ -33,6 +34,7 @@ from freqlab.plan.rope_scaling import (
     ntk_aware_base,
     plan_rope_scaling,
     rotary_dims,
+    scaled_rotary_dims,
     yarn_attention_factor,
 )
 
@@ -268,6 +270,56 @@ def test_the_rope_planner_refuses_them_too():
     ):
         with pytest.raises(FreqlabError, match="must exceed 1 and be finite"):
             plan_rope_scaling(4096, 16384, "yarn", **options)
+
+
+def test_a_factor_stretches_L_to_at_most_2_to_the_30_positions():
+    """s · L is the length a factor scales for; freqlab plans targets up to 2^30 (``--extend-to``'s bound). Past it,
+    NTK's base b · s^(d/(d-2)) overflowed to inf and was printed as ``"rope_theta": Infinity`` (not JSON)."""
+    assert check_factor(None, 4096, 16384) == 4.0
+    assert check_factor(2**18, 4096, 16384) == 2**18  # s · L = 2^30 exactly
+    ntk = plan_rope_scaling(4096, 16384, "ntk", factor=2**18)
+    assert math.isfinite(ntk.config_5x["rope_parameters"]["rope_theta"])
+    too_far = (
+        "factor 1e+300 stretches L = 4096 to s·L = 4.096e+303 positions, past the longest length freqlab plans "
+        "(2^30): a factor must be at most 2^30 / L = 262144 (N / L = 4)"
+    )
+    for rope_type in ROPE_TYPES:
+        with pytest.raises(FreqlabError) as error:
+            plan_rope_scaling(4096, 16384, rope_type, factor=1e300)
+        assert str(error.value) == too_far
+    with pytest.raises(FreqlabError, match=r"^factor 262144 stretches L = 4096 to s·L = 1.074e\+09 positions"):
+        check_factor(2**18 + 0.5, 4096, 16384)
+
+
+@pytest.mark.parametrize(
+    ("rope_type", "factor", "says"),
+    [
+        ("linear", 2.0, "factor 2 is below N / L = 4: it stretches L = 4096 to s·L = 8192 positions only, so "
+                        "positions from there to N = 16384 fall beyond the trained range after scaling"),
+        ("yarn", 2.0, "factor 2 is below N / L = 4"),
+        ("llama3", 8.0, "factor 8 exceeds N / L = 4: it scales for s·L = 32768 positions, more than N = 16384 needs"),
+        ("dynamic", 2.0, "factor 2 differs from N / L = 4: dynamic NTK grows the base with the sequence length n"),
+        ("ntk", 4.0, None),  # N / L: nothing to say
+    ],
+)  # fmt: skip
+def test_a_factor_other_than_N_over_L_says_what_it_does_to_the_plan(rope_type, factor, says):
+    p = plan_rope_scaling(4096, 16384, rope_type, factor=factor)
+    factor_notes = [n for n in p.notes if n.startswith("factor ") and "N / L" in n]
+    assert factor_notes == ([] if says is None else [factor_notes[0]]) and (says is None or says in factor_notes[0])
+
+
+def test_an_odd_or_too_small_rotary_dimension_names_head_dim_and_partial_rotary_factor():
+    with pytest.raises(FreqlabError) as error:
+        rotary_dims(6, 0.5)
+    assert str(error.value) == (
+        "head_dim 6 · partial_rotary_factor 0.5 = 3 rotary dimensions: RoPE rotates pairs of dimensions, so they "
+        "must be an even number >= 2"
+    )
+    assert scaled_rotary_dims("linear", 4, 0.5) == 2  # one rotary pair: linear, YaRN, llama3, LongRoPE take it
+    assert plan_rope_scaling(4096, 16384, "linear", head_dim=4, partial_rotary_factor=0.5).rotary_dim == 2
+    for rope_type in ("ntk", "dynamic"):  # their exponent d_r / (d_r - 2)
+        with pytest.raises(FreqlabError, match=rf"= 2 rotary dimensions: {rope_type} scaling needs at least 4 \("):
+            plan_rope_scaling(4096, 16384, rope_type, head_dim=4, partial_rotary_factor=0.5)
 
 
 def yarn_ramp_factor(s: float, theta: float, d_r: int, E: int, j: int) -> float:
