@@ -378,16 +378,16 @@ def engine_choice(run: RunOptions, corpus: Corpus, settings: ScanSettings, count
     """
     if run.engine != "local" or run.workers is not None or counter is None:
         return None
-    from freqlab.scan.estimate import choose_engine, load_throughput
+    from freqlab.scan.estimate import choose_engine, corpus_files, load_throughput
 
     table = load_throughput()
     family = table.families.get(counter.backend)
     if family is None:
         return None
     size = scanned_bytes(corpus, settings, pending, family.bytes_per_token)
-    return choose_engine(
-        size, min(default_workers(), max(pending, 1)), counter.backend, table, built=counter.is_built()
-    )
+    files = {kind: n * pending // max(len(corpus.shards), 1) for kind, n in corpus_files(corpus.shards).items()}
+    workers = min(default_workers(), max(pending, 1))
+    return choose_engine(size, workers, counter.backend, table, built=counter.is_built(), files=files)
 
 
 def pool_possible(run: RunOptions, corpus: Corpus) -> bool:
@@ -399,13 +399,11 @@ def pool_possible(run: RunOptions, corpus: Corpus) -> bool:
         return False
     if run.workers is not None or corpus.kind != TEXT or corpus.estimated_bytes is None:
         return True
-    from freqlab.scan.estimate import choose_engine, load_throughput
+    from freqlab.scan.estimate import choose_engine, corpus_files, load_throughput
 
     table = load_throughput()
-    choices = [
-        choose_engine(corpus.estimated_bytes, min(workers, max(len(corpus.shards), 1)), family, table)
-        for family in table.families
-    ]
+    n, files = min(workers, max(len(corpus.shards), 1)), corpus_files(corpus.shards)
+    choices = [choose_engine(corpus.estimated_bytes, n, family, table, files=files) for family in table.families]
     return not all(choice is not None and choice.in_process for choice in choices)
 
 
