@@ -178,6 +178,47 @@ def test_the_engine_is_in_process_while_it_finishes_before_a_pool_would_start_an
     assert choose_engine(10**6, 2, "sentencepiece", table).in_process_seconds == pytest.approx(2.0 + 0.25)
 
 
+def test_files_the_first_scan_and_the_backends_threads_enter_both_engines_as_measured():
+    from freqlab.scan.estimate import choose_engine
+
+    table = engine_table(
+        file_core_seconds={"plain": 0.0001, "compressed": 0.0005},
+        in_process_speedup=1.2,
+        scan_startup_core_seconds=0.25,
+    )
+    # fastokens, built here, 160 MB = 40M tokens = 1 s on one core; 1,000 plain + 200 compressed files = 0.2 s
+    choice = choose_engine(160 * 10**6, 2, "fastokens", table, built=True, files={"plain": 1000, "compressed": 200})
+    here = 0.25 + 0.2 + 1.0 / 1.2  # c + F·f + T/(τ·s)
+    pool = 0.25 + 0.5 + 1.5 + (0.2 + 1.0) / (2 * 0.8)  # c + p + b + (F·f + T/τ)/(n·e)
+    assert (choice.in_process_seconds, choice.pool_seconds) == pytest.approx((here, pool))
+    assert choice.in_process and "153 MiB of text in 1,200 files on fastokens (already built here)" in choice.reason
+    # the break-even, built: T/τ · (1/s - 1/(n·e)) = p + b - F·f · (1 - 1/(n·e)); files move it down
+    for files in ({}, {"compressed": 4000}, {"plain": 4000, "other": 10**6}):  # a kind never measured costs nothing
+        opening = 0.0005 * files.get("compressed", 0) + 0.0001 * files.get("plain", 0)
+        tokens = 40e6 * (0.5 + 1.5 - opening * (1 - 1 / 1.6)) / (1 / 1.2 - 1 / 1.6)
+        assert choose_engine(int(4 * tokens * 0.99), 2, "fastokens", table, True, files).in_process
+        assert not choose_engine(int(4 * tokens * 1.01), 2, "fastokens", table, True, files).in_process
+    assert 4 * tokens == pytest.approx(4 * 40e6 * (2 - 0.4 * 0.375) / (1 / 1.2 - 1 / 1.6))  # 1,421 MB
+    # the first scan's cost is paid by both engines: it never decides
+    assert choose_engine(10**9, 2, "tiktoken", table).in_process_seconds - choose_engine(
+        10**9, 2, "tiktoken", engine_table(in_process_speedup=1.2)
+    ).in_process_seconds == pytest.approx(0.25)
+
+
+def test_a_scan_opens_each_file_of_a_shard_of_files_and_one_per_part(tmp_path):
+    import zstandard
+
+    from freqlab.corpus import open_corpus
+    from freqlab.scan.estimate import corpus_files
+
+    builtin = open_corpus(None)
+    assert corpus_files(builtin.shards) == {"plain": builtin.description["files"], "compressed": 0}
+    (tmp_path / "a.jsonl").write_text('{"text": "x"}\n')
+    (tmp_path / "b.jsonl.zst").write_bytes(zstandard.ZstdCompressor().compress(b'{"text": "y"}\n'))
+    (tmp_path / "c.txt").write_text("z")
+    assert corpus_files(open_corpus(str(tmp_path)).shards) == {"plain": 2, "compressed": 1}
+
+
 def test_a_small_default_scan_runs_in_this_process_and_counts_what_the_pool_counts(slimpajama_dir, monkeypatch):
     monkeypatch.setattr("freqlab.scan.driver.default_workers", lambda: 2)  # as on a 2-core machine
     chosen = scan_slimpajama(slimpajama_dir)

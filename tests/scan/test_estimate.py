@@ -63,6 +63,27 @@ def test_the_shipped_table_says_when_and_where_it_was_measured():
     # the fast path is the fast one
     assert table.families["tiktoken"].tokens_per_core_second > table.families["hf-tokenizers"].tokens_per_core_second
     assert 0 < table.parallel_efficiency <= 1 and table.read_bytes_per_core_second > 0
+    # first passes (a fresh counter on text never seen): fastokens' piece cache makes a repeated text faster
+    fast = table.families["fastokens"]
+    assert "first passes" in table.source
+    assert fast.tokens_per_core_second < fast.repeat_tokens_per_core_second
+    assert set(table.file_core_seconds) == {"plain", "compressed"} and table.in_process_speedup >= 1
+
+
+def test_a_table_written_before_the_per_file_terms_still_loads(tmp_path):
+    old = {
+        "measured": "2026-11-23",
+        "machine": "2 cores",
+        "source": "scripts/bench_cost.py",
+        "read_bytes_per_core_second": 231e6,
+        "parallel_efficiency": 1.0,
+        "worker_startup_core_seconds": 2.04,
+        "families": {"tiktoken": {"tokens_per_core_second": 2.57e6, "bytes_per_token": 4.9, "example": "tekken"}},
+    }
+    (tmp_path / "old.json").write_text(json.dumps(old))
+    table = load_throughput(tmp_path / "old.json")
+    assert (table.file_core_seconds, table.in_process_speedup, table.scan_startup_core_seconds) == ({}, 1.0, 0.0)
+    assert table.families["tiktoken"].repeat_tokens_per_core_second is None
 
 
 def test_the_predicted_error_bar_matches_a_sample_that_size():
