@@ -134,6 +134,8 @@ def child(task: dict) -> dict:
     if task.get("one_core"):
         os.environ["FASTOKENS_BPE_THREADS"] = os.environ["RAYON_NUM_THREADS"] = "1"
     if what == "passes":  # one counter, its folders in turn, on one core
+        import freqlab.scan  # noqa: F401  (imported before any scan, as by the command line)
+
         counter = load_counter(task["label"], task["work"])
         workers = 1
         if task.get("default_path"):  # the engine rule's in-process scan: fastokens' own threads, overlapped reading
@@ -365,15 +367,15 @@ def measure(args, work: Path) -> None:
     for label in families_measured:
         runs = []
         for r in range(args.repeats):
-            # the slow Hugging Face backend: the first --hf-share of each slice's files (still unseen, still cut alike)
+            # the slow Hugging Face backend: every --hf-every-th document of each slice (unseen, every kind alike)
             a, b = slices[2 * r][0], slices[2 * r + 1][0]
-            if label == HF and args.hf_files:
-                a, b = subset(a, args.hf_files, work / f"hf-a{r}"), subset(b, args.hf_files, work / f"hf-b{r}")
+            if label == HF and args.hf_every > 1:
+                a, b = every(a, args.hf_every, work / f"hf-a{r}"), every(b, args.hf_every, work / f"hf-b{r}")
             task = {**base, "what": "passes", "label": label, "folders": [str(a), str(b), str(b)], "one_core": True}
             answer = run_child(task)
             firsts.append(answer["first_scan"])
             out = answer["passes"]
-            runs.append((out, text_bytes(a) if label == HF and args.hf_files else sizes[2 * r]))
+            runs.append((out, text_bytes(a) if label == HF and args.hf_every > 1 else sizes[2 * r]))
             loads.append(os.getloadavg()[0])
             print(f"{label} repeat {r}: " + ", ".join(f"{p['tokens'] / p['cpu'] / 1e6:.2f}M" for p in out), flush=True)
         family = runs[0][0][0]["backend"]
@@ -506,11 +508,10 @@ def measure(args, work: Path) -> None:
     print("\n".join(lines))
 
 
-def subset(folder: Path, files: int, into: Path) -> Path:
-    """The first ``files`` files of ``folder`` (hard links in ``into``)."""
+def every(folder: Path, step: int, into: Path) -> Path:
+    """Every ``step``-th document of ``folder``'s files, in one ``.jsonl.zst`` in ``into``."""
     into.mkdir()
-    for path in sorted(folder.iterdir())[:files]:
-        os.link(path, into / path.name)
+    write_jsonl_zst(into / "every.jsonl.zst", read_texts(sorted(map(str, folder.glob("*.zst"))))[::step])
     return into
 
 
@@ -523,7 +524,7 @@ def main() -> None:
     parser.add_argument("--short", action="store_true", help="A smoke run: 2M characters, one repeat.")
     parser.add_argument("--tokenizer", action="append", default=[], help="Another tokenizer to measure.")
     parser.add_argument("--repeats", type=int, default=2)
-    parser.add_argument("--hf-files", type=int, default=1, help="Files of each slice the Hugging Face pass reads.")
+    parser.add_argument("--hf-every", type=int, default=10, help="The Hugging Face passes read every n-th document.")
     parser.add_argument("--workers", type=int, default=os.cpu_count())
     parser.add_argument("--table", default=str(TABLE))
     parser.add_argument("--out", default=str(Path(__file__).with_name("bench_cost.md")))

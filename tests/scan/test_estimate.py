@@ -47,6 +47,19 @@ def test_a_sampled_scan_reads_every_byte_and_tokenizes_its_share():
     assert near_full.core_hours == pytest.approx(100.0)  # the model is continuous at rate 1
 
 
+def test_a_corpus_estimate_counts_at_the_steady_state_rate_where_measured():
+    steady = ThroughputTable(
+        measured="-",
+        machine="-",
+        source="-",
+        read_bytes_per_core_second=100e6,
+        parallel_efficiency=0.9,
+        families={"fastokens": Family(30e6, 4.0, "", 1.0, steady_tokens_per_core_second=36e6)},
+    )
+    cost = estimate_cost(steady, "fastokens", tokens=36 * 3600 * 10**6, node_cores=10)
+    assert cost.core_hours == 1.0 and cost.throughput["first_pass_tokens_per_core_second"] == 30e6
+
+
 def test_bad_requests_are_one_line_errors():
     with pytest.raises(FreqlabError, match="no throughput measured for tokenizer family 'fastokens'"):
         estimate_cost(TABLE, "fastokens", tokens=10**9)
@@ -111,7 +124,8 @@ def test_the_cli_estimate_uses_the_shipped_table(tmp_path):
     family = table.families["fastokens"]  # the default tokenizer, Tekken, on its fastest backend
     assert cost["family"] == "fastokens" and cost["tokens"] == 627 * 10**9
     startup = cost["nodes"] * 64 * table.worker_startup_core_seconds  # each worker loads its tokenizer once
-    assert cost["core_hours"] == pytest.approx((627e9 / family.tokens_per_core_second + startup) / 3600)
+    # hours of unseen text on each worker's counter: the steady-state rate
+    assert cost["core_hours"] == pytest.approx((627e9 / family.steady_tokens_per_core_second + startup) / 3600)
     assert cost["wall_hours"] <= 1.0 and cost["throughput"]["measured"] == load_throughput().measured
     text = estimate("--corpus-tokens", "627B", "--node-cores", "64").output
     assert f"full scan: {cost['core_hours']:,.1f} core-hours; one node of 64 cores" in text
