@@ -168,15 +168,27 @@ def child(task: dict) -> dict:
 
         forced_engine(task["in_process"])
         corpus = open_corpus(task["folder"])
+        starting = None
+        if not task["in_process"]:  # the command line starts the forkserver while it loads the tokenizer
+            from freqlab.scan.engines.local import prestart
+
+            starting = prestart()
         counter = driver_counter(None, False, corpus.estimated_bytes)
         counter.count(["a"])
+        if starting is not None:
+            starting.join()
         table = load_throughput(task["table"])
         files = corpus_files(corpus.shards)
         workers = min(os.cpu_count() or 1, len(corpus.shards))
         choice = choose_engine(corpus.estimated_bytes, workers, counter.backend, table, built=True, files=files)
         cpu, wall, result = cpu_seconds(lambda: scan_once(task["folder"], counter, None))
         run = result.summary["scan"]
+        fast, n, e = table.families[counter.backend], workers, table.parallel_efficiency
+        one_core = sum(files[k] * table.file_core_seconds.get(k, 0.0) for k in files)
+        one_core += corpus.estimated_bytes / fast.bytes_per_token / fast.tokens_per_core_second
         return {
+            "cpu_here": table.scan_startup_core_seconds + one_core,  # threads add no core-seconds
+            "cpu_pool": table.scan_startup_core_seconds + n * table.worker_startup_core_seconds + one_core / e,
             "wall": wall,
             "cpu": cpu,
             "tokens": int(result.histogram.tokens),
@@ -226,7 +238,7 @@ def bench_slices(corpus: Path, chars: float, count: int, work: Path) -> list[tup
                     "documents": sum(e["documents"] for e in chosen),
                     "characters": sum(e["characters"] for e in chosen),
                     "files": len(chosen),
-                    "origin": info["origin"].split(", ")[0],
+                    "origin": info["origin"].split(" (")[0] + " (scripts/bench_corpus.py)",
                 },
             )
         )
@@ -572,20 +584,33 @@ def engine_check(args, work: Path) -> None:
         "| measured pool (s) | rule picks | faster measured |",
         "|---|---:|---:|---:|---:|---:|---:|---|---|",
     ]
+    cpu_rows = [
+        "",
+        "CPU seconds of the same runs (the driver and its workers; robust to other jobs on the machine), predicted "
+        "from the same table: in this process c + F·f + T/τ, on the pool c + n·(p + b) + (F·f + T/τ)/e:",
+        "",
+        "| corpus | predicted here | measured here | predicted pool | measured pool |",
+        "|---|---:|---:|---:|---:|",
+    ]
     for name, folder in corpora.items():
         times: dict[bool, list[float]] = {True: [], False: []}
+        cpus: dict[bool, list[float]] = {True: [], False: []}
         if args.only and args.only not in name:
             continue
         for _ in range(args.runs):
             for here in (True, False):
                 out = run_child({"what": "engine", "folder": folder, "in_process": here, "table": args.table})
                 times[here].append(out["wall"])
+                cpus[here].append(out["cpu"])
                 loads.append(os.getloadavg()[0])
         here, pool = median(times[True]), median(times[False])
         lines.append(
             f"| {name} | {sum(out['files'].values()):,} | {out['bytes'] / 1e6:,.0f} | {out['here']:.2f} "
             f"| {spread(times[True])} "
             f"| {out['pool']:.2f} | {spread(times[False])} | {out['choice']} | {'here' if here <= pool else 'pool'} |"
+        )
+        cpu_rows.append(
+            f"| {name} | {out['cpu_here']:.2f} | {spread(cpus[True])} | {out['cpu_pool']:.2f} | {spread(cpus[False])} |"
         )
         print(lines[-1], flush=True)
     lines[2] = (
@@ -596,6 +621,7 @@ def engine_check(args, work: Path) -> None:
         "the pool: one worker per core), the two alternated; median (min-max) wall seconds of the scan. Predicted: "
         "`choose_engine` from the table (`freqlab/data/throughput.json`)."
     )
+    lines += cpu_rows
     out_path = Path(args.out).with_name("bench_cost_engine.md") if args.out.endswith("bench_cost.md") else args.out
     Path(out_path).write_text("\n".join(lines) + "\n", encoding="utf-8")
     print("\n".join(lines))

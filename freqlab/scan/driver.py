@@ -137,7 +137,7 @@ def scan(
         None (the default), a built-in name, a ``tokenizer.json``, a ``.tiktoken`` file or a hub id (see
         :func:`freqlab.tokenization.load_tokenizer`), or a loaded :class:`~freqlab.tokenization.TokenCounter` (used as
         it is: its ``add_special_tokens``, its backends). A scan too small to repay fastokens' start-up on the
-        next verified backend (:func:`small_scan_rule`: ~11 MB of text for tiktoken, ~0.5 MB for Hugging Face
+        next verified backend (:func:`small_scan_rule`: ~10 MB of text for tiktoken, ~0.6 MB for Hugging Face
         ``tokenizers``) loads its tokenizer without fastokens; pass a loaded counter to choose. Tokenized data
         needs none.
     data_files, config, split, text_field, source_field, format
@@ -448,7 +448,7 @@ def fastokens_break_even_bytes(backend: str, table=None) -> float | None:
     is built once: fastokens in b_f core-seconds, then τ_f tokens per core-second; the next backend in b_n, then
     τ_n. For B bytes (β bytes per token) fastokens pays off when ``(B / β) · (1/τ_n − 1/τ_f) > b_f − b_n``
     (its verification is paid once per tokenizer file: the load cache keeps its verdict). Rates and build times
-    from ``freqlab/data/throughput.json`` (scripts/bench_cost.py): ~11 MB for tiktoken, ~0.5 MB for Hugging
+    from ``freqlab/data/throughput.json`` (scripts/bench_cost.py): ~10 MB for tiktoken, ~0.6 MB for Hugging
     Face ``tokenizers``.
     """
     from freqlab.scan.estimate import load_throughput

@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+import json
 import socket
 import sys
 import time
+from importlib import resources
 
 import pytest
 
@@ -119,9 +121,16 @@ def test_fastokens_break_even_is_its_extra_build_time_over_the_time_it_saves_per
 def test_the_small_scan_rule_leaves_fastokens_out_only_below_the_next_backends_break_even():
     from freqlab.scan.driver import fastokens_break_even_bytes, small_scan_rule
 
-    # the shipped table (freqlab/data/throughput.json, measured by scripts/bench_cost.py) puts the break-evens at
-    # ~8 MiB before tiktoken and ~0.4 MiB before Hugging Face tokenizers
+    # the shipped table (freqlab/data/throughput.json, measured by scripts/bench_cost.py), read as plain JSON: the
+    # break-even (b_f - b_n) · β_n / (1/τ_n - 1/τ_f), ~9 MiB before tiktoken and ~0.6 MiB before Hugging Face
+    shipped = json.loads(resources.files("freqlab").joinpath("data/throughput.json").read_text(encoding="utf-8"))
+    fast = shipped["families"]["fastokens"]
     limit = {b: fastokens_break_even_bytes(b) for b in ("tiktoken", "hf-tokenizers")}
+    for backend, bytes_even in limit.items():
+        slow = shipped["families"][backend]
+        saved = 1 / slow["tokens_per_core_second"] - 1 / fast["tokens_per_core_second"]
+        expected = (fast["build_core_seconds"] - slow["build_core_seconds"]) * slow["bytes_per_token"] / saved
+        assert bytes_even == pytest.approx(expected)
     assert 6 << 20 < limit["tiktoken"] < 16 << 20 and 1 << 18 < limit["hf-tokenizers"] < 1 << 20
     rule = small_scan_rule(6 << 20)  # 6 MiB: tiktoken finishes first, Hugging Face does not
     assert f"(6.0 MiB of text < {limit['tiktoken'] / 2**20:.1f} MiB: tiktoken is done before" in rule("tiktoken")
@@ -203,6 +212,30 @@ def test_files_the_first_scan_and_the_backends_threads_enter_both_engines_as_mea
     assert choose_engine(10**9, 2, "tiktoken", table).in_process_seconds - choose_engine(
         10**9, 2, "tiktoken", engine_table(in_process_speedup=1.2)
     ).in_process_seconds == pytest.approx(0.25)
+
+
+@pytest.mark.parametrize(
+    ("text_bytes", "files", "in_process"),
+    [
+        (31_500_000, {"plain": 1790}, True),  # the built-in corpus: 1,790 small .py files
+        (18 * 10**6, {"compressed": 4}, True),  # 20M characters in 4 .jsonl.zst
+        (95 * 10**6, {"compressed": 10}, True),  # 10^8 characters (as the driver estimates it)
+        (794 * 10**6, {"compressed": 102}, False),  # 10^9 characters in 102 .jsonl.zst (estimated: 4x the files)
+    ],
+)
+def test_the_shipped_table_keeps_small_scans_here_and_sends_10_9_characters_to_the_pool(text_bytes, files, in_process):
+    from freqlab.scan.estimate import choose_engine, load_throughput
+
+    t = json.loads(resources.files("freqlab").joinpath("data/throughput.json").read_text(encoding="utf-8"))
+    fast = t["families"]["fastokens"]
+    counting = text_bytes / fast["bytes_per_token"] / fast["tokens_per_core_second"]
+    opening = sum(n * t["file_core_seconds"][kind] for kind, n in files.items())
+    here = t["scan_startup_core_seconds"] + opening + counting / t["in_process_speedup"]  # built by the driver
+    pool = t["scan_startup_core_seconds"] + t["process_startup_core_seconds"] + fast["build_core_seconds"]
+    pool += (opening + counting) / (2 * t["parallel_efficiency"])
+    choice = choose_engine(text_bytes, 2, "fastokens", load_throughput(), built=True, files=files)
+    assert (choice.in_process_seconds, choice.pool_seconds) == pytest.approx((here, pool))
+    assert choice.in_process is in_process  # what scripts/bench_cost_engine.md measured faster
 
 
 def test_a_scan_opens_each_file_of_a_shard_of_files_and_one_per_part(tmp_path):
