@@ -580,6 +580,7 @@ def engine_check(args, work: Path) -> None:
         "# Engine rule check: in this process vs a pool of 2, measured and predicted",
         "",
         "",
+        "",
         "| corpus | files | MB of text (estimated) | predicted here (s) | measured here (s) | predicted pool (s) "
         "| measured pool (s) | rule picks | faster measured |",
         "|---|---:|---:|---:|---:|---:|---:|---|---|",
