@@ -259,7 +259,7 @@ def test_a_small_default_scan_runs_in_this_process_and_counts_what_the_pool_coun
     assert_same_histogram(chosen.histogram, pooled.histogram)
     run = chosen.summary["scan"]
     assert (run["engine"], run["workers"]) == ("local", 1)
-    assert run["engine_reason"].startswith("in this process: 0 MiB of text on ")
+    assert run["engine_reason"].startswith("in this process: 0 MiB of text in 3 files on ")
     assert run["engine_reason"] in chosen.report()
     assert pooled.summary["scan"]["workers"] == 2 and "engine_reason" not in pooled.summary["scan"]
 
@@ -276,7 +276,7 @@ def test_a_scan_of_a_corpus_too_big_for_one_process_keeps_the_pool(slimpajama_di
 
     monkeypatch.setattr(Corpus, "__init__", huge)
     run = scan_slimpajama(slimpajama_dir).summary["scan"]
-    assert run["workers"] == 2 and run["engine_reason"].startswith("2 workers: 102,400 MiB of text on ")
+    assert run["workers"] == 2 and run["engine_reason"].startswith("2 workers: 102,400 MiB of text in 3 files on ")
 
 
 def test_a_ray_scan_with_nothing_left_to_count_starts_no_ray_and_reports_nothing_ran(monkeypatch):
