@@ -52,7 +52,8 @@ class Family:
     bytes_per_token: float
     example: str = ""
     build_core_seconds: float | None = None  # building this backend in a process (None: not measured)
-    # for information (scripts/bench_cost.md): a second unseen text on the same counter, and a text counted again
+    # a second unseen text on the same counter (estimate_cost's τ where measured), and a text counted again (for
+    # information: what repeated benchmarks overstate; scripts/bench_cost.md)
     steady_tokens_per_core_second: float | None = None
     repeat_tokens_per_core_second: float | None = None
 
@@ -212,8 +213,9 @@ def choose_engine(
         in this process  =  c + (0 if the driver's counter has built it already, else b) + F·f + T / (τ · s)
         pool of n        =  c + p + b (every worker starts and builds its backend, at once) + (F·f + T/τ) / (n · e)
 
-    Measured on 2 cores (``scripts/bench_cost_engine.md``): the built-in corpus (1,790 files) and 20M characters
-    in 4 files finish first in this process, 10^9 characters on the pool. Counts are the same either way.
+    Measured on 2 cores (``scripts/bench_cost_engine.md``, whole processes): the built-in corpus (1,790 files)
+    finishes first in this process, 10^9 characters in 102 ``.jsonl.zst`` on the pool. Counts are the same
+    either way.
 
     >>> table = ThroughputTable(measured="-", machine="-", source="-", read_bytes_per_core_second=100e6,
     ...                         parallel_efficiency=1.0, families={"fastokens": Family(20e6, 5.0, "", 1.0)},
