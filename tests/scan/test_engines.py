@@ -235,7 +235,7 @@ def test_the_shipped_table_keeps_small_scans_here_and_sends_10_9_characters_to_t
     pool += (opening + counting) / (2 * t["parallel_efficiency"])
     choice = choose_engine(text_bytes, 2, "fastokens", load_throughput(), built=True, files=files)
     assert (choice.in_process_seconds, choice.pool_seconds) == pytest.approx((here, pool))
-    assert choice.in_process is in_process  # what scripts/bench_cost_engine.md measured faster
+    assert choice.in_process is in_process  # what scripts/bench_cost_engine.md measured faster (whole processes)
 
 
 def test_a_scan_opens_each_file_of_a_shard_of_files_and_one_per_part(tmp_path):
