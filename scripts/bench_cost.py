@@ -9,16 +9,21 @@ characters), or, without ``--corpus``, bench_scan's kinds (prose, code, docs, ma
 and split into disjoint groups. Per repeat r (``--repeats``) and tokenizer family (a counter's ``backend``), one
 process scans, on one core (``FASTOKENS_BPE_THREADS=1``), in CPU seconds (robust to other jobs):
 
-- slice A_r: a **first pass** (fresh counter, unseen text): the table's tokens per core-second τ;
-- slice B_r: the **steady state** of a long scan (the counter warmed on A_r, B_r unseen);
+- slice A_r: a **first pass** (fresh counter, unseen text): the table's tokens per core-second τ (the engine
+  rule's, for scans of a few GB at most);
+- slice B_r: the **steady state** of a long scan (the counter warmed on A_r, B_r unseen): ``--estimate``'s τ for
+  a whole corpus, where each worker's counter meets unseen text for hours;
 - slice B_r again: a **repeated** text (the piece cache has seen every piece): what the old table measured, and
   why it overstated fastokens (reported, not used).
 
 Also, each in a fresh process on unseen slices: reading alone (a scan that samples almost nothing), the
 workers' start-up and the parallel efficiency of a pool on all cores, the speed-up of the default in-process
 scan (fastokens' own threads and reading overlapped with tokenizing) over one core, and the **per-file cost**:
-the built-in corpus's texts (1,790 standard-library files) scanned as those files, as as many ``.txt`` and
-``.jsonl.zst`` files, and as one ``.jsonl.zst``, A/B alternated; (CPU many − CPU one) / files.
+the built-in corpus's texts (1,790 standard-library files) scanned as those files, as that many ``.txt`` and
+``.jsonl.zst`` files, and as one ``.jsonl.zst``, alternated; (CPU many − CPU one) / files. What a process's first
+scan costs (imports, the readers' set-up) is measured apart, on one document, before the timed passes. The
+Hugging Face passes read every ``--hf-every``-th document of each slice (that backend is ~70x slower).
+Re-run it when a tokenizer backend changes, then update the README's cost table (``freqlab scan --estimate``).
 
 ``--engine-check`` instead times both engines (in this process vs the pool, each forced through the default
 path, fresh processes alternated) on the built-in corpus, 20M characters in 4 files, 10^8 and 10^9 characters,
