@@ -1,27 +1,37 @@
 #!/usr/bin/env python
 """Measure the throughput table of the cost model (``freqlab/data/throughput.json``, read by
-``freqlab scan --estimate``, see :mod:`freqlab.scan.estimate`). Not a test.
+``freqlab scan --estimate`` and by the engine rule, see :mod:`freqlab.scan.estimate`). Not a test.
 
-On bench_scan's varied text (``--kinds``: prose from ``../shared/corpora`` or ``--prose``, code, docs, mail,
-multilingual; each kind written once, never repeated, about ``--chars`` characters in all), in this process, warm
-(tokenizer loaded and a first scan run), in CPU seconds (robust to other jobs on the machine), best of
-``--repeats``:
+Every figure is a **first pass**: each measurement runs in a fresh process (a new counter, fastokens' piece cache
+empty) on text that process has never seen. The text is varied and never repeated: disjoint slices of
+``scripts/bench_corpus.py``'s corpus (``--corpus``; each slice cut alike across kinds, about ``--chars``
+characters), or, without ``--corpus``, bench_scan's kinds (prose, code, docs, mail, multilingual) written once
+and split into disjoint groups. Per repeat r (``--repeats``) and tokenizer family (a counter's ``backend``), one
+process scans, on one core (``FASTOKENS_BPE_THREADS=1``), in CPU seconds (robust to other jobs):
 
-- per tokenizer family (a counter's ``backend``): tokens per core-second of ``scan()`` with one worker (in
-  this process: one core, end to end) and UTF-8 text bytes per token. Measured: the built-in Tekken
-  (``tiktoken``) and Tekken's ``tokenizer.json`` with an NFKC normalizer, which has no tiktoken fast path
-  (``hf-tokenizers``); ``--tokenizer`` adds others (a new backend becomes a new family);
-- reading alone: bytes per core-second of a scan that samples almost nothing (every line read and parsed);
-- parallel efficiency: CPU seconds of the default tokenizer's scan on one core / those on all cores (driver
-  and workers: what running in parallel adds), once the workers' start-up (their tokenizer build, measured
-  apart on a scan of one document per worker) is taken out: a full-corpus scan pays it once per worker.
+- slice A_r: a **first pass** (fresh counter, unseen text): the table's tokens per core-second τ (the engine
+  rule's, for scans of a few GB at most);
+- slice B_r: the **steady state** of a long scan (the counter warmed on A_r, B_r unseen): ``--estimate``'s τ for
+  a whole corpus, where each worker's counter meets unseen text for hours;
+- slice B_r again: a **repeated** text (the piece cache has seen every piece): what the old table measured, and
+  why it overstated fastokens (reported, not used).
 
-Writes the table (``--table``) and a Markdown summary next to this script. Re-run it when a tokenizer backend
-changes (e.g. a new fast tier), then update the README's cost table (``freqlab scan --estimate``).
+Also, each in a fresh process on unseen slices: reading alone (a scan that samples almost nothing), the
+workers' start-up and the parallel efficiency of a pool on all cores, the speed-up of the default in-process
+scan (fastokens' own threads and reading overlapped with tokenizing) over one core, and the **per-file cost**:
+the built-in corpus's texts (1,790 standard-library files) scanned as those files, as that many ``.txt`` and
+``.jsonl.zst`` files, and as one ``.jsonl.zst``, alternated; (CPU many − CPU one) / files. What a process's first
+scan costs (imports, the readers' set-up) is measured apart, on one document, before the timed passes. The
+Hugging Face passes read every ``--hf-every``-th document of each slice (that backend is ~70x slower).
+Re-run it when a tokenizer backend changes, then update the README's cost table (``freqlab scan --estimate``).
 
-    python scripts/bench_cost.py --chars 20e6
-    python scripts/bench_cost.py --corpus /work/bench_corpus --chars 1e8   # on scripts/bench_corpus.py's varied corpus
-    python scripts/bench_cost.py --short        # a smoke run: 2M characters, one repeat
+``--engine-check`` instead times both engines (in this process vs the pool, each forced through the default
+path, fresh processes alternated) on the built-in corpus, 20M characters in 4 files, 10^8 and 10^9 characters,
+beside what :func:`freqlab.scan.estimate.choose_engine` predicts from the table (``scripts/bench_cost_engine.md``).
+
+    python scripts/bench_cost.py --corpus /work/bench_corpus --chars 1e8          # the shipped table
+    python scripts/bench_cost.py --corpus /work/bench_corpus --engine-check
+    python scripts/bench_cost.py --short                                          # a smoke run
 """
 
 from __future__ import annotations
@@ -32,6 +42,8 @@ import glob
 import json
 import os
 import platform
+import statistics
+import subprocess
 import sys
 import tempfile
 import threading
@@ -42,6 +54,32 @@ sys.path.insert(0, str(Path(__file__).parent))
 from bench_scan import SHARED, corpus_slice, prepare_kind, read_texts, write_tokenizer_json
 
 TABLE = Path(__file__).resolve().parent.parent / "freqlab" / "data" / "throughput.json"
+BUILTIN = "tekken (built-in)"
+TIKTOKEN = "tekken (built-in), tiktoken only"
+HF = "tekken tokenizer.json + NFKC normalizer"
+
+
+# --- what runs in a fresh process ---------------------------------------------------------------------------
+def load_counter(label: str, work: str):
+    """The counter of ``label``, built (its backend ready: building is measured apart)."""
+    from freqlab.tokenization import load_tokenizer
+
+    if label == BUILTIN:
+        counter = load_tokenizer()
+    elif label == TIKTOKEN:
+        counter = load_tokenizer(skip_backends={"fastokens": "measured apart"})
+    elif label == HF:
+        counter = load_tokenizer(str(Path(work) / "tekken-nfkc.tokenizer.json"))
+    else:
+        counter = load_tokenizer(label)
+    counter.count(["a"])  # built
+    return counter
+
+
+def scan_once(data, tokenizer, workers: int | None, **options):
+    from freqlab.scan import scan
+
+    return scan(data, tokenizer=tokenizer, workers=workers, progress=False, L=[2048], regimes=["natural"], **options)
 
 
 def cpu_seconds(run) -> tuple[float, float, object]:
@@ -80,34 +118,191 @@ def cpu_seconds(run) -> tuple[float, float, object]:
     return own + sum(cpu - before.get(pid, 0.0) for pid, cpu in seen.items()), wall, result
 
 
-def best(repeats: int, run) -> tuple[float, float, object]:
-    """The run of ``repeats`` with the fewest CPU seconds: (CPU seconds, wall seconds, result)."""
-    return min((cpu_seconds(run) for _ in range(repeats)), key=lambda measured: measured[0])
+def forced_engine(in_process: bool) -> None:
+    """Make the default path's engine rule answer ``in_process`` (the rule's estimate kept, for the report)."""
+    import dataclasses
+
+    import freqlab.scan.estimate as estimate
+
+    rule = estimate.choose_engine
+
+    def forced(*args, **kwargs):
+        choice = rule(*args, **kwargs)
+        return None if choice is None else dataclasses.replace(choice, in_process=in_process)
+
+    estimate.choose_engine = forced
 
 
-def build_seconds(spec, family: str, repeats: int) -> float:
-    """CPU seconds to build ``family``'s backend of the tokenizer ``spec`` in a process (the least of ``repeats``)."""
-    from freqlab.tokenization import load_tokenizer
-    from freqlab.tokenization.backends import ENGINES
+def child(task: dict) -> dict:
+    """One measurement in this (fresh) process; see :func:`run_child`."""
+    what = task["what"]
+    if task.get("one_core"):
+        os.environ["FASTOKENS_BPE_THREADS"] = os.environ["RAYON_NUM_THREADS"] = "1"
+    if what == "passes":  # one counter, its folders in turn, on one core
+        import freqlab.scan  # noqa: F401  (imported before any scan, as by the command line)
 
-    counter = load_tokenizer(spec) if isinstance(spec, str) else spec
-    source = counter.source(family)
-    times = []
-    for _ in range(repeats):
-        start = time.process_time()
-        ENGINES[family](source)
-        times.append(time.process_time() - start)
-    return min(times)
+        counter = load_counter(task["label"], task["work"])
+        workers = 1
+        if task.get("default_path"):  # the engine rule's in-process scan: fastokens' own threads, overlapped reading
+            forced_engine(True)
+            workers = None
+        out = []
+        # what the first scan of a process pays once (imports, the readers' set-up): measured apart, on one document
+        tiny = Path(task["work"]) / "one-document"
+        if not tiny.exists():
+            tiny.mkdir()
+            write_jsonl_zst(tiny / "one.jsonl.zst", ["hello world"])
+        first, _, _ = cpu_seconds(lambda: scan_once(str(tiny), counter, 1))
+        for folder in task["folders"]:
+            cpu, wall, result = cpu_seconds(
+                lambda folder=folder: scan_once(folder, counter, workers, **task["options"])
+            )
+            out.append({"cpu": cpu, "wall": wall, "tokens": int(result.histogram.tokens), "backend": counter.backend})
+        return {"passes": out, "first_scan": first}
+    if what == "pool":  # a pool on every core; then a scan of one document per worker (their start-up)
+        counter = load_counter(task["label"], task["work"])
+        tiny = Path(task["work"]) / "one-document"  # made by a "passes" measurement before
+        scan_once(str(tiny), counter, task["workers"])  # the forkserver started (a scan's start-up prestarts it)
+        cpu, wall, _ = cpu_seconds(lambda: scan_once(task["folder"], counter, task["workers"]))
+        start, _, _ = cpu_seconds(lambda: scan_once(task["folder"], counter, task["workers"], max_docs=task["workers"]))
+        return {"cpu": cpu, "wall": wall, "startup": start}
+    if what == "engine":  # the default path with its engine forced; the counter loaded as the driver loads it
+        from freqlab.corpus import open_corpus
+        from freqlab.scan.driver import load_counter as driver_counter
+        from freqlab.scan.estimate import choose_engine, corpus_files, load_throughput
+
+        forced_engine(task["in_process"])
+        corpus = open_corpus(task["folder"])
+        starting = None
+        if not task["in_process"]:  # the command line starts the forkserver while it loads the tokenizer
+            from freqlab.scan.engines.local import prestart
+
+            starting = prestart()
+        counter = driver_counter(None, False, corpus.estimated_bytes)
+        counter.count(["a"])
+        if starting is not None:
+            starting.join()
+        table = load_throughput(task["table"])
+        files = corpus_files(corpus.shards)
+        workers = min(os.cpu_count() or 1, len(corpus.shards))
+        choice = choose_engine(corpus.estimated_bytes, workers, counter.backend, table, built=True, files=files)
+        cpu, wall, result = cpu_seconds(lambda: scan_once(task["folder"], counter, None))
+        run = result.summary["scan"]
+        fast, n, e = table.families[counter.backend], workers, table.parallel_efficiency
+        one_core = sum(files[k] * table.file_core_seconds.get(k, 0.0) for k in files)
+        one_core += corpus.estimated_bytes / fast.bytes_per_token / fast.tokens_per_core_second
+        return {
+            "cpu_here": table.scan_startup_core_seconds + one_core,  # threads add no core-seconds
+            "cpu_pool": table.scan_startup_core_seconds + n * table.worker_startup_core_seconds + one_core / e,
+            "wall": wall,
+            "cpu": cpu,
+            "tokens": int(result.histogram.tokens),
+            "workers": run["workers"],
+            "bytes": corpus.estimated_bytes,
+            "files": files,
+            "here": choice.in_process_seconds,
+            "pool": choice.pool_seconds,
+            "choice": "here" if choice.in_process else "pool",
+        }
+    raise ValueError(what)
 
 
-def scan_once(data, tokenizer, workers: int, **options):
-    from freqlab.scan import scan
-
-    return scan(
-        str(data), tokenizer=tokenizer, workers=workers, progress=False, L=[2048], regimes=["natural"], **options
+def run_child(task: dict) -> dict:
+    """:func:`child` in a fresh Python process (a new counter: fastokens' piece cache empty)."""
+    done = subprocess.run(
+        [sys.executable, __file__, "--child", json.dumps(task)], capture_output=True, text=True, check=False
     )
+    if done.returncode:
+        raise SystemExit(f"Error: a measurement failed ({task['what']}):\n{done.stderr[-3000:]}")
+    return json.loads(done.stdout.strip().splitlines()[-1])
 
 
+# --- the corpora ----------------------------------------------------------------------------------------------
+def bench_slices(corpus: Path, chars: float, count: int, work: Path) -> list[tuple[Path, dict]]:
+    """``count`` disjoint slices of about ``chars`` characters of a bench_corpus.py corpus: consecutive pieces of
+    the files in corpus_slice's order (each kind cut alike), as folders of hard links."""
+    manifest = json.loads((corpus / "manifest.json").read_text(encoding="utf-8"))
+    fraction = chars / manifest["characters"]
+    if fraction * count > 1:
+        raise SystemExit(f"Error: {count} slices of {chars:g} characters: {corpus} holds {manifest['characters']:,}")
+    slices, taken = [], set()
+    for k in range(count):
+        folder, info = corpus_slice(corpus, min(fraction * (k + 1), 1.0), work / "prefixes")
+        names = sorted({p.name for p in folder.iterdir()} - taken)
+        taken.update(names)
+        piece = work / f"slice-{k}"
+        piece.mkdir(parents=True)
+        for name in names:
+            os.link(folder / name, piece / name)
+        by_name = {e["file"]: e for e in manifest["files"]}
+        chosen = [by_name[name] for name in names]
+        slices.append(
+            (
+                piece,
+                {
+                    "documents": sum(e["documents"] for e in chosen),
+                    "characters": sum(e["characters"] for e in chosen),
+                    "files": len(chosen),
+                    "origin": info["origin"].split(" (")[0] + " (scripts/bench_corpus.py)",
+                },
+            )
+        )
+    return slices
+
+
+def kind_slices(args, count: int, work: Path) -> list[tuple[Path, dict]]:
+    """Without a corpus: bench_scan's kinds written once, ``count`` files a kind, slice k the k-th file of each."""
+    kinds, folder = args.kinds.split(","), work / "kinds"
+    parts = [
+        prepare_kind(folder, kind, args.chars * count / len(kinds), count, sorted(glob.glob(args.prose)))
+        for kind in kinds
+    ]
+    slices = []
+    for k in range(count):
+        piece = work / f"slice-{k}"
+        piece.mkdir(parents=True)
+        for kind in kinds:
+            os.link(folder / f"{kind}-{k}.jsonl.zst", piece / f"{kind}-{k}.jsonl.zst")
+        texts = read_texts(sorted(map(str, piece.glob("*.zst"))))
+        origin = ", ".join(p["origin"] for p in parts)
+        slices.append(
+            (
+                piece,
+                {"documents": len(texts), "characters": sum(map(len, texts)), "files": len(kinds), "origin": origin},
+            )
+        )
+    return slices
+
+
+def text_bytes(folder: Path) -> int:
+    return sum(len(text.encode("utf-8")) for text in read_texts(sorted(map(str, folder.glob("*.zst")))))
+
+
+def write_jsonl_zst(path: Path, texts: list[str]) -> None:
+    import zstandard
+
+    data = "".join(json.dumps({"text": t}) + "\n" for t in texts).encode()
+    path.write_bytes(zstandard.ZstdCompressor(level=3).compress(data))
+
+
+def builtin_layouts(work: Path) -> tuple[dict[str, str | None], int, int]:
+    """The built-in corpus's texts in four layouts: the corpus itself (its ``.py`` files), as many ``.txt`` files,
+    as many one-document ``.jsonl.zst`` files, one ``.jsonl.zst``. Returns the layouts, files and text bytes."""
+    from freqlab.corpus import open_corpus
+
+    texts = [doc.text for shard in open_corpus(None).shards for doc in shard.read()]
+    txt, zst, one = work / "files-txt", work / "files-zst", work / "files-one"
+    for folder in (txt, zst, one):
+        folder.mkdir()
+    for k, text in enumerate(texts):
+        (txt / f"{k:05d}.txt").write_text(text, encoding="utf-8", errors="surrogatepass")
+        write_jsonl_zst(zst / f"{k:05d}.jsonl.zst", [text])
+    write_jsonl_zst(one / "all.jsonl.zst", texts)
+    layouts = {"built-in (.py files)": None, ".txt files": str(txt), ".jsonl.zst files": str(zst), "one": str(one)}
+    return layouts, len(texts), sum(len(t.encode("utf-8", "surrogatepass")) for t in texts)
+
+
+# --- the table ------------------------------------------------------------------------------------------------
 def cpu_model() -> str:
     try:
         for line in Path("/proc/cpuinfo").read_text().splitlines():
@@ -125,6 +320,19 @@ def hf_only_tokenizer(path: Path) -> Path:
     data["normalizer"] = {"type": "NFKC"}
     path.write_text(json.dumps(data), encoding="utf-8")
     return path
+
+
+def build_seconds(label: str, work: str, family: str, repeats: int) -> float:
+    """CPU seconds to build ``family``'s backend of the tokenizer ``label`` in a process (the least of ``repeats``)."""
+    from freqlab.tokenization.backends import ENGINES
+
+    source = load_counter(label, work).source(family)
+    times = []
+    for _ in range(repeats):
+        start = time.process_time()
+        ENGINES[family](source)
+        times.append(time.process_time() - start)
+    return min(times)
 
 
 def slimpajama_table(path: Path, tokens: int = 627 * 10**9, node_cores: int = 32) -> list[str]:
@@ -148,124 +356,280 @@ def slimpajama_table(path: Path, tokens: int = 627 * 10**9, node_cores: int = 32
     return rows
 
 
-def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--chars", type=float, default=20e6, help="Approximate corpus size in characters.")
-    parser.add_argument("--prose", default=SHARED, help="Glob of the prose .jsonl.zst files (field 'text').")
-    parser.add_argument("--kinds", default="prose,code,docs,mail,multilingual", help="Kinds of text (bench_scan).")
-    parser.add_argument(
-        "--corpus",
-        default=None,
-        help="Measure on the varied corpus of scripts/bench_corpus.py instead (every kind, cut alike "
-        "to about --chars characters).",
-    )
-    parser.add_argument("--short", action="store_true", help="A smoke run: 2M characters, one repeat.")
-    parser.add_argument("--tokenizer", action="append", default=[], help="Another tokenizer to measure.")
-    parser.add_argument("--repeats", type=int, default=2)
-    parser.add_argument("--workers", type=int, default=os.cpu_count())
-    parser.add_argument("--table", default=str(TABLE))
-    parser.add_argument("--out", default=str(Path(__file__).with_name("bench_cost.md")))
-    args = parser.parse_args()
-    if args.short:
-        args.chars, args.repeats = min(args.chars, 2e6), 1
+def median(values) -> float:
+    return statistics.median(values)
 
-    with tempfile.TemporaryDirectory(prefix="freqlab-cost-") as work:
-        measure(args, Path(work))
+
+def spread(values, scale: float = 1.0, digits: int = 2) -> str:
+    """``median (min-max)``."""
+    return f"{median(values) * scale:.{digits}f} ({min(values) * scale:.{digits}f}-{max(values) * scale:.{digits}f})"
 
 
 def measure(args, work: Path) -> None:
-    """Build the corpus in ``work``, measure, write the table and the Markdown summary."""
-    load = os.getloadavg()[0]  # the machine may be shared: the table records how busy it was
+    """Cut the slices in ``work``, measure, write the table and the Markdown summary."""
+    loads = [os.getloadavg()[0]]  # the machine may be shared: the table records how busy it was
+    started = datetime.datetime.now(datetime.UTC)
+    families_measured = [BUILTIN, TIKTOKEN, HF, *args.tokenizer]
+    # slices: per family and repeat, A and B; then reading, the pool and the in-process speed-up (one each)
+    wanted = 2 * args.repeats + 2
     if args.corpus:
-        manifest = json.loads(Path(args.corpus, "manifest.json").read_text(encoding="utf-8"))
-        folder, info = corpus_slice(Path(args.corpus), args.chars / manifest["characters"], work)
+        slices = bench_slices(Path(args.corpus), args.chars, wanted, work)
     else:
-        folder = work / "corpus"
-        kinds = args.kinds.split(",")
-        parts = [
-            prepare_kind(folder, kind, args.chars / len(kinds), 4, sorted(glob.glob(args.prose))) for kind in kinds
-        ]
-        info = {
-            "origin": ", ".join(f"{p['kind']} ({p['characters'] / 1e6:.1f}M chars)" for p in parts),
-            "copies": 1,
-            "documents": sum(p["documents"] for p in parts),
-            "characters": sum(p["characters"] for p in parts),
-            "files": 4 * len(kinds),
-        }
-    text_bytes = sum(len(text.encode("utf-8")) for text in read_texts(sorted(map(str, folder.glob("*.zst")))))
-    from freqlab.tokenization import load_tokenizer
+        slices = kind_slices(args, wanted, work)
+    hf_only_tokenizer(work / "tekken-nfkc.tokenizer.json")
+    sizes = [text_bytes(folder) for folder, _ in slices]
+    base = {"work": str(work), "options": {}}
 
-    hf_only = str(hf_only_tokenizer(work / "tekken-nfkc.tokenizer.json"))
-    # the built-in Tekken on each of its exact backends (loaded here: a scan of a small corpus would skip fastokens)
-    labels = [
-        (load_tokenizer(), "tekken (built-in)"),
-        (load_tokenizer(skip_backends={"fastokens": "measured apart"}), "tekken (built-in), tiktoken only"),
-        (hf_only, "tekken tokenizer.json + NFKC normalizer"),
-        *((spec, spec) for spec in args.tokenizer),
-    ]
-
-    families, rows = {}, []
-    for spec, label in labels:
-        scan_once(folder, spec, 1, max_docs=10)  # warm: tokenizer load and verification
-        seconds, wall, result = best(args.repeats, lambda spec=spec: scan_once(folder, spec, 1))
-        tokens, family = result.histogram.tokens, result.summary["tokenizer"]["backend"]
+    families, rows, firsts = {}, [], []  # firsts: what each process's first scan (one document) cost
+    for label in families_measured:
+        runs = []
+        for r in range(args.repeats):
+            # the slow Hugging Face backend: every --hf-every-th document of each slice (unseen, every kind alike)
+            a, b = slices[2 * r][0], slices[2 * r + 1][0]
+            if label == HF and args.hf_every > 1:
+                a, b = every(a, args.hf_every, work / f"hf-a{r}"), every(b, args.hf_every, work / f"hf-b{r}")
+            task = {**base, "what": "passes", "label": label, "folders": [str(a), str(b), str(b)], "one_core": True}
+            answer = run_child(task)
+            firsts.append(answer["first_scan"])
+            out = answer["passes"]
+            runs.append((out, text_bytes(a) if label == HF and args.hf_every > 1 else sizes[2 * r]))
+            loads.append(os.getloadavg()[0])
+            print(f"{label} repeat {r}: " + ", ".join(f"{p['tokens'] / p['cpu'] / 1e6:.2f}M" for p in out), flush=True)
+        family = runs[0][0][0]["backend"]
+        first = [out[0]["tokens"] / out[0]["cpu"] for out, _ in runs]
+        steady = [out[1]["tokens"] / out[1]["cpu"] for out, _ in runs]
+        repeated = [out[2]["tokens"] / out[2]["cpu"] for out, _ in runs]
+        beta = median(size / out[0]["tokens"] for out, size in runs)
         families.setdefault(
             family,
             {
-                "tokens_per_core_second": round(tokens / seconds),
-                "bytes_per_token": round(text_bytes / tokens, 3),
+                "tokens_per_core_second": round(median(first)),
+                "bytes_per_token": round(beta, 3),
                 "example": label,
-                "build_core_seconds": round(build_seconds(spec, family, args.repeats), 2),
+                "build_core_seconds": round(build_seconds(label, str(work), family, args.repeats), 2),
+                "steady_tokens_per_core_second": round(median(steady)),
+                "repeat_tokens_per_core_second": round(median(repeated)),
             },
         )
-        rows.append((family, label, tokens, seconds, wall))
-        print(f"{family}: {tokens / seconds / 1e6:.2f}M tokens per core-second", file=sys.stderr, flush=True)
-    read_seconds, _, _ = best(args.repeats, lambda: scan_once(folder, labels[1][0], 1, sample_rate=1e-9))
-    # Parallel efficiency: the CPU seconds of one core's scan over those of a scan on all cores (the driver and
-    # its workers: start-up, pickling, merging), both warm (the forkserver and the tokenizer already loaded).
-    all_seconds, all_wall, _ = best(args.repeats, lambda: scan_once(folder, labels[0][0], args.workers))
-    startup, _, _ = best(args.repeats, lambda: scan_once(folder, labels[0][0], args.workers, max_docs=args.workers))
-    efficiency = min(rows[0][3] / max(all_seconds - startup, 1e-9), 1.0)
-    load = max(load, os.getloadavg()[0])
+        rows.append((family, label, runs, first, steady, repeated))
+
+    reading, pooled = slices[-2][0], slices[-1][0]
+    read_task = {**base, "what": "passes", "label": TIKTOKEN, "folders": [str(reading)], "one_core": True}
+    read = run_child({**read_task, "options": {"sample_rate": 1e-9}})["passes"][0]
+    read_rate = sizes[-2] / read["cpu"]
+    # on one unseen slice, each a fresh process, alternated: one core; the default in-process scan (fastokens'
+    # own threads, reading overlapped); a pool on every core
+    one_core = {**base, "what": "passes", "label": BUILTIN, "folders": [str(pooled)], "one_core": True}
+    alone, inproc, pools = [], [], []
+    for _ in range(args.repeats):
+        alone.append(run_child(one_core)["passes"][0])
+        inproc.append(run_child({**one_core, "one_core": False, "default_path": True})["passes"][0])
+        pools.append(
+            run_child({**base, "what": "pool", "label": BUILTIN, "folder": str(pooled), "workers": args.workers})
+        )
+        loads.append(os.getloadavg()[0])
+    startup = median(p["startup"] for p in pools)
+    efficiency = min(median(a["cpu"] for a in alone) / max(median(p["cpu"] for p in pools) - startup, 1e-9), 1.0)
+    speedup = min(a["wall"] for a in alone) / min(b["wall"] for b in inproc)  # the least disturbed of each
+
+    # per-file cost: the built-in corpus's texts in four layouts, A/B alternated, fresh processes
+    layouts, files, layout_bytes = builtin_layouts(work)
+    per_layout: dict[str, list[float]] = {name: [] for name in layouts}
+    for _ in range(args.repeats + 1):
+        for name, folder in layouts.items():
+            out = run_child({**base, "what": "passes", "label": BUILTIN, "folders": [folder], "one_core": True})
+            per_layout[name].append(out["passes"][0]["cpu"])
+    loads.append(os.getloadavg()[0])
+    one = median(per_layout["one"])
+    file_costs = {name: (median(cpus) - one) / (files - 1) for name, cpus in per_layout.items() if name != "one"}
+
+    load = max(loads)
+    build = families["fastokens"]["build_core_seconds"]
     table = {
-        "measured": datetime.date.today().isoformat(),
+        "measured": started.date().isoformat(),
         "machine": f"{os.cpu_count()} cores ({cpu_model()}), {platform.system()}, Python {platform.python_version()}, "
-        f"load average {load:.1f}",
-        "source": f"scripts/bench_cost.py: {info['documents']:,} documents, {text_bytes / 1e6:.0f} MB of text "
-        f"({info['origin']}, x{info['copies']}) in .jsonl.zst",
-        "read_bytes_per_core_second": round(text_bytes / read_seconds),
+        f"load average {min(loads):.1f}-{load:.1f}",
+        "source": f"scripts/bench_cost.py, first passes (a fresh process per measurement, text never seen): "
+        f"{len(slices)} disjoint slices of {slices[0][1]['origin']}, ~{args.chars / 1e6:,.0f}M characters "
+        f"each, in .jsonl.zst",
+        "read_bytes_per_core_second": round(read_rate),
         "parallel_efficiency": round(efficiency, 3),
         "worker_startup_core_seconds": round(startup / args.workers, 2),
         # a worker's start-up without building its backend (fastokens, in the pool measured above)
-        "process_startup_core_seconds": round(
-            max(startup / args.workers - families["fastokens"]["build_core_seconds"], 0.0), 2
-        ),
+        "process_startup_core_seconds": round(max(startup / args.workers - build, 0.0), 2),
+        "file_core_seconds": {
+            "plain": round(max(file_costs[".txt files"], 0.0), 6),
+            "compressed": round(max(file_costs[".jsonl.zst files"], 0.0), 6),
+        },
+        "scan_startup_core_seconds": round(median(firsts), 3),
+        "in_process_speedup": round(max(speedup, 1.0), 3),
         "families": families,
     }
     Path(args.table).write_text(json.dumps(table, indent=1) + "\n", encoding="utf-8")
+
     lines = [
-        "# freqlab scan cost model: measured throughput",
+        "# freqlab scan cost model: measured throughput (first passes)",
         "",
-        f"{table['measured']}, {table['machine']}; {table['source']}. Written to `freqlab/data/throughput.json`.",
+        f"{started:%Y-%m-%d %H:%M} UTC, {table['machine']}; {table['source']}. Written to "
+        f"`freqlab/data/throughput.json`.",
         "",
-        "| family | tokenizer | tokens | CPU (s) | wall (s) | tokens per core-second | bytes per token |",
+        "Tokens per core-second, one core, each repeat in a fresh process on slices it has never seen (median "
+        "(min-max) of the repeats): the first pass is the table's τ; the steady state is a second unseen slice "
+        "on the same counter; repeated is that slice again (piece cache warm: the old table's method).",
+        "",
+        "| family | tokenizer | first pass | steady state | repeated text | repeated ÷ first | bytes per token |",
         "|---|---|---:|---:|---:|---:|---:|",
     ]
-    for family, name, tokens, seconds, wall in rows:
+    for family, label, _runs, first, steady, repeated in rows:
         lines.append(
-            f"| {family} | {name} | {tokens:,} | {seconds:.2f} | {wall:.2f} | {tokens / seconds / 1e6:.2f}M "
-            f"| {text_bytes / tokens:.2f} |"
+            f"| {family} | {label} | {spread(first, 1e-6)}M | {spread(steady, 1e-6)}M | {spread(repeated, 1e-6)}M "
+            f"| {median(repeated) / median(first):.2f} | {families[family]['bytes_per_token']:.2f} |"
         )
     lines += [
         "",
-        f"Reading and parsing alone (sample rate 1e-9): {read_seconds:.2f} s, "
-        f"{text_bytes / read_seconds / 1e6:.0f} MB of text per core-second. All {args.workers} cores (local "
-        f"engine, warm): {all_seconds:.2f} CPU seconds in {all_wall:.2f} s, of which {startup:.2f} start the "
-        f"workers (their tokenizer); parallel efficiency without it {efficiency:.2f}. Load average up to "
-        f"{load:.1f} (CPU seconds do not depend on it; wall times do).",
+        "Slices (documents, characters, files): "
+        + "; ".join(f"{info['documents']:,}, {info['characters'] / 1e6:.1f}M, {info['files']}" for _, info in slices)
+        + ".",
+        "",
+        f"Reading and parsing alone (sample rate 1e-9, fresh process): {read['cpu']:.2f} CPU s, "
+        f"{read_rate / 1e6:.0f} MB of text per core-second. One unseen slice ({sizes[-1] / 1e6:.0f} MB), "
+        f"{args.repeats} fresh processes each, alternated: one core {spread([a['cpu'] for a in alone])} CPU s "
+        f"({spread([a['wall'] for a in alone])} s wall); the default in-process scan (fastokens' own threads, "
+        f"reading overlapped) {spread([b['wall'] for b in inproc])} s wall, {spread([b['cpu'] for b in inproc])} "
+        f"CPU s: {speedup:.2f}x one core (the least wall time of each); a pool of {args.workers} "
+        f"{spread([p['wall'] for p in pools])} s wall, {spread([p['cpu'] for p in pools])} CPU s, of which "
+        f"{startup:.2f} start the workers (a scan of one document each): parallel efficiency without it "
+        f"{efficiency:.2f}.",
+        "",
+        f"Per-file cost: the built-in corpus's {files:,} texts ({layout_bytes / 1e6:.1f} MB), one core, CPU seconds, "
+        f"median (min-max) of {args.repeats + 1} fresh processes per layout, layouts alternated:",
+        "",
+        "| layout | CPU s | per file (ms) |",
+        "|---|---:|---:|",
     ]
-    lines += ["", "## SlimPajama-627B (the README's table)", "", *slimpajama_table(Path(args.table))]
+    for name, cpus in per_layout.items():
+        cost = "-" if name == "one" else f"{file_costs[name] * 1e3:.3f}"
+        lines.append(f"| {name if name != 'one' else 'one .jsonl.zst'} | {spread(cpus)} | {cost} |")
+    lines += [
+        "",
+        f"The table's `file_core_seconds`: `plain` the `.txt` layout's, `compressed` the `.jsonl.zst` layout's. "
+        f"A process's first scan (one document, before the timed passes): {spread(firsts)} CPU s "
+        f"(`scan_startup_core_seconds`). Load average {min(loads):.1f}-{load:.1f} "
+        "during the run (CPU seconds hardly depend on it; wall times do).",
+        "",
+        "## SlimPajama-627B (the README's table)",
+        "",
+        *slimpajama_table(Path(args.table)),
+    ]
     Path(args.out).write_text("\n".join(lines) + "\n", encoding="utf-8")
+    print("\n".join(lines))
+
+
+def every(folder: Path, step: int, into: Path) -> Path:
+    """Every ``step``-th document of ``folder``'s files, in one ``.jsonl.zst`` in ``into``."""
+    into.mkdir()
+    write_jsonl_zst(into / "every.jsonl.zst", read_texts(sorted(map(str, folder.glob("*.zst"))))[::step])
+    return into
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--chars", type=float, default=20e6, help="Approximate characters of each slice.")
+    parser.add_argument("--prose", default=SHARED, help="Glob of the prose .jsonl.zst files (field 'text').")
+    parser.add_argument("--kinds", default="prose,code,docs,mail,multilingual", help="Kinds of text (bench_scan).")
+    parser.add_argument("--corpus", default=None, help="scripts/bench_corpus.py's varied corpus: slices of it.")
+    parser.add_argument("--short", action="store_true", help="A smoke run: 2M characters, one repeat.")
+    parser.add_argument("--tokenizer", action="append", default=[], help="Another tokenizer to measure.")
+    parser.add_argument("--repeats", type=int, default=2)
+    parser.add_argument("--hf-every", type=int, default=10, help="The Hugging Face passes read every n-th document.")
+    parser.add_argument("--workers", type=int, default=os.cpu_count())
+    parser.add_argument("--table", default=str(TABLE))
+    parser.add_argument("--out", default=str(Path(__file__).with_name("bench_cost.md")))
+    parser.add_argument("--engine-check", action="store_true", help="Time both engines against the rule's estimate.")
+    parser.add_argument("--runs", type=int, default=3, help="--engine-check: runs of each engine per corpus.")
+    parser.add_argument("--only", help="--engine-check: only the corpora whose name contains this.")
+    parser.add_argument("--child", help=argparse.SUPPRESS)
+    args = parser.parse_args()
+    if args.child:
+        print(json.dumps(child(json.loads(args.child))))
+        return
+    if args.short:
+        args.chars, args.repeats = min(args.chars, 2e6), 1
+    with tempfile.TemporaryDirectory(prefix="freqlab-cost-") as work:
+        if args.engine_check:
+            engine_check(args, Path(work))
+        else:
+            measure(args, Path(work))
+
+
+def engine_check(args, work: Path) -> None:
+    """Both engines on four corpora, each run a fresh process (the engine forced through the default path),
+    in-process and pool alternated, beside the rule's estimates from ``--table``."""
+    if not args.corpus:
+        raise SystemExit("Error: --engine-check needs --corpus (scripts/bench_corpus.py's corpus)")
+    corpus = Path(args.corpus)
+    small = work / "small-4-files"
+    small.mkdir()
+    folder, _ = corpus_slice(corpus, 0.02, work / "prefixes")
+    texts = read_texts(sorted(map(str, folder.glob("*.zst"))))
+    for k in range(4):
+        write_jsonl_zst(small / f"part-{k}.jsonl.zst", texts[k::4])
+    corpora = {
+        "built-in corpus (1,790 .py files)": None,
+        f"{sum(map(len, texts)) / 1e6:.0f}M characters in 4 files": str(small),
+        "10^8 characters": str(corpus_slice(corpus, 0.1, work / "p1")[0]),
+        "10^9 characters": str(corpus_slice(corpus, 1.0, work / "p2")[0]),
+    }
+    started, loads = datetime.datetime.now(datetime.UTC), [os.getloadavg()[0]]
+    lines = [
+        "# Engine rule check: in this process vs a pool of 2, measured and predicted",
+        "",
+        "",
+        "",
+        "| corpus | files | MB of text (estimated) | predicted here (s) | measured here (s) | predicted pool (s) "
+        "| measured pool (s) | rule picks | faster measured |",
+        "|---|---:|---:|---:|---:|---:|---:|---|---|",
+    ]
+    cpu_rows = [
+        "",
+        "CPU seconds of the same runs (the driver and its workers; robust to other jobs on the machine), predicted "
+        "from the same table: in this process c + F·f + T/τ, on the pool c + n·(p + b) + (F·f + T/τ)/e:",
+        "",
+        "| corpus | predicted here | measured here | predicted pool | measured pool |",
+        "|---|---:|---:|---:|---:|",
+    ]
+    for name, folder in corpora.items():
+        times: dict[bool, list[float]] = {True: [], False: []}
+        cpus: dict[bool, list[float]] = {True: [], False: []}
+        if args.only and args.only not in name:
+            continue
+        for _ in range(args.runs):
+            for here in (True, False):
+                out = run_child({"what": "engine", "folder": folder, "in_process": here, "table": args.table})
+                times[here].append(out["wall"])
+                cpus[here].append(out["cpu"])
+                loads.append(os.getloadavg()[0])
+        here, pool = median(times[True]), median(times[False])
+        lines.append(
+            f"| {name} | {sum(out['files'].values()):,} | {out['bytes'] / 1e6:,.0f} | {out['here']:.2f} "
+            f"| {spread(times[True])} "
+            f"| {out['pool']:.2f} | {spread(times[False])} | {out['choice']} | {'here' if here <= pool else 'pool'} |"
+        )
+        cpu_rows.append(
+            f"| {name} | {out['cpu_here']:.2f} | {spread(cpus[True])} | {out['cpu_pool']:.2f} | {spread(cpus[False])} |"
+        )
+        print(lines[-1], flush=True)
+    lines[2] = (
+        f"{started:%Y-%m-%d %H:%M} UTC, {os.cpu_count()} cores ({cpu_model()}), load average {min(loads):.1f}-"
+        f"{max(loads):.1f}; `python scripts/bench_cost.py --corpus {args.corpus} --engine-check --runs {args.runs}`: "
+        "each run a fresh process, the built-in Tekken loaded as the driver loads it (built), then `scan()` timed "
+        "with the engine rule forced to each answer (in this process: fastokens' own threads, reading overlapped; "
+        "the pool: one worker per core), the two alternated; median (min-max) wall seconds of the scan. Predicted: "
+        "`choose_engine` from the table (`freqlab/data/throughput.json`)."
+    )
+    lines += cpu_rows
+    out_path = Path(args.out).with_name("bench_cost_engine.md") if args.out.endswith("bench_cost.md") else args.out
+    Path(out_path).write_text("\n".join(lines) + "\n", encoding="utf-8")
     print("\n".join(lines))
 
 

@@ -137,7 +137,7 @@ def scan(
         None (the default), a built-in name, a ``tokenizer.json``, a ``.tiktoken`` file or a hub id (see
         :func:`freqlab.tokenization.load_tokenizer`), or a loaded :class:`~freqlab.tokenization.TokenCounter` (used as
         it is: its ``add_special_tokens``, its backends). A scan too small to repay fastokens' start-up on the
-        next verified backend (:func:`small_scan_rule`: ~11 MB of text for tiktoken, ~0.5 MB for Hugging Face
+        next verified backend (:func:`small_scan_rule`: ~10 MB of text for tiktoken, ~0.6 MB for Hugging Face
         ``tokenizers``) loads its tokenizer without fastokens; pass a loaded counter to choose. Tokenized data
         needs none.
     data_files, config, split, text_field, source_field, format
@@ -378,16 +378,16 @@ def engine_choice(run: RunOptions, corpus: Corpus, settings: ScanSettings, count
     """
     if run.engine != "local" or run.workers is not None or counter is None:
         return None
-    from freqlab.scan.estimate import choose_engine, load_throughput
+    from freqlab.scan.estimate import choose_engine, corpus_files, load_throughput
 
     table = load_throughput()
     family = table.families.get(counter.backend)
     if family is None:
         return None
     size = scanned_bytes(corpus, settings, pending, family.bytes_per_token)
-    return choose_engine(
-        size, min(default_workers(), max(pending, 1)), counter.backend, table, built=counter.is_built()
-    )
+    files = {kind: n * pending // max(len(corpus.shards), 1) for kind, n in corpus_files(corpus.shards).items()}
+    workers = min(default_workers(), max(pending, 1))
+    return choose_engine(size, workers, counter.backend, table, built=counter.is_built(), files=files)
 
 
 def pool_possible(run: RunOptions, corpus: Corpus) -> bool:
@@ -399,13 +399,11 @@ def pool_possible(run: RunOptions, corpus: Corpus) -> bool:
         return False
     if run.workers is not None or corpus.kind != TEXT or corpus.estimated_bytes is None:
         return True
-    from freqlab.scan.estimate import choose_engine, load_throughput
+    from freqlab.scan.estimate import choose_engine, corpus_files, load_throughput
 
     table = load_throughput()
-    choices = [
-        choose_engine(corpus.estimated_bytes, min(workers, max(len(corpus.shards), 1)), family, table)
-        for family in table.families
-    ]
+    n, files = min(workers, max(len(corpus.shards), 1)), corpus_files(corpus.shards)
+    choices = [choose_engine(corpus.estimated_bytes, n, family, table, files=files) for family in table.families]
     return not all(choice is not None and choice.in_process for choice in choices)
 
 
@@ -450,7 +448,7 @@ def fastokens_break_even_bytes(backend: str, table=None) -> float | None:
     is built once: fastokens in b_f core-seconds, then τ_f tokens per core-second; the next backend in b_n, then
     τ_n. For B bytes (β bytes per token) fastokens pays off when ``(B / β) · (1/τ_n − 1/τ_f) > b_f − b_n``
     (its verification is paid once per tokenizer file: the load cache keeps its verdict). Rates and build times
-    from ``freqlab/data/throughput.json`` (scripts/bench_cost.py): ~11 MB for tiktoken, ~0.5 MB for Hugging
+    from ``freqlab/data/throughput.json`` (scripts/bench_cost.py): ~10 MB for tiktoken, ~0.6 MB for Hugging
     Face ``tokenizers``.
     """
     from freqlab.scan.estimate import load_throughput

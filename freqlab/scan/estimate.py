@@ -3,12 +3,16 @@
 The throughput table is one data file, ``freqlab/data/throughput.json`` (written by ``scripts/bench_cost.py``,
 which says when and on what machine it measured): per tokenizer family (a counter's ``backend``), the
 end-to-end tokens per core-second τ of ``freqlab scan`` with one worker (reading ``.jsonl.zst``, parsing,
-tokenizing, counting) and the text bytes per token β; for every family, the bytes per core-second ρ a scan
-reads and parses without tokenizing; the parallel efficiency e measured with all cores of that machine, and the
-core-seconds s a worker spends starting (loading its tokenizer).
+tokenizing, counting) on text a fresh process has never seen (a first pass: fastokens' piece cache starts empty)
+and the text bytes per token β; for every family, the bytes per core-second ρ a scan reads and parses without
+tokenizing; the parallel efficiency e measured with all cores of that machine, the core-seconds s a worker
+spends starting (loading its tokenizer), and, for the engine rule (:func:`choose_engine`), the core-seconds f
+a file costs beyond its text and the speed-up of an in-process scan over one core.
 
 Model, for a corpus of T tokens (B = β·T bytes), sampled at rate r (1: a full scan). A sampled scan still
-reads and parses every byte, and tokenizes a fraction r of the documents:
+reads and parses every byte, and tokenizes a fraction r of the documents. A corpus this big keeps each worker's
+counter busy on text it has never seen for hours, so τ is the family's steady state where measured (a second
+unseen slice on the same counter: fastokens' piece cache holds the common pieces; never a text counted again):
 
     core-seconds = B / ρ  +  r · T · (1/τ − β/ρ)          (= T / τ for a full scan)
     wall on n nodes of c cores = core-seconds / (n · c · e)  +  s
@@ -48,6 +52,10 @@ class Family:
     bytes_per_token: float
     example: str = ""
     build_core_seconds: float | None = None  # building this backend in a process (None: not measured)
+    # a second unseen text on the same counter (estimate_cost's τ where measured), and a text counted again (for
+    # information: what repeated benchmarks overstate; scripts/bench_cost.md)
+    steady_tokens_per_core_second: float | None = None
+    repeat_tokens_per_core_second: float | None = None
 
 
 @dataclass(frozen=True)
@@ -62,6 +70,10 @@ class ThroughputTable:
     families: dict[str, Family] = field(default_factory=dict)
     worker_startup_core_seconds: float = 0.0
     process_startup_core_seconds: float = 0.0  # a worker process starting, before it builds its backend
+    # what one file costs beyond its text, by kind ("plain", "compressed"; see corpus_files)
+    file_core_seconds: dict[str, float] = field(default_factory=dict)
+    in_process_speedup: float = 1.0  # the in-process scan (the backend's threads, reading overlapped) over one core
+    scan_startup_core_seconds: float = 0.0  # the first scan of a process (imports, readers' set-up), either engine
 
     def build_seconds(self, family: str) -> float:
         """Core-seconds to build ``family``'s backend in a process (not measured: a whole worker's start-up)."""
@@ -131,7 +143,8 @@ def estimate_cost(
         raise FreqlabError("give the corpus size in tokens or in bytes (one of them)")
     if node_cores < 1 or not target_hours > 0:
         raise FreqlabError(f"node cores must be >= 1 and the target time positive, got {node_cores}, {target_hours}")
-    beta, tau, rho = measured.bytes_per_token, measured.tokens_per_core_second, table.read_bytes_per_core_second
+    beta, rho = measured.bytes_per_token, table.read_bytes_per_core_second
+    tau = measured.steady_tokens_per_core_second or measured.tokens_per_core_second  # each worker's counter warm
     if tokens is None:
         tokens = round(bytes / beta)
     if bytes is None:
@@ -155,6 +168,7 @@ def estimate_cost(
         wall_hours=(seconds / (nodes * node) + startup) / 3600,
         throughput={
             "tokens_per_core_second": tau,
+            "first_pass_tokens_per_core_second": measured.tokens_per_core_second,
             "bytes_per_token": beta,
             "read_bytes_per_core_second": rho,
             "parallel_efficiency": table.parallel_efficiency,
@@ -179,30 +193,40 @@ class EngineChoice:
 
 
 def choose_engine(
-    text_bytes: int | None, workers: int, family: str, table: ThroughputTable, built: bool = False
+    text_bytes: int | None,
+    workers: int,
+    family: str,
+    table: ThroughputTable,
+    built: bool = False,
+    files: dict[str, int] | None = None,
 ) -> EngineChoice | None:
     """In this process or on a pool of ``workers`` processes, whichever the measured costs say finishes first a
-    scan of ``text_bytes`` bytes of text counted by the backend ``family`` (None: the size or the family's
-    speed is unknown, or one worker: no choice to make).
+    scan of ``text_bytes`` bytes of text in ``files`` (files by kind, :func:`corpus_files`) counted by the
+    backend ``family`` (None: the size or the family's speed is unknown, or one worker: no choice to make).
 
-    For T = B/β tokens at τ tokens per core-second (parallel efficiency e), with b the core-seconds to build the
-    backend in a process and p those of a worker process starting (``throughput.json``):
+    For T = B/β tokens at τ tokens per core-second (first pass; parallel efficiency e), F_k files of kind k at
+    f_k core-seconds each (F·f = Σ F_k·f_k), with b the core-seconds to build the backend in a process, p those
+    of a worker process starting, c those of a process's first scan (imports, readers' set-up: both engines
+    pay them) and s the speed-up of an in-process scan over one core (the backend's own threads, reading
+    overlapped with tokenizing; all from ``throughput.json``):
 
-        in this process  =  (0 if the driver's counter has built it already, else b)  +  T / τ
-        pool of n        =  p + b (every worker starts and builds its backend, at once)  +  T / (τ · n · e)
+        in this process  =  c + (0 if the driver's counter has built it already, else b) + F·f + T / (τ · s)
+        pool of n        =  c + p + b (every worker starts and builds its backend, at once) + (F·f + T/τ) / (n · e)
 
-    Measured, a warm ``scan(workers=1)`` of 12-20M characters took 0.1-0.2 s where the 2-worker pool took
-    1.0-4.1 s (``scripts/bench_scan.md``): start-up dominates small scans. Counts are the same either way.
+    Measured on 2 cores (``scripts/bench_cost_engine.md``, whole processes): the built-in corpus (1,790 files)
+    finishes first in this process, 10^9 characters in 102 ``.jsonl.zst`` on the pool. Counts are the same
+    either way.
 
     >>> table = ThroughputTable(measured="-", machine="-", source="-", read_bytes_per_core_second=100e6,
     ...                         parallel_efficiency=1.0, families={"fastokens": Family(20e6, 5.0, "", 1.0)},
-    ...                         process_startup_core_seconds=0.5)
-    >>> choice = choose_engine(100 * 10**6, 2, "fastokens", table, built=True)  # 1 s here, 2 s on a pool
+    ...                         process_startup_core_seconds=0.5, file_core_seconds={"compressed": 0.001},
+    ...                         in_process_speedup=1.25)
+    >>> choice = choose_engine(100 * 10**6, 2, "fastokens", table, built=True)  # 0.8 s here, 1.5 + 0.5 s there
     >>> choice.in_process, choice.in_process_seconds, choice.pool_seconds
-    (True, 1.0, 2.0)
-    >>> choose_engine(100 * 10**6, 2, "fastokens", table).in_process  # 2 s to build and count here, 2 s there
-    True
-    >>> choose_engine(10**9, 2, "fastokens", table, built=True).in_process  # 10 s here, 6.5 s on the pool
+    (True, 0.8, 2.0)
+    >>> choose_engine(100 * 10**6, 2, "fastokens", table, files={"compressed": 1000}).in_process_seconds  # + b + F·f
+    2.8
+    >>> choose_engine(10**9, 2, "fastokens", table, built=True).in_process  # 8 s here, 6.5 s on the pool
     False
     """
     measured = table.families.get(family)
@@ -210,10 +234,15 @@ def choose_engine(
         return None
     tokens = text_bytes / measured.bytes_per_token
     counting = tokens / measured.tokens_per_core_second
-    build = table.build_seconds(family)
-    here = (0.0 if built else build) + counting
-    pool = table.process_startup_core_seconds + build + counting / (workers * table.parallel_efficiency)
+    files = files or {}
+    opening = sum(count * table.file_core_seconds.get(kind, 0.0) for kind, count in files.items())
+    build, first = table.build_seconds(family), table.scan_startup_core_seconds
+    here = first + (0.0 if built else build) + opening + counting / table.in_process_speedup
+    pool = first + table.process_startup_core_seconds + build
+    pool += (opening + counting) / (workers * table.parallel_efficiency)
     size = f"{text_bytes / 2**20:,.0f} MiB of text"
+    if sum(files.values()) > 1:
+        size += f" in {sum(files.values()):,} files"
     ready = "already built here" if built else f"built once here ({build:.1f} s)"
     if here <= pool:
         reason = (
@@ -223,6 +252,27 @@ def choose_engine(
     else:
         reason = f"{workers} workers: {size} on {family} take ~{pool:.1f} s on the pool, ~{here:.1f} s in this process"
     return EngineChoice(here <= pool, workers, here, pool, reason)
+
+
+COMPRESSED_SUFFIXES = (".zst", ".zstd", ".gz", ".bz2", ".xz", ".lz4")
+
+
+def corpus_files(shards) -> dict[str, int]:
+    """Files a scan of ``shards`` opens, by kind (``compressed`` by suffix, else ``plain``), for the per-file term
+    of :func:`choose_engine`: each file of a shard of whole files, or one per shard (a file or a part of one,
+    each opened by the worker that reads it).
+
+    >>> from types import SimpleNamespace as S
+    >>> corpus_files([S(files=(S(path="a.py"), S(path="b.py"))), S(file=S(path="c.jsonl.zst")), S()])
+    {'plain': 3, 'compressed': 1}
+    """
+    counts = {"plain": 0, "compressed": 0}
+    for shard in shards:
+        files = getattr(shard, "files", None) or [getattr(shard, "file", None)]
+        for file in files:
+            path = str(getattr(file, "path", "")).lower()
+            counts["compressed" if path.endswith(COMPRESSED_SUFFIXES) else "plain"] += 1
+    return counts
 
 
 def sampled_error(lengths, counts, L: int, regime: str, documents: int, *, seed: int = 0) -> dict | None:
@@ -244,6 +294,8 @@ def format_estimate(cost: CostEstimate, errors: list[dict] | None = None) -> str
     """The terminal report of an estimate."""
     t = cost.throughput
     what = "full scan" if cost.sample_rate is None else f"sampled scan at rate {cost.sample_rate:g}"
+    first = t.get("first_pass_tokens_per_core_second", t["tokens_per_core_second"])
+    steady = "" if first == t["tokens_per_core_second"] else f", steady state; a first pass {human_count(first)}"
     within = (
         f"{cost.nodes} nodes finish within {cost.target_hours:g} h ({human_hours(cost.wall_hours)})"
         if cost.nodes > 1
@@ -252,7 +304,7 @@ def format_estimate(cost: CostEstimate, errors: list[dict] | None = None) -> str
     lines = [
         f"corpus     {human_count(cost.tokens)} tokens, {human_count(cost.bytes)}B of text "
         f"({t['bytes_per_token']:.2f} bytes per token)",
-        f"throughput {human_count(t['tokens_per_core_second'])} tokens per core-second ({cost.family}); "
+        f"throughput {human_count(t['tokens_per_core_second'])} tokens per core-second ({cost.family}{steady}); "
         f"reading alone {t['read_bytes_per_core_second'] / 1e6:,.0f} MB per core-second; "
         f"parallel efficiency {t['parallel_efficiency']:.2f}",
         f"           measured {t['measured']} on {t['machine']} ({t['source']})",

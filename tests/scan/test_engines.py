@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+import json
 import socket
 import sys
 import time
+from importlib import resources
 
 import pytest
 
@@ -119,9 +121,16 @@ def test_fastokens_break_even_is_its_extra_build_time_over_the_time_it_saves_per
 def test_the_small_scan_rule_leaves_fastokens_out_only_below_the_next_backends_break_even():
     from freqlab.scan.driver import fastokens_break_even_bytes, small_scan_rule
 
-    # the shipped table (freqlab/data/throughput.json, measured by scripts/bench_cost.py) puts the break-evens at
-    # ~8 MiB before tiktoken and ~0.4 MiB before Hugging Face tokenizers
+    # the shipped table (freqlab/data/throughput.json, measured by scripts/bench_cost.py), read as plain JSON: the
+    # break-even (b_f - b_n) · β_n / (1/τ_n - 1/τ_f), ~9 MiB before tiktoken and ~0.6 MiB before Hugging Face
+    shipped = json.loads(resources.files("freqlab").joinpath("data/throughput.json").read_text(encoding="utf-8"))
+    fast = shipped["families"]["fastokens"]
     limit = {b: fastokens_break_even_bytes(b) for b in ("tiktoken", "hf-tokenizers")}
+    for backend, bytes_even in limit.items():
+        slow = shipped["families"][backend]
+        saved = 1 / slow["tokens_per_core_second"] - 1 / fast["tokens_per_core_second"]
+        expected = (fast["build_core_seconds"] - slow["build_core_seconds"]) * slow["bytes_per_token"] / saved
+        assert bytes_even == pytest.approx(expected)
     assert 6 << 20 < limit["tiktoken"] < 16 << 20 and 1 << 18 < limit["hf-tokenizers"] < 1 << 20
     rule = small_scan_rule(6 << 20)  # 6 MiB: tiktoken finishes first, Hugging Face does not
     assert f"(6.0 MiB of text < {limit['tiktoken'] / 2**20:.1f} MiB: tiktoken is done before" in rule("tiktoken")
@@ -178,6 +187,71 @@ def test_the_engine_is_in_process_while_it_finishes_before_a_pool_would_start_an
     assert choose_engine(10**6, 2, "sentencepiece", table).in_process_seconds == pytest.approx(2.0 + 0.25)
 
 
+def test_files_the_first_scan_and_the_backends_threads_enter_both_engines_as_measured():
+    from freqlab.scan.estimate import choose_engine
+
+    table = engine_table(
+        file_core_seconds={"plain": 0.0001, "compressed": 0.0005},
+        in_process_speedup=1.2,
+        scan_startup_core_seconds=0.25,
+    )
+    # fastokens, built here, 160 MB = 40M tokens = 1 s on one core; 1,000 plain + 200 compressed files = 0.2 s
+    choice = choose_engine(160 * 10**6, 2, "fastokens", table, built=True, files={"plain": 1000, "compressed": 200})
+    here = 0.25 + 0.2 + 1.0 / 1.2  # c + F·f + T/(τ·s)
+    pool = 0.25 + 0.5 + 1.5 + (0.2 + 1.0) / (2 * 0.8)  # c + p + b + (F·f + T/τ)/(n·e)
+    assert (choice.in_process_seconds, choice.pool_seconds) == pytest.approx((here, pool))
+    assert choice.in_process and "153 MiB of text in 1,200 files on fastokens (already built here)" in choice.reason
+    # the break-even, built: T/τ · (1/s - 1/(n·e)) = p + b - F·f · (1 - 1/(n·e)); files move it down
+    for files in ({}, {"compressed": 4000}, {"plain": 4000, "other": 10**6}):  # a kind never measured costs nothing
+        opening = 0.0005 * files.get("compressed", 0) + 0.0001 * files.get("plain", 0)
+        tokens = 40e6 * (0.5 + 1.5 - opening * (1 - 1 / 1.6)) / (1 / 1.2 - 1 / 1.6)
+        assert choose_engine(int(4 * tokens * 0.99), 2, "fastokens", table, True, files).in_process
+        assert not choose_engine(int(4 * tokens * 1.01), 2, "fastokens", table, True, files).in_process
+    assert 4 * tokens == pytest.approx(4 * 40e6 * (2 - 0.4 * 0.375) / (1 / 1.2 - 1 / 1.6))  # 1,421 MB
+    # the first scan's cost is paid by both engines: it never decides
+    assert choose_engine(10**9, 2, "tiktoken", table).in_process_seconds - choose_engine(
+        10**9, 2, "tiktoken", engine_table(in_process_speedup=1.2)
+    ).in_process_seconds == pytest.approx(0.25)
+
+
+@pytest.mark.parametrize(
+    ("text_bytes", "files", "in_process"),
+    [
+        (31_500_000, {"plain": 1790}, True),  # the built-in corpus: 1,790 small .py files
+        (18 * 10**6, {"compressed": 4}, True),  # 20M characters in 4 .jsonl.zst
+        (95 * 10**6, {"compressed": 10}, True),  # 10^8 characters (as the driver estimates it)
+        (794 * 10**6, {"compressed": 102}, False),  # 10^9 characters in 102 .jsonl.zst (estimated: 4x the files)
+    ],
+)
+def test_the_shipped_table_keeps_small_scans_here_and_sends_10_9_characters_to_the_pool(text_bytes, files, in_process):
+    from freqlab.scan.estimate import choose_engine, load_throughput
+
+    t = json.loads(resources.files("freqlab").joinpath("data/throughput.json").read_text(encoding="utf-8"))
+    fast = t["families"]["fastokens"]
+    counting = text_bytes / fast["bytes_per_token"] / fast["tokens_per_core_second"]
+    opening = sum(n * t["file_core_seconds"][kind] for kind, n in files.items())
+    here = t["scan_startup_core_seconds"] + opening + counting / t["in_process_speedup"]  # built by the driver
+    pool = t["scan_startup_core_seconds"] + t["process_startup_core_seconds"] + fast["build_core_seconds"]
+    pool += (opening + counting) / (2 * t["parallel_efficiency"])
+    choice = choose_engine(text_bytes, 2, "fastokens", load_throughput(), built=True, files=files)
+    assert (choice.in_process_seconds, choice.pool_seconds) == pytest.approx((here, pool))
+    assert choice.in_process is in_process  # what scripts/bench_cost_engine.md measured faster (whole processes)
+
+
+def test_a_scan_opens_each_file_of_a_shard_of_files_and_one_per_part(tmp_path):
+    import zstandard
+
+    from freqlab.corpus import open_corpus
+    from freqlab.scan.estimate import corpus_files
+
+    builtin = open_corpus(None)
+    assert corpus_files(builtin.shards) == {"plain": builtin.description["files"], "compressed": 0}
+    (tmp_path / "a.jsonl").write_text('{"text": "x"}\n')
+    (tmp_path / "b.jsonl.zst").write_bytes(zstandard.ZstdCompressor().compress(b'{"text": "y"}\n'))
+    (tmp_path / "c.txt").write_text("z")
+    assert corpus_files(open_corpus(str(tmp_path)).shards) == {"plain": 2, "compressed": 1}
+
+
 def test_a_small_default_scan_runs_in_this_process_and_counts_what_the_pool_counts(slimpajama_dir, monkeypatch):
     monkeypatch.setattr("freqlab.scan.driver.default_workers", lambda: 2)  # as on a 2-core machine
     chosen = scan_slimpajama(slimpajama_dir)
@@ -185,7 +259,7 @@ def test_a_small_default_scan_runs_in_this_process_and_counts_what_the_pool_coun
     assert_same_histogram(chosen.histogram, pooled.histogram)
     run = chosen.summary["scan"]
     assert (run["engine"], run["workers"]) == ("local", 1)
-    assert run["engine_reason"].startswith("in this process: 0 MiB of text on ")
+    assert run["engine_reason"].startswith("in this process: 0 MiB of text in 3 files on ")
     assert run["engine_reason"] in chosen.report()
     assert pooled.summary["scan"]["workers"] == 2 and "engine_reason" not in pooled.summary["scan"]
 
@@ -202,7 +276,7 @@ def test_a_scan_of_a_corpus_too_big_for_one_process_keeps_the_pool(slimpajama_di
 
     monkeypatch.setattr(Corpus, "__init__", huge)
     run = scan_slimpajama(slimpajama_dir).summary["scan"]
-    assert run["workers"] == 2 and run["engine_reason"].startswith("2 workers: 102,400 MiB of text on ")
+    assert run["workers"] == 2 and run["engine_reason"].startswith("2 workers: 102,400 MiB of text in 3 files on ")
 
 
 def test_a_ray_scan_with_nothing_left_to_count_starts_no_ray_and_reports_nothing_ran(monkeypatch):

@@ -47,6 +47,19 @@ def test_a_sampled_scan_reads_every_byte_and_tokenizes_its_share():
     assert near_full.core_hours == pytest.approx(100.0)  # the model is continuous at rate 1
 
 
+def test_a_corpus_estimate_counts_at_the_steady_state_rate_where_measured():
+    steady = ThroughputTable(
+        measured="-",
+        machine="-",
+        source="-",
+        read_bytes_per_core_second=100e6,
+        parallel_efficiency=0.9,
+        families={"fastokens": Family(30e6, 4.0, "", 1.0, steady_tokens_per_core_second=36e6)},
+    )
+    cost = estimate_cost(steady, "fastokens", tokens=36 * 3600 * 10**6, node_cores=10)
+    assert cost.core_hours == 1.0 and cost.throughput["first_pass_tokens_per_core_second"] == 30e6
+
+
 def test_bad_requests_are_one_line_errors():
     with pytest.raises(FreqlabError, match="no throughput measured for tokenizer family 'fastokens'"):
         estimate_cost(TABLE, "fastokens", tokens=10**9)
@@ -63,6 +76,27 @@ def test_the_shipped_table_says_when_and_where_it_was_measured():
     # the fast path is the fast one
     assert table.families["tiktoken"].tokens_per_core_second > table.families["hf-tokenizers"].tokens_per_core_second
     assert 0 < table.parallel_efficiency <= 1 and table.read_bytes_per_core_second > 0
+    # first passes (a fresh counter on text never seen): fastokens' piece cache makes a repeated text faster
+    fast = table.families["fastokens"]
+    assert "first passes" in table.source
+    assert fast.tokens_per_core_second < fast.repeat_tokens_per_core_second
+    assert set(table.file_core_seconds) == {"plain", "compressed"} and table.in_process_speedup >= 1
+
+
+def test_a_table_written_before_the_per_file_terms_still_loads(tmp_path):
+    old = {
+        "measured": "2026-11-23",
+        "machine": "2 cores",
+        "source": "scripts/bench_cost.py",
+        "read_bytes_per_core_second": 231e6,
+        "parallel_efficiency": 1.0,
+        "worker_startup_core_seconds": 2.04,
+        "families": {"tiktoken": {"tokens_per_core_second": 2.57e6, "bytes_per_token": 4.9, "example": "tekken"}},
+    }
+    (tmp_path / "old.json").write_text(json.dumps(old))
+    table = load_throughput(tmp_path / "old.json")
+    assert (table.file_core_seconds, table.in_process_speedup, table.scan_startup_core_seconds) == ({}, 1.0, 0.0)
+    assert table.families["tiktoken"].repeat_tokens_per_core_second is None
 
 
 def test_the_predicted_error_bar_matches_a_sample_that_size():
@@ -90,7 +124,8 @@ def test_the_cli_estimate_uses_the_shipped_table(tmp_path):
     family = table.families["fastokens"]  # the default tokenizer, Tekken, on its fastest backend
     assert cost["family"] == "fastokens" and cost["tokens"] == 627 * 10**9
     startup = cost["nodes"] * 64 * table.worker_startup_core_seconds  # each worker loads its tokenizer once
-    assert cost["core_hours"] == pytest.approx((627e9 / family.tokens_per_core_second + startup) / 3600)
+    # hours of unseen text on each worker's counter: the steady-state rate
+    assert cost["core_hours"] == pytest.approx((627e9 / family.steady_tokens_per_core_second + startup) / 3600)
     assert cost["wall_hours"] <= 1.0 and cost["throughput"]["measured"] == load_throughput().measured
     text = estimate("--corpus-tokens", "627B", "--node-cores", "64").output
     assert f"full scan: {cost['core_hours']:,.1f} core-hours; one node of 64 cores" in text
