@@ -9,6 +9,7 @@ the offsets the writer produced.
 
 from __future__ import annotations
 
+import itertools
 import json
 import random
 
@@ -126,7 +127,7 @@ def test_frames_are_grouped_into_parts_of_about_equal_compressed_size_covering_t
     for count in range(1, 15):
         parts = frame_parts(frames, count)
         assert parts[0][0] == 0 and parts[-1][1] == stop
-        assert all(a[1] == b[0] for a, b in zip(parts, parts[1:]))  # contiguous, cut where a frame starts
+        assert all(a[1] == b[0] for a, b in itertools.pairwise(parts))  # contiguous, cut where a frame starts
         assert {start for start, _ in parts} <= {frame.offset for frame in frames}
         # as many as asked while frames are much smaller than parts; never more (cuts go to the nearest frame)
         assert len(parts) == count if count <= 6 else min(count, len(frames)) - 2 <= len(parts) <= count
@@ -149,7 +150,9 @@ def test_parts_read_together_give_the_whole_streams_records_and_line_numbers(tmp
     ]  # the blank line (150), the bad ones
     expected_runs = _runs(whole)
     for count in range(2, len(frames) + 1):
-        parts = [JsonlShard(f"p{k}", file, whole.fields, frames=part) for k, part in enumerate(frame_parts(frames, count))]
+        parts = [
+            JsonlShard(f"p{k}", file, whole.fields, frames=part) for k, part in enumerate(frame_parts(frames, count))
+        ]
         assert [r for part in parts for r in _records(part.read(blank_lines=True))] == expected, count
         # the scan's read (runs of plain texts), flattened the same way: runs may be cut elsewhere
         flat = [x for part in parts for run in _runs(part) for x in (run if isinstance(run, list) else [run])]
