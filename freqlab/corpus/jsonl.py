@@ -8,8 +8,9 @@ yields a ``blank-line`` marker for each); a UTF-8 byte-order mark on the first l
 
 Large files are cut into byte ranges (:mod:`freqlab.corpus.ranges`): a plain file's ranges seek, a compressed
 file's ranges skip their prefix by decompressing it, so a compressed file is one part, except a local ``.zst`` of
-several frames, cut where frames start (:func:`frame_shards`): each part decompresses its own frames. A corrupt or truncated compressed file fails when read,
-after every complete line before the damage has been yielded (as ``zstd -dc`` and ``gzip -dc`` recover them).
+several frames, cut where frames start (:func:`frame_shards`): each part decompresses its own frames. A corrupt or
+truncated compressed file fails when read, after every complete line before the damage has been yielded (as
+``zstd -dc`` and ``gzip -dc`` recover them).
 """
 
 from __future__ import annotations

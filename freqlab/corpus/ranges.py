@@ -11,11 +11,12 @@ exactly, whatever the line lengths, without knowing where lines start when the r
 to the first line start after ``start`` and reads until it passes ``end``. A line longer than a range belongs to
 the range it starts in. A compressed stream has no seek points: a part of it would skip its prefix by decompressing
 it (``(n - 1) / 2`` extra decompressions of the file for ``n`` parts), so a compressed file is read as
-:data:`MAX_STREAM_RANGES` part (one): each stream is decompressed once. A ``.zst`` file of several frames is the
-exception: it is cut where frames start (:func:`freqlab.corpus.jsonl.frame_shards`), each part decompressing its own. One large compressed file then runs as one
+:data:`MAX_STREAM_RANGES` part (one): each stream is decompressed once. One large compressed file then runs as one
 shard, in the driver's process, and fastokens encodes its batches on every core (its own threads); a few of them
 run on a pool whose workers share the idle cores (measured on a 36M-character ``.jsonl.zst``, 2 cores: 3.2-4.2 s
 as one part against 8.6-9.0 s as four parts on two workers). The range reader still takes any part of a stream.
+A ``.zst`` file of several frames has seek points: it is cut where frames start, each part decompressing its own
+frames (:func:`freqlab.corpus.jsonl.frame_shards`; the same ownership rule, lines running over frame boundaries).
 """
 
 from __future__ import annotations
