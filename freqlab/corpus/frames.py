@@ -39,11 +39,13 @@ def zstd_frames(path: str, max_blocks: int = MAX_BLOCKS) -> list[Frame] | None:
     """The frames of the local ``.zst`` file ``path``, in order, skippable frames merged into the frame they
     precede (or the one before, at the end); None when the file cannot be indexed exactly (see the module).
 
-    >>> import tempfile, zstandard
-    >>> with tempfile.NamedTemporaryFile(suffix=".zst", delete=False) as out:
-    ...     _ = out.write(zstandard.compress(b"a" * 1000) + zstandard.compress(b"bc"))
-    >>> first = zstandard.compress(b"a" * 1000)
-    >>> zstd_frames(out.name) == [Frame(0, len(first)), Frame(len(first), len(zstandard.compress(b"bc")))]
+    >>> import os, tempfile, zstandard
+    >>> first, second = zstandard.compress(b"a" * 1000), zstandard.compress(b"bc")
+    >>> with tempfile.TemporaryDirectory() as folder:
+    ...     path = os.path.join(folder, "two.jsonl.zst")
+    ...     with open(path, "wb") as out:
+    ...         _ = out.write(first + second)
+    ...     zstd_frames(path) == [Frame(0, len(first)), Frame(len(first), len(second))]
     True
     """
     frames: list[Frame] = []
