@@ -96,6 +96,50 @@ def zstd_frames(path: str, max_blocks: int = MAX_BLOCKS) -> list[Frame] | None:
     return frames
 
 
+GZIP_MAGIC = b"\x1f\x8b\x08"  # ID1, ID2, CM = deflate (RFC 1952 section 2.3.1)
+
+
+def bgzf_members(path: str, max_blocks: int = MAX_BLOCKS) -> list[Frame] | None:
+    """The members of the local BGZF file ``path`` (``bgzip``'s gzip: every member records its own size in a
+    ``BC`` extra subfield, SAM/BAM specification section 4.1), in order; None when a member does not (an ordinary
+    gzip file: where its members end is known only by inflating them), or the file is cut short.
+
+    >>> import gzip, os, tempfile
+    >>> def bgzf(data):
+    ...     body = gzip.compress(data, mtime=0)
+    ...     extra = b"BC" + (2).to_bytes(2, "little") + (len(body) + 8 - 1).to_bytes(2, "little")
+    ...     return body[:3] + bytes([4]) + body[4:10] + len(extra).to_bytes(2, "little") + extra + body[10:]
+    >>> with tempfile.TemporaryDirectory() as folder:
+    ...     path = os.path.join(folder, "two.jsonl.gz")
+    ...     with open(path, "wb") as out:
+    ...         _ = out.write(bgzf(b"a" * 1000) + bgzf(b"bc"))
+    ...     data = open(path, "rb").read()
+    ...     [gzip.decompress(data[m.offset : m.offset + m.size]) for m in bgzf_members(path)] == [b"a" * 1000, b"bc"]
+    True
+    """
+    members: list[Frame] = []
+    with open(path, "rb", buffering=0) as handle:
+        fd = handle.fileno()
+        size = os.fstat(fd).st_size
+        at = 0
+        while at < size:
+            header = os.pread(fd, 12, at)
+            if len(members) >= max_blocks or len(header) < 12 or header[:3] != GZIP_MAGIC or not header[3] & 4:
+                return None  # FEXTRA not set: no BC subfield
+            extra = os.pread(fd, int.from_bytes(header[10:12], "little"), at + 12)
+            length = None
+            while len(extra) >= 4:  # subfields: SI1 SI2 LEN(2) data
+                sub = int.from_bytes(extra[2:4], "little")
+                if extra[:2] == b"BC" and sub == 2 and len(extra) >= 6:
+                    length = int.from_bytes(extra[4:6], "little") + 1
+                extra = extra[4 + sub :]
+            if length is None or at + length > size:
+                return None
+            members.append(Frame(at, length))
+            at += length
+    return members
+
+
 def _read_int(fd: int, offset: int, count: int) -> int | None:
     """The little-endian integer of ``count`` bytes at ``offset`` (None past the end of the file)."""
     data = os.pread(fd, count, offset)

@@ -39,7 +39,7 @@ from freqlab.corpus.base import (
 )
 from freqlab.corpus.fields import REPARSE, Fields, has_lone_surrogate
 from freqlab.corpus.file_discovery import DATASETS_METADATA, DataFile
-from freqlab.corpus.frames import frame_parts, zstd_frames
+from freqlab.corpus.frames import bgzf_members, frame_parts, zstd_frames
 from freqlab.corpus.ranges import (
     MAX_STREAM_RANGES,
     LineTooLong,
@@ -87,8 +87,7 @@ class ZstdFrames(io.RawIOBase):
             self._file.seek(offset)
         self._position = offset  # compressed bytes read from the file so far
         self._stop = stop
-        self._context = zstandard.ZstdDecompressor()
-        self._frame = self._context.decompressobj()
+        self._frame = self._decoder()
         self._in_frame = False
         self._input = memoryview(b"")
         self._output = memoryview(b"")
@@ -96,6 +95,14 @@ class ZstdFrames(io.RawIOBase):
         self._tail = False  # past `stop`: only up to the next newline is wanted
         self._wants_tail = tail
         self._done = False
+
+    _damage: ClassVar[type[Exception]] = zstandard.ZstdError  # what damage raises (a cut frame raises it too)
+    _unit = "zstd frame"
+
+    @staticmethod
+    def _decoder():
+        """A decompressor of one frame (``decompress``, ``eof``, ``unused_data``)."""
+        return zstandard.ZstdDecompressor().decompressobj()
 
     def readable(self) -> bool:
         """Always True: a readable stream."""
@@ -113,7 +120,7 @@ class ZstdFrames(io.RawIOBase):
                 self._position += len(self._input)
                 if not self._input:
                     if self._in_frame:
-                        raise zstandard.ZstdError("the file ends inside a zstd frame")
+                        raise self._damage(f"the file ends inside a {self._unit}")
                     return 0
             feed = _FEED
             if not self._tail and self._stop is not None:  # never past `stop` in one step: its frame ends there
@@ -126,7 +133,7 @@ class ZstdFrames(io.RawIOBase):
                     output, self._done = output[: newline + 1], True
             elif self._stop is not None and self.compressed_position() >= self._stop and self._error is None:
                 if self._in_frame:  # the frames were indexed when the corpus was opened: a file changed since
-                    self._error = zstandard.ZstdError(f"no zstd frame ends at byte {self._stop}")
+                    self._error = self._damage(f"no {self._unit} ends at byte {self._stop}")
                 self._tail = True
                 self._done = not self._wants_tail
             self._output = memoryview(output)
@@ -144,9 +151,9 @@ class ZstdFrames(io.RawIOBase):
                 if not self._frame.eof:
                     break
                 data = self._frame.unused_data  # the next frame starts here
-                self._frame = self._context.decompressobj()
+                self._frame = self._decoder()
                 self._in_frame = False
-        except zstandard.ZstdError as exc:
+        except self._damage as exc:
             self._error = exc  # raised once the bytes decoded before it are consumed
         return b"".join(out)
 
@@ -158,6 +165,20 @@ class ZstdFrames(io.RawIOBase):
         """Close the compressed file."""
         self._file.close()
         super().close()
+
+
+class GzipMembers(ZstdFrames):
+    """:class:`ZstdFrames` for the members of a ``.gz`` file (RFC 1952 section 2.2; ``bgzip`` writes many, see
+    :func:`freqlab.corpus.frames.bgzf_members`): each member is inflated on its own and checked (CRC-32 and size).
+    """
+
+    _damage = zlib.error
+    _unit = "gzip member"
+
+    @staticmethod
+    def _decoder():
+        """A decompressor of one gzip member."""
+        return zlib.decompressobj(16 + zlib.MAX_WBITS)
 
 
 class _KeepDecoded:
@@ -201,6 +222,10 @@ class _GzipReader(_KeepDecoded, gzip.GzipFile):
     damage = (OSError, EOFError, zlib.error)
 
 
+class _GzipMembersReader(_KeepDecoded, io.BufferedReader):
+    damage = (zlib.error,)
+
+
 def is_compressed(path: str) -> bool:
     """Whether ``path`` names a compressed file (zstd or gzip suffix)."""
     return path.lower().endswith((*_ZSTD_SUFFIXES, ".gz"))
@@ -208,12 +233,14 @@ def is_compressed(path: str) -> bool:
 
 def open_binary(path: str, frames: tuple[int, int] | None = None) -> BinaryIO:
     """A buffered binary stream of the file's decompressed bytes (by suffix: ``.zst``/``.zstd``, ``.gz``);
-    ``frames``: the zstd frames ``[offset, stop)`` and the rest of the line that runs over ``stop``
-    (:class:`ZstdFrames`).
+    ``frames``: the zstd frames (gzip members) ``[offset, stop)`` and the rest of the line that runs over ``stop``
+    (:class:`ZstdFrames`, :class:`GzipMembers`).
     """
     lower = path.lower()
     if lower.endswith(_ZSTD_SUFFIXES):
         return _ZstdReader(ZstdFrames(path, *(frames or (0, None))), buffer_size=_BUFFER)  # type: ignore[return-value]
+    if lower.endswith(".gz") and frames is not None:
+        return _GzipMembersReader(GzipMembers(path, *frames), buffer_size=_BUFFER)  # type: ignore[return-value]
     if lower.endswith(".gz"):
         return _GzipReader(fileobj=open_input(path), mode="rb")  # type: ignore[return-value]
     return open_input(path, buffering=_BUFFER)
@@ -228,8 +255,9 @@ def lines_before(path: str, position: int) -> int:
 
 @functools.lru_cache(maxsize=64)
 def lines_before_frame(path: str, offset: int) -> int:
-    """Newlines in the decompressed content of the zstd frames before compressed byte ``offset`` of ``path``."""
-    with _ZstdReader(ZstdFrames(path, 0, offset, tail=False), buffer_size=_BUFFER) as stream:
+    """Newlines in the decompressed content of the zstd frames (gzip members) before compressed byte ``offset``."""
+    frames = (ZstdFrames if path.lower().endswith(_ZSTD_SUFFIXES) else GzipMembers)(path, 0, offset, tail=False)
+    with io.BufferedReader(frames, buffer_size=_BUFFER) as stream:
         return skip_bytes(stream, 1 << 62)
 
 
@@ -452,8 +480,8 @@ class JsonlShard(FileShard):
         if not is_compressed(self.path):
             position, offset = stream.tell, self.start
         else:
-            zstd = self.path.lower().endswith(_ZSTD_SUFFIXES)
-            position = stream.raw.compressed_position if zstd else stream.fileobj.tell  # type: ignore[attr-defined]
+            framed = self.frames is not None or self.path.lower().endswith(_ZSTD_SUFFIXES)
+            position = stream.raw.compressed_position if framed else stream.fileobj.tell  # type: ignore[attr-defined]
             offset = self.frames[0] if self.frames is not None else self._compressed_range()[0]
         return lambda: 0 if stream.closed else position() - offset
 
@@ -519,18 +547,19 @@ def check_json_lines(file: DataFile) -> None:
 
 
 def frame_shards(file: DataFile, fields: Fields, range_bytes: int) -> list[JsonlShard]:
-    """The parts of a local ``.zst`` file of several frames, as many as a file of its size split into ranges of
-    ``range_bytes`` (estimated decompressed bytes) would have, cut where frames start (about equal compressed sizes;
-    :func:`~freqlab.corpus.frames.frame_parts`): each part decompresses its own frames, not the ones before. Empty
-    (one stream, from the start) for a remote file, a gzip file, a file that needs one part, one of one frame, or
-    one whose frames cannot be indexed exactly (:func:`~freqlab.corpus.frames.zstd_frames`: a truncated file or
-    trailing garbage is read as one stream, as before, and reported where the reader meets it).
+    """The parts of a local ``.zst`` file of several frames (or a ``.gz`` file of BGZF members), as many as a file of
+    its size split into ranges of ``range_bytes`` (estimated decompressed bytes) would have, cut where frames start
+    (about equal compressed sizes; :func:`~freqlab.corpus.frames.frame_parts`): each part decompresses its own
+    frames, not the ones before. Empty (one stream, from the start) for a remote file, a gzip file of other members
+    (their sizes are not recorded: finding where one ends means inflating it), a file that needs one part, one of
+    one frame, or one whose frames cannot be indexed exactly (:func:`~freqlab.corpus.frames.zstd_frames`: a
+    truncated file or trailing garbage is read as one stream, as before, and reported where the reader meets it).
     """
     wanted = len(split_bytes(file.size * COMPRESSION_RATIO_GUESS, range_bytes))
-    if wanted < 2 or file.remote or not file.path.lower().endswith(_ZSTD_SUFFIXES):
+    if wanted < 2 or file.remote:
         return []
     try:
-        frames = zstd_frames(file.path)
+        frames = (zstd_frames if file.path.lower().endswith(_ZSTD_SUFFIXES) else bgzf_members)(file.path)
     except OSError:
         return []  # unreadable: the reader reports it
     parts = frame_parts(frames, wanted) if frames is not None else []

@@ -9,6 +9,7 @@ the offsets the writer produced.
 
 from __future__ import annotations
 
+import gzip
 import itertools
 import json
 import random
@@ -19,7 +20,7 @@ import zstandard
 from freqlab.corpus import open_corpus
 from freqlab.corpus.base import UnreadableFile
 from freqlab.corpus.file_discovery import stat_file
-from freqlab.corpus.frames import Frame, frame_parts, zstd_frames
+from freqlab.corpus.frames import Frame, bgzf_members, frame_parts, zstd_frames
 from freqlab.corpus.jsonl import JsonlShard, ZstdFrames, frame_shards, lines_before_frame
 
 
@@ -37,12 +38,20 @@ def _skippable(payload: bytes) -> bytes:
     return (0x184D2A50).to_bytes(4, "little") + len(payload).to_bytes(4, "little") + payload
 
 
-def _framed(body: bytes, cuts: list[int], pzstd: bool = False, **options) -> tuple[bytes, list[Frame]]:
-    """``body`` compressed as one frame per piece between ``cuts`` (byte offsets anywhere in the content), and
-    the frames written (skippable frames counted with the frame they precede)."""
+def _bgzf(data: bytes) -> bytes:
+    """One BGZF member of ``data``, as ``bgzip`` writes it: a gzip member whose ``BC`` extra subfield holds its
+    size - 1 (SAM/BAM specification section 4.1)."""
+    body = gzip.compress(data, mtime=0)
+    extra = b"BC" + (2).to_bytes(2, "little") + (len(body) + 8 - 1).to_bytes(2, "little")
+    return body[:3] + bytes([body[3] | 4]) + body[4:10] + len(extra).to_bytes(2, "little") + extra + body[10:]
+
+
+def _framed(body: bytes, cuts: list[int], pzstd: bool = False, bgzf: bool = False, **options):
+    """``body`` compressed as one frame (BGZF member) per piece between ``cuts`` (byte offsets anywhere in the
+    content), and the frames written (skippable frames counted with the frame they precede)."""
     packed, frames = b"", []
     for start, end in zip([0, *cuts], [*cuts, len(body)]):
-        frame = _frame(body[start:end], **options)
+        frame = _bgzf(body[start:end]) if bgzf else _frame(body[start:end], **options)
         if pzstd:
             frame = _skippable(len(frame).to_bytes(4, "little")) + frame
         frames.append(Frame(len(packed), len(frame)))
@@ -136,14 +145,18 @@ def test_frames_are_grouped_into_parts_of_about_equal_compressed_size_covering_t
     assert frame_parts([Frame(0, 5)], 4) == [(0, 5)]
 
 
-@pytest.mark.parametrize("options", [{}, {"content_size": False, "pzstd": True}, {"checksum": True}])
+@pytest.mark.parametrize(
+    "options", [{}, {"content_size": False, "pzstd": True}, {"checksum": True}, {"bgzf": True}], ids=str
+)
 def test_parts_read_together_give_the_whole_streams_records_and_line_numbers(tmp_path, options):
     body, cuts = _body()
     packed, frames = _framed(body, cuts, **options)
-    path = tmp_path / "f.jsonl.zst"
+    name = "f.jsonl.gz" if options.get("bgzf") else "f.jsonl.zst"
+    path = tmp_path / name
     path.write_bytes(packed)
-    file = stat_file(str(path), "f.jsonl.zst")
-    whole = JsonlShard("f.jsonl.zst", file, open_corpus(str(path)).shards[0].fields)
+    assert (bgzf_members if options.get("bgzf") else zstd_frames)(str(path)) == frames
+    file = stat_file(str(path), name)
+    whole = JsonlShard(name, file, open_corpus(str(path)).shards[0].fields)  # read as one stream (GzipFile for .gz)
     expected = _records(whole.read(blank_lines=True))
     assert [where for *_, where, error in expected if error] == [
         f"{path}:{k + 1}" for k in (3, 150, 151, 399)
@@ -160,10 +173,11 @@ def test_parts_read_together_give_the_whole_streams_records_and_line_numbers(tmp
         assert sum(part.size() for part in parts) == len(packed)  # progress: the parts add up to the file
 
 
-def test_line_numbers_before_a_frame_count_the_frames_before_it(tmp_path):
+@pytest.mark.parametrize("name", ["f.jsonl.zst", "f.jsonl.gz"])
+def test_line_numbers_before_a_frame_count_the_frames_before_it(tmp_path, name):
     body, cuts = _body()
-    packed, frames = _framed(body, cuts)
-    path = tmp_path / "f.jsonl.zst"
+    packed, frames = _framed(body, cuts, bgzf=name.endswith(".gz"))
+    path = tmp_path / name
     path.write_bytes(packed)
     for frame, cut in zip(frames[1:], cuts):
         assert lines_before_frame(str(path), frame.offset) == body[:cut].count(b"\n")
@@ -184,6 +198,13 @@ def test_a_large_multi_frame_file_is_cut_where_frames_start_and_a_single_frame_o
     assert shards[0].id == f"framed.jsonl.zst@frames0-{shards[0].frames[1]}"
     assert frame_shards(stat_file(str(single), "single.jsonl.zst"), fields, part_bytes) == []  # one frame
     assert frame_shards(stat_file(str(framed), "framed.jsonl.zst"), fields, 1 << 30) == []  # one part is enough
+    members = tmp_path / "members.jsonl.gz"  # ordinary gzip members (`cat a.gz b.gz`): where each ends is unknown
+    members.write_bytes(b"".join(gzip.compress(body[a:b]) for a, b in zip([0, *cuts], [*cuts, len(body)])))
+    assert bgzf_members(str(members)) is None
+    assert frame_shards(stat_file(str(members), "members.jsonl.gz"), fields, 1024) == []
+    bgzf = tmp_path / "bgzf.jsonl.gz"
+    bgzf.write_bytes(_framed(body, cuts, bgzf=True)[0])
+    assert len(frame_shards(stat_file(str(bgzf), "bgzf.jsonl.gz"), fields, bgzf.stat().st_size)) == 4
 
 
 def test_a_damaged_multi_frame_file_is_read_as_one_stream_as_before(tmp_path, monkeypatch):
