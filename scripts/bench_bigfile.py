@@ -135,7 +135,7 @@ def _worker_count(shard):
     from freqlab.scan.work import ShardOptions, count_shard
 
     cpu = time.process_time()
-    return count_shard(shard, _COUNTER, ShardOptions()), time.process_time() - cpu
+    return count_shard(shard, _COUNTER, ShardOptions()), time.process_time() - cpu, os.getpid()
 
 
 def count(path: str, tokenizer: str, workers: int, ranges: int = 0) -> dict:
@@ -163,6 +163,7 @@ def count(path: str, tokenizer: str, workers: int, ranges: int = 0) -> dict:
         job.setup()
         job.counter.count(["build the backend before the clock starts"])
         parts, wall, cpu = _timed(lambda: [job(shard, ShardOptions()) for shard in shards])
+        busiest = cpu
     else:
         import multiprocessing
         from concurrent.futures import ProcessPoolExecutor
@@ -171,7 +172,11 @@ def count(path: str, tokenizer: str, workers: int, ranges: int = 0) -> dict:
         with ProcessPoolExecutor(workers, mp_context=context, initializer=_worker_init, initargs=(tokenizer,)) as pool:
             list(pool.map(time.sleep, [0.5] * workers))  # every worker started and built
             done, wall, cpu = _timed(lambda: list(pool.map(_worker_count, shards)))
-        parts, cpu = [part for part, _ in done], cpu + sum(busy for _, busy in done)
+        parts, cpu = [part for part, *_ in done], cpu + sum(busy for _, busy, _ in done)
+        per_worker: dict[int, float] = {}
+        for _, busy, pid in done:
+            per_worker[pid] = per_worker.get(pid, 0.0) + busy
+        busiest = max(per_worker.values())
     total = ShardCount()
     for part in parts:
         assert part.error is None, part.error
@@ -185,6 +190,7 @@ def count(path: str, tokenizer: str, workers: int, ranges: int = 0) -> dict:
         "workers": workers,
         "wall": round(wall, 3),
         "cpu": round(cpu, 3),
+        "busiest": round(busiest, 3),  # CPU seconds of the busiest worker: the wall time on idle cores
         "tokens": int(histogram.tokens),
         "documents": int(histogram.documents_read),
         "histogram": digest,
@@ -212,19 +218,27 @@ def compare(folder: Path, tokenizer: str, repeat: int) -> None:
             runs.setdefault((name, workers, ranges), []).append(json.loads(output.splitlines()[-1]))
     digests = {run["histogram"] for group in runs.values() for run in group}
     print(f"histograms identical across files and worker counts: {len(digests) == 1} ({', '.join(digests)})")
-    print("| file | shards | workers | wall median (min-max) s | CPU s | 1 worker / this (pair by pair) | load |")
-    print("|---|---:|---:|---:|---:|---:|---:|")
+    print(
+        "| file | shards | workers | wall median (min-max) s | CPU s | busiest worker CPU s | 1 worker / this: wall "
+        "(pair by pair) | 1 worker CPU / busiest worker CPU | load |"
+    )
+    print("|---|---:|---:|---:|---:|---:|---:|---:|---:|")
     for (name, workers, ranges), group in runs.items():
         walls = [run["wall"] for run in group]
-        ratio = ""
+        ratio = critical = ""
         if workers > 1:
             pairs = [one["wall"] / this["wall"] for one, this in zip(runs[(name, 1, 0)], group)]
             ratio = f"**{statistics.median(pairs):.2f}x** ({min(pairs):.2f}-{max(pairs):.2f})"
+            if group[0]["shards"] > 1:  # a pool: each worker's CPU is its own process's
+                cpus = [one["cpu"] / this["busiest"] for one, this in zip(runs[(name, 1, 0)], group)]
+                critical = f"{statistics.median(cpus):.2f}x"
         loads = [run["load"] for run in group]
         print(
             f"| {name} | {group[0]['shards']}{' ranges' if ranges else ''} | {workers} | "
             f"{statistics.median(walls):.2f} ({min(walls):.2f}-{max(walls):.2f}) | "
-            f"{statistics.median(run['cpu'] for run in group):.2f} | {ratio} | {min(loads):.1f}-{max(loads):.1f} |"
+            f"{statistics.median(run['cpu'] for run in group):.2f} | "
+            f"{statistics.median(run['busiest'] for run in group):.2f} | {ratio} | {critical} | "
+            f"{min(loads):.1f}-{max(loads):.1f} |"
         )
 
 

@@ -129,8 +129,8 @@ class ZstdFrames(io.RawIOBase):
             output = self._decompress(piece.tobytes())
             if self._tail:
                 newline = output.find(b"\n")
-                if newline >= 0:
-                    output, self._done = output[: newline + 1], True
+                if newline >= 0:  # the part's last line is whole: damage further on is the next part's to report
+                    output, self._done, self._error = output[: newline + 1], True, None
             elif self._stop is not None and self.compressed_position() >= self._stop and self._error is None:
                 if self._in_frame:  # the frames were indexed when the corpus was opened: a file changed since
                     self._error = self._damage(f"no {self._unit} ends at byte {self._stop}")
