@@ -54,6 +54,7 @@ from freqlab.errors import FreqlabError
 
 _BUFFER = 1 << 20
 _FEED = 1 << 16
+_TAIL_FEED = 1 << 12
 _BOM = b"\xef\xbb\xbf"
 _ZSTD_SUFFIXES = (".zst", ".zstd")
 # Decompressed bytes per compressed byte assumed when cutting a compressed file whose size inside is not
@@ -122,7 +123,7 @@ class ZstdFrames(io.RawIOBase):
                     if self._in_frame:
                         raise self._damage(f"the file ends inside a {self._unit}")
                     return 0
-            feed = _FEED
+            feed = _TAIL_FEED if self._tail else _FEED  # the tail is one line: damage past it is not this part's
             if not self._tail and self._stop is not None:  # never past `stop` in one step: its frame ends there
                 feed = min(feed, self._stop - self.compressed_position())
             piece, self._input = self._input[:feed], self._input[feed:]

@@ -228,3 +228,23 @@ def test_a_damaged_multi_frame_file_is_read_as_one_stream_as_before(tmp_path, mo
             for doc in shard.read(blank_lines=True):
                 read.append(doc.where)
         assert read == [f"{path}:{k}" for k in range(1, lines + 1)]
+
+
+def test_a_corrupt_frame_is_reported_by_its_own_part_not_by_the_part_that_finishes_a_line_in_it(tmp_path):
+    rng = random.Random(3)
+    body = b"".join(json.dumps({"text": f"{rng.getrandbits(800):x}"}).encode() + b"\n" for _ in range(2000))
+    cuts = [10_000, 400_000]  # inside lines; the damaged frame holds several blocks (of 128 KiB of content at most)
+    packed, frames = _framed(body, cuts, checksum=True)
+    end = frames[1].offset + frames[1].size
+    path = tmp_path / "f.jsonl.zst"
+    path.write_bytes(packed[: end - 4] + bytes(b ^ 0xFF for b in packed[end - 4 : end]) + packed[end:])  # checksum
+    file = stat_file(str(path), "f.jsonl.zst")
+    fields = open_corpus(str(path)).shards[0].fields
+    first, second, third = (
+        JsonlShard(f"p{k}", file, fields, frames=(f.offset, f.offset + f.size)) for k, f in enumerate(frames)
+    )
+    # the first part's last line ends early in the damaged frame: it is read whole, the damage is not this part's
+    assert [doc.where for doc in first.read()] == [f"{path}:{k}" for k in range(1, body[:10_000].count(b"\n") + 2)]
+    with pytest.raises(UnreadableFile, match=r"f\.jsonl\.zst: cannot read \(ZstdError"):
+        list(second.read())
+    assert len(list(third.read())) == 2000 - body[: cuts[1]].count(b"\n") - 1  # the frames after it are read
