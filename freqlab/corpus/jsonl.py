@@ -8,9 +8,9 @@ yields a ``blank-line`` marker for each); a UTF-8 byte-order mark on the first l
 
 Large files are cut into byte ranges (:mod:`freqlab.corpus.ranges`): a plain file's ranges seek, a compressed
 file's ranges skip their prefix by decompressing it, so a compressed file is one part, except a local ``.zst`` of
-several frames, cut where frames start (:func:`frame_shards`): each part decompresses its own frames. A corrupt or
-truncated compressed file fails when read, after every complete line before the damage has been yielded (as
-``zstd -dc`` and ``gzip -dc`` recover them).
+several frames (or a ``.gz`` of BGZF members), cut where frames start (:func:`frame_shards`): each part
+decompresses its own frames. A corrupt or truncated compressed file fails when read, after every complete line
+before the damage has been yielded (as ``zstd -dc`` and ``gzip -dc`` recover them).
 """
 
 from __future__ import annotations
@@ -296,7 +296,7 @@ def _where_counted(path: str, base: Callable[[], int], lineno: int):
 @dataclass(frozen=True)
 class JsonlShard(FileShard):
     """A JSON-lines file, or the lines of byte range ``[start, end)`` of its (decompressed) content, or (``frames``)
-    the lines that start in the zstd frames stored in compressed bytes ``[offset, stop)``: those frames are
+    the lines that start in the zstd frames (BGZF members) stored in compressed bytes ``[offset, stop)``: those are
     decompressed, not the ones before, and the line running over ``stop`` (frames need not end at a newline) is
     read to its end from the next frames; the line running into ``offset`` is the part before's (the rule of
     :mod:`freqlab.corpus.ranges`, with the decompressed position where the frames start as ``start``). ``where``
