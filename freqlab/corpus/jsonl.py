@@ -7,8 +7,10 @@ and are passed over (as every JSON-lines reader does), but a scan counts them (`
 yields a ``blank-line`` marker for each); a UTF-8 byte-order mark on the first line is dropped.
 
 Large files are cut into byte ranges (:mod:`freqlab.corpus.ranges`): a plain file's ranges seek, a compressed
-file's ranges skip their prefix by decompressing it. A corrupt or truncated compressed file fails when read,
-after every complete line before the damage has been yielded (as ``zstd -dc`` and ``gzip -dc`` recover them).
+file's ranges skip their prefix by decompressing it, so a compressed file is one part, except a local ``.zst`` of
+several frames (or a ``.gz`` of BGZF members), cut where frames start (:func:`frame_shards`): each part
+decompresses its own frames. A corrupt or truncated compressed file fails when read, after every complete line
+before the damage has been yielded (as ``zstd -dc`` and ``gzip -dc`` recover them).
 """
 
 from __future__ import annotations
@@ -18,7 +20,7 @@ import gzip
 import io
 import json
 import zlib
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from typing import BinaryIO, ClassVar
 
@@ -37,6 +39,7 @@ from freqlab.corpus.base import (
 )
 from freqlab.corpus.fields import REPARSE, Fields, has_lone_surrogate
 from freqlab.corpus.file_discovery import DATASETS_METADATA, DataFile
+from freqlab.corpus.frames import bgzf_members, frame_parts, zstd_frames
 from freqlab.corpus.ranges import (
     MAX_STREAM_RANGES,
     LineTooLong,
@@ -51,6 +54,7 @@ from freqlab.errors import FreqlabError
 
 _BUFFER = 1 << 20
 _FEED = 1 << 16
+_TAIL_FEED = 1 << 12
 _BOM = b"\xef\xbb\xbf"
 _ZSTD_SUFFIXES = (".zst", ".zstd")
 # Decompressed bytes per compressed byte assumed when cutting a compressed file whose size inside is not
@@ -71,16 +75,35 @@ class ZstdFrames(io.RawIOBase):
     decoded before damage (trailing garbage after a frame, a corrupt block) are returned first, and the
     error is raised on the next read. Compressed input is fed :data:`_FEED` bytes at a time, so one step's
     output stays small (text compresses 3-10x: a few hundred KiB).
+
+    ``offset``/``stop``: the frames whose compressed bytes are ``[offset, stop)`` (both frame boundaries, see
+    :func:`freqlab.corpus.frames.zstd_frames`), followed by the next frames' bytes up to and including their first
+    newline (the end of the line that runs over ``stop``; nothing when the frames end the file): a part of the file
+    that owns the lines starting in its frames (:class:`JsonlShard`); without ``tail``, nothing past ``stop``.
     """
 
-    def __init__(self, path: str) -> None:
+    def __init__(self, path: str, offset: int = 0, stop: int | None = None, tail: bool = True) -> None:
         self._file = open_input(path)  # closed in close()
-        self._context = zstandard.ZstdDecompressor()
-        self._frame = self._context.decompressobj()
+        if offset:
+            self._file.seek(offset)
+        self._position = offset  # compressed bytes read from the file so far
+        self._stop = stop
+        self._frame = self._decoder()
         self._in_frame = False
         self._input = memoryview(b"")
         self._output = memoryview(b"")
         self._error: Exception | None = None
+        self._tail = False  # past `stop`: only up to the next newline is wanted
+        self._wants_tail = tail
+        self._done = False
+
+    _damage: ClassVar[type[Exception]] = zstandard.ZstdError  # what damage raises (a cut frame raises it too)
+    _unit = "zstd frame"
+
+    @staticmethod
+    def _decoder():
+        """A decompressor of one frame (``decompress``, ``eof``, ``unused_data``)."""
+        return zstandard.ZstdDecompressor().decompressobj()
 
     def readable(self) -> bool:
         """Always True: a readable stream."""
@@ -91,14 +114,30 @@ class ZstdFrames(io.RawIOBase):
         while not self._output:
             if self._error is not None:
                 raise self._error
+            if self._done:
+                return 0
             if not self._input:
                 self._input = memoryview(self._file.read(_BUFFER))
+                self._position += len(self._input)
                 if not self._input:
                     if self._in_frame:
-                        raise zstandard.ZstdError("the file ends inside a zstd frame")
+                        raise self._damage(f"the file ends inside a {self._unit}")
                     return 0
-            piece, self._input = self._input[:_FEED], self._input[_FEED:]
-            self._output = memoryview(self._decompress(piece.tobytes()))
+            feed = _TAIL_FEED if self._tail else _FEED  # the tail is one line: damage past it is not this part's
+            if not self._tail and self._stop is not None:  # never past `stop` in one step: its frame ends there
+                feed = min(feed, self._stop - self.compressed_position())
+            piece, self._input = self._input[:feed], self._input[feed:]
+            output = self._decompress(piece.tobytes())
+            if self._tail:
+                newline = output.find(b"\n")
+                if newline >= 0:  # the part's last line is whole: damage further on is the next part's to report
+                    output, self._done, self._error = output[: newline + 1], True, None
+            elif self._stop is not None and self.compressed_position() >= self._stop and self._error is None:
+                if self._in_frame:  # the frames were indexed when the corpus was opened: a file changed since
+                    self._error = self._damage(f"no {self._unit} ends at byte {self._stop}")
+                self._tail = True
+                self._done = not self._wants_tail
+            self._output = memoryview(output)
         count = min(len(buffer), len(self._output))
         buffer[:count] = self._output[:count]
         self._output = self._output[count:]
@@ -113,20 +152,34 @@ class ZstdFrames(io.RawIOBase):
                 if not self._frame.eof:
                     break
                 data = self._frame.unused_data  # the next frame starts here
-                self._frame = self._context.decompressobj()
+                self._frame = self._decoder()
                 self._in_frame = False
-        except zstandard.ZstdError as exc:
+        except self._damage as exc:
             self._error = exc  # raised once the bytes decoded before it are consumed
         return b"".join(out)
 
     def compressed_position(self) -> int:
         """Compressed bytes consumed so far (for progress: the file's size is known, its decompressed size not)."""
-        return self._file.tell() - len(self._input)
+        return self._position - len(self._input)
 
     def close(self) -> None:
         """Close the compressed file."""
         self._file.close()
         super().close()
+
+
+class GzipMembers(ZstdFrames):
+    """:class:`ZstdFrames` for the members of a ``.gz`` file (RFC 1952 section 2.2; ``bgzip`` writes many, see
+    :func:`freqlab.corpus.frames.bgzf_members`): each member is inflated on its own and checked (CRC-32 and size).
+    """
+
+    _damage = zlib.error
+    _unit = "gzip member"
+
+    @staticmethod
+    def _decoder():
+        """A decompressor of one gzip member."""
+        return zlib.decompressobj(16 + zlib.MAX_WBITS)
 
 
 class _KeepDecoded:
@@ -170,16 +223,25 @@ class _GzipReader(_KeepDecoded, gzip.GzipFile):
     damage = (OSError, EOFError, zlib.error)
 
 
+class _GzipMembersReader(_KeepDecoded, io.BufferedReader):
+    damage = (zlib.error,)
+
+
 def is_compressed(path: str) -> bool:
     """Whether ``path`` names a compressed file (zstd or gzip suffix)."""
     return path.lower().endswith((*_ZSTD_SUFFIXES, ".gz"))
 
 
-def open_binary(path: str) -> BinaryIO:
-    """A buffered binary stream of the file's decompressed bytes (by suffix: ``.zst``/``.zstd``, ``.gz``)."""
+def open_binary(path: str, frames: tuple[int, int] | None = None) -> BinaryIO:
+    """A buffered binary stream of the file's decompressed bytes (by suffix: ``.zst``/``.zstd``, ``.gz``);
+    ``frames``: the zstd frames (gzip members) ``[offset, stop)`` and the rest of the line that runs over ``stop``
+    (:class:`ZstdFrames`, :class:`GzipMembers`).
+    """
     lower = path.lower()
     if lower.endswith(_ZSTD_SUFFIXES):
-        return _ZstdReader(ZstdFrames(path), buffer_size=_BUFFER)  # type: ignore[return-value]
+        return _ZstdReader(ZstdFrames(path, *(frames or (0, None))), buffer_size=_BUFFER)  # type: ignore[return-value]
+    if lower.endswith(".gz") and frames is not None:
+        return _GzipMembersReader(GzipMembers(path, *frames), buffer_size=_BUFFER)  # type: ignore[return-value]
     if lower.endswith(".gz"):
         return _GzipReader(fileobj=open_input(path), mode="rb")  # type: ignore[return-value]
     return open_input(path, buffering=_BUFFER)
@@ -190,6 +252,14 @@ def lines_before(path: str, position: int) -> int:
     """Newlines in the first ``position`` decompressed bytes of ``path`` (a range's first line number - 1)."""
     with open_binary(path) as stream:
         return skip_bytes(stream, position)
+
+
+@functools.lru_cache(maxsize=64)
+def lines_before_frame(path: str, offset: int) -> int:
+    """Newlines in the decompressed content of the zstd frames (gzip members) before compressed byte ``offset``."""
+    frames = (ZstdFrames if path.lower().endswith(_ZSTD_SUFFIXES) else GzipMembers)(path, 0, offset, tail=False)
+    with io.BufferedReader(frames, buffer_size=_BUFFER) as stream:
+        return skip_bytes(stream, 1 << 62)
 
 
 def parse_line(raw: bytes, extract) -> tuple[str | None, str | None, str | None]:
@@ -218,11 +288,22 @@ def _where_later(path: str, position: int):
     return lambda: f"{path}:{lines_before(path, position) + 1}"
 
 
+def _where_counted(path: str, base: Callable[[], int], lineno: int):
+    """``path:line`` of line ``lineno`` after ``base()`` lines, worked out when asked for (``base`` reads a prefix)."""
+    return lambda: f"{path}:{base() + lineno}"
+
+
 @dataclass(frozen=True)
 class JsonlShard(FileShard):
-    """A JSON-lines file, or the lines of byte range ``[start, end)`` of its (decompressed) content.
-    ``where`` of each record is ``path:line`` (1-based).
+    """A JSON-lines file, or the lines of byte range ``[start, end)`` of its (decompressed) content, or (``frames``)
+    the lines that start in the zstd frames (BGZF members) stored in compressed bytes ``[offset, stop)``: those are
+    decompressed, not the ones before, and the line running over ``stop`` (frames need not end at a newline) is
+    read to its end from the next frames; the line running into ``offset`` is the part before's (the rule of
+    :mod:`freqlab.corpus.ranges`, with the decompressed position where the frames start as ``start``). ``where``
+    of each record is ``path:line`` (1-based).
     """
+
+    frames: tuple[int, int] | None = None
 
     # what a corrupt or truncated compressed stream raises while being read
     read_errors: ClassVar = (OSError, EOFError, zstandard.ZstdError, zlib.error)
@@ -246,12 +327,14 @@ class JsonlShard(FileShard):
         extract = self.fields.extractor()
         fast_extract = self.fields.extractor(exact_numbers=False)
         fast_loads = orjson.loads
-        with open_binary(path) as stream:
+        start, end = self._owned()
+        with open_binary(path, self.frames) as stream:
             meter = read_meter()
             if meter is not None:
                 meter.probe = self._bytes_read(stream)
-            base = self._seek(stream)  # newlines before `start`, or None: counted only if a line number is asked for
-            lines = self._runs(stream, base) if runs else owned_lines(stream, self.start, self.end)
+            # newlines before `start`: a number, or None or a function (worked out if a line number is asked for)
+            base = self._seek(stream)
+            lines = self._runs(stream, start, end) if runs else owned_lines(stream, start, end)
             lineno = 0  # of the line in this range
             for position, raw in lines:
                 if raw.__class__ is list:  # a run of plain texts (self._runs)
@@ -261,7 +344,12 @@ class JsonlShard(FileShard):
                 lineno += 1
                 if position == 0 and raw.startswith(_BOM):
                     raw = raw[3:]
-                where = f"{path}:{base + lineno}" if base is not None else _where_later(path, position)
+                if base.__class__ is int:
+                    where = f"{path}:{base + lineno}"
+                elif base is None:
+                    where = _where_later(path, position)
+                else:
+                    where = _where_counted(path, base, lineno)
                 if raw.isspace() or not raw:
                     yield Document(None, None, where, BLANK_LINE)
                     continue
@@ -289,7 +377,7 @@ class JsonlShard(FileShard):
                     return record if isinstance(record, dict) else None
         return None
 
-    def _runs(self, stream, base) -> Iterator[tuple[int, bytes | list[str]]]:
+    def _runs(self, stream, start: int, end: int | None) -> Iterator[tuple[int, bytes | list[str]]]:
         """The lines of :func:`owned_lines` (``(position, line)``, for :meth:`_lines` to decide), except that runs
         of plain records come as ``(-1, [texts])``: read in blocks (:func:`owned_blocks`), each line parsed once by
         orjson, and a record is plain when its text field (a top-level key) holds a non-empty string, the very
@@ -301,7 +389,7 @@ class JsonlShard(FileShard):
         fast_extract = self.fields.extractor(exact_numbers=False)
         run: list[str] = []
         run_bytes = 0
-        for first, lines in owned_blocks(stream, self.start, self.end):
+        for first, lines in owned_blocks(stream, start, end):
             if simple and not (first == 0 and lines[0].startswith(_BOM)):
                 try:  # the whole block at once: every line a JSON object with a non-empty text (the usual case)
                     records = list(map(fast_loads, lines))
@@ -343,10 +431,22 @@ class JsonlShard(FileShard):
         if run:
             yield -1, run
 
-    def _seek(self, stream) -> int | None:
-        """Move ``stream`` to ``start``: seek a plain file (its line count is then unknown: None), skip a
-        compressed one's prefix by decompressing it (counting its newlines on the way).
+    def _owned(self) -> tuple[int, int | None]:
+        """``(start, end)`` for :func:`~freqlab.corpus.ranges.owned_lines`: the byte range, or for ``frames`` the
+        compressed offset and no end (the stream stops after the line running over ``stop``): only whether ``start``
+        is 0 (the part begins the file) matters then, positions are not the content's (no line number is taken
+        from them).
         """
+        return (self.start, self.end) if self.frames is None else (self.frames[0], None)
+
+    def _seek(self, stream) -> int | Callable[[], int] | None:
+        """Move ``stream`` to ``start``: seek a plain file (its line count is then unknown: None), skip a
+        compressed one's prefix by decompressing it (counting its newlines on the way). ``frames`` start where they
+        are stored: their line count comes from the frames before, decompressed only when asked for (a function).
+        """
+        if self.frames is not None:
+            offset = self.frames[0]  # + 1: the newline that ends the line holding the frames' start (the part before's)
+            return 0 if offset == 0 else lambda: lines_before_frame(self.path, offset) + 1
         if self.start == 0:
             return 0
         if is_compressed(self.path):  # + 1: the newline that ends the line holding `start` (the range before's)
@@ -358,6 +458,8 @@ class JsonlShard(FileShard):
         """Bytes of the file this shard covers: its range of a plain file; of a compressed file split into ranges of
         estimated decompressed bytes, the same share of the compressed size (the parts add up to the file's size).
         """
+        if self.frames is not None:
+            return self.frames[1] - self.frames[0]
         if self.start == 0 and self.end is None:
             return self.file.size
         if is_compressed(self.path):
@@ -379,9 +481,9 @@ class JsonlShard(FileShard):
         if not is_compressed(self.path):
             position, offset = stream.tell, self.start
         else:
-            zstd = self.path.lower().endswith(_ZSTD_SUFFIXES)
-            position = stream.raw.compressed_position if zstd else stream.fileobj.tell  # type: ignore[attr-defined]
-            offset = self._compressed_range()[0]
+            framed = self.frames is not None or self.path.lower().endswith(_ZSTD_SUFFIXES)
+            position = stream.raw.compressed_position if framed else stream.fileobj.tell  # type: ignore[attr-defined]
+            offset = self.frames[0] if self.frames is not None else self._compressed_range()[0]
         return lambda: 0 if stream.closed else position() - offset
 
 
@@ -445,6 +547,28 @@ def check_json_lines(file: DataFile) -> None:
     raise FreqlabError(f"{file.path}: {what} spread over lines, not JSON lines (one object per line){hint}")
 
 
+def frame_shards(file: DataFile, fields: Fields, range_bytes: int) -> list[JsonlShard]:
+    """The parts of a local ``.zst`` file of several frames (or a ``.gz`` file of BGZF members), as many as a file of
+    its size split into ranges of ``range_bytes`` (estimated decompressed bytes) would have, cut where frames start
+    (about equal compressed sizes; :func:`~freqlab.corpus.frames.frame_parts`): each part decompresses its own
+    frames, not the ones before. Empty (one stream, from the start) for a remote file, a gzip file of other members
+    (their sizes are not recorded: finding where one ends means inflating it), a file that needs one part, one of
+    one frame, or one whose frames cannot be indexed exactly (:func:`~freqlab.corpus.frames.zstd_frames`: a
+    truncated file or trailing garbage is read as one stream, as before, and reported where the reader meets it).
+    """
+    wanted = len(split_bytes(file.size * COMPRESSION_RATIO_GUESS, range_bytes))
+    if wanted < 2 or file.remote:
+        return []
+    try:
+        frames = (zstd_frames if file.path.lower().endswith(_ZSTD_SUFFIXES) else bgzf_members)(file.path)
+    except OSError:
+        return []  # unreadable: the reader reports it
+    parts = frame_parts(frames, wanted) if frames is not None else []
+    if len(parts) < 2:
+        return []
+    return [JsonlShard(f"{file.id}@frames{start}-{stop}", file, fields, frames=(start, stop)) for start, stop in parts]
+
+
 class JsonlFormat(FileFormat):
     """JSON lines files, plain or compressed: shards are byte ranges cut at line boundaries."""
 
@@ -466,10 +590,15 @@ class JsonlFormat(FileFormat):
         return file.size * COMPRESSION_RATIO_GUESS if is_compressed(file.path) else file.size
 
     def shards(self, files: list[DataFile], fields: Fields, range_bytes: int) -> list[JsonlShard]:
-        """Shards of about ``range_bytes`` each, cut at line boundaries."""
-        shards = []
+        """Shards of about ``range_bytes`` each, cut at line boundaries; a local ``.zst`` file of several frames is
+        cut where frames start (:func:`frame_shards`), any other compressed file is one shard.
+        """
+        shards: list[JsonlShard] = []
         for file in files:
             check_json_lines(file)
+            if is_compressed(file.path) and (framed := frame_shards(file, fields, range_bytes)):
+                shards.extend(framed)
+                continue
             limit = MAX_STREAM_RANGES if is_compressed(file.path) else None
             parts = split_bytes(self.estimated_bytes(file), range_bytes, limit)
             for start, end in parts:

@@ -15,6 +15,8 @@ it (``(n - 1) / 2`` extra decompressions of the file for ``n`` parts), so a comp
 shard, in the driver's process, and fastokens encodes its batches on every core (its own threads); a few of them
 run on a pool whose workers share the idle cores (measured on a 36M-character ``.jsonl.zst``, 2 cores: 3.2-4.2 s
 as one part against 8.6-9.0 s as four parts on two workers). The range reader still takes any part of a stream.
+A ``.zst`` file of several frames has seek points: it is cut where frames start, each part decompressing its own
+frames (:func:`freqlab.corpus.jsonl.frame_shards`; the same ownership rule, lines running over frame boundaries).
 """
 
 from __future__ import annotations

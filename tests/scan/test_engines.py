@@ -319,6 +319,49 @@ def test_a_compressed_file_is_one_shard_decompressed_once_and_counts_like_its_pl
         assert result.histogram.counts.tolist() == first.counts.tolist()
 
 
+def test_a_multi_frame_zst_is_cut_where_frames_start_and_counts_like_one_reader_on_any_worker_count(
+    tmp_path, monkeypatch
+):
+    """Frames cut inside lines (as ``pzstd`` cuts them): the parts, counted on one worker or two, give the
+    histogram of the plain file and of the single-frame stream; a bad line is the same error (file and line) or
+    the same skip, and every line read is counted or skipped."""
+    import json
+
+    import zstandard
+
+    from freqlab.corpus import open_corpus, ranges
+    from freqlab.scan import scan
+
+    monkeypatch.setattr(ranges, "MIN_RANGE_BYTES", 4096)  # small parts: the file is cut
+    lines = [json.dumps({"text": "word " * (k % 97) + str(k)}).encode() for k in range(4000)]
+    lines[2999] = b'{"text": broken'
+    body = b"\n".join(lines) + b"\n"
+    frames = b"".join(zstandard.compress(body[at : at + 5000]) for at in range(0, len(body), 5000))
+    for name, data in (
+        ("plain/a.jsonl", body),
+        ("one/a.jsonl.zst", zstandard.compress(body)),
+        ("framed/a.jsonl.zst", frames),
+    ):
+        (tmp_path / name).parent.mkdir()
+        (tmp_path / name).write_bytes(data)
+    framed = str(tmp_path / "framed")
+    shards = open_corpus(framed).shards
+    assert len(shards) > 4 and all(shard.frames is not None for shard in shards)
+    assert len(open_corpus(str(tmp_path / "one")).shards) == 1
+    first = None
+    for folder in ("plain", "one", "framed"):
+        for workers in (1, 2):
+            result = scan(str(tmp_path / folder), workers=workers, progress=False, on_error="skip")
+            first = first or result
+            assert result.histogram.lengths.tolist() == first.histogram.lengths.tolist(), (folder, workers)
+            assert result.histogram.counts.tolist() == first.histogram.counts.tolist(), (folder, workers)
+            docs = result.summary["documents"]
+            assert (docs["read"], docs["skipped"]) == (4000, {"malformed-json": 1})
+            assert docs["read"] == docs["tokenized"] + docs["empty"] + sum(docs["skipped"].values())
+            with pytest.raises(FreqlabError, match=r"a\.jsonl(\.zst)?:3000: malformed-json"):
+                scan(str(tmp_path / folder), workers=workers, progress=False, out=str(tmp_path / "out"))
+
+
 def test_a_pool_with_fewer_shards_than_cores_gives_its_workers_the_idle_cores(monkeypatch):
     import os
 

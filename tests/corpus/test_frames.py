@@ -1,0 +1,250 @@
+"""A ``.zst`` file of several frames is cut where frames start: each part decompresses its own frames only, and
+the parts read together give exactly what one reader of the whole stream gives (records, line numbers, errors),
+wherever a frame boundary falls (inside a JSON line, on a newline, inside a line that spans several frames).
+
+Frames are written by ``zstandard`` as ``pzstd``, ``zstd -c a b`` and chunked writers write them (with or
+without the content size, with checksums, with ``pzstd``'s skippable frames); the frame index is checked against
+the offsets the writer produced.
+"""
+
+from __future__ import annotations
+
+import gzip
+import itertools
+import json
+import random
+
+import pytest
+import zstandard
+
+from freqlab.corpus import open_corpus
+from freqlab.corpus.base import UnreadableFile
+from freqlab.corpus.file_discovery import stat_file
+from freqlab.corpus.frames import Frame, bgzf_members, frame_parts, zstd_frames
+from freqlab.corpus.jsonl import JsonlShard, ZstdFrames, frame_shards, lines_before_frame
+
+
+def _frame(data: bytes, content_size: bool = True, checksum: bool = False) -> bytes:
+    """One zstd frame of ``data`` (a streamed frame records no content size)."""
+    compressor = zstandard.ZstdCompressor(write_content_size=content_size, write_checksum=checksum)
+    if content_size:
+        return compressor.compress(data)
+    streamer = compressor.compressobj()  # size unknown to the writer: no Frame_Content_Size
+    return streamer.compress(data) + streamer.flush()
+
+
+def _skippable(payload: bytes) -> bytes:
+    """A skippable frame (RFC 8878 section 3.1.2), as ``pzstd`` writes before each frame (the frame's size)."""
+    return (0x184D2A50).to_bytes(4, "little") + len(payload).to_bytes(4, "little") + payload
+
+
+def _bgzf(data: bytes) -> bytes:
+    """One BGZF member of ``data``, as ``bgzip`` writes it: a gzip member whose ``BC`` extra subfield holds its
+    size - 1 (SAM/BAM specification section 4.1)."""
+    body = gzip.compress(data, mtime=0)
+    extra = b"BC" + (2).to_bytes(2, "little") + (len(body) + 8 - 1).to_bytes(2, "little")
+    return body[:3] + bytes([body[3] | 4]) + body[4:10] + len(extra).to_bytes(2, "little") + extra + body[10:]
+
+
+def _framed(body: bytes, cuts: list[int], pzstd: bool = False, bgzf: bool = False, **options):
+    """``body`` compressed as one frame (BGZF member) per piece between ``cuts`` (byte offsets anywhere in the
+    content), and the frames written (skippable frames counted with the frame they precede)."""
+    packed, frames = b"", []
+    for start, end in zip([0, *cuts], [*cuts, len(body)]):
+        frame = _bgzf(body[start:end]) if bgzf else _frame(body[start:end], **options)
+        if pzstd:
+            frame = _skippable(len(frame).to_bytes(4, "little")) + frame
+        frames.append(Frame(len(packed), len(frame)))
+        packed += frame
+    return packed, frames
+
+
+def _body() -> tuple[bytes, list[int]]:
+    """JSON lines of varied lengths with bad lines and a blank line, and the offsets of interesting cuts: inside
+    lines, right after a newline, on a newline, and several inside one long line (it spans four frames)."""
+    rng = random.Random(7)
+    lines = [json.dumps({"text": f"doc {k} " + "word " * rng.randrange(0, 60)}).encode() for k in range(400)]
+    lines[3] = b'{"text": broken'
+    lines[150] = b""  # blank: not a record, but it has a number
+    lines[151] = b"[1, 2]"  # not an object
+    lines[200] = json.dumps({"text": "long " * 5000}).encode()
+    lines[399] = b'{"text": "bad \xff utf-8"}'
+    body = b"\n".join(lines) + b"\n"
+    starts = [0]
+    for line in lines:
+        starts.append(starts[-1] + len(line) + 1)
+    long_start, long_end = starts[200], starts[201]
+    cuts = sorted(
+        {
+            17,  # inside the first line
+            starts[50],  # right after a newline: a line starts exactly at the frame
+            starts[80] - 1,  # on a newline: the frame starts with "\n"
+            long_start + 3,  # three cuts inside one line: it spans four frames, two with no newline at all
+            long_start + 9000,
+            long_end - 5,
+            starts[300] + 11,
+            len(body) - 2,  # the last frame holds the end of the last line
+        }
+    )
+    return body, cuts
+
+
+def _records(docs) -> list[tuple]:
+    return [(doc.text, doc.source, doc.where, doc.error) for doc in docs]
+
+
+def _runs(shard) -> list:
+    """What a scan reads: runs of plain texts as lists, other records as (text, where, error)."""
+    return [run if isinstance(run, list) else (run.text, run.where, run.error) for run in shard.read_runs()]
+
+
+def test_frames_are_found_from_their_headers_alone_as_the_writer_wrote_them(tmp_path):
+    body, cuts = _body()
+    for options in ({}, {"content_size": False}, {"checksum": True}, {"pzstd": True}):
+        packed, written = _framed(body, cuts, **options)
+        path = tmp_path / "f.jsonl.zst"
+        path.write_bytes(packed)
+        assert zstd_frames(str(path)) == written, options
+        for frame, start, end in zip(written, [0, *cuts], [*cuts, len(body)]):  # each decompresses on its own
+            with ZstdFrames(str(path), frame.offset, frame.offset + frame.size, tail=False) as stream:
+                assert stream.read() == body[start:end]
+
+
+def test_files_that_cannot_be_indexed_exactly_have_no_frames(tmp_path):
+    body, cuts = _body()
+    packed, frames = _framed(body, cuts)
+    path = tmp_path / "f.jsonl.zst"
+    for broken in (
+        packed[:-1],  # cut short
+        packed[: frames[3].offset + 7],  # cut inside a frame header
+        packed + b"this is not zstd",  # trailing garbage
+        packed + b"\x28\xb5\x2f",  # a magic cut short
+        b"not zstd at all, a plain file named .zst",
+    ):
+        path.write_bytes(broken)
+        assert zstd_frames(str(path)) is None
+    path.write_bytes(packed)
+    assert zstd_frames(str(path), max_blocks=3) is None  # more blocks than the bound: read as one stream
+    dictionary = zstandard.train_dictionary(1024, [body[k : k + 200] for k in range(0, 40_000, 200)])
+    path.write_bytes(zstandard.ZstdCompressor(dict_data=dictionary).compress(body))
+    assert zstd_frames(str(path)) is None  # a frame that needs a dictionary
+
+
+def test_frames_are_grouped_into_parts_of_about_equal_compressed_size_covering_the_file():
+    frames = [Frame(sum(range(10, 10 + k)), 10 + k) for k in range(12)]  # sizes 10 .. 21, contiguous
+    stop = frames[-1].offset + frames[-1].size
+    for count in range(1, 15):
+        parts = frame_parts(frames, count)
+        assert parts[0][0] == 0 and parts[-1][1] == stop
+        assert all(a[1] == b[0] for a, b in itertools.pairwise(parts))  # contiguous, cut where a frame starts
+        assert {start for start, _ in parts} <= {frame.offset for frame in frames}
+        # as many as asked while frames are much smaller than parts; never more (cuts go to the nearest frame)
+        assert len(parts) == count if count <= 6 else min(count, len(frames)) - 2 <= len(parts) <= count
+        sizes = [b - a for a, b in parts]
+        assert max(sizes) - min(sizes) <= 2 * 21, (count, sizes)  # within two frames of each other
+    assert frame_parts([Frame(0, 5)], 4) == [(0, 5)]
+
+
+@pytest.mark.parametrize(
+    "options", [{}, {"content_size": False, "pzstd": True}, {"checksum": True}, {"bgzf": True}], ids=str
+)
+def test_parts_read_together_give_the_whole_streams_records_and_line_numbers(tmp_path, options):
+    body, cuts = _body()
+    packed, frames = _framed(body, cuts, **options)
+    name = "f.jsonl.gz" if options.get("bgzf") else "f.jsonl.zst"
+    path = tmp_path / name
+    path.write_bytes(packed)
+    assert (bgzf_members if options.get("bgzf") else zstd_frames)(str(path)) == frames
+    file = stat_file(str(path), name)
+    whole = JsonlShard(name, file, open_corpus(str(path)).shards[0].fields)  # read as one stream (GzipFile for .gz)
+    expected = _records(whole.read(blank_lines=True))
+    assert [where for *_, where, error in expected if error] == [
+        f"{path}:{k + 1}" for k in (3, 150, 151, 399)
+    ]  # the blank line (150), the bad ones
+    expected_runs = _runs(whole)
+    for count in range(2, len(frames) + 1):
+        parts = [
+            JsonlShard(f"p{k}", file, whole.fields, frames=part) for k, part in enumerate(frame_parts(frames, count))
+        ]
+        assert [r for part in parts for r in _records(part.read(blank_lines=True))] == expected, count
+        # the scan's read (runs of plain texts), flattened the same way: runs may be cut elsewhere
+        flat = [x for part in parts for run in _runs(part) for x in (run if isinstance(run, list) else [run])]
+        assert flat == [x for run in expected_runs for x in (run if isinstance(run, list) else [run])], count
+        assert sum(part.size() for part in parts) == len(packed)  # progress: the parts add up to the file
+
+
+@pytest.mark.parametrize("name", ["f.jsonl.zst", "f.jsonl.gz"])
+def test_line_numbers_before_a_frame_count_the_frames_before_it(tmp_path, name):
+    body, cuts = _body()
+    packed, frames = _framed(body, cuts, bgzf=name.endswith(".gz"))
+    path = tmp_path / name
+    path.write_bytes(packed)
+    for frame, cut in zip(frames[1:], cuts):
+        assert lines_before_frame(str(path), frame.offset) == body[:cut].count(b"\n")
+
+
+def test_a_large_multi_frame_file_is_cut_where_frames_start_and_a_single_frame_one_is_not(tmp_path):
+    body, cuts = _body()
+    framed = tmp_path / "framed.jsonl.zst"
+    framed.write_bytes(_framed(body, cuts)[0])
+    single = tmp_path / "single.jsonl.zst"
+    single.write_bytes(_frame(body))
+    fields = open_corpus(str(single)).shards[0].fields
+    part_bytes = framed.stat().st_size  # 4 parts: parts are of estimated decompressed bytes (4x the compressed)
+    shards = frame_shards(stat_file(str(framed), "framed.jsonl.zst"), fields, part_bytes)
+    offsets = [frame.offset for frame in zstd_frames(str(framed))]
+    assert len(shards) == 4 and [shard.frames[0] for shard in shards] == sorted({s.frames[0] for s in shards})
+    assert {shard.frames[0] for shard in shards} <= set(offsets)
+    assert shards[0].id == f"framed.jsonl.zst@frames0-{shards[0].frames[1]}"
+    assert frame_shards(stat_file(str(single), "single.jsonl.zst"), fields, part_bytes) == []  # one frame
+    assert frame_shards(stat_file(str(framed), "framed.jsonl.zst"), fields, 1 << 30) == []  # one part is enough
+    members = tmp_path / "members.jsonl.gz"  # ordinary gzip members (`cat a.gz b.gz`): where each ends is unknown
+    members.write_bytes(b"".join(gzip.compress(body[a:b]) for a, b in zip([0, *cuts], [*cuts, len(body)])))
+    assert bgzf_members(str(members)) is None
+    assert frame_shards(stat_file(str(members), "members.jsonl.gz"), fields, 1024) == []
+    bgzf = tmp_path / "bgzf.jsonl.gz"
+    bgzf.write_bytes(_framed(body, cuts, bgzf=True)[0])
+    assert len(frame_shards(stat_file(str(bgzf), "bgzf.jsonl.gz"), fields, bgzf.stat().st_size)) == 4
+
+
+def test_a_damaged_multi_frame_file_is_read_as_one_stream_as_before(tmp_path, monkeypatch):
+    """A file cut short or with trailing garbage is not indexed: one shard, every line before the damage read,
+    then the one-line error (as a single-frame file)."""
+    from freqlab.corpus import ranges
+
+    monkeypatch.setattr(ranges, "MIN_RANGE_BYTES", 1024)  # small parts: a sound file of this size is cut
+    body, cuts = _body()
+    packed, frames = _framed(body, cuts)
+    path = tmp_path / "f.jsonl.zst"
+    path.write_bytes(packed)
+    assert len(open_corpus(str(path)).shards) > 1
+    # cut short inside the last frame: every line of the frames before it; trailing garbage: every line
+    for damaged, lines in ((packed[: frames[-1].offset + 9], body[: cuts[-1]].count(b"\n")), (packed + b"junk", 400)):
+        path.write_bytes(damaged)
+        (shard,) = open_corpus(str(path)).shards
+        assert shard.frames is None
+        read = []
+        with pytest.raises(UnreadableFile, match=r"f\.jsonl\.zst: cannot read"):
+            for doc in shard.read(blank_lines=True):
+                read.append(doc.where)
+        assert read == [f"{path}:{k}" for k in range(1, lines + 1)]
+
+
+def test_a_corrupt_frame_is_reported_by_its_own_part_not_by_the_part_that_finishes_a_line_in_it(tmp_path):
+    rng = random.Random(3)
+    body = b"".join(json.dumps({"text": f"{rng.getrandbits(800):x}"}).encode() + b"\n" for _ in range(2000))
+    cuts = [10_000, 400_000]  # inside lines; the damaged frame holds several blocks (of 128 KiB of content at most)
+    packed, frames = _framed(body, cuts, checksum=True)
+    end = frames[1].offset + frames[1].size
+    path = tmp_path / "f.jsonl.zst"
+    path.write_bytes(packed[: end - 4] + bytes(b ^ 0xFF for b in packed[end - 4 : end]) + packed[end:])  # checksum
+    file = stat_file(str(path), "f.jsonl.zst")
+    fields = open_corpus(str(path)).shards[0].fields
+    first, second, third = (
+        JsonlShard(f"p{k}", file, fields, frames=(f.offset, f.offset + f.size)) for k, f in enumerate(frames)
+    )
+    # the first part's last line ends early in the damaged frame: it is read whole, the damage is not this part's
+    assert [doc.where for doc in first.read()] == [f"{path}:{k}" for k in range(1, body[:10_000].count(b"\n") + 2)]
+    with pytest.raises(UnreadableFile, match=r"f\.jsonl\.zst: cannot read \(ZstdError"):
+        list(second.read())
+    assert len(list(third.read())) == 2000 - body[: cuts[1]].count(b"\n") - 1  # the frames after it are read
