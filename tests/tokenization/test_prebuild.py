@@ -4,6 +4,7 @@ worker it forks; only a counter of the very same data uses them, and an edited f
 
 from __future__ import annotations
 
+import json
 import pickle
 import subprocess
 import sys
@@ -123,3 +124,49 @@ def test_workers_forked_from_a_prebuilding_forkserver_start_with_fastokens_built
         seen[prebuilt] = done.stdout.split(maxsplit=1)
     counts = str(expected(reference, ["a b c", "xyz"]))
     assert seen == {"yes": ["True", counts + "\n"], "no": ["False", counts + "\n"]}
+
+
+SCAN_ON_A_POOL = """
+import json, sys
+from freqlab.scan import driver, scan
+from freqlab.tokenization import load_tokenizer
+from freqlab.tokenization.load import cache_entry
+
+spec, corpus = sys.argv[1], sys.argv[2]
+load_tokenizer(spec)  # the cache holds it: the driver's load is a hit
+driver.fastokens_break_even_bytes = lambda backend, table=None: 0.0  # a scan big enough to prebuild for
+made = driver.prebuild_entry
+asked = []
+driver.prebuild_entry = lambda corpus, settings: asked.append(made(corpus, settings)) or asked[-1]
+pooled = scan(corpus, tokenizer=spec, workers=2, progress=False)
+serial = scan(corpus, tokenizer=spec, workers=1, progress=False)
+print(json.dumps({
+    "entry": str(asked[0]()) == str(cache_entry(spec)),
+    "workers": pooled.summary["scan"]["workers"],
+    "backend": pooled.summary["tokenizer"]["backend"],
+    "same": pooled.histogram.counts.tolist() == serial.histogram.counts.tolist()
+    and pooled.histogram.lengths.tolist() == serial.histogram.lengths.tolist(),
+    "tokens": int(pooled.histogram.tokens),
+}))
+"""
+
+
+def test_a_pool_scan_whose_forkserver_prebuilt_reports_fastokens_and_counts_like_one_process(
+    tokenizer_json, cache_on, tmp_path
+):
+    path, reference = tokenizer_json
+    corpus = tmp_path / "corpus"
+    corpus.mkdir()
+    for part in range(2):
+        lines = [json.dumps({"text": text}) for text in TEXTS[part::2]]
+        (corpus / f"part-{part}.jsonl").write_text("\n".join(lines) + "\n", encoding="utf-8")
+    done = subprocess.run(
+        [sys.executable, "-c", textwrap.dedent(SCAN_ON_A_POOL), str(path), str(corpus)],
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert done.returncode == 0, done.stderr
+    seen = json.loads(done.stdout.strip().splitlines()[-1])
+    tokens = sum(expected(reference, TEXTS))
+    assert seen == {"entry": True, "workers": 2, "backend": "fastokens", "same": True, "tokens": tokens}
