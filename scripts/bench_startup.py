@@ -32,6 +32,7 @@ from pathlib import Path
 T0_ENV, LOG_ENV = "BENCH_STARTUP_T0", "BENCH_STARTUP_LOG"
 _FORKSERVER_PID = os.getpid()  # in the forkserver's copy of this module (its preload); workers fork from it
 _ROLE = "driver" if __name__ == "__main__" else None
+_HOOKS = Path(__file__).stem  # this file, as the module the forkserver preloads (the pool hides __main__'s __file__)
 
 
 # --- the timeline (driver, and via the forkserver's preload, forkserver and workers) ----------------------------
@@ -121,7 +122,7 @@ def child(corpus: str, spec: str | None) -> None:
         from multiprocessing import forkserver
 
         modules = list(forkserver._forkserver._preload_modules or [])
-        made.set_forkserver_preload([Path(__file__).stem, *(m for m in modules if m != Path(__file__).stem)])
+        made.set_forkserver_preload([_HOOKS, *(m for m in modules if m != _HOOKS)])
         return made
 
     local._context = hooked_context

@@ -9,8 +9,10 @@ reference on sample text: seconds for Llama 3 (measured in the README). All of i
 * the versions of freqlab (its ``tokenize`` sources included), Python, fastokens, tokenizers, tiktoken, regex
   and sentencepiece,
 
-so an entry keyed by all of them holds the converted counter (its backends' data) and the verification verdicts;
-a load that finds it builds nothing and compares nothing. Any change of the key (an edited file, an upgraded
+so an entry keyed by all of them holds the converted counter (its backends' data and their sha256 digests, which
+make its fingerprint) and the verification verdicts; a load that finds it builds nothing, hashes nothing but the file
+and compares nothing. The local pool's forkserver builds the entry's fast backend once for all workers
+(:mod:`freqlab.tokenization.prebuild`). Any change of the key (an edited file, an upgraded
 backend) misses, and the verification runs again. A verdict that was never computed (fastokens left out of a
 small scan) is computed on the load that needs it and added to the entry.
 

@@ -19,8 +19,9 @@ differed or failed are absent, with the reason in ``fallback_reasons``. At count
 Pickling (worker processes, Ray tasks): a counter pickles to its raw data (``tokenizer.json`` text, tiktoken
 ranks, ``.model`` bytes) and its verified backend list, never to a file path, so it works on machines without
 the tokenizer file or the hub, and is not verified again. Engines are built on first use, once per process:
-copies with the same fingerprint share them. If the process cannot import the fastokens version verified at
-load, fastokens is skipped there (the next backend was verified too).
+copies with the same fingerprint share them, in a process forked after the build too (the local pool's workers
+inherit what their forkserver built: :mod:`freqlab.tokenization.prebuild`). If the process cannot import the
+fastokens version verified at load, fastokens is skipped there (the next backend was verified too).
 """
 
 from __future__ import annotations

@@ -1,7 +1,8 @@
 """A local process pool: shards spread over ``workers`` processes, one job (tokenizer) per worker.
 
-Workers fork from a forkserver, a clean single-threaded process that has already imported freqlab (fast
-start-up, reused across scans). They never outlive the driver: each watches the driver's process id (and, on
+Workers fork from a forkserver, a clean single-threaded process that has already imported freqlab and built the
+scan's cached tokenizer (:mod:`freqlab.tokenization.prebuild`): workers inherit both (fast start-up, reused across
+scans), and receive the job pickled once. They never outlive the driver: each watches the driver's process id (and, on
 Linux, asks the kernel for SIGKILL when its parent dies), so a driver killed with SIGKILL leaves nothing
 running. Ctrl-C is the driver's: the forkserver and the workers start with SIGINT blocked, so an interrupt
 never prints a traceback from them.
