@@ -137,6 +137,8 @@ def child(corpus: str, spec: str | None) -> None:
 
 def run_process(corpus: str, spec: str | None, cache: str, log: str) -> dict:
     env = {**os.environ, T0_ENV: repr(time.time()), LOG_ENV: log, "FREQLAB_CACHE_DIR": cache}
+    # the forkserver imports its preload by name and ignores the driver's sys.path: the hooks' folder goes here
+    env["PYTHONPATH"] = os.pathsep.join(p for p in (str(Path(__file__).parent), env.get("PYTHONPATH")) if p)
     env.pop("FREQLAB_NO_CACHE", None)
     started = time.time()
     done = subprocess.run(
