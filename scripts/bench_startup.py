@@ -66,7 +66,6 @@ def timed(owner, name: str, label: str) -> None:
 def install_hooks(driver: bool) -> None:
     """Mark backend builds and cache reads everywhere; pool workers' start and first shard (not in the driver:
     its pickles must name the real functions)."""
-    from freqlab.scan.engines import local
     from freqlab.tokenization import cache, counter
 
     get = counter.Engines.get
@@ -81,8 +80,16 @@ def install_hooks(driver: bool) -> None:
 
     counter.Engines.get = get_marked
     timed(cache, "read_entry", "read the cache entry")
-    if driver:
+    if not driver:  # the pool's functions, patched before the forkserver's first fork: importing them now would
+        os.register_at_fork(before=_hook_pool)  # delay the forkserver's tokenizer build (it imports freqlab.scan)
+
+
+def _hook_pool() -> None:
+    from freqlab.scan.engines import local
+
+    if getattr(local._pool_count, "hooked", False):
         return
+    mark("preloaded (imports and build): first fork")
     timed(local, "_pool_init", "worker start (unpickle the job)")
     count = local._pool_count
     first = []
@@ -97,6 +104,7 @@ def install_hooks(driver: bool) -> None:
                 first.append(True)
                 mark("first shard", started)
 
+    count_marked.hooked = True
     local._pool_count = count_marked
 
 

@@ -2,14 +2,16 @@
 
 fastokens objects cannot be pickled and have no serialized form (its ``Tokenizer`` offers ``from_json_str``,
 ``from_file``, ``from_tiktoken``, ``from_model``, nothing that dumps), so each worker process used to build its own:
-Llama 3's ``tokenizer.json`` costs ~0.9 core-seconds per build (measured in ``scripts/bench_scan_startup.md``). A
-process forked *after* a build inherits it, though, and building it starts no thread (checked: one thread
-before and after), so a fork stays safe. The local engine's forkserver imports this module with
-``FREQLAB_PREBUILD`` naming the tokenizer's on-disk cache entry (:func:`freqlab.tokenization.load.cache_entry`):
-it rebuilds the verified counter from the entry, builds the backend that counts ordinary texts (and the reference,
-when routed strings send some texts to it), and shares the engines (:meth:`TokenCounter.share_engines`). A
-worker's counter, unpickled, finds them by its fingerprint (a sha256 of all its backends' data), so it uses them
-only when its data is the very same; any other counter builds its own, as before.
+Llama 3's ``tokenizer.json`` costs ~0.9 core-seconds per build (measured in ``scripts/bench_startup.md``). A
+process forked *after* a build inherits it, though. The local engine's forkserver imports this module first, with
+``FREQLAB_PREBUILD`` naming the tokenizer's on-disk cache entry (:func:`freqlab.tokenization.load.cache_entry`): a
+thread rebuilds the verified counter from the entry, builds the backend that counts ordinary texts (and the
+reference, when added tokens send some texts to it) and shares the engines (:meth:`TokenCounter.share_engines`),
+while the forkserver imports freqlab's other modules (fastokens releases the GIL while it builds). The thread is
+joined before the forkserver's first fork (``os.register_at_fork``), and building starts no thread of its own
+(checked: one thread before and after), so no fork ever copies a running thread. A worker's counter, unpickled,
+finds the engines by its fingerprint (a sha256 of all its backends' data), so it uses them only when its data is
+the very same; any other counter builds its own, as before.
 
 Nothing is verified here: only an entry whose verdicts already accept the fast backend is used (the driver
 loads the same entry, and verifies whatever the entry lacks). Any failure leaves the forkserver as it was.
@@ -18,6 +20,7 @@ loads the same entry, and verifies whatever the entry lacks). Any failure leaves
 from __future__ import annotations
 
 import os
+import threading
 from pathlib import Path
 
 from freqlab.tokenization.backends import BACKEND_FASTOKENS, is_engine_failure
@@ -49,10 +52,21 @@ def prebuild(path: str | Path) -> TokenCounter | None:
     return counter
 
 
+_BUILDING: threading.Thread | None = None
+
+
 def _prebuild_from_environment() -> None:
+    """Start building the entry named by ``FREQLAB_PREBUILD`` on a thread, joined before this process forks."""
+    global _BUILDING
     path = os.environ.get(ENV)
-    if not path:
+    if not path or _BUILDING is not None:
         return
+    _BUILDING = threading.Thread(target=_build_quietly, args=(path,), name="freqlab-prebuild", daemon=True)
+    _BUILDING.start()
+    os.register_at_fork(before=_BUILDING.join)
+
+
+def _build_quietly(path: str) -> None:
     try:
         prebuild(path)
     except BaseException as exc:  # a Rust panic too: the workers then build their own

@@ -169,8 +169,9 @@ def _context():
     """
     if MP_CONTEXT in multiprocessing.get_all_start_methods():
         context = multiprocessing.get_context(MP_CONTEXT)
+        # prebuild first: it builds the scan's tokenizer on a thread while the others import
         context.set_forkserver_preload(
-            ["freqlab.scan.engines", "freqlab.corpus", "freqlab.tokenization", "freqlab.tokenization.prebuild"]
+            ["freqlab.tokenization.prebuild", "freqlab.scan.engines", "freqlab.corpus", "freqlab.tokenization"]
         )
         return context
     return multiprocessing.get_context("spawn")
