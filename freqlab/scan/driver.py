@@ -265,7 +265,8 @@ def scan_from_settings(
 
         RayEngine.check(run.address)  # before reading anything: Ray installed, its cluster there
     corpus = settings.open_corpus()
-    starting = prestart() if pool_possible(run, corpus) else None  # the forkserver starts while the tokenizer loads
+    # the forkserver starts (and builds the cached tokenizer for the workers) while the tokenizer loads here
+    starting = prestart(prebuild_entry(corpus, settings)) if pool_possible(run, corpus) else None
     counter = None
     if corpus.kind == TEXT:
         counter = settings.tokenizer  # a TokenCounter already loaded (notebooks, benchmarks): used as it is
@@ -405,6 +406,24 @@ def pool_possible(run: RunOptions, corpus: Corpus) -> bool:
     n, files = min(workers, max(len(corpus.shards), 1)), corpus_files(corpus.shards)
     choices = [choose_engine(corpus.estimated_bytes, n, family, table, files=files) for family in table.families]
     return not all(choice is not None and choice.in_process for choice in choices)
+
+
+def prebuild_entry(corpus: Corpus, settings: ScanSettings):
+    """What the pool's forkserver builds once for all workers (:mod:`freqlab.tokenization.prebuild`): a callable
+    giving the tokenizer's cache entry (None: not cached yet), or None when the scan counts no text, is given a
+    loaded counter, or is so small that fastokens may be left out (:func:`small_scan_rule`).
+    """
+    spec = settings.tokenizer
+    if corpus.kind != TEXT or not (spec is None or isinstance(spec, (str, os.PathLike))):
+        return None
+    size = scanned_bytes(corpus, settings, len(corpus.shards))
+    limit = fastokens_break_even_bytes("tiktoken")  # the largest break-even: above it fastokens is always kept
+    if size is not None and limit is not None and size < limit:
+        return None
+    from freqlab.tokenization.load import cache_entry
+
+    name = None if spec is None else os.fspath(spec)
+    return lambda: cache_entry(name, add_special_tokens=settings.add_special_tokens)
 
 
 def scanned_index(corpus: Corpus, settings: ScanSettings) -> str | None:

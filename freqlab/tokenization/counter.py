@@ -19,8 +19,9 @@ differed or failed are absent, with the reason in ``fallback_reasons``. At count
 Pickling (worker processes, Ray tasks): a counter pickles to its raw data (``tokenizer.json`` text, tiktoken
 ranks, ``.model`` bytes) and its verified backend list, never to a file path, so it works on machines without
 the tokenizer file or the hub, and is not verified again. Engines are built on first use, once per process:
-copies with the same fingerprint share them. If the process cannot import the fastokens version verified at
-load, fastokens is skipped there (the next backend was verified too).
+copies with the same fingerprint share them, in a process forked after the build too (the local pool's workers
+inherit what their forkserver built: :mod:`freqlab.tokenization.prebuild`). If the process cannot import the
+fastokens version verified at load, fastokens is skipped there (the next backend was verified too).
 """
 
 from __future__ import annotations
@@ -121,6 +122,7 @@ class TokenCounter:
         threads: int = 1,
         fastokens_version: str | None = None,
         fastokens_note: str | None = None,
+        source_digests: Mapping[str, str] | None = None,
         _engines: Engines | None = None,
     ) -> None:
         unknown = set(sources) - set(FASTEST_FIRST)
@@ -143,6 +145,9 @@ class TokenCounter:
         self.fastokens_version = fastokens_version
         self.fastokens_note = fastokens_note
         self._engines = _engines if _engines is not None else Engines(self._sources, self.routed)
+        # backend -> source_digest(its source), filled on first need (the tokenizer cache stores them: hashing
+        # 128k ranks costs ~0.2 s at every load otherwise)
+        self._digests = {b: d for b, d in (source_digests or {}).items() if b in self._sources}
         self._fingerprint: str | None = None
 
     @property
@@ -288,7 +293,7 @@ class TokenCounter:
     def fingerprint(self) -> str:
         """sha256 of everything that determines the counts (used to share built engines in a process)."""
         if self._fingerprint is None:
-            self._fingerprint = sources_fingerprint(self._sources, self.routed)
+            self._fingerprint = sources_fingerprint(self._sources, self.routed, self._digests)
         return self._fingerprint
 
     def _state(self) -> dict[str, Any]:
@@ -306,30 +311,52 @@ class TokenCounter:
             "threads": self.threads,
             "fastokens_version": self.fastokens_version,
             "fastokens_note": self.fastokens_note,
+            "source_digests": self._digests,
         }
 
-    def __reduce__(self):
-        with _BUILT_LOCK:  # unpickling in this process reuses our engines
+    def share_engines(self) -> None:
+        """Let copies of this counter unpickled in this process (or in a process forked from it, like the local
+        pool's workers) use its built engines: they are found by :attr:`fingerprint`, so only a counter of the
+        very same data gets them.
+        """
+        with _BUILT_LOCK:
             _BUILT.setdefault(self.fingerprint, self._engines)
+
+    def __reduce__(self):
+        self.share_engines()  # unpickling in this process reuses our engines
         return (_restore_counter, (self.fingerprint, self._state()))
 
 
-def sources_fingerprint(sources: Mapping[str, Any], routed: Sequence[str] = ()) -> str:
-    """sha256 over the backends' data (ranks hashed via :func:`vocab_hash`) and the routed strings."""
+def sources_fingerprint(
+    sources: Mapping[str, Any], routed: Sequence[str] = (), digests: dict[str, str] | None = None
+) -> str:
+    """sha256 over the routed strings and each backend's :func:`source_digest`; ``digests``: those known already
+    (backend -> digest), completed in place.
+    """
+    digests = digests if digests is not None else {}
     h = hashlib.sha256(repr(sorted(routed)).encode())
     for backend in sorted(sources):
-        data = sources[backend]
-        h.update(backend.encode())
-        if isinstance(data, FastokensRanks):
-            h.update((data.encoding or "").encode())
-            data = data.plan
-        if isinstance(data, TiktokenPlan):
-            h.update(repr((data.pat_str, data.nfc, data.prefix_space, len(data.mergeable_ranks))).encode())
-            h.update(vocab_hash((rank, token) for token, rank in data.mergeable_ranks.items()).encode())
-        elif isinstance(data, str):
-            h.update(data.encode("utf-8", "surrogatepass"))
-        else:
-            h.update(bytes(data))
+        if backend not in digests:
+            digests[backend] = source_digest(sources[backend])
+        h.update(backend.encode() + b"\0" + digests[backend].encode())
+    return h.hexdigest()
+
+
+def source_digest(data: Any) -> str:
+    """sha256 hex of one backend's data: ranks via :func:`vocab_hash` (with the pattern and text rules), text and
+    bytes as they are.
+    """
+    h = hashlib.sha256()
+    if isinstance(data, FastokensRanks):
+        h.update((data.encoding or "").encode())
+        data = data.plan
+    if isinstance(data, TiktokenPlan):
+        h.update(repr((data.pat_str, data.nfc, data.prefix_space, len(data.mergeable_ranks))).encode())
+        h.update(vocab_hash((rank, token) for token, rank in data.mergeable_ranks.items()).encode())
+    elif isinstance(data, str):
+        h.update(data.encode("utf-8", "surrogatepass"))
+    else:
+        h.update(bytes(data))
     return h.hexdigest()
 
 

@@ -1,7 +1,8 @@
 """A local process pool: shards spread over ``workers`` processes, one job (tokenizer) per worker.
 
-Workers fork from a forkserver, a clean single-threaded process that has already imported freqlab (fast
-start-up, reused across scans). They never outlive the driver: each watches the driver's process id (and, on
+Workers fork from a forkserver, a clean single-threaded process that has already imported freqlab and built the
+scan's cached tokenizer (:mod:`freqlab.tokenization.prebuild`): workers inherit both (fast start-up, reused across
+scans), and receive the job pickled once. They never outlive the driver: each watches the driver's process id (and, on
 Linux, asks the kernel for SIGKILL when its parent dies), so a driver killed with SIGKILL leaves nothing
 running. Ctrl-C is the driver's: the forkserver and the workers start with SIGINT blocked, so an interrupt
 never prints a traceback from them.
@@ -13,11 +14,12 @@ import contextlib
 import ctypes
 import multiprocessing
 import os
+import pickle
 import signal
 import sys
 import threading
 import time
-from collections.abc import Generator, Iterator
+from collections.abc import Callable, Generator, Iterator
 from concurrent.futures import FIRST_COMPLETED, Future, ProcessPoolExecutor, wait
 from concurrent.futures.process import BrokenProcessPool
 
@@ -42,8 +44,10 @@ class LocalEngine(Engine):
         context = _context()
         start_forkserver()
         queue = context.Queue() if progress is not None else None
+        # the job (its tokenizer: megabytes) pickled once, not once per worker as initargs would be
+        payload = pickle.dumps(job, protocol=pickle.HIGHEST_PROTOCOL)
         pool = ProcessPoolExecutor(
-            self.workers, mp_context=context, initializer=_pool_init, initargs=(job, queue, os.getpid())
+            self.workers, mp_context=context, initializer=_pool_init, initargs=(payload, queue, os.getpid())
         )
         _guard_exit(pool)
         in_flight: dict[Future, Task] = {}
@@ -116,10 +120,11 @@ class _QueueReporter:
         self.last = time.monotonic()
 
 
-def _pool_init(job, queue, driver: int) -> None:
+def _pool_init(payload: bytes, queue, driver: int) -> None:
     global _JOB, _QUEUE
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C is the driver's to handle
     die_with(driver)
+    job = pickle.loads(payload)
     job.setup()
     _JOB, _QUEUE = job, queue
 
@@ -172,15 +177,22 @@ def _context():
     """
     if MP_CONTEXT in multiprocessing.get_all_start_methods():
         context = multiprocessing.get_context(MP_CONTEXT)
-        context.set_forkserver_preload(["freqlab.scan.engines", "freqlab.corpus", "freqlab.tokenization"])
+        # prebuild first: it builds the scan's tokenizer on a thread while the others import
+        context.set_forkserver_preload(
+            ["freqlab.tokenization.prebuild", "freqlab.scan.engines", "freqlab.corpus", "freqlab.tokenization"]
+        )
         return context
     return multiprocessing.get_context("spawn")
 
 
-def start_forkserver() -> None:
+def start_forkserver(prebuild: Callable[[], str | os.PathLike | None] | None = None) -> None:
     """Start the forkserver (it imports freqlab, ~0.5 s) with SIGINT blocked: the mask is inherited by it and by
     every worker it forks, so Ctrl-C (which a terminal sends to the whole process group) reaches only the
     driver, even while they are still starting. Idempotent.
+
+    ``prebuild()``: the tokenizer cache entry whose engines the forkserver builds before its first fork, so that
+    every worker inherits them instead of building its own (:mod:`freqlab.tokenization.prebuild`; called only when
+    the forkserver starts now, None: nothing to build).
     """
     with _main_module_hidden():
         if _context().get_start_method() != "forkserver":
@@ -188,15 +200,41 @@ def start_forkserver() -> None:
         from multiprocessing import forkserver, resource_tracker
 
         resource_tracker.ensure_running()  # first: starting it *unblocks* SIGINT in the calling thread
-        with _sigint_blocked():
-            forkserver.ensure_running()
+        with _sigint_blocked(), _FORKSERVER_LOCK:
+            entry = prebuild() if prebuild is not None and not _forkserver_running() else None
+            with _environment(PREBUILD_ENV, os.fspath(entry) if entry is not None else None):
+                forkserver.ensure_running()
 
 
-def prestart() -> threading.Thread:
+def _forkserver_running() -> bool:
+    from multiprocessing import forkserver
+
+    return getattr(forkserver._forkserver, "_forkserver_pid", None) is not None  # no public API for this
+
+
+_FORKSERVER_LOCK = threading.Lock()
+PREBUILD_ENV = "FREQLAB_PREBUILD"  # freqlab.tokenization.prebuild.ENV (not imported here: the driver may not need it)
+
+
+@contextlib.contextmanager
+def _environment(name: str, value: str | None):
+    """``name`` set to ``value`` in this process's environment (so in processes started meanwhile), else unset."""
+    previous = os.environ.pop(name, None)
+    if value is not None:
+        os.environ[name] = value
+    try:
+        yield
+    finally:
+        os.environ.pop(name, None)
+        if previous is not None:
+            os.environ[name] = previous
+
+
+def prestart(prebuild: Callable[[], str | os.PathLike | None] | None = None) -> threading.Thread:
     """:func:`start_forkserver` in the background while the driver loads the tokenizer; join the returned thread
     before starting a pool.
     """
-    thread = threading.Thread(target=start_forkserver, name="freqlab-forkserver", daemon=True)
+    thread = threading.Thread(target=start_forkserver, args=(prebuild,), name="freqlab-forkserver", daemon=True)
     thread.start()
     return thread
 

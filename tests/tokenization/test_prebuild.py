@@ -1,0 +1,172 @@
+"""Start-up paid once: the cache entry names the tokenizer before it loads (:func:`cache_entry`), keeps its sources'
+digests, and a forkserver that built it (:mod:`freqlab.tokenization.prebuild`) hands the built engines to every
+worker it forks; only a counter of the very same data uses them, and an edited file is verified again."""
+
+from __future__ import annotations
+
+import json
+import pickle
+import subprocess
+import sys
+import textwrap
+
+from freqlab.tokenization import cache as cache_module
+from freqlab.tokenization import counter as counter_module
+from freqlab.tokenization import load_tokenizer
+from freqlab.tokenization import verify as verify_module
+from freqlab.tokenization.counter import sources_fingerprint
+from freqlab.tokenization.load import cache_entry
+from freqlab.tokenization.prebuild import prebuild
+
+from .test_cache import TEXTS, comparisons, expected
+
+
+def test_cache_entry_names_the_entry_a_load_reads_and_nothing_before_it(tokenizer_json, cache_on, tmp_path):
+    path, _ = tokenizer_json
+    assert cache_entry(str(path)) is None  # never loaded
+    load_tokenizer(str(path))
+    (entry,) = cache_on.glob("*.pickle")
+    assert cache_entry(str(path)) == entry
+    assert cache_entry(str(path), add_special_tokens=True) is None  # other options, other entry
+    assert cache_entry("org/never-cached") is None and cache_entry(str(tmp_path / "missing.json")) is None
+
+
+def test_an_edited_file_has_no_entry_and_is_verified_again(tokenizer_json, cache_on, monkeypatch, tmp_path):
+    path, reference = tokenizer_json
+    load_tokenizer(str(path))
+    edited = tmp_path / "tokenizer.json"  # same size, same name, other bytes: the key is the content's sha256
+    text = path.read_text(encoding="utf-8")
+    assert "\n  " in text
+    edited.write_text(text.replace("\n  ", "  \n", 1), encoding="utf-8")
+    assert edited.stat().st_size == path.stat().st_size
+    assert cache_entry(str(edited)) is None
+    compared = comparisons(monkeypatch)
+    counter = load_tokenizer(str(edited))
+    assert compared == ["tiktoken", "fastokens"] and counter.count(TEXTS).tolist() == expected(reference, TEXTS)
+
+
+def test_a_hit_does_not_hash_the_sources_again_and_keeps_the_same_fingerprint(tokenizer_json, cache_on, monkeypatch):
+    path, _ = tokenizer_json
+    first = load_tokenizer(str(path))
+    hashed = []
+    real = counter_module.source_digest
+    monkeypatch.setattr(counter_module, "source_digest", lambda data: hashed.append(data) or real(data))
+    monkeypatch.setattr(verify_module, "_VERIFIED", {})  # a new process
+    second = load_tokenizer(str(path))
+    assert cache_module.STATS["hits"] == 1
+    assert second.fingerprint == first.fingerprint
+    assert pickle.loads(pickle.dumps(second)).fingerprint == first.fingerprint
+    assert hashed == []
+    assert second.fingerprint == sources_fingerprint({b: second.source(b) for b in second.backends}, second.routed)
+    assert len(hashed) == len(second.backends)  # from scratch: every source hashed, the same fingerprint
+
+
+def test_prebuild_builds_the_verified_fast_backend_once_for_counters_of_the_same_data(
+    tokenizer_json, cache_on, monkeypatch
+):
+    path, reference = tokenizer_json
+    load_tokenizer(str(path))
+    monkeypatch.setattr(counter_module, "_BUILT", {})  # a fresh forkserver
+    monkeypatch.setattr(verify_module, "_VERIFIED", {})
+    compared = comparisons(monkeypatch)
+    built = prebuild(cache_entry(str(path)))
+    assert compared == [] and built.backend == "fastokens" and built.is_built("fastokens")
+    driver = load_tokenizer(str(path))  # the driver: a cache hit, nothing built
+    assert not driver.is_built() and driver.backend == "fastokens"
+    worker = pickle.loads(pickle.dumps(driver))  # what a forked worker unpickles
+    assert worker.is_built("fastokens") and worker._engines.get("fastokens") is built._engines.get("fastokens")
+    assert worker.count(TEXTS).tolist() == expected(reference, TEXTS)
+    other = load_tokenizer(str(path), add_special_tokens=True)  # other data (+ special tokens): not shared
+    assert other.fingerprint == driver.fingerprint or not pickle.loads(pickle.dumps(other)).is_built("fastokens")
+
+
+def test_prebuild_builds_nothing_from_an_entry_without_a_fastokens_verdict_or_a_damaged_one(
+    tokenizer_json, cache_on, monkeypatch
+):
+    path, _ = tokenizer_json
+    load_tokenizer(str(path), fastokens_rule=lambda backend: "small scan")  # fastokens never verified
+    monkeypatch.setattr(counter_module, "_BUILT", {})
+    entry = cache_entry(str(path))
+    assert prebuild(entry) is None and counter_module._BUILT == {}
+    entry.write_bytes(entry.read_bytes()[:100])
+    assert prebuild(entry) is None and counter_module._BUILT == {}
+
+
+WORKER_SEES = """
+import os, sys
+from concurrent.futures import ProcessPoolExecutor
+from freqlab.scan.engines import local
+from freqlab.tokenization import load_tokenizer
+from freqlab.tokenization.load import cache_entry
+
+spec, prebuilt = sys.argv[1], sys.argv[2] == "yes"
+load_tokenizer(spec)  # fills the cache
+local.start_forkserver(prebuild=(lambda: cache_entry(spec)) if prebuilt else None)
+assert "FREQLAB_PREBUILD" not in os.environ  # set for the forkserver only
+counter = load_tokenizer(spec)
+with ProcessPoolExecutor(1, mp_context=local._context()) as pool:
+    built = pool.submit(counter.is_built, "fastokens").result()
+    print(built, pool.submit(counter.count, ["a b c", "xyz"]).result().tolist())
+"""
+
+
+def test_workers_forked_from_a_prebuilding_forkserver_start_with_fastokens_built(tokenizer_json, cache_on):
+    path, reference = tokenizer_json
+    seen = {}
+    for prebuilt in ("yes", "no"):
+        done = subprocess.run(
+            [sys.executable, "-c", textwrap.dedent(WORKER_SEES), str(path), prebuilt],
+            capture_output=True,
+            text=True,
+            timeout=300,
+        )
+        assert done.returncode == 0, done.stderr
+        seen[prebuilt] = done.stdout.split(maxsplit=1)
+    counts = str(expected(reference, ["a b c", "xyz"]))
+    assert seen == {"yes": ["True", counts + "\n"], "no": ["False", counts + "\n"]}
+
+
+SCAN_ON_A_POOL = """
+import json, sys
+from freqlab.scan import driver, scan
+from freqlab.tokenization import load_tokenizer
+from freqlab.tokenization.load import cache_entry
+
+spec, corpus = sys.argv[1], sys.argv[2]
+load_tokenizer(spec)  # the cache holds it: the driver's load is a hit
+driver.fastokens_break_even_bytes = lambda backend, table=None: 0.0  # a scan big enough to prebuild for
+made = driver.prebuild_entry
+asked = []
+driver.prebuild_entry = lambda corpus, settings: asked.append(made(corpus, settings)) or asked[-1]
+pooled = scan(corpus, tokenizer=spec, workers=2, progress=False)
+serial = scan(corpus, tokenizer=spec, workers=1, progress=False)
+print(json.dumps({
+    "entry": str(asked[0]()) == str(cache_entry(spec)),
+    "workers": pooled.summary["scan"]["workers"],
+    "backend": pooled.summary["tokenizer"]["backend"],
+    "same": pooled.histogram.counts.tolist() == serial.histogram.counts.tolist()
+    and pooled.histogram.lengths.tolist() == serial.histogram.lengths.tolist(),
+    "tokens": int(pooled.histogram.tokens),
+}))
+"""
+
+
+def test_a_pool_scan_whose_forkserver_prebuilt_reports_fastokens_and_counts_like_one_process(
+    tokenizer_json, cache_on, tmp_path
+):
+    path, reference = tokenizer_json
+    corpus = tmp_path / "corpus"
+    corpus.mkdir()
+    for part in range(2):
+        lines = [json.dumps({"text": text}) for text in TEXTS[part::2]]
+        (corpus / f"part-{part}.jsonl").write_text("\n".join(lines) + "\n", encoding="utf-8")
+    done = subprocess.run(
+        [sys.executable, "-c", textwrap.dedent(SCAN_ON_A_POOL), str(path), str(corpus)],
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert done.returncode == 0, done.stderr
+    seen = json.loads(done.stdout.strip().splitlines()[-1])
+    tokens = sum(expected(reference, TEXTS))
+    assert seen == {"entry": True, "workers": 2, "backend": "fastokens", "same": True, "tokens": tokens}
