@@ -19,15 +19,21 @@ def no_fastokens(monkeypatch):
     monkeypatch.setitem(sys.modules, "fastokens", None)
 
 
-@pytest.fixture(scope="module")
-def tokenizer_json(tmp_path_factory):
-    """A small byte-level BPE tokenizer.json (fastokens, tiktoken and Hugging Face all run it)."""
+def small_byte_level_bpe(vocab_size: int, modules: int) -> Tokenizer:
+    """A GPT-2-style byte-level BPE trained on ``modules`` stdlib sources (fastokens, tiktoken and HF all run it)."""
     tokenizer = Tokenizer(models.BPE())
     tokenizer.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False)
     trainer = trainers.BpeTrainer(
-        vocab_size=600, initial_alphabet=pre_tokenizers.ByteLevel.alphabet(), show_progress=False
+        vocab_size=vocab_size, initial_alphabet=pre_tokenizers.ByteLevel.alphabet(), show_progress=False
     )
-    tokenizer.train_from_iterator(stdlib_modules(7, 30), trainer)
+    tokenizer.train_from_iterator(stdlib_modules(7, modules), trainer)
+    return tokenizer
+
+
+@pytest.fixture(scope="module")
+def tokenizer_json(tmp_path_factory):
+    """A small byte-level BPE tokenizer.json, saved as a file."""
+    tokenizer = small_byte_level_bpe(600, 30)
     path = tmp_path_factory.mktemp("cached") / "tokenizer.json"
     tokenizer.save(str(path))
     return path, tokenizer

@@ -7,7 +7,6 @@ import time
 
 import numpy as np
 import pytest
-from tokenizers import Tokenizer, models, pre_tokenizers, trainers
 
 from freqlab.errors import FreqlabError
 from freqlab.tokenization import load_tokenizer
@@ -15,7 +14,8 @@ from freqlab.tokenization.backends import FastokensRanks
 from freqlab.tokenization.bytelevel import GPT2_PATTERN
 from freqlab.tokenization.hf import HUB_HINT
 
-from .textsource import NON_ASCII, stdlib_documents, stdlib_modules
+from .conftest import small_byte_level_bpe
+from .textsource import NON_ASCII, stdlib_documents
 
 TEXTS = [*stdlib_documents(5, 300, max_chars=800), *NON_ASCII]
 
@@ -23,12 +23,7 @@ TEXTS = [*stdlib_documents(5, 300, max_chars=800), *NON_ASCII]
 @pytest.fixture(scope="module")
 def small_bpe(tmp_path_factory):
     """A small GPT-2-style tokenizer.json trained on stdlib source, in its own folder."""
-    tokenizer = Tokenizer(models.BPE())
-    tokenizer.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False)
-    trainer = trainers.BpeTrainer(
-        vocab_size=800, initial_alphabet=pre_tokenizers.ByteLevel.alphabet(), show_progress=False
-    )
-    tokenizer.train_from_iterator(stdlib_modules(7, 40), trainer)
+    tokenizer = small_byte_level_bpe(800, 40)
     folder = tmp_path_factory.mktemp("model")
     tokenizer.save(str(folder / "tokenizer.json"))
     return folder, tokenizer
