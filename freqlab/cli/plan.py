@@ -40,7 +40,13 @@ from freqlab.frequency import DEFAULT_TAU
 from freqlab.frequency.budget import training_budget
 from freqlab.frequency.schedule import load_schedule, schedule_frequency
 from freqlab.histogram import LengthHistogram
-from freqlab.plan.rope_scaling import ROPE_TYPES, check_factor, plan_rope_scaling, scaled_rotary_dims
+from freqlab.plan.rope_scaling import (
+    ROPE_TYPES,
+    check_factor,
+    check_scaled_base,
+    plan_rope_scaling,
+    scaled_rotary_dims,
+)
 from freqlab.plan.self_extend import evaluate_self_extend, plan_self_extend
 from freqlab.plan.string import DEFAULT_ROUND, DEFAULT_W, MIN_W, plan_string, string_usage
 from freqlab.plan.upsample import DEFAULT_MAX_UPWEIGHT, PACKINGS, plan_upsample, plan_upsample_schedule
@@ -256,7 +262,11 @@ def rope_command(
     L, inputs, mix = frequency_inputs(L, hist, regime, tokens, tau, schedule, mass, weights, as_json=as_json)
     require(N > L, "--extend-to", f"N = {N} is not above the training window L = {L}: nothing to extend")
     require(E is None or E <= L, "--effective-length", f"E = {E} exceeds the training window L = {L}: E <= L")
-    usage_error(lambda: check_factor(factor, L, N), "--factor")
+    require(L >= 2, "--L", f"L = {L}: a RoPE-scaling plan needs a window of at least 2 positions")
+    s = usage_error(lambda: check_factor(factor, L, N), "--factor")
+    for t in chosen:  # NTK's raised base must stay a finite number
+        d_r = scaled_rotary_dims(t, head_dim, partial_rotary_factor)
+        usage_error(lambda t=t, d_r=d_r: check_scaled_base(t, rope_theta, s, d_r, L, N), "--rope-theta")
     E_rule = None
     if E is None and (hist or schedule):
         wt = well_trained_range(L, **inputs)

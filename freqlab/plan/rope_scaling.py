@@ -216,6 +216,8 @@ def longrope_attention_factor(factor: float, L: int) -> float:
     1.1902
     """
     s = float(factor)
+    if int(L) < 2:
+        raise FreqlabError(f"longrope's attention factor sqrt(1 + ln s / ln L) needs L >= 2, got L = {L}")
     return 1.0 if s <= 1.0 else math.sqrt(1 + math.log(s) / math.log(int(L)))
 
 
@@ -313,10 +315,35 @@ def check_factor(factor: float | None, L: int, N: int) -> float:
         raise FreqlabError(f"the scaling factor must exceed 1 and be finite, got {factor}")
     if s * L > MAX_POSITIONS:
         raise FreqlabError(
-            f"factor {s:g} stretches L = {L} to s·L = {s * L:.4g} positions, past the longest length freqlab plans "
+            f"factor {s:.10g} stretches L = {L} to s·L = {s * L:.4g} positions, past the longest length freqlab plans "
             f"(2^30): a factor must be at most 2^30 / L = {MAX_POSITIONS / L:g} (N / L = {N / L:g})"
         )
     return s
+
+
+def check_scaled_base(rope_type: str, rope_theta: float, factor: float, rotary_dim: int, L: int, N: int) -> None:
+    """Refuse a base change that overflows: NTK-aware b · s^(d_r/(d_r-2)), or dynamic NTK's base at N, must be a
+    finite number for a config to hold it (JSON has no infinity).
+
+    >>> check_scaled_base("ntk", 1e308, 4.0, 128, 4096, 16384)  # doctest: +ELLIPSIS
+    Traceback (most recent call last):
+    ...
+    freqlab.errors.FreqlabError: ntk scaling raises rope_theta 1e+308 to b · s^(d_r/(d_r-2)) = inf (s = 4, ...
+    """
+    try:
+        if rope_type == "ntk":
+            base = ntk_aware_base(rope_theta, factor, rotary_dim)
+        elif rope_type == "dynamic":
+            base = dynamic_ntk_base(rope_theta, factor, rotary_dim, L, N)
+        else:
+            return
+    except OverflowError:
+        base = math.inf
+    if not math.isfinite(base):
+        raise FreqlabError(
+            f"{rope_type} scaling raises rope_theta {float(rope_theta):g} to b · s^(d_r/(d_r-2)) = {base:g} "
+            f"(s = {float(factor):.10g}, d_r = {rotary_dim}): no config can hold it; lower --rope-theta or --factor"
+        )
 
 
 def factor_notes(s: float, L: int, N: int, rope_type: str) -> list[str]:
@@ -333,13 +360,13 @@ def factor_notes(s: float, L: int, N: int, rope_type: str) -> list[str]:
     if math.isclose(s * L, N):
         return []
     if rope_type == "dynamic":
-        return [f"factor {s:g} differs from N / L = {N / L:.4g}: dynamic NTK grows the base with the sequence length "
-                "n, b·(s·n/L - (s-1))^(d_r/(d_r-2)), so the factor sets how fast, not a length"]  # fmt: skip
+        return [f"factor {s:.10g} differs from N / L = {N / L:.4g}: dynamic NTK grows the base with the sequence "
+                "length n, b·(s·n/L - (s-1))^(d_r/(d_r-2)), so the factor sets how fast, not a length"]  # fmt: skip
     if s * L < N:
-        return [f"factor {s:g} is below N / L = {N / L:.4g}: it stretches L = {L} to s·L = {s * L:.6g} positions "
+        return [f"factor {s:.10g} is below N / L = {N / L:.4g}: it stretches L = {L} to s·L = {s * L:.10g} positions "
                 f"only, so positions from there to N = {N} fall beyond the trained range after scaling "
                 "(extrapolation); use factor N / L, or a target N <= s·L"]  # fmt: skip
-    return [f"factor {s:g} exceeds N / L = {N / L:.4g}: it scales for s·L = {s * L:.6g} positions, more than "
+    return [f"factor {s:.10g} exceeds N / L = {N / L:.4g}: it scales for s·L = {s * L:.10g} positions, more than "
             f"N = {N} needs (positions compressed more than N / L compresses them)"]  # fmt: skip
 
 
@@ -577,6 +604,7 @@ def plan_rope_scaling(
     theta = float(rope_theta)
     if not 1.0 < theta < math.inf:
         raise FreqlabError(f"rope_theta must exceed 1 and be finite, got {rope_theta}")
+    check_scaled_base(rope_type, theta, s, d_r, L, N)
     if effective_length is not None:
         effective_length = check_window(effective_length, "effective length")
         if effective_length > L:  # positions at or beyond L were never trained: no effective length reaches them
@@ -602,7 +630,7 @@ def plan_rope_scaling(
             blocks[1].config["rope_parameters"].update(partial)
         why = (
             f"NTK-aware scaling keeps positions and raises the base: b' = b · s^(d_r/(d_r-2)) = {theta:g} · "
-            f"{s:g}^({d_r}/{d_r - 2}) = {new_theta:.6g}."
+            f"{s:.10g}^({d_r}/{d_r - 2}) = {new_theta:.6g}."
         )
     else:
         specific: dict = {"factor": s}
@@ -629,7 +657,7 @@ def plan_rope_scaling(
         dynamic_base = dynamic_ntk_base(theta, s, d_r, L, N) if rope_type == "dynamic" else math.nan
         why = {
             "linear": (
-                f"Linear scaling (position interpolation) divides positions by s = N/L = {s:g}. "
+                f"Linear scaling (position interpolation) divides positions by s = N/L = {s:.10g}. "
                 + giraffe_zero_shot_measurements()
             ),
             "dynamic": (
@@ -638,7 +666,7 @@ def plan_rope_scaling(
                 f"{dynamic_base:.6g}."
             ),
             "yarn": (
-                f"YaRN interpolates low frequencies by s = {s:g}, keeps high ones, and scales attention by "
+                f"YaRN interpolates low frequencies by s = {s:.10g}, keeps high ones, and scales attention by "
                 + (
                     f"the given attention_factor {attention_factor:g}"
                     if attention_factor is not None
@@ -651,13 +679,13 @@ def plan_rope_scaling(
                 "searched ones ship with Phi-3's 128K models): long_factor (used past the original length L) is "
                 "YaRN's by-parts ramp per rotary pair, 1/((1-γ_j)/s + γ_j) with γ_j = clip((E/λ_j - 1)/31, 0, 1), "
                 f"counted against E = {effective_length or L}: {long_count} pairs whose period exceeds E get "
-                f"s = {s:g}, {one_count} keep 1; short_factor (within L) is 1 everywhere, the stock angles. "
+                f"s = {s:.10g}, {one_count} keep 1; short_factor (within L) is 1 everywhere, the stock angles. "
                 f"transformers scales cos/sin by sqrt(1 + ln s / ln L) = {longrope_attention_factor(s, L):.4f} at "
                 "every length (within L too)."
             ),
             "llama3": (
-                f"Llama 3.1-style scaling divides frequencies with wavelength > L/low_freq_factor by s = {s:g}, keeps "
-                "those with wavelength < L/high_freq_factor and blends in between (Llama 3.1 itself: factor 8, "
+                f"Llama 3.1-style scaling divides frequencies with wavelength > L/low_freq_factor by s = {s:.10g}, "
+                "keeps those with wavelength < L/high_freq_factor and blends in between (Llama 3.1 itself: factor 8, "
                 "original 8192, max_position_embeddings 131072 after long-context training)."
             ),
         }[rope_type]
@@ -665,7 +693,7 @@ def plan_rope_scaling(
         reach = cast(int, table4_reach(16, 16))  # 16000 (see its doctest): never None
         first_zero = next(n for n in TABLE4_CONTEXT_LENGTHS if n > reach)
         notes.append(
-            f"factor {s:g} > {LARGE_LINEAR_FACTOR:g}: Giraffe fine-tuned LLaMA-13B (base window 2048) at linear "
+            f"factor {s:.10g} > {LARGE_LINEAR_FACTOR:g}: Giraffe fine-tuned LLaMA-13B (base window 2048) at linear "
             f"factor 16 and measured non-zero LongChat-Lines accuracy only up to {reach} tokens (0 from "
             f"{first_zero}), where it 'naively would expect reasonable performance up to roughly 32000' "
             "(Sec. 5.1, Table 1)"
@@ -683,7 +711,9 @@ def plan_rope_scaling(
         if effective_length is not None
         else f"L = {L}, the other {d_r - crit} never completed a turn within it (no effective length given)."
     )
-    reasoning = f"Extend L = {L} to N = {N} (s = {s:g}, head_dim {head_dim}, rope_theta {theta:g}). " + why + critical
+    reasoning = (
+        f"Extend L = {L} to N = {N} (s = {s:.10g}, head_dim {head_dim}, rope_theta {theta:g}). " + why + critical
+    )
     return RopeScalingPlan(
         rope_type, L, N, s, theta, int(head_dim), blocks, reasoning, tuple(notes), prf, effective_length, E_rule
     )

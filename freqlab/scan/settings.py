@@ -197,8 +197,9 @@ class ScanSettings:
 
     def fingerprint(self, corpus: Corpus, counter: TokenCounter | None) -> dict[str, Any]:
         """What a checkpoint must have been made under: the corpus (its shards by id, how it was read), the
-        tokenizer (its vocabulary, not its name or backend: backends are exact), special tokens, sampling and
-        limits. The same whether the corpus was named here or opened first (``corpus``).
+        tokenizer (its vocabulary and every rule of its reference implementation, not its name or backend:
+        backends are exact), special tokens, sampling and limits. The same whether the corpus was named here or
+        opened first (``corpus``).
         """
         ids = [shard.id for shard in corpus.shards]
         read = corpus.read_options
@@ -208,6 +209,7 @@ class ScanSettings:
             "corpus_description": corpus.description,
             "shards": {"count": len(ids), "ids_hash": _digest("\n".join(ids))},
             "tokenizer_vocab_hash": counter.vocab_hash if counter is not None else None,
+            "tokenizer_rules_hash": counter.rules_hash if counter is not None else None,
             "special_tokens_counted": bool(counter.add_special_tokens) if counter is not None else None,
             "sample_rate": self.sample_rate,
             "seed": self.seed if self.sample_rate is not None else None,

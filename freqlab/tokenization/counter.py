@@ -287,6 +287,18 @@ class TokenCounter:
         why = "not installed in this process" if here is None else f"{here} here, {self.fastokens_version} verified"
         return {BACKEND_FASTOKENS: why}
 
+    @property
+    def rules_hash(self) -> str:
+        """Short sha256 (16 hex digits) of the reference backend's data: everything that decides the counts
+        (vocabulary, merges, pre-tokenizer regex, normalizer, added tokens), unlike :attr:`vocab_hash`, which a
+        changed regex leaves alone. The other backends are verified equal to the reference, so they are left out:
+        the hash is the same on a machine without fastokens.
+        """
+        reference = self.reference
+        if reference not in self._digests:
+            self._digests[reference] = source_digest(self._sources[reference])
+        return self._digests[reference][:16]
+
     # -- pickling -------------------------------------------------------------------------------------
 
     @property

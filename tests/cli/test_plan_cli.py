@@ -405,6 +405,44 @@ def test_rope_refuses_a_base_or_factor_that_is_no_finite_number(option, value):
 @pytest.mark.parametrize(
     ("args", "message"),
     [
+        (
+            ("--rope-theta", "1e308", "--type", "ntk"),
+            "ntk scaling raises rope_theta 1e+308 to b · s^(d_r/(d_r-2)) = inf",
+        ),
+        (("--rope-theta", "1e308", "--type", "dynamic"), "dynamic scaling raises rope_theta 1e+308"),
+        (
+            ("--rope-theta", "1e300", "--factor", "262144", "--head-dim", "4", "--type", "ntk"),
+            "= inf (s = 262144, d_r = 4)",
+        ),
+    ],
+)
+def test_rope_refuses_a_raised_base_that_overflows(args, message):
+    """b · s^(d_r/(d_r-2)) past the largest float printed "rope_theta": Infinity into every block (invalid JSON)."""
+    result = run("plan", "rope", "--L", "4K", "--extend-to", "16K", *args, "--json")
+    assert result.exit_code == 2 and "Invalid value for '--rope-theta'" in result.output, result.output
+    assert message in result.output and "Infinity" not in result.output
+    assert (
+        run("plan", "rope", "--L", "4K", "--extend-to", "16K", "--rope-theta", "1e308", "--type", "linear").exit_code
+        == 0
+    )
+
+
+def test_rope_needs_a_window_of_two_positions():
+    result = run("plan", "rope", "--L", "1", "--extend-to", "2")  # longrope's attention factor divides by ln L
+    assert (
+        result.exit_code == 2 and "Invalid value for '--L': L = 1: a RoPE-scaling plan needs a window" in result.output
+    )
+    assert "Traceback" not in result.output
+
+
+def test_rope_prints_a_factor_just_above_1_as_given():
+    result = run("plan", "rope", "--L", "4K", "--extend-to", "16K", "--factor", "1.0000001", "--type", "linear")
+    assert result.exit_code == 0 and "s = N/L = 1.0000001" in result.output, result.output
+
+
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
         (("plan", "rope", "--head-dim", "7"), "Invalid value for '--head-dim': 7 is odd: RoPE rotates pairs"),
         (("plan", "harpe", "--head-dim", "7"), "Invalid value for '--head-dim': 7 is odd: RoPE rotates pairs"),
         (("plan", "rope", "--rope-theta", "1"), "Invalid value for '--rope-theta': 1.0 is not in the range x>1."),

@@ -181,3 +181,31 @@ def test_a_crashed_scan_of_a_multi_frame_zst_resumes_from_its_finished_parts(tmp
     assert started == parts[3:] and resumed.summary["scan"]["resumed_shards"] == 3
     assert_same_histogram(resumed.histogram, full.histogram)
     assert resumed.histogram.documents_read == 3000
+
+
+def test_resume_refuses_checkpoints_of_a_tokenizer_whose_rules_changed_under_the_same_vocabulary(
+    tmp_path, slimpajama_dir, corpus_records
+):
+    # Same vocabulary, other pre-tokenizer: the vocabulary hash alone cannot tell them apart, the counts differ
+    from tokenizers import Tokenizer, models, pre_tokenizers, trainers
+
+    from freqlab.tokenization import load_tokenizer
+
+    tokenizer = Tokenizer(models.BPE())
+    tokenizer.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False)
+    trainer = trainers.BpeTrainer(
+        vocab_size=400, initial_alphabet=pre_tokenizers.ByteLevel.alphabet(), show_progress=False
+    )
+    tokenizer.train_from_iterator([text for shard in corpus_records for text, _ in shard], trainer)
+    split, whole = tmp_path / "split.json", tmp_path / "whole.json"
+    tokenizer.save(str(split))
+    tokenizer.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False, use_regex=False)
+    tokenizer.save(str(whole))
+    a, b = load_tokenizer(str(split)), load_tokenizer(str(whole))
+    assert a.vocab_hash == b.vocab_hash and a.rules_hash != b.rules_hash
+
+    out = tmp_path / "out"
+    first = run(slimpajama_dir, out=out, tokenizer=str(split))
+    with pytest.raises(FreqlabError, match=r"cannot resume .*tokenizer_rules_hash"):
+        run(slimpajama_dir, out=out, tokenizer=str(whole), resume=True)
+    assert run(slimpajama_dir, tokenizer=str(whole)).histogram.tokens != first.histogram.tokens
