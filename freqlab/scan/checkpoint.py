@@ -184,6 +184,7 @@ class CheckpointStore:
                     f"({detail}); rerun with the same settings, or without --resume (or with another --out) "
                     "to start over"
                 )
+            self._remove_temporaries()
             return
         if self.directory.is_dir():  # a fresh scan: old checkpoints must not leak into it
             self._clear()
@@ -207,6 +208,14 @@ class CheckpointStore:
         for entry in entries:
             if entry.name != MANIFEST:
                 entry.unlink()
+
+    def _remove_temporaries(self) -> None:
+        """Remove what writes interrupted by an earlier run left (``.<checkpoint>.<random>.tmp``): nothing writes
+        them now, the folder's lock is ours.
+        """
+        for entry in self.directory.iterdir():
+            if _TEMPORARY.fullmatch(entry.name) is not None and _written_by_freqlab(entry):
+                entry.unlink(missing_ok=True)
 
     def _read_manifest(self, manifest: Path) -> dict:
         try:

@@ -154,7 +154,12 @@ def estimate_cost(
     seconds = bytes / rho + rate * tokens * per_token_tokenizing if rate < 1 else tokens / tau
     node = node_cores * table.parallel_efficiency  # core-seconds per second of one node
     startup = table.worker_startup_core_seconds  # each worker, once, before its first shard
-    nodes = max(1, math.ceil(seconds / (node * max(target_hours * 3600 - startup, 1.0))))
+    if target_hours * 3600 < startup + 1.0:  # the wall time tends to the start-up as nodes are added
+        raise FreqlabError(
+            f"a target of {target_hours:g} h ({target_hours * 3600:.3g} s) is out of reach: every worker starts for "
+            f"~{startup:.1f} s before its first shard, so no number of nodes finishes in less than ~{startup + 1:.0f} s"
+        )
+    nodes = max(1, math.ceil(seconds / (node * (target_hours * 3600 - startup))))
     return CostEstimate(
         tokens=int(tokens),
         bytes=int(bytes),

@@ -66,6 +66,20 @@ def test_resume_refuses_other_settings_and_a_fresh_scan_clears_old_checkpoints(t
     assert json.loads((tmp_path / MANIFEST).read_text())["fingerprint"] == {"sample_rate": None, "tokenizer": "gpt2"}
 
 
+def test_resume_removes_what_interrupted_writes_left_and_nothing_else(tmp_path):
+    store = CheckpointStore(tmp_path, {"tokenizer": "tekken"})
+    store.start(resume=False)
+    store.save(sample_part(False), IDENTITY)
+    checkpoint = store.path("data/chunk 1.jsonl").name
+    left = tmp_path / f".{checkpoint}.k3x9q_1.tmp"  # as write_atomic's mkstemp names it, cut by Ctrl-C
+    left.write_bytes(b"PAR1 half a parquet")
+    foreign = tmp_path / ".notes.abc.tmp"  # not the temporary of a checkpoint or the manifest: not ours
+    foreign.write_bytes(b"mine")
+    CheckpointStore(tmp_path, {"tokenizer": "tekken"}).start(resume=True)
+    assert not left.exists() and foreign.exists()
+    assert store.load("data/chunk 1.jsonl", IDENTITY) is not None
+
+
 def test_a_damaged_checkpoint_is_recounted_not_trusted(tmp_path):
     store = CheckpointStore(tmp_path, {})
     store.start(resume=False)

@@ -36,6 +36,16 @@ def test_a_full_scan_costs_tokens_over_the_per_core_throughput():
     assert estimate_cost(TABLE, "tiktoken", bytes=2_880_000_000_000, node_cores=10) == cost
 
 
+def test_a_target_below_a_worker_s_start_up_is_out_of_reach_not_a_huge_cluster():
+    # "563 nodes finish within 1e-09 h (3 s)" contradicted itself: the wall time tends to the start-up
+    startup = TABLE.worker_startup_core_seconds
+    with pytest.raises(FreqlabError, match=r"a target of 1e-09 h \(3\.6e-06 s\) is out of reach: every worker"):
+        estimate_cost(TABLE, "tiktoken", tokens=720_000_000_000, node_cores=10, target_hours=1e-9)
+    just = (startup + 2) / 3600
+    cost = estimate_cost(TABLE, "tiktoken", tokens=720_000_000_000, node_cores=10, target_hours=just)
+    assert cost.nodes == math.ceil(7.2e11 / 2e6 / (10 * 0.9 * 2))  # 2 s of counting per node after its start-up
+
+
 def test_a_sampled_scan_reads_every_byte_and_tokenizes_its_share():
     tokens, rate = 720_000_000_000, 0.001
     cost = estimate_cost(TABLE, "tiktoken", tokens=tokens, sample_rate=rate, node_cores=10, target_hours=0.5)
