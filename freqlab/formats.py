@@ -14,7 +14,7 @@ know. A version is bumped when a file of the previous one can no longer be read 
   read back by ``--tau-from``;
 - ``OUT/checkpoints/*.parquet`` (:data:`CHECKPOINT_COUNTS`, :data:`CHECKPOINT_LOG`, ``freqlab.scan.checkpoint``
   version 2): one per finished shard, and ``OUT/checkpoints/manifest.json`` (:data:`MANIFEST_KEYS`) with the
-  settings fingerprint (:data:`FINGERPRINT_KEYS`, version :data:`FINGERPRINT_VERSION` = 2) they were made under.
+  settings fingerprint (:data:`FINGERPRINT_KEYS`, version :data:`FINGERPRINT_VERSION` = 3) they were made under.
 
 Column types are polars dtype names (``str(frame.schema[column])``); this module imports nothing heavy.
 
@@ -115,9 +115,9 @@ CHECKPOINT_LOG = TableFormat(
 )
 
 # the settings fingerprint checkpoints are made under (freqlab.scan.settings.ScanSettings.fingerprint)
-FINGERPRINT_VERSION = 2  # bumped when checkpoints of an older freqlab can no longer be trusted
+FINGERPRINT_VERSION = 3  # bumped when checkpoints of an older freqlab can no longer be trusted
 FINGERPRINT_KEYS = (
-    "version", "corpus", "corpus_description", "shards", "tokenizer_vocab_hash", "special_tokens_counted",
-    "sample_rate", "seed", "max_docs", "max_tokens",
+    "version", "corpus", "corpus_description", "shards", "tokenizer_vocab_hash", "tokenizer_rules_hash",
+    "special_tokens_counted", "sample_rate", "seed", "max_docs", "max_tokens",
 )  # fmt: skip
 FINGERPRINT_OPTIONAL_KEYS = ("read_options",)  # only when set

@@ -137,11 +137,11 @@ def test_the_old_names_are_the_definitions():
     assert (checkpoint.FORMAT, checkpoint.VERSION, checkpoint.MANIFEST) == (
         "freqlab.scan.checkpoint", 2, "manifest.json",
     )  # fmt: skip
-    assert settings.FINGERPRINT_VERSION == formats.FINGERPRINT_VERSION == 2
+    assert settings.FINGERPRINT_VERSION == formats.FINGERPRINT_VERSION == 3  # 3: the tokenizer's rules hash
 
 
 def test_the_versions_on_disk_today():
     """A version changes only with a deliberate bump here (and a reader for the files of the old one, or a refusal)."""
     f = formats
-    assert (f.LENGTHS_VERSION, f.FREQUENCY_VERSION, f.CHECKPOINT_VERSION, f.FINGERPRINT_VERSION) == (1, 1, 2, 2)
+    assert (f.LENGTHS_VERSION, f.FREQUENCY_VERSION, f.CHECKPOINT_VERSION, f.FINGERPRINT_VERSION) == (1, 1, 2, 3)
     assert formats.USAGE.version is None and formats.METADATA_KEY == "freqlab"
