@@ -257,15 +257,16 @@ def rope_command(
       freqlab plan rope --schedule schedule.yaml --extend-to 128K --type yarn
     """
     chosen = ROPE_TYPES if "all" in types else tuple(dict.fromkeys(types))
-    for t in chosen:  # usage errors naming both values, before the histogram is read
-        usage_error(lambda t=t: scaled_rotary_dims(t, head_dim, partial_rotary_factor), "--partial-rotary-factor")
+    rotary = {  # rotary dimensions per type; usage errors naming both values, before the histogram is read
+        t: usage_error(lambda t=t: scaled_rotary_dims(t, head_dim, partial_rotary_factor), "--partial-rotary-factor")
+        for t in chosen
+    }
     L, inputs, mix = frequency_inputs(L, hist, regime, tokens, tau, schedule, mass, weights, as_json=as_json)
     require(N > L, "--extend-to", f"N = {N} is not above the training window L = {L}: nothing to extend")
     require(E is None or E <= L, "--effective-length", f"E = {E} exceeds the training window L = {L}: E <= L")
     require(L >= 2, "--L", f"L = {L}: a RoPE-scaling plan needs a window of at least 2 positions")
     s = usage_error(lambda: check_factor(factor, L, N), "--factor")
-    for t in chosen:  # NTK's raised base must stay a finite number
-        d_r = scaled_rotary_dims(t, head_dim, partial_rotary_factor)
+    for t, d_r in rotary.items():  # NTK's raised base must stay a finite number
         usage_error(lambda t=t, d_r=d_r: check_scaled_base(t, rope_theta, s, d_r, L, N), "--rope-theta")
     E_rule = None
     if E is None and (hist or schedule):
