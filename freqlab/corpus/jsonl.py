@@ -232,6 +232,13 @@ def is_compressed(path: str) -> bool:
     return path.lower().endswith((*_ZSTD_SUFFIXES, ".gz"))
 
 
+def estimated_content_bytes(file: DataFile) -> int:
+    """The decompressed bytes of ``file``: its size, or for a compressed file :data:`COMPRESSION_RATIO_GUESS` times
+    it (the size inside is not recorded in every file; the one guess every plan of a compressed file uses).
+    """
+    return file.size * COMPRESSION_RATIO_GUESS if is_compressed(file.path) else file.size
+
+
 def open_binary(path: str, frames: tuple[int, int] | None = None) -> BinaryIO:
     """A buffered binary stream of the file's decompressed bytes (by suffix: ``.zst``/``.zstd``, ``.gz``);
     ``frames``: the zstd frames (gzip members) ``[offset, stop)`` and the rest of the line that runs over ``stop``
@@ -469,8 +476,7 @@ class JsonlShard(FileShard):
 
     def _compressed_range(self) -> tuple[int, int]:
         """``[start, stop)`` of the compressed file matching this range of its estimated decompressed content."""
-        size = self.file.size
-        estimated = size * COMPRESSION_RATIO_GUESS
+        size, estimated = self.file.size, estimated_content_bytes(self.file)
         end = estimated if self.end is None else min(self.end, estimated)
         return size * min(self.start, estimated) // estimated, size * end // estimated
 
@@ -556,7 +562,7 @@ def frame_shards(file: DataFile, fields: Fields, range_bytes: int) -> list[Jsonl
     one frame, or one whose frames cannot be indexed exactly (:func:`~freqlab.corpus.frames.zstd_frames`: a
     truncated file or trailing garbage is read as one stream, as before, and reported where the reader meets it).
     """
-    wanted = len(split_bytes(file.size * COMPRESSION_RATIO_GUESS, range_bytes))
+    wanted = len(split_bytes(estimated_content_bytes(file), range_bytes))
     if wanted < 2 or file.remote:
         return []
     try:
@@ -587,7 +593,7 @@ class JsonlFormat(FileFormat):
 
     def estimated_bytes(self, file: DataFile) -> int:
         """Estimated uncompressed bytes of ``file`` (for planning shards and progress)."""
-        return file.size * COMPRESSION_RATIO_GUESS if is_compressed(file.path) else file.size
+        return estimated_content_bytes(file)
 
     def shards(self, files: list[DataFile], fields: Fields, range_bytes: int) -> list[JsonlShard]:
         """Shards of about ``range_bytes`` each, cut at line boundaries; a local ``.zst`` file of several frames is
