@@ -259,9 +259,6 @@ def choose_engine(
     return EngineChoice(here <= pool, workers, here, pool, reason)
 
 
-COMPRESSED_SUFFIXES = (".zst", ".zstd", ".gz", ".bz2", ".xz", ".lz4")
-
-
 def corpus_files(shards) -> dict[str, int]:
     """Files a scan of ``shards`` opens, by kind (``compressed`` by suffix, else ``plain``), for the per-file term
     of :func:`choose_engine`: each file of a shard of whole files, or one per shard (a file or a part of one,
@@ -271,12 +268,13 @@ def corpus_files(shards) -> dict[str, int]:
     >>> corpus_files([S(files=(S(path="a.py"), S(path="b.py"))), S(file=S(path="c.jsonl.zst")), S()])
     {'plain': 3, 'compressed': 1}
     """
+    from freqlab.corpus.jsonl import is_compressed  # the suffixes freqlab decompresses (loaded with any shard)
+
     counts = {"plain": 0, "compressed": 0}
     for shard in shards:
         files = getattr(shard, "files", None) or [getattr(shard, "file", None)]
         for file in files:
-            path = str(getattr(file, "path", "")).lower()
-            counts["compressed" if path.endswith(COMPRESSED_SUFFIXES) else "plain"] += 1
+            counts["compressed" if is_compressed(str(getattr(file, "path", ""))) else "plain"] += 1
     return counts
 
 
