@@ -16,7 +16,6 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, cast
 
 import numpy as np
-import polars as pl
 
 from freqlab.arrays import check_histogram, exact_dot
 from freqlab.deprecation import renamed_method
@@ -40,6 +39,8 @@ from freqlab.formats import METADATA_KEY, UNLABELLED_SOURCE  # UNLABELLED_SOURCE
 from freqlab.sizes import DEFAULT_TAU, position_label
 
 if TYPE_CHECKING:  # type-only: the layer above, never imported here at run time
+    import polars as pl
+
     from freqlab.frequency.result import PositionFrequency
 
 _DENSE_LIMIT = 1 << 27  # above this maximum length, build with np.unique instead of np.bincount
@@ -279,6 +280,8 @@ class LengthHistogram(Displayed):
     # persistence ------------------------------------------------------------------------------------------
     def to_frame(self) -> pl.DataFrame:
         """Rows ``(length, count)``, or ``(source, length, count)`` when split by source."""
+        import polars as pl
+
         if self.sources:
             frames = [
                 pl.DataFrame({"source": [name] * h.lengths.size, "length": h.lengths, "count": h.counts})
@@ -298,6 +301,8 @@ class LengthHistogram(Displayed):
     @classmethod
     def read_parquet(cls, path: str | Path) -> LengthHistogram:
         """Load a histogram written by :meth:`to_parquet`; anything else is a clear FreqlabError."""
+        import polars as pl
+
         path = Path(path)
         if not path.is_file():
             raise FreqlabError(f"{path}: no such histogram file")
@@ -390,6 +395,8 @@ class LengthHistogram(Displayed):
         >>> t.filter(t["position"] == 1).rows()
         [(1, 'natural', 8), (1, 'concat', 9)]
         """
+        import polars as pl
+
         regimes = [regimes] if isinstance(regimes, str) else regimes
         return pl.concat([self.frequency(L, regime, seed=seed, megatron=megatron).to_frame() for regime in regimes])
 
@@ -438,6 +445,8 @@ class LengthHistogram(Displayed):
         weighted mix was made from, with ``mixture`` its description), the windows, regimes and seed.
         ``megatron``: the :class:`~freqlab.frequency.megatron_replay.MegatronOptions` of the ``megatron`` regime.
         """
+        import polars as pl
+
         from freqlab.errors import cannot_write
         from freqlab.formats import FREQUENCY_FORMAT, FREQUENCY_VERSION
 

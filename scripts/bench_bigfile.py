@@ -18,8 +18,8 @@ alone on the texts read (batches of 256, as a scan calls it); each a rate in cha
 
 ``count``: the counting phase alone (what follows the start-up): the tokenizer is loaded and built first, then every
 shard of the file is counted as a scan counts it (:func:`freqlab.scan.work.count_shard`): ``--workers 1`` in this
-process on one core; ``--workers 2``: a file of one shard in this process with the tokenizer's two threads and a
-reading thread (``CountJob(threads=2)``, what ``freqlab scan --workers 2`` does), a file of several shards on a pool
+process on one core; ``--workers 2``: a file of one shard in this process, read on one thread and tokenized on two
+(``CountJob(threads=2)``, what ``freqlab scan --workers 2`` does), a file of several shards on a pool
 of two processes, each built before the clock starts (what ``--workers 2`` does). Prints one JSON line: wall and CPU
 seconds, tokens, documents and the histogram's checksum (which must agree across worker counts and files).
 
@@ -128,7 +128,7 @@ def _worker_init(tokenizer: str) -> None:
 
     single_threaded(1)
     _COUNTER = load_tokenizer(tokenizer)
-    _COUNTER.count(["build the backend before the clock starts"])
+    _COUNTER.build_engines()  # the backend and the reference before the clock starts
 
 
 def _worker_count(shard):
@@ -161,7 +161,7 @@ def count(path: str, tokenizer: str, workers: int, ranges: int = 0) -> dict:
 
         job = CountJob(load_tokenizer(tokenizer), threads=workers)
         job.setup()
-        job.counter.count(["build the backend before the clock starts"])
+        job.counter.build_engines()  # the backend and the reference before the clock starts
         parts, wall, cpu = _timed(lambda: [job(shard, ShardOptions()) for shard in shards])
         busiest = cpu
     else:

@@ -33,12 +33,12 @@ import struct
 from collections.abc import Iterator
 from dataclasses import dataclass
 
-import numba
 import numpy as np
 
 from freqlab.corpus.registry import register
 from freqlab.corpus.token_files import IndexedTokenShard, IndexFile, TokenFileFormat, batched_ranges
 from freqlab.errors import FreqlabError
+from freqlab.jit import njit
 
 MAGIC = b"MMIDIDX\x00\x00"
 HEADER = struct.Struct("<9sQBQQ")  # magic, version, dtype code, sequence count, document_indices entries
@@ -148,7 +148,7 @@ class MegatronIndex:
         return np.asarray(tokens[ends]), docs
 
 
-@numba.njit(cache=True, nogil=True)
+@njit(cache=True, nogil=True)
 def sum_sequences(bounds: np.ndarray, sequence_lengths: np.ndarray, out: np.ndarray) -> int:
     """``out[k]`` = the sum of ``sequence_lengths[bounds[k] - bounds[0] : bounds[k + 1] - bounds[0]]`` (int64) for
     every ``k`` but the last bound's, in one pass; returns -1, or the first ``k`` of a corrupt index: bounds out of

@@ -15,7 +15,6 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import ClassVar, Protocol
 
-import numba
 import numpy as np
 
 from freqlab.corpus.base import LENGTHS, FileShard, LengthBatch, LengthShard
@@ -23,6 +22,7 @@ from freqlab.corpus.fields import Fields
 from freqlab.corpus.file_discovery import DataFile
 from freqlab.corpus.registry import FileFormat
 from freqlab.errors import FreqlabError
+from freqlab.jit import njit
 
 BATCH_DOCUMENTS = 1 << 21  # documents per LengthBatch: 16 MiB of int64 lengths
 EOS_CHECKED = 1000  # documents per file whose last token is read to tell whether an EOS was appended
@@ -64,7 +64,7 @@ def document_ranges(documents: int, index_bytes: int, range_bytes: int) -> list[
     return [(start, start + size if start + size < documents else None) for start in starts]
 
 
-@numba.njit(cache=True, nogil=True)
+@njit(cache=True, nogil=True)
 def ends_to_lengths(ends: np.ndarray, start: int, out: np.ndarray) -> int:
     """``out[k] = ends[k] - ends[k - 1]`` (``start`` before the first) for cumulative int64 ends, in one pass;
     returns -1, or the first ``k`` where the ends decrease (``out`` is then only partly written).

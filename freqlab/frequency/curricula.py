@@ -61,13 +61,13 @@ from dataclasses import dataclass
 from fractions import Fraction
 from typing import cast
 
-import numba
 import numpy as np
 
 from freqlab.errors import FreqlabError
 from freqlab.frequency.exact import ExactFrequency
 from freqlab.frequency.position import segment_frequency
 from freqlab.frequency.regimes import Segments, check_histogram, check_window, exact_dot, stream_order
+from freqlab.jit import njit
 from freqlab.sizes import parse_positions
 
 ROW_REGIMES: tuple[str, ...] = ("concat", "pack", "natural")
@@ -139,7 +139,7 @@ class Spec:
 # -- cutting rows by a window --------------------------------------------------------------------------------------
 
 
-@numba.njit(cache=True)
+@njit(cache=True)
 def _add_piece(counts, start, n, w, truncate, offset, mult):
     """Add the segments of tokens [start, start + n) of a row trained with window w, ``mult`` times; return the
     dropped tokens. ``truncate``: only positions below w are kept. Otherwise the row is cut at g·w + offset
@@ -169,7 +169,7 @@ def _add_piece(counts, start, n, w, truncate, offset, mult):
     return 0
 
 
-@numba.njit(cache=True)
+@njit(cache=True)
 def _walk_rows(docs, L, run_rows, run_windows, truncate, offset, row_per_doc):
     """Documents in order laid into rows of L with a document mask (a new row after each document when
     ``row_per_doc``), row r cut by its window (runs: ``run_rows[j]`` rows of window ``run_windows[j]``, then L).

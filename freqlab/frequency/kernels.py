@@ -6,11 +6,12 @@ returns float64, which is inexact above 2**53) or Python-level iteration.
 
 from __future__ import annotations
 
-import numba
 import numpy as np
 
+from freqlab.jit import njit
 
-@numba.njit(cache=True)
+
+@njit(cache=True)
 def scatter_add(size: int, index: np.ndarray, values: np.ndarray) -> np.ndarray:
     """``out[index[k]] += values[k]`` in int64, for ``out`` of length ``size``."""
     out = np.zeros(size, dtype=np.int64)
@@ -19,7 +20,7 @@ def scatter_add(size: int, index: np.ndarray, values: np.ndarray) -> np.ndarray:
     return out
 
 
-@numba.njit(cache=True)
+@njit(cache=True)
 def pack_walk(doc_lengths: np.ndarray, L: int) -> tuple:
     """Walk documents in order through rows of ``L`` tokens; count the pieces each row boundary cuts.
 
@@ -59,7 +60,7 @@ def pack_walk(doc_lengths: np.ndarray, L: int) -> tuple:
     return counts, rows
 
 
-@numba.njit(cache=True)
+@njit(cache=True)
 def _first_fit_at_least(tree: np.ndarray, size: int, need: int) -> int:
     """Smallest index >= ``need`` whose count is > 0, in a sum segment tree over ``size`` leaves; -1 if none."""
     if need >= size:
@@ -78,7 +79,7 @@ def _first_fit_at_least(tree: np.ndarray, size: int, need: int) -> int:
     return -1
 
 
-@numba.njit(cache=True)
+@njit(cache=True)
 def _tree_add(tree: np.ndarray, size: int, index: int, delta: int) -> None:
     node = index + size
     while node >= 1:
@@ -86,7 +87,7 @@ def _tree_add(tree: np.ndarray, size: int, index: int, delta: int) -> None:
         node //= 2
 
 
-@numba.njit(cache=True)
+@njit(cache=True)
 def best_fit_fills(chunk_lengths: np.ndarray, chunk_counts: np.ndarray, L: int) -> np.ndarray:
     """Best-fit-decreasing packing of chunks (each <= L) into bins of L; ``fills[f]`` = bins holding f tokens.
 
@@ -136,7 +137,7 @@ def best_fit_fills(chunk_lengths: np.ndarray, chunk_counts: np.ndarray, L: int) 
     return fills
 
 
-@numba.njit(cache=True)
+@njit(cache=True)
 def megatron_walk(
     sequence_lengths: np.ndarray, ends_document: np.ndarray, L: int, windows: int, consumed: np.ndarray
 ) -> np.ndarray:
@@ -174,7 +175,7 @@ def megatron_walk(
     return counts
 
 
-@numba.njit(cache=True)
+@njit(cache=True)
 def blending_counts(weights: np.ndarray, samples: int) -> np.ndarray:
     """Samples per dataset among the first ``samples`` of a Megatron blend (``build_blending_indices``)."""
     counts = np.zeros(weights.shape[0], dtype=np.int64)
@@ -191,7 +192,7 @@ def blending_counts(weights: np.ndarray, samples: int) -> np.ndarray:
     return counts
 
 
-@numba.njit(cache=True)
+@njit(cache=True)
 def pack_walk_chunked(doc_lengths: np.ndarray, L: int, C: int) -> np.ndarray:
     """:func:`pack_walk` with every row also cut at the multiples of ``C`` within it (chunked attention, Llama 4
     ``attention_chunk_size``, beside the document mask): ``counts[l]`` pieces of l tokens (1 <= l <= min(C, L)).

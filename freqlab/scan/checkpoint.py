@@ -27,9 +27,9 @@ import tempfile
 from collections import Counter
 from collections.abc import Callable
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import numpy as np
-import polars as pl
 
 from freqlab.errors import FreqlabError
 from freqlab.formats import CHECKPOINT_FORMAT as FORMAT  # kept for import compatibility (and used here)
@@ -37,6 +37,9 @@ from freqlab.formats import CHECKPOINT_MANIFEST as MANIFEST  # kept for import c
 from freqlab.formats import CHECKPOINT_VERSION as VERSION  # kept for import compatibility (and used here)
 from freqlab.formats import MANIFEST_KEYS, METADATA_KEY
 from freqlab.scan.counts import DocumentLog, LengthCounts, ShardCount
+
+if TYPE_CHECKING:
+    import polars as pl
 
 LOCK = ".lock"
 
@@ -244,6 +247,8 @@ class CheckpointStore:
         """The checkpointed partial of a shard, or None when there is none or it cannot be trusted (then
         :attr:`recounted` says why).
         """
+        import polars as pl
+
         path = self.path(shard_id)
         if not path.exists():
             return None
@@ -267,6 +272,8 @@ def _written_by_freqlab(path: Path) -> bool:
     """Whether ``path`` (in a checkpoints folder) is a file freqlab wrote there: its manifest, a checkpoint whose
     own header names the shard its file name is made of, or a temporary file an interrupted write left.
     """
+    import polars as pl
+
     if path.is_symlink() or not path.is_file():
         return False
     name = path.name
@@ -300,6 +307,8 @@ def _distrust(frame: pl.DataFrame, header, shard_id: str, fingerprint: str, iden
 
 def _checksum(frame: pl.DataFrame, header: dict) -> str:
     """blake2b of the header (canonical JSON) and every column's values."""
+    import polars as pl
+
     digest = hashlib.blake2b(json.dumps(header, sort_keys=True).encode(), digest_size=16)
     for name in frame.columns:
         column = frame[name]
@@ -320,6 +329,8 @@ def _short(value) -> str:
 # A partial as rows: without a log, (source, length, count) with length 0 holding empty documents; with a
 # log, (source, code, position) per document in order (the counts are rebuilt from it).
 def _to_frame(part: ShardCount) -> tuple[pl.DataFrame, dict]:
+    import polars as pl
+
     header = {
         "format": FORMAT,
         "version": VERSION,

@@ -17,10 +17,10 @@ from collections import Counter
 from dataclasses import dataclass, field
 from typing import NamedTuple
 
-import numba
 import numpy as np
 
 from freqlab.histogram import UNLABELLED_SOURCE, LengthHistogram, combine_sources
+from freqlab.jit import njit
 
 # Below this length counts live in a dense np.bincount array (grown in powers of two, so a source with
 # documents up to 100k tokens costs ~1 MB); longer, rare documents go to a dict, so a single
@@ -28,7 +28,7 @@ from freqlab.histogram import UNLABELLED_SOURCE, LengthHistogram, combine_source
 DENSE_LIMIT = 1 << 18
 
 
-@numba.njit(cache=True, nogil=True)
+@njit(cache=True, nogil=True)
 def count_codes(codes: np.ndarray, dense: np.ndarray) -> tuple[int, int, int, int]:
     """One pass over a batch of codes: each code in ``1 .. dense.size - 1`` is counted into ``dense``.
 

@@ -12,9 +12,11 @@ from __future__ import annotations
 
 import contextlib
 import hashlib
+from collections import deque
 from collections.abc import Callable, Iterator
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, replace
+from typing import Any
 
 import numpy as np
 
@@ -207,7 +209,7 @@ def count_shard(
     counter,
     options: ShardOptions = ShardOptions(),
     on_progress: Progress | None = None,
-    overlap: bool = False,
+    threads: int = 1,
 ) -> ShardCount:
     """Count the token lengths of one shard's documents into a :class:`ShardCount`.
 
@@ -224,9 +226,9 @@ def count_shard(
     nothing); special tokens (``add_special_tokens``) are counted around every other document. Length shards
     (``counter`` is not used) yield their lengths in batches. ``on_progress(documents, tokens, bytes)`` is called
     after each batch (bytes: as far as the reader's :class:`~freqlab.corpus.base.ReadMeter` says, the rest of the
-    shard's size when it ends). ``overlap``: each batch is tokenized on a second thread while the next one is
+    shard's size when it ends). ``threads`` > 1: batches are tokenized on that many threads while the next ones are
     read and parsed (the backends release the GIL while they encode: one file's stream, decompressed once, then
-    keeps two cores busy); batches are still counted in order, so the counts, caps and errors are the same.
+    keeps every core busy); batches are still counted in order, so the counts, caps and errors are the same.
     """
     if options.on_error not in ON_ERROR:
         raise FreqlabError(f"on_error must be one of {', '.join(ON_ERROR)}, got {options.on_error!r}")
@@ -236,8 +238,8 @@ def count_shard(
         sampler = Sampler(options.sample_rate, options.seed, shard.id)
     with metered(tally.meter):
         if shard.kind == TEXT:
-            with _tokenizing(overlap) as tokenize:
-                _count_texts(shard, counter, options, tally, sampler, tokenize)
+            with _tokenizing(threads) as tokenize:
+                _count_texts(shard, counter, options, tally, sampler, tokenize, threads)
         else:
             _count_lengths(shard, options, tally, sampler)
     changed = _changed_since_opened(shard)
@@ -274,14 +276,14 @@ def _refused(shard, options: ShardOptions, message: str) -> ShardCount:
 
 
 @contextlib.contextmanager
-def _tokenizing(overlap: bool) -> Iterator[Callable]:
-    """``tokenize(count, texts)``: a handle whose ``result()`` is ``count(texts)``, computed on a second thread
-    when ``overlap`` (at once otherwise). The thread is stopped when the shard ends, however it ends.
+def _tokenizing(threads: int) -> Iterator[Callable]:
+    """``tokenize(count, texts)``: a handle whose ``result()`` is ``count(texts)``, computed on one of ``threads``
+    threads when ``threads`` > 1 (at once otherwise). The threads are stopped when the shard ends, however it ends.
     """
-    if not overlap:
+    if threads <= 1:
         yield _Counted
         return
-    with ThreadPoolExecutor(1, thread_name_prefix="freqlab-tokenize") as pool:
+    with ThreadPoolExecutor(threads, thread_name_prefix="freqlab-tokenize") as pool:
         yield pool.submit
 
 
@@ -296,20 +298,30 @@ class _Counted:
 
 
 def _count_texts(
-    shard, counter, options: ShardOptions, tally: _Tally, sampler: Sampler | None, tokenize: Callable = _Counted
+    shard,
+    counter,
+    options: ShardOptions,
+    tally: _Tally,
+    sampler: Sampler | None,
+    tokenize: Callable = _Counted,
+    threads: int = 1,
 ) -> None:
     part = tally.part
     batch = _Batch()
     specials = getattr(counter, "special_tokens_added", 0)
-    counting = None  # (batch, its counts' handle): tokenized while the next batch is read
+    # (batch, its counts' handle), oldest first: up to `threads` batches tokenized while the next one is read
+    counting: deque[tuple[_Batch, Any]] = deque()
 
-    def settle() -> bool:
-        """Count the batch being tokenized into the tally; True once the shard's cap is reached."""
-        nonlocal counting
-        if counting is None:
-            return False
-        done, handle = counting
-        counting = None
+    def settle(keep: int = 0) -> bool:
+        """Count the batches being tokenized into the tally, oldest first, until ``keep`` are left; True once the
+        shard's cap is reached.
+        """
+        while len(counting) > keep:
+            if _settle_one(*counting.popleft()):
+                return True
+        return False
+
+    def _settle_one(done: _Batch, handle) -> bool:
         part.blank_lines += done.blank_lines
         part.sampled_out += done.sampled_out
         codes = np.array(done.codes, np.int64)
@@ -325,12 +337,14 @@ def _count_texts(
         return tally.add(codes, np.array(done.sources, np.int32), np.array(done.positions, np.int64))
 
     def flush(last: bool = False) -> bool:
-        """Hand the batch read to the tokenizer, after counting the one before (``last``: count both now)."""
-        nonlocal batch, counting
-        if settle():
+        """Hand the batch read to the tokenizer, after counting the oldest ones beyond ``threads`` - 1 (``last``:
+        count them all now).
+        """
+        nonlocal batch
+        if settle(keep=threads - 1):
             return True
         if batch:
-            counting = (batch, tokenize(counter.count, batch.texts) if batch.texts else None)
+            counting.append((batch, tokenize(counter.count, batch.texts) if batch.texts else None))
         else:  # only lines that are no documents: nothing to tokenize
             part.blank_lines += batch.blank_lines
             part.sampled_out += batch.sampled_out
@@ -428,20 +442,24 @@ class CountJob:
         self.threads = threads
 
     def setup(self) -> None:
-        """Prepare this worker process: one task per core already, so tokenizers use ``threads`` threads each (1
-        unless the pool has fewer workers than cores: no oversubscription; must happen before a tokenizer's first
-        count).
+        """Prepare this worker process: tokenizers use one thread per call (set before a tokenizer's first count):
+        one worker per core already, or, in a pool with fewer workers than cores, ``threads`` calls at once on the
+        worker's own threads (:func:`count_shard`), which also keeps reading beside them.
         """
         from tqdm.std import TqdmDefaultWriteLock
 
         from freqlab.tokenization import single_threaded
 
-        single_threaded(self.threads)
+        single_threaded(1)
         # tqdm (which datasets uses while streaming) would make its lock a multiprocessing semaphore: a worker
         # stopped at the end of a failed scan leaves it behind and the resource tracker warns about it
         TqdmDefaultWriteLock.mp_lock = None
 
     def __call__(self, shard, options: ShardOptions, on_progress: Progress | None = None) -> ShardCount:
         """Count ``shard`` with the job's tokenizer (see :func:`count_shard`)."""
-        # cores to spare (fewer shards than cores): reading and tokenizing overlap, on two threads
-        return count_shard(shard, self.counter, options, on_progress, overlap=self.threads > 1)
+        # cores to spare (fewer shards than cores): reading and tokenizing overlap, on `threads` threads; the
+        # tokenizer's engines build side by side first, not the reference in the middle of the count
+        build = getattr(self.counter, "build_engines", None) if self.threads > 1 else None
+        if build is not None:
+            build()
+        return count_shard(shard, self.counter, options, on_progress, threads=self.threads)

@@ -233,6 +233,15 @@ class TokenCounter:
             self._count_batch([texts[i] for i in plain], plain, out, backends)
         return out + self.special_tokens_added
 
+    def build_engines(self) -> None:
+        """Build now, side by side, what :meth:`count` uses: :attr:`backend` and, when added tokens send some texts
+        to it (:attr:`routed`), the reference, which would otherwise be built in the middle of a count, when the
+        first such text comes (:meth:`Engines.build`; nothing is run, so no backend starts its own threads).
+        """
+        first = self._live_backends()[0]
+        routed = self._engines.routed is not None and first != self.reference
+        self._engines.build([first, self.reference] if routed else [first])
+
     def is_built(self, backend: str | None = None) -> bool:
         """Whether ``backend`` (default: :attr:`backend`) is built in this process already: counting in this
         process then costs no start-up (the scan driver's engine choice).
@@ -433,7 +442,7 @@ class Engines:
     def __init__(self, sources: Mapping[str, Any], routed: Sequence[str] = (), built: Mapping | None = None) -> None:
         self._sources = dict(sources)
         self._built: dict[str, Any] = dict(built or {})
-        self._lock = threading.Lock()
+        self._locks = {backend: threading.Lock() for backend in self._sources}  # one per backend: two build at once
         self.routed = LiteralFinder(routed) if any(routed) else None
         # One search over the texts joined by "\x00" finds whether any text holds a routed string, unless a
         # routed string contains "\x00" itself (then a match could span two texts).
@@ -443,11 +452,36 @@ class Engines:
         """The engine of ``backend``, built on first use."""
         engine = self._built.get(backend)
         if engine is None:
-            with self._lock:
+            with self._locks[backend]:
                 engine = self._built.get(backend)
                 if engine is None:
                     engine = self._built[backend] = ENGINES[backend](self._sources[backend])
         return engine
+
+    def build(self, backends: Sequence[str]) -> None:
+        """Build ``backends`` now, side by side: each but the first on a thread of its own, all joined before this
+        returns (the backends release the GIL while they build: Llama 3's fastokens and Hugging Face reference take
+        ~0.95 s and ~0.29 s one after the other, ~0.95 s together). A build's exception is raised here.
+        """
+        failures: list[BaseException] = []
+
+        def build_one(backend: str) -> None:
+            try:
+                self.get(backend)
+            except BaseException as exc:  # a Rust panic too: raised again below, in the caller's thread
+                failures.append(exc)
+
+        threads = [threading.Thread(target=build_one, args=(b,), name=f"freqlab-build-{b}") for b in backends[1:]]
+        for thread in threads:
+            thread.start()
+        try:
+            if backends:
+                build_one(backends[0])
+        finally:
+            for thread in threads:
+                thread.join()
+        if failures:
+            raise failures[0]
 
     def is_built(self, backend: str) -> bool:
         """Whether ``backend``'s engine is already built in this process (building it again costs nothing)."""

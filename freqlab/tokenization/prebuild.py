@@ -8,8 +8,9 @@ process forked *after* a build inherits it, though. The local engine's forkserve
 thread rebuilds the verified counter from the entry, builds the backend that counts ordinary texts (and the
 reference, when added tokens send some texts to it) and shares the engines (:meth:`TokenCounter.share_engines`),
 while the forkserver imports freqlab's other modules (fastokens releases the GIL while it builds). The thread is
-joined before the forkserver's first fork (``os.register_at_fork``), and building starts no thread of its own
-(checked: one thread before and after), so no fork ever copies a running thread. A worker's counter, unpickled,
+joined before the forkserver's first fork (``os.register_at_fork``); the reference builds on a second thread
+joined by the first, and building starts no thread of its own (checked: one thread before and after), so no fork
+ever copies a running thread. A worker's counter, unpickled,
 finds the engines by its fingerprint (a sha256 of all its backends' data), so it uses them only when its data is
 the very same; any other counter builds its own, as before.
 
@@ -45,9 +46,7 @@ def prebuild(path: str | Path) -> TokenCounter | None:
     counter = verified(candidate, refusals=entry["refusals"], verify_texts=None, verdicts=verdicts)
     if counter.backend != BACKEND_FASTOKENS:
         return None  # refused here: the next backend is cheap to build
-    counter._engines.get(counter.backend)  # built, never run here: no thread starts
-    if counter.routed:  # texts holding an added token go to the reference
-        counter._engines.get(counter.reference)
+    counter.build_engines()  # never run here: running would start the backends' own threads
     counter.share_engines()
     return counter
 

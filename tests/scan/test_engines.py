@@ -370,8 +370,8 @@ def test_a_pool_with_fewer_shards_than_cores_gives_its_workers_the_idle_cores(mo
     for name in ("FASTOKENS_BPE_THREADS", "RAYON_NUM_THREADS"):
         monkeypatch.setenv(name, "-")  # recorded: restored (or removed) after the test
         monkeypatch.delenv(name)
-    CountJob(None, threads=3).setup()
-    assert os.environ["FASTOKENS_BPE_THREADS"] == os.environ["RAYON_NUM_THREADS"] == "3"
+    CountJob(None, threads=3).setup()  # three calls at once on the worker's threads, each on one thread
+    assert os.environ["FASTOKENS_BPE_THREADS"] == os.environ["RAYON_NUM_THREADS"] == "1"
 
 
 def test_fewer_shards_than_workers_asked_says_why_the_report_shows_fewer_workers(slimpajama_dir, tmp_path):
@@ -381,7 +381,7 @@ def test_fewer_shards_than_workers_asked_says_why_the_report_shows_fewer_workers
     run = one.summary["scan"]
     assert (run["engine"], run["workers"]) == ("local", 1)
     assert run["engine_reason"] == (
-        "1 shard on 2 cores: one worker reads it while its batches are tokenized on a second thread"
+        "1 shard on 2 cores: one worker reads it while its batches are tokenized on 2 threads"
     )
     assert run["engine_reason"] in one.report()
     assert "engine_reason" not in scan_slimpajama(tmp_path, workers=1).summary["scan"]  # one core: nothing to say

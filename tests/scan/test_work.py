@@ -109,8 +109,9 @@ def test_tokenizing_while_the_next_batch_is_read_counts_exactly_as_one_thread(
     ]
     for option in options:
         serial = shard_outcome(count_shard(shard, counter, option))
-        assert shard_outcome(count_shard(shard, counter, option, overlap=True)) == serial
-    whole = shard_outcome(count_shard(shard, counter, options[1], overlap=True))
+        for threads in (2, 3):  # up to `threads` batches tokenized at once, counted in order
+            assert shard_outcome(count_shard(shard, counter, option, threads=threads)) == serial
+    whole = shard_outcome(count_shard(shard, counter, options[1], threads=2))
     if on_error == "raise":  # the 40 documents before the bad line, then its error
         assert whole[4] == 40 and whole[8].endswith(":41: malformed-json") and not whole[9]
     else:
@@ -126,7 +127,7 @@ def test_a_truncated_compressed_file_counts_the_same_on_two_threads(tmp_path, co
     (shard,) = open_corpus(str(path)).shards
     option = ShardOptions(batch_size=3, on_error=on_error, keep_log=True)
     serial = shard_outcome(count_shard(shard, counter, option))
-    assert shard_outcome(count_shard(shard, counter, option, overlap=True)) == serial
+    assert shard_outcome(count_shard(shard, counter, option, threads=2)) == serial
     if on_error == "skip":  # the file's one skip (read in 1 MiB blocks: the cut is met before any line)
         assert serial[3] == {"unreadable-file": 1} and serial[9] and serial[4] <= kept + 1
     else:
@@ -143,4 +144,35 @@ def test_a_tokenizer_failing_on_the_second_thread_fails_the_shard(tmp_path, corp
     path = write_slimpajama(tmp_path / "all.jsonl", corpus_records[0])
     (shard,) = open_corpus(str(path)).shards
     with pytest.raises(RuntimeError, match="the tokenizer broke"):
-        count_shard(shard, Failing(), ShardOptions(batch_size=2), overlap=True)
+        count_shard(shard, Failing(), ShardOptions(batch_size=2), threads=2)
+
+
+def test_two_tokenizing_threads_run_two_batches_at_once_and_count_them_in_order(tmp_path, corpus_records):
+    """The first two batches' calls wait for each other at a barrier: they meet only if both run at once (one
+    after the other, the barrier breaks after 10 s)."""
+    import threading
+
+    import numpy as np
+
+    class Meeting:
+        name = "meeting"
+
+        def __init__(self, meet: bool) -> None:
+            self.barrier = threading.Barrier(2, timeout=10) if meet else None
+            self.calls = 0
+            self.lock = threading.Lock()
+
+        def count(self, texts):
+            with self.lock:
+                self.calls += 1
+                first_two = self.calls <= 2
+            if first_two and self.barrier is not None:
+                self.barrier.wait()
+            return np.array([len(text.split()) for text in texts], np.int64)
+
+    path = write_slimpajama(tmp_path / "all.jsonl", corpus_records[0])
+    (shard,) = open_corpus(str(path)).shards
+    option = ShardOptions(batch_size=2, keep_log=True)
+    one = shard_outcome(count_shard(shard, Meeting(meet=False), option))
+    assert shard_outcome(count_shard(shard, Meeting(meet=True), option, threads=2)) == one
+    assert one[4] == len(corpus_records[0]) > 4  # several batches

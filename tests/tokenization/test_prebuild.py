@@ -9,6 +9,9 @@ import pickle
 import subprocess
 import sys
 import textwrap
+import threading
+
+import pytest
 
 from freqlab.tokenization import cache as cache_module
 from freqlab.tokenization import counter as counter_module
@@ -90,6 +93,31 @@ def test_prebuild_builds_nothing_from_an_entry_without_a_fastokens_verdict_or_a_
     assert prebuild(entry) is None and counter_module._BUILT == {}
     entry.write_bytes(entry.read_bytes()[:100])
     assert prebuild(entry) is None and counter_module._BUILT == {}
+
+
+def test_engines_build_runs_the_builds_side_by_side_joins_its_threads_and_raises_a_failure(monkeypatch):
+    """Each build waits at a barrier for the other: one after the other, the barrier would break (5 s)."""
+    barrier = threading.Barrier(2, timeout=5)
+
+    def side_by_side(source):
+        barrier.wait()
+        return f"built {source}"
+
+    def broken(source):
+        raise RuntimeError(f"cannot build {source}")
+
+    monkeypatch.setattr(counter_module, "ENGINES", {"fast": side_by_side, "reference": side_by_side, "bad": broken})
+    engines = counter_module.Engines({"fast": "f", "reference": "r", "bad": "b"})
+    threads = threading.active_count()
+    engines.build(["fast", "reference"])
+    assert engines.get("fast") == "built f" and engines.get("reference") == "built r"
+    assert threading.active_count() == threads  # every build thread joined
+    with pytest.raises(RuntimeError, match="cannot build b"):
+        engines.build(["bad"])
+    barrier.reset()
+    with pytest.raises(RuntimeError, match="cannot build b"):  # raised in the caller, after the others finished
+        engines.build(["bad", "fast"])
+    assert threading.active_count() == threads
 
 
 WORKER_SEES = """

@@ -179,7 +179,13 @@ def _context():
         context = multiprocessing.get_context(MP_CONTEXT)
         # prebuild first: it builds the scan's tokenizer on a thread while the others import
         context.set_forkserver_preload(
-            ["freqlab.tokenization.prebuild", "freqlab.scan.engines", "freqlab.corpus", "freqlab.tokenization"]
+            [
+                "freqlab.tokenization.prebuild",
+                "freqlab.scan.engines.preload",
+                "freqlab.scan.engines",
+                "freqlab.corpus",
+                "freqlab.tokenization",
+            ]
         )
         return context
     return multiprocessing.get_context("spawn")
