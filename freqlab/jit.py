@@ -3,13 +3,13 @@
 ``import numba`` takes ~0.2 s (llvmlite, numba's typing): every module holding a kernel paid it at import, so every
 scan's driver paid it before it could start its workers, though the workers count and the driver only merges. A
 kernel decorated with :func:`njit` imports numba and compiles (or loads from numba's on-disk cache) when it is
-first called; it then calls the compiled dispatcher directly. A kernel calling another one finds it compiled: the
-callees named in its body are compiled first and given to it in place of their lazy wrappers.
+first called; it then calls the compiled dispatcher directly. A kernel calling other kernels (itself included) finds
+them compiled: the kernels named in its body are given to it as their dispatchers, in place of their lazy wrappers.
 
 >>> @njit(cache=False)
 ... def add(a, b):
 ...     return a + b
->>> add(2, 3)
+>>> add(2, b=3)
 5
 """
 
@@ -20,53 +20,66 @@ import types
 from collections.abc import Callable
 from typing import Any
 
+# one lock for every kernel's compilation: a kernel's callees (itself, or kernels calling each other) are resolved
+# while it is being built, on the same thread (re-entrant), never half-built on another
+_COMPILING = threading.RLock()
+
 
 class LazyKernel:
-    """A function compiled by ``numba.njit(**options)`` on its first call (thread-safe; compiled once)."""
+    """A function compiled by ``numba.njit(**options)`` on its first call (thread-safe; compiled once). It pickles by
+    name, as the module-level function it stands for.
+    """
 
     def __init__(self, function: Callable, options: dict[str, Any]) -> None:
         self.py_func = function
         self.options = options
         self._dispatcher: Any = None
-        self._lock = threading.Lock()
+        self._building: Any = None  # the dispatcher while its callees are resolved (this thread only)
         self.__name__ = function.__name__
         self.__qualname__ = function.__qualname__
         self.__doc__ = function.__doc__
         self.__module__ = function.__module__
         self.__wrapped__ = function
 
-    def __call__(self, *args: Any) -> Any:
-        """The compiled kernel's result for ``args``."""
-        return (self._dispatcher or self.compiled())(*args)
+    def __call__(self, *args: Any, **kwargs: Any) -> Any:
+        """The compiled kernel's result for these arguments."""
+        return (self._dispatcher or self.compiled())(*args, **kwargs)
+
+    def __reduce__(self) -> str:
+        return self.__qualname__  # pickled as a reference to the module-level name, like a function
 
     def compiled(self) -> Any:
         """The numba dispatcher (imports numba the first time)."""
-        if self._dispatcher is None:
-            with self._lock:
-                if self._dispatcher is None:
-                    self._dispatcher = self._compile()
+        if self._dispatcher is not None:
+            return self._dispatcher
+        with _COMPILING:
+            if self._dispatcher is None:
+                if self._building is not None:  # a callee cycle led back here: the dispatcher being built
+                    return self._building
+                self._dispatcher = self._build()
         return self._dispatcher
 
-    def _compile(self) -> Any:
+    def _build(self) -> Any:
         import numba
 
         function = self.py_func
-        callees = {
-            name: value.compiled()
-            for name in function.__code__.co_names
-            if isinstance(value := function.__globals__.get(name), LazyKernel)
-        }
-        if callees:  # numba types a callee from the globals it sees: give it the compiled ones
-            function = types.FunctionType(
-                function.__code__,
-                {**function.__globals__, **callees},
-                function.__name__,
-                function.__defaults__,
-                function.__closure__,
-            )
-            function.__qualname__ = self.py_func.__qualname__
-            function.__module__ = self.py_func.__module__
-        return numba.njit(**self.options)(function)
+        callees = [n for n in function.__code__.co_names if isinstance(function.__globals__.get(n), LazyKernel)]
+        if not callees:
+            return numba.njit(**self.options)(function)
+        # numba types a callee from the globals it sees at its first compilation (on the first call, not here): a
+        # copy of the function whose globals hold the callees' dispatchers
+        namespace = dict(function.__globals__)
+        copy = types.FunctionType(
+            function.__code__, namespace, function.__name__, function.__defaults__, function.__closure__
+        )
+        copy.__qualname__, copy.__module__ = function.__qualname__, function.__module__
+        self._building = numba.njit(**self.options)(copy)
+        try:
+            for name in callees:
+                namespace[name] = namespace[name].compiled()
+        finally:
+            dispatcher, self._building = self._building, None
+        return dispatcher
 
 
 def njit(**options: Any) -> Callable[[Callable], LazyKernel]:

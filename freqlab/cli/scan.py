@@ -316,6 +316,11 @@ def scan_command(
         )
     except FreqlabError as exc:
         raise click.UsageError(str(exc)) from None
+    from freqlab.tokenization import single_threaded
+
+    # this process is the command's own: each tokenizer call on one thread (the scan's threads and workers are the
+    # parallelism; see freqlab.scan.driver), unless the environment already says otherwise
+    single_threaded(1)
     try:
         result = scan_from_settings(settings, run, report)
     except (KeyboardInterrupt, SystemError) as error:

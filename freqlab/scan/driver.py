@@ -309,15 +309,19 @@ def scan_from_settings(
             starting.join()  # before the pool starts (both touch the __main__ module)
         record = RunRecord(resumed_shards=len(done), shards=len(shards))
         # a pool with fewer shards than cores (a few large compressed files) gives each worker the idle cores
-        threads = max(1, (run.workers or default_workers()) // engine.workers) if run.engine == "local" else 1
+        # (only text is tokenized: a corpus of token files has nothing to spread)
+        spare = run.engine == "local" and corpus.kind == TEXT
+        threads = max(1, (run.workers or default_workers()) // engine.workers) if spare else 1
         if threads > 1 and engine.reason is None and pending:  # say why --workers 2 prints "1 worker"
             engine.reason = _overlap_reason(pending, engine.workers, threads)
-        if run.engine == "local" and engine.workers == 1:
+        if run.engine == "local" and engine.workers == 1 and run.workers is not None:
             from freqlab.tokenization import single_threaded
 
-            # one thread per tokenizer call (unless the environment says otherwise, or the backend already started
-            # its threads in this process): the scan's own `threads` threads call it at once, and a backend's pool
-            # beside them only adds switching (measured: 2.15 s against 2.36 s on one big .jsonl.zst, 2 cores)
+            # asked for a number of workers: one thread per tokenizer call (unless the environment says otherwise,
+            # or the backend already started its threads in this process), as in a pool's workers: the scan's own
+            # `threads` threads call it at once, and a backend's pool beside them only adds switching (measured:
+            # 2.15 s against 2.36 s on one big .jsonl.zst, 2 cores). Otherwise the caller's environment is left
+            # alone (a notebook's later tokenizers would inherit it); `freqlab scan` sets it for its own process.
             single_threaded(1)
         runner = engine.run(tasks(), CountJob(counter, threads), bar)
         try:
@@ -395,11 +399,12 @@ def engine_choice(run: RunOptions, corpus: Corpus, settings: ScanSettings, count
 
 
 def pool_possible(run: RunOptions, corpus: Corpus) -> bool:
-    """Whether a local scan may start a pool (so its forkserver is worth starting early): not with one worker, nor
-    for a text corpus so small that every measured backend counts it in this process first, even unbuilt.
+    """Whether a local scan may start a pool (so its forkserver is worth starting early): not with one worker or one
+    shard, nor for a text corpus so small that every measured backend counts it in this process first, even unbuilt
+    (a forkserver started for nothing builds the tokenizer on a core the scan itself needs).
     """
     workers = run.workers or default_workers()
-    if run.engine != "local" or workers < 2:
+    if run.engine != "local" or workers < 2 or len(corpus.shards) < 2:  # one shard runs in this process
         return False
     if run.workers is not None or corpus.kind != TEXT or corpus.estimated_bytes is None:
         return True
@@ -534,16 +539,16 @@ def load_counter(
 
 
 def _overlap_reason(shards: int, workers: int, threads: int) -> str:
-    """The report's line when a scan has fewer shards than cores (a few large compressed files): each worker reads
+    """The report's line when a scan has fewer shards than workers (a few large compressed files): each worker reads
     on one thread while its batches are tokenized on ``threads`` others (:func:`~freqlab.scan.work.count_shard`).
 
     >>> _overlap_reason(1, 1, 2)
-    '1 shard on 2 cores: one worker reads it while its batches are tokenized on 2 threads'
+    '1 shard for 2 workers: one worker reads it while its batches are tokenized on 2 threads'
     """
-    cores, tokenized = workers * threads, f"its batches are tokenized on {threads} threads"
+    tokenized = f"its batches are tokenized on {threads} threads"
     if shards == 1:
-        return f"1 shard on {cores} cores: one worker reads it while {tokenized}"
-    return f"{shards} shards on {cores} cores: each worker reads one while {tokenized}"
+        return f"1 shard for {workers * threads} workers: one worker reads it while {tokenized}"
+    return f"{shards} shards for {workers * threads} workers: each worker reads one while {tokenized}"
 
 
 # the old name (0.1) in the module that defined it, kept for one release: the look-up warns (freqlab.deprecation)

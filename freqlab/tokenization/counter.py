@@ -461,7 +461,7 @@ class Engines:
     def build(self, backends: Sequence[str]) -> None:
         """Build ``backends`` now, side by side: each but the first on a thread of its own, all joined before this
         returns (the backends release the GIL while they build: Llama 3's fastokens and Hugging Face reference take
-        ~0.95 s and ~0.29 s one after the other, ~0.95 s together). A build's exception is raised here.
+        0.90-0.98 s and 0.31-0.32 s one after the other, 0.92-0.94 s together). A build's exception is raised here.
         """
         failures: list[BaseException] = []
 
@@ -471,7 +471,12 @@ class Engines:
             except BaseException as exc:  # a Rust panic too: raised again below, in the caller's thread
                 failures.append(exc)
 
-        threads = [threading.Thread(target=build_one, args=(b,), name=f"freqlab-build-{b}") for b in backends[1:]]
+        # not daemons (a thread inherits that from the one starting it, the forkserver's prebuild included): at
+        # exit, Python ends a daemon thread still inside a backend's native build by unwinding its stack, which
+        # aborts the process ("FATAL: exception not rethrown"); a build is waited for instead (< 1 s)
+        threads = [
+            threading.Thread(target=build_one, args=(b,), name=f"freqlab-build-{b}", daemon=False) for b in backends[1:]
+        ]
         for thread in threads:
             thread.start()
         try:

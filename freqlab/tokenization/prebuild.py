@@ -60,7 +60,9 @@ def _prebuild_from_environment() -> None:
     path = os.environ.get(ENV)
     if not path or _BUILDING is not None:
         return
-    _BUILDING = threading.Thread(target=_build_quietly, args=(path,), name="freqlab-prebuild", daemon=True)
+    # not a daemon: the forkserver exiting mid-build (its driver stopped) waits for the build instead of ending the
+    # thread inside fastokens' native code, which aborts the process (see Engines.build)
+    _BUILDING = threading.Thread(target=_build_quietly, args=(path,), name="freqlab-prebuild", daemon=False)
     _BUILDING.start()
     os.register_at_fork(before=_BUILDING.join)
 

@@ -374,14 +374,35 @@ def test_a_pool_with_fewer_shards_than_cores_gives_its_workers_the_idle_cores(mo
     assert os.environ["FASTOKENS_BPE_THREADS"] == os.environ["RAYON_NUM_THREADS"] == "1"
 
 
-def test_fewer_shards_than_workers_asked_says_why_the_report_shows_fewer_workers(slimpajama_dir, tmp_path):
+def test_a_scan_in_this_process_leaves_the_callers_thread_settings_alone_unless_workers_are_asked(
+    slimpajama_dir, tmp_path, monkeypatch
+):
+    import os
+
+    names = ("FASTOKENS_BPE_THREADS", "RAYON_NUM_THREADS")
+    for name in names:
+        monkeypatch.setenv(name, "-")  # recorded: restored (or removed) after the test
+        monkeypatch.delenv(name)
+    (tmp_path / "one.jsonl").write_text((slimpajama_dir / "chunk_0.jsonl").read_text())
+    scan_slimpajama(tmp_path)  # a notebook's scan(): its later tokenizers keep their own threads
+    assert [os.environ.get(name) for name in names] == [None, None]
+    scan_slimpajama(tmp_path, workers=2)  # a worker count asked: one thread per call, as in a pool's workers
+    assert [os.environ.get(name) for name in names] == ["1", "1"]
+
+
+def test_fewer_shards_than_workers_asked_says_why_the_report_shows_fewer_workers(slimpajama_dir, tmp_path, monkeypatch):
     # --workers 2 on one file printed "(local, 1 worker)" alone: the second core tokenizes while the worker reads
+    from freqlab.scan import driver
+
+    started = []
+    monkeypatch.setattr(driver, "prestart", lambda *a: started.append(a))  # one shard: no pool, so no forkserver
     (tmp_path / "one.jsonl").write_text((slimpajama_dir / "chunk_0.jsonl").read_text())
     one = scan_slimpajama(tmp_path, workers=2)
+    assert started == []
     run = one.summary["scan"]
     assert (run["engine"], run["workers"]) == ("local", 1)
     assert run["engine_reason"] == (
-        "1 shard on 2 cores: one worker reads it while its batches are tokenized on 2 threads"
+        "1 shard for 2 workers: one worker reads it while its batches are tokenized on 2 threads"
     )
     assert run["engine_reason"] in one.report()
     assert "engine_reason" not in scan_slimpajama(tmp_path, workers=1).summary["scan"]  # one core: nothing to say

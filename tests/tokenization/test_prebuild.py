@@ -99,7 +99,10 @@ def test_engines_build_runs_the_builds_side_by_side_joins_its_threads_and_raises
     """Each build waits at a barrier for the other: one after the other, the barrier would break (5 s)."""
     barrier = threading.Barrier(2, timeout=5)
 
+    daemons = []
+
     def side_by_side(source):
+        daemons.append(threading.current_thread().daemon)
         barrier.wait()
         return f"built {source}"
 
@@ -109,8 +112,13 @@ def test_engines_build_runs_the_builds_side_by_side_joins_its_threads_and_raises
     monkeypatch.setattr(counter_module, "ENGINES", {"fast": side_by_side, "reference": side_by_side, "bad": broken})
     engines = counter_module.Engines({"fast": "f", "reference": "r", "bad": "b"})
     threads = threading.active_count()
-    engines.build(["fast", "reference"])
+    # from a daemon thread, as in the forkserver: the builds are no daemons (ended mid-build at exit, a native
+    # build aborts the process), the first one running on the calling thread itself
+    caller = threading.Thread(target=engines.build, args=(["fast", "reference"],), daemon=True)
+    caller.start()
+    caller.join()
     assert engines.get("fast") == "built f" and engines.get("reference") == "built r"
+    assert sorted(daemons) == [False, True]
     assert threading.active_count() == threads  # every build thread joined
     with pytest.raises(RuntimeError, match="cannot build b"):
         engines.build(["bad"])

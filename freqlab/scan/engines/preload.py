@@ -6,6 +6,11 @@ counting kernel is compiled on its first call (:mod:`freqlab.jit`), which would 
 
 from __future__ import annotations
 
+import contextlib
+
 from freqlab.scan.counts import count_codes
 
-count_codes.compiled()
+# the forkserver swallows only an ImportError from its preloaded modules: any other failure here would stop it, so
+# it is left to the workers, whose first count raises it as a scan error
+with contextlib.suppress(Exception):
+    count_codes.compiled()
