@@ -5,6 +5,8 @@ scan's driver paid it before it could start its workers, though the workers coun
 kernel decorated with :func:`njit` imports numba and compiles (or loads from numba's on-disk cache) when it is
 first called; it then calls the compiled dispatcher directly. A kernel calling other kernels (itself included) finds
 them compiled: the kernels named in its body are given to it as their dispatchers, in place of their lazy wrappers.
+Kernels calling each other in a cycle compile, but only with ``cache=False``: numba's on-disk cache of such a cycle
+crashes the next process that loads it (numba issue #6061, numba's own ``njit`` alike); no freqlab kernel has one.
 
 >>> @njit(cache=False)
 ... def add(a, b):

@@ -93,3 +93,23 @@ entry.run()
     result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
     assert result.returncode == 130 and result.stderr == "interrupted: (the command's own line)\n"
     assert time.monotonic() - started < 30  # EXIT_GRACE (5 s) after the interrupt, plus start-up
+
+
+def test_an_interrupt_click_turns_into_abort_keeps_its_exit_status(monkeypatch, capsys):
+    """An interrupt outside the command itself (while click parses, or at start-up) reaches main_entry as click's
+    Abort raised from it: SIGTERM still exits 143, Ctrl-C 130."""
+    import click
+
+    import freqlab.cli as cli
+    from freqlab.errors import INTERRUPTED, TERMINATED, Terminated
+
+    for interrupt, status in ((Terminated(), TERMINATED), (KeyboardInterrupt(), INTERRUPTED)):
+
+        def aborted(standalone_mode, interrupt=interrupt):
+            raise click.exceptions.Abort() from interrupt
+
+        monkeypatch.setattr(cli, "main", aborted)
+        with pytest.raises(SystemExit) as exited:
+            cli.main_entry()
+        assert exited.value.code == status
+        assert capsys.readouterr().err == "\ninterrupted\n"

@@ -15,7 +15,7 @@ import sys
 
 import click
 
-from freqlab.errors import BROKEN_PIPE, INTERRUPTED
+from freqlab.errors import BROKEN_PIPE, INTERRUPTED, exit_status
 
 # command -> (module that registers it, one-line help shown by `freqlab --help`)
 COMMANDS: dict[str, tuple[str, str]] = {
@@ -88,9 +88,10 @@ def main_entry() -> None:
     """
     try:
         main(standalone_mode=False)
-    except click.exceptions.Abort:  # Ctrl-C inside click's own prompt handling
+    except click.exceptions.Abort as abort:  # an interrupt outside the command (click's own handling, start-up)
         click.echo("\ninterrupted", err=True)
-        sys.exit(INTERRUPTED)
+        interrupt = abort.__cause__ or abort.__context__  # click raises Abort from the KeyboardInterrupt
+        sys.exit(exit_status(interrupt) if isinstance(interrupt, KeyboardInterrupt) else INTERRUPTED)
     except click.ClickException as exc:
         exc.show()
         sys.exit(exc.exit_code)

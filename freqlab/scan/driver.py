@@ -543,12 +543,14 @@ def _overlap_reason(shards: int, workers: int, threads: int) -> str:
     on one thread while its batches are tokenized on ``threads`` others (:func:`~freqlab.scan.work.count_shard`).
 
     >>> _overlap_reason(1, 1, 2)
-    '1 shard for 2 workers: one worker reads it while its batches are tokenized on 2 threads'
+    '1 shard: one worker reads it while its batches are tokenized on 2 threads'
+    >>> _overlap_reason(3, 3, 2)
+    '3 shards on 3 workers: each reads one while its batches are tokenized on 2 threads'
     """
     tokenized = f"its batches are tokenized on {threads} threads"
     if shards == 1:
-        return f"1 shard for {workers * threads} workers: one worker reads it while {tokenized}"
-    return f"{shards} shards for {workers * threads} workers: each worker reads one while {tokenized}"
+        return f"1 shard: one worker reads it while {tokenized}"
+    return f"{shards} shards on {workers} workers: each reads one while {tokenized}"
 
 
 # the old name (0.1) in the module that defined it, kept for one release: the look-up warns (freqlab.deprecation)

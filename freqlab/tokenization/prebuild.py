@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import os
 import threading
+from collections.abc import Callable
 from pathlib import Path
 
 from freqlab.tokenization.backends import BACKEND_FASTOKENS, is_engine_failure
@@ -56,15 +57,32 @@ _BUILDING: threading.Thread | None = None
 
 def _prebuild_from_environment() -> None:
     """Start building the entry named by ``FREQLAB_PREBUILD`` on a thread, joined before this process forks."""
-    global _BUILDING
     path = os.environ.get(ENV)
-    if not path or _BUILDING is not None:
-        return
-    # not a daemon: the forkserver exiting mid-build (its driver stopped) waits for the build instead of ending the
-    # thread inside fastokens' native code, which aborts the process (see Engines.build)
-    _BUILDING = threading.Thread(target=_build_quietly, args=(path,), name="freqlab-prebuild", daemon=False)
+    if path and _BUILDING is None:
+        _start_building(_build_quietly, path)
+
+
+def _start_building(build: Callable[..., object], *args: object) -> None:
+    """Run ``build(*args)`` on the thread this process joins before it forks.
+
+    Not a daemon: Python would end it inside fastokens' native build if the forkserver exited mid-build (its driver
+    stopped), which aborts the process (see :meth:`Engines.build`). Waiting for the build instead would keep the
+    forkserver, and the caller's pipes it holds, alive for the rest of the build after the driver is gone: so a
+    process exiting while it still builds ends at once (the hook runs before Python joins its threads; a
+    forkserver has nothing to clean up).
+    """
+    global _BUILDING
+    _BUILDING = threading.Thread(target=build, args=args, name="freqlab-prebuild", daemon=False)
     _BUILDING.start()
     os.register_at_fork(before=_BUILDING.join)
+    register = getattr(threading, "_register_atexit", None)  # Python 3.9+: what concurrent.futures uses too
+    if register is not None:
+        register(_exit_if_building)
+
+
+def _exit_if_building() -> None:
+    if _BUILDING is not None and _BUILDING.is_alive():
+        os._exit(0)
 
 
 def _build_quietly(path: str) -> None:

@@ -401,9 +401,7 @@ def test_fewer_shards_than_workers_asked_says_why_the_report_shows_fewer_workers
     assert started == []
     run = one.summary["scan"]
     assert (run["engine"], run["workers"]) == ("local", 1)
-    assert run["engine_reason"] == (
-        "1 shard for 2 workers: one worker reads it while its batches are tokenized on 2 threads"
-    )
+    assert run["engine_reason"] == ("1 shard: one worker reads it while its batches are tokenized on 2 threads")
     assert run["engine_reason"] in one.report()
     assert "engine_reason" not in scan_slimpajama(tmp_path, workers=1).summary["scan"]  # one core: nothing to say
     three = scan_slimpajama(slimpajama_dir, workers=2).summary["scan"]  # three shards, two workers: no spare core

@@ -206,3 +206,16 @@ def test_a_pool_scan_whose_forkserver_prebuilt_reports_fastokens_and_counts_like
     seen = json.loads(done.stdout.strip().splitlines()[-1])
     tokens = sum(expected(reference, TEXTS))
     assert seen == {"entry": True, "workers": 2, "backend": "fastokens", "same": True, "tokens": tokens}
+
+
+def test_a_process_exiting_while_its_prebuild_still_runs_ends_at_once():
+    """A forkserver whose driver stopped mid-build exits: not by ending the build thread inside native code (which
+    aborts: it is no daemon), nor by waiting for the rest of the build (which kept the caller's pipes open)."""
+    code = (
+        "import threading, freqlab.tokenization.prebuild as p\n"
+        "never = threading.Event()\n"
+        "p._start_building(never.wait)  # a build that never ends\n"
+        "assert not p._BUILDING.daemon\n"
+    )
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
+    assert done.returncode == 0 and done.stderr == ""

@@ -8,9 +8,12 @@ from __future__ import annotations
 
 import contextlib
 
+import numpy as np
+
 from freqlab.scan.counts import count_codes
 
-# the forkserver swallows only an ImportError from its preloaded modules: any other failure here would stop it, so
-# it is left to the workers, whose first count raises it as a scan error
+# one call on the types a count passes (int64 codes, int64 counts) loads the compiled code from numba's cache (or
+# compiles it once); the forkserver swallows only an ImportError from its preloaded modules, so any other failure
+# is left to the workers, whose first count raises it as a scan error
 with contextlib.suppress(Exception):
-    count_codes.compiled()
+    count_codes(np.zeros(1, np.int64), np.zeros(2, np.int64))
