@@ -461,8 +461,10 @@ class Engines:
     def build(self, backends: Sequence[str]) -> None:
         """Build ``backends`` now, side by side: each but the first on a thread of its own, all joined before this
         returns (the backends release the GIL while they build: Llama 3's fastokens and Hugging Face reference take
-        0.90-0.98 s and 0.31-0.32 s one after the other, 0.92-0.94 s together). A build's exception is raised here.
+        0.90-0.98 s and 0.31-0.32 s one after the other, 0.92-0.94 s together). A build's exception is raised here;
+        backends already built start no thread (a scan asks again for every shard).
         """
+        backends = [b for b in backends if b not in self._built]
         failures: list[BaseException] = []
 
         def build_one(backend: str) -> None:

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import math
+from dataclasses import replace
 
 import numpy as np
 import pytest
@@ -58,14 +59,7 @@ def test_a_sampled_scan_reads_every_byte_and_tokenizes_its_share():
 
 
 def test_a_corpus_estimate_counts_at_the_steady_state_rate_where_measured():
-    steady = ThroughputTable(
-        measured="-",
-        machine="-",
-        source="-",
-        read_bytes_per_core_second=100e6,
-        parallel_efficiency=0.9,
-        families={"fastokens": Family(30e6, 4.0, "", 1.0, steady_tokens_per_core_second=36e6)},
-    )
+    steady = replace(TABLE, families={"fastokens": Family(30e6, 4.0, "", 1.0, steady_tokens_per_core_second=36e6)})
     cost = estimate_cost(steady, "fastokens", tokens=36 * 3600 * 10**6, node_cores=10)
     assert cost.core_hours == 1.0 and cost.throughput["first_pass_tokens_per_core_second"] == 30e6
 

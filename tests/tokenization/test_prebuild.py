@@ -119,6 +119,9 @@ def test_engines_build_runs_the_builds_side_by_side_joins_its_threads_and_raises
     caller.join()
     assert engines.get("fast") == "built f" and engines.get("reference") == "built r"
     assert sorted(daemons) == [False, True]
+    with monkeypatch.context() as patched:  # built already (a scan asks again for every shard): no thread starts
+        patched.setattr(counter_module.threading, "Thread", None)
+        engines.build(["fast", "reference"])
     assert threading.active_count() == threads  # every build thread joined
     with pytest.raises(RuntimeError, match="cannot build b"):
         engines.build(["bad"])
