@@ -606,6 +606,9 @@ def table(rows: list[dict], info: dict, workers: int, tokenizer: str) -> str:
             f"bare encode loop takes {per_core:.1f} core-seconds ({per_core / one_core:.0%} "
             "of its speed; a scan's pool of workers adds its start-up, above).",
         ]
+    if "freqlab-1core" in seconds_of:
+        per_second = info["documents"] / seconds_of["freqlab-1core"]
+        lines += ["", f"A warm one-core scan counts {per_second / 1e6:.2f}M documents per second, end to end."]
     if "freqlab-1core" in seconds_of and "bare-read" in seconds_of:
         share = seconds_of["bare-read"] / seconds_of["freqlab-1core"]
         lines += [

@@ -99,7 +99,11 @@ class Sampler:
 
 
 class _Batch:
-    """Documents waiting to be counted, in order: their codes (1 = a text to tokenize), sources, positions."""
+    """Documents waiting to be counted, in order: their codes (1 = a text to tokenize), sources, positions.
+
+    Documents read one at a time are kept in lists; a run of plain texts (:meth:`add_run`) is kept as one chunk
+    (its count, label and positions), so that it costs no Python object per document (:meth:`arrays` expands it).
+    """
 
     def __init__(self) -> None:
         self.codes: list[int] = []
@@ -111,9 +115,39 @@ class _Batch:
         # batch read ahead while the one before is tokenized is dropped whole when that one reaches the cap)
         self.blank_lines = 0
         self.sampled_out = 0
+        # (codes, sources, positions) of the documents before the lists above, oldest first
+        self._chunks: list[tuple[np.ndarray, np.ndarray, np.ndarray]] = []
+        self._chunked = 0
 
     def __len__(self) -> int:
-        return len(self.codes)
+        return self._chunked + len(self.codes)
+
+    def add_run(self, texts: list[str], label: int, positions: range | np.ndarray) -> None:
+        """Plain texts (code 1, one label), at ``positions`` in the shard."""
+        self._seal()
+        n = len(texts)
+        self.texts.extend(texts)
+        self.chars += sum(map(len, texts))
+        if isinstance(positions, range):
+            positions = np.arange(positions.start, positions.stop, dtype=np.int64)
+        self._chunks.append((np.ones(n, np.int64), np.full(n, label, np.int32), positions))
+        self._chunked += n
+
+    def arrays(self) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """``(codes, sources, positions)`` of every document, int64, int32, int64."""
+        self._seal()
+        if len(self._chunks) == 1:
+            return self._chunks[0]
+        if not self._chunks:
+            return np.empty(0, np.int64), np.empty(0, np.int32), np.empty(0, np.int64)
+        return tuple(np.concatenate(column) for column in zip(*self._chunks))  # type: ignore[return-value]
+
+    def _seal(self) -> None:
+        if self.codes:
+            codes, sources = np.array(self.codes, np.int64), np.array(self.sources, np.int32)
+            self._chunks.append((codes, sources, np.array(self.positions, np.int64)))
+            self._chunked += len(self.codes)
+            self.codes, self.sources, self.positions = [], [], []
 
 
 class _Tally:
@@ -324,7 +358,7 @@ def _count_texts(
     def _settle_one(done: _Batch, handle) -> bool:
         part.blank_lines += done.blank_lines
         part.sampled_out += done.sampled_out
-        codes = np.array(done.codes, np.int64)
+        codes, sources, positions = done.arrays()
         if handle is not None:
             lengths = _check_counts(
                 np.asarray(handle.result(), np.int64),
@@ -334,7 +368,7 @@ def _count_texts(
             if specials:  # no content token (whitespace a normalizer removes): empty, so no special tokens either
                 lengths[lengths == specials] = 0
             codes[codes == 1] = lengths  # a text that tokenizes to nothing counts as an empty document
-        return tally.add(codes, np.array(done.sources, np.int32), np.array(done.positions, np.int64))
+        return tally.add(codes, sources, positions)
 
     def flush(last: bool = False) -> bool:
         """Hand the batch read to the tokenizer, after counting the oldest ones beyond ``threads`` - 1 (``last``:
@@ -363,11 +397,7 @@ def _count_texts(
             kept = np.flatnonzero(sampler.keep_range(first, len(texts)))
             batch.sampled_out += len(texts) - kept.size
             texts, positions = [texts[i] for i in kept], first + kept
-        batch.texts.extend(texts)
-        batch.chars += sum(map(len, texts))
-        batch.codes.extend([1] * len(texts))
-        batch.sources.extend([plain] * len(texts))
-        batch.positions.extend(positions)
+        batch.add_run(texts, plain, positions)
         full = len(batch.texts) >= options.batch_size or len(batch) >= 8 * options.batch_size
         return (full or batch.chars >= MAX_BATCH_CHARS) and flush()
 

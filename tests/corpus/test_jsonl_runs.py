@@ -63,7 +63,16 @@ HOSTILE = [
     b'{"other": "no text"}',
     b'{"text": null}',
     b'{"text": 5}',
+    b'{"text": 0}',
+    b'{"text": false}',
+    b'{"text": ["a"]}',
+    b'{"text": {"a": "b"}}',
+    b'{"text": "", "text": "dup"}',
+    b'"a string"',
+    b"7",
+    b"null",
     b"[1, 2]",
+    b'[{"text": "in a list"}]',
     b'{"text": "cut',
     b'{"text": "bad \xff byte"}',
     b'{"text": "lone \\ud800 escape"}',
@@ -138,6 +147,7 @@ def test_a_scan_counts_runs_exactly_as_documents_one_by_one(tmp_path, monkeypatc
 
     lines = [json.dumps({"text": "word " * (k % 13)}).encode() for k in range(3000)]
     lines[100:103] = [b"", b'{"text": 5}', b'{"text": ""}']
+    lines[2000:2002] = [b'{"text": "one", "source": "x"}', b'"not an object"']
     path = tmp_path / "t.jsonl"
     path.write_bytes(b"\n".join(lines) + b"\n")
     shard = JsonlShard("t", stat_file(str(path), "t"), Fields("text"))
