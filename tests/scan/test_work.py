@@ -176,3 +176,56 @@ def test_two_tokenizing_threads_run_two_batches_at_once_and_count_them_in_order(
     one = shard_outcome(count_shard(shard, Meeting(meet=False), option))
     assert shard_outcome(count_shard(shard, Meeting(meet=True), option, threads=2)) == one
     assert one[4] == len(corpus_records[0]) > 4  # several batches
+
+
+class _SlowBuild:
+    """A counter whose engines build until every document of the shard has been read (or 10 s pass): counting
+    waits for the build, as a real backend's first count waits for its engine."""
+
+    name = "slow-build"
+
+    def __init__(self, monkeypatch, shard, fail: bool = False) -> None:
+        import threading
+
+        self.built, self.read_all, self.fail = threading.Event(), threading.Event(), fail
+        read, read_all = type(shard).read_runs, self.read_all
+
+        def read_runs(self):
+            yield from read(self)
+            read_all.set()
+
+        monkeypatch.setattr(type(shard), "read_runs", read_runs)
+
+    def build_engines(self) -> None:
+        read_all = self.read_all.wait(10)
+        if self.fail:
+            raise MemoryError("the build ran out of memory")
+        assert read_all, "the shard was not read while the engines built"
+        self.built.set()
+
+    def count(self, texts):
+        import numpy as np
+
+        assert self.built.wait(10)
+        return np.array([len(text.split()) for text in texts], np.int64)
+
+
+def test_a_shard_on_threads_is_read_while_the_tokenizer_builds(tmp_path, monkeypatch, corpus_records):
+    path = write_slimpajama(tmp_path / "all.jsonl", corpus_records[0])
+    (shard,) = open_corpus("slimpajama", data_files=str(path)).shards  # labelled: read one document at a time
+    option = ShardOptions(batch_size=2, keep_log=True, by_source=True)
+    serial = _SlowBuild(monkeypatch, shard)
+    serial.built.set()  # one thread: no build started
+    one = shard_outcome(count_shard(shard, serial, option))
+    slow = _SlowBuild(monkeypatch, shard)
+    assert shard_outcome(count_shard(shard, slow, option, threads=2)) == one
+    assert slow.built.is_set() and one[4] == len(corpus_records[0]) > 8  # many batches waited for the build
+
+
+def test_a_build_failing_while_the_shard_is_read_fails_the_shard(tmp_path, monkeypatch, corpus_records):
+    path = write_slimpajama(tmp_path / "all.jsonl", corpus_records[0])
+    (shard,) = open_corpus(str(path)).shards
+    counter = _SlowBuild(monkeypatch, shard, fail=True)
+    counter.count = lambda texts: [1] * len(texts)  # the fallback path still counts; the failure is not lost
+    with pytest.raises(MemoryError, match="ran out of memory"):
+        count_shard(shard, counter, ShardOptions(batch_size=2), threads=2)
