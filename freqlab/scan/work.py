@@ -336,7 +336,7 @@ def _building(counter, threads: int) -> Iterator[Callable[[], bool] | None]:
     """With ``threads`` > 1, build the counter's engines (:meth:`~freqlab.tokenization.TokenCounter.build_engines`:
     the backend and the reference beside it, not the reference in the middle of the count) on a thread while the
     shard is read; yields ``building()``, True until they are built (None: nothing builds). A build's exception is
-    raised when the shard ends, as it would have been before the first count.
+    raised by the next ``building()``, or when the shard ends, as it would have been before the first count.
     """
     build = getattr(counter, "build_engines", None) if threads > 1 else None
     if build is None:
@@ -352,9 +352,15 @@ def _building(counter, threads: int) -> Iterator[Callable[[], bool] | None]:
 
     # not a daemon: a process exiting during a native build would abort (see Engines.build)
     thread = threading.Thread(target=run, name="freqlab-build", daemon=False)
+
+    def building() -> bool:
+        if failures:
+            raise failures[0]
+        return thread.is_alive()
+
     thread.start()
     try:
-        yield thread.is_alive
+        yield building
     finally:
         thread.join()
     if failures:
