@@ -278,8 +278,8 @@ def count_shard(
         sampler = Sampler(options.sample_rate, options.seed, shard.id)
     with metered(tally.meter):
         if shard.kind == TEXT:
-            with _building(counter, threads) as building, _tokenizing(threads) as tokenize:
-                _count_texts(shard, counter, options, tally, sampler, tokenize, threads, building)
+            with _tokenizing(counter, threads) as tokenizing:
+                _count_texts(shard, counter, options, tally, sampler, tokenizing)
         else:
             _count_lengths(shard, options, tally, sampler)
     changed = _changed_since_opened(shard)
@@ -315,32 +315,35 @@ def _refused(shard, options: ShardOptions, message: str) -> ShardCount:
     return tally.finish()
 
 
-@contextlib.contextmanager
-def _tokenizing(threads: int) -> Iterator[Callable]:
-    """``tokenize(count, texts)``: a handle whose ``result()`` is ``count(texts)``, computed on one of ``threads``
-    threads when ``threads`` > 1 (at once otherwise). The threads are stopped when the shard ends, however it ends
-    (batches read ahead and not started yet are dropped).
+class _Tokenizing:
+    """How a shard's batches are tokenized: ``submit(count, texts)`` gives a handle whose ``result()`` is
+    ``count(texts)``, computed on one of ``threads`` threads (at once with one); ``building()`` (or None) is True while
+    the counter's engines are still being built beside the reading (:func:`_tokenizing`).
     """
-    if threads <= 1:
-        yield _Counted
-        return
-    pool = ThreadPoolExecutor(threads, thread_name_prefix="freqlab-tokenize")
-    try:
-        yield pool.submit
-    finally:
-        pool.shutdown(wait=True, cancel_futures=True)
+
+    def __init__(self, submit: Callable, threads: int = 1, building: Callable[[], bool] | None = None) -> None:
+        self.submit, self.threads, self.building = submit, threads, building
+
+    def may_wait(self, waiting: deque[tuple[_Batch, Any]]) -> int:
+        """How many of the ``waiting`` batches (each with its ``chars``) may stay uncounted while the next is read:
+        ``threads`` - 1, or all of them while the engines build and they hold under :data:`READ_AHEAD_CHARS`.
+        """
+        if self.building is not None and self.building() and sum(b.chars for b, _ in waiting) < READ_AHEAD_CHARS:
+            return len(waiting)
+        return self.threads - 1
 
 
 @contextlib.contextmanager
-def _building(counter, threads: int) -> Iterator[Callable[[], bool] | None]:
-    """With ``threads`` > 1, build the counter's engines (:meth:`~freqlab.tokenization.TokenCounter.build_engines`:
-    the backend and the reference beside it, not the reference in the middle of the count) on a thread while the
-    shard is read; yields ``building()``, True until they are built (None: nothing builds). A build's exception is
-    raised by the next ``building()``, or when the shard ends, as it would have been before the first count.
+def _tokenizing(counter, threads: int) -> Iterator[_Tokenizing]:
+    """A shard's :class:`_Tokenizing`. With ``threads`` > 1, the counter's engines
+    (:meth:`~freqlab.tokenization.TokenCounter.build_engines`: the backend and the reference beside it, not the
+    reference in the middle of the count) build on a thread while the shard is read; a build's exception is raised by
+    the next ``building()``, or when the shard ends, as it would have been before the first count.
     """
-    build = getattr(counter, "build_engines", None) if threads > 1 else None
-    if build is None:
-        yield None
+    build = getattr(counter, "build_engines", None)
+    if threads <= 1 or build is None:
+        with _thread_pool(threads) as submit:
+            yield _Tokenizing(submit, threads)
         return
     failures: list[BaseException] = []
 
@@ -350,21 +353,36 @@ def _building(counter, threads: int) -> Iterator[Callable[[], bool] | None]:
         except BaseException as exc:  # a Rust panic too
             failures.append(exc)
 
-    # not a daemon: a process exiting during a native build would abort (see Engines.build)
-    thread = threading.Thread(target=run, name="freqlab-build", daemon=False)
-
     def building() -> bool:
         if failures:
             raise failures[0]
-        return thread.is_alive()
+        return builder.is_alive()
 
-    thread.start()
+    # not a daemon: a process exiting during a native build would abort (see Engines.build)
+    builder = threading.Thread(target=run, name="freqlab-build", daemon=False)
+    builder.start()
     try:
-        yield building
+        with _thread_pool(threads) as submit:
+            yield _Tokenizing(submit, threads, building)
     finally:
-        thread.join()
+        builder.join()
     if failures:
         raise failures[0]
+
+
+@contextlib.contextmanager
+def _thread_pool(threads: int) -> Iterator[Callable]:
+    """``submit(count, texts)`` on ``threads`` threads (:class:`_Counted`, at once, with one), stopped when the shard
+    ends, however it ends: batches read ahead and not started yet are dropped.
+    """
+    if threads <= 1:
+        yield _Counted
+        return
+    pool = ThreadPoolExecutor(threads, thread_name_prefix="freqlab-tokenize")
+    try:
+        yield pool.submit
+    finally:
+        pool.shutdown(wait=True, cancel_futures=True)
 
 
 class _Counted:
@@ -383,14 +401,13 @@ def _count_texts(
     options: ShardOptions,
     tally: _Tally,
     sampler: Sampler | None,
-    tokenize: Callable = _Counted,
-    threads: int = 1,
-    building: Callable[[], bool] | None = None,
+    tokenizing: _Tokenizing,
 ) -> None:
     part = tally.part
     batch = _Batch()
     specials = getattr(counter, "special_tokens_added", 0)
-    # (batch, its counts' handle), oldest first: up to `threads` batches tokenized while the next one is read
+    # (batch, its counts' handle), oldest first: up to `threads` batches tokenized while the next one is read (more
+    # while the engines build: _Tokenizing.may_wait)
     counting: deque[tuple[_Batch, Any]] = deque()
 
     def settle(keep: int = 0) -> bool:
@@ -422,18 +439,15 @@ def _count_texts(
         count them all now).
         """
         nonlocal batch
-        keep = threads - 1
-        if building is not None and building() and sum(b.chars for b, _ in counting) < READ_AHEAD_CHARS:
-            keep = len(counting)  # the engines are still building: read on
-        if settle(keep=keep):
+        if settle(keep=tokenizing.may_wait(counting)):
             return True
         if batch:
-            counting.append((batch, tokenize(counter.count, batch.texts) if batch.texts else None))
+            counting.append((batch, tokenizing.submit(counter.count, batch.texts) if batch.texts else None))
         else:  # only lines that are no documents: nothing to tokenize
             part.blank_lines += batch.blank_lines
             part.sampled_out += batch.sampled_out
         batch = _Batch()
-        return (last or tokenize is _Counted) and settle()
+        return (last or tokenizing.submit is _Counted) and settle()
 
     index = -1  # of the document in the shard (blank lines are not documents)
     plain = tally.label(None)  # the label of a document without source (runs have none)
