@@ -5,6 +5,7 @@ from __future__ import annotations
 import contextlib
 import logging
 import os
+import signal
 import sys
 import threading
 from typing import NoReturn
@@ -87,7 +88,13 @@ def end_within_grace(status: int) -> NoReturn:
     """``sys.exit(status)`` for the program itself (never a command run in-process, as tests do), ended at once
     after :data:`EXIT_GRACE` seconds if the interpreter's exit waits on a thread that never ends (a process pool's
     manager thread can wait forever for the rest of a result its worker was killed while sending).
+
+    Ctrl-C and SIGTERM are ignored from here on: a second one would cut short the exit's wait for the threads still
+    running, and a thread inside a backend's native code (a tokenizer being built) is then killed when it comes back
+    to Python, which aborts the process ("FATAL: exception not rethrown"). The grace bounds the wait instead.
     """
+    for signum in (signal.SIGINT, signal.SIGTERM):
+        signal.signal(signum, signal.SIG_IGN)
 
     def end_now() -> None:
         for stream in (sys.stdout, sys.stderr):

@@ -113,3 +113,29 @@ def test_an_interrupt_click_turns_into_abort_keeps_its_exit_status(monkeypatch, 
             cli.main_entry()
         assert exited.value.code == status
         assert capsys.readouterr().err == "\ninterrupted\n"
+
+
+def test_a_second_interrupt_during_the_exit_waits_for_the_threads_still_running():
+    """Ctrl-C pressed again while the program exits must not cut short its wait for a thread still running: one
+    inside a backend's native build would be killed on its way back to Python, aborting the process."""
+    import signal
+
+    code = """
+import sys, threading, time
+import freqlab.cli, freqlab.__main__ as entry
+def building():
+    time.sleep(1.5)  # a native build, ending after the second Ctrl-C
+    sys.stderr.write("built\\n")
+def command():
+    threading.Thread(target=building).start()
+    print("exiting", flush=True)
+    sys.exit(130)
+freqlab.cli.main_entry = command
+entry.run()
+"""
+    process = subprocess.Popen([sys.executable, "-c", code], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    assert process.stdout.readline() == "exiting\n"
+    time.sleep(0.5)  # inside the exit's wait for the thread
+    process.send_signal(signal.SIGINT)
+    _, stderr = process.communicate(timeout=60)
+    assert process.returncode == 130 and stderr == "built\n"

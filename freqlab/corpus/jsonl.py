@@ -421,10 +421,10 @@ class JsonlShard(FileShard):
             position = first
             for line in lines:
                 size = len(line) + 1
-                if position == 0 and line.startswith(_BOM):
-                    line = line[3:]
+                # the BOM is the file's, not the record's; the line goes on as read (_lines removes it once)
+                bare = line[3:] if position == 0 and line.startswith(_BOM) else line
                 try:
-                    record = fast_loads(line)
+                    record = fast_loads(bare)
                 except (ValueError, RecursionError):
                     record = None
                 if record.__class__ is dict:

@@ -73,6 +73,7 @@ HOSTILE = [
     b"null",
     b"[1, 2]",
     b'[{"text": "in a list"}]',
+    b'\xef\xbb\xbf{"text": "a BOM of its own"}',  # after the file's BOM: two, the second no JSON
     b'{"text": "cut',
     b'{"text": "bad \xff byte"}',
     b'{"text": "lone \\ud800 escape"}',
@@ -175,3 +176,13 @@ def outcome(part) -> tuple:
         np.concatenate(log.codes).tolist() if log.codes else [],
         np.concatenate(log.positions).tolist() if log.positions else [],
     )
+
+
+def test_only_the_files_byte_order_mark_is_removed(tmp_path):
+    bom = b"\xef\xbb\xbf"
+    path = tmp_path / "bom.jsonl"
+    path.write_bytes(bom + bom + b'{"text": "two marks"}\n' + bom + b'{"text": "a mark mid-file"}\n{"text": "ok"}\n')
+    shard = JsonlShard("b", stat_file(str(path), "b"), Fields("text"))
+    refused = [(None, None, "malformed-json", f"{path}:{line}") for line in (1, 2)]
+    runs = flattened(shard.read_runs())
+    assert runs == expected(shard.read(blank_lines=True)) == [*refused, ("ok", None, None, None)]
