@@ -170,7 +170,9 @@ def test_offline_errors_name_the_url_within_seconds(served, monkeypatch):
     try:
         port = silent.getsockname()[1]
         message, seconds = one_line(lambda: open_corpus(f"http://127.0.0.1:{port}/data/*.jsonl"))
-        assert message.startswith(f"http://127.0.0.1:{port}/data/*.jsonl: no listing within 0.5 s") and seconds < 5
+        # freqlab's deadline, or on a loaded machine the HTTP client's own timeout first: one line either way
+        said = ("no listing within 0.5 s", "cannot reach (FSTimeoutError)")
+        assert message.startswith(tuple(f"http://127.0.0.1:{port}/data/*.jsonl: {s}" for s in said)) and seconds < 5
     finally:
         silent.close()
 
