@@ -12,9 +12,6 @@ from __future__ import annotations
 
 import contextlib
 import hashlib
-import signal
-import sys
-import threading
 from collections import deque
 from collections.abc import Callable, Iterator
 from concurrent.futures import ThreadPoolExecutor
@@ -43,10 +40,6 @@ from freqlab.scan.settings import DEFAULT_BATCH_SIZE, ON_ERROR
 # A batch is also flushed once it holds this many characters, so memory stays bounded by the batch and the
 # single longest document, whatever the corpus size.
 MAX_BATCH_CHARS = 4_000_000
-# While the tokenizer's engines build (fastokens: ~0.85 s for Llama 3), a shard tokenized on threads reads ahead
-# up to this many bytes of texts (as Python holds them: 1, 2 or 4 per character), so the build's core is not the
-# only busy one (one big .jsonl.zst, Llama 3: 4-7% less wall time for ~200 MB more peak memory; half gave 2%).
-READ_AHEAD_BYTES = 128 << 20
 
 Progress = Callable[[int, int], None]  # (documents, tokens) done since the last call
 
@@ -139,10 +132,6 @@ class _Batch:
             positions = np.arange(positions.start, positions.stop, dtype=np.int64)
         self._chunks.append((np.ones(n, np.int64), np.full(n, label, np.int32), positions))
         self._chunked += n
-
-    def memory(self) -> int:
-        """Bytes its texts take (1, 2 or 4 per character, as Python holds them)."""
-        return sum(map(sys.getsizeof, self.texts))
 
     def arrays(self) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         """``(codes, sources, positions)`` of every document, int64, int32, int64."""
@@ -274,8 +263,7 @@ def count_shard(
     shard's size when it ends). ``threads`` > 1: batches are tokenized on that many threads while the next ones are
     read and parsed (the backends release the GIL while they encode: one file's stream, decompressed once, then
     keeps every core busy); batches are still counted in order, so the counts, caps and errors are the same. The
-    counter's engines then build on a thread while the first batches are read (up to :data:`READ_AHEAD_BYTES`;
-    not in a capped shard).
+    counter's engines are then built first, side by side.
     """
     if options.on_error not in ON_ERROR:
         raise FreqlabError(f"on_error must be one of {', '.join(ON_ERROR)}, got {options.on_error!r}")
@@ -285,9 +273,7 @@ def count_shard(
         sampler = Sampler(options.sample_rate, options.seed, shard.id)
     with metered(tally.meter):
         if shard.kind == TEXT:
-            # a capped shard reads no further ahead than it counts: a cap met in the first batches ends it there
-            read_ahead = options.max_docs is None and options.max_tokens is None
-            with _tokenizing(counter, threads, read_ahead) as tokenizing:
+            with _tokenizing(counter, threads) as tokenizing:
                 _count_texts(shard, counter, options, tally, sampler, tokenizing)
         else:
             _count_lengths(shard, options, tally, sampler)
@@ -326,101 +312,29 @@ def _refused(shard, options: ShardOptions, message: str) -> ShardCount:
 
 class _Tokenizing:
     """How a shard's batches are tokenized: ``submit(count, texts)`` gives a handle whose ``result()`` is
-    ``count(texts)``, computed on one of ``threads`` threads (at once with one); ``building()`` (or None) is True while
-    the counter's engines are still being built beside the reading (:func:`_tokenizing`).
+    ``count(texts)``, computed on one of ``threads`` threads (at once with one).
     """
 
-    def __init__(self, submit: Callable, threads: int = 1, building: Callable[[], bool] | None = None) -> None:
-        self.submit, self.threads, self.building = submit, threads, building
-        self.ahead = 0  # bytes of texts handed over while the engines build (none is counted before they are built)
-
-    def start(self, count: Callable, batch: _Batch):
-        """Hand ``batch``'s texts to ``count``: a handle whose ``result()`` is their counts."""
-        if self.building is not None and self.building():
-            self.ahead += batch.memory()
-        return self.submit(count, batch.texts)
-
-    def may_wait(self, waiting: deque[tuple[_Batch, Any]]) -> int:
-        """How many of the ``waiting`` batches may stay uncounted while the next is read: ``threads`` - 1, or all of
-        them while the engines build and the texts handed over take under :data:`READ_AHEAD_BYTES`.
-        """
-        if self.building is not None and self.building() and self.ahead < READ_AHEAD_BYTES:
-            return len(waiting)
-        return self.threads - 1
+    def __init__(self, submit: Callable, threads: int = 1) -> None:
+        self.submit, self.threads = submit, threads
 
 
 @contextlib.contextmanager
-def _tokenizing(counter, threads: int, read_ahead: bool = True) -> Iterator[_Tokenizing]:
-    """A shard's :class:`_Tokenizing`. With ``threads`` > 1, the counter's engines
-    (:meth:`~freqlab.tokenization.TokenCounter.build_engines`: the backend and the reference beside it, not the
-    reference in the middle of the count) build first, or with ``read_ahead`` on a thread while the shard is read;
-    a build's exception is then raised by the next ``building()``, or when the shard ends, as it would have been
-    before the first count.
-    """
-    build = getattr(counter, "build_engines", None)
-    if threads <= 1 or build is None or not read_ahead:
-        if threads > 1 and build is not None:
-            build()
-        with _thread_pool(threads) as submit:
-            yield _Tokenizing(submit, threads)
-        return
-    failures: list[BaseException] = []
-
-    def run() -> None:
-        try:
-            build()
-        except BaseException as exc:  # a Rust panic too
-            failures.append(exc)
-
-    def building() -> bool:
-        if failures:
-            raise failures[0]
-        return builder.is_alive()
-
-    # not a daemon: a process exiting during a native build would abort (see Engines.build)
-    builder = threading.Thread(target=run, name="freqlab-build", daemon=False)
-    builder.start()
-    try:
-        with _thread_pool(threads) as submit:
-            yield _Tokenizing(submit, threads, building)
-    finally:
-        with _interrupts_held():
-            builder.join()
-    if failures:
-        raise failures[0]
-
-
-@contextlib.contextmanager
-def _interrupts_held() -> Iterator[None]:
-    """Ctrl-C and SIGTERM held back from this (the main) thread meanwhile, as during a native call on it: an
-    interrupted ``join`` can leave a thread that is still inside a backend's native code marked as ended (CPython
-    3.11), and the interpreter's exit then kills it on its way back to Python, aborting the process ("FATAL:
-    exception not rethrown"). Another thread takes the signal; its handler runs here once the wait is over.
-    """
-    if threading.current_thread() is not threading.main_thread() or not hasattr(signal, "pthread_sigmask"):
-        yield
-        return
-    previous = signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGINT, signal.SIGTERM})
-    try:
-        yield
-    finally:
-        signal.pthread_sigmask(signal.SIG_SETMASK, previous)
-
-
-@contextlib.contextmanager
-def _thread_pool(threads: int) -> Iterator[Callable]:
-    """``submit(count, texts)`` on ``threads`` threads (:class:`_Counted`, at once, with one), stopped when the shard
-    ends, however it ends: batches read ahead and not started yet are dropped.
+def _tokenizing(counter, threads: int) -> Iterator[_Tokenizing]:
+    """A shard's :class:`_Tokenizing`. With ``threads`` > 1 the counter's engines are built first, side by side
+    (:meth:`~freqlab.tokenization.TokenCounter.build_engines`: not the reference in the middle of the count), and
+    the threads are stopped when the shard ends, however it ends. Building them on a thread while the first batches
+    were read saved 4-5% on one big file, but left signals arriving during the build to Python's lock cleanup
+    (tracebacks and hangs on a second Ctrl-C, a failing build that could not be interrupted): withdrawn.
     """
     if threads <= 1:
-        yield _Counted
+        yield _Tokenizing(_Counted)
         return
-    pool = ThreadPoolExecutor(threads, thread_name_prefix="freqlab-tokenize")
-    try:
-        yield pool.submit
-    finally:
-        with _interrupts_held():  # its threads may be inside a backend's native count
-            pool.shutdown(wait=True, cancel_futures=True)
+    build = getattr(counter, "build_engines", None)
+    if build is not None:
+        build()
+    with ThreadPoolExecutor(threads, thread_name_prefix="freqlab-tokenize") as pool:
+        yield _Tokenizing(pool.submit, threads)
 
 
 class _Counted:
@@ -444,8 +358,7 @@ def _count_texts(
     part = tally.part
     batch = _Batch()
     specials = getattr(counter, "special_tokens_added", 0)
-    # (batch, its counts' handle), oldest first: up to `threads` batches tokenized while the next one is read (more
-    # while the engines build: _Tokenizing.may_wait)
+    # (batch, its counts' handle), oldest first: up to `threads` batches tokenized while the next one is read
     counting: deque[tuple[_Batch, Any]] = deque()
 
     def settle(keep: int = 0) -> bool:
@@ -477,10 +390,10 @@ def _count_texts(
         count them all now).
         """
         nonlocal batch
-        if settle(keep=tokenizing.may_wait(counting)):
+        if settle(keep=tokenizing.threads - 1):
             return True
         if batch:
-            counting.append((batch, tokenizing.start(counter.count, batch) if batch.texts else None))
+            counting.append((batch, tokenizing.submit(counter.count, batch.texts) if batch.texts else None))
         else:  # only lines that are no documents: nothing to tokenize
             part.blank_lines += batch.blank_lines
             part.sampled_out += batch.sampled_out

@@ -178,67 +178,47 @@ def test_two_tokenizing_threads_run_two_batches_at_once_and_count_them_in_order(
     assert one[4] == len(corpus_records[0]) > 4  # several batches
 
 
-class _SlowBuild:
-    """A counter whose engines build until every document of the shard has been read (or ``wait`` seconds pass):
-    counting waits for the build, as a real backend's first count waits for its engine."""
+class _Building:
+    """A counter that records whether its shard was being read when its engines were built."""
 
-    name = "slow-build"
+    name = "building"
 
-    def __init__(self, monkeypatch, shard, fail: bool = False, wait: float = 10) -> None:
-        import threading
-
-        self.built, self.read_all, self.fail, self.wait = threading.Event(), threading.Event(), fail, wait
-        self.read_when_built: bool | None = None
-        read, read_all = type(shard).read_runs, self.read_all
+    def __init__(self, monkeypatch, shard, fail: bool = False) -> None:
+        self.fail, self.reading, self.read_before_build = fail, [], None
+        read, reading = type(shard).read_runs, self.reading
 
         def read_runs(self):
+            reading.append(True)
             yield from read(self)
-            read_all.set()
 
         monkeypatch.setattr(type(shard), "read_runs", read_runs)
 
     def build_engines(self) -> None:
-        self.read_when_built = self.read_all.wait(self.wait)
+        self.read_before_build = bool(self.reading)
         if self.fail:
             raise MemoryError("the build ran out of memory")
-        self.built.set()
 
     def count(self, texts):
         import numpy as np
 
-        assert self.built.wait(10)
         return np.array([len(text.split()) for text in texts], np.int64)
 
 
-def _labelled_shard(tmp_path, records):
-    path = write_slimpajama(tmp_path / "all.jsonl", records)
-    (shard,) = open_corpus("slimpajama", data_files=str(path)).shards  # labelled: read one document at a time
-    return shard
+def test_a_shard_on_threads_builds_the_tokenizer_before_it_reads(tmp_path, monkeypatch, corpus_records):
+    """Built first, side by side: a build running beside the reading left signals to Python's lock cleanup."""
+    path = write_slimpajama(tmp_path / "all.jsonl", corpus_records[0])
+    (shard,) = open_corpus(str(path)).shards
+    option = ShardOptions(batch_size=2, keep_log=True)
+    one = shard_outcome(count_shard(shard, _Building(monkeypatch, shard), option))
+    counter = _Building(monkeypatch, shard)
+    assert shard_outcome(count_shard(shard, counter, option, threads=2)) == one
+    assert counter.read_before_build is False
 
 
-def test_a_shard_on_threads_is_read_while_the_tokenizer_builds(tmp_path, monkeypatch, corpus_records):
-    shard = _labelled_shard(tmp_path, corpus_records[0])
-    option = ShardOptions(batch_size=2, keep_log=True, by_source=True)
-    serial = _SlowBuild(monkeypatch, shard)
-    serial.built.set()  # one thread: no build started
-    one = shard_outcome(count_shard(shard, serial, option))
-    slow = _SlowBuild(monkeypatch, shard)
-    assert shard_outcome(count_shard(shard, slow, option, threads=2)) == one
-    assert slow.read_when_built and one[4] == len(corpus_records[0]) > 8  # many batches waited for the build
-
-
-def test_a_capped_shard_reads_no_further_ahead_than_it_counts(tmp_path, monkeypatch, corpus_records):
-    """A cap met in the first batch ends the shard there, before the engines built: nothing was read ahead."""
-    shard = _labelled_shard(tmp_path, corpus_records[0])
-    for cap in ({"max_docs": 3}, {"max_tokens": 5}):
-        counter = _SlowBuild(monkeypatch, shard, wait=1)  # read ahead, the shard would be read within it
-        part = count_shard(shard, counter, ShardOptions(batch_size=2, by_source=True, **cap), threads=2)
-        assert counter.read_when_built is False and 1 <= part.documents_read <= 3 and not part.complete
-
-
-def test_a_build_failing_while_the_shard_is_read_fails_the_shard(tmp_path, monkeypatch, corpus_records):
-    shard = _labelled_shard(tmp_path, corpus_records[0])
-    counter = _SlowBuild(monkeypatch, shard, fail=True)
-    counter.count = lambda texts: [1] * len(texts)  # the fallback path still counts; the failure is not lost
+def test_a_build_failing_fails_the_shard_before_it_is_read(tmp_path, monkeypatch, corpus_records):
+    path = write_slimpajama(tmp_path / "all.jsonl", corpus_records[0])
+    (shard,) = open_corpus(str(path)).shards
+    counter = _Building(monkeypatch, shard, fail=True)
     with pytest.raises(MemoryError, match="ran out of memory"):
         count_shard(shard, counter, ShardOptions(batch_size=2), threads=2)
+    assert not counter.reading
