@@ -76,6 +76,18 @@ def load_counter(label: str, work: str):
     return counter
 
 
+def one_document_folders(work: Path, shards: int) -> dict[int, Path]:
+    """Folders of one document in one shard and in each of ``shards`` shards (made once): {shards: folder}."""
+    folders = {}
+    for n in sorted({1, shards}):
+        folders[n] = work / f"one-document-{n}"
+        if not folders[n].exists():
+            folders[n].mkdir()
+            for k in range(n):
+                write_jsonl_zst(folders[n] / f"one-{k}.jsonl.zst", ["hello world"])
+    return folders
+
+
 def scan_once(data, tokenizer, workers: int | None, **options):
     from freqlab.scan import scan
 
@@ -148,10 +160,7 @@ def child(task: dict) -> dict:
             workers = None
         out = []
         # what the first scan of a process pays once (imports, the readers' set-up): measured apart, on one document
-        tiny = Path(task["work"]) / "one-document"
-        if not tiny.exists():
-            tiny.mkdir()
-            write_jsonl_zst(tiny / "one.jsonl.zst", ["hello world"])
+        tiny = one_document_folders(Path(task["work"]), 1)[1]
         first, _, _ = cpu_seconds(lambda: scan_once(str(tiny), counter, 1))
         for folder in task["folders"]:
             cpu, wall, result = cpu_seconds(
@@ -159,13 +168,22 @@ def child(task: dict) -> dict:
             )
             out.append({"cpu": cpu, "wall": wall, "tokens": int(result.histogram.tokens), "backend": counter.backend})
         return {"passes": out, "first_scan": first}
-    if what == "pool":  # a pool on every core; then a scan of one document per worker (their start-up)
-        counter = load_counter(task["label"], task["work"])
-        tiny = Path(task["work"]) / "one-document"  # made by a "passes" measurement before
-        scan_once(str(tiny), counter, task["workers"])  # the forkserver started (a scan's start-up prestarts it)
-        cpu, wall, _ = cpu_seconds(lambda: scan_once(task["folder"], counter, task["workers"]))
-        start, _, _ = cpu_seconds(lambda: scan_once(task["folder"], counter, task["workers"], max_docs=task["workers"]))
-        return {"cpu": cpu, "wall": wall, "startup": start}
+    if what == "pool":  # a pool on every core, started as the command line starts it
+        from freqlab.scan.engines.local import prestart
+        from freqlab.tokenization.load import cache_entry
+
+        counter = load_counter(task["label"], task["work"])  # writes the cache entry the forkserver builds from
+        work, n = Path(task["work"]), task["workers"]
+        tiny = one_document_folders(work, n)  # one document in one shard; one document in each of n shards
+        here, here_wall, _ = cpu_seconds(lambda: scan_once(str(tiny[1]), counter, 1))  # a process's first scan
+        # the forkserver starts (imports freqlab, builds fastokens once) and n workers fork from it: the pool's
+        # start-up, as a scan of one document per worker pays it (minus the same scan in this process)
+        start, start_wall, _ = cpu_seconds(
+            lambda: (prestart(lambda: cache_entry(None)).join(), scan_once(str(tiny[n]), counter, n))
+        )
+        cpu, wall, _ = cpu_seconds(lambda: scan_once(task["folder"], counter, n))
+        again, _, _ = cpu_seconds(lambda: scan_once(str(tiny[n]), counter, n))  # workers forked again, built
+        return {"cpu": cpu, "wall": wall, "again": again, "start": start - here, "start_wall": start_wall - here_wall}
     if what == "engine":  # the default path with its engine forced; the counter loaded as the driver loads it
         from freqlab.corpus import open_corpus
         from freqlab.scan.driver import load_counter as driver_counter
@@ -174,10 +192,11 @@ def child(task: dict) -> dict:
         forced_engine(task["in_process"])
         corpus = open_corpus(task["folder"])
         starting = None
-        if not task["in_process"]:  # the command line starts the forkserver while it loads the tokenizer
-            from freqlab.scan.engines.local import prestart
+        if not task["in_process"]:  # the command line starts the forkserver (to build fastokens once for the
+            from freqlab.scan.engines.local import prestart  # workers) while it loads the tokenizer
+            from freqlab.tokenization.load import cache_entry
 
-            starting = prestart()
+            starting = prestart(lambda: cache_entry(None))
         counter = driver_counter(None, False, corpus.estimated_bytes)
         counter.count(["a"])
         if starting is not None:
@@ -193,7 +212,7 @@ def child(task: dict) -> dict:
         one_core += corpus.estimated_bytes / fast.bytes_per_token / fast.tokens_per_core_second
         return {
             "cpu_here": table.scan_startup_core_seconds + one_core,  # threads add no core-seconds
-            "cpu_pool": table.scan_startup_core_seconds + n * table.worker_startup_core_seconds + one_core / e,
+            "cpu_pool": table.scan_startup_core_seconds + table.worker_startup_core_seconds + one_core / e,
             "wall": wall,
             "cpu": cpu,
             "tokens": int(result.histogram.tokens),
@@ -428,8 +447,8 @@ def measure(args, work: Path) -> None:
             run_child({**base, "what": "pool", "label": BUILTIN, "folder": str(pooled), "workers": args.workers})
         )
         loads.append(os.getloadavg()[0])
-    startup = median(p["startup"] for p in pools)
-    efficiency = min(median(a["cpu"] for a in alone) / max(median(p["cpu"] for p in pools) - startup, 1e-9), 1.0)
+    # the pool's counting: its CPU less its workers' start (forked again from the running forkserver)
+    efficiency = min(median(a["cpu"] for a in alone) / max(median(p["cpu"] - p["again"] for p in pools), 1e-9), 1.0)
     speedup = min(a["wall"] for a in alone) / min(b["wall"] for b in inproc)  # the least disturbed of each
 
     # per-file cost: the built-in corpus's texts in four layouts, A/B alternated, fresh processes
@@ -445,6 +464,7 @@ def measure(args, work: Path) -> None:
 
     load = max(loads)
     build = families["fastokens"]["build_core_seconds"]
+    pool_start = median(p["start_wall"] for p in pools)
     table = {
         "measured": started.date().isoformat(),
         "machine": f"{os.cpu_count()} cores ({cpu_model()}), {platform.system()}, Python {platform.python_version()}, "
@@ -454,9 +474,10 @@ def measure(args, work: Path) -> None:
         f"each, in .jsonl.zst",
         "read_bytes_per_core_second": round(read_rate),
         "parallel_efficiency": round(efficiency, 3),
-        "worker_startup_core_seconds": round(startup / args.workers, 2),
-        # a worker's start-up without building its backend (fastokens, in the pool measured above)
-        "process_startup_core_seconds": round(max(startup / args.workers - build, 0.0), 2),
+        # a worker's wait before its first shard: the forkserver starting and building fastokens once, the
+        # workers forking from it (wall seconds on the idle machine); and the same without the build
+        "worker_startup_core_seconds": round(pool_start, 2),
+        "process_startup_core_seconds": round(max(pool_start - build, 0.0), 2),
         "file_core_seconds": {
             "plain": round(max(file_costs[".txt files"], 0.0), 6),
             "compressed": round(max(file_costs[".jsonl.zst files"], 0.0), 6),
@@ -498,8 +519,12 @@ def measure(args, work: Path) -> None:
         f"reading overlapped) {spread([b['wall'] for b in inproc])} s wall, {spread([b['cpu'] for b in inproc])} "
         f"CPU s: {speedup:.2f}x one core (the least wall time of each); a pool of {args.workers} "
         f"{spread([p['wall'] for p in pools])} s wall, {spread([p['cpu'] for p in pools])} CPU s, of which "
-        f"{startup:.2f} start the workers (a scan of one document each): parallel efficiency without it "
-        f"{efficiency:.2f}.",
+        f"{spread([p['again'] for p in pools])} fork and start the workers (a scan of one document per worker, the "
+        f"forkserver running): parallel efficiency without it {efficiency:.2f}. Starting the pool as the command "
+        f"line does (the forkserver imports freqlab and builds fastokens once; a scan of one document per worker, "
+        f"less the same scan in this process): {spread([p['start_wall'] for p in pools])} s wall, "
+        f"{spread([p['start'] for p in pools])} CPU s; less fastokens' build ({build:.2f} core-seconds, measured "
+        f"apart): `process_startup_core_seconds` {max(pool_start - build, 0.0):.2f}.",
         "",
         f"Per-file cost: the built-in corpus's {files:,} texts ({layout_bytes / 1e6:.1f} MB), one core, CPU seconds, "
         f"median (min-max) of {args.repeats + 1} fresh processes per layout, layouts alternated:",
@@ -593,7 +618,8 @@ def engine_check(args, work: Path) -> None:
     cpu_rows = [
         "",
         "CPU seconds of the same runs (the driver and its workers; robust to other jobs on the machine), predicted "
-        "from the same table: in this process c + F·f + T/τ, on the pool c + n·(p + b) + (F·f + T/τ)/e:",
+        "from the same table: in this process c + F·f + T/τ, on the pool c + p + b + (F·f + T/τ)/e (the "
+        "forkserver's imports, overlapped with the driver's in wall time, not in it):",
         "",
         "| corpus | predicted here | measured here | predicted pool | measured pool |",
         "|---|---:|---:|---:|---:|",

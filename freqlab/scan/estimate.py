@@ -5,9 +5,10 @@ which says when and on what machine it measured): per tokenizer family (a counte
 end-to-end tokens per core-second τ of ``freqlab scan`` with one worker (reading ``.jsonl.zst``, parsing,
 tokenizing, counting) on text a fresh process has never seen (a first pass: fastokens' piece cache starts empty)
 and the text bytes per token β; for every family, the bytes per core-second ρ a scan reads and parses without
-tokenizing; the parallel efficiency e measured with all cores of that machine, the core-seconds s a worker
-spends starting (loading its tokenizer), and, for the engine rule (:func:`choose_engine`), the core-seconds f
-a file costs beyond its text and the speed-up of an in-process scan over one core.
+tokenizing; the parallel efficiency e measured with all cores of that machine, the seconds s before a
+worker counts (its forkserver starting and building the tokenizer once, the worker forking), and, for the engine
+rule (:func:`choose_engine`), the core-seconds f a file costs beyond its text and the speed-up of an in-process
+scan over one core.
 
 Model, for a corpus of T tokens (B = β·T bytes), sampled at rate r (1: a full scan). A sampled scan still
 reads and parses every byte, and tokenizes a fraction r of the documents. A corpus this big keeps each worker's
@@ -69,7 +70,7 @@ class ThroughputTable:
     parallel_efficiency: float
     families: dict[str, Family] = field(default_factory=dict)
     worker_startup_core_seconds: float = 0.0
-    process_startup_core_seconds: float = 0.0  # a worker process starting, before it builds its backend
+    process_startup_core_seconds: float = 0.0  # the pool starting, beyond its one build of the backend
     # what one file costs beyond its text, by kind ("plain", "compressed"; see corpus_files)
     file_core_seconds: dict[str, float] = field(default_factory=dict)
     in_process_speedup: float = 1.0  # the in-process scan (the backend's threads, reading overlapped) over one core
@@ -210,13 +211,14 @@ def choose_engine(
     backend ``family`` (None: the size or the family's speed is unknown, or one worker: no choice to make).
 
     For T = B/β tokens at τ tokens per core-second (first pass; parallel efficiency e), F_k files of kind k at
-    f_k core-seconds each (F·f = Σ F_k·f_k), with b the core-seconds to build the backend in a process, p those
-    of a worker process starting, c those of a process's first scan (imports, readers' set-up: both engines
-    pay them) and s the speed-up of an in-process scan over one core (the backend's own threads, reading
-    overlapped with tokenizing; all from ``throughput.json``):
+    f_k core-seconds each (F·f = Σ F_k·f_k), with b the core-seconds to build the backend in a process, p the
+    seconds the pool takes to start beyond that build (the forkserver's imports overlap it, then the workers
+    fork), c those of a process's first scan (imports, readers' set-up: both engines pay them) and s the
+    speed-up of an in-process scan over one core (the backend's own threads, reading overlapped with tokenizing;
+    all from ``throughput.json``):
 
         in this process  =  c + (0 if the driver's counter has built it already, else b) + F·f + T / (τ · s)
-        pool of n        =  c + p + b (every worker starts and builds its backend, at once) + (F·f + T/τ) / (n · e)
+        pool of n        =  c + p + b (built once, in the forkserver the workers fork from) + (F·f + T/τ) / (n · e)
 
     Measured on 2 cores (``scripts/bench_cost_engine.md``, whole processes): the built-in corpus (1,790 files)
     finishes first in this process, 10^9 characters in 102 ``.jsonl.zst`` on the pool. Counts are the same
@@ -252,7 +254,7 @@ def choose_engine(
     if here <= pool:
         reason = (
             f"in this process: {size} on {family} ({ready}) take ~{here:.1f} s, before a pool of {workers} "
-            f"workers would (~{pool:.1f} s: each starts and builds {family}); counts are identical"
+            f"workers would (~{pool:.1f} s: {family} built once for them, then they start); counts are identical"
         )
     else:
         reason = f"{workers} workers: {size} on {family} take ~{pool:.1f} s on the pool, ~{here:.1f} s in this process"
