@@ -178,6 +178,72 @@ def test_two_tokenizing_threads_run_two_batches_at_once_and_count_them_in_order(
     assert one[4] == len(corpus_records[0]) > 4  # several batches
 
 
+class _Recording:
+    """A counter that records the threads it counts on and how many calls run at once (each call sleeps a little)."""
+
+    name = "recording"
+
+    def __init__(self, pause: float = 0.0) -> None:
+        import threading
+
+        self.pause, self.threads, self.running, self.lock = pause, set(), 0, threading.Lock()
+
+    def count(self, texts):
+        import threading
+        import time
+
+        import numpy as np
+
+        with self.lock:
+            self.threads.add(threading.current_thread())  # the object: a new thread may reuse an ident
+            self.running += 1
+        time.sleep(self.pause)
+        with self.lock:
+            self.running -= 1
+        return np.array([len(text.split()) for text in texts], np.int64)
+
+
+def test_shards_are_tokenized_on_the_same_threads_one_after_another(tmp_path, corpus_records):
+    """fastokens sets up each new thread it counts on (~2.6 ms): threads started per shard cost small files that."""
+    shards = []
+    for k, records in enumerate(corpus_records):
+        (shard,) = open_corpus(str(write_slimpajama(tmp_path / f"{k}.jsonl", records))).shards
+        shards.append(shard)
+    counter, option = _Recording(), ShardOptions(batch_size=2, keep_log=True)
+    for shard in shards * 3:
+        assert shard_outcome(count_shard(shard, counter, option, threads=2)) == shard_outcome(
+            count_shard(shard, _Recording(), option)
+        )
+    assert len(counter.threads) == 2 and len(shards) * 3 >= 6
+
+
+def test_a_capped_shard_leaves_no_batch_running_when_it_returns(tmp_path, corpus_records):
+    path = write_slimpajama(tmp_path / "all.jsonl", [r for shard in corpus_records for r in shard])
+    (shard,) = open_corpus(str(path)).shards
+    counter = _Recording(pause=0.05)
+    part = count_shard(shard, counter, ShardOptions(batch_size=1, keep_log=True, max_docs=3), threads=3)
+    assert counter.running == 0 and part.documents_read == 3
+
+
+def test_a_forked_child_starts_its_own_tokenizing_threads(tmp_path, corpus_records):
+    """A child forked after a scan has none of its parent's threads: it must not queue batches for them."""
+    import multiprocessing
+
+    if "fork" not in multiprocessing.get_all_start_methods():
+        pytest.skip("no fork on this platform")
+    path = write_slimpajama(tmp_path / "all.jsonl", corpus_records[0])
+    (shard,) = open_corpus(str(path)).shards
+    option = ShardOptions(batch_size=2, keep_log=True)
+    expected = shard_outcome(count_shard(shard, _Recording(), option, threads=2))  # the parent's threads started
+    with multiprocessing.get_context("fork").Pool(1) as pool:
+        got = pool.apply_async(_outcome_on_threads, (shard, option)).get(timeout=60)
+    assert got == expected
+
+
+def _outcome_on_threads(shard, option) -> tuple:
+    return shard_outcome(count_shard(shard, _Recording(), option, threads=2))
+
+
 class _Building:
     """A counter that records whether its shard was being read when its engines were built."""
 
