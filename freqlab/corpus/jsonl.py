@@ -484,6 +484,8 @@ class JsonlShard(FileShard):
     def _compressed_range(self) -> tuple[int, int]:
         """``[start, stop)`` of the compressed file matching this range of its estimated decompressed content."""
         size, estimated = self.file.size, estimated_content_bytes(self.file)
+        if estimated <= 0:  # a 0-byte file: nothing to read
+            return 0, size
         end = estimated if self.end is None else min(self.end, estimated)
         return size * min(self.start, estimated) // estimated, size * end // estimated
 

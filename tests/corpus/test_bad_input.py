@@ -145,6 +145,18 @@ def test_empty_files_give_zero_documents_and_are_counted(tmp_path):
     assert [d.text for d in corpus.documents()] == [GOOD["text"]]
 
 
+@pytest.mark.parametrize("name", ["zero.jsonl.zst", "zero.jsonl.gz"])
+def test_a_zero_byte_compressed_file_is_an_empty_file_in_a_scan(tmp_path, name):
+    """Not even a header: no content to estimate (this divided by zero while a scan measured its progress)."""
+    from freqlab.scan import scan
+
+    (tmp_path / name).write_bytes(b"")
+    write_jsonl(tmp_path / "one.jsonl", [GOOD])
+    result = scan(str(tmp_path), L=[64], regimes=["natural"], progress=True, workers=1)
+    assert result.summary["corpus"]["description"]["empty_files"] == 1
+    assert (result.summary["documents"]["read"], result.summary["documents"]["skipped"]) == (1, {})
+
+
 def test_missing_path(tmp_path):
     with pytest.raises(FreqlabError, match=r"nowhere\.jsonl: no such file or directory"):
         open_corpus(str(tmp_path / "nowhere.jsonl"))
