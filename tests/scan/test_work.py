@@ -288,3 +288,45 @@ def test_a_build_failing_fails_the_shard_before_it_is_read(tmp_path, monkeypatch
     with pytest.raises(MemoryError, match="ran out of memory"):
         count_shard(shard, counter, ShardOptions(batch_size=2), threads=2)
     assert not counter.reading
+
+
+def test_a_shard_with_a_long_text_gives_its_threads_back(tmp_path, monkeypatch, corpus_records):
+    """fastokens keeps each thread's buffers as large as the longest text it counted (~1 GB after a 20M-character
+    one): the threads that counted such a text end with its shard; threads that counted only short texts stay."""
+    from freqlab.scan import work
+
+    (shard,) = open_corpus(str(write_slimpajama(tmp_path / "all.jsonl", corpus_records[0]))).shards
+    option = ShardOptions(batch_size=2, keep_log=True)
+    longest = max(len(text) for text, _ in corpus_records[0])
+    monkeypatch.setattr(work, "KEEP_THREADS_BELOW", longest + 1)  # every text of the shard is short
+    first, second = _Recording(), _Recording()
+    count_shard(shard, first, option, threads=2)
+    count_shard(shard, second, option, threads=2)
+    assert first.threads & second.threads and all(thread.is_alive() for thread in first.threads)
+    monkeypatch.setattr(work, "KEEP_THREADS_BELOW", longest)  # the shard's longest text is long
+    first, second = _Recording(), _Recording()
+    count_shard(shard, first, option, threads=2)
+    count_shard(shard, second, option, threads=2)
+    assert first.threads and second.threads and not first.threads & second.threads
+    for thread in first.threads | second.threads:
+        thread.join(timeout=10)
+    assert not any(thread.is_alive() for thread in first.threads | second.threads)
+
+
+def test_a_shard_ended_by_an_exception_leaves_no_tokenizing_thread_behind(tmp_path, corpus_records):
+    """An interrupt can land in the thread pool's own bookkeeping and leave a thread that the pool no longer knows
+    of; the interpreter's exit waits for every thread, so the pool is shut down: each of its threads then ends."""
+
+    class Interrupted(_Recording):
+        def count(self, texts):
+            super().count(texts)
+            raise KeyboardInterrupt
+
+    (shard,) = open_corpus(str(write_slimpajama(tmp_path / "all.jsonl", corpus_records[0]))).shards
+    counter = Interrupted(pause=0.05)
+    with pytest.raises(KeyboardInterrupt):
+        count_shard(shard, counter, ShardOptions(batch_size=2), threads=2)
+    assert counter.threads
+    for thread in counter.threads:
+        thread.join(timeout=10)
+    assert not any(thread.is_alive() for thread in counter.threads)
