@@ -13,8 +13,9 @@ know. A version is bumped when a file of the previous one can no longer be read 
 - ``freqlab calibrate --out`` (:data:`CALIBRATION_KEYS`; JSON, ``freqlab-calibration`` version 1): a fitted tau,
   read back by ``--tau-from``;
 - ``OUT/checkpoints/*.parquet`` (:data:`CHECKPOINT_COUNTS`, :data:`CHECKPOINT_LOG`, ``freqlab.scan.checkpoint``
-  version 2): one per finished shard, and ``OUT/checkpoints/manifest.json`` (:data:`MANIFEST_KEYS`) with the
-  settings fingerprint (:data:`FINGERPRINT_KEYS`, version :data:`FINGERPRINT_VERSION` = 3) they were made under.
+  version 2): one per finished shard (or one per group of small shards, :data:`CHECKPOINT_GROUP_HEADER`), and
+  ``OUT/checkpoints/manifest.json`` (:data:`MANIFEST_KEYS`) with the settings fingerprint (:data:`FINGERPRINT_KEYS`,
+  version :data:`FINGERPRINT_VERSION` = 3) they were made under.
 
 Column types are polars dtype names (``str(frame.schema[column])``); this module imports nothing heavy.
 
@@ -96,8 +97,12 @@ CHECKPOINT_FORMAT = "freqlab.scan.checkpoint"
 CHECKPOINT_VERSION = 2
 _CHECKPOINT_HEADER = (
     "format", "version", "shard_id", "skipped", "sampled_out", "blank_lines", "complete", "documents_read", "tokens",
-    "fingerprint", "identity", "checksum",
+    "fingerprint", "identity", "rows", "checksum",
 )  # fmt: skip
+#: a group file's header (``OUT/checkpoints/group+<random>.parquet``): ``group`` lists the headers of the partials
+#: whose rows follow one another in the file (``rows`` each), every one a :data:`CHECKPOINT_COUNTS` or
+#: :data:`CHECKPOINT_LOG` header
+CHECKPOINT_GROUP_HEADER = ("format", "version", "group")
 #: a shard's counts: (source, length, count), length 0 holding empty documents
 CHECKPOINT_COUNTS = TableFormat(
     CHECKPOINT_FORMAT,

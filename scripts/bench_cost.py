@@ -21,7 +21,9 @@ workers' start-up and the parallel efficiency of a pool on all cores, the speed-
 scan (fastokens' own threads and reading overlapped with tokenizing) over one core, and the **per-file cost**:
 the built-in corpus's texts (1,790 standard-library files) scanned as those files, as that many ``.txt`` and
 ``.jsonl.zst`` files, and as one ``.jsonl.zst``, alternated; (CPU many − CPU one) / files. What a process's first
-scan costs (imports, the readers' set-up) is measured apart, on one document, before the timed passes. The
+scan costs (imports, the readers' set-up) is measured apart, on one document, before the timed passes. What the
+driver spends per shard (a task and its result, the checkpoint) is measured on 200 and 2,000 one-line files in each
+engine (``shard_seconds``: the wall-time difference per shard). The
 Hugging Face passes read every ``--hf-every``-th document of each slice (that backend is ~70x slower).
 Re-run it when a tokenizer backend changes, then update the README's cost table (``freqlab scan --estimate``).
 
@@ -86,6 +88,19 @@ def one_document_folders(work: Path, shards: int) -> dict[int, Path]:
             for k in range(n):
                 write_jsonl_zst(folders[n] / f"one-{k}.jsonl.zst", ["hello world"])
     return folders
+
+
+SHARD_COUNTS = (200, 2000)  # the per-shard cost's folders: few and many one-line files
+
+
+def tiny_shards(work: Path, n: int) -> Path:
+    """A folder of ``n`` JSON-lines files of one short document each (made once)."""
+    folder = work / f"tiny-shards-{n}"
+    if not folder.exists():
+        folder.mkdir()
+        for k in range(n):
+            (folder / f"tiny-{k}.jsonl").write_text(json.dumps({"text": f"hello world {k}"}) + "\n", encoding="utf-8")
+    return folder
 
 
 def scan_once(data, tokenizer, workers: int | None, **options):
@@ -204,15 +219,23 @@ def child(task: dict) -> dict:
         table = load_throughput(task["table"])
         files = corpus_files(corpus.shards)
         workers = min(os.cpu_count() or 1, len(corpus.shards))
-        choice = choose_engine(corpus.estimated_bytes, workers, counter.backend, table, built=True, files=files)
-        cpu, wall, result = cpu_seconds(lambda: scan_once(task["folder"], counter, None))
+        shards = len(corpus.shards)
+        choice = choose_engine(
+            corpus.estimated_bytes, workers, counter.backend, table, built=True, files=files, shards=shards
+        )
+        out = {"out": Path(tempfile.mkdtemp(dir=task["work"]))} if task.get("out") else {}  # as the command line
+        cpu, wall, result = cpu_seconds(lambda: scan_once(task["folder"], counter, None, **out))
         run = result.summary["scan"]
         fast, n, e = table.families[counter.backend], workers, table.parallel_efficiency
         one_core = sum(files[k] * table.file_core_seconds.get(k, 0.0) for k in files)
         one_core += corpus.estimated_bytes / fast.bytes_per_token / fast.tokens_per_core_second
+        driver = {kind: shards * table.shard_seconds.get(kind, 0.0) for kind in ("here", "pool")}
         return {
-            "cpu_here": table.scan_startup_core_seconds + one_core,  # threads add no core-seconds
-            "cpu_pool": table.scan_startup_core_seconds + table.worker_startup_core_seconds + one_core / e,
+            "cpu_here": table.scan_startup_core_seconds + one_core + driver["here"],  # threads add no core-seconds
+            "cpu_pool": table.scan_startup_core_seconds
+            + table.worker_startup_core_seconds
+            + one_core / e
+            + driver["pool"],
             "wall": wall,
             "cpu": cpu,
             "tokens": int(result.histogram.tokens),
@@ -462,6 +485,20 @@ def measure(args, work: Path) -> None:
     one = median(per_layout["one"])
     file_costs = {name: (median(cpus) - one) / (files - 1) for name, cpus in per_layout.items() if name != "one"}
 
+    # per-shard cost: folders of one-line JSON-lines files (a shard each), few and many, each engine forced, the
+    # checkpoints written as the command line writes them: the driver's wall seconds per shard, from the difference
+    few, many = SHARD_COUNTS
+    per_shard: dict[bool, list[float]] = {True: [], False: []}
+    for _ in range(args.repeats):
+        for here in (True, False):
+            walls = [
+                run_child({**base, "what": "engine", "folder": str(tiny_shards(work, n)), "in_process": here,
+                           "table": args.table, "out": True})["wall"]
+                for n in SHARD_COUNTS
+            ]  # fmt: skip
+            per_shard[here].append((walls[1] - walls[0]) / (many - few))
+    loads.append(os.getloadavg()[0])
+
     load = max(loads)
     build = families["fastokens"]["build_core_seconds"]
     pool_start = median(p["start_wall"] for p in pools)
@@ -484,6 +521,7 @@ def measure(args, work: Path) -> None:
         },
         "scan_startup_core_seconds": round(median(firsts), 3),
         "in_process_speedup": round(max(speedup, 1.0), 3),
+        "shard_seconds": {"here": round(median(per_shard[True]), 6), "pool": round(median(per_shard[False]), 6)},
         "families": families,
     }
     Path(args.table).write_text(json.dumps(table, indent=1) + "\n", encoding="utf-8")
@@ -542,6 +580,11 @@ def measure(args, work: Path) -> None:
         f"(`scan_startup_core_seconds`). Load average {min(loads):.1f}-{load:.1f} "
         "during the run (CPU seconds hardly depend on it; wall times do).",
         "",
+        f"Per-shard cost (`shard_seconds`): {few:,} and {many:,} one-line JSON-lines files (a shard each), the "
+        f"engine forced, checkpoints written, {args.repeats} fresh processes each, alternated; wall seconds of the "
+        f"driver per shard, from the difference: in this process {spread(per_shard[True], 1e3, 3)} ms, on the "
+        f"pool {spread(per_shard[False], 1e3, 3)} ms.",
+        "",
         "## SlimPajama-627B (the README's table)",
         "",
         *slimpajama_table(Path(args.table)),
@@ -599,8 +642,14 @@ def engine_check(args, work: Path) -> None:
     texts = read_texts(sorted(map(str, folder.glob("*.zst"))))
     for k in range(4):
         write_jsonl_zst(small / f"part-{k}.jsonl.zst", texts[k::4])
+    many = work / "many-small-files"  # 2,000 JSON-lines files of 2,000 characters (a shard each)
+    many.mkdir()
+    pieces = ["".join(texts)[k * 2000 : (k + 1) * 2000] for k in range(2000)]
+    for k, piece in enumerate(pieces):
+        (many / f"doc-{k:04d}.jsonl").write_text(json.dumps({"text": piece}) + "\n", encoding="utf-8")
     corpora = {
         "built-in corpus (1,790 .py files)": None,
+        "2,000 files of 2,000 characters": str(many),
         f"{sum(map(len, texts)) / 1e6:.0f}M characters in 4 files": str(small),
         "10^8 characters": str(corpus_slice(corpus, 0.1, work / "p1")[0]),
         "10^9 characters": str(corpus_slice(corpus, 1.0, work / "p2")[0]),
@@ -618,8 +667,8 @@ def engine_check(args, work: Path) -> None:
     cpu_rows = [
         "",
         "CPU seconds of the same runs (the driver and its workers; robust to other jobs on the machine), predicted "
-        "from the same table: in this process c + F·f + T/τ, on the pool c + p + b + (F·f + T/τ)/e (the "
-        "forkserver's imports, overlapped with the driver's in wall time, not in it):",
+        "from the same table: in this process c + F·f + T/τ + S·d_here, on the pool c + p + b + (F·f + T/τ)/e "
+        "+ S·d_pool (the forkserver's imports, overlapped with the driver's in wall time, not in it):",
         "",
         "| corpus | predicted here | measured here | predicted pool | measured pool |",
         "|---|---:|---:|---:|---:|",
@@ -631,7 +680,8 @@ def engine_check(args, work: Path) -> None:
             continue
         for _ in range(args.runs):
             for here in (True, False):
-                out = run_child({"what": "engine", "folder": folder, "in_process": here, "table": args.table})
+                task = {"what": "engine", "folder": folder, "in_process": here, "table": args.table, "out": True}
+                out = run_child({**task, "work": str(work)})
                 times[here].append(out["wall"])
                 cpus[here].append(out["cpu"])
                 loads.append(os.getloadavg()[0])
@@ -648,7 +698,8 @@ def engine_check(args, work: Path) -> None:
     lines[2] = (
         f"{started:%Y-%m-%d %H:%M} UTC, {os.cpu_count()} cores ({cpu_model()}), load average {min(loads):.1f}-"
         f"{max(loads):.1f}; `python scripts/bench_cost.py --corpus {args.corpus} --engine-check --runs {args.runs}`: "
-        "each run a fresh process, the built-in Tekken loaded as the driver loads it (built), then `scan()` timed "
+        "each run a fresh process, the built-in Tekken loaded as the driver loads it (built), then `scan()` (with "
+        "an output folder: checkpoints written) timed "
         "with the engine rule forced to each answer (in this process: fastokens' own threads, reading overlapped; "
         "the pool: one worker per core), the two alternated; median (min-max) wall seconds of the scan. Predicted: "
         "`choose_engine` from the table (`freqlab/data/throughput.json`)."

@@ -145,3 +145,24 @@ def test_the_versions_on_disk_today():
     f = formats
     assert (f.LENGTHS_VERSION, f.FREQUENCY_VERSION, f.CHECKPOINT_VERSION, f.FINGERPRINT_VERSION) == (1, 1, 2, 3)
     assert formats.USAGE.version is None and formats.METADATA_KEY == "freqlab"
+
+
+def test_a_group_of_checkpoints(tmp_path):
+    """Small shards' partials written together: the group's header lists theirs, their rows follow one another."""
+    import polars as pl
+
+    store = CheckpointStore(tmp_path, {"tokenizer": "t"})
+    store.start(resume=False)
+    for k in range(2):
+        part = ShardCount(shard_id=f"shard-{k}.jsonl")
+        part.add(np.array([5, 0, 7][: k + 2], np.int64), np.zeros(k + 2, np.int32), [None], [])
+        store.stage(part, {"size": k})
+    store.flush()
+    (path,) = tmp_path.glob("group+*.parquet")
+    header = json.loads(pl.read_parquet_metadata(path)[formats.METADATA_KEY])
+    assert tuple(header) == formats.CHECKPOINT_GROUP_HEADER and header["format"] == formats.CHECKPOINT_FORMAT
+    assert [set(part) for part in header["group"]] == [set(formats.CHECKPOINT_COUNTS.header)] * 2
+    assert sum(part["rows"] for part in header["group"]) == pl.read_parquet(path).height
+    assert {name: str(dtype) for name, dtype in pl.read_parquet_schema(path).items()} == (
+        formats.CHECKPOINT_COUNTS.columns
+    )

@@ -288,7 +288,7 @@ def scan_from_settings(
         keep_log=ledger.limited,  # the ledger cuts logged partials exactly at the limit
     )
 
-    with ScanOutput(run.out, settings.fingerprint(corpus, counter), run.resume) as output:
+    with ScanOutput(run.out, settings.fingerprint(corpus, counter), run.resume, len(shards)) as output:
         done = output.resume_into(shards, ledger, settings.on_error)
         resumed = (ledger.total.documents_read, ledger.total.tokens, sum(shards[k].size() or 0 for k in done))
         bar = scan_progress(corpus, settings, run.progress, resumed)
@@ -395,7 +395,7 @@ def engine_choice(run: RunOptions, corpus: Corpus, settings: ScanSettings, count
     size = scanned_bytes(corpus, settings, pending, family.bytes_per_token)
     files = {kind: n * pending // max(len(corpus.shards), 1) for kind, n in corpus_files(corpus.shards).items()}
     workers = min(default_workers(), max(pending, 1))
-    return choose_engine(size, workers, counter.backend, table, built=counter.is_built(), files=files)
+    return choose_engine(size, workers, counter.backend, table, built=counter.is_built(), files=files, shards=pending)
 
 
 def pool_possible(run: RunOptions, corpus: Corpus) -> bool:
@@ -412,7 +412,10 @@ def pool_possible(run: RunOptions, corpus: Corpus) -> bool:
 
     table = load_throughput()
     n, files = min(workers, max(len(corpus.shards), 1)), corpus_files(corpus.shards)
-    choices = [choose_engine(corpus.estimated_bytes, n, family, table, files=files) for family in table.families]
+    shards = len(corpus.shards)
+    choices = [
+        choose_engine(corpus.estimated_bytes, n, family, table, files=files, shards=shards) for family in table.families
+    ]
     return not all(choice is not None and choice.in_process for choice in choices)
 
 

@@ -74,6 +74,9 @@ class ThroughputTable:
     # what one file costs beyond its text, by kind ("plain", "compressed"; see corpus_files)
     file_core_seconds: dict[str, float] = field(default_factory=dict)
     in_process_speedup: float = 1.0  # the in-process scan (the backend's threads, reading overlapped) over one core
+    # seconds the driver spends on each shard, one after another whatever the worker count ("here": counting it in
+    # this process, checkpointing it; "pool": a worker's task, its result, the checkpoint)
+    shard_seconds: dict[str, float] = field(default_factory=dict)
     scan_startup_core_seconds: float = 0.0  # the first scan of a process (imports, readers' set-up), either engine
 
     def build_seconds(self, family: str) -> float:
@@ -205,6 +208,7 @@ def choose_engine(
     table: ThroughputTable,
     built: bool = False,
     files: dict[str, int] | None = None,
+    shards: int = 0,
 ) -> EngineChoice | None:
     """In this process or on a pool of ``workers`` processes, whichever the measured costs say finishes first a
     scan of ``text_bytes`` bytes of text in ``files`` (files by kind, :func:`corpus_files`) counted by the
@@ -215,10 +219,12 @@ def choose_engine(
     seconds the pool takes to start beyond that build (the forkserver's imports overlap it, then the workers
     fork), c those of a process's first scan (imports, readers' set-up: both engines pay them) and s the
     speed-up of an in-process scan over one core (the backend's own threads, reading overlapped with tokenizing;
-    all from ``throughput.json``):
+    all from ``throughput.json``), and for ``shards`` shards S the seconds the driver spends on each, one after
+    another (d_here counting and checkpointing it; d_pool a task and its result, the checkpoint):
 
-        in this process  =  c + (0 if the driver's counter has built it already, else b) + F·f + T / (τ · s)
+        in this process  =  c + (0 if the driver's counter has built it already, else b) + F·f + T / (τ · s) + S·d_here
         pool of n        =  c + p + b (built once, in the forkserver the workers fork from) + (F·f + T/τ) / (n · e)
+                            + S·d_pool
 
     Measured on 2 cores (``scripts/bench_cost_engine.md``, whole processes): the built-in corpus (1,790 files)
     finishes first in this process, 10^9 characters in 102 ``.jsonl.zst`` on the pool. Counts are the same
@@ -245,8 +251,9 @@ def choose_engine(
     opening = sum(count * table.file_core_seconds.get(kind, 0.0) for kind, count in files.items())
     build, first = table.build_seconds(family), table.scan_startup_core_seconds
     here = first + (0.0 if built else build) + opening + counting / table.in_process_speedup
+    here += shards * table.shard_seconds.get("here", 0.0)
     pool = first + table.process_startup_core_seconds + build
-    pool += (opening + counting) / (workers * table.parallel_efficiency)
+    pool += (opening + counting) / (workers * table.parallel_efficiency) + shards * table.shard_seconds.get("pool", 0.0)
     size = f"{text_bytes / 2**20:,.0f} MiB of text"
     if sum(files.values()) > 1:
         size += f" in {sum(files.values()):,} files"

@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import contextlib
 import json
+import time
 from pathlib import Path
 
 from freqlab.formats import CHECKPOINTS_DIR, LENGTHS_FILE, SUMMARY_FILE
@@ -11,17 +13,29 @@ from freqlab.scan.checkpoint import CheckpointStore, OutputLock, write_atomic
 from freqlab.scan.counts import ShardCount
 from freqlab.scan.ledger import Ledger
 
+#: a scan of more shards than this checkpoints them in groups (one file per group, written at least every
+#: :data:`GROUP_SECONDS` and at :data:`GROUP_SHARDS` shards): a Parquet file costs ~0.6 ms to write, which a corpus
+#: of small files paid per file (5,000 files of 2,000 characters: 3 s of a 7.6 s scan, measured)
+GROUP_ABOVE = 256
+GROUP_SHARDS = 4096
+GROUP_SECONDS = 1.0
+
 
 class ScanOutput:
-    """``with ScanOutput(out, fingerprint, resume) as output``: locks ``out`` for the scan, starts or checks its
-    checkpoints, and writes the results. ``out=None``: nothing is written, nothing is resumed.
+    """``with ScanOutput(out, fingerprint, resume, shards) as output``: locks ``out`` for the scan, starts or checks
+    its checkpoints, and writes the results. ``out=None``: nothing is written, nothing is resumed. With more than
+    :data:`GROUP_ABOVE` ``shards``, finished shards are checkpointed in groups: at most :data:`GROUP_SECONDS` of
+    finished work waits to be written (a scan killed outright recounts it), and the rest is written however the
+    scan ends (an interrupt included), before the lock is released.
     """
 
-    def __init__(self, out: Path | None, fingerprint: dict, resume: bool) -> None:
+    def __init__(self, out: Path | None, fingerprint: dict, resume: bool, shards: int = 0) -> None:
         self.out = out
         self.resume = resume
         self.lock = OutputLock(out) if out is not None else None
         self.store = CheckpointStore(out / CHECKPOINTS_DIR, fingerprint) if out is not None else None
+        self.grouped = shards > GROUP_ABOVE
+        self.flushed = time.monotonic()
 
     def __enter__(self) -> ScanOutput:
         if self.lock is not None and self.store is not None:
@@ -33,9 +47,16 @@ class ScanOutput:
                 raise
         return self
 
-    def __exit__(self, *exc) -> None:
-        if self.lock is not None:
-            self.lock.release()
+    def __exit__(self, kind, *exc) -> None:
+        try:
+            if kind is None:
+                self.flush()
+            else:  # the scan's own error (an interrupt) is the one to report; what cannot be written is recounted
+                with contextlib.suppress(Exception):
+                    self.flush()
+        finally:
+            if self.lock is not None:
+                self.lock.release()
 
     @property
     def recounted(self) -> dict[str, int]:
@@ -56,14 +77,27 @@ class ScanOutput:
         return done
 
     def save(self, part: ShardCount, shard) -> None:
-        """Checkpoint a finished shard."""
-        if self.store is not None:
+        """Checkpoint a finished shard (in a group: staged, written with the others when it is time)."""
+        if self.store is None:
+            return
+        if not self.grouped:
             self.store.save(part, shard.identity())
+            return
+        self.store.stage(part, shard.identity())
+        if len(self.store.staged) >= GROUP_SHARDS or time.monotonic() - self.flushed >= GROUP_SECONDS:
+            self.flush()
+
+    def flush(self) -> None:
+        """Write the staged checkpoints."""
+        if self.store is not None:
+            self.store.flush()
+        self.flushed = time.monotonic()
 
     def write(self, histogram: LengthHistogram, summary: dict) -> None:
         """Write ``lengths.parquet`` and ``summary.json`` (atomically); records their paths in the summary."""
         if self.out is None:
             return
+        self.flush()
         lengths_path, summary_path = self.out / LENGTHS_FILE, self.out / SUMMARY_FILE
         summary["outputs"] = {"lengths": str(lengths_path), "summary": str(summary_path)}
         write_atomic(lengths_path, writer=histogram.to_parquet)

@@ -17,8 +17,8 @@ from freqlab.scan.counts import DocumentLog, ShardCount
 IDENTITY = {"size": 1234, "mtime_ns": 5678}
 
 
-def sample_part(log: bool) -> ShardCount:
-    part = ShardCount(shard_id="data/chunk 1.jsonl", sampled_out=4)
+def sample_part(log: bool, shard_id: str = "data/chunk 1.jsonl") -> ShardCount:
+    part = ShardCount(shard_id=shard_id, sampled_out=4)
     codes = np.array([5, 0, 300_000, -1, 5, 7, 0], np.int64)  # 300k > the dense limit: a sparse entry
     sources = np.array([1, 1, 2, 0, 2, 1, 0], np.int32)
     labels, reasons = [None, "web", "code"], ["malformed-json"]
@@ -218,3 +218,78 @@ def test_a_dangling_symlink_as_output_folder_is_one_clear_line(tmp_path):
     assert str(error.value) == (
         f"{link}: a symlink to {tmp_path / 'gone'}, which does not exist; create that folder or choose another --out"
     )
+
+
+def staged_group(store: CheckpointStore, log: bool, shards: int = 3) -> list[ShardCount]:
+    """``shards`` partials staged and written together: one group file."""
+    parts = [sample_part(log, f"data/chunk {k}.jsonl") for k in range(shards)]
+    parts[1].sampled_out = 9  # partials that differ
+    for part in parts:
+        store.stage(part, {**IDENTITY, "size": len(part.shard_id)})
+    store.flush()
+    return parts
+
+
+@pytest.mark.parametrize("log", [False, True])
+def test_partials_staged_together_round_trip_exactly_from_one_group_file(tmp_path, log):
+    store = CheckpointStore(tmp_path, {"tokenizer": "t"})
+    store.start(resume=False)
+    parts = staged_group(store, log)
+    (group,) = tmp_path.glob("group+*.parquet")
+    assert sorted(p.name for p in tmp_path.iterdir()) == sorted([MANIFEST, group.name])
+    again = CheckpointStore(tmp_path, {"tokenizer": "t"})
+    again.start(resume=True)
+    for part in parts:
+        loaded = again.load(part.shard_id, {**IDENTITY, "size": len(part.shard_id)})
+        assert state(loaded) == state(part)
+    assert again.load("data/chunk 3.jsonl", IDENTITY) is None and again.recounted == {}  # none: not recounted
+    store.stage(sample_part(log), IDENTITY)  # staged alone: its own checkpoint, as save() writes it
+    store.flush()
+    assert store.path("data/chunk 1.jsonl").exists() and len(list(tmp_path.glob("group+*"))) == 1
+
+
+def test_an_edited_partial_of_a_group_is_recounted_alone(tmp_path):
+    import polars as pl
+
+    store = CheckpointStore(tmp_path, {})
+    store.start(resume=False)
+    parts = staged_group(store, log=False)
+    (group,) = tmp_path.glob("group+*.parquet")
+    metadata, frame = pl.read_parquet_metadata(group), pl.read_parquet(group)
+    rows = json.loads(metadata["freqlab"])["group"][0]["rows"]
+    edited = frame.with_columns(pl.when(pl.int_range(pl.len()) == rows).then(pl.col("count") + 1).otherwise("count"))
+    edited.write_parquet(group, metadata=metadata)  # the second partial's first row
+    again = CheckpointStore(tmp_path, {})
+    loaded = [again.load(part.shard_id, {**IDENTITY, "size": len(part.shard_id)}) for part in parts]
+    assert [part is None for part in loaded] == [False, True, False]
+    assert again.recounted == {"damaged or edited": 1}
+    (group,) = tmp_path.glob("group+*.parquet")
+    group.write_bytes(b"PAR1 not a parquet file")  # a damaged group file: all it held is recounted
+    again = CheckpointStore(tmp_path, {})
+    assert again.load(parts[0].shard_id, IDENTITY) is None and again.recounted == {"damaged": 1}  # one file
+
+
+def test_a_shard_checkpointed_alone_and_again_in_a_group_uses_the_trusted_one(tmp_path):
+    """Resumed after its file changed, a shard is counted and checkpointed again, perhaps in a group, beside its
+    old checkpoint: the one made from the file as it is now is used, and nothing is said to be recounted."""
+    store = CheckpointStore(tmp_path, {})
+    store.start(resume=False)
+    store.save(sample_part(False, "data/chunk 0.jsonl"), {"size": 1})
+    parts = staged_group(store, log=False)
+    again = CheckpointStore(tmp_path, {})
+    assert state(again.load(parts[0].shard_id, {**IDENTITY, "size": len(parts[0].shard_id)})) == state(parts[0])
+    assert again.recounted == {}
+    assert again.load(parts[0].shard_id, {"size": 2}) is None and again.recounted == {"its data file changed": 1}
+
+
+def test_a_fresh_scan_removes_group_files_and_their_interrupted_writes(tmp_path):
+    store = CheckpointStore(tmp_path, {"x": 1})
+    store.start(resume=False)
+    staged_group(store, log=True)
+    (tmp_path / ".group+0123456789abcdef.parquet.k3x9q_1.tmp").write_bytes(b"half")
+    (tmp_path / "group+notes.parquet").write_text("mine")  # named like one, but not: refused, nothing removed
+    with pytest.raises(FreqlabError, match=r"holds files freqlab did not write \(group\+notes.parquet\)"):
+        CheckpointStore(tmp_path, {"x": 2}).start(resume=False)
+    (tmp_path / "group+notes.parquet").unlink()
+    CheckpointStore(tmp_path, {"x": 2}).start(resume=False)
+    assert sorted(p.name for p in tmp_path.iterdir()) == [MANIFEST]

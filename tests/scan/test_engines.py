@@ -214,16 +214,33 @@ def test_files_the_first_scan_and_the_backends_threads_enter_both_engines_as_mea
     ).in_process_seconds == pytest.approx(0.25)
 
 
+def test_the_drivers_time_per_shard_enters_both_engines_undivided_by_the_workers():
+    """The driver takes each shard's result and checkpoints it one after another, however many workers count."""
+    from freqlab.scan.estimate import choose_engine
+
+    table = engine_table(shard_seconds={"here": 0.0004, "pool": 0.0005})
+    few = choose_engine(40 * 10**6, 2, "tiktoken", table, shards=10)
+    many = choose_engine(40 * 10**6, 2, "tiktoken", table, shards=5010)
+    assert many.in_process_seconds - few.in_process_seconds == pytest.approx(5000 * 0.0004)
+    assert many.pool_seconds - few.pool_seconds == pytest.approx(5000 * 0.0005)
+    assert not few.in_process and many.in_process  # 10M tokens: a pool for 10 shards, here for 5,010
+    older = engine_table()  # a table measured before shard_seconds: nothing charged per shard
+    assert choose_engine(4 * 10**7, 2, "tiktoken", older, shards=5010) == choose_engine(4 * 10**7, 2, "tiktoken", older)
+
+
 @pytest.mark.parametrize(
-    ("text_bytes", "files", "in_process"),
+    ("text_bytes", "files", "shards", "in_process"),
     [
-        (31_500_000, {"plain": 1790}, True),  # the built-in corpus: 1,790 small .py files
-        (18 * 10**6, {"compressed": 4}, True),  # 20M characters in 4 .jsonl.zst
-        (95 * 10**6, {"compressed": 10}, True),  # 10^8 characters (as the driver estimates it)
-        (794 * 10**6, {"compressed": 102}, False),  # 10^9 characters in 102 .jsonl.zst (estimated: 4x the files)
+        (31_500_000, {"plain": 1790}, 7, True),  # the built-in corpus: 1,790 small .py files in 7 shards
+        (4_000_000, {"plain": 2000}, 2000, True),  # 2,000 JSON-lines files of 2,000 characters, a shard each
+        (18 * 10**6, {"compressed": 4}, 4, True),  # 20M characters in 4 .jsonl.zst
+        (95 * 10**6, {"compressed": 10}, 10, True),  # 10^8 characters (as the driver estimates it)
+        (794 * 10**6, {"compressed": 102}, 102, False),  # 10^9 characters in 102 .jsonl.zst (estimated: 4x the files)
     ],
 )
-def test_the_shipped_table_keeps_small_scans_here_and_sends_10_9_characters_to_the_pool(text_bytes, files, in_process):
+def test_the_shipped_table_keeps_small_scans_here_and_sends_10_9_characters_to_the_pool(
+    text_bytes, files, shards, in_process
+):
     from freqlab.scan.estimate import choose_engine, load_throughput
 
     t = json.loads(resources.files("freqlab").joinpath("data/throughput.json").read_text(encoding="utf-8"))
@@ -231,9 +248,10 @@ def test_the_shipped_table_keeps_small_scans_here_and_sends_10_9_characters_to_t
     counting = text_bytes / fast["bytes_per_token"] / fast["tokens_per_core_second"]
     opening = sum(n * t["file_core_seconds"][kind] for kind, n in files.items())
     here = t["scan_startup_core_seconds"] + opening + counting / t["in_process_speedup"]  # built by the driver
+    here += shards * t["shard_seconds"]["here"]
     pool = t["scan_startup_core_seconds"] + t["process_startup_core_seconds"] + fast["build_core_seconds"]
-    pool += (opening + counting) / (2 * t["parallel_efficiency"])
-    choice = choose_engine(text_bytes, 2, "fastokens", load_throughput(), built=True, files=files)
+    pool += (opening + counting) / (2 * t["parallel_efficiency"]) + shards * t["shard_seconds"]["pool"]
+    choice = choose_engine(text_bytes, 2, "fastokens", load_throughput(), built=True, files=files, shards=shards)
     assert (choice.in_process_seconds, choice.pool_seconds) == pytest.approx((here, pool))
     assert choice.in_process is in_process  # what scripts/bench_cost_engine.md measured faster (whole processes)
 

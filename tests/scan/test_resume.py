@@ -14,6 +14,7 @@ from freqlab.histogram import LengthHistogram
 from .conftest import assert_same_histogram, scan_slimpajama
 
 run = functools.partial(scan_slimpajama, workers=1)
+_real_count_shard = work.count_shard
 
 
 class Crash(Exception):
@@ -50,6 +51,30 @@ def test_a_crashed_scan_resumes_to_the_identical_histogram(tmp_path, slimpajama_
     assert_same_histogram(resumed.histogram, full.histogram)
     assert_same_histogram(LengthHistogram.read_parquet(out / "lengths.parquet"), full.histogram)
     assert json.loads((out / "summary.json").read_text())["documents"] == full.summary["documents"]
+
+
+@pytest.mark.parametrize("error", [Crash, KeyboardInterrupt])
+def test_a_scan_of_many_shards_checkpoints_them_in_groups_and_resumes_to_the_identical_histogram(
+    tmp_path, slimpajama_dir, monkeypatch, error
+):
+    """Above GROUP_ABOVE shards finished ones wait (up to GROUP_SECONDS) to be written together; however the scan
+    ends, what waits is written before it returns."""
+    import freqlab.scan.output as output
+
+    full = run(slimpajama_dir)
+    out = tmp_path / "out"
+    monkeypatch.setattr(output, "GROUP_ABOVE", 1)
+    monkeypatch.setattr(output, "GROUP_SECONDS", float("inf"))
+    crash_after(monkeypatch, 2, error)
+    with pytest.raises(error):
+        run(slimpajama_dir, out=out)
+    assert [p.name.startswith("group+") for p in (out / "checkpoints").glob("*.parquet")] == [True]
+    monkeypatch.setattr(work, "count_shard", _real_count_shard)
+    started = crash_after(monkeypatch, 10)
+    resumed = run(slimpajama_dir, out=out, resume=True)
+    assert started == ["chunk_2.jsonl"] and resumed.summary["scan"]["resumed_shards"] == 2
+    assert_same_histogram(resumed.histogram, full.histogram)
+    assert len(list((out / "checkpoints").glob("*.parquet"))) == 2  # the group, and the last shard's own (alone)
 
 
 def test_resume_with_limits_cuts_at_the_same_document(tmp_path, slimpajama_dir, monkeypatch):
