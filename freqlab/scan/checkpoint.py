@@ -167,7 +167,7 @@ class CheckpointStore:
         self.fingerprint = json.loads(json.dumps(fingerprint, sort_keys=True, default=str))
         self.hash = fingerprint_hash(self.fingerprint)
         self.recounted: Counter[str] = Counter()  # checkpoints found but not used, by reason
-        self.staged: list[tuple[pl.DataFrame, dict]] = []  # partials waiting for :meth:`flush`
+        self._staged: dict[tuple[str, ...], list[tuple[pl.DataFrame, dict]]] = {}  # by columns, for :meth:`flush`
         self._groups: dict[str, list[tuple[pl.DataFrame, dict]]] | None = None  # shard id -> grouped partials
 
     def path(self, shard_id: str) -> Path:
@@ -246,23 +246,30 @@ class CheckpointStore:
     def stage(self, part: ShardCount, identity: dict) -> None:
         """Keep a finished shard's partial for the next :meth:`flush`, which writes it with the others staged."""
         frame, header = self._sealed(part, identity)
-        if self.staged and self.staged[0][0].columns != frame.columns:  # a group's partials share their columns
-            self.flush()
-        self.staged.append((frame, header))
+        self._staged.setdefault(tuple(frame.columns), []).append((frame, header))
+
+    @property
+    def staged(self) -> int:
+        """Partials staged and not written yet."""
+        return sum(map(len, self._staged.values()))
 
     def flush(self) -> None:
-        """Write the staged partials: one group file (one alone: its own checkpoint, as :meth:`save` writes it)."""
+        """Write the staged partials: one group file per set of columns (logs of sampled shards have one more),
+        a partial alone in its own checkpoint, as :meth:`save` writes it. Each set leaves the stage once written:
+        a write cut short (an interrupt, a full disk) leaves it staged for the next flush.
+        """
         import polars as pl
 
-        staged, self.staged = self.staged, []
-        if len(staged) == 1:
-            frame, header = staged[0]
-            _write_parquet(self.path(header["shard_id"]), frame, header)
-        elif staged:
-            frame = pl.concat([frame for frame, _ in staged], how="vertical")
-            group = {"format": FORMAT, "version": VERSION, "group": [header for _, header in staged]}
-            _write_parquet(self.directory / f"{GROUP_PREFIX}{os.urandom(8).hex()}.parquet", frame, group)
-            self._groups = None  # read again when next needed
+        for columns, staged in list(self._staged.items()):
+            if len(staged) == 1:
+                frame, header = staged[0]
+                _write_parquet(self.path(header["shard_id"]), frame, header)
+            else:
+                frame = pl.concat([frame for frame, _ in staged], how="vertical")
+                group = {"format": FORMAT, "version": VERSION, "group": [header for _, header in staged]}
+                _write_parquet(self.directory / f"{GROUP_PREFIX}{os.urandom(8).hex()}.parquet", frame, group)
+                self._groups = None  # read again when next needed
+            del self._staged[columns]
 
     def _sealed(self, part: ShardCount, identity: dict) -> tuple[pl.DataFrame, dict]:
         """A partial's rows and header, with the scan's fingerprint, the shard's identity and the checksum."""
@@ -304,6 +311,8 @@ class CheckpointStore:
         if self._groups is None:
             self._groups = {}
             for path in sorted(self.directory.glob(f"{GROUP_PREFIX}*.parquet")):
+                if _GROUP.fullmatch(path.name) is None:  # not a name freqlab gives: not a checkpoint
+                    continue
                 try:
                     headers = json.loads(pl.read_parquet_metadata(path)[METADATA_KEY])["group"]
                     frame, start = pl.read_parquet(path), 0

@@ -11,6 +11,7 @@ Example (built-in corpus, default tokenizer; a second or so)::
 from __future__ import annotations
 
 import contextlib
+import importlib.util
 import os
 import time
 from collections.abc import Iterator, Sequence
@@ -266,7 +267,7 @@ def scan_from_settings(
         RayEngine.check(run.address)  # before reading anything: Ray installed, its cluster there
     corpus = settings.open_corpus()
     # the forkserver starts (and builds the cached tokenizer for the workers) while the tokenizer loads here
-    starting = prestart(prebuild_entry(corpus, settings)) if pool_possible(run, corpus) else None
+    starting = prestart(prebuild_entry(corpus, settings)) if pool_possible(run, corpus, settings) else None
     counter = None
     if corpus.kind == TEXT:
         counter = settings.tokenizer  # a TokenCounter already loaded (notebooks, benchmarks): used as it is
@@ -398,10 +399,13 @@ def engine_choice(run: RunOptions, corpus: Corpus, settings: ScanSettings, count
     return choose_engine(size, workers, counter.backend, table, built=counter.is_built(), files=files, shards=pending)
 
 
-def pool_possible(run: RunOptions, corpus: Corpus) -> bool:
+def pool_possible(run: RunOptions, corpus: Corpus, settings: ScanSettings | None = None) -> bool:
     """Whether a local scan may start a pool (so its forkserver is worth starting early): not with one worker or one
-    shard, nor for a text corpus so small that every measured backend counts it in this process first, even unbuilt
-    (a forkserver started for nothing builds the tokenizer on a core the scan itself needs).
+    shard, nor for a text corpus so small that every backend that may count it counts it in this process first, even
+    unbuilt (a forkserver started for nothing builds the tokenizer on a core the scan itself needs). The backends
+    that may count it: for the built-in tokenizer (``settings.tokenizer`` None), fastokens, or tiktoken where a small
+    scan leaves fastokens out (:func:`small_scan_rule`) or fastokens is not installed; for any other tokenizer, every
+    measured one (which it loads with is known only once it is loaded).
     """
     workers = run.workers or default_workers()
     if run.engine != "local" or workers < 2 or len(corpus.shards) < 2:  # one shard runs in this process
@@ -412,9 +416,14 @@ def pool_possible(run: RunOptions, corpus: Corpus) -> bool:
 
     table = load_throughput()
     n, files = min(workers, max(len(corpus.shards), 1)), corpus_files(corpus.shards)
-    shards = len(corpus.shards)
+    shards, families = len(corpus.shards), list(table.families)
+    if settings is not None and settings.tokenizer is None:
+        size = scanned_bytes(corpus, settings, shards)
+        limit = fastokens_break_even_bytes("tiktoken", table)
+        small = size is not None and limit is not None and size < limit
+        families = ["tiktoken" if small or importlib.util.find_spec("fastokens") is None else "fastokens"]
     choices = [
-        choose_engine(corpus.estimated_bytes, n, family, table, files=files, shards=shards) for family in table.families
+        choose_engine(corpus.estimated_bytes, n, family, table, files=files, shards=shards) for family in families
     ]
     return not all(choice is not None and choice.in_process for choice in choices)
 

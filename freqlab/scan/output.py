@@ -84,7 +84,7 @@ class ScanOutput:
             self.store.save(part, shard.identity())
             return
         self.store.stage(part, shard.identity())
-        if len(self.store.staged) >= GROUP_SHARDS or time.monotonic() - self.flushed >= GROUP_SECONDS:
+        if self.store.staged >= GROUP_SHARDS or time.monotonic() - self.flushed >= GROUP_SECONDS:
             self.flush()
 
     def flush(self) -> None:

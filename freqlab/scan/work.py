@@ -18,7 +18,7 @@ from collections import deque
 from collections.abc import Callable, Iterator
 from concurrent.futures import Future, ThreadPoolExecutor, wait
 from dataclasses import dataclass, replace
-from typing import Any
+from typing import Any, ClassVar
 
 import numpy as np
 
@@ -325,14 +325,14 @@ class _Tokenizing:
 def _tokenizing(counter, threads: int) -> Iterator[_Tokenizing]:
     """A shard's :class:`_Tokenizing`. With ``threads`` > 1 the counter's engines are built first, side by side
     (:meth:`~freqlab.tokenization.TokenCounter.build_engines`: not the reference in the middle of the count), the
-    batches run on the process's tokenizing threads (:func:`_tokenizing_threads`), and when the shard ends, however
+    batches run on the process's tokenizing threads (:class:`_TokenizingThreads`), and when the shard ends, however
     it ends, its batches not started are cancelled and those running are waited for. The threads are given back
-    (:func:`_release_tokenizing_threads`) when the shard ends by an exception (an interrupt can land in the pool's
-    own bookkeeping, leaving a thread it no longer knows of: only a shut-down pool tells such a thread to end, and
-    the interpreter's exit waits for it) and after a shard that tokenized a text of :data:`KEEP_THREADS_BELOW`
-    characters or more. Building the engines on a thread while the first batches were read saved 4-5% on one big
-    file, but left signals arriving during the build to Python's lock cleanup (tracebacks and hangs on a second
-    Ctrl-C, a failing build that could not be interrupted): withdrawn.
+    when the shard ends by an exception (an interrupt can land in the pool's own bookkeeping, leaving a thread it no
+    longer knows of: only a shut-down pool tells such a thread to end, and the interpreter's exit waits for it) and
+    after a shard that tokenized a text of :data:`KEEP_THREADS_BELOW` characters or more. Building the engines on a
+    thread while the first batches were read saved 4-5% on one big file, but left signals arriving during the build
+    to Python's lock cleanup (tracebacks and hangs on a second Ctrl-C, a failing build that could not be
+    interrupted): withdrawn.
     """
     if threads <= 1:
         yield _Tokenizing(_Counted)
@@ -340,44 +340,26 @@ def _tokenizing(counter, threads: int) -> Iterator[_Tokenizing]:
     build = getattr(counter, "build_engines", None)
     if build is not None:
         build()
-    handles: list[Future] = []
-    longest = 0
+    pool, handles, longest = _TokenizingThreads.use(threads), [], 0
 
     def submit(count: Callable, texts: list[str]) -> Future:
         nonlocal longest
         longest = max(longest, max(map(len, texts)))
         handles[:] = [handle for handle in handles if not handle.done()]  # at most `threads` + 1 kept
-        handles.append(_tokenizing_threads(threads).submit(count, texts))
+        handles.append(pool.executor.submit(count, texts))
         return handles[-1]
 
+    ended = False
     try:
         yield _Tokenizing(submit, threads)
-    except BaseException:
-        _release_tokenizing_threads(threads)
-        raise
+        ended = True
     finally:
         for handle in handles:
             handle.cancel()
-        wait(handles)
-    if longest >= KEEP_THREADS_BELOW:
-        _release_tokenizing_threads(threads)
-
-
-# The tokenizing threads of this process, by their number, kept from shard to shard: fastokens sets up each new
-# thread it counts on (~2.6 ms, measured, against 13-28 us to count a 2,000-character text), so threads started
-# for each shard cost a corpus of small files that much per file (5,000 files of 2,000 characters: 27 s, against
-# 8 s on one thread). Idle between shards; given back after an exception or a long text (see `_tokenizing`);
-# joined at exit by concurrent.futures.
-_THREADS: dict[int, ThreadPoolExecutor] = {}
-_THREADS_LOCK = threading.Lock()
-
-
-def _tokenizing_threads(threads: int) -> ThreadPoolExecutor:
-    """The pool of ``threads`` tokenizing threads of the process, started on its first use."""
-    with _THREADS_LOCK:
-        if threads not in _THREADS:
-            _THREADS[threads] = ThreadPoolExecutor(threads, thread_name_prefix="freqlab-tokenize")
-        return _THREADS[threads]
+        try:
+            wait(handles)
+        finally:
+            pool.done(give_back=not ended or longest >= KEEP_THREADS_BELOW, idle=ended)
 
 
 #: a shard that tokenized a text this long (characters) gives its tokenizing threads back when it ends: fastokens
@@ -387,21 +369,50 @@ def _tokenizing_threads(threads: int) -> ThreadPoolExecutor:
 KEEP_THREADS_BELOW = 1 << 20
 
 
-def _release_tokenizing_threads(threads: int) -> None:
-    """Give the pool of ``threads`` tokenizing threads back: its threads end once the batches queued on them (by
-    this shard or another scan of the process) are done; the next shard starts a new pool. Not waited for.
+class _TokenizingThreads:
+    """The tokenizing threads of this process, ``threads`` of them, kept from shard to shard: fastokens sets up each
+    new thread it counts on (~2.6 ms, measured, against 13-28 us to count a 2,000-character text), so threads
+    started for each shard cost a corpus of small files that much per file (5,000 files of 2,000 characters: 27 s,
+    against 8 s on one thread). A shard takes the current pool with :meth:`use` and ends with :meth:`done`; a pool
+    given back is no one's next, and is shut down when the last shard using it is done (scans on several threads
+    of one process share it). Idle threads are joined at exit by concurrent.futures.
     """
-    with _THREADS_LOCK:
-        pool = _THREADS.pop(threads, None)
-    if pool is not None:
-        pool.shutdown(wait=False)
+
+    current: ClassVar[dict[int, _TokenizingThreads]] = {}  # the pool the next shard takes, by thread count
+    lock: ClassVar[threading.Lock] = threading.Lock()
+
+    def __init__(self, threads: int) -> None:
+        self.executor = ThreadPoolExecutor(threads, thread_name_prefix="freqlab-tokenize")
+        self.threads, self.users, self.given_back = threads, 0, False
+
+    @classmethod
+    def use(cls, threads: int) -> _TokenizingThreads:
+        """The current pool of ``threads`` threads (started on first use), taken by one more shard."""
+        with cls.lock:
+            pool = cls.current.get(threads)
+            if pool is None:
+                pool = cls.current[threads] = cls(threads)
+            pool.users += 1
+            return pool
+
+    def done(self, give_back: bool, idle: bool) -> None:
+        """A shard using the pool is done; ``give_back``: the pool is no one's next. Shut down once it is given back
+        and no shard uses it (waited for when ``idle``: the shard's batches all ended, its threads end at once).
+        """
+        with self.lock:
+            self.users -= 1
+            if give_back and self.current.get(self.threads) is self:
+                del self.current[self.threads]
+                self.given_back = True
+            last = self.given_back and self.users == 0
+        if last:
+            self.executor.shutdown(wait=idle)
 
 
 def _forget_tokenizing_threads() -> None:
     """In a forked child: none of the parent's threads run here, so its pools are not this process's."""
-    global _THREADS_LOCK
-    _THREADS.clear()
-    _THREADS_LOCK = threading.Lock()
+    _TokenizingThreads.current = {}
+    _TokenizingThreads.lock = threading.Lock()
 
 
 if hasattr(os, "register_at_fork"):

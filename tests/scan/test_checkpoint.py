@@ -293,3 +293,50 @@ def test_a_fresh_scan_removes_group_files_and_their_interrupted_writes(tmp_path)
     (tmp_path / "group+notes.parquet").unlink()
     CheckpointStore(tmp_path, {"x": 2}).start(resume=False)
     assert sorted(p.name for p in tmp_path.iterdir()) == [MANIFEST]
+
+
+def test_a_flush_cut_short_keeps_its_partials_staged_for_the_next(tmp_path, monkeypatch):
+    """Ctrl-C can land in a group's write: the partials stay staged, and the scan's exit writes them."""
+    from freqlab.scan import checkpoint
+
+    store = CheckpointStore(tmp_path, {})
+    store.start(resume=False)
+    parts = [sample_part(False, f"data/chunk {k}.jsonl") for k in range(3)]
+    for part in parts:
+        store.stage(part, IDENTITY)
+    write = checkpoint._write_parquet
+
+    def interrupted(*args):
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(checkpoint, "_write_parquet", interrupted)
+    with pytest.raises(KeyboardInterrupt):
+        store.flush()
+    assert store.staged == 3
+    monkeypatch.setattr(checkpoint, "_write_parquet", write)
+    store.flush()
+    assert store.staged == 0
+    again = CheckpointStore(tmp_path, {})
+    assert [state(again.load(part.shard_id, IDENTITY)) for part in parts] == [state(part) for part in parts]
+
+
+def test_partials_with_other_columns_are_grouped_apart_not_written_one_by_one(tmp_path):
+    """A sampled shard's log has a position column, a shard cut by a limit may have none: one group each."""
+    store = CheckpointStore(tmp_path, {})
+    store.start(resume=False)
+    parts = [sample_part(True, f"data/chunk {k}.jsonl") for k in range(6)]
+    for part in parts[3:]:
+        part.log.positions.clear()  # no position column
+    for part in parts:
+        store.stage(part, IDENTITY)
+    store.flush()
+    assert len(list(tmp_path.glob("group+*.parquet"))) == 2 and len(list(tmp_path.glob("*.parquet"))) == 2
+    again = CheckpointStore(tmp_path, {})
+    assert [state(again.load(part.shard_id, IDENTITY)) for part in parts] == [state(part) for part in parts]
+
+
+def test_a_file_named_like_a_group_but_not_as_freqlab_names_one_is_not_read_as_a_checkpoint(tmp_path):
+    store = CheckpointStore(tmp_path, {})
+    store.start(resume=False)
+    (tmp_path / "group+x.parquet").write_bytes(b"not freqlab's")
+    assert store.load("data/chunk 1.jsonl", IDENTITY) is None and store.recounted == {}

@@ -424,3 +424,21 @@ def test_fewer_shards_than_workers_asked_says_why_the_report_shows_fewer_workers
     assert "engine_reason" not in scan_slimpajama(tmp_path, workers=1).summary["scan"]  # one core: nothing to say
     three = scan_slimpajama(slimpajama_dir, workers=2).summary["scan"]  # three shards, two workers: no spare core
     assert three["workers"] == 2 and "engine_reason" not in three
+
+
+def test_the_forkserver_is_started_early_only_where_the_backend_that_counts_may_choose_the_pool(monkeypatch):
+    """A forkserver started for nothing builds the tokenizer on a core the in-process scan needs: the built-in
+    tokenizer's backend is known before it loads (fastokens, or tiktoken for a small scan), any other's is not."""
+    from freqlab.scan.driver import RunOptions, ScanSettings, pool_possible
+    from freqlab.scan.estimate import choose_engine, corpus_files, load_throughput
+
+    monkeypatch.setattr("freqlab.scan.driver.default_workers", lambda: 2)
+    settings = ScanSettings()  # the built-in corpus and tokenizer: 30 MiB in 1,790 files
+    corpus = settings.open_corpus()
+    table, files, shards = load_throughput(), corpus_files(corpus.shards), len(corpus.shards)
+    for family, here in (("fastokens", True), ("tiktoken", False)):  # the shipped table: fastokens counts it here
+        assert choose_engine(corpus.estimated_bytes, 2, family, table, files=files, shards=shards).in_process is here
+    assert not pool_possible(RunOptions(), corpus, settings)
+    assert pool_possible(RunOptions(), corpus, ScanSettings(tokenizer="tokenizer.json"))  # tiktoken may count it
+    assert pool_possible(RunOptions(), corpus)  # nothing known of the tokenizer
+    assert pool_possible(RunOptions(workers=2), corpus, settings)  # workers asked for: a pool

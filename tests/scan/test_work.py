@@ -330,3 +330,35 @@ def test_a_shard_ended_by_an_exception_leaves_no_tokenizing_thread_behind(tmp_pa
     for thread in counter.threads:
         thread.join(timeout=10)
     assert not any(thread.is_alive() for thread in counter.threads)
+
+
+def test_scans_on_three_threads_of_one_process_share_the_tokenizing_threads_while_giving_them_back(
+    tmp_path, monkeypatch, corpus_records
+):
+    """One scan's shards give the threads back (long texts) while another's are using them: the pool is shut down
+    only when the last shard using it is done, and both count exactly."""
+    import threading
+
+    from freqlab.scan import work
+
+    (shard,) = open_corpus(str(write_slimpajama(tmp_path / "all.jsonl", corpus_records[0]))).shards
+    option = ShardOptions(batch_size=2, keep_log=True)
+    expected = shard_outcome(count_shard(shard, _Recording(), option))
+    longest = max(len(text) for text, _ in corpus_records[0])
+    errors, outcomes = [], []
+
+    def scan_again(times: int) -> None:
+        try:
+            for _ in range(times):
+                outcomes.append(shard_outcome(count_shard(shard, _Recording(pause=0.001), option, threads=2)))
+        except Exception as exc:  # reported by the test
+            errors.append(exc)
+
+    monkeypatch.setattr(work, "KEEP_THREADS_BELOW", longest)  # every shard gives its threads back
+    runners = [threading.Thread(target=scan_again, args=(20,)) for _ in range(3)]
+    for runner in runners:
+        runner.start()
+    for runner in runners:
+        runner.join(timeout=120)
+    assert errors == [] and outcomes == [expected] * 60
+    assert work._TokenizingThreads.current.get(2) is None  # given back by the last shard
