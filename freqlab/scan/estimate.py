@@ -257,7 +257,7 @@ def choose_engine(
     size = f"{text_bytes / 2**20:,.0f} MiB of text"
     if sum(files.values()) > 1:
         size += f" in {sum(files.values()):,} files"
-    ready = "already built here" if built else f"built once here ({build:.1f} s)"
+    ready = "already built here" if built else f"built once here, {build:.1f} s"
     if here <= pool:
         reason = (
             f"in this process: {size} on {family} ({ready}) take ~{here:.1f} s, before a pool of {workers} "
