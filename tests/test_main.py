@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import signal
 import subprocess
 import sys
 import time
@@ -41,7 +42,15 @@ except KeyboardInterrupt as interrupt:
 )
 def test_an_interrupt_swallowed_by_a_callback_is_delivered_again(exception, printed):
     code = SWALLOWED.format(exception=exception)
-    result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
+    # Ctrl-C as a terminal's process has it: a test run started in the background (`nohup ... &`) passes SIGINT
+    # ignored to its children, and Python then leaves it ignored, so no interrupt could be delivered at all
+    result = subprocess.run(
+        [sys.executable, "-c", code],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL),
+    )
     assert result.stdout.strip() == printed
     assert "Exception ignored" not in result.stderr and "Traceback" not in result.stderr
 
