@@ -403,9 +403,9 @@ def pool_possible(run: RunOptions, corpus: Corpus, settings: ScanSettings | None
     """Whether a local scan may start a pool (so its forkserver is worth starting early): not with one worker or one
     shard, nor for a text corpus so small that every backend that may count it counts it in this process first, even
     unbuilt (a forkserver started for nothing builds the tokenizer on a core the scan itself needs). The backends
-    that may count it: for the built-in tokenizer (``settings.tokenizer`` None), fastokens, or tiktoken where a small
-    scan leaves fastokens out (:func:`small_scan_rule`) or fastokens is not installed; for any other tokenizer, every
-    measured one (which it loads with is known only once it is loaded).
+    that may count it: a loaded counter's own; for the built-in tokenizer (``settings.tokenizer`` None), fastokens,
+    or tiktoken where a small scan leaves fastokens out (:func:`small_scan_rule`) or fastokens is not installed; for
+    any other tokenizer, every measured one (which it loads with is known only once it is loaded).
     """
     workers = run.workers or default_workers()
     if run.engine != "local" or workers < 2 or len(corpus.shards) < 2:  # one shard runs in this process
@@ -417,14 +417,17 @@ def pool_possible(run: RunOptions, corpus: Corpus, settings: ScanSettings | None
     table = load_throughput()
     n, files = min(workers, max(len(corpus.shards), 1)), corpus_files(corpus.shards)
     shards, families = len(corpus.shards), list(table.families)
-    if settings is not None and settings.tokenizer is None:
+    size: int | None = corpus.estimated_bytes
+    if settings is not None:
         size = scanned_bytes(corpus, settings, shards)
-        limit = fastokens_break_even_bytes("tiktoken", table)
-        small = size is not None and limit is not None and size < limit
-        families = ["tiktoken" if small or importlib.util.find_spec("fastokens") is None else "fastokens"]
-    choices = [
-        choose_engine(corpus.estimated_bytes, n, family, table, files=files, shards=shards) for family in families
-    ]
+        backend = getattr(settings.tokenizer, "backend", None)  # a counter already loaded
+        if isinstance(backend, str):
+            families = [backend]
+        elif settings.tokenizer is None:
+            limit = fastokens_break_even_bytes("tiktoken", table)
+            small = size is not None and limit is not None and size < limit
+            families = ["tiktoken" if small or importlib.util.find_spec("fastokens") is None else "fastokens"]
+    choices = [choose_engine(size, n, family, table, files=files, shards=shards) for family in families]
     return not all(choice is not None and choice.in_process for choice in choices)
 
 

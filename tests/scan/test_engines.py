@@ -429,7 +429,8 @@ def test_fewer_shards_than_workers_asked_says_why_the_report_shows_fewer_workers
 def test_the_forkserver_is_started_early_only_where_the_backend_that_counts_may_choose_the_pool(monkeypatch):
     """A forkserver started for nothing builds the tokenizer on a core the in-process scan needs: the built-in
     tokenizer's backend is known before it loads (fastokens, or tiktoken for a small scan), any other's is not."""
-    from freqlab.scan.driver import RunOptions, ScanSettings, pool_possible
+    pytest.importorskip("fastokens")  # without it the built-in tokenizer counts on tiktoken, which may pool
+    from freqlab.scan.driver import RunOptions, ScanSettings, load_counter, pool_possible
     from freqlab.scan.estimate import choose_engine, corpus_files, load_throughput
 
     monkeypatch.setattr("freqlab.scan.driver.default_workers", lambda: 2)
@@ -442,3 +443,7 @@ def test_the_forkserver_is_started_early_only_where_the_backend_that_counts_may_
     assert pool_possible(RunOptions(), corpus, ScanSettings(tokenizer="tokenizer.json"))  # tiktoken may count it
     assert pool_possible(RunOptions(), corpus)  # nothing known of the tokenizer
     assert pool_possible(RunOptions(workers=2), corpus, settings)  # workers asked for: a pool
+    loaded = load_counter(None, False)  # a counter already loaded: its own backend decides
+    assert loaded.backend == "fastokens" and not pool_possible(RunOptions(), corpus, ScanSettings(tokenizer=loaded))
+    assert pool_possible(RunOptions(), corpus, ScanSettings(max_docs=10**6, tokenizer="tokenizer.json"))
+    assert not pool_possible(RunOptions(), corpus, ScanSettings(max_docs=3, tokenizer="tokenizer.json"))  # ~50 KB
