@@ -302,7 +302,8 @@ def test_a_shard_with_a_long_text_gives_its_threads_back(tmp_path, monkeypatch, 
     first, second = _Recording(), _Recording()
     count_shard(shard, first, option, threads=2)
     count_shard(shard, second, option, threads=2)
-    assert first.threads & second.threads and all(thread.is_alive() for thread in first.threads)
+    kept = first.threads | second.threads  # the same two threads (a shard may use one of them only)
+    assert len(kept) <= 2 and all(thread.is_alive() for thread in kept)
     monkeypatch.setattr(work, "KEEP_THREADS_BELOW", longest)  # the shard's longest text is long
     first, second = _Recording(), _Recording()
     count_shard(shard, first, option, threads=2)
