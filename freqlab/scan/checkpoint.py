@@ -288,7 +288,7 @@ class CheckpointStore:
         candidates: list[Callable[[], tuple[pl.DataFrame, dict]]] = []
         path = self.path(shard_id)
         if path.exists():
-            candidates.append(lambda: (pl.read_parquet(path), json.loads(pl.read_parquet_metadata(path)[METADATA_KEY])))
+            candidates.append(lambda: (pl.read_parquet(path), _read_header(path)))
         candidates += [lambda found=found: found for found in self._grouped().get(shard_id, ())]
         reasons = []
         for candidate in candidates:
@@ -314,7 +314,7 @@ class CheckpointStore:
                 if _GROUP.fullmatch(path.name) is None:  # not a name freqlab gives: not a checkpoint
                     continue
                 try:
-                    headers = json.loads(pl.read_parquet_metadata(path)[METADATA_KEY])["group"]
+                    headers = _read_header(path)["group"]
                     frame, start = pl.read_parquet(path), 0
                     for header in headers:
                         rows = int(header["rows"])
@@ -336,12 +336,17 @@ _CHECKPOINT = re.compile(r"[A-Za-z0-9._-]*-[0-9a-f]{16}\.parquet")  # safe_name(
 _GROUP = re.compile(r"group\+[0-9a-f]{16}\.parquet")
 
 
+def _read_header(path: Path):
+    """The JSON header freqlab keeps in a checkpoint's Parquet metadata (KeyError when there is none)."""
+    import polars as pl
+
+    return json.loads(pl.read_parquet_metadata(path)[METADATA_KEY])
+
+
 def _written_by_freqlab(path: Path) -> bool:
     """Whether ``path`` (in a checkpoints folder) is a file freqlab wrote there: its manifest, a checkpoint whose
     own header names the shard its file name is made of, or a temporary file an interrupted write left.
     """
-    import polars as pl
-
     if path.is_symlink() or not path.is_file():
         return False
     name = path.name
@@ -352,11 +357,11 @@ def _written_by_freqlab(path: Path) -> bool:
         if name == MANIFEST:
             return set(json.loads(path.read_bytes())) == set(MANIFEST_KEYS)
         if _GROUP.fullmatch(name) is not None:
-            header = json.loads(pl.read_parquet_metadata(path)[METADATA_KEY])
+            header = _read_header(path)
             return header["format"] == FORMAT and isinstance(header["group"], list)
         if _CHECKPOINT.fullmatch(name) is None:
             return False
-        header = json.loads(pl.read_parquet_metadata(path)[METADATA_KEY])
+        header = _read_header(path)
         return header["format"] == FORMAT and f"{safe_name(header['shard_id'])}.parquet" == name
     except Exception:  # unreadable, no freqlab header, not JSON...: not known to be ours
         return False

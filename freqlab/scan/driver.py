@@ -424,8 +424,7 @@ def pool_possible(run: RunOptions, corpus: Corpus, settings: ScanSettings | None
         if isinstance(backend, str):
             families = [backend]
         elif settings.tokenizer is None:
-            limit = fastokens_break_even_bytes("tiktoken", table)
-            small = size is not None and limit is not None and size < limit
+            small = fastokens_left_out(size, "tiktoken", table)
             families = ["tiktoken" if small or importlib.util.find_spec("fastokens") is None else "fastokens"]
     choices = [choose_engine(size, n, family, table, files=files, shards=shards) for family in families]
     return not all(choice is not None and choice.in_process for choice in choices)
@@ -439,9 +438,8 @@ def prebuild_entry(corpus: Corpus, settings: ScanSettings):
     spec = settings.tokenizer
     if corpus.kind != TEXT or not (spec is None or isinstance(spec, (str, os.PathLike))):
         return None
-    size = scanned_bytes(corpus, settings, len(corpus.shards))
-    limit = fastokens_break_even_bytes("tiktoken")  # the largest break-even: above it fastokens is always kept
-    if size is not None and limit is not None and size < limit:
+    # tiktoken's break-even is the largest: above it fastokens is always kept
+    if fastokens_left_out(scanned_bytes(corpus, settings, len(corpus.shards)), "tiktoken"):
         return None
     from freqlab.tokenization.load import cache_entry
 
@@ -502,6 +500,14 @@ def fastokens_break_even_bytes(backend: str, table=None) -> float | None:
     saved_per_token = 1 / slow.tokens_per_core_second - 1 / fast.tokens_per_core_second
     later = max(table.build_seconds("fastokens") - table.build_seconds(backend), 0.0)
     return later * slow.bytes_per_token / saved_per_token
+
+
+def fastokens_left_out(size: int | None, backend: str, table=None) -> bool:
+    """Whether a scan of ``size`` bytes of text (None: unknown) counts with ``backend`` rather than wait for fastokens
+    (below :func:`fastokens_break_even_bytes`).
+    """
+    limit = fastokens_break_even_bytes(backend, table)
+    return size is not None and limit is not None and size < limit
 
 
 def small_scan_rule(size: int | None, table=None):

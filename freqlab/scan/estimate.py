@@ -69,6 +69,8 @@ class ThroughputTable:
     read_bytes_per_core_second: float
     parallel_efficiency: float
     families: dict[str, Family] = field(default_factory=dict)
+    # a worker's start-up before its first shard, on a core of its own: its wall seconds are that core's seconds
+    # (measured as the wall time of a pool's start, scripts/bench_cost.md)
     worker_startup_core_seconds: float = 0.0
     process_startup_core_seconds: float = 0.0  # the pool starting, beyond its one build of the backend
     # what one file costs beyond its text, by kind ("plain", "compressed"; see corpus_files)

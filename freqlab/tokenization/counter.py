@@ -221,11 +221,12 @@ class TokenCounter:
         if not len(texts):
             return out
         backends = self._live_backends()
-        routed = self._engines.routed
-        if routed is not None and (not self._engines.joinable or routed.search("\x00".join(texts))):
-            plain = [i for i in range(len(texts)) if not routed.search(texts[i])]
-            for i in sorted(set(range(len(texts))) - set(plain)):
+        held = self._engines.holding_routed(texts)
+        if held:
+            for i in held:
                 out[i] = self._count_document(texts[i], i, backends[-1:])
+            kept = set(held)
+            plain = [i for i in range(len(texts)) if i not in kept]
             if plain:
                 self._count_batch([texts[i] for i in plain], plain, out, backends)
         else:
@@ -432,6 +433,9 @@ class LiteralFinder:
         return any(search(text) for search in self._searches)
 
 
+JOIN_BELOW_CHARACTERS = 1024  # texts shorter than this on average are searched for routed strings joined
+
+
 class Engines:
     """The built (expensive) backend engines behind a counter, each built on first use in this process.
 
@@ -447,6 +451,19 @@ class Engines:
         # One search over the texts joined by "\x00" finds whether any text holds a routed string, unless a
         # routed string contains "\x00" itself (then a match could span two texts).
         self.joinable = not any("\x00" in word for word in routed)
+
+    def holding_routed(self, texts: Sequence[str]) -> list[int]:
+        r"""The indices of the texts that hold a routed string, in order. Short texts are first searched together,
+        joined by "\x00" (one search instead of one per text: 500,000 one-line texts 0.01 s against 0.18 s); long
+        ones one by one, as the join would copy them (60M characters of varied text: 0.023 s against 0.03-0.06 s).
+        """
+        if self.routed is None:
+            return []
+        search = self.routed.search
+        short = len(texts) * JOIN_BELOW_CHARACTERS > sum(map(len, texts))
+        if self.joinable and short and not search("\x00".join(texts)):
+            return []
+        return [i for i, text in enumerate(texts) if search(text)]
 
     def get(self, backend: str) -> Any:
         """The engine of ``backend``, built on first use."""

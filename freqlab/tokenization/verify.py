@@ -119,8 +119,8 @@ def verification_texts(
     """
     texts = list(verify_texts) if verify_texts is not None else default_verify_texts()
     texts += vocab_salad(list(salad_tokens))  # always: derived from the tokenizer itself
-    routed = candidate._engines.routed
-    return [t for t in texts if not routed.search(t)] if routed is not None else texts
+    held = set(candidate._engines.holding_routed(texts))
+    return [text for i, text in enumerate(texts) if i not in held]
 
 
 def verified(

@@ -1,0 +1,48 @@
+"""freqlab.tokenization.counter: which texts go to the reference because they hold a routed string."""
+
+import random
+
+import pytest
+
+from freqlab.tokenization.counter import JOIN_BELOW_CHARACTERS, Engines
+
+ROUTED = ["<|begin_of_text|>", "<|eot_id|>", "[INST]", "'\u017f"]
+
+
+def holding(texts: list[str], routed=ROUTED) -> list[int]:
+    """The obvious reference: every text, every routed string, Python's ``in``."""
+    return [i for i, text in enumerate(texts) if any(word in text for word in routed)]
+
+
+def mixed_texts(seed: int, length: int, n: int = 200) -> list[str]:
+    rng = random.Random(seed)
+    pieces = ["a", " ", "<", "|", "<|", "[", "INST", "]", "'", "\u017f", "eot_id", "|>", "\x00", "\n"]
+    texts = ["".join(rng.choice(pieces) for _ in range(rng.randint(0, 2 * length))) for _ in range(n)]
+    for i in rng.sample(range(n), 5):
+        texts[i] += rng.choice(ROUTED)
+    return texts
+
+
+@pytest.mark.parametrize("length", [3, JOIN_BELOW_CHARACTERS * 2])  # texts searched joined, then one by one
+def test_holding_routed_finds_exactly_the_texts_with_a_routed_string(length: int) -> None:
+    engines = Engines({}, ROUTED)
+    for seed in range(5):
+        texts = mixed_texts(seed, length)
+        assert engines.holding_routed(texts) == holding(texts)
+
+
+def test_a_routed_string_is_never_found_across_two_texts() -> None:
+    engines = Engines({}, ROUTED)
+    assert engines.holding_routed(["x <|eot", "_id|> y"]) == []
+    assert engines.holding_routed(["[IN", "ST]", "'", "\u017f"]) == []
+    assert engines.holding_routed(["", "ok", "a [INST] b"]) == [2]
+
+
+def test_a_routed_string_with_a_nul_is_searched_text_by_text() -> None:
+    engines = Engines({}, ["a\x00b"])
+    assert not engines.joinable
+    assert engines.holding_routed(["xa", "\x00b", "a\x00b"]) == [2]
+
+
+def test_no_routed_strings_hold_nothing() -> None:
+    assert Engines({}, ()).holding_routed(["<|eot_id|>"]) == []
