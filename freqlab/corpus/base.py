@@ -22,6 +22,7 @@ from typing import TYPE_CHECKING, Any, ClassVar, NamedTuple
 
 import numpy as np
 
+from freqlab.corpus.ranges import LineTooLong
 from freqlab.errors import FreqlabError
 from freqlab.formats import UNLABELLED_SOURCE
 
@@ -325,6 +326,8 @@ class FileShard(Shard):
                 raise UnreadableFile(f"{self.path}: cannot read ({exc})", self.path) from exc
             if isinstance(exc, (FileNotFoundError, PermissionError)):
                 message = f"{self.path}: cannot open ({describe_error(exc)})"
+            elif isinstance(exc, LineTooLong):  # the file may be whole: a bound was reached, not an end
+                message = f"{self.path}: {exc}; nothing after it in this file is read"
             else:
                 message = f"{self.path}: cannot read ({describe_error(exc)}); is the file truncated or corrupt?"
             raise UnreadableFile(message, self.path) from exc

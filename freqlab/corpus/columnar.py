@@ -25,7 +25,7 @@ from freqlab.corpus.arrow_files import (  # first_row, parquet_batches, arrow_ba
     parquet_batches,
     parquet_metadata,
 )
-from freqlab.corpus.base import Document, FileShard, Shard, UnreadableFile
+from freqlab.corpus.base import INVALID_UTF8, Document, FileShard, Shard, UnreadableFile
 from freqlab.corpus.fields import Fields
 from freqlab.corpus.file_discovery import DataFile
 from freqlab.corpus.registry import FileFormat, register
@@ -56,12 +56,37 @@ def _documents(
                 path,
             )
         names = [name for name in fields.columns if name in batch.schema.names]
-        columns = [batch.column(name).to_pylist() for name in names]
+        for name in names:
+            if (times := batch.schema.names.count(name)) > 1:  # which one holds the text cannot be told
+                raise UnreadableFile(f"{path}: column {name!r} appears {times} times; the file is ambiguous", path)
+        columns = [_values(batch.column(name)) for name in names]
         # No needed column present: every row is a record without a text field (and says so).
         for values in zip(*columns, strict=True) if columns else [()] * batch.num_rows:
             row += 1
+            if any(value is _NOT_UTF8 for value in values):
+                yield Document(None, None, f"{path}:row {row}", INVALID_UTF8)
+                continue
             text, source, error = extract(dict(zip(names, values, strict=True)))
             yield Document(text, source, f"{path}:row {row}", error)
+
+
+_NOT_UTF8 = object()  # a value holding a string that is not UTF-8 (Arrow does not check what a writer put there)
+
+
+def _values(column: pa.Array) -> list:
+    """The column's values as Python objects; a value holding invalid UTF-8 becomes ``_NOT_UTF8`` (its row an
+    ``invalid-utf8`` record, as in JSON lines), not an exception that would end the file.
+    """
+    try:
+        return column.to_pylist()
+    except UnicodeDecodeError:
+        values = []
+        for k in range(len(column)):
+            try:
+                values.append(column[k].as_py())
+            except UnicodeDecodeError:
+                values.append(_NOT_UTF8)
+        return values
 
 
 @dataclass(frozen=True)

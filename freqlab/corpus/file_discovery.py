@@ -4,8 +4,8 @@ Each path, folder or glob is expanded in sorted order (deterministic), duplicate
 through a symlink or two overlapping globs, is read once and the duplicate reported). A file named explicitly
 must have a known format (see :mod:`freqlab.corpus.registry`); files of unknown formats met inside folders or
 matched by globs (a README, a checksum file) are passed over and counted. Hidden files and folders (``.git``) are
-not entered; each real folder is walked once, so symlinks pointing back up the tree cannot make the walk endless.
-Only regular files are read: a FIFO, socket or device (or a symlink to one, like ``/dev/zero``) would block or
+counted and not entered; each real folder is walked once, so symlinks pointing back up the tree cannot make the walk
+endless. Only regular files are read: a FIFO, socket or device (or a symlink to one, like ``/dev/zero``) would block or
 never end, so inside a folder it is passed over and counted, and named explicitly it is an error.
 
 A missing path, a glob matching nothing, or a file that cannot be opened raises FreqlabError at once.
@@ -71,6 +71,7 @@ class FoundFiles:
     other_formats: dict[str, int] = field(default_factory=dict)  # files left out by ``format``, by their format
     not_regular: list[str] = field(default_factory=list)  # FIFOs, sockets, devices
     duplicates: list[str] = field(default_factory=list)  # the same file reached again
+    hidden: list[str] = field(default_factory=list)  # hidden files and folders in a folder walked (not entered)
     split_used: bool = False  # a saved DatasetDict was read, so ``split`` chose its subset
     _seen: set[str] = field(default_factory=set)
     _folders: set[str] = field(default_factory=set)
@@ -201,9 +202,11 @@ class FileFinder:
                     self.found.add(path, "arrow")
             return
         try:
-            entries = sorted(e for e in os.listdir(folder) if not e.startswith("."))
+            entries = sorted(os.listdir(folder))
         except OSError as exc:
             raise FreqlabError(f"{folder}: cannot list folder ({exc.strerror or exc})") from exc
+        self.found.hidden += [os.path.join(folder, e) for e in entries if e.startswith(".")]
+        entries = [e for e in entries if not e.startswith(".")]
         for entry in entries:
             self._visit(os.path.join(folder, entry))
 

@@ -121,6 +121,11 @@ def open_corpus(
     if dataset is not None:
         dataset = os.fspath(dataset)
 
+    if text_field is not None and not text_field.strip("."):
+        raise FreqlabError(
+            f"text field {text_field!r} names no field; give the field that holds the text (default: text)"
+        )
+
     def fields(default: Fields | None = None) -> Fields:
         default = default or Fields()
         source = default.source if source_field is None else (source_field or None)  # "": no source label

@@ -27,6 +27,12 @@ from freqlab.corpus.token_files import TokenFileShard
 from freqlab.errors import FreqlabError
 
 BATCH_ROWS = 1 << 16
+# the Arrow types of a column of token-id lists (list views exist since pyarrow 16)
+_LISTS = tuple(
+    getattr(pa.types, name)
+    for name in ("is_list", "is_large_list", "is_fixed_size_list", "is_list_view", "is_large_list_view")
+    if hasattr(pa.types, name)
+)
 
 
 def token_column(fields: Fields, names: list[str]) -> tuple[str, str] | None:
@@ -52,11 +58,19 @@ def column_lengths(column: pa.Array, kind: str, prefix: str, first: int = 1) -> 
         row = int(np.flatnonzero(np.asarray(column.is_null()))[0])
         raise FreqlabError(f"{prefix}{first + row}: null {'token list' if kind == 'tokens' else 'length'}")
     if kind == "tokens":
-        if not (pa.types.is_list(column.type) or pa.types.is_large_list(column.type)):
-            raise FreqlabError(f"{where}: the token column holds {column.type}, not lists of token ids")
+        if not any(is_list(column.type) for is_list in _LISTS) or not pa.types.is_integer(column.type.value_type):
+            raise FreqlabError(f"{where}: the token column holds {column.type}, not lists of token ids (integers)")
+        ids = pc.list_flatten(column)
+        if ids.null_count:  # a list with a hole is no token sequence: its length would count a token not there
+            k = int(np.flatnonzero(np.asarray(ids.is_null()))[0])
+            row = int(np.asarray(pc.list_parent_indices(column))[k])
+            raise FreqlabError(f"{prefix}{first + row}: a null token id in the token list")
         return np.asarray(pc.list_value_length(column), np.int64)
     if not pa.types.is_integer(column.type):
         raise FreqlabError(f"{where}: the length column holds {column.type}, not integers")
+    if pa.types.is_uint64(column.type) and len(column) and pc.max(column).as_py() > np.iinfo(np.int64).max:
+        row = int(np.argmax(np.asarray(column) > np.iinfo(np.int64).max))
+        raise FreqlabError(f"{prefix}{first + row}: length {column[row].as_py()} is beyond any document")
     lengths = np.asarray(column, np.int64)
     if lengths.size and int(lengths.min()) < 0:
         row = int(np.argmax(lengths < 0))

@@ -185,6 +185,7 @@ class CheckpointStore:
             if differences:
                 detail = "; ".join(
                     f"{key}: {_short(previous.get(key))} then, {_short(self.fingerprint.get(key))} now"
+                    + _MEANING.get(key, "")
                     for key in differences
                 )
                 raise FreqlabError(
@@ -341,6 +342,14 @@ def _read_header(path: Path):
     import polars as pl
 
     return json.loads(pl.read_parquet_metadata(path)[METADATA_KEY])
+
+
+# what a difference of a fingerprint's key says, where its values do not say it themselves
+_MEANING = {
+    "shards": " (the corpus's files or parts differ: a file added, removed or renamed, or one grown or shrunk "
+    "across a part boundary)",
+    "corpus_description": " (the corpus's files, formats or fields differ)",
+}
 
 
 def _written_by_freqlab(path: Path) -> bool:

@@ -292,12 +292,12 @@ class ReportOptions:
         windows = (self.L,) if isinstance(self.L, int) else tuple(self.L)
         if not windows:
             raise FreqlabError("give at least one window L")
-        object.__setattr__(self, "L", tuple(check_window(w) for w in windows))
+        object.__setattr__(self, "L", tuple(dict.fromkeys(check_window(w) for w in windows)))  # --L 4096 --L 4K: one
         regimes = (self.regimes,) if isinstance(self.regimes, str) else tuple(self.regimes)
         unknown = [r for r in regimes if r not in REGIMES]
         if unknown:
             raise FreqlabError(f"unknown regime {unknown[0]!r}; choose from {', '.join(REGIMES)}")
-        object.__setattr__(self, "regimes", regimes)
+        object.__setattr__(self, "regimes", tuple(dict.fromkeys(regimes)))
         check_count("tokens", self.tokens)
         check_count("corpus_tokens", self.corpus_tokens)
         tau = self.tau

@@ -144,7 +144,11 @@ def format_report(summary: dict) -> str:
         if description.get("other_formats"):  # left out by --format
             ignored += f" ({_counts(description['other_formats'])} not of --format {description.get('format')})"
         passed = [f"{description.get('empty_files', 0):,} empty", ignored]
-        for key, what in (("duplicate_files", "duplicate"), ("not_regular_files", "not regular")):
+        for key, what in (
+            ("duplicate_files", "duplicate"),
+            ("not_regular_files", "not regular"),
+            ("hidden_entries", "hidden"),
+        ):
             if description.get(key):
                 passed.append(f"{description[key]:,} {what}")
         formats = description.get("formats") or {}

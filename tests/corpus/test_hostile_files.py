@@ -6,6 +6,7 @@ Real files, real symlinks, real FIFOs; nothing is mocked.
 from __future__ import annotations
 
 import gzip
+import itertools
 import json
 import os
 import random
@@ -65,7 +66,7 @@ def test_a_duplicate_reached_through_a_symlink_is_read_once_and_reported(tmp_pat
 def test_a_line_longer_than_the_bound_is_an_unreadable_file_naming_it(tmp_path, monkeypatch):
     path = write_jsonl(tmp_path / "long.jsonl", [GOOD, {"text": "x" * 5000}, GOOD])
     monkeypatch.setenv(MAX_LINE_VARIABLE, "1000")
-    with pytest.raises(UnreadableFile, match=r"long\.jsonl: cannot read \(LineTooLong: a line longer than 1,000 "):
+    with pytest.raises(UnreadableFile, match=r"long\.jsonl: a line longer than 1,000 bytes at byte .*nothing after it"):
         list(open_corpus(str(path)).documents())
     monkeypatch.setenv(MAX_LINE_VARIABLE, "lots")
     with pytest.raises(FreqlabError, match="FREQLAB_MAX_LINE_BYTES='lots': expected a positive number"):
@@ -170,3 +171,44 @@ def test_a_file_read_in_byte_ranges_gives_the_same_records_and_line_numbers(tmp_
         for start, end in split_bytes(len(body), part):
             docs += list(JsonlShard(name, file, fields, start, end).read())
         assert docs == whole, part  # text, source, where (line numbers worked out) and error, record by record
+
+
+def _parquet_with_invalid_utf8(path, texts: list[bytes]) -> None:
+    """A Parquet string column holding bytes as given: pyarrow does not check what a writer put in a buffer."""
+    offsets = pa.array([0, *itertools.accumulate(len(t) for t in texts)], pa.int32())
+    column = pa.StringArray.from_buffers(len(texts), offsets.buffers()[1], pa.py_buffer(b"".join(texts)))
+    pq.write_table(pa.table({"text": column}), path)
+
+
+@pytest.mark.parametrize("suffix", [".parquet", ".arrow"])
+def test_a_string_column_holding_invalid_utf8_gives_invalid_utf8_records_and_keeps_the_rest(tmp_path, suffix):
+    path = tmp_path / f"bad{suffix}"
+    _parquet_with_invalid_utf8(tmp_path / "bad.parquet", [b"good text", b"caf\xff\xfe", b"more"])
+    if suffix == ".arrow":
+        with pa.OSFile(str(path), "wb") as sink, pa.ipc.new_stream(sink, pq.read_schema(tmp_path / "bad.parquet")) as w:
+            w.write_table(pq.read_table(tmp_path / "bad.parquet"))
+        (tmp_path / "bad.parquet").unlink()
+    docs = list(open_corpus(str(path)).documents())
+    assert [(d.text, d.error, d.where) for d in docs] == [
+        ("good text", None, f"{path}:row 1"),
+        (None, "invalid-utf8", f"{path}:row 2"),
+        ("more", None, f"{path}:row 3"),
+    ]
+
+
+def test_a_parquet_file_with_its_text_column_twice_is_one_unreadable_file(tmp_path):
+    table = pa.Table.from_arrays([pa.array(["a"]), pa.array(["b"])], names=["text", "text"])
+    pq.write_table(table, tmp_path / "dup.parquet")
+    with pytest.raises(UnreadableFile, match=r"dup\.parquet: column 'text' appears 2 times"):
+        list(open_corpus(str(tmp_path / "dup.parquet")).documents())
+
+
+def test_hidden_files_and_folders_are_passed_over_and_counted(tmp_path):
+    write_jsonl(tmp_path / "a.jsonl", [GOOD])
+    write_jsonl(tmp_path / ".hidden.jsonl", [GOOD])
+    (tmp_path / ".git").mkdir()
+    write_jsonl(tmp_path / ".git" / "b.jsonl", [GOOD])
+    corpus = open_corpus(str(tmp_path))
+    assert len(list(corpus.documents())) == 1
+    assert corpus.description["hidden_entries"] == 2
+    assert "hidden_entries" not in open_corpus(str(tmp_path / "a.jsonl")).description

@@ -407,3 +407,13 @@ def test_an_index_that_shrinks_during_a_scan_is_an_error_not_a_crash(tmp_path):
         os.truncate(path, 8 * 50)
         with pytest.raises(ValueError, match="the index ends at byte 400, before byte 800; did it change"):
             index.run(0, np.int64, 90, 100)
+
+
+@pytest.mark.parametrize("option", ["tokens_field", "length_field"])
+def test_a_token_or_length_column_named_for_json_lines_is_refused_not_ignored(tmp_path, option):
+    path = tmp_path / "a.jsonl"
+    path.write_text(json.dumps({"text": "a b", "input_ids": [1, 2], "n": 2}) + "\n")
+    column = "input_ids" if option == "tokens_field" else "n"
+    flag = "--" + option.replace("_", "-")
+    with pytest.raises(FreqlabError, match=rf"{flag} '{column}' reads a column of Parquet or Arrow files.*jsonl"):
+        open_corpus(str(path), read=ReadOptions(**{option: column}))

@@ -84,3 +84,18 @@ def test_bad_parameters_are_clear_errors(bad_dir):
     ]:
         with pytest.raises(FreqlabError, match=message):
             scan("slimpajama", data_files=str(bad_dir / "*.jsonl"), progress=False, **options)
+    with pytest.raises(FreqlabError, match="text field '' names no field"):
+        scan(str(bad_dir), text_field="", progress=False)
+
+
+@pytest.mark.parametrize("inside", ["out", "."])
+def test_an_output_folder_inside_the_corpus_folder_is_refused_before_anything_is_written(bad_dir, inside):
+    out = bad_dir / inside
+    with pytest.raises(FreqlabError, match=r"the output folder .* is inside the corpus folder .*give an --out outside"):
+        scan(str(bad_dir), out=out, on_error="skip", progress=False)
+    assert sorted(p.name for p in bad_dir.iterdir()) == ["a.jsonl", "b.jsonl"]
+
+
+def test_a_window_or_regime_given_twice_is_reported_once(bad_dir):
+    result = scan(str(bad_dir), L=[4096, 4096, 2048], regimes=["natural", "natural"], on_error="skip", progress=False)
+    assert [(w["L"], w["regime"]) for w in result.summary["windows"]] == [(4096, "natural"), (2048, "natural")]

@@ -98,6 +98,16 @@ def test_resume_refuses_a_scan_with_other_settings(tmp_path, slimpajama_dir):
         run(slimpajama_dir, out=out, max_docs=10, resume=True, add_special_tokens=True)
 
 
+def test_resume_refuses_a_corpus_with_a_file_added_and_says_so(tmp_path, slimpajama_dir):
+    out = tmp_path / "out"
+    run(slimpajama_dir, out=out, max_docs=10)
+    (slimpajama_dir / "added.jsonl").write_text(json.dumps({"text": "one more"}) + "\n")
+    with pytest.raises(
+        FreqlabError, match=r"shards: .* now \(the corpus's files or parts differ: a file added, removed"
+    ):
+        run(slimpajama_dir, out=out, max_docs=10, resume=True)
+
+
 def test_resume_needs_an_output_folder(slimpajama_dir):
     with pytest.raises(FreqlabError, match="resume needs an output folder"):
         run(slimpajama_dir, resume=True)
