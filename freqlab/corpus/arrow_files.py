@@ -27,13 +27,69 @@ def parquet_metadata(path: str, mtime_ns: int) -> pq.FileMetaData:
 
 
 def first_row(path: str) -> dict | None:
-    """The first row of a Parquet or Arrow file, every column (None when it has no row)."""
+    """The first row of a Parquet or Arrow file, every column (None when it has no row; a value holding invalid
+    UTF-8 is shown as ``"<invalid UTF-8>"``).
+    """
     if path.lower().endswith(".parquet"):
         with open_parquet(path) as parquet:
             batch = next(parquet.iter_batches(batch_size=1), None)
     else:
         batch = next(_batches(path), None)
-    return batch.slice(0, 1).to_pylist()[0] if batch is not None and batch.num_rows else None
+    if batch is None or not batch.num_rows:
+        return None
+    row = batch.slice(0, 1)
+    return {name: _shown(python_values(row.column(k))[0]) for k, name in enumerate(row.schema.names)}
+
+
+class _NotUtf8:
+    """A string value that is not UTF-8 (Arrow does not check what a writer put in a buffer)."""
+
+    def __repr__(self) -> str:
+        return "NOT_UTF8"
+
+
+NOT_UTF8 = _NotUtf8()
+
+
+def python_values(column: pa.Array) -> list:
+    """A column's values as Python objects, where a string holding invalid UTF-8 is :data:`NOT_UTF8` (inside a
+    struct too: only that field, so a row whose other fields are needed stays readable), not an exception.
+    """
+    try:
+        return column.to_pylist()
+    except UnicodeDecodeError:
+        pass
+    if pa.types.is_struct(column.type):
+        names = [column.type.field(i).name for i in range(column.type.num_fields)]
+        children = [python_values(child) for child in column.flatten()]
+        nulls = column.is_null().to_pylist()
+        return [None if null else dict(zip(names, row, strict=True)) for null, row in zip(nulls, zip(*children))]
+    values = []
+    for k in range(len(column)):
+        try:
+            values.append(column[k].as_py())
+        except UnicodeDecodeError:
+            values.append(NOT_UTF8)
+    return values
+
+
+def holds_invalid_utf8(value) -> bool:
+    """Whether ``value`` (from :func:`python_values`) is or holds :data:`NOT_UTF8`."""
+    if value is NOT_UTF8:
+        return True
+    if isinstance(value, dict):
+        return any(holds_invalid_utf8(v) for v in value.values())
+    if isinstance(value, list):
+        return any(holds_invalid_utf8(v) for v in value)
+    return False
+
+
+def _shown(value):
+    if isinstance(value, dict):
+        return {k: _shown(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_shown(v) for v in value]
+    return "<invalid UTF-8>" if value is NOT_UTF8 else value
 
 
 def parquet_batches(

@@ -327,7 +327,8 @@ class FileShard(Shard):
             if isinstance(exc, (FileNotFoundError, PermissionError)):
                 message = f"{self.path}: cannot open ({describe_error(exc)})"
             elif isinstance(exc, LineTooLong):  # the file may be whole: a bound was reached, not an end
-                message = f"{self.path}: {exc}; nothing after it in this file is read"
+                rest = "this part of the file" if self.start or self.end is not None else "the file"
+                message = f"{self.path}: {exc}; the rest of {rest} is not read"
             else:
                 message = f"{self.path}: cannot read ({describe_error(exc)}); is the file truncated or corrupt?"
             raise UnreadableFile(message, self.path) from exc
@@ -345,6 +346,10 @@ class Corpus:
     estimated_bytes: int | None = None  # of text (or index) the shards read, when known: compressed files estimated
     empty_kind: str = TEXT  # the kind of a corpus without shards (tokenized files that hold no document: lengths)
     read_options: ReadOptions | None = None  # how tokenized data is read (open_corpus's ``read``); None: defaults
+    # local data: the real paths of the folders walked and the glob patterns expanded (what a later scan of the same
+    # specs would read below: freqlab.corpus.file_discovery.read_by_a_later_walk)
+    folders: tuple[str, ...] = ()
+    patterns: tuple[str, ...] = ()
 
     @property
     def kind(self) -> str:

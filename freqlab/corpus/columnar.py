@@ -21,11 +21,21 @@ import pyarrow.parquet as pq
 from freqlab.corpus.arrow_files import (  # first_row, parquet_batches, arrow_batches: kept for import compatibility
     arrow_batches,
     first_row,
+    holds_invalid_utf8,
     open_arrow,
     parquet_batches,
     parquet_metadata,
+    python_values,
 )
-from freqlab.corpus.base import INVALID_UTF8, Document, FileShard, Shard, UnreadableFile
+from freqlab.corpus.base import (
+    INVALID_UTF8,
+    NON_STRING_SOURCE,
+    NON_STRING_TEXT,
+    Document,
+    FileShard,
+    Shard,
+    UnreadableFile,
+)
 from freqlab.corpus.fields import Fields
 from freqlab.corpus.file_discovery import DataFile
 from freqlab.corpus.registry import FileFormat, register
@@ -59,34 +69,18 @@ def _documents(
         for name in names:
             if (times := batch.schema.names.count(name)) > 1:  # which one holds the text cannot be told
                 raise UnreadableFile(f"{path}: column {name!r} appears {times} times; the file is ambiguous", path)
-        columns = [_values(batch.column(name)) for name in names]
+        try:
+            columns = [python_values(batch.column(name)) for name in names]
+        except ValueError as exc:  # a struct with two fields of one name: which one is meant cannot be told
+            raise UnreadableFile(f"{path}: cannot read its columns {', '.join(names)} ({exc})", path) from exc
         # No needed column present: every row is a record without a text field (and says so).
         for values in zip(*columns, strict=True) if columns else [()] * batch.num_rows:
             row += 1
-            if any(value is _NOT_UTF8 for value in values):
-                yield Document(None, None, f"{path}:row {row}", INVALID_UTF8)
-                continue
             text, source, error = extract(dict(zip(names, values, strict=True)))
+            # a needed value that is not UTF-8 makes the record invalid-utf8, as in JSON lines (one not needed: no)
+            if error in (NON_STRING_TEXT, NON_STRING_SOURCE) and any(holds_invalid_utf8(value) for value in values):
+                error = INVALID_UTF8
             yield Document(text, source, f"{path}:row {row}", error)
-
-
-_NOT_UTF8 = object()  # a value holding a string that is not UTF-8 (Arrow does not check what a writer put there)
-
-
-def _values(column: pa.Array) -> list:
-    """The column's values as Python objects; a value holding invalid UTF-8 becomes ``_NOT_UTF8`` (its row an
-    ``invalid-utf8`` record, as in JSON lines), not an exception that would end the file.
-    """
-    try:
-        return column.to_pylist()
-    except UnicodeDecodeError:
-        values = []
-        for k in range(len(column)):
-            try:
-                values.append(column[k].as_py())
-            except UnicodeDecodeError:
-                values.append(_NOT_UTF8)
-        return values
 
 
 @dataclass(frozen=True)

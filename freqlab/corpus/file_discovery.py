@@ -13,11 +13,14 @@ A missing path, a glob matching nothing, or a file that cannot be opened raises 
 
 from __future__ import annotations
 
+import fnmatch
 import glob
 import json
 import os
 import stat
+from collections.abc import Iterable
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 from freqlab.corpus.base import FileChanged  # defined in base (Shard.reading catches it); kept importable here
@@ -72,6 +75,7 @@ class FoundFiles:
     not_regular: list[str] = field(default_factory=list)  # FIFOs, sockets, devices
     duplicates: list[str] = field(default_factory=list)  # the same file reached again
     hidden: list[str] = field(default_factory=list)  # hidden files and folders in a folder walked (not entered)
+    patterns: list[str] = field(default_factory=list)  # the glob patterns expanded (absolute)
     split_used: bool = False  # a saved DatasetDict was read, so ``split`` chose its subset
     _seen: set[str] = field(default_factory=set)
     _folders: set[str] = field(default_factory=set)
@@ -92,6 +96,55 @@ class FoundFiles:
             return False
         self._folders.add(key)
         return True
+
+    @property
+    def folders(self) -> tuple[str, ...]:
+        """The real paths of the folders walked."""
+        return tuple(sorted(self._folders))
+
+
+def read_by_a_later_walk(path: str, folders: Iterable[str], patterns: Iterable[str]) -> str | None:
+    """The folder or glob pattern (of a corpus's :attr:`FoundFiles.folders` and ``patterns``) through which a later
+    expansion of the same specs would reach ``path`` (a file or folder that may not exist yet), or None: it lies
+    under a walked folder, through no hidden entry, or matches a pattern. Both the path as given and its real path
+    are checked (a walk follows symlinks).
+    """
+    folders = set(folders)
+    for candidate in dict.fromkeys((os.path.abspath(path), os.path.realpath(path))):
+        parts = Path(candidate).parts
+        for depth in range(len(parts), 0, -1):
+            below = parts[depth:]
+            if any(part.startswith(".") for part in below):
+                break  # a walk does not enter a hidden entry, nor anything under it
+            ancestor = str(Path(*parts[:depth]))
+            if os.path.realpath(ancestor) in folders:
+                return ancestor
+            if any(_glob_matches(ancestor, pattern) for pattern in patterns):
+                return ancestor
+    return None
+
+
+def _glob_matches(path: str, pattern: str) -> bool:
+    """Whether ``glob.glob(pattern, recursive=True)`` would list ``path`` (were it there): component by component,
+    ``**`` standing for any number of them; a hidden component is matched only by a pattern starting with ".".
+    """
+    names, parts = Path(path).parts, Path(pattern).parts
+
+    def match(i: int, j: int) -> bool:
+        if j == len(parts):
+            return i == len(names)
+        if parts[j] == "**":  # zero or more components, none of them hidden
+            for k in range(i, len(names) + 1):
+                if match(k, j + 1):
+                    return True
+                if k < len(names) and names[k].startswith("."):
+                    return False
+            return False
+        if i == len(names) or (names[i].startswith(".") and not parts[j].startswith(".")):
+            return False
+        return fnmatch.fnmatchcase(names[i], parts[j]) and match(i + 1, j + 1)
+
+    return match(0, 0)
 
 
 def is_regular(path: str) -> bool:
@@ -157,6 +210,7 @@ class FileFinder:
         """Add the files ``spec`` names: a file, a folder or a glob pattern."""
         path = os.path.expanduser(spec)
         if glob.has_magic(path):
+            self.found.patterns.append(os.path.abspath(path))
             matches = sorted(glob.glob(path, recursive=True))
             if not matches:
                 raise FreqlabError(f"{spec}: no files match this pattern")

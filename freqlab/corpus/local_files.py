@@ -136,6 +136,8 @@ def local_corpus(
         estimated_bytes=estimated,
         empty_kind=LENGTHS if all(fmt.kind == LENGTHS for _, fmt in files) else TEXT,
         read_options=fields.read,
+        folders=found.folders,
+        patterns=tuple(found.patterns),
     )
 
 

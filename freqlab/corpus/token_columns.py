@@ -19,7 +19,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from freqlab.corpus.arrow_files import arrow_batches, first_row, parquet_batches
+from freqlab.corpus.arrow_files import NOT_UTF8, arrow_batches, first_row, parquet_batches, python_values
 from freqlab.corpus.base import MISSING_SOURCE, LengthBatch
 from freqlab.corpus.fields import DEFAULT_TOKENS_FIELD, Fields
 from freqlab.corpus.file_discovery import DataFile
@@ -60,12 +60,13 @@ def column_lengths(column: pa.Array, kind: str, prefix: str, first: int = 1) -> 
     if kind == "tokens":
         if not any(is_list(column.type) for is_list in _LISTS) or not pa.types.is_integer(column.type.value_type):
             raise FreqlabError(f"{where}: the token column holds {column.type}, not lists of token ids (integers)")
-        ids = pc.list_flatten(column)
+        lengths = np.asarray(pc.list_value_length(column), np.int64)
+        ids = pc.list_flatten(column)  # in row order, list views too (whose list_parent_indices are not)
         if ids.null_count:  # a list with a hole is no token sequence: its length would count a token not there
             k = int(np.flatnonzero(np.asarray(ids.is_null()))[0])
-            row = int(np.asarray(pc.list_parent_indices(column))[k])
+            row = int(np.searchsorted(np.cumsum(lengths), k, side="right"))
             raise FreqlabError(f"{prefix}{first + row}: a null token id in the token list")
-        return np.asarray(pc.list_value_length(column), np.int64)
+        return lengths
     if not pa.types.is_integer(column.type):
         raise FreqlabError(f"{where}: the length column holds {column.type}, not integers")
     if pa.types.is_uint64(column.type) and len(column) and pc.max(column).as_py() > np.iinfo(np.int64).max:
@@ -115,21 +116,27 @@ def length_batches(
     kind, column_name = column
     if column_name not in batch.schema.names:
         raise FreqlabError(f"{name}: no column {column_name!r} (columns: {', '.join(batch.schema.names)})")
+    for needed in (column_name, source):
+        if needed and (times := batch.schema.names.count(needed)) > 1:
+            raise FreqlabError(f"{name}: column {needed!r} appears {times} times; the file is ambiguous")
     where = f"{prefix}{first}"
     lengths = column_lengths(batch.column(column_name), kind, prefix, first)
     if not source:
         yield LengthBatch(lengths, None, where)
         return
-    labels = _labels(batch, source)
+    labels = _labels(batch, source, prefix, first)
     cuts = [0, *(k for k in range(1, len(labels)) if labels[k] != labels[k - 1]), len(labels)]
     for a, b in itertools.pairwise(cuts):
         yield LengthBatch(lengths[a:b], labels[a], where)
 
 
-def _labels(batch: pa.RecordBatch | pa.Table, source: str) -> list[str]:
+def _labels(batch: pa.RecordBatch | pa.Table, source: str, prefix: str, first: int) -> list[str]:
     if source not in batch.schema.names:
         return [MISSING_SOURCE] * batch.num_rows
-    return [MISSING_SOURCE if v is None else str(v) for v in batch.column(source).to_pylist()]
+    values = python_values(batch.column(source))
+    if NOT_UTF8 in values:
+        raise FreqlabError(f"{prefix}{first + values.index(NOT_UTF8)}: source label {source!r} is not valid UTF-8")
+    return [MISSING_SOURCE if v is None else str(v) for v in values]
 
 
 def token_column_shards(files: list[DataFile], fields: Fields, names_of, runs_of) -> list[TokenColumnShard] | None:

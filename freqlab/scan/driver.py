@@ -265,8 +265,8 @@ def scan_from_settings(
         from freqlab.scan.engines.ray import RayEngine
 
         RayEngine.check(run.address)  # before reading anything: Ray installed, its cluster there
-    check_out_outside_corpus(settings, run.out)
     corpus = settings.open_corpus()
+    check_out_outside_corpus(corpus, run.out)
     # the forkserver starts (and builds the cached tokenizer for the workers) while the tokenizer loads here
     starting = prestart(prebuild_entry(corpus, settings)) if pool_possible(run, corpus, settings) else None
     counter = None
@@ -400,20 +400,18 @@ def engine_choice(run: RunOptions, corpus: Corpus, settings: ScanSettings, count
     return choose_engine(size, workers, counter.backend, table, built=counter.is_built(), files=files, shards=pending)
 
 
-def check_out_outside_corpus(settings: ScanSettings, out: Path | None) -> None:
-    """Refuse an output folder inside a corpus folder: the next scan of that folder would read the results and the
-    checkpoints written there as data.
+def check_out_outside_corpus(corpus: Corpus, out: Path | None) -> None:
+    """Refuse an output folder that a later scan of the same corpus would read (inside a folder walked, or matched by
+    a glob): it would read the results and checkpoints written there as data.
     """
-    if out is None:
-        return
-    inside = Path(out).resolve()
-    for spec in (settings.dataset, *(settings.data_files or ())):
-        if spec is not None and os.path.isdir(spec) and Path(spec).resolve() in (inside, *inside.parents):
-            raise FreqlabError(
-                f"the output folder {out} is inside the corpus folder {spec}: a later scan of {spec} would read "
-                "what freqlab writes there (lengths.parquet, summary.json, checkpoints) as data; give an --out "
-                "outside it"
-            )
+    from freqlab.corpus.file_discovery import read_by_a_later_walk
+
+    through = None if out is None else read_by_a_later_walk(str(out), corpus.folders, corpus.patterns)
+    if through is not None:
+        raise FreqlabError(
+            f"the output folder {out} is inside the corpus ({through}): a later scan of it would read what freqlab "
+            "writes there (lengths.parquet, summary.json, checkpoints) as data; give an --out outside it"
+        )
 
 
 def pool_possible(run: RunOptions, corpus: Corpus, settings: ScanSettings | None = None) -> bool:

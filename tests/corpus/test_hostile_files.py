@@ -66,7 +66,7 @@ def test_a_duplicate_reached_through_a_symlink_is_read_once_and_reported(tmp_pat
 def test_a_line_longer_than_the_bound_is_an_unreadable_file_naming_it(tmp_path, monkeypatch):
     path = write_jsonl(tmp_path / "long.jsonl", [GOOD, {"text": "x" * 5000}, GOOD])
     monkeypatch.setenv(MAX_LINE_VARIABLE, "1000")
-    with pytest.raises(UnreadableFile, match=r"long\.jsonl: a line longer than 1,000 bytes at byte .*nothing after it"):
+    with pytest.raises(UnreadableFile, match=r"long\.jsonl: a line longer than 1,000 bytes .*rest of the file is"):
         list(open_corpus(str(path)).documents())
     monkeypatch.setenv(MAX_LINE_VARIABLE, "lots")
     with pytest.raises(FreqlabError, match="FREQLAB_MAX_LINE_BYTES='lots': expected a positive number"):
@@ -173,11 +173,14 @@ def test_a_file_read_in_byte_ranges_gives_the_same_records_and_line_numbers(tmp_
         assert docs == whole, part  # text, source, where (line numbers worked out) and error, record by record
 
 
-def _parquet_with_invalid_utf8(path, texts: list[bytes]) -> None:
-    """A Parquet string column holding bytes as given: pyarrow does not check what a writer put in a buffer."""
+def _strings(texts: list[bytes]) -> pa.StringArray:
+    """A string column holding bytes as given: pyarrow does not check what a writer put in a buffer."""
     offsets = pa.array([0, *itertools.accumulate(len(t) for t in texts)], pa.int32())
-    column = pa.StringArray.from_buffers(len(texts), offsets.buffers()[1], pa.py_buffer(b"".join(texts)))
-    pq.write_table(pa.table({"text": column}), path)
+    return pa.StringArray.from_buffers(len(texts), offsets.buffers()[1], pa.py_buffer(b"".join(texts)))
+
+
+def _parquet_with_invalid_utf8(path, texts: list[bytes]) -> None:
+    pq.write_table(pa.table({"text": _strings(texts)}), path)
 
 
 @pytest.mark.parametrize("suffix", [".parquet", ".arrow"])
@@ -212,3 +215,35 @@ def test_hidden_files_and_folders_are_passed_over_and_counted(tmp_path):
     assert len(list(corpus.documents())) == 1
     assert corpus.description["hidden_entries"] == 2
     assert "hidden_entries" not in open_corpus(str(tmp_path / "a.jsonl")).description
+
+
+def test_a_nested_text_keeps_its_rows_when_only_a_field_beside_it_is_not_utf8(tmp_path):
+    meta = pa.StructArray.from_arrays([_strings([b"first", b"second doc"]), _strings([b"ok", b"\xff"])], ["body", "x"])
+    pq.write_table(pa.table({"meta": meta}), tmp_path / "n.parquet")
+    docs = list(open_corpus(str(tmp_path / "n.parquet"), text_field="meta.body").documents())
+    assert [(d.text, d.error) for d in docs] == [("first", None), ("second doc", None)]
+    meta = pa.StructArray.from_arrays([_strings([b"first", b"bad \xff"])], ["body"])
+    pq.write_table(pa.table({"meta": meta}), tmp_path / "m.parquet")
+    docs = list(open_corpus(str(tmp_path / "m.parquet"), text_field="meta.body").documents())
+    assert [(d.text, d.error) for d in docs] == [("first", None), (None, "invalid-utf8")]
+
+
+def test_a_first_row_that_is_not_utf8_is_shown_not_raised(tmp_path):
+    from freqlab.corpus.arrow_files import first_row
+
+    pq.write_table(pa.table({"text": _strings([b"\xfe"]), "n": [1]}), tmp_path / "f.parquet")
+    assert first_row(str(tmp_path / "f.parquet")) == {"text": "<invalid UTF-8>", "n": 1}
+
+
+def test_a_token_column_with_a_source_label_that_is_not_utf8_is_one_line_naming_the_row(tmp_path):
+    pq.write_table(pa.table({"input_ids": [[1, 2], [3]], "lang": _strings([b"en", b"\xff"])}), tmp_path / "t.parquet")
+    corpus = open_corpus(str(tmp_path / "t.parquet"), source_field="lang")
+    with pytest.raises(FreqlabError, match=r"t\.parquet:row 2: source label 'lang' is not valid UTF-8"):
+        list(corpus.shards[0].read_lengths())
+
+
+def test_a_token_column_given_twice_is_one_line(tmp_path):
+    table = pa.Table.from_arrays([pa.array([[1, 2]]), pa.array([[3]])], names=["input_ids", "input_ids"])
+    pq.write_table(table, tmp_path / "d.parquet")
+    with pytest.raises(FreqlabError, match=r"d\.parquet: column 'input_ids' appears 2 times"):
+        list(open_corpus(str(tmp_path / "d.parquet")).shards[0].read_lengths())

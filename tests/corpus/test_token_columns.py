@@ -53,3 +53,12 @@ def test_a_length_beyond_int64_is_refused_not_read_as_negative():
     with pytest.raises(FreqlabError, match=r"f:row 2: length 18446744073709551615 is beyond any document"):
         column_lengths(column, "length", "f:row ")
     assert column_lengths(pa.array([2**63 - 1, 0], pa.uint64()), "length", "f:row ").tolist() == [2**63 - 1, 0]
+
+
+def test_a_null_id_in_a_list_view_whose_values_are_out_of_row_order_names_its_row():
+    views = pa.ListViewArray.from_arrays(
+        pa.array([2, 3, 0], pa.int32()), pa.array([1, 1, 2], pa.int32()), [8, None, 9, 7]
+    )
+    assert views.to_pylist() == [[9], [7], [8, None]]
+    with pytest.raises(FreqlabError, match=r"^f:row 3: a null token id"):
+        column_lengths(views, "tokens", "f:row ")

@@ -88,12 +88,42 @@ def test_bad_parameters_are_clear_errors(bad_dir):
         scan(str(bad_dir), text_field="", progress=False)
 
 
-@pytest.mark.parametrize("inside", ["out", "."])
-def test_an_output_folder_inside_the_corpus_folder_is_refused_before_anything_is_written(bad_dir, inside):
-    out = bad_dir / inside
-    with pytest.raises(FreqlabError, match=r"the output folder .* is inside the corpus folder .*give an --out outside"):
-        scan(str(bad_dir), out=out, on_error="skip", progress=False)
-    assert sorted(p.name for p in bad_dir.iterdir()) == ["a.jsonl", "b.jsonl"]
+@pytest.mark.parametrize(
+    ("dataset", "out"),
+    [
+        ("{d}", "{d}/out"),
+        ("{d}", "{d}"),
+        ("{d}/*", "{d}/out"),  # a glob matches the output folder the next time
+        ("{d}/**", "{d}/deep/er/out"),  # a recursive glob
+        ("{d}", "{d}/link"),  # a symlink to a folder elsewhere: the walk follows it
+        ("opened:{d}", "{d}/out"),  # a corpus opened first
+    ],
+)
+def test_an_output_folder_a_later_scan_would_read_is_refused_before_anything_is_written(
+    bad_dir, tmp_path, dataset, out
+):
+    from freqlab.corpus import open_corpus
+
+    (tmp_path / "elsewhere").mkdir()
+    (bad_dir / "link").symlink_to(tmp_path / "elsewhere")
+    before = sorted(p.name for p in bad_dir.iterdir())
+    dataset, out = dataset.format(d=bad_dir), out.format(d=bad_dir)
+    corpus = open_corpus(dataset.removeprefix("opened:")) if dataset.startswith("opened:") else dataset
+    with pytest.raises(FreqlabError, match=r"the output folder .* is inside the corpus .*give an --out outside"):
+        scan(corpus, out=out, on_error="skip", progress=False)
+    assert sorted(p.name for p in bad_dir.iterdir()) == before
+    assert not any((tmp_path / "elsewhere").iterdir())
+
+
+@pytest.mark.parametrize(
+    ("dataset", "out"),
+    [("{d}", "{d}/.out"), ("{d}/a.jsonl", "{d}/out"), ("{d}/*.jsonl", "{d}/o"), ("{d}/**/*.jsonl", "{d}/deep/out")],
+)
+def test_an_output_folder_no_later_scan_reads_is_accepted(bad_dir, dataset, out):
+    result = scan(dataset.format(d=bad_dir), out=out.format(d=bad_dir), on_error="skip", progress=False)
+    assert result.summary["documents"]["read"] > 0
+    again = scan(dataset.format(d=bad_dir), out=out.format(d=bad_dir), on_error="skip", progress=False)
+    assert again.summary["documents"] == result.summary["documents"]
 
 
 def test_a_window_or_regime_given_twice_is_reported_once(bad_dir):

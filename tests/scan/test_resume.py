@@ -10,6 +10,7 @@ import pytest
 import freqlab.scan.work as work
 from freqlab.errors import FreqlabError
 from freqlab.histogram import LengthHistogram
+from freqlab.scan import scan
 
 from .conftest import assert_same_histogram, scan_slimpajama
 
@@ -244,3 +245,12 @@ def test_resume_refuses_checkpoints_of_a_tokenizer_whose_rules_changed_under_the
     with pytest.raises(FreqlabError, match=r"cannot resume .*tokenizer_rules_hash"):
         run(slimpajama_dir, out=out, tokenizer=str(whole), resume=True)
     assert run(slimpajama_dir, tokenizer=str(whole)).histogram.tokens != first.histogram.tokens
+
+
+def test_a_hidden_file_appearing_in_the_corpus_folder_does_not_stop_a_resume(tmp_path, slimpajama_dir):
+    out, folder = tmp_path / "out", functools.partial(scan, str(slimpajama_dir), workers=1, progress=False)
+    first = folder(out=out, max_docs=10)
+    (slimpajama_dir / ".DS_Store").write_bytes(b"\0")
+    resumed = folder(out=out, max_docs=10, resume=True)
+    assert_same_histogram(resumed.histogram, first.histogram)
+    assert resumed.summary["corpus"]["description"]["hidden_entries"] == 1
