@@ -73,17 +73,6 @@ def python_values(column: pa.Array) -> list:
     return values
 
 
-def holds_invalid_utf8(value) -> bool:
-    """Whether ``value`` (from :func:`python_values`) is or holds :data:`NOT_UTF8`."""
-    if value is NOT_UTF8:
-        return True
-    if isinstance(value, dict):
-        return any(holds_invalid_utf8(v) for v in value.values())
-    if isinstance(value, list):
-        return any(holds_invalid_utf8(v) for v in value)
-    return False
-
-
 def _shown(value):
     if isinstance(value, dict):
         return {k: _shown(v) for k, v in value.items()}

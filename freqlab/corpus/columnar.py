@@ -19,23 +19,15 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from freqlab.corpus.arrow_files import (  # first_row, parquet_batches, arrow_batches: kept for import compatibility
+    NOT_UTF8,
     arrow_batches,
     first_row,
-    holds_invalid_utf8,
     open_arrow,
     parquet_batches,
     parquet_metadata,
     python_values,
 )
-from freqlab.corpus.base import (
-    INVALID_UTF8,
-    NON_STRING_SOURCE,
-    NON_STRING_TEXT,
-    Document,
-    FileShard,
-    Shard,
-    UnreadableFile,
-)
+from freqlab.corpus.base import INVALID_UTF8, Document, FileShard, Shard, UnreadableFile
 from freqlab.corpus.fields import Fields
 from freqlab.corpus.file_discovery import DataFile
 from freqlab.corpus.registry import FileFormat, register
@@ -56,6 +48,7 @@ def _documents(
     the batch's), raised as :class:`UnreadableFile` (``--on-error skip`` counts the file), not a bad record per row.
     """
     extract = fields.extractor()
+    needs = [p for p in (fields.text, fields.source) if p]
     row = first_row
     text_column = fields.text.split(".")[0]
     for batch in batches:
@@ -69,18 +62,41 @@ def _documents(
         for name in names:
             if (times := batch.schema.names.count(name)) > 1:  # which one holds the text cannot be told
                 raise UnreadableFile(f"{path}: column {name!r} appears {times} times; the file is ambiguous", path)
-        try:
-            columns = [python_values(batch.column(name)) for name in names]
-        except ValueError as exc:  # a struct with two fields of one name: which one is meant cannot be told
-            raise UnreadableFile(f"{path}: cannot read its columns {', '.join(names)} ({exc})", path) from exc
+        columns, invalid = [], False
+        for name in names:
+            column = batch.column(name)
+            try:
+                columns.append(column.to_pylist())
+            except UnicodeDecodeError:  # a string that is not UTF-8: marked (NOT_UTF8), its rows judged below
+                columns.append(python_values(column))
+                invalid = True
+            except ValueError as exc:  # a struct with two fields of one name: which one is meant cannot be told
+                raise UnreadableFile(f"{path}: cannot read its column {name!r} ({exc})", path) from exc
         # No needed column present: every row is a record without a text field (and says so).
         for values in zip(*columns, strict=True) if columns else [()] * batch.num_rows:
             row += 1
-            text, source, error = extract(dict(zip(names, values, strict=True)))
-            # a needed value that is not UTF-8 makes the record invalid-utf8, as in JSON lines (one not needed: no)
-            if error in (NON_STRING_TEXT, NON_STRING_SOURCE) and any(holds_invalid_utf8(value) for value in values):
-                error = INVALID_UTF8
+            record = dict(zip(names, values, strict=True))
+            text, source, error = extract(record)
+            # a value the record needs that is not UTF-8 makes it invalid-utf8, as in JSON lines (one not needed: no)
+            if invalid and any(_reaches_invalid_utf8(record, needed) for needed in needs):
+                text, source, error = None, None, INVALID_UTF8
             yield Document(text, source, f"{path}:row {row}", error)
+
+
+def _reaches_invalid_utf8(record: dict, path: str) -> bool:
+    """Whether the dotted ``path`` in ``record`` (from :func:`python_values`) meets a string that is not UTF-8: the
+    value itself, or one on the way (a JSON string that holds the rest of the path, as in SlimPajama's Parquet).
+    """
+    if path in record:  # a literal dotted key wins, as in lookup
+        return record[path] is NOT_UTF8
+    value: object = record
+    for key in path.split("."):
+        if not isinstance(value, dict):  # a JSON string, a number...: valid UTF-8 as Arrow held it
+            return False
+        value = value.get(key)
+        if value is NOT_UTF8:
+            return True
+    return False
 
 
 @dataclass(frozen=True)

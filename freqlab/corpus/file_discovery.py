@@ -76,6 +76,7 @@ class FoundFiles:
     duplicates: list[str] = field(default_factory=list)  # the same file reached again
     hidden: list[str] = field(default_factory=list)  # hidden files and folders in a folder walked (not entered)
     patterns: list[str] = field(default_factory=list)  # the glob patterns expanded (absolute)
+    link_targets: list[str] = field(default_factory=list)  # the real targets of dangling symlinks met
     split_used: bool = False  # a saved DatasetDict was read, so ``split`` chose its subset
     _seen: set[str] = field(default_factory=set)
     _folders: set[str] = field(default_factory=set)
@@ -99,36 +100,54 @@ class FoundFiles:
 
     @property
     def folders(self) -> tuple[str, ...]:
-        """The real paths of the folders walked."""
-        return tuple(sorted(self._folders))
+        """The real paths of the folders walked, and of the targets of dangling symlinks met (walked once made)."""
+        return tuple(sorted({*self._folders, *self.link_targets}))
+
+
+# what freqlab writes in an output folder (freqlab.scan.output), as a glob could reach it: a file, or a folder walked
+_WRITTEN = (
+    "lengths.parquet",
+    "summary.json",
+    ".lock",
+    "checkpoints/manifest.json",
+    "checkpoints/a-0123456789abcdef.parquet",
+    "checkpoints/group+0123456789abcdef.parquet",
+    "figures/f.png",
+    "figures/f.pdf",
+    "figures/f.svg",
+)
 
 
 def read_by_a_later_walk(path: str, folders: Iterable[str], patterns: Iterable[str]) -> str | None:
     """The folder or glob pattern (of a corpus's :attr:`FoundFiles.folders` and ``patterns``) through which a later
-    expansion of the same specs would reach ``path`` (a file or folder that may not exist yet), or None: it lies
-    under a walked folder, through no hidden entry, or matches a pattern. Both the path as given and its real path
+    expansion of the same specs would read what freqlab writes in the output folder ``path`` (which may not exist
+    yet), or None. A folder walked reaches it when ``path`` lies below it through no hidden entry; a pattern when it
+    lists ``path``, a folder above it, or a file or folder written in it. Both the path as given and its real path
     are checked (a walk follows symlinks).
     """
     folders = set(folders)
     for candidate in dict.fromkeys((os.path.abspath(path), os.path.realpath(path))):
         parts = Path(candidate).parts
         for depth in range(len(parts), 0, -1):
-            below = parts[depth:]
-            if any(part.startswith(".") for part in below):
+            if any(part.startswith(".") for part in parts[depth:]):
                 break  # a walk does not enter a hidden entry, nor anything under it
-            ancestor = str(Path(*parts[:depth]))
-            if os.path.realpath(ancestor) in folders:
-                return ancestor
-            if any(_glob_matches(ancestor, pattern) for pattern in patterns):
-                return ancestor
+            if os.path.realpath(Path(*parts[:depth])) in folders:
+                return str(Path(*parts[:depth]))
+        for pattern in patterns:
+            for written in _WRITTEN:
+                names = (*parts, *Path(written).parts)
+                for k in range(1, len(names) + 1):  # a match of a folder is walked: below it, no hidden entry
+                    if _glob_matches(names[:k], pattern) and not any(n.startswith(".") for n in names[k:]):
+                        return pattern
     return None
 
 
-def _glob_matches(path: str, pattern: str) -> bool:
-    """Whether ``glob.glob(pattern, recursive=True)`` would list ``path`` (were it there): component by component,
-    ``**`` standing for any number of them; a hidden component is matched only by a pattern starting with ".".
+def _glob_matches(names: tuple[str, ...], pattern: str) -> bool:
+    """Whether ``glob.glob(pattern, recursive=True)`` would list the path of components ``names`` (were it there):
+    component by component, ``**`` standing for any number of them; a hidden component is matched only by a
+    pattern component starting with ".".
     """
-    names, parts = Path(path).parts, Path(pattern).parts
+    parts = Path(pattern).parts
 
     def match(i: int, j: int) -> bool:
         if j == len(parts):
@@ -210,7 +229,9 @@ class FileFinder:
         """Add the files ``spec`` names: a file, a folder or a glob pattern."""
         path = os.path.expanduser(spec)
         if glob.has_magic(path):
-            self.found.patterns.append(os.path.abspath(path))
+            # absolute, the working folder's own "[" or "*" escaped: they are no pattern
+            anchored = path if os.path.isabs(path) else os.path.join(glob.escape(os.getcwd()), path)
+            self.found.patterns.append(os.path.normpath(anchored))
             matches = sorted(glob.glob(path, recursive=True))
             if not matches:
                 raise FreqlabError(f"{spec}: no files match this pattern")
@@ -239,6 +260,8 @@ class FileFinder:
             self._walk(path)
         elif not is_regular(path):
             self.found.not_regular.append(path)
+            if os.path.islink(path) and not os.path.exists(path):  # walked once its target is made
+                self.found.link_targets.append(os.path.realpath(path))
         elif (fmt := self._chosen(path, self.format_of(path), matched)) is not None:
             self.found.add(path, fmt)
         else:

@@ -247,3 +247,21 @@ def test_a_token_column_given_twice_is_one_line(tmp_path):
     pq.write_table(table, tmp_path / "d.parquet")
     with pytest.raises(FreqlabError, match=r"d\.parquet: column 'input_ids' appears 2 times"):
         list(open_corpus(str(tmp_path / "d.parquet")).shards[0].read_lengths())
+
+
+def test_a_json_string_column_that_is_not_utf8_makes_its_row_invalid_not_unlabelled(tmp_path):
+    meta = _strings([b'{"set": "A"}', b'{"set": "B\xff"}', b'{"set": "C"}'])  # SlimPajama's Parquet layout
+    pq.write_table(pa.table({"text": ["one", "two", "three"], "meta": meta}), tmp_path / "j.parquet")
+    docs = list(open_corpus(str(tmp_path / "j.parquet"), source_field="meta.set").documents())
+    assert [(d.text, d.source, d.error) for d in docs] == [
+        ("one", "A", None),
+        (None, None, "invalid-utf8"),
+        ("three", "C", None),
+    ]
+
+
+def test_a_non_string_text_beside_a_field_that_is_not_utf8_keeps_its_own_reason(tmp_path):
+    doc = pa.StructArray.from_arrays([pa.array([1, 2]), _strings([b"ok", b"\xff"])], ["text", "meta"])
+    pq.write_table(pa.table({"doc": doc}), tmp_path / "s.parquet")
+    docs = list(open_corpus(str(tmp_path / "s.parquet"), text_field="doc.text").documents())
+    assert [d.error for d in docs] == ["non-string-text", "non-string-text"]

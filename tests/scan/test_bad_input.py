@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import functools
 
+import pyarrow as pa
+import pyarrow.parquet as pq
 import pytest
 
 from freqlab.errors import FreqlabError
@@ -95,6 +97,9 @@ def test_bad_parameters_are_clear_errors(bad_dir):
         ("{d}", "{d}"),
         ("{d}/*", "{d}/out"),  # a glob matches the output folder the next time
         ("{d}/**", "{d}/deep/er/out"),  # a recursive glob
+        ("{d}/*/*", "{d}/out"),  # a glob that lists what is written in it
+        ("{d}/**/*.parquet", "{d}/out"),
+        ("{d}", "{d}/../dangling-target"),  # a dangling symlink in the corpus points there
         ("{d}", "{d}/link"),  # a symlink to a folder elsewhere: the walk follows it
         ("opened:{d}", "{d}/out"),  # a corpus opened first
     ],
@@ -106,6 +111,9 @@ def test_an_output_folder_a_later_scan_would_read_is_refused_before_anything_is_
 
     (tmp_path / "elsewhere").mkdir()
     (bad_dir / "link").symlink_to(tmp_path / "elsewhere")
+    (bad_dir / "dangling").symlink_to(tmp_path / "dangling-target")
+    write_slimpajama(bad_dir / "sub" / "c.jsonl", GOOD)
+    pq.write_table(pa.table({"text": ["some text"]}), bad_dir / "sub" / "p.parquet")
     before = sorted(p.name for p in bad_dir.iterdir())
     dataset, out = dataset.format(d=bad_dir), out.format(d=bad_dir)
     corpus = open_corpus(dataset.removeprefix("opened:")) if dataset.startswith("opened:") else dataset
@@ -117,9 +125,17 @@ def test_an_output_folder_a_later_scan_would_read_is_refused_before_anything_is_
 
 @pytest.mark.parametrize(
     ("dataset", "out"),
-    [("{d}", "{d}/.out"), ("{d}/a.jsonl", "{d}/out"), ("{d}/*.jsonl", "{d}/o"), ("{d}/**/*.jsonl", "{d}/deep/out")],
+    [
+        ("{d}", "{d}/.out"),
+        ("{d}/a.jsonl", "{d}/out"),
+        ("{d}/*.jsonl", "{d}/o"),
+        ("{d}/**/*.jsonl", "{d}/deep/out"),
+        ("{d}/*/*.jsonl", "{d}/out"),
+        ("{d}/*", "{d}/.h/out"),
+    ],
 )
 def test_an_output_folder_no_later_scan_reads_is_accepted(bad_dir, dataset, out):
+    write_slimpajama(bad_dir / "sub" / "c.jsonl", GOOD)
     result = scan(dataset.format(d=bad_dir), out=out.format(d=bad_dir), on_error="skip", progress=False)
     assert result.summary["documents"]["read"] > 0
     again = scan(dataset.format(d=bad_dir), out=out.format(d=bad_dir), on_error="skip", progress=False)
@@ -129,3 +145,11 @@ def test_an_output_folder_no_later_scan_reads_is_accepted(bad_dir, dataset, out)
 def test_a_window_or_regime_given_twice_is_reported_once(bad_dir):
     result = scan(str(bad_dir), L=[4096, 4096, 2048], regimes=["natural", "natural"], on_error="skip", progress=False)
     assert [(w["L"], w["regime"]) for w in result.summary["windows"]] == [(4096, "natural"), (2048, "natural")]
+
+
+def test_a_working_folder_with_glob_characters_is_no_pattern(tmp_path, monkeypatch):
+    folder = tmp_path / "w[x]"
+    write_slimpajama(folder / "data" / "a.jsonl", GOOD)
+    monkeypatch.chdir(folder)
+    with pytest.raises(FreqlabError, match=r"the output folder data/o is inside the corpus \(.*w\[\[\]x\]/data/\*\)"):
+        scan("data/*", out="data/o", progress=False)
