@@ -14,6 +14,7 @@ A missing path, a glob matching nothing, or a file that cannot be opened raises 
 from __future__ import annotations
 
 import fnmatch
+import functools
 import glob
 import json
 import os
@@ -104,50 +105,75 @@ class FoundFiles:
         return tuple(sorted({*self._folders, *self.link_targets}))
 
 
-# what freqlab writes in an output folder (freqlab.scan.output), as a glob could reach it: a file, or a folder walked
-_WRITTEN = (
-    "lengths.parquet",
-    "summary.json",
-    ".lock",
-    "checkpoints/manifest.json",
-    "checkpoints/a-0123456789abcdef.parquet",
-    "checkpoints/group+0123456789abcdef.parquet",
-    "figures/f.png",
-    "figures/f.pdf",
-    "figures/f.svg",
-)
-
-
-def read_by_a_later_walk(path: str, folders: Iterable[str], patterns: Iterable[str]) -> str | None:
+def read_by_a_later_walk(
+    out: str, written: Iterable[str], folders: Iterable[str], patterns: Iterable[str]
+) -> str | None:
     """The folder or glob pattern (of a corpus's :attr:`FoundFiles.folders` and ``patterns``) through which a later
-    expansion of the same specs would read what freqlab writes in the output folder ``path`` (which may not exist
-    yet), or None. A folder walked reaches it when ``path`` lies below it through no hidden entry; a pattern when it
-    lists ``path``, a folder above it, or a file or folder written in it. Both the path as given and its real path
-    are checked (a walk follows symlinks).
+    expansion of the same specs would read one of the paths ``written`` (relative) in the folder ``out`` (which
+    may not exist yet), or None. A folder walked (or the target of a dangling symlink) reaches a path at or below it
+    through no hidden entry; a pattern reaches what it lists and what lies below a folder it lists, through no
+    hidden entry. Both ``out`` as given and its real path are checked (a walk follows symlinks).
     """
-    folders = set(folders)
-    for candidate in dict.fromkeys((os.path.abspath(path), os.path.realpath(path))):
-        parts = Path(candidate).parts
-        for depth in range(len(parts), 0, -1):
-            if any(part.startswith(".") for part in parts[depth:]):
-                break  # a walk does not enter a hidden entry, nor anything under it
-            if os.path.realpath(Path(*parts[:depth])) in folders:
-                return str(Path(*parts[:depth]))
-        for pattern in patterns:
-            for written in _WRITTEN:
-                names = (*parts, *Path(written).parts)
-                for k in range(1, len(names) + 1):  # a match of a folder is walked: below it, no hidden entry
-                    if _glob_matches(names[:k], pattern) and not any(n.startswith(".") for n in names[k:]):
+    folders, patterns = set(folders), [(pattern, Path(pattern).parts) for pattern in patterns]
+
+    @functools.cache
+    def real(parts: tuple[str, ...]) -> str:
+        return os.path.realpath(os.path.join(*parts))
+
+    seen: set[tuple[str, ...]] = set()  # a folder above many written paths is checked once
+    for candidate in dict.fromkeys((os.path.abspath(out), os.path.realpath(out))):
+        start = Path(candidate).parts
+        for name in written:
+            names = (*start, *name.split("/"))
+            for depth in range(len(names), 0, -1):  # the path itself, then each folder above it
+                if any(part.startswith(".") for part in names[depth:]):
+                    break  # a walk does not enter a hidden entry, nor anything under it
+                if (prefix := names[:depth]) in seen:
+                    break
+                seen.add(prefix)
+                here = os.path.join(real(prefix[:-1]), prefix[-1]) if depth > 1 else prefix[0]
+                if here in folders:
+                    return os.path.join(*prefix)
+                for pattern, parts in patterns:  # the last components first: a cheap test that fails for most
+                    if (parts[-1] == "**" or fnmatch.fnmatchcase(prefix[-1], parts[-1])) and _glob_matches(
+                        prefix, parts
+                    ):
                         return pattern
     return None
 
 
-def _glob_matches(names: tuple[str, ...], pattern: str) -> bool:
+def glob_anchor(spec: str) -> list[str]:
+    """The absolute patterns of a glob ``spec`` for :func:`read_by_a_later_walk`: as given (the working folder's own
+    glob characters escaped: they are no pattern) and through the real path of its folder before the first
+    wildcard (a symlink there leads a later glob elsewhere).
+    """
+    path = os.path.expanduser(spec)
+    anchored = os.path.normpath(path if os.path.isabs(path) else os.path.join(glob.escape(os.getcwd()), path))
+    parts = Path(anchored).parts
+    fixed = next((k for k, part in enumerate(parts) if glob.has_magic(part)), len(parts))
+    head = glob.escape(os.path.realpath(os.path.join(*parts[:fixed]))) if fixed else ""
+    return list(dict.fromkeys((anchored, os.path.join(head, *parts[fixed:]) if fixed else anchored)))
+
+
+def spec_reach(specs: Iterable[str]) -> tuple[tuple[str, ...], tuple[str, ...]]:
+    """``(folders, patterns)`` of local data-file specs read by another library (``datasets``), without walking them:
+    each folder's real path and each glob's patterns (:func:`glob_anchor`), for :func:`read_by_a_later_walk`.
+    """
+    folders, patterns = [], []
+    for spec in specs:
+        path = os.path.expanduser(spec)
+        if glob.has_magic(path):
+            patterns += glob_anchor(spec)
+        elif os.path.isdir(path):
+            folders.append(os.path.realpath(path))
+    return tuple(folders), tuple(patterns)
+
+
+def _glob_matches(names: tuple[str, ...], parts: tuple[str, ...]) -> bool:
     """Whether ``glob.glob(pattern, recursive=True)`` would list the path of components ``names`` (were it there):
     component by component, ``**`` standing for any number of them; a hidden component is matched only by a
-    pattern component starting with ".".
+    pattern component starting with "." (``parts``: the pattern's components).
     """
-    parts = Path(pattern).parts
 
     def match(i: int, j: int) -> bool:
         if j == len(parts):
@@ -229,9 +255,7 @@ class FileFinder:
         """Add the files ``spec`` names: a file, a folder or a glob pattern."""
         path = os.path.expanduser(spec)
         if glob.has_magic(path):
-            # absolute, the working folder's own "[" or "*" escaped: they are no pattern
-            anchored = path if os.path.isabs(path) else os.path.join(glob.escape(os.getcwd()), path)
-            self.found.patterns.append(os.path.normpath(anchored))
+            self.found.patterns += glob_anchor(spec)
             matches = sorted(glob.glob(path, recursive=True))
             if not matches:
                 raise FreqlabError(f"{spec}: no files match this pattern")

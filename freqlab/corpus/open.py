@@ -23,12 +23,14 @@ tokenized data) are refused, never added (:func:`~freqlab.corpus.local_files.che
 
 from __future__ import annotations
 
+import dataclasses
 import glob
 import os
 
 from freqlab.corpus.base import Corpus
 from freqlab.corpus.builtin import builtin_corpus
 from freqlab.corpus.fields import Fields, ReadOptions
+from freqlab.corpus.file_discovery import spec_reach
 from freqlab.corpus.hub import PACKAGED_BUILDERS, streamed_corpus
 from freqlab.corpus.local_files import local_corpus
 from freqlab.corpus.presets import PRESETS, get_preset
@@ -171,7 +173,7 @@ def open_corpus(
         )
 
     if dataset in PACKAGED_BUILDERS:
-        return streamed_corpus(
+        corpus = streamed_corpus(
             dataset,
             config=config,
             split=split,
@@ -180,6 +182,8 @@ def open_corpus(
             name=f"{dataset} (local files via datasets)",
             description={},
         )
+        folders, patterns = spec_reach(spec for spec in specs or () if not is_url(spec))
+        return dataclasses.replace(corpus, folders=folders, patterns=patterns)  # for the --out check
 
     if is_url(dataset) or _looks_local(dataset):  # a URL (hf://, s3://, ...) is files too, never a Hub id
         if specs is not None:

@@ -405,8 +405,12 @@ def check_out_outside_corpus(corpus: Corpus, out: Path | None) -> None:
     a glob): it would read the results and checkpoints written there as data.
     """
     from freqlab.corpus.file_discovery import read_by_a_later_walk
+    from freqlab.scan.output import written_paths
 
-    through = None if out is None else read_by_a_later_walk(str(out), corpus.folders, corpus.patterns)
+    if out is None or not (corpus.folders or corpus.patterns):
+        return
+    written = written_paths([shard.id for shard in corpus.shards])
+    through = read_by_a_later_walk(str(out), written, corpus.folders, corpus.patterns)
     if through is not None:
         raise FreqlabError(
             f"the output folder {out} is inside the corpus ({through}): a later scan of it would read what freqlab "

@@ -9,7 +9,7 @@ from pathlib import Path
 
 from freqlab.formats import CHECKPOINTS_DIR, LENGTHS_FILE, SUMMARY_FILE
 from freqlab.histogram import LengthHistogram
-from freqlab.scan.checkpoint import CheckpointStore, OutputLock, write_atomic
+from freqlab.scan.checkpoint import GROUP_PREFIX, LOCK, MANIFEST, CheckpointStore, OutputLock, safe_name, write_atomic
 from freqlab.scan.counts import ShardCount
 from freqlab.scan.ledger import Ledger
 
@@ -19,6 +19,16 @@ from freqlab.scan.ledger import Ledger
 GROUP_ABOVE = 256
 GROUP_SHARDS = 4096
 GROUP_SECONDS = 1.0
+
+
+def written_paths(shard_ids: list[str]) -> list[str]:
+    """The paths (relative to the output folder) that a scan of shards ``shard_ids`` may write: the results, the
+    lock, each shard's checkpoint and a group file (its name random), and figures (``--plot``; names stand in).
+    """
+    checkpoints = [f"{CHECKPOINTS_DIR}/{safe_name(i)}.parquet" for i in shard_ids]
+    group = f"{CHECKPOINTS_DIR}/{GROUP_PREFIX}0123456789abcdef.parquet"
+    figures = [f"figures/figure.{suffix}" for suffix in ("png", "pdf", "svg")]
+    return [LENGTHS_FILE, SUMMARY_FILE, LOCK, f"{CHECKPOINTS_DIR}/{MANIFEST}", group, *checkpoints, *figures]
 
 
 class ScanOutput:

@@ -102,6 +102,11 @@ def test_bad_parameters_are_clear_errors(bad_dir):
         ("{d}", "{d}/../dangling-target"),  # a dangling symlink in the corpus points there
         ("{d}", "{d}/link"),  # a symlink to a folder elsewhere: the walk follows it
         ("opened:{d}", "{d}/out"),  # a corpus opened first
+        ("{d}/**/*.jsonl*", "{d}/o"),  # lists the checkpoints, named after the files: a.jsonl-<hash>.parquet
+        ("{d}/*/*.jsonl*", "{d}"),
+        ("{d}/../linked/*", "{d}/o"),  # a glob through a symlink to the corpus folder
+        ("{d}", "{d}/../summary-target"),  # a dangling symlink to a file freqlab writes there
+        ("json:{d}/**", "{d}/o"),  # local files read by datasets
     ],
 )
 def test_an_output_folder_a_later_scan_would_read_is_refused_before_anything_is_written(
@@ -114,11 +119,14 @@ def test_an_output_folder_a_later_scan_would_read_is_refused_before_anything_is_
     (bad_dir / "dangling").symlink_to(tmp_path / "dangling-target")
     write_slimpajama(bad_dir / "sub" / "c.jsonl", GOOD)
     pq.write_table(pa.table({"text": ["some text"]}), bad_dir / "sub" / "p.parquet")
+    (tmp_path / "linked").symlink_to(bad_dir)
+    (bad_dir / "x.jsonl").symlink_to(tmp_path / "summary-target" / "summary.json")
     before = sorted(p.name for p in bad_dir.iterdir())
     dataset, out = dataset.format(d=bad_dir), out.format(d=bad_dir)
     corpus = open_corpus(dataset.removeprefix("opened:")) if dataset.startswith("opened:") else dataset
+    options = {"data_files": dataset.removeprefix("json:")} if dataset.startswith("json:") else {}
     with pytest.raises(FreqlabError, match=r"the output folder .* is inside the corpus .*give an --out outside"):
-        scan(corpus, out=out, on_error="skip", progress=False)
+        scan("json" if options else corpus, out=out, on_error="skip", progress=False, **options)
     assert sorted(p.name for p in bad_dir.iterdir()) == before
     assert not any((tmp_path / "elsewhere").iterdir())
 
