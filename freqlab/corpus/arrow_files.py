@@ -41,6 +41,16 @@ def first_row(path: str) -> dict | None:
     return {name: _shown(python_values(row.column(k))[0]) for k, name in enumerate(row.schema.names)}
 
 
+def repeated_column(schema_names: list[str], wanted) -> str | None:
+    """What is wrong when one of the ``wanted`` column names appears more than once among ``schema_names`` (which of
+    them holds the data cannot be told), or None.
+    """
+    for name in wanted:
+        if name and (times := schema_names.count(name)) > 1:
+            return f"column {name!r} appears {times} times; the file is ambiguous"
+    return None
+
+
 class _NotUtf8:
     """A string value that is not UTF-8 (Arrow does not check what a writer put in a buffer)."""
 

@@ -26,6 +26,7 @@ from freqlab.corpus.arrow_files import (  # first_row, parquet_batches, arrow_ba
     parquet_batches,
     parquet_metadata,
     python_values,
+    repeated_column,
 )
 from freqlab.corpus.base import INVALID_UTF8, Document, FileShard, Shard, UnreadableFile
 from freqlab.corpus.fields import Fields
@@ -59,9 +60,8 @@ def _documents(
                 path,
             )
         names = [name for name in fields.columns if name in batch.schema.names]
-        for name in names:
-            if (times := batch.schema.names.count(name)) > 1:  # which one holds the text cannot be told
-                raise UnreadableFile(f"{path}: column {name!r} appears {times} times; the file is ambiguous", path)
+        if (repeated := repeated_column(batch.schema.names, names)) is not None:
+            raise UnreadableFile(f"{path}: {repeated}", path)
         columns, invalid = [], False
         for name in names:
             column = batch.column(name)

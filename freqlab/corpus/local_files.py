@@ -86,12 +86,12 @@ def local_corpus(
         shards.extend(made)
     check_one_unit(shown, counts, units)
     column = fields.read.tokens_field or fields.read.length_field
-    if column and any(shard.kind == TEXT for shard in shards):  # JSON lines and .txt files have no such column
-        kinds = sorted({fmt.name for file, fmt in files if fmt.kind == TEXT and fmt.name not in ("parquet", "arrow")})
+    read_as_text = sorted(name for name, unit in units.items() if unit == TEXT)  # JSON lines, .txt: no such column
+    if column and read_as_text:
         option = "--tokens-field" if fields.read.tokens_field else "--length-field"
         raise FreqlabError(
             f"{shown}: {option} {column!r} reads a column of Parquet or Arrow files (or of a dataset streamed by "
-            f"datasets); {', '.join(kinds) or 'these'} files are read as text (--text-field)"
+            f"datasets); {', '.join(read_as_text)} files are read as text (--text-field)"
         )
     described: dict = {}
     for fmt in dict.fromkeys(fmt for _, fmt in files):
@@ -118,7 +118,7 @@ def local_corpus(
         info["format"] = only
     if found.other_formats:
         info["other_formats"] = dict(sorted(found.other_formats.items()))
-    if found.hidden:  # only when there are some: the description is part of a checkpoint's fingerprint
+    if found.hidden:  # never read, so not in a checkpoint's fingerprint (freqlab.scan.settings); said when some
         info["hidden_entries"] = len(found.hidden)
     for key, paths in (("ignored", found.ignored), ("not_regular", found.not_regular), ("duplicate", found.duplicates)):
         if paths:

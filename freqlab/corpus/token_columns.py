@@ -19,7 +19,14 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from freqlab.corpus.arrow_files import NOT_UTF8, arrow_batches, first_row, parquet_batches, python_values
+from freqlab.corpus.arrow_files import (
+    NOT_UTF8,
+    arrow_batches,
+    first_row,
+    parquet_batches,
+    python_values,
+    repeated_column,
+)
 from freqlab.corpus.base import MISSING_SOURCE, LengthBatch
 from freqlab.corpus.fields import DEFAULT_TOKENS_FIELD, Fields
 from freqlab.corpus.file_discovery import DataFile
@@ -116,9 +123,8 @@ def length_batches(
     kind, column_name = column
     if column_name not in batch.schema.names:
         raise FreqlabError(f"{name}: no column {column_name!r} (columns: {', '.join(batch.schema.names)})")
-    for needed in (column_name, source):
-        if needed and (times := batch.schema.names.count(needed)) > 1:
-            raise FreqlabError(f"{name}: column {needed!r} appears {times} times; the file is ambiguous")
+    if (repeated := repeated_column(batch.schema.names, (column_name, source))) is not None:
+        raise FreqlabError(f"{name}: {repeated}")
     where = f"{prefix}{first}"
     lengths = column_lengths(batch.column(column_name), kind, prefix, first)
     if not source:
