@@ -55,6 +55,12 @@ BAD_SOURCE = "bad-source-label"  # the source label holds a lone surrogate (cann
 # A whole file that fails while being read (truncated/corrupt compressed stream, broken Parquet/Arrow file):
 # one count per file; the documents read from it before the failure are kept.
 UNREADABLE_FILE = "unreadable-file"
+# A row of tokenized data (Parquet/Arrow/``datasets`` token or length column) whose length is not a document's:
+NULL_TOKEN_LIST = "null-token-list"  # the row's token list is null
+NULL_TOKEN_ID = "null-token-id"  # a token id in the row's list is null: its length would count a token not there
+NULL_LENGTH = "null-length"  # the row's length value is null
+NEGATIVE_LENGTH = "negative-length"  # the row's length value is below 0
+LENGTH_BEYOND_INT64 = "length-beyond-int64"  # a uint64 length past 2^63 - 1: no document is that long
 
 #: Every reason a record can be skipped for, as counted by a scan (one count per reason).
 REASONS = (
@@ -68,6 +74,11 @@ REASONS = (
     NON_STRING_SOURCE,
     BAD_SOURCE,
     UNREADABLE_FILE,
+    NULL_TOKEN_LIST,
+    NULL_TOKEN_ID,
+    NULL_LENGTH,
+    NEGATIVE_LENGTH,
+    LENGTH_BEYOND_INT64,
 )
 
 # Marker of a blank JSON-lines line (not a record): yielded only by ``FileShard.read(blank_lines=True)``, so
@@ -136,12 +147,18 @@ class LengthBatch(NamedTuple):
     """Documents of a length shard: ``lengths`` (int64, >= 0; 0 is an empty document), one ``source`` label
     for all of them (None when the corpus has no sources) and ``where`` (file and first record) for errors.
 
+    A row that is no document (a null token list...) has the length ``-(j + 1)``, where ``reasons[j]`` says why
+    (one of ``REASONS``) and ``row(k)`` names the batch's ``k``-th row: the scan stops there or, with
+    ``on_error="skip"``, counts the skip by reason, as for a bad text record. A batch without ``reasons`` has none.
+
     ``lengths`` may be a view of a buffer the reader reuses: valid until the next batch is drawn (copy to keep).
     """
 
     lengths: np.ndarray
     source: str | None
     where: str
+    reasons: tuple[str, ...] = ()
+    row: Callable[[int], str] | None = None
 
 
 class Shard:

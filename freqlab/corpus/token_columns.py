@@ -27,7 +27,15 @@ from freqlab.corpus.arrow_files import (
     python_values,
     repeated_column,
 )
-from freqlab.corpus.base import MISSING_SOURCE, LengthBatch
+from freqlab.corpus.base import (
+    LENGTH_BEYOND_INT64,
+    MISSING_SOURCE,
+    NEGATIVE_LENGTH,
+    NULL_LENGTH,
+    NULL_TOKEN_ID,
+    NULL_TOKEN_LIST,
+    LengthBatch,
+)
 from freqlab.corpus.fields import DEFAULT_TOKENS_FIELD, Fields
 from freqlab.corpus.file_discovery import DataFile
 from freqlab.corpus.token_files import TokenFileShard
@@ -54,36 +62,44 @@ def token_column(fields: Fields, names: list[str]) -> tuple[str, str] | None:
     return None
 
 
-def column_lengths(column: pa.Array, kind: str, prefix: str, first: int = 1) -> np.ndarray:
-    """Lengths (int64) of a token-list column, or a length column's values; nulls and bad types raise, naming the
-    row as ``{prefix}{first + k}`` (``first``: the number of the column's first row, e.g. ``path:row `` and 1).
+def column_lengths(column: pa.Array, kind: str, where: str) -> tuple[np.ndarray, tuple[str, ...]]:
+    """Lengths (int64) of a token-list column, or a length column's values, and why rows are no documents: a row
+    ``k`` with length ``-(j + 1)`` is bad for ``reasons[j]`` (a null list, length or token id, a negative length,
+    one past int64; see :class:`~freqlab.corpus.base.LengthBatch`). A column of the wrong type raises, naming
+    ``where`` (the column's first row).
     """
-    where = f"{prefix}{first}"
     if isinstance(column, pa.ChunkedArray):
         column = column.combine_chunks()
-    if column.null_count:
-        row = int(np.flatnonzero(np.asarray(column.is_null()))[0])
-        raise FreqlabError(f"{prefix}{first + row}: null {'token list' if kind == 'tokens' else 'length'}")
+    bad: dict[str, np.ndarray] = {}  # reason -> the rows it holds for
     if kind == "tokens":
         if not any(is_list(column.type) for is_list in _LISTS) or not pa.types.is_integer(column.type.value_type):
             raise FreqlabError(f"{where}: the token column holds {column.type}, not lists of token ids (integers)")
-        lengths = np.asarray(pc.list_value_length(column), np.int64)
+        if column.null_count:
+            bad[NULL_TOKEN_LIST] = np.asarray(column.is_null())
+        lengths = np.asarray(pc.list_value_length(column).fill_null(0), np.int64)
         ids = pc.list_flatten(column)  # in row order, list views too (whose list_parent_indices are not)
         if ids.null_count:  # a list with a hole is no token sequence: its length would count a token not there
-            k = int(np.flatnonzero(np.asarray(ids.is_null()))[0])
-            row = int(np.searchsorted(np.cumsum(lengths), k, side="right"))
-            raise FreqlabError(f"{prefix}{first + row}: a null token id in the token list")
-        return lengths
-    if not pa.types.is_integer(column.type):
-        raise FreqlabError(f"{where}: the length column holds {column.type}, not integers")
-    if pa.types.is_uint64(column.type) and len(column) and pc.max(column).as_py() > np.iinfo(np.int64).max:
-        row = int(np.argmax(np.asarray(column) > np.iinfo(np.int64).max))
-        raise FreqlabError(f"{prefix}{first + row}: length {column[row].as_py()} is beyond any document")
-    lengths = np.asarray(column, np.int64)
-    if lengths.size and int(lengths.min()) < 0:
-        row = int(np.argmax(lengths < 0))
-        raise FreqlabError(f"{prefix}{first + row}: negative length {int(lengths[row])}")
-    return lengths
+            holes = np.flatnonzero(np.asarray(ids.is_null()))
+            rows = np.zeros(len(column), bool)
+            rows[np.searchsorted(np.cumsum(lengths), holes, side="right")] = True
+            bad[NULL_TOKEN_ID] = rows
+    else:
+        if not pa.types.is_integer(column.type):
+            raise FreqlabError(f"{where}: the length column holds {column.type}, not integers")
+        if column.null_count:
+            bad[NULL_LENGTH] = np.asarray(column.is_null())
+        values = np.asarray(column.fill_null(0))
+        if values.dtype == np.uint64:  # past int64 it would wrap to a negative length
+            if values.size and int(values.max()) > np.iinfo(np.int64).max:
+                bad[LENGTH_BEYOND_INT64] = values > np.iinfo(np.int64).max
+        elif values.size and int(values.min()) < 0:
+            bad[NEGATIVE_LENGTH] = values < 0
+        lengths = values.astype(np.int64)
+    if bad:
+        lengths = lengths.copy()  # Arrow's buffer, read-only
+        for j, rows in enumerate(bad.values()):
+            lengths[rows] = -(j + 1)
+    return lengths, tuple(bad)
 
 
 @dataclass(frozen=True)
@@ -125,15 +141,16 @@ def length_batches(
         raise FreqlabError(f"{name}: no column {column_name!r} (columns: {', '.join(batch.schema.names)})")
     if (repeated := repeated_column(batch.schema.names, (column_name, source))) is not None:
         raise FreqlabError(f"{name}: {repeated}")
-    where = f"{prefix}{first}"
-    lengths = column_lengths(batch.column(column_name), kind, prefix, first)
+    lengths, reasons = column_lengths(batch.column(column_name), kind, f"{prefix}{first}")
     if not source:
-        yield LengthBatch(lengths, None, where)
+        yield LengthBatch(lengths, None, f"{prefix}{first}", reasons, lambda k: f"{prefix}{first + k}")
         return
     labels = _labels(batch, source, prefix, first)
     cuts = [0, *(k for k in range(1, len(labels)) if labels[k] != labels[k - 1]), len(labels)]
     for a, b in itertools.pairwise(cuts):
-        yield LengthBatch(lengths[a:b], labels[a], where)
+        yield LengthBatch(
+            lengths[a:b], labels[a], f"{prefix}{first + a}", reasons, lambda k, a=a: f"{prefix}{first + a + k}"
+        )
 
 
 def _labels(batch: pa.RecordBatch | pa.Table, source: str, prefix: str, first: int) -> list[str]:

@@ -542,7 +542,7 @@ def _count_lengths(shard, options: ShardOptions, tally: _Tally, sampler: Sampler
     try:
         for batch in shard.read_lengths():
             codes = np.asarray(batch.lengths, np.int64)
-            if codes.ndim != 1 or (codes.size and int(codes.min()) < 0):
+            if codes.ndim != 1 or (codes.size and int(codes.min()) < -len(batch.reasons)):
                 raise FreqlabError(f"{batch.where}: negative document lengths")
             first, index = index, index + codes.size
             positions: np.ndarray | int = first
@@ -550,7 +550,23 @@ def _count_lengths(shard, options: ShardOptions, tally: _Tally, sampler: Sampler
                 kept = sampler.keep_range(first, codes.size)
                 part.sampled_out += int(codes.size - np.count_nonzero(kept))
                 codes, positions = codes[kept], first + np.flatnonzero(kept)
-            if tally.add(codes, tally.label(batch.source), positions):
+            label = tally.label(batch.source)
+            if batch.reasons and codes.size and int(codes.min()) < 0:  # rows that are no documents
+                bad = codes < 0
+                if options.on_error == "raise":
+                    k = int(np.argmax(bad))
+                    # the rows before it first: a cap reached there ends the shard before the bad row
+                    if tally.add(codes[:k], label, positions if isinstance(positions, int) else positions[:k]):
+                        return
+                    row = k if isinstance(positions, int) else int(positions[k]) - first
+                    part.error = f"{batch.row(row)}: {batch.reasons[-int(codes[k]) - 1]}"  # type: ignore[misc]
+                    return
+                skip_codes = np.zeros(len(batch.reasons), np.int64)
+                for code in np.unique(codes[bad]).tolist():
+                    skip_codes[-code - 1] = tally.reason(batch.reasons[-code - 1])
+                codes = codes.copy()  # the reader's buffer
+                codes[bad] = skip_codes[-codes[bad] - 1]
+            if tally.add(codes, label, positions):
                 return
     except UnreadableFile as exc:
         if options.on_error == "raise":

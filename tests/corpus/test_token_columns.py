@@ -1,5 +1,6 @@
 """freqlab.corpus.token_columns: a token column's lengths are its lists' lengths, and only lists of token ids are
-read as such (a nested, float or string list, or a list with a null id, has no token count)."""
+read as such (a nested, float or string list has no token count). A row that is no document (a null list, a list
+with a null id, a null, negative or past-int64 length) gets the length -(j + 1), reasons[j] saying why."""
 
 import pyarrow as pa
 import pytest
@@ -18,14 +19,17 @@ from freqlab.errors import FreqlabError
     ],
 )
 def test_token_lists_give_their_lengths(column):
-    assert column_lengths(column, "tokens", "f:row ").tolist() == [3, 1]
+    assert lengths_and_reasons(column, "tokens") == ([3, 1], ())
+
+
+def lengths_and_reasons(column, kind):
+    lengths, reasons = column_lengths(column, kind, "f:row 1")
+    assert lengths.dtype == "int64"
+    return lengths.tolist(), reasons
 
 
 def test_a_fixed_size_token_list_column_gives_its_size_for_every_row():
-    assert column_lengths(pa.array([[1, 2, 3], [4, 5, 6]], pa.list_(pa.int32(), 3)), "tokens", "f:row ").tolist() == [
-        3,
-        3,
-    ]
+    assert lengths_and_reasons(pa.array([[1, 2, 3], [4, 5, 6]], pa.list_(pa.int32(), 3)), "tokens") == ([3, 3], ())
 
 
 @pytest.mark.parametrize(
@@ -39,26 +43,34 @@ def test_a_fixed_size_token_list_column_gives_its_size_for_every_row():
 )
 def test_a_column_that_is_not_lists_of_token_ids_is_refused_naming_its_type(column):
     with pytest.raises(FreqlabError, match=rf"f:row 1: the token column holds {column.type}, not lists of token ids"):
-        column_lengths(column, "tokens", "f:row ")
+        column_lengths(column, "tokens", "f:row 1")
 
 
-def test_a_null_token_id_is_refused_naming_its_row():
-    column = pa.array([[1, 2], [3], [4, None, 6]])
-    with pytest.raises(FreqlabError, match=r"^f:row 12: a null token id"):
-        column_lengths(column, "tokens", "f:row ", first=10)
+def test_null_lists_and_lists_with_a_null_id_are_marked_by_reason():
+    column = pa.array([[1, 2], None, [3], [4, None, 6], None, [None]])
+    assert lengths_and_reasons(column, "tokens") == (
+        [2, -1, 1, -2, -1, -2],
+        ("null-token-list", "null-token-id"),
+    )
 
 
-def test_a_length_beyond_int64_is_refused_not_read_as_negative():
-    column = pa.array([3, 2**64 - 1], pa.uint64())
-    with pytest.raises(FreqlabError, match=r"f:row 2: length 18446744073709551615 is beyond any document"):
-        column_lengths(column, "length", "f:row ")
-    assert column_lengths(pa.array([2**63 - 1, 0], pa.uint64()), "length", "f:row ").tolist() == [2**63 - 1, 0]
+def test_bad_length_values_are_marked_by_reason_and_the_largest_int64_is_a_length():
+    assert lengths_and_reasons(pa.array([3, None, -2, 0]), "length") == (
+        [3, -1, -2, 0],
+        ("null-length", "negative-length"),
+    )
+    beyond = pa.array([3, 2**64 - 1, 2**63, 2**63 - 1], pa.uint64())  # read as int64 they would wrap negative
+    assert lengths_and_reasons(beyond, "length") == ([3, -1, -1, 2**63 - 1], ("length-beyond-int64",))
 
 
-def test_a_null_id_in_a_list_view_whose_values_are_out_of_row_order_names_its_row():
+def test_a_length_column_that_is_not_integers_is_refused_naming_its_type():
+    with pytest.raises(FreqlabError, match=r"^f:row 1: the length column holds double, not integers"):
+        column_lengths(pa.array([1.0, 2.0]), "length", "f:row 1")
+
+
+def test_a_null_id_in_a_list_view_whose_values_are_out_of_row_order_marks_its_row():
     views = pa.ListViewArray.from_arrays(
         pa.array([2, 3, 0], pa.int32()), pa.array([1, 1, 2], pa.int32()), [8, None, 9, 7]
     )
     assert views.to_pylist() == [[9], [7], [8, None]]
-    with pytest.raises(FreqlabError, match=r"^f:row 3: a null token id"):
-        column_lengths(views, "tokens", "f:row ")
+    assert lengths_and_reasons(views, "tokens") == ([1, 1, -1], ("null-token-id",))

@@ -161,3 +161,56 @@ def test_a_working_folder_with_glob_characters_is_no_pattern(tmp_path, monkeypat
     monkeypatch.chdir(folder)
     with pytest.raises(FreqlabError, match=r"the output folder data/o is inside the corpus \(.*w\[\[\]x\]/data/\*\)"):
         scan("data/*", out="data/o", progress=False)
+
+
+# Tokenized data: a row that is no document (a null token list, a null id in its list, a null or negative length)
+# stops the scan naming its row, or with on_error="skip" is counted by reason, as a bad text record is.
+TOKEN_ROWS = [[1, 2, 3], None, [4, 5], [6, None], [7], None, []]  # rows 2 and 6 null, row 4 a null id
+TOKEN_SOURCES = ["a", "a", "a", "b", "b", "a", "b"]
+
+
+@pytest.fixture
+def token_rows(tmp_path):
+    path = tmp_path / "tokens.parquet"
+    pq.write_table(pa.table({"input_ids": TOKEN_ROWS, "src": TOKEN_SOURCES}), path, row_group_size=3)
+    return path
+
+
+@pytest.mark.parametrize("workers", [1, 2])
+def test_a_bad_row_of_tokenized_data_stops_the_scan_naming_its_row(token_rows, workers):
+    with pytest.raises(FreqlabError, match=r"tokens\.parquet:row 2: null-token-list$"):
+        scan(str(token_rows), progress=False, workers=workers)
+
+
+@pytest.mark.parametrize("workers", [1, 2])
+def test_skipped_rows_of_tokenized_data_are_counted_by_reason(token_rows, workers):
+    result = scan(str(token_rows), progress=False, workers=workers, on_error="skip", source_field="src")
+    docs = result.summary["documents"]
+    assert docs["skipped"] == {"null-token-list": 2, "null-token-id": 1}
+    assert (docs["read"], docs["tokenized"], docs["empty"]) == (7, 3, 1)
+    assert result.histogram.lengths.tolist() == [1, 2, 3] and result.histogram.counts.tolist() == [1, 1, 1]
+    assert {s: h.documents for s, h in result.histogram.sources.items()} == {"a": 2, "b": 1}  # rows 1, 3 and 5
+
+
+def test_a_limit_before_a_bad_row_of_tokenized_data_does_not_raise(token_rows):
+    result = scan(str(token_rows), progress=False, workers=1, max_docs=1)
+    assert result.summary["documents"]["read"] == 1 and result.histogram.lengths.tolist() == [3]
+
+
+def test_a_bad_row_left_out_by_sampling_is_no_error_and_every_row_is_accounted_for(tmp_path):
+    path = tmp_path / "lengths.parquet"
+    values = [None if k % 7 == 3 else k % 50 for k in range(2_000)]  # a null length every 7 rows
+    pq.write_table(pa.table({"n": pa.array(values, pa.int64())}), path)
+    skipped = scan(str(path), progress=False, workers=1, length_field="n", on_error="skip", sample_rate=0.3, seed=1)
+    docs = skipped.summary["documents"]
+    kept_nulls = docs["skipped"]["null-length"]
+    assert 0 < kept_nulls < values.count(None)
+    assert docs["read"] + docs["sampled_out"] == len(values)
+    assert docs["read"] == docs["tokenized"] + docs["empty"] + kept_nulls
+    # the same rows sampled (the sample follows the file's name and each row's index), nulls written as -1
+    (tmp_path / "negative").mkdir()
+    clean = tmp_path / "negative" / "lengths.parquet"
+    pq.write_table(pa.table({"n": pa.array([-1 if v is None else v for v in values], pa.int64())}), clean)
+    again = scan(str(clean), progress=False, workers=1, length_field="n", on_error="skip", sample_rate=0.3, seed=1)
+    assert again.summary["documents"]["skipped"] == {"negative-length": kept_nulls}
+    assert again.histogram.counts.tolist() == skipped.histogram.counts.tolist()
