@@ -89,6 +89,19 @@ BLANK_LINE = "blank-line"
 # is kept and counted under this label, so a wrong --source-field shows up as one big "(none)" source.
 MISSING_SOURCE = UNLABELLED_SOURCE  # "(none)": the label of documents without one, as in LengthHistogram
 
+#: Description keys that count what a folder walk passed over without reading (hidden entries, files of no known
+#: format or of a format not selected, FIFOs and sockets): one appearing beside the data changes no count, so a
+#: ``--resume`` does not compare them (:class:`freqlab.scan.checkpoint.CheckpointStore`;
+#: the keys of a folder's description, :mod:`freqlab.corpus.local_files`).
+PASSED_OVER = (
+    "hidden_entries",
+    "ignored_files",
+    "ignored_examples",
+    "not_regular_files",
+    "not_regular_examples",
+    "other_formats",
+)
+
 # The two kinds of shard.
 TEXT = "text"  # yields documents; a tokenizer counts them
 LENGTHS = "lengths"  # tokenized data: yields document lengths, no tokenizer

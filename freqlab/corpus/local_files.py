@@ -118,7 +118,7 @@ def local_corpus(
         info["format"] = only
     if found.other_formats:
         info["other_formats"] = dict(sorted(found.other_formats.items()))
-    if found.hidden:  # never read, so not in a checkpoint's fingerprint (freqlab.scan.settings); said when some
+    if found.hidden:  # said when some
         info["hidden_entries"] = len(found.hidden)
     for key, paths in (("ignored", found.ignored), ("not_regular", found.not_regular), ("duplicate", found.duplicates)):
         if paths:

@@ -34,6 +34,7 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
+from freqlab.corpus.base import PASSED_OVER
 from freqlab.errors import FreqlabError
 from freqlab.formats import CHECKPOINT_FORMAT as FORMAT  # kept for import compatibility (and used here)
 from freqlab.formats import CHECKPOINT_MANIFEST as MANIFEST  # kept for import compatibility (and used here)
@@ -179,13 +180,11 @@ class CheckpointStore:
         manifest = self.directory / MANIFEST
         if resume and manifest.exists():
             previous = self._read_manifest(manifest)
-            differences = [
-                key for key in sorted({*previous, *self.fingerprint}) if previous.get(key) != self.fingerprint.get(key)
-            ]
+            then, now = _what_is_read(previous), _what_is_read(self.fingerprint)
+            differences = [key for key in sorted({*then, *now}) if then.get(key) != now.get(key)]
             if differences:
                 detail = "; ".join(
-                    f"{key}: {_short(previous.get(key))} then, {_short(self.fingerprint.get(key))} now"
-                    + _MEANING.get(key, "")
+                    f"{key}: {_short(then.get(key))} then, {_short(now.get(key))} now" + _MEANING.get(key, "")
                     for key in differences
                 )
                 raise FreqlabError(
@@ -193,6 +192,9 @@ class CheckpointStore:
                     f"({detail}); rerun with the same settings, or without --resume (or with another --out) "
                     "to start over"
                 )
+            # what may differ is what the corpus's walk passed over (a README added beside the data): the run
+            # goes on under the fingerprint its checkpoints were made with
+            self.fingerprint, self.hash = previous, fingerprint_hash(previous)
             self._remove_temporaries()
             return
         if self.directory.is_dir():  # a fresh scan: old checkpoints must not leak into it
@@ -350,6 +352,15 @@ _MEANING = {
     "across a part boundary)",
     "corpus_description": " (the corpus's files, formats or fields differ)",
 }
+
+
+def _what_is_read(fingerprint: dict) -> dict:
+    """``fingerprint`` without the corpus description's counts of what was passed over unread."""
+    description = fingerprint.get("corpus_description")
+    if not isinstance(description, dict):
+        return fingerprint
+    kept = {key: value for key, value in description.items() if key not in PASSED_OVER}
+    return {**fingerprint, "corpus_description": kept}
 
 
 def _written_by_freqlab(path: Path) -> bool:

@@ -206,8 +206,7 @@ class ScanSettings:
         return {
             "version": FINGERPRINT_VERSION,
             "corpus": corpus.name,
-            # hidden entries are never read: one appearing (a .DS_Store) must not make checkpoints foreign
-            "corpus_description": {k: v for k, v in corpus.description.items() if k != "hidden_entries"},
+            "corpus_description": corpus.description,
             "shards": {"count": len(ids), "ids_hash": _digest("\n".join(ids))},
             "tokenizer_vocab_hash": counter.vocab_hash if counter is not None else None,
             "tokenizer_rules_hash": counter.rules_hash if counter is not None else None,

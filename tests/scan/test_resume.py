@@ -8,6 +8,7 @@ import json
 import pytest
 
 import freqlab.scan.work as work
+from freqlab.corpus import open_corpus
 from freqlab.errors import FreqlabError
 from freqlab.histogram import LengthHistogram
 from freqlab.scan import scan
@@ -247,10 +248,26 @@ def test_resume_refuses_checkpoints_of_a_tokenizer_whose_rules_changed_under_the
     assert run(slimpajama_dir, tokenizer=str(whole)).histogram.tokens != first.histogram.tokens
 
 
-def test_a_hidden_file_appearing_in_the_corpus_folder_does_not_stop_a_resume(tmp_path, slimpajama_dir):
-    out, folder = tmp_path / "out", functools.partial(scan, str(slimpajama_dir), workers=1, progress=False)
-    first = folder(out=out, max_docs=10)
-    (slimpajama_dir / ".DS_Store").write_bytes(b"\0")
-    resumed = folder(out=out, max_docs=10, resume=True)
-    assert_same_histogram(resumed.histogram, first.histogram)
-    assert resumed.summary["corpus"]["description"]["hidden_entries"] == 1
+@pytest.mark.parametrize(
+    ("name", "key"),
+    [(".DS_Store", "hidden_entries"), ("README.md", "ignored_files"), ("notes.parquet", "other_formats")],
+)
+def test_a_file_the_walk_passes_over_appearing_in_the_corpus_folder_does_not_stop_a_resume(
+    tmp_path, slimpajama_dir, monkeypatch, name, key
+):
+    out = tmp_path / "out"
+    folder = functools.partial(scan, str(slimpajama_dir), workers=1, progress=False, out=out, format="jsonl")
+    full = folder(out=None)
+    parts = [shard.id for shard in open_corpus(str(slimpajama_dir)).shards]
+    crash_after(monkeypatch, 2)
+    with pytest.raises(Crash):
+        folder()
+    monkeypatch.undo()
+    (slimpajama_dir / name).write_bytes(b"\0")
+    started = crash_after(monkeypatch, len(parts))  # count the shards the resumed scan runs
+    resumed = folder(resume=True)
+    assert started == parts[2:] and resumed.summary["scan"]["resumed_shards"] == 2  # the checkpoints are used
+    assert_same_histogram(resumed.histogram, full.histogram)
+    assert resumed.summary["corpus"]["description"][key] == ({"parquet": 1} if key == "other_formats" else 1)
+    # and once more: the run went on under its checkpoints' fingerprint
+    assert folder(resume=True).summary["scan"]["resumed_shards"] == len(parts)
