@@ -8,7 +8,15 @@ from pathlib import Path
 
 import click
 
-from freqlab.cli.options import POSITIONS_NOTE, echo_json, hist_option, json_option, regime_option, window_option
+from freqlab.cli.options import (
+    POSITIONS_NOTE,
+    echo_json,
+    expand_home,
+    hist_option,
+    json_option,
+    regime_option,
+    window_option,
+)
 
 
 @click.command("calibrate")
@@ -18,6 +26,7 @@ from freqlab.cli.options import POSITIONS_NOTE, echo_json, hist_option, json_opt
 @window_option(help=f"Training window for rows without an L column {POSITIONS_NOTE}.")
 @click.option(
     "--out",
+    callback=expand_home,
     type=click.Path(dir_okay=False),
     default=None,
     help="Write the fit as JSON (read by --tau-from of freq, schedule, plan and plot).",

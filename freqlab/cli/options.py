@@ -18,6 +18,7 @@ from __future__ import annotations
 import functools
 import json
 import math
+import os
 
 import click
 
@@ -33,6 +34,32 @@ from freqlab.sizes import (
     parse_positions,
     parse_tokens,
 )
+
+
+def expand_home(ctx: click.Context, param: click.Parameter, value: str | None) -> str | None:
+    """An output path with ``~`` expanded, as input paths are: the shell leaves it in ``'~/x'`` and ``--out=~/x``,
+    and a folder named ``~`` would be made in the working folder (``scan``'s ``--out``: in its RunOptions).
+    """
+    return os.path.expanduser(value) if isinstance(value, str) else value
+
+
+class OnceCommand(click.Command):
+    """A command that refuses the options in ``once`` (name -> what to do instead) given more than once, where
+    the last value winning would silently drop the others (``--dataset a --dataset b`` scans b alone).
+    """
+
+    def __init__(self, *args, once: dict[str, str], **kwargs) -> None:
+        super().__init__(*args, **kwargs)
+        self.once = once
+
+    def parse_args(self, ctx: click.Context, args: list[str]) -> list[str]:
+        """Refuse an option of ``once`` given twice, then parse as click does."""
+        _, _, order = self.make_parser(ctx).parse_args(args=list(args))  # order: one entry per occurrence
+        for name, instead in self.once.items():
+            given = sum(isinstance(param, click.Option) and name in param.opts for param in order)
+            if given > 1:
+                raise click.UsageError(f"{name} was given {given} times; it takes one value: {instead}", ctx)
+        return super().parse_args(ctx, args)
 
 
 class Size(click.ParamType):

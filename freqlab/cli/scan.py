@@ -11,6 +11,7 @@ from freqlab.cli.options import (
     COUNT,
     TOKENS,
     TOKENS_NOTE,
+    OnceCommand,
     echo_json,
     json_option,
     megatron_options,
@@ -35,7 +36,14 @@ from freqlab.scan import (
 from freqlab.scan.settings import ENGINES, ON_ERROR
 
 
-@click.command("scan")
+@click.command(
+    "scan",
+    cls=OnceCommand,
+    once={
+        "--dataset": "one corpus per scan (several files: a folder, a glob or --data-files)",
+        "--tokenizer": "one tokenizer per scan (run one scan per tokenizer to compare them)",
+    },
+)
 @click.option(
     "--dataset",
     default=None,

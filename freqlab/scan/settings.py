@@ -257,7 +257,8 @@ class RunOptions:
         if self.address and self.engine != "ray":
             raise FreqlabError("address is for the Ray engine: add engine='ray' (--engine ray)")
         if self.out is not None:
-            object.__setattr__(self, "out", Path(self.out))
+            # ~ expanded, as for the corpus's paths (a quoted '~/x' or --out=~/x reaches us unexpanded)
+            object.__setattr__(self, "out", Path(self.out).expanduser())
         if self.resume and self.out is None:
             raise FreqlabError("resume needs an output folder (out) holding the checkpoints")
 

@@ -463,3 +463,20 @@ def test_a_bad_layout_is_a_usage_error_before_any_work(hist, layout, message):
         result = run(*command, "--layout", layout)
         assert result.exit_code == 2 and "Invalid value for '--layout'" in result.output
         assert message in result.output
+
+
+def test_every_output_file_given_with_a_tilde_is_written_in_the_home_folder(hist, tmp_path, monkeypatch):
+    # the shell leaves ~ unexpanded after --out= and in quotes; input paths were expanded, outputs now are too
+    monkeypatch.setenv("HOME", str(tmp_path / "home"))
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "home").mkdir()
+    for args, written in [
+        (("freq", hist, "--L", 2048, "--out=~/f.parquet"), "f.parquet"),
+        (("plot", "frequency", hist, "--L", 2048, "--out=~/f.png"), "f.png"),
+        (("plot", "scan", hist, "--out=~/figures"), "figures"),
+        (("calibrate", "--out=~/tau.json"), "tau.json"),
+    ]:
+        result = run(*args)
+        assert result.exit_code == 0, (args, result.output)
+        assert (tmp_path / "home" / written).exists(), args
+    assert not (tmp_path / "~").exists()

@@ -340,3 +340,24 @@ def test_summary_json_holds_f_and_what_the_report_prints(tmp_path, corpus):
         assert line in result.output
         assert set(row["position_at_mass"]) == {"50%", "80%", "90%"} and row["tokens_needed_at_half"] > 0
     assert len((out / "summary.json").read_bytes()) < 20_000  # f at five positions, not the whole array
+
+
+@pytest.mark.parametrize(
+    ("options", "message"),
+    [
+        (["--dataset", "a.jsonl", "--dataset=b.jsonl"], "--dataset was given 2 times; it takes one value: one corpus"),
+        (["--tokenizer", "tekken", "--tokenizer", "gpt2"], "--tokenizer was given 2 times; it takes one value"),
+    ],
+)
+def test_an_option_that_takes_one_value_given_twice_is_refused_not_overwritten(tmp_path, options, message):
+    result = invoke(*options, "--out", str(tmp_path / "o"))
+    assert result.exit_code == 2 and message in result.output
+    assert not (tmp_path / "o").exists()
+
+
+def test_an_output_folder_given_with_a_tilde_is_in_the_home_folder(tmp_path, corpus, monkeypatch):
+    monkeypatch.setenv("HOME", str(tmp_path / "home"))
+    monkeypatch.chdir(tmp_path)
+    result = invoke("--dataset", str(corpus), "--out=~/runs/x", "--json")  # the shell leaves ~ after --out=
+    assert result.exit_code == 0, result.output
+    assert (tmp_path / "home" / "runs" / "x" / "lengths.parquet").is_file() and not (tmp_path / "~").exists()
