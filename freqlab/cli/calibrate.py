@@ -11,8 +11,8 @@ import click
 from freqlab.cli.options import (
     POSITIONS_NOTE,
     echo_json,
-    expand_home,
     hist_option,
+    home_expanded,
     json_option,
     regime_option,
     window_option,
@@ -26,7 +26,7 @@ from freqlab.cli.options import (
 @window_option(help=f"Training window for rows without an L column {POSITIONS_NOTE}.")
 @click.option(
     "--out",
-    callback=expand_home,
+    callback=home_expanded,
     type=click.Path(dir_okay=False),
     default=None,
     help="Write the fit as JSON (read by --tau-from of freq, schedule, plan and plot).",

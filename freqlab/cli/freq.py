@@ -11,8 +11,8 @@ from freqlab.cli.options import (  # noqa: F401  (echo_json, json_option, tokens
     TOKENS,
     TOKENS_NOTE,
     echo_json,
-    expand_home,
     hist_option,
+    home_expanded,
     json_option,
     layout_option,
     megatron_options,
@@ -47,7 +47,7 @@ from freqlab.resources import require_memory
 @seed_option
 @click.option(
     "--out",
-    callback=expand_home,
+    callback=home_expanded,
     type=click.Path(dir_okay=False),
     default=None,
     help="Write f(i) to this Parquet file (columns L, regime, position, frequency; the histogram's metadata).",

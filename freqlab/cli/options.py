@@ -18,13 +18,13 @@ from __future__ import annotations
 import functools
 import json
 import math
-import os
 
 import click
 
 from freqlab.errors import FreqlabError
 from freqlab.frequency.mixture import PRESETS, Mixture
 from freqlab.frequency.regimes import REGIMES
+from freqlab.paths import expand_home
 from freqlab.sizes import (
     DEFAULT_TAU,
     MAX_POSITIONS,
@@ -36,30 +36,12 @@ from freqlab.sizes import (
 )
 
 
-def expand_home(ctx: click.Context, param: click.Parameter, value: str | None) -> str | None:
-    """An output path with ``~`` expanded, as input paths are: the shell leaves it in ``'~/x'`` and ``--out=~/x``,
-    and a folder named ``~`` would be made in the working folder (``scan``'s ``--out``: in its RunOptions).
-    """
-    return os.path.expanduser(value) if isinstance(value, str) else value
-
-
-class OnceCommand(click.Command):
-    """A command that refuses the options in ``once`` (name -> what to do instead) given more than once, where
-    the last value winning would silently drop the others (``--dataset a --dataset b`` scans b alone).
-    """
-
-    def __init__(self, *args, once: dict[str, str], **kwargs) -> None:
-        super().__init__(*args, **kwargs)
-        self.once = once
-
-    def parse_args(self, ctx: click.Context, args: list[str]) -> list[str]:
-        """Refuse an option of ``once`` given twice, then parse as click does."""
-        _, _, order = self.make_parser(ctx).parse_args(args=list(args))  # order: one entry per occurrence
-        for name, instead in self.once.items():
-            given = sum(isinstance(param, click.Option) and name in param.opts for param in order)
-            if given > 1:
-                raise click.UsageError(f"{name} was given {given} times; it takes one value: {instead}", ctx)
-        return super().parse_args(ctx, args)
+def home_expanded(ctx: click.Context, param: click.Parameter, value: str | None) -> str | None:
+    """The callback of an output path: ``~`` expanded, as in input paths (:func:`freqlab.paths.expand_home`)."""
+    try:
+        return expand_home(value) if isinstance(value, str) else value
+    except FreqlabError as exc:
+        raise click.BadParameter(str(exc), ctx, param) from None
 
 
 class Size(click.ParamType):
@@ -352,16 +334,17 @@ def window_option(
     )
 
 
-def given_once(then=None):
+def given_once(then=None, instead: str = "this command takes one"):
     """The callback of a one-value option declared repeatable: given twice is a usage error naming both values
-    (a plain click option keeps the last one silently: ``--regime natural --regime pack`` would plan for pack
-    alone); the one value (None when not given and without default) goes on to ``then``.
+    and saying what to do ``instead`` (a plain click option keeps the last one silently: ``--regime natural
+    --regime pack`` would plan for pack alone); the one value (None when not given and without default) goes on to
+    ``then``.
     """
 
     def callback(ctx: click.Context, param: click.Parameter, values):
         if len(values) > 1:
             shown = ", ".join(str(value) for value in values)
-            raise click.BadParameter(f"given {len(values)} times ({shown}): this command takes one", ctx, param)
+            raise click.BadParameter(f"given {len(values)} times ({shown}): {instead}", ctx, param)
         value = values[0] if values else None
         return then(ctx, param, value) if then is not None else value
 

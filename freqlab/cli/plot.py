@@ -15,8 +15,8 @@ from freqlab.cli.options import (
     TOKENS,
     TOKENS_NOTE,
     echo_json,
-    expand_home,
     hist_option,
+    home_expanded,
     json_option,
     layout_option,
     regime_option,
@@ -85,7 +85,7 @@ def output_options(default_size: str | None):
         options = [
             click.option(
                 "--out",
-                callback=expand_home,
+                callback=home_expanded,
                 type=click.Path(dir_okay=False),
                 required=True,
                 help="Output file; its suffix (.png/.pdf/.svg) is the format unless --format is given.",
@@ -336,7 +336,7 @@ def recipe_command(file, preset, hist, layout, tau, out, formats, size, dpi, as_
 @weights_option
 @click.option(
     "--out",
-    callback=expand_home,
+    callback=home_expanded,
     type=click.Path(file_okay=False),
     default="freqlab-out/figures",
     show_default=True,

@@ -11,8 +11,9 @@ from freqlab.cli.options import (
     COUNT,
     TOKENS,
     TOKENS_NOTE,
-    OnceCommand,
     echo_json,
+    given_once,
+    home_expanded,
     json_option,
     megatron_options,
     megatron_settings,
@@ -36,17 +37,11 @@ from freqlab.scan import (
 from freqlab.scan.settings import ENGINES, ON_ERROR
 
 
-@click.command(
-    "scan",
-    cls=OnceCommand,
-    once={
-        "--dataset": "one corpus per scan (several files: a folder, a glob or --data-files)",
-        "--tokenizer": "one tokenizer per scan (run one scan per tokenizer to compare them)",
-    },
-)
+@click.command("scan")
 @click.option(
     "--dataset",
-    default=None,
+    multiple=True,  # to see a second one (click keeps the last silently)
+    callback=given_once(instead="one corpus per scan (several files: a folder, a glob or --data-files)"),
     metavar="NAME|ID|PATH",
     help="Preset (e.g. slimpajama), Hugging Face dataset id, or a local file/folder/glob "
     "(more files: --data-files). Default: the built-in corpus (Python standard library source).",
@@ -89,7 +84,8 @@ from freqlab.scan.settings import ENGINES, ON_ERROR
 )
 @click.option(
     "--tokenizer",
-    default=None,
+    multiple=True,  # to see a second one
+    callback=given_once(instead="one tokenizer per scan (run one scan per tokenizer to compare them)"),
     metavar="NAME|PATH|ID",
     help="Built-in name, tokenizer.json (or its folder), .tiktoken file, .model file (SentencePiece, or "
     "Llama 3's tiktoken tokenizer.model) or Hugging Face model id. Default: built-in.",
@@ -143,6 +139,7 @@ from freqlab.scan.settings import ENGINES, ON_ERROR
 @click.option("--address", default=None, help="Ray cluster address (--engine ray). Default: start a local Ray.")
 @click.option(
     "--out",
+    callback=home_expanded,  # also where the figures go (--plot)
     type=click.Path(file_okay=False),
     default=DEFAULT_OUT,
     show_default=True,

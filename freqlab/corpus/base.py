@@ -90,8 +90,8 @@ BLANK_LINE = "blank-line"
 MISSING_SOURCE = UNLABELLED_SOURCE  # "(none)": the label of documents without one, as in LengthHistogram
 
 #: Description keys that count what a folder walk passed over without reading (hidden entries, files of no known
-#: format or of a format not selected, FIFOs and sockets): one appearing beside the data changes no count, so a
-#: ``--resume`` does not compare them (:class:`freqlab.scan.checkpoint.CheckpointStore`;
+#: format or of a format not selected, FIFOs and sockets, a second path to a file read once): one appearing beside
+#: the data changes no count, so a ``--resume`` does not compare them (:class:`freqlab.scan.checkpoint.CheckpointStore`;
 #: the keys of a folder's description, :mod:`freqlab.corpus.local_files`).
 PASSED_OVER = (
     "hidden_entries",
@@ -100,6 +100,8 @@ PASSED_OVER = (
     "not_regular_files",
     "not_regular_examples",
     "other_formats",
+    "duplicate_files",
+    "duplicate_examples",
 )
 
 # The two kinds of shard.

@@ -27,6 +27,7 @@ from typing import Any
 from freqlab.corpus.base import FileChanged  # defined in base (Shard.reading catches it); kept importable here
 from freqlab.corpus.registry import supported
 from freqlab.errors import FreqlabError
+from freqlab.paths import expand_home
 
 # Metadata files of saved datasets: JSON, but never JSON-lines data (a glob like saved/* matches them).
 DATASETS_METADATA = frozenset({"state.json", "dataset_info.json", "dataset_dict.json"})
@@ -147,7 +148,7 @@ def glob_anchor(spec: str) -> list[str]:
     glob characters escaped: they are no pattern) and through the real path of its folder before the first
     wildcard (a symlink there leads a later glob elsewhere).
     """
-    path = os.path.expanduser(spec)
+    path = expand_home(spec)
     anchored = os.path.normpath(path if os.path.isabs(path) else os.path.join(glob.escape(os.getcwd()), path))
     parts = Path(anchored).parts
     fixed = next((k for k, part in enumerate(parts) if glob.has_magic(part)), len(parts))
@@ -161,7 +162,7 @@ def spec_reach(specs: Iterable[str]) -> tuple[tuple[str, ...], tuple[str, ...]]:
     """
     folders, patterns = [], []
     for spec in specs:
-        path = os.path.expanduser(spec)
+        path = expand_home(spec)
         if glob.has_magic(path):
             patterns += glob_anchor(spec)
         elif os.path.isdir(path):
@@ -253,7 +254,7 @@ class FileFinder:
 
     def expand(self, spec: str) -> None:
         """Add the files ``spec`` names: a file, a folder or a glob pattern."""
-        path = os.path.expanduser(spec)
+        path = expand_home(spec)
         if glob.has_magic(path):
             self.found.patterns += glob_anchor(spec)
             matches = sorted(glob.glob(path, recursive=True))

@@ -30,6 +30,7 @@ from freqlab.corpus.fields import DEFAULT_TOKENS_FIELD, Fields
 from freqlab.corpus.presets import PRESETS
 from freqlab.corpus.remote_files import is_url, offline_variable  # offline_variable: kept for import compatibility
 from freqlab.errors import FreqlabError
+from freqlab.paths import expand_home
 
 MAX_SHARDS = 256
 PROBE_TIMEOUT = 3.0
@@ -286,7 +287,7 @@ def expand_data_files(patterns: list[str]) -> list[str]:
         if "://" in pattern:
             files.append(pattern)  # a URL: datasets fetches it
             continue
-        path = os.path.expanduser(pattern)
+        path = expand_home(pattern)
         if glob.has_magic(path):
             matches = sorted(p for p in glob.glob(path, recursive=True) if os.path.isfile(p))
             if not matches:

@@ -37,6 +37,7 @@ from freqlab.corpus.presets import PRESETS, get_preset
 from freqlab.corpus.registry import format_of
 from freqlab.corpus.remote_files import is_url
 from freqlab.errors import FreqlabError
+from freqlab.paths import expand_home
 
 
 def _as_list(data_files: str | list[str] | tuple[str, ...] | None) -> list[str] | None:
@@ -52,7 +53,7 @@ def _as_list(data_files: str | list[str] | tuple[str, ...] | None) -> list[str] 
 def _looks_local(dataset: str) -> bool:
     """An existing path, a glob, an explicit path (./ ../ / ~) or a name with a data-file suffix."""
     return (
-        os.path.exists(os.path.expanduser(dataset))
+        os.path.exists(expand_home(dataset))
         or glob.has_magic(dataset)
         or dataset.startswith((".", "/", "~", os.sep))
         or format_of(dataset) is not None

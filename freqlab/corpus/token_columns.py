@@ -70,6 +70,8 @@ def column_lengths(column: pa.Array, kind: str, where: str) -> tuple[np.ndarray,
     """
     if isinstance(column, pa.ChunkedArray):
         column = column.combine_chunks()
+    if pa.types.is_null(column.type):  # nothing but nulls (pandas writes such a column; JSON read in blocks too)
+        return np.full(len(column), -1, np.int64), (NULL_TOKEN_LIST if kind == "tokens" else NULL_LENGTH,)
     bad: dict[str, np.ndarray] = {}  # reason -> the rows it holds for
     if kind == "tokens":
         if not any(is_list(column.type) for is_list in _LISTS) or not pa.types.is_integer(column.type.value_type):

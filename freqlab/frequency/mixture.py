@@ -46,6 +46,7 @@ from freqlab.config_file import read_config_file
 from freqlab.errors import FreqlabError, brief
 from freqlab.frequency.position import position_frequency
 from freqlab.histogram import LengthHistogram, combine_sources
+from freqlab.paths import expand_home
 from freqlab.sizes import exact_number
 
 UNITS: tuple[str, ...] = ("epochs", "share")
@@ -111,7 +112,7 @@ class Mixture:
             raise FreqlabError(f"no weights given: SOURCE=W,..., a mixture file or a preset ({', '.join(PRESETS)})")
         if text in PRESETS:
             return PRESETS[text]
-        path = Path(text).expanduser()
+        path = Path(expand_home(text))
         if "=" not in text or path.is_file():
             if not path.is_file():
                 raise FreqlabError(

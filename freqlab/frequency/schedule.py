@@ -53,6 +53,7 @@ from freqlab.frequency.pose import position_ids_from_spec
 from freqlab.frequency.position import position_frequency
 from freqlab.frequency.regimes import REGIMES, expands_documents
 from freqlab.frequency.stats import DEFAULT_TAU, effective_length, share_at_least, share_at_most
+from freqlab.paths import expand_home
 from freqlab.resources import require_memory
 from freqlab.sizes import parse_positions, parse_tokens
 
@@ -305,7 +306,7 @@ def _relative(base: Path, value) -> Path | None:
     if value is None or hasattr(value, "lengths"):  # none, or a LengthHistogram given as the default
         return value
         return None
-    path = Path(str(value)).expanduser()
+    path = Path(expand_home(str(value)))
     return path if path.is_absolute() else base / path
 
 

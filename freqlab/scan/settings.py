@@ -29,6 +29,7 @@ from freqlab.errors import FreqlabError
 from freqlab.formats import FINGERPRINT_VERSION  # kept for import compatibility (and used here)
 from freqlab.frequency.regimes import REGIMES, check_window
 from freqlab.frequency.stats import DEFAULT_TAU
+from freqlab.paths import expand_home
 
 if TYPE_CHECKING:
     from freqlab.tokenization import TokenCounter
@@ -258,7 +259,7 @@ class RunOptions:
             raise FreqlabError("address is for the Ray engine: add engine='ray' (--engine ray)")
         if self.out is not None:
             # ~ expanded, as for the corpus's paths (a quoted '~/x' or --out=~/x reaches us unexpanded)
-            object.__setattr__(self, "out", Path(self.out).expanduser())
+            object.__setattr__(self, "out", Path(expand_home(self.out)))
         if self.resume and self.out is None:
             raise FreqlabError("resume needs an output folder (out) holding the checkpoints")
 

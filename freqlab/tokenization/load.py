@@ -7,6 +7,7 @@ from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 
 from freqlab.errors import FreqlabError
+from freqlab.paths import expand_home
 from freqlab.tokenization.builtin import BUILTIN_TOKENIZERS, DEFAULT_TOKENIZER, builtin_path, load_builtin
 from freqlab.tokenization.cache import cache_dir, cache_key, cached_load
 from freqlab.tokenization.counter import TokenCounter
@@ -110,7 +111,7 @@ def _cached_route(
             {"name": spec, "spec": spec},
             None,
         )
-    path = Path(spec).expanduser()
+    path = Path(expand_home(spec))
     if path.exists():
         model_file = ".model" in path.suffixes  # tokenizer.model, mistral's tokenizer.model.v1
         file = path / "tokenizer.json" if path.is_dir() else path

@@ -345,19 +345,28 @@ def test_summary_json_holds_f_and_what_the_report_prints(tmp_path, corpus):
 @pytest.mark.parametrize(
     ("options", "message"),
     [
-        (["--dataset", "a.jsonl", "--dataset=b.jsonl"], "--dataset was given 2 times; it takes one value: one corpus"),
-        (["--tokenizer", "tekken", "--tokenizer", "gpt2"], "--tokenizer was given 2 times; it takes one value"),
+        (["--dataset", "a.jsonl", "--dataset=b.jsonl"], "given 2 times (a.jsonl, b.jsonl): one corpus per scan"),
+        (["--tokenizer", "tekken", "--tokenizer", "gpt2"], "given 2 times (tekken, gpt2): one tokenizer per scan"),
+        (["--out=~nosuchuser-freqlab/x"], "~nosuchuser-freqlab/x: no home folder for user 'nosuchuser-freqlab'"),
     ],
 )
-def test_an_option_that_takes_one_value_given_twice_is_refused_not_overwritten(tmp_path, options, message):
-    result = invoke(*options, "--out", str(tmp_path / "o"))
-    assert result.exit_code == 2 and message in result.output
-    assert not (tmp_path / "o").exists()
+def test_an_option_given_twice_or_an_unknown_home_is_a_usage_error(tmp_path, options, message, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    result = invoke("--out", str(tmp_path / "o"), *options)
+    assert result.exit_code == 2 and message in " ".join(result.output.split())
+    assert not (tmp_path / "o").exists() and not list(tmp_path.glob("~*"))
+
+
+def test_help_is_shown_whatever_else_is_given():
+    result = invoke("--dataset", "a", "--dataset", "b", "--help")
+    assert result.exit_code == 0 and "Usage:" in result.output and "given 2 times" not in result.output
 
 
 def test_an_output_folder_given_with_a_tilde_is_in_the_home_folder(tmp_path, corpus, monkeypatch):
     monkeypatch.setenv("HOME", str(tmp_path / "home"))
     monkeypatch.chdir(tmp_path)
-    result = invoke("--dataset", str(corpus), "--out=~/runs/x", "--json")  # the shell leaves ~ after --out=
+    result = invoke("--dataset", str(corpus), "--out=~/runs/x", "--plot", "--json")  # the shell leaves ~ after =
     assert result.exit_code == 0, result.output
-    assert (tmp_path / "home" / "runs" / "x" / "lengths.parquet").is_file() and not (tmp_path / "~").exists()
+    written = tmp_path / "home" / "runs" / "x"
+    assert (written / "lengths.parquet").is_file() and list((written / "figures").glob("*.png"))  # figures too
+    assert not (tmp_path / "~").exists()

@@ -54,6 +54,12 @@ def test_null_lists_and_lists_with_a_null_id_are_marked_by_reason():
     )
 
 
+@pytest.mark.parametrize(("kind", "reason"), [("tokens", "null-token-list"), ("length", "null-length")])
+def test_a_column_of_nothing_but_nulls_marks_every_row(kind, reason):
+    # pandas writes an all-None column with Arrow type null; datasets reads a JSON block of nulls so
+    assert lengths_and_reasons(pa.array([None, None, None]), kind) == ([-1, -1, -1], (reason,))
+
+
 def test_bad_length_values_are_marked_by_reason_and_the_largest_int64_is_a_length():
     assert lengths_and_reasons(pa.array([3, None, -2, 0]), "length") == (
         [3, -1, -2, 0],

@@ -248,9 +248,19 @@ def test_resume_refuses_checkpoints_of_a_tokenizer_whose_rules_changed_under_the
     assert run(slimpajama_dir, tokenizer=str(whole)).histogram.tokens != first.histogram.tokens
 
 
+def duplicate(folder):
+    """A second path to a file the walk reads (after it, by name): read once, reported as a duplicate."""
+    (folder / "zz_link.jsonl").symlink_to(sorted(folder.glob("*.jsonl"))[0])
+
+
 @pytest.mark.parametrize(
     ("name", "key"),
-    [(".DS_Store", "hidden_entries"), ("README.md", "ignored_files"), ("notes.parquet", "other_formats")],
+    [
+        (".DS_Store", "hidden_entries"),
+        ("README.md", "ignored_files"),
+        ("notes.parquet", "other_formats"),
+        (duplicate, "duplicate_files"),
+    ],
 )
 def test_a_file_the_walk_passes_over_appearing_in_the_corpus_folder_does_not_stop_a_resume(
     tmp_path, slimpajama_dir, monkeypatch, name, key
@@ -263,7 +273,10 @@ def test_a_file_the_walk_passes_over_appearing_in_the_corpus_folder_does_not_sto
     with pytest.raises(Crash):
         folder()
     monkeypatch.undo()
-    (slimpajama_dir / name).write_bytes(b"\0")
+    if callable(name):
+        name(slimpajama_dir)
+    else:
+        (slimpajama_dir / name).write_bytes(b"\0")
     started = crash_after(monkeypatch, len(parts))  # count the shards the resumed scan runs
     resumed = folder(resume=True)
     assert started == parts[2:] and resumed.summary["scan"]["resumed_shards"] == 2  # the checkpoints are used

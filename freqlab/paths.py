@@ -1,0 +1,28 @@
+"""A path as the user wrote it: ``~`` and ``~user`` at its start are home folders, for the files freqlab reads and
+the ones it writes alike (the shell leaves ``~`` as is in ``'~/x'`` and after ``--out=``).
+
+>>> import os; expand_home("~/runs") == os.path.join(os.path.expanduser("~"), "runs")
+True
+>>> expand_home("runs/~x")
+'runs/~x'
+"""
+
+from __future__ import annotations
+
+import os
+
+from freqlab.errors import FreqlabError
+
+
+def expand_home(path: str | os.PathLike[str]) -> str:
+    """``path`` with a leading ``~`` or ``~user`` replaced by that home folder; an unknown user is a one-line error
+    (a folder named ``~user`` would otherwise be read or made in the working folder).
+    """
+    text = os.fspath(path)
+    if not text.startswith("~"):
+        return text
+    expanded = os.path.expanduser(text)
+    if expanded == text:
+        user = text[1:].split(os.sep, 1)[0]
+        raise FreqlabError(f"{text}: no home folder for {'this user' if not user else f'user {user!r}'}")
+    return expanded

@@ -1,0 +1,27 @@
+"""freqlab.paths: ~ and ~user at the start of a path are home folders, for what freqlab reads and what it writes."""
+
+import doctest
+import os
+
+import pytest
+
+import freqlab.paths
+from freqlab.errors import FreqlabError
+from freqlab.paths import expand_home
+
+
+def test_the_module_examples_run():
+    assert doctest.testmod(freqlab.paths).failed == 0
+
+
+def test_a_leading_tilde_is_the_home_folder_and_any_other_is_kept(monkeypatch, tmp_path):
+    monkeypatch.setenv("HOME", str(tmp_path))
+    assert expand_home("~") == str(tmp_path)
+    assert expand_home("~/runs/sp") == str(tmp_path / "runs" / "sp")
+    assert expand_home("runs/~/sp") == "runs/~/sp"
+    assert expand_home(tmp_path / "x") == str(tmp_path / "x")  # a PathLike too
+
+
+def test_an_unknown_user_is_one_line_naming_it():
+    with pytest.raises(FreqlabError, match=r"^~nosuchuser-freqlab/x: no home folder for user 'nosuchuser-freqlab'$"):
+        expand_home(f"~nosuchuser-freqlab{os.sep}x")
