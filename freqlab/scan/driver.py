@@ -28,6 +28,7 @@ from freqlab.frequency.stats import DEFAULT_TAU
 from freqlab.histogram import LengthHistogram
 from freqlab.scan.engines import Task, default_workers, make_engine
 from freqlab.scan.engines.local import prestart
+from freqlab.scan.forked import check_outputs_writable
 from freqlab.scan.ledger import Ledger
 from freqlab.scan.output import ScanOutput
 from freqlab.scan.progress import scan_progress
@@ -265,6 +266,7 @@ def scan_from_settings(
         from freqlab.scan.engines.ray import RayEngine
 
         RayEngine.check(run.address)  # before reading anything: Ray installed, its cluster there
+    check_outputs_writable(run.out)  # in a process forked after polars ran, writing them would hang
     corpus = settings.open_corpus()
     check_out_outside_corpus(corpus, run.out)
     # the forkserver starts (and builds the cached tokenizer for the workers) while the tokenizer loads here

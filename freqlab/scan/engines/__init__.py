@@ -16,7 +16,8 @@ ray        as Ray tasks, on a local Ray instance or a cluster (:mod:`.ray`)
 
 from __future__ import annotations
 
-from freqlab.scan.engines.base import Engine, Task, default_workers
+from freqlab.errors import FreqlabError
+from freqlab.scan.engines.base import Engine, Task, default_workers, may_not_start_processes
 from freqlab.scan.engines.inprocess import InProcessEngine
 from freqlab.scan.engines.local import LocalEngine
 from freqlab.scan.settings import ENGINES
@@ -33,6 +34,12 @@ def make_engine(name: str, workers: int | None, pending: int, address: str | Non
 
         return RayEngine(workers, address)
     count = min(workers or default_workers(), max(pending, 1))
+    if count > 1 and may_not_start_processes():
+        raise FreqlabError(
+            f"workers={workers}: this process is a daemonic multiprocessing worker (multiprocessing.Pool's), which may "
+            "not start processes; scan with workers=1 here (the default), or run the scans in a "
+            "concurrent.futures.ProcessPoolExecutor, whose workers may"
+        )
     if count > 1:
         from freqlab.resources import require_memory
 

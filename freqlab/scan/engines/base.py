@@ -40,11 +40,22 @@ class Engine:
 
 
 def default_workers() -> int:
-    """All cores this process may use."""
+    """All cores this process may use; 1 in a daemonic process (a ``multiprocessing.Pool`` worker), which may not
+    start the pool's processes (it counts on its own threads).
+    """
+    if may_not_start_processes():
+        return 1
     try:
         return max(len(os.sched_getaffinity(0)), 1)
     except AttributeError:  # not on Linux
         return os.cpu_count() or 1
+
+
+def may_not_start_processes() -> bool:
+    """Whether this process is a daemonic ``multiprocessing`` process, which multiprocessing forbids to start any."""
+    import multiprocessing
+
+    return bool(multiprocessing.current_process().daemon)
 
 
 def fill(in_flight: dict, tasks: Iterator[Task], window: int, submit: Callable[[Task], object]) -> None:

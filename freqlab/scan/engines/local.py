@@ -218,6 +218,24 @@ def _forkserver_running() -> bool:
     return getattr(forkserver._forkserver, "_forkserver_pid", None) is not None  # no public API for this
 
 
+def forget_inherited_forkserver() -> None:
+    """In a process just forked, forget the parent's forkserver and the lock a parent's thread may have held.
+
+    The parent's forkserver is the parent's child (waiting for it here fails, ``ChildProcessError``); forgotten, a
+    pool here starts this process's own. multiprocessing has no public API for this; its fields are the same in
+    3.10-3.13.
+    """
+    global _FORKSERVER_LOCK
+    _FORKSERVER_LOCK = threading.Lock()
+    if "multiprocessing.forkserver" not in sys.modules or not _forkserver_running():
+        return
+    server = sys.modules["multiprocessing.forkserver"]._forkserver
+    with contextlib.suppress(OSError):
+        os.close(server._forkserver_alive_fd)  # this process's copy: the parent's forkserver lives on its own
+    server._forkserver_alive_fd = server._forkserver_pid = server._forkserver_address = None
+    server._lock = threading.Lock()
+
+
 _FORKSERVER_LOCK = threading.Lock()
 PREBUILD_ENV = "FREQLAB_PREBUILD"  # freqlab.tokenization.prebuild.ENV (not imported here: the driver may not need it)
 

@@ -1,0 +1,61 @@
+"""A scan in a process forked from one that had already scanned: what fork does not copy (polars' threads, the
+parent's forkserver, a daemonic Pool worker's right to start processes) is a clear error or is worked around, never
+a hang."""
+
+from __future__ import annotations
+
+import concurrent.futures
+import multiprocessing
+import sys
+
+import polars as pl
+import pytest
+
+from freqlab.errors import FreqlabError
+from freqlab.scan import forked, scan
+
+pytestmark = pytest.mark.skipif(sys.platform != "linux", reason="fork and /proc/self/task: Linux")
+FORK = multiprocessing.get_context("fork")
+
+
+def scan_here(folder: str, **options) -> tuple[int, int, int | str]:
+    """In the forked process: (tokens, documents, workers) of a scan, or the FreqlabError's message."""
+    try:
+        result = scan(folder, progress=False, **options)
+    except FreqlabError as exc:
+        return -1, -1, str(exc)
+    return result.histogram.tokens, result.histogram.documents, result.summary["scan"]["workers"]
+
+
+@pytest.fixture
+def parent_scanned(slimpajama_dir, tmp_path):
+    """The parent's scan on a pool of 2 (its forkserver started), its outputs written with polars."""
+    result = scan(str(slimpajama_dir), progress=False, workers=2, out=tmp_path / "parent")
+    pl.DataFrame({"a": [1, 2]}).write_parquet(tmp_path / "started-polars-threads.parquet")
+    assert forked._polars_threads_running()
+    return result.histogram
+
+
+def in_forked_executor(*args, **options):
+    with concurrent.futures.ProcessPoolExecutor(1, mp_context=FORK) as pool:
+        return pool.submit(scan_here, *args, **options).result(timeout=120)
+
+
+def test_writing_outputs_after_polars_ran_in_the_parent_is_refused_not_a_hang(parent_scanned, slimpajama_dir, tmp_path):
+    tokens, documents, message = in_forked_executor(str(slimpajama_dir), workers=1, out=str(tmp_path / "child"))
+    assert (tokens, documents) == (-1, -1)
+    assert "forked from process" in message and "multiprocessing.get_context('spawn')" in message
+    assert not (tmp_path / "child").exists()
+
+
+def test_without_outputs_a_forked_process_counts_on_a_pool_of_its_own(parent_scanned, slimpajama_dir):
+    # the parent's forkserver is forgotten (waiting for it failed: ChildProcessError); the child starts its own
+    assert in_forked_executor(str(slimpajama_dir), workers=2) == (parent_scanned.tokens, parent_scanned.documents, 2)
+
+
+def test_a_daemonic_pool_worker_counts_on_its_own_threads(parent_scanned, slimpajama_dir):
+    with FORK.Pool(1) as pool:
+        default = pool.apply_async(scan_here, (str(slimpajama_dir),)).get(timeout=120)
+        two = pool.apply_async(scan_here, (str(slimpajama_dir),), {"workers": 2}).get(timeout=120)
+    assert default == (parent_scanned.tokens, parent_scanned.documents, 1)
+    assert "daemonic multiprocessing worker" in two[2] and "workers=1" in two[2]
