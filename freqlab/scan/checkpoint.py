@@ -183,10 +183,7 @@ class CheckpointStore:
             then, now = _what_is_read(previous), _what_is_read(self.fingerprint)
             differences = [key for key in sorted({*then, *now}) if then.get(key) != now.get(key)]
             if differences:
-                detail = "; ".join(
-                    f"{key}: {_short(then.get(key))} then, {_short(now.get(key))} now" + _MEANING.get(key, "")
-                    for key in differences
-                )
+                detail = "; ".join(_difference(key, then.get(key), now.get(key)) for key in differences)
                 raise FreqlabError(
                     f"cannot resume from {self.directory}: the checkpoints were made with other settings "
                     f"({detail}); rerun with the same settings, or without --resume (or with another --out) "
@@ -416,6 +413,18 @@ def _checksum(frame: pl.DataFrame, header: dict) -> str:
         else:
             digest.update(column.to_numpy().astype(np.int64).tobytes())
     return digest.hexdigest()
+
+
+def _difference(key: str, then, now) -> str:
+    """``key: THEN then, NOW now`` and what it means; for two dicts (the corpus's description), each key of theirs
+    that differs, so that the message says what changed (``corpus_description.files: 4 then, 5 now``).
+    """
+    if isinstance(then, dict) and isinstance(now, dict):
+        inner = [k for k in sorted({*then, *now}) if then.get(k) != now.get(k)]
+        shown = ", ".join(f"{key}.{k}: {_short(then.get(k))} then, {_short(now.get(k))} now" for k in inner)
+    else:
+        shown = f"{key}: {_short(then)} then, {_short(now)} now"
+    return shown + _MEANING.get(key, "")
 
 
 def _short(value) -> str:
