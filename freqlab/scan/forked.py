@@ -38,7 +38,8 @@ def _polars_threads_running() -> bool:
 
 
 def _before_fork() -> None:
-    _PARENT.update(pid=os.getpid(), polars_threads=_polars_threads_running())
+    # a process forked from such a child has polars' pool without its threads too
+    _PARENT.update(pid=os.getpid(), polars_threads=_polars_threads_running() or forked_from_polars())
 
 
 def _after_fork_in_child() -> None:

@@ -59,3 +59,16 @@ def test_a_daemonic_pool_worker_counts_on_its_own_threads(parent_scanned, slimpa
         two = pool.apply_async(scan_here, (str(slimpajama_dir),), {"workers": 2}).get(timeout=120)
     assert default == (parent_scanned.tokens, parent_scanned.documents, 1)
     assert "daemonic multiprocessing worker" in two[2] and "workers=1" in two[2]
+
+
+def fork_again(folder: str, out: str):
+    """In a forked process: the result of a scan in a process forked from this one."""
+    with concurrent.futures.ProcessPoolExecutor(1, mp_context=FORK) as pool:
+        return pool.submit(scan_here, folder, workers=1, out=out).result(timeout=120)
+
+
+def test_a_process_forked_from_such_a_child_is_refused_too(parent_scanned, slimpajama_dir, tmp_path):
+    # the grandchild has the parent's polars pool without its threads as well: writing would hang there too
+    with concurrent.futures.ProcessPoolExecutor(1, mp_context=FORK) as pool:
+        _, _, message = pool.submit(fork_again, str(slimpajama_dir), str(tmp_path / "grandchild")).result(timeout=240)
+    assert "polars" in message and not (tmp_path / "grandchild").exists()
