@@ -36,6 +36,7 @@ from freqlab.errors import FreqlabError, brief
 from freqlab.formats import LENGTHS_FORMAT as FORMAT  # kept for import compatibility (and used here)
 from freqlab.formats import LENGTHS_VERSION as FORMAT_VERSION  # kept for import compatibility (and used here)
 from freqlab.formats import METADATA_KEY, UNLABELLED_SOURCE  # UNLABELLED_SOURCE: kept for import compatibility
+from freqlab.paths import expand_home
 from freqlab.sizes import DEFAULT_TAU, position_label
 
 if TYPE_CHECKING:  # type-only: the layer above, never imported here at run time
@@ -303,7 +304,7 @@ class LengthHistogram(Displayed):
         """Load a histogram written by :meth:`to_parquet`; anything else is a clear FreqlabError."""
         import polars as pl
 
-        path = Path(path)
+        path = Path(expand_home(path))
         if not path.is_file():
             raise FreqlabError(f"{path}: no such histogram file")
         try:

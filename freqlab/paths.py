@@ -5,6 +5,8 @@ the ones it writes alike (the shell leaves ``~`` as is in ``'~/x'`` and after ``
 True
 >>> expand_home("runs/~x")
 'runs/~x'
+>>> shown("~/runs")  # a relative folder named ~ (Path("./~/runs") prints so), not the home folder
+'./~/runs'
 """
 
 from __future__ import annotations
@@ -16,13 +18,22 @@ from freqlab.errors import FreqlabError
 
 def expand_home(path: str | os.PathLike[str]) -> str:
     """``path`` with a leading ``~`` or ``~user`` replaced by that home folder; an unknown user is a one-line error
-    (a folder named ``~user`` would otherwise be read or made in the working folder).
+    (a folder named ``~user`` would otherwise be read or made in the working folder), unless ``path`` exists as
+    written (a file named ``~x.jsonl`` here).
     """
     text = os.fspath(path)
     if not text.startswith("~"):
         return text
     expanded = os.path.expanduser(text)
-    if expanded == text:
+    if expanded == text and not os.path.lexists(text):
         user = text[1:].split(os.sep, 1)[0]
         raise FreqlabError(f"{text}: no home folder for {'this user' if not user else f'user {user!r}'}")
     return expanded
+
+
+def shown(path: str | os.PathLike[str]) -> str:
+    """``path`` as a message shows it: a relative path that begins with ``~`` gets ``./``, so that it does not read
+    as the home folder.
+    """
+    text = os.fspath(path)
+    return f".{os.sep}{text}" if text.startswith("~") else text

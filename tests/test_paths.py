@@ -7,7 +7,7 @@ import pytest
 
 import freqlab.paths
 from freqlab.errors import FreqlabError
-from freqlab.paths import expand_home
+from freqlab.paths import expand_home, shown
 
 
 def test_the_module_examples_run():
@@ -25,3 +25,13 @@ def test_a_leading_tilde_is_the_home_folder_and_any_other_is_kept(monkeypatch, t
 def test_an_unknown_user_is_one_line_naming_it():
     with pytest.raises(FreqlabError, match=r"^~nosuchuser-freqlab/x: no home folder for user 'nosuchuser-freqlab'$"):
         expand_home(f"~nosuchuser-freqlab{os.sep}x")
+
+
+def test_a_path_that_exists_as_written_is_kept_even_if_it_names_no_user(monkeypatch, tmp_path):
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "~x.jsonl").write_text("{}")
+    assert expand_home("~x.jsonl") == "~x.jsonl"
+
+
+def test_a_relative_path_beginning_with_a_tilde_is_shown_as_relative():
+    assert shown("~/runs") == os.path.join(".", "~", "runs") and shown("/home/a/~") == "/home/a/~"

@@ -10,9 +10,9 @@ import click
 
 from freqlab.cli.options import (
     POSITIONS_NOTE,
+    HomePath,
     echo_json,
     hist_option,
-    home_expanded,
     json_option,
     regime_option,
     window_option,
@@ -20,14 +20,13 @@ from freqlab.cli.options import (
 
 
 @click.command("calibrate")
-@click.argument("file", type=click.Path(dir_okay=False), required=False)
+@click.argument("file", type=HomePath(dir_okay=False), required=False)
 @hist_option("Length histogram (Parquet) of the runs' data, for rows without a hist column.")
 @regime_option(help="Data regime for rows without a regime column.")
 @window_option(help=f"Training window for rows without an L column {POSITIONS_NOTE}.")
 @click.option(
     "--out",
-    callback=home_expanded,
-    type=click.Path(dir_okay=False),
+    type=HomePath(dir_okay=False),
     default=None,
     help="Write the fit as JSON (read by --tau-from of freq, schedule, plan and plot).",
 )

@@ -10,9 +10,9 @@ from freqlab.cli.options import (  # noqa: F401  (echo_json, json_option, tokens
     SEED,
     TOKENS,
     TOKENS_NOTE,
+    HomePath,
     echo_json,
     hist_option,
-    home_expanded,
     json_option,
     layout_option,
     megatron_options,
@@ -39,7 +39,7 @@ from freqlab.resources import require_memory
 
 
 @click.command("freq")
-@click.argument("hist", type=click.Path(dir_okay=False))
+@click.argument("hist", type=HomePath(dir_okay=False))
 @window_option(multiple=True, default=(2048,))
 @regime_option(multiple=True)
 @tokens_option
@@ -47,8 +47,7 @@ from freqlab.resources import require_memory
 @seed_option
 @click.option(
     "--out",
-    callback=home_expanded,
-    type=click.Path(dir_okay=False),
+    type=HomePath(dir_okay=False),
     default=None,
     help="Write f(i) to this Parquet file (columns L, regime, position, frequency; the histogram's metadata).",
 )
@@ -144,7 +143,7 @@ COUNT_KEYS = ("documents_read", "documents", "empty_documents", "skipped", "toke
 
 
 @click.command("stats")
-@click.argument("hist", type=click.Path(dir_okay=False))
+@click.argument("hist", type=HomePath(dir_okay=False))
 @window_option(default=2048)
 @regime_option(
     multiple=True,
@@ -205,7 +204,7 @@ def stats_command(hist, L, regimes, tokens, tau, weights, as_json):
 
 
 @click.command("schedule")
-@click.argument("file", type=click.Path(dir_okay=False), required=False)
+@click.argument("file", type=HomePath(dir_okay=False), required=False)
 @click.option(
     "--preset",
     default=None,

@@ -36,12 +36,19 @@ from freqlab.sizes import (
 )
 
 
-def home_expanded(ctx: click.Context, param: click.Parameter, value: str | None) -> str | None:
-    """The callback of an output path: ``~`` expanded, as in input paths (:func:`freqlab.paths.expand_home`)."""
-    try:
-        return expand_home(value) if isinstance(value, str) else value
-    except FreqlabError as exc:
-        raise click.BadParameter(str(exc), ctx, param) from None
+class HomePath(click.Path):
+    """``click.Path`` with a leading ``~`` or ``~user`` expanded (:func:`freqlab.paths.expand_home`): the shell leaves
+    it in ``'~/x'`` and after ``--out=``; every path option and argument of the CLI is one.
+    """
+
+    def convert(self, value, param, ctx):
+        """The path, ``~`` expanded; an unknown user is a usage error naming the option."""
+        if isinstance(value, str):
+            try:
+                value = expand_home(value)
+            except FreqlabError as exc:
+                self.fail(str(exc), param, ctx)
+        return super().convert(value, param, ctx)
 
 
 class Size(click.ParamType):
@@ -267,7 +274,7 @@ def with_tau_from(tau_option):
         option = click.option(
             "--tau-from",
             "tau_from",
-            type=click.Path(dir_okay=False),
+            type=HomePath(dir_okay=False),
             default=None,
             help="Read tau from a `freqlab calibrate --out` JSON file.",
         )
@@ -408,8 +415,8 @@ def hist_option(help: str = "Length histogram (Parquet from `freqlab scan`).", *
     alias (:func:`renamed_option`).
     """
     if old_name is not None:
-        return renamed_option("--hist", old_name, "hist", type=click.Path(dir_okay=False), help=help)
-    return click.option("--hist", type=click.Path(dir_okay=False), default=None, help=help)
+        return renamed_option("--hist", old_name, "hist", type=HomePath(dir_okay=False), help=help)
+    return click.option("--hist", type=HomePath(dir_okay=False), default=None, help=help)
 
 
 def layout_option(

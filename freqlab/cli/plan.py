@@ -13,6 +13,7 @@ from freqlab.cli.options import (
     POSITIONS_NOTE,
     ROPE_BASE,
     FiniteFloat,
+    HomePath,
     echo_json,
     json_option,
     renamed_option,
@@ -106,7 +107,7 @@ def register(main: click.Group) -> None:
 @click.option("--rope-theta", type=ROPE_BASE, default=10000.0, show_default=True, help="RoPE base (YaRN blocks).")
 @click.option(
     "--usage-out",
-    type=click.Path(dir_okay=False),
+    type=HomePath(dir_okay=False),
     default=None,
     help="Write per-position usage before/after STRING and f(p) to this Parquet file.",
 )
@@ -309,7 +310,7 @@ def rope_command(
 @schedule_option
 @click.option(
     "--long-hist",
-    type=click.Path(dir_okay=False),
+    type=HomePath(dir_okay=False),
     default=None,
     help="Histogram of documents to add in their own proportions [default: the corpus's best, ranked].",
 )

@@ -9,7 +9,15 @@ import click
 from click.core import ParameterSource
 
 from freqlab.cli import options
-from freqlab.cli.options import POSITIONS, POSITIONS_NOTE, renamed_option, tau_option, tokens_option, weights_option
+from freqlab.cli.options import (
+    POSITIONS,
+    POSITIONS_NOTE,
+    HomePath,
+    renamed_option,
+    tau_option,
+    tokens_option,
+    weights_option,
+)
 from freqlab.cli.weights import budget_line, echo_mix, histogram_line, mix_json, read_histogram
 from freqlab.errors import FreqlabError
 from freqlab.frequency import DEFAULT_TAU
@@ -24,7 +32,7 @@ extend_to_option = renamed_option(
     "--extend-to", "--target", "N", type=POSITIONS, required=True, help=f"Length N to extend to (> L) {POSITIONS_NOTE}."
 )
 schedule_option = click.option(
-    "--schedule", type=click.Path(dir_okay=False), default=None, help="Multi-stage schedule (YAML/JSON)."
+    "--schedule", type=HomePath(dir_okay=False), default=None, help="Multi-stage schedule (YAML/JSON)."
 )
 mass_option = click.option(
     "--mass",

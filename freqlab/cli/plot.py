@@ -14,9 +14,9 @@ from freqlab.cli.options import (
     POSITIONS_NOTE,
     TOKENS,
     TOKENS_NOTE,
+    HomePath,
     echo_json,
     hist_option,
-    home_expanded,
     json_option,
     layout_option,
     regime_option,
@@ -85,8 +85,7 @@ def output_options(default_size: str | None):
         options = [
             click.option(
                 "--out",
-                callback=home_expanded,
-                type=click.Path(dir_okay=False),
+                type=HomePath(dir_okay=False),
                 required=True,
                 help="Output file; its suffix (.png/.pdf/.svg) is the format unless --format is given.",
             ),
@@ -150,7 +149,7 @@ def _histogram(path, regimes, weights):
 #: the most bars a length panel draws (one patch each; more than a figure's width in pixels)
 MAX_BINS = 4096
 
-hist_argument = click.argument("hist", type=click.Path(dir_okay=False))
+hist_argument = click.argument("hist", type=HomePath(dir_okay=False))
 one_regime_option = regime_option()
 #: peak bytes per position of L of a figure drawn over positions (measured at L = 2^22: 72-80 for frequency,
 #: windows and effective-length, 112 for scan's figures, 144 for sources with 2 sources; 110 for string-usage at 2^22)
@@ -304,7 +303,7 @@ def exposure_command(hist, L, regime, weights, out, formats, size, dpi, as_json)
 
 
 @plot_group.command("recipe", short_help="A staged recipe: f per stage and layer kind, effective length after each.")
-@click.argument("file", type=click.Path(dir_okay=False), required=False)
+@click.argument("file", type=HomePath(dir_okay=False), required=False)
 @click.option("--preset", default=None, metavar="NAME", help="A published recipe (see freqlab schedule --preset).")
 @hist_option("Default histogram for the stages [default: the schedule's; a preset: the built-in corpus].")
 @layout_option("Layout for stages that name none.")
@@ -336,8 +335,7 @@ def recipe_command(file, preset, hist, layout, tau, out, formats, size, dpi, as_
 @weights_option
 @click.option(
     "--out",
-    callback=home_expanded,
-    type=click.Path(file_okay=False),
+    type=HomePath(file_okay=False),
     default="freqlab-out/figures",
     show_default=True,
     help="Folder the figures are written into (created if needed).",

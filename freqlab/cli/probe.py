@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import click
 
-from freqlab.cli.options import COUNT, POSITIONS, POSITIONS_NOTE, echo_json, json_option
+from freqlab.cli.options import COUNT, POSITIONS, POSITIONS_NOTE, HomePath, echo_json, json_option
 
 
 def _pair(value: str | None, names: str) -> tuple[int, int] | None:
@@ -75,7 +75,7 @@ def _depths(text: str) -> list[float]:
 
 
 @click.command("probe")
-@click.argument("model_dir", metavar="MODEL", type=click.Path(exists=True, file_okay=False))
+@click.argument("model_dir", metavar="MODEL", type=HomePath(exists=True, file_okay=False))
 @click.option(
     "--lengths",
     default=None,
@@ -132,7 +132,7 @@ def _depths(text: str) -> list[float]:
     "their flash backend.",
 )
 @click.option("--seed", type=int, default=0, show_default=True, help="Needle numbers (the same for every setting).")
-@click.option("--figure", type=click.Path(dir_okay=False), default=None, help="Write the heat map (png, pdf or svg).")
+@click.option("--figure", type=HomePath(dir_okay=False), default=None, help="Write the heat map (png, pdf or svg).")
 @json_option
 def probe_command(
     model_dir,

@@ -11,9 +11,9 @@ from freqlab.cli.options import (
     COUNT,
     TOKENS,
     TOKENS_NOTE,
+    HomePath,
     echo_json,
     given_once,
-    home_expanded,
     json_option,
     megatron_options,
     megatron_settings,
@@ -24,6 +24,7 @@ from freqlab.cli.options import (
     window_option,
 )
 from freqlab.errors import FreqlabError, exit_status, interrupt_of
+from freqlab.paths import shown
 from freqlab.scan import (
     DEFAULT_BATCH_SIZE,
     DEFAULT_OUT,
@@ -139,8 +140,7 @@ from freqlab.scan.settings import ENGINES, ON_ERROR
 @click.option("--address", default=None, help="Ray cluster address (--engine ray). Default: start a local Ray.")
 @click.option(
     "--out",
-    callback=home_expanded,  # also where the figures go (--plot)
-    type=click.Path(file_okay=False),
+    type=HomePath(file_okay=False),
     default=DEFAULT_OUT,
     show_default=True,
     help="Output folder: lengths.parquet, summary.json, checkpoints/.",
@@ -178,7 +178,7 @@ from freqlab.scan.settings import ENGINES, ON_ERROR
 )
 @click.option(
     "--lengths",
-    type=click.Path(dir_okay=False),
+    type=HomePath(dir_okay=False),
     default=None,
     help="--estimate with --sample-rate: OUT/lengths.parquet of a smaller sampled scan of the corpus, "
     "to predict the error bar of the mass shares.",
@@ -346,7 +346,7 @@ def scan_command(
             result.histogram, Ls, regimes, Path(out) / "figures", plot_formats, tokens=tokens, tau=tau, seed=seed
         )
         for path in written:
-            click.echo(f"wrote {path}", err=as_json)  # stderr under --json, so stdout stays JSON
+            click.echo(f"wrote {shown(path)}", err=as_json)  # stderr under --json, so stdout stays JSON
 
 
 def show(result: ScanResult, as_json: bool) -> None:

@@ -74,7 +74,9 @@ def column_lengths(column: pa.Array, kind: str, where: str) -> tuple[np.ndarray,
         return np.full(len(column), -1, np.int64), (NULL_TOKEN_LIST if kind == "tokens" else NULL_LENGTH,)
     bad: dict[str, np.ndarray] = {}  # reason -> the rows it holds for
     if kind == "tokens":
-        if not any(is_list(column.type) for is_list in _LISTS) or not pa.types.is_integer(column.type.value_type):
+        lists = any(is_list(column.type) for is_list in _LISTS)
+        # list<null>: what pyarrow infers for lists that are all empty (an id in one would be a null id)
+        if not lists or not (pa.types.is_integer(column.type.value_type) or pa.types.is_null(column.type.value_type)):
             raise FreqlabError(f"{where}: the token column holds {column.type}, not lists of token ids (integers)")
         if column.null_count:
             bad[NULL_TOKEN_LIST] = np.asarray(column.is_null())

@@ -41,6 +41,7 @@ from freqlab.frequency.position import segment_frequency
 from freqlab.frequency.regime_table import frequency_key_numbers
 from freqlab.frequency.regimes import Segments, _natural, check_histogram, check_window, segments, stream_order
 from freqlab.frequency.stats import DEFAULT_TAU, position_at_mass, share_at_most
+from freqlab.paths import expand_home
 from freqlab.sizes import MAX_POSITIONS, parse_positions, position_label
 
 KINDS: tuple[str, ...] = ("global", "swa", "chunk", "nope")
@@ -255,8 +256,8 @@ def read_layout(value: str | Path | dict | Layout) -> Layout:
     if isinstance(value, dict):
         return layout_from_config(value)
     text = str(value)
-    if text.endswith(".json") or Path(text).is_file():
-        path = Path(text)
+    if text.endswith(".json") or Path(expand_home(text)).is_file():
+        path = Path(expand_home(text))
         try:
             data = json.loads(path.read_text(encoding="utf-8"))
         except OSError as exc:

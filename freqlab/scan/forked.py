@@ -1,12 +1,13 @@
-"""A scan in a process forked (``os.fork``, multiprocessing's ``fork`` start method: the default on Linux before
-Python 3.14) from one that had already used polars or started freqlab's pool.
+"""Scans in a process forked (``os.fork``, multiprocessing's ``fork`` start method: the default on Linux before
+Python 3.14) from one that had already used polars.
 
-``fork`` copies no thread. Polars' thread pool, which the parent starts with its first Parquet read or write, is
-gone in the child, and a polars call that needs it waits forever: writing ``lengths.parquet`` or a checkpoint is
-one. A scan with an output folder in such a child is refused in one line saying what to do instead (start the
-processes with ``spawn`` or ``forkserver``); a scan without one uses no polars and runs. multiprocessing's
-forkserver, which the parent's pool started, is the parent's child, not this process's: the child forgets it and
-starts its own when it needs a pool (as a fresh process would).
+``fork`` copies no thread. Polars' thread pool, which a process starts with its first Parquet read or write, is
+gone in a child forked after that (and in the child's children), while polars believes it is there: a polars call
+that needs it waits forever, and writing ``lengths.parquet`` or a checkpoint is one. A scan with an output folder
+is refused there in one line saying what to do instead (start the processes with ``spawn`` or ``forkserver``); a
+scan without one uses no polars and runs. The pool is checked in the process itself when the scan starts, so it
+does not matter when freqlab was imported or how many forks lie between. (The parent's multiprocessing forkserver
+is dealt with by :func:`freqlab.scan.engines.local.forget_inherited_forkserver`.)
 """
 
 from __future__ import annotations
@@ -14,55 +15,51 @@ from __future__ import annotations
 import contextlib
 import os
 import sys
+import time
 
 from freqlab.errors import FreqlabError
 
-_PARENT: dict = {"pid": None, "polars_threads": False}  # as seen just before this process's last fork
+_THREADS_START_SECONDS = 0.5  # how long a pool just started here may take to name its threads
 
 
-def _polars_threads_running() -> bool:
-    """Whether this process runs polars' thread pool (its threads are named ``polars-N``; Linux only)."""
-    if "polars" not in sys.modules:
-        return False
+def _polars_thread_names() -> list[str] | None:
+    """The names of this process's polars pool threads (``polars-N``), or None where they cannot be seen."""
     try:
         tasks = os.listdir("/proc/self/task")
     except OSError:  # no /proc: not Linux, where fork is not the default start method
-        return False
+        return None
+    names = []
     for task in tasks:
         with contextlib.suppress(OSError):
             with open(f"/proc/self/task/{task}/comm") as handle:
                 name = handle.read().strip()
             if name.startswith("polars-") and name[7:].isdigit():
-                return True
+                names.append(name)
+    return names
+
+
+def polars_pool_lost() -> bool:
+    """Whether polars' thread pool is set up in this process without its threads (inherited through ``fork``).
+
+    Asking polars for its pool's size starts the pool where it was not set up yet; where it was set up in an
+    ancestor, polars answers from the copied state and no ``polars-N`` thread exists here.
+    """
+    if "polars" not in sys.modules or _polars_thread_names() is None:
+        return False
+    sys.modules["polars"].thread_pool_size()
+    deadline = time.monotonic() + _THREADS_START_SECONDS
+    while not _polars_thread_names():
+        if time.monotonic() > deadline:
+            return True
+        time.sleep(0.01)
     return False
-
-
-def _before_fork() -> None:
-    # a process forked from such a child has polars' pool without its threads too
-    _PARENT.update(pid=os.getpid(), polars_threads=_polars_threads_running() or forked_from_polars())
-
-
-def _after_fork_in_child() -> None:
-    from freqlab.scan.engines import local
-
-    local.forget_inherited_forkserver()
-
-
-def forked_from_polars() -> bool:
-    """Whether this process was forked from one whose polars threads were running."""
-    return _PARENT["pid"] not in (None, os.getpid()) and _PARENT["polars_threads"]
 
 
 def check_outputs_writable(out) -> None:
     """Refuse to write outputs (``out``: the output folder, None for none) where polars would wait forever."""
-    if out is not None and forked_from_polars():
+    if out is not None and polars_pool_lost():
         raise FreqlabError(
-            f"cannot write {out} from this process: it was forked from process {_PARENT['pid']}, whose polars "
-            "threads were running (fork copies no thread, so polars would wait for them forever); start the "
-            "processes with multiprocessing.get_context('spawn') or 'forkserver', or scan here without an output "
-            "folder (out=None)"
+            f"cannot write {out} from this process: it was forked from a process that had used polars (fork copies "
+            "no thread, so polars would wait forever for its thread pool); start the processes with "
+            "multiprocessing.get_context('spawn') or 'forkserver', or scan here without an output folder (out=None)"
         )
-
-
-if hasattr(os, "register_at_fork"):
-    os.register_at_fork(before=_before_fork, after_in_child=_after_fork_in_child)

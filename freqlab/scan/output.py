@@ -9,6 +9,7 @@ from pathlib import Path
 
 from freqlab.formats import CHECKPOINTS_DIR, LENGTHS_FILE, SUMMARY_FILE
 from freqlab.histogram import LengthHistogram
+from freqlab.paths import shown
 from freqlab.scan.checkpoint import GROUP_PREFIX, LOCK, MANIFEST, CheckpointStore, OutputLock, safe_name, write_atomic
 from freqlab.scan.counts import ShardCount
 from freqlab.scan.ledger import Ledger
@@ -109,6 +110,6 @@ class ScanOutput:
             return
         self.flush()
         lengths_path, summary_path = self.out / LENGTHS_FILE, self.out / SUMMARY_FILE
-        summary["outputs"] = {"lengths": str(lengths_path), "summary": str(summary_path)}
+        summary["outputs"] = {"lengths": shown(lengths_path), "summary": shown(summary_path)}
         write_atomic(lengths_path, writer=histogram.to_parquet)
         write_atomic(summary_path, (json.dumps(summary, indent=2) + "\n").encode())

@@ -465,16 +465,19 @@ def test_a_bad_layout_is_a_usage_error_before_any_work(hist, layout, message):
         assert message in result.output
 
 
-def test_every_output_file_given_with_a_tilde_is_written_in_the_home_folder(hist, tmp_path, monkeypatch):
-    # the shell leaves ~ unexpanded after --out= and in quotes; input paths were expanded, outputs now are too
+def test_every_path_given_with_a_tilde_is_in_the_home_folder(hist, tmp_path, monkeypatch):
+    # the shell leaves ~ unexpanded after --out= and in quotes
     monkeypatch.setenv("HOME", str(tmp_path / "home"))
     monkeypatch.chdir(tmp_path)
     (tmp_path / "home").mkdir()
+    (tmp_path / "home" / "h.parquet").write_bytes(hist.read_bytes())
     for args, written in [
+        (("freq", "~/h.parquet", "--L", 2048, "--out=~/g.parquet"), "g.parquet"),  # an input path too
         (("freq", hist, "--L", 2048, "--out=~/f.parquet"), "f.parquet"),
         (("plot", "frequency", hist, "--L", 2048, "--out=~/f.png"), "f.png"),
         (("plot", "scan", hist, "--out=~/figures"), "figures"),
         (("calibrate", "--out=~/tau.json"), "tau.json"),
+        (("freq", hist, "--L", 2048, "--tau-from=~/tau.json", "--out=~/t.parquet"), "t.parquet"),
     ]:
         result = run(*args)
         assert result.exit_code == 0, (args, result.output)

@@ -60,6 +60,11 @@ def test_a_column_of_nothing_but_nulls_marks_every_row(kind, reason):
     assert lengths_and_reasons(pa.array([None, None, None]), kind) == ([-1, -1, -1], (reason,))
 
 
+def test_a_column_of_empty_lists_that_pyarrow_typed_list_of_null_is_empty_documents():
+    assert lengths_and_reasons(pa.array([[], [], None]), "tokens") == ([0, 0, -1], ("null-token-list",))
+    assert lengths_and_reasons(pa.array([[], [None]]), "tokens") == ([0, -1], ("null-token-id",))
+
+
 def test_bad_length_values_are_marked_by_reason_and_the_largest_int64_is_a_length():
     assert lengths_and_reasons(pa.array([3, None, -2, 0]), "length") == (
         [3, -1, -2, 0],

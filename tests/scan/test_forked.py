@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import concurrent.futures
 import multiprocessing
+import subprocess
 import sys
 
 import polars as pl
@@ -32,7 +33,7 @@ def parent_scanned(slimpajama_dir, tmp_path):
     """The parent's scan on a pool of 2 (its forkserver started), its outputs written with polars."""
     result = scan(str(slimpajama_dir), progress=False, workers=2, out=tmp_path / "parent")
     pl.DataFrame({"a": [1, 2]}).write_parquet(tmp_path / "started-polars-threads.parquet")
-    assert forked._polars_threads_running()
+    assert forked._polars_thread_names() and not forked.polars_pool_lost()
     return result.histogram
 
 
@@ -44,7 +45,8 @@ def in_forked_executor(*args, **options):
 def test_writing_outputs_after_polars_ran_in_the_parent_is_refused_not_a_hang(parent_scanned, slimpajama_dir, tmp_path):
     tokens, documents, message = in_forked_executor(str(slimpajama_dir), workers=1, out=str(tmp_path / "child"))
     assert (tokens, documents) == (-1, -1)
-    assert "forked from process" in message and "multiprocessing.get_context('spawn')" in message
+    assert "forked from a process that had used polars" in message
+    assert "multiprocessing.get_context('spawn')" in message
     assert not (tmp_path / "child").exists()
 
 
@@ -58,7 +60,7 @@ def test_a_daemonic_pool_worker_counts_on_its_own_threads(parent_scanned, slimpa
         default = pool.apply_async(scan_here, (str(slimpajama_dir),)).get(timeout=120)
         two = pool.apply_async(scan_here, (str(slimpajama_dir),), {"workers": 2}).get(timeout=120)
     assert default == (parent_scanned.tokens, parent_scanned.documents, 1)
-    assert "daemonic multiprocessing worker" in two[2] and "workers=1" in two[2]
+    assert "daemonic multiprocessing process" in two[2] and "workers=1" in two[2]
 
 
 def fork_again(folder: str, out: str):
@@ -72,3 +74,43 @@ def test_a_process_forked_from_such_a_child_is_refused_too(parent_scanned, slimp
     with concurrent.futures.ProcessPoolExecutor(1, mp_context=FORK) as pool:
         _, _, message = pool.submit(fork_again, str(slimpajama_dir), str(tmp_path / "grandchild")).result(timeout=240)
     assert "polars" in message and not (tmp_path / "grandchild").exists()
+
+
+def fork_then_scan(folder: str, out: str):
+    """In a forked process: fork once (any fork: a pool of its own), then scan here."""
+    with concurrent.futures.ProcessPoolExecutor(1, mp_context=FORK) as pool:
+        pool.submit(abs, -1).result(timeout=60)
+    return scan_here(folder, workers=1, out=out)
+
+
+def test_a_forked_process_that_forked_before_it_scans_is_refused_too(parent_scanned, slimpajama_dir, tmp_path):
+    with concurrent.futures.ProcessPoolExecutor(1, mp_context=FORK) as pool:
+        _, _, message = pool.submit(fork_then_scan, str(slimpajama_dir), str(tmp_path / "child")).result(timeout=240)
+    assert "polars" in message and not (tmp_path / "child").exists()
+
+
+@pytest.mark.parametrize("used", [True, False])
+def test_polars_used_before_freqlab_was_imported_is_seen_and_only_imported_is_no_refusal(
+    slimpajama_dir, tmp_path, used
+):
+    # a fresh interpreter: polars imported (and used, or not) first, freqlab.scan imported only in the child
+    use = f"pl.DataFrame({{'a': [1]}}).write_parquet({str(tmp_path / 'x.parquet')!r})" if used else ""
+    script = f"""
+import os, polars as pl
+{use}
+pid = os.fork()
+if pid == 0:
+    from freqlab.errors import FreqlabError
+    from freqlab.scan import scan
+    try:
+        scan({str(slimpajama_dir)!r}, progress=False, workers=1, out={str(tmp_path / "child")!r})
+    except FreqlabError as exc:
+        print("refused:", exc, flush=True)
+    os._exit(0)
+os.waitpid(pid, 0)
+"""
+    done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=120)
+    if used:
+        assert "refused: cannot write" in done.stdout and "spawn" in done.stdout, done.stderr
+    else:
+        assert not done.stdout and (tmp_path / "child" / "lengths.parquet").is_file(), done.stderr

@@ -36,8 +36,8 @@ def make_engine(name: str, workers: int | None, pending: int, address: str | Non
     count = min(workers or default_workers(), max(pending, 1))
     if count > 1 and may_not_start_processes():
         raise FreqlabError(
-            f"workers={workers}: this process is a daemonic multiprocessing worker (multiprocessing.Pool's), which may "
-            "not start processes; scan with workers=1 here (the default), or run the scans in a "
+            f"workers={workers}: this process is a daemonic multiprocessing process (a multiprocessing.Pool's worker "
+            "is one), which may not start processes; scan with workers=1 here (the default), or run the scans in a "
             "concurrent.futures.ProcessPoolExecutor, whose workers may"
         )
     if count > 1:

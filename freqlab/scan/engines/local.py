@@ -236,6 +236,10 @@ def forget_inherited_forkserver() -> None:
     server._lock = threading.Lock()
 
 
+if hasattr(os, "register_at_fork"):  # a forkserver can only have been started here once this module was imported
+    os.register_at_fork(after_in_child=forget_inherited_forkserver)
+
+
 _FORKSERVER_LOCK = threading.Lock()
 PREBUILD_ENV = "FREQLAB_PREBUILD"  # freqlab.tokenization.prebuild.ENV (not imported here: the driver may not need it)
 
