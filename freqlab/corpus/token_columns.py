@@ -78,9 +78,11 @@ def column_lengths(column: pa.Array, kind: str, where: str) -> tuple[np.ndarray,
         # list<null>: what pyarrow infers for lists that are all empty (an id in one would be a null id)
         if not lists or not (pa.types.is_integer(column.type.value_type) or pa.types.is_null(column.type.value_type)):
             raise FreqlabError(f"{where}: the token column holds {column.type}, not lists of token ids (integers)")
+        counted = pc.list_value_length(column)
         if column.null_count:
             bad[NULL_TOKEN_LIST] = np.asarray(column.is_null())
-        lengths = np.asarray(pc.list_value_length(column).fill_null(0), np.int64)
+            counted = counted.fill_null(0)
+        lengths = np.asarray(counted, np.int64)
         ids = pc.list_flatten(column)  # in row order, list views too (whose list_parent_indices are not)
         if ids.null_count:  # a list with a hole is no token sequence: its length would count a token not there
             holes = np.flatnonzero(np.asarray(ids.is_null()))
@@ -92,13 +94,14 @@ def column_lengths(column: pa.Array, kind: str, where: str) -> tuple[np.ndarray,
             raise FreqlabError(f"{where}: the length column holds {column.type}, not integers")
         if column.null_count:
             bad[NULL_LENGTH] = np.asarray(column.is_null())
-        values = np.asarray(column.fill_null(0))
+            column = column.fill_null(0)
+        values = np.asarray(column)
         if values.dtype == np.uint64:  # past int64 it would wrap to a negative length
             if values.size and int(values.max()) > np.iinfo(np.int64).max:
                 bad[LENGTH_BEYOND_INT64] = values > np.iinfo(np.int64).max
         elif values.size and int(values.min()) < 0:
             bad[NEGATIVE_LENGTH] = values < 0
-        lengths = values.astype(np.int64)
+        lengths = values.astype(np.int64, copy=False)  # an int64 column's buffer as it is
     if bad:
         lengths = lengths.copy()  # Arrow's buffer, read-only
         for j, rows in enumerate(bad.values()):
