@@ -27,7 +27,8 @@ def expand_home(path: str | os.PathLike[str]) -> str:
     expanded = os.path.expanduser(text)
     if expanded == text and not os.path.lexists(text):
         user = text[1:].split(os.sep, 1)[0]
-        raise FreqlabError(f"{text}: no home folder for {'this user' if not user else f'user {user!r}'}")
+        whose = "this user" if not user else f"user {user!r}"
+        raise FreqlabError(f"{text}: no home folder for {whose} (.{os.sep}{text} for a path of that name here)")
     return expanded
 
 

@@ -17,6 +17,7 @@ from freqlab.cli.options import (
     regime_option,
     window_option,
 )
+from freqlab.paths import shown
 
 
 @click.command("calibrate")
@@ -63,7 +64,7 @@ def calibrate_command(file, hist, regime, L, out, as_json):
     click.echo(f"points from {source}")
     click.echo(fit.report())
     if out:
-        click.echo(f"wrote {out} (use it with --tau-from)")
+        click.echo(f"wrote {shown(out)} (use it with --tau-from)")
 
 
 def register(main: click.Group) -> None:

@@ -35,6 +35,7 @@ from freqlab.frequency.mixture import contribution_table
 from freqlab.frequency.regime_table import describe, describe_string_probe, regime_rows, string_probe_comparison
 from freqlab.frequency.regimes import BYTES_PER_POSITION
 from freqlab.frequency.schedule import load_preset, load_schedule, schedule_frequency
+from freqlab.paths import shown
 from freqlab.resources import require_memory
 
 
@@ -123,7 +124,7 @@ def freq_command(hist, Ls, regimes, tokens, tau, seed, out, weights, layout, tai
     if tail_rows is not None:
         click.echo(tails_report(tail_rows, Ls[0]))
     if out:
-        click.echo(f"wrote {out}")
+        click.echo(f"wrote {shown(out)}")
 
 
 def _tail_rows(h, L: int, regime: str) -> list[dict]:

@@ -41,6 +41,7 @@ from freqlab.frequency import DEFAULT_TAU
 from freqlab.frequency.budget import training_budget
 from freqlab.frequency.schedule import load_schedule, schedule_frequency
 from freqlab.histogram import LengthHistogram
+from freqlab.paths import shown
 from freqlab.plan.rope_scaling import (
     ROPE_TYPES,
     check_factor,
@@ -145,7 +146,7 @@ def string_command(
         return
     click.echo(p.report())
     if usage_out:
-        click.echo(f"\nwrote {usage_out}")
+        click.echo(f"\nwrote {shown(usage_out)}")
 
 
 # self-extend -----------------------------------------------------------------------------------------------

@@ -32,6 +32,7 @@ from freqlab.cli.weights import budget_line, read_histogram
 from freqlab.errors import FreqlabError
 from freqlab.frequency.budget import training_budget
 from freqlab.frequency.exposure import TAIL_REGIMES
+from freqlab.paths import shown
 from freqlab.resources import doing, require_memory
 from freqlab.sizes import DEFAULT_TAU
 
@@ -138,7 +139,7 @@ def _report_written(paths: list[Path], as_json: bool, budget=None, tau: float = 
         if budget is not None:
             click.echo(budget_line(budget, tau))
         for p in paths:
-            click.echo(f"wrote {p}")
+            click.echo(f"wrote {shown(p)}")
 
 
 def _histogram(path, regimes, weights):

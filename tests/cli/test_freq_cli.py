@@ -483,3 +483,5 @@ def test_every_path_given_with_a_tilde_is_in_the_home_folder(hist, tmp_path, mon
         assert result.exit_code == 0, (args, result.output)
         assert (tmp_path / "home" / written).exists(), args
     assert not (tmp_path / "~").exists()
+    (tmp_path / "~").mkdir()  # a relative folder named ~ is written to and shown as such
+    assert "wrote ./~/f.parquet" in run("freq", hist, "--L", 2048, "--out", "./~/f.parquet").output

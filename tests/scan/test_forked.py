@@ -114,3 +114,22 @@ os.waitpid(pid, 0)
         assert "refused: cannot write" in done.stdout and "spawn" in done.stdout, done.stderr
     else:
         assert not done.stdout and (tmp_path / "child" / "lengths.parquet").is_file(), done.stderr
+
+
+def test_a_forkserver_started_before_freqlab_was_imported_is_not_the_childs(slimpajama_dir):
+    # the parent starts multiprocessing's forkserver itself (no freqlab yet); its forked child scans on a pool
+    script = f"""
+import concurrent.futures, multiprocessing, os
+with concurrent.futures.ProcessPoolExecutor(1, mp_context=multiprocessing.get_context("forkserver")) as pool:
+    pool.submit(abs, -1).result()
+pid = os.fork()
+if pid == 0:
+    from freqlab.scan import scan
+    result = scan({str(slimpajama_dir)!r}, progress=False, workers=2)
+    print(result.histogram.tokens, result.summary["scan"]["workers"], flush=True)
+    os._exit(0)
+os.waitpid(pid, 0)
+"""
+    done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=180)
+    expected = scan(str(slimpajama_dir), progress=False, workers=1).histogram.tokens
+    assert done.stdout.split() == [str(expected), "2"], done.stderr

@@ -209,7 +209,11 @@ def start_forkserver(prebuild: Callable[[], str | os.PathLike | None] | None = N
         with _sigint_blocked(), _FORKSERVER_LOCK:
             entry = prebuild() if prebuild is not None and not _forkserver_running() else None
             with _environment(PREBUILD_ENV, os.fspath(entry) if entry is not None else None):
-                forkserver.ensure_running()
+                try:
+                    forkserver.ensure_running()
+                except ChildProcessError:  # one an ancestor started before this module was imported here
+                    _forget_forkserver()
+                    forkserver.ensure_running()
 
 
 def _forkserver_running() -> bool:
@@ -222,13 +226,17 @@ def forget_inherited_forkserver() -> None:
     """In a process just forked, forget the parent's forkserver and the lock a parent's thread may have held.
 
     The parent's forkserver is the parent's child (waiting for it here fails, ``ChildProcessError``); forgotten, a
-    pool here starts this process's own. multiprocessing has no public API for this; its fields are the same in
-    3.10-3.13.
+    pool here starts this process's own. (One an ancestor started before this module was imported is met by
+    :func:`start_forkserver` and forgotten there.)
     """
     global _FORKSERVER_LOCK
     _FORKSERVER_LOCK = threading.Lock()
-    if "multiprocessing.forkserver" not in sys.modules or not _forkserver_running():
-        return
+    if "multiprocessing.forkserver" in sys.modules and _forkserver_running():
+        _forget_forkserver()
+
+
+def _forget_forkserver() -> None:
+    """Forget multiprocessing's forkserver (no public API for this; its fields are the same in 3.10-3.13)."""
     server = sys.modules["multiprocessing.forkserver"]._forkserver
     with contextlib.suppress(OSError):
         os.close(server._forkserver_alive_fd)  # this process's copy: the parent's forkserver lives on its own
@@ -236,7 +244,7 @@ def forget_inherited_forkserver() -> None:
     server._lock = threading.Lock()
 
 
-if hasattr(os, "register_at_fork"):  # a forkserver can only have been started here once this module was imported
+if hasattr(os, "register_at_fork"):
     os.register_at_fork(after_in_child=forget_inherited_forkserver)
 
 
