@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import collections
 from itertools import pairwise
 
 
@@ -40,12 +41,16 @@ def pack_segments(docs: list[int], L: int) -> list[int]:
 
 
 def frequency_of_segments(segment_lengths: list[int], L: int) -> list[int]:
-    """f(i) = Σ_s max(|s| - i, 0) by counting every (query, key) pair of every segment."""
+    """f(i) = Σ_s max(|s| - i, 0) by counting every (query, key) pair of a segment, once per distinct length,
+    times the number of segments of that length."""
     f = [0] * L
-    for s in segment_lengths:
+    for s, copies in collections.Counter(segment_lengths).items():
+        pairs = [0] * s
         for m in range(s):  # query position inside the segment
             for n in range(m + 1):  # keys at or before it: relative position m - n
-                f[m - n] += 1
+                pairs[m - n] += 1
+        for i, count in enumerate(pairs):
+            f[i] += copies * count
     return f
 
 
