@@ -44,7 +44,19 @@ def polars_pool_lost() -> bool:
     Asking polars for its pool's size starts the pool where it was not set up yet; where it was set up in an
     ancestor, polars answers from the copied state and no ``polars-N`` thread exists here.
     """
-    if "polars" not in sys.modules or _polars_thread_names() is None:
+    if "polars" not in sys.modules:
+        return False
+    pid = os.getpid()
+    if pid not in _POOL_LOST:  # the answer holds for this process's lifetime: a pool's threads do not come or go
+        _POOL_LOST[pid] = _pool_lost_here()
+    return _POOL_LOST[pid]
+
+
+_POOL_LOST: dict[int, bool] = {}  # by process id: a forked child inherits its parent's answers under another id
+
+
+def _pool_lost_here() -> bool:
+    if _polars_thread_names() is None:
         return False
     sys.modules["polars"].thread_pool_size()
     deadline = time.monotonic() + _THREADS_START_SECONDS

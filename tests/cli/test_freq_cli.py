@@ -485,3 +485,21 @@ def test_every_path_given_with_a_tilde_is_in_the_home_folder(hist, tmp_path, mon
     assert not (tmp_path / "~").exists()
     (tmp_path / "~").mkdir()  # a relative folder named ~ is written to and shown as such
     assert "wrote ./~/f.parquet" in run("freq", hist, "--L", 2048, "--out", "./~/f.parquet").output
+
+
+def test_an_empty_path_is_a_usage_error_naming_the_option_and_nothing_is_written(hist, tmp_path, monkeypatch):
+    # pathlib reads '' as the working folder: scan --out "" wrote its outputs there, plan string --hist "" was ignored
+    monkeypatch.chdir(tmp_path)
+    before = sorted(tmp_path.iterdir())
+    for args, name in [
+        (("scan", "--out", ""), "--out"),
+        (("freq", hist, "--L", 2048, "--out", ""), "--out"),
+        (("freq", "", "--L", 2048), "HIST"),
+        (("plan", "string", "--hist", ""), "--hist"),
+        (("plot", "scan", hist, "--out", ""), "--out"),
+        (("calibrate", "--out", ""), "--out"),
+    ]:
+        result = run(*args)
+        assert result.exit_code == 2, (args, result.output)
+        assert f"Invalid value for '{name}'" in result.output and "an empty path" in result.output, result.output
+    assert sorted(tmp_path.iterdir()) == before

@@ -118,6 +118,14 @@ def test_resume_needs_an_output_folder(slimpajama_dir):
         run(slimpajama_dir, resume=True)
 
 
+def test_an_empty_output_folder_is_refused_not_the_working_folder(slimpajama_dir, tmp_path, monkeypatch):
+    (tmp_path / "work").mkdir()
+    monkeypatch.chdir(tmp_path / "work")
+    with pytest.raises(FreqlabError, match="out is an empty path"):
+        run(slimpajama_dir, out="")
+    assert list((tmp_path / "work").iterdir()) == []
+
+
 def test_another_scans_checkpoints_in_the_same_folder_are_never_used(tmp_path, slimpajama_dir, monkeypatch):
     # issue 14, case 1: scan A's checkpoints end up beside scan B's manifest (two scans on one --out, before
     # the lock existed); resuming B must count B, not report A's tokens under B's tokenizer
