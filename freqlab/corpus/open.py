@@ -123,6 +123,12 @@ def open_corpus(
     specs = _as_list(data_files)
     if dataset is not None:
         dataset = os.fspath(dataset)
+    if "-" in ([dataset] if specs is None else [dataset, *specs]) and not os.path.lexists("-"):
+        # a scan reads its files in parts, on several workers, and again on resume: a stream cannot be
+        raise FreqlabError(
+            "'-' (standard input) is not read: write the stream to a file and scan that "
+            "(e.g. `... > corpus.jsonl`; .gz and .zst files are read as they are)"
+        )
 
     if text_field is not None and not text_field.strip("."):
         raise FreqlabError(

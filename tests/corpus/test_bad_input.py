@@ -206,6 +206,15 @@ def test_unknown_preset_suggests_the_close_one():
         open_corpus("c4-like-nonsense")
 
 
+def test_a_dash_is_not_standard_input_and_says_to_write_a_file_unless_a_file_is_named_so(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    for dataset, data_files in [("-", None), (None, "-"), ("slimpajama", ["-"])]:
+        with pytest.raises(FreqlabError, match=r"'-' \(standard input\) is not read: write the stream to a file"):
+            open_corpus(dataset, data_files=data_files)
+    write_jsonl(tmp_path / "-", [{"text": "a file named -"}])
+    assert [doc.text for doc in open_corpus("-", format="jsonl").documents()] == ["a file named -"]
+
+
 def test_preset_without_hub_copy_needs_local_files():
     with pytest.raises(FreqlabError, match=r"pile: this preset has no Hub dataset.*--data-files"):
         open_corpus("pile")

@@ -15,7 +15,11 @@ import pytest
 from freqlab.errors import FreqlabError
 from freqlab.scan import forked, scan
 
-pytestmark = pytest.mark.skipif(sys.platform != "linux", reason="fork and /proc/self/task: Linux")
+pytestmark = [
+    pytest.mark.skipif(sys.platform != "linux", reason="fork and /proc/self/task: Linux"),
+    # these tests fork a multi-threaded process on purpose (Python 3.12+ warns that it may deadlock)
+    pytest.mark.filterwarnings("ignore:This process .* is multi-threaded, use of fork:DeprecationWarning"),
+]
 FORK = multiprocessing.get_context("fork")
 
 

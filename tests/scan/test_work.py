@@ -225,6 +225,7 @@ def test_a_capped_shard_leaves_no_batch_running_when_it_returns(tmp_path, corpus
     assert counter.running == 0 and part.documents_read == 3
 
 
+@pytest.mark.filterwarnings("ignore:This process .* is multi-threaded, use of fork:DeprecationWarning")  # on purpose
 def test_a_forked_child_starts_its_own_tokenizing_threads(tmp_path, corpus_records):
     """A child forked after a scan has none of its parent's threads: it must not queue batches for them."""
     import multiprocessing
