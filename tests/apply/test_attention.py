@@ -3,6 +3,8 @@ Sec. 3.2, Eq. 8) on tiny random transformers models, float64 on CPU, against an 
 
 from __future__ import annotations
 
+import os
+
 import numpy as np
 import pytest
 
@@ -19,6 +21,7 @@ from apply.tiny_models import (  # noqa: E402
     exact_rope,
     left_padded,
     reference_logits,
+    seeded,
     tiny_model,
 )
 
@@ -42,12 +45,18 @@ T = 40  # prompt length in the tests: > the sliding window (24), < L (64)
 
 
 def _ids(batch: int = 1, length: int = T, seed: int = 1) -> torch.Tensor:
-    return torch.randint(0, 101, (batch, length), generator=torch.Generator().manual_seed(seed))
+    return torch.randint(0, 101, (batch, length), generator=seeded(seed))
 
 
 def _logits(model, ids, **kwargs) -> torch.Tensor:
     with torch.no_grad():
         return model(ids, **kwargs).logits
+
+
+def test_the_models_and_inputs_are_on_the_device_the_run_asks_for():
+    # FREQLAB_TEST_DEVICE=cuda runs this folder on the GPU (tests/apply/conftest.py); CI runs it on the CPU
+    device = os.environ.get("FREQLAB_TEST_DEVICE") or "cpu"
+    assert next(tiny_model("llama").parameters()).device.type == _ids().device.type == device
 
 
 @pytest.mark.parametrize("model_type", MODEL_TYPES)
@@ -214,7 +223,7 @@ def test_a_missing_extra_is_one_line_naming_it(monkeypatch):
 def test_the_sdpa_form_equals_the_explicit_merge(mask_kind):
     from freqlab.apply.attention import merged_attention, merged_attention_sdpa
 
-    g = torch.Generator().manual_seed(3)
+    g = seeded(3)
     q, fq = (
         torch.randn(2, 4, 5, 8, generator=g, dtype=torch.float64),
         torch.randn(2, 4, 5, 8, generator=g, dtype=torch.float64),

@@ -16,7 +16,7 @@ torch = pytest.importorskip("torch")
 pytest.importorskip("transformers")
 
 from apply.flash_reference import flash_attn_func, flash_attn_varlen_func  # noqa: E402
-from apply.tiny_models import CACHE, cache_of, decoded_with_cache, left_padded, tiny_model  # noqa: E402
+from apply.tiny_models import CACHE, cache_of, decoded_with_cache, left_padded, seeded, tiny_model  # noqa: E402
 
 import freqlab.apply as fa  # noqa: E402
 from freqlab.apply.attention import (  # noqa: E402
@@ -36,7 +36,7 @@ T = 40
 def test_the_stand_in_has_flash_attns_bottom_right_causal_mask_and_window():
     """flash-attn's docstring: seqlen_q 2, seqlen_k 5 keeps [[1 1 1 1 0], [1 1 1 1 1]]; seqlen_q 5, seqlen_k 2 keeps
     [[0 0], [0 0], [0 0], [1 0], [1 1]] and an empty row gives 0; a window (w, 0) keeps keys i + k - q - w ..."""
-    g = torch.Generator().manual_seed(0)
+    g = seeded(0)
 
     def kept(tq: int, tk: int, **options) -> torch.Tensor:
         q = torch.randn(1, tq, 1, 4, generator=g, dtype=torch.float64)
@@ -54,7 +54,7 @@ def test_the_stand_in_has_flash_attns_bottom_right_causal_mask_and_window():
 def test_the_varlen_stand_in_aligns_each_sequence_to_its_own_bottom_right_and_packs_the_lse_by_head():
     """flash-attn 2's flash_attn_varlen_func: sequence b is q[cu_q[b]:cu_q[b+1]] against k[cu_k[b]:cu_k[b+1]] with
     the causal mask of flash_attn_func on that block; softmax_lse is (nheads, total_q)."""
-    g = torch.Generator().manual_seed(1)
+    g = seeded(1)
     lengths = [(2, 5), (5, 2), (3, 3), (1, 0)]  # (queries, keys); the last sequence has no key
     q = torch.randn(sum(n for n, _ in lengths), 2, 4, generator=g, dtype=torch.float64)
     k, v = (torch.randn(sum(n for _, n in lengths), 1, 4, generator=g, dtype=torch.float64) for _ in range(2))
@@ -79,7 +79,7 @@ def test_the_varlen_stand_in_aligns_each_sequence_to_its_own_bottom_right_and_pa
 
 
 def _tensors(q_len: int, kv_len: int, seed: int = 3):
-    g = torch.Generator().manual_seed(seed)
+    g = seeded(seed)
     q, fq = (torch.randn(2, 4, q_len, 8, generator=g, dtype=torch.float64) for _ in range(2))
     k, fk, v = (torch.randn(2, 2, kv_len, 8, generator=g, dtype=torch.float64) for _ in range(3))
     return q, k, v, fq, fk
@@ -132,7 +132,7 @@ def test_the_varlen_merge_of_a_padded_batch_equals_the_explicit_scores(padding, 
                                                                        sliding_window, softcap):  # fmt: skip
     """Each row's real keys, its queries among them, the distances of the key array: the explicit merge with the
     padding (and sliding window) mask, on every query that is a real token; queries on padding give 0."""
-    g = torch.Generator().manual_seed(5)
+    g = seeded(5)
     q, fq = (torch.randn(3, 4, q_len, 8, generator=g, dtype=torch.float64) for _ in range(2))
     k, fk, v = (torch.randn(3, 2, kv_len, 8, generator=g, dtype=torch.float64) for _ in range(3))
     real = _padding(padding, kv_len)
@@ -158,7 +158,7 @@ def test_the_varlen_merge_of_a_padded_batch_equals_the_explicit_scores(padding, 
 
 
 def _ids(batch: int = 1, length: int = T, seed: int = 1) -> torch.Tensor:
-    return torch.randint(0, 101, (batch, length), generator=torch.Generator().manual_seed(seed))
+    return torch.randint(0, 101, (batch, length), generator=seeded(seed))
 
 
 def _apply(model, method: str, **options):

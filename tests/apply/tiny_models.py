@@ -32,6 +32,11 @@ _POSITIONS: dict[str, np.ndarray] = {}  # the position matrix the reference uses
 CACHE = "cache" if "cache" in {f.name for f in dataclasses.fields(CausalLMOutputWithPast)} else "past_key_values"
 
 
+def seeded(seed: int) -> torch.Generator:
+    """A generator on torch's default device (the GPU check sets it: tests/apply/conftest.py), seeded."""
+    return torch.Generator(device=torch.get_default_device()).manual_seed(seed)
+
+
 def cache_of(output) -> transformers.Cache:
     """The KV cache a forward returned (``output.cache``, or ``output.past_key_values`` before transformers 5.24)."""
     return getattr(output, CACHE)
