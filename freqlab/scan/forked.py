@@ -52,7 +52,9 @@ def polars_pool_lost() -> bool:
     return _POOL_LOST[pid]
 
 
-_POOL_LOST: dict[int, bool] = {}  # by process id: a forked child inherits its parent's answers under another id
+_POOL_LOST: dict[int, bool] = {}  # by process id, forgotten in a forked child: its id may be a dead ancestor's
+if hasattr(os, "register_at_fork"):
+    os.register_at_fork(after_in_child=_POOL_LOST.clear)
 
 
 def _pool_lost_here() -> bool:

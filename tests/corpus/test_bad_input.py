@@ -215,6 +215,14 @@ def test_a_dash_is_not_standard_input_and_says_to_write_a_file_unless_a_file_is_
     assert [doc.text for doc in open_corpus("-", format="jsonl").documents()] == ["a file named -"]
 
 
+def test_an_empty_dataset_or_data_file_is_refused_not_the_working_folder(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    write_jsonl(tmp_path / "here.jsonl", [{"text": "in the working folder"}])
+    for dataset, data_files in [("", None), (" ", None), (None, ""), (None, ["here.jsonl", ""])]:
+        with pytest.raises(FreqlabError, match="an empty dataset or data file names nothing"):
+            open_corpus(dataset, data_files=data_files)
+
+
 def test_preset_without_hub_copy_needs_local_files():
     with pytest.raises(FreqlabError, match=r"pile: this preset has no Hub dataset.*--data-files"):
         open_corpus("pile")

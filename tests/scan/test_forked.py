@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import concurrent.futures
 import multiprocessing
+import os
 import subprocess
 import sys
 
@@ -78,6 +79,19 @@ def test_a_process_forked_from_such_a_child_is_refused_too(parent_scanned, slimp
     with concurrent.futures.ProcessPoolExecutor(1, mp_context=FORK) as pool:
         _, _, message = pool.submit(fork_again, str(slimpajama_dir), str(tmp_path / "grandchild")).result(timeout=240)
     assert "polars" in message and not (tmp_path / "grandchild").exists()
+
+
+def test_a_forked_child_keeps_none_of_its_parents_answers(parent_scanned):
+    # answers are kept by process id; a child's id may be a dead ancestor's (ids wrap), whose answer is not its own
+    assert forked.polars_pool_lost() is False and forked._POOL_LOST
+    read, write = os.pipe()
+    child = os.fork()
+    if child == 0:  # pragma: no cover - the child
+        os.write(write, str(len(forked._POOL_LOST)).encode())
+        os._exit(0)
+    os.close(write)
+    assert os.read(read, 16) == b"0"
+    os.waitpid(child, 0)
 
 
 def fork_then_scan(folder: str, out: str):

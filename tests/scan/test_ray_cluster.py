@@ -212,6 +212,16 @@ def test_the_builtin_corpus_on_the_cluster_equals_the_local_engine(cluster, join
     assert shown is not None and shown[1] == shown[2], result.output
 
 
+def test_without_an_address_a_scan_starts_its_own_instance_beside_a_running_cluster(cluster, tmp_path):
+    # Ray's ray.init() with no address joins the cluster a `ray start` left on this machine, and refuses num_cpus
+    # there: "could not start or reach a local Ray instance" (a fresh process: this one is joined to the cluster)
+    command = [sys.executable, "-m", "freqlab", "scan", "--engine", "ray", "--workers", "2", "--max-docs", "100",
+               "--out", str(tmp_path / "out"), *WINDOW]  # fmt: skip
+    done = subprocess.run(command, capture_output=True, text=True, timeout=240, cwd=tmp_path)
+    assert done.returncode == 0, done.stderr
+    assert "(ray, 2 CPUs on 1 node)" in done.stdout + done.stderr, done.stdout + done.stderr
+
+
 def test_a_worker_node_killed_mid_scan_is_survived(
     cluster, joined, extra_node, driver_dir, on_one_machine, tmp_path, monkeypatch
 ):

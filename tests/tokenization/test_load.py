@@ -43,6 +43,15 @@ def test_tokenizer_json_file_and_folder(small_bpe):
     assert by_file.count(TEXTS).tolist() == by_folder.count(TEXTS).tolist() == hf_counts(reference, TEXTS)
 
 
+def test_an_empty_name_is_refused_not_the_working_folders_tokenizer(small_bpe, tmp_path, monkeypatch):
+    # pathlib reads '' as '.': the working folder's tokenizer.json was loaded
+    folder, _ = small_bpe
+    monkeypatch.chdir(folder)  # it holds a tokenizer.json
+    for spec in ["", " "]:
+        with pytest.raises(FreqlabError, match=f"tokenizer {spec!r} names none"):
+            load_tokenizer(spec)
+
+
 def test_spec_recreates_the_counter(small_bpe):
     folder, _ = small_bpe
     counter = load_tokenizer(str(folder / "tokenizer.json"))

@@ -304,7 +304,11 @@ class RayEngine(Engine):
             if self.address:
                 ray.init(address=self.address, **common)
             else:
-                ray.init(num_cpus=self.local_cpus, object_store_memory=self.object_store_memory, **common)
+                # "local": a new instance of its own, not a cluster a `ray start` on this machine left running (an
+                # address of None joins that one, where num_cpus is refused)
+                ray.init(
+                    address="local", num_cpus=self.local_cpus, object_store_memory=self.object_store_memory, **common
+                )
         except (ConnectionError, RuntimeError, ValueError) as exc:
             where = f"the Ray cluster at {self.address}" if self.address else "a local Ray instance"
             raise FreqlabError(f"could not start or reach {where}: {_first_line(exc)}") from None
