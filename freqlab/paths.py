@@ -19,9 +19,12 @@ from freqlab.errors import FreqlabError
 def expand_home(path: str | os.PathLike[str]) -> str:
     """``path`` with a leading ``~`` or ``~user`` replaced by that home folder; an unknown user is a one-line error
     (a folder named ``~user`` would otherwise be read or made in the working folder), unless ``path`` exists as
-    written (a file named ``~x.jsonl`` here).
+    written (a file named ``~x.jsonl`` here). An empty path is one too: pathlib reads ``''`` as the working folder
+    (``--out ""`` wrote a scan's outputs there, ``--tokenizer ""`` loaded its ``tokenizer.json``).
     """
     text = os.fspath(path)
+    if text == "":
+        raise FreqlabError("an empty path names no file or folder")
     if not text.startswith("~"):
         return text
     expanded = os.path.expanduser(text)

@@ -36,3 +36,10 @@ def test_a_path_that_exists_as_written_is_kept_even_if_it_names_no_user(monkeypa
 
 def test_a_relative_path_beginning_with_a_tilde_is_shown_as_relative():
     assert shown("~/runs") == os.path.join(".", "~", "runs") and shown("/home/a/~") == "/home/a/~"
+
+
+def test_an_empty_path_is_refused_not_read_as_the_working_folder():
+    # pathlib reads '' as '.': scan --out "" wrote there, --tokenizer "" loaded its tokenizer.json
+    with pytest.raises(FreqlabError, match=r"^an empty path names no file or folder$"):
+        expand_home("")
+    assert expand_home(".") == "."

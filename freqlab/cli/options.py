@@ -43,9 +43,6 @@ class HomePath(click.Path):
 
     def convert(self, value, param, ctx):
         """The path, ``~`` expanded; an empty path or an unknown user is a usage error naming the option."""
-        if value == "":
-            # '' is the working folder to pathlib: --out "" wrote a scan's outputs there, --hist "" was ignored
-            self.fail("an empty path; name a file or folder (. is the working folder)", param, ctx)
         if isinstance(value, str):
             try:
                 value = expand_home(value)

@@ -123,10 +123,7 @@ def open_corpus(
     specs = _as_list(data_files)
     if dataset is not None:
         dataset = os.fspath(dataset)
-    given = [dataset] if specs is None else [dataset, *specs]
-    if any(spec is not None and not spec.strip() for spec in given):
-        raise FreqlabError("an empty dataset or data file names nothing: give a preset, a Hub id, a path or a glob")
-    if "-" in given and not os.path.lexists("-"):
+    if "-" in ([dataset] if specs is None else [dataset, *specs]) and not os.path.lexists("-"):
         # a scan reads its files in parts, on several workers, and again on resume: a stream cannot be
         raise FreqlabError(
             "'-' (standard input) is not read: write the stream to a file and scan that "

@@ -258,8 +258,6 @@ class RunOptions:
         if self.address and self.engine != "ray":
             raise FreqlabError("address is for the Ray engine: add engine='ray' (--engine ray)")
         if self.out is not None:
-            if os.fspath(self.out) == "":
-                raise FreqlabError("out is an empty path; name a folder ('.' is the working folder)")
             # ~ expanded, as for the corpus's paths (a quoted '~/x' or --out=~/x reaches us unexpanded)
             object.__setattr__(self, "out", Path(expand_home(self.out)))
         if self.resume and self.out is None:

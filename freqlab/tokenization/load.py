@@ -62,8 +62,6 @@ def load_tokenizer(
     >>> counter.count(["The quick brown fox."]).tolist()
     [5]
     """
-    if spec is not None and not str(spec).strip():  # '' is the working folder to pathlib: its tokenizer.json was used
-        raise FreqlabError(f"tokenizer {spec!r} names none: give a tokenizer.json file, a folder, a Hub id or tekken")
     if skip_backends or fastokens_rule is not None:
         with skipping(skip_backends or {}), rule_context(fastokens_rule):
             return load_tokenizer(

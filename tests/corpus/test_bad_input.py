@@ -218,8 +218,8 @@ def test_a_dash_is_not_standard_input_and_says_to_write_a_file_unless_a_file_is_
 def test_an_empty_dataset_or_data_file_is_refused_not_the_working_folder(tmp_path, monkeypatch):
     monkeypatch.chdir(tmp_path)
     write_jsonl(tmp_path / "here.jsonl", [{"text": "in the working folder"}])
-    for dataset, data_files in [("", None), (" ", None), (None, ""), (None, ["here.jsonl", ""])]:
-        with pytest.raises(FreqlabError, match="an empty dataset or data file names nothing"):
+    for dataset, data_files in [("", None), (None, ""), (None, ["here.jsonl", ""])]:
+        with pytest.raises(FreqlabError, match="an empty path names no file or folder"):
             open_corpus(dataset, data_files=data_files)
 
 

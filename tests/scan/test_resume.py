@@ -121,7 +121,7 @@ def test_resume_needs_an_output_folder(slimpajama_dir):
 def test_an_empty_output_folder_is_refused_not_the_working_folder(slimpajama_dir, tmp_path, monkeypatch):
     (tmp_path / "work").mkdir()
     monkeypatch.chdir(tmp_path / "work")
-    with pytest.raises(FreqlabError, match="out is an empty path"):
+    with pytest.raises(FreqlabError, match="an empty path names no file or folder"):
         run(slimpajama_dir, out="")
     assert list((tmp_path / "work").iterdir()) == []
 
