@@ -1,5 +1,5 @@
-"""freqlab.apply on a CUDA GPU: STRING and Self-Extend in bfloat16 through the device's fused kernels, against the
-same model in float64, and their cost against the stock model's forward.
+"""freqlab.apply on a CUDA GPU: STRING and Self-Extend in float32 and bfloat16 through the device's fused kernels,
+against the same model in float64, and their cost against the stock model's forward.
 
 The CPU tests (``tests/apply``) prove each backend exact in float64 against an independent reference; on a GPU
 (``FREQLAB_TEST_DEVICE=cuda pytest tests/apply`` runs them there too) what is left to see is the rounding of half
@@ -96,8 +96,6 @@ def model(model_type: str, dtype: torch.dtype, seed: int = 0) -> torch.nn.Module
 
 
 def apply(m, method: str, backend: str):
-    if method == "stock":
-        return m
     options = {"backend": backend}
     if backend == "flash":
         options["flash_fn"] = torch_flash_attn_func
