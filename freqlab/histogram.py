@@ -33,6 +33,7 @@ from freqlab.display import (
     svg_chart,
 )
 from freqlab.errors import FreqlabError, brief
+from freqlab.files import read_parquet, write_parquet
 from freqlab.formats import LENGTHS_FORMAT as FORMAT  # kept for import compatibility (and used here)
 from freqlab.formats import LENGTHS_VERSION as FORMAT_VERSION  # kept for import compatibility (and used here)
 from freqlab.formats import METADATA_KEY, UNLABELLED_SOURCE  # UNLABELLED_SOURCE: kept for import compatibility
@@ -291,29 +292,30 @@ class LengthHistogram(Displayed):
             return pl.concat(frames).with_columns(pl.col("source").cast(pl.Utf8))
         return pl.DataFrame({"length": self.lengths, "count": self.counts})
 
+    def parquet_header(self) -> dict:
+        """The JSON header a Parquet file of this histogram carries (:data:`freqlab.formats.LENGTHS`)."""
+        return {"format": FORMAT, "version": FORMAT_VERSION, **self.provenance()}
+
     def to_parquet(self, path: str | Path) -> Path:
-        """Write the histogram and its metadata to a Parquet file."""
-        path = Path(path)
-        header = {"format": FORMAT, "version": FORMAT_VERSION, **self.provenance()}
-        path.parent.mkdir(parents=True, exist_ok=True)
-        self.to_frame().write_parquet(path, metadata={METADATA_KEY: json.dumps(header)})
+        """Write the histogram and its metadata to a Parquet file (atomically; ``~`` is the home folder, as for
+        :meth:`read_parquet`).
+        """
+        path = Path(expand_home(path))
+        write_parquet(path, self.to_frame(), self.parquet_header())
         return path
 
     @classmethod
     def read_parquet(cls, path: str | Path) -> LengthHistogram:
         """Load a histogram written by :meth:`to_parquet`; anything else is a clear FreqlabError."""
-        import polars as pl
-
         path = Path(expand_home(path))
         if not path.is_file():
             raise FreqlabError(f"{path}: no such histogram file")
         try:
-            metadata = pl.read_parquet_metadata(path)
-            frame = pl.read_parquet(path)
+            frame, metadata = read_parquet(path)
         except Exception as exc:  # polars raises several types for corrupt files
             raise FreqlabError(f"{path}: not a readable Parquet file ({type(exc).__name__})") from None
         try:
-            header = json.loads(metadata["freqlab"])
+            header = json.loads(metadata[METADATA_KEY])
             if not isinstance(header, dict) or header.get("format") != FORMAT:
                 raise KeyError("format")
         except (KeyError, ValueError, TypeError):
@@ -448,7 +450,6 @@ class LengthHistogram(Displayed):
         """
         import polars as pl
 
-        from freqlab.errors import cannot_write
         from freqlab.formats import FREQUENCY_FORMAT, FREQUENCY_VERSION
 
         corpus = self if corpus is None else corpus
@@ -468,11 +469,9 @@ class LengthHistogram(Displayed):
             "seed": seed,
             **({"megatron": megatron.describe()} if megatron is not None else {}),
         }
-        try:
-            pl.concat(frames).write_parquet(path, metadata={METADATA_KEY: json.dumps(header)})
-        except OSError as exc:
-            raise cannot_write(path, exc) from exc
-        return Path(path)
+        path = Path(expand_home(path))
+        write_parquet(path, pl.concat(frames), header)
+        return path
 
     def provenance(self) -> dict:
         """Where the counts came from, JSON-serialisable: corpus, tokenizer, documents read, skipped by reason,

@@ -16,13 +16,13 @@ import os
 from freqlab.errors import FreqlabError
 
 
-def expand_home(path: str | os.PathLike[str]) -> str:
+def expand_home(path: str | bytes | os.PathLike) -> str:
     """``path`` with a leading ``~`` or ``~user`` replaced by that home folder; an unknown user is a one-line error
     (a folder named ``~user`` would otherwise be read or made in the working folder), unless ``path`` exists as
     written (a file named ``~x.jsonl`` here). An empty path is one too: pathlib reads ``''`` as the working folder
     (``--out ""`` wrote a scan's outputs there, ``--tokenizer ""`` loaded its ``tokenizer.json``).
     """
-    text = os.fspath(path)
+    text = os.fsdecode(path)  # bytes too: a name that is not UTF-8 as \udcXX escapes, as Python's own str paths
     if text == "":
         raise FreqlabError("an empty path names no file or folder")
     if not text.startswith("~"):

@@ -233,3 +233,17 @@ def test_an_empty_histogram_displays_too():
     page = shown(LengthHistogram.from_lengths([], empty_documents=2))
     assert page.rows["empty documents"] == "2"
     assert repr(LengthHistogram.from_lengths([])) == "LengthHistogram: no documents"
+
+
+def test_parquet_paths_read_and_written_alike(tmp_path, monkeypatch):
+    # to_parquet("~/h") made a ./~ folder while read_parquet read the home folder; to_parquet("") was a raw
+    # IsADirectoryError
+    monkeypatch.setenv("HOME", str(tmp_path / "home"))
+    monkeypatch.chdir(tmp_path)
+    h = LengthHistogram.from_counts([3, 7], [2, 1], corpus="rows")
+    assert h.to_parquet("~/h.parquet") == tmp_path / "home" / "h.parquet"
+    assert LengthHistogram.read_parquet("~/h.parquet").counts.tolist() == [2, 1]
+    assert not (tmp_path / "~").exists()
+    for empty in ("", b""):
+        with pytest.raises(FreqlabError, match=r"^an empty path names no file or folder$"):
+            h.to_parquet(empty)

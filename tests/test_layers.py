@@ -25,8 +25,12 @@ ROOT = PACKAGE.parent
 LAYERS = ("bottom", "histogram", "corpus", "tokenization", "frequency", "scan", "plan", "others", "plots", "cli")
 # top-level modules at the bottom (resources and config_file: memory checks and bounded file reading, both
 # importing errors alone; deprecation: the old names' warnings, importing nothing of freqlab's; jit: numba's njit
-# applied on a kernel's first call; paths: ~ in the paths read and written, importing errors alone)
-BOTTOM = {"errors", "sizes", "display", "arrays", "formats", "resources", "config_file", "deprecation", "jit", "paths"}
+# applied on a kernel's first call; paths: ~ in the paths read and written, importing errors alone; files: atomic
+# writes and Parquet under any name, importing errors and formats)
+BOTTOM = {
+    *("errors", "sizes", "display", "arrays", "formats", "resources", "config_file", "deprecation", "jit", "paths"),
+    "files",
+}
 TOP = {"freqlab", "freqlab.__main__"}  # the package's lazy table and `python -m freqlab` reach everything
 
 #: (importing file, imported module) -> why this upward import is allowed

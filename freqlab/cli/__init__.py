@@ -60,8 +60,13 @@ class _Group(click.Group):
 
 
 def _printable(text: str) -> str:
-    """One line whatever the text holds (a file name that is not UTF-8 comes through as \\udcXX escapes)."""
-    return text.encode("utf-8", "backslashreplace").decode("utf-8")
+    r"""One line whatever the text holds: control characters escaped (a file name ending in a newline shows as
+    ``name\n``), and a file name that is not UTF-8 as ``\udcXX`` escapes.
+    """
+    return text.translate(_CONTROL).encode("utf-8", "backslashreplace").decode("utf-8")
+
+
+_CONTROL = {code: f"\\x{code:02x}" for code in [*range(32), 127]} | {10: "\\n", 13: "\\r", 9: "\\t"}
 
 
 @click.group(cls=_Group, context_settings={"help_option_names": ["-h", "--help"], "max_content_width": 100})
@@ -80,6 +85,9 @@ def main() -> None:
       positions (windows L, target lengths, S, W): K = 1024, so 2K = 2048 and 128K = 131072
       tokens (budgets, tau, limits) and other counts: K, M, B, T = 10^3, 10^6, 10^9, 10^12 (1T = 10^12)
     """
+    for stream in (sys.stdout, sys.stderr):  # a file name that is not UTF-8 (\udcXX) in a message: escaped, never
+        if getattr(stream, "errors", None) == "strict" and hasattr(stream, "reconfigure"):  # an encoding error after
+            stream.reconfigure(errors="backslashreplace")  # the file was written (a UTF-8 locale's stdout is strict)
 
 
 def main_entry() -> None:

@@ -32,7 +32,8 @@ from freqlab.paths import shown
     help="Write the fit as JSON (read by --tau-from of freq, schedule, plan and plot).",
 )
 @json_option
-def calibrate_command(file, hist, regime, L, out, as_json):
+@click.pass_context
+def calibrate_command(ctx, file, hist, regime, L, out, as_json):
     """Fit the occurrence threshold tau from your own measured effective lengths.
 
     FILE (CSV with a header, or JSON: a list of objects) has one row per checkpoint: effective_length and
@@ -50,6 +51,17 @@ def calibrate_command(file, hist, regime, L, out, as_json):
     from freqlab.frequency.calibrate import PAPER_POINTS, calibrate, point_from_record, read_records
 
     if file is None:
+        given = [
+            param.opts[0]
+            for param in ctx.command.params
+            if param.name in ("hist", "regime", "L")
+            and ctx.get_parameter_source(param.name) is not click.core.ParameterSource.DEFAULT
+        ]
+        if given:
+            raise click.UsageError(
+                f"{', '.join(given)} appl{'ies' if len(given) == 1 else 'y'} to the rows of FILE; "
+                "give FILE (without it, the paper's two points are fitted, which carry their own)"
+            )
         points, source = PAPER_POINTS, "built-in example: STRING (An et al., ICLR 2025) Sec. 3, Fig. 2b"
     else:
         base = Path(file).parent

@@ -251,7 +251,13 @@ def megatron_settings(data_path, megatron_seed, megatron_split, reset_attention_
     """The :class:`~freqlab.frequency.megatron_replay.MegatronOptions` of :func:`megatron_options`' values."""
     from freqlab.frequency.megatron_replay import MegatronOptions
 
-    return MegatronOptions(data_path or "", megatron_seed, megatron_split, reset_attention_mask, train_samples, epochs)
+    if data_path is not None and not data_path.strip():
+        raise click.BadParameter("names no index; leave it out to read the scanned one", param_hint="'--data-path'")
+    options = MegatronOptions(
+        data_path or "", megatron_seed, megatron_split, reset_attention_mask, train_samples, epochs
+    )
+    options.check_indexes()
+    return options
 
 
 def with_tau_from(tau_option):
@@ -356,6 +362,16 @@ def given_once(then=None, instead: str = "this command takes one"):
         return then(ctx, param, value) if then is not None else value
 
     return callback
+
+
+def refuse_empty(ctx: click.Context, param: click.Parameter, value):
+    """The callback of a name option (a path, a preset, a Hugging Face id; one value or several): an empty one is a
+    usage error naming the option (pathlib would read it as the working folder).
+    """
+    values = value if isinstance(value, tuple) else (value,)
+    if "" in values:
+        raise click.BadParameter("is empty: it names no file, folder, preset or Hugging Face id", ctx, param)
+    return value
 
 
 def regime_option(*, multiple: bool = False, default=None, choices=REGIMES, help: str | None = None):

@@ -17,6 +17,7 @@ from freqlab.cli.options import (
     json_option,
     megatron_options,
     megatron_settings,
+    refuse_empty,
     regime_option,
     tau_option,
     tau_or_default,
@@ -42,7 +43,7 @@ from freqlab.scan.settings import ENGINES, ON_ERROR
 @click.option(
     "--dataset",
     multiple=True,  # to see a second one (click keeps the last silently)
-    callback=given_once(instead="one corpus per scan (several files: a folder, a glob or --data-files)"),
+    callback=given_once(refuse_empty, instead="one corpus per scan (several files: a folder, a glob or --data-files)"),
     metavar="NAME|ID|PATH",
     help="Preset (e.g. slimpajama), Hugging Face dataset id, or a local file/folder/glob "
     "(more files: --data-files). Default: the built-in corpus (Python standard library source).",
@@ -57,6 +58,7 @@ from freqlab.scan.settings import ENGINES, ON_ERROR
 @click.option(
     "--data-files",
     multiple=True,
+    callback=refuse_empty,
     metavar="GLOB",
     help="Local copies of a preset's files (the preset's field mapping applies); repeatable.",
 )
@@ -86,7 +88,7 @@ from freqlab.scan.settings import ENGINES, ON_ERROR
 @click.option(
     "--tokenizer",
     multiple=True,  # to see a second one
-    callback=given_once(instead="one tokenizer per scan (run one scan per tokenizer to compare them)"),
+    callback=given_once(refuse_empty, instead="one tokenizer per scan (run one scan per tokenizer to compare them)"),
     metavar="NAME|PATH|ID",
     help="Built-in name, tokenizer.json (or its folder), .tiktoken file, .model file (SentencePiece, or "
     "Llama 3's tiktoken tokenizer.model) or Hugging Face model id. Default: built-in.",

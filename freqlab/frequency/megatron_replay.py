@@ -89,6 +89,12 @@ class MegatronOptions:
             raise FreqlabError(f"data_path is 'PREFIX' or 'W1 PREFIX1 W2 PREFIX2 ...', got {self.data_path!r}")
         return [(None, _prefix(w)) for w in words]
 
+    def check_indexes(self) -> None:
+        """Refuse a ``data_path`` that names an index which does not exist (a scan checks before it counts)."""
+        for _, prefix in self.blend():
+            if not os.path.exists(prefix + ".idx"):
+                raise FreqlabError(f"{prefix}.idx: no such Megatron index (data_path names prefixes of .idx/.bin)")
+
     def describe(self) -> dict:
         """The options that are set, by name."""
         return {k: v for k, v in vars(self).items() if v is not None}
@@ -251,9 +257,8 @@ def megatron_counts(L: int, options: MegatronOptions, blend, eod: bool | None) -
     else:
         built = [samples]
     prefixes = []  # every index opened and every replay sized before the blend's O(samples) walk
+    options.check_indexes()
     for (_, prefix), build in zip(blend, built):
-        if not os.path.exists(prefix + ".idx"):
-            raise FreqlabError(f"{prefix}.idx: no such Megatron index (data_path names prefixes of .idx/.bin)")
         index = read_index(prefix + ".idx")
         lengths = np.asarray(index.sequence_lengths)
         begin, end = train_range(options.split, index.sequences)

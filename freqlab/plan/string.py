@@ -32,6 +32,7 @@ import json
 import math
 from dataclasses import dataclass, field
 from fractions import Fraction
+from pathlib import Path
 from typing import Unpack, cast
 
 import numpy as np
@@ -279,16 +280,20 @@ class StringUsage(Displayed):
         rows = shown.usage_rows(self)
         return "\n".join([f"STRING usage: {shown.usage_headline(self)}", *(f"  {k}: {v}" for k, v in rows)])
 
-    def write_parquet(self, path) -> None:
+    def write_parquet(self, path: str | Path) -> None:
         """Write the usage table (:data:`freqlab.formats.USAGE`: position, pairs_before, pairs_after and, with a
-        frequency, trained) to a Parquet file, as ``freqlab plan string --usage-out`` does.
+        frequency, trained) to a Parquet file (atomically; ``~`` is the home folder), as ``freqlab plan string
+        --usage-out`` does.
         """
         import polars as pl
+
+        from freqlab.files import write_parquet
+        from freqlab.paths import expand_home
 
         columns = {"position": self.positions, "pairs_before": self.pairs_before, "pairs_after": self.pairs_after}
         if self.trained is not None:
             columns["trained"] = self.trained
-        pl.DataFrame(columns).write_parquet(path)
+        write_parquet(expand_home(path), pl.DataFrame(columns))
 
     def _display(self) -> Display:
         return shown.usage_display(self)

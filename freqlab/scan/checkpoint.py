@@ -21,12 +21,10 @@ holding skipped records is simply recounted (and raises) when resuming with ``on
 
 from __future__ import annotations
 
-import errno
 import hashlib
 import json
 import os
 import re
-import tempfile
 from collections import Counter
 from collections.abc import Callable
 from pathlib import Path
@@ -36,6 +34,7 @@ import numpy as np
 
 from freqlab.corpus.base import PASSED_OVER
 from freqlab.errors import FreqlabError
+from freqlab.files import parquet_metadata, read_parquet, write_atomic, write_parquet
 from freqlab.formats import CHECKPOINT_FORMAT as FORMAT  # kept for import compatibility (and used here)
 from freqlab.formats import CHECKPOINT_MANIFEST as MANIFEST  # kept for import compatibility (and used here)
 from freqlab.formats import CHECKPOINT_VERSION as VERSION  # kept for import compatibility (and used here)
@@ -57,54 +56,6 @@ def safe_name(shard_id: str) -> str:
     readable = re.sub(r"[^A-Za-z0-9._-]+", "_", shard_id).strip("._")[-80:]
     digest = hashlib.blake2b(shard_id.encode("utf-8", "backslashreplace"), digest_size=8).hexdigest()
     return f"{readable}-{digest}"
-
-
-def write_atomic(path: Path, data: bytes | None = None, writer: Callable[[str], object] | None = None) -> None:
-    """Write ``data`` (or call ``writer(tmp_path)``) to a temporary file beside ``path``, then rename.
-
-    Any failure (a full disk, a read-only folder) is one FreqlabError naming ``path``; nothing half-written
-    is left behind.
-    """
-    tmp = None
-    try:
-        path.parent.mkdir(parents=True, exist_ok=True)
-        fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
-        with os.fdopen(fd, "wb") as handle:
-            if data is not None:
-                handle.write(data)
-        if writer is not None:
-            writer(tmp)
-        os.chmod(tmp, 0o666 & ~_umask())  # mkstemp makes it 0600: give it the mode any new file gets here
-        os.replace(tmp, path)
-    except BaseException as exc:
-        if tmp is not None:
-            Path(tmp).unlink(missing_ok=True)
-        if isinstance(exc, Exception) and not isinstance(exc, FreqlabError):
-            raise FreqlabError(f"{path}: cannot write ({_write_error(exc)})") from exc
-        raise
-
-
-def _umask() -> int:
-    """The process's umask (read by setting it and putting it back at once)."""
-    mask = os.umask(0o022)
-    os.umask(mask)
-    return mask
-
-
-def _write_error(exc: Exception) -> str:
-    """Why a write failed, in a few words (writers that wrap the OS error, like polars, say "(os error N)")."""
-    code = getattr(exc, "errno", None)
-    found = re.search(r"\(os error (\d+)\)", str(exc))
-    if code is None and found:
-        code = int(found.group(1))
-    if code == errno.ENOSPC:
-        return "no space left on the device; free some space or choose another --out"
-    if isinstance(exc, OSError) and exc.strerror:
-        return exc.strerror
-    if code is not None:
-        return os.strerror(code)
-    text = str(exc).strip().splitlines()
-    return f"{type(exc).__name__}: {text[0]}" if text else type(exc).__name__
 
 
 def fingerprint_hash(fingerprint: dict) -> str:
@@ -241,7 +192,7 @@ class CheckpointStore:
     def save(self, part: ShardCount, identity: dict) -> None:
         """Checkpoint a finished shard's partial (atomically), with its shard's identity and a checksum."""
         frame, header = self._sealed(part, identity)
-        _write_parquet(self.path(part.shard_id), frame, header)
+        write_parquet(self.path(part.shard_id), frame, header)
 
     def stage(self, part: ShardCount, identity: dict) -> None:
         """Keep a finished shard's partial for the next :meth:`flush`, which writes it with the others staged."""
@@ -263,11 +214,11 @@ class CheckpointStore:
         for columns, staged in list(self._staged.items()):
             if len(staged) == 1:
                 frame, header = staged[0]
-                _write_parquet(self.path(header["shard_id"]), frame, header)
+                write_parquet(self.path(header["shard_id"]), frame, header)
             else:
                 frame = pl.concat([frame for frame, _ in staged], how="vertical")
                 group = {"format": FORMAT, "version": VERSION, "group": [header for _, header in staged]}
-                _write_parquet(self.directory / f"{GROUP_PREFIX}{os.urandom(8).hex()}.parquet", frame, group)
+                write_parquet(self.directory / f"{GROUP_PREFIX}{os.urandom(8).hex()}.parquet", frame, group)
                 self._groups = None  # read again when next needed
             del self._staged[columns]
 
@@ -283,12 +234,10 @@ class CheckpointStore:
         :attr:`recounted` says why). A shard checkpointed more than once (alone and in groups, by runs resumed
         after its file changed) has its first trusted checkpoint used.
         """
-        import polars as pl
-
         candidates: list[Callable[[], tuple[pl.DataFrame, dict]]] = []
         path = self.path(shard_id)
         if path.exists():
-            candidates.append(lambda: (pl.read_parquet(path), _read_header(path)))
+            candidates.append(lambda: _read_checkpoint(path))
         candidates += [lambda found=found: found for found in self._grouped().get(shard_id, ())]
         reasons = []
         for candidate in candidates:
@@ -306,16 +255,14 @@ class CheckpointStore:
 
     def _grouped(self) -> dict[str, list[tuple[pl.DataFrame, dict]]]:
         """The partials in this folder's group files, by shard id (read once); a damaged group file gives none."""
-        import polars as pl
-
         if self._groups is None:
             self._groups = {}
             for path in sorted(self.directory.glob(f"{GROUP_PREFIX}*.parquet")):
                 if _GROUP.fullmatch(path.name) is None:  # not a name freqlab gives: not a checkpoint
                     continue
                 try:
-                    headers = _read_header(path)["group"]
-                    frame, start = pl.read_parquet(path), 0
+                    frame, header = _read_checkpoint(path)
+                    headers, start = header["group"], 0
                     for header in headers:
                         rows = int(header["rows"])
                         self._groups.setdefault(str(header["shard_id"]), []).append((frame.slice(start, rows), header))
@@ -325,22 +272,21 @@ class CheckpointStore:
         return self._groups
 
 
-def _write_parquet(path: Path, frame: pl.DataFrame, header: dict) -> None:
-    """``frame`` with its JSON ``header`` in the Parquet metadata, written atomically."""
-    write_atomic(path, writer=lambda tmp: frame.write_parquet(tmp, metadata={METADATA_KEY: json.dumps(header)}))
-
-
 GROUP_PREFIX = "group+"  # a group file's name: "+" is never in safe_name's, so no shard's checkpoint is named so
 _TEMPORARY = re.compile(r"\.(?P<name>.+)\.[A-Za-z0-9_]+\.tmp")  # what write_atomic leaves when interrupted
 _CHECKPOINT = re.compile(r"[A-Za-z0-9._-]*-[0-9a-f]{16}\.parquet")  # safe_name(shard id) + ".parquet"
 _GROUP = re.compile(r"group\+[0-9a-f]{16}\.parquet")
 
 
+def _read_checkpoint(path: Path) -> tuple[pl.DataFrame, dict]:
+    """A checkpoint's rows, and the JSON header freqlab keeps in its Parquet metadata (KeyError when none)."""
+    frame, metadata = read_parquet(path)
+    return frame, json.loads(metadata[METADATA_KEY])
+
+
 def _read_header(path: Path):
     """The JSON header freqlab keeps in a checkpoint's Parquet metadata (KeyError when there is none)."""
-    import polars as pl
-
-    return json.loads(pl.read_parquet_metadata(path)[METADATA_KEY])
+    return json.loads(parquet_metadata(path)[METADATA_KEY])
 
 
 # what a difference of a fingerprint's key says, where its values do not say it themselves

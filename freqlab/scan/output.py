@@ -7,10 +7,11 @@ import json
 import time
 from pathlib import Path
 
+from freqlab.files import write_atomic, write_parquet
 from freqlab.formats import CHECKPOINTS_DIR, LENGTHS_FILE, SUMMARY_FILE
 from freqlab.histogram import LengthHistogram
 from freqlab.paths import shown
-from freqlab.scan.checkpoint import GROUP_PREFIX, LOCK, MANIFEST, CheckpointStore, OutputLock, safe_name, write_atomic
+from freqlab.scan.checkpoint import GROUP_PREFIX, LOCK, MANIFEST, CheckpointStore, OutputLock, safe_name
 from freqlab.scan.counts import ShardCount
 from freqlab.scan.ledger import Ledger
 
@@ -111,5 +112,5 @@ class ScanOutput:
         self.flush()
         lengths_path, summary_path = self.out / LENGTHS_FILE, self.out / SUMMARY_FILE
         summary["outputs"] = {"lengths": shown(lengths_path), "summary": shown(summary_path)}
-        write_atomic(lengths_path, writer=histogram.to_parquet)
+        write_parquet(lengths_path, histogram.to_frame(), histogram.parquet_header())
         write_atomic(summary_path, (json.dumps(summary, indent=2) + "\n").encode())

@@ -300,6 +300,8 @@ class ReportOptions:
         if unknown:
             raise FreqlabError(f"unknown regime {unknown[0]!r}; choose from {', '.join(REGIMES)}")
         object.__setattr__(self, "regimes", tuple(dict.fromkeys(regimes)))
+        if self.megatron is not None and "megatron" in self.regimes:
+            self.megatron.check_indexes()  # before the scan, not after it
         check_count("tokens", self.tokens)
         check_count("corpus_tokens", self.corpus_tokens)
         tau = self.tau

@@ -62,3 +62,14 @@ def test_a_bad_runs_file_is_one_error_line(tmp_path):
         f"Error: {tmp_path / 'runs.csv'}: line 2: effective_length: not a length in positions: 'oops' "
         "(use e.g. 2048, 2K or 128K (K = 1024))"
     ]
+
+
+def test_options_for_the_rows_of_a_file_are_refused_without_one(tmp_path):
+    # calibrate --hist X without FILE fitted the paper's points and ignored --hist (even a missing one)
+    for args, named in [
+        (("--hist", tmp_path / "missing.parquet"), "--hist applies"),
+        (("--L", "4K", "--regime", "concat"), "--regime, --L apply"),
+    ]:
+        result = run("calibrate", *args)
+        assert result.exit_code == 2, result.output
+        assert f"Error: {named} to the rows of FILE; give FILE" in result.output

@@ -1,6 +1,7 @@
 """``freqlab freq``, ``stats`` and ``schedule`` on saved histograms: tables, JSON, and one-line errors."""
 
 import json
+import os
 import re
 
 import numpy as np
@@ -503,3 +504,38 @@ def test_an_empty_path_is_a_usage_error_naming_the_option_and_nothing_is_written
         assert result.exit_code == 2, (args, result.output)
         assert f"Invalid value for '{name}': an empty path names no file or folder" in result.output, result.output
     assert sorted(tmp_path.iterdir()) == before
+    for name in ("--dataset", "--data-files", "--tokenizer"):  # names of files, presets, Hugging Face ids
+        result = run("scan", name, "")
+        assert result.exit_code == 2, (name, result.output)
+        assert f"Invalid value for '{name}': is empty: it names no file, folder, preset or Hugging Face id" in (
+            result.output
+        )
+    assert sorted(tmp_path.iterdir()) == before
+
+
+def test_output_names_that_are_not_utf8_are_written_and_read_back(hist, tmp_path, monkeypatch):
+    # polars takes UTF-8 names only: freq --out $'\xff' and plan string --usage-out printed its TypeError, and
+    # scan --out $'\xff' failed at its first checkpoint, leaving the folder behind
+    name = os.fsdecode(b"\xff")
+    try:
+        (tmp_path / name).touch()
+        (tmp_path / name).unlink()
+    except (OSError, UnicodeEncodeError):
+        pytest.skip("this file system refuses names that are not UTF-8")
+    monkeypatch.chdir(tmp_path)
+    for args, written in [
+        (("freq", hist, "--L", 2048, "--out", f"{name}f.parquet"), f"{name}f.parquet"),
+        (("plan", "string", "--hist", hist, "--L", 2048, "--usage-out", f"{name}u.parquet"), f"{name}u.parquet"),
+        (("scan", "--out", name, "--max-docs", 20, "--workers", 1, "--quiet"), f"{name}/lengths.parquet"),
+    ]:
+        result = run(*args)
+        assert result.exit_code == 0, (args, result.output)
+        assert (tmp_path / written).is_file(), args
+    result = run("stats", f"{name}/lengths.parquet", "--json")
+    assert result.exit_code == 0 and json.loads(result.output)["documents"] == 20, result.output
+
+
+def test_a_name_with_a_newline_is_shown_on_the_errors_one_line(tmp_path):
+    result = run("freq", tmp_path / "nothere\n", "--L", 2048)
+    assert result.exit_code == 1
+    assert result.output == f"Error: {tmp_path}/nothere\\n: no such histogram file\n"

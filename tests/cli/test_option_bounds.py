@@ -169,6 +169,24 @@ def test_megatron_numbers_at_the_edges_are_usage_errors(megatron_idx):
     )
 
 
+def test_a_megatron_data_path_that_names_nothing_is_refused_before_the_scan(megatron_idx, tmp_path, monkeypatch):
+    # --data-path "" was ignored, and a missing prefix was found only after the whole scan, leaving ./freqlab-out
+    monkeypatch.chdir(tmp_path)
+    scan = ("scan", "--dataset", megatron_idx, "-q", "--regime", "megatron")
+    one_line(
+        run(*scan, "--data-path", ""),
+        2,
+        "Invalid value for '--data-path': names no index; leave it out to read the scanned one",
+    )
+    missing = tmp_path / "elsewhere"
+    one_line(
+        run(*scan, "--data-path", missing),
+        2,
+        f"{missing}.idx: no such Megatron index (data_path names prefixes of .idx/.bin)",
+    )
+    assert not (tmp_path / "freqlab-out").exists()
+
+
 def test_megatron_pointers_past_the_bin_after_the_checked_head_are_one_line(tmp_path):
     """The pointers of the first 1024 sequences are checked on opening; the EOS check reads further ones."""
     documents = [[[5, 6, 7], [8, 9, 2]] for _ in range(600)]  # 1,200 sequences: 1,000 documents reach past 1,024

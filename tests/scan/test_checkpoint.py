@@ -304,16 +304,16 @@ def test_a_flush_cut_short_keeps_its_partials_staged_for_the_next(tmp_path, monk
     parts = [sample_part(False, f"data/chunk {k}.jsonl") for k in range(3)]
     for part in parts:
         store.stage(part, IDENTITY)
-    write = checkpoint._write_parquet
+    write = checkpoint.write_parquet
 
     def interrupted(*args):
         raise KeyboardInterrupt
 
-    monkeypatch.setattr(checkpoint, "_write_parquet", interrupted)
+    monkeypatch.setattr(checkpoint, "write_parquet", interrupted)
     with pytest.raises(KeyboardInterrupt):
         store.flush()
     assert store.staged == 3
-    monkeypatch.setattr(checkpoint, "_write_parquet", write)
+    monkeypatch.setattr(checkpoint, "write_parquet", write)
     store.flush()
     assert store.staged == 0
     again = CheckpointStore(tmp_path, {})
