@@ -18,6 +18,7 @@ from __future__ import annotations
 import functools
 import json
 import math
+import os
 
 import click
 
@@ -42,7 +43,13 @@ class HomePath(click.Path):
     """
 
     def convert(self, value, param, ctx):
-        """The path, ``~`` expanded; an empty path or an unknown user is a usage error naming the option."""
+        """The path, ``~`` expanded; an empty path, an unknown user or ``-`` (when no file has that name) is a usage
+        error naming the option.
+        """
+        if value == "-" and not os.path.lexists(value):  # read as a file name, never as standard input or output
+            self.fail(
+                "'-' is no file here (standard input and output are not read or written): name a file", param, ctx
+            )
         if isinstance(value, str):
             try:
                 value = expand_home(value)

@@ -504,6 +504,13 @@ def test_an_empty_path_is_a_usage_error_naming_the_option_and_nothing_is_written
         assert result.exit_code == 2, (args, result.output)
         assert f"Invalid value for '{name}': an empty path names no file or folder" in result.output, result.output
     assert sorted(tmp_path.iterdir()) == before
+    for args, name in [(("freq", hist, "--L", 2048, "--out", "-"), "--out"), (("freq", "-", "--L", 2048), "HIST")]:
+        result = run(*args)  # '-' is not standard output or input: it names no file here
+        assert result.exit_code == 2, (args, result.output)
+        assert f"Invalid value for '{name}': '-' is no file here (standard input and output are not read" in result.output
+    (tmp_path / "-").write_bytes(hist.read_bytes())  # unless a file has that name
+    assert run("stats", "-").exit_code == 0
+    (tmp_path / "-").unlink()
     for name in ("--dataset", "--data-files", "--tokenizer"):  # names of files, presets, Hugging Face ids
         result = run("scan", name, "")
         assert result.exit_code == 2, (name, result.output)
