@@ -3,8 +3,10 @@
 from __future__ import annotations
 
 import contextlib
+import errno
 import logging
 import os
+import re
 import signal
 import sys
 import threading
@@ -41,9 +43,23 @@ def brief(value, limit: int = 60) -> str:
     return text if len(text) <= limit else text[: limit - 1] + "…"
 
 
-def cannot_write(path: object, exc: OSError) -> FreqlabError:
-    """``PATH: cannot write (No such file or directory)``: one line naming the file, for an output that failed."""
-    reason = exc.strerror or describe_os_error(exc).split(" (os error")[0]  # polars: "... (os error 2): PATH"
+def cannot_write(path: object, exc: Exception) -> FreqlabError:
+    """``PATH: cannot write (No such file or directory)``: one line naming the file, for an output that failed
+    (writers that wrap the OS error, like polars, say "(os error N)"; a full disk says what to do).
+    """
+    code = getattr(exc, "errno", None)
+    found = re.search(r"\(os error (\d+)\)", str(exc))
+    if code is None and found:
+        code = int(found.group(1))
+    if code == errno.ENOSPC:
+        reason = "no space left on the device; free some space or choose another --out"
+    elif isinstance(exc, OSError) and exc.strerror:
+        reason = exc.strerror
+    elif code is not None:
+        reason = os.strerror(code)
+    else:
+        text = str(exc).strip().splitlines()
+        reason = f"{type(exc).__name__}: {text[0]}" if text else type(exc).__name__
     return FreqlabError(f"{path}: cannot write ({reason})")
 
 

@@ -20,45 +20,75 @@ import errno
 import json
 import os
 import re
+import stat
 import tempfile
 from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from freqlab.errors import FreqlabError
+from freqlab.errors import FreqlabError, cannot_write
 from freqlab.formats import METADATA_KEY
 
 if TYPE_CHECKING:
     import polars as pl
 
 
-def write_atomic(path: Path, data: bytes | None = None, writer: Callable[[str], object] | None = None) -> None:
+def write_atomic(
+    path: str | bytes | os.PathLike, data: bytes | None = None, writer: Callable[[str], object] | None = None
+) -> None:
     """Write ``data`` (or call ``writer(tmp_path)``) to a temporary file beside ``path``, then rename.
 
     Any failure (a full disk, a read-only folder) is one FreqlabError naming ``path``; nothing half-written
-    is left behind.
+    is left behind. A file replaced keeps its mode (a new one gets the mode the umask gives); a symbolic link is
+    written through (its target is replaced, the link kept); a path that is no regular file (``/dev/null``, a FIFO,
+    ``/dev/fd/N`` of a shell's ``>(...)``) is written in place, since nothing can be renamed over it. A name that
+    ends in a separator names a folder and is refused (pathlib would drop the separator and write a file).
     """
-    path = Path(path)
+    text = os.fsdecode(path)
+    if text.endswith(("/", os.sep)):
+        raise FreqlabError(f"{text}: cannot write (it ends in {os.sep}: give a file's name)")
+    if os.path.exists(text) and not os.path.isfile(text) and not os.path.isdir(text):
+        try:  # a device, a FIFO, a pipe: written as it is (before links are resolved: /dev/fd/N links to a pipe)
+            if data is not None:
+                with open(text, "wb") as handle:
+                    handle.write(data)
+            if writer is not None:
+                writer(text)
+        except Exception as exc:
+            raise cannot_write(text, exc) from exc
+        return
+    path = Path(os.path.realpath(text) if os.path.islink(text) else text)
     tmp = None
     try:
-        path.parent.mkdir(parents=True, exist_ok=True)
-        fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+        mode = stat.S_IMODE(path.stat().st_mode) if path.exists() else 0o666 & ~_umask()
+        try:
+            path.parent.mkdir(parents=True, exist_ok=True)
+        except FileExistsError:  # a file where a folder of the path should be
+            raise NotADirectoryError(errno.ENOTDIR, os.strerror(errno.ENOTDIR)) from None
+        # the temporary file's name begins with the file's own (an interrupted write is recognised by it) unless
+        # that would pass the usual 255-byte limit on a name
+        prefix = f".{path.name}." if len(os.fsencode(path.name)) <= 200 else ".freqlab."
+        fd, tmp = tempfile.mkstemp(prefix=prefix, suffix=".tmp", dir=path.parent)
         with os.fdopen(fd, "wb") as handle:
             if data is not None:
                 handle.write(data)
         if writer is not None:
             writer(tmp)
-        os.chmod(tmp, 0o666 & ~_umask())  # mkstemp makes it 0600: give it the mode any new file gets here
+        os.chmod(tmp, mode)  # mkstemp makes it 0600
         os.replace(tmp, path)
     except BaseException as exc:
         if tmp is not None:
             Path(tmp).unlink(missing_ok=True)
         if isinstance(exc, Exception) and not isinstance(exc, FreqlabError):
-            raise FreqlabError(f"{path}: cannot write ({_write_error(exc)})") from exc
+            raise cannot_write(path, exc) from exc
         raise
 
 
-def write_parquet(path: str | Path, frame: pl.DataFrame, header: dict | None = None) -> None:
+#: the name of a temporary file :func:`write_atomic` leaves when interrupted before its rename (``name``: the file's)
+TEMPORARY = re.compile(r"\.(?P<name>.+)\.[A-Za-z0-9_]+\.tmp")
+
+
+def write_parquet(path: str | bytes | os.PathLike, frame: pl.DataFrame, header: dict | None = None) -> None:
     """``frame`` written to ``path`` atomically (:func:`write_atomic`), with ``header`` as JSON under the Parquet
     metadata key :data:`freqlab.formats.METADATA_KEY` when given.
     """
@@ -68,7 +98,7 @@ def write_parquet(path: str | Path, frame: pl.DataFrame, header: dict | None = N
         with open(tmp, "wb") as handle:
             frame.write_parquet(handle, metadata=metadata)
 
-    write_atomic(Path(path), writer=write)
+    write_atomic(path, writer=write)
 
 
 def read_parquet(path: str | Path) -> tuple[pl.DataFrame, dict[str, str]]:
@@ -92,23 +122,16 @@ def parquet_metadata(path: str | Path) -> dict[str, str]:
 
 
 def _umask() -> int:
-    """The process's umask (read by setting it and putting it back at once)."""
+    """The process's umask: from ``/proc/self/status`` where there is one (setting it to read it, the fallback,
+    changes it for every thread for a moment).
+    """
+    try:
+        with open("/proc/self/status", "rb") as status:
+            for line in status:
+                if line.startswith(b"Umask:"):
+                    return int(line.split()[1], 8)
+    except (OSError, ValueError, IndexError):
+        pass
     mask = os.umask(0o022)
     os.umask(mask)
     return mask
-
-
-def _write_error(exc: Exception) -> str:
-    """Why a write failed, in a few words (writers that wrap the OS error, like polars, say "(os error N)")."""
-    code = getattr(exc, "errno", None)
-    found = re.search(r"\(os error (\d+)\)", str(exc))
-    if code is None and found:
-        code = int(found.group(1))
-    if code == errno.ENOSPC:
-        return "no space left on the device; free some space or choose another --out"
-    if isinstance(exc, OSError) and exc.strerror:
-        return exc.strerror
-    if code is not None:
-        return os.strerror(code)
-    text = str(exc).strip().splitlines()
-    return f"{type(exc).__name__}: {text[0]}" if text else type(exc).__name__

@@ -300,9 +300,9 @@ class LengthHistogram(Displayed):
         """Write the histogram and its metadata to a Parquet file (atomically; ``~`` is the home folder, as for
         :meth:`read_parquet`).
         """
-        path = Path(expand_home(path))
+        path = expand_home(path)
         write_parquet(path, self.to_frame(), self.parquet_header())
-        return path
+        return Path(path)
 
     @classmethod
     def read_parquet(cls, path: str | Path) -> LengthHistogram:
@@ -469,9 +469,9 @@ class LengthHistogram(Displayed):
             "seed": seed,
             **({"megatron": megatron.describe()} if megatron is not None else {}),
         }
-        path = Path(expand_home(path))
+        path = expand_home(path)
         write_parquet(path, pl.concat(frames), header)
-        return path
+        return Path(path)
 
     def provenance(self) -> dict:
         """Where the counts came from, JSON-serialisable: corpus, tokenizer, documents read, skipped by reason,

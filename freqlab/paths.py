@@ -36,8 +36,40 @@ def expand_home(path: str | bytes | os.PathLike) -> str:
 
 
 def shown(path: str | os.PathLike[str]) -> str:
-    """``path`` as a message shows it: a relative path that begins with ``~`` gets ``./``, so that it does not read
-    as the home folder.
+    """``path`` as a message shows it: :func:`unambiguous`, with what a terminal would not show as it is escaped
+    (:func:`printable`).
+    """
+    return printable(unambiguous(path))
+
+
+def unambiguous(path: str | os.PathLike[str]) -> str:
+    """``path`` as text that names it wherever it is read: a relative path that begins with ``~`` gets ``./``, so
+    that it does not read as the home folder.
     """
     text = os.fspath(path)
     return f".{os.sep}{text}" if text.startswith("~") else text
+
+
+def printable(text: str) -> str:
+    r"""``text`` on one line, as a terminal shows it without being driven by it: control and format characters
+    (a newline, ESC, a right-to-left override) escaped, and a byte of a file name that is not UTF-8 (Python holds
+    it as ``\udcXX``) as ``\xXX``.
+
+    >>> printable("runs/a\nb\x1b[31m")
+    'runs/a\\nb\\x1b[31m'
+    >>> printable(os.fsdecode(b"x\xff.parquet")), printable("é\u202ex")
+    ('x\\xff.parquet', 'é\\u202ex')
+    """
+    return text if text.isprintable() else "".join(c if c.isprintable() else _escaped(c) for c in text)
+
+
+_NAMED = {"\n": r"\n", "\r": r"\r", "\t": r"\t"}
+
+
+def _escaped(character: str) -> str:
+    code = ord(character)
+    if character in _NAMED:
+        return _NAMED[character]
+    if 0xDC80 <= code <= 0xDCFF:  # os.fsdecode's stand-in for a byte that is not UTF-8
+        code -= 0xDC00
+    return f"\\x{code:02x}" if code <= 0xFF else f"\\u{code:04x}" if code <= 0xFFFF else f"\\U{code:08x}"

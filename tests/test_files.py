@@ -3,12 +3,14 @@
 from __future__ import annotations
 
 import os
+import stat
+import threading
 
 import polars as pl
 import pytest
 
 from freqlab.errors import FreqlabError
-from freqlab.files import parquet_metadata, read_parquet, write_parquet
+from freqlab.files import parquet_metadata, read_parquet, write_atomic, write_parquet
 
 FRAME = pl.DataFrame({"length": [1, 4, 9], "count": [3, 2, 1]})
 
@@ -61,3 +63,60 @@ def test_a_folder_in_the_way_is_one_line_naming_the_file(tmp_path):
     with pytest.raises(FreqlabError, match=r"t\.parquet: cannot write \(Is a directory\)$"):
         write_parquet(tmp_path / "t.parquet", FRAME)
     assert os.listdir(tmp_path) == ["t.parquet"]
+
+
+def test_a_symbolic_link_is_written_through_and_kept(tmp_path):
+    (tmp_path / "target.parquet").write_bytes(b"old")
+    (tmp_path / "link.parquet").symlink_to("target.parquet")
+    write_parquet(tmp_path / "link.parquet", FRAME)
+    assert (tmp_path / "link.parquet").is_symlink()
+    assert read_parquet(tmp_path / "target.parquet")[0].equals(FRAME)
+
+
+def test_a_fifo_or_a_pipe_is_written_in_place_not_replaced(tmp_path):
+    # a rename would put a regular file where the FIFO was (its reader waiting forever), and cannot replace
+    # /dev/fd/N of a shell's >(...)
+    fifo = tmp_path / "fifo.parquet"
+    os.mkfifo(fifo)
+    received = []
+    reader = threading.Thread(target=lambda: received.append(fifo.read_bytes()))
+    reader.start()
+    write_parquet(fifo, FRAME)
+    reader.join(timeout=30)
+    assert fifo.is_fifo() and received and received[0].startswith(b"PAR1")
+    read_end, write_end = os.pipe()
+    try:
+        write_atomic(f"/dev/fd/{write_end}", b"through the pipe")
+        assert os.read(read_end, 100) == b"through the pipe"
+    finally:
+        os.close(read_end)
+        os.close(write_end)
+
+
+def test_a_file_replaced_keeps_its_mode(tmp_path):
+    path = tmp_path / "private.parquet"
+    write_parquet(path, FRAME)
+    path.chmod(0o600)
+    write_parquet(path, FRAME.head(1))
+    assert stat.S_IMODE(path.stat().st_mode) == 0o600 and read_parquet(path)[0].height == 1
+
+
+@pytest.mark.parametrize(
+    "name, message",
+    [
+        ("folder/", r"folder/: cannot write \(it ends in /: give a file's name\)$"),
+        ("a_file/x.parquet", r"x\.parquet: cannot write \(Not a directory\)$"),
+    ],
+)
+def test_a_path_that_cannot_be_a_file_is_one_line(tmp_path, name, message):
+    (tmp_path / "a_file").write_bytes(b"")
+    with pytest.raises(FreqlabError, match=message):
+        write_parquet(f"{tmp_path}/{name}", FRAME)
+    assert sorted(os.listdir(tmp_path)) == ["a_file"]
+
+
+def test_a_long_name_and_a_bytes_path_are_written(tmp_path):
+    long = tmp_path / ("x" * 247 + ".parquet")  # 255 bytes: the temporary file's name cannot add to it
+    write_parquet(long, FRAME)
+    write_atomic(os.fsencode(tmp_path / "b.json"), b"{}")
+    assert sorted(os.listdir(tmp_path)) == ["b.json", long.name]

@@ -7,7 +7,7 @@ import pytest
 
 import freqlab.paths
 from freqlab.errors import FreqlabError
-from freqlab.paths import expand_home, shown
+from freqlab.paths import expand_home, printable, shown, unambiguous
 
 
 def test_the_module_examples_run():
@@ -43,3 +43,12 @@ def test_an_empty_path_is_refused_not_read_as_the_working_folder():
     with pytest.raises(FreqlabError, match=r"^an empty path names no file or folder$"):
         expand_home("")
     assert expand_home(".") == "."
+
+
+def test_printable_escapes_what_would_drive_a_terminal_and_keeps_the_rest():
+    assert printable("plain/name é ü 日本.parquet") == "plain/name é ü 日本.parquet"
+    assert printable("a\nb\rc\td\x00e\x7f") == r"a\nb\rc\td\x00e\x7f"
+    assert printable("x\x1b[31mred\x9b\u0085") == r"x\x1b[31mred\x9b\x85"  # ESC, C1 CSI and NEL
+    assert printable("ab\u202ecd\u2028") == r"ab\u202ecd\u2028"  # right-to-left override, line separator
+    assert printable(os.fsdecode(b"caf\xe9/\xff")) == r"caf\xe9/\xff"  # the bytes of a name that is not UTF-8
+    assert shown("~/a\nb") == os.path.join(".", "~", r"a\nb") and unambiguous("~/a\nb") == "./~/a\nb"

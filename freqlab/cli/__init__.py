@@ -47,26 +47,20 @@ class _Group(click.Group):
 
     def invoke(self, ctx: click.Context):
         from freqlab.errors import FreqlabError, describe_os_error
+        from freqlab.paths import printable
 
         try:
             return super().invoke(ctx)
+        except click.ClickException as exc:  # a usage error quoting a value: on one line, as freqlab's own errors
+            exc.message = printable(exc.message)
+            raise
         except BrokenPipeError:  # `freqlab ... | head`: the reader has all it wanted
             os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())  # nothing left to flush at exit
             sys.exit(BROKEN_PIPE)
         except (FreqlabError, OSError) as exc:
             message = describe_os_error(exc) if isinstance(exc, OSError) else str(exc)
-            click.echo(f"Error: {_printable(message)}", err=True)
+            click.echo(f"Error: {printable(message)}", err=True)
             sys.exit(1)
-
-
-def _printable(text: str) -> str:
-    r"""One line whatever the text holds: control characters escaped (a file name ending in a newline shows as
-    ``name\n``), and a file name that is not UTF-8 as ``\udcXX`` escapes.
-    """
-    return text.translate(_CONTROL).encode("utf-8", "backslashreplace").decode("utf-8")
-
-
-_CONTROL = {code: f"\\x{code:02x}" for code in [*range(32), 127]} | {10: "\\n", 13: "\\r", 9: "\\t"}
 
 
 @click.group(cls=_Group, context_settings={"help_option_names": ["-h", "--help"], "max_content_width": 100})
@@ -85,15 +79,15 @@ def main() -> None:
       positions (windows L, target lengths, S, W): K = 1024, so 2K = 2048 and 128K = 131072
       tokens (budgets, tau, limits) and other counts: K, M, B, T = 10^3, 10^6, 10^9, 10^12 (1T = 10^12)
     """
-    for stream in (sys.stdout, sys.stderr):  # a file name that is not UTF-8 (\udcXX) in a message: escaped, never
-        if getattr(stream, "errors", None) == "strict" and hasattr(stream, "reconfigure"):  # an encoding error after
-            stream.reconfigure(errors="backslashreplace")  # the file was written (a UTF-8 locale's stdout is strict)
 
 
 def main_entry() -> None:
     """:data:`main` as a program: click's own errors shown as click shows them (interrupts: see
     :func:`freqlab.__main__.run`).
     """
+    for stream in (sys.stdout, sys.stderr):  # a name that is not UTF-8 in a report: escaped, not an encoding error
+        if getattr(stream, "errors", None) == "strict" and hasattr(stream, "reconfigure"):  # once the file is written
+            stream.reconfigure(errors="backslashreplace")
     try:
         main(standalone_mode=False)
     except click.exceptions.Abort as abort:  # an interrupt outside the command (click's own handling, start-up)

@@ -82,8 +82,9 @@ def freq_command(hist, Ls, regimes, tokens, tau, seed, out, weights, layout, tai
         )
     h, mix = read_histogram(hist, weights, regimes=regimes)
     budget = training_budget(tokens)
-    options = megatron_settings(**megatron)
-    replay = replay_options(hist, h, options, weighted=mix is not None) if "megatron" in regimes else None
+    replay = None
+    if "megatron" in regimes:  # as scan: the Megatron options matter to that regime alone
+        replay = replay_options(hist, h, megatron_settings(**megatron), weighted=mix is not None)
     rows = regime_rows(h.lengths, h.counts, Ls, regimes, tokens=budget.tokens, tau=tau, seed=seed, megatron=replay)
     layouts = None
     if layout is not None:

@@ -263,7 +263,10 @@ def megatron_settings(data_path, megatron_seed, megatron_split, reset_attention_
     options = MegatronOptions(
         data_path or "", megatron_seed, megatron_split, reset_attention_mask, train_samples, epochs
     )
-    options.check_indexes()
+    try:
+        options.check_indexes()
+    except FreqlabError as exc:  # before anything is read or counted
+        raise click.BadParameter(str(exc), param_hint="'--data-path'") from None
     return options
 
 
@@ -318,8 +321,11 @@ json_option = click.option("--json", "as_json", is_flag=True, help="Print machin
 
 
 def echo_json(data) -> None:
-    """What ``--json`` prints: ``data`` (a result's ``to_dict()``, with what the command adds) as indented JSON."""
-    click.echo(json.dumps(data, indent=2, ensure_ascii=False))
+    """What ``--json`` prints: ``data`` (a result's ``to_dict()``, with what the command adds) as indented JSON, valid
+    UTF-8 whatever it holds (a file name that is not UTF-8 as the escape ``\\udcXX``, as ``ensure_ascii`` writes it).
+    """
+    text = json.dumps(data, indent=2, ensure_ascii=False)
+    click.echo(text.encode("utf-8", "backslashreplace").decode("utf-8"))
 
 
 def window_option(
@@ -377,7 +383,7 @@ def refuse_empty(ctx: click.Context, param: click.Parameter, value):
     """
     values = value if isinstance(value, tuple) else (value,)
     if "" in values:
-        raise click.BadParameter("is empty: it names no file, folder, preset or Hugging Face id", ctx, param)
+        raise click.BadParameter("is empty: it names nothing", ctx, param)
     return value
 
 

@@ -6,6 +6,7 @@ metadata, their first row and their record batches. What :mod:`freqlab.corpus.co
 from __future__ import annotations
 
 import functools
+import os
 from collections.abc import Iterator
 
 import pyarrow as pa
@@ -16,7 +17,20 @@ from freqlab.corpus.remote_files import is_url, open_input
 
 def open_parquet(path: str) -> pq.ParquetFile:
     """A Parquet file by path, or over a remote stream (:func:`freqlab.corpus.remote_files.open_input`)."""
-    return pq.ParquetFile(open_input(path) if is_url(path) else path)
+    if is_url(path):
+        return pq.ParquetFile(open_input(path))
+    return pq.ParquetFile(path if _utf8(path) else pa.OSFile(os.fsencode(path)))
+
+
+def _utf8(path: str) -> bool:
+    r"""Whether pyarrow takes ``path`` as a name: it encodes one strictly as UTF-8 (a name that is not, held as
+    ``\udcXX``, raised UnicodeEncodeError); such a file is opened by its bytes.
+    """
+    try:
+        path.encode("utf-8")
+    except UnicodeEncodeError:
+        return False
+    return True
 
 
 @functools.lru_cache(maxsize=256)
@@ -111,7 +125,7 @@ def parquet_batches(
 
 def open_arrow(path: str) -> pa.ipc.RecordBatchStreamReader | pa.ipc.RecordBatchFileReader:
     """An Arrow IPC reader over a memory map: stream format (what ``datasets`` writes), else file format."""
-    source = pa.PythonFile(open_input(path), mode="r") if is_url(path) else pa.memory_map(path)
+    source = pa.PythonFile(open_input(path), mode="r") if is_url(path) else pa.memory_map(os.fsencode(path))
     try:
         return pa.ipc.open_stream(source)
     except pa.ArrowInvalid:

@@ -129,10 +129,13 @@ class Calibration(Displayed):
         }
 
     def write_json(self, path: str | Path) -> Path:
-        """Write the fit as JSON (what ``--tau-from`` reads)."""
-        path = Path(path)
-        path.write_text(json.dumps(self.to_dict(), indent=2) + "\n")
-        return path
+        """Write the fit as JSON (what ``--tau-from`` reads), atomically; ``~`` is the home folder."""
+        from freqlab.files import write_atomic
+        from freqlab.paths import expand_home
+
+        path = expand_home(path)
+        write_atomic(path, (json.dumps(self.to_dict(), indent=2) + "\n").encode())
+        return Path(path)
 
     def table(self) -> tuple[list[str], list[list[str]]]:
         """Header and one row per point: label, E, tokens, tau = f_T(E), the tau interval it allows."""

@@ -70,6 +70,8 @@ class MegatronOptions:
         if not 0 <= int(self.seed) < 2**32:
             raise FreqlabError(f"the Megatron seed must be in [0, 2^32), got {self.seed}")
         split_vector(self.split)
+        if self.data_path and not self.data_path.strip():
+            raise FreqlabError("data_path (--data-path) names no index: leave it empty to read the scanned one")
         self.blend()
 
     def blend(self) -> list[tuple[float | None, str]]:
@@ -90,10 +92,15 @@ class MegatronOptions:
         return [(None, _prefix(w)) for w in words]
 
     def check_indexes(self) -> None:
-        """Refuse a ``data_path`` that names an index which does not exist (a scan checks before it counts)."""
+        """Refuse a ``data_path`` naming an index that is missing or unreadable, or without its ``.bin`` (each
+        index's header and the ``.bin``'s size are read; a scan checks before it counts).
+        """
+        from freqlab.corpus.megatron import read_index
+
         for _, prefix in self.blend():
-            if not os.path.exists(prefix + ".idx"):
+            if not os.path.isfile(prefix + ".idx"):
                 raise FreqlabError(f"{prefix}.idx: no such Megatron index (data_path names prefixes of .idx/.bin)")
+            read_index(prefix + ".idx")
 
     def describe(self) -> dict:
         """The options that are set, by name."""

@@ -34,7 +34,7 @@ import numpy as np
 
 from freqlab.corpus.base import PASSED_OVER
 from freqlab.errors import FreqlabError
-from freqlab.files import parquet_metadata, read_parquet, write_atomic, write_parquet
+from freqlab.files import TEMPORARY, parquet_metadata, read_parquet, write_atomic, write_parquet
 from freqlab.formats import CHECKPOINT_FORMAT as FORMAT  # kept for import compatibility (and used here)
 from freqlab.formats import CHECKPOINT_MANIFEST as MANIFEST  # kept for import compatibility (and used here)
 from freqlab.formats import CHECKPOINT_VERSION as VERSION  # kept for import compatibility (and used here)
@@ -173,7 +173,7 @@ class CheckpointStore:
         them now, the folder's lock is ours.
         """
         for entry in self.directory.iterdir():
-            if _TEMPORARY.fullmatch(entry.name) is not None and _written_by_freqlab(entry):
+            if TEMPORARY.fullmatch(entry.name) is not None and _written_by_freqlab(entry):
                 entry.unlink(missing_ok=True)
 
     def _read_manifest(self, manifest: Path) -> dict:
@@ -273,7 +273,6 @@ class CheckpointStore:
 
 
 GROUP_PREFIX = "group+"  # a group file's name: "+" is never in safe_name's, so no shard's checkpoint is named so
-_TEMPORARY = re.compile(r"\.(?P<name>.+)\.[A-Za-z0-9_]+\.tmp")  # what write_atomic leaves when interrupted
 _CHECKPOINT = re.compile(r"[A-Za-z0-9._-]*-[0-9a-f]{16}\.parquet")  # safe_name(shard id) + ".parquet"
 _GROUP = re.compile(r"group\+[0-9a-f]{16}\.parquet")
 
@@ -313,7 +312,7 @@ def _written_by_freqlab(path: Path) -> bool:
     if path.is_symlink() or not path.is_file():
         return False
     name = path.name
-    if (temporary := _TEMPORARY.fullmatch(name)) is not None:
+    if (temporary := TEMPORARY.fullmatch(name)) is not None:
         written = temporary.group("name")
         return written == MANIFEST or any(pattern.fullmatch(written) for pattern in (_CHECKPOINT, _GROUP))
     try:

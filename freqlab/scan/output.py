@@ -10,7 +10,7 @@ from pathlib import Path
 from freqlab.files import write_atomic, write_parquet
 from freqlab.formats import CHECKPOINTS_DIR, LENGTHS_FILE, SUMMARY_FILE
 from freqlab.histogram import LengthHistogram
-from freqlab.paths import shown
+from freqlab.paths import unambiguous
 from freqlab.scan.checkpoint import GROUP_PREFIX, LOCK, MANIFEST, CheckpointStore, OutputLock, safe_name
 from freqlab.scan.counts import ShardCount
 from freqlab.scan.ledger import Ledger
@@ -111,6 +111,7 @@ class ScanOutput:
             return
         self.flush()
         lengths_path, summary_path = self.out / LENGTHS_FILE, self.out / SUMMARY_FILE
-        summary["outputs"] = {"lengths": shown(lengths_path), "summary": shown(summary_path)}
+        summary["outputs"] = {"lengths": unambiguous(lengths_path), "summary": unambiguous(summary_path)}
+        # not to_parquet, which expands ~: this folder's name is expanded already (./~x would read as ~x's home)
         write_parquet(lengths_path, histogram.to_frame(), histogram.parquet_header())
         write_atomic(summary_path, (json.dumps(summary, indent=2) + "\n").encode())

@@ -27,6 +27,7 @@ from freqlab.frequency.regime_table import describe, human_count, regime_rows
 from freqlab.frequency.regimes import check_window
 from freqlab.frequency.stats import DEFAULT_TAU
 from freqlab.histogram import UNLABELLED_SOURCE, LengthHistogram, histogram_display
+from freqlab.paths import printable
 from freqlab.scan.settings import DEFAULT_L, DEFAULT_REGIMES
 from freqlab.scan.uncertainty import add_intervals, describe_interval
 
@@ -238,7 +239,7 @@ def format_report(summary: dict) -> str:
     outputs = summary.get("outputs")
     if outputs:
         lines.append("")
-        lines.append("wrote      " + ", ".join(outputs.values()))
+        lines.append("wrote      " + ", ".join(printable(path) for path in outputs.values()))
     return "\n".join(lines)
 
 

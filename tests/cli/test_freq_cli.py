@@ -507,28 +507,34 @@ def test_an_empty_path_is_a_usage_error_naming_the_option_and_nothing_is_written
     for args, name in [(("freq", hist, "--L", 2048, "--out", "-"), "--out"), (("freq", "-", "--L", 2048), "HIST")]:
         result = run(*args)  # '-' is not standard output or input: it names no file here
         assert result.exit_code == 2, (args, result.output)
-        assert f"Invalid value for '{name}': '-' is no file here (standard input and output are not read" in result.output
+        assert (
+            f"Invalid value for '{name}': '-' is no file here (standard input and output are not read" in result.output
+        )
     (tmp_path / "-").write_bytes(hist.read_bytes())  # unless a file has that name
     assert run("stats", "-").exit_code == 0
     (tmp_path / "-").unlink()
     for name in ("--dataset", "--data-files", "--tokenizer"):  # names of files, presets, Hugging Face ids
         result = run("scan", name, "")
         assert result.exit_code == 2, (name, result.output)
-        assert f"Invalid value for '{name}': is empty: it names no file, folder, preset or Hugging Face id" in (
-            result.output
-        )
+        assert f"Invalid value for '{name}': is empty: it names nothing" in (result.output)
     assert sorted(tmp_path.iterdir()) == before
+
+
+def undecodable_name(folder, name: bytes) -> str:
+    """``name`` (not UTF-8) as Python holds it; the test is skipped where the file system refuses such names."""
+    text = os.fsdecode(name)
+    try:
+        (folder / text).touch()
+        (folder / text).unlink()
+    except (OSError, UnicodeEncodeError):
+        pytest.skip("this file system refuses names that are not UTF-8")
+    return text
 
 
 def test_output_names_that_are_not_utf8_are_written_and_read_back(hist, tmp_path, monkeypatch):
     # polars takes UTF-8 names only: freq --out $'\xff' and plan string --usage-out printed its TypeError, and
     # scan --out $'\xff' failed at its first checkpoint, leaving the folder behind
-    name = os.fsdecode(b"\xff")
-    try:
-        (tmp_path / name).touch()
-        (tmp_path / name).unlink()
-    except (OSError, UnicodeEncodeError):
-        pytest.skip("this file system refuses names that are not UTF-8")
+    name = undecodable_name(tmp_path, b"\xff")
     monkeypatch.chdir(tmp_path)
     for args, written in [
         (("freq", hist, "--L", 2048, "--out", f"{name}f.parquet"), f"{name}f.parquet"),
@@ -546,3 +552,20 @@ def test_a_name_with_a_newline_is_shown_on_the_errors_one_line(tmp_path):
     result = run("freq", tmp_path / "nothere\n", "--L", 2048)
     assert result.exit_code == 1
     assert result.output == f"Error: {tmp_path}/nothere\\n: no such histogram file\n"
+
+
+def test_usage_errors_reports_and_json_stay_on_their_lines(hist, tmp_path, monkeypatch):
+    # a newline or an escape sequence in a value split a usage error or a "wrote" line, or drove the terminal;
+    # --json printed a name that is not UTF-8 as a raw byte (invalid UTF-8)
+    monkeypatch.chdir(tmp_path)
+    weights = run("freq", hist, "--weights", "no\nsuch\x1b[31m")
+    assert weights.exit_code == 2 and "Invalid value for '--weights': no\\nsuch\\x1b[31m: not SOURCE=W" in (
+        weights.output
+    )
+    wrote = run("freq", hist, "--L", 2048, "--out", "a\nb.parquet")
+    assert wrote.exit_code == 0 and "wrote a\\nb.parquet" in wrote.output
+    assert (tmp_path / "a\nb.parquet").is_file()
+    name = undecodable_name(tmp_path, b"\xff.json")
+    result = run("calibrate", "--out", name, "--json")
+    assert result.exit_code == 0, result.output
+    assert json.loads(result.output.encode("utf-8"))["written"] == name and (tmp_path / name).is_file()

@@ -179,12 +179,28 @@ def test_a_megatron_data_path_that_names_nothing_is_refused_before_the_scan(mega
         "Invalid value for '--data-path': names no index; leave it out to read the scanned one",
     )
     missing = tmp_path / "elsewhere"
+    refused = f"Invalid value for '--data-path': {missing}.idx: no such Megatron index (data_path names prefixes"
+    one_line(run(*scan, "--data-path", missing), 2, refused + " of .idx/.bin)")
+    (tmp_path / "folder.idx").mkdir()  # no index file either
     one_line(
-        run(*scan, "--data-path", missing),
+        run(*scan, "--data-path", tmp_path / "folder"),
         2,
-        f"{missing}.idx: no such Megatron index (data_path names prefixes of .idx/.bin)",
+        f"Invalid value for '--data-path': {tmp_path}/folder.idx: no such Megatron index (data_path names prefixes "
+        "of .idx/.bin)",
+    )
+    alone = tmp_path / "alone.idx"  # an index without its .bin
+    alone.write_bytes(megatron_idx.read_bytes())
+    one_line(
+        run(*scan, "--data-path", alone),
+        2,
+        f"Invalid value for '--data-path': {alone}: no alone.bin beside it (No such file or directory)",
     )
     assert not (tmp_path / "freqlab-out").exists()
+    hist = tmp_path / "h.parquet"
+    LengthHistogram.from_counts([50], [200]).to_parquet(hist)
+    freq = ("freq", hist, "--L", 64)
+    one_line(run(*freq, "--regime", "megatron", "--data-path", missing), 2, refused + " of .idx/.bin)")
+    assert run(*freq, "--regime", "natural", "--data-path", missing).exit_code == 0  # only megatron reads it
 
 
 def test_megatron_pointers_past_the_bin_after_the_checked_head_are_one_line(tmp_path):

@@ -82,6 +82,17 @@ def test_a_file_name_that_is_not_utf8_gets_a_printable_id(tmp_path):
     assert len(list(corpus.documents())) == 2
 
 
+def test_parquet_and_arrow_files_whose_names_are_not_utf8_are_read(tmp_path):
+    # pyarrow encodes a name strictly as UTF-8: such a Parquet or Arrow file ended the scan in a traceback
+    table = pa.table({"text": ["one two", "three", "four five six"]})
+    parquet, arrow = tmp_path / os.fsdecode(b"caf\xe9.parquet"), tmp_path / os.fsdecode(b"caf\xe9.arrow")
+    pq.write_table(table, pa.OSFile(os.fsencode(parquet), "wb"))
+    with pa.ipc.new_stream(pa.OSFile(os.fsencode(arrow), "wb"), table.schema) as writer:
+        writer.write_table(table)
+    for path in (parquet, arrow):
+        assert [doc.text for doc in open_corpus(str(path)).documents()] == ["one two", "three", "four five six"]
+
+
 def test_trailing_garbage_after_a_zstd_frame_keeps_every_line_before_it(tmp_path):
     lines = b"".join(json.dumps({"text": f"document {k}"}).encode() + b"\n" for k in range(2000))
     frame = zstandard.ZstdCompressor().compress(lines)
