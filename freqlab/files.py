@@ -38,29 +38,41 @@ def write_atomic(
 ) -> None:
     """Write ``data`` (or call ``writer(tmp_path)``) to a temporary file beside ``path``, then rename.
 
-    Any failure (a full disk, a read-only folder) is one FreqlabError naming ``path``; nothing half-written
-    is left behind. A file replaced keeps its mode (a new one gets the mode the umask gives); a symbolic link is
-    written through (its target is replaced, the link kept); a path that is no regular file (``/dev/null``, a FIFO,
-    ``/dev/fd/N`` of a shell's ``>(...)``) is written in place, since nothing can be renamed over it. A name that
-    ends in a separator names a folder and is refused (pathlib would drop the separator and write a file).
+    Any failure (a full disk, a read-only folder) is one FreqlabError naming ``path``; nothing half-written is
+    left behind by an interrupt or an error (no ``fsync``: a power cut is the file system's affair). A file replaced
+    keeps its permission bits (not setuid/setgid/sticky) and, for root, its owner; another hard link to it keeps the
+    old content, as a rename leaves it. A read-only file is refused, as the shell's ``>`` refuses it. Written in
+    place instead, since nothing can be renamed over them: what is no regular file (``/dev/null``, a FIFO,
+    ``/dev/fd/N`` of a shell's ``>(...)``), and a file this process may write but not replace (in a folder it cannot
+    write, or another user's in a sticky folder). A symbolic link is written through (its target replaced, the link
+    kept), unless another user's link in a sticky, world-writable folder: the kernel's ``protected_symlinks`` rule,
+    which a rename onto the resolved target would get around. A name whose last part is empty, ``.`` or ``..``
+    names a folder and is refused (pathlib drops it: ``x/.`` would write ``x``).
     """
     text = os.fsdecode(path)
-    if text.endswith(("/", os.sep)):
-        raise FreqlabError(f"{text}: cannot write (it ends in {os.sep}: give a file's name)")
-    if os.path.exists(text) and not os.path.isfile(text) and not os.path.isdir(text):
-        try:  # a device, a FIFO, a pipe: written as it is (before links are resolved: /dev/fd/N links to a pipe)
+    if os.path.basename(text) in ("", ".", ".."):
+        raise FreqlabError(f"{text}: cannot write (it names a folder: give a file's name)")
+    try:
+        if os.path.islink(text) and _regular_or_missing(text):  # a link to a pipe is written as it is
+            text = _followed(text)
+        in_place = _in_place(text)
+    except OSError as exc:
+        raise cannot_write(text, exc) from exc
+    if in_place:
+        try:
             if data is not None:
                 with open(text, "wb") as handle:
                     handle.write(data)
             if writer is not None:
                 writer(text)
         except Exception as exc:
-            raise cannot_write(text, exc) from exc
+            raise exc if isinstance(exc, FreqlabError) else cannot_write(text, exc) from exc
         return
-    path = Path(os.path.realpath(text) if os.path.islink(text) else text)
+    path = Path(text)
     tmp = None
     try:
-        mode = stat.S_IMODE(path.stat().st_mode) if path.exists() else 0o666 & ~_umask()
+        old = path.stat() if path.exists() else None
+        mode = stat.S_IMODE(old.st_mode) & 0o777 if old is not None else 0o666 & ~_umask()
         try:
             path.parent.mkdir(parents=True, exist_ok=True)
         except FileExistsError:  # a file where a folder of the path should be
@@ -75,6 +87,8 @@ def write_atomic(
         if writer is not None:
             writer(tmp)
         os.chmod(tmp, mode)  # mkstemp makes it 0600
+        if old is not None and _euid() == 0:  # root replacing a user's file: it stays theirs
+            os.chown(tmp, old.st_uid, old.st_gid)
         os.replace(tmp, path)
     except BaseException as exc:
         if tmp is not None:
@@ -84,8 +98,52 @@ def write_atomic(
         raise
 
 
-#: the name of a temporary file :func:`write_atomic` leaves when interrupted before its rename (``name``: the file's)
+#: the name of a temporary file :func:`write_atomic` leaves when interrupted before its rename (``name``: the file's,
+#: or ``freqlab`` for a name longer than 200 bytes)
 TEMPORARY = re.compile(r"\.(?P<name>.+)\.[A-Za-z0-9_]+\.tmp")
+
+
+def _regular_or_missing(text: str) -> bool:
+    try:
+        return stat.S_ISREG(os.stat(text).st_mode)
+    except FileNotFoundError:  # a dangling link: its target is made
+        return True
+
+
+def _followed(link: str) -> str:
+    """The path a symbolic link leads to, refused where the kernel's ``protected_symlinks`` would refuse to follow
+    it: another user's link in a sticky, world-writable folder (such as ``/tmp``), unless the folder is its owner's.
+    """
+    owner, folder = os.lstat(link).st_uid, os.stat(os.path.dirname(os.path.abspath(link)))
+    shared = folder.st_mode & stat.S_ISVTX and folder.st_mode & stat.S_IWOTH
+    if shared and owner not in (_euid(), folder.st_uid):
+        raise FreqlabError(f"{link}: cannot write (another user's symbolic link in a shared folder)")
+    return os.path.realpath(link)
+
+
+def _in_place(text: str) -> bool:
+    """Whether ``text`` is written into rather than replaced: no regular file, or one that may be written but not
+    replaced here (a read-only file is a PermissionError, as for ``>``).
+    """
+    try:
+        found = os.stat(text)
+    except FileNotFoundError:
+        return False
+    if stat.S_ISDIR(found.st_mode):
+        return False  # the rename fails, naming it
+    if not stat.S_ISREG(found.st_mode):
+        return True
+    if not os.access(text, os.W_OK):
+        raise PermissionError(errno.EACCES, os.strerror(errno.EACCES), text)
+    folder_path = os.path.dirname(os.path.abspath(text))
+    if not os.access(folder_path, os.W_OK | os.X_OK):
+        return True
+    folder = os.stat(folder_path)
+    return bool(folder.st_mode & stat.S_ISVTX) and _euid() not in (0, found.st_uid, folder.st_uid)
+
+
+def _euid() -> int:
+    return os.geteuid() if hasattr(os, "geteuid") else -1
 
 
 def write_parquet(path: str | bytes | os.PathLike, frame: pl.DataFrame, header: dict | None = None) -> None:

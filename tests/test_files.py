@@ -104,7 +104,9 @@ def test_a_file_replaced_keeps_its_mode(tmp_path):
 @pytest.mark.parametrize(
     "name, message",
     [
-        ("folder/", r"folder/: cannot write \(it ends in /: give a file's name\)$"),
+        ("folder/", r"folder/: cannot write \(it names a folder: give a file's name\)$"),
+        ("a_file/.", r"a_file/\.: cannot write \(it names a folder: give a file's name\)$"),  # pathlib: a_file
+        ("new/..", r"new/\.\.: cannot write \(it names a folder: give a file's name\)$"),
         ("a_file/x.parquet", r"x\.parquet: cannot write \(Not a directory\)$"),
     ],
 )
@@ -120,3 +122,52 @@ def test_a_long_name_and_a_bytes_path_are_written(tmp_path):
     write_parquet(long, FRAME)
     write_atomic(os.fsencode(tmp_path / "b.json"), b"{}")
     assert sorted(os.listdir(tmp_path)) == ["b.json", long.name]
+
+
+def test_a_read_only_file_is_refused_and_special_bits_are_not_copied(tmp_path):
+    read_only = tmp_path / "read_only.parquet"
+    write_parquet(read_only, FRAME)
+    read_only.chmod(0o444)
+    if os.access(read_only, os.W_OK):  # root writes anything: the rule is the shell's, checked with access()
+        pytest.skip("this process may write a read-only file")
+    with pytest.raises(FreqlabError, match=r"read_only\.parquet: cannot write \(Permission denied\)$"):
+        write_parquet(read_only, FRAME)
+
+
+def test_the_mode_kept_drops_setuid_setgid_and_sticky(tmp_path):
+    path = tmp_path / "bits.parquet"
+    write_parquet(path, FRAME)
+    path.chmod(0o6755)
+    write_parquet(path, FRAME)
+    assert stat.S_IMODE(path.stat().st_mode) == 0o755
+
+
+def test_a_symbolic_link_loop_is_one_line(tmp_path):
+    (tmp_path / "a").symlink_to("b")
+    (tmp_path / "b").symlink_to("a")
+    with pytest.raises(FreqlabError, match=r"a: cannot write \(Too many levels of symbolic links\)$"):
+        write_parquet(tmp_path / "a", FRAME)
+    assert (tmp_path / "a").is_symlink()
+
+
+@pytest.mark.skipif(not hasattr(os, "geteuid") or os.geteuid() != 0, reason="planting another user's link needs root")
+def test_another_users_link_in_a_shared_folder_is_not_followed(tmp_path):
+    # the kernel's protected_symlinks rule: a rename onto the link's resolved target would get around it
+    shared = tmp_path / "shared"
+    shared.mkdir()
+    shared.chmod(0o1777)
+    (tmp_path / "victim").write_bytes(b"precious")
+    (shared / "out.parquet").symlink_to(tmp_path / "victim")
+    os.lchown(shared / "out.parquet", 12345, 12345)
+    with pytest.raises(FreqlabError, match=r"out\.parquet: cannot write \(another user's symbolic link in a shared"):
+        write_parquet(shared / "out.parquet", FRAME)
+    assert (tmp_path / "victim").read_bytes() == b"precious"
+
+
+@pytest.mark.skipif(not hasattr(os, "geteuid") or os.geteuid() != 0, reason="only root replaces another's file")
+def test_a_file_root_replaces_stays_its_owners(tmp_path):
+    path = tmp_path / "theirs.parquet"
+    write_parquet(path, FRAME)
+    os.chown(path, 12345, 12345)
+    write_parquet(path, FRAME)
+    assert (path.stat().st_uid, path.stat().st_gid) == (12345, 12345)

@@ -48,7 +48,10 @@ class HomePath(click.Path):
         """
         if value == "-" and not os.path.lexists(value):  # read as a file name, never as standard input or output
             self.fail(
-                "'-' is no file here (standard input and output are not read or written): name a file", param, ctx
+                "'-' is no file here (standard input and output are not read or written): "
+                "name a file (./- for one named -)",
+                param,
+                ctx,
             )
         if isinstance(value, str):
             try:

@@ -20,6 +20,7 @@ from freqlab.frequency.mixture import (
 )
 from freqlab.frequency.regime_table import human_count
 from freqlab.histogram import LengthHistogram
+from freqlab.paths import printable
 
 
 def read_histogram(
@@ -48,7 +49,8 @@ def histogram_line(path, h: LengthHistogram, info: MixtureInfo | None) -> str:
     holds (integer epochs) or that the mix is a distribution (shares: its counts are scaled, not documents).
     """
     corpus = h if info is None or info.corpus is None else info.corpus
-    line = f"{path}: {corpus.documents:,} documents, {corpus.tokens:,} tokens ({corpus.corpus or 'unnamed corpus'})"
+    counts = f"{corpus.documents:,} documents, {corpus.tokens:,} tokens"
+    line = printable(f"{path}: {counts} ({corpus.corpus or 'unnamed corpus'})")
     if info is None:
         return line
     if info.exact:

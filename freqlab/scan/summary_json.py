@@ -137,7 +137,7 @@ def format_report(summary: dict) -> str:
     """The terminal report of a scan summary (see :func:`freqlab.scan.scan`)."""
     lines = []
     corpus, tok, docs = summary["corpus"], summary["tokenizer"], summary["documents"]
-    lines.append(f"corpus     {corpus['name']}")
+    lines.append(f"corpus     {printable(corpus['name'])}")
     description = corpus.get("description") or {}
     if "files" in description:  # local data: say what was passed over, so no file goes missing silently
         files = description["files"]

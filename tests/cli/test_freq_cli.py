@@ -565,6 +565,10 @@ def test_usage_errors_reports_and_json_stay_on_their_lines(hist, tmp_path, monke
     wrote = run("freq", hist, "--L", 2048, "--out", "a\nb.parquet")
     assert wrote.exit_code == 0 and "wrote a\\nb.parquet" in wrote.output
     assert (tmp_path / "a\nb.parquet").is_file()
+    named = tmp_path / "h\n\x1b\u202e.parquet"
+    named.write_bytes(hist.read_bytes())
+    first = run("freq", named, "--L", 2048).output.splitlines()[0]
+    assert first == f"{tmp_path}/h\\n\\x1b\\u202e.parquet: 1,000 documents, 2,048,000 tokens (rows)"
     name = undecodable_name(tmp_path, b"\xff.json")
     result = run("calibrate", "--out", name, "--json")
     assert result.exit_code == 0, result.output
