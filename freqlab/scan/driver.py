@@ -13,6 +13,7 @@ from __future__ import annotations
 import contextlib
 import importlib.util
 import os
+import threading
 import time
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
@@ -41,6 +42,7 @@ from freqlab.scan.settings import (
     ScanSettings,
 )
 from freqlab.scan.summary_json import RunRecord, build_summary_json, format_report, scan_display
+from freqlab.scan.summary_json import warm_up as warm_summary
 from freqlab.scan.work import CountJob, ShardOptions
 
 if TYPE_CHECKING:
@@ -327,6 +329,9 @@ def scan_from_settings(
             # 2.15 s against 2.36 s on one big .jsonl.zst, 2 cores). Otherwise the caller's environment is left
             # alone (a notebook's later tokenizers would inherit it); `freqlab scan` sets it for its own process.
             single_threaded(1)
+        # while the shards are counted (in this process, the tokenizer first builds, in native code), a core is to
+        # spare for what the summary and the outputs will need
+        warming = warm_up(report, settings.seed, run.out is not None)
         runner = engine.run(tasks(), CountJob(counter, threads), bar)
         try:
             for index, part in runner:
@@ -360,9 +365,32 @@ def scan_from_settings(
             },
         )
         check_source_labels(corpus, histogram)
+        warming.join()  # ended long ago, unless the scan was very short
         summary = build_summary_json(settings, report, corpus, counter, engine, histogram, ledger, options, record)
         output.write(histogram, summary)
     return ScanResult(histogram, summary, run.out)
+
+
+def warm_up(report: ReportOptions, seed: int, outputs: bool) -> threading.Thread:
+    """Load, on a thread, what the end of a scan will need: numba and the summary's kernels
+    (:func:`freqlab.scan.summary_json.warm_up`), and polars when outputs are written.
+
+    Started as the shards start: the tokenizer then builds (in the pool's forkserver, or here in native code that
+    lets go of the GIL) and this process waits, with a core to spare, where it would otherwise load these after the
+    count, with every core idle but one (~0.35 s of a first scan: ``scripts/bench_startup.md``). Joined before the
+    summary; any failure is left to the real calls, which raise it. Not a daemon: Python ends a daemon thread inside
+    native code (numba's LLVM) at exit by unwinding it, which can abort the process.
+    """
+
+    def load() -> None:
+        with contextlib.suppress(Exception):
+            if outputs:
+                import polars  # noqa: F401
+            warm_summary(report, seed)
+
+    thread = threading.Thread(target=load, name="freqlab-warm-up", daemon=False)
+    thread.start()
+    return thread
 
 
 def scanned_bytes(

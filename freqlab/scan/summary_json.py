@@ -281,6 +281,18 @@ class RunRecord:
         self.documents_now += part.documents_read
 
 
+def warm_up(report, seed: int = 0) -> None:
+    """Load what :func:`budget_and_windows` will need for ``report``'s regimes (numba and their kernels, compiled or
+    read from numba's cache: ~0.3 s the first time in a process) by summarising three documents, one longer than
+    the window and two shorter, in a 64-token window (a kernel's code does not depend on the window: a small one
+    costs nothing); the result is dropped. The ``megatron`` regime is left out (it reads its index).
+    """
+    regimes = [r for r in report.regimes if r != "megatron"]
+    if regimes:
+        tiny = LengthHistogram.from_lengths([1, 2, 129])
+        budget_and_windows(tiny, [64], regimes, tokens=report.tokens, tau=report.tau, seed=seed)
+
+
 def build_summary_json(
     settings, report, corpus, counter, engine, histogram: LengthHistogram, ledger, options, record: RunRecord
 ) -> dict:

@@ -36,3 +36,66 @@ def test_add_special_tokens_says_how_many_were_added(tmp_path, post_processor, a
     assert result.summary["tokenizer"]["special_tokens_added"] == added
     assert note in result.report()
     assert "special tokens counted" not in result.report() or added
+
+
+def test_the_warm_up_loads_every_kernel_the_summary_of_its_regimes_calls():
+    """What a scan's driver loads while its shards are counted (``freqlab.scan.summary_json.warm_up``): afterwards the
+    summary of a real histogram, in larger windows, compiles or loads no kernel of its own (a fresh process)."""
+    code = """
+import json, sys
+import numpy as np
+from freqlab.jit import LazyKernel
+from freqlab.scan.settings import ReportOptions
+from freqlab.scan.summary_json import budget_and_windows, warm_up
+from freqlab.histogram import LengthHistogram
+
+def loaded():
+    kernels = {id(v): v for m in list(sys.modules.values()) if m and m.__name__.startswith("freqlab")
+               for v in vars(m).values() if isinstance(v, LazyKernel)}
+    return {k.__qualname__: sorted(map(str, k._dispatcher.signatures)) for k in kernels.values() if k._dispatcher}
+
+regimes = ["natural", "truncate", "concat", "uniform", "pack", "best-fit"]
+report = ReportOptions(L=(2048, 4096), regimes=regimes)
+warm_up(report, seed=7)
+before = loaded()
+lengths = np.random.default_rng(0).integers(1, 20_000, 3_000)
+h = LengthHistogram.from_lengths(lengths)
+budget_and_windows(h, report.L, regimes, seed=7)
+print(json.dumps({"before": before, "after": loaded()}))
+"""
+    import subprocess
+    import sys
+
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, done.stderr
+    seen = json.loads(done.stdout.strip().splitlines()[-1])
+    assert seen["before"] and seen["after"] == seen["before"]
+
+
+def test_a_scan_loads_the_summary_on_a_thread_joined_before_it_returns(tmp_path, monkeypatch):
+    import threading
+
+    from freqlab.scan import driver
+
+    calls = []
+    monkeypatch.setattr(driver, "warm_summary", lambda report, seed: calls.append((report.L, report.regimes, seed)))
+    data = tmp_path / "d.jsonl"
+    data.write_text("".join(json.dumps({"text": "a b " * k}) + "\n" for k in range(1, 30)), encoding="utf-8")
+    result = scan(str(data), L=[64, 128], regimes=["natural", "pack"], seed=5, workers=1, progress=False)
+    assert calls == [((64, 128), ("natural", "pack"), 5)]
+    assert not any(t.name == "freqlab-warm-up" for t in threading.enumerate())
+    assert result.histogram.documents == 29
+
+
+def test_a_failing_warm_up_changes_nothing(tmp_path, monkeypatch):
+    from freqlab.scan import driver
+
+    data = tmp_path / "d.jsonl"
+    data.write_text("".join(json.dumps({"text": "a b " * k}) + "\n" for k in range(1, 30)), encoding="utf-8")
+    expected = scan(str(data), L=[64], workers=1, progress=False).summary["windows"]
+
+    def fail(report, seed):
+        raise RuntimeError("no numba here")
+
+    monkeypatch.setattr(driver, "warm_summary", fail)
+    assert scan(str(data), L=[64], workers=1, progress=False).summary["windows"] == expected
