@@ -16,10 +16,12 @@ UTF-8, so a name with undecodable bytes (``$'\xff'`` in a shell, ``'\udcff'`` in
 
 from __future__ import annotations
 
+import contextlib
 import errno
 import json
 import os
 import re
+import shutil
 import stat
 import tempfile
 from collections.abc import Callable
@@ -40,35 +42,33 @@ def write_atomic(
 
     Any failure (a full disk, a read-only folder) is one FreqlabError naming ``path``; nothing half-written is
     left behind by an interrupt or an error (no ``fsync``: a power cut is the file system's affair). A file replaced
-    keeps its permission bits (not setuid/setgid/sticky) and, for root, its owner; another hard link to it keeps the
-    old content, as a rename leaves it. A read-only file is refused, as the shell's ``>`` refuses it. Written in
-    place instead, since nothing can be renamed over them: what is no regular file (``/dev/null``, a FIFO,
+    keeps its permission bits (not setuid/setgid/sticky), its group where this process may give it, and, for root,
+    its owner; another hard link to it keeps the old content, as a rename leaves it. A read-only file is refused, as
+    the shell's ``>`` refuses it, and so is a folder (a symbolic link to one included).
+
+    Written in place instead, since nothing can be renamed over them: what is no regular file (``/dev/null``, a FIFO,
     ``/dev/fd/N`` of a shell's ``>(...)``), and a file this process may write but not replace (in a folder it cannot
-    write, or another user's in a sticky folder). A symbolic link is written through (its target replaced, the link
-    kept), unless another user's link in a sticky, world-writable folder: the kernel's ``protected_symlinks`` rule,
-    which a rename onto the resolved target would get around. A name whose last part is empty, ``.`` or ``..``
-    names a folder and is refused (pathlib drops it: ``x/.`` would write ``x``).
+    write, or another user's in a sticky folder). The content is made first (a writer's, in a temporary file of the
+    system's), then copied in: a failing writer or an interrupt before the copy leaves the old content, a failure
+    during the copy (a full disk) may leave part of the new, as ``>`` would.
+
+    Symbolic links are followed as the kernel follows them, so the link is kept and its target replaced, except where
+    the kernel's ``protected_symlinks`` rule would refuse to follow one (another user's link in a sticky,
+    world-writable folder that is not the link owner's): a rename onto the resolved path would get around it. A name
+    whose last part is empty, ``.`` or ``..`` names a folder and is refused (pathlib drops it: ``x/.`` would write
+    ``x``).
     """
     text = os.fsdecode(path)
     if os.path.basename(text) in ("", ".", ".."):
         raise FreqlabError(f"{text}: cannot write (it names a folder: give a file's name)")
     try:
-        if os.path.islink(text) and _regular_or_missing(text):  # a link to a pipe is written as it is
-            text = _followed(text)
-        in_place = _in_place(text)
+        target, in_place = _destination(text)
     except OSError as exc:
         raise cannot_write(text, exc) from exc
     if in_place:
-        try:
-            if data is not None:
-                with open(text, "wb") as handle:
-                    handle.write(data)
-            if writer is not None:
-                writer(text)
-        except Exception as exc:
-            raise exc if isinstance(exc, FreqlabError) else cannot_write(text, exc) from exc
+        _write_in_place(text, target, data, writer)
         return
-    path = Path(text)
+    path = Path(target)
     tmp = None
     try:
         old = path.stat() if path.exists() else None
@@ -86,15 +86,15 @@ def write_atomic(
                 handle.write(data)
         if writer is not None:
             writer(tmp)
+        if old is not None:
+            _same_owner(tmp, old)
         os.chmod(tmp, mode)  # mkstemp makes it 0600
-        if old is not None and _euid() == 0:  # root replacing a user's file: it stays theirs
-            os.chown(tmp, old.st_uid, old.st_gid)
         os.replace(tmp, path)
     except BaseException as exc:
         if tmp is not None:
-            Path(tmp).unlink(missing_ok=True)
+            _remove(tmp)
         if isinstance(exc, Exception) and not isinstance(exc, FreqlabError):
-            raise cannot_write(path, exc) from exc
+            raise cannot_write(text, exc) from exc
         raise
 
 
@@ -103,43 +103,112 @@ def write_atomic(
 TEMPORARY = re.compile(r"\.(?P<name>.+)\.[A-Za-z0-9_]+\.tmp")
 
 
-def _regular_or_missing(text: str) -> bool:
+def _destination(text: str) -> tuple[str, bool]:
+    """Where the bytes for ``text`` go, and whether they are written into it rather than renamed over it."""
     try:
-        return stat.S_ISREG(os.stat(text).st_mode)
-    except FileNotFoundError:  # a dangling link: its target is made
-        return True
-
-
-def _followed(link: str) -> str:
-    """The path a symbolic link leads to, refused where the kernel's ``protected_symlinks`` would refuse to follow
-    it: another user's link in a sticky, world-writable folder (such as ``/tmp``), unless the folder is its owner's.
-    """
-    owner, folder = os.lstat(link).st_uid, os.stat(os.path.dirname(os.path.abspath(link)))
-    shared = folder.st_mode & stat.S_ISVTX and folder.st_mode & stat.S_IWOTH
-    if shared and owner not in (_euid(), folder.st_uid):
-        raise FreqlabError(f"{link}: cannot write (another user's symbolic link in a shared folder)")
-    return os.path.realpath(link)
-
-
-def _in_place(text: str) -> bool:
-    """Whether ``text`` is written into rather than replaced: no regular file, or one that may be written but not
-    replaced here (a read-only file is a PermissionError, as for ``>``).
-    """
-    try:
-        found = os.stat(text)
-    except FileNotFoundError:
-        return False
-    if stat.S_ISDIR(found.st_mode):
-        return False  # the rename fails, naming it
-    if not stat.S_ISREG(found.st_mode):
-        return True
-    if not os.access(text, os.W_OK):
+        found: os.stat_result | None = os.stat(text)
+    except FileNotFoundError:  # nothing there, or a dangling link: its target is made
+        found = None
+    if found is not None and stat.S_ISDIR(found.st_mode):
+        raise IsADirectoryError(errno.EISDIR, os.strerror(errno.EISDIR), text)
+    if found is not None and not stat.S_ISREG(found.st_mode):
+        return text, True  # through its links as the kernel opens it (/dev/fd/N leads to no path)
+    target = _resolved(text)
+    if target.endswith(os.sep):  # a dangling link to "name/"
+        raise IsADirectoryError(errno.EISDIR, os.strerror(errno.EISDIR), text)
+    if found is None:
+        return target, False
+    if not os.access(target, os.W_OK):
         raise PermissionError(errno.EACCES, os.strerror(errno.EACCES), text)
-    folder_path = os.path.dirname(os.path.abspath(text))
+    folder_path = os.path.dirname(target)
     if not os.access(folder_path, os.W_OK | os.X_OK):
-        return True
+        return target, True
     folder = os.stat(folder_path)
-    return bool(folder.st_mode & stat.S_ISVTX) and _euid() not in (0, found.st_uid, folder.st_uid)
+    return target, bool(folder.st_mode & stat.S_ISVTX) and _euid() not in (0, found.st_uid, folder.st_uid)
+
+
+def _resolved(text: str) -> str:
+    """``text`` as an absolute path with every symbolic link resolved as the kernel resolves it (``..`` after a link
+    goes up from where the link led), refused where the kernel's ``protected_symlinks`` rule would refuse to follow a
+    link: another user's link in a sticky, world-writable folder (such as ``/tmp``) that is not that user's.
+    """
+    pending = text.split(os.sep)[::-1]  # the components still to walk, the next one last
+    current = os.sep if text.startswith(os.sep) else os.getcwd()
+    followed = 0
+    while pending:
+        name = pending.pop()
+        if name in ("", "."):
+            continue
+        if name == "..":
+            current = os.path.dirname(current)
+            continue
+        candidate = os.path.join(current, name)
+        try:
+            found = os.lstat(candidate)
+        except FileNotFoundError:  # the rest is made (missing parent folders) or is the new file
+            return os.path.join(candidate, *pending[::-1])
+        if not stat.S_ISLNK(found.st_mode):
+            current = candidate
+            continue
+        followed += 1
+        if followed > 40:  # the kernel's limit
+            raise OSError(errno.ELOOP, os.strerror(errno.ELOOP), text)
+        folder = os.stat(current)
+        shared = folder.st_mode & stat.S_ISVTX and folder.st_mode & stat.S_IWOTH
+        if shared and found.st_uid not in (_euid(), folder.st_uid):
+            raise FreqlabError(f"{text}: cannot write (another user's symbolic link in a shared folder: {candidate})")
+        link = os.readlink(candidate)
+        if link.startswith(os.sep):
+            current = os.sep
+        pending.extend(link.split(os.sep)[::-1])
+    return current
+
+
+def _write_in_place(text: str, target: str, data: bytes | None, writer: Callable[[str], object] | None) -> None:
+    """Write into ``target`` (see :func:`write_atomic`): a writer's content made first in a temporary file."""
+    made = None
+    try:
+        if writer is not None:
+            fd, made = tempfile.mkstemp(prefix="freqlab-", suffix=".tmp")
+            os.close(fd)
+            writer(made)
+        with open(target, "wb") as out:
+            if made is not None:
+                with open(made, "rb") as content:
+                    shutil.copyfileobj(content, out)
+            elif data is not None:
+                out.write(data)
+    except Exception as exc:
+        raise exc if isinstance(exc, FreqlabError) else cannot_write(text, exc) from exc
+    finally:
+        if made is not None:
+            _remove(made)
+
+
+def _same_owner(tmp: str, old: os.stat_result) -> None:
+    """Give ``tmp`` the owner (root only) and group of the file it replaces, where this process may: root in a user
+    namespace, or on a file system that maps root away, may not, and a user may give only a group of its own.
+    """
+    with contextlib.suppress(OSError):
+        os.chown(tmp, old.st_uid if _euid() == 0 else -1, old.st_gid)
+
+
+def _remove(path: str) -> None:
+    """Remove ``path``, finishing even when an interrupt lands meanwhile (a second Ctrl-C while the first is handled,
+    or the one polars passes on beside Python's own); the interrupt is raised after.
+    """
+    interrupted: BaseException | None = None
+    while True:
+        try:
+            os.unlink(path)
+        except KeyboardInterrupt as exc:
+            interrupted = exc
+            continue
+        except OSError:
+            pass
+        break
+    if interrupted is not None:
+        raise interrupted
 
 
 def _euid() -> int:

@@ -37,7 +37,7 @@ from freqlab.files import read_parquet, write_parquet
 from freqlab.formats import LENGTHS_FORMAT as FORMAT  # kept for import compatibility (and used here)
 from freqlab.formats import LENGTHS_VERSION as FORMAT_VERSION  # kept for import compatibility (and used here)
 from freqlab.formats import METADATA_KEY, UNLABELLED_SOURCE  # UNLABELLED_SOURCE: kept for import compatibility
-from freqlab.paths import expand_home
+from freqlab.paths import expand_home, printable
 from freqlab.sizes import DEFAULT_TAU, position_label
 
 if TYPE_CHECKING:  # type-only: the layer above, never imported here at run time
@@ -428,6 +428,8 @@ class LengthHistogram(Displayed):
         ]
         for name, info in counts.get("sources", {}).items():
             rows.append((f"source {name}", f"{info['documents']:,} documents, {info['tokens']:,} tokens"))
+        # names and labels come from the data and the command line: a terminal shows them, not obeys them
+        rows = [(printable(name), printable(value)) for name, value in rows]
         width = max(len(name) for name, _ in rows)
         return "\n".join(f"{name:<{width}}  {value}" for name, value in rows)
 

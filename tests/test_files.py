@@ -171,3 +171,104 @@ def test_a_file_root_replaces_stays_its_owners(tmp_path):
     os.chown(path, 12345, 12345)
     write_parquet(path, FRAME)
     assert (path.stat().st_uid, path.stat().st_gid) == (12345, 12345)
+
+
+def test_a_symbolic_link_to_a_folder_is_refused_and_kept(tmp_path):
+    # the rename replaced the link with a file (mode copied from the folder's); the shell's > says so too
+    (tmp_path / "folder").mkdir()
+    (tmp_path / "summary.json").symlink_to("folder")
+    with pytest.raises(FreqlabError, match=r"summary\.json: cannot write \(Is a directory\)$"):
+        write_atomic(tmp_path / "summary.json", b"{}")
+    assert (tmp_path / "summary.json").is_symlink() and os.listdir(tmp_path / "folder") == []
+
+
+def test_a_dangling_link_to_a_folder_name_is_refused(tmp_path):
+    (tmp_path / "out.json").symlink_to("new/")
+    with pytest.raises(FreqlabError, match=r"out\.json: cannot write \(Is a directory\)$"):
+        write_atomic(tmp_path / "out.json", b"{}")
+    assert sorted(os.listdir(tmp_path)) == ["out.json"]
+
+
+def test_links_are_followed_as_the_kernel_follows_them(tmp_path):
+    # a link to a link, a relative link, and .. after a link: up from where the link led, not from its name
+    (tmp_path / "real" / "deep").mkdir(parents=True)
+    (tmp_path / "real" / "t.json").write_bytes(b"old")
+    (tmp_path / "jump").symlink_to(tmp_path / "real" / "deep")
+    (tmp_path / "first").symlink_to("second")
+    (tmp_path / "second").symlink_to("jump/../t.json")
+    write_atomic(tmp_path / "first", b"new")
+    assert (tmp_path / "real" / "t.json").read_bytes() == b"new"
+    assert (tmp_path / "first").is_symlink() and (tmp_path / "second").is_symlink()
+
+
+def test_a_writer_that_fails_in_place_leaves_the_old_content(tmp_path, monkeypatch):
+    # a file that may be written but not replaced (its folder not writable here) is written in place: the content is
+    # made first, so a failing writer leaves the file as it was
+    path = tmp_path / "t.json"
+    path.write_bytes(b"old content")
+    folder = str(tmp_path)
+    real_access = os.access
+    monkeypatch.setattr(os, "access", lambda p, mode: False if os.fspath(p) == folder else real_access(p, mode))
+
+    def half(tmp: str) -> None:
+        with open(tmp, "wb") as out:
+            out.write(b"HALF")
+        raise ValueError("disk on fire")
+
+    with pytest.raises(FreqlabError, match=r"t\.json: cannot write \(ValueError: disk on fire\)$"):
+        write_atomic(path, writer=half)
+    assert path.read_bytes() == b"old content"
+    write_atomic(path, b"new")
+    assert path.read_bytes() == b"new" and os.listdir(tmp_path) == ["t.json"]
+
+
+def test_an_interrupt_landing_in_the_clean_up_leaves_no_temporary_file(tmp_path, monkeypatch):
+    # polars passes a Ctrl-C on as KeyboardInterrupt, and Python raises its own at the next instruction: the second
+    # one landed in the clean-up and left a 20 MB temporary file
+    real_unlink, calls = os.unlink, []
+
+    def unlink(path, *args, **kwargs):
+        calls.append(path)
+        if len(calls) == 1:
+            raise KeyboardInterrupt
+        return real_unlink(path, *args, **kwargs)
+
+    def interrupted(tmp: str) -> None:
+        monkeypatch.setattr(os, "unlink", unlink)
+        raise KeyboardInterrupt
+
+    with pytest.raises(KeyboardInterrupt):
+        write_atomic(tmp_path / "t.parquet", writer=interrupted)
+    assert os.listdir(tmp_path) == [] and len(calls) == 2
+
+
+def test_an_owner_that_cannot_be_given_is_no_error(tmp_path, monkeypatch):
+    # root in a user namespace (rootless containers) or on NFS with root_squash may not chown: the shell's > writes
+    path = tmp_path / "t.json"
+    path.write_bytes(b"old")
+
+    def refuse(*args, **kwargs):
+        raise OSError(22, "Invalid argument")
+
+    monkeypatch.setattr(os, "chown", refuse)
+    write_atomic(path, b"new")
+    assert path.read_bytes() == b"new"
+
+
+@pytest.mark.skipif(not hasattr(os, "geteuid") or os.geteuid() != 0, reason="planting another user's link needs root")
+def test_another_users_link_is_not_followed_through_a_chain_or_after_dot_dot(tmp_path):
+    shared = tmp_path / "shared"
+    shared.mkdir()
+    shared.chmod(0o1777)
+    (tmp_path / "victim").write_bytes(b"precious")
+    (shared / "evil").symlink_to(tmp_path / "victim")
+    os.lchown(shared / "evil", 12345, 12345)
+    (tmp_path / "mine").symlink_to(shared / "evil")  # a link of one's own to the other user's
+    (tmp_path / "plain").mkdir()  # not shared: where a/../plain/evil leads only lexically
+    (tmp_path / "elsewhere" / "inner").mkdir(parents=True)
+    (tmp_path / "a").symlink_to(tmp_path / "elsewhere" / "inner")
+    (tmp_path / "elsewhere" / "plain").symlink_to(shared)  # where a/../plain leads: up from where a led
+    for name in ("mine", "a/../plain/evil"):
+        with pytest.raises(FreqlabError, match=r"cannot write \(another user's symbolic link in a shared folder"):
+            write_atomic(tmp_path / name, b"overwritten")
+    assert (tmp_path / "victim").read_bytes() == b"precious"

@@ -329,10 +329,10 @@ def scan_from_settings(
             # 2.15 s against 2.36 s on one big .jsonl.zst, 2 cores). Otherwise the caller's environment is left
             # alone (a notebook's later tokenizers would inherit it); `freqlab scan` sets it for its own process.
             single_threaded(1)
+        runner = engine.run(tasks(), CountJob(counter, threads), bar)  # a generator: nothing runs before the loop
         # while the shards are counted (in this process, the tokenizer first builds, in native code), a core is to
         # spare for what the summary and the outputs will need
         warming = warm_up(report, settings.seed, run.out is not None)
-        runner = engine.run(tasks(), CountJob(counter, threads), bar)
         try:
             for index, part in runner:
                 record.add(part)
@@ -343,8 +343,12 @@ def scan_from_settings(
                     break
             bar.documents, bar.tokens = ledger.total.documents_read, ledger.total.tokens  # drop speculative work
         finally:
-            runner.close()
-            bar.close()
+            try:
+                runner.close()
+                bar.close()
+            finally:  # however the count ended: a thread left inside numba's compiler would hold its lock in a
+                # process forked from this one (the child's own first compilation then waits for ever)
+                warming.join()
         record.wall = time.monotonic() - start
         record.recounted = dict(output.recounted)
 
@@ -365,7 +369,6 @@ def scan_from_settings(
             },
         )
         check_source_labels(corpus, histogram)
-        warming.join()  # ended long ago, unless the scan was very short
         summary = build_summary_json(settings, report, corpus, counter, engine, histogram, ledger, options, record)
         output.write(histogram, summary)
     return ScanResult(histogram, summary, run.out)
@@ -377,9 +380,10 @@ def warm_up(report: ReportOptions, seed: int, outputs: bool) -> threading.Thread
 
     Started as the shards start: the tokenizer then builds (in the pool's forkserver, or here in native code that
     lets go of the GIL) and this process waits, with a core to spare, where it would otherwise load these after the
-    count, with every core idle but one (~0.35 s of a first scan: ``scripts/bench_startup.md``). Joined before the
-    summary; any failure is left to the real calls, which raise it. Not a daemon: Python ends a daemon thread inside
-    native code (numba's LLVM) at exit by unwinding it, which can abort the process.
+    count, with every core idle but one (~0.35 s of a first scan: ``scripts/bench_startup.md``). Joined when the
+    count ends, however it ends (a failed or interrupted scan waits for it too: a fork while it compiled would copy
+    numba's held lock into the child); any failure is left to the real calls, which raise it. Not a daemon: Python
+    ends a daemon thread inside native code (numba's LLVM) at exit by unwinding it, which can abort the process.
     """
 
     def load() -> None:

@@ -210,12 +210,12 @@ def format_report(summary: dict) -> str:
         lines.append(f"resumed    no checkpoint could be used ({detail})")
     if summary.get("sources"):
         lines.append("")
-        width = max(len(name) for name in summary["sources"])
+        width = max(len(printable(name)) for name in summary["sources"])
         lines.append(f"{'source':<{width}}  {'documents':>12}  {'tokens':>16}  {'share':>6}")
         total = max(summary["tokens"], 1)
         for name, s in summary["sources"].items():
             share = percent(s["tokens"] / total)
-            lines.append(f"{name:<{width}}  {s['documents']:>12,}  {s['tokens']:>16,}  {share:>6}")
+            lines.append(f"{printable(name):<{width}}  {s['documents']:>12,}  {s['tokens']:>16,}  {share:>6}")
         if UNLABELLED_SOURCE in summary["sources"]:
             named = description.get("source_field")
             lines.append(f"{UNLABELLED_SOURCE}: documents without the source field" + (f" {named!r}" if named else ""))
@@ -240,7 +240,8 @@ def format_report(summary: dict) -> str:
     if outputs:
         lines.append("")
         lines.append("wrote      " + ", ".join(printable(path) for path in outputs.values()))
-    return "\n".join(lines)
+    # names and labels come from the data and the command line: a terminal shows them, not obeys them
+    return "\n".join(map(printable, lines))
 
 
 def estimate_corpus_tokens(tokens: int, documents: int, read: int) -> int:

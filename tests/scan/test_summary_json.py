@@ -99,3 +99,45 @@ def test_a_failing_warm_up_changes_nothing(tmp_path, monkeypatch):
 
     monkeypatch.setattr(driver, "warm_summary", fail)
     assert scan(str(data), L=[64], workers=1, progress=False).summary["windows"] == expected
+
+
+def test_a_failed_scan_leaves_no_warm_up_thread_running(tmp_path, monkeypatch):
+    """A fork right after a failed scan copied numba's compiler lock, held by the warm-up, into the child: the child's
+    first kernel then waited for ever. The thread is joined however the count ends."""
+    import threading
+    import time
+
+    from freqlab.errors import FreqlabError
+    from freqlab.scan import driver
+
+    monkeypatch.setattr(driver, "warm_summary", lambda report, seed: time.sleep(0.5))
+    data = tmp_path / "d.jsonl"
+    data.write_text('{"text": "a b"}\n{not json\n', encoding="utf-8")
+    with pytest.raises(FreqlabError, match=r"d\.jsonl:2"):
+        scan(str(data), workers=1, progress=False)
+    assert not any(t.name == "freqlab-warm-up" for t in threading.enumerate())
+
+
+def test_the_report_shows_names_from_the_data_and_the_command_line_without_obeying_them(tmp_path):
+    # a source label or a tokenizer path holding ESC or CR drove the terminal (colours, overwritten lines)
+    tokenizer = Tokenizer(models.WordLevel(VOCAB, unk_token="[UNK]"))
+    tokenizer.pre_tokenizer = pre_tokenizers.Whitespace()
+    folder = tmp_path / "tok\x1b[31m"
+    folder.mkdir()
+    tokenizer.save(str(folder / "tokenizer.json"))
+    data = tmp_path / "d.jsonl"
+    records = [("a b a", "red\x1b[31m"), ("b", "over\rwritten"), ("a", "plain")]
+    data.write_text("".join(json.dumps({"text": t, "meta": {"src": s}}) + "\n" for t, s in records), encoding="utf-8")
+    result = scan(
+        str(data), tokenizer=str(folder / "tokenizer.json"), source_field="meta.src", workers=1, progress=False
+    )
+    for report in (result.report(), result.histogram.report(2048)):
+        assert "\x1b" not in report and "\r" not in report
+    table = [line for line in result.report().splitlines() if line.startswith(("source", "red", "over", "plain"))]
+    assert table[1:] == [
+        "over\\rwritten             1                 1   20.0%",
+        "plain                     1                 1   20.0%",
+        "red\\x1b[31m               1                 3   60.0%",
+    ]
+    assert "tok\\x1b[31m/tokenizer.json" in result.report()
+    assert "source red\\x1b[31m" in result.histogram.report(2048)
