@@ -160,7 +160,7 @@ def format_report(summary: dict) -> str:
         lines.append("tokenizer  none: lengths read from tokenized data" + _eos_note(description.get("eos")))
     else:
         special = _special_note(tok)
-        lines.append(f"tokenizer  {tok['name']} ({tok['backend']}, vocab {tok['vocab_size']:,}, {special})")
+        lines.append(f"tokenizer  {printable(tok['name'])} ({tok['backend']}, vocab {tok['vocab_size']:,}, {special})")
         if tok.get("fallback_reason"):
             lines.append(f"           {tok['fallback_reason']}")
         if tok.get("fastokens_note"):
@@ -177,7 +177,8 @@ def format_report(summary: dict) -> str:
         blank = docs["blank_lines"]
         lines.append(f"           {blank:,} blank line{'s' if blank != 1 else ''} passed over (not records)")
     if docs.get("unreadable_files"):
-        shown = ", ".join(docs["unreadable_files"][:3]) + (", ..." if len(docs["unreadable_files"]) > 3 else "")
+        shown = ", ".join(map(printable, docs["unreadable_files"][:3]))
+        shown += ", ..." if len(docs["unreadable_files"]) > 3 else ""
         lines.append(f"           unreadable files skipped: {shown}")
     lengths = summary["lengths"]
     lines.append(
@@ -240,8 +241,9 @@ def format_report(summary: dict) -> str:
     if outputs:
         lines.append("")
         lines.append("wrote      " + ", ".join(printable(path) for path in outputs.values()))
-    # names and labels come from the data and the command line: a terminal shows them, not obeys them
-    return "\n".join(map(printable, lines))
+    # names and labels come from the data and the command line: a terminal shows them, not obeys them (each is
+    # escaped where it is put in, a newline included; a line of the report may hold several, as the windows' do)
+    return "\n".join(printable(part) for line in lines for part in line.split("\n"))
 
 
 def estimate_corpus_tokens(tokens: int, documents: int, read: int) -> int:

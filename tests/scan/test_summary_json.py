@@ -141,3 +141,6 @@ def test_the_report_shows_names_from_the_data_and_the_command_line_without_obeyi
     ]
     assert "tok\\x1b[31m/tokenizer.json" in result.report()
     assert "source red\\x1b[31m" in result.histogram.report(2048)
+    window = [line for line in result.report().splitlines() if line.startswith("L=2048 natural")]
+    following = result.report().splitlines()[result.report().splitlines().index(window[0]) + 1]
+    assert "\\n" not in window[0] and following.startswith("    50% of mass at i ≤ ")  # a window's two lines stay two
