@@ -16,6 +16,7 @@ UTF-8, so a name with undecodable bytes (``$'\xff'`` in a shell, ``'\udcff'`` in
 
 from __future__ import annotations
 
+import atexit
 import contextlib
 import errno
 import json
@@ -81,6 +82,7 @@ def write_atomic(
         # that would pass the usual 255-byte limit on a name
         prefix = f".{path.name}." if len(os.fsencode(path.name)) <= 200 else ".freqlab."
         fd, tmp = tempfile.mkstemp(prefix=prefix, suffix=".tmp", dir=path.parent)
+        _WRITING.add(tmp)
         with os.fdopen(fd, "wb") as handle:
             if data is not None:
                 handle.write(data)
@@ -90,6 +92,7 @@ def write_atomic(
             _same_owner(tmp, old)
         os.chmod(tmp, mode)  # mkstemp makes it 0600
         os.replace(tmp, path)
+        _WRITING.discard(tmp)
     except BaseException as exc:
         if tmp is not None:
             _remove(tmp)
@@ -97,6 +100,22 @@ def write_atomic(
             raise cannot_write(text, exc) from exc
         raise
 
+
+#: temporary files being written: removed at exit if an interrupt cut their own clean-up short (a second Ctrl-C, or
+#: the one polars passes on beside Python's own, can land before the clean-up's first instruction); a forked child
+#: has none of its parent's
+_WRITING: set[str] = set()
+
+
+def _remove_left_behind() -> None:
+    for path in list(_WRITING):
+        with contextlib.suppress(OSError):
+            os.unlink(path)
+
+
+atexit.register(_remove_left_behind)
+if hasattr(os, "register_at_fork"):
+    os.register_at_fork(after_in_child=_WRITING.clear)
 
 #: the name of a temporary file :func:`write_atomic` leaves when interrupted before its rename (``name``: the file's,
 #: or ``freqlab`` for a name longer than 200 bytes)
@@ -114,8 +133,8 @@ def _destination(text: str) -> tuple[str, bool]:
     if found is not None and not stat.S_ISREG(found.st_mode):
         return text, True  # through its links as the kernel opens it (/dev/fd/N leads to no path)
     target = _resolved(text)
-    if target.endswith(os.sep):  # a dangling link to "name/"
-        raise IsADirectoryError(errno.EISDIR, os.strerror(errno.EISDIR), text)
+    if found is None and os.path.islink(text) and os.path.basename(os.readlink(text)) in ("", ".", ".."):
+        raise IsADirectoryError(errno.EISDIR, os.strerror(errno.EISDIR), text)  # a dangling link to `name/`
     if found is None:
         return target, False
     if not os.access(target, os.W_OK):
@@ -125,6 +144,18 @@ def _destination(text: str) -> tuple[str, bool]:
         return target, True
     folder = os.stat(folder_path)
     return target, bool(folder.st_mode & stat.S_ISVTX) and _euid() not in (0, found.st_uid, folder.st_uid)
+
+
+def resolved_output(path: str | bytes | os.PathLike) -> str:
+    """``path`` with its symbolic links resolved as :func:`write_atomic` resolves them (refusing another user's link
+    in a sticky, world-writable folder anywhere on the path), for an output written otherwise (a scan's lock file);
+    one FreqlabError naming ``path``.
+    """
+    text = os.fsdecode(path)
+    try:
+        return _resolved(text)
+    except OSError as exc:
+        raise cannot_write(text, exc) from exc
 
 
 def _resolved(text: str) -> str:
@@ -146,6 +177,8 @@ def _resolved(text: str) -> str:
         try:
             found = os.lstat(candidate)
         except FileNotFoundError:  # the rest is made (missing parent folders) or is the new file
+            if ".." in pending:  # the kernel walks no further than a missing folder: `new/../x` is not `x`
+                raise
             return os.path.join(candidate, *pending[::-1])
         if not stat.S_ISLNK(found.st_mode):
             current = candidate
@@ -165,13 +198,23 @@ def _resolved(text: str) -> str:
 
 
 def _write_in_place(text: str, target: str, data: bytes | None, writer: Callable[[str], object] | None) -> None:
-    """Write into ``target`` (see :func:`write_atomic`): a writer's content made first in a temporary file."""
+    """Write into ``target`` (see :func:`write_atomic`). A regular file's content is made first, in a temporary file
+    of the system's (a failing writer then leaves the old content); what is no regular file (a FIFO, a device, a
+    pipe) is written as it is made, as before: a reader of a stream sees a failure as the stream ends.
+    """
     made = None
     try:
-        if writer is not None:
+        if writer is not None and os.path.isfile(target):
             fd, made = tempfile.mkstemp(prefix="freqlab-", suffix=".tmp")
+            _WRITING.add(made)
             os.close(fd)
-            writer(made)
+            try:
+                writer(made)
+            except OSError as exc:  # the system's temporary folder, not the output, may be what is full
+                raise cannot_write(f"{text} (made first in {made})", exc) from exc
+        elif writer is not None:
+            writer(target)
+            return
         with open(target, "wb") as out:
             if made is not None:
                 with open(made, "rb") as content:
@@ -195,7 +238,8 @@ def _same_owner(tmp: str, old: os.stat_result) -> None:
 
 def _remove(path: str) -> None:
     """Remove ``path``, finishing even when an interrupt lands meanwhile (a second Ctrl-C while the first is handled,
-    or the one polars passes on beside Python's own); the interrupt is raised after.
+    or the one polars passes on beside Python's own); the interrupt is raised after. One landing before this runs
+    leaves the file to the exit (:data:`_WRITING`).
     """
     interrupted: BaseException | None = None
     while True:
@@ -207,6 +251,7 @@ def _remove(path: str) -> None:
         except OSError:
             pass
         break
+    _WRITING.discard(path)
     if interrupted is not None:
         raise interrupted
 

@@ -168,13 +168,6 @@ def test_a_symbolic_link_to_a_folder_is_refused_and_kept(tmp_path):
     assert (tmp_path / "summary.json").is_symlink() and os.listdir(tmp_path / "folder") == []
 
 
-def test_a_dangling_link_to_a_folder_name_is_refused(tmp_path):
-    (tmp_path / "out.json").symlink_to("new/")
-    with pytest.raises(FreqlabError, match=r"out\.json: cannot write \(Is a directory\)$"):
-        write_atomic(tmp_path / "out.json", b"{}")
-    assert sorted(os.listdir(tmp_path)) == ["out.json"]
-
-
 def test_links_are_followed_as_the_kernel_follows_them(tmp_path):
     # a link to a link, a relative link, and .. after a link: up from where the link led, not from its name
     (tmp_path / "real" / "deep").mkdir(parents=True)
@@ -260,3 +253,45 @@ def test_another_users_link_in_a_shared_folder_is_not_followed(tmp_path, name):
     with pytest.raises(FreqlabError, match=r"cannot write \(another user's symbolic link in a shared folder"):
         write_parquet(tmp_path / name, FRAME)
     assert (tmp_path / "victim").read_bytes() == b"precious"
+
+
+def test_a_temporary_file_whose_clean_up_an_interrupt_cut_short_is_removed_at_exit(tmp_path):
+    # the interrupt can land before the clean-up's first instruction (the one polars passes on, then Python's own)
+    import subprocess
+    import sys
+
+    code = f"""
+import freqlab.files as files
+def interrupted(tmp):
+    raise KeyboardInterrupt
+def cut_short(path):
+    raise KeyboardInterrupt
+files._remove = cut_short
+try:
+    files.write_atomic({str(tmp_path / "t.parquet")!r}, writer=interrupted)
+except KeyboardInterrupt:
+    import os
+    print(sorted(os.listdir({str(tmp_path)!r})))
+"""
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.strip().startswith("['.t.parquet.") and done.stdout.strip().endswith(".tmp']")  # left...
+    assert os.listdir(tmp_path) == []  # ...until the exit
+
+
+def test_a_path_through_a_missing_folder_and_back_is_refused_as_the_kernel_refuses_it(tmp_path):
+    # new/../x would make new/ and write x; the kernel walks no further than a missing folder
+    with pytest.raises(FreqlabError, match=r"new/\.\./x\.json: cannot write \(No such file or directory\)$"):
+        write_atomic(tmp_path / "new" / ".." / "x.json", b"{}")
+    assert os.listdir(tmp_path) == []
+
+
+@pytest.mark.parametrize(
+    ("points_to", "reason"),
+    [("name/", "Is a directory"), ("name/.", "Is a directory"), ("name/..", "No such file or directory")],
+)
+def test_a_dangling_link_to_a_folder_name_writes_no_file(tmp_path, points_to, reason):
+    (tmp_path / "out.json").symlink_to(points_to)
+    with pytest.raises(FreqlabError, match=rf"out\.json: cannot write \({reason}\)$"):
+        write_atomic(tmp_path / "out.json", b"{}")
+    assert sorted(os.listdir(tmp_path)) == ["out.json"]

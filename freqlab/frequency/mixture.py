@@ -46,7 +46,7 @@ from freqlab.config_file import read_config_file
 from freqlab.errors import FreqlabError, brief
 from freqlab.frequency.position import position_frequency
 from freqlab.histogram import LengthHistogram, combine_sources
-from freqlab.paths import expand_home
+from freqlab.paths import expand_home, printable
 from freqlab.sizes import exact_number
 
 UNITS: tuple[str, ...] = ("epochs", "share")
@@ -471,17 +471,18 @@ def contribution_table(mix: LengthHistogram, info: MixtureInfo, L: int, regime: 
 
 def describe_table(rows: list[dict], info: MixtureInfo, L: int) -> list[str]:
     """The lines the CLI prints for :func:`contribution_table`."""
-    width = max(len("source"), *(len(r["source"]) for r in rows))
+    # source labels come from the data: a terminal shows them, not obeys them
+    width = max(len("source"), *(len(printable(r["source"])) for r in rows))
     unit, tail = info.mixture.unit, f"i >= {3 * L // 4}"
     lines = [
-        f"mix        {info.mixture.describe()}; {info.arithmetic}",
+        printable(f"mix        {info.mixture.describe()}; {info.arithmetic}"),
         f"  {'source':<{width}}  {'tokens':>14}  {unit:>7}  {'mix share':>9}  {'x raw':>6}  {tail:>9}",
     ]
     for r in rows:
         up = f"{r['upweight']:.2f}" if r["upweight"] is not None else "-"
         weight = f"{float(info.mixture.share_percent(r['source'])):.4g}%" if unit == "share" else f"{r['weight']:g}"
         lines.append(
-            f"  {r['source']:<{width}}  {r['tokens']:>14,}  {weight:>7}  {r['token_share']:>9.1%}  {up:>6}  "
+            f"  {printable(r['source']):<{width}}  {r['tokens']:>14,}  {weight:>7}  {r['token_share']:>9.1%}  {up:>6}  "
             f"{r['tail_share']:>9.1%}"
         )
     if rows and rows[0]["tail_share_basis"] != "exact":

@@ -492,12 +492,14 @@ class ScheduleFrequency:
         length alone and after it, the totals per layer kind, F at a few positions, the reach table, the notes.
         """
         from freqlab.display import percent
+        from freqlab.paths import printable
         from freqlab.sizes import human_count
 
         data = self.to_dict(tau, name=name)
         tau, window = data["tau"], data["window"]
-        lines = [data["title"]] if data["title"] else []
-        lines += [f"  source: {source}" for source in data["sources"]]
+        # a title, sources and stage names come from the schedule's file: a terminal shows them, not obeys them
+        lines = [printable(data["title"])] if data["title"] else []
+        lines += [f"  source: {printable(source)}" for source in data["sources"]]
         corpus = self.schedule.histogram
         if corpus is not None and not isinstance(corpus, str | Path):  # a LengthHistogram given as it is
             from freqlab.corpus.builtin import BUILTIN_NAME
@@ -516,7 +518,7 @@ class ScheduleFrequency:
             assumed = f"  [assumed: {', '.join(stage['assumed'])}]" if stage.get("assumed") else ""
             after = ", ".join(f"{k} {v}" for k, v in stage["effective_length_after"].items())
             lines.append(
-                f"  {stage['name']:<16} L={stage['L']:<7} {human_count(stage['tokens']):>7} tokens  "
+                f"  {printable(stage['name']):<16} L={stage['L']:<7} {human_count(stage['tokens']):>7} tokens  "
                 f"{stage['regime']:<8}  effective length alone: {stage['effective_length_alone']}; after it: {after}"
                 + (f"  (weights {stage['weights']})" if stage["weights"] else "")
                 + assumed
@@ -547,7 +549,7 @@ class ScheduleFrequency:
                 )
                 lines.append(f"  {row['stage']:<16} {row['kind']:<10} {shares}")
         lines += [f"note: {note}" for note in data["notes"]]
-        return "\n".join(lines)
+        return "\n".join(printable(part) for line in lines for part in line.split("\n"))
 
 
 def stage_frequency(stage: Stage, h, *, seed: int = 0) -> tuple[np.ndarray, dict]:

@@ -26,7 +26,8 @@ import matplotlib
 from matplotlib.axes import Axes
 from matplotlib.figure import Figure
 
-from freqlab.errors import FreqlabError, cannot_write
+from freqlab.errors import FreqlabError
+from freqlab.files import write_atomic
 
 #: Okabe-Ito colour-blind safe palette; the first colours are used in this order for series.
 PALETTE: tuple[str, ...] = ("#0072B2", "#E69F00", "#009E73", "#D55E00", "#CC79A7", "#56B4E9", "#F0E442", "#000000")
@@ -257,14 +258,12 @@ def save_figure(
     if unknown:
         raise FreqlabError(f"unknown figure format {unknown[0]!r}; choose from {', '.join(FORMATS)}")
     stem = path.with_suffix("") if path.suffix.lstrip(".").lower() in FORMATS else path
-    written, target = [], stem.parent
-    try:
-        stem.parent.mkdir(parents=True, exist_ok=True)
-        with freqlab_style():
-            for fmt in dict.fromkeys(formats):
-                target = stem.with_name(f"{stem.name}.{fmt}")
-                fig.savefig(target, format=fmt, dpi=dpi, metadata=_metadata(fmt))
-                written.append(target)
-    except OSError as exc:
-        raise cannot_write(target, exc) from exc
+    written = []
+    with freqlab_style():
+        for fmt in dict.fromkeys(formats):
+            target = stem.with_name(f"{stem.name}.{fmt}")
+            # as every output: whole or not at all, links followed as the kernel follows them (freqlab.files)
+            options = {"format": fmt, "dpi": dpi, "metadata": _metadata(fmt)}
+            write_atomic(target, writer=lambda tmp, options=options: fig.savefig(tmp, **options))
+            written.append(target)
     return written

@@ -34,7 +34,7 @@ import numpy as np
 
 from freqlab.corpus.base import PASSED_OVER
 from freqlab.errors import FreqlabError
-from freqlab.files import TEMPORARY, parquet_metadata, read_parquet, write_atomic, write_parquet
+from freqlab.files import TEMPORARY, parquet_metadata, read_parquet, resolved_output, write_atomic, write_parquet
 from freqlab.formats import CHECKPOINT_FORMAT as FORMAT  # kept for import compatibility (and used here)
 from freqlab.formats import CHECKPOINT_MANIFEST as MANIFEST  # kept for import compatibility (and used here)
 from freqlab.formats import CHECKPOINT_VERSION as VERSION  # kept for import compatibility (and used here)
@@ -84,10 +84,16 @@ class OutputLock:
                 f"{self.folder}: a symlink to {os.readlink(self.folder)}, which does not exist; create that folder "
                 "or choose another --out"
             )
+        resolved_output(self.folder)  # another user's link in a shared folder is not followed, for the lock either
+        lock = self.folder / LOCK
         try:
             self.folder.mkdir(parents=True, exist_ok=True)
-            handle = open(self.folder / LOCK, "a+")  # noqa: SIM115 - held until release()
+            # never through a link: opening it for writing would truncate whatever it leads to
+            flags = os.O_RDWR | os.O_CREAT | os.O_APPEND | getattr(os, "O_NOFOLLOW", 0)
+            handle = os.fdopen(os.open(lock, flags, 0o666), "a+")
         except OSError as exc:
+            if lock.is_symlink():
+                raise FreqlabError(f"{lock}: a symbolic link; remove it or choose another --out") from exc
             raise FreqlabError(f"{self.folder}: cannot use as output folder ({exc.strerror or exc})") from exc
         try:
             fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)

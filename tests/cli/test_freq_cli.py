@@ -573,3 +573,22 @@ def test_usage_errors_reports_and_json_stay_on_their_lines(hist, tmp_path, monke
     result = run("calibrate", "--out", name, "--json")
     assert result.exit_code == 0, result.output
     assert json.loads(result.output.encode("utf-8"))["written"] == name and (tmp_path / name).is_file()
+
+
+def test_schedule_and_mix_reports_show_names_from_files_without_obeying_them(tmp_path, hist):
+    # a title or a stage name with a newline printed a line of its own; ESC and CR drove the terminal
+    (tmp_path / "s.yaml").write_text(
+        'title: "T\\e[31mitle\\rX"\nhistogram: lengths.parquet\n'
+        'stages:\n  - {name: "pre\\e[41mtrain\\nfake line", L: 2048, tokens: 1T}\n'
+    )
+    report = run("schedule", tmp_path / "s.yaml").output
+    assert report.splitlines()[0] == "T\\x1b[31mitle\\rX"
+    assert "  pre\\x1b[41mtrain\\nfake line L=2048" in report and "\x1b" not in report and "\r" not in report
+    from freqlab.histogram import combine_sources
+
+    labelled = tmp_path / "labelled.parquet"
+    sources = {"we\x1bb": LengthHistogram.from_lengths([50, 900]), "co\nde": LengthHistogram.from_lengths([40])}
+    combine_sources(sources).to_parquet(labelled)
+    (tmp_path / "mix.json").write_text(json.dumps({"weights": {"we\x1bb": 1, "co\nde": 2}}))
+    mixed = run("freq", labelled, "--L", 1024, "--weights", tmp_path / "mix.json").output
+    assert "\x1b" not in mixed and "  co\\nde " in mixed and "  we\\x1bb " in mixed

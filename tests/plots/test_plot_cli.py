@@ -1,6 +1,7 @@
 """`freqlab plot ...`: thin commands over freqlab.plots; files written where asked, one-line errors."""
 
 import json
+import os
 from pathlib import Path
 
 import numpy as np
@@ -115,7 +116,7 @@ def test_errors(tmp_path, hist_file):
 def test_an_output_that_cannot_be_written_is_one_line_naming_it(tmp_path, hist_file):
     blocker = tmp_path / "file"
     blocker.write_text("")  # a file where a folder would have to be
-    for out, named in (("/proc/x.png", "/proc/x.png"), (blocker / "x.svg", blocker)):
+    for out, named in (("/proc/x.png", "/proc/x.png"), (blocker / "x.svg", blocker / "x.svg")):
         result = run("plot", "frequency", hist_file, "--out", out)
         assert result.exit_code == 1 and result.output.count("\n") == 1, result.output
         assert result.output.startswith(f"Error: {named}: cannot write (") and "Errno" not in result.output
@@ -126,3 +127,13 @@ def test_cli_formats_are_the_export_formats():
     from freqlab.plots.style import FORMATS as EXPORT_FORMATS
 
     assert FORMATS == EXPORT_FORMATS == ("png", "pdf", "svg")
+
+
+def test_a_figure_is_written_whole_through_links_as_every_output_is(tmp_path, hist_file):
+    # figures went to fig.savefig directly: no atomic write, links followed as they came
+    (tmp_path / "real.png").write_bytes(b"old")
+    (tmp_path / "link.png").symlink_to("real.png")
+    result = run("plot", "frequency", hist_file, "--out", tmp_path / "link.png")
+    assert result.exit_code == 0, result.output
+    assert (tmp_path / "link.png").is_symlink() and (tmp_path / "real.png").read_bytes().startswith(b"\x89PNG")
+    assert not [name for name in os.listdir(tmp_path) if name.endswith(".tmp")]

@@ -340,3 +340,27 @@ def test_a_file_named_like_a_group_but_not_as_freqlab_names_one_is_not_read_as_a
     store.start(resume=False)
     (tmp_path / "group+x.parquet").write_bytes(b"not freqlab's")
     assert store.load("data/chunk 1.jsonl", IDENTITY) is None and store.recounted == {}
+
+
+def test_the_lock_file_is_never_opened_through_a_symbolic_link(tmp_path):
+    # opening it for writing truncated whatever the link led to, before any other check refused the folder
+    (tmp_path / "victim.txt").write_text("precious")
+    out = tmp_path / "out"
+    out.mkdir()
+    (out / ".lock").symlink_to(tmp_path / "victim.txt")
+    with pytest.raises(FreqlabError, match=r"out/\.lock: a symbolic link; remove it or choose another --out$"):
+        OutputLock(out).acquire()
+    assert (tmp_path / "victim.txt").read_text() == "precious"
+
+
+@pytest.mark.skipif(not hasattr(os, "geteuid") or os.geteuid() != 0, reason="planting another user's link needs root")
+def test_an_output_folder_behind_another_users_link_in_a_shared_folder_is_refused(tmp_path):
+    shared = tmp_path / "shared"
+    shared.mkdir()
+    shared.chmod(0o1777)
+    (tmp_path / "theirs").mkdir()
+    (shared / "run").symlink_to(tmp_path / "theirs")
+    os.lchown(shared / "run", 12345, 12345)
+    with pytest.raises(FreqlabError, match=r"cannot write \(another user's symbolic link in a shared folder"):
+        OutputLock(shared / "run").acquire()
+    assert os.listdir(tmp_path / "theirs") == []
