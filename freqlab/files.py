@@ -49,9 +49,10 @@ def write_atomic(
 
     Written in place instead, since nothing can be renamed over them: what is no regular file (``/dev/null``, a FIFO,
     ``/dev/fd/N`` of a shell's ``>(...)``), and a file this process may write but not replace (in a folder it cannot
-    write, or another user's in a sticky folder). The content is made first (a writer's, in a temporary file of the
-    system's), then copied in: a failing writer or an interrupt before the copy leaves the old content, a failure
-    during the copy (a full disk) may leave part of the new, as ``>`` would.
+    write, or another user's in a sticky folder). A regular file's content is made first (a writer's, in a temporary
+    file of the system's), then copied in: a failing writer or an interrupt before the copy leaves the old content, a
+    failure during the copy (a full disk) may leave part of the new, as ``>`` would; a stream is written as it is
+    made. A temporary file whose clean-up an interrupt cut short is removed at exit.
 
     Symbolic links are followed as the kernel follows them, so the link is kept and its target replaced, except where
     the kernel's ``protected_symlinks`` rule would refuse to follow one (another user's link in a sticky,
