@@ -24,6 +24,7 @@ import numpy as np
 
 from freqlab.corpus.base import (
     BLANK_LINE,
+    MISSING_TEXT_FIELD,
     TEXT,
     UNREADABLE_FILE,
     Document,
@@ -516,6 +517,7 @@ def _count_texts(
             if options.on_error == "raise":
                 if not flush(last=True):  # the bad record lies within this shard's cap
                     part.error = doc.where if reason == UNREADABLE_FILE else f"{doc.where}: {reason}"
+                    part.error += missing_field_hint(shard) if reason == MISSING_TEXT_FIELD else ""
                 return
             code = tally.reason(reason)
         elif doc.text == "":
@@ -534,6 +536,20 @@ def _count_texts(
         ) and flush():
             return
     flush(last=True)
+
+
+def missing_field_hint(shard) -> str:
+    """What to do about a record without the text field: the field looked for, the fields the file's first record
+    has (as the Parquet reader names a file's columns), and the option; "" when the shard cannot say.
+    """
+    fields = getattr(shard, "fields", None)
+    if fields is None:
+        return ""
+    first = None
+    with contextlib.suppress(Exception):  # a hint only: the error stands without it
+        first = shard.first_record() if hasattr(shard, "first_record") else None
+    seen = f"; the file's first record has {', '.join(map(repr, first))}" if first else ""
+    return f" (no field {fields.text!r}{seen}; give --text-field, a dotted path for a nested one)"
 
 
 def _count_lengths(shard, options: ShardOptions, tally: _Tally, sampler: Sampler | None) -> None:

@@ -214,3 +214,13 @@ def test_a_bad_row_left_out_by_sampling_is_no_error_and_every_row_is_accounted_f
     again = scan(str(clean), progress=False, workers=1, length_field="n", on_error="skip", sample_rate=0.3, seed=1)
     assert again.summary["documents"]["skipped"] == {"negative-length": kept_nulls}
     assert again.histogram.counts.tolist() == skipped.histogram.counts.tolist()
+
+
+def test_a_record_without_the_text_field_says_which_fields_there_are_and_the_option(tmp_path):
+    # the Parquet reader names a file's columns; a JSON-lines record said only "missing-text-field"
+    path = tmp_path / "nested.jsonl"
+    path.write_text('{"doc": {"body": "hello there"}, "id": 1}\n', encoding="utf-8")
+    hint = r"nested\.jsonl:1: missing-text-field \(no field 'text'; the file's first record has 'doc', 'id'; give "
+    with pytest.raises(FreqlabError, match=hint + r"--text-field, a dotted path for a nested one\)$"):
+        scan(str(path), progress=False, workers=1)
+    assert scan(str(path), text_field="doc.body", progress=False, workers=1).histogram.documents == 1
