@@ -131,9 +131,9 @@ def _destination(text: str) -> tuple[str, bool]:
         found = None
     if found is not None and stat.S_ISDIR(found.st_mode):
         raise IsADirectoryError(errno.EISDIR, os.strerror(errno.EISDIR), text)
+    target = _resolved(text)  # the protected_symlinks rule holds for a device or a FIFO too
     if found is not None and not stat.S_ISREG(found.st_mode):
         return text, True  # through its links as the kernel opens it (/dev/fd/N leads to no path)
-    target = _resolved(text)
     if found is None and os.path.islink(text) and os.path.basename(os.readlink(text)) in ("", ".", ".."):
         raise IsADirectoryError(errno.EISDIR, os.strerror(errno.EISDIR), text)  # a dangling link to `name/`
     if found is None:

@@ -255,6 +255,19 @@ def test_another_users_link_in_a_shared_folder_is_not_followed(tmp_path, name):
     assert (tmp_path / "victim").read_bytes() == b"precious"
 
 
+@pytest.mark.skipif(not hasattr(os, "geteuid") or os.geteuid() != 0, reason="planting another user's link needs root")
+def test_another_users_link_to_a_fifo_or_a_device_is_not_followed_either(tmp_path):
+    # what is no regular file is written in place through its links: the rule holds there too (a link to a disk)
+    shared = tmp_path / "shared"
+    shared.mkdir()
+    shared.chmod(0o1777)
+    os.mkfifo(tmp_path / "fifo")
+    (shared / "out.parquet").symlink_to(tmp_path / "fifo")
+    os.lchown(shared / "out.parquet", 12345, 12345)
+    with pytest.raises(FreqlabError, match=r"cannot write \(another user's symbolic link in a shared folder"):
+        write_atomic(shared / "out.parquet", b"never read")  # would block on the FIFO, had it been opened
+
+
 def test_a_temporary_file_whose_clean_up_an_interrupt_cut_short_is_removed_at_exit(tmp_path):
     # the interrupt can land before the clean-up's first instruction (the one polars passes on, then Python's own)
     import subprocess
