@@ -447,3 +447,34 @@ def test_the_forkserver_is_started_early_only_where_the_backend_that_counts_may_
     assert loaded.backend == "fastokens" and not pool_possible(RunOptions(), corpus, ScanSettings(tokenizer=loaded))
     assert pool_possible(RunOptions(), corpus, ScanSettings(max_docs=10**6, tokenizer="tokenizer.json"))
     assert not pool_possible(RunOptions(), corpus, ScanSettings(max_docs=3, tokenizer="tokenizer.json"))  # ~50 KB
+
+
+WORKER_STATE = """
+import gc, os
+from concurrent.futures import ProcessPoolExecutor
+from freqlab.scan.engines import local
+local.start_forkserver()
+with ProcessPoolExecutor(1, mp_context=local._context()) as pool:
+    frozen, enabled, blas = (pool.submit(*call).result() for call in
+        ((gc.get_freeze_count,), (gc.isenabled,), (os.getenv, "OPENBLAS_NUM_THREADS")))
+print(frozen > 10_000, enabled, blas, os.getenv("OPENBLAS_NUM_THREADS"))
+"""
+
+
+@pytest.mark.parametrize(("asked", "workers_have", "driver_has"), [(None, "1", "None"), ("3", "3", "3")])
+def test_the_pools_workers_inherit_the_forkservers_objects_frozen_and_no_spinning_blas_threads(
+    asked, workers_have, driver_has
+):
+    """What the forkserver loaded is frozen before each fork (gc.freeze's advice for a fork without exec), and the
+    collector is on again in the worker; numpy's OpenBLAS starts no thread there (it spins ~0.1 s on a core the
+    tokenizer's build needs) unless the caller set its thread count, and the caller's environment is left alone."""
+    import os
+    import subprocess
+
+    env = {k: v for k, v in os.environ.items() if k != "OPENBLAS_NUM_THREADS"}
+    if asked is not None:
+        env["OPENBLAS_NUM_THREADS"] = asked
+    result = subprocess.run(
+        [sys.executable, "-c", WORKER_STATE], capture_output=True, text=True, timeout=120, env=env, check=True
+    )
+    assert result.stdout.split() == ["True", "True", workers_have, driver_has]

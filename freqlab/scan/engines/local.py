@@ -208,7 +208,11 @@ def start_forkserver(prebuild: Callable[[], str | os.PathLike | None] | None = N
         resource_tracker.ensure_running()  # first: starting it *unblocks* SIGINT in the calling thread
         with _sigint_blocked(), _FORKSERVER_LOCK:
             entry = prebuild() if prebuild is not None and not _forkserver_running() else None
-            with _environment(PREBUILD_ENV, os.fspath(entry) if entry is not None else None):
+            entry = os.fspath(entry) if entry is not None else None
+            # numpy's OpenBLAS starts a thread per core that spins ~0.1 s after import: in the forkserver that is a
+            # core taken from the tokenizer's build; nothing the workers run calls BLAS (a value set is kept)
+            blas = os.environ.get(BLAS_THREADS_ENV, "1")
+            with _environment({PREBUILD_ENV: entry, BLAS_THREADS_ENV: blas}):
                 try:
                     forkserver.ensure_running()
                 except ChildProcessError:  # one an ancestor started before this module was imported here
@@ -250,20 +254,21 @@ if hasattr(os, "register_at_fork"):
 
 _FORKSERVER_LOCK = threading.Lock()
 PREBUILD_ENV = "FREQLAB_PREBUILD"  # freqlab.tokenization.prebuild.ENV (not imported here: the driver may not need it)
+BLAS_THREADS_ENV = "OPENBLAS_NUM_THREADS"
 
 
 @contextlib.contextmanager
-def _environment(name: str, value: str | None):
-    """``name`` set to ``value`` in this process's environment (so in processes started meanwhile), else unset."""
-    previous = os.environ.pop(name, None)
-    if value is not None:
-        os.environ[name] = value
+def _environment(values: dict[str, str | None]):
+    """Each name set to its value in this process's environment (so in processes started meanwhile), None: unset."""
+    previous = {name: os.environ.pop(name, None) for name in values}
+    os.environ.update({name: value for name, value in values.items() if value is not None})
     try:
         yield
     finally:
-        os.environ.pop(name, None)
-        if previous is not None:
-            os.environ[name] = previous
+        for name, value in previous.items():
+            os.environ.pop(name, None)
+            if value is not None:
+                os.environ[name] = value
 
 
 def prestart(prebuild: Callable[[], str | os.PathLike | None] | None = None) -> threading.Thread:
