@@ -32,6 +32,7 @@ from freqlab.corpus.base import (
 )
 
 _MISSING = object()
+MISSING_FIELD = _MISSING  # what :func:`lookup` returns for a path a record lacks
 # What an extractor with ``exact_numbers=False`` returns for a record whose source label is a number: the caller's
 # parser may have rounded it (orjson reads integers past 64 bits as floats), so the record must be parsed again.
 REPARSE = "reparse"

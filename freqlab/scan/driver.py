@@ -422,7 +422,7 @@ def engine_choice(run: RunOptions, corpus: Corpus, settings: ScanSettings, count
     """
     if run.engine != "local" or run.workers is not None or counter is None:
         return None
-    from freqlab.scan.estimate import choose_engine, corpus_files, load_throughput
+    from freqlab.scan.estimate import choose_engine, corpus_files, files_read, load_throughput
 
     table = load_throughput()
     family = table.families.get(counter.backend)
@@ -431,7 +431,10 @@ def engine_choice(run: RunOptions, corpus: Corpus, settings: ScanSettings, count
     size = scanned_bytes(corpus, settings, pending, family.bytes_per_token)
     files = {kind: n * pending // max(len(corpus.shards), 1) for kind, n in corpus_files(corpus.shards).items()}
     workers = min(default_workers(), max(pending, 1))
-    return choose_engine(size, workers, counter.backend, table, built=counter.is_built(), files=files, shards=pending)
+    where = files_read(corpus.shards) if pending == len(corpus.shards) else ""  # resumed: the reason names none
+    return choose_engine(
+        size, workers, counter.backend, table, built=counter.is_built(), files=files, shards=pending, where=where
+    )
 
 
 def check_out_outside_corpus(corpus: Corpus, out: Path | None) -> None:

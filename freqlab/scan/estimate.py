@@ -211,6 +211,7 @@ def choose_engine(
     built: bool = False,
     files: dict[str, int] | None = None,
     shards: int = 0,
+    where: str | None = None,
 ) -> EngineChoice | None:
     """In this process or on a pool of ``workers`` processes, whichever the measured costs say finishes first a
     scan of ``text_bytes`` bytes of text in ``files`` (files by kind, :func:`corpus_files`) counted by the
@@ -222,7 +223,8 @@ def choose_engine(
     fork), c those of a process's first scan (imports, readers' set-up: both engines pay them) and s the
     speed-up of an in-process scan over one core (the backend's own threads, reading overlapped with tokenizing;
     all from ``throughput.json``), and for ``shards`` shards S the seconds the driver spends on each, one after
-    another (d_here counting and checkpointing it; d_pool a task and its result, the checkpoint):
+    another (d_here counting and checkpointing it; d_pool a task and its result, the checkpoint). ``where``: what
+    the reason says the text is in (:func:`files_read`; "": nothing; default: the files opened, as "N files").
 
         in this process  =  c + (0 if the driver's counter has built it already, else b) + F·f + T / (τ · s) + S·d_here
         pool of n        =  c + p + b (built once, in the forkserver the workers fork from) + (F·f + T/τ) / (n · e)
@@ -257,7 +259,9 @@ def choose_engine(
     pool = first + table.process_startup_core_seconds + build
     pool += (opening + counting) / (workers * table.parallel_efficiency) + shards * table.shard_seconds.get("pool", 0.0)
     size = f"{text_bytes / 2**20:,.0f} MiB of text"
-    if sum(files.values()) > 1:
+    if where:
+        size += f" in {where}"
+    elif where is None and sum(files.values()) > 1:
         size += f" in {sum(files.values()):,} files"
     ready = "already built here" if built else f"built once here, {build:.1f} s"
     if here <= pool:
@@ -283,10 +287,27 @@ def corpus_files(shards) -> dict[str, int]:
 
     counts = {"plain": 0, "compressed": 0}
     for shard in shards:
-        files = getattr(shard, "files", None) or [getattr(shard, "file", None)]
-        for file in files:
+        for file in _shard_files(shard):
             counts["compressed" if is_compressed(str(getattr(file, "path", ""))) else "plain"] += 1
     return counts
+
+
+def files_read(shards) -> str:
+    """What a scan of ``shards`` reads, for a report: ``"102 files"``, or ``"6 parts of 1 file"`` when files are
+    read in parts (a part is opened as a file is, so :func:`corpus_files` counts openings).
+
+    >>> from types import SimpleNamespace as S
+    >>> files_read([S(files=(S(path="a.py"), S(path="b.py")))]), files_read([S(file=S(path="c.zst"))] * 6)
+    ('2 files', '6 parts of 1 file')
+    """
+    paths = [str(getattr(file, "path", "")) for shard in shards for file in _shard_files(shard)]
+    distinct = len(set(paths))
+    files = f"{distinct:,} file{'s' if distinct != 1 else ''}"
+    return files if len(paths) == distinct else f"{len(paths):,} parts of {files}"
+
+
+def _shard_files(shard) -> list:
+    return list(getattr(shard, "files", None) or [getattr(shard, "file", None)])
 
 
 def sampled_error(lengths, counts, L: int, regime: str, documents: int, *, seed: int = 0) -> dict | None:

@@ -181,10 +181,13 @@ def format_report(summary: dict) -> str:
         shown += ", ..." if len(docs["unreadable_files"]) > 3 else ""
         lines.append(f"           unreadable files skipped: {shown}")
     lengths = summary["lengths"]
-    lines.append(
-        f"tokens     {summary['tokens']:,} (mean {lengths['mean']:,.0f}, median {lengths['median']:,},"
-        f" p99 {lengths['percentiles']['p99']:,}, max {lengths['max']:,} per document; nearest-rank quantiles)"
-    )
+    if summary["tokens"]:
+        lines.append(
+            f"tokens     {summary['tokens']:,} (mean {lengths['mean']:,.0f}, median {lengths['median']:,},"
+            f" p99 {lengths['percentiles']['p99']:,}, max {lengths['max']:,} per document; nearest-rank quantiles)"
+        )
+    else:  # no length to describe: a median of 0 would read as documents of length 0
+        lines.append(f"tokens     {summary['tokens']:,} (no document with a token)")
     run = summary["scan"]
     workers = f"{run['engine']}, {run['workers']} worker{'s' if run['workers'] != 1 else ''}"
     if run.get("nodes") is not None:  # Ray: the CPUs of the nodes that ran tasks, and the retries

@@ -35,6 +35,7 @@ from freqlab.corpus.base import (
     describe_error,
     metered,
 )
+from freqlab.corpus.fields import MISSING_FIELD, lookup
 from freqlab.corpus.file_discovery import FileChanged
 from freqlab.errors import FreqlabError
 from freqlab.scan.counts import DocumentLog, ShardCount, cut_point, limits_reached
@@ -548,6 +549,11 @@ def missing_field_hint(shard) -> str:
     first = None
     with contextlib.suppress(Exception):  # a hint only: the error stands without it
         first = shard.first_record() if hasattr(shard, "first_record") else None
+    if first and lookup(first, fields.text) is not MISSING_FIELD:  # the field is right: this record lacks it
+        return (
+            f" (no field {fields.text!r} in this record, though the file's first record has it;"
+            " --on-error skip counts such records as skipped)"
+        )
     seen = f"; the file's first record has {', '.join(map(repr, first))}" if first else ""
     return f" (no field {fields.text!r}{seen}; give --text-field, a dotted path for a nested one)"
 

@@ -224,3 +224,14 @@ def test_a_record_without_the_text_field_says_which_fields_there_are_and_the_opt
     with pytest.raises(FreqlabError, match=hint + r"--text-field, a dotted path for a nested one\)$"):
         scan(str(path), progress=False, workers=1)
     assert scan(str(path), text_field="doc.body", progress=False, workers=1).histogram.documents == 1
+
+
+def test_a_later_record_without_the_text_field_is_not_blamed_on_the_field_name(tmp_path):
+    """The first record has the field: the hint must not send the user to --text-field."""
+    path = tmp_path / "mixed.jsonl"
+    path.write_text('{"text": "hello"}\n{"body": "there"}\n', encoding="utf-8")
+    hint = r"mixed\.jsonl:2: missing-text-field \(no field 'text' in this record, though the file's first record has"
+    with pytest.raises(FreqlabError, match=hint + r" it; --on-error skip counts such records as skipped\)$"):
+        scan(str(path), progress=False, workers=1)
+    skipped = scan(str(path), progress=False, workers=1, on_error="skip").summary["documents"]
+    assert (skipped["tokenized"], skipped["skipped"]) == (1, {"missing-text-field": 1})

@@ -380,6 +380,26 @@ def test_a_multi_frame_zst_is_cut_where_frames_start_and_counts_like_one_reader_
                 scan(str(tmp_path / folder), workers=workers, progress=False, out=str(tmp_path / "out"))
 
 
+def test_the_engine_reason_names_the_parts_of_a_file_read_in_parts_as_parts(tmp_path, monkeypatch):
+    """A file cut into parts is one file: the report said "in 6 files" for the six parts of one."""
+    import zstandard
+
+    from freqlab.corpus import open_corpus, ranges
+    from freqlab.scan import scan
+
+    monkeypatch.setattr("freqlab.scan.driver.default_workers", lambda: 2)
+    monkeypatch.setattr(ranges, "MIN_RANGE_BYTES", 4096)
+    body = b"".join(b'{"text": "word %d"}\n' % k for k in range(3000))
+    (tmp_path / "a.jsonl.zst").write_bytes(
+        b"".join(zstandard.compress(body[at : at + 5000]) for at in range(0, len(body), 5000))
+    )
+    (tmp_path / "b.jsonl").write_bytes(b"".join(body.splitlines(keepends=True)[:5]))
+    parts = len(open_corpus(str(tmp_path)).shards)
+    assert parts > 3
+    reason = scan(str(tmp_path), progress=False).summary["scan"]["engine_reason"]
+    assert reason.startswith(f"in this process: 0 MiB of text in {parts} parts of 2 files on ")
+
+
 def test_a_pool_with_fewer_shards_than_cores_gives_its_workers_the_idle_cores(monkeypatch):
     import os
 

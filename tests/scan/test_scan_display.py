@@ -64,3 +64,10 @@ def test_a_big_scan_result_keeps_its_repr_short():
     # the uniform regime is the closed form of lengths uniform on 1..L (reference.md: 87.52% at L = 2048), any L
     assert {row[2] for row in table[1:] if row[1] == "uniform"} == {"87.5%"}
     assert page.rows["documents with tokens"] == "200,000" and len(result._repr_html_()) < 20_000
+
+
+def test_a_scan_without_a_single_token_says_so_instead_of_a_median_of_0(tmp_path, counter):
+    (tmp_path / "a.jsonl").write_text('{"text": ""}\n{"text": ""}\n', encoding="utf-8")
+    report = scan(str(tmp_path), tokenizer=counter, workers=1, progress=False).report()
+    assert "documents  2 read = 0 tokenized + 2 empty + 0 skipped" in report
+    assert "tokens     0 (no document with a token)" in report and "median" not in report
