@@ -34,7 +34,7 @@ def _redeliver(unraisable) -> None:
     _print_unraisable(unraisable)
 
 
-def _leave_to_the_system() -> None:
+def leave_to_the_system() -> None:
     """The command is done: what it made dies with the process, so Python's exit need not look for cycles in it.
 
     The exit would run the cyclic collector over every object still alive (numba's, polars', the tokenizer's):
@@ -56,7 +56,7 @@ def run() -> None:
         try:
             main_entry()
         finally:
-            _leave_to_the_system()
+            leave_to_the_system()
         return
     except (KeyboardInterrupt, SystemError) as error:
         interrupt = interrupt_of(error)

@@ -458,6 +458,10 @@ def run_child(args) -> None:
     seconds = time.perf_counter() - start
     histogram = sorted(hist.items()) if hist is not None else None
     Path(args.result).write_text(json.dumps({"seconds": seconds, "histogram": histogram, **extra}))
+    if args.method.startswith("freqlab"):  # the process then ends as `freqlab scan` ends (no collector pass)
+        from freqlab.__main__ import leave_to_the_system
+
+        leave_to_the_system()
 
 
 # --- the driver ----------------------------------------------------------------------------------------------
