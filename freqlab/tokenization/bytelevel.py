@@ -65,6 +65,22 @@ def added_contents(config: dict[str, Any]) -> tuple[str, ...]:
     return tuple(sorted(contents, key=lambda s: (-len(s), s)))
 
 
+def split_out_contents(config: dict[str, Any]) -> tuple[str, ...]:
+    """The added tokens a count may split out of a text itself (:attr:`TokenCounter.split_out`): those matched
+    on the raw text as written (no ``lstrip``, ``rstrip`` or ``single_word``; not ``normalized``, or no normalizer
+    to apply), which Hugging Face cuts out before anything else looks at the text. Whether counting around them
+    then agrees with Hugging Face is verified at load (:func:`freqlab.tokenization.verify.split_texts`).
+    """
+    plain = config.get("normalizer") is None
+    return tuple(
+        t["content"]
+        for t in config.get("added_tokens") or []
+        if t.get("content")
+        and not any(t.get(flag) for flag in ("lstrip", "rstrip", "single_word"))
+        and (plain or not t.get("normalized"))
+    )
+
+
 def compile_bytelevel_bpe(config: dict[str, Any], hf_tokenizer: Any) -> TiktokenPlan:
     """Build the tiktoken plan for a parsed ``tokenizer.json`` or raise :class:`NotConvertible` saying why.
 

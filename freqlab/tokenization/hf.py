@@ -24,7 +24,13 @@ from urllib.parse import urlsplit
 from freqlab.errors import FreqlabError
 from freqlab.tokenization.backends import BACKEND_HF, BACKEND_TIKTOKEN, HfEngine, hf_tokenizer_from_str
 from freqlab.tokenization.builtin import DEFAULT_TOKENIZER, is_tekken_data, read_tokenizer_bytes, tekken_from_data
-from freqlab.tokenization.bytelevel import NotConvertible, added_contents, compile_bytelevel_bpe, token_bytes
+from freqlab.tokenization.bytelevel import (
+    NotConvertible,
+    added_contents,
+    compile_bytelevel_bpe,
+    split_out_contents,
+    token_bytes,
+)
 from freqlab.tokenization.counter import TokenCounter, _first_line, vocab_hash
 from freqlab.tokenization.presets import PresetChoice, choose_preset
 from freqlab.tokenization.sample import default_verify_texts
@@ -115,6 +121,7 @@ def tokenizer_from_json_text(
         vocab_hash=_hf_vocab_hash(tokenizer),
         sources=sources,
         routed=(*added_contents(config), *choice.routed),
+        split_out=split_out_contents(config),
         add_special_tokens=add_special_tokens,
         special_tokens_added=_special_tokens_per_document(tokenizer) if add_special_tokens else 0,
         threads=threads,

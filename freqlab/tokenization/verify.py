@@ -141,8 +141,9 @@ def verified(
     seen = _CAPTURE.get()
     if seen is not None:
         seen.update(state=candidate._state(), refusals=dict(refusals), salad=salad_tokens, verdicts={})
-    if len(candidate.backends) == 1:  # the reference alone: nothing to compare
-        return candidate.with_backends(candidate.backends, dict(refusals))
+    if len(candidate.backends) == 1:  # the reference alone: nothing to compare, nothing counted around tokens
+        alone = candidate.with_backends(candidate.backends, dict(refusals))
+        return TokenCounter(**{**alone._state(), "split_out": ()}, _engines=alone._engines)
     known = dict(verdicts or {})
     if all(b in known for b in candidate.backends[:-1]):
         texts, key = [], (candidate.fingerprint, "known")
@@ -171,12 +172,71 @@ def verified(
     keep = tuple(b for b in faster if b not in ruled and verdicts[b] is None)
     reasons = {b: why for b, why in verdicts.items() if why is not None and b in faster}
     counter = holder.with_backends((*keep, candidate.reference), {**reasons, **ruled, **refusals})
+    split_out = candidate.split_out if keep else ()
+    if split_out:  # texts holding added tokens counted around them by keep[0]: only if that agrees too
+        split = SPLIT_VERDICT + keep[0]
+        if split not in verdicts:
+            verdicts[split] = _split_verdict(counter, split_out)
+        split_out = split_out if verdicts[split] is None else ()
     with _VERIFIED_LOCK:
         if key not in _VERIFIED and len(_VERIFIED) >= _REMEMBERED:
             del _VERIFIED[next(iter(_VERIFIED))]  # oldest first: its engines may hold hundreds of MB
         _VERIFIED[key] = (verdicts, holder)
     # the caller's settings (name, spec, special tokens, threads), the shared engines
-    return TokenCounter(**{**counter._state(), **_settings(candidate)}, _engines=counter._engines)
+    state = {**counter._state(), **_settings(candidate), "split_out": split_out}
+    return TokenCounter(**state, _engines=counter._engines)
+
+
+SPLIT_VERDICT = "split:"  # verdicts' key for the split path on a backend ("split:fastokens")
+
+
+def split_texts(words: Sequence[str], limit: int = 128) -> list[str]:
+    """Texts holding added tokens where counting around them could go wrong: alone, glued to letters, digits,
+    spaces, newlines, contractions and other scripts, two in a row, and before or after a part of one; for at most
+    ``limit`` of ``words``, spread over them in sorted order.
+    """
+    words = sorted(words)
+    chosen = words[:: max(1, len(words) // limit)][:limit]
+    texts = []
+    for k, word in enumerate(chosen):
+        other = chosen[(k + 1) % len(chosen)]
+        texts += [
+            word,
+            f"a{word}b",
+            f" {word} ",
+            f"Hello{word}world",
+            f"x {word}\n\ny",
+            word + word,
+            word + other,
+            f"it's{word}'s",
+            f"123{word}456",
+            f"é{word}ü 日本",
+            f"\n{word}",
+            f"{word} {word[:-1]}",
+            word[1:] + word,
+            f"{word}\r\n  \t{other}end",
+        ]
+    return texts
+
+
+def _split_verdict(counter: TokenCounter, words: Sequence[str]) -> str | None:
+    """None when counting around ``words`` (:meth:`TokenCounter._count_split`) on ``counter``'s backend gives the
+    reference's count of every :func:`split_texts` text, else why not (those texts then go to the reference).
+    """
+    trial = TokenCounter(**{**counter._state(), "split_out": tuple(words)}, _engines=counter._engines)
+    texts = split_texts(words)
+    try:
+        expected = counter.counts_by(counter.reference, texts)
+        got = trial.count(texts) - trial.special_tokens_added
+    except BaseException as exc:
+        if not is_engine_failure(exc):
+            raise
+        return f"failed on sample text ({_first_line(exc)})"
+    differ = (got != expected).nonzero()[0]
+    if differ.size:
+        i = differ[0]
+        return f"verification: text #{i} ({texts[i][:40]!r}...) has {expected[i]} tokens, split {got[i]}"
+    return None
 
 
 def _settings(counter: TokenCounter) -> dict[str, Any]:

@@ -132,6 +132,71 @@ def test_added_tokens_in_text_are_counted_like_hugging_face(gpt2_style):
     assert expected[1] == 1  # the special token is one token, not its 13 characters' worth
 
 
+def chat_texts(word: str, others: list[str]) -> list[str]:
+    """Documents holding ``word`` as chat templates and concatenated corpora do: at the start, between texts,
+    glued to letters, doubled, at the end, beside other scripts and whitespace."""
+    texts = []
+    for k, text in enumerate(others):
+        texts += [
+            f"{word}{text}{word}",
+            f"user{word}\n\n{text}{word}assistant{word}{others[(k + 1) % len(others)]}",
+            f"{text[: len(text) // 2]}{word}{word}{text[len(text) // 2 :]}",
+            f" {word} {text} {word[:-1]}",
+        ]
+    return texts
+
+
+@pytest.mark.parametrize("style", ["gpt2_style", "llama3_style", "nfc_style"])
+def test_texts_with_added_tokens_are_counted_around_them_by_the_fast_backend(style, request, monkeypatch):
+    """Hugging Face cuts added tokens out before normalizing and pre-tokenizing: each is one token and the text
+    between two is tokenized on its own, so the fast backend counts the pieces (the reference, ~20x slower on
+    chat-formatted text, is never asked), verified at load and equal to Hugging Face's own counts."""
+    path, reference = request.getfixturevalue(style)
+    counter = load_tokenizer(path)
+    assert counter.split_out == (EOT,) and counter.backend == "tiktoken"
+    texts = chat_texts(EOT, [t for t in HELD_OUT if t.strip()][:150])
+    expected = hf_counts(reference, texts)
+    get = counter._engines.get
+    monkeypatch.setattr(counter._engines, "get", lambda b: get(b) if b != "hf-tokenizers" else pytest.fail(b))
+    np.testing.assert_array_equal(counter.count(texts), expected)
+    assert expected.sum() > 50_000
+
+
+@pytest.mark.parametrize("flag", ["lstrip", "rstrip", "single_word"])
+def test_an_added_token_matched_with_its_surroundings_goes_to_the_reference(gpt2_style, tmp_path, flag):
+    """lstrip, rstrip and single_word make Hugging Face's match depend on the text around the token: not split
+    out; those texts are counted by the reference, as before."""
+
+    def flagged(config):
+        config["added_tokens"][0][flag] = True
+
+    path = edited(gpt2_style[0], tmp_path, flagged)
+    counter = load_tokenizer(path)
+    assert counter.split_out == () and counter.routed == (EOT,)
+    texts = chat_texts(EOT, HELD_OUT[:20])
+    assert counter.count(texts).tolist() == hf_counts(Tokenizer.from_file(path), texts).tolist()
+
+
+def test_a_split_that_disagrees_with_the_reference_at_load_is_not_used(gpt2_style, monkeypatch):
+    """Counting around the tokens is verified like any fast backend (freqlab.tokenization.verify.split_texts):
+    any text counted otherwise than by the reference refuses it, and those texts go to the reference."""
+    from freqlab.tokenization import verify as verify_module
+    from freqlab.tokenization.counter import TokenCounter
+
+    monkeypatch.setattr(verify_module, "_VERIFIED", {})
+    count_split = TokenCounter._count_split
+
+    def off_by_one(self, texts, where, out, backends):  # as a pre-tokenizer that treats a text's start apart would
+        count_split(self, texts, where, out, backends)
+        out[list(where)] += 1
+
+    monkeypatch.setattr(TokenCounter, "_count_split", off_by_one)
+    counter = load_tokenizer(gpt2_style[0])
+    assert counter.split_out == () and counter.backend == "tiktoken"
+    texts = chat_texts(EOT, HELD_OUT[:20])
+    assert counter.count(texts).tolist() == hf_counts(gpt2_style[1], texts).tolist()
+
+
 def test_add_special_tokens_counts_the_post_processor_tokens(llama3_style):
     path, reference = llama3_style
     counter = load_tokenizer(path, add_special_tokens=True)
@@ -316,7 +381,7 @@ def test_counters_pickle_with_their_data(gpt2_style, tmp_path, monkeypatch):
     monkeypatch.setattr(counter_module, "_BUILT", {})
     clones = [pickle.loads(p) for p in payloads]
     assert [c.backend for c in clones] == ["tiktoken", "hf-tokenizers"]
-    assert clones[1].fallback_reason == slow.fallback_reason
+    assert [c.split_out for c in clones] == [(EOT,), ()] and clones[1].fallback_reason == slow.fallback_reason
     for clone, want in zip(clones, expected):
         np.testing.assert_array_equal(clone.count(texts), want)
 

@@ -222,3 +222,28 @@ def test_a_process_exiting_while_its_prebuild_still_runs_ends_at_once():
     )
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
     assert done.returncode == 0 and done.stderr == ""
+
+
+def test_the_split_verdict_is_cached_and_a_prebuilt_counter_splits_like_the_drivers(cache_on, monkeypatch, tmp_path):
+    """Counting around added tokens is verified once and kept in the entry: the forkserver's counter and the
+    driver's (a hit: nothing compared) split the same tokens, so they share one fingerprint and one build."""
+    from tokenizers import Tokenizer
+
+    from .conftest import small_byte_level_bpe
+
+    tokenizer = small_byte_level_bpe(600, 30)
+    tokenizer.add_special_tokens(["<|eot|>"])
+    path = tmp_path / "tokenizer.json"
+    tokenizer.save(str(path))
+    first = load_tokenizer(str(path))
+    assert first.split_out == ("<|eot|>",)
+    assert cache_module.read_entry(cache_entry(str(path)))["verdicts"]["split:fastokens"] is None
+    monkeypatch.setattr(counter_module, "_BUILT", {})  # a fresh forkserver
+    monkeypatch.setattr(verify_module, "_VERIFIED", {})
+    compared = comparisons(monkeypatch)
+    built = prebuild(cache_entry(str(path)))
+    driver = load_tokenizer(str(path))
+    assert compared == [] and built.split_out == driver.split_out == ("<|eot|>",)
+    assert built.fingerprint == driver.fingerprint and pickle.loads(pickle.dumps(driver)).is_built("fastokens")
+    texts = [f"{t}<|eot|>{t}" for t in TEXTS]
+    assert driver.count(texts).tolist() == expected(Tokenizer.from_file(str(path)), texts)

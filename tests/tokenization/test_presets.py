@@ -133,3 +133,25 @@ def test_a_regex_that_is_no_preset_is_left_as_it_is():
 
 def test_counts_stay_int64(spellings):
     assert load_tokenizer(str(spellings["llama.cpp"])).count(["a", "b c"]).dtype == np.int64
+
+
+def test_chat_markers_are_counted_around_on_the_preset_and_long_s_still_goes_to_the_reference(tmp_path, monkeypatch):
+    """Llama 3's added tokens (``<|eot_id|>``...) are split out and the text around them counted by fastokens; a
+    text that also holds ``'ſ`` goes to the reference whole. Every count is Hugging Face's."""
+    tokenizer = llama3_style(LLAMA3_PATTERN, stdlib_modules(1, 60), vocab_size=1500)
+    markers = ["<|begin_of_text|>", "<|start_header_id|>", "<|end_header_id|>", "<|eot_id|>"]
+    tokenizer.add_special_tokens(markers)
+    path = tmp_path / "chat.json"
+    tokenizer.save(str(path))
+    counter = load_tokenizer(str(path))
+    assert counter.backend == "fastokens" and set(counter.split_out) == set(markers) and "'ſ" in counter.routed
+    bos, start, end, eot = markers
+    chats = [f"{bos}{start}user{end}\n\n{t}{eot}{start}assistant{end}\n\n{t[::-1]}{eot}" for t in HELD_OUT[:100]]
+    long_s = [f"{bos}it'ſ {t}{eot}" for t in HELD_OUT[:5]]
+    reference = Tokenizer.from_file(str(path))
+    expected = [len(reference.encode(t, add_special_tokens=False)) for t in chats + long_s]
+    asked = []
+    get = counter._engines.get
+    monkeypatch.setattr(counter._engines, "get", lambda backend: asked.append(backend) or get(backend))
+    assert counter.count(chats + long_s).tolist() == expected
+    assert asked.count("hf-tokenizers") == len(long_s)  # one call per 'ſ text: the chats never reach it
