@@ -334,11 +334,14 @@ def scan_command(
         interrupt = interrupt_of(error)
         if interrupt is None:
             raise
-        click.echo(
-            f"\ninterrupted: finished shards are checkpointed in {out}/checkpoints; "
-            "run the same command with --resume to continue",
-            err=True,
-        )
+        saved = Path(out) / "checkpoints"
+        if any(saved.glob("*.parquet")):
+            said = (
+                f"finished shards are checkpointed in {out}/checkpoints; run the same command with --resume to continue"
+            )
+        else:  # a promise of checkpoints would send the user to a --resume that resumes nothing
+            said = "no shard had finished, so nothing is checkpointed; run the same command to start again"
+        click.echo(f"\ninterrupted: {said}", err=True)
         sys.exit(exit_status(interrupt))
     show(result, as_json)
     if plot:

@@ -1,8 +1,8 @@
 """The well-trained range N*: relative positions 0..N*-1 that training exposed often enough.
 
 Every planner (STRING, Self-Extend, RoPE scaling's critical dimension, length upsampling) needs the same quantity:
-the effective length freqlab predicts, derived here by one of these rules, in order of preference (each plan says
-which it used):
+positions 0..N*-1, so N* - 1 is the effective length freqlab predicts, derived here by one of these rules, in order
+of preference (each plan says which it used):
 
 ``budget``
     With a training budget T (tokens) and a threshold tau, N* is the number of positions whose scaled
@@ -274,6 +274,7 @@ def well_trained_range(
             N = effective_length(f, T, threshold) + 1 if threshold <= T else 0
             text = (
                 f"with T = {T:.3g} training tokens, f_T(i) >= tau = {threshold:.3g} holds for positions 0..{N - 1}"
+                f" (N* counts them; the predicted effective length is the last, {N - 1})"
                 if N
                 else f"with T = {T:.3g} tokens no position reaches tau = {threshold:.3g}"
             )

@@ -107,7 +107,11 @@ def test_ctrl_c_at_any_moment_is_one_line_and_exit_130(tmp_path, delay):
     for noise in ("Traceback", "Exception ignored", "KeyboardInterrupt", "UnpicklingError"):
         assert noise not in stderr, stderr
     if status == 130:
-        assert stderr.strip().splitlines()[-1].startswith("interrupted")
+        said = stderr.strip().splitlines()[-1]
+        assert said.startswith("interrupted")
+        if "interrupted:" in said:  # the scan's own line: --resume only where a shard was checkpointed
+            saved = checkpoints(tmp_path / "out")
+            assert ("--resume" in said) == (saved > 0) and ("nothing is checkpointed" in said) == (saved == 0)
 
 
 def test_sigterm_keeps_the_checkpoints_says_how_to_resume_and_exits_143(tmp_path):
