@@ -266,11 +266,15 @@ def choose_engine(
     ready = "already built here" if built else f"built once here, {build:.1f} s"
     if here <= pool:
         reason = (
-            f"in this process: {size} on {family} ({ready}) take ~{here:.1f} s, before a pool of {workers} "
-            f"workers would (~{pool:.1f} s: {family} built once for them, then they start); counts are identical"
+            f"in this process: {size} on {family} ({ready}) take an estimated ~{here:.1f} s, before a pool of"
+            f" {workers} workers would (~{pool:.1f} s: {family} built once for them, then they start); counts are"
+            " identical"
         )
     else:
-        reason = f"{workers} workers: {size} on {family} take ~{pool:.1f} s on the pool, ~{here:.1f} s in this process"
+        reason = (
+            f"{workers} workers: {size} on {family} take an estimated ~{pool:.1f} s on the pool, ~{here:.1f} s in this"
+            " process"
+        )
     return EngineChoice(here <= pool, workers, here, pool, reason)
 
 

@@ -209,10 +209,7 @@ def start_forkserver(prebuild: Callable[[], str | os.PathLike | None] | None = N
         with _sigint_blocked(), _FORKSERVER_LOCK:
             entry = prebuild() if prebuild is not None and not _forkserver_running() else None
             entry = os.fspath(entry) if entry is not None else None
-            # numpy's OpenBLAS starts a thread per core that spins ~0.1 s after import: in the forkserver that is a
-            # core taken from the tokenizer's build; nothing the workers run calls BLAS (a value set is kept)
-            blas = os.environ.get(BLAS_THREADS_ENV, "1")
-            with _environment({PREBUILD_ENV: entry, BLAS_THREADS_ENV: blas}):
+            with _environment({PREBUILD_ENV: entry, FORKSERVER_ENV: "1"}):
                 try:
                     forkserver.ensure_running()
                 except ChildProcessError:  # one an ancestor started before this module was imported here
@@ -254,7 +251,7 @@ if hasattr(os, "register_at_fork"):
 
 _FORKSERVER_LOCK = threading.Lock()
 PREBUILD_ENV = "FREQLAB_PREBUILD"  # freqlab.tokenization.prebuild.ENV (not imported here: the driver may not need it)
-BLAS_THREADS_ENV = "OPENBLAS_NUM_THREADS"
+FORKSERVER_ENV = "FREQLAB_FORKSERVER"  # set in the forkserver freqlab starts: freqlab.scan.engines.preload acts there
 
 
 @contextlib.contextmanager

@@ -16,12 +16,13 @@ import contextlib
 import gc
 import os
 
-gc.disable()  # before numba's import below (see above)
-os.register_at_fork(before=gc.freeze, after_in_child=gc.enable)
+if os.environ.get("FREQLAB_FORKSERVER") == "1":  # local.FORKSERVER_ENV: only there (a test may import this)
+    gc.disable()  # before numba's import below (see above)
+    os.register_at_fork(before=gc.freeze, after_in_child=gc.enable)
 
-import numpy as np  # noqa: E402
+import numpy as np
 
-from freqlab.scan.counts import count_codes  # noqa: E402
+from freqlab.scan.counts import count_codes
 
 # one call on the types a count passes (int64 codes, int64 counts) loads the compiled code from numba's cache (or
 # compiles it once); the forkserver swallows only an ImportError from its preloaded modules, so any other failure
