@@ -3,12 +3,13 @@
 Every document of a varied corpus (``scripts/bench_corpus.py``'s ``.jsonl.zst`` parts; each text used once) goes
 into one Llama 3 chat turn pair, a user turn and an assistant turn, with the template's markers
 (``<|begin_of_text|>``, ``<|start_header_id|>``, ``<|end_header_id|>``, ``<|eot_id|>``): what an SFT or chat
-corpus rendered with its template holds. The same scan then runs twice in one process on a pool of workers: with
-the counter as loaded (texts cut at the markers, the pieces counted by the fast backend:
-``TokenCounter.split_out``) and with the same counter without ``split_out`` (every such text counted by the
-Hugging Face reference, as before). Each is timed on its second scan (the pool and both counters' engines
-built). The histograms must be identical. A third scan, of the same documents with every marker's ``<|`` written
-``< |`` (no added token left: plain text), is the yardstick for what counting around the tokens costs.
+corpus rendered with its template holds. The same scan then runs in this process (one worker: the counters'
+engines built once, here; a pool given a loaded counter would build them in every worker of every scan) with the
+counter as loaded (texts cut at the markers, the pieces counted by the fast backend: ``TokenCounter.split_out``)
+and with the same counter without ``split_out`` (every such text counted by the Hugging Face reference, as
+before), each timed on its second scan. The histograms must be identical. A third scan, of the same documents
+with every marker's ``<|`` written ``< |`` (no added token left: plain text), is the yardstick for what counting
+around the tokens costs.
 
     python scripts/bench_chat.py --corpus /work/bench_corpus --tokenizer llama3.tokenizer.json --chars 60e6
 """
@@ -55,12 +56,12 @@ def make_chats(corpus: str, out: Path, chars: float, template: str = TEMPLATE) -
     return documents, characters
 
 
-def timed_scans(folder: Path, counter, workers: int) -> tuple[float, list]:
+def timed_scans(folder: Path, counter) -> tuple[float, list]:
     from freqlab.scan import scan
 
-    scan(str(folder), tokenizer=counter, workers=workers, progress=False)  # the pool, the workers' engines
+    scan(str(folder), tokenizer=counter, workers=1, progress=False)  # the counter's engines, built here
     start = time.perf_counter()
-    result = scan(str(folder), tokenizer=counter, workers=workers, progress=False)
+    result = scan(str(folder), tokenizer=counter, workers=1, progress=False)
     return time.perf_counter() - start, [result.histogram.lengths.tolist(), result.histogram.counts.tolist()]
 
 
@@ -69,7 +70,6 @@ def main() -> None:
     parser.add_argument("--corpus", required=True, help="Folder of .jsonl.zst parts (scripts/bench_corpus.py).")
     parser.add_argument("--tokenizer", required=True, help="A Llama 3 tokenizer.json.")
     parser.add_argument("--chars", type=float, default=60e6, help="Characters of chat documents to make.")
-    parser.add_argument("--workers", type=int, default=2)
     parser.add_argument("--out", default=str(Path(__file__).with_name("bench_chat.md")))
     args = parser.parse_args()
 
@@ -83,10 +83,10 @@ def main() -> None:
     with tempfile.TemporaryDirectory(prefix="freqlab-chat-") as work:
         folder = Path(work) / "chat"
         documents, characters = make_chats(args.corpus, folder, args.chars)
-        split_seconds, split_histogram = timed_scans(folder, counter, args.workers)
-        routed_seconds, routed_histogram = timed_scans(folder, routed, args.workers)
+        split_seconds, split_histogram = timed_scans(folder, counter)
+        routed_seconds, routed_histogram = timed_scans(folder, routed)
         make_chats(args.corpus, Path(work) / "plain", args.chars, TEMPLATE.replace("<|", "< |"))
-        plain_seconds, _ = timed_scans(Path(work) / "plain", counter, args.workers)
+        plain_seconds, _ = timed_scans(Path(work) / "plain", counter)
     if split_histogram != routed_histogram:
         raise SystemExit("Error: the two histograms differ")
     tokens = sum(length * count for length, count in zip(*split_histogram, strict=True))
@@ -98,7 +98,7 @@ def main() -> None:
         f" {os.cpu_count()} cores, load average at the end {os.getloadavg()[0]:.1f}.",
         "",
         f"{documents:,} chat documents, {characters:,} characters, {tokens:,} tokens (backend {counter.backend});"
-        f" a pool of {args.workers} workers, the second scan of each timed; identical histograms.",
+        " one process, one worker, the second scan of each timed; identical histograms.",
         "",
         "| texts holding added tokens | scan (s) | tokens/s |",
         "|---|---:|---:|",
