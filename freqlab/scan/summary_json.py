@@ -179,7 +179,8 @@ def format_report(summary: dict) -> str:
     if docs.get("unreadable_files"):
         shown = ", ".join(map(printable, docs["unreadable_files"][:3]))
         shown += ", ..." if len(docs["unreadable_files"]) > 3 else ""
-        lines.append(f"           unreadable files skipped: {shown}")
+        # the documents read before the failure are counted; the rest of the file is the one skip said above
+        lines.append(f"           files that failed while read (counted up to the failure, one skip each): {shown}")
     lengths = summary["lengths"]
     if summary["tokens"]:
         lines.append(

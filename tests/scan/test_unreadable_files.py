@@ -74,7 +74,7 @@ def test_skip_counts_each_unreadable_file_once_and_keeps_the_documents_read_befo
     assert result.histogram.counts.tolist() == expected.counts.tolist()
     report = result.report()
     assert "+ 3 skipped (unreadable-file: 3)" in report
-    assert "unreadable files skipped: bad.parquet, cut.jsonl.zst, plain.json.gz\n" in report
+    assert "(counted up to the failure, one skip each): bad.parquet, cut.jsonl.zst, plain.json.gz\n" in report
     # the same with a process pool
     pooled = run(folder, on_error="skip", workers=2)
     assert_same_histogram(pooled.histogram, result.histogram)
