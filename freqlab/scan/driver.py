@@ -488,11 +488,17 @@ def pool_possible(run: RunOptions, corpus: Corpus, settings: ScanSettings | None
 
 def prebuild_entry(corpus: Corpus, settings: ScanSettings):
     """What the pool's forkserver builds once for all workers (:mod:`freqlab.tokenization.prebuild`): a callable
-    giving the tokenizer's cache entry (None: not cached yet), or None when the scan counts no text, is given a
-    loaded counter, or is so small that fastokens may be left out (:func:`small_scan_rule`).
+    giving the tokenizer's cache entry (None: not cached yet), or None when the scan counts no text or is so small
+    that fastokens may be left out (:func:`small_scan_rule`). A loaded counter (a notebook's ``load_tokenizer``)
+    names the entry it was loaded from by its ``spec``: its workers fork with the engines built, where each built
+    its own in every scan (workers use the forkserver's engines only when the fingerprints agree).
     """
-    spec = settings.tokenizer
-    if corpus.kind != TEXT or not (spec is None or isinstance(spec, (str, os.PathLike))):
+    spec, special = settings.tokenizer, settings.add_special_tokens
+    if spec is not None and not isinstance(spec, (str, os.PathLike)):  # a loaded TokenCounter
+        spec, special = getattr(spec, "spec", None), getattr(spec, "add_special_tokens", special)
+        if not isinstance(spec, str) or not spec:
+            return None
+    if corpus.kind != TEXT:
         return None
     # tiktoken's break-even is the largest: above it fastokens is always kept
     if fastokens_left_out(scanned_bytes(corpus, settings, len(corpus.shards)), "tiktoken"):
@@ -500,7 +506,7 @@ def prebuild_entry(corpus: Corpus, settings: ScanSettings):
     from freqlab.tokenization.load import cache_entry
 
     name = None if spec is None else os.fspath(spec)
-    return lambda: cache_entry(name, add_special_tokens=settings.add_special_tokens)
+    return lambda: cache_entry(name, add_special_tokens=special)
 
 
 def scanned_index(corpus: Corpus, settings: ScanSettings) -> str | None:

@@ -247,3 +247,23 @@ def test_the_split_verdict_is_cached_and_a_prebuilt_counter_splits_like_the_driv
     assert built.fingerprint == driver.fingerprint and pickle.loads(pickle.dumps(driver)).is_built("fastokens")
     texts = [f"{t}<|eot|>{t}" for t in TEXTS]
     assert driver.count(texts).tolist() == expected(Tokenizer.from_file(str(path)), texts)
+
+
+def test_a_loaded_counter_names_its_cache_entry_for_the_forkserver_to_build(tokenizer_json, cache_on, monkeypatch):
+    """A notebook's ``scan(tokenizer=load_tokenizer(path), workers=2)``: the forkserver builds the entry the counter
+    was loaded from, where every worker of every scan built its own."""
+    from freqlab.scan import driver
+    from freqlab.scan.settings import ScanSettings
+
+    path, _ = tokenizer_json
+    loaded = load_tokenizer(str(path))
+    monkeypatch.setattr(driver, "fastokens_break_even_bytes", lambda backend, table=None: 0.0)
+    corpus = ScanSettings().open_corpus()
+    entry = driver.prebuild_entry(corpus, ScanSettings(tokenizer=loaded))
+    assert entry is not None and entry() == cache_entry(str(path))
+    special = load_tokenizer(str(path), add_special_tokens=True)  # its own entry, with its options
+    assert driver.prebuild_entry(corpus, ScanSettings(tokenizer=special))() == cache_entry(
+        str(path), add_special_tokens=True
+    )
+    nameless = counter_module.TokenCounter(**{**loaded._state(), "spec": ""})
+    assert driver.prebuild_entry(corpus, ScanSettings(tokenizer=nameless)) is None
