@@ -3,8 +3,9 @@
 Every document of a varied corpus (``scripts/bench_corpus.py``'s ``.jsonl.zst`` parts; each text used once) goes
 into one Llama 3 chat turn pair, a user turn and an assistant turn, with the template's markers
 (``<|begin_of_text|>``, ``<|start_header_id|>``, ``<|end_header_id|>``, ``<|eot_id|>``): what an SFT or chat
-corpus rendered with its template holds. The same scan then runs in this process (one worker: the counters'
-engines built once, here; a pool given a loaded counter would build them in every worker of every scan) with the
+corpus rendered with its template holds. The same scan then runs in this process (one worker: both counters'
+engines built once, here; on a pool, the counter made here without ``split_out``, which no cache entry holds, would
+be built in every worker of every scan) with the
 counter as loaded (texts cut at the markers, the pieces counted by the fast backend: ``TokenCounter.split_out``)
 and with the same counter without ``split_out`` (every such text counted by the Hugging Face reference, as
 before), each timed on its second scan. The histograms must be identical. A third scan, of the same documents
