@@ -65,20 +65,25 @@ def added_contents(config: dict[str, Any]) -> tuple[str, ...]:
     return tuple(sorted(contents, key=lambda s: (-len(s), s)))
 
 
+SPLIT_OUT_LIMIT = 1024  # more added tokens than this: their texts go to the reference (one regex over all of them
+# would cost every position of every text; each is verified at load)
+
+
 def split_out_contents(config: dict[str, Any]) -> tuple[str, ...]:
-    """The added tokens a count may split out of a text itself (:attr:`TokenCounter.split_out`): those matched
-    on the raw text as written (no ``lstrip``, ``rstrip`` or ``single_word``; not ``normalized``, or no normalizer
-    to apply), which Hugging Face cuts out before anything else looks at the text. Whether counting around them
-    then agrees with Hugging Face is verified at load (:func:`freqlab.tokenization.verify.split_texts`).
+    """The added tokens a count may cut a text at itself (:attr:`TokenCounter.split_out`): those Hugging Face
+    matches on the raw text in its first pass, before anything else looks at the text (``normalized`` false, no
+    ``lstrip``, ``rstrip`` or ``single_word``; a content listed twice takes its last entry's flags, as Hugging Face
+    does). Tokens matched on normalized text come in a second pass, inside what the first leaves, so a text holding
+    one goes to the reference whole. None above :data:`SPLIT_OUT_LIMIT`. Whether counting around them agrees with
+    Hugging Face is verified at load for every one (:func:`freqlab.tokenization.verify.split_texts`).
     """
-    plain = config.get("normalizer") is None
-    return tuple(
-        t["content"]
-        for t in config.get("added_tokens") or []
-        if t.get("content")
-        and not any(t.get(flag) for flag in ("lstrip", "rstrip", "single_word"))
-        and (plain or not t.get("normalized"))
+    last = {t["content"]: t for t in config.get("added_tokens") or [] if t.get("content")}
+    plain = tuple(
+        content
+        for content, t in last.items()
+        if t.get("normalized") is False and not any(t.get(flag) for flag in ("lstrip", "rstrip", "single_word"))
     )
+    return plain if len(plain) <= SPLIT_OUT_LIMIT else ()
 
 
 def compile_bytelevel_bpe(config: dict[str, Any], hf_tokenizer: Any) -> TiktokenPlan:

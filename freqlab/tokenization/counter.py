@@ -152,7 +152,8 @@ class TokenCounter:
             raise ValueError(f"backends {order} need sources; have {sorted(self._sources)}")
         self.backends: tuple[str, ...] = tuple(order)
         self.routed: tuple[str, ...] = tuple(routed)
-        self.split_out: tuple[str, ...] = tuple(s for s in split_out if s in self.routed)
+        routed_set = set(self.routed)
+        self.split_out: tuple[str, ...] = tuple(s for s in split_out if s in routed_set)
         self.fallback_reasons: dict[str, str] = dict(fallback_reasons or {})
         self.fastokens_version = fastokens_version
         self.fastokens_note = fastokens_note
@@ -453,6 +454,33 @@ def literal_search_regex(words: Iterable[str]) -> re.Pattern[str]:
     return re.compile(emit(trie) if trie else "(?!)")
 
 
+def longest_match_regex(words: Iterable[str]) -> re.Pattern[str]:
+    """A regex whose matches are ``words`` leftmost-longest, as Hugging Face matches added tokens: a trie whose
+    every branch prefers going on (``<a>``, ``<ab>`` -> ``<a(?:>|b>)``; ``ab``, ``abc`` -> ``ab(?:c)?``), so at
+    each position the regex engine tries one branch per character, however many words there are.
+
+    >>> longest_match_regex(["ab", "abc", "b"]).findall("abcab b")
+    ['abc', 'ab', 'b']
+    """
+    trie: dict = {}
+    for word in words:
+        node = trie
+        for ch in word:
+            node = node.setdefault(ch, {})
+        node[""] = {}
+
+    def emit(node: dict) -> str:
+        branches = [re.escape(ch) + emit(child) for ch, child in sorted(node.items()) if ch]
+        if not branches:
+            return ""
+        inner = branches[0] if len(branches) == 1 else "(?:" + "|".join(branches) + ")"
+        if "" not in node:
+            return inner
+        return f"(?:{inner})?"  # greedy: the longer word first, this one when no longer matches
+
+    return re.compile(emit(trie))
+
+
 class LiteralFinder:
     """Finds any of ``words`` in a text: one :func:`literal_search_regex` per first character.
 
@@ -498,10 +526,9 @@ class Engines:
         self._built: dict[str, Any] = dict(built or {})
         self._locks = {backend: threading.Lock() for backend in self._sources}  # one per backend: two build at once
         self.routed = LiteralFinder(routed) if any(routed) else None
-        # split_out: leftmost-longest, as Hugging Face matches added tokens (the longest first in the alternation)
-        out = sorted({word for word in split_out if word}, key=lambda word: (-len(word), word))
-        self.splitter = re.compile("|".join(map(re.escape, out))) if out else None
-        rest = [word for word in routed if word not in set(out)]
+        out = {word for word in split_out if word}
+        self.splitter = longest_match_regex(out) if out else None
+        rest = [word for word in routed if word not in out]
         self.referenced = LiteralFinder(rest) if any(rest) else None  # texts holding one go to the reference
         # One search over the texts joined by "\x00" finds whether any text holds a routed string, unless a
         # routed string contains "\x00" itself (then a match could span two texts).

@@ -32,7 +32,7 @@ from freqlab.tokenization.backends import (
     fastokens_version,
     is_engine_failure,
 )
-from freqlab.tokenization.counter import TiktokenPlan, TokenCounter, _first_line
+from freqlab.tokenization.counter import TiktokenPlan, TokenCounter, _first_line, longest_match_regex
 from freqlab.tokenization.sample import default_verify_texts, vocab_salad
 
 # backend -> why it is not even tried, for loads inside `skipping(...)` (load_tokenizer's skip_backends)
@@ -112,15 +112,24 @@ def fastokens_candidate(sources: dict[str, Any], refusals: dict[str, str], sourc
 
 
 def verification_texts(
-    candidate: TokenCounter, verify_texts: Sequence[str] | None, salad_tokens: Iterable[bytes] = ()
+    candidate: TokenCounter, verify_texts: Sequence[str] | None, salad_tokens: Iterable[bytes] = (), held: bool = False
 ) -> list[str]:
     """The texts every faster backend must count like the reference: ``verify_texts`` (default:
-    :func:`~freqlab.tokenization.sample.default_verify_texts`) and the vocabulary salad, without routed texts.
+    :func:`~freqlab.tokenization.sample.default_verify_texts`) and the vocabulary salad, without routed texts
+    (``held``: only those, which the split path must count like the reference).
     """
     texts = list(verify_texts) if verify_texts is not None else default_verify_texts()
     texts += vocab_salad(list(salad_tokens))  # always: derived from the tokenizer itself
-    held = set(candidate._engines.holding_routed(texts))
-    return [text for i, text in enumerate(texts) if i not in held]
+    routed = set(candidate._engines.holding_routed(texts))
+    if held:
+        return [text for i, text in enumerate(texts) if i in routed]
+    kept = [text for i, text in enumerate(texts) if i not in routed]
+    if routed:  # the text around the routed strings, so that a common one (" ") leaves the backends something to count
+        cut = longest_match_regex(candidate.routed).split
+        pieces = [piece for i in sorted(routed) for piece in cut(texts[i]) if piece]
+        still = set(candidate._engines.holding_routed(pieces))
+        kept += [piece for k, piece in enumerate(pieces) if k not in still]
+    return kept
 
 
 def verified(
@@ -176,7 +185,8 @@ def verified(
     if split_out:  # texts holding added tokens counted around them by keep[0]: only if that agrees too
         split = SPLIT_VERDICT + keep[0]
         if split not in verdicts:
-            verdicts[split] = _split_verdict(counter, split_out)
+            held = verification_texts(candidate, verify_texts, salad_tokens, held=True)
+            verdicts[split] = _split_verdict(counter, split_out, held)
         split_out = split_out if verdicts[split] is None else ()
     with _VERIFIED_LOCK:
         if key not in _VERIFIED and len(_VERIFIED) >= _REMEMBERED:
@@ -190,13 +200,12 @@ def verified(
 SPLIT_VERDICT = "split:"  # verdicts' key for the split path on a backend ("split:fastokens")
 
 
-def split_texts(words: Sequence[str], limit: int = 128) -> list[str]:
+def split_texts(words: Sequence[str]) -> list[str]:
     """Texts holding added tokens where counting around them could go wrong: alone, glued to letters, digits,
-    spaces, newlines, contractions and other scripts, two in a row, and before or after a part of one; for at most
-    ``limit`` of ``words``, spread over them in sorted order.
+    spaces, newlines, contractions and other scripts, two in a row, and before or after a part of one; for every
+    one of ``words`` (a word left out could be the one whose flags or overlaps differ).
     """
-    words = sorted(words)
-    chosen = words[:: max(1, len(words) // limit)][:limit]
+    chosen = sorted(words)
     texts = []
     for k, word in enumerate(chosen):
         other = chosen[(k + 1) % len(chosen)]
@@ -219,12 +228,13 @@ def split_texts(words: Sequence[str], limit: int = 128) -> list[str]:
     return texts
 
 
-def _split_verdict(counter: TokenCounter, words: Sequence[str]) -> str | None:
+def _split_verdict(counter: TokenCounter, words: Sequence[str], held: Sequence[str] = ()) -> str | None:
     """None when counting around ``words`` (:meth:`TokenCounter._count_split`) on ``counter``'s backend gives the
-    reference's count of every :func:`split_texts` text, else why not (those texts then go to the reference).
+    reference's count of every :func:`split_texts` text and of the verification texts ``held`` for holding a
+    routed string, else why not (texts holding them then go to the reference).
     """
     trial = TokenCounter(**{**counter._state(), "split_out": tuple(words)}, _engines=counter._engines)
-    texts = split_texts(words)
+    texts = [*split_texts(words), *held]
     try:
         expected = counter.counts_by(counter.reference, texts)
         got = trial.count(texts) - trial.special_tokens_added

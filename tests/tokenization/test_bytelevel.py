@@ -177,6 +177,48 @@ def test_an_added_token_matched_with_its_surroundings_goes_to_the_reference(gpt2
     assert counter.count(texts).tolist() == hf_counts(Tokenizer.from_file(path), texts).tolist()
 
 
+def test_a_token_matched_on_normalized_text_sends_its_texts_to_the_reference(gpt2_style, tmp_path):
+    """Hugging Face matches ``normalized`` added tokens in a second pass, inside what the raw-text tokens leave: cut
+    in one pass, ``<ab>Z`` would be ``<ab>`` + ``Z`` (2), where Hugging Face gives ``<`` ``a`` ``b>Z`` (3)."""
+    tokenizer = Tokenizer.from_file(gpt2_style[0])
+    tokenizer.add_tokens(["<ab>"])  # normalized (add_tokens' default)
+    tokenizer.add_special_tokens(["b>Z"])  # matched on the raw text
+    path = tmp_path / "two_passes.json"
+    tokenizer.save(str(path))
+    counter = load_tokenizer(str(path))
+    assert counter.split_out == (EOT, "b>Z") and "<ab>" in counter.routed
+    texts = ["<ab>Z", "x<ab>Zy", "b>Z alone", f"{EOT}<ab>{EOT}b>Z", *chat_texts("b>Z", HELD_OUT[:20])]
+    expected = hf_counts(tokenizer, texts)
+    assert expected[0] == 3 and counter.count(texts).tolist() == expected.tolist()
+
+
+def test_a_token_listed_twice_takes_its_last_entrys_flags(gpt2_style, tmp_path):
+    """As Hugging Face does: a plain entry followed by an lstrip one is matched with lstrip, so not split out."""
+
+    def twice(config):
+        config["added_tokens"].append({**config["added_tokens"][0], "id": 2500, "lstrip": True})
+
+    path = edited(gpt2_style[0], tmp_path, twice)
+    counter = load_tokenizer(path)
+    assert counter.split_out == () and counter.routed == (EOT,)
+    texts = [f"Hi  {EOT} there", *chat_texts(EOT, HELD_OUT[:10])]
+    assert counter.count(texts).tolist() == hf_counts(Tokenizer.from_file(path), texts).tolist()
+
+
+def test_more_added_tokens_than_the_limit_are_not_split_out(gpt2_style, tmp_path):
+    """One regex over thousands of tokens would cost every position of every text (and each is verified)."""
+    from freqlab.tokenization.bytelevel import SPLIT_OUT_LIMIT
+
+    tokenizer = Tokenizer.from_file(gpt2_style[0])
+    tokenizer.add_special_tokens([f"<x{k}>" for k in range(SPLIT_OUT_LIMIT)])  # with EOT: one more than the limit
+    path = tmp_path / "many.json"
+    tokenizer.save(str(path))
+    counter = load_tokenizer(str(path))
+    assert counter.split_out == () and len(counter.routed) == SPLIT_OUT_LIMIT + 1
+    texts = [f"a<x7>b{EOT}", "<x1023><x0>"]
+    assert counter.count(texts).tolist() == hf_counts(tokenizer, texts).tolist()
+
+
 def test_a_split_that_disagrees_with_the_reference_at_load_is_not_used(gpt2_style, monkeypatch):
     """Counting around the tokens is verified like any fast backend (freqlab.tokenization.verify.split_texts):
     any text counted otherwise than by the reference refuses it, and those texts go to the reference."""
@@ -402,3 +444,22 @@ def test_counter_works_in_a_spawned_worker_process(gpt2_style):
     with ProcessPoolExecutor(max_workers=1, mp_context=multiprocessing.get_context("spawn")) as pool:
         in_worker = pool.submit(counter.count, texts).result(timeout=60)
     np.testing.assert_array_equal(in_worker, counter.count(texts))
+
+
+def test_a_common_added_token_leaves_verification_the_text_around_it(gpt2_style, tmp_path):
+    """Texts holding a routed string are the reference's, so verification left them out: an added " " left the
+    fast backends almost nothing to be compared on. The text between the routed strings is verified instead."""
+    from freqlab.tokenization.sample import default_verify_texts
+    from freqlab.tokenization.verify import verification_texts
+
+    tokenizer = Tokenizer.from_file(gpt2_style[0])
+    tokenizer.add_special_tokens([" "])
+    path = tmp_path / "space.json"
+    tokenizer.save(str(path))
+    counter = load_tokenizer(str(path))
+    plain = verification_texts(counter, None)
+    held = verification_texts(counter, None, held=True)
+    assert len(held) > len(default_verify_texts()) // 2 and len(plain) > len(default_verify_texts())
+    assert not any(" " in text or EOT in text for text in plain)
+    texts = HELD_OUT[:50]
+    assert counter.count(texts).tolist() == hf_counts(tokenizer, texts).tolist()
