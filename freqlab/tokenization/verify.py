@@ -281,7 +281,9 @@ class _Comparison:
             reference = self.candidate.reference
             try:
                 self._expected = self.candidate.counts_by(reference, self.texts)
-            except Exception as exc:
+            except BaseException as exc:  # a Rust panic too (Hugging Face's "AddedVocabulary bad split")
+                if not is_engine_failure(exc):
+                    raise
                 raise FreqlabError(
                     f"{self.candidate.name}: the {reference} reference fails on sample text ({exc})"
                 ) from exc
