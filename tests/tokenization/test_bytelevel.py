@@ -463,22 +463,3 @@ def test_a_common_added_token_leaves_verification_the_text_around_it(gpt2_style,
     assert not any(" " in text or EOT in text for text in plain)
     texts = HELD_OUT[:50]
     assert counter.count(texts).tolist() == hf_counts(tokenizer, texts).tolist()
-
-
-def test_a_reference_that_panics_on_sample_text_is_a_clear_error(tmp_path):
-    """Hugging Face panics ("AddedVocabulary bad split") on some texts with a normalized NUL token under
-    BertNormalizer: one FreqlabError naming the file, not a PanicException escaping load_tokenizer."""
-    from tokenizers import AddedToken
-
-    from freqlab.errors import FreqlabError
-
-    tokenizer = Tokenizer(models.WordPiece(unk_token="[UNK]"))
-    tokenizer.normalizer = normalizers.BertNormalizer(lowercase=True)
-    tokenizer.pre_tokenizer = pre_tokenizers.BertPreTokenizer()
-    trainer = trainers.WordPieceTrainer(vocab_size=200, show_progress=False, special_tokens=["[UNK]"])
-    tokenizer.train_from_iterator(["hello world foo bar"] * 100, trainer)
-    tokenizer.add_tokens([AddedToken("\x00", normalized=True)])
-    path = tmp_path / "panics.json"
-    tokenizer.save(str(path))
-    with pytest.raises(FreqlabError, match=r"panics\.json: the hf-tokenizers reference fails on sample text"):
-        load_tokenizer(str(path))

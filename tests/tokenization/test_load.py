@@ -196,3 +196,24 @@ def test_hub_id_found_in_the_local_cache_loads_offline(small_bpe, monkeypatch, t
     counter = load_tokenizer("org/small")
     assert (counter.name, counter.spec, counter.backend) == ("org/small", "org/small", "fastokens")
     np.testing.assert_array_equal(counter.count(TEXTS[:50]), hf_counts(reference, TEXTS[:50]))
+
+
+def test_a_reference_that_panics_on_sample_text_is_a_clear_error(tmp_path):
+    """Hugging Face panics ("AddedVocabulary bad split") on some texts with a normalized NUL token under
+    BertNormalizer: one FreqlabError naming the file, not a PanicException escaping load_tokenizer."""
+    pytest.importorskip("fastokens")  # the reference counts sample text only when a faster backend is compared
+    from tokenizers import AddedToken, Tokenizer, models, normalizers, pre_tokenizers, trainers
+
+    from freqlab.errors import FreqlabError
+    from freqlab.tokenization import load_tokenizer
+
+    tokenizer = Tokenizer(models.WordPiece(unk_token="[UNK]"))
+    tokenizer.normalizer = normalizers.BertNormalizer(lowercase=True)
+    tokenizer.pre_tokenizer = pre_tokenizers.BertPreTokenizer()
+    trainer = trainers.WordPieceTrainer(vocab_size=200, show_progress=False, special_tokens=["[UNK]"])
+    tokenizer.train_from_iterator(["hello world foo bar"] * 100, trainer)
+    tokenizer.add_tokens([AddedToken("\x00", normalized=True)])
+    path = tmp_path / "panics.json"
+    tokenizer.save(str(path))
+    with pytest.raises(FreqlabError, match=r"panics\.json: the hf-tokenizers reference fails on sample text"):
+        load_tokenizer(str(path))
