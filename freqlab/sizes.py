@@ -58,8 +58,8 @@ def parse_size(value, suffixes: dict[str, int], what: str, example: str, *, mini
         raise FreqlabError(f"not a {what}: {brief(value)} (use e.g. {example})") from None
     size = number * scale
     if size.denominator != 1 or size < minimum:
-        least = {0: "non-negative", 1: "positive"}.get(minimum, f">= {minimum}")
-        raise FreqlabError(f"a {what} must be a {least} integer, got {brief(value)}")
+        least = {0: "a non-negative integer", 1: "a positive integer"}.get(minimum, f"an integer >= {minimum}")
+        raise FreqlabError(f"a {what} must be {least}, got {brief(value)}")
     return int(size)
 
 

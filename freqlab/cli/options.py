@@ -74,7 +74,12 @@ class Size(click.ParamType):
     def convert(self, value, param, ctx):
         """Parse a size with its suffix, or fail as a usage error naming the option."""
         try:
-            size = value if isinstance(value, int) and not isinstance(value, bool) else self.parse(value, minimum=0)
+            # parsed against this option's own least value: -5 and 0 get one message ("a positive integer")
+            size = (
+                value
+                if isinstance(value, int) and not isinstance(value, bool)
+                else self.parse(value, minimum=self.minimum)
+            )
         except FreqlabError as exc:
             self.fail(str(exc), param, ctx)
         if size < self.minimum or (self.maximum is not None and size > self.maximum):
@@ -431,7 +436,8 @@ tau_option = with_tau_from(
         "--tau",
         type=TAU,
         default=None,
-        help=f"Occurrence threshold (STRING Fig. 2b) {TOKENS_NOTE} [default: a schedule's own tau, else 100B].",
+        help=f"Occurrence threshold (STRING Fig. 2b) {TOKENS_NOTE} [default: 100B, or the schedule file's own tau"
+        " where a command reads one].",
     )
 )
 

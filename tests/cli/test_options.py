@@ -172,3 +172,13 @@ def test_a_one_value_option_given_twice_is_a_usage_error_not_the_last_one(hist, 
     shown = [v if option == "--regime" else str(parse_positions(v)) for v in values]
     assert message.replace(", ".join(values), ", ".join(shown)) in result.output
     assert run(*args, option, values[0]).exit_code == 0  # once is fine
+
+
+@pytest.mark.parametrize("value", ["-5", "0"])
+def test_a_length_below_one_gets_one_message(value):
+    """-5 said "must be a non-negative integer" while 0 was refused too ("'0' is not in 1..")."""
+    result = run("scan", "--L", value)
+    assert result.exit_code == 2
+    assert result.output.splitlines()[-1] == (
+        f"Error: Invalid value for '--L': a length in positions must be a positive integer, got {value!r}"
+    )
