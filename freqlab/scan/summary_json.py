@@ -18,6 +18,7 @@ corpus size the summary reports), which the summary flags.
 
 from __future__ import annotations
 
+import os
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
@@ -144,6 +145,10 @@ def format_report(summary: dict) -> str:
         ignored = f"{description.get('ignored_files', 0):,} ignored"
         if description.get("other_formats"):  # left out by --format
             ignored += f" ({_counts(description['other_formats'])} not of --format {description.get('format')})"
+        elif description.get("ignored_examples"):  # which: a file the user expected to count is seen at once
+            names = [printable(os.path.basename(path)) for path in description["ignored_examples"][:3]]
+            more = ", ..." if description.get("ignored_files", 0) > len(names) else ""
+            ignored += f": {', '.join(names)}{more}"
         passed = [f"{description.get('empty_files', 0):,} empty", ignored]
         for key, what in (
             ("duplicate_files", "duplicate"),

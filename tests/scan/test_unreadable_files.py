@@ -153,5 +153,5 @@ def test_the_report_lists_files_with_empty_and_ignored_ones(tmp_path, texts):
     pq.write_table(pa.table({"text": pa.array([], pa.string())}), tmp_path / "none.parquet")
     (tmp_path / "README.md").write_text("not data")
     result = run(tmp_path)
-    assert "files      3 files: 2 jsonl, 1 parquet (2 empty, 1 ignored)" in result.report()  # formats counted
+    assert "files      3 files: 2 jsonl, 1 parquet (2 empty, 1 ignored: README.md)" in result.report()  # named
     assert "(local, 1 worker)" in result.report()
