@@ -330,7 +330,11 @@ def find_files(
         if only is not None:
             others = ", ".join(f"{n} {fmt}" for fmt, n in sorted(found.other_formats.items()))
             raise FreqlabError(f"{', '.join(specs)}: no {only} files found" + (f" (only {others})" if others else ""))
-        raise FreqlabError(f"{', '.join(specs)}: no data files found (supported: {supported()})")
+        passed = [os.path.basename(path) for path in found.ignored[:3]]  # what was there instead
+        there = f"; passed over {len(found.ignored):,}: {', '.join(passed)}{', ...' if len(found.ignored) > 3 else ''}"
+        raise FreqlabError(
+            f"{', '.join(specs)}: no data files found (supported: {supported()}){there if passed else ''}"
+        )
     shown = " ".join(specs)
     if config is not None:
         raise FreqlabError(f"{shown}: --config {config!r} applies to Hugging Face datasets, not to local files")

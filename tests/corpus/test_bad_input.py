@@ -170,9 +170,9 @@ def test_glob_matching_nothing(tmp_path):
         open_corpus("slimpajama", data_files=str(tmp_path / "chunk*" / "*.jsonl.zst"))
 
 
-def test_folder_without_data_files(tmp_path):
+def test_folder_without_data_files_names_what_it_passed_over(tmp_path):
     (tmp_path / "README.md").write_text("x")
-    with pytest.raises(FreqlabError, match="no data files found"):
+    with pytest.raises(FreqlabError, match=r"no data files found \(supported: .*\); passed over 1: README\.md$"):
         open_corpus(str(tmp_path))
 
 
