@@ -205,6 +205,8 @@ def format_report(summary: dict) -> str:
         speed = "all shards from checkpoints"
     else:
         speed = f"{human_count(run['documents_per_second'])} docs/s, {human_count(run['tokens_per_second'])} tokens/s"
+        if run.get("resumed_shards"):  # the rates are this run's, not the whole count's
+            speed += " in the shards counted now"
     lines.append(f"time       {run['wall_seconds']:.1f} s, {speed} ({workers})")
     if run.get("engine_reason"):
         lines.append(f"           {run['engine_reason']}")

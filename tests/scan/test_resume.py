@@ -50,6 +50,7 @@ def test_a_crashed_scan_resumes_to_the_identical_histogram(tmp_path, slimpajama_
     resumed = run(slimpajama_dir, out=out, resume=True)
     assert started == ["chunk_2.jsonl"]
     assert resumed.summary["scan"]["resumed_shards"] == 2
+    assert " tokens/s in the shards counted now (" in resumed.report()  # not the whole count's rate
     assert_same_histogram(resumed.histogram, full.histogram)
     assert_same_histogram(LengthHistogram.read_parquet(out / "lengths.parquet"), full.histogram)
     assert json.loads((out / "summary.json").read_text())["documents"] == full.summary["documents"]
