@@ -553,7 +553,7 @@ def _options(sf, h, k, E, regime, a, before, threshold, T, X, b, seed) -> list[B
             continue
         fr = position_frequency(h.lengths, h.counts, L, packing, seed=seed)
         if fr[E] > 0:
-            out.append(option(f"the same mix packed as {packing}", Fraction(int(fr[E]), int(fr[0]))))
+            out.append(option(f"the same mix under --regime {packing}", Fraction(int(fr[E]), int(fr[0]))))
     return out
 
 

@@ -352,7 +352,11 @@ def test_upsample_takes_a_share_mix_and_prices_every_packing(tmp_path):
     ]
     result = CliRunner().invoke(main, args)
     assert result.exit_code == 0, result.output
-    for row in ("the same mix packed as pack", "the same mix packed as concat", "the same mix packed as best-fit"):
+    for row in (
+        "the same mix under --regime pack",
+        "the same mix under --regime concat",
+        "the same mix under --regime best-fit",
+    ):
         assert row in result.output
 
 

@@ -116,7 +116,7 @@ def test_alternatives_side_by_side():
     more = by_way["more tokens of the same mix"]
     f = position_frequency(np.array(CORPUS), np.ones(len(CORPUS), np.int64), L, "natural")
     assert more.total_tokens == tokens_needed(f, E, tau)
-    concat = by_way["the same mix packed as concat"]
+    concat = by_way["the same mix under --regime concat"]
     fc = position_frequency(np.array(CORPUS), np.ones(len(CORPUS), np.int64), L, "concat")
     assert concat.total_tokens == tokens_needed(fc, E, tau)
     for o in p.options:  # the units a user decides in
