@@ -295,6 +295,11 @@ class FileFinder:
     def _walk(self, folder: str) -> None:
         if not self.found.enter(folder):
             return
+        if is_scan_output(folder):  # its summary.json and checkpoints would be read as JSON lines, one bad line
+            raise FreqlabError(
+                f"{folder}: the output folder of a freqlab scan (lengths.parquet, summary.json, checkpoints/), not"
+                " corpus data: leave it out of the dataset's folders and patterns"
+            )
         if is_saved_dataset(folder):
             self.found.split_used |= os.path.isfile(os.path.join(folder, "dataset_dict.json"))
             for path in saved_dataset_files(folder, self.split):
@@ -311,6 +316,23 @@ class FileFinder:
         entries = [e for e in entries if not e.startswith(".")]
         for entry in entries:
             self._visit(os.path.join(folder, entry))
+
+
+def is_scan_output(folder: str) -> bool:
+    """Whether ``folder`` is where a freqlab scan wrote its outputs: its ``checkpoints/manifest.json`` is freqlab's
+    (:data:`freqlab.formats.MANIFEST_KEYS`).
+    """
+    from freqlab.formats import CHECKPOINT_MANIFEST, MANIFEST_KEYS
+
+    manifest = os.path.join(folder, "checkpoints", CHECKPOINT_MANIFEST)
+    if not os.path.isfile(manifest) or os.path.getsize(manifest) > 1 << 20:
+        return False
+    try:
+        with open(manifest, encoding="utf-8") as handle:
+            found = json.load(handle)
+    except (OSError, ValueError):
+        return False
+    return isinstance(found, dict) and set(found) == set(MANIFEST_KEYS)
 
 
 def find_files(

@@ -150,6 +150,16 @@ def test_an_output_folder_no_later_scan_reads_is_accepted(bad_dir, dataset, out)
     assert again.summary["documents"] == result.summary["documents"]
 
 
+def test_a_pattern_that_sweeps_in_an_earlier_scans_output_folder_says_so(tmp_path):
+    """``--out corp/out`` is fine for ``corp/*.jsonl``; a later ``corp/*`` walked it and failed on its manifest as a
+    JSON-lines file. It is named as what it is."""
+    write_slimpajama(tmp_path / "corp" / "a.jsonl", GOOD)
+    scan(str(tmp_path / "corp" / "*.jsonl"), out=str(tmp_path / "corp" / "out"), progress=False)
+    for dataset in ("corp/*", "corp"):
+        with pytest.raises(FreqlabError, match=r"corp/out: the output folder of a freqlab scan \(lengths\.parquet"):
+            scan(str(tmp_path / dataset), progress=False)
+
+
 def test_a_window_or_regime_given_twice_is_reported_once(bad_dir):
     result = scan(str(bad_dir), L=[4096, 4096, 2048], regimes=["natural", "natural"], on_error="skip", progress=False)
     assert [(w["L"], w["regime"]) for w in result.summary["windows"]] == [(4096, "natural"), (2048, "natural")]
