@@ -436,6 +436,7 @@ def literal_search_regex(words: Iterable[str]) -> re.Pattern[str]:
     >>> bool(literal_search_regex(["<s>", "</s>", "[INST]"]).search("a </s> b"))
     True
     """
+    words = list(words)
     trie: dict = {}
     for word in words:
         if not word:
@@ -451,7 +452,10 @@ def literal_search_regex(words: Iterable[str]) -> re.Pattern[str]:
         branches = [re.escape(ch) + emit(child) for ch, child in sorted(node.items())]
         return branches[0] if len(branches) == 1 else "(?:" + "|".join(branches) + ")"
 
-    return re.compile(emit(trie) if trie else "(?!)")
+    try:
+        return re.compile(emit(trie) if trie else "(?!)")
+    except RecursionError:  # a trie deeper than Python's and re's recursion (a token of ~500 characters)
+        return _alternation(words)
 
 
 def longest_match_regex(words: Iterable[str]) -> re.Pattern[str]:
@@ -462,6 +466,7 @@ def longest_match_regex(words: Iterable[str]) -> re.Pattern[str]:
     >>> longest_match_regex(["ab", "abc", "b"]).findall("abcab b")
     ['abc', 'ab', 'b']
     """
+    words = list(words)
     trie: dict = {}
     for word in words:
         node = trie
@@ -478,7 +483,18 @@ def longest_match_regex(words: Iterable[str]) -> re.Pattern[str]:
             return inner
         return f"(?:{inner})?"  # greedy: the longer word first, this one when no longer matches
 
-    return re.compile(emit(trie))
+    try:
+        return re.compile(emit(trie))
+    except RecursionError:  # hundreds of tokens each a prefix of the next, or one of ~500 characters
+        return _alternation(words)
+
+
+def _alternation(words: Iterable[str]) -> re.Pattern[str]:
+    """The words as one flat alternation, the longest first: leftmost-longest as the trie is (at a position the
+    first alternative that matches is the longest word there), without its nesting, but tried word by word.
+    """
+    ordered = sorted({word for word in words if word}, key=lambda word: (-len(word), word))
+    return re.compile("|".join(map(re.escape, ordered)) if ordered else "(?!)")
 
 
 class LiteralFinder:

@@ -242,10 +242,15 @@ def _split_verdict(counter: TokenCounter, words: Sequence[str], held: Sequence[s
         if not is_engine_failure(exc):
             raise
         return f"failed on sample text ({_first_line(exc)})"
+    return _first_difference(texts, expected, got, "split")
+
+
+def _first_difference(texts: Sequence[str], expected, got, who: str) -> str | None:
+    """Why ``got`` is not the reference's ``expected`` (the first text that differs), or None when it is."""
     differ = (got != expected).nonzero()[0]
     if differ.size:
         i = differ[0]
-        return f"verification: text #{i} ({texts[i][:40]!r}...) has {expected[i]} tokens, split {got[i]}"
+        return f"verification: text #{i} ({texts[i][:40]!r}...) has {expected[i]} tokens, {who} {got[i]}"
     return None
 
 
@@ -302,11 +307,7 @@ class _Comparison:
             if not is_engine_failure(exc):
                 raise
             return f"failed to load or count sample text ({_first_line(exc)})"
-        differ = (got != expected).nonzero()[0]
-        if differ.size:
-            i = differ[0]
-            return f"verification: text #{i} ({texts[i][:40]!r}...) has {expected[i]} tokens, {backend} {got[i]}"
-        return None
+        return _first_difference(texts, expected, got, backend)
 
 
 def tiktoken_counter(

@@ -46,3 +46,20 @@ def test_a_routed_string_with_a_nul_is_searched_text_by_text() -> None:
 
 def test_no_routed_strings_hold_nothing() -> None:
     assert Engines({}, ()).holding_routed(["<|eot_id|>"]) == []
+
+
+@pytest.mark.parametrize(
+    "words",
+    [["<" + "x" * k for k in range(1, 600)], ["=" * 700, "<|eot|>"]],
+    ids=["600 tokens each a prefix of the next", "a token of 700 characters"],
+)
+def test_tries_too_deep_for_the_regex_compiler_fall_back_to_a_flat_alternation(words):
+    """A trie nests one group per prefix (and Python recursion per character): past ~500 levels re.compile raises
+    RecursionError, which stopped load_tokenizer. Both finders then match the same as the trie would."""
+    from freqlab.tokenization.counter import literal_search_regex, longest_match_regex
+
+    text = f"a{words[-1]}b{words[0]}c{words[len(words) // 2]}"
+    expected = [words[-1], words[0], words[len(words) // 2]]
+    assert longest_match_regex(words).findall(text) == expected
+    assert literal_search_regex(words).search(text) is not None
+    assert literal_search_regex(words).search("a" + words[0][:-1] + "b") is None or len(words[0]) == 1
