@@ -275,12 +275,15 @@ class TokenCounter:
         out[list(where)] = totals
 
     def build_engines(self) -> None:
-        """Build now, side by side, what :meth:`count` uses: :attr:`backend` and, when added tokens send some texts
-        to it (:attr:`routed`), the reference, which would otherwise be built in the middle of a count, when the
-        first such text comes (:meth:`Engines.build`; nothing is run, so no backend starts its own threads).
+        """Build now, side by side, what :meth:`count` uses: :attr:`backend` and, when routed strings that are not
+        :attr:`split_out` send some texts to it, the reference, which would otherwise be built in the middle of a
+        count, when the first such text comes (:meth:`Engines.build`; nothing is run, so no backend starts its own
+        threads).
         """
         first = self._live_backends()[0]
-        routed = self._engines.routed is not None and first != self.reference
+        split = set(self.split_out) if first == self.backends[0] else set()
+        # texts holding added tokens that are all split out never reach the reference (it builds on a failure)
+        routed = first != self.reference and any(word not in split for word in self.routed)
         self._engines.build([first, self.reference] if routed else [first])
 
     def is_built(self, backend: str | None = None) -> bool:

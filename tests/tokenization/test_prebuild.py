@@ -226,7 +226,8 @@ def test_a_process_exiting_while_its_prebuild_still_runs_ends_at_once():
 
 def test_the_split_verdict_is_cached_and_a_prebuilt_counter_splits_like_the_drivers(cache_on, monkeypatch, tmp_path):
     """Counting around added tokens is verified once and kept in the entry: the forkserver's counter and the
-    driver's (a hit: nothing compared) split the same tokens, so they share one fingerprint and one build."""
+    driver's (a hit: nothing compared) split the same tokens, so they share one fingerprint and one build, which
+    leaves the reference out (no text needs it)."""
     from tokenizers import Tokenizer
 
     from .conftest import small_byte_level_bpe
@@ -244,6 +245,7 @@ def test_the_split_verdict_is_cached_and_a_prebuilt_counter_splits_like_the_driv
     built = prebuild(cache_entry(str(path)))
     driver = load_tokenizer(str(path))
     assert compared == [] and built.split_out == driver.split_out == ("<|eot|>",)
+    assert not built.is_built("hf-tokenizers")  # every routed string is split out: the reference is not needed
     assert built.fingerprint == driver.fingerprint and pickle.loads(pickle.dumps(driver)).is_built("fastokens")
     texts = [f"{t}<|eot|>{t}" for t in TEXTS]
     assert driver.count(texts).tolist() == expected(Tokenizer.from_file(str(path)), texts)
