@@ -10,6 +10,7 @@ from freqlab.cli.options import (  # noqa: F401  (echo_json, json_option, tokens
     SEED,
     TOKENS,
     TOKENS_NOTE,
+    HistogramPath,
     HomePath,
     echo_json,
     hist_option,
@@ -40,7 +41,7 @@ from freqlab.resources import require_memory
 
 
 @click.command("freq")
-@click.argument("hist", type=HomePath(dir_okay=False))
+@click.argument("hist", type=HistogramPath())
 @window_option(multiple=True, default=(2048,))
 @regime_option(multiple=True)
 @tokens_option
@@ -145,7 +146,7 @@ COUNT_KEYS = ("documents_read", "documents", "empty_documents", "skipped", "toke
 
 
 @click.command("stats")
-@click.argument("hist", type=HomePath(dir_okay=False))
+@click.argument("hist", type=HistogramPath())
 @window_option(default=2048)
 @regime_option(
     multiple=True,

@@ -61,6 +61,31 @@ class HomePath(click.Path):
         return super().convert(value, param, ctx)
 
 
+class HistogramPath(HomePath):
+    """A length histogram's Parquet file, or the output folder of ``freqlab scan`` holding one (its
+    ``lengths.parquet``): ``freqlab freq OUT`` after ``freqlab scan --out OUT``.
+    """
+
+    def __init__(self) -> None:
+        super().__init__(dir_okay=False)
+
+    def convert(self, value, param, ctx):
+        """The histogram file: ``value``, or ``value/lengths.parquet`` when ``value`` is a folder holding one."""
+        if isinstance(value, str) and value and value != "-":
+            try:
+                folder = expand_home(value)
+            except FreqlabError:
+                folder = None  # HomePath's own conversion says why
+            if folder is not None and os.path.isfile(os.path.join(folder, HISTOGRAM_FILE)):
+                value = os.path.join(folder, HISTOGRAM_FILE)
+            elif folder is not None and os.path.isdir(folder):
+                self.fail(f"{value!r} is a folder without {HISTOGRAM_FILE} (give a histogram or a scan's --out)")
+        return super().convert(value, param, ctx)
+
+
+HISTOGRAM_FILE = "lengths.parquet"  # what `freqlab scan --out` writes (freqlab.scan.output)
+
+
 class Size(click.ParamType):
     """A size in the syntax of :mod:`freqlab.sizes` (``2K``, ``128K``, ``1T``); ``parse`` says the base."""
 
@@ -453,8 +478,8 @@ def hist_option(help: str = "Length histogram (Parquet from `freqlab scan`).", *
     alias (:func:`renamed_option`).
     """
     if old_name is not None:
-        return renamed_option("--hist", old_name, "hist", type=HomePath(dir_okay=False), help=help)
-    return click.option("--hist", type=HomePath(dir_okay=False), default=None, help=help)
+        return renamed_option("--hist", old_name, "hist", type=HistogramPath(), help=help)
+    return click.option("--hist", type=HistogramPath(), default=None, help=help)
 
 
 def layout_option(

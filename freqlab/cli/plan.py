@@ -13,6 +13,7 @@ from freqlab.cli.options import (
     POSITIONS_NOTE,
     ROPE_BASE,
     FiniteFloat,
+    HistogramPath,
     HomePath,
     echo_json,
     json_option,
@@ -311,7 +312,7 @@ def rope_command(
 @schedule_option
 @click.option(
     "--long-hist",
-    type=HomePath(dir_okay=False),
+    type=HistogramPath(),
     default=None,
     help="Histogram of documents to add in their own proportions [default: the corpus's best, ranked].",
 )

@@ -14,6 +14,7 @@ from freqlab.cli.options import (
     POSITIONS_NOTE,
     TOKENS,
     TOKENS_NOTE,
+    HistogramPath,
     HomePath,
     echo_json,
     hist_option,
@@ -150,7 +151,7 @@ def _histogram(path, regimes, weights):
 #: the most bars a length panel draws (one patch each; more than a figure's width in pixels)
 MAX_BINS = 4096
 
-hist_argument = click.argument("hist", type=HomePath(dir_okay=False))
+hist_argument = click.argument("hist", type=HistogramPath())
 one_regime_option = regime_option()
 #: peak bytes per position of L of a figure drawn over positions (measured at L = 2^22: 72-80 for frequency,
 #: windows and effective-length, 112 for scan's figures, 144 for sources with 2 sources; 110 for string-usage at 2^22)

@@ -32,6 +32,23 @@ def test_freq_prints_the_paper_style_line(hist):
     assert "L=2048 natural: 75.0% of position mass at i ≤ 1024, 6.3% at i ≥ 1536" in result.output
 
 
+@pytest.mark.parametrize(
+    "command", [["freq"], ["stats"], ["plot", "frequency"], ["plan", "string", "--L", "2K", "--hist"]]
+)
+def test_a_scans_output_folder_stands_for_its_histogram(hist, tmp_path, command):
+    """``freqlab scan --out OUT`` then ``freqlab freq OUT``: the folder's lengths.parquet (it said "is a
+    directory"); a folder without one says what to give."""
+    extra = ["--out", tmp_path / "figure.png"] if command[0] == "plot" else []
+    by_file, by_folder = run(*command, hist, *extra), run(*command, tmp_path, *extra)
+    assert by_file.exit_code == by_folder.exit_code == 0, by_folder.output
+    assert by_folder.output == by_file.output
+    (tmp_path / "empty").mkdir()
+    refused = run(*command, tmp_path / "empty", *extra)
+    assert refused.exit_code == 2 and "is a folder without lengths.parquet (give a histogram or a scan's --out)" in (
+        refused.output
+    )
+
+
 def test_freq_json_and_parquet_output(hist, tmp_path):
     out = tmp_path / "freq.parquet"
     result = run("freq", hist, "--L", 1024, "--L", 2048, "--regime", "concat", "--tokens", "1T", "--json", "--out", out)
