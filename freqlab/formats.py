@@ -126,3 +126,12 @@ FINGERPRINT_KEYS = (
     "special_tokens_counted", "sample_rate", "seed", "max_docs", "max_tokens",
 )  # fmt: skip
 FINGERPRINT_OPTIONAL_KEYS = ("read_options",)  # only when set
+
+
+def fingerprint_hash(fingerprint: dict) -> str:
+    """A short hash of a scan's fingerprint (canonical JSON): the ``hash`` of a checkpoint manifest."""
+    import hashlib
+    import json
+
+    text = json.dumps(fingerprint, sort_keys=True, default=str)
+    return hashlib.blake2b(text.encode("utf-8", "backslashreplace"), digest_size=16).hexdigest()

@@ -306,8 +306,12 @@ class LengthHistogram(Displayed):
 
     @classmethod
     def read_parquet(cls, path: str | Path) -> LengthHistogram:
-        """Load a histogram written by :meth:`to_parquet`; anything else is a clear FreqlabError."""
+        """Load a histogram written by :meth:`to_parquet` (or the ``lengths.parquet`` of a scan's output folder,
+        ``path`` being that folder); anything else is a clear FreqlabError.
+        """
         path = Path(expand_home(path))
+        if path.is_dir() and (path / "lengths.parquet").is_file():  # freqlab.scan.output writes it there
+            path = path / "lengths.parquet"
         if not path.is_file():
             raise FreqlabError(f"{path}: no such histogram file")
         try:

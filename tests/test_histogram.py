@@ -247,3 +247,14 @@ def test_parquet_paths_read_and_written_alike(tmp_path, monkeypatch):
     for empty in ("", b""):
         with pytest.raises(FreqlabError, match=r"^an empty path names no file or folder$"):
             h.to_parquet(empty)
+
+
+def test_a_scans_output_folder_reads_as_its_histogram(tmp_path):
+    """Schedules and calibration files name histograms too: a scan's --out folder stands for its lengths.parquet."""
+    h = LengthHistogram.from_counts([10, 20], [3, 4])
+    h.to_parquet(tmp_path / "out" / "lengths.parquet")
+    back = LengthHistogram.read_parquet(tmp_path / "out")
+    assert (back.lengths.tolist(), back.counts.tolist()) == ([10, 20], [3, 4])
+    (tmp_path / "empty").mkdir()
+    with pytest.raises(FreqlabError, match="empty: no such histogram file"):
+        LengthHistogram.read_parquet(tmp_path / "empty")

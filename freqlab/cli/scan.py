@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import sys
+import time
 from pathlib import Path
 
 import click
@@ -25,7 +26,7 @@ from freqlab.cli.options import (
     window_option,
 )
 from freqlab.errors import FreqlabError, exit_status, interrupt_of
-from freqlab.paths import shown
+from freqlab.paths import printable, shown
 from freqlab.scan import (
     DEFAULT_BATCH_SIZE,
     DEFAULT_OUT,
@@ -328,17 +329,18 @@ def scan_command(
     # this process is the command's own: each tokenizer call on one thread (the scan's threads and workers are the
     # parallelism; see freqlab.scan.driver), unless the environment already says otherwise
     single_threaded(1)
+    started = time.time()
     try:
         result = scan_from_settings(settings, run, report)
     except (KeyboardInterrupt, SystemError) as error:
         interrupt = interrupt_of(error)
         if interrupt is None:
             raise
-        saved = Path(out) / "checkpoints"
-        if any(saved.glob("*.parquet")):
-            said = (
-                f"finished shards are checkpointed in {out}/checkpoints; run the same command with --resume to continue"
-            )
+        # this scan's own checkpoints (an earlier scan's, not yet cleared when the interrupt came, resume nothing)
+        saved = [p for p in (Path(out) / "checkpoints").glob("*.parquet") if resume or p.stat().st_mtime >= started]
+        if saved:
+            where = printable(f"{out}/checkpoints")
+            said = f"finished shards are checkpointed in {where}; run the same command with --resume to continue"
         else:  # a promise of checkpoints would send the user to a --resume that resumes nothing
             said = "no shard had finished, so nothing is checkpointed; run the same command to start again"
         click.echo(f"\ninterrupted: {said}", err=True)

@@ -320,9 +320,9 @@ class FileFinder:
 
 def is_scan_output(folder: str) -> bool:
     """Whether ``folder`` is where a freqlab scan wrote its outputs: its ``checkpoints/manifest.json`` is freqlab's
-    (:data:`freqlab.formats.MANIFEST_KEYS`).
+    (:data:`freqlab.formats.MANIFEST_KEYS`, the fingerprint and its :func:`~freqlab.formats.fingerprint_hash`).
     """
-    from freqlab.formats import CHECKPOINT_MANIFEST, MANIFEST_KEYS
+    from freqlab.formats import CHECKPOINT_MANIFEST, MANIFEST_KEYS, fingerprint_hash
 
     manifest = os.path.join(folder, "checkpoints", CHECKPOINT_MANIFEST)
     if not os.path.isfile(manifest) or os.path.getsize(manifest) > 1 << 20:
@@ -332,7 +332,9 @@ def is_scan_output(folder: str) -> bool:
             found = json.load(handle)
     except (OSError, ValueError):
         return False
-    return isinstance(found, dict) and set(found) == set(MANIFEST_KEYS)
+    if not isinstance(found, dict) or set(found) != set(MANIFEST_KEYS) or not isinstance(found["fingerprint"], dict):
+        return False
+    return found["hash"] == fingerprint_hash(found["fingerprint"])
 
 
 def find_files(

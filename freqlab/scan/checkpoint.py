@@ -38,7 +38,7 @@ from freqlab.files import TEMPORARY, parquet_metadata, read_parquet, resolved_ou
 from freqlab.formats import CHECKPOINT_FORMAT as FORMAT  # kept for import compatibility (and used here)
 from freqlab.formats import CHECKPOINT_MANIFEST as MANIFEST  # kept for import compatibility (and used here)
 from freqlab.formats import CHECKPOINT_VERSION as VERSION  # kept for import compatibility (and used here)
-from freqlab.formats import MANIFEST_KEYS, METADATA_KEY
+from freqlab.formats import MANIFEST_KEYS, METADATA_KEY, fingerprint_hash
 from freqlab.scan.counts import DocumentLog, LengthCounts, ShardCount
 
 if TYPE_CHECKING:
@@ -56,12 +56,6 @@ def safe_name(shard_id: str) -> str:
     readable = re.sub(r"[^A-Za-z0-9._-]+", "_", shard_id).strip("._")[-80:]
     digest = hashlib.blake2b(shard_id.encode("utf-8", "backslashreplace"), digest_size=8).hexdigest()
     return f"{readable}-{digest}"
-
-
-def fingerprint_hash(fingerprint: dict) -> str:
-    """A short hash of a fingerprint (canonical JSON)."""
-    text = json.dumps(fingerprint, sort_keys=True, default=str)
-    return hashlib.blake2b(text.encode("utf-8", "backslashreplace"), digest_size=16).hexdigest()
 
 
 class OutputLock:

@@ -373,3 +373,38 @@ def test_an_output_folder_given_with_a_tilde_is_in_the_home_folder(tmp_path, cor
     written = tmp_path / "home" / "runs" / "x"
     assert (written / "lengths.parquet").is_file() and list((written / "figures").glob("*.png"))  # figures too
     assert not (tmp_path / "~").exists()
+
+
+@pytest.mark.parametrize("this_scan_saved", [False, True])
+def test_an_interrupt_promises_resume_only_for_this_scans_own_checkpoints(tmp_path, monkeypatch, this_scan_saved):
+    """An earlier scan's checkpoints, not yet cleared when Ctrl-C came, resume nothing: the message said they did.
+    The folder is shown escaped, as every path in a report."""
+    import os
+    import time
+
+    import freqlab.cli.scan as scan_cli
+
+    out = tmp_path / "o\nut"
+    (out / "checkpoints").mkdir(parents=True)
+    old = out / "checkpoints" / "earlier.parquet"
+    old.write_bytes(b"an earlier scan's")
+    os.utime(old, (time.time() - 3600, time.time() - 3600))
+
+    def interrupted(*args, **kwargs):
+        if this_scan_saved:
+            (out / "checkpoints" / "now.parquet").write_bytes(b"this scan's")
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(scan_cli, "scan_from_settings", interrupted)
+    result = CliRunner().invoke(main, ["scan", "--out", str(out)])
+    assert result.exit_code == 130
+    said = result.output.strip().splitlines()[-1]
+    if this_scan_saved:
+        where = f"{tmp_path}/o\\nut/checkpoints"
+        resume = "run the same command with --resume to continue"
+        assert said == f"interrupted: finished shards are checkpointed in {where}; {resume}"
+    else:
+        assert (
+            said
+            == "interrupted: no shard had finished, so nothing is checkpointed; run the same command to start again"
+        )

@@ -160,6 +160,15 @@ def test_a_pattern_that_sweeps_in_an_earlier_scans_output_folder_says_so(tmp_pat
             scan(str(tmp_path / dataset), progress=False)
 
 
+def test_a_folder_with_a_manifest_of_its_own_is_data_not_a_scans_output(tmp_path):
+    """Only freqlab's manifest (the fingerprint and its hash) marks a scan's output folder."""
+    write_slimpajama(tmp_path / "corp" / "a.jsonl", GOOD)
+    (tmp_path / "corp" / "checkpoints").mkdir()
+    (tmp_path / "corp" / "checkpoints" / "manifest.json").write_text('{"fingerprint": {"a": 1}, "hash": "abc"}')
+    with pytest.raises(FreqlabError, match=r"checkpoints/manifest\.json:1: missing-text-field"):  # read as data
+        scan(str(tmp_path / "corp"), progress=False)
+
+
 def test_a_window_or_regime_given_twice_is_reported_once(bad_dir):
     result = scan(str(bad_dir), L=[4096, 4096, 2048], regimes=["natural", "natural"], on_error="skip", progress=False)
     assert [(w["L"], w["regime"]) for w in result.summary["windows"]] == [(4096, "natural"), (2048, "natural")]
