@@ -155,6 +155,17 @@ def listed(items: Sequence[str], limit: int = 6) -> str:
     return shown + (f" (+{len(items) - limit} more)" if len(items) > limit else "")
 
 
+def first_few(items: Sequence[str], limit: int = 3, total: int | None = None) -> str:
+    """'a, b, c, ...': at most ``limit`` items, then '...' when there are more (``total`` in all, where ``items``
+    are only examples): for a line that says how many elsewhere (:func:`listed` says it itself).
+
+    >>> first_few(["a", "b", "c", "d"]), first_few(["a"], total=1)
+    ('a, b, c, ...', 'a')
+    """
+    total = len(items) if total is None else total
+    return ", ".join(items[:limit]) + (", ..." if total > limit else "")
+
+
 # --- inline SVG -----------------------------------------------------------------------------------------------
 
 

@@ -135,3 +135,13 @@ def fingerprint_hash(fingerprint: dict) -> str:
 
     text = json.dumps(fingerprint, sort_keys=True, default=str)
     return hashlib.blake2b(text.encode("utf-8", "backslashreplace"), digest_size=16).hexdigest()
+
+
+def manifest_fingerprint(data: object) -> dict:
+    """The fingerprint a checkpoint manifest's parsed JSON holds; KeyError, TypeError or ValueError when ``data`` is
+    no freqlab manifest (no fingerprint, or a ``hash`` that is not the fingerprint's :func:`fingerprint_hash`).
+    """
+    fingerprint = data["fingerprint"]
+    if not isinstance(fingerprint, dict) or data.get("hash") != fingerprint_hash(fingerprint):
+        raise ValueError("hash mismatch")
+    return fingerprint

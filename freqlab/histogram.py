@@ -34,9 +34,13 @@ from freqlab.display import (
 )
 from freqlab.errors import FreqlabError, brief
 from freqlab.files import read_parquet, write_parquet
+from freqlab.formats import (  # UNLABELLED_SOURCE: kept for import compatibility
+    LENGTHS_FILE,
+    METADATA_KEY,
+    UNLABELLED_SOURCE,
+)
 from freqlab.formats import LENGTHS_FORMAT as FORMAT  # kept for import compatibility (and used here)
 from freqlab.formats import LENGTHS_VERSION as FORMAT_VERSION  # kept for import compatibility (and used here)
-from freqlab.formats import METADATA_KEY, UNLABELLED_SOURCE  # UNLABELLED_SOURCE: kept for import compatibility
 from freqlab.paths import expand_home, printable
 from freqlab.sizes import DEFAULT_TAU, position_label
 
@@ -46,6 +50,15 @@ if TYPE_CHECKING:  # type-only: the layer above, never imported here at run time
     from freqlab.frequency.result import PositionFrequency
 
 _DENSE_LIMIT = 1 << 27  # above this maximum length, build with np.unique instead of np.bincount
+
+
+def histogram_file(path: str | Path) -> Path:
+    """``path`` (``~`` expanded), or the :data:`~freqlab.formats.LENGTHS_FILE` in it when ``path`` is the output
+    folder of a scan that wrote one: ``freqlab freq OUT`` after ``freqlab scan --out OUT``.
+    """
+    path = Path(expand_home(path))
+    inside = path / LENGTHS_FILE
+    return inside if path.is_dir() and inside.is_file() else path
 
 
 @dataclass(frozen=True, eq=False, repr=False)
@@ -309,9 +322,7 @@ class LengthHistogram(Displayed):
         """Load a histogram written by :meth:`to_parquet` (or the ``lengths.parquet`` of a scan's output folder,
         ``path`` being that folder); anything else is a clear FreqlabError.
         """
-        path = Path(expand_home(path))
-        if path.is_dir() and (path / "lengths.parquet").is_file():  # freqlab.scan.output writes it there
-            path = path / "lengths.parquet"
+        path = histogram_file(path)
         if not path.is_file():
             raise FreqlabError(f"{path}: no such histogram file")
         try:

@@ -63,6 +63,16 @@ def printable(text: str) -> str:
     return text if text.isprintable() else "".join(c if c.isprintable() else _escaped(c) for c in text)
 
 
+def printable_lines(lines: list[str]) -> str:
+    r"""A report's ``lines`` joined, each line (and each line a multi-line entry holds) made :func:`printable`: what
+    was not escaped where it was put in is escaped here, while a report's own line breaks stay line breaks.
+
+    >>> printable_lines(["a\x1b", "b\nc"])
+    'a\\x1b\nb\nc'
+    """
+    return "\n".join(printable(part) for line in lines for part in line.split("\n"))
+
+
 _NAMED = {"\n": r"\n", "\r": r"\r", "\t": r"\t"}
 
 

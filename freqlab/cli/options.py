@@ -15,16 +15,20 @@ K = 1024 (``--L 2K`` is 2048, ``--extend-to 128K`` is 131072); tokens and other 
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import json
 import math
 import os
+from pathlib import Path
 
 import click
 
 from freqlab.errors import FreqlabError
+from freqlab.formats import LENGTHS_FILE
 from freqlab.frequency.mixture import PRESETS, Mixture
 from freqlab.frequency.regimes import REGIMES
+from freqlab.histogram import histogram_file
 from freqlab.paths import expand_home
 from freqlab.sizes import (
     DEFAULT_TAU,
@@ -62,8 +66,8 @@ class HomePath(click.Path):
 
 
 class HistogramPath(HomePath):
-    """A length histogram's Parquet file, or the output folder of ``freqlab scan`` holding one (its
-    ``lengths.parquet``): ``freqlab freq OUT`` after ``freqlab scan --out OUT``.
+    """A length histogram's Parquet file, or the output folder of ``freqlab scan`` holding one
+    (:func:`freqlab.histogram.histogram_file`): ``freqlab freq OUT`` after ``freqlab scan --out OUT``.
     """
 
     def __init__(self) -> None:
@@ -72,18 +76,13 @@ class HistogramPath(HomePath):
     def convert(self, value, param, ctx):
         """The histogram file: ``value``, or ``value/lengths.parquet`` when ``value`` is a folder holding one."""
         if isinstance(value, str) and value and value != "-":
-            try:
-                folder = expand_home(value)
-            except FreqlabError:
-                folder = None  # HomePath's own conversion says why
-            if folder is not None and os.path.isfile(os.path.join(folder, HISTOGRAM_FILE)):
-                value = os.path.join(folder, HISTOGRAM_FILE)
-            elif folder is not None and os.path.isdir(folder):
-                self.fail(f"{value!r} is a folder without {HISTOGRAM_FILE} (give a histogram or a scan's --out)")
+            with contextlib.suppress(FreqlabError):  # HomePath's own conversion says why
+                found = histogram_file(value)
+                if found.is_dir():
+                    self.fail(f"{value!r} is a folder without {LENGTHS_FILE} (give a histogram or a scan's --out)")
+                if found != Path(expand_home(value)):
+                    value = os.fspath(found)
         return super().convert(value, param, ctx)
-
-
-HISTOGRAM_FILE = "lengths.parquet"  # what `freqlab scan --out` writes (freqlab.scan.output)
 
 
 class Size(click.ParamType):

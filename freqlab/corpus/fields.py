@@ -30,9 +30,9 @@ from freqlab.corpus.base import (
     NON_STRING_TEXT,
     NULL_TEXT,
 )
+from freqlab.display import first_few
 
-_MISSING = object()
-MISSING_FIELD = _MISSING  # what :func:`lookup` returns for a path a record lacks
+MISSING_FIELD = object()  # what :func:`lookup` returns for a path a record lacks
 # What an extractor with ``exact_numbers=False`` returns for a record whose source label is a number: the caller's
 # parser may have rounded it (orjson reads integers past 64 bits as floats), so the record must be parsed again.
 REPARSE = "reparse"
@@ -63,11 +63,11 @@ def field_paths(record: Mapping[str, Any], limit: int = 12) -> str:
                 paths.append(f"{prefix}{key}")
 
     walk(record, "")
-    return ", ".join(paths[:limit]) + (", ..." if len(paths) > limit else "") if paths else "none"
+    return first_few(paths, limit) if paths else "none"
 
 
 def lookup(record: Any, path: str) -> Any:
-    """The value at dotted ``path`` in ``record``, or the ``_MISSING`` sentinel. A literal dotted key wins."""
+    """The value at dotted ``path`` in ``record``, or the :data:`MISSING_FIELD` sentinel. A literal dotted key wins."""
     if isinstance(record, Mapping) and path in record:
         return record[path]
     value = record
@@ -77,9 +77,9 @@ def lookup(record: Any, path: str) -> Any:
             try:
                 value = json.loads(value)
             except ValueError:
-                return _MISSING
+                return MISSING_FIELD
         if not isinstance(value, Mapping) or key not in value:
-            return _MISSING
+            return MISSING_FIELD
         value = value[key]
     return value
 
@@ -154,13 +154,13 @@ class Fields:
         nested_text = "." in text_key  # a dotted path may go through a JSON string, whose escapes can be lone
 
         def text_of(record: Mapping[str, Any]) -> Any:
-            value = record.get(text_key, _MISSING)
-            return lookup(record, text_key) if value is _MISSING and "." in text_key else value
+            value = record.get(text_key, MISSING_FIELD)
+            return lookup(record, text_key) if value is MISSING_FIELD and "." in text_key else value
 
         def extract(record: Mapping[str, Any]) -> Extracted:
             text = text_of(record)
             if text.__class__ is not str:
-                if text is _MISSING:
+                if text is MISSING_FIELD:
                     return None, None, MISSING_TEXT_FIELD
                 if text is None:
                     return None, None, NULL_TEXT
@@ -174,7 +174,7 @@ class Fields:
             if source.__class__ is str:
                 # a label is written to Parquet and JSON: a lone surrogate cannot be (labels are short: cheap)
                 return (None, None, BAD_SOURCE) if has_lone_surrogate(source) else (text, source, None)
-            if source is _MISSING or source is None:
+            if source is MISSING_FIELD or source is None:
                 return text, MISSING_SOURCE, None
             if isinstance(source, (bool, int, float)):
                 return (text, str(source), None) if exact_numbers or source.__class__ is bool else (None, None, REPARSE)

@@ -26,6 +26,7 @@ from typing import Any
 
 from freqlab.corpus.base import FileChanged  # defined in base (Shard.reading catches it); kept importable here
 from freqlab.corpus.registry import supported
+from freqlab.display import first_few
 from freqlab.errors import FreqlabError
 from freqlab.paths import expand_home
 
@@ -320,21 +321,21 @@ class FileFinder:
 
 def is_scan_output(folder: str) -> bool:
     """Whether ``folder`` is where a freqlab scan wrote its outputs: its ``checkpoints/manifest.json`` is freqlab's
-    (:data:`freqlab.formats.MANIFEST_KEYS`, the fingerprint and its :func:`~freqlab.formats.fingerprint_hash`).
+    (the keys :data:`~freqlab.formats.MANIFEST_KEYS`, a fingerprint and its hash:
+    :func:`~freqlab.formats.manifest_fingerprint`).
     """
-    from freqlab.formats import CHECKPOINT_MANIFEST, MANIFEST_KEYS, fingerprint_hash
+    from freqlab.formats import CHECKPOINT_MANIFEST, CHECKPOINTS_DIR, MANIFEST_KEYS, manifest_fingerprint
 
-    manifest = os.path.join(folder, "checkpoints", CHECKPOINT_MANIFEST)
+    manifest = os.path.join(folder, CHECKPOINTS_DIR, CHECKPOINT_MANIFEST)
     if not os.path.isfile(manifest) or os.path.getsize(manifest) > 1 << 20:
         return False
     try:
         with open(manifest, encoding="utf-8") as handle:
             found = json.load(handle)
-    except (OSError, ValueError):
+        manifest_fingerprint(found)
+    except (OSError, ValueError, KeyError, TypeError):
         return False
-    if not isinstance(found, dict) or set(found) != set(MANIFEST_KEYS) or not isinstance(found["fingerprint"], dict):
-        return False
-    return found["hash"] == fingerprint_hash(found["fingerprint"])
+    return set(found) == set(MANIFEST_KEYS)
 
 
 def find_files(
@@ -355,10 +356,8 @@ def find_files(
             others = ", ".join(f"{n} {fmt}" for fmt, n in sorted(found.other_formats.items()))
             raise FreqlabError(f"{', '.join(specs)}: no {only} files found" + (f" (only {others})" if others else ""))
         passed = [os.path.basename(path) for path in found.ignored[:3]]  # what was there instead
-        there = f"; passed over {len(found.ignored):,}: {', '.join(passed)}{', ...' if len(found.ignored) > 3 else ''}"
-        raise FreqlabError(
-            f"{', '.join(specs)}: no data files found (supported: {supported()}){there if passed else ''}"
-        )
+        there = f"; passed over {len(found.ignored):,}: {first_few(passed, total=len(found.ignored))}" if passed else ""
+        raise FreqlabError(f"{', '.join(specs)}: no data files found (supported: {supported()}){there}")
     shown = " ".join(specs)
     if config is not None:
         raise FreqlabError(f"{shown}: --config {config!r} applies to Hugging Face datasets, not to local files")

@@ -492,7 +492,7 @@ class ScheduleFrequency:
         length alone and after it, the totals per layer kind, F at a few positions, the reach table, the notes.
         """
         from freqlab.display import percent
-        from freqlab.paths import printable
+        from freqlab.paths import printable, printable_lines
         from freqlab.sizes import human_count
 
         data = self.to_dict(tau, name=name)
@@ -549,7 +549,7 @@ class ScheduleFrequency:
                 )
                 lines.append(f"  {row['stage']:<16} {row['kind']:<10} {shares}")
         lines += [f"note: {note}" for note in data["notes"]]
-        return "\n".join(printable(part) for line in lines for part in line.split("\n"))
+        return printable_lines(lines)
 
 
 def stage_frequency(stage: Stage, h, *, seed: int = 0) -> tuple[np.ndarray, dict]:

@@ -38,7 +38,7 @@ from freqlab.files import TEMPORARY, parquet_metadata, read_parquet, resolved_ou
 from freqlab.formats import CHECKPOINT_FORMAT as FORMAT  # kept for import compatibility (and used here)
 from freqlab.formats import CHECKPOINT_MANIFEST as MANIFEST  # kept for import compatibility (and used here)
 from freqlab.formats import CHECKPOINT_VERSION as VERSION  # kept for import compatibility (and used here)
-from freqlab.formats import MANIFEST_KEYS, METADATA_KEY, fingerprint_hash
+from freqlab.formats import MANIFEST_KEYS, METADATA_KEY, fingerprint_hash, manifest_fingerprint
 from freqlab.scan.counts import DocumentLog, LengthCounts, ShardCount
 
 if TYPE_CHECKING:
@@ -178,11 +178,7 @@ class CheckpointStore:
 
     def _read_manifest(self, manifest: Path) -> dict:
         try:
-            data = json.loads(manifest.read_bytes())
-            fingerprint = data["fingerprint"]
-            if not isinstance(fingerprint, dict) or data.get("hash") != fingerprint_hash(fingerprint):
-                raise ValueError("hash mismatch")
-            return fingerprint
+            return manifest_fingerprint(json.loads(manifest.read_bytes()))
         except (OSError, ValueError, KeyError, TypeError) as exc:
             raise FreqlabError(
                 f"{manifest}: not a readable checkpoint manifest ({type(exc).__name__}); "

@@ -22,13 +22,13 @@ import os
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
-from freqlab.display import Display, clip, listed, percent
+from freqlab.display import Display, clip, first_few, listed, percent
 from freqlab.frequency.budget import Budget, training_budget
 from freqlab.frequency.regime_table import describe, human_count, regime_rows
 from freqlab.frequency.regimes import check_window
 from freqlab.frequency.stats import DEFAULT_TAU
 from freqlab.histogram import UNLABELLED_SOURCE, LengthHistogram, histogram_display
-from freqlab.paths import printable
+from freqlab.paths import printable, printable_lines
 from freqlab.scan.settings import DEFAULT_L, DEFAULT_REGIMES
 from freqlab.scan.uncertainty import add_intervals, describe_interval
 
@@ -146,9 +146,8 @@ def format_report(summary: dict) -> str:
         if description.get("other_formats"):  # left out by --format
             ignored += f" ({_counts(description['other_formats'])} not of --format {description.get('format')})"
         elif description.get("ignored_examples"):  # which: a file the user expected to count is seen at once
-            names = [printable(os.path.basename(path)) for path in description["ignored_examples"][:3]]
-            more = ", ..." if description.get("ignored_files", 0) > len(names) else ""
-            ignored += f": {', '.join(names)}{more}"
+            names = [printable(os.path.basename(path)) for path in description["ignored_examples"]]
+            ignored += f": {first_few(names, total=description.get('ignored_files', 0))}"
         passed = [f"{description.get('empty_files', 0):,} empty", ignored]
         for key, what in (
             ("duplicate_files", "duplicate"),
@@ -182,8 +181,7 @@ def format_report(summary: dict) -> str:
         blank = docs["blank_lines"]
         lines.append(f"           {blank:,} blank line{'s' if blank != 1 else ''} passed over (not records)")
     if docs.get("unreadable_files"):
-        shown = ", ".join(map(printable, docs["unreadable_files"][:3]))
-        shown += ", ..." if len(docs["unreadable_files"]) > 3 else ""
+        shown = first_few([printable(name) for name in docs["unreadable_files"]])
         # the documents read before the failure are counted; the rest of the file is the one skip said above
         lines.append(f"           files that failed while read (counted up to the failure, one skip each): {shown}")
     lengths = summary["lengths"]
@@ -254,7 +252,7 @@ def format_report(summary: dict) -> str:
         lines.append("wrote      " + ", ".join(printable(path) for path in outputs.values()))
     # names and labels come from the data and the command line: a terminal shows them, not obeys them (each is
     # escaped where it is put in, a newline included; a line of the report may hold several, as the windows' do)
-    return "\n".join(printable(part) for line in lines for part in line.split("\n"))
+    return printable_lines(lines)
 
 
 def estimate_corpus_tokens(tokens: int, documents: int, read: int) -> int:

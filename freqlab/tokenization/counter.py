@@ -236,9 +236,7 @@ class TokenCounter:
         backends = self._live_backends()
         held = self._engines.holding_routed(texts)
         if held:
-            # split only on the backend the split was verified with (a process without fastokens routes them)
-            verified = self.split_out and backends[0] == self.backends[0] != self.reference
-            split = self._engines.splittable(texts, held) if verified else []
+            split = self._engines.splittable(texts, held) if self._splits_on(backends[0]) else []
             if split:
                 self._count_split([texts[i] for i in split], split, out, backends)
             for i in sorted(set(held) - set(split)):
@@ -281,10 +279,16 @@ class TokenCounter:
         threads).
         """
         first = self._live_backends()[0]
-        split = set(self.split_out) if first == self.backends[0] else set()
+        split = set(self.split_out) if self._splits_on(first) else set()
         # texts holding added tokens that are all split out never reach the reference (it builds on a failure)
         routed = first != self.reference and any(word not in split for word in self.routed)
         self._engines.build([first, self.reference] if routed else [first])
+
+    def _splits_on(self, first: str) -> bool:
+        """Whether texts are cut at :attr:`split_out` when ``first`` counts: only on the backend the split was
+        verified with (a process without fastokens sends those texts to the reference).
+        """
+        return bool(self.split_out) and first == self.backends[0] != self.reference
 
     def is_built(self, backend: str | None = None) -> bool:
         """Whether ``backend`` (default: :attr:`backend`) is built in this process already: counting in this
@@ -439,26 +443,7 @@ def literal_search_regex(words: Iterable[str]) -> re.Pattern[str]:
     >>> bool(literal_search_regex(["<s>", "</s>", "[INST]"]).search("a </s> b"))
     True
     """
-    words = list(words)
-    trie: dict = {}
-    for word in words:
-        if not word:
-            continue
-        node = trie
-        for ch in word:
-            node = node.setdefault(ch, {})
-        node[""] = {}  # end of a word: anything longer is irrelevant for "does one occur"
-
-    def emit(node: dict) -> str:
-        if "" in node:
-            return ""
-        branches = [re.escape(ch) + emit(child) for ch, child in sorted(node.items())]
-        return branches[0] if len(branches) == 1 else "(?:" + "|".join(branches) + ")"
-
-    try:
-        return re.compile(emit(trie) if trie else "(?!)")
-    except RecursionError:  # a trie deeper than Python's and re's recursion (a token of ~500 characters)
-        return _alternation(words)
+    return _trie_regex(words, longest=False)
 
 
 def longest_match_regex(words: Iterable[str]) -> re.Pattern[str]:
@@ -469,26 +454,35 @@ def longest_match_regex(words: Iterable[str]) -> re.Pattern[str]:
     >>> longest_match_regex(["ab", "abc", "b"]).findall("abcab b")
     ['abc', 'ab', 'b']
     """
-    words = list(words)
+    return _trie_regex(words, longest=True)
+
+
+def _trie_regex(words: Iterable[str], longest: bool) -> re.Pattern[str]:
+    """The trie of ``words`` as a regex: matching the longest word at a position (``longest``), or stopping at the
+    first word that ends there (enough for "does one occur"). A trie deeper than Python's and ``re``'s recursion
+    (a word of ~500 characters, hundreds of words each a prefix of the next) is a flat alternation instead.
+    """
+    words = [word for word in words if word]
     trie: dict = {}
     for word in words:
         node = trie
         for ch in word:
             node = node.setdefault(ch, {})
-        node[""] = {}
+        node[""] = {}  # a word ends here
 
     def emit(node: dict) -> str:
+        if "" in node and not longest:
+            return ""  # anything longer is irrelevant for "does one occur"
         branches = [re.escape(ch) + emit(child) for ch, child in sorted(node.items()) if ch]
         if not branches:
             return ""
         inner = branches[0] if len(branches) == 1 else "(?:" + "|".join(branches) + ")"
-        if "" not in node:
-            return inner
-        return f"(?:{inner})?"  # greedy: the longer word first, this one when no longer matches
+        # greedy: the longer word first, this one when no longer matches
+        return f"(?:{inner})?" if "" in node else inner
 
     try:
-        return re.compile(emit(trie))
-    except RecursionError:  # hundreds of tokens each a prefix of the next, or one of ~500 characters
+        return re.compile(emit(trie) if trie else "(?!)")
+    except RecursionError:
         return _alternation(words)
 
 
