@@ -26,6 +26,7 @@ Column types are polars dtype names (``str(frame.schema[column])``); this module
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import Any
 
 #: The Parquet key-value metadata key holding a file's JSON header.
 METADATA_KEY = "freqlab"
@@ -137,7 +138,7 @@ def fingerprint_hash(fingerprint: dict) -> str:
     return hashlib.blake2b(text.encode("utf-8", "backslashreplace"), digest_size=16).hexdigest()
 
 
-def manifest_fingerprint(data: object) -> dict:
+def manifest_fingerprint(data: Any) -> dict:
     """The fingerprint a checkpoint manifest's parsed JSON holds; KeyError, TypeError or ValueError when ``data`` is
     no freqlab manifest (no fingerprint, or a ``hash`` that is not the fingerprint's :func:`fingerprint_hash`).
     """
