@@ -30,8 +30,16 @@ def _fails_fast(call, seconds: float = 5.0) -> str:
 
 @pytest.fixture
 def no_offline_switch(monkeypatch):
+    """The offline switches off, in the environment and where huggingface_hub and datasets read them once, at import:
+    a suite run with HF_HUB_OFFLINE=1 (an air-gapped machine's usual setting) reached no test server otherwise."""
+    import datasets.config
+    import huggingface_hub.constants
+
     monkeypatch.delenv("HF_HUB_OFFLINE", raising=False)
     monkeypatch.delenv("HF_DATASETS_OFFLINE", raising=False)
+    monkeypatch.setattr(huggingface_hub.constants, "HF_HUB_OFFLINE", False)
+    for name in ("HF_HUB_OFFLINE", "HF_DATASETS_OFFLINE"):
+        monkeypatch.setattr(datasets.config, name, False)
 
 
 def test_offline_switch_fails_at_once_naming_the_dataset(monkeypatch):
