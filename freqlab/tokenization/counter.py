@@ -16,6 +16,10 @@ differed or failed are absent, with the reason in ``fallback_reasons``. At count
   and pre-tokenizing. Such a text is cut at those tokens, each counts one, and the pieces between them go to the
   first backend with the other texts (:meth:`TokenCounter._count_split`; verified at load like a backend:
   chat-formatted text is counted ~20x faster than by the reference);
+* a text containing a string of :attr:`~TokenCounter.fastokens_routed` (``'ſ``, where fastokens' pre-tokenizer
+  preset splits differently from the file's regex: :mod:`freqlab.tokenization.presets`) skips fastokens and goes
+  to the next verified backend (tiktoken, which runs the file's own regex: ~10x cheaper than the reference to
+  build, ~6x to count), a piece between split-out tokens too;
 * the other texts go to the first backend in one batch; if it raises, the batch is counted text by text and a
   text the backend fails on goes to the next backend (after replacing lone surrogates, as tiktoken does:
   :func:`~freqlab.tokenization.backends.valid_unicode`). A text no backend can count is a FreqlabError.
@@ -103,7 +107,10 @@ class TokenCounter:
         the reasons of the backends faster than ``backend`` ("fastokens: ...; tiktoken: ..."),
         or None when the fastest backend runs.
     routed
-        strings whose texts the fast backends cannot count alone (added tokens, a preset's rare difference).
+        strings whose texts the fast backends cannot count alone (added tokens): the reference counts them.
+    fastokens_routed
+        strings whose texts fastokens' pre-tokenizer preset may count otherwise than the file's regex (``'ſ``,
+        :mod:`freqlab.tokenization.presets`): those texts are counted by the next verified backend.
     split_out
         the routed added tokens a text is cut at, each counted as one token and the pieces between them by
         ``backend`` (as Hugging Face cuts them out before anything else; verified at load): texts holding only
@@ -127,6 +134,7 @@ class TokenCounter:
         backends: Sequence[str] | None = None,
         routed: Sequence[str] = (),
         split_out: Sequence[str] = (),
+        fastokens_routed: Sequence[str] = (),
         add_special_tokens: bool = False,
         special_tokens_added: int = 0,
         fallback_reasons: Mapping[str, str] | None = None,
@@ -154,10 +162,13 @@ class TokenCounter:
         self.routed: tuple[str, ...] = tuple(routed)
         routed_set = set(self.routed)
         self.split_out: tuple[str, ...] = tuple(s for s in split_out if s in routed_set)
+        self.fastokens_routed: tuple[str, ...] = tuple(fastokens_routed)
         self.fallback_reasons: dict[str, str] = dict(fallback_reasons or {})
         self.fastokens_version = fastokens_version
         self.fastokens_note = fastokens_note
-        self._engines = _engines if _engines is not None else Engines(self._sources, self.routed, self.split_out)
+        if _engines is None:
+            _engines = Engines(self._sources, self.routed, self.split_out, self.fastokens_routed)
+        self._engines = _engines
         # backend -> source_digest(its source), filled on first need (the tokenizer cache stores them: hashing
         # 128k ranks costs ~0.2 s at every load otherwise)
         self._digests = {b: d for b, d in (source_digests or {}).items() if b in self._sources}
@@ -278,11 +289,20 @@ class TokenCounter:
         count, when the first such text comes (:meth:`Engines.build`; nothing is run, so no backend starts its own
         threads).
         """
-        first = self._live_backends()[0]
+        live = self._live_backends()
+        first = live[0]
         split = set(self.split_out) if self._splits_on(first) else set()
+        wanted = [first]
+        if self._routes_past(live):  # tiktoken builds in ~0.05 s for Llama 3
+            wanted.append(live[1])
         # texts holding added tokens that are all split out never reach the reference (it builds on a failure)
-        routed = first != self.reference and any(word not in split for word in self.routed)
-        self._engines.build([first, self.reference] if routed else [first])
+        if first != self.reference and any(word not in split for word in self.routed):
+            wanted.append(self.reference)
+        self._engines.build(list(dict.fromkeys(wanted)))
+
+    def _routes_past(self, backends: Sequence[str]) -> bool:
+        """Whether texts holding :attr:`fastokens_routed` strings skip ``backends[0]`` (fastokens) for the next."""
+        return bool(self.fastokens_routed) and backends[0] == BACKEND_FASTOKENS and len(backends) > 1
 
     def _splits_on(self, first: str) -> bool:
         """Whether texts are cut at :attr:`split_out` when ``first`` counts: only on the backend the split was
@@ -304,7 +324,16 @@ class TokenCounter:
         """Counts (without special tokens) of one backend alone, no routing or fallback: for verification."""
         return self._engines.get(backend).counts(texts, self.threads)
 
-    def _count_batch(self, texts: Sequence[str], where: Iterable[int], out: np.ndarray, backends) -> None:
+    def _count_batch(self, texts: Sequence[str], where: Sequence[int], out: np.ndarray, backends) -> None:
+        if self._routes_past(backends):
+            past = self._engines.holding(self._engines.past_fastokens, texts)
+            if past:
+                self._count_batch([texts[k] for k in past], [where[k] for k in past], out, backends[1:])
+                aside = set(past)
+                kept = [k for k in range(len(texts)) if k not in aside]
+                texts, where = [texts[k] for k in kept], [where[k] for k in kept]
+        if not len(texts):
+            return
         # every text (a range) is assigned as a slice: a list of indices costs ~25 ns a text (tiny documents)
         at = slice(where.start, where.stop) if isinstance(where, range) else list(where)
         try:
@@ -363,7 +392,9 @@ class TokenCounter:
     def fingerprint(self) -> str:
         """sha256 of everything that determines the counts (used to share built engines in a process)."""
         if self._fingerprint is None:
-            self._fingerprint = sources_fingerprint(self._sources, self.routed, self._digests, self.split_out)
+            self._fingerprint = sources_fingerprint(
+                self._sources, self.routed, self._digests, self.split_out, self.fastokens_routed
+            )
         return self._fingerprint
 
     def _state(self) -> dict[str, Any]:
@@ -376,6 +407,7 @@ class TokenCounter:
             "backends": self.backends,
             "routed": self.routed,
             "split_out": self.split_out,
+            "fastokens_routed": self.fastokens_routed,
             "add_special_tokens": self.add_special_tokens,
             "special_tokens_added": self.special_tokens_added,
             "fallback_reasons": self.fallback_reasons,
@@ -403,12 +435,15 @@ def sources_fingerprint(
     routed: Sequence[str] = (),
     digests: dict[str, str] | None = None,
     split_out: Sequence[str] = (),
+    fastokens_routed: Sequence[str] = (),
 ) -> str:
-    """sha256 over the routed strings (and those split out, when any) and each backend's :func:`source_digest`;
-    ``digests``: those known already (backend -> digest), completed in place.
+    """sha256 over the routed strings (and those split out or routed past fastokens, when any) and each backend's
+    :func:`source_digest`; ``digests``: those known already (backend -> digest), completed in place.
     """
     digests = digests if digests is not None else {}
-    h = hashlib.sha256(repr(sorted(routed)).encode() + (repr(sorted(split_out)).encode() if split_out else b""))
+    h = hashlib.sha256(repr(sorted(routed)).encode())
+    for extra in (split_out, fastokens_routed):
+        h.update(repr(sorted(extra)).encode() if extra else b"")
     for backend in sorted(sources):
         if backend not in digests:
             digests[backend] = source_digest(sources[backend])
@@ -533,6 +568,7 @@ class Engines:
         sources: Mapping[str, Any],
         routed: Sequence[str] = (),
         split_out: Sequence[str] = (),
+        fastokens_routed: Sequence[str] = (),
         built: Mapping | None = None,
     ) -> None:
         self._sources = dict(sources)
@@ -543,18 +579,24 @@ class Engines:
         self.splitter = longest_match_regex(out) if out else None
         rest = [word for word in routed if word not in out]
         self.referenced = LiteralFinder(rest) if any(rest) else None  # texts holding one go to the reference
+        self.past_fastokens = LiteralFinder(fastokens_routed) if any(fastokens_routed) else None
         # One search over the texts joined by "\x00" finds whether any text holds a routed string, unless a
         # routed string contains "\x00" itself (then a match could span two texts).
-        self.joinable = not any("\x00" in word for word in routed)
+        self.joinable = not any("\x00" in word for word in (*routed, *fastokens_routed))
 
     def holding_routed(self, texts: Sequence[str]) -> list[int]:
-        r"""The indices of the texts that hold a routed string, in order. Short texts are first searched together,
-        joined by "\x00" (one search instead of one per text: 500,000 one-line texts 0.01 s against 0.18 s); long
-        ones one by one, as the join would copy them (60M characters of varied text: 0.023 s against 0.03-0.06 s).
+        """The indices of the texts that hold a routed string, in order."""
+        return self.holding(self.routed, texts)
+
+    def holding(self, finder: LiteralFinder | None, texts: Sequence[str]) -> list[int]:
+        r"""The indices of the texts in which ``finder`` finds a word, in order. Short texts are first searched
+        together, joined by "\x00" (one search instead of one per text: 500,000 one-line texts 0.01 s against
+        0.18 s); long ones one by one, as the join would copy them (60M characters of varied text: 0.023 s against
+        0.03-0.06 s).
         """
-        if self.routed is None:
+        if finder is None:
             return []
-        search = self.routed.search
+        search = finder.search
         short = len(texts) * JOIN_BELOW_CHARACTERS > sum(map(len, texts))
         if self.joinable and short and not search("\x00".join(texts)):
             return []
@@ -621,7 +663,7 @@ class Engines:
         """A copy that knows only the backends of ``sources``."""
         copy = Engines(sources, built={b: e for b, e in self._built.items() if b in sources})
         copy.routed, copy.joinable = self.routed, self.joinable
-        copy.splitter, copy.referenced = self.splitter, self.referenced
+        copy.splitter, copy.referenced, copy.past_fastokens = self.splitter, self.referenced, self.past_fastokens
         return copy
 
 
@@ -638,7 +680,9 @@ def _restore_counter(fingerprint: str, state: dict) -> TokenCounter:
     with _BUILT_LOCK:
         engines = _BUILT.get(fingerprint)
         if engines is None:
-            engines = Engines(state["sources"], state["routed"], state.get("split_out", ()))
+            engines = Engines(
+                state["sources"], state["routed"], state.get("split_out", ()), state.get("fastokens_routed", ())
+            )
             _BUILT[fingerprint] = engines
     counter = TokenCounter(**state, _engines=engines)
     counter._fingerprint = fingerprint

@@ -16,8 +16,11 @@ differently: llama.cpp's GGUF converters write the contractions ``(?i:'s|'t|...)
    ``regex`` module; otherwise fastokens is given the file's regex wrapped in ``(?:...)`` (PCRE2, exact);
 3. route: fastokens' Llama 3 splitter matches the contractions in ASCII case only (measured: it keeps ``'ſt``,
    U+017F LONG S, as one piece), while ``(?i:'s|...)`` in Oniguruma (Hugging Face) and ``regex`` also matches
-   ``'ſ``. For a file spelled with ``(?i:...)`` the texts containing ``'ſ`` are counted by the reference (the
-   counter's routed strings); for the llama.cpp spelling, which never matches it, nothing is routed.
+   ``'ſ``. For a file spelled with ``(?i:...)`` the texts containing ``'ſ`` are counted by the next verified
+   backend (the counter's ``fastokens_routed``: tiktoken, which runs the file's own regex, else the reference);
+   for the llama.cpp spelling, which never matches it, nothing is routed. The counts can differ, not only the
+   pieces: Llama 3 (``ignore_merges``) counts ``x'ſektedir`` in 5 tokens and fastokens' preset in 7, because
+   ``ektedir`` is one token whole but not by merges.
 
 Every candidate is then verified end to end against Hugging Face like any fast path
 (:mod:`freqlab.tokenization.verify`).
@@ -74,8 +77,8 @@ FOLDED_ONLY: tuple[str, ...] = ("'\u017f",)
 @dataclass(frozen=True)
 class PresetChoice:
     """What fastokens is given for a ``tokenizer.json``: ``json_text`` (the file's, or with the preset's spelling),
-    the ``preset`` taken (None: none), the ``routed`` strings whose texts the reference must count, and ``note``
-    (one line for the summary: which preset was taken and why, or why not).
+    the ``preset`` taken (None: none), the ``routed`` strings whose texts fastokens leaves to the next backend,
+    and ``note`` (one line for the summary: which preset was taken and why, or why not).
     """
 
     json_text: str
@@ -157,7 +160,7 @@ def choose_preset(config: dict[str, Any], json_text: str, texts: Sequence[str]) 
     note = (
         f"fastokens: {preset.name} pre-tokenizer preset (the file's regex, {spelled}, splits "
         f"{len(probes)} verification and adversarial texts like it"
-        + (f"; texts containing {', '.join(map(repr, routed))} go to the reference" if routed else "")
+        + (f"; texts containing {', '.join(map(repr, routed))} go to the next verified backend" if routed else "")
         + ")"
     )
     text = json_text if pattern == preset.spelling else _with_pattern(config, where, preset.spelling)

@@ -6,7 +6,8 @@ Hugging Face for a converted SentencePiece model) counts ``verify_texts`` (defau
 :func:`~freqlab.tokenization.sample.default_verify_texts`) plus a seeded "vocabulary salad" of random tokens glued
 together (:func:`~freqlab.tokenization.sample.vocab_salad`); any difference, or any failure to load or count,
 refuses it, and ``counter.fallback_reasons`` says why. Texts containing routed strings are left out: the
-counter sends those to the reference anyway.
+counter sends those to the reference anyway (and those holding ``fastokens_routed`` strings, from fastokens'
+comparison only: they go to the next backend, which is compared on them).
 
 Verification runs once, where the counter is loaded (the scan driver); workers receive the verified backend
 list by pickle. In one process the outcome is remembered per (tokenizer data, texts), so loading the same
@@ -301,6 +302,12 @@ class _Comparison:
 
     def _verdict(self, backend: str) -> str | None:
         expected, texts = self.expected(), self.texts
+        if backend == BACKEND_FASTOKENS:  # texts it never counts (they go to the next backend) are left out
+            engines = self.candidate._engines
+            past = set(engines.holding(engines.past_fastokens, texts))
+            if past:
+                kept = [i for i in range(len(texts)) if i not in past]
+                expected, texts = expected[kept], [texts[i] for i in kept]
         try:
             got = self.candidate.counts_by(backend, texts)
         except BaseException as exc:

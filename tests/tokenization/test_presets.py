@@ -95,22 +95,29 @@ def test_the_preset_behaviour_is_fastokens_splitter_on_adversarial_text(spelling
     assert fast.tolist() == [len(by_behaviour.encode(t, add_special_tokens=False)) for t in texts]
 
 
-def test_long_s_after_an_apostrophe_goes_to_the_reference_only_for_the_case_insensitive_spelling(tmp_path):
+def test_long_s_after_an_apostrophe_skips_fastokens_only_for_the_case_insensitive_spelling(tmp_path, monkeypatch):
     """``(?i:'s|...)`` matches ``'ſ`` (U+017F folds to "s") in Hugging Face; fastokens' preset does not. With a
     vocabulary where ``'ſt`` is one token the difference shows in the count: 1 token on the preset, 4 in
-    Hugging Face (``'ſ`` and ``t`` are cut apart). The counter routes such texts to the reference."""
+    Hugging Face (``'ſ`` and ``t`` are cut apart). The counter sends such texts to the next verified backend,
+    tiktoken (which runs the file's own regex), never to the reference; fastokens counts the others."""
     training = ["a'ſt b'ſt c'ſt 'ſt"] * 1000 + ["hello world's"] * 100
     ascii_json = llama3_style(LLAMA_CPP_PATTERN, training, vocab_size=400).to_str()
+    texts = ["x'ſt", "a'ſt b'ſt", "hello world's"]
     for name, pattern, routed in (("cpp", LLAMA_CPP_PATTERN, ()), ("hf", LLAMA3_PATTERN, ("'ſ",))):
         path = tmp_path / f"{name}.json"
         path.write_text(respelled(ascii_json, pattern), encoding="utf-8")
         counter = load_tokenizer(str(path))
         reference = Tokenizer.from_file(str(path))
-        assert counter.backend == "fastokens" and counter.routed == routed
-        texts = ["x'ſt", "a'ſt b'ſt", "hello world's"]
+        assert counter.backends == ("fastokens", "tiktoken", "hf-tokenizers") and counter.routed == ()
+        assert counter.fastokens_routed == routed
+        asked: list[str] = []
+        get = counter._engines.get
+        monkeypatch.setattr(counter._engines, "get", lambda b, get=get, asked=asked: asked.append(b) or get(b))
         assert counter.count(texts).tolist() == [len(reference.encode(t)) for t in texts]
+        assert asked == (["tiktoken", "fastokens"] if routed else ["fastokens"])
     assert counter.counts_by("fastokens", ["'ſt"]).tolist() == [1]  # the preset alone would be wrong
-    assert len(reference.encode("'ſt")) == 4
+    assert counter.counts_by("tiktoken", ["'ſt"]).tolist() == [4] == [len(reference.encode("'ſt"))]
+    assert 'texts containing "\'ſ" go to the next verified backend' in counter.fastokens_note
 
 
 def test_a_regex_that_splits_differently_from_the_preset_is_run_by_pcre2(monkeypatch):
@@ -135,16 +142,18 @@ def test_counts_stay_int64(spellings):
     assert load_tokenizer(str(spellings["llama.cpp"])).count(["a", "b c"]).dtype == np.int64
 
 
-def test_chat_markers_are_counted_around_on_the_preset_and_long_s_still_goes_to_the_reference(tmp_path, monkeypatch):
-    """Llama 3's added tokens (``<|eot_id|>``...) are split out and the text around them counted by fastokens; a
-    text that also holds ``'ſ`` goes to the reference whole. Every count is Hugging Face's."""
+def test_chat_markers_are_counted_around_on_the_preset_and_long_s_pieces_by_tiktoken(tmp_path, monkeypatch):
+    """Llama 3's added tokens (``<|eot_id|>``...) are split out and the text around them counted by fastokens; in
+    a text that also holds ``'ſ`` the piece holding it goes to tiktoken. Every count is Hugging Face's, and the
+    reference is never asked."""
     tokenizer = llama3_style(LLAMA3_PATTERN, stdlib_modules(1, 60), vocab_size=1500)
     markers = ["<|begin_of_text|>", "<|start_header_id|>", "<|end_header_id|>", "<|eot_id|>"]
     tokenizer.add_special_tokens(markers)
     path = tmp_path / "chat.json"
     tokenizer.save(str(path))
     counter = load_tokenizer(str(path))
-    assert counter.backend == "fastokens" and set(counter.split_out) == set(markers) and "'ſ" in counter.routed
+    assert counter.backend == "fastokens" and set(counter.split_out) == set(markers)
+    assert counter.fastokens_routed == ("'ſ",) and counter.backends[1] == "tiktoken"
     bos, start, end, eot = markers
     chats = [f"{bos}{start}user{end}\n\n{t}{eot}{start}assistant{end}\n\n{t[::-1]}{eot}" for t in HELD_OUT[:100]]
     long_s = [f"{bos}it'ſ {t}{eot}" for t in HELD_OUT[:5]]
@@ -154,4 +163,4 @@ def test_chat_markers_are_counted_around_on_the_preset_and_long_s_still_goes_to_
     get = counter._engines.get
     monkeypatch.setattr(counter._engines, "get", lambda backend: asked.append(backend) or get(backend))
     assert counter.count(chats + long_s).tolist() == expected
-    assert asked.count("hf-tokenizers") == len(long_s)  # one call per 'ſ text: the chats never reach it
+    assert "hf-tokenizers" not in asked and asked.count("tiktoken") == 1  # one batch: the 5 pieces with 'ſ
