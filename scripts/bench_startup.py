@@ -36,12 +36,12 @@ _HOOKS = Path(__file__).stem  # this file, as the module the forkserver preloads
 
 
 # --- the timeline (driver, and via the forkserver's preload, forkserver and workers) ----------------------------
-def mark(what: str, started: float | None = None) -> None:
-    """Append ``pid role at [took] what`` to the log named by the environment."""
+def mark(what: str, started: float | None = None, ended: float | None = None) -> None:
+    """Append ``pid role at [took] what`` to the log named by the environment (``ended``: default now)."""
     log = os.environ.get(LOG_ENV)
     if not log:
         return
-    now = time.time()
+    now = time.time() if ended is None else ended
     role = _ROLE or ("forkserver" if os.getpid() == _FORKSERVER_PID else "worker")
     took = now - started if started is not None else None
     with open(log, "a", encoding="utf-8") as out:
@@ -89,6 +89,13 @@ def _hook_pool() -> None:
 
     if getattr(local._pool_count, "hooked", False):
         return
+    from freqlab import fastokens_ahead
+
+    if "start" in fastokens_ahead.TIMES:
+        mark(
+            "build fastokens ahead (from the entry's .fastokens file)",
+            *map(fastokens_ahead.TIMES.get, ("start", "end")),
+        )
     mark("preloaded (imports and build): first fork")
     timed(local, "_pool_init", "worker start (unpickle the job)")
     count = local._pool_count
@@ -130,7 +137,8 @@ def child(corpus: str, spec: str | None) -> None:
         from multiprocessing import forkserver
 
         modules = list(forkserver._forkserver._preload_modules or [])
-        made.set_forkserver_preload([_HOOKS, *(m for m in modules if m != _HOOKS)])
+        first = "freqlab.fastokens_ahead"  # before the hooks, which import freqlab's tokenizer code
+        made.set_forkserver_preload([first, _HOOKS, *(m for m in modules if m not in (first, _HOOKS))])
         return made
 
     local._context = hooked_context

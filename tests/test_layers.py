@@ -26,10 +26,11 @@ LAYERS = ("bottom", "histogram", "corpus", "tokenization", "frequency", "scan", 
 # top-level modules at the bottom (resources and config_file: memory checks and bounded file reading, both
 # importing errors alone; deprecation: the old names' warnings, importing nothing of freqlab's; jit: numba's njit
 # applied on a kernel's first call; paths: ~ in the paths read and written, importing errors alone; files: atomic
-# writes and Parquet under any name, importing errors and formats)
+# writes and Parquet under any name, importing errors and formats; fastokens_ahead: fastokens built in the
+# forkserver before it imports freqlab, importing nothing of freqlab's)
 BOTTOM = {
     *("errors", "sizes", "display", "arrays", "formats", "resources", "config_file", "deprecation", "jit", "paths"),
-    "files",
+    *("files", "fastokens_ahead"),
 }
 TOP = {"freqlab", "freqlab.__main__"}  # the package's lazy table and `python -m freqlab` reach everything
 

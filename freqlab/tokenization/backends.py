@@ -25,7 +25,6 @@ import functools
 import importlib.metadata
 import os
 import re
-import tempfile
 import unicodedata
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -33,6 +32,9 @@ from typing import Any
 
 import numpy as np
 
+from freqlab.fastokens_ahead import JSON as JSON_INPUT
+from freqlab.fastokens_ahead import TIKTOKEN as TIKTOKEN_INPUT
+from freqlab.fastokens_ahead import build_fastokens
 from freqlab.tokenization.bytemap import tiktoken_to_hf_json
 
 BACKEND_FASTOKENS = "fastokens"  # backend name: fastokens (fastest; wheels for Linux, macOS, Windows x86-64)
@@ -138,33 +140,38 @@ class FastokensRanks:
     encoding: str | None = None
 
 
+def fastokens_input(source: str | FastokensRanks) -> tuple[str, bytes | str, dict[str, str | None]]:
+    """What fastokens is built from (:func:`freqlab.fastokens_ahead.build_fastokens`): ``(kind, body, how)``, the
+    ``tokenizer.json`` text, or :class:`FastokensRanks` as a ``.tiktoken`` file's bytes with its encoding or
+    pattern.
+    """
+    if isinstance(source, FastokensRanks):
+        ranks = source.plan.mergeable_ranks
+        body = b"".join(base64.b64encode(token) + b" %d\n" % rank for token, rank in ranks.items())
+        how = {"encoding": source.encoding} if source.encoding else {"pattern": source.plan.pat_str}
+        return TIKTOKEN_INPUT, body, how
+    return JSON_INPUT, source, {}
+
+
 class FastokensEngine:
     """fastokens from ``tokenizer.json`` text or :class:`FastokensRanks`; ``encode_batch_flat`` returns every
-    count without Python lists.
+    count without Python lists. ``tokenizer``: one built already from the same source (the forkserver's,
+    :mod:`freqlab.fastokens_ahead`).
     """
 
-    def __init__(self, source: str | FastokensRanks) -> None:
-        import fastokens
-
-        if isinstance(source, FastokensRanks):
-            with tempfile.TemporaryDirectory(prefix="freqlab-") as folder:  # from_tiktoken reads a file
-                path = os.path.join(folder, "ranks.tiktoken")
-                with open(path, "wb") as fh:
-                    fh.writelines(base64.b64encode(t) + b" %d\n" % r for t, r in source.plan.mergeable_ranks.items())
-                # special_tokens={}: their text is ordinary text, as in tiktoken's encode_ordinary
-                how = {"encoding": source.encoding} if source.encoding else {"pattern": source.plan.pat_str}
-                try:
-                    self.tokenizer = fastokens.Tokenizer.from_tiktoken(path, special_tokens={}, **how)
-                except Exception:  # its loader derives merges from ranks and refuses some (Llama 3's
-                    # tokenizer.model: "did not decompose into 2 pieces"); the tokenizer.json export states them
-                    plan = source.plan
-                    self.tokenizer = fastokens.Tokenizer.from_json_str(
-                        tiktoken_to_hf_json(plan.mergeable_ranks, plan.pat_str)
-                    )
-        else:
-            self.tokenizer = fastokens.Tokenizer.from_json_str(source)
-        self.tokenizer.no_truncation()  # counts are full lengths, whatever the file says
-        self.tokenizer.no_padding()
+    def __init__(self, source: str | FastokensRanks, tokenizer: Any = None) -> None:
+        if tokenizer is not None:
+            self.tokenizer = tokenizer
+            return
+        kind, body, how = fastokens_input(source)
+        try:
+            self.tokenizer = build_fastokens(kind, body, **how)
+        except Exception:  # its loader derives merges from ranks and refuses some (Llama 3's
+            # tokenizer.model: "did not decompose into 2 pieces"); the tokenizer.json export states them
+            if not isinstance(source, FastokensRanks):
+                raise
+            exported = tiktoken_to_hf_json(source.plan.mergeable_ranks, source.plan.pat_str)
+            self.tokenizer = build_fastokens(JSON_INPUT, exported)
 
     def counts(self, texts: Sequence[str], threads: int = 1) -> np.ndarray:
         """Token counts of ``texts``, int64."""

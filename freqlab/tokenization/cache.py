@@ -37,6 +37,10 @@ from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
 
+from freqlab import fastokens_ahead
+from freqlab.errors import FreqlabError
+from freqlab.files import write_atomic
+from freqlab.tokenization.backends import BACKEND_FASTOKENS, fastokens_input
 from freqlab.tokenization.counter import TokenCounter, sources_fingerprint
 from freqlab.tokenization.verify import capturing, verified
 
@@ -58,7 +62,7 @@ def cache_dir() -> Path | None:
 @functools.cache
 def versions() -> tuple[tuple[str, str], ...]:
     """What the cached data depends on besides the file: Python, the backends' versions, freqlab's tokenize
-    sources (a development checkout changes without a version bump).
+    sources and :mod:`freqlab.fastokens_ahead` (a development checkout changes without a version bump).
     """
     found = []
     for name in _BACKEND_PACKAGES:
@@ -67,7 +71,7 @@ def versions() -> tuple[tuple[str, str], ...]:
         except importlib.metadata.PackageNotFoundError:
             found.append((name, "-"))
     sources = hashlib.sha256()
-    for path in sorted(Path(__file__).parent.glob("*.py")):
+    for path in [*sorted(Path(__file__).parent.glob("*.py")), Path(fastokens_ahead.__file__)]:
         sources.update(path.name.encode() + b"\0" + path.read_bytes())
     data = Path(__file__).parent.parent / "data" / "throughput.json"
     if data.is_file():
@@ -166,8 +170,11 @@ def cached_load(
                 verdicts=entry["verdicts"],
             )
         if seen.get("verdicts", {}).keys() - entry["verdicts"].keys():  # a verdict computed now: keep it
-            write_entry(path, {**entry, "verdicts": dict(seen["verdicts"])})
+            entry = {**entry, "verdicts": dict(seen["verdicts"])}
+            write_entry(path, entry)
             STATS["writes"] += 1
+        if not fastokens_ahead.input_path(path).exists():
+            write_fastokens_input(path, entry)
         return counter
     STATS["misses"] += 1
     seen = {}
@@ -178,12 +185,31 @@ def cached_load(
         # the sources' digests: a hit does not hash them again (the fingerprint, ~0.2 s for 128k ranks)
         state["source_digests"] = dict(state.get("source_digests") or {})
         sources_fingerprint(state["sources"], state["routed"], state["source_digests"])
-        write_entry(
-            path,
-            {"state": state, "refusals": seen["refusals"], "salad": seen["salad"], "verdicts": dict(seen["verdicts"])},
-        )
+        entry = {
+            "state": state,
+            "refusals": seen["refusals"],
+            "salad": seen["salad"],
+            "verdicts": dict(seen["verdicts"]),
+        }
+        write_entry(path, entry)
+        write_fastokens_input(path, entry)
         STATS["writes"] += 1
     return counter
+
+
+def write_fastokens_input(path: Path, entry: dict) -> None:
+    """Beside the entry at ``path``, the input of its fastokens build (:mod:`freqlab.fastokens_ahead`: the local
+    pool's forkserver starts building from it before it imports freqlab), when its verdicts accept fastokens;
+    errors are ignored, as the entry's are.
+    """
+    state = entry["state"]
+    source = state["sources"].get(BACKEND_FASTOKENS)
+    digest = (state.get("source_digests") or {}).get(BACKEND_FASTOKENS)
+    if source is None or digest is None or entry["verdicts"].get(BACKEND_FASTOKENS, "not verified") is not None:
+        return
+    kind, body, how = fastokens_input(source)
+    with contextlib.suppress(FreqlabError):
+        write_atomic(fastokens_ahead.input_path(path), fastokens_ahead.input_file(digest, kind, body, **how))
 
 
 STATS = {"hits": 0, "misses": 0, "writes": 0}

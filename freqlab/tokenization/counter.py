@@ -289,16 +289,23 @@ class TokenCounter:
         count, when the first such text comes (:meth:`Engines.build`; nothing is run, so no backend starts its own
         threads).
         """
+        self._engines.build(self.engines_used())
+
+    def engines_used(self) -> list[str]:
+        """The backends :meth:`count` uses in this process, fastest first: :attr:`backend`, the next one when it
+        counts the texts holding :attr:`fastokens_routed` strings, and the reference when routed strings that are
+        not :attr:`split_out` send texts to it (texts holding added tokens that are all split out never reach it;
+        it builds on a failure).
+        """
         live = self._live_backends()
         first = live[0]
         split = set(self.split_out) if self._splits_on(first) else set()
-        wanted = [first]
+        used = [first]
         if self._routes_past(live):  # tiktoken builds in ~0.05 s for Llama 3
-            wanted.append(live[1])
-        # texts holding added tokens that are all split out never reach the reference (it builds on a failure)
+            used.append(live[1])
         if first != self.reference and any(word not in split for word in self.routed):
-            wanted.append(self.reference)
-        self._engines.build(list(dict.fromkeys(wanted)))
+            used.append(self.reference)
+        return list(dict.fromkeys(used))
 
     def _routes_past(self, backends: Sequence[str]) -> bool:
         """Whether texts holding :attr:`fastokens_routed` strings skip ``backends[0]`` (fastokens) for the next."""
@@ -381,10 +388,13 @@ class TokenCounter:
         changed regex leaves alone. The other backends are verified equal to the reference, so they are left out:
         the hash is the same on a machine without fastokens.
         """
-        reference = self.reference
-        if reference not in self._digests:
-            self._digests[reference] = source_digest(self._sources[reference])
-        return self._digests[reference][:16]
+        return self.source_sha256(self.reference)[:16]
+
+    def source_sha256(self, backend: str) -> str:
+        """:func:`source_digest` of ``backend``'s data (kept in the tokenizer cache: hashed here only once)."""
+        if backend not in self._digests:
+            self._digests[backend] = source_digest(self._sources[backend])
+        return self._digests[backend]
 
     # -- pickling -------------------------------------------------------------------------------------
 

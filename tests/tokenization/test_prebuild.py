@@ -13,6 +13,7 @@ import threading
 
 import pytest
 
+from freqlab import fastokens_ahead
 from freqlab.tokenization import cache as cache_module
 from freqlab.tokenization import counter as counter_module
 from freqlab.tokenization import load_tokenizer
@@ -62,6 +63,43 @@ def test_a_hit_does_not_hash_the_sources_again_and_keeps_the_same_fingerprint(to
     assert hashed == []
     assert second.fingerprint == sources_fingerprint({b: second.source(b) for b in second.backends}, second.routed)
     assert len(hashed) == len(second.backends)  # from scratch: every source hashed, the same fingerprint
+
+
+def test_the_cache_writes_the_fastokens_input_beside_an_entry_that_verified_fastokens(tokenizer_json, cache_on):
+    """``<entry>.fastokens`` names the source by the sha256 the entry keeps; a hit writes it again when it is gone."""
+    path, _ = tokenizer_json
+    counter = load_tokenizer(str(path))
+    entry = cache_entry(str(path))
+    header, body = fastokens_ahead.read_input(entry)
+    assert header["digest"] == counter.source_sha256("fastokens") and body == counter.source("fastokens").encode()
+    fastokens_ahead.input_path(entry).unlink()
+    again = load_tokenizer(str(path))  # a hit
+    assert cache_module.STATS["hits"] == 1 and again.backend == "fastokens"
+    assert fastokens_ahead.read_input(entry)[0] == header
+
+
+def test_nothing_is_written_beside_an_entry_that_refused_fastokens(tokenizer_json, cache_on):
+    path, _ = tokenizer_json
+    with verify_module.skipping({"fastokens": "left out here"}):
+        assert load_tokenizer(str(path)).backend == "tiktoken"
+    assert list(cache_on.glob("*.fastokens")) == [] and len(list(cache_on.glob("*.pickle"))) == 1
+
+
+def test_prebuild_takes_fastokens_built_ahead_only_from_the_very_source_verified(tokenizer_json, cache_on, monkeypatch):
+    path, reference = tokenizer_json
+    load_tokenizer(str(path))
+    entry = cache_entry(str(path))
+    for digest_matches in (True, False):
+        monkeypatch.setattr(counter_module, "_BUILT", {})  # a fresh forkserver
+        monkeypatch.setattr(fastokens_ahead, "_BUILT", {})
+        if not digest_matches:  # a file left by another source (its digest differs): built, never taken
+            header, body = fastokens_ahead.read_input(entry)
+            fastokens_ahead.input_path(entry).write_bytes(fastokens_ahead.input_file("0" * 64, header["kind"], body))
+        fastokens_ahead._build_from(str(entry))
+        (ahead,) = fastokens_ahead._BUILT.values()
+        built = prebuild(entry)
+        assert (built._engines.get("fastokens").tokenizer is ahead) is digest_matches
+        assert built.count(TEXTS).tolist() == expected(reference, TEXTS)
 
 
 def test_prebuild_builds_the_verified_fast_backend_once_for_counters_of_the_same_data(
@@ -145,6 +183,8 @@ assert "FREQLAB_PREBUILD" not in os.environ  # set for the forkserver only
 counter = load_tokenizer(spec)
 with ProcessPoolExecutor(1, mp_context=local._context()) as pool:
     built = pool.submit(counter.is_built, "fastokens").result()
+    ahead = pool.submit(eval, "len(__import__('freqlab.fastokens_ahead').fastokens_ahead._BUILT)").result()
+    assert ahead == built  # built ahead, before the forkserver imported freqlab's tokenizer code
     print(built, pool.submit(counter.count, ["a b c", "xyz"]).result().tolist())
 """
 
@@ -215,10 +255,9 @@ def test_a_process_exiting_while_its_prebuild_still_runs_ends_at_once():
     """A forkserver whose driver stopped mid-build exits: not by ending the build thread inside native code (which
     aborts: it is no daemon), nor by waiting for the rest of the build (which kept the caller's pipes open)."""
     code = (
-        "import threading, freqlab.tokenization.prebuild as p\n"
+        "import threading, freqlab.fastokens_ahead as p\n"
         "never = threading.Event()\n"
-        "p._start_building(never.wait)  # a build that never ends\n"
-        "assert not p._BUILDING.daemon\n"
+        "assert not p.start_building(never.wait).daemon  # a build that never ends\n"
     )
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
     assert done.returncode == 0 and done.stderr == ""

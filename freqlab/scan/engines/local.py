@@ -177,9 +177,10 @@ def _context():
     """
     if MP_CONTEXT in multiprocessing.get_all_start_methods():
         context = multiprocessing.get_context(MP_CONTEXT)
-        # prebuild first: it builds the scan's tokenizer on a thread while the others import
+        # fastokens_ahead and prebuild first: they build the scan's tokenizer on threads while the others import
         context.set_forkserver_preload(
             [
+                "freqlab.fastokens_ahead",
                 "freqlab.tokenization.prebuild",
                 "freqlab.scan.engines.preload",
                 "freqlab.scan.engines",
@@ -250,7 +251,7 @@ if hasattr(os, "register_at_fork"):
 
 
 _FORKSERVER_LOCK = threading.Lock()
-PREBUILD_ENV = "FREQLAB_PREBUILD"  # freqlab.tokenization.prebuild.ENV (not imported here: the driver may not need it)
+PREBUILD_ENV = "FREQLAB_PREBUILD"  # freqlab.fastokens_ahead.ENV (not imported here: the driver may not need it)
 FORKSERVER_ENV = "FREQLAB_FORKSERVER"  # set in the forkserver freqlab starts: freqlab.scan.engines.preload acts there
 
 
