@@ -8,6 +8,7 @@ import numpy as np
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from freqlab.scan import counts as counts_module
 from freqlab.scan.counts import DENSE_LIMIT, DocumentLog, LengthCounts, ShardCount, cut_point, truncate
 
 lengths_strategy = st.lists(
@@ -40,13 +41,18 @@ codes_strategy = st.lists(
 )
 
 
-@given(st.lists(codes_strategy, max_size=5))
+@given(st.lists(codes_strategy, max_size=5), st.sampled_from([0, 50, 1 << 16]))
 @settings(max_examples=80, deadline=None)
-def test_add_codes_counts_the_positive_codes_and_totals_the_rest_like_a_plain_loop(batches):
-    """The compiled pass (and its growth of the dense array batch after batch) against a Counter."""
+def test_add_codes_counts_the_positive_codes_and_totals_the_rest_like_a_plain_loop(batches, compiled_from):
+    """The compiled pass, the numpy one, both in one scan (batches above and below ``COMPILED_FROM``), and the
+    dense array's growth batch after batch, against a Counter."""
     counts, expected, totals = LengthCounts(), Counter(), [0, 0, 0]
     for batch in batches:
-        seen = counts.add_codes(np.array(batch, np.int64))
+        saved, counts_module.COMPILED_FROM = counts_module.COMPILED_FROM, compiled_from
+        try:
+            seen = counts.add_codes(np.array(batch, np.int64))
+        finally:
+            counts_module.COMPILED_FROM = saved
         assert seen == (sum(c for c in batch if c > 0), batch.count(0), sum(c < 0 for c in batch))
         expected.update(c for c in batch if c > 0)
         totals = [a + b for a, b in zip(totals, seen, strict=True)]
