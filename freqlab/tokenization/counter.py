@@ -38,7 +38,7 @@ import hashlib
 import re
 import struct
 import threading
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -545,7 +545,10 @@ class LiteralFinder:
     Python's ``re`` skips ahead to a pattern's literal prefix (a fast substring search) but tries an alternation
     of several first characters at every position: on code, adding ``'ſ`` to Llama 3's 256 ``<|...|>`` added
     tokens made one search of the trie ~4x slower than the counting itself. Grouped by first character, each
-    search has a literal prefix.
+    search has a literal prefix. A group whose words all hold one character beyond Latin-1 (``ſ``, U+017F) is first
+    looked for by that character alone (``in``): a text of Latin-1 characters cannot hold it (Python answers at
+    once), and in another ``in`` looks for one character ~5x faster than ``re`` for two (0.06 against 0.3 s per
+    10^9 characters of varied text, measured for ``'ſ``).
 
     >>> bool(LiteralFinder(["<s>", "</s>", "'\u017f"]).search("it's </s>"))
     True
@@ -556,11 +559,22 @@ class LiteralFinder:
         for word in words:
             if word:
                 groups.setdefault(word[0], []).append(word)
-        self._searches = [literal_search_regex(group).search for _, group in sorted(groups.items())]
+        self._searches = [_prefiltered(group) for _, group in sorted(groups.items())]
 
     def search(self, text: str) -> bool:
         """True when ``text`` contains one of the words."""
         return any(search(text) for search in self._searches)
+
+
+def _prefiltered(words: list[str]) -> Callable[[str], object]:
+    """The search for ``words``, first for a character beyond Latin-1 they all hold, when there is one."""
+    search = literal_search_regex(words).search
+    shared = set.intersection(*(set(word) for word in words))
+    rare = sorted(ch for ch in shared if ord(ch) > 0xFF)
+    if not rare:
+        return search
+    first = rare[0]
+    return lambda text: first in text and search(text)
 
 
 JOIN_BELOW_CHARACTERS = 1024  # texts shorter than this on average are searched for routed strings joined

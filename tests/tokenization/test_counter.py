@@ -4,7 +4,7 @@ import random
 
 import pytest
 
-from freqlab.tokenization.counter import JOIN_BELOW_CHARACTERS, Engines
+from freqlab.tokenization.counter import JOIN_BELOW_CHARACTERS, Engines, LiteralFinder
 
 ROUTED = ["<|begin_of_text|>", "<|eot_id|>", "[INST]", "'\u017f"]
 
@@ -29,6 +29,22 @@ def test_holding_routed_finds_exactly_the_texts_with_a_routed_string(length: int
     for seed in range(5):
         texts = mixed_texts(seed, length)
         assert engines.holding_routed(texts) == holding(texts)
+
+
+@pytest.mark.parametrize(
+    "words",
+    [["'\u017f"], ["x\u017fy", "\u017f"], ["\u017f\U0001f600", "a\U0001f600"], ["é'", "é"], ["\u2019s", "\u2019t"]],
+)
+def test_a_search_first_looking_for_one_character_beyond_latin1_finds_what_in_finds(words) -> None:
+    """The prefilter (one character all the words hold, beyond Latin-1, looked for with ``in``) never changes the
+    answer: texts of each of Python's string widths (Latin-1, two bytes, four), the character alone, the words."""
+    rng = random.Random(7)
+    pieces = ["a", "'", "é", "\u017f", "\u2019", "s", "t", "y", "x", "\U0001f600", " "]
+    texts = ["".join(rng.choice(pieces) for _ in range(rng.randint(0, 12))) for _ in range(3000)] + words
+    finder = LiteralFinder(words)
+    assert [finder.search(t) for t in texts] == [any(w in t for w in words) for t in texts]
+    engines = Engines({}, fastokens_routed=words)
+    assert engines.holding(engines.past_fastokens, texts) == holding(texts, words)
 
 
 def test_a_routed_string_is_never_found_across_two_texts() -> None:
