@@ -89,9 +89,11 @@ def _hook_pool() -> None:
 
     if getattr(local._pool_count, "hooked", False):
         return
-    from freqlab import fastokens_ahead
-
-    if "start" in fastokens_ahead.TIMES:
+    try:
+        from freqlab import fastokens_ahead
+    except ImportError:  # a checkout from before it (a baseline on PYTHONPATH)
+        fastokens_ahead = None
+    if fastokens_ahead is not None and "start" in fastokens_ahead.TIMES:
         mark(
             "build fastokens ahead (from the entry's .fastokens file)",
             *map(fastokens_ahead.TIMES.get, ("start", "end")),
