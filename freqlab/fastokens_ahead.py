@@ -4,11 +4,13 @@ fastokens' build is most of a warm scan's start-up (Llama 3's ``tokenizer.json``
 0.45 s; it has no serialized form), and the forkserver could only start it once it had imported freqlab's
 tokenizer code (numpy included) and read the whole cache entry (a pickle of every backend's data): ~0.2 s after
 it started. Next to each entry whose verdicts accept fastokens, the cache writes the input of that one build
-(:func:`input_file`: ``<entry>.fastokens``, a header line and the bytes fastokens reads). This module imports
-nothing of freqlab's, so when the forkserver imports it first (``FREQLAB_PREBUILD`` naming the entry), a thread
-builds fastokens from that file ~0.01 s after the interpreter started, while the forkserver imports the rest;
-:mod:`freqlab.tokenization.prebuild` then takes the built tokenizer (:func:`take`) if its header names the very
-source the verified entry holds (its sha256), and builds it itself otherwise.
+(:func:`input_file`: ``<entry>.fastokens``, a header line and the bytes fastokens reads) and records the input's
+:func:`input_identity` in the entry. This module imports nothing of freqlab's, so when the forkserver imports it
+first (``FREQLAB_PREBUILD`` naming the entry), a thread builds fastokens from that file ~0.01 s after the
+interpreter started, while the forkserver imports the rest; :mod:`freqlab.tokenization.prebuild` then takes the built
+tokenizer (:func:`take`) only for the identity the verified entry records, and builds it itself otherwise. The file
+is read only when it is a regular file whose body is the one its header names (sha256), so a truncated, foreign or
+edited file, a FIFO or a device is never built from.
 
 :func:`build_fastokens` is the one place fastokens is built from such an input: the counter's
 :class:`~freqlab.tokenization.backends.FastokensEngine` calls it too.
@@ -19,19 +21,21 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+import stat
 import tempfile
 import threading
 import time
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any
+from typing import Any, BinaryIO
 
-ENV = "FREQLAB_PREBUILD"  # the cache entry the forkserver builds (freqlab.tokenization.prebuild reads it too)
+ENV = "FREQLAB_PREBUILD"  # the cache entry the forkserver builds (the one name: the pool and preload import it)
 SUFFIX = ".fastokens"  # beside <key>.pickle
-FORMAT = 1
+FORMAT = 2
 JSON, TIKTOKEN = "json", "tiktoken"  # what the body is: tokenizer.json text, or a .tiktoken ranks file
+MAX_BYTES = 1 << 32  # a larger file is no input (or cache entry) of ours: not read
 
-_BUILT: dict[str, Any] = {}  # source digest -> fastokens.Tokenizer, built by the thread below
+_BUILT: dict[str, Any] = {}  # input identity -> fastokens.Tokenizer, built by the thread below
 TIMES: dict[str, float] = {}  # "start", "end" of that build (time.time()): for scripts/bench_startup.py
 
 
@@ -64,36 +68,96 @@ def build_fastokens(kind: str, body: bytes | str, encoding: str | None = None, p
     return tokenizer
 
 
-def input_file(digest: str, kind: str, body: bytes | str, **how: str | None) -> bytes:
-    """The content of a fastokens input file (:func:`read_input` reads it): a JSON header line (``digest``: the
-    sha256 the cache entry keeps for its fastokens source; the body's own sha256; ``kind`` and ``how``) and the
-    body, as :func:`build_fastokens` takes them.
+def input_identity(kind: str, body: bytes | str, **how: str | None) -> str:
+    """sha256 of everything a build from this input depends on: ``kind``, ``how`` (encoding, pattern) and the body.
+    The cache entry records it for its verified source; a file beside it is built from only when its own is the same.
     """
     body = body.encode("utf-8", "surrogatepass") if isinstance(body, str) else body
-    header = {"format": FORMAT, "digest": digest, "kind": kind, "body": hashlib.sha256(body).hexdigest(), **how}
-    return json.dumps(header).encode() + b"\n" + body
+    return hashlib.sha256(json.dumps([kind, sorted(how.items())]).encode() + b"\n" + body).hexdigest()
+
+
+def input_file(kind: str, body: bytes | str, **how: str | None) -> bytes:
+    """The content of a fastokens input file (:func:`read_input` reads it): a JSON header line (its
+    :func:`input_identity`, the body's length, ``kind`` and ``how``) and the body, as :func:`build_fastokens` takes
+    them.
+    """
+    body = body.encode("utf-8", "surrogatepass") if isinstance(body, str) else body
+    header = {"format": FORMAT, "identity": input_identity(kind, body, **how), "size": len(body), "kind": kind}
+    return json.dumps({**header, "how": how}).encode() + b"\n" + body
+
+
+def read_header(entry: str | os.PathLike) -> dict | None:
+    """The header of the file beside ``entry`` when the file is whole as far as its size says (its body's identity
+    is checked only where it is built from, :func:`read_input`), else None.
+    """
+    found = _read_regular(input_path(entry), header_only=True)
+    return found[0] if found is not None else None
 
 
 def read_input(entry: str | os.PathLike) -> tuple[dict, bytes] | None:
-    """The header and body beside ``entry``, or None when missing, truncated, corrupt or of another format."""
+    """The header and body beside ``entry``, or None when missing, no regular file, truncated, corrupt, of another
+    format, or when the body is not the one its header names.
+    """
+    found = _read_regular(input_path(entry))
+    if found is None:
+        return None
+    header, body = found
+    how = header["how"]
+    return found if input_identity(header["kind"], body, **how) == header["identity"] else None
+
+
+def _read_regular(path: Path, header_only: bool = False) -> tuple[dict, bytes] | None:
+    """(header, body) of the file at ``path`` (:func:`open_regular`), its size the header's."""
+    handle = open_regular(path)
+    if handle is None:
+        return None
     try:
-        data = input_path(entry).read_bytes()
-        line, body = data.split(b"\n", 1)
-        header = json.loads(line)
+        with handle:
+            size = os.fstat(handle.fileno()).st_size
+            line = handle.readline(1 << 16)
+            header = json.loads(line)
+            if not isinstance(header, dict) or header.get("format") != FORMAT:
+                return None
+            if not isinstance(header.get("how"), dict) or not isinstance(header.get("identity"), str):
+                return None
+            if header.get("size") != size - len(line):
+                return None
+            return header, b"" if header_only else handle.read()
     except (OSError, ValueError):
         return None
-    if not isinstance(header, dict) or header.get("format") != FORMAT or not isinstance(header.get("digest"), str):
+
+
+def open_regular(path: str | os.PathLike, limit: int = MAX_BYTES) -> BinaryIO | None:
+    """``path`` opened for reading when it is a regular file of at most ``limit`` bytes, else None: it is opened
+    without blocking and checked before anything is read (a FIFO put in its place would block the reader, a link to
+    a device never end).
+    """
+    try:
+        fd = os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0))
+    except OSError:
         return None
-    return (header, body) if hashlib.sha256(body).hexdigest() == header.get("body") else None
+    try:
+        info = os.fstat(fd)
+        if stat.S_ISREG(info.st_mode) and info.st_size <= limit:
+            return os.fdopen(fd, "rb")
+    except OSError:
+        pass
+    os.close(fd)
+    return None
 
 
-def take(digest: str | None) -> Any:
-    """The fastokens tokenizer built here from the input whose header names ``digest`` (waiting for its build),
-    or None: nothing built, or built from another source.
+def take(identity: str | None) -> Any:
+    """The fastokens tokenizer built here from the input of this ``identity`` (waiting for its build), or None:
+    nothing built, or built from another input.
     """
     if _BUILDING is not None:
         _BUILDING.join()
-    return _BUILT.get(digest) if digest else None
+    return _BUILT.get(identity) if identity else None
+
+
+def building() -> bool:
+    """Whether this process started a build from a file (:func:`take` then waits for it)."""
+    return _BUILDING is not None
 
 
 def _build_from(entry: str) -> None:
@@ -102,9 +166,7 @@ def _build_from(entry: str) -> None:
         found = read_input(entry)
         if found is not None:
             header, body = found
-            _BUILT[header["digest"]] = build_fastokens(
-                header.get("kind", ""), body, header.get("encoding"), header.get("pattern")
-            )
+            _BUILT[header["identity"]] = build_fastokens(header["kind"], body, **header["how"])
     except BaseException as exc:  # a Rust panic too: the prebuild then builds it the usual way
         if not (isinstance(exc, Exception) or type(exc).__name__ == "PanicException"):
             raise

@@ -1,17 +1,28 @@
 """freqlab.fastokens_ahead: fastokens built from the file beside a cache entry, before freqlab is imported; the file
-is read back only whole and unchanged, and it builds the very tokenizer the counter builds."""
+is read back only whole, unchanged and regular, and it builds the very tokenizer the counter builds."""
 
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
+import threading
 
 import pytest
 from tokenizers import Tokenizer, models, pre_tokenizers, trainers
 
 from freqlab import fastokens_ahead
-from freqlab.fastokens_ahead import JSON, TIKTOKEN, build_fastokens, input_file, input_path, read_input
+from freqlab.fastokens_ahead import (
+    JSON,
+    TIKTOKEN,
+    build_fastokens,
+    input_file,
+    input_identity,
+    input_path,
+    read_header,
+    read_input,
+)
 from freqlab.tokenization.backends import FastokensEngine, FastokensRanks, fastokens_input
 from freqlab.tokenization.counter import TiktokenPlan
 from freqlab.tokenization.tiktoken_file import LLAMA3_PATTERN
@@ -38,10 +49,11 @@ def test_the_file_round_trips_and_builds_what_the_counter_builds(json_text, tmp_
     entry = tmp_path / "key.pickle"
     kind, body, how = fastokens_input(json_text)
     assert (kind, body, how) == (JSON, json_text, {})
-    input_path(entry).write_bytes(input_file("d1g3st", kind, body, **how))
+    input_path(entry).write_bytes(input_file(kind, body, **how))
     header, read = read_input(entry)
-    assert header["digest"] == "d1g3st" and header["kind"] == JSON and read == json_text.encode()
-    built = build_fastokens(header["kind"], read)
+    assert header["identity"] == input_identity(JSON, json_text) == read_header(entry)["identity"]
+    assert read == json_text.encode() and header["kind"] == JSON and header["how"] == {}
+    built = build_fastokens(header["kind"], read, **header["how"])
     assert counts(built) == counts(FastokensEngine(json_text).tokenizer) == counts(Tokenizer.from_str(json_text))
 
 
@@ -50,36 +62,55 @@ def test_tiktoken_ranks_are_written_as_a_tiktoken_file_with_their_pattern(tmp_pa
     source = FastokensRanks(TiktokenPlan(LLAMA3_PATTERN, ranks))
     kind, body, how = fastokens_input(source)
     assert kind == TIKTOKEN and how == {"pattern": LLAMA3_PATTERN} and body.count(b"\n") == len(ranks)
+    assert input_identity(kind, body, **how) != input_identity(kind, body, pattern=r"\S+")  # how is part of it
     entry = tmp_path / "key.pickle"
-    input_path(entry).write_bytes(input_file("x", kind, body, **how))
+    input_path(entry).write_bytes(input_file(kind, body, **how))
     header, read = read_input(entry)
-    built = build_fastokens(header["kind"], read, header.get("encoding"), header.get("pattern"))
+    built = build_fastokens(header["kind"], read, **header["how"])
     assert counts(built, ["hello hello", "hell"]) == [3, 1]  # "hello", " ", "hello"; "hell"
     assert counts(built, TEXTS) == counts(FastokensEngine(source).tokenizer, TEXTS)
 
 
-def test_a_damaged_missing_or_foreign_file_is_never_read(json_text, tmp_path):
+def test_a_damaged_edited_missing_or_foreign_file_is_never_read(json_text, tmp_path):
     entry = tmp_path / "key.pickle"
-    assert read_input(entry) is None  # missing
-    whole = input_file("d", JSON, json_text)
-    for damaged in (whole[:-1], whole[:-1] + b"!", b"not json\n" + json_text.encode(), b"", b"{}\nbody"):
+    assert read_input(entry) is None and read_header(entry) is None  # missing
+    whole = input_file(JSON, json_text)
+    line, body = whole.split(b"\n", 1)
+    other = input_file(JSON, json_text.replace("world", "wurld"))
+    for damaged in (whole[:-1], whole + b"!", b"not json\n" + body, b"", b"{}\nbody", line + b"\n" + body[:-1] + b"!"):
         input_path(entry).write_bytes(damaged)
         assert read_input(entry) is None
-    header = json.loads(whole.split(b"\n", 1)[0]) | {"format": 0}  # another format's
-    input_path(entry).write_bytes(json.dumps(header).encode() + b"\n" + json_text.encode())
+    input_path(entry).write_bytes(line + b"\n" + other.split(b"\n", 1)[1][: len(body)].ljust(len(body)))
+    assert read_input(entry) is None  # another body of the same length under this header: its identity differs
+    header = json.loads(line) | {"format": 1}  # another format's
+    input_path(entry).write_bytes(json.dumps(header).encode() + b"\n" + body)
     assert read_input(entry) is None
 
 
-def test_take_gives_the_tokenizer_only_for_the_digest_it_was_built_from(json_text, tmp_path, monkeypatch):
+def test_a_fifo_or_a_device_in_its_place_is_refused_at_once(tmp_path):
+    """Opened without blocking and checked before any read: a FIFO would block the forkserver, /dev/zero never end."""
     entry = tmp_path / "key.pickle"
-    input_path(entry).write_bytes(input_file("right", JSON, json_text))
+    os.mkfifo(input_path(entry))
+    done = []
+    reader = threading.Thread(target=lambda: done.append(read_input(entry)), daemon=True)
+    reader.start()
+    reader.join(timeout=10)
+    assert done == [None]
+    os.unlink(input_path(entry))
+    os.symlink("/dev/zero", input_path(entry))
+    assert read_input(entry) is None and read_header(entry) is None
+
+
+def test_take_gives_the_tokenizer_only_for_the_identity_it_was_built_from(json_text, tmp_path, monkeypatch):
+    entry = tmp_path / "key.pickle"
+    input_path(entry).write_bytes(input_file(JSON, json_text))
     monkeypatch.setattr(fastokens_ahead, "_BUILT", {})
     fastokens_ahead._build_from(str(entry))
     assert fastokens_ahead.take("other") is None and fastokens_ahead.take(None) is None
-    assert counts(fastokens_ahead.take("right")) == counts(Tokenizer.from_str(json_text))
-    input_path(entry).write_bytes(input_file("broken", JSON, "{not a tokenizer"))
+    assert counts(fastokens_ahead.take(input_identity(JSON, json_text))) == counts(Tokenizer.from_str(json_text))
+    input_path(entry).write_bytes(input_file(JSON, "{not a tokenizer"))
     fastokens_ahead._build_from(str(entry))  # a build that fails leaves nothing: the prebuild builds its own
-    assert fastokens_ahead.take("broken") is None
+    assert fastokens_ahead.take(input_identity(JSON, "{not a tokenizer")) is None
 
 
 def test_importing_it_imports_nothing_of_freqlab_but_itself_and_starts_no_thread_unasked():
@@ -87,6 +118,7 @@ def test_importing_it_imports_nothing_of_freqlab_but_itself_and_starts_no_thread
         "import sys, threading, freqlab.fastokens_ahead as f\n"
         "print(sorted(m for m in sys.modules if m.startswith(('freqlab', 'numpy'))), threading.active_count())\n"
     )
-    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
+    env = {k: v for k, v in os.environ.items() if k != fastokens_ahead.ENV}
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60, env=env)
     assert done.returncode == 0, done.stderr
     assert done.stdout.split() == ["['freqlab',", "'freqlab.fastokens_ahead']", "1"]

@@ -44,6 +44,12 @@ BACKEND_SENTENCEPIECE = "sentencepiece"  # backend name: sentencepiece (.model f
 #: The backends in the order they are tried: the first one verified against the tokenizer counts.
 FASTEST_FIRST = (BACKEND_FASTOKENS, BACKEND_TIKTOKEN, BACKEND_HF, BACKEND_SENTENCEPIECE)
 
+# Meta's llama3/tokenizer.py (the same regex as Llama 3's tokenizer.json); for its tiktoken-format tokenizer.model.
+LLAMA3_PATTERN = (
+    r"(?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\r\n\p{L}\p{N}]?\p{L}+|\p{N}{1,3}| ?[^\s\p{L}\p{N}]+[\r\n]*|\s*[\r\n]+|"
+    r"\s+(?!\S)|\s+"
+)
+
 # tiktoken_ext/openai_public.py, cl100k_base (possessive quantifiers are fine: tiktoken runs its own engine).
 CL100K_PATTERN = (
     r"""'(?i:[sdmt]|ll|ve|re)|[^\r\n\p{L}\p{N}]?+\p{L}++|\p{N}{1,3}+| ?[^\s\p{L}\p{N}]++[\r\n]*+|\s++$|\s*[\r\n]|"""
@@ -140,11 +146,15 @@ class FastokensRanks:
     encoding: str | None = None
 
 
-def fastokens_input(source: str | FastokensRanks) -> tuple[str, bytes | str, dict[str, str | None]]:
+def fastokens_input(
+    source: str | FastokensRanks, exported: bool = False
+) -> tuple[str, bytes | str, dict[str, str | None]]:
     """What fastokens is built from (:func:`freqlab.fastokens_ahead.build_fastokens`): ``(kind, body, how)``, the
     ``tokenizer.json`` text, or :class:`FastokensRanks` as a ``.tiktoken`` file's bytes with its encoding or
-    pattern.
+    pattern (``exported``: as the ``tokenizer.json`` export, which states the merges its loader may refuse to derive).
     """
+    if isinstance(source, FastokensRanks) and exported:
+        return JSON_INPUT, tiktoken_to_hf_json(source.plan.mergeable_ranks, source.plan.pat_str), {}
     if isinstance(source, FastokensRanks):
         ranks = source.plan.mergeable_ranks
         body = b"".join(base64.b64encode(token) + b" %d\n" % rank for token, rank in ranks.items())
@@ -160,6 +170,7 @@ class FastokensEngine:
     """
 
     def __init__(self, source: str | FastokensRanks, tokenizer: Any = None) -> None:
+        self.exported = False  # built from the tokenizer.json export of ranks (fastokens_input(exported=True))
         if tokenizer is not None:
             self.tokenizer = tokenizer
             return
@@ -170,8 +181,9 @@ class FastokensEngine:
             # tokenizer.model: "did not decompose into 2 pieces"); the tokenizer.json export states them
             if not isinstance(source, FastokensRanks):
                 raise
-            exported = tiktoken_to_hf_json(source.plan.mergeable_ranks, source.plan.pat_str)
-            self.tokenizer = build_fastokens(JSON_INPUT, exported)
+            kind, body, how = fastokens_input(source, exported=True)
+            self.tokenizer = build_fastokens(kind, body, **how)
+            self.exported = True
 
     def counts(self, texts: Sequence[str], threads: int = 1) -> np.ndarray:
         """Token counts of ``texts``, int64."""

@@ -38,8 +38,6 @@ from pathlib import Path
 from typing import Any
 
 from freqlab import fastokens_ahead
-from freqlab.errors import FreqlabError
-from freqlab.files import write_atomic
 from freqlab.tokenization.backends import BACKEND_FASTOKENS, fastokens_input
 from freqlab.tokenization.counter import TokenCounter, sources_fingerprint
 from freqlab.tokenization.verify import capturing, verified
@@ -102,9 +100,13 @@ def _plain(value: Any) -> Any:
 
 
 def read_entry(path: Path) -> dict | None:
-    """The entry at ``path``, or None when it is missing, truncated, corrupt or of another format."""
+    """The entry at ``path``, or None when it is missing, no regular file, truncated, corrupt or of another format."""
+    handle = fastokens_ahead.open_regular(path)
+    if handle is None:
+        return None
     try:
-        data = path.read_bytes()
+        with handle:
+            data = handle.read()
     except OSError:
         return None
     if not data.startswith(FORMAT) or len(data) < len(FORMAT) + 32:
@@ -119,21 +121,35 @@ def read_entry(path: Path) -> dict | None:
     return entry if isinstance(entry, dict) and {"state", "refusals", "salad", "verdicts"} <= entry.keys() else None
 
 
-def write_entry(path: Path, entry: dict) -> None:
-    """Write ``entry`` atomically (temporary file in the same folder, then rename); errors are ignored: the
-    cache only saves time.
-    """
-    with contextlib.suppress(OSError, pickle.PicklingError, TypeError, AttributeError):
-        path.parent.mkdir(parents=True, exist_ok=True)
+def write_entry(path: Path, entry: dict) -> bool:
+    """Write ``entry`` (:func:`write_private`); False when it could not be: the cache only saves time."""
+    try:
         payload = pickle.dumps(entry, protocol=pickle.HIGHEST_PROTOCOL)
+    except (pickle.PicklingError, TypeError, AttributeError):
+        return False
+    return write_private(path, FORMAT + hashlib.sha256(payload).digest() + payload)
+
+
+def write_private(path: Path, data: bytes) -> bool:
+    """Write ``data`` to ``path`` atomically and readable by this user only (a temporary file in the same folder,
+    then a rename, which replaces whatever was at ``path``, a link or a FIFO included, without following it); False
+    when it could not be.
+    """
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
         handle, temporary = tempfile.mkstemp(dir=path.parent, prefix=path.name + ".", suffix=".tmp")
-        try:
-            with os.fdopen(handle, "wb") as out:
-                out.write(FORMAT + hashlib.sha256(payload).digest() + payload)
-            os.replace(temporary, path)
-        finally:
-            with contextlib.suppress(FileNotFoundError):
-                os.unlink(temporary)
+    except OSError:
+        return False
+    try:
+        with os.fdopen(handle, "wb") as out:
+            out.write(data)
+        os.replace(temporary, path)
+        return True
+    except OSError:
+        return False
+    finally:
+        with contextlib.suppress(FileNotFoundError):
+            os.unlink(temporary)
 
 
 def cached_load(
@@ -171,10 +187,13 @@ def cached_load(
             )
         if seen.get("verdicts", {}).keys() - entry["verdicts"].keys():  # a verdict computed now: keep it
             entry = {**entry, "verdicts": dict(seen["verdicts"])}
-            write_entry(path, entry)
+            made = fastokens_build_input(entry, counter)
+            entry["fastokens_input"] = fastokens_ahead.input_identity(*made[:2], **made[2]) if made else None
+            if write_entry(path, entry) and made:
+                write_private(fastokens_ahead.input_path(path), fastokens_ahead.input_file(*made[:2], **made[2]))
             STATS["writes"] += 1
-        if not fastokens_ahead.input_path(path).exists():
-            write_fastokens_input(path, entry)
+        else:
+            repair_fastokens_input(path, entry)
         return counter
     STATS["misses"] += 1
     seen = {}
@@ -191,25 +210,39 @@ def cached_load(
             "salad": seen["salad"],
             "verdicts": dict(seen["verdicts"]),
         }
-        write_entry(path, entry)
-        write_fastokens_input(path, entry)
+        made = fastokens_build_input(entry, counter)
+        entry["fastokens_input"] = fastokens_ahead.input_identity(*made[:2], **made[2]) if made else None
+        if write_entry(path, entry) and made:
+            write_private(fastokens_ahead.input_path(path), fastokens_ahead.input_file(*made[:2], **made[2]))
         STATS["writes"] += 1
     return counter
 
 
-def write_fastokens_input(path: Path, entry: dict) -> None:
-    """Beside the entry at ``path``, the input of its fastokens build (:mod:`freqlab.fastokens_ahead`: the local
-    pool's forkserver starts building from it before it imports freqlab), when its verdicts accept fastokens;
-    errors are ignored, as the entry's are.
+def fastokens_build_input(entry: dict, counter: TokenCounter | None = None) -> tuple[str, bytes | str, dict] | None:
+    """What the entry's fastokens is built from (:func:`~freqlab.tokenization.backends.fastokens_input`: the
+    ``tokenizer.json`` export where ``counter`` built it so, its ranks refused), or None when its verdicts do not
+    accept fastokens. Kept beside the entry (:mod:`freqlab.fastokens_ahead`: the local pool's forkserver starts
+    building from it before it imports freqlab), its identity in the entry.
     """
-    state = entry["state"]
-    source = state["sources"].get(BACKEND_FASTOKENS)
-    digest = (state.get("source_digests") or {}).get(BACKEND_FASTOKENS)
-    if source is None or digest is None or entry["verdicts"].get(BACKEND_FASTOKENS, "not verified") is not None:
+    source = entry["state"]["sources"].get(BACKEND_FASTOKENS)
+    if source is None or entry["verdicts"].get(BACKEND_FASTOKENS, "not verified") is not None:
+        return None
+    engine = counter.built(BACKEND_FASTOKENS) if counter is not None else None
+    return fastokens_input(source, exported=getattr(engine, "exported", False))
+
+
+def repair_fastokens_input(path: Path, entry: dict) -> None:
+    """Write the fastokens input beside the entry at ``path`` again when the file there is missing, cut short or
+    another input (its header read, not its body), where the input made now is the one the entry records (a
+    ``tokenizer.json`` export, made only where fastokens refused the ranks, is not made again here).
+    """
+    identity = entry.get("fastokens_input")
+    header = fastokens_ahead.read_header(path) if identity else None
+    if not identity or (header is not None and header["identity"] == identity) or not os.access(path.parent, os.W_OK):
         return
-    kind, body, how = fastokens_input(source)
-    with contextlib.suppress(FreqlabError):
-        write_atomic(fastokens_ahead.input_path(path), fastokens_ahead.input_file(digest, kind, body, **how))
+    made = fastokens_build_input(entry)
+    if made and fastokens_ahead.input_identity(*made[:2], **made[2]) == identity:
+        write_private(fastokens_ahead.input_path(path), fastokens_ahead.input_file(*made[:2], **made[2]))
 
 
 STATS = {"hits": 0, "misses": 0, "writes": 0}

@@ -283,13 +283,24 @@ class TokenCounter:
             np.add.at(totals, np.asarray(owners, np.intp), counts)
         out[list(where)] = totals
 
-    def build_engines(self) -> None:
-        """Build now, side by side, what :meth:`count` uses: :attr:`backend` and, when routed strings that are not
-        :attr:`split_out` send some texts to it, the reference, which would otherwise be built in the middle of a
-        count, when the first such text comes (:meth:`Engines.build`; nothing is run, so no backend starts its own
-        threads).
+    def build_engines(self, backends: Sequence[str] | None = None) -> None:
+        """Build now, side by side, ``backends`` (default: what :meth:`count` uses, :meth:`engines_used`), which would
+        otherwise be built in the middle of a count, when the first text for each comes (:meth:`Engines.build`;
+        nothing is run, so no backend starts its own threads).
         """
-        self._engines.build(self.engines_used())
+        self._engines.build(self.engines_used() if backends is None else backends)
+
+    def built(self, backend: str) -> Any:
+        """The engine of ``backend`` built in this process, or None."""
+        return self._engines.built(backend)
+
+    def adopt(self, backend: str, engine: Any) -> None:
+        """Count with ``engine``, built elsewhere from this counter's source of ``backend`` (the caller's word)."""
+        self._engines.put(backend, engine)
+
+    def holding_fastokens_routed(self, texts: Sequence[str]) -> list[int]:
+        """The indices of the texts holding a :attr:`fastokens_routed` string (fastokens never counts them)."""
+        return self._engines.holding(self._engines.past_fastokens, texts)
 
     def engines_used(self) -> list[str]:
         """The backends :meth:`count` uses in this process, fastest first: :attr:`backend`, the next one when it
@@ -333,7 +344,7 @@ class TokenCounter:
 
     def _count_batch(self, texts: Sequence[str], where: Sequence[int], out: np.ndarray, backends) -> None:
         if self._routes_past(backends):
-            past = self._engines.holding(self._engines.past_fastokens, texts)
+            past = self.holding_fastokens_routed(texts)
             if past:
                 self._count_batch([texts[k] for k in past], [where[k] for k in past], out, backends[1:])
                 aside = set(past)
@@ -678,6 +689,10 @@ class Engines:
     def is_built(self, backend: str) -> bool:
         """Whether ``backend``'s engine is already built in this process (building it again costs nothing)."""
         return backend in self._built
+
+    def built(self, backend: str) -> Any:
+        """``backend``'s engine when it is built in this process, else None."""
+        return self._built.get(backend)
 
     def put(self, backend: str, engine: Any) -> None:
         """Register an engine built elsewhere (the loader's Hugging Face tokenizer: parse the JSON once)."""

@@ -48,12 +48,13 @@ def prebuild(path: str | Path) -> TokenCounter | None:
     counter = verified(candidate, refusals=entry["refusals"], verify_texts=None, verdicts=verdicts)
     if counter.backend != BACKEND_FASTOKENS:
         return None  # refused here: the next backend is cheap to build
-    used = counter.engines_used()
-    counter._engines.build(used[1:])  # while fastokens builds ahead; never run here: running starts their threads
-    ahead = fastokens_ahead.take(counter.source_sha256(BACKEND_FASTOKENS))
-    if ahead is not None:  # built from the very source verified (its sha256), while this process imported
-        counter._engines.put(BACKEND_FASTOKENS, FastokensEngine(counter.source(BACKEND_FASTOKENS), ahead))
-    counter.build_engines()  # fastokens, unless built ahead
+    # never run here: running would start the backends' own threads
+    if fastokens_ahead.building():  # the rest while fastokens builds ahead, then it, if from the input verified
+        counter.build_engines(counter.engines_used()[1:])
+        ahead = fastokens_ahead.take(entry.get("fastokens_input"))
+        if ahead is not None:
+            counter.adopt(BACKEND_FASTOKENS, FastokensEngine(counter.source(BACKEND_FASTOKENS), ahead))
+    counter.build_engines()  # side by side: whatever is not built yet
     counter.share_engines()
     return counter
 

@@ -16,7 +16,8 @@ differently: llama.cpp's GGUF converters write the contractions ``(?i:'s|'t|...)
    ``regex`` module; otherwise fastokens is given the file's regex wrapped in ``(?:...)`` (PCRE2, exact);
 3. route: fastokens' Llama 3 splitter matches the contractions in ASCII case only (measured: it keeps ``'ſt``,
    U+017F LONG S, as one piece), while ``(?i:'s|...)`` in Oniguruma (Hugging Face) and ``regex`` also matches
-   ``'ſ``. For a file spelled with ``(?i:...)`` the texts containing ``'ſ`` are counted by the next verified
+   ``'ſ``; so do its cl100k and o200k presets, which it recognises in any file. For any regex that treats ``'ſ``
+   unlike an ordinary letter (:func:`folded_routed`) the texts containing ``ſ`` are counted by the next verified
    backend (the counter's ``fastokens_routed``: tiktoken, which runs the file's own regex, else the reference);
    for the llama.cpp spelling, which never matches it, nothing is routed. The counts can differ, not only the
    pieces: Llama 3 (``ignore_merges``) counts ``x'ſektedir`` in 5 tokens and fastokens' preset in 7, because
@@ -35,8 +36,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from freqlab.tokenization.backends import LLAMA3_PATTERN
 from freqlab.tokenization.sample import ADVERSARIAL_TEXTS
-from freqlab.tokenization.tiktoken_file import LLAMA3_PATTERN
 
 CONTRACTIONS_FOLDED = "(?i:'s|'t|'re|'ve|'m|'ll|'d)"
 CONTRACTIONS_ASCII = "(?:'[sS]|'[tT]|'[rR][eE]|'[vV][eE]|'[mM]|'[lL][lL]|'[dD])"
@@ -69,9 +70,10 @@ PRESETS: dict[str, Preset] = {
     ),
 }
 
-# strings where a case-insensitive contraction differs from ASCII case: "'" + a non-ASCII letter whose simple
-# case fold is a contraction's first letter (U+017F LONG S folds to "s")
-FOLDED_ONLY: tuple[str, ...] = ("'\u017f",)
+# letters whose simple case fold is a contraction's first letter (U+017F LONG S folds to "s"): after an apostrophe,
+# a case-insensitive contraction ((?i:'s|...), '(?i:[sdmt]|...)) matches them in Oniguruma (Hugging Face), in
+# ``regex`` and in tiktoken's engine, where fastokens' hand-written presets (Llama 3 / cl100k, o200k) do not
+FOLDED_LETTERS: tuple[str, ...] = ("\u017f",)
 
 
 @dataclass(frozen=True)
@@ -134,6 +136,31 @@ def first_difference(pattern: str, other: str, texts: Sequence[str]) -> int | No
     return None
 
 
+def folded_routed(pattern: str) -> tuple[str, ...]:
+    r"""The letters of :data:`FOLDED_LETTERS` that ``pattern`` splits after an apostrophe otherwise than an ordinary
+    letter (``x'ſt`` against ``x'at``): texts holding one skip fastokens, which may run the regex as one of its
+    presets (it recognises cl100k's and o200k's in any file, and Llama 3's spelling: :func:`choose_preset`). The
+    letter alone is looked for, not the apostrophe before it, which a normalizer may make (``’`` -> ``'``). A regex
+    the ``regex`` module cannot compile routes them all.
+
+    >>> folded_routed(r"(?i:'s|'t)|[^\r\n\p{L}\p{N}]?\p{L}+"), folded_routed(r"'s|'t|\p{L}+")
+    (('ſ',), ())
+    """
+    try:
+        compiled = _compiled(pattern)
+    except Exception:  # regex.error, or a pattern of another engine's syntax
+        return FOLDED_LETTERS
+
+    def ends(text: str) -> list[int]:
+        return [match.end() for match in compiled.finditer(text)]
+
+    return tuple(ch for ch in FOLDED_LETTERS if ends(f"x'{ch}t") != ends("x'at"))
+
+
+def _routing_note(routed: Sequence[str]) -> str:
+    return f"; texts containing {', '.join(map(repr, routed))} go to the next verified backend" if routed else ""
+
+
 def choose_preset(config: dict[str, Any], json_text: str, texts: Sequence[str]) -> PresetChoice:
     """What to give fastokens for a parsed ``tokenizer.json`` (see the module docstring); ``texts``: the load-time
     verification texts (the adversarial ones are added here).
@@ -142,11 +169,12 @@ def choose_preset(config: dict[str, Any], json_text: str, texts: Sequence[str]) 
     if found is None:
         return PresetChoice(json_text)
     where, pattern = found
+    routed = folded_routed(pattern)
     preset = PRESETS.get(normalise(pattern))
-    if preset is None:
-        return PresetChoice(json_text)
+    if preset is None:  # fastokens may still take it for a preset of its own (cl100k's, o200k's)
+        note = f"fastokens: the file's regex{_routing_note(routed)}" if routed else None
+        return PresetChoice(json_text, None, routed, note)
     behaviour = preset.behaviour
-    routed = tuple(s for s in FOLDED_ONLY if first_difference(pattern, behaviour, [f"x{s}t"]) is not None)
     probes = [t for t in dict.fromkeys((*texts, *ADVERSARIAL_TEXTS)) if not any(s in t for s in routed)]
     differ = first_difference(pattern, behaviour, probes)
     spelled = spelling_of(pattern)
@@ -154,14 +182,12 @@ def choose_preset(config: dict[str, Any], json_text: str, texts: Sequence[str]) 
         text = probes[differ]
         note = (
             f"fastokens: regex not run as its {preset.name} preset ({spelled}, it splits {text[:30]!r}... "
-            "differently); run by PCRE2"
+            f"differently); run by PCRE2{_routing_note(routed)}"
         )
-        return PresetChoice(_with_pattern(config, where, f"(?:{pattern})"), None, (), note)
+        return PresetChoice(_with_pattern(config, where, f"(?:{pattern})"), None, routed, note)
     note = (
         f"fastokens: {preset.name} pre-tokenizer preset (the file's regex, {spelled}, splits "
-        f"{len(probes)} verification and adversarial texts like it"
-        + (f"; texts containing {', '.join(map(repr, routed))} go to the next verified backend" if routed else "")
-        + ")"
+        f"{len(probes)} verification and adversarial texts like it{_routing_note(routed)})"
     )
     text = json_text if pattern == preset.spelling else _with_pattern(config, where, preset.spelling)
     return PresetChoice(text, preset.name, routed, note)

@@ -44,7 +44,7 @@ TRICKY_TEXTS: tuple[str, ...] = (
 ADVERSARIAL_TEXTS: tuple[str, ...] = (
     "it's IT'S It'S iT's we're WE'RE We'Re we'rE they've THEY'VE they'Ve I'm I'M we'll WE'LL we'Ll we'lL I'd I'D",
     "'s's 'S'S ''s x'sy x'Sy 'ss 'll'll 're're 'd'd 've've 'm'm 'x 'K 'ﬆ 'İ 'ı 'Ｓ ’s ‘t ſ's",
-    "'ſ 'ſt x'ſt",  # U+017F LONG S: folds to "s" (see freqlab.tokenization.presets.FOLDED_ONLY)
+    "'ſ 'ſt x'ſt",  # U+017F LONG S: folds to "s" (see freqlab.tokenization.presets.FOLDED_LETTERS)
     "0 12 123 1234 12345 123456 1234567 12345678901234567890 1,234,567.89 3.14159e-10 0x1F 1e100",
     "١٢٣٤٥٦٧ ०१२३४५६ ０１２３４５６ ①②③④ ⅠⅡⅢⅣⅫ ½¾⅓ ²³¹ 𝟏𝟐𝟑 a1b22c333d4444",
     "a\r\nb\r\n\r\nc\n\rd\r\re\n\nf \r\n g\t\r\n\th  \n  i\r\n\r\n\r\n j \r",

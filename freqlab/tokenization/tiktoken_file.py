@@ -14,18 +14,12 @@ from freqlab.errors import FreqlabError
 from freqlab.tokenization.backends import (  # noqa: F401  (the patterns live in backends, for verify; importable here)
     CL100K_PATTERN,
     FASTOKENS_PRESETS,
+    LLAMA3_PATTERN,
     O200K_PATTERN,
     TiktokenEngine,
 )
 from freqlab.tokenization.counter import TiktokenPlan, TokenCounter, vocab_hash
 from freqlab.tokenization.verify import tiktoken_counter
-
-# Meta's llama3/tokenizer.py (the same regex as Llama 3's tokenizer.json); for its tiktoken-format tokenizer.model.
-LLAMA3_PATTERN = (
-    r"(?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\r\n\p{L}\p{N}]?\p{L}+|\p{N}{1,3}| ?[^\s\p{L}\p{N}]+[\r\n]*|\s*[\r\n]+|"
-    r"\s+(?!\S)|\s+"
-)
-
 
 LLAMA3_RANKS = 128_000
 

@@ -34,6 +34,7 @@ from freqlab.tokenization.backends import (
     is_engine_failure,
 )
 from freqlab.tokenization.counter import TiktokenPlan, TokenCounter, _first_line, longest_match_regex
+from freqlab.tokenization.presets import folded_routed
 from freqlab.tokenization.sample import default_verify_texts, vocab_salad
 
 # backend -> why it is not even tried, for loads inside `skipping(...)` (load_tokenizer's skip_backends)
@@ -303,8 +304,7 @@ class _Comparison:
     def _verdict(self, backend: str) -> str | None:
         expected, texts = self.expected(), self.texts
         if backend == BACKEND_FASTOKENS:  # texts it never counts (they go to the next backend) are left out
-            engines = self.candidate._engines
-            past = set(engines.holding(engines.past_fastokens, texts))
+            past = set(self.candidate.holding_fastokens_routed(texts))
             if past:
                 kept = [i for i in range(len(texts)) if i not in past]
                 expected, texts = expected[kept], [texts[i] for i in kept]
@@ -333,7 +333,9 @@ def tiktoken_counter(
     refusals: dict[str, str] = {}
     preset = FASTOKENS_PRESETS.get(plan.pat_str)
     version = fastokens_candidate(sources, refusals, lambda: FastokensRanks(plan, preset))
-    candidate = TokenCounter(sources=sources, fastokens_version=version, **settings)
+    candidate = TokenCounter(
+        sources=sources, fastokens_version=version, fastokens_routed=folded_routed(plan.pat_str), **settings
+    )
     if tiktoken_engine is not None:
         candidate._engines.put(BACKEND_TIKTOKEN, tiktoken_engine)
     return verified(candidate, refusals=refusals, verify_texts=verify_texts, salad_tokens=plan.mergeable_ranks)

@@ -5,6 +5,7 @@ worker it forks; only a counter of the very same data uses them, and an edited f
 from __future__ import annotations
 
 import json
+import os
 import pickle
 import subprocess
 import sys
@@ -66,16 +67,42 @@ def test_a_hit_does_not_hash_the_sources_again_and_keeps_the_same_fingerprint(to
 
 
 def test_the_cache_writes_the_fastokens_input_beside_an_entry_that_verified_fastokens(tokenizer_json, cache_on):
-    """``<entry>.fastokens`` names the source by the sha256 the entry keeps; a hit writes it again when it is gone."""
+    """``<entry>.fastokens`` (private, as the entry) holds the source verified; the entry records its identity; a hit
+    writes it again when it is gone, cut short or another entry's, and leaves a good one alone."""
     path, _ = tokenizer_json
     counter = load_tokenizer(str(path))
     entry = cache_entry(str(path))
     header, body = fastokens_ahead.read_input(entry)
-    assert header["digest"] == counter.source_sha256("fastokens") and body == counter.source("fastokens").encode()
-    fastokens_ahead.input_path(entry).unlink()
-    again = load_tokenizer(str(path))  # a hit
-    assert cache_module.STATS["hits"] == 1 and again.backend == "fastokens"
-    assert fastokens_ahead.read_input(entry)[0] == header
+    assert body == counter.source("fastokens").encode()
+    assert cache_module.read_entry(entry)["fastokens_input"] == header["identity"]
+    sidecar = fastokens_ahead.input_path(entry)
+    assert oct(sidecar.stat().st_mode & 0o777) == oct(entry.stat().st_mode & 0o777) == "0o600"
+    good = sidecar.read_bytes()
+    for broken in (None, good[:-10], fastokens_ahead.input_file("json", "{}")):
+        if broken is None:
+            sidecar.unlink()
+        else:
+            sidecar.write_bytes(broken)
+        assert load_tokenizer(str(path)).backend == "fastokens"  # a hit
+        assert sidecar.read_bytes() == good
+    before = sidecar.stat().st_mtime_ns
+    load_tokenizer(str(path))
+    assert sidecar.stat().st_mtime_ns == before and cache_module.STATS["hits"] == 4
+
+
+def test_a_fifo_in_place_of_the_entry_or_its_input_never_blocks_a_load(tokenizer_json, cache_on):
+    """Both are opened without blocking and read only when regular; a write replaces the FIFO, never writes into it."""
+    path, _ = tokenizer_json
+    load_tokenizer(str(path))
+    entry = cache_entry(str(path))
+    for fifo in (entry, fastokens_ahead.input_path(entry)):
+        fifo.unlink()
+        os.mkfifo(fifo)
+        loading = threading.Thread(target=load_tokenizer, args=(str(path),), daemon=True)
+        loading.start()
+        loading.join(timeout=60)
+        assert not loading.is_alive() and fifo.is_file()  # replaced by a regular file
+    assert fastokens_ahead.read_input(entry) is not None and cache_module.read_entry(entry) is not None
 
 
 def test_nothing_is_written_beside_an_entry_that_refused_fastokens(tokenizer_json, cache_on):
@@ -83,23 +110,31 @@ def test_nothing_is_written_beside_an_entry_that_refused_fastokens(tokenizer_jso
     with verify_module.skipping({"fastokens": "left out here"}):
         assert load_tokenizer(str(path)).backend == "tiktoken"
     assert list(cache_on.glob("*.fastokens")) == [] and len(list(cache_on.glob("*.pickle"))) == 1
+    assert cache_module.read_entry(next(cache_on.glob("*.pickle")))["fastokens_input"] is None
 
 
-def test_prebuild_takes_fastokens_built_ahead_only_from_the_very_source_verified(tokenizer_json, cache_on, monkeypatch):
+def test_prebuild_takes_fastokens_built_ahead_only_from_the_input_the_entry_verified(
+    tokenizer_json, cache_on, monkeypatch
+):
     path, reference = tokenizer_json
     load_tokenizer(str(path))
     entry = cache_entry(str(path))
-    for digest_matches in (True, False):
+    good = fastokens_ahead.input_path(entry).read_bytes()
+    for foreign in (False, True):
         monkeypatch.setattr(counter_module, "_BUILT", {})  # a fresh forkserver
         monkeypatch.setattr(fastokens_ahead, "_BUILT", {})
-        if not digest_matches:  # a file left by another source (its digest differs): built, never taken
-            header, body = fastokens_ahead.read_input(entry)
-            fastokens_ahead.input_path(entry).write_bytes(fastokens_ahead.input_file("0" * 64, header["kind"], body))
-        fastokens_ahead._build_from(str(entry))
-        (ahead,) = fastokens_ahead._BUILT.values()
+        if foreign:  # a whole, valid file of another tokenizer: built, never taken
+            other = json.loads(reference.to_str())
+            other["model"]["vocab"] = dict(list(other["model"]["vocab"].items()))
+            other["added_tokens"] = []
+            fastokens_ahead.input_path(entry).write_bytes(fastokens_ahead.input_file("json", json.dumps(other)))
+        thread = fastokens_ahead.start_building(fastokens_ahead._build_from, str(entry))
+        monkeypatch.setattr(fastokens_ahead, "_BUILDING", thread)
         built = prebuild(entry)
-        assert (built._engines.get("fastokens").tokenizer is ahead) is digest_matches
+        (ahead,) = fastokens_ahead._BUILT.values()
+        assert (built.built("fastokens").tokenizer is ahead) is not foreign
         assert built.count(TEXTS).tolist() == expected(reference, TEXTS)
+    fastokens_ahead.input_path(entry).write_bytes(good)
 
 
 def test_prebuild_builds_the_verified_fast_backend_once_for_counters_of_the_same_data(

@@ -3,6 +3,7 @@ llama.cpp's converters spell it count alike, both on the preset, confirmed on ad
 
 from __future__ import annotations
 
+import base64
 import json
 
 import numpy as np
@@ -20,7 +21,7 @@ from freqlab.tokenization.presets import (
     split_regex,
 )
 from freqlab.tokenization.sample import ADVERSARIAL_TEXTS
-from freqlab.tokenization.tiktoken_file import LLAMA3_PATTERN
+from freqlab.tokenization.tiktoken_file import CL100K_PATTERN, LLAMA3_PATTERN, O200K_PATTERN
 
 from .textsource import NON_ASCII, stdlib_documents, stdlib_modules
 
@@ -95,17 +96,17 @@ def test_the_preset_behaviour_is_fastokens_splitter_on_adversarial_text(spelling
     assert fast.tolist() == [len(by_behaviour.encode(t, add_special_tokens=False)) for t in texts]
 
 
-def test_long_s_after_an_apostrophe_skips_fastokens_only_for_the_case_insensitive_spelling(tmp_path, monkeypatch):
+def test_long_s_after_an_apostrophe_skips_fastokens_only_for_the_case_insensitive_spelling(
+    long_s_vocabulary, tmp_path, monkeypatch
+):
     """``(?i:'s|...)`` matches ``'ſ`` (U+017F folds to "s") in Hugging Face; fastokens' preset does not. With a
     vocabulary where ``'ſt`` is one token the difference shows in the count: 1 token on the preset, 4 in
-    Hugging Face (``'ſ`` and ``t`` are cut apart). The counter sends such texts to the next verified backend,
-    tiktoken (which runs the file's own regex), never to the reference; fastokens counts the others."""
-    training = ["a'ſt b'ſt c'ſt 'ſt"] * 1000 + ["hello world's"] * 100
-    ascii_json = llama3_style(LLAMA_CPP_PATTERN, training, vocab_size=400).to_str()
+    Hugging Face (``'ſ`` and ``t`` are cut apart). The counter sends texts holding ``ſ`` to the next verified
+    backend, tiktoken (which runs the file's own regex), never to the reference; fastokens counts the others."""
     texts = ["x'ſt", "a'ſt b'ſt", "hello world's"]
-    for name, pattern, routed in (("cpp", LLAMA_CPP_PATTERN, ()), ("hf", LLAMA3_PATTERN, ("'ſ",))):
+    for name, pattern, routed in (("cpp", LLAMA_CPP_PATTERN, ()), ("hf", LLAMA3_PATTERN, ("ſ",))):
         path = tmp_path / f"{name}.json"
-        path.write_text(respelled(ascii_json, pattern), encoding="utf-8")
+        path.write_text(respelled(long_s_vocabulary, pattern), encoding="utf-8")
         counter = load_tokenizer(str(path))
         reference = Tokenizer.from_file(str(path))
         assert counter.backends == ("fastokens", "tiktoken", "hf-tokenizers") and counter.routed == ()
@@ -117,7 +118,53 @@ def test_long_s_after_an_apostrophe_skips_fastokens_only_for_the_case_insensitiv
         assert asked == (["tiktoken", "fastokens"] if routed else ["fastokens"])
     assert counter.counts_by("fastokens", ["'ſt"]).tolist() == [1]  # the preset alone would be wrong
     assert counter.counts_by("tiktoken", ["'ſt"]).tolist() == [4] == [len(reference.encode("'ſt"))]
-    assert 'texts containing "\'ſ" go to the next verified backend' in counter.fastokens_note
+    assert "texts containing 'ſ' go to the next verified backend" in counter.fastokens_note
+
+
+@pytest.fixture(scope="module")
+def long_s_vocabulary() -> str:
+    """A Llama-3-style tokenizer.json where ``'ſt`` is one token: fastokens' presets count ``x'ſt`` otherwise."""
+    training = ["a'ſt b'ſt c'ſt 'ſt"] * 1000 + ["hello world's it’s"] * 100
+    return llama3_style(LLAMA_CPP_PATTERN, training, vocab_size=400).to_str()
+
+
+@pytest.mark.parametrize("pattern", [LLAMA3_PATTERN, CL100K_PATTERN, O200K_PATTERN], ids=["llama3", "cl100k", "o200k"])
+def test_long_s_skips_fastokens_for_tiktoken_ranks_and_for_regexes_fastokens_knows_itself(
+    long_s_vocabulary, pattern, tmp_path
+):
+    """fastokens runs its hand-written cl100k and o200k splitters wherever it meets their regex (a ``.tiktoken``
+    file's, a ``tokenizer.json``'s): texts holding ``ſ`` skip it there too, and every count is the reference's."""
+    texts = ["x'ſt", "Bu'ſt ok", "a'ſt b'ſt", "hello world's", "'ſ"]
+    path = tmp_path / "tokenizer.json"
+    path.write_text(respelled(long_s_vocabulary, pattern), encoding="utf-8")
+    counter = load_tokenizer(str(path))
+    reference = Tokenizer.from_file(str(path))
+    assert counter.fastokens_routed == ("ſ",) and counter.backend == "fastokens"
+    assert counter.count(texts).tolist() == [len(reference.encode(t)) for t in texts]
+    if counter.plan is None:  # cl100k's possessive quantifiers: no tiktoken backend, the reference counts them
+        assert counter.backends == ("fastokens", "hf-tokenizers")
+        path.write_text(respelled(long_s_vocabulary, LLAMA3_PATTERN), encoding="utf-8")
+        counter = load_tokenizer(str(path))
+    ranks = tmp_path / "ranks.tiktoken"  # the same vocabulary as tiktoken ranks (Llama 3's tokenizer.model format)
+    ranks.write_bytes(b"".join(base64.b64encode(t) + b" %d\n" % r for t, r in counter.plan.mergeable_ranks.items()))
+    from_ranks = load_tokenizer(str(ranks), pattern=pattern)
+    assert from_ranks.fastokens_routed == ("ſ",) and from_ranks.backend == "fastokens"
+    assert from_ranks.count(texts).tolist() == from_ranks.counts_by("tiktoken", texts).tolist()
+    assert from_ranks.counts_by("fastokens", ["x'ſt"]).tolist() != from_ranks.counts_by("tiktoken", ["x'ſt"]).tolist()
+
+
+def test_an_apostrophe_a_normalizer_makes_before_long_s_still_skips_fastokens(long_s_vocabulary, tmp_path):
+    """``’ſ`` holds no ``'ſ``, but a normalizer replacing ``’`` by ``'`` makes one: the letter alone is looked for."""
+    config = json.loads(long_s_vocabulary)
+    config["normalizer"] = {"type": "Replace", "pattern": {"String": "’"}, "content": "'"}
+    path = tmp_path / "tokenizer.json"
+    path.write_text(respelled(json.dumps(config), LLAMA3_PATTERN), encoding="utf-8")
+    counter = load_tokenizer(str(path))
+    reference = Tokenizer.from_file(str(path))
+    texts = ["x’ſt", "a’ſt b’ſt", "it’s"]
+    assert counter.backend == "fastokens" and counter.fastokens_routed == ("ſ",)
+    expected = [len(reference.encode(t)) for t in texts]
+    assert counter.count(texts).tolist() == expected != counter.counts_by("fastokens", texts).tolist()
 
 
 def test_a_regex_that_splits_differently_from_the_preset_is_run_by_pcre2(monkeypatch):
@@ -153,7 +200,7 @@ def test_chat_markers_are_counted_around_on_the_preset_and_long_s_pieces_by_tikt
     tokenizer.save(str(path))
     counter = load_tokenizer(str(path))
     assert counter.backend == "fastokens" and set(counter.split_out) == set(markers)
-    assert counter.fastokens_routed == ("'ſ",) and counter.backends[1] == "tiktoken"
+    assert counter.fastokens_routed == ("ſ",) and counter.backends[1] == "tiktoken"
     bos, start, end, eot = markers
     chats = [f"{bos}{start}user{end}\n\n{t}{eot}{start}assistant{end}\n\n{t[::-1]}{eot}" for t in HELD_OUT[:100]]
     long_s = [f"{bos}it'ſ {t}{eot}" for t in HELD_OUT[:5]]

@@ -23,6 +23,7 @@ from collections.abc import Callable, Generator, Iterator
 from concurrent.futures import FIRST_COMPLETED, Future, ProcessPoolExecutor, wait
 from concurrent.futures.process import BrokenProcessPool
 
+from freqlab import fastokens_ahead
 from freqlab.errors import FreqlabError
 from freqlab.scan.engines.base import Engine, Progress, Task, fill
 
@@ -251,7 +252,7 @@ if hasattr(os, "register_at_fork"):
 
 
 _FORKSERVER_LOCK = threading.Lock()
-PREBUILD_ENV = "FREQLAB_PREBUILD"  # freqlab.fastokens_ahead.ENV (not imported here: the driver may not need it)
+PREBUILD_ENV = fastokens_ahead.ENV  # the cache entry the forkserver builds
 FORKSERVER_ENV = "FREQLAB_FORKSERVER"  # set in the forkserver freqlab starts: freqlab.scan.engines.preload acts there
 
 

@@ -23,13 +23,14 @@ if os.environ.get("FREQLAB_FORKSERVER") == "1":  # local.FORKSERVER_ENV: only th
 
 import numpy as np
 
+from freqlab.fastokens_ahead import ENV as PREBUILD_ENV
 from freqlab.scan.counts import count_codes
 
 # one call on the types a count passes (int64 codes, int64 counts) loads the compiled code from numba's cache (or
 # compiles it once); the forkserver swallows only an ImportError from its preloaded modules, so any other failure
-# is left to the workers, whose first count raises it as a scan error. Not where a tokenizer builds for a text scan
-# (FREQLAB_PREBUILD): its batches are counted in numpy (counts.COMPILED_FROM), and numba's import would only slow
-# the build down.
-if not os.environ.get("FREQLAB_PREBUILD"):  # freqlab.fastokens_ahead.ENV
+# is left to the workers, whose first count raises it as a scan error. Not where a tokenizer builds for a text scan:
+# its batches are counted in numpy (counts.COMPILED_FROM), and numba's import would only slow the build down (a
+# later scan of tokenized data on this forkserver then loads it in each worker)
+if not os.environ.get(PREBUILD_ENV):
     with contextlib.suppress(Exception):
         count_codes(np.zeros(1, np.int64), np.zeros(2, np.int64))
