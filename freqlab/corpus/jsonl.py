@@ -19,6 +19,7 @@ import functools
 import gzip
 import io
 import json
+import os
 import zlib
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
@@ -234,9 +235,34 @@ def is_compressed(path: str) -> bool:
 
 def estimated_content_bytes(file: DataFile) -> int:
     """The decompressed bytes of ``file``: its size, or for a compressed file :data:`COMPRESSION_RATIO_GUESS` times
-    it (the size inside is not recorded in every file; the one guess every plan of a compressed file uses).
+    it, or more where the file records more (:func:`recorded_content_bytes`: a file of text compressed 20x at
+    ``zstd -19 --long`` was planned as a small scan); the one estimate every plan of a compressed file uses.
     """
-    return file.size * COMPRESSION_RATIO_GUESS if is_compressed(file.path) else file.size
+    if not is_compressed(file.path):
+        return file.size
+    recorded = recorded_content_bytes(file.path, file.size, file.mtime_ns) if not file.remote else None
+    return max(file.size * COMPRESSION_RATIO_GUESS, recorded or 0)
+
+
+@functools.lru_cache(maxsize=4096)
+def recorded_content_bytes(path: str, size: int, mtime_ns: int) -> int | None:
+    """What a local compressed file records of its decompressed size, a lower bound of it: a zstd file's first frame
+    header's content size (RFC 8878, section 3.1.1.1.4; the whole file's when it is one frame, as ``zstd`` and
+    ``zstandard.compress`` write it), a gzip file's last member's ISIZE (RFC 1952, section 2.3.1: the size modulo
+    2^32; the whole file's when it is one member below 4 GiB); None when it records nothing (a zstd stream written
+    without its size) or cannot be read. ``size`` and ``mtime_ns`` key the cache.
+    """
+    try:
+        with open(path, "rb") as handle:
+            if path.lower().endswith(_ZSTD_SUFFIXES):
+                found = zstandard.frame_content_size(handle.read(18))
+                return found if found > 0 else None
+            if size < 18:
+                return None
+            handle.seek(size - 4)
+            return int.from_bytes(handle.read(4), "little") or None
+    except (OSError, zstandard.ZstdError):
+        return None
 
 
 def open_binary(path: str, frames: tuple[int, int] | None = None) -> BinaryIO:
@@ -556,7 +582,8 @@ def check_json_lines(file: DataFile) -> None:
     if b"\n" not in data.strip():
         return  # one line (longer than the first read): JSON lines of one document
     what = "one JSON array" if isinstance(whole, list) else "one JSON document"
-    hint = ""
+    folder = os.path.dirname(file.path) or "."
+    hint = f" (to leave it out, name the data files with a pattern, e.g. {os.path.join(folder, '*.jsonl*')!r})"
     if isinstance(whole, dict) and "model" in whole and ("added_tokens" in whole or "pre_tokenizer" in whole):
         hint = " (it looks like a tokenizer: give it as --tokenizer)"
     raise FreqlabError(f"{file.path}: {what} spread over lines, not JSON lines (one object per line){hint}")

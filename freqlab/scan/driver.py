@@ -585,8 +585,8 @@ def small_scan_rule(size: int | None, table=None):
         if limit is None or size >= limit:
             return None
         return (
-            f"not used for a small scan ({size / 2**20:.1f} MiB of text < {limit / 2**20:.1f} MiB: {backend} "
-            "is done before fastokens is ready; counts are identical)"
+            f"not used for a small scan (an estimated {size / 2**20:.1f} MiB of text < {limit / 2**20:.1f} MiB: "
+            f"{backend} is done before fastokens is ready; counts are identical)"
         )
 
     return rule

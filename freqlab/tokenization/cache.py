@@ -50,7 +50,7 @@ def cache_dir() -> Path | None:
     """The tokenizer cache folder, or None when ``FREQLAB_NO_CACHE`` is set (to anything but ``0``/empty)."""
     if os.environ.get("FREQLAB_NO_CACHE", "") not in ("", "0"):
         return None
-    root = os.environ.get("FREQLAB_CACHE_DIR")
+    root = os.path.expanduser(os.environ.get("FREQLAB_CACHE_DIR", ""))  # ~ as a shell would expand it unquoted
     if not root:
         xdg = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
         root = os.path.join(xdg, "freqlab")

@@ -74,6 +74,7 @@ PRESETS: dict[str, Preset] = {
 # a case-insensitive contraction ((?i:'s|...), '(?i:[sdmt]|...)) matches them in Oniguruma (Hugging Face), in
 # ``regex`` and in tiktoken's engine, where fastokens' hand-written presets (Llama 3 / cl100k, o200k) do not
 FOLDED_LETTERS: tuple[str, ...] = ("\u017f",)
+NEXT_BACKEND = "the next verified backend"  # in the note, where the counter names it once verified
 
 
 @dataclass(frozen=True)
@@ -158,7 +159,7 @@ def folded_routed(pattern: str) -> tuple[str, ...]:
 
 
 def _routing_note(routed: Sequence[str]) -> str:
-    return f"; texts containing {', '.join(map(repr, routed))} go to the next verified backend" if routed else ""
+    return f"; texts containing {', '.join(map(repr, routed))} go to {NEXT_BACKEND}" if routed else ""
 
 
 def choose_preset(config: dict[str, Any], json_text: str, texts: Sequence[str]) -> PresetChoice:

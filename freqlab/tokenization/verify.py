@@ -34,7 +34,7 @@ from freqlab.tokenization.backends import (
     is_engine_failure,
 )
 from freqlab.tokenization.counter import TiktokenPlan, TokenCounter, _first_line, longest_match_regex
-from freqlab.tokenization.presets import folded_routed
+from freqlab.tokenization.presets import NEXT_BACKEND, folded_routed
 from freqlab.tokenization.sample import default_verify_texts, vocab_salad
 
 # backend -> why it is not even tried, for loads inside `skipping(...)` (load_tokenizer's skip_backends)
@@ -196,6 +196,9 @@ def verified(
         _VERIFIED[key] = (verdicts, holder)
     # the caller's settings (name, spec, special tokens, threads), the shared engines
     state = {**counter._state(), **_settings(candidate), "split_out": split_out}
+    if state["fastokens_note"] and candidate.fastokens_routed and keep[:1] == (BACKEND_FASTOKENS,):
+        following = keep[1] if len(keep) > 1 else candidate.reference  # the note was written before the verdicts
+        state["fastokens_note"] = state["fastokens_note"].replace(NEXT_BACKEND, following)
     return TokenCounter(**state, _engines=counter._engines)
 
 

@@ -142,7 +142,7 @@ def test_no_arguments_scans_the_builtin_corpus_offline(tmp_path, monkeypatch):
     result = invoke("--max-docs", "300", "--quiet")  # the full no-argument scan takes ~10 s; same code path
     assert result.exit_code == 0, result.output
     assert "corpus     python-stdlib" in result.output and "tokenizer  tekken (tiktoken" in result.output
-    skipped = r"fastokens: not used for a small scan \([\d.]+ MiB of text < [\d.]+ MiB: tiktoken is done before"
+    skipped = r"fastokens: not used for a small scan \(an estimated [\d.]+ MiB of text < [\d.]+ MiB: tiktoken is done"
     assert re.search(skipped, result.output)
     assert "L=2048 natural:" in result.output
     assert (tmp_path / "freqlab-out" / "lengths.parquet").is_file()

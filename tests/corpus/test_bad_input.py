@@ -94,8 +94,9 @@ def test_a_json_document_is_not_json_lines(tmp_path):
         open_corpus(str(tekken_json))
     array = tmp_path / "records.json"
     array.write_text(json.dumps([{"text": "a"}, {"text": "b"}], indent=2), encoding="utf-8")
-    with pytest.raises(FreqlabError, match=r"records.json: one JSON array spread over lines, not JSON lines"):
+    with pytest.raises(FreqlabError, match=r"records.json: one JSON array spread over lines, not JSON lines") as err:
         open_corpus(str(array))
+    assert f"to leave it out, name the data files with a pattern, e.g. {str(tmp_path / '*.jsonl*')!r}" in str(err.value)
     bad_line = tmp_path / "bad.json"  # JSON lines with one bad line: still read, the line reported as usual
     bad_line.write_text('{"text": "a"}\n{broken\n', encoding="utf-8")
     assert [d.error for d in open_corpus(str(bad_line)).documents()] == [None, "malformed-json"]

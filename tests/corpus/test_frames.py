@@ -248,3 +248,26 @@ def test_a_corrupt_frame_is_reported_by_its_own_part_not_by_the_part_that_finish
     with pytest.raises(UnreadableFile, match=r"f\.jsonl\.zst: cannot read \(ZstdError"):
         list(second.read())
     assert len(list(third.read())) == 2000 - body[: cuts[1]].count(b"\n") - 1  # the frames after it are read
+
+
+def test_a_compressed_files_recorded_size_raises_the_estimate_of_its_text(tmp_path):
+    """The plan of a compressed file (engine, parts, progress) uses 4x its size, or what the file records when that is
+    more: a zstd frame's content size, a gzip member's ISIZE. A streamed zstd frame records nothing: 4x it stays."""
+    from freqlab.corpus.jsonl import COMPRESSION_RATIO_GUESS, estimated_content_bytes
+
+    data = b"".join(json.dumps({"text": "the same words again " * 50}).encode() + b"\n" for _ in range(2000))
+    written = {
+        "one.jsonl.zst": _frame(data),
+        "one.jsonl.gz": gzip.compress(data),
+        "streamed.jsonl.zst": _frame(data, content_size=False),
+        "empty.jsonl.gz": b"",
+    }
+    estimates = {}
+    for name, content in written.items():
+        (tmp_path / name).write_bytes(content)
+        file = stat_file(str(tmp_path / name), name)
+        estimates[name] = estimated_content_bytes(file)
+        assert estimates[name] >= COMPRESSION_RATIO_GUESS * file.size
+    assert estimates["one.jsonl.zst"] == estimates["one.jsonl.gz"] == len(data) > 100 * len(written["one.jsonl.gz"])
+    assert estimates["streamed.jsonl.zst"] == COMPRESSION_RATIO_GUESS * len(written["streamed.jsonl.zst"])
+    assert estimates["empty.jsonl.gz"] == 0

@@ -133,9 +133,9 @@ def test_the_small_scan_rule_leaves_fastokens_out_only_below_the_next_backends_b
         assert bytes_even == pytest.approx(expected)
     assert 6 << 20 < limit["tiktoken"] < 16 << 20 and 1 << 18 < limit["hf-tokenizers"] < 1 << 20
     rule = small_scan_rule(6 << 20)  # 6 MiB: tiktoken finishes first, Hugging Face does not
-    assert f"(6.0 MiB of text < {limit['tiktoken'] / 2**20:.1f} MiB: tiktoken is done before" in rule("tiktoken")
+    assert f"(an estimated 6.0 MiB of text < {limit['tiktoken'] / 2**20:.1f} MiB: tiktoken is done" in rule("tiktoken")
     assert rule("hf-tokenizers") is None and rule("sentencepiece") is None
-    expected = f"not used for a small scan (0.2 MiB of text < {limit['hf-tokenizers'] / 2**20:.1f} MiB"
+    expected = f"not used for a small scan (an estimated 0.2 MiB of text < {limit['hf-tokenizers'] / 2**20:.1f} MiB"
     assert small_scan_rule(1 << 18)("hf-tokenizers").startswith(expected)
     assert small_scan_rule(None) is None  # unknown size: fastokens is verified and kept
 

@@ -42,6 +42,8 @@ def test_the_cache_folder_follows_the_environment(monkeypatch, tmp_path):
     monkeypatch.delenv("XDG_CACHE_HOME")
     monkeypatch.setenv("HOME", str(tmp_path / "home"))
     assert cache_dir() == tmp_path / "home" / ".cache" / "freqlab" / "tokenizers"
+    monkeypatch.setenv("FREQLAB_CACHE_DIR", "~/mine")  # quoted in a shell: expanded here, never a folder named ~
+    assert cache_dir() == tmp_path / "home" / "mine" / "tokenizers"
     monkeypatch.setenv("FREQLAB_NO_CACHE", "1")
     assert cache_dir() is None
 

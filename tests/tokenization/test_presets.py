@@ -118,7 +118,7 @@ def test_long_s_after_an_apostrophe_skips_fastokens_only_for_the_case_insensitiv
         assert asked == (["tiktoken", "fastokens"] if routed else ["fastokens"])
     assert counter.counts_by("fastokens", ["'ſt"]).tolist() == [1]  # the preset alone would be wrong
     assert counter.counts_by("tiktoken", ["'ſt"]).tolist() == [4] == [len(reference.encode("'ſt"))]
-    assert "texts containing 'ſ' go to the next verified backend" in counter.fastokens_note
+    assert "texts containing 'ſ' go to tiktoken" in counter.fastokens_note
 
 
 @pytest.fixture(scope="module")
