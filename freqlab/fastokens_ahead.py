@@ -21,6 +21,7 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+import shutil
 import stat
 import tempfile
 import threading
@@ -33,9 +34,10 @@ ENV = "FREQLAB_PREBUILD"  # the cache entry the forkserver builds (the one name:
 SUFFIX = ".fastokens"  # beside <key>.pickle
 FORMAT = 2
 JSON, TIKTOKEN = "json", "tiktoken"  # what the body is: tokenizer.json text, or a .tiktoken ranks file
-MAX_BYTES = 1 << 32  # a larger file is no input (or cache entry) of ours: not read
+MAX_BYTES = 1 << 30  # a larger file is no input (or cache entry) of ours: not read
 
 _BUILT: dict[str, Any] = {}  # input identity -> fastokens.Tokenizer, built by the thread below
+_SCRATCH: set[str] = set()  # temporary folders of builds under way
 TIMES: dict[str, float] = {}  # "start", "end" of that build (time.time()): for scripts/bench_startup.py
 
 
@@ -57,10 +59,12 @@ def build_fastokens(kind: str, body: bytes | str, encoding: str | None = None, p
     elif kind == TIKTOKEN:
         how = {"encoding": encoding} if encoding else {"pattern": pattern}
         with tempfile.TemporaryDirectory(prefix="freqlab-") as folder:  # from_tiktoken reads a file
+            _SCRATCH.add(folder)  # removed by the exit hook too, if the process ends mid-build
             path = os.path.join(folder, "ranks.tiktoken")
             with open(path, "wb") as out:
                 out.write(body.encode() if isinstance(body, str) else body)
             tokenizer = fastokens.Tokenizer.from_tiktoken(path, special_tokens={}, **how)
+        _SCRATCH.discard(folder)
     else:
         raise ValueError(f"unknown fastokens input {kind!r}")
     tokenizer.no_truncation()
@@ -116,15 +120,26 @@ def _read_regular(path: Path, header_only: bool = False) -> tuple[dict, bytes] |
             size = os.fstat(handle.fileno()).st_size
             line = handle.readline(1 << 16)
             header = json.loads(line)
-            if not isinstance(header, dict) or header.get("format") != FORMAT:
-                return None
-            if not isinstance(header.get("how"), dict) or not isinstance(header.get("identity"), str):
-                return None
-            if header.get("size") != size - len(line):
+            if not _well_formed(header) or header["size"] != size - len(line):
                 return None
             return header, b"" if header_only else handle.read()
-    except (OSError, ValueError):
+    except (OSError, ValueError, RecursionError):  # RecursionError: JSON nested deeper than Python's recursion
         return None
+
+
+def _well_formed(header: object) -> bool:
+    """Whether a header has the fields of :func:`input_file`, of their types (anything else is no input of ours)."""
+    if not isinstance(header, dict) or type(header.get("format")) is not int or header["format"] != FORMAT:
+        return False
+    how = header.get("how")
+    return (
+        isinstance(header.get("identity"), str)
+        and type(header.get("size")) is int
+        and header.get("kind") in (JSON, TIKTOKEN)
+        and isinstance(how, dict)
+        and set(how) <= {"encoding", "pattern"}
+        and all(value is None or isinstance(value, str) for value in how.values())
+    )
 
 
 def open_regular(path: str | os.PathLike, limit: int = MAX_BYTES) -> BinaryIO | None:
@@ -192,8 +207,15 @@ def start_building(build: Callable[..., object], *args: object) -> threading.Thr
     os.register_at_fork(before=thread.join)
     register = getattr(threading, "_register_atexit", None)  # Python 3.9+: what concurrent.futures uses too
     if register is not None:
-        register(lambda: os._exit(0) if thread.is_alive() else None)
+        register(lambda: _exit_now() if thread.is_alive() else None)
     return thread
+
+
+def _exit_now() -> None:
+    """End this process at once, its builds' temporary folders removed (the build under way reads no more)."""
+    for folder in list(_SCRATCH):
+        shutil.rmtree(folder, ignore_errors=True)
+    os._exit(0)
 
 
 def _build_from_environment() -> None:

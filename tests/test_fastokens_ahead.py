@@ -87,6 +87,63 @@ def test_a_damaged_edited_missing_or_foreign_file_is_never_read(json_text, tmp_p
     assert read_input(entry) is None
 
 
+@pytest.mark.parametrize(
+    "change",
+    [
+        {"format": 2.0},
+        {"size": True},
+        {"kind": "pickle"},
+        {"kind": ["json"]},
+        {"how": {"foo": "1"}},
+        {"how": {"pattern": 1}},
+        {"identity": None},
+    ],
+)
+def test_a_header_of_other_fields_or_types_is_no_input(json_text, tmp_path, change):
+    entry = tmp_path / "key.pickle"
+    line, body = input_file(JSON, json_text).split(b"\n", 1)
+    header = json.loads(line) | change
+    input_path(entry).write_bytes(json.dumps(header).encode() + b"\n" + body)
+    assert read_header(entry) is None and read_input(entry) is None
+
+
+def test_a_header_nested_past_pythons_recursion_is_no_input(tmp_path):
+    entry = tmp_path / "key.pickle"
+    for line in (b"[" * 60000, b'{"format": 2, "how": ' + b"[" * 60000):
+        input_path(entry).write_bytes(line + b"\n")
+        assert read_header(entry) is None and read_input(entry) is None
+
+
+def test_a_process_ending_mid_build_removes_the_builds_temporary_folder(tmp_path):
+    """The exit hook ends a process still building at once (os._exit): the ranks file it wrote goes first."""
+    ranks = {bytes([b]): b for b in range(256)} | {b"ab": 256}
+    kind, body, how = fastokens_input(FastokensRanks(TiktokenPlan(LLAMA3_PATTERN, ranks)))
+    entry = tmp_path / "key.pickle"
+    input_path(entry).write_bytes(input_file(kind, body * 1, **how))
+    scratch = tmp_path / "tmp"
+    scratch.mkdir()
+    code = (
+        "import threading, freqlab.fastokens_ahead as f\n"
+        "started = threading.Event()\n"
+        "build = f.build_fastokens\n"
+        "def slow(*a, **k):\n"
+        "    import fastokens\n"
+        "    real = fastokens.Tokenizer.from_tiktoken\n"
+        "    def held(*b, **c):\n"
+        "        started.set(); threading.Event().wait(30); return real(*b, **c)\n"
+        "    fastokens.Tokenizer.from_tiktoken = held\n"
+        "    return build(*a, **k)\n"
+        "f.build_fastokens = slow\n"
+        f"f.start_building(f._build_from, {str(entry)!r})\n"
+        "started.wait(30)\n"
+    )
+    env = {**os.environ, "TMPDIR": str(scratch)}
+    env.pop(fastokens_ahead.ENV, None)
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60, env=env)
+    assert done.returncode == 0 and done.stderr == ""
+    assert list(scratch.iterdir()) == []
+
+
 def test_a_fifo_or_a_device_in_its_place_is_refused_at_once(tmp_path):
     """Opened without blocking and checked before any read: a FIFO would block the forkserver, /dev/zero never end."""
     entry = tmp_path / "key.pickle"

@@ -118,13 +118,17 @@ def read_entry(path: Path) -> dict | None:
         entry = pickle.loads(payload)
     except Exception:
         return None
-    return entry if isinstance(entry, dict) and {"state", "refusals", "salad", "verdicts"} <= entry.keys() else None
+    if not isinstance(entry, dict) or not {"state", "refusals", "salad", "verdicts"} <= entry.keys():
+        return None
+    return entry if entry.get("key") == path.stem else None  # another key's entry, copied or linked here: not ours
 
 
 def write_entry(path: Path, entry: dict) -> bool:
-    """Write ``entry`` (:func:`write_private`); False when it could not be: the cache only saves time."""
+    """Write ``entry`` (:func:`write_private`) with its key (the file's name); False when it could not be: the cache
+    only saves time.
+    """
     try:
-        payload = pickle.dumps(entry, protocol=pickle.HIGHEST_PROTOCOL)
+        payload = pickle.dumps({**entry, "key": path.stem}, protocol=pickle.HIGHEST_PROTOCOL)
     except (pickle.PicklingError, TypeError, AttributeError):
         return False
     return write_private(path, FORMAT + hashlib.sha256(payload).digest() + payload)

@@ -34,7 +34,7 @@ from freqlab.tokenization.backends import (
     is_engine_failure,
 )
 from freqlab.tokenization.counter import TiktokenPlan, TokenCounter, _first_line, longest_match_regex
-from freqlab.tokenization.presets import NEXT_BACKEND, folded_routed
+from freqlab.tokenization.presets import ENCODING_ROUTED, NEXT_BACKEND, folded_routed
 from freqlab.tokenization.sample import default_verify_texts, vocab_salad
 
 # backend -> why it is not even tried, for loads inside `skipping(...)` (load_tokenizer's skip_backends)
@@ -336,9 +336,8 @@ def tiktoken_counter(
     refusals: dict[str, str] = {}
     preset = FASTOKENS_PRESETS.get(plan.pat_str)
     version = fastokens_candidate(sources, refusals, lambda: FastokensRanks(plan, preset))
-    candidate = TokenCounter(
-        sources=sources, fastokens_version=version, fastokens_routed=folded_routed(plan.pat_str), **settings
-    )
+    routed = folded_routed(plan.pat_str) + ENCODING_ROUTED.get(preset or "", ())
+    candidate = TokenCounter(sources=sources, fastokens_version=version, fastokens_routed=routed, **settings)
     if tiktoken_engine is not None:
         candidate._engines.put(BACKEND_TIKTOKEN, tiktoken_engine)
     return verified(candidate, refusals=refusals, verify_texts=verify_texts, salad_tokens=plan.mergeable_ranks)

@@ -105,6 +105,21 @@ def test_a_fifo_in_place_of_the_entry_or_its_input_never_blocks_a_load(tokenizer
     assert fastokens_ahead.read_input(entry) is not None and cache_module.read_entry(entry) is not None
 
 
+def test_an_entry_copied_or_linked_under_another_key_is_not_read(tokenizer_json, cache_on, tmp_path):
+    """An entry records its key: another tokenizer's entry put in its place (a copy, a link) is a miss, not a swap."""
+    path, reference = tokenizer_json
+    load_tokenizer(str(path))
+    entry = cache_entry(str(path))
+    other = tmp_path / "other.json"
+    other.write_text(path.read_text(encoding="utf-8").replace('"dropout": null', '"dropout": null ', 1))
+    assert load_tokenizer(str(other)).count(TEXTS).tolist() == expected(reference, TEXTS)
+    foreign = cache_entry(str(other))
+    assert foreign is not None and foreign != entry
+    foreign.unlink()
+    foreign.symlink_to(entry)
+    assert cache_module.read_entry(foreign) is None and cache_module.read_entry(entry) is not None
+
+
 def test_nothing_is_written_beside_an_entry_that_refused_fastokens(tokenizer_json, cache_on):
     path, _ = tokenizer_json
     with verify_module.skipping({"fastokens": "left out here"}):
