@@ -4,7 +4,7 @@ fastokens' build is most of a warm scan's start-up (Llama 3's ``tokenizer.json``
 0.45 s; it has no serialized form), and the forkserver could only start it once it had imported freqlab's
 tokenizer code (numpy included) and read the whole cache entry (a pickle of every backend's data): ~0.2 s after
 it started. Next to each entry whose verdicts accept fastokens, the cache writes the input of that one build
-(:func:`input_file`: ``<entry>.fastokens``, a header line and the bytes fastokens reads) and records the input's
+(:func:`input_file`: ``<key>.pickle.fastokens``, a header line and the bytes fastokens reads) and records the input's
 :func:`input_identity` in the entry. This module imports nothing of freqlab's, so when the forkserver imports it
 first (``FREQLAB_PREBUILD`` naming the entry), a thread builds fastokens from that file ~0.01 s after the
 interpreter started, while the forkserver imports the rest; :mod:`freqlab.tokenization.prebuild` then takes the built
@@ -200,7 +200,7 @@ def start_building(build: Callable[..., object], *args: object) -> threading.Thr
     stopped), which aborts the process (see :meth:`~freqlab.tokenization.counter.Engines.build`). Waiting for the
     build instead would keep the forkserver, and the caller's pipes it holds, alive for the rest of the build after
     the driver is gone: so a process exiting while it still builds ends at once (the hook runs before Python joins
-    its threads; a forkserver has nothing to clean up).
+    its threads), its build's temporary folder removed first.
     """
     thread = threading.Thread(target=build, args=args, name="freqlab-prebuild", daemon=False)
     thread.start()

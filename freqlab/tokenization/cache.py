@@ -20,7 +20,10 @@ Where: ``$FREQLAB_CACHE_DIR``, else ``$XDG_CACHE_HOME/freqlab``, else ``~/.cache
 ``tokenizers``. ``FREQLAB_NO_CACHE=1`` turns it off. Entries are written to a temporary file and renamed
 (atomic: concurrent writers each write a whole entry, the last rename wins); each starts with a sha256 of its
 payload, and an entry that is truncated, corrupt, unreadable or from another format is ignored and rebuilt.
-Entries are Python pickles: the cache folder must be as trusted as the user's own files.
+An entry is read only as a regular file and only under its own key (it records it). Beside an entry that verified
+fastokens lies the input of fastokens' build (``<key>.pickle.fastokens``, :mod:`freqlab.fastokens_ahead`: the local
+pool's forkserver builds from it before it imports freqlab), its identity recorded in the entry. Entries are Python
+pickles: the cache folder must be as trusted as the user's own files.
 """
 
 from __future__ import annotations
