@@ -30,7 +30,8 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any, BinaryIO
 
-ENV = "FREQLAB_PREBUILD"  # the cache entry the forkserver builds (the one name: the pool and preload import it)
+ENV = "FREQLAB_PREBUILD"  # the cache entry the forkserver builds (the one name: the pool imports it)
+FORKSERVER_ENV = "FREQLAB_FORKSERVER"  # "1" in the forkserver freqlab starts (and in what it forks)
 SUFFIX = ".fastokens"  # beside <key>.pickle
 FORMAT = 2
 JSON, TIKTOKEN = "json", "tiktoken"  # what the body is: tokenizer.json text, or a .tiktoken ranks file
@@ -218,11 +219,18 @@ def _exit_now() -> None:
     os._exit(0)
 
 
+#: the cache entry ``FREQLAB_PREBUILD`` named when this module was imported in the pool's forkserver; the variable is
+#: then removed from its environment, so that what it forks (the workers, anything they start) builds nothing again
+REQUESTED: str | None = None
+
+
 def _build_from_environment() -> None:
-    global _BUILDING
-    entry = os.environ.get(ENV)
-    if entry and _BUILDING is None:
-        _BUILDING = start_building(_build_from, entry)
+    global _BUILDING, REQUESTED
+    if os.environ.get(FORKSERVER_ENV) != "1":  # set by freqlab in the forkserver it starts, and nowhere else
+        return
+    REQUESTED = os.environ.pop(ENV, None) or None
+    if REQUESTED and _BUILDING is None:
+        _BUILDING = start_building(_build_from, REQUESTED)
 
 
 _build_from_environment()

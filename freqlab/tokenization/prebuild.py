@@ -22,12 +22,11 @@ loads the same entry, and verifies whatever the entry lacks). Any failure leaves
 
 from __future__ import annotations
 
-import os
 import threading
 from pathlib import Path
 
 from freqlab import fastokens_ahead
-from freqlab.fastokens_ahead import ENV, start_building
+from freqlab.fastokens_ahead import start_building
 from freqlab.tokenization.backends import BACKEND_FASTOKENS, FastokensEngine, is_engine_failure
 from freqlab.tokenization.cache import read_entry
 from freqlab.tokenization.counter import TokenCounter
@@ -65,7 +64,7 @@ _BUILDING: threading.Thread | None = None
 def _prebuild_from_environment() -> None:
     """Start building the entry named by ``FREQLAB_PREBUILD`` on a thread, joined before this process forks."""
     global _BUILDING
-    path = os.environ.get(ENV)
+    path = fastokens_ahead.REQUESTED
     if path and _BUILDING is None:
         _BUILDING = start_building(_build_quietly, path)
 

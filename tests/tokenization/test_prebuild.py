@@ -235,6 +235,8 @@ with ProcessPoolExecutor(1, mp_context=local._context()) as pool:
     built = pool.submit(counter.is_built, "fastokens").result()
     ahead = pool.submit(eval, "len(__import__('freqlab.fastokens_ahead').fastokens_ahead._BUILT)").result()
     assert ahead == built  # built ahead, before the forkserver imported freqlab's tokenizer code
+    # the forkserver took the entry out of its environment: what a worker starts builds nothing again
+    assert pool.submit(eval, "__import__('os').environ.get('FREQLAB_PREBUILD')").result() is None
     print(built, pool.submit(counter.count, ["a b c", "xyz"]).result().tolist())
 """
 

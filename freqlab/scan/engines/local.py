@@ -253,7 +253,7 @@ if hasattr(os, "register_at_fork"):
 
 _FORKSERVER_LOCK = threading.Lock()
 PREBUILD_ENV = fastokens_ahead.ENV  # the cache entry the forkserver builds
-FORKSERVER_ENV = "FREQLAB_FORKSERVER"  # set in the forkserver freqlab starts: freqlab.scan.engines.preload acts there
+FORKSERVER_ENV = fastokens_ahead.FORKSERVER_ENV  # set in the forkserver freqlab starts: its preloads act there
 
 
 @contextlib.contextmanager

@@ -17,13 +17,15 @@ import contextlib
 import gc
 import os
 
-if os.environ.get("FREQLAB_FORKSERVER") == "1":  # local.FORKSERVER_ENV: only there (a test may import this)
+from freqlab import fastokens_ahead
+from freqlab.fastokens_ahead import FORKSERVER_ENV
+
+if os.environ.get(FORKSERVER_ENV) == "1":  # only there (a test may import this)
     gc.disable()  # before numba's import below (see above)
     os.register_at_fork(before=gc.freeze, after_in_child=gc.enable)
 
 import numpy as np
 
-from freqlab.fastokens_ahead import ENV as PREBUILD_ENV
 from freqlab.scan.counts import count_codes
 
 # one call on the types a count passes (int64 codes, int64 counts) loads the compiled code from numba's cache (or
@@ -31,6 +33,6 @@ from freqlab.scan.counts import count_codes
 # is left to the workers, whose first count raises it as a scan error. Not where a tokenizer builds for a text scan:
 # its batches are counted in numpy (counts.COMPILED_FROM), and numba's import would only slow the build down (a
 # later scan of tokenized data on this forkserver then loads it in each worker)
-if not os.environ.get(PREBUILD_ENV):
+if not fastokens_ahead.REQUESTED:
     with contextlib.suppress(Exception):
         count_codes(np.zeros(1, np.int64), np.zeros(2, np.int64))
