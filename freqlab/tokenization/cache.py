@@ -193,11 +193,7 @@ def cached_load(
                 verdicts=entry["verdicts"],
             )
         if seen.get("verdicts", {}).keys() - entry["verdicts"].keys():  # a verdict computed now: keep it
-            entry = {**entry, "verdicts": dict(seen["verdicts"])}
-            made = fastokens_build_input(entry, counter)
-            entry["fastokens_input"] = fastokens_ahead.input_identity(*made[:2], **made[2]) if made else None
-            if write_entry(path, entry) and made:
-                write_private(fastokens_ahead.input_path(path), fastokens_ahead.input_file(*made[:2], **made[2]))
+            write_with_fastokens_input(path, {**entry, "verdicts": dict(seen["verdicts"])}, counter)
             STATS["writes"] += 1
         else:
             repair_fastokens_input(path, entry)
@@ -211,16 +207,9 @@ def cached_load(
         # the sources' digests: a hit does not hash them again (the fingerprint, ~0.2 s for 128k ranks)
         state["source_digests"] = dict(state.get("source_digests") or {})
         sources_fingerprint(state["sources"], state["routed"], state["source_digests"])
-        entry = {
-            "state": state,
-            "refusals": seen["refusals"],
-            "salad": seen["salad"],
-            "verdicts": dict(seen["verdicts"]),
-        }
-        made = fastokens_build_input(entry, counter)
-        entry["fastokens_input"] = fastokens_ahead.input_identity(*made[:2], **made[2]) if made else None
-        if write_entry(path, entry) and made:
-            write_private(fastokens_ahead.input_path(path), fastokens_ahead.input_file(*made[:2], **made[2]))
+        verdicts = dict(seen["verdicts"])
+        entry = {"state": state, "refusals": seen["refusals"], "salad": seen["salad"], "verdicts": verdicts}
+        write_with_fastokens_input(path, entry, counter)
         STATS["writes"] += 1
     return counter
 
@@ -248,8 +237,23 @@ def repair_fastokens_input(path: Path, entry: dict) -> None:
     if not identity or (header is not None and header["identity"] == identity) or not os.access(path.parent, os.W_OK):
         return
     made = fastokens_build_input(entry)
-    if made and fastokens_ahead.input_identity(*made[:2], **made[2]) == identity:
-        write_private(fastokens_ahead.input_path(path), fastokens_ahead.input_file(*made[:2], **made[2]))
+    if made is not None:
+        kind, body, how = made
+        if fastokens_ahead.input_identity(kind, body, **how) == identity:
+            write_private(fastokens_ahead.input_path(path), fastokens_ahead.input_file(kind, body, **how))
+
+
+def write_with_fastokens_input(path: Path, entry: dict, counter: TokenCounter) -> None:
+    """Write ``entry`` with the identity of its fastokens input (:func:`fastokens_build_input`, None when it has
+    none), and the input beside it once the entry is written.
+    """
+    made = fastokens_build_input(entry, counter)
+    if made is None:
+        write_entry(path, {**entry, "fastokens_input": None})
+        return
+    kind, body, how = made
+    if write_entry(path, {**entry, "fastokens_input": fastokens_ahead.input_identity(kind, body, **how)}):
+        write_private(fastokens_ahead.input_path(path), fastokens_ahead.input_file(kind, body, **how))
 
 
 STATS = {"hits": 0, "misses": 0, "writes": 0}
