@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import signal
 import subprocess
 import sys
@@ -174,3 +175,27 @@ entry.run()
         "the command's output, unflushed",
         "frozen at exit: True",
     )
+
+
+@pytest.mark.parametrize(("given", "seen"), [(None, "4"), ("9", "9")])
+def test_the_program_lets_idle_blas_threads_sleep_before_numpy_loads(given, seen):
+    """OpenBLAS's idle threads spin ~0.1 core-second after numpy's import unless told to sleep: the command sets
+    ``OPENBLAS_THREAD_TIMEOUT`` to 4 (2^4 cycles) before anything imports numpy, and keeps a value the user gave;
+    the scan's forkserver and workers inherit it."""
+    code = """
+import atexit, os, sys
+class Watch:  # what the variable is when numpy is first imported (`scan --help` imports it)
+    def find_spec(self, name, path=None, target=None):
+        if name == "numpy":
+            atexit.register(sys.stderr.write, f"at numpy's import: {os.environ.get('OPENBLAS_THREAD_TIMEOUT')}")
+            sys.meta_path.remove(self)
+sys.meta_path.insert(0, Watch())
+sys.argv = ["freqlab", "scan", "--help"]
+import freqlab.__main__ as entry
+assert "numpy" not in sys.modules
+entry.run()
+"""
+    env = {k: v for k, v in os.environ.items() if k != "OPENBLAS_THREAD_TIMEOUT"}
+    env.update({"OPENBLAS_THREAD_TIMEOUT": given} if given else {})
+    result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60, env=env)
+    assert (result.returncode, result.stderr) == (0, f"at numpy's import: {seen}")
