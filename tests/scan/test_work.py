@@ -226,6 +226,47 @@ def test_a_capped_shard_leaves_no_batch_running_when_it_returns(tmp_path, corpus
 
 
 @pytest.mark.filterwarnings("ignore:This process .* is multi-threaded, use of fork:DeprecationWarning")  # on purpose
+def test_the_reader_hands_over_two_batches_beyond_the_threads_then_waits_for_the_oldest(tmp_path):
+    """While the first batch's count is held, the reader hands over threads + QUEUED_BATCHES = 4 batches in all (the
+    other three are counted at once) and no fifth: what a shard holds in memory stays bounded."""
+    import json
+    import threading
+    import time
+
+    import numpy as np
+
+    from freqlab.scan.work import QUEUED_BATCHES
+
+    class HoldingTheFirst:
+        name = "holding"
+
+        def __init__(self) -> None:
+            self.calls, self.lock, self.seen = 0, threading.Lock(), []
+
+        def count(self, texts):
+            with self.lock:
+                self.calls += 1
+                first = self.calls == 1
+            if first:
+                deadline = time.monotonic() + 10
+                while self.calls < 2 + QUEUED_BATCHES and time.monotonic() < deadline:
+                    time.sleep(0.01)
+                time.sleep(0.3)  # a fifth batch, were it handed over, would be counted meanwhile
+                self.seen.append(self.calls)
+            return np.array([len(text.split()) for text in texts], np.int64)
+
+    path = tmp_path / "all.jsonl"  # eight one-text batches: an empty document ends each run of texts
+    path.write_text("".join(json.dumps({"text": "w " * k}) + '\n{"text": ""}\n' for k in range(1, 9)))
+    (shard,) = open_corpus(str(path)).shards
+    option = ShardOptions(batch_size=1, keep_log=True)
+    counter = HoldingTheFirst()
+    assert 2 + QUEUED_BATCHES == 4
+    assert shard_outcome(count_shard(shard, counter, option, threads=2)) == shard_outcome(
+        count_shard(shard, _Recording(), option)
+    )
+    assert counter.seen == [4]
+
+
 def test_a_forked_child_starts_its_own_tokenizing_threads(tmp_path, corpus_records):
     """A child forked after a scan has none of its parent's threads: it must not queue batches for them."""
     import multiprocessing
