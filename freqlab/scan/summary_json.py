@@ -31,6 +31,7 @@ from freqlab.histogram import UNLABELLED_SOURCE, LengthHistogram, histogram_disp
 from freqlab.paths import printable, printable_lines
 from freqlab.scan.settings import DEFAULT_L, DEFAULT_REGIMES
 from freqlab.scan.uncertainty import add_intervals, describe_interval
+from freqlab.tokenization.cache import not_written
 
 PREFIX_NOTE = (
     "max_docs/max_tokens keep the first documents in shard order: a prefix, not a random sample, so the "
@@ -169,6 +170,11 @@ def format_report(summary: dict) -> str:
             lines.append(f"           {tok['fallback_reason']}")
         if tok.get("fastokens_note"):
             lines.append(f"           {tok['fastokens_note']}")
+        if tok.get("cache_not_written"):
+            lines.append(
+                f"           tokenizer cache not written ({printable(tok['cache_not_written'])}): each run loads and"
+                " checks the tokenizer again; FREQLAB_CACHE_DIR names another folder"
+            )
     skipped = docs["skipped"]
     reasons = ", ".join(f"{k}: {v:,}" for k, v in sorted(skipped.items()))
     lines.append(
@@ -373,6 +379,7 @@ def build_summary_json(
             "fallback_reasons": dict(counter.fallback_reasons),
             "special_tokens_counted": bool(counter.add_special_tokens),
             "special_tokens_added": counter.special_tokens_added,  # per document
+            "cache_not_written": not_written(),
         },
         "documents": {
             "read": read,

@@ -145,18 +145,34 @@ def write_private(path: Path, data: bytes) -> bool:
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
         handle, temporary = tempfile.mkstemp(dir=path.parent, prefix=path.name + ".", suffix=".tmp")
-    except OSError:
-        return False
+    except OSError as exc:
+        return _not_written(path, exc)
     try:
         with os.fdopen(handle, "wb") as out:
             out.write(data)
         os.replace(temporary, path)
         return True
-    except OSError:
-        return False
+    except OSError as exc:
+        return _not_written(path, exc)
     finally:
         with contextlib.suppress(FileNotFoundError):
             os.unlink(temporary)
+
+
+def _not_written(path: Path, exc: OSError) -> bool:
+    _NOT_WRITTEN[:] = [f"{path.parent}: {exc.strerror or exc}"]
+    return False
+
+
+_NOT_WRITTEN: list[str] = []
+
+
+def not_written() -> str | None:
+    """Why the tokenizer cache could not be written in this process (its folder and the system's reason, the last
+    time it failed), or None. Each load then checks the tokenizer again (a cold load: seconds for a large
+    vocabulary), so a scan's report says it.
+    """
+    return _NOT_WRITTEN[0] if _NOT_WRITTEN else None
 
 
 def cached_load(

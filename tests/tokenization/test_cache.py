@@ -63,6 +63,22 @@ def test_a_second_load_hits_the_cache_and_verifies_nothing(tokenizer_json, cache
     assert second.count(TEXTS).tolist() == expected(reference, TEXTS)
 
 
+def test_a_cache_that_cannot_be_written_is_named_with_the_reason_and_loads_still_count(
+    tokenizer_json, cache_on, monkeypatch, tmp_path
+):
+    """A file where the cache folder would be: every load checks the tokenizer again, so not_written() names the
+    folder and the system's reason (a scan's report prints it); the counts are the same."""
+    path, reference = tokenizer_json
+    blocker = tmp_path / "a-file"
+    blocker.write_text("not a folder")
+    monkeypatch.setenv("FREQLAB_CACHE_DIR", str(blocker))
+    assert cache_module.not_written() is None
+    counter = load_tokenizer(str(path))
+    assert cache_module.not_written() == f"{blocker / 'tokenizers'}: Not a directory"
+    assert cache_module.STATS["hits"] == 0 and not list(tmp_path.glob("a-file*/*"))
+    assert counter.count(TEXTS).tolist() == expected(reference, TEXTS)
+
+
 def test_a_changed_file_or_version_misses_and_verifies_again(tokenizer_json, cache_on, monkeypatch, tmp_path):
     path, reference = tokenizer_json
     load_tokenizer(str(path))
