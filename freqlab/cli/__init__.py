@@ -19,6 +19,7 @@ from freqlab.errors import BROKEN_PIPE, INTERRUPTED, exit_status
 
 # command -> (module that registers it, one-line help shown by `freqlab --help`)
 COMMANDS: dict[str, tuple[str, str]] = {
+    "cache": ("freqlab.cli.cache", "The tokenizer cache: its folder, files and size; --clear removes them."),
     "calibrate": ("freqlab.cli.calibrate", "Fit tau from measured (budget, effective length) pairs of your own runs."),
     "freq": ("freqlab.cli.freq", "Position frequency f(i) of a saved length histogram, per window and regime."),
     "plan": ("freqlab.cli.plan", "Long-context settings from position frequencies: STRING, Self-Extend, ..."),

@@ -23,7 +23,8 @@ payload, and an entry that is truncated, corrupt, unreadable or from another for
 An entry is read only as a regular file and only under its own key (it records it). Beside an entry that verified
 fastokens lies the input of fastokens' build (``<key>.pickle.fastokens``, :mod:`freqlab.fastokens_ahead`: the local
 pool's forkserver builds from it before it imports freqlab), its identity recorded in the entry. Entries are Python
-pickles: the cache folder must be as trusted as the user's own files.
+pickles: the cache folder must be as trusted as the user's own files. :func:`cache_files` lists the cache's files
+(by name: nothing else in the folder is touched) and :func:`clear_cache` removes them (``freqlab cache --clear``).
 """
 
 from __future__ import annotations
@@ -34,9 +35,12 @@ import hashlib
 import importlib.metadata
 import os
 import pickle
+import re
+import stat
 import sys
 import tempfile
 from collections.abc import Callable, Mapping
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -51,13 +55,82 @@ _BACKEND_PACKAGES = ("fastokens", "tokenizers", "tiktoken", "regex", "sentencepi
 
 def cache_dir() -> Path | None:
     """The tokenizer cache folder, or None when ``FREQLAB_NO_CACHE`` is set (to anything but ``0``/empty)."""
-    if os.environ.get("FREQLAB_NO_CACHE", "") not in ("", "0"):
-        return None
+    return None if cache_off() else cache_folder()
+
+
+def cache_off() -> bool:
+    """Whether ``FREQLAB_NO_CACHE`` turns the cache off (set to anything but ``0`` or empty)."""
+    return os.environ.get("FREQLAB_NO_CACHE", "") not in ("", "0")
+
+
+def cache_folder() -> Path:
+    """Where the tokenizer cache lives, whether it is on or off: ``$FREQLAB_CACHE_DIR/tokenizers``, else
+    ``$XDG_CACHE_HOME/freqlab/tokenizers``, else ``~/.cache/freqlab/tokenizers``.
+    """
     root = os.path.expanduser(os.environ.get("FREQLAB_CACHE_DIR", ""))  # ~ as a shell would expand it unquoted
     if not root:
         xdg = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
         root = os.path.join(xdg, "freqlab")
     return Path(root) / "tokenizers"
+
+
+#: the names of the cache's own files: an entry (its key, a sha256), the fastokens input beside it, and the
+#: temporary file of a write (:func:`write_private`) that an ended process left
+_CACHE_FILE = re.compile(r"[0-9a-f]{64}\.pickle(?:\.fastokens)?(?:\.[A-Za-z0-9_]+\.tmp)?")
+
+
+@dataclass(frozen=True)
+class CacheFile:
+    """One file of the tokenizer cache: ``kind`` is ``entry``, ``fastokens input`` or ``unfinished write``."""
+
+    path: Path
+    kind: str
+    size: int
+    modified: float  # seconds since the epoch
+
+
+def cache_files(folder: str | os.PathLike | None = None) -> list[CacheFile]:
+    """The tokenizer cache's files in ``folder`` (default :func:`cache_folder`), by name: every other file there
+    (a user's own, a folder, anything a name does not mark as the cache's) is none of the cache's. Links are
+    listed as links (their own size), never followed. An absent folder has none.
+
+    >>> cache_files("/nonexistent")
+    []
+    """
+    folder = Path(folder) if folder is not None else cache_folder()
+    try:
+        names = sorted(os.listdir(folder))
+    except (FileNotFoundError, NotADirectoryError):
+        return []
+    found = []
+    for name in names:
+        if not _CACHE_FILE.fullmatch(name):
+            continue
+        try:
+            info = os.lstat(folder / name)
+        except FileNotFoundError:  # removed meanwhile (another process's write, or clean-up)
+            continue
+        if not (stat.S_ISREG(info.st_mode) or stat.S_ISLNK(info.st_mode)):
+            continue
+        kind = "unfinished write" if name.endswith(".tmp") else "entry"
+        kind = "fastokens input" if name.endswith(".fastokens") else kind
+        found.append(CacheFile(folder / name, kind, info.st_size, info.st_mtime))
+    return found
+
+
+def clear_cache(folder: str | os.PathLike | None = None) -> list[CacheFile]:
+    """Remove the tokenizer cache's files from ``folder`` (:func:`cache_files`: nothing else there, links as links);
+    the files removed. The next load of each tokenizer is a cold one (it converts and verifies again). A process
+    writing an entry meanwhile loses only that write.
+    """
+    removed = []
+    for found in cache_files(folder):
+        try:
+            os.unlink(found.path)
+        except FileNotFoundError:
+            continue
+        removed.append(found)
+    return removed
 
 
 @functools.cache

@@ -151,3 +151,39 @@ def test_concurrent_writers_leave_one_whole_entry(tmp_path):
         thread.join()
     assert read_entry(path)["state"] in range(8) and path.read_bytes().startswith(FORMAT)
     assert [p.name for p in tmp_path.iterdir()] == ["entry.pickle"]  # no temporary file left
+
+
+def test_the_cache_lists_and_clears_its_own_files_and_nothing_else(tokenizer_json, cache_on, tmp_path):
+    """Entries, fastokens inputs and unfinished writes are the cache's, known by their names; a user's file, a
+    folder or a name that only looks alike stays, and a link is removed as a link (its target stays)."""
+    path, reference = tokenizer_json
+    load_tokenizer(str(path))
+    (entry,) = cache_on.glob("*.pickle")
+    key = entry.stem
+    unfinished = cache_on / f"{key}.pickle.ab_12x.tmp"
+    unfinished.write_bytes(b"half")
+    target = tmp_path / "precious.txt"
+    target.write_text("mine")
+    link = cache_on / f"{'e' * 64}.pickle"
+    link.symlink_to(target)
+    foreign = [cache_on / "notes.txt", cache_on / f"{key.upper()}.pickle", cache_on / f"{key}.pickle.bak"]
+    for other in foreign:
+        other.write_text("mine")
+    (cache_on / f"{'f' * 64}.pickle").mkdir()
+    listed = {f.path.name: f.kind for f in cache_module.cache_files(cache_on)}
+    assert listed == {
+        entry.name: "entry",
+        f"{key}.pickle.fastokens": "fastokens input",
+        unfinished.name: "unfinished write",
+        link.name: "entry",
+    }
+    assert cache_module.cache_files() == cache_module.cache_files(cache_on)  # the folder of FREQLAB_CACHE_DIR
+    sizes = {f.path.name: f.size for f in cache_module.cache_files(cache_on)}
+    assert sizes[entry.name] == entry.stat().st_size and sizes[unfinished.name] == 4
+    removed = cache_module.clear_cache(cache_on)
+    assert {f.path.name for f in removed} == set(listed)
+    assert cache_module.cache_files(cache_on) == [] and target.read_text() == "mine"
+    assert all(other.read_text() == "mine" for other in foreign) and (cache_on / f"{'f' * 64}.pickle").is_dir()
+    again = load_tokenizer(str(path))  # a cold load again, written again
+    assert cache_module.STATS["misses"] == 2 and again.count(TEXTS).tolist() == expected(reference, TEXTS)
+    assert cache_module.cache_files(tmp_path / "absent") == []

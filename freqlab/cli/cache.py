@@ -1,0 +1,62 @@
+"""``freqlab cache``: where the tokenizer cache is, what it holds, and ``--clear`` (see
+:mod:`freqlab.tokenization.cache`).
+"""
+
+from __future__ import annotations
+
+import time
+
+import click
+
+from freqlab.cli.options import echo_json, json_option
+from freqlab.paths import shown
+
+
+@click.command("cache")
+@click.option("--clear", is_flag=True, help="Remove the cache's files (the next load of each tokenizer is a cold one).")
+@json_option
+def cache_command(clear, as_json):
+    """The tokenizer cache: its folder, its files and their size; --clear removes them.
+
+    Loading a tokenizer converts and verifies it (seconds for Llama 3); the cache keeps the result per tokenizer
+    file, load options and backend versions, so a new version or an edited file adds an entry beside the old ones.
+    Only the cache's own files are listed or removed (entries, fastokens inputs, unfinished writes, known by their
+    names): anything else in the folder is left. FREQLAB_CACHE_DIR moves the cache, FREQLAB_NO_CACHE=1 turns it off.
+    """
+    from freqlab.tokenization.cache import cache_files, cache_folder, cache_off, clear_cache
+
+    folder = cache_folder()
+    files = clear_cache(folder) if clear else cache_files(folder)
+    kinds = ("entry", "fastokens input", "unfinished write")
+    counts = {kind: sum(f.kind == kind for f in files) for kind in kinds}
+    size = sum(f.size for f in files)
+    if as_json:
+        echo_json(
+            {
+                "folder": str(folder),
+                "off": cache_off(),
+                "cleared": clear,
+                "files": [
+                    {"path": str(f.path), "kind": f.kind, "bytes": f.size, "modified": f.modified} for f in files
+                ],
+                "bytes": size,
+            }
+        )
+        return
+    state = " (off: FREQLAB_NO_CACHE is set)" if cache_off() else ""
+    click.echo(f"folder   {shown(folder)}{state}")
+    held = ", ".join(f"{counts[kind]:,} {_plural(kind, counts[kind])}" for kind in kinds)
+    verb = "removed" if clear else "holds"
+    click.echo(f"{verb:<8} {held}: {size / 2**20:,.1f} MiB")
+    if files and not clear:
+        newest = max(f.modified for f in files)
+        click.echo(f"newest   {time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime(newest))}")
+
+
+def _plural(kind: str, n: int) -> str:
+    return kind if n == 1 else {"entry": "entries"}.get(kind, kind + "s")
+
+
+def register(main: click.Group) -> None:
+    """Add ``freqlab cache`` to the command group ``main``."""
+    main.add_command(cache_command)
