@@ -47,25 +47,27 @@ def leave_to_the_system() -> None:
     gc.freeze()
 
 
-def idle_blas_threads_sleep() -> None:
+def idle_blas_threads_sleep(command: str | None = None) -> None:
     """numpy's OpenBLAS threads go to sleep at once when idle, unless the environment says otherwise.
 
     OpenBLAS starts a thread per core when numpy is imported, and each spins, waiting for work, for 2^28 cycles
     (its default ``OPENBLAS_THREAD_TIMEOUT``) before it sleeps: ~0.1 core-second per process that imports numpy
     (``python -c 'import numpy'``: 0.14 s of CPU against 0.04 s with the timeout at 2^4 cycles), spent on the other
     core while a scan starts (the driver, the pool's forkserver: ``perf`` showed ``blas_thread_server`` on 0.14 s of a
-    193 MiB scan's start-up). No command of freqlab's waits on BLAS, and BLAS work still runs on every core; set
-    before numpy is imported, and inherited by the scan's forkserver and workers. A library caller's process is left
-    alone.
+    193 MiB scan's start-up). freqlab's numpy work does not wait on BLAS, and BLAS work still runs on every core;
+    set before numpy is imported, and inherited by the scan's forkserver and workers. Not for ``probe``
+    (``command``): it runs a model, and a torch built on OpenBLAS (aarch64) reads the same variable, where each
+    matrix product would wake sleeping threads. A library caller's process is left alone.
     """
-    os.environ.setdefault("OPENBLAS_THREAD_TIMEOUT", "4")
+    if command != "probe":
+        os.environ.setdefault("OPENBLAS_THREAD_TIMEOUT", "4")
 
 
 def run() -> None:
     """The command line (see :mod:`freqlab.cli`)."""
     sys.unraisablehook = _redeliver
     signal.signal(signal.SIGTERM, _terminate)
-    idle_blas_threads_sleep()
+    idle_blas_threads_sleep(sys.argv[1] if len(sys.argv) > 1 else None)
     try:
         from freqlab.cli import main_entry
 

@@ -177,11 +177,14 @@ entry.run()
     )
 
 
-@pytest.mark.parametrize(("given", "seen"), [(None, "4"), ("9", "9")])
-def test_the_program_lets_idle_blas_threads_sleep_before_numpy_loads(given, seen):
+@pytest.mark.parametrize(
+    ("command", "given", "seen"), [("scan", None, "4"), ("scan", "9", "9"), ("probe", None, "None")]
+)
+def test_the_program_lets_idle_blas_threads_sleep_before_numpy_loads(command, given, seen):
     """OpenBLAS's idle threads spin ~0.1 core-second after numpy's import unless told to sleep: the command sets
     ``OPENBLAS_THREAD_TIMEOUT`` to 4 (2^4 cycles) before anything imports numpy, and keeps a value the user gave;
-    the scan's forkserver and workers inherit it."""
+    the scan's forkserver and workers inherit it. ``probe`` (a model, maybe on a torch built on OpenBLAS) is left
+    alone."""
     code = """
 import atexit, os, sys
 class Watch:  # what the variable is when numpy is first imported (`scan --help` imports it)
@@ -190,12 +193,13 @@ class Watch:  # what the variable is when numpy is first imported (`scan --help`
             atexit.register(sys.stderr.write, f"at numpy's import: {os.environ.get('OPENBLAS_THREAD_TIMEOUT')}")
             sys.meta_path.remove(self)
 sys.meta_path.insert(0, Watch())
-sys.argv = ["freqlab", "scan", "--help"]
+sys.argv = ["freqlab", "COMMAND", "--help"]
 import freqlab.__main__ as entry
 assert "numpy" not in sys.modules
 entry.run()
 """
     env = {k: v for k, v in os.environ.items() if k != "OPENBLAS_THREAD_TIMEOUT"}
     env.update({"OPENBLAS_THREAD_TIMEOUT": given} if given else {})
+    code = code.replace("COMMAND", command)
     result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60, env=env)
     assert (result.returncode, result.stderr) == (0, f"at numpy's import: {seen}")

@@ -4,6 +4,7 @@
 
 from __future__ import annotations
 
+import os
 import time
 
 import click
@@ -21,12 +22,13 @@ def cache_command(clear, as_json):
     Loading a tokenizer converts and verifies it (seconds for Llama 3); the cache keeps the result per tokenizer
     file, load options and backend versions, so a new version or an edited file adds an entry beside the old ones.
     Only the cache's own files are listed or removed (entries, fastokens inputs, unfinished writes, known by their
-    names): anything else in the folder is left. FREQLAB_CACHE_DIR moves the cache, FREQLAB_NO_CACHE=1 turns it off.
+    names): anything else in the folder is left. The folder is FREQLAB_CACHE_DIR/tokenizers, else
+    XDG_CACHE_HOME/freqlab/tokenizers, else ~/.cache/freqlab/tokenizers; FREQLAB_NO_CACHE=1 turns the cache off.
     """
     from freqlab.tokenization.cache import cache_files, cache_folder, cache_off, clear_cache
 
-    folder = cache_folder()
-    files = clear_cache(folder) if clear else cache_files(folder)
+    folder, off = cache_folder().absolute(), cache_off()
+    files, failed = clear_cache(folder) if clear else (cache_files(folder), [])
     kinds = ("entry", "fastokens input", "unfinished write")
     counts = {kind: sum(f.kind == kind for f in files) for kind in kinds}
     size = sum(f.size for f in files)
@@ -34,18 +36,30 @@ def cache_command(clear, as_json):
         echo_json(
             {
                 "folder": str(folder),
-                "off": cache_off(),
+                "off": off,
                 "cleared": clear,
                 "files": [
                     {"path": str(f.path), "kind": f.kind, "bytes": f.size, "modified": f.modified} for f in files
                 ],
                 "bytes": size,
+                "not_removed": [{"path": str(f.path), "reason": reason} for f, reason in failed],
             }
         )
-        return
-    state = " (off: FREQLAB_NO_CACHE is set)" if cache_off() else ""
+    else:
+        _report(folder, off, files, counts, size, clear)
+    for found, reason in failed:
+        click.echo(f"Error: could not remove {shown(found.path)}: {reason}", err=True)
+    if failed:
+        raise SystemExit(1)
+
+
+def _report(folder, off: bool, files, counts: dict[str, int], size: int, clear: bool) -> None:
+    state = " (off: FREQLAB_NO_CACHE is set)" if off else ""
+    if not folder.is_dir():
+        there = os.path.lexists(folder) or any(os.path.lexists(p) and not p.is_dir() for p in folder.parents)
+        state += " (not a folder: a scan cannot write the cache there)" if there else " (not made yet)"
     click.echo(f"folder   {shown(folder)}{state}")
-    held = ", ".join(f"{counts[kind]:,} {_plural(kind, counts[kind])}" for kind in kinds)
+    held = ", ".join(f"{n:,} {_plural(kind, n)}" for kind, n in counts.items())
     verb = "removed" if clear else "holds"
     click.echo(f"{verb:<8} {held}: {size / 2**20:,.1f} MiB")
     if files and not clear:

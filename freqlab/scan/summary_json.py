@@ -31,7 +31,6 @@ from freqlab.histogram import UNLABELLED_SOURCE, LengthHistogram, histogram_disp
 from freqlab.paths import printable, printable_lines
 from freqlab.scan.settings import DEFAULT_L, DEFAULT_REGIMES
 from freqlab.scan.uncertainty import add_intervals, describe_interval
-from freqlab.tokenization.cache import not_written
 
 PREFIX_NOTE = (
     "max_docs/max_tokens keep the first documents in shard order: a prefix, not a random sample, so the "
@@ -173,7 +172,7 @@ def format_report(summary: dict) -> str:
         if tok.get("cache_not_written"):
             lines.append(
                 f"           tokenizer cache not written ({printable(tok['cache_not_written'])}): each run loads and"
-                " checks the tokenizer again; FREQLAB_CACHE_DIR names another folder"
+                " checks the tokenizer again; set FREQLAB_CACHE_DIR to a writable folder (FREQLAB_NO_CACHE=1: no cache)"
             )
     skipped = docs["skipped"]
     reasons = ", ".join(f"{k}: {v:,}" for k, v in sorted(skipped.items()))
@@ -379,7 +378,7 @@ def build_summary_json(
             "fallback_reasons": dict(counter.fallback_reasons),
             "special_tokens_counted": bool(counter.add_special_tokens),
             "special_tokens_added": counter.special_tokens_added,  # per document
-            "cache_not_written": not_written(),
+            "cache_not_written": getattr(counter, "cache_not_written", None),
         },
         "documents": {
             "read": read,

@@ -356,7 +356,7 @@ def _tokenizing(counter, threads: int) -> Iterator[_Tokenizing]:
     def submit(count: Callable, texts: list[str]) -> Future:
         nonlocal longest
         longest = max(longest, max(map(len, texts)))
-        handles[:] = [handle for handle in handles if not handle.done()]  # at most `in_flight` + 1 kept
+        handles[:] = [handle for handle in handles if not handle.done()]  # at most `in_flight` kept
         handles.append(pool.executor.submit(count, texts))
         return handles[-1]
 

@@ -39,6 +39,7 @@ import re
 import stat
 import sys
 import tempfile
+import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
@@ -75,7 +76,7 @@ def cache_folder() -> Path:
 
 
 #: the names of the cache's own files: an entry (its key, a sha256), the fastokens input beside it, and the
-#: temporary file of a write (:func:`write_private`) that an ended process left
+#: temporary file of a write (:func:`write_private`), running or left by a process that ended mid-write
 _CACHE_FILE = re.compile(r"[0-9a-f]{64}\.pickle(?:\.fastokens)?(?:\.[A-Za-z0-9_]+\.tmp)?")
 
 
@@ -118,19 +119,30 @@ def cache_files(folder: str | os.PathLike | None = None) -> list[CacheFile]:
     return found
 
 
-def clear_cache(folder: str | os.PathLike | None = None) -> list[CacheFile]:
-    """Remove the tokenizer cache's files from ``folder`` (:func:`cache_files`: nothing else there, links as links);
-    the files removed. The next load of each tokenizer is a cold one (it converts and verifies again). A process
-    writing an entry meanwhile loses only that write.
+def clear_cache(folder: str | os.PathLike | None = None) -> tuple[list[CacheFile], list[tuple[CacheFile, str]]]:
+    """Remove the tokenizer cache's files from ``folder`` (:func:`cache_files`: nothing else there, links as links):
+    the files removed, and those that could not be with the system's reason. The next load of each tokenizer is a
+    cold one (it converts and verifies again). An unfinished write younger than :data:`UNFINISHED_WRITE_SECONDS` is
+    left: it may be a running write's (which then renames it into place).
     """
-    removed = []
+    removed, failed = [], []
+    now = time.time()
     for found in cache_files(folder):
+        if found.kind == "unfinished write" and now - found.modified < UNFINISHED_WRITE_SECONDS:
+            continue
         try:
             os.unlink(found.path)
         except FileNotFoundError:
             continue
+        except OSError as exc:
+            failed.append((found, exc.strerror or str(exc)))
+            continue
         removed.append(found)
-    return removed
+    return removed, failed
+
+
+#: an unfinished write this old is an ended process's (an entry is written in well under a second)
+UNFINISHED_WRITE_SECONDS = 600
 
 
 @functools.cache
@@ -199,53 +211,38 @@ def read_entry(path: Path) -> dict | None:
     return entry if entry.get("key") == path.stem else None  # another key's entry, copied or linked here: not ours
 
 
-def write_entry(path: Path, entry: dict) -> bool:
-    """Write ``entry`` (:func:`write_private`) with its key (the file's name); False when it could not be: the cache
-    only saves time.
+def write_entry(path: Path, entry: dict) -> str | None:
+    """Write ``entry`` (:func:`write_private`) with its key (the file's name); None once written, else why it could
+    not be (the cache only saves time).
     """
     try:
         payload = pickle.dumps({**entry, "key": path.stem}, protocol=pickle.HIGHEST_PROTOCOL)
-    except (pickle.PicklingError, TypeError, AttributeError):
-        return False
+    except (pickle.PicklingError, TypeError, AttributeError) as exc:
+        return f"the entry cannot be pickled: {exc}"
     return write_private(path, FORMAT + hashlib.sha256(payload).digest() + payload)
 
 
-def write_private(path: Path, data: bytes) -> bool:
+def write_private(path: Path, data: bytes) -> str | None:
     """Write ``data`` to ``path`` atomically and readable by this user only (a temporary file in the same folder,
-    then a rename, which replaces whatever was at ``path``, a link or a FIFO included, without following it); False
-    when it could not be.
+    then a rename, which replaces whatever was at ``path``, a link or a FIFO included, without following it); None
+    once written, else why it could not be (the folder, or ``path`` when the folder took the temporary file, and the
+    system's reason).
     """
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
         handle, temporary = tempfile.mkstemp(dir=path.parent, prefix=path.name + ".", suffix=".tmp")
     except OSError as exc:
-        return _not_written(path, exc)
+        return f"{path.parent}: {exc.strerror or exc}"
     try:
         with os.fdopen(handle, "wb") as out:
             out.write(data)
         os.replace(temporary, path)
-        return True
+        return None
     except OSError as exc:
-        return _not_written(path, exc)
+        return f"{path}: {exc.strerror or exc}"
     finally:
         with contextlib.suppress(FileNotFoundError):
             os.unlink(temporary)
-
-
-def _not_written(path: Path, exc: OSError) -> bool:
-    _NOT_WRITTEN[:] = [f"{path.parent}: {exc.strerror or exc}"]
-    return False
-
-
-_NOT_WRITTEN: list[str] = []
-
-
-def not_written() -> str | None:
-    """Why the tokenizer cache could not be written in this process (its folder and the system's reason, the last
-    time it failed), or None. Each load then checks the tokenizer again (a cold load: seconds for a large
-    vocabulary), so a scan's report says it.
-    """
-    return _NOT_WRITTEN[0] if _NOT_WRITTEN else None
 
 
 def cached_load(
@@ -258,7 +255,8 @@ def cached_load(
 ) -> TokenCounter:
     """``load()`` through the cache: an entry for (``file``, ``options``) rebuilds the counter from its data and
     verdicts (with ``settings``: name, spec, threads of this call); otherwise ``load()`` runs and its verified
-    candidate is written. Statistics: :data:`STATS` (hits, misses, writes).
+    candidate is written; when it cannot be, the counter's ``cache_not_written`` says why (the next load of this
+    file is a cold one again; a scan's report says so). Statistics: :data:`STATS` (hits, misses, writes).
     """
     folder = cache_dir()
     try:
@@ -298,7 +296,7 @@ def cached_load(
         sources_fingerprint(state["sources"], state["routed"], state["source_digests"])
         verdicts = dict(seen["verdicts"])
         entry = {"state": state, "refusals": seen["refusals"], "salad": seen["salad"], "verdicts": verdicts}
-        write_with_fastokens_input(path, entry, counter)
+        counter.cache_not_written = write_with_fastokens_input(path, entry, counter)
         STATS["writes"] += 1
     return counter
 
@@ -332,17 +330,19 @@ def repair_fastokens_input(path: Path, entry: dict) -> None:
             write_private(fastokens_ahead.input_path(path), fastokens_ahead.input_file(kind, body, **how))
 
 
-def write_with_fastokens_input(path: Path, entry: dict, counter: TokenCounter) -> None:
+def write_with_fastokens_input(path: Path, entry: dict, counter: TokenCounter) -> str | None:
     """Write ``entry`` with the identity of its fastokens input (:func:`fastokens_build_input`, None when it has
-    none), and the input beside it once the entry is written.
+    none), and the input beside it once the entry is written; None once the entry is written, else why it could
+    not be (the input only speeds a pool's start: its failure is not one).
     """
     made = fastokens_build_input(entry, counter)
     if made is None:
-        write_entry(path, {**entry, "fastokens_input": None})
-        return
+        return write_entry(path, {**entry, "fastokens_input": None})
     kind, body, how = made
-    if write_entry(path, {**entry, "fastokens_input": fastokens_ahead.input_identity(kind, body, **how)}):
+    failed = write_entry(path, {**entry, "fastokens_input": fastokens_ahead.input_identity(kind, body, **how)})
+    if failed is None:
         write_private(fastokens_ahead.input_path(path), fastokens_ahead.input_file(kind, body, **how))
+    return failed
 
 
 STATS = {"hits": 0, "misses": 0, "writes": 0}

@@ -39,26 +39,26 @@ def test_add_special_tokens_says_how_many_were_added(tmp_path, post_processor, a
 
 
 def test_a_tokenizer_cache_that_cannot_be_written_is_in_the_report(tmp_path, monkeypatch):
-    """Each scan would load and check the tokenizer again, unseen: the summary names the folder and the reason."""
-    from freqlab.tokenization import cache
-
+    """Each scan would load and check the tokenizer again, unseen: the summary names the folder and the reason;
+    a later scan whose tokenizer's load was kept (another file, in the same process) says nothing of it."""
     tokenizer = Tokenizer(models.WordLevel(VOCAB, unk_token="[UNK]"))
     tokenizer.pre_tokenizer = pre_tokenizers.Whitespace()
     tokenizer.save(str(tmp_path / "tokenizer.json"))
+    tokenizer.add_tokens(["c"])
+    tokenizer.save(str(tmp_path / "other.json"))
     data = tmp_path / "d.jsonl"
     data.write_text('{"text": "a b a"}\n', encoding="utf-8")
     (tmp_path / "a-file").write_text("not a folder")
     monkeypatch.delenv("FREQLAB_NO_CACHE")
     monkeypatch.setenv("FREQLAB_CACHE_DIR", str(tmp_path / "a-file"))
-    monkeypatch.setattr(cache, "_NOT_WRITTEN", [])
     result = scan(str(data), tokenizer=str(tmp_path / "tokenizer.json"), workers=1, progress=False)
     reason = f"{tmp_path / 'a-file' / 'tokenizers'}: Not a directory"
     assert result.histogram.tokens == 3 and result.summary["tokenizer"]["cache_not_written"] == reason
     assert f"tokenizer cache not written ({reason}): each run loads and checks the tokenizer again" in result.report()
-    monkeypatch.setattr(cache, "_NOT_WRITTEN", [])
     monkeypatch.setenv("FREQLAB_CACHE_DIR", str(tmp_path / "a-folder"))
-    again = scan(str(data), tokenizer=str(tmp_path / "tokenizer.json"), workers=1, progress=False)
+    again = scan(str(data), tokenizer=str(tmp_path / "other.json"), workers=1, progress=False)
     assert again.summary["tokenizer"]["cache_not_written"] is None and "cache not written" not in again.report()
+    assert len(list((tmp_path / "a-folder" / "tokenizers").glob("*.pickle"))) == 1
 
 
 def test_the_warm_up_loads_every_kernel_the_summary_of_its_regimes_calls():

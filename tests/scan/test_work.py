@@ -267,6 +267,37 @@ def test_the_reader_hands_over_two_batches_beyond_the_threads_then_waits_for_the
     assert counter.seen == [4]
 
 
+def test_batches_queued_when_the_cap_is_reached_are_cancelled_not_counted(tmp_path):
+    """Capped at the first document: the first batch's count returns after the reader has queued three more; the
+    threads then take batches 2 and 3 (held), and batch 4, still queued, is cancelled: at most 3 calls, never 4."""
+    import json
+    import threading
+    import time
+
+    import numpy as np
+
+    class Slow:
+        name = "slow"
+
+        def __init__(self) -> None:
+            self.calls, self.lock = 0, threading.Lock()
+
+        def count(self, texts):
+            with self.lock:
+                self.calls += 1
+                first = self.calls == 1
+            time.sleep(0.3 if first else 1.0)  # the reader queues the rest meanwhile; later batches are held
+            return np.array([len(text.split()) for text in texts], np.int64)
+
+    path = tmp_path / "all.jsonl"  # one-text batches: an empty document ends each run of texts
+    path.write_text("".join(json.dumps({"text": "w " * k}) + '\n{"text": ""}\n' for k in range(1, 9)))
+    (shard,) = open_corpus(str(path)).shards
+    counter = Slow()
+    part = count_shard(shard, counter, ShardOptions(batch_size=1, keep_log=True, max_docs=1), threads=2)
+    assert (part.documents_read, part.tokens) == (1, 1)
+    assert counter.calls <= 3
+
+
 def test_a_forked_child_starts_its_own_tokenizing_threads(tmp_path, corpus_records):
     """A child forked after a scan has none of its parent's threads: it must not queue batches for them."""
     import multiprocessing

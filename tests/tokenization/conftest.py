@@ -41,11 +41,9 @@ def tokenizer_json(tmp_path_factory):
 
 @pytest.fixture
 def cache_on(tmp_path, monkeypatch):
-    """The cache in a fresh folder, its statistics at zero, no failed write and no counter remembered in this
-    process."""
+    """The cache in a fresh folder, its statistics at zero, no counter remembered in this process."""
     monkeypatch.delenv("FREQLAB_NO_CACHE", raising=False)
     monkeypatch.setenv("FREQLAB_CACHE_DIR", str(tmp_path / "cache"))
     monkeypatch.setattr(cache_module, "STATS", {"hits": 0, "misses": 0, "writes": 0})
-    monkeypatch.setattr(cache_module, "_NOT_WRITTEN", [])  # no failed write of another test's
     monkeypatch.setattr(verify_module, "_VERIFIED", {})
     return tmp_path / "cache" / "tokenizers"

@@ -3,7 +3,9 @@ a version misses; a corrupt entry is ignored and rebuilt; concurrent writers lea
 
 from __future__ import annotations
 
+import os
 import threading
+import time
 
 import pytest
 
@@ -66,17 +68,22 @@ def test_a_second_load_hits_the_cache_and_verifies_nothing(tokenizer_json, cache
 def test_a_cache_that_cannot_be_written_is_named_with_the_reason_and_loads_still_count(
     tokenizer_json, cache_on, monkeypatch, tmp_path
 ):
-    """A file where the cache folder would be: every load checks the tokenizer again, so not_written() names the
-    folder and the system's reason (a scan's report prints it); the counts are the same."""
+    """A file where the cache folder would be: every load checks the tokenizer again, so the counter says why its
+    load was not kept (a scan's report prints it); the counts are the same. A load that is kept says nothing."""
     path, reference = tokenizer_json
     blocker = tmp_path / "a-file"
     blocker.write_text("not a folder")
     monkeypatch.setenv("FREQLAB_CACHE_DIR", str(blocker))
-    assert cache_module.not_written() is None
     counter = load_tokenizer(str(path))
-    assert cache_module.not_written() == f"{blocker / 'tokenizers'}: Not a directory"
-    assert cache_module.STATS["hits"] == 0 and not list(tmp_path.glob("a-file*/*"))
+    assert counter.cache_not_written == f"{blocker / 'tokenizers'}: Not a directory"
+    assert cache_module.STATS["hits"] == 0 and blocker.read_text() == "not a folder"
     assert counter.count(TEXTS).tolist() == expected(reference, TEXTS)
+    monkeypatch.setenv("FREQLAB_CACHE_DIR", str(tmp_path / "a-folder"))
+    monkeypatch.setattr(verify_module, "_VERIFIED", {})
+    kept = load_tokenizer(str(path))
+    assert kept.cache_not_written is None and len(list((tmp_path / "a-folder").glob("*/*.pickle"))) == 1
+    monkeypatch.setattr(verify_module, "_VERIFIED", {})
+    assert load_tokenizer(str(path)).cache_not_written is None and cache_module.STATS["hits"] == 1
 
 
 def test_a_changed_file_or_version_misses_and_verifies_again(tokenizer_json, cache_on, monkeypatch, tmp_path):
@@ -155,18 +162,24 @@ def test_concurrent_writers_leave_one_whole_entry(tmp_path):
 
 def test_the_cache_lists_and_clears_its_own_files_and_nothing_else(tokenizer_json, cache_on, tmp_path):
     """Entries, fastokens inputs and unfinished writes are the cache's, known by their names; a user's file, a
-    folder or a name that only looks alike stays, and a link is removed as a link (its target stays)."""
+    folder or a name that only looks alike stays, a link is removed as a link (its target stays, a dangling one goes
+    too), and an unfinished write younger than UNFINISHED_WRITE_SECONDS is left to the write that may be running."""
     path, reference = tokenizer_json
     load_tokenizer(str(path))
     (entry,) = cache_on.glob("*.pickle")
     key = entry.stem
     unfinished = cache_on / f"{key}.pickle.ab_12x.tmp"
     unfinished.write_bytes(b"half")
+    old = time.time() - cache_module.UNFINISHED_WRITE_SECONDS - 1
+    os.utime(unfinished, (old, old))
+    running = cache_on / f"{key}.pickle.fastokens.cd_34y.tmp"
+    running.write_bytes(b"being written")
     target = tmp_path / "precious.txt"
     target.write_text("mine")
-    link = cache_on / f"{'e' * 64}.pickle"
+    link, dangling = cache_on / f"{'e' * 64}.pickle", cache_on / f"{'d' * 64}.pickle.fastokens"
     link.symlink_to(target)
-    foreign = [cache_on / "notes.txt", cache_on / f"{key.upper()}.pickle", cache_on / f"{key}.pickle.bak"]
+    dangling.symlink_to(tmp_path / "gone")
+    foreign = [cache_on / n for n in ("notes.txt", f"{key.upper()}.pickle", f"{key}.pickle.bak", "deadbeef.pickle")]
     for other in foreign:
         other.write_text("mine")
     (cache_on / f"{'f' * 64}.pickle").mkdir()
@@ -175,15 +188,29 @@ def test_the_cache_lists_and_clears_its_own_files_and_nothing_else(tokenizer_jso
         entry.name: "entry",
         f"{key}.pickle.fastokens": "fastokens input",
         unfinished.name: "unfinished write",
+        running.name: "unfinished write",
         link.name: "entry",
+        dangling.name: "fastokens input",
     }
     assert cache_module.cache_files() == cache_module.cache_files(cache_on)  # the folder of FREQLAB_CACHE_DIR
     sizes = {f.path.name: f.size for f in cache_module.cache_files(cache_on)}
     assert sizes[entry.name] == entry.stat().st_size and sizes[unfinished.name] == 4
-    removed = cache_module.clear_cache(cache_on)
-    assert {f.path.name for f in removed} == set(listed)
-    assert cache_module.cache_files(cache_on) == [] and target.read_text() == "mine"
+    assert sizes[link.name] == len(str(target))  # the link's own size, not its target's
+    removed, failed = cache_module.clear_cache(cache_on)
+    assert {f.path.name for f in removed} == set(listed) - {running.name} and failed == []
+    assert [f.path for f in cache_module.cache_files(cache_on)] == [running] and target.read_text() == "mine"
     assert all(other.read_text() == "mine" for other in foreign) and (cache_on / f"{'f' * 64}.pickle").is_dir()
     again = load_tokenizer(str(path))  # a cold load again, written again
     assert cache_module.STATS["misses"] == 2 and again.count(TEXTS).tolist() == expected(reference, TEXTS)
     assert cache_module.cache_files(tmp_path / "absent") == []
+
+
+def test_a_write_that_fails_at_its_rename_says_why(tmp_path, monkeypatch):
+    """The folder is there and the temporary file written, the rename fails: the reason names the file."""
+
+    def refused(source, destination):
+        raise PermissionError(13, "Permission denied")
+
+    monkeypatch.setattr(cache_module.os, "replace", refused)
+    reason = cache_module.write_private(tmp_path / "entry.pickle", b"data")
+    assert reason == f"{tmp_path / 'entry.pickle'}: Permission denied" and list(tmp_path.iterdir()) == []
