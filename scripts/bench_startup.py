@@ -3,7 +3,8 @@
 cold and warm, and a timeline of where the start-up goes.
 
 Each run is a fresh process that calls ``scan()`` twice on the same corpus (default workers: the pool on every
-core). The first call pays the start-up (imports done, tokenizer load or cache hit, forkserver, workers, their
+core), with what ``freqlab scan`` sets in its own process first (:func:`freqlab.__main__.idle_blas_threads_sleep`).
+The first call pays the start-up (imports done, tokenizer load or cache hit, forkserver, workers, their
 tokenizer); the second, in the same process, reuses the forkserver and the loaded counter: the steady state.
 start-up = (interpreter and imports before the first scan) + (first scan - second scan). Runs: one with the cache
 cold (a fresh ``FREQLAB_CACHE_DIR``: load, verify, write the entry), then ``--repeats`` with it warm.
@@ -126,6 +127,10 @@ def child(corpus: str, spec: str | None) -> None:
     """Scan twice, marking the driver's steps; print the two scans' times as JSON."""
     mark("interpreter started")
     started = time.time()
+    import freqlab.__main__ as command_line
+
+    # what `freqlab scan` sets before numpy loads (older checkouts, measured as baselines, have nothing to set)
+    getattr(command_line, "idle_blas_threads_sleep", lambda: None)()
     from freqlab.scan import driver, scan
     from freqlab.scan.engines import local
 
