@@ -260,6 +260,9 @@ def main() -> None:
         if name == "compare":
             sub.add_argument("--repeat", type=int, default=3)
     args = parser.parse_args()
+    from bench_scan import compile_freqlab  # the scripts' folder is on sys.path
+
+    compile_freqlab()
     if args.command == "make":
         make(args.out, args.corpus, args.chars, args.frame_bytes)
     elif args.command == "phases":

@@ -242,6 +242,9 @@ def main() -> None:
     if args.child:
         child(args.child[0], args.child[1] or None)
         return
+    from bench_scan import compile_freqlab  # the scripts' folder is on sys.path
+
+    compile_freqlab()
     specs = [None if t == "tekken" else t for t in (args.tokenizer or ["tekken"])]
     interpreter = bare("pass")
     imports = bare("import freqlab.scan")
