@@ -184,7 +184,9 @@ def format_report(summary: dict) -> str:
         lines.append(f"           {docs['sampled_out']:,} left out by sampling")
     if docs.get("blank_lines"):
         blank = docs["blank_lines"]
-        lines.append(f"           {blank:,} blank line{'s' if blank != 1 else ''} passed over (not records)")
+        # a limit cuts documents, not lines: a reader may have met blank lines past the last document kept
+        beyond = ", some maybe past the limit" if "stopped at" in (summary["scan"].get("partial") or "") else ""
+        lines.append(f"           {blank:,} blank line{'s' if blank != 1 else ''} passed over (not records{beyond})")
     if docs.get("unreadable_files"):
         shown = first_few([printable(name) for name in docs["unreadable_files"]])
         # the documents read before the failure are counted; the rest of the file is the one skip said above

@@ -61,6 +61,19 @@ def test_a_tokenizer_cache_that_cannot_be_written_is_in_the_report(tmp_path, mon
     assert len(list((tmp_path / "a-folder" / "tokenizers").glob("*.pickle"))) == 1
 
 
+def test_blank_lines_of_a_scan_stopped_at_a_limit_are_said_to_reach_maybe_past_it(tmp_path):
+    """A limit cuts documents, not lines: the blank lines a reader met may lie past the last document kept, as far
+    as its batch went (a count that depends on batch sizes), and the report says so; a whole scan's are exact."""
+    data = tmp_path / "d.jsonl"
+    data.write_text("".join(json.dumps({"text": "a b"}) + "\n\n" for _ in range(6)), encoding="utf-8")
+    whole = scan(str(data), tokenizer="tekken", workers=1, progress=False)
+    assert "6 blank lines passed over (not records)" in whole.report()
+    capped = scan(str(data), tokenizer="tekken", workers=1, progress=False, max_docs=2)
+    blank = capped.summary["documents"]["blank_lines"]
+    assert capped.summary["documents"]["read"] == 2 and 2 <= blank <= 6
+    assert f"{blank:,} blank lines passed over (not records, some maybe past the limit)" in capped.report()
+
+
 def test_the_warm_up_loads_every_kernel_the_summary_of_its_regimes_calls():
     """What a scan's driver loads while its shards are counted (``freqlab.scan.summary_json.warm_up``): afterwards the
     summary of a real histogram, in larger windows, compiles or loads no kernel of its own (a fresh process)."""
