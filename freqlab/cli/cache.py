@@ -28,7 +28,9 @@ def cache_command(clear, as_json):
     from freqlab.tokenization.cache import cache_files, cache_folder, cache_off, clear_cache
 
     folder, off = cache_folder().absolute(), cache_off()
-    files, failed = clear_cache(folder) if clear else (cache_files(folder), [])
+    cleared = clear_cache(folder) if clear else None
+    files = cleared.removed if cleared else cache_files(folder)
+    failed, left = (cleared.not_removed, cleared.left) if cleared else ([], [])
     kinds = ("entry", "fastokens input", "unfinished write")
     counts = {kind: sum(f.kind == kind for f in files) for kind in kinds}
     size = sum(f.size for f in files)
@@ -36,6 +38,7 @@ def cache_command(clear, as_json):
         echo_json(
             {
                 "folder": str(folder),
+                "state": _state(folder),
                 "off": off,
                 "cleared": clear,
                 "files": [
@@ -43,21 +46,35 @@ def cache_command(clear, as_json):
                 ],
                 "bytes": size,
                 "not_removed": [{"path": str(f.path), "reason": reason} for f, reason in failed],
+                "left": [str(f.path) for f in left],
             }
         )
     else:
         _report(folder, off, files, counts, size, clear)
+        if left:
+            writes = f"{len(left):,} unfinished write{'s' if len(left) != 1 else ''}"
+            click.echo(f"left     {writes} younger than 10 minutes (a write may be running)")
     for found, reason in failed:
         click.echo(f"Error: could not remove {shown(found.path)}: {reason}", err=True)
     if failed:
         raise SystemExit(1)
 
 
+def _state(folder) -> str:
+    """``folder``, ``not made yet`` or ``not a folder`` (something else is there, or above it)."""
+    if folder.is_dir():
+        return "folder"
+    there = os.path.lexists(folder) or any(os.path.lexists(p) and not p.is_dir() for p in folder.parents)
+    return "not a folder" if there else "not made yet"
+
+
 def _report(folder, off: bool, files, counts: dict[str, int], size: int, clear: bool) -> None:
     state = " (off: FREQLAB_NO_CACHE is set)" if off else ""
-    if not folder.is_dir():
-        there = os.path.lexists(folder) or any(os.path.lexists(p) and not p.is_dir() for p in folder.parents)
-        state += " (not a folder: a scan cannot write the cache there)" if there else " (not made yet)"
+    state += {
+        "folder": "",
+        "not a folder": " (not a folder: a scan cannot write the cache there)",
+        "not made yet": " (not made yet)",
+    }[_state(folder)]
     click.echo(f"folder   {shown(folder)}{state}")
     held = ", ".join(f"{n:,} {_plural(kind, n)}" for kind, n in counts.items())
     verb = "removed" if clear else "holds"

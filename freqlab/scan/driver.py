@@ -604,12 +604,15 @@ def load_counter(
     of the text to count, for :func:`small_scan_rule` (None: unknown).
     """
     from freqlab.tokenization import load_tokenizer
+    from freqlab.tokenization.cache import cache_dir
 
     state = None
     if isinstance(spec, (str, os.PathLike)) and os.path.isfile(spec):
         info = os.stat(spec)
         state = (os.path.abspath(spec), info.st_mtime_ns, info.st_size)
-    key = (spec, bool(add_special_tokens), state, text_bytes)
+    # the cache's folder too: a counter whose load the cache could not keep says so (cache_not_written) until it
+    # is loaded through another folder, or with the cache off
+    key = (spec, bool(add_special_tokens), state, text_bytes, cache_dir())
     if key not in _COUNTERS:
         if len(_COUNTERS) >= _COUNTERS_KEPT:
             _COUNTERS.pop(next(iter(_COUNTERS)))

@@ -43,7 +43,7 @@ import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 
 from freqlab import fastokens_ahead
 from freqlab.tokenization.backends import BACKEND_FASTOKENS, fastokens_input
@@ -119,26 +119,37 @@ def cache_files(folder: str | os.PathLike | None = None) -> list[CacheFile]:
     return found
 
 
-def clear_cache(folder: str | os.PathLike | None = None) -> tuple[list[CacheFile], list[tuple[CacheFile, str]]]:
-    """Remove the tokenizer cache's files from ``folder`` (:func:`cache_files`: nothing else there, links as links):
-    the files removed, and those that could not be with the system's reason. The next load of each tokenizer is a
-    cold one (it converts and verifies again). An unfinished write younger than :data:`UNFINISHED_WRITE_SECONDS` is
-    left: it may be a running write's (which then renames it into place).
+class Cleared(NamedTuple):
+    """What :func:`clear_cache` did: the files ``removed``, those ``not_removed`` with the system's reason, and the
+    unfinished writes ``left`` (younger than :data:`UNFINISHED_WRITE_SECONDS`: a write may be running).
     """
-    removed, failed = [], []
+
+    removed: list[CacheFile]
+    not_removed: list[tuple[CacheFile, str]]
+    left: list[CacheFile]
+
+
+def clear_cache(folder: str | os.PathLike | None = None) -> Cleared:
+    """Remove the tokenizer cache's files from ``folder`` (:func:`cache_files`: nothing else there, links as links);
+    the next load of each tokenizer is a cold one (it converts and verifies again). A file that cannot be removed is
+    passed over (the rest still go); an unfinished write younger than :data:`UNFINISHED_WRITE_SECONDS` is left: it
+    may be a running write's (which then renames it into place).
+    """
+    done = Cleared([], [], [])
     now = time.time()
     for found in cache_files(folder):
         if found.kind == "unfinished write" and now - found.modified < UNFINISHED_WRITE_SECONDS:
+            done.left.append(found)
             continue
         try:
             os.unlink(found.path)
         except FileNotFoundError:
             continue
         except OSError as exc:
-            failed.append((found, exc.strerror or str(exc)))
+            done.not_removed.append((found, exc.strerror or str(exc)))
             continue
-        removed.append(found)
-    return removed, failed
+        done.removed.append(found)
+    return done
 
 
 #: an unfinished write this old is an ended process's (an entry is written in well under a second)

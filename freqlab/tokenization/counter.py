@@ -122,8 +122,9 @@ class TokenCounter:
         how fastokens runs the pre-tokenizer (which preset and why, see
         :mod:`freqlab.tokenization.presets`), or None.
     cache_not_written
-        why the tokenizer cache could not keep this load (:func:`freqlab.tokenization.cache.cached_load`: the
-        folder and the system's reason; the next load of the file is a cold one again), or None.
+        why the tokenizer cache could not keep this load (:func:`freqlab.tokenization.cache.cached_load`: where,
+        the folder or the entry's file, and the system's reason; the next load of the file is a cold one again), or
+        None.
     """
 
     cache_not_written: str | None = None

@@ -31,7 +31,16 @@ def test_it_says_what_the_cache_holds_and_clears_only_that(tmp_path):
     ]
     assert sorted(p.name for p in folder.iterdir()) == ["README"]
     data = json.loads(run("cache", "--json", env={**env, "FREQLAB_NO_CACHE": "1"}).output)
-    assert data == {"folder": str(folder), "off": True, "cleared": False, "files": [], "bytes": 0, "not_removed": []}
+    assert data == {
+        "folder": str(folder),
+        "state": "folder",
+        "off": True,
+        "cleared": False,
+        "files": [],
+        "bytes": 0,
+        "not_removed": [],
+        "left": [],
+    }
     assert (
         run("cache", env={**env, "FREQLAB_NO_CACHE": "1"})
         .output.splitlines()[0]
@@ -71,3 +80,19 @@ def test_a_folder_not_made_yet_or_not_a_folder_is_said(tmp_path):
     assert (
         blocked == f"folder   {tmp_path / 'a-file' / 'tokenizers'} (not a folder: a scan cannot write the cache there)"
     )
+
+
+def test_a_relative_folder_is_shown_absolute_and_a_running_write_is_left_and_said(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    folder = tmp_path / "rel" / "tokenizers"
+    folder.mkdir(parents=True)
+    (folder / f"{'a' * 64}.pickle.ab_1.tmp").write_bytes(b"being written")
+    result = run("cache", "--clear", env={"FREQLAB_CACHE_DIR": "rel", "FREQLAB_NO_CACHE": ""})
+    assert result.exit_code == 0, result.output
+    assert result.output.splitlines() == [
+        f"folder   {folder}",
+        "removed  0 entries, 0 fastokens inputs, 0 unfinished writes: 0.0 MiB",
+        "left     1 unfinished write younger than 10 minutes (a write may be running)",
+    ]
+    data = json.loads(run("cache", "--clear", "--json", env={"FREQLAB_CACHE_DIR": "rel"}).output)
+    assert data["left"] == [str(folder / f"{'a' * 64}.pickle.ab_1.tmp")] and data["state"] == "folder"

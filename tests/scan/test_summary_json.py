@@ -40,7 +40,8 @@ def test_add_special_tokens_says_how_many_were_added(tmp_path, post_processor, a
 
 def test_a_tokenizer_cache_that_cannot_be_written_is_in_the_report(tmp_path, monkeypatch):
     """Each scan would load and check the tokenizer again, unseen: the summary names the folder and the reason;
-    a later scan whose tokenizer's load was kept (another file, in the same process) says nothing of it."""
+    a later scan whose tokenizer's load was kept (another file, or the same through a writable folder, in the same
+    process) says nothing of it, nor one with the cache off."""
     tokenizer = Tokenizer(models.WordLevel(VOCAB, unk_token="[UNK]"))
     tokenizer.pre_tokenizer = pre_tokenizers.Whitespace()
     tokenizer.save(str(tmp_path / "tokenizer.json"))
@@ -59,6 +60,14 @@ def test_a_tokenizer_cache_that_cannot_be_written_is_in_the_report(tmp_path, mon
     again = scan(str(data), tokenizer=str(tmp_path / "other.json"), workers=1, progress=False)
     assert again.summary["tokenizer"]["cache_not_written"] is None and "cache not written" not in again.report()
     assert len(list((tmp_path / "a-folder" / "tokenizers").glob("*.pickle"))) == 1
+    # the first file again, through the writable folder: loaded again (the process remembers counters by folder)
+    kept = scan(str(data), tokenizer=str(tmp_path / "tokenizer.json"), workers=1, progress=False)
+    assert kept.summary["tokenizer"]["cache_not_written"] is None
+    assert len(list((tmp_path / "a-folder" / "tokenizers").glob("*.pickle"))) == 2
+    monkeypatch.setenv("FREQLAB_CACHE_DIR", str(tmp_path / "a-file"))
+    monkeypatch.setenv("FREQLAB_NO_CACHE", "1")
+    off = scan(str(data), tokenizer=str(tmp_path / "tokenizer.json"), workers=1, progress=False)
+    assert off.summary["tokenizer"]["cache_not_written"] is None
 
 
 def test_blank_lines_of_a_scan_stopped_at_a_limit_are_said_to_reach_maybe_past_it(tmp_path):

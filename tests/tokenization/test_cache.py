@@ -86,6 +86,29 @@ def test_a_cache_that_cannot_be_written_is_named_with_the_reason_and_loads_still
     assert load_tokenizer(str(path)).cache_not_written is None and cache_module.STATS["hits"] == 1
 
 
+def test_only_a_failed_entry_write_is_a_load_the_cache_did_not_keep(tokenizer_json, cache_on, monkeypatch):
+    """The fastokens input beside the entry only speeds a pool's start, and a hit that adds a verdict was kept
+    already: neither failing to be written is reported."""
+    path, _ = tokenizer_json
+    write = cache_module.write_private
+
+    def no_fastokens_input(target, data):
+        return "refused" if str(target).endswith(".fastokens") else write(target, data)
+
+    monkeypatch.setattr(cache_module, "write_private", no_fastokens_input)
+    assert load_tokenizer(str(path)).cache_not_written is None
+    assert [p.suffix for p in cache_on.iterdir()] == [".pickle"]
+
+
+def test_a_hit_whose_new_verdict_cannot_be_written_is_still_kept(tokenizer_json, cache_on, monkeypatch):
+    path, _ = tokenizer_json
+    load_tokenizer(str(path), fastokens_rule=lambda backend: "left out")  # an entry without fastokens' verdict
+    monkeypatch.setattr(verify_module, "_VERIFIED", {})
+    monkeypatch.setattr(cache_module, "write_private", lambda target, data: f"{target}: refused")
+    again = load_tokenizer(str(path))  # computes the verdict now and fails to add it to the entry
+    assert cache_module.STATS == {"hits": 1, "misses": 1, "writes": 2} and again.cache_not_written is None
+
+
 def test_a_changed_file_or_version_misses_and_verifies_again(tokenizer_json, cache_on, monkeypatch, tmp_path):
     path, reference = tokenizer_json
     load_tokenizer(str(path))
@@ -196,8 +219,9 @@ def test_the_cache_lists_and_clears_its_own_files_and_nothing_else(tokenizer_jso
     sizes = {f.path.name: f.size for f in cache_module.cache_files(cache_on)}
     assert sizes[entry.name] == entry.stat().st_size and sizes[unfinished.name] == 4
     assert sizes[link.name] == len(str(target))  # the link's own size, not its target's
-    removed, failed = cache_module.clear_cache(cache_on)
+    removed, failed, left = cache_module.clear_cache(cache_on)
     assert {f.path.name for f in removed} == set(listed) - {running.name} and failed == []
+    assert [f.path for f in left] == [running]
     assert [f.path for f in cache_module.cache_files(cache_on)] == [running] and target.read_text() == "mine"
     assert all(other.read_text() == "mine" for other in foreign) and (cache_on / f"{'f' * 64}.pickle").is_dir()
     again = load_tokenizer(str(path))  # a cold load again, written again
