@@ -32,7 +32,7 @@ from freqlab.corpus.base import LENGTHS, TEXT, Corpus, Shard
 from freqlab.corpus.fields import Fields
 from freqlab.corpus.file_discovery import find_files, relative_ids, stat_file
 from freqlab.corpus.ranges import range_bytes
-from freqlab.corpus.registry import format_of, formats, get_format
+from freqlab.corpus.registry import format_of, get_format
 from freqlab.corpus.remote_files import find_remote, is_url
 from freqlab.errors import FreqlabError
 
@@ -58,15 +58,14 @@ def local_corpus(
         fmt = name_of(path)
         return fmt if only is None or fmt == only else None
 
-    registry = formats()
     shown = " ".join(specs)
     if any(is_url(spec) for spec in specs):  # remote data: the same formats and shards, through fsspec
         found, remote_files, root = find_remote(specs, remote_name_of, split, config)
-        files = [(file, registry[fmt]) for file, fmt in remote_files]
+        files = [(file, get_format(fmt)) for file, fmt in remote_files]
     else:
         found = find_files(specs, name_of, split, config, only)
         root, ids = relative_ids([path for path, _ in found.files])
-        files = [(stat_file(path, ids[path]), registry[fmt]) for path, fmt in found.files]
+        files = [(stat_file(path, ids[path]), get_format(fmt)) for path, fmt in found.files]
     counts = dict(sorted(Counter(_format_label(path, fmt) for path, fmt in found.files).items()))
     check_one_unit(shown, counts, {fmt.name: TEXT if fmt.kind == TEXT else fmt.name for _, fmt in files})
     estimated = sum(fmt.estimated_bytes(file) for file, fmt in files)

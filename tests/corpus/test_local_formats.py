@@ -245,3 +245,32 @@ def test_source_field_can_be_turned_off(tmp_path, records):
     corpus = open_corpus("slimpajama", data_files=str(path), source_field="")
     assert not corpus.has_sources
     assert read_all(corpus) == expected(records, sources=False)
+
+
+def test_a_corpus_of_json_lines_loads_no_other_reader(tmp_path, records):
+    """Formats are tried in order and their modules imported as they are reached: JSON lines (the first) never
+    import the Parquet reader's pyarrow (~0.03 s before a scan's pool can start); a folder holding other files does,
+    and the order of claims is the same either way."""
+    import subprocess
+    import sys
+
+    write_jsonl(tmp_path / "only" / "a.jsonl.zst", records)
+    (tmp_path / "mixed").mkdir()
+    write_jsonl(tmp_path / "mixed" / "a.jsonl", records)
+    (tmp_path / "mixed" / "notes.md").write_text("not data")
+    code = """
+import sys
+from freqlab.corpus import open_corpus
+from freqlab.corpus.registry import format_of, formats
+corpus = open_corpus(sys.argv[1])
+loaded = "freqlab.corpus.columnar" in sys.modules or "pyarrow" in sys.modules
+names = ["a.jsonl.zst", "a.json.gz", "a.parquet", "a.arrow", "a.txt", "a.idx", "a.bin", "a.ds", "a.md"]
+lazily = [getattr(format_of(name), "name", None) for name in names]
+eagerly = [next((f.name for f in formats().values() if f.claims(name)), None) for name in names]
+print(len(corpus.shards) > 0, loaded, lazily == eagerly, len(set(lazily)) > 4)
+"""
+    for folder, loaded in (("only", "False"), ("mixed", "True")):
+        done = subprocess.run(
+            [sys.executable, "-c", code, str(tmp_path / folder)], capture_output=True, text=True, check=True
+        )
+        assert done.stdout.split() == ["True", loaded, "True", "True"]
