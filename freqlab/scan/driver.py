@@ -300,11 +300,11 @@ def scan_from_settings(
         bar = scan_progress(corpus, settings, run.progress, resumed)
 
         def tasks() -> Iterator[Task]:
-            for index, shard in enumerate(shards):
+            for index in dispatch_order(shards, largest_first=engine.workers > 1 and not ledger.limited):
                 if ledger.exhausted:
                     return
                 if index not in done:
-                    yield Task(index, shard, options.capped(ledger.docs_left, ledger.tokens_left))
+                    yield Task(index, shards[index], options.capped(ledger.docs_left, ledger.tokens_left))
 
         pending = len(shards) - len(done)
         choice = engine_choice(run, corpus, settings, counter, pending)
@@ -484,6 +484,26 @@ def pool_possible(run: RunOptions, corpus: Corpus, settings: ScanSettings | None
             families = ["tiktoken" if small or importlib.util.find_spec("fastokens") is None else "fastokens"]
     choices = [choose_engine(size, n, family, table, files=files, shards=shards) for family in families]
     return not all(choice is not None and choice.in_process for choice in choices)
+
+
+def dispatch_order(shards: list, largest_first: bool) -> list[int]:
+    """The order shards are handed to the engine. ``largest_first`` (several workers, no limits): by :meth:`size`,
+    bytes to read, largest first, so that the last shards to finish are small ones and no worker idles long at the
+    end while another finishes a big one (longest processing time first); results are the same in any order (exact
+    counts, merged). Otherwise corpus order: limits take the first documents (the ledger commits shards in corpus
+    order), and one worker gains nothing from another order (its first bad record stays the first in the files).
+
+    >>> class Shard:
+    ...     def __init__(self, size): self._size = size
+    ...     def size(self): return self._size
+    >>> dispatch_order([Shard(1), Shard(None), Shard(5), Shard(5)], largest_first=True)
+    [2, 3, 0, 1]
+    >>> dispatch_order([Shard(1), Shard(5)], largest_first=False)
+    [0, 1]
+    """
+    if not largest_first:
+        return list(range(len(shards)))
+    return sorted(range(len(shards)), key=lambda k: -(shards[k].size() or 0))
 
 
 def prebuild_entry(corpus: Corpus, settings: ScanSettings):

@@ -492,3 +492,41 @@ def test_the_pools_workers_inherit_the_forkservers_objects_frozen_and_collect_th
         [sys.executable, "-c", WORKER_STATE], capture_output=True, text=True, timeout=120, check=True
     )
     assert result.stdout.split() == ["True", "True", "True", "0"]
+
+
+def test_several_workers_take_the_largest_shards_first_and_a_limited_scan_takes_them_in_order(
+    slimpajama_dir, monkeypatch
+):
+    """Largest first, so that no worker idles long at the end (results do not depend on the order); with limits,
+    the first documents are taken: shards go in corpus order."""
+    from freqlab.corpus.base import Corpus
+    from freqlab.scan.engines.local import LocalEngine
+
+    monkeypatch.setattr("freqlab.scan.driver.default_workers", lambda: 2)
+    opened = Corpus.__init__
+
+    def huge(self, *args, **kwargs):  # the same files, said to hold 100 GB of text: the pool is kept
+        opened(self, *args, **kwargs)
+        self.estimated_bytes = 100 << 30
+
+    monkeypatch.setattr(Corpus, "__init__", huge)
+    run, seen = LocalEngine.run, []
+
+    def recording(self, tasks, job, progress=None):
+        def recorded():
+            for task in tasks:
+                seen.append(task.shard.id)
+                yield task
+
+        return run(self, recorded(), job, progress)
+
+    monkeypatch.setattr(LocalEngine, "run", recording)
+    sizes = {path.name: path.stat().st_size for path in slimpajama_dir.iterdir()}
+    assert len(set(sizes.values())) == 3
+    whole = scan_slimpajama(slimpajama_dir)
+    assert seen == sorted(sizes, key=sizes.get, reverse=True) != sorted(sizes)
+    seen.clear()
+    assert_same_histogram(whole.histogram, scan_slimpajama(slimpajama_dir, workers=1).histogram)
+    assert seen == []  # one worker: in this process, in corpus order
+    scan_slimpajama(slimpajama_dir, max_docs=80)
+    assert seen == sorted(sizes)
