@@ -14,6 +14,7 @@ document lengths directly. A new format is a new module that calls :func:`regist
 from __future__ import annotations
 
 import importlib
+import threading
 from collections.abc import Iterator
 from typing import TYPE_CHECKING, ClassVar
 
@@ -36,6 +37,7 @@ BUILTIN_FORMAT_MODULES = (
 
 _FORMATS: dict[str, FileFormat] = {}
 _loaded = False
+_LOCK = threading.Lock()  # registrations and the one reordering
 
 
 class FileFormat:
@@ -75,38 +77,45 @@ class FileFormat:
 
 def register(fmt: FileFormat) -> FileFormat:
     """Add a format (its ``name`` must be new); returns it, so a module can write ``FORMAT = register(...)``."""
-    if fmt.name in _FORMATS and type(_FORMATS[fmt.name]) is not type(fmt):
-        raise ValueError(f"format {fmt.name!r} is registered already")
-    _FORMATS[fmt.name] = fmt
+    with _LOCK:
+        if fmt.name in _FORMATS and type(_FORMATS[fmt.name]) is not type(fmt):
+            raise ValueError(f"format {fmt.name!r} is registered already")
+        _FORMATS[fmt.name] = fmt
     return fmt
 
 
 def formats() -> dict[str, FileFormat]:
     """Every registered format by name, in the order claims are tried (the built-ins are loaded on first use)."""
-    global _loaded
+    global _FORMATS, _loaded
     if not _loaded:
         for module in BUILTIN_FORMAT_MODULES:
             importlib.import_module(module)
-        # built-ins first, in the listed order (whichever module happened to be imported first), then the rest
-        rank = {module: k for k, module in enumerate(BUILTIN_FORMAT_MODULES)}
-        ordered = sorted(_FORMATS.values(), key=lambda f: rank.get(type(f).__module__, len(rank)))
-        _FORMATS.clear()
-        _FORMATS.update((f.name, f) for f in ordered)
-        _loaded = True
+        with _LOCK:
+            if not _loaded:
+                # built-ins first, in the listed order (whichever module happened to be imported first), then the
+                # rest; one assignment, so that another thread's look-up never meets an emptied registry
+                rank = {module: k for k, module in enumerate(BUILTIN_FORMAT_MODULES)}
+                ordered = sorted(_FORMATS.values(), key=lambda f: rank.get(type(f).__module__, len(rank)))
+                _FORMATS = {f.name: f for f in ordered}
+                _loaded = True
     return _FORMATS
 
 
 def _in_claim_order() -> Iterator[FileFormat]:
-    """Every format in the order claims are tried, the built-ins' modules imported only as they are reached: a
-    corpus of JSON lines never imports the Parquet reader's pyarrow (~0.03 s before a scan's pool can start).
+    """Every format in the order claims are tried, the built-ins' modules imported only as they are reached: a path
+    that JSON lines (the first) claims never imports the Parquet reader's pyarrow (~0.03 s before a scan's pool can
+    start); a path no format claims imports them all, as :func:`formats` does.
     """
     if _loaded:
         yield from list(_FORMATS.values())
         return
+    seen = set()
     for module in BUILTIN_FORMAT_MODULES:
         importlib.import_module(module)
-        yield from [fmt for fmt in list(_FORMATS.values()) if type(fmt).__module__ == module]
-    yield from [fmt for fmt in list(_FORMATS.values()) if type(fmt).__module__ not in BUILTIN_FORMAT_MODULES]
+        for fmt in [fmt for fmt in list(_FORMATS.values()) if type(fmt).__module__ == module]:
+            seen.add(fmt.name)
+            yield fmt
+    yield from [fmt for fmt in formats().values() if fmt.name not in seen]
 
 
 def format_of(path: str) -> FileFormat | None:

@@ -300,7 +300,8 @@ def scan_from_settings(
         bar = scan_progress(corpus, settings, run.progress, resumed)
 
         def tasks() -> Iterator[Task]:
-            for index in dispatch_order(shards, largest_first=engine.workers > 1 and not ledger.limited):
+            several = run.engine == "ray" or engine.workers > 1  # a Ray engine counts its CPUs as tasks run
+            for index in dispatch_order(shards, largest_first=several and not ledger.limited):
                 if ledger.exhausted:
                     return
                 if index not in done:
@@ -490,20 +491,25 @@ def dispatch_order(shards: list, largest_first: bool) -> list[int]:
     """The order shards are handed to the engine. ``largest_first`` (several workers, no limits): by :meth:`size`,
     bytes to read, largest first, so that the last shards to finish are small ones and no worker idles long at the
     end while another finishes a big one (longest processing time first); results are the same in any order (exact
-    counts, merged). Otherwise corpus order: limits take the first documents (the ledger commits shards in corpus
-    order), and one worker gains nothing from another order (its first bad record stays the first in the files).
+    counts, merged), except which of several bad records ``on_error="raise"`` reports (the first one met: a real
+    one, not always the first in the files). Otherwise, and when a shard's size is unknown (Parquet row-group runs),
+    corpus order: limits take the first documents (the ledger commits shards in corpus order), and one worker gains
+    nothing from another order.
 
     >>> class Shard:
     ...     def __init__(self, size): self._size = size
     ...     def size(self): return self._size
-    >>> dispatch_order([Shard(1), Shard(None), Shard(5), Shard(5)], largest_first=True)
-    [2, 3, 0, 1]
+    >>> dispatch_order([Shard(1), Shard(7), Shard(5), Shard(5)], largest_first=True)
+    [1, 2, 3, 0]
+    >>> dispatch_order([Shard(1), Shard(None), Shard(5)], largest_first=True)
+    [0, 1, 2]
     >>> dispatch_order([Shard(1), Shard(5)], largest_first=False)
     [0, 1]
     """
-    if not largest_first:
+    sizes = [shard.size() for shard in shards] if largest_first else []
+    if not largest_first or None in sizes:
         return list(range(len(shards)))
-    return sorted(range(len(shards)), key=lambda k: -(shards[k].size() or 0))
+    return sorted(range(len(shards)), key=lambda k: -sizes[k])
 
 
 def prebuild_entry(corpus: Corpus, settings: ScanSettings):

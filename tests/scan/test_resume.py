@@ -211,16 +211,13 @@ def test_a_crashed_scan_of_a_multi_frame_zst_resumes_from_its_finished_parts(tmp
 
     from freqlab.corpus import open_corpus, ranges
     from freqlab.scan import scan
-    from freqlab.scan.driver import dispatch_order
 
     monkeypatch.setattr(ranges, "MIN_RANGE_BYTES", 4096)  # small parts: the file is cut
     body = b"".join(json.dumps({"text": "word " * (k % 89) + str(k)}).encode() + b"\n" for k in range(3000))
     path = tmp_path / "a.jsonl.zst"
     path.write_bytes(b"".join(zstandard.compress(body[at : at + 7001]) for at in range(0, len(body), 7001)))
-    shards = open_corpus(str(path)).shards
-    parts = [shard.id for shard in shards]
+    parts = [shard.id for shard in open_corpus(str(path)).shards]
     assert len(parts) > 4 and parts[0].startswith("a.jsonl.zst@frames0-")
-    dispatched = [parts[k] for k in dispatch_order(shards, largest_first=False)]  # one worker: corpus order
     full = scan(str(path), workers=1, progress=False)
     out = tmp_path / "out"
     crash_after(monkeypatch, 3)
@@ -230,7 +227,7 @@ def test_a_crashed_scan_of_a_multi_frame_zst_resumes_from_its_finished_parts(tmp
     monkeypatch.setattr(ranges, "MIN_RANGE_BYTES", 4096)
     started = crash_after(monkeypatch, len(parts))
     resumed = scan(str(path), workers=1, progress=False, out=str(out), resume=True)
-    assert started == dispatched[3:] and resumed.summary["scan"]["resumed_shards"] == 3
+    assert started == parts[3:] and resumed.summary["scan"]["resumed_shards"] == 3  # one worker: corpus order
     assert_same_histogram(resumed.histogram, full.histogram)
     assert resumed.histogram.documents_read == 3000
 
@@ -299,3 +296,39 @@ def test_a_file_the_walk_passes_over_appearing_in_the_corpus_folder_does_not_sto
     assert resumed.summary["corpus"]["description"][key] == ({"parquet": 1} if key == "other_formats" else 1)
     # and once more: the run went on under its checkpoints' fingerprint
     assert folder(resume=True).summary["scan"]["resumed_shards"] == len(parts)
+
+
+def test_a_pool_scan_interrupted_after_its_largest_shard_resumes_to_the_identical_histogram(
+    tmp_path, slimpajama_dir, monkeypatch
+):
+    """Several workers take the largest shard first: interrupted once it is checkpointed, the scan resumes with the
+    others and gives the histogram of an uninterrupted one."""
+    from freqlab.corpus.base import Corpus
+    from freqlab.scan.output import ScanOutput
+
+    monkeypatch.setattr("freqlab.scan.driver.default_workers", lambda: 2)
+    opened = Corpus.__init__
+
+    def huge(self, *args, **kwargs):  # the same files, said to hold 100 GB of text: the pool is kept
+        opened(self, *args, **kwargs)
+        self.estimated_bytes = 100 << 30
+
+    monkeypatch.setattr(Corpus, "__init__", huge)
+    full = scan_slimpajama(slimpajama_dir)
+    save, saved = ScanOutput.save, []
+
+    def interrupted_after_one(self, part, shard):
+        save(self, part, shard)
+        saved.append(shard.id)
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(ScanOutput, "save", interrupted_after_one)
+    out = tmp_path / "out"
+    with pytest.raises(KeyboardInterrupt):
+        scan_slimpajama(slimpajama_dir, out=str(out))
+    monkeypatch.setattr(ScanOutput, "save", save)
+    sizes = {path.name: path.stat().st_size for path in slimpajama_dir.iterdir()}
+    assert saved in ([max(sizes, key=sizes.get)], [sorted(sizes, key=sizes.get)[1]])  # one of the two started
+    resumed = scan_slimpajama(slimpajama_dir, out=str(out), resume=True)
+    assert resumed.summary["scan"]["resumed_shards"] == 1 and resumed.summary["scan"]["workers"] == 2
+    assert_same_histogram(resumed.histogram, full.histogram)
