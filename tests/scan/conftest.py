@@ -110,3 +110,18 @@ def assert_same_histogram(a: LengthHistogram, b: LengthHistogram) -> None:
             y.counts.tolist(),
             y.empty_documents,
         ), name
+
+
+@pytest.fixture
+def pool_kept(monkeypatch):
+    """Two cores, and every corpus said to hold 100 GB of text: a scan keeps the pool of 2 workers, however small."""
+    from freqlab.corpus.base import Corpus
+
+    monkeypatch.setattr("freqlab.scan.driver.default_workers", lambda: 2)
+    opened = Corpus.__init__
+
+    def huge(self, *args, **kwargs):
+        opened(self, *args, **kwargs)
+        self.estimated_bytes = 100 << 30
+
+    monkeypatch.setattr(Corpus, "__init__", huge)

@@ -284,17 +284,7 @@ def test_a_small_default_scan_runs_in_this_process_and_counts_what_the_pool_coun
     assert pooled.summary["scan"]["workers"] == 2 and "engine_reason" not in pooled.summary["scan"]
 
 
-def test_a_scan_of_a_corpus_too_big_for_one_process_keeps_the_pool(slimpajama_dir, monkeypatch):
-    from freqlab.corpus.base import Corpus
-
-    monkeypatch.setattr("freqlab.scan.driver.default_workers", lambda: 2)
-    opened = Corpus.__init__
-
-    def huge(self, *args, **kwargs):  # the same files, said to hold 100 GB of text
-        opened(self, *args, **kwargs)
-        self.estimated_bytes = 100 << 30
-
-    monkeypatch.setattr(Corpus, "__init__", huge)
+def test_a_scan_of_a_corpus_too_big_for_one_process_keeps_the_pool(slimpajama_dir, pool_kept):
     run = scan_slimpajama(slimpajama_dir).summary["scan"]
     assert run["workers"] == 2 and run["engine_reason"].startswith("2 workers: 102,400 MiB of text in 3 files on ")
 
@@ -495,21 +485,12 @@ def test_the_pools_workers_inherit_the_forkservers_objects_frozen_and_collect_th
 
 
 def test_several_workers_take_the_largest_shards_first_and_a_limited_scan_takes_them_in_order(
-    slimpajama_dir, monkeypatch
+    slimpajama_dir, monkeypatch, pool_kept
 ):
     """Largest first, so that no worker idles long at the end (results do not depend on the order); with limits,
     the first documents are taken: shards go in corpus order."""
-    from freqlab.corpus.base import Corpus
     from freqlab.scan.engines.local import LocalEngine
 
-    monkeypatch.setattr("freqlab.scan.driver.default_workers", lambda: 2)
-    opened = Corpus.__init__
-
-    def huge(self, *args, **kwargs):  # the same files, said to hold 100 GB of text: the pool is kept
-        opened(self, *args, **kwargs)
-        self.estimated_bytes = 100 << 30
-
-    monkeypatch.setattr(Corpus, "__init__", huge)
     run, seen = LocalEngine.run, []
 
     def recording(self, tasks, job, progress=None):

@@ -299,21 +299,12 @@ def test_a_file_the_walk_passes_over_appearing_in_the_corpus_folder_does_not_sto
 
 
 def test_a_pool_scan_interrupted_after_its_largest_shard_resumes_to_the_identical_histogram(
-    tmp_path, slimpajama_dir, monkeypatch
+    tmp_path, slimpajama_dir, monkeypatch, pool_kept
 ):
     """Several workers take the largest shard first: interrupted once it is checkpointed, the scan resumes with the
     others and gives the histogram of an uninterrupted one."""
-    from freqlab.corpus.base import Corpus
     from freqlab.scan.output import ScanOutput
 
-    monkeypatch.setattr("freqlab.scan.driver.default_workers", lambda: 2)
-    opened = Corpus.__init__
-
-    def huge(self, *args, **kwargs):  # the same files, said to hold 100 GB of text: the pool is kept
-        opened(self, *args, **kwargs)
-        self.estimated_bytes = 100 << 30
-
-    monkeypatch.setattr(Corpus, "__init__", huge)
     full = scan_slimpajama(slimpajama_dir)
     save, saved = ScanOutput.save, []
 
