@@ -25,14 +25,13 @@ def cache_command(clear, as_json):
     names): anything else in the folder is left. The folder is FREQLAB_CACHE_DIR/tokenizers, else
     XDG_CACHE_HOME/freqlab/tokenizers, else ~/.cache/freqlab/tokenizers; FREQLAB_NO_CACHE=1 turns the cache off.
     """
-    from freqlab.tokenization.cache import cache_files, cache_folder, cache_off, clear_cache
+    from freqlab.tokenization.cache import CACHE_FILE_KINDS, cache_files, cache_folder, cache_off, clear_cache
 
     folder, off = cache_folder().absolute(), cache_off()
     cleared = clear_cache(folder) if clear else None
     files = cleared.removed if cleared else cache_files(folder)
     failed, left = (cleared.not_removed, cleared.left) if cleared else ([], [])
-    kinds = ("entry", "fastokens input", "unfinished write")
-    counts = {kind: sum(f.kind == kind for f in files) for kind in kinds}
+    counts = {kind: sum(f.kind == kind for f in files) for kind in CACHE_FILE_KINDS}
     size = sum(f.size for f in files)
     if as_json:
         echo_json(

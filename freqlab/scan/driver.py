@@ -506,10 +506,11 @@ def dispatch_order(shards: list, largest_first: bool) -> list[int]:
     >>> dispatch_order([Shard(1), Shard(5)], largest_first=False)
     [0, 1]
     """
-    sizes = [shard.size() for shard in shards] if largest_first else []
-    if not largest_first or None in sizes:
-        return list(range(len(shards)))
-    return sorted(range(len(shards)), key=lambda k: -sizes[k])
+    if largest_first:
+        sizes = [shard.size() for shard in shards]
+        if None not in sizes:
+            return sorted(range(len(shards)), key=lambda k: -sizes[k])
+    return list(range(len(shards)))
 
 
 def prebuild_entry(corpus: Corpus, settings: ScanSettings):

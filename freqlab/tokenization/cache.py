@@ -80,9 +80,13 @@ def cache_folder() -> Path:
 _CACHE_FILE = re.compile(r"[0-9a-f]{64}\.pickle(?:\.fastokens)?(?:\.[A-Za-z0-9_]+\.tmp)?")
 
 
+#: the kinds of the cache's files (:attr:`CacheFile.kind`)
+ENTRY, FASTOKENS_INPUT, UNFINISHED_WRITE = CACHE_FILE_KINDS = ("entry", "fastokens input", "unfinished write")
+
+
 @dataclass(frozen=True)
 class CacheFile:
-    """One file of the tokenizer cache: ``kind`` is ``entry``, ``fastokens input`` or ``unfinished write``."""
+    """One file of the tokenizer cache: ``kind`` is one of :data:`CACHE_FILE_KINDS`."""
 
     path: Path
     kind: str
@@ -113,8 +117,8 @@ def cache_files(folder: str | os.PathLike | None = None) -> list[CacheFile]:
             continue
         if not (stat.S_ISREG(info.st_mode) or stat.S_ISLNK(info.st_mode)):
             continue
-        kind = "unfinished write" if name.endswith(".tmp") else "entry"
-        kind = "fastokens input" if name.endswith(".fastokens") else kind
+        kind = FASTOKENS_INPUT if name.endswith(fastokens_ahead.SUFFIX) else ENTRY
+        kind = UNFINISHED_WRITE if name.endswith(".tmp") else kind
         found.append(CacheFile(folder / name, kind, info.st_size, info.st_mtime))
     return found
 
@@ -138,7 +142,7 @@ def clear_cache(folder: str | os.PathLike | None = None) -> Cleared:
     done = Cleared([], [], [])
     now = time.time()
     for found in cache_files(folder):
-        if found.kind == "unfinished write" and now - found.modified < UNFINISHED_WRITE_SECONDS:
+        if found.kind == UNFINISHED_WRITE and now - found.modified < UNFINISHED_WRITE_SECONDS:
             done.left.append(found)
             continue
         try:
