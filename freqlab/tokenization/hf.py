@@ -22,7 +22,13 @@ from typing import Any
 from urllib.parse import urlsplit
 
 from freqlab.errors import FreqlabError
-from freqlab.tokenization.backends import BACKEND_HF, BACKEND_TIKTOKEN, HfEngine, hf_tokenizer_from_str
+from freqlab.tokenization.backends import (
+    BACKEND_FASTOKENS,
+    BACKEND_HF,
+    BACKEND_TIKTOKEN,
+    HfEngine,
+    hf_tokenizer_from_str,
+)
 from freqlab.tokenization.builtin import DEFAULT_TOKENIZER, is_tekken_data, read_tokenizer_bytes, tekken_from_data
 from freqlab.tokenization.bytelevel import (
     NotConvertible,
@@ -106,10 +112,14 @@ def tokenizer_from_json_text(
 
     def fastokens_source() -> str:  # the preset's spelling when the file's regex behaves like it
         nonlocal choice
-        choice = choose_preset(config, json_text, verify_texts if verify_texts is not None else default_verify_texts())
+        texts = verify_texts if verify_texts is not None else default_verify_texts()
+        choice = choose_preset(config, json_text, texts, tokenizer.normalizer)
         return choice.json_text
 
     version = fastokens_candidate(sources, refusals, fastokens_source)
+    if choice.refusal is not None:  # the normalizer writes what fastokens' preset would split otherwise
+        del sources[BACKEND_FASTOKENS]
+        refusals[BACKEND_FASTOKENS], version = choice.refusal, None
     try:
         sources[BACKEND_TIKTOKEN] = compile_bytelevel_bpe(config, tokenizer)
     except NotConvertible as exc:

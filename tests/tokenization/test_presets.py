@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import base64
 import json
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -179,6 +180,100 @@ def test_an_apostrophe_a_normalizer_makes_before_long_s_still_skips_fastokens(lo
     assert counter.backend == "fastokens" and counter.fastokens_routed == ("ſ",)
     expected = [len(reference.encode(t)) for t in texts]
     assert counter.count(texts).tolist() == expected != counter.counts_by("fastokens", texts).tolist()
+
+
+def with_normalizer(vocabulary: str, normalizer: dict, path) -> str:
+    """``vocabulary`` with Hugging Face's spelling of Llama 3's regex and ``normalizer``, written to ``path``."""
+    config = json.loads(vocabulary)
+    config["normalizer"] = normalizer
+    path.write_text(respelled(json.dumps(config), LLAMA3_PATTERN), encoding="utf-8")
+    return str(path)
+
+
+def test_a_code_point_the_normalizer_turns_into_long_s_skips_fastokens_too(long_s_vocabulary, tmp_path):
+    """The regex sees normalized text, the routing the text read: a ``Replace`` writing ``ſ`` for ``Q`` makes
+    ``x'Qt`` the ``x'ſt`` fastokens' preset splits otherwise (1 token of ``'ſt`` there, the reference's 4 pieces):
+    texts holding ``Q`` skip fastokens as those holding ``ſ`` do."""
+    path = with_normalizer(
+        long_s_vocabulary, {"type": "Replace", "pattern": {"String": "Q"}, "content": "ſ"}, tmp_path / "q.json"
+    )
+    counter = load_tokenizer(path)
+    reference = Tokenizer.from_file(path)
+    texts = ["x'Qt", "a'Qt b'ſt", "hello world's", "Q"]
+    assert counter.backend == "fastokens" and counter.fastokens_routed == ("ſ", "Q")
+    expected = [len(reference.encode(t)) for t in texts]
+    assert counter.count(texts).tolist() == expected
+    assert counter.counts_by("fastokens", ["x'Qt"]).tolist() != expected[:1]  # fastokens alone would be wrong
+    assert "texts containing 'ſ', 'Q' go to hf-tokenizers" in counter.fastokens_note  # no tiktoken: a normalizer
+
+
+@pytest.mark.parametrize(
+    "normalizer, routed",
+    [
+        ({"type": "NFD"}, ("ſ", "\u1e9b")),  # ẛ decomposes into ſ and a dot above
+        ({"type": "Sequence", "normalizers": [{"type": "NFD"}, {"type": "StripAccents"}]}, ("ſ", "\u1e9b")),
+        ({"type": "NFC"}, ("ſ",)),  # Qwen2's: composes, never writes ſ
+        ({"type": "NFKC"}, ("ſ",)),  # folds ſ to s
+        ({"type": "Lowercase"}, ("ſ",)),
+    ],
+    ids=["NFD", "NFD+StripAccents", "NFC", "NFKC", "Lowercase"],
+)
+def test_every_code_point_a_normalizer_turns_into_long_s_is_routed(long_s_vocabulary, normalizer, routed, tmp_path):
+    """A sweep of all of Unicode through the file's own normalizer: exactly the code points it turns into text
+    holding ``ſ`` (checked one by one here), no more, so a Qwen2-like ``NFC`` keeps fastokens for all but ``ſ``."""
+    path = with_normalizer(long_s_vocabulary, normalizer, tmp_path / "n.json")
+    config, hf = json.loads(Path(path).read_text(encoding="utf-8")), Tokenizer.from_file(path)
+    choice = choose_preset(config, json.dumps(config), ["x"], hf.normalizer)
+    assert choice.routed == routed and choice.refusal is None
+    one_by_one = [chr(c) for c in range(0x3000) if "ſ" in hf.normalizer.normalize_str(chr(c))]
+    assert [c for c in one_by_one if c != "ſ"] == [r for r in routed[1:] if ord(r) < 0x3000]
+
+
+@pytest.mark.parametrize(
+    "normalizer",
+    [
+        {"type": "Replace", "pattern": {"String": "ab"}, "content": "ſ"},
+        {"type": "Replace", "pattern": {"Regex": "[0-9]q"}, "content": "x'ſ"},
+        {
+            "type": "Sequence",
+            "normalizers": [{"type": "Replace", "pattern": {"String": "ab"}, "content": "\u1e9b"}, {"type": "NFD"}],
+        },
+        {"type": "Prepend", "prepend": "'ſ"},
+    ],
+    ids=["two characters", "regex", "then NFD", "prepend"],
+)
+def test_a_normalizer_writing_long_s_from_longer_text_leaves_fastokens_out(long_s_vocabulary, normalizer, tmp_path):
+    """``ab`` -> ``ſ`` leaves no code point to route texts by: fastokens is no candidate for the file, the
+    refusal says why, and every count is the reference's."""
+    path = with_normalizer(long_s_vocabulary, normalizer, tmp_path / "n.json")
+    counter = load_tokenizer(path)
+    reference = Tokenizer.from_file(path)
+    assert "fastokens" not in counter.backends
+    reason = counter.fallback_reason
+    assert "fastokens: not used: the normalizer" in reason and "'ſ'" in reason  # prepend: all of Unicode turns into ſ
+    texts = ["x'abt", "x'1qt", "hello world's", "x'ſt ab"]
+    assert counter.count(texts).tolist() == [len(reference.encode(t)) for t in texts]
+
+
+def test_the_sweep_without_a_separator_the_normalizer_keeps_calls_it_once_per_code_point(monkeypatch):
+    from tokenizers import normalizers
+
+    from freqlab.tokenization.presets import _turned_into
+
+    bert = normalizers.BertNormalizer()  # drops "\x00" and "\ue000", makes " " of "\n"
+    swept = _turned_into(bert, ("ſ",))
+    monkeypatch.setattr(presets_module, "SWEEP_SEPARATORS", ())
+    assert _turned_into(bert, ("ſ",)) == swept == ["\u1e9b"]  # ẛ: strip_accents decomposes it
+
+
+def test_a_normalizer_step_of_an_unknown_type_leaves_fastokens_out_when_long_s_is_routed():
+    from tokenizers import normalizers
+
+    from freqlab.tokenization.presets import normalizer_routed
+
+    routed, refusal = normalizer_routed({"normalizer": {"type": "FutureStep"}}, normalizers.NFC(), ("ſ",))
+    assert routed == ("ſ",) and "FutureStep step may write 'ſ'" in refusal
+    assert normalizer_routed({"normalizer": {"type": "FutureStep"}}, normalizers.NFC(), ()) == ((), None)
 
 
 def test_a_regex_that_splits_differently_from_the_preset_is_run_by_pcre2(monkeypatch):
