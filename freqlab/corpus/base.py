@@ -194,6 +194,12 @@ class Shard:
         """Bytes this shard reads, when known (progress in percent)."""
         return None
 
+    def work(self) -> int | None:
+        """Bytes of content this shard reads, when known: what ranks shards largest first (its :meth:`size`; a
+        compressed file's content is estimated, :meth:`JsonlShard.work <freqlab.corpus.jsonl.JsonlShard.work>`).
+        """
+        return self.size()
+
     def check_unchanged(self) -> None:
         """Raise :class:`freqlab.corpus.file_discovery.FileChanged` when a file this shard reads changed since the
         corpus was opened (a scan checks before and after reading the shard); nothing to check by default.

@@ -507,6 +507,16 @@ class JsonlShard(FileShard):
             return stop - start
         return (self.end if self.end is not None else self.file.size) - self.start
 
+    def work(self) -> int | None:
+        """Bytes of content this shard reads: its :meth:`size`, for a compressed file the estimated decompressed
+        bytes (:func:`estimated_content_bytes`) of its share, so that a ``.zst`` ranks by the text it holds, not by
+        its bytes on disk (~4x fewer), beside plain files.
+        """
+        size = self.size()
+        if size is None or not is_compressed(self.path):
+            return size
+        return size * estimated_content_bytes(self.file) // max(self.file.size, 1)  # its share of the content
+
     def _compressed_range(self) -> tuple[int, int]:
         """``[start, stop)`` of the compressed file matching this range of its estimated decompressed content."""
         size, estimated = self.file.size, estimated_content_bytes(self.file)

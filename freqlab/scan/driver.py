@@ -488,17 +488,18 @@ def pool_possible(run: RunOptions, corpus: Corpus, settings: ScanSettings | None
 
 
 def dispatch_order(shards: list, largest_first: bool) -> list[int]:
-    """The order shards are handed to the engine. ``largest_first`` (several workers, no limits): by :meth:`size`,
-    bytes to read, largest first, so that the last shards to finish are small ones and no worker idles long at the
-    end while another finishes a big one (longest processing time first); results are the same in any order (exact
-    counts, merged), except which of several bad records ``on_error="raise"`` reports (the first one met: a real
-    one, not always the first in the files). Otherwise, and when a shard's size is unknown (Parquet row-group runs),
+    """The order shards are handed to the engine. ``largest_first`` (several workers, no limits): by
+    :meth:`~freqlab.corpus.base.Shard.work`, bytes of content to read (a compressed file's estimated), largest
+    first, so that the last shards to finish are small ones and no worker idles long at the end while another
+    finishes a big one (longest processing time first); results are the same in any order (exact counts, merged),
+    except which of several bad records ``on_error="raise"`` reports (the first one met: a real one, not always the
+    first in the files). Otherwise, and when a shard's size is unknown (Parquet row-group runs),
     corpus order: limits take the first documents (the ledger commits shards in corpus order), and one worker gains
     nothing from another order.
 
     >>> class Shard:
     ...     def __init__(self, size): self._size = size
-    ...     def size(self): return self._size
+    ...     def work(self): return self._size
     >>> dispatch_order([Shard(1), Shard(7), Shard(5), Shard(5)], largest_first=True)
     [1, 2, 3, 0]
     >>> dispatch_order([Shard(1), Shard(None), Shard(5)], largest_first=True)
@@ -507,7 +508,7 @@ def dispatch_order(shards: list, largest_first: bool) -> list[int]:
     [0, 1]
     """
     if largest_first:
-        sizes = [shard.size() for shard in shards]
+        sizes = [shard.work() for shard in shards]
         if None not in sizes:
             return sorted(range(len(shards)), key=lambda k: -sizes[k])
     return list(range(len(shards)))

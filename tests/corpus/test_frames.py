@@ -271,3 +271,19 @@ def test_a_compressed_files_recorded_size_raises_the_estimate_of_its_text(tmp_pa
     assert estimates["one.jsonl.zst"] == estimates["one.jsonl.gz"] == len(data) > 100 * len(written["one.jsonl.gz"])
     assert estimates["streamed.jsonl.zst"] == COMPRESSION_RATIO_GUESS * len(written["streamed.jsonl.zst"])
     assert estimates["empty.jsonl.gz"] == 0
+
+
+def test_a_compressed_shard_ranks_by_the_text_it_holds_not_its_bytes_on_disk(tmp_path):
+    """Several workers take the largest shards first (:func:`freqlab.scan.driver.dispatch_order`), by their work:
+    a plain file's bytes, a compressed file's estimated content (a ``.zst`` of 7 MB of text, a few KB on disk, goes
+    before a 3 MB plain file, not after it)."""
+    from freqlab.scan.driver import dispatch_order
+
+    record = json.dumps({"text": "the same words again " * 50}).encode() + b"\n"
+    (tmp_path / "a-plain.jsonl").write_bytes(record * (3_000_000 // len(record)))
+    text = record * (7_000_000 // len(record))
+    (tmp_path / "b-packed.jsonl.zst").write_bytes(_frame(text))
+    corpus = open_corpus(str(tmp_path))
+    plain, packed = corpus.shards
+    assert packed.size() < plain.size() == plain.work() < packed.work() == len(text)
+    assert dispatch_order(corpus.shards, largest_first=True) == [1, 0]
