@@ -374,6 +374,8 @@ class TokenCounter:
         for attempt in (text, valid_unicode(text)):
             if errors and attempt is text:
                 break  # nothing to replace: a second round would fail the same way
+            if attempt is not text:  # routed afresh: joining a surrogate pair, or U+FFFD, may make a routed string
+                backends = self._backends_for(attempt, backends)
             for backend in backends:
                 try:
                     return int(self._engines.get(backend).counts([attempt], self.threads)[0])
@@ -382,6 +384,16 @@ class TokenCounter:
                         raise
                     errors.append(f"{backend}: {_first_line(exc)}")
         raise FreqlabError(f"{self.name}: text #{index} ({text[:40]!r}...) cannot be counted ({'; '.join(errors)})")
+
+    def _backends_for(self, text: str, backends: Sequence[str]) -> Sequence[str]:
+        """Of ``backends``, those that may count ``text`` as routing decides: the reference alone for a text holding
+        a :attr:`routed` string, no fastokens for one holding a :attr:`fastokens_routed` string.
+        """
+        if self._engines.holding_routed([text]):
+            return backends[-1:]
+        if self._routes_past(backends) and self.holding_fastokens_routed([text]):
+            return backends[1:]
+        return backends
 
     def _live_backends(self) -> tuple[str, ...]:
         """``backends`` without fastokens when this process lacks the version that was verified."""

@@ -112,8 +112,7 @@ def tokenizer_from_json_text(
 
     def fastokens_source() -> str:  # the preset's spelling when the file's regex behaves like it
         nonlocal choice
-        texts = verify_texts if verify_texts is not None else default_verify_texts()
-        choice = choose_preset(config, json_text, texts, tokenizer.normalizer)
+        choice = choose_preset(config, json_text, verify_texts if verify_texts is not None else default_verify_texts())
         return choice.json_text
 
     version = fastokens_candidate(sources, refusals, fastokens_source)

@@ -21,9 +21,10 @@ differently: llama.cpp's GGUF converters write the contractions ``(?i:'s|'t|...)
    backend (the counter's ``fastokens_routed``: tiktoken, which runs the file's own regex, else the reference);
    for the llama.cpp spelling, which never matches it, nothing is routed. The counts can differ, not only the
    pieces: Llama 3 (``ignore_merges``) counts ``x'ſektedir`` in 5 tokens and fastokens' preset in 7, because
-   ``ektedir`` is one token whole but not by merges. A normalizer can write ``ſ`` into text that holds none
-   (``NFD`` decomposes ``ẛ``, a ``Replace`` may write it): the code points it turns into text holding one are
-   routed too, and where a step writes it from longer text (:func:`normalizer_routed`) fastokens is left out.
+   ``ektedir`` is one token whole but not by merges. Where the file's normalizer may write ``ſ`` into text holding
+   none (a ``Replace`` or ``Prepend`` writing it: :func:`normalizer_refusal`), no literal says which texts to
+   route: fastokens is left out. fastokens' cl100k splitter also takes U+180E for whitespace, which the regex
+   does not: texts holding it are routed too wherever fastokens meets cl100k's regex (:data:`ENCODING_ROUTED`).
 
 Every candidate is then verified end to end against Hugging Face like any fast path
 (:mod:`freqlab.tokenization.verify`).
@@ -39,7 +40,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from freqlab.tokenization.backends import LLAMA3_PATTERN
+from freqlab.tokenization.backends import CL100K_PATTERN, LLAMA3_PATTERN, O200K_PATTERN
 from freqlab.tokenization.sample import ADVERSARIAL_TEXTS
 
 CONTRACTIONS_FOLDED = "(?i:'s|'t|'re|'ve|'m|'ll|'d)"
@@ -82,6 +83,8 @@ NEXT_BACKEND = "the next verified backend"  # in the note, where the counter nam
 # every code point before an apostrophe: U+180E MONGOLIAN VOWEL SEPARATOR, whitespace to its cl100k splitter, a
 # format character to the regex ("x\u180e's": 7 tokens against tiktoken's 8 on Llama 3's ranks)
 ENCODING_ROUTED: dict[str, tuple[str, ...]] = {"cl100k_base": ("\u180e",)}
+# the regexes fastokens recognises, character for character, as one of its encodings' splitters in any file
+ENCODING_OF_PATTERN: dict[str, str] = {CL100K_PATTERN: "cl100k_base", O200K_PATTERN: "o200k_base"}
 
 
 @dataclass(frozen=True)
@@ -167,44 +170,37 @@ def folded_routed(pattern: str) -> tuple[str, ...]:
     return tuple(ch for ch in FOLDED_LETTERS if ends(f"x'{ch}t") != ends("x'at"))
 
 
-#: normalizer steps that, as far as writing a routed letter goes, map text one code point at a time (``NFC``
-#: composes, but no composition yields ``ſ``): a sweep of every code point through the whole normalizer finds every
-#: text that becomes one. A ``Replace`` of one character is one too; other steps are judged by what they write.
-PER_CODE_POINT_STEPS = frozenset(
-    {"NFC", "NFD", "NFKC", "NFKD", "Lowercase", "Strip", "StripAccents", "Nmt", "BertNormalizer", "ByteLevel"}
-)
+#: normalizer steps that never write a routed letter into text holding none: no composition, case mapping or
+#: compatibility mapping yields ``ſ`` (NFKC and NFKD map it to ``s``). fastokens itself takes only NFC, Lowercase,
+#: Prepend, Replace and Sequence; NFD and BertNormalizer (``strip_accents``) make ``ſ`` of ``ẛ`` (U+1E9B)
+NEVER_WRITE_LETTERS = frozenset({"NFC", "NFKC", "NFKD", "Lowercase", "Strip", "StripAccents", "Nmt", "ByteLevel"})
 
 
-def normalizer_routed(
-    config: dict[str, Any], normalizer: Any, letters: tuple[str, ...]
-) -> tuple[tuple[str, ...], str | None]:
-    """The strings whose texts skip fastokens when the tokenizer's normalizer runs before its regex, and why
-    fastokens is left out, if it must be: (``letters`` and every code point ``normalizer`` turns into text holding
-    one of them, reason or None). The regex sees normalized text, the routing the text read: ``NFD`` turns ``ẛ``
-    (U+1E9B) into ``ſ`` plus a dot, a ``Replace`` may write ``ſ`` for ``Q``; each such code point is routed too
-    (a sweep of all of Unicode through ``normalizer``, Hugging Face's own, ~0.2 s once per cold load; more than
-    :data:`MAX_ROUTED` leave fastokens out). A step that may write one from longer text (a ``Replace`` of several
-    characters or of a regex, a ``Prepend``, a ``Precompiled`` map, a step of a type not known here) leaves no
-    literal to route by: fastokens is left out, and said why.
+def normalizer_refusal(config: dict[str, Any], letters: Sequence[str]) -> str | None:
+    """Why fastokens is left out for a ``tokenizer.json`` whose normalizer may write one of the routed ``letters``
+    into text holding none, or None. The regex sees normalized text, the routing the text read: a ``Replace`` or
+    ``Prepend`` writing ``ſ`` would hand fastokens' preset the ``'ſ`` it splits otherwise, from a text that is not
+    routed (``Q`` -> ``ſ``; after ``NFC`` composes ``e`` and U+0301, ``é`` -> ``ſ``; a step making the ``Q`` a later
+    one replaces). Which texts those are, no literal says, so such a file is counted without fastokens. The steps:
+    :data:`NEVER_WRITE_LETTERS` never write one; a ``Replace`` or ``Prepend`` whose text holds one, SentencePiece's
+    ``Precompiled`` map whose blob holds one (its normalized strings lie there as UTF-8), and any other step (NFD,
+    BertNormalizer, a type not known here) may.
+
+    >>> normalizer_refusal({"normalizer": {"type": "NFC"}}, ("ſ",)) is None
+    True
+    >>> normalizer_refusal({"normalizer": {"type": "Prepend", "prepend": "ſ"}}, ("ſ",))[:50]
+    "not used: the normalizer's Prepend step may write "
     """
-    if not letters or normalizer is None or not config.get("normalizer"):
-        return letters, None
-    routed = tuple(dict.fromkeys((*letters, *_turned_into(normalizer, letters))))
-    why = "which fastokens' pre-tokenizer preset splits otherwise than the file's regex after an apostrophe"
-    if len(routed) > MAX_ROUTED:
-        return (
-            letters,  # routed nowhere: fastokens is left out
-            f"not used: the normalizer turns {len(routed) - len(letters)} code points into {_listed(letters)}, {why}",
-        )
-    wanted = [text.encode("utf-8", "surrogatepass") for text in routed]
+    if not letters or not config.get("normalizer"):
+        return None
     for step in _normalizer_steps(config["normalizer"]):
-        if _writes_from_longer_text(step, wanted, normalizer, letters):
+        if _may_write(step, letters):
             kind = step.get("type") if isinstance(step, dict) else step
             return (
-                letters,
-                f"not used: the normalizer's {kind} step may write {_listed(routed)} into text holding none, {why}",
+                f"not used: the normalizer's {kind} step may write {', '.join(map(repr, letters))} into text holding "
+                "none, which fastokens' preset splits otherwise"
             )
-    return routed, None
+    return None
 
 
 def _normalizer_steps(step: Any) -> list[Any]:
@@ -214,94 +210,40 @@ def _normalizer_steps(step: Any) -> list[Any]:
     return [step]
 
 
-def _writes_from_longer_text(step: Any, wanted: Sequence[bytes], normalizer: Any, letters: Sequence[str]) -> bool:
-    """Whether ``step`` may write one of ``wanted`` (UTF-8) from more than one code point: never for a step that
-    maps one at a time; for a ``Replace`` or a ``Prepend``, when what it writes holds one, or holds a letter once
-    the whole ``normalizer`` ran over it; for SentencePiece's ``Precompiled`` map, when its blob (where its
-    normalized strings lie as UTF-8) holds one; always for a step of a type not known here.
+def _may_write(step: Any, letters: Sequence[str]) -> bool:
+    """Whether the normalizer ``step`` may write one of ``letters`` into text holding none (see
+    :func:`normalizer_refusal`).
     """
     kind = step.get("type") if isinstance(step, dict) else None
-    if kind in PER_CODE_POINT_STEPS:
+    if kind in NEVER_WRITE_LETTERS:
         return False
-    if kind == "Replace":
-        pattern = step.get("pattern") or {}
-        if isinstance(pattern, dict) and isinstance(pattern.get("String"), str) and len(pattern["String"]) == 1:
-            return False
-        text = str(step.get("content", ""))
-    elif kind == "Prepend":
-        text = str(step.get("prepend", ""))
-    elif kind == "Precompiled":
+    if kind in ("Replace", "Prepend"):
+        written = str(step.get("content" if kind == "Replace" else "prepend", ""))
+        return any(letter in written for letter in letters)
+    if kind == "Precompiled":
         try:
-            written = base64.b64decode(step.get("precompiled_charsmap") or "")
+            blob = base64.b64decode(step.get("precompiled_charsmap") or "")
         except (ValueError, TypeError):
             return True
-        return any(text in written for text in wanted)
-    else:
-        return True
-    written = text.encode("utf-8", "surrogatepass")
-    return any(text in written for text in wanted) or any(
-        letter in normalizer.normalize_str(text) for letter in letters
-    )
-
-
-#: tried in turn as the sweep's separator, the first the normalizer leaves alone and makes of no other code point
-#: (BertNormalizer drops the first two and makes " " of "\n")
-SWEEP_SEPARATORS = ("\x00", "\ue000", "\n", "|")
-
-
-def _turned_into(normalizer: Any, letters: tuple[str, ...]) -> list[str]:
-    """The code points (other than ``letters``) that ``normalizer`` turns into text holding one of ``letters``, in
-    code point order: all of Unicode in one call, cut at a separator the normalizer leaves alone (else one call
-    per code point); found with numpy over the UTF-32 text (~0.2 s in all).
-    """
-    import numpy as np
-
-    codes = np.arange(0x110000, dtype=np.uint32)
-    codes = codes[(codes < 0xD800) | (codes >= 0xE000)]  # surrogates are no text
-    wanted = np.array([ord(letter) for letter in letters], np.uint32)
-    for separator in SWEEP_SEPARATORS:
-        if normalizer.normalize_str(f"a{separator}a{separator}") != f"a{separator}a{separator}":
-            continue
-        kept = codes[codes != ord(separator)]
-        joined = np.full(2 * kept.size - 1, ord(separator), np.uint32)
-        joined[::2] = kept
-        out = np.frombuffer(normalizer.normalize_str(joined.tobytes().decode("utf-32-le")).encode("utf-32-le"), "<u4")
-        cuts = np.flatnonzero(out == ord(separator))
-        if cuts.size == kept.size - 1:  # one piece per code point
-            pieces = np.unique(np.searchsorted(cuts, np.flatnonzero(np.isin(out, wanted))))
-            return [chr(c) for c in kept[pieces].tolist() if chr(c) not in letters]
-    return [
-        chr(c)
-        for c in codes.tolist()
-        if chr(c) not in letters and any(letter in normalizer.normalize_str(chr(c)) for letter in letters)
-    ]
-
-
-#: a normalizer that turns more code points than this into a routed letter leaves fastokens out (each would be
-#: looked for in every text)
-MAX_ROUTED = 64
-
-
-def _listed(strings: Sequence[str], at_most: int = 5) -> str:
-    """``'a', 'b'`` ..., the first ``at_most`` of ``strings`` and how many more."""
-    shown = ", ".join(map(repr, strings[:at_most]))
-    return shown + (f" and {len(strings) - at_most} more" if len(strings) > at_most else "")
+        return any(letter.encode("utf-8", "surrogatepass") in blob for letter in letters)
+    return True
 
 
 def _routing_note(routed: Sequence[str]) -> str:
     return f"; texts containing {', '.join(map(repr, routed))} go to {NEXT_BACKEND}" if routed else ""
 
 
-def choose_preset(config: dict[str, Any], json_text: str, texts: Sequence[str], normalizer: Any = None) -> PresetChoice:
+def choose_preset(config: dict[str, Any], json_text: str, texts: Sequence[str]) -> PresetChoice:
     """What to give fastokens for a parsed ``tokenizer.json`` (see the module docstring); ``texts``: the load-time
-    verification texts (the adversarial ones are added here); ``normalizer``: the file's, as Hugging Face built it
-    (``Tokenizer.normalizer``; None: none, or not known).
+    verification texts (the adversarial ones are added here).
     """
     found = split_regex(config)
     if found is None:
         return PresetChoice(json_text)
     where, pattern = found
-    routed, refusal = normalizer_routed(config, normalizer, folded_routed(pattern))
+    # fastokens runs its own cl100k splitter wherever it meets cl100k's regex
+    routed = folded_routed(pattern) + ENCODING_ROUTED.get(ENCODING_OF_PATTERN.get(pattern, ""), ())
+    refusal = normalizer_refusal(config, routed)
     if refusal is not None:
         return PresetChoice(json_text, None, routed, f"fastokens {refusal}", refusal)
     preset = PRESETS.get(normalise(pattern))

@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import base64
 import json
-from pathlib import Path
 
 import numpy as np
 import pytest
@@ -13,6 +12,7 @@ from tokenizers import Regex, Tokenizer, models, pre_tokenizers, trainers
 
 from freqlab.tokenization import load_tokenizer
 from freqlab.tokenization import presets as presets_module
+from freqlab.tokenization.backends import valid_unicode
 from freqlab.tokenization.presets import (
     CONTRACTIONS_ASCII,
     CONTRACTIONS_FOLDED,
@@ -140,7 +140,7 @@ def test_long_s_skips_fastokens_for_tiktoken_ranks_and_for_regexes_fastokens_kno
     path.write_text(respelled(long_s_vocabulary, pattern), encoding="utf-8")
     counter = load_tokenizer(str(path))
     reference = Tokenizer.from_file(str(path))
-    assert counter.fastokens_routed == ("ſ",) and counter.backend == "fastokens"
+    assert counter.fastokens_routed[0] == "ſ" and counter.backend == "fastokens"  # cl100k: U+180E too
     assert counter.count(texts).tolist() == [len(reference.encode(t)) for t in texts]
     if counter.plan is None:  # cl100k's possessive quantifiers: no tiktoken backend, the reference counts them
         assert counter.backends == ("fastokens", "hf-tokenizers")
@@ -182,98 +182,125 @@ def test_an_apostrophe_a_normalizer_makes_before_long_s_still_skips_fastokens(lo
     assert counter.count(texts).tolist() == expected != counter.counts_by("fastokens", texts).tolist()
 
 
-def with_normalizer(vocabulary: str, normalizer: dict, path) -> str:
-    """``vocabulary`` with Hugging Face's spelling of Llama 3's regex and ``normalizer``, written to ``path``."""
+def with_normalizer(vocabulary: str, normalizer: dict | None, path, pattern: str = LLAMA3_PATTERN) -> str:
+    """``vocabulary`` with ``pattern`` (default: Llama 3's, as Hugging Face spells it) and ``normalizer``, written to
+    ``path``."""
     config = json.loads(vocabulary)
     config["normalizer"] = normalizer
-    path.write_text(respelled(json.dumps(config), LLAMA3_PATTERN), encoding="utf-8")
+    path.write_text(respelled(json.dumps(config), pattern), encoding="utf-8")
     return str(path)
 
 
-def test_a_code_point_the_normalizer_turns_into_long_s_skips_fastokens_too(long_s_vocabulary, tmp_path):
-    """The regex sees normalized text, the routing the text read: a ``Replace`` writing ``ſ`` for ``Q`` makes
-    ``x'Qt`` the ``x'ſt`` fastokens' preset splits otherwise (1 token of ``'ſt`` there, the reference's 4 pieces):
-    texts holding ``Q`` skip fastokens as those holding ``ſ`` do."""
-    path = with_normalizer(
-        long_s_vocabulary, {"type": "Replace", "pattern": {"String": "Q"}, "content": "ſ"}, tmp_path / "q.json"
-    )
-    counter = load_tokenizer(path)
-    reference = Tokenizer.from_file(path)
-    texts = ["x'Qt", "a'Qt b'ſt", "hello world's", "Q"]
-    assert counter.backend == "fastokens" and counter.fastokens_routed == ("ſ", "Q")
-    expected = [len(reference.encode(t)) for t in texts]
-    assert counter.count(texts).tolist() == expected
-    assert counter.counts_by("fastokens", ["x'Qt"]).tolist() != expected[:1]  # fastokens alone would be wrong
-    assert "texts containing 'ſ', 'Q' go to hf-tokenizers" in counter.fastokens_note  # no tiktoken: a normalizer
+def replace(pattern: str, content: str) -> dict:
+    return {"type": "Replace", "pattern": {"String": pattern}, "content": content}
 
 
 @pytest.mark.parametrize(
-    "normalizer, routed",
+    "normalizer, text",
     [
-        ({"type": "NFD"}, ("ſ", "\u1e9b")),  # ẛ decomposes into ſ and a dot above
-        ({"type": "Sequence", "normalizers": [{"type": "NFD"}, {"type": "StripAccents"}]}, ("ſ", "\u1e9b")),
-        ({"type": "NFC"}, ("ſ",)),  # Qwen2's: composes, never writes ſ
-        ({"type": "NFKC"}, ("ſ",)),  # folds ſ to s
-        ({"type": "Lowercase"}, ("ſ",)),
+        (replace("Q", "ſ"), "x'Qt"),
+        ({"type": "Sequence", "normalizers": [{"type": "NFC"}, replace("é", "ſ")]}, "x'e\u0301t"),  # NFC makes é
+        ({"type": "Sequence", "normalizers": [{"type": "Lowercase"}, replace("ab", "Q"), replace("Q", "ſ")]}, "x'abt"),
+        ({"type": "Replace", "pattern": {"Regex": "[0-9]q"}, "content": "x'ſ"}, "x'1qt"),
+        ({"type": "Prepend", "prepend": "'ſ"}, "t"),
+        (replace("\ufffd", "ſ"), "x'\ud800t"),  # the lone surrogate is counted as U+FFFD
     ],
-    ids=["NFD", "NFD+StripAccents", "NFC", "NFKC", "Lowercase"],
+    ids=["one character", "after NFC", "made by a step before", "regex", "prepend", "replacement character"],
 )
-def test_every_code_point_a_normalizer_turns_into_long_s_is_routed(long_s_vocabulary, normalizer, routed, tmp_path):
-    """A sweep of all of Unicode through the file's own normalizer: exactly the code points it turns into text
-    holding ``ſ`` (checked one by one here), no more, so a Qwen2-like ``NFC`` keeps fastokens for all but ``ſ``."""
+def test_a_normalizer_that_may_write_long_s_leaves_fastokens_out(long_s_vocabulary, normalizer, text, tmp_path):
+    """The regex sees normalized text, the routing the text read: a ``Replace`` writing ``ſ`` for ``Q`` makes
+    ``x'Qt`` the ``x'ſt`` fastokens' preset splits otherwise (1 token of ``'ſt`` there, the reference's 4 pieces),
+    and which texts become one no literal says (``e`` and U+0301 composed by ``NFC`` first, a ``Q`` another step
+    made). fastokens is no candidate for such a file, the reason says why, and every count is the reference's
+    (fastokens' 2 for 5 here, before)."""
     path = with_normalizer(long_s_vocabulary, normalizer, tmp_path / "n.json")
-    config, hf = json.loads(Path(path).read_text(encoding="utf-8")), Tokenizer.from_file(path)
-    choice = choose_preset(config, json.dumps(config), ["x"], hf.normalizer)
-    assert choice.routed == routed and choice.refusal is None
-    one_by_one = [chr(c) for c in range(0x3000) if "ſ" in hf.normalizer.normalize_str(chr(c))]
-    assert [c for c in one_by_one if c != "ſ"] == [r for r in routed[1:] if ord(r) < 0x3000]
+    counter = load_tokenizer(path)
+    reference = Tokenizer.from_file(path)
+    assert "fastokens" not in counter.backends
+    kind = normalizer["normalizers"][-1]["type"] if normalizer["type"] == "Sequence" else normalizer["type"]
+    assert f"fastokens: not used: the normalizer's {kind} step may write 'ſ'" in counter.fallback_reason
+    texts = [text, "hello world's", "x'ſt"]
+    assert counter.count(texts).tolist() == [len(reference.encode(valid_unicode(t))) for t in texts]
 
 
 @pytest.mark.parametrize(
     "normalizer",
     [
-        {"type": "Replace", "pattern": {"String": "ab"}, "content": "ſ"},
-        {"type": "Replace", "pattern": {"Regex": "[0-9]q"}, "content": "x'ſ"},
-        {
-            "type": "Sequence",
-            "normalizers": [{"type": "Replace", "pattern": {"String": "ab"}, "content": "\u1e9b"}, {"type": "NFD"}],
-        },
-        {"type": "Prepend", "prepend": "'ſ"},
+        {"type": "NFC"},  # Qwen2's
+        {"type": "Lowercase"},
+        replace("’", "'"),  # writes the apostrophe, not the letter: texts holding ſ are routed
+        {"type": "Sequence", "normalizers": [{"type": "Prepend", "prepend": "▁"}, replace(" ", "▁")]},  # Llama 2's
     ],
-    ids=["two characters", "regex", "then NFD", "prepend"],
+    ids=["NFC", "Lowercase", "apostrophe", "Llama 2"],
 )
-def test_a_normalizer_writing_long_s_from_longer_text_leaves_fastokens_out(long_s_vocabulary, normalizer, tmp_path):
-    """``ab`` -> ``ſ`` leaves no code point to route texts by: fastokens is no candidate for the file, the
-    refusal says why, and every count is the reference's."""
+def test_a_normalizer_that_never_writes_long_s_keeps_fastokens(long_s_vocabulary, normalizer, tmp_path):
+    """NFC composes nothing into ``ſ``, Lowercase maps nothing to it, a Replace or Prepend writing other text
+    neither: fastokens stays, texts holding ``ſ`` go past it as without a normalizer."""
     path = with_normalizer(long_s_vocabulary, normalizer, tmp_path / "n.json")
     counter = load_tokenizer(path)
     reference = Tokenizer.from_file(path)
-    assert "fastokens" not in counter.backends
-    reason = counter.fallback_reason
-    assert "fastokens: not used: the normalizer" in reason and "'ſ'" in reason  # prepend: all of Unicode turns into ſ
-    texts = ["x'abt", "x'1qt", "hello world's", "x'ſt ab"]
+    assert counter.backend == "fastokens" and counter.fastokens_routed == ("ſ",)
+    texts = ["x'ſt", "x’ſt a'ſt", "Hello World's", "x'e\u0301t"]
     assert counter.count(texts).tolist() == [len(reference.encode(t)) for t in texts]
 
 
-def test_the_sweep_without_a_separator_the_normalizer_keeps_calls_it_once_per_code_point(monkeypatch):
+def test_a_normalizer_step_fastokens_does_not_take_or_freqlab_does_not_know_may_write_long_s():
+    """NFD and BertNormalizer make ``ſ`` of ``ẛ`` (U+1E9B); a step of a type not known here may write anything;
+    SentencePiece's Precompiled map by its blob. (fastokens takes only NFC, Lowercase, Prepend, Replace, Sequence.)"""
     from tokenizers import normalizers
 
-    from freqlab.tokenization.presets import _turned_into
+    from freqlab.tokenization.presets import normalizer_refusal
 
-    bert = normalizers.BertNormalizer()  # drops "\x00" and "\ue000", makes " " of "\n"
-    swept = _turned_into(bert, ("ſ",))
-    monkeypatch.setattr(presets_module, "SWEEP_SEPARATORS", ())
-    assert _turned_into(bert, ("ſ",)) == swept == ["\u1e9b"]  # ẛ: strip_accents decomposes it
+    assert "ſ" in normalizers.NFD().normalize_str("\u1e9b") and "ſ" in normalizers.BertNormalizer().normalize_str("ẛ")
+    for kind in ("NFD", "BertNormalizer", "FutureStep"):
+        assert f"{kind} step may write 'ſ'" in normalizer_refusal({"normalizer": {"type": kind}}, ("ſ",))
+    for kind in ("NFC", "NFKC", "NFKD", "Lowercase", "Strip", "StripAccents", "Nmt", "ByteLevel"):
+        assert normalizer_refusal({"normalizer": {"type": kind}}, ("ſ",)) is None
+    blob = base64.b64encode(b"\x00\x01 s\x00\xc5\xbf\x00").decode()  # holds ſ's UTF-8 among its strings
+    step = {"type": "Precompiled", "precompiled_charsmap": blob}
+    assert normalizer_refusal({"normalizer": step}, ("ſ",)) is not None
+    assert normalizer_refusal({"normalizer": step}, ()) is None  # nothing routed: nothing to refuse
 
 
-def test_a_normalizer_step_of_an_unknown_type_leaves_fastokens_out_when_long_s_is_routed():
-    from tokenizers import normalizers
+def test_a_text_repaired_of_its_surrogates_is_routed_afresh(long_s_vocabulary, tmp_path, monkeypatch):
+    """A text no backend takes as it is (a lone surrogate: fastokens and Hugging Face refuse it; no tiktoken beside
+    a Lowercase normalizer) is counted again with U+FFFD in its place: that text goes where routing sends it, never
+    back to fastokens when it holds a string routed past it."""
+    from freqlab.tokenization.counter import LiteralFinder
 
-    from freqlab.tokenization.presets import normalizer_routed
+    path = with_normalizer(long_s_vocabulary, {"type": "Lowercase"}, tmp_path / "t.json")
+    counter = load_tokenizer(path)
+    assert counter.backends == ("fastokens", "hf-tokenizers")
+    monkeypatch.setattr(counter._engines, "past_fastokens", LiteralFinder(["ſ", "\ufffd"]))
+    handed: list[tuple[str, list[str]]] = []
+    get = counter._engines.get
 
-    routed, refusal = normalizer_routed({"normalizer": {"type": "FutureStep"}}, normalizers.NFC(), ("ſ",))
-    assert routed == ("ſ",) and "FutureStep step may write 'ſ'" in refusal
-    assert normalizer_routed({"normalizer": {"type": "FutureStep"}}, normalizers.NFC(), ()) == ((), None)
+    def recording(backend):
+        engine = get(backend)
+
+        class Recorded:
+            def counts(self, texts, threads):
+                handed.append((backend, list(texts)))
+                return engine.counts(texts, threads)
+
+        return Recorded()
+
+    monkeypatch.setattr(counter._engines, "get", recording)
+    reference = Tokenizer.from_file(path)
+    assert counter.count(["x'\ud800t"]).tolist() == [len(reference.encode("x'\ufffdt"))]
+    assert ("fastokens", ["x'\ufffdt"]) not in handed and ("hf-tokenizers", ["x'\ufffdt"]) in handed
+
+
+def test_the_cl100k_regex_in_a_tokenizer_json_routes_the_mongolian_vowel_separator(long_s_vocabulary, tmp_path):
+    """fastokens runs its own cl100k splitter on a ``tokenizer.json`` with cl100k's regex too, where it takes
+    U+180E for whitespace: ``world\u180e's`` 6 tokens there, 7 in Hugging Face. Texts holding it go past fastokens."""
+    path = with_normalizer(long_s_vocabulary, None, tmp_path / "c.json", pattern=CL100K_PATTERN)
+    counter = load_tokenizer(path)
+    reference = Tokenizer.from_file(path)
+    assert counter.backend == "fastokens" and counter.fastokens_routed == ("ſ", "\u180e")
+    texts = ["world\u180e's", "a\u180e'll go", "hello world's"]
+    assert counter.count(texts).tolist() == [len(reference.encode(t)) for t in texts]
+    assert counter.counts_by("fastokens", texts[:1]).tolist() != [len(reference.encode(texts[0]))]
 
 
 def test_a_regex_that_splits_differently_from_the_preset_is_run_by_pcre2(monkeypatch):
