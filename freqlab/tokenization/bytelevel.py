@@ -94,6 +94,8 @@ def compile_bytelevel_bpe(config: dict[str, Any], hf_tokenizer: Any) -> Tiktoken
     model = config.get("model") or {}
     _check_model(model)
     nfc = _check_normalizer(config.get("normalizer"))
+    if nfc:
+        _check_normalized_added_tokens(config)
     pattern, prefix_space = _pre_tokenizer_pattern(config.get("pre_tokenizer"))
     _check_pattern(pattern)
     ranks = _ranks_from_merges(model, set(added_contents(config)), hf_tokenizer)
@@ -125,6 +127,22 @@ def _check_normalizer(normalizer: dict[str, Any] | None) -> bool:
     if kinds != {"NFC"}:
         raise NotConvertible(f"normalizer {'+'.join(sorted(str(k) for k in kinds))} is not supported (only NFC)")
     return True
+
+
+#: the ASCII characters NFC makes of other text (U+212A KELVIN SIGN -> K, U+037E -> ;, U+1FEF -> `): every other
+#: character it makes is beyond ASCII (a sweep of all of Unicode, tests/tokenization)
+NFC_MADE_ASCII = frozenset("K;`")
+
+
+def _check_normalized_added_tokens(config: dict[str, Any]) -> None:
+    """NotConvertible when NFC may form a ``normalized`` added token's text from text not holding it (``Se\u0303``
+    -> ``Sẽ``, U+212A -> ``K``): Hugging Face matches such a token after normalizing, while the texts held back
+    for it are found in the text read; tiktoken would count the token's text as ordinary text.
+    """
+    for token in config.get("added_tokens") or []:
+        content = token.get("content") or ""
+        if token.get("normalized") and any(ord(ch) >= 0x80 or ch in NFC_MADE_ASCII for ch in content):
+            raise NotConvertible(f"NFC may form the normalized added token {content!r} from other text")
 
 
 def _pre_tokenizer_pattern(pre: dict[str, Any] | None) -> tuple[str, bool]:

@@ -247,6 +247,8 @@ class TokenCounter:
         >>> load_tokenizer("tekken").count(["Hello world", ""]).tolist()
         [2, 0]
         """
+        if isinstance(texts, (str, bytes)):  # would count each character as a text
+            raise TypeError(f"count takes a sequence of texts, not one {type(texts).__name__} (count_one takes one)")
         out = np.empty(len(texts), dtype=np.int64)
         if not len(texts):
             return out
@@ -370,19 +372,21 @@ class TokenCounter:
             out[i] = self._count_document(text, i, backends)
 
     def _count_document(self, text: str, index: int, backends: Sequence[str]) -> int:
+        if not isinstance(text, str):  # met here only: every backend refused the batch holding it
+            raise TypeError(f"{self.name}: text #{index} is {type(text).__name__}, not str")
         errors = []
-        for attempt in (text, valid_unicode(text)):
-            if errors and attempt is text:
-                break  # nothing to replace: a second round would fail the same way
-            if attempt is not text:  # routed afresh: joining a surrogate pair, or U+FFFD, may make a routed string
-                backends = self._backends_for(attempt, backends)
-            for backend in backends:
-                try:
-                    return int(self._engines.get(backend).counts([attempt], self.threads)[0])
-                except BaseException as exc:
-                    if not is_engine_failure(exc):
-                        raise
-                    errors.append(f"{backend}: {_first_line(exc)}")
+        attempt = valid_unicode(text)
+        if attempt is not text:
+            # counted with its surrogates repaired (tiktoken's rule) and routed afresh: a joined pair, or U+FFFD,
+            # may make a routed string
+            backends = self._backends_for(attempt, backends)
+        for backend in backends:
+            try:
+                return int(self._engines.get(backend).counts([attempt], self.threads)[0])
+            except BaseException as exc:
+                if not is_engine_failure(exc):
+                    raise
+                errors.append(f"{backend}: {_first_line(exc)}")
         raise FreqlabError(f"{self.name}: text #{index} ({text[:40]!r}...) cannot be counted ({'; '.join(errors)})")
 
     def _backends_for(self, text: str, backends: Sequence[str]) -> Sequence[str]:

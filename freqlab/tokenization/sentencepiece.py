@@ -69,6 +69,27 @@ class SentencePieceModel:
         """Pieces SentencePiece matches in raw text before segmenting (type USER_DEFINED)."""
         return tuple(p for p, t in zip(self.pieces, self.types) if t == USER_DEFINED)
 
+    @property
+    def user_defined_routed(self) -> tuple[str, ...]:
+        """What a text holding a user-defined piece holds, as SentencePiece matches it: on the normalized text,
+        where each space is ``▁`` (``escape_whitespaces``) and a ``▁`` comes before the text (``add_dummy_prefix``).
+        For a piece holding ``▁``: the piece, the piece with spaces for ``▁``, and without its first ``▁`` (which
+        the dummy prefix gives a text's start); those go to the reference (a few more texts than hold the piece).
+
+        >>> SentencePieceModel(["<unk>", "\u2581qzx"], [0.0, 0.0], [2, 4]).user_defined_routed
+        ('▁qzx', ' qzx', 'qzx')
+        """
+        forms: list[str] = []
+        for piece in self.user_defined:
+            forms.append(piece)
+            if SPACE in piece and self.escape_whitespaces:
+                forms.append(piece.replace(SPACE, " "))
+            if piece.startswith(SPACE) and self.add_dummy_prefix:
+                rest = piece[1:].replace(SPACE, " ") if self.escape_whitespaces else piece[1:]
+                if rest:  # a piece of one ▁ is in every text: verification shows what fastokens makes of it
+                    forms.append(rest)
+        return tuple(dict.fromkeys(forms))
+
 
 def _varint(data: bytes, pos: int) -> tuple[int, int]:
     result = shift = 0
@@ -265,7 +286,7 @@ def load_sentencepiece_file(
         vocab_size=len(model.pieces),
         vocab_hash=vocab_hash((i, p.encode("utf-8")) for i, p in enumerate(model.pieces)),
         sources=sources,
-        routed=model.user_defined,
+        routed=model.user_defined_routed,
         add_special_tokens=add_special_tokens,
         special_tokens_added=len(ends),
         fastokens_version=version,

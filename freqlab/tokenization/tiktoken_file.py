@@ -78,6 +78,8 @@ def load_tiktoken_file(
     """
     if add_special_tokens:
         raise FreqlabError(f"{path}: a .tiktoken file defines no special tokens; drop add_special_tokens")
+    if pattern is not None and not (isinstance(pattern, str) and pattern):
+        raise FreqlabError(f"{path}: pattern must be a non-empty regex, not {pattern!r} (None: the default)")
     ranks = read_tiktoken_ranks(path)
     if pattern is None and ".model" in Path(path).suffixes:
         if len(ranks) != LLAMA3_RANKS:
@@ -85,7 +87,7 @@ def load_tiktoken_file(
                 f"{path}: tiktoken ranks without a regex ({len(ranks):,} ranks, not Llama 3's); pass pattern="
             )
         pattern = LLAMA3_PATTERN
-    plan = TiktokenPlan(pat_str=pattern or CL100K_PATTERN, mergeable_ranks=ranks)
+    plan = TiktokenPlan(pat_str=CL100K_PATTERN if pattern is None else pattern, mergeable_ranks=ranks)
     try:
         engine = TiktokenEngine(plan)  # a regex tiktoken rejects is the user's error, named here
     except ValueError as exc:

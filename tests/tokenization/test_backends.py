@@ -11,12 +11,13 @@ import pickle
 import numpy as np
 import pytest
 import tiktoken
+from tokenizers import Tokenizer
 
 from freqlab.errors import FreqlabError
 from freqlab.tokenization import counter as counter_module
 from freqlab.tokenization import load_tokenizer, single_threaded
 from freqlab.tokenization import verify as verify_module
-from freqlab.tokenization.backends import valid_unicode
+from freqlab.tokenization.backends import LLAMA3_PATTERN, valid_unicode
 
 from .textsource import NON_ASCII, stdlib_documents
 
@@ -64,6 +65,99 @@ def test_lone_surrogates_are_counted_as_tiktoken_counts_them(tekken):
     cleaned = [valid_unicode(t) for t in texts]
     assert cleaned[:2] == ["lone \ufffd surrogate", "pair \U0001f600 as two code points"]
     assert tekken.count(texts).tolist() == tekken.counts_by("tiktoken", cleaned).tolist()
+
+
+@pytest.fixture(scope="module")
+def llama3_like(tmp_path_factory):
+    """A small Llama-3-style tokenizer.json (Split on Llama 3's regex, byte-level BPE): fastokens, tiktoken and
+    Hugging Face all count it. A function of (normalizer, added tokens) -> the path of such a file."""
+    from tokenizers import AddedToken
+
+    from .test_presets import llama3_style
+
+    base = llama3_style(LLAMA3_PATTERN, [*stdlib_documents(3, 60, max_chars=2000), *NON_ASCII], vocab_size=1200)
+    folder = tmp_path_factory.mktemp("llama3_like")
+
+    def make(normalizer=None, added=()) -> str:
+        tokenizer = Tokenizer.from_str(base.to_str())
+        tokenizer.normalizer = normalizer
+        tokenizer.add_tokens([AddedToken(text, normalized=normalized) for text, normalized in added])
+        path = folder / f"t{len(list(folder.iterdir()))}.json"
+        tokenizer.save(str(path))
+        return str(path)
+
+    return make
+
+
+def reference_counts(path: str, texts: list[str]) -> list[int]:
+    """Hugging Face's counts of ``texts``, surrogates repaired first (it refuses them; freqlab's documented rule)."""
+    reference = Tokenizer.from_file(path)
+    return [len(reference.encode(valid_unicode(text), add_special_tokens=False).ids) for text in texts]
+
+
+def test_a_surrogate_pair_spelling_an_added_token_is_counted_as_that_token(llama3_like):
+    """fastokens refuses the unrepaired text; tiktoken took it, joined the pair itself and counted the emoji as text
+    (2 tokens for 1). The counter repairs it and routes the repaired text: the added token is seen."""
+    path = llama3_like(added=[("\U0001f642", False)])
+    counter = load_tokenizer(path)
+    texts = ["\ud83d\ude42", "hi \ud83d\ude42 there", "plain \ud800 lone", "hi \U0001f642 there"]
+    assert counter.backends[:2] == ("fastokens", "tiktoken")
+    assert counter.count(texts).tolist() == reference_counts(path, texts)
+    assert reference_counts(path, texts[:1]) == [1]
+
+
+def test_surrogates_are_repaired_before_nfc_composes(llama3_like):
+    """``e``, a surrogate pair (U+1D165, a combining mark) and U+0301: the reference joins the pair, then NFC makes
+    ``é`` + U+1D165; normalizing first and joining after left ``e`` uncomposed (5 tokens for 4)."""
+    from tokenizers import normalizers
+
+    path = llama3_like(normalizer=normalizers.NFC())
+    counter = load_tokenizer(path)
+    texts = ["e\ud834\udd65\u0301", "A\ud834\udd65\u030a", "caf\u0065\u0301"]
+    assert "tiktoken" in counter.backends
+    assert counter.count(texts).tolist() == reference_counts(path, texts)
+    assert counter.counts_by("tiktoken", [valid_unicode(t) for t in texts]).tolist() == reference_counts(path, texts)
+
+
+def test_no_tiktoken_where_nfc_may_form_a_normalized_added_token(llama3_like):
+    """Hugging Face matches a ``normalized`` added token after NFC: ``Sen\u0303orita`` is ``Señorita`` then, one
+    token, while the texts held back for added tokens are found in the text read. tiktoken, which would count the
+    token's text as text, is no backend for such a file; fastokens (which matches them itself) stays."""
+    from tokenizers import normalizers
+
+    path = llama3_like(normalizer=normalizers.NFC(), added=[("Se\u00f1orita", True), ("<ok>", True)])
+    counter = load_tokenizer(path)
+    assert "tiktoken" not in counter.backends and counter.backend == "fastokens"
+    assert "NFC may form the normalized added token 'Señorita'" in counter.fallback_reasons["tiktoken"]
+    texts = ["Sen\u0303orita", "\u017f Sen\u0303orita", "a <ok> b"]
+    assert counter.count(texts).tolist() == reference_counts(path, texts) and reference_counts(path, texts[:1]) == [1]
+    ascii_only = llama3_like(normalizer=normalizers.NFC(), added=[("<ok>", True)])  # no K, ; or `: kept
+    assert "tiktoken" in load_tokenizer(ascii_only).backends
+
+
+def test_the_ascii_nfc_makes_of_other_text_is_k_semicolon_and_backtick():
+    """What the tiktoken plan's check assumes, swept over all of Unicode."""
+    import unicodedata
+
+    from freqlab.tokenization.bytelevel import NFC_MADE_ASCII
+
+    made = {
+        ch
+        for c in range(0x80, 0x110000)
+        if not 0xD800 <= c < 0xE000
+        for ch in unicodedata.normalize("NFC", chr(c))
+        if ch.isascii()
+    }
+    assert made == NFC_MADE_ASCII == set("K;`")
+
+
+def test_texts_that_are_no_strings_are_named(tekken):
+    """One string is no list of one-character texts; a text of another type is named by its place and type."""
+    with pytest.raises(TypeError, match="count takes a sequence of texts, not one str"):
+        tekken.count("abc")
+    for texts, message in (([None], "text #0 is NoneType"), (["ok", b"x"], "text #1 is bytes")):
+        with pytest.raises(TypeError, match=message):
+            tekken.count(texts)
 
 
 # -- a backend that fails on one document ------------------------------------------------------------------

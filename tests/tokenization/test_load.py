@@ -92,6 +92,8 @@ def test_tiktoken_file_default_pattern_is_cl100k(tmp_path):
     assert counter.count(["héllo 2024"]).tolist() == [len("héllo 2024".encode())]  # bytes only: one token each
     with pytest.raises(FreqlabError, match="no special tokens"):
         load_tokenizer(str(path), add_special_tokens=True)
+    with pytest.raises(FreqlabError, match="pattern must be a non-empty regex, not ''"):  # not cl100k's, silently
+        load_tokenizer(str(path), pattern="")
 
 
 def test_tiktoken_format_model_file_needs_its_regex(tmp_path):

@@ -91,6 +91,32 @@ def test_user_defined_pieces_are_counted_by_sentencepiece():
     assert expected[0] < sp_counts(V3, ["see [REFERENCE_DOC_ 1] and [REFERENCE_DOC_ 12]"])[0]  # one piece each
 
 
+def test_user_defined_pieces_holding_the_space_mark_are_found_where_sentencepiece_finds_them(tmp_path):
+    """SentencePiece matches user-defined pieces on its normalized text, where each space is ``▁`` and a ``▁`` comes
+    first: ``▁qzx`` is in ``a qzx b`` and in ``qzx``. Looked for as written, such texts stayed on fastokens (3 tokens
+    for ``qzx``, 1 in SentencePiece). Texts holding ``▁qzx``, `` qzx`` or ``qzx`` go to the reference."""
+    model = io.BytesIO()
+    spm.SentencePieceTrainer.train(
+        sentence_iterator=iter(stdlib_documents(5, 600, max_chars=400)),
+        model_writer=model,
+        model_type="bpe",
+        vocab_size=1000,
+        normalization_rule_name="identity",
+        remove_extra_whitespaces=False,
+        byte_fallback=True,
+        user_defined_symbols=["\u2581qzx", "qq\u2581"],
+        minloglevel=2,
+    )
+    path = tmp_path / "user.model"
+    path.write_bytes(model.getvalue())
+    counter = load_tokenizer(str(path))
+    assert counter.backend == "fastokens"
+    assert set(counter.routed) == {"\u2581qzx", " qzx", "qzx", "qq\u2581", "qq "}
+    texts = ["qzx", "a qzx b", "xqq z", "a\u2581qzx", "no such piece"]
+    assert counter.count(texts).tolist() == sp_counts(path, texts)
+    assert sp_counts(path, ["qzx"]) == [1]
+
+
 def test_lone_surrogates_follow_the_tiktoken_rule(v1):
     assert v1.count(["a \ud800 b"]).tolist() == sp_counts(V1, ["a \ufffd b"])
 
