@@ -194,10 +194,10 @@ def normalizer_refusal(config: dict[str, Any], letters: Sequence[str]) -> str | 
     if not letters or not config.get("normalizer"):
         return None
     for step in _normalizer_steps(config["normalizer"]):
-        if _may_write(step, letters):
+        if written := _may_write(step, letters):
             kind = step.get("type") if isinstance(step, dict) else step
             return (
-                f"not used: the normalizer's {kind} step may write {', '.join(map(repr, letters))} into text holding "
+                f"not used: the normalizer's {kind} step may write {', '.join(map(repr, written))} into text holding "
                 "none, which fastokens' preset splits otherwise"
             )
     return None
@@ -210,23 +210,21 @@ def _normalizer_steps(step: Any) -> list[Any]:
     return [step]
 
 
-def _may_write(step: Any, letters: Sequence[str]) -> bool:
-    """Whether the normalizer ``step`` may write one of ``letters`` into text holding none (see
-    :func:`normalizer_refusal`).
-    """
+def _may_write(step: Any, letters: Sequence[str]) -> tuple[str, ...]:
+    """The ``letters`` the normalizer ``step`` may write into text holding none (see :func:`normalizer_refusal`)."""
     kind = step.get("type") if isinstance(step, dict) else None
     if kind in NEVER_WRITE_LETTERS:
-        return False
+        return ()
     if kind in ("Replace", "Prepend"):
         written = str(step.get("content" if kind == "Replace" else "prepend", ""))
-        return any(letter in written for letter in letters)
+        return tuple(letter for letter in letters if letter in written)
     if kind == "Precompiled":
         try:
             blob = base64.b64decode(step.get("precompiled_charsmap") or "")
         except (ValueError, TypeError):
-            return True
-        return any(letter.encode("utf-8", "surrogatepass") in blob for letter in letters)
-    return True
+            return tuple(letters)
+        return tuple(letter for letter in letters if letter.encode("utf-8", "surrogatepass") in blob)
+    return tuple(letters)
 
 
 def _routing_note(routed: Sequence[str]) -> str:
