@@ -6,12 +6,14 @@ on a document; the counter then counts that document with the next backend (see
 :mod:`freqlab.tokenization.counter`). Known hazards, each measured here:
 
 * tiktoken's regex engine (fancy-regex) gives up on a whitespace run of about 10^6 characters
-  (``encode`` raises "Max stack size exceeded", ``encode_ordinary`` panics): for a text with a whitespace run
-  of 10^5 characters or more (or any tiktoken failure), :class:`TiktokenEngine` splits the text into the same
-  pieces with the ``regex`` module (same pattern; a tiktoken dependency) and BPE-encodes each piece with
-  tiktoken itself. Not exact in one corner: ``regex`` has a newer Unicode table than tiktoken and Hugging Face
-  (336 code points of Unicode 16, U+11DE0-U+11DE9 among them, are ``\p{N}`` there only), so such a text holding
-  one of them may count one token off;
+  (``encode`` raises "Max stack size exceeded", ``encode_ordinary`` panics): :class:`TiktokenEngine` encodes a
+  text with a whitespace run of 10^5 characters or more on the path that raises, and where it does (or on any
+  tiktoken failure) splits the text into the same pieces with the ``regex`` module (same pattern; a tiktoken
+  dependency) and BPE-encodes each piece with tiktoken itself. ``regex`` has a newer Unicode table than tiktoken
+  and Hugging Face (336 code points of Unicode 16, U+11DE0-U+11DE9 among them, are ``\p{N}`` there only): where a
+  backend comes after tiktoken (the reference of a ``tokenizer.json``), the counter gives texts with such runs to
+  it (:func:`takes_tiktoken_detour`); where tiktoken is the reference (``.tiktoken`` files, Tekken) and cannot
+  count the text itself, the detour's count stands;
 * fastokens, Hugging Face and ``sentencepiece`` refuse lone surrogates (not encodable as UTF-8); tiktoken
   joins surrogate pairs and replaces lone ones with U+FFFD: the counter applies that rule
   (:func:`valid_unicode`) to such a document, routes the repaired text afresh (a joined pair may spell an added
@@ -86,6 +88,14 @@ _SURROGATE = re.compile("[\ud800-\udfff]")
 # around it; the detour is exact, so the margin only costs speed on absurd documents.
 _LONG_RUN_CHARS = 100_000
 _LONG_WHITESPACE_RUN = re.compile(rf"\s{{{_LONG_RUN_CHARS},}}")
+
+
+def takes_tiktoken_detour(text: str) -> bool:
+    """Whether :class:`TiktokenEngine` counts ``text`` through its detour (a whitespace run of 10^5 characters or
+    more): exact but for the ``regex`` module's newer Unicode table, so a counter with a backend after tiktoken
+    (its reference) gives such a text to that one.
+    """
+    return len(text) >= _LONG_RUN_CHARS and _LONG_WHITESPACE_RUN.search(text) is not None
 
 
 def single_threaded(threads: int = 1) -> None:
@@ -225,8 +235,11 @@ class TiktokenEngine:
             if not text.isascii() and _SURROGATE.search(text):  # the counter repairs it (see above)
                 raise ValueError(f"text #{i} holds surrogates")
             text = self.prepare(text)
-            if len(text) >= _LONG_RUN_CHARS and _LONG_WHITESPACE_RUN.search(text):
-                out[i] = self.count_by_pieces(text)  # would hit fancy-regex's limits (and panic, not raise)
+            if takes_tiktoken_detour(text):  # the buffer path raises at fancy-regex's limit, where the list path panics
+                try:
+                    out[i] = len(self.encoding.encode_to_numpy(text, disallowed_special=()))
+                except ValueError:  # "Max stack size exceeded": a run of ~10^6 whitespace characters
+                    out[i] = self.count_by_pieces(text)
                 continue
             try:
                 if len(text) > _LONG_TEXT_CHARS:

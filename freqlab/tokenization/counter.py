@@ -47,11 +47,13 @@ import numpy as np
 from freqlab.errors import FreqlabError
 from freqlab.tokenization.backends import (
     BACKEND_FASTOKENS,
+    BACKEND_TIKTOKEN,
     ENGINES,
     FASTEST_FIRST,
     FastokensRanks,
     fastokens_version,
     is_engine_failure,
+    takes_tiktoken_detour,
     valid_unicode,
 )
 
@@ -326,6 +328,17 @@ class TokenCounter:
             used.append(self.reference)
         return list(dict.fromkeys(used))
 
+    def _left_to_the_next(self, texts: Sequence[str], first: str) -> list[int]:
+        """The indices of the texts ``first`` leaves to the next backend: for fastokens, those holding a
+        :attr:`fastokens_routed` string; for tiktoken, those it would count through its detour
+        (:func:`~freqlab.tokenization.backends.takes_tiktoken_detour`), which the reference after it counts exactly.
+        """
+        if first == BACKEND_FASTOKENS and self.fastokens_routed:
+            return self.holding_fastokens_routed(texts)
+        if first == BACKEND_TIKTOKEN:
+            return [k for k, text in enumerate(texts) if takes_tiktoken_detour(text)]
+        return []
+
     def _routes_past(self, backends: Sequence[str]) -> bool:
         """Whether texts holding :attr:`fastokens_routed` strings skip ``backends[0]`` (fastokens) for the next."""
         return bool(self.fastokens_routed) and backends[0] == BACKEND_FASTOKENS and len(backends) > 1
@@ -351,8 +364,8 @@ class TokenCounter:
         return self._engines.get(backend).counts(texts, self.threads)
 
     def _count_batch(self, texts: Sequence[str], where: Sequence[int], out: np.ndarray, backends) -> None:
-        if self._routes_past(backends):
-            past = self.holding_fastokens_routed(texts)
+        if len(backends) > 1:
+            past = self._left_to_the_next(texts, backends[0])
             if past:
                 self._count_batch([texts[k] for k in past], [where[k] for k in past], out, backends[1:])
                 aside = set(past)
@@ -380,6 +393,8 @@ class TokenCounter:
             # counted with its surrogates repaired (tiktoken's rule) and routed afresh: a joined pair, or U+FFFD,
             # may make a routed string
             backends = self._backends_for(attempt, backends)
+        if backends[-1] != BACKEND_TIKTOKEN and takes_tiktoken_detour(attempt):  # the reference counts it exactly
+            backends = [b for b in backends if b != BACKEND_TIKTOKEN]
         for backend in backends:
             try:
                 return int(self._engines.get(backend).counts([attempt], self.threads)[0])

@@ -57,6 +57,34 @@ def test_a_run_between_words_splits_as_the_pattern_says(tekken):
     assert tekken.count([text, "Hello world"]).tolist() == [expected, 2]
 
 
+RECENT_DIGIT = "\U00011de0"  # Unicode 16: a digit to the `regex` module, unassigned to tiktoken and Hugging Face
+
+
+def test_a_run_tiktoken_can_count_is_counted_by_tiktoken_not_the_detour(tekken):
+    """Below fancy-regex's limit tiktoken counts a long run itself; the detour's pieces come from `regex`, whose
+    newer Unicode table takes U+11DE0 for a digit (1 token more here)."""
+    encoding = tiktoken.Encoding(
+        name="t", pat_str=tekken.plan.pat_str, mergeable_ranks=tekken.plan.mergeable_ranks, special_tokens={}
+    )
+    text = " " * 100_000 + RECENT_DIGIT
+    expected = len(encoding.encode_ordinary(text))
+    assert tekken.counts_by("tiktoken", [text]).tolist() == [expected]
+    assert tekken._engines.get("tiktoken").count_by_pieces(text) == expected + 1
+
+
+def test_a_long_run_goes_from_tiktoken_to_the_reference_after_it(llama3_like):
+    """A tokenizer.json's reference (Hugging Face) comes after tiktoken: texts tiktoken would count with a long
+    whitespace run go to it (here a text holding ſ, which skips fastokens for tiktoken)."""
+    path = llama3_like()
+    counter = load_tokenizer(path)
+    assert counter.backends == ("fastokens", "tiktoken", "hf-tokenizers") and counter.fastokens_routed == ("ſ",)
+    texts = ["\u017f" + " " * 100_000 + RECENT_DIGIT, "\u017f" + " " * 100_000 + "x " + RECENT_DIGIT * 2, "ſ ok"]
+    expected = reference_counts(path, texts)
+    assert counter.count(texts).tolist() == expected
+    detour = counter._engines.get("tiktoken").count_by_pieces
+    assert [detour(text) for text in texts[:2]] == [expected[0] + 1, expected[1] + 2]  # what tiktoken counted
+
+
 # -- lone surrogates --------------------------------------------------------------------------------------
 
 
@@ -75,7 +103,8 @@ def llama3_like(tmp_path_factory):
 
     from .test_presets import llama3_style
 
-    base = llama3_style(LLAMA3_PATTERN, [*stdlib_documents(3, 60, max_chars=2000), *NON_ASCII], vocab_size=1200)
+    recent = [f"x {RECENT_DIGIT}{RECENT_DIGIT} y {RECENT_DIGIT}"] * 200  # merges of its bytes: pieces then matter
+    base = llama3_style(LLAMA3_PATTERN, [*stdlib_documents(3, 60, max_chars=2000), *NON_ASCII, *recent], 1200)
     folder = tmp_path_factory.mktemp("llama3_like")
 
     def make(normalizer=None, added=()) -> str:
