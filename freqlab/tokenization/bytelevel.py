@@ -142,7 +142,10 @@ def _check_normalized_added_tokens(config: dict[str, Any]) -> None:
     for token in config.get("added_tokens") or []:
         content = token.get("content") or ""
         if token.get("normalized") and any(ord(ch) >= 0x80 or ch in NFC_MADE_ASCII for ch in content):
-            raise NotConvertible(f"NFC may form the normalized added token {content!r} from other text")
+            raise NotConvertible(
+                f"the normalized added token {content!r} holds characters NFC may make of other text (any beyond "
+                "ASCII, K, ; and `): it cannot be looked for in the text read"
+            )
 
 
 def _pre_tokenizer_pattern(pre: dict[str, Any] | None) -> tuple[str, bool]:

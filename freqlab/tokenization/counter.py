@@ -249,13 +249,17 @@ class TokenCounter:
         >>> load_tokenizer("tekken").count(["Hello world", ""]).tolist()
         [2, 0]
         """
-        if isinstance(texts, (str, bytes)):  # would count each character as a text
-            raise TypeError(f"count takes a sequence of texts, not one {type(texts).__name__} (count_one takes one)")
+        if isinstance(texts, (str, bytes, Mapping)):  # would count each character (key) as a text
+            raise TypeError(f"count takes a sequence of texts, not a {type(texts).__name__} (count_one takes one)")
         out = np.empty(len(texts), dtype=np.int64)
         if not len(texts):
             return out
         backends = self._live_backends()
-        held = self._engines.holding_routed(texts)
+        try:
+            held = self._engines.holding_routed(texts)
+        except TypeError:  # a text that is no string: named (the search met it first)
+            self._check_texts(texts)
+            raise
         if held:
             split = self._engines.splittable(texts, held) if self._splits_on(backends[0]) else []
             if split:
@@ -384,9 +388,14 @@ class TokenCounter:
         for text, i in zip(texts, where):  # one failing text must not cost the others their fast backend
             out[i] = self._count_document(text, i, backends)
 
+    def _check_texts(self, texts: Sequence[Any], first: int = 0) -> None:
+        """A TypeError naming the first of ``texts`` that is no string (its index counted from ``first``)."""
+        for index, text in enumerate(texts, first):
+            if not isinstance(text, str):
+                raise TypeError(f"{self.name}: text #{index} is {type(text).__name__}, not str")
+
     def _count_document(self, text: str, index: int, backends: Sequence[str]) -> int:
-        if not isinstance(text, str):  # met here only: every backend refused the batch holding it
-            raise TypeError(f"{self.name}: text #{index} is {type(text).__name__}, not str")
+        self._check_texts([text], index)  # met here only: every backend refused the batch holding it
         errors = []
         attempt = valid_unicode(text)
         if attempt is not text:

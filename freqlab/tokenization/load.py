@@ -68,6 +68,8 @@ def load_tokenizer(
                 spec, add_special_tokens=add_special_tokens, verify_texts=verify_texts, pattern=pattern, threads=threads
             )
     route = _cached_route(spec, add_special_tokens, verify_texts, pattern, threads)
+    if pattern is not None and (route is None or route[1].get("kind") != "tiktoken"):  # else silently unused
+        raise FreqlabError(f"{spec}: pattern= is for tiktoken ranks files (.tiktoken, Llama 3's tokenizer.model) only")
     if route is not None:
         file, options, load, settings, texts = route
         return cached_load(file, options, load, settings=settings, verify_texts=texts)

@@ -227,7 +227,8 @@ def _may_write(step: Any, letters: Sequence[str]) -> tuple[str, ...]:
     return tuple(letters)
 
 
-def _routing_note(routed: Sequence[str]) -> str:
+def routing_note(routed: Sequence[str]) -> str:
+    """The note's clause on the texts that skip fastokens (NEXT_BACKEND: named once the backends are verified)."""
     return f"; texts containing {', '.join(map(repr, routed))} go to {NEXT_BACKEND}" if routed else ""
 
 
@@ -246,7 +247,7 @@ def choose_preset(config: dict[str, Any], json_text: str, texts: Sequence[str]) 
         return PresetChoice(json_text, None, routed, f"fastokens {refusal}", refusal)
     preset = PRESETS.get(normalise(pattern))
     if preset is None:  # fastokens may still take it for a preset of its own (cl100k's, o200k's)
-        note = f"fastokens: the file's regex{_routing_note(routed)}" if routed else None
+        note = f"fastokens: the file's regex{routing_note(routed)}" if routed else None
         return PresetChoice(json_text, None, routed, note)
     behaviour = preset.behaviour
     probes = [t for t in dict.fromkeys((*texts, *ADVERSARIAL_TEXTS)) if not any(s in t for s in routed)]
@@ -256,12 +257,12 @@ def choose_preset(config: dict[str, Any], json_text: str, texts: Sequence[str]) 
         text = probes[differ]
         note = (
             f"fastokens: regex not run as its {preset.name} preset ({spelled}, it splits {text[:30]!r}... "
-            f"differently); run by PCRE2{_routing_note(routed)}"
+            f"differently); run by PCRE2{routing_note(routed)}"
         )
         return PresetChoice(_with_pattern(config, where, f"(?:{pattern})"), None, routed, note)
     note = (
         f"fastokens: {preset.name} pre-tokenizer preset (the file's regex, {spelled}, splits "
-        f"{len(probes)} verification and adversarial texts like it{_routing_note(routed)})"
+        f"{len(probes)} verification and adversarial texts like it{routing_note(routed)})"
     )
     text = json_text if pattern == preset.spelling else _with_pattern(config, where, preset.spelling)
     return PresetChoice(text, preset.name, routed, note)

@@ -24,6 +24,7 @@ removal) is :class:`~freqlab.tokenization.bytelevel.NotConvertible` and counted 
 
 from __future__ import annotations
 
+import itertools
 import json
 import struct
 from collections.abc import Sequence
@@ -71,24 +72,38 @@ class SentencePieceModel:
 
     @property
     def user_defined_routed(self) -> tuple[str, ...]:
-        """What a text holding a user-defined piece holds, as SentencePiece matches it: on the normalized text,
-        where each space is ``▁`` (``escape_whitespaces``) and a ``▁`` comes before the text (``add_dummy_prefix``).
-        For a piece holding ``▁``: the piece, the piece with spaces for ``▁``, and without its first ``▁`` (which
-        the dummy prefix gives a text's start); those go to the reference (a few more texts than hold the piece).
+        """What to look for in a text to find those that hold a user-defined piece as SentencePiece matches it: on
+        the normalized text, where each space is ``▁`` (``escape_whitespaces``) and a ``▁`` comes before the text
+        (``add_dummy_prefix``). A piece holding ``▁`` is looked for with a space or a ``▁`` at each (``a qz x``,
+        ``a qz▁x``...) and, when it begins with one, without it as well (``qz▁x`` at a text's start; found
+        anywhere: a few more texts go to the reference than hold the piece). Past :data:`MAX_SPACE_FORMS` forms, by
+        its longest run of other characters. A piece of ``▁`` alone is refused (:func:`sentencepiece_to_hf_json`).
 
-        >>> SentencePieceModel(["<unk>", "\u2581qzx"], [0.0, 0.0], [2, 4]).user_defined_routed
-        ('▁qzx', ' qzx', 'qzx')
+        >>> SentencePieceModel(["<unk>", "\u2581qz\u2581x"], [0.0] * 2, [2, 4]).user_defined_routed
+        ('▁qz▁x', '▁qz x', ' qz▁x', ' qz x', 'qz▁x', 'qz x')
         """
         forms: list[str] = []
         for piece in self.user_defined:
-            forms.append(piece)
-            if SPACE in piece and self.escape_whitespaces:
-                forms.append(piece.replace(SPACE, " "))
+            spellings = [piece]
             if piece.startswith(SPACE) and self.add_dummy_prefix:
-                rest = piece[1:].replace(SPACE, " ") if self.escape_whitespaces else piece[1:]
-                if rest:  # a piece of one ▁ is in every text: verification shows what fastokens makes of it
-                    forms.append(rest)
-        return tuple(dict.fromkeys(forms))
+                spellings.append(piece[1:])
+            for spelling in filter(None, spellings):
+                forms.extend(_space_forms(spelling) if self.escape_whitespaces else [spelling])
+        return tuple(dict.fromkeys(form for form in forms if form))
+
+
+MAX_SPACE_FORMS = 64  # a user-defined piece with more ▁ than log2 of this is looked for by its longest other run
+
+
+def _space_forms(piece: str) -> list[str]:
+    """``piece`` with a space or ``▁`` at each ``▁``; past :data:`MAX_SPACE_FORMS`, its longest run of other
+    characters (all of them hold it).
+    """
+    parts = piece.split(SPACE)
+    if 2 ** (len(parts) - 1) > MAX_SPACE_FORMS:
+        return [max(parts, key=len)]
+    glues = itertools.product((SPACE, " "), repeat=len(parts) - 1)
+    return [parts[0] + "".join(glue + part for glue, part in zip(each, parts[1:])) for each in glues]
 
 
 def _varint(data: bytes, pos: int) -> tuple[int, int]:
@@ -188,6 +203,9 @@ def sentencepiece_to_hf_json(model: SentencePieceModel) -> str:
         raise NotConvertible("SentencePiece remove_extra_whitespaces is not converted")
     if model.treat_whitespace_as_suffix:
         raise NotConvertible("SentencePiece treat_whitespace_as_suffix is not converted")
+    spaces = [piece for piece in model.user_defined if not piece.strip(SPACE)]
+    if spaces:  # in nearly every text once spaces are ▁: nothing to look for (user_defined_routed)
+        raise NotConvertible(f"user-defined piece {spaces[0]!r} is made of spaces: SentencePiece counts every text")
     vocab = {piece: i for i, piece in enumerate(model.pieces)}
     if len(vocab) != len(model.pieces):
         raise NotConvertible("duplicate SentencePiece pieces")

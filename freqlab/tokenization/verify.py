@@ -34,7 +34,7 @@ from freqlab.tokenization.backends import (
     is_engine_failure,
 )
 from freqlab.tokenization.counter import TiktokenPlan, TokenCounter, _first_line, longest_match_regex
-from freqlab.tokenization.presets import ENCODING_ROUTED, NEXT_BACKEND, folded_routed
+from freqlab.tokenization.presets import ENCODING_ROUTED, NEXT_BACKEND, folded_routed, routing_note
 from freqlab.tokenization.sample import default_verify_texts, vocab_salad
 
 # backend -> why it is not even tried, for loads inside `skipping(...)` (load_tokenizer's skip_backends)
@@ -154,7 +154,7 @@ def verified(
         seen.update(state=candidate._state(), refusals=dict(refusals), salad=salad_tokens, verdicts={})
     if len(candidate.backends) == 1:  # the reference alone: nothing to compare, nothing counted around tokens
         alone = candidate.with_backends(candidate.backends, dict(refusals))
-        return TokenCounter(**{**alone._state(), "split_out": ()}, _engines=alone._engines)
+        return TokenCounter(**{**alone._state(), "split_out": (), "fastokens_note": None}, _engines=alone._engines)
     known = dict(verdicts or {})
     if all(b in known for b in candidate.backends[:-1]):
         texts, key = [], (candidate.fingerprint, "known")
@@ -196,7 +196,9 @@ def verified(
         _VERIFIED[key] = (verdicts, holder)
     # the caller's settings (name, spec, special tokens, threads), the shared engines
     state = {**counter._state(), **_settings(candidate), "split_out": split_out}
-    if state["fastokens_note"] and candidate.fastokens_routed and keep[:1] == (BACKEND_FASTOKENS,):
+    if keep[:1] != (BACKEND_FASTOKENS,):  # a note on how fastokens counts, where it does not
+        state["fastokens_note"] = None
+    elif state["fastokens_note"] and candidate.fastokens_routed:
         following = keep[1] if len(keep) > 1 else candidate.reference  # the note was written before the verdicts
         state["fastokens_note"] = state["fastokens_note"].replace(NEXT_BACKEND, following)
     return TokenCounter(**state, _engines=counter._engines)
@@ -337,7 +339,11 @@ def tiktoken_counter(
     preset = FASTOKENS_PRESETS.get(plan.pat_str)
     version = fastokens_candidate(sources, refusals, lambda: FastokensRanks(plan, preset))
     routed = folded_routed(plan.pat_str) + ENCODING_ROUTED.get(preset or "", ())
-    candidate = TokenCounter(sources=sources, fastokens_version=version, fastokens_routed=routed, **settings)
+    encoding = f"its {preset} encoding" if preset else "the ranks with their regex"
+    note = f"fastokens: {encoding}{routing_note(routed)}" if routed else None  # which texts skip it, and for what
+    candidate = TokenCounter(
+        sources=sources, fastokens_version=version, fastokens_routed=routed, fastokens_note=note, **settings
+    )
     if tiktoken_engine is not None:
         candidate._engines.put(BACKEND_TIKTOKEN, tiktoken_engine)
     return verified(candidate, refusals=refusals, verify_texts=verify_texts, salad_tokens=plan.mergeable_ranks)

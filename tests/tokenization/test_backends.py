@@ -157,7 +157,7 @@ def test_no_tiktoken_where_nfc_may_form_a_normalized_added_token(llama3_like):
     path = llama3_like(normalizer=normalizers.NFC(), added=[("Se\u00f1orita", True), ("<ok>", True)])
     counter = load_tokenizer(path)
     assert "tiktoken" not in counter.backends and counter.backend == "fastokens"
-    assert "NFC may form the normalized added token 'Señorita'" in counter.fallback_reasons["tiktoken"]
+    assert "the normalized added token 'Señorita' holds characters NFC may make" in counter.fallback_reasons["tiktoken"]
     texts = ["Sen\u0303orita", "\u017f Sen\u0303orita", "a <ok> b"]
     assert counter.count(texts).tolist() == reference_counts(path, texts) and reference_counts(path, texts[:1]) == [1]
     ascii_only = llama3_like(normalizer=normalizers.NFC(), added=[("<ok>", True)])  # no K, ; or `: kept
@@ -180,13 +180,17 @@ def test_the_ascii_nfc_makes_of_other_text_is_k_semicolon_and_backtick():
     assert made == NFC_MADE_ASCII == set("K;`")
 
 
-def test_texts_that_are_no_strings_are_named(tekken):
-    """One string is no list of one-character texts; a text of another type is named by its place and type."""
-    with pytest.raises(TypeError, match="count takes a sequence of texts, not one str"):
-        tekken.count("abc")
-    for texts, message in (([None], "text #0 is NoneType"), (["ok", b"x"], "text #1 is bytes")):
-        with pytest.raises(TypeError, match=message):
-            tekken.count(texts)
+def test_texts_that_are_no_strings_are_named(tekken, llama3_like):
+    """One string (or a dict) is no list of texts; a text of another type is named by its place and type, on a
+    counter that looks for routed strings (added tokens, ſ) first too."""
+    with_added = load_tokenizer(llama3_like(added=[("<ok>", False)]))
+    for counter in (tekken, with_added):
+        for texts in ("abc", {"a": 1}):
+            with pytest.raises(TypeError, match=r"count takes a sequence of texts, not a (str|dict)"):
+                counter.count(texts)
+        for texts, message in (([None], "text #0 is NoneType"), (["ok", b"x"], "text #1 is bytes")):
+            with pytest.raises(TypeError, match=message):
+                counter.count(texts)
 
 
 # -- a backend that fails on one document ------------------------------------------------------------------

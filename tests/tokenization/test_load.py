@@ -94,6 +94,9 @@ def test_tiktoken_file_default_pattern_is_cl100k(tmp_path):
         load_tokenizer(str(path), add_special_tokens=True)
     with pytest.raises(FreqlabError, match="pattern must be a non-empty regex, not ''"):  # not cl100k's, silently
         load_tokenizer(str(path), pattern="")
+    for other in ("tekken", "org/model"):  # a pattern no load would use is refused, not ignored
+        with pytest.raises(FreqlabError, match="pattern= is for tiktoken ranks files"):
+            load_tokenizer(other, pattern=r"\S+")
 
 
 def test_tiktoken_format_model_file_needs_its_regex(tmp_path):

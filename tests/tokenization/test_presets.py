@@ -150,6 +150,7 @@ def test_long_s_skips_fastokens_for_tiktoken_ranks_and_for_regexes_fastokens_kno
     ranks.write_bytes(b"".join(base64.b64encode(t) + b" %d\n" % r for t, r in counter.plan.mergeable_ranks.items()))
     from_ranks = load_tokenizer(str(ranks), pattern=pattern)
     assert from_ranks.fastokens_routed[0] == "ſ" and from_ranks.backend == "fastokens"  # cl100k: U+180E too
+    assert "texts containing 'ſ'" in from_ranks.fastokens_note and "go to tiktoken" in from_ranks.fastokens_note
     assert from_ranks.count(texts).tolist() == from_ranks.counts_by("tiktoken", texts).tolist()
     assert from_ranks.counts_by("fastokens", ["x'ſt"]).tolist() != from_ranks.counts_by("tiktoken", ["x'ſt"]).tolist()
 
@@ -219,6 +220,7 @@ def test_a_normalizer_that_may_write_long_s_leaves_fastokens_out(long_s_vocabula
     assert "fastokens" not in counter.backends
     kind = normalizer["normalizers"][-1]["type"] if normalizer["type"] == "Sequence" else normalizer["type"]
     assert f"fastokens: not used: the normalizer's {kind} step may write 'ſ'" in counter.fallback_reason
+    assert counter.fastokens_note is None  # a note on how fastokens counts, where it does not: none
     texts = [text, "hello world's", "x'ſt"]
     assert counter.count(texts).tolist() == [len(reference.encode(valid_unicode(t))) for t in texts]
 

@@ -91,10 +91,8 @@ def test_user_defined_pieces_are_counted_by_sentencepiece():
     assert expected[0] < sp_counts(V3, ["see [REFERENCE_DOC_ 1] and [REFERENCE_DOC_ 12]"])[0]  # one piece each
 
 
-def test_user_defined_pieces_holding_the_space_mark_are_found_where_sentencepiece_finds_them(tmp_path):
-    """SentencePiece matches user-defined pieces on its normalized text, where each space is ``▁`` and a ``▁`` comes
-    first: ``▁qzx`` is in ``a qzx b`` and in ``qzx``. Looked for as written, such texts stayed on fastokens (3 tokens
-    for ``qzx``, 1 in SentencePiece). Texts holding ``▁qzx``, `` qzx`` or ``qzx`` go to the reference."""
+def trained_with_user_defined(path: Path, symbols: list[str]) -> Path:
+    """A SentencePiece BPE model (identity normalization, spaces kept) with ``symbols`` user-defined, at ``path``."""
     model = io.BytesIO()
     spm.SentencePieceTrainer.train(
         sentence_iterator=iter(stdlib_documents(5, 600, max_chars=400)),
@@ -104,17 +102,35 @@ def test_user_defined_pieces_holding_the_space_mark_are_found_where_sentencepiec
         normalization_rule_name="identity",
         remove_extra_whitespaces=False,
         byte_fallback=True,
-        user_defined_symbols=["\u2581qzx", "qq\u2581"],
+        user_defined_symbols=symbols,
         minloglevel=2,
     )
-    path = tmp_path / "user.model"
     path.write_bytes(model.getvalue())
+    return path
+
+
+def test_user_defined_pieces_holding_the_space_mark_are_found_where_sentencepiece_finds_them(tmp_path):
+    """SentencePiece matches user-defined pieces on its normalized text, where each space is ``▁`` and a ``▁`` comes
+    first: ``▁qz▁x`` is in ``a qz x b``, ``a qz▁x`` and, at the start, ``qz▁x``. Looked for as written, such texts
+    stayed on fastokens (3 tokens for ``qzx`` where SentencePiece has 1 piece ``▁qzx``); they go to the reference."""
+    path = trained_with_user_defined(tmp_path / "user.model", ["\u2581qzx", "qq\u2581", "\u2581qz\u2581x"])
     counter = load_tokenizer(str(path))
     assert counter.backend == "fastokens"
-    assert set(counter.routed) == {"\u2581qzx", " qzx", "qzx", "qq\u2581", "qq "}
-    texts = ["qzx", "a qzx b", "xqq z", "a\u2581qzx", "no such piece"]
+    assert {"qzx", " qzx", "qq ", "qq\u2581", "qz\u2581x", " qz x"} <= set(counter.routed)
+    texts = ["qzx", "a qzx b", "xqq z", "a\u2581qzx", "qz\u2581x", "a qz x b", "qz x", "no such piece"]
     assert counter.count(texts).tolist() == sp_counts(path, texts)
-    assert sp_counts(path, ["qzx"]) == [1]
+    assert sp_counts(path, ["qzx", "qz\u2581x"]) == [1, 1]
+
+
+def test_a_user_defined_piece_of_spaces_leaves_the_model_to_sentencepiece(tmp_path):
+    """``▁▁`` is in nearly every text once spaces are ``▁`` (a text starting with a space, two spaces): no string
+    finds those texts, so fastokens and Hugging Face are refused, saying why, and SentencePiece counts."""
+    path = trained_with_user_defined(tmp_path / "spaces.model", ["\u2581\u2581", "\u2581qzx"])
+    counter = load_tokenizer(str(path))
+    assert counter.backends == ("sentencepiece",)
+    assert "user-defined piece '▁▁' is made of spaces" in counter.fallback_reason
+    texts = ["\u2581hello", " hello", "a  b", "\u2581", "plain"]
+    assert counter.count(texts).tolist() == sp_counts(path, texts)
 
 
 def test_lone_surrogates_follow_the_tiktoken_rule(v1):
