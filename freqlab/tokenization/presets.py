@@ -40,7 +40,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from freqlab.tokenization.backends import CL100K_PATTERN, LLAMA3_PATTERN, O200K_PATTERN
+from freqlab.tokenization.backends import FASTOKENS_PRESETS, LLAMA3_PATTERN
 from freqlab.tokenization.sample import ADVERSARIAL_TEXTS
 
 CONTRACTIONS_FOLDED = "(?i:'s|'t|'re|'ve|'m|'ll|'d)"
@@ -83,8 +83,6 @@ NEXT_BACKEND = "the next verified backend"  # in the note, where the counter nam
 # every code point before an apostrophe: U+180E MONGOLIAN VOWEL SEPARATOR, whitespace to its cl100k splitter, a
 # format character to the regex ("x\u180e's": 7 tokens against tiktoken's 8 on Llama 3's ranks)
 ENCODING_ROUTED: dict[str, tuple[str, ...]] = {"cl100k_base": ("\u180e",)}
-# the regexes fastokens recognises, character for character, as one of its encodings' splitters in any file
-ENCODING_OF_PATTERN: dict[str, str] = {CL100K_PATTERN: "cl100k_base", O200K_PATTERN: "o200k_base"}
 
 
 @dataclass(frozen=True)
@@ -241,7 +239,7 @@ def choose_preset(config: dict[str, Any], json_text: str, texts: Sequence[str]) 
         return PresetChoice(json_text)
     where, pattern = found
     # fastokens runs its own cl100k splitter wherever it meets cl100k's regex
-    routed = folded_routed(pattern) + ENCODING_ROUTED.get(ENCODING_OF_PATTERN.get(pattern, ""), ())
+    routed = folded_routed(pattern) + ENCODING_ROUTED.get(FASTOKENS_PRESETS.get(pattern, ""), ())
     refusal = normalizer_refusal(config, routed)
     if refusal is not None:
         return PresetChoice(json_text, None, routed, f"fastokens {refusal}", refusal)
