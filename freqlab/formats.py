@@ -95,10 +95,10 @@ CHECKPOINTS_DIR = "checkpoints"
 CHECKPOINT_MANIFEST = "manifest.json"
 MANIFEST_KEYS = ("fingerprint", "hash")
 CHECKPOINT_FORMAT = "freqlab.scan.checkpoint"
-CHECKPOINT_VERSION = 2
+CHECKPOINT_VERSION = 3  # 3: counted_by (documents per tokenizer backend); a checkpoint of 2 is recounted
 _CHECKPOINT_HEADER = (
-    "format", "version", "shard_id", "skipped", "sampled_out", "blank_lines", "complete", "documents_read", "tokens",
-    "fingerprint", "identity", "rows", "checksum",
+    "format", "version", "shard_id", "skipped", "sampled_out", "blank_lines", "counted_by", "complete",
+    "documents_read", "tokens", "fingerprint", "identity", "rows", "checksum",
 )  # fmt: skip
 #: a group file's header (``OUT/checkpoints/group+<random>.parquet``): ``group`` lists the headers of the partials
 #: whose rows follow one another in the file (``rows`` each), every one a :data:`CHECKPOINT_COUNTS` or

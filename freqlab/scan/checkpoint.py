@@ -385,6 +385,7 @@ def _to_frame(part: ShardCount) -> tuple[pl.DataFrame, dict]:
         "skipped": dict(part.skipped),
         "sampled_out": part.sampled_out,
         "blank_lines": part.blank_lines,
+        "counted_by": dict(sorted(part.counted_by.items())),
         "complete": part.complete,
         "documents_read": part.documents_read,
         "tokens": part.tokens,
@@ -423,6 +424,7 @@ def _from_frame(frame: pl.DataFrame, header: dict) -> ShardCount:
         skipped=Counter({str(k): int(v) for k, v in header.get("skipped", {}).items()}),
         sampled_out=int(header.get("sampled_out", 0)),
         blank_lines=int(header.get("blank_lines", 0)),
+        counted_by=Counter({str(k): int(v) for k, v in header.get("counted_by", {}).items()}),
         complete=bool(header.get("complete", True)),
     )
     if "code" in frame.columns:

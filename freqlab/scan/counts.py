@@ -212,6 +212,8 @@ class ShardCount:
     ``lengths[source]``: tokenized documents per source label (``None`` when the corpus has no sources);
     ``empty[source]``: empty documents; ``skipped``: records skipped by reason; ``sampled_out``: documents
     left out by ``sample_rate``; ``blank_lines``: blank JSON-lines lines met (not records, so not documents);
+    ``counted_by``: the documents handed to the tokenizer, by the backend that counted each
+    (:meth:`~freqlab.tokenization.counter.TokenCounter.counted_by`; as far as the shard was read, under a limit too);
     ``complete``: the shard was read to its end (not stopped at a limit);
     ``error``: first bad record's message when ``on_error="raise"`` (the shard stops there and the driver
     raises it once it knows the record is within the scan's limits).
@@ -223,6 +225,7 @@ class ShardCount:
     skipped: Counter = field(default_factory=Counter)
     sampled_out: int = 0
     blank_lines: int = 0
+    counted_by: Counter = field(default_factory=Counter)
     complete: bool = True
     error: str | None = None
     log: DocumentLog | None = None
@@ -281,6 +284,7 @@ class ShardCount:
         self.skipped.update(other.skipped)
         self.sampled_out += other.sampled_out
         self.blank_lines += other.blank_lines
+        self.counted_by.update(other.counted_by)
 
     def to_histogram(self, *, by_source: bool, **metadata) -> LengthHistogram:
         """The exact LengthHistogram of this partial, split by source when ``by_source``."""
@@ -344,7 +348,7 @@ def truncate(part: ShardCount, max_docs: int | None, max_tokens: int | None) -> 
     if n == codes.size and not exhausted:  # all of it fits (a trailing bad record, if any, too)
         return part, False
     # blank lines carry no position: those the worker met are kept (a limit cuts documents, not lines)
-    cut = ShardCount(shard_id=part.shard_id, complete=False, blank_lines=part.blank_lines)
+    cut = ShardCount(shard_id=part.shard_id, complete=False, blank_lines=part.blank_lines, counted_by=part.counted_by)
     cut.sampled_out = int(positions[n - 1]) + 1 - n if n else 0
     cut.add_log(DocumentLog([codes[:n]], [sources[:n]], [positions[:n]], part.log.labels, part.log.reasons))
     return cut, True

@@ -169,6 +169,15 @@ def format_report(summary: dict) -> str:
             lines.append(f"           {tok['fallback_reason']}")
         if tok.get("fastokens_note"):
             lines.append(f"           {tok['fastokens_note']}")
+        counted = tok.get("counted_by") or {}
+        if set(counted) - {tok["backend"]}:  # some documents went past the first backend: how many, to which
+            beyond = (
+                " (as far as read: some maybe past the limit)"
+                if "stopped at" in (summary["scan"].get("partial") or "")
+                else ""
+            )
+            shares = "; ".join(f"{backend} {n:,}" for backend, n in counted.items())
+            lines.append(f"           documents counted by {shares}{beyond}")
         if tok.get("cache_not_written"):
             lines.append(
                 f"           tokenizer cache not written ({printable(tok['cache_not_written'])}): each run loads and"
@@ -381,6 +390,8 @@ def build_summary_json(
             "special_tokens_counted": bool(counter.add_special_tokens),
             "special_tokens_added": counter.special_tokens_added,  # per document
             "cache_not_written": getattr(counter, "cache_not_written", None),
+            # documents handed to the tokenizer, by the backend that counted each (routed, or after a failure)
+            "counted_by": {b: total.counted_by[b] for b in counter.backends if total.counted_by.get(b)},
         },
         "documents": {
             "read": read,

@@ -14,7 +14,7 @@ import contextlib
 import hashlib
 import os
 import threading
-from collections import deque
+from collections import Counter, deque
 from collections.abc import Callable, Iterator
 from concurrent.futures import Future, ThreadPoolExecutor, wait
 from dataclasses import dataclass, replace
@@ -275,6 +275,8 @@ def count_shard(
     sampler = None
     if options.sample_rate is not None and options.sample_rate < 1.0:
         sampler = Sampler(options.sample_rate, options.seed, shard.id)
+    counted_by = getattr(counter, "counted_by", dict)  # a counter of the caller's may not say
+    before = Counter(counted_by()) if shard.kind == TEXT else Counter()
     with metered(tally.meter):
         if shard.kind == TEXT:
             with _tokenizing(counter, threads) as tokenizing:
@@ -284,7 +286,10 @@ def count_shard(
     changed = _changed_since_opened(shard)
     if changed is not None:  # counts of a file that changed under the reader mix two versions: none are kept
         return _refused(shard, options, changed)
-    return tally.finish()
+    part = tally.finish()
+    if shard.kind == TEXT:  # this shard's own (the counter counts on after it, one shard at a time per process)
+        part.counted_by = Counter(counted_by()) - before
+    return part
 
 
 def _changed_since_opened(shard) -> str | None:

@@ -180,6 +180,8 @@ class TokenCounter:
         # backend -> source_digest(its source), filled on first need (the tokenizer cache stores them: hashing
         # 128k ranks costs ~0.2 s at every load otherwise)
         self._digests = {b: d for b, d in (source_digests or {}).items() if b in self._sources}
+        self._counted: dict[str, int] = {}  # documents counted in this process, by backend (counted_by)
+        self._counted_lock = threading.Lock()
         self._fingerprint: str | None = None
 
     @property
@@ -274,6 +276,18 @@ class TokenCounter:
             self._count_batch(texts, range(len(texts)), out, backends)
         return out + self.special_tokens_added
 
+    def counted_by(self) -> dict[str, int]:
+        """The documents :meth:`count` counted in this process, by the backend that counted each (a text cut at
+        added tokens: the backend of its pieces, the first). A scan reports them per shard: how many documents went
+        past the fastest backend, to be routed or after a failure (``summary.json``: ``documents.counted_by``).
+        """
+        with self._counted_lock:
+            return dict(self._counted)
+
+    def _tally(self, backend: str, documents: int) -> None:
+        with self._counted_lock:  # count() runs on several threads at once in a scan
+            self._counted[backend] = self._counted.get(backend, 0) + documents
+
     def _count_split(self, texts: Sequence[str], where: Sequence[int], out: np.ndarray, backends) -> None:
         """Count texts holding :attr:`split_out` tokens as the reference does: each token is one token, and the
         text between two is tokenized on its own (Hugging Face splits added tokens out before normalizing and
@@ -293,9 +307,10 @@ class TokenCounter:
                     owners.append(k)
         if pieces:
             counts = np.empty(len(pieces), np.int64)
-            self._count_batch(pieces, range(len(pieces)), counts, backends)
+            self._count_batch(pieces, range(len(pieces)), counts, backends, tally=False)
             np.add.at(totals, np.asarray(owners, np.intp), counts)
         out[list(where)] = totals
+        self._tally(backends[0], len(texts))
 
     def build_engines(self, backends: Sequence[str] | None = None) -> None:
         """Build now, side by side, ``backends`` (default: what :meth:`count` uses, :meth:`engines_used`), which would
@@ -367,11 +382,16 @@ class TokenCounter:
         """Counts (without special tokens) of one backend alone, no routing or fallback: for verification."""
         return self._engines.get(backend).counts(texts, self.threads)
 
-    def _count_batch(self, texts: Sequence[str], where: Sequence[int], out: np.ndarray, backends) -> None:
+    def _count_batch(
+        self, texts: Sequence[str], where: Sequence[int], out: np.ndarray, backends, tally: bool = True
+    ) -> None:
+        """Count ``texts`` into ``out[where]`` on ``backends[0]``, the texts it leaves to the next on those, a text
+        it fails on alone; ``tally``: documents (not the pieces of one) for :meth:`counted_by`.
+        """
         if len(backends) > 1:
             past = self._left_to_the_next(texts, backends[0])
             if past:
-                self._count_batch([texts[k] for k in past], [where[k] for k in past], out, backends[1:])
+                self._count_batch([texts[k] for k in past], [where[k] for k in past], out, backends[1:], tally)
                 aside = set(past)
                 kept = [k for k in range(len(texts)) if k not in aside]
                 texts, where = [texts[k] for k in kept], [where[k] for k in kept]
@@ -381,12 +401,15 @@ class TokenCounter:
         at = slice(where.start, where.stop) if isinstance(where, range) else list(where)
         try:
             out[at] = self._engines.get(backends[0]).counts(texts, self.threads)
-            return
         except BaseException as exc:
             if not is_engine_failure(exc):
                 raise
+        else:
+            if tally:
+                self._tally(backends[0], len(texts))
+            return
         for text, i in zip(texts, where):  # one failing text must not cost the others their fast backend
-            out[i] = self._count_document(text, i, backends)
+            out[i] = self._count_document(text, i, backends, tally)
 
     def _check_texts(self, texts: Sequence[Any], first: int = 0) -> None:
         """A TypeError naming the first of ``texts`` that is no string (its index counted from ``first``)."""
@@ -394,7 +417,7 @@ class TokenCounter:
             if not isinstance(text, str):
                 raise TypeError(f"{self.name}: text #{index} is {type(text).__name__}, not str")
 
-    def _count_document(self, text: str, index: int, backends: Sequence[str]) -> int:
+    def _count_document(self, text: str, index: int, backends: Sequence[str], tally: bool = True) -> int:
         self._check_texts([text], index)  # met here only: every backend refused the batch holding it
         errors = []
         attempt = valid_unicode(text)
@@ -406,11 +429,15 @@ class TokenCounter:
             backends = [b for b in backends if b != BACKEND_TIKTOKEN]
         for backend in backends:
             try:
-                return int(self._engines.get(backend).counts([attempt], self.threads)[0])
+                count = int(self._engines.get(backend).counts([attempt], self.threads)[0])
             except BaseException as exc:
                 if not is_engine_failure(exc):
                     raise
                 errors.append(f"{backend}: {_first_line(exc)}")
+            else:
+                if tally:
+                    self._tally(backend, 1)
+                return count
         raise FreqlabError(f"{self.name}: text #{index} ({text[:40]!r}...) cannot be counted ({'; '.join(errors)})")
 
     def _backends_for(self, text: str, backends: Sequence[str]) -> Sequence[str]:

@@ -189,3 +189,40 @@ def test_the_report_shows_names_from_the_data_and_the_command_line_without_obeyi
     window = [line for line in result.report().splitlines() if line.startswith("L=2048 natural")]
     following = result.report().splitlines()[result.report().splitlines().index(window[0]) + 1]
     assert "\\n" not in window[0] and following.startswith("    50% of mass at i ≤ ")  # a window's two lines stay two
+
+
+def test_the_documents_each_backend_counted_are_in_the_summary_and_the_report(tmp_path):
+    """Documents holding ſ skip fastokens for tiktoken, those holding an added token matched on normalized text go
+    to the reference: the summary says how many went where, the same for one worker and two, and after a resume
+    from checkpoints; the report names them when any went past the first backend."""
+    from tokenizers import AddedToken
+
+    from freqlab.tokenization import load_tokenizer
+    from freqlab.tokenization.backends import LLAMA3_PATTERN
+
+    from ..tokenization.test_presets import llama3_style
+    from ..tokenization.textsource import stdlib_documents
+
+    tokenizer = llama3_style(LLAMA3_PATTERN, stdlib_documents(2, 40, max_chars=1000), vocab_size=600)
+    tokenizer.add_tokens([AddedToken("<|note|>", normalized=True)])
+    tokenizer.save(str(tmp_path / "tokenizer.json"))
+    counter = load_tokenizer(str(tmp_path / "tokenizer.json"))
+    assert counter.backends == ("fastokens", "tiktoken", "hf-tokenizers")
+    plain = [text for text in stdlib_documents(3, 60, max_chars=500) if "ſ" not in text and "<|" not in text]
+    texts = [*plain, *(f"it'ſ {k}" for k in range(7)), *(f"x <|note|> {k}" for k in range(5)), ""]
+    corpus = tmp_path / "corpus"
+    corpus.mkdir()
+    for part in range(3):
+        (corpus / f"{part}.jsonl").write_text("".join(json.dumps({"text": t}) + "\n" for t in texts[part::3]))
+    expected = {"fastokens": len(plain), "tiktoken": 7, "hf-tokenizers": 5}
+    one = scan(str(corpus), tokenizer=counter, workers=1, batch_size=4, progress=False, out=str(tmp_path / "o1"))
+    two = scan(str(corpus), tokenizer=counter, workers=2, batch_size=4, progress=False)
+    again = scan(str(corpus), tokenizer=counter, workers=1, progress=False, out=str(tmp_path / "o1"), resume=True)
+    for result in (one, two, again):
+        assert result.summary["tokenizer"]["counted_by"] == expected
+        assert (
+            sum(expected.values())
+            == result.summary["documents"]["tokenized"] + result.summary["documents"]["empty"] - 1
+        )
+    assert again.summary["scan"]["resumed_shards"] == 3 and two.summary["scan"]["workers"] == 2, two.summary["scan"]
+    assert f"documents counted by fastokens {len(plain):,}; tiktoken 7; hf-tokenizers 5" in one.report()

@@ -193,6 +193,21 @@ def test_texts_that_are_no_strings_are_named(tekken, llama3_like):
                 counter.count(texts)
 
 
+def test_the_counter_says_which_backend_counted_each_document(llama3_like):
+    """Plain texts and a text cut at an added token (its pieces on fastokens) count for fastokens, a text holding
+    ſ for tiktoken, a text holding a normalized added token for the reference; documents, not pieces."""
+    counter = load_tokenizer(llama3_like(added=[("<ok>", False), ("<norm>", True)]))
+    assert counter.split_out == ("<ok>",)
+    before = counter.counted_by()
+    counter.count(["plain", "a <ok> b <ok> c", "it'ſ", "x <norm> y", "more plain"])
+    after = counter.counted_by()
+    assert {b: after.get(b, 0) - before.get(b, 0) for b in after} == {
+        "fastokens": 3,
+        "tiktoken": 1,
+        "hf-tokenizers": 1,
+    }
+
+
 # -- a backend that fails on one document ------------------------------------------------------------------
 
 
