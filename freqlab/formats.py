@@ -95,7 +95,7 @@ CHECKPOINTS_DIR = "checkpoints"
 CHECKPOINT_MANIFEST = "manifest.json"
 MANIFEST_KEYS = ("fingerprint", "hash")
 CHECKPOINT_FORMAT = "freqlab.scan.checkpoint"
-CHECKPOINT_VERSION = 3  # 3: counted_by (documents per tokenizer backend); a checkpoint of 2 is recounted
+CHECKPOINT_VERSION = 3  # 3: counted_by (documents per tokenizer backend); 2 is still read (its counted_by unknown)
 _CHECKPOINT_HEADER = (
     "format", "version", "shard_id", "skipped", "sampled_out", "blank_lines", "counted_by", "complete",
     "documents_read", "tokens", "fingerprint", "identity", "rows", "checksum",

@@ -268,6 +268,8 @@ class CheckpointStore:
         return self._groups
 
 
+#: the versions read: 2 is 3 without counted_by (its partials' documents per backend are unknown)
+READ_VERSIONS = (2, VERSION)
 GROUP_PREFIX = "group+"  # a group file's name: "+" is never in safe_name's, so no shard's checkpoint is named so
 _CHECKPOINT = re.compile(r"[A-Za-z0-9._-]*-[0-9a-f]{16}\.parquet")  # safe_name(shard id) + ".parquet"
 _GROUP = re.compile(r"group\+[0-9a-f]{16}\.parquet")
@@ -327,7 +329,7 @@ def _written_by_freqlab(path: Path) -> bool:
 
 def _distrust(frame: pl.DataFrame, header, shard_id: str, fingerprint: str, identity: dict) -> str | None:
     """Why a checkpoint must not be used, or None."""
-    if not isinstance(header, dict) or header.get("format") != FORMAT or header.get("version") != VERSION:
+    if not isinstance(header, dict) or header.get("format") != FORMAT or header.get("version") not in READ_VERSIONS:
         return "from another freqlab version"
     if header.get("shard_id") != shard_id:
         return "damaged"
@@ -385,7 +387,7 @@ def _to_frame(part: ShardCount) -> tuple[pl.DataFrame, dict]:
         "skipped": dict(part.skipped),
         "sampled_out": part.sampled_out,
         "blank_lines": part.blank_lines,
-        "counted_by": dict(sorted(part.counted_by.items())),
+        "counted_by": None if part.counted_by is None else dict(sorted(part.counted_by.items())),
         "complete": part.complete,
         "documents_read": part.documents_read,
         "tokens": part.tokens,
@@ -424,7 +426,10 @@ def _from_frame(frame: pl.DataFrame, header: dict) -> ShardCount:
         skipped=Counter({str(k): int(v) for k, v in header.get("skipped", {}).items()}),
         sampled_out=int(header.get("sampled_out", 0)),
         blank_lines=int(header.get("blank_lines", 0)),
-        counted_by=Counter({str(k): int(v) for k, v in header.get("counted_by", {}).items()}),
+        # version 2 did not keep them: unknown (the summary then says none)
+        counted_by=Counter({str(k): int(v) for k, v in by.items()})
+        if isinstance(by := header.get("counted_by"), dict)
+        else None,
         complete=bool(header.get("complete", True)),
     )
     if "code" in frame.columns:

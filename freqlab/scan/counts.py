@@ -225,7 +225,7 @@ class ShardCount:
     skipped: Counter = field(default_factory=Counter)
     sampled_out: int = 0
     blank_lines: int = 0
-    counted_by: Counter = field(default_factory=Counter)
+    counted_by: Counter | None = field(default_factory=Counter)  # None: unknown (an older checkpoint's)
     complete: bool = True
     error: str | None = None
     log: DocumentLog | None = None
@@ -284,7 +284,10 @@ class ShardCount:
         self.skipped.update(other.skipped)
         self.sampled_out += other.sampled_out
         self.blank_lines += other.blank_lines
-        self.counted_by.update(other.counted_by)
+        if self.counted_by is None or other.counted_by is None:  # one unknown: the sum is unknown
+            self.counted_by = None
+        else:
+            self.counted_by.update(other.counted_by)
 
     def to_histogram(self, *, by_source: bool, **metadata) -> LengthHistogram:
         """The exact LengthHistogram of this partial, split by source when ``by_source``."""

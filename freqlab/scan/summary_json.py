@@ -391,7 +391,15 @@ def build_summary_json(
             "special_tokens_added": counter.special_tokens_added,  # per document
             "cache_not_written": getattr(counter, "cache_not_written", None),
             # documents handed to the tokenizer, by the backend that counted each (routed, or after a failure)
-            "counted_by": {b: total.counted_by[b] for b in counter.backends if total.counted_by.get(b)},
+            # (a resumed scan's checkpoints may name a backend this counter lacks: listed after its own; None when
+            # some came from a checkpoint of freqlab's version 2, which did not keep them)
+            "counted_by": None
+            if total.counted_by is None
+            else {
+                b: total.counted_by[b]
+                for b in dict.fromkeys([*counter.backends, *sorted(total.counted_by)])
+                if total.counted_by.get(b)
+            },
         },
         "documents": {
             "read": read,

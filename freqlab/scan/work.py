@@ -14,7 +14,7 @@ import contextlib
 import hashlib
 import os
 import threading
-from collections import Counter, deque
+from collections import deque
 from collections.abc import Callable, Iterator
 from concurrent.futures import Future, ThreadPoolExecutor, wait
 from dataclasses import dataclass, replace
@@ -275,8 +275,6 @@ def count_shard(
     sampler = None
     if options.sample_rate is not None and options.sample_rate < 1.0:
         sampler = Sampler(options.sample_rate, options.seed, shard.id)
-    counted_by = getattr(counter, "counted_by", dict)  # a counter of the caller's may not say
-    before = Counter(counted_by()) if shard.kind == TEXT else Counter()
     with metered(tally.meter):
         if shard.kind == TEXT:
             with _tokenizing(counter, threads) as tokenizing:
@@ -286,10 +284,7 @@ def count_shard(
     changed = _changed_since_opened(shard)
     if changed is not None:  # counts of a file that changed under the reader mix two versions: none are kept
         return _refused(shard, options, changed)
-    part = tally.finish()
-    if shard.kind == TEXT:  # this shard's own (the counter counts on after it, one shard at a time per process)
-        part.counted_by = Counter(counted_by()) - before
-    return part
+    return tally.finish()
 
 
 def _changed_since_opened(shard) -> str | None:
@@ -456,6 +451,9 @@ def _count_texts(
     part = tally.part
     batch = _Batch()
     specials = getattr(counter, "special_tokens_added", 0)
+    count = getattr(counter, "count_with_backends", None)  # a counter of the caller's may not say: none
+    if count is None:
+        count = lambda texts: (counter.count(texts), {})  # noqa: E731
     # (batch, its counts' handle), oldest first: up to `in_flight` batches tokenized while the next one is read
     counting: deque[tuple[_Batch, Any]] = deque()
 
@@ -473,8 +471,10 @@ def _count_texts(
         part.sampled_out += done.sampled_out
         codes, sources, positions = done.arrays()
         if handle is not None:
+            counts, counted_by = handle.result()
+            part.counted_by.update(counted_by)  # this batch's documents per backend (summary.json)
             lengths = _check_counts(
-                np.asarray(handle.result(), np.int64),
+                np.asarray(counts, np.int64),
                 len(done.texts),
                 f"tokenizer {getattr(counter, 'name', counter)!r}",
             )
@@ -491,7 +491,7 @@ def _count_texts(
         if settle(keep=tokenizing.in_flight - 1):
             return True
         if batch:
-            counting.append((batch, tokenizing.submit(counter.count, batch.texts) if batch.texts else None))
+            counting.append((batch, tokenizing.submit(count, batch.texts) if batch.texts else None))
         else:  # only lines that are no documents: nothing to tokenize
             part.blank_lines += batch.blank_lines
             part.sampled_out += batch.sampled_out

@@ -278,13 +278,28 @@ class TokenCounter:
 
     def counted_by(self) -> dict[str, int]:
         """The documents :meth:`count` counted in this process, by the backend that counted each (a text cut at
-        added tokens: the backend of its pieces, the first). A scan reports them per shard: how many documents went
-        past the fastest backend, to be routed or after a failure (``summary.json``: ``documents.counted_by``).
+        added tokens: the first backend, which counts its pieces): how many went past the fastest backend, routed or
+        after a failure. A scan reports its own (:meth:`count_with_backends`; ``summary.json``:
+        ``tokenizer.counted_by``).
         """
         with self._counted_lock:
             return dict(self._counted)
 
+    def count_with_backends(self, texts: Sequence[str]) -> tuple[np.ndarray, dict[str, int]]:
+        """:meth:`count` and, of this call's texts, how many each backend counted (this call's own, whatever else
+        counts on this counter meanwhile: another scan's thread, a notebook).
+        """
+        outer = getattr(_CALL, "tally", None)
+        _CALL.tally = tally = {}
+        try:
+            return self.count(texts), tally
+        finally:
+            _CALL.tally = outer
+
     def _tally(self, backend: str, documents: int) -> None:
+        call = getattr(_CALL, "tally", None)  # a count_with_backends on this thread: its own tally too
+        if call is not None:
+            call[backend] = call.get(backend, 0) + documents
         with self._counted_lock:  # count() runs on several threads at once in a scan
             self._counted[backend] = self._counted.get(backend, 0) + documents
 
@@ -784,6 +799,7 @@ def _first_line(exc: BaseException) -> str:
     return str(exc).splitlines()[0] if str(exc).strip() else exc.__class__.__name__
 
 
+_CALL = threading.local()  # .tally: the documents per backend of the count_with_backends running on this thread
 _BUILT_LOCK = threading.Lock()
 _BUILT: dict[str, Engines] = {}  # fingerprint -> engines, per process (a worker unpickles many copies)
 

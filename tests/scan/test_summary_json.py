@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import threading
 
 import pytest
 from tokenizers import Tokenizer, models, pre_tokenizers, processors
@@ -226,3 +227,55 @@ def test_the_documents_each_backend_counted_are_in_the_summary_and_the_report(tm
         )
     assert again.summary["scan"]["resumed_shards"] == 3 and two.summary["scan"]["workers"] == 2, two.summary["scan"]
     assert f"documents counted by fastokens {len(plain):,}; tiktoken 7; hf-tokenizers 5" in one.report()
+
+    # resumed by a counter without fastokens: the checkpoints' fastokens documents are still there, listed after
+    next(iter((tmp_path / "o1" / "checkpoints").glob("0.jsonl*"))).unlink()
+    lacking = scan(
+        str(corpus), tokenizer=counter.without("fastokens", "a test"), workers=1, out=str(tmp_path / "o1"), resume=True
+    )
+    assert lacking.summary["scan"]["resumed_shards"] == 2
+    assert sum(lacking.summary["tokenizer"]["counted_by"].values()) == sum(expected.values())
+    assert list(lacking.summary["tokenizer"]["counted_by"])[-1] == "fastokens"
+
+    # another thread counting on the same counter meanwhile (a notebook): the scan reports its own documents only
+    done = threading.Event()
+
+    def busy() -> None:
+        while not done.is_set():
+            counter.count(["it'ſ again", "x <|note|> y", "plain words"])
+
+    thread = threading.Thread(target=busy)
+    thread.start()
+    try:
+        meanwhile = scan(str(corpus), tokenizer=counter, workers=1, batch_size=4, progress=False)
+    finally:
+        done.set()
+        thread.join()
+    assert meanwhile.summary["tokenizer"]["counted_by"] == expected
+
+
+def test_a_checkpoint_of_version_2_is_resumed_with_its_documents_per_backend_unknown(tmp_path):
+    """Version 2 kept no counted_by: its partial is used (a long scan's progress is not lost to an upgrade) and the
+    summary says the counts per backend are unknown (None), where a sum without it would be short."""
+    import polars as pl
+
+    from freqlab.files import write_parquet
+    from freqlab.scan import checkpoint
+
+    data = tmp_path / "corpus"
+    data.mkdir()
+    for part in range(2):
+        (data / f"{part}.jsonl").write_text("".join(json.dumps({"text": "a b " * (k + 1)}) + "\n" for k in range(5)))
+    tokenizer = Tokenizer(models.WordLevel(VOCAB, unk_token="[UNK]"))
+    tokenizer.pre_tokenizer = pre_tokenizers.Whitespace()
+    tokenizer.save(str(tmp_path / "tokenizer.json"))
+    options = {"tokenizer": str(tmp_path / "tokenizer.json"), "workers": 1, "progress": False}
+    first = scan(str(data), out=str(tmp_path / "o"), **options)
+    assert first.summary["tokenizer"]["counted_by"] == {"hf-tokenizers": 10}
+    path = next((tmp_path / "o" / "checkpoints").glob("0.jsonl*"))
+    frame, header = pl.read_parquet(path), checkpoint._read_header(path)
+    header = {k: v for k, v in header.items() if k not in ("counted_by", "checksum")} | {"version": 2}
+    write_parquet(path, frame, {**header, "checksum": checkpoint._checksum(frame, header)})
+    resumed = scan(str(data), out=str(tmp_path / "o"), resume=True, **options)
+    assert resumed.summary["scan"]["resumed_shards"] == 2 and resumed.histogram.tokens == first.histogram.tokens == 60
+    assert resumed.summary["tokenizer"]["counted_by"] is None and "counted by" not in resumed.report()
