@@ -451,9 +451,13 @@ def _count_texts(
     part = tally.part
     batch = _Batch()
     specials = getattr(counter, "special_tokens_added", 0)
-    count = getattr(counter, "count_with_backends", None)  # a counter of the caller's may not say: none
-    if count is None:
-        count = lambda texts: (counter.count(texts), {})  # noqa: E731
+    from freqlab.tokenization.counter import backends_tally
+
+    def count(texts: list[str]) -> tuple[Any, dict[str, int]]:
+        """``counter.count`` (the caller's own, if it wraps a TokenCounter) and its documents per backend."""
+        with backends_tally() as tally:
+            return counter.count(texts), tally
+
     # (batch, its counts' handle), oldest first: up to `in_flight` batches tokenized while the next one is read
     counting: deque[tuple[_Batch, Any]] = deque()
 

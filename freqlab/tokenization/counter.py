@@ -34,11 +34,12 @@ fastokens version verified at load, fastokens is skipped there (the next backend
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import re
 import struct
 import threading
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -287,14 +288,10 @@ class TokenCounter:
 
     def count_with_backends(self, texts: Sequence[str]) -> tuple[np.ndarray, dict[str, int]]:
         """:meth:`count` and, of this call's texts, how many each backend counted (this call's own, whatever else
-        counts on this counter meanwhile: another scan's thread, a notebook).
+        counts on this counter meanwhile: another scan's thread, a notebook; :func:`backends_tally`).
         """
-        outer = getattr(_CALL, "tally", None)
-        _CALL.tally = tally = {}
-        try:
+        with backends_tally() as tally:
             return self.count(texts), tally
-        finally:
-            _CALL.tally = outer
 
     def _tally(self, backend: str, documents: int) -> None:
         call = getattr(_CALL, "tally", None)  # a count_with_backends on this thread: its own tally too
@@ -799,7 +796,23 @@ def _first_line(exc: BaseException) -> str:
     return str(exc).splitlines()[0] if str(exc).strip() else exc.__class__.__name__
 
 
-_CALL = threading.local()  # .tally: the documents per backend of the count_with_backends running on this thread
+_CALL = threading.local()  # .tally: the documents per backend of the backends_tally open on this thread
+
+
+@contextlib.contextmanager
+def backends_tally() -> Iterator[dict[str, int]]:
+    """A dict that gets, while open, the documents each backend counts in :meth:`TokenCounter.count` calls on this
+    thread: a scan's batch is tallied so, whatever else counts meanwhile on other threads, and whatever wraps the
+    counter (a caller's object whose ``count`` calls a TokenCounter's). A tally opened inside keeps its own.
+    """
+    outer = getattr(_CALL, "tally", None)
+    _CALL.tally = tally = {}
+    try:
+        yield tally
+    finally:
+        _CALL.tally = outer
+
+
 _BUILT_LOCK = threading.Lock()
 _BUILT: dict[str, Engines] = {}  # fingerprint -> engines, per process (a worker unpickles many copies)
 

@@ -253,6 +253,19 @@ def test_the_documents_each_backend_counted_are_in_the_summary_and_the_report(tm
         thread.join()
     assert meanwhile.summary["tokenizer"]["counted_by"] == expected
 
+    class Plus100:
+        """A caller's wrapper (100 more tokens a document) that forwards the rest to the counter."""
+
+        def __getattr__(self, name):
+            return getattr(counter, name)
+
+        def count(self, texts):
+            return counter.count(texts) + 100
+
+    wrapped = scan(str(corpus), tokenizer=Plus100(), workers=1, progress=False)
+    assert wrapped.histogram.tokens == one.histogram.tokens + 100 * sum(expected.values())  # its own count()
+    assert wrapped.summary["tokenizer"]["counted_by"] == expected  # the TokenCounter's backends, inside it
+
 
 def test_a_checkpoint_of_version_2_is_resumed_with_its_documents_per_backend_unknown(tmp_path):
     """Version 2 kept no counted_by: its partial is used (a long scan's progress is not lost to an upgrade) and the
