@@ -160,6 +160,8 @@ def format_report(summary: dict) -> str:
         several = len({label.split(".")[0] for label in formats}) > 1  # jsonl and jsonl.zst are one format
         by_format = f": {_counts(formats)}" if several else ""  # several formats read: how many of each
         lines.append(f"files      {files:,} file{'s' if files != 1 else ''}{by_format} ({', '.join(passed)})")
+    # stopped at a limit: what readers met (blank lines, batches counted) may reach past the last document kept
+    stopped = "stopped at" in (summary["scan"].get("partial") or "")
     if tok is None:
         lines.append("tokenizer  none: lengths read from tokenized data" + _eos_note(description.get("eos")))
     else:
@@ -171,11 +173,7 @@ def format_report(summary: dict) -> str:
             lines.append(f"           {tok['fastokens_note']}")
         counted = tok.get("counted_by") or {}
         if set(counted) - {tok["backend"]}:  # some documents went past the first backend: how many, to which
-            beyond = (
-                " (as far as read: some maybe past the limit)"
-                if "stopped at" in (summary["scan"].get("partial") or "")
-                else ""
-            )
+            beyond = " (as far as read: some maybe past the limit)" if stopped else ""
             shares = "; ".join(f"{backend} {n:,}" for backend, n in counted.items())
             lines.append(f"           documents counted by {shares}{beyond}")
         if tok.get("cache_not_written"):
@@ -194,7 +192,7 @@ def format_report(summary: dict) -> str:
     if docs.get("blank_lines"):
         blank = docs["blank_lines"]
         # a limit cuts documents, not lines: a reader may have met blank lines past the last document kept
-        beyond = ", some maybe past the limit" if "stopped at" in (summary["scan"].get("partial") or "") else ""
+        beyond = ", some maybe past the limit" if stopped else ""
         lines.append(f"           {blank:,} blank line{'s' if blank != 1 else ''} passed over (not records{beyond})")
     if docs.get("unreadable_files"):
         shown = first_few([printable(name) for name in docs["unreadable_files"]])

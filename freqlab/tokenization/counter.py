@@ -280,21 +280,14 @@ class TokenCounter:
     def counted_by(self) -> dict[str, int]:
         """The documents :meth:`count` counted in this process, by the backend that counted each (a text cut at
         added tokens: the first backend, which counts its pieces): how many went past the fastest backend, routed or
-        after a failure. A scan reports its own (:meth:`count_with_backends`; ``summary.json``:
+        after a failure. A scan tallies each batch's own (:func:`backends_tally`; ``summary.json``:
         ``tokenizer.counted_by``).
         """
         with self._counted_lock:
             return dict(self._counted)
 
-    def count_with_backends(self, texts: Sequence[str]) -> tuple[np.ndarray, dict[str, int]]:
-        """:meth:`count` and, of this call's texts, how many each backend counted (this call's own, whatever else
-        counts on this counter meanwhile: another scan's thread, a notebook; :func:`backends_tally`).
-        """
-        with backends_tally() as tally:
-            return self.count(texts), tally
-
     def _tally(self, backend: str, documents: int) -> None:
-        call = getattr(_CALL, "tally", None)  # a count_with_backends on this thread: its own tally too
+        call = getattr(_CALL, "tally", None)  # a backends_tally open on this thread: its own tally too
         if call is not None:
             call[backend] = call.get(backend, 0) + documents
         with self._counted_lock:  # count() runs on several threads at once in a scan
@@ -432,14 +425,10 @@ class TokenCounter:
     def _count_document(self, text: str, index: int, backends: Sequence[str], tally: bool = True) -> int:
         self._check_texts([text], index)  # met here only: every backend refused the batch holding it
         errors = []
+        # counted with its surrogates repaired (tiktoken's rule) and routed afresh: a joined pair, or U+FFFD, may
+        # make a routed string
         attempt = valid_unicode(text)
-        if attempt is not text:
-            # counted with its surrogates repaired (tiktoken's rule) and routed afresh: a joined pair, or U+FFFD,
-            # may make a routed string
-            backends = self._backends_for(attempt, backends)
-        if backends[-1] != BACKEND_TIKTOKEN and takes_tiktoken_detour(attempt):  # the reference counts it exactly
-            backends = [b for b in backends if b != BACKEND_TIKTOKEN]
-        for backend in backends:
+        for backend in self._backends_for(attempt, backends):
             try:
                 count = int(self._engines.get(backend).counts([attempt], self.threads)[0])
             except BaseException as exc:
@@ -453,13 +442,16 @@ class TokenCounter:
         raise FreqlabError(f"{self.name}: text #{index} ({text[:40]!r}...) cannot be counted ({'; '.join(errors)})")
 
     def _backends_for(self, text: str, backends: Sequence[str]) -> Sequence[str]:
-        """Of ``backends``, those that may count ``text`` as routing decides: the reference alone for a text holding
-        a :attr:`routed` string, no fastokens for one holding a :attr:`fastokens_routed` string.
+        """Of ``backends``, those that may count the one ``text`` as routing decides: the reference alone for a text
+        holding a :attr:`routed` string; past each first backend that leaves it to the next (:meth:`_left_to_the_next`,
+        as a batch does); and not tiktoken's detour where a backend after tiktoken counts exactly.
         """
         if self._engines.holding_routed([text]):
             return backends[-1:]
-        if self._routes_past(backends) and self.holding_fastokens_routed([text]):
-            return backends[1:]
+        while len(backends) > 1 and self._left_to_the_next([text], backends[0]):
+            backends = backends[1:]
+        if backends[-1] != BACKEND_TIKTOKEN and takes_tiktoken_detour(text):
+            backends = [b for b in backends if b != BACKEND_TIKTOKEN]
         return backends
 
     def _live_backends(self) -> tuple[str, ...]:
