@@ -116,8 +116,11 @@ CHECKPOINT_LOG = TableFormat(
     CHECKPOINT_FORMAT,
     CHECKPOINT_VERSION,
     {"source_index": "Int32", "code": "Int64"},
-    {"position": "Int64"},  # only when sampled
+    # position: only when sampled; backend: each document's tokenizer backend, its index in the header's
+    # "backends" (-1: no text, -2: not known), so that a scan cut inside it keeps its documents per backend exactly
+    {"position": "Int64", "backend": "Int8"},
     header=(*_CHECKPOINT_HEADER, "reasons", "labels"),
+    header_optional=("backends",),
 )
 
 # the settings fingerprint checkpoints are made under (freqlab.scan.settings.ScanSettings.fingerprint)

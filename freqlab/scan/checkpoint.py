@@ -39,7 +39,7 @@ from freqlab.formats import CHECKPOINT_FORMAT as FORMAT  # kept for import compa
 from freqlab.formats import CHECKPOINT_MANIFEST as MANIFEST  # kept for import compatibility (and used here)
 from freqlab.formats import CHECKPOINT_VERSION as VERSION  # kept for import compatibility (and used here)
 from freqlab.formats import MANIFEST_KEYS, METADATA_KEY, fingerprint_hash, manifest_fingerprint
-from freqlab.scan.counts import DocumentLog, LengthCounts, ShardCount
+from freqlab.scan.counts import BACKEND_UNKNOWN, DocumentLog, LengthCounts, ShardCount
 
 if TYPE_CHECKING:
     import polars as pl
@@ -399,6 +399,10 @@ def _to_frame(part: ShardCount) -> tuple[pl.DataFrame, dict]:
         columns = {"source_index": sources, "code": codes}
         if part.log.positions:
             columns["position"] = positions
+        backends = part.log.backend_codes()
+        if backends is not None and backends.size == codes.size:
+            columns["backend"] = backends
+            header["backends"] = part.log.backend_names
         return pl.DataFrame(columns), header
     sources, lengths, counts = [], [], []
     for label in sorted({*part.lengths, *part.empty}, key=lambda s: (s is None, s or "")):
@@ -438,14 +442,17 @@ def _from_frame(frame: pl.DataFrame, header: dict) -> ShardCount:
         codes = frame["code"].to_numpy().astype(np.int64)
         positions = [frame["position"].to_numpy().astype(np.int64)] if "position" in frame.columns else []
         reasons = [str(r) for r in header.get("reasons", [])]
+        names = [str(b) for b in header.get("backends", [])]
+        backends = [frame["backend"].to_numpy().astype(np.int8)] if "backend" in frame.columns else []
         if codes.size and (
             int(codes.min()) < -len(reasons)
             or not 0 <= int(sources.min()) <= int(sources.max()) < len(labels)
             or any(np.any(np.diff(p) <= 0) for p in positions)
+            or any(int(b.min()) < BACKEND_UNKNOWN or int(b.max()) >= len(names) for b in backends)
         ):
             raise ValueError("bad log")
         part.skipped = Counter()  # recounted from the log, with everything else
-        part.add_log(DocumentLog([codes], [sources], positions, labels, reasons))
+        part.add_log(DocumentLog([codes], [sources], positions, labels, reasons, backends, names))
     else:
         for (label,), rows in frame.group_by(["source"], maintain_order=True):
             lengths = rows["length"].to_numpy().astype(np.int64)

@@ -213,7 +213,9 @@ class ShardCount:
     ``empty[source]``: empty documents; ``skipped``: records skipped by reason; ``sampled_out``: documents
     left out by ``sample_rate``; ``blank_lines``: blank JSON-lines lines met (not records, so not documents);
     ``counted_by``: the documents handed to the tokenizer, by the backend that counted each
-    (:meth:`~freqlab.tokenization.counter.TokenCounter.counted_by`; as far as the shard was read, under a limit too);
+    (:meth:`~freqlab.tokenization.counter.TokenCounter.counted_by`; under a limit, those of the documents kept: the
+    log keeps each one's; None: unknown, from an older checkpoint, or a caller's counter that counts a batch in
+    several calls);
     ``complete``: the shard was read to its end (not stopped at a limit);
     ``error``: first bad record's message when ``on_error="raise"`` (the shard stops there and the driver
     raises it once it knows the record is within the scan's limits).
@@ -316,6 +318,20 @@ class ShardCount:
         )
 
 
+BACKEND_UNKNOWN = -2  # a logged document's tokenizer backend, not known (-1: no text to tokenize)
+
+
+def backend_counts(codes: np.ndarray, names: list[str], into: Counter | None) -> Counter | None:
+    """``into`` plus the documents per backend of ``codes`` (int8: each document's backend as its index in
+    ``names``, -1 for none); None (unknown) when ``into`` is or any code is :data:`BACKEND_UNKNOWN`.
+    """
+    if into is None or (codes.size and int(codes.min()) == BACKEND_UNKNOWN):
+        return None
+    numbers = np.bincount(codes[codes >= 0], minlength=len(names))
+    into.update({name: int(k) for name, k in zip(names, numbers.tolist(), strict=True) if k})
+    return into
+
+
 @dataclass
 class DocumentLog:
     """Ordered per-document outcomes of a shard, kept only when the scan has limits."""
@@ -326,6 +342,16 @@ class DocumentLog:
     positions: list[np.ndarray] = field(default_factory=list)
     labels: list = field(default_factory=lambda: [None])
     reasons: list[str] = field(default_factory=list)
+    # int8 per batch: each document's tokenizer backend, its index in backend_names (-1: no text; BACKEND_UNKNOWN);
+    # empty when not kept (a checkpoint of before), then a cut's documents per backend are unknown
+    backends: list[np.ndarray] = field(default_factory=list)
+    backend_names: list[str] = field(default_factory=list)
+
+    def backend_codes(self) -> np.ndarray | None:
+        """:attr:`backends` as one int8 array, one code per document; None when not kept."""
+        if not self.backends:
+            return None if self.codes and any(c.size for c in self.codes) else np.zeros(0, np.int8)
+        return np.concatenate(self.backends)
 
     def arrays(self) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         """The whole log as three arrays: codes (int64), source indices (int32), positions (int64)."""
@@ -351,7 +377,17 @@ def truncate(part: ShardCount, max_docs: int | None, max_tokens: int | None) -> 
     if n == codes.size and not exhausted:  # all of it fits (a trailing bad record, if any, too)
         return part, False
     # blank lines carry no position: those the worker met are kept (a limit cuts documents, not lines)
-    cut = ShardCount(shard_id=part.shard_id, complete=False, blank_lines=part.blank_lines, counted_by=part.counted_by)
+    # the documents per backend of those kept (unknown when the log has no backends: a checkpoint of before)
+    backends = part.log.backend_codes()
+    counted_by = None if backends is None else backend_counts(backends[:n], part.log.backend_names, Counter())
+    if part.counted_by is None or not part.counted_by:  # unknown, or no text tokenized (token files): as it is
+        counted_by = part.counted_by
+    cut = ShardCount(shard_id=part.shard_id, complete=False, blank_lines=part.blank_lines, counted_by=counted_by)
     cut.sampled_out = int(positions[n - 1]) + 1 - n if n else 0
-    cut.add_log(DocumentLog([codes[:n]], [sources[:n]], [positions[:n]], part.log.labels, part.log.reasons))
+    kept = [] if backends is None else [backends[:n]]
+    cut.add_log(
+        DocumentLog(
+            [codes[:n]], [sources[:n]], [positions[:n]], part.log.labels, part.log.reasons, kept, part.log.backend_names
+        )
+    )
     return cut, True

@@ -18,7 +18,7 @@ from collections import deque
 from collections.abc import Callable, Iterator
 from concurrent.futures import Future, ThreadPoolExecutor, wait
 from dataclasses import dataclass, replace
-from typing import Any, ClassVar
+from typing import TYPE_CHECKING, Any, ClassVar
 
 import numpy as np
 
@@ -38,8 +38,11 @@ from freqlab.corpus.base import (
 from freqlab.corpus.fields import MISSING_FIELD, lookup
 from freqlab.corpus.file_discovery import FileChanged
 from freqlab.errors import FreqlabError
-from freqlab.scan.counts import DocumentLog, ShardCount, cut_point, limits_reached
+from freqlab.scan.counts import BACKEND_UNKNOWN, DocumentLog, ShardCount, backend_counts, cut_point, limits_reached
 from freqlab.scan.settings import DEFAULT_BATCH_SIZE, ON_ERROR
+
+if TYPE_CHECKING:
+    from freqlab.tokenization.counter import BackendTally
 
 # A batch is also flushed once it holds this many characters, so memory stays bounded by the batch and the
 # single longest document, whatever the corpus size.
@@ -164,6 +167,7 @@ class _Tally:
         # label / reason -> its index in codes and sources; insertion order is index order
         self.labels: dict = {None: 0}
         self.reasons: dict[str, int] = {}
+        self.backends: dict[str, int] = {}  # tokenizer backend -> its number in counted(); insertion order
         self.docs_left, self.tokens_left = options.max_docs, options.max_tokens
         self.on_progress = on_progress
         self.capped = False
@@ -187,18 +191,43 @@ class _Tally:
         """The (negative) code of a skip for ``reason``."""
         return -(self.reasons.setdefault(reason, len(self.reasons)) + 1)
 
-    def add(self, codes: np.ndarray, sources: np.ndarray | int, positions: np.ndarray | int) -> bool:
+    def counted(self, by_backend: BackendTally, texts: np.ndarray) -> BackendTally | np.ndarray:
+        """A batch's documents per backend for :meth:`add`: when it may be cut (a cap) or is logged, the backend of
+        each document as its number in :attr:`backends` (-1: no text; :data:`BACKEND_UNKNOWN`: not known), else
+        the tally as it is.
+        """
+        if not self.options.keep_log and self.docs_left is None and self.tokens_left is None:
+            return by_backend
+        per_text = by_backend.codes(int(np.count_nonzero(texts)), self.backends)
+        out = np.full(texts.size, -1, np.int8)
+        out[texts] = BACKEND_UNKNOWN if per_text is None else per_text
+        return out
+
+    def add(
+        self,
+        codes: np.ndarray,
+        sources: np.ndarray | int,
+        positions: np.ndarray | int,
+        counted: BackendTally | np.ndarray | None = None,
+    ) -> bool:
         """Count documents in order; True once this shard's cap is reached (the rest are dropped).
 
         ``sources``: each document's label index, or (an int) one for all; ``positions``: each document's index in
-        the shard, or (an int) the first one's when they are consecutive.
+        the shard, or (an int) the first one's when they are consecutive; ``counted``: the documents per backend
+        (:meth:`counted`), those of the documents kept going into ``counted_by``.
         """
         n = cut_point(codes, self.docs_left, self.tokens_left)
         codes = codes[:n]
         sources = sources if isinstance(sources, int) else sources[:n]
         self.capped = limits_reached(codes, self.docs_left, self.tokens_left)  # a cut (n < size) implies it
         tokens = self.part.add(codes, sources, list(self.labels), list(self.reasons))
-        if self.options.keep_log:
+        if isinstance(counted, np.ndarray):
+            counted = counted[:n]
+            self.part.counted_by = backend_counts(counted, list(self.backends), self.part.counted_by)
+        elif counted is not None:
+            self.part.counted_by.update(counted)
+        if self.options.keep_log:  # counted() gave an array, or the batch has no text
+            self.log.backends.append(counted if isinstance(counted, np.ndarray) else np.full(n, -1, np.int8))
             self.log.codes.append(codes.copy())  # a length reader may reuse its buffer for the next batch
             self.log.sources.append(np.full(n, sources, np.int32) if isinstance(sources, int) else sources)
             if self.options.sample_rate is not None:  # else positions are 0, 1, 2, ...: not kept
@@ -221,6 +250,7 @@ class _Tally:
         if self.options.keep_log:
             self.log.labels = list(self.labels)
             self.log.reasons = list(self.reasons)
+            self.log.backend_names = list(self.backends)
             part.log = self.log
         return part
 
@@ -474,9 +504,9 @@ def _count_texts(
         part.blank_lines += done.blank_lines
         part.sampled_out += done.sampled_out
         codes, sources, positions = done.arrays()
+        counted = None
         if handle is not None:
-            counts, counted_by = handle.result()
-            part.counted_by.update(counted_by)  # this batch's documents per backend (summary.json)
+            counts, by_backend = handle.result()
             lengths = _check_counts(
                 np.asarray(counts, np.int64),
                 len(done.texts),
@@ -484,8 +514,10 @@ def _count_texts(
             )
             if specials:  # no content token (whitespace a normalizer removes): empty, so no special tokens either
                 lengths[lengths == specials] = 0
-            codes[codes == 1] = lengths  # a text that tokenizes to nothing counts as an empty document
-        return tally.add(codes, sources, positions)
+            texts = codes == 1
+            codes[texts] = lengths  # a text that tokenizes to nothing counts as an empty document
+            counted = tally.counted(by_backend, texts)
+        return tally.add(codes, sources, positions, counted)
 
     def flush(last: bool = False) -> bool:
         """Hand the batch read to the tokenizer, after counting the oldest ones beyond ``in_flight`` - 1 (``last``:

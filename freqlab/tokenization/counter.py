@@ -255,6 +255,8 @@ class TokenCounter:
         if isinstance(texts, (str, bytes, Mapping)):  # would count each character (key) as a text
             raise TypeError(f"count takes a sequence of texts, not a {type(texts).__name__} (count_one takes one)")
         out = np.empty(len(texts), dtype=np.int64)
+        if (call := getattr(_CALL, "tally", None)) is not None:
+            call.calls += 1
         if not len(texts):
             return out
         backends = self._live_backends()
@@ -286,10 +288,12 @@ class TokenCounter:
         with self._counted_lock:
             return dict(self._counted)
 
-    def _tally(self, backend: str, documents: int) -> None:
+    def _tally(self, backend: str, where: Sequence[int] | int) -> None:
+        """``backend`` counted the texts at ``where`` (indices of this :meth:`count` call's texts)."""
         call = getattr(_CALL, "tally", None)  # a backends_tally open on this thread: its own tally too
         if call is not None:
-            call[backend] = call.get(backend, 0) + documents
+            call.add(backend, where)
+        documents = 1 if isinstance(where, int) else len(where)
         with self._counted_lock:  # count() runs on several threads at once in a scan
             self._counted[backend] = self._counted.get(backend, 0) + documents
 
@@ -315,7 +319,7 @@ class TokenCounter:
             self._count_batch(pieces, range(len(pieces)), counts, backends, tally=False)
             np.add.at(totals, np.asarray(owners, np.intp), counts)
         out[list(where)] = totals
-        self._tally(backends[0], len(texts))
+        self._tally(backends[0], where)
 
     def build_engines(self, backends: Sequence[str] | None = None) -> None:
         """Build now, side by side, ``backends`` (default: what :meth:`count` uses, :meth:`engines_used`), which would
@@ -411,7 +415,7 @@ class TokenCounter:
                 raise
         else:
             if tally:
-                self._tally(backends[0], len(texts))
+                self._tally(backends[0], where)
             return
         for text, i in zip(texts, where):  # one failing text must not cost the others their fast backend
             out[i] = self._count_document(text, i, backends, tally)
@@ -437,7 +441,7 @@ class TokenCounter:
                 errors.append(f"{backend}: {_first_line(exc)}")
             else:
                 if tally:
-                    self._tally(backend, 1)
+                    self._tally(backend, index)
                 return count
         raise FreqlabError(f"{self.name}: text #{index} ({text[:40]!r}...) cannot be counted ({'; '.join(errors)})")
 
@@ -788,17 +792,51 @@ def _first_line(exc: BaseException) -> str:
     return str(exc).splitlines()[0] if str(exc).strip() else exc.__class__.__name__
 
 
-_CALL = threading.local()  # .tally: the documents per backend of the backends_tally open on this thread
+_CALL = threading.local()  # .tally: the BackendTally open on this thread
+
+
+class BackendTally(dict):
+    """The documents each backend counted (the dict: backend -> documents) in the :meth:`TokenCounter.count` calls
+    made while it was open (:func:`backends_tally`), and which texts: :meth:`codes` says, for one call's texts,
+    the backend of each, so that a scan cut at a limit inside a batch keeps the counts of the documents it keeps.
+    """
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.calls = 0  # count() calls made while open
+        self._where: list[tuple[str, Sequence[int] | int]] = []
+
+    def add(self, backend: str, where: Sequence[int] | int) -> None:
+        """``backend`` counted the texts at ``where`` (indices of the call's texts)."""
+        self[backend] = self.get(backend, 0) + (1 if isinstance(where, int) else len(where))
+        self._where.append((backend, where))
+
+    def codes(self, texts: int, index: dict[str, int]) -> np.ndarray | None:
+        """The backend of each of the ``texts`` texts of the one call tallied, as its number in ``index`` (a name
+        not there yet is added), int8, or -1 for every text when no TokenCounter counted (a caller's own counter);
+        None when that is not known: not one call, or not every text of it counted once (a caller's counter that
+        counts a batch in several calls, or counts other texts).
+        """
+        if self.calls == 0 and not self:
+            return np.full(texts, -1, np.int8)
+        if self.calls != 1 or sum(self.values()) != texts:
+            return None
+        out = np.full(texts, -1, np.int8)
+        for backend, where in self._where:
+            at = slice(where.start, where.stop) if isinstance(where, range) else where
+            out[at] = index.setdefault(backend, len(index))
+        return out if texts == 0 or int(out.min()) >= 0 else None
 
 
 @contextlib.contextmanager
-def backends_tally() -> Iterator[dict[str, int]]:
-    """A dict that gets, while open, the documents each backend counts in :meth:`TokenCounter.count` calls on this
-    thread: a scan's batch is tallied so, whatever else counts meanwhile on other threads, and whatever wraps the
-    counter (a caller's object whose ``count`` calls a TokenCounter's). A tally opened inside keeps its own.
+def backends_tally() -> Iterator[BackendTally]:
+    """A :class:`BackendTally` that gets, while open, the documents each backend counts in
+    :meth:`TokenCounter.count` calls on this thread: a scan's batch is tallied so, whatever else counts meanwhile on
+    other threads, and whatever wraps the counter (a caller's object whose ``count`` calls a TokenCounter's). A tally
+    opened inside keeps its own.
     """
     outer = getattr(_CALL, "tally", None)
-    _CALL.tally = tally = {}
+    _CALL.tally = tally = BackendTally()
     try:
         yield tally
     finally:

@@ -23,8 +23,11 @@ def sample_part(log: bool, shard_id: str = "data/chunk 1.jsonl") -> ShardCount:
     sources = np.array([1, 1, 2, 0, 2, 1, 0], np.int32)
     labels, reasons = [None, "web", "code"], ["malformed-json"]
     part.add(codes, sources, labels, reasons)
-    if log:
-        part.log = DocumentLog([codes], [sources], [np.arange(7) * 2], labels, reasons)
+    if log:  # each document's tokenizer backend: -1 for those without text (the skip)
+        backends = [np.array([0, 0, 1, -1, 0, 0, 0], np.int8)]
+        part.log = DocumentLog(
+            [codes], [sources], [np.arange(7) * 2], labels, reasons, backends, ["fastokens", "tiktoken"]
+        )
     return part
 
 
@@ -44,6 +47,8 @@ def test_a_checkpoint_round_trips_exactly(tmp_path, log):
     assert state(part)[0] == {"web": [[5, 7], [1, 1]], "code": [[5, 300_000], [1, 1]]}
     if log:
         assert [a.tolist() for a in loaded.log.arrays()] == [a.tolist() for a in part.log.arrays()]
+        assert loaded.log.backend_codes().tolist() == [0, 0, 1, -1, 0, 0, 0]
+        assert loaded.log.backend_names == ["fastokens", "tiktoken"]
     assert not list(tmp_path.glob(".*.tmp"))  # no temporary file left behind
 
 

@@ -9,7 +9,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from freqlab.scan import counts as counts_module
-from freqlab.scan.counts import DENSE_LIMIT, DocumentLog, LengthCounts, ShardCount, cut_point, truncate
+from freqlab.scan.counts import BACKEND_UNKNOWN, DENSE_LIMIT, DocumentLog, LengthCounts, ShardCount, cut_point, truncate
 
 lengths_strategy = st.lists(
     st.one_of(st.integers(1, 3000), st.integers(DENSE_LIMIT - 2, DENSE_LIMIT + 2), st.integers(1, 10**9)),
@@ -117,3 +117,27 @@ def test_truncate_keeps_the_exact_prefix_and_counts_sampled_out_documents_up_to_
     part.error = "f.jsonl:12: malformed-json"  # a bad record after the logged documents
     assert truncate(part, max_docs=5, max_tokens=None)[0].error is None  # the limit falls before it
     assert truncate(part, max_docs=6, max_tokens=None)[0].error == "f.jsonl:12: malformed-json"
+
+
+def test_truncate_keeps_the_documents_per_backend_of_the_documents_it_keeps():
+    """Each logged document's backend (-1: no text) gives the counts of the prefix kept; a log without them (a
+    checkpoint of before) or with one unknown gives None: unknown, not the whole shard's."""
+    codes = np.array([4, 0, -1, 6, 3, 9])
+    backends = np.array([0, 1, -1, 1, 2, 0], np.int8)
+    names = ["fastokens", "tiktoken", "hf-tokenizers"]
+
+    def logged(kept_backends: list) -> ShardCount:
+        part = ShardCount(shard_id="s", counted_by=Counter({"fastokens": 2, "tiktoken": 2, "hf-tokenizers": 1}))
+        part.add(codes, np.zeros(6, np.int32), [None], ["malformed-json"])
+        part.log = DocumentLog([codes], [np.zeros(6, np.int32)], [], [None], ["malformed-json"], kept_backends, names)
+        return part
+
+    cut, exhausted = truncate(logged([backends]), max_docs=4, max_tokens=None)
+    assert exhausted and cut.documents_read == 4 and cut.counted_by == {"fastokens": 1, "tiktoken": 2}
+    assert cut.log.backend_codes().tolist() == [0, 1, -1, 1]  # kept with the log (a cut of a cut is exact too)
+    assert truncate(logged([backends]), max_docs=2, max_tokens=None)[0].counted_by == {"fastokens": 1, "tiktoken": 1}
+    assert truncate(logged([]), max_docs=4, max_tokens=None)[0].counted_by is None
+    unknown = backends.copy()
+    unknown[4] = BACKEND_UNKNOWN
+    assert truncate(logged([unknown]), max_docs=5, max_tokens=None)[0].counted_by is None
+    assert truncate(logged([unknown]), max_docs=4, max_tokens=None)[0].counted_by == {"fastokens": 1, "tiktoken": 2}

@@ -197,12 +197,13 @@ def test_a_damaged_manifest_is_one_line(tmp_path, slimpajama_dir, damage):
 
 def test_without_sampling_a_limited_scan_logs_no_positions(tmp_path, slimpajama_dir):
     # issue 14, case 6: with --max-docs, a shard's log is kept per document; positions (0, 1, 2...) are not stored
+    # (each document's tokenizer backend is: a cut keeps the counts per backend of the documents it keeps)
     import polars as pl
 
     out = tmp_path / "out"
     run(slimpajama_dir, out=out, max_docs=40)
     for path in (out / "checkpoints").glob("*.parquet"):
-        assert pl.read_parquet(path).columns == ["source_index", "code"]
+        assert pl.read_parquet(path).columns == ["source_index", "code", "backend"]
 
 
 def test_a_crashed_scan_of_a_multi_frame_zst_resumes_from_its_finished_parts(tmp_path, monkeypatch):

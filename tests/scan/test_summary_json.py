@@ -4,7 +4,9 @@ from __future__ import annotations
 
 import json
 import threading
+from collections import Counter
 
+import numpy as np
 import pytest
 from tokenizers import Tokenizer, models, pre_tokenizers, processors
 
@@ -265,6 +267,54 @@ def test_the_documents_each_backend_counted_are_in_the_summary_and_the_report(tm
     wrapped = scan(str(corpus), tokenizer=Plus100(), workers=1, progress=False)
     assert wrapped.histogram.tokens == one.histogram.tokens + 100 * sum(expected.values())  # its own count()
     assert wrapped.summary["tokenizer"]["counted_by"] == expected  # the TokenCounter's backends, inside it
+
+
+def test_documents_per_backend_under_a_limit_are_those_of_the_documents_kept(tmp_path):
+    """A limit that cuts a batch (in the shard, or later in the ledger, from a worker's log or a checkpoint's) keeps
+    the backends of the documents it keeps: the summary's counts add up to the documents tokenized, and are those
+    of the first documents of the corpus, whatever was read beyond the limit."""
+    from tokenizers import AddedToken
+
+    from freqlab.tokenization import load_tokenizer
+    from freqlab.tokenization.backends import LLAMA3_PATTERN
+
+    from ..tokenization.test_presets import llama3_style
+    from ..tokenization.textsource import stdlib_documents
+
+    tokenizer = llama3_style(LLAMA3_PATTERN, stdlib_documents(2, 40, max_chars=1000), vocab_size=600)
+    tokenizer.add_tokens([AddedToken("<|note|>", normalized=True)])
+    tokenizer.save(str(tmp_path / "tokenizer.json"))
+    counter = load_tokenizer(str(tmp_path / "tokenizer.json"))
+    plain = [text for text in stdlib_documents(3, 40, max_chars=300) if "ſ" not in text and "<|" not in text]
+    kinds = ["fastokens", "tiktoken", "hf-tokenizers", None] * 10  # None: an empty document
+    texts = [
+        {"fastokens": plain[k], "tiktoken": f"it'ſ {k}", "hf-tokenizers": f"x <|note|> {k}", None: ""}[kind]
+        for k, kind in enumerate(kinds)
+    ]
+    corpus = tmp_path / "corpus"
+    corpus.mkdir()
+    for part in range(2):  # 20 documents a file, in order
+        (corpus / f"{part}.jsonl").write_text("".join(json.dumps({"text": t}) + "\n" for t in texts[20 * part :][:20]))
+
+    def expected(n: int) -> dict:
+        return {k: v for k, v in Counter(kind for kind in kinds[:n] if kind).items()}
+
+    options = {"tokenizer": counter, "batch_size": 64, "progress": False}
+    for max_docs in (3, 6, 27):
+        for workers in (1, 2):
+            result = scan(str(corpus), max_docs=max_docs, workers=workers, **options)
+            assert result.summary["tokenizer"]["counted_by"] == expected(max_docs), (max_docs, workers)
+            assert sum(expected(max_docs).values()) == result.summary["documents"]["tokenized"]
+    # a cut by tokens: as many documents as the first ones reaching the limit
+    lengths = counter.count(texts)
+    limit = int(np.cumsum(lengths)[24])
+    assert scan(str(corpus), max_tokens=limit, **options).summary["tokenizer"]["counted_by"] == expected(25)
+
+    # resumed from checkpoints (each holding its documents' backends), cut again in the same place
+    first = scan(str(corpus), max_docs=27, workers=2, out=str(tmp_path / "o"), **options)
+    again = scan(str(corpus), max_docs=27, workers=2, out=str(tmp_path / "o"), resume=True, **options)
+    assert again.summary["scan"]["resumed_shards"] == 2, again.summary["scan"]
+    assert first.summary["tokenizer"]["counted_by"] == again.summary["tokenizer"]["counted_by"] == expected(27)
 
 
 def test_a_checkpoint_of_version_2_is_resumed_with_its_documents_per_backend_unknown(tmp_path):
