@@ -17,11 +17,21 @@ import numpy as np
 from freqlab.errors import FreqlabError
 
 
+def magnitude(values: np.ndarray) -> int:
+    """max |value| as a Python integer (0 for none), the bound of the exact functions' int64 paths: ``np.abs`` would
+    wrap -2^63 to itself, a negative bound that passes every check.
+
+    >>> magnitude(np.array([-2**63, 5]))
+    9223372036854775808
+    """
+    return max(int(values.max()), -int(values.min())) if values.size else 0
+
+
 def exact_dot(a: np.ndarray, b: np.ndarray) -> int:
     """Σ a·b as a Python integer: int64 when it provably fits, Python ints otherwise (no silent wrap)."""
     if a.size == 0:
         return 0
-    if int(np.abs(a).max()) * int(np.abs(b).max()) * a.size < 1 << 63:
+    if magnitude(a) * magnitude(b) * a.size < 1 << 63:
         return int(np.dot(a, b))
     return int(np.dot(a.astype(object), b.astype(object)))
 
@@ -46,11 +56,23 @@ def check_histogram(lengths, counts) -> tuple[np.ndarray, np.ndarray]:
 
 
 def as_int64(values, name: str) -> np.ndarray:
-    """``values`` as a 1-D int64 array, refusing non-integers and values beyond int64 (``name`` in the message)."""
+    """``values`` (one number, or a 1-D sequence) as a 1-D int64 array, refusing non-integers, other shapes and
+    values beyond int64 (``name`` in the message).
+    """
     array = np.asarray(values)
-    if array.ndim != 1:
-        array = array.reshape(-1)
+    if array.ndim > 1:  # flattening a table would pair the wrong lengths and counts
+        raise FreqlabError(f"{name} must be a 1-D sequence, got shape {array.shape}")
+    array = array.reshape(-1)
     if array.size == 0:
+        return array.astype(np.int64)
+    if array.dtype == object:  # Python integers (beyond int64 among them), or anything else
+        bad = next((v for v in array if isinstance(v, bool) or not isinstance(v, (int, np.integer))), None)
+        if bad is not None:
+            raise FreqlabError(f"{name} must be integers, got {bad!r}")
+        if max(array) >= 2**63:
+            raise FreqlabError(f"{name} must be at most 2^63 - 1 (exact int64 counts), got {max(array)}")
+        if min(array) < -(2**63):  # refused below as negative: named here, before int64 would wrap it
+            raise FreqlabError(f"{name} must be at least -2^63, got {min(array)}")
         return array.astype(np.int64)
     if array.dtype.kind == "f":
         if not np.all(np.isfinite(array)) or not np.all(array == np.round(array)):

@@ -34,7 +34,8 @@ linear window grows by 1 every r steps, ``w = start + ⌊k/(B·r)⌋``; sine and
 ``k = (L − start)·B·r``); ``share: p`` is their ``lin{p}p``/``sin{p}p``/``exp{p}p``: the growth ends at
 ``k_c = B·⌊p·steps⌋``. With ``x = k/k_c``: linear ``start + int((L − start)·x)``, sine
 ``start + int((L − start)·sin(πx/2))``, exponential ``int(start·(L/start)^x)``, all in numpy float64 as their code;
-``round: R`` rounds down to a multiple of R (their ``inc{R}``). ``start`` defaults to their 32.
+``round: R`` rounds down to a multiple of R (their ``inc{R}``; a window rounded down to 0 is ``start``).
+``start`` defaults to their 32.
 ``document_mask: false`` (their ``dm``) cuts the row at multiples of w; ``document_mask: true`` (their
 ``intradm``) also cuts after each document's last token, and, as their ``get_fragment_lens_fixed_length_intramask``
 does, at positions w+1, 2w+1, ... (its first fragment has w + 1 tokens). Their blocks are L + 1 tokens at
@@ -123,7 +124,7 @@ class Spec:
             raise self.bad(key, "a share of the stage in (0, 1], e.g. 0.1")
         return share
 
-    def choice(self, key: str, options: tuple[str, ...], default: str | None = None) -> str:
+    def choice(self, key: str, options: tuple[str | None, ...], default: str | None = None) -> str:
         value = self.data.get(key, default)
         if value not in options:
             raise self.bad(key, "one of " + ", ".join(str(o) for o in options if o is not None))  # None: leave out

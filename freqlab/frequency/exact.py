@@ -29,6 +29,7 @@ from fractions import Fraction
 
 import numpy as np
 
+from freqlab.arrays import magnitude
 from freqlab.errors import FreqlabError
 
 INT64_LIMIT = 1 << 63
@@ -51,7 +52,7 @@ def exact_integers(values) -> np.ndarray:
 def exact_scaled(values: np.ndarray, factor: int) -> np.ndarray:
     """``values * factor`` exactly: int64 when every product fits, Python integers otherwise."""
     factor = int(factor)
-    if values.dtype != object and (not values.size or int(np.abs(values).max()) * abs(factor) < INT64_LIMIT):
+    if values.dtype != object and magnitude(values) * abs(factor) < INT64_LIMIT:
         return values * np.int64(factor)
     return exact_integers(values.astype(object) * factor)
 
@@ -59,7 +60,7 @@ def exact_scaled(values: np.ndarray, factor: int) -> np.ndarray:
 def exact_sum(a: np.ndarray, b: np.ndarray) -> np.ndarray:
     """``a + b`` exactly (equal shapes): int64 when it fits, Python integers otherwise."""
     narrow = a.dtype != object and b.dtype != object
-    if narrow and (not a.size or int(np.abs(a).max()) + int(np.abs(b).max()) < INT64_LIMIT):
+    if narrow and magnitude(a) + magnitude(b) < INT64_LIMIT:
         return a + b
     return exact_integers(a.astype(object) + b.astype(object))
 

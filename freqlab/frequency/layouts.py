@@ -407,7 +407,7 @@ class LayoutFrequency(Displayed):
 
 def truncate_to_window(f: np.ndarray, kind: LayerKind) -> np.ndarray:
     """f of a sliding-window (or chunk-capped) layer from a global f: positions at or beyond the reach are 0."""
-    out = np.array(f, dtype=np.int64, copy=True)
+    out = np.array(f, copy=True)  # int64, or Python integers (an exact numerator beyond 2^63)
     if kind.size:
         out[kind.size :] = 0
     return out

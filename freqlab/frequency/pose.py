@@ -265,7 +265,8 @@ def position_ids_from_spec(spec: dict) -> PositionIds:
     """Position-id manipulation from its mapping; FreqlabError naming a bad key or value.
 
     A document of 4 tokens in windows of 4 trained toward 6 positions: the first chunk has a = 1 or 2 tokens and
-    the skip u is 0, 1 or 2, six equally likely rows; the difference 5 is trained only when a = 1 and u = 2:
+    the skip u is 0, 1 or 2, six equally likely rows; the last id is u + 3, so the difference 5 is trained in the two
+    rows with u = 2 (a = 1 or 2), 1/3 in expectation:
 
     >>> p = position_ids_from_spec({"kind": "pose", "target": 6, "chunks": 2})
     >>> e = p.frequency([4], [1], 4)
@@ -281,9 +282,7 @@ def position_ids_from_spec(spec: dict) -> PositionIds:
             raise FreqlabError("pose: give exactly one of target (e.g. 128K) or factor (target = factor · L)")
         if fields.integer("chunks", 2) != 2:
             raise fields.bad("chunks", "2 (the only number of chunks PoSE's public code trains)")
-        # None (no method) is an option Spec.choice's str annotation leaves out; a bad method then raises
-        # TypeError from its ", ".join (a known bug, reported, left as is: this change is annotations only)
-        method = fields.choice("method", (*SCALINGS, None), None)  # type: ignore[arg-type]
+        method = fields.choice("method", (*SCALINGS, None), None)  # None: no scaling (left out of the message)
         target = fields.positions("target") if fields.has("target") else None
         factor = _factor(fields) if fields.has("factor") else None
         return Pose(target, factor, method, bool(fields.flag("replay", False)))

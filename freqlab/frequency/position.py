@@ -20,8 +20,8 @@ from freqlab.resources import doing
 
 
 def segment_frequency(segs: Segments) -> np.ndarray:
-    """f(i) for 0 <= i < L from a segment-length histogram (all segments at most L long), in one int64 array of
-    L + 1 values: 8 bytes per position.
+    """f(i) for 0 <= i < L from a segment-length histogram (all segments at most L long): L values, computed in one
+    int64 array of L + 1 (8 bytes per position).
 
     f(i) - f(i+1) = N(i) = Σ_{l > i} c_l (the segments longer than i) and f(L) = 0, so f is the suffix sum of N and
     N the suffix sum of c: two cumulative sums, in place, from the right. Every partial sum is at most f(0) < 2^63
@@ -35,7 +35,8 @@ def segment_frequency(segs: Segments) -> np.ndarray:
     Returns
     -------
     numpy.ndarray
-        int64 f(0..L), L + 1 values (f(L) = 0).
+        int64 f(0..L-1), L values (a view of the array of L + 1 whose first entry, the count of empty segments, is
+        left out).
 
     References
     ----------

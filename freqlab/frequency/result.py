@@ -18,6 +18,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 import numpy as np
+from numpy.lib.mixins import NDArrayOperatorsMixin
 
 from freqlab.deprecation import renamed_method
 from freqlab.display import HEAD_SHADE, TAIL_SHADE, Display, Displayed, count, curve_svg, percent
@@ -33,7 +34,7 @@ if TYPE_CHECKING:  # type-only: importing it here would load polars with freqlab
 
 
 @dataclass(frozen=True, repr=False, eq=False)
-class PositionFrequency(Displayed):
+class PositionFrequency(NDArrayOperatorsMixin, Displayed):
     """Position frequency f(i), 0 <= i < L, of one data regime, with where it came from.
 
     Parameters
@@ -57,7 +58,9 @@ class PositionFrequency(Displayed):
     -----
     f(i) = Σ_s max(|s| − i, 0), summed over the segments s of the regime (STRING Eq. 2 [1]_), so
     f(0) = Σ_s |s| is the number of tokens and f(L − 1) the number of full-window segments.
-    Indexing (``pf[i]``) reads f(i); :meth:`share_at_most` and the other statistics are those of
+    Indexing (``pf[i]``) reads f(i); operators and numpy functions act on f and give plain arrays (``pf == other``
+    compares element by element, as arrays do; ``pf * 2``, ``np.cumsum(pf)``), and the array's attributes are
+    f's (``pf.shape``, ``pf.sum()``); :meth:`share_at_most` and the other statistics are those of
     :mod:`freqlab.frequency.stats`.
 
     References
@@ -105,8 +108,24 @@ class PositionFrequency(Displayed):
         return cls.from_segments(segs, corpus=h.corpus, tokenizer=h.tokenizer)
 
     # the array -----------------------------------------------------------------------------------------------
+    __hash__ = None  # compared element by element, as an array: not hashable either
+
     def __array__(self, dtype=None, copy=None) -> np.ndarray:
         return self.f if dtype is None else self.f.astype(dtype)
+
+    def __array_ufunc__(self, ufunc, method, *inputs, **kwargs):
+        """Operators and ufuncs on f (:class:`numpy.lib.mixins.NDArrayOperatorsMixin`): a plain array comes out."""
+        inputs = tuple(x.f if isinstance(x, PositionFrequency) else x for x in inputs)
+        if "out" in kwargs:
+            kwargs["out"] = tuple(x.f if isinstance(x, PositionFrequency) else x for x in kwargs["out"])
+        return getattr(ufunc, method)(*inputs, **kwargs)
+
+    def __getattr__(self, name: str):
+        # the array's own attributes and methods (shape, dtype, sum(), tolist()...); called only for names the
+        # class does not have, so its own (L, tokens, effective_length...) come first
+        if name.startswith("_") or not hasattr(np.ndarray, name) or "f" not in self.__dict__:
+            raise AttributeError(f"{type(self).__name__!r} object has no attribute {name!r}")
+        return getattr(self.f, name)
 
     def __len__(self) -> int:
         return int(self.f.size)

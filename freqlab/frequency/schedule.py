@@ -559,7 +559,8 @@ def stage_frequency(stage: Stage, h, *, seed: int = 0) -> tuple[np.ndarray, dict
     the scaling by T / f(0) cancels the common denominator). Its sliding-window layers are that f cut at the window
     (pairs closer than w are unchanged by the window); chunked layers need each segment's row offset, which a
     curriculum does not give, and under position ids a window over token distances is not one over position-id
-    differences: both are errors.
+    differences: both are errors, unless the window or chunk holds L tokens or more (a row holds at most L: the
+    layer is global).
     """
     where = f"stage {stage.name}"
     layout = stage.layout or Layout((GLOBAL,))
@@ -580,14 +581,14 @@ def stage_frequency(stage: Stage, h, *, seed: int = 0) -> tuple[np.ndarray, dict
         exact = method.frequency(h.lengths, h.counts, stage.L, stage.regime, seed=seed)
     except FreqlabError as exc:
         raise FreqlabError(f"{where}: {key}: {exc}") from None
-    # int64 counts where they fit; an exact expectation beyond 2^63 (PoSE on a real corpus) as float64: the stage is
-    # scaled by T / f(0) anyway, which also cancels the common denominator
-    f = exact.numerator if exact.numerator.dtype == np.int64 else exact.f
+    # the numerator: int64 where it fits, Python integers beyond 2^63 (PoSE on a large corpus), exact either way; the
+    # stage is scaled by T / f(0), which cancels the common denominator
+    f = exact.numerator
     out: dict = {}
     for kind in layout.kinds:
         if kind.kind == "nope":
             out[kind] = None
-        elif kind.kind == "global" or kind.size >= f.size:
+        elif kind.kind == "global" or kind.size >= stage.L:  # a row holds at most L tokens: no mask of w >= L cuts it
             out[kind] = f
         elif kind.kind == "swa" and key == "curriculum":
             out[kind] = truncate_to_window(f, kind)

@@ -17,11 +17,13 @@ increases in 128-token steps" (:data:`STRING_PROBE_STEP`); freqlab's prediction 
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 from fractions import Fraction
 
 import numpy as np
 
+from freqlab.arrays import magnitude
 from freqlab.errors import FreqlabError
 from freqlab.sizes import DEFAULT_TAU  # kept for import compatibility (and used here)
 
@@ -58,25 +60,61 @@ STRING_PROBE_REPORTS: tuple[ProbeReport, ...] = (
 
 
 def _frequency(f) -> np.ndarray:
+    """``f`` as a 1-D array of non-negative counts: integers (int64, or Python integers beyond 2^63), or floats
+    (an expectation, a sum of scaled stages) that are finite; a FreqlabError naming the first value that is not.
+    """
     f = np.asarray(f)
     if f.ndim != 1 or f.size == 0:
-        raise FreqlabError("a position frequency must be a non-empty 1-D array")
+        raise FreqlabError(f"a position frequency must be a non-empty 1-D array, got shape {f.shape}")
+    if f.dtype.kind not in "iufO":
+        raise FreqlabError(f"a position frequency holds numbers, got dtype {f.dtype}")
+    if f.dtype == object:
+        bad = next((i for i, v in enumerate(f) if isinstance(v, bool) or not isinstance(v, (int, np.integer))), None)
+        if bad is not None:
+            raise FreqlabError(f"a position frequency holds numbers: f({bad}) = {f[bad]!r}")
+    elif f.dtype.kind == "f" and not np.isfinite(f).all():
+        bad = int(np.flatnonzero(~np.isfinite(f))[0])
+        raise FreqlabError(f"a position frequency is finite: f({bad}) = {f[bad]}")
+    if (f < 0).any():
+        bad = int(np.flatnonzero(f < 0)[0])
+        raise FreqlabError(f"a position frequency counts occurrences, never negative: f({bad}) = {f[bad]}")
     return f
 
 
-def _sum(values: np.ndarray) -> int:
-    """Exact sum: int64 when it cannot overflow, Python ints otherwise."""
+def _value(f: np.ndarray, i: int) -> int | Fraction:
+    """f(i) exactly: an integer, or a float's exact rational value (no truncation)."""
+    return Fraction(float(f[i])) if f.dtype.kind == "f" else int(f[i])
+
+
+def _sum(values: np.ndarray) -> int | float:
+    """Exact sum of integers (int64 when it cannot overflow, Python ints otherwise); of floats, a float64 one."""
     if values.size == 0:
         return 0
-    if max(int(values.max()), -int(values.min())) * values.size < 2**62:  # no |values| copy: f may be large
+    if values.dtype.kind == "f":
+        return float(values.sum())
+    if magnitude(values) * values.size < 2**62:
         return int(values.sum(dtype=np.int64))
     return int(values.astype(object).sum())
 
 
 def _index(f: np.ndarray, x) -> int:
+    """Position ``x`` (an integer, or a float holding one) inside the window of ``f``."""
+    if isinstance(x, bool) or not isinstance(x, (int, np.integer, float, np.floating)) or x != int(x):
+        raise FreqlabError(f"a position is an integer, got {x!r}")
     if not 0 <= int(x) < f.size:
         raise FreqlabError(f"position {x} is outside the window 0..{f.size - 1}")
     return int(x)
+
+
+def _positive(value, what: str) -> float:
+    """``value`` as a float, a FreqlabError unless it is a finite positive number."""
+    try:
+        number = float(value)
+    except (TypeError, ValueError):
+        raise FreqlabError(f"{what} must be a positive number, got {value!r}") from None
+    if isinstance(value, bool) or not math.isfinite(number) or number <= 0:
+        raise FreqlabError(f"{what} must be a positive finite number, got {value!r}")
+    return number
 
 
 def share_at_most(f, x: int) -> float:
@@ -155,12 +193,13 @@ def position_at_mass(f, fraction: float) -> int:
     f : array_like
         Position frequency f(i), 0 <= i < L.
     fraction : float
-        Fraction of the position mass, in (0, 1].
+        Fraction of the position mass, in (0, 1], read as the nearest rational of denominator at most 10^12
+        (0.8 is 4/5 exactly, not the binary float just above it).
 
     Returns
     -------
     int
-        min {i : Σ_{j≤i} f(j) >= fraction · Σ_j f(j)}.
+        min {i : Σ_{j≤i} f(j) >= fraction · Σ_j f(j)}, exact for integer f (in float64 for float f).
 
     Notes
     -----
@@ -178,17 +217,24 @@ def position_at_mass(f, fraction: float) -> int:
     1
     """
     f = _frequency(f)
-    if not 0.0 < fraction <= 1.0:
-        raise FreqlabError(f"fraction must be in (0, 1], got {fraction}")
+    try:
+        inside = 0 < float(fraction) <= 1 and not isinstance(fraction, bool)
+    except (TypeError, ValueError):
+        inside = False
+    if not inside:
+        raise FreqlabError(f"fraction must be in (0, 1], got {fraction!r}")
     # exact: compare cumulative * denominator >= total * numerator with a rational fraction
-    ratio = Fraction(fraction).limit_denominator(10**12)
+    ratio = Fraction(float(fraction)).limit_denominator(10**12)
+    if f.dtype.kind == "f":  # an expectation, a sum of scaled stages: in float64
+        cumulative = np.cumsum(f)
+        return min(int(np.searchsorted(cumulative, float(ratio) * cumulative[-1], side="left")), f.size - 1)
     total = _sum(f)
     target = -(-total * ratio.numerator // ratio.denominator)  # ceil(total * fraction)
     # cumulative sums a chunk at a time (memory flat in L), exact: int64 within a chunk when it cannot overflow
     done = 0
     for start in range(0, f.size, _CHUNK):
         chunk = f[start : start + _CHUNK]
-        big = max(int(chunk.max()), -int(chunk.min())) * chunk.size >= 2**62
+        big = magnitude(chunk) * chunk.size >= 2**62
         cumulative = np.cumsum(chunk.astype(object) if big else chunk)
         rest = target - done
         if int(cumulative[-1]) >= rest:
@@ -231,20 +277,31 @@ def scale_to_budget(f, tokens: float) -> np.ndarray:
     [8.0, 6.0, 4.0, 2.0]
     """
     f = _frequency(f)
+    budget = _positive(tokens, "the token budget")
     if f[0] <= 0:
         raise FreqlabError("f(0) is zero: the regime holds no tokens")
-    return f.astype(np.float64) * (float(tokens) / float(f[0]))
+    return f.astype(np.float64) * (budget / float(f[0]))
 
 
 def _reaches(f: np.ndarray, i: int, tokens: int, tau: Fraction) -> bool:
     # f_T(i) >= tau  <=>  f(i) * T >= tau * f(0), exactly
-    return int(f[i]) * tokens * tau.denominator >= tau.numerator * int(f[0])
+    return _value(f, i) * tokens * tau.denominator >= tau.numerator * _value(f, 0)
 
 
 def _budget(tokens) -> int:
-    if tokens is None or float(tokens) <= 0:
-        raise FreqlabError(f"the token budget must be positive, got {tokens}")
-    return int(tokens) if isinstance(tokens, (int, np.integer)) else round(float(tokens))
+    """The training budget in whole tokens (a float is rounded to the nearest): at least one."""
+    if isinstance(tokens, (int, np.integer)) and not isinstance(tokens, bool) and tokens > 0:
+        return int(tokens)
+    budget = round(_positive(tokens, "the token budget"))
+    if budget < 1:
+        raise FreqlabError(f"the token budget must be at least 1 token, got {tokens!r}")
+    return budget
+
+
+def _threshold(tau) -> Fraction:
+    """The threshold tau as an exact rational: a finite positive number."""
+    _positive(tau, "tau")
+    return Fraction(tau) if isinstance(tau, (int, np.integer, Fraction)) else Fraction(float(tau))
 
 
 def effective_length(f, tokens: float, tau: float = DEFAULT_TAU) -> int:
@@ -282,7 +339,7 @@ def effective_length(f, tokens: float, tau: float = DEFAULT_TAU) -> int:
     """
     f = _frequency(f)
     T = _budget(tokens)
-    threshold = Fraction(tau)
+    threshold = _threshold(tau)
     if f[0] <= 0 or not _reaches(f, 0, T, threshold):
         return 0
     lo, hi = 0, f.size - 1  # invariant: f_T(lo) >= tau; f is non-increasing
@@ -331,7 +388,5 @@ def tokens_needed(f, i: int, tau: float = DEFAULT_TAU) -> int:
     i = _index(f, i)
     if f[i] <= 0:
         raise FreqlabError(f"position {i} never occurs under this regime (f({i}) = 0)")
-    threshold = Fraction(tau)
-    numerator = threshold.numerator * int(f[0])
-    denominator = threshold.denominator * int(f[i])
-    return -(-numerator // denominator)
+    needed = _threshold(tau) * _value(f, 0) / _value(f, i)  # T · f(i) / f(0) >= tau, exactly
+    return -(-needed.numerator // needed.denominator)

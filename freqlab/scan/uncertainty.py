@@ -26,6 +26,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from freqlab.arrays import magnitude
 from freqlab.frequency.position import segment_frequency
 from freqlab.frequency.regimes import REGIMES, segments
 from freqlab.frequency.stats import share_at_least, share_at_most
@@ -86,7 +87,7 @@ def _exact_matmul(counts: np.ndarray, masses: np.ndarray) -> np.ndarray:
     """``counts @ masses.T`` in int64 when it provably fits, in Python ints otherwise (no silent wrap)."""
     if counts.size == 0:
         return np.zeros((counts.shape[0], masses.shape[0]), np.int64)
-    bound = int(counts.max()) * int(np.abs(masses).max()) * counts.shape[1]
+    bound = int(counts.max()) * magnitude(masses) * counts.shape[1]
     if masses.dtype != object and bound < 1 << 63:
         return counts @ masses.T
     return counts.astype(object) @ masses.T.astype(object)

@@ -32,6 +32,10 @@ def test_values_beyond_int64_become_python_integers_never_wrapped():
     assert big.scale(4).numerator.tolist() == [1 << 64, 4] and big.scale(4).f.tolist() == [2.0**64, 4.0]
     assert (total.scale(Fraction(1, 2))).numerator.dtype == np.int64  # back to int64 once it fits
     assert ExactFrequency.from_fractions([Fraction(1 << 63, 3)]).value(0) == Fraction(1 << 63, 3)
+    # -2^63 has no int64 absolute value (np.abs gives it back): the bound is taken without it
+    lowest = ExactFrequency(np.array([-(1 << 63)]))
+    assert (lowest + ExactFrequency(np.array([-1]))).numerator.tolist() == [-(1 << 63) - 1]
+    assert lowest.scale(2).numerator.tolist() == [-(1 << 64)]
 
 
 def test_from_fractions_and_bad_denominators():

@@ -141,6 +141,14 @@ def test_pack_handles_ten_million_documents():
         ([3], [1 << 40], 8, "pack", "stream of 1,099,511,627,776 documents"),
         ([3.5], [1], 8, "natural", "must be integers"),
         (["a"], [1], 8, "natural", "must be integers"),
+        (
+            [3, 5],
+            [1, 2**64],
+            8,
+            "natural",
+            r"counts must be at most 2\^63 - 1 \(exact int64 counts\), got 18446744073709551616",
+        ),
+        ([[3, 5]], [[1, 2]], 8, "natural", r"lengths must be a 1-D sequence, got shape \(1, 2\)"),  # never flattened
         ([3, 4], [1], 8, "natural", "differ in size"),
     ],
 )

@@ -29,6 +29,21 @@ def test_it_is_the_array_where_an_array_is_expected():
     assert share_at_least(pf, 1536) == pf.share_at_least() == pytest.approx(0.0626, abs=5e-5)
 
 
+def test_operators_and_array_attributes_act_on_f_as_on_the_array():
+    """A new user compared two frequencies with == and got a silent False (identity): now element by element."""
+    pf, again, other = ROWS.frequency(2048), ROWS.frequency(2048), ROWS.frequency(2048, "concat")
+    assert isinstance(pf == again, np.ndarray) and (pf == again).all() and (pf == np.asarray(again)).all()
+    assert (pf != LengthHistogram.from_counts([2048], [999]).frequency(2048)).all()
+    assert (pf == other).all()  # 1000 full rows: the same segments whatever the regime
+    assert (pf * 2)[:2].tolist() == [4_096_000, 4_094_000] and (pf - pf).sum() == 0 and int((pf > 1000).sum()) == 2047
+    assert pf.shape == (2048,) and pf.dtype == np.int64 and pf.sum() == 1000 * 2048 * 2049 // 2
+    assert np.cumsum(pf)[1] == 4_095_000 and pf.L == 2048 and pf.tokens == 2_048_000  # its own attributes first
+    with pytest.raises(AttributeError, match="no attribute 'nothing'"):
+        pf.nothing  # noqa: B018
+    with pytest.raises(TypeError, match="unhashable"):
+        hash(pf)
+
+
 def test_statistics_match_the_functions():
     pf = ROWS.frequency(2048)
     f = np.asarray(pf)

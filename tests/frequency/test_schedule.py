@@ -243,3 +243,24 @@ def test_a_pose_stage_reports_no_reach_share(tmp_path):
     rows = {row["stage"]: row for row in result.reach_table()}
     assert rows["pose"]["beyond"] == {"2048": None}
     assert result.reach_is_exposure(0) and not result.reach_is_exposure(1)
+
+
+def test_a_pose_stage_beyond_int64_keeps_its_exact_expectation(tmp_path):
+    """PoSE on a large corpus gives an expectation whose numerator passes 2^63: kept as Python integers, F(i) is the
+    exact T · f(i) / f(0) at every position (it was float64, off in the last digits at 22 of 23 positions)."""
+    from freqlab.frequency.pose import position_ids_from_spec
+    from freqlab.frequency.schedule import parse_schedule
+
+    lengths, counts, L, target, T = [3, 5, 7, 9, 11], [2**58, 2**57, 2**56, 3, 2**55], 11, 23, 10**12
+    h = LengthHistogram.from_counts(lengths, counts)
+    # a window of 16 tokens (L <= 16 < target): a row holds at most L tokens, so the layer is global
+    stage = {"L": L, "tokens": T, "position_ids": {"kind": "pose", "target": target}, "layout": "swa16+global"}
+    result = schedule_frequency(parse_schedule({"stages": [stage], "tau": 1}, histogram=h))
+    exact = position_ids_from_spec({"kind": "pose", "target": target}).frequency(lengths, counts, L)
+    assert result.frequencies[0].dtype == object
+    expected = [exact.value(i) * T / exact.value(0) for i in range(target)]
+    assert [result.occurrences(i) for i in range(target)] == expected
+    assert result.effective_length(tau=expected[22]) == 22
+    assert result.to_dict()["stages"][0]["effective_length_alone"] == 22
+    kinds = result.stage_kinds(0)
+    assert [k.name for k in kinds] == ["swa16", "global"] and all(f is result.frequencies[0] for f in kinds.values())

@@ -1,5 +1,7 @@
 """Statistics on f: mass shares, budgets and the effective-length prediction (STRING Sec. 3, Fig. 2b)."""
 
+from fractions import Fraction
+
 import numpy as np
 import pytest
 from hypothesis import given, settings
@@ -84,15 +86,40 @@ def test_summary_line_reads_like_the_paper():
     ("call", "message"),
     [
         (lambda: share_at_most(F, 4), "outside the window"),
+        (lambda: share_at_most(F, 1.5), r"a position is an integer, got 1\.5"),
         (lambda: position_at_mass(F, 0), "fraction must be in"),
-        (lambda: effective_length(F, 0), "budget must be positive"),
+        (lambda: position_at_mass(F, float("nan")), "fraction must be in"),
+        (lambda: position_at_mass(F, "half"), "fraction must be in"),
+        (lambda: effective_length(F, 0), "budget must be a positive finite number, got 0"),
+        (lambda: effective_length(F, float("nan")), "budget must be a positive finite number, got nan"),
+        (lambda: effective_length(F, float("inf")), "budget must be a positive finite number, got inf"),
+        (lambda: effective_length(F, 0.4), "budget must be at least 1 token, got 0.4"),  # not rounded to 0
+        (lambda: effective_length(F, 10, tau=-1), "tau must be a positive finite number, got -1"),
+        (lambda: effective_length(F, 10, tau=float("nan")), "tau must be a positive finite number"),
+        (lambda: tokens_needed(F, 1, tau=float("inf")), "tau must be a positive finite number, got inf"),
+        (lambda: tokens_needed(F, 1, tau=0), "tau must be a positive finite number, got 0"),
+        (lambda: scale_to_budget(F, -5), "budget must be a positive finite number, got -5"),
         (lambda: tokens_needed(np.array([3, 0]), 1), "never occurs"),
         (lambda: share_at_most([], 0), "non-empty"),
+        (lambda: share_at_most(np.ones((2, 2)), 0), r"1-D array, got shape \(2, 2\)"),
+        (lambda: share_at_most([4, -3, 2], 0), r"never negative: f\(1\) = -3"),
+        (lambda: share_at_most([4.0, float("nan")], 0), r"finite: f\(1\) = nan"),
+        (lambda: share_at_most(["4", "3"], 0), "holds numbers"),
     ],
 )
 def test_bad_parameters_are_clear_errors(call, message):
     with pytest.raises(FreqlabError, match=message):
         call()
+
+
+def test_a_frequency_of_floats_is_read_exactly_never_truncated():
+    """An expectation (floats) is compared at its exact value: ceil(10 · 4.5 / 3.2) = 15 (truncated: 14); its
+    shares are float64 sums (0.5 of [0.5, 0.5], where truncation gave 0)."""
+    assert tokens_needed([4.5, 3.2], 1, tau=10) == 15
+    at_one = Fraction(3.2) * 10 / Fraction(4.5)  # f_T(1) of the floats' exact values
+    assert effective_length([4.5, 3.2], 10, tau=at_one) == 1
+    assert effective_length([4.5, 3.2], 10, tau=at_one + Fraction(1, 10**30)) == 0
+    assert share_at_most([0.5, 0.5], 0) == 0.5 and position_at_mass([0.5, 0.25, 0.25], 0.6) == 1
 
 
 non_increasing = st.lists(st.integers(0, 10**6), min_size=1, max_size=40).map(
