@@ -75,6 +75,20 @@ def human_bytes(n: float) -> str:
     return f"{n:.1f} PB" if abs(n) < 1000 else f"{n:.2g} PB"
 
 
+def binary_bytes(n: float) -> str:
+    """A size of text as the scan reports print it: KiB below 1 MiB, one decimal below 10 MiB, then whole MiB (one
+    rounding everywhere, so that two lines of one report agree).
+
+    >>> binary_bytes(44_000), binary_bytes(1.49 * 2**20), binary_bytes(30.2 * 2**20), binary_bytes(100 * 2**30)
+    ('43 KiB', '1.5 MiB', '30 MiB', '102,400 MiB')
+    """
+    if n < 2**10:
+        return f"{n:.0f} B"
+    if n < 2**20:
+        return f"{n / 2**10:.0f} KiB"
+    return f"{n / 2**20:.1f} MiB" if n < 10 * 2**20 else f"{n / 2**20:,.0f} MiB"
+
+
 def require_memory(needed: float, option: str, purpose: str) -> None:
     """Refuse (ResourceError) when ``needed`` bytes exceed :func:`available_memory`: ``option`` names the option and
     its value (``"--L 268,435,456"``), ``purpose`` what the memory is for (``"f(i), 10 bytes per position"``).

@@ -166,7 +166,8 @@ def stats_command(hist, L, regimes, tokens, tau, weights, as_json):
 
     \b
     With --regime or --tokens, also the windows table of freqlab freq at --L (natural when no --regime), and the
-    STRING comparison at --tau.
+    STRING comparison at --tau. --json holds the natural row at --L under "frequency" in any case (the
+    histogram's statistics, LengthHistogram.length_statistics), the table under "windows".
 
     \b
     Example:

@@ -274,7 +274,11 @@ def rope_command(
     E_rule = None
     if E is None and (hist or schedule):
         wt = well_trained_range(L, **inputs)
-        E, E_rule = (wt.N, f"predicted N*, {wt.rule} rule") if wt.N else (None, None)
+        # N* counts the well-trained positions 0..N*-1: a context of N* tokens, whose largest distance is the
+        # effective length the other commands print (N* - 1)
+        E, E_rule = (
+            (wt.N, f"predicted N*, {wt.rule} rule: positions 0..{wt.N - 1} well trained") if wt.N else (None, None)
+        )
         if not wt.N and not as_json:
             click.echo(f"note: {wt.explanation}: the critical dimension is counted for L instead")
     plans = [

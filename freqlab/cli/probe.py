@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import click
 
-from freqlab.cli.options import COUNT, POSITIONS, POSITIONS_NOTE, HomePath, echo_json, json_option
+from freqlab.cli.options import COUNT, POSITIONS, POSITIONS_NOTE, SEED, HomePath, echo_json, json_option
 
 
 def _pair(value: str | None, names: str) -> tuple[int, int] | None:
@@ -131,7 +131,7 @@ def _depths(text: str) -> list[float]:
     help="The model's attention [default: transformers' choice]; with flash-attention (installed) the plans run on "
     "their flash backend.",
 )
-@click.option("--seed", type=int, default=0, show_default=True, help="Needle numbers (the same for every setting).")
+@click.option("--seed", type=SEED, default=0, show_default=True, help="Needle numbers (the same for every setting).")
 @click.option("--figure", type=HomePath(dir_okay=False), default=None, help="Write the heat map (png, pdf or svg).")
 @json_option
 def probe_command(

@@ -10,8 +10,10 @@ import click
 
 from freqlab.cli.options import (
     COUNT,
+    SEED,
     TOKENS,
     TOKENS_NOTE,
+    FiniteFloat,
     HomePath,
     echo_json,
     given_once,
@@ -115,11 +117,11 @@ from freqlab.scan.settings import ENGINES, ON_ERROR
 )
 @click.option(
     "--sample-rate",
-    type=click.FloatRange(0, 1, min_open=True),
+    type=FiniteFloat(0, 1, min_open=True),
     default=None,
     help="Keep each document with this probability (seeded, deterministic).",
 )
-@click.option("--seed", type=int, default=0, show_default=True, help="Seed for --sample-rate and the pack regime.")
+@click.option("--seed", type=SEED, default=0, show_default=True, help="Seed for --sample-rate and the pack regime.")
 @click.option(
     "--workers",
     type=click.IntRange(min=1),

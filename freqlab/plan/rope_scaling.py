@@ -706,7 +706,7 @@ def plan_rope_scaling(
     crit, crit_L = critical_dimension(E, theta, d_r), critical_dimension(L, theta, d_r)
     rotary = f"{d_r} of {head_dim} dimensions rotate (partial_rotary_factor {prf:g}); " if prf != 1.0 else ""
     critical = f" Critical dimension: {rotary}the first {crit} rotary dimensions have periods 2π·b^(2j/d_r) within " + (
-        f"the effective length E = {E} ({E_rule}), the other {d_r - crit} never completed a turn within it "
+        f"E = {E} tokens ({E_rule}), the other {d_r - crit} never completed a turn within it "
         f"(counted for L = {L}: {crit_L})."
         if effective_length is not None
         else f"L = {L}, the other {d_r - crit} never completed a turn within it (no effective length given)."

@@ -27,6 +27,7 @@ from freqlab.display import Display, Displayed
 from freqlab.errors import FreqlabError
 from freqlab.frequency.stats import DEFAULT_TAU
 from freqlab.histogram import LengthHistogram
+from freqlab.resources import binary_bytes
 from freqlab.scan.engines import Task, default_workers, make_engine
 from freqlab.scan.engines.local import prestart
 from freqlab.scan.forked import check_outputs_writable
@@ -613,7 +614,7 @@ def small_scan_rule(size: int | None, table=None):
         if limit is None or size >= limit:
             return None
         return (
-            f"not used for a small scan (an estimated {size / 2**20:.1f} MiB of text < {limit / 2**20:.1f} MiB: "
+            f"not used for a small scan (an estimated {binary_bytes(size)} of text < {binary_bytes(limit)}: "
             f"{backend} is done before fastokens is ready; counts are identical)"
         )
 

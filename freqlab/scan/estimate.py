@@ -40,6 +40,7 @@ import numpy as np
 
 from freqlab.errors import FreqlabError
 from freqlab.frequency.regime_table import human_count
+from freqlab.resources import binary_bytes
 from freqlab.scan.uncertainty import LEVEL, SHARES, no_interval, share_intervals
 
 THROUGHPUT_FILE = "throughput.json"  # in freqlab/data
@@ -258,7 +259,7 @@ def choose_engine(
     here += shards * table.shard_seconds.get("here", 0.0)
     pool = first + table.process_startup_core_seconds + build
     pool += (opening + counting) / (workers * table.parallel_efficiency) + shards * table.shard_seconds.get("pool", 0.0)
-    size = f"{text_bytes / 2**20:,.0f} MiB of text"
+    size = f"{binary_bytes(text_bytes)} of text"
     if where:
         size += f" in {where}"
     elif where is None and sum(files.values()) > 1:

@@ -275,7 +275,7 @@ def test_rope_takes_the_window_and_the_effective_length_from_a_schedule(hist, tm
     result = run("plan", "rope", "--schedule", schedule, "--target", 16384, "--type", "linear", "--json")
     data = json.loads(result.output)
     assert data["L"] == 4096 and data["plans"][0]["factor"] == 4.0  # 16384 / the longest stage window
-    assert data["plans"][0]["E_rule"] == "predicted N*, schedule rule"
+    assert data["plans"][0]["E_rule"].startswith("predicted N*, schedule rule: positions 0..")
     assert run("plan", "rope", "--schedule", schedule, "--L", 2048, "--target", 16384).exit_code == 1
     assert run("plan", "rope", "--target", 16384).exit_code == 2
 
@@ -374,7 +374,7 @@ def test_rope_counts_the_critical_dimension_at_the_predicted_effective_length(hi
     args = ("plan", "rope", "--hist", hist, "--L", "2K", "--tokens", "400B", "--extend-to", "8K", "--type", "yarn")
     result = run(*args, "--partial-rotary-factor", 0.5)
     assert result.exit_code == 0, result.output
-    assert "the effective length E = 1537 (predicted N*, budget rule)" in result.output
+    assert "E = 1537 tokens (predicted N*, budget rule: positions 0..1536 well trained)" in result.output
     assert "64 of 128 dimensions rotate (partial_rotary_factor 0.5)" in result.output
     data = json.loads(run(*args, "--partial-rotary-factor", 0.5, "--json").output)["plans"][0]
     assert (data["effective_length"], data["rotary_dim"]) == (1537, 64)

@@ -229,7 +229,7 @@ def test_critical_dimension_counts_the_periods_within_the_length(length, base, d
 def test_rope_plans_count_the_critical_dimension_at_the_effective_length():
     p = plan_rope_scaling(4096, 16384, "yarn", effective_length=2730, E_rule="predicted N*")
     assert p.critical_dim == critical_dimension(2730, 10000.0, 128) == 86 < p.critical_dim_L == 92
-    assert "the effective length E = 2730 (predicted N*)" in p.reasoning and "(counted for L = 4096: 92)" in p.reasoning
+    assert "within E = 2730 tokens (predicted N*)" in p.reasoning and "(counted for L = 4096: 92)" in p.reasoning
     assert p.to_dict()["critical_dim"] == 86
     q = plan_rope_scaling(4096, 16384, "yarn")  # no prediction: L, said so
     assert (q.critical_dim, q.E_rule) == (92, "window") and "no effective length given" in q.reasoning

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 import socket
 import sys
 import time
@@ -11,6 +12,7 @@ from importlib import resources
 import pytest
 
 from freqlab.errors import FreqlabError
+from freqlab.resources import binary_bytes
 from freqlab.scan.engines.ray import RAY_PROBE_SECONDS, check_ray_address
 
 from .conftest import assert_same_histogram, reference_histogram, scan_slimpajama
@@ -133,9 +135,9 @@ def test_the_small_scan_rule_leaves_fastokens_out_only_below_the_next_backends_b
         assert bytes_even == pytest.approx(expected)
     assert 6 << 20 < limit["tiktoken"] < 16 << 20 and 1 << 18 < limit["hf-tokenizers"] < 1 << 20
     rule = small_scan_rule(6 << 20)  # 6 MiB: tiktoken finishes first, Hugging Face does not
-    assert f"(an estimated 6.0 MiB of text < {limit['tiktoken'] / 2**20:.1f} MiB: tiktoken is done" in rule("tiktoken")
+    assert f"(an estimated 6.0 MiB of text < {binary_bytes(limit['tiktoken'])}: tiktoken is done" in rule("tiktoken")
     assert rule("hf-tokenizers") is None and rule("sentencepiece") is None
-    expected = f"not used for a small scan (an estimated 0.2 MiB of text < {limit['hf-tokenizers'] / 2**20:.1f} MiB"
+    expected = f"not used for a small scan (an estimated 256 KiB of text < {binary_bytes(limit['hf-tokenizers'])}"
     assert small_scan_rule(1 << 18)("hf-tokenizers").startswith(expected)
     assert small_scan_rule(None) is None  # unknown size: fastokens is verified and kept
 
@@ -279,7 +281,7 @@ def test_a_small_default_scan_runs_in_this_process_and_counts_what_the_pool_coun
     assert_same_histogram(chosen.histogram, pooled.histogram)
     run = chosen.summary["scan"]
     assert (run["engine"], run["workers"]) == ("local", 1)
-    assert run["engine_reason"].startswith("in this process: 0 MiB of text in 3 files on ")
+    assert re.match(r"in this process: \d+ KiB of text in 3 files on ", run["engine_reason"]), run["engine_reason"]
     assert run["engine_reason"] in chosen.report()
     assert pooled.summary["scan"]["workers"] == 2 and "engine_reason" not in pooled.summary["scan"]
 
@@ -389,7 +391,7 @@ def test_the_engine_reason_names_the_parts_of_a_file_read_in_parts_as_parts(tmp_
     parts = len(open_corpus(str(tmp_path)).shards)
     assert parts > 3
     reason = scan(str(tmp_path), progress=False).summary["scan"]["engine_reason"]
-    assert reason.startswith(f"in this process: 0 MiB of text in {parts} parts of 2 files on ")
+    assert re.match(rf"in this process: \d+ KiB of text in {parts} parts of 2 files on ", reason), reason
 
 
 def test_a_pool_with_fewer_shards_than_cores_gives_its_workers_the_idle_cores(monkeypatch):
