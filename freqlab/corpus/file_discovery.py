@@ -37,13 +37,17 @@ DATASETS_METADATA = frozenset({"state.json", "dataset_info.json", "dataset_dict.
 @dataclass(frozen=True)
 class DataFile:
     """One data file: its path, its id (path relative to the corpus root, stable when the data moves), and
-    its size and modification time when the corpus was opened (what checkpoints and readers check).
+    its size, modification time and status-change time when the corpus was opened (what checkpoints and readers
+    check). The status-change time (ctime) is set by the system on every write and on ``touch``, so a file rewritten
+    to the same size with its modification time put back (``cp -p``, ``touch -r``, ``rsync -t``) shows; it changes
+    with the file's metadata too (``chmod``, a rename), which costs a recount, never a wrong count.
     """
 
     path: str
     id: str
     size: int
     mtime_ns: int
+    ctime_ns: int = 0
 
     @property
     def remote(self) -> bool:
@@ -51,8 +55,10 @@ class DataFile:
         return False
 
     def identity(self) -> dict[str, Any]:
-        """Size and modification time: a checkpoint of this file is trusted only while both are unchanged."""
-        return {"size": self.size, "mtime_ns": self.mtime_ns}
+        """Size, modification and status-change times: a checkpoint of this file is trusted only while all three are
+        unchanged.
+        """
+        return {"size": self.size, "mtime_ns": self.mtime_ns, "ctime_ns": self.ctime_ns}
 
     def check_unchanged(self) -> None:
         """Raise :class:`FileChanged` when the file is gone or changed since the corpus was opened (checked
@@ -66,6 +72,12 @@ class DataFile:
             raise FileChanged(f"size {self.size} -> {info.st_size} bytes", self.path)
         if info.st_mtime_ns != self.mtime_ns:
             raise FileChanged("same size, but modified since the scan opened it", self.path)
+        if info.st_ctime_ns != self.ctime_ns:
+            raise FileChanged(
+                "same size and modification time, but its status changed since the scan opened it "
+                "(rewritten with its time put back, or its permissions changed)",
+                self.path,
+            )
 
 
 @dataclass
@@ -381,7 +393,7 @@ def stat_file(path: str, file_id: str) -> DataFile:
         info = os.fstat(descriptor)
     finally:
         os.close(descriptor)
-    return DataFile(os.path.abspath(path), file_id, info.st_size, info.st_mtime_ns)
+    return DataFile(os.path.abspath(path), file_id, info.st_size, info.st_mtime_ns, info.st_ctime_ns)
 
 
 def relative_ids(paths: list[str]) -> tuple[str, dict[str, str]]:

@@ -387,7 +387,7 @@ def find_remote(specs: list[str], format_of, split: str = "train", config: str |
         relative = _URL.sub("", url)[len(root) :].lstrip("/")
         etag = str(info.get("ETag") or "")
         strong = etag if etag.startswith('"') else ""  # a weak ETag (W/"...") never matches If-Match
-        files.append((RemoteFile(url, relative, _size(info), 0, _version(info), strong), fmt))
+        files.append((RemoteFile(url, relative, _size(info), 0, version=_version(info), etag=strong), fmt))
     return found, files, f"{protocol_of(paths[0])}://{root}"
 
 

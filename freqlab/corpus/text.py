@@ -68,11 +68,12 @@ class TextFilesShard(Shard):
             yield Document(text.removeprefix("\ufeff"), source, path)
 
     def identity(self) -> dict[str, Any]:
-        """A digest of the group's file ids, sizes and modification times."""
+        """A digest of the group's file ids, sizes, modification and status-change times."""
         digest = hashlib.blake2b(digest_size=12)
         for file in self.files:
             version = getattr(file, "version", "")  # a remote file's ETag (freqlab.corpus.remote_files)
-            digest.update(f"{file.id}\0{file.size}\0{file.mtime_ns}{version and chr(0) + version}\n".encode())
+            times = f"{file.mtime_ns}\0{file.ctime_ns}"
+            digest.update(f"{file.id}\0{file.size}\0{times}{version and chr(0) + version}\n".encode())
         return {"files": len(self.files), "stamp": digest.hexdigest()}
 
     def size(self) -> int | None:

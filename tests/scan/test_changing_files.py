@@ -1,8 +1,8 @@
 """A data file that changes while its shard is read is never counted: its counts would be of neither version.
 
-Each reader checks the file's identity (size and modification time; a remote file's size and ETag) before it
-reads, and the scan checks it again after the shard is read: a file rewritten in place, even to the same size,
-is one line naming it (exit 1), or with ``on_error="skip"`` one ``unreadable-file`` skip and none of its
+Each reader checks the file's identity (size, modification and status-change times; a remote file's size and
+ETag) before it reads, and the scan checks it again after the shard is read: a file rewritten in place, even to the
+same size, is one line naming it (exit 1), or with ``on_error="skip"`` one ``unreadable-file`` skip and none of its
 documents. The rewrite happens at a fixed point of the read (after the first batch is counted), so the tests
 are deterministic.
 """
@@ -78,6 +78,21 @@ def test_a_file_rewritten_in_place_during_its_read_is_refused(two_files, after_f
     message = str(error.value)
     assert message.startswith(f"{folder / 'a.jsonl'} changed while it was being read (same size, but modified")
     assert "\n" not in message
+
+
+def test_a_rewrite_with_its_modification_time_put_back_is_refused_too(two_files, after_first_batch):
+    folder, _ = two_files
+    path = folder / "a.jsonl"
+
+    def rewrite_and_restore_time() -> None:
+        rewrite_in_place(path)
+        os.utime(path, ns=(OLD * 10**9, OLD * 10**9))  # touch -r, cp -p: size and mtime as they were
+
+    after_first_batch(rewrite_and_restore_time)
+    with pytest.raises(
+        FreqlabError, match=r"changed while it was being read \(same size and modification time, but its"
+    ):
+        run(folder)
 
 
 def test_skipped_it_counts_one_unreadable_file_and_none_of_its_documents(two_files, after_first_batch, counter):

@@ -158,6 +158,25 @@ def test_a_data_file_changed_since_its_checkpoint_is_recounted(tmp_path, slimpaj
     assert resumed.summary["scan"]["recounted_checkpoints"] == {"its data file changed": 1}
 
 
+def test_a_data_file_rewritten_to_the_same_size_and_time_is_recounted(tmp_path, slimpajama_dir):
+    """An adversary's review: a file edited in place to the same size with its modification time put back (as
+    ``cp -p``, ``touch -r`` and ``rsync -t`` leave it) was resumed from its stale checkpoint; its status-change time
+    (set by the system on every write and utime) tells."""
+    import os
+
+    out = tmp_path / "out"
+    run(slimpajama_dir, out=out)
+    path = slimpajama_dir / "chunk_1.jsonl"
+    before = path.stat()
+    data = path.read_bytes()
+    path.write_bytes(data.replace(b"the", b"tho"))  # same size, other tokens
+    os.utime(path, ns=(before.st_atime_ns, before.st_mtime_ns))
+    assert (path.stat().st_size, path.stat().st_mtime_ns) == (before.st_size, before.st_mtime_ns)
+    resumed = run(slimpajama_dir, out=out, resume=True)
+    assert_same_histogram(resumed.histogram, run(slimpajama_dir).histogram)
+    assert resumed.summary["scan"]["recounted_checkpoints"] == {"its data file changed": 1}
+
+
 def test_an_edited_checkpoint_is_recounted_not_trusted(tmp_path, slimpajama_dir):
     import polars as pl
 
