@@ -37,6 +37,13 @@ PROBE_TIMEOUT = 3.0
 DEFAULT_ENDPOINT = "https://huggingface.co"
 # Builders shipped inside `datasets` that read files given as data_files (no Hub access needed for local files).
 PACKAGED_BUILDERS = frozenset({"json", "parquet", "arrow", "text", "csv", "pandas", "webdataset", "xml"})
+#: builders that guess a column's type from its values (pandas): a text column mixing numbers and strings comes
+#: out with strings such as "12" or "true" turned into numbers and booleans, which are then no text
+TYPE_GUESSING_BUILDERS = frozenset({"json", "csv"})
+TYPE_GUESS_NOTE = (
+    "as datasets delivered the records: its builder reads a column that mixes numbers and strings with pandas, "
+    'which turns strings such as "12" or "true" into numbers; --dataset PATH reads JSON lines as written'
+)
 
 
 def _hint(dataset: str) -> str:
@@ -132,6 +139,11 @@ class HubShard(Shard):
         """The shard's part of the streaming dataset."""
         stream = _stream(self.dataset, self.config, self.split, self.data_files)
         return stream.shard(num_shards=self.num_shards, index=self.index) if self.num_shards > 1 else stream
+
+    @property
+    def non_string_note(self) -> str:
+        """What to add to a ``non-string-text`` error: a builder's type guessing may have made it."""
+        return f" ({TYPE_GUESS_NOTE})" if self.dataset in TYPE_GUESSING_BUILDERS else ""
 
     @property
     def row_prefix(self) -> str:

@@ -22,6 +22,8 @@ import os
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
+from freqlab.corpus.base import NON_STRING_TEXT
+from freqlab.corpus.hub import TYPE_GUESS_NOTE, TYPE_GUESSING_BUILDERS
 from freqlab.display import Display, clip, first_few, listed, percent
 from freqlab.frequency.budget import Budget, training_budget
 from freqlab.frequency.regime_table import describe, human_count, regime_rows
@@ -173,9 +175,8 @@ def format_report(summary: dict) -> str:
             lines.append(f"           {tok['fastokens_note']}")
         counted = tok.get("counted_by") or {}
         if set(counted) - {tok["backend"]}:  # some documents went past the first backend: how many, to which
-            beyond = " (as far as read: some maybe past the limit)" if stopped else ""
             shares = "; ".join(f"{backend} {n:,}" for backend, n in counted.items())
-            lines.append(f"           documents counted by {shares}{beyond}")
+            lines.append(f"           documents counted by {shares}")
         if tok.get("cache_not_written"):
             lines.append(
                 f"           tokenizer cache not written ({printable(tok['cache_not_written'])}): each run loads and"
@@ -187,6 +188,12 @@ def format_report(summary: dict) -> str:
         f"documents  {docs['read']:,} read = {docs['tokenized']:,} tokenized + {docs['empty']:,} empty"
         f" + {sum(skipped.values()):,} skipped" + (f" ({reasons})" if reasons else "")
     )
+    if (
+        skipped.get(NON_STRING_TEXT)
+        and description.get("kind") == "builder"
+        and description.get("id") in TYPE_GUESSING_BUILDERS
+    ):
+        lines.append(f"           non-string-text {TYPE_GUESS_NOTE}")
     if docs.get("sampled_out"):
         lines.append(f"           {docs['sampled_out']:,} left out by sampling")
     if docs.get("blank_lines"):

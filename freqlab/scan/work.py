@@ -25,6 +25,7 @@ import numpy as np
 from freqlab.corpus.base import (
     BLANK_LINE,
     MISSING_TEXT_FIELD,
+    NON_STRING_TEXT,
     TEXT,
     UNREADABLE_FILE,
     Document,
@@ -568,7 +569,10 @@ def _count_texts(
             if options.on_error == "raise":
                 if not flush(last=True):  # the bad record lies within this shard's cap
                     part.error = doc.where if reason == UNREADABLE_FILE else f"{doc.where}: {reason}"
-                    part.error += missing_field_hint(shard) if reason == MISSING_TEXT_FIELD else ""
+                    if reason == MISSING_TEXT_FIELD:
+                        part.error += missing_field_hint(shard)
+                    elif reason == NON_STRING_TEXT:  # a builder's type guessing may have made it
+                        part.error += getattr(shard, "non_string_note", "")
                 return
             code = tally.reason(reason)
         elif doc.text == "":

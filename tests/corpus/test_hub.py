@@ -169,6 +169,23 @@ def test_a_file_datasets_cannot_parse_is_an_unreadable_file_naming_it(tmp_path, 
     assert caught.value.path == str(bad)  # so a scan can skip it (--on-error skip) like any unreadable file
 
 
+def test_strings_datasets_turns_into_numbers_are_skipped_saying_why(tmp_path):
+    """datasets' json builder reads a column mixing numbers and strings with pandas, which makes "12" a number and
+    "true" a boolean (an adversary's review): freqlab cannot undo that, and says so where it counts them, in the
+    report and in the error, pointing to the native reader, which reads them as written."""
+    from freqlab.scan import scan
+
+    path = write_bytes(tmp_path / "m.jsonl", b'{"text":"007 x"}\n{"text":"12"}\n{"text":5}\n{"text":"true"}\n')
+    skipped = scan("json", data_files=str(path), on_error="skip", progress=False, tokenizer="tekken")
+    assert skipped.histogram.skipped == {"non-string-text": 3}  # datasets delivered 12, 5 and True
+    assert f"non-string-text {hub.TYPE_GUESS_NOTE}" in skipped.report()
+    native = scan(str(path), on_error="skip", progress=False, tokenizer="tekken")
+    assert native.histogram.skipped == {"non-string-text": 1} and native.histogram.documents == 3
+    assert "pandas" not in native.report()
+    with pytest.raises(FreqlabError, match=r"m\.jsonl:record 2: non-string-text \(as datasets delivered"):
+        scan("json", data_files=str(path), progress=False, tokenizer="tekken")
+
+
 def test_hub_dataset_is_streamed_with_load_dataset(tmp_path, records, monkeypatch):
     """The Hub path calls load_dataset(id, config, split=..., streaming=True) after the probe (stubbed here:
     no network in the tests), and reads whatever stream it returns with the preset's field mapping."""
