@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import hashlib
 import os
-from collections.abc import Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, fields
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -140,6 +140,10 @@ class ScanSettings:
                     f"{', '.join(given)}: reader options go to open_corpus(...), not beside an opened corpus"
                 )
         if self.dataset is not None and not isinstance(self.dataset, (str, os.PathLike)):  # a list of local paths
+            if isinstance(self.dataset, (bytes, Mapping)) or not isinstance(self.dataset, Iterable):
+                raise TypeError(
+                    f"dataset is a name, a path, a list of paths or an opened corpus, not {type(self.dataset).__name__}"
+                )
             if self.data_files is not None:
                 raise FreqlabError("give local files either as dataset (a list of paths) or as data_files, not both")
             object.__setattr__(self, "data_files", tuple(self.dataset))
@@ -156,6 +160,10 @@ class ScanSettings:
             object.__setattr__(self, "sample_rate", None if float(rate) >= 1.0 else float(rate))
         object.__setattr__(self, "seed", check_count("seed", self.seed, minimum=0, optional=False))
         check_count("eos_id", self.eos_id, minimum=0)
+        for name in ("text_field", "source_field", "tokens_field", "length_field"):
+            value = getattr(self, name)
+            if value is not None and not isinstance(value, str):
+                raise TypeError(f"{name} is a field name (a dotted path for a nested one), not {value!r}")
         if self.tokens_field and self.length_field:
             raise FreqlabError("give tokens_field or length_field, not both")
         check_count("max_docs", self.max_docs)
@@ -291,6 +299,8 @@ class ReportOptions:
         ) -> None: ...
 
     def __post_init__(self) -> None:
+        if isinstance(self.L, (str, bytes)):  # a string is no sequence of windows: "2048" is not 2, 0, 4, 8
+            raise FreqlabError(f"L must be a positive integer or a list of them, got {self.L!r}")
         windows = (self.L,) if isinstance(self.L, int) else tuple(self.L)
         if not windows:
             raise FreqlabError("give at least one window L")

@@ -88,6 +88,17 @@ def test_bad_parameters_are_clear_errors(bad_dir):
             scan("slimpajama", data_files=str(bad_dir / "*.jsonl"), progress=False, **options)
     with pytest.raises(FreqlabError, match="text field '' names no field"):
         scan(str(bad_dir), text_field="", progress=False)
+    # wrong types (an adversary's review: 'int' object is not iterable, has no attribute 'strip'; "2048" read as the
+    # windows 2, 0, 4, 8, refused naming only the 2)
+    with pytest.raises(FreqlabError, match="L must be a positive integer or a list of them, got '2048'"):
+        scan(str(bad_dir), L="2048", progress=False)
+    for options, message in [
+        ({"dataset": 123}, "dataset is a name, a path, a list of paths or an opened corpus, not int"),
+        ({"dataset": str(bad_dir), "text_field": 3}, r"text_field is a field name \(a dotted path for a nested one\)"),
+        ({"dataset": str(bad_dir), "source_field": 1}, "source_field is a field name"),
+    ]:
+        with pytest.raises(TypeError, match=message):
+            scan(progress=False, **options)
 
 
 @pytest.mark.parametrize(
