@@ -17,6 +17,7 @@ import sentencepiece as spm
 from sentencepiece import sentencepiece_model_pb2
 
 from freqlab.errors import FreqlabError
+from freqlab.resources import binary_bytes
 from freqlab.tokenization import load_tokenizer
 from freqlab.tokenization.sentencepiece import parse_sentencepiece_model
 
@@ -191,5 +192,5 @@ def test_a_small_scan_keeps_fastokens_when_the_next_backend_is_not_tiktoken(size
     assert counter.count(TEXTS).tolist() == sp_counts(V1, TEXTS)
     if chosen == "hf-tokenizers":
         reason = counter.fallback_reasons["fastokens"]
-        assert reason.startswith(f"not used for a small scan (an estimated {size / 2**20:.1f} MiB")
+        assert reason.startswith(f"not used for a small scan (an estimated {binary_bytes(size)} of text")
         assert "fastokens" not in counter._engines._built  # neither built nor verified
