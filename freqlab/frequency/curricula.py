@@ -124,7 +124,7 @@ class Spec:
             raise self.bad(key, "a share of the stage in (0, 1], e.g. 0.1")
         return share
 
-    def choice(self, key: str, options: tuple[str | None, ...], default: str | None = None) -> str:
+    def choice(self, key: str, options: tuple[str, ...], default: str | None = None) -> str:
         value = self.data.get(key, default)
         if value not in options:
             raise self.bad(key, "one of " + ", ".join(str(o) for o in options if o is not None))  # None: leave out

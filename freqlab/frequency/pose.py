@@ -282,7 +282,8 @@ def position_ids_from_spec(spec: dict) -> PositionIds:
             raise FreqlabError("pose: give exactly one of target (e.g. 128K) or factor (target = factor · L)")
         if fields.integer("chunks", 2) != 2:
             raise fields.bad("chunks", "2 (the only number of chunks PoSE's public code trains)")
-        method = fields.choice("method", (*SCALINGS, None), None)  # None: no scaling (left out of the message)
+        # None (no scaling) is an option the str annotation leaves out; the message leaves it out too
+        method = fields.choice("method", (*SCALINGS, None), None)  # type: ignore[arg-type]
         target = fields.positions("target") if fields.has("target") else None
         factor = _factor(fields) if fields.has("factor") else None
         return Pose(target, factor, method, bool(fields.flag("replay", False)))

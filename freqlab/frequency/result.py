@@ -108,7 +108,7 @@ class PositionFrequency(NDArrayOperatorsMixin, Displayed):
         return cls.from_segments(segs, corpus=h.corpus, tokenizer=h.tokenizer)
 
     # the array -----------------------------------------------------------------------------------------------
-    __hash__ = None  # compared element by element, as an array: not hashable either
+    __hash__ = None  # type: ignore[assignment]  # compared element by element, as an array: not hashable either
 
     def __array__(self, dtype=None, copy=None) -> np.ndarray:
         return self.f if dtype is None else self.f.astype(dtype)

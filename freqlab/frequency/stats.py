@@ -301,7 +301,9 @@ def _budget(tokens) -> int:
 def _threshold(tau) -> Fraction:
     """The threshold tau as an exact rational: a finite positive number."""
     _positive(tau, "tau")
-    return Fraction(tau) if isinstance(tau, (int, np.integer, Fraction)) else Fraction(float(tau))
+    if isinstance(tau, Fraction):
+        return tau
+    return Fraction(int(tau)) if isinstance(tau, (int, np.integer)) else Fraction(float(tau))
 
 
 def effective_length(f, tokens: float, tau: float = DEFAULT_TAU) -> int:
