@@ -140,12 +140,13 @@ class LengthHistogram(Displayed):
     # construction -----------------------------------------------------------------------------------------
     @classmethod
     def from_lengths(cls, lengths, **metadata) -> LengthHistogram:
-        """Count an array of document lengths (>= 1) with ``np.bincount``."""
-        values = np.asarray(lengths)
+        """Count an array of document lengths (>= 1, of any shape: a column taken as ``df[["len"]].values`` too)
+        with ``np.bincount``.
+        """
+        values = np.asarray(lengths).reshape(-1)  # every value is one document: no pairing to get wrong
         if values.size == 0:
             return cls(np.zeros(0, np.int64), np.zeros(0, np.int64), **metadata)
-        check_histogram(values, np.ones(values.shape, np.int64))
-        values = values.astype(np.int64).reshape(-1)
+        values, _ = check_histogram(values, np.ones(values.shape, np.int64))
         if int(values.max()) < _DENSE_LIMIT:
             dense = np.bincount(values)
             nonzero = np.flatnonzero(dense)

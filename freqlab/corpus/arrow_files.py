@@ -34,8 +34,10 @@ def _utf8(path: str) -> bool:
 
 
 @functools.lru_cache(maxsize=256)
-def parquet_metadata(path: str, mtime_ns: int) -> pq.FileMetaData:
-    """A Parquet file's footer, read once per path and modification time."""
+def parquet_metadata(path: str, stamp: tuple) -> pq.FileMetaData:
+    """A Parquet file's footer, read once per path and ``stamp`` (:attr:`DataFile.stamp
+    <freqlab.corpus.file_discovery.DataFile.stamp>`: size, modification and status-change times).
+    """
     with open_parquet(path) as parquet:
         return parquet.metadata
 

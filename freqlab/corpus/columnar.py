@@ -116,7 +116,7 @@ class ParquetShard(FileShard):
         yield from _documents(batches, self.fields, self.path, first_row, self._columns)
 
     def _columns(self) -> list[str]:
-        return parquet_metadata(self.path, self.file.mtime_ns).schema.to_arrow_schema().names
+        return parquet_metadata(self.path, self.file.stamp).schema.to_arrow_schema().names
 
 
 class ParquetFormat(FileFormat):
@@ -129,7 +129,7 @@ class ParquetFormat(FileFormat):
     def metadata(self, file: DataFile) -> pq.FileMetaData:
         """The file's Parquet footer, or a one-line error naming the file."""
         try:
-            return parquet_metadata(file.path, file.mtime_ns)
+            return parquet_metadata(file.path, file.stamp)
         except _ARROW_ERRORS as exc:
             raise FreqlabError(f"{file.path}: not a readable Parquet file ({exc})") from exc
 

@@ -54,6 +54,11 @@ class DataFile:
         """Whether the file is read over the network (a URL: :mod:`freqlab.corpus.remote_files`)."""
         return False
 
+    @property
+    def stamp(self) -> tuple[int, int, int]:
+        """``(size, mtime_ns, ctime_ns)``: what keys a cache of something read from the file (its Parquet footer)."""
+        return self.size, self.mtime_ns, self.ctime_ns
+
     def identity(self) -> dict[str, Any]:
         """Size, modification and status-change times: a checkpoint of this file is trusted only while all three are
         unchanged.

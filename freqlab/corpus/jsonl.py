@@ -240,18 +240,20 @@ def estimated_content_bytes(file: DataFile) -> int:
     """
     if not is_compressed(file.path):
         return file.size
-    recorded = recorded_content_bytes(file.path, file.size, file.mtime_ns) if not file.remote else None
+    recorded = recorded_content_bytes(file.path, file.stamp) if not file.remote else None
     return max(file.size * COMPRESSION_RATIO_GUESS, recorded or 0)
 
 
 @functools.lru_cache(maxsize=4096)
-def recorded_content_bytes(path: str, size: int, mtime_ns: int) -> int | None:
+def recorded_content_bytes(path: str, stamp: tuple[int, int, int]) -> int | None:
     """What a local compressed file records of its decompressed size, a lower bound of it: a zstd file's first frame
     header's content size (RFC 8878, section 3.1.1.1.4; the whole file's when it is one frame, as ``zstd`` and
     ``zstandard.compress`` write it), a gzip file's last member's ISIZE (RFC 1952, section 2.3.1: the size modulo
     2^32; the whole file's when it is one member below 4 GiB); None when it records nothing (a zstd stream written
-    without its size) or cannot be read. ``size`` and ``mtime_ns`` key the cache.
+    without its size) or cannot be read. ``stamp`` (:attr:`DataFile.stamp
+    <freqlab.corpus.file_discovery.DataFile.stamp>`: size, modification and status-change times) keys the cache.
     """
+    size = stamp[0]
     try:
         with open(path, "rb") as handle:
             if path.lower().endswith(_ZSTD_SUFFIXES):

@@ -74,7 +74,8 @@ class TextFilesShard(Shard):
             version = getattr(file, "version", "")  # a remote file's ETag (freqlab.corpus.remote_files)
             times = f"{file.mtime_ns}\0{file.ctime_ns}"
             digest.update(f"{file.id}\0{file.size}\0{times}{version and chr(0) + version}\n".encode())
-        return {"files": len(self.files), "stamp": digest.hexdigest()}
+        # "times": what the stamp holds (a stamp of size and modification time only is an older freqlab's)
+        return {"files": len(self.files), "stamp": digest.hexdigest(), "times": "mtime ctime"}
 
     def size(self) -> int | None:
         """Bytes of the shard's files."""

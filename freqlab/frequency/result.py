@@ -111,14 +111,30 @@ class PositionFrequency(NDArrayOperatorsMixin, Displayed):
     __hash__ = None  # type: ignore[assignment]  # compared element by element, as an array: not hashable either
 
     def __array__(self, dtype=None, copy=None) -> np.ndarray:
-        return self.f if dtype is None else self.f.astype(dtype)
+        if dtype is not None and np.dtype(dtype) != self.f.dtype:
+            return self.f.astype(dtype)
+        return self.f.copy() if copy else self.f
 
     def __array_ufunc__(self, ufunc, method, *inputs, **kwargs):
-        """Operators and ufuncs on f (:class:`numpy.lib.mixins.NDArrayOperatorsMixin`): a plain array comes out."""
+        """Operators and ufuncs on f (:class:`numpy.lib.mixins.NDArrayOperatorsMixin`): a plain array comes out.
+        Never into one (``out=pf``, ``pf += 1``): it is frozen, its f the count of its segments.
+        """
+        if any(isinstance(x, PositionFrequency) for x in kwargs.get("out", ())):
+            return NotImplemented
         inputs = tuple(x.f if isinstance(x, PositionFrequency) else x for x in inputs)
-        if "out" in kwargs:
-            kwargs["out"] = tuple(x.f if isinstance(x, PositionFrequency) else x for x in kwargs["out"])
         return getattr(ufunc, method)(*inputs, **kwargs)
+
+    def _not_in_place(self, other):
+        return NotImplemented  # pf += 1 falls back to pf + 1, a new array, as for a tuple: pf itself is never changed
+
+    __iadd__ = __isub__ = __imul__ = __imatmul__ = __itruediv__ = __ifloordiv__ = __imod__ = __ipow__ = _not_in_place
+    __ilshift__ = __irshift__ = __iand__ = __ixor__ = __ior__ = _not_in_place
+
+    def __eq__(self, other):  # ndarray's own comparison (an array of False against a string, as arrays give)
+        return self.f == (other.f if isinstance(other, PositionFrequency) else other)
+
+    def __ne__(self, other):
+        return self.f != (other.f if isinstance(other, PositionFrequency) else other)
 
     def __getattr__(self, name: str):
         # the array's own attributes and methods (shape, dtype, sum(), tolist()...); called only for names the

@@ -18,7 +18,9 @@ increases in 128-token steps" (:data:`STRING_PROBE_STEP`); freqlab's prediction 
 from __future__ import annotations
 
 import math
+import numbers
 from dataclasses import dataclass
+from decimal import Decimal
 from fractions import Fraction
 
 import numpy as np
@@ -98,8 +100,11 @@ def _sum(values: np.ndarray) -> int | float:
 
 
 def _index(f: np.ndarray, x) -> int:
-    """Position ``x`` (an integer, or a float holding one) inside the window of ``f``."""
-    if isinstance(x, bool) or not isinstance(x, (int, np.integer, float, np.floating)) or x != int(x):
+    """Position ``x`` (an integer, or a float holding one, or a 0-d array of one) inside the window of ``f``."""
+    if isinstance(x, np.ndarray) and x.ndim == 0:
+        x = x.item()
+    number = isinstance(x, (int, np.integer, float, np.floating)) and not isinstance(x, bool)
+    if not number or not math.isfinite(x) or x != int(x):
         raise FreqlabError(f"a position is an integer, got {x!r}")
     if not 0 <= int(x) < f.size:
         raise FreqlabError(f"position {x} is outside the window 0..{f.size - 1}")
@@ -107,12 +112,11 @@ def _index(f: np.ndarray, x) -> int:
 
 
 def _positive(value, what: str) -> float:
-    """``value`` as a float, a FreqlabError unless it is a finite positive number."""
-    try:
-        number = float(value)
-    except (TypeError, ValueError):
-        raise FreqlabError(f"{what} must be a positive number, got {value!r}") from None
-    if isinstance(value, bool) or not math.isfinite(number) or number <= 0:
+    """``value`` as a float, a FreqlabError unless it is a finite positive number (a string is none)."""
+    if isinstance(value, bool) or not isinstance(value, (numbers.Real, Decimal)):
+        raise FreqlabError(f"{what} must be a positive number, got {value!r}")
+    number = float(value)
+    if not math.isfinite(number) or number <= 0:
         raise FreqlabError(f"{what} must be a positive finite number, got {value!r}")
     return number
 
@@ -283,27 +287,27 @@ def scale_to_budget(f, tokens: float) -> np.ndarray:
     return f.astype(np.float64) * (budget / float(f[0]))
 
 
-def _reaches(f: np.ndarray, i: int, tokens: int, tau: Fraction) -> bool:
+def _reaches(f: np.ndarray, i: int, tokens: Fraction, tau: Fraction) -> bool:
     # f_T(i) >= tau  <=>  f(i) * T >= tau * f(0), exactly
-    return _value(f, i) * tokens * tau.denominator >= tau.numerator * _value(f, 0)
+    return _value(f, i) * tokens.numerator * tau.denominator >= tau.numerator * tokens.denominator * _value(f, 0)
 
 
-def _budget(tokens) -> int:
-    """The training budget in whole tokens (a float is rounded to the nearest): at least one."""
-    if isinstance(tokens, (int, np.integer)) and not isinstance(tokens, bool) and tokens > 0:
-        return int(tokens)
-    budget = round(_positive(tokens, "the token budget"))
-    if budget < 1:
-        raise FreqlabError(f"the token budget must be at least 1 token, got {tokens!r}")
-    return budget
+def _rational(value, what: str) -> Fraction:
+    """``value`` (an integer, a float, a Fraction...) as its exact rational value: a finite positive number."""
+    _positive(value, what)
+    if isinstance(value, (Fraction, Decimal)):
+        return Fraction(value)
+    return Fraction(int(value)) if isinstance(value, (int, np.integer)) else Fraction(float(value))
+
+
+def _budget(tokens) -> Fraction:
+    """The training budget T, exactly (a float budget as its exact value, never rounded: T = 0.4 is 0.4 tokens)."""
+    return _rational(tokens, "the token budget")
 
 
 def _threshold(tau) -> Fraction:
-    """The threshold tau as an exact rational: a finite positive number."""
-    _positive(tau, "tau")
-    if isinstance(tau, Fraction):
-        return tau
-    return Fraction(int(tau)) if isinstance(tau, (int, np.integer)) else Fraction(float(tau))
+    """The threshold tau, exactly."""
+    return _rational(tau, "tau")
 
 
 def effective_length(f, tokens: float, tau: float = DEFAULT_TAU) -> int:

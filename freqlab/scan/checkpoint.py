@@ -335,7 +335,11 @@ def _distrust(frame: pl.DataFrame, header, shard_id: str, fingerprint: str, iden
         return "damaged"
     if header.get("fingerprint") != fingerprint:
         return "made by another scan"
-    if header.get("identity") != json.loads(json.dumps(identity)):
+    stored, current = header.get("identity"), json.loads(json.dumps(identity))
+    if stored != current:
+        if isinstance(stored, dict) and isinstance(current, dict) and set(stored) != set(current):
+            # e.g. size and modification time only: a file rewritten with its time put back would pass
+            return "written by an older freqlab, whose file identity checked less"
         return "its data file changed"
     if header.get("checksum") != _checksum(frame, {k: v for k, v in header.items() if k != "checksum"}):
         return "damaged or edited"

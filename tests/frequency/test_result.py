@@ -42,6 +42,14 @@ def test_operators_and_array_attributes_act_on_f_as_on_the_array():
         pf.nothing  # noqa: B018
     with pytest.raises(TypeError, match="unhashable"):
         hash(pf)
+    assert not (pf == "x").any()  # as arrays compare with a string
+    # frozen: pf += 1 makes a new array (as for a tuple), out=pf is refused, a copy is a copy
+    alias = pf
+    alias += 1
+    assert isinstance(alias, np.ndarray) and alias[0] == 2_048_001 and pf[0] == 2_048_000
+    with pytest.raises(TypeError):
+        np.add(pf, 0, out=pf)
+    assert np.array(pf, copy=True) is not pf.f and np.asarray(pf) is pf.f
 
 
 def test_statistics_match_the_functions():

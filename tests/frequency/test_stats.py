@@ -93,7 +93,9 @@ def test_summary_line_reads_like_the_paper():
         (lambda: effective_length(F, 0), "budget must be a positive finite number, got 0"),
         (lambda: effective_length(F, float("nan")), "budget must be a positive finite number, got nan"),
         (lambda: effective_length(F, float("inf")), "budget must be a positive finite number, got inf"),
-        (lambda: effective_length(F, 0.4), "budget must be at least 1 token, got 0.4"),  # not rounded to 0
+        (lambda: effective_length(F, "10"), "budget must be a positive number, got '10'"),
+        (lambda: share_at_most(F, float("nan")), "a position is an integer, got nan"),
+        (lambda: share_at_most(F, float("inf")), "a position is an integer, got inf"),
         (lambda: effective_length(F, 10, tau=-1), "tau must be a positive finite number, got -1"),
         (lambda: effective_length(F, 10, tau=float("nan")), "tau must be a positive finite number"),
         (lambda: tokens_needed(F, 1, tau=float("inf")), "tau must be a positive finite number, got inf"),
@@ -116,6 +118,10 @@ def test_a_frequency_of_floats_is_read_exactly_never_truncated():
     """An expectation (floats) is compared at its exact value: ceil(10 · 4.5 / 3.2) = 15 (truncated: 14); its
     shares are float64 sums (0.5 of [0.5, 0.5], where truncation gave 0)."""
     assert tokens_needed([4.5, 3.2], 1, tau=10) == 15
+    # a budget is its exact value too, never rounded (0.4 was rounded to 0): f_T = [0.4, 0.3, 0.2, 0.1]
+    assert effective_length(F, 0.4, tau=0.1) == 3 and effective_length(F, 0.4, tau=0.15) == 2
+    assert effective_length(F, 0.5, tau=1) == 0  # below the threshold, not an error (a plot's grid starts at tau/2)
+    assert share_at_most(F, np.array(1)) == 0.7  # a 0-d array holding a position
     at_one = Fraction(3.2) * 10 / Fraction(4.5)  # f_T(1) of the floats' exact values
     assert effective_length([4.5, 3.2], 10, tau=at_one) == 1
     assert effective_length([4.5, 3.2], 10, tau=at_one + Fraction(1, 10**30)) == 0

@@ -128,6 +128,9 @@ def test_effective_length_curve_and_threshold():
     assert effective_length(f, 1e12) == 1843
     with pytest.raises(FreqlabError, match="token range"):
         plot_effective_length(FULL_ROWS, (2048,), tokens=(1e12, 1e11))
+    # a grid starting below one token (tau = 1: from tau / 2) is plotted, its first budgets 0 (a review saw it refused)
+    low = plot_effective_length(FULL_ROWS, (2048,), "concat", tau=1.0)
+    assert low.axes[0].lines[0].get_ydata()[0] == 0
 
 
 def test_bad_inputs_are_clear_errors():

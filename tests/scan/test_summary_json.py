@@ -271,7 +271,8 @@ def test_the_documents_each_backend_counted_are_in_the_summary_and_the_report(tm
 
 def test_documents_per_backend_under_a_limit_are_those_of_the_documents_kept(tmp_path):
     """A limit that cuts a batch (in the shard, or later in the ledger, from a worker's log or a checkpoint's) keeps
-    the backends of the documents it keeps: the summary's counts add up to the documents tokenized, and are those
+    the backends of the documents it keeps: the summary's counts add up to the documents handed to the tokenizer
+    (all tokenized here: none is whitespace a tokenizer makes nothing of), and are those
     of the first documents of the corpus, whatever was read beyond the limit."""
     from tokenizers import AddedToken
 
