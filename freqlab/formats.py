@@ -117,8 +117,9 @@ CHECKPOINT_LOG = TableFormat(
     CHECKPOINT_VERSION,
     {"source_index": "Int32", "code": "Int64"},
     # position: only when sampled; backend: each document's tokenizer backend, its index in the header's
-    # "backends" (-1: no text, -2: not known), so that a scan cut inside it keeps its documents per backend exactly
-    {"position": "Int64", "backend": "Int8"},
+    # "backends" (-1: no text, -2: not known), so that a scan cut inside it keeps its documents per backend exactly;
+    # blank_before: the blank lines just before each document, so that it keeps those before the documents it keeps
+    {"position": "Int64", "backend": "Int8", "blank_before": "Int64"},
     header=(*_CHECKPOINT_HEADER, "reasons", "labels"),
     header_optional=("backends",),
 )

@@ -403,10 +403,12 @@ def _to_frame(part: ShardCount) -> tuple[pl.DataFrame, dict]:
         columns = {"source_index": sources, "code": codes}
         if part.log.positions:
             columns["position"] = positions
-        backends = part.log.backend_codes()
+        backends, gaps = part.log.backend_codes(), part.log.gap_counts()
         if backends is not None and backends.size == codes.size:
             columns["backend"] = backends
             header["backends"] = part.log.backend_names
+        if gaps is not None and gaps.size == codes.size:
+            columns["blank_before"] = gaps
         return pl.DataFrame(columns), header
     sources, lengths, counts = [], [], []
     for label in sorted({*part.lengths, *part.empty}, key=lambda s: (s is None, s or "")):
@@ -448,15 +450,17 @@ def _from_frame(frame: pl.DataFrame, header: dict) -> ShardCount:
         reasons = [str(r) for r in header.get("reasons", [])]
         names = [str(b) for b in header.get("backends", [])]
         backends = [frame["backend"].to_numpy().astype(np.int8)] if "backend" in frame.columns else []
+        gaps = [frame["blank_before"].to_numpy().astype(np.int64)] if "blank_before" in frame.columns else []
         if codes.size and (
             int(codes.min()) < -len(reasons)
             or not 0 <= int(sources.min()) <= int(sources.max()) < len(labels)
             or any(np.any(np.diff(p) <= 0) for p in positions)
             or any(int(b.min()) < BACKEND_UNKNOWN or int(b.max()) >= len(names) for b in backends)
+            or any(int(g.min()) < 0 or int(g.sum()) > part.blank_lines for g in gaps)
         ):
             raise ValueError("bad log")
         part.skipped = Counter()  # recounted from the log, with everything else
-        part.add_log(DocumentLog([codes], [sources], positions, labels, reasons, backends, names))
+        part.add_log(DocumentLog([codes], [sources], positions, labels, reasons, backends, names, gaps))
     else:
         for (label,), rows in frame.group_by(["source"], maintain_order=True):
             lengths = rows["length"].to_numpy().astype(np.int64)

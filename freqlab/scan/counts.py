@@ -346,12 +346,21 @@ class DocumentLog:
     # empty when not kept (a checkpoint of before), then a cut's documents per backend are unknown
     backends: list[np.ndarray] = field(default_factory=list)
     backend_names: list[str] = field(default_factory=list)
+    # int64 per batch: the blank lines met just before each document (since the one before); empty when not kept
+    gaps: list[np.ndarray] = field(default_factory=list)
 
     def backend_codes(self) -> np.ndarray | None:
         """:attr:`backends` as one int8 array, one code per document; None when not kept."""
-        if not self.backends:
-            return None if self.codes and any(c.size for c in self.codes) else np.zeros(0, np.int8)
-        return np.concatenate(self.backends)
+        return self._per_document(self.backends, np.int8)
+
+    def gap_counts(self) -> np.ndarray | None:
+        """:attr:`gaps` as one int64 array, one count per document; None when not kept."""
+        return self._per_document(self.gaps, np.int64)
+
+    def _per_document(self, parts: list[np.ndarray], dtype) -> np.ndarray | None:
+        if not parts:  # not kept (a checkpoint of before), unless there is no document to keep it for
+            return None if any(c.size for c in self.codes) else np.zeros(0, dtype)
+        return np.concatenate(parts)
 
     def arrays(self) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         """The whole log as three arrays: codes (int64), source indices (int32), positions (int64)."""
@@ -376,18 +385,18 @@ def truncate(part: ShardCount, max_docs: int | None, max_tokens: int | None) -> 
     exhausted = limits_reached(codes[:n], max_docs, max_tokens)
     if n == codes.size and not exhausted:  # all of it fits (a trailing bad record, if any, too)
         return part, False
-    # blank lines carry no position: those the worker met are kept (a limit cuts documents, not lines)
     # the documents per backend of those kept (unknown when the log has no backends: a checkpoint of before)
     backends = part.log.backend_codes()
     counted_by = None if backends is None else backend_counts(backends[:n], part.log.backend_names, Counter())
     if part.counted_by is None or not part.counted_by:  # unknown, or no text tokenized (token files): as it is
         counted_by = part.counted_by
-    cut = ShardCount(shard_id=part.shard_id, complete=False, blank_lines=part.blank_lines, counted_by=counted_by)
+    # the blank lines before the documents kept (a checkpoint of before: those the worker met)
+    gaps = part.log.gap_counts()
+    blank_lines = part.blank_lines if gaps is None else int(gaps[:n].sum())
+    cut = ShardCount(shard_id=part.shard_id, complete=False, blank_lines=blank_lines, counted_by=counted_by)
     cut.sampled_out = int(positions[n - 1]) + 1 - n if n else 0
-    kept = [] if backends is None else [backends[:n]]
-    cut.add_log(
-        DocumentLog(
-            [codes[:n]], [sources[:n]], [positions[:n]], part.log.labels, part.log.reasons, kept, part.log.backend_names
-        )
-    )
+    log = DocumentLog([codes[:n]], [sources[:n]], [positions[:n]], part.log.labels, part.log.reasons)
+    log.backends, log.backend_names = ([] if backends is None else [backends[:n]]), part.log.backend_names
+    log.gaps = [] if gaps is None else [gaps[:n]]
+    cut.add_log(log)
     return cut, True

@@ -162,8 +162,6 @@ def format_report(summary: dict) -> str:
         several = len({label.split(".")[0] for label in formats}) > 1  # jsonl and jsonl.zst are one format
         by_format = f": {_counts(formats)}" if several else ""  # several formats read: how many of each
         lines.append(f"files      {files:,} file{'s' if files != 1 else ''}{by_format} ({', '.join(passed)})")
-    # stopped at a limit: what readers met (blank lines, batches counted) may reach past the last document kept
-    stopped = "stopped at" in (summary["scan"].get("partial") or "")
     if tok is None:
         lines.append("tokenizer  none: lengths read from tokenized data" + _eos_note(description.get("eos")))
     else:
@@ -198,9 +196,8 @@ def format_report(summary: dict) -> str:
         lines.append(f"           {docs['sampled_out']:,} left out by sampling")
     if docs.get("blank_lines"):
         blank = docs["blank_lines"]
-        # a limit cuts documents, not lines: a reader may have met blank lines past the last document kept
-        beyond = ", some maybe past the limit" if stopped else ""
-        lines.append(f"           {blank:,} blank line{'s' if blank != 1 else ''} passed over (not records{beyond})")
+        # under a limit, those before the last document kept
+        lines.append(f"           {blank:,} blank line{'s' if blank != 1 else ''} passed over (not records)")
     if docs.get("unreadable_files"):
         shown = first_few([printable(name) for name in docs["unreadable_files"]])
         # the documents read before the failure are counted; the rest of the file is the one skip said above

@@ -107,7 +107,8 @@ class Sampler:
 
 
 class _Batch:
-    """Documents waiting to be counted, in order: their codes (1 = a text to tokenize), sources, positions.
+    """Documents waiting to be counted, in order: their codes (1 = a text to tokenize), sources, positions, and the
+    blank lines met just before each (``gaps``: since the document before, sampled-out ones passed over).
 
     Documents read one at a time are kept in lists; a run of plain texts (:meth:`add_run`) is kept as one chunk
     (its count, label and positions), so that it costs no Python object per document (:meth:`arrays` expands it).
@@ -117,45 +118,46 @@ class _Batch:
         self.codes: list[int] = []
         self.sources: list[int] = []
         self.positions: list[int] = []
+        self.gaps: list[int] = []
         self.texts: list[str] = []
         self.chars = 0
-        # lines read with the batch that are no documents to count: added to the shard's count with the batch (a
-        # batch read ahead while the one before is tokenized is dropped whole when that one reaches the cap)
-        self.blank_lines = 0
         self.sampled_out = 0
-        # (codes, sources, positions) of the documents before the lists above, oldest first
-        self._chunks: list[tuple[np.ndarray, np.ndarray, np.ndarray]] = []
+        # (codes, sources, positions, gaps) of the documents before the lists above, oldest first
+        self._chunks: list[tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]] = []
         self._chunked = 0
 
     def __len__(self) -> int:
         return self._chunked + len(self.codes)
 
-    def add_run(self, texts: list[str], label: int, positions: range | np.ndarray) -> None:
-        """Plain texts (code 1, one label), at ``positions`` in the shard."""
+    def add_run(self, texts: list[str], label: int, positions: range | np.ndarray, gap: int) -> None:
+        """Plain texts (code 1, one label), at ``positions`` in the shard, the first after ``gap`` blank lines."""
         self._seal()
         n = len(texts)
         self.texts.extend(texts)
         self.chars += sum(map(len, texts))
         if isinstance(positions, range):
             positions = np.arange(positions.start, positions.stop, dtype=np.int64)
-        self._chunks.append((np.ones(n, np.int64), np.full(n, label, np.int32), positions))
+        gaps = np.zeros(n, np.int64)
+        if n:
+            gaps[0] = gap
+        self._chunks.append((np.ones(n, np.int64), np.full(n, label, np.int32), positions, gaps))
         self._chunked += n
 
-    def arrays(self) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-        """``(codes, sources, positions)`` of every document, int64, int32, int64."""
+    def arrays(self) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+        """``(codes, sources, positions, gaps)`` of every document, int64, int32, int64, int64."""
         self._seal()
         if len(self._chunks) == 1:
             return self._chunks[0]
         if not self._chunks:
-            return np.empty(0, np.int64), np.empty(0, np.int32), np.empty(0, np.int64)
+            return np.empty(0, np.int64), np.empty(0, np.int32), np.empty(0, np.int64), np.empty(0, np.int64)
         return tuple(np.concatenate(column) for column in zip(*self._chunks))  # type: ignore[return-value]
 
     def _seal(self) -> None:
         if self.codes:
             codes, sources = np.array(self.codes, np.int64), np.array(self.sources, np.int32)
-            self._chunks.append((codes, sources, np.array(self.positions, np.int64)))
+            self._chunks.append((codes, sources, np.array(self.positions, np.int64), np.array(self.gaps, np.int64)))
             self._chunked += len(self.codes)
-            self.codes, self.sources, self.positions = [], [], []
+            self.codes, self.sources, self.positions, self.gaps = [], [], [], []
 
 
 class _Tally:
@@ -210,12 +212,14 @@ class _Tally:
         sources: np.ndarray | int,
         positions: np.ndarray | int,
         counted: BackendTally | np.ndarray | None = None,
+        gaps: np.ndarray | None = None,
     ) -> bool:
         """Count documents in order; True once this shard's cap is reached (the rest are dropped).
 
         ``sources``: each document's label index, or (an int) one for all; ``positions``: each document's index in
         the shard, or (an int) the first one's when they are consecutive; ``counted``: the documents per backend
-        (:meth:`counted`), those of the documents kept going into ``counted_by``.
+        (:meth:`counted`), those of the documents kept going into ``counted_by``; ``gaps``: the blank lines met
+        just before each document, those of the documents kept going into ``blank_lines``.
         """
         n = cut_point(codes, self.docs_left, self.tokens_left)
         codes = codes[:n]
@@ -227,8 +231,11 @@ class _Tally:
             self.part.counted_by = backend_counts(counted, list(self.backends), self.part.counted_by)
         elif counted is not None:
             self.part.counted_by.update(counted)
+        gaps = np.zeros(n, np.int64) if gaps is None else gaps[:n]
+        self.part.blank_lines += int(gaps.sum())
         if self.options.keep_log:  # counted() gave an array, or the batch has no text
             self.log.backends.append(counted if isinstance(counted, np.ndarray) else np.full(n, -1, np.int8))
+            self.log.gaps.append(gaps)
             self.log.codes.append(codes.copy())  # a length reader may reuse its buffer for the next batch
             self.log.sources.append(np.full(n, sources, np.int32) if isinstance(sources, int) else sources)
             if self.options.sample_rate is not None:  # else positions are 0, 1, 2, ...: not kept
@@ -502,9 +509,8 @@ def _count_texts(
         return False
 
     def _settle_one(done: _Batch, handle) -> bool:
-        part.blank_lines += done.blank_lines
         part.sampled_out += done.sampled_out
-        codes, sources, positions = done.arrays()
+        codes, sources, positions, gaps = done.arrays()
         counted = None
         if handle is not None:
             counts, by_backend = handle.result()
@@ -518,7 +524,7 @@ def _count_texts(
             texts = codes == 1
             codes[texts] = lengths  # a text that tokenizes to nothing counts as an empty document
             counted = tally.counted(by_backend, texts)
-        return tally.add(codes, sources, positions, counted)
+        return tally.add(codes, sources, positions, counted, gaps)
 
     def flush(last: bool = False) -> bool:
         """Hand the batch read to the tokenizer, after counting the oldest ones beyond ``in_flight`` - 1 (``last``:
@@ -529,25 +535,34 @@ def _count_texts(
             return True
         if batch:
             counting.append((batch, tokenizing.submit(count, batch.texts) if batch.texts else None))
-        else:  # only lines that are no documents: nothing to tokenize
-            part.blank_lines += batch.blank_lines
+        else:  # only documents sampled out: nothing to tokenize
             part.sampled_out += batch.sampled_out
         batch = _Batch()
-        return (last or tokenizing.submit is _Counted) and settle()
+        if not last:
+            return tokenizing.submit is _Counted and settle()
+        if settle():
+            return True
+        part.blank_lines += blank  # read to here within the cap: the blank lines after its last document too
+        return False
 
     index = -1  # of the document in the shard (blank lines are not documents)
     plain = tally.label(None)  # the label of a document without source (runs have none)
+    # blank lines met since the last document kept in a batch: they go with the next one (a cap that stops before it
+    # leaves them out, as it leaves out the documents past it), or, after the last, with the whole shard
+    blank = 0
 
     def add_run(texts: list[str]) -> bool:
         """A run of plain texts: the same codes, labels and positions as one document at a time, in bulk."""
-        nonlocal index
+        nonlocal index, blank
         first, index = index + 1, index + len(texts)
         positions: range | np.ndarray = range(first, index + 1)
         if sampler is not None:
             kept = np.flatnonzero(sampler.keep_range(first, len(texts)))
             batch.sampled_out += len(texts) - kept.size
             texts, positions = [texts[i] for i in kept], first + kept
-        batch.add_run(texts, plain, positions)
+        if texts:
+            batch.add_run(texts, plain, positions, blank)
+            blank = 0
         full = len(batch.texts) >= options.batch_size or len(batch) >= 8 * options.batch_size
         return (full or batch.chars >= MAX_BATCH_CHARS) and flush()
 
@@ -557,7 +572,7 @@ def _count_texts(
                 return
             continue
         if doc.error == BLANK_LINE:
-            batch.blank_lines += 1
+            blank += 1
             continue
         index += 1
         # an unreadable file is never sampled out: it must show up
@@ -584,6 +599,8 @@ def _count_texts(
         batch.codes.append(code)
         batch.sources.append(tally.label(doc.source))
         batch.positions.append(index)
+        batch.gaps.append(blank)
+        blank = 0
         if (
             len(batch.texts) >= options.batch_size
             or batch.chars >= MAX_BATCH_CHARS

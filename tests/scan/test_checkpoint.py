@@ -23,11 +23,12 @@ def sample_part(log: bool, shard_id: str = "data/chunk 1.jsonl") -> ShardCount:
     sources = np.array([1, 1, 2, 0, 2, 1, 0], np.int32)
     labels, reasons = [None, "web", "code"], ["malformed-json"]
     part.add(codes, sources, labels, reasons)
-    if log:  # each document's tokenizer backend: -1 for those without text (the skip)
+    if log:  # each document's tokenizer backend (-1 for those without text: the skip), the blank lines before each
         backends = [np.array([0, 0, 1, -1, 0, 0, 0], np.int8)]
-        part.log = DocumentLog(
-            [codes], [sources], [np.arange(7) * 2], labels, reasons, backends, ["fastokens", "tiktoken"]
-        )
+        gaps = [np.array([0, 2, 0, 0, 1, 0, 0], np.int64)]
+        names = ["fastokens", "tiktoken"]
+        part.log = DocumentLog([codes], [sources], [np.arange(7) * 2], labels, reasons, backends, names, gaps)
+        part.blank_lines = 3
     return part
 
 
@@ -49,6 +50,7 @@ def test_a_checkpoint_round_trips_exactly(tmp_path, log):
         assert [a.tolist() for a in loaded.log.arrays()] == [a.tolist() for a in part.log.arrays()]
         assert loaded.log.backend_codes().tolist() == [0, 0, 1, -1, 0, 0, 0]
         assert loaded.log.backend_names == ["fastokens", "tiktoken"]
+        assert loaded.log.gap_counts().tolist() == [0, 2, 0, 0, 1, 0, 0] and loaded.blank_lines == 3
     assert not list(tmp_path.glob(".*.tmp"))  # no temporary file left behind
 
 

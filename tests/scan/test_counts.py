@@ -141,3 +141,14 @@ def test_truncate_keeps_the_documents_per_backend_of_the_documents_it_keeps():
     unknown[4] = BACKEND_UNKNOWN
     assert truncate(logged([unknown]), max_docs=5, max_tokens=None)[0].counted_by is None
     assert truncate(logged([unknown]), max_docs=4, max_tokens=None)[0].counted_by == {"fastokens": 1, "tiktoken": 2}
+
+
+def test_truncate_keeps_the_blank_lines_before_the_documents_it_keeps():
+    codes = np.array([4, 0, 6, 3])
+    part = ShardCount(shard_id="s", blank_lines=2 + 1 + 3 + 4)  # 4 after the last document
+    part.add(codes, np.zeros(4, np.int32), [None], [])
+    part.log = DocumentLog([codes], [np.zeros(4, np.int32)], [], [None], [], gaps=[np.array([2, 0, 1, 3])])
+    assert [truncate(part, max_docs=k, max_tokens=None)[0].blank_lines for k in (1, 2, 3, 4)] == [2, 2, 3, 6]
+    assert truncate(part, max_docs=5, max_tokens=None)[0].blank_lines == 10  # all of it fits: the trailing 4 too
+    part.log.gaps = []  # a checkpoint of before: those the worker met
+    assert truncate(part, max_docs=2, max_tokens=None)[0].blank_lines == 10

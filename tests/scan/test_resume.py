@@ -243,7 +243,7 @@ def test_without_sampling_a_limited_scan_logs_no_positions(tmp_path, slimpajama_
     out = tmp_path / "out"
     run(slimpajama_dir, out=out, max_docs=40)
     for path in (out / "checkpoints").glob("*.parquet"):
-        assert pl.read_parquet(path).columns == ["source_index", "code", "backend"]
+        assert pl.read_parquet(path).columns == ["source_index", "code", "backend", "blank_before"]
 
 
 def test_a_crashed_scan_of_a_multi_frame_zst_resumes_from_its_finished_parts(tmp_path, monkeypatch):

@@ -73,17 +73,29 @@ def test_a_tokenizer_cache_that_cannot_be_written_is_in_the_report(tmp_path, mon
     assert off.summary["tokenizer"]["cache_not_written"] is None
 
 
-def test_blank_lines_of_a_scan_stopped_at_a_limit_are_said_to_reach_maybe_past_it(tmp_path):
-    """A limit cuts documents, not lines: the blank lines a reader met may lie past the last document kept, as far
-    as its batch went (a count that depends on batch sizes), and the report says so; a whole scan's are exact."""
-    data = tmp_path / "d.jsonl"
-    data.write_text("".join(json.dumps({"text": "a b"}) + "\n\n" for _ in range(6)), encoding="utf-8")
+def test_blank_lines_of_a_scan_stopped_at_a_limit_are_those_before_the_last_document_kept(tmp_path):
+    """A limit cuts documents; the blank lines kept are those before the last document kept, whatever the batch
+    size, the workers, and a resume from checkpoints (they counted as far as each reader went: a review saw a run
+    and its resume disagree, 4 and 5); a whole scan's are all of them, those after its last document too."""
+    data = tmp_path / "d"
+    data.mkdir()
+    # file a: doc, 1 blank, doc, 2 blank, ... (k blank lines after its k-th document); file b: 3 blank lines first
+    (data / "a.jsonl").write_text("".join(json.dumps({"text": "a b"}) + "\n" + "\n" * k for k in range(1, 7)))
+    (data / "b.jsonl").write_text("\n\n\n" + "".join(json.dumps({"text": "c"}) + "\n\n" for _ in range(4)))
     whole = scan(str(data), tokenizer="tekken", workers=1, progress=False)
-    assert "6 blank lines passed over (not records)" in whole.report()
-    capped = scan(str(data), tokenizer="tekken", workers=1, progress=False, max_docs=2)
-    blank = capped.summary["documents"]["blank_lines"]
-    assert capped.summary["documents"]["read"] == 2 and 2 <= blank <= 6
-    assert f"{blank:,} blank lines passed over (not records, some maybe past the limit)" in capped.report()
+    assert whole.summary["documents"]["blank_lines"] == 21 + 3 + 4 and "28 blank lines passed over" in whole.report()
+    # the first n documents: the blank lines before the n-th (a's k-th after its k-th document; b's 3 before its first)
+    expected = {1: 0, 2: 1, 3: 3, 6: 15, 7: 21 + 3, 8: 21 + 3 + 1}
+    for max_docs, blank in expected.items():
+        for workers, batch_size in ((1, 1), (1, 64), (2, 2)):
+            options = {"tokenizer": "tekken", "workers": workers, "batch_size": batch_size, "progress": False}
+            capped = scan(str(data), max_docs=max_docs, **options)
+            assert capped.summary["documents"]["blank_lines"] == blank, (max_docs, workers, batch_size)
+    out = tmp_path / "o"
+    first = scan(str(data), max_docs=7, workers=2, out=str(out), tokenizer="tekken", progress=False)
+    again = scan(str(data), max_docs=7, workers=2, out=str(out), resume=True, tokenizer="tekken", progress=False)
+    assert first.summary["documents"] == again.summary["documents"] and again.summary["scan"]["resumed_shards"] == 2
+    assert "24 blank lines passed over (not records)" in again.report()
 
 
 def test_the_warm_up_loads_every_kernel_the_summary_of_its_regimes_calls():
