@@ -26,11 +26,14 @@ The result is therefore the paper's position matrix up to the rounding of compos
 rounding, and they are the stock model's too. Scores then go through softcapping (Gemma 2) and the model's mask
 exactly as in transformers' eager attention, with the softmax in at least float32 (float64 stays float64).
 
-Positions. Distances are those of the delivered key array: the query i of a call is key
-kv - q + i (true for the dynamic cache, sliding-window layers included, which return the kept keys followed by the
-new ones). Self-Extend also needs absolute positions; it takes the queries' ``position_ids`` (every model passes
-them) and the keys' as that minus the distance, so left-padded batches, whose positions start at each row's first
-token, are handled. Packed sequences (positions restarting inside a row) are not supported.
+Positions. Distances are those of the delivered key array: the query i of a call is key offset + i, where the
+offset is kv - q without a mask (the dynamic cache, sliding-window layers included, returns the kept keys followed
+by the new ones) and is read from the mask otherwise (the last key a query's row lets through is its own), so that
+a static cache, which returns its whole array of max_cache_len keys with the unwritten ones masked, is read right
+(:func:`_layout`). Self-Extend also needs absolute positions; it takes the queries' ``position_ids`` (every model
+passes them) and each row's keys' as its last real query's minus the distance, so left- and right-padded batches
+(whose pads Hugging Face gives position 1) are handled. Packed sequences (positions restarting inside a row) are
+not supported.
 
 Masks come from transformers' ``eager_mask`` (registered for both names), so padding and sliding windows are the
 model's own. Three forms compute the merge (``backend``): ``sdpa`` is one call of torch's
@@ -440,6 +443,11 @@ def _merge(setting: Setting, query, key, value, far_query, far_key, threshold, a
            dropout, sliding_window):  # fmt: skip
     """The form the backend names; ``sdpa`` gives way to ``eager`` when the model softcaps its scores (Gemma 2)."""
     if setting.backend == "flash":
+        if _layout(query, key, attention_mask).offset != key.shape[2] - query.shape[2]:
+            raise FreqlabError(
+                "freqlab.apply's flash backend needs the queries at the end of the key array (the dynamic cache); "
+                "a static cache returns its whole array: use backend='sdpa' or the dynamic cache"
+            )
         if torch.is_grad_enabled() and any(t.requires_grad for t in (query, key, value)):
             raise FreqlabError(
                 "freqlab.apply's flash backend is for inference: flash-attn's backward ignores the gradient of the "
@@ -456,16 +464,67 @@ def _merge(setting: Setting, query, key, value, far_query, far_key, threshold, a
             )
         return merged_attention_flash_varlen(query, key, value, far_query, far_key, attention_mask, threshold,
                                              scaling, setting.flash_varlen_fn, **options)  # fmt: skip
-    far = _distances(query, key)[1] >= threshold
+    far = _distances(query, key, _layout(query, key, attention_mask).offset)[1] >= threshold
     if setting.backend == "sdpa" and softcap is None:
         return merged_attention_sdpa(query, key, value, far_query, far_key, far, attention_mask, scaling, dropout)
     return merged_attention(query, key, value, far_query, far_key, far, attention_mask, scaling, softcap, dropout)
 
 
-def _distances(query: torch.Tensor, key: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
-    """Key-array index of each query (kv - q + i) and the distance matrix r = that - key index, (q, kv)."""
+@dataclass(frozen=True)
+class _Layout:
+    """Where a call's queries sit in the delivered key array: query i is key ``offset + i`` in every row (a batch
+    shares its cache), and ``last_real[b]`` is row b's last query that is a real token (-1: none).
+    """
+
+    offset: int
+    last_real: torch.Tensor | None  # (B,), None: every query real (no mask to say otherwise)
+
+
+# (a weak reference to the mask last read, its (q, kv), its layout), replaced whole: every layer of one forward gets
+# the same mask, read once; weak, so that a long prompt's mask is not kept alive after its forward
+_LAYOUT: tuple = (lambda: None, None, None)
+
+
+def _layout(query: torch.Tensor, key: torch.Tensor, attention_mask: torch.Tensor | None) -> _Layout:
+    """The queries' place in the key array. Without a mask it is the end (kv - q + i: the dynamic cache, which
+    returns the kept keys followed by the new ones, sliding-window layers included); with one, each query's own key
+    is the last one its mask row lets through, so that a static cache (its whole array of max_cache_len keys, the
+    unwritten ones masked) and padded rows are read right: offset = max over rows and queries of (last allowed key
+    - query index); a query whose last allowed key is its own is a real token. Read once per mask (a sync on GPU).
+    """
+    global _LAYOUT
     q_len, kv_len = query.shape[2], key.shape[2]
-    query_index = torch.arange(kv_len - q_len, kv_len, device=query.device)
+    if attention_mask is None:
+        return _Layout(kv_len - q_len, None)
+    seen, shape, known = _LAYOUT
+    if seen() is attention_mask and shape == (q_len, kv_len):
+        return known
+    mask = attention_mask[..., :kv_len]
+    allowed = mask if mask.dtype == torch.bool else mask > torch.finfo(mask.dtype).min / 2
+    if allowed.dim() == 2:  # (B, kv), flash's padding mask: the queries are the last real keys of the longest row
+        keys = torch.arange(kv_len, device=allowed.device)
+        last = torch.where(allowed, keys, -1).amax(-1)  # (B,)
+        offset = int(last.amax()) - (q_len - 1)
+        real = torch.full((allowed.shape[0],), q_len - 1, device=allowed.device)
+        layout = _Layout(offset if offset >= 0 else kv_len - q_len, real)
+    else:
+        allowed = allowed.any(dim=1) if allowed.shape[1] > 1 else allowed[:, 0]  # (B, q, kv)
+        keys = torch.arange(kv_len, device=allowed.device)
+        last = torch.where(allowed, keys, -1).amax(-1)  # (B, q): each query's last allowed key
+        queries = torch.arange(q_len, device=allowed.device)
+        offset = int((last - queries).amax())
+        if offset < 0:  # nothing allowed anywhere
+            offset = kv_len - q_len
+        real = last == offset + queries  # (B, q)
+        layout = _Layout(offset, torch.where(real, queries, -1).amax(-1))
+    _LAYOUT = (weakref.ref(attention_mask), (q_len, kv_len), layout)
+    return layout
+
+
+def _distances(query: torch.Tensor, key: torch.Tensor, offset: int) -> tuple[torch.Tensor, torch.Tensor]:
+    """Key-array index of each query (``offset`` + i) and the distance matrix r = that - key index, (q, kv)."""
+    q_len, kv_len = query.shape[2], key.shape[2]
+    query_index = torch.arange(offset, offset + q_len, device=query.device)
     return query_index, query_index[:, None] - torch.arange(kv_len, device=query.device)[None, :]
 
 
@@ -527,14 +586,21 @@ def self_extend_attention(
     _check_kwargs(module, kwargs)
     setting = _setting(module, SELF_EXTEND_NAME)
     G, w_n = setting.first, setting.second
-    query_index, _ = _distances(query, key)
+    layout = _layout(query, key, attention_mask)
+    query_index, _ = _distances(query, key, layout.offset)
     if position_ids is None:
         position_ids = query_index[None, :]
     if position_ids.ndim != 2:
         raise FreqlabError(f"Self-Extend needs position_ids of shape (batch, length), got {tuple(position_ids.shape)}")
-    q_pos = position_ids.to(query.device)  # (B, q)
-    offset = q_pos[:, -1:] - query_index[-1]  # the last query is a real token in every row (left padding)
-    k_pos = offset + torch.arange(key.shape[2], device=query.device)[None, :]  # (B, kv)
+    q_pos = position_ids.to(query.device).expand(query.shape[0], -1)  # (B, q)
+    # the keys' positions: row b's from one of its real queries (its last), key index + that query's position - its
+    # key index; a padding token's position id says nothing (right padding: Hugging Face gives it 1)
+    if layout.last_real is None:
+        last = torch.full((q_pos.shape[0], 1), q_pos.shape[1] - 1, device=query.device)
+    else:
+        last = layout.last_real.clamp(min=0).to(query.device)[:, None]  # a row without a real query: any will do
+    shift = torch.gather(q_pos, 1, last) - query_index[last]  # (B, 1)
+    k_pos = shift + torch.arange(key.shape[2], device=query.device)[None, :]  # (B, kv)
     inv_freq = setting.inv_freq()
     far_query = rotate(query, (q_pos // G + (w_n - w_n // G) - q_pos)[:, None, :], inv_freq)
     far_key = rotate(key, (k_pos // G - k_pos)[:, None, :], inv_freq)
