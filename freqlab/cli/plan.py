@@ -50,7 +50,7 @@ from freqlab.plan.rope_scaling import (
     plan_rope_scaling,
     scaled_rotary_dims,
 )
-from freqlab.plan.self_extend import evaluate_self_extend, plan_self_extend
+from freqlab.plan.self_extend import evaluate_self_extend, neighbour_windows, plan_self_extend
 from freqlab.plan.string import DEFAULT_ROUND, DEFAULT_W, MIN_W, plan_string, string_usage
 from freqlab.plan.upsample import DEFAULT_MAX_UPWEIGHT, PACKINGS, plan_upsample, plan_upsample_schedule
 from freqlab.plan.well_trained import well_trained_range
@@ -185,6 +185,15 @@ def self_extend_command(
                                   "(within L, see `freqlab plan string`)")  # fmt: skip
     if w_n is not None:
         require(w_n < L, "--window", f"w_n = {w_n} must be below the training window L = {L}")
+    if well_trained is not None:
+        require(0 < well_trained <= L, "--well-trained", f"N* = {well_trained} must be in 1..L = {L}")
+    for option, value in (("--min-window", min_window), ("--max-window", max_window)):
+        if value is not None:
+            require(0 < value < L, option, f"{value} must be in 1..L - 1 = {L - 1}")
+    if min_window is not None or max_window is not None:  # against the other's default (L/8, L/4) when not given
+        lo, hi = neighbour_windows(L, min_window, max_window)
+        option = "--max-window" if max_window is not None else "--min-window"
+        require(lo <= hi, option, f"the windows {lo}..{hi} are empty (--min-window {lo}, --max-window {hi})")
     try:
         p = plan_self_extend(L, N, well_trained=well_trained, min_window=min_window, max_window=max_window, **inputs)
         failure = None

@@ -107,6 +107,11 @@ def harpe_command(
     b_max = harpe.PAPER_B_MAX if b_max is None else b_max
     stride = harpe.PAPER_STRIDE if stride is None else stride
     require(b_max > b_min, "--b-max", f"b_max = {b_max:g} must be larger than b_min = {b_min:g} (defaults 1e6..5e6)")
+    require(
+        stride <= b_max - b_min,
+        "--stride",
+        f"{stride:g} is wider than b_max - b_min = {b_max - b_min:g}: no candidates",
+    )
 
     choice, mix = _grid_choice(grid_text, target, hist, schedule, L, regime, tokens, tau, mass, weights, as_json)
     if strategy == "uniform":
@@ -170,6 +175,7 @@ def _attention_buckets(heads, head_dim, b_min, b_max, stride, grid_text, as_json
         hi = harpe.BUCKETS_B_MAX if b_max is None else b_max
         step = harpe.BUCKETS_STRIDE if stride is None else stride
         require(hi > lo, "--b-max", f"b_max = {hi:g} must be larger than b_min = {lo:g} (defaults 10000..30000)")
+        require(step <= hi - lo, "--stride", f"{step:g} is wider than b_max - b_min = {hi - lo:g}: no candidates")
         candidates = [lo, *harpe.candidate_bases(lo, hi, step).tolist()]
     grid = _parse_grid(grid_text) if grid_text else harpe.BUCKETS_GRID
     bases = harpe.attention_buckets_search(heads, candidates, grid=grid, head_dim=head_dim)

@@ -421,6 +421,17 @@ def largest_window(L: int, N: int, N_star: int, G: int) -> int:
     return (bound // G) * G if bound >= 0 else -1
 
 
+def neighbour_windows(L: int, min_window: int | None = None, max_window: int | None = None) -> tuple[int, int]:
+    """The neighbour windows w_n the planner tries, ``(min_window, max_window)``: [L/8, L/4] where not given.
+
+    >>> neighbour_windows(4096), neighbour_windows(4096, max_window=300)
+    ((512, 1024), (512, 300))
+    """
+    return (max(L // 8, 1) if min_window is None else int(min_window)), (
+        L // 4 if max_window is None else int(max_window)
+    )
+
+
 def plan_self_extend(
     L: int,
     N: int,
@@ -486,8 +497,7 @@ def plan_self_extend(
         )
     wt = well_trained_range(L, given=well_trained, default_fraction=default_fraction, **frequency)
     N_star = wt.N
-    lo = max(L // 8, 1) if min_window is None else int(min_window)
-    hi = L // 4 if max_window is None else int(max_window)
+    lo, hi = neighbour_windows(L, min_window, max_window)
     if not 0 < lo <= hi < L:
         raise FreqlabError(f"need 0 < min_window <= max_window < L, got {lo} and {hi}")
     if N_star <= lo:

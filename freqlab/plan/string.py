@@ -462,9 +462,9 @@ class StringPlan(WellTrainedBasis, Displayed):
             )
         within = "within" if self.within_well_trained else "beyond"
         L, S, W = self.L, self.S, self.W
+        trained = f"{within} N* - 1 = {self.N_star - 1}" if self.N_star else "no position is well trained: N* = 0"
         lines += [
-            f"  largest position used max(S, L - S + W) - 1 = {self.largest_position} ({within} N* - 1 = "
-            f"{self.N_star - 1})",
+            f"  largest position used max(S, L - S + W) - 1 = {self.largest_position} ({trained})",
             f"  overwritten positions i >= L - S = {L - S}: {self.overwritten_share:.2%} of position mass",
             f"  never-used positions i >= L - S + W = {L - S + W}: {self.unused_share:.2%} of position mass "
             "(as `plot string-usage` shades)",
@@ -739,10 +739,10 @@ def _reasoning(L, S, W, wt: WellTrained, S_rule, bounds, within, shares, basis, 
                 f"shifted_offset = {S_rule}. "
             )
     largest = max(S, L - S + W) - 1
-    fits = "within" if largest < wt.N else "beyond"
+    fits = f"{'within' if largest < wt.N else 'beyond'} the well-trained 0..{wt.N - 1}" if wt.N else "none well trained"
     tail = (
-        f"STRING drops the distances >= L - S = {L - S} and uses positions 0..{largest} instead ({fits} the "
-        f"well-trained 0..{wt.N - 1}), with local window W = {W} (W >= 32 and W << S, Fig. 7). Under {basis}, "
+        f"STRING drops the distances >= L - S = {L - S} and uses positions 0..{largest} instead ({fits}), with local "
+        f"window W = {W} (W >= 32 and W << S, Fig. 7). Under {basis}, "
         f"positions >= L - S = {L - S} (overwritten) carried {shares[0]:.2%} of all position occurrences, and "
         f"positions >= L - S + W = {L - S + W} (never used after STRING) {shares[1]:.2%}."
     )

@@ -160,6 +160,17 @@ def test_self_extend_evaluates_a_given_setting_even_without_a_recommendation():
         (("harpe", "--b-min", "5e6", "--b-max", "1e6"), "--b-max", "b_max = 1e+06 must be larger than b_min = 5e+06"),
         (("harpe", "--b-min", "5e6"), "--b-max", "b_max = 5e+06 must be larger than b_min = 5e+06"),
         (("harpe", "--stride", "-3"), "--stride", "must be positive"),
+        # a review met these as exit 1 with the library's words
+        (("harpe", "--stride", "1e7"), "--stride", "1e+07 is wider than b_max - b_min = 4e+06: no candidates"),
+        (("harpe", "--strategy", "attention-buckets", "--stride", "1e5"), "--stride", "wider than b_max - b_min"),
+        (("self-extend", "--L", "4K", "--extend-to", "16K", "--min-window", 2000, "--max-window", 1000),
+         "--max-window", "the windows 2000..1000 are empty"),
+        (("self-extend", "--L", "4K", "--extend-to", "16K", "--max-window", 300), "--max-window",
+         "the windows 512..300 are empty (--min-window 512, --max-window 300)"),
+        (("self-extend", "--L", "4K", "--extend-to", "16K", "--max-window", 5000), "--max-window",
+         "5000 must be in 1..L - 1 = 4095"),
+        (("self-extend", "--L", "4K", "--extend-to", "16K", "--well-trained", 5000), "--well-trained",
+         "N* = 5000 must be in 1..L = 4096"),
     ],
 )  # fmt: skip
 def test_contradictory_options_are_usage_errors(hist, args, option, message):
@@ -479,3 +490,10 @@ def test_rope_refuses_an_effective_length_beyond_the_training_window():
 
     with pytest.raises(FreqlabError, match=r"^effective length E = 4097 exceeds the training window L = 4096"):
         plan_rope_scaling(4096, 16384, "longrope", effective_length=4097)
+
+
+def test_a_budget_that_trains_no_position_says_so_never_n_star_minus_one_is_minus_one(hist):
+    result = run("plan", "string", "--hist", hist, "--L", "2K", "--tokens", "1K")
+    assert result.exit_code == 0, result.output
+    assert "(no position is well trained: N* = 0)" in result.output and "(none well trained)" in result.output
+    assert "= -1" not in result.output and "0..-1" not in result.output
