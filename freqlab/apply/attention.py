@@ -27,13 +27,14 @@ rounding, and they are the stock model's too. Scores then go through softcapping
 exactly as in transformers' eager attention, with the softmax in at least float32 (float64 stays float64).
 
 Positions. Distances are those of the delivered key array: the query i of a call is key offset + i, where the
-offset is kv - q without a mask (the dynamic cache, sliding-window layers included, returns the kept keys followed
-by the new ones) and is read from the mask otherwise (the last key a query's row lets through is its own), so that
-a static cache, which returns its whole array of max_cache_len keys with the unwritten ones masked, is read right
-(:func:`_layout`). Self-Extend also needs absolute positions; it takes the queries' ``position_ids`` (every model
-passes them) and each row's keys' as its last real query's minus the distance, so left- and right-padded batches
-(whose pads Hugging Face gives position 1) are handled. Packed sequences (positions restarting inside a row) are
-not supported.
+offset is kv - q (the dynamic cache, sliding-window layers included, returns the kept keys followed by the new
+ones), except in a static cache, which returns its whole array of max_cache_len keys (the unwritten ones masked):
+there it is the number of tokens the layer has seen, read by a forward pre-hook on each attention layer before the
+cache is written (:func:`_static_offset`: a tensor, so nothing waits for the device and ``torch.compile`` traces
+it). Self-Extend also needs absolute positions; it takes the queries' ``position_ids`` (every model passes them)
+and each row's keys' as its last real query's (:func:`_last_real_queries`: whose own key the mask lets through)
+minus the distance, so left- and right-padded batches (whose pads Hugging Face gives position 1) are handled.
+Packed sequences (positions restarting inside a row) are not supported.
 
 Masks come from transformers' ``eager_mask`` (registered for both names), so padding and sliding windows are the
 model's own. Three forms compute the merge (``backend``): ``sdpa`` is one call of torch's
@@ -64,7 +65,7 @@ from typing import Any
 
 import torch
 import transformers
-from transformers import AttentionInterface
+from transformers import AttentionInterface, cache_utils
 from transformers.masking_utils import AttentionMaskInterface, eager_mask, flash_attention_mask
 
 from freqlab.errors import FreqlabError
@@ -103,6 +104,10 @@ class Setting:
 
 
 _SETTINGS: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()  # attention module -> Setting
+# attention module -> its next call's static-cache key offset (:func:`_remember_key_offset`; None: the keys end with
+# the queries), and model -> the hooks that set it
+_KEY_OFFSET: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
+_HOOKS: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
 _PREVIOUS: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()  # model -> its attention implementation before
 
 
@@ -440,10 +445,12 @@ def merged_attention_flash_varlen(
 
 
 def _merge(setting: Setting, query, key, value, far_query, far_key, threshold, attention_mask, scaling, softcap,
-           dropout, sliding_window):  # fmt: skip
-    """The form the backend names; ``sdpa`` gives way to ``eager`` when the model softcaps its scores (Gemma 2)."""
+           dropout, sliding_window, offset):  # fmt: skip
+    """The form the backend names; ``sdpa`` gives way to ``eager`` when the model softcaps its scores (Gemma 2).
+    ``offset``: the key index of the first query (:func:`_key_offset`).
+    """
     if setting.backend == "flash":
-        if _layout(query, key, attention_mask).offset != key.shape[2] - query.shape[2]:
+        if not isinstance(offset, int) or offset != key.shape[2] - query.shape[2]:
             raise FreqlabError(
                 "freqlab.apply's flash backend needs the queries at the end of the key array (the dynamic cache); "
                 "a static cache returns its whole array: use backend='sdpa' or the dynamic cache"
@@ -464,67 +471,70 @@ def _merge(setting: Setting, query, key, value, far_query, far_key, threshold, a
             )
         return merged_attention_flash_varlen(query, key, value, far_query, far_key, attention_mask, threshold,
                                              scaling, setting.flash_varlen_fn, **options)  # fmt: skip
-    far = _distances(query, key, _layout(query, key, attention_mask).offset)[1] >= threshold
+    far = _distances(query, key, offset)[1] >= threshold
     if setting.backend == "sdpa" and softcap is None:
         return merged_attention_sdpa(query, key, value, far_query, far_key, far, attention_mask, scaling, dropout)
     return merged_attention(query, key, value, far_query, far_key, far, attention_mask, scaling, softcap, dropout)
 
 
-@dataclass(frozen=True)
-class _Layout:
-    """Where a call's queries sit in the delivered key array: query i is key ``offset + i`` in every row (a batch
-    shares its cache), and ``last_real[b]`` is row b's last query that is a real token (-1: none).
+def _static_offset(cache: Any, layer_idx: int, q_len: int) -> int | torch.Tensor | None:
+    """Where a static cache layer puts this call's keys in the array it returns, read before it writes them: a
+    static layer returns its whole array (``max_cache_len`` keys, the unwritten ones masked), so the queries are not at
+    its end but at the tokens it has seen (a 0-d tensor for :class:`StaticLayer`, which counts them in one, so that
+    nothing waits for the device and ``torch.compile`` traces it); None where the keys returned end with the new
+    ones (the dynamic cache, sliding-window layers included; a static sliding-window layer once it is full).
     """
+    layers = getattr(cache, "layers", None)
+    if layers is None or not 0 <= layer_idx < len(layers):
+        return None
+    layer = layers[layer_idx]
+    sliding = getattr(cache_utils, "StaticSlidingWindowLayer", None)
+    if sliding is not None and isinstance(layer, sliding):
+        seen = layer.cumulative_length_int
+        return seen if seen + q_len <= layer.max_cache_len else None
+    static = getattr(cache_utils, "StaticLayer", None)
+    if static is not None and isinstance(layer, static):
+        return layer.cumulative_length.clone()  # it is added to in place by the update
+    return None
 
-    offset: int
-    last_real: torch.Tensor | None  # (B,), None: every query real (no mask to say otherwise)
+
+def _remember_key_offset(module: torch.nn.Module, args: tuple, kwargs: dict) -> None:
+    """Forward pre-hook of each attention layer: its cache's :func:`_static_offset` for the call about to run."""
+    cache = kwargs.get("cache", kwargs.get("past_key_values", kwargs.get("past_key_value")))
+    hidden = kwargs.get("hidden_states", args[0] if args else None)
+    offset = None if cache is None or hidden is None else _static_offset(cache, module.layer_idx, hidden.shape[1])
+    _KEY_OFFSET[module] = offset
 
 
-# (a weak reference to the mask last read, its (q, kv), its layout), replaced whole: every layer of one forward gets
-# the same mask, read once; weak, so that a long prompt's mask is not kept alive after its forward
-_LAYOUT: tuple = (lambda: None, None, None)
+def _key_offset(module: torch.nn.Module, query: torch.Tensor, key: torch.Tensor) -> int | torch.Tensor:
+    """The key index of the call's first query: kv - q, or a static cache's (:func:`_remember_key_offset`)."""
+    offset = _KEY_OFFSET.get(module)
+    if offset is None:
+        return key.shape[2] - query.shape[2]
+    return offset.to(query.device) if isinstance(offset, torch.Tensor) else offset
 
 
-def _layout(query: torch.Tensor, key: torch.Tensor, attention_mask: torch.Tensor | None) -> _Layout:
-    """The queries' place in the key array. Without a mask it is the end (kv - q + i: the dynamic cache, which
-    returns the kept keys followed by the new ones, sliding-window layers included); with one, each query's own key
-    is the last one its mask row lets through, so that a static cache (its whole array of max_cache_len keys, the
-    unwritten ones masked) and padded rows are read right: offset = max over rows and queries of (last allowed key
-    - query index); a query whose last allowed key is its own is a real token. Read once per mask (a sync on GPU).
+def _last_real_queries(attention_mask: torch.Tensor | None, query_index: torch.Tensor, kv_len: int):
+    """Each row's last query that is a real token (its own key let through by the mask: a pad's key is masked),
+    (B,) or (1,), -1 where none; None without a mask (every query real). Tensor operations only.
     """
-    global _LAYOUT
-    q_len, kv_len = query.shape[2], key.shape[2]
     if attention_mask is None:
-        return _Layout(kv_len - q_len, None)
-    seen, shape, known = _LAYOUT
-    if seen() is attention_mask and shape == (q_len, kv_len):
-        return known
+        return None
     mask = attention_mask[..., :kv_len]
     allowed = mask if mask.dtype == torch.bool else mask > torch.finfo(mask.dtype).min / 2
-    if allowed.dim() == 2:  # (B, kv), flash's padding mask: the queries are the last real keys of the longest row
-        keys = torch.arange(kv_len, device=allowed.device)
-        last = torch.where(allowed, keys, -1).amax(-1)  # (B,)
-        offset = int(last.amax()) - (q_len - 1)
-        real = torch.full((allowed.shape[0],), q_len - 1, device=allowed.device)
-        layout = _Layout(offset if offset >= 0 else kv_len - q_len, real)
-    else:
-        allowed = allowed.any(dim=1) if allowed.shape[1] > 1 else allowed[:, 0]  # (B, q, kv)
-        keys = torch.arange(kv_len, device=allowed.device)
-        last = torch.where(allowed, keys, -1).amax(-1)  # (B, q): each query's last allowed key
-        queries = torch.arange(q_len, device=allowed.device)
-        offset = int((last - queries).amax())
-        if offset < 0:  # nothing allowed anywhere
-            offset = kv_len - q_len
-        real = last == offset + queries  # (B, q)
-        layout = _Layout(offset, torch.where(real, queries, -1).amax(-1))
-    _LAYOUT = (weakref.ref(attention_mask), (q_len, kv_len), layout)
-    return layout
+    if allowed.dim() == 2:  # (B, kv): flash's padding mask
+        own = allowed[:, query_index]
+    else:  # (B, 1 or H, q, kv)
+        rows = allowed.any(dim=1)
+        own = torch.gather(rows, 2, query_index.view(1, -1, 1).expand(rows.shape[0], -1, 1)).squeeze(-1)
+    queries = torch.arange(query_index.numel(), device=own.device)
+    return torch.where(own, queries, -1).amax(-1)
 
 
-def _distances(query: torch.Tensor, key: torch.Tensor, offset: int) -> tuple[torch.Tensor, torch.Tensor]:
+def _distances(query: torch.Tensor, key: torch.Tensor, offset: int | torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
     """Key-array index of each query (``offset`` + i) and the distance matrix r = that - key index, (q, kv)."""
     q_len, kv_len = query.shape[2], key.shape[2]
-    query_index = torch.arange(offset, offset + q_len, device=query.device)
+    query_index = offset + torch.arange(q_len, device=query.device)
     return query_index, query_index[:, None] - torch.arange(kv_len, device=query.device)[None, :]
 
 
@@ -566,7 +576,8 @@ def string_attention(
     far_query = rotate(query, torch.tensor(float(W - S), device=query.device), setting.inv_freq())
     scaling = query.shape[-1] ** -0.5 if scaling is None else scaling
     out = _merge(setting, query, key, value, far_query, key, S, attention_mask, scaling, softcap,
-                 dropout if module.training else 0.0, kwargs.get("sliding_window"))  # fmt: skip
+                 dropout if module.training else 0.0, kwargs.get("sliding_window"),
+                 _key_offset(module, query, key))  # fmt: skip
     return out, None
 
 
@@ -586,8 +597,8 @@ def self_extend_attention(
     _check_kwargs(module, kwargs)
     setting = _setting(module, SELF_EXTEND_NAME)
     G, w_n = setting.first, setting.second
-    layout = _layout(query, key, attention_mask)
-    query_index, _ = _distances(query, key, layout.offset)
+    offset = _key_offset(module, query, key)
+    query_index, _ = _distances(query, key, offset)
     if position_ids is None:
         position_ids = query_index[None, :]
     if position_ids.ndim != 2:
@@ -595,10 +606,11 @@ def self_extend_attention(
     q_pos = position_ids.to(query.device).expand(query.shape[0], -1)  # (B, q)
     # the keys' positions: row b's from one of its real queries (its last), key index + that query's position - its
     # key index; a padding token's position id says nothing (right padding: Hugging Face gives it 1)
-    if layout.last_real is None:
+    real = _last_real_queries(attention_mask, query_index, key.shape[2])
+    if real is None:
         last = torch.full((q_pos.shape[0], 1), q_pos.shape[1] - 1, device=query.device)
-    else:
-        last = layout.last_real.clamp(min=0).to(query.device)[:, None]  # a row without a real query: any will do
+    else:  # a row without a real query in this call: any will do (its outputs are masked)
+        last = real.clamp(min=0).to(query.device).expand(q_pos.shape[0])[:, None]
     shift = torch.gather(q_pos, 1, last) - query_index[last]  # (B, 1)
     k_pos = shift + torch.arange(key.shape[2], device=query.device)[None, :]  # (B, kv)
     inv_freq = setting.inv_freq()
@@ -606,7 +618,7 @@ def self_extend_attention(
     far_key = rotate(key, (k_pos // G - k_pos)[:, None, :], inv_freq)
     scaling = query.shape[-1] ** -0.5 if scaling is None else scaling
     out = _merge(setting, query, key, value, far_query, far_key, w_n, attention_mask, scaling, softcap,
-                 dropout if module.training else 0.0, kwargs.get("sliding_window"))  # fmt: skip
+                 dropout if module.training else 0.0, kwargs.get("sliding_window"), offset)  # fmt: skip
     return out, None
 
 
@@ -729,7 +741,14 @@ def _apply(model: Any, method: str, first: int, second: int, backend: str, flash
     model.set_attn_implementation(method + (FLASH_SUFFIX if backend == "flash" else ""))
     _SETTINGS.update(settings)
     _PREVIOUS[model] = previous
+    _unhook(model)  # applied again: one hook per layer
+    _HOOKS[model] = [m.register_forward_pre_hook(_remember_key_offset, with_kwargs=True) for m in modules]
     return model
+
+
+def _unhook(model: Any) -> None:
+    for handle in _HOOKS.pop(model, ()):
+        handle.remove()
 
 
 def _window(model: Any) -> int:
@@ -759,6 +778,8 @@ def remove(model: Any) -> Any:
     if previous is None:
         raise FreqlabError("no STRING or Self-Extend was applied to this model")
     model.set_attn_implementation(previous)
+    _unhook(model)
     for module in _attention_modules(model):
         _SETTINGS.pop(module, None)
+        _KEY_OFFSET.pop(module, None)
     return model

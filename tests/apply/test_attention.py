@@ -157,6 +157,34 @@ def test_padded_batches_equal_single_rows(model_type, method, backend):
 
 
 @pytest.mark.parametrize("method", ["string", "self_extend"])
+def test_a_bidirectional_mask_is_read_as_the_model_gives_it(method):
+    """Gemma 3 with bidirectional attention (its image tokens attend so too): with the threshold at the prompt's length
+    the plan changes nothing (a review saw the queries' place taken from such a mask: 1.2e-2 off)."""
+    model = tiny_model("gemma3_text", use_bidirectional_attention=True)
+    stock = _logits(model, _ids())
+    getattr(fa, method)(model, *((T, 4) if method == "string" else (4, T)), backend="sdpa")
+    torch.testing.assert_close(_logits(model, _ids()), stock, **EXACT)
+
+
+@pytest.mark.slow  # torch.compile
+def test_a_static_cache_decoding_step_compiles_in_one_graph():
+    """The static cache's place is a tensor read before the cache is written: nothing waits for the device, and
+    torch.compile(fullgraph=True) traces a decoding step (a review saw a data-dependent int() break it)."""
+    from transformers import StaticCache
+
+    model = tiny_model("llama")
+    _apply(model, "string")
+    ids = _ids(length=T)
+    full = _logits(model, ids)
+    cache = StaticCache(config=model.config, max_cache_len=T + 8)
+    with torch.no_grad():
+        model(ids[:, : T - 1], **{CACHE: cache}, use_cache=True)
+        step = torch.compile(model.forward, fullgraph=True, backend="eager")
+        out = step(ids[:, T - 1 :], **{CACHE: cache}, use_cache=True).logits
+    torch.testing.assert_close(out[:, -1], full[:, -1], **EXACT)
+
+
+@pytest.mark.parametrize("method", ["string", "self_extend"])
 @pytest.mark.parametrize("model_type", ["llama", "mistral", "gemma3_text"])
 def test_a_static_cache_equals_recomputation(model_type, method):
     """A static cache returns its whole key array (max_cache_len keys, the unwritten ones masked), so the queries are

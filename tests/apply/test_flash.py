@@ -260,6 +260,28 @@ def test_padded_batches_run_in_varlen_calls_and_equal_the_sdpa_path(model_type, 
     assert calls["varlen"] >= 4 and (calls["dense"] == 0 or model_type in ("mistral", "gemma2"))
 
 
+@pytest.mark.parametrize("method", ["string", "self_extend"])
+def test_right_padding_with_the_masks_position_ids_and_a_chunk_ending_in_padding_equal_the_sdpa_path(method):
+    """Right padding with the position ids Hugging Face builds from the mask (pads at 1): Self-Extend's keys take
+    their positions from each row's last real query; a prompt given in two calls on the dynamic cache whose second
+    ends in padding in every row is no static cache (a review saw both: 9.9e-4 off, a refusal)."""
+    rows = [_ids(length=n, seed=n)[0] for n in (30, 25)]
+    ids = torch.zeros(2, 32, dtype=torch.long)
+    mask = torch.zeros_like(ids)
+    for i, row in enumerate(rows):
+        ids[i, : len(row)], mask[i, : len(row)] = row, 1
+    positions = (mask.cumsum(-1) - 1).masked_fill(mask == 0, 1)
+    model = _apply(tiny_model("llama"), method, backend="flash", flash_fn=FLASH64, flash_varlen_fn=VARLEN64)
+    with torch.no_grad():
+        batch = model(ids, attention_mask=mask, position_ids=positions).logits
+        first = model(ids[:, :20], attention_mask=mask[:, :20], use_cache=True)
+        second = model(ids[:, 20:], attention_mask=mask, **{CACHE: cache_of(first)}, use_cache=True).logits
+    for i, row in enumerate(rows):
+        alone = _logits(model, row[None])[0]
+        torch.testing.assert_close(batch[i, : len(row)], alone, **EXACT)
+        torch.testing.assert_close(torch.cat((first.logits[i], second[i]))[: len(row)], alone, **EXACT)
+
+
 def test_a_padded_batch_without_a_varlen_kernel_is_refused_in_one_line():
     model = _apply(tiny_model("llama"), "string", backend="flash", flash_fn=FLASH64)
     ids, mask, positions = left_padded([_ids(length=n, seed=n)[0] for n in (T, 29)])

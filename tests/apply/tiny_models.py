@@ -55,8 +55,12 @@ def decoded_with_cache(model: torch.nn.Module, ids: torch.Tensor, prompt: int) -
     return torch.stack(steps, 1)
 
 
-def tiny_model(model_type: str, seed: int = 0, *, vocab_size: int = 101, max_positions: int = L) -> torch.nn.Module:
-    """A 2-layer float64 causal LM of ``model_type`` with random weights (GQA: 4 query heads, 2 key heads)."""
+def tiny_model(
+    model_type: str, seed: int = 0, *, vocab_size: int = 101, max_positions: int = L, **config_options
+) -> torch.nn.Module:
+    """A 2-layer float64 causal LM of ``model_type`` with random weights (GQA: 4 query heads, 2 key heads);
+    ``config_options``: more of its config's settings.
+    """
     config = transformers.AutoConfig.for_model(
         model_type,
         vocab_size=vocab_size,
@@ -68,7 +72,7 @@ def tiny_model(model_type: str, seed: int = 0, *, vocab_size: int = 101, max_pos
         head_dim=8,
         max_position_embeddings=max_positions,
         attn_implementation="eager" if model_type == "gemma2" else "sdpa",
-        **_EXTRA.get(model_type, {}),
+        **{**_EXTRA.get(model_type, {}), **config_options},
     )
     torch.manual_seed(seed)
     model = transformers.AutoModelForCausalLM.from_config(config, dtype=torch.float64).eval()
