@@ -779,6 +779,13 @@ class Engines:
         """Register an engine built elsewhere (the loader's Hugging Face tokenizer: parse the JSON once)."""
         self._built[backend] = engine
 
+    def routing_past_fastokens(self, fastokens_routed: Sequence[str]) -> Engines:
+        """A copy (the same built engines) whose texts holding a string of ``fastokens_routed`` skip fastokens."""
+        copy = self.restricted(self._sources)
+        copy.past_fastokens = LiteralFinder(fastokens_routed) if any(fastokens_routed) else None
+        copy.joinable = self.joinable and not any("\x00" in word for word in fastokens_routed)
+        return copy
+
     def restricted(self, sources: Mapping[str, Any]) -> Engines:
         """A copy that knows only the backends of ``sources``."""
         copy = Engines(sources, built={b: e for b, e in self._built.items() if b in sources})

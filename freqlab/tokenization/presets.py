@@ -23,8 +23,10 @@ differently: llama.cpp's GGUF converters write the contractions ``(?i:'s|'t|...)
    pieces: Llama 3 (``ignore_merges``) counts ``x'ſektedir`` in 5 tokens and fastokens' preset in 7, because
    ``ektedir`` is one token whole but not by merges. Where the file's normalizer may write ``ſ`` into text holding
    none (a ``Replace`` or ``Prepend`` writing it: :func:`normalizer_refusal`), no literal says which texts to
-   route: fastokens is left out. fastokens' cl100k splitter also takes U+180E for whitespace, which the regex
-   does not: texts holding it are routed too wherever fastokens meets cl100k's regex (:data:`ENCODING_ROUTED`).
+   route: fastokens is left out. fastokens' cl100k splitter and the PCRE2 it runs every regex of no preset with also
+   take U+180E for whitespace, which the regex does not: texts holding it are routed too wherever fastokens meets
+   cl100k's regex (:data:`ENCODING_ROUTED`), and wherever fastokens counts :data:`SEPARATOR_PROBES` otherwise than
+   the reference at load (:mod:`~freqlab.tokenization.verify`).
 
 Every candidate is then verified end to end against Hugging Face like any fast path
 (:mod:`freqlab.tokenization.verify`).
@@ -81,8 +83,21 @@ FOLDED_LETTERS: tuple[str, ...] = ("\u017f",)
 NEXT_BACKEND = "the next verified backend"  # in the note, where the counter names it once verified
 # strings fastokens' own encodings (tiktoken ranks' presets) split otherwise than their regex, found by a sweep of
 # every code point before an apostrophe: U+180E MONGOLIAN VOWEL SEPARATOR, whitespace to its cl100k splitter, a
-# format character to the regex ("x\u180e's": 7 tokens against tiktoken's 8 on Llama 3's ranks)
+# format character to the regex ("x\u180e's": 7 tokens against tiktoken's 8 on Llama 3's ranks); its llama3 and
+# o200k splitters get it right (swept)
 ENCODING_ROUTED: dict[str, tuple[str, ...]] = {"cl100k_base": ("\u180e",)}
+MONGOLIAN_VOWEL_SEPARATOR = "\u180e"
+#: texts with U+180E among the characters regexes tell apart, counted by fastokens and the reference at load: where
+#: any differs, texts holding U+180E skip fastokens (verify: ``separator:`` verdict). fastokens' PCRE2 and some of its
+#: splitters take it for whitespace where Oniguruma and tiktoken's engine, on Unicode 6.3 on, see a format character
+#: (a fuzzing review: "x\u180e'll" 5 tokens for 6 under GPT-2's regex, "a\u180eb" 2 for 5 under Split(\s+, removed));
+#: others do not (Tekken's regex, Llama 3's and o200k's splitters: swept), and the vocabulary decides whether a
+#: different split changes a count
+SEPARATOR_PROBES = tuple(
+    f"{left}\u180e{right}"
+    for left in ("", "x", "word", " ", "  ", "1", "'", "\n", ".", "\u180e", "Mongolian")
+    for right in ("", "x", "'ll", "'s", "'t", " word", "  x", "1", "\n", ".", "\u180e", "\u180e ", "b")
+)
 
 
 @dataclass(frozen=True)
@@ -238,13 +253,15 @@ def choose_preset(config: dict[str, Any], json_text: str, texts: Sequence[str]) 
     if found is None:
         return PresetChoice(json_text)
     where, pattern = found
-    # fastokens runs its own cl100k splitter wherever it meets cl100k's regex
-    routed = folded_routed(pattern) + ENCODING_ROUTED.get(FASTOKENS_PRESETS.get(pattern, ""), ())
+    # fastokens runs its own cl100k or o200k splitter wherever it meets that regex, its llama3 one when given its
+    # spelling (below), PCRE2 otherwise: the strings routed are the regex's and that engine's
+    encoding = FASTOKENS_PRESETS.get(pattern)
+    preset = PRESETS.get(normalise(pattern)) if encoding is None else None
+    routed = folded_routed(pattern) + ENCODING_ROUTED.get(encoding or "", ())
     refusal = normalizer_refusal(config, routed)
     if refusal is not None:
         return PresetChoice(json_text, None, routed, f"fastokens {refusal}", refusal)
-    preset = PRESETS.get(normalise(pattern))
-    if preset is None:  # fastokens may still take it for a preset of its own (cl100k's, o200k's)
+    if preset is None:  # fastokens' own encoding's splitter, or PCRE2
         note = f"fastokens: the file's regex{routing_note(routed)}" if routed else None
         return PresetChoice(json_text, None, routed, note)
     behaviour = preset.behaviour

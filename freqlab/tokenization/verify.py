@@ -34,7 +34,14 @@ from freqlab.tokenization.backends import (
     is_engine_failure,
 )
 from freqlab.tokenization.counter import TiktokenPlan, TokenCounter, _first_line, longest_match_regex
-from freqlab.tokenization.presets import ENCODING_ROUTED, NEXT_BACKEND, folded_routed, routing_note
+from freqlab.tokenization.presets import (
+    ENCODING_ROUTED,
+    MONGOLIAN_VOWEL_SEPARATOR,
+    NEXT_BACKEND,
+    SEPARATOR_PROBES,
+    folded_routed,
+    routing_note,
+)
 from freqlab.tokenization.sample import default_verify_texts, vocab_salad
 
 # backend -> why it is not even tried, for loads inside `skipping(...)` (load_tokenizer's skip_backends)
@@ -196,15 +203,43 @@ def verified(
         _VERIFIED[key] = (verdicts, holder)
     # the caller's settings (name, spec, special tokens, threads), the shared engines
     state = {**counter._state(), **_settings(candidate), "split_out": split_out}
+    engines = counter._engines
     if keep[:1] != (BACKEND_FASTOKENS,):  # a note on how fastokens counts, where it does not
         state["fastokens_note"] = None
-    elif state["fastokens_note"] and candidate.fastokens_routed:
-        following = keep[1] if len(keep) > 1 else candidate.reference  # the note was written before the verdicts
-        state["fastokens_note"] = state["fastokens_note"].replace(NEXT_BACKEND, following)
-    return TokenCounter(**state, _engines=counter._engines)
+    else:
+        if MONGOLIAN_VOWEL_SEPARATOR not in candidate.fastokens_routed:  # does fastokens split it as the regex does?
+            if SEPARATOR_VERDICT not in verdicts:
+                verdicts[SEPARATOR_VERDICT] = _separator_verdict(counter)
+            if verdicts[SEPARATOR_VERDICT] is not None:
+                state["fastokens_routed"] = (*candidate.fastokens_routed, MONGOLIAN_VOWEL_SEPARATOR)
+                clause = f"{routing_note((MONGOLIAN_VOWEL_SEPARATOR,))} ({verdicts[SEPARATOR_VERDICT]})"
+                state["fastokens_note"] = (state["fastokens_note"] or "fastokens: the file's regex") + clause
+                engines = engines.routing_past_fastokens(state["fastokens_routed"])
+        if state["fastokens_note"] and state["fastokens_routed"]:
+            following = keep[1] if len(keep) > 1 else candidate.reference  # the note was written before the verdicts
+            state["fastokens_note"] = state["fastokens_note"].replace(NEXT_BACKEND, following)
+    return TokenCounter(**state, _engines=engines)
 
 
 SPLIT_VERDICT = "split:"  # verdicts' key for the split path on a backend ("split:fastokens")
+SEPARATOR_VERDICT = "separator:" + BACKEND_FASTOKENS  # whether fastokens counts texts holding U+180E as the reference
+
+
+def _separator_verdict(counter: TokenCounter) -> str | None:
+    """How fastokens counts :data:`~freqlab.tokenization.presets.SEPARATOR_PROBES` unlike the reference, or None."""
+    texts = [t for t in SEPARATOR_PROBES if not counter.holding_fastokens_routed([t])]
+    try:
+        expected = counter.counts_by(counter.reference, texts)
+        got = counter.counts_by(BACKEND_FASTOKENS, texts)
+    except BaseException as exc:
+        if not is_engine_failure(exc):
+            raise
+        return f"U+180E: fastokens fails on text holding it ({_first_line(exc)})"
+    differ = (got != expected).nonzero()[0]
+    if not differ.size:
+        return None
+    i = differ[0]
+    return f"U+180E: fastokens counts {texts[i]!r} in {got[i]} tokens, {counter.reference} in {expected[i]}"
 
 
 def split_texts(words: Sequence[str]) -> list[str]:

@@ -13,9 +13,11 @@ from tokenizers import Regex, Tokenizer, models, pre_tokenizers, trainers
 from freqlab.tokenization import load_tokenizer
 from freqlab.tokenization import presets as presets_module
 from freqlab.tokenization.backends import valid_unicode
+from freqlab.tokenization.bytelevel import GPT2_PATTERN
 from freqlab.tokenization.presets import (
     CONTRACTIONS_ASCII,
     CONTRACTIONS_FOLDED,
+    SEPARATOR_PROBES,
     Preset,
     choose_preset,
     normalise,
@@ -349,3 +351,37 @@ def test_chat_markers_are_counted_around_on_the_preset_and_long_s_pieces_by_tikt
     monkeypatch.setattr(counter._engines, "get", lambda backend: asked.append(backend) or get(backend))
     assert counter.count(chats + long_s).tolist() == expected
     assert "hf-tokenizers" not in asked and asked.count("tiktoken") == 1  # one batch: the 5 pieces with 'ſ
+
+
+@pytest.mark.parametrize(
+    ("pattern", "behavior"), [(GPT2_PATTERN, "isolated"), (r"\s+", "removed")], ids=["gpt2-split", "whitespace-removed"]
+)
+def test_a_regex_fastokens_splits_otherwise_at_the_mongolian_vowel_separator_routes_it(pattern, behavior, tmp_path):
+    """fastokens takes U+180E for whitespace under some regexes (a fuzzing review: ``x\u180e'll`` 5 tokens for 6 under
+    GPT-2's regex in a ``tokenizer.json``, ``a\u180eb`` 2 for 5 under ``Split(\\s+, removed)``), which Hugging Face
+    does not: the counts of SEPARATOR_PROBES are compared at load, and texts holding it skip fastokens, saying so."""
+    tokenizer = Tokenizer(models.BPE())
+    split = pre_tokenizers.Split(Regex(pattern), behavior=behavior)
+    tokenizer.pre_tokenizer = pre_tokenizers.Sequence([split, pre_tokenizers.ByteLevel(use_regex=False)])
+    trainer = trainers.BpeTrainer(vocab_size=400, initial_alphabet=pre_tokenizers.ByteLevel.alphabet())
+    tokenizer.train_from_iterator(stdlib_documents(2, 30, max_chars=2000), trainer)
+    tokenizer.save(str(tmp_path / "t.json"))
+    counter = load_tokenizer(str(tmp_path / "t.json"))
+    reference = [len(tokenizer.encode(t).ids) for t in SEPARATOR_PROBES]
+    assert counter.backend == "fastokens" and counter.fastokens_routed[-1:] == ("\u180e",)
+    assert (
+        f"texts containing '\\u180e' go to {counter.backends[1]} (U+180E: fastokens counts " in counter.fastokens_note
+    )
+    assert counter.count(list(SEPARATOR_PROBES)).tolist() == reference
+    assert (
+        counter.counts_by("fastokens", list(SEPARATOR_PROBES)).tolist() != reference
+    )  # fastokens alone would be wrong
+
+
+def test_a_regex_fastokens_splits_alike_keeps_the_mongolian_vowel_separator(tmp_path):
+    """Tekken's regex: fastokens counts the probes as tiktoken does, so no text is routed for U+180E (the search for
+    a routed string would cost every text of the default tokenizer)."""
+    tekken = load_tokenizer("tekken")
+    assert "\u180e" not in tekken.fastokens_routed and tekken.backend == "fastokens"
+    probes = list(SEPARATOR_PROBES)
+    assert tekken.counts_by("fastokens", probes).tolist() == tekken.counts_by("tiktoken", probes).tolist()
