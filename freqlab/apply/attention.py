@@ -741,14 +741,22 @@ def _apply(model: Any, method: str, first: int, second: int, backend: str, flash
     model.set_attn_implementation(method + (FLASH_SUFFIX if backend == "flash" else ""))
     _SETTINGS.update(settings)
     _PREVIOUS[model] = previous
-    _unhook(model)  # applied again: one hook per layer
+    _unhook(model, modules)  # applied again: one hook per layer
     _HOOKS[model] = [m.register_forward_pre_hook(_remember_key_offset, with_kwargs=True) for m in modules]
     return model
 
 
-def _unhook(model: Any) -> None:
+def _unhook(model: Any, modules: list[torch.nn.Module]) -> None:
+    """Take this module's hooks off ``modules``: those registered here, and those a deep copy of a model it was
+    applied to brought along (registered on the original, they have no handle here).
+    """
     for handle in _HOOKS.pop(model, ()):
         handle.remove()
+    for module in modules:
+        for key, hook in list(module._forward_pre_hooks.items()):
+            if hook is _remember_key_offset:
+                del module._forward_pre_hooks[key]
+                module._forward_pre_hooks_with_kwargs.pop(key, None)
 
 
 def _window(model: Any) -> int:
@@ -778,7 +786,7 @@ def remove(model: Any) -> Any:
     if previous is None:
         raise FreqlabError("no STRING or Self-Extend was applied to this model")
     model.set_attn_implementation(previous)
-    _unhook(model)
+    _unhook(model, _attention_modules(model))
     for module in _attention_modules(model):
         _SETTINGS.pop(module, None)
         _KEY_OFFSET.pop(module, None)

@@ -91,8 +91,9 @@ MONGOLIAN_VOWEL_SEPARATOR = "\u180e"
 #: any differs, texts holding U+180E skip fastokens (verify: ``separator:`` verdict). fastokens' PCRE2 and some of its
 #: splitters take it for whitespace where Oniguruma and tiktoken's engine, on Unicode 6.3 on, see a format character
 #: (a fuzzing review: "x\u180e'll" 5 tokens for 6 under GPT-2's regex, "a\u180eb" 2 for 5 under Split(\s+, removed));
-#: others do not (Tekken's regex, Llama 3's and o200k's splitters: swept), and the vocabulary decides whether a
-#: different split changes a count
+#: whether it shows depends on the regex, the rest of the file and the vocabulary (Tekken's ranks and a Llama 3 file
+#: as Hugging Face ships it count alike; a tokenizer.json with Tekken's regex, or Llama 3's with a prefix space, do
+#: not: a second review), hence a count at load rather than a rule
 SEPARATOR_PROBES = tuple(
     f"{left}\u180e{right}"
     for left in ("", "x", "word", " ", "  ", "1", "'", "\n", ".", "\u180e", "Mongolian")

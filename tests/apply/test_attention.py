@@ -248,6 +248,17 @@ def test_remove_restores_the_stock_model():
     fa.remove(model)
     assert model.config._attn_implementation == "sdpa"
     torch.testing.assert_close(_logits(model, ids), stock, rtol=0, atol=0)
+    # no hook is left on its attention layers, a deep copy's (which brings the original's along) neither
+    fa.string(model, 16, 4)
+    copy = __import__("copy").deepcopy(model)
+    fa.string(copy, 16, 4)
+    for applied in (model, copy):
+        fa.remove(applied)
+        assert [len(m._forward_pre_hooks) for m in _attention_layers(applied)] == [0, 0]
+
+
+def _attention_layers(model) -> list:
+    return [m for name, m in model.named_modules() if name.endswith("self_attn")]
 
 
 def test_partial_rotary_is_refused():

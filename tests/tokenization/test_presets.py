@@ -379,8 +379,8 @@ def test_a_regex_fastokens_splits_otherwise_at_the_mongolian_vowel_separator_rou
 
 
 def test_a_regex_fastokens_splits_alike_keeps_the_mongolian_vowel_separator(tmp_path):
-    """Tekken's regex: fastokens counts the probes as tiktoken does, so no text is routed for U+180E (the search for
-    a routed string would cost every text of the default tokenizer)."""
+    """Built-in Tekken (its ranks and regex): fastokens counts the probes as tiktoken does, so no text is routed for
+    U+180E (the search for a routed string would cost every text of the default tokenizer)."""
     tekken = load_tokenizer("tekken")
     assert "\u180e" not in tekken.fastokens_routed and tekken.backend == "fastokens"
     probes = list(SEPARATOR_PROBES)
