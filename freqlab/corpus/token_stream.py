@@ -6,9 +6,11 @@ chunk files ``PREFIX_0000000000.bin`` ... with a 24-byte header (``b"LITPKDS"``,
 code uint8 with lit-gpt's codes 1 uint8, 2 int8, 3 int16, 4 int32, 5 int64, 6 float32, 7 float64, 8 uint16;
 chunk size uint64) and a document may continue from one chunk file into the next, so the files of a run are
 read as one stream, in name order, by one shard. The builder pads its last chunk with the separator: at the
-end of the stream, separators after the first one that ends the last document are padding, not documents.
-Tokens after the last separator are a last document without one. ``.bin`` files beside a ``.idx`` of the
-same name are Megatron's and are not claimed here.
+end of that stream, separators after the first one that ends the last document are padding, not documents. A
+``.npy`` array is a stream of its own (its own shard: no document runs into the next file, and no padding: a lone
+EOS at its end is a document of one token). Tokens after the last separator are a last document without one.
+Streams of different dtypes (written for different vocabularies) are refused together. ``.bin`` files beside a
+``.idx`` of the same name are Megatron's and are not claimed here.
 """
 
 from __future__ import annotations
@@ -61,8 +63,10 @@ def open_stream(path: str) -> np.ndarray:
     if version != 1 or code not in LIT_DTYPES:
         raise FreqlabError(f"{path}: lit-gpt header with version {version}, dtype code {code}: not supported")
     dtype = np.dtype(LIT_DTYPES[code])
+    if dtype.kind not in "iu":
+        raise FreqlabError(f"{path}: lit-gpt header with dtype code {code} ({dtype.name}): token ids are integers")
     size = os.path.getsize(path) - LIT_HEADER.size
-    if dtype.kind not in "iu" or size % dtype.itemsize:
+    if size % dtype.itemsize:
         raise FreqlabError(f"{path}: {size:,} bytes of data is not a whole number of {dtype.name} tokens")
     if not size:
         return np.zeros(0, dtype)
@@ -71,11 +75,14 @@ def open_stream(path: str) -> np.ndarray:
 
 @dataclass(frozen=True)
 class TokenStreamShard(LengthShard):
-    """A run of token-stream files read as one stream, cut into documents after each ``eos_id``."""
+    """A run of token-stream files read as one stream, cut into documents after each ``eos_id``; ``padded``: a
+    lit-gpt run, whose lone EOS tokens at the very end are its last chunk's padding.
+    """
 
     id: str
     files: tuple[DataFile, ...]
     eos_id: int
+    padded: bool = False
     read_errors: ClassVar = (OSError, ValueError)
 
     def identity(self) -> dict:
@@ -94,7 +101,8 @@ class TokenStreamShard(LengthShard):
     def read_lengths(self) -> Iterator[LengthBatch]:
         """Document lengths: the runs of tokens between EOS ids, across chunks and files."""
         carry = 0  # tokens since the last EOS, carried into the next chunk or file
-        held = 0  # one-token documents (a lone EOS) at the end of what was read: padding if the stream ends so
+        # one-token documents (a lone EOS) at the end of what was read: a lit-gpt run's padding if it ends so
+        held = 0
         where = ""
         for file in self.files:
             try:
@@ -110,7 +118,7 @@ class TokenStreamShard(LengthShard):
                     lengths[0] += carry
                     carry = chunk.size - 1 - int(ends[-1])
                     where = f"{file.path}: token {start}"
-                    run = _trailing_ones(lengths)
+                    run = _trailing_ones(lengths) if self.padded else 0
                     if run < lengths.size:  # a real document follows the held lone EOSes: they were documents
                         if held:
                             yield LengthBatch(np.ones(held, np.int64), None, where)
@@ -156,17 +164,28 @@ class TokenStreamFormat(FileFormat):
         return lower.endswith(".npy")
 
     def shards(self, files: list[DataFile], fields: Fields, range_bytes: int) -> list[TokenStreamShard]:
-        """The files in order as one shard (a document may cross files)."""
+        """The lit-gpt ``.bin`` files in order as one shard (a document may cross files, the last chunk is padded),
+        each ``.npy`` array as its own.
+        """
         eos = fields.read.eos_id
         if eos is None:
             raise FreqlabError(
                 f"{files[0].path}: a plain token stream needs --eos-id (the token that ends each document)"
             )
+        dtypes: dict[str, str] = {}
         for file in files:  # every header (and the EOS id against its dtype) checked before anything is counted
             dtype = open_stream(file.path).dtype
             check_eos_option(eos, int(np.iinfo(dtype).max) + 1, file.path)
-        name = files[0].id if len(files) == 1 else f"{files[0].id}..{files[-1].id}"
-        return [TokenStreamShard(name, tuple(files), eos)]
+            dtypes.setdefault(dtype.name, file.path)
+        if len(dtypes) > 1:  # token ids of different widths: written for different vocabularies
+            shown = ", ".join(f"{name} ({path})" for name, path in dtypes.items())
+            raise FreqlabError(f"token streams of different dtypes: {shown}; scan them apart")
+        packed = [file for file in files if not file.path.lower().endswith(".npy")]
+        shards = [TokenStreamShard(file.id, (file,), eos) for file in files if file.path.lower().endswith(".npy")]
+        if packed:
+            name = packed[0].id if len(packed) == 1 else f"{packed[0].id}..{packed[-1].id}"
+            shards.append(TokenStreamShard(name, tuple(packed), eos, padded=True))
+        return shards
 
     def describe(self, files: list[DataFile], fields: Fields) -> dict:
         """How documents are delimited (the EOS id), for the scan's summary."""

@@ -367,6 +367,24 @@ def test_npy_stream_split_after_each_eos(tmp_path):
         open_corpus(str(tmp_path / "s.npy"), read=ReadOptions(eos_id=70000))  # uint16 tokens
 
 
+def test_npy_arrays_are_streams_of_their_own_without_padding(tmp_path):
+    """A review: lone EOS tokens at the end of an .npy were dropped as lit-gpt's padding (``[5, 2, 2, 2]``: one
+    document for three; ``[2, 2, 2]``: none), two arrays were read as one stream (a document running from one into
+    the next), and arrays of two dtypes were added together. An array is its own stream, a lone EOS a document."""
+    np.save(tmp_path / "t1.npy", np.array([5, 2, 2, 2], np.int32))
+    assert lengths_of(tmp_path / "t1.npy", read=ReadOptions(eos_id=2)) == [2, 1, 1]
+    np.save(tmp_path / "t1.npy", np.array([2, 2, 2], np.int32))
+    assert lengths_of(tmp_path / "t1.npy", read=ReadOptions(eos_id=2)) == [1, 1, 1]
+    folder = tmp_path / "multi"
+    folder.mkdir()
+    np.save(folder / "a.npy", np.array([5, 5, 2, 7, 7], np.int32))  # its last document without EOS
+    np.save(folder / "b.npy", np.array([8, 2, 9], np.int32))
+    assert sorted(lengths_of(folder, read=ReadOptions(eos_id=2))) == sorted([3, 2, 2, 1])
+    np.save(folder / "c.npy", np.array([8, 2, 9], np.uint16))
+    with pytest.raises(FreqlabError, match=r"token streams of different dtypes: int32 \(.*a.npy\), uint16 \(.*c.npy\)"):
+        open_corpus(str(folder), read=ReadOptions(eos_id=2))
+
+
 def test_an_eos_id_that_never_occurs_is_refused_never_one_huge_document(tmp_path):
     """A wrong --eos-id would make the whole stream one document (and the summary say the EOS was appended)."""
     np.save(tmp_path / "s.npy", np.tile(np.array([5, 6, 7, 3], np.uint16), 250_000))  # 10^6 tokens, no 2
