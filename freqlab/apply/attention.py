@@ -786,8 +786,9 @@ def remove(model: Any) -> Any:
     if previous is None:
         raise FreqlabError("no STRING or Self-Extend was applied to this model")
     model.set_attn_implementation(previous)
-    _unhook(model, _attention_modules(model))
-    for module in _attention_modules(model):
+    modules = _attention_modules(model)
+    _unhook(model, modules)
+    for module in modules:
         _SETTINGS.pop(module, None)
         _KEY_OFFSET.pop(module, None)
     return model

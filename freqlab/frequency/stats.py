@@ -77,8 +77,9 @@ def _frequency(f) -> np.ndarray:
     elif f.dtype.kind == "f" and not np.isfinite(f).all():
         bad = int(np.flatnonzero(~np.isfinite(f))[0])
         raise FreqlabError(f"a position frequency is finite: f({bad}) = {f[bad]}")
-    if (f < 0).any():
-        bad = int(np.flatnonzero(f < 0)[0])
+    negative = np.flatnonzero(f < 0)
+    if negative.size:
+        bad = int(negative[0])
         raise FreqlabError(f"a position frequency counts occurrences, never negative: f({bad}) = {f[bad]}")
     return f
 

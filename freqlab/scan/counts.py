@@ -385,18 +385,21 @@ def truncate(part: ShardCount, max_docs: int | None, max_tokens: int | None) -> 
     exhausted = limits_reached(codes[:n], max_docs, max_tokens)
     if n == codes.size and not exhausted:  # all of it fits (a trailing bad record, if any, too)
         return part, False
-    # the documents per backend of those kept (unknown when the log has no backends: a checkpoint of before)
+    # the documents per backend of those kept: as they are when unknown, or none were tokenized (token files);
+    # unknown when the log has no backends (a checkpoint of before)
     backends = part.log.backend_codes()
-    counted_by = None if backends is None else backend_counts(backends[:n], part.log.backend_names, Counter())
-    if part.counted_by is None or not part.counted_by:  # unknown, or no text tokenized (token files): as it is
-        counted_by = part.counted_by
+    counted_by = part.counted_by
+    if counted_by:
+        counted_by = None if backends is None else backend_counts(backends[:n], part.log.backend_names, Counter())
     # the blank lines before the documents kept (a checkpoint of before: those the worker met)
     gaps = part.log.gap_counts()
     blank_lines = part.blank_lines if gaps is None else int(gaps[:n].sum())
     cut = ShardCount(shard_id=part.shard_id, complete=False, blank_lines=blank_lines, counted_by=counted_by)
     cut.sampled_out = int(positions[n - 1]) + 1 - n if n else 0
-    log = DocumentLog([codes[:n]], [sources[:n]], [positions[:n]], part.log.labels, part.log.reasons)
-    log.backends, log.backend_names = ([] if backends is None else [backends[:n]]), part.log.backend_names
-    log.gaps = [] if gaps is None else [gaps[:n]]
+    log = DocumentLog(
+        [codes[:n]], [sources[:n]], [positions[:n]], part.log.labels, part.log.reasons,
+        backends=[] if backends is None else [backends[:n]], backend_names=part.log.backend_names,
+        gaps=[] if gaps is None else [gaps[:n]],
+    )  # fmt: skip
     cut.add_log(log)
     return cut, True

@@ -231,11 +231,12 @@ class _Tally:
             self.part.counted_by = backend_counts(counted, list(self.backends), self.part.counted_by)
         elif counted is not None:
             self.part.counted_by.update(counted)
-        gaps = np.zeros(n, np.int64) if gaps is None else gaps[:n]
-        self.part.blank_lines += int(gaps.sum())
+        if gaps is not None:
+            gaps = gaps[:n]
+            self.part.blank_lines += int(gaps.sum())
         if self.options.keep_log:  # counted() gave an array, or the batch has no text
             self.log.backends.append(counted if isinstance(counted, np.ndarray) else np.full(n, -1, np.int8))
-            self.log.gaps.append(gaps)
+            self.log.gaps.append(np.zeros(n, np.int64) if gaps is None else gaps)
             self.log.codes.append(codes.copy())  # a length reader may reuse its buffer for the next batch
             self.log.sources.append(np.full(n, sources, np.int32) if isinstance(sources, int) else sources)
             if self.options.sample_rate is not None:  # else positions are 0, 1, 2, ...: not kept

@@ -406,10 +406,8 @@ class TokenCounter:
                 texts, where = [texts[k] for k in kept], [where[k] for k in kept]
         if not len(texts):
             return
-        # every text (a range) is assigned as a slice: a list of indices costs ~25 ns a text (tiny documents)
-        at = slice(where.start, where.stop) if isinstance(where, range) else list(where)
         try:
-            out[at] = self._engines.get(backends[0]).counts(texts, self.threads)
+            out[_indexer(where)] = self._engines.get(backends[0]).counts(texts, self.threads)
         except BaseException as exc:
             if not is_engine_failure(exc):
                 raise
@@ -802,6 +800,15 @@ def _first_line(exc: BaseException) -> str:
 _CALL = threading.local()  # .tally: the BackendTally open on this thread
 
 
+def _indexer(where: Sequence[int] | int):
+    """Indices of a call's texts as numpy takes them: every text (a range) as a slice (a list of indices costs ~25 ns
+    a text: tiny documents), one index as it is, others as a list (a tuple would index several dimensions).
+    """
+    if isinstance(where, range):
+        return slice(where.start, where.stop)
+    return where if isinstance(where, int) else list(where)
+
+
 class BackendTally(dict):
     """The documents each backend counted (the dict: backend -> documents) in the :meth:`TokenCounter.count` calls
     made while it was open (:func:`backends_tally`), and which texts: :meth:`codes` says, for one call's texts,
@@ -830,8 +837,7 @@ class BackendTally(dict):
             return None
         out = np.full(texts, -1, np.int8)
         for backend, where in self._where:
-            at = slice(where.start, where.stop) if isinstance(where, range) else where
-            out[at] = index.setdefault(backend, len(index))
+            out[_indexer(where)] = index.setdefault(backend, len(index))
         return out if texts == 0 or int(out.min()) >= 0 else None
 
 
