@@ -58,6 +58,8 @@ from freqlab.tokenization.backends import (
     valid_unicode,
 )
 
+Credit = Callable[[str, "Sequence[int] | int"], None]  # told which backend counted the texts at which indices
+
 
 def vocab_hash(tokens: Iterable[tuple[int, bytes]]) -> str:
     """Short sha256 (16 hex digits) of a vocabulary given as ``(id, token bytes)`` pairs, in id order.
@@ -281,9 +283,9 @@ class TokenCounter:
 
     def counted_by(self) -> dict[str, int]:
         """The documents :meth:`count` counted in this process, by the backend that counted each (a text cut at
-        added tokens: the first backend, which counts its pieces): how many went past the fastest backend, routed or
-        after a failure. A scan tallies each batch's own (:func:`backends_tally`; ``summary.json``:
-        ``tokenizer.counted_by``).
+        added tokens: the slowest backend that counted one of its pieces, the first when it has none): how many went
+        past the fastest backend, routed or after a failure. A scan tallies each batch's own
+        (:func:`backends_tally`; ``summary.json``: ``tokenizer.counted_by``).
         """
         with self._counted_lock:
             return dict(self._counted)
@@ -314,12 +316,25 @@ class TokenCounter:
                 if part:
                     pieces.append(part)
                     owners.append(k)
+        # each text is credited to the slowest backend one of its pieces went to (a piece holding a string routed
+        # past fastokens, or failing on it): counted_by says how many documents went past the fastest backend
+        slowest = np.zeros(len(texts), np.int8)
         if pieces:
             counts = np.empty(len(pieces), np.int64)
-            self._count_batch(pieces, range(len(pieces)), counts, backends, tally=False)
-            np.add.at(totals, np.asarray(owners, np.intp), counts)
+            rank = {backend: k for k, backend in enumerate(backends)}
+            went = np.zeros(len(pieces), np.int8)
+
+            def credit(backend: str, at: Sequence[int] | int) -> None:
+                went[_indexer(at)] = rank[backend]
+
+            self._count_batch(pieces, range(len(pieces)), counts, backends, credit)
+            owned = np.asarray(owners, np.intp)
+            np.add.at(totals, owned, counts)
+            np.maximum.at(slowest, owned, went)
         out[list(where)] = totals
-        self._tally(backends[0], where)
+        where = list(where)
+        for k in np.unique(slowest).tolist():
+            self._tally(backends[k], [where[i] for i in np.flatnonzero(slowest == k).tolist()])
 
     def build_engines(self, backends: Sequence[str] | None = None) -> None:
         """Build now, side by side, ``backends`` (default: what :meth:`count` uses, :meth:`engines_used`), which would
@@ -392,15 +407,17 @@ class TokenCounter:
         return self._engines.get(backend).counts(texts, self.threads)
 
     def _count_batch(
-        self, texts: Sequence[str], where: Sequence[int], out: np.ndarray, backends, tally: bool = True
+        self, texts: Sequence[str], where: Sequence[int], out: np.ndarray, backends, credit: Credit | None = None
     ) -> None:
         """Count ``texts`` into ``out[where]`` on ``backends[0]``, the texts it leaves to the next on those, a text
-        it fails on alone; ``tally``: documents (not the pieces of one) for :meth:`counted_by`.
+        it fails on alone; ``credit(backend, where)`` is told which backend counted which (default: the documents'
+        :meth:`_tally`; the pieces of a text cut at added tokens are credited to their text).
         """
+        credit = credit or self._tally
         if len(backends) > 1:
             past = self._left_to_the_next(texts, backends[0])
             if past:
-                self._count_batch([texts[k] for k in past], [where[k] for k in past], out, backends[1:], tally)
+                self._count_batch([texts[k] for k in past], [where[k] for k in past], out, backends[1:], credit)
                 aside = set(past)
                 kept = [k for k in range(len(texts)) if k not in aside]
                 texts, where = [texts[k] for k in kept], [where[k] for k in kept]
@@ -412,11 +429,10 @@ class TokenCounter:
             if not is_engine_failure(exc):
                 raise
         else:
-            if tally:
-                self._tally(backends[0], where)
+            credit(backends[0], where)
             return
         for text, i in zip(texts, where):  # one failing text must not cost the others their fast backend
-            out[i] = self._count_document(text, i, backends, tally)
+            out[i] = self._count_document(text, i, backends, credit)
 
     def _check_texts(self, texts: Sequence[Any], first: int = 0) -> None:
         """A TypeError naming the first of ``texts`` that is no string (its index counted from ``first``)."""
@@ -424,7 +440,7 @@ class TokenCounter:
             if not isinstance(text, str):
                 raise TypeError(f"{self.name}: text #{index} is {type(text).__name__}, not str")
 
-    def _count_document(self, text: str, index: int, backends: Sequence[str], tally: bool = True) -> int:
+    def _count_document(self, text: str, index: int, backends: Sequence[str], credit: Credit | None = None) -> int:
         self._check_texts([text], index)  # met here only: every backend refused the batch holding it
         errors = []
         # counted with its surrogates repaired (tiktoken's rule) and routed afresh: a joined pair, or U+FFFD, may
@@ -438,8 +454,7 @@ class TokenCounter:
                     raise
                 errors.append(f"{backend}: {_first_line(exc)}")
             else:
-                if tally:
-                    self._tally(backend, index)
+                (credit or self._tally)(backend, index)
                 return count
         raise FreqlabError(f"{self.name}: text #{index} ({text[:40]!r}...) cannot be counted ({'; '.join(errors)})")
 

@@ -18,6 +18,7 @@ from freqlab.tokenization import counter as counter_module
 from freqlab.tokenization import load_tokenizer, single_threaded
 from freqlab.tokenization import verify as verify_module
 from freqlab.tokenization.backends import LLAMA3_PATTERN, valid_unicode
+from freqlab.tokenization.counter import backends_tally
 
 from .textsource import NON_ASCII, stdlib_documents
 
@@ -206,6 +207,21 @@ def test_the_counter_says_which_backend_counted_each_document(llama3_like):
         "tiktoken": 1,
         "hf-tokenizers": 1,
     }
+
+
+def test_a_text_cut_at_added_tokens_counts_for_the_slowest_backend_of_its_pieces(llama3_like):
+    """A piece holding ſ goes past fastokens to tiktoken: its text is tiktoken's (it was fastokens' before), in
+    the process's counts and in a scan's per-text tally alike; a text of added tokens alone is fastokens'."""
+    path = llama3_like(added=[("<ok>", False)])
+    counter = load_tokenizer(path)
+    texts = ["a <ok> it'ſ <ok> b", "<ok><ok>", "plain <ok> x", "it'ſ"]
+    before = counter.counted_by()
+    with backends_tally() as tally:
+        assert counter.count(texts).tolist() == reference_counts(path, texts)
+    after = counter.counted_by()
+    assert {b: after.get(b, 0) - before.get(b, 0) for b in after} == {"fastokens": 2, "tiktoken": 2}
+    index = {"fastokens": 0, "tiktoken": 1}
+    assert tally.codes(len(texts), index).tolist() == [1, 0, 0, 1]
 
 
 # -- a backend that fails on one document ------------------------------------------------------------------
