@@ -43,6 +43,9 @@ from freqlab.tokenization.sample import default_verify_texts
 from freqlab.tokenization.verify import fastokens_candidate, verified
 
 HUB_CONNECT_TIMEOUT_S = 3.0
+# post-processors fastokens (0.3) cannot read: RoBERTa's, BART's, Longformer's, BERT's. It counts without special
+# tokens, where a post-processor adds nothing, so it is given the file without one (and verified like any candidate)
+POST_PROCESSORS_FASTOKENS_LACKS = frozenset({"RobertaProcessing", "BertProcessing"})
 
 
 def load_tokenizer_json(
@@ -112,7 +115,11 @@ def tokenizer_from_json_text(
 
     def fastokens_source() -> str:  # the preset's spelling when the file's regex behaves like it
         nonlocal choice
-        choice = choose_preset(config, json_text, verify_texts if verify_texts is not None else default_verify_texts())
+        own, text = config, json_text
+        if _post_processor_types(config.get("post_processor")) & POST_PROCESSORS_FASTOKENS_LACKS:
+            own = {**config, "post_processor": None}
+            text = json.dumps(own, ensure_ascii=False)
+        choice = choose_preset(own, text, verify_texts if verify_texts is not None else default_verify_texts())
         return choice.json_text
 
     version = fastokens_candidate(sources, refusals, fastokens_source)
@@ -164,6 +171,16 @@ def _special_tokens_per_document(tokenizer: Any) -> int:
     """Tokens the post-processor adds around one sequence (0 without a post-processor)."""
     processor = tokenizer.post_processor
     return int(processor.num_special_tokens_to_add(False)) if processor is not None else 0
+
+
+def _post_processor_types(processor: Any) -> set[str]:
+    """The types of a ``tokenizer.json``'s post-processor and of those a ``Sequence`` of them holds."""
+    if not isinstance(processor, dict):
+        return set()
+    types = {str(processor.get("type"))}
+    for inner in processor.get("processors") or ():
+        types |= _post_processor_types(inner)
+    return types
 
 
 def _hf_vocab_hash(tokenizer: Any) -> str:

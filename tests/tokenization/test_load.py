@@ -7,6 +7,7 @@ import time
 
 import numpy as np
 import pytest
+from tokenizers import processors
 
 from freqlab.errors import FreqlabError
 from freqlab.tokenization import load_tokenizer
@@ -41,6 +42,26 @@ def test_tokenizer_json_file_and_folder(small_bpe):
     assert by_file.backends == by_folder.backends == ("fastokens", "tiktoken", "hf-tokenizers")
     assert by_file.vocab_hash == by_folder.vocab_hash
     assert by_file.count(TEXTS).tolist() == by_folder.count(TEXTS).tolist() == hf_counts(reference, TEXTS)
+
+
+@pytest.mark.parametrize("kind", ["roberta", "bert", "sequence"])
+def test_a_post_processor_fastokens_cannot_read_leaves_it_on_fastokens(kind, tmp_path):
+    """RoBERTa's (BART's, Longformer's) and BERT's post-processors: fastokens refuses the file (it refused the
+    whole tokenizer before), so it gets it without one; counts are the reference's, with and without the two
+    special tokens each adds."""
+    tokenizer = small_byte_level_bpe(700, 30)
+    tokenizer.add_special_tokens(["<s>", "</s>"])
+    cls, sep = ("<s>", tokenizer.token_to_id("<s>")), ("</s>", tokenizer.token_to_id("</s>"))
+    processor = processors.BertProcessing(sep, cls) if kind == "bert" else processors.RobertaProcessing(sep, cls)
+    tokenizer.post_processor = processors.Sequence([processor]) if kind == "sequence" else processor
+    tokenizer.save(str(tmp_path / "tokenizer.json"))
+    texts = [*TEXTS, "a <s> b </s> c"]
+    for special, added in ((False, 0), (True, 2)):
+        counter = load_tokenizer(str(tmp_path / "tokenizer.json"), add_special_tokens=special)
+        assert counter.backend == "fastokens", counter.fallback_reason
+        assert counter.special_tokens_added == added
+        expected = [len(tokenizer.encode(t, add_special_tokens=special)) for t in texts]
+        assert counter.count(texts).tolist() == expected
 
 
 def test_an_empty_name_is_refused_not_the_working_folders_tokenizer(small_bpe, tmp_path, monkeypatch):
