@@ -171,8 +171,10 @@ def layout_from_config(config: dict, source: str = "config.json") -> Layout:
     * else ``sliding_window_pattern`` P (Gemma 3: every P-th layer global, ``(i + 1) % P == 0``);
       ``use_sliding_window`` / ``max_window_layers`` (Qwen2: layers from ``max_window_layers`` on slide, only when
       ``use_sliding_window``); ``no_rope_layers`` with ``attention_chunk_size`` (Llama 4: RoPE layers are chunked,
-      the others global); Gemma 2 and gpt-oss alternate (even layers slide), Gemma 3 every 6th layer is global;
-      any other model with a ``sliding_window`` slides in every layer (Mistral); without one, every layer is global;
+      the others global; as transformers fills them in, chunks of 8192 and every ``no_rope_layer_interval``-th (4th)
+      layer NoPE where the file leaves them out or lists no layers, as the published Llama 4 configs do); Gemma 2
+      and gpt-oss alternate (even layers slide), Gemma 3 every 6th layer is global; any other model with a
+      ``sliding_window`` slides in every layer (Mistral); without one, every layer is global;
     * ``no_rope_layers`` (1: RoPE, 0: NoPE, as Llama 4 and transformers mean it) marks NoPE layers;
     * ``partial_rotary_factor`` is kept as the rotated share of each head.
 
@@ -210,6 +212,11 @@ def layout_from_config(config: dict, source: str = "config.json") -> Layout:
     if cfg.get("use_sliding_window") is False:
         window = None
     chunk = cfg.get("attention_chunk_size")
+    if model_type in ("llama4", "llama4_text"):  # what transformers' Llama4TextConfig fills in for keys left out
+        chunk = cfg.get("attention_chunk_size", 8192)
+        if not no_rope:  # absent, or [] as the published Scout and Maverick configs have it: every 4th layer NoPE
+            interval = _count_key(cfg, "no_rope_layer_interval", where, default=4)
+            no_rope = [int((i + 1) % interval != 0) for i in range(n)]
     if types is None:
         types = _default_layer_types(cfg, model_type, n, window, chunk, no_rope, where)
     if not isinstance(types, list) or len(types) < n:
@@ -234,7 +241,7 @@ def layout_from_config(config: dict, source: str = "config.json") -> Layout:
 
 def _default_layer_types(cfg, model_type, n, window, chunk, no_rope, where) -> list[str]:
     """transformers' default ``layer_types`` for a config that does not list them."""
-    pattern = cfg.get("sliding_window_pattern") or _SLIDING_PATTERN.get(model_type)
+    pattern = _count_key(cfg, "sliding_window_pattern", where, default=_SLIDING_PATTERN.get(model_type))
     if isinstance(no_rope, list) and chunk:  # Llama 4: RoPE layers are chunked, NoPE layers global
         if len(no_rope) < n:
             raise FreqlabError(f"{where}: no_rope_layers lists {len(no_rope)} layers, fewer than {n}")
@@ -242,11 +249,21 @@ def _default_layer_types(cfg, model_type, n, window, chunk, no_rope, where) -> l
     if window is None:
         return ["full_attention"] * n
     if "max_window_layers" in cfg:  # Qwen2: layers from max_window_layers on slide
-        start = cfg["max_window_layers"]
+        start = _count_key(cfg, "max_window_layers", where, least=0)
         return ["sliding_attention" if i >= start else "full_attention" for i in range(n)]
     if pattern:
         return ["sliding_attention" if (i + 1) % int(pattern) else "full_attention" for i in range(n)]
     return ["sliding_attention"] * n  # Mistral: every layer slides
+
+
+def _count_key(cfg: dict, key: str, where: str, *, default: int | None = None, least: int = 1) -> int | None:
+    """``cfg[key]`` as an integer of at least ``least`` (``default`` when absent or null), else an error naming it."""
+    value = cfg.get(key)
+    if value is None:
+        return default
+    if not isinstance(value, int) or isinstance(value, bool) or value < least:
+        raise FreqlabError(f"{where}: {key} must be an integer of at least {least}, got {value!r}")
+    return value
 
 
 def read_layout(value: str | Path | dict | Layout) -> Layout:

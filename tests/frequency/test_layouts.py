@@ -168,6 +168,31 @@ def test_layouts_from_real_model_configs(config, spec):
     assert layout_from_config(config).spec == spec
 
 
+def test_llama4_configs_as_published_get_transformers_defaults():
+    """Llama-4-Scout's config.json has ``"no_rope_layers": []``: transformers' Llama4TextConfig then makes every 4th
+    layer NoPE (``no_rope_layer_interval``) and chunks of 8192 where the key is absent; it was refused, and a config
+    without the keys read as 48 global layers."""
+    published = {**LLAMA4_SCOUT["text_config"], "no_rope_layers": []}
+    assert layout_from_config({"model_type": "llama4", "text_config": published}).spec == "+".join(
+        ["3*chunk8K+nope"] * 12
+    )
+    bare = {"model_type": "llama4_text", "num_hidden_layers": 6, "no_rope_layer_interval": 3}
+    assert layout_from_config(bare).spec == "2*chunk8K+nope+2*chunk8K+nope"
+    assert layout_from_config({**bare, "attention_chunk_size": None}).spec == "2*global+nope+2*global+nope"
+
+
+@pytest.mark.parametrize(
+    ("key", "value"),
+    [("sliding_window_pattern", "x"), ("sliding_window_pattern", 0), ("max_window_layers", "x"),
+     ("max_window_layers", -1), ("no_rope_layer_interval", 0)],
+)  # fmt: skip
+def test_a_bad_layout_key_in_a_config_is_named(key, value):
+    config = {"model_type": "llama4_text" if key == "no_rope_layer_interval" else "gemma3_text",
+              "num_hidden_layers": 4, "sliding_window": 512, key: value}  # fmt: skip
+    with pytest.raises(FreqlabError, match=rf"config\.json: {key} must be an integer of at least \d, got {value!r}"):
+        layout_from_config(config)
+
+
 def test_layout_from_a_config_file_and_partial_rotary(tmp_path):
     (tmp_path / "config.json").write_text(json.dumps(PHI3_PARTIAL))
     layout = read_layout(str(tmp_path / "config.json"))
