@@ -299,11 +299,13 @@ class LengthHistogram(Displayed):
         import polars as pl
 
         if self.sources:
+            # typed: a source of empty or skipped documents alone has no row (its counts are in the header)
+            schema = {"source": pl.Utf8, "length": pl.Int64, "count": pl.Int64}
             frames = [
-                pl.DataFrame({"source": [name] * h.lengths.size, "length": h.lengths, "count": h.counts})
+                pl.DataFrame({"source": [name] * h.lengths.size, "length": h.lengths, "count": h.counts}, schema)
                 for name, h in sorted(self.sources.items())
             ]
-            return pl.concat(frames).with_columns(pl.col("source").cast(pl.Utf8))
+            return pl.concat(frames)
         return pl.DataFrame({"length": self.lengths, "count": self.counts})
 
     def parquet_header(self) -> dict:
@@ -365,12 +367,13 @@ class LengthHistogram(Displayed):
                 **common,
             )
         per_source = header.get("sources") or {}
+        parts = {name: part for (name,), part in frame.group_by(["source"], maintain_order=True)}
         sources = {}
-        for (name,), part in frame.group_by(["source"], maintain_order=True):
-            extra = per_source.get(name, {})
+        for name in [*parts, *(name for name in per_source if name not in parts)]:  # without rows: header only
+            extra, part = per_source.get(name, {}), parts.get(name)
             sources[name] = cls.from_counts(
-                part["length"].to_numpy(),
-                part["count"].to_numpy(),
+                np.zeros(0, np.int64) if part is None else part["length"].to_numpy(),
+                np.zeros(0, np.int64) if part is None else part["count"].to_numpy(),
                 skipped=extra.get("skipped", {}),
                 empty_documents=extra.get("empty_documents", 0),
                 corpus=name,

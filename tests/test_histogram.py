@@ -114,6 +114,23 @@ def test_parquet_round_trip_with_sources(tmp_path):
     ]
 
 
+@pytest.mark.parametrize("name", ["a", "z"])  # first or last: a traceback, or the source lost, before
+def test_a_source_of_empty_and_skipped_documents_alone_survives_the_round_trip(tmp_path, name):
+    h = combine_sources(
+        {
+            name: LengthHistogram.from_lengths([], empty_documents=2, skipped={"null-text": 1}, corpus=name),
+            "m": LengthHistogram.from_lengths([7, 7]),
+        },
+        corpus="c",
+        empty_documents=2,
+        skipped={"null-text": 1},
+    )
+    back = LengthHistogram.read_parquet(h.to_parquet(tmp_path / "h.parquet"))
+    assert list(back.sources) == sorted([name, "m"]) and back.documents_read == 5
+    assert (back.sources[name].documents, back.sources[name].empty_documents) == (0, 2)
+    assert back.sources[name].skipped == {"null-text": 1} and back.sources["m"].counts.tolist() == [2]
+
+
 def test_loading_something_else_is_a_clear_error(tmp_path):
     with pytest.raises(FreqlabError, match="no such histogram file"):
         LengthHistogram.read_parquet(tmp_path / "missing.parquet")
