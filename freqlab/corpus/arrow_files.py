@@ -125,9 +125,13 @@ def parquet_batches(
     return batches, first_row
 
 
+def _arrow_source(path: str) -> pa.NativeFile:
+    return pa.PythonFile(open_input(path), mode="r") if is_url(path) else pa.memory_map(os.fsencode(path))
+
+
 def open_arrow(path: str) -> pa.ipc.RecordBatchStreamReader | pa.ipc.RecordBatchFileReader:
     """An Arrow IPC reader over a memory map: stream format (what ``datasets`` writes), else file format."""
-    source = pa.PythonFile(open_input(path), mode="r") if is_url(path) else pa.memory_map(os.fsencode(path))
+    source = _arrow_source(path)
     try:
         return pa.ipc.open_stream(source)
     except pa.ArrowInvalid:
@@ -145,5 +149,35 @@ def _batches(path: str) -> Iterator[pa.RecordBatch]:  # every batch of an Arrow 
     if isinstance(reader, pa.ipc.RecordBatchFileReader):
         for i in range(reader.num_record_batches):
             yield reader.get_batch(i)
-    else:
-        yield from reader
+        return
+    batches = 0
+    for batch in reader:
+        batches += 1
+        yield batch
+    check_stream_end(path, batches)
+
+
+def check_stream_end(path: str, batches: int) -> None:
+    """Raise ``pyarrow.ArrowInvalid`` unless the Arrow IPC stream at ``path`` ends with its end-of-stream marker and
+    nothing after it. pyarrow reads a stream cut between two messages (a copy or download cut short, a writer
+    killed before it closed) as a shorter valid stream, and stops at the first marker of streams written one after
+    another: either would lose documents silently. The messages are walked again, without decoding (zero-copy over
+    the memory map); ``batches``: how many were read, for the message.
+    """
+    source = _arrow_source(path)
+    messages = pa.ipc.MessageReader.open_stream(source)
+    while True:
+        end = source.tell()
+        try:
+            messages.read_next_message()
+        except StopIteration:
+            break
+    if source.tell() == end:  # the bytes ended where a message could start: no marker (8 bytes, 4 before Arrow 0.15)
+        raise pa.ArrowInvalid(
+            f"the stream ends after {batches} record batches without Arrow's end-of-stream marker: cut short?"
+        )
+    if source.read(1):
+        raise pa.ArrowInvalid(
+            f"bytes follow the end-of-stream marker after {batches} record batches (streams written one after "
+            "another are not one stream)"
+        )

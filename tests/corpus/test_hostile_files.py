@@ -217,6 +217,55 @@ def test_a_parquet_file_with_its_text_column_twice_is_one_unreadable_file(tmp_pa
         list(open_corpus(str(tmp_path / "dup.parquet")).documents())
 
 
+def _arrow_stream(table: pa.Table, rows_per_batch: int) -> bytes:
+    sink = pa.BufferOutputStream()
+    with pa.ipc.new_stream(sink, table.schema) as writer:
+        for batch in table.to_batches(max_chunksize=rows_per_batch):
+            writer.write_batch(batch)
+    return sink.getvalue().to_pybytes()
+
+
+def _read_until_error(path) -> tuple[list, Exception | None]:
+    """The documents (or, of a token column, the lengths) read before an UnreadableFile, and it."""
+    shard = open_corpus(str(path)).shards[0]
+    read = []
+    try:
+        if hasattr(shard, "read_lengths"):
+            for batch in shard.read_lengths():
+                read.extend(batch.lengths)
+        else:
+            read.extend(shard.read())
+    except UnreadableFile as exc:
+        return read, exc
+    return read, None
+
+
+@pytest.mark.parametrize("column", ["text", "input_ids"])
+def test_an_arrow_stream_cut_between_messages_or_followed_by_another_is_unreadable(tmp_path, column):
+    """pyarrow reads a stream cut at a message boundary (a copy cut short, as datasets' save_to_disk shards get)
+    as a shorter valid one and stops at the first end-of-stream marker of two streams written one after the
+    other: 4 of 6 documents, and 6 of 12, were read without a word."""
+    values = [f"doc {i}" for i in range(6)] if column == "text" else [[1] * (i + 1) for i in range(6)]
+    whole = _arrow_stream(pa.table({column: values}), 2)
+    marker = b"\xff\xff\xff\xff\x00\x00\x00\x00"
+    assert whole.endswith(marker)
+    message_ends = []  # where each message ends: the schema, then three record batches
+    reader = pa.ipc.MessageReader.open_stream(source := pa.BufferReader(whole))
+    for _ in reader:
+        message_ends.append(source.tell())
+    cut, twice = tmp_path / "cut.arrow", tmp_path / "twice.arrow"
+    cut.write_bytes(whole[: message_ends[2]])  # the schema and two batches
+    twice.write_bytes(whole + whole)
+    docs, error = _read_until_error(cut)
+    assert len(docs) == 4 and error is not None
+    assert "ends after 2 record batches without Arrow's end-of-stream marker" in str(error)
+    docs, error = _read_until_error(twice)
+    assert len(docs) == 6 and "bytes follow the end-of-stream marker" in str(error)
+    (tmp_path / "whole.arrow").write_bytes(whole)
+    docs, error = _read_until_error(tmp_path / "whole.arrow")
+    assert len(docs) == 6 and error is None
+
+
 def test_hidden_files_and_folders_are_passed_over_and_counted(tmp_path):
     write_jsonl(tmp_path / "a.jsonl", [GOOD])
     write_jsonl(tmp_path / ".hidden.jsonl", [GOOD])
