@@ -386,8 +386,9 @@ class StringPlan(WellTrainedBasis, Displayed):
     """A STRING recommendation (or the evaluation of a given S): S, W, the reasoning and paste-ready blocks.
 
     Two shares of f are reported, each with its definition: ``overwritten_share`` at positions i >= L - S (the
-    distances STRING drops and overwrites) and ``unused_share`` at i >= L - S + W (the positions no query-key pair uses
-    after STRING, shaded by ``plot string-usage``).
+    distances STRING drops and overwrites) and ``unused_share`` at i >= max(S, L - S + W) (the positions no query-key
+    pair uses after STRING, shaded by ``plot string-usage``; L - S + W unless S > (L + W) / 2, where the distances
+    below S, not shifted, use positions up to S - 1).
     """
 
     L: int
@@ -402,7 +403,7 @@ class StringPlan(WellTrainedBasis, Displayed):
     test_length: int
     reasoning: str
     notes: tuple[str, ...] = field(default_factory=tuple)
-    unused_share: float = 0.0  # share of position mass at positions >= L - S + W
+    unused_share: float = 0.0  # share of position mass at positions >= max(S, L - S + W)
     S_given: bool = False
     extension: StringYarn | None = None
 
@@ -461,12 +462,13 @@ class StringPlan(WellTrainedBasis, Displayed):
                 f"  frequency rule alone: S = {self.S_rule}; paper's range [L/3, L/2] (Sec. 4.1) = {list(self.S_range)}"
             )
         within = "within" if self.within_well_trained else "beyond"
-        L, S, W = self.L, self.S, self.W
+        L, S = self.L, self.S
         trained = f"{within} N* - 1 = {self.N_star - 1}" if self.N_star else "no position is well trained: N* = 0"
         lines += [
             f"  largest position used max(S, L - S + W) - 1 = {self.largest_position} ({trained})",
             f"  overwritten positions i >= L - S = {L - S}: {self.overwritten_share:.2%} of position mass",
-            f"  never-used positions i >= L - S + W = {L - S + W}: {self.unused_share:.2%} of position mass "
+            f"  never-used positions i >= max(S, L - S + W) = {self.largest_position + 1}: {self.unused_share:.2%} "
+            "of position mass "
             "(as `plot string-usage` shades)",
             "",
             self.reasoning,
@@ -666,13 +668,14 @@ def plan_string(
             f"test length {n} exceeds L = {L}: STRING improves use of the training window; beyond L combine "
             "it with an extrapolation method (extend_to adds the STRING repository's STRING + YaRN rule)"
         )
+    unused = min(string_positions_used(L, S, W), L)  # the first position no pair uses: beyond L - S + W and S - 1
     if wt.frequency is not None:
-        shares = share_at_least(wt.frequency, L - S), share_at_least(wt.frequency, min(L - S + W, L))
+        shares = share_at_least(wt.frequency, L - S), share_at_least(wt.frequency, unused)
         basis = "the given frequency" if wt.rule != "schedule" else "the schedule's frequency"
     else:
         # no corpus: the full-window baseline f(i) = L - i, share of i >= x is (L - x)(L - x + 1) / (L (L + 1))
         shares = cast(
-            tuple[float, float], tuple((L - x) * (L - x + 1) / (L * (L + 1)) for x in (L - S, min(L - S + W, L)))
+            tuple[float, float], tuple((L - x) * (L - x + 1) / (L * (L + 1)) for x in (L - S, unused))
         )
         basis = "a full window, f(i) = L - i (no corpus information)"
     reasoning = _reasoning(L, S, W, wt, S_rule, (lo, hi), within, shares, basis, given)
@@ -744,6 +747,6 @@ def _reasoning(L, S, W, wt: WellTrained, S_rule, bounds, within, shares, basis, 
         f"STRING drops the distances >= L - S = {L - S} and uses positions 0..{largest} instead ({fits}), with local "
         f"window W = {W} (W >= 32 and W << S, Fig. 7). Under {basis}, "
         f"positions >= L - S = {L - S} (overwritten) carried {shares[0]:.2%} of all position occurrences, and "
-        f"positions >= L - S + W = {L - S + W} (never used after STRING) {shares[1]:.2%}."
+        f"positions >= max(S, L - S + W) = {largest + 1} (never used after STRING) {shares[1]:.2%}."
     )
     return head + rule + tail

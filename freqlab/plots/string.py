@@ -23,7 +23,7 @@ from matplotlib.figure import Figure
 
 from freqlab.errors import FreqlabError
 from freqlab.frequency import share_at_least
-from freqlab.plan.string import string_position_matrix, string_position_row, string_usage
+from freqlab.plan.string import string_position_matrix, string_position_row, string_positions_used, string_usage
 from freqlab.plots.axes import (
     count_label,
     count_units,
@@ -209,16 +209,16 @@ def never_used_label(share: float) -> str:
     r"""The shaded tail's note, named as `plan string` names it (its other share, i >= L - S, is the overwritten one).
 
     >>> never_used_label(0.062)
-    'never used\n(p ≥ L−S+W)\n6.2% of mass'
+    'never used\n(p ≥ max(S, L−S+W))\n6.2% of mass'
     """
-    return f"never used\n(p ≥ L−S+W)\n{100 * share:.1f}% of mass"
+    return f"never used\n(p ≥ max(S, L−S+W))\n{100 * share:.1f}% of mass"
 
 
 def plot_string_usage(L: int, S: int, W: int = 128, *, frequency=None, size="one-column") -> Figure:
     """Which positions STRING uses, for a large window.
 
     Top (when ``frequency`` f of length L is given): f(p), how often training saw position p; shaded, the
-    positions p >= L - S + W that STRING no longer uses, with their share of the position mass. Bottom:
+    positions p >= max(S, L - S + W) that STRING no longer uses, with their share of the position mass. Bottom:
     query-key pairs of one sequence of L tokens per position p, with RoPE (L - p) and with STRING (pairs
     at r >= S moved to p = r - S + W); the legend gives the pair-weighted mean training frequency
     Σ_p pairs(p) f(p) / Σ_p pairs(p) when f is known: STRING moves attention onto better-trained positions.
@@ -246,7 +246,7 @@ def plot_string_usage(L: int, S: int, W: int = 128, *, frequency=None, size="one
     .. [1] An et al., "Why Does the Effective Context Length of LLMs Fall Short?", ICLR 2025, arXiv:2410.18745.
     """
     usage = string_usage(L, S, W, frequency=frequency)
-    unused = L - S + W  # first position STRING never uses
+    unused = min(string_positions_used(L, S, W), L)  # first position STRING never uses
     p = usage.positions
     rows = 2 if usage.trained is not None else 1
     with freqlab_style():

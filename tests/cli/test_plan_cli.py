@@ -6,6 +6,7 @@ import json
 import math
 from fractions import Fraction
 
+import numpy as np
 import polars as pl
 import pytest
 from click.testing import CliRunner
@@ -92,8 +93,21 @@ def test_string_evaluates_a_given_S_and_labels_both_shares():
     assert "shifted_offset=1351" in result.output
     # no corpus: f(i) = L - i, share of i >= x is (L - x)(L - x + 1) / (L (L + 1))
     assert f"overwritten positions i >= L - S = 2745: {1351 * 1352 / (4096 * 4097):.2%}" in result.output
-    assert f"never-used positions i >= L - S + W = 2873: {1223 * 1224 / (4096 * 4097):.2%}" in result.output
+    assert f"never-used positions i >= max(S, L - S + W) = 2873: {1223 * 1224 / (4096 * 4097):.2%}" in result.output
     assert "largest position used max(S, L - S + W) - 1 = 2872" in result.output
+
+
+def test_string_with_S_past_half_the_window_never_uses_only_positions_from_S_on():
+    """S > (L + W) / 2: distances below S are not shifted (Eq. 4), so positions L - S + W..S - 1 stay in use;
+    the never-used share was f's share of i >= L - S + W = 1224 (49.17%), it is that of i >= S = 3000."""
+    from freqlab.plan.string import string_usage
+
+    result = run("plan", "string", "--L", "4K", "--S", "3000")
+    assert result.exit_code == 0, result.output
+    used = np.flatnonzero(string_usage(4096, 3000, 128).pairs_after)
+    assert used.min() == 0 and used.max() == 2999 and used.size == 3000  # every position below S, none from it
+    # f(i) = L - i: the share of i >= 3000 is (L - 3000)(L - 3000 + 1) / (L (L + 1))
+    assert f"never-used positions i >= max(S, L - S + W) = 3000: {1096 * 1097 / (4096 * 4097):.2%}" in result.output
 
 
 def test_string_beyond_L_prints_string_and_yarn_blocks():

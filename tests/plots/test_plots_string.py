@@ -63,7 +63,7 @@ def test_usage_with_training_frequency():
     top, bottom = fig.axes[:2]
     unused = L - S + W
     # the same definition and name as `plan string`'s "never-used positions i >= L - S + W"
-    label = f"never used\n(p ≥ L−S+W)\n{100 * share_at_least(f, unused):.1f}% of mass"
+    label = f"never used\n(p ≥ max(S, L−S+W))\n{100 * share_at_least(f, unused):.1f}% of mass"
     assert label in [t.get_text() for t in top.texts]
     assert plan_string(L, S=S, W=W, frequency=f).unused_share == pytest.approx(share_at_least(f, unused))
     usage = string_usage(L, S, W, frequency=f)
