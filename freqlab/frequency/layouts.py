@@ -363,6 +363,13 @@ class LayoutFrequency(Displayed):
                 return kind
         raise KeyError(name)
 
+    @property
+    def full_attention(self) -> bool:
+        """Whether a RoPE layer kind of the layout trains every relative position of the window (global, or a window
+        or chunk of L or more): the data's f (``freqlab freq``'s regime rows) is then its f; otherwise no layer's.
+        """
+        return any(kind.f is not None and kind.kind.reach(self.L) == self.L - 1 for kind in self.kinds)
+
     def kind_rows(self, *, tokens: float | None = None, tau: float = DEFAULT_TAU) -> list[dict]:
         """One :meth:`KindFrequency.kind_row` per layer kind, with its share of the layers."""
         total = sum(kind.layers for kind in self.kinds)
@@ -397,6 +404,8 @@ class LayoutFrequency(Displayed):
         data = self.to_dict(tokens=tokens, tau=tau)
         rotary = f" (rotary on {data['rotary_fraction']:.0%} of each head)" if data["rotary_fraction"] < 1 else ""
         lines = [f"layout {data['layout']} at L={data['L']}, {data['regime']}{rotary}"]
+        if not data["full_attention"]:
+            lines.append(f"  no RoPE layer attends the whole window: the L={data['L']} rows above are no layer's")
         for kind in data["kinds"]:
             if not kind["rope"]:
                 lines.append(f"  {kind['kind']:<10} {kind['layers']:>3} layers  {kind['note']}")
@@ -418,6 +427,7 @@ class LayoutFrequency(Displayed):
             "rotary_fraction": layout.rotary_fraction,
             "L": self.L,
             "regime": self.regime,
+            "full_attention": self.full_attention,
             "kinds": self.kind_rows(tokens=tokens, tau=tau),
         }
 

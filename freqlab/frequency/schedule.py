@@ -362,6 +362,13 @@ class ScheduleFrequency:
         count = len(self.frequencies) if stages is None else stages
         return sum((self.stage_scaled(k, kind) for k in range(count)), np.zeros(self.window))
 
+    def full_attention(self, k: int) -> bool:
+        """Whether a RoPE layer kind of stage k trains every position the stage's data does (its f is the stage's
+        f: global, or a window or chunk as long as the stage's): the totals without a kind are then its layers'.
+        """
+        f = self.frequencies[k]
+        return any(kind.rope and g is not None and np.array_equal(g, f) for kind, g in self.stage_kinds(k).items())
+
     def occurrences(self, i: int, kind: LayerKind | None = None, stages: int | None = None) -> Fraction:
         """F(i) as an exact rational (of one layer kind, over the first ``stages`` stages)."""
         total = Fraction(0)
@@ -446,6 +453,7 @@ class ScheduleFrequency:
                 "weights": stage.weights,
                 "layout": stage.layout.spec if stage.layout else "global",
                 "effective_length_alone": effective_length(self.frequencies[k], stage.tokens, tau),
+                "full_attention": self.full_attention(k),
                 "effective_length_after": {kind.name: self.effective_length(tau, kind, stages=k + 1)
                                            for kind in kinds if kind.rope},
             }  # fmt: skip
@@ -465,6 +473,7 @@ class ScheduleFrequency:
             "window": window,
             "tokens": self.tokens,
             "tau": float(tau),
+            "full_attention": all(self.full_attention(k) for k in range(len(self.frequencies))),
             "effective_length": self.effective_length(tau),
             "share_at_most_half": share_at_most(total, window // 2),
             "share_at_least_three_quarters": share_at_least(total, (3 * window) // 4),
@@ -517,9 +526,10 @@ class ScheduleFrequency:
         for stage in data["stages"]:
             assumed = f"  [assumed: {', '.join(stage['assumed'])}]" if stage.get("assumed") else ""
             after = ", ".join(f"{k} {v}" for k, v in stage["effective_length_after"].items())
+            alone = "alone" if stage["full_attention"] else "alone (of full attention, no layer here)"
             lines.append(
                 f"  {printable(stage['name']):<16} L={stage['L']:<7} {human_count(stage['tokens']):>7} tokens  "
-                f"{stage['regime']:<8}  effective length alone: {stage['effective_length_alone']}; after it: {after}"
+                f"{stage['regime']:<8}  effective length {alone}: {stage['effective_length_alone']}; after it: {after}"
                 + (f"  (weights {stage['weights']})" if stage["weights"] else "")
                 + assumed
             )
@@ -527,6 +537,7 @@ class ScheduleFrequency:
             f"all stages: effective length {data['effective_length']} at τ = {human_count(tau)}; "
             f"{percent(data['share_at_most_half'])} of position mass at i ≤ {window // 2}, "
             f"{percent(data['share_at_least_three_quarters'])} at i ≥ {(3 * window) // 4}"
+            + ("" if data["full_attention"] else " (of full attention, which not every stage has: its layers below)")
         )
         for kind in data["kinds"]:
             if not kind["rope"]:

@@ -449,6 +449,31 @@ def test_schedule_with_a_layout_reports_reach_beyond_earlier_windows(tmp_path, h
     assert "long             global     W=1024: 4.55%" in text
 
 
+def test_a_layout_without_a_full_attention_layer_says_the_headline_is_no_layers(tmp_path, hist):
+    """Every layer slides (Mistral 7B v0.1): the data's f, and the effective length from it, belong to no layer;
+    the report said "effective length 2048" beside "swa256: 255" with nothing to tell them apart."""
+    (tmp_path / "s.yaml").write_text(
+        "histogram: lengths.parquet\nlayout: 4*swa256\nstages:\n  - {name: a, L: 2048, tokens: 1T}\n"
+    )
+    data = json.loads(run("schedule", tmp_path / "s.yaml", "--json").output)
+    assert data["full_attention"] is False and data["stages"][0]["full_attention"] is False
+    assert data["stages"][0]["effective_length_after"] == {"swa256": 255}
+    text = run("schedule", tmp_path / "s.yaml").output
+    assert "effective length alone (of full attention, no layer here): " in text
+    assert "(of full attention, which not every stage has: its layers below)" in text
+    (tmp_path / "g.yaml").write_text(
+        "histogram: lengths.parquet\nlayout: 3*swa256+swa4096\nstages:\n  - {name: a, L: 2048, tokens: 1T}\n"
+    )  # a window longer than L attends globally
+    assert json.loads(run("schedule", tmp_path / "g.yaml", "--json").output)["full_attention"] is True
+    freq = json.loads(run("freq", hist, "--L", 2048, "--layout", "4*swa256", "--json").output)
+    assert freq["layouts"][0]["full_attention"] is False
+    text = run("freq", hist, "--L", 2048, "--layout", "4*swa256").output
+    assert "no RoPE layer attends the whole window: the L=2048 rows above are no layer's" in text
+    assert json.loads(run("freq", hist, "--L", 2048, "--layout", "chunk2K+nope", "--json").output)["layouts"][0][
+        "full_attention"
+    ]
+
+
 def test_schedule_presets_cite_sources_and_mark_assumed_numbers(hist):
     result = run("schedule", "--preset", "llama3", "--hist", hist, "--json")
     assert result.exit_code == 0, result.output
