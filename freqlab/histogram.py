@@ -8,6 +8,7 @@ metadata under the Parquet key ``freqlab``.
 from __future__ import annotations
 
 import json
+import math
 from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
@@ -124,6 +125,7 @@ class LengthHistogram(Displayed):
 
     def __post_init__(self) -> None:
         lengths, counts = check_histogram(self.lengths, self.counts)
+        _check_documents(counts)
         keep = counts > 0
         lengths, counts = lengths[keep], counts[keep]
         if lengths.size > 1 and not np.all(lengths[1:] > lengths[:-1]):
@@ -133,9 +135,14 @@ class LengthHistogram(Displayed):
                 raise FreqlabError("histogram lengths must be unique")
         object.__setattr__(self, "lengths", lengths)
         object.__setattr__(self, "counts", counts)
+        accounted = self.documents + self.empty_documents + sum(self.skipped.values())
         if self.documents_read is None:
-            read = self.documents + self.empty_documents + sum(self.skipped.values())
-            object.__setattr__(self, "documents_read", read)
+            object.__setattr__(self, "documents_read", accounted)
+        elif self.documents_read < accounted:  # a hand-edited header: its report would say 2 read, 5 counted
+            raise FreqlabError(
+                f"documents_read = {self.documents_read:,} is fewer than the documents counted: {self.documents:,} "
+                f"with tokens + {self.empty_documents:,} empty + {sum(self.skipped.values()):,} skipped"
+            )
 
     # construction -----------------------------------------------------------------------------------------
     @classmethod
@@ -158,6 +165,7 @@ class LengthHistogram(Displayed):
     def from_counts(cls, lengths, counts, **metadata) -> LengthHistogram:
         """Build from ``(length, count)`` pairs; repeated lengths are summed."""
         lengths, counts = check_histogram(lengths, counts)
+        _check_documents(counts)  # before repeated lengths are summed in int64
         if lengths.size and np.unique(lengths).size != lengths.size:
             unique, inverse = np.unique(lengths, return_inverse=True)
             summed = np.zeros(unique.size, np.int64)
@@ -214,7 +222,10 @@ class LengthHistogram(Displayed):
         if self.tokens == 0:
             raise FreqlabError("cannot scale an empty histogram")
         factor = Fraction(int(tokens), self.tokens)
-        counts = np.array([round(int(c) * factor) for c in self.counts], dtype=np.int64)
+        scaled = [round(int(c) * factor) for c in self.counts]
+        if scaled and max(scaled) >= 1 << 63:
+            raise FreqlabError(f"scaled to {int(tokens):,} tokens, a length's count would pass 2^63 documents")
+        counts = np.array(scaled, dtype=np.int64)
         meta = {**self.meta, "scaled_from_tokens": self.tokens}
         return LengthHistogram(self.lengths, counts, corpus=self.corpus, tokenizer=self.tokenizer, meta=meta)
 
@@ -231,7 +242,9 @@ class LengthHistogram(Displayed):
         if self.documents == 0:
             return 0
         cumulative = np.cumsum(self.counts)
-        target = max(1, int(np.ceil(q * cumulative[-1])))
+        # exact: q as the decimal it is written as (0.07 of 300 documents is the 21st, not float's 22nd), and a
+        # rank past 2^53 is not rounded (the median of 2^61 + 2^61 + 1 documents is the (2^61 + 1)-th)
+        target = max(1, math.ceil(Fraction(repr(float(q))) * int(cumulative[-1])))
         return int(self.lengths[np.searchsorted(cumulative, target, side="left")])
 
     def share_of_tokens_longer_than(self, L: int) -> float:
@@ -512,6 +525,12 @@ class LengthHistogram(Displayed):
     # display -------------------------------------------------------------------------------------------------
     def _display(self) -> Display:
         return histogram_display(self)
+
+
+def _check_documents(counts: np.ndarray) -> None:
+    """A FreqlabError when the documents counted reach 2^63, where their int64 sum would wrap."""
+    if counts.size and int(counts.max()) * counts.size >= 1 << 63 and (total := sum(counts.tolist())) >= 1 << 63:
+        raise FreqlabError(f"the histogram counts {total:,} documents, 2^63 or more: no corpus holds that many")
 
 
 def combine_sources(sources: dict[str, LengthHistogram], **metadata) -> LengthHistogram:

@@ -7,6 +7,7 @@ import polars as pl
 import pytest
 
 from freqlab import FreqlabError, LengthHistogram, effective_length, position_frequency
+from freqlab.files import read_parquet, write_parquet
 from freqlab.histogram import combine_sources
 
 
@@ -275,3 +276,34 @@ def test_a_scans_output_folder_reads_as_its_histogram(tmp_path):
     (tmp_path / "empty").mkdir()
     with pytest.raises(FreqlabError, match="empty: no such histogram file"):
         LengthHistogram.read_parquet(tmp_path / "empty")
+
+
+def test_documents_past_int64_are_refused_not_wrapped():
+    """2^62 + 2^62 documents summed to -2^63 in int64 (then the median raised IndexError and the written file was
+    refused by freq); repeated lengths were summed in int64 too."""
+    for lengths in ([1, 2], [1, 1]):
+        with pytest.raises(FreqlabError, match=r"counts 9,223,372,036,854,775,808 documents, 2\^63 or more"):
+            LengthHistogram.from_counts(lengths, [2**62, 2**62])
+    assert LengthHistogram.from_counts([1, 2], [2**62, 2**62 - 1]).documents == 2**63 - 1
+    with pytest.raises(FreqlabError, match="a length's count would pass 2\\^63 documents"):
+        LengthHistogram.from_lengths([5, 7]).scale_to_tokens(10**30)
+
+
+def test_quantiles_are_exact_ranks():
+    """ceil(q n) in exact arithmetic: float gave the 22nd of 300 for q = 0.07 (0.07 * 300 = 21.000000000000004)
+    and the 2^61-th for the median of 2^61 + 2^61 + 1 documents (q n rounded to 2^61)."""
+    assert LengthHistogram.from_counts(range(1, 301), [1] * 300).quantile(0.07) == 21
+    assert LengthHistogram.from_counts([1, 2], [2**61, 2**61 + 1]).quantile(0.5) == 2
+    assert LengthHistogram.from_counts([1, 2], [2**61 + 1, 2**61]).quantile(0.5) == 1
+
+
+def test_a_header_that_reads_fewer_documents_than_it_counts_is_refused(tmp_path):
+    """documents_read: 2 over 5 counted documents was read as it was (stats: "documents read 2, with tokens 5")."""
+    path = LengthHistogram.from_lengths([3, 3, 4, 9, 9], empty_documents=1).to_parquet(tmp_path / "h.parquet")
+    frame, metadata = read_parquet(path)
+    header = json.loads(metadata["freqlab"])
+    assert header["documents_read"] == 6
+    write_parquet(tmp_path / "edited.parquet", frame, {**header, "documents_read": 2})
+    with pytest.raises(FreqlabError, match=r"edited\.parquet: documents_read = 2 is fewer than the documents "
+                       r"counted: 5 with tokens \+ 1 empty \+ 0 skipped"):  # fmt: skip
+        LengthHistogram.read_parquet(tmp_path / "edited.parquet")
