@@ -44,6 +44,7 @@ from freqlab.frequency.schedule import load_schedule, schedule_frequency
 from freqlab.histogram import LengthHistogram
 from freqlab.paths import shown
 from freqlab.plan.rope_scaling import (
+    DEFAULT_ROPE_THETA,
     ROPE_TYPES,
     check_factor,
     check_scaled_base,
@@ -106,7 +107,10 @@ def register(main: click.Group) -> None:
     "--extend-to", "--target", "N", type=POSITIONS, default=None,
     help=f"Test length N > L: STRING + YaRN by the STRING repository's rule {POSITIONS_NOTE}.",
 )  # fmt: skip
-@click.option("--rope-theta", type=ROPE_BASE, default=10000.0, show_default=True, help="RoPE base (YaRN blocks).")
+@click.option(
+    "--rope-theta", type=ROPE_BASE, default=None,
+    help="The model's RoPE base, for the YaRN blocks [default: 10000, with a note].",
+)  # fmt: skip
 @click.option(
     "--usage-out",
     type=HomePath(dir_okay=False),
@@ -229,7 +233,7 @@ def self_extend_command(
     show_default=True,
     help="Scaling type (repeat for several).",
 )
-@click.option("--rope-theta", type=ROPE_BASE, default=10000.0, show_default=True, help="RoPE base.")
+@click.option("--rope-theta", type=ROPE_BASE, default=None, help="The model's RoPE base [default: 10000, with a note].")
 @click.option("--head-dim", type=HEAD_DIM, default=128, show_default=True, help="Head dimension d.")
 @click.option(
     "--partial-rotary-factor",
@@ -279,7 +283,9 @@ def rope_command(
     require(L >= 2, "--L", f"L = {L}: a RoPE-scaling plan needs a window of at least 2 positions")
     s = usage_error(lambda: check_factor(factor, L, N), "--factor")
     for t, d_r in rotary.items():  # NTK's raised base must stay a finite number
-        usage_error(lambda t=t, d_r=d_r: check_scaled_base(t, rope_theta, s, d_r, L, N), "--rope-theta")
+        usage_error(
+            lambda t=t, d_r=d_r: check_scaled_base(t, rope_theta or DEFAULT_ROPE_THETA, s, d_r, L, N), "--rope-theta"
+        )
     E_rule = None
     if E is None and (hist or schedule):
         wt = well_trained_range(L, **inputs)

@@ -513,12 +513,19 @@ def _blocks(rope_type: str, L: int, N: int, s: float, theta: float, specific: di
     )
 
 
+DEFAULT_ROPE_THETA = 10000.0  # the base of the original RoPE (Su et al.) and of Llama 1 and 2
+BASE_ASSUMED = (
+    f"rope_theta = {DEFAULT_ROPE_THETA:g} assumed (none given): the blocks hold the base, so give the model's own "
+    "(config.json rope_theta, --rope-theta; Llama 3 500000, Qwen2 1000000) or pasting one changes it"
+)
+
+
 def plan_rope_scaling(
     L: int,
     N: int,
     rope_type: str = "linear",
     *,
-    rope_theta: float = 10000.0,
+    rope_theta: float | None = None,
     head_dim: int = 128,
     factor: float | None = None,
     low_freq_factor: float = 1.0,
@@ -538,8 +545,9 @@ def plan_rope_scaling(
         Target length.
     rope_type : str
         ``linear``, ``ntk``, ``dynamic``, ``yarn``, ``longrope`` or ``llama3`` (see the module docstring).
-    rope_theta : float
-        RoPE base b.
+    rope_theta : float, optional
+        RoPE base b, the model's own (``config.json``); not given, 10000 (:data:`DEFAULT_ROPE_THETA`) with a note:
+        pasting a block with another model's base changes it.
     head_dim : int
         Head dimension d.
     factor : float, optional
@@ -601,7 +609,7 @@ def plan_rope_scaling(
     _ntk_exponent(head_dim)  # validates head_dim
     d_r = scaled_rotary_dims(rope_type, head_dim, partial_rotary_factor)
     prf = float(partial_rotary_factor)
-    theta = float(rope_theta)
+    theta = DEFAULT_ROPE_THETA if rope_theta is None else float(rope_theta)
     if not 1.0 < theta < math.inf:
         raise FreqlabError(f"rope_theta must exceed 1 and be finite, got {rope_theta}")
     check_scaled_base(rope_type, theta, s, d_r, L, N)
@@ -616,6 +624,8 @@ def plan_rope_scaling(
     if attention_factor is not None and rope_type != "yarn":
         raise FreqlabError("attention_factor is a YaRN parameter")
     notes: list[str] = factor_notes(s, L, N, rope_type)
+    if rope_theta is None:
+        notes.append(BASE_ASSUMED)
     if notes and rope_type == "yarn":
         notes.append(
             "with a factor other than N / L every YaRN block keeps max_position_embeddings = L: transformers "

@@ -537,7 +537,7 @@ validated_range = recommended_range  # former name, kept for existing callers
 
 
 def string_yarn(
-    L: int, S: int, W: int, N: int, *, ratio: float | Fraction | None = None, rope_theta: float = 10000.0
+    L: int, S: int, W: int, N: int, *, ratio: float | Fraction | None = None, rope_theta: float | None = None
 ) -> StringYarn:
     """STRING at test length N > L combined with YaRN, by the STRING repository's own rule (its Qwen2 RULER
     script, :data:`STRING_YARN_SOURCE`): r = S/L, shifted_offset = int(r·N), yarn_factor = (N/L)·(1 - r), attention
@@ -575,7 +575,7 @@ def plan_string(
     round_to: int = DEFAULT_ROUND,
     test_length: int | None = None,
     extend_to: int | None = None,
-    rope_theta: float = 10000.0,
+    rope_theta: float | None = None,
     **frequency: Unpack[FrequencyInputs],
 ) -> StringPlan:
     """Recommend STRING's shift S and local window W for a model trained with window L, or evaluate a given S.
@@ -594,8 +594,9 @@ def plan_string(
         Length the HF patch is written for (default L).
     extend_to : int, optional
         N > L adds STRING + YaRN by the STRING repository's rule (:func:`string_yarn`).
-    rope_theta : float
-        RoPE base, for ``extend_to``.
+    rope_theta : float, optional
+        The model's RoPE base, for ``extend_to``'s YaRN blocks (not given: 10000, with a note; the rule's Qwen2 has
+        1000000).
     **frequency
         ``histogram`` + ``regime``, a precomputed ``frequency`` array, or a ``schedule``; ``tokens``, ``tau``,
         ``mass``: passed to :func:`well_trained_range`, which derives N* (budget rule when ``tokens`` is given,
@@ -674,9 +675,7 @@ def plan_string(
         basis = "the given frequency" if wt.rule != "schedule" else "the schedule's frequency"
     else:
         # no corpus: the full-window baseline f(i) = L - i, share of i >= x is (L - x)(L - x + 1) / (L (L + 1))
-        shares = cast(
-            tuple[float, float], tuple((L - x) * (L - x + 1) / (L * (L + 1)) for x in (L - S, unused))
-        )
+        shares = cast(tuple[float, float], tuple((L - x) * (L - x + 1) / (L * (L + 1)) for x in (L - S, unused)))
         basis = "a full window, f(i) = L - i (no corpus information)"
     reasoning = _reasoning(L, S, W, wt, S_rule, (lo, hi), within, shares, basis, given)
     if extension is not None:

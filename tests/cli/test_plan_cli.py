@@ -487,8 +487,23 @@ def test_a_bad_head_dim_or_rope_base_is_a_usage_error_in_each_plan(args, message
 
 
 def test_rope_help_states_the_bounds_of_the_base_never_none():
-    text = run("plan", "rope", "--help").output
-    assert "[default: 10000.0; x>1]" in text and "None" not in text
+    text = " ".join(run("plan", "rope", "--help").output.split())
+    assert "[default: 10000, with a note]. [x>1]" in text and "None" not in text
+
+
+def test_a_base_not_given_is_said_in_a_note_for_the_yarn_and_rope_blocks():
+    """STRING + YaRN follows a Qwen2 script (base 1000000): its blocks held rope_theta 10000 without a word."""
+    from freqlab.plan.rope_scaling import BASE_ASSUMED
+
+    for args in (("plan", "string", "--L", "32K"), ("plan", "rope", "--L", "4K", "--type", "yarn")):
+        assumed = run(*args, "--extend-to", "128K")
+        assert (
+            assumed.exit_code == 0
+            and f"note: {BASE_ASSUMED}" in assumed.output
+            and '"rope_theta": 10000.0' in (assumed.output)
+        )
+        given = run(*args, "--extend-to", "128K", "--rope-theta", "1e6")
+        assert "assumed" not in given.output and '"rope_theta": 1000000.0' in given.output
 
 
 def test_rope_refuses_an_effective_length_beyond_the_training_window():

@@ -21,6 +21,7 @@ import pytest
 
 from freqlab.errors import FreqlabError
 from freqlab.plan.rope_scaling import (
+    BASE_ASSUMED,
     LONGROPE_LABEL,
     ROPE_TYPES,
     VLLM_ATTENTION_FACTOR,
@@ -179,14 +180,15 @@ def test_giraffe_zero_shot_note_quotes_table4_and_projects_nothing():
 
 
 def test_giraffe_factor16_note_is_for_linear_only():
-    linear = plan_rope_scaling(4096, 65536, "linear")  # factor 16
+    linear = plan_rope_scaling(4096, 65536, "linear", rope_theta=10000)  # factor 16
     (note,) = linear.notes
     # Table 1 / Table 4 (train = eval = 16): non-zero up to 16000, 0 from 17500; the paper expected ~32000
     assert "up to 16000 tokens (0 from 17500)" in note and "roughly 32000" in note and "Table 1" in note
     for rope_type in ("ntk", "dynamic", "yarn", "llama3"):
-        assert plan_rope_scaling(4096, 65536, rope_type).notes == (), rope_type
+        assert plan_rope_scaling(4096, 65536, rope_type, rope_theta=10000).notes == (), rope_type
         assert "Giraffe" not in plan_rope_scaling(4096, 65536, rope_type).reasoning
-    assert plan_rope_scaling(4096, 32768, "linear").notes == ()  # factor 8: nothing measured to quote
+    assert plan_rope_scaling(4096, 32768, "linear", rope_theta=1e4).notes == ()  # factor 8: nothing measured to quote
+    assert plan_rope_scaling(4096, 32768, "linear").notes == (BASE_ASSUMED,)  # the base not given
 
 
 @pytest.mark.parametrize(
