@@ -515,6 +515,13 @@ def peak_valley_search(
     valleys = [distances[i] for i in valley_idx]
 
     selected = select_peak_valley(peaks, valleys, n_heads)
+    bare = [float(pool[j]) for j in selected if not (len(peaks[j]) and len(valleys[j]))]
+    if bare:  # d sums no term for them: 0, the best score, so the set would say nothing about the waveforms
+        raise FreqlabError(
+            f"{len(bare)} of the {n_heads} bases selected (the first {bare[0]:g}) have no peak or no valley on the "
+            f"grid {int(distances[0])}..{int(distances[-1])} ({distances.size} points), where Algorithm 1 scores "
+            "them d = 0: widen the grid (--grid) or lower the detector's separation"
+        )
     bases = [float(pool[j]) for j in selected]
     return HarpePlan(
         bases=bases,

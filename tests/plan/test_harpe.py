@@ -327,6 +327,9 @@ def test_attention_buckets_public_defaults():
         (lambda: ProminentExtrema(separation=0), "separation"),
         (lambda: attention_buckets_search(50), "50 bases requested"),
         (lambda: select_peak_valley([[1]], [[2]], 2), "pool of 1"),
+        # a grid on which no base has a peak or a valley: every d was 0 and the first 32 candidates were returned
+        (lambda: peak_valley_search(32, grid=DistanceGrid(1, 2)), r"32 of the 32 bases selected \(the first 1e\+06\)"),
+        (lambda: peak_valley_search(4, grid=DistanceGrid(0, 10)), "no peak or no valley on the grid 0..10"),
     ],
 )
 def test_impossible_requests_raise_clear_errors(call, message):
