@@ -18,6 +18,7 @@ import functools
 import glob
 import json
 import os
+import re
 import stat
 from collections.abc import Iterable
 from dataclasses import dataclass, field
@@ -239,6 +240,37 @@ def saved_dataset_files(folder: str, split: str) -> list[str]:
     return [os.path.join(folder, name) for name in names]
 
 
+def is_datasets_cache(folder: str) -> bool:
+    """True for a folder of the ``datasets`` cache (``load_dataset``'s prepared data): a ``dataset_info.json``
+    naming its splits beside ``<name>-<split>[-NNNNN-of-NNNNN].arrow`` files, and no ``state.json``.
+    """
+    info = os.path.join(folder, "dataset_info.json")
+    if not os.path.isfile(info) or os.path.isfile(os.path.join(folder, "state.json")):
+        return False
+    data = _read_json(info)
+    return isinstance(data, dict) and isinstance(data.get("splits"), dict) and "builder_name" in data
+
+
+def datasets_cache_files(folder: str, split: str) -> list[str]:
+    """The Arrow files of ``split`` in a ``datasets`` cache folder (:func:`is_datasets_cache`), in shard order: the
+    other splits and the ``cache-*.arrow`` results of ``.map()`` beside them are no part of it.
+    """
+    info = _read_json(os.path.join(folder, "dataset_info.json"))
+    splits = info["splits"]
+    if split not in splits:
+        raise FreqlabError(
+            f"{folder}: a datasets cache folder (dataset_info.json) without split {split!r} (splits: "
+            f"{', '.join(map(str, splits))}): choose one with --split"
+        )
+    entry = splits[split] if isinstance(splits[split], dict) else {}
+    name = entry.get("dataset_name") or info.get("dataset_name") or info.get("builder_name")
+    own = re.compile(rf"{re.escape(str(name))}-{re.escape(split)}(-\d{{5}}-of-\d{{5}})?\.arrow")
+    files = sorted(entry for entry in os.listdir(folder) if own.fullmatch(entry))
+    if not files:
+        raise FreqlabError(f"{folder}: a datasets cache folder whose split {split!r} has no file {name}-{split}*.arrow")
+    return [os.path.join(folder, entry) for entry in files]
+
+
 def _read_json(path: str) -> dict:
     try:
         with open(path, encoding="utf-8") as handle:
@@ -318,13 +350,19 @@ class FileFinder:
                 f"{folder}: the output folder of a freqlab scan (lengths.parquet, summary.json, checkpoints/), not"
                 " corpus data: leave it out of the dataset's folders and patterns"
             )
-        if is_saved_dataset(folder):
-            self.found.split_used |= os.path.isfile(os.path.join(folder, "dataset_dict.json"))
-            for path in saved_dataset_files(folder, self.split):
+        if is_saved_dataset(folder) or is_datasets_cache(folder):
+            cache = not is_saved_dataset(folder)
+            self.found.split_used |= cache or os.path.isfile(os.path.join(folder, "dataset_dict.json"))
+            files = datasets_cache_files(folder, self.split) if cache else saved_dataset_files(folder, self.split)
+            for path in files:
                 if self._chosen(path, "arrow", False) is None:
                     self.found.ignored.append(path)
                 else:
                     self.found.add(path, "arrow")
+            if cache:  # the other splits and .map() results beside them: passed over, and counted
+                chosen = set(files)
+                others = (os.path.join(folder, e) for e in sorted(os.listdir(folder)) if e.endswith(".arrow"))
+                self.found.ignored += [path for path in others if path not in chosen]
             return
         try:
             entries = sorted(os.listdir(folder))
@@ -380,7 +418,8 @@ def find_files(
         raise FreqlabError(f"{shown}: --config {config!r} applies to Hugging Face datasets, not to local files")
     if split != "train" and not found.split_used:
         raise FreqlabError(
-            f"{shown}: --split {split!r} applies to Hugging Face datasets and saved DatasetDict folders; "
+            f"{shown}: --split {split!r} applies to Hugging Face datasets, saved DatasetDict folders and the "
+            "datasets cache's folders; "
             "local files are read whole (drop --split, or point at the split's files)"
         )
     return found

@@ -9,6 +9,7 @@ file name ends with                                         format              
 ``.txt``                                                    one document per file  groups of 256 files
 a folder with ``state.json`` (``datasets.save_to_disk``)    its Arrow files        one per Arrow file
 a folder with ``dataset_dict.json`` (a saved DatasetDict)   the ``split`` subset   one per Arrow file
+a ``datasets`` cache folder (``dataset_info.json``)         the ``split``'s files  one per Arrow file
 ==========================================================  =====================  ============================
 
 Formats come from :mod:`freqlab.corpus.registry` (``format`` reads only that one); finding files is

@@ -11,6 +11,7 @@ from corpus_helpers import SETS, expected, jsonl_bytes, read_all, write_bytes, w
 
 from freqlab.corpus import MISSING_SOURCE, builtin_corpus, open_corpus
 from freqlab.corpus.columnar import BATCH_ROWS
+from freqlab.errors import FreqlabError
 
 JSONL_NAMES = ["part.jsonl", "part.jsonl.gz", "part.json.gz", "part.jsonl.zst", "part.json", "part.ndjson"]
 
@@ -122,6 +123,32 @@ def test_saved_dataset_dict_reads_the_requested_split(tmp_path, records):
     assert read_all(open_corpus("slimpajama", data_files=str(folder))) == expected(records[:half])
     validation = open_corpus("slimpajama", data_files=str(folder), split="validation")
     assert read_all(validation) == expected(records[half:])
+
+
+def test_a_datasets_cache_folder_reads_the_requested_split_alone(tmp_path, records, monkeypatch):
+    """load_dataset's prepared data: one Arrow file per split (or shard) and a .map() result beside them; all three
+    were read and added up (50 train + 10 test + 50 mapped: 110) and --split could not choose."""
+    import datasets
+
+    monkeypatch.setenv("HF_DATASETS_OFFLINE", "1")
+    half = len(records) // 2
+    write_jsonl(tmp_path / "train.jsonl", records[:half])
+    write_jsonl(tmp_path / "test.jsonl", records[half:])
+    files = {"train": str(tmp_path / "train.jsonl"), "test": str(tmp_path / "test.jsonl")}
+    loaded = datasets.load_dataset("json", data_files=files, cache_dir=str(tmp_path / "cache"))
+    loaded["train"].map(lambda row: {"text": row["text"].upper()})
+    (info,) = (tmp_path / "cache").rglob("dataset_info.json")
+    names = sorted(p.name for p in info.parent.glob("*.arrow"))
+    assert names[0].startswith("cache-") and names[1:] == ["json-test.arrow", "json-train.arrow"]
+    for spec in (info.parent, tmp_path / "cache"):  # the folder, or the cache above it
+        corpus = open_corpus("slimpajama", data_files=str(spec))
+        assert read_all(corpus) == expected(records[:half])
+        ignored = [name for name in corpus.description["ignored_examples"] if name.endswith(".arrow")]
+        assert sorted(name.rsplit("/", 1)[-1] for name in ignored) == names[:2]
+    test = open_corpus("slimpajama", data_files=str(info.parent), split="test")
+    assert read_all(test) == expected(records[half:])
+    with pytest.raises(FreqlabError, match=r"without split 'dev' \(splits: train, test\): choose one with --split"):
+        open_corpus(str(info.parent), split="dev")
 
 
 def test_folders_globs_sorting_and_ignored_files(tmp_path, records):
