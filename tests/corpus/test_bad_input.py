@@ -286,7 +286,7 @@ def test_config_or_split_for_local_files_is_an_error_not_ignored(tmp_path):
     path = write_jsonl(tmp_path / "a.jsonl", [GOOD])
     with pytest.raises(FreqlabError, match=r"a\.jsonl: --config 'en' applies to Hugging Face datasets"):
         open_corpus(str(path), config="en")
-    with pytest.raises(FreqlabError, match=r"--split 'validation' applies to Hugging Face datasets and saved"):
+    with pytest.raises(FreqlabError, match=r"--split 'validation' applies to Hugging Face datasets, saved DatasetDict"):
         open_corpus("slimpajama", data_files=str(path), split="validation")
     assert open_corpus(str(path), split="train").description["files"] == 1
 
