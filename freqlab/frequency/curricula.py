@@ -34,7 +34,8 @@ linear window grows by 1 every r steps, ``w = start + ⌊k/(B·r)⌋``; sine and
 ``k = (L − start)·B·r``); ``share: p`` is their ``lin{p}p``/``sin{p}p``/``exp{p}p``: the growth ends at
 ``k_c = B·⌊p·steps⌋``. With ``x = k/k_c``: linear ``start + int((L − start)·x)``, sine
 ``start + int((L − start)·sin(πx/2))``, exponential ``int(start·(L/start)^x)``, all in numpy float64 as their code;
-``round: R`` rounds down to a multiple of R (their ``inc{R}``; a window rounded down to 0 is ``start``).
+``round: R`` rounds down to a multiple of R (their ``inc{R}``; a window rounded down to 0 is ``start``; only
+without a document mask, as their code, whose ``intradm`` path does not round).
 ``start`` defaults to their 32.
 ``document_mask: false`` (their ``dm``) cuts the row at multiples of w; ``document_mask: true`` (their
 ``intradm``) also cuts after each document's last token, and, as their ``get_fragment_lens_fixed_length_intramask``
@@ -405,6 +406,11 @@ class SkyLadder:
             raise FreqlabError(
                 f"skyladder: document_mask: {str(self.document_mask).lower()} contradicts regime {regime!r} "
                 "(concat has no document mask; pack and natural have one)"
+            )
+        if masked and self.round_to:  # their intradm path (calculate_mask_length) takes no inc{R}
+            raise FreqlabError(
+                f"skyladder: round {self.round_to} with a document mask (regime {regime!r}): SkyLadder rounds the "
+                "window only without one (their dm path; intradm does not round): drop round, or use regime concat"
             )
         runs = self.runs(_rows(lengths, counts, L, regime), L)
         seg, dropped = windowed_segments(

@@ -98,7 +98,7 @@ def test_skyladder_matches_fragments_attended_token_by_token(pairs, L, regime, d
     by_rate = data.draw(st.booleans())
     rate = data.draw(st.integers(1, 3)) if by_rate else None
     share = None if by_rate else data.draw(st.sampled_from([Fraction(1), Fraction(7, 10), Fraction(1, 4)]))
-    round_to = data.draw(st.sampled_from([None, 2, 4]))
+    round_to = data.draw(st.sampled_from([None, 2, 4])) if regime == "concat" else None  # dm path only
     seed = data.draw(st.integers(0, 2))
     spec = {"kind": "skyladder", "growth": growth, "start": start, "batch": batch}
     spec |= {"rate": rate} if by_rate else {"share": str(share)}
@@ -122,6 +122,16 @@ def test_rechunk_keeps_every_token_and_truncate_drops_the_row_tails():
     assert truncate.tokens == 2 * (2 + 4 + 6) + 2 * 8 and truncate.dropped_tokens == 64 - 40
     # rechunk: rows of 8 cut into 4 pieces of 2, 2 of 4, pieces 6 + 2, or whole; f(1) counts the pairs at distance 1
     assert rechunk.numerator[1] == 2 * 4 * 1 + 2 * 2 * 3 + 2 * (5 + 1) + 2 * 7
+
+
+def test_skyladder_rounds_the_window_only_without_a_document_mask():
+    """Their intradm path (lit_gpt/packed_dataset.py, calculate_mask_length) takes no inc{R}: freqlab rounded
+    there too, a schedule their code does not run."""
+    spec = {"kind": "skyladder", "rate": 1, "batch": 1, "start": 2, "round": 4}
+    assert curriculum_from_spec(spec).frequency([64], [1], 8, "concat").tokens == 64
+    for regime in ("pack", "natural"):
+        with pytest.raises(FreqlabError, match=f"round 4 with a document mask \\(regime '{regime}'\\)"):
+            curriculum_from_spec(spec).frequency([64], [1], 8, regime)
 
 
 def test_skyladder_dm8_climbs_one_position_every_8_steps():
