@@ -52,6 +52,7 @@ LENGTHS_FILE = "lengths.parquet"
 LENGTHS_FORMAT = "freqlab.length_histogram"
 LENGTHS_VERSION = 1
 UNLABELLED_SOURCE = "(none)"  # the source of documents without a label in a split histogram
+ALL_SOURCES = "(all)"  # the row or curve of every source together beside theirs (no source's label is taken)
 LENGTHS = TableFormat(
     LENGTHS_FORMAT,
     LENGTHS_VERSION,

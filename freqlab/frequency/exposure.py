@@ -22,6 +22,7 @@ from __future__ import annotations
 import numpy as np
 
 from freqlab.errors import FreqlabError
+from freqlab.formats import ALL_SOURCES
 from freqlab.frequency.kernels import scatter_add
 from freqlab.frequency.regimes import MAX_WINDOW, Segments, check_histogram, check_window, segments
 from freqlab.sizes import position_label
@@ -162,8 +163,8 @@ def tails_report(rows: list[dict], L: int) -> str:
 
 
 def source_tails(histogram, L: int | None = None, regime: str = "natural", thresholds=DEFAULT_THRESHOLDS) -> list[dict]:
-    """Per-source tail table: for each source of a split histogram (and ``all``), its tokens and the share of them
-    trained with at least t tokens of same-document left context, for each threshold t.
+    """Per-source tail table: for each source of a split histogram (and all of them together), its tokens and the
+    share of them trained with at least t tokens of same-document left context, for each threshold t.
 
     ``L`` defaults to the longest document (each document whole: the context the data itself offers); a window
     caps it. Only regimes in which a segment holds one source's document (``natural``, ``truncate``) split
@@ -183,7 +184,8 @@ def source_tails(histogram, L: int | None = None, regime: str = "natural", thres
     Returns
     -------
     list of dict
-        One row per source and ``all``: ``source``, ``tokens`` and ``tails`` (threshold label -> share).
+        One row per source and, last, one for all of them (``source`` ``(all)``,
+        :data:`~freqlab.formats.ALL_SOURCES`): ``source``, ``tokens`` and ``tails`` (threshold label -> share).
 
     Examples
     --------
@@ -192,7 +194,7 @@ def source_tails(histogram, L: int | None = None, regime: str = "natural", thres
     >>> parts = {"web": LengthHistogram.from_lengths([100] * 9), "books": LengthHistogram.from_lengths([10000])}
     >>> h = combine_sources(parts)
     >>> [(row["source"], row["tokens"], round(row["tails"]["4K"], 4)) for row in source_tails(h, thresholds=(4096,))]
-    [('books', 10000, 0.5904), ('web', 900, 0.0), ('all', 10900, 0.5417)]
+    [('books', 10000, 0.5904), ('web', 900, 0.0), ('(all)', 10900, 0.5417)]
     """
     from freqlab.frequency.position import segment_frequency
 
@@ -201,12 +203,11 @@ def source_tails(histogram, L: int | None = None, regime: str = "natural", thres
             f"per-source tails need a regime in which a segment is one source's ({', '.join(TAIL_REGIMES)}), "
             f"got {regime!r}"
         )
-    parts = dict(histogram.sources or {}) or {"all": histogram}
-    if len(parts) > 1 or "all" not in parts:
-        parts["all"] = histogram
+    # pairs, the total last: a source called "all" (the total's old label) was replaced by it
+    parts = [*(histogram.sources or {}).items(), (ALL_SOURCES, histogram)]
     window = check_window(L) if L is not None else longest_document_window(histogram)
     rows = []
-    for name, part in parts.items():
+    for name, part in parts:
         lengths, counts = check_histogram(part.lengths, part.counts)
         f = segment_frequency(segments(lengths, counts, window, regime))
         shares = tail_shares(f, thresholds)

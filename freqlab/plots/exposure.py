@@ -50,16 +50,16 @@ def plot_exposure(histogram, L: int | None = None, regime: str = "natural", *, s
     window = int(L) if L is not None else longest_document_window(h)
     thresholds = thresholds_below(window)
     rows = source_tails(h, window, regime, thresholds)
-    parts = {**(h.sources or {}), "all": h}
+    parts = [*(h.sources or {}).values(), h]  # as source_tails' rows: the total last
     with freqlab_style():
         fig, (left, right) = new_figure(size, aspect=0.36, ncols=2)
         width = 0.8 / len(rows)
-        for k, row in enumerate(rows):
+        for k, (row, part) in enumerate(zip(rows, parts, strict=True)):
             name = row["source"]
-            color = "black" if name == "all" else PALETTE[k % len(PALETTE)]
-            part = parts[name]
+            total = k == len(rows) - 1
+            color = "black" if total else PALETTE[k % len(PALETTE)]
             f = position_frequency(part.lengths, part.counts, window, regime)
-            left.plot(np.arange(window), f / f[0], color=color, lw=1.6 if name == "all" else 1.0, label=name)
+            left.plot(np.arange(window), f / f[0], color=color, lw=1.6 if total else 1.0, label=name)
             shares = [100 * v for v in row["tails"].values()]
             right.bar(
                 np.arange(len(thresholds)) + (k - (len(rows) - 1) / 2) * width, shares, width, color=color, label=name

@@ -12,6 +12,7 @@ import numpy as np
 from matplotlib.figure import Figure
 
 from freqlab.errors import FreqlabError
+from freqlab.formats import ALL_SOURCES
 from freqlab.frequency import position_frequency, share_at_most
 from freqlab.histogram import LengthHistogram
 from freqlab.plots.axes import as_histogram, panel_letters, position_label, position_xaxis
@@ -84,13 +85,14 @@ def plot_sources(histogram, L: int = 2048, regime: str = "natural", *, seed: int
             "(one curve and legend entry each): merge the smaller ones first (freqlab.histogram.combine_sources), "
             "or list them with freqlab stats"
         )
-    legend_rows = (len(series) + 2) // 2  # two columns: the sources, then "all"
+    legend_rows = (len(series) + 2) // 2  # two columns: the sources, then all of them
     with freqlab_style():
         fig, (left, right) = new_figure(size, aspect=0.3 + 0.035 * legend_rows, ncols=2)
         entries = []
-        for k, (name, part) in enumerate([*series, ("all", h)]):
-            color = "black" if name == "all" else PALETTE[k % len(PALETTE)]
-            width = 1.6 if name == "all" else 1.0
+        for k, (name, part) in enumerate([*series, (ALL_SOURCES, h)]):
+            total = k == len(series)  # by place: a source may be called anything
+            color = "black" if total else PALETTE[k % len(PALETTE)]
+            width = 1.6 if total else 1.0
             x, p = length_ccdf(part)
             left.step(x, p, where="post", color=color, lw=width, label=f"{name} ({part.documents:,} docs)")
             f = position_frequency(part.lengths, part.counts, L, regime, seed=seed)

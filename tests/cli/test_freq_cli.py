@@ -402,7 +402,7 @@ def test_freq_tails_per_source(tmp_path):
     data = json.loads(run("freq", path, "--L", "32K", "--tails", "--json").output)
     tails = {row["source"]: row["tails"] for row in data["tails"]}
     assert tails["books"]["4K"] == (15904 + 4904) / 29000 and tails["web"]["8K"] == 0.0
-    assert list(tails["all"]) == ["4K", "8K", "16K"]
+    assert list(tails["(all)"]) == ["4K", "8K", "16K"]
     # only thresholds below L: at L = 8K a token has at most 8191 tokens of context, so no 8K column
     data = json.loads(run("freq", path, "--L", "8K", "--tails", "--json").output)
     assert [list(row["tails"]) for row in data["tails"]] == [["4K"]] * 3

@@ -62,10 +62,18 @@ def test_source_tails_split_by_source_and_window():
     rows = {row["source"]: row for row in source_tails(h, thresholds=(4096, 8192))}
     assert rows["books"]["tails"] == {"4K": (15904 + 4904) / 29000, "8K": (11808 + 808) / 29000}
     assert rows["web"]["tails"] == {"4K": 0.0, "8K": 0.0}
-    assert rows["all"]["tokens"] == 79000 and rows["all"]["tails"]["8K"] == pytest.approx(12616 / 79000)
+    assert rows["(all)"]["tokens"] == 79000 and rows["(all)"]["tails"]["8K"] == pytest.approx(12616 / 79000)
     capped = {row["source"]: row for row in source_tails(h, L=8192, thresholds=(4096, 8192))}
     # windows of 8K: 20000 -> 8192 + 8192 + 3616, 9000 -> 8192 + 808; no token has 8K of context
     assert capped["books"]["tails"]["8K"] == 0.0
     assert capped["books"]["tails"]["4K"] == (2 * 4096 + 4096 + 0) / 29000
     with pytest.raises(FreqlabError, match="per-source tails need a regime"):
         source_tails(h, regime="pack")
+
+
+def test_a_source_called_all_keeps_its_row_beside_the_total():
+    """The total's row was labelled "all" and replaced a source of that name (its 10 tokens were lost)."""
+    h = combine_sources({"all": LengthHistogram.from_lengths([10]), "b": LengthHistogram.from_lengths([20, 20])})
+    rows = source_tails(h, thresholds=(4,))
+    assert [(row["source"], row["tokens"]) for row in rows] == [("all", 10), ("b", 40), ("(all)", 50)]
+    assert rows[0]["tails"]["4"] == 6 / 10  # a document of 10: tokens 4..9 have at least 4 tokens of context

@@ -15,7 +15,7 @@ def test_exposure_figure_draws_each_source_s_tail_shares():
     fig = plot_exposure(h)
     assert_labelled(fig)
     left, right = fig.axes[:2]
-    assert [line.get_label() for line in left.lines] == ["books", "web", "all"]
+    assert [line.get_label() for line in left.lines] == ["books", "web", "(all)"]
     books = left.lines[0].get_ydata()
     assert books[4096] == (15904 + 4904) / 29000 and books.size == 20000
     heights = [round(bar.get_height(), 9) for bar in right.patches]

@@ -20,13 +20,13 @@ def test_sources_figure_has_one_series_per_source_plus_total(sourced):
     assert_labelled(fig)
     left, right = fig.axes[:2]
     names = [line.get_label() for line in right.lines]
-    assert len(names) == 4 and names[-1].startswith("all:")
+    assert len(names) == 4 and names[-1].startswith("(all):")
     for (name, part), label, line in zip(sourced.sources.items(), names, right.lines):
         f = position_frequency(part.lengths, part.counts, 2048)
         assert label == f"{name}: {100 * share_at_most(f, 1024):.1f}% at i ≤ 1024"
         np.testing.assert_allclose(line.get_ydata(), f / f[0])
     ccdf_total = left.lines[3]
-    assert ccdf_total.get_label() == f"all ({sourced.documents:,} docs)"
+    assert ccdf_total.get_label() == f"(all) ({sourced.documents:,} docs)"
     assert ccdf_total.get_ydata()[0] == 1.0
 
 
@@ -34,7 +34,7 @@ def test_one_legend_under_both_panels_gives_documents_and_shares(sourced):
     fig = plot_sources(sourced, 2048)
     (legend,) = fig.legends
     expected = []
-    for name, part in [*sourced.sources.items(), ("all", sourced)]:
+    for name, part in [*sourced.sources.items(), ("(all)", sourced)]:
         share = 100 * share_at_most(position_frequency(part.lengths, part.counts, 2048), 1024)
         expected.append(f"{name}: {part.documents:,} docs, {share:.1f}% of f at i ≤ 1024")
     assert [t.get_text() for t in legend.get_texts()] == expected
