@@ -27,6 +27,7 @@ from freqlab.cli.options import (  # noqa: F401  (echo_json, json_option, tokens
     window_option,
 )
 from freqlab.cli.weights import budget_line, echo_mix, histogram_line, read_histogram
+from freqlab.errors import FreqlabError
 from freqlab.formats import FREQUENCY_FORMAT, FREQUENCY_VERSION, METADATA_KEY  # noqa: F401  (import compatibility)
 from freqlab.frequency.budget import training_budget
 from freqlab.frequency.exposure import DEFAULT_THRESHOLDS, TAIL_REGIMES, source_tails, tails_report
@@ -82,6 +83,8 @@ def freq_command(hist, Ls, regimes, tokens, tau, seed, out, weights, layout, tai
             f"{OUT_BYTES_PER_POSITION} bytes per position each",
         )
     h, mix = read_histogram(hist, weights, regimes=regimes)
+    if h.documents == 0:  # f of no segment: said with the file's name, as schedule says it
+        raise FreqlabError(f"{hist}: the histogram holds no documents (every one read was empty or skipped)")
     budget = training_budget(tokens)
     replay = None
     if "megatron" in regimes:  # as scan: the Megatron options matter to that regime alone

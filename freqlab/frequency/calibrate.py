@@ -33,6 +33,7 @@ from freqlab.deprecation import renamed_method
 from freqlab.display import Display, Displayed
 from freqlab.errors import FreqlabError
 from freqlab.formats import CALIBRATION_FORMAT, CALIBRATION_VERSION
+from freqlab.frequency.regimes import seeded_rng
 from freqlab.frequency.stats import STRING_PROBE_CALIBRATION, scale_to_budget
 
 BOOTSTRAP_DRAWS: int = 10_000
@@ -203,7 +204,7 @@ def calibrate(points, *, seed: int = 0) -> Calibration:
     span = (min(p.tau_low for p in points), max(p.tau for p in points))
     interval = None
     if len(points) >= 3:
-        rng = np.random.default_rng(seed)
+        rng = seeded_rng(seed)
         draws = rng.integers(0, len(points), size=(BOOTSTRAP_DRAWS, len(points)))
         means = np.exp(logs[draws].mean(axis=1))
         interval = (float(np.percentile(means, 2.5)), float(np.percentile(means, 97.5)))

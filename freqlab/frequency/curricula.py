@@ -68,7 +68,7 @@ import numpy as np
 from freqlab.errors import FreqlabError
 from freqlab.frequency.exact import ExactFrequency
 from freqlab.frequency.position import segment_frequency
-from freqlab.frequency.regimes import Segments, check_histogram, check_window, exact_dot, stream_order
+from freqlab.frequency.regimes import Segments, check_histogram, check_window, exact_dot, seeded_rng, stream_order
 from freqlab.jit import njit
 from freqlab.sizes import parse_positions
 
@@ -583,7 +583,7 @@ class DatasetDecomposition:
         lengths, counts = check_histogram(lengths, counts)
         seg = np.zeros(L + 1, dtype=np.int64)
         dropped = 0
-        rng = np.random.default_rng(seed)
+        rng = seeded_rng(seed)
         for n in stream_order(lengths, counts, seed).tolist():
             ks, _ = self._random_pieces(n, rng)
             dropped += n - sum(1 << k for k in ks)

@@ -190,6 +190,15 @@ def _bit_reversed_lengths(L: int, start: int = 0, stop: int | None = None) -> np
 MAX_STREAM_DOCUMENTS = 1 << 31  # 16 GiB of int64 lengths
 
 
+def seeded_rng(seed: int) -> np.random.Generator:
+    """numpy's generator for ``seed``, a non-negative integer (else a FreqlabError naming it, not numpy's
+    ``expected non-negative integer``).
+    """
+    if isinstance(seed, bool) or not isinstance(seed, int | np.integer) or seed < 0:
+        raise FreqlabError(f"seed must be a non-negative integer, got {seed!r}")
+    return np.random.default_rng(int(seed))
+
+
 def stream_order(lengths: np.ndarray, counts: np.ndarray, seed: int = 0) -> np.ndarray:
     """Expand a histogram into one document length per document, in a seeded random stream order.
 
@@ -207,7 +216,7 @@ def stream_order(lengths: np.ndarray, counts: np.ndarray, seed: int = 0) -> np.n
     """
     _check_walk("pack", "expands the histogram into a stream of", counts, "documents")
     order = np.repeat(lengths, counts)
-    np.random.default_rng(seed).shuffle(order)
+    seeded_rng(seed).shuffle(order)
     return order
 
 

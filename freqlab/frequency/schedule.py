@@ -158,7 +158,9 @@ def parse_schedule(
         if unknown:
             raise FreqlabError(f"{where}: unknown key(s) {', '.join(sorted(unknown))}")
         raw, provenance = _annotations(raw, where)
-        name = str(raw.get("name", f"stage-{number}"))
+        name = _text(raw.get("name", f"stage-{number}"), f"{where}: name")
+        if any(stage.name == name for stage in stages):  # the report and the reach table tell stages by name
+            raise FreqlabError(f"{where}: name {name!r} is the name of an earlier stage too")
         where = f"{source}: stage {number} ({name})"
         try:
             L = parse_positions(raw.get("L"))
@@ -185,17 +187,32 @@ def parse_schedule(
                 raise FreqlabError(f"{where}: {key} must be a mapping, got {spec!r}")
         stages.append(
             Stage(name, L, tokens, regime, stage_histogram, stage_weights or default_weights, layout,
-                  specs["curriculum"], specs["position_ids"], specs["mixture"], provenance, str(raw.get("note", "")))
+                  specs["curriculum"], specs["position_ids"], specs["mixture"], provenance,
+                  _text(raw.get("note", ""), f"{where}: note"))
         )  # fmt: skip
     tau = data.get("tau", DEFAULT_TAU)
     try:
         tau = float(parse_tokens(tau))
     except FreqlabError:
         raise FreqlabError(f"{source}: tau must be a positive number, got {brief(tau)}") from None
-    listed = {key: data.get(key) or () for key in ("sources", "notes")}
-    listed = {key: (v,) if isinstance(v, str) else tuple(str(x) for x in v) for key, v in listed.items()}
-    title = str(data.get("title") or data.get("name") or "")
+    listed = {key: _texts(data.get(key), f"{source}: {key}") for key in ("sources", "notes")}
+    title = _text(data.get("title") or data.get("name") or "", f"{source}: title")
     return Schedule(tuple(stages), default, tau, source, title, listed["sources"], listed["notes"], top_provenance)
+
+
+def _text(value, where: str) -> str:
+    """A name, title or note: a string, or a number written as one (``name: 2024``); else an error naming it."""
+    if isinstance(value, bool) or not isinstance(value, str | int | float):
+        raise FreqlabError(f"{where} must be text, got {brief(value)}")
+    return str(value)
+
+
+def _texts(value, where: str) -> tuple[str, ...]:
+    """``sources`` or ``notes``: one text or a list of them (none: empty)."""
+    if value is None:
+        return ()
+    items = value if isinstance(value, list) else [value]
+    return tuple(_text(item, f"{where}[{k}]" if isinstance(value, list) else where) for k, item in enumerate(items))
 
 
 def _annotations(raw: dict, where: str, prefix: str = "") -> tuple[dict, tuple]:
@@ -640,7 +657,10 @@ def schedule_frequency(schedule: Schedule, *, seed: int = 0) -> ScheduleFrequenc
         h = stage_histogram(stage, cache)
         if h.documents == 0:
             raise FreqlabError(f"{stage.histogram}: the histogram holds no documents")
-        f, per_kind = stage_frequency(stage, h, seed=seed)
+        try:
+            f, per_kind = stage_frequency(stage, h, seed=seed)
+        except FreqlabError as exc:  # a stage's curriculum or position ids: named with the schedule's file
+            raise FreqlabError(f"{schedule.source}: {exc}") from None
         frequencies.append(f)
         kinds.append(per_kind)
     return ScheduleFrequency(schedule, tuple(frequencies), tuple(kinds))

@@ -634,3 +634,11 @@ def test_schedule_and_mix_reports_show_names_from_files_without_obeying_them(tmp
     (tmp_path / "mix.json").write_text(json.dumps({"weights": {"we\x1bb": 1, "co\nde": 2}}))
     mixed = run("freq", labelled, "--L", 1024, "--weights", tmp_path / "mix.json").output
     assert "\x1b" not in mixed and "  co\\nde " in mixed and "  we\\x1bb " in mixed
+
+
+def test_a_stage_error_from_a_curriculum_names_the_schedule_file(tmp_path, hist):
+    (tmp_path / "s.yaml").write_text(
+        "histogram: lengths.parquet\nstages:\n  - {name: a, L: 2048, tokens: 1T, curriculum: {kind: warmup}}\n"
+    )
+    result = run("schedule", tmp_path / "s.yaml")
+    assert result.exit_code == 1 and f"Error: {tmp_path / 's.yaml'}: stage a: curriculum: warmup:" in result.output

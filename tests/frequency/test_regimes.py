@@ -159,3 +159,14 @@ def test_bad_input_is_a_clear_error(lengths, counts, L, regime, message):
 
 def test_regime_names():
     assert REGIMES == ("natural", "truncate", "concat", "uniform", "pack", "best-fit", "megatron")
+
+
+@pytest.mark.parametrize("seed", [-1, 1.5, True, "7", None])
+def test_a_seed_that_is_no_count_is_one_freqlab_error(seed):
+    """numpy's own errors came through (ValueError "expected non-negative integer", TypeError "SeedSequence ...")."""
+    with pytest.raises(FreqlabError, match=r"seed must be a non-negative integer, got "):
+        position_frequency([5, 6], [1, 1], 4, "pack", seed=seed)
+    assert (
+        position_frequency([5, 6], [1, 1], 4, "pack", seed=np.int64(3)).tolist()
+        == position_frequency([5, 6], [1, 1], 4, "pack", seed=3).tolist()
+    )

@@ -9,6 +9,7 @@ from hypothesis import strategies as st
 
 from freqlab import FreqlabError, LengthHistogram, position_frequency
 from freqlab.frequency import load_schedule, parse_layout, parse_tokens, schedule_frequency
+from freqlab.frequency.schedule import parse_schedule
 
 
 @pytest.fixture
@@ -264,3 +265,25 @@ def test_a_pose_stage_beyond_int64_keeps_its_exact_expectation(tmp_path):
     assert result.to_dict()["stages"][0]["effective_length_alone"] == 22
     kinds = result.stage_kinds(0)
     assert [k.name for k in kinds] == ["swa16", "global"] and all(f is result.frequencies[0] for f in kinds.values())
+
+
+@pytest.mark.parametrize(
+    ("change", "message"),
+    [
+        ({"sources": {"a": 1}}, r"s\.yaml: sources must be text, got \{'a': 1\}"),  # `sources: 5` was a traceback
+        ({"notes": {"a": 1}}, r"s\.yaml: notes must be text, got \{'a': 1\}"),  # was the note "a"
+        ({"notes": ["fine", None]}, r"s\.yaml: notes\[1\] must be text, got None"),
+        ({"title": ["x"]}, r"s\.yaml: title must be text"),
+        ({"stages": [{"name": [1, 2], "L": 8, "tokens": 10}]}, r"stage 1: name must be text, got \[1, 2\]"),
+        ({"stages": [{"name": "a", "L": 8, "tokens": 10}, {"name": "a", "L": 16, "tokens": 10}]},
+         r"stage 2: name 'a' is the name of an earlier stage too"),
+    ],
+)  # fmt: skip
+def test_schedule_texts_of_the_wrong_type_are_one_line_naming_the_file(tmp_path, change, message):
+    data = {"histogram": "h.parquet", "stages": [{"name": "a", "L": 8, "tokens": 10}], **change}
+    with pytest.raises(FreqlabError, match=message):
+        parse_schedule(data, source=str(tmp_path / "s.yaml"))
+    assert parse_schedule({**data, "stages": [{"name": 2024, "L": 8, "tokens": 10}], "sources": None,
+                           "notes": "one", "title": None}, source="s").stages[0].name == "2024"  # fmt: skip
+    good = {"histogram": "h.parquet", "stages": [{"name": "a", "L": 8, "tokens": 10}], "sources": 5}
+    assert parse_schedule(good, source="s").sources == ("5",)
