@@ -30,6 +30,9 @@ DECIMAL_SUFFIXES: dict[str, int] = {"K": 10**3, "M": 10**6, "B": 10**9, "G": 10*
 
 #: The largest window (or position) freqlab computes f for: f is a dense array of L int64 values, 8 GiB here.
 MAX_POSITIONS = 1 << 30
+#: the largest head dimension a plan takes: 32x the largest of published models (256); beyond it the blocks and
+#: waveforms only grow (a longrope block of 10^6 factors was 23 MB of text)
+MAX_HEAD_DIM = 8192
 
 #: One line for help texts: what the suffixes mean.
 POSITIONS_HELP = "K = 1024: 2K = 2048, 128K = 131072"

@@ -32,6 +32,7 @@ from freqlab.histogram import histogram_file
 from freqlab.paths import expand_home
 from freqlab.sizes import (
     DEFAULT_TAU,
+    MAX_HEAD_DIM,
     MAX_POSITIONS,
     POSITIONS_HELP,
     TOKENS_HELP,
@@ -193,9 +194,9 @@ class EvenInt(click.IntRange):
         return number
 
 
-HEAD_DIM = EvenInt(min=4)  # RoPE scaling: the NTK exponent d / (d - 2) needs d >= 4
+HEAD_DIM = EvenInt(min=4, max=MAX_HEAD_DIM)  # RoPE scaling: the NTK exponent d / (d - 2) needs d >= 4
 #: a head dimension of HARPE's waveforms (a sum of cosines over the d / 2 rotary pairs: any even d)
-WAVEFORM_HEAD_DIM = EvenInt(min=2)
+WAVEFORM_HEAD_DIM = EvenInt(min=2, max=MAX_HEAD_DIM)
 
 #: Appended to the help of every flag taking positions / tokens.
 POSITIONS_NOTE = f"({POSITIONS_HELP})"

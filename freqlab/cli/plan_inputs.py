@@ -12,6 +12,7 @@ from freqlab.cli import options
 from freqlab.cli.options import (
     POSITIONS,
     POSITIONS_NOTE,
+    FiniteFloat,
     HomePath,
     renamed_option,
     tau_option,
@@ -36,7 +37,7 @@ schedule_option = click.option(
 )
 mass_option = click.option(
     "--mass",
-    type=click.FloatRange(0, 1, min_open=True, max_open=True),
+    type=FiniteFloat(0, 1, min_open=True, max_open=True),  # nan passed click's range check
     default=DEFAULT_MASS,
     show_default=True,
     help="Mass rule without a budget (freqlab's, not a paper's): N* holds this share of position occurrences.",
@@ -105,6 +106,15 @@ def frequency_inputs(
         return L, {**inputs, "histogram": h, "regime": regime}, mix_json(h, mix, L, regime) if as_json else {}
     if weights:
         raise click.UsageError("--weights weights the sources of a --hist (or the stages of a --schedule)")
+    ctx = click.get_current_context()
+    given = [
+        f"--{name}"
+        for name in ("tokens", "tau", "mass")
+        if ctx.get_parameter_source(name) is ParameterSource.COMMANDLINE
+    ]
+    if given:  # they choose N* from a corpus's frequency: without one the plan took its default and said nothing
+        verb = "needs" if len(given) == 1 else "need"
+        raise click.UsageError(f"{'/'.join(given)} {verb} --hist or --schedule (it sets the well-trained range from f)")
     return L, inputs, {}
 
 

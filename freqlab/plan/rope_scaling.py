@@ -73,7 +73,7 @@ from freqlab.errors import FreqlabError
 from freqlab.plan import display as shown
 from freqlab.plan.rope_bases import TABLE4_CONTEXT_LENGTHS, table4_reach
 from freqlab.plan.well_trained import check_window, json_fields
-from freqlab.sizes import MAX_POSITIONS
+from freqlab.sizes import MAX_HEAD_DIM, MAX_POSITIONS
 
 #: The ``rope_type`` values :func:`plan_rope_scaling` plans (transformers' ``rope_scaling`` config names).
 ROPE_TYPES: tuple[str, ...] = ("linear", "ntk", "dynamic", "yarn", "longrope", "llama3")
@@ -82,8 +82,8 @@ LARGE_LINEAR_FACTOR: float = 8  # above this, quote Giraffe's factor-16 result (
 
 def _ntk_exponent(head_dim: int) -> float:
     """d / (d - 2), the exponent of the NTK-aware base change; needs an even d >= 4."""
-    if isinstance(head_dim, bool) or int(head_dim) != head_dim or head_dim < 4 or head_dim % 2:
-        raise FreqlabError(f"head_dim must be an even integer >= 4, got {head_dim!r}")
+    if isinstance(head_dim, bool) or int(head_dim) != head_dim or not 4 <= head_dim <= MAX_HEAD_DIM or head_dim % 2:
+        raise FreqlabError(f"head_dim must be an even integer from 4 to {MAX_HEAD_DIM}, got {head_dim!r}")
     return head_dim / (head_dim - 2)
 
 

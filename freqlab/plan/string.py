@@ -661,6 +661,10 @@ def plan_string(
     n = L if test_length is None else int(test_length)
     if n < 1:
         raise FreqlabError(f"test length must be positive, got {test_length}")
+    if n <= S:
+        notes.append(
+            f"test length {n} is at most S = {S}: no distance reaches S, so STRING changes nothing at that length"
+        )
     extension = None
     if extend_to is not None:
         extension = string_yarn(L, S, W, int(extend_to), rope_theta=rope_theta)

@@ -25,6 +25,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from freqlab.errors import FreqlabError
+from freqlab.sizes import MAX_HEAD_DIM
 
 #: Attention Buckets' public grid: m = 1000..4090 (step 1) for 4K-context models; freqlab scales it.
 BUCKETS_GRID_START, BUCKETS_GRID_STOP, BUCKETS_CONTEXT = 1000, 4090, 4096
@@ -62,9 +63,11 @@ def require_waveforms(
 
 
 def check_head_dim(head_dim: int) -> int:
-    """The head dimension must be a positive even integer (RoPE rotates pairs of dimensions)."""
-    if int(head_dim) != head_dim or head_dim <= 0 or head_dim % 2:
-        raise FreqlabError(f"head dimension must be a positive even integer, got {head_dim}")
+    """The head dimension must be a positive even integer (RoPE rotates pairs of dimensions), at most
+    :data:`MAX_HEAD_DIM`.
+    """
+    if int(head_dim) != head_dim or head_dim <= 0 or head_dim % 2 or head_dim > MAX_HEAD_DIM:
+        raise FreqlabError(f"head dimension must be a positive even integer up to {MAX_HEAD_DIM}, got {head_dim}")
     return int(head_dim)
 
 

@@ -302,16 +302,15 @@ def test_harpe_bases_must_be_finite(tmp_path):
 def test_harpe_searches_are_sized_in_memory_and_time_before_they_start(monkeypatch):
     one_line(
         run("plan", "harpe", "--head-dim", 10**9),
-        1,
-        "--head-dim (d/2) = 500,000,000 needs ~12.0 GB of memory (waveforms of 134 bases at 3,091 distances, "
-        "500,000,000 terms each), more than the 1.0 GB available",
+        2,
+        "Invalid value for '--head-dim': 1000000000 is not in the range 2<=x<=8192.",  # sizes.MAX_HEAD_DIM
     )
-    monkeypatch.setenv("FREQLAB_MAX_SECONDS", "60")
+    monkeypatch.setenv("FREQLAB_MAX_SECONDS", "5")
     one_line(
-        run("plan", "harpe", "--head-dim", 100_000),
+        run("plan", "harpe", "--head-dim", 8192),
         1,
-        "--head-dim (d/2) = 50,000 would take ~7 min (waveforms of 134 bases at 3,091 distances, 50,000 terms "
-        "each), more than the 60 s freqlab allows ($FREQLAB_MAX_SECONDS sets it)",
+        "--head-dim (d/2) = 4,096 would take ~34 s (waveforms of 134 bases at 3,091 distances, 4,096 terms "
+        "each), more than the 5 s freqlab allows ($FREQLAB_MAX_SECONDS sets it)",
     )
     one_line(
         run("plan", "harpe", "--stride", "1e-9"),
@@ -342,12 +341,11 @@ def test_a_peak_separation_past_the_grid_is_the_whole_grid():
     """--separation 1e9 costs what the grid's size does: the window is clipped to the grid either way."""
     started = time.perf_counter()
     wide = run("plan", "harpe", "--separation", 10**9, "--json")
-    assert wide.exit_code == 0, wide.output
     assert time.perf_counter() - started < 30
-    assert (
-        json.loads(wide.output)["bases"]
-        == json.loads(run("plan", "harpe", "--separation", 3091, "--json").output)["bases"]
-    )
+    whole = run("plan", "harpe", "--separation", 3091, "--json")
+    # one extremum per base at most: some bases have none, and the search says so (it picked them at d = 0)
+    assert wide.exit_code == whole.exit_code == 1 and wide.output == whole.output
+    assert "have no peak or no valley on the grid 32000..130880 (3091 points)" in wide.output
 
 
 def test_figures_are_sized_before_they_are_drawn(hist, tmp_path):

@@ -73,7 +73,9 @@ TAU_IS = "tau must be a positive number of occurrences, a whole number from 1 to
 
 
 @pytest.mark.parametrize("value", ["-5", "0", "1.5", "nan", "1e400", "x"])
-@pytest.mark.parametrize("command", [["plan", "string", "--L", "4K"], ["freq", "HIST"], ["stats", "HIST"]])
+@pytest.mark.parametrize(
+    "command", [["plan", "string", "--L", "4K", "--hist", "HIST"], ["freq", "HIST"], ["stats", "HIST"]]
+)
 def test_a_tau_that_is_no_occurrence_count_says_what_tau_is(hist, command, value):
     """tau is an occurrence threshold (f_T(i) >= tau, STRING Fig. 2b): its error said "a token count must be a
     non-negative integer" for -5 (and "'0' is not >= 1" for 0)."""

@@ -526,3 +526,23 @@ def test_a_budget_that_trains_no_position_says_so_never_n_star_minus_one_is_minu
     assert result.exit_code == 0, result.output
     assert "(no position is well trained: N* = 0)" in result.output and "(none well trained)" in result.output
     assert "= -1" not in result.output and "0..-1" not in result.output
+
+
+@pytest.mark.parametrize(
+    "args",
+    [("string", "--L", "4K", "--tokens", "5T"), ("string", "--L", "4K", "--mass", "0.2"),
+     ("rope", "--L", "4K", "--extend-to", "16K", "--tau", "1"),
+     ("self-extend", "--L", "4K", "--extend-to", "16K", "--tokens", "1T", "--tau", "1")],
+)  # fmt: skip
+def test_frequency_options_without_a_frequency_are_usage_errors(args):
+    """They set the well-trained range from a histogram's f: without one the plan took its default (rule: default)
+    and exited 0, as if they had been used."""
+    result = run("plan", *args)
+    assert result.exit_code == 2 and "--hist or --schedule" in result.output, result.output
+    assert run("plan", "string", "--L", "4K", "--mass", "nan").exit_code == 2  # nan passed click's range check
+
+
+def test_a_test_length_up_to_S_is_said_to_change_nothing():
+    text = run("plan", "string", "--L", "4K", "--test-length", "1K").output
+    assert "note: test length 1024 is at most S = 1408: no distance reaches S, so STRING changes nothing" in text
+    assert "changes nothing" not in run("plan", "string", "--L", "4K", "--test-length", "2K").output

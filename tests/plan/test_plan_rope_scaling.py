@@ -198,7 +198,8 @@ def test_giraffe_factor16_note_is_for_linear_only():
         ((4096, 2048, "yarn"), {}, "not above the training window"),
         ((4096, 8192, "ntk-by-parts"), {}, "unknown RoPE scaling type"),
         ((4096, 8192, "ntk"), {"head_dim": 7}, "head_dim"),
-        ((4096, 8192, "dynamic"), {"head_dim": 2}, "head_dim must be an even integer >= 4"),
+        ((4096, 8192, "dynamic"), {"head_dim": 2}, "head_dim must be an even integer from 4 to 8192"),
+        ((4096, 8192, "longrope"), {"head_dim": 10**6}, "from 4 to 8192, got 1000000"),  # 23 MB of output before
         ((4096, 8192, "linear"), {"factor": 0.5}, "must exceed 1"),
     ],
 )
