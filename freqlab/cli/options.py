@@ -377,8 +377,13 @@ def window_option(
     """
     if multiple:
         text = help or f"Training window, e.g. 2048 or 2K {POSITIONS_NOTE}; repeat for several."
+
+        def distinct(ctx, param, value):  # --L 2K --L 2048 is one window: one row, one curve
+            value = tuple(dict.fromkeys(value))
+            return callback(ctx, param, value) if callback is not None else value
+
         return click.option(
-            "--L", "Ls", type=type, multiple=True, default=default, show_default=True, callback=callback, help=text
+            "--L", "Ls", type=type, multiple=True, default=default, show_default=True, callback=distinct, help=text
         )
     return click.option(
         "--L",

@@ -12,6 +12,7 @@ from freqlab.cli.options import (
     POSITIONS,
     POSITIONS_NOTE,
     POSITIVE_NUMBER,
+    ROPE_BASE,
     SEED,
     WAVEFORM_HEAD_DIM,
     echo_json,
@@ -33,8 +34,8 @@ TABLE2_NOTE = harpe.TABLE2_NOTE  # importable from here as before
 @click.option("--strategy", type=click.Choice(STRATEGIES), default="peak-valley", show_default=True)
 @click.option("--heads", type=click.IntRange(min=1), default=None, help="Heads N [32; 6 for attention-buckets].")
 @click.option("--head-dim", type=WAVEFORM_HEAD_DIM, default=128, show_default=True, help="Head dimension d (even).")
-@click.option("--b-min", type=POSITIVE_NUMBER, default=None, help="Smallest base [1e6; 10000 for attention-buckets].")
-@click.option("--b-max", type=POSITIVE_NUMBER, default=None, help="Largest base [5e6; 30000 for attention-buckets].")
+@click.option("--b-min", type=ROPE_BASE, default=None, help="Smallest base [1e6; 10000 for attention-buckets].")
+@click.option("--b-max", type=ROPE_BASE, default=None, help="Largest base [5e6; 30000 for attention-buckets].")
 @click.option(
     "--stride", type=POSITIVE_NUMBER, default=None, help="Candidate stride s [30000; 500 for attention-buckets]."
 )

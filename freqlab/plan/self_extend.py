@@ -499,7 +499,11 @@ def plan_self_extend(
     N_star = wt.N
     lo, hi = neighbour_windows(L, min_window, max_window)
     if not 0 < lo <= hi < L:
-        raise FreqlabError(f"need 0 < min_window <= max_window < L, got {lo} and {hi}")
+        given = min_window is not None or max_window is not None
+        raise FreqlabError(
+            f"need 0 < min_window <= max_window < L, got {lo} and {hi}"
+            + ("" if given else f" (the defaults L/8 and L/4: L = {L} is too short for a neighbour window)")
+        )
     if N_star <= lo:
         raise FreqlabError(
             f"the well-trained range N* = {N_star} is not above the smallest neighbour window {lo}: "

@@ -261,7 +261,8 @@ def save_figure(
     written = []
     with freqlab_style():
         for fmt in dict.fromkeys(formats):
-            target = stem.with_name(f"{stem.name}.{fmt}")
+            # the path as given for its own format (g.PNG stays g.PNG: g.png is another file where case counts)
+            target = path if path.suffix.lstrip(".").lower() == fmt else stem.with_name(f"{stem.name}.{fmt}")
             # as every output: whole or not at all, links followed as the kernel follows them (freqlab.files)
             options = {"format": fmt, "dpi": dpi, "metadata": _metadata(fmt)}
             write_atomic(target, writer=lambda tmp, options=options: fig.savefig(tmp, **options))

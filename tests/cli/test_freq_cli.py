@@ -642,3 +642,9 @@ def test_a_stage_error_from_a_curriculum_names_the_schedule_file(tmp_path, hist)
     )
     result = run("schedule", tmp_path / "s.yaml")
     assert result.exit_code == 1 and f"Error: {tmp_path / 's.yaml'}: stage a: curriculum: warmup:" in result.output
+
+
+def test_a_window_given_twice_is_one_window(hist):
+    """--L 2K --L 2048 printed two identical rows (plot windows drew two identical curves)."""
+    data = json.loads(run("freq", hist, "--L", "2K", "--L", 2048, "--L", 1024, "--json").output)
+    assert [row["L"] for row in data["results"]] == [2048, 1024]

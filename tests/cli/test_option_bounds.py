@@ -291,9 +291,9 @@ def test_stats_on_a_header_with_wrong_types_is_one_line(hist, tmp_path, field, v
 
 # ---- HARPE and figures ----------------------------------------------------------------------------------
 def test_harpe_bases_must_be_finite(tmp_path):
-    one_line(
-        run("plan", "harpe", "--b-max", "inf"), 2, "Invalid value for '--b-max': must be a finite number, got 'inf'"
-    )
+    one_line(run("plan", "harpe", "--b-max", "inf"), 2, "Invalid value for '--b-max': 'inf' is not a finite number")
+    # a RoPE base is above 1 (b^(-2j/d) falls with j): "must be positive" at parse time, then "b_min must be > 1"
+    one_line(run("plan", "harpe", "--b-min", "1"), 2, "Invalid value for '--b-min': 1.0 is not in the range x>1.")
     one_line(
         run("plan", "harpe", "--stride", "nan"), 2, "Invalid value for '--stride': must be a finite number, got 'nan'"
     )

@@ -93,6 +93,9 @@ def test_save_figure_format_from_suffix_and_errors(tmp_path):
     fig, ax = new_figure()
     ax.plot([0, 1], [0, 1])
     assert save_figure(fig, tmp_path / "x.svg", None) == [tmp_path / "x.svg"]
+    # the name as given: g.PNG was written as g.png, another file where case counts
+    assert save_figure(fig, tmp_path / "g.PNG", None) == [tmp_path / "g.PNG"] and (tmp_path / "g.PNG").is_file()
+    assert save_figure(fig, tmp_path / "h.PNG", ["png", "pdf"]) == [tmp_path / "h.PNG", tmp_path / "h.pdf"]
     with pytest.raises(FreqlabError, match="unknown figure format 'jpg'"):
         save_figure(fig, tmp_path / "x", ["jpg"])
     with pytest.raises(FreqlabError, match="no file suffix"):
