@@ -98,7 +98,7 @@ class FoundFiles:
     hidden: list[str] = field(default_factory=list)  # hidden files and folders in a folder walked (not entered)
     patterns: list[str] = field(default_factory=list)  # the glob patterns expanded (absolute)
     link_targets: list[str] = field(default_factory=list)  # the real targets of dangling symlinks met
-    split_used: bool = False  # a saved DatasetDict was read, so ``split`` chose its subset
+    split_used: bool = False  # a saved DatasetDict or a datasets cache folder was read: ``split`` chose its subset
     _seen: set[str] = field(default_factory=set)
     _folders: set[str] = field(default_factory=set)
 

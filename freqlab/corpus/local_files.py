@@ -114,6 +114,8 @@ def local_corpus(
         "not_regular_files": len(found.not_regular),
         "duplicate_files": len(found.duplicates),
     }
+    if found.split_used:  # a saved DatasetDict or a datasets cache folder: which of its splits was read
+        info["split"] = split
     if only is not None:
         info["format"] = only
     if found.other_formats:

@@ -299,7 +299,8 @@ def _what_is_read(fingerprint: dict) -> dict:
     description = fingerprint.get("corpus_description")
     if not isinstance(description, dict):
         return fingerprint
-    kept = {key: value for key, value in description.items() if key not in PASSED_OVER}
+    # the split read is compared as a setting (and older checkpoints' descriptions do not hold it)
+    kept = {key: value for key, value in description.items() if key not in PASSED_OVER and key != "split"}
     return {**fingerprint, "corpus_description": kept}
 
 

@@ -161,7 +161,8 @@ def format_report(summary: dict) -> str:
         formats = description.get("formats") or {}
         several = len({label.split(".")[0] for label in formats}) > 1  # jsonl and jsonl.zst are one format
         by_format = f": {_counts(formats)}" if several else ""  # several formats read: how many of each
-        lines.append(f"files      {files:,} file{'s' if files != 1 else ''}{by_format} ({', '.join(passed)})")
+        split = f", split {printable(description['split'])}" if description.get("split") else ""
+        lines.append(f"files      {files:,} file{'s' if files != 1 else ''}{by_format}{split} ({', '.join(passed)})")
     if tok is None:
         lines.append("tokenizer  none: lengths read from tokenized data" + _eos_note(description.get("eos")))
     else:

@@ -146,7 +146,7 @@ def test_a_datasets_cache_folder_reads_the_requested_split_alone(tmp_path, recor
         ignored = [name for name in corpus.description["ignored_examples"] if name.endswith(".arrow")]
         assert sorted(name.rsplit("/", 1)[-1] for name in ignored) == names[:2]
     test = open_corpus("slimpajama", data_files=str(info.parent), split="test")
-    assert read_all(test) == expected(records[half:])
+    assert read_all(test) == expected(records[half:]) and test.description["split"] == "test"  # the report says it
     with pytest.raises(FreqlabError, match=r"without split 'dev' \(splits: train, test\): choose one with --split"):
         open_corpus(str(info.parent), split="dev")
 
