@@ -240,6 +240,27 @@ def saved_dataset_files(folder: str, split: str) -> list[str]:
     return [os.path.join(folder, name) for name in names]
 
 
+#: the split names a folder of a dataset's files is cut by (the Hub's canonical three)
+SPLIT_NAMES = ("train", "validation", "test")
+_SPLIT_SHARD = re.compile(r"(train|validation|test)-\d{5}-of-\d{5}\..+")
+
+
+def split_named(relative: str) -> str | None:
+    """The split a file's path within a folder names: its first folder named ``train``, ``validation`` or ``test``,
+    else a file name like ``test-00000-of-00001.parquet`` (as the Hub's conversions and ``push_to_hub`` write); None
+    for any other path.
+
+    >>> split_named("data/test-00000-of-00001.parquet"), split_named("train/chunk1/x.jsonl"), split_named("a.jsonl")
+    ('test', 'train', None)
+    """
+    *folders, name = relative.split(os.sep)
+    for folder in folders:
+        if folder in SPLIT_NAMES:
+            return folder
+    match = _SPLIT_SHARD.fullmatch(name)
+    return match.group(1) if match else None
+
+
 def is_datasets_cache(folder: str) -> bool:
     """True for a folder of the ``datasets`` cache (``load_dataset``'s prepared data): a ``dataset_info.json``
     naming its splits beside ``<name>-<split>[-NNNNN-of-NNNNN].arrow`` files, and no ``state.json``.
@@ -313,7 +334,9 @@ class FileFinder:
             for match in matches:
                 self._visit(match, matched=True)
         elif os.path.isdir(path):
+            start = len(self.found.files)
             self._walk(path)
+            self._keep_split(path, start)
         elif os.path.exists(path):
             if not is_regular(path):
                 raise FreqlabError(f"{spec}: not a regular file (a FIFO, socket or device cannot be scanned)")
@@ -323,6 +346,26 @@ class FileFinder:
             self.found.add(path, fmt)
         else:
             raise FreqlabError(f"{spec}: no such file or directory")
+
+    def _keep_split(self, folder: str, start: int) -> None:
+        """Of the files the walk of ``folder`` found (from ``start`` on), when they are named for several splits as
+        the Hub names them (a folder ``train/``, ``validation/``, ``test/``, or ``test-00000-of-00001.parquet``), keep
+        ``split``'s and those named for none; pass over (and count) the others. A local copy of a dataset repository
+        was read whole, its splits added up.
+        """
+        found = self.found.files[start:]
+        splits = {path: split_named(os.path.relpath(path, folder)) for path, _ in found}
+        named = sorted({s for s in splits.values() if s is not None})
+        if len(named) < 2:
+            return
+        if self.split not in named:
+            raise FreqlabError(
+                f"{folder}: files of the splits {', '.join(named)} (named as the Hub names them): no split "
+                f"{self.split!r}; choose one with --split"
+            )
+        self.found.files[start:] = [(path, fmt) for path, fmt in found if splits[path] in (None, self.split)]
+        self.found.ignored += [path for path, _ in found if splits[path] not in (None, self.split)]
+        self.found.split_used = True
 
     def _unknown(self, spec: str) -> None:
         if spec.endswith(".bin") and os.path.exists(spec[:-4] + ".idx"):  # Megatron's tokens: its index is the corpus

@@ -114,7 +114,15 @@ def _stream(dataset: str, config: str | None, split: str, data_files: tuple[str,
             streaming=True,
         )
     except Exception as exc:  # DatasetNotFoundError, missing config, scripts no longer supported, ...
-        raise FreqlabError(f"{dataset}: cannot open with datasets ({describe_error(exc)}); {_hint(dataset)}") from exc
+        hint = _hint(dataset)
+        if data_files:  # given already: datasets puts files given as a list under split "train"
+            hint = (
+                f"datasets puts --data-files under the split 'train': drop --split {split}, and name that split's "
+                "files in --data-files (or give their folder as --dataset PATH, read by its split's names)"
+                if split != "train"
+                else "check --data-files"
+            )
+        raise FreqlabError(f"{dataset}: cannot open with datasets ({describe_error(exc)}); {hint}") from exc
 
 
 def _label(dataset: str, config: str | None, split: str) -> str:
