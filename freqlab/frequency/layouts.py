@@ -215,7 +215,7 @@ def layout_from_config(config: dict, source: str = "config.json") -> Layout:
     if model_type in ("llama4", "llama4_text"):  # what transformers' Llama4TextConfig fills in for keys left out
         chunk = cfg.get("attention_chunk_size", 8192)
         if not no_rope:  # absent, or [] as the published Scout and Maverick configs have it: every 4th layer NoPE
-            interval = _count_key(cfg, "no_rope_layer_interval", where, default=4)
+            interval = cast(int, _count_key(cfg, "no_rope_layer_interval", where, default=4))  # int: a default
             no_rope = [int((i + 1) % interval != 0) for i in range(n)]
     if types is None:
         types = _default_layer_types(cfg, model_type, n, window, chunk, no_rope, where)
@@ -249,7 +249,7 @@ def _default_layer_types(cfg, model_type, n, window, chunk, no_rope, where) -> l
     if window is None:
         return ["full_attention"] * n
     if "max_window_layers" in cfg:  # Qwen2: layers from max_window_layers on slide
-        start = _count_key(cfg, "max_window_layers", where, least=0)
+        start = cast(int, _count_key(cfg, "max_window_layers", where, default=n, least=0))  # null: none slides
         return ["sliding_attention" if i >= start else "full_attention" for i in range(n)]
     if pattern:
         return ["sliding_attention" if (i + 1) % int(pattern) else "full_attention" for i in range(n)]

@@ -149,7 +149,7 @@ def parse_schedule(
     default = histogram if histogram is not None else _relative(base, data.get("histogram"))
     default_weights = weights if weights is not None else _weights(base, data.get("weights"))
     default_layout = _layout(base, data.get("layout"), source)
-    stages = []
+    stages: list[Stage] = []
     for number, raw in enumerate(data["stages"], start=1):
         where = f"{source}: stage {number}"
         if not isinstance(raw, dict):
