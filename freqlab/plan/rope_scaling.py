@@ -624,14 +624,14 @@ def plan_rope_scaling(
     if attention_factor is not None and rope_type != "yarn":
         raise FreqlabError("attention_factor is a YaRN parameter")
     notes: list[str] = factor_notes(s, L, N, rope_type)
-    if rope_theta is None:
-        notes.append(BASE_ASSUMED)
-    if notes and rope_type == "yarn":
+    if notes and rope_type == "yarn":  # a factor other than N / L
         notes.append(
             "with a factor other than N / L every YaRN block keeps max_position_embeddings = L: transformers "
             "4.51-4.55 replace factor by max_position_embeddings / original_max_position_embeddings "
             "(huggingface/transformers#38224, fixed by #40320 in 4.56) and 4.56+ warn when they differ"
         )
+    if rope_theta is None:
+        notes.append(BASE_ASSUMED)
     partial = {"partial_rotary_factor": prf} if prf != 1.0 else {}
     if rope_type == "ntk":
         new_theta = ntk_aware_base(theta, s, d_r)

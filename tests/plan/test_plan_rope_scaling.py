@@ -381,3 +381,8 @@ def test_longrope_ramp_is_counted_at_the_effective_length():
 def test_longrope_attention_factor_is_transformers_rule():
     assert longrope_attention_factor(32.0, 4096) == pytest.approx(math.sqrt(1 + math.log(32) / math.log(4096)))
     assert longrope_attention_factor(1.0, 4096) == 1.0
+
+
+def test_the_base_note_alone_says_nothing_of_the_factor():
+    """The YaRN note on a factor other than N / L was added whenever any note was (the base's too, at N / L)."""
+    assert plan_rope_scaling(2048, 8192, "yarn").notes == (BASE_ASSUMED,)
