@@ -550,11 +550,13 @@ class ScheduleFrequency:
                 + (f"  (weights {stage['weights']})" if stage["weights"] else "")
                 + assumed
             )
+        some = any(stage["full_attention"] for stage in data["stages"])
+        none_or_some = "not every stage" if some else "no stage's layout"
         lines.append(
             f"all stages: effective length {data['effective_length']} at τ = {human_count(tau)}; "
             f"{percent(data['share_at_most_half'])} of position mass at i ≤ {window // 2}, "
             f"{percent(data['share_at_least_three_quarters'])} at i ≥ {(3 * window) // 4}"
-            + ("" if data["full_attention"] else " (of full attention, which not every stage has: its layers below)")
+            + ("" if data["full_attention"] else f" (of full attention, which {none_or_some} has: its layers below)")
         )
         for kind in data["kinds"]:
             if not kind["rope"]:

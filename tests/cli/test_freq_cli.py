@@ -460,11 +460,16 @@ def test_a_layout_without_a_full_attention_layer_says_the_headline_is_no_layers(
     assert data["stages"][0]["effective_length_after"] == {"swa256": 255}
     text = run("schedule", tmp_path / "s.yaml").output
     assert "effective length alone (of full attention, no layer here): " in text
-    assert "(of full attention, which not every stage has: its layers below)" in text
+    assert "(of full attention, which no stage's layout has: its layers below)" in text
     (tmp_path / "g.yaml").write_text(
         "histogram: lengths.parquet\nlayout: 3*swa256+swa4096\nstages:\n  - {name: a, L: 2048, tokens: 1T}\n"
     )  # a window longer than L attends globally
     assert json.loads(run("schedule", tmp_path / "g.yaml", "--json").output)["full_attention"] is True
+    (tmp_path / "m.yaml").write_text(
+        "histogram: lengths.parquet\nstages:\n  - {name: a, L: 2048, tokens: 1T, layout: 4*swa256}\n"
+        "  - {name: b, L: 2048, tokens: 1T}\n"
+    )
+    assert "(of full attention, which not every stage has: its layers below)" in run("schedule", tmp_path / "m.yaml").output
     freq = json.loads(run("freq", hist, "--L", 2048, "--layout", "4*swa256", "--json").output)
     assert freq["layouts"][0]["full_attention"] is False
     text = run("freq", hist, "--L", 2048, "--layout", "4*swa256").output
