@@ -469,7 +469,8 @@ def test_a_layout_without_a_full_attention_layer_says_the_headline_is_no_layers(
         "histogram: lengths.parquet\nstages:\n  - {name: a, L: 2048, tokens: 1T, layout: 4*swa256}\n"
         "  - {name: b, L: 2048, tokens: 1T}\n"
     )
-    assert "(of full attention, which not every stage has: its layers below)" in run("schedule", tmp_path / "m.yaml").output
+    mixed = run("schedule", tmp_path / "m.yaml").output
+    assert "(of full attention, which not every stage has: its layers below)" in mixed
     freq = json.loads(run("freq", hist, "--L", 2048, "--layout", "4*swa256", "--json").output)
     assert freq["layouts"][0]["full_attention"] is False
     text = run("freq", hist, "--L", 2048, "--layout", "4*swa256").output
