@@ -76,6 +76,7 @@ def frequency_key_numbers(f, *, tokens: float | None = None, tau: float = DEFAUL
         "f": {str(i): f[i].item() for i in sorted({0, L // 4, half, three_quarters, L - 1})},
         "tau": float(tau),
         "tokens_needed_at_half": tokens_needed(f, half, tau) if f[half] > 0 else None,
+        "longest_position": int(np.count_nonzero(f)) - 1,  # f is non-increasing: the longest segment's length - 1
     }
     if tokens is not None:
         out["budget_tokens"] = int(tokens)
@@ -239,7 +240,9 @@ def describe(row: dict, *, detail: bool = False) -> str:
         line += f" [{row['note']}]"
     if "effective_length" in row:
         line += f"; predicted effective length {row['effective_length']} at {human_count(row['budget_tokens'])} tokens"
-        if row["effective_length"] == 0:  # say that the budget is what limits it, and what budget would not
+        if row["effective_length"] == 0 and row.get("longest_position", 1) == 0:  # not the budget: the data
+            line += ": no segment is longer than one token, so no position past 0 is trained, whatever the budget"
+        elif row["effective_length"] == 0:  # say that the budget is what limits it, and what budget would not
             line += f": {budget_note(row['budget_tokens'], row['tau'], row['tokens_needed_at_half'], row['half'])}"
     if detail:
         mass = row["position_at_mass"]

@@ -198,6 +198,16 @@ def test_one_budget_rule_printed(hist):
     assert "T >= 200B tokens trains i <= 1024" in small  # tau · 2048 / (2048 - 1024)
 
 
+def test_an_effective_length_of_zero_from_the_data_is_not_blamed_on_the_budget(tmp_path):
+    """Documents of one token: f(1) = 0, so no budget trains i = 1; the line said "the budget limits it"."""
+    path = LengthHistogram.from_counts([1], [5]).to_parquet(tmp_path / "ones.parquet")
+    text = run("freq", path, "--L", 2048, "--regime", "natural").output
+    assert "predicted effective length 0 at 1T tokens: no segment is longer than one token" in text
+    assert "budget limits" not in text
+    data = json.loads(run("freq", path, "--L", 2048, "--json").output)
+    assert data["results"][0]["longest_position"] == 0
+
+
 @pytest.fixture
 def split(tmp_path):
     from freqlab.histogram import combine_sources
