@@ -406,6 +406,10 @@ class FileFinder:
                 chosen = set(files)
                 others = (os.path.join(folder, e) for e in sorted(os.listdir(folder)) if e.endswith(".arrow"))
                 self.found.ignored += [path for path in others if path not in chosen]
+            elif os.path.isfile(os.path.join(folder, "dataset_dict.json")):  # a DatasetDict's other splits: the same
+                splits = _read_json(os.path.join(folder, "dataset_dict.json")).get("splits", [])
+                for other in (s for s in splits if s != self.split):
+                    self.found.ignored += saved_dataset_files(folder, other)
             return
         try:
             entries = sorted(os.listdir(folder))

@@ -136,6 +136,14 @@ def _counts(by_name: dict[str, int]) -> str:
     return ", ".join(f"{n:,} {name}" for name, n in by_name.items())
 
 
+def _within(path: str, spec: str) -> str:
+    """``path`` as the report names a file passed over: from the folder scanned on (``train/a.jsonl`` and
+    ``validation/a.jsonl`` are two), else its name.
+    """
+    folder = spec.rstrip("/") + "/"
+    return path[len(folder) :] if spec and path.startswith(folder) else os.path.basename(path)
+
+
 def format_report(summary: dict) -> str:
     """The terminal report of a scan summary (see :func:`freqlab.scan.scan`)."""
     lines = []
@@ -148,7 +156,7 @@ def format_report(summary: dict) -> str:
         if description.get("other_formats"):  # left out by --format
             ignored += f" ({_counts(description['other_formats'])} not of --format {description.get('format')})"
         elif description.get("ignored_examples"):  # which: a file the user expected to count is seen at once
-            names = [printable(os.path.basename(path)) for path in description["ignored_examples"]]
+            names = [printable(_within(path, description.get("id", ""))) for path in description["ignored_examples"]]
             ignored += f": {first_few(names, total=description.get('ignored_files', 0))}"
         passed = [f"{description.get('empty_files', 0):,} empty", ignored]
         for key, what in (

@@ -124,6 +124,8 @@ def test_saved_dataset_dict_reads_the_requested_split(tmp_path, records):
     assert read_all(open_corpus("slimpajama", data_files=str(folder))) == expected(records[:half])
     validation = open_corpus("slimpajama", data_files=str(folder), split="validation")
     assert read_all(validation) == expected(records[half:])
+    # the other split's files are passed over and counted, as the report says
+    assert validation.description["ignored_files"] == 1 and "train" in validation.description["ignored_examples"][0]
 
 
 def test_a_datasets_cache_folder_reads_the_requested_split_alone(tmp_path, records, monkeypatch):
