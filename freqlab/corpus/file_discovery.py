@@ -20,6 +20,7 @@ import json
 import os
 import re
 import stat
+from collections import Counter
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -99,6 +100,7 @@ class FoundFiles:
     patterns: list[str] = field(default_factory=list)  # the glob patterns expanded (absolute)
     link_targets: list[str] = field(default_factory=list)  # the real targets of dangling symlinks met
     split_used: bool = False  # a saved DatasetDict or a datasets cache folder was read: ``split`` chose its subset
+    splits_named: dict[str, int] = field(default_factory=dict)  # files of a folder named for several splits, by split
     _seen: set[str] = field(default_factory=set)
     _folders: set[str] = field(default_factory=set)
 
@@ -240,25 +242,30 @@ def saved_dataset_files(folder: str, split: str) -> list[str]:
     return [os.path.join(folder, name) for name in names]
 
 
-#: the split names a folder of a dataset's files is cut by (the Hub's canonical three)
-SPLIT_NAMES = ("train", "validation", "test")
-_SPLIT_SHARD = re.compile(r"(train|validation|test)-\d{5}-of-\d{5}\..+")
+#: the words ``datasets`` takes for each split in folder and file names (``datasets.data_files.SPLIT_KEYWORDS``)
+SPLIT_KEYWORDS = {
+    "train": ("train", "training"),
+    "validation": ("validation", "valid", "dev", "val"),
+    "test": ("test", "testing", "eval", "evaluation"),
+}
+_SPLIT_OF = {word: split for split, words in SPLIT_KEYWORDS.items() for word in words}
+_SPLIT_FILE = re.compile(rf"({'|'.join(_SPLIT_OF)})(?:[-._ 0-9].*)?\.[^.]+(?:\.(?:gz|zst))?")
 
 
 def split_named(relative: str) -> str | None:
-    """The split a file's path within a folder names: its first folder named ``train``, ``validation`` or ``test``,
-    else a file name like ``test-00000-of-00001.parquet`` (as the Hub's conversions and ``push_to_hub`` write); None
-    for any other path.
+    """The split a file's path within a folder names, as ``datasets`` reads names: its first folder named for one
+    (``train/``, ``dev/``, ``test/``...), else a file name starting with one (``test.jsonl``,
+    ``test-00000-of-00001.parquet``); None for any other path.
 
     >>> split_named("data/test-00000-of-00001.parquet"), split_named("train/chunk1/x.jsonl"), split_named("a.jsonl")
     ('test', 'train', None)
     """
     *folders, name = relative.split(os.sep)
     for folder in folders:
-        if folder in SPLIT_NAMES:
-            return folder
-    match = _SPLIT_SHARD.fullmatch(name)
-    return match.group(1) if match else None
+        if folder in _SPLIT_OF:
+            return _SPLIT_OF[folder]
+    match = _SPLIT_FILE.fullmatch(name)
+    return _SPLIT_OF[match.group(1)] if match else None
 
 
 def is_datasets_cache(folder: str) -> bool:
@@ -336,7 +343,7 @@ class FileFinder:
         elif os.path.isdir(path):
             start = len(self.found.files)
             self._walk(path)
-            self._keep_split(path, start)
+            self._note_splits(path, start)
         elif os.path.exists(path):
             if not is_regular(path):
                 raise FreqlabError(f"{spec}: not a regular file (a FIFO, socket or device cannot be scanned)")
@@ -347,25 +354,16 @@ class FileFinder:
         else:
             raise FreqlabError(f"{spec}: no such file or directory")
 
-    def _keep_split(self, folder: str, start: int) -> None:
-        """Of the files the walk of ``folder`` found (from ``start`` on), when they are named for several splits as
-        the Hub names them (a folder ``train/``, ``validation/``, ``test/``, or ``test-00000-of-00001.parquet``), keep
-        ``split``'s and those named for none; pass over (and count) the others. A local copy of a dataset repository
-        was read whole, its splits added up.
+    def _note_splits(self, folder: str, start: int) -> None:
+        """Record, when the files the walk of ``folder`` found (from ``start`` on) are named for several splits as
+        ``datasets`` names them (:func:`split_named`), how many of each: they are all read (a folder is read whole),
+        and the report says so, since a local copy of a dataset repository adds its splits up.
         """
-        found = self.found.files[start:]
-        splits = {path: split_named(os.path.relpath(path, folder)) for path, _ in found}
-        named = sorted({s for s in splits.values() if s is not None})
-        if len(named) < 2:
-            return
-        if self.split not in named:
-            raise FreqlabError(
-                f"{folder}: files of the splits {', '.join(named)} (named as the Hub names them): no split "
-                f"{self.split!r}; choose one with --split"
-            )
-        self.found.files[start:] = [(path, fmt) for path, fmt in found if splits[path] in (None, self.split)]
-        self.found.ignored += [path for path, _ in found if splits[path] not in (None, self.split)]
-        self.found.split_used = True
+        named = Counter(split_named(os.path.relpath(path, folder)) for path, _ in self.found.files[start:])
+        named.pop(None, None)
+        if len(named) > 1:
+            for split, files in named.items():
+                self.found.splits_named[split] = self.found.splits_named.get(split, 0) + files
 
     def _unknown(self, spec: str) -> None:
         if spec.endswith(".bin") and os.path.exists(spec[:-4] + ".idx"):  # Megatron's tokens: its index is the corpus

@@ -116,6 +116,8 @@ def local_corpus(
     }
     if found.split_used:  # a saved DatasetDict or a datasets cache folder: which of its splits was read
         info["split"] = split
+    if found.splits_named:  # a folder of files named for several splits, all read: the report says so
+        info["splits_named"] = dict(sorted(found.splits_named.items()))
     if only is not None:
         info["format"] = only
     if found.other_formats:

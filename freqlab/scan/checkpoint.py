@@ -299,8 +299,9 @@ def _what_is_read(fingerprint: dict) -> dict:
     description = fingerprint.get("corpus_description")
     if not isinstance(description, dict):
         return fingerprint
-    # the split read is compared as a setting (and older checkpoints' descriptions do not hold it)
-    kept = {key: value for key, value in description.items() if key not in PASSED_OVER and key != "split"}
+    # the split read is compared as a setting, the splits files are named for as the files (and older checkpoints'
+    # descriptions hold neither)
+    kept = {k: v for k, v in description.items() if k not in PASSED_OVER and k not in ("split", "splits_named")}
     return {**fingerprint, "corpus_description": kept}
 
 

@@ -171,6 +171,12 @@ def format_report(summary: dict) -> str:
         by_format = f": {_counts(formats)}" if several else ""  # several formats read: how many of each
         split = f", split {printable(description['split'])}" if description.get("split") else ""
         lines.append(f"files      {files:,} file{'s' if files != 1 else ''}{by_format}{split} ({', '.join(passed)})")
+        if named := description.get("splits_named"):  # a local copy of a dataset repository: its splits added up
+            splits = ", ".join(f"{split} {n:,}" for split, n in named.items())
+            lines.append(
+                f"           files named for several splits, all read ({splits}): to read one split, give its files "
+                "alone (its folder or a glob)"
+            )
     if tok is None:
         lines.append("tokenizer  none: lengths read from tokenized data" + _eos_note(description.get("eos")))
     else:

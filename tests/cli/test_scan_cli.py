@@ -411,13 +411,15 @@ def test_an_interrupt_promises_resume_only_for_this_scans_own_checkpoints(tmp_pa
         )
 
 
-def test_a_split_passed_over_is_named_from_the_folder_scanned(tmp_path, monkeypatch):
-    """train/part0.jsonl read, validation/part0.jsonl passed over: the report named it part0.jsonl, like the other."""
+def test_files_passed_over_are_named_from_the_folder_scanned_and_splits_are_said(tmp_path, monkeypatch):
+    """Two README.md passed over were both 'README.md'; files named for two splits were added up without a word."""
     monkeypatch.setenv("FREQLAB_CACHE_DIR", str(tmp_path / "cache"))
     for split, text in (("train", "a b"), ("validation", "c")):
         (tmp_path / "tv" / split).mkdir(parents=True)
         (tmp_path / "tv" / split / "part0.jsonl").write_text(json.dumps({"text": text}) + "\n")
+        (tmp_path / "tv" / split / "README.md").write_text("notes")
     args = ["scan", "--dataset", str(tmp_path / "tv"), "--out", str(tmp_path / "out"), "--tokenizer", "tekken"]
     result = CliRunner().invoke(main, args)
     assert result.exit_code == 0, result.output
-    assert "files      1 file, split train (0 empty, 1 ignored: validation/part0.jsonl)" in result.output
+    assert "files      2 files (0 empty, 2 ignored: train/README.md, validation/README.md)" in result.output
+    assert "files named for several splits, all read (train 1, validation 1): to read one split" in result.output

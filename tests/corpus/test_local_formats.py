@@ -155,26 +155,27 @@ def test_a_datasets_cache_folder_reads_the_requested_split_alone(tmp_path, recor
 
 
 @pytest.mark.parametrize("layout", ["shards", "folders"])
-def test_a_folder_of_files_named_for_several_splits_reads_the_requested_one(tmp_path, records, layout):
+def test_a_folder_of_files_named_for_several_splits_is_read_whole_and_says_so(tmp_path, records, layout):
     """A local copy of a Hub dataset (data/train-00000-of-00001.parquet beside data/test-...) or a corpus cut into
-    train/ and test/ folders (SlimPajama's layout) was read whole, its splits added up; --split was refused."""
+    train/ and dev/ folders: read whole, as every folder, and the description counts the files of each split named
+    (the report says so: they were added up without a word). Read as datasets names splits (dev is validation)."""
     half = len(records) // 2
-    names = {"shards": ("data/train-00000-of-00001.jsonl", "data/test-00000-of-00001.jsonl"),
-             "folders": ("train/chunk1/a.jsonl", "test/chunk1/a.jsonl")}[layout]  # fmt: skip
+    names = {"shards": ("data/train-00000-of-00001.jsonl", "data/test-00000-of-00001-5ab1b5eb.jsonl"),
+             "folders": ("train/chunk1/a.jsonl", "dev/chunk1/a.jsonl")}[layout]  # fmt: skip
     for name, part in zip(names, (records[:half], records[half:]), strict=True):
         (tmp_path / name).parent.mkdir(parents=True, exist_ok=True)
         write_jsonl(tmp_path / name, part)
-    write_jsonl(tmp_path / "notes.jsonl", records[:1])  # named for no split: read with either
-    train = open_corpus("slimpajama", data_files=str(tmp_path))
-    assert Counter(read_all(train)) == Counter(expected(records[:1] + records[:half]))  # walked in name order
-    assert train.description["split"] == "train"
-    test = open_corpus("slimpajama", data_files=str(tmp_path), split="test")
-    assert Counter(read_all(test)) == Counter(expected(records[:1] + records[half:]))
-    assert [p.rsplit("/", 1)[-1] for p in test.description["ignored_examples"]] == [names[0].rsplit("/", 1)[-1]]
-    with pytest.raises(FreqlabError, match=r"files of the splits test, train .* no split 'validation'"):
-        open_corpus("slimpajama", data_files=str(tmp_path), split="validation")
-    glob = open_corpus("slimpajama", data_files=str(tmp_path / "**" / "*.jsonl"))  # files named one by one
-    assert len(read_all(glob)) == 1 + len(records)
+    write_jsonl(tmp_path / "notes.jsonl", records[:1])  # named for no split
+    corpus = open_corpus("slimpajama", data_files=str(tmp_path))
+    assert Counter(read_all(corpus)) == Counter(expected(records[:1] + records))
+    other = "test" if layout == "shards" else "validation"
+    assert corpus.description["splits_named"] == dict(sorted({other: 1, "train": 1}.items()))
+    assert "split" not in corpus.description
+    alone = "data/train-*" if layout == "shards" else "train"  # one split's files: a glob, or its folder
+    one = open_corpus("slimpajama", data_files=str(tmp_path / alone))
+    assert "splits_named" not in one.description
+    with pytest.raises(FreqlabError, match="--split 'test' applies to Hugging Face datasets"):
+        open_corpus("slimpajama", data_files=str(tmp_path), split="test")
 
 
 def test_folders_globs_sorting_and_ignored_files(tmp_path, records):
