@@ -270,33 +270,71 @@ def split_named(relative: str) -> str | None:
 
 def is_datasets_cache(folder: str) -> bool:
     """True for a folder of the ``datasets`` cache (``load_dataset``'s prepared data): a ``dataset_info.json``
-    naming its splits beside ``<name>-<split>[-NNNNN-of-NNNNN].arrow`` files, and no ``state.json``.
+    naming its splits and its dataset beside at least one ``<name>-<split>[-NNNNN-of-NNNNN].arrow`` file, and no
+    ``state.json``. A ``dataset_info.json`` that is unreadable or of another shape makes a folder like any other.
     """
-    info = os.path.join(folder, "dataset_info.json")
-    if not os.path.isfile(info) or os.path.isfile(os.path.join(folder, "state.json")):
-        return False
-    data = _read_json(info)
-    return isinstance(data, dict) and isinstance(data.get("splits"), dict) and "builder_name" in data
+    info = _datasets_info(folder)
+    return info is not None and any(_split_files(folder, info, split) for split in info["splits"])
 
 
 def datasets_cache_files(folder: str, split: str) -> list[str]:
     """The Arrow files of ``split`` in a ``datasets`` cache folder (:func:`is_datasets_cache`), in shard order: the
-    other splits and the ``cache-*.arrow`` results of ``.map()`` beside them are no part of it.
+    other splits and the ``cache-*.arrow`` results of ``.map()`` beside them are no part of it. A shard missing
+    from its ``-of-N`` run is an error: the split would be read short.
     """
-    info = _read_json(os.path.join(folder, "dataset_info.json"))
-    splits = info["splits"]
-    if split not in splits:
+    info = _datasets_info(folder)
+    assert info is not None  # a cache folder
+    if split not in info["splits"]:
         raise FreqlabError(
             f"{folder}: a datasets cache folder (dataset_info.json) without split {split!r} (splits: "
-            f"{', '.join(map(str, splits))}): choose one with --split"
+            f"{', '.join(map(str, info['splits']))}): choose one with --split"
         )
-    entry = splits[split] if isinstance(splits[split], dict) else {}
-    name = entry.get("dataset_name") or info.get("dataset_name") or info.get("builder_name")
-    own = re.compile(rf"{re.escape(str(name))}-{re.escape(split)}(-\d{{5}}-of-\d{{5}})?\.arrow")
-    files = sorted(entry for entry in os.listdir(folder) if own.fullmatch(entry))
+    files = _split_files(folder, info, split)
     if not files:
-        raise FreqlabError(f"{folder}: a datasets cache folder whose split {split!r} has no file {name}-{split}*.arrow")
-    return [os.path.join(folder, entry) for entry in files]
+        raise FreqlabError(f"{folder}: a datasets cache folder whose split {split!r} has no Arrow file")
+    shards = [_SHARD.search(name) for name in files]
+    if any(shards):
+        count = int(shards[0].group(2)) if shards[0] else 0
+        have = sorted(int(m.group(1)) for m in shards if m)
+        if len(have) != len(files) or have != list(range(count)):
+            missing = sorted(set(range(count)) - set(have))
+            raise FreqlabError(
+                f"{folder}: split {split!r} of a datasets cache folder holds {len(files)} of its {count} shards "
+                f"(missing: {', '.join(f'{k:05d}' for k in missing[:5]) or 'none'}): it would be read short"
+            )
+    return [os.path.join(folder, name) for name in files]
+
+
+_SHARD = re.compile(r"-(\d{5})-of-(\d{5})\.arrow$")
+
+
+def _datasets_info(folder: str) -> dict | None:
+    """The ``dataset_info.json`` of a datasets cache folder: its splits (a mapping) and the name its files carry;
+    None when there is none, it cannot be read, or it has another shape (or ``state.json`` is there: a saved one).
+    """
+    path = os.path.join(folder, "dataset_info.json")
+    if not os.path.isfile(path) or os.path.isfile(os.path.join(folder, "state.json")):
+        return None
+    try:
+        with open(path, encoding="utf-8") as handle:
+            info = json.load(handle)
+    except (OSError, ValueError):
+        return None
+    if not isinstance(info, dict) or not isinstance(info.get("splits"), dict):
+        return None
+    name = info.get("dataset_name") or info.get("builder_name")
+    return {"splits": info["splits"], "name": name} if isinstance(name, str) and name else None
+
+
+def _split_files(folder: str, info: dict, split: str) -> list[str]:
+    """The names of ``split``'s Arrow files in the cache folder, sorted (shard order)."""
+    entry = info["splits"].get(split)
+    name = entry.get("dataset_name") if isinstance(entry, dict) and entry.get("dataset_name") else info["name"]
+    own = re.compile(rf"{re.escape(str(name))}-{re.escape(str(split))}(-\d{{5}}-of-\d{{5}})?\.arrow")
+    try:
+        return sorted(entry for entry in os.listdir(folder) if own.fullmatch(entry))
+    except OSError:
+        return []
 
 
 def _read_json(path: str) -> dict:

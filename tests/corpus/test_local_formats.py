@@ -178,6 +178,37 @@ def test_a_folder_of_files_named_for_several_splits_is_read_whole_and_says_so(tm
         open_corpus("slimpajama", data_files=str(tmp_path), split="test")
 
 
+def _arrow_stream(path, texts):
+    import pyarrow as pa
+
+    table = pa.table({"text": texts})
+    with pa.OSFile(str(path), "wb") as sink, pa.ipc.new_stream(sink, table.schema) as writer:
+        writer.write_table(table)
+
+
+def test_a_datasets_cache_folder_missing_a_shard_is_refused_and_lookalikes_are_plain_folders(tmp_path):
+    """A split written in shards (json-train-0000k-of-00002.arrow) with one gone was read short (300 of 600
+    documents, exit 0); a folder whose dataset_info.json names splits but holds no such Arrow file (or whose
+    dataset_info.json is not JSON) was taken for a cache and refused."""
+    cache = tmp_path / "cache"
+    cache.mkdir()
+    info = {"builder_name": "json", "dataset_name": "json", "splits": {"train": {"name": "train", "num_examples": 4}}}
+    (cache / "dataset_info.json").write_text(json.dumps(info))
+    for k in range(2):
+        _arrow_stream(cache / f"json-train-0000{k}-of-00002.arrow", [f"doc {k} a", f"doc {k} b"])
+    assert len(read_all(open_corpus(str(cache)))) == 4
+    (cache / "json-train-00001-of-00002.arrow").unlink()
+    with pytest.raises(FreqlabError, match=r"holds 1 of its 2 shards \(missing: 00001\): it would be read short"):
+        open_corpus(str(cache))
+    plain = tmp_path / "plain"
+    (plain / "data").mkdir(parents=True)
+    (plain / "dataset_info.json").write_text(json.dumps(info))
+    write_jsonl(plain / "data" / "part.jsonl", [{"text": "x"}])
+    assert len(read_all(open_corpus(str(plain)))) == 1
+    (plain / "dataset_info.json").write_text("{not json")
+    assert len(read_all(open_corpus(str(plain)))) == 1
+
+
 def test_folders_globs_sorting_and_ignored_files(tmp_path, records):
     root = tmp_path / "SlimPajama" / "train"
     write_jsonl(root / "chunk2" / "example_train_0.jsonl.zst", records[10:])
