@@ -19,7 +19,7 @@ from freqlab.cli.options import (
     json_option,
     renamed_option,
 )
-from freqlab.cli.plan_inputs import frequency_inputs, frequency_options, require
+from freqlab.cli.plan_inputs import frequency_inputs, frequency_options, refuse_unused_frequency_options, require
 from freqlab.errors import FreqlabError
 from freqlab.plan import harpe
 from freqlab.plan.waveform import DistanceGrid
@@ -145,14 +145,16 @@ def _grid_choice(
     if grid_text and (hist or schedule):
         raise click.UsageError("give either --grid or --hist/--schedule, not both")
     if grid_text:
+        refuse_unused_frequency_options("--hist, not --grid")
         return harpe.GridChoice(_parse_grid(grid_text), f"distance grid given: {grid_text}"), {}
     if hist or schedule:
         window, inputs, mix = frequency_inputs(
             L, hist, regime, tokens, tau, schedule, mass, weights, as_json=as_json, default_L=target
         )
         return harpe.grid_from_frequency(well_trained_range(window, **inputs), target), mix
-    if tokens is not None or L is not None:
-        raise click.UsageError("--L/--tokens need --hist (the histogram to derive N* from)")
+    if L is not None:
+        raise click.UsageError("--L needs --hist (the histogram to derive N* from)")
+    refuse_unused_frequency_options("--hist")
     return harpe.default_grid(target), {}
 
 

@@ -106,16 +106,20 @@ def frequency_inputs(
         return L, {**inputs, "histogram": h, "regime": regime}, mix_json(h, mix, L, regime) if as_json else {}
     if weights:
         raise click.UsageError("--weights weights the sources of a --hist (or the stages of a --schedule)")
-    ctx = click.get_current_context()
-    given = [
-        f"--{name}"
-        for name in ("tokens", "tau", "mass")
-        if ctx.get_parameter_source(name) is ParameterSource.COMMANDLINE
-    ]
-    if given:  # they choose N* from a corpus's frequency: without one the plan took its default and said nothing
-        verb = "needs" if len(given) == 1 else "need"
-        raise click.UsageError(f"{'/'.join(given)} {verb} --hist or --schedule (it sets the well-trained range from f)")
+    refuse_unused_frequency_options("--hist or --schedule")
     return L, inputs, {}
+
+
+def refuse_unused_frequency_options(needed: str) -> None:
+    """A usage error naming the options that set N* from a frequency (``--tokens``, ``--tau``, ``--tau-from``,
+    ``--mass``) given on the command line where none is: the plan took its default and said nothing.
+    """
+    ctx = click.get_current_context()
+    names = ("tokens", "tau", "tau_from", "mass")
+    given = [f"--{n.replace('_', '-')}" for n in names if ctx.get_parameter_source(n) is ParameterSource.COMMANDLINE]
+    if given:
+        verb = "needs" if len(given) == 1 else "need"
+        raise click.UsageError(f"{'/'.join(given)} {verb} {needed} (it sets the well-trained range from f)")
 
 
 def require(ok: bool, option: str, message: str) -> None:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import math
+import re
 from fractions import Fraction
 
 import numpy as np
@@ -532,13 +533,16 @@ def test_a_budget_that_trains_no_position_says_so_never_n_star_minus_one_is_minu
     "args",
     [("string", "--L", "4K", "--tokens", "5T"), ("string", "--L", "4K", "--mass", "0.2"),
      ("rope", "--L", "4K", "--extend-to", "16K", "--tau", "1"),
-     ("self-extend", "--L", "4K", "--extend-to", "16K", "--tokens", "1T", "--tau", "1")],
+     ("self-extend", "--L", "4K", "--extend-to", "16K", "--tokens", "1T", "--tau", "1"),
+     ("string", "--L", "4K", "--tau-from", "TAU"), ("harpe", "--tau", "1e9"), ("harpe", "--mass", "0.5"),
+     ("harpe", "--grid", "100:4000", "--tokens", "1T")],
 )  # fmt: skip
-def test_frequency_options_without_a_frequency_are_usage_errors(args):
+def test_frequency_options_without_a_frequency_are_usage_errors(args, tmp_path):
     """They set the well-trained range from a histogram's f: without one the plan took its default (rule: default)
     and exited 0, as if they had been used."""
-    result = run("plan", *args)
-    assert result.exit_code == 2 and "--hist or --schedule" in result.output, result.output
+    assert run("calibrate", "--out", tmp_path / "tau.json").exit_code == 0
+    result = run("plan", *[tmp_path / "tau.json" if a == "TAU" else a for a in args])
+    assert result.exit_code == 2 and re.search(r"needs? --hist", result.output), result.output
     assert run("plan", "string", "--L", "4K", "--mass", "nan").exit_code == 2  # nan passed click's range check
 
 
