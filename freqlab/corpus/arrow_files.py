@@ -125,6 +125,9 @@ def parquet_batches(
     return batches, first_row
 
 
+END_OF_STREAM = b"\xff\xff\xff\xff\x00\x00\x00\x00"  # Arrow IPC's end-of-stream marker (since 0.15)
+
+
 def _arrow_source(path: str) -> pa.NativeFile:
     return pa.PythonFile(open_input(path), mode="r") if is_url(path) else pa.memory_map(os.fsencode(path))
 
@@ -162,22 +165,29 @@ def check_stream_end(path: str, batches: int) -> None:
     nothing after it. pyarrow reads a stream cut between two messages (a copy or download cut short, a writer
     killed before it closed) as a shorter valid stream, and stops at the first marker of streams written one after
     another: either would lose documents silently. The messages are walked again, without decoding (zero-copy over
-    the memory map); ``batches``: how many were read, for the message.
+    the memory map); of a remote stream whose last bytes are the marker, only those are read (a second download
+    otherwise). ``batches``: how many were read, for the message.
     """
-    source = _arrow_source(path)
-    messages = pa.ipc.MessageReader.open_stream(source)
-    while True:
-        end = source.tell()
-        try:
-            messages.read_next_message()
-        except StopIteration:
-            break
-    if source.tell() == end:  # the bytes ended where a message could start: no marker (8 bytes, 4 before Arrow 0.15)
-        raise pa.ArrowInvalid(
-            f"the stream ends after {batches} record batches without Arrow's end-of-stream marker: cut short?"
-        )
-    if source.read(1):
-        raise pa.ArrowInvalid(
-            f"bytes follow the end-of-stream marker after {batches} record batches (streams written one after "
-            "another are not one stream)"
-        )
+    with _arrow_source(path) as source:
+        if is_url(path) and source.size() >= len(END_OF_STREAM):  # the last bytes alone: no second download
+            source.seek(source.size() - len(END_OF_STREAM))
+            if source.read(len(END_OF_STREAM)) == END_OF_STREAM:
+                return
+            source.seek(0)
+        messages = pa.ipc.MessageReader.open_stream(source)
+        while True:
+            end = source.tell()
+            try:
+                messages.read_next_message()
+            except StopIteration:
+                break
+        if source.tell() == end:  # the bytes ended where a message could start: no marker (8 bytes; 4 before 0.15)
+            raise pa.ArrowInvalid(
+                f"the stream ends after {batches} record batches without Arrow's end-of-stream marker: cut short, "
+                "or written by a writer that does not end its streams (rewrite it with pyarrow or polars)"
+            )
+        if source.read(1):
+            raise pa.ArrowInvalid(
+                f"bytes follow the end-of-stream marker after {batches} record batches (streams written one after "
+                "another are not one stream)"
+            )

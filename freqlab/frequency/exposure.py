@@ -185,7 +185,8 @@ def source_tails(histogram, L: int | None = None, regime: str = "natural", thres
     -------
     list of dict
         One row per source and, last, one for all of them (``source`` ``(all)``,
-        :data:`~freqlab.formats.ALL_SOURCES`): ``source``, ``tokens`` and ``tails`` (threshold label -> share).
+        :data:`~freqlab.formats.ALL_SOURCES`, ``total`` true): ``source``, ``total``, ``tokens`` and ``tails``
+        (threshold label -> share).
 
     Examples
     --------
@@ -207,13 +208,14 @@ def source_tails(histogram, L: int | None = None, regime: str = "natural", thres
     parts = [*(histogram.sources or {}).items(), (ALL_SOURCES, histogram)]
     window = check_window(L) if L is not None else longest_document_window(histogram)
     rows = []
-    for name, part in parts:
+    for k, (name, part) in enumerate(parts):
         lengths, counts = check_histogram(part.lengths, part.counts)
         f = segment_frequency(segments(lengths, counts, window, regime))
         shares = tail_shares(f, thresholds)
         rows.append(
             {
                 "source": name,
+                "total": k == len(parts) - 1,  # the row of all sources (a source may be called anything)
                 "tokens": int(f[0]),
                 "L": window,
                 "regime": regime,

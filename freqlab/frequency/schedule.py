@@ -39,6 +39,7 @@ tokens that reached relative positions at or beyond each earlier stage's window.
 
 from __future__ import annotations
 
+import datetime
 from dataclasses import dataclass, replace
 from fractions import Fraction
 from pathlib import Path
@@ -160,7 +161,8 @@ def parse_schedule(
         raw, provenance = _annotations(raw, where)
         name = _text(raw.get("name", f"stage-{number}"), f"{where}: name")
         if any(stage.name == name for stage in stages):  # the report and the reach table tell stages by name
-            raise FreqlabError(f"{where}: name {name!r} is the name of an earlier stage too")
+            own = "name" if "name" in raw else "default name (give it a name)"
+            raise FreqlabError(f"{where}: its {own} {name!r} is the name of an earlier stage too")
         where = f"{source}: stage {number} ({name})"
         try:
             L = parse_positions(raw.get("L"))
@@ -201,8 +203,10 @@ def parse_schedule(
 
 
 def _text(value, where: str) -> str:
-    """A name, title or note: a string, or a number written as one (``name: 2024``); else an error naming it."""
-    if isinstance(value, bool) or not isinstance(value, str | int | float):
+    """A name, title or note: a string, or a number or date written as one (``name: 2024``, ``name: 2024-01-01``,
+    which YAML reads as a date); else an error naming it.
+    """
+    if isinstance(value, bool) or not isinstance(value, str | int | float | datetime.date):
         raise FreqlabError(f"{where} must be text, got {brief(value)}")
     return str(value)
 

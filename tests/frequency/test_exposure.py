@@ -76,4 +76,5 @@ def test_a_source_called_all_keeps_its_row_beside_the_total():
     h = combine_sources({"all": LengthHistogram.from_lengths([10]), "b": LengthHistogram.from_lengths([20, 20])})
     rows = source_tails(h, thresholds=(4,))
     assert [(row["source"], row["tokens"]) for row in rows] == [("all", 10), ("b", 40), ("(all)", 50)]
+    assert [row["total"] for row in rows] == [False, False, True]  # a source called "(all)" is told apart so
     assert rows[0]["tails"]["4"] == 6 / 10  # a document of 10: tokens 4..9 have at least 4 tokens of context

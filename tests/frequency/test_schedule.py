@@ -1,5 +1,6 @@
 """Multi-stage schedules: stage frequencies scaled to their budgets add up."""
 
+import datetime
 from fractions import Fraction
 
 import numpy as np
@@ -276,7 +277,7 @@ def test_a_pose_stage_beyond_int64_keeps_its_exact_expectation(tmp_path):
         ({"title": ["x"]}, r"s\.yaml: title must be text"),
         ({"stages": [{"name": [1, 2], "L": 8, "tokens": 10}]}, r"stage 1: name must be text, got \[1, 2\]"),
         ({"stages": [{"name": "a", "L": 8, "tokens": 10}, {"name": "a", "L": 16, "tokens": 10}]},
-         r"stage 2: name 'a' is the name of an earlier stage too"),
+         r"stage 2: its name 'a' is the name of an earlier stage too"),
     ],
 )  # fmt: skip
 def test_schedule_texts_of_the_wrong_type_are_one_line_naming_the_file(tmp_path, change, message):
@@ -287,3 +288,8 @@ def test_schedule_texts_of_the_wrong_type_are_one_line_naming_the_file(tmp_path,
                            "notes": "one", "title": None}, source="s").stages[0].name == "2024"  # fmt: skip
     good = {"histogram": "h.parquet", "stages": [{"name": "a", "L": 8, "tokens": 10}], "sources": 5}
     assert parse_schedule(good, source="s").sources == ("5",)
+    dated = {**good, "stages": [{"name": datetime.date(2024, 1, 1), "L": 8, "tokens": 10}]}  # YAML's 2024-01-01
+    assert parse_schedule(dated, source="s").stages[0].name == "2024-01-01"
+    unnamed = {**good, "stages": [{"name": "stage-2", "L": 8, "tokens": 10}, {"L": 8, "tokens": 10}]}
+    with pytest.raises(FreqlabError, match=r"stage 2: its default name \(give it a name\) 'stage-2'"):
+        parse_schedule(unnamed, source="s")
