@@ -125,9 +125,6 @@ def parquet_batches(
     return batches, first_row
 
 
-END_OF_STREAM = b"\xff\xff\xff\xff\x00\x00\x00\x00"  # Arrow IPC's end-of-stream marker (since 0.15)
-
-
 def _arrow_source(path: str) -> pa.NativeFile:
     return pa.PythonFile(open_input(path), mode="r") if is_url(path) else pa.memory_map(os.fsencode(path))
 
@@ -165,15 +162,10 @@ def check_stream_end(path: str, batches: int) -> None:
     nothing after it. pyarrow reads a stream cut between two messages (a copy or download cut short, a writer
     killed before it closed) as a shorter valid stream, and stops at the first marker of streams written one after
     another: either would lose documents silently. The messages are walked again, without decoding (zero-copy over
-    the memory map); of a remote stream whose last bytes are the marker, only those are read (a second download
-    otherwise). ``batches``: how many were read, for the message.
+    the memory map; a remote stream is downloaded again: a stream cut short, or two streams, may end with bytes
+    that are the marker). ``batches``: how many were read, for the message.
     """
-    with _arrow_source(path) as source:
-        if is_url(path) and source.size() >= len(END_OF_STREAM):  # the last bytes alone: no second download
-            source.seek(source.size() - len(END_OF_STREAM))
-            if source.read(len(END_OF_STREAM)) == END_OF_STREAM:
-                return
-            source.seek(0)
+    with _arrow_source(path) as source:  # a remote stream is read again: its last bytes alone prove nothing
         messages = pa.ipc.MessageReader.open_stream(source)
         while True:
             end = source.tell()

@@ -216,6 +216,8 @@ class ArrowFormat(FileFormat):
         """Row count (reads only batch headers through the memory map); None when the file is corrupt."""
         if not file.size:
             return 0
+        if file.remote:  # counting a remote stream's rows downloads it: the count is not worth that
+            return None
         try:
             return sum(batch.num_rows for batch in arrow_batches(file.path))
         except _ARROW_ERRORS:

@@ -269,72 +269,57 @@ def split_named(relative: str) -> str | None:
 
 
 def is_datasets_cache(folder: str) -> bool:
-    """True for a folder of the ``datasets`` cache (``load_dataset``'s prepared data): a ``dataset_info.json``
-    naming its splits and its dataset beside at least one ``<name>-<split>[-NNNNN-of-NNNNN].arrow`` file, and no
-    ``state.json``. A ``dataset_info.json`` that is unreadable or of another shape makes a folder like any other.
+    """True for a folder of the ``datasets`` cache (``load_dataset``'s prepared data): a ``dataset_info.json`` beside
+    Arrow files (``<name>-<split>[-NNNNN-of-NNNNN].arrow``, ``.map()``'s ``cache-*.arrow``), and no ``state.json``
+    (a saved dataset). Its metadata is read by :func:`datasets_cache_files`: one that does not say which files are a
+    split is an error, since the folder read whole would add up its splits and their ``.map()`` copies.
     """
-    info = _datasets_info(folder)
-    return info is not None and any(_split_files(folder, info, split) for split in info["splits"])
+    if not os.path.isfile(os.path.join(folder, "dataset_info.json")):
+        return False
+    if os.path.isfile(os.path.join(folder, "state.json")):
+        return False
+    try:
+        return any(entry.endswith(".arrow") for entry in os.listdir(folder))
+    except OSError:
+        return False
 
 
 def datasets_cache_files(folder: str, split: str) -> list[str]:
     """The Arrow files of ``split`` in a ``datasets`` cache folder (:func:`is_datasets_cache`), in shard order: the
-    other splits and the ``cache-*.arrow`` results of ``.map()`` beside them are no part of it. A shard missing
-    from its ``-of-N`` run is an error: the split would be read short.
-    """
-    info = _datasets_info(folder)
-    assert info is not None  # a cache folder
-    if split not in info["splits"]:
-        raise FreqlabError(
-            f"{folder}: a datasets cache folder (dataset_info.json) without split {split!r} (splits: "
-            f"{', '.join(map(str, info['splits']))}): choose one with --split"
-        )
-    files = _split_files(folder, info, split)
-    if not files:
-        raise FreqlabError(f"{folder}: a datasets cache folder whose split {split!r} has no Arrow file")
-    shards = [_SHARD.search(name) for name in files]
-    if any(shards):
-        count = int(shards[0].group(2)) if shards[0] else 0
-        have = sorted(int(m.group(1)) for m in shards if m)
-        if len(have) != len(files) or have != list(range(count)):
-            missing = sorted(set(range(count)) - set(have))
-            raise FreqlabError(
-                f"{folder}: split {split!r} of a datasets cache folder holds {len(files)} of its {count} shards "
-                f"(missing: {', '.join(f'{k:05d}' for k in missing[:5]) or 'none'}): it would be read short"
-            )
-    return [os.path.join(folder, name) for name in files]
-
-
-_SHARD = re.compile(r"-(\d{5})-of-(\d{5})\.arrow$")
-
-
-def _datasets_info(folder: str) -> dict | None:
-    """The ``dataset_info.json`` of a datasets cache folder: its splits (a mapping) and the name its files carry;
-    None when there is none, it cannot be read, or it has another shape (or ``state.json`` is there: a saved one).
+    other splits and the ``cache-*.arrow`` results of ``.map()`` beside them are no part of it. A run of
+    ``-of-N`` shards must be whole (else the split would be read short).
     """
     path = os.path.join(folder, "dataset_info.json")
-    if not os.path.isfile(path) or os.path.isfile(os.path.join(folder, "state.json")):
-        return None
-    try:
-        with open(path, encoding="utf-8") as handle:
-            info = json.load(handle)
-    except (OSError, ValueError):
-        return None
-    if not isinstance(info, dict) or not isinstance(info.get("splits"), dict):
-        return None
-    name = info.get("dataset_name") or info.get("builder_name")
-    return {"splits": info["splits"], "name": name} if isinstance(name, str) and name else None
-
-
-def _split_files(folder: str, info: dict, split: str) -> list[str]:
-    """The names of ``split``'s Arrow files in the cache folder, sorted (shard order)."""
-    entry = info["splits"].get(split)
-    name = entry.get("dataset_name") if isinstance(entry, dict) and entry.get("dataset_name") else info["name"]
-    own = re.compile(rf"{re.escape(str(name))}-{re.escape(str(split))}(-\d{{5}}-of-\d{{5}})?\.arrow")
-    try:
-        return sorted(entry for entry in os.listdir(folder) if own.fullmatch(entry))
-    except OSError:
-        return []
+    info = _read_json(path)
+    splits = info.get("splits") if isinstance(info, dict) else None
+    name = info.get("dataset_name") or info.get("builder_name") if isinstance(info, dict) else None
+    if not isinstance(splits, dict) or not isinstance(name, str) or not name:
+        raise FreqlabError(
+            f"{path}: a datasets cache folder whose dataset_info.json names no splits or dataset (read whole, it "
+            "would add up its splits and .map() copies): give the split's Arrow files"
+        )
+    if split not in splits:
+        raise FreqlabError(
+            f"{folder}: a datasets cache folder (dataset_info.json) without split {split!r} (splits: "
+            f"{', '.join(map(str, splits))}): choose one with --split"
+        )
+    entry = splits[split]
+    name = entry["dataset_name"] if isinstance(entry, dict) and isinstance(entry.get("dataset_name"), str) else name
+    own = re.compile(rf"{re.escape(name)}-{re.escape(str(split))}(-(\d{{5}})-of-(\d{{5}}))?\.arrow")
+    matches = sorted((m for m in map(own.fullmatch, os.listdir(folder)) if m), key=lambda m: m.string)
+    if not matches:
+        raise FreqlabError(f"{folder}: a datasets cache folder whose split {split!r} has no file {name}-{split}*.arrow")
+    shards = [m for m in matches if m.group(1)]
+    if shards:  # a whole run 0..N-1 of one N, alone
+        count = int(shards[0].group(3))
+        numbers = [int(m.group(2)) for m in shards]
+        if len(shards) != len(matches) or {int(m.group(3)) for m in shards} != {count} or numbers != list(range(count)):
+            raise FreqlabError(
+                f"{folder}: split {split!r} of a datasets cache folder is not one whole run of shards "
+                f"({', '.join(m.string for m in matches[:4])}{', ...' if len(matches) > 4 else ''}; "
+                f"{count} expected): a shard missing would read it short, one too many twice"
+            )
+    return [os.path.join(folder, m.string) for m in matches]
 
 
 def _read_json(path: str) -> dict:
@@ -445,7 +430,10 @@ class FileFinder:
             elif os.path.isfile(os.path.join(folder, "dataset_dict.json")):  # a DatasetDict's other splits: the same
                 splits = _read_json(os.path.join(folder, "dataset_dict.json")).get("splits", [])
                 for other in (s for s in splits if s != self.split):
-                    self.found.ignored += saved_dataset_files(folder, other)
+                    try:
+                        self.found.ignored += saved_dataset_files(folder, other)
+                    except FreqlabError:  # a split not read need not be readable: it is not counted, that's all
+                        continue
             return
         try:
             entries = sorted(os.listdir(folder))

@@ -124,8 +124,10 @@ def test_saved_dataset_dict_reads_the_requested_split(tmp_path, records):
     assert read_all(open_corpus("slimpajama", data_files=str(folder))) == expected(records[:half])
     validation = open_corpus("slimpajama", data_files=str(folder), split="validation")
     assert read_all(validation) == expected(records[half:])
-    # the other split's files are passed over and counted, as the report says
+    # the other split's files are passed over and counted, as the report says; one that cannot be read stops nothing
     assert validation.description["ignored_files"] == 1 and "train" in validation.description["ignored_examples"][0]
+    (folder / "train" / "state.json").unlink()
+    assert read_all(open_corpus("slimpajama", data_files=str(folder), split="validation")) == expected(records[half:])
 
 
 def test_a_datasets_cache_folder_reads_the_requested_split_alone(tmp_path, records, monkeypatch):
@@ -188,8 +190,9 @@ def _arrow_stream(path, texts):
 
 def test_a_datasets_cache_folder_missing_a_shard_is_refused_and_lookalikes_are_plain_folders(tmp_path):
     """A split written in shards (json-train-0000k-of-00002.arrow) with one gone was read short (300 of 600
-    documents, exit 0); a folder whose dataset_info.json names splits but holds no such Arrow file (or whose
-    dataset_info.json is not JSON) was taken for a cache and refused."""
+    documents, exit 0); a cache folder whose metadata does not say which files are the split is an error (read
+    whole, it adds up its splits and .map() copies); a folder with a dataset_info.json and no Arrow file beside it
+    is a folder like any other."""
     cache = tmp_path / "cache"
     cache.mkdir()
     info = {"builder_name": "json", "dataset_name": "json", "splits": {"train": {"name": "train", "num_examples": 4}}}
@@ -198,8 +201,17 @@ def test_a_datasets_cache_folder_missing_a_shard_is_refused_and_lookalikes_are_p
         _arrow_stream(cache / f"json-train-0000{k}-of-00002.arrow", [f"doc {k} a", f"doc {k} b"])
     assert len(read_all(open_corpus(str(cache)))) == 4
     (cache / "json-train-00001-of-00002.arrow").unlink()
-    with pytest.raises(FreqlabError, match=r"holds 1 of its 2 shards \(missing: 00001\): it would be read short"):
+    with pytest.raises(FreqlabError, match=r"is not one whole run of shards \(json-train-00000-of-00002.arrow; 2 "):
         open_corpus(str(cache))
+    _arrow_stream(cache / "json-train-00001-of-00002.arrow", ["x"])
+    _arrow_stream(cache / "json-train-00002-of-00002.arrow", ["y"])  # one too many: read twice, or a stale one
+    with pytest.raises(FreqlabError, match="one too many twice"):
+        open_corpus(str(cache))
+    (cache / "json-train-00002-of-00002.arrow").unlink()
+    for bad in ("{not json", json.dumps({**info, "builder_name": None, "dataset_name": None})):
+        (cache / "dataset_info.json").write_text(bad)  # metadata that does not say which files are the split
+        with pytest.raises(FreqlabError, match=r"dataset_info\.json"):
+            open_corpus(str(cache))
     plain = tmp_path / "plain"
     (plain / "data").mkdir(parents=True)
     (plain / "dataset_info.json").write_text(json.dumps(info))
