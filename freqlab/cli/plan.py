@@ -184,6 +184,8 @@ def self_extend_command(
     """
     if (G is None) != (w_n is None):
         raise click.UsageError("give --group and --window together")
+    require(well_trained is None or not (hist or schedule), "--well-trained",
+            "sets N* itself: drop --hist/--schedule, or --well-trained")  # fmt: skip
     L, inputs, mix = frequency_inputs(L, hist, regime, tokens, tau, schedule, mass, weights, as_json=as_json)
     require(N > L, "--extend-to", f"N = {N} is not above the training window L = {L}: Self-Extend extends beyond L "
                                   "(within L, see `freqlab plan string`)")  # fmt: skip
@@ -277,6 +279,8 @@ def rope_command(
         t: usage_error(lambda t=t: scaled_rotary_dims(t, head_dim, partial_rotary_factor), "--partial-rotary-factor")
         for t in chosen
     }
+    require(E is None or not (hist or schedule), "--effective-length",
+            "sets E itself: drop --hist/--schedule, or --effective-length")  # fmt: skip
     L, inputs, mix = frequency_inputs(L, hist, regime, tokens, tau, schedule, mass, weights, as_json=as_json)
     require(N > L, "--extend-to", f"N = {N} is not above the training window L = {L}: nothing to extend")
     require(E is None or E <= L, "--effective-length", f"E = {E} exceeds the training window L = {L}: E <= L")

@@ -19,7 +19,14 @@ from freqlab.cli.options import (
     json_option,
     renamed_option,
 )
-from freqlab.cli.plan_inputs import frequency_inputs, frequency_options, refuse_unused_frequency_options, require
+from freqlab.cli.plan_inputs import (
+    frequency_inputs,
+    frequency_options,
+    given_on_command_line,
+    needs,
+    refuse_unused_frequency_options,
+    require,
+)
 from freqlab.errors import FreqlabError
 from freqlab.plan import harpe
 from freqlab.plan.waveform import DistanceGrid
@@ -146,15 +153,19 @@ def _grid_choice(
         raise click.UsageError("give either --grid or --hist/--schedule, not both")
     if grid_text:
         refuse_unused_frequency_options("--hist, not --grid")
+        if unused := given_on_command_line("L", "regime", "weights"):
+            raise click.UsageError(f"{'/'.join(unused)}: --grid sets the grid itself (they derive it from --hist)")
         return harpe.GridChoice(_parse_grid(grid_text), f"distance grid given: {grid_text}"), {}
     if hist or schedule:
         window, inputs, mix = frequency_inputs(
             L, hist, regime, tokens, tau, schedule, mass, weights, as_json=as_json, default_L=target
         )
         return harpe.grid_from_frequency(well_trained_range(window, **inputs), target), mix
-    if L is not None:
-        raise click.UsageError("--L needs --hist (the histogram to derive N* from)")
-    refuse_unused_frequency_options("--hist")
+    if unused := given_on_command_line("L", "regime", "weights"):
+        raise click.UsageError(
+            f"{'/'.join(unused)} {needs(unused)} --hist or --schedule (the frequency to derive the grid from)"
+        )
+    refuse_unused_frequency_options("--hist or --schedule")
     return harpe.default_grid(target), {}
 
 

@@ -81,6 +81,7 @@ def frequency_inputs(
     rule (--tokens, else 1T: :mod:`freqlab.frequency.budget`) unless --mass is given; the budget line is printed.
     """
     inputs: FrequencyInputs = {"tokens": tokens, "tau": tau, "mass": mass}
+    _refuse_options_that_set_nothing(hist, schedule)
     if schedule:
         sf = schedule_frequency(load_schedule(schedule, histogram=hist, weights=weights))
         return (sf.window if L is None else L), {**inputs, "schedule": sf}, {}
@@ -110,16 +111,40 @@ def frequency_inputs(
     return L, inputs, {}
 
 
+def given_on_command_line(*names: str) -> list[str]:
+    """The options among ``names`` (parameter names) given on the command line, as ``--option``."""
+    ctx = click.get_current_context()
+    return [f"--{n.replace('_', '-')}" for n in names if ctx.get_parameter_source(n) is ParameterSource.COMMANDLINE]
+
+
+def _refuse_options_that_set_nothing(hist, schedule) -> None:
+    """Usage errors for frequency options the chosen source of f does not use (each was dropped without a word):
+    a schedule's stages set the budget and the regime; the mass rule takes no budget or threshold; without
+    --hist or --schedule no regime is read.
+    """
+    if schedule:
+        if unused := given_on_command_line("tokens", "mass", "regime"):
+            raise click.UsageError(f"{'/'.join(unused)}: a --schedule's stages set the budget and the regime")
+    elif hist:
+        if given_on_command_line("mass") and (budget := given_on_command_line("tokens", "tau", "tau_from")):
+            raise click.UsageError(
+                f"--mass is the rule without a budget: it takes no {'/'.join(budget)} (give one rule or the other)"
+            )
+    elif given_on_command_line("regime"):
+        raise click.UsageError("--regime needs --hist (the regime the histogram's documents are cut in)")
+
+
 def refuse_unused_frequency_options(needed: str) -> None:
     """A usage error naming the options that set N* from a frequency (``--tokens``, ``--tau``, ``--tau-from``,
     ``--mass``) given on the command line where none is: the plan took its default and said nothing.
     """
-    ctx = click.get_current_context()
-    names = ("tokens", "tau", "tau_from", "mass")
-    given = [f"--{n.replace('_', '-')}" for n in names if ctx.get_parameter_source(n) is ParameterSource.COMMANDLINE]
-    if given:
-        verb = "needs" if len(given) == 1 else "need"
-        raise click.UsageError(f"{'/'.join(given)} {verb} {needed} (it sets the well-trained range from f)")
+    if given := given_on_command_line("tokens", "tau", "tau_from", "mass"):
+        raise click.UsageError(f"{'/'.join(given)} {needs(given)} {needed} (it sets the well-trained range from f)")
+
+
+def needs(options: list[str]) -> str:
+    """``needs`` for one option, ``need`` for several."""
+    return "needs" if len(options) == 1 else "need"
 
 
 def require(ok: bool, option: str, message: str) -> None:

@@ -550,3 +550,27 @@ def test_a_test_length_up_to_S_is_said_to_change_nothing():
     text = run("plan", "string", "--L", "4K", "--test-length", "1K").output
     assert "note: test length 1024 is at most S = 1408: no distance reaches S, so STRING changes nothing" in text
     assert "changes nothing" not in run("plan", "string", "--L", "4K", "--test-length", "2K").output
+
+
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        (("string", "--schedule", "S", "--tokens", "5T"), "--tokens: a --schedule's stages set the budget"),
+        (("string", "--schedule", "S", "--mass", "0.5"), "--mass: a --schedule's stages set the budget"),
+        (("string", "--L", "2K", "--hist", "H", "--mass", "0.6", "--tokens", "1T"), "--mass is the rule without a"),
+        (("string", "--L", "2K", "--hist", "H", "--mass", "0.6", "--tau", "1B"), "it takes no --tau"),
+        (("string", "--L", "2K", "--regime", "concat"), "--regime needs --hist"),
+        (("harpe", "--regime", "concat"), "--regime needs --hist or --schedule"),
+        (("harpe", "--grid", "100:2000:10", "--L", "2K"), "--L: --grid sets the grid itself"),
+        (("self-extend", "--L", "4K", "--extend-to", "16K", "--well-trained", "3000", "--hist", "H"),
+         "sets N* itself"),
+        (("rope", "--L", "4K", "--extend-to", "16K", "--effective-length", "3000", "--hist", "H"), "sets E itself"),
+    ],
+)  # fmt: skip
+def test_options_the_chosen_frequency_does_not_use_are_usage_errors(args, message, tmp_path):
+    """Each printed the same plan as without it, exit 0 (second review of this stop's changes)."""
+    hist = LengthHistogram.from_counts([3000, 500], [10, 50]).to_parquet(tmp_path / "h.parquet")
+    (tmp_path / "s.yaml").write_text(f"histogram: {hist}\nstages:\n  - {{name: a, L: 2048, tokens: 1T}}\n")
+    result = run("plan", *[{"H": hist, "S": tmp_path / "s.yaml"}.get(a, a) for a in args])
+    assert result.exit_code == 2 and message in result.output, result.output
+    assert run("plan", "string", "--schedule", tmp_path / "s.yaml", "--tau", "1B").exit_code == 0  # it uses tau
