@@ -124,7 +124,7 @@ def string_command(
 ):  # fmt: skip
     """STRING shift S and local window W, with paste-ready HF and vLLM blocks (Sec. 4.1); or evaluate a given S.
 
-    S keeps every position STRING uses (up to L - S + W - 1) within the well-trained N* predicted from
+    S keeps every position STRING uses (up to max(S, L - S + W) - 1) within the well-trained N* predicted from
     --hist/--schedule, inside the paper's range L/3 <= S <= L/2 (default L/3, rounded up to --round-to).
 
     \b
@@ -168,7 +168,7 @@ def string_command(
 )
 @click.option("--group", "G", type=click.IntRange(min=1), default=None, help="Evaluate this group size G ...")
 @click.option("--window", "w_n", type=POSITIONS.within(0), default=None, help="... with this neighbour window.")
-@click.option("--min-window", type=POSITIONS, default=None, help="Smallest w_n [default: L/8].")
+@click.option("--min-window", type=POSITIONS, default=None, help="Smallest w_n [default: L/8, at least 1].")
 @click.option("--max-window", type=POSITIONS, default=None, help="Largest w_n [default: L/4].")
 @json_option
 def self_extend_command(

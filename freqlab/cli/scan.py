@@ -56,7 +56,7 @@ from freqlab.scan.settings import ENGINES, ON_ERROR
     "--split",
     default="train",
     show_default=True,
-    help="Dataset split (Hugging Face datasets, saved DatasetDict folders).",
+    help="Dataset split (Hugging Face datasets, saved DatasetDict folders, datasets cache folders).",
 )
 @click.option(
     "--data-files",

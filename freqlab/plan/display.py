@@ -78,7 +78,7 @@ def string_display(p) -> Display:
             f"{p.largest_position} ({'within' if p.within_well_trained else 'beyond'} N* − 1 = {p.N_star - 1})",
         ),
         (f"mass at overwritten positions ≥ L − S = {p.L - p.S}", percent(p.overwritten_share, 2)),
-        (f"mass at never-used positions ≥ L − S + W = {p.L - p.S + p.W}", percent(p.unused_share, 2)),
+        (f"mass at never-used positions ≥ max(S, L − S + W) = {p.largest_position + 1}", percent(p.unused_share, 2)),
         ("max_test_length", str(p.test_length)),
         *_notes(p.notes),
     ]

@@ -19,7 +19,8 @@ tried S from L/5 to L/2: performance grew with S, and the trend slowed once S ex
 repository's README, a different source, suggests shifted_offset 0.25-0.4 L (example int(0.33 * L)).
 freqlab follows the paper: from the well-trained range N* (see :mod:`freqlab.plan.well_trained`: the
 effective length freqlab predicts from a histogram, regime, budget and tau) it takes the smallest S that keeps
-every position STRING uses, up to L - S + W - 1, within 0..N*-1: S = L - N* + W, rounded up; it keeps S in the
+every position STRING uses, up to L - S + W - 1 (for S <= (L + W) / 2; S - 1 above), within 0..N*-1:
+S = L - N* + W, rounded up; it keeps S in the
 paper's range [L/3, L/2], reporting both values when they differ; without frequency information S = L/3 rounded
 *up* to a multiple of 64, so the default never falls below L/3. A given S (e.g. the README's int(0.33 L)) is
 evaluated instead. Beyond L, :func:`string_yarn` combines STRING with YaRN by the STRING repository's own rule (its
@@ -544,7 +545,8 @@ def string_yarn(
     factor 0.1·ln(2) + 1 (string_for_qwen2.py). The largest position STRING then uses, N - int(r·N) + W - 1, divided
     by the factor is about L.
 
-    ``ratio`` is their ``shifted_ratio`` (default S/L).
+    ``ratio`` is their ``shifted_ratio`` (default S/L); ``rope_theta`` the model's RoPE base for the YaRN blocks (not
+    given: 10000, and the blocks' notes say so).
 
     >>> e = string_yarn(32768, 10813, 128, 131072, ratio=0.33)  # Qwen2 32K -> 128K with their default ratio
     >>> e.S, round(e.factor, 6)
@@ -611,7 +613,8 @@ def plan_string(
     Notes
     -----
     STRING (Sec. 4 [1]_) maps a relative distance r >= S to r − S + W (Eq. 4), so it uses positions
-    0..L − S + W − 1. The frequency rule keeps them within the well-trained 0..N* − 1:
+    0..max(S, L − S + W) − 1 (L − S + W − 1 for S <= (L + W)/2: the distances below S are not moved). The
+    frequency rule keeps them within the well-trained 0..N* − 1:
     S_rule = L − N* + W rounded *up* to a multiple of ``round_to``, kept in the paper's range [L/3, L/2]
     (Sec. 4.1). Without frequency information S = L/3 (the paper's setting), rounded up.
 

@@ -40,7 +40,7 @@ def test_string_plan_with_a_frequency_draws_it():
     assert page.rows["S from the frequency rule alone"] == "640" and page.svgs == 1
     assert page.rows["largest position used, max(S, L − S + W) − 1"] == "1471 (within N* − 1 = 1536)"
     assert page.rows["mass at overwritten positions ≥ L − S = 1344"] == f"{100 * p.overwritten_share:.2f}%"
-    assert page.rows["mass at never-used positions ≥ L − S + W = 1472"] == f"{100 * p.unused_share:.2f}%"
+    assert page.rows["mass at never-used positions ≥ max(S, L − S + W) = 1472"] == f"{100 * p.unused_share:.2f}%"
 
 
 def test_self_extend_plan_and_check():
@@ -147,3 +147,11 @@ def test_plans_of_a_big_histogram_keep_their_reprs_short():
     assert upsample.rows["documents added"].count("documents of") == 3  # 40 sources added, 3 named
     assert upsample.rows["extra tokens X"] == f"{plans[3].extra_tokens:,}" and plans[3].extra_tokens > 0
     assert shown(plans[4]).rows["factor"] == "4"  # 512K / 128K
+
+
+def test_the_never_used_row_of_a_given_S_past_half_the_window_starts_at_S():
+    """It named L − S + W = 1224 beside the share of i >= 3000 (plan_string(4096, S=3000))."""
+    from freqlab.plan.string import plan_string
+
+    html = plan_string(4096, S=3000)._repr_html_()
+    assert "never-used positions ≥ max(S, L − S + W) = 3000" in html and "= 1224" not in html
