@@ -249,23 +249,23 @@ SPLIT_KEYWORDS = {
     "test": ("test", "testing", "eval", "evaluation"),
 }
 _SPLIT_OF = {word: split for split, words in SPLIT_KEYWORDS.items() for word in words}
-_SPLIT_FILE = re.compile(rf"({'|'.join(_SPLIT_OF)})(?:[-._ 0-9].*)?\.[^.]+(?:\.(?:gz|zst))?")
+# a split word between separators, as datasets' patterns match it ("**/*[-._ 0-9/]train[-._ 0-9]*")
+_SPLIT_WORD = re.compile(rf"(?:^|[-._ 0-9])({'|'.join(sorted(_SPLIT_OF, key=len, reverse=True))})(?=[-._ 0-9]|$)")
 
 
 def split_named(relative: str) -> str | None:
-    """The split a file's path within a folder names, as ``datasets`` reads names: its first folder named for one
-    (``train/``, ``dev/``, ``test/``...), else a file name starting with one (``test.jsonl``,
-    ``test-00000-of-00001.parquet``); None for any other path.
+    """The split a file's path within a folder names, as ``datasets`` reads names: the first folder, else the file
+    name (without its suffixes), holding a split word between separators (``train/``, ``dev_v2/``, ``test.jsonl``,
+    ``wiki_train.jsonl``, ``test-00000-of-00001.parquet``); None for any other path.
 
-    >>> split_named("data/test-00000-of-00001.parquet"), split_named("train/chunk1/x.jsonl"), split_named("a.jsonl")
+    >>> split_named("data/test-00000-of-00001.parquet"), split_named("train/a.jsonl"), split_named("latest.jsonl")
     ('test', 'train', None)
     """
     *folders, name = relative.split(os.sep)
-    for folder in folders:
-        if folder in _SPLIT_OF:
-            return _SPLIT_OF[folder]
-    match = _SPLIT_FILE.fullmatch(name)
-    return _SPLIT_OF[match.group(1)] if match else None
+    for part in (*folders, name.split(".", 1)[0]):
+        if match := _SPLIT_WORD.search(part.lower()):
+            return _SPLIT_OF[match.group(1)]
+    return None
 
 
 def is_datasets_cache(folder: str) -> bool:
@@ -361,8 +361,11 @@ class FileFinder:
             matches = sorted(glob.glob(path, recursive=True))
             if not matches:
                 raise FreqlabError(f"{spec}: no files match this pattern")
+            start = len(self.found.files)
             for match in matches:
                 self._visit(match, matched=True)
+            if any(os.path.isdir(match) for match in matches):  # folders matched are walked whole: said, as above
+                self._note_splits(os.path.dirname(path.split("*")[0].split("?")[0].split("[")[0]), start)
         elif os.path.isdir(path):
             start = len(self.found.files)
             self._walk(path)

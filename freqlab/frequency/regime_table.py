@@ -241,7 +241,8 @@ def describe(row: dict, *, detail: bool = False) -> str:
     if "effective_length" in row:
         line += f"; predicted effective length {row['effective_length']} at {human_count(row['budget_tokens'])} tokens"
         if row["effective_length"] == 0 and row.get("longest_position", 1) == 0:  # not the budget: the data
-            line += ": no segment is longer than one token, so no position past 0 is trained, whatever the budget"
+            cut = " (the window L = 1)" if row["L"] == 1 else ""
+            line += f": no segment is longer than one token{cut}, so no position past 0 is trained, whatever the budget"
         elif row["effective_length"] == 0:  # say that the budget is what limits it, and what budget would not
             line += f": {budget_note(row['budget_tokens'], row['tau'], row['tokens_needed_at_half'], row['half'])}"
     if detail:

@@ -160,6 +160,8 @@ def parse_schedule(
             raise FreqlabError(f"{where}: unknown key(s) {', '.join(sorted(unknown))}")
         raw, provenance = _annotations(raw, where)
         name = _text(raw.get("name", f"stage-{number}"), f"{where}: name")
+        if not name.strip():  # the report's stage column, the reach table: a stage is told by its name
+            raise FreqlabError(f"{where}: name is empty")
         if any(stage.name == name for stage in stages):  # the report and the reach table tell stages by name
             own = "name" if "name" in raw else "default name (give it a name)"
             raise FreqlabError(f"{where}: its {own} {name!r} is the name of an earlier stage too")
@@ -540,7 +542,8 @@ class ScheduleFrequency:
                 f"tokenizer {corpus.tokenizer or '-'})"
             )
         lines += [
-            f"{data['schedule']}: {len(data['stages'])} stages, {human_count(data['tokens'])} tokens, "
+            f"{data['schedule']}: {len(data['stages'])} stage{'s' if len(data['stages']) != 1 else ''}, "
+            f"{human_count(data['tokens'])} tokens, "
             f"longest window {window}",
             f"budget     T = the stages' tokens (the schedule's); tau = {human_count(tau)}",
         ]

@@ -136,12 +136,15 @@ def _counts(by_name: dict[str, int]) -> str:
     return ", ".join(f"{n:,} {name}" for name, n in by_name.items())
 
 
-def _within(path: str, spec: str) -> str:
-    """``path`` as the report names a file passed over: from the folder scanned on (``train/a.jsonl`` and
-    ``validation/a.jsonl`` are two), else its name.
+def _within(paths: list[str], root: str | None) -> list[str]:
+    """The files passed over as the report names them: from the folder they and the files read share
+    (``train/a.jsonl`` and ``validation/a.jsonl`` are two), else by their names.
     """
-    folder = spec.rstrip("/") + "/"
-    return path[len(folder) :] if spec and path.startswith(folder) else os.path.basename(path)
+    try:
+        base = os.path.commonpath([os.path.dirname(path) for path in paths] + ([root] if root else []))
+    except ValueError:  # absolute and relative paths, or none
+        return [os.path.basename(path) for path in paths]
+    return [os.path.relpath(path, base) if base else os.path.basename(path) for path in paths]
 
 
 def format_report(summary: dict) -> str:
@@ -156,7 +159,7 @@ def format_report(summary: dict) -> str:
         if description.get("other_formats"):  # left out by --format
             ignored += f" ({_counts(description['other_formats'])} not of --format {description.get('format')})"
         elif description.get("ignored_examples"):  # which: a file the user expected to count is seen at once
-            names = [printable(_within(path, description.get("id", ""))) for path in description["ignored_examples"]]
+            names = [printable(name) for name in _within(description["ignored_examples"], description.get("root"))]
             ignored += f": {first_few(names, total=description.get('ignored_files', 0))}"
         passed = [f"{description.get('empty_files', 0):,} empty", ignored]
         for key, what in (

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 import pickle
 import tracemalloc
 from collections import Counter
@@ -186,6 +187,27 @@ def _arrow_stream(path, texts):
     table = pa.table({"text": texts})
     with pa.OSFile(str(path), "wb") as sink, pa.ipc.new_stream(sink, table.schema) as writer:
         writer.write_table(table)
+
+
+@pytest.mark.parametrize(
+    ("path", "split"),
+    [("wiki_train.jsonl", "train"), ("train_v2/a.jsonl", "train"), ("dev/x.jsonl", "validation"),
+     ("data/test-00000-of-00001-5ab1b5eb.parquet", "test"), ("TEST.jsonl", "test"), ("latest.jsonl", None),
+     ("x/retrain/a.jsonl", None), ("a.jsonl", None)],
+)  # fmt: skip
+def test_split_words_are_read_as_datasets_reads_them(path, split):
+    """A split word between separators, in a folder or the file's name (datasets' "**/*[-._ 0-9/]train[-._ 0-9]*"):
+    wiki_train.jsonl and train_v2/ were missed."""
+    from freqlab.corpus.file_discovery import split_named
+
+    assert split_named(path.replace("/", os.sep)) == split
+
+
+def test_a_glob_of_folders_named_for_splits_says_so(tmp_path):
+    for name in ("train", "test"):
+        write_jsonl(tmp_path / "hub" / name / "a.jsonl", [{"text": name}])
+    corpus = open_corpus(str(tmp_path / "hub" / "*"))
+    assert corpus.description["splits_named"] == {"test": 1, "train": 1}
 
 
 def test_a_datasets_cache_folder_missing_a_shard_is_refused_and_lookalikes_are_plain_folders(tmp_path):

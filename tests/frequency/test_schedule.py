@@ -275,6 +275,7 @@ def test_a_pose_stage_beyond_int64_keeps_its_exact_expectation(tmp_path):
         ({"notes": {"a": 1}}, r"s\.yaml: notes must be text, got \{'a': 1\}"),  # was the note "a"
         ({"notes": ["fine", None]}, r"s\.yaml: notes\[1\] must be text, got None"),
         ({"title": ["x"]}, r"s\.yaml: title must be text"),
+        ({"stages": [{"name": " ", "L": 8, "tokens": 10}]}, r"stage 1: name is empty"),
         ({"stages": [{"name": [1, 2], "L": 8, "tokens": 10}]}, r"stage 1: name must be text, got \[1, 2\]"),
         ({"stages": [{"name": "a", "L": 8, "tokens": 10}, {"name": "a", "L": 16, "tokens": 10}]},
          r"stage 2: its name 'a' is the name of an earlier stage too"),
