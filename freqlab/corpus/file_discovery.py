@@ -21,7 +21,7 @@ import os
 import re
 import stat
 from collections import Counter
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -172,9 +172,14 @@ def glob_anchor(spec: str) -> list[str]:
     path = expand_home(spec)
     anchored = os.path.normpath(path if os.path.isabs(path) else os.path.join(glob.escape(os.getcwd()), path))
     parts = Path(anchored).parts
-    fixed = next((k for k, part in enumerate(parts) if glob.has_magic(part)), len(parts))
+    fixed = _first_wildcard(parts)
     head = glob.escape(os.path.realpath(os.path.join(*parts[:fixed]))) if fixed else ""
     return list(dict.fromkeys((anchored, os.path.join(head, *parts[fixed:]) if fixed else anchored)))
+
+
+def _first_wildcard(parts: Sequence[str]) -> int:
+    """The index of the first path part holding a glob wildcard (``len(parts)``: none)."""
+    return next((k for k, part in enumerate(parts) if glob.has_magic(part)), len(parts))
 
 
 def spec_reach(specs: Iterable[str]) -> tuple[tuple[str, ...], tuple[str, ...]]:
@@ -365,7 +370,9 @@ class FileFinder:
             for match in matches:
                 self._visit(match, matched=True)
             if any(os.path.isdir(match) for match in matches):  # folders matched are walked whole: said, as above
-                self._note_splits(os.path.dirname(path.split("*")[0].split("?")[0].split("[")[0]), start)
+                parts = Path(path).parts
+                fixed = _first_wildcard(parts)
+                self._note_splits(os.path.join(*parts[:fixed]) if fixed else ".", start)
         elif os.path.isdir(path):
             start = len(self.found.files)
             self._walk(path)

@@ -203,11 +203,13 @@ def test_split_words_are_read_as_datasets_reads_them(path, split):
     assert split_named(path.replace("/", os.sep)) == split
 
 
-def test_a_glob_of_folders_named_for_splits_says_so(tmp_path):
+def test_a_glob_of_folders_named_for_splits_says_so(tmp_path, monkeypatch):
     for name in ("train", "test"):
         write_jsonl(tmp_path / "hub" / name / "a.jsonl", [{"text": name}])
     corpus = open_corpus(str(tmp_path / "hub" / "*"))
     assert corpus.description["splits_named"] == {"test": 1, "train": 1}
+    monkeypatch.chdir(tmp_path / "hub")  # a pattern whose first part is a wildcard: its folder is the working one
+    assert open_corpus("*").description["splits_named"] == {"test": 1, "train": 1}
 
 
 def test_a_datasets_cache_folder_missing_a_shard_is_refused_and_lookalikes_are_plain_folders(tmp_path):
