@@ -27,6 +27,7 @@ from freqlab.cli.plan_inputs import (  # noqa: F401  (the shared options, import
     extend_to_option,
     frequency_inputs,
     frequency_options,
+    given_on_command_line,
     hist_option,
     mass_option,
     regime_option,
@@ -363,8 +364,8 @@ def upsample_command(L, E, hist, tokens, tau, regime, schedule, long_hist, max_u
     """
     long_lengths = LengthHistogram.read_parquet(long_hist) if long_hist else None
     if schedule:
-        if tokens is not None:
-            raise click.UsageError("--tokens comes from the schedule's stages; drop it with --schedule")
+        if unused := given_on_command_line("tokens", "regime"):
+            raise click.UsageError(f"{'/'.join(unused)}: a --schedule's stages set them; drop them with --schedule")
         sf = schedule_frequency(load_schedule(schedule, histogram=hist, weights=weights))
         if L is not None and sf.window != L:
             raise FreqlabError(f"the schedule's longest window is {sf.window}, but --L = {L}")

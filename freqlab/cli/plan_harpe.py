@@ -161,10 +161,10 @@ def _grid_choice(
             L, hist, regime, tokens, tau, schedule, mass, weights, as_json=as_json, default_L=target
         )
         return harpe.grid_from_frequency(well_trained_range(window, **inputs), target), mix
-    if unused := given_on_command_line("L", "regime", "weights"):
-        raise click.UsageError(
-            f"{'/'.join(unused)} {needs(unused)} --hist or --schedule (the frequency to derive the grid from)"
-        )
+    if unused := given_on_command_line("L", "regime"):
+        raise click.UsageError(f"{'/'.join(unused)} {needs(unused)} --hist (the frequency to derive the grid from)")
+    if given_on_command_line("weights"):
+        raise click.UsageError("--weights needs --hist or --schedule (the frequency to derive the grid from)")
     refuse_unused_frequency_options("--hist or --schedule")
     return harpe.default_grid(target), {}
 

@@ -124,7 +124,7 @@ def _refuse_options_that_set_nothing(hist, schedule) -> None:
     """
     if schedule:
         if unused := given_on_command_line("tokens", "mass", "regime"):
-            raise click.UsageError(f"{'/'.join(unused)}: a --schedule's stages set the budget and the regime")
+            raise click.UsageError(f"{'/'.join(unused)}: a --schedule's stages set them (budget, regime, rule)")
     elif hist:
         if given_on_command_line("mass") and (budget := given_on_command_line("tokens", "tau", "tau_from")):
             raise click.UsageError(

@@ -260,15 +260,15 @@ _SPLIT_WORD = re.compile(rf"(?:^|[-._ 0-9])({'|'.join(sorted(_SPLIT_OF, key=len,
 
 def split_named(relative: str) -> str | None:
     """The split a file's path within a folder names, as ``datasets`` reads names: the first folder, else the file
-    name (without its suffixes), holding a split word between separators (``train/``, ``dev_v2/``, ``test.jsonl``,
+    name (without its last suffix), holding a split word between separators (``train/``, ``dev_v2/``, ``test.jsonl``,
     ``wiki_train.jsonl``, ``test-00000-of-00001.parquet``); None for any other path.
 
     >>> split_named("data/test-00000-of-00001.parquet"), split_named("train/a.jsonl"), split_named("latest.jsonl")
     ('test', 'train', None)
     """
     *folders, name = relative.split(os.sep)
-    for part in (*folders, name.split(".", 1)[0]):
-        if match := _SPLIT_WORD.search(part.lower()):
+    for part in (*folders, name.rsplit(".", 1)[0]):  # en.train.jsonl: the words between its dots too
+        if match := _SPLIT_WORD.search(part):  # case counts, as for datasets
             return _SPLIT_OF[match.group(1)]
     return None
 
@@ -361,7 +361,7 @@ class FileFinder:
     def expand(self, spec: str) -> None:
         """Add the files ``spec`` names: a file, a folder or a glob pattern."""
         path = expand_home(spec)
-        if glob.has_magic(path):
+        if glob.has_magic(path) and not os.path.lexists(path):  # a folder named data[1] is that folder
             self.found.patterns += glob_anchor(spec)
             matches = sorted(glob.glob(path, recursive=True))
             if not matches:

@@ -140,11 +140,12 @@ def _within(paths: list[str], root: str | None) -> list[str]:
     """The files passed over as the report names them: from the folder they and the files read share
     (``train/a.jsonl`` and ``validation/a.jsonl`` are two), else by their names.
     """
+    absolute = [os.path.abspath(path) for path in paths]  # specs may be relative, the root is absolute
     try:
-        base = os.path.commonpath([os.path.dirname(path) for path in paths] + ([root] if root else []))
-    except ValueError:  # absolute and relative paths, or none
+        base = os.path.commonpath([os.path.dirname(path) for path in absolute] + ([root] if root else []))
+    except ValueError:  # paths on different drives
         return [os.path.basename(path) for path in paths]
-    return [os.path.relpath(path, base) if base else os.path.basename(path) for path in paths]
+    return [os.path.relpath(path, base) for path in absolute]
 
 
 def format_report(summary: dict) -> str:

@@ -555,13 +555,15 @@ def test_a_test_length_up_to_S_is_said_to_change_nothing():
 @pytest.mark.parametrize(
     ("args", "message"),
     [
-        (("string", "--schedule", "S", "--tokens", "5T"), "--tokens: a --schedule's stages set the budget"),
-        (("string", "--schedule", "S", "--mass", "0.5"), "--mass: a --schedule's stages set the budget"),
+        (("string", "--schedule", "S", "--tokens", "5T"), "--tokens: a --schedule's stages set them"),
+        (("string", "--schedule", "S", "--mass", "0.5"), "--mass: a --schedule's stages set them (budget"),
         (("string", "--L", "2K", "--hist", "H", "--mass", "0.6", "--tokens", "1T"), "--mass is the rule without a"),
         (("string", "--L", "2K", "--hist", "H", "--mass", "0.6", "--tau", "1B"), "it takes no --tau"),
         (("string", "--L", "2K", "--regime", "concat"), "--regime needs --hist"),
-        (("harpe", "--regime", "concat"), "--regime needs --hist or --schedule"),
+        (("harpe", "--regime", "concat"), "--regime needs --hist (the frequency"),
         (("harpe", "--grid", "100:2000:10", "--L", "2K"), "--L: --grid sets the grid itself"),
+        (("upsample", "--schedule", "S", "--effective-length", "1500", "--regime", "concat"),
+         "--regime: a --schedule's stages set them"),
         (("self-extend", "--L", "4K", "--extend-to", "16K", "--well-trained", "3000", "--hist", "H"),
          "sets N* itself"),
         (("rope", "--L", "4K", "--extend-to", "16K", "--effective-length", "3000", "--hist", "H"), "sets E itself"),

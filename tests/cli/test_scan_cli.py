@@ -418,8 +418,10 @@ def test_files_passed_over_are_named_from_the_folder_scanned_and_splits_are_said
         (tmp_path / "tv" / split).mkdir(parents=True)
         (tmp_path / "tv" / split / "part0.jsonl").write_text(json.dumps({"text": text}) + "\n")
         (tmp_path / "tv" / split / "README.md").write_text("notes")
-    args = ["scan", "--dataset", str(tmp_path / "tv"), "--out", str(tmp_path / "out"), "--tokenizer", "tekken"]
-    result = CliRunner().invoke(main, args)
-    assert result.exit_code == 0, result.output
-    assert "files      2 files (0 empty, 2 ignored: train/README.md, validation/README.md)" in result.output
+    monkeypatch.chdir(tmp_path)  # a relative spec, as typed most often (the names fell back to README.md twice)
+    for spec in ("tv", str(tmp_path / "tv"), "tv//"):
+        args = ["scan", "--dataset", spec, "--out", str(tmp_path / "out"), "--tokenizer", "tekken"]
+        result = CliRunner().invoke(main, args)
+        assert result.exit_code == 0, result.output
+        assert "files      2 files (0 empty, 2 ignored: train/README.md, validation/README.md)" in result.output
     assert "files named for several splits, all read (train 1, validation 1): to read one split" in result.output

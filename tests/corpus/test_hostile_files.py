@@ -325,3 +325,13 @@ def test_a_non_string_text_beside_a_field_that_is_not_utf8_keeps_its_own_reason(
     pq.write_table(pa.table({"doc": doc}), tmp_path / "s.parquet")
     docs = list(open_corpus(str(tmp_path / "s.parquet"), text_field="doc.text").documents())
     assert [d.error for d in docs] == ["non-string-text", "non-string-text"]
+
+
+def test_a_folder_named_with_glob_characters_is_that_folder(tmp_path, monkeypatch):
+    """'data[1]' was read as a pattern: data1/ beside it was scanned instead (or no file matched)."""
+    write_jsonl(tmp_path / "data[1]" / "a.jsonl", [GOOD, GOOD])
+    write_jsonl(tmp_path / "data1" / "b.jsonl", [GOOD])
+    monkeypatch.chdir(tmp_path)
+    for spec in ("data[1]", str(tmp_path / "data[1]")):
+        assert len(list(open_corpus(spec).documents())) == 2
+    assert len(list(open_corpus("data[0-9]").documents())) == 1  # a pattern still, when no such path exists

@@ -192,7 +192,8 @@ def _arrow_stream(path, texts):
 @pytest.mark.parametrize(
     ("path", "split"),
     [("wiki_train.jsonl", "train"), ("train_v2/a.jsonl", "train"), ("dev/x.jsonl", "validation"),
-     ("data/test-00000-of-00001-5ab1b5eb.parquet", "test"), ("TEST.jsonl", "test"), ("latest.jsonl", None),
+     ("data/test-00000-of-00001-5ab1b5eb.parquet", "test"), ("Test.jsonl", None), ("en.train.jsonl", "train"),
+     ("a.val.jsonl.zst", "validation"), ("latest.jsonl", None),
      ("x/retrain/a.jsonl", None), ("a.jsonl", None)],
 )  # fmt: skip
 def test_split_words_are_read_as_datasets_reads_them(path, split):
