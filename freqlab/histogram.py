@@ -217,8 +217,10 @@ class LengthHistogram(Displayed):
         Each count becomes round(count · T / tokens) (exact rational arithmetic, half to even); lengths
         whose count rounds to zero drop out, so the new total is T up to rounding.
         """
-        if tokens is None or tokens <= 0:
-            raise FreqlabError(f"token budget must be positive, got {tokens}")
+        if isinstance(tokens, bool) or not isinstance(tokens, int | float | np.integer) or not tokens >= 1:
+            raise FreqlabError(f"token budget must be positive, a whole count, got {tokens!r}")
+        if tokens != int(tokens):  # 0.5 or 1e9 + 0.5 tokens: scaled as if whole, silently (0.5 gave no document)
+            raise FreqlabError(f"token budget must be a whole count, got {tokens!r}")
         if self.tokens == 0:
             raise FreqlabError("cannot scale an empty histogram")
         factor = Fraction(int(tokens), self.tokens)

@@ -307,3 +307,10 @@ def test_a_header_that_reads_fewer_documents_than_it_counts_is_refused(tmp_path)
     with pytest.raises(FreqlabError, match=r"edited\.parquet: documents_read = 2 is fewer than the documents "
                        r"counted: 5 with tokens \+ 1 empty \+ 0 skipped"):  # fmt: skip
         LengthHistogram.read_parquet(tmp_path / "edited.parquet")
+
+
+@pytest.mark.parametrize("tokens", [0.5, True, "1M", None, 0, 1e9 + 0.5])
+def test_a_scale_that_is_no_whole_token_count_is_refused(tokens):
+    """0.5 and True gave an empty histogram without a word, '1M' a TypeError."""
+    with pytest.raises(FreqlabError, match="token budget must be"):
+        LengthHistogram.from_lengths([5, 7]).scale_to_tokens(tokens)

@@ -24,6 +24,7 @@ import csv
 import json
 import math
 from dataclasses import dataclass, field
+from fractions import Fraction
 from pathlib import Path
 from typing import cast
 
@@ -45,16 +46,17 @@ FORMAT_VERSION = CALIBRATION_VERSION
 class CalibrationPoint:
     """One measurement: the effective length E reached after ``tokens`` training tokens, and the tau it implies.
 
-    ``tau`` = f_T(E); ``tau_low`` = f_T(E_next) (E_next: the next length tested, which failed), so the measurement
+    ``tau`` = f_T(E), as an occurrence count: ⌊f_T(E)⌋ in exact arithmetic, the largest whole tau with which E is
+    still predicted; ``tau_low`` = f_T(E_next) (E_next: the next length tested, which failed), so the measurement
     holds for every tau in [tau_low, tau]. ``tokens`` and ``next_length`` are None for a point given directly as
     occurrences (the paper's).
     """
 
     label: str
     effective_length: int
-    tau: float
+    tau: int | float
     tau_low: float
-    tokens: float | None = None
+    tokens: int | float | None = None
     next_length: int | None = None
     L: int | None = None
     source: str = ""
@@ -74,9 +76,11 @@ def point_from_frequency(
 
     >>> p = point_from_frequency([4, 3, 2, 1], tokens=400, effective_length=2)  # f_T = [400, 300, 200, 100]
     >>> p.tau, p.tau_low
-    (200.0, 100.0)
+    (200, 100.0)
     """
     f_T = scale_to_budget(f, tokens)
+    if isinstance(effective_length, bool) or int(effective_length) != effective_length:
+        raise FreqlabError(f"{label or 'point'}: effective length {effective_length!r} is not a whole position")
     E = int(effective_length)
     if not 0 <= E < f_T.size:
         raise FreqlabError(f"{label or 'point'}: effective length {E} is outside the window 0..{f_T.size - 1}")
@@ -84,7 +88,15 @@ def point_from_frequency(
     if following <= E:
         raise FreqlabError(f"{label or 'point'}: next_length {next_length} must exceed the effective length {E}")
     tau_low = float(f_T[following]) if following < f_T.size else 0.0
-    return CalibrationPoint(label, E, float(f_T[E]), tau_low, float(tokens), next_length, int(f_T.size), source)
+    counts = np.asarray(f)
+    # exact: float f_T(E) is off in its last digits past 2^53, and a tau one above f_T(E) predicts E - 1
+    tau = math.floor(Fraction(counts[E].item()) * Fraction(tokens) / Fraction(counts[0].item()))
+    if tau < 1:
+        raise FreqlabError(
+            f"{label or 'point'}: f_T(E) = {float(f_T[E]):.3g} is below one occurrence (E = {E} after {tokens:g} "
+            "tokens): no tau is that small"
+        )
+    return CalibrationPoint(label, E, tau, tau_low, tokens, next_length, int(f_T.size), source)
 
 
 #: STRING Sec. 3, Finding (2), Fig. 2b: both TinyLlama 1.3B models (2K, 4K) reach effective length 1,280 when
@@ -104,12 +116,13 @@ PAPER_POINTS: tuple[CalibrationPoint, ...] = tuple(
 
 @dataclass(frozen=True, repr=False)
 class Calibration(Displayed):
-    """A fitted tau: the geometric mean of the points' tau (rounded to an integer count), the range their
-    intervals allow, and (3+ points) a 95% bootstrap interval of the geometric mean.
+    """A fitted tau: the geometric mean of the points' tau (rounded down to a whole count, exactly: one point's fit
+    predicts its own E), the range their intervals allow, and (3+ points) a 95% bootstrap interval of the geometric
+    mean.
     """
 
     points: tuple[CalibrationPoint, ...]
-    tau: float
+    tau: int
     range: tuple[float, float]
     bootstrap: tuple[float, float] | None
     method: str = field(
@@ -191,7 +204,7 @@ def calibrate(points, *, seed: int = 0) -> Calibration:
 
     >>> fit = calibrate(PAPER_POINTS)  # the STRING paper's two TinyLlama models
     >>> fit.tau, fit.range, fit.bootstrap
-    (100000000000.0, (100000000000.0, 100000000000.0), None)
+    (100000000000, (100000000000.0, 100000000000.0), None)
     """
     points = tuple(points)
     if not points:
@@ -199,8 +212,8 @@ def calibrate(points, *, seed: int = 0) -> Calibration:
     for p in points:
         if not p.tau > 0:
             raise FreqlabError(f"{p.label or 'point'}: f_T(E) = {p.tau} is not positive (E beyond the data?)")
-    logs = np.log([p.tau for p in points])
-    tau = float(round(math.exp(logs.mean())))  # an occurrence count (exp(log(x)) alone may miss x by an ulp)
+    logs = np.log([float(p.tau) for p in points])
+    tau = _floor_geometric_mean([Fraction(p.tau) for p in points], math.exp(logs.mean()))
     span = (min(p.tau_low for p in points), max(p.tau for p in points))
     interval = None
     if len(points) >= 3:
@@ -209,6 +222,19 @@ def calibrate(points, *, seed: int = 0) -> Calibration:
         means = np.exp(logs[draws].mean(axis=1))
         interval = (float(np.percentile(means, 2.5)), float(np.percentile(means, 97.5)))
     return Calibration(points, tau, span, interval)
+
+
+def _floor_geometric_mean(values: list[Fraction], guess: float) -> int:
+    """⌊(Π values)^(1/n)⌋ exactly (``guess``: the float estimate, corrected in integers): exp(mean(log)) drifts by
+    many ulps past 2^53 and rounding it could put tau above every point's f_T(E).
+    """
+    product, n = math.prod(values), len(values)
+    tau = max(int(guess), 0)
+    while tau > 0 and tau**n > product:
+        tau -= 1
+    while (tau + 1) ** n <= product:
+        tau += 1
+    return tau
 
 
 # --- files ---------------------------------------------------------------------------------------------------
@@ -233,9 +259,11 @@ def read_records(path: str | Path) -> list[dict]:
     text = _text(path, "calibration points")
     if path.suffix.lower() == ".json":
         try:
-            data = json.loads(text)
+            data = json.loads(text, object_pairs_hook=_no_repeated_keys)
         except json.JSONDecodeError as exc:
             raise FreqlabError(f"{path}: not valid JSON ({exc})") from exc
+        except ValueError as exc:  # a key given twice: json keeps the last value without a word
+            raise FreqlabError(f"{path}: {exc}") from None
         rows = data.get("points") if isinstance(data, dict) else data
         if not isinstance(rows, list) or not all(isinstance(r, dict) for r in rows):
             raise FreqlabError(f'{path}: expected a list of objects (or {{"points": [...]}})')
@@ -254,10 +282,20 @@ def read_records(path: str | Path) -> list[dict]:
     unknown = set(fieldnames) - set(COLUMNS)
     if unknown:
         raise FreqlabError(f"{path}: unknown column(s) {', '.join(sorted(unknown))} (known: {', '.join(COLUMNS)})")
-    return [
-        {k: v for k, v in row.items() if v not in (None, "")} | {"_where": f"{path}: line {n + 2}"}
-        for n, row in enumerate(reader)
-    ]
+    rows = []
+    for row in reader:
+        where = f"{path}: line {reader.line_num}"  # the file's own line (blank lines and quoted newlines counted)
+        if None in row:  # DictReader files the fields past the header under None: they would be dropped
+            raise FreqlabError(f"{where}: {len(row[None])} field(s) more than the header's {len(fieldnames)}")
+        rows.append({k: v for k, v in row.items() if v not in (None, "")} | {"_where": where})
+    return rows
+
+
+def _no_repeated_keys(pairs: list[tuple[str, object]]) -> dict:
+    keys = [key for key, _ in pairs]
+    if repeated := sorted({key for key in keys if keys.count(key) > 1}):
+        raise ValueError(f"key(s) given twice in one object: {', '.join(repeated)}")
+    return dict(pairs)
 
 
 #: every count of a point (tokens, occurrences, lengths) stays an exact int64, as the command-line options do
@@ -297,21 +335,30 @@ def point_from_record(
     label = str(row.get("label") or where)
     occurrences = _number(row, "occurrences", parse_tokens)
     if occurrences is not None:
-        return CalibrationPoint(label, int(E), float(occurrences), float(occurrences), source=where)
+        if unused := [key for key in ("tokens", "next_length", "L", "hist", "regime") if row.get(key) is not None]:
+            raise FreqlabError(f"{where}: occurrences is f_T(E) itself: {', '.join(unused)} beside it would be unused")
+        return CalibrationPoint(label, int(E), occurrences, float(occurrences), source=where)
     tokens = _number(row, "tokens", parse_tokens)
     if tokens is None:
         raise FreqlabError(f"{where}: give tokens (with a histogram and L) or occurrences")
     window = _number(row, "L", parse_positions) or L
-    hist_path = row.get("hist") or hist
     if window is None:
         raise FreqlabError(f"{where}: no window L (a column L or --L)")
-    if hist_path is None:
+    for key in ("hist", "regime"):
+        if row.get(key) is not None and not isinstance(row[key], str):
+            raise FreqlabError(f"{where}: {key} must be text, got {row[key]!r}")
+    own = row.get("hist")
+    if own is None and hist is None:
         raise FreqlabError(f"{where}: no histogram (a column hist or --hist) to evaluate f_T(E)")
-    hist_path = Path(hist_path)
-    if base is not None and not hist_path.is_absolute() and (base / hist_path).exists():
+    # the point's own hist is relative to its file's folder; --hist, given on the command line, to the working one
+    hist_path = Path(own) if own is not None else Path(hist)
+    if own is not None and base is not None and not hist_path.is_absolute() and (base / hist_path).exists():
         hist_path = base / hist_path
     h = as_histogram(hist_path)
-    f = position_frequency(h.lengths, h.counts, int(window), row.get("regime") or regime)
+    try:
+        f = position_frequency(h.lengths, h.counts, int(window), row.get("regime") or regime)
+    except FreqlabError as exc:  # an unknown regime, a window past 2^30: named with the point
+        raise FreqlabError(f"{where}: {exc}") from None
     return point_from_frequency(
         f, tokens, int(E), next_length=_number(row, "next_length", parse_positions), label=label, source=where
     )
@@ -328,6 +375,6 @@ def read_tau(path: str | Path) -> float:
     if not isinstance(data, dict) or data.get("format") != FORMAT or type(tau) not in (int, float):  # bool is not
         raise FreqlabError(f"{path}: not a freqlab calibration file (write one with `freqlab calibrate --out`)")
     tau = cast(float, tau)  # an int or a float: checked just above
-    if not 1 <= tau <= MAX_COUNT:  # the bounds --tau takes (NaN, inf and 1e400, which JSON reads as inf, fail too)
-        raise FreqlabError(f"{path}: tau = {tau} is not an occurrence count in 1..2^63 - 1 (as --tau)")
+    if not 1 <= tau <= MAX_COUNT or tau != int(tau):  # as --tau (NaN, inf, 1e400, which JSON reads as inf, fail too)
+        raise FreqlabError(f"{path}: tau = {tau} is not an occurrence count, a whole number in 1..2^63 - 1 (as --tau)")
     return float(tau)

@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import json
+import math
+from fractions import Fraction
 
 import numpy as np
 import pytest
@@ -69,8 +71,13 @@ def test_records_from_csv_and_json(tmp_path):
         "label,tokens,effective_length,next_length\nstep 1,1T,1280,1408\nstep 2,4T,1792,1920\n"
     )
     rows = read_records(tmp_path / "runs.csv")
-    points = [point_from_record(r, hist="h.parquet", L=L, base=tmp_path) for r in rows]
-    assert [(p.label, p.tau) for p in points] == [("step 1", 375e9), ("step 2", 500e9)]
+    points = [point_from_record(r, hist=tmp_path / "h.parquet", L=L, base=tmp_path) for r in rows]
+    assert [(p.label, p.tau) for p in points] == [("step 1", 375 * 10**9), ("step 2", 500 * 10**9)]
+    # a row's own hist is relative to its file's folder; --hist, given on the command line, is not
+    own = point_from_record({**rows[0], "hist": "h.parquet"}, L=L, base=tmp_path)
+    assert own.tau == 375 * 10**9
+    with pytest.raises(FreqlabError, match=r"h\.parquet: no such histogram file"):
+        point_from_record(rows[0], hist="h.parquet", L=L, base=tmp_path)
     (tmp_path / "runs.json").write_text(json.dumps({"points": [{"effective_length": 1280, "occurrences": "100B"}]}))
     (point,) = [point_from_record(r) for r in read_records(tmp_path / "runs.json")]
     assert (point.tau, point.tau_low) == (100e9, 100e9)
@@ -150,3 +157,53 @@ def test_a_binary_or_missing_file_is_one_line(tmp_path):
         read_tau(tmp_path / "tau.json")
     with pytest.raises(FreqlabError, match=r"gone\.json: cannot read calibration file \(No such file"):
         read_tau(tmp_path / "gone.json")
+
+
+def test_a_fit_is_a_whole_count_that_predicts_each_points_own_length():
+    """tau was round(exp(mean(log f_T(E)))): 667 for f_T(1) = 2000/3 (the fit then predicted 0, not 1), one above
+    f_T(700) = 126581003187.6 at 300B tokens, ~40 above past 2^53."""
+    from freqlab import position_frequency
+
+    mixed = ([100, 3000, 5000, 777], [70, 10, 3, 11])
+    cases = (([3], [1], 1000, 1, 4), (*mixed, 300 * 10**9, 700, 2048), (*mixed, 123456789012345678, 700, 2048))
+    for lengths, counts, tokens, E, L_ in cases:
+        f = position_frequency(lengths, counts, L_, "natural")
+        exact = Fraction(int(f[E]) * tokens, int(f[0]))
+        point = point_from_frequency(f, tokens, E)
+        fit = calibrate([point])
+        assert point.tau == fit.tau == math.floor(exact)
+        assert effective_length(f, tokens, fit.tau) == E
+    with pytest.raises(FreqlabError, match="below one occurrence"):  # f_T(2) = 1/3: tau 0 was written
+        point_from_frequency([3, 2, 1, 0], 1, 2)
+    with pytest.raises(FreqlabError, match=r"1\.7 is not a whole position"):
+        point_from_frequency([3, 2, 1, 0], 100, 1.7)
+    # the geometric mean rounded down exactly: sqrt(375e9 * 500e9) = 433012701892.2...
+    f = [2048 - i for i in range(2048)]
+    pair = [point_from_frequency(f, T, E) for T, E in ((10**12, 1280), (4 * 10**12, 1792))]
+    assert calibrate(pair).tau == math.isqrt(375 * 10**9 * 500 * 10**9) == 433012701892
+
+
+def test_hostile_points_files_are_one_line_naming_the_place(tmp_path):
+    (tmp_path / "runs.csv").write_text("tokens,effective_length\n300B,700,extra\n")
+    with pytest.raises(FreqlabError, match=r"runs\.csv: line 2: 1 field\(s\) more than the header's 2"):
+        read_records(tmp_path / "runs.csv")
+    (tmp_path / "runs.csv").write_text("tokens,effective_length\n1T,12\n\n\n1T,12x\n")  # blank lines counted
+    assert [row["_where"] for row in read_records(tmp_path / "runs.csv")] == [
+        f"{tmp_path / 'runs.csv'}: line 2",
+        f"{tmp_path / 'runs.csv'}: line 5",
+    ]
+    (tmp_path / "runs.json").write_text('[{"effective_length": 700, "occurrences": "1B", "effective_length": 900}]')
+    with pytest.raises(FreqlabError, match=r"runs\.json: key\(s\) given twice in one object: effective_length"):
+        read_records(tmp_path / "runs.json")
+    for extra in ({"tokens": "1T"}, {"next_length": 800}):
+        (tmp_path / "runs.json").write_text(json.dumps([{"effective_length": 700, "occurrences": "1B", **extra}]))
+        (row,) = read_records(tmp_path / "runs.json")
+        with pytest.raises(FreqlabError, match="occurrences is f_T\\(E\\) itself"):
+            point_from_record(row)
+    (tmp_path / "runs.json").write_text(json.dumps([{"effective_length": 7, "tokens": "1T", "hist": 5}]))
+    (row,) = read_records(tmp_path / "runs.json")
+    with pytest.raises(FreqlabError, match=r"point 1: hist must be text, got 5"):
+        point_from_record(row, L=L)
+    (tmp_path / "tau.json").write_text(json.dumps({"format": "freqlab-calibration", "tau": 1.5}))
+    with pytest.raises(FreqlabError, match="not an occurrence count, a whole number"):
+        read_tau(tmp_path / "tau.json")
