@@ -219,7 +219,10 @@ def calibrate(points, *, seed: int = 0) -> Calibration:
     if len(points) >= 3:
         rng = seeded_rng(seed)
         draws = rng.integers(0, len(points), size=(BOOTSTRAP_DRAWS, len(points)))
-        means = np.exp(logs[draws].mean(axis=1))
+        # a geometric mean lies between its smallest and largest value: clipped there, exp(mean(log)) drifting by
+        # an ulp no longer puts the interval of identical points beside the estimate
+        low, high = min(float(p.tau) for p in points), max(float(p.tau) for p in points)
+        means = np.clip(np.exp(logs[draws].mean(axis=1)), low, high)
         interval = (float(np.percentile(means, 2.5)), float(np.percentile(means, 97.5)))
     return Calibration(points, tau, span, interval)
 

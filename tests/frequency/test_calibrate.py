@@ -207,3 +207,9 @@ def test_hostile_points_files_are_one_line_naming_the_place(tmp_path):
     (tmp_path / "tau.json").write_text(json.dumps({"format": "freqlab-calibration", "tau": 1.5}))
     with pytest.raises(FreqlabError, match="not an occurrence count, a whole number"):
         read_tau(tmp_path / "tau.json")
+
+
+def test_the_bootstrap_of_identical_points_is_that_point():
+    """exp(mean(log)) drifted: three points of 100B gave the interval [99999999999.9998, 99999999999.9998]."""
+    fit = calibrate([PAPER_POINTS[0]] * 3)
+    assert fit.tau == 10**11 and fit.bootstrap == (1e11, 1e11)
