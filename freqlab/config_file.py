@@ -54,7 +54,7 @@ class _UniqueKeys(_LOADER):
         return super().construct_mapping(node, deep)
 
 
-def _unique_pairs(pairs: list) -> dict:
+def unique_pairs(pairs: list) -> dict:
     """JSON objects with every key once (``object_pairs_hook``)."""
     data = {}
     for key, value in pairs:
@@ -89,7 +89,7 @@ def read_config_file(path: str | Path, what: str):
 
 def _json(text: str, path: Path, what: str):
     try:
-        data = json.loads(text, object_pairs_hook=_unique_pairs)
+        data = json.loads(text, object_pairs_hook=unique_pairs)
     except json.JSONDecodeError as exc:
         raise FreqlabError(f"{path}: line {exc.lineno}: not valid JSON ({exc.msg})") from None
     except (RecursionError, ValueError) as exc:  # nesting past the parser's stack; a number of 4,300+ digits

@@ -98,8 +98,7 @@ def frequency_inputs(
         if mix is not None and not as_json:
             click.echo(histogram_line(hist, h, mix))
             echo_mix(h, mix, L, regime)
-        ctx = click.get_current_context()
-        if tokens is not None or ctx.get_parameter_source("mass") is not ParameterSource.COMMANDLINE:
+        if tokens is not None or not given_on_command_line("mass"):
             budget = training_budget(tokens)
             inputs["tokens"] = budget.tokens
             if not as_json:

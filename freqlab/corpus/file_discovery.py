@@ -424,8 +424,9 @@ class FileFinder:
                 f"{folder}: the output folder of a freqlab scan (lengths.parquet, summary.json, checkpoints/), not"
                 " corpus data: leave it out of the dataset's folders and patterns"
             )
-        if is_saved_dataset(folder) or is_datasets_cache(folder):
-            cache = not is_saved_dataset(folder)
+        saved = is_saved_dataset(folder)
+        cache = not saved and is_datasets_cache(folder)
+        if saved or cache:
             self.found.split_used |= cache or os.path.isfile(os.path.join(folder, "dataset_dict.json"))
             files = datasets_cache_files(folder, self.split) if cache else saved_dataset_files(folder, self.split)
             for path in files:

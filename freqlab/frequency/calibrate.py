@@ -30,6 +30,7 @@ from typing import cast
 
 import numpy as np
 
+from freqlab.config_file import unique_pairs
 from freqlab.deprecation import renamed_method
 from freqlab.display import Display, Displayed
 from freqlab.errors import FreqlabError
@@ -262,7 +263,7 @@ def read_records(path: str | Path) -> list[dict]:
     text = _text(path, "calibration points")
     if path.suffix.lower() == ".json":
         try:
-            data = json.loads(text, object_pairs_hook=_no_repeated_keys)
+            data = json.loads(text, object_pairs_hook=unique_pairs)
         except json.JSONDecodeError as exc:
             raise FreqlabError(f"{path}: not valid JSON ({exc})") from exc
         except ValueError as exc:  # a key given twice: json keeps the last value without a word
@@ -292,13 +293,6 @@ def read_records(path: str | Path) -> list[dict]:
             raise FreqlabError(f"{where}: {len(row[None])} field(s) more than the header's {len(fieldnames)}")
         rows.append({k: v for k, v in row.items() if v not in (None, "")} | {"_where": where})
     return rows
-
-
-def _no_repeated_keys(pairs: list[tuple[str, object]]) -> dict:
-    keys = [key for key, _ in pairs]
-    if repeated := sorted({key for key in keys if keys.count(key) > 1}):
-        raise ValueError(f"key(s) given twice in one object: {', '.join(repeated)}")
-    return dict(pairs)
 
 
 #: every count of a point (tokens, occurrences, lengths) stays an exact int64, as the command-line options do

@@ -496,7 +496,7 @@ class ScheduleFrequency:
             "window": window,
             "tokens": self.tokens,
             "tau": float(tau),
-            "full_attention": all(self.full_attention(k) for k in range(len(self.frequencies))),
+            "full_attention": all(stage["full_attention"] for stage in stages),
             "effective_length": self.effective_length(tau),
             "share_at_most_half": share_at_most(total, window // 2),
             "share_at_least_three_quarters": share_at_least(total, (3 * window) // 4),

@@ -416,7 +416,7 @@ class StringPlan(WellTrainedBasis, Displayed):
     @property
     def largest_position(self) -> int:
         """The largest position STRING uses in a window of L tokens: max(S, L - S + W) - 1."""
-        return max(self.S, self.L - self.S + self.W) - 1
+        return string_positions_used(self.L, self.S, self.W) - 1
 
     @property
     def within_well_trained(self) -> bool:
@@ -747,7 +747,7 @@ def _reasoning(L, S, W, wt: WellTrained, S_rule, bounds, within, shares, basis, 
                 f"freqlab recommends S = {S} (S/L = {S / L:.3f}). To follow the frequency rule instead, use "
                 f"shifted_offset = {S_rule}. "
             )
-    largest = max(S, L - S + W) - 1
+    largest = string_positions_used(L, S, W) - 1
     fits = f"{'within' if largest < wt.N else 'beyond'} the well-trained 0..{wt.N - 1}" if wt.N else "none well trained"
     tail = (
         f"STRING drops the distances >= L - S = {L - S} and uses positions 0..{largest} instead ({fits}), with local "

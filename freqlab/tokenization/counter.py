@@ -331,8 +331,8 @@ class TokenCounter:
             owned = np.asarray(owners, np.intp)
             np.add.at(totals, owned, counts)
             np.maximum.at(slowest, owned, went)
-        out[list(where)] = totals
         where = list(where)
+        out[where] = totals
         for k in np.unique(slowest).tolist():
             self._tally(backends[k], [where[i] for i in np.flatnonzero(slowest == k).tolist()])
 

@@ -193,7 +193,7 @@ def test_hostile_points_files_are_one_line_naming_the_place(tmp_path):
         f"{tmp_path / 'runs.csv'}: line 5",
     ]
     (tmp_path / "runs.json").write_text('[{"effective_length": 700, "occurrences": "1B", "effective_length": 900}]')
-    with pytest.raises(FreqlabError, match=r"runs\.json: key\(s\) given twice in one object: effective_length"):
+    with pytest.raises(FreqlabError, match=r"runs\.json: key 'effective_length' given twice"):
         read_records(tmp_path / "runs.json")
     for extra in ({"tokens": "1T"}, {"next_length": 800}):
         (tmp_path / "runs.json").write_text(json.dumps([{"effective_length": 700, "occurrences": "1B", **extra}]))
