@@ -56,13 +56,23 @@ def training_budget(tokens: int | float | None = None) -> Budget:
     return Budget(int(tokens) if isinstance(tokens, int) else round(float(tokens)), True)
 
 
-def budget_note(tokens: int, tau: float, needed: int | None, position: int) -> str:
-    """Why the predicted effective length is 0, and what budget reaches ``position`` (``needed``, None: never).
+def budget_note(
+    tokens: int, tau: float, needed: int | None, position: int, longest: tuple[int, int] | None = None
+) -> str:
+    """Why the predicted effective length is 0, and what budget reaches ``position`` (``needed``, None: never;
+    then ``longest``, (the longest position any segment reaches, the budget that trains it), says what can be
+    trained).
 
     >>> budget_note(8_440_000, 100e9, 221_000_000_000, 1024)
     'the budget limits it (T = 8.44M tokens against tau = 100B occurrences); T >= 221B tokens trains i <= 1024'
+    >>> budget_note(1_000_000, 100e9, None, 8, longest=(2, 300_000_000_000)).split("; ")[1:]
+    ['no budget trains i = 8 (no segment is longer than 3 tokens)', 'T >= 300B tokens trains i <= 2']
     """
     text = f"the budget limits it (T = {human_count(tokens)} tokens against tau = {human_count(tau)} occurrences)"
     if needed is None:
-        return text + f"; no budget trains i = {position} (no segment is longer)"
+        if longest is None:
+            return text + f"; no budget trains i = {position} (no segment is longer)"
+        reach, reach_needed = longest
+        text += f"; no budget trains i = {position} (no segment is longer than {reach + 1:,} tokens)"
+        return text + f"; T >= {human_count(reach_needed)} tokens trains i <= {reach}"
     return text + f"; T >= {human_count(needed)} tokens trains i <= {position}"

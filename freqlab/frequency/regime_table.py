@@ -42,7 +42,8 @@ def frequency_key_numbers(f, *, tokens: float | None = None, tau: float = DEFAUL
     dict
         JSON-serialisable: shares of position mass at i <= L/2 and i >= 3L/4, the positions holding
         50/80/90% of the mass, ``f`` at i = 0, L/4, L/2, 3L/4 and L − 1 (exact), the predicted effective length
-        (with ``tokens``) and the budget needed for f_T(L/2) >= tau.
+        (with ``tokens``) and the budget needed for f_T(L/2) >= tau (None when no segment reaches L/2; then
+        ``tokens_needed_at_longest`` is the budget for the longest position a segment reaches, when it is past 0).
 
     Notes
     -----
@@ -78,6 +79,8 @@ def frequency_key_numbers(f, *, tokens: float | None = None, tau: float = DEFAUL
         "tokens_needed_at_half": tokens_needed(f, half, tau) if f[half] > 0 else None,
         "longest_position": int(np.count_nonzero(f)) - 1,  # f is non-increasing: the longest segment's length - 1
     }
+    if f[half] == 0 and out["longest_position"] > 0:  # L/2 out of any budget's reach: what trains the longest one
+        out["tokens_needed_at_longest"] = tokens_needed(f, out["longest_position"], tau)
     if tokens is not None:
         out["budget_tokens"] = int(tokens)
         out["effective_length"] = effective_length(f, tokens, tau)
@@ -244,7 +247,10 @@ def describe(row: dict, *, detail: bool = False) -> str:
             cut = " (the window L = 1)" if row["L"] == 1 else ""
             line += f": no segment is longer than one token{cut}, so no position past 0 is trained, whatever the budget"
         elif row["effective_length"] == 0:  # say that the budget is what limits it, and what budget would not
-            line += f": {budget_note(row['budget_tokens'], row['tau'], row['tokens_needed_at_half'], row['half'])}"
+            reach = row.get("tokens_needed_at_longest")
+            longest = (row["longest_position"], reach) if reach is not None else None
+            needed = row["tokens_needed_at_half"]
+            line += f": {budget_note(row['budget_tokens'], row['tau'], needed, row['half'], longest)}"
     if detail:
         mass = row["position_at_mass"]
         needed = row["tokens_needed_at_half"]

@@ -208,6 +208,20 @@ def test_an_effective_length_of_zero_from_the_data_is_not_blamed_on_the_budget(t
     assert data["results"][0]["longest_position"] == 0
 
 
+def test_an_effective_length_of_zero_names_the_budget_for_the_longest_position_when_l_half_is_out_of_reach(tmp_path):
+    """Documents of 3 tokens at L = 16: f = (3000, 2000, 1000, 0...), f(8) = 0, so no budget trains L/2; the line
+    said only that, though T >= tau · f(0) / f(2) = 100B · 3 = 300B trains i <= 2."""
+    path = LengthHistogram.from_counts([3], [1000]).to_parquet(tmp_path / "threes.parquet")
+    text = run("freq", path, "--L", 16, "--regime", "natural", "--tokens", "1M").output
+    assert (
+        "predicted effective length 0 at 1M tokens: the budget limits it (T = 1M tokens against tau = 100B "
+        "occurrences); no budget trains i = 8 (no segment is longer than 3 tokens); T >= 300B tokens trains i <= 2"
+    ) in text
+    row = json.loads(run("freq", path, "--L", 16, "--json").output)["results"][0]
+    assert row["tokens_needed_at_half"] is None and row["tokens_needed_at_longest"] == 300 * 10**9
+    assert run("freq", path, "--L", 16, "--tokens", "300B").output.count("predicted effective length 2 at 300B") == 1
+
+
 @pytest.fixture
 def split(tmp_path):
     from freqlab.histogram import combine_sources
