@@ -4,7 +4,7 @@ from freqlab.deprecation import renamed_attributes
 from freqlab.frequency.exposure import exposure_histogram, source_tails
 from freqlab.frequency.layouts import layout_frequency, layout_from_config, parse_layout
 from freqlab.frequency.position import position_frequency, segment_frequency
-from freqlab.frequency.regimes import REGIMES, Segments, pack_documents, segments, stream_order
+from freqlab.frequency.regimes import REGIMES, Segments, pack_documents, pack_sample, segments, stream_order
 from freqlab.frequency.result import PositionFrequency
 from freqlab.frequency.schedule import Schedule, Stage, load_preset, load_schedule, parse_tokens, schedule_frequency
 from freqlab.frequency.stats import (
@@ -31,6 +31,7 @@ __all__ = [
     "load_preset",
     "load_schedule",
     "pack_documents",
+    "pack_sample",
     "parse_layout",
     "parse_tokens",
     "position_at_mass",

@@ -21,39 +21,43 @@ def scatter_add(size: int, index: np.ndarray, values: np.ndarray) -> np.ndarray:
 
 
 @njit(cache=True)
-def pack_walk(doc_lengths: np.ndarray, L: int) -> tuple:
+def pack_walk(stream: np.ndarray, L: int, lengths: np.ndarray, weights: np.ndarray) -> tuple:
     """Walk documents in order through rows of ``L`` tokens; count the pieces each row boundary cuts.
 
     Returns ``(counts, rows)`` where ``counts[l]`` is the number of segments of length ``l`` (1 <= l <= L)
     and ``rows`` the number of rows touched (the last may be partly filled). O(1) per document: a document
-    first fills the current row, then whole rows, then starts a new one with its remainder.
+    first fills the current row, then whole rows, then starts a new one with its remainder. ``stream`` holds the
+    documents' lengths, each counted once, when ``lengths`` is empty; else each is an index k into ``lengths`` and
+    ``weights``: a document of ``lengths[k]`` tokens whose pieces count ``weights[k]`` times (a weighted sample).
     """
     counts = np.zeros(L + 1, dtype=np.int64)
+    indexed = lengths.shape[0] > 0
     offset = 0  # tokens already in the current row
     rows = 0
-    for k in range(doc_lengths.shape[0]):
-        n = doc_lengths[k]
+    for k in range(stream.shape[0]):
+        n = lengths[stream[k]] if indexed else stream[k]
         if n <= 0:
             continue
+        w = weights[stream[k]] if indexed else 1
         if offset == 0:
-            rows += 1
+            rows += w
         room = L - offset
         if n <= room:
-            counts[n] += 1
+            counts[n] += w
             offset += n
             if offset == L:
                 offset = 0
             continue
         # first piece fills the current row
-        counts[room] += 1
+        counts[room] += w
         n -= room
         full = n // L
         rest = n - full * L
-        counts[L] += full
-        rows += full
+        counts[L] += full * w
+        rows += full * w
         if rest > 0:
-            counts[rest] += 1
-            rows += 1
+            counts[rest] += w
+            rows += w
             offset = rest
         else:
             offset = 0

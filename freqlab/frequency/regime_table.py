@@ -10,7 +10,7 @@ from freqlab.display import percent
 from freqlab.errors import FreqlabError
 from freqlab.frequency.budget import budget_note
 from freqlab.frequency.position import position_frequency, segment_frequency
-from freqlab.frequency.regimes import segments
+from freqlab.frequency.regimes import PACK_SAMPLE_DOCUMENTS, pack_sample, segments
 from freqlab.frequency.stats import (
     DEFAULT_TAU,
     STRING_PROBE_CALIBRATION,
@@ -145,16 +145,21 @@ def regime_rows(
     rows = []
     for L in Ls:
         for regime in regimes:
-            sample = _pack_sample(lengths, counts) if regime == "pack" else None
-            doc_lengths, doc_counts = sample or (lengths, counts)
-            segs = segments(doc_lengths, doc_counts, L, regime, seed=seed, megatron=megatron)
+            if regime == "pack":  # a large histogram: a weighted sample of its stream
+                documents = int(np.sum(counts, dtype=np.int64))
+                segs = pack_sample(lengths, counts, L, seed=seed, documents=PACK_SAMPLE_DOCUMENTS)
+            else:
+                segs, documents = segments(lengths, counts, L, regime, seed=seed, megatron=megatron), 0
             budget = tokens
             if one_pass and tokens is not None and segs.dropped_tokens:
                 budget = int(tokens) * segs.tokens // (segs.tokens + segs.dropped_tokens)
             f = segment_frequency(segs)
             row = regime_row(segs.regime, f, segs.segments, segs.dropped_tokens, segs.approximation, budget, tau)
-            if sample:
-                row["note"] = f"pack shuffles a stream of {int(sample[1].sum()):,} documents: the histogram scaled down"
+            if documents > PACK_SAMPLE_DOCUMENTS:
+                row["note"] = (
+                    f"pack shuffles a stream of {documents:,} documents: walked as a weighted sample of about "
+                    f"{PACK_SAMPLE_DOCUMENTS:,}, every length kept"
+                )
             rows.append(row)
     return rows
 
@@ -182,20 +187,6 @@ def regime_row(
     if approximation:
         row["approximation"] = approximation
     return row
-
-
-PACK_SUMMARY_DOCUMENTS = 1 << 24  # pack expands the histogram into a shuffled stream: ~3 s and 128 MB at this size
-
-
-def _pack_sample(lengths, counts) -> tuple[np.ndarray, np.ndarray] | None:
-    """A large histogram scaled to about PACK_SUMMARY_DOCUMENTS documents (None: small enough as it is)."""
-    counts = np.asarray(counts, dtype=np.int64)
-    documents = int(counts.sum())
-    if documents <= PACK_SUMMARY_DOCUMENTS:
-        return None
-    scaled = np.rint(counts * (PACK_SUMMARY_DOCUMENTS / documents)).astype(np.int64)
-    keep = scaled > 0
-    return np.asarray(lengths, dtype=np.int64)[keep], scaled[keep]
 
 
 def describe(row: dict, *, detail: bool = False) -> str:

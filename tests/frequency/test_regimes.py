@@ -16,6 +16,7 @@ from freqlab import FreqlabError
 from freqlab.frequency import (
     REGIMES,
     pack_documents,
+    pack_sample,
     position_frequency,
     segments,
     share_at_least,
@@ -55,6 +56,68 @@ def test_pack_of_a_histogram_packs_its_seeded_stream_order(pairs, L, seed):
     order = stream_order(np.array(lengths), np.array(counts), seed).tolist()
     assert sorted(order) == sorted(expand(lengths, counts))
     assert as_list(segments(lengths, counts, L, "pack", seed=seed)) == sorted(pack_segments(order, L))
+
+
+def test_pack_of_a_histogram_does_not_depend_on_the_order_of_its_rows():
+    """The same multiset of documents in another row order (raw arrays, not a LengthHistogram) gave another f."""
+    forward = position_frequency([3, 5, 7], [4, 3, 2], 8, "pack", seed=0)
+    assert forward.tolist() == position_frequency([7, 5, 3], [2, 3, 4], 8, "pack", seed=0).tolist()
+    assert forward.tolist() == position_frequency([5, 3, 7, 5], [1, 4, 2, 2], 8, "pack", seed=0).tolist()
+
+
+@settings(max_examples=60, deadline=None)
+@given(histograms, st.integers(1, 17), st.integers(0, 3), st.integers(1, 30))
+def test_pack_sample_walks_each_kept_document_as_its_weight_in_documents(pairs, L, seed, documents):
+    """Reference: every document of the weighted stream packed into rows of L, its pieces counted weight times."""
+    from freqlab.frequency import regimes
+
+    lengths, counts = (np.array(x) for x in zip(*pairs))
+    sample = pack_sample(lengths, counts, L, seed=seed, documents=documents)
+    if counts.sum() <= documents:  # small enough: the exact regime
+        assert as_list(sample) == as_list(segments(lengths, counts, L, "pack", seed=seed))
+        return
+    kept = np.maximum(np.rint(counts * (documents / counts.sum())), 1).astype(int)
+    docs, weights = [], []
+    for n, c, m in zip(lengths.tolist(), counts.tolist(), kept.tolist()):  # weights add up to each length's count
+        docs += [n] * m
+        weights += [c // m + 1] * (c % m) + [c // m] * (m - c % m)
+    order = regimes.seeded_rng(seed).permutation(len(docs))  # the seeded shuffle of the kinds, as the stream
+    stream = [docs[k] for k in order]
+    weight = [weights[k] for k in order]
+    expected, offset = {}, 0  # pieces by length, each weighing its document's weight
+    for n, w in zip(stream, weight):
+        while n:
+            piece = min(n, L - offset)  # what is left of the row, or the document's end
+            expected[piece] = expected.get(piece, 0) + w
+            n, offset = n - piece, (offset + piece) % L
+    assert dict(zip(sample.lengths.tolist(), sample.counts.tolist())) == expected
+    assert sample.tokens == int(lengths @ counts)  # f(0): the corpus's tokens, exactly
+
+
+def test_pack_sample_keeps_the_share_of_rare_long_documents():
+    """2^20 documents of 200 tokens and 2,000 of 5,000-6,999 tokens, once each (2.7% of the tokens): scaled to 2^14
+    documents, every long one rounded to none (the pack rows of freq and scan summaries showed no position past 199
+    in use, 0.0% at i >= 3L/4); the weighted sample keeps them, within 5% of the whole stream's f (which itself
+    moves by up to 2.5% from seed to seed here: where 2,000 long documents start in their rows)."""
+    lengths = np.concatenate([[200], np.arange(5000, 7000)])
+    counts = np.concatenate([[1 << 20], np.ones(2000, dtype=np.int64)])
+    whole = position_frequency(lengths, counts, 4096, "pack")
+    sampled = pack_sample(lengths, counts, 4096, documents=1 << 14)
+    f = np.zeros(4096, dtype=np.int64)
+    for n, c in zip(sampled.lengths.tolist(), sampled.counts.tolist()):
+        f[:n] += c * (n - np.arange(n))
+    assert f[0] == whole[0] == int(lengths @ counts)
+    assert f[3072] == pytest.approx(whole[3072], rel=0.05) and whole[3072] > 0
+    assert share_at_least(f, 3072) == pytest.approx(share_at_least(whole, 3072), rel=0.05)
+
+
+def test_pack_sample_of_half_the_tokens_in_sixteen_documents():
+    """2^34 one-token documents and 16 of 2^30 tokens: scaled down, the pack row said no segment is longer than one
+    token; the weighted sample walks one long document weighing 16."""
+    sampled = pack_sample([1, 1 << 30], [1 << 34, 16], 4096, documents=1 << 12)
+    assert sampled.tokens == (1 << 34) + (16 << 30)
+    full_rows = sampled.counts[sampled.lengths == 4096]
+    assert full_rows.size and (16 << 30) // 4096 - 16 <= full_rows[0] <= (16 << 30) // 4096
 
 
 def test_natural_splits_long_documents_into_full_windows_and_a_remainder():
@@ -169,4 +232,18 @@ def test_a_seed_that_is_no_count_is_one_freqlab_error(seed):
     assert (
         position_frequency([5, 6], [1, 1], 4, "pack", seed=np.int64(3)).tolist()
         == position_frequency([5, 6], [1, 1], 4, "pack", seed=3).tolist()
+    )
+
+
+def test_the_summary_rows_walk_a_large_histogram_as_a_weighted_sample(monkeypatch):
+    """regime_rows (freq, stats, scan summaries) above PACK_SAMPLE_DOCUMENTS: the rare long documents are kept."""
+    from freqlab.frequency import regime_table
+
+    monkeypatch.setattr(regime_table, "PACK_SAMPLE_DOCUMENTS", 1 << 12)
+    lengths = np.concatenate([[200], np.arange(5000, 5400)])
+    counts = np.concatenate([[1 << 18], np.ones(400, dtype=np.int64)])
+    row = regime_table.regime_rows(lengths, counts, [4096], ["pack"], tokens=10**12)[0]
+    assert row["tokens_in_segments"] == int(lengths @ counts) and row["f"]["3072"] > 0
+    assert row["note"] == (
+        "pack shuffles a stream of 262,544 documents: walked as a weighted sample of about 4,096, every length kept"
     )
