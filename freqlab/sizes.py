@@ -116,6 +116,15 @@ def parse_tokens(value, *, minimum: int = 1) -> int:
     return parse_size(value, DECIMAL_SUFFIXES, "token count", "2e9, 100B or 1.5T", minimum=minimum)
 
 
+def json_threshold(tau: float | int) -> float | int:
+    """``tau`` as JSON writes it: an integer as it is (exact past 2^53, where float64 would round it), else a float.
+
+    >>> json_threshold(2**53 + 3), json_threshold(100e9)
+    (9007199254740995, 100000000000.0)
+    """
+    return tau if isinstance(tau, int) and not isinstance(tau, bool) else float(tau)
+
+
 def parse_count(value, what: str = "count", *, minimum: int = 1) -> int:
     """A count of documents, samples or bytes: ``100000``, ``100k``, ``2.5T`` (decimal suffixes)."""
     return parse_size(value, DECIMAL_SUFFIXES, what, "100000, 100K or 2.5M", minimum=minimum)

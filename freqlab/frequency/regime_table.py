@@ -22,7 +22,7 @@ from freqlab.frequency.stats import (
     share_at_most,
     tokens_needed,
 )
-from freqlab.sizes import human_count  # kept for import compatibility (and used here)
+from freqlab.sizes import human_count, json_threshold  # human_count kept for import compatibility (and used here)
 
 
 def frequency_key_numbers(f, *, tokens: float | None = None, tau: float = DEFAULT_TAU) -> dict:
@@ -75,7 +75,7 @@ def frequency_key_numbers(f, *, tokens: float | None = None, tau: float = DEFAUL
         "share_at_least_three_quarters": share_at_least(f, three_quarters),
         "position_at_mass": {f"{p}%": position_at_mass(f, p / 100) for p in (50, 80, 90)},
         "f": {str(i): f[i].item() for i in sorted({0, L // 4, half, three_quarters, L - 1})},
-        "tau": float(tau),
+        "tau": json_threshold(tau),
         "tokens_needed_at_half": tokens_needed(f, half, tau) if f[half] > 0 else None,
         "longest_position": int(np.count_nonzero(f)) - 1,  # f is non-increasing: the longest segment's length - 1
     }
@@ -284,7 +284,7 @@ def string_probe_comparison(lengths, counts, *, tau: float = DEFAULT_TAU) -> dic
         )
     return {
         "regime": "natural",
-        "tau": float(tau),
+        "tau": json_threshold(tau),
         "step": STRING_PROBE_STEP,
         "calibration": {
             "position": position,

@@ -56,7 +56,7 @@ from freqlab.frequency.regimes import REGIMES, expands_documents
 from freqlab.frequency.stats import DEFAULT_TAU, effective_length, share_at_least, share_at_most
 from freqlab.paths import expand_home
 from freqlab.resources import require_memory
-from freqlab.sizes import parse_positions, parse_tokens
+from freqlab.sizes import json_threshold, parse_positions, parse_tokens
 
 
 @dataclass(frozen=True)
@@ -194,11 +194,16 @@ def parse_schedule(
                   specs["curriculum"], specs["position_ids"], specs["mixture"], provenance,
                   _text(raw.get("note", ""), f"{where}: note"))
         )  # fmt: skip
-    tau = data.get("tau", DEFAULT_TAU)
+    given = data.get("tau", DEFAULT_TAU)
     try:
-        tau = float(parse_tokens(tau))
+        tau = parse_tokens(given)  # an int: exact past 2^53, as --tau's
+        if tau >= 1 << 63:
+            raise FreqlabError("past int64")
     except FreqlabError:
-        raise FreqlabError(f"{source}: tau must be a positive number, got {brief(tau)}") from None
+        raise FreqlabError(
+            f"{source}: tau must be a positive number of occurrences, a whole number from 1 to 2^63 - 1 (e.g. 100B), "
+            f"got {brief(given)}"
+        ) from None
     listed = {key: _texts(data.get(key), f"{source}: {key}") for key in ("sources", "notes")}
     title = _text(data.get("title") or data.get("name") or "", f"{source}: title")
     return Schedule(tuple(stages), default, tau, source, title, listed["sources"], listed["notes"], top_provenance)
@@ -495,7 +500,7 @@ class ScheduleFrequency:
             **({"provenance": dict(schedule.provenance)} if schedule.provenance else {}),
             "window": window,
             "tokens": self.tokens,
-            "tau": float(tau),
+            "tau": json_threshold(tau),
             "full_attention": all(stage["full_attention"] for stage in stages),
             "effective_length": self.effective_length(tau),
             "share_at_most_half": share_at_most(total, window // 2),

@@ -55,6 +55,24 @@ def test_json_schedules_and_histogram_override(corpus):
     assert result.frequencies[0].tolist() == position_frequency([9000], [5], 1024).tolist()
 
 
+def test_a_schedule_files_tau_stays_a_whole_number(tmp_path):
+    """tau 2^53 + 3 in the file was read as a float (2^53 + 4): F(1) = (2^54 + 6) / 2 = 2^53 + 3 reaches it, so the
+    effective length is 1, as with --tau, but the file's tau gave 0; the JSON wrote tau rounded too."""
+    LengthHistogram.from_counts([2], [1]).to_parquet(tmp_path / "two.parquet")
+    tau = 2**53 + 3
+    (tmp_path / "s.yaml").write_text(
+        f"histogram: two.parquet\ntau: {tau}\nstages:\n  - {{name: s, L: 2, tokens: {2**54 + 6}}}\n"
+    )
+    schedule = load_schedule(tmp_path / "s.yaml")
+    assert schedule.tau == tau and type(schedule.tau) is int
+    result = schedule_frequency(schedule)
+    assert result.occurrences(1) == Fraction(2**54 + 6, 2) and result.effective_length() == 1
+    assert result.to_dict()["tau"] == tau and result.effective_length(tau + 1) == 0
+    (tmp_path / "big.yaml").write_text("histogram: two.parquet\ntau: 1e19\nstages:\n  - {L: 2, tokens: 1B}\n")
+    with pytest.raises(FreqlabError, match=r"tau must be .* a whole number from 1 to 2\^63 - 1 .*got '1e19'"):
+        load_schedule(tmp_path / "big.yaml")
+
+
 @pytest.mark.parametrize(
     ("text", "message"),
     [
