@@ -18,6 +18,34 @@ from freqlab.errors import FreqlabError
 
 EXTRA_HINT = "pip install 'freqlab[apply]'"  # the one line shown when torch or transformers is missing
 
+#: The model types :func:`string` and :func:`self_extend` are checked on against a reference (``tests/apply``): each
+#: layer rotates its queries and keys with transformers' ``rotate_half`` RoPE right before attention.
+TESTED_MODEL_TYPES = frozenset({"llama", "mistral", "qwen2", "qwen3", "gemma", "gemma2", "gemma3_text"})
+
+
+def check_model_type(model_type: str | None, allow_untested: bool = False, *, override: str = "") -> None:
+    """A FreqlabError for a model type outside :data:`TESTED_MODEL_TYPES`, unless ``allow_untested`` (``override``:
+    how the caller's user allows it, in the message).
+
+    The plans re-rotate the queries and keys the attention function receives (:mod:`freqlab.apply.attention`),
+    which is exact only for the layout above: interleaved RoPE (Cohere, ERNIE 4.5), layers without RoPE (SmolLM3,
+    Cohere 2, EXAONE 4, Llama 4) or a norm after RoPE (Hunyuan) give other logits, and nothing in the model says so.
+
+    >>> check_model_type("qwen2")
+    >>> check_model_type("cohere")
+    Traceback (most recent call last):
+    ...
+    freqlab.errors.FreqlabError: model type 'cohere' is not one freqlab.apply is tested on ...
+    """
+    if model_type in TESTED_MODEL_TYPES or allow_untested:
+        return
+    raise FreqlabError(
+        f"model type {model_type!r} is not one freqlab.apply is tested on ({', '.join(sorted(TESTED_MODEL_TYPES))}): "
+        "STRING and Self-Extend are exact only where every layer rotates queries and keys with transformers' "
+        "rotate_half RoPE right before attention (interleaved RoPE, layers without RoPE or a norm after it give other "
+        f"logits); {override or 'allow_untested=True (freqlab probe: --allow-untested)'} applies them anyway"
+    )
+
 
 def require(module: str = "torch") -> Any:
     """Import ``module`` (torch, transformers) or fail with one line naming the extra that provides it.
@@ -52,6 +80,7 @@ def string(
     backend: str = "auto",
     flash_fn: Callable | None = None,
     flash_varlen_fn: Callable | None = None,
+    allow_untested: bool = False,
 ) -> Any:
     """Apply STRING (An et al., "Why Does the Effective Context Length of LLMs Fall Short?", ICLR 2025, Sec. 4)
     to ``model`` in place and return it: a query-key pair at relative distance r = m - n >= S uses the position
@@ -76,6 +105,9 @@ def string(
         Replaces flash-attn's ``flash_attn_func`` (same signature) in the ``flash`` backend.
     flash_varlen_fn : callable, optional
         Replaces ``flash_attn_varlen_func`` beside ``flash_fn`` (padded batches; without it they are refused).
+    allow_untested : bool
+        Apply it to a model type outside :data:`TESTED_MODEL_TYPES` (refused otherwise: :func:`check_model_type`),
+        with a warning.
 
     Returns
     -------
@@ -86,7 +118,7 @@ def string(
     ----------
     .. [1] An et al., "Why Does the Effective Context Length of LLMs Fall Short?", ICLR 2025, arXiv:2410.18745.
     """
-    return _attention().apply_string(model, S, W, backend, flash_fn, flash_varlen_fn)
+    return _attention().apply_string(model, S, W, backend, flash_fn, flash_varlen_fn, allow_untested)
 
 
 def self_extend(
@@ -97,6 +129,7 @@ def self_extend(
     backend: str = "auto",
     flash_fn: Callable | None = None,
     flash_varlen_fn: Callable | None = None,
+    allow_untested: bool = False,
 ) -> Any:
     """Apply Self-Extend (Jin et al., "LLM Maybe LongLM: Self-Extend LLM Context Window Without Tuning", ICML
     2024, Sec. 3.2) to ``model`` in place and return it: pairs at r < w_n keep r, farther pairs use the grouped
@@ -114,6 +147,8 @@ def self_extend(
         As for :func:`string`.
     flash_fn, flash_varlen_fn : callable, optional
         As for :func:`string`.
+    allow_untested : bool
+        As for :func:`string`.
 
     Returns
     -------
@@ -125,7 +160,7 @@ def self_extend(
     .. [1] Jin et al., "LLM Maybe LongLM: Self-Extend LLM Context Window Without Tuning", ICML 2024,
            arXiv:2401.01325.
     """
-    return _attention().apply_self_extend(model, G, w_n, backend, flash_fn, flash_varlen_fn)
+    return _attention().apply_self_extend(model, G, w_n, backend, flash_fn, flash_varlen_fn, allow_untested)
 
 
 def remove(model: Any) -> Any:
@@ -144,4 +179,4 @@ def remove(model: Any) -> Any:
     return _attention().remove(model)
 
 
-__all__ = ["EXTRA_HINT", "remove", "require", "self_extend", "string"]
+__all__ = ["EXTRA_HINT", "TESTED_MODEL_TYPES", "check_model_type", "remove", "require", "self_extend", "string"]

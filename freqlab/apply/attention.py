@@ -68,6 +68,7 @@ import transformers
 from transformers import AttentionInterface, cache_utils
 from transformers.masking_utils import AttentionMaskInterface, eager_mask, flash_attention_mask
 
+from freqlab.apply import TESTED_MODEL_TYPES, check_model_type
 from freqlab.errors import FreqlabError
 from freqlab.plan.self_extend import _check_group
 from freqlab.plan.string import _check_shift
@@ -82,7 +83,6 @@ FLASH_KERNELS = {
     "flash_attention_3": ("flash_attn_interface", "flash_attn_func", "flash_attn_varlen_func"),
 }
 BLOCK_ELEMENTS = 1 << 24  # scores materialized at once (batch x heads x query block x keys)
-TESTED_MODEL_TYPES = frozenset({"llama", "mistral", "qwen2", "qwen3", "gemma", "gemma2", "gemma3_text"})
 
 
 @dataclass(frozen=True)
@@ -714,11 +714,12 @@ def resolve_backend(
 
 
 def _apply(model: Any, method: str, first: int, second: int, backend: str, flash_fn: Callable | None = None,
-           flash_varlen_fn: Callable | None = None) -> Any:  # fmt: skip
+           flash_varlen_fn: Callable | None = None, allow_untested: bool = False) -> Any:  # fmt: skip
     config = _text_config(model)
+    check_model_type(config.model_type, allow_untested)
     previous = _PREVIOUS.get(model, config._attn_implementation)
     backend, flash_fn, flash_varlen_fn = resolve_backend(backend, previous, flash_fn, flash_varlen_fn)
-    if config.model_type not in TESTED_MODEL_TYPES:
+    if config.model_type not in TESTED_MODEL_TYPES:  # allowed: said once more where it runs
         warnings.warn(
             f"freqlab.apply is tested on {', '.join(sorted(TESTED_MODEL_TYPES))}; {config.model_type!r} is not "
             "among them (it must rotate queries and keys with transformers' rotate_half layout)",
@@ -767,17 +768,17 @@ def _window(model: Any) -> int:
 
 
 def apply_string(model: Any, S: int, W: int, backend: str = "auto", flash_fn: Callable | None = None,
-                 flash_varlen_fn: Callable | None = None) -> Any:  # fmt: skip
+                 flash_varlen_fn: Callable | None = None, allow_untested: bool = False) -> Any:  # fmt: skip
     """See :func:`freqlab.apply.string`."""
     _, S, W = _check_shift(_window(model), S, W)
-    return _apply(model, STRING_NAME, S, W, backend, flash_fn, flash_varlen_fn)
+    return _apply(model, STRING_NAME, S, W, backend, flash_fn, flash_varlen_fn, allow_untested)
 
 
 def apply_self_extend(model: Any, G: int, w_n: int, backend: str = "auto", flash_fn: Callable | None = None,
-                      flash_varlen_fn: Callable | None = None) -> Any:  # fmt: skip
+                      flash_varlen_fn: Callable | None = None, allow_untested: bool = False) -> Any:  # fmt: skip
     """See :func:`freqlab.apply.self_extend`."""
     G, w_n = _check_group(G, w_n, _window(model))
-    return _apply(model, SELF_EXTEND_NAME, G, w_n, backend, flash_fn, flash_varlen_fn)
+    return _apply(model, SELF_EXTEND_NAME, G, w_n, backend, flash_fn, flash_varlen_fn, allow_untested)
 
 
 def remove(model: Any) -> Any:

@@ -2,15 +2,17 @@
 Context Length of LLMs Fall Short?", ICLR 2025, Sec. 3, Evaluation; Table 5 gives the input format).
 
 The test (the paper's 4-needle Needle-in-a-Haystack): ``needles`` random 6-digit numbers ("One of the magic numbers
-is 144231.") are hidden in a haystack after the instruction, and the model is asked "What are the magic numbers
-mentioned in the provided text? The numbers are"; a test passes when its greedy answer contains at least ``need``
-of them (the paper: 2 of 4). The haystack here is the repeated "The grass is green. ..." filler of passkey tests
-(Mohtashami & Jaggi, 2023), so nothing is downloaded; the paper used Paul Graham's essays.
+is 144231.") are hidden "at various positions" of a haystack after the instruction (one in each ``needles``-th of
+it, :meth:`PromptBuilder.build`), and the model is asked "What are the magic numbers mentioned in the provided text?
+The numbers are"; a test passes when its greedy answer contains at least ``need`` of them (the paper: 2 of 4). The
+haystack here is the repeated "The grass is green. ..." filler of passkey tests (Mohtashami & Jaggi, 2023), so
+nothing is downloaded; the paper used Paul Graham's essays.
 
 Mechanics. Prompts are assembled from token ids, so each is exactly ``length`` tokens (the tokenizer's own
-leading special tokens included). ``depth`` d places the needle block at token ``round(d · H)`` of the H haystack
-tokens: d = 0 right after the instruction (farthest from the question), d = 1 right before it. All prompts of one
-length have the same length, so they are generated in batches without padding.
+leading special tokens included). ``depth`` d is the needles' phase: needle k of n starts after ``round((k + d) ·
+H / n)`` of the H haystack tokens, so d = 0 puts the first right after the instruction (farthest from the question),
+d = 1 the last right before it. All prompts of one length have the same length, so they are generated in batches
+without padding.
 
 Effective length (the rule). A tested length passes when at least ``threshold`` (default 0.5) of its tests (all
 depths and trials) pass. The paper increases the length "until the model fails", so the effective length is the
@@ -23,6 +25,7 @@ torch and transformers are imported only by :func:`load_model` and :func:`hf_gen
 
 from __future__ import annotations
 
+import math
 import re
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
@@ -32,6 +35,7 @@ import numpy as np
 
 from freqlab import apply as applied
 from freqlab.errors import FreqlabError
+from freqlab.sizes import MAX_POSITIONS
 
 INSTRUCTION = (
     "There is an important info hidden inside a lot of irrelevant text. Find it and memorize them. "
@@ -76,29 +80,45 @@ class PromptBuilder:
         return self.encode(NEEDLE.format(number=number))
 
     def minimum_length(self) -> int:
-        """Shortest prompt: instruction, needles (6 digits each) and question, no haystack."""
+        """Shortest prompt with needles of ``000000`` (instruction, needles and question, no haystack): a real
+        test's numbers may take more tokens (:meth:`needles_for` says how many).
+        """
         return len(self.head) + len(self.query) + self.needles * len(self.needle_ids("000000"))
 
+    def needles_for(self, rng: np.random.Generator) -> tuple[tuple[str, ...], list[list[int]]]:
+        """The needle numbers a test draws from ``rng`` (``needles`` distinct 6-digit numbers) and their sentences'
+        token ids: the first thing :meth:`build` draws, so the same ``rng`` state gives the same needles.
+        """
+        numbers = tuple(str(n) for n in 100_000 + rng.choice(900_000, self.needles, replace=False))
+        return numbers, [self.needle_ids(number) for number in numbers]
+
     def build(self, length: int, depth: float, rng: np.random.Generator) -> Prompt:
-        """A prompt of exactly ``length`` tokens with the needle block at ``depth`` of the haystack."""
+        """A prompt of exactly ``length`` tokens whose needles are spread over the haystack at phase ``depth``.
+
+        With H haystack tokens and n needles, needle k (0-based) starts at haystack token ⌊(k + depth) · H / n⌉:
+        one needle in each n-th of the haystack, as the paper inserts them "at various positions" (Sec. 3, Table
+        5). ``depth`` 0 puts the first right after the instruction (the farthest from the question), 1 the last
+        right before the question.
+        """
         if not 0.0 <= depth <= 1.0:
             raise FreqlabError(f"depth must be in [0, 1], got {depth}")
-        numbers = tuple(str(n) for n in 100_000 + rng.choice(900_000, self.needles, replace=False))
-        block, starts = [], []
-        for number in numbers:
-            starts.append(len(block))
-            block += self.needle_ids(number)
-        hay = length - len(self.head) - len(block) - len(self.query)
+        numbers, needle_ids = self.needles_for(rng)
+        hay = length - len(self.head) - sum(map(len, needle_ids)) - len(self.query)
         if hay < 0:
             raise FreqlabError(
-                f"length {length} is too short for the needle template (at least "
-                f"{len(self.head) + len(block) + len(self.query)} tokens)"
+                f"length {length} is too short for the needle template (at least {length - hay} tokens with the "
+                f"needles {', '.join(numbers)})"
             )
         filler = (self.filler * (hay // len(self.filler) + 1))[:hay]
-        at = round(depth * hay)
-        ids = self.head + filler[:at] + block + filler[at:] + self.query
-        offset = len(self.head) + at
-        return Prompt(ids, numbers, tuple(offset + s for s in starts), length, depth)
+        ids, starts, at = list(self.head), [], 0
+        for k, needle in enumerate(needle_ids):
+            cut = round((k + depth) * hay / self.needles)
+            ids += filler[at:cut]
+            starts.append(len(ids))
+            ids += needle
+            at = cut
+        ids += filler[at:] + self.query
+        return Prompt(ids, numbers, tuple(starts), length, depth)
 
 
 def retrieved(answer: str, numbers: Sequence[str]) -> int:
@@ -235,6 +255,26 @@ class ProbeReport:
 Generator = Callable[[list[list[int]], int], list[str]]
 
 
+def probe_lengths(lengths: Sequence[int]) -> tuple[int, ...]:
+    """The lengths to test, sorted and distinct (the effective length reads them in order); a FreqlabError for none,
+    or for one that is no whole number of tokens from 1 to ``MAX_POSITIONS``.
+
+    >>> probe_lengths([2048, 1024.0, 2048])
+    (1024, 2048)
+    """
+    out = set()
+    for n in lengths:
+        number = not isinstance(n, bool) and isinstance(n, int | float | np.integer | np.floating)
+        if not (number and math.isfinite(n) and 1 <= n <= MAX_POSITIONS and n == int(n)):
+            raise FreqlabError(
+                f"a length to test must be a whole number of tokens from 1 to {MAX_POSITIONS:,}, got {n!r}"
+            )
+        out.add(int(n))
+    if not out:
+        raise FreqlabError("no lengths to test")
+    return tuple(sorted(out))
+
+
 def probe(
     generate: Generator,
     builder: PromptBuilder,
@@ -261,8 +301,18 @@ def probe(
         raise FreqlabError("trials and batch size must be >= 1")
     if not 0.0 < threshold <= 1.0:
         raise FreqlabError(f"threshold must be in (0, 1], got {threshold}")
-    lengths, depths = tuple(int(n) for n in lengths), tuple(float(d) for d in depths)
-    max_new_tokens = max_new_tokens or builder.needles * len(builder.encode(" 000000,")) + 8
+    lengths, depths = probe_lengths(lengths), tuple(float(d) for d in depths)
+    if not depths:
+        raise FreqlabError("no depths to test")
+    longest_answer = 0  # every test's needles, drawn before anything runs: a length too short is refused first
+    for length in lengths:
+        for i in range(len(depths)):
+            for k in range(trials):
+                numbers, needle_ids = builder.needles_for(np.random.default_rng([seed, length, i, k]))
+                if length < len(builder.head) + sum(map(len, needle_ids)) + len(builder.query):
+                    builder.build(length, depths[i], np.random.default_rng([seed, length, i, k]))  # its error
+                longest_answer = max(longest_answer, sum(len(builder.encode(f" {n},")) for n in numbers))
+    max_new_tokens = max_new_tokens or longest_answer + 8
     passes = np.zeros((len(depths), len(lengths)), dtype=np.int64)
     found = np.zeros_like(passes)
     for j, length in enumerate(lengths):
@@ -293,19 +343,23 @@ def probe_settings(
     plans: Sequence[tuple[str, tuple[int, int]]] = (),
     baseline: bool = True,
     progress: Callable[[int], None] | None = None,
+    allow_untested: bool = False,
     **options: Any,
 ) -> list[ProbeResult]:
     """:func:`probe` a Hugging Face model stock (``baseline``) and with each of ``plans`` applied in turn
     (``("STRING", (S, W))`` or ``("Self-Extend", (G, w_n))``, removed after its probe), on the same prompts;
-    ``options``: :func:`probe`'s (trials, need, threshold, batch_size, seed).
+    ``options``: :func:`probe`'s (trials, need, threshold, batch_size, seed). A model type the plans are not
+    tested on is refused before anything runs, unless ``allow_untested`` (:func:`freqlab.apply.check_model_type`).
     """
+    if plans:
+        applied.check_model_type(model.config.get_text_config().model_type, allow_untested)
     patch = {"STRING": applied.string, "Self-Extend": applied.self_extend}
     settings = [("stock", None, None)] if baseline else []
     settings += [(f"{name} {a},{b}", name, (a, b)) for name, (a, b) in plans]
     results = []
     for label, name, values in settings:
         if name is not None:
-            patch[name](model, *values)
+            patch[name](model, *values, allow_untested=allow_untested)
         results.append(
             probe(hf_generator(model, tokenizer), builder, lengths, depths, label=label, progress=progress, **options)
         )

@@ -35,13 +35,14 @@ def _lengths(text: str | None, maximum: int, steps: int) -> list[int]:
     return sorted({maximum * k // steps for k in range(1, steps + 1)})
 
 
-def _check_before_loading(model_dir: str, plans: list, lengths: str | None, steps: int) -> None:
-    """Usage errors found before the model is loaded (seconds to minutes): the plans against the window its
-    ``config.json`` states, and the lengths given.
+def _check_before_loading(model_dir: str, plans: list, lengths: str | None, steps: int, allow_untested: bool) -> None:
+    """Usage errors found before the model is loaded (seconds to minutes) and before any test runs: the lengths
+    given, and the plans against the model type, the rotary and the window its ``config.json`` states.
     """
     import json
     from pathlib import Path
 
+    from freqlab.apply import check_model_type
     from freqlab.errors import FreqlabError
     from freqlab.plan.self_extend import _check_group
     from freqlab.plan.string import _check_shift
@@ -53,7 +54,20 @@ def _check_before_loading(model_dir: str, plans: list, lengths: str | None, step
     except (OSError, ValueError):
         return  # loading the model says what is wrong with it
     config = (config.get("text_config") or config) if isinstance(config, dict) else {}
-    L = config.get("max_position_embeddings") if isinstance(config, dict) else None
+    if not isinstance(config, dict) or not plans:
+        return
+    option = "--string" if plans[0][0] == "STRING" else "--self-extend"
+    try:
+        check_model_type(config.get("model_type"), allow_untested, override="--allow-untested")
+    except FreqlabError as exc:
+        raise click.BadParameter(str(exc), param_hint=option) from None
+    factor = config.get("partial_rotary_factor", 1.0)
+    if isinstance(factor, int | float) and not isinstance(factor, bool) and factor < 1:
+        raise click.BadParameter(
+            f"the model's RoPE covers a part of each head (partial_rotary_factor {factor}); not supported",
+            param_hint=option,
+        )
+    L = config.get("max_position_embeddings")
     if not isinstance(L, int) or L < 2:
         return
     for name, values in plans:
@@ -92,7 +106,8 @@ def _depths(text: str) -> list[float]:
     "--depths",
     default="0,0.25,0.5,0.75,1",
     show_default=True,
-    help="Needle depths (0: right after the instruction, 1: right before the question).",
+    help="Needle phases: one needle in each n-th of the haystack, at this share of it (0: the first right after "
+    "the instruction, 1: the last right before the question).",
 )
 @click.option("--trials", type=COUNT, default=5, show_default=True, help="Tests per (length, depth).")
 @click.option("--needles", type=COUNT, default=4, show_default=True, help="Needles per prompt (the paper: 4).")
@@ -133,6 +148,11 @@ def _depths(text: str) -> list[float]:
 )
 @click.option("--seed", type=SEED, default=0, show_default=True, help="Needle numbers (the same for every setting).")
 @click.option("--figure", type=HomePath(dir_okay=False), default=None, help="Write the heat map (png, pdf or svg).")
+@click.option(
+    "--allow-untested",
+    is_flag=True,
+    help="Apply the plans to a model type they are not tested on (see freqlab.apply.TESTED_MODEL_TYPES).",
+)
 @json_option
 def probe_command(
     model_dir,
@@ -153,14 +173,16 @@ def probe_command(
     attn_implementation,
     seed,
     figure,
+    allow_untested,
     as_json,
 ):
     """Measure MODEL's effective length by needle retrieval, the way STRING (An et al., ICLR 2025) Sec. 3 does.
 
     MODEL is a local Hugging Face causal LM directory (loaded offline). Each test hides NEEDLES 6-digit numbers
-    at a depth of a filler haystack and passes when the greedy answer names at least NEED of them. A length passes
-    when at least THRESHOLD of its tests pass; the effective length is the largest tested length that passes
-    with every shorter one passing. Needs the apply extra: pip install 'freqlab[apply]'.
+    spread over a filler haystack (one in each n-th, at the phase --depths gives) and passes when the greedy
+    answer names at least NEED of them. A length passes when at least THRESHOLD of its tests pass; the effective
+    length is the largest tested length that passes with every shorter one passing. Needs the apply extra:
+    pip install 'freqlab[apply]'.
 
     \b
     Examples:
@@ -174,7 +196,17 @@ def probe_command(
     if no_baseline and not plans:
         raise click.UsageError("--no-baseline needs --string or --self-extend")
     depth_list = _depths(depths)
-    _check_before_loading(model_dir, plans, lengths, steps)
+    if need > needles:
+        raise click.BadParameter(f"{need} needles cannot be found among --needles {needles}", param_hint="--need")
+    if figure:
+        from freqlab.errors import FreqlabError
+        from freqlab.plots.style import figure_formats
+
+        try:
+            figure_formats(figure)
+        except FreqlabError as exc:
+            raise click.BadParameter(str(exc), param_hint="--figure") from None
+    _check_before_loading(model_dir, plans, lengths, steps, allow_untested)
     model, tokenizer = p.load_model(model_dir, dtype, device, attn_implementation)
     config = model.config.get_text_config()
     length_list = _lengths(lengths, max_length or config.max_position_embeddings, steps)
@@ -199,6 +231,7 @@ def probe_command(
             plans=plans,
             baseline=not no_baseline,
             progress=bar.update,
+            allow_untested=allow_untested,
             trials=trials,
             need=need,
             threshold=threshold,

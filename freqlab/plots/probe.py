@@ -29,7 +29,7 @@ def plot_probe(results: Sequence, *, size="two-column"):
             ax.set_xticks(range(len(result.lengths)), [f"{n:,}" for n in result.lengths], rotation=45, ha="right")
             ax.set_yticks(range(len(result.depths)), [f"{d:.0%}" for d in result.depths])
             ax.set_xlabel("context length (tokens)")
-            ax.set_ylabel("needle depth")
+            ax.set_ylabel("needle phase (depth)")
             E = result.effective_length
             title = f"{result.label}: effective length {E:,}" if E else f"{result.label}: no tested length passes"
             ax.set_title(title, fontsize="medium")

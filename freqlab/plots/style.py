@@ -18,6 +18,7 @@ figure always gives the same bytes.
 
 from __future__ import annotations
 
+import os
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
@@ -217,6 +218,28 @@ def _metadata(fmt: str) -> dict:
     return {}
 
 
+def figure_formats(path: str | os.PathLike, formats: Sequence[str] | str | None = None) -> list[str]:
+    """The formats :func:`save_figure` writes for ``path`` and ``formats`` (None: the suffix of ``path``), or a
+    FreqlabError naming what is unknown: for a command to check its output before the work that makes the figure.
+
+    >>> figure_formats("probe.PDF"), figure_formats("fig", ("png", ".svg"))
+    (['pdf'], ['png', 'svg'])
+    """
+    path = Path(path)
+    if formats is None:
+        fmt = path.suffix.lstrip(".").lower()
+        if not fmt:
+            raise FreqlabError(f"{path}: no file suffix; give formats=('png', ...) or a path like fig.png")
+        formats = (fmt,)
+    if isinstance(formats, str):
+        formats = (formats,)
+    formats = [f.lower().lstrip(".") for f in formats]
+    unknown = [f for f in formats if f not in FORMATS]
+    if unknown:
+        raise FreqlabError(f"unknown figure format {unknown[0]!r}; choose from {', '.join(FORMATS)}")
+    return formats
+
+
 def save_figure(
     fig: Figure,
     path: str | Path,
@@ -246,17 +269,7 @@ def save_figure(
         The files written.
     """
     path = Path(path)
-    if formats is None:
-        fmt = path.suffix.lstrip(".").lower()
-        if not fmt:
-            raise FreqlabError(f"{path}: no file suffix; give formats=('png', ...) or a path like fig.png")
-        formats = (fmt,)
-    if isinstance(formats, str):
-        formats = (formats,)
-    formats = [f.lower().lstrip(".") for f in formats]
-    unknown = [f for f in formats if f not in FORMATS]
-    if unknown:
-        raise FreqlabError(f"unknown figure format {unknown[0]!r}; choose from {', '.join(FORMATS)}")
+    formats = figure_formats(path, formats)
     stem = path.with_suffix("") if path.suffix.lstrip(".").lower() in FORMATS else path
     written = []
     with freqlab_style():

@@ -269,6 +269,19 @@ def test_partial_rotary_is_refused():
         fa.string(model, 16, 4)
 
 
+@pytest.mark.parametrize("method", ["string", "self_extend"])
+def test_an_untested_model_type_is_refused_unless_allowed(method):
+    """Cohere rotates interleaved pairs (not rotate_half): the re-rotation gave other logits than STRING's Alg. 1
+    (2e-3 relative) with a warning only; it is refused, and runs with allow_untested=True (and the warning)."""
+    model = tiny_model("cohere")
+    with pytest.raises(FreqlabError, match=r"model type 'cohere' is not one freqlab\.apply is tested on"):
+        getattr(fa, method)(model, 16, 4)
+    assert model.config._attn_implementation == "sdpa"  # untouched
+    with pytest.warns(UserWarning, match="'cohere' is not among them"):
+        getattr(fa, method)(model, 16, 4, allow_untested=True)
+    assert model.config._attn_implementation.startswith("freqlab")
+
+
 def test_a_missing_extra_is_one_line_naming_it(monkeypatch):
     import builtins
 

@@ -48,18 +48,22 @@ def test_the_template_minimum_is_enforced(builder):
 
 
 @pytest.mark.parametrize("depth", [0.0, 0.25, 0.5, 0.75, 1.0])
-def test_the_needle_block_starts_at_the_requested_depth(builder, tokenizer, depth):
+def test_needles_are_spread_over_the_haystack_at_the_requested_phase(builder, tokenizer, depth):
+    """The paper inserts its 4 needles "at various positions" (Sec. 3, Table 5): needle k of n starts after
+    round((k + depth) · H / n) haystack tokens (one in each n-th), not all in one block at one depth."""
     length = 1000
     prompt = builder.build(length, depth, np.random.default_rng(7))
     needle = [len(builder.needle_ids(n)) for n in prompt.numbers]
     hay = length - len(builder.head) - sum(needle) - len(builder.query)
-    assert prompt.needle_starts[0] == len(builder.head) + round(depth * hay)
-    for start, size, number in zip(prompt.needle_starts, needle, prompt.numbers):
+    for k, (start, size, number) in enumerate(zip(prompt.needle_starts, needle, prompt.numbers)):
+        assert start == len(builder.head) + round((k + depth) * hay / 4) + sum(needle[:k])
         assert tokenizer.decode(prompt.ids[start : start + size]) == NEEDLE.format(number=number)
+    gaps = np.diff(prompt.needle_starts) - np.array(needle[:-1])  # haystack between two needles: about H / 4
+    assert all(abs(gap - hay / 4) <= 1 for gap in gaps)
     end = prompt.needle_starts[-1] + needle[-1]
-    if depth == 1.0:  # right before the question
+    if depth == 1.0:  # the last right before the question
         assert end == length - len(builder.query)
-    if depth == 0.0:  # right after the instruction
+    if depth == 0.0:  # the first right after the instruction
         assert prompt.needle_starts[0] == len(builder.head)
     assert prompt.ids[-len(builder.query) :] == builder.query
 
@@ -113,11 +117,74 @@ def test_probe_bookkeeping_with_a_reader_of_the_last_tokens(builder, tokenizer):
                 expected[i, j] += retrieved(generate([prompt.ids], 0)[0], prompt.numbers) >= 2
     assert result.passes.tolist() == expected.tolist()
     assert result.passes[:, 0].tolist() == [3, 3, 3]  # 250 <= D: everything is read
-    # 1000: the haystack is 770 tokens; at depth 0.5 the needles end near token 523 < 700 = 1000 - D
+    # 1000: the haystack is 770 tokens, a needle every ~200 tokens; only at phase 1 are two needles in the last D
     assert result.passes[:, 2].tolist() == [0, 0, 3]
     assert result.accuracy.tolist() == [1.0, expected[:, 1].sum() / 9, 1 / 3]
     assert result.effective_length == (400 if expected[:, 1].sum() / 9 >= 0.5 else 250)
     assert result.to_dict()["passes"] == expected.tolist()
+
+
+def _digit_merging_builder():
+    """One token per character, but '000000' one token: the template's minimum (measured with 000000) is 20 tokens
+    below a real test's, whose numbers take 6 tokens each."""
+
+    def encode(text):
+        ids = []
+        for k, chunk in enumerate(text.split("000000")):
+            ids += ([0] if k else []) + [ord(c) for c in chunk]
+        return ids
+
+    return PromptBuilder(encode, needles=4)
+
+
+def test_a_length_too_short_for_a_tests_needles_is_refused_before_anything_runs():
+    builder = _digit_merging_builder()
+    assert builder.minimum_length() == len(builder.head) + len(builder.query) + 4 * len(builder.needle_ids("000000"))
+
+    def generate(batch, max_new_tokens):
+        raise AssertionError("nothing may run before every length is known to hold its tests")
+
+    short = builder.minimum_length() + 4  # the template's minimum passes; 4 needles of 6 digits need 20 more
+    with pytest.raises(FreqlabError, match=f"length {short} is too short for the needle template"):
+        probe(generate, builder, [short + 1000, short], [0.5], trials=2)
+
+
+def test_the_answer_may_name_every_needle_of_its_tests():
+    """max_new_tokens: the longest answer naming every needle (' n,' each) of the tests, plus 8."""
+    builder, seen = _digit_merging_builder(), []
+
+    def generate(batch, max_new_tokens):
+        seen.append(max_new_tokens)
+        return [""] * len(batch)
+
+    probe(generate, builder, [600], [0.0, 1.0], trials=2, seed=3)
+    longest = max(
+        sum(len(builder.encode(f" {n},")) for n in builder.needles_for(np.random.default_rng([3, 600, i, k]))[0])
+        for i in range(2)
+        for k in range(2)
+    )
+    assert set(seen) == {longest + 8} and longest == 4 * 8  # ' ', six digits, ',' (not 3 tokens: ' 000000,')
+
+
+@pytest.mark.parametrize(
+    ("lengths", "depths", "message"),
+    [
+        ([], [0.5], "no lengths to test"),
+        ([-5], [0.5], "a length to test must be a whole number of tokens from 1 to 1,073,741,824, got -5"),
+        ([500.7], [0.5], "got 500.7"),
+        ([float("inf")], [0.5], "got inf"),
+        ([500], [], "no depths to test"),
+    ],
+)
+def test_probe_refuses_what_it_cannot_measure(builder, lengths, depths, message):
+    """No tests behind a result: depths=[] gave accuracy [nan] and the longest length as the effective length."""
+    with pytest.raises(FreqlabError, match=message):
+        probe(lambda batch, n: [""] * len(batch), builder, lengths, depths)
+
+
+def test_probe_tests_the_lengths_in_order(builder, tokenizer):
+    result = probe(lambda batch, n: [tokenizer.decode(ids) for ids in batch], builder, [900, 300, 900], [1.0])
+    assert result.lengths == (300, 900) and result.effective_length == 900
 
 
 def test_ruler_command_lists_the_lengths():

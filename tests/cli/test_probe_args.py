@@ -29,3 +29,30 @@ def test_bad_plans_and_lengths_are_usage_errors_before_loading(model_dir, args, 
     assert result.exit_code == 2, result.output
     assert f"Invalid value for {option}" in result.output if option else "Invalid value" in result.output
     assert message in result.output and "cannot load" not in result.output
+
+
+@pytest.mark.parametrize(
+    ("config", "args", "option", "message"),
+    [
+        # interleaved RoPE: the plans' logits were other than the paper's, with a warning on stderr only
+        ({"model_type": "cohere"}, ["--string", "16,4"], "--string", "model type 'cohere' is not one freqlab.apply"),
+        ({"model_type": "cohere"}, ["--string", "16,4"], "--string", "; --allow-untested applies them anyway"),
+        ({"model_type": "smollm3"}, ["--self-extend", "4,8"], "--self-extend", "model type 'smollm3' is not one"),
+        # partial rotary: the whole stock probe ran before the plan was refused
+        (
+            {"model_type": "phi", "partial_rotary_factor": 0.5},
+            ["--string", "16,4", "--allow-untested"],
+            "--string",
+            "the model's RoPE covers a part of each head (partial_rotary_factor 0.5); not supported",
+        ),
+        # found after the whole probe had run (a minute here; the results lost)
+        ({"model_type": "llama"}, ["--figure", "probe.txt"], "--figure", "unknown figure format 'txt'"),
+        ({"model_type": "llama"}, ["--need", "5"], "--need", "5 needles cannot be found among --needles 4"),
+    ],
+)
+def test_what_a_run_would_find_late_is_refused_before_loading(tmp_path, config, args, option, message):
+    (tmp_path / "config.json").write_text(json.dumps({**config, "max_position_embeddings": 64}))
+    result = CliRunner().invoke(main, ["probe", str(tmp_path), *args])
+    assert result.exit_code == 2, result.output
+    assert f"Invalid value for {option}" in result.output
+    assert message in " ".join(result.output.split()) and "cannot load" not in result.output

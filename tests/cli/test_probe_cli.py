@@ -136,3 +136,15 @@ def test_attn_implementation_reaches_the_model_and_a_missing_kernel_is_one_line(
     assert result.exit_code == 1 and "cannot load a causal LM and its tokenizer offline" in result.output
     result = run("probe", model_dir, "--attn-implementation", "flash")
     assert result.exit_code == 2 and "'flash' is not one of" in result.output
+
+
+def test_an_untested_model_type_runs_with_allow_untested(tmp_path):
+    model = tiny_model("cohere", vocab_size=len(tiny_tokenizer()), max_positions=512)
+    folder = save_tiny_model(tmp_path, model)
+    args = ("probe", folder, "--lengths", "240", "--depths", "0", "--trials", 1, "--string", "32,4", "--no-baseline")
+    refused = run(*args)
+    assert refused.exit_code == 2 and "model type 'cohere' is not one freqlab.apply is tested on" in refused.output
+    with pytest.warns(UserWarning, match="'cohere' is not among them"):
+        result = run(*args, "--allow-untested", "--json")
+    assert result.exit_code == 0, result.output
+    assert [r["label"] for r in json.loads(result.stdout)["results"]] == ["STRING 32,4"]
