@@ -66,17 +66,18 @@ def as_int64(values, name: str) -> np.ndarray:
     if array.size == 0:
         return array.astype(np.int64)
     if array.dtype == object:  # Python integers (beyond int64 among them), or anything else
-        bad = next((v for v in array if isinstance(v, bool) or not isinstance(v, (int, np.integer))), None)
-        if bad is not None:
-            raise FreqlabError(f"{name} must be integers, got {bad!r}")
+        bad = [v for v in array if isinstance(v, bool) or not isinstance(v, (int, np.integer))][:1]  # None too
+        if bad:
+            raise FreqlabError(f"{name} must be integers, got {bad[0]!r}")
         if max(array) >= 2**63:
             raise FreqlabError(f"{name} must be at most 2^63 - 1 (exact int64 counts), got {max(array)}")
         if min(array) < -(2**63):  # refused below as negative: named here, before int64 would wrap it
             raise FreqlabError(f"{name} must be at least -2^63, got {min(array)}")
         return array.astype(np.int64)
     if array.dtype.kind == "f":
-        if not np.all(np.isfinite(array)) or not np.all(array == np.round(array)):
-            raise FreqlabError(f"{name} must be integers, got non-integer values")
+        whole = np.isfinite(array) & (array == np.round(array))
+        if not whole.all():
+            raise FreqlabError(f"{name} must be integers, got {array[np.argmin(whole)].item()!r}")
     elif array.dtype.kind not in "iu":
         raise FreqlabError(f"{name} must be integers, got dtype {array.dtype}")
     if array.dtype.kind != "i" or array.dtype.itemsize > 8:  # uint64 or float: casting must not wrap or saturate

@@ -62,6 +62,15 @@ def histogram_file(path: str | Path) -> Path:
     return inside if path.is_dir() and inside.is_file() else path
 
 
+def _whole_count(number, what: str) -> int:
+    """``number`` as an int when it is a whole count >= 0 (a report of -4 documents read, or of 2.5 empty ones,
+    adds up to nothing), else a FreqlabError naming ``what``.
+    """
+    if isinstance(number, bool) or not isinstance(number, int | np.integer) or number < 0:
+        raise FreqlabError(f"{what} must be a whole count >= 0, got {number!r}")
+    return int(number)
+
+
 @dataclass(frozen=True, eq=False, repr=False)
 class LengthHistogram(Displayed):
     """Histogram of document lengths in tokens: ``counts[k]`` documents have ``lengths[k]`` tokens.
@@ -135,6 +144,11 @@ class LengthHistogram(Displayed):
                 raise FreqlabError("histogram lengths must be unique")
         object.__setattr__(self, "lengths", lengths)
         object.__setattr__(self, "counts", counts)
+        object.__setattr__(self, "empty_documents", _whole_count(self.empty_documents, "empty_documents"))
+        if self.documents_read is not None:
+            object.__setattr__(self, "documents_read", _whole_count(self.documents_read, "documents_read"))
+        skipped = {reason: _whole_count(n, f"skipped[{reason!r}]") for reason, n in self.skipped.items()}
+        object.__setattr__(self, "skipped", skipped)
         accounted = self.documents + self.empty_documents + sum(self.skipped.values())
         if self.documents_read is None:
             object.__setattr__(self, "documents_read", accounted)
@@ -215,9 +229,11 @@ class LengthHistogram(Displayed):
         """The same length distribution scaled to a budget of about ``tokens`` tokens.
 
         Each count becomes round(count · T / tokens) (exact rational arithmetic, half to even); lengths
-        whose count rounds to zero drop out, so the new total is T up to rounding.
+        whose count rounds to zero drop out, so the new total is T up to rounding. The result is one histogram: its
+        sources, empty and skipped documents are not carried over (scale a source's own histogram for a mix).
         """
-        if isinstance(tokens, bool) or not isinstance(tokens, int | float | np.integer) or not tokens >= 1:
+        number = not isinstance(tokens, bool) and isinstance(tokens, int | float | np.integer | np.floating)
+        if not number or not tokens >= 1 or not math.isfinite(tokens):
             raise FreqlabError(f"token budget must be positive, a whole count, got {tokens!r}")
         if tokens != int(tokens):  # 0.5 or 1e9 + 0.5 tokens: scaled as if whole, silently (0.5 gave no document)
             raise FreqlabError(f"token budget must be a whole count, got {tokens!r}")
@@ -690,6 +706,12 @@ def _check_header(header: dict, path) -> None:
         for reason, number in skipped.items():
             check(number, (int,), f"{key}.{reason}")
 
+    version = header.get("version", FORMAT_VERSION)
+    if isinstance(version, bool) or not isinstance(version, int) or not 1 <= version <= FORMAT_VERSION:
+        raise FreqlabError(
+            f"{path}: a length histogram of version {brief(version)}; this freqlab reads version {FORMAT_VERSION} "
+            "(a newer freqlab wrote it?)"
+        )
     for key, kinds in _HEADER_FIELDS.items():
         if key in header:
             check(header[key], kinds, key)

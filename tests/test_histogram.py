@@ -309,7 +309,39 @@ def test_a_header_that_reads_fewer_documents_than_it_counts_is_refused(tmp_path)
         LengthHistogram.read_parquet(tmp_path / "edited.parquet")
 
 
-@pytest.mark.parametrize("tokens", [0.5, True, "1M", None, 0, 1e9 + 0.5])
+@pytest.mark.parametrize(
+    ("metadata", "message"),
+    [
+        ({"empty_documents": -5}, "empty_documents must be a whole count >= 0, got -5"),  # documents_read was -4
+        ({"skipped": {"malformed-json": -1}}, r"skipped\['malformed-json'\] must be a whole count >= 0, got -1"),
+        ({"documents_read": -1}, "documents_read must be a whole count >= 0, got -1"),
+        ({"empty_documents": 2.5}, "empty_documents must be a whole count >= 0, got 2.5"),
+    ],
+)
+def test_what_a_histogram_reports_beside_its_counts_is_whole_counts(metadata, message):
+    with pytest.raises(FreqlabError, match=message):
+        LengthHistogram.from_counts([3], [1], **metadata)
+    h = LengthHistogram.from_counts([3], [1], empty_documents=np.int64(2), skipped={"x": np.int64(1)})
+    assert (h.documents_read, type(h.empty_documents), type(h.skipped["x"])) == (4, int, int)
+
+
+def test_a_histogram_of_a_newer_version_is_refused(tmp_path):
+    """version 99 in the header was read as version 1 (the formats module: a version it does not know is refused)."""
+    path = LengthHistogram.from_lengths([3, 4]).to_parquet(tmp_path / "h.parquet")
+    frame, metadata = read_parquet(path)
+    header = json.loads(metadata["freqlab"])
+    assert header["version"] == 1
+    for version, shown in [(99, "99"), ("1", "'1'"), (0, "0")]:
+        write_parquet(tmp_path / "edited.parquet", frame, {**header, "version": version})
+        with pytest.raises(FreqlabError, match=f"a length histogram of version {shown}; this freqlab reads version 1"):
+            LengthHistogram.read_parquet(tmp_path / "edited.parquet")
+
+
+def test_a_scale_may_be_a_numpy_float():
+    assert LengthHistogram.from_counts([5], [4]).scale_to_tokens(np.float32(10.0)).counts.tolist() == [2]
+
+
+@pytest.mark.parametrize("tokens", [0.5, True, "1M", None, 0, 1e9 + 0.5, float("inf"), float("nan")])
 def test_a_scale_that_is_no_whole_token_count_is_refused(tokens):
     """0.5 and True gave an empty histogram without a word, '1M' a TypeError."""
     with pytest.raises(FreqlabError, match="token budget must be"):

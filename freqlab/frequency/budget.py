@@ -20,6 +20,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+import numpy as np
+
 from freqlab.errors import FreqlabError
 from freqlab.sizes import human_count
 
@@ -53,7 +55,7 @@ def training_budget(tokens: int | float | None = None) -> Budget:
         return Budget(DEFAULT_TOKENS, False)
     if isinstance(tokens, bool) or float(tokens) <= 0:
         raise FreqlabError(f"the token budget must be positive, got {tokens}")
-    return Budget(int(tokens) if isinstance(tokens, int) else round(float(tokens)), True)
+    return Budget(int(tokens) if isinstance(tokens, int | np.integer) else round(float(tokens)), True)  # exact
 
 
 def budget_note(

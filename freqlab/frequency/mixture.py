@@ -195,7 +195,7 @@ class Mixture:
             tokens = h.sources[source].tokens
             if p and not tokens:
                 raise FreqlabError(
-                    f"{self.name}: source {source!r} has no tokens, so it cannot make up {p / total:.1%}"
+                    f"{self.name}: source {source!r} has no tokens, so it cannot make up {float(p / total):.1%}"
                 )
             out[source] = p / total / tokens if p else Fraction(0)
         return out
@@ -233,7 +233,7 @@ def _weight(value, where: str) -> Fraction:
         if isinstance(value, (int, Fraction)):
             weight = Fraction(value)
         else:
-            weight = exact_number(repr(value) if isinstance(value, float) else str(value))
+            weight = exact_number(repr(float(value)) if isinstance(value, float) else str(value))  # np.float64 too
     except (ValueError, ZeroDivisionError, OverflowError):
         raise FreqlabError(f"{where} must be a number, got {brief(value)}") from None
     if weight < 0:
@@ -372,8 +372,9 @@ def weighted_histogram(
     scaled: dict[str, LengthHistogram] = {}
     if all(w.denominator == 1 for w in m.values()):
         _check_fits(sum(int(m[s]) * max(raw_tokens[s], raw_docs[s]) for s in m))  # before any int64 product
-        for s, g in sources.items():
-            scaled[s] = LengthHistogram(g.lengths, g.counts * int(m[s]), corpus=s)
+        for s, g in sources.items():  # a weight past int64 on a source of no documents multiplies nothing
+            counts = g.counts * int(m[s]) if g.counts.size else g.counts
+            scaled[s] = LengthHistogram(g.lengths, counts, corpus=s)
         exact, K, error = True, Fraction(1), 0.0
     else:
         K, error = _float_scale(h, m, stream), 0.0
@@ -425,7 +426,8 @@ def _float_scale(h: LengthHistogram, m: dict[str, Fraction], stream: bool) -> Fr
 def _check_fits(tokens: int) -> None:
     if tokens >= _COUNT_LIMIT:
         raise FreqlabError(
-            "the weighted mix holds 2^63 tokens or documents or more, beyond exact int64 arithmetic: use smaller epochs"
+            "the weighted mix holds 2^62 tokens or documents or more (a mix stays below 2^62, where every sum of its "
+            "f is exact int64): use smaller epochs"
         )
 
 

@@ -26,7 +26,7 @@ from fractions import Fraction
 import numpy as np
 
 from freqlab.arrays import magnitude
-from freqlab.errors import FreqlabError
+from freqlab.errors import FreqlabError, brief
 from freqlab.sizes import DEFAULT_TAU  # kept for import compatibility (and used here)
 
 
@@ -115,10 +115,13 @@ def _index(f: np.ndarray, x) -> int:
 def _positive(value, what: str) -> float:
     """``value`` as a float, a FreqlabError unless it is a finite positive number (a string is none)."""
     if isinstance(value, bool) or not isinstance(value, (numbers.Real, Decimal)):
-        raise FreqlabError(f"{what} must be a positive number, got {value!r}")
-    number = float(value)
+        raise FreqlabError(f"{what} must be a positive number, got {brief(value)}")
+    try:
+        number = float(value)
+    except OverflowError:  # an int past float64 (10**400)
+        number = math.inf
     if not math.isfinite(number) or number <= 0:
-        raise FreqlabError(f"{what} must be a positive finite number, got {value!r}")
+        raise FreqlabError(f"{what} must be a positive finite number, got {brief(value)}")
     return number
 
 

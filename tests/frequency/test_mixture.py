@@ -62,6 +62,24 @@ def test_a_zero_weight_leaves_a_source_out():
     assert mix.tokens == sum(WEB) and mix.sources["code"].documents == 0
 
 
+def test_a_source_of_empty_documents_only_in_a_mix():
+    """A source whose documents were all empty (header only): a share of it is one line (the message's Fraction
+    formatting raised a TypeError), an epoch weight past int64 multiplies nothing (an OverflowError)."""
+    empty = LengthHistogram(np.zeros(0, np.int64), np.zeros(0, np.int64), empty_documents=3)
+    h = combine_sources({"a": LengthHistogram.from_counts([5, 3000], [1, 4]), "e": empty})
+    with pytest.raises(FreqlabError, match=r"source 'e' has no tokens, so it cannot make up 50\.0%"):
+        weighted_histogram(h, "a=50%,e=50%")
+    for weights in ({"a": 1, "e": 2**63}, "a=1,e=1e300"):
+        mix, _ = weighted_histogram(h, weights)
+        assert mix.tokens == 5 + 4 * 3000 and mix.sources["e"].documents == 0
+
+
+def test_numpy_floats_are_weights():
+    """np.float64(0.5) was refused as 'must be a number, got np.float64(0.5)' (its repr), np.float32 taken."""
+    assert Mixture.parse({"code": np.float64(0.5), "web": 1}).weights == {"code": Fraction(1, 2), "web": 1}
+    assert Mixture.parse({"code": np.float32(0.5), "web": 1}).weights["code"] == Fraction(1, 2)
+
+
 def test_weights_from_files_and_presets(tmp_path):
     (tmp_path / "mix.yaml").write_text("unit: share\nweights: {code: 7, web: 3}\n")
     (tmp_path / "mix.json").write_text(json.dumps({"code": 2, "web": 1}))
@@ -186,7 +204,7 @@ def test_best_fit_refuses_a_histogram_it_would_walk_forever_in_one_line():
 
 
 def test_epochs_too_large_for_int64_are_one_line_before_any_product():
-    with pytest.raises(FreqlabError, match=r"^the weighted mix holds 2\^63 tokens or documents or more"):
+    with pytest.raises(FreqlabError, match=r"^the weighted mix holds 2\^62 tokens or documents or more \(a mix stays"):
         weighted_histogram(split(), "code=1e30,web=1")
 
 

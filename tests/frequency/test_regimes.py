@@ -202,8 +202,11 @@ def test_pack_handles_ten_million_documents():
         ([3], [1], 8, "zigzag", "unknown regime 'zigzag'"),
         ([3], [1], 1 << 40, "natural", "larger than freqlab supports"),
         ([3], [1 << 40], 8, "pack", "stream of 1,099,511,627,776 documents"),
-        ([3.5], [1], 8, "natural", "must be integers"),
+        ([3.5], [1], 8, "natural", "lengths must be integers, got 3.5"),  # the value named
+        ([4, float("nan")], [1, 1], 8, "natural", "lengths must be integers, got nan"),
         (["a"], [1], 8, "natural", "must be integers"),
+        ([3, None], [1, 1], 8, "natural", "lengths must be integers, got None"),  # a TypeError from a comparison
+        (None, [1], 8, "natural", "lengths must be integers, got None"),
         (
             [3, 5],
             [1, 2**64],

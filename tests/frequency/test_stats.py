@@ -100,6 +100,8 @@ def test_summary_line_reads_like_the_paper():
         (lambda: effective_length(F, 10, tau=float("nan")), "tau must be a positive finite number"),
         (lambda: tokens_needed(F, 1, tau=float("inf")), "tau must be a positive finite number, got inf"),
         (lambda: tokens_needed(F, 1, tau=0), "tau must be a positive finite number, got 0"),
+        (lambda: effective_length(F, 10, tau=10**400), "tau must be a positive finite number, got 1000"),  # float()
+        (lambda: scale_to_budget(F, 10**400), "budget must be a positive finite number, got 1000"),  # overflowed
         (lambda: scale_to_budget(F, -5), "budget must be a positive finite number, got -5"),
         (lambda: tokens_needed(np.array([3, 0]), 1), "never occurs"),
         (lambda: share_at_most([], 0), "non-empty"),
@@ -190,3 +192,11 @@ def test_string_probe_comparison_matches_an_independent_computation():
 def test_a_share_reads_as_the_decimal_it_is_written_as():
     """0.9 of 1030 occurrences is 927 (hypothesis found the binary float's hair above 9/10 counted otherwise)."""
     assert position_at_mass(np.array([721, 103, 103, 103]), 0.9) == 2
+
+
+def test_a_numpy_integer_budget_stays_exact():
+    """np.int64(10^17 + 1) went through float: a budget of 10^17."""
+    from freqlab.frequency.budget import training_budget
+
+    assert training_budget(np.int64(10**17 + 1)).tokens == 10**17 + 1
+    assert training_budget(10**17 + 1).tokens == 10**17 + 1 and training_budget(2.5e9).tokens == 2_500_000_000
