@@ -31,6 +31,15 @@ def check_model_type(model_type: str | None, allow_untested: bool = False, *, ov
     which is exact only for the layout above: interleaved RoPE (Cohere, ERNIE 4.5), layers without RoPE (SmolLM3,
     Cohere 2, EXAONE 4, Llama 4) or a norm after RoPE (Hunyuan) give other logits, and nothing in the model says so.
 
+    Parameters
+    ----------
+    model_type : str or None
+        The model's ``config.model_type`` (of its text config).
+    allow_untested : bool
+        Let any model type through.
+    override : str
+        How the caller's user allows an untested type (default: the API's and the CLI's ways), in the message.
+
     >>> check_model_type("qwen2")
     >>> check_model_type("cohere")
     Traceback (most recent call last):

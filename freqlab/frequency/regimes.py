@@ -238,6 +238,22 @@ def pack_sample(lengths, counts, L: int, seed: int = 0, documents: int = PACK_SA
     short ones) keeps its share of the tokens: only where row boundaries fall is sampled. A histogram of at most
     ``documents`` documents is packed whole (:func:`segments`).
 
+    Parameters
+    ----------
+    lengths, counts : array_like
+        Document-length histogram.
+    L : int
+        Training window.
+    seed : int
+        Seed of the shuffle.
+    documents : int
+        About how many documents to walk.
+
+    Returns
+    -------
+    Segments
+        The ``pack`` regime's segments, their counts weighted (exact when the histogram is walked whole).
+
     >>> s = pack_sample([100, 30_000], [10**8, 1], 4096, documents=1000)
     >>> int(s.lengths @ s.counts) == 100 * 10**8 + 30_000, int(s.counts[s.lengths == 4096][0]) >= 6
     (True, True)
