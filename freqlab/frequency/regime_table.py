@@ -66,7 +66,8 @@ def frequency_key_numbers(f, *, tokens: float | None = None, tau: float = DEFAUL
         raise FreqlabError("no tokens in the segments: the histogram holds no documents")
     L = int(f.size)
     half, three_quarters = L // 2, (3 * L) // 4
-    out = {
+    longest = int(np.count_nonzero(f)) - 1  # f is non-increasing: the longest segment's length - 1
+    out: dict = {
         "L": L,
         "tokens_in_segments": int(f[0]),
         "half": half,
@@ -77,10 +78,10 @@ def frequency_key_numbers(f, *, tokens: float | None = None, tau: float = DEFAUL
         "f": {str(i): f[i].item() for i in sorted({0, L // 4, half, three_quarters, L - 1})},
         "tau": json_threshold(tau),
         "tokens_needed_at_half": tokens_needed(f, half, tau) if f[half] > 0 else None,
-        "longest_position": int(np.count_nonzero(f)) - 1,  # f is non-increasing: the longest segment's length - 1
+        "longest_position": longest,
     }
-    if f[half] == 0 and out["longest_position"] > 0:  # L/2 out of any budget's reach: what trains the longest one
-        out["tokens_needed_at_longest"] = tokens_needed(f, out["longest_position"], tau)
+    if f[half] == 0 and longest > 0:  # L/2 out of any budget's reach: what trains the longest position one reaches
+        out["tokens_needed_at_longest"] = tokens_needed(f, longest, tau)
     if tokens is not None:
         out["budget_tokens"] = int(tokens)
         out["effective_length"] = effective_length(f, tokens, tau)
