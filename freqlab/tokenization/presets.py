@@ -38,6 +38,7 @@ import base64
 import copy
 import functools
 import json
+import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -147,6 +148,54 @@ def split_regex(config: dict[str, Any]) -> tuple[list, str] | None:
     return found[0] if len(found) == 1 else None
 
 
+#: the Unicode properties fastokens' PCRE2 reads as Hugging Face's Oniguruma and tiktoken's engine do: general
+#: categories, by their short and long names (case, spaces, ``_`` and ``-`` ignored, as the engines ignore them)
+GENERAL_CATEGORIES = frozenset((
+    "l", "lu", "ll", "lt", "lm", "lo", "lc", "l&", "m", "mn", "mc", "me", "n", "nd", "nl", "no", "p", "pc", "pd",
+    "ps", "pe", "pi", "pf", "po", "s", "sm", "sc", "sk", "so", "z", "zs", "zl", "zp", "c", "cc", "cf", "cs", "co",
+    "cn", "any", "letter", "casedletter", "uppercaseletter", "lowercaseletter", "titlecaseletter", "modifierletter",
+    "otherletter", "mark", "nonspacingmark", "spacingmark", "enclosingmark", "number", "decimalnumber",
+    "letternumber", "othernumber", "punctuation", "connectorpunctuation", "dashpunctuation", "openpunctuation",
+    "closepunctuation", "initialpunctuation", "finalpunctuation", "otherpunctuation", "symbol", "mathsymbol",
+    "currencysymbol", "modifiersymbol", "othersymbol", "separator", "spaceseparator", "lineseparator",
+    "paragraphseparator", "other", "control", "format", "surrogate", "privateuse", "unassigned"
+))  # fmt: skip
+_PROPERTY = re.compile(r"\\[pP](?:\{\^?([^}]*)\}|([A-Za-z]))")
+
+
+def script_property(patterns: Sequence[str]) -> str | None:
+    r"""The first Unicode property of ``patterns`` that is no general category (``\p{Latin}``, ``\p{Han}``,
+    ``\p{Alphabetic}``), or None: fastokens' PCRE2 reads a script as its Script_Extensions, where Oniguruma and
+    tiktoken's engine read Script (U+00B7 MIDDLE DOT is Latin and Greek to PCRE2, Common to them: under
+    ``\p{Latin}+|\P{Latin}+``, 'a ·' is 3 tokens for 2, a tokenizer fuzzing review), so fastokens is no candidate.
+
+    >>> script_property([r"\p{L}+|\p{Lowercase_Letter}|\pN"]), script_property([r"\p{Latin}+|\P{Han}"])
+    (None, '\\p{Latin}')
+    """
+    for pattern in patterns:
+        for match in _PROPERTY.finditer(pattern):
+            name = match.group(1) if match.group(1) is not None else match.group(2)
+            if re.sub(r"[\s_-]", "", name).lower() not in GENERAL_CATEGORIES:
+                return match.group(0)
+    return None
+
+
+def script_refusal(patterns: Sequence[str], reference: str) -> str | None:
+    """Why fastokens is no candidate for these regexes (:func:`script_property`), or None."""
+    script = script_property(patterns)
+    return None if script is None else f"reads {script} in the regex as Script_Extensions, {reference} as Script"
+
+
+def regexes(config: Any) -> list[str]:
+    """Every regex of a parsed ``tokenizer.json`` (``{"Regex": ...}`` anywhere: pre-tokenizers, normalizers)."""
+    if isinstance(config, dict):
+        own = [config["Regex"]] if isinstance(config.get("Regex"), str) else []
+        return own + [r for key, value in config.items() if key != "model" for r in regexes(value)]
+    if isinstance(config, list):
+        return [r for value in config for r in regexes(value)]
+    return []
+
+
 @functools.lru_cache(maxsize=16)
 def _compiled(pattern: str):
     import regex
@@ -250,6 +299,9 @@ def choose_preset(config: dict[str, Any], json_text: str, texts: Sequence[str]) 
     """What to give fastokens for a parsed ``tokenizer.json`` (see the module docstring); ``texts``: the load-time
     verification texts (the adversarial ones are added here).
     """
+    refusal = script_refusal(regexes(config), "Hugging Face")
+    if refusal is not None:
+        return PresetChoice(json_text, None, (), f"fastokens {refusal}", refusal)
     found = split_regex(config)
     if found is None:
         return PresetChoice(json_text)

@@ -41,6 +41,7 @@ from freqlab.tokenization.presets import (
     SEPARATOR_PROBES,
     folded_routed,
     routing_note,
+    script_refusal,
 )
 from freqlab.tokenization.sample import default_verify_texts, vocab_salad
 
@@ -372,7 +373,11 @@ def tiktoken_counter(
     sources: dict[str, Any] = {BACKEND_TIKTOKEN: plan}
     refusals: dict[str, str] = {}
     preset = FASTOKENS_PRESETS.get(plan.pat_str)
-    version = fastokens_candidate(sources, refusals, lambda: FastokensRanks(plan, preset))
+    script = script_refusal([plan.pat_str], "tiktoken")
+    if script is None:
+        version = fastokens_candidate(sources, refusals, lambda: FastokensRanks(plan, preset))
+    else:
+        version, refusals[BACKEND_FASTOKENS] = None, script
     routed = folded_routed(plan.pat_str) + ENCODING_ROUTED.get(preset or "", ())
     encoding = f"its {preset} encoding" if preset else "the ranks with their regex"
     note = f"fastokens: {encoding}{routing_note(routed)}" if routed else None  # which texts skip it, and for what

@@ -385,3 +385,34 @@ def test_a_regex_fastokens_splits_alike_keeps_the_mongolian_vowel_separator(tmp_
     assert "\u180e" not in tekken.fastokens_routed and tekken.backend == "fastokens"
     probes = list(SEPARATOR_PROBES)
     assert tekken.counts_by("fastokens", probes).tolist() == tekken.counts_by("tiktoken", probes).tolist()
+
+
+@pytest.mark.parametrize("script", ["Latin", "Greek"])
+def test_a_script_property_in_the_regex_leaves_fastokens_out(script, tmp_path):
+    """fastokens' PCRE2 reads \\p{Latin} as Script_Extensions, Hugging Face's Oniguruma as Script: U+00B7 MIDDLE DOT
+    is Latin (and Greek) to the first, Common to the second ('a ·' 3 tokens for 2, a tokenizer fuzzing review);
+    such a file is counted without fastokens, saying why, and a .tiktoken file with that pattern too."""
+    import fastokens
+
+    pattern = rf"\p{{{script}}}+|\P{{{script}}}+"
+    texts = ["a ·", "Le point · médian", "col · legi", "α · β", "l·l"]
+    tokenizer = llama3_style(pattern, [*stdlib_documents(2, 20, max_chars=2000), *texts * 20], vocab_size=400)
+    tokenizer.save(str(tmp_path / "t.json"))
+    reference = [len(tokenizer.encode(t).ids) for t in texts]
+    alone = fastokens.Tokenizer.from_json_str(tokenizer.to_str())
+    assert [len(e.ids) for e in alone.encode_batch(texts)] != reference  # what fastokens would have counted
+    counter = load_tokenizer(str(tmp_path / "t.json"))
+    assert "fastokens" not in counter.backends and counter.count(texts).tolist() == reference
+    why = f"reads \\p{{{script}}} in the regex as Script_Extensions, Hugging Face as Script"
+    assert counter.fallback_reasons["fastokens"] == why
+    # the same ranks as a .tiktoken file with the pattern: tiktoken (the reference there) reads Script too
+    import tiktoken
+
+    from freqlab.tokenization.bytelevel import token_bytes
+
+    ranks = {token_bytes(t): i for t, i in json.loads(tokenizer.to_str())["model"]["vocab"].items()}
+    (tmp_path / "t.tiktoken").write_bytes(b"".join(base64.b64encode(b) + b" %d\n" % i for b, i in ranks.items()))
+    from_ranks = load_tokenizer(str(tmp_path / "t.tiktoken"), pattern=pattern)
+    encoding = tiktoken.Encoding("t", pat_str=pattern, mergeable_ranks=ranks, special_tokens={})
+    assert from_ranks.count(texts).tolist() == [len(encoding.encode_ordinary(t)) for t in texts]
+    assert from_ranks.fallback_reasons["fastokens"] == why.replace("Hugging Face", "tiktoken")
