@@ -94,11 +94,13 @@ MONGOLIAN_VOWEL_SEPARATOR = "\u180e"
 #: (a fuzzing review: "x\u180e'll" 5 tokens for 6 under GPT-2's regex, "a\u180eb" 2 for 5 under Split(\s+, removed));
 #: whether it shows depends on the regex, the rest of the file and the vocabulary (Tekken's ranks and a Llama 3 file
 #: as Hugging Face ships it count alike; a tokenizer.json with Tekken's regex, or Llama 3's with a prefix space, do
-#: not: a second review), hence a count at load rather than a rule
+#: not: a second review), hence a count at load rather than a rule. Letters and signs a vocabulary may lack are
+#: neighbours too: next to unknown characters, a BPE with ``fuse_unk`` fuses U+180E into one ``<unk>`` with them
+#: where PCRE2 splits there ("本\u180e本" 3 tokens for 1: a tokenizer fuzzing review)
 SEPARATOR_PROBES = tuple(
     f"{left}\u180e{right}"
-    for left in ("", "x", "word", " ", "  ", "1", "'", "\n", ".", "\u180e", "Mongolian")
-    for right in ("", "x", "'ll", "'s", "'t", " word", "  x", "1", "\n", ".", "\u180e", "\u180e ", "b")
+    for left in ("", "x", "word", " ", "  ", "1", "'", "\n", ".", "\u180e", "Mongolian", "ᠮᠣᠩᠭᠣᠯ", "本", "²")
+    for right in ("", "x", "'ll", "'s", "'t", " word", "  x", "1", "\n", ".", "\u180e", "\u180e ", "b", "ᠠ", "本", "½")
 )
 
 

@@ -416,3 +416,22 @@ def test_a_script_property_in_the_regex_leaves_fastokens_out(script, tmp_path):
     encoding = tiktoken.Encoding("t", pat_str=pattern, mergeable_ranks=ranks, special_tokens={})
     assert from_ranks.count(texts).tolist() == [len(encoding.encode_ordinary(t)) for t in texts]
     assert from_ranks.fallback_reasons["fastokens"] == why.replace("Hugging Face", "tiktoken")
+
+
+def test_the_mongolian_vowel_separator_between_unknown_characters_is_probed(tmp_path):
+    """A BPE with an unknown token fused (fuse_unk) behind Split(\\s+): Oniguruma fuses U+180E into one <unk> with the
+    unknown characters around it, fastokens' PCRE2 splits there ('本\\u180e本' 3 tokens for 1); the load-time probes
+    put only ASCII beside it, so nothing was routed (a tokenizer fuzzing review)."""
+    from freqlab.tokenization.sample import default_verify_texts
+
+    tokenizer = Tokenizer(models.BPE(unk_token="<unk>", fuse_unk=True))
+    tokenizer.pre_tokenizer = pre_tokenizers.Split(Regex(r"\s+"), "isolated")
+    trainer = trainers.BpeTrainer(vocab_size=1000, special_tokens=["<unk>"], limit_alphabet=60, show_progress=False)
+    tokenizer.train_from_iterator(default_verify_texts(), trainer)
+    tokenizer.save(str(tmp_path / "t.json"))
+    texts = ["ᠮᠣᠩᠭᠣᠯ\u180eᠠ", "本\u180e本", "²\u180e½"]
+    reference = [len(tokenizer.encode(t).ids) for t in texts]
+    counter = load_tokenizer(str(tmp_path / "t.json"))
+    assert counter.counts_by("fastokens", texts).tolist() != reference  # fastokens alone
+    assert counter.backend == "fastokens" and counter.fastokens_routed[-1:] == ("\u180e",)
+    assert counter.count(texts).tolist() == reference == [1, 1, 1]
