@@ -109,6 +109,12 @@ def tokenizer_from_json_text(
         tokenizer = hf_tokenizer_from_str(json_text)
     except Exception as exc:  # json.JSONDecodeError, ValueError, tokenizers' Exception: all mean a bad file
         raise FreqlabError(f"{origin}: not a Hugging Face tokenizer.json ({_first_line(exc)})") from exc
+    dropout = config["model"].get("dropout")
+    if dropout:  # the reference itself is random: no count is exact, none repeats
+        raise FreqlabError(
+            f"{origin}: BPE dropout {dropout}: Hugging Face drops merges at random, so a text's count changes from "
+            'call to call; set "dropout": null in the model to count the tokenizer without it'
+        )
     sources: dict[str, Any] = {BACKEND_HF: json_text}
     refusals: dict[str, str] = {}
     choice = PresetChoice(json_text)
