@@ -54,7 +54,7 @@ from freqlab.tokenization.backends import (
     FastokensRanks,
     fastokens_version,
     is_engine_failure,
-    takes_tiktoken_detour,
+    leaves_tiktoken,
     valid_unicode,
 )
 
@@ -373,13 +373,15 @@ class TokenCounter:
 
     def _left_to_the_next(self, texts: Sequence[str], first: str) -> list[int]:
         """The indices of the texts ``first`` leaves to the next backend: for fastokens, those holding a
-        :attr:`fastokens_routed` string; for tiktoken, those it would count through its detour
-        (:func:`~freqlab.tokenization.backends.takes_tiktoken_detour`), which the reference after it counts exactly.
+        :attr:`fastokens_routed` string; for tiktoken, those it would count through its detour or normalize with
+        Python's newer NFC tables (:func:`~freqlab.tokenization.backends.leaves_tiktoken`), which the reference after
+        it counts exactly.
         """
         if first == BACKEND_FASTOKENS and self.fastokens_routed:
             return self.holding_fastokens_routed(texts)
         if first == BACKEND_TIKTOKEN:
-            return [k for k, text in enumerate(texts) if takes_tiktoken_detour(text)]
+            nfc = self.plan is not None and self.plan.nfc
+            return [k for k, text in enumerate(texts) if leaves_tiktoken(text, nfc)]
         return []
 
     def _routes_past(self, backends: Sequence[str]) -> bool:
@@ -467,7 +469,7 @@ class TokenCounter:
             return backends[-1:]
         while len(backends) > 1 and self._left_to_the_next([text], backends[0]):
             backends = backends[1:]
-        if backends[-1] != BACKEND_TIKTOKEN and takes_tiktoken_detour(text):
+        if backends[-1] != BACKEND_TIKTOKEN and leaves_tiktoken(text, self.plan is not None and self.plan.nfc):
             backends = [b for b in backends if b != BACKEND_TIKTOKEN]
         return backends
 

@@ -393,3 +393,37 @@ def test_a_scan_can_drop_fastokens_for_a_small_workload_but_never_the_reference(
     assert pickle.loads(pickle.dumps(small)).backends == ("tiktoken",)
     with pytest.raises(ValueError, match="tiktoken is the reference"):
         tekken.without("tiktoken", "no")
+
+
+# -- NFC on the tiktoken backend --------------------------------------------------------------------------
+
+
+def test_a_text_that_is_not_nfc_goes_from_tiktoken_to_the_reference(tmp_path):
+    """Under an NFC normalizer (Qwen2's) tiktoken normalizes with Python's unicodedata, whose newer tables compose
+    U+11935 U+11930 into U+11938 where Hugging Face's do not: 4 tokens for 8 (a tokenizer fuzzing review). A text
+    that is not NFC goes to the reference; one already NFC stays on tiktoken."""
+    from tokenizers import Regex, models, normalizers, pre_tokenizers, trainers
+
+    from freqlab.tokenization.sample import default_verify_texts
+
+    tokenizer = Tokenizer(models.BPE())
+    tokenizer.normalizer = normalizers.NFC()
+    tokenizer.pre_tokenizer = pre_tokenizers.Sequence([
+        pre_tokenizers.Split(Regex(LLAMA3_PATTERN), "isolated"),
+        pre_tokenizers.ByteLevel(add_prefix_space=False, use_regex=False),
+    ])  # fmt: skip
+    trainer = trainers.BpeTrainer(
+        vocab_size=2000, initial_alphabet=pre_tokenizers.ByteLevel.alphabet(), show_progress=False
+    )
+    tokenizer.train_from_iterator(default_verify_texts(), trainer)
+    tokenizer.save(str(tmp_path / "nfc.json"))
+    counter = load_tokenizer(str(tmp_path / "nfc.json"), skip_backends={"fastokens": "as a small scan leaves it"})
+    assert counter.backends == ("tiktoken", "hf-tokenizers") and counter.plan.nfc
+    texts = ["\U00011935\U00011930", "Dives Akuru \U00011935\U00011930 text", "cafe\u0301", "caf\u00e9", "plain"]
+    expected = [len(tokenizer.encode(t).ids) for t in texts]
+    assert counter.counts_by("tiktoken", texts[:1]).tolist() != expected[:1]  # what tiktoken alone counted
+    before = counter.counted_by()
+    assert counter.count(texts).tolist() == expected
+    after = counter.counted_by()
+    counted = {b: after.get(b, 0) - before.get(b, 0) for b in after}
+    assert counted == {"hf-tokenizers": 3, "tiktoken": 2}  # the three that are not NFC
