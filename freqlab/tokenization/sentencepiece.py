@@ -19,7 +19,8 @@ piece holds ``▁`` after a non-``▁`` character (checked), since then no merge
 Control pieces (``<s>``, ``[INST]``) are never produced from text by SentencePiece; they stay plain vocabulary
 entries. User-defined pieces are matched in raw text by SentencePiece; documents containing one are counted by
 ``sentencepiece`` itself. Anything else (unigram models, custom normalization rules, extra-whitespace
-removal) is :class:`~freqlab.tokenization.bytelevel.NotConvertible` and counted by ``sentencepiece``.
+removal, UNUSED pieces, merged pieces sharing a score but for Llama 2's runs of ``▁``: :func:`_tied_pieces`) is
+:class:`~freqlab.tokenization.bytelevel.NotConvertible` and counted by ``sentencepiece``.
 """
 
 from __future__ import annotations
@@ -212,6 +213,15 @@ def sentencepiece_to_hf_json(model: SentencePieceModel) -> str:
     for piece, kind in zip(model.pieces, model.types):
         if kind == NORMAL and SPACE in piece.lstrip(SPACE):
             raise NotConvertible(f"piece {piece!r} has '▁' inside a word: merges could cross word boundaries")
+    unused = [piece for piece, kind in zip(model.pieces, model.types) if kind == UNUSED]
+    if unused:
+        raise NotConvertible(f"UNUSED piece {unused[0]!r}: SentencePiece merges into it and splits it again")
+    tied = _tied_pieces(model)
+    if tied:
+        raise NotConvertible(
+            f"pieces {tied[0]!r} and {tied[1]!r} share a score: SentencePiece merges the leftmost of such pairs, "
+            "a merge list the one listed first"
+        )
     unk = next((p for p, t in zip(model.pieces, model.types) if t == UNKNOWN), None)
     mergeable = {p for p, t in zip(model.pieces, model.types) if t in (NORMAL, USER_DEFINED)}
     order = sorted(
@@ -253,6 +263,23 @@ def sentencepiece_to_hf_json(model: SentencePieceModel) -> str:
         },
     }
     return json.dumps(config, ensure_ascii=False)
+
+
+def _tied_pieces(model: SentencePieceModel) -> tuple[str, str] | None:
+    """Two merged pieces of the same score, one of them not all ``▁``, or None. Such pieces (a vocabulary extension's,
+    appended with score 0) compete: SentencePiece merges the leftmost pair of equal score, Hugging Face's BPE the
+    pair listed first ('qjx' with 'qj' and 'jx' of score 0: 2 pieces for 3, a tokenizer fuzzing review). Llama 2's
+    and Mistral's runs of ``▁`` (all of score -1e9) are a family the conversion orders alike (tested on those
+    models).
+    """
+    first: dict[float, str] = {}
+    for piece, score, kind in zip(model.pieces, model.scores, model.types):
+        if kind != NORMAL or len(piece) < 2:
+            continue
+        other = first.setdefault(score, piece)
+        if other != piece and (piece.strip(SPACE) or other.strip(SPACE)):
+            return other, piece
+    return None
 
 
 def _bos_eos_template(model: SentencePieceModel) -> dict | None:

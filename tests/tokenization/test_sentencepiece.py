@@ -194,3 +194,32 @@ def test_a_small_scan_keeps_fastokens_when_the_next_backend_is_not_tiktoken(size
         reason = counter.fallback_reasons["fastokens"]
         assert reason.startswith(f"not used for a small scan (an estimated {binary_bytes(size)} of text")
         assert "fastokens" not in counter._engines._built  # neither built nor verified
+
+
+def _with_pieces(path: Path, out: Path, extra: list[tuple[str, float, int]]) -> Path:
+    """The model at ``path`` with ``extra`` pieces (piece, score, type) appended, as a vocabulary extension does."""
+    proto = sentencepiece_model_pb2.ModelProto()
+    proto.ParseFromString(path.read_bytes())
+    for piece, score, kind in extra:
+        added = proto.pieces.add()
+        added.piece, added.score, added.type = piece, score, kind
+    out.write_bytes(proto.SerializeToString())
+    return out
+
+
+@pytest.mark.parametrize(
+    ("extra", "why"),
+    [
+        # SentencePiece merges the leftmost pair of equal score ('qjx': 3 pieces), the merge list 'jx' first (2)
+        ([("jx", 0.0, 1), ("qj", 0.0, 1), ("xk", 0.0, 1)], "'jx' share a score: SentencePiece merges the leftmost"),
+        # an UNUSED piece is merged into and split again by SentencePiece ('qjxk': 5), left out of the merges (3)
+        ([("qj", 0.0, 5), ("jx", -0.5, 1)], "UNUSED piece 'qj': SentencePiece merges into it and splits it again"),
+    ],
+    ids=["tied-scores", "unused-piece"],
+)
+def test_a_model_the_merge_list_cannot_follow_is_counted_by_sentencepiece(tmp_path, extra, why):
+    path = _with_pieces(trained_with_user_defined(tmp_path / "base.model", []), tmp_path / "extended.model", extra)
+    counter = load_tokenizer(str(path))
+    assert counter.backends == ("sentencepiece",) and why in counter.fallback_reason
+    texts = ["qjx", "xqjxkq", "qjxk", "a qjx b"]
+    assert counter.count(texts).tolist() == sp_counts(path, texts)
