@@ -258,3 +258,16 @@ def test_bpe_dropout_is_refused(small_bpe, tmp_path):
     config["model"]["dropout"] = None  # as the message says: the same tokenizer without it
     (tmp_path / "none.json").write_text(json.dumps(config))
     assert load_tokenizer(str(tmp_path / "none.json")).count(TEXTS[:3]).tolist() == hf_counts(small_bpe[1], TEXTS[:3])
+
+
+@pytest.mark.parametrize("pattern", ["a*", r"\s*|\w+", "(?:)"])
+def test_a_pattern_that_matches_the_empty_string_is_one_line(small_bpe, tmp_path, pattern):
+    """tiktoken panics on such a pattern (a Rust backtrace on stderr, then 'range end index 2 out of range for slice
+    of length 0', naming nothing: a tokenizer fuzzing review)."""
+    from freqlab.tokenization.bytelevel import token_bytes
+
+    vocab = small_bpe[1].get_vocab()
+    path = tmp_path / "r.tiktoken"
+    path.write_bytes(b"".join(base64.b64encode(token_bytes(t)) + b" %d\n" % i for t, i in vocab.items()))
+    with pytest.raises(FreqlabError, match=r"r\.tiktoken: the pattern matches the empty string \(in '"):
+        load_tokenizer(str(path), pattern=pattern)
