@@ -233,7 +233,7 @@ class LengthHistogram(Displayed):
         sources, empty and skipped documents are not carried over (scale a source's own histogram for a mix).
         """
         number = not isinstance(tokens, bool) and isinstance(tokens, int | float | np.integer | np.floating)
-        if not number or not tokens >= 1 or not math.isfinite(tokens):
+        if not number or not tokens >= 1 or (isinstance(tokens, float | np.floating) and not math.isfinite(tokens)):
             raise FreqlabError(f"token budget must be positive, a whole count, got {tokens!r}")
         if tokens != int(tokens):  # 0.5 or 1e9 + 0.5 tokens: scaled as if whole, silently (0.5 gave no document)
             raise FreqlabError(f"token budget must be a whole count, got {tokens!r}")

@@ -19,6 +19,7 @@ Printing follows the same conventions: :func:`position_label` writes positions w
 
 from __future__ import annotations
 
+import numbers
 from fractions import Fraction
 
 from freqlab.errors import FreqlabError, brief
@@ -122,7 +123,7 @@ def json_threshold(tau: float | int) -> float | int:
     >>> json_threshold(2**53 + 3), json_threshold(100e9)
     (9007199254740995, 100000000000.0)
     """
-    return tau if isinstance(tau, int) and not isinstance(tau, bool) else float(tau)
+    return int(tau) if isinstance(tau, numbers.Integral) and not isinstance(tau, bool) else float(tau)  # np.int64 too
 
 
 def parse_count(value, what: str = "count", *, minimum: int = 1) -> int:

@@ -337,8 +337,10 @@ def test_a_histogram_of_a_newer_version_is_refused(tmp_path):
             LengthHistogram.read_parquet(tmp_path / "edited.parquet")
 
 
-def test_a_scale_may_be_a_numpy_float():
+def test_a_scale_may_be_a_numpy_float_and_a_huge_one_is_one_line():
     assert LengthHistogram.from_counts([5], [4]).scale_to_tokens(np.float32(10.0)).counts.tolist() == [2]
+    with pytest.raises(FreqlabError, match="a length's count would pass 2\\^63 documents"):  # not an OverflowError
+        LengthHistogram.from_counts([5], [4]).scale_to_tokens(10**400)
 
 
 @pytest.mark.parametrize("tokens", [0.5, True, "1M", None, 0, 1e9 + 0.5, float("inf"), float("nan")])

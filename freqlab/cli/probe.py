@@ -57,11 +57,13 @@ def _check_before_loading(model_dir: str, plans: list, lengths: str | None, step
     if not isinstance(config, dict) or not plans:
         return
     option = "--string" if plans[0][0] == "STRING" else "--self-extend"
-    try:
-        check_model_type(config.get("model_type"), allow_untested, override="--allow-untested")
-    except FreqlabError as exc:
-        raise click.BadParameter(str(exc), param_hint=option) from None
-    factor = config.get("partial_rotary_factor", 1.0)
+    if isinstance(config.get("model_type"), str):  # none: loading the model tells (apply checks it there)
+        try:
+            check_model_type(config["model_type"], allow_untested, override="--allow-untested")
+        except FreqlabError as exc:
+            raise click.BadParameter(str(exc), param_hint=option) from None
+    rope = config.get("rope_parameters") if isinstance(config.get("rope_parameters"), dict) else {}
+    factor = rope.get("partial_rotary_factor", config.get("partial_rotary_factor", 1.0))  # transformers 5: in rope
     if isinstance(factor, int | float) and not isinstance(factor, bool) and factor < 1:
         raise click.BadParameter(
             f"the model's RoPE covers a part of each head (partial_rotary_factor {factor}); not supported",

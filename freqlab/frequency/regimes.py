@@ -264,6 +264,12 @@ def pack_sample(lengths, counts, L: int, seed: int = 0, documents: int = PACK_SA
         return segments(lengths, counts, L, "pack", seed=seed)
     L = check_window(L)
     _exact_tokens(lengths, counts)
+    # one row per length, in length order: the sample of a multiset is the same whatever its rows (zero counts, a
+    # length given twice, another order); a zero count walked as a document of weight 0 would still fill its row
+    lengths, where = np.unique(lengths[counts > 0], return_inverse=True)
+    merged = np.zeros(lengths.size, dtype=np.int64)
+    np.add.at(merged, where, counts[counts > 0])
+    counts = merged
     kept = np.maximum(np.rint(counts * (documents / total)), 1).astype(np.int64)  # <= counts: the scale is < 1
     base, extra = np.divmod(counts, kept)
     # two kinds of document per length: `extra` weighing base + 1, the others base (documents of a length are alike)

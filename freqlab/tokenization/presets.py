@@ -160,9 +160,10 @@ GENERAL_CATEGORIES = frozenset((
     "letternumber", "othernumber", "punctuation", "connectorpunctuation", "dashpunctuation", "openpunctuation",
     "closepunctuation", "initialpunctuation", "finalpunctuation", "otherpunctuation", "symbol", "mathsymbol",
     "currencysymbol", "modifiersymbol", "othersymbol", "separator", "spaceseparator", "lineseparator",
-    "paragraphseparator", "other", "control", "format", "surrogate", "privateuse", "unassigned"
+    "paragraphseparator", "other", "control", "format", "surrogate", "privateuse", "unassigned", "combiningmark"
 ))  # fmt: skip
-_PROPERTY = re.compile(r"\\[pP](?:\{\^?([^}]*)\}|([A-Za-z]))")
+#: ``\p{...}``, ``\P{...}``, ``\pL`` after an even number of backslashes (``\\p{Latin}`` is a backslash, then text)
+_PROPERTY = re.compile(r"(?<!\\)(?:\\\\)*(\\[pP](?:\{\^?([^}]*)\}|([A-Za-z])))")
 
 
 def script_property(patterns: Sequence[str]) -> str | None:
@@ -171,21 +172,29 @@ def script_property(patterns: Sequence[str]) -> str | None:
     tiktoken's engine read Script (U+00B7 MIDDLE DOT is Latin and Greek to PCRE2, Common to them: under
     ``\p{Latin}+|\P{Latin}+``, 'a ·' is 3 tokens for 2, a tokenizer fuzzing review), so fastokens is no candidate.
 
-    >>> script_property([r"\p{L}+|\p{Lowercase_Letter}|\pN"]), script_property([r"\p{Latin}+|\P{Han}"])
+    >>> script_property([r"\p{L}+|\p{Lowercase_Letter}|\pN|\p{gc=Lu}"]), script_property([r"\p{Latin}+|\P{Han}"])
+    (None, '\\p{Latin}')
+    >>> script_property([r"\\p{Latin}"]), script_property([r"\\\p{Latin}"])  # a backslash, then text; then a property
     (None, '\\p{Latin}')
     """
     for pattern in patterns:
         for match in _PROPERTY.finditer(pattern):
-            name = match.group(1) if match.group(1) is not None else match.group(2)
-            if re.sub(r"[\s_-]", "", name).lower() not in GENERAL_CATEGORIES:
-                return match.group(0)
+            name = re.sub(r"[\s_-]", "", match.group(2) if match.group(2) is not None else match.group(3)).lower()
+            bare = re.sub(r"^(?:generalcategory=|gc=|is)", "", name)  # \p{gc=L}, \p{IsL}: a category still
+            if name not in GENERAL_CATEGORIES and bare not in GENERAL_CATEGORIES:
+                return match.group(1)
     return None
 
 
 def script_refusal(patterns: Sequence[str], reference: str) -> str | None:
     """Why fastokens is no candidate for these regexes (:func:`script_property`), or None."""
-    script = script_property(patterns)
-    return None if script is None else f"reads {script} in the regex as Script_Extensions, {reference} as Script"
+    found = script_property(patterns)
+    if found is None:
+        return None
+    return (
+        f"may read {found} in the regex otherwise than {reference}: no general category (it reads a script as the "
+        "script's Script_Extensions)"
+    )
 
 
 def regexes(config: Any) -> list[str]:

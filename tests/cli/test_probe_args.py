@@ -45,6 +45,12 @@ def test_bad_plans_and_lengths_are_usage_errors_before_loading(model_dir, args, 
             "--string",
             "the model's RoPE covers a part of each head (partial_rotary_factor 0.5); not supported",
         ),
+        (  # as transformers 5 saves it: in rope_parameters
+            {"model_type": "phi", "rope_parameters": {"rope_type": "default", "partial_rotary_factor": 0.5}},
+            ["--self-extend", "4,8", "--allow-untested"],
+            "--self-extend",
+            "(partial_rotary_factor 0.5); not supported",
+        ),
         # found after the whole probe had run (a minute here; the results lost)
         ({"model_type": "llama"}, ["--figure", "probe.txt"], "--figure", "unknown figure format 'txt'"),
         ({"model_type": "llama"}, ["--need", "5"], "--need", "5 needles cannot be found among --needles 4"),
@@ -56,3 +62,12 @@ def test_what_a_run_would_find_late_is_refused_before_loading(tmp_path, config, 
     assert result.exit_code == 2, result.output
     assert f"Invalid value for {option}" in result.output
     assert message in " ".join(result.output.split()) and "cannot load" not in result.output
+
+
+def test_a_config_that_names_no_model_type_is_left_to_the_loaded_model(tmp_path):
+    """A text_config without model_type (a multimodal config written by hand): not 'model type None is not one
+    freqlab.apply is tested on' before loading; the loaded model's type is checked where the plan is applied."""
+    config = {"model_type": "gemma3", "text_config": {"max_position_embeddings": 64}}
+    (tmp_path / "config.json").write_text(json.dumps(config))
+    result = CliRunner().invoke(main, ["probe", str(tmp_path), "--string", "16,4", "--lengths", "240"])
+    assert "model type None" not in result.output and "cannot load" in result.output

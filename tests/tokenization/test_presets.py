@@ -403,8 +403,8 @@ def test_a_script_property_in_the_regex_leaves_fastokens_out(script, tmp_path):
     assert [len(e.ids) for e in alone.encode_batch(texts)] != reference  # what fastokens would have counted
     counter = load_tokenizer(str(tmp_path / "t.json"))
     assert "fastokens" not in counter.backends and counter.count(texts).tolist() == reference
-    why = f"reads \\p{{{script}}} in the regex as Script_Extensions, Hugging Face as Script"
-    assert counter.fallback_reasons["fastokens"] == why
+    why = f"may read \\p{{{script}}} in the regex otherwise than Hugging Face: no general category"
+    assert counter.fallback_reasons["fastokens"].startswith(why)
     # the same ranks as a .tiktoken file with the pattern: tiktoken (the reference there) reads Script too
     import tiktoken
 
@@ -415,7 +415,7 @@ def test_a_script_property_in_the_regex_leaves_fastokens_out(script, tmp_path):
     from_ranks = load_tokenizer(str(tmp_path / "t.tiktoken"), pattern=pattern)
     encoding = tiktoken.Encoding("t", pat_str=pattern, mergeable_ranks=ranks, special_tokens={})
     assert from_ranks.count(texts).tolist() == [len(encoding.encode_ordinary(t)) for t in texts]
-    assert from_ranks.fallback_reasons["fastokens"] == why.replace("Hugging Face", "tiktoken")
+    assert from_ranks.fallback_reasons["fastokens"].startswith(why.replace("Hugging Face", "tiktoken"))
 
 
 def test_the_mongolian_vowel_separator_between_unknown_characters_is_probed(tmp_path):
@@ -435,3 +435,14 @@ def test_the_mongolian_vowel_separator_between_unknown_characters_is_probed(tmp_
     assert counter.counts_by("fastokens", texts).tolist() != reference  # fastokens alone
     assert counter.backend == "fastokens" and counter.fastokens_routed[-1:] == ("\u180e",)
     assert counter.count(texts).tolist() == reference == [1, 1, 1]
+
+
+@pytest.mark.parametrize(
+    "pattern",
+    [r"\p{L&}+", r"\pL+|\p{Lu}", r"[\p{Letter}\p{N}]+", r"\P{L}+", r"\p{gc=L}+", r"\p{IsL}+", r"\\p{Latin}|\p{L}+"],
+)
+def test_general_categories_however_spelled_keep_fastokens(pattern):
+    """Only a property that is no general category leaves fastokens out; an escaped backslash before p is text."""
+    from freqlab.tokenization.presets import script_refusal
+
+    assert script_refusal([pattern], "Hugging Face") is None
