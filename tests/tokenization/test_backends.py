@@ -427,3 +427,8 @@ def test_a_text_that_is_not_nfc_goes_from_tiktoken_to_the_reference(tmp_path):
     after = counter.counted_by()
     counted = {b: after.get(b, 0) - before.get(b, 0) for b in after}
     assert counted == {"hf-tokenizers": 3, "tiktoken": 2}  # the three that are not NFC
+    with_fastokens = load_tokenizer(str(tmp_path / "nfc.json"))  # a text routed past fastokens meets the rule too
+    assert with_fastokens.count([*texts, "\u017f " + texts[0]]).tolist() == [
+        *expected,
+        len(tokenizer.encode("\u017f " + texts[0]).ids),
+    ]
