@@ -40,6 +40,8 @@ def check_model_type(model_type: str | None, allow_untested: bool = False, *, ov
     override : str
         How the caller's user allows an untested type (default: the API's and the CLI's ways), in the message.
 
+    Examples
+    --------
     >>> check_model_type("qwen2")
     >>> check_model_type("cohere")
     Traceback (most recent call last):

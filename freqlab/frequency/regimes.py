@@ -254,6 +254,8 @@ def pack_sample(lengths, counts, L: int, seed: int = 0, documents: int = PACK_SA
     Segments
         The ``pack`` regime's segments, their counts weighted (exact when the histogram is walked whole).
 
+    Examples
+    --------
     >>> s = pack_sample([100, 30_000], [10**8, 1], 4096, documents=1000)
     >>> int(s.lengths @ s.counts) == 100 * 10**8 + 30_000, int(s.counts[s.lengths == 4096][0]) >= 6
     (True, True)
