@@ -70,4 +70,5 @@ def test_a_config_that_names_no_model_type_is_left_to_the_loaded_model(tmp_path)
     config = {"model_type": "gemma3", "text_config": {"max_position_embeddings": 64}}
     (tmp_path / "config.json").write_text(json.dumps(config))
     result = CliRunner().invoke(main, ["probe", str(tmp_path), "--string", "16,4", "--lengths", "240"])
-    assert "model type None" not in result.output and "cannot load" in result.output
+    # past the checks before loading: loading fails (no model here; without torch, its extra is named)
+    assert result.exit_code == 1 and "model type None" not in result.output, result.output
