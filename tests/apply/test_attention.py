@@ -21,6 +21,7 @@ from apply.tiny_models import (  # noqa: E402
     exact_rope,
     left_padded,
     reference_logits,
+    rotary_of,
     seeded,
     tiny_model,
 )
@@ -267,6 +268,37 @@ def test_partial_rotary_is_refused():
     rotary.inv_freq = rotary.inv_freq[:2]
     with pytest.raises(FreqlabError, match="RoPE covers 4 of 8 head dimensions"):
         fa.string(model, 16, 4)
+
+
+def test_the_model_types_apply_takes_are_those_the_tests_build():
+    assert set(MODEL_TYPES) == fa.TESTED_MODEL_TYPES
+
+
+@pytest.mark.parametrize(("model_type", "rotate_half"), [*((t, True) for t in MODEL_TYPES), ("cohere", False)])
+def test_a_tested_model_type_rotates_with_rotate_half(model_type, rotate_half):
+    """What the re-rotation relies on, read from the model's own code: its rotary tables repeat the angles over the
+    two halves, and its apply_rotary_pos_emb is q cos + rotate_half(q) sin. The reference below un-rotates with that
+    same layout, so it cannot tell an interleaved model from the right one (Cohere's stock logits equal it): this
+    checks the layout itself (Cohere's pairs are interleaved). Every layer of these types applies RoPE to q and k
+    right before attention (OLMo 2 normalizes q and k before it)."""
+    import inspect
+    import sys
+
+    model = tiny_model(model_type)
+    rotary = rotary_of(model)
+    positions, x = torch.arange(1, 20)[None], torch.zeros(1, 19, 8, dtype=torch.float64)
+    layer_types = getattr(model.config, "layer_types", None) or [None]
+    for layer_type in dict.fromkeys(layer_types):
+        takes_type = "layer_type" in inspect.signature(rotary.forward).parameters
+        cos, sin = rotary(x, positions, layer_type) if takes_type else rotary(x, positions)
+        q, k = torch.randn(1, 4, 19, 8, dtype=torch.float64), torch.randn(1, 2, 19, 8, dtype=torch.float64)
+        own = sys.modules[type(model).__module__].apply_rotary_pos_emb(q, k, cos, sin)[0]
+        half = q.shape[-1] // 2
+        halves = torch.cat((-q[..., half:], q[..., :half]), dim=-1)
+        layout = torch.equal(cos[..., :half], cos[..., half:]) and torch.allclose(
+            own, q * cos[:, None] + halves * sin[:, None]
+        )
+        assert layout == rotate_half
 
 
 @pytest.mark.parametrize("method", ["string", "self_extend"])

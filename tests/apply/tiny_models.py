@@ -18,7 +18,7 @@ from transformers.modeling_outputs import CausalLMOutputWithPast
 
 REFERENCE = "freqlab_test_reference"
 L = 64  # max_position_embeddings of every tiny model
-MODEL_TYPES = ("llama", "mistral", "qwen2", "qwen3", "gemma", "gemma2", "gemma3_text")
+MODEL_TYPES = ("llama", "mistral", "qwen2", "qwen3", "gemma", "gemma2", "gemma3_text", "olmo2", "granite", "starcoder2")
 SLIDING = 24  # sliding window of the models that have one (Mistral, Gemma 2/3): exercised at the test lengths
 _EXTRA = {
     "mistral": {"sliding_window": SLIDING},
