@@ -242,7 +242,7 @@ class LengthHistogram(Displayed):
         factor = Fraction(int(tokens), self.tokens)
         scaled = [round(int(c) * factor) for c in self.counts]
         if scaled and max(scaled) >= 1 << 63:
-            raise FreqlabError(f"scaled to {int(tokens):,} tokens, a length's count would pass 2^63 documents")
+            raise FreqlabError(f"scaled to {brief(int(tokens))} tokens, a length's count would pass 2^63 documents")
         counts = np.array(scaled, dtype=np.int64)
         meta = {**self.meta, "scaled_from_tokens": self.tokens}
         return LengthHistogram(self.lengths, counts, corpus=self.corpus, tokenizer=self.tokenizer, meta=meta)

@@ -27,6 +27,7 @@ from __future__ import annotations
 
 import math
 import re
+import warnings
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -348,12 +349,16 @@ def probe_settings(
 ) -> list[ProbeResult]:
     """:func:`probe` a Hugging Face model stock (``baseline``) and with each of ``plans`` applied in turn
     (``("STRING", (S, W))`` or ``("Self-Extend", (G, w_n))``, removed after its probe), on the same prompts;
-    ``options``: :func:`probe`'s (trials, need, threshold, batch_size, seed). A model type the plans are not
-    tested on is refused before anything runs, unless ``allow_untested`` (:func:`freqlab.apply.check_model_type`).
+    ``options``: :func:`probe`'s (trials, need, threshold, batch_size, seed). A plan the model cannot take (a
+    model type not tested, unless ``allow_untested``: :func:`freqlab.apply.check_model_type`; a partial rotary) is
+    refused before anything runs: each is applied and removed first.
     """
-    if plans:
-        applied.check_model_type(model.config.get_text_config().model_type, allow_untested)
     patch = {"STRING": applied.string, "Self-Extend": applied.self_extend}
+    with warnings.catch_warnings():  # each plan applied and removed before anything runs: what the model cannot
+        warnings.simplefilter("ignore")  # take (a type not tested, a partial rotary) is refused before the baseline
+        for name, values in plans:
+            patch[name](model, *values, allow_untested=allow_untested)
+            applied.remove(model)
     settings = [("stock", None, None)] if baseline else []
     settings += [(f"{name} {a},{b}", name, (a, b)) for name, (a, b) in plans]
     results = []
@@ -395,9 +400,12 @@ def load_model(
             dtype=dtype if dtype == "auto" else getattr(torch, dtype),
             **({"attn_implementation": attn_implementation} if attn_implementation else {}),
         )
-    except (OSError, ValueError, ImportError) as exc:  # ImportError: an attention kernel that is not installed
+    except Exception as exc:  # an ImportError for a kernel not installed; a TypeError or AttributeError from a
+        # config.json transformers cannot read (null, a text_config without model_type): all one line
         reason = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
-        raise FreqlabError(f"{path}: cannot load a causal LM and its tokenizer offline ({reason})") from None
+        raise FreqlabError(
+            f"{path}: cannot load a causal LM and its tokenizer offline ({type(exc).__name__}: {reason})"
+        ) from None
     device = device or ("cuda" if torch.cuda.is_available() else "cpu")
     return model.to(device).eval(), tokenizer
 

@@ -37,7 +37,9 @@ def _lengths(text: str | None, maximum: int, steps: int) -> list[int]:
 
 def _check_before_loading(model_dir: str, plans: list, lengths: str | None, steps: int, allow_untested: bool) -> None:
     """Usage errors found before the model is loaded (seconds to minutes) and before any test runs: the lengths
-    given, and the plans against the model type, the rotary and the window its ``config.json`` states.
+    given, and the plans against the model type and the window its ``config.json`` states (whether its RoPE covers
+    each head is the loaded model's to say: transformers 5 ignores a ``partial_rotary_factor`` on some types; the
+    plans are applied to it before the first test, :func:`freqlab.apply.probe.probe_settings`).
     """
     import json
     from pathlib import Path
@@ -62,13 +64,6 @@ def _check_before_loading(model_dir: str, plans: list, lengths: str | None, step
             check_model_type(config["model_type"], allow_untested, override="--allow-untested")
         except FreqlabError as exc:
             raise click.BadParameter(str(exc), param_hint=option) from None
-    rope = config.get("rope_parameters") if isinstance(config.get("rope_parameters"), dict) else {}
-    factor = rope.get("partial_rotary_factor", config.get("partial_rotary_factor", 1.0))  # transformers 5: in rope
-    if isinstance(factor, int | float) and not isinstance(factor, bool) and factor < 1:
-        raise click.BadParameter(
-            f"the model's RoPE covers a part of each head (partial_rotary_factor {factor}); not supported",
-            param_hint=option,
-        )
     L = config.get("max_position_embeddings")
     if not isinstance(L, int) or L < 2:
         return

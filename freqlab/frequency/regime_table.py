@@ -147,8 +147,8 @@ def regime_rows(
     for L in Ls:
         for regime in regimes:
             if regime == "pack":  # a large histogram: a weighted sample of its stream
-                documents = int(np.sum(counts, dtype=np.int64))
-                segs = pack_sample(lengths, counts, L, seed=seed, documents=PACK_SAMPLE_DOCUMENTS)
+                segs = pack_sample(lengths, counts, L, seed=seed, documents=PACK_SAMPLE_DOCUMENTS)  # checks them
+                documents = int(np.sum(np.asarray(counts, dtype=np.int64), dtype=np.int64))
             else:
                 segs, documents = segments(lengths, counts, L, regime, seed=seed, megatron=megatron), 0
             budget = tokens

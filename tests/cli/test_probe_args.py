@@ -38,19 +38,6 @@ def test_bad_plans_and_lengths_are_usage_errors_before_loading(model_dir, args, 
         ({"model_type": "cohere"}, ["--string", "16,4"], "--string", "model type 'cohere' is not one freqlab.apply"),
         ({"model_type": "cohere"}, ["--string", "16,4"], "--string", "; --allow-untested applies them anyway"),
         ({"model_type": "smollm3"}, ["--self-extend", "4,8"], "--self-extend", "model type 'smollm3' is not one"),
-        # partial rotary: the whole stock probe ran before the plan was refused
-        (
-            {"model_type": "phi", "partial_rotary_factor": 0.5},
-            ["--string", "16,4", "--allow-untested"],
-            "--string",
-            "the model's RoPE covers a part of each head (partial_rotary_factor 0.5); not supported",
-        ),
-        (  # as transformers 5 saves it: in rope_parameters
-            {"model_type": "phi", "rope_parameters": {"rope_type": "default", "partial_rotary_factor": 0.5}},
-            ["--self-extend", "4,8", "--allow-untested"],
-            "--self-extend",
-            "(partial_rotary_factor 0.5); not supported",
-        ),
         # found after the whole probe had run (a minute here; the results lost)
         ({"model_type": "llama"}, ["--figure", "probe.txt"], "--figure", "unknown figure format 'txt'"),
         ({"model_type": "llama"}, ["--need", "5"], "--need", "5 needles cannot be found among --needles 4"),

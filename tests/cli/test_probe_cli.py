@@ -148,3 +148,28 @@ def test_an_untested_model_type_runs_with_allow_untested(tmp_path):
         result = run(*args, "--allow-untested", "--json")
     assert result.exit_code == 0, result.output
     assert [r["label"] for r in json.loads(result.stdout)["results"]] == ["STRING 32,4"]
+
+
+def test_a_plan_the_model_cannot_take_is_refused_before_the_stock_probe(monkeypatch):
+    """A partial rotary (RoPE on 4 of 8 dimensions): the whole stock probe ran (160 tests) before the plan was
+    refused; each plan is applied and removed before the first test now. (From config.json it cannot be told:
+    transformers 5 ignores a partial_rotary_factor on Llama, whose RoPE then covers every dimension.)"""
+    from freqlab.apply import probe as p
+    from freqlab.errors import FreqlabError
+
+    model = tiny_model("llama", vocab_size=len(tiny_tokenizer()), max_positions=512)
+    rotary = next(m for m in model.modules() if type(m).__name__.endswith("RotaryEmbedding"))
+    rotary.inv_freq = rotary.inv_freq[:2]
+    monkeypatch.setattr(p, "probe", lambda *args, **kwargs: pytest.fail("a test ran before the plan was checked"))
+    with pytest.raises(FreqlabError, match="RoPE covers 4 of 8 head dimensions"):
+        p.probe_settings(model, tiny_tokenizer(), p.hf_builder(tiny_tokenizer()), [240], plans=[("STRING", (32, 4))])
+    assert model.config._attn_implementation == "sdpa"  # as it was
+
+
+@pytest.mark.parametrize("config", ["null", "[1, 2]", '{"model_type": "llama", "text_config": {"hidden_size": 8}}'])
+def test_a_config_transformers_cannot_read_is_one_line(tmp_path, config):
+    """null, a list, a text_config without model_type: tracebacks (TypeError, AttributeError) from transformers."""
+    (tmp_path / "config.json").write_text(config)
+    result = run("probe", tmp_path, "--lengths", "240", "--string", "16,4")
+    assert result.exit_code == 1 and "Traceback" not in result.output
+    assert f"{tmp_path}: cannot load a causal LM and its tokenizer offline (" in result.output
