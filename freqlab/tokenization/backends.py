@@ -272,11 +272,15 @@ class TiktokenEngine:
         by tiktoken. Used when fancy-regex hits its backtracking limit (whitespace runs over 10^6 chars).
         """
         encode_piece = self.encoding._encode_single_piece  # BPE of one piece, no regex split
-        return sum(len(encode_piece(piece.encode("utf-8"))) for piece in _pieces_regex(self.plan.pat_str).findall(text))
+        pieces = compiled_pattern(self.plan.pat_str).findall(text)
+        return sum(len(encode_piece(piece.encode("utf-8"))) for piece in pieces)
 
 
-@functools.lru_cache(maxsize=8)
-def _pieces_regex(pattern: str):
+@functools.lru_cache(maxsize=16)
+def compiled_pattern(pattern: str):
+    """``pattern`` compiled by the ``regex`` module (tiktoken's dependency), cached: the one compiler of the regexes
+    freqlab reads itself (the detour's pieces, preset comparisons, checks of a pattern).
+    """
     import regex
 
     return regex.compile(pattern)

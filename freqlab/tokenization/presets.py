@@ -36,14 +36,13 @@ from __future__ import annotations
 
 import base64
 import copy
-import functools
 import json
 import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from freqlab.tokenization.backends import FASTOKENS_PRESETS, LLAMA3_PATTERN
+from freqlab.tokenization.backends import FASTOKENS_PRESETS, LLAMA3_PATTERN, compiled_pattern
 from freqlab.tokenization.sample import ADVERSARIAL_TEXTS
 
 CONTRACTIONS_FOLDED = "(?i:'s|'t|'re|'ve|'m|'ll|'d)"
@@ -207,16 +206,9 @@ def regexes(config: Any) -> list[str]:
     return []
 
 
-@functools.lru_cache(maxsize=16)
-def _compiled(pattern: str):
-    import regex
-
-    return regex.compile(pattern)
-
-
 def first_difference(pattern: str, other: str, texts: Sequence[str]) -> int | None:
     """Index of the first text ``pattern`` and ``other`` split into different pieces (``regex``), or None."""
-    a, b = _compiled(pattern), _compiled(other)
+    a, b = compiled_pattern(pattern), compiled_pattern(other)
     for i, text in enumerate(texts):
         if a.findall(text) != b.findall(text):
             return i
@@ -234,7 +226,7 @@ def folded_routed(pattern: str) -> tuple[str, ...]:
     (('ſ',), ())
     """
     try:
-        compiled = _compiled(pattern)
+        compiled = compiled_pattern(pattern)
     except Exception:  # regex.error, or a pattern of another engine's syntax
         return FOLDED_LETTERS
 

@@ -17,6 +17,7 @@ from freqlab.tokenization.backends import (  # noqa: F401  (the patterns live in
     LLAMA3_PATTERN,
     O200K_PATTERN,
     TiktokenEngine,
+    compiled_pattern,
 )
 from freqlab.tokenization.counter import TiktokenPlan, TokenCounter, vocab_hash
 from freqlab.tokenization.verify import tiktoken_counter
@@ -110,7 +111,7 @@ def _empty_match(pattern: str) -> str | None:
     import regex
 
     try:
-        compiled = regex.compile(pattern)
+        compiled = compiled_pattern(pattern)
     except regex.error:
         return None  # tiktoken took it: its engine, not this one, decides what it means
     for text in ("", "a", " ", "1", "\n", "a b", ".", "é"):
