@@ -55,6 +55,19 @@ def check_histogram(lengths, counts) -> tuple[np.ndarray, np.ndarray]:
     return lengths, counts
 
 
+def summed_by_length(lengths: np.ndarray, counts: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """One row per distinct length, in length order, its counts summed (int64): a histogram whose rows repeat a
+    length, or come in any order, as the one multiset of documents it is.
+
+    >>> [a.tolist() for a in summed_by_length(np.array([5, 3, 5]), np.array([1, 4, 2]))]
+    [[3, 5], [4, 3]]
+    """
+    unique, inverse = np.unique(lengths, return_inverse=True)
+    summed = np.zeros(unique.size, np.int64)
+    np.add.at(summed, inverse, counts)
+    return unique, summed
+
+
 def as_int64(values, name: str) -> np.ndarray:
     """``values`` (one number, or a 1-D sequence) as a 1-D int64 array, refusing non-integers, other shapes and
     values beyond int64 (``name`` in the message).

@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING, Any, cast
 
 import numpy as np
 
-from freqlab.arrays import check_histogram, exact_dot
+from freqlab.arrays import check_histogram, exact_dot, summed_by_length
 from freqlab.deprecation import renamed_method
 from freqlab.display import (
     PALETTE,
@@ -181,10 +181,7 @@ class LengthHistogram(Displayed):
         lengths, counts = check_histogram(lengths, counts)
         _check_documents(counts)  # before repeated lengths are summed in int64
         if lengths.size and np.unique(lengths).size != lengths.size:
-            unique, inverse = np.unique(lengths, return_inverse=True)
-            summed = np.zeros(unique.size, np.int64)
-            np.add.at(summed, inverse, counts)
-            lengths, counts = unique, summed
+            lengths, counts = summed_by_length(lengths, counts)
         return cls(lengths, counts, **metadata)
 
     def with_meta(self, **changes) -> LengthHistogram:
