@@ -159,7 +159,7 @@ def regime_rows(
             if documents > PACK_SAMPLE_DOCUMENTS:
                 row["note"] = (
                     f"pack shuffles a stream of {documents:,} documents: walked as a weighted sample of about "
-                    f"{PACK_SAMPLE_DOCUMENTS:,}, every length kept"
+                    f"2^{PACK_SAMPLE_DOCUMENTS.bit_length() - 1}, every length kept, f(0) exact"
                 )
             rows.append(row)
     return rows

@@ -191,8 +191,8 @@ def script_refusal(patterns: Sequence[str], reference: str) -> str | None:
     if found is None:
         return None
     return (
-        f"may read {found} in the regex otherwise than {reference}: no general category (it reads a script as the "
-        "script's Script_Extensions)"
+        f"{found} in the regex is no general category: fastokens reads a script as its Script_Extensions, "
+        f"{reference} as its Script"
     )
 
 

@@ -263,5 +263,6 @@ def test_the_summary_rows_walk_a_large_histogram_as_a_weighted_sample(monkeypatc
     row = regime_table.regime_rows(lengths, counts, [4096], ["pack"], tokens=10**12)[0]
     assert row["tokens_in_segments"] == int(lengths @ counts) and row["f"]["3072"] > 0
     assert row["note"] == (
-        "pack shuffles a stream of 262,544 documents: walked as a weighted sample of about 4,096, every length kept"
+        "pack shuffles a stream of 262,544 documents: walked as a weighted sample of about 2^12, every length kept, "
+        "f(0) exact"
     )
