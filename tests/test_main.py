@@ -203,3 +203,25 @@ entry.run()
     code = code.replace("COMMAND", command)
     result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60, env=env)
     assert (result.returncode, result.stderr) == (0, f"at numpy's import: {seen}")
+
+
+WARNS = """
+import warnings
+import freqlab.cli
+import freqlab.apply.probe as inside
+def command():
+    code = "import warnings; warnings.warn('plan applied to an untested type', stacklevel=1)"
+    exec(compile(code, inside.__file__, "exec"))  # as if raised in freqlab's own code
+    warnings.warn("from elsewhere", DeprecationWarning, stacklevel=1)
+freqlab.cli.main = lambda standalone_mode: command()
+freqlab.cli.main_entry()
+"""
+
+
+def test_freqlabs_own_warnings_are_one_line_on_the_command_line():
+    """A warning raised in freqlab's code (``--allow-untested``'s) is one line like its errors, not Python's file,
+    line and source line; another package's warning keeps Python's form."""
+    done = subprocess.run([sys.executable, "-W", "always", "-c", WARNS], capture_output=True, text=True, timeout=60)
+    lines = done.stderr.splitlines()
+    assert done.returncode == 0 and lines[0] == "Warning: plan applied to an untested type", done.stderr
+    assert lines[1].endswith("DeprecationWarning: from elsewhere") and "<string>" in lines[1]

@@ -68,7 +68,7 @@ import transformers
 from transformers import AttentionInterface, cache_utils
 from transformers.masking_utils import AttentionMaskInterface, eager_mask, flash_attention_mask
 
-from freqlab.apply import TESTED_MODEL_TYPES, check_model_type
+from freqlab.apply import TESTED_MODEL_TYPES, UNTESTED_BECAUSE, check_model_type
 from freqlab.errors import FreqlabError
 from freqlab.plan.self_extend import _check_group
 from freqlab.plan.string import _check_shift
@@ -720,9 +720,15 @@ def _apply(model: Any, method: str, first: int, second: int, backend: str, flash
     previous = _PREVIOUS.get(model, config._attn_implementation)
     backend, flash_fn, flash_varlen_fn = resolve_backend(backend, previous, flash_fn, flash_varlen_fn)
     if config.model_type not in TESTED_MODEL_TYPES:  # allowed: said once more where it runs
+        known = UNTESTED_BECAUSE.get(config.model_type)
         warnings.warn(
             f"freqlab.apply is tested on {', '.join(sorted(TESTED_MODEL_TYPES))}; {config.model_type!r} is not "
-            "among them (it must rotate queries and keys with transformers' rotate_half layout)",
+            "among them "
+            + (
+                f"and {known}: its logits differ from the plan's"
+                if known
+                else "(it must rotate queries and keys with transformers' rotate_half layout)"
+            ),
             stacklevel=3,
         )
     rotary = _rotary(model)

@@ -12,6 +12,8 @@ from __future__ import annotations
 import importlib
 import os
 import sys
+import warnings
+from pathlib import Path
 
 import click
 
@@ -82,10 +84,24 @@ def main() -> None:
     """
 
 
-def main_entry() -> None:
-    """:data:`main` as a program: click's own errors shown as click shows them (interrupts: see
-    :func:`freqlab.__main__.run`).
+_PACKAGE = Path(__file__).resolve().parents[1]  # freqlab/
+_python_warning_line = warnings.formatwarning
+
+
+def _warning_line(message, category, filename, lineno, line=None) -> str:
+    """``warnings.formatwarning`` of the command line: freqlab's own warnings as one line, like its errors (not
+    Python's file, line number and source line); other packages' warnings as Python shows them.
     """
+    if Path(filename).resolve().is_relative_to(_PACKAGE):
+        return f"Warning: {message}\n"
+    return _python_warning_line(message, category, filename, lineno, line)
+
+
+def main_entry() -> None:
+    """:data:`main` as a program: click's own errors shown as click shows them, freqlab's warnings as one line
+    (interrupts: see :func:`freqlab.__main__.run`).
+    """
+    warnings.formatwarning = _warning_line
     for stream in (sys.stdout, sys.stderr):  # a name that is not UTF-8 in a report: escaped, not an encoding error
         if getattr(stream, "errors", None) == "strict" and hasattr(stream, "reconfigure"):  # once the file is written
             stream.reconfigure(errors="backslashreplace")

@@ -306,12 +306,22 @@ def test_an_untested_model_type_is_refused_unless_allowed(method):
     """Cohere rotates interleaved pairs (not rotate_half): the re-rotation gave other logits than STRING's Alg. 1
     (2e-3 relative) with a warning only; it is refused, and runs with allow_untested=True (and the warning)."""
     model = tiny_model("cohere")
-    with pytest.raises(FreqlabError, match=r"model type 'cohere' is not one freqlab\.apply is tested on"):
+    with pytest.raises(FreqlabError, match=r"model type 'cohere' is not one freqlab\.apply is tested on.*") as refused:
         getattr(fa, method)(model, 16, 4)
+    assert "its RoPE is interleaved (adjacent dimensions paired)" in str(refused.value)  # that type's own reason
     assert model.config._attn_implementation == "sdpa"  # untouched
     with pytest.warns(UserWarning, match="'cohere' is not among them"):
         getattr(fa, method)(model, 16, 4, allow_untested=True)
     assert model.config._attn_implementation.startswith("freqlab")
+
+
+def test_the_reasons_given_for_untested_types_name_types_transformers_knows():
+    from transformers import CONFIG_MAPPING
+
+    assert set(fa.UNTESTED_BECAUSE) <= set(CONFIG_MAPPING) - fa.TESTED_MODEL_TYPES
+    # a type without a known reason gets the general ones
+    with pytest.raises(FreqlabError, match=r"interleaved RoPE, layers without RoPE or a norm after RoPE"):
+        fa.check_model_type("mamba")
 
 
 def test_a_missing_extra_is_one_line_naming_it(monkeypatch):
