@@ -69,7 +69,9 @@ def position_frequency(
     L
         Training window (context length).
     regime
-        ``natural``, ``truncate``, ``concat``, ``uniform`` or ``pack`` (see :mod:`freqlab.frequency.regimes`).
+        ``natural``, ``truncate``, ``concat``, ``uniform``, ``pack`` or ``best-fit`` (see
+        :mod:`freqlab.frequency.regimes`); ``megatron`` is refused (it needs Megatron's indexes:
+        :meth:`LengthHistogram.frequency <freqlab.LengthHistogram.frequency>`, which says what it computed).
     seed
         Stream order for ``pack`` when only a histogram is known.
 
@@ -101,6 +103,12 @@ def position_frequency(
     [12, 8, 4, 1]
     """
     lengths, counts, L, regime = histogram_arguments(lengths, counts, L, regime)
+    if regime == "megatron":  # a bare array cannot say it holds an approximation
+        raise FreqlabError(
+            "position_frequency cannot give the megatron regime: Megatron's windows are replayed from its indexes "
+            "(LengthHistogram.frequency(L, 'megatron', megatron=MegatronOptions(data_path=...))); from a histogram "
+            "alone they are approximated by 'concat' ('pack' with reset_attention_mask): ask for that regime"
+        )
     with doing(f"computing f(i) at L = {L} ({regime})"):
         return segment_frequency(segments(lengths, counts, L, regime, seed=seed))
 

@@ -121,7 +121,8 @@ def plot_position_frequency(
     with freqlab_style():
         fig, ax = figure_for(ax, size, aspect=0.72)
         _draw_fig1_panel(ax, segs, f, L, int(bins))
-        ax.set_title(title if title is not None else f"{regime}, L = {position_label(L)}")
+        computed = f" (computed as {segs.approximation})" if segs.approximation else ""  # megatron from a histogram
+        ax.set_title(title if title is not None else f"{regime}{computed}, L = {position_label(L)}")
     return fig
 
 

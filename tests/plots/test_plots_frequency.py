@@ -35,6 +35,13 @@ def test_fig1_panel_draws_f_and_segment_bars(histogram):
     assert sum(bar.get_height() for bar in bars) == pytest.approx(100.0)
 
 
+def test_a_regime_a_histogram_only_approximates_says_so_in_its_title(histogram):
+    """Megatron's windows need its indexes: from a histogram the panel draws concat, and its title says so."""
+    ax = plot_position_frequency(histogram, 2048, "megatron").axes[0]
+    assert ax.get_title() == "megatron (computed as concat), L = 2K"
+    np.testing.assert_array_equal(ax.lines[0].get_ydata(), position_frequency(histogram, 2048, "concat"))
+
+
 def test_fig1abc_shares_are_the_closed_forms():
     fig = plot_regimes(FULL_ROWS, 2048)
     assert_labelled(fig)
