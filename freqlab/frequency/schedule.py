@@ -53,7 +53,7 @@ from freqlab.frequency.layouts import GLOBAL, LayerKind, Layout, layout_frequenc
 from freqlab.frequency.pose import position_ids_from_spec
 from freqlab.frequency.position import position_frequency
 from freqlab.frequency.regimes import REGIMES, expands_documents
-from freqlab.frequency.stats import DEFAULT_TAU, effective_length, share_at_least, share_at_most
+from freqlab.frequency.stats import DEFAULT_TAU, effective_length, largest_reaching, share_at_least, share_at_most
 from freqlab.paths import expand_home
 from freqlab.resources import require_memory
 from freqlab.sizes import json_threshold, parse_positions, parse_tokens
@@ -385,8 +385,8 @@ class ScheduleFrequency:
         # a schedule has stages, so this is an array, never sum()'s 0
         return sum(self.stage_scaled(k) for k in range(len(self.frequencies)))  # type: ignore[return-value]
 
-    def kind_total(self, kind: LayerKind, stages: int | None = None) -> np.ndarray:
-        """F of one layer kind over the first ``stages`` stages (all by default)."""
+    def kind_total(self, kind: LayerKind | None, stages: int | None = None) -> np.ndarray:
+        """F of one layer kind (None: of the stages' data) over the first ``stages`` stages (all by default)."""
         count = len(self.frequencies) if stages is None else stages
         return sum((self.stage_scaled(k, kind) for k in range(count)), np.zeros(self.window))
 
@@ -407,20 +407,24 @@ class ScheduleFrequency:
         return total
 
     def effective_length(
-        self, tau: float | None = None, kind: LayerKind | None = None, stages: int | None = None
+        self,
+        tau: float | None = None,
+        kind: LayerKind | None = None,
+        stages: int | None = None,
+        *,
+        without_gap: bool = False,
     ) -> int:
-        """Largest i with F(i) >= tau (exact; F is non-increasing), of one layer kind, after the first ``stages``."""
+        """Largest i with F(i) >= tau (exact), of one layer kind, after the first ``stages`` (0 when none);
+        ``without_gap``: the largest i with F(j) >= tau for every j <= i (-1 when F(0) < tau). F need not be
+        non-increasing: a PoSE replay's skipped position ids leave distances it never trains below ones it does.
+        """
         threshold = Fraction(self.schedule.tau if tau is None else tau)
-        if self.occurrences(0, kind, stages) < threshold:
-            return 0
-        lo, hi = 0, self.window - 1
-        while lo < hi:
-            mid = (lo + hi + 1) // 2
-            if self.occurrences(mid, kind, stages) >= threshold:
-                lo = mid
-            else:
-                hi = mid - 1
-        return lo
+        stages = len(self.frequencies) if stages is None else stages
+        F = self.kind_total(kind, stages)
+        last = largest_reaching(
+            F, threshold, lambda i: self.occurrences(i, kind, stages) >= threshold, prefix=without_gap
+        )
+        return last if without_gap else max(last, 0)
 
     def reached(self, k: int, kind: LayerKind, position: int) -> Fraction:
         """Tokens of stage k trained (in layers of ``kind``) with at least ``position`` tokens of left context, i.e.
@@ -503,6 +507,7 @@ class ScheduleFrequency:
             "tau": json_threshold(tau),
             "full_attention": all(stage["full_attention"] for stage in stages),
             "effective_length": self.effective_length(tau),
+            "reached_without_gap": self.effective_length(tau, without_gap=True) + 1,
             "share_at_most_half": share_at_most(total, window // 2),
             "share_at_least_three_quarters": share_at_least(total, (3 * window) // 4),
             "occurrences": {str(i): float(total[i]) for i in checkpoints},
@@ -570,6 +575,12 @@ class ScheduleFrequency:
             f"{percent(data['share_at_least_three_quarters'])} at i ≥ {(3 * window) // 4}"
             + ("" if data["full_attention"] else f" (of full attention, which {none_or_some} has: its layers below)")
         )
+        if data["effective_length"] >= max(data["reached_without_gap"], 1):  # F dips below tau before (PoSE's skips)
+            lines.append(
+                f"  F dips below τ before that: every position reaches it only in 0..{data['reached_without_gap'] - 1}"
+                if data["reached_without_gap"]
+                else "  F(0) is below τ"
+            )
         for kind in data["kinds"]:
             if not kind["rope"]:
                 lines.append(f"  layers {kind['kind']}: {kind['note']}")

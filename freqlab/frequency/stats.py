@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import math
 import numbers
+from collections.abc import Callable
 from dataclasses import dataclass
 from decimal import Decimal
 from fractions import Fraction
@@ -317,6 +318,8 @@ def _threshold(tau) -> Fraction:
 def effective_length(f, tokens: float, tau: float = DEFAULT_TAU) -> int:
     """Predicted effective context length: the largest i with f_T(i) >= tau (0 when even f_T(0) < tau).
 
+    f need not be non-increasing (a PoSE replay's is not): the largest such i, whatever lies below it.
+
     Parameters
     ----------
     f : array_like
@@ -350,16 +353,41 @@ def effective_length(f, tokens: float, tau: float = DEFAULT_TAU) -> int:
     f = _frequency(f)
     T = _budget(tokens)
     threshold = _threshold(tau)
-    if f[0] <= 0 or not _reaches(f, 0, T, threshold):
+    if f[0] <= 0:
         return 0
-    lo, hi = 0, f.size - 1  # invariant: f_T(lo) >= tau; f is non-increasing
-    while lo < hi:
-        mid = (lo + hi + 1) // 2
-        if _reaches(f, mid, T, threshold):
-            lo = mid
-        else:
-            hi = mid - 1
-    return lo
+    need = threshold * _value(f, 0) / T  # f_T(i) >= tau  <=>  f(i) >= tau f(0) / T
+    return max(largest_reaching(f, need, lambda i: _reaches(f, i, T, threshold)), 0)
+
+
+def largest_reaching(
+    values: np.ndarray, need: Fraction, reaches: Callable[[int], bool], *, prefix: bool = False
+) -> int:
+    """The largest i with ``reaches(i)`` (exact: values[i] >= need); ``prefix``: the largest i with ``reaches(j)`` for
+    every j <= i. -1 when there is none.
+
+    Position frequencies are not always non-increasing (a PoSE replay's skipped position ids make a second hump), so
+    no bisection: the values within a relative 1e-9 of ``need`` (floats, one vectorised pass) and above it are the
+    candidates that reach, those below it and within it the candidates that do not, tried exactly in order.
+    """
+    try:
+        floor, ceiling = float(need) * (1 - 1e-9), float(need) * (1 + 1e-9)
+    except OverflowError:  # beyond any float: no count reaches it
+        return -1
+    approx = values.astype(np.float64) if values.dtype.kind != "f" else values
+    if prefix:
+        for i in np.flatnonzero(approx < ceiling):
+            if not reaches(int(i)):
+                return int(i) - 1
+        return values.size - 1
+    for i in np.flatnonzero(approx >= floor)[::-1]:
+        if reaches(int(i)):
+            return int(i)
+    return -1
+    approx = values.astype(np.float64) if values.dtype.kind != "f" else values
+    for i in np.flatnonzero(approx >= floor)[::-1]:
+        if reaches(int(i)):
+            return int(i)
+    return 0
 
 
 def tokens_needed(f, i: int, tau: float = DEFAULT_TAU) -> int:

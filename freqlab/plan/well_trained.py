@@ -247,8 +247,7 @@ def well_trained_range(
         if sf.window != L:
             raise FreqlabError(f"the schedule's longest window is {sf.window}, but L = {L}")
         threshold = sf.schedule.tau if tau is None else float(tau)
-        reached = sf.occurrences(0) >= Fraction(threshold)
-        N = sf.effective_length(threshold) + 1 if reached else 0
+        N = sf.effective_length(threshold, without_gap=True) + 1  # every position 0..N-1: F need not decrease
         stages = len(sf.schedule.stages)
         text = (
             f"the schedule ({stages} stage{'s' if stages != 1 else ''}, {sf.schedule.source}) trains positions "

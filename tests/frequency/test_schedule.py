@@ -265,6 +265,27 @@ def test_a_pose_stage_reports_no_reach_share(tmp_path):
     assert result.reach_is_exposure(0) and not result.reach_is_exposure(1)
 
 
+def test_a_pose_replay_whose_F_rises_again_gets_the_largest_position_and_says_where_the_gap_is():
+    """One 8-token document, PoSE to 16 replayed: F = [1000, 750, 500, 250, 125, 0, 0, 0, 0, 125, 250, 375, 375,
+    375, 250, 125] (the skip leaves distances 5..8 untrained). The effective length is the largest i with F(i) >= tau
+    (13, a bisection said 2); the report says every position reaches tau only in 0..2, and N* (every position
+    well trained) is 3."""
+    from freqlab.plan.well_trained import well_trained_range
+
+    spec = {"kind": "pose", "target": 16, "replay": True}
+    schedule = parse_schedule(
+        {"stages": [{"name": "p", "L": 8, "tokens": 1000, "position_ids": spec}], "tau": 300},
+        histogram=LengthHistogram.from_counts([8], [1], corpus="toy"),
+    )
+    result = schedule_frequency(schedule, seed=5)
+    assert result.total.tolist() == [1000, 750, 500, 250, 125, 0, 0, 0, 0, 125, 250, 375, 375, 375, 250, 125]
+    data = result.to_dict()
+    assert (data["effective_length"], data["stages"][0]["effective_length_alone"]) == (13, 13)
+    assert data["reached_without_gap"] == 3
+    assert "F dips below τ before that: every position reaches it only in 0..2" in result.report()
+    assert well_trained_range(16, schedule=result).N == 3
+
+
 def test_a_pose_stage_beyond_int64_keeps_its_exact_expectation(tmp_path):
     """PoSE on a large corpus gives an expectation whose numerator passes 2^63: kept as Python integers, F(i) is the
     exact T · f(i) / f(0) at every position (it was float64, off in the last digits at 22 of 23 positions)."""

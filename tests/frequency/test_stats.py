@@ -52,6 +52,21 @@ def test_effective_length_is_the_last_position_above_tau():
     assert effective_length(F, 400, tau=401) == 0
 
 
+@settings(max_examples=200, deadline=None)
+@given(
+    st.lists(st.integers(0, 50), min_size=1, max_size=12),
+    st.integers(1, 10**6),
+    st.integers(1, 10**6),
+)
+def test_effective_length_is_the_largest_position_reaching_tau_even_where_f_rises(values, tokens, tau):
+    """A PoSE replay's f rises again after a dip (skipped position ids): a bisection answered from the first dip
+    (f_T = [1000, 750, 500, 250, 125, 0, 0, 0, 0, 125, 250, 375, 375, 375, 250, 125] at tau 300 gave 2, not 13)."""
+    f = np.array([max(values[0], 1), *values[1:]], dtype=np.int64)
+    reaching = [i for i in range(f.size) if int(f[i]) * tokens >= tau * int(f[0])]
+    assert effective_length(f, tokens, tau) == (max(reaching) if reaching else 0)
+    assert effective_length([1000, 750, 500, 250, 125, 0, 0, 0, 0, 125, 250, 375, 375, 375, 250, 125], 1000, 300) == 13
+
+
 def test_tokens_needed_inverts_effective_length():
     for i in range(4):
         T = tokens_needed(F, i, tau=150)
