@@ -216,6 +216,19 @@ def test_dataset_decomposition_random_split_replays_get_binary_with_a_seed():
     assert got.numerator.tolist() == frequency_of_segments(segs, 8)
 
 
+def test_dataset_decomposition_counted_in_int64_refuses_what_int64_cannot_hold():
+    """2^62 documents of 5 tokens (one piece of 4 each: f = 2^62 · [4, 3, 2, 1]) wrapped to negative counts; 40
+    tokens raised a bare OverflowError. Refused in one line as the other curricula refuse it; the exact expectation of
+    the random split, in Python integers, still answers."""
+    dd = curriculum_from_spec({"kind": "dataset-decomposition", "buckets": [4, 4]})
+    for n in (5, 9, 40):
+        with pytest.raises(FreqlabError, match=r"^the histogram's tokens exceed exact int64 arithmetic \(2\^63\)"):
+            dd.frequency([n], [2**62], 4)
+    assert dd.frequency([5], [2**60], 4).numerator.tolist() == [2**62, 3 * 2**60, 2**61, 2**60]
+    random = curriculum_from_spec({"kind": "dataset-decomposition", "buckets": [4, 4], "randomize": True})
+    assert [random.frequency([5], [2**62], 4).value(i) for i in range(4)] == [2**64, 3 * 2**62, 2**63, 2**62]
+
+
 def test_dataset_decomposition_replays_converge_to_the_expectation():
     dd = DatasetDecomposition(1, 3, randomize=True)
     exact = dd.frequency([300, 77], [40, 60], 8)
