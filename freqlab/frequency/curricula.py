@@ -19,8 +19,9 @@ O(L · log rows) to find where each window starts, never O(tokens).
 Length Warmup for Training GPT Models", NeurIPS 2022, arXiv:2108.06084, as DeepSpeed's curriculum learning
 ``seqlen`` and Megatron-DeepSpeed run it): the window grows from ``start`` to L over the first ``share`` of the
 steps, then stays L. ``steps: linear`` is DeepSpeed's ``fixed_linear``,
-``w(s) = ⌊(start + (L − start)·s/S_w) / m⌋·m`` (``m = multiple``, DeepSpeed's ``difficulty_step``, evaluated in
-exact rationals where DeepSpeed uses float64); ``steps: N`` holds N equal plateaus
+``w(s) = ⌊(start + (L − start)·(s + 1)/S_w) / m⌋·m`` for the steps s = 0, 1, ... (``m = multiple``, DeepSpeed's
+``difficulty_step``; its engine evaluates the schedule at ``global_steps + 1`` before each step, so the last warm-up
+step already has L; in exact rationals where DeepSpeed uses float64); ``steps: N`` holds N equal plateaus
 ``start + ⌊(L − start)·j/N⌋`` (rounded down to m). ``batch_rule: truncate`` keeps the first w tokens of each row
 and drops the rest (Megatron-DeepSpeed ``--curriculum-learning-legacy``: ``tokens[:, :curriculum_seqlen]``;
 reported in ``dropped_tokens``); ``batch_rule: rechunk`` cuts each row into consecutive pieces of w (DeepSpeed's
@@ -309,8 +310,8 @@ class Warmup:
 
         def at(s: np.ndarray) -> np.ndarray:
             s = s.astype(object) if wide else s
-            if self.steps == "linear":
-                raw = (start * warm_steps + span * s) // warm_steps
+            if self.steps == "linear":  # DeepSpeed's engine asks for step s at global_steps + 1
+                raw = (start * warm_steps + span * (s + 1)) // warm_steps
             else:
                 raw = start + span * (s * self.steps // warm_steps) // self.steps
             return np.minimum((raw // m) * m, L).astype(np.int64)
@@ -649,9 +650,9 @@ def curriculum_from_spec(spec: dict) -> Curriculum:
     """A curriculum from its mapping (a stage's YAML ``curriculum:``); FreqlabError naming a bad key or value.
 
     >>> c = curriculum_from_spec({"kind": "warmup", "start": 2, "share": 1, "batch_rule": "truncate"})
-    >>> f = c.frequency([4], [4], 4, "concat")  # 4 rows of 4 tokens trained with windows 2, 2, 3, 3
+    >>> f = c.frequency([4], [4], 4, "concat")  # 4 rows of 4 tokens trained with windows 2, 3, 3, 4
     >>> f.numerator.tolist(), f.dropped_tokens
-    ([10, 6, 2, 0], Fraction(6, 1))
+    ([12, 8, 4, 1], Fraction(4, 1))
     >>> curriculum_from_spec({"kind": "skyladder", "growth": "cubic", "share": 0.5})
     Traceback (most recent call last):
     ...

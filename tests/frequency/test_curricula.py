@@ -33,14 +33,15 @@ def ordered_docs(lengths, counts, regime, seed):
 
 
 def warmup_window(row, rows, L, start, share, steps, multiple, batch):
-    """DeepSpeed's fixed_linear / plateau window of the step holding ``row``, in exact rationals."""
+    """DeepSpeed's fixed_linear / plateau window of the step holding ``row``, in exact rationals (its engine asks
+    the scheduler for ``global_steps + 1`` before step ``global_steps``)."""
     total_steps = -(-rows // batch)
     warm = floor(share * total_steps)
     s = row // batch
     if s >= warm:
         return L
     if steps == "linear":
-        raw = floor(start + Fraction(L - start) * s / warm)
+        raw = floor(start + Fraction(L - start) * (s + 1) / warm)
     else:
         raw = start + floor(Fraction(L - start) * floor(Fraction(s * steps, warm)) / steps)
     return min(raw // multiple * multiple, L)
@@ -113,15 +114,16 @@ def test_skyladder_matches_fragments_attended_token_by_token(pairs, L, regime, d
 
 
 def test_rechunk_keeps_every_token_and_truncate_drops_the_row_tails():
-    # 8 rows of 8 tokens (concat), windows 2, 2, 4, 4, 6, 6 over the first 6 rows (share 3/4 of 8), then 8
+    # 8 rows of 8 tokens (concat), windows 2, 4, 4, 6, 6, 8 over the first 6 rows (share 3/4 of 8), then 8
     spec = {"kind": "warmup", "start": 2, "share": 0.75, "batch_rule": "rechunk", "multiple": 2}
     rechunk = curriculum_from_spec(spec).frequency([64], [1], 8, "concat")
     truncate = curriculum_from_spec(spec | {"batch_rule": "truncate"}).frequency([64], [1], 8, "concat")
-    assert Warmup(2, Fraction(3, 4), multiple=2).runs(8, 8)[1].tolist() == [2, 4, 6, 8]
+    run_rows, windows = Warmup(2, Fraction(3, 4), multiple=2).runs(8, 8)
+    assert windows.tolist() == [2, 4, 6, 8] and run_rows.tolist() == [1, 2, 2, 3]
     assert rechunk.tokens == 64 and rechunk.dropped_tokens == 0
-    assert truncate.tokens == 2 * (2 + 4 + 6) + 2 * 8 and truncate.dropped_tokens == 64 - 40
+    assert truncate.tokens == 2 + 2 * 4 + 2 * 6 + 3 * 8 and truncate.dropped_tokens == 64 - 46
     # rechunk: rows of 8 cut into 4 pieces of 2, 2 of 4, pieces 6 + 2, or whole; f(1) counts the pairs at distance 1
-    assert rechunk.numerator[1] == 2 * 4 * 1 + 2 * 2 * 3 + 2 * (5 + 1) + 2 * 7
+    assert rechunk.numerator[1] == 1 * 4 * 1 + 2 * 2 * 3 + 2 * (5 + 1) + 3 * 7
 
 
 def test_skyladder_rounds_the_window_only_without_a_document_mask():
@@ -276,4 +278,21 @@ def test_warmup_windows_stay_exact_when_steps_times_L_exceed_int64():
     warm_steps, L = 1 << 40, 1 << 30  # (L + 1)(steps + 1) >= 2^62: Python integers
     at = Warmup(64, Fraction(1)).window(L, warm_steps)
     steps = np.array([0, 1 << 20, (1 << 39) + 7, warm_steps - 1])
-    assert at(steps).tolist() == [(64 * warm_steps + (L - 64) * int(s)) // warm_steps for s in steps]
+    assert at(steps).tolist() == [(64 * warm_steps + (L - 64) * (int(s) + 1)) // warm_steps for s in steps]
+
+
+@pytest.mark.parametrize(("start", "L", "warm", "multiple"), [(2, 4, 4, 1), (8, 64, 10, 8), (64, 2048, 1000, 8)])
+def test_warmup_windows_are_deepspeeds_fixed_linear_as_its_engine_calls_it(start, L, warm, multiple):
+    """DeepSpeed's CurriculumScheduler (fixed_linear = fixed_root of degree 1, float64) at global_steps + 1, what its
+    engine passes before each step: the window of step 0 is already above start, the last warm step's is L.
+    freqlab read step s as s/S_w, one step behind (the docstring's own example: windows 2, 2, 3, 3 for 2, 3, 3, 4)."""
+
+    def deepspeed(global_steps):
+        difficulty = floor((float(global_steps) / warm) ** 1.0 * (L - start) + start)
+        difficulty -= difficulty % multiple
+        return min(difficulty, L)
+
+    steps = np.arange(warm)
+    assert Warmup(start, Fraction(1), multiple=multiple).window(L, warm)(steps).tolist() == [
+        deepspeed(s + 1) for s in range(warm)
+    ]
