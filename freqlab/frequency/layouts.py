@@ -48,6 +48,18 @@ KINDS: tuple[str, ...] = ("global", "swa", "chunk", "nope")
 #: model types whose configs alternate sliding and global layers without saying so (transformers' defaults)
 _SLIDING_PATTERN = {"gemma2": 2, "gpt_oss": 2, "gemma3": 6, "gemma3_text": 6}
 _LAYER_TYPES = {"full_attention": "global", "sliding_attention": "swa", "chunked_attention": "chunk"}
+#: model types that slide only with use_sliding_window: true (transformers' default false), from max_window_layers on
+#: (its default in transformers' config class)
+_SLIDING_OPT_IN = {
+    "qwen2": 28,
+    "qwen3": 28,
+    "qwen2_vl": 80,
+    "qwen2_vl_text": 80,
+    "qwen2_5_vl": 80,
+    "qwen2_5_vl_text": 80,
+}
+#: ... and those whose opted-in sliding layers follow other rules (alternating, NoPE-dependent): not modelled
+_SLIDING_UNMODELLED = frozenset({"qwen2_moe", "qwen3_moe", "smollm3", "qwen2_5_omni", "qwen2_5_omni_text"})
 
 
 @dataclass(frozen=True, order=True)
@@ -209,8 +221,15 @@ def layout_from_config(config: dict, source: str = "config.json") -> Layout:
     if not isinstance(n, int) or isinstance(n, bool) or n < 1:
         raise FreqlabError(f"{where}: num_hidden_layers must be a positive integer, got {n!r}")
     window = cfg.get("sliding_window")
-    if cfg.get("use_sliding_window") is False:
+    opted_in = cfg.get("use_sliding_window")
+    opt_in = model_type in _SLIDING_OPT_IN or model_type in _SLIDING_UNMODELLED
+    if opted_in is False or (opt_in and opted_in is not True):  # their use_sliding_window defaults to false
         window = None
+    elif model_type in _SLIDING_UNMODELLED and opted_in is True and types is None:
+        raise FreqlabError(
+            f"{where}: {model_type} with use_sliding_window: true slides layers by a rule freqlab does not model; "
+            "list layer_types in the config, or give the layout as a string (e.g. 12*global+12*swa4K)"
+        )
     chunk = cfg.get("attention_chunk_size")
     if model_type in ("llama4", "llama4_text"):  # what transformers' Llama4TextConfig fills in for keys left out
         chunk = cfg.get("attention_chunk_size", 8192)
@@ -242,14 +261,15 @@ def layout_from_config(config: dict, source: str = "config.json") -> Layout:
 def _default_layer_types(cfg, model_type, n, window, chunk, no_rope, where) -> list[str]:
     """transformers' default ``layer_types`` for a config that does not list them."""
     pattern = _count_key(cfg, "sliding_window_pattern", where, default=_SLIDING_PATTERN.get(model_type))
-    if isinstance(no_rope, list) and chunk:  # Llama 4: RoPE layers are chunked, NoPE layers global
+    if isinstance(no_rope, list) and chunk is not None:  # Llama 4: RoPE layers are chunked, NoPE layers global
         if len(no_rope) < n:
             raise FreqlabError(f"{where}: no_rope_layers lists {len(no_rope)} layers, fewer than {n}")
         return ["chunked_attention" if no_rope[i] else "full_attention" for i in range(n)]
     if window is None:
         return ["full_attention"] * n
-    if "max_window_layers" in cfg:  # Qwen2: layers from max_window_layers on slide
-        start = cast(int, _count_key(cfg, "max_window_layers", where, default=n, least=0))  # null: none slides
+    if "max_window_layers" in cfg or model_type in _SLIDING_OPT_IN:  # Qwen2: layers from max_window_layers on slide
+        default = _SLIDING_OPT_IN.get(model_type, n)  # absent: transformers' default; null: none slides
+        start = cast(int, _count_key(cfg, "max_window_layers", where, default=default, least=0))
         return ["sliding_attention" if i >= start else "full_attention" for i in range(n)]
     if pattern:
         return ["sliding_attention" if (i + 1) % int(pattern) else "full_attention" for i in range(n)]

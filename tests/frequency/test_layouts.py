@@ -168,6 +168,40 @@ def test_layouts_from_real_model_configs(config, spec):
     assert layout_from_config(config).spec == spec
 
 
+@pytest.mark.parametrize(
+    ("config", "spec"),
+    [
+        ({"model_type": "qwen2", "num_hidden_layers": 4, "sliding_window": 4096}, "4*global"),
+        ({"model_type": "qwen2", "num_hidden_layers": 4, "sliding_window": 4096, "max_window_layers": 2}, "4*global"),
+        ({"model_type": "qwen3", "num_hidden_layers": 32, "sliding_window": 4096, "use_sliding_window": True},
+         "28*global+4*swa4K"),
+        ({"model_type": "qwen2", "num_hidden_layers": 8, "sliding_window": 512, "use_sliding_window": True,
+          "max_window_layers": 2}, "2*global+6*swa512"),
+        ({"model_type": "qwen2_moe", "num_hidden_layers": 4, "sliding_window": 4096}, "4*global"),
+    ],
+)  # fmt: skip
+def test_qwen_configs_slide_only_when_they_opt_in_as_transformers_reads_them(config, spec):
+    """Qwen2's config class defaults use_sliding_window to false and max_window_layers to 28: a config that leaves
+    them out was read as every layer sliding (4*swa4K), and one that opts in without max_window_layers as 32*swa4K."""
+    assert layout_from_config(config).spec == spec
+    transformers = pytest.importorskip("transformers")
+    own = transformers.AutoConfig.for_model(**config)
+    kinds = {"full_attention": "global", "sliding_attention": f"swa{own.sliding_window}"}
+    assert [kinds[t] for t in own.layer_types] == [
+        kind.kind if kind.kind == "global" else f"swa{kind.size}" for kind in layout_from_config(config).layers
+    ]
+
+
+def test_opted_in_sliding_freqlab_does_not_model_is_refused_and_chunks_of_0_named():
+    moe = {"model_type": "qwen2_moe", "num_hidden_layers": 4, "sliding_window": 4096, "use_sliding_window": True}
+    with pytest.raises(FreqlabError, match="qwen2_moe with use_sliding_window: true slides layers by a rule freqlab"):
+        layout_from_config(moe)
+    assert layout_from_config({**moe, "layer_types": ["full_attention"] * 4}).spec == "4*global"  # listed: read
+    llama4 = {"model_type": "llama4_text", "num_hidden_layers": 4, "attention_chunk_size": 0}  # was 3*global+nope
+    with pytest.raises(FreqlabError, match="layer 0 is chunked_attention but attention_chunk_size is 0"):
+        layout_from_config(llama4)
+
+
 def test_llama4_configs_as_published_get_transformers_defaults():
     """Llama-4-Scout's config.json has ``"no_rope_layers": []``: transformers' Llama4TextConfig then makes every 4th
     layer NoPE (``no_rope_layer_interval``) and chunks of 8192 where the key is absent; it was refused, and a config
