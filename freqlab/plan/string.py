@@ -20,7 +20,8 @@ repository's README, a different source, suggests shifted_offset 0.25-0.4 L (exa
 freqlab follows the paper: from the well-trained range N* (see :mod:`freqlab.plan.well_trained`: the
 effective length freqlab predicts from a histogram, regime, budget and tau) it takes the smallest S that keeps
 every position STRING uses, up to L - S + W - 1 (for S <= (L + W) / 2; S - 1 above), within 0..N*-1:
-S = L - N* + W, rounded up; it keeps S in the
+S = L - N* + W, rounded up, which does so when it is at most N* (L + W <= 2 N*: below that no shift
+can, and freqlab takes the paper's upper end L/2, the fewest positions of its range, saying so); it keeps S in the
 paper's range [L/3, L/2], reporting both values when they differ; without frequency information S = L/3 rounded
 *up* to a multiple of 64, so the default never falls below L/3. A given S (e.g. the README's int(0.33 L)) is
 evaluated instead. Beyond L, :func:`string_yarn` combines STRING with YaRN by the STRING repository's own rule (its
@@ -616,7 +617,9 @@ def plan_string(
     0..max(S, L − S + W) − 1 (L − S + W − 1 for S <= (L + W)/2: the distances below S are not moved). The
     frequency rule keeps them within the well-trained 0..N* − 1:
     S_rule = L − N* + W rounded *up* to a multiple of ``round_to``, kept in the paper's range [L/3, L/2]
-    (Sec. 4.1). Without frequency information S = L/3 (the paper's setting), rounded up.
+    (Sec. 4.1); when S_rule > N* (L + W > 2 N*) no shift keeps them there: S_rule is None and S = L/2 (rounded
+    down), the fewest positions of the paper's range. Without frequency information S = L/3 (the paper's setting),
+    rounded up.
 
     References
     ----------
@@ -641,13 +644,20 @@ def plan_string(
     W = int(W)
     if W < MIN_W:
         raise FreqlabError(f"W = {W} is below {MIN_W}: the STRING ablation (Fig. 7) needs W >= {MIN_W}")
-    S_rule = None if wt.rule == "default" else min(_round_up(L - wt.N + W, q), (L - 1) // q * q)
+    # the rule's S keeps every position used, up to max(S, L - S + W) - 1, below N*: only when L - N* + W, rounded
+    # up, is at most N* (L + W <= 2 N* before rounding); otherwise no shift can, and the rule gives none
+    S_rule = None if wt.rule == "default" else _round_up(L - wt.N + W, q)
+    unreachable = S_rule is not None and (S_rule > wt.N or S_rule >= L)
+    if unreachable:
+        S_rule = None
     if S is not None:
         _check_shift(L, S, 0)
         S = int(S)
         within = lo <= S <= hi
         if not within:
             notes.append(f"S = {S} (S/L = {S / L:.3f}) is outside the paper's range L/3..L/2 = {lo}..{hi} (Sec. 4.1)")
+    elif unreachable:  # the paper's upper end uses the fewest positions its range can: L - S + W - 1 falls with S
+        S, within = hi, False
     elif S_rule is None:
         S = lo  # L/3 rounded up: the nearest multiple of q inside [L/3, L/2]
         within = True
@@ -684,7 +694,7 @@ def plan_string(
         # no corpus: the full-window baseline f(i) = L - i, share of i >= x is (L - x)(L - x + 1) / (L (L + 1))
         shares = cast(tuple[float, float], tuple((L - x) * (L - x + 1) / (L * (L + 1)) for x in (L - S, unused)))
         basis = "a full window, f(i) = L - i (no corpus information)"
-    reasoning = _reasoning(L, S, W, wt, S_rule, (lo, hi), within, shares, basis, given)
+    reasoning = _reasoning(L, S, W, wt, S_rule, (lo, hi), within, shares, basis, given, unreachable)
     if extension is not None:
         reasoning += " " + _extension_sentence(L, extension)
     return StringPlan(L, S, W, wt, S_rule, (lo, hi), within, shares[0], basis, n, reasoning, tuple(notes), shares[1],
@@ -707,7 +717,16 @@ def _extension_sentence(L: int, e: StringYarn) -> str:
     )
 
 
-def _reasoning(L, S, W, wt: WellTrained, S_rule, bounds, within, shares, basis, given: bool) -> str:
+def _unreachable(L: int, W: int) -> str:
+    """Why no shift keeps STRING within a short well-trained range."""
+    best = (L + W + 1) // 2  # max(S, L - S + W) is smallest at S = ceil((L + W) / 2)
+    return (
+        f"S uses positions up to max(S, L - S + W) - 1, at least {best - 1} (at S = ceil((L + W)/2) = {best}), and "
+        "the frequency rule S = L - N* + W keeps them below N* only when S <= N*"
+    )
+
+
+def _reasoning(L, S, W, wt: WellTrained, S_rule, bounds, within, shares, basis, given: bool, unreachable: bool) -> str:
     lo, hi = bounds
     head = f"Training window L = {L}. "
     paper_range = f"the paper's range L/3 <= S <= L/2 (Sec. 4.1; {lo}..{hi} after rounding)"
@@ -716,6 +735,14 @@ def _reasoning(L, S, W, wt: WellTrained, S_rule, bounds, within, shares, basis, 
                f"{paper_range}. "  # fmt: skip
         if S_rule is not None:
             rule += f"The frequency rule would give S = {S_rule} ({wt.rule} rule, N* = {wt.N}). "
+        elif unreachable:
+            rule += f"No S keeps every position used below N* = {wt.N} ({wt.rule} rule): {_unreachable(L, W)}. "
+    elif unreachable:
+        rule = (
+            f"Well-trained range ({wt.rule} rule): {wt.explanation}, so N* = {wt.N}. No S keeps every position "
+            f"STRING uses within 0..N* - 1: {_unreachable(L, W)}. freqlab recommends the paper's upper end "
+            f"S = {S} (S/L = {S / L:.3f}), which of {paper_range} uses the fewest positions. "
+        )
     elif wt.rule == "default":
         rule = (
             f"Without frequency information freqlab uses the paper's setting S = L/3 (Sec. 4.1), rounded up to "

@@ -225,13 +225,25 @@ def test_rule_below_range_is_clamped_and_both_values_shown():
 
 
 def test_rule_above_range_is_clamped():
+    # N* = 1100: S = 2048 - 1100 + 128 = 1076, rounded up 1088 <= N*, keeps positions below N*; above L/2 = 1024
+    p = plan_string(2048, given=1100)
+    assert (p.S_rule, p.S, p.within_range) == (1088, 1024, False)
+    assert "above the paper's range" in p.reasoning and "shifted_offset = 1088" in p.reasoning
+    exact = plan_string(2048, S=1088, given=1100)
+    assert exact.within_well_trained and exact.largest_position == 1087  # max(1088, 2048 - 1088 + 128) - 1
+
+
+@pytest.mark.parametrize("N", [69, 0, 1087])
+def test_a_well_trained_range_no_shift_can_keep_to_is_said_not_given_a_shift(N):
+    """Positions used reach max(S, L - S + W) - 1 >= ceil((L + W)/2) - 1 = 1087 at L = 2048, W = 128: below that N*
+    the rule's S = L - N* + W was printed as "use shifted_offset = 1984 to keep every position within N*" (1984 uses
+    up to 1983). Now the rule gives no S, and the plan takes L/2, the fewest positions of the paper's range."""
     L = 2048
-    f = position_frequency([100], [1000], L)  # only short documents: tail never trained
-    p = plan_string(L, frequency=f)
-    assert p.N_star <= 100 and p.S_rule == 1984 and p.S == 1024 and not p.within_range  # capped below L
-    assert p.overwritten_share == p.unused_share == 0.0  # positions >= 1024 never occur
-    assert not p.within_well_trained
-    assert "above the paper's range" in p.reasoning
+    p = plan_string(L, given=N) if N else plan_string(L, frequency=position_frequency([100], [1000], L), tokens=1e9)
+    assert p.N_star == N and p.S_rule is None and p.S == 1024 and not p.within_range and not p.within_well_trained
+    assert p.to_dict()["S_rule"] is None
+    assert "No S keeps every position" in p.reasoning and "at least 1087 (at S = ceil((L + W)/2) = 1088)" in p.reasoning
+    assert "shifted_offset = " not in p.reasoning
 
 
 def test_a_given_S_is_evaluated_not_replaced():
