@@ -346,8 +346,9 @@ def check_scaled_base(rope_type: str, rope_theta: float, factor: float, rotary_d
         )
 
 
-def factor_notes(s: float, L: int, N: int, rope_type: str) -> list[str]:
-    """What a factor other than N / L does to the plan (none when s · L = N).
+def factor_notes(s: float, L: int, N: int, rope_type: str, used: int | None = None) -> list[str]:
+    """What a factor other than N / L does to the plan (none when s · L = N); ``used``: the positions the model
+    sees when they are fewer than N (STRING shifts before YaRN scales: 0..used - 1), compared with s · L instead.
 
     Position interpolation and its refinements (linear, ntk, yarn, llama3, longrope) scale for s · L positions:
     below N / L the positions from s · L to N fall beyond the trained range after scaling (extrapolation); above it
@@ -357,6 +358,12 @@ def factor_notes(s: float, L: int, N: int, rope_type: str) -> list[str]:
     >>> factor_notes(2.0, 4096, 16384, "linear")[0][:40]
     'factor 2 is below N / L = 4: it stretche'
     """
+    if used is not None:  # STRING + YaRN: positions 0..used - 1, not N
+        if s * L >= used:
+            return []
+        beyond = used - math.ceil(s * L)
+        return [f"factor {s:.10g} stretches L = {L} to s·L = {s * L:.10g} positions, and STRING uses positions "
+                f"up to {used - 1}: {beyond} of them fall beyond the trained range after scaling"]  # fmt: skip
     if math.isclose(s * L, N):
         return []
     if rope_type == "dynamic":
@@ -534,6 +541,7 @@ def plan_rope_scaling(
     attention_factor: float | None = None,
     effective_length: int | None = None,
     E_rule: str | None = None,
+    positions_used: int | None = None,
 ) -> RopeScalingPlan:
     """Config blocks extending a window-L model to N tokens with one RoPE scaling type.
 
@@ -563,6 +571,9 @@ def plan_rope_scaling(
         there too.
     E_rule : str, optional
         Source of ``effective_length`` (default: ``given``, or ``window`` = L).
+    positions_used : int, optional
+        The positions the scaled model sees, 0..positions_used - 1, when fewer than N (STRING shifts distances
+        before YaRN scales them: :func:`freqlab.plan.string.string_yarn`); the factor's note compares s · L with it.
 
     Returns
     -------
@@ -623,8 +634,8 @@ def plan_rope_scaling(
     E_rule = E_rule or ("given" if effective_length is not None else "window")
     if attention_factor is not None and rope_type != "yarn":
         raise FreqlabError("attention_factor is a YaRN parameter")
-    notes: list[str] = factor_notes(s, L, N, rope_type)
-    if notes and rope_type == "yarn":  # a factor other than N / L
+    notes: list[str] = factor_notes(s, L, N, rope_type, positions_used)
+    if not math.isclose(s * L, N) and rope_type == "yarn":  # a factor other than N / L
         notes.append(
             "with a factor other than N / L every YaRN block keeps max_position_embeddings = L: transformers "
             "4.51-4.55 replace factor by max_position_embeddings / original_max_position_embeddings "

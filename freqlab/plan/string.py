@@ -543,8 +543,9 @@ def string_yarn(
 ) -> StringYarn:
     """STRING at test length N > L combined with YaRN, by the STRING repository's own rule (its Qwen2 RULER
     script, :data:`STRING_YARN_SOURCE`): r = S/L, shifted_offset = int(r·N), yarn_factor = (N/L)·(1 - r), attention
-    factor 0.1·ln(2) + 1 (string_for_qwen2.py). The largest position STRING then uses, N - int(r·N) + W - 1, divided
-    by the factor is about L.
+    factor 0.1·ln(2) + 1 (string_for_qwen2.py). The largest position STRING then uses, max(S_N, N - S_N + W) - 1
+    (N - S_N + W - 1 for r <= 1/2), divided by the factor is about L; above r = 1/2 the distances below S_N keep
+    their positions, up to S_N - 1, and the plan says where they pass L.
 
     ``ratio`` is their ``shifted_ratio`` (default S/L); ``rope_theta`` the model's RoPE base for the YaRN blocks (not
     given: 10000, and the blocks' notes say so).
@@ -562,11 +563,11 @@ def string_yarn(
         raise FreqlabError(f"the shift ratio must be in (0, 1), got {ratio}")
     S_N = int(r * N)
     factor = float(Fraction(N, L) * (1 - r))
-    largest = N - S_N + W - 1
+    largest = string_positions_used(N, S_N, W) - 1  # max(S_N, N - S_N + W) - 1: distances below S_N keep theirs
     yarn = None
     if factor > 1:
         yarn = plan_rope_scaling(L, N, "yarn", factor=factor, rope_theta=rope_theta,
-                                 attention_factor=STRING_YARN_ATTENTION)  # fmt: skip
+                                 attention_factor=STRING_YARN_ATTENTION, positions_used=largest + 1)  # fmt: skip
     return StringYarn(N, S_N, W, factor, largest, yarn)
 
 
@@ -705,13 +706,21 @@ def _extension_sentence(L: int, e: StringYarn) -> str:
     head = (
         f"Beyond L, the STRING repository's rule ({STRING_YARN_SOURCE}, theirs, not the paper's) applies STRING to "
         f"the test length N = {e.N} with shifted_offset = int((S/L)·N) = {e.S} and YaRN with factor "
-        f"(N/L)·(1 - S/L) = {e.factor:.4g}: the largest position STRING uses, N - {e.S} + W - 1 = "
+        f"(N/L)·(1 - S/L) = {e.factor:.4g}: the largest position STRING uses, max({e.S}, N - {e.S} + W) - 1 = "
         f"{e.largest_position}, "
     )
-    if e.yarn is None:
+    if e.yarn is None and e.largest_position < L:
         return head + f"is already below L = {L}, so no YaRN is needed (factor <= 1)."
+    if e.yarn is None:
+        return head + (
+            f"is not below L = {L}, and the factor is at most 1 (no YaRN): the distances below {e.S} keep their "
+            f"positions, which the model never trained past L - 1; a shift ratio of at most L/N = {L / e.N:.4g} "
+            "keeps them within L."
+        )
+    scaled = e.largest_position / e.factor
     return head + (
-        f"becomes {e.largest_position / e.factor:.0f} after YaRN (about L = {L}). Their patch (string_for_qwen2.py) "
+        f"becomes {scaled:.0f} after YaRN ({'about' if scaled < L + 1 + e.W / e.factor else 'beyond'} L = {L}). "
+        "Their patch (string_for_qwen2.py) "
         f"is written for Qwen2 (original length 32768 hard-coded) and scales attention by 0.1·ln(2) + 1 = "
         f"{STRING_YARN_ATTENTION:.4f} whatever the factor; the YaRN blocks carry that attention_factor."
     )

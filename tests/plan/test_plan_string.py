@@ -273,6 +273,24 @@ def test_the_two_shares_are_the_plan_and_the_usage_figure_definitions():
     assert "(overwritten)" in p.reasoning and "(never used after STRING)" in p.reasoning
 
 
+def test_string_with_yarn_counts_the_unshifted_distances_in_its_largest_position():
+    """Eq. 4 leaves the distances below S_N where they are: at N = 4096, S_N = 2400 they use positions up to 2399,
+    past L = 2048 (string_position_row's own maximum). freqlab said N - S_N + W - 1 = 1823 'is already below L, so
+    no YaRN is needed'."""
+    e = string_yarn(2048, 1200, 128, 4096)
+    assert e.S == 2400 and e.yarn is None
+    assert e.largest_position == 2399 == string_position_row(4096, 2400, 128).max()
+    text = plan_string(2048, S=1200, extend_to=4096).reasoning
+    assert "max(2400, N - 2400 + W) - 1 = 2399, is not below L = 2048" in text and "already below" not in text
+    # and YaRN's factor note counts the positions STRING uses (up to 176255), not N: 128 of them pass s·L = 176128
+    big = plan_string(131072, S=43008, extend_to=262144, rope_theta=500000).extension
+    assert big.largest_position == 176255
+    assert big.yarn.notes[0] == (
+        "factor 1.34375 stretches L = 131072 to s·L = 176128 positions, and STRING uses positions up to 176255: "
+        "128 of them fall beyond the trained range after scaling"
+    )
+
+
 def test_string_with_yarn_beyond_L_follows_the_repositorys_qwen2_rule():
     """HKUNLP/STRING ruler/test_ruler_qwen2.py: shifted_offset = int(r·N), yarn_factor = (N / L)·(1 - r),
     attention scaled by 0.1·ln 2 + 1 (string_for_qwen2.py); Qwen2: L = 32768, N = 131072, r = 0.33."""
