@@ -72,7 +72,7 @@ from freqlab.display import Display, Displayed
 from freqlab.errors import FreqlabError
 from freqlab.plan import display as shown
 from freqlab.plan.rope_bases import TABLE4_CONTEXT_LENGTHS, table4_reach
-from freqlab.plan.well_trained import check_window, json_fields
+from freqlab.plan.well_trained import check_positive, check_window, json_fields
 from freqlab.sizes import MAX_HEAD_DIM, MAX_POSITIONS
 
 #: The ``rope_type`` values :func:`plan_rope_scaling` plans (transformers' ``rope_scaling`` config names).
@@ -634,6 +634,11 @@ def plan_rope_scaling(
     E_rule = E_rule or ("given" if effective_length is not None else "window")
     if attention_factor is not None and rope_type != "yarn":
         raise FreqlabError("attention_factor is a YaRN parameter")
+    if attention_factor is not None:
+        check_positive(attention_factor, "attention_factor")
+    if rope_type == "llama3":  # transformers divides by both (and by their difference)
+        check_positive(low_freq_factor, "low_freq_factor")
+        check_positive(high_freq_factor, "high_freq_factor")
     notes: list[str] = factor_notes(s, L, N, rope_type, positions_used)
     if not math.isclose(s * L, N) and rope_type == "yarn":  # a factor other than N / L
         notes.append(
@@ -678,8 +683,8 @@ def plan_rope_scaling(
         dynamic_base = dynamic_ntk_base(theta, s, d_r, L, N) if rope_type == "dynamic" else math.nan
         why = {
             "linear": (
-                f"Linear scaling (position interpolation) divides positions by s = N/L = {s:.10g}. "
-                + giraffe_zero_shot_measurements()
+                f"Linear scaling (position interpolation) divides positions by s = "
+                f"{'N/L = ' if math.isclose(s * L, N) else ''}{s:.10g}. " + giraffe_zero_shot_measurements()
             ),
             "dynamic": (
                 f"Dynamic NTK leaves max_position_embeddings = L = {L}; beyond it the base grows with the sequence "

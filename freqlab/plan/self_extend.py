@@ -66,11 +66,18 @@ LLAMA_CPP_NOTE = (
 )
 
 
-def _check_group(G, w_n, L: int) -> tuple[int, int]:
+def _check_group(G, w_n, L: int | None = None) -> tuple[int, int]:
+    """G a positive integer, w_n an integer 0 <= w_n (< L when L is given), else a FreqlabError naming the value."""
     if isinstance(G, bool) or not isinstance(G, (int, np.integer)) or int(G) < 1:
         raise FreqlabError(f"group size G must be a positive integer, got {G!r}")
-    if isinstance(w_n, bool) or not isinstance(w_n, (int, np.integer)) or not 0 <= int(w_n) < L:
-        raise FreqlabError(f"neighbour window w_n must be an integer with 0 <= w_n < L = {L}, got {w_n!r}")
+    bound = f" < L = {L}" if L is not None else ""
+    if (
+        isinstance(w_n, bool)
+        or not isinstance(w_n, (int, np.integer))
+        or int(w_n) < 0
+        or (L is not None and int(w_n) >= L)
+    ):
+        raise FreqlabError(f"neighbour window w_n must be an integer with 0 <= w_n{bound}, got {w_n!r}")
     return int(G), int(w_n)
 
 
@@ -144,7 +151,8 @@ def self_extend_largest_position(N: int, G: int, w_n: int) -> int:
     >>> self_extend_largest_position(10, 2, 4), self_extend_largest_position(11, 2, 4)
     (6, 7)
     """
-    N, G, w_n = int(N), int(G), int(w_n)
+    N = check_window(N, "sequence length N")
+    G, w_n = _check_group(G, w_n)
     if w_n >= N:  # every pair is inside the neighbour window
         return N - 1
     return max(w_n - 1, (N - 1) // G + w_n - w_n // G)
@@ -172,7 +180,9 @@ def self_extend_position_matrix(N: int, G: int, w_n: int) -> np.ndarray:
     .. [1] Jin et al., "LLM Maybe LongLM: Self-Extend LLM Context Window Without Tuning", ICML 2024,
            arXiv:2401.01325.
     """
-    idx = np.arange(int(N), dtype=np.int64)
+    N = check_window(N, "sequence length N")
+    G, w_n = _check_group(G, w_n)
+    idx = np.arange(N, dtype=np.int64)
     r = idx[:, None] - idx[None, :]
     grouped = idx[:, None] // G - idx[None, :] // G + w_n - w_n // G
     out = np.where(r < w_n, r, grouped)
@@ -268,6 +278,8 @@ def evaluate_self_extend(
         notes.append(f"w_n = {w_n} is not divisible by G = {G}: llama.cpp rejects it")
     if not 2 <= G <= MAX_GROUP:
         notes.append(f"G = {G} is outside the maintainers' range 2..{MAX_GROUP}")
+    if well_trained is not None and not (check_window(well_trained, "well_trained N*") <= L):
+        raise FreqlabError(f"the well-trained range N* must be an integer in 1..L = {L}, got {well_trained!r}")
     largest = rule = fits = good = None
     if N is not None:
         N = check_window(N, "target length N")
@@ -427,9 +439,8 @@ def neighbour_windows(L: int, min_window: int | None = None, max_window: int | N
     >>> neighbour_windows(4096), neighbour_windows(4096, max_window=300)
     ((512, 1024), (512, 300))
     """
-    return (max(L // 8, 1) if min_window is None else int(min_window)), (
-        L // 4 if max_window is None else int(max_window)
-    )
+    lo = max(L // 8, 1) if min_window is None else check_window(min_window, "min_window")
+    return lo, (L // 4 if max_window is None else check_window(max_window, "max_window"))
 
 
 def plan_self_extend(
@@ -495,6 +506,8 @@ def plan_self_extend(
             f"target length N = {N} is not above the training window L = {L}: Self-Extend extends beyond L "
             "(within L, see `freqlab plan string`)"
         )
+    if isinstance(max_group, bool) or not isinstance(max_group, (int, np.integer)) or max_group < 2:
+        raise FreqlabError(f"max_group must be an integer of at least 2, got {max_group!r}")
     wt = well_trained_range(L, given=well_trained, default_fraction=default_fraction, **frequency)
     N_star = wt.N
     lo, hi = neighbour_windows(L, min_window, max_window)

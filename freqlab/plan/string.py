@@ -48,6 +48,7 @@ from freqlab.plan.well_trained import (
     FrequencyInputs,
     WellTrained,
     WellTrainedBasis,
+    check_positive,
     check_window,
     well_trained_range,
 )
@@ -187,7 +188,7 @@ def string_remap_counts(pair_counts, S: int, W: int) -> np.ndarray:
 
 def _pairs_per_distance(L: int, length: int | None) -> np.ndarray:
     """Query-key pairs at distance r = 0..L-1 in one causal sequence of ``length`` tokens: max(length - r, 0)."""
-    n = L if length is None else int(length)
+    n = L if length is None else check_window(length, "sequence length")
     if not 1 <= n <= L:
         raise FreqlabError(f"sequence length must be in 1..{L}, got {length}")
     return np.maximum(n - np.arange(L, dtype=np.int64), 0)
@@ -527,7 +528,7 @@ def recommended_range(L: int, round_to: int = DEFAULT_ROUND) -> tuple[int, int, 
     ((43712, 65536, 64), (1408, 2048, 64), (34, 50, 1))
     """
     lo_f, hi_f = (L * PAPER_RANGE[0], L * PAPER_RANGE[1])
-    q = max(int(round_to), 1)
+    q = check_window(round_to, "round_to")
     lo, hi = -(-lo_f // q) * q, (hi_f // q) * q
     if lo > hi:
         q = 1
@@ -558,7 +559,7 @@ def string_yarn(
     N = check_window(N, "test length N")
     if N <= L:
         raise FreqlabError(f"extend_to N = {N} is not above L = {L}")
-    r = Fraction(S, L) if ratio is None else Fraction(ratio)
+    r = Fraction(S, L) if ratio is None else Fraction(check_positive(ratio, "the shift ratio"))
     if not 0 < r < 1:
         raise FreqlabError(f"the shift ratio must be in (0, 1), got {ratio}")
     S_N = int(r * N)
@@ -642,7 +643,7 @@ def plan_string(
     notes: list[str] = []
     if q != round_to and S is None:
         notes.append(f"L = {L} is too small to round S to a multiple of {round_to}; S is not rounded")
-    W = int(W)
+    W = check_window(W, "W")
     if W < MIN_W:
         raise FreqlabError(f"W = {W} is below {MIN_W}: the STRING ablation (Fig. 7) needs W >= {MIN_W}")
     # the rule's S keeps every position used, up to max(S, L - S + W) - 1, below N*: only when L - N* + W, rounded
@@ -672,16 +673,14 @@ def plan_string(
         )
     if 4 * W > S:
         notes.append(f"W = {W} is more than S/4 = {S / 4:.0f}: W << S holds only loosely")
-    n = L if test_length is None else int(test_length)
-    if n < 1:
-        raise FreqlabError(f"test length must be positive, got {test_length}")
+    n = L if test_length is None else check_window(test_length, "test length")
     if n <= S:
         notes.append(
             f"test length {n} is at most S = {S}: no distance reaches S, so STRING changes nothing at that length"
         )
     extension = None
     if extend_to is not None:
-        extension = string_yarn(L, S, W, int(extend_to), rope_theta=rope_theta)
+        extension = string_yarn(L, S, W, check_window(extend_to, "extend_to N"), rope_theta=rope_theta)
     elif n > L:
         notes.append(
             f"test length {n} exceeds L = {L}: STRING improves use of the training window; beyond L combine "

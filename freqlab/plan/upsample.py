@@ -55,7 +55,13 @@ from freqlab.frequency import DEFAULT_TAU, position_frequency
 from freqlab.frequency.schedule import Schedule, ScheduleFrequency, Stage, stage_histogram
 from freqlab.histogram import LengthHistogram
 from freqlab.plan import display as shown
-from freqlab.plan.well_trained import as_histogram, as_schedule_frequency, check_window, json_fields
+from freqlab.plan.well_trained import (
+    as_histogram,
+    as_schedule_frequency,
+    check_positive,
+    check_window,
+    json_fields,
+)
 from freqlab.sizes import human_count
 
 ADDITIVE_REGIMES: tuple[str, ...] = ("natural", "truncate", "pack")
@@ -272,7 +278,8 @@ def plan_upsample(
     """
     h = as_histogram(histogram)
     L = check_window(L)
-    T = round(float(tokens))
+    T = round(check_positive(tokens, "the token budget"))
+    check_positive(tau, "tau")
     if T <= 0:
         raise FreqlabError(f"the token budget must be positive, got {tokens}")
     if h.documents == 0:
@@ -355,6 +362,7 @@ def _check_request(E, L: int, regime: str, max_upweight) -> tuple[int, Fraction 
         )
     cap = None
     if max_upweight is not None:
+        check_positive(max_upweight, "max_upweight")
         cap = Fraction(repr(max_upweight)) if isinstance(max_upweight, float) else Fraction(max_upweight)
         if cap < 1:
             raise FreqlabError(f"max_upweight must be at least 1 (1: add nothing), got {max_upweight}")
@@ -400,6 +408,7 @@ def _plan(sf: ScheduleFrequency, histograms: list[LengthHistogram], E, tau, long
     k = max(j for j, stage in enumerate(stages) if sf.window == stage.L)  # receives the documents
     stage, h, L, regime = stages[k], histograms[k], sf.window, stages[k].regime
     E, cap = _check_request(E, L, regime, max_upweight)
+    check_positive(tau, "tau")
     f = sf.frequencies[k]
     a = Fraction(int(f[E]), int(f[0]))
     threshold = Fraction(tau)

@@ -23,6 +23,8 @@ of preference (each plan says which it used):
 
 from __future__ import annotations
 
+import math
+import numbers
 from dataclasses import dataclass, fields
 from fractions import Fraction
 from pathlib import Path
@@ -154,6 +156,16 @@ def check_window(L, name: str = "L") -> int:
     return int(L)
 
 
+def check_positive(value, name: str) -> float:
+    """``value`` as a float that is finite and above 0 (a budget, a threshold, a factor), else a FreqlabError naming
+    it: NaN would pass every comparison as false, and a config holds none (JSON has no NaN).
+    """
+    number = float(value) if isinstance(value, numbers.Real) and not isinstance(value, bool) else math.nan
+    if not (number > 0 and math.isfinite(number)):
+        raise FreqlabError(f"{name} must be a finite number above 0, got {value!r}")
+    return number
+
+
 def frequency_from_histogram(
     histogram: LengthHistogram | str | Path, L: int, regime: str = "natural", *, seed: int = 0
 ) -> np.ndarray:
@@ -246,7 +258,7 @@ def well_trained_range(
         sf = as_schedule_frequency(schedule)
         if sf.window != L:
             raise FreqlabError(f"the schedule's longest window is {sf.window}, but L = {L}")
-        threshold = sf.schedule.tau if tau is None else float(tau)
+        threshold = sf.schedule.tau if tau is None else check_positive(tau, "tau")
         N = sf.effective_length(threshold, without_gap=True) + 1  # every position 0..N-1: F need not decrease
         stages = len(sf.schedule.stages)
         text = (
@@ -265,8 +277,8 @@ def well_trained_range(
         if np.any(np.diff(f) > 0):
             raise FreqlabError("a position frequency must be non-increasing in i")
         if tokens is not None:
-            T = round(float(tokens))
-            threshold = DEFAULT_TAU if tau is None else float(tau)
+            T = round(check_positive(tokens, "the token budget"))
+            threshold = DEFAULT_TAU if tau is None else check_positive(tau, "tau")
             if T <= 0:
                 raise FreqlabError(f"the token budget must be positive, got {tokens}")
             # f_T(0) = T, so nothing is well trained when T < tau
@@ -283,7 +295,7 @@ def well_trained_range(
         N = position_at_mass(f, float(mass)) + 1
         text = f"positions 0..{N - 1} hold {float(mass):.0%} of all position occurrences"
         return WellTrained(N, L, "mass", text, f, None, None, float(mass))
-    fraction = Fraction(default_fraction).limit_denominator(10**6)
+    fraction = Fraction(check_positive(default_fraction, "default_fraction")).limit_denominator(10**6)
     if not 0 < fraction <= 1:
         raise FreqlabError(f"default_fraction must be in (0, 1], got {default_fraction}")
     N = L * fraction.numerator // fraction.denominator

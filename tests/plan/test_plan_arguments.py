@@ -1,0 +1,63 @@
+"""The planners' numeric arguments, given through the Python API: a value that is not what the argument means (NaN,
+a fraction of a position, zero, a well-trained range beyond L) is one FreqlabError naming it, never a Python
+ValueError or ZeroDivisionError, a silently truncated number, or a config transformers cannot load."""
+
+from __future__ import annotations
+
+import pytest
+
+from freqlab import FreqlabError, LengthHistogram
+from freqlab.plan.rope_scaling import plan_rope_scaling
+from freqlab.plan.self_extend import (
+    evaluate_self_extend,
+    plan_self_extend,
+    self_extend_largest_position,
+    self_extend_position_matrix,
+)
+from freqlab.plan.string import plan_string, string_usage, string_yarn
+from freqlab.plan.upsample import plan_upsample
+
+NAN = float("nan")
+H = LengthHistogram.from_counts([100, 3000], [90, 10])
+
+CASES = [
+    (lambda: plan_string(2048, W=NAN), "W must be a positive integer, got nan"),
+    (lambda: plan_string(2048, W=40.7), "W must be a positive integer, got 40.7"),  # was used as 40
+    (lambda: plan_string(2048, test_length=NAN), "test length must be a positive integer, got nan"),
+    (lambda: plan_string(2048, extend_to=4096.9), "extend_to N must be a positive integer, got 4096.9"),
+    (lambda: plan_string(2048, round_to=0), "round_to must be a positive integer, got 0"),  # said "L too small"
+    (lambda: string_usage(10, 3, 1, length=5.5), "sequence length must be a positive integer, got 5.5"),
+    (lambda: string_yarn(2048, 700, 128, 4096, ratio=NAN), "the shift ratio must be a finite number above 0"),
+    (lambda: plan_upsample(H, 2048, 1536, NAN), "the token budget must be a finite number above 0, got nan"),
+    (lambda: plan_upsample(H, 2048, 1536, 10**12, tau=NAN), "tau must be a finite number above 0, got nan"),
+    (lambda: plan_upsample(H, 2048, 1536, 10**12, tau=0), "tau must be a finite number above 0, got 0"),
+    (lambda: plan_upsample(H, 2048, 1536, 10**12, max_upweight=NAN), "max_upweight must be a finite number above 0"),
+    (lambda: evaluate_self_extend(4096, 8, 1024, 16384, well_trained=NAN), r"well_trained N\* must be a positive"),
+    (lambda: evaluate_self_extend(4096, 8, 1024, 16384, well_trained=-5), r"well_trained N\* must be a positive"),
+    (lambda: evaluate_self_extend(4096, 8, 1024, 16384, well_trained=10**9), r"N\* must be an integer in 1\.\.L"),
+    (lambda: plan_self_extend(4096, 16384, default_fraction=NAN), "default_fraction must be a finite number above 0"),
+    (lambda: plan_self_extend(4096, 16384, max_group=NAN), "max_group must be an integer of at least 2, got nan"),
+    (lambda: plan_self_extend(4096, 16384, min_window=1.5), "min_window must be a positive integer, got 1.5"),
+    (lambda: self_extend_position_matrix(6, 0, 2), "group size G must be a positive integer, got 0"),  # divided by 0
+    (lambda: self_extend_position_matrix(6, -1, 2), "group size G must be a positive integer, got -1"),
+    (lambda: self_extend_largest_position(10, 0, 4), "group size G must be a positive integer, got 0"),
+    (lambda: plan_rope_scaling(2048, 8192, "yarn", attention_factor=NAN), "attention_factor must be a finite number"),
+    (lambda: plan_rope_scaling(2048, 8192, "yarn", attention_factor=-1), "attention_factor must be a finite number"),
+    (lambda: plan_rope_scaling(2048, 8192, "llama3", low_freq_factor=0.0), "low_freq_factor must be a finite number"),
+    (lambda: plan_rope_scaling(2048, 8192, "llama3", high_freq_factor=NAN), "high_freq_factor must be a finite"),
+]
+
+
+@pytest.mark.parametrize(("call", "message"), CASES)
+def test_a_value_the_argument_cannot_mean_is_named(call, message):
+    with pytest.raises(FreqlabError, match=message):
+        call()
+
+
+def test_a_llama3_block_with_a_zero_low_freq_factor_no_longer_reaches_transformers():
+    """low_freq_factor 0 made a block whose llama3 RoPE init divides by zero in transformers; numbers that are
+    fine still pass, as Python or numpy numbers."""
+    import numpy as np
+
+    plan = plan_rope_scaling(2048, 8192, "llama3", low_freq_factor=np.float64(1.0), high_freq_factor=4)
+    assert plan.config_5x["rope_parameters"]["low_freq_factor"] == 1.0
