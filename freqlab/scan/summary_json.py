@@ -219,8 +219,10 @@ def format_report(summary: dict) -> str:
         lines.append(f"           {blank:,} blank line{'s' if blank != 1 else ''} passed over (not records)")
     if docs.get("unreadable_files"):
         shown = first_few([printable(name) for name in docs["unreadable_files"]])
-        # the documents read before the failure are counted; the rest of the file is the one skip said above
-        lines.append(f"           files that failed while read (counted up to the failure, one skip each): {shown}")
+        # none of their documents are counted (a failed checksum vouches for none): each file is one skip
+        lines.append(
+            f"           files that failed while read (none of their documents counted, one skip each): {shown}"
+        )
     lengths = summary["lengths"]
     if summary["tokens"]:
         lines.append(

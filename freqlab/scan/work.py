@@ -174,6 +174,7 @@ class _Tally:
         self.docs_left, self.tokens_left = options.max_docs, options.max_tokens
         self.on_progress = on_progress
         self.capped = False
+        self.failed: str | None = None  # the one-line message of a file that failed while being read (skip mode)
         # bytes read, for percent and ETA: as the reader's meter says, topped up to the shard's size at the end
         self.meter = ReadMeter()
         self.size = shard.size() if on_progress is not None else None
@@ -294,10 +295,11 @@ def count_shard(
     :mod:`freqlab.corpus`): a bad record (``text is None``) stops the shard with its ``where: error`` message
     when ``on_error="raise"`` (the driver raises it) or is counted in ``skipped[error]`` with ``"skip"``;
     ``""`` is an empty document. A file that fails while being read
-    (:class:`freqlab.corpus.base.UnreadableFile`) is one such record, ``unreadable-file``, after the documents
-    read from it; the shard then ends (finished, not capped). A file that changed while the shard was read (its
-    identity is checked after the read too) gives the error, or one ``unreadable-file`` skip and none of the
-    shard's documents: they would mix two versions. Blank JSON-lines lines are no documents: they
+    (:class:`freqlab.corpus.base.UnreadableFile`) gives its error, or one ``unreadable-file`` skip and none of the
+    shard's documents: a gzip CRC or zstd checksum that fails at the end vouches for none of the bytes before it,
+    which were already parsed (a flipped byte in a stored block is a wrong document, not a bad record). A file that
+    changed while the shard was read (its identity is checked after the read too) likewise: its documents would
+    mix two versions. Blank JSON-lines lines are no documents: they
     are counted in ``blank_lines``. Texts are tokenized ``batch_size`` at a time with ``counter.count``. A
     document is empty when it has no content token (an empty text, or one a tokenizer's normalizer reduces to
     nothing); special tokens (``add_special_tokens``) are counted around every other document. Length shards
@@ -320,6 +322,8 @@ def count_shard(
                 _count_texts(shard, counter, options, tally, sampler, tokenizing)
         else:
             _count_lengths(shard, options, tally, sampler)
+    if tally.failed is not None:  # a failed checksum vouches for none of the bytes before it: none are kept
+        return _refused(shard, options, tally.failed)
     changed = _changed_since_opened(shard)
     if changed is not None:  # counts of a file that changed under the reader mix two versions: none are kept
         return _refused(shard, options, changed)
@@ -590,6 +594,8 @@ def _count_texts(
                     elif reason == NON_STRING_TEXT:  # a builder's type guessing may have made it
                         part.error += getattr(shard, "non_string_note", "")
                 return
+            if reason == UNREADABLE_FILE:  # its documents are not kept (count_shard): the bytes before are unvouched
+                tally.failed = doc.where
             code = tally.reason(reason)
         elif doc.text == "":
             code = 0
@@ -666,7 +672,7 @@ def _count_lengths(shard, options: ShardOptions, tally: _Tally, sampler: Sampler
         if options.on_error == "raise":
             part.error = str(exc)
             return
-        tally.add(np.array([tally.reason(UNREADABLE_FILE)], np.int64), 0, index)
+        tally.failed = str(exc)
 
 
 class CountJob:

@@ -240,7 +240,7 @@ def test_on_error_skip_goes_past_a_truncated_file_and_reports_it(tmp_path, corpu
     assert "files      3 files (0 empty, 0 ignored)" in skipped.output
     assert "documents  9 read = 6 tokenized + 2 empty + 1 skipped (unreadable-file: 1)" in skipped.output
     assert (
-        "failed while read (counted up to the failure, one skip each): t.jsonl.zst" in skipped.output
+        "failed while read (none of their documents counted, one skip each): t.jsonl.zst" in skipped.output
         and "(local, 1 worker)" in skipped.output
     )
 

@@ -1,5 +1,6 @@
 """A file that fails while being read: one clear error by default, one counted ``unreadable-file`` skip with
-``on_error="skip"`` (the documents read before the failure kept); blank lines counted, never documents."""
+``on_error="skip"`` (none of its documents kept: a checksum that fails at the end vouches for none of the bytes
+before it); blank lines counted, never documents."""
 
 from __future__ import annotations
 
@@ -60,21 +61,21 @@ def broken_dir(tmp_path, texts):
     return folder, kept
 
 
-def test_skip_counts_each_unreadable_file_once_and_keeps_the_documents_read_before(broken_dir, texts, counter):
+def test_skip_counts_each_unreadable_file_once_and_none_of_its_documents(broken_dir, texts, counter):
     folder, kept = broken_dir
     assert 0 < kept < 30
     result = run(folder, on_error="skip")
     docs = result.summary["documents"]
     assert docs["skipped"] == {"unreadable-file": 3}
     assert docs["unreadable_files"] == ["bad.parquet", "cut.jsonl.zst", "plain.json.gz"]
-    assert (docs["read"], docs["tokenized"], docs["empty"]) == (10 + kept + 3, 10 + kept, 0)
+    assert (docs["read"], docs["tokenized"], docs["empty"]) == (10 + 3, 10, 0)  # the cut file's `kept`: not counted
     assert result.summary["corpus"]["description"]["empty_files"] == 1  # zero.parquet: empty, counted once
-    expected = reference_histogram([(t, LABEL) for t in texts[: 10 + kept]], counter)
+    expected = reference_histogram([(t, LABEL) for t in texts[:10]], counter)
     assert result.histogram.lengths.tolist() == expected.lengths.tolist()
     assert result.histogram.counts.tolist() == expected.counts.tolist()
     report = result.report()
     assert "+ 3 skipped (unreadable-file: 3)" in report
-    assert "(counted up to the failure, one skip each): bad.parquet, cut.jsonl.zst, plain.json.gz\n" in report
+    assert "(none of their documents counted, one skip each): bad.parquet, cut.jsonl.zst, plain.json.gz\n" in report
     # the same with a process pool
     pooled = run(folder, on_error="skip", workers=2)
     assert_same_histogram(pooled.histogram, result.histogram)
@@ -108,9 +109,9 @@ def test_a_limit_reached_before_the_unreadable_file_does_not_raise(broken_dir):
         assert result.summary["documents"]["read"] == kept and result.summary["documents"]["skipped"] == {}
     with pytest.raises(FreqlabError, match=r"cut\.jsonl\.zst: cannot read"):
         run(folder, max_docs=kept + 1)
-    skipped = run(folder, max_docs=kept + 2, on_error="skip")  # the skip counts as the (kept + 1)-th record
+    skipped = run(folder, max_docs=kept + 2, on_error="skip")  # the cut file is one skip, its documents not counted
     assert skipped.summary["documents"]["skipped"] == {"unreadable-file": 1}
-    assert skipped.summary["documents"]["tokenized"] == kept + 1
+    assert skipped.summary["documents"]["tokenized"] == 10  # good.jsonl's, whole: the cap is not reached
 
 
 def test_resume_treats_a_shard_ended_by_an_unreadable_file_as_finished(broken_dir, tmp_path):
@@ -155,3 +156,27 @@ def test_the_report_lists_files_with_empty_and_ignored_ones(tmp_path, texts):
     result = run(tmp_path)
     assert "files      3 files: 2 jsonl, 1 parquet (2 empty, 1 ignored: README.md)" in result.report()  # named
     assert "(local, 1 worker)" in result.report()
+
+
+def test_a_file_whose_checksum_fails_at_the_end_counts_none_of_the_documents_before(tmp_path, texts, counter):
+    """A stored (level 0) gzip member with one byte changed inside a text decompresses to a wrong document and fails
+    its CRC only at the end: with skip, that wrong document was counted beside the unreadable-file skip."""
+    import gzip
+
+    folder = tmp_path / "data"
+    folder.mkdir()
+    write_slimpajama(folder / "good.jsonl", [(t, LABEL) for t in texts[:5]])
+    data = bytearray(gzip.compress(jsonl(texts[5:15]), compresslevel=0))
+    at = data.find(b" ", data.find(json.dumps(texts[7])[1:20].encode()))  # a space inside the 3rd text
+    data[at] = ord("X")  # two words become one: a shorter document, were it counted
+    (folder / "flip.jsonl.gz").write_bytes(bytes(data))
+    with pytest.raises(FreqlabError, match=r"flip\.jsonl\.gz: cannot read \(BadGzipFile: CRC check failed"):
+        run(folder)
+    result = run(folder, on_error="skip")
+    docs = result.summary["documents"]
+    assert (docs["read"], docs["tokenized"], docs["skipped"]) == (6, 5, {"unreadable-file": 1})
+    expected = reference_histogram([(t, LABEL) for t in texts[:5]], counter)
+    assert (result.histogram.lengths.tolist(), result.histogram.counts.tolist()) == (
+        expected.lengths.tolist(),
+        expected.counts.tolist(),
+    )
