@@ -51,9 +51,12 @@ def _as_list(data_files: str | list[str] | tuple[str, ...] | None) -> list[str] 
 
 
 def _looks_local(dataset: str) -> bool:
-    """An existing path, a glob, an explicit path (./ ../ / ~) or a name with a data-file suffix."""
+    """An existing path (a dangling symlink too), a glob, an explicit path (./ ../ / ~), a name with a data-file
+    suffix, or one with more than one slash (a Hub id is owner/name).
+    """
     return (
-        os.path.exists(expand_home(dataset))
+        os.path.lexists(expand_home(dataset))
+        or dataset.count("/") > 1
         or glob.has_magic(dataset)
         or dataset.startswith((".", "/", "~", os.sep))
         or format_of(dataset) is not None

@@ -166,6 +166,20 @@ def test_missing_path(tmp_path):
         open_corpus("slimpajama", data_files=str(tmp_path / "missing_dir"))
 
 
+def test_a_missing_relative_path_that_cannot_be_a_hub_id_is_missing_not_offline(tmp_path, monkeypatch):
+    """A Hub id is owner/name: nodir/x/y, or a dangling symlink without a suffix, was sent to the Hub (and, offline,
+    told that Hub access is off)."""
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setenv("HF_HUB_OFFLINE", "1")
+    (tmp_path / "sub").mkdir()
+    (tmp_path / "sub" / "dangling").symlink_to(tmp_path / "nothere")
+    for dataset in ("nodir/x/y", "sub/dangling"):
+        with pytest.raises(FreqlabError, match=rf"^{dataset}: no such file or directory$"):
+            open_corpus(dataset)
+    with pytest.raises(FreqlabError, match=r"^owner/name: Hugging Face Hub access is off"):  # that one may be an id
+        open_corpus("owner/name")
+
+
 def test_glob_matching_nothing(tmp_path):
     with pytest.raises(FreqlabError, match=r"chunk\*/\*\.jsonl\.zst: no files match this pattern"):
         open_corpus("slimpajama", data_files=str(tmp_path / "chunk*" / "*.jsonl.zst"))
