@@ -564,6 +564,7 @@ def first_bad_line(path: str, limit: int = 1 << 28) -> int | None:
     return None
 
 
+_COMPRESSED_MAGIC = ((b"\x1f\x8b", "gzip", ".gz"), (b"\x28\xb5\x2f\xfd", "zstd", ".zst"))  # RFC 1952, RFC 8878
 _WHOLE_JSON_LIMIT = 64 << 20  # a file whose first line is no JSON is parsed whole, to say what it is, up to this size
 
 
@@ -576,6 +577,12 @@ def check_json_lines(file: DataFile) -> None:
         return
     with open(file.path, "rb") as handle:
         first = handle.readline(_BUFFER).removeprefix(_BOM)
+        for magic, kind, suffix in _COMPRESSED_MAGIC:  # its bytes would be read as lines of invalid UTF-8
+            if first.startswith(magic):
+                raise FreqlabError(
+                    f"{file.path}: holds {kind} data, but its name has no {suffix} suffix: freqlab reads a file "
+                    f"by its name; rename it (e.g. {os.path.basename(file.path)}{suffix})"
+                )
         while first and first.isspace():
             first = handle.readline(_BUFFER)
     try:

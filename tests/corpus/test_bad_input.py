@@ -102,6 +102,24 @@ def test_a_json_document_is_not_json_lines(tmp_path):
     assert [d.error for d in open_corpus(str(bad_line)).documents()] == [None, "malformed-json"]
 
 
+@pytest.mark.parametrize("kind", ["gzip", "zstd"])
+def test_compressed_data_under_a_plain_name_is_named_not_read_as_bad_lines(tmp_path, kind):
+    """gzip -c corpus.jsonl > x.jsonl: its bytes were lines of invalid UTF-8 (300 documents became 588 skipped
+    records with --on-error skip); the file is refused in one line saying what it holds and how to name it."""
+    import gzip
+
+    import zstandard
+
+    lines = b"".join(json.dumps({"text": f"document {i}"}).encode() + b"\n" for i in range(300))
+    data = gzip.compress(lines) if kind == "gzip" else zstandard.ZstdCompressor().compress(lines)
+    (tmp_path / "x.jsonl").write_bytes(data)
+    suffix = ".gz" if kind == "gzip" else ".zst"
+    with pytest.raises(FreqlabError, match=rf"x\.jsonl: holds {kind} data, but its name has no \{suffix} suffix"):
+        open_corpus(str(tmp_path / "x.jsonl")).shards()
+    (tmp_path / "x.jsonl").rename(tmp_path / f"x.jsonl{suffix}")
+    assert sum(1 for _ in open_corpus(str(tmp_path / f"x.jsonl{suffix}")).documents()) == 300
+
+
 def test_one_json_line_longer_than_the_first_read_is_one_document(tmp_path):
     """A JSON-lines file of one document longer than the 1 MiB first read is JSON lines, not "one JSON document
     spread over lines" (its cut first line once sent the whole file, a valid object, down that path)."""
