@@ -128,15 +128,25 @@ class Document:
         Where the record is (``path:line``, ...), or a callable that works it out when asked.
     error : str or None
         The reason a bad record is bad (one of ``REASONS``), else None.
+    detail : str or None
+        What exactly is wrong, when the reader can say (the JSON parser's message and column), for the error line.
     """
 
-    __slots__ = ("_where", "error", "source", "text")
+    __slots__ = ("_where", "detail", "error", "source", "text")
 
-    def __init__(self, text: str | None, source: str | None, where: str | Callable[[], str], error: str | None = None):
+    def __init__(
+        self,
+        text: str | None,
+        source: str | None,
+        where: str | Callable[[], str],
+        error: str | None = None,
+        detail: str | None = None,
+    ):
         self.text = text
         self.source = source
         self._where = where
         self.error = error
+        self.detail = detail
 
     @property
     def where(self) -> str:

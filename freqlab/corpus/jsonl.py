@@ -318,6 +318,19 @@ def parse_line(raw: bytes, extract) -> tuple[str | None, str | None, str | None]
     return text, source, error
 
 
+def _json_error(raw: bytes) -> str:
+    """What the standard library's parser says is wrong with a line it refuses, and where (a line may be megabytes)."""
+    try:
+        json.loads(raw.decode("utf-8").rstrip("\r\n"))  # the line's own end, not a column on a line after it
+    except json.JSONDecodeError as exc:
+        return f"{exc.msg} at column {exc.colno}"
+    except RecursionError:
+        return "nested too deeply"
+    except ValueError as exc:  # a number too long to convert, ...
+        return str(exc).splitlines()[0]
+    return "not JSON"
+
+
 def _plain_texts(lines: list[bytes], key: str) -> list[str] | None:
     """The texts of ``lines`` when every one is a JSON object whose top-level ``key`` holds a non-empty string (the
     usual block), else None. Per line this is the parse and ~20 ns: a missing key or a line that is no object
@@ -410,7 +423,7 @@ class JsonlShard(FileShard):
                         yield Document(text, source, where, error)
                         continue
                 text, source, error = parse_line(raw, extract)
-                yield Document(text, source, where, error)
+                yield Document(text, source, where, error, _json_error(raw) if error == MALFORMED_JSON else None)
 
     def first_record(self) -> dict | None:
         """The file's first non-blank line, parsed (None when it is not a JSON object)."""

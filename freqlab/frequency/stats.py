@@ -359,35 +359,56 @@ def effective_length(f, tokens: float, tau: float = DEFAULT_TAU) -> int:
     return max(largest_reaching(f, need, lambda i: _reaches(f, i, T, threshold)), 0)
 
 
+_CHUNK = 1 << 16  # positions compared at a time: no whole-window temporaries (regime_rows' memory estimate)
+
+
+def _non_increasing(values: np.ndarray) -> bool:
+    """Whether values[i + 1] <= values[i] everywhere, compared a chunk at a time."""
+    for start in range(0, values.size - 1, _CHUNK):
+        window = values[start : start + _CHUNK + 1]  # overlapping by one: every neighbouring pair once
+        if not (window[1:] <= window[:-1]).all():
+            return False
+    return True
+
+
 def largest_reaching(
     values: np.ndarray, need: Fraction, reaches: Callable[[int], bool], *, prefix: bool = False
 ) -> int:
     """The largest i with ``reaches(i)`` (exact: values[i] >= need); ``prefix``: the largest i with ``reaches(j)`` for
     every j <= i. -1 when there is none.
 
-    Position frequencies are not always non-increasing (a PoSE replay's skipped position ids make a second hump), so
-    no bisection: the values within a relative 1e-9 of ``need`` (floats, one vectorised pass) and above it are the
-    candidates that reach, those below it and within it the candidates that do not, tried exactly in order.
+    A non-increasing f (every regime's) is bisected. Not every position frequency is (a PoSE replay's skipped
+    position ids make a second hump): then the values within a relative 1e-9 of ``need`` and above it (floats, a
+    chunk at a time from the end) are the candidates that reach, tried exactly from the last; with ``prefix``, those
+    below it and within it the candidates that do not, from the first.
     """
+    if values.size == 0:
+        return -1
+    if _non_increasing(values):  # the reaching positions are a prefix
+        if not reaches(0):
+            return -1
+        lo, hi = 0, values.size - 1  # invariant: reaches(lo)
+        while lo < hi:
+            mid = (lo + hi + 1) // 2
+            lo, hi = (mid, hi) if reaches(mid) else (lo, mid - 1)
+        return lo
     try:
         floor, ceiling = float(need) * (1 - 1e-9), float(need) * (1 + 1e-9)
     except OverflowError:  # beyond any float: no count reaches it
         return -1
-    approx = values.astype(np.float64) if values.dtype.kind != "f" else values
     if prefix:
-        for i in np.flatnonzero(approx < ceiling):
-            if not reaches(int(i)):
-                return int(i) - 1
+        for start in range(0, values.size, _CHUNK):
+            chunk = values[start : start + _CHUNK].astype(np.float64)
+            for i in np.flatnonzero(chunk < ceiling).tolist():
+                if not reaches(start + i):
+                    return start + i - 1
         return values.size - 1
-    for i in np.flatnonzero(approx >= floor)[::-1]:
-        if reaches(int(i)):
-            return int(i)
+    for start in range((values.size - 1) // _CHUNK * _CHUNK, -1, -_CHUNK):
+        chunk = values[start : start + _CHUNK].astype(np.float64)
+        for i in np.flatnonzero(chunk >= floor)[::-1].tolist():
+            if reaches(start + i):
+                return start + i
     return -1
-    approx = values.astype(np.float64) if values.dtype.kind != "f" else values
-    for i in np.flatnonzero(approx >= floor)[::-1]:
-        if reaches(int(i)):
-            return int(i)
-    return 0
 
 
 def tokens_needed(f, i: int, tau: float = DEFAULT_TAU) -> int:

@@ -589,6 +589,8 @@ def _count_texts(
             if options.on_error == "raise":
                 if not flush(last=True):  # the bad record lies within this shard's cap
                     part.error = doc.where if reason == UNREADABLE_FILE else f"{doc.where}: {reason}"
+                    if doc.detail:
+                        part.error += f" ({doc.detail})"
                     if reason == MISSING_TEXT_FIELD:
                         part.error += missing_field_hint(shard)
                     elif reason == NON_STRING_TEXT:  # a builder's type guessing may have made it

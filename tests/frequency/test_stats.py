@@ -67,6 +67,30 @@ def test_effective_length_is_the_largest_position_reaching_tau_even_where_f_rise
     assert effective_length([1000, 750, 500, 250, 125, 0, 0, 0, 0, 125, 250, 375, 375, 375, 250, 125], 1000, 300) == 13
 
 
+def test_effective_length_walks_the_window_a_chunk_at_a_time_exactly(monkeypatch):
+    """No whole-window temporaries (regime_rows' memory estimate at L = 2^24): the checks run over chunks, here of 3
+    positions, and still give the brute-force answer, rising f or not, prefix or largest."""
+    from fractions import Fraction
+
+    from freqlab.frequency import stats
+
+    monkeypatch.setattr(stats, "_CHUNK", 3)
+    rng = np.random.default_rng(7)
+    for _ in range(300):
+        f = rng.integers(0, 6, rng.integers(1, 14))
+        f[0] = max(f[0], 1)
+        if rng.random() < 0.5:
+            f = np.sort(f)[::-1].copy()
+        need = Fraction(int(rng.integers(0, 7)), int(rng.integers(1, 3)))
+        reaching = [i for i in range(f.size) if f[i] >= need]
+        prefix = next((i for i in range(f.size) if f[i] < need), f.size) - 1
+        def reaches(i, f=f, need=need):
+            return f[i] >= need
+
+        assert stats.largest_reaching(f, need, reaches) == (max(reaching) if reaching else -1)
+        assert stats.largest_reaching(f, need, reaches, prefix=True) == prefix
+
+
 def test_tokens_needed_inverts_effective_length():
     for i in range(4):
         T = tokens_needed(F, i, tau=150)
