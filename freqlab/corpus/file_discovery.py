@@ -434,11 +434,13 @@ class FileFinder:
                     self.found.ignored.append(path)
                 else:
                     self.found.add(path, "arrow")
-            if cache:  # the other splits and .map() results beside them: passed over, and counted
-                chosen = set(files)
-                others = (os.path.join(folder, e) for e in sorted(os.listdir(folder)) if e.endswith(".arrow"))
+            # Arrow files beside the ones read (a cache's other splits and .map() results; a saved dataset's files
+            # its state.json does not list, which datasets does not read either): passed over, and counted
+            chosen = set(files)
+            for place in {os.path.dirname(path) for path in files} | ({folder} if cache else set()):
+                others = (os.path.join(place, e) for e in sorted(os.listdir(place)) if e.endswith(".arrow"))
                 self.found.ignored += [path for path in others if path not in chosen]
-            elif os.path.isfile(os.path.join(folder, "dataset_dict.json")):  # a DatasetDict's other splits: the same
+            if not cache and os.path.isfile(os.path.join(folder, "dataset_dict.json")):  # its other splits: the same
                 splits = _read_json(os.path.join(folder, "dataset_dict.json")).get("splits", [])
                 for other in (s for s in splits if s != self.split):
                     try:

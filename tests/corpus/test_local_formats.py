@@ -96,6 +96,12 @@ def test_saved_dataset(tmp_path, records):
     globbed = open_corpus("slimpajama", data_files=str(folder / "*"))
     assert read_all(globbed) == expected(records)
     assert globbed.description["ignored_files"] == 2  # state.json, dataset_info.json
+    # an Arrow file its state.json does not list is not read (as datasets does not), and said so
+    import shutil
+
+    shutil.copy(folder / "data-00000-of-00002.arrow", folder / "data-00005-of-00002.arrow")
+    extra = open_corpus("slimpajama", data_files=str(folder))
+    assert read_all(extra) == expected(records) and extra.description["ignored_files"] == 1
 
 
 def test_arrow_files_in_stream_and_file_format(tmp_path, records):
