@@ -84,6 +84,7 @@ def test_effective_length_walks_the_window_a_chunk_at_a_time_exactly(monkeypatch
         need = Fraction(int(rng.integers(0, 7)), int(rng.integers(1, 3)))
         reaching = [i for i in range(f.size) if f[i] >= need]
         prefix = next((i for i in range(f.size) if f[i] < need), f.size) - 1
+
         def reaches(i, f=f, need=need):
             return f[i] >= need
 
