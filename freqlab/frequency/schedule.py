@@ -135,6 +135,16 @@ def load_schedule(path: str | Path, *, histogram: str | Path | None = None, weig
     return parse_schedule(data, base=path.parent, source=str(path), histogram=histogram, weights=weights)
 
 
+def _ratios_to_first(f: np.ndarray) -> np.ndarray:
+    """f(i) / f(0) as float64: an exact expectation's Python-integer numerators (PoSE's common denominator makes them
+    thousands of digits long) shifted down together first, since each, and f(0), is past what a float holds.
+    """
+    if f.dtype != object:
+        return f / float(f[0])
+    shift = max(int(f[0]).bit_length() - 62, 0)  # f(i) <= f(0): every numerator then fits in 62 bits
+    return np.array([int(x) >> shift for x in f], dtype=np.float64) / float(int(f[0]) >> shift)
+
+
 def parse_schedule(
     data, *, base: Path = Path("."), source: str = "<schedule>", histogram=None, weights: str | None = None
 ) -> Schedule:
@@ -376,7 +386,7 @@ class ScheduleFrequency:
         f = self.frequencies[k] if kind is None else self.stage_kinds(k).get(kind)
         out = np.zeros(self.window)
         if f is not None and f.size and f[0] > 0:
-            out[: f.size] = f * (self.schedule.stages[k].tokens / float(f[0]))
+            out[: f.size] = _ratios_to_first(f) * self.schedule.stages[k].tokens
         return out
 
     @property

@@ -371,6 +371,13 @@ def _non_increasing(values: np.ndarray) -> bool:
     return True
 
 
+def _approx(values: np.ndarray) -> np.ndarray:
+    """float64 values, Python integers past a float's range as infinity (candidates, checked exactly after)."""
+    if values.dtype != object:
+        return values.astype(np.float64)
+    return np.array([math.inf if x.bit_length() > 1000 else float(x) for x in values.tolist()], dtype=np.float64)
+
+
 def largest_reaching(
     values: np.ndarray, need: Fraction, reaches: Callable[[int], bool], *, prefix: bool = False
 ) -> int:
@@ -398,13 +405,13 @@ def largest_reaching(
         return -1
     if prefix:
         for start in range(0, values.size, _CHUNK):
-            chunk = values[start : start + _CHUNK].astype(np.float64)
+            chunk = _approx(values[start : start + _CHUNK])
             for i in np.flatnonzero(chunk < ceiling).tolist():
                 if not reaches(start + i):
                     return start + i - 1
         return values.size - 1
     for start in range((values.size - 1) // _CHUNK * _CHUNK, -1, -_CHUNK):
-        chunk = values[start : start + _CHUNK].astype(np.float64)
+        chunk = _approx(values[start : start + _CHUNK])
         for i in np.flatnonzero(chunk >= floor)[::-1].tolist():
             if reaches(start + i):
                 return start + i

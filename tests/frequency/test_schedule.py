@@ -286,6 +286,21 @@ def test_a_pose_replay_whose_F_rises_again_gets_the_largest_position_and_says_wh
     assert well_trained_range(16, schedule=result).N == 3
 
 
+def test_a_pose_expectation_past_what_a_float_holds_is_scaled_without_overflow():
+    """800 distinct lengths: the exact PoSE expectation's common denominator makes numerators of 2,651 bits, past a
+    float's 1024; scaling f_k·T_k/f_k(0) with float(f(0)) raised OverflowError (the built-in corpus with a PoSE stage
+    crashed `freqlab schedule`). The totals, effective length and report now come out, equal to exact fractions."""
+    h = LengthHistogram.from_counts(np.arange(1, 801), np.ones(800, dtype=np.int64), corpus="toy")
+    stage = {"name": "p", "L": 1024, "tokens": 10**9, "position_ids": {"kind": "pose", "target": 2048}}
+    result = schedule_frequency(parse_schedule({"stages": [stage], "tau": 10**6}, histogram=h))
+    f = result.frequencies[0]
+    assert f.dtype == object and int(f[0]).bit_length() > 1024
+    exact = [Fraction(int(x) * 10**9, int(f[0])) for x in f]
+    np.testing.assert_allclose(result.total, [float(x) for x in exact], rtol=1e-12)
+    assert result.effective_length() == max(i for i, x in enumerate(exact) if x >= 10**6)
+    assert "effective length" in result.report()
+
+
 def test_a_pose_stage_beyond_int64_keeps_its_exact_expectation(tmp_path):
     """PoSE on a large corpus gives an expectation whose numerator passes 2^63: kept as Python integers, F(i) is the
     exact T · f(i) / f(0) at every position (it was float64, off in the last digits at 22 of 23 positions)."""
