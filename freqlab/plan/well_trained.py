@@ -40,6 +40,7 @@ from freqlab.frequency import (
     position_at_mass,
     position_frequency,
 )
+from freqlab.frequency.budget import DEFAULT_TOKENS
 from freqlab.frequency.schedule import Schedule, ScheduleFrequency, load_schedule, schedule_frequency
 from freqlab.histogram import LengthHistogram, as_histogram  # as_histogram: kept for import compatibility
 
@@ -195,7 +196,7 @@ def well_trained_range(
     schedule: ScheduleFrequency | Schedule | str | Path | None = None,
     tokens: int | float | None = None,
     tau: float | None = None,
-    mass: float = DEFAULT_MASS,
+    mass: float | None = None,
     default_fraction: Fraction | float = DEFAULT_FRACTION,
 ) -> WellTrained:
     """Derive N*, the end of the well-trained positions, by the first rule the inputs allow.
@@ -215,9 +216,11 @@ def well_trained_range(
     schedule
         A multi-stage schedule (file, Schedule or ScheduleFrequency); its longest window must equal L.
     tokens, tau
-        Budget T and threshold (default: the schedule's tau, else DEFAULT_TAU = 100e9).
+        Budget T and threshold (default: the schedule's tau, else DEFAULT_TAU = 100e9). A histogram without
+        ``tokens`` or ``mass`` follows the one budget rule of the command line: T = 1T (``DEFAULT_TOKENS``).
     mass
-        Fraction of position mass for the ``mass`` rule.
+        Fraction of position mass for the ``mass`` rule (default :data:`DEFAULT_MASS`, 0.9, for a raw
+        ``frequency`` without ``tokens``).
     default_fraction
         N* = floor(L · fraction) when nothing else is known.
 
@@ -252,6 +255,8 @@ def well_trained_range(
         if frequency is not None or schedule is not None:
             raise FreqlabError("give one of a histogram, a frequency or a schedule")
         frequency = frequency_from_histogram(histogram, L, regime)
+        if tokens is None and mass is None:  # the budget rule, as `freqlab plan --hist` applies it
+            tokens = DEFAULT_TOKENS
     if schedule is not None:
         if frequency is not None:
             raise FreqlabError("give either a schedule or a frequency, not both")
@@ -290,6 +295,7 @@ def well_trained_range(
                 else f"with T = {T:.3g} tokens no position reaches tau = {threshold:.3g}"
             )
             return WellTrained(N, L, "budget", text, f, T, threshold, None)
+        mass = DEFAULT_MASS if mass is None else mass
         if not 0.0 < float(mass) < 1.0:
             raise FreqlabError(f"mass must be in (0, 1), got {mass}")
         N = position_at_mass(f, float(mass)) + 1
