@@ -36,6 +36,7 @@ from freqlab.corpus.base import (
     NOT_AN_OBJECT,
     Document,
     FileShard,
+    UnreadableFile,
     read_meter,
 )
 from freqlab.corpus.fields import REPARSE, Fields, has_lone_surrogate
@@ -389,6 +390,9 @@ class JsonlShard(FileShard):
         fast_loads = orjson.loads
         start, end = self._owned()
         with open_binary(path, self.frames) as stream:
+            plain_start = start == 0 and not is_compressed(path) and hasattr(stream, "peek")
+            if plain_start and (message := compressed_content(stream.peek(4)[:4], path)):
+                raise UnreadableFile(message, path)
             meter = read_meter()
             if meter is not None:
                 meter.probe = self._bytes_read(stream)
@@ -577,8 +581,29 @@ def first_bad_line(path: str, limit: int = 1 << 28) -> int | None:
     return None
 
 
+def _starts_compressed(path: str) -> bool:
+    try:
+        with open(path, "rb") as handle:
+            return compressed_content(handle.read(4), path) is not None
+    except OSError:
+        return False  # reading it says why
+
+
 _COMPRESSED_MAGIC = ((b"\x1f\x8b", "gzip", ".gz"), (b"\x28\xb5\x2f\xfd", "zstd", ".zst"))  # RFC 1952, RFC 8878
 _WHOLE_JSON_LIMIT = 64 << 20  # a file whose first line is no JSON is parsed whole, to say what it is, up to this size
+
+
+def compressed_content(head: bytes, path: str) -> str | None:
+    """The one-line message when a file named as plain JSON lines starts with gzip or zstd data (RFC 1952, RFC 8878),
+    whose bytes would be read as lines of invalid UTF-8; None otherwise.
+    """
+    for magic, kind, suffix in _COMPRESSED_MAGIC:
+        if head.startswith(magic):
+            return (
+                f"{path}: holds {kind} data, but its name has no {suffix} suffix: freqlab reads a file by its "
+                f"name; rename it (e.g. {os.path.basename(path)}{suffix})"
+            )
+    return None
 
 
 def check_json_lines(file: DataFile) -> None:
@@ -590,12 +615,8 @@ def check_json_lines(file: DataFile) -> None:
         return
     with open(file.path, "rb") as handle:
         first = handle.readline(_BUFFER).removeprefix(_BOM)
-        for magic, kind, suffix in _COMPRESSED_MAGIC:  # its bytes would be read as lines of invalid UTF-8
-            if first.startswith(magic):
-                raise FreqlabError(
-                    f"{file.path}: holds {kind} data, but its name has no {suffix} suffix: freqlab reads a file "
-                    f"by its name; rename it (e.g. {os.path.basename(file.path)}{suffix})"
-                )
+        if compressed_content(first, file.path):
+            return  # one unreadable part (JsonlFormat.shards), not a JSON document
         while first and first.isspace():
             first = handle.readline(_BUFFER)
     try:
@@ -670,6 +691,9 @@ class JsonlFormat(FileFormat):
         shards: list[JsonlShard] = []
         for file in files:
             check_json_lines(file)
+            if not (file.remote or is_compressed(file.path)) and _starts_compressed(file.path):
+                shards.append(JsonlShard(file.id, file, fields))  # one part, whose read says what it holds
+                continue
             if is_compressed(file.path) and (framed := frame_shards(file, fields, range_bytes)):
                 shards.extend(framed)
                 continue
