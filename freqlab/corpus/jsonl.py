@@ -250,8 +250,9 @@ def recorded_content_bytes(path: str, stamp: tuple[int, int, int]) -> int | None
     """What a local compressed file records of its decompressed size, a lower bound of it: a zstd file's first frame
     header's content size (RFC 8878, section 3.1.1.1.4; the whole file's when it is one frame, as ``zstd`` and
     ``zstandard.compress`` write it), a gzip file's last member's ISIZE (RFC 1952, section 2.3.1: the size modulo
-    2^32; the whole file's when it is one member below 4 GiB); None when it records nothing (a zstd stream written
-    without its size) or cannot be read. ``stamp`` (:attr:`DataFile.stamp
+    2^32; the whole file's when it is one member below 4 GiB; none when the file starts with no gzip header or the
+    ISIZE is more than deflate can expand the file to, as the last 4 bytes of a file cut short are); None when it
+    records nothing (a zstd stream written without its size) or cannot be read. ``stamp`` (:attr:`DataFile.stamp
     <freqlab.corpus.file_discovery.DataFile.stamp>`: size, modification and status-change times) keys the cache.
     """
     size = stamp[0]
@@ -260,10 +261,12 @@ def recorded_content_bytes(path: str, stamp: tuple[int, int, int]) -> int | None
             if path.lower().endswith(_ZSTD_SUFFIXES):
                 found = zstandard.frame_content_size(handle.read(18))
                 return found if found > 0 else None
-            if size < 18:
+            if size < 18 or handle.read(2) != b"\x1f\x8b":  # no gzip header: nothing recorded
                 return None
             handle.seek(size - 4)
-            return int.from_bytes(handle.read(4), "little") or None
+            isize = int.from_bytes(handle.read(4), "little")
+            # deflate expands at most ~1032:1: a larger ISIZE is no trailer (a file cut short ends inside its data)
+            return isize if 0 < isize <= _MAX_DEFLATE_RATIO * size else None
     except (OSError, zstandard.ZstdError):
         return None
 
@@ -589,6 +592,7 @@ def _starts_compressed(path: str) -> bool:
         return False  # reading it says why
 
 
+_MAX_DEFLATE_RATIO = 1032  # the most a deflate stream expands (258-byte matches of 2 bits: RFC 1951)
 _COMPRESSED_MAGIC = ((b"\x1f\x8b", "gzip", ".gz"), (b"\x28\xb5\x2f\xfd", "zstd", ".zst"))  # RFC 1952, RFC 8878
 _WHOLE_JSON_LIMIT = 64 << 20  # a file whose first line is no JSON is parsed whole, to say what it is, up to this size
 

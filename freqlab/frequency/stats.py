@@ -359,9 +359,6 @@ def effective_length(f, tokens: float, tau: float = DEFAULT_TAU) -> int:
     return max(largest_reaching(f, need, lambda i: _reaches(f, i, T, threshold)), 0)
 
 
-_CHUNK = 1 << 16  # positions compared at a time: no whole-window temporaries (regime_rows' memory estimate)
-
-
 def _non_increasing(values: np.ndarray) -> bool:
     """Whether values[i + 1] <= values[i] everywhere, compared a chunk at a time."""
     for start in range(0, values.size - 1, _CHUNK):

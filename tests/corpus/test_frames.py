@@ -287,3 +287,27 @@ def test_a_compressed_shard_ranks_by_the_text_it_holds_not_its_bytes_on_disk(tmp
     plain, packed = corpus.shards
     assert packed.size() < plain.size() == plain.work() < packed.work() == len(text)
     assert dispatch_order(corpus.shards, largest_first=True) == [1, 0]
+
+
+def test_a_gzip_size_is_read_from_a_trailer_only_where_there_can_be_one(tmp_path):
+    """The last 4 bytes of a gzip file are its size (ISIZE) only when the file is whole: a file cut short, or one that
+    is no gzip, made the scan plan for 686 MiB of text (a pool of workers for a 5 MiB corpus). A size past what
+    deflate can expand the file to (~1032:1), or a file without a gzip header, records nothing."""
+    import os
+
+    from freqlab.corpus.jsonl import recorded_content_bytes
+
+    def recorded(path):
+        stat = os.stat(path)
+        return recorded_content_bytes(str(path), (stat.st_size, stat.st_mtime_ns, stat.st_ctime_ns))
+
+    raw = b"".join(json.dumps({"text": f"document {i} " + "x" * (i % 97)}).encode() + b"\n" for i in range(5000))
+    whole = gzip.compress(raw)
+    (tmp_path / "whole.gz").write_bytes(whole)
+    (tmp_path / "cut.gz").write_bytes(whole[: len(whole) // 2] + (2**31).to_bytes(4, "little"))  # 2 GiB "ISIZE"
+    (tmp_path / "not.gz").write_bytes(b"not gzip" * 1000 + (10**6).to_bytes(4, "little"))
+    assert (recorded(tmp_path / "whole.gz"), recorded(tmp_path / "cut.gz"), recorded(tmp_path / "not.gz")) == (
+        len(raw),
+        None,
+        None,
+    )
