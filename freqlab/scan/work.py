@@ -597,6 +597,8 @@ def _count_texts(
                         part.error += getattr(shard, "non_string_note", "")
                 return
             if reason == UNREADABLE_FILE:  # its documents are not kept (count_shard): the bytes before are unvouched
+                if flush(last=True):  # ... unless the shard's cap is reached before the failure, as in raise mode
+                    return
                 tally.failed = doc.where
             code = tally.reason(reason)
         elif doc.text == "":

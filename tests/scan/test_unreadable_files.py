@@ -107,6 +107,10 @@ def test_a_limit_reached_before_the_unreadable_file_does_not_raise(broken_dir):
     for workers in (1, 2):
         result = run(folder, max_docs=kept, workers=workers)
         assert result.summary["documents"]["read"] == kept and result.summary["documents"]["skipped"] == {}
+    for cap in (1, kept // 2, kept):  # a cap reached before the failure: the same documents with skip as with raise
+        raised, skipped = run(folder, max_docs=cap), run(folder, max_docs=cap, on_error="skip")
+        assert skipped.summary["documents"] == raised.summary["documents"]
+        assert_same_histogram(skipped.histogram, raised.histogram)
     with pytest.raises(FreqlabError, match=r"cut\.jsonl\.zst: cannot read"):
         run(folder, max_docs=kept + 1)
     skipped = run(folder, max_docs=kept + 2, on_error="skip")  # the cut file is one skip, its documents not counted
