@@ -559,10 +559,12 @@ def string_yarn(
     N = check_window(N, "test length N")
     if N <= L:
         raise FreqlabError(f"extend_to N = {N} is not above L = {L}")
-    r = Fraction(S, L) if ratio is None else Fraction(check_positive(ratio, "the shift ratio"))
+    if ratio is not None:
+        check_positive(ratio, "the shift ratio")
+    r = Fraction(S, L) if ratio is None else Fraction(ratio)
     if not 0 < r < 1:
         raise FreqlabError(f"the shift ratio must be in (0, 1), got {ratio}")
-    S_N = int(r * N)
+    S_N = int(float(r) * N)  # their int(shifted_ratio * N), in float64 as their script computes it
     factor = float(Fraction(N, L) * (1 - r))
     largest = string_positions_used(N, S_N, W) - 1  # max(S_N, N - S_N + W) - 1: distances below S_N keep theirs
     yarn = None
@@ -619,9 +621,9 @@ def plan_string(
     0..max(S, L − S + W) − 1 (L − S + W − 1 for S <= (L + W)/2: the distances below S are not moved). The
     frequency rule keeps them within the well-trained 0..N* − 1:
     S_rule = L − N* + W rounded *up* to a multiple of ``round_to``, kept in the paper's range [L/3, L/2]
-    (Sec. 4.1); when S_rule > N* (L + W > 2 N*) no shift keeps them there: S_rule is None and S = L/2 (rounded
-    down), the fewest positions of the paper's range. Without frequency information S = L/3 (the paper's setting),
-    rounded up.
+    (Sec. 4.1); where the multiple passes N*, S_rule is L − N* + W itself; when L − N* + W > N* (L + W > 2 N*) no
+    shift keeps them there: S_rule is None and S = L/2 (rounded down), the fewest positions of the paper's range.
+    Without frequency information S = L/3 (the paper's setting), rounded up.
 
     References
     ----------
@@ -646,12 +648,14 @@ def plan_string(
     W = check_window(W, "W")
     if W < MIN_W:
         raise FreqlabError(f"W = {W} is below {MIN_W}: the STRING ablation (Fig. 7) needs W >= {MIN_W}")
-    # the rule's S keeps every position used, up to max(S, L - S + W) - 1, below N*: only when L - N* + W, rounded
-    # up, is at most N* (L + W <= 2 N* before rounding); otherwise no shift can, and the rule gives none
-    S_rule = None if wt.rule == "default" else _round_up(L - wt.N + W, q)
-    unreachable = S_rule is not None and (S_rule > wt.N or S_rule >= L)
-    if unreachable:
-        S_rule = None
+    # every S in [L - N* + W, N*] keeps the positions used, up to max(S, L - S + W) - 1, below N*: the rule takes the
+    # smallest multiple of q there, else its lower end; the range is empty when L + W > 2 N*: no shift can
+    S_rule, unreachable = None, False
+    if wt.rule != "default":
+        lowest = L - wt.N + W
+        unreachable = lowest > wt.N or lowest >= L
+        rounded = _round_up(lowest, q)
+        S_rule = None if unreachable else (rounded if rounded <= wt.N and rounded < L else lowest)
     if S is not None:
         _check_shift(L, S, 0)
         S = int(S)
@@ -710,11 +714,17 @@ def _extension_sentence(L: int, e: StringYarn) -> str:
     )
     if e.yarn is None and e.largest_position < L:
         return head + f"is already below L = {L}, so no YaRN is needed (factor <= 1)."
-    if e.yarn is None:
+    if e.yarn is None and e.S - 1 >= L:  # the unshifted distances below S_N pass L
         return head + (
             f"is not below L = {L}, and the factor is at most 1 (no YaRN): the distances below {e.S} keep their "
-            f"positions, which the model never trained past L - 1; a shift ratio of at most L/N = {L / e.N:.4g} "
-            "keeps them within L."
+            f"positions, up to {e.S - 1}, which the model never trained past L - 1; a shift ratio below "
+            f"L/N = {L / e.N:.4g} keeps them within L."
+        )
+    if e.yarn is None:  # the shifted ones: their local window W
+        return head + (
+            f"is not below L = {L}, and the factor is at most 1 (no YaRN): the shifted distances reach "
+            f"N - {e.S} + W - 1 = {e.N - e.S + e.W - 1}, {e.N - e.S + e.W - L} past L - 1 (the local window W), "
+            "which the model never trained."
         )
     scaled = e.largest_position / e.factor
     return head + (
@@ -730,7 +740,7 @@ def _unreachable(L: int, W: int) -> str:
     best = (L + W + 1) // 2  # max(S, L - S + W) is smallest at S = ceil((L + W) / 2)
     return (
         f"S uses positions up to max(S, L - S + W) - 1, at least {best - 1} (at S = ceil((L + W)/2) = {best}), and "
-        "the frequency rule S = L - N* + W keeps them below N* only when S <= N*"
+        "the frequency rule S = L - N* + W keeps them below N* only when L - N* + W <= N*"
     )
 
 

@@ -292,6 +292,31 @@ def test_string_with_yarn_counts_the_unshifted_distances_in_its_largest_position
     )
 
 
+def test_the_rule_takes_an_unrounded_shift_where_the_multiple_passes_N_star():
+    """L = 4096, W = 100, N* = 2100: every S in [2096, 2100] keeps the positions used below N* (2096 uses up to 2099),
+    but the multiple of 64 above 2096 is 2112 > N*: the plan said no S can. The rule is 2096 itself; and a
+    sweep of small windows finds every such S_rule within N*, and none where the range is empty."""
+    p = plan_string(4096, W=100, given=2100)
+    assert p.S_rule == 2096 and string_positions_used(4096, 2096, 100) - 1 == 2099
+    assert "use shifted_offset = 2096" in p.reasoning and "No S keeps" not in p.reasoning
+    for L in range(300, 700, 13):
+        for N in range(1, L + 1, 7):
+            plan = plan_string(L, W=32, given=N)
+            feasible = [S for S in range(33, L) if string_positions_used(L, S, 32) <= N]
+            assert (plan.S_rule is None) == (not feasible)
+            if feasible:
+                assert string_positions_used(L, plan.S_rule, 32) <= N
+
+
+def test_string_with_yarn_names_the_distances_that_pass_L():
+    text = plan_string(4096, S=2048, W=128, extend_to=8192).reasoning  # r = 1/2: S_N - 1 = 4095 is within L
+    assert "the shifted distances reach N - 4096 + W - 1 = 4223, 128 past L - 1 (the local window W)" in text
+    assert "the distances below 4096 keep" not in text
+    # their int(shifted_ratio * N) in float64: 1/3 of 12288 is 4096 there (exactly 4095.99... as a Fraction)
+    assert string_yarn(4096, 1365, 128, 12288, ratio=1 / 3).S == 4096 == int(1 / 3 * 12288)
+    assert string_yarn(4096, 1365, 128, 12288, ratio=Fraction(1, 3)).S == 4096
+
+
 def test_string_with_yarn_beyond_L_follows_the_repositorys_qwen2_rule():
     """HKUNLP/STRING ruler/test_ruler_qwen2.py: shifted_offset = int(r·N), yarn_factor = (N / L)·(1 - r),
     attention scaled by 0.1·ln 2 + 1 (string_for_qwen2.py); Qwen2: L = 32768, N = 131072, r = 0.33."""
