@@ -322,6 +322,12 @@ class Warmup:
         """(rows, window) runs over the stage's ``rows`` rows in training order."""
         if self.start > L:
             raise FreqlabError(f"warmup: start {self.start} is larger than the window L = {L}")
+        if L % self.multiple:  # DeepSpeed's rounded-down window then stays below L past the warm-up, still ramping
+            raise FreqlabError(
+                f"warmup: multiple {self.multiple} does not divide the window L = {L}: DeepSpeed's fixed_linear "
+                "rounds the window down to a multiple, so it stays below L and keeps growing after the warm-up; "
+                "freqlab does not model that: make L a multiple of multiple (its difficulty_step)"
+            )
         steps = -(-rows // self.batch)
         warm_steps = int(self.share * steps)
         by_step = self.window(L, warm_steps)

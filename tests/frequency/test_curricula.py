@@ -71,7 +71,7 @@ def skyladder_window(k, rows, L, growth, rate, share, start, batch, round_to):
 @given(histograms, st.integers(2, 9), st.sampled_from(ROW_REGIMES), st.sampled_from(["truncate", "rechunk"]), st.data())
 def test_warmup_matches_rows_trained_token_by_token(pairs, L, regime, rule, data):
     lengths, counts = zip(*pairs)
-    multiple = data.draw(st.sampled_from([1, 2]))
+    multiple = data.draw(st.sampled_from([m for m in (1, 2) if L % m == 0]))  # another is refused (below)
     start = data.draw(st.integers(1, L // multiple)) * multiple
     steps = data.draw(st.sampled_from(["linear", 1, 2, 3]))
     share = data.draw(st.sampled_from([Fraction(1), Fraction(1, 2), Fraction(3, 10)]))
@@ -279,6 +279,13 @@ def test_warmup_windows_stay_exact_when_steps_times_L_exceed_int64():
     at = Warmup(64, Fraction(1)).window(L, warm_steps)
     steps = np.array([0, 1 << 20, (1 << 39) + 7, warm_steps - 1])
     assert at(steps).tolist() == [(64 * warm_steps + (L - 64) * (int(s) + 1)) // warm_steps for s in steps]
+
+
+def test_a_warmup_multiple_that_does_not_divide_L_is_refused():
+    """DeepSpeed rounds its window down to difficulty_step: with L = 9 and step 4 it trains 8 at every step, still
+    ramping after the warm-up (its unrounded window reaches 12 at step 24), where freqlab switched to 9 at S_w."""
+    with pytest.raises(FreqlabError, match="warmup: multiple 4 does not divide the window L = 9"):
+        curriculum_from_spec({"kind": "warmup", "start": 8, "share": 0.6, "multiple": 4}).frequency([9], [10], 9)
 
 
 @pytest.mark.parametrize(("start", "L", "warm", "multiple"), [(2, 4, 4, 1), (8, 64, 10, 8), (64, 2048, 1000, 8)])
