@@ -635,7 +635,7 @@ def plan_rope_scaling(
     if attention_factor is not None and rope_type != "yarn":
         raise FreqlabError("attention_factor is a YaRN parameter")
     if attention_factor is not None:
-        check_positive(attention_factor, "attention_factor")
+        attention_factor = check_positive(attention_factor, "attention_factor")  # a float in the blocks and text
     if rope_type == "llama3":  # transformers divides by both (and by their difference)
         check_positive(low_freq_factor, "low_freq_factor")
         check_positive(high_freq_factor, "high_freq_factor")

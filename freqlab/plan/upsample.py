@@ -281,7 +281,7 @@ def plan_upsample(
     T = round(check_positive(tokens, "the token budget"))
     check_positive(tau, "tau")
     if T <= 0:
-        raise FreqlabError(f"the token budget must be positive, got {tokens}")
+        raise FreqlabError(f"the token budget must be at least 1 token, got {tokens}")
     if h.documents == 0:
         raise FreqlabError("the histogram holds no documents")
     # one stage: the same computation as a schedule
@@ -363,7 +363,12 @@ def _check_request(E, L: int, regime: str, max_upweight) -> tuple[int, Fraction 
     cap = None
     if max_upweight is not None:
         check_positive(max_upweight, "max_upweight")
-        cap = Fraction(repr(max_upweight)) if isinstance(max_upweight, float) else Fraction(max_upweight)
+        # a float's shortest decimal (0.1 is 1/10, not its binary value); numpy floats as Python's
+        cap = (
+            Fraction(repr(float(max_upweight)))
+            if isinstance(max_upweight, (float, np.floating))
+            else Fraction(max_upweight)
+        )
         if cap < 1:
             raise FreqlabError(f"max_upweight must be at least 1 (1: add nothing), got {max_upweight}")
     return int(E), cap

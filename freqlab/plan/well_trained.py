@@ -26,6 +26,7 @@ from __future__ import annotations
 import math
 import numbers
 from dataclasses import dataclass, fields
+from decimal import Decimal
 from fractions import Fraction
 from pathlib import Path
 from typing import TypedDict
@@ -33,7 +34,7 @@ from typing import TypedDict
 import numpy as np
 
 from freqlab.display import Display, Displayed
-from freqlab.errors import FreqlabError
+from freqlab.errors import FreqlabError, brief
 from freqlab.frequency import (
     DEFAULT_TAU,
     effective_length,
@@ -161,9 +162,14 @@ def check_positive(value, name: str) -> float:
     """``value`` as a float that is finite and above 0 (a budget, a threshold, a factor), else a FreqlabError naming
     it: NaN would pass every comparison as false, and a config holds none (JSON has no NaN).
     """
-    number = float(value) if isinstance(value, numbers.Real) and not isinstance(value, bool) else math.nan
+    try:
+        number = (
+            float(value) if isinstance(value, (numbers.Real, Decimal)) and not isinstance(value, bool) else math.nan
+        )
+    except OverflowError:  # an integer past any float
+        number = math.inf
     if not (number > 0 and math.isfinite(number)):
-        raise FreqlabError(f"{name} must be a finite number above 0, got {value!r}")
+        raise FreqlabError(f"{name} must be a finite number above 0, got {brief(value)}")
     return number
 
 
@@ -285,7 +291,7 @@ def well_trained_range(
             T = round(check_positive(tokens, "the token budget"))
             threshold = DEFAULT_TAU if tau is None else check_positive(tau, "tau")
             if T <= 0:
-                raise FreqlabError(f"the token budget must be positive, got {tokens}")
+                raise FreqlabError(f"the token budget must be at least 1 token, got {tokens}")
             # f_T(0) = T, so nothing is well trained when T < tau
             N = effective_length(f, T, threshold) + 1 if threshold <= T else 0
             text = (

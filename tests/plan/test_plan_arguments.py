@@ -4,6 +4,7 @@ ValueError or ZeroDivisionError, a silently truncated number, or a config transf
 
 from __future__ import annotations
 
+import numpy as np
 import pytest
 
 from freqlab import FreqlabError, LengthHistogram
@@ -19,6 +20,7 @@ from freqlab.plan.upsample import plan_upsample
 
 NAN = float("nan")
 H = LengthHistogram.from_counts([100, 3000], [90, 10])
+F = np.arange(2048, 0, -1)
 
 CASES = [
     (lambda: plan_string(2048, W=NAN), "W must be a positive integer, got nan"),
@@ -45,6 +47,11 @@ CASES = [
     (lambda: plan_rope_scaling(2048, 8192, "yarn", attention_factor=-1), "attention_factor must be a finite number"),
     (lambda: plan_rope_scaling(2048, 8192, "llama3", low_freq_factor=0.0), "low_freq_factor must be a finite number"),
     (lambda: plan_rope_scaling(2048, 8192, "llama3", high_freq_factor=NAN), "high_freq_factor must be a finite"),
+    (
+        lambda: plan_string(2048, tokens=10**400, frequency=F),
+        r"the token budget must be a finite number above 0, got 1",
+    ),
+    (lambda: plan_string(2048, tokens=0.4, frequency=F), "the token budget must be at least 1 token, got 0.4"),
 ]
 
 
@@ -52,6 +59,23 @@ CASES = [
 def test_a_value_the_argument_cannot_mean_is_named(call, message):
     with pytest.raises(FreqlabError, match=message):
         call()
+
+
+def test_numbers_of_every_numeric_type_are_taken():
+    """Checked values are used as the floats they were checked as: a Fraction attention_factor broke the plan's
+    text, numpy floats broke max_upweight's exact cap, Decimal budgets were refused."""
+    from decimal import Decimal
+    from fractions import Fraction
+
+    block = plan_rope_scaling(4096, 16384, "yarn", attention_factor=Fraction(11, 10)).config_5x
+    assert block["rope_parameters"]["attention_factor"] == 1.1
+    corpus = LengthHistogram.from_counts([100, 3000, 5000], [900, 10, 1])
+    for cap in (np.float64(4.0), np.float32(4.0), Fraction(4), 4, 4.0):  # the cap binds: 578,784,000 (None: 484.8M)
+        assert plan_upsample(corpus, 4096, 2000, 10**9, tau=3 * 10**8, max_upweight=cap).extra_tokens == 578_784_000
+    assert (
+        plan_string(2048, tokens=Decimal("1e12"), frequency=F).N_star
+        == plan_string(2048, tokens=10**12, frequency=F).N_star
+    )
 
 
 def test_a_llama3_block_with_a_zero_low_freq_factor_no_longer_reaches_transformers():
