@@ -225,6 +225,8 @@ def layout_from_config(config: dict, source: str = "config.json") -> Layout:
     opt_in = model_type in _SLIDING_OPT_IN or model_type in _SLIDING_UNMODELLED
     if opted_in is False or (opt_in and opted_in is not True):  # their use_sliding_window defaults to false
         window = None
+    elif model_type in _SLIDING_OPT_IN and "sliding_window" not in cfg:
+        window = 4096  # their config classes' default window
     elif model_type in _SLIDING_UNMODELLED and opted_in is True and types is None:
         raise FreqlabError(
             f"{where}: {model_type} with use_sliding_window: true slides layers by a rule freqlab does not model; "
@@ -268,7 +270,9 @@ def _default_layer_types(cfg, model_type, n, window, chunk, no_rope, where) -> l
     if window is None:
         return ["full_attention"] * n
     if "max_window_layers" in cfg or model_type in _SLIDING_OPT_IN:  # Qwen2: layers from max_window_layers on slide
-        default = _SLIDING_OPT_IN.get(model_type, n)  # absent: transformers' default; null: none slides
+        if model_type in _SLIDING_OPT_IN and "max_window_layers" in cfg and cfg["max_window_layers"] is None:
+            raise FreqlabError(f"{where}: max_window_layers must be an integer of at least 0, got None")
+        default = _SLIDING_OPT_IN.get(model_type, n)  # absent: transformers' default; null (another type): none
         start = cast(int, _count_key(cfg, "max_window_layers", where, default=default, least=0))
         return ["sliding_attention" if i >= start else "full_attention" for i in range(n)]
     if pattern:

@@ -178,6 +178,8 @@ def test_layouts_from_real_model_configs(config, spec):
         ({"model_type": "qwen2", "num_hidden_layers": 8, "sliding_window": 512, "use_sliding_window": True,
           "max_window_layers": 2}, "2*global+6*swa512"),
         ({"model_type": "qwen2_moe", "num_hidden_layers": 4, "sliding_window": 4096}, "4*global"),
+        ({"model_type": "qwen2", "num_hidden_layers": 100, "use_sliding_window": True}, "28*global+72*swa4K"),
+        ({"model_type": "qwen2_5_vl_text", "num_hidden_layers": 100, "use_sliding_window": True}, "80*global+20*swa4K"),
     ],
 )  # fmt: skip
 def test_qwen_configs_slide_only_when_they_opt_in_as_transformers_reads_them(config, spec):
