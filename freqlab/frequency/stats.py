@@ -398,8 +398,10 @@ def largest_reaching(
         return lo
     try:
         floor, ceiling = float(need) * (1 - 1e-9), float(need) * (1 + 1e-9)
-    except OverflowError:  # beyond any float: no count reaches it
-        return -1
+    except OverflowError:  # past any float (Python-integer counts): every position is a candidate, checked exactly
+        if prefix:
+            return next((i - 1 for i in range(values.size) if not reaches(i)), values.size - 1)
+        return next((i for i in range(values.size - 1, -1, -1) if reaches(i)), -1)
     if prefix:
         for start in range(0, values.size, _CHUNK):
             chunk = _approx(values[start : start + _CHUNK])

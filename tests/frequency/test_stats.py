@@ -92,6 +92,13 @@ def test_effective_length_walks_the_window_a_chunk_at_a_time_exactly(monkeypatch
         assert stats.largest_reaching(f, need, reaches, prefix=True) == prefix
 
 
+def test_effective_length_of_counts_past_any_float_rising_again():
+    """Python-integer counts past 1e308: the threshold tau·f(0)/T overflows a float, which read as 'nothing reaches'
+    (0 where 2 does), or an OverflowError."""
+    assert effective_length(np.array([2 * 10**308, 10**308, 2 * 10**308], dtype=object), 1, 1) == 2
+    assert effective_length(np.array([10**400, 10**400 + 1, 10**400], dtype=object), 10**300, 1) == 2
+
+
 def test_tokens_needed_inverts_effective_length():
     for i in range(4):
         T = tokens_needed(F, i, tau=150)
