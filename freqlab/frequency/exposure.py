@@ -24,6 +24,7 @@ import numpy as np
 from freqlab.errors import FreqlabError
 from freqlab.formats import ALL_SOURCES
 from freqlab.frequency.kernels import scatter_add
+from freqlab.frequency.position import refuse_megatron
 from freqlab.frequency.regimes import MAX_WINDOW, Segments, check_histogram, check_window, segments
 from freqlab.sizes import position_label
 
@@ -87,6 +88,7 @@ def exposure_histogram(lengths, counts, L: int, regime: str = "natural", *, seed
     >>> exposure_histogram([5], [1], 3).tolist()
     [2, 2, 1]
     """
+    refuse_megatron(regime)  # a bare array: it could not say it is concat's
     return segment_exposure(segments(lengths, counts, L, regime, seed=seed))
 
 

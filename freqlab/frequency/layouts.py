@@ -37,7 +37,7 @@ from freqlab.deprecation import renamed_method
 from freqlab.display import Display, Displayed, percent
 from freqlab.errors import FreqlabError
 from freqlab.frequency.kernels import pack_walk_chunked
-from freqlab.frequency.position import segment_frequency
+from freqlab.frequency.position import refuse_megatron, segment_frequency
 from freqlab.frequency.regime_table import frequency_key_numbers
 from freqlab.frequency.regimes import Segments, _natural, check_histogram, check_window, segments, stream_order
 from freqlab.frequency.stats import DEFAULT_TAU, position_at_mass, share_at_most
@@ -494,6 +494,7 @@ def layout_frequency(lengths, counts, L: int, layout, regime: str = "natural", *
     layout = read_layout(layout)
     L = check_window(L)
     lengths, counts = check_histogram(lengths, counts)
+    refuse_megatron(regime)  # its per-kind rows carry no note that they would be concat's
     base = segments(lengths, counts, L, regime, seed=seed)
     f_global = segment_frequency(base)
     out = []

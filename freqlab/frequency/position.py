@@ -103,14 +103,22 @@ def position_frequency(
     [12, 8, 4, 1]
     """
     lengths, counts, L, regime = histogram_arguments(lengths, counts, L, regime)
-    if regime == "megatron":  # a bare array cannot say it holds an approximation
-        raise FreqlabError(
-            "position_frequency cannot give the megatron regime: Megatron's windows are replayed from its indexes "
-            "(LengthHistogram.frequency(L, 'megatron', megatron=MegatronOptions(data_path=...))); from a histogram "
-            "alone they are approximated by 'concat' ('pack' with reset_attention_mask): ask for that regime"
-        )
+    refuse_megatron(regime)
     with doing(f"computing f(i) at L = {L} ({regime})"):
         return segment_frequency(segments(lengths, counts, L, regime, seed=seed))
+
+
+def refuse_megatron(regime: str) -> None:
+    """A FreqlabError for the ``megatron`` regime where the result cannot say it is an approximation (a bare array,
+    a table without notes): Megatron's windows are exact only from its indexes.
+    """
+    if regime == "megatron":
+        raise FreqlabError(
+            "the megatron regime needs Megatron's indexes to replay its windows (freqlab freq/stats with the "
+            "histogram of an .idx scan, or --data-path; in Python LengthHistogram.frequency(L, 'megatron', "
+            "megatron=MegatronOptions(data_path=...))); from a histogram alone it is approximated by concat "
+            "(pack with --reset-attention-mask): ask for that regime"
+        )
 
 
 def histogram_arguments(lengths, counts, L, regime):

@@ -15,8 +15,16 @@ HISTOGRAM_REGIMES = [r for r in REGIMES if r != "megatron"]  # what position_fre
 def test_the_megatron_regime_is_refused_where_a_bare_array_could_not_say_it_is_approximated():
     """Megatron's windows are exact only from its indexes; from a histogram segments() computes concat and says so
     (``approximation``), which an int64 array returned here could not: the function refuses, naming the way."""
-    with pytest.raises(FreqlabError, match=r"cannot give the megatron regime.*MegatronOptions\(data_path=.*'concat'"):
+    from freqlab.frequency.exposure import exposure_histogram
+    from freqlab.frequency.layouts import layout_frequency
+
+    refused = r"the megatron regime needs Megatron's indexes.*MegatronOptions\(data_path=.*approximated by concat"
+    with pytest.raises(FreqlabError, match=refused):
         position_frequency([3, 6], [2, 1], 4, "megatron")
+    with pytest.raises(FreqlabError, match=refused):  # per-kind rows and a bare exposure array: the same
+        layout_frequency([10, 300], [5, 2], 256, "swa16+global", "megatron")
+    with pytest.raises(FreqlabError, match=refused):
+        exposure_histogram([10, 300], [5, 2], 256, "megatron")
     assert segments([3, 6], [2, 1], 4, "megatron").approximation == "concat"
 
 
