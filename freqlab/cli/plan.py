@@ -297,7 +297,9 @@ def rope_command(
         # N* counts the well-trained positions 0..N*-1: a context of N* tokens, whose largest distance is the
         # effective length the other commands print (N* - 1)
         E, E_rule = (
-            (wt.N, f"predicted N*, {wt.rule} rule: positions 0..{wt.N - 1} well trained") if wt.N else (None, None)
+            (wt.N, f"predicted N*, {wt.rule} rule: positions 0..{wt.N - 1} well trained")
+            if wt.N
+            else (None, f"no position is well trained ({wt.rule} rule, N* = 0), so it is counted for L")
         )
         if not wt.N and not as_json:
             click.echo(f"note: {wt.explanation}: the critical dimension is counted for L instead")

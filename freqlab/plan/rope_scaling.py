@@ -735,7 +735,8 @@ def plan_rope_scaling(
         f"E = {E} tokens ({E_rule}), the other {d_r - crit} never completed a turn within it "
         f"(counted for L = {L}: {crit_L})."
         if effective_length is not None
-        else f"L = {L}, the other {d_r - crit} never completed a turn within it (no effective length given)."
+        else f"L = {L}, the other {d_r - crit} never completed a turn within it "
+        f"({'no effective length given' if E_rule == 'window' else E_rule})."
     )
     reasoning = (
         f"Extend L = {L} to N = {N} (s = {s:.10g}, head_dim {head_dim}, rope_theta {theta:g}). " + why + critical

@@ -409,6 +409,12 @@ def test_rope_counts_the_critical_dimension_at_the_predicted_effective_length(hi
     given = json.loads(run("plan", "rope", "--L", "2K", "--extend-to", "8K", "--effective-length", 1000, "--json")
                        .output)["plans"][0]  # fmt: skip
     assert (given["effective_length"], given["E_rule"]) == (1000, "given")
+    # a budget that trains no position: counted for L, and the reasoning says why, not "no effective length given"
+    weak = run("plan", "rope", "--hist", hist, "--L", "2K", "--tokens", "50B", "--extend-to", "8K", "--type", "yarn")
+    assert "within L = 2048, the other 46 never completed a turn within it (no position is well trained (budget" in (
+        weak.output
+    )
+    assert "no effective length given" not in weak.output
 
 
 def test_rope_prints_each_block_under_its_transformers_versions_and_the_vllm_line():
