@@ -700,12 +700,12 @@ def plan_string(
         basis = "a full window, f(i) = L - i (no corpus information)"
     reasoning = _reasoning(L, S, W, wt, S_rule, (lo, hi), within, shares, basis, given, unreachable)
     if extension is not None:
-        reasoning += " " + _extension_sentence(L, extension)
+        reasoning += " " + _extension_sentence(L, extension, wt.N if wt.rule != "default" else None)
     return StringPlan(L, S, W, wt, S_rule, (lo, hi), within, shares[0], basis, n, reasoning, tuple(notes), shares[1],
                       given, extension)  # fmt: skip
 
 
-def _extension_sentence(L: int, e: StringYarn) -> str:
+def _extension_sentence(L: int, e: StringYarn, N_star: int | None = None) -> str:
     head = (
         f"Beyond L, the STRING repository's rule ({STRING_YARN_SOURCE}, theirs, not the paper's) applies STRING to "
         f"the test length N = {e.N} with shifted_offset = int((S/L)·N) = {e.S} and YaRN with factor "
@@ -727,8 +727,11 @@ def _extension_sentence(L: int, e: StringYarn) -> str:
             "which the model never trained."
         )
     scaled = e.largest_position / e.factor
+    where = f"{scaled - (L - 1):.0f} past L - 1 = {L - 1}" if scaled > L - 1 else f"within L = {L}"
+    if N_star is not None and scaled > N_star - 1:  # the rule scales to L, not to the well-trained range
+        where += f", {scaled - (N_star - 1):.0f} past the well-trained N* - 1 = {N_star - 1}"
     return head + (
-        f"becomes {scaled:.0f} after YaRN ({'about' if scaled < L + 1 + e.W / e.factor else 'beyond'} L = {L}). "
+        f"becomes {scaled:.0f} after YaRN ({where}). Their rule scales STRING's positions to about L, whatever N*. "
         "Their patch (string_for_qwen2.py) "
         f"is written for Qwen2 (original length 32768 hard-coded) and scales attention by 0.1·ln(2) + 1 = "
         f"{STRING_YARN_ATTENTION:.4f} whatever the factor; the YaRN blocks carry that attention_factor."

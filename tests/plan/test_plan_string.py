@@ -308,6 +308,13 @@ def test_the_rule_takes_an_unrounded_shift_where_the_multiple_passes_N_star():
                 assert string_positions_used(L, plan.S_rule, 32) <= N
 
 
+def test_string_with_yarn_says_how_far_past_L_and_N_star_its_scaled_positions_reach():
+    """'becomes 2096 after YaRN (about L = 2048)' hid 48 positions past L and more past N*: the numbers now."""
+    p = plan_string(2048, given=1500, extend_to=8192)  # S = 704: N = 8192 -> S_N = 2816, factor 2.625, largest 5503
+    assert p.extension.largest_position == 5503
+    assert "becomes 2096 after YaRN (49 past L - 1 = 2047, 597 past the well-trained N* - 1 = 1499)" in p.reasoning
+
+
 def test_string_with_yarn_names_the_distances_that_pass_L():
     text = plan_string(4096, S=2048, W=128, extend_to=8192).reasoning  # r = 1/2: S_N - 1 = 4095 is within L
     assert "the shifted distances reach N - 4096 + W - 1 = 4223, 128 past L - 1 (the local window W)" in text
