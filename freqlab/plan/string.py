@@ -467,6 +467,8 @@ class StringPlan(WellTrainedBasis, Displayed):
         within = "within" if self.within_well_trained else "beyond"
         L, S = self.L, self.S
         trained = f"{within} N* - 1 = {self.N_star - 1}" if self.N_star else "no position is well trained: N* = 0"
+        if self.rule == "default":  # N* is the 2L/3 assumed, not a measure: no verdict against it
+            trained = f"N* unknown without frequency information; {self.N_star} = 2L/3 assumed"
         lines += [
             f"  largest position used max(S, L - S + W) - 1 = {self.largest_position} ({trained})",
             f"  overwritten positions i >= L - S = {L - S}: {self.overwritten_share:.2%} of position mass",
@@ -797,6 +799,8 @@ def _reasoning(L, S, W, wt: WellTrained, S_rule, bounds, within, shares, basis, 
             )
     largest = string_positions_used(L, S, W) - 1
     fits = f"{'within' if largest < wt.N else 'beyond'} the well-trained 0..{wt.N - 1}" if wt.N else "none well trained"
+    if wt.rule == "default":
+        fits = "no frequency information says which are well trained"
     tail = (
         f"STRING drops the distances >= L - S = {L - S} and uses positions 0..{largest} instead ({fits}), with local "
         f"window W = {W} (W >= 32 and W << S, Fig. 7). Under {basis}, "

@@ -511,7 +511,7 @@ def test_a_base_not_given_is_said_in_a_note_for_the_yarn_and_rope_blocks():
             and '"rope_theta": 10000.0' in (assumed.output)
         )
         given = run(*args, "--extend-to", "128K", "--rope-theta", "1e6")
-        assert "assumed" not in given.output and '"rope_theta": 1000000.0' in given.output
+        assert BASE_ASSUMED not in given.output and '"rope_theta": 1000000.0' in given.output
 
 
 def test_rope_refuses_an_effective_length_beyond_the_training_window():

@@ -145,6 +145,14 @@ def test_default_without_frequency_is_L_over_3_rounded_up():
     assert p.overwritten_share == pytest.approx(43712 * 43713 / (131072 * 131073))
 
 
+def test_the_default_plan_gives_no_verdict_against_an_assumed_N_star():
+    """Without frequency information N* = 2L/3 is assumed: the default S = L/3 rounded up uses positions past it
+    (21951 against 21844 at 32K), and the plan flagged its own recommendation as 'beyond N*'."""
+    p = plan_string(32768)
+    assert "N* unknown without frequency information; 21845 = 2L/3 assumed" in p.report()
+    assert "beyond the well-trained" not in p.reasoning and "beyond N*" not in p.report()
+
+
 @pytest.mark.parametrize("L", [2048, 4096, 8192, 32768, 131072, 1000, 300, 100])
 def test_default_never_leaves_the_papers_range(L):
     """Sec. 4.1: L/3 <= S <= L/2 and "We set S = L/3". Rounding to 64 must not go below L/3."""
