@@ -471,7 +471,8 @@ class StringPlan(WellTrainedBasis, Displayed):
             trained = f"N* unknown without frequency information; {self.N_star} = 2L/3 assumed"
         lines += [
             f"  largest position used max(S, L - S + W) - 1 = {self.largest_position} ({trained})",
-            f"  overwritten positions i >= L - S = {L - S}: {self.overwritten_share:.2%} of position mass",
+            f"  overwritten positions i >= L - S = {L - S}: {self.overwritten_share:.2%} of position mass"
+            + (f" ({L - S}..{S - 1} still used by the distances below S)" if S > L - S else ""),
             f"  never-used positions i >= max(S, L - S + W) = {self.largest_position + 1}: {self.unused_share:.2%} "
             "of position mass "
             "(as `plot string-usage` shades)",
@@ -801,9 +802,14 @@ def _reasoning(L, S, W, wt: WellTrained, S_rule, bounds, within, shares, basis, 
     fits = f"{'within' if largest < wt.N else 'beyond'} the well-trained 0..{wt.N - 1}" if wt.N else "none well trained"
     if wt.rule == "default":
         fits = "no frequency information says which are well trained"
+    moved = (
+        f"STRING drops the distances >= L - S = {L - S} and uses positions 0..{largest} instead ({fits})"
+        if S <= L - S
+        else f"STRING moves the distances >= S = {S} to r - S + W; those from L - S = {L - S} to S - 1 keep their "
+        f"positions, so it uses positions 0..{largest} ({fits})"  # a given S past L/2
+    )
     tail = (
-        f"STRING drops the distances >= L - S = {L - S} and uses positions 0..{largest} instead ({fits}), with local "
-        f"window W = {W} (W >= 32 and W << S, Fig. 7). Under {basis}, "
+        f"{moved}, with local window W = {W} (W >= 32 and W << S, Fig. 7). Under {basis}, "
         f"positions >= L - S = {L - S} (overwritten) carried {shares[0]:.2%} of all position occurrences, and "
         f"positions >= max(S, L - S + W) = {largest + 1} (never used after STRING) {shares[1]:.2%}."
     )

@@ -323,6 +323,15 @@ def test_string_with_yarn_says_how_far_past_L_and_N_star_its_scaled_positions_re
     assert "becomes 2096 after YaRN (49 past L - 1 = 2047, 597 past the well-trained N* - 1 = 1499)" in p.reasoning
 
 
+def test_a_given_shift_past_half_the_window_says_which_distances_keep_their_positions():
+    """S = 1200 at L = 2048: distances 848..1199 are below S and keep their positions (Eq. 4); the plan said STRING
+    'drops the distances >= L - S = 848'."""
+    p = plan_string(2048, S=1200)
+    assert "STRING moves the distances >= S = 1200 to r - S + W; those from L - S = 848 to S - 1 keep" in p.reasoning
+    assert "drops the distances" not in p.reasoning
+    assert "i >= L - S = 848" in p.report() and "(848..1199 still used by the distances below S)" in p.report()
+
+
 def test_string_with_yarn_names_the_distances_that_pass_L():
     text = plan_string(4096, S=2048, W=128, extend_to=8192).reasoning  # r = 1/2: S_N - 1 = 4095 is within L
     assert "the shifted distances reach N - 4096 + W - 1 = 4223, 128 past L - 1 (the local window W)" in text
