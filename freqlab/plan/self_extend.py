@@ -538,8 +538,9 @@ def plan_self_extend(
         f"Training window L = {L}, target N = {N}. Well-trained range ({wt.rule} rule): {wt.explanation}, "
         f"so N* = {N_star}. Selection rule (the Self-Extend maintainers' rule of thumb and llama.cpp's "
         f"divisibility requirement, not the paper's): the smallest group size whose grouped positions for N "
-        f"tokens stay within N* is G = {G}, with the largest neighbour window divisible by G in [{lo}, {hi}], "
-        f"w_n = {w_n}: w_n + (N - w_n)/G = {check.rule_of_thumb:.0f} <= {N_star}; the largest position used is "
+        f"tokens stay within N* is G = {G}, with the largest neighbour window divisible by G in [{lo}, {hi}] that "
+        f"keeps them there, w_n = {w_n}: w_n + (N - w_n)/G = {check.rule_of_thumb:.0f} <= {N_star}; the largest "
+        "position used is "
         f"{check.largest_position} < L, and this setting reaches up to (L - w_n)·G + w_n = "
         f"{check.max_length} tokens (Eq. 8). "
         + _guess_sentence(wt.rule, guesses)

@@ -190,3 +190,11 @@ def test_largest_window_helper():
     assert largest_window(4096, 16384, 2730, 2) == -1
     assert largest_window(4096, 16384, 2730, 1) == -1
     assert largest_window(7, 10, 7, 2) == 4  # Fig. 3: w_n = 4 is the largest for N = 10
+
+
+def test_the_reasoning_says_the_window_is_the_largest_that_keeps_the_positions_within_N_star():
+    """G = 8 at 2K -> 8K: 512 is divisible by 8 and inside [256, 512], but 512 + 7680/8 = 1472 > N* = 1365; the
+    reasoning called 384 'the largest neighbour window divisible by G' without the condition that rules 512 out."""
+    p = plan_self_extend(2048, 8192)
+    assert (p.G, p.w_n, p.N_star) == (8, 384, 1365)
+    assert "the largest neighbour window divisible by G in [256, 512] that keeps them there, w_n = 384" in p.reasoning
