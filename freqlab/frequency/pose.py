@@ -155,7 +155,8 @@ class Pose:
     def frequency(self, lengths, counts, L: int, regime: str = "truncate", seed: int = 0) -> ExactFrequency:
         """E[f](d), 0 <= d < target, over PoSE's skip sampler, exactly (``replay: true``: one seeded replay).
 
-        ``regime`` is not used: PoSE trains one row per document, its first min(n, L) tokens' worth.
+        ``regime`` is not used: PoSE trains one row per document, its first min(n, L) tokens' worth; the rest of
+        each document is ``dropped_tokens``.
         """
         if self.replayed:
             return self.replay(lengths, counts, L, seed)
@@ -193,8 +194,8 @@ class Pose:
             for e, coefficient in pose_numerator(r, target).items():
                 if e < target and coefficient:
                     impulses[e] += weight * coefficient
-        note = f"PoSE position-id differences up to {target} (expectation over the skip sampler)"
-        return ExactFrequency(_summed(impulses, 4), denominator, note=note).reduced()
+        note = f"PoSE position-id differences up to {target} (expectation over the skip sampler){_ROWS}"
+        return ExactFrequency(_summed(impulses, 4), denominator, _untrained(lengths, counts, L), note).reduced()
 
     def replay(self, lengths, counts, L: int, seed: int = 0) -> ExactFrequency:
         """f of one draw of PoSE's sampler: documents in the seeded stream order, ``random.Random(seed)`` drawing
@@ -218,8 +219,16 @@ class Pose:
         values = np.concatenate([a + b, -(a + b + 2), one, one, one, -one, -one, one])
         keep = index < target
         impulses = scatter_add(target, index[keep], values[keep])
-        note = f"PoSE position-id differences up to {target} (one seeded replay, seed {seed})"
-        return ExactFrequency(_summed(impulses, 2), note=note)
+        note = f"PoSE position-id differences up to {target} (one seeded replay, seed {seed}){_ROWS}"
+        return ExactFrequency(_summed(impulses, 2), 1, _untrained(lengths, counts, L), note)
+
+
+_ROWS = "; one row per document, its first min(n, L) tokens: the stage's regime is not used"
+
+
+def _untrained(lengths: np.ndarray, counts: np.ndarray, L: int) -> int:
+    """Tokens no PoSE row trains: each document's beyond its row of min(n, L)."""
+    return sum(c * (n - L) for n, c in zip(lengths.tolist(), counts.tolist()) if n > L)
 
 
 @dataclass(frozen=True)

@@ -145,3 +145,12 @@ def test_a_huge_pose_factor_is_refused_in_one_short_line():
 def test_an_unknown_rotary_method_is_one_line_naming_the_choices():
     with pytest.raises(FreqlabError, match=r"method.*one of pi, yarn"):
         position_ids_from_spec({"kind": "pose", "target": 6, "method": "bogus"})
+
+
+@pytest.mark.parametrize("replay", [False, True])
+def test_pose_counts_the_tokens_beyond_each_documents_row_as_dropped(replay):
+    """One row per document, its first min(n, L) tokens: a 10-token document at L = 4 trains 4 and leaves 6, which
+    were not counted anywhere (tokens 10, dropped 0 for 16 tokens read); the regime is said to be unused."""
+    f = position_ids_from_spec({"kind": "pose", "target": 8, "replay": replay}).frequency([10, 3], [1, 2], 4, "concat")
+    assert (f.tokens, f.dropped_tokens) == (4 + 3 + 3, 6)
+    assert "the stage's regime is not used" in f.note
