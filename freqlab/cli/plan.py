@@ -265,8 +265,9 @@ def rope_command(
 ):  # fmt: skip
     """RoPE-scaling config blocks, labelled by transformers version (4.x `rope_scaling`, 5.x `rope_parameters`).
 
-    With --hist (or --schedule) the critical dimension is counted for the predicted effective length N*
-    (dimensions whose period 2π·b^(2j/d) exceeds it never completed a turn within it).
+    With --hist (or --schedule) the critical dimension is counted for a context of N* tokens, the predicted
+    well-trained positions 0..N*-1 (the effective length is N* - 1; dimensions whose period 2π·b^(2j/d) exceeds
+    N* never completed a turn within it).
 
     \b
     Examples:

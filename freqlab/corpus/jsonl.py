@@ -327,7 +327,7 @@ def _json_error(raw: bytes) -> str:
     try:
         json.loads(raw.decode("utf-8").rstrip("\r\n"))  # the line's own end, not a column on a line after it
     except json.JSONDecodeError as exc:
-        return f"{exc.msg} at column {exc.colno}"
+        return f"{exc.msg}: column {exc.colno}"
     except RecursionError:
         return "nested too deeply"
     except ValueError as exc:  # a number too long to convert, ...

@@ -571,6 +571,8 @@ class ScheduleFrequency:
             assumed = f"  [assumed: {', '.join(stage['assumed'])}]" if stage.get("assumed") else ""
             after = ", ".join(f"{k} {v}" for k, v in stage["effective_length_after"].items())
             alone = "alone" if stage["full_attention"] else "alone (of full attention, no layer here)"
+            if stage["effective_length_alone"] == 0 and stage["tokens"] < tau:  # f_T(0) = T: no position reaches tau
+                alone += f" (its {human_count(stage['tokens'])} tokens < τ)"
             lines.append(
                 f"  {printable(stage['name']):<16} L={stage['L']:<7} {human_count(stage['tokens']):>7} tokens  "
                 f"{stage['regime']:<8}  effective length {alone}: {stage['effective_length_alone']}; after it: {after}"

@@ -301,6 +301,16 @@ def test_a_pose_expectation_past_what_a_float_holds_is_scaled_without_overflow()
     assert "effective length" in result.report()
 
 
+def test_a_stage_whose_tokens_are_below_tau_says_why_its_effective_length_is_0():
+    schedule = parse_schedule(
+        {"stages": [{"name": "short", "L": 8, "tokens": 50}, {"name": "long", "L": 8, "tokens": 500}], "tau": 100},
+        histogram=LengthHistogram.from_counts([8], [1], corpus="toy"),
+    )
+    lines = schedule_frequency(schedule).report().splitlines()
+    assert "effective length alone (its 50 tokens < τ): 0" in next(line for line in lines if "short" in line)
+    assert "< τ" not in next(line for line in lines if " long " in line)
+
+
 def test_a_pose_stage_beyond_int64_keeps_its_exact_expectation(tmp_path):
     """PoSE on a large corpus gives an expectation whose numerator passes 2^63: kept as Python integers, F(i) is the
     exact T · f(i) / f(0) at every position (it was float64, off in the last digits at 22 of 23 positions)."""
