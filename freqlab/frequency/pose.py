@@ -226,9 +226,9 @@ class Pose:
 _ROWS = "; one row per document, its first min(n, L) tokens: the stage's regime is not used"
 
 
-def _untrained(lengths: np.ndarray, counts: np.ndarray, L: int) -> int:
+def _untrained(lengths: np.ndarray, counts: np.ndarray, L: int) -> Fraction:
     """Tokens no PoSE row trains: each document's beyond its row of min(n, L)."""
-    return sum(c * (n - L) for n, c in zip(lengths.tolist(), counts.tolist()) if n > L)
+    return Fraction(sum(c * (n - L) for n, c in zip(lengths.tolist(), counts.tolist()) if n > L))
 
 
 @dataclass(frozen=True)
