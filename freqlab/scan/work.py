@@ -297,7 +297,9 @@ def count_shard(
     ``""`` is an empty document. A file that fails while being read
     (:class:`freqlab.corpus.base.UnreadableFile`) gives its error, or one ``unreadable-file`` skip and none of the
     shard's documents: a gzip CRC or zstd checksum that fails at the end vouches for none of the bytes before it,
-    which were already parsed (a flipped byte in a stored block is a wrong document, not a bad record). A file that
+    which were already parsed (a flipped byte in a stored block is a wrong document, not a bad record); under
+    ``max_docs`` / ``max_tokens`` the documents read before it count, and it is one record after them, so that the
+    ledger's cut in shard order is the same whatever the worker count. A file that
     changed while the shard was read (its identity is checked after the read too) likewise: its documents would
     mix two versions. Blank JSON-lines lines are no documents: they
     are counted in ``blank_lines``. Texts are tokenized ``batch_size`` at a time with ``counter.count``. A
@@ -596,9 +598,7 @@ def _count_texts(
                     elif reason == NON_STRING_TEXT:  # a builder's type guessing may have made it
                         part.error += getattr(shard, "non_string_note", "")
                 return
-            if reason == UNREADABLE_FILE:  # its documents are not kept (count_shard): the bytes before are unvouched
-                if flush(last=True):  # ... unless the shard's cap is reached before the failure, as in raise mode
-                    return
+            if reason == UNREADABLE_FILE and _uncapped(options):  # none of its documents kept (count_shard)
                 tally.failed = doc.where
             code = tally.reason(reason)
         elif doc.text == "":
@@ -676,7 +676,18 @@ def _count_lengths(shard, options: ShardOptions, tally: _Tally, sampler: Sampler
         if options.on_error == "raise":
             part.error = str(exc)
             return
-        tally.failed = str(exc)
+        if _uncapped(options):
+            tally.failed = str(exc)
+        else:
+            tally.add(np.array([tally.reason(UNREADABLE_FILE)], np.int64), 0, index)
+
+
+def _uncapped(options: ShardOptions) -> bool:
+    """Whether a failed file's documents can be left out: only without --max-docs / --max-tokens, whose cut in
+    shard order (the ledger's, after the workers) must see the same documents whatever the worker count: a capped
+    scan counts those read before the failure, and the failure as one record.
+    """
+    return options.max_docs is None and options.max_tokens is None
 
 
 class CountJob:

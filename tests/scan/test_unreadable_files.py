@@ -113,9 +113,12 @@ def test_a_limit_reached_before_the_unreadable_file_does_not_raise(broken_dir):
         assert_same_histogram(skipped.histogram, raised.histogram)
     with pytest.raises(FreqlabError, match=r"cut\.jsonl\.zst: cannot read"):
         run(folder, max_docs=kept + 1)
-    skipped = run(folder, max_docs=kept + 2, on_error="skip")  # the cut file is one skip, its documents not counted
-    assert skipped.summary["documents"]["skipped"] == {"unreadable-file": 1}
-    assert skipped.summary["documents"]["tokenized"] == 10  # good.jsonl's, whole: the cap is not reached
+    # capped: the documents before the failure count and the failure is one record (the ledger cuts in shard order,
+    # after the workers, so the same documents whatever the worker count)
+    for workers in (1, 2):
+        skipped = run(folder, max_docs=kept + 2, on_error="skip", workers=workers)
+        assert skipped.summary["documents"]["skipped"] == {"unreadable-file": 1}
+        assert skipped.summary["documents"]["tokenized"] == kept + 1
 
 
 def test_resume_treats_a_shard_ended_by_an_unreadable_file_as_finished(broken_dir, tmp_path):
@@ -184,3 +187,23 @@ def test_a_file_whose_checksum_fails_at_the_end_counts_none_of_the_documents_bef
         expected.lengths.tolist(),
         expected.counts.tolist(),
     )
+
+
+def test_a_capped_skip_scan_is_the_same_whatever_the_worker_count(tmp_path, texts):
+    """a (3 documents), b.jsonl.gz (4, its CRC failing at the end), c (10), --max-docs 5: the first 5 documents in
+    shard order are a's 3 and b's first 2, with skip as with raise. Dropping b's documents in its worker made 2
+    workers count c's first document instead (the cap is the ledger's, applied after the workers)."""
+    import gzip
+
+    folder = tmp_path / "data"
+    folder.mkdir()
+    write_slimpajama(folder / "a.jsonl", [(t, LABEL) for t in texts[:3]])
+    data = bytearray(gzip.compress(jsonl(texts[3:7]), compresslevel=0))
+    data[-8] ^= 0xFF  # the CRC
+    (folder / "b.jsonl.gz").write_bytes(bytes(data))
+    write_slimpajama(folder / "c.jsonl", [(t, LABEL) for t in texts[7:17]])
+    raised = run(folder, max_docs=5)
+    for workers in (1, 2):
+        skipped = run(folder, max_docs=5, on_error="skip", workers=workers)
+        assert skipped.summary["documents"] == raised.summary["documents"]
+        assert_same_histogram(skipped.histogram, raised.histogram)
