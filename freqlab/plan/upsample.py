@@ -410,8 +410,15 @@ def _by_contribution(h, f, L, E, regime, stage_tokens, gap, cap) -> tuple[list[U
 
 def _plan(sf: ScheduleFrequency, histograms: list[LengthHistogram], E, tau, long_lengths, max_upweight, seed: int):
     stages = sf.schedule.stages
-    k = max(j for j, stage in enumerate(stages) if sf.window == stage.L)  # receives the documents
-    stage, h, L, regime = stages[k], histograms[k], sf.window, stages[k].regime
+    longest = max(stage.L for stage in stages)  # sf.window may be a PoSE stage's target, past every L
+    k = max(j for j, stage in enumerate(stages) if longest == stage.L)  # receives the documents
+    stage, h, L, regime = stages[k], histograms[k], longest, stages[k].regime
+    if stage.position_ids is not None or stage.curriculum is not None:
+        raise FreqlabError(
+            f"stage {stage.name!r}, the last of the longest window ({L}), would receive the documents, but its "
+            "rows are not the regime's (position_ids or a curriculum): plan upsample ranks documents by what they "
+            "give a stage of the regime's rows; give a schedule whose last longest-window stage is one"
+        )
     E, cap = _check_request(E, L, regime, max_upweight)
     check_positive(tau, "tau")
     f = sf.frequencies[k]
@@ -498,6 +505,12 @@ def _plan(sf: ScheduleFrequency, histograms: list[LengthHistogram], E, tau, long
     helps = up_tokens > 0 and b / a >= UPSAMPLING_HELPS if a else up_tokens > 0
     current_eff = sf.effective_length(tau)
     verdict = _verdict(gap, a, b, best, ceiling, helps, options, T)
+    if regime == "pack" and gap > 0:  # packed at random offsets, a document trains E less than at a row's start
+        verdict += (
+            " Under pack these are lower bounds: each added document is counted as if it started a row, so the mix "
+            "may fall short of tau (packed at random offsets, a document reaches E less often); the natural "
+            "regime's plan is what they are exact for."
+        )
     reasoning = _reasoning(
         sf,
         stage,
