@@ -349,9 +349,12 @@ def point_from_record(
         raise FreqlabError(f"{where}: no histogram (a column hist or --hist) to evaluate f_T(E)")
     # the point's own hist is relative to its file's folder; --hist, given on the command line, to the working one
     hist_path = Path(own) if own is not None else Path(hist)
-    if own is not None and base is not None and not hist_path.is_absolute() and (base / hist_path).exists():
+    if own is not None and base is not None and not hist_path.is_absolute():  # never the working folder's instead
         hist_path = base / hist_path
-    h = as_histogram(hist_path)
+    try:
+        h = as_histogram(hist_path)
+    except FreqlabError as exc:  # a missing or bad file: named with the point
+        raise FreqlabError(f"{where}: {exc}") from None
     try:
         f = position_frequency(h.lengths, h.counts, int(window), row.get("regime") or regime)
     except FreqlabError as exc:  # an unknown regime, a window past 2^30: named with the point

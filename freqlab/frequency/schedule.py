@@ -309,6 +309,9 @@ def load_preset(name: str, *, histogram=None, weights: str | None = None) -> Sch
     return parse_schedule(presets[name], source=f"preset {name}", histogram=histogram, weights=weights)
 
 
+_MIXTURE_SUFFIXES = (".yaml", ".yml", ".json")
+
+
 def _weights(base: Path, value) -> str | None:
     """A stage's weights as text: ``SOURCE=W,...``, a preset, or a mixture file (relative to the schedule file)."""
     if value is None:
@@ -317,7 +320,13 @@ def _weights(base: Path, value) -> str | None:
         return ",".join(f"{source}={weight}" for source, weight in value.items())
     text = str(value)
     candidate = _relative(base, text)
-    return str(candidate) if "=" not in text and candidate is not None and candidate.is_file() else text
+    if "=" not in text and candidate is not None and (candidate.is_file() or text.endswith(_MIXTURE_SUFFIXES)):
+        if not candidate.is_file():  # next to the schedule, never the working folder's of that name
+            raise FreqlabError(
+                f"{candidate}: no such mixture file (a stage's weights file is relative to its schedule)"
+            )
+        return str(candidate)
+    return text
 
 
 def stage_histogram(stage: Stage, cache: dict | None = None):
@@ -343,7 +352,6 @@ def stage_histogram(stage: Stage, cache: dict | None = None):
 def _relative(base: Path, value) -> Path | None:
     if value is None or hasattr(value, "lengths"):  # none, or a LengthHistogram given as the default
         return value
-        return None
     path = Path(expand_home(str(value)))
     return path if path.is_absolute() else base / path
 

@@ -65,7 +65,7 @@ def test_the_bootstrap_interval_brackets_the_estimate_and_is_reproducible():
     assert calibrate(points).bootstrap == fit.bootstrap
 
 
-def test_records_from_csv_and_json(tmp_path):
+def test_records_from_csv_and_json(tmp_path, monkeypatch):
     LengthHistogram.from_counts([L], [1000]).to_parquet(tmp_path / "h.parquet")
     (tmp_path / "runs.csv").write_text(
         "label,tokens,effective_length,next_length\nstep 1,1T,1280,1408\nstep 2,4T,1792,1920\n"
@@ -78,6 +78,12 @@ def test_records_from_csv_and_json(tmp_path):
     assert own.tau == 375 * 10**9
     with pytest.raises(FreqlabError, match=r"h\.parquet: no such histogram file"):
         point_from_record(rows[0], hist="h.parquet", L=L, base=tmp_path)
+    # missing next to the file, present in the working folder: never read from there (a tau of another histogram)
+    elsewhere = tmp_path / "runs"
+    elsewhere.mkdir()
+    monkeypatch.chdir(tmp_path)  # holds an h.parquet
+    with pytest.raises(FreqlabError, match=r"line 2: .*runs/h\.parquet: no such histogram file"):
+        point_from_record({**rows[0], "hist": "h.parquet"}, L=L, base=elsewhere)
     (tmp_path / "runs.json").write_text(json.dumps({"points": [{"effective_length": 1280, "occurrences": "100B"}]}))
     (point,) = [point_from_record(r) for r in read_records(tmp_path / "runs.json")]
     assert (point.tau, point.tau_low) == (100e9, 100e9)

@@ -358,3 +358,24 @@ def test_schedule_texts_of_the_wrong_type_are_one_line_naming_the_file(tmp_path,
     unnamed = {**good, "stages": [{"name": "stage-2", "L": 8, "tokens": 10}, {"L": 8, "tokens": 10}]}
     with pytest.raises(FreqlabError, match=r"stage 2: its default name \(give it a name\) 'stage-2'"):
         parse_schedule(unnamed, source="s")
+
+
+def test_a_stages_weights_file_is_read_next_to_the_schedule_never_from_the_working_folder(tmp_path, monkeypatch):
+    """weights: mix.yaml, missing beside the schedule: the working folder's mix.yaml was applied without a word."""
+    from freqlab.histogram import combine_sources
+
+    (tmp_path / "sch").mkdir()
+    parts = {
+        "a": LengthHistogram.from_counts([100, 3000], [50, 5]),
+        "b": LengthHistogram.from_counts([200, 6000], [40, 2]),
+    }
+    combine_sources(parts).to_parquet(tmp_path / "sch" / "src.parquet")
+    (tmp_path / "sch" / "s.yaml").write_text(
+        "histogram: src.parquet\nstages:\n  - {name: s, L: 2048, tokens: 1T, weights: mix.yaml}\n"
+    )
+    (tmp_path / "mix.yaml").write_text("unit: epochs\nweights: {a: 1, b: 9}\n")
+    monkeypatch.chdir(tmp_path)
+    with pytest.raises(FreqlabError, match=r"sch/mix\.yaml: no such mixture file"):
+        schedule_frequency(load_schedule("sch/s.yaml"))
+    (tmp_path / "sch" / "mix.yaml").write_text("unit: epochs\nweights: {a: 1, b: 9}\n")
+    assert schedule_frequency(load_schedule("sch/s.yaml")).effective_length() > 0
