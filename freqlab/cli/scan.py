@@ -28,6 +28,7 @@ from freqlab.cli.options import (
     window_option,
 )
 from freqlab.errors import FreqlabError, exit_status, interrupt_of
+from freqlab.frequency.position import refuse_megatron
 from freqlab.paths import printable, shown
 from freqlab.scan import (
     DEFAULT_BATCH_SIZE,
@@ -316,6 +317,8 @@ def scan_command(
             resume=resume,
             progress=False if quiet else None,
         )
+        if plot:  # the figures after Fig. 1 use the first regime: refused before the scan, not after it
+            refuse_megatron(regimes[0])
         megatron = None
         if "megatron" in regimes:
             megatron = megatron_settings(

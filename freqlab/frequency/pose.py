@@ -53,7 +53,7 @@ from freqlab.errors import FreqlabError
 from freqlab.frequency.curricula import Spec
 from freqlab.frequency.exact import INT64_LIMIT, ExactFrequency
 from freqlab.frequency.kernels import scatter_add
-from freqlab.frequency.position import segment_frequency
+from freqlab.frequency.position import refuse_megatron, segment_frequency
 from freqlab.frequency.regimes import check_histogram, check_window, exact_dot, segments, stream_order
 from freqlab.resources import available_memory, require_memory
 from freqlab.sizes import MAX_POSITIONS
@@ -243,6 +243,7 @@ class Scaled:
 
     def frequency(self, lengths, counts, L: int, regime: str = "natural", seed: int = 0) -> ExactFrequency:
         """The regime's exact f over position-id differences (token distances, not divided by ``factor``)."""
+        refuse_megatron(regime)  # its note could not say the rows are concat's
         f = segment_frequency(segments(lengths, counts, L, regime, seed=seed))
         note = f"{self.method.upper()} x{self.factor}: f over token distances on the original position scale"
         return ExactFrequency(f, note=note)

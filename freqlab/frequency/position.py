@@ -114,10 +114,10 @@ def refuse_megatron(regime: str) -> None:
     """
     if regime == "megatron":
         raise FreqlabError(
-            "the megatron regime needs Megatron's indexes to replay its windows (freqlab freq/stats with the "
-            "histogram of an .idx scan, or --data-path; in Python LengthHistogram.frequency(L, 'megatron', "
-            "megatron=MegatronOptions(data_path=...))); from a histogram alone it is approximated by concat "
-            "(pack with --reset-attention-mask): ask for that regime"
+            "the megatron regime is replayed from Megatron's indexes only by the rows of freqlab scan, freq and "
+            "stats (in Python LengthHistogram.frequency(L, 'megatron', megatron=MegatronOptions(data_path=...))); "
+            "here, from the histogram alone, it would be concat (pack with --reset-attention-mask): ask for that "
+            "regime"
         )
 
 

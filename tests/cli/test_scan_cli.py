@@ -428,3 +428,11 @@ def test_files_passed_over_are_named_from_the_folder_scanned_and_splits_are_said
         assert result.exit_code == 0, result.output
         assert "files      2 files (0 empty, 2 ignored: train/README.md, validation/README.md)" in result.output
     assert "files named for several splits, all read (train 1, validation 1): to read one split" in result.output
+
+
+def test_plot_with_megatron_first_is_refused_before_the_scan(tmp_path, corpus):
+    """--plot draws its window and effective-length figures under the first --regime, which cannot replay megatron:
+    the scan ran, wrote its results, then failed (exit 1)."""
+    result = invoke("--dataset", str(corpus), "--out", str(tmp_path / "o"), "--regime", "megatron", "--plot")
+    assert result.exit_code == 2 and "the megatron regime is replayed from Megatron's indexes only" in result.output
+    assert not (tmp_path / "o").exists()

@@ -154,3 +154,12 @@ def test_pose_counts_the_tokens_beyond_each_documents_row_as_dropped(replay):
     f = position_ids_from_spec({"kind": "pose", "target": 8, "replay": replay}).frequency([10, 3], [1, 2], 4, "concat")
     assert (f.tokens, f.dropped_tokens) == (4 + 3 + 3, 6)
     assert "the stage's regime is not used" in f.note
+
+
+def test_a_scaled_stage_refuses_megatron_rows_it_could_not_call_concat():
+    from freqlab.errors import FreqlabError
+
+    with pytest.raises(FreqlabError, match="the megatron regime is replayed from Megatron's indexes only"):
+        position_ids_from_spec({"kind": "scaled", "method": "yarn", "factor": 2}).frequency(
+            [10, 300], [5, 2], 512, "megatron"
+        )

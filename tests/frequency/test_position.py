@@ -18,7 +18,7 @@ def test_the_megatron_regime_is_refused_where_a_bare_array_could_not_say_it_is_a
     from freqlab.frequency.exposure import exposure_histogram
     from freqlab.frequency.layouts import layout_frequency
 
-    refused = r"the megatron regime needs Megatron's indexes.*MegatronOptions\(data_path=.*approximated by concat"
+    refused = r"the megatron regime is replayed from Megatron's indexes only.*MegatronOptions\(data_path=.*be concat"
     with pytest.raises(FreqlabError, match=refused):
         position_frequency([3, 6], [2, 1], 4, "megatron")
     with pytest.raises(FreqlabError, match=refused):  # per-kind rows and a bare exposure array: the same
