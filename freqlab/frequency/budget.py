@@ -76,5 +76,5 @@ def budget_note(
             return text + f"; no budget trains i = {position} (no segment is longer)"
         reach, reach_needed = longest
         text += f"; no budget trains i = {position} (no segment is longer than {reach + 1:,} tokens)"
-        return text + f"; T >= {human_count(reach_needed)} tokens trains i <= {reach}"
-    return text + f"; T >= {human_count(needed)} tokens trains i <= {position}"
+        return text + f"; T >= {human_count(reach_needed, up=True)} tokens trains i <= {reach}"
+    return text + f"; T >= {human_count(needed, up=True)} tokens trains i <= {position}"

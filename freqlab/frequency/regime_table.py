@@ -246,9 +246,8 @@ def describe(row: dict, *, detail: bool = False) -> str:
     if detail:
         mass = row["position_at_mass"]
         needed = row["tokens_needed_at_half"]
-        budget = (
-            f"f_T({row['half']}) ≥ {human_count(row['tau'])} needs T ≥ {human_count(needed)} tokens; " if needed else ""
-        )
+        at_least = human_count(needed, up=True) if needed else ""  # a minimum: rounded up
+        budget = f"f_T({row['half']}) ≥ {human_count(row['tau'])} needs T ≥ {at_least} tokens; " if needed else ""
         line += f"\n    {budget}50% of mass at i ≤ {mass['50%']}, 90% at i ≤ {mass['90%']}"
     return line
 
@@ -306,7 +305,7 @@ def describe_string_probe(comparison: dict) -> list[str]:
     cal = comparison["calibration"]
     position = cal["position"]
     needed = ", ".join(
-        f"from T = {human_count(row['tokens'])} at L={row['L']}"
+        f"from T = {human_count(row['tokens'], up=True)} at L={row['L']}"
         if row["tokens"]
         else f"never at L={row['L']} (no segment longer than {position})"
         for row in cal["freqlab_tokens_needed"]

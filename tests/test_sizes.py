@@ -1,0 +1,26 @@
+"""freqlab.sizes: counts printed for people."""
+
+from __future__ import annotations
+
+import pytest
+
+from freqlab import LengthHistogram, position_frequency
+from freqlab.frequency import effective_length, tokens_needed
+from freqlab.sizes import human_count, parse_tokens
+
+
+@pytest.mark.parametrize("n", [304_295_942_721, 221_024_740_487, 999_600_000, 1_000, 1_234, 5e15, 100e9])
+def test_a_minimum_printed_rounded_up_is_never_below_it(n):
+    shown = human_count(n, up=True)
+    assert parse_tokens(shown) >= n and (parse_tokens(shown) - n) < n / 100
+
+
+def test_a_needed_budget_as_printed_reaches_the_position():
+    """stats printed 'f_T(1024) ≥ 100B needs T ≥ 304B tokens' (exact 304,295,942,721) and freq --tokens 304B then
+    gave an effective length of 1023: a minimum is rounded up."""
+    h = LengthHistogram.from_counts([100, 1300, 2000, 3000, 5000], [50, 10, 7, 3, 2])
+    f = position_frequency(h, 2048, "natural")
+    needed = tokens_needed(f, 1024, 100e9)
+    assert human_count(needed) == "304B" and human_count(needed, up=True) == "305B"
+    assert effective_length(f, parse_tokens(human_count(needed)), 100e9) == 1023
+    assert effective_length(f, parse_tokens(human_count(needed, up=True)), 100e9) >= 1024
