@@ -97,6 +97,13 @@ def point_from_frequency(
             f"{label or 'point'}: f_T(E) = {float(f_T[E]):.3g} is below one occurrence (E = {E} after {tokens:g} "
             "tokens): no tau is that small"
         )
+    if following < f_T.size and tau <= Fraction(counts[following].item()) * Fraction(tokens) / counts[0].item():
+        # ⌊f_T(E)⌋ <= f_T(E_next): that tau predicts E_next or beyond, which the measurement says failed
+        raise FreqlabError(
+            f"{label or 'point'}: no whole tau separates E = {E} from {following}: f_T(E) = {float(f_T[E]):.4g} and "
+            f"f_T({following}) = {float(f_T[following]):.4g} lie within one occurrence of each other at "
+            f"{tokens:g} tokens; a point measured after more tokens can be fitted"
+        )
     return CalibrationPoint(label, E, tau, tau_low, tokens, next_length, int(f_T.size), source)
 
 

@@ -65,6 +65,27 @@ def test_the_bootstrap_interval_brackets_the_estimate_and_is_reproducible():
     assert calibrate(points).bootstrap == fit.bootstrap
 
 
+def test_a_point_no_whole_tau_can_fit_is_refused_not_fitted_to_predict_past_it():
+    """f_T(4) = 5/3 and f_T(5) = 5/4 at 5 tokens: tau = 1 predicted 5, not the measured 4 (and the interval printed
+    [1.25, 1] inverted). Every point fitted predicts its own E exactly (checked on random small cases)."""
+    import random
+
+    from freqlab import position_frequency
+
+    f = position_frequency(LengthHistogram.from_counts([4, 8], [5, 5]), 8)
+    with pytest.raises(FreqlabError, match="no whole tau separates E = 4 from 5"):
+        point_from_frequency(f, 5, 4)
+    rng = random.Random(3)
+    for _ in range(300):
+        f = position_frequency(LengthHistogram.from_lengths([rng.randint(1, 40) for _ in range(6)]), 32)
+        tokens, E = rng.randint(1, 200), rng.randint(0, 31)
+        try:
+            point = point_from_frequency(f, tokens, E)
+        except FreqlabError:
+            continue
+        assert effective_length(f, tokens, point.tau) == E
+
+
 def test_records_from_csv_and_json(tmp_path, monkeypatch):
     LengthHistogram.from_counts([L], [1000]).to_parquet(tmp_path / "h.parquet")
     (tmp_path / "runs.csv").write_text(
