@@ -80,7 +80,8 @@ def frequency_inputs(
     The window is --L, else the schedule's longest window, else ``default_L``. A histogram's budget follows the one
     rule (--tokens, else 1T: :mod:`freqlab.frequency.budget`) unless --mass is given; the budget line is printed.
     """
-    inputs: FrequencyInputs = {"tokens": tokens, "tau": tau, "mass": mass}
+    # --mass only when given: its default (0.9) stands for the API's mass=None, which the budget rule leaves alone
+    inputs: FrequencyInputs = {"tokens": tokens, "tau": tau, "mass": mass if given_on_command_line("mass") else None}
     _refuse_options_that_set_nothing(hist, schedule)
     if schedule:
         sf = schedule_frequency(load_schedule(schedule, histogram=hist, weights=weights))

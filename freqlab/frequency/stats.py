@@ -372,7 +372,9 @@ def _approx(values: np.ndarray) -> np.ndarray:
     """float64 values, Python integers past a float's range as infinity (candidates, checked exactly after)."""
     if values.dtype != object:
         return values.astype(np.float64)
-    return np.array([math.inf if x.bit_length() > 1000 else float(x) for x in values.tolist()], dtype=np.float64)
+    # numpy integers (an object array of them) as Python ints; past a float's range: infinity
+    ints = [int(x) for x in values.tolist()]
+    return np.array([math.inf if x.bit_length() > 1000 else float(x) for x in ints], dtype=np.float64)
 
 
 def largest_reaching(
@@ -405,7 +407,7 @@ def largest_reaching(
     if prefix:
         for start in range(0, values.size, _CHUNK):
             chunk = _approx(values[start : start + _CHUNK])
-            for i in np.flatnonzero(chunk < ceiling).tolist():
+            for i in np.flatnonzero((chunk < ceiling) | np.isinf(chunk)).tolist():  # past a float: checked exactly
                 if not reaches(start + i):
                     return start + i - 1
         return values.size - 1

@@ -310,7 +310,7 @@ def check_factor(factor: float | None, L: int, N: int) -> float:
     >>> check_factor(None, 4096, 16384), check_factor(8, 4096, 16384)
     (4.0, 8.0)
     """
-    s = float(N / L if factor is None else factor)
+    s = N / L if factor is None else check_positive(factor, "the scaling factor")
     if not (s > 1.0 and math.isfinite(s)):
         raise FreqlabError(f"the scaling factor must exceed 1 and be finite, got {factor}")
     if s * L > MAX_POSITIONS:
@@ -620,7 +620,7 @@ def plan_rope_scaling(
     _ntk_exponent(head_dim)  # validates head_dim
     d_r = scaled_rotary_dims(rope_type, head_dim, partial_rotary_factor)
     prf = float(partial_rotary_factor)
-    theta = DEFAULT_ROPE_THETA if rope_theta is None else float(rope_theta)
+    theta = DEFAULT_ROPE_THETA if rope_theta is None else check_positive(rope_theta, "rope_theta")
     if not 1.0 < theta < math.inf:
         raise FreqlabError(f"rope_theta must exceed 1 and be finite, got {rope_theta}")
     check_scaled_base(rope_type, theta, s, d_r, L, N)

@@ -564,7 +564,7 @@ def string_yarn(
         raise FreqlabError(f"extend_to N = {N} is not above L = {L}")
     if ratio is not None:
         check_positive(ratio, "the shift ratio")
-    r = Fraction(S, L) if ratio is None else Fraction(ratio)
+    r = Fraction(S, L) if ratio is None else Fraction(float(ratio) if isinstance(ratio, np.floating) else ratio)
     if not 0 < r < 1:
         raise FreqlabError(f"the shift ratio must be in (0, 1), got {ratio}")
     S_N = int(float(r) * N)  # their int(shifted_ratio * N), in float64 as their script computes it
@@ -701,7 +701,7 @@ def plan_string(
         # no corpus: the full-window baseline f(i) = L - i, share of i >= x is (L - x)(L - x + 1) / (L (L + 1))
         shares = cast(tuple[float, float], tuple((L - x) * (L - x + 1) / (L * (L + 1)) for x in (L - S, unused)))
         basis = "a full window, f(i) = L - i (no corpus information)"
-    reasoning = _reasoning(L, S, W, wt, S_rule, (lo, hi), within, shares, basis, given, unreachable)
+    reasoning = _reasoning(L, S, W, wt, S_rule, (lo, hi), within, shares, basis, given, unreachable, q)
     if extension is not None:
         reasoning += " " + _extension_sentence(L, extension, wt.N if wt.rule != "default" else None)
     return StringPlan(L, S, W, wt, S_rule, (lo, hi), within, shares[0], basis, n, reasoning, tuple(notes), shares[1],
@@ -717,17 +717,16 @@ def _extension_sentence(L: int, e: StringYarn, N_star: int | None = None) -> str
     )
     if e.yarn is None and e.largest_position < L:
         return head + f"is already below L = {L}, so no YaRN is needed (factor <= 1)."
-    if e.yarn is None and e.S - 1 >= L:  # the unshifted distances below S_N pass L
+    if e.yarn is None:  # no YaRN, and STRING's positions pass L: say which distances
+        shifted_last = e.N - e.S + e.W - 1
+        past = [f"the distances below {e.S} keep their positions, up to {e.S - 1}"] if e.S - 1 >= L else []
+        if shifted_last >= L:
+            past.append(
+                f"the shifted distances reach N - {e.S} + W - 1 = {shifted_last}, {shifted_last - L + 1} past L - 1"
+            )
         return head + (
-            f"is not below L = {L}, and the factor is at most 1 (no YaRN): the distances below {e.S} keep their "
-            f"positions, up to {e.S - 1}, which the model never trained past L - 1; a shift ratio below "
-            f"L/N = {L / e.N:.4g} keeps them within L."
-        )
-    if e.yarn is None:  # the shifted ones: their local window W
-        return head + (
-            f"is not below L = {L}, and the factor is at most 1 (no YaRN): the shifted distances reach "
-            f"N - {e.S} + W - 1 = {e.N - e.S + e.W - 1}, {e.N - e.S + e.W - L} past L - 1 (the local window W), "
-            "which the model never trained."
+            f"is not below L = {L}, and the factor is at most 1 (no YaRN): {'; '.join(past)}; the model never "
+            "trained positions past L - 1."
         )
     scaled = e.largest_position / e.factor
     where = f"{scaled - (L - 1):.0f} past L - 1 = {L - 1}" if scaled > L - 1 else f"within L = {L}"
@@ -750,7 +749,9 @@ def _unreachable(L: int, W: int) -> str:
     )
 
 
-def _reasoning(L, S, W, wt: WellTrained, S_rule, bounds, within, shares, basis, given: bool, unreachable: bool) -> str:
+def _reasoning(
+    L, S, W, wt: WellTrained, S_rule, bounds, within, shares, basis, given: bool, unreachable: bool, q: int
+) -> str:
     lo, hi = bounds
     head = f"Training window L = {L}. "
     paper_range = f"the paper's range L/3 <= S <= L/2 (Sec. 4.1; {lo}..{hi} after rounding)"
@@ -775,8 +776,15 @@ def _reasoning(L, S, W, wt: WellTrained, S_rule, bounds, within, shares, basis, 
     else:
         rule = (
             f"Well-trained range ({wt.rule} rule): {wt.explanation}, so N* = {wt.N}. The frequency rule keeps every "
-            f"position STRING uses, up to L - S + W - 1, within 0..N* - 1: S = L - N* + W, rounded up, gives "
-            f"S = {S_rule} (S/L = {S_rule / L:.3f}). "
+            f"position STRING uses, up to L - S + W - 1, within 0..N* - 1: S = L - N* + W"
+            + (
+                ", rounded up, gives "
+                if S_rule != L - wt.N + W
+                else f" (not rounded: the next multiple of {q} passes N*) gives "
+                if S_rule % q
+                else " gives "
+            )
+            + f"S = {S_rule} (S/L = {S_rule / L:.3f}). "
         )
         if within:
             rule += f"This lies inside {paper_range}. "

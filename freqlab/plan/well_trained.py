@@ -167,7 +167,11 @@ def check_positive(value, name: str) -> float:
             float(value) if isinstance(value, (numbers.Real, Decimal)) and not isinstance(value, bool) else math.nan
         )
     except OverflowError:  # an integer past any float
-        number = math.inf
+        raise FreqlabError(
+            f"{name} must be a number above 0 that a float holds (below 1.8e308), got {brief(value)}"
+        ) from None
+    except ValueError:  # Decimal('sNaN')
+        number = math.nan
     if not (number > 0 and math.isfinite(number)):
         raise FreqlabError(f"{name} must be a finite number above 0, got {brief(value)}")
     return number
@@ -287,6 +291,8 @@ def well_trained_range(
             raise FreqlabError("f(0) is zero: the frequency holds no tokens")
         if np.any(np.diff(f) > 0):
             raise FreqlabError("a position frequency must be non-increasing in i")
+        if tokens is not None and mass is not None:  # as the command line: --mass takes no --tokens
+            raise FreqlabError("give tokens (the budget rule) or mass (the mass rule), not both")
         if tokens is not None:
             T = round(check_positive(tokens, "the token budget"))
             threshold = DEFAULT_TAU if tau is None else check_positive(tau, "tau")
@@ -301,7 +307,7 @@ def well_trained_range(
                 else f"with T = {T:.3g} tokens no position reaches tau = {threshold:.3g}"
             )
             return WellTrained(N, L, "budget", text, f, T, threshold, None)
-        mass = DEFAULT_MASS if mass is None else mass
+        mass = DEFAULT_MASS if mass is None else check_positive(mass, "mass")
         if not 0.0 < float(mass) < 1.0:
             raise FreqlabError(f"mass must be in (0, 1), got {mass}")
         N = position_at_mass(f, float(mass)) + 1

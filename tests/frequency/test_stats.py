@@ -247,3 +247,14 @@ def test_a_numpy_integer_budget_stays_exact():
 
     assert training_budget(np.int64(10**17 + 1)).tokens == 10**17 + 1
     assert training_budget(10**17 + 1).tokens == 10**17 + 1 and training_budget(2.5e9).tokens == 2_500_000_000
+
+
+def test_effective_length_of_numpy_integers_in_an_object_array_and_prefixes_past_floats():
+    from fractions import Fraction
+
+    from freqlab.frequency.stats import largest_reaching
+
+    assert effective_length(np.array([np.int64(10), np.int64(2), np.int64(5)], dtype=object), 10, 4) == 2
+    values = np.array([2**1010, 2**1001, 2**1012], dtype=object)  # past a float: still compared exactly
+    need = Fraction(2**1005)
+    assert largest_reaching(values, need, lambda i: values[i] >= need, prefix=True) == 0

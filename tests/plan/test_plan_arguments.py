@@ -4,6 +4,8 @@ ValueError or ZeroDivisionError, a silently truncated number, or a config transf
 
 from __future__ import annotations
 
+from decimal import Decimal
+
 import numpy as np
 import pytest
 
@@ -49,9 +51,12 @@ CASES = [
     (lambda: plan_rope_scaling(2048, 8192, "llama3", high_freq_factor=NAN), "high_freq_factor must be a finite"),
     (
         lambda: plan_string(2048, tokens=10**400, frequency=F),
-        r"the token budget must be a finite number above 0, got 1",
+        r"the token budget must be a number above 0 that a float holds",
     ),
     (lambda: plan_string(2048, tokens=0.4, frequency=F), "the token budget must be at least 1 token, got 0.4"),
+    (lambda: plan_string(2048, tokens=10**12, mass=0.8, frequency=F), "give tokens .* or mass .*, not both"),
+    (lambda: plan_string(2048, mass="0.5", frequency=F), "mass must be a finite number above 0, got '0.5'"),
+    (lambda: plan_string(2048, tokens=Decimal("sNaN"), frequency=F), "the token budget must be a finite number"),
 ]
 
 

@@ -307,6 +307,7 @@ def test_the_rule_takes_an_unrounded_shift_where_the_multiple_passes_N_star():
     p = plan_string(4096, W=100, given=2100)
     assert p.S_rule == 2096 and string_positions_used(4096, 2096, 100) - 1 == 2099
     assert "use shifted_offset = 2096" in p.reasoning and "No S keeps" not in p.reasoning
+    assert "S = L - N* + W (not rounded: the next multiple of 64 passes N*) gives S = 2096" in p.reasoning
     for L in range(300, 700, 13):
         for N in range(1, L + 1, 7):
             plan = plan_string(L, W=32, given=N)
@@ -334,8 +335,10 @@ def test_a_given_shift_past_half_the_window_says_which_distances_keep_their_posi
 
 def test_string_with_yarn_names_the_distances_that_pass_L():
     text = plan_string(4096, S=2048, W=128, extend_to=8192).reasoning  # r = 1/2: S_N - 1 = 4095 is within L
-    assert "the shifted distances reach N - 4096 + W - 1 = 4223, 128 past L - 1 (the local window W)" in text
+    assert "the shifted distances reach N - 4096 + W - 1 = 4223, 128 past L - 1;" in text
     assert "the distances below 4096 keep" not in text
+    both = plan_string(1024, S=525, W=128, extend_to=2100).reasoning  # both kinds pass L: both said
+    assert "the distances below 1076 keep their positions, up to 1075; the shifted distances reach" in both
     # their int(shifted_ratio * N) in float64: 1/3 of 12288 is 4096 there (exactly 4095.99... as a Fraction)
     assert string_yarn(4096, 1365, 128, 12288, ratio=1 / 3).S == 4096 == int(1 / 3 * 12288)
     assert string_yarn(4096, 1365, 128, 12288, ratio=Fraction(1, 3)).S == 4096
