@@ -584,14 +584,6 @@ def first_bad_line(path: str, limit: int = 1 << 28) -> int | None:
     return None
 
 
-def _starts_compressed(path: str) -> bool:
-    try:
-        with open(path, "rb") as handle:
-            return compressed_content(handle.read(4), path) is not None
-    except OSError:
-        return False  # reading it says why
-
-
 _MAX_DEFLATE_RATIO = 1032  # the most a deflate stream expands (258-byte matches of 2 bits: RFC 1951)
 _COMPRESSED_MAGIC = ((b"\x1f\x8b", "gzip", ".gz"), (b"\x28\xb5\x2f\xfd", "zstd", ".zst"))  # RFC 1952, RFC 8878
 _WHOLE_JSON_LIMIT = 64 << 20  # a file whose first line is no JSON is parsed whole, to say what it is, up to this size
@@ -610,34 +602,35 @@ def compressed_content(head: bytes, path: str) -> str | None:
     return None
 
 
-def check_json_lines(file: DataFile) -> None:
+def check_json_lines(file: DataFile) -> bool:
     """FreqlabError when a plain local file is one JSON document (a pretty-printed object or an array, such as a
     ``tokenizer.json``) rather than JSON lines, instead of a ``malformed-json`` error at line 1. Reads the first
-    line; the whole file only when that line is not JSON by itself.
+    line; the whole file only when that line is not JSON by itself. True when the file starts with gzip or zstd
+    data (:func:`compressed_content`: one part, whose read says so).
     """
     if file.remote or is_compressed(file.path) or not file.size:
-        return
+        return False
     with open(file.path, "rb") as handle:
         first = handle.readline(_BUFFER).removeprefix(_BOM)
         if compressed_content(first, file.path):
-            return  # one unreadable part (JsonlFormat.shards), not a JSON document
+            return True
         while first and first.isspace():
             first = handle.readline(_BUFFER)
     try:
         orjson.loads(first)
-        return
+        return False
     except ValueError:
         pass
     if file.size > _WHOLE_JSON_LIMIT:
-        return
+        return False
     try:
         with open(file.path, "rb") as handle:
             data = handle.read().removeprefix(_BOM)
         whole = orjson.loads(data)
     except (ValueError, OSError):
-        return  # not JSON as a whole either: its bad lines are reported as usual
+        return False  # not JSON as a whole either: its bad lines are reported as usual
     if b"\n" not in data.strip():
-        return  # one line (longer than the first read): JSON lines of one document
+        return False  # one line (longer than the first read): JSON lines of one document
     what = "one JSON array" if isinstance(whole, list) else "one JSON document"
     folder = os.path.dirname(file.path) or "."
     hint = f" (to leave it out, name the data files with a pattern, e.g. {os.path.join(folder, '*.jsonl*')!r})"
@@ -694,9 +687,8 @@ class JsonlFormat(FileFormat):
         """
         shards: list[JsonlShard] = []
         for file in files:
-            check_json_lines(file)
-            if not (file.remote or is_compressed(file.path)) and _starts_compressed(file.path):
-                shards.append(JsonlShard(file.id, file, fields))  # one part, whose read says what it holds
+            if check_json_lines(file):  # compressed data: one part, whose read says what it holds
+                shards.append(JsonlShard(file.id, file, fields))
                 continue
             if is_compressed(file.path) and (framed := frame_shards(file, fields, range_bytes)):
                 shards.extend(framed)
