@@ -279,7 +279,6 @@ def plan_upsample(
     h = as_histogram(histogram)
     L = check_window(L)
     T = round(check_positive(tokens, "the token budget"))
-    check_positive(tau, "tau")
     if T <= 0:
         raise FreqlabError(f"the token budget must be at least 1 token, got {tokens}")
     if h.documents == 0:
