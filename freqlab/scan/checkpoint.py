@@ -395,6 +395,7 @@ def _to_frame(part: ShardCount) -> tuple[pl.DataFrame, dict]:
         "blank_lines": part.blank_lines,
         "counted_by": None if part.counted_by is None else dict(sorted(part.counted_by.items())),
         "complete": part.complete,
+        "failed": part.failed,
         "documents_read": part.documents_read,
         "tokens": part.tokens,
     }
@@ -443,6 +444,7 @@ def _from_frame(frame: pl.DataFrame, header: dict) -> ShardCount:
         if isinstance(by := header.get("counted_by"), dict)
         else None,
         complete=bool(header.get("complete", True)),
+        failed=bool(header.get("failed", False)),
     )
     if "code" in frame.columns:
         labels = [None if label is None else str(label) for label in header["labels"]]

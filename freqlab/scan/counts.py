@@ -218,7 +218,10 @@ class ShardCount:
     several calls);
     ``complete``: the shard was read to its end (not stopped at a limit);
     ``error``: first bad record's message when ``on_error="raise"`` (the shard stops there and the driver
-    raises it once it knows the record is within the scan's limits).
+    raises it once it knows the record is within the scan's limits);
+    ``failed``: the shard's file failed while being read, after these documents (``on_error="skip"``: its last
+    record is that ``unreadable-file`` skip): a checksum failing at the end vouches for none of them, so the scan
+    keeps none (:func:`unvouched`) unless its limits end it before the failure (:func:`truncate`).
     """
 
     shard_id: str = ""
@@ -231,6 +234,7 @@ class ShardCount:
     complete: bool = True
     error: str | None = None
     log: DocumentLog | None = None
+    failed: bool = False
 
     @property
     def documents_read(self) -> int:
@@ -373,15 +377,27 @@ class DocumentLog:
         return codes, join(self.sources, np.int32), positions
 
 
+def unvouched(part: ShardCount) -> ShardCount:
+    """A partial whose file ``failed`` while being read, as the scan keeps it: one ``unreadable-file`` skip and none
+    of the documents read before the failure (its other counts, blank lines and sampled-out ones, neither).
+    """
+    from freqlab.corpus.base import UNREADABLE_FILE  # the corpus layer's reason name (imported here: no cycle)
+
+    return ShardCount(shard_id=part.shard_id, skipped=Counter({UNREADABLE_FILE: 1}))
+
+
 def truncate(part: ShardCount, max_docs: int | None, max_tokens: int | None) -> tuple[ShardCount, bool]:
     """The prefix of a logged partial that fits the limits, and whether the limits are now exhausted.
 
     Deterministic whatever the worker read beyond the limit: documents sampled out are counted up to the
-    last kept document, and a bad record (``error``) is kept only if it lies within the limits.
+    last kept document, a bad record (``error``) is kept only if it lies within the limits, and a file that
+    ``failed`` is :func:`unvouched` when its failure does (the limits then go on past it).
     """
     assert part.log is not None, "only a logged partial can be cut"
     codes, sources, positions = part.log.arrays()
     n = cut_point(codes, max_docs, max_tokens)
+    if part.failed and n == codes.size:  # the failure, its last record, lies within the limits
+        return unvouched(part), max_docs is not None and max_docs <= 1  # one record read, no token
     exhausted = limits_reached(codes[:n], max_docs, max_tokens)
     if n == codes.size and not exhausted:  # all of it fits (a trailing bad record, if any, too)
         return part, False

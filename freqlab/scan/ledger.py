@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from freqlab.corpus.base import UNREADABLE_FILE
 from freqlab.errors import FreqlabError
-from freqlab.scan.counts import ShardCount, truncate
+from freqlab.scan.counts import ShardCount, truncate, unvouched
 
 
 class Ledger:
@@ -26,7 +26,7 @@ class Ledger:
     def add(self, index: int, part: ShardCount) -> None:
         """Take the partial of shard ``index``; raises the first bad record's error once it is committed."""
         if not self.limited:
-            self._commit(part)
+            self._commit(unvouched(part) if part.failed else part)
             return
         self.waiting[index] = part
         while self.next in self.waiting and not self.exhausted:

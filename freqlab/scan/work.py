@@ -174,7 +174,6 @@ class _Tally:
         self.docs_left, self.tokens_left = options.max_docs, options.max_tokens
         self.on_progress = on_progress
         self.capped = False
-        self.failed: str | None = None  # the one-line message of a file that failed while being read (skip mode)
         # bytes read, for percent and ETA: as the reader's meter says, topped up to the shard's size at the end
         self.meter = ReadMeter()
         self.size = shard.size() if on_progress is not None else None
@@ -265,6 +264,14 @@ class _Tally:
         return part
 
 
+class _FailedRead(Document):
+    """The last record of a shard whose file failed while being read (a group of files' one unreadable member is a
+    plain ``unreadable-file`` record: the others still count).
+    """
+
+    __slots__ = ()
+
+
 def _documents(shard) -> Iterator[Document | list[str]]:
     """A shard's documents, with blank lines marked and runs of plain texts as lists (files only:
     :meth:`~freqlab.corpus.base.FileShard.read_runs`), and a file that fails while being read turned into one
@@ -273,7 +280,7 @@ def _documents(shard) -> Iterator[Document | list[str]]:
     try:
         yield from shard.read_runs() if isinstance(shard, FileShard) else shard.read()
     except UnreadableFile as exc:
-        yield Document(None, None, str(exc), UNREADABLE_FILE)
+        yield _FailedRead(None, None, str(exc), UNREADABLE_FILE)
 
 
 def _check_counts(lengths: np.ndarray, expected: int, what) -> np.ndarray:
@@ -295,13 +302,12 @@ def count_shard(
     :mod:`freqlab.corpus`): a bad record (``text is None``) stops the shard with its ``where: error`` message
     when ``on_error="raise"`` (the driver raises it) or is counted in ``skipped[error]`` with ``"skip"``;
     ``""`` is an empty document. A file that fails while being read
-    (:class:`freqlab.corpus.base.UnreadableFile`) gives its error, or one ``unreadable-file`` skip and none of the
-    shard's documents: a gzip CRC or zstd checksum that fails at the end vouches for none of the bytes before it,
-    which were already parsed (a flipped byte in a stored block is a wrong document, not a bad record); under
-    ``max_docs`` / ``max_tokens`` the documents read before it count, and it is one record after them, so that the
-    ledger's cut in shard order is the same whatever the worker count. A file that
-    changed while the shard was read (its identity is checked after the read too) likewise: its documents would
-    mix two versions. Blank JSON-lines lines are no documents: they
+    (:class:`freqlab.corpus.base.UnreadableFile`) gives its error, or one ``unreadable-file`` record after the
+    documents read, the partial marked ``failed``: a gzip CRC or zstd checksum that fails at the end vouches for
+    none of the bytes before it, so the ledger keeps none of them unless the scan's limits end before the failure
+    (:func:`freqlab.scan.counts.truncate`: the same documents whatever the worker count). A file that changed while
+    the shard was read (its identity is checked after the read too) gives the error, or one ``unreadable-file``
+    skip and none of the shard's documents: they would mix two versions. Blank JSON-lines lines are no documents: they
     are counted in ``blank_lines``. Texts are tokenized ``batch_size`` at a time with ``counter.count``. A
     document is empty when it has no content token (an empty text, or one a tokenizer's normalizer reduces to
     nothing); special tokens (``add_special_tokens``) are counted around every other document. Length shards
@@ -324,8 +330,6 @@ def count_shard(
                 _count_texts(shard, counter, options, tally, sampler, tokenizing)
         else:
             _count_lengths(shard, options, tally, sampler)
-    if tally.failed is not None:  # a failed checksum vouches for none of the bytes before it: none are kept
-        return _refused(shard, options, tally.failed)
     changed = _changed_since_opened(shard)
     if changed is not None:  # counts of a file that changed under the reader mix two versions: none are kept
         return _refused(shard, options, changed)
@@ -598,8 +602,10 @@ def _count_texts(
                     elif reason == NON_STRING_TEXT:  # a builder's type guessing may have made it
                         part.error += getattr(shard, "non_string_note", "")
                 return
-            if reason == UNREADABLE_FILE and _uncapped(options):  # none of its documents kept (count_shard)
-                tally.failed = doc.where
+            if doc.__class__ is _FailedRead:  # none of the documents before count, unless limits end first
+                if flush(last=True):  # this shard's cap is reached before the failure: the scan ends there
+                    return
+                part.failed = True
             code = tally.reason(reason)
         elif doc.text == "":
             code = 0
@@ -676,18 +682,8 @@ def _count_lengths(shard, options: ShardOptions, tally: _Tally, sampler: Sampler
         if options.on_error == "raise":
             part.error = str(exc)
             return
-        if _uncapped(options):
-            tally.failed = str(exc)
-        else:
-            tally.add(np.array([tally.reason(UNREADABLE_FILE)], np.int64), 0, index)
-
-
-def _uncapped(options: ShardOptions) -> bool:
-    """Whether a failed file's documents can be left out: only without --max-docs / --max-tokens, whose cut in
-    shard order (the ledger's, after the workers) must see the same documents whatever the worker count: a capped
-    scan counts those read before the failure, and the failure as one record.
-    """
-    return options.max_docs is None and options.max_tokens is None
+        part.failed = True  # as a text file's (above): the ledger keeps none of its documents
+        tally.add(np.array([tally.reason(UNREADABLE_FILE)], np.int64), 0, index)
 
 
 class CountJob:

@@ -113,12 +113,14 @@ def test_a_limit_reached_before_the_unreadable_file_does_not_raise(broken_dir):
         assert_same_histogram(skipped.histogram, raised.histogram)
     with pytest.raises(FreqlabError, match=r"cut\.jsonl\.zst: cannot read"):
         run(folder, max_docs=kept + 1)
-    # capped: the documents before the failure count and the failure is one record (the ledger cuts in shard order,
-    # after the workers, so the same documents whatever the worker count)
+    # a cap past the failure: the cut file is one skip and none of its documents, as without a cap, and the cap goes
+    # on to good.jsonl's 10 (the ledger decides, in shard order: the same whatever the worker count)
     for workers in (1, 2):
         skipped = run(folder, max_docs=kept + 2, on_error="skip", workers=workers)
         assert skipped.summary["documents"]["skipped"] == {"unreadable-file": 1}
-        assert skipped.summary["documents"]["tokenized"] == kept + 1
+        assert skipped.summary["documents"]["tokenized"] == 10
+        unreached = run(folder, max_docs=10**6, on_error="skip", workers=workers)  # a cap never reached changes nothing
+        assert unreached.summary["documents"] == run(folder, on_error="skip", workers=workers).summary["documents"]
 
 
 def test_resume_treats_a_shard_ended_by_an_unreadable_file_as_finished(broken_dir, tmp_path):
