@@ -435,3 +435,37 @@ def test_scans_on_three_threads_of_one_process_share_the_tokenizing_threads_whil
         runner.join(timeout=120)
     assert errors == [] and outcomes == [expected] * 60
     assert work._TokenizingThreads.current.get(2) is None  # given back by the last shard
+
+
+def test_only_a_shard_whose_own_read_failed_is_marked_failed(counter, tmp_path):
+    """A group of files (a .txt group) reports an unreadable member as one record and goes on: its other
+    documents count, and the partial is not marked failed (the ledger would drop them all); a file whose stream
+    fails at its end is (none of its documents then count, unless the limits end before)."""
+    from dataclasses import dataclass
+
+    from freqlab.corpus.base import UNREADABLE_FILE, Document, Shard
+    from freqlab.scan.counts import unvouched
+    from freqlab.scan.ledger import Ledger
+
+    @dataclass(frozen=True)
+    class Group(Shard):
+        id: str
+
+        def read(self):
+            yield Document("one two", None, "a.txt")
+            yield Document(None, None, "b.txt", UNREADABLE_FILE)
+            yield Document("three", None, "c.txt")
+
+    part = count_shard(Group("g"), counter, ShardOptions(on_error="skip"))
+    assert not part.failed and (part.documents, part.skipped) == (2, {UNREADABLE_FILE: 1})
+    import gzip
+
+    data = bytearray(gzip.compress(b'{"text": "four five"}\n{"text": "six"}\n', compresslevel=0))
+    data[-8] ^= 0xFF  # its CRC
+    (tmp_path / "f.jsonl.gz").write_bytes(bytes(data))
+    (shard,) = open_corpus(str(tmp_path / "f.jsonl.gz")).shards
+    failed = count_shard(shard, counter, ShardOptions(on_error="skip", keep_log=True))
+    assert failed.failed and failed.documents == 2
+    ledger = Ledger(None, None)
+    ledger.add(0, failed)
+    assert (ledger.total.documents_read, ledger.total.skipped) == (1, unvouched(failed).skipped)
