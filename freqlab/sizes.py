@@ -186,16 +186,16 @@ def position_label(x: float) -> str:
     return f"{x:g}"
 
 
-def human_count(n: float, *, up: bool = False) -> str:
+def human_count(n: float, *, up: bool = False, down: bool = False) -> str:
     """A token count with a decimal suffix and 3 significant digits: ``1.5e12 -> '1.5T'``.
 
     Parameters
     ----------
     n : float
         A count.
-    up : bool
+    up, down : bool
         Round up, not to nearest: for a minimum (a budget that is needed), which the text must not understate
-        (304.3B needed printed as "304B", and 304B falls short).
+        (304.3B needed printed as "304B", and 304B falls short); down: for a bound below which nothing reaches.
 
     Returns
     -------
@@ -209,9 +209,9 @@ def human_count(n: float, *, up: bool = False) -> str:
     >>> human_count(304_295_942_721), human_count(304_295_942_721, up=True), human_count(999_600_000, up=True)
     ('304B', '305B', '1B')
     """
-    if up and n > 0:
+    if (up or down) and n > 0:
         step = 10 ** max(math.floor(math.log10(n)) - 2, 0)  # the third significant digit's
-        n = math.ceil(n / step) * step
+        n = (math.ceil(n / step) if up else math.floor(n / step)) * step
     for scale, suffix in ((1e12, "T"), (1e9, "B"), (1e6, "M"), (1e3, "K")):
         if abs(n) >= scale:
             return f"{n / scale:.3g}{suffix}"

@@ -54,7 +54,7 @@ from freqlab.plan.rope_scaling import (
 )
 from freqlab.plan.self_extend import evaluate_self_extend, neighbour_windows, plan_self_extend
 from freqlab.plan.string import DEFAULT_ROUND, DEFAULT_W, MIN_W, plan_string, string_usage
-from freqlab.plan.upsample import DEFAULT_MAX_UPWEIGHT, PACKINGS, plan_upsample, plan_upsample_schedule
+from freqlab.plan.upsample import DEFAULT_MAX_UPWEIGHT, PACKINGS, plan_upsample, plan_upsample_schedule, receiving_stage
 from freqlab.plan.well_trained import well_trained_range
 
 
@@ -370,9 +370,10 @@ def upsample_command(L, E, hist, tokens, tau, regime, schedule, long_hist, max_u
         if unused := given_on_command_line("tokens", "regime"):
             raise click.UsageError(f"{'/'.join(unused)}: a --schedule's stages set them; drop them with --schedule")
         sf = schedule_frequency(load_schedule(schedule, histogram=hist, weights=weights))
-        if L is not None and sf.window != L:
-            raise FreqlabError(f"the schedule's longest window is {sf.window}, but --L = {L}")
-        require(sf.window > E, "--effective-length", f"E = {E} must be below the training window L = {sf.window}")
+        window = sf.schedule.stages[receiving_stage(sf)].L  # the stage the documents join (not a PoSE target)
+        if L is not None and window != L:
+            raise FreqlabError(f"the schedule's longest stage window is {window}, but --L = {L}")
+        require(window > E, "--effective-length", f"E = {E} must be below the training window L = {window}")
         p = plan_upsample_schedule(sf, E, tau=tau, long_lengths=long_lengths, max_upweight=max_upweight)
         budget = None
     else:

@@ -179,15 +179,19 @@ class UpsamplePlan(Displayed):
             f"tau = {human_count(p.tau)}; added to {p.added_to}):",
             f"  now f_T(E) = {human_count(p.current_occurrences)}: a = {p.per_token_corpus:.4g} per token, predicted "
             f"effective length {p.current_effective_length}",
-            f"  no mix and no packing reaches tau with fewer than {human_count(p.lower_bound_tokens)} tokens in all: "
+            f"  no mix and no packing reaches tau with fewer than {human_count(p.lower_bound_tokens, down=True)} "
+            "tokens in all: "
             f"a token adds at most (L-E)/L = {p.ceiling:.4g} occurrences of E"
             + (f", {p.ceiling / p.per_token_corpus:.2f}x a" if p.per_token_corpus else ""),
             "",
             f"  {'to reach f_T(E) >= tau':<62}  {'tokens':>8}  {'extra':>8}  {'training':>9}",
         ]
-        for o in p.options:
+        for i, o in enumerate(p.options):
+            # the bound (the first row) is one nothing gets below: rounded down; the others are needed: up
+            way = {"up": i > 0, "down": i == 0}
             lines.append(
-                f"  {o.way:<62}  {human_count(o.total_tokens):>8}  {_signed(o.extra_tokens):>8}  {o.longer:>+9.1%}"
+                f"  {o.way:<62}  {human_count(o.total_tokens, **way):>8}  {_signed(o.extra_tokens, **way):>8}  "
+                f"{o.longer:>+9.1%}"
             )
         groups = p.by_source()
         if groups:
@@ -212,8 +216,9 @@ class UpsamplePlan(Displayed):
         return shown.upsample_display(self)
 
 
-def _signed(n: int) -> str:
-    return ("+" if n >= 0 else "-") + human_count(abs(n))
+def _signed(n: int, *, up: bool = False, down: bool = False) -> str:
+    """``n`` with its sign; ``up``/``down``: rounded towards +/- infinity (a needed amount, a bound)."""
+    return "+" + human_count(n, up=up, down=down) if n >= 0 else "-" + human_count(-n, up=down, down=up)
 
 
 def plan_upsample(
@@ -407,11 +412,18 @@ def _by_contribution(h, f, L, E, regime, stage_tokens, gap, cap) -> tuple[list[U
     return steps, best, max(remaining, Fraction(0))
 
 
-def _plan(sf: ScheduleFrequency, histograms: list[LengthHistogram], E, tau, long_lengths, max_upweight, seed: int):
+def receiving_stage(sf: ScheduleFrequency) -> int:
+    """The stage that receives the added documents: the last of the longest window L (``sf.window`` may be a PoSE
+    stage's target, past every L).
+    """
     stages = sf.schedule.stages
-    longest = max(stage.L for stage in stages)  # sf.window may be a PoSE stage's target, past every L
-    k = max(j for j, stage in enumerate(stages) if longest == stage.L)  # receives the documents
-    stage, h, L, regime = stages[k], histograms[k], longest, stages[k].regime
+    longest = max(stage.L for stage in stages)
+    return max(j for j, stage in enumerate(stages) if longest == stage.L)
+
+
+def _plan(sf: ScheduleFrequency, histograms: list[LengthHistogram], E, tau, long_lengths, max_upweight, seed: int):
+    stages, k = sf.schedule.stages, receiving_stage(sf)
+    stage, h, L, regime = stages[k], histograms[k], stages[k].L, stages[k].regime
     if stage.position_ids is not None or stage.curriculum is not None:
         raise FreqlabError(
             f"stage {stage.name!r}, the last of the longest window ({L}), would receive the documents, but its "
@@ -563,7 +575,8 @@ def _plan(sf: ScheduleFrequency, histograms: list[LengthHistogram], E, tau, long
 
 def _options(sf, h, k, E, regime, a, before, threshold, T, X, b, seed) -> list[BudgetOption]:
     """The bound, more tokens, upsampling, and every other packing, as total budgets reaching tau."""
-    stage, L = sf.schedule.stages[k], sf.window
+    stage = sf.schedule.stages[k]
+    L = stage.L  # the receiving stage's window (receiving_stage)
     need = max(threshold - before, Fraction(0))  # occurrences the receiving stage must supply
 
     def option(way: str, rate: Fraction) -> BudgetOption:

@@ -274,7 +274,7 @@ def test_upsample_with_a_schedule(tmp_path):
     assert data["per_token_long"] == pytest.approx(b)
     assert run("plan", "upsample", "--schedule", schedule, "--target-length", 3072, "--tokens", "1B").exit_code == 2
     mismatch = run("plan", "upsample", "--schedule", schedule, "--target-length", 3072, "--L", 2048)
-    assert mismatch.exit_code == 1 and "longest window is 4096, but --L = 2048" in mismatch.output
+    assert mismatch.exit_code == 1 and "longest stage window is 4096, but --L = 2048" in mismatch.output
     assert run("plan", "upsample", "--L", 4096, "--target-length", 3072).exit_code == 2  # needs --hist
 
 

@@ -12,6 +12,7 @@ from freqlab.errors import FreqlabError
 from freqlab.frequency import REGIMES, position_frequency, tokens_needed
 from freqlab.histogram import LengthHistogram, combine_sources
 from freqlab.plan.upsample import UPSAMPLING_HELPS, document_contributions, plan_upsample, plan_upsample_schedule
+from freqlab.sizes import parse_tokens
 
 L, E = 1024, 600
 CORPUS = [50] * 20 + [300, 900, 2500]  # natural regime: 2500 -> 1024 + 1024 + 452
@@ -269,3 +270,28 @@ def test_a_pack_plan_says_its_additions_are_lower_bounds():
     plan = plan_upsample(h, 2048, 1900, 10**12, regime="pack")
     assert "Under pack these are lower bounds" in plan.verdict
     assert "lower bounds" not in plan_upsample(h, 2048, 1900, 10**12, regime="natural").verdict
+
+
+def test_an_earlier_pose_stage_leaves_the_options_at_the_receiving_window(tmp_path):
+    """A PoSE stage first (target 8K) and a plain 2K stage last: the bound and the other packings were computed at
+    the PoSE target (a 'cheapest' concat of 613B, fewer tokens than the 800B already trained)."""
+    from freqlab.frequency.schedule import parse_schedule
+
+    h = LengthHistogram.from_counts([100, 1500, 3000, 6000], [5000, 300, 80, 10])
+    schedule = parse_schedule(
+        {"stages": [{"name": "pose", "L": 2048, "tokens": 5 * 10**11, "position_ids": {"kind": "pose", "target": 8192}},
+                    {"name": "base", "L": 2048, "tokens": 3 * 10**11}]}, histogram=h)  # fmt: skip
+    plan = plan_upsample_schedule(schedule, 1800)
+    bound = plan.options[0]
+    assert bound.per_token == (2048 - 1800) / 2048  # (L - E)/L at the receiving L, not the PoSE target
+    assert all(o.total_tokens >= 8 * 10**11 for o in plan.options)  # nothing reaches tau with fewer than trained
+
+
+def test_the_report_rounds_needed_budgets_up_and_the_bound_down():
+    h = LengthHistogram.from_counts([100, 1500, 3000, 6000], [5000, 300, 80, 10])
+    plan = plan_upsample(h, 2048, 1500, 3 * 10**11)
+    text = plan.report()
+    for i, option in enumerate(plan.options):
+        row = next(line for line in text.splitlines() if line.strip().startswith(option.way))
+        shown = parse_tokens(row[64:].split()[0])
+        assert shown <= option.total_tokens if i == 0 else shown >= option.total_tokens
