@@ -37,6 +37,7 @@ from freqlab.errors import FreqlabError
 from freqlab.formats import CALIBRATION_FORMAT, CALIBRATION_VERSION
 from freqlab.frequency.regimes import seeded_rng
 from freqlab.frequency.stats import STRING_PROBE_CALIBRATION, scale_to_budget
+from freqlab.paths import expand_home
 
 BOOTSTRAP_DRAWS: int = 10_000
 FORMAT = CALIBRATION_FORMAT  # importable from here as before
@@ -153,7 +154,6 @@ class Calibration(Displayed):
     def write_json(self, path: str | Path) -> Path:
         """Write the fit as JSON (what ``--tau-from`` reads), atomically; ``~`` is the home folder."""
         from freqlab.files import write_atomic
-        from freqlab.paths import expand_home
 
         path = expand_home(path)
         write_atomic(path, (json.dumps(self.to_dict(), indent=2) + "\n").encode())
@@ -355,7 +355,7 @@ def point_from_record(
     if own is None and hist is None:
         raise FreqlabError(f"{where}: no histogram (a column hist or --hist) to evaluate f_T(E)")
     # the point's own hist is relative to its file's folder; --hist, given on the command line, to the working one
-    hist_path = Path(own) if own is not None else Path(hist)
+    hist_path = Path(expand_home(own)) if own is not None else Path(hist)
     if own is not None and base is not None and not hist_path.is_absolute():  # never the working folder's instead
         hist_path = base / hist_path
     try:

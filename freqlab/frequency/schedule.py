@@ -309,24 +309,26 @@ def load_preset(name: str, *, histogram=None, weights: str | None = None) -> Sch
     return parse_schedule(presets[name], source=f"preset {name}", histogram=histogram, weights=weights)
 
 
-_MIXTURE_SUFFIXES = (".yaml", ".yml", ".json")
-
-
 def _weights(base: Path, value) -> str | None:
     """A stage's weights as text: ``SOURCE=W,...``, a preset, or a mixture file (relative to the schedule file)."""
     if value is None:
         return None
     if isinstance(value, dict):
         return ",".join(f"{source}={weight}" for source, weight in value.items())
+    from freqlab.frequency.mixture import PRESETS  # here: mixture imports polars, which schedules need not
+
     text = str(value)
+    if text.strip() in PRESETS:  # a preset first, as --weights takes it
+        return text
     candidate = _relative(base, text)
-    if "=" not in text and candidate is not None and (candidate.is_file() or text.endswith(_MIXTURE_SUFFIXES)):
-        if not candidate.is_file():  # next to the schedule, never the working folder's of that name
-            raise FreqlabError(
-                f"{candidate}: no such mixture file (a stage's weights file is relative to its schedule)"
-            )
+    if candidate is not None and candidate.is_file():  # next to the schedule, never the working folder's
         return str(candidate)
-    return text
+    if "=" in text:
+        return text
+    raise FreqlabError(
+        f"{candidate}: no such mixture file (a stage's weights file is relative to its schedule); weights are "
+        f"SOURCE=W,..., a mixture file or a preset ({', '.join(PRESETS)})"
+    )
 
 
 def stage_histogram(stage: Stage, cache: dict | None = None):

@@ -105,6 +105,8 @@ def test_records_from_csv_and_json(tmp_path, monkeypatch):
     monkeypatch.chdir(tmp_path)  # holds an h.parquet
     with pytest.raises(FreqlabError, match=r"line 2: .*runs/h\.parquet: no such histogram file"):
         point_from_record({**rows[0], "hist": "h.parquet"}, L=L, base=elsewhere)
+    monkeypatch.setenv("HOME", str(tmp_path))  # ~ is the home folder, not a folder named ~ beside the file
+    assert point_from_record({**rows[0], "hist": "~/h.parquet"}, L=L, base=elsewhere).tau == 375 * 10**9
     (tmp_path / "runs.json").write_text(json.dumps({"points": [{"effective_length": 1280, "occurrences": "100B"}]}))
     (point,) = [point_from_record(r) for r in read_records(tmp_path / "runs.json")]
     assert (point.tau, point.tau_low) == (100e9, 100e9)

@@ -379,3 +379,15 @@ def test_a_stages_weights_file_is_read_next_to_the_schedule_never_from_the_worki
         schedule_frequency(load_schedule("sch/s.yaml"))
     (tmp_path / "sch" / "mix.yaml").write_text("unit: epochs\nweights: {a: 1, b: 9}\n")
     assert schedule_frequency(load_schedule("sch/s.yaml")).effective_length() > 0
+    # a name without a suffix too; a preset's name is the preset, as --weights reads it, whatever files exist
+    (tmp_path / "mymix").write_text("unit: epochs\nweights: {a: 1, b: 9}\n")
+    (tmp_path / "sch" / "s.yaml").write_text(
+        "histogram: src.parquet\nstages:\n  - {name: s, L: 2048, tokens: 1T, weights: mymix}\n"
+    )
+    with pytest.raises(FreqlabError, match=r"sch/mymix: no such mixture file"):
+        load_schedule("sch/s.yaml")
+    (tmp_path / "sch" / "slimpajama").write_text("not a mixture")
+    (tmp_path / "sch" / "s.yaml").write_text(
+        "histogram: src.parquet\nstages:\n  - {name: s, L: 2048, tokens: 1T, weights: slimpajama}\n"
+    )
+    assert load_schedule("sch/s.yaml").stages[0].weights == "slimpajama"
