@@ -208,11 +208,14 @@ def human_count(n: float, *, up: bool = False, down: bool = False) -> str:
     ('1.5T', '2.1B', '8.44M', '999')
     >>> human_count(304_295_942_721), human_count(304_295_942_721, up=True), human_count(999_600_000, up=True)
     ('304B', '305B', '1B')
+    >>> human_count(999_999), human_count(2.03e16)
+    ('1M', '20300T')
     """
-    if (up or down) and n > 0:
+    if n > 0 and math.isfinite(n):  # 3 significant digits first, so the suffix fits the rounded count
         step = 10 ** max(math.floor(math.log10(n)) - 2, 0)  # the third significant digit's
-        n = (math.ceil(n / step) if up else math.floor(n / step)) * step
+        n = (math.ceil(n / step) if up else math.floor(n / step) if down else round(n / step)) * step
     for scale, suffix in ((1e12, "T"), (1e9, "B"), (1e6, "M"), (1e3, "K")):
         if abs(n) >= scale:
-            return f"{n / scale:.3g}{suffix}"
+            value = n / scale
+            return f"{value:.0f}{suffix}" if abs(value) >= 1000 else f"{value:.3g}{suffix}"  # past 999T: 20300T
     return f"{n:.0f}"

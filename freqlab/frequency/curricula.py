@@ -68,7 +68,7 @@ import numpy as np
 
 from freqlab.errors import FreqlabError
 from freqlab.frequency.exact import ExactFrequency
-from freqlab.frequency.position import segment_frequency
+from freqlab.frequency.position import refuse_megatron, segment_frequency
 from freqlab.frequency.regimes import Segments, check_histogram, check_window, exact_dot, seeded_rng, stream_order
 from freqlab.jit import njit
 from freqlab.sizes import parse_positions
@@ -545,6 +545,7 @@ class DatasetDecomposition:
         """Exact f(i) of the pieces' attention segments (2^k each): deterministic, or (``randomize``) the exact
         expectation over the random split (``replay``: one seeded replay). ``regime`` is not used.
         """
+        refuse_megatron(regime)  # not used, but a stage labelled megatron would say what it is not
         L = check_window(L)
         lengths, counts = check_histogram(lengths, counts)
         if 1 << self.max_log2 > L:

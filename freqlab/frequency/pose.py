@@ -158,6 +158,7 @@ class Pose:
         ``regime`` is not used: PoSE trains one row per document, its first min(n, L) tokens' worth; the rest of
         each document is ``dropped_tokens``.
         """
+        refuse_megatron(regime)  # not used, but a stage labelled megatron would say what it is not
         if self.replayed:
             return self.replay(lengths, counts, L, seed)
         lengths, counts, L, target = self._rows(lengths, counts, L)

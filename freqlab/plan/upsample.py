@@ -518,9 +518,9 @@ def _plan(sf: ScheduleFrequency, histograms: list[LengthHistogram], E, tau, long
     verdict = _verdict(gap, a, b, best, ceiling, helps, options, T)
     if regime == "pack" and gap > 0:  # packed at random offsets, a document trains E less than at a row's start
         verdict += (
-            " Under pack these are lower bounds: each added document is counted as if it started a row, so the mix "
-            "may fall short of tau (packed at random offsets, a document reaches E less often); the natural "
-            "regime's plan is what they are exact for."
+            " Under pack the documents and extra tokens of this plan are lower bounds: each added document is "
+            "counted as if it started a row, so the mix may fall short of tau (packed at random offsets, a document "
+            "reaches E less often); the natural regime's plan is what they are exact for (the other rows are exact)."
         )
     reasoning = _reasoning(
         sf,

@@ -257,6 +257,15 @@ def well_trained_range(
     (2000, 'default')
     """
     L = check_window(L)
+    # what the command line refuses, refused here too rather than left unused
+    if tokens is not None and mass is not None:
+        raise FreqlabError("give tokens (the budget rule) or mass (the mass rule), not both")
+    if (tokens is not None or mass is not None) and histogram is None and frequency is None and given is None:
+        if schedule is not None:
+            raise FreqlabError("a schedule sets its own budget (its stages' tokens): give no tokens or mass with it")
+        raise FreqlabError("tokens and mass apply to a histogram or a frequency: give one")
+    if mass is not None and tau is not None:
+        raise FreqlabError("tau is the budget rule's threshold: give no tau with mass")
     if given is not None:
         if isinstance(given, bool) or not isinstance(given, (int, np.integer)) or not 1 <= int(given) <= L:
             raise FreqlabError(f"the well-trained range N* must be an integer in 1..L = {L}, got {given!r}")
@@ -291,8 +300,6 @@ def well_trained_range(
             raise FreqlabError("f(0) is zero: the frequency holds no tokens")
         if np.any(np.diff(f) > 0):
             raise FreqlabError("a position frequency must be non-increasing in i")
-        if tokens is not None and mass is not None:  # as the command line: --mass takes no --tokens
-            raise FreqlabError("give tokens (the budget rule) or mass (the mass rule), not both")
         if tokens is not None:
             T = round(check_positive(tokens, "the token budget"))
             threshold = DEFAULT_TAU if tau is None else check_positive(tau, "tau")

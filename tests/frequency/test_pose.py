@@ -156,10 +156,18 @@ def test_pose_counts_the_tokens_beyond_each_documents_row_as_dropped(replay):
     assert "the stage's regime is not used" in f.note
 
 
-def test_a_scaled_stage_refuses_megatron_rows_it_could_not_call_concat():
+@pytest.mark.parametrize(
+    "spec",
+    [
+        {"kind": "scaled", "method": "yarn", "factor": 2},
+        {"kind": "pose", "target": 1024},
+        {"kind": "dataset-decomposition", "buckets": [256, 512]},
+    ],
+)
+def test_position_id_and_curriculum_stages_refuse_megatron_rows_they_would_mislabel(spec):
     from freqlab.errors import FreqlabError
+    from freqlab.frequency.curricula import curriculum_from_spec
 
+    recipe = curriculum_from_spec(spec) if spec["kind"] == "dataset-decomposition" else position_ids_from_spec(spec)
     with pytest.raises(FreqlabError, match="the megatron regime is replayed from Megatron's indexes only"):
-        position_ids_from_spec({"kind": "scaled", "method": "yarn", "factor": 2}).frequency(
-            [10, 300], [5, 2], 512, "megatron"
-        )
+        recipe.frequency([10, 300], [5, 2], 512, "megatron")

@@ -10,6 +10,7 @@ import numpy as np
 import pytest
 
 from freqlab import FreqlabError, LengthHistogram
+from freqlab.frequency import load_schedule
 from freqlab.plan.rope_scaling import plan_rope_scaling
 from freqlab.plan.self_extend import (
     evaluate_self_extend,
@@ -57,6 +58,9 @@ CASES = [
     (lambda: plan_string(2048, tokens=10**12, mass=0.8, frequency=F), "give tokens .* or mass .*, not both"),
     (lambda: plan_string(2048, mass="0.5", frequency=F), "mass must be a finite number above 0, got '0.5'"),
     (lambda: plan_string(2048, tokens=Decimal("sNaN"), frequency=F), "the token budget must be a finite number"),
+    # what the command line refuses is refused here, not left unused
+    (lambda: plan_string(2048, tokens=10**9), "tokens and mass apply to a histogram or a frequency"),
+    (lambda: plan_string(2048, mass=0.5, tau=10**9, frequency=F), "tau is the budget rule's threshold"),
 ]
 
 
@@ -90,3 +94,12 @@ def test_a_llama3_block_with_a_zero_low_freq_factor_no_longer_reaches_transforme
 
     plan = plan_rope_scaling(2048, 8192, "llama3", low_freq_factor=np.float64(1.0), high_freq_factor=4)
     assert plan.config_5x["rope_parameters"]["low_freq_factor"] == 1.0
+
+
+def test_a_schedule_with_tokens_or_mass_is_refused(tmp_path):
+    (tmp_path / "s.yaml").write_text("stages:\n  - {name: a, L: 2048, tokens: 1T}\n")
+    H.to_parquet(tmp_path / "h.parquet")
+    schedule = str(tmp_path / "s.yaml")
+    for extra in ({"tokens": 10**9}, {"mass": 0.5}):
+        with pytest.raises(FreqlabError, match="a schedule sets its own budget"):
+            plan_string(2048, schedule=load_schedule(schedule, histogram=str(tmp_path / "h.parquet")), **extra)

@@ -268,7 +268,7 @@ def test_a_pack_plan_says_its_additions_are_lower_bounds():
     fell short of tau in 149 of 150 random cases, while the verdict said the plan reaches it."""
     h = LengthHistogram.from_counts([100, 1500, 3000, 6000], [5000, 300, 80, 10])
     plan = plan_upsample(h, 2048, 1900, 10**12, regime="pack")
-    assert "Under pack these are lower bounds" in plan.verdict
+    assert "Under pack the documents and extra tokens of this plan are lower bounds" in plan.verdict
     assert "lower bounds" not in plan_upsample(h, 2048, 1900, 10**12, regime="natural").verdict
 
 
