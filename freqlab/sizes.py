@@ -211,9 +211,14 @@ def human_count(n: float, *, up: bool = False, down: bool = False) -> str:
     >>> human_count(999_999), human_count(2.03e16)
     ('1M', '20300T')
     """
-    if n > 0 and math.isfinite(n):  # 3 significant digits first, so the suffix fits the rounded count
+    if not math.isfinite(n):
+        return str(n)  # inf, nan: no suffix
+    if n < 0:  # the magnitude rounded the other way, the sign put back ("-0" is 0)
+        shown = human_count(-n, up=down, down=up)
+        return shown if shown == "0" else "-" + shown
+    if n > 0:  # 3 significant digits first, so the suffix fits the rounded count
         step = 10 ** max(math.floor(math.log10(n)) - 2, 0)  # the third significant digit's
-        n = (math.ceil(n / step) if up else math.floor(n / step) if down else round(n / step)) * step
+        n = (math.ceil(n / step) if up else math.floor(n / step) if down else math.floor(n / step + 0.5)) * step
     for scale, suffix in ((1e12, "T"), (1e9, "B"), (1e6, "M"), (1e3, "K")):
         if abs(n) >= scale:
             value = n / scale

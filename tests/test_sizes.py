@@ -24,3 +24,10 @@ def test_a_needed_budget_as_printed_reaches_the_position():
     assert human_count(needed) == "304B" and human_count(needed, up=True) == "305B"
     assert effective_length(f, parse_tokens(human_count(needed)), 100e9) == 1023
     assert effective_length(f, parse_tokens(human_count(needed, up=True)), 100e9) >= 1024
+
+
+def test_counts_of_any_sign_and_size_keep_one_form():
+    """Negative counts rounded their magnitude the same way and printed '-1e+03K'; inf printed 'infT'."""
+    shown = [human_count(x) for x in (-999_500, -999.5e12, -999.5, -0.4, float("inf"), 2.5, 999.5, 2.03e16)]
+    assert shown == ["-1M", "-1000T", "-1K", "0", "inf", "3", "1K", "20300T"]
+    assert (human_count(-1_234_567, up=True), human_count(-1_234_567, down=True)) == ("-1.23M", "-1.24M")

@@ -260,10 +260,14 @@ def well_trained_range(
     # what the command line refuses, refused here too rather than left unused
     if tokens is not None and mass is not None:
         raise FreqlabError("give tokens (the budget rule) or mass (the mass rule), not both")
+    if given is not None and (tokens is not None or mass is not None or tau is not None):
+        raise FreqlabError("a given N* takes no tokens, mass or tau: they derive N*")
     if (tokens is not None or mass is not None) and histogram is None and frequency is None and given is None:
         if schedule is not None:
             raise FreqlabError("a schedule sets its own budget (its stages' tokens): give no tokens or mass with it")
         raise FreqlabError("tokens and mass apply to a histogram or a frequency: give one")
+    if tau is not None and histogram is None and frequency is None and schedule is None and given is None:
+        raise FreqlabError("tau applies to a histogram, a frequency or a schedule: give one")
     if mass is not None and tau is not None:
         raise FreqlabError("tau is the budget rule's threshold: give no tau with mass")
     if given is not None:

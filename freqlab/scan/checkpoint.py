@@ -32,7 +32,7 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from freqlab.corpus.base import PASSED_OVER
+from freqlab.corpus.base import PASSED_OVER, UNREADABLE_FILE
 from freqlab.errors import FreqlabError
 from freqlab.files import TEMPORARY, parquet_metadata, read_parquet, resolved_output, write_atomic, write_parquet
 from freqlab.formats import CHECKPOINT_FORMAT as FORMAT  # kept for import compatibility (and used here)
@@ -345,6 +345,9 @@ def _distrust(frame: pl.DataFrame, header, shard_id: str, fingerprint: str, iden
         return "its data file changed"
     if header.get("checksum") != _checksum(frame, {k: v for k, v in header.items() if k != "checksum"}):
         return "damaged or edited"
+    if "failed" not in header and (header.get("skipped") or {}).get(UNREADABLE_FILE):
+        # written before a failed file was marked: its documents would count, which the ledger now refuses
+        return "written by an older freqlab, which counted a failed file's documents"
     return None
 
 

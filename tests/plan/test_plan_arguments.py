@@ -61,6 +61,8 @@ CASES = [
     # what the command line refuses is refused here, not left unused
     (lambda: plan_string(2048, tokens=10**9), "tokens and mass apply to a histogram or a frequency"),
     (lambda: plan_string(2048, mass=0.5, tau=10**9, frequency=F), "tau is the budget rule's threshold"),
+    (lambda: plan_string(2048, tau=10**9), "tau applies to a histogram, a frequency or a schedule"),
+    (lambda: plan_self_extend(4096, 16384, well_trained=2000, tokens=10**9), "a given N\\* takes no tokens"),
 ]
 
 
