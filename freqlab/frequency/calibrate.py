@@ -188,6 +188,16 @@ class Calibration(Displayed):
             lines.append("no bootstrap interval (fewer than 3 points)")
         else:
             lines.append(f"95% bootstrap interval {human_count(self.bootstrap[0])} .. {human_count(self.bootstrap[1])}")
+        # a point predicts its own E only for tau in (tau_low, tau]: say which the pooled tau does not
+        against = [p.label or f"E = {p.effective_length}" for p in self.points if not p.tau_low < self.tau <= p.tau]
+        if against:
+            low, high = max(p.tau_low for p in self.points), min(p.tau for p in self.points)
+            common = (
+                f"every point allows tau in ({human_count(low)}, {human_count(high)}]"
+                if low < high
+                else "no tau fits every point"
+            )
+            lines.append(f"note: tau = {human_count(self.tau)} predicts another E for {', '.join(against)}; {common}")
         return lines
 
     def report(self) -> str:

@@ -242,3 +242,21 @@ def test_the_bootstrap_of_identical_points_is_that_point():
     """exp(mean(log)) drifted: three points of 100B gave the interval [99999999999.9998, 99999999999.9998]."""
     fit = calibrate([PAPER_POINTS[0]] * 3)
     assert fit.tau == 10**11 and fit.bootstrap == (1e11, 1e11)
+
+
+def test_the_report_says_which_points_the_pooled_tau_does_not_predict():
+    """The geometric mean of the points' tau need not lie where every point allows it: E = 1280 and E = 1300 at 1T
+    (next lengths 1408) allow (312.5B, 375B] and (312.5B, 365.2B]; their mean, 370B, predicts less than 1300 for the
+    second, which the report said nothing about. Points the pooled tau fits: no note."""
+    agreeing = calibrate([point_from_frequency(FULL, 1e12, 1280, next_length=1408),
+                          point_from_frequency(FULL, 2e12, 1664, next_length=1792)])  # fmt: skip
+    assert agreeing.tau == 375 * 10**9  # both allow it: (312.5B, 375B] and (250B, 375B]
+    assert not any(line.startswith("note:") for line in agreeing.estimate_lines())
+    near = calibrate([point_from_frequency(FULL, 1e12, 1280, next_length=1408),
+                      point_from_frequency(FULL, 1e12, 1300, next_length=1408)])  # fmt: skip
+    (note,) = [line for line in near.estimate_lines() if line.startswith("note:")]
+    assert note == "note: tau = 370B predicts another E for E = 1300; every point allows tau in (313B, 365B]"
+    apart = calibrate([point_from_frequency(FULL, 1e12, 1024, next_length=1152),
+                       point_from_frequency(FULL, 1e12, 1792, next_length=1920)])  # fmt: skip
+    (note,) = [line for line in apart.estimate_lines() if line.startswith("note:")]
+    assert "predicts another E for E = 1024, E = 1792; no tau fits every point" in note
