@@ -113,14 +113,18 @@ def _index(f: np.ndarray, x) -> int:
     return int(x)
 
 
-def _positive(value, what: str) -> float:
-    """``value`` as a float, a FreqlabError unless it is a finite positive number (a string is none)."""
+def positive_number(value, what: str) -> float:
+    """``value`` as a float, a FreqlabError naming ``what`` unless it is a finite positive number (a string is none;
+    NaN would pass every comparison as false): budgets, thresholds, factors, the planners' numeric arguments.
+    """
     if isinstance(value, bool) or not isinstance(value, (numbers.Real, Decimal)):
         raise FreqlabError(f"{what} must be a positive number, got {brief(value)}")
     try:
         number = float(value)
     except OverflowError:  # an int past float64 (10**400)
         number = math.inf
+    except ValueError:  # Decimal("sNaN")
+        number = math.nan
     if not math.isfinite(number) or number <= 0:
         raise FreqlabError(f"{what} must be a positive finite number, got {brief(value)}")
     return number
@@ -286,7 +290,7 @@ def scale_to_budget(f, tokens: float) -> np.ndarray:
     [8.0, 6.0, 4.0, 2.0]
     """
     f = _frequency(f)
-    budget = _positive(tokens, "the token budget")
+    budget = positive_number(tokens, "the token budget")
     if f[0] <= 0:
         raise FreqlabError("f(0) is zero: the regime holds no tokens")
     return f.astype(np.float64) * (budget / float(f[0]))
@@ -299,7 +303,7 @@ def _reaches(f: np.ndarray, i: int, tokens: Fraction, tau: Fraction) -> bool:
 
 def _rational(value, what: str) -> Fraction:
     """``value`` (an integer, a float, a Fraction...) as its exact rational value: a finite positive number."""
-    _positive(value, what)
+    positive_number(value, what)
     if isinstance(value, (Fraction, Decimal)):
         return Fraction(value)
     return Fraction(int(value)) if isinstance(value, (int, np.integer)) else Fraction(float(value))

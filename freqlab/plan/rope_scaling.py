@@ -70,9 +70,10 @@ import numpy as np
 from freqlab.deprecation import renamed_attributes
 from freqlab.display import Display, Displayed
 from freqlab.errors import FreqlabError
+from freqlab.frequency.stats import positive_number
 from freqlab.plan import display as shown
 from freqlab.plan.rope_bases import TABLE4_CONTEXT_LENGTHS, table4_reach
-from freqlab.plan.well_trained import check_positive, check_window, json_fields
+from freqlab.plan.well_trained import check_window, json_fields
 from freqlab.sizes import MAX_HEAD_DIM, MAX_POSITIONS
 
 #: The ``rope_type`` values :func:`plan_rope_scaling` plans (transformers' ``rope_scaling`` config names).
@@ -310,7 +311,7 @@ def check_factor(factor: float | None, L: int, N: int) -> float:
     >>> check_factor(None, 4096, 16384), check_factor(8, 4096, 16384)
     (4.0, 8.0)
     """
-    s = N / L if factor is None else check_positive(factor, "the scaling factor")
+    s = N / L if factor is None else positive_number(factor, "the scaling factor")
     if not (s > 1.0 and math.isfinite(s)):
         raise FreqlabError(f"the scaling factor must exceed 1 and be finite, got {factor}")
     if s * L > MAX_POSITIONS:
@@ -620,7 +621,7 @@ def plan_rope_scaling(
     _ntk_exponent(head_dim)  # validates head_dim
     d_r = scaled_rotary_dims(rope_type, head_dim, partial_rotary_factor)
     prf = float(partial_rotary_factor)
-    theta = DEFAULT_ROPE_THETA if rope_theta is None else check_positive(rope_theta, "rope_theta")
+    theta = DEFAULT_ROPE_THETA if rope_theta is None else positive_number(rope_theta, "rope_theta")
     if not 1.0 < theta < math.inf:
         raise FreqlabError(f"rope_theta must exceed 1 and be finite, got {rope_theta}")
     check_scaled_base(rope_type, theta, s, d_r, L, N)
@@ -635,10 +636,10 @@ def plan_rope_scaling(
     if attention_factor is not None and rope_type != "yarn":
         raise FreqlabError("attention_factor is a YaRN parameter")
     if attention_factor is not None:
-        attention_factor = check_positive(attention_factor, "attention_factor")  # a float in the blocks and text
+        attention_factor = positive_number(attention_factor, "attention_factor")  # a float in the blocks and text
     if rope_type == "llama3":  # transformers divides by both (and by their difference)
-        check_positive(low_freq_factor, "low_freq_factor")
-        check_positive(high_freq_factor, "high_freq_factor")
+        positive_number(low_freq_factor, "low_freq_factor")
+        positive_number(high_freq_factor, "high_freq_factor")
     notes: list[str] = factor_notes(s, L, N, rope_type, positions_used)
     if not math.isclose(s * L, N) and rope_type == "yarn":  # a factor other than N / L
         notes.append(

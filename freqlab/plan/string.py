@@ -42,13 +42,13 @@ import numpy as np
 from freqlab.display import Display, Displayed
 from freqlab.errors import FreqlabError
 from freqlab.frequency import share_at_least
+from freqlab.frequency.stats import positive_number
 from freqlab.plan import display as shown
 from freqlab.plan.rope_scaling import RopeScalingPlan, plan_rope_scaling
 from freqlab.plan.well_trained import (
     FrequencyInputs,
     WellTrained,
     WellTrainedBasis,
-    check_positive,
     check_window,
     well_trained_range,
 )
@@ -563,7 +563,7 @@ def string_yarn(
     if N <= L:
         raise FreqlabError(f"extend_to N = {N} is not above L = {L}")
     if ratio is not None:
-        check_positive(ratio, "the shift ratio")
+        positive_number(ratio, "the shift ratio")
     r = Fraction(S, L) if ratio is None else Fraction(float(ratio) if isinstance(ratio, np.floating) else ratio)
     if not 0 < r < 1:
         raise FreqlabError(f"the shift ratio must be in (0, 1), got {ratio}")

@@ -53,12 +53,12 @@ from freqlab.display import Display, Displayed
 from freqlab.errors import FreqlabError
 from freqlab.frequency import DEFAULT_TAU, position_frequency
 from freqlab.frequency.schedule import Schedule, ScheduleFrequency, Stage, stage_histogram
+from freqlab.frequency.stats import positive_number
 from freqlab.histogram import LengthHistogram
 from freqlab.plan import display as shown
 from freqlab.plan.well_trained import (
     as_histogram,
     as_schedule_frequency,
-    check_positive,
     check_window,
     json_fields,
 )
@@ -283,7 +283,7 @@ def plan_upsample(
     """
     h = as_histogram(histogram)
     L = check_window(L)
-    T = round(check_positive(tokens, "the token budget"))
+    T = round(positive_number(tokens, "the token budget"))
     if T <= 0:
         raise FreqlabError(f"the token budget must be at least 1 token, got {tokens}")
     if h.documents == 0:
@@ -366,7 +366,7 @@ def _check_request(E, L: int, regime: str, max_upweight) -> tuple[int, Fraction 
         )
     cap = None
     if max_upweight is not None:
-        check_positive(max_upweight, "max_upweight")
+        positive_number(max_upweight, "max_upweight")
         # a float's shortest decimal (0.1 is 1/10, not its binary value); numpy floats as Python's
         cap = (
             Fraction(repr(float(max_upweight)))
@@ -431,7 +431,7 @@ def _plan(sf: ScheduleFrequency, histograms: list[LengthHistogram], E, tau, long
             "give a stage of the regime's rows; give a schedule whose last longest-window stage is one"
         )
     E, cap = _check_request(E, L, regime, max_upweight)
-    check_positive(tau, "tau")
+    positive_number(tau, "tau")
     f = sf.frequencies[k]
     a = Fraction(int(f[E]), int(f[0]))
     threshold = Fraction(tau)

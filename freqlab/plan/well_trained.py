@@ -23,10 +23,7 @@ of preference (each plan says which it used):
 
 from __future__ import annotations
 
-import math
-import numbers
 from dataclasses import dataclass, fields
-from decimal import Decimal
 from fractions import Fraction
 from pathlib import Path
 from typing import TypedDict
@@ -34,7 +31,7 @@ from typing import TypedDict
 import numpy as np
 
 from freqlab.display import Display, Displayed
-from freqlab.errors import FreqlabError, brief
+from freqlab.errors import FreqlabError
 from freqlab.frequency import (
     DEFAULT_TAU,
     effective_length,
@@ -43,6 +40,7 @@ from freqlab.frequency import (
 )
 from freqlab.frequency.budget import DEFAULT_TOKENS
 from freqlab.frequency.schedule import Schedule, ScheduleFrequency, load_schedule, schedule_frequency
+from freqlab.frequency.stats import positive_number
 from freqlab.histogram import LengthHistogram, as_histogram  # as_histogram: kept for import compatibility
 
 DEFAULT_MASS: float = 0.9  # the "mass" rule's share: N* = position_at_mass(f, 0.9) + 1
@@ -158,25 +156,6 @@ def check_window(L, name: str = "L") -> int:
     return int(L)
 
 
-def check_positive(value, name: str) -> float:
-    """``value`` as a float that is finite and above 0 (a budget, a threshold, a factor), else a FreqlabError naming
-    it: NaN would pass every comparison as false, and a config holds none (JSON has no NaN).
-    """
-    try:
-        number = (
-            float(value) if isinstance(value, (numbers.Real, Decimal)) and not isinstance(value, bool) else math.nan
-        )
-    except OverflowError:  # an integer past any float
-        raise FreqlabError(
-            f"{name} must be a number above 0 that a float holds (below 1.8e308), got {brief(value)}"
-        ) from None
-    except ValueError:  # Decimal('sNaN')
-        number = math.nan
-    if not (number > 0 and math.isfinite(number)):
-        raise FreqlabError(f"{name} must be a finite number above 0, got {brief(value)}")
-    return number
-
-
 def frequency_from_histogram(
     histogram: LengthHistogram | str | Path, L: int, regime: str = "natural", *, seed: int = 0
 ) -> np.ndarray:
@@ -286,7 +265,7 @@ def well_trained_range(
         sf = as_schedule_frequency(schedule)
         if sf.window != L:
             raise FreqlabError(f"the schedule's longest window is {sf.window}, but L = {L}")
-        threshold = sf.schedule.tau if tau is None else check_positive(tau, "tau")
+        threshold = sf.schedule.tau if tau is None else positive_number(tau, "tau")
         N = sf.effective_length(threshold, without_gap=True) + 1  # every position 0..N-1: F need not decrease
         stages = len(sf.schedule.stages)
         text = (
@@ -305,8 +284,8 @@ def well_trained_range(
         if np.any(np.diff(f) > 0):
             raise FreqlabError("a position frequency must be non-increasing in i")
         if tokens is not None:
-            T = round(check_positive(tokens, "the token budget"))
-            threshold = DEFAULT_TAU if tau is None else check_positive(tau, "tau")
+            T = round(positive_number(tokens, "the token budget"))
+            threshold = DEFAULT_TAU if tau is None else positive_number(tau, "tau")
             if T <= 0:
                 raise FreqlabError(f"the token budget must be at least 1 token, got {tokens}")
             # f_T(0) = T, so nothing is well trained when T < tau
@@ -318,13 +297,13 @@ def well_trained_range(
                 else f"with T = {T:.3g} tokens no position reaches tau = {threshold:.3g}"
             )
             return WellTrained(N, L, "budget", text, f, T, threshold, None)
-        mass = DEFAULT_MASS if mass is None else check_positive(mass, "mass")
+        mass = DEFAULT_MASS if mass is None else positive_number(mass, "mass")
         if not 0.0 < float(mass) < 1.0:
             raise FreqlabError(f"mass must be in (0, 1), got {mass}")
         N = position_at_mass(f, float(mass)) + 1
         text = f"positions 0..{N - 1} hold {float(mass):.0%} of all position occurrences"
         return WellTrained(N, L, "mass", text, f, None, None, float(mass))
-    fraction = Fraction(check_positive(default_fraction, "default_fraction")).limit_denominator(10**6)
+    fraction = Fraction(positive_number(default_fraction, "default_fraction")).limit_denominator(10**6)
     if not 0 < fraction <= 1:
         raise FreqlabError(f"default_fraction must be in (0, 1], got {default_fraction}")
     N = L * fraction.numerator // fraction.denominator
