@@ -65,6 +65,15 @@ def exact_sum(a: np.ndarray, b: np.ndarray) -> np.ndarray:
     return exact_integers(a.astype(object) + b.astype(object))
 
 
+def as_floats(numerator: np.ndarray, denominator: int) -> np.ndarray:
+    """numerator / denominator as float64, each value correctly rounded, also where they are Python integers past
+    what a float holds (a PoSE expectation's run to thousands of bits): int / int rounds exactly.
+    """
+    if numerator.dtype == object or denominator >= INT64_LIMIT:
+        return np.array([int(v) / denominator for v in numerator.tolist()], dtype=np.float64)
+    return numerator.astype(np.float64) / denominator
+
+
 @dataclass(frozen=True)
 class ExactFrequency:
     """f(i) = ``numerator[i] / denominator`` for 0 <= i < ``len(numerator)``, exactly.
@@ -92,9 +101,7 @@ class ExactFrequency:
     @property
     def f(self) -> np.ndarray:
         """f as float64 (numerator / denominator): for plots and statistics, not for exact comparisons."""
-        if self.numerator.dtype == object or self.denominator >= INT64_LIMIT:  # int / int rounds correctly
-            return np.array([int(v) / self.denominator for v in self.numerator.tolist()], dtype=np.float64)
-        return self.numerator.astype(np.float64) / self.denominator
+        return as_floats(self.numerator, self.denominator)
 
     @property
     def tokens(self) -> Fraction:

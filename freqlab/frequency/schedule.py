@@ -49,6 +49,7 @@ import numpy as np
 from freqlab.config_file import read_config_file
 from freqlab.errors import FreqlabError, brief
 from freqlab.frequency.curricula import curriculum_from_spec
+from freqlab.frequency.exact import as_floats
 from freqlab.frequency.layouts import GLOBAL, LayerKind, Layout, layout_frequency, read_layout, truncate_to_window
 from freqlab.frequency.pose import position_ids_from_spec
 from freqlab.frequency.position import position_frequency
@@ -133,16 +134,6 @@ def load_schedule(path: str | Path, *, histogram: str | Path | None = None, weig
     path = Path(path)
     data = read_config_file(path, "schedule")
     return parse_schedule(data, base=path.parent, source=str(path), histogram=histogram, weights=weights)
-
-
-def _ratios_to_first(f: np.ndarray) -> np.ndarray:
-    """f(i) / f(0) as float64: an exact expectation's Python-integer numerators (PoSE's common denominator makes them
-    thousands of digits long) shifted down together first, since each, and f(0), is past what a float holds.
-    """
-    if f.dtype != object:
-        return f / float(f[0])
-    shift = max(int(f[0]).bit_length() - 62, 0)  # f(i) <= f(0): every numerator then fits in 62 bits
-    return np.array([int(x) >> shift for x in f], dtype=np.float64) / float(int(f[0]) >> shift)
 
 
 def parse_schedule(
@@ -396,7 +387,8 @@ class ScheduleFrequency:
         f = self.frequencies[k] if kind is None else self.stage_kinds(k).get(kind)
         out = np.zeros(self.window)
         if f is not None and f.size and f[0] > 0:
-            out[: f.size] = _ratios_to_first(f) * self.schedule.stages[k].tokens
+            # f_k / f_k(0): a PoSE expectation's integers are past a float, each and f(0) alike
+            out[: f.size] = as_floats(f, int(f[0])) * self.schedule.stages[k].tokens
         return out
 
     @property
