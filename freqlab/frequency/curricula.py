@@ -270,8 +270,8 @@ def _frequency(seg: np.ndarray, L: int, dropped: int, name: str, note: str) -> E
     return ExactFrequency(segment_frequency(segs), 1, Fraction(dropped), note)
 
 
-def _check_int64_tokens(lengths: np.ndarray, counts: np.ndarray) -> None:
-    """Counted in int64 (rows, pieces): the histogram's tokens must stay below 2^63."""
+def check_int64_tokens(lengths: np.ndarray, counts: np.ndarray) -> None:
+    """Counted in int64 (rows, pieces, PoSE's rows): the histogram's tokens must stay below 2^63."""
     if exact_dot(lengths, counts) >= 1 << 63:
         raise FreqlabError("the histogram's tokens exceed exact int64 arithmetic (2^63); scale it down")
 
@@ -279,7 +279,7 @@ def _check_int64_tokens(lengths: np.ndarray, counts: np.ndarray) -> None:
 def _check_stage(lengths, counts, L, regime: str, kind: str):
     L = check_window(L)
     lengths, counts = check_histogram(lengths, counts)
-    _check_int64_tokens(lengths, counts)
+    check_int64_tokens(lengths, counts)
     if regime not in ROW_REGIMES:
         raise FreqlabError(
             f"{kind}: regime {regime!r} has no row order to schedule; use one of {', '.join(ROW_REGIMES)}"
@@ -551,7 +551,7 @@ class DatasetDecomposition:
         if 1 << self.max_log2 > L:
             raise FreqlabError(f"dataset-decomposition: the largest bucket 2^{self.max_log2} is longer than L = {L}")
         if self.replayed or not self.randomize:  # int64 pieces (the expectation's numerators are Python integers)
-            _check_int64_tokens(lengths, counts)
+            check_int64_tokens(lengths, counts)
         if self.randomize and self.replayed:
             return self.replay(lengths, counts, L, seed)
         note = f"Dataset Decomposition, buckets 2^{self.min_log2}..2^{self.max_log2}"

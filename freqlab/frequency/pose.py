@@ -50,11 +50,11 @@ from fractions import Fraction
 import numpy as np
 
 from freqlab.errors import FreqlabError
-from freqlab.frequency.curricula import Spec
+from freqlab.frequency.curricula import Spec, check_int64_tokens
 from freqlab.frequency.exact import INT64_LIMIT, ExactFrequency
 from freqlab.frequency.kernels import scatter_add
 from freqlab.frequency.position import refuse_megatron, segment_frequency
-from freqlab.frequency.regimes import check_histogram, check_window, exact_dot, segments, stream_order
+from freqlab.frequency.regimes import check_histogram, check_window, segments, stream_order
 from freqlab.resources import available_memory, require_memory
 from freqlab.sizes import MAX_POSITIONS
 
@@ -148,8 +148,7 @@ class Pose:
     def _rows(self, lengths, counts, L: int):
         L = check_window(L)
         lengths, counts = check_histogram(lengths, counts)
-        if exact_dot(lengths, counts) >= INT64_LIMIT:
-            raise FreqlabError("the histogram's tokens exceed exact int64 arithmetic (2^63); scale it down")
+        check_int64_tokens(lengths, counts)
         return lengths, counts, L, self.target_for(L)
 
     def frequency(self, lengths, counts, L: int, regime: str = "truncate", seed: int = 0) -> ExactFrequency:
