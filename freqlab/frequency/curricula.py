@@ -66,6 +66,7 @@ from typing import cast
 
 import numpy as np
 
+from freqlab.arrays import int64_tokens
 from freqlab.errors import FreqlabError
 from freqlab.frequency.exact import ExactFrequency
 from freqlab.frequency.position import refuse_megatron, segment_frequency
@@ -270,16 +271,10 @@ def _frequency(seg: np.ndarray, L: int, dropped: int, name: str, note: str) -> E
     return ExactFrequency(segment_frequency(segs), 1, Fraction(dropped), note)
 
 
-def check_int64_tokens(lengths: np.ndarray, counts: np.ndarray) -> None:
-    """Counted in int64 (rows, pieces, PoSE's rows): the histogram's tokens must stay below 2^63."""
-    if exact_dot(lengths, counts) >= 1 << 63:
-        raise FreqlabError("the histogram's tokens exceed exact int64 arithmetic (2^63); scale it down")
-
-
 def _check_stage(lengths, counts, L, regime: str, kind: str):
     L = check_window(L)
     lengths, counts = check_histogram(lengths, counts)
-    check_int64_tokens(lengths, counts)
+    int64_tokens(lengths, counts)
     if regime not in ROW_REGIMES:
         raise FreqlabError(
             f"{kind}: regime {regime!r} has no row order to schedule; use one of {', '.join(ROW_REGIMES)}"
@@ -551,7 +546,7 @@ class DatasetDecomposition:
         if 1 << self.max_log2 > L:
             raise FreqlabError(f"dataset-decomposition: the largest bucket 2^{self.max_log2} is longer than L = {L}")
         if self.replayed or not self.randomize:  # int64 pieces (the expectation's numerators are Python integers)
-            check_int64_tokens(lengths, counts)
+            int64_tokens(lengths, counts)
         if self.randomize and self.replayed:
             return self.replay(lengths, counts, L, seed)
         note = f"Dataset Decomposition, buckets 2^{self.min_log2}..2^{self.max_log2}"

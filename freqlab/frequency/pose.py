@@ -49,8 +49,9 @@ from fractions import Fraction
 
 import numpy as np
 
+from freqlab.arrays import int64_tokens
 from freqlab.errors import FreqlabError
-from freqlab.frequency.curricula import Spec, check_int64_tokens
+from freqlab.frequency.curricula import Spec
 from freqlab.frequency.exact import INT64_LIMIT, ExactFrequency
 from freqlab.frequency.kernels import scatter_add
 from freqlab.frequency.position import refuse_megatron, segment_frequency
@@ -148,7 +149,7 @@ class Pose:
     def _rows(self, lengths, counts, L: int):
         L = check_window(L)
         lengths, counts = check_histogram(lengths, counts)
-        check_int64_tokens(lengths, counts)
+        int64_tokens(lengths, counts)
         return lengths, counts, L, self.target_for(L)
 
     def frequency(self, lengths, counts, L: int, regime: str = "truncate", seed: int = 0) -> ExactFrequency:

@@ -33,7 +33,12 @@ from dataclasses import dataclass
 import numpy as np
 
 from freqlab.arrays import as_int64 as _as_int64
-from freqlab.arrays import check_histogram, exact_dot, summed_by_length  # the first two also for import compatibility
+from freqlab.arrays import (  # the first two also for import compatibility
+    check_histogram,
+    exact_dot,
+    int64_tokens,
+    summed_by_length,
+)
 from freqlab.errors import FreqlabError
 from freqlab.frequency.kernels import best_fit_fills, pack_walk, scatter_add
 from freqlab.resources import require_memory
@@ -265,7 +270,7 @@ def pack_sample(lengths, counts, L: int, seed: int = 0, documents: int = PACK_SA
     if total <= documents:
         return segments(lengths, counts, L, "pack", seed=seed)
     L = check_window(L)
-    _exact_tokens(lengths, counts)
+    int64_tokens(lengths, counts)
     # one row per length, in length order: the sample of a multiset is the same whatever its rows (zero counts, a
     # length given twice, another order); a zero count walked as a document of weight 0 would still fill its row
     lengths, counts = summed_by_length(lengths[counts > 0], counts[counts > 0])
@@ -279,16 +284,6 @@ def pack_sample(lengths, counts, L: int, seed: int = 0, documents: int = PACK_SA
     stream = np.repeat(np.arange(kind_lengths.size, dtype=index), kind_counts)
     seeded_rng(seed).shuffle(stream)
     return _packed(pack_walk(stream, L, kind_lengths, kind_weights)[0], L)
-
-
-def _exact_tokens(lengths: np.ndarray, counts: np.ndarray) -> int:
-    """The histogram's tokens; a FreqlabError past int64 (segment counts and f(i) are at most the token count:
-    below 2^63 they are exact in int64).
-    """
-    tokens = exact_dot(lengths, counts)
-    if tokens >= 1 << 63:
-        raise FreqlabError(f"{tokens:,} tokens exceed exact int64 arithmetic (2^63); scale the histogram down")
-    return tokens
 
 
 def _packed(dense: np.ndarray, L: int) -> Segments:
@@ -400,7 +395,7 @@ def segments(lengths, counts, L: int, regime: str = "natural", *, seed: int = 0,
     """
     L = check_window(L)
     lengths, counts = check_histogram(lengths, counts)
-    tokens = _exact_tokens(lengths, counts)
+    tokens = int64_tokens(lengths, counts)
     if regime == "natural":
         seg, cnt = _natural(lengths, counts, L)
         return Segments(seg, cnt, L, regime)

@@ -224,7 +224,7 @@ def test_dataset_decomposition_counted_in_int64_refuses_what_int64_cannot_hold()
     the random split, in Python integers, still answers."""
     dd = curriculum_from_spec({"kind": "dataset-decomposition", "buckets": [4, 4]})
     for n in (5, 9, 40):
-        with pytest.raises(FreqlabError, match=r"^the histogram's tokens exceed exact int64 arithmetic \(2\^63\)"):
+        with pytest.raises(FreqlabError, match=r"^[\d,]+ tokens exceed exact int64 arithmetic \(2\^63\)"):
             dd.frequency([n], [2**62], 4)
     assert dd.frequency([5], [2**60], 4).numerator.tolist() == [2**62, 3 * 2**60, 2**61, 2**60]
     random = curriculum_from_spec({"kind": "dataset-decomposition", "buckets": [4, 4], "randomize": True})
