@@ -37,6 +37,7 @@ from freqlab.corpus.base import (
     Document,
     FileShard,
     UnreadableFile,
+    describe_error,
     read_meter,
 )
 from freqlab.corpus.fields import REPARSE, Fields, has_lone_surrogate
@@ -431,6 +432,21 @@ class JsonlShard(FileShard):
                         continue
                 text, source, error = parse_line(raw, extract)
                 yield Document(text, source, where, error, _json_error(raw) if error == MALFORMED_JSON else None)
+
+    def compressed_damage(self) -> str | None:
+        """What this part's compressed stream raises when decompressed to its end (None when it reads whole or the
+        file is not compressed). Asked only where the scan stops at a bad record: in a damaged stream that record is
+        most likely the damage's output, since gzip checks its CRC only at a member's end.
+        """
+        if not is_compressed(self.path):
+            return None
+        try:
+            with open_binary(self.path, self.frames) as stream:
+                while stream.read(_BUFFER):
+                    pass
+        except self.read_errors as exc:
+            return describe_error(exc)
+        return None
 
     def first_record(self) -> dict | None:
         """The file's first non-blank line, parsed (None when it is not a JSON object)."""

@@ -601,6 +601,8 @@ def _count_texts(
                         part.error += missing_field_hint(shard)
                     elif reason == NON_STRING_TEXT:  # a builder's type guessing may have made it
                         part.error += getattr(shard, "non_string_note", "")
+                    if reason != UNREADABLE_FILE and (damage := _compressed_damage(shard)):
+                        part.error += f"; the file's compressed data is corrupt ({damage}): the record is likely damage"
                 return
             if doc.__class__ is _FailedRead:  # none of the documents before count, unless limits end first
                 if flush(last=True):  # this shard's cap is reached before the failure: the scan ends there
@@ -625,6 +627,12 @@ def _count_texts(
         ) and flush():
             return
     flush(last=True)
+
+
+def _compressed_damage(shard) -> str | None:
+    """What the shard's compressed stream raises when read to its end, for shards that can say (JSON lines)."""
+    check = getattr(shard, "compressed_damage", None)
+    return check() if check is not None else None
 
 
 def missing_field_hint(shard) -> str:

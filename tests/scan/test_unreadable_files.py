@@ -5,6 +5,7 @@ before it); blank lines counted, never documents."""
 from __future__ import annotations
 
 import json
+import zlib
 
 import pyarrow as pa
 import pyarrow.parquet as pq
@@ -189,6 +190,31 @@ def test_a_file_whose_checksum_fails_at_the_end_counts_none_of_the_documents_bef
         expected.lengths.tolist(),
         expected.counts.tolist(),
     )
+
+
+def test_a_bad_record_that_is_a_damaged_streams_garbage_says_the_stream_is_corrupt(tmp_path, texts):
+    """A stored gzip member with a quote inside a text turned into a NUL decompresses to a malformed line, and the
+    CRC fails only at the member's end: the error named the line alone, as if the file's text were bad. It now says
+    the compressed data is corrupt too. A malformed line in an intact stream says nothing of the kind."""
+    import gzip
+
+    content = jsonl(texts[:10])
+    data = bytearray(gzip.compress(content, compresslevel=0))
+    at = data.find(b'"', data.find(json.dumps(texts[3])[1:20].encode()))  # the text's closing quote
+    data[at] = 0
+    (tmp_path / "flip.jsonl.gz").write_bytes(bytes(data))
+    quote = content.find(b'"', content.find(json.dumps(texts[3])[1:20].encode()))  # stored: the same byte
+    damaged = content[:quote] + b"\0" + content[quote + 1 :]
+    with pytest.raises(FreqlabError) as caught:
+        run(tmp_path / "flip.jsonl.gz")
+    assert str(caught.value).startswith(f"{tmp_path / 'flip.jsonl.gz'}:4: malformed-json (")
+    assert str(caught.value).endswith(
+        "; the file's compressed data is corrupt (BadGzipFile: CRC check failed "
+        f"{hex(zlib.crc32(content))} != {hex(zlib.crc32(damaged))}): the record is likely damage"
+    )
+    (tmp_path / "bad.jsonl.gz").write_bytes(gzip.compress(jsonl(texts[:3]) + b"{not json\n"))
+    with pytest.raises(FreqlabError, match=r"bad\.jsonl\.gz:4: malformed-json \([^)]*\)$"):
+        run(tmp_path / "bad.jsonl.gz")
 
 
 def test_a_capped_skip_scan_is_the_same_whatever_the_worker_count(tmp_path, texts):
