@@ -50,8 +50,8 @@ class CalibrationPoint:
 
     ``tau`` = f_T(E), as an occurrence count: ⌊f_T(E)⌋ in exact arithmetic, the largest whole tau with which E is
     still predicted; ``tau_low`` = f_T(E_next) (E_next: the next length tested, which failed), so the measurement
-    holds for every tau in [tau_low, tau]. ``tokens`` and ``next_length`` are None for a point given directly as
-    occurrences (the paper's).
+    holds for every tau in (tau_low, tau] (:meth:`allows`). ``tokens`` and ``next_length`` are None for a point given
+    directly as occurrences (the paper's): it allows its tau alone (``tau_low`` = ``tau``).
     """
 
     label: str
@@ -62,6 +62,20 @@ class CalibrationPoint:
     next_length: int | None = None
     L: int | None = None
     source: str = ""
+
+    def allows(self, tau: float) -> bool:
+        """Whether ``tau`` predicts this point's E: f_T(E_next) < tau <= f_T(E), or tau = the given occurrences.
+
+        >>> PAPER_POINTS[0].allows(10**11), PAPER_POINTS[0].allows(10**11 - 1)
+        (True, False)
+        """
+        return tau == self.tau if self.tokens is None else self.tau_low < tau <= self.tau
+
+    def interval(self) -> str:
+        """The taus :meth:`allows`, as the report writes them: ``(low, high]``, or ``[v, v]`` for a given point."""
+        from freqlab.frequency.regime_table import human_count
+
+        return f"{'[' if self.tokens is None else '('}{human_count(self.tau_low)}, {human_count(self.tau)}]"
 
     def to_dict(self) -> dict:
         """The point as JSON-ready data."""
@@ -169,7 +183,7 @@ class Calibration(Displayed):
                 f"{p.effective_length:,}",
                 "-" if p.tokens is None else human_count(p.tokens),
                 human_count(p.tau),
-                f"[{human_count(p.tau_low)}, {human_count(p.tau)}]",
+                p.interval(),
             ]
             for p in self.points
         ]
@@ -188,15 +202,16 @@ class Calibration(Displayed):
             lines.append("no bootstrap interval (fewer than 3 points)")
         else:
             lines.append(f"95% bootstrap interval {human_count(self.bootstrap[0])} .. {human_count(self.bootstrap[1])}")
-        # a point predicts its own E only for tau in (tau_low, tau]: say which the pooled tau does not
-        against = [p.label or f"E = {p.effective_length}" for p in self.points if not p.tau_low < self.tau <= p.tau]
+        against = [p.label or f"E = {p.effective_length}" for p in self.points if not p.allows(self.tau)]
         if against:
             low, high = max(p.tau_low for p in self.points), min(p.tau for p in self.points)
-            common = (
-                f"every point allows tau in ({human_count(low)}, {human_count(high)}]"
-                if low < high
-                else "no tau fits every point"
-            )
+            if any(p.tokens is None for p in self.points):  # a given point allows one tau: it fits all, or none does
+                fits = low == high and all(p.allows(high) for p in self.points)
+                common = f"every point allows tau = {human_count(high)} alone" if fits else "no tau fits every point"
+            elif low < high:
+                common = f"every point allows tau in ({human_count(low)}, {human_count(high)}]"
+            else:
+                common = "no tau fits every point"
             lines.append(f"note: tau = {human_count(self.tau)} predicts another E for {', '.join(against)}; {common}")
         return lines
 

@@ -14,6 +14,7 @@ from freqlab.errors import FreqlabError
 from freqlab.frequency import effective_length
 from freqlab.frequency.calibrate import (
     PAPER_POINTS,
+    CalibrationPoint,
     calibrate,
     point_from_frequency,
     point_from_record,
@@ -260,3 +261,18 @@ def test_the_report_says_which_points_the_pooled_tau_does_not_predict():
                        point_from_frequency(FULL, 1e12, 1792, next_length=1920)])  # fmt: skip
     (note,) = [line for line in apart.estimate_lines() if line.startswith("note:")]
     assert "predicts another E for E = 1024, E = 1792; no tau fits every point" in note
+
+
+def test_points_given_as_occurrences_allow_their_tau_alone_and_the_fit_of_equal_ones_predicts_them():
+    """A point given as occurrences allows exactly its tau ([v, v]); the open interval (tau_low, tau] of a measured
+    point left it out, so the one-point fit and the paper's two 100B points were said to predict another E, with
+    "no tau fits every point", right beside the table showing that tau."""
+    paper = calibrate(PAPER_POINTS)
+    assert [row[-1] for row in paper.table()[1]] == ["[100B, 100B]"] * 2
+    assert not any(line.startswith("note:") for line in paper.estimate_lines())
+    other = CalibrationPoint("other", 1000, 2 * 10**11, 2e11)
+    (note,) = [line for line in calibrate([PAPER_POINTS[0], other]).estimate_lines() if line.startswith("note:")]
+    assert note == f"note: tau = 141B predicts another E for {PAPER_POINTS[0].label}, other; no tau fits every point"
+    measured = point_from_frequency(FULL, 1e12, 1280, next_length=1408)  # allows (312.5B, 375B]
+    assert measured.interval() == "(313B, 375B]"
+    assert not measured.allows(312_500_000_000) and measured.allows(375 * 10**9)
