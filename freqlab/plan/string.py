@@ -662,9 +662,12 @@ def plan_string(
     if S is not None:
         _check_shift(L, S, 0)
         S = int(S)
-        within = lo <= S <= hi
+        within = L <= 3 * S and 2 * S <= L  # the paper's range itself, not its multiples of q
         if not within:
-            notes.append(f"S = {S} (S/L = {S / L:.3f}) is outside the paper's range L/3..L/2 = {lo}..{hi} (Sec. 4.1)")
+            notes.append(
+                f"S = {S} (S/L = {S / L:.3f}) is outside the paper's range L/3..L/2 = {L / 3:.6g}..{L / 2:.6g} "
+                "(Sec. 4.1)"
+            )
     elif unreachable:  # the paper's upper end uses the fewest positions its range can: L - S + W - 1 falls with S
         S, within = hi, False
     elif S_rule is None:
@@ -755,9 +758,9 @@ def _reasoning(
     lo, hi = bounds
     head = f"Training window L = {L}. "
     paper_range = f"the paper's range L/3 <= S <= L/2 (Sec. 4.1; {lo}..{hi} after rounding)"
-    if given:
+    if given:  # a given S is held to the range itself, L/3 not rounded up
         rule = f"S = {S} (S/L = {S / L:.3f}) was given and is evaluated: it lies {'inside' if within else 'outside'} " \
-               f"{paper_range}. "  # fmt: skip
+               f"the paper's range L/3 <= S <= L/2 (Sec. 4.1; {L / 3:.6g}..{L / 2:.6g}). "  # fmt: skip
         if S_rule is not None:
             rule += f"The frequency rule would give S = {S_rule} ({wt.rule} rule, N* = {wt.N}). "
         elif unreachable:

@@ -269,6 +269,20 @@ def test_a_given_S_is_evaluated_not_replaced():
         plan_string(4096, S=100)
 
 
+@pytest.mark.parametrize("S, inside", [(1365, False), (1366, True), (1370, True), (2048, True), (2049, False)])
+def test_a_given_S_is_held_to_the_papers_range_itself_not_its_multiples_of_64(S, inside):
+    """L/3 <= S <= L/2 (Sec. 4.1) is 1365.33..2048 at L = 4096; S = 1370 was called outside "L/3..L/2 =
+    1408..2048", the default S's rounding taken for the paper's bound (new user)."""
+    p = plan_string(4096, S=S)
+    assert p.within_range is inside
+    assert (
+        f"it lies {'inside' if inside else 'outside'} the paper's range L/3 <= S <= L/2 (Sec. 4.1; 1365.33..2048)"
+        in (p.reasoning)
+    )
+    outside = f"S = {S} (S/L = {S / 4096:.3f}) is outside the paper's range L/3..L/2 = 1365.33..2048 (Sec. 4.1)"
+    assert (outside in p.notes) is not inside
+
+
 def test_the_two_shares_are_the_plan_and_the_usage_figure_definitions():
     """`plan string` reports i >= L - S (overwritten), `plot string-usage` shades i >= L - S + W (never used):
     both are on the plan, each under its own name."""
