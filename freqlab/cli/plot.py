@@ -384,7 +384,9 @@ def string_matrix_command(L, S, W, out, formats, size, dpi, as_json):
 
 @plot_group.command("string-usage", short_help="Positions STRING uses vs RoPE's, with their training frequency.")
 @window_option(type=POSITIONS.within(2), required=True, callback=_drawable)
-@click.option("--S", "S", type=POSITIONS, required=True, help="Shift offset S.")
+@click.option(
+    "--S", "S", type=POSITIONS, default=None, help="Shift offset S [default: L/3 rounded up to 64, as plan string]."
+)
 @click.option("--W", "W", type=POSITIONS.within(0), default=128, show_default=True, help="Local window W.")
 @hist_option("Length histogram: adds how often training saw each position.", old_name="--histogram")
 @one_regime_option
@@ -398,8 +400,11 @@ def string_usage_command(L, S, W, hist, regime, weights, out, formats, size, dpi
       freqlab plot string-usage --L 2K --S 683 --hist freqlab-out/lengths.parquet --out usage.png
     """
     from freqlab.frequency import position_frequency
+    from freqlab.plan.string import recommended_range
     from freqlab.plots.string import plot_string_usage
 
+    if S is None:
+        S = recommended_range(L)[0]
     f = None
     if hist is not None:
         h = _histogram(hist, regime, weights)

@@ -137,3 +137,18 @@ def test_a_figure_is_written_whole_through_links_as_every_output_is(tmp_path, hi
     assert result.exit_code == 0, result.output
     assert (tmp_path / "link.png").is_symlink() and (tmp_path / "real.png").read_bytes().startswith(b"\x89PNG")
     assert not [name for name in os.listdir(tmp_path) if name.endswith(".tmp")]
+
+
+def test_string_usage_takes_plan_strings_default_shift(tmp_path, monkeypatch):
+    """`plot string-usage --L 4K` asked for --S, where `plan string --L 4K` takes L/3 rounded up to 64 (1408): the
+    figure of the plan's own default needed a number looked up elsewhere (new user)."""
+    import freqlab.plots.string as string_plots
+
+    drawn = []
+    real = string_plots.plot_string_usage
+    monkeypatch.setattr(
+        string_plots, "plot_string_usage", lambda L, S, W, **kw: drawn.append((L, S, W)) or real(L, S, W, **kw)
+    )
+    result = run("plot", "string-usage", "--L", "4K", "--out", tmp_path / "u.png")
+    assert result.exit_code == 0, result.output
+    assert drawn == [(4096, 1408, 128)]
