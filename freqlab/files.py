@@ -286,6 +286,33 @@ def read_parquet(path: str | Path) -> tuple[pl.DataFrame, dict[str, str]]:
         return pl.read_parquet(handle), metadata
 
 
+def not_parquet(path: str | Path) -> str | None:
+    """Why the file at ``path`` is plainly no Parquet file (empty; not starting and ending with ``PAR1``, the
+    format's magic), for an error message; None when it looks like one (or cannot be read).
+
+    >>> import tempfile; folder = tempfile.mkdtemp()
+    >>> _ = open(f"{folder}/s.yaml", "w").write("stages: []")
+    >>> not_parquet(f"{folder}/s.yaml")
+    "not a Parquet file: it starts with b'stages: []' (a Parquet file starts and ends with b'PAR1')"
+    """
+    try:
+        with open(path, "rb") as handle:
+            head = handle.read(16)
+            handle.seek(0, os.SEEK_END)
+            if handle.tell() >= 8:
+                handle.seek(-4, os.SEEK_END)
+            tail = handle.read(4)
+    except OSError:
+        return None
+    if not head:
+        return "an empty file (0 bytes), not a Parquet file"
+    if head[:4] != b"PAR1":
+        return f"not a Parquet file: it starts with {head!r} (a Parquet file starts and ends with b'PAR1')"
+    if tail != b"PAR1":
+        return f"no whole Parquet file: it ends with {tail!r}, not b'PAR1' (cut short?)"
+    return None
+
+
 def parquet_metadata(path: str | Path) -> dict[str, str]:
     """The key-value metadata of the Parquet file ``path`` (its rows are not read)."""
     import polars as pl

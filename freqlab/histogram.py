@@ -34,7 +34,7 @@ from freqlab.display import (
     svg_chart,
 )
 from freqlab.errors import FreqlabError, brief
-from freqlab.files import read_parquet, write_parquet
+from freqlab.files import not_parquet, read_parquet, write_parquet
 from freqlab.formats import (  # UNLABELLED_SOURCE: kept for import compatibility
     LENGTHS_FILE,
     METADATA_KEY,
@@ -359,13 +359,19 @@ class LengthHistogram(Displayed):
         try:
             frame, metadata = read_parquet(path)
         except Exception as exc:  # polars raises several types for corrupt files
-            raise FreqlabError(f"{path}: not a readable Parquet file ({type(exc).__name__})") from None
+            what = not_parquet(path) or f"not a readable Parquet file ({type(exc).__name__})"
+            raise FreqlabError(f"{path}: {what}; a length histogram is the lengths.parquet a scan writes") from None
         try:
             header = json.loads(metadata[METADATA_KEY])
-            if not isinstance(header, dict) or header.get("format") != FORMAT:
+            if not isinstance(header, dict):
                 raise KeyError("format")
         except (KeyError, ValueError, TypeError):
             raise FreqlabError(f"{path}: not a freqlab length histogram (no 'freqlab' metadata)") from None
+        if header.get("format") != FORMAT:
+            raise FreqlabError(
+                f"{path}: a freqlab file of format {header.get('format')!r}, not a length histogram ({FORMAT!r}: "
+                "the lengths.parquet a scan writes)"
+            )
         _check_header(header, path)
         if not {"length", "count"} <= set(frame.columns):
             raise FreqlabError(f"{path}: a freqlab histogram needs columns 'length' and 'count'")

@@ -137,12 +137,39 @@ def test_loading_something_else_is_a_clear_error(tmp_path):
         LengthHistogram.read_parquet(tmp_path / "missing.parquet")
     corrupt = tmp_path / "corrupt.parquet"
     corrupt.write_bytes(b"PAR1 this is not parquet")
-    with pytest.raises(FreqlabError, match="not a readable Parquet file"):
+    with pytest.raises(FreqlabError, match=r"no whole Parquet file: it ends with b'quet', not b'PAR1' \(cut short\?\)"):
+        LengthHistogram.read_parquet(corrupt)
+    corrupt.write_bytes(b"PAR1 this is not parquet PAR1")
+    with pytest.raises(FreqlabError, match=r"corrupt\.parquet: not a readable Parquet file \("):
         LengthHistogram.read_parquet(corrupt)
     foreign = tmp_path / "foreign.parquet"
     pl.DataFrame({"length": [1], "count": [1]}).write_parquet(foreign)
     with pytest.raises(FreqlabError, match="not a freqlab length histogram"):
         LengthHistogram.read_parquet(foreign)
+
+
+def test_a_file_of_another_kind_is_named_for_what_it_is(tmp_path):
+    """An empty file, YAML or JSON given where a histogram goes said 'not a readable Parquet file (ComputeError)',
+    polars' exception name; the f(i) that `freq --out` writes said it had no 'freqlab' metadata, which it has
+    (new user)."""
+    (tmp_path / "empty.parquet").write_bytes(b"")
+    (tmp_path / "s.yaml").write_text("stages: []")
+    hint = "; a length histogram is the lengths.parquet a scan writes"
+    for name, what in [
+        ("empty.parquet", "an empty file (0 bytes), not a Parquet file"),
+        ("s.yaml", "not a Parquet file: it starts with b'stages: []' (a Parquet file starts and ends with b'PAR1')"),
+    ]:
+        with pytest.raises(FreqlabError) as caught:
+            LengthHistogram.read_parquet(tmp_path / name)
+        assert str(caught.value) == f"{tmp_path / name}: {what}{hint}"
+    f = tmp_path / "f.parquet"
+    write_parquet(f, pl.DataFrame({"i": [0], "f": [1]}), {"format": "freqlab.position_frequency", "version": 1})
+    with pytest.raises(FreqlabError) as caught:
+        LengthHistogram.read_parquet(f)
+    assert str(caught.value) == (
+        f"{f}: a freqlab file of format 'freqlab.position_frequency', not a length histogram "
+        "('freqlab.length_histogram': the lengths.parquet a scan writes)"
+    )
 
 
 def test_bad_lengths_are_rejected():

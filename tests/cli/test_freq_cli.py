@@ -153,7 +153,7 @@ def test_schedule_command(tmp_path, hist):
         (("freq", "{hist}", "--L", "0"), 2, "Invalid value for '--L'"),
         (("freq", "{hist}", "--regime", "zigzag"), 2, "Invalid value for '--regime'"),
         (("freq", "{hist}", "--tokens", "lots"), 2, "not a token count"),
-        (("stats", "{bad}"), 1, "not a readable Parquet file"),
+        (("stats", "{bad}"), 1, "bad.parquet: not a Parquet file: it starts with b'garbage'"),
         (("freq", "{empty}"), 1, "the histogram holds no documents"),
         (
             ("freq", "{hist}", "--out", "/proc/x.parquet"),
