@@ -436,7 +436,19 @@ class ScheduleFrequency:
         last = largest_reaching(
             F, threshold, lambda i: self.occurrences(i, kind, stages) >= threshold, prefix=without_gap
         )
+        cap = self.reach_cap(kind)
+        if cap is not None:  # trained further as global layers of a stage without a layout: unusable past the window
+            last = min(last, cap)
         return last if without_gap else max(last, 0)
+
+    def reach_cap(self, kind: LayerKind | None) -> int | None:
+        """The largest position layers of ``kind`` attend by construction (w - 1, C - 1), when they are of that kind
+        in the last stage (its layout names it); None for global layers, NoPE, and kinds the last stage has not.
+        """
+        last = self.schedule.stages[-1].layout
+        if kind is None or not kind.size or last is None or kind not in last.kinds:
+            return None
+        return kind.reach(self.window)
 
     def reached(self, k: int, kind: LayerKind, position: int) -> Fraction:
         """Tokens of stage k trained (in layers of ``kind``) with at least ``position`` tokens of left context, i.e.
@@ -530,7 +542,7 @@ class ScheduleFrequency:
 
     def _kind_dict(self, kind: LayerKind, tau: float) -> dict:
         """One layer kind over the whole schedule: its reach cap, effective length and mass shares (NoPE: a note)."""
-        row = {"kind": kind.name, "rope": kind.rope, "reach_cap": kind.reach(self.window) if kind.size else None}
+        row = {"kind": kind.name, "rope": kind.rope, "reach_cap": self.reach_cap(kind)}
         if not kind.rope:
             return {**row, "note": "no rotary embedding: no position frequency; left out of RoPE plans"}
         total, window = self.kind_total(kind), self.window
@@ -702,4 +714,20 @@ def schedule_frequency(schedule: Schedule, *, seed: int = 0) -> ScheduleFrequenc
             raise FreqlabError(f"{schedule.source}: {exc}") from None
         frequencies.append(f)
         kinds.append(per_kind)
-    return ScheduleFrequency(schedule, tuple(frequencies), tuple(kinds))
+    return ScheduleFrequency(schedule, tuple(frequencies), tuple(_full_attention_stages(schedule, frequencies, kinds)))
+
+
+def _full_attention_stages(schedule: Schedule, frequencies: list, kinds: list[dict]) -> list[dict]:
+    """Each stage's f per layer kind, where a stage without a layout (every layer global) counts its f for every
+    RoPE kind another stage's layout names: the layers that are sliding-window or chunked there were global layers
+    in this stage, and trained every distance it trains (their reach at inference is still their window's).
+    """
+    if all(stage.layout is None for stage in schedule.stages):
+        return kinds
+    every: dict = {GLOBAL: None}
+    for per_kind in kinds:
+        every.update(dict.fromkeys(per_kind))
+    return [
+        {kind: (f if kind.rope else None) for kind in every} if stage.layout is None else per_kind
+        for stage, f, per_kind in zip(schedule.stages, frequencies, kinds, strict=True)
+    ]

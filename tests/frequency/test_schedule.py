@@ -121,6 +121,36 @@ def test_stages_with_a_layout_report_f_per_layer_kind_and_the_share_beyond_earli
     assert result.effective_length(30, swa) == 1
 
 
+def test_a_stage_without_a_layout_trains_every_layer_kind_as_global_and_the_last_layout_caps_the_reach(tmp_path):
+    """A layout named in the last stage only: the stage before it, without a layout, trains every layer with full
+    attention, so the layers that become swa2 trained its f there; they counted 0 for it, an effective length of 0
+    after 100 tokens of global training (new user). Their effective length is capped at their reach, w - 1 = 1, when
+    the last stage makes them sliding; a last stage without a layout leaves them global."""
+    from freqlab.frequency.layouts import LayerKind
+
+    LengthHistogram.from_counts([8], [3]).to_parquet(tmp_path / "h.parquet")
+    (tmp_path / "s.yaml").write_text(
+        "histogram: h.parquet\n"
+        "stages:\n  - {name: short, L: 4, tokens: 100}\n  - {name: long, L: 8, tokens: 50, layout: swa2+global+nope}\n"
+    )
+    result = schedule_frequency(load_schedule(tmp_path / "s.yaml"))
+    swa, glob, nope = LayerKind("swa", 2), LayerKind("global"), LayerKind("nope")
+    short_f = [24, 18, 12, 6]  # 6 rows of 4 tokens: f(i) = 6 (4 - i), as the global layers get
+    assert result.stage_kinds(0)[glob].tolist() == result.stage_kinds(0)[swa].tolist() == short_f
+    assert result.stage_kinds(0)[nope] is None
+    assert result.kind_total(swa, 1).tolist() == result.kind_total(glob, 1).tolist() == [100, 75, 50, 25, 0, 0, 0, 0]
+    assert result.reach_cap(swa) == 1 and result.reach_cap(glob) is None
+    assert result.effective_length(30, swa) == 1  # F reaches 30 up to 2; the swa2 layers attend 0..1
+    back = tmp_path / "back.yaml"  # sliding first, global at the end: no cap
+    back.write_text(
+        "histogram: h.parquet\n"
+        "stages:\n  - {name: short, L: 4, tokens: 100, layout: swa2+global}\n  - {name: long, L: 8, tokens: 50}\n"
+    )
+    result = schedule_frequency(load_schedule(back))
+    assert result.reach_cap(swa) is None and result.stage_kinds(1)[swa].tolist() == [24, 21, 18, 15, 12, 9, 6, 3]
+    assert result.effective_length(20, swa) == result.effective_length(20, glob)
+
+
 def test_numbers_carry_their_source_or_an_assumed_mark(tmp_path):
     LengthHistogram.from_counts([8], [3]).to_parquet(tmp_path / "h.parquet")
     (tmp_path / "s.yaml").write_text(
