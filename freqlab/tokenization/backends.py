@@ -286,6 +286,35 @@ def compiled_pattern(pattern: str):
     return regex.compile(pattern)
 
 
+def empty_match(pattern: str) -> str | None:
+    r"""Where ``pattern`` can match the empty string, on which tiktoken's splitter panics (a Rust backtrace on
+    stderr): ``in 'a'`` for a short text where the ``regex`` module finds such a match, else ``by its structure``
+    when its shortest match is 0 characters (Python's own regex parser, ``\p{..}`` read as one character: a
+    lookahead alone, ``(?=x)``, needs the text it looks for); None when neither finds one.
+
+    >>> empty_match("a*"), empty_match(r"(?=x)|\p{L}+"), empty_match(r"\p{L}+|\s+")
+    ("in ''", 'by its structure', None)
+    """
+    import regex
+
+    try:
+        compiled = compiled_pattern(pattern)
+    except regex.error:
+        return None  # tiktoken took it: its engine, not this one, decides what it means
+    for text in ("", "a", " ", "1", "\n", "a b", ".", "é"):
+        if any(match.end() == match.start() for match in compiled.finditer(text)):
+            return f"in {text!r}"
+    try:
+        from re import _parser  # type: ignore[attr-defined]  # Python 3.11+
+    except ImportError:  # pragma: no cover - Python 3.10
+        import sre_parse as _parser  # type: ignore[no-redef]
+    try:
+        shortest = _parser.parse(re.sub(r"\\[pP](?:\{[^}]*\}|[A-Za-z])", "x", pattern)).getwidth()[0]
+    except (re.error, ValueError, OverflowError, RecursionError):
+        return None
+    return "by its structure" if shortest == 0 else None
+
+
 class HfEngine:
     """Hugging Face ``tokenizers``; ``threads > 1`` uses ``encode_batch`` on its rayon pool."""
 

@@ -43,6 +43,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from freqlab.tokenization.backends import empty_match
 from freqlab.tokenization.bytemap import bytes_to_text, token_bytes, unicode_to_byte  # noqa: F401  (importable here)
 from freqlab.tokenization.counter import TiktokenPlan
 
@@ -98,6 +99,8 @@ def compile_bytelevel_bpe(config: dict[str, Any], hf_tokenizer: Any) -> Tiktoken
         _check_normalized_added_tokens(config)
     pattern, prefix_space = _pre_tokenizer_pattern(config.get("pre_tokenizer"))
     _check_pattern(pattern)
+    if (empty := empty_match(pattern)) is not None:  # tiktoken's splitter panics on an empty match
+        raise NotConvertible(f"the pre-tokenizer regex matches the empty string ({empty}): tiktoken cannot split by it")
     ranks = _ranks_from_merges(model, set(added_contents(config)), hf_tokenizer)
     # Gaps (text P does not match) become pieces, as in Hugging Face's Split(behavior=Isolated).
     pat_str = f"(?:{pattern})|(?:(?!(?:{pattern}))[\\s\\S])+"

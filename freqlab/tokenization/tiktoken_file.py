@@ -18,6 +18,7 @@ from freqlab.tokenization.backends import (  # noqa: F401  (the patterns live in
     O200K_PATTERN,
     TiktokenEngine,
     compiled_pattern,
+    empty_match,
 )
 from freqlab.tokenization.counter import TiktokenPlan, TokenCounter, vocab_hash
 from freqlab.tokenization.verify import tiktoken_counter
@@ -93,9 +94,9 @@ def load_tiktoken_file(
         engine = TiktokenEngine(plan)  # a regex tiktoken rejects is the user's error, named here
     except ValueError as exc:
         raise FreqlabError(f"{path}: pattern rejected by tiktoken ({exc})") from exc
-    empty = _empty_match(plan.pat_str)
+    empty = empty_match(plan.pat_str)
     if empty is not None:  # tiktoken panics on it (a Rust backtrace, then "range end index 2 out of range")
-        raise FreqlabError(f"{path}: the pattern matches the empty string (in {empty!r}): tiktoken cannot split by it")
+        raise FreqlabError(f"{path}: the pattern matches the empty string ({empty}): tiktoken cannot split by it")
     return tiktoken_counter(
         plan,
         name=str(path),
@@ -104,17 +105,3 @@ def load_tiktoken_file(
         vocab_hash=vocab_hash((rank, token) for token, rank in ranks.items()),
         tiktoken_engine=engine,
     )
-
-
-def _empty_match(pattern: str) -> str | None:
-    """A short text in which ``pattern`` (``regex`` module) finds an empty match, or None."""
-    import regex
-
-    try:
-        compiled = compiled_pattern(pattern)
-    except regex.error:
-        return None  # tiktoken took it: its engine, not this one, decides what it means
-    for text in ("", "a", " ", "1", "\n", "a b", ".", "é"):
-        if any(match.end() == match.start() for match in compiled.finditer(text)):
-            return text
-    return None

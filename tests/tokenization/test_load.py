@@ -3,11 +3,12 @@
 from __future__ import annotations
 
 import base64
+import json
 import time
 
 import numpy as np
 import pytest
-from tokenizers import processors
+from tokenizers import Tokenizer, processors
 
 from freqlab.errors import FreqlabError
 from freqlab.tokenization import load_tokenizer
@@ -258,6 +259,37 @@ def test_bpe_dropout_is_refused(small_bpe, tmp_path):
     config["model"]["dropout"] = None  # as the message says: the same tokenizer without it
     (tmp_path / "none.json").write_text(json.dumps(config))
     assert load_tokenizer(str(tmp_path / "none.json")).count(TEXTS[:3]).tolist() == hf_counts(small_bpe[1], TEXTS[:3])
+
+
+@pytest.mark.parametrize("pattern", [r"\s*|\p{L}+|\p{N}|[^\s\p{L}\p{N}]+", r"(?=x)|\p{L}+|\s+|\p{N}|[^\s\p{L}\p{N}]+"])
+def test_a_tokenizer_json_regex_that_can_match_nothing_leaves_tiktoken_out_without_a_panic(
+    small_bpe, tmp_path, capfd, pattern
+):
+    """A Split regex that can match the empty string (at once, or only before an 'x': a lookahead alone) made
+    tiktoken's splitter panic while the sample text was counted: a Rust panic message and backtrace on stderr at
+    every cold load, the scan then going on (tokenizer review). tiktoken is now left out with the reason, before
+    it runs; the counts stay the reference's."""
+    folder, _ = small_bpe
+    config = json.loads((folder / "tokenizer.json").read_text())
+    config["pre_tokenizer"] = {
+        "type": "Sequence",
+        "pretokenizers": [
+            {"type": "Split", "pattern": {"Regex": pattern}, "behavior": "Isolated", "invert": False},
+            {"type": "ByteLevel", "add_prefix_space": False, "trim_offsets": True, "use_regex": False},
+        ],
+    }
+    (tmp_path / "tokenizer.json").write_text(json.dumps(config))
+    counter = load_tokenizer(str(tmp_path / "tokenizer.json"))
+    where = "in ''" if pattern.startswith(r"\s*") else "by its structure"
+    assert counter.fallback_reasons["tiktoken"] == (
+        f"the pre-tokenizer regex matches the empty string ({where}): tiktoken cannot split by it"
+    )
+    texts = [*TEXTS, "x marks the spot", "axe xx x"]
+    assert counter.count(texts).tolist() == [
+        len(e)
+        for e in Tokenizer.from_file(str(tmp_path / "tokenizer.json")).encode_batch(texts, add_special_tokens=False)
+    ]
+    assert "panicked" not in capfd.readouterr().err
 
 
 @pytest.mark.parametrize("pattern", ["a*", r"\s*|\w+", "(?:)"])
