@@ -76,13 +76,17 @@ class ScanOutput:
         return dict(self.store.recounted) if self.store is not None else {}
 
     def resume_into(self, shards: list, ledger: Ledger, on_error: str) -> set[int]:
-        """Feed the ledger every trusted checkpoint (when resuming); the indices of the shards they cover."""
+        """Feed the ledger every trusted checkpoint (when resuming); the indices of the shards they cover. A shard
+        read only up to a limit is counted again: a recounted file before it may now leave the limit more of it.
+        """
         done: set[int] = set()
         if not self.resume or self.store is None:
             return done
         for index, shard in enumerate(shards):
             part = self.store.load(shard.id, shard.identity())
-            if part is None or (ledger.limited and part.log is None) or (on_error == "raise" and part.skipped):
+            if part is None or (ledger.limited and (part.log is None or not part.complete)):
+                continue
+            if on_error == "raise" and part.skipped:
                 continue
             done.add(index)
             ledger.add(index, part)

@@ -13,7 +13,7 @@ from freqlab.errors import FreqlabError
 from freqlab.histogram import LengthHistogram
 from freqlab.scan import scan
 
-from .conftest import assert_same_histogram, scan_slimpajama
+from .conftest import assert_same_histogram, real_texts, scan_slimpajama, write_slimpajama
 
 run = functools.partial(scan_slimpajama, workers=1)
 _real_count_shard = work.count_shard
@@ -90,6 +90,23 @@ def test_resume_with_limits_cuts_at_the_same_document(tmp_path, slimpajama_dir, 
     resumed = run(slimpajama_dir, out=out, max_docs=40, resume=True)
     assert_same_histogram(resumed.histogram, full.histogram)
     assert resumed.summary["documents"]["read"] == 40
+
+
+def test_a_shard_cut_at_a_limit_is_counted_again_when_a_resume_needs_more_of_it(tmp_path):
+    """max_docs = 12 over a (5 documents), b (10), c (10): b's checkpoint holds its first 7. a then lost 2 lines and
+    the resume recounted a (3) but took b's 7 as all of b there was, and 2 of c's: not the first 12 documents of
+    the corpus (engines review). A checkpoint cut at a limit is counted again on resume."""
+    texts = real_texts(25)
+    folder, out = tmp_path / "data", tmp_path / "out"
+    write_slimpajama(folder / "a.jsonl", [(t, "x") for t in texts[:5]])
+    write_slimpajama(folder / "b.jsonl", [(t, "x") for t in texts[5:15]])
+    write_slimpajama(folder / "c.jsonl", [(t, "x") for t in texts[15:]])
+    run(folder, out=out, max_docs=12)
+    write_slimpajama(folder / "a.jsonl", [(t, "x") for t in texts[:3]])
+    resumed = run(folder, out=out, max_docs=12, resume=True)
+    fresh = run(folder, max_docs=12)
+    assert_same_histogram(resumed.histogram, fresh.histogram)
+    assert resumed.summary["tokens"] == fresh.summary["tokens"] and resumed.summary["documents"]["read"] == 12
 
 
 def test_resume_refuses_a_scan_with_other_settings(tmp_path, slimpajama_dir):
