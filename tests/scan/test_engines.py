@@ -513,3 +513,25 @@ def test_several_workers_take_the_largest_shards_first_and_a_limited_scan_takes_
     assert seen == []  # one worker: in this process, in corpus order
     scan_slimpajama(slimpajama_dir, max_docs=80)
     assert seen == sorted(sizes)
+
+
+def test_a_forkserver_gone_before_the_workers_start_is_one_error_with_the_resume_hint(monkeypatch):
+    """The forkserver killed while it builds the tokenizer, before it forked a worker (the out-of-memory killer's
+    likeliest target): the pool's first fork met a broken pipe, which the command line took for its reader gone
+    (`| head`) and exited 141 with nothing said (engines review). The pipe to the forkserver breaks as it would."""
+    from multiprocessing import forkserver
+
+    import freqlab.scan.engines.local as local
+    from freqlab.scan.engines.base import Task
+    from freqlab.scan.work import ShardOptions
+
+    def broken(fds):
+        raise BrokenPipeError(32, "Broken pipe")
+
+    monkeypatch.setattr(forkserver, "connect_to_new_process", broken)
+    with pytest.raises(FreqlabError) as caught:
+        list(local.LocalEngine(2).run(iter([Task(0, "shard", ShardOptions())]), job=None))
+    assert str(caught.value) == (
+        "the worker pool's forkserver process died (killed, or out of memory) before it started the workers "
+        "(BrokenPipeError); finished shards are checkpointed: run again with --resume"
+    )

@@ -84,6 +84,11 @@ class LocalEngine(Engine):
                 "a worker process died (killed, or out of memory) while counting "
                 f"{_shown(running)}; finished shards are checkpointed: run again with --resume"
             ) from None
+        except ConnectionError as exc:  # the forkserver gone before it forked a worker: its pipe is broken
+            raise FreqlabError(
+                f"the worker pool's forkserver process died (killed, or out of memory) before it started the workers "
+                f"({type(exc).__name__}); finished shards are checkpointed: run again with --resume"
+            ) from None
         finally:
             _drain(queue, progress)
             _stop(pool, kill=not finished)
