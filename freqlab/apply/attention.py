@@ -461,6 +461,9 @@ def _merge(setting: Setting, query, key, value, far_query, far_key, threshold, a
                 "log-sum-exp the merge needs; run under torch.no_grad() (generate does) or use backend='sdpa'"
             )
         options = {"softcap": softcap, "dropout": dropout, "sliding_window": sliding_window}
+        if threshold <= 0:  # every pair is far (Self-Extend, w_n = 0): no near call, whose left window of -1 flash
+            # reads as no limit (every key again, at its real position): one call of the far form, every pair near
+            query, key, threshold = far_query, far_key, key.shape[2] + 1
         if attention_mask is None:
             return merged_attention_flash(query, key, value, far_query, far_key, threshold, scaling, setting.flash_fn,
                                           **options)  # fmt: skip

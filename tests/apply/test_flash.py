@@ -194,6 +194,31 @@ def test_flash_logits_equal_the_sdpa_path(model_type, method):
     assert calls[0::2] == [(threshold - 1, 0)] * 2
 
 
+@pytest.mark.parametrize("model_type", ["llama", "mistral"])
+def test_self_extend_with_no_neighbour_window_on_flash_equals_the_sdpa_path(model_type):
+    """w_n = 0: every pair is grouped. The near call's window (-1, 0) is flash-attn's "no limit", so it attended
+    every key at its real position beside the far call's grouped ones (and past Mistral's sliding window): 1.4e-3
+    off on Llama, 0.2-0.3 on Mistral (apply review). One call of the grouped form now, padded batches too."""
+    model = tiny_model(model_type)
+    ids = _ids(batch=2)
+    fa.self_extend(model, 2, 0, backend="sdpa")
+    expected = _logits(model, ids)
+    rows = [_ids(length=n, seed=n)[0] for n in (T, 29)]
+    padded = _padded_logits(model, rows, "left", steps=2)
+    calls = []
+
+    def counted(*args, **kwargs):
+        calls.append(kwargs.get("window_size"))
+        return FLASH64(*args, **kwargs)
+
+    fa.self_extend(model, 2, 0, backend="flash", flash_fn=counted, flash_varlen_fn=VARLEN64)
+    torch.testing.assert_close(_logits(model, ids), expected, **EXACT)
+    window = (24 - 1, 0) if model_type == "mistral" else (T - 1, 0)
+    assert calls == [window, window]  # one call per layer, every pair in it
+    for got, want in zip(_padded_logits(model, rows, "left", steps=2), padded, strict=True):
+        torch.testing.assert_close(got, want, **EXACT)
+
+
 @pytest.mark.parametrize("method", ["string", "self_extend"])
 @pytest.mark.parametrize("model_type", ["llama", "qwen2"])
 def test_flash_decoding_with_the_cache_equals_the_sdpa_path(model_type, method):
