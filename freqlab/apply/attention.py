@@ -753,18 +753,46 @@ def _apply(model: Any, method: str, first: int, second: int, backend: str, flash
     _PREVIOUS[model] = previous
     _unhook(model, modules)  # applied again: one hook per layer
     _HOOKS[model] = [m.register_forward_pre_hook(_remember_key_offset, with_kwargs=True) for m in modules]
+    if method == SELF_EXTEND_NAME:
+        _HOOKS[model].append(model.register_forward_pre_hook(_positions_from_mask, with_kwargs=True))
     return model
 
 
+@functools.cache
+def _parameters(forward: Callable) -> tuple[str, ...]:
+    """The names of a model forward's parameters after ``self``, in order (to find what was passed by position)."""
+    return tuple(inspect.signature(forward).parameters)[1:]
+
+
+def _positions_from_mask(model: torch.nn.Module, args: tuple, kwargs: dict):
+    """Forward pre-hook of a model with Self-Extend: a left-padded batch given without position ids gets those
+    ``generate`` builds (the mask's cumulative sum - 1, padding at 1), each row numbered from its first real token.
+    transformers' default numbers the padding too: plain RoPE depends on distances only, but Self-Extend's grouped
+    positions m // G do not, and each row was grouped as if its padding were text (6e-4 off; apply review).
+    """
+    names = _parameters(type(model).forward)
+    given = dict(zip(names, args, strict=False)) | kwargs
+    mask, ids = given.get("attention_mask"), given.get("input_ids", given.get("inputs_embeds"))
+    if given.get("position_ids") is not None or "position_ids" not in names or ids is None:
+        return None
+    if not isinstance(mask, torch.Tensor) or mask.dim() != 2 or mask.dtype.is_floating_point:
+        return None
+    real = mask != 0
+    if not bool((~real[:, 0] & real.any(-1)).any()):
+        return None  # no row starts with padding: the default positions are the rows' own
+    positions = (real.long().cumsum(-1) - 1).masked_fill(~real, 1)[:, -ids.shape[1] :]
+    return args, {**kwargs, "position_ids": positions.to(ids.device)}
+
+
 def _unhook(model: Any, modules: list[torch.nn.Module]) -> None:
-    """Take this module's hooks off ``modules``: those registered here, and those a deep copy of a model it was
-    applied to brought along (registered on the original, they have no handle here).
+    """Take this module's hooks off the model and ``modules``: those registered here, and those a deep copy of a
+    model it was applied to brought along (registered on the original, they have no handle here).
     """
     for handle in _HOOKS.pop(model, ()):
         handle.remove()
-    for module in modules:
+    for module in [model, *modules]:
         for key, hook in list(module._forward_pre_hooks.items()):
-            if hook is _remember_key_offset:
+            if hook in (_remember_key_offset, _positions_from_mask):
                 del module._forward_pre_hooks[key]
                 module._forward_pre_hooks_with_kwargs.pop(key, None)
 

@@ -157,6 +157,32 @@ def test_padded_batches_equal_single_rows(model_type, method, backend):
         torch.testing.assert_close(batch[i, : len(row)], _logits(model, row[None])[0], **EXACT)
 
 
+@pytest.mark.parametrize("backend", ["sdpa", "eager"])
+@pytest.mark.parametrize("model_type", ["llama", "gemma2"])
+def test_a_left_padded_batch_without_position_ids_equals_single_rows(model_type, backend):
+    """transformers numbers the padding too when no position ids are given: plain RoPE does not mind (distances),
+    Self-Extend's grouped m // G does, and each row was grouped as if its padding were text (6e-4 off; apply
+    review). Without position ids, a left-padded batch is numbered as generate numbers it, decoding steps too."""
+    model = tiny_model(model_type)
+    _apply(model, "self_extend", backend)
+    rows = [_ids(length=n, seed=n)[0] for n in (T, 29, 35)]
+    ids, mask, _ = left_padded(rows)
+    nxt = _ids(batch=3, length=2, seed=7)
+    with torch.no_grad():
+        out = model(ids, mask, use_cache=True)  # the mask by position, as model(ids, mask) passes it
+        cache = out.past_key_values
+        steps = []
+        for t in range(2):
+            mask = torch.cat((mask, torch.ones_like(nxt[:, :1])), 1)
+            steps.append(model(nxt[:, t : t + 1], attention_mask=mask, past_key_values=cache, use_cache=True).logits)
+    for i, row in enumerate(rows):
+        alone = _logits(model, torch.cat((row, nxt[i]))[None])[0]
+        torch.testing.assert_close(out.logits[i, T - len(row) :], alone[: len(row)], **EXACT)
+        torch.testing.assert_close(torch.cat(steps, 1)[i], alone[len(row) :], **EXACT)
+    fa.remove(model)
+    assert not model._forward_pre_hooks  # the model's hook goes with the plan
+
+
 @pytest.mark.parametrize("method", ["string", "self_extend"])
 def test_a_bidirectional_mask_is_read_as_the_model_gives_it(method):
     """Gemma 3 with bidirectional attention (its image tokens attend so too): with the threshold at the prompt's length
