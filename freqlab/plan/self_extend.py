@@ -51,6 +51,7 @@ from freqlab.plan.well_trained import (
     json_fields,
     well_trained_range,
 )
+from freqlab.sizes import MAX_POSITIONS
 
 MAX_GROUP: int = 64  # maintainers' range for G: 2..64
 # The paper's setting for Llama-2-7b-chat 4K -> 16K (Sec. 4.1, Table 1): G = 8, w_n = 1024 (Eq. 8: 25,600 tokens)
@@ -67,9 +68,12 @@ LLAMA_CPP_NOTE = (
 
 
 def _check_group(G, w_n, L: int | None = None) -> tuple[int, int]:
-    """G a positive integer, w_n an integer 0 <= w_n (< L when L is given), else a FreqlabError naming the value."""
-    if isinstance(G, bool) or not isinstance(G, (int, np.integer)) or int(G) < 1:
-        raise FreqlabError(f"group size G must be a positive integer, got {G!r}")
+    """G an integer 1 <= G <= 2^30 (:data:`~freqlab.sizes.MAX_POSITIONS`: a larger group puts every position of any
+    window in group 0, and past 2^63 torch's integer division wraps), w_n an integer 0 <= w_n (< L when L is
+    given), else a FreqlabError naming the value.
+    """
+    if isinstance(G, bool) or not isinstance(G, (int, np.integer)) or not 1 <= int(G) <= MAX_POSITIONS:
+        raise FreqlabError(f"group size G must be an integer from 1 to 1,073,741,824, got {G!r}")
     bound = f" < L = {L}" if L is not None else ""
     if (
         isinstance(w_n, bool)

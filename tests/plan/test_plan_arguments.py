@@ -43,9 +43,17 @@ CASES = [
     (lambda: plan_self_extend(4096, 16384, default_fraction=NAN), "default_fraction must be a positive finite number"),
     (lambda: plan_self_extend(4096, 16384, max_group=NAN), "max_group must be an integer of at least 2, got nan"),
     (lambda: plan_self_extend(4096, 16384, min_window=1.5), "min_window must be a positive integer, got 1.5"),
-    (lambda: self_extend_position_matrix(6, 0, 2), "group size G must be a positive integer, got 0"),  # divided by 0
-    (lambda: self_extend_position_matrix(6, -1, 2), "group size G must be a positive integer, got -1"),
-    (lambda: self_extend_largest_position(10, 0, 4), "group size G must be a positive integer, got 0"),
+    (
+        lambda: self_extend_position_matrix(6, 0, 2),
+        "group size G must be an integer from 1 to 1,073,741,824, got 0",
+    ),  # divided by 0
+    (lambda: self_extend_position_matrix(6, -1, 2), "group size G must be an integer from 1 to 1,073,741,824, got -1"),
+    (lambda: self_extend_largest_position(10, 0, 4), "group size G must be an integer from 1 to 1,073,741,824, got 0"),
+    # past 2^63 torch's floor division wrapped (tensor([5]) // 2**63 == -1): applied, silently wrong (apply review)
+    (
+        lambda: self_extend_position_matrix(6, 2**63, 2),
+        f"group size G must be an integer from 1 to 1,073,741,824, got {2**63}",
+    ),
     (
         lambda: plan_rope_scaling(2048, 8192, "yarn", attention_factor=NAN),
         "attention_factor must be a positive finite number",
