@@ -76,6 +76,7 @@ from freqlab.plan.string import _check_shift
 STRING_NAME = "freqlab_string"
 SELF_EXTEND_NAME = "freqlab_self_extend"
 FLASH_SUFFIX = "_lse"  # the flash form's registered name: no "flash" in it, which transformers reads as its own
+_OWN_NAMES = {name + suffix for name in (STRING_NAME, SELF_EXTEND_NAME) for suffix in ("", FLASH_SUFFIX)}
 #: the flash kernels each transformers implementation runs: module (flash-attn 2, flash-attn 3's hopper build), the
 #: function for a batch without padding and the variable-length one for a padded batch
 FLASH_KERNELS = {
@@ -721,6 +722,8 @@ def _apply(model: Any, method: str, first: int, second: int, backend: str, flash
     config = _text_config(model)
     check_model_type(config.model_type, allow_untested)
     previous = _PREVIOUS.get(model, config._attn_implementation)
+    if previous in _OWN_NAMES:  # a deep copy of an applied model: the implementation before freqlab's is not known
+        previous = "sdpa" if getattr(model, "_supports_sdpa", False) else "eager"
     backend, flash_fn, flash_varlen_fn = resolve_backend(backend, previous, flash_fn, flash_varlen_fn)
     if config.model_type not in TESTED_MODEL_TYPES:  # allowed: said once more where it runs
         known = UNTESTED_BECAUSE.get(config.model_type)

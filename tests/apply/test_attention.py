@@ -282,6 +282,10 @@ def test_remove_restores_the_stock_model():
     for applied in (model, copy):
         fa.remove(applied)
         assert [len(m._forward_pre_hooks) for m in _attention_layers(applied)] == [0, 0]
+    # the copy applied again went back to freqlab_string, the implementation its config held, and every forward
+    # then refused (apply review): the one before freqlab's is unknown to a copy, so it goes back to sdpa
+    assert copy.config._attn_implementation == "sdpa"
+    torch.testing.assert_close(_logits(copy, ids), stock, rtol=0, atol=0)
 
 
 def _attention_layers(model) -> list:
