@@ -365,11 +365,12 @@ def probe_settings(
     for label, name, values in settings:
         if name is not None:
             patch[name](model, *values, allow_untested=allow_untested)
-        results.append(
-            probe(hf_generator(model, tokenizer), builder, lengths, depths, label=label, progress=progress, **options)
-        )
-        if name is not None:
-            applied.remove(model)
+        try:  # a probe that raises (out of memory, Ctrl-C in a notebook) leaves the model as it was given
+            generate = hf_generator(model, tokenizer)
+            results.append(probe(generate, builder, lengths, depths, label=label, progress=progress, **options))
+        finally:
+            if name is not None:
+                applied.remove(model)
     return results
 
 

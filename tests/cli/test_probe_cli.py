@@ -173,3 +173,20 @@ def test_a_config_transformers_cannot_read_is_one_line(tmp_path, config):
     result = run("probe", tmp_path, "--lengths", "240", "--string", "16,4")
     assert result.exit_code == 1 and "Traceback" not in result.output
     assert f"{tmp_path}: cannot load a causal LM and its tokenizer offline (" in result.output
+
+
+def test_a_probe_that_raises_leaves_the_model_as_it_was_given(monkeypatch):
+    """probe_settings applied each plan and removed it after its probe, with nothing between: a probe that raised
+    (out of memory, an interrupt in a notebook) left the plan on the model (apply review)."""
+    from freqlab.apply import probe as p
+
+    model = tiny_model("llama", vocab_size=len(tiny_tokenizer()), max_positions=512)
+
+    def interrupted(*args, **kwargs):
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(p, "probe", interrupted)
+    with pytest.raises(KeyboardInterrupt):
+        p.probe_settings(model, tiny_tokenizer(), p.hf_builder(tiny_tokenizer()), [240], plans=[("STRING", (32, 4))],
+                         baseline=False)  # fmt: skip
+    assert model.config._attn_implementation == "sdpa"
