@@ -7,6 +7,7 @@ import json
 import time
 from pathlib import Path
 
+from freqlab.errors import FreqlabError
 from freqlab.files import write_atomic, write_parquet
 from freqlab.formats import CHECKPOINTS_DIR, LENGTHS_FILE, SUMMARY_FILE
 from freqlab.histogram import LengthHistogram
@@ -53,6 +54,9 @@ class ScanOutput:
         if self.lock is not None and self.store is not None:
             self.lock.acquire()
             try:
+                for name in (LENGTHS_FILE, SUMMARY_FILE):  # refused now, not after the whole corpus is counted
+                    if (self.out / name).is_dir():
+                        raise FreqlabError(f"{self.out / name}: a folder, where the scan writes its {name}")
                 self.store.start(self.resume)
             except BaseException:
                 self.lock.release()

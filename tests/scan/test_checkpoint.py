@@ -204,6 +204,22 @@ def test_the_scan_command_refuses_an_output_folder_with_foreign_checkpoints(tmp_
     assert result.output.count("\n") == 1 and (folder / "results.parquet").exists()
 
 
+@pytest.mark.parametrize("name", ["lengths.parquet", "summary.json"])
+def test_a_folder_where_a_result_goes_is_refused_before_anything_is_counted(tmp_path, monkeypatch, name):
+    """OUT/lengths.parquet a folder: the whole corpus was tokenized and checkpointed before 'cannot write (Is a
+    directory)' (engines review). Refused at once now, nothing counted."""
+    import freqlab.scan.work as work
+    from freqlab.scan import scan
+
+    data = tmp_path / "a.jsonl"
+    data.write_text('{"text": "hello world"}\n')
+    (tmp_path / "out" / name).mkdir(parents=True)
+    monkeypatch.setattr(work, "count_shard", lambda *a, **k: pytest.fail("a shard was counted"))
+    with pytest.raises(FreqlabError) as error:
+        scan(str(data), out=str(tmp_path / "out"), progress=False)
+    assert str(error.value) == f"{tmp_path / 'out' / name}: a folder, where the scan writes its {name}"
+
+
 @pytest.mark.parametrize("umask", [0o022, 0o077, 0o002])
 def test_written_files_get_the_mode_the_umask_gives_not_0600(tmp_path, umask):
     previous = os.umask(umask)
