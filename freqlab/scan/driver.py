@@ -353,6 +353,7 @@ def scan_from_settings(
                 warming.join()
         record.wall = time.monotonic() - start
         record.recounted = dict(output.recounted)
+        record.nothing_to_resume = output.nothing_to_resume
 
         histogram = ledger.total.to_histogram(
             by_source=corpus.has_sources,

@@ -75,6 +75,11 @@ class ScanOutput:
                 self.lock.release()
 
     @property
+    def nothing_to_resume(self) -> bool:
+        """Whether a resume was asked for and the folder held no checkpoints of a scan (it starts over)."""
+        return self.store is not None and self.store.nothing_to_resume
+
+    @property
     def recounted(self) -> dict[str, int]:
         """Checkpoints found but not trusted (recounted), by reason."""
         return dict(self.store.recounted) if self.store is not None else {}

@@ -257,6 +257,8 @@ def format_report(summary: dict) -> str:
     elif run.get("recounted_checkpoints"):
         detail = "; ".join(f"{n:,} {why}" for why, n in sorted(run["recounted_checkpoints"].items()))
         lines.append(f"resumed    no checkpoint could be used ({detail})")
+    elif run.get("nothing_to_resume"):
+        lines.append("resumed    nothing: the output folder held no checkpoints; every shard was counted now")
     if summary.get("sources"):
         lines.append("")
         width = max(len(printable(name)) for name in summary["sources"])
@@ -324,6 +326,7 @@ class RunRecord:
     tokens_now: int = 0
     wall: float = 0.0
     recounted: dict[str, int] = field(default_factory=dict)
+    nothing_to_resume: bool = False  # asked to resume, the folder held no checkpoints
 
     def add(self, part) -> None:
         """Add a shard's part to the record."""
@@ -444,6 +447,7 @@ def build_summary_json(
             "partial": partial,
             "resumed_shards": record.resumed_shards,
             "recounted_checkpoints": record.recounted,
+            "nothing_to_resume": record.nothing_to_resume,
             "wall_seconds": wall,
             "tokens_tokenized_this_run": record.tokens_now,
             # None: nothing was read by this run (every shard came from a checkpoint), no speed to report

@@ -380,3 +380,12 @@ def test_a_pool_scan_interrupted_after_its_first_checkpoint_resumes_to_the_ident
     resumed = scan_slimpajama(slimpajama_dir, out=str(out), resume=True)
     assert resumed.summary["scan"]["resumed_shards"] == 1 and resumed.summary["scan"]["workers"] == 2
     assert_same_histogram(resumed.histogram, full.histogram)
+
+
+def test_a_resume_that_finds_no_checkpoints_says_it_started_over(tmp_path, slimpajama_dir):
+    """--resume on a folder without a scan's checkpoints started over without a word (engines review)."""
+    resumed = run(slimpajama_dir, out=tmp_path / "out", resume=True)
+    assert resumed.summary["scan"]["nothing_to_resume"] is True and resumed.summary["scan"]["resumed_shards"] == 0
+    assert "resumed    nothing: the output folder held no checkpoints; every shard was counted now" in resumed.report()
+    again = run(slimpajama_dir, out=tmp_path / "out", resume=True)
+    assert again.summary["scan"]["nothing_to_resume"] is False and "resumed    nothing" not in again.report()
