@@ -395,7 +395,7 @@ class HarpePlan(Displayed):
             kept = "all kept" if d["count"] is None else f"the {d['count']} highest kept"
             stride = "-" if self.stride is None else _fmt(self.stride)
             lines += [
-                f"  candidates: b_min + i·s, i = 1..{self.candidates} "
+                f"  head 0: b_min; candidates for the others: b_min + i·s, i = 1..{self.candidates} "
                 f"(b_min = {_fmt(self.b_min)}, b_max = {_fmt(self.b_max)}, s = {stride})",
                 f"  peaks/valleys: strict local extrema dominating ± {d['separation']} grid points ({kept})",
             ]

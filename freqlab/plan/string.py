@@ -677,10 +677,12 @@ def plan_string(
         S = min(max(S_rule, lo), hi)
         within = lo <= S_rule <= hi
     if W >= S:
-        raise FreqlabError(
-            f"W = {W} must be much smaller than S = {S} (STRING needs W << S); use a smaller W (>= {MIN_W}) "
-            "or a longer window"
+        remedy = (
+            f"use a smaller W (>= {MIN_W}) or a longer window"
+            if S > MIN_W
+            else f"no W fits ({MIN_W} <= W < S): give a larger S or a window with L/3 > {MIN_W}"
         )
+        raise FreqlabError(f"W = {W} must be much smaller than S = {S} (STRING needs W << S); {remedy}")
     if 4 * W > S:
         notes.append(f"W = {W} is more than S/4 = {S / 4:.0f}: W << S holds only loosely")
     n = L if test_length is None else check_window(test_length, "test length")

@@ -269,6 +269,17 @@ def test_a_given_S_is_evaluated_not_replaced():
         plan_string(4096, S=100)
 
 
+def test_a_window_too_small_for_any_W_says_no_W_fits():
+    """L = 64: S = 22, below the smallest W (32); the message said to use a smaller W (>= 32), which none is (new
+    user)."""
+    with pytest.raises(FreqlabError) as caught:
+        plan_string(64)
+    assert str(caught.value) == (
+        "W = 128 must be much smaller than S = 22 (STRING needs W << S); no W fits (32 <= W < S): give a larger S or "
+        "a window with L/3 > 32"
+    )
+
+
 @pytest.mark.parametrize("S, inside", [(1365, False), (1366, True), (1370, True), (2048, True), (2049, False)])
 def test_a_given_S_is_held_to_the_papers_range_itself_not_its_multiples_of_64(S, inside):
     """L/3 <= S <= L/2 (Sec. 4.1) is 1365.33..2048 at L = 4096; S = 1370 was called outside "L/3..L/2 =
