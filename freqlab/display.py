@@ -138,6 +138,16 @@ def count(n) -> str:
     return f"{int(n):,}"
 
 
+def quantity(n: int, noun: str) -> str:
+    """``n`` and the noun, plural unless n is 1.
+
+    >>> quantity(1, "head"), quantity(3, "entry"), quantity(1200, "layer")
+    ('1 head', '3 entries', '1,200 layers')
+    """
+    plural = noun if n == 1 else noun[:-1] + "ies" if noun.endswith("y") and noun[-2:-1] not in "aeiou" else noun + "s"
+    return f"{int(n):,} {plural}"
+
+
 def percent(x: float, digits: int = 1) -> str:
     """0.765 -> '76.5%'; a share that rounds to zero is '0.0%', never '-0.0%' (float sums can end a hair below 0).
 

@@ -10,6 +10,7 @@ import time
 import click
 
 from freqlab.cli.options import echo_json, json_option
+from freqlab.display import quantity
 from freqlab.paths import shown
 
 
@@ -75,16 +76,12 @@ def _report(folder, off: bool, files, counts: dict[str, int], size: int, clear: 
         "not made yet": " (not made yet)",
     }[_state(folder)]
     click.echo(f"folder   {shown(folder)}{state}")
-    held = ", ".join(f"{n:,} {_plural(kind, n)}" for kind, n in counts.items())
+    held = ", ".join(quantity(n, kind) for kind, n in counts.items())
     verb = "removed" if clear else "holds"
     click.echo(f"{verb:<8} {held}: {size / 2**20:,.1f} MiB")
     if files and not clear:
         newest = max(f.modified for f in files)
         click.echo(f"newest   {time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime(newest))}")
-
-
-def _plural(kind: str, n: int) -> str:
-    return kind if n == 1 else {"entry": "entries"}.get(kind, kind + "s")
 
 
 def register(main: click.Group) -> None:

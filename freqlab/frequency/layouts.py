@@ -34,7 +34,7 @@ from typing import cast
 import numpy as np
 
 from freqlab.deprecation import renamed_method
-from freqlab.display import Display, Displayed, percent
+from freqlab.display import Display, Displayed, percent, quantity
 from freqlab.errors import FreqlabError
 from freqlab.frequency.kernels import pack_walk_chunked
 from freqlab.frequency.position import refuse_megatron, segment_frequency
@@ -120,6 +120,11 @@ _TERM = re.compile(r"^(?:(\d+)\s*\*\s*)?(global|nope|swa|chunk)\s*(\S*)$", re.IG
 
 #: the most layers a layout string may hold (today's largest models have ~100-200)
 MAX_LAYERS = 10_000
+
+
+def _layers(n: int) -> str:
+    """``  5 layers`` / ``  1 layer `` : the count right-aligned, the noun's width fixed (the report's column)."""
+    return f"{n:>3} {quantity(n, 'layer').split(' ', 1)[1]:<6}"
 
 
 def parse_layout(text: str) -> Layout:
@@ -432,12 +437,13 @@ class LayoutFrequency(Displayed):
             lines.append(f"  no RoPE layer attends the whole window: the L={data['L']} rows above are no layer's")
         for kind in data["kinds"]:
             if not kind["rope"]:
-                lines.append(f"  {kind['kind']:<10} {kind['layers']:>3} layers  {kind['note']}")
+                lines.append(f"  {kind['kind']:<10} {_layers(kind['layers'])}  {kind['note']}")
                 continue
             lines.append(
-                f"  {kind['kind']:<10} {kind['layers']:>3} layers  {percent(kind['share_at_most_half'])} of mass at "
-                f"i ≤ {kind['half']}, {percent(kind['share_at_least_three_quarters'])} at i ≥ "
-                f"{kind['three_quarters']}; effective length {kind.get('effective_length', '-')}"
+                f"  {kind['kind']:<10} {_layers(kind['layers'])}  "
+                f"{percent(kind['share_at_most_half'])} of mass at i ≤ {kind['half']}, "
+                f"{percent(kind['share_at_least_three_quarters'])} at i ≥ {kind['three_quarters']}; "
+                f"effective length {kind.get('effective_length', '-')}"
                 + (f"  ({kind['note']})" if "note" in kind else "")
             )
         return "\n".join(lines)

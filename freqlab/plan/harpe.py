@@ -51,7 +51,7 @@ from importlib import resources
 
 import numpy as np
 
-from freqlab.display import Display, Displayed
+from freqlab.display import Display, Displayed, quantity
 from freqlab.errors import FreqlabError
 from freqlab.plan import display as shown
 from freqlab.plan.waveform import (
@@ -389,7 +389,7 @@ class HarpePlan(Displayed):
         """
         bases = self.sorted_bases() if order == "ascending" else self.bases
         title = {"peak-valley": "peak-valley search (Algorithm 1)", "uniform": "uniform (Eq. 9)"}[self.strategy]
-        lines = [f"HARPE per-head RoPE bases: {title}, {self.n_heads} heads, d = {self.head_dim}"]
+        lines = [f"HARPE per-head RoPE bases: {title}, {quantity(self.n_heads, 'head')}, d = {self.head_dim}"]
         if self.strategy == "peak-valley":
             d = self.detector
             kept = "all kept" if d["count"] is None else f"the {d['count']} highest kept"

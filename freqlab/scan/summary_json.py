@@ -24,7 +24,7 @@ from dataclasses import dataclass, field
 
 from freqlab.corpus.base import NON_STRING_TEXT
 from freqlab.corpus.hub import TYPE_GUESS_NOTE, TYPE_GUESSING_BUILDERS
-from freqlab.display import Display, clip, first_few, listed, percent
+from freqlab.display import Display, clip, first_few, listed, percent, quantity
 from freqlab.frequency.budget import Budget, training_budget
 from freqlab.frequency.regime_table import describe, human_count, regime_rows
 from freqlab.frequency.regimes import check_window
@@ -253,7 +253,7 @@ def format_report(summary: dict) -> str:
         recounted = run.get("recounted_checkpoints") or {}
         detail = "; ".join(f"{n:,} recounted: {why}" for why, n in sorted(recounted.items()))
         detail = f" ({detail})" if detail else ""
-        lines.append(f"resumed    {run['resumed_shards']:,} shards from checkpoints{detail}")
+        lines.append(f"resumed    {quantity(run['resumed_shards'], 'shard')} from checkpoints{detail}")
     elif run.get("recounted_checkpoints"):
         detail = "; ".join(f"{n:,} {why}" for why, n in sorted(run["recounted_checkpoints"].items()))
         lines.append(f"resumed    no checkpoint could be used ({detail})")
