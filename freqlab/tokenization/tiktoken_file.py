@@ -24,6 +24,9 @@ from freqlab.tokenization.counter import TiktokenPlan, TokenCounter, vocab_hash
 from freqlab.tokenization.verify import tiktoken_counter
 
 LLAMA3_RANKS = 128_000
+#: :func:`~freqlab.tokenization.counter.vocab_hash` of Llama 3's 128,000 ranks (its tokenizer.json's ids 0..127999,
+#: Hugging Face's and llama.cpp's conversions alike)
+LLAMA3_VOCAB_HASH = "80c2c66c166c6897"
 
 
 def is_tiktoken_file(path: str | Path) -> bool:
@@ -84,10 +87,10 @@ def load_tiktoken_file(
         raise FreqlabError(f"{path}: pattern must be a non-empty regex, not {pattern!r} (None: the default)")
     ranks = read_tiktoken_ranks(path)
     if pattern is None and ".model" in Path(path).suffixes:
-        if len(ranks) != LLAMA3_RANKS:
-            raise FreqlabError(
-                f"{path}: tiktoken ranks without a regex ({len(ranks):,} ranks, not Llama 3's); pass pattern="
-            )
+        # Llama 3's own ranks, not any 128,000: another model's regex would count wrongly, silently
+        if len(ranks) != LLAMA3_RANKS or (found := vocab_hash((r, t) for t, r in ranks.items())) != LLAMA3_VOCAB_HASH:
+            what = f"{len(ranks):,} ranks" + (f" of vocabulary {found}" if len(ranks) == LLAMA3_RANKS else "")
+            raise FreqlabError(f"{path}: tiktoken ranks without a regex ({what}, not Llama 3's); pass pattern=")
         pattern = LLAMA3_PATTERN
     plan = TiktokenPlan(pat_str=CL100K_PATTERN if pattern is None else pattern, mergeable_ranks=ranks)
     try:

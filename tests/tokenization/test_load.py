@@ -130,6 +130,14 @@ def test_tiktoken_format_model_file_needs_its_regex(tmp_path):
         load_tokenizer(str(path))
     counter = load_tokenizer(str(path), pattern=GPT2_PATTERN)
     assert counter.pattern == GPT2_PATTERN and counter.count(["héllo"]).tolist() == [6]
+    # 128,000 ranks that are not Llama 3's were counted with Llama 3's regex (tokenizer review): its own ranks only
+    tokens = [bytes([b]) for b in range(256)] + [bytes([a, b]) for a in range(256) for b in range(256)]
+    tokens += [bytes([a, b, c]) for a in range(256) for b in range(256) for c in (32, 101)][: 128_000 - len(tokens)]
+    path.write_text("".join(f"{base64.b64encode(t).decode()} {rank}\n" for rank, t in enumerate(tokens)))
+    with pytest.raises(
+        FreqlabError, match=r"\(128,000 ranks of vocabulary [0-9a-f]{16}, not Llama 3's\); pass pattern="
+    ):
+        load_tokenizer(str(path))
 
 
 @pytest.mark.parametrize(
