@@ -315,7 +315,7 @@ def scan_from_settings(
         engine.reason = choice.reason if choice is not None else None
         if starting is not None:
             starting.join()  # before the pool starts (both touch the __main__ module)
-        record = RunRecord(resumed_shards=len(done), shards=len(shards))
+        record = RunRecord(resumed_shards=len(done), shards=len(shards), resumed_documents=resumed[0])
         # a pool with fewer shards than cores (a few large compressed files) gives each worker the idle cores
         # (only text is tokenized: a corpus of token files has nothing to spread)
         spare = run.engine == "local" and corpus.kind == TEXT

@@ -244,6 +244,8 @@ def format_report(summary: dict) -> str:
         speed = f"{human_count(run['documents_per_second'])} docs/s, {human_count(run['tokens_per_second'])} tokens/s"
         if run.get("resumed_shards"):  # the rates are this run's, not the whole count's
             speed += " in the shards counted now"
+        if run.get("documents_past_limit"):
+            speed += f", {run['documents_past_limit']:,} documents of them past the limit (not kept)"
     lines.append(f"time       {run['wall_seconds']:.1f} s, {speed} ({workers})")
     if run.get("engine_reason"):
         lines.append(f"           {run['engine_reason']}")
@@ -321,6 +323,7 @@ class RunRecord:
 
     resumed_shards: int = 0
     shards: int = 0
+    resumed_documents: int = 0  # read from checkpoints
     shards_run: int = 0
     documents_now: int = 0
     tokens_now: int = 0
@@ -450,6 +453,9 @@ def build_summary_json(
             "nothing_to_resume": record.nothing_to_resume,
             "wall_seconds": wall,
             "tokens_tokenized_this_run": record.tokens_now,
+            # workers count their shards past a limit's cut before the ledger reaches it: done (the rates include
+            # them), not kept; how many depends on the workers' timing
+            "documents_past_limit": max(record.documents_now - (read - record.resumed_documents), 0),
             # None: nothing was read by this run (every shard came from a checkpoint), no speed to report
             "documents_per_second": None if from_checkpoints else record.documents_now / wall if wall > 0 else 0.0,
             "tokens_per_second": None if from_checkpoints else record.tokens_now / wall if wall > 0 else 0.0,

@@ -17,6 +17,17 @@ def test_max_docs_takes_the_first_documents_in_shard_order(slimpajama_dir, corpu
     assert_same_histogram(pooled.histogram, expected)
     assert serial.summary["documents"]["read"] == 30
     assert serial.summary["scan"]["partial"] == "stopped at max_docs=30"
+    # two workers count shard 1 (and beyond) whole before the ledger cuts it: the rates were of that work, unsaid,
+    # "4.71K docs/s" over 2.7 s beside 5,248 documents read (engines review)
+    run = pooled.summary["scan"]
+    counted = round(run["documents_per_second"] * run["wall_seconds"])  # shard 1 read up to its cap of 30 at least
+    assert (
+        counted > 30
+        and run["documents_past_limit"] == counted - 30
+        and serial.summary["scan"]["documents_past_limit"] == 0
+    )
+    assert f", {counted - 30:,} documents of them past the limit (not kept) (local, 2 workers)" in pooled.report()
+    assert run["partial"] == "stopped at max_docs=30"  # the result's own description: not the workers' timing
 
 
 def test_max_tokens_keeps_the_document_that_reaches_the_limit_whole(slimpajama_dir, corpus_records, counter):
