@@ -40,7 +40,8 @@ tokens that reached relative positions at or beyond each earlier stage's window.
 from __future__ import annotations
 
 import datetime
-from dataclasses import dataclass, replace
+import math
+from dataclasses import dataclass, field, replace
 from fractions import Fraction
 from pathlib import Path
 
@@ -50,7 +51,15 @@ from freqlab.config_file import read_config_file
 from freqlab.errors import FreqlabError, brief
 from freqlab.frequency.curricula import curriculum_from_spec
 from freqlab.frequency.exact import as_floats
-from freqlab.frequency.layouts import GLOBAL, LayerKind, Layout, layout_frequency, read_layout, truncate_to_window
+from freqlab.frequency.layouts import (
+    GLOBAL,
+    MAX_LAYERS,
+    LayerKind,
+    Layout,
+    layout_frequency,
+    read_layout,
+    truncate_to_window,
+)
 from freqlab.frequency.pose import position_ids_from_spec
 from freqlab.frequency.position import position_frequency
 from freqlab.frequency.regimes import REGIMES, expands_documents
@@ -359,6 +368,7 @@ class ScheduleFrequency:
     schedule: Schedule
     frequencies: tuple[np.ndarray, ...]
     kinds: tuple[dict, ...] = ()
+    histories: dict = field(default_factory=dict)  # kind of the last stage -> its layers' kind in each stage
 
     @property
     def window(self) -> int:
@@ -436,19 +446,21 @@ class ScheduleFrequency:
         last = largest_reaching(
             F, threshold, lambda i: self.occurrences(i, kind, stages) >= threshold, prefix=without_gap
         )
-        cap = self.reach_cap(kind)
-        if cap is not None:  # trained further as global layers of a stage without a layout: unusable past the window
+        cap = self.reach_cap(kind, stages)
+        if cap is not None:  # trained further in an earlier stage (as global layers): unusable past the window
             last = min(last, cap)
         return last if without_gap else max(last, 0)
 
-    def reach_cap(self, kind: LayerKind | None) -> int | None:
-        """The largest position layers of ``kind`` attend by construction (w - 1, C - 1), when they are of that kind
-        in the last stage (its layout names it); None for global layers, NoPE, and kinds the last stage has not.
+    def reach_cap(self, kind: LayerKind | None, stages: int | None = None) -> int | None:
+        """The largest position the layers of ``kind`` (a kind of the last stage) attend by construction after the
+        first ``stages`` stages (all by default): w - 1 or C - 1 for the kind they have in the last of those stages;
+        None where they are global there (or for the data's total, ``kind`` None).
         """
-        last = self.schedule.stages[-1].layout
-        if kind is None or not kind.size or last is None or kind not in last.kinds:
+        if kind is None or not self.frequencies:
             return None
-        return kind.reach(self.window)
+        history = self.histories.get(kind)
+        now = kind if history is None else history[(len(self.frequencies) if stages is None else stages) - 1]
+        return now.reach(self.window) if now.size else None
 
     def reached(self, k: int, kind: LayerKind, position: int) -> Fraction:
         """Tokens of stage k trained (in layers of ``kind``) with at least ``position`` tokens of left context, i.e.
@@ -714,20 +726,56 @@ def schedule_frequency(schedule: Schedule, *, seed: int = 0) -> ScheduleFrequenc
             raise FreqlabError(f"{schedule.source}: {exc}") from None
         frequencies.append(f)
         kinds.append(per_kind)
-    return ScheduleFrequency(schedule, tuple(frequencies), tuple(_full_attention_stages(schedule, frequencies, kinds)))
+    final, histories = _final_kinds(schedule, kinds)
+    return ScheduleFrequency(schedule, tuple(frequencies), tuple(final), histories)
 
 
-def _full_attention_stages(schedule: Schedule, frequencies: list, kinds: list[dict]) -> list[dict]:
-    """Each stage's f per layer kind, where a stage without a layout (every layer global) counts its f for every
-    RoPE kind another stage's layout names: the layers that are sliding-window or chunked there were global layers
-    in this stage, and trained every distance it trains (their reach at inference is still their window's).
+@dataclass(frozen=True)
+class LayerTrack:
+    """Layers that end as ``final`` after going through the stages as ``path`` (their kind in each stage), where
+    layers of one final kind went two ways (sliding-window layers made global for the last stage beside layers
+    global throughout); read as a :class:`~freqlab.frequency.layouts.LayerKind` (``name`` says the path).
     """
-    if all(stage.layout is None for stage in schedule.stages):
-        return kinds
-    every: dict = {GLOBAL: None}
-    for per_kind in kinds:
-        every.update(dict.fromkeys(per_kind))
-    return [
-        {kind: (f if kind.rope else None) for kind in every} if stage.layout is None else per_kind
-        for stage, f, per_kind in zip(schedule.stages, frequencies, kinds, strict=True)
+
+    final: LayerKind
+    path: tuple[LayerKind, ...]
+
+    kind = property(lambda self: self.final.kind)
+    size = property(lambda self: self.final.size)
+    rope = property(lambda self: self.final.rope)
+    name = property(lambda self: f"{self.final.name} (was {' > '.join(kind.name for kind in self.path[:-1])})")
+
+    def reach(self, L: int) -> int:
+        """The final kind's reach."""
+        return self.final.reach(L)
+
+
+def _final_kinds(schedule: Schedule, kinds: list[dict]) -> tuple[list[dict], dict]:
+    """Each stage's f per layer kind of the *last* stage's layout, following each layer through the stages, and each
+    final kind's history (its layers' kind in every stage).
+
+    Layer l has kind ``layout_k.layers[l % period_k]`` in stage k (a stage without a layout: every layer global), so
+    the layers that end as sliding-window layers of 4K may have trained as windows of 1K, or as global layers,
+    before: their f in each stage is that stage's f of the kind they had there (None while NoPE: no position
+    trained). Layers of one final kind with different histories are followed apart (:class:`LayerTrack`).
+    """
+    layouts = [stage.layout.layers if stage.layout is not None else (GLOBAL,) for stage in schedule.stages]
+    period = math.lcm(*map(len, layouts))
+    if period > MAX_LAYERS:
+        raise FreqlabError(
+            f"{schedule.source}: the stages' layouts repeat together only every {period:,} layers (more than "
+            f"{MAX_LAYERS:,}): give layouts whose periods fit"
+        )
+    paths: dict[LayerKind, list[tuple]] = {}
+    for layer in range(period):
+        path = tuple(layers[layer % len(layers)] for layers in layouts)
+        if path not in paths.setdefault(path[-1], []):
+            paths[path[-1]].append(path)
+    histories = {
+        (final if len(ways) == 1 else LayerTrack(final, path)): path for final, ways in paths.items() for path in ways
+    }
+    tracked = [
+        {key: (per_kind.get(path[k]) if key.rope else None) for key, path in histories.items()}
+        for k, per_kind in enumerate(kinds)
     ]
+    return tracked, histories

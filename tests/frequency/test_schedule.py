@@ -147,8 +147,40 @@ def test_a_stage_without_a_layout_trains_every_layer_kind_as_global_and_the_last
         "stages:\n  - {name: short, L: 4, tokens: 100, layout: swa2+global}\n  - {name: long, L: 8, tokens: 50}\n"
     )
     result = schedule_frequency(load_schedule(back))
-    assert result.reach_cap(swa) is None and result.stage_kinds(1)[swa].tolist() == [24, 21, 18, 15, 12, 9, 6, 3]
-    assert result.effective_length(20, swa) == result.effective_length(20, glob)
+    # the last stage's layers are all global, half of them sliding before: two tracks of the one final kind
+    tracks = {kind.name: kind for kind in result.kind_names}
+    assert list(tracks) == ["global (was swa2)", "global (was global)"]
+    was_swa, was_global = tracks.values()
+    assert result.kind_total(was_swa).tolist() == [150, 118.75, 37.5, 31.25, 25, 18.75, 12.5, 6.25]
+    assert result.kind_total(was_global).tolist() == [150, 118.75, 87.5, 56.25, 25, 18.75, 12.5, 6.25]
+    assert (result.effective_length(40, was_swa), result.effective_length(40, was_global)) == (1, 3)
+    assert result.reach_cap(was_swa) is None and result.reach_cap(was_swa, stages=1) == 1  # swa2 after stage 1
+
+
+def test_a_window_that_widens_between_stages_counts_the_narrower_one_for_the_same_layers(tmp_path):
+    """swa2+global then swa4+global: the layers that end as swa4 trained as swa2 first. They were counted as two
+    kinds, swa4 with nothing from the first stage (effective length 0) and swa2, which the final model has not
+    (adversary review); and the cap after a stage was the last stage's (3 where the layers were still global)."""
+    from freqlab.frequency.layouts import LayerKind
+
+    LengthHistogram.from_counts([8], [3]).to_parquet(tmp_path / "h.parquet")
+    (tmp_path / "s.yaml").write_text(
+        "histogram: h.parquet\nstages:\n  - {name: a, L: 8, tokens: 100, layout: swa2+global}\n"
+        "  - {name: b, L: 8, tokens: 50, layout: swa4+global}\n"
+    )
+    result = schedule_frequency(load_schedule(tmp_path / "s.yaml"))
+    swa4, glob = LayerKind("swa", 4), LayerKind("global")
+    assert result.kind_names == [swa4, glob]
+    # f = 3 (8 - i), scaled by T / 24: swa2 keeps i < 2 in stage a, swa4 i < 4 in stage b
+    assert result.kind_total(swa4).tolist() == [150, 131.25, 37.5, 31.25, 0, 0, 0, 0]
+    assert result.effective_length(60, swa4) == 1
+    no_layout = tmp_path / "n.yaml"  # global first: the cap after it is none, after the last stage swa4's
+    no_layout.write_text(
+        "histogram: h.parquet\nstages:\n  - {name: a, L: 8, tokens: 100}\n"
+        "  - {name: b, L: 8, tokens: 50, layout: swa4+global}\n"
+    )
+    result = schedule_frequency(load_schedule(no_layout))
+    assert (result.effective_length(30, swa4, stages=1), result.effective_length(30, swa4)) == (5, 3)
 
 
 def test_numbers_carry_their_source_or_an_assumed_mark(tmp_path):
@@ -205,7 +237,6 @@ def delegated(monkeypatch):
 
 
 def test_curriculum_and_position_id_stages_are_delegated(tmp_path, delegated):
-    from freqlab.frequency.layouts import LayerKind
 
     LengthHistogram.from_counts([8], [1]).to_parquet(tmp_path / "h.parquet")
     (tmp_path / "s.yaml").write_text(
@@ -217,7 +248,9 @@ def test_curriculum_and_position_id_stages_are_delegated(tmp_path, delegated):
     result = schedule_frequency(load_schedule(tmp_path / "s.yaml"))
     warm = [8 + 8, 6 + 7, 4 + 6, 2 + 5, 4, 3, 2, 1]  # windows of 4: segments 4, 4
     assert result.frequencies[0].tolist() == warm
-    assert result.stage_kinds(0)[LayerKind("swa", 3)].tolist() == warm[:3] + [0] * 5
+    # the last stage is global only: its layers that were swa3 in the warm-up are followed apart
+    was_swa = next(kind for kind in result.kind_names if kind.name == "global (was swa3)")
+    assert result.stage_kinds(0)[was_swa].tolist() == warm[:3] + [0] * 5
     assert result.frequencies[1].tolist() == [8, 0, 6, 0, 4, 0, 2, 0]
     assert result.window == 8
     assert result.occurrences(4) == Fraction(4 * 80, 16) + Fraction(4 * 40, 8)
