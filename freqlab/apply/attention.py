@@ -775,16 +775,21 @@ def _positions_from_mask(model: torch.nn.Module, args: tuple, kwargs: dict):
     """
     names = _parameters(type(model).forward)
     given = dict(zip(names, args, strict=False)) | kwargs
-    mask, ids = given.get("attention_mask"), given.get("input_ids", given.get("inputs_embeds"))
+    mask = given.get("attention_mask")
+    ids = given.get("input_ids") if given.get("input_ids") is not None else given.get("inputs_embeds")
     if given.get("position_ids") is not None or "position_ids" not in names or ids is None:
         return None
-    if not isinstance(mask, torch.Tensor) or mask.dim() != 2 or mask.dtype.is_floating_point:
+    # a 2D mask is keep (non-zero) or pad (0), whatever its dtype, as transformers reads it
+    if not isinstance(mask, torch.Tensor) or mask.dim() != 2:
         return None
     real = mask != 0
     if not bool((~real[:, 0] & real.any(-1)).any()):
         return None  # no row starts with padding: the default positions are the rows' own
-    positions = (real.long().cumsum(-1) - 1).masked_fill(~real, 1)[:, -ids.shape[1] :]
-    return args, {**kwargs, "position_ids": positions.to(ids.device)}
+    positions = (real.long().cumsum(-1) - 1).masked_fill(~real, 1)[:, -ids.shape[1] :].to(ids.device)
+    slot = names.index("position_ids")
+    if slot < len(args):  # passed by position (as None): filled there, not given twice
+        return (*args[:slot], positions, *args[slot + 1 :]), kwargs
+    return args, {**kwargs, "position_ids": positions}
 
 
 def _unhook(model: Any, modules: list[torch.nn.Module]) -> None:

@@ -179,6 +179,20 @@ def test_a_left_padded_batch_without_position_ids_equals_single_rows(model_type,
         alone = _logits(model, torch.cat((row, nxt[i]))[None])[0]
         torch.testing.assert_close(out.logits[i, T - len(row) :], alone[: len(row)], **EXACT)
         torch.testing.assert_close(torch.cat(steps, 1)[i], alone[len(row) :], **EXACT)
+    # every way of giving the batch (adversary review: input_ids=None beside inputs_embeds and a float mask were
+    # passed over, position_ids=None by position was given twice, a TypeError)
+    embeds = model.get_input_embeddings()(ids)
+    alone = [_logits(model, row[None])[0] for row in rows]
+    for args, kwargs in [
+        ((), {"input_ids": None, "inputs_embeds": embeds, "attention_mask": mask[:, :T]}),
+        ((None, mask[:, :T]), {"inputs_embeds": embeds}),
+        ((ids,), {"attention_mask": mask[:, :T].double()}),
+        ((ids, mask[:, :T], None), {}),
+    ]:
+        with torch.no_grad():
+            batch = model(*args, **kwargs).logits
+        for i, row in enumerate(rows):
+            torch.testing.assert_close(batch[i, T - len(row) :], alone[i], **EXACT)
     fa.remove(model)
     assert not model._forward_pre_hooks  # the model's hook goes with the plan
 
