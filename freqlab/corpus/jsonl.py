@@ -52,7 +52,7 @@ from freqlab.corpus.ranges import (
     split_bytes,
 )
 from freqlab.corpus.registry import FileFormat, register
-from freqlab.corpus.remote_files import open_input
+from freqlab.corpus.remote_files import is_url, open_input
 from freqlab.errors import FreqlabError
 
 _BUFFER = 1 << 20
@@ -434,18 +434,22 @@ class JsonlShard(FileShard):
                 yield Document(text, source, where, error, _json_error(raw) if error == MALFORMED_JSON else None)
 
     def compressed_damage(self) -> str | None:
-        """What this part's compressed stream raises when decompressed to its end (None when it reads whole or the
-        file is not compressed). Asked only where the scan stops at a bad record: in a damaged stream that record is
-        most likely the damage's output, since gzip checks its CRC only at a member's end.
+        """What a bad record's error adds when this part's compressed stream, decompressed to its end, fails: the
+        file is cut short (that cannot have made an earlier record), or its data is corrupt (a gzip CRC is checked
+        only at a member's end, so the record may be that damage's output); None when it reads whole, is not
+        compressed, or is remote (read again over the network, a failure there would be no verdict on the file).
         """
-        if not is_compressed(self.path):
+        if not is_compressed(self.path) or is_url(self.path):
             return None
         try:
             with open_binary(self.path, self.frames) as stream:
                 while stream.read(_BUFFER):
                     pass
         except self.read_errors as exc:
-            return describe_error(exc)
+            found = describe_error(exc)
+            if isinstance(exc, EOFError) or "ends inside" in str(exc):
+                return f"the file is also cut short ({found})"
+            return f"the file's compressed data is corrupt ({found}): the record may be that damage"
         return None
 
     def first_record(self) -> dict | None:

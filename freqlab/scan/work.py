@@ -602,7 +602,7 @@ def _count_texts(
                     elif reason == NON_STRING_TEXT:  # a builder's type guessing may have made it
                         part.error += getattr(shard, "non_string_note", "")
                     if reason != UNREADABLE_FILE and (damage := _compressed_damage(shard)):
-                        part.error += f"; the file's compressed data is corrupt ({damage}): the record is likely damage"
+                        part.error += f"; {damage}"
                 return
             if doc.__class__ is _FailedRead:  # none of the documents before count, unless limits end first
                 if flush(last=True):  # this shard's cap is reached before the failure: the scan ends there
@@ -630,7 +630,7 @@ def _count_texts(
 
 
 def _compressed_damage(shard) -> str | None:
-    """What the shard's compressed stream raises when read to its end, for shards that can say (JSON lines)."""
+    """What a bad record's error adds about the shard's compressed stream, for shards that can say (JSON lines)."""
     check = getattr(shard, "compressed_damage", None)
     return check() if check is not None else None
 

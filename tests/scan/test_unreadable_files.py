@@ -210,11 +210,19 @@ def test_a_bad_record_that_is_a_damaged_streams_garbage_says_the_stream_is_corru
     assert str(caught.value).startswith(f"{tmp_path / 'flip.jsonl.gz'}:4: malformed-json (")
     assert str(caught.value).endswith(
         "; the file's compressed data is corrupt (BadGzipFile: CRC check failed "
-        f"{hex(zlib.crc32(content))} != {hex(zlib.crc32(damaged))}): the record is likely damage"
+        f"{hex(zlib.crc32(content))} != {hex(zlib.crc32(damaged))}): the record may be that damage"
     )
     (tmp_path / "bad.jsonl.gz").write_bytes(gzip.compress(jsonl(texts[:3]) + b"{not json\n"))
     with pytest.raises(FreqlabError, match=r"bad\.jsonl\.gz:4: malformed-json \([^)]*\)$"):
         run(tmp_path / "bad.jsonl.gz")
+    # a real bad record in a file also cut short: the cut cannot have made it (adversary review: it was "likely damage")
+    whole = gzip.compress(jsonl(texts[:3]) + b"{not json\n" + jsonl(texts[3:20]))
+    (tmp_path / "cut.jsonl.gz").write_bytes(whole[:-50])
+    with pytest.raises(FreqlabError) as caught:
+        run(tmp_path / "cut.jsonl.gz")
+    assert str(caught.value).endswith(
+        "; the file is also cut short (EOFError: Compressed file ended before the end-of-stream marker was reached)"
+    )
 
 
 def test_a_capped_skip_scan_is_the_same_whatever_the_worker_count(tmp_path, texts):
