@@ -665,8 +665,7 @@ def plan_string(
         within = L <= 3 * S and 2 * S <= L  # the paper's range itself, not its multiples of q
         if not within:
             notes.append(
-                f"S = {S} (S/L = {S / L:.3f}) is outside the paper's range L/3..L/2 = {L / 3:.6g}..{L / 2:.6g} "
-                "(Sec. 4.1)"
+                f"S = {S} (S/L = {S / L:.3f}) is outside the paper's range L/3..L/2 = {_paper_range(L)} (Sec. 4.1)"
             )
     elif unreachable:  # the paper's upper end uses the fewest positions its range can: L - S + W - 1 falls with S
         S, within = hi, False
@@ -754,6 +753,20 @@ def _unreachable(L: int, W: int) -> str:
     )
 
 
+def _paper_range(L: int) -> str:
+    """L/3..L/2 written to two decimals where they are not whole, never rounded onto a whole S: 1365.33..2048.
+
+    >>> _paper_range(4096), _paper_range(1 << 20), _paper_range(3 << 20)
+    ('1365.33..2048', '349525.33..524288', '1048576..1572864')
+    """
+
+    def exact(numerator: int, denominator: int) -> str:
+        whole, rest = divmod(numerator, denominator)
+        return str(whole) if not rest else f"{whole}.{(100 * rest) // denominator:02d}"  # cut, never up to a whole
+
+    return f"{exact(L, 3)}..{exact(L, 2)}"
+
+
 def _reasoning(
     L, S, W, wt: WellTrained, S_rule, bounds, within, shares, basis, given: bool, unreachable: bool, q: int
 ) -> str:
@@ -762,7 +775,7 @@ def _reasoning(
     paper_range = f"the paper's range L/3 <= S <= L/2 (Sec. 4.1; {lo}..{hi} after rounding)"
     if given:  # a given S is held to the range itself, L/3 not rounded up
         rule = f"S = {S} (S/L = {S / L:.3f}) was given and is evaluated: it lies {'inside' if within else 'outside'} " \
-               f"the paper's range L/3 <= S <= L/2 (Sec. 4.1; {L / 3:.6g}..{L / 2:.6g}). "  # fmt: skip
+               f"the paper's range L/3 <= S <= L/2 (Sec. 4.1; {_paper_range(L)}). "  # fmt: skip
         if S_rule is not None:
             rule += f"The frequency rule would give S = {S_rule} ({wt.rule} rule, N* = {wt.N}). "
         elif unreachable:

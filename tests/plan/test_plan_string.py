@@ -292,6 +292,9 @@ def test_a_given_S_is_held_to_the_papers_range_itself_not_its_multiples_of_64(S,
     )
     outside = f"S = {S} (S/L = {S / 4096:.3f}) is outside the paper's range L/3..L/2 = 1365.33..2048 (Sec. 4.1)"
     assert (outside in p.notes) is not inside
+    # at 1M the bounds printed to 6 digits read "349525..524288" beside S = 349525 called outside (adversary review)
+    far = plan_string(1 << 20, S=349525)
+    assert "is outside the paper's range L/3..L/2 = 349525.33..524288 (Sec. 4.1)" in far.notes[-1]
 
 
 def test_the_two_shares_are_the_plan_and_the_usage_figure_definitions():
