@@ -535,3 +535,22 @@ def test_a_forkserver_gone_before_the_workers_start_is_one_error_with_the_resume
         "the worker pool's forkserver process died (killed, or out of memory) before it started the workers "
         "(BrokenPipeError); finished shards are checkpointed: run again with --resume"
     )
+
+
+def test_a_connection_error_of_a_shards_own_read_is_that_error(monkeypatch):
+    """A shard whose read raises ConnectionResetError (a reader of the user's, over a network) was reported as the
+    forkserver's death on a pool, while one worker said what it was (adversary review): only starting a worker is."""
+    from concurrent.futures import Future
+
+    import freqlab.scan.engines.local as local
+    from freqlab.scan.engines.base import Task
+    from freqlab.scan.work import ShardOptions
+
+    def failed(self, fn, *args, **kwargs):
+        future = Future()
+        future.set_exception(ConnectionResetError(104, "Connection reset by peer"))
+        return future
+
+    monkeypatch.setattr(local.ProcessPoolExecutor, "submit", failed)
+    with pytest.raises(ConnectionResetError):
+        list(local.LocalEngine(2).run(iter([Task(0, "shard", ShardOptions())]), job=None))

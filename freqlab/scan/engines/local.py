@@ -55,7 +55,15 @@ class LocalEngine(Engine):
         tasks = iter(tasks)
 
         def submit() -> None:
-            fill(in_flight, tasks, 2 * self.workers, lambda task: pool.submit(_pool_count, task.shard, task.options))
+            try:
+                fill(
+                    in_flight, tasks, 2 * self.workers, lambda task: pool.submit(_pool_count, task.shard, task.options)
+                )
+            except ConnectionError as exc:  # starting a worker: the forkserver gone, its pipe broken
+                raise FreqlabError(
+                    "the worker pool's forkserver process died (killed, or out of memory) before it started the "
+                    f"workers ({type(exc).__name__}); finished shards are checkpointed: run again with --resume"
+                ) from None
 
         finished = False
         dead_since: float | None = None
@@ -83,11 +91,6 @@ class LocalEngine(Engine):
             raise FreqlabError(
                 "a worker process died (killed, or out of memory) while counting "
                 f"{_shown(running)}; finished shards are checkpointed: run again with --resume"
-            ) from None
-        except ConnectionError as exc:  # the forkserver gone before it forked a worker: its pipe is broken
-            raise FreqlabError(
-                f"the worker pool's forkserver process died (killed, or out of memory) before it started the workers "
-                f"({type(exc).__name__}); finished shards are checkpointed: run again with --resume"
             ) from None
         finally:
             _drain(queue, progress)
