@@ -76,7 +76,7 @@ class ScanOutput:
 
     @property
     def nothing_to_resume(self) -> bool:
-        """Whether a resume was asked for and the folder held no checkpoints of a scan (it starts over)."""
+        """Whether a resume was asked for and the folder held no checkpoint of this scan at all (it starts over)."""
         return self.store is not None and self.store.nothing_to_resume
 
     @property
@@ -93,12 +93,18 @@ class ScanOutput:
             return done
         for index, shard in enumerate(shards):
             part = self.store.load(shard.id, shard.identity())
-            if part is None or (ledger.limited and (part.log is None or not part.complete)):
+            if part is None:
+                continue
+            if ledger.limited and (part.log is None or not part.complete):
+                self.store.recounted["read up to the limit only" if part.log else "no document log for limits"] += 1
                 continue
             if on_error == "raise" and part.skipped:
+                self.store.recounted["skips, raised now"] += 1
                 continue
             done.add(index)
             ledger.add(index, part)
+        if not done and not self.store.recounted:  # a manifest without checkpoints (stopped before any shard ended)
+            self.store.nothing_to_resume = True
         return done
 
     def save(self, part: ShardCount, shard) -> None:

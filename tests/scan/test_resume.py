@@ -106,6 +106,10 @@ def test_a_shard_cut_at_a_limit_is_counted_again_when_a_resume_needs_more_of_it(
     resumed = run(folder, out=out, max_docs=12, resume=True)
     fresh = run(folder, max_docs=12)
     assert_same_histogram(resumed.histogram, fresh.histogram)
+    assert resumed.summary["scan"]["recounted_checkpoints"] == {
+        "its data file changed": 1,
+        "read up to the limit only": 1,
+    }
     assert resumed.summary["tokens"] == fresh.summary["tokens"] and resumed.summary["documents"]["read"] == 12
 
 
@@ -389,3 +393,8 @@ def test_a_resume_that_finds_no_checkpoints_says_it_started_over(tmp_path, slimp
     assert "resumed    nothing: the output folder held no checkpoints; every shard was counted now" in resumed.report()
     again = run(slimpajama_dir, out=tmp_path / "out", resume=True)
     assert again.summary["scan"]["nothing_to_resume"] is False and "resumed    nothing" not in again.report()
+    # a manifest and no checkpoint beside it (a scan stopped before its first shard ended): the same (adversary review)
+    for checkpoint in (tmp_path / "out" / "checkpoints").glob("*.parquet"):
+        checkpoint.unlink()
+    bare = run(slimpajama_dir, out=tmp_path / "out", resume=True)
+    assert bare.summary["scan"]["nothing_to_resume"] is True and bare.summary["scan"]["recounted_checkpoints"] == {}
