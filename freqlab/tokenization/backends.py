@@ -309,7 +309,9 @@ def empty_match(pattern: str) -> str | None:
     except ImportError:  # pragma: no cover - Python 3.10
         import sre_parse as _parser  # type: ignore[no-redef]
     try:
-        shortest = _parser.parse(re.sub(r"\\[pP](?:\{[^}]*\}|[A-Za-z])", "x", pattern)).getwidth()[0]
+        # \p{..} as one character, (?<name>..) spelled as Python spells it, (?P<name>..)
+        python = re.sub(r"\(\?<(?![=!])", "(?P<", re.sub(r"\\[pP](?:\{[^}]*\}|[A-Za-z])", "x", pattern))
+        shortest = _parser.parse(python).getwidth()[0]
     except (re.error, ValueError, OverflowError, RecursionError):
         return None
     return "by its structure" if shortest == 0 else None

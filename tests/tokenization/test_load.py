@@ -269,7 +269,14 @@ def test_bpe_dropout_is_refused(small_bpe, tmp_path):
     assert load_tokenizer(str(tmp_path / "none.json")).count(TEXTS[:3]).tolist() == hf_counts(small_bpe[1], TEXTS[:3])
 
 
-@pytest.mark.parametrize("pattern", [r"\s*|\p{L}+|\p{N}|[^\s\p{L}\p{N}]+", r"(?=x)|\p{L}+|\s+|\p{N}|[^\s\p{L}\p{N}]+"])
+@pytest.mark.parametrize(
+    "pattern",
+    [
+        r"\s*|\p{L}+|\p{N}|[^\s\p{L}\p{N}]+",
+        r"(?=x)|\p{L}+|\s+|\p{N}|[^\s\p{L}\p{N}]+",
+        r"\p{L}+|\s+|\p{N}|[^\s\p{L}\p{N}]+|(?<g>)(?=7)",  # a named group as Oniguruma spells it (adversary review)
+    ],
+)
 def test_a_tokenizer_json_regex_that_can_match_nothing_leaves_tiktoken_out_without_a_panic(
     small_bpe, tmp_path, capfd, pattern
 ):
