@@ -148,7 +148,7 @@ def test_loading_something_else_is_a_clear_error(tmp_path):
         LengthHistogram.read_parquet(foreign)
 
 
-def test_a_file_of_another_kind_is_named_for_what_it_is(tmp_path):
+def test_a_file_of_another_kind_is_named_for_what_it_is(tmp_path, monkeypatch):
     """An empty file, YAML or JSON given where a histogram goes said 'not a readable Parquet file (ComputeError)',
     polars' exception name; the f(i) that `freq --out` writes said it had no 'freqlab' metadata, which it has
     (new user)."""
@@ -162,6 +162,22 @@ def test_a_file_of_another_kind_is_named_for_what_it_is(tmp_path):
         with pytest.raises(FreqlabError) as caught:
             LengthHistogram.read_parquet(tmp_path / name)
         assert str(caught.value) == f"{tmp_path / name}: {what}{hint}"
+    locked = tmp_path / "locked.parquet"
+    LengthHistogram.from_counts([3], [1]).to_parquet(locked)
+    import builtins
+
+    real_open = builtins.open
+
+    def refusing(file, *args, **kwargs):  # as for a file of another user's (the suite may run as root)
+        if str(file) == str(locked):
+            raise PermissionError(13, "Permission denied")
+        return real_open(file, *args, **kwargs)
+
+    monkeypatch.setattr(builtins, "open", refusing)
+    with pytest.raises(FreqlabError) as caught:
+        LengthHistogram.read_parquet(locked)
+    monkeypatch.undo()
+    assert str(caught.value) == f"{locked}: cannot read (Permission denied)"  # no word of what a histogram is
     f = tmp_path / "f.parquet"
     write_parquet(f, pl.DataFrame({"i": [0], "f": [1]}), {"format": "freqlab.position_frequency", "version": 1})
     with pytest.raises(FreqlabError) as caught:

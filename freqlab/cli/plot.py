@@ -385,7 +385,11 @@ def string_matrix_command(L, S, W, out, formats, size, dpi, as_json):
 @plot_group.command("string-usage", short_help="Positions STRING uses vs RoPE's, with their training frequency.")
 @window_option(type=POSITIONS.within(2), required=True, callback=_drawable)
 @click.option(
-    "--S", "S", type=POSITIONS, default=None, help="Shift offset S [default: L/3 rounded up to 64, as plan string]."
+    "--S",
+    "S",
+    type=POSITIONS,
+    default=None,
+    help="Shift offset S [default: L/3 rounded up to 64, plan string's without frequency information].",
 )
 @click.option("--W", "W", type=POSITIONS.within(0), default=128, show_default=True, help="Local window W.")
 @hist_option("Length histogram: adds how often training saw each position.", old_name="--histogram")
