@@ -265,8 +265,17 @@ def main() -> None:
         "load average after the run (the machine is shared).",
         "",
     ]
-    Path(args.out).write_text("\n".join(header + sections), encoding="utf-8")
+    write_on_top(Path(args.out), header[0], "\n".join(header[2:] + sections))
     print("\n".join(header + sections))
+
+
+def write_on_top(out: Path, title: str, body: str) -> None:
+    """This run as the first section of ``out``, under its title, above the runs written there before (the file
+    is the benchmark's history: the README quotes runs of several stops)."""
+    previous = out.read_text(encoding="utf-8") if out.exists() else ""
+    below = previous.split("\n", 1)[1].lstrip("\n") if previous.startswith(title) else previous
+    when = time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime())
+    out.write_text(f"{title}\n\n## {when}: this script's run\n\n{body}\n\n{below}", encoding="utf-8")
 
 
 if __name__ == "__main__":
