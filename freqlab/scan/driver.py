@@ -300,15 +300,11 @@ def scan_from_settings(
         resumed = (ledger.total.documents_read, ledger.total.tokens, sum(shards[k].size() or 0 for k in done))
         bar = scan_progress(corpus, settings, run.progress, resumed)
 
-        rank: dict[int, int] = {}  # shard index -> its place in the dispatch order
-        failed: list[tuple[int, str]] = []  # (rank, error) of the bad records met, without limits
-
         def tasks() -> Iterator[Task]:
             several = run.engine == "ray" or engine.workers > 1  # a Ray engine counts its CPUs as tasks run
-            for k, index in enumerate(dispatch_order(shards, largest_first=several and not ledger.limited)):
-                if ledger.exhausted or failed:
+            for index in dispatch_order(shards, largest_first=several and not ledger.limited):
+                if ledger.exhausted:
                     return
-                rank[index] = k
                 if index not in done:
                     yield Task(index, shards[index], options.capped(ledger.docs_left, ledger.tokens_left))
 
@@ -342,18 +338,11 @@ def scan_from_settings(
         try:
             for index, part in runner:
                 record.add(part)
-                if part.error is not None and not ledger.limited:
-                    # reported once the shards dispatched before it are in (those in flight), none after it started:
-                    # the first bad record in dispatch order, whichever worker finishes first (limits: corpus order)
-                    failed.append((rank[index], part.error))
-                    continue
                 if part.error is None:
                     output.save(part, shards[index])
                 ledger.add(index, part)
                 if ledger.exhausted:
                     break
-            if failed:
-                raise FreqlabError(min(failed)[1])
             bar.documents, bar.tokens = ledger.total.documents_read, ledger.total.tokens  # drop speculative work
         finally:
             try:
@@ -505,7 +494,7 @@ def dispatch_order(shards: list, largest_first: bool) -> list[int]:
     :meth:`~freqlab.corpus.base.Shard.work`, bytes of content to read (a compressed file's estimated), largest
     first, so that the last shards to finish are small ones and no worker idles long at the end while another
     finishes a big one (longest processing time first); results are the same in any order (exact counts, merged),
-    and of several bad records ``on_error="raise"`` reports the first in this order (a real one, not always the
+    except which of several bad records ``on_error="raise"`` reports (the first one met: a real one, not always the
     first in the files). Otherwise, and when a shard's size is unknown (Parquet row-group runs),
     corpus order: limits take the first documents (the ledger commits shards in corpus order), and one worker gains
     nothing from another order.

@@ -265,18 +265,3 @@ def test_a_later_record_without_the_text_field_is_not_blamed_on_the_field_name(t
         scan(str(path), progress=False, workers=1)
     skipped = scan(str(path), progress=False, workers=1, on_error="skip").summary["documents"]
     assert (skipped["tokenized"], skipped["skipped"]) == (1, {"missing-text-field": 1})
-
-
-def test_of_several_bad_records_the_first_in_dispatch_order_is_reported_whichever_worker_finishes_first(tmp_path):
-    """Two workers, largest file first: big.jsonl's bad record is its last line, small.jsonl's its first. Which one
-    the scan reported was whichever worker finished first (small's, nearly always). The shards dispatched before a
-    bad one are now waited for (none after it starts): the first bad record in dispatch order, every time."""
-    from .conftest import real_texts
-
-    texts = real_texts(200)
-    write_slimpajama(tmp_path / "big.jsonl", [*[(t, "x") for t in texts], "{not json"])
-    write_slimpajama(tmp_path / "small.jsonl", ["{not json", (texts[0], "x")])
-    for _ in range(2):
-        with pytest.raises(FreqlabError) as caught:
-            scan_slimpajama(tmp_path, workers=2)
-        assert str(caught.value).startswith(f"{tmp_path / 'big.jsonl'}:201: malformed-json")
