@@ -757,7 +757,8 @@ def _apply(model: Any, method: str, first: int, second: int, backend: str, flash
     _unhook(model, modules)  # applied again: one hook per layer
     _HOOKS[model] = [m.register_forward_pre_hook(_remember_key_offset, with_kwargs=True) for m in modules]
     if method == SELF_EXTEND_NAME:
-        _HOOKS[model].append(model.register_forward_pre_hook(_positions_from_mask, with_kwargs=True))
+        base = _base_model(model)
+        _HOOKS[model].append(base.register_forward_pre_hook(_positions_from_mask, with_kwargs=True))
     return model
 
 
@@ -768,10 +769,13 @@ def _parameters(forward: Callable) -> tuple[str, ...]:
 
 
 def _positions_from_mask(model: torch.nn.Module, args: tuple, kwargs: dict):
-    """Forward pre-hook of a model with Self-Extend: a left-padded batch given without position ids gets those
-    ``generate`` builds (the mask's cumulative sum - 1, padding at 1), each row numbered from its first real token.
-    transformers' default numbers the padding too: plain RoPE depends on distances only, but Self-Extend's grouped
-    positions m // G do not, and each row was grouped as if its padding were text (6e-4 off; apply review).
+    """Forward pre-hook of the base model (the module that numbers positions: ``model.model(...)`` and
+    ``model.forward(...)`` reach it too) with Self-Extend: a batch given with a 2D mask and without position ids
+    gets those ``generate`` builds (the mask's cumulative sum - 1, padding at 1), each row numbered from its first
+    real token. transformers' default numbers left padding too: plain RoPE depends on distances only, but
+    Self-Extend's grouped positions m // G do not, and each row was grouped as if its padding were text (6e-4 off;
+    apply review). Unpadded rows get the default's own numbers; no branch on the mask's values, so that
+    ``torch.compile(fullgraph=True)`` traces it.
     """
     names = _parameters(type(model).forward)
     given = dict(zip(names, args, strict=False)) | kwargs
@@ -783,13 +787,17 @@ def _positions_from_mask(model: torch.nn.Module, args: tuple, kwargs: dict):
     if not isinstance(mask, torch.Tensor) or mask.dim() != 2:
         return None
     real = mask != 0
-    if not bool((~real[:, 0] & real.any(-1)).any()):
-        return None  # no row starts with padding: the default positions are the rows' own
     positions = (real.long().cumsum(-1) - 1).masked_fill(~real, 1)[:, -ids.shape[1] :].to(ids.device)
     slot = names.index("position_ids")
     if slot < len(args):  # passed by position (as None): filled there, not given twice
         return (*args[:slot], positions, *args[slot + 1 :]), kwargs
     return args, {**kwargs, "position_ids": positions}
+
+
+def _base_model(model: Any) -> torch.nn.Module:
+    """The module that turns the mask and cache into position ids (``LlamaModel`` inside ``LlamaForCausalLM``)."""
+    base = getattr(model, "base_model", None)
+    return base if isinstance(base, torch.nn.Module) else model
 
 
 def _unhook(model: Any, modules: list[torch.nn.Module]) -> None:
@@ -798,7 +806,7 @@ def _unhook(model: Any, modules: list[torch.nn.Module]) -> None:
     """
     for handle in _HOOKS.pop(model, ()):
         handle.remove()
-    for module in [model, *modules]:
+    for module in [model, _base_model(model), *modules]:
         for key, hook in list(module._forward_pre_hooks.items()):
             if hook in (_remember_key_offset, _positions_from_mask):
                 del module._forward_pre_hooks[key]
