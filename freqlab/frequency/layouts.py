@@ -94,6 +94,7 @@ class Layout:
     layers: tuple[LayerKind, ...]
     rotary_fraction: float = 1.0
     source: str = ""
+    whole: bool = False  # one kind per layer of the model (a config's), not one period of a pattern
 
     @property
     def kinds(self) -> dict[LayerKind, int]:
@@ -262,7 +263,7 @@ def layout_from_config(config: dict, source: str = "config.json") -> Layout:
     rotary = cfg.get("partial_rotary_factor", 1.0)
     if isinstance(rotary, bool) or not isinstance(rotary, (int, float)) or not 0 < rotary <= 1:
         raise FreqlabError(f"{where}: partial_rotary_factor must be in (0, 1], got {rotary!r}")
-    return Layout(tuple(layers), float(rotary), source)
+    return Layout(tuple(layers), float(rotary), source, whole=True)
 
 
 def _default_layer_types(cfg, model_type, n, window, chunk, no_rope, where) -> list[str]:

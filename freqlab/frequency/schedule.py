@@ -362,7 +362,9 @@ def _relative(base: Path, value) -> Path | None:
 class ScheduleFrequency:
     """Per-stage raw frequencies f_k (int64: a count, or a curriculum's numerator over its common denominator,
     which the scaling cancels) and budgets T_k; their scaled sum F (float64). ``kinds[k]`` maps each layer kind of
-    stage k's layout to its f (``None`` for NoPE layers); a stage without a layout has only ``global``.
+    the *last* stage's layout (a :class:`LayerTrack` where its layers went through the stages in several ways) to
+    the f those layers trained in stage k, as the kind they had there (``None`` for NoPE); ``histories`` gives each
+    its kind in every stage.
     """
 
     schedule: Schedule
@@ -379,6 +381,22 @@ class ScheduleFrequency:
     def tokens(self) -> int:
         """All the schedule's training tokens, Σ T_k."""
         return sum(stage.tokens for stage in self.schedule.stages)
+
+    def _check_kind(self, kind: LayerKind | None) -> None:
+        """A FreqlabError for a kind the last stage's layout has not, or whose layers went two ways (then one of its
+        :class:`LayerTrack` names them); None (the data's total) and the keys of :attr:`kind_names` pass.
+        """
+        if kind is None or not self.histories or kind in self.histories:
+            return
+        tracks = [key.name for key in self.histories if getattr(key, "final", None) == kind]
+        if tracks:
+            raise FreqlabError(
+                f"the layers that end as {kind.name} went through the stages in {len(tracks)} ways: ask for one of "
+                f"{', '.join(tracks)} (kind_names)"
+            )
+        raise FreqlabError(
+            f"no {kind.name} layers in the last stage's layout (its kinds: {', '.join(k.name for k in self.histories)})"
+        )
 
     def stage_kinds(self, k: int) -> dict:
         """Layer kind -> f of stage k (``{GLOBAL: f_k}`` without a layout)."""
@@ -409,6 +427,7 @@ class ScheduleFrequency:
 
     def kind_total(self, kind: LayerKind | None, stages: int | None = None) -> np.ndarray:
         """F of one layer kind (None: of the stages' data) over the first ``stages`` stages (all by default)."""
+        self._check_kind(kind)
         count = len(self.frequencies) if stages is None else stages
         return sum((self.stage_scaled(k, kind) for k in range(count)), np.zeros(self.window))
 
@@ -421,6 +440,7 @@ class ScheduleFrequency:
 
     def occurrences(self, i: int, kind: LayerKind | None = None, stages: int | None = None) -> Fraction:
         """F(i) as an exact rational (of one layer kind, over the first ``stages`` stages)."""
+        self._check_kind(kind)
         total = Fraction(0)
         for k in range(len(self.frequencies) if stages is None else stages):
             f = self.frequencies[k] if kind is None else self.stage_kinds(k).get(kind)
@@ -467,6 +487,7 @@ class ScheduleFrequency:
         that reached relative position ``position``: f_k(position) · T_k / f_k(0) (the exposure view, f(i) =
         Σ_{c >= i} h(c), :mod:`freqlab.frequency.exposure`).
         """
+        self._check_kind(kind)
         f = self.stage_kinds(k).get(kind)
         if f is None or position >= f.size or f[0] <= 0:
             return Fraction(0)
@@ -757,10 +778,19 @@ def _final_kinds(schedule: Schedule, kinds: list[dict]) -> tuple[list[dict], dic
     Layer l has kind ``layout_k.layers[l % period_k]`` in stage k (a stage without a layout: every layer global), so
     the layers that end as sliding-window layers of 4K may have trained as windows of 1K, or as global layers,
     before: their f in each stage is that stage's f of the kind they had there (None while NoPE: no position
-    trained). Layers of one final kind with different histories are followed apart (:class:`LayerTrack`).
+    trained). The layers walked are a model config's (a layout read from one lists them all), else the periods'
+    least common multiple. Layers of one final kind with different histories are followed apart
+    (:class:`LayerTrack`); NoPE layers, which train no position, are not.
     """
-    layouts = [stage.layout.layers if stage.layout is not None else (GLOBAL,) for stage in schedule.stages]
-    period = math.lcm(*map(len, layouts))
+    given = [stage.layout for stage in schedule.stages]
+    layouts = [layout.layers if layout is not None else (GLOBAL,) for layout in given]
+    models = {len(layout.layers) for layout in given if layout is not None and layout.whole}
+    if len(models) > 1:
+        raise FreqlabError(
+            f"{schedule.source}: the stages' model configs have {' and '.join(map(str, sorted(models)))} layers: "
+            "one model is trained through a schedule"
+        )
+    period = models.pop() if models else math.lcm(*map(len, layouts))
     if period > MAX_LAYERS:
         raise FreqlabError(
             f"{schedule.source}: the stages' layouts repeat together only every {period:,} layers (more than "
@@ -769,6 +799,8 @@ def _final_kinds(schedule: Schedule, kinds: list[dict]) -> tuple[list[dict], dic
     paths: dict[LayerKind, list[tuple]] = {}
     for layer in range(period):
         path = tuple(layers[layer % len(layers)] for layers in layouts)
+        if not path[-1].rope:  # NoPE at the end: what it trained before is no position the model uses
+            path = (path[-1],) * len(path)
         if path not in paths.setdefault(path[-1], []):
             paths[path[-1]].append(path)
     histories = {

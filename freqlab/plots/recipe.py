@@ -13,6 +13,7 @@ from __future__ import annotations
 import numpy as np
 from matplotlib.figure import Figure
 
+from freqlab.frequency.layouts import GLOBAL
 from freqlab.plots.axes import (
     count_units,
     format_log_counts,
@@ -61,7 +62,8 @@ def plot_recipe(result, tau: float | None = None, *, size="two-column", columns:
     tau = schedule.tau if tau is None else float(tau)
     stages = schedule.stages
     kinds = [kind for kind in result.kind_names if kind.rope]
-    colors = {kind: ("black" if kind.kind == "global" else PALETTE[k % len(PALETTE)]) for k, kind in enumerate(kinds)}
+    # black for the global layers; each track of layers that went two ways (global (was swa1K)) a colour of its own
+    colors = {kind: ("black" if kind == GLOBAL else PALETTE[k % len(PALETTE)]) for k, kind in enumerate(kinds)}
     window = result.window
     rows, cols = grid_shape(len(stages) + 1, columns)
     with freqlab_style():

@@ -155,6 +155,11 @@ def test_a_stage_without_a_layout_trains_every_layer_kind_as_global_and_the_last
     assert result.kind_total(was_global).tolist() == [150, 118.75, 87.5, 56.25, 25, 18.75, 12.5, 6.25]
     assert (result.effective_length(40, was_swa), result.effective_length(40, was_global)) == (1, 3)
     assert result.reach_cap(was_swa) is None and result.reach_cap(was_swa, stages=1) == 1  # swa2 after stage 1
+    # asked for by the final kind alone: which of its tracks is meant (it answered 0; second adversary review)
+    with pytest.raises(FreqlabError, match=r"in 2 ways: ask for one of global \(was swa2\), global \(was global\)"):
+        result.effective_length(40, glob)
+    with pytest.raises(FreqlabError, match="no swa2 layers in the last stage's layout"):
+        result.kind_total(swa)
 
 
 def test_a_window_that_widens_between_stages_counts_the_narrower_one_for_the_same_layers(tmp_path):
@@ -181,6 +186,39 @@ def test_a_window_that_widens_between_stages_counts_the_narrower_one_for_the_sam
     )
     result = schedule_frequency(load_schedule(no_layout))
     assert (result.effective_length(30, swa4, stages=1), result.effective_length(30, swa4)) == (5, 3)
+
+
+def test_a_model_config_as_a_layout_gives_the_layers_walked(tmp_path):
+    """A config lists every layer (Gemma 3 with 8 layers: 5 sliding, 1 global, 2 sliding); beside a pattern of 6,
+    the layers walked were lcm(6, 8) = 24, and layers 8..23, which the model has not, made up histories such as
+    'global (was swa4)' (second adversary review). The config's 8 layers are walked; configs of two layer counts
+    are refused. NoPE layers are not split by what they were."""
+    import json
+
+    from freqlab.frequency.layouts import LayerKind
+
+    LengthHistogram.from_counts([8], [3]).to_parquet(tmp_path / "h.parquet")
+    config = {"model_type": "gemma3_text", "num_hidden_layers": 8, "sliding_window": 4}
+    (tmp_path / "config.json").write_text(json.dumps(config))
+    (tmp_path / "s.yaml").write_text(
+        "histogram: h.parquet\nstages:\n  - {name: a, L: 8, tokens: 100, layout: 5*swa4+global}\n"
+        "  - {name: b, L: 8, tokens: 50, layout: config.json}\n"
+    )
+    result = schedule_frequency(load_schedule(tmp_path / "s.yaml"))
+    assert result.kind_names == [LayerKind("swa", 4), LayerKind("global")]
+    (tmp_path / "other.json").write_text(json.dumps({**config, "num_hidden_layers": 12}))
+    (tmp_path / "two.yaml").write_text(
+        "histogram: h.parquet\nstages:\n  - {name: a, L: 8, tokens: 100, layout: other.json}\n"
+        "  - {name: b, L: 8, tokens: 50, layout: config.json}\n"
+    )
+    with pytest.raises(FreqlabError, match="the stages' model configs have 8 and 12 layers"):
+        schedule_frequency(load_schedule(tmp_path / "two.yaml"))
+    (tmp_path / "nope.yaml").write_text(
+        "histogram: h.parquet\nstages:\n  - {name: a, L: 8, tokens: 100, layout: swa4+3*global}\n"
+        "  - {name: b, L: 8, tokens: 50, layout: nope+global}\n"
+    )  # layers 0 and 2 end NoPE, one was sliding and one global: 'nope (was swa4)' and 'nope (was global)' before
+    names = [kind.name for kind in schedule_frequency(load_schedule(tmp_path / "nope.yaml")).kind_names]
+    assert names == ["nope", "global"]
 
 
 def test_numbers_carry_their_source_or_an_assumed_mark(tmp_path):

@@ -38,3 +38,18 @@ def test_a_preset_figure_has_a_panel_per_stage_and_one_for_effective_lengths():
     assert titles[0] == "(a) pretrain-8k\nL = 8K, 14.8T tokens"
     assert titles[-1] == "(h) effective length after each stage"
     assert len(titles) == 8
+
+
+def test_tracks_of_one_final_kind_are_told_apart(histogram):
+    """Sliding layers made global for the last stage beside layers global throughout: two tracks of the final
+    global kind, each drawn black with its own label, which could not be told apart (second adversary review)."""
+    data = {
+        "tau": 1e6,
+        "stages": [
+            {"name": "short", "L": 1024, "tokens": "1B", "layout": "swa256+global"},
+            {"name": "long", "L": 4096, "tokens": "100M"},
+        ],
+    }
+    fig = plot_recipe(schedule_frequency(parse_schedule(data, histogram=histogram)))
+    colors = {line.get_label(): line.get_color() for line in fig.axes[2].lines}
+    assert set(colors) == {"global (was swa256)", "global (was global)"} and len(set(colors.values())) == 2
