@@ -353,9 +353,21 @@ def _where_later(path: str, position: int):
     return lambda: f"{path}:{lines_before(path, position) + 1}"
 
 
-def _where_counted(path: str, base: Callable[[], int], lineno: int):
-    """``path:line`` of line ``lineno`` after ``base()`` lines, worked out when asked for (``base`` reads a prefix)."""
-    return lambda: f"{path}:{base() + lineno}"
+def _where_counted(path: str, base: Callable[[], int], lineno: int, offset: int = 0):
+    """``path:line`` of line ``lineno`` after ``base()`` lines, worked out when asked for (``base`` reads a prefix:
+    the frames before ``offset``; where they cannot be read, the line is named within its own frames).
+    """
+
+    def where() -> str:
+        try:
+            return f"{path}:{base() + lineno}"
+        except JsonlShard.read_errors as exc:
+            return (
+                f"{path}: line {lineno} of the frames from compressed byte {offset:,} (the frames before them cannot "
+                f"be read: {describe_error(exc)})"
+            )
+
+    return where
 
 
 @dataclass(frozen=True)
@@ -417,7 +429,7 @@ class JsonlShard(FileShard):
                 elif base is None:
                     where = _where_later(path, position)
                 else:
-                    where = _where_counted(path, base, lineno)
+                    where = _where_counted(path, base, lineno, self.frames[0] if self.frames else 0)
                 if raw.isspace() or not raw:
                     yield Document(None, None, where, BLANK_LINE)
                     continue

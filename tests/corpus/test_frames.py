@@ -248,6 +248,12 @@ def test_a_corrupt_frame_is_reported_by_its_own_part_not_by_the_part_that_finish
     with pytest.raises(UnreadableFile, match=r"f\.jsonl\.zst: cannot read \(ZstdError"):
         list(second.read())
     assert len(list(third.read())) == 2000 - body[: cuts[1]].count(b"\n") - 1  # the frames after it are read
+    # the third part's line numbers count the damaged frame's lines: asked for, they name the line within the part's
+    # own frames (a raw ZstdError traceback on a pool; second adversary review)
+    lines_before_frame.cache_clear()
+    where = next(iter(third.read())).where
+    assert where.startswith(f"{path}: line 1 of the frames from compressed byte {frames[2].offset:,} (the frames ")
+    assert where.endswith("cannot be read: ZstdError: zstd decompressor error: Restored data doesn't match checksum)")
 
 
 def test_a_compressed_files_recorded_size_raises_the_estimate_of_its_text(tmp_path):
