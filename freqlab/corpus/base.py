@@ -377,6 +377,11 @@ class FileShard(Shard):
             elif isinstance(exc, LineTooLong):  # the file may be whole: a bound was reached, not an end
                 rest = "this part of the file" if self.start or self.end is not None else "the file"
                 message = f"{self.path}: {exc}; the rest of {rest} is not read"
+            elif str(exc).startswith("Not a gzipped file"):  # gzip's own words: no gzip data at all, not damage
+                message = (
+                    f"{self.path}: cannot read ({describe_error(exc)}); the name says gzip, the content is not: "
+                    "rename the file after what it holds"
+                )
             else:
                 message = f"{self.path}: cannot read ({describe_error(exc)}); is the file truncated or corrupt?"
             raise UnreadableFile(message, self.path) from exc

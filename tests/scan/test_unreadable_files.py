@@ -86,7 +86,12 @@ def test_skip_counts_each_unreadable_file_once_and_none_of_its_documents(broken_
     ("name", "message"),
     [
         ("cut.jsonl.zst", r"cut\.jsonl\.zst: cannot read \(ZstdError: .*\); is the file truncated or corrupt\?$"),
-        ("plain.json.gz", r"plain\.json\.gz: cannot read \(BadGzipFile: "),
+        # plain text under a gzip name: not 'truncated or corrupt' (second adversary review)
+        (
+            "plain.json.gz",
+            r"plain\.json\.gz: cannot read \(BadGzipFile: Not a gzipped file .*\); the name says gzip, the content is "
+            r"not: rename the file after what it holds$",
+        ),
         ("bad.parquet", r"bad\.parquet: cannot read \(ArrowInvalid: "),
     ],
 )
