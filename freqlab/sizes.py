@@ -179,11 +179,13 @@ def position_label(x: float) -> str:
     --------
     >>> position_label(1536), position_label(2048), position_label(131072), position_label(100), position_label(3000)
     ('1.5K', '2K', '128K', '100', '3000')
+    >>> position_label(1048575), position_label(1048577), position_label(2**30 + 256)  # never two alike
+    ('1048575', '1048577', '1048576.25K')
     """
     x = float(x)
-    if abs(x) >= 1024 and (x * 4) % 1024 == 0:
-        return f"{x / 1024:g}K"
-    return f"{x:g}"
+    if abs(x) >= 1024 and (x * 4) % 1024 == 0:  # a multiple of 1/4 K: two decimals at most, written out
+        return f"{x / 1024:.2f}".rstrip("0").rstrip(".") + "K"
+    return str(int(x)) if x.is_integer() else f"{x:g}"
 
 
 def human_count(n: float, *, up: bool = False, down: bool = False) -> str:
