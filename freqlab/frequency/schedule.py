@@ -114,6 +114,11 @@ class Schedule:
         names none.
         """
         parsed = read_layout(layout)
+        if all(stage.layout is not None for stage in self.stages):  # it would change nothing, unsaid
+            raise FreqlabError(
+                f"{self.source}: every stage names its layout, so a layout given for the stages that name none changes "
+                "nothing; edit the stages' layouts instead"
+            )
         return replace(self, stages=tuple(s if s.layout else replace(s, layout=parsed) for s in self.stages))
 
 

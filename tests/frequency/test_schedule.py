@@ -492,3 +492,11 @@ def test_a_stages_weights_file_is_read_next_to_the_schedule_never_from_the_worki
         "histogram: src.parquet\nstages:\n  - {name: s, L: 2048, tokens: 1T, weights: slimpajama}\n"
     )
     assert load_schedule("sch/s.yaml").stages[0].weights == "slimpajama"
+
+
+def test_a_layout_for_the_stages_that_name_none_is_refused_where_every_stage_names_one():
+    """`schedule --preset gemma3 --layout global` ran as if no layout were given (second adversary review)."""
+    from freqlab.frequency.schedule import load_preset
+
+    with pytest.raises(FreqlabError, match="preset gemma3: every stage names its layout, so a layout given for"):
+        load_preset("gemma3", histogram=LengthHistogram.from_counts([8], [3])).with_layout("global")
