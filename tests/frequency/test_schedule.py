@@ -121,6 +121,13 @@ def test_stages_with_a_layout_report_f_per_layer_kind_and_the_share_beyond_earli
     assert result.effective_length(30, swa) == 1
 
 
+def two_stages(tmp_path, first: str, second: str):
+    """schedule_frequency of two stages (YAML flow mappings: name, L, tokens, layout) on 3 documents of 8 tokens."""
+    LengthHistogram.from_counts([8], [3]).to_parquet(tmp_path / "h.parquet")
+    (tmp_path / "s.yaml").write_text(f"histogram: h.parquet\nstages:\n  - {first}\n  - {second}\n")
+    return schedule_frequency(load_schedule(tmp_path / "s.yaml"))
+
+
 def test_a_stage_without_a_layout_trains_every_layer_kind_as_global_and_the_last_layout_caps_the_reach(tmp_path):
     """A layout named in the last stage only: the stage before it, without a layout, trains every layer with full
     attention, so the layers that become swa2 trained its f there; they counted 0 for it, an effective length of 0
@@ -128,12 +135,9 @@ def test_a_stage_without_a_layout_trains_every_layer_kind_as_global_and_the_last
     the last stage makes them sliding; a last stage without a layout leaves them global."""
     from freqlab.frequency.layouts import LayerKind
 
-    LengthHistogram.from_counts([8], [3]).to_parquet(tmp_path / "h.parquet")
-    (tmp_path / "s.yaml").write_text(
-        "histogram: h.parquet\n"
-        "stages:\n  - {name: short, L: 4, tokens: 100}\n  - {name: long, L: 8, tokens: 50, layout: swa2+global+nope}\n"
+    result = two_stages(
+        tmp_path, "{name: short, L: 4, tokens: 100}", "{name: long, L: 8, tokens: 50, layout: swa2+global+nope}"
     )
-    result = schedule_frequency(load_schedule(tmp_path / "s.yaml"))
     swa, glob, nope = LayerKind("swa", 2), LayerKind("global"), LayerKind("nope")
     short_f = [24, 18, 12, 6]  # 6 rows of 4 tokens: f(i) = 6 (4 - i), as the global layers get
     assert result.stage_kinds(0)[glob].tolist() == result.stage_kinds(0)[swa].tolist() == short_f
@@ -141,12 +145,10 @@ def test_a_stage_without_a_layout_trains_every_layer_kind_as_global_and_the_last
     assert result.kind_total(swa, 1).tolist() == result.kind_total(glob, 1).tolist() == [100, 75, 50, 25, 0, 0, 0, 0]
     assert result.reach_cap(swa) == 1 and result.reach_cap(glob) is None
     assert result.effective_length(30, swa) == 1  # F reaches 30 up to 2; the swa2 layers attend 0..1
-    back = tmp_path / "back.yaml"  # sliding first, global at the end: no cap
-    back.write_text(
-        "histogram: h.parquet\n"
-        "stages:\n  - {name: short, L: 4, tokens: 100, layout: swa2+global}\n  - {name: long, L: 8, tokens: 50}\n"
+    # sliding first, global at the end: no cap
+    result = two_stages(
+        tmp_path, "{name: short, L: 4, tokens: 100, layout: swa2+global}", "{name: long, L: 8, tokens: 50}"
     )
-    result = schedule_frequency(load_schedule(back))
     # the last stage's layers are all global, half of them sliding before: two tracks of the one final kind
     tracks = {kind.name: kind for kind in result.kind_names}
     assert list(tracks) == ["global (was swa2)", "global (was global)"]
@@ -168,23 +170,18 @@ def test_a_window_that_widens_between_stages_counts_the_narrower_one_for_the_sam
     (adversary review); and the cap after a stage was the last stage's (3 where the layers were still global)."""
     from freqlab.frequency.layouts import LayerKind
 
-    LengthHistogram.from_counts([8], [3]).to_parquet(tmp_path / "h.parquet")
-    (tmp_path / "s.yaml").write_text(
-        "histogram: h.parquet\nstages:\n  - {name: a, L: 8, tokens: 100, layout: swa2+global}\n"
-        "  - {name: b, L: 8, tokens: 50, layout: swa4+global}\n"
+    result = two_stages(
+        tmp_path,
+        "{name: a, L: 8, tokens: 100, layout: swa2+global}",
+        "{name: b, L: 8, tokens: 50, layout: swa4+global}",
     )
-    result = schedule_frequency(load_schedule(tmp_path / "s.yaml"))
     swa4, glob = LayerKind("swa", 4), LayerKind("global")
     assert result.kind_names == [swa4, glob]
     # f = 3 (8 - i), scaled by T / 24: swa2 keeps i < 2 in stage a, swa4 i < 4 in stage b
     assert result.kind_total(swa4).tolist() == [150, 131.25, 37.5, 31.25, 0, 0, 0, 0]
     assert result.effective_length(60, swa4) == 1
-    no_layout = tmp_path / "n.yaml"  # global first: the cap after it is none, after the last stage swa4's
-    no_layout.write_text(
-        "histogram: h.parquet\nstages:\n  - {name: a, L: 8, tokens: 100}\n"
-        "  - {name: b, L: 8, tokens: 50, layout: swa4+global}\n"
-    )
-    result = schedule_frequency(load_schedule(no_layout))
+    # global first: the cap after it is none, after the last stage swa4's
+    result = two_stages(tmp_path, "{name: a, L: 8, tokens: 100}", "{name: b, L: 8, tokens: 50, layout: swa4+global}")
     assert (result.effective_length(30, swa4, stages=1), result.effective_length(30, swa4)) == (5, 3)
 
 
@@ -197,28 +194,28 @@ def test_a_model_config_as_a_layout_gives_the_layers_walked(tmp_path):
 
     from freqlab.frequency.layouts import LayerKind
 
-    LengthHistogram.from_counts([8], [3]).to_parquet(tmp_path / "h.parquet")
     config = {"model_type": "gemma3_text", "num_hidden_layers": 8, "sliding_window": 4}
     (tmp_path / "config.json").write_text(json.dumps(config))
-    (tmp_path / "s.yaml").write_text(
-        "histogram: h.parquet\nstages:\n  - {name: a, L: 8, tokens: 100, layout: 5*swa4+global}\n"
-        "  - {name: b, L: 8, tokens: 50, layout: config.json}\n"
+    result = two_stages(
+        tmp_path,
+        "{name: a, L: 8, tokens: 100, layout: 5*swa4+global}",
+        "{name: b, L: 8, tokens: 50, layout: config.json}",
     )
-    result = schedule_frequency(load_schedule(tmp_path / "s.yaml"))
     assert result.kind_names == [LayerKind("swa", 4), LayerKind("global")]
     (tmp_path / "other.json").write_text(json.dumps({**config, "num_hidden_layers": 12}))
-    (tmp_path / "two.yaml").write_text(
-        "histogram: h.parquet\nstages:\n  - {name: a, L: 8, tokens: 100, layout: other.json}\n"
-        "  - {name: b, L: 8, tokens: 50, layout: config.json}\n"
-    )
     with pytest.raises(FreqlabError, match="the stages' model configs have 8 and 12 layers"):
-        schedule_frequency(load_schedule(tmp_path / "two.yaml"))
-    (tmp_path / "nope.yaml").write_text(
-        "histogram: h.parquet\nstages:\n  - {name: a, L: 8, tokens: 100, layout: swa4+3*global}\n"
-        "  - {name: b, L: 8, tokens: 50, layout: nope+global}\n"
-    )  # layers 0 and 2 end NoPE, one was sliding and one global: 'nope (was swa4)' and 'nope (was global)' before
-    names = [kind.name for kind in schedule_frequency(load_schedule(tmp_path / "nope.yaml")).kind_names]
-    assert names == ["nope", "global"]
+        two_stages(
+            tmp_path,
+            "{name: a, L: 8, tokens: 100, layout: other.json}",
+            "{name: b, L: 8, tokens: 50, layout: config.json}",
+        )
+    # layers 0 and 2 end NoPE, one was sliding and one global: 'nope (was swa4)' and 'nope (was global)' before
+    result = two_stages(
+        tmp_path,
+        "{name: a, L: 8, tokens: 100, layout: swa4+3*global}",
+        "{name: b, L: 8, tokens: 50, layout: nope+global}",
+    )
+    assert [kind.name for kind in result.kind_names] == ["nope", "global"]
 
 
 def test_numbers_carry_their_source_or_an_assumed_mark(tmp_path):
