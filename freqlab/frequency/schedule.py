@@ -404,7 +404,7 @@ class ScheduleFrequency:
         )
 
     def stage_kinds(self, k: int) -> dict:
-        """Layer kind -> f of stage k (``{GLOBAL: f_k}`` without a layout)."""
+        """The last stage's layer kinds -> the f their layers trained in stage k (``{GLOBAL: f_k}`` without layouts)."""
         return self.kinds[k] if self.kinds else {GLOBAL: self.frequencies[k]}
 
     @property
