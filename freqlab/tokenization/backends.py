@@ -289,19 +289,20 @@ def compiled_pattern(pattern: str):
 def empty_match(pattern: str) -> str | None:
     r"""Where ``pattern`` can match the empty string, on which tiktoken's splitter panics (a Rust backtrace on
     stderr): ``in 'a'`` for a short text where the ``regex`` module finds such a match, else ``by its structure``
-    when its shortest match is 0 characters (Python's own regex parser, ``\p{..}`` read as one character: a
-    lookahead alone, ``(?=x)``, needs the text it looks for); None when neither finds one.
+    when its shortest match is 0 characters (Python's own regex parser, foreign escapes read as what they match:
+    :func:`_python_spelling`; a lookahead alone, ``(?=x)``, needs the text it looks for); None when neither finds
+    one.
 
-    >>> empty_match("a*"), empty_match(r"(?=x)|\p{L}+"), empty_match(r"\p{L}+|\s+")
-    ("in ''", 'by its structure', None)
+    >>> empty_match("a*"), empty_match(r"(?=x)|\p{L}+"), empty_match(r"(?=x)|\x{41}+"), empty_match(r"\p{L}+|\s+")
+    ("in ''", 'by its structure', 'by its structure', None)
     """
     import regex
 
     try:
         compiled = compiled_pattern(pattern)
-    except regex.error:
-        return None  # tiktoken took it: its engine, not this one, decides what it means
-    for text in ("", "a", " ", "1", "\n", "a b", ".", "é"):
+    except regex.error:  # a spelling of tiktoken's engine, not this one's (\x{41}): the structure alone decides
+        compiled = None
+    for text in ("", "a", " ", "1", "\n", "a b", ".", "é") if compiled is not None else ():
         if any(match.end() == match.start() for match in compiled.finditer(text)):
             return f"in {text!r}"
     try:
@@ -309,12 +310,30 @@ def empty_match(pattern: str) -> str | None:
     except ImportError:  # pragma: no cover - Python 3.10
         import sre_parse as _parser  # type: ignore[no-redef]
     try:
-        # \p{..} as one character, (?<name>..) spelled as Python spells it, (?P<name>..)
-        python = re.sub(r"\(\?<(?![=!])", "(?P<", re.sub(r"\\[pP](?:\{[^}]*\}|[A-Za-z])", "x", pattern))
-        shortest = _parser.parse(python).getwidth()[0]
+        shortest = _parser.parse(_python_spelling(pattern)).getwidth()[0]
     except (re.error, ValueError, OverflowError, RecursionError):
         return None
     return "by its structure" if shortest == 0 else None
+
+
+#: Oniguruma / fancy-regex escapes Python's parser refuses, as what they match for the shortest-match count: one
+#: character (\p{..}, \x{..}, \h, \R, \X, \e, \o{..}) or none (\G, \z, \K, a named backreference, which may be
+#: empty: counted so, the check errs towards leaving tiktoken out)
+_FOREIGN_ESCAPES = re.compile(
+    r"\\(?:[pP](?:\{[^}]*\}|[A-Za-z])|x\{[0-9A-Fa-f]+\}|o\{[0-7]+\}|[hHRXe])"  # one character
+    r"|\\(?:[GzK]|k<[^>]*>)"  # none
+)
+
+
+def _python_spelling(pattern: str) -> str:
+    r"""``pattern`` as Python's ``re`` parser reads it, for its shortest match: foreign escapes as one character or
+    none (:data:`_FOREIGN_ESCAPES`), ``(?<name>..)`` as ``(?P<name>..)``.
+
+    >>> _python_spelling(r"(?<g>\p{L}+)|\x{41}\h|\G")
+    '(?P<g>x+)|xx|'
+    """
+    spelled = _FOREIGN_ESCAPES.sub(lambda m: "x" if m.group(0)[1] not in "GzKk" else "", pattern)
+    return re.sub(r"\(\?<(?![=!])", "(?P<", spelled)
 
 
 class HfEngine:
