@@ -320,19 +320,23 @@ def empty_match(pattern: str) -> str | None:
 #: character (\p{..}, \x{..}, \h, \R, \X, \e, \o{..}) or none (\G, \z, \K, a named backreference, which may be
 #: empty: counted so, the check errs towards leaving tiktoken out)
 _FOREIGN_ESCAPES = re.compile(
-    r"\\(?:[pP](?:\{[^}]*\}|[A-Za-z])|x\{[0-9A-Fa-f]+\}|o\{[0-7]+\}|[hHRXe])"  # one character
+    r"\\\\"  # an escaped backslash, kept: the letter after it is no escape
+    r"|\\(?:[pP](?:\{[^}]*\}|[A-Za-z])|x\{[0-9A-Fa-f]+\}|o\{[0-7]+\}|[hHRXe])"  # one character
     r"|\\(?:[GzK]|k<[^>]*>)"  # none
 )
+
+
+_AS_PYTHON = {"\\": "\\\\", "G": "", "z": "", "K": "", "k": ""}  # escapes not read as one character
 
 
 def _python_spelling(pattern: str) -> str:
     r"""``pattern`` as Python's ``re`` parser reads it, for its shortest match: foreign escapes as one character or
     none (:data:`_FOREIGN_ESCAPES`), ``(?<name>..)`` as ``(?P<name>..)``.
 
-    >>> _python_spelling(r"(?<g>\p{L}+)|\x{41}\h|\G")
-    '(?P<g>x+)|xx|'
+    >>> _python_spelling(r"(?<g>\p{L}+)|\x{41}\h|\G"), _python_spelling(r"\\h+")
+    ('(?P<g>x+)|xx|', '\\\\h+')
     """
-    spelled = _FOREIGN_ESCAPES.sub(lambda m: "x" if m.group(0)[1] not in "GzKk" else "", pattern)
+    spelled = _FOREIGN_ESCAPES.sub(lambda m: _AS_PYTHON.get(m.group(0)[1], "x"), pattern)
     return re.sub(r"\(\?<(?![=!])", "(?P<", spelled)
 
 
