@@ -787,7 +787,14 @@ def _positions_from_mask(model: torch.nn.Module, args: tuple, kwargs: dict):
     if not isinstance(mask, torch.Tensor) or mask.dim() != 2:
         return None
     real = mask != 0
-    positions = (real.long().cumsum(-1) - 1).masked_fill(~real, 1)[:, -ids.shape[1] :].to(ids.device)
+    numbered = (real.long().cumsum(-1) - 1).masked_fill(~real, 1)
+    # the input's columns of the mask: its last ones, or where cache_position says (a mask kept at a static cache's
+    # length ends in padding; read there, the new token was numbered 1, 1.1e-3 off; third adversary review)
+    at = given.get("cache_position")
+    if isinstance(at, torch.Tensor) and at.dim() == 1 and at.numel() == ids.shape[1]:
+        positions = numbered[:, at.to(numbered.device)].to(ids.device)
+    else:
+        positions = numbered[:, -ids.shape[1] :].to(ids.device)
     slot = names.index("position_ids")
     if slot < len(args):  # passed by position (as None): filled there, not given twice
         return (*args[:slot], positions, *args[slot + 1 :]), kwargs

@@ -205,6 +205,26 @@ def test_a_left_padded_batch_without_position_ids_equals_single_rows(model_type,
     assert not model._forward_pre_hooks and not model.model._forward_pre_hooks  # the hook goes with the plan
 
 
+def test_a_mask_kept_at_a_static_caches_length_is_read_where_cache_position_says():
+    """A decoding step with a 2D mask as long as the static cache (31 ones, then padding: a compiled decode keeps its
+    shapes so) and cache_position [30]: Self-Extend's pre-hook read the mask's last column, padding, and numbered the
+    new token 1 (1.1e-3 off; third adversary review). The stock model reads it as no mask."""
+    from transformers import StaticCache
+
+    model = tiny_model("llama")
+    _apply(model, "self_extend")
+    ids = _ids(batch=2, length=31)
+    full = _logits(model, ids)
+    cache = StaticCache(config=model.config, max_cache_len=48)
+    mask = torch.cat([torch.ones(2, 31, dtype=torch.long), torch.zeros(2, 17, dtype=torch.long)], 1)
+    with torch.no_grad():
+        model(ids[:, :30], **{CACHE: cache}, use_cache=True, cache_position=torch.arange(30))
+        step = model(
+            ids[:, 30:], **{CACHE: cache}, use_cache=True, cache_position=torch.tensor([30]), attention_mask=mask
+        )
+    torch.testing.assert_close(step.logits[:, -1], full[:, -1], **EXACT)
+
+
 @pytest.mark.parametrize("method", ["string", "self_extend"])
 def test_a_bidirectional_mask_is_read_as_the_model_gives_it(method):
     """Gemma 3 with bidirectional attention (its image tokens attend so too): with the threshold at the prompt's length
