@@ -319,3 +319,19 @@ def test_a_pattern_that_matches_the_empty_string_is_one_line(small_bpe, tmp_path
     path.write_bytes(b"".join(base64.b64encode(token_bytes(t)) + b" %d\n" % i for t, i in vocab.items()))
     with pytest.raises(FreqlabError, match=r"r\.tiktoken: the pattern matches the empty string \(in '"):
         load_tokenizer(str(path), pattern=pattern)
+
+
+@pytest.mark.parametrize(
+    ("pattern", "found"),
+    [
+        (r"\\Ks*", None),  # a literal backslash, then K: at least 2 characters, not \K (third adversary review)
+        (r"\\Ga*|\s+", None),
+        (r"\x{41}*|\\h", "by its structure"),  # \\h read as \h made Python's parser fail: no verdict, a panic
+        (r"(?=z)|[\h]+", "by its structure"),
+        (r"\p{L}+|\\\h+", None),  # a literal backslash, then \h
+    ],
+)
+def test_escaped_backslashes_are_no_escapes_to_the_empty_match_check(pattern, found):
+    from freqlab.tokenization.backends import empty_match
+
+    assert empty_match(pattern) == found
