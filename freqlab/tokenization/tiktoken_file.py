@@ -86,10 +86,11 @@ def load_tiktoken_file(
     if pattern is not None and not (isinstance(pattern, str) and pattern):
         raise FreqlabError(f"{path}: pattern must be a non-empty regex, not {pattern!r} (None: the default)")
     ranks = read_tiktoken_ranks(path)
+    vocabulary = vocab_hash((rank, token) for token, rank in ranks.items())
     if pattern is None and ".model" in Path(path).suffixes:
         # Llama 3's own ranks, not any 128,000: another model's regex would count wrongly, silently
-        if len(ranks) != LLAMA3_RANKS or (found := vocab_hash((r, t) for t, r in ranks.items())) != LLAMA3_VOCAB_HASH:
-            what = f"{len(ranks):,} ranks" + (f" of vocabulary {found}" if len(ranks) == LLAMA3_RANKS else "")
+        if len(ranks) != LLAMA3_RANKS or vocabulary != LLAMA3_VOCAB_HASH:
+            what = f"{len(ranks):,} ranks" + (f" of vocabulary {vocabulary}" if len(ranks) == LLAMA3_RANKS else "")
             raise FreqlabError(f"{path}: tiktoken ranks without a regex ({what}, not Llama 3's); pass pattern=")
         pattern = LLAMA3_PATTERN
     plan = TiktokenPlan(pat_str=CL100K_PATTERN if pattern is None else pattern, mergeable_ranks=ranks)
@@ -105,6 +106,6 @@ def load_tiktoken_file(
         name=str(path),
         spec=str(path),
         vocab_size=max(ranks.values()) + 1,
-        vocab_hash=vocab_hash((rank, token) for token, rank in ranks.items()),
+        vocab_hash=vocabulary,
         tiktoken_engine=engine,
     )
