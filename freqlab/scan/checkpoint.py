@@ -119,7 +119,6 @@ class CheckpointStore:
         self.fingerprint = json.loads(json.dumps(fingerprint, sort_keys=True, default=str))
         self.hash = fingerprint_hash(self.fingerprint)
         self.recounted: Counter[str] = Counter()  # checkpoints found but not used, by reason
-        self.nothing_to_resume = False  # a resume found no checkpoint here (no manifest, or none beside it)
         self._staged: dict[tuple[str, ...], list[tuple[pl.DataFrame, dict]]] = {}  # by columns, for :meth:`flush`
         self._groups: dict[str, list[tuple[pl.DataFrame, dict]]] | None = None  # shard id -> grouped partials
 
@@ -146,7 +145,6 @@ class CheckpointStore:
             self.fingerprint, self.hash = previous, fingerprint_hash(previous)
             self._remove_temporaries()
             return
-        self.nothing_to_resume = resume
         if self.directory.is_dir():  # a fresh scan: old checkpoints must not leak into it
             self._clear()
         write_atomic(

@@ -48,6 +48,7 @@ class ScanOutput:
         self.lock = OutputLock(out) if out is not None else None
         self.store = CheckpointStore(out / CHECKPOINTS_DIR, fingerprint) if out is not None else None
         self.grouped = shards > GROUP_ABOVE
+        self.nothing_to_resume = False  # a resume found no checkpoint of this scan at all (it starts over)
         self.flushed = time.monotonic()
 
     def __enter__(self) -> ScanOutput:
@@ -75,11 +76,6 @@ class ScanOutput:
                 self.lock.release()
 
     @property
-    def nothing_to_resume(self) -> bool:
-        """Whether a resume was asked for and the folder held no checkpoint of this scan at all (it starts over)."""
-        return self.store is not None and self.store.nothing_to_resume
-
-    @property
     def recounted(self) -> dict[str, int]:
         """Checkpoints found but not trusted (recounted), by reason."""
         return dict(self.store.recounted) if self.store is not None else {}
@@ -103,8 +99,8 @@ class ScanOutput:
                 continue
             done.add(index)
             ledger.add(index, part)
-        if not done and not self.store.recounted:  # a manifest without checkpoints (stopped before any shard ended)
-            self.store.nothing_to_resume = True
+        # no manifest, or one without checkpoints beside it (a scan stopped before any shard ended)
+        self.nothing_to_resume = not done and not self.store.recounted
         return done
 
     def save(self, part: ShardCount, shard) -> None:
