@@ -97,23 +97,11 @@ CHECKPOINT_MANIFEST = "manifest.json"
 MANIFEST_KEYS = ("fingerprint", "hash")
 CHECKPOINT_FORMAT = "freqlab.scan.checkpoint"
 CHECKPOINT_VERSION = 3  # 3: counted_by (documents per tokenizer backend); 2 is still read (its counted_by unknown)
+# "failed": the shard's file failed while read, after these documents (absent in older files: false)
 _CHECKPOINT_HEADER = (
-    "format",
-    "version",
-    "shard_id",
-    "skipped",
-    "sampled_out",
-    "blank_lines",
-    "counted_by",
-    "complete",
-    "failed",
-    "documents_read",
-    "tokens",
-    "fingerprint",
-    "identity",
-    "rows",
-    "checksum",
-)  # fmt: skip  (failed: its file failed while read, after these documents; absent in older files: false)
+    "format", "version", "shard_id", "skipped", "sampled_out", "blank_lines", "counted_by", "complete", "failed",
+    "documents_read", "tokens", "fingerprint", "identity", "rows", "checksum",
+)  # fmt: skip
 #: a group file's header (``OUT/checkpoints/group+<random>.parquet``): ``group`` lists the headers of the partials
 #: whose rows follow one another in the file (``rows`` each), every one a :data:`CHECKPOINT_COUNTS` or
 #: :data:`CHECKPOINT_LOG` header
