@@ -73,7 +73,7 @@ def _check_group(G, w_n, L: int | None = None) -> tuple[int, int]:
     given), else a FreqlabError naming the value.
     """
     if isinstance(G, bool) or not isinstance(G, (int, np.integer)) or not 1 <= int(G) <= MAX_POSITIONS:
-        raise FreqlabError(f"group size G must be an integer from 1 to 1,073,741,824, got {G!r}")
+        raise FreqlabError(f"group size G must be an integer from 1 to {MAX_POSITIONS:,}, got {G!r}")
     bound = f" < L = {L}" if L is not None else ""
     if (
         isinstance(w_n, bool)
