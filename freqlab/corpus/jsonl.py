@@ -56,6 +56,7 @@ from freqlab.corpus.remote_files import is_url, open_input
 from freqlab.errors import FreqlabError
 
 _BUFFER = 1 << 20
+_CUT_SHORT = "the file ends inside a"  # ZstdFrames' (GzipMembers') message for a stream cut short inside a frame
 _FEED = 1 << 16
 _TAIL_FEED = 1 << 12
 _BOM = b"\xef\xbb\xbf"
@@ -124,7 +125,7 @@ class ZstdFrames(io.RawIOBase):
                 self._position += len(self._input)
                 if not self._input:
                     if self._in_frame:
-                        raise self._damage(f"the file ends inside a {self._unit}")
+                        raise self._damage(f"{_CUT_SHORT} {self._unit}")
                     return 0
             feed = _TAIL_FEED if self._tail else _FEED  # the tail is one line: damage past it is not this part's
             if not self._tail and self._stop is not None:  # never past `stop` in one step: its frame ends there
@@ -459,7 +460,7 @@ class JsonlShard(FileShard):
                     pass
         except self.read_errors as exc:
             found = describe_error(exc)
-            if isinstance(exc, EOFError) or "ends inside" in str(exc):
+            if isinstance(exc, EOFError) or str(exc).startswith(_CUT_SHORT):  # gzip's own, or ZstdFrames
                 return f"the file is also cut short ({found})"
             return f"the file's compressed data is corrupt ({found}): the record may be that damage"
         return None
