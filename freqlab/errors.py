@@ -33,6 +33,21 @@ class FreqlabError(ValueError):
     """
 
 
+class ParameterError(FreqlabError):
+    """A :class:`FreqlabError` about one parameter's value in the light of what was computed from the others (STRING's
+    ``W`` against the shift ``S`` planned for the window): the CLI shows it as a usage error naming ``option`` (exit
+    2), as it shows a bad value it can check itself.
+
+    >>> error = ParameterError("W = 4000 must be much smaller than S = 1408", "--W")
+    >>> isinstance(error, FreqlabError), error.option
+    (True, '--W')
+    """
+
+    def __init__(self, message: str, option: str) -> None:
+        super().__init__(message)
+        self.option = option
+
+
 def brief(value, limit: int = 60) -> str:
     """``repr(value)`` cut to ``limit`` characters, for one-line messages that quote a value given by the user.
 

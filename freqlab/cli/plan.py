@@ -143,8 +143,8 @@ def string_command(
         require(W < S, "--W", f"W = {W} must be much smaller than S = {S} (STRING needs W << S)")
     if N is not None:
         require(N > L, "--extend-to", f"N = {N} is not above the training window L = {L}")
-    p = plan_string(L, W=W, S=S, round_to=round_to, test_length=test_length, extend_to=N, rope_theta=rope_theta,
-                    **inputs)  # fmt: skip
+    p = usage_error(lambda: plan_string(L, W=W, S=S, round_to=round_to, test_length=test_length, extend_to=N,
+                                        rope_theta=rope_theta, **inputs))  # fmt: skip
     if usage_out:
         string_usage(p.L, p.S, p.W, frequency=p.well_trained.frequency).write_parquet(usage_out)
     if as_json:

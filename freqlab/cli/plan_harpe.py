@@ -26,8 +26,8 @@ from freqlab.cli.plan_inputs import (
     needs,
     refuse_unused_frequency_options,
     require,
+    usage_error,
 )
-from freqlab.errors import FreqlabError
 from freqlab.plan import harpe
 from freqlab.plan.waveform import DistanceGrid
 from freqlab.plan.well_trained import well_trained_range
@@ -175,9 +175,8 @@ def _parse_grid(text: str) -> DistanceGrid:
         values = [int(p) for p in parts]
     except ValueError:
         values = []
-    if len(values) not in (2, 3):
-        raise FreqlabError(f"--grid must be START:STOP[:STEP] with integers, got {text!r}")
-    return DistanceGrid(*values)
+    require(len(values) in (2, 3), "--grid", f"must be START:STOP[:STEP] with integers, got {text!r}")
+    return usage_error(lambda: DistanceGrid(*values), "--grid")
 
 
 def _attention_buckets(heads, head_dim, b_min, b_max, stride, grid_text, as_json) -> None:

@@ -40,7 +40,7 @@ from typing import Unpack, cast
 import numpy as np
 
 from freqlab.display import Display, Displayed
-from freqlab.errors import FreqlabError
+from freqlab.errors import FreqlabError, ParameterError
 from freqlab.frequency import share_at_least
 from freqlab.frequency.stats import positive_number
 from freqlab.plan import display as shown
@@ -681,7 +681,7 @@ def plan_string(
             if S > MIN_W
             else f"no W fits ({MIN_W} <= W < S): give a larger S or a window with L/3 > {MIN_W}"
         )
-        raise FreqlabError(f"W = {W} must be much smaller than S = {S} (STRING needs W << S); {remedy}")
+        raise ParameterError(f"W = {W} must be much smaller than S = {S} (STRING needs W << S); {remedy}", "--W")
     if 4 * W > S:
         notes.append(f"W = {W} is more than S/4 = {S / 4:.0f}: W << S holds only loosely")
     n = L if test_length is None else check_window(test_length, "test length")

@@ -159,6 +159,9 @@ def test_self_extend_evaluates_a_given_setting_even_without_a_recommendation():
         (("string", "--L", "4K", "--W", 8), "--W", "W = 8 is below 32"),
         (("string", "--L", "4K", "--S", "4K"), "--S", "must be below the training window"),
         (("string", "--L", "4K", "--S", 100), "--W", "much smaller than S = 100"),
+        # W against the S the plan computed (L/3 rounded up to 64 = 1408), and where no W fits: exit 1 before
+        (("string", "--L", "4K", "--W", 4000), "--W", "W = 4000 must be much smaller than S = 1408"),
+        (("string", "--L", 96), "--W", "W = 128 must be much smaller than S = 32 (STRING needs W << S); no W fits"),
         (("string", "--L", "4K", "--extend-to", "2K"), "--extend-to", "not above the training window"),
         (("self-extend", "--L", "4K", "--extend-to", "2K"), "--extend-to", "not above the training window L = 4096"),
         (("self-extend", "--L", "4K", "--target", "2K"), "--extend-to", "not above the training window L = 4096"),
@@ -175,6 +178,9 @@ def test_self_extend_evaluates_a_given_setting_even_without_a_recommendation():
         (("harpe", "--b-min", "5e6", "--b-max", "1e6"), "--b-max", "b_max = 1e+06 must be larger than b_min = 5e+06"),
         (("harpe", "--b-min", "5e6"), "--b-max", "b_max = 5e+06 must be larger than b_min = 5e+06"),
         (("harpe", "--stride", "-3"), "--stride", "must be positive"),
+        (("harpe", "--grid", "1:x"), "--grid", "must be START:STOP[:STEP] with integers, got '1:x'"),  # exit 1 before
+        (("harpe", "--grid", "0:0:0"), "--grid", "invalid distance grid start=0 stop=0 step=0"),
+        (("harpe", "--grid", "100:10:1"), "--grid", "invalid distance grid start=100 stop=10 step=1"),
         # a review met these as exit 1 with the library's words
         (("harpe", "--stride", "1e7"), "--stride", "1e+07 is wider than b_max - b_min = 4e+06: no candidates"),
         (("harpe", "--strategy", "attention-buckets", "--stride", "1e5"), "--stride", "wider than b_max - b_min"),

@@ -143,8 +143,6 @@ def test_grid_from_schedule(tmp_path):
     ("args", "message"),
     [
         (("--heads", "200"), "only 134"),
-        (("--grid", "1:x"), "START:STOP"),
-        (("--grid", "100:10:1"), "invalid distance grid"),
     ],
 )
 def test_user_errors_are_freqlab_errors(args, message):
