@@ -76,7 +76,7 @@ def lookup(record: Any, path: str) -> Any:
             # A nested object stored as a JSON string (Parquet copies of SlimPajama, RedPajama-1T-Sample).
             try:
                 value = json.loads(value)
-            except ValueError:
+            except (ValueError, RecursionError):  # not JSON, or nested deeper than Python recurses: no such field
                 return MISSING_FIELD
         if not isinstance(value, Mapping) or key not in value:
             return MISSING_FIELD

@@ -145,6 +145,22 @@ def test_a_lone_surrogate_text_reached_through_a_json_string_column_is_invalid_u
     assert [(d.text, d.error) for d in docs] == [(None, "invalid-unicode"), ("pair \U0001f600 is fine", None)]
 
 
+@pytest.mark.parametrize("where", ["jsonl", "parquet"])
+def test_a_json_string_nested_deeper_than_python_recurses_has_no_field(tmp_path, where):
+    """A review met a RecursionError traceback (``--on-error skip`` too): the string is no object holding the field."""
+    deep = "[" * 100_000 + "]" * 100_000
+    if where == "jsonl":
+        path = tmp_path / "a.jsonl"
+        path.write_text(json.dumps({"text": "a b", "meta": deep}) + "\n" + json.dumps({"text": "c", "meta": "{}"}))
+    else:
+        path = tmp_path / "a.parquet"
+        pq.write_table(pa.table({"text": ["a b", "c"], "meta": [deep, "{}"]}), path)
+    docs = list(open_corpus(str(path), text_field="meta.set").documents())
+    assert [d.error for d in docs] == ["missing-text-field", "missing-text-field"]
+    docs = list(open_corpus(str(path), source_field="meta.set").documents())
+    assert [(d.text, d.source, d.error) for d in docs] == [("a b", "(none)", None), ("c", "(none)", None)]
+
+
 def test_byte_ranges_partition_the_lines_whatever_their_lengths(tmp_path):
     # ranges cut anywhere, inside lines, on newlines, inside a line longer than a range: every line once
     body = b"".join(b"x" * n + b"\n" for n in (0, 5, 1, 40, 3, 0, 0, 17, 2, 60, 1)) + b"last line without newline"
