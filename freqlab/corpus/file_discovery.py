@@ -238,13 +238,26 @@ def saved_dataset_files(folder: str, split: str) -> list[str]:
     """The Arrow files of a saved dataset, in their recorded order (for a DatasetDict: of ``split``)."""
     dict_file = os.path.join(folder, "dataset_dict.json")
     if os.path.isfile(dict_file):
-        splits = _read_json(dict_file).get("splits", [])
+        splits = saved_splits(dict_file)
         if split not in splits:
             raise FreqlabError(f"{folder}: saved DatasetDict has no split {split!r} (splits: {', '.join(splits)})")
         folder = os.path.join(folder, split)
-    state = _read_json(os.path.join(folder, "state.json"))
-    names = [entry["filename"] for entry in state.get("_data_files", [])]
-    return [os.path.join(folder, name) for name in names]
+    state_file = os.path.join(folder, "state.json")
+    state = _read_json(state_file)
+    entries = state.get("_data_files", []) if isinstance(state, dict) else None
+    if not isinstance(entries, list) or not all(
+        isinstance(entry, dict) and isinstance(entry.get("filename"), str) for entry in entries
+    ):
+        raise FreqlabError(f"{state_file}: cannot read saved-dataset metadata (no list of files under '_data_files')")
+    return [os.path.join(folder, entry["filename"]) for entry in entries]
+
+
+def saved_splits(dict_file: str) -> list[str]:
+    """The split names a saved DatasetDict's ``dataset_dict.json`` lists."""
+    splits = meta.get("splits", []) if isinstance(meta := _read_json(dict_file), dict) else None
+    if not isinstance(splits, list) or not all(isinstance(name, str) for name in splits):
+        raise FreqlabError(f"{dict_file}: cannot read saved-dataset metadata (no list of split names under 'splits')")
+    return splits
 
 
 #: the words ``datasets`` takes for each split in folder and file names (``datasets.data_files.SPLIT_KEYWORDS``)
@@ -327,7 +340,7 @@ def datasets_cache_files(folder: str, split: str) -> list[str]:
     return [os.path.join(folder, m.string) for m in matches]
 
 
-def _read_json(path: str) -> dict:
+def _read_json(path: str) -> object:
     try:
         with open(path, encoding="utf-8") as handle:
             return json.load(handle)
@@ -441,7 +454,7 @@ class FileFinder:
                 others = (os.path.join(place, e) for e in sorted(os.listdir(place)) if e.endswith(".arrow"))
                 self.found.ignored += [path for path in others if path not in chosen]
             if not cache and os.path.isfile(os.path.join(folder, "dataset_dict.json")):  # its other splits: the same
-                splits = _read_json(os.path.join(folder, "dataset_dict.json")).get("splits", [])
+                splits = saved_splits(os.path.join(folder, "dataset_dict.json"))
                 for other in (s for s in splits if s != self.split):
                     try:
                         self.found.ignored += saved_dataset_files(folder, other)

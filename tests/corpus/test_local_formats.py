@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import os
 import pickle
+import re
 import tracemalloc
 from collections import Counter
 
@@ -102,6 +103,29 @@ def test_saved_dataset(tmp_path, records):
     shutil.copy(folder / "data-00000-of-00002.arrow", folder / "data-00005-of-00002.arrow")
     extra = open_corpus("slimpajama", data_files=str(folder))
     assert read_all(extra) == expected(records) and extra.description["ignored_files"] == 1
+
+
+@pytest.mark.parametrize(
+    ("name", "content"),
+    [
+        ("state.json", "[1, 2]"),
+        ("state.json", '{"_data_files": [{"name": "x"}]}'),
+        ("state.json", '{"_data_files": "data-00000-of-00002.arrow"}'),
+        ("dataset_dict.json", '["train"]'),
+        ("dataset_dict.json", '{"splits": "train"}'),
+    ],
+)
+def test_saved_dataset_metadata_of_the_wrong_shape_is_one_line_naming_it(tmp_path, records, name, content):
+    """A review met AttributeError, KeyError and TypeError tracebacks from hand-edited metadata."""
+    import datasets
+
+    folder = tmp_path / "saved"
+    datasets.DatasetDict({"train": datasets.Dataset.from_list(records)}).save_to_disk(str(folder))
+    path = folder / name if name == "dataset_dict.json" else folder / "train" / name
+    path.write_text(content)
+    with pytest.raises(FreqlabError) as raised:
+        open_corpus(str(folder))
+    assert re.match(rf"{re.escape(str(path))}: cannot read saved-dataset metadata \(no list of", str(raised.value))
 
 
 def test_arrow_files_in_stream_and_file_format(tmp_path, records):
