@@ -27,6 +27,21 @@ def magnitude(values: np.ndarray) -> int:
     return max(int(values.max()), -int(values.min())) if values.size else 0
 
 
+def exact_sum(values: np.ndarray) -> int | float:
+    """Exact sum of integers (int64 when it cannot overflow, Python ints otherwise); of floats, a float64 one.
+
+    >>> exact_sum(np.array([2**62, 2**62])), exact_sum(np.array([0.5, 1.0]))
+    (9223372036854775808, 1.5)
+    """
+    if values.size == 0:
+        return 0
+    if values.dtype.kind == "f":
+        return float(values.sum())
+    if magnitude(values) * values.size < 2**62:
+        return int(values.sum(dtype=np.int64))
+    return int(values.astype(object).sum())
+
+
 def exact_dot(a: np.ndarray, b: np.ndarray) -> int:
     """Σ a·b as a Python integer: int64 when it provably fits, Python ints otherwise (no silent wrap)."""
     if a.size == 0:

@@ -42,6 +42,7 @@ from pathlib import Path
 
 import numpy as np
 
+from freqlab.arrays import exact_sum
 from freqlab.config_file import read_config_file
 from freqlab.errors import FreqlabError, brief
 from freqlab.frequency.position import position_frequency
@@ -446,7 +447,7 @@ def contribution_table(mix: LengthHistogram, info: MixtureInfo, L: int, regime: 
     for s, g in sources.items():
         tokens[s] = g.tokens
         tails[s] = (
-            int(position_frequency(g.lengths, g.counts, L, regime, seed=seed)[tail_from:].sum()) if g.documents else 0
+            exact_sum(position_frequency(g.lengths, g.counts, L, regime, seed=seed)[tail_from:]) if g.documents else 0
         )
     total_tokens, total_tail = sum(tokens.values()), sum(tails.values())
     raw_total = sum(info.raw_tokens.values())

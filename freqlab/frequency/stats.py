@@ -26,7 +26,7 @@ from fractions import Fraction
 
 import numpy as np
 
-from freqlab.arrays import magnitude
+from freqlab.arrays import exact_sum, magnitude
 from freqlab.errors import FreqlabError, brief
 from freqlab.sizes import DEFAULT_TAU  # kept for import compatibility (and used here)
 
@@ -90,17 +90,6 @@ def _value(f: np.ndarray, i: int) -> int | Fraction:
     return Fraction(float(f[i])) if f.dtype.kind == "f" else int(f[i])
 
 
-def _sum(values: np.ndarray) -> int | float:
-    """Exact sum of integers (int64 when it cannot overflow, Python ints otherwise); of floats, a float64 one."""
-    if values.size == 0:
-        return 0
-    if values.dtype.kind == "f":
-        return float(values.sum())
-    if magnitude(values) * values.size < 2**62:
-        return int(values.sum(dtype=np.int64))
-    return int(values.astype(object).sum())
-
-
 def _index(f: np.ndarray, x) -> int:
     """Position ``x`` (an integer, or a float holding one, or a 0-d array of one) inside the window of ``f``."""
     if isinstance(x, np.ndarray) and x.ndim == 0:
@@ -160,8 +149,8 @@ def share_at_most(f, x: int) -> float:
     0.7
     """
     f = _frequency(f)
-    total = _sum(f)
-    return _sum(f[: _index(f, x) + 1]) / total if total else 0.0
+    total = exact_sum(f)
+    return exact_sum(f[: _index(f, x) + 1]) / total if total else 0.0
 
 
 def share_at_least(f, x: int) -> float:
@@ -194,8 +183,8 @@ def share_at_least(f, x: int) -> float:
     0.3
     """
     f = _frequency(f)
-    total = _sum(f)
-    return _sum(f[_index(f, x) :]) / total if total else 0.0
+    total = exact_sum(f)
+    return exact_sum(f[_index(f, x) :]) / total if total else 0.0
 
 
 def position_at_mass(f, fraction: float) -> int:
@@ -241,7 +230,7 @@ def position_at_mass(f, fraction: float) -> int:
     if f.dtype.kind == "f":  # an expectation, a sum of scaled stages: in float64
         cumulative = np.cumsum(f)
         return min(int(np.searchsorted(cumulative, float(ratio) * cumulative[-1], side="left")), f.size - 1)
-    total = _sum(f)
+    total = exact_sum(f)
     target = -(-total * ratio.numerator // ratio.denominator)  # ceil(total * fraction)
     # cumulative sums a chunk at a time (memory flat in L), exact: int64 within a chunk when it cannot overflow
     done = 0

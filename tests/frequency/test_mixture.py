@@ -178,6 +178,21 @@ def test_contribution_table_adds_each_sources_own_f():
     assert rows["code"]["upweight"] == pytest.approx(rows["code"]["token_share"] / (sum(CODE) / (sum(CODE) + sum(WEB))))
 
 
+def test_the_tail_share_of_a_share_mix_is_exact_where_an_int64_sum_wraps():
+    """A share mix scales counts up to ~2^30 documents: f's tail summed past 2^63 wrapped (a review met 686.2% and
+    -586.2%). One 3000-token and one 2000-token document at 50% each; f(i) = c(|s| - i) summed in Python ints."""
+    h = combine_sources(
+        {"a": LengthHistogram.from_counts([3000], [10**6]), "b": LengthHistogram.from_counts([2000], [10**6])}
+    )
+    mix, info = weighted_histogram(h, "a=50%,b=50%")
+    rows = {r["source"]: r["tail_share"] for r in contribution_table(mix, info, 2048, "natural")}
+    (c_a,), (c_b,) = mix.sources["a"].counts.tolist(), mix.sources["b"].counts.tolist()
+    tail_a = sum(c_a * (min(3000, 2048) - i) for i in range(1536, 2048))  # truncated to the window: 2048 - i
+    tail_b = sum(c_b * (2000 - i) for i in range(1536, 2000))
+    assert tail_a + tail_b > 2**63
+    assert rows == {"a": pytest.approx(tail_a / (tail_a + tail_b)), "b": pytest.approx(tail_b / (tail_a + tail_b))}
+
+
 def test_a_share_mix_for_a_regime_that_walks_documents_stays_small_and_matches_the_unbounded_mix():
     """pack and best-fit walk the histogram document by document: their float64 mix is kept below
     MAX_STREAM_DOCUMENTS (else ~10^11 documents: a plan that never finishes), and its shares are the same mix's."""
