@@ -30,7 +30,7 @@ from __future__ import annotations
 
 import os
 import struct
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 
 import numpy as np
@@ -94,7 +94,8 @@ class MegatronIndex:
         """
         bounds = np.asarray(self.document_indices[start : end + 1])
         sequence_lengths = np.asarray(self.sequence_lengths[int(bounds[0]) : int(bounds[-1])])
-        return self._sum(bounds, sequence_lengths, np.empty(end - start, np.int64), start)
+        pointer = self.sequence_pointers.__getitem__
+        return self._sum(bounds, sequence_lengths, np.empty(end - start, np.int64), start, pointer)
 
     def length_batches(self, start: int, end: int) -> Iterator[tuple[int, np.ndarray]]:
         """``(first document, lengths)`` for documents ``start`` .. ``end - 1``, a batch at a time, from windows
@@ -102,18 +103,42 @@ class MegatronIndex:
         batch is valid until the next is drawn.
         """
         with IndexFile(self.prefix + ".idx") as index:
+
+            def pointer(n: int) -> int:
+                return int(index.run(HEADER.size + 4 * self.sequences, np.int64, n, n + 1)[0])
+
             for a, b in batched_ranges(start, end):
                 bounds = index.run(HEADER.size + 12 * self.sequences, np.int64, a, b + 1)
                 sequence_lengths = index.run(HEADER.size, np.int32, int(bounds[0]), int(bounds[-1]))
-                yield a, self._sum(bounds, sequence_lengths, index.lengths(b - a), a)
+                yield a, self._sum(bounds, sequence_lengths, index.lengths(b - a), a, pointer)
 
-    def _sum(self, bounds: np.ndarray, sequence_lengths: np.ndarray, out: np.ndarray, first: int) -> np.ndarray:
-        """Document lengths (into ``out``) from their sequence bounds and those sequences' lengths."""
+    def _sum(
+        self, bounds: np.ndarray, sequence_lengths: np.ndarray, out: np.ndarray, first: int, pointer: Callable
+    ) -> np.ndarray:
+        """Document lengths (into ``out``) from their sequence bounds and those sequences' lengths, checked against
+        the bytes the sequences span in the ``.bin`` (``pointer(n)``: where sequence n starts): Megatron writes
+        sequences back to back, so a batch's lengths sum to the distance between the pointers at its ends. Two
+        reads a batch find any damaged length (the ``.bin``'s size, checked on opening, covers only the last).
+        """
         k = sum_sequences(bounds, sequence_lengths, out)
         if k >= 0:
             raise ValueError(
                 f"document {first + k}: document_indices out of order or a negative sequence length (corrupt index)"
             )
+        a, b = int(bounds[0]), int(bounds[-1])
+        if a < b:
+            start = int(pointer(a))
+            end = (
+                int(pointer(b))
+                if b < self.sequences
+                else int(pointer(b - 1)) + int(sequence_lengths[-1]) * self.dtype.itemsize
+            )
+            tokens = int(out.sum(dtype=np.int64))
+            if tokens * self.dtype.itemsize != end - start:
+                raise ValueError(
+                    f"documents {first:,}..{first + out.size - 1:,}: their sequence lengths sum to {tokens:,} tokens, "
+                    f"but their sequences span {end - start:,} bytes of the .bin ({self.dtype.name}); corrupt index"
+                )
         return out
 
     def last_tokens(self, count: int) -> np.ndarray:

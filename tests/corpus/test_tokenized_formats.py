@@ -162,6 +162,31 @@ def test_a_negative_sequence_length_is_one_line_naming_the_document(tmp_path):
     assert "document 1050: document_indices out of order or a negative sequence length" in result.output
 
 
+@pytest.mark.parametrize("batch", [3, 10_000])
+def test_a_sequence_length_damaged_past_the_first_ones_is_one_line_not_a_histogram(tmp_path, monkeypatch, batch):
+    """Only the first 1,024 lengths and the last were checked against the pointers: a length of 2*10^9 at sequence
+    2,000 gave a histogram whose longest document was 2*10^9 tokens, exit 0 (a review). Each batch's lengths now sum
+    to the bytes its sequences span; batches of 3 documents and one batch of all."""
+    import freqlab.corpus.token_files as token_files
+
+    monkeypatch.setattr(token_files, "BATCH_DOCUMENTS", batch)
+    idx = write_megatron(tmp_path / "big", single_sequence_documents([3] * 3000))
+    raw = bytearray(idx.read_bytes())
+    raw[34 + 4 * 2000 : 34 + 4 * 2001] = struct.pack("<i", 2_000_000_000)  # sequence_lengths[2000]
+    idx.write_bytes(bytes(raw))
+    result = CliRunner().invoke(main, ["scan", "--dataset", str(idx), "-q", "--out", str(tmp_path / "out")])
+    assert result.exit_code == 1 and result.output.count("\n") == 1, result.output
+    first, last = (1998, 2000) if batch == 3 else (0, 2999)
+    assert (
+        result.output.startswith(f"Error: {idx}: ")
+        and (
+            f"documents {first:,}..{last:,}: their sequence lengths sum to {3 * (last - first) + 2_000_000_000:,} tokens, "
+            f"but their sequences span {4 * 3 * (last - first + 1):,} bytes of the .bin (int32); corrupt index"
+        )
+        in result.output
+    )
+
+
 @pytest.mark.parametrize("regime", [[], ["--regime", "megatron", "--reset-attention-mask", "--L", "8"]])
 def test_negative_sequence_pointers_are_one_line_not_a_wrapped_read(tmp_path, regime):
     """Pointers past the first 1,024 (those are checked against the lengths when the index is opened) are checked
