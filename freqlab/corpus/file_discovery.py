@@ -101,12 +101,14 @@ class FoundFiles:
     link_targets: list[str] = field(default_factory=list)  # the real targets of dangling symlinks met
     split_used: bool = False  # a saved DatasetDict or a datasets cache folder was read: ``split`` chose its subset
     splits_named: dict[str, int] = field(default_factory=dict)  # files of a folder named for several splits, by split
-    _seen: set[str] = field(default_factory=set)
+    _seen: set[object] = field(default_factory=set)
     _folders: set[str] = field(default_factory=set)
 
     def add(self, path: str, fmt: str) -> None:
-        """Record ``path`` with its format ``fmt`` (a file found twice is kept once)."""
-        key = os.path.realpath(path)
+        """Record ``path`` with its format ``fmt`` (a file found twice is kept once: through a symlink, or another
+        hard link to it, as ``cp -al`` and ``rsync --link-dest`` snapshots make).
+        """
+        key = file_identity(path)
         if key in self._seen:
             self.duplicates.append(path)
             return
@@ -125,6 +127,17 @@ class FoundFiles:
     def folders(self) -> tuple[str, ...]:
         """The real paths of the folders walked, and of the targets of dangling symlinks met (walked once made)."""
         return tuple(sorted({*self._folders, *self.link_targets}))
+
+
+def file_identity(path: str) -> object:
+    """What makes two paths one file: a local file's device and inode (its symlinks and hard links share them), else
+    (a URL, or a path that cannot be read) its real path.
+    """
+    try:
+        info = os.stat(path)
+    except (OSError, ValueError):  # ValueError: a NUL in the name
+        return os.path.realpath(path)
+    return (info.st_dev, info.st_ino)
 
 
 def read_by_a_later_walk(

@@ -63,6 +63,16 @@ def test_a_duplicate_reached_through_a_symlink_is_read_once_and_reported(tmp_pat
     assert corpus.description["duplicate_examples"] == [str(tmp_path / "b.jsonl")]
 
 
+def test_a_duplicate_reached_through_a_hard_link_is_read_once_and_reported(tmp_path):
+    """A review counted a hard-linked file twice (``cp -al`` and ``rsync --link-dest`` snapshots make them)."""
+    write_jsonl(tmp_path / "a.jsonl", [GOOD])
+    os.link(tmp_path / "a.jsonl", tmp_path / "hard.jsonl")
+    corpus = open_corpus(str(tmp_path))
+    assert len(list(corpus.documents())) == 1
+    assert corpus.description["duplicate_files"] == 1
+    assert corpus.description["duplicate_examples"] == [str(tmp_path / "hard.jsonl")]
+
+
 def test_a_line_longer_than_the_bound_is_an_unreadable_file_naming_it(tmp_path, monkeypatch):
     path = write_jsonl(tmp_path / "long.jsonl", [GOOD, {"text": "x" * 5000}, GOOD])
     monkeypatch.setenv(MAX_LINE_VARIABLE, "1000")
