@@ -24,7 +24,7 @@ from pathlib import Path
 
 import click
 
-from freqlab.errors import FreqlabError
+from freqlab.errors import FreqlabError, ParameterError
 from freqlab.formats import LENGTHS_FILE
 from freqlab.frequency.mixture import PRESETS, Mixture
 from freqlab.frequency.regimes import REGIMES
@@ -518,3 +518,24 @@ WEIGHTS_HELP = (
 weights_option = click.option(
     "--weights", default=None, metavar="SOURCE=W,...|FILE|PRESET", help=WEIGHTS_HELP, callback=_checked_weights
 )
+
+
+def require(ok: bool, option: str, message: str) -> None:
+    """A usage error (exit 2) naming ``option`` unless ``ok``: options that contradict each other or the papers'
+    bounds are the caller's to fix, not a failure of the data.
+    """
+    if not ok:
+        raise click.BadParameter(message, param_hint=f"'{option}'")
+
+
+def usage_error(check, option: str | None = None):
+    """``check()``'s result, or its :class:`FreqlabError` as a usage error (exit 2) naming ``option``: a library
+    check of values the command line gave. Without ``option``, only a :class:`ParameterError` (a value checked
+    against what the library computed from the others) is one, naming its own option; other errors pass.
+    """
+    try:
+        return check()
+    except FreqlabError as exc:
+        if option is None and not isinstance(exc, ParameterError):
+            raise
+        raise click.BadParameter(str(exc), param_hint=f"'{option or exc.option}'") from None

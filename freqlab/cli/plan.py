@@ -18,6 +18,8 @@ from freqlab.cli.options import (
     echo_json,
     json_option,
     renamed_option,
+    require,
+    usage_error,
     weights_option,
     window_option,
 )
@@ -31,11 +33,9 @@ from freqlab.cli.plan_inputs import (  # noqa: F401  (the shared options, import
     hist_option,
     mass_option,
     regime_option,
-    require,
     schedule_option,
     tau_option,
     tokens_option,
-    usage_error,
 )
 from freqlab.cli.weights import budget_line, read_histogram
 from freqlab.errors import FreqlabError

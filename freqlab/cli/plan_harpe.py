@@ -6,6 +6,8 @@ A thin layer over :mod:`freqlab.plan.harpe`. The ``plan`` group (``freqlab/cli/p
 
 from __future__ import annotations
 
+import functools
+
 import click
 
 from freqlab.cli.options import (
@@ -18,6 +20,8 @@ from freqlab.cli.options import (
     echo_json,
     json_option,
     renamed_option,
+    require,
+    usage_error,
 )
 from freqlab.cli.plan_inputs import (
     frequency_inputs,
@@ -25,8 +29,6 @@ from freqlab.cli.plan_inputs import (
     given_on_command_line,
     needs,
     refuse_unused_frequency_options,
-    require,
-    usage_error,
 )
 from freqlab.plan import harpe
 from freqlab.plan.waveform import DistanceGrid
@@ -126,7 +128,8 @@ def harpe_command(
         plan = harpe.uniform_plan(heads, b_min, b_max, head_dim=head_dim, grid=choice)
     else:
         detector = harpe.ProminentExtrema(peaks, separation)
-        plan = harpe.peak_valley_search(heads, b_min, b_max, stride, head_dim=head_dim, grid=choice, detector=detector)
+        search = functools.partial(harpe.peak_valley_search, head_dim=head_dim, grid=choice, detector=detector)
+        plan = usage_error(lambda: search(heads, b_min, b_max, stride))
     compared = harpe.compare_sets(plan, random_count=random_sets, seed=seed) if compare else None
     if compare and strategy == "uniform":
         compared = compared[1:]  # the uniform set is already the plan

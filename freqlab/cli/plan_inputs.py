@@ -20,7 +20,6 @@ from freqlab.cli.options import (
     weights_option,
 )
 from freqlab.cli.weights import budget_line, echo_mix, histogram_line, mix_json, read_histogram
-from freqlab.errors import FreqlabError, ParameterError
 from freqlab.frequency import DEFAULT_TAU
 from freqlab.frequency.budget import training_budget
 from freqlab.frequency.schedule import load_schedule, schedule_frequency
@@ -145,24 +144,3 @@ def refuse_unused_frequency_options(needed: str) -> None:
 def needs(options: list[str]) -> str:
     """``needs`` for one option, ``need`` for several."""
     return "needs" if len(options) == 1 else "need"
-
-
-def require(ok: bool, option: str, message: str) -> None:
-    """A usage error (exit 2) naming ``option`` unless ``ok``: options that contradict each other or the papers'
-    bounds are the caller's to fix, not a failure of the data.
-    """
-    if not ok:
-        raise click.BadParameter(message, param_hint=f"'{option}'")
-
-
-def usage_error(check, option: str | None = None):
-    """``check()``'s result, or its :class:`FreqlabError` as a usage error (exit 2) naming ``option``: a library
-    check of values the command line gave. Without ``option``, only a :class:`ParameterError` (a value checked
-    against what the library computed from the others) is one, naming its own option; other errors pass.
-    """
-    try:
-        return check()
-    except FreqlabError as exc:
-        if option is None and not isinstance(exc, ParameterError):
-            raise
-        raise click.BadParameter(str(exc), param_hint=f"'{option or exc.option}'") from None

@@ -12,6 +12,7 @@ import click
 from freqlab.cli.options import (
     POSITIONS,
     POSITIONS_NOTE,
+    ROPE_BASE,
     TOKENS,
     TOKENS_NOTE,
     HistogramPath,
@@ -26,6 +27,7 @@ from freqlab.cli.options import (
     tau_option,
     tau_or_default,
     tokens_option,
+    usage_error,
     weights_option,
     window_option,
 )
@@ -379,7 +381,7 @@ def string_matrix_command(L, S, W, out, formats, size, dpi, as_json):
     """
     from freqlab.plots.string import plot_string_matrices
 
-    _save(plot_string_matrices(L, S, W, size=size), out, formats, dpi, as_json)
+    _save(usage_error(lambda: plot_string_matrices(L, S, W, size=size)), out, formats, dpi, as_json)
 
 
 @plot_group.command("string-usage", short_help="Positions STRING uses vs RoPE's, with their training frequency.")
@@ -413,14 +415,14 @@ def string_usage_command(L, S, W, hist, regime, weights, out, formats, size, dpi
     if hist is not None:
         h = _histogram(hist, regime, weights)
         f = position_frequency(h.lengths, h.counts, L, regime)
-    _save(plot_string_usage(L, S, W, frequency=f, size=size), out, formats, dpi, as_json)
+    _save(usage_error(lambda: plot_string_usage(L, S, W, frequency=f, size=size)), out, formats, dpi, as_json)
 
 
 @plot_group.command("harpe", short_help="HARPE waveforms with peaks/valleys, or base-set envelopes.")
 @click.option(
     "--base",
     "bases",
-    type=float,
+    type=ROPE_BASE,
     multiple=True,
     help="Bases whose waveforms to draw (repeat); default: the first three of the search.",
 )
@@ -452,7 +454,7 @@ def harpe_command(bases, target, heads, envelopes, out, formats, size, dpi, as_j
     from freqlab.plots.harpe import plot_envelopes, plot_waveforms
 
     if envelopes or not bases:
-        plan = peak_valley_search(heads, target=target)
+        plan = usage_error(lambda: peak_valley_search(heads, target=target))
     if envelopes:
         sets = {"freqlab search": plan.bases, "uniform (Eq. 9)": uniform_bases(heads, PAPER_B_MIN, PAPER_B_MAX)}
         if heads == 32:

@@ -52,7 +52,7 @@ from importlib import resources
 import numpy as np
 
 from freqlab.display import Display, Displayed, quantity
-from freqlab.errors import FreqlabError
+from freqlab.errors import FreqlabError, ParameterError
 from freqlab.plan import display as shown
 from freqlab.plan.waveform import (
     DistanceGrid,
@@ -501,9 +501,11 @@ def peak_valley_search(
         require_waveforms(count + 1, _grid_choice(grid, target).grid.size, head_dim, bytes_per_point=26)
     candidates = candidate_bases(b_min, b_max, stride)
     if n_heads > candidates.size + 1:
-        raise FreqlabError(
+        raise ParameterError(
             f"{n_heads} heads need {n_heads} distinct bases but the grid b_min + i·s has only "
-            f"{candidates.size + 1} (b_min and {candidates.size} candidates): lower the stride or widen the range"
+            f"{candidates.size + 1} (b_min and {candidates.size} candidates): fewer heads, a smaller stride or a "
+            "wider range",
+            "--heads",
         )
     choice = _grid_choice(grid, target)
     detector = detector or ProminentExtrema()

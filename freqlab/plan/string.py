@@ -66,11 +66,13 @@ MASKED: int = -1  # value of the (unused) upper triangle n > m in string_positio
 def _check_shift(L: int, S: int, W: int) -> tuple[int, int, int]:
     L = check_window(L)
     if isinstance(S, bool) or not isinstance(S, (int, np.integer)) or not 0 < int(S) < L:
-        raise FreqlabError(f"the shift S must be an integer with 0 < S < L = {L}, got {S!r}")
+        raise ParameterError(f"the shift S must be an integer with 0 < S < L = {L}, got {S!r}", "--S")
     if isinstance(W, bool) or not isinstance(W, (int, np.integer)) or int(W) < 0:
-        raise FreqlabError(f"the local window W must be a non-negative integer, got {W!r}")
+        raise ParameterError(f"the local window W must be a non-negative integer, got {W!r}", "--W")
     if int(W) >= int(S):
-        raise FreqlabError(f"the local window W = {W} must be smaller than the shift S = {S} (STRING needs W << S)")
+        raise ParameterError(
+            f"the local window W = {W} must be smaller than the shift S = {S} (STRING needs W << S)", "--W"
+        )
     return L, int(S), int(W)
 
 

@@ -178,6 +178,7 @@ def test_self_extend_evaluates_a_given_setting_even_without_a_recommendation():
         (("harpe", "--b-min", "5e6", "--b-max", "1e6"), "--b-max", "b_max = 1e+06 must be larger than b_min = 5e+06"),
         (("harpe", "--b-min", "5e6"), "--b-max", "b_max = 5e+06 must be larger than b_min = 5e+06"),
         (("harpe", "--stride", "-3"), "--stride", "must be positive"),
+        (("harpe", "--heads", 200), "--heads", "200 heads need 200 distinct bases but the grid b_min + i·s has only"),
         (("harpe", "--grid", "1:x"), "--grid", "must be START:STOP[:STEP] with integers, got '1:x'"),  # exit 1 before
         (("harpe", "--grid", "0:0:0"), "--grid", "invalid distance grid start=0 stop=0 step=0"),
         (("harpe", "--grid", "100:10:1"), "--grid", "invalid distance grid start=100 stop=10 step=1"),

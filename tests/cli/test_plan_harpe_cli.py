@@ -139,18 +139,6 @@ def test_grid_from_schedule(tmp_path):
     assert "the schedule's longest window is 4096, but L = 2048" in str(mismatch.exception)
 
 
-@pytest.mark.parametrize(
-    ("args", "message"),
-    [
-        (("--heads", "200"), "only 134"),
-    ],
-)
-def test_user_errors_are_freqlab_errors(args, message):
-    result = run(*args)
-    assert isinstance(result.exception, FreqlabError)
-    assert message in str(result.exception)
-
-
 def test_usage_errors_exit_2(tmp_path):
     odd = run("--head-dim", "127")  # was a FreqlabError (exit 1) from the waveform, while `plan rope` said exit 2
     assert odd.exit_code == 2 and "Invalid value for '--head-dim': 127 is odd: RoPE rotates pairs" in odd.output

@@ -108,9 +108,28 @@ def test_errors(tmp_path, hist_file):
     assert suffix.exit_code == 1 and "give a .png, .pdf or .svg file name" in suffix.output
     size = run("plot", "frequency", hist_file, "--out", tmp_path / "x.png", "--size", "a4")
     assert size.exit_code == 2
-    bad_w = run("plot", "string-matrix", "--L", 9, "--S", 3, "--W", 3, "--out", tmp_path / "x.png")
-    assert bad_w.exit_code == 1 and "must be smaller than the shift S" in bad_w.output
     assert "Example" in run("plot", "frequency", "--help").output
+
+
+@pytest.mark.parametrize(
+    ("args", "option", "message"),
+    [
+        (("string-matrix", "--L", 9, "--S", 3, "--W", 3), "--W", "W = 3 must be smaller than the shift S = 3"),
+        (("string-matrix", "--S", 9), "--S", "the shift S must be an integer with 0 < S < L = 9, got 9"),
+        (("string-usage", "--L", "4K", "--S", 5000), "--S", "0 < S < L = 4096, got 5000"),
+        (("harpe", "--base", "1e400"), "--base", "'1e400' is not a finite number"),  # drew "b = infM", exit 0
+        (("harpe", "--base", "0"), "--base", "0.0 is not in the range x>1"),
+        (("harpe", "--envelopes", "--heads", 200), "--heads", "only 134 (b_min and 133 candidates): fewer heads"),
+    ],
+)
+def test_option_values_that_contradict_each_other_are_usage_errors_as_in_plan(tmp_path, args, option, message):
+    """A review met these as exit 1 with the library's words, where plan string's --S and --W exit 2 (and the
+    advice for --heads named options plot harpe does not have)."""
+    result = run("plot", *args, "--out", tmp_path / "x.png")
+    assert result.exit_code == 2, result.output
+    last = result.output.strip().splitlines()[-1]
+    assert last.startswith(f"Error: Invalid value for '{option}'") and message in last
+    assert not (tmp_path / "x.png").exists()
 
 
 def test_an_output_that_cannot_be_written_is_one_line_naming_it(tmp_path, hist_file):
