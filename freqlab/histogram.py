@@ -360,6 +360,8 @@ class LengthHistogram(Displayed):
             frame, metadata = read_parquet(path)
         except PermissionError as exc:  # the file's type is not in question
             raise FreqlabError(f"{path}: cannot read ({exc.strerror or type(exc).__name__})") from None
+        except ImportError:  # a broken installation, not a bad file: said as it is
+            raise
         except Exception as exc:  # polars raises several types for corrupt files
             what = not_parquet(path) or f"not a readable Parquet file ({type(exc).__name__})"
             raise FreqlabError(f"{path}: {what}; a length histogram is the lengths.parquet a scan writes") from None

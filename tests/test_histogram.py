@@ -148,6 +148,21 @@ def test_loading_something_else_is_a_clear_error(tmp_path):
         LengthHistogram.read_parquet(foreign)
 
 
+def test_a_module_missing_while_reading_is_not_called_a_bad_file(tmp_path, monkeypatch):
+    """A ModuleNotFoundError raised inside the Parquet reader was reported as "not a readable Parquet file
+    (ModuleNotFoundError)": a broken installation blamed on a good histogram."""
+    import freqlab.histogram
+
+    path = LengthHistogram.from_lengths([3, 5]).to_parquet(tmp_path / "h.parquet")
+
+    def missing(_):
+        raise ModuleNotFoundError("No module named 'pyarrow'", name="pyarrow")
+
+    monkeypatch.setattr(freqlab.histogram, "read_parquet", missing)
+    with pytest.raises(ModuleNotFoundError, match="pyarrow"):
+        LengthHistogram.read_parquet(path)
+
+
 def test_a_file_of_another_kind_is_named_for_what_it_is(tmp_path, monkeypatch):
     """An empty file, YAML or JSON given where a histogram goes said 'not a readable Parquet file (ComputeError)',
     polars' exception name; the f(i) that `freq --out` writes said it had no 'freqlab' metadata, which it has
