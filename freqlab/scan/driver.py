@@ -317,9 +317,11 @@ def scan_from_settings(
             starting.join()  # before the pool starts (both touch the __main__ module)
         record = RunRecord(resumed_shards=len(done), shards=len(shards), resumed_documents=resumed[0])
         # a pool with fewer shards than cores (a few large compressed files) gives each worker the idle cores
-        # (only text is tokenized: a corpus of token files has nothing to spread)
+        # (only text is tokenized: a corpus of token files has nothing to spread); workers asked beyond the cores
+        # are no cores (--workers 100000 on one file tokenized on 100000 threads, slower than on the cores)
         spare = run.engine == "local" and corpus.kind == TEXT
-        threads = max(1, (run.workers or default_workers()) // engine.workers) if spare else 1
+        cores = default_workers()
+        threads = max(1, min(run.workers or cores, cores) // engine.workers) if spare else 1
         if threads > 1 and engine.reason is None and pending:  # say why --workers 2 prints "1 worker"
             engine.reason = _overlap_reason(pending, engine.workers, threads)
         if run.engine == "local" and engine.workers == 1 and run.workers is not None:

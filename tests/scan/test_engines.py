@@ -428,6 +428,7 @@ def test_fewer_shards_than_workers_asked_says_why_the_report_shows_fewer_workers
 
     started = []
     monkeypatch.setattr(driver, "prestart", lambda *a: started.append(a))  # one shard: no pool, so no forkserver
+    monkeypatch.setattr(driver, "default_workers", lambda: 2)  # two cores, as CI's machine
     (tmp_path / "one.jsonl").write_text((slimpajama_dir / "chunk_0.jsonl").read_text())
     one = scan_slimpajama(tmp_path, workers=2)
     assert started == []
@@ -438,6 +439,13 @@ def test_fewer_shards_than_workers_asked_says_why_the_report_shows_fewer_workers
     assert "engine_reason" not in scan_slimpajama(tmp_path, workers=1).summary["scan"]  # one core: nothing to say
     three = scan_slimpajama(slimpajama_dir, workers=2).summary["scan"]  # three shards, two workers: no spare core
     assert three["workers"] == 2 and "engine_reason" not in three
+    # workers asked beyond the cores are no threads: a review's --workers 100000 tokenized one file on 100000
+    many = scan_slimpajama(tmp_path, workers=100_000)
+    assert many.summary["scan"]["engine_reason"] == run["engine_reason"]
+    assert (
+        many.histogram.counts.tolist() == one.histogram.counts.tolist()
+        and many.histogram.tokens == one.histogram.tokens
+    )
 
 
 def test_the_forkserver_is_started_early_only_where_the_backend_that_counts_may_choose_the_pool(monkeypatch):
