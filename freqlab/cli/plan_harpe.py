@@ -163,6 +163,8 @@ def _grid_choice(
         window, inputs, mix = frequency_inputs(
             L, hist, regime, tokens, tau, schedule, mass, weights, as_json=as_json, default_L=target
         )
+        # the grid is the under-trained [N*, N) of the window: N = L (the window without --L) trains it at L
+        require(target >= window, "--extend-to", f"N = {target} is below the training window L = {window}")
         return harpe.grid_from_frequency(well_trained_range(window, **inputs), target), mix
     if unused := given_on_command_line("L", "regime"):
         raise click.UsageError(f"{'/'.join(unused)} {needs(unused)} --hist (the frequency to derive the grid from)")

@@ -166,6 +166,9 @@ def test_self_extend_evaluates_a_given_setting_even_without_a_recommendation():
         (("self-extend", "--L", "4K", "--extend-to", "2K"), "--extend-to", "not above the training window L = 4096"),
         (("self-extend", "--L", "4K", "--target", "2K"), "--extend-to", "not above the training window L = 4096"),
         (("rope", "--L", "4K", "--extend-to", "4K"), "--extend-to", "N = 4096 is not above"),
+        # exit 0 (a grid below L) or exit 1 before; N = L is plan harpe's window without --L
+        (("harpe", "--hist", "HIST", "--L", "4K", "--extend-to", 3600), "--extend-to", "N = 3600 is below the"),
+        (("harpe", "--hist", "HIST", "--L", "4K", "--extend-to", "2K"), "--extend-to", "N = 2048 is below the"),
         (("rope", "--L", "4K", "--extend-to", "8K", "--factor", 1), "--factor", "not in the range"),
         (("rope", "--L", "4K", "--extend-to", "16K", "--factor", "1e300"), "--factor",
          "factor 1e+300 stretches L = 4096 to s·L = 4.096e+303 positions, past the longest length freqlab plans"),
