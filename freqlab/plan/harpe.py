@@ -51,7 +51,7 @@ from importlib import resources
 
 import numpy as np
 
-from freqlab.display import Display, Displayed, quantity
+from freqlab.display import Display, Displayed, quantity, rough_count
 from freqlab.errors import FreqlabError, ParameterError
 from freqlab.plan import display as shown
 from freqlab.plan.waveform import (
@@ -147,7 +147,9 @@ def candidate_bases(b_min: float, b_max: float, stride: float) -> np.ndarray:
     count = math.floor((Fraction(b_max) - Fraction(b_min)) / Fraction(stride))
     if count < 1:
         raise FreqlabError(f"stride {stride:g} is larger than b_max − b_min = {b_max - b_min:g}: no candidates")
-    require_memory(16 * count, f"--stride {stride:g}", f"{count:,} candidate bases from {b_min:g} to {b_max:g}")
+    require_memory(
+        16 * count, f"--stride {stride:g}", f"{rough_count(count)} candidate bases from {b_min:g} to {b_max:g}"
+    )
     return float(b_min) + np.arange(1, count + 1, dtype=np.float64) * float(stride)
 
 

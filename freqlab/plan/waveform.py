@@ -24,6 +24,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from freqlab.display import rough_count
 from freqlab.errors import FreqlabError
 from freqlab.sizes import MAX_HEAD_DIM
 
@@ -36,7 +37,11 @@ _CHUNK_CELLS = 1 << 22
 #: 2-core machine (134 bases × 3,091 distances × 64 frequencies in 0.52 s)
 SECONDS_PER_TERM = 2e-8
 #: the paper's setting, against which a size is "the option that made it large" (:func:`require_waveforms`)
-_PAPER_SIZES = {"--stride (candidate bases)": 134, "--grid/--extend-to (distances)": 3091, "--head-dim (d/2)": 64}
+_PAPER_SIZES = {
+    "--stride/--b-min/--b-max (candidate bases)": 134,
+    "--grid/--extend-to (distances)": 3091,
+    "--head-dim (d/2)": 64,
+}
 
 
 def require_waveforms(
@@ -51,13 +56,15 @@ def require_waveforms(
 
     if option is None:
         sizes = {
-            "--stride (candidate bases)": bases,
+            "--stride/--b-min/--b-max (candidate bases)": bases,
             "--grid/--extend-to (distances)": distances,
             "--head-dim (d/2)": head_dim // 2,
         }
         name = max(sizes, key=lambda key: sizes[key] / _PAPER_SIZES[key])
-        option = f"{name} = {sizes[name]:,}"
-    purpose = f"waveforms of {bases:,} bases at {distances:,} distances, {head_dim // 2:,} terms each"
+        option = f"{name} = {rough_count(sizes[name])}"
+    purpose = (
+        f"waveforms of {rough_count(bases)} bases at {rough_count(distances)} distances, {head_dim // 2:,} terms each"
+    )
     require_memory(bases * distances * bytes_per_point + 24 * max(_CHUNK_CELLS, head_dim // 2), option, purpose)
     require_time(bases * distances * (head_dim // 2) * SECONDS_PER_TERM, option, purpose)
 

@@ -315,8 +315,14 @@ def test_harpe_searches_are_sized_in_memory_and_time_before_they_start(monkeypat
     one_line(
         run("plan", "harpe", "--stride", "1e-9"),
         1,
-        "--stride (candidate bases) = 4,000,000,000,000,000 needs ~3.2e+05 PB of memory (waveforms of "
-        "4,000,000,000,000,000 bases at 3,091 distances, 64 terms each), more than the 1.0 GB available",
+        "--stride/--b-min/--b-max (candidate bases) = 4e+15 needs ~3.2e+05 PB of memory (waveforms of 4e+15 bases "
+        "at 3,091 distances, 64 terms each), more than the 1.0 GB available",
+    )
+    one_line(  # a review met a 300-digit count, twice on one ~700-character line, blaming --stride alone
+        run("plan", "harpe", "--b-max", "1e300"),
+        1,
+        "--stride/--b-min/--b-max (candidate bases) = 3.33e+295 needs ~2.7e+285 PB of memory (waveforms of "
+        "3.33e+295 bases at 3,091 distances, 64 terms each), more than the 1.0 GB available",
     )
     one_line(
         run("plan", "harpe", "--compare", "--random-sets", 10**8),
