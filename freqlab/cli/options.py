@@ -303,6 +303,12 @@ def megatron_settings(data_path, megatron_seed, megatron_split, reset_attention_
     return options
 
 
+def given_on_command_line(*names: str) -> list[str]:
+    """The options among ``names`` (parameter names) given on the command line, as ``--option``."""
+    ctx, given = click.get_current_context(), click.core.ParameterSource.COMMANDLINE
+    return [f"--{n.replace('_', '-')}" for n in names if ctx.get_parameter_source(n) is given]
+
+
 def with_tau_from(tau_option):
     """``tau_option`` plus ``--tau-from FILE``: tau read from a ``freqlab calibrate --out`` file (giving both
     ``--tau`` and ``--tau-from`` is a usage error).
@@ -312,8 +318,7 @@ def with_tau_from(tau_option):
         @functools.wraps(command)
         def merged(*args, tau_from=None, **params):
             if tau_from is not None:
-                ctx = click.get_current_context()
-                if ctx.get_parameter_source("tau") == click.core.ParameterSource.COMMANDLINE:
+                if given_on_command_line("tau"):
                     raise click.UsageError("give --tau or --tau-from, not both")
                 from freqlab.frequency.calibrate import read_tau
 

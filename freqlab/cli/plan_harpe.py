@@ -18,6 +18,7 @@ from freqlab.cli.options import (
     SEED,
     WAVEFORM_HEAD_DIM,
     echo_json,
+    given_on_command_line,
     json_option,
     renamed_option,
     require,
@@ -26,7 +27,6 @@ from freqlab.cli.options import (
 from freqlab.cli.plan_inputs import (
     frequency_inputs,
     frequency_options,
-    given_on_command_line,
     needs,
     refuse_unused_frequency_options,
 )
@@ -104,6 +104,8 @@ def harpe_command(
 
     --extend-to was called --target (still accepted). Sizes: K = 1024 positions (128K = 131072).
     """
+    if not compare and given_on_command_line("random_sets", "seed"):  # they set nothing without it, unsaid
+        raise click.UsageError("--random-sets and --seed need --compare (the random sets compared with the plan)")
     for option, value in (("--b-min", b_min), ("--b-max", b_max), ("--stride", stride)):
         if value is not None:
             require(value > 0, option, f"must be positive, got {value:g}")

@@ -6,7 +6,6 @@ keywords; ``plan`` and ``plan_harpe`` both import it.
 from __future__ import annotations
 
 import click
-from click.core import ParameterSource
 
 from freqlab.cli import options
 from freqlab.cli.options import (
@@ -14,6 +13,7 @@ from freqlab.cli.options import (
     POSITIONS_NOTE,
     FiniteFloat,
     HomePath,
+    given_on_command_line,
     renamed_option,
     tau_option,
     tokens_option,
@@ -108,12 +108,6 @@ def frequency_inputs(
         raise click.UsageError("--weights weights the sources of a --hist (or the stages of a --schedule)")
     refuse_unused_frequency_options("--hist or --schedule")
     return L, inputs, {}
-
-
-def given_on_command_line(*names: str) -> list[str]:
-    """The options among ``names`` (parameter names) given on the command line, as ``--option``."""
-    ctx = click.get_current_context()
-    return [f"--{n.replace('_', '-')}" for n in names if ctx.get_parameter_source(n) is ParameterSource.COMMANDLINE]
 
 
 def _refuse_options_that_set_nothing(hist, schedule) -> None:

@@ -16,6 +16,7 @@ from freqlab.cli.options import (
     FiniteFloat,
     HomePath,
     echo_json,
+    given_on_command_line,
     given_once,
     json_option,
     megatron_options,
@@ -268,6 +269,8 @@ def scan_command(
     tau = tau_or_default(tau)
     if address and engine != "ray":
         raise click.UsageError("--address needs --engine ray")
+    if plot_formats and not plot and given_on_command_line("plot_formats"):  # it drew nothing, unsaid
+        raise click.UsageError("--plot-format needs --plot (the figures it chooses the format of)")
     if estimate:
         if (corpus_tokens is None) == (corpus_bytes is None):
             raise click.UsageError("--estimate needs the corpus size: --corpus-tokens or --corpus-bytes (one of them)")

@@ -150,6 +150,8 @@ def open_corpus(
                     "text_field/source_field and tokenized-data options apply to a dataset or data files, "
                     "not the built-in corpus"
                 )
+            if config is not None or split != "train" or format is not None:  # each read nothing, unsaid
+                raise FreqlabError("config, split and format apply to a dataset or data files, not the built-in corpus")
             return builtin_corpus()
         return local_corpus(specs, fields(), name=" ".join(specs), split=split, config=config, format=format)
 

@@ -139,6 +139,14 @@ def test_grid_from_schedule(tmp_path):
     assert "the schedule's longest window is 4096, but L = 2048" in str(mismatch.exception)
 
 
+@pytest.mark.parametrize("option", [("--random-sets", "5"), ("--seed", "3")])
+def test_random_set_options_without_compare_are_usage_errors(option):
+    """They set nothing without --compare and were dropped without a word (a review)."""
+    result = run(*option)
+    assert result.exit_code == 2
+    assert "--random-sets and --seed need --compare (the random sets compared with the plan)" in result.output
+
+
 def test_usage_errors_exit_2(tmp_path):
     odd = run("--head-dim", "127")  # was a FreqlabError (exit 1) from the waveform, while `plan rope` said exit 2
     assert odd.exit_code == 2 and "Invalid value for '--head-dim': 127 is odd: RoPE rotates pairs" in odd.output

@@ -204,6 +204,13 @@ def test_address_without_the_ray_engine_is_a_usage_error(corpus):
     assert "Error: --address needs --engine ray" in result.output
 
 
+def test_plot_format_without_plot_is_a_usage_error(corpus, tmp_path):
+    """It wrote no figure and said nothing (a review)."""
+    result = invoke("--dataset", str(corpus), "--plot-format", "pdf", "--out", str(tmp_path / "out"))
+    assert result.exit_code == 2 and not (tmp_path / "out").exists()
+    assert "Error: --plot-format needs --plot (the figures it chooses the format of)" in result.output
+
+
 def test_an_unreachable_ray_address_is_one_line_within_seconds(tmp_path, corpus):
     pytest.importorskip("ray")
     import socket

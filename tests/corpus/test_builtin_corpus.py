@@ -6,9 +6,12 @@ import os
 import sysconfig
 import tokenize
 
+import pytest
+
 from freqlab.corpus import builtin_corpus, open_corpus
 from freqlab.corpus.builtin import source_label
 from freqlab.corpus.text import FILES_PER_SHARD
+from freqlab.errors import FreqlabError
 
 
 def _independent_listing() -> dict[str, str]:
@@ -72,3 +75,12 @@ def test_shards_split_the_files_for_two_workers_and_are_stable():
     assert all(len(shard.files) <= FILES_PER_SHARD for shard in first.shards)
     assert sum(len(shard.files) for shard in first.shards) == first.total_documents
     assert len({s.id for s in first.shards}) == len(first.shards)
+
+
+@pytest.mark.parametrize("option", [{"config": "foo"}, {"split": "test"}, {"format": "jsonl"}])
+def test_options_that_read_nothing_of_the_built_in_corpus_are_refused(option):
+    """``scan --config foo`` on the built-in corpus scanned it, the option dropped without a word (a review)."""
+    with pytest.raises(
+        FreqlabError, match="config, split and format apply to a dataset or data files, not the built-in"
+    ):
+        open_corpus(**option)
