@@ -74,6 +74,8 @@ from freqlab.frequency.regimes import Segments, check_histogram, check_window, e
 from freqlab.jit import njit
 from freqlab.sizes import parse_positions
 
+MAX_COUNT = 1 << 62  # a spec's integers (rows per step, steps...): int64 arithmetic on them stays exact
+
 ROW_REGIMES: tuple[str, ...] = ("concat", "pack", "natural")
 
 
@@ -108,13 +110,16 @@ class Spec:
             raise self.bad(key, "a positive length (e.g. 64 or 8K)") from None
 
     def integer(self, key: str, default=None, minimum: int = 1) -> int:
+        """An integer in ``minimum`` .. 2^62 (rows and steps are counted in int64 arrays: a review met an
+        OverflowError traceback from ``batch: 2**40`` times ``rate: 2**40``, see :func:`_skyladder`).
+        """
         if not self.has(key):
             if default is None:
                 raise FreqlabError(f"{self.kind}: missing {key!r}")
             return default
         value = self.data[key]
-        if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value < minimum:
-            raise self.bad(key, f"an integer >= {minimum}")
+        if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or not minimum <= value <= MAX_COUNT:
+            raise self.bad(key, f"an integer in {minimum}..2^62")
         return int(value)
 
     def share(self, key: str) -> Fraction:
@@ -434,6 +439,10 @@ def _skyladder(spec: Spec) -> SkyLadder:
     rate = spec.integer("rate") if spec.has("rate") else None
     if rate is not None and not spec.has("batch"):
         raise FreqlabError("skyladder: rate needs batch (rows per step) to turn steps into rows")
+    if rate is not None and rate * spec.integer("batch") > MAX_COUNT:  # rows per +1 token, an int64 divisor
+        raise FreqlabError(
+            f"skyladder: rate × batch = {rate * spec.integer('batch'):.3g} rows per +1 token is past 2^62"
+        )
     return SkyLadder(
         spec.choice("growth", GROWTHS, "linear"), rate, spec.share("share") if spec.has("share") else None,
         spec.positions("start", 32), spec.integer("batch", 1),
@@ -458,19 +467,22 @@ class DatasetDecomposition:
 
     kind = "dataset-decomposition"
 
-    def pieces(self, n: int) -> tuple[list[int], int]:
-        """Deterministic pieces (bucket exponents k) of a document of n tokens, and the tokens left over."""
-        ks, m = [], n
+    def pieces(self, n: int) -> tuple[dict[int, int], int]:
+        """Deterministic pieces of a document of n tokens, as {bucket exponent k: pieces of 2^k + 1 tokens} (k
+        falling), and the tokens left over. Counted, not listed: a 2^36-token document is 8·10^9 pieces of 2^3.
+        """
+        ks: dict[int, int] = {}
+        m = n
         big = (1 << self.max_log2) + 1
         if m - 1 >= 1 << (self.max_log2 + 1):  # whole pieces of the largest bucket first
             q = (m - 1 - (1 << (self.max_log2 + 1))) // big + 1
-            ks += [self.max_log2] * q
+            ks[self.max_log2] = q
             m -= q * big
         while m > 1:
             k = min((m - 1).bit_length() - 1, self.max_log2)
             if k < self.min_log2:
                 break
-            ks.append(k)
+            ks[k] = ks.get(k, 0) + 1
             m -= (1 << k) + 1
         return ks, m
 
@@ -509,8 +521,8 @@ class DatasetDecomposition:
 
         def deterministic(m: int) -> tuple[int, list[int]]:
             counts = [0] * buckets
-            for k in self.pieces(m)[0]:
-                counts[k - lo] += 1
+            for k, pieces in self.pieces(m)[0].items():
+                counts[k - lo] += pieces
             return 0, counts
 
         for n in wanted:
@@ -555,9 +567,9 @@ class DatasetDecomposition:
             dropped = 0
             for n, c in zip(lengths.tolist(), counts.tolist(), strict=True):
                 ks, _ = self.pieces(n)
-                dropped += c * (n - sum(1 << k for k in ks))
-                for k in set(ks):
-                    seg[1 << k] += c * ks.count(k)
+                dropped += c * (n - sum(pieces << k for k, pieces in ks.items()))
+                for k, pieces in ks.items():
+                    seg[1 << k] += c * pieces
             return _frequency(seg, L, dropped, "dataset-decomposition", note + " (deterministic binary pieces)")
         longest = int(lengths[counts > 0].max()) if (counts > 0).any() else 0
         if longest > MAX_DD_EXPECTATION:

@@ -1,5 +1,6 @@
 """Context-window curricula inside a stage, each against real rows and attention masks built token by token."""
 
+import re
 from fractions import Fraction
 from math import floor
 
@@ -169,7 +170,21 @@ def test_skyladder_document_mask_must_agree_with_the_regime():
 )
 def test_dataset_decomposition_pieces_follow_get_binary(n, pieces):
     # a piece of 2^k + 1 tokens (2^k inputs and their labels) with k = floor(log2(m - 1)), at most 13, at least 8
-    assert DatasetDecomposition(8, 13).pieces(n)[0] == pieces == dd_get_binary(n, 8, 13)[0]
+    assert pieces == dd_get_binary(n, 8, 13)[0]
+    assert DatasetDecomposition(8, 13).pieces(n)[0] == {k: pieces.count(k) for k in sorted(set(pieces), reverse=True)}
+
+
+def test_dataset_decomposition_counts_the_pieces_of_a_huge_document_without_listing_them():
+    """A 2^36-token document in buckets 2..8: a list of its ~7.6·10^9 pieces was a bare MemoryError (a review).
+    n = 2^36: q = (n - 1 - 16) // 9 + 1 whole pieces of 2^3 + 1 first, leaving m = n - 9q = 10 = one more piece of
+    2^3 + 1 and 1 token; f(i) = (q + 1)(8 - i), and every token outside the 8-token segments is dropped."""
+    n = 1 << 36
+    q = (n - 1 - 16) // 9 + 1
+    assert n - 9 * q == 10
+    assert DatasetDecomposition(1, 3).pieces(n) == ({3: q + 1}, 1)
+    f = curriculum_from_spec({"kind": "dataset-decomposition", "buckets": [2, 8]}).frequency([n], [1], 8)
+    assert f.dropped_tokens == n - 8 * (q + 1)
+    assert f.denominator == 1 and f.numerator.tolist() == [(q + 1) * (8 - i) for i in range(8)]
 
 
 @settings(max_examples=150, deadline=None)
@@ -303,3 +318,20 @@ def test_warmup_windows_are_deepspeeds_fixed_linear_as_its_engine_calls_it(start
     assert Warmup(start, Fraction(1), multiple=multiple).window(L, warm)(steps).tolist() == [
         deepspeed(s + 1) for s in range(warm)
     ]
+
+
+@pytest.mark.parametrize(
+    ("spec", "message"),
+    [
+        (
+            {"kind": "skyladder", "rate": 2**40, "batch": 2**40},
+            "rate × batch = 1.21e+24 rows per +1 token is past 2^62",
+        ),
+        ({"kind": "warmup", "start": 8, "share": 0.5, "batch": 10**20}, "batch must be an integer in 1..2^62"),
+        ({"kind": "skyladder", "rate": 2**63, "batch": 1}, "rate must be an integer in 1..2^62"),
+    ],
+)
+def test_spec_integers_past_int64_arithmetic_are_one_line(spec, message):
+    """A review met an OverflowError traceback (numpy's int64 divisor) for SkyLadder's rate × batch."""
+    with pytest.raises(FreqlabError, match=re.escape(message)):
+        curriculum_from_spec(spec).frequency([100], [10], 64, "concat")
