@@ -83,3 +83,14 @@ def _escaped(character: str) -> str:
     if 0xDC80 <= code <= 0xDCFF:  # os.fsdecode's stand-in for a byte that is not UTF-8
         code -= 0xDC00
     return f"\\x{code:02x}" if code <= 0xFF else f"\\u{code:04x}" if code <= 0xFFFF else f"\\U{code:08x}"
+
+
+def file_identity(path: str) -> object:
+    """What makes two paths one file: a local file's device and inode (its symlinks and hard links share them), else
+    (a URL, or a path that cannot be read) its real path.
+    """
+    try:
+        info = os.stat(path)
+    except (OSError, ValueError):  # ValueError: a NUL in the name
+        return os.path.realpath(path)
+    return (info.st_dev, info.st_ino)

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import click
 
 from freqlab.cli.options import (  # noqa: F401  (echo_json, json_option, tokens_option, TOKENS: importable from here)
@@ -37,7 +39,8 @@ from freqlab.frequency.mixture import contribution_table
 from freqlab.frequency.regime_table import describe, describe_string_probe, regime_rows, string_probe_comparison
 from freqlab.frequency.regimes import BYTES_PER_POSITION
 from freqlab.frequency.schedule import load_preset, load_schedule, schedule_frequency
-from freqlab.paths import shown
+from freqlab.histogram import histogram_file
+from freqlab.paths import file_identity, shown
 from freqlab.resources import require_memory
 
 
@@ -75,6 +78,10 @@ def freq_command(hist, Ls, regimes, tokens, tau, seed, out, weights, layout, tai
     """
     tau = tau_or_default(tau)
     if out:
+        if Path(out).suffix.lower() != ".parquet":  # a Parquet file under another name reads as no f anywhere
+            raise click.BadParameter(f"{out!r}: f(i) is written as Parquet, give a .parquet name", param_hint="'--out'")
+        if Path(out).exists() and file_identity(str(out)) == file_identity(str(histogram_file(hist))):
+            raise click.BadParameter(f"{out!r} is the histogram read (HIST): give another file", param_hint="'--out'")
         kept = sum(Ls) * len(regimes)
         require_memory(
             OUT_BYTES_PER_POSITION * kept + BYTES_PER_POSITION * max(Ls),

@@ -30,7 +30,7 @@ from freqlab.corpus.base import FileChanged  # defined in base (Shard.reading ca
 from freqlab.corpus.registry import supported
 from freqlab.display import first_few
 from freqlab.errors import FreqlabError
-from freqlab.paths import expand_home
+from freqlab.paths import expand_home, file_identity
 
 # Metadata files of saved datasets: JSON, but never JSON-lines data (a glob like saved/* matches them).
 DATASETS_METADATA = frozenset({"state.json", "dataset_info.json", "dataset_dict.json"})
@@ -127,17 +127,6 @@ class FoundFiles:
     def folders(self) -> tuple[str, ...]:
         """The real paths of the folders walked, and of the targets of dangling symlinks met (walked once made)."""
         return tuple(sorted({*self._folders, *self.link_targets}))
-
-
-def file_identity(path: str) -> object:
-    """What makes two paths one file: a local file's device and inode (its symlinks and hard links share them), else
-    (a URL, or a path that cannot be read) its real path.
-    """
-    try:
-        info = os.stat(path)
-    except (OSError, ValueError):  # ValueError: a NUL in the name
-        return os.path.realpath(path)
-    return (info.st_dev, info.st_ino)
 
 
 def read_by_a_later_walk(

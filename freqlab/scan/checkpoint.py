@@ -33,7 +33,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from freqlab.corpus.base import PASSED_OVER, UNREADABLE_FILE
-from freqlab.errors import FreqlabError
+from freqlab.errors import FreqlabError, brief
 from freqlab.files import TEMPORARY, parquet_metadata, read_parquet, resolved_output, write_atomic, write_parquet
 from freqlab.formats import CHECKPOINT_FORMAT as FORMAT  # kept for import compatibility (and used here)
 from freqlab.formats import CHECKPOINT_MANIFEST as MANIFEST  # kept for import compatibility (and used here)
@@ -45,6 +45,7 @@ if TYPE_CHECKING:
     import polars as pl
 
 LOCK = ".lock"
+LOCK_TEXT = re.compile(r"pid \d+")  # what OutputLock writes in it
 
 
 def safe_name(shard_id: str) -> str:
@@ -98,6 +99,14 @@ class OutputLock:
             raise FreqlabError(
                 f"{self.folder} is in use by another scan ({owner}); wait for it, or choose another --out"
             ) from None
+        handle.seek(0)
+        held = handle.read(1 << 10)
+        if held.strip() and LOCK_TEXT.fullmatch(held.strip()) is None:  # a file of the user's, named as ours
+            handle.close()
+            raise FreqlabError(
+                f"{lock}: holds {brief(held.strip())}, not freqlab's lock (a scan writes its pid there); move it "
+                "away, or choose another --out"
+            )
         handle.seek(0)
         handle.truncate()
         handle.write(f"pid {os.getpid()}\n")

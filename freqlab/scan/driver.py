@@ -25,6 +25,7 @@ from freqlab.corpus.fields import field_paths
 from freqlab.deprecation import renamed_attributes
 from freqlab.display import Display, Displayed
 from freqlab.errors import FreqlabError
+from freqlab.formats import LENGTHS_FILE, SUMMARY_FILE
 from freqlab.frequency.stats import DEFAULT_TAU
 from freqlab.histogram import LengthHistogram
 from freqlab.resources import binary_bytes
@@ -447,9 +448,17 @@ def check_out_outside_corpus(corpus: Corpus, out: Path | None) -> None:
     a glob): it would read the results and checkpoints written there as data.
     """
     from freqlab.corpus.file_discovery import read_by_a_later_walk
+    from freqlab.paths import file_identity
     from freqlab.scan.output import written_paths
 
-    if out is None or not (corpus.folders or corpus.patterns):
+    if out is None:
+        return
+    # a file of the corpus that is one of the outputs (named, or another link to it): the scan would replace it
+    outputs = {file_identity(str(out / name)): name for name in (LENGTHS_FILE, SUMMARY_FILE) if (out / name).is_file()}
+    for path in (path for shard in corpus.shards for path in shard.local_paths()) if outputs else ():
+        if (name := outputs.get(file_identity(path))) is not None:
+            raise FreqlabError(f"{path}: a file of the corpus, where the scan writes its {name}; give another --out")
+    if not (corpus.folders or corpus.patterns):
         return
     written = written_paths([shard.id for shard in corpus.shards])
     through = read_by_a_later_walk(str(out), written, corpus.folders, corpus.patterns)

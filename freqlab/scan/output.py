@@ -9,7 +9,7 @@ from pathlib import Path
 
 from freqlab.errors import FreqlabError
 from freqlab.files import write_atomic, write_parquet
-from freqlab.formats import CHECKPOINTS_DIR, LENGTHS_FILE, SUMMARY_FILE
+from freqlab.formats import CHECKPOINTS_DIR, LENGTHS_FILE, METADATA_KEY, SUMMARY_FILE
 from freqlab.histogram import LengthHistogram
 from freqlab.paths import unambiguous
 from freqlab.scan.checkpoint import GROUP_PREFIX, LOCK, MANIFEST, CheckpointStore, OutputLock, safe_name
@@ -22,6 +22,7 @@ from freqlab.scan.ledger import Ledger
 GROUP_ABOVE = 256
 GROUP_SHARDS = 4096
 GROUP_SECONDS = 1.0
+SUMMARY_BYTES = 1 << 26  # a summary.json larger than this is no scan's (one of 10^5 shards is ~2 MB)
 
 
 def written_paths(shard_ids: list[str]) -> list[str]:
@@ -32,6 +33,26 @@ def written_paths(shard_ids: list[str]) -> list[str]:
     group = f"{CHECKPOINTS_DIR}/{GROUP_PREFIX}0123456789abcdef.parquet"
     figures = [f"figures/figure.{suffix}" for suffix in ("png", "pdf", "svg")]
     return [LENGTHS_FILE, SUMMARY_FILE, LOCK, f"{CHECKPOINTS_DIR}/{MANIFEST}", group, *checkpoints, *figures]
+
+
+def written_by_freqlab(path: Path) -> bool:
+    """Whether a scan may replace ``path`` (``OUT/lengths.parquet`` or ``OUT/summary.json``): absent, or a file a
+    freqlab scan wrote (Parquet with freqlab's header; a summary's JSON object). Anything else is the user's: a
+    corpus file named so, or a result of another tool.
+    """
+    if not path.exists():  # (a dangling link included: as before, the write follows it)
+        return True
+    try:
+        if path.name == LENGTHS_FILE:
+            import polars as pl
+
+            return METADATA_KEY in pl.read_parquet_metadata(path)
+        if path.stat().st_size > SUMMARY_BYTES:
+            return False
+        summary = json.loads(path.read_bytes())
+        return isinstance(summary, dict) and {"corpus", "documents", "scan"} <= summary.keys()
+    except Exception:  # unreadable, no Parquet, no JSON: not what a scan writes
+        return False
 
 
 class ScanOutput:
@@ -58,6 +79,11 @@ class ScanOutput:
                 for name in (LENGTHS_FILE, SUMMARY_FILE):  # refused now, not after the whole corpus is counted
                     if (self.out / name).is_dir():
                         raise FreqlabError(f"{self.out / name}: a folder, where the scan writes its {name}")
+                    if not written_by_freqlab(self.out / name):
+                        raise FreqlabError(
+                            f"{self.out / name}: a file freqlab did not write, which the scan would replace with its "
+                            f"{name}; move it away, or choose another --out"
+                        )
                 self.store.start(self.resume)
             except BaseException:
                 self.lock.release()

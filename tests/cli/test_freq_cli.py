@@ -160,16 +160,21 @@ def test_schedule_command(tmp_path, hist):
             1,
             "Error: /proc/x.parquet: cannot write (No such file or directory)\n",
         ),
+        # a review: f(i) replaced the histogram read, or went into a .json name
+        (("freq", "{hist}", "--out", "{hist}"), 2, "is the histogram read (HIST): give another file"),
+        (("freq", "{hist}", "--out", "{tmp}/f.json"), 2, "f(i) is written as Parquet, give a .parquet name"),
     ],
 )
 def test_errors_are_one_line_without_traceback(tmp_path, hist, args, code, message):
     bad = tmp_path / "bad.parquet"
     bad.write_text("garbage")
     empty = LengthHistogram.from_lengths([]).to_parquet(tmp_path / "empty.parquet")
-    result = run(*[a.format(hist=hist, bad=bad, empty=empty) for a in args])
+    before = open(hist, "rb").read()
+    result = run(*[a.format(hist=hist, bad=bad, empty=empty, tmp=tmp_path) for a in args])
     assert result.exit_code == code
     assert message in result.output
     assert "Traceback" not in result.output
+    assert open(hist, "rb").read() == before and not (tmp_path / "f.json").exists()
 
 
 def test_every_command_has_help_with_an_example():

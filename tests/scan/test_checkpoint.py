@@ -220,6 +220,77 @@ def test_a_folder_where_a_result_goes_is_refused_before_anything_is_counted(tmp_
     assert str(error.value) == f"{tmp_path / 'out' / name}: a folder, where the scan writes its {name}"
 
 
+@pytest.mark.parametrize(
+    ("name", "content"),
+    [
+        ("summary.json", b"my precious"),
+        ("summary.json", b'{"results": [1, 2]}'),
+        ("lengths.parquet", b"notparquet"),
+        ("lengths.parquet", "POLARS"),  # a Parquet file of another tool
+        (".lock", b"tool data"),
+    ],
+)
+def test_a_file_freqlab_did_not_write_where_a_result_goes_is_refused_and_kept(tmp_path, monkeypatch, name, content):
+    """A review: OUT/summary.json, OUT/lengths.parquet and OUT/.lock of the user's were replaced (the lock truncated
+    to 'pid N') without a word. Refused before anything is counted, the file untouched; a scan's own are replaced."""
+    import polars as pl
+
+    import freqlab.scan.work as work
+    from freqlab.scan import scan
+
+    data = tmp_path / "a.jsonl"
+    data.write_text('{"text": "hello world"}\n')
+    path = tmp_path / "out" / name
+    path.parent.mkdir()
+    if content == "POLARS":
+        pl.DataFrame({"text": ["a b c"]}).write_parquet(path)
+    else:
+        path.write_bytes(content)
+    before = path.read_bytes()
+    with monkeypatch.context() as patched:
+        patched.setattr(work, "count_shard", lambda *a, **k: pytest.fail("a shard was counted"))
+        with pytest.raises(FreqlabError) as error:
+            scan(str(data), out=str(tmp_path / "out"), progress=False)
+    assert path.read_bytes() == before
+    if name == ".lock":
+        assert str(error.value) == f"{path}: holds 'tool data', not freqlab's lock (a scan writes its pid there); " + (
+            "move it away, or choose another --out"
+        )
+    else:
+        assert str(error.value) == (
+            f"{path}: a file freqlab did not write, which the scan would replace with its {name}; move it away, or "
+            "choose another --out"
+        )
+    path.unlink()
+    first = scan(str(data), out=str(tmp_path / "out"), progress=False)  # its own results: replaced by the next
+    assert scan(str(data), out=str(tmp_path / "out"), progress=False).histogram.tokens == first.histogram.tokens
+
+
+def test_a_corpus_file_that_is_an_output_is_refused_before_it_is_replaced(tmp_path):
+    """A review: ``--dataset c/lengths.parquet --out c`` replaced the corpus with its histogram. A freqlab histogram
+    scanned as lengths (--length-field), named or through another hard link, is refused too."""
+    import polars as pl
+
+    from freqlab.scan import scan
+
+    corpus = tmp_path / "c" / "lengths.parquet"
+    corpus.parent.mkdir()
+    pl.DataFrame({"text": ["a b c"] * 5}).write_parquet(corpus)
+    with pytest.raises(FreqlabError, match=r"c/lengths\.parquet: a file of the corpus, where the scan writes its len"):
+        scan(str(corpus), out=str(tmp_path / "c"), progress=False)
+    assert pl.read_parquet(corpus).columns == ["text"]
+    scan(str(corpus), out=str(tmp_path / "h"), progress=False)  # a histogram freqlab wrote, read as lengths below
+    histogram = tmp_path / "h" / "lengths.parquet"
+    os.link(histogram, tmp_path / "linked.parquet")
+    for named in (histogram, tmp_path / "linked.parquet"):
+        before = histogram.read_bytes()
+        with pytest.raises(FreqlabError) as error:
+            scan(str(named), length_field="length", out=str(tmp_path / "h"), progress=False)
+        assert str(error.value).endswith(": a file of the corpus, where the scan writes its lengths.parquet; give "
+                                         "another --out")  # fmt: skip
+        assert histogram.read_bytes() == before
+
+
 @pytest.mark.parametrize("umask", [0o022, 0o077, 0o002])
 def test_written_files_get_the_mode_the_umask_gives_not_0600(tmp_path, umask):
     previous = os.umask(umask)
