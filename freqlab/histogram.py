@@ -201,9 +201,17 @@ class LengthHistogram(Displayed):
 
     # algebra ----------------------------------------------------------------------------------------------
     def merge(self, other: LengthHistogram) -> LengthHistogram:
-        """Sum of two histograms (counts, skips, empties and per-source splits add up)."""
+        """Sum of two histograms (counts, skips, empties and per-source splits add up). Their lengths must be in
+        the same units (:func:`check_same_units`: tokenizer, special tokens, sampling); the sum's metadata keeps
+        what both say alike (two scans' limits or seeds that differ are no one scan's: left out).
+
+        >>> a = LengthHistogram.from_lengths([3], meta={"tokenizer_vocab_hash": "aa", "seed": 1})
+        >>> (a + LengthHistogram.from_lengths([5], meta={"tokenizer_vocab_hash": "aa", "seed": 2})).meta
+        {'tokenizer_vocab_hash': 'aa'}
+        """
         if not isinstance(other, LengthHistogram):
             raise FreqlabError(f"can only merge a LengthHistogram, got {type(other).__name__}")
+        check_same_units([("the left histogram", self), ("the right one", other)])
         lengths = np.concatenate([self.lengths, other.lengths])
         counts = np.concatenate([self.counts, other.counts])
         merged = LengthHistogram.from_counts(lengths, counts)
@@ -217,7 +225,8 @@ class LengthHistogram(Displayed):
             skipped=dict(Counter(self.skipped) + Counter(other.skipped)),
             empty_documents=self.empty_documents + other.empty_documents,
             sources=_merge_sources(self, other),
-            meta={**other.meta, **self.meta},
+            meta={key: value for key, value in self.meta.items() if other.meta.get(key, value) == value}
+            | {key: value for key, value in other.meta.items() if key not in self.meta},
         )
 
     __add__ = merge
@@ -556,6 +565,46 @@ def _check_documents(counts: np.ndarray) -> None:
     """A FreqlabError when the documents counted reach 2^63, where their int64 sum would wrap."""
     if counts.size and int(counts.max()) * counts.size >= 1 << 63 and (total := sum(counts.tolist())) >= 1 << 63:
         raise FreqlabError(f"the histogram counts {total:,} documents, 2^63 or more: no corpus holds that many")
+
+
+#: what a histogram's lengths are counted in: two that differ here hold lengths that do not add up
+UNITS = {
+    "tokenizer_vocab_hash": "tokenizers",
+    "special_tokens_counted": "special-token settings",
+    "sample_rate": "sampling rates",
+}
+
+
+def check_same_units(named: Sequence[tuple[str, LengthHistogram]]) -> None:
+    """Refuse histograms whose lengths are in different units (FreqlabError naming two of them and the key):
+    another tokenizer's vocabulary, special tokens counted or not, another sampling rate (a 10% sample beside a
+    whole scan). A key a histogram does not record (made in Python) agrees with any.
+
+    >>> a = LengthHistogram.from_lengths([3], meta={"tokenizer_vocab_hash": "aa"})
+    >>> b = LengthHistogram.from_lengths([3], meta={"tokenizer_vocab_hash": "bb"})
+    >>> try:
+    ...     check_same_units([("a", a), ("b", b)])
+    ... except FreqlabError as error:
+    ...     print(str(error)[:60])
+    a (tokenizer_vocab_hash 'aa') and b ('bb'): histograms of di
+    """
+    for key, what in UNITS.items():
+        first: tuple[str, object] | None = None
+        for name, histogram in named:
+            if key not in histogram.meta:
+                continue
+            value = histogram.meta[key]
+            if key == "sample_rate" and value == 1:
+                value = None  # keeping every document is no sampling: a scan records None
+            elif value is None and key != "sample_rate":  # not known (a tokenizer without a hash)
+                continue
+            if first is None:
+                first = (name, value)
+            elif value != first[1]:
+                raise FreqlabError(
+                    f"{first[0]} ({key} {first[1]!r}) and {name} ({value!r}): histograms of different {what} do not "
+                    "add up (their lengths are in different units)"
+                )
 
 
 def combine_sources(sources: dict[str, LengthHistogram], **metadata) -> LengthHistogram:

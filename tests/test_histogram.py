@@ -46,6 +46,33 @@ def test_merge_adds_counts_metadata_and_frequencies():
     assert (f == fa + fb).all()
 
 
+@pytest.mark.parametrize(
+    ("left", "right", "what"),
+    [
+        ({"tokenizer_vocab_hash": "7d3d"}, {"tokenizer_vocab_hash": "80c2"}, "tokenizers"),
+        ({"special_tokens_counted": False}, {"special_tokens_counted": True}, "special-token settings"),
+        ({"sample_rate": None}, {"sample_rate": 0.1}, "sampling rates"),
+    ],
+)
+def test_histograms_in_different_units_do_not_merge(left, right, what):
+    """A review summed a Tekken histogram with a Llama 3 one (its provenance saying Tekken's hash alone), and a 10%
+    sample with a whole scan (the sum's sample_rate the left side's)."""
+    a = LengthHistogram.from_lengths([10, 20], meta=left)
+    b = LengthHistogram.from_lengths([30], meta=right)
+    for x, y in ((a, b), (b, a)):
+        with pytest.raises(FreqlabError, match=f"histograms of different {what} do not add up"):
+            x + y
+
+
+def test_a_merge_keeps_the_metadata_both_agree_on():
+    scan = {"tokenizer_vocab_hash": "7d3d", "sample_rate": None, "seed": 0}
+    a = LengthHistogram.from_lengths([10], meta={**scan, "max_docs": 5})
+    b = LengthHistogram.from_lengths([30], meta={**scan, "max_docs": None})
+    assert (a + b).meta == (b + a).meta == scan  # max_docs 5 was one scan's limit, not the sum's
+    made = LengthHistogram.from_lengths([7])  # made in Python: records nothing, agrees with any
+    assert (a + made).meta == (made + a).meta == a.meta
+
+
 def test_per_source_split_sums_to_the_total():
     web = LengthHistogram.from_lengths([5, 5, 9])
     book = LengthHistogram.from_lengths([9, 70000])

@@ -3,6 +3,7 @@
 import json
 import os
 import re
+from pathlib import Path
 
 import numpy as np
 import polars as pl
@@ -169,12 +170,12 @@ def test_errors_are_one_line_without_traceback(tmp_path, hist, args, code, messa
     bad = tmp_path / "bad.parquet"
     bad.write_text("garbage")
     empty = LengthHistogram.from_lengths([]).to_parquet(tmp_path / "empty.parquet")
-    before = open(hist, "rb").read()
+    before = Path(hist).read_bytes()
     result = run(*[a.format(hist=hist, bad=bad, empty=empty, tmp=tmp_path) for a in args])
     assert result.exit_code == code
     assert message in result.output
     assert "Traceback" not in result.output
-    assert open(hist, "rb").read() == before and not (tmp_path / "f.json").exists()
+    assert Path(hist).read_bytes() == before and not (tmp_path / "f.json").exists()
 
 
 def test_every_command_has_help_with_an_example():

@@ -49,6 +49,25 @@ def test_two_stage_schedule_adds_scaled_frequencies(corpus):
     assert expected[eff] >= 1e9 > expected[eff + 1]
 
 
+def test_stages_of_histograms_counted_with_different_tokenizers_are_refused(tmp_path):
+    """A review's schedule added f of a Tekken histogram and a Llama 3 one without a word."""
+    LengthHistogram.from_lengths([512] * 3, meta={"tokenizer_vocab_hash": "7d3d"}).to_parquet(tmp_path / "a.parquet")
+    LengthHistogram.from_lengths([900], meta={"tokenizer_vocab_hash": "80c2"}).to_parquet(tmp_path / "b.parquet")
+    (tmp_path / "s.yaml").write_text(
+        "histogram: a.parquet\n"
+        "stages:\n"
+        "  - {name: pre, L: 2048, tokens: 1T}\n"
+        "  - {name: long, L: 8192, tokens: 20B, regime: pack, histogram: b.parquet}\n"
+    )
+    with pytest.raises(FreqlabError) as error:
+        schedule_frequency(load_schedule(tmp_path / "s.yaml"))
+    assert str(error.value) == (
+        f"stage 'pre' ({tmp_path / 'a.parquet'}) (tokenizer_vocab_hash '7d3d') and stage 'long' "
+        f"({tmp_path / 'b.parquet'}) ('80c2'): histograms of different tokenizers do not add up (their lengths are in "
+        "different units)"
+    )
+
+
 def test_json_schedules_and_histogram_override(corpus):
     (corpus / "s.json").write_text('{"stages": [{"L": 1024, "tokens": "100B"}]}')
     result = schedule_frequency(load_schedule(corpus / "s.json", histogram=corpus / "long.parquet"))
