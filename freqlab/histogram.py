@@ -66,8 +66,8 @@ def _whole_count(number, what: str) -> int:
     """``number`` as an int when it is a whole count >= 0 (a report of -4 documents read, or of 2.5 empty ones,
     adds up to nothing), else a FreqlabError naming ``what``.
     """
-    if isinstance(number, bool) or not isinstance(number, int | np.integer) or number < 0:
-        raise FreqlabError(f"{what} must be a whole count >= 0, got {number!r}")
+    if isinstance(number, bool) or not isinstance(number, int | np.integer) or not 0 <= number < 1 << 63:
+        raise FreqlabError(f"{what} must be a whole count in 0..2^63 - 1, got {brief(number)}")
     return int(number)
 
 
@@ -150,6 +150,8 @@ class LengthHistogram(Displayed):
         skipped = {reason: _whole_count(n, f"skipped[{reason!r}]") for reason, n in self.skipped.items()}
         object.__setattr__(self, "skipped", skipped)
         accounted = self.documents + self.empty_documents + sum(self.skipped.values())
+        if accounted >= 1 << 63:  # each below 2^63, their sum not: no scan reads as many
+            raise FreqlabError(f"the documents counted, empty and skipped add up to {accounted:.3g}, past 2^63")
         if self.documents_read is None:
             object.__setattr__(self, "documents_read", accounted)
         elif self.documents_read < accounted:  # a hand-edited header: its report would say 2 read, 5 counted

@@ -1,6 +1,7 @@
 """LengthHistogram: sparse (length, count) int64 pairs with provenance, merge, scale, summary and Parquet I/O."""
 
 import json
+import re
 
 import numpy as np
 import polars as pl
@@ -397,14 +398,21 @@ def test_a_header_that_reads_fewer_documents_than_it_counts_is_refused(tmp_path)
 @pytest.mark.parametrize(
     ("metadata", "message"),
     [
-        ({"empty_documents": -5}, "empty_documents must be a whole count >= 0, got -5"),  # documents_read was -4
-        ({"skipped": {"malformed-json": -1}}, r"skipped\['malformed-json'\] must be a whole count >= 0, got -1"),
-        ({"documents_read": -1}, "documents_read must be a whole count >= 0, got -1"),
-        ({"empty_documents": 2.5}, "empty_documents must be a whole count >= 0, got 2.5"),
+        ({"empty_documents": -5}, "empty_documents must be a whole count in 0..2^63 - 1, got -5"),  # read was -4
+        ({"skipped": {"malformed-json": -1}}, "skipped['malformed-json'] must be a whole count in 0..2^63 - 1, got -1"),
+        ({"documents_read": -1}, "documents_read must be a whole count in 0..2^63 - 1, got -1"),
+        ({"empty_documents": 2.5}, "empty_documents must be a whole count in 0..2^63 - 1, got 2.5"),
+        # a review read a header of 10^30 documents (stats printed them); 2^63 passes int64 (the README's bound)
+        ({"documents_read": 10**30}, f"documents_read must be a whole count in 0..2^63 - 1, got {10**30}"),
+        ({"skipped": {"bad": 2**63}}, f"skipped['bad'] must be a whole count in 0..2^63 - 1, got {2**63}"),
+        (
+            {"skipped": {"a": 2**62, "b": 2**62}},
+            "the documents counted, empty and skipped add up to 9.22e+18, past 2^63",
+        ),
     ],
 )
 def test_what_a_histogram_reports_beside_its_counts_is_whole_counts(metadata, message):
-    with pytest.raises(FreqlabError, match=message):
+    with pytest.raises(FreqlabError, match=re.escape(message)):
         LengthHistogram.from_counts([3], [1], **metadata)
     h = LengthHistogram.from_counts([3], [1], empty_documents=np.int64(2), skipped={"x": np.int64(1)})
     assert (h.documents_read, type(h.empty_documents), type(h.skipped["x"])) == (4, int, int)
