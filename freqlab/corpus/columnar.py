@@ -53,7 +53,7 @@ def _documents(
     row = first_row
     text_column = fields.text.split(".")[0]
     for batch in batches:
-        if batch.num_rows and text_column not in batch.schema.names:
+        if batch.num_rows and text_column not in batch.schema.names and fields.text not in batch.schema.names:
             every = columns_of() if columns_of is not None else batch.schema.names
             raise UnreadableFile(
                 f"{path}: no text column {text_column!r} (columns: {', '.join(every) or 'none'}); give --text-field",

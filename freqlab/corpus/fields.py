@@ -140,9 +140,11 @@ class Fields:
 
     @property
     def columns(self) -> tuple[str, ...]:
-        """Top-level columns a columnar reader must load (the first step of each path)."""
+        """Top-level columns a columnar reader must load: each path's first step, and a dotted path whole (a column
+        named ``a.b``: a literal dotted key wins, as in JSON lines; a reader loads the ones a file has).
+        """
         paths = [self.text] if self.source is None else [self.text, self.source]
-        return tuple(dict.fromkeys(p.split(".")[0] for p in paths))
+        return tuple(dict.fromkeys(name for p in paths for name in (p, p.split(".")[0])))
 
     def extractor(self, exact_numbers: bool = True) -> Callable[[Mapping[str, Any]], Extracted]:
         """A fast ``record -> (text, source, error)`` for the hot loop (built once per shard read).

@@ -171,6 +171,23 @@ def test_a_json_string_nested_deeper_than_python_recurses_has_no_field(tmp_path,
     assert [(d.text, d.source, d.error) for d in docs] == [("a b", "(none)", None), ("c", "(none)", None)]
 
 
+@pytest.mark.parametrize("suffix", ["parquet", "arrow", "jsonl"])
+def test_a_column_whose_name_holds_a_dot_is_read_as_that_field(tmp_path, suffix):
+    """A literal dotted key wins, in JSON lines as in columns: a review's Parquet column 'a.b' was looked for as
+    column 'a' ("no text column 'a' ...; give --text-field", with --text-field given)."""
+    table = pa.table({"a.b": ["x y", "z"], "meta.set": ["s1", "s2"]})
+    path = tmp_path / f"d.{suffix}"
+    if suffix == "parquet":
+        pq.write_table(table, path)
+    elif suffix == "arrow":
+        with pa.OSFile(str(path), "wb") as sink, pa.ipc.new_stream(sink, table.schema) as writer:
+            writer.write_table(table)
+    else:
+        path.write_text("".join(json.dumps(row) + "\n" for row in table.to_pylist()))
+    docs = list(open_corpus(str(path), text_field="a.b", source_field="meta.set").documents())
+    assert [(d.text, d.source) for d in docs] == [("x y", "s1"), ("z", "s2")]
+
+
 def test_byte_ranges_partition_the_lines_whatever_their_lengths(tmp_path):
     # ranges cut anywhere, inside lines, on newlines, inside a line longer than a range: every line once
     body = b"".join(b"x" * n + b"\n" for n in (0, 5, 1, 40, 3, 0, 0, 17, 2, 60, 1)) + b"last line without newline"

@@ -61,7 +61,7 @@ def test_slimpajama_field_mapping(record, result):
 
 def test_nested_text_field_and_columns():
     fields = Fields("doc.body", "meta.pile_set_name")
-    assert fields.columns == ("doc", "meta")
+    assert fields.columns == ("doc.body", "doc", "meta.pile_set_name", "meta")  # a column named "doc.body" too
     assert fields.extract({"doc": {"body": "x"}, "meta": {"pile_set_name": "ArXiv"}}) == ("x", "ArXiv", None)
     assert fields.extract({"doc": '{"body": "y"}', "meta": {"pile_set_name": "ArXiv"}}) == ("y", "ArXiv", None)
     assert Fields().extract({"text": "t", "meta": {}}) == ("t", None, None)  # no source field: no label
