@@ -286,6 +286,35 @@ def read_parquet(path: str | Path) -> tuple[pl.DataFrame, dict[str, str]]:
         return pl.read_parquet(handle), metadata
 
 
+def has_freqlab_header(path: str | Path) -> bool:
+    """Whether the file at ``path`` is a Parquet file carrying freqlab's JSON header (:func:`write_parquet`'s, under
+    :data:`freqlab.formats.METADATA_KEY`), read from its footer's bytes: no Parquet library is loaded (a scan asks
+    this of its output folder while it starts). False for anything else, or a file that cannot be read.
+
+    >>> import tempfile, polars as pl; folder = tempfile.mkdtemp()
+    >>> write_parquet(f"{folder}/h.parquet", pl.DataFrame({"a": [1]}), {"format": "freqlab.x", "version": 1})
+    >>> pl.DataFrame({"a": [1]}).write_parquet(f"{folder}/other.parquet")
+    >>> has_freqlab_header(f"{folder}/h.parquet"), has_freqlab_header(f"{folder}/other.parquet")
+    (True, False)
+    """
+    try:
+        with open(path, "rb") as handle:
+            size = handle.seek(0, os.SEEK_END)
+            if size < 12:
+                return False
+            handle.seek(size - 8)
+            tail = handle.read(8)
+            footer = int.from_bytes(tail[:4], "little")
+            if tail[4:] != b"PAR1" or footer > min(size - 12, 1 << 26):
+                return False
+            handle.seek(size - 8 - footer)
+            metadata = handle.read(footer)
+    except OSError:
+        return False
+    # the key-value pair is stored as its two strings: the key, then the header json.dumps wrote
+    return f"{METADATA_KEY}".encode() in metadata and b'{"format": "freqlab.' in metadata
+
+
 def not_parquet(path: str | Path) -> str | None:
     """Why the file at ``path`` is plainly no Parquet file (empty; not starting and ending with ``PAR1``, the
     format's magic), for an error message; None when it looks like one (or cannot be read).

@@ -8,8 +8,8 @@ import time
 from pathlib import Path
 
 from freqlab.errors import FreqlabError
-from freqlab.files import write_atomic, write_parquet
-from freqlab.formats import CHECKPOINTS_DIR, LENGTHS_FILE, METADATA_KEY, SUMMARY_FILE
+from freqlab.files import has_freqlab_header, write_atomic, write_parquet
+from freqlab.formats import CHECKPOINTS_DIR, LENGTHS_FILE, SUMMARY_FILE
 from freqlab.histogram import LengthHistogram
 from freqlab.paths import unambiguous
 from freqlab.scan.checkpoint import GROUP_PREFIX, LOCK, MANIFEST, CheckpointStore, OutputLock, safe_name
@@ -44,9 +44,7 @@ def written_by_freqlab(path: Path) -> bool:
         return True
     try:
         if path.name == LENGTHS_FILE:
-            import polars as pl
-
-            return METADATA_KEY in pl.read_parquet_metadata(path)
+            return has_freqlab_header(path)
         if path.stat().st_size > SUMMARY_BYTES:
             return False
         summary = json.loads(path.read_bytes())
