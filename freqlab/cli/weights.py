@@ -55,7 +55,8 @@ def histogram_line(path, h: LengthHistogram, info: MixtureInfo | None) -> str:
         return line
     if info.exact:
         return line + f"; one pass of the mix: {h.documents:,} documents, {h.tokens:,} tokens"
-    return line + "; the mix weights them by share (its counts are scaled, see below)"
+    unit = "shares" if info.mixture.unit == "share" else "epochs that are not whole"
+    return line + f"; the mix weights them by {unit} (its counts are scaled, see below)"
 
 
 def echo_mix(mix: LengthHistogram, info: MixtureInfo | None, L: int, regime: str, *, seed: int = 0) -> None:

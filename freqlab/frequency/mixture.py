@@ -33,6 +33,7 @@ from __future__ import annotations
 
 import functools
 import json
+import os
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from decimal import Decimal
@@ -116,9 +117,9 @@ class Mixture:
         path = Path(expand_home(text))
         if "=" not in text or path.is_file():
             if not path.is_file():
-                raise FreqlabError(
-                    f"{text}: not SOURCE=W,..., a mixture file or a preset (presets: {', '.join(PRESETS)})"
-                )
+                named = path.suffix.lower() in (".yaml", ".yml", ".json") or os.sep in text
+                what = "no such mixture file" if named else "not SOURCE=W,..., a mixture file or a preset"
+                raise FreqlabError(f"{text}: {what} (presets: {', '.join(PRESETS)})")
             return load_mixture(path)
         return cls._from_pairs(text)
 

@@ -260,7 +260,9 @@ def test_a_weighted_mix_reports_the_corpus_counts_not_the_scaled_ones(split, tmp
     histogram's documents and tokens are the corpus's (5 documents, 6,490 tokens); one pass of an epoch mix is
     shown beside them."""
     share = run("freq", split, "--L", 1024, "--weights", "code=70%,web=30%", "--out", tmp_path / "f.parquet").output
-    assert f"{split}: 5 documents, 6,490 tokens (unnamed corpus); the mix weights them by share" in share
+    assert f"{split}: 5 documents, 6,490 tokens (unnamed corpus); the mix weights them by shares" in share
+    halves = run("freq", split, "--L", 1024, "--weights", "code=0.5,web=1").output  # said "by share" (a review)
+    assert f"{split}: 5 documents, 6,490 tokens (unnamed corpus); the mix weights them by epochs that are not" in halves
     header = json.loads(pq.read_metadata(tmp_path / "f.parquet").metadata[b"freqlab"])
     assert header["histogram"]["documents"] == header["histogram"]["documents_read"] == 5
     assert header["histogram"]["tokens"] == 6490 and header["mixture"]["unit"] == "share"
@@ -305,6 +307,7 @@ def test_weight_errors_are_one_line(split, weights, message):
     ("weights", "message"),
     [
         ("nonsense", "nonsense: not SOURCE=W,..., a mixture file or a preset"),
+        ("mix.yaml", "mix.yaml: no such mixture file (presets: "),  # a file's name: said not to be SOURCE=W
         ("code=1,=2", "'=2' is not SOURCE=WEIGHT"),
         ("code=70%,web=1", "give every weight as a share (W%) or none"),
         ("code=70%,web=40%", "the shares sum to 110%, not 100%"),
