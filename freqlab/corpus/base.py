@@ -377,6 +377,11 @@ class FileShard(Shard):
             elif isinstance(exc, LineTooLong):  # the file may be whole: a bound was reached, not an end
                 rest = "this part of the file" if self.start or self.end is not None else "the file"
                 message = f"{self.path}: {exc}; the rest of {rest} is not read"
+            elif str(exc).startswith("Not a gzipped file") and _starts_gzip(self.path):  # a member, then not one
+                message = (
+                    f"{self.path}: cannot read ({describe_error(exc)}); gzip data followed by bytes that are no gzip "
+                    "member (trailing garbage?)"
+                )
             elif str(exc).startswith("Not a gzipped file"):  # gzip's own words: no gzip data at all, not damage
                 message = (
                     f"{self.path}: cannot read ({describe_error(exc)}); the name says gzip, the content is not: "
@@ -385,6 +390,15 @@ class FileShard(Shard):
             else:
                 message = f"{self.path}: cannot read ({describe_error(exc)}); is the file truncated or corrupt?"
             raise UnreadableFile(message, self.path) from exc
+
+
+def _starts_gzip(path: str) -> bool:
+    """Whether the local file at ``path`` starts with gzip's magic bytes (False for a URL or an unreadable file)."""
+    try:
+        with open(path, "rb") as handle:
+            return handle.read(2) == b"\x1f\x8b"
+    except (OSError, ValueError):
+        return False
 
 
 @dataclass

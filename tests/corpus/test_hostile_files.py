@@ -132,6 +132,22 @@ def test_trailing_garbage_after_compressed_data_keeps_every_line_of_a_shard_read
     assert read == texts
 
 
+def test_gzip_data_followed_by_garbage_is_not_called_a_file_that_is_no_gzip(tmp_path):
+    """A review met "the name says gzip, the content is not: rename the file" for a gzip member followed by garbage;
+    a file with no gzip data at all keeps that message."""
+    tail = tmp_path / "tail.jsonl.gz"
+    tail.write_bytes(gzip.compress(b'{"text": "a b"}\n') + b"garbage!!")
+    plain = tmp_path / "plain.jsonl.gz"
+    plain.write_bytes(b'{"text": "a b"}\n')
+    for path, words in ((tail, "gzip data followed by bytes that are no gzip member"), (plain, "the name says gzip")):
+        (shard,) = open_corpus(str(path)).shards
+        with pytest.raises(UnreadableFile) as raised:
+            list(shard.read())
+        assert str(raised.value).startswith(f"{path}: cannot read (BadGzipFile: Not a gzipped file") and words in str(
+            raised.value
+        )
+
+
 @pytest.mark.parametrize("where", ["jsonl", "parquet"])
 def test_a_source_label_with_a_lone_surrogate_is_a_bad_source_label(tmp_path, where):
     if where == "jsonl":
