@@ -347,7 +347,9 @@ def best_fit_segments(lengths: np.ndarray, counts: np.ndarray, L: int) -> Segmen
     ([5], [2])
     """
     chunk_lengths, chunk_counts = _natural(lengths, counts, L)
-    _check_walk("best-fit", "places one by one up to", chunk_counts, "chunks")
+    # chunks longer than L/2 (and whole rows) are placed in bulk: only the shorter ones may go one by one
+    short = 2 * chunk_lengths <= L
+    _check_walk("best-fit", "places one by one up to", chunk_counts[short], "chunks of at most L/2 tokens")
     order = np.argsort(chunk_lengths)[::-1]
     fills = best_fit_fills(chunk_lengths[order].copy(), chunk_counts[order].copy(), L)
     nonzero = np.flatnonzero(fills)

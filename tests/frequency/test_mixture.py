@@ -214,8 +214,20 @@ def test_best_fit_refuses_a_histogram_it_would_walk_forever_in_one_line():
     from freqlab.frequency.regimes import MAX_STREAM_DOCUMENTS
 
     lengths, counts = np.array([7]), np.array([MAX_STREAM_DOCUMENTS + 1])
-    with pytest.raises(FreqlabError, match=r"^the best-fit regime places one by one up to [\d,]+ chunks, more than"):
+    with pytest.raises(
+        FreqlabError, match=r"^the best-fit regime places one by one up to [\d,]+ chunks of at most L/2"
+    ):
         position_frequency(lengths, counts, 1024, "best-fit")
+
+
+def test_best_fit_places_chunks_longer_than_half_the_window_in_bulk_whatever_their_count():
+    """A review: one 2^33 + 4-token document at L = 4 (2^31 + 1 full rows) was refused as 2^31 + 1 chunks placed one
+    by one, which the kernel places in bulk. Full rows and chunks of 3 (> L/2) each fill a row: f is natural's."""
+    from freqlab.frequency.regimes import MAX_STREAM_DOCUMENTS
+
+    for lengths, counts in (([2**33 + 4], [1]), ([3], [MAX_STREAM_DOCUMENTS + 1])):
+        best = position_frequency(lengths, counts, 4, "best-fit")
+        assert best.tolist() == position_frequency(lengths, counts, 4, "natural").tolist()
 
 
 def test_epochs_too_large_for_int64_are_one_line_before_any_product():
