@@ -54,23 +54,15 @@ def test_a_symlink_to_an_endless_device_is_not_read(tmp_path):
     assert corpus.description["not_regular_files"] == 1
 
 
-def test_a_duplicate_reached_through_a_symlink_is_read_once_and_reported(tmp_path):
+@pytest.mark.parametrize("link", [os.symlink, os.link])
+def test_a_duplicate_reached_through_a_symlink_or_a_hard_link_is_read_once_and_reported(tmp_path, link):
+    """A review counted a hard-linked file twice (``cp -al`` and ``rsync --link-dest`` snapshots make them)."""
     write_jsonl(tmp_path / "a.jsonl", [GOOD])
-    os.symlink(tmp_path / "a.jsonl", tmp_path / "b.jsonl")
+    link(tmp_path / "a.jsonl", tmp_path / "b.jsonl")
     corpus = open_corpus(str(tmp_path))
     assert len(list(corpus.documents())) == 1
     assert corpus.description["duplicate_files"] == 1
     assert corpus.description["duplicate_examples"] == [str(tmp_path / "b.jsonl")]
-
-
-def test_a_duplicate_reached_through_a_hard_link_is_read_once_and_reported(tmp_path):
-    """A review counted a hard-linked file twice (``cp -al`` and ``rsync --link-dest`` snapshots make them)."""
-    write_jsonl(tmp_path / "a.jsonl", [GOOD])
-    os.link(tmp_path / "a.jsonl", tmp_path / "hard.jsonl")
-    corpus = open_corpus(str(tmp_path))
-    assert len(list(corpus.documents())) == 1
-    assert corpus.description["duplicate_files"] == 1
-    assert corpus.description["duplicate_examples"] == [str(tmp_path / "hard.jsonl")]
 
 
 def test_a_line_longer_than_the_bound_is_an_unreadable_file_naming_it(tmp_path, monkeypatch):
