@@ -312,7 +312,7 @@ def has_freqlab_header(path: str | Path) -> bool:
     except OSError:
         return False
     # the key-value pair is stored as its two strings: the key, then the header json.dumps wrote
-    return f"{METADATA_KEY}".encode() in metadata and b'{"format": "freqlab.' in metadata
+    return METADATA_KEY.encode() in metadata and b'{"format": "freqlab.' in metadata
 
 
 def not_parquet(path: str | Path) -> str | None:
