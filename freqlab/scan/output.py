@@ -22,7 +22,7 @@ from freqlab.scan.ledger import Ledger
 GROUP_ABOVE = 256
 GROUP_SHARDS = 4096
 GROUP_SECONDS = 1.0
-SUMMARY_BYTES = 1 << 26  # a summary.json larger than this is no scan's (the built-in corpus's: 14 KB)
+SUMMARY_BYTES = 1 << 26  # a summary.json larger than this is no scan's (the built-in corpus's: 5 KB)
 
 
 def written_paths(shard_ids: list[str]) -> list[str]:
