@@ -610,7 +610,14 @@ def check_same_units(named: Sequence[tuple[str, LengthHistogram]]) -> None:
 
 
 def combine_sources(sources: dict[str, LengthHistogram], **metadata) -> LengthHistogram:
-    """A histogram whose totals are the sum of per-source histograms, keeping the split."""
+    """A histogram whose totals are the sum of per-source histograms, keeping the split. The sources' lengths must be
+    in the same units (:func:`check_same_units`, as for ``+``); without ``meta``, the result's is what every source
+    records alike.
+    """
+    check_same_units([(f"source {name!r}", h) for name, h in sources.items()])
+    if "meta" not in metadata and sources:
+        first, *rest = sources.values()
+        metadata["meta"] = {k: v for k, v in first.meta.items() if all(h.meta.get(k, v) == v for h in rest)}
     lengths = [h.lengths for h in sources.values()]
     counts = [h.counts for h in sources.values()]
     total = LengthHistogram.from_counts(

@@ -65,6 +65,16 @@ def test_histograms_in_different_units_do_not_merge(left, right, what):
             x + y
 
 
+def test_combining_sources_checks_their_units_as_a_merge_does():
+    """A review combined a scan with special tokens and one without through combine_sources, which + refused."""
+    with_special = LengthHistogram.from_lengths([10], meta={"special_tokens_counted": True, "seed": 0})
+    without = LengthHistogram.from_lengths([30], meta={"special_tokens_counted": False, "seed": 0})
+    with pytest.raises(FreqlabError, match=r"source 'a' .* and source 'b' .*histograms of different special-token"):
+        combine_sources({"a": with_special, "b": without})
+    both = combine_sources({"a": with_special, "b": LengthHistogram.from_lengths([30], meta=with_special.meta)})
+    assert both.meta == {"special_tokens_counted": True, "seed": 0} and both.tokens == 40
+
+
 def test_a_merge_keeps_the_metadata_both_agree_on():
     scan = {"tokenizer_vocab_hash": "7d3d", "sample_rate": None, "seed": 0}
     a = LengthHistogram.from_lengths([10], meta={**scan, "max_docs": 5})
