@@ -443,6 +443,7 @@ def regime_option(*, multiple: bool = False, default=None, choices=REGIMES, help
             multiple=True,
             default=("natural",) if default is None else default,
             show_default=True,
+            callback=lambda ctx, param, value: tuple(dict.fromkeys(value)),  # a regime given twice is one row
             help=help or "Data regime (repeat for several).",
         )
     return click.option(

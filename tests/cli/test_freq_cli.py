@@ -687,3 +687,11 @@ def test_a_window_given_twice_is_one_window(hist):
     """--L 2K --L 2048 printed two identical rows (plot windows drew two identical curves)."""
     data = json.loads(run("freq", hist, "--L", "2K", "--L", 2048, "--L", 1024, "--json").output)
     assert [row["L"] for row in data["results"]] == [2048, 1024]
+
+
+def test_a_regime_given_twice_is_one_regime(hist, tmp_path):
+    """--regime natural --regime natural printed two rows and freq --out wrote every (L, regime, position) twice."""
+    args = ("--L", 1024, "--regime", "natural", "--regime", "pack", "--regime", "natural")
+    data = json.loads(run("freq", hist, *args, "--json", "--out", tmp_path / "f.parquet").output)
+    assert [row["regime"] for row in data["results"]] == ["natural", "pack"]
+    assert pl.read_parquet(tmp_path / "f.parquet").height == 2 * 1024
