@@ -179,6 +179,24 @@ class FiniteFloat(click.FloatRange):
         return "" if self.min is None and self.max is None else super()._describe_range()
 
 
+class Share(FiniteFloat):
+    """A share in (0, 1) (``max_open``) or (0, 1], written as a fraction or a percentage: ``0.9`` or ``90%``."""
+
+    name = "share"
+
+    def __init__(self, max_open: bool = True) -> None:
+        super().__init__(0, 1, min_open=True, max_open=max_open)
+
+    def convert(self, value, param, ctx):
+        """Parse ``0.9`` or ``90%`` (the README writes shares as percentages), or fail naming the option."""
+        if isinstance(value, str) and value.strip().endswith("%"):
+            percent = click.FLOAT.convert(value.strip()[:-1], param, ctx)
+            if not (0 < percent < 100 or (percent == 100 and not self.max_open)):  # nan too
+                self.fail(f"{value!r} is not a share in {'(0%, 100%)' if self.max_open else '(0%, 100%]'}", param, ctx)
+            return percent / 100
+        return super().convert(value, param, ctx)
+
+
 #: a RoPE base: finite and above 1 (b^(-2j/d) must fall with j)
 ROPE_BASE = FiniteFloat(1, min_open=True)
 

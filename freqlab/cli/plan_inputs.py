@@ -11,8 +11,8 @@ from freqlab.cli import options
 from freqlab.cli.options import (
     POSITIONS,
     POSITIONS_NOTE,
-    FiniteFloat,
     HomePath,
+    Share,
     given_on_command_line,
     renamed_option,
     tau_option,
@@ -36,7 +36,7 @@ schedule_option = click.option(
 )
 mass_option = click.option(
     "--mass",
-    type=FiniteFloat(0, 1, min_open=True, max_open=True),  # nan passed click's range check
+    type=Share(),  # 0.9 or 90%
     default=DEFAULT_MASS,
     show_default=True,
     help="Mass rule without a budget (freqlab's, not a paper's): N* holds this share of position occurrences.",

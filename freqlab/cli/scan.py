@@ -13,8 +13,8 @@ from freqlab.cli.options import (
     SEED,
     TOKENS,
     TOKENS_NOTE,
-    FiniteFloat,
     HomePath,
+    Share,
     echo_json,
     given_on_command_line,
     given_once,
@@ -119,7 +119,7 @@ from freqlab.scan.settings import ENGINES, ON_ERROR
 )
 @click.option(
     "--sample-rate",
-    type=FiniteFloat(0, 1, min_open=True),
+    type=Share(max_open=False),  # 0.1 or 10%
     default=None,
     help="Keep each document with this probability (seeded, deterministic).",
 )

@@ -184,3 +184,22 @@ def test_a_length_below_one_gets_one_message(value):
     assert result.output.splitlines()[-1] == (
         f"Error: Invalid value for '--L': a length in positions must be a positive integer, got {value!r}"
     )
+
+
+@pytest.mark.parametrize(("text", "value"), [("0.9", 0.9), ("90%", 0.9), (" 12.5% ", 0.125), ("1e-3", 1e-3)])
+def test_a_share_is_a_fraction_or_a_percentage(text, value):
+    """The README writes --mass's default as 90%; '90%' was "not a valid float" (two reviews)."""
+    from freqlab.cli.options import Share
+
+    assert Share().convert(text, None, None) == pytest.approx(value)
+
+
+@pytest.mark.parametrize(("text", "max_open"), [("100%", True), ("0%", False), ("150%", False), ("nan%", False)])
+def test_a_share_out_of_its_range_is_a_usage_error(text, max_open):
+    import click
+
+    from freqlab.cli.options import Share
+
+    with pytest.raises(click.BadParameter, match="is not a share in"):
+        Share(max_open=max_open).convert(text, None, None)
+    assert Share(max_open=False).convert("100%", None, None) == 1.0
