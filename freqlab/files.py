@@ -25,12 +25,12 @@ import re
 import shutil
 import stat
 import tempfile
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 from freqlab.errors import FreqlabError, cannot_write
-from freqlab.formats import METADATA_KEY
+from freqlab.formats import FIGURES_WRITTEN, METADATA_KEY
 
 if TYPE_CHECKING:
     import polars as pl
@@ -284,6 +284,35 @@ def read_parquet(path: str | Path) -> tuple[pl.DataFrame, dict[str, str]]:
         metadata = pl.read_parquet_metadata(handle)
         handle.seek(0)
         return pl.read_parquet(handle), metadata
+
+
+def forget_written(folder: str | Path) -> None:
+    """Remove the files the list :data:`freqlab.formats.FIGURES_WRITTEN` in ``folder`` names (what freqlab wrote
+    there last), then the list: names of plain files in that folder only (a link, a folder or a path elsewhere that
+    an edited list names is left); no list, nothing removed.
+
+    >>> import tempfile; folder = Path(tempfile.mkdtemp())
+    >>> _ = (folder / "a.png").write_bytes(b"old"), (folder / "mine.png").write_bytes(b"kept")
+    >>> record_written(folder, ["a.png"]); forget_written(folder); sorted(p.name for p in folder.iterdir())
+    ['mine.png']
+    """
+    listed = Path(folder) / FIGURES_WRITTEN
+    try:
+        names = json.loads(listed.read_bytes()) if listed.is_file() and not listed.is_symlink() else None
+    except (OSError, ValueError):
+        names = None
+    if not isinstance(names, list):
+        return
+    for name in names:
+        path = Path(folder) / name if isinstance(name, str) and name == Path(name).name else None
+        if path is not None and path.is_file() and not path.is_symlink():
+            path.unlink(missing_ok=True)
+    listed.unlink(missing_ok=True)
+
+
+def record_written(folder: str | Path, names: Sequence[str]) -> None:
+    """List ``names`` (files just written into ``folder``) for the next :func:`forget_written`."""
+    write_atomic(Path(folder) / FIGURES_WRITTEN, json.dumps(sorted(names)).encode())
 
 
 def has_freqlab_header(path: str | Path) -> bool:

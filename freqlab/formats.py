@@ -91,6 +91,11 @@ SUMMARY_FILE = "summary.json"
 SUMMARY_KEYS = ("corpus", "tokenizer", "documents", "tokens", "lengths", "scan", "budget", "windows", "outputs")
 SUMMARY_OPTIONAL_KEYS = ("sources",)
 
+# OUT/figures/ (scan --plot, plot scan): the figures, and the list of those the last run wrote there (JSON), which
+# the next run (a scan's results, a plot scan) removes first: no figure of another corpus stays beside new results
+FIGURES_DIR = "figures"
+FIGURES_WRITTEN = ".written.json"
+
 # OUT/checkpoints/: one Parquet file per finished shard, and the manifest of the scan they belong to
 CHECKPOINTS_DIR = "checkpoints"
 CHECKPOINT_MANIFEST = "manifest.json"

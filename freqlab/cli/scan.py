@@ -29,6 +29,7 @@ from freqlab.cli.options import (
     window_option,
 )
 from freqlab.errors import FreqlabError, exit_status, interrupt_of
+from freqlab.formats import FIGURES_DIR
 from freqlab.frequency.position import refuse_megatron
 from freqlab.paths import printable, shown
 from freqlab.scan import (
@@ -358,7 +359,7 @@ def scan_command(
         from freqlab.plots import scan_figures  # matplotlib only when figures are asked for
 
         written = scan_figures(
-            result.histogram, Ls, regimes, Path(out) / "figures", plot_formats, tokens=tokens, tau=tau, seed=seed
+            result.histogram, Ls, regimes, Path(out) / FIGURES_DIR, plot_formats, tokens=tokens, tau=tau, seed=seed
         )
         for path in written:
             click.echo(f"wrote {shown(path)}", err=as_json)  # stderr under --json, so stdout stays JSON

@@ -6,6 +6,7 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from freqlab.errors import FreqlabError
+from freqlab.files import forget_written, record_written
 from freqlab.frequency import DEFAULT_TAU, REGIMES
 from freqlab.frequency.budget import training_budget
 from freqlab.plots.axes import as_histogram
@@ -74,6 +75,7 @@ def scan_figures(
     if unknown:
         raise FreqlabError(f"unknown regime {unknown[0]!r}; choose from {', '.join(REGIMES)}")
     folder = Path(out_dir)
+    forget_written(folder)  # the figures this folder got last time (another corpus's, other windows)
     written: list[Path] = []
     for L in Ls:
         written += save_figure(plot_regimes(h, L, regimes, seed=seed), folder / f"frequency_L{L}", formats)
@@ -83,4 +85,5 @@ def scan_figures(
     written += save_figure(figure, folder / "effective_length", formats)
     if h.sources:
         written += save_figure(plot_sources(h, Ls[0], regimes[0], seed=seed), folder / "sources", formats)
+    record_written(folder, [path.name for path in written])
     return written

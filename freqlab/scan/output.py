@@ -8,8 +8,8 @@ import time
 from pathlib import Path
 
 from freqlab.errors import FreqlabError
-from freqlab.files import has_freqlab_header, write_atomic, write_parquet
-from freqlab.formats import CHECKPOINTS_DIR, LENGTHS_FILE, SUMMARY_FILE
+from freqlab.files import forget_written, has_freqlab_header, write_atomic, write_parquet
+from freqlab.formats import CHECKPOINTS_DIR, FIGURES_DIR, LENGTHS_FILE, SUMMARY_FILE
 from freqlab.histogram import LengthHistogram
 from freqlab.paths import unambiguous
 from freqlab.scan.checkpoint import GROUP_PREFIX, LOCK, MANIFEST, CheckpointStore, OutputLock, safe_name
@@ -31,7 +31,7 @@ def written_paths(shard_ids: list[str]) -> list[str]:
     """
     checkpoints = [f"{CHECKPOINTS_DIR}/{safe_name(i)}.parquet" for i in shard_ids]
     group = f"{CHECKPOINTS_DIR}/{GROUP_PREFIX}0123456789abcdef.parquet"
-    figures = [f"figures/figure.{suffix}" for suffix in ("png", "pdf", "svg")]
+    figures = [f"{FIGURES_DIR}/figure.{suffix}" for suffix in ("png", "pdf", "svg")]
     return [LENGTHS_FILE, SUMMARY_FILE, LOCK, f"{CHECKPOINTS_DIR}/{MANIFEST}", group, *checkpoints, *figures]
 
 
@@ -151,6 +151,7 @@ class ScanOutput:
         self.flush()
         lengths_path, summary_path = self.out / LENGTHS_FILE, self.out / SUMMARY_FILE
         summary["outputs"] = {"lengths": unambiguous(lengths_path), "summary": unambiguous(summary_path)}
+        forget_written(self.out / FIGURES_DIR)  # an earlier scan's figures are not these results' (--plot redraws)
         # not to_parquet, which expands ~: this folder's name is expanded already (./~x would read as ~x's home)
         write_parquet(lengths_path, histogram.to_frame(), histogram.parquet_header())
         write_atomic(summary_path, (json.dumps(summary, indent=2) + "\n").encode())

@@ -204,6 +204,22 @@ def test_address_without_the_ray_engine_is_a_usage_error(corpus):
     assert "Error: --address needs --engine ray" in result.output
 
 
+def test_a_new_scan_takes_away_the_figures_the_last_one_drew_and_nothing_else(tmp_path, corpus):
+    """Two reviews: OUT/figures kept an earlier scan's figures (another corpus, other windows) beside new results.
+    Each scan removes the figures listed as written by the last one, before it writes its results; a file of the
+    user's stays."""
+    out = tmp_path / "out"
+    assert invoke("--dataset", str(corpus), "--out", str(out), "--L", 256, "--L", 512, "--plot").exit_code == 0
+    figures = out / "figures"
+    assert {"frequency_L256.png", "frequency_L512.png", "windows.png"} <= {p.name for p in figures.iterdir()}
+    (figures / "mine.png").write_bytes(b"the user's")
+    assert invoke("--dataset", str(corpus), "--out", str(out), "--L", 1024, "--plot").exit_code == 0
+    names = sorted(p.name for p in figures.iterdir() if not p.name.startswith("."))
+    assert names == ["effective_length.png", "frequency_L1024.png", "mine.png"]
+    assert invoke("--dataset", str(corpus), "--out", str(out)).exit_code == 0  # no --plot: none of the old ones
+    assert sorted(p.name for p in figures.iterdir()) == ["mine.png"]
+
+
 def test_plot_format_without_plot_is_a_usage_error(corpus, tmp_path):
     """It wrote no figure and said nothing (a review)."""
     result = invoke("--dataset", str(corpus), "--plot-format", "pdf", "--out", str(tmp_path / "out"))

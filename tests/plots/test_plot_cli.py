@@ -87,7 +87,8 @@ def test_scan_command_writes_into_the_folder_it_is_given(tmp_path, hist_file):
     assert result.exit_code == 0, result.output
     files = [Path(f) for f in json.loads(result.output)["files"]]
     assert [f.name for f in files] == ["frequency_L2048.png", "effective_length.png", "sources.png"]
-    assert {f.parent for f in files} == {out} and sorted(p.name for p in out.iterdir()) == sorted(f.name for f in files)
+    assert {f.parent for f in files} == {out}
+    assert sorted(p.name for p in out.iterdir()) == sorted([".written.json", *(f.name for f in files)])  # their list
     assert not (out / "figures").exists()  # --out DIR means DIR (freqlab scan --plot writes into OUT/figures)
 
 
