@@ -205,7 +205,7 @@ class LengthHistogram(Displayed):
     def merge(self, other: LengthHistogram) -> LengthHistogram:
         """Sum of two histograms (counts, skips, empties and per-source splits add up). Their lengths must be in
         the same units (:func:`check_same_units`: tokenizer, special tokens, sampling); the sum's metadata keeps
-        what both say alike (two scans' limits or seeds that differ are no one scan's: left out).
+        what both say alike (:func:`agreed_meta`).
 
         >>> a = LengthHistogram.from_lengths([3], meta={"tokenizer_vocab_hash": "aa", "seed": 1})
         >>> (a + LengthHistogram.from_lengths([5], meta={"tokenizer_vocab_hash": "aa", "seed": 2})).meta
@@ -227,8 +227,7 @@ class LengthHistogram(Displayed):
             skipped=dict(Counter(self.skipped) + Counter(other.skipped)),
             empty_documents=self.empty_documents + other.empty_documents,
             sources=_merge_sources(self, other),
-            meta={key: value for key, value in self.meta.items() if other.meta.get(key, value) == value}
-            | {key: value for key, value in other.meta.items() if key not in self.meta},
+            meta=agreed_meta([self.meta, other.meta]),
         )
 
     __add__ = merge
@@ -570,17 +569,24 @@ def _check_documents(counts: np.ndarray) -> None:
 
 
 #: what a histogram's lengths are counted in: two that differ here hold lengths that do not add up
-UNITS = {
-    "tokenizer_vocab_hash": "tokenizers",
-    "special_tokens_counted": "special-token settings",
-    "sample_rate": "sampling rates",
+UNITS = {  # key -> (what differs, why the counts do not add up)
+    "tokenizer_vocab_hash": (
+        "tokenizers",
+        "their lengths are in different units; one tokenizer loaded from two files, a tokenizer.json and a "
+        "tokenizer.model, hashes two ways: scan both with one file",
+    ),
+    "special_tokens_counted": ("special-token settings", "their lengths differ by the special tokens"),
+    "sample_rate": ("sampling rates", "a sample's counts are a share of a whole scan's"),
 }
+#: what a schedule's stages must agree on: each stage is scaled to its own budget, so a sample's rate cancels there
+LENGTH_UNITS = ("tokenizer_vocab_hash", "special_tokens_counted")
 
 
-def check_same_units(named: Sequence[tuple[str, LengthHistogram]]) -> None:
-    """Refuse histograms whose lengths are in different units (FreqlabError naming two of them and the key):
-    another tokenizer's vocabulary, special tokens counted or not, another sampling rate (a 10% sample beside a
-    whole scan). A key a histogram does not record (made in Python) agrees with any.
+def check_same_units(named: Sequence[tuple[str, LengthHistogram]], keys: Sequence[str] = tuple(UNITS)) -> None:
+    """Refuse histograms whose counts do not add up (FreqlabError naming two of them and the key): another
+    tokenizer's vocabulary, special tokens counted or not, another sampling rate (a 10% sample beside a whole scan;
+    ``keys`` :data:`LENGTH_UNITS` leaves it out). A value a histogram does not know (made in Python, a tokenizer
+    without a hash) agrees with any.
 
     >>> a = LengthHistogram.from_lengths([3], meta={"tokenizer_vocab_hash": "aa"})
     >>> b = LengthHistogram.from_lengths([3], meta={"tokenizer_vocab_hash": "bb"})
@@ -590,23 +596,51 @@ def check_same_units(named: Sequence[tuple[str, LengthHistogram]]) -> None:
     ...     print(str(error)[:60])
     a (tokenizer_vocab_hash 'aa') and b ('bb'): histograms of di
     """
-    for key, what in UNITS.items():
+    for key in keys:
+        what, why = UNITS[key]
         first: tuple[str, object] | None = None
         for name, histogram in named:
-            if key not in histogram.meta:
-                continue
-            value = histogram.meta[key]
-            if key == "sample_rate" and value == 1:
-                value = None  # keeping every document is no sampling: a scan records None
-            elif value is None and key != "sample_rate":  # not known (a tokenizer without a hash)
+            if (value := _unit(histogram.meta, key)) is _UNKNOWN:
                 continue
             if first is None:
                 first = (name, value)
             elif value != first[1]:
                 raise FreqlabError(
                     f"{first[0]} ({key} {first[1]!r}) and {name} ({value!r}): histograms of different {what} do not "
-                    "add up (their lengths are in different units)"
+                    f"add up ({why})"
                 )
+
+
+_UNKNOWN = object()
+
+
+def _unit(meta: dict, key: str) -> object:
+    """The value of a unit ``key`` in ``meta``, or :data:`_UNKNOWN` (not recorded, or None where None is unknown)."""
+    if key not in meta:
+        return _UNKNOWN
+    value = meta[key]
+    if key == "sample_rate":
+        return None if value == 1 else value  # keeping every document is no sampling: a scan records None
+    return _UNKNOWN if value is None else value
+
+
+def agreed_meta(metas: Sequence[dict]) -> dict:
+    """The metadata of a sum of histograms: each unit key's known value (they were checked to agree), and every
+    other key that all of them record alike (two scans' limits or seeds that differ, or an index one of them was
+    read from, are no one scan's: left out).
+
+    >>> limited = {"tokenizer_vocab_hash": "a", "seed": 0, "max_docs": 1}
+    >>> agreed_meta([{"tokenizer_vocab_hash": None, "seed": 0}, limited])
+    {'tokenizer_vocab_hash': 'a', 'seed': 0}
+    """
+    merged: dict = {}
+    for key in dict.fromkeys(key for meta in metas for key in meta):
+        if key in UNITS:
+            known = [value for meta in metas if (value := _unit(meta, key)) is not _UNKNOWN]
+            merged[key] = known[0] if known else next(meta[key] for meta in metas if key in meta)
+        elif all(key in meta and meta[key] == metas[0][key] for meta in metas):
+            merged[key] = metas[0][key]
+    return merged
 
 
 def combine_sources(sources: dict[str, LengthHistogram], **metadata) -> LengthHistogram:
@@ -616,8 +650,7 @@ def combine_sources(sources: dict[str, LengthHistogram], **metadata) -> LengthHi
     """
     check_same_units([(f"source {name!r}", h) for name, h in sources.items()])
     if "meta" not in metadata and sources:
-        first, *rest = sources.values()
-        metadata["meta"] = {k: v for k, v in first.meta.items() if all(h.meta.get(k, v) == v for h in rest)}
+        metadata["meta"] = agreed_meta([h.meta for h in sources.values()])
     lengths = [h.lengths for h in sources.values()]
     counts = [h.counts for h in sources.values()]
     total = LengthHistogram.from_counts(

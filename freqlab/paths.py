@@ -86,11 +86,12 @@ def _escaped(character: str) -> str:
 
 
 def file_identity(path: str) -> object:
-    """What makes two paths one file: a local file's device and inode (its symlinks and hard links share them), else
-    (a URL, or a path that cannot be read) its real path.
+    """What makes two paths one file: its real path (symlinks resolved), or for a file with several hard links its
+    device and inode (the links share them). Only then: a filesystem that numbers no inodes (0, some FUSE mounts)
+    would make every file one; a URL, or a path that cannot be read, is its real path.
     """
     try:
         info = os.stat(path)
     except (OSError, ValueError):  # ValueError: a NUL in the name
         return os.path.realpath(path)
-    return (info.st_dev, info.st_ino)
+    return (info.st_dev, info.st_ino) if info.st_nlink > 1 and info.st_ino else os.path.realpath(path)

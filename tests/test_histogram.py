@@ -80,8 +80,15 @@ def test_a_merge_keeps_the_metadata_both_agree_on():
     a = LengthHistogram.from_lengths([10], meta={**scan, "max_docs": 5})
     b = LengthHistogram.from_lengths([30], meta={**scan, "max_docs": None})
     assert (a + b).meta == (b + a).meta == scan  # max_docs 5 was one scan's limit, not the sum's
-    made = LengthHistogram.from_lengths([7])  # made in Python: records nothing, agrees with any
-    assert (a + made).meta == (made + a).meta == a.meta
+    made = LengthHistogram.from_lengths([7])  # made in Python: its units agree with any, the sum is no scan
+    assert (a + made).meta == (made + a).meta == {"tokenizer_vocab_hash": "7d3d", "sample_rate": None}
+    # a review: an unknown hash (a Megatron scan's None) beside a known one lost the known one, and then a third
+    # histogram of another tokenizer added up; an index one side was read from is not the sum's
+    megatron = LengthHistogram.from_lengths([9], meta={"tokenizer_vocab_hash": None, "megatron_index": "/d/x.idx"})
+    assert (a + megatron).meta == (megatron + a).meta == {"tokenizer_vocab_hash": "7d3d", "sample_rate": None}
+    tekken = LengthHistogram.from_lengths([30], meta={"tokenizer_vocab_hash": "0b1f"})
+    with pytest.raises(FreqlabError, match="histograms of different tokenizers"):
+        (a + megatron) + tekken
 
 
 def test_per_source_split_sums_to_the_total():

@@ -742,11 +742,11 @@ def schedule_frequency(schedule: Schedule, *, seed: int = 0) -> ScheduleFrequenc
     )
     cache: dict = {}
     frequencies, kinds = [], []
-    from freqlab.histogram import check_same_units  # polars: not at module level (see stage_histogram)
+    from freqlab.histogram import LENGTH_UNITS, check_same_units  # polars: not at module level (see stage_histogram)
 
     histograms = [stage_histogram(stage, cache) for stage in schedule.stages]
     named = zip(schedule.stages, histograms, strict=True)
-    check_same_units([(f"stage {stage.name!r} ({stage.histogram})", h) for stage, h in named])
+    check_same_units([(f"stage {stage.name!r} ({stage.histogram})", h) for stage, h in named], LENGTH_UNITS)
     for stage, h in zip(schedule.stages, histograms, strict=True):
         if h.documents == 0:
             raise FreqlabError(f"{stage.histogram}: the histogram holds no documents")

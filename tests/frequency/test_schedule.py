@@ -64,8 +64,14 @@ def test_stages_of_histograms_counted_with_different_tokenizers_are_refused(tmp_
     assert str(error.value) == (
         f"stage 'pre' ({tmp_path / 'a.parquet'}) (tokenizer_vocab_hash '7d3d') and stage 'long' "
         f"({tmp_path / 'b.parquet'}) ('80c2'): histograms of different tokenizers do not add up (their lengths are in "
-        "different units)"
+        "different units; one tokenizer loaded from two files, a tokenizer.json and a tokenizer.model, hashes two "
+        "ways: scan both with one file)"
     )
+    # each stage is scaled to its own budget: a sample beside a whole scan is a stage like any (a review)
+    LengthHistogram.from_lengths([900], meta={"tokenizer_vocab_hash": "7d3d", "sample_rate": 0.5}).to_parquet(
+        tmp_path / "b.parquet"
+    )
+    assert schedule_frequency(load_schedule(tmp_path / "s.yaml")).window == 8192
 
 
 def test_json_schedules_and_histogram_override(corpus):
