@@ -43,6 +43,10 @@ from freqlab.histogram import histogram_file
 from freqlab.paths import file_identity, shown
 from freqlab.resources import require_memory
 
+#: names of what freqlab reads or writes in other formats, which ``freq --out`` (Parquet) is not given (any other
+#: name is: ``f.pq``, ``/dev/stdout``)
+OTHER_FORMATS = (".json", ".jsonl", ".yaml", ".yml", ".csv", ".txt", ".png", ".pdf", ".svg", ".gz", ".zst", ".idx")
+
 
 @click.command("freq")
 @click.argument("hist", type=HistogramPath())
@@ -78,7 +82,9 @@ def freq_command(hist, Ls, regimes, tokens, tau, seed, out, weights, layout, tai
     """
     tau = tau_or_default(tau)
     if out:
-        if Path(out).suffix.lower() != ".parquet":  # a Parquet file under another name reads as no f anywhere
+        if (
+            Path(out).suffix.lower() in OTHER_FORMATS
+        ):  # a summary.json or a figure's name: Parquet under it reads as none
             raise click.BadParameter(f"{out!r}: f(i) is written as Parquet, give a .parquet name", param_hint="'--out'")
         if Path(out).exists() and file_identity(str(out)) == file_identity(str(histogram_file(hist))):
             raise click.BadParameter(f"{out!r} is the histogram read (HIST): give another file", param_hint="'--out'")

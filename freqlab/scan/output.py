@@ -22,7 +22,7 @@ from freqlab.scan.ledger import Ledger
 GROUP_ABOVE = 256
 GROUP_SHARDS = 4096
 GROUP_SECONDS = 1.0
-SUMMARY_BYTES = 1 << 26  # a summary.json larger than this is no scan's (the built-in corpus's: 5 KB)
+SUMMARY_START = b'{\n  "corpus": {\n'  # how every summary.json a scan wrote begins (json.dumps, indent 2)
 
 
 def written_paths(shard_ids: list[str]) -> list[str]:
@@ -42,14 +42,12 @@ def written_by_freqlab(path: Path) -> bool:
     """
     if not path.exists():  # (a dangling link included: as before, the write follows it)
         return True
-    try:
-        if path.name == LENGTHS_FILE:
-            return has_freqlab_header(path)
-        if path.stat().st_size > SUMMARY_BYTES:
-            return False
-        summary = json.loads(path.read_bytes())
-        return isinstance(summary, dict) and {"corpus", "documents", "scan"} <= summary.keys()
-    except Exception:  # unreadable, no Parquet, no JSON: not what a scan writes
+    if path.name == LENGTHS_FILE:
+        return has_freqlab_header(path)
+    try:  # a summary as ScanOutput.write writes it (indented JSON, corpus first), however many sources it lists
+        with open(path, "rb") as handle:
+            return handle.read(len(SUMMARY_START)) == SUMMARY_START
+    except OSError:
         return False
 
 

@@ -178,6 +178,15 @@ def test_errors_are_one_line_without_traceback(tmp_path, hist, args, code, messa
     assert Path(hist).read_bytes() == before and not (tmp_path / "f.json").exists()
 
 
+def test_freq_out_takes_any_name_but_another_formats(hist, tmp_path):
+    """Streams (/dev/stdout) and other Parquet names (f.pq) wrote f(i) before the suffix rule, which refused them (a
+    review); a .json, .yaml or figure name is still refused."""
+    assert run("freq", hist, "--L", 64, "--out", tmp_path / "f.pq").exit_code == 0
+    assert pl.read_parquet(tmp_path / "f.pq").height == 64
+    assert run("freq", hist, "--L", 64, "--out", "/dev/null").exit_code == 0
+    assert run("freq", hist, "--L", 64, "--out", tmp_path / "f.png").exit_code == 2
+
+
 def test_every_command_has_help_with_an_example():
     for command in ("freq", "stats", "schedule"):
         result = run(command, "--help")
