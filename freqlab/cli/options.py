@@ -324,7 +324,8 @@ def megatron_settings(data_path, megatron_seed, megatron_split, reset_attention_
 def given_on_command_line(*names: str) -> list[str]:
     """The options among ``names`` (parameter names) given on the command line, as ``--option``."""
     ctx, given = click.get_current_context(), click.core.ParameterSource.COMMANDLINE
-    return [f"--{n.replace('_', '-')}" for n in names if ctx.get_parameter_source(n) is given]
+    flags = {param.name: param.opts[0] for param in ctx.command.params if param.opts}  # --format for input_format
+    return [flags.get(n, f"--{n.replace('_', '-')}") for n in names if ctx.get_parameter_source(n) is given]
 
 
 def with_tau_from(tau_option):
@@ -562,4 +563,9 @@ def usage_error(check, option: str | None = None):
     except FreqlabError as exc:
         if option is None and not isinstance(exc, ParameterError):
             raise
-        raise click.BadParameter(str(exc), param_hint=f"'{option or exc.option}'") from None
+        flag = option or exc.option
+        hint = f"'{flag}'"
+        param = next((p for p in click.get_current_context().command.params if flag in p.opts), None)
+        if param is not None and not given_on_command_line(param.name):  # its default: say so, the user typed none
+            hint += f" (its default {param.default})"
+        raise click.BadParameter(str(exc), param_hint=hint) from None

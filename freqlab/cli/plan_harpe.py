@@ -104,8 +104,8 @@ def harpe_command(
 
     --extend-to was called --target (still accepted). Sizes: K = 1024 positions (128K = 131072).
     """
-    if not compare and given_on_command_line("random_sets", "seed"):  # they set nothing without it, unsaid
-        raise click.UsageError("--random-sets and --seed need --compare (the random sets compared with the plan)")
+    if not compare and (unused := given_on_command_line("random_sets", "seed")):  # they set nothing without it
+        raise click.UsageError(f"{'/'.join(unused)} {needs(unused)} --compare (the random sets compared with the plan)")
     for option, value in (("--b-min", b_min), ("--b-max", b_max), ("--stride", stride)):
         if value is not None:
             require(value > 0, option, f"must be positive, got {value:g}")

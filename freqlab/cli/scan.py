@@ -270,6 +270,8 @@ def scan_command(
     tau = tau_or_default(tau)
     if address and engine != "ray":
         raise click.UsageError("--address needs --engine ray")
+    if dataset is None and not data_files and (unused := given_on_command_line("config", "split", "input_format")):
+        raise click.UsageError(f"{'/'.join(unused)}: for a dataset or data files, not the built-in corpus")
     if plot_formats and not plot and given_on_command_line("plot_formats"):  # it drew nothing, unsaid
         raise click.UsageError("--plot-format needs --plot (the figures it chooses the format of)")
     if estimate:

@@ -118,7 +118,8 @@ class MegatronIndex:
         """Document lengths (into ``out``) from their sequence bounds and those sequences' lengths, checked against
         the bytes the sequences span in the ``.bin`` (``pointer(n)``: where sequence n starts): Megatron writes
         sequences back to back, so a batch's lengths sum to the distance between the pointers at its ends. Two
-        reads a batch find any damaged length (the ``.bin``'s size, checked on opening, covers only the last).
+        reads a batch find a damaged length, unless another in the same batch cancels it exactly (the ``.bin``'s
+        size, checked on opening, covers only the last).
         """
         k = sum_sequences(bounds, sequence_lengths, out)
         if k >= 0:

@@ -161,7 +161,7 @@ def test_self_extend_evaluates_a_given_setting_even_without_a_recommendation():
         (("string", "--L", "4K", "--S", 100), "--W", "much smaller than S = 100"),
         # W against the S the plan computed (L/3 rounded up to 64 = 1408), and where no W fits: exit 1 before
         (("string", "--L", "4K", "--W", 4000), "--W", "W = 4000 must be much smaller than S = 1408"),
-        (("string", "--L", 96), "--W", "W = 128 must be much smaller than S = 32 (STRING needs W << S); no W fits"),
+        (("string", "--L", 96), "--W", "(its default 128): W = 128 must be much smaller than S = 32 (STRING"),
         (("string", "--L", "4K", "--extend-to", "2K"), "--extend-to", "not above the training window"),
         (("self-extend", "--L", "4K", "--extend-to", "2K"), "--extend-to", "not above the training window L = 4096"),
         (("self-extend", "--L", "4K", "--target", "2K"), "--extend-to", "not above the training window L = 4096"),

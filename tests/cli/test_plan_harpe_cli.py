@@ -144,7 +144,7 @@ def test_random_set_options_without_compare_are_usage_errors(option):
     """They set nothing without --compare and were dropped without a word (a review)."""
     result = run(*option)
     assert result.exit_code == 2
-    assert "--random-sets and --seed need --compare (the random sets compared with the plan)" in result.output
+    assert f"Error: {option[0]} needs --compare (the random sets compared with the plan)" in result.output
 
 
 def test_usage_errors_exit_2(tmp_path):

@@ -204,6 +204,14 @@ def test_address_without_the_ray_engine_is_a_usage_error(corpus):
     assert "Error: --address needs --engine ray" in result.output
 
 
+@pytest.mark.parametrize(("args", "named"), [(("--format", "jsonl"), "--format"), (("--split", "test"), "--split")])
+def test_dataset_options_on_the_built_in_corpus_are_usage_errors_naming_them(args, named):
+    """They read nothing of the built-in corpus; refused with exit 1 and the API's parameter names (a review)."""
+    result = invoke(*args, "-q")
+    assert result.exit_code == 2
+    assert f"Error: {named}: for a dataset or data files, not the built-in corpus" in result.output
+
+
 def test_a_new_scan_takes_away_the_figures_the_last_one_drew_and_nothing_else(tmp_path, corpus):
     """Two reviews: OUT/figures kept an earlier scan's figures (another corpus, other windows) beside new results.
     Each scan removes the figures listed as written by the last one, before it writes its results; a file of the
