@@ -521,8 +521,8 @@ class DatasetDecomposition:
 
         def deterministic(m: int) -> tuple[int, list[int]]:
             counts = [0] * buckets
-            for k, pieces in self.pieces(m)[0].items():
-                counts[k - lo] += pieces
+            for k, many in self.pieces(m)[0].items():
+                counts[k - lo] += many
             return 0, counts
 
         for n in wanted:
@@ -567,9 +567,9 @@ class DatasetDecomposition:
             dropped = 0
             for n, c in zip(lengths.tolist(), counts.tolist(), strict=True):
                 ks, _ = self.pieces(n)
-                dropped += c * (n - sum(pieces << k for k, pieces in ks.items()))
-                for k, pieces in ks.items():
-                    seg[1 << k] += c * pieces
+                dropped += c * (n - sum(many << k for k, many in ks.items()))
+                for k, many in ks.items():
+                    seg[1 << k] += c * many
             return _frequency(seg, L, dropped, "dataset-decomposition", note + " (deterministic binary pieces)")
         longest = int(lengths[counts > 0].max()) if (counts > 0).any() else 0
         if longest > MAX_DD_EXPECTATION:
