@@ -288,8 +288,9 @@ def read_parquet(path: str | Path) -> tuple[pl.DataFrame, dict[str, str]]:
 
 def forget_written(folder: str | Path) -> None:
     """Remove the files the list :data:`freqlab.formats.FIGURES_WRITTEN` in ``folder`` names (what freqlab wrote
-    there last), then the list: names of plain files in that folder only (a link, a folder or a path elsewhere that
-    an edited list names is left); no list, nothing removed.
+    there last), then the list: plain files of that folder only, and only while each is as written (its size and
+    modification time: a figure the user edited or replaced since is theirs). Best effort: what cannot be read or
+    removed stays (a corrupt list, a read-only folder), and no list removes nothing.
 
     >>> import tempfile; folder = Path(tempfile.mkdtemp())
     >>> _ = (folder / "a.png").write_bytes(b"old"), (folder / "mine.png").write_bytes(b"kept")
@@ -298,21 +299,33 @@ def forget_written(folder: str | Path) -> None:
     """
     listed = Path(folder) / FIGURES_WRITTEN
     try:
-        names = json.loads(listed.read_bytes()) if listed.is_file() and not listed.is_symlink() else None
-    except (OSError, ValueError):
-        names = None
-    if not isinstance(names, list):
+        written = json.loads(listed.read_bytes()) if listed.is_file() and not listed.is_symlink() else None
+    except (OSError, ValueError, RecursionError):
         return
-    for name in names:
-        path = Path(folder) / name if isinstance(name, str) and name == Path(name).name else None
-        if path is not None and path.is_file() and not path.is_symlink():
-            path.unlink(missing_ok=True)
-    listed.unlink(missing_ok=True)
+    if not isinstance(written, dict):
+        return
+    for name, stamp in written.items():
+        path = Path(folder) / name if name == Path(name).name and "\0" not in name else None
+        with contextlib.suppress(OSError):
+            if path is not None and path.is_file() and not path.is_symlink() and _stamp(path) == stamp:
+                path.unlink()
+    with contextlib.suppress(OSError):
+        listed.unlink()
 
 
 def record_written(folder: str | Path, names: Sequence[str]) -> None:
-    """List ``names`` (files just written into ``folder``) for the next :func:`forget_written`."""
-    write_atomic(Path(folder) / FIGURES_WRITTEN, json.dumps(sorted(names)).encode())
+    """List ``names`` (files just written into ``folder``) with their size and modification time, for the next
+    :func:`forget_written`.
+    """
+    listed = Path(folder) / FIGURES_WRITTEN
+    if listed.is_symlink():  # the list is replaced, not what a link there leads to
+        listed.unlink()
+    write_atomic(listed, json.dumps({name: _stamp(Path(folder) / name) for name in sorted(names)}).encode())
+
+
+def _stamp(path: Path) -> list[int]:
+    info = path.stat()
+    return [info.st_size, info.st_mtime_ns]
 
 
 def has_freqlab_header(path: str | Path) -> bool:

@@ -576,7 +576,10 @@ UNITS = {  # key -> (what differs, why the counts do not add up)
         "tokenizer.model, hashes two ways: scan both with one file",
     ),
     "special_tokens_counted": ("special-token settings", "their lengths differ by the special tokens"),
-    "sample_rate": ("sampling rates", "a sample's counts are a share of a whole scan's"),
+    "sample_rate": (
+        "sampling rates",
+        "a sample's counts are a share of a whole scan's: scale one to the other's tokens first (scale_to_tokens)",
+    ),
 }
 #: what a schedule's stages must agree on: each stage is scaled to its own budget, so a sample's rate cancels there
 LENGTH_UNITS = ("tokenizer_vocab_hash", "special_tokens_counted")
@@ -620,6 +623,8 @@ def _unit(meta: dict, key: str) -> object:
         return _UNKNOWN
     value = meta[key]
     if key == "sample_rate":
+        if "scaled_from_tokens" in meta:  # scaled to a budget (scale_to_tokens): its counts are no sample's any more
+            return _UNKNOWN
         return None if value == 1 else value  # keeping every document is no sampling: a scan records None
     return _UNKNOWN if value is None else value
 

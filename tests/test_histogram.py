@@ -65,6 +65,17 @@ def test_histograms_in_different_units_do_not_merge(left, right, what):
             x + y
 
 
+def test_a_sample_scaled_to_a_budget_adds_to_a_whole_scan():
+    """A review: the refusal of a sample beside a whole scan named no way out; scaled (scale_to_tokens), its counts
+    are no sample's and it adds up."""
+    whole = LengthHistogram.from_counts([10, 20], [6, 2], meta={"sample_rate": None})
+    sample = LengthHistogram.from_counts([10, 20], [3, 1], meta={"sample_rate": 0.5})
+    with pytest.raises(FreqlabError, match=r"scale one to the other's tokens first \(scale_to_tokens\)"):
+        whole + sample
+    summed = whole + sample.scale_to_tokens(whole.tokens)
+    assert summed.counts.tolist() == [12, 4] and summed.meta["sample_rate"] is None
+
+
 def test_combining_sources_checks_their_units_as_a_merge_does():
     """A review combined a scan with special tokens and one without through combine_sources, which + refused."""
     with_special = LengthHistogram.from_lengths([10], meta={"special_tokens_counted": True, "seed": 0})

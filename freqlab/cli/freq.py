@@ -30,6 +30,7 @@ from freqlab.cli.options import (  # noqa: F401  (echo_json, json_option, tokens
 )
 from freqlab.cli.weights import budget_line, echo_mix, histogram_line, read_histogram
 from freqlab.errors import FreqlabError
+from freqlab.files import not_parquet
 from freqlab.formats import FREQUENCY_FORMAT, FREQUENCY_VERSION, METADATA_KEY  # noqa: F401  (import compatibility)
 from freqlab.frequency.budget import training_budget
 from freqlab.frequency.exposure import DEFAULT_THRESHOLDS, TAIL_REGIMES, source_tails, tails_report
@@ -82,10 +83,10 @@ def freq_command(hist, Ls, regimes, tokens, tau, seed, out, weights, layout, tai
     """
     tau = tau_or_default(tau)
     if out:
-        if (
-            Path(out).suffix.lower() in OTHER_FORMATS
-        ):  # a summary.json or a figure's name: Parquet under it reads as none
-            raise click.BadParameter(f"{out!r}: f(i) is written as Parquet, give a .parquet name", param_hint="'--out'")
+        if Path(out).suffix.lower() in OTHER_FORMATS:  # a summary.json, a figure: Parquet under its name reads as none
+            raise click.BadParameter(f"{out!r} names another format: f(i) is written as Parquet", param_hint="'--out'")
+        if Path(out).is_file() and (what := not_parquet(out)):  # a token file, a tokenizer... under a typo
+            raise click.BadParameter(f"{out!r} exists and is {what}: --out replaces Parquet only", param_hint="'--out'")
         if Path(out).exists() and file_identity(str(out)) == file_identity(str(histogram_file(hist))):
             raise click.BadParameter(f"{out!r} is the histogram read (HIST): give another file", param_hint="'--out'")
         kept = sum(Ls) * len(regimes)

@@ -566,6 +566,6 @@ def usage_error(check, option: str | None = None):
         flag = option or exc.option
         hint = f"'{flag}'"
         param = next((p for p in click.get_current_context().command.params if flag in p.opts), None)
-        if param is not None and not given_on_command_line(param.name):  # its default: say so, the user typed none
-            hint += f" (its default {param.default})"
+        if param is not None and param.default is not None and not given_on_command_line(param.name):
+            hint += f" (its default {param.default})"  # the user typed none: say so
         raise click.BadParameter(str(exc), param_hint=hint) from None

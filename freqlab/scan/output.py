@@ -23,6 +23,7 @@ GROUP_ABOVE = 256
 GROUP_SHARDS = 4096
 GROUP_SECONDS = 1.0
 SUMMARY_START = b'{\n  "corpus": {\n'  # how every summary.json a scan wrote begins (json.dumps, indent 2)
+SUMMARY_BYTES = 1 << 26  # one saved again in another layout is parsed up to this size
 
 
 def written_paths(shard_ids: list[str]) -> list[str]:
@@ -46,8 +47,13 @@ def written_by_freqlab(path: Path) -> bool:
         return has_freqlab_header(path)
     try:  # a summary as ScanOutput.write writes it (indented JSON, corpus first), however many sources it lists
         with open(path, "rb") as handle:
-            return handle.read(len(SUMMARY_START)) == SUMMARY_START
-    except OSError:
+            if handle.read(len(SUMMARY_START)) == SUMMARY_START:
+                return True
+        if path.stat().st_size > SUMMARY_BYTES:
+            return False
+        summary = json.loads(path.read_bytes())  # one saved again in another layout (an editor, json.tool)
+        return isinstance(summary, dict) and {"corpus", "documents", "scan"} <= summary.keys()
+    except (OSError, ValueError, RecursionError):
         return False
 
 
@@ -149,7 +155,7 @@ class ScanOutput:
         self.flush()
         lengths_path, summary_path = self.out / LENGTHS_FILE, self.out / SUMMARY_FILE
         summary["outputs"] = {"lengths": unambiguous(lengths_path), "summary": unambiguous(summary_path)}
-        forget_written(self.out / FIGURES_DIR)  # an earlier scan's figures are not these results' (--plot redraws)
         # not to_parquet, which expands ~: this folder's name is expanded already (./~x would read as ~x's home)
         write_parquet(lengths_path, histogram.to_frame(), histogram.parquet_header())
         write_atomic(summary_path, (json.dumps(summary, indent=2) + "\n").encode())
+        forget_written(self.out / FIGURES_DIR)  # an earlier scan's figures are not these results' (--plot redraws)

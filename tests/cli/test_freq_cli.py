@@ -163,7 +163,7 @@ def test_schedule_command(tmp_path, hist):
         ),
         # a review: f(i) replaced the histogram read, or went into a .json name
         (("freq", "{hist}", "--out", "{hist}"), 2, "is the histogram read (HIST): give another file"),
-        (("freq", "{hist}", "--out", "{tmp}/f.json"), 2, "f(i) is written as Parquet, give a .parquet name"),
+        (("freq", "{hist}", "--out", "{tmp}/f.json"), 2, "f.json' names another format: f(i) is written as Parquet"),
     ],
 )
 def test_errors_are_one_line_without_traceback(tmp_path, hist, args, code, message):
@@ -185,6 +185,11 @@ def test_freq_out_takes_any_name_but_another_formats(hist, tmp_path):
     assert pl.read_parquet(tmp_path / "f.pq").height == 64
     assert run("freq", hist, "--L", 64, "--out", "/dev/null").exit_code == 0
     assert run("freq", hist, "--L", 64, "--out", tmp_path / "f.png").exit_code == 2
+    (tmp_path / "tokens.bin").write_bytes(b"\x02\x00" * 8)  # a typo naming a token file: kept (a review)
+    kept = run("freq", hist, "--L", 64, "--out", tmp_path / "tokens.bin")
+    assert kept.exit_code == 2 and "exists and is not a Parquet file" in kept.output
+    assert (tmp_path / "tokens.bin").read_bytes() == b"\x02\x00" * 8
+    assert run("freq", hist, "--L", 32, "--out", tmp_path / "f.pq").exit_code == 0  # a Parquet file: replaced
 
 
 def test_every_command_has_help_with_an_example():

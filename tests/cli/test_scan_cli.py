@@ -226,6 +226,14 @@ def test_a_new_scan_takes_away_the_figures_the_last_one_drew_and_nothing_else(tm
     assert names == ["effective_length.png", "frequency_L1024.png", "mine.png"]
     assert invoke("--dataset", str(corpus), "--out", str(out)).exit_code == 0  # no --plot: none of the old ones
     assert sorted(p.name for p in figures.iterdir()) == ["mine.png"]
+    # a figure the user edited since is theirs (a review); a corrupt list removes nothing and stops nothing
+    assert invoke("--dataset", str(corpus), "--out", str(out), "--L", 256, "--plot").exit_code == 0
+    (figures / "effective_length.png").write_bytes(b"edited by hand")
+    assert invoke("--dataset", str(corpus), "--out", str(out)).exit_code == 0
+    assert sorted(p.name for p in figures.iterdir()) == ["effective_length.png", "mine.png"]
+    (figures / ".written.json").write_text("[" * 100_000 + "]" * 100_000)
+    assert invoke("--dataset", str(corpus), "--out", str(out)).exit_code == 0
+    assert (out / "summary.json").is_file() and (figures / "mine.png").is_file()
 
 
 def test_plot_format_without_plot_is_a_usage_error(corpus, tmp_path):

@@ -264,6 +264,9 @@ def test_a_file_freqlab_did_not_write_where_a_result_goes_is_refused_and_kept(tm
     path.unlink()
     first = scan(str(data), out=str(tmp_path / "out"), progress=False)  # its own results: replaced by the next
     assert scan(str(data), out=str(tmp_path / "out"), progress=False).histogram.tokens == first.histogram.tokens
+    summary = tmp_path / "out" / "summary.json"  # saved again by an editor (another layout): still the scan's
+    summary.write_text(json.dumps(json.loads(summary.read_text()), indent=4))
+    assert scan(str(data), out=str(tmp_path / "out"), progress=False).histogram.tokens == first.histogram.tokens
 
 
 def test_a_corpus_file_that_is_an_output_is_refused_before_it_is_replaced(tmp_path):
