@@ -70,7 +70,15 @@ from freqlab.arrays import int64_tokens
 from freqlab.errors import FreqlabError
 from freqlab.frequency.exact import ExactFrequency
 from freqlab.frequency.position import refuse_megatron, segment_frequency
-from freqlab.frequency.regimes import Segments, check_histogram, check_window, exact_dot, seeded_rng, stream_order
+from freqlab.frequency.regimes import (
+    Segments,
+    check_histogram,
+    check_walk,
+    check_window,
+    exact_dot,
+    seeded_rng,
+    stream_order,
+)
 from freqlab.jit import njit
 from freqlab.sizes import parse_positions
 
@@ -239,6 +247,8 @@ def windowed_segments(
                 dropped += _add_piece(seg, 0, last, w, truncate, offset, 1)
             first += rows
         return seg, int(dropped)
+    # rows are walked one by one: one document of 2^40 tokens at L = 8 ran for hours (a review)
+    check_walk(regime, "walks a curriculum's rows one by one, here", np.asarray(run_rows), "rows")
     docs = stream_order(lengths, counts, seed)
     seg, dropped = _walk_rows(docs, L, run_rows, run_windows, truncate, offset, regime == "natural")
     return seg, int(dropped)

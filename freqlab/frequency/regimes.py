@@ -219,7 +219,7 @@ def stream_order(lengths: np.ndarray, counts: np.ndarray, seed: int = 0) -> np.n
     numpy.ndarray
         int64 document lengths, ``counts.sum()`` of them, shuffled.
     """
-    _check_walk("pack", "expands the histogram into a stream of", counts, "documents")
+    check_walk("pack", "expands the histogram into a stream of", counts, "documents")
     lengths, counts = np.asarray(lengths), np.asarray(counts)
     rank = np.argsort(lengths, kind="stable")  # the same multiset in any row order: the same stream
     order = np.repeat(lengths[rank], counts[rank])
@@ -292,7 +292,7 @@ def _packed(dense: np.ndarray, L: int) -> Segments:
     return Segments(nonzero.astype(np.int64), dense[nonzero], L, "pack")
 
 
-def _check_walk(regime: str, what: str, counts: np.ndarray, unit: str) -> None:
+def check_walk(regime: str, what: str, counts: np.ndarray, unit: str) -> None:
     """FreqlabError when ``regime`` would walk more than MAX_STREAM_DOCUMENTS items one by one."""
     items = int(np.sum(counts, dtype=np.int64))
     if items > MAX_STREAM_DOCUMENTS:
@@ -349,7 +349,7 @@ def best_fit_segments(lengths: np.ndarray, counts: np.ndarray, L: int) -> Segmen
     chunk_lengths, chunk_counts = _natural(lengths, counts, L)
     # chunks longer than L/2 (and whole rows) are placed in bulk: only the shorter ones may go one by one
     short = 2 * chunk_lengths <= L
-    _check_walk("best-fit", "places one by one up to", chunk_counts[short], "chunks of at most L/2 tokens")
+    check_walk("best-fit", "places one by one up to", chunk_counts[short], "chunks of at most L/2 tokens")
     order = np.argsort(chunk_lengths)[::-1]
     fills = best_fit_fills(chunk_lengths[order].copy(), chunk_counts[order].copy(), L)
     nonzero = np.flatnonzero(fills)

@@ -335,3 +335,13 @@ def test_spec_integers_past_int64_arithmetic_are_one_line(spec, message):
     """A review met an OverflowError traceback (numpy's int64 divisor) for SkyLadder's rate × batch."""
     with pytest.raises(FreqlabError, match=re.escape(message)):
         curriculum_from_spec(spec).frequency([100], [10], 64, "concat")
+
+
+@pytest.mark.parametrize(
+    "spec", [{"kind": "skyladder", "rate": 8, "batch": 1, "start": 4}, {"kind": "warmup", "start": 4, "share": 0.5}]
+)
+@pytest.mark.parametrize("regime", ["natural", "pack"])
+def test_a_curriculum_refuses_more_rows_than_it_can_walk(spec, regime):
+    """One 2^40-token document at L = 8 is 2^37 rows, walked one by one: it ran for hours (a review)."""
+    with pytest.raises(FreqlabError, match=r"walks a curriculum's rows one by one, here 137,438,953,472 rows, more"):
+        curriculum_from_spec(spec).frequency([2**40], [1], 8, regime)
