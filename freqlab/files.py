@@ -288,8 +288,8 @@ def read_parquet(path: str | Path) -> tuple[pl.DataFrame, dict[str, str]]:
 
 def forget_written(folder: str | Path) -> None:
     """Remove the files the list :data:`freqlab.formats.FIGURES_WRITTEN` in ``folder`` names (what freqlab wrote
-    there last), then the list: plain files of that folder only, and only while each is as written (its size and
-    modification time: a figure the user edited or replaced since is theirs). Best effort: what cannot be read or
+    there last), then the list: plain files of that folder only, and only while each is as written (:func:`_stamp`:
+    a figure the user edited, replaced or copied in since is theirs). Best effort: what cannot be read or
     removed stays (a corrupt list, a read-only folder), and no list removes nothing.
 
     >>> import tempfile; folder = Path(tempfile.mkdtemp())
@@ -314,7 +314,7 @@ def forget_written(folder: str | Path) -> None:
 
 
 def record_written(folder: str | Path, names: Sequence[str]) -> None:
-    """List ``names`` (files just written into ``folder``) with their size and modification time, for the next
+    """List ``names`` (files just written into ``folder``) with their :func:`_stamp`, for the next
     :func:`forget_written`.
     """
     listed = Path(folder) / FIGURES_WRITTEN
@@ -324,14 +324,18 @@ def record_written(folder: str | Path, names: Sequence[str]) -> None:
 
 
 def _stamp(path: Path) -> list[int]:
+    """Size, modification time, inode and change time: a copy that keeps the first two (``cp -a``, ``rsync -a``, a
+    restore) is a new file, and no user sets a change time.
+    """
     info = path.stat()
-    return [info.st_size, info.st_mtime_ns]
+    return [info.st_size, info.st_mtime_ns, info.st_ino, info.st_ctime_ns]
 
 
-def has_freqlab_header(path: str | Path) -> bool:
+def has_freqlab_header(path: str | Path, format: str = "freqlab.") -> bool:
     """Whether the file at ``path`` is a Parquet file carrying freqlab's JSON header (:func:`write_parquet`'s, under
-    :data:`freqlab.formats.METADATA_KEY`), read from its footer's bytes: no Parquet library is loaded (a scan asks
-    this of its output folder while it starts). False for anything else, or a file that cannot be read.
+    :data:`freqlab.formats.METADATA_KEY`), of ``format`` (default: any of freqlab's; a name in full, or its start),
+    read from its footer's bytes: no Parquet library is loaded (a scan asks this of its output folder while it
+    starts). False for anything else, or a file that cannot be read.
 
     >>> import tempfile, polars as pl; folder = tempfile.mkdtemp()
     >>> write_parquet(f"{folder}/h.parquet", pl.DataFrame({"a": [1]}), {"format": "freqlab.x", "version": 1})
@@ -354,7 +358,7 @@ def has_freqlab_header(path: str | Path) -> bool:
     except OSError:
         return False
     # the key-value pair is stored as its two strings: the key, then the header json.dumps wrote
-    return METADATA_KEY.encode() in metadata and b'{"format": "freqlab.' in metadata
+    return METADATA_KEY.encode() in metadata and f'{{"format": "{format}'.encode() in metadata
 
 
 def not_parquet(path: str | Path) -> str | None:

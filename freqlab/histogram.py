@@ -640,9 +640,12 @@ def agreed_meta(metas: Sequence[dict]) -> dict:
     """
     merged: dict = {}
     for key in dict.fromkeys(key for meta in metas for key in meta):
-        if key in UNITS:
+        if key in UNITS:  # the known value (they agree), else none: a scaled sample's raw rate is no rate of the sum
             known = [value for meta in metas if (value := _unit(meta, key)) is not _UNKNOWN]
-            merged[key] = known[0] if known else next(meta[key] for meta in metas if key in meta)
+            if known:
+                merged[key] = known[0]
+            elif all(key in meta and meta[key] is None for meta in metas) and key != "sample_rate":
+                merged[key] = None
         elif all(key in meta and meta[key] == metas[0][key] for meta in metas):
             merged[key] = metas[0][key]
     return merged

@@ -30,8 +30,8 @@ from freqlab.cli.options import (  # noqa: F401  (echo_json, json_option, tokens
 )
 from freqlab.cli.weights import budget_line, echo_mix, histogram_line, read_histogram
 from freqlab.errors import FreqlabError
-from freqlab.files import not_parquet
-from freqlab.formats import FREQUENCY_FORMAT, FREQUENCY_VERSION, METADATA_KEY  # noqa: F401  (import compatibility)
+from freqlab.files import has_freqlab_header, not_parquet
+from freqlab.formats import FREQUENCY_FORMAT, FREQUENCY_VERSION, LENGTHS_FORMAT, METADATA_KEY  # noqa: F401
 from freqlab.frequency.budget import training_budget
 from freqlab.frequency.exposure import DEFAULT_THRESHOLDS, TAIL_REGIMES, source_tails, tails_report
 from freqlab.frequency.layouts import layout_frequency
@@ -47,6 +47,23 @@ from freqlab.resources import require_memory
 #: names of what freqlab reads or writes in other formats, which ``freq --out`` (Parquet) is not given (any other
 #: name is: ``f.pq``, ``/dev/stdout``)
 OTHER_FORMATS = (".json", ".jsonl", ".yaml", ".yml", ".csv", ".txt", ".png", ".pdf", ".svg", ".gz", ".zst", ".idx")
+
+
+def _check_out(out, hist) -> None:
+    """``freq --out``: a usage error for a name of another format, the histogram read, another scan's histogram or
+    an existing file that is no Parquet (an empty one is replaced: a shell's ``> f.parquet``, ``/dev/stdout``).
+    """
+    path = Path(out)
+    if path.suffix.lower() in OTHER_FORMATS:  # a summary.json, a figure: Parquet under its name reads as none
+        raise click.BadParameter(f"{out!r} names another format: f(i) is written as Parquet", param_hint="'--out'")
+    if not path.is_file() or not path.stat().st_size:
+        return
+    if file_identity(str(out)) == file_identity(str(histogram_file(hist))):
+        raise click.BadParameter(f"{out!r} is the histogram read (HIST): give another file", param_hint="'--out'")
+    if what := not_parquet(out):  # a token file, a tokenizer... named by a typo
+        raise click.BadParameter(f"{out!r} exists and is {what}: --out replaces Parquet only", param_hint="'--out'")
+    if has_freqlab_header(out, LENGTHS_FORMAT):  # another scan's histogram: hours to count again
+        raise click.BadParameter(f"{out!r} is a length histogram: give another file", param_hint="'--out'")
 
 
 @click.command("freq")
@@ -83,12 +100,7 @@ def freq_command(hist, Ls, regimes, tokens, tau, seed, out, weights, layout, tai
     """
     tau = tau_or_default(tau)
     if out:
-        if Path(out).suffix.lower() in OTHER_FORMATS:  # a summary.json, a figure: Parquet under its name reads as none
-            raise click.BadParameter(f"{out!r} names another format: f(i) is written as Parquet", param_hint="'--out'")
-        if Path(out).is_file() and (what := not_parquet(out)):  # a token file, a tokenizer... under a typo
-            raise click.BadParameter(f"{out!r} exists and is {what}: --out replaces Parquet only", param_hint="'--out'")
-        if Path(out).exists() and file_identity(str(out)) == file_identity(str(histogram_file(hist))):
-            raise click.BadParameter(f"{out!r} is the histogram read (HIST): give another file", param_hint="'--out'")
+        _check_out(out, hist)
         kept = sum(Ls) * len(regimes)
         require_memory(
             OUT_BYTES_PER_POSITION * kept + BYTES_PER_POSITION * max(Ls),

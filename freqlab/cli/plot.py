@@ -342,7 +342,8 @@ def recipe_command(file, preset, hist, layout, tau, out, formats, size, dpi, as_
     type=HomePath(file_okay=False),
     default="freqlab-out/figures",
     show_default=True,
-    help="Folder the figures are written into (created if needed).",
+    help="Folder the figures are written into (created if needed); those this command wrote there last time go "
+    "first (listed in its .written.json, while unchanged).",
 )
 @format_option("Format(s) (repeat for several).", default=("png",))
 @json_option

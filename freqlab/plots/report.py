@@ -27,7 +27,8 @@ def scan_figures(
     seed: int = 0,
 ) -> list[Path]:
     """Write the main figures of a histogram into the folder ``out_dir`` (created if needed) and return the files
-    written (``freqlab scan --plot`` passes OUT/figures).
+    written (``freqlab scan --plot`` passes OUT/figures); the figures this function wrote there last time are taken
+    away first, while still as written (:func:`freqlab.files.forget_written`).
 
     - ``frequency_L{L}``: one STRING Fig. 1 panel per regime, for each window L;
     - ``windows``: f_T for every L at the same budget ``tokens`` (Fig. 3 layout; with two or more windows);
@@ -77,13 +78,16 @@ def scan_figures(
     folder = Path(out_dir)
     forget_written(folder)  # the figures this folder got last time (another corpus's, other windows)
     written: list[Path] = []
+
+    def save(figure, name: str) -> None:  # listed as each is written: an interrupted run's figures go next time too
+        written.extend(save_figure(figure, folder / name, formats))
+        record_written(folder, [path.name for path in written])
+
     for L in Ls:
-        written += save_figure(plot_regimes(h, L, regimes, seed=seed), folder / f"frequency_L{L}", formats)
+        save(plot_regimes(h, L, regimes, seed=seed), f"frequency_L{L}")
     if len(Ls) > 1:
-        written += save_figure(plot_windows(h, Ls, regimes[0], tokens=tokens, seed=seed), folder / "windows", formats)
-    figure = plot_effective_length(h, Ls, regimes[0], budget=tokens, tau=tau, seed=seed)
-    written += save_figure(figure, folder / "effective_length", formats)
+        save(plot_windows(h, Ls, regimes[0], tokens=tokens, seed=seed), "windows")
+    save(plot_effective_length(h, Ls, regimes[0], budget=tokens, tau=tau, seed=seed), "effective_length")
     if h.sources:
-        written += save_figure(plot_sources(h, Ls[0], regimes[0], seed=seed), folder / "sources", formats)
-    record_written(folder, [path.name for path in written])
+        save(plot_sources(h, Ls[0], regimes[0], seed=seed), "sources")
     return written

@@ -49,7 +49,7 @@ def written_by_freqlab(path: Path) -> bool:
         with open(path, "rb") as handle:
             if handle.read(len(SUMMARY_START)) == SUMMARY_START:
                 return True
-        if path.stat().st_size > SUMMARY_BYTES:
+        if not path.is_file() or path.stat().st_size > SUMMARY_BYTES:  # a device behind a link: never read whole
             return False
         summary = json.loads(path.read_bytes())  # one saved again in another layout (an editor, json.tool)
         return isinstance(summary, dict) and {"corpus", "documents", "scan"} <= summary.keys()

@@ -190,6 +190,12 @@ def test_freq_out_takes_any_name_but_another_formats(hist, tmp_path):
     assert kept.exit_code == 2 and "exists and is not a Parquet file" in kept.output
     assert (tmp_path / "tokens.bin").read_bytes() == b"\x02\x00" * 8
     assert run("freq", hist, "--L", 32, "--out", tmp_path / "f.pq").exit_code == 0  # a Parquet file: replaced
+    (tmp_path / "empty.parquet").write_bytes(b"")  # what `--out /dev/stdout > empty.parquet` finds (a review)
+    assert run("freq", hist, "--L", 32, "--out", tmp_path / "empty.parquet").exit_code == 0
+    other = LengthHistogram.from_lengths([5, 9]).to_parquet(tmp_path / "other.parquet")  # another scan's histogram
+    refused = run("freq", hist, "--L", 32, "--out", other)
+    assert refused.exit_code == 2 and "is a length histogram: give another file" in refused.output
+    assert LengthHistogram.read_parquet(other).documents == 2
 
 
 def test_every_command_has_help_with_an_example():

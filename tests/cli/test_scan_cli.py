@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import re
+import shutil
 import time
 
 import pytest
@@ -231,6 +232,13 @@ def test_a_new_scan_takes_away_the_figures_the_last_one_drew_and_nothing_else(tm
     (figures / "effective_length.png").write_bytes(b"edited by hand")
     assert invoke("--dataset", str(corpus), "--out", str(out)).exit_code == 0
     assert sorted(p.name for p in figures.iterdir()) == ["effective_length.png", "mine.png"]
+    # a copy that keeps sizes and times (cp -a, a restore) is a new file: it stays (a review)
+    assert invoke("--dataset", str(corpus), "--out", str(out), "--L", 256, "--plot").exit_code == 0
+    copy = tmp_path / "paper"
+    shutil.copytree(figures, copy)  # copy2: sizes and times kept, the list copied along
+    plotted = CliRunner().invoke(main, ["plot", "scan", str(out / "lengths.parquet"), "--L", 512, "--out", str(copy)])
+    assert plotted.exit_code == 0, plotted.output
+    assert (copy / "frequency_L256.png").is_file() and (copy / "frequency_L512.png").is_file()
     (figures / ".written.json").write_text("[" * 100_000 + "]" * 100_000)
     assert invoke("--dataset", str(corpus), "--out", str(out)).exit_code == 0
     assert (out / "summary.json").is_file() and (figures / "mine.png").is_file()
