@@ -344,6 +344,8 @@ def has_freqlab_header(path: str | Path, format: str = "freqlab.") -> bool:
     (True, False)
     """
     try:
+        if not Path(path).is_file():  # a FIFO would block the open, a device never end
+            return False
         with open(path, "rb") as handle:
             size = handle.seek(0, os.SEEK_END)
             if size < 12:

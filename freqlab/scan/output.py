@@ -45,11 +45,13 @@ def written_by_freqlab(path: Path) -> bool:
         return True
     if path.name == LENGTHS_FILE:
         return has_freqlab_header(path)
+    if not path.is_file():  # a FIFO would block the open, a device behind a link never end: no scan wrote it
+        return False
     try:  # a summary as ScanOutput.write writes it (indented JSON, corpus first), however many sources it lists
         with open(path, "rb") as handle:
             if handle.read(len(SUMMARY_START)) == SUMMARY_START:
                 return True
-        if not path.is_file() or path.stat().st_size > SUMMARY_BYTES:  # a device behind a link: never read whole
+        if path.stat().st_size > SUMMARY_BYTES:
             return False
         summary = json.loads(path.read_bytes())  # one saved again in another layout (an editor, json.tool)
         return isinstance(summary, dict) and {"corpus", "documents", "scan"} <= summary.keys()

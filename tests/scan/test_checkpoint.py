@@ -269,6 +269,19 @@ def test_a_file_freqlab_did_not_write_where_a_result_goes_is_refused_and_kept(tm
     assert scan(str(data), out=str(tmp_path / "out"), progress=False).histogram.tokens == first.histogram.tokens
 
 
+@pytest.mark.parametrize("name", ["summary.json", "lengths.parquet"])
+def test_a_fifo_where_a_result_goes_is_refused_without_waiting_on_it(tmp_path, name):
+    """A review: the check of OUT/summary.json or OUT/lengths.parquet opened a FIFO there and hung, holding the lock."""
+    from freqlab.scan import scan
+
+    data = tmp_path / "a.jsonl"
+    data.write_text('{"text": "hello world"}\n')
+    (tmp_path / "out").mkdir()
+    os.mkfifo(tmp_path / "out" / name)
+    with pytest.raises(FreqlabError, match="a file freqlab did not write"):
+        scan(str(data), out=str(tmp_path / "out"), progress=False)
+
+
 def test_a_corpus_file_that_is_an_output_is_refused_before_it_is_replaced(tmp_path):
     """A review: ``--dataset c/lengths.parquet --out c`` replaced the corpus with its histogram. A freqlab histogram
     scanned as lengths (--length-field), named or through another hard link, is refused too."""
