@@ -6,8 +6,6 @@ A thin layer over :mod:`freqlab.plan.harpe`. The ``plan`` group (``freqlab/cli/p
 
 from __future__ import annotations
 
-import functools
-
 import click
 
 from freqlab.cli.options import (
@@ -130,8 +128,11 @@ def harpe_command(
         plan = harpe.uniform_plan(heads, b_min, b_max, head_dim=head_dim, grid=choice)
     else:
         detector = harpe.ProminentExtrema(peaks, separation)
-        search = functools.partial(harpe.peak_valley_search, head_dim=head_dim, grid=choice, detector=detector)
-        plan = usage_error(lambda: search(heads, b_min, b_max, stride))
+        plan = usage_error(
+            lambda: harpe.peak_valley_search(
+                heads, b_min, b_max, stride, head_dim=head_dim, grid=choice, detector=detector
+            )
+        )
     compared = harpe.compare_sets(plan, random_count=random_sets, seed=seed) if compare else None
     if compare and strategy == "uniform":
         compared = compared[1:]  # the uniform set is already the plan

@@ -22,6 +22,7 @@ from typing import TYPE_CHECKING, Any, ClassVar, NamedTuple
 
 import numpy as np
 
+from freqlab.corpus.frames import GZIP_MAGIC
 from freqlab.corpus.ranges import LineTooLong
 from freqlab.errors import FreqlabError
 from freqlab.formats import UNLABELLED_SOURCE
@@ -396,7 +397,7 @@ def _starts_gzip(path: str) -> bool:
     """Whether the local file at ``path`` starts with gzip's magic bytes (False for a URL or an unreadable file)."""
     try:
         with open(path, "rb") as handle:
-            return handle.read(2) == b"\x1f\x8b"
+            return handle.read(len(GZIP_MAGIC)) == GZIP_MAGIC
     except (OSError, ValueError):
         return False
 
