@@ -50,20 +50,25 @@ OTHER_FORMATS = (".json", ".jsonl", ".yaml", ".yml", ".csv", ".txt", ".png", ".p
 
 
 def _check_out(out, hist) -> None:
-    """``freq --out``: a usage error for a name of another format, the histogram read, another scan's histogram or
-    an existing file that is no Parquet (an empty one is replaced: a shell's ``> f.parquet``, ``/dev/stdout``).
+    """``freq --out``: a usage error for a name of another format, the histogram read, or an existing file that is
+    no f(i) table of freqlab's (a length histogram, a checkpoint, a user's Parquet, a token file named by a typo);
+    an empty one is written (a shell's ``> f.parquet``, ``/dev/stdout``).
     """
     path = Path(out)
     if path.suffix.lower() in OTHER_FORMATS:  # a summary.json, a figure: Parquet under its name reads as none
         raise click.BadParameter(f"{out!r} names another format: f(i) is written as Parquet", param_hint="'--out'")
-    if not path.is_file() or not path.stat().st_size:
+    if not path.is_file() or not path.stat().st_size or has_freqlab_header(out, FREQUENCY_FORMAT):
         return
     if file_identity(str(out)) == file_identity(str(histogram_file(hist))):
         raise click.BadParameter(f"{out!r} is the histogram read (HIST): give another file", param_hint="'--out'")
-    if what := not_parquet(out):  # a token file, a tokenizer... named by a typo
-        raise click.BadParameter(f"{out!r} exists and is {what}: --out replaces Parquet only", param_hint="'--out'")
     if has_freqlab_header(out, LENGTHS_FORMAT):  # another scan's histogram: hours to count again
-        raise click.BadParameter(f"{out!r} is a length histogram: give another file", param_hint="'--out'")
+        what = "a length histogram"
+    else:
+        what = not_parquet(out) or "a Parquet file freqlab did not write as f(i)"
+    raise click.BadParameter(
+        f"{out!r} exists and is {what}: --out replaces only an f(i) table it wrote; give another file",
+        param_hint="'--out'",
+    )
 
 
 @click.command("freq")

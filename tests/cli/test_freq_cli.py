@@ -13,6 +13,8 @@ from click.testing import CliRunner
 
 from freqlab import LengthHistogram, position_frequency
 from freqlab.cli import main
+from freqlab.files import write_parquet
+from freqlab.formats import CHECKPOINT_FORMAT
 
 
 @pytest.fixture
@@ -194,8 +196,26 @@ def test_freq_out_takes_any_name_but_another_formats(hist, tmp_path):
     assert run("freq", hist, "--L", 32, "--out", tmp_path / "empty.parquet").exit_code == 0
     other = LengthHistogram.from_lengths([5, 9]).to_parquet(tmp_path / "other.parquet")  # another scan's histogram
     refused = run("freq", hist, "--L", 32, "--out", other)
-    assert refused.exit_code == 2 and "is a length histogram: give another file" in refused.output
+    assert refused.exit_code == 2 and "exists and is a length histogram" in refused.output
     assert LengthHistogram.read_parquet(other).documents == 2
+
+
+def test_freq_out_replaces_only_an_f_table_it_wrote(hist, tmp_path):
+    """A user's Parquet file or a scan's checkpoint named by --out was replaced (a review): only a table of f(i) that
+    freq --out wrote is."""
+    users = tmp_path / "users.parquet"
+    pl.DataFrame({"a": [1, 2]}).write_parquet(users)
+    refused = run("freq", hist, "--L", 32, "--out", users)
+    assert refused.exit_code == 2 and "a Parquet file freqlab did not write as f(i)" in refused.output
+    assert pl.read_parquet(users)["a"].to_list() == [1, 2]
+    checkpoint = tmp_path / "checkpoint.parquet"
+    write_parquet(checkpoint, pl.DataFrame({"a": [3]}), {"format": CHECKPOINT_FORMAT, "version": 1})
+    assert run("freq", hist, "--L", 32, "--out", checkpoint).exit_code == 2
+    assert pl.read_parquet(checkpoint)["a"].to_list() == [3]
+    table = tmp_path / "f.parquet"
+    assert run("freq", hist, "--L", 64, "--out", table).exit_code == 0
+    assert run("freq", hist, "--L", 32, "--out", table).exit_code == 0  # its own table: replaced
+    assert pl.read_parquet(table)["L"].unique().to_list() == [32]
 
 
 def test_every_command_has_help_with_an_example():
