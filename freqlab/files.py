@@ -297,20 +297,46 @@ def forget_written(folder: str | Path) -> None:
     >>> record_written(folder, ["a.png"]); forget_written(folder); sorted(p.name for p in folder.iterdir())
     ['mine.png']
     """
-    listed = Path(folder) / FIGURES_WRITTEN
-    try:
-        written = json.loads(listed.read_bytes()) if listed.is_file() and not listed.is_symlink() else None
-    except (OSError, ValueError, RecursionError):
-        return
-    if not isinstance(written, dict):
-        return
+    written = _listed(folder)
     for name, stamp in written.items():
         path = Path(folder) / name if name == Path(name).name and "\0" not in name else None
         with contextlib.suppress(OSError):
             if path is not None and path.is_file() and not path.is_symlink() and _stamp(path) == stamp:
                 path.unlink()
     with contextlib.suppress(OSError):
-        listed.unlink()
+        if written:
+            (Path(folder) / FIGURES_WRITTEN).unlink()
+
+
+def not_written(folder: str | Path, names: Sequence[str]) -> list[str]:
+    """Those of ``names`` that are in ``folder`` (a file, a link, anything) but not as freqlab wrote them there last
+    (:func:`record_written`'s list, :func:`_stamp`): the user's, which a figure of that name would replace.
+
+    >>> import tempfile; folder = Path(tempfile.mkdtemp())
+    >>> _ = (folder / "a.png").write_bytes(b"drawn"), (folder / "b.png").write_bytes(b"mine")
+    >>> record_written(folder, ["a.png"]); not_written(folder, ["a.png", "b.png", "c.png"])
+    ['b.png']
+    """
+    written = _listed(folder)
+    found = []
+    for name in names:
+        path = Path(folder) / name
+        try:
+            if os.path.lexists(path) and (path.is_symlink() or not path.is_file() or written.get(name) != _stamp(path)):
+                found.append(name)
+        except OSError:
+            found.append(name)
+    return found
+
+
+def _listed(folder: str | Path) -> dict:
+    """The list :func:`record_written` wrote in ``folder`` (name -> stamp); {} when there is none or it is corrupt."""
+    listed = Path(folder) / FIGURES_WRITTEN
+    try:
+        written = json.loads(listed.read_bytes()) if listed.is_file() and not listed.is_symlink() else None
+    except (OSError, ValueError, RecursionError):
+        return {}
+    return written if isinstance(written, dict) else {}
 
 
 def record_written(folder: str | Path, names: Sequence[str]) -> None:

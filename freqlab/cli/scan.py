@@ -335,6 +335,10 @@ def scan_command(
         )
     except FreqlabError as exc:
         raise click.UsageError(str(exc)) from None
+    if plot:  # a file of the user's named like a figure: refused now, not after the whole corpus is counted
+        from freqlab.plots.report import check_figures_free, figure_names
+
+        check_figures_free(Path(out) / FIGURES_DIR, figure_names(Ls, plot_formats))
     from freqlab.tokenization import single_threaded
 
     # this process is the command's own: each tokenizer call on one thread (the scan's threads and workers are the

@@ -6,13 +6,13 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from freqlab.errors import FreqlabError
-from freqlab.files import forget_written, record_written
+from freqlab.files import forget_written, not_written, record_written
 from freqlab.frequency import DEFAULT_TAU, REGIMES
 from freqlab.frequency.budget import training_budget
 from freqlab.plots.axes import as_histogram
 from freqlab.plots.frequency import plot_effective_length, plot_regimes, plot_windows
 from freqlab.plots.sources import plot_sources
-from freqlab.plots.style import save_figure
+from freqlab.plots.style import figure_formats, save_figure
 
 
 def scan_figures(
@@ -28,7 +28,8 @@ def scan_figures(
 ) -> list[Path]:
     """Write the main figures of a histogram into the folder ``out_dir`` (created if needed) and return the files
     written (``freqlab scan --plot`` passes OUT/figures); the figures this function wrote there last time are taken
-    away first, while still as written (:func:`freqlab.files.forget_written`).
+    away first, while still as written (:func:`freqlab.files.forget_written`), and a file of the user's named like
+    a figure is refused (:func:`check_figures_free`), not replaced.
 
     - ``frequency_L{L}``: one STRING Fig. 1 panel per regime, for each window L;
     - ``windows``: f_T for every L at the same budget ``tokens`` (Fig. 3 layout; with two or more windows);
@@ -76,6 +77,7 @@ def scan_figures(
     if unknown:
         raise FreqlabError(f"unknown regime {unknown[0]!r}; choose from {', '.join(REGIMES)}")
     folder = Path(out_dir)
+    check_figures_free(folder, figure_names(Ls, formats, sources=bool(h.sources)))
     forget_written(folder)  # the figures this folder got last time (another corpus's, other windows)
     written: list[Path] = []
 
@@ -91,3 +93,28 @@ def scan_figures(
     if h.sources:
         save(plot_sources(h, Ls[0], regimes[0], seed=seed), "sources")
     return written
+
+
+def figure_names(Ls: Sequence[int], formats: Sequence[str] = ("png",), *, sources: bool = True) -> list[str]:
+    """The names of the files :func:`scan_figures` writes for the windows ``Ls`` in ``formats`` (``sources``: with
+    the per-source figure, drawn for a histogram split by source).
+
+    >>> figure_names([2048, 4096], ["png"], sources=False)
+    ['frequency_L2048.png', 'frequency_L4096.png', 'windows.png', 'effective_length.png']
+    """
+    stems = [f"frequency_L{int(L)}" for L in Ls] + ["windows"] * (len(Ls) > 1) + ["effective_length"]
+    stems += ["sources"] * sources
+    return [f"{stem}.{fmt}" for stem in stems for fmt in dict.fromkeys(figure_formats("figure", formats))]
+
+
+def check_figures_free(folder: str | Path, names: Sequence[str]) -> None:
+    """Refuse (:class:`~freqlab.errors.FreqlabError`) when a file in ``folder`` has one of these figure ``names`` and
+    is not one freqlab drew there last, as drawn (:func:`freqlab.files.not_written`): drawing would replace it.
+    ``freqlab scan --plot`` asks this before it counts, :func:`scan_figures` before it draws.
+    """
+    found = not_written(folder, names)
+    if found:
+        raise FreqlabError(
+            f"{Path(folder) / found[0]}: a file freqlab did not draw there (or changed since), which a figure would "
+            "replace; move it away, or choose another folder for the figures"
+        )

@@ -232,16 +232,38 @@ def test_a_new_scan_takes_away_the_figures_the_last_one_drew_and_nothing_else(tm
     (figures / "effective_length.png").write_bytes(b"edited by hand")
     assert invoke("--dataset", str(corpus), "--out", str(out)).exit_code == 0
     assert sorted(p.name for p in figures.iterdir()) == ["effective_length.png", "mine.png"]
-    # a copy that keeps sizes and times (cp -a, a restore) is a new file: it stays (a review)
+    refused = invoke("--dataset", str(corpus), "--out", str(out), "--L", 256, "--plot")  # nor replaced by a figure
+    assert refused.exit_code == 1 and "effective_length.png: a file freqlab did not draw there" in refused.output
+    assert (figures / "effective_length.png").read_bytes() == b"edited by hand"
+    (figures / "effective_length.png").unlink()
+    # a copy that keeps sizes and times (cp -a, a restore) is a new file: it stays (a review), and is not replaced
     assert invoke("--dataset", str(corpus), "--out", str(out), "--L", 256, "--plot").exit_code == 0
     copy = tmp_path / "paper"
     shutil.copytree(figures, copy)  # copy2: sizes and times kept, the list copied along
+    plotted = CliRunner().invoke(main, ["plot", "scan", str(out / "lengths.parquet"), "--L", 512, "--out", str(copy)])
+    assert plotted.exit_code == 1 and "a file freqlab did not draw there" in plotted.output
+    assert (copy / "frequency_L256.png").read_bytes() == (figures / "frequency_L256.png").read_bytes()
+    (copy / "effective_length.png").unlink()
     plotted = CliRunner().invoke(main, ["plot", "scan", str(out / "lengths.parquet"), "--L", 512, "--out", str(copy)])
     assert plotted.exit_code == 0, plotted.output
     assert (copy / "frequency_L256.png").is_file() and (copy / "frequency_L512.png").is_file()
     (figures / ".written.json").write_text("[" * 100_000 + "]" * 100_000)
     assert invoke("--dataset", str(corpus), "--out", str(out)).exit_code == 0
     assert (out / "summary.json").is_file() and (figures / "mine.png").is_file()
+
+
+def test_plot_refuses_a_file_of_the_users_named_like_a_figure_before_counting(tmp_path, corpus):
+    """It was replaced by the figure (left alone last stop)."""
+    figures = tmp_path / "out" / "figures"
+    figures.mkdir(parents=True)
+    (figures / "frequency_L512.svg").write_bytes(b"the user's")
+    result = invoke(
+        "--dataset", str(corpus), "--out", str(tmp_path / "out"), "--L", 512, "--plot-format", "svg", "--plot"
+    )
+    assert result.exit_code == 1 and "frequency_L512.svg: a file freqlab did not draw there" in result.output
+    assert (figures / "frequency_L512.svg").read_bytes() == b"the user's"
+    assert not (tmp_path / "out" / "lengths.parquet").exists()  # refused before anything was counted
+    assert invoke("--dataset", str(corpus), "--out", str(tmp_path / "out"), "--L", 512, "--plot").exit_code == 0
 
 
 def test_plot_format_without_plot_is_a_usage_error(corpus, tmp_path):
