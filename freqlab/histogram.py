@@ -623,8 +623,8 @@ def _unit(meta: dict, key: str) -> object:
         return _UNKNOWN
     value = meta[key]
     if key == "sample_rate":
-        if "scaled_from_tokens" in meta:  # scaled to a budget (scale_to_tokens): its counts are no sample's any more
-            return _UNKNOWN
+        if "scaled_from_tokens" in meta:  # scaled to a budget (scale_to_tokens): whole counts, as a whole scan's
+            return None
         return None if value == 1 else value  # keeping every document is no sampling: a scan records None
     return _UNKNOWN if value is None else value
 

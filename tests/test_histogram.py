@@ -74,9 +74,14 @@ def test_a_sample_scaled_to_a_budget_adds_to_a_whole_scan():
         whole + sample
     summed = whole + sample.scale_to_tokens(whole.tokens)
     assert summed.counts.tolist() == [12, 4] and summed.meta["sample_rate"] is None
-    # two scaled samples: their raw rates are no rate of the sum (it said 0.1, a review)
+    # two scaled samples: their raw rates are no rate of the sum (it said 0.1, a review): whole counts, as a scan's
     other = LengthHistogram.from_counts([10], [5], meta={"sample_rate": 0.1}).scale_to_tokens(50)
-    assert "sample_rate" not in (sample.scale_to_tokens(50) + other).meta
+    assert (sample.scale_to_tokens(50) + other).meta["sample_rate"] is None
+    # a raw sample beside a scaled one: a sample's counts beside whole ones (it added up, labelled 0.5; left alone
+    # last stop)
+    for x, y in ((sample, other), (other, sample)):
+        with pytest.raises(FreqlabError, match=r"\(sample_rate 0.5\) and .* \(None\)|\(sample_rate None\) and .*0.5"):
+            x + y
 
 
 def test_combining_sources_checks_their_units_as_a_merge_does():
