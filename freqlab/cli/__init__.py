@@ -49,11 +49,14 @@ class _Group(click.Group):
             formatter.write_dl([(name, COMMANDS[name][1]) for name in self.list_commands(ctx)])
 
     def invoke(self, ctx: click.Context):
-        from freqlab.errors import FreqlabError, describe_os_error
+        from freqlab.errors import FreqlabError, ParameterError, describe_os_error
         from freqlab.paths import printable
 
         try:
-            return super().invoke(ctx)
+            try:
+                return super().invoke(ctx)
+            except ParameterError as exc:  # a value of one option, found wrong by the library: a usage error too
+                raise click.BadParameter(str(exc), param_hint=f"'{exc.option}'") from None
         except click.ClickException as exc:  # a usage error quoting a value: on one line, as freqlab's own errors
             exc.message = printable(exc.message)
             raise

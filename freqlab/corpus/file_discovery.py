@@ -29,7 +29,7 @@ from typing import Any
 from freqlab.corpus.base import FileChanged  # defined in base (Shard.reading catches it); kept importable here
 from freqlab.corpus.registry import supported
 from freqlab.display import first_few
-from freqlab.errors import FreqlabError
+from freqlab.errors import FreqlabError, ParameterError
 from freqlab.paths import expand_home, file_identity
 
 # Metadata files of saved datasets: JSON, but never JSON-lines data (a glob like saved/* matches them).
@@ -514,12 +514,14 @@ def find_files(
         raise FreqlabError(f"{', '.join(specs)}: no data files found (supported: {supported()}){there}")
     shown = " ".join(specs)
     if config is not None:
-        raise FreqlabError(f"{shown}: --config {config!r} applies to Hugging Face datasets, not to local files")
+        raise ParameterError(
+            f"{shown}: --config {config!r} applies to Hugging Face datasets, not to local files", "--config"
+        )
     if split != "train" and not found.split_used:
-        raise FreqlabError(
+        raise ParameterError(
             f"{shown}: --split {split!r} applies to Hugging Face datasets, saved DatasetDict folders and the "
-            "datasets cache's folders; "
-            "local files are read whole (drop --split, or point at the split's files)"
+            "datasets cache's folders; local files are read whole (drop --split, or point at the split's files)",
+            "--split",
         )
     return found
 

@@ -39,7 +39,7 @@ from typing import Any, BinaryIO
 from freqlab.corpus.base import describe_error
 from freqlab.corpus.file_discovery import DataFile, FileChanged, FoundFiles
 from freqlab.corpus.registry import supported
-from freqlab.errors import FreqlabError
+from freqlab.errors import FreqlabError, ParameterError
 
 TIMEOUT = 15.0
 TIMEOUT_VARIABLE = "FREQLAB_REMOTE_TIMEOUT"
@@ -376,9 +376,13 @@ def find_remote(specs: list[str], format_of, split: str = "train", config: str |
     if not found.files:
         raise FreqlabError(f"{', '.join(specs)}: no data files found (supported: {supported()})")
     if config is not None:
-        raise FreqlabError(f"{' '.join(specs)}: --config {config!r} applies to Hugging Face datasets, not to files")
+        raise ParameterError(
+            f"{' '.join(specs)}: --config {config!r} applies to Hugging Face datasets, not to files", "--config"
+        )
     if split != "train":
-        raise FreqlabError(f"{' '.join(specs)}: --split {split!r} applies to Hugging Face datasets, not to files")
+        raise ParameterError(
+            f"{' '.join(specs)}: --split {split!r} applies to Hugging Face datasets, not to files", "--split"
+        )
     paths = [url for url, _ in found.files]
     root = os.path.commonpath([_URL.sub("", url).rsplit("/", 1)[0] for url in paths]) if paths else ""
     files = []
