@@ -385,8 +385,33 @@ def has_freqlab_header(path: str | Path, format: str = "freqlab.") -> bool:
             metadata = handle.read(footer)
     except OSError:
         return False
-    # the key-value pair is stored as its two strings: the key, then the header json.dumps wrote
-    return METADATA_KEY.encode() in metadata and f'{{"format": "{format}'.encode() in metadata
+    return any(
+        isinstance(header, dict) and str(header.get("format")).startswith(format)
+        for header in _key_values(metadata, METADATA_KEY)
+    )
+
+
+def _key_values(footer: bytes, key: str) -> list:
+    """The JSON values stored under ``key`` in a Parquet footer's key-value metadata, found by their Thrift compact
+    encoding (a ``KeyValue`` struct: field 1 the key, field 2 the value, both binary, then the struct's end), so
+    that the same text elsewhere in the footer (a column's name, a string column's min/max statistics: a user's
+    table that stores a header) is not taken for one.
+    """
+    name = key.encode()
+    marker = b"\x18" + bytes([len(name)]) + name + b"\x18"  # len < 128: one varint byte
+    found, start = [], 0
+    while (at := footer.find(marker, start)) >= 0:
+        start, pos, length, shift = at + 1, at + len(marker), 0, 0
+        while pos < len(footer) and shift < 35:  # the value's length, a ULEB128 varint
+            length |= (footer[pos] & 0x7F) << shift
+            pos, shift = pos + 1, shift + 7
+            if not footer[pos - 1] & 0x80:
+                break
+        end = pos + length
+        if end < len(footer) and footer[end] == 0:  # the KeyValue struct ends right after its value
+            with contextlib.suppress(ValueError, RecursionError):
+                found.append(json.loads(footer[pos:end]))
+    return found
 
 
 def not_parquet(path: str | Path) -> str | None:

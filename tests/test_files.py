@@ -10,7 +10,7 @@ import polars as pl
 import pytest
 
 from freqlab.errors import FreqlabError
-from freqlab.files import parquet_metadata, read_parquet, write_atomic, write_parquet
+from freqlab.files import has_freqlab_header, parquet_metadata, read_parquet, write_atomic, write_parquet
 
 FRAME = pl.DataFrame({"length": [1, 4, 9], "count": [3, 2, 1]})
 
@@ -35,6 +35,23 @@ def test_a_table_and_its_header_come_back_as_written(tmp_path):
     assert metadata["freqlab"] == '{"format": "demo", "version": 1}' == parquet_metadata(path)["freqlab"]
     write_parquet(path, FRAME)  # no header: a plain table, replacing the file
     assert "freqlab" not in parquet_metadata(path)
+
+
+def test_freqlabs_header_is_known_by_its_metadata_entry_not_by_text_anywhere_in_the_footer(tmp_path):
+    """A review: a user's table storing a header's text (a column of run headers, its min/max statistics in the
+    footer) was taken for freqlab's, so freq --out and a scan replaced it."""
+    header = {"format": "freqlab.length_histogram", "version": 3, "note": "x" * 300}  # a value past 127 bytes
+    write_parquet(tmp_path / "ours.parquet", FRAME, header=header)
+    text = parquet_metadata(tmp_path / "ours.parquet")["freqlab"]
+    pl.DataFrame({"file": ["ours.parquet"], "header": [text]}).write_parquet(tmp_path / "catalog.parquet")
+    pl.DataFrame({"freqlab": [text]}).write_parquet(tmp_path / "column.parquet")  # a column named so, too
+    assert has_freqlab_header(tmp_path / "ours.parquet", "freqlab.length_histogram")
+    assert has_freqlab_header(tmp_path / "ours.parquet") and not has_freqlab_header(
+        tmp_path / "ours.parquet", "freqlab.p"
+    )
+    assert not has_freqlab_header(tmp_path / "catalog.parquet") and not has_freqlab_header(tmp_path / "column.parquet")
+    write_parquet(tmp_path / "odd.parquet", FRAME, header={"format": 7})
+    assert not has_freqlab_header(tmp_path / "odd.parquet")
 
 
 def test_a_name_that_is_not_utf8_is_written_and_read(undecodable):
