@@ -340,13 +340,15 @@ def _listed(folder: str | Path) -> dict:
 
 
 def record_written(folder: str | Path, names: Sequence[str]) -> None:
-    """List ``names`` (files just written into ``folder``) with their :func:`_stamp`, for the next
-    :func:`forget_written`.
+    """Add ``names`` (files just written into ``folder``) to its list with their :func:`_stamp`, for the next
+    :func:`forget_written`; the files listed before keep the stamps they were listed with (one edited since, by
+    the user while the rest is drawn, is theirs: stamped again, it would be taken away next time).
     """
     listed = Path(folder) / FIGURES_WRITTEN
+    written = {**_listed(folder), **{name: _stamp(Path(folder) / name) for name in names}}
     if listed.is_symlink():  # the list is replaced, not what a link there leads to
         listed.unlink()
-    write_atomic(listed, json.dumps({name: _stamp(Path(folder) / name) for name in sorted(names)}).encode())
+    write_atomic(listed, json.dumps(dict(sorted(written.items()))).encode())
 
 
 def _stamp(path: Path) -> list[int]:

@@ -619,12 +619,12 @@ _UNKNOWN = object()
 
 def _unit(meta: dict, key: str) -> object:
     """The value of a unit ``key`` in ``meta``, or :data:`_UNKNOWN` (not recorded, or None where None is unknown)."""
+    if key == "sample_rate" and "scaled_from_tokens" in meta:  # scaled to a budget: whole counts, as a scan's
+        return None
     if key not in meta:
         return _UNKNOWN
     value = meta[key]
     if key == "sample_rate":
-        if "scaled_from_tokens" in meta:  # scaled to a budget (scale_to_tokens): whole counts, as a whole scan's
-            return None
         return None if value == 1 else value  # keeping every document is no sampling: a scan records None
     return _UNKNOWN if value is None else value
 

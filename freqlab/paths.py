@@ -11,7 +11,9 @@ True
 
 from __future__ import annotations
 
+import io
 import os
+import sys
 
 from freqlab.errors import FreqlabError
 
@@ -95,3 +97,14 @@ def file_identity(path: str) -> object:
     except (OSError, ValueError):  # ValueError: a NUL in the name
         return os.path.realpath(path)
     return (info.st_dev, info.st_ino) if info.st_nlink > 1 and info.st_ino else os.path.realpath(path)
+
+
+def writes_stdout(path: str | os.PathLike) -> bool:
+    """Whether writing ``path`` writes this process's standard output: ``/dev/stdout``, ``/dev/fd/1``, or the file or
+    pipe stdout goes to (a command writing a file there prints its report elsewhere). False where stdout is no file.
+    """
+    try:
+        target, stdout = os.stat(path), os.fstat(sys.stdout.fileno())
+    except (OSError, ValueError, AttributeError, io.UnsupportedOperation):  # no such file; stdout closed or no file
+        return False
+    return (target.st_dev, target.st_ino) == (stdout.st_dev, stdout.st_ino)

@@ -79,7 +79,8 @@ def test_a_sample_scaled_to_a_budget_adds_to_a_whole_scan():
     assert (sample.scale_to_tokens(50) + other).meta["sample_rate"] is None
     # a raw sample beside a scaled one: a sample's counts beside whole ones (it added up, labelled 0.5; left alone
     # last stop)
-    for x, y in ((sample, other), (other, sample)):
+    made = LengthHistogram.from_lengths([10, 20]).scale_to_tokens(100)  # made in Python: no sample_rate key
+    for x, y in ((sample, other), (other, sample), (sample, made), (made, sample)):
         with pytest.raises(FreqlabError, match=r"\(sample_rate 0.5\) and .* \(None\)|\(sample_rate None\) and .*0.5"):
             x + y
 

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import contextlib
+import sys
 from pathlib import Path
 
 import click
@@ -41,7 +43,7 @@ from freqlab.frequency.regime_table import describe, describe_string_probe, regi
 from freqlab.frequency.regimes import BYTES_PER_POSITION
 from freqlab.frequency.schedule import load_preset, load_schedule, schedule_frequency
 from freqlab.histogram import histogram_file
-from freqlab.paths import file_identity, shown
+from freqlab.paths import file_identity, shown, writes_stdout
 from freqlab.resources import require_memory
 
 #: names of what freqlab reads or writes in other formats, which ``freq --out`` (Parquet) is not given (any other
@@ -104,6 +106,7 @@ def freq_command(hist, Ls, regimes, tokens, tau, seed, out, weights, layout, tai
       freqlab freq lengths.parquet --L 32K --regime natural --regime pack --layout 5*swa1024+global --tails
     """
     tau = tau_or_default(tau)
+    to_stdout = bool(out) and writes_stdout(out)  # asked before the write replaces a file stdout goes to
     if out:
         _check_out(out, hist)
         kept = sum(Ls) * len(regimes)
@@ -135,32 +138,34 @@ def freq_command(hist, Ls, regimes, tokens, tau, seed, out, weights, layout, tai
         h.write_frequencies(
             out, Ls, regimes, seed=seed, megatron=replay, corpus=corpus, mixture=None if mix is None else mix.to_dict()
         )
-    if as_json:
-        extra = {}
-        if mix:
-            extra = {"mixture": mix.to_dict(), "sources": contribution_table(h, mix, Ls[0], regimes[0], seed=seed)}
-        if layouts is not None:
-            extra["layouts"] = [entry.to_dict(tokens=budget.tokens, tau=tau) for entry in layouts]
-        if tail_rows is not None:
-            extra["tails"] = tail_rows
-        data = {"histogram": str(hist), "corpus": h.corpus, "tokens": h.tokens, "budget": budget.to_dict()}
+    # f(i) written to this command's stdout (a pipe): the report goes to stderr, not into the Parquet bytes
+    with contextlib.redirect_stdout(sys.stderr) if to_stdout else contextlib.nullcontext():
+        if as_json:
+            extra = {}
+            if mix:
+                extra = {"mixture": mix.to_dict(), "sources": contribution_table(h, mix, Ls[0], regimes[0], seed=seed)}
+            if layouts is not None:
+                extra["layouts"] = [entry.to_dict(tokens=budget.tokens, tau=tau) for entry in layouts]
+            if tail_rows is not None:
+                extra["tails"] = tail_rows
+            data = {"histogram": str(hist), "corpus": h.corpus, "tokens": h.tokens, "budget": budget.to_dict()}
+            if replay is not None:
+                extra["megatron"] = replay.describe()
+            echo_json({**data, **extra, "results": rows})
+            return
+        click.echo(histogram_line(hist, h, mix))
+        echo_mix(h, mix, Ls[0], regimes[0], seed=seed)
+        click.echo(budget_line(budget, tau))
         if replay is not None:
-            extra["megatron"] = replay.describe()
-        echo_json({**data, **extra, "results": rows})
-        return
-    click.echo(histogram_line(hist, h, mix))
-    echo_mix(h, mix, Ls[0], regimes[0], seed=seed)
-    click.echo(budget_line(budget, tau))
-    if replay is not None:
-        click.echo(f"megatron   GPTDataset's windows replayed from {replay.data_path}")
-    for row in rows:
-        click.echo(describe(row, detail=True))
-    for entry in layouts or ():
-        click.echo(entry.report(tokens=budget.tokens, tau=tau))
-    if tail_rows is not None:
-        click.echo(tails_report(tail_rows, Ls[0]))
-    if out:
-        click.echo(f"wrote {shown(out)}")
+            click.echo(f"megatron   GPTDataset's windows replayed from {replay.data_path}")
+        for row in rows:
+            click.echo(describe(row, detail=True))
+        for entry in layouts or ():
+            click.echo(entry.report(tokens=budget.tokens, tau=tau))
+        if tail_rows is not None:
+            click.echo(tails_report(tail_rows, Ls[0]))
+        if out:
+            click.echo(f"wrote {shown(out)}")
 
 
 def _tail_rows(h, L: int, regime: str) -> list[dict]:

@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+import os
 from collections.abc import Sequence
 from pathlib import Path
 
 from freqlab.errors import FreqlabError
 from freqlab.files import forget_written, not_written, record_written
+from freqlab.formats import FIGURES_WRITTEN
 from freqlab.frequency import DEFAULT_TAU, REGIMES
 from freqlab.frequency.budget import training_budget
 from freqlab.plots.axes import as_histogram
@@ -82,8 +84,10 @@ def scan_figures(
     written: list[Path] = []
 
     def save(figure, name: str) -> None:  # listed as each is written: an interrupted run's figures go next time too
-        written.extend(save_figure(figure, folder / name, formats))
-        record_written(folder, [path.name for path in written])
+        for fmt in dict.fromkeys(figure_formats(name, formats)):
+            path = save_figure(figure, folder / name, [fmt])[0]
+            record_written(folder, [path.name])
+            written.append(path)
 
     for L in Ls:
         save(plot_regimes(h, L, regimes, seed=seed), f"frequency_L{L}")
@@ -112,6 +116,12 @@ def check_figures_free(folder: str | Path, names: Sequence[str]) -> None:
     is not one freqlab drew there last, as drawn (:func:`freqlab.files.not_written`): drawing would replace it.
     ``freqlab scan --plot`` asks this before it counts, :func:`scan_figures` before it draws.
     """
+    folder = Path(folder)
+    if os.path.lexists(folder) and not folder.is_dir():  # a file, a FIFO, a link to none or in a loop
+        raise FreqlabError(f"{folder}: not a folder, where the figures go; move it away, or choose another folder")
+    listed = folder / FIGURES_WRITTEN
+    if os.path.lexists(listed) and not listed.is_symlink() and not listed.is_file():  # a FIFO would block its write
+        raise FreqlabError(f"{listed}: not a file, where freqlab lists the figures it draws; move it away")
     found = not_written(folder, names)
     if found:
         raise FreqlabError(

@@ -1,8 +1,11 @@
 """``freqlab freq``, ``stats`` and ``schedule`` on saved histograms: tables, JSON, and one-line errors."""
 
+import io
 import json
 import os
 import re
+import subprocess
+import sys
 from pathlib import Path
 
 import numpy as np
@@ -198,6 +201,19 @@ def test_freq_out_takes_any_name_but_another_formats(hist, tmp_path):
     refused = run("freq", hist, "--L", 32, "--out", other)
     assert refused.exit_code == 2 and "exists and is a length histogram" in refused.output
     assert LengthHistogram.read_parquet(other).documents == 2
+
+
+def test_freq_out_to_stdout_keeps_the_report_out_of_the_parquet_bytes(hist, tmp_path):
+    """A review: `freq --out /dev/stdout | reader` got the Parquet bytes and then the text report (a corrupt file);
+    the report goes to stderr when f(i) goes to stdout, through a pipe or redirected to a file."""
+    command = [sys.executable, "-m", "freqlab", "freq", str(hist), "--L", "64", "--out", "/dev/stdout"]
+    piped = subprocess.run(command, capture_output=True, check=True)
+    assert pl.read_parquet(io.BytesIO(piped.stdout)).height == 64
+    assert "L=64 natural" in piped.stderr.decode() and "wrote /dev/stdout" in piped.stderr.decode()
+    with open(tmp_path / "f.parquet", "wb") as stdout:
+        redirected = subprocess.run([*command, "--json"], stdout=stdout, stderr=subprocess.PIPE, check=True)
+    assert pl.read_parquet(tmp_path / "f.parquet").height == 64
+    assert json.loads(redirected.stderr)["results"][0]["L"] == 64
 
 
 def test_freq_out_replaces_only_an_f_table_it_wrote(hist, tmp_path):

@@ -1,5 +1,7 @@
 """scan_figures writes the main figures of a histogram (what `freqlab scan --plot` calls)."""
 
+import os
+
 import pytest
 
 from freqlab import FreqlabError
@@ -39,6 +41,52 @@ def test_scan_figures_replaces_its_own_figures_but_no_file_of_the_users(tmp_path
     assert (tmp_path / "windows.png").read_bytes() == b"the user's"
     (tmp_path / "effective_length.png").unlink()
     assert len(scan_figures(histogram, [2048], ["natural"], tmp_path)) == 2
+
+
+def test_a_figure_is_listed_as_soon_as_it_is_written_and_keeps_its_first_stamp(tmp_path, histogram, monkeypatch):
+    """A review: an interrupt between two formats of one figure left a drawn file unlisted, refused by every later
+    run; and a figure the user edited while the rest was drawn was stamped again, so the next run took it away."""
+    import freqlab.plots.report as report
+
+    saved, calls = report.save_figure, []
+
+    def interrupted(figure, path, formats):
+        calls.append(path)
+        if len(calls) == 2:  # the first figure's second format
+            raise KeyboardInterrupt
+        return saved(figure, path, formats)
+
+    monkeypatch.setattr(report, "save_figure", interrupted)
+    with pytest.raises(KeyboardInterrupt):
+        scan_figures(histogram, [2048], ["natural"], tmp_path, ["png", "svg"])
+    monkeypatch.setattr(report, "save_figure", saved)
+    assert len(scan_figures(histogram, [2048], ["natural"], tmp_path, ["png", "svg"])) == 4  # the png was listed
+
+    def edited_meanwhile(figure, path, formats):
+        written = saved(figure, path, formats)
+        if path.name == "effective_length":  # the user edits the first figure while the second is drawn
+            (tmp_path / "new" / "frequency_L2048.png").write_bytes(b"edited while drawing")
+        return written
+
+    monkeypatch.setattr(report, "save_figure", edited_meanwhile)
+    scan_figures(histogram, [2048], ["natural"], tmp_path / "new")
+    monkeypatch.setattr(report, "save_figure", saved)
+    with pytest.raises(FreqlabError, match=r"frequency_L2048\.png: a file freqlab did not draw there"):
+        scan_figures(histogram, [2048], ["natural"], tmp_path / "new")
+    assert (tmp_path / "new" / "frequency_L2048.png").read_bytes() == b"edited while drawing"
+
+
+def test_a_folder_or_list_that_is_no_such_thing_is_refused_before_drawing(tmp_path, histogram):
+    """A review: a FIFO named like the list hung the run; a file where the folder goes failed after the scan."""
+    (tmp_path / "figures").write_bytes(b"the user's")
+    with pytest.raises(FreqlabError, match="figures: not a folder, where the figures go"):
+        scan_figures(histogram, [2048], ["natural"], tmp_path / "figures")
+    assert (tmp_path / "figures").read_bytes() == b"the user's"
+    (tmp_path / "f").mkdir()
+    os.mkfifo(tmp_path / "f" / ".written.json")
+    with pytest.raises(FreqlabError, match=r"\.written\.json: not a file, where freqlab lists the figures"):
+        scan_figures(histogram, [2048], ["natural"], tmp_path / "f")
+    assert sorted(p.name for p in (tmp_path / "f").iterdir()) == [".written.json"]
 
 
 def test_scan_figures_from_a_real_scan(tmp_path):
