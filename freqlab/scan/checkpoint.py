@@ -25,6 +25,7 @@ import hashlib
 import json
 import os
 import re
+import stat
 from collections import Counter
 from collections.abc import Callable
 from pathlib import Path
@@ -84,8 +85,12 @@ class OutputLock:
         try:
             self.folder.mkdir(parents=True, exist_ok=True)
             # never through a link: opening it for writing would truncate whatever it leads to
-            flags = os.O_RDWR | os.O_CREAT | os.O_APPEND | getattr(os, "O_NOFOLLOW", 0)
-            handle = os.fdopen(os.open(lock, flags, 0o666), "a+")
+            flags = os.O_RDWR | os.O_CREAT | os.O_APPEND | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_NONBLOCK", 0)
+            fd = os.open(lock, flags, 0o666)
+            if not stat.S_ISREG(os.fstat(fd).st_mode):  # a FIFO, a device: the user's, and no lock
+                os.close(fd)
+                raise FreqlabError(f"{lock}: not a file (a FIFO, a device), where freqlab keeps its lock; move it away")
+            handle = os.fdopen(fd, "a+")
         except OSError as exc:
             if lock.is_symlink():
                 raise FreqlabError(f"{lock}: a symbolic link; remove it or choose another --out") from exc

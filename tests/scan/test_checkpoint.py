@@ -282,6 +282,21 @@ def test_a_fifo_where_a_result_goes_is_refused_without_waiting_on_it(tmp_path, n
         scan(str(data), out=str(tmp_path / "out"), progress=False)
 
 
+def test_a_fifo_where_the_lock_goes_is_named_as_such(tmp_path):
+    """A review: it said "OUT: cannot use as output folder (File or stream is not seekable.)"."""
+    from freqlab.scan import scan
+
+    data = tmp_path / "a.jsonl"
+    data.write_text('{"text": "hello world"}\n')
+    (tmp_path / "out").mkdir()
+    os.mkfifo(tmp_path / "out" / ".lock")
+    with pytest.raises(
+        FreqlabError, match=r"\.lock: not a file \(a FIFO, a device\), where freqlab keeps its lock"
+    ):
+        scan(str(data), out=str(tmp_path / "out"), progress=False)
+    assert stat.S_ISFIFO(os.lstat(tmp_path / "out" / ".lock").st_mode)
+
+
 def test_a_corpus_file_that_is_an_output_is_refused_before_it_is_replaced(tmp_path):
     """A review: ``--dataset c/lengths.parquet --out c`` replaced the corpus with its histogram. A freqlab histogram
     scanned as lengths (--length-field), named or through another hard link, is refused too."""
