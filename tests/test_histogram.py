@@ -85,6 +85,18 @@ def test_a_sample_scaled_to_a_budget_adds_to_a_whole_scan():
             x + y
 
 
+def test_combining_sources_accounts_for_every_document_read_as_a_merge_does():
+    """A review: combine_sources' totals left out the sources' empty and skipped documents (3 read, 0 empty, where
+    + says 11 and 7); a stats of the combined file said so too."""
+    a = LengthHistogram.from_counts([5], [2], empty_documents=3, skipped={"null-text": 1})
+    b = LengthHistogram.from_counts([7], [1], empty_documents=4, skipped={"null-text": 2, "malformed-json": 1})
+    combined, summed = combine_sources({"a": a, "b": b}), a + b
+    assert (combined.documents_read, combined.empty_documents, combined.skipped) == (14, 7, summed.skipped)
+    assert summed.documents_read == 14 and summed.skipped == {"null-text": 3, "malformed-json": 1}
+    given = combine_sources({"a": a, "b": b}, empty_documents=0)  # the caller's totals, as a scan gives them
+    assert given.empty_documents == 0 and given.documents_read == 3
+
+
 def test_combining_sources_checks_their_units_as_a_merge_does():
     """A review combined a scan with special tokens and one without through combine_sources, which + refused."""
     with_special = LengthHistogram.from_lengths([10], meta={"special_tokens_counted": True, "seed": 0})
