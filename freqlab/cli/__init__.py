@@ -63,8 +63,10 @@ class _Group(click.Group):
         except BrokenPipeError:  # `freqlab ... | head`: the reader has all it wanted
             os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())  # nothing left to flush at exit
             sys.exit(BROKEN_PIPE)
-        except (FreqlabError, OSError) as exc:
+        except (FreqlabError, OSError, EOFError) as exc:  # EOFError: data ending early, which click takes for Ctrl-D
             message = describe_os_error(exc) if isinstance(exc, OSError) else str(exc)
+            if isinstance(exc, EOFError):
+                message = f"unexpected end of data ({message or 'EOFError'})"
             click.echo(f"Error: {printable(message)}", err=True)
             sys.exit(1)
 

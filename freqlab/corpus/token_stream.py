@@ -50,7 +50,7 @@ def open_stream(path: str) -> np.ndarray:
     if path.lower().endswith(".npy"):
         try:
             tokens = np.load(path, mmap_mode="r", allow_pickle=False)
-        except ValueError as exc:
+        except (ValueError, EOFError) as exc:  # EOFError: an empty file (click would take it for Ctrl-D, "interrupted")
             raise FreqlabError(f"{path}: not a NumPy array file ({describe_error(exc)})") from exc
         if tokens.ndim != 1 or tokens.dtype.kind not in "iu":
             raise FreqlabError(f"{path}: a token stream is a 1-D integer array, not {tokens.shape} {tokens.dtype}")

@@ -390,6 +390,17 @@ def test_npy_stream_split_after_each_eos(tmp_path):
         open_corpus(str(tmp_path / "s.npy"), read=ReadOptions(eos_id=70000))  # uint16 tokens
 
 
+def test_an_empty_npy_is_one_line_naming_it_not_an_interrupt(tmp_path):
+    """A review: numpy's EOFError on a 0-byte .npy reached click, which took it for Ctrl-D: "interrupted", exit 130."""
+    (tmp_path / "h.npy").write_bytes(b"")
+    with pytest.raises(FreqlabError, match=r"h\.npy: not a NumPy array file \(EOFError: No data left in file\)"):
+        open_corpus(str(tmp_path / "h.npy"), read=ReadOptions(eos_id=0))
+    result = CliRunner().invoke(
+        main, ["scan", "--dataset", str(tmp_path / "h.npy"), "--eos-id", "0", "-q", "--out", str(tmp_path / "o")]
+    )
+    assert result.exit_code == 1 and "h.npy: not a NumPy array file" in result.output
+
+
 def test_npy_arrays_are_streams_of_their_own_without_padding(tmp_path):
     """A review: lone EOS tokens at the end of an .npy were dropped as lit-gpt's padding (``[5, 2, 2, 2]``: one
     document for three; ``[2, 2, 2]``: none), two arrays were read as one stream (a document running from one into

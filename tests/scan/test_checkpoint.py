@@ -290,9 +290,7 @@ def test_a_fifo_where_the_lock_goes_is_named_as_such(tmp_path):
     data.write_text('{"text": "hello world"}\n')
     (tmp_path / "out").mkdir()
     os.mkfifo(tmp_path / "out" / ".lock")
-    with pytest.raises(
-        FreqlabError, match=r"\.lock: not a file \(a FIFO, a device\), where freqlab keeps its lock"
-    ):
+    with pytest.raises(FreqlabError, match=r"\.lock: not a file \(a FIFO, a device\), where freqlab keeps its lock"):
         scan(str(data), out=str(tmp_path / "out"), progress=False)
     assert stat.S_ISFIFO(os.lstat(tmp_path / "out" / ".lock").st_mode)
 
