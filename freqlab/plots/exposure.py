@@ -13,7 +13,7 @@ from matplotlib.figure import Figure
 from freqlab.frequency.exposure import longest_document_window, source_tails, thresholds_below
 from freqlab.frequency.position import position_frequency
 from freqlab.plots.axes import as_histogram, panel_letters, position_label, position_xaxis, with_units
-from freqlab.plots.style import PALETTE, freqlab_style, new_figure
+from freqlab.plots.style import PALETTE, freqlab_style, new_figure, plain
 
 
 def plot_exposure(histogram, L: int | None = None, regime: str = "natural", *, size="two-column") -> Figure:
@@ -55,7 +55,7 @@ def plot_exposure(histogram, L: int | None = None, regime: str = "natural", *, s
         fig, (left, right) = new_figure(size, aspect=0.36, ncols=2)
         width = 0.8 / len(rows)
         for k, (row, part) in enumerate(zip(rows, parts, strict=True)):
-            name = row["source"]
+            name = plain(row["source"])
             total = k == len(rows) - 1
             color = "black" if total else PALETTE[k % len(PALETTE)]
             f = position_frequency(part.lengths, part.counts, window, regime)

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from freqlab.plots.style import freqlab_style, new_figure
+from freqlab.plots.style import freqlab_style, new_figure, plain
 
 
 def plot_probe(results: Sequence, *, size="two-column"):
@@ -31,7 +31,8 @@ def plot_probe(results: Sequence, *, size="two-column"):
             ax.set_xlabel("context length (tokens)")
             ax.set_ylabel("needle phase (depth)")
             E = result.effective_length
-            title = f"{result.label}: effective length {E:,}" if E else f"{result.label}: no tested length passes"
+            label = plain(result.label)
+            title = f"{label}: effective length {E:,}" if E else f"{label}: no tested length passes"
             ax.set_title(title, fontsize="medium")
             if E:
                 ax.axvline(list(result.lengths).index(E) + 0.5, color="black", ls="--", lw=1)

@@ -25,7 +25,7 @@ from freqlab.plots.axes import (
     position_xaxis,
     with_units,
 )
-from freqlab.plots.style import COLORS, NOTE_SIZE, PALETTE, freqlab_style, new_figure
+from freqlab.plots.style import COLORS, NOTE_SIZE, PALETTE, freqlab_style, new_figure, plain
 
 
 def plot_recipe(result, tau: float | None = None, *, size="two-column", columns: int = 3) -> Figure:
@@ -91,7 +91,7 @@ def plot_recipe(result, tau: float | None = None, *, size="two-column", columns:
             ax.set_ylim(max(tau / 1e3, 1.0), top * 2)
             position_xaxis(ax, window)
             format_log_counts(ax.yaxis)
-            ax.set_title(f"{stage.name}\nL = {position_label(stage.L)}, {human_count(stage.tokens)} tokens")
+            ax.set_title(f"{plain(stage.name)}\nL = {position_label(stage.L)}, {human_count(stage.tokens)} tokens")
         units = count_units(flat[0].yaxis)
         for k, ax in enumerate(flat[: len(stages)]):
             if k % cols == 0:  # one y scale for every stage panel: labelled once per row

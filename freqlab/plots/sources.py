@@ -16,7 +16,7 @@ from freqlab.formats import ALL_SOURCES
 from freqlab.frequency import position_frequency, share_at_most
 from freqlab.histogram import LengthHistogram
 from freqlab.plots.axes import as_histogram, panel_letters, position_label, position_xaxis
-from freqlab.plots.style import COLORS, NOTE_SIZE, PALETTE, freqlab_style, new_figure
+from freqlab.plots.style import COLORS, NOTE_SIZE, PALETTE, freqlab_style, new_figure, plain
 
 #: the most sources one figure draws (one curve per panel and a legend of 9 rows)
 MAX_SOURCES = 16
@@ -89,7 +89,8 @@ def plot_sources(histogram, L: int = 2048, regime: str = "natural", *, seed: int
     with freqlab_style():
         fig, (left, right) = new_figure(size, aspect=0.3 + 0.035 * legend_rows, ncols=2)
         entries = []
-        for k, (name, part) in enumerate([*series, (ALL_SOURCES, h)]):
+        for k, (label, part) in enumerate([*series, (ALL_SOURCES, h)]):
+            name = plain(label)
             total = k == len(series)  # by place: a source may be called anything
             color = "black" if total else PALETTE[k % len(PALETTE)]
             width = 1.6 if total else 1.0

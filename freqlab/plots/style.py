@@ -101,6 +101,16 @@ STYLE: dict[str, object] = {
 }
 
 
+def plain(text: object) -> str:
+    r"""``text`` (a source's name, a stage's, a model's label) drawn as written: matplotlib reads ``$...$`` as math,
+    which drew ``price $5 and $6`` as an italic "5and6" and failed on ``$\frac{$``, so each ``$`` is escaped.
+
+    >>> print(plain("price $5 and $6"))
+    price \$5 and \$6
+    """
+    return str(text).replace("$", r"\$")
+
+
 @contextmanager
 def freqlab_style(**overrides) -> Iterator[None]:
     """Apply the freqlab rc style (plus ``overrides``, rc names with dots as keys) inside a ``with`` block.

@@ -48,3 +48,15 @@ def test_one_legend_under_both_panels_gives_documents_and_shares(sourced):
 def test_sources_needs_a_split(histogram):
     with pytest.raises(FreqlabError, match="no per-source split"):
         plot_sources(histogram)
+
+
+def test_a_dollar_in_a_source_name_is_drawn_as_written_not_as_math():
+    """A review: "price $5 and $6" was drawn as an italic "5and6", and "$\\frac{$" failed the figure."""
+    from freqlab.histogram import combine_sources
+
+    h = combine_sources({name: LengthHistogram.from_lengths([3, 9]) for name in ("price $5 and $6", "$\\frac{$")})
+    fig = plot_sources(h, 16)
+    FigureCanvasAgg(fig).draw()  # mathtext would raise on the second name
+    texts = [text.get_text() for text in fig.legends[0].get_texts()] if fig.legends else []
+    texts += [line.get_label() for line in fig.axes[1].lines]
+    assert any(text.startswith("price \\$5 and \\$6") for text in texts)  # escaped: drawn as "price $5 and $6"
