@@ -246,6 +246,8 @@ def format_report(summary: dict) -> str:
             speed += " in the shards counted now"
         if run.get("documents_past_limit"):
             speed += f", {run['documents_past_limit']:,} documents of them past the limit (not kept)"
+        if run.get("documents_in_failed_files"):
+            speed += f", {run['documents_in_failed_files']:,} documents of them in files that failed (not kept)"
     lines.append(f"time       {run['wall_seconds']:.1f} s, {speed} ({workers})")
     if run.get("engine_reason"):
         lines.append(f"           {run['engine_reason']}")
@@ -357,6 +359,7 @@ def build_summary_json(
     per window and regime the mass shares and effective lengths (:func:`budget_and_windows`).
     """
     total = ledger.total
+    not_kept = max(record.documents_now - (histogram.documents_read - record.resumed_documents), 0)
     read = histogram.documents_read
     tokenized, empty, skipped = histogram.documents, histogram.empty_documents, dict(histogram.skipped)
     assert read == tokenized + empty + sum(skipped.values()), "every document read must be accounted for"
@@ -454,8 +457,10 @@ def build_summary_json(
             "wall_seconds": wall,
             "tokens_tokenized_this_run": record.tokens_now,
             # workers count their shards past a limit's cut before the ledger reaches it: done (the rates include
-            # them), not kept; how many depends on the workers' timing
-            "documents_past_limit": max(record.documents_now - (read - record.resumed_documents), 0),
+            # them), not kept; how many depends on the workers' timing. Without a limit, what was read and not kept
+            # are the documents of files that failed (each kept as one unreadable-file skip)
+            "documents_past_limit": not_kept if ledger.limited else 0,
+            "documents_in_failed_files": 0 if ledger.limited else not_kept,
             # None: nothing was read by this run (every shard came from a checkpoint), no speed to report
             "documents_per_second": None if from_checkpoints else record.documents_now / wall if wall > 0 else 0.0,
             "tokens_per_second": None if from_checkpoints else record.tokens_now / wall if wall > 0 else 0.0,

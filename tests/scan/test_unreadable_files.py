@@ -76,6 +76,10 @@ def test_skip_counts_each_unreadable_file_once_and_none_of_its_documents(broken_
     assert result.histogram.counts.tolist() == expected.counts.tolist()
     report = result.report()
     assert "+ 3 skipped (unreadable-file: 3)" in report
+    # the cut file's lines read before it failed are no limit's (there is none): said as what they are (a review)
+    assert result.summary["scan"]["documents_past_limit"] == 0
+    assert result.summary["scan"]["documents_in_failed_files"] == kept
+    assert "past the limit" not in report and "documents of them in files that failed (not kept)" in report
     assert "(none of their documents counted, one skip each): bad.parquet, cut.jsonl.zst, plain.json.gz\n" in report
     # the same with a process pool
     pooled = run(folder, on_error="skip", workers=2)
