@@ -35,7 +35,7 @@ from freqlab.corpus.hub import PACKAGED_BUILDERS, streamed_corpus
 from freqlab.corpus.local_files import local_corpus
 from freqlab.corpus.presets import PRESETS, get_preset
 from freqlab.corpus.registry import format_of
-from freqlab.corpus.remote_files import is_url
+from freqlab.corpus.remote_files import is_url, local_path
 from freqlab.errors import FreqlabError
 from freqlab.paths import expand_home
 
@@ -124,8 +124,10 @@ def open_corpus(
         data_files = [os.fspath(path) for path in dataset]
         dataset = None
     specs = _as_list(data_files)
+    if specs is not None:
+        specs = [local_path(spec) for spec in specs]  # file:///data/x.jsonl is /data/x.jsonl
     if dataset is not None:
-        dataset = os.fspath(dataset)
+        dataset = local_path(os.fspath(dataset))
     if "-" in ([dataset] if specs is None else [dataset, *specs]) and not os.path.lexists("-"):
         # a scan reads its files in parts, on several workers, and again on resume: a stream cannot be
         raise FreqlabError(

@@ -33,6 +33,7 @@ import io
 import os
 import re
 import threading
+import urllib.parse
 from dataclasses import dataclass
 from typing import Any, BinaryIO
 
@@ -83,6 +84,22 @@ def protocol_of(spec: str) -> str | None:
     if match is None or match.group(1).lower() in ("file", "local"):
         return None
     return match.group(1).lower()
+
+
+def local_path(spec: str) -> str:
+    """``spec`` as a local path: a ``file://`` URL (or ``local://``, fsspec's name) as the path it names, anything
+    else as it is.
+
+    >>> local_path("file:///data/a%20b.jsonl"), local_path("file://localhost/data/x"), local_path("/data/x")
+    ('/data/a b.jsonl', '/data/x', '/data/x')
+    """
+    match = _URL.match(str(spec))
+    if match is None or match.group(1).lower() not in ("file", "local"):
+        return spec
+    rest = spec[match.end() :]
+    if rest.lower().startswith("localhost/"):
+        rest = rest[len("localhost") :]
+    return urllib.parse.unquote(rest)
 
 
 def is_url(spec: str) -> bool:

@@ -34,6 +34,16 @@ def test_json_lines_in_every_compression(tmp_path, records, name, ensure_ascii):
     assert sum(fmt.values()) == 1
 
 
+def test_a_file_url_is_its_local_path(tmp_path, records):
+    """A review: file:///data/x.jsonl was "no such file or directory" (file:// is documented as local)."""
+    path = write_jsonl(tmp_path / "a b.jsonl", records, True)
+    url = "file://" + str(path).replace(" ", "%20")
+    assert read_all(open_corpus(url, source_field="meta.redpajama_set_name")) == expected(records)
+    assert read_all(open_corpus("slimpajama", data_files=[url.replace("file://", "FILE://localhost")])) == expected(
+        records
+    )
+
+
 @pytest.mark.parametrize("meta_as_json_string", [False, True], ids=["struct-meta", "json-string-meta"])
 def test_parquet_with_struct_or_json_string_meta(tmp_path, records, meta_as_json_string):
     path = write_parquet(tmp_path / "part.parquet", records, meta_as_json_string)
