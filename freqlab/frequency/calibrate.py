@@ -311,13 +311,15 @@ def read_records(path: str | Path) -> list[dict]:
                 )
         return [dict(r, _where=f"{path}: point {k + 1}") for k, r in enumerate(rows)]
     reader = csv.DictReader(text.splitlines())
-    fieldnames = list(reader.fieldnames or ())
+    reader.fieldnames = [name.strip() for name in reader.fieldnames or ()]  # "tokens , effective_length": the names
+    fieldnames = list(reader.fieldnames)
     repeated = sorted({name for name in fieldnames if fieldnames.count(name) > 1})
     if repeated:  # DictReader would keep the last column of a name and drop the others without a word
         raise FreqlabError(f"{path}: column(s) given twice: {', '.join(repeated)}")
     unknown = set(fieldnames) - set(COLUMNS)
     if unknown:
-        raise FreqlabError(f"{path}: unknown column(s) {', '.join(sorted(unknown))} (known: {', '.join(COLUMNS)})")
+        shown = ", ".join(repr(name) for name in sorted(unknown))  # quoted: a stray character shows
+        raise FreqlabError(f"{path}: unknown column(s) {shown} (known: {', '.join(COLUMNS)})")
     rows = []
     for row in reader:
         where = f"{path}: line {reader.line_num}"  # the file's own line (blank lines and quoted newlines counted)
