@@ -39,6 +39,7 @@ tokens that reached relative positions at or beyond each earlier stage's window.
 
 from __future__ import annotations
 
+import dataclasses
 import datetime
 import math
 from dataclasses import dataclass, field, replace
@@ -341,7 +342,7 @@ def stage_histogram(stage: Stage, cache: dict | None = None):
     file and weights when ``cache`` is shared).
     """
     # imported here, not at module level: both import polars, which `import freqlab.frequency` does not need
-    from freqlab.frequency.mixture import weighted_histogram
+    from freqlab.frequency.mixture import Mixture, weighted_histogram
     from freqlab.histogram import LengthHistogram
 
     cache = {} if cache is None else cache
@@ -351,7 +352,14 @@ def stage_histogram(stage: Stage, cache: dict | None = None):
         source, read = stage.histogram, LengthHistogram.read_parquet
         h = source if isinstance(source, LengthHistogram) else read(source)  # type: ignore[arg-type]
         if stage.weights:
-            h = weighted_histogram(h, stage.weights, stream=expands_documents(stage.regime))[0]
+            where = f"stage {stage.name!r}: weights"  # errors name the stage, not the command line's --weights
+            try:
+                mix = Mixture.parse(stage.weights)
+            except FreqlabError as exc:
+                raise FreqlabError(f"{where}: {str(exc).removeprefix('--weights ')}") from None
+            if mix.name == "--weights":  # written in the stage as SOURCE=W,...
+                mix = dataclasses.replace(mix, name=where)
+            h = weighted_histogram(h, mix, stream=expands_documents(stage.regime))[0]
         cache[key] = h
     return cache[key]
 

@@ -522,3 +522,19 @@ def test_a_layout_for_the_stages_that_name_none_is_refused_where_every_stage_nam
 
     with pytest.raises(FreqlabError, match="preset gemma3: every stage names its layout, so a layout given for"):
         load_preset("gemma3", histogram=LengthHistogram.from_counts([8], [3])).with_layout("global")
+
+
+def test_a_stages_bad_weights_are_said_of_the_stage_not_of_a_weights_option():
+    """A review: a stage's weights missing a source said "--weights: no weight for source 'y'" (no such option)."""
+    from freqlab.histogram import combine_sources
+
+    h = combine_sources({"x": LengthHistogram.from_lengths([10, 300]), "y": LengthHistogram.from_lengths([20])})
+    for weights, message in (
+        ("x=1", r"stage 'warm': weights: no weight for source 'y'"),
+        ("x=1,", r"stage 'warm': weights: 'x=1,': '' is not"),
+    ):
+        schedule = parse_schedule(
+            {"stages": [{"name": "warm", "L": 64, "tokens": "1B", "weights": weights}]}, histogram=h
+        )
+        with pytest.raises(FreqlabError, match=message):
+            schedule_frequency(schedule)
