@@ -27,7 +27,7 @@ import stat
 import tempfile
 from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, ClassVar
 
 from freqlab.errors import FreqlabError, cannot_write
 from freqlab.formats import FIGURES_WRITTEN, METADATA_KEY
@@ -394,26 +394,122 @@ def has_freqlab_header(path: str | Path, format: str = "freqlab.") -> bool:
 
 
 def _key_values(footer: bytes, key: str) -> list:
-    """The JSON values stored under ``key`` in a Parquet footer's key-value metadata, found by their Thrift compact
-    encoding (a ``KeyValue`` struct: field 1 the key, field 2 the value, both binary, then the struct's end), so
-    that the same text elsewhere in the footer (a column's name, a string column's min/max statistics: a user's
-    table that stores a header) is not taken for one.
+    """The JSON values stored under ``key`` in a Parquet footer's key-value metadata (``FileMetaData`` field 5, a
+    list of ``KeyValue`` structs), read by walking the footer's Thrift compact encoding: the same bytes anywhere else
+    in it (a column's name, a string or binary column's min/max statistics: a user's table that stores a header, or
+    a whole freqlab file) are not taken for one. Nothing for a footer that is not well-formed.
     """
-    name = key.encode()
-    marker = b"\x18" + bytes([len(name)]) + name + b"\x18"  # len < 128: one varint byte
-    found, start = [], 0
-    while (at := footer.find(marker, start)) >= 0:
-        start, pos, length, shift = at + 1, at + len(marker), 0, 0
-        while pos < len(footer) and shift < 35:  # the value's length, a ULEB128 varint
-            length |= (footer[pos] & 0x7F) << shift
-            pos, shift = pos + 1, shift + 7
-            if not footer[pos - 1] & 0x80:
-                break
-        end = pos + length
-        if end < len(footer) and footer[end] == 0:  # the KeyValue struct ends right after its value
-            with contextlib.suppress(ValueError, RecursionError):
-                found.append(json.loads(footer[pos:end]))
+    found = []
+    with contextlib.suppress(IndexError, ValueError, RecursionError):
+        for name, value in _ThriftCompact(footer).file_key_values():
+            if name == key.encode():
+                with contextlib.suppress(ValueError, RecursionError):
+                    found.append(json.loads(value))
     return found
+
+
+class _ThriftCompact:
+    """Just enough of Thrift's compact protocol to read a Parquet footer's key-value metadata and skip the rest."""
+
+    STOP, TRUE, FALSE, BINARY, LIST, SET, MAP, STRUCT = 0, 1, 2, 8, 9, 10, 11, 12
+    FIXED: ClassVar[dict[int, int]] = {3: 1, 7: 8}  # byte, double: their sizes (i16, i32, i64 are varints)
+    DEPTH = 64  # nesting beyond this is no Parquet footer
+
+    def __init__(self, data: bytes) -> None:
+        self.data, self.pos = data, 0
+
+    def byte(self) -> int:
+        value = self.data[self.pos]
+        self.pos += 1
+        return value
+
+    def varint(self) -> int:
+        value = shift = 0
+        while True:
+            byte = self.byte()
+            value |= (byte & 0x7F) << shift
+            if not byte & 0x80:
+                return value
+            shift += 7
+            if shift > 70:
+                raise ValueError("varint too long")
+
+    def binary(self) -> bytes:
+        size = self.varint()
+        if self.pos + size > len(self.data):
+            raise ValueError("binary past the end")
+        self.pos += size
+        return self.data[self.pos - size : self.pos]
+
+    def fields(self):
+        """(field id, type) of a struct's fields, up to its end."""
+        last = 0
+        while (header := self.byte()) & 0x0F != self.STOP:
+            if header >> 4:  # the id as a delta from the last one
+                last += header >> 4
+            else:  # the id in full, a zigzag varint
+                zigzag = self.varint()
+                last = (zigzag >> 1) ^ -(zigzag & 1)
+            yield last, header & 0x0F
+
+    def skip(self, kind: int, depth: int = 0, element: bool = False) -> None:
+        """Pass over a value of ``kind`` (``element``: of a list, set or map, where a boolean takes a byte)."""
+        if depth > self.DEPTH:
+            raise ValueError("nested too deep")
+        if kind in (self.TRUE, self.FALSE):
+            self.pos += element
+        elif kind in self.FIXED:
+            self.pos += self.FIXED[kind]
+        elif kind in (4, 5, 6):
+            self.varint()
+        elif kind == self.BINARY:
+            self.binary()
+        elif kind in (self.LIST, self.SET):
+            size, of = self.list_header()
+            for _ in range(size):
+                self.skip(of, depth + 1, element=True)
+        elif kind == self.MAP:
+            size = self.bounded(self.varint())
+            types = self.byte() if size else 0
+            for _ in range(size):
+                self.skip(types >> 4, depth + 1, element=True)
+                self.skip(types & 0x0F, depth + 1, element=True)
+        elif kind == self.STRUCT:
+            for _, field_kind in self.fields():
+                self.skip(field_kind, depth + 1)
+        else:
+            raise ValueError(f"unknown Thrift type {kind}")
+
+    def list_header(self) -> tuple[int, int]:
+        header = self.byte()
+        size = self.varint() if header >> 4 == 15 else header >> 4
+        return self.bounded(size), header & 0x0F
+
+    def bounded(self, size: int) -> int:
+        """A collection's size, which cannot pass the bytes left (each element takes one at least)."""
+        if size > len(self.data) - self.pos:
+            raise ValueError("a collection larger than the footer")
+        return size
+
+    def file_key_values(self) -> list[tuple[bytes, bytes]]:
+        """The (key, value) pairs of ``FileMetaData.key_value_metadata`` (field 5)."""
+        pairs = []
+        for field, kind in self.fields():
+            if field != 5 or kind != self.LIST:
+                self.skip(kind)
+                continue
+            size, element = self.list_header()
+            for _ in range(size):
+                if element != self.STRUCT:
+                    raise ValueError("key_value_metadata holds no structs")
+                key = value = b""
+                for member, member_kind in self.fields():
+                    if member in (1, 2) and member_kind == self.BINARY:
+                        key, value = (self.binary(), value) if member == 1 else (key, self.binary())
+                    else:
+                        self.skip(member_kind, 1)
+                pairs.append((key, value))
+        return pairs
 
 
 def not_parquet(path: str | Path) -> str | None:

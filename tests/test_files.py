@@ -52,6 +52,18 @@ def test_freqlabs_header_is_known_by_its_metadata_entry_not_by_text_anywhere_in_
     assert not has_freqlab_header(tmp_path / "catalog.parquet") and not has_freqlab_header(tmp_path / "column.parquet")
     write_parquet(tmp_path / "odd.parquet", FRAME, header={"format": 7})
     assert not has_freqlab_header(tmp_path / "odd.parquet")
+    # a second review: a binary column holding a whole freqlab file (pyarrow copies it into the statistics)
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    blob = (tmp_path / "ours.parquet").read_bytes()
+    pq.write_table(pa.table({"blob": [blob], "n": [1]}), tmp_path / "blobs.parquet")
+    assert not has_freqlab_header(tmp_path / "blobs.parquet")
+    big = pa.table({"a": [1]}).replace_schema_metadata({**{f"k{i}": "v" * i for i in range(300)}, "freqlab": text})
+    pq.write_table(big, tmp_path / "big.parquet")  # 300 other entries, pyarrow's own writer
+    assert has_freqlab_header(tmp_path / "big.parquet", "freqlab.length_histogram")
+    (tmp_path / "cut.parquet").write_bytes(blob[:-40] + blob[-8:])  # a footer cut short: no header, no error
+    assert not has_freqlab_header(tmp_path / "cut.parquet")
 
 
 def test_a_name_that_is_not_utf8_is_written_and_read(undecodable):
