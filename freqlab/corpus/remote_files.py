@@ -87,18 +87,32 @@ def protocol_of(spec: str) -> str | None:
 
 
 def local_path(spec: str) -> str:
-    """``spec`` as a local path: a ``file://`` URL (or ``local://``, fsspec's name) as the path it names, anything
-    else as it is.
+    """``spec`` as a local path: a ``file:`` URL (or ``local://``, fsspec's name) as the absolute path it names
+    (RFC 8089: ``file:///path``, ``file://localhost/path``, ``file:/path``), anything else as it is. A URL naming
+    another host, or no absolute path, is an error: read as a path, ``file://allenai/c4`` went to the Hub.
 
-    >>> local_path("file:///data/a%20b.jsonl"), local_path("file://localhost/data/x"), local_path("/data/x")
+    >>> local_path("file:///data/a%20b.jsonl"), local_path("file://localhost/data/x"), local_path("file:/data/x")
     ('/data/a b.jsonl', '/data/x', '/data/x')
+    >>> local_path("/data/x"), local_path("slimpajama")
+    ('/data/x', 'slimpajama')
     """
-    match = _URL.match(str(spec))
-    if match is None or match.group(1).lower() not in ("file", "local"):
+    text = str(spec)
+    scheme, colon, rest = text.partition(":")
+    scheme = scheme.lower()
+    if not colon or scheme not in ("file", "local") or (scheme == "local" and not rest.startswith("//")):
         return spec
-    rest = spec[match.end() :]
-    if rest.lower().startswith("localhost/"):
-        rest = rest[len("localhost") :]
+    if os.path.lexists(text):  # a file of that name (file:x.jsonl) is that file
+        return spec
+    if rest.startswith("//"):
+        host, slash, path = rest[2:].partition("/")
+        if host.lower() not in ("", "localhost") or not slash:
+            raise FreqlabError(
+                f"{text}: a file URL names a path on this machine, as file:///absolute/path (or "
+                f"file://localhost/absolute/path); {host or 'nothing'!r} after file:// is read as a host"
+            )
+        rest = "/" + path
+    if not rest.startswith("/"):
+        raise FreqlabError(f"{text}: a file URL names an absolute path (file:///absolute/path); give a path instead")
     return urllib.parse.unquote(rest)
 
 

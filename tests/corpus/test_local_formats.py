@@ -42,6 +42,13 @@ def test_a_file_url_is_its_local_path(tmp_path, records):
     assert read_all(open_corpus("slimpajama", data_files=[url.replace("file://", "FILE://localhost")])) == expected(
         records
     )
+    assert read_all(open_corpus("slimpajama", data_files=[url.replace("file://", "file:")])) == expected(records)
+    # a second review: what follows file:// is a host, never a preset, a Hub id or a relative path
+    for url in ("file://allenai/c4", "file://slimpajama", "file://data/corpus", "file://localhost"):
+        with pytest.raises(FreqlabError, match="is read as a host"):
+            open_corpus(url)
+    with pytest.raises(FreqlabError, match="a file URL names an absolute path"):
+        open_corpus("file:relative.jsonl")
 
 
 @pytest.mark.parametrize("meta_as_json_string", [False, True], ids=["struct-meta", "json-string-meta"])
