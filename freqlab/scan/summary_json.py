@@ -457,10 +457,10 @@ def build_summary_json(
             "wall_seconds": wall,
             "tokens_tokenized_this_run": record.tokens_now,
             # workers count their shards past a limit's cut before the ledger reaches it: done (the rates include
-            # them), not kept; how many depends on the workers' timing. Without a limit, what was read and not kept
+            # them), not kept; how many depends on the workers' timing. A limit not reached, what was read and not kept
             # are the documents of files that failed (each kept as one unreadable-file skip)
-            "documents_past_limit": not_kept if ledger.limited else 0,
-            "documents_in_failed_files": 0 if ledger.limited else not_kept,
+            "documents_past_limit": not_kept if ledger.exhausted else 0,
+            "documents_in_failed_files": 0 if ledger.exhausted else not_kept,
             # None: nothing was read by this run (every shard came from a checkpoint), no speed to report
             "documents_per_second": None if from_checkpoints else record.documents_now / wall if wall > 0 else 0.0,
             "tokens_per_second": None if from_checkpoints else record.tokens_now / wall if wall > 0 else 0.0,

@@ -80,6 +80,9 @@ def test_skip_counts_each_unreadable_file_once_and_none_of_its_documents(broken_
     assert result.summary["scan"]["documents_past_limit"] == 0
     assert result.summary["scan"]["documents_in_failed_files"] == kept
     assert "past the limit" not in report and "documents of them in files that failed (not kept)" in report
+    unreached = run(folder, on_error="skip", max_docs=1000)  # a limit never reached: the same (a second review)
+    assert unreached.summary["scan"]["documents_past_limit"] == 0
+    assert unreached.summary["scan"]["documents_in_failed_files"] == kept
     assert "(none of their documents counted, one skip each): bad.parquet, cut.jsonl.zst, plain.json.gz\n" in report
     # the same with a process pool
     pooled = run(folder, on_error="skip", workers=2)
