@@ -103,8 +103,10 @@ class Mixture:
 
     # construction -----------------------------------------------------------------------------------------
     @classmethod
-    def parse(cls, spec: str | Path | Mapping | Mixture) -> Mixture:
-        """A mixture from ``SOURCE=W,...`` (``W%``: shares), a YAML/JSON file, a preset name, or a mapping."""
+    def parse(cls, spec: str | Path | Mapping | Mixture, name: str = "--weights") -> Mixture:
+        """A mixture from ``SOURCE=W,...`` (``W%``: shares), a YAML/JSON file, a preset name, or a mapping; ``name``:
+        where ``SOURCE=W,...`` was given, for its errors and reports (a schedule's stage, a file's default).
+        """
         if isinstance(spec, Mixture):
             return spec
         if isinstance(spec, Mapping):
@@ -121,31 +123,31 @@ class Mixture:
                 what = "no such mixture file" if named else "not SOURCE=W,..., a mixture file or a preset"
                 raise FreqlabError(f"{text}: {what} (presets: {', '.join(PRESETS)})")
             return load_mixture(path)
-        return cls._from_pairs(text)
+        return cls._from_pairs(text, name)
 
     @classmethod
-    def _from_pairs(cls, text: str) -> Mixture:
+    def _from_pairs(cls, text: str, name: str = "--weights") -> Mixture:
         weights: dict[str, Fraction] = {}
         percent = set()
         for item in text.split(","):
             source, equals, value = item.strip().rpartition("=")
             if not equals or not source.strip():
-                raise FreqlabError(f"--weights {text!r}: {item.strip()!r} is not SOURCE=WEIGHT")
+                raise FreqlabError(f"{name} {text!r}: {item.strip()!r} is not SOURCE=WEIGHT")
             value = value.strip()
             percent.add(value.endswith("%"))
             source = source.strip()
             if source in weights:
-                raise FreqlabError(f"--weights {text!r}: source {source!r} is given twice")
-            weights[source] = _weight(value.removesuffix("%"), f"--weights: weight of {source!r}")
+                raise FreqlabError(f"{name} {text!r}: source {source!r} is given twice")
+            weights[source] = _weight(value.removesuffix("%"), f"{name}: weight of {source!r}")
         if len(percent) > 1:
-            raise FreqlabError(f"--weights {text!r}: give every weight as a share (W%) or none")
+            raise FreqlabError(f"{name} {text!r}: give every weight as a share (W%) or none")
         total = sum(weights.values(), Fraction(0))
         if percent == {True} and total != 100:
             raise FreqlabError(
-                f"--weights {text!r}: the shares sum to {_show_apart(total, 100)}%, not 100%; give shares that sum "
+                f"{name} {text!r}: the shares sum to {_show_apart(total, 100)}%, not 100%; give shares that sum "
                 "to 100% (relative weights go in a mixture file with unit: share, normalised and said so)"
             )
-        return cls(weights, "share" if percent == {True} else "epochs", "--weights")
+        return cls(weights, "share" if percent == {True} else "epochs", name)
 
     @classmethod
     def from_dict(cls, data, *, name: str) -> Mixture:

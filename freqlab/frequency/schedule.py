@@ -39,7 +39,6 @@ tokens that reached relative positions at or beyond each earlier stage's window.
 
 from __future__ import annotations
 
-import dataclasses
 import datetime
 import math
 from dataclasses import dataclass, field, replace
@@ -86,6 +85,7 @@ class Stage:
     mixture: dict | None = None  # the source mix the recipe states (documentation)
     provenance: tuple = ()  # (key, "source: ..." | "assumed: ...") for the numbers of the stage
     note: str = ""
+    weights_from: str = ""  # where ``weights`` was given, for its errors ("": the stage)
 
     @property
     def assumed(self) -> tuple[str, ...]:
@@ -165,6 +165,7 @@ def parse_schedule(
         histogram = Path(histogram)
     default = histogram if histogram is not None else _relative(base, data.get("histogram"))
     default_weights = weights if weights is not None else _weights(base, data.get("weights"))
+    default_from = "--weights" if weights is not None else f"{source}: weights"
     default_layout = _layout(base, data.get("layout"), source)
     stages: list[Stage] = []
     for number, raw in enumerate(data["stages"], start=1):
@@ -208,7 +209,8 @@ def parse_schedule(
         stages.append(
             Stage(name, L, tokens, regime, stage_histogram, stage_weights or default_weights, layout,
                   specs["curriculum"], specs["position_ids"], specs["mixture"], provenance,
-                  _text(raw.get("note", ""), f"{where}: note"))
+                  _text(raw.get("note", ""), f"{where}: note"),
+                  f"{where}: weights" if stage_weights else default_from)
         )  # fmt: skip
     given = data.get("tau", DEFAULT_TAU)
     try:
@@ -352,14 +354,14 @@ def stage_histogram(stage: Stage, cache: dict | None = None):
         source, read = stage.histogram, LengthHistogram.read_parquet
         h = source if isinstance(source, LengthHistogram) else read(source)  # type: ignore[arg-type]
         if stage.weights:
-            where = f"stage {stage.name!r}: weights"  # errors name the stage, not the command line's --weights
+            where = stage.weights_from or f"stage {stage.name!r}: weights"  # the stage's, the file's or --weights
+            mix = Mixture.parse(stage.weights, name=where)
             try:
-                mix = Mixture.parse(stage.weights)
-            except FreqlabError as exc:
-                raise FreqlabError(f"{where}: {str(exc).removeprefix('--weights ')}") from None
-            if mix.name == "--weights":  # written in the stage as SOURCE=W,...
-                mix = dataclasses.replace(mix, name=where)
-            h = weighted_histogram(h, mix, stream=expands_documents(stage.regime))[0]
+                h = weighted_histogram(h, mix, stream=expands_documents(stage.regime))[0]
+            except FreqlabError as exc:  # a preset's or a file's mix: said of where it was named
+                if str(exc).startswith(where):
+                    raise
+                raise FreqlabError(f"{where}: {exc}") from None
         cache[key] = h
     return cache[key]
 

@@ -524,17 +524,26 @@ def test_a_layout_for_the_stages_that_name_none_is_refused_where_every_stage_nam
         load_preset("gemma3", histogram=LengthHistogram.from_counts([8], [3])).with_layout("global")
 
 
-def test_a_stages_bad_weights_are_said_of_the_stage_not_of_a_weights_option():
-    """A review: a stage's weights missing a source said "--weights: no weight for source 'y'" (no such option)."""
+def test_a_stages_bad_weights_are_said_of_where_they_were_given():
+    """Two reviews: a stage's weights missing a source said "--weights: no weight for source 'y'" (no such option
+    given); then weights given with --weights, or as the file's default, were blamed on the first stage."""
     from freqlab.histogram import combine_sources
 
     h = combine_sources({"x": LengthHistogram.from_lengths([10, 300]), "y": LengthHistogram.from_lengths([20])})
-    for weights, message in (
-        ("x=1", r"stage 'warm': weights: no weight for source 'y'"),
-        ("x=1,", r"stage 'warm': weights: 'x=1,': '' is not"),
-    ):
-        schedule = parse_schedule(
-            {"stages": [{"name": "warm", "L": 64, "tokens": "1B", "weights": weights}]}, histogram=h
-        )
+    stage = {"name": "warm", "L": 64, "tokens": "1B"}
+    cases = [
+        (
+            {"stages": [{**stage, "weights": "x=1"}]},
+            None,
+            r"^s\.yaml: stage 1 \(warm\): weights: no weight for source 'y'",
+        ),
+        ({"stages": [{**stage, "weights": "x=1,"}]}, None, r"^s\.yaml: stage 1 \(warm\): weights 'x=1,': '' is not"),
+        ({"stages": [{**stage, "weights": "x=1,y=-1"}]}, None, r"^s\.yaml: stage 1 \(warm\): weights: weight of 'y'"),
+        ({"stages": [stage], "weights": "x=1"}, None, r"^s\.yaml: weights: no weight for source 'y'"),
+        ({"stages": [stage]}, "x=1", r"^--weights: no weight for source 'y'"),
+        ({"stages": [{**stage, "weights": "llama1"}]}, None, r"^s\.yaml: stage 1 \(warm\): weights: llama1: source"),
+    ]
+    for data, weights, message in cases:
+        schedule = parse_schedule(data, source="s.yaml", histogram=h, weights=weights)
         with pytest.raises(FreqlabError, match=message):
             schedule_frequency(schedule)
