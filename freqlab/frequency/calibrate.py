@@ -311,7 +311,7 @@ def read_records(path: str | Path) -> list[dict]:
                 )
         return [dict(r, _where=f"{path}: point {k + 1}") for k, r in enumerate(rows)]
     reader = csv.DictReader(text.splitlines())
-    reader.fieldnames = [name.strip() for name in reader.fieldnames or ()]  # "tokens , effective_length": the names
+    reader.fieldnames = [name.strip() for name in reader.fieldnames or ()]  # "tokens , effective_length" (and values)
     fieldnames = list(reader.fieldnames)
     repeated = sorted({name for name in fieldnames if fieldnames.count(name) > 1})
     if repeated:  # DictReader would keep the last column of a name and drop the others without a word
@@ -325,7 +325,8 @@ def read_records(path: str | Path) -> list[dict]:
         where = f"{path}: line {reader.line_num}"  # the file's own line (blank lines and quoted newlines counted)
         if None in row:  # DictReader files the fields past the header under None: they would be dropped
             raise FreqlabError(f"{where}: {len(row[None])} field(s) more than the header's {len(fieldnames)}")
-        rows.append({k: v for k, v in row.items() if v not in (None, "")} | {"_where": where})
+        values = {k: v.strip() for k, v in row.items() if v is not None}  # "1T , 40 , natural": the values
+        rows.append({k: v for k, v in values.items() if v} | {"_where": where})
     return rows
 
 

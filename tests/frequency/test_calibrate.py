@@ -121,9 +121,9 @@ def test_bad_records_name_the_line(tmp_path):
     (tmp_path / "runs.csv").write_text("tokens,effective_length,budget\n1T,12,3\n")
     with pytest.raises(FreqlabError, match=r"unknown column\(s\) 'budget' \(known: "):
         read_records(tmp_path / "runs.csv")
-    (tmp_path / "runs.csv").write_text("tokens , effective_length\n1T,12\n")  # spaces after the commas (a review)
+    (tmp_path / "runs.csv").write_text("tokens , effective_length , regime\n1T , 12 , natural \n")  # (two reviews)
     (row,) = read_records(tmp_path / "runs.csv")
-    assert (row["tokens"], row["effective_length"]) == ("1T", "12")
+    assert (row["tokens"], row["effective_length"], row["regime"]) == ("1T", "12", "natural")
     (tmp_path / "runs.json").write_text('[{"effective_length": 12, "tokns": "1T"}]')
     with pytest.raises(FreqlabError, match=r"runs\.json: point 1: unknown key\(s\) tokns"):
         read_records(tmp_path / "runs.json")
