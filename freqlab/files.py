@@ -301,7 +301,7 @@ def forget_written(folder: str | Path) -> None:
     for name, stamp in written.items():
         path = Path(folder) / name if name == Path(name).name and "\0" not in name else None
         with contextlib.suppress(OSError):
-            if path is not None and path.is_file() and not path.is_symlink() and _stamp(path) == stamp:
+            if path is not None and path.is_file() and not path.is_symlink() and _as_written(stamp, path):
                 path.unlink()
     with contextlib.suppress(OSError):
         if written:
@@ -322,7 +322,9 @@ def not_written(folder: str | Path, names: Sequence[str]) -> list[str]:
     for name in names:
         path = Path(folder) / name
         try:
-            if os.path.lexists(path) and (path.is_symlink() or not path.is_file() or written.get(name) != _stamp(path)):
+            if os.path.lexists(path) and (
+                path.is_symlink() or not path.is_file() or not _as_written(written.get(name), path)
+            ):
                 found.append(name)
         except OSError:
             found.append(name)
@@ -352,11 +354,19 @@ def record_written(folder: str | Path, names: Sequence[str]) -> None:
 
 
 def _stamp(path: Path) -> list[int]:
-    """Size, modification time, inode and change time: a copy that keeps the first two (``cp -a``, ``rsync -a``, a
-    restore) is a new file, and no user sets a change time.
+    """Size, modification time and inode: an edit changes the first two, a copy that keeps them (``cp -a``, ``rsync
+    -a``, a restore) is a new inode. Not the change time, which ``chmod`` or a hard link elsewhere moves too (a
+    figure of freqlab's would become the user's).
     """
     info = path.stat()
-    return [info.st_size, info.st_mtime_ns, info.st_ino, info.st_ctime_ns]
+    return [info.st_size, info.st_mtime_ns, info.st_ino]
+
+
+def _as_written(stamp: object, path: Path) -> bool:
+    """Whether ``path`` is as listed with ``stamp`` (a list written before the change time was left out has it
+    fourth: compared without it).
+    """
+    return isinstance(stamp, list) and stamp[:3] == _stamp(path)
 
 
 def has_freqlab_header(path: str | Path, format: str = "freqlab.") -> bool:

@@ -336,9 +336,13 @@ def scan_command(
     except FreqlabError as exc:
         raise click.UsageError(str(exc)) from None
     if plot:  # a file of the user's named like a figure: refused now, not after the whole corpus is counted
+        from freqlab.corpus.presets import PRESETS
         from freqlab.plots.report import check_figures_free, figure_names
 
-        check_figures_free(Path(out) / FIGURES_DIR, figure_names(Ls, plot_formats))
+        preset = PRESETS.get(dataset) if dataset is not None else None
+        labelled = source_field if source_field is not None else preset.source_field if preset else None
+        sources = bool(labelled) or (dataset is None and not data_files)  # the built-in corpus has sources
+        check_figures_free(Path(out) / FIGURES_DIR, figure_names(Ls, plot_formats, sources=sources))
     from freqlab.tokenization import single_threaded
 
     # this process is the command's own: each tokenizer call on one thread (the scan's threads and workers are the
