@@ -67,6 +67,7 @@ import torch
 import transformers
 from transformers import AttentionInterface, cache_utils
 from transformers.masking_utils import AttentionMaskInterface, eager_mask, flash_attention_mask
+from transformers.modeling_utils import ALL_ATTENTION_FUNCTIONS
 
 from freqlab.apply import TESTED_MODEL_TYPES, UNTESTED_BECAUSE, check_model_type
 from freqlab.errors import FreqlabError
@@ -123,6 +124,23 @@ def rotate(x: torch.Tensor, delta: torch.Tensor, inv_freq: torch.Tensor) -> torc
     angle = delta.to(torch.float64)[..., None] * inv_freq.to(device=x.device, dtype=torch.float64)
     angle = torch.cat((angle, angle), dim=-1)
     return x * angle.cos().to(x.dtype) + rotate_half(x) * angle.sin().to(x.dtype)
+
+
+#: attention modules of a model freqlab was applied to that are not its text model's (a vision tower's): the
+#: implementation they had, which they keep (set_attn_implementation switches every part of a model)
+_PASSTHROUGH: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
+
+
+def _passed_through(module: torch.nn.Module, query, key, value, attention_mask, **kwargs) -> tuple | None:
+    """The attention of a module outside the text model (a Gemma 3 or Llava vision tower) as its own implementation
+    computes it, or None for a module of the text model. "eager" (each model's own function) runs as "sdpa": the
+    same attention.
+    """
+    previous = _PASSTHROUGH.get(module)
+    if previous is None:
+        return None
+    function = ALL_ATTENTION_FUNCTIONS.get(previous) or ALL_ATTENTION_FUNCTIONS["sdpa"]
+    return function(module, query, key, value, attention_mask, **kwargs)
 
 
 def _setting(module: torch.nn.Module, name: str) -> Setting:
@@ -574,6 +592,9 @@ def string_attention(
     **kwargs: Any,
 ) -> tuple[torch.Tensor, None]:
     """STRING attention (Eq. 4): pairs at r >= S score with the query rotated back by S - W positions."""
+    if (out := _passed_through(module, query, key, value, attention_mask, scaling=scaling, dropout=dropout,
+                               softcap=softcap, **kwargs)) is not None:  # fmt: skip
+        return out
     _check_kwargs(module, kwargs)
     setting = _setting(module, STRING_NAME)
     S, W = setting.first, setting.second
@@ -598,6 +619,9 @@ def self_extend_attention(
     **kwargs: Any,
 ) -> tuple[torch.Tensor, None]:
     """Self-Extend attention: pairs at r >= w_n score at the grouped position m // G - n // G + w_n - w_n // G."""
+    if (out := _passed_through(module, query, key, value, attention_mask, scaling=scaling, dropout=dropout,
+                               softcap=softcap, position_ids=position_ids, **kwargs)) is not None:  # fmt: skip
+        return out
     _check_kwargs(module, kwargs)
     setting = _setting(module, SELF_EXTEND_NAME)
     G, w_n = setting.first, setting.second
@@ -753,6 +777,8 @@ def _apply(model: Any, method: str, first: int, second: int, backend: str, flash
     register()
     model.set_attn_implementation(method + (FLASH_SUFFIX if backend == "flash" else ""))
     _SETTINGS.update(settings)
+    others = [m for m in model.modules() if type(m).__name__.endswith("Attention") and m not in settings]
+    _PASSTHROUGH.update(dict.fromkeys(others, previous))
     _PREVIOUS[model] = previous
     _unhook(model, modules)  # applied again: one hook per layer
     _HOOKS[model] = [m.register_forward_pre_hook(_remember_key_offset, with_kwargs=True) for m in modules]
@@ -852,4 +878,6 @@ def remove(model: Any) -> Any:
     for module in modules:
         _SETTINGS.pop(module, None)
         _KEY_OFFSET.pop(module, None)
+    for module in model.modules():
+        _PASSTHROUGH.pop(module, None)
     return model

@@ -490,3 +490,26 @@ def test_a_kv_cache_passed_as_cache_to_a_transformers_that_reads_past_key_values
             with pytest.raises(FreqlabError, match="does not read cache="):
                 model(ids[:, T:], cache=cache_of(prompt), use_cache=True)
     torch.testing.assert_close(step[:, -1], _logits(model, ids)[:, -1], **EXACT)
+
+
+def test_a_vision_tower_keeps_its_own_attention():
+    """A review: set_attn_implementation switched a Llava's (or Gemma 3's) vision tower to freqlab's function too,
+    and any image input failed ("was set on a model it was not applied to"): the tower keeps its implementation,
+    and a prompt of at most S tokens, image tokens included, is the stock model."""
+    transformers = pytest.importorskip("transformers")
+    torch.manual_seed(0)
+    text = transformers.LlamaConfig(hidden_size=32, num_attention_heads=4, num_key_value_heads=2, num_hidden_layers=2,
+                                    vocab_size=120, intermediate_size=64, max_position_embeddings=L)  # fmt: skip
+    vision = transformers.CLIPVisionConfig(hidden_size=16, intermediate_size=32, num_hidden_layers=1,
+                                           num_attention_heads=2, image_size=28, patch_size=14)  # fmt: skip
+    config = transformers.LlavaConfig(text_config=text, vision_config=vision, image_token_index=119,
+                                      vision_feature_layer=-1)  # fmt: skip
+    model = transformers.LlavaForConditionalGeneration(config).eval()
+    ids = torch.cat([torch.tensor([[1] + [119] * 4]), _ids(length=T - 5)], dim=1)
+    pixels = torch.randn(1, 3, 28, 28, generator=seeded(2))
+    before = _logits(model, ids, pixel_values=pixels)
+    fa.string(model, T, 4)
+    torch.testing.assert_close(_logits(model, ids, pixel_values=pixels), before, rtol=1e-5, atol=1e-5)
+    fa.remove(model)
+    fa.self_extend(model, 4, T)
+    torch.testing.assert_close(_logits(model, ids, pixel_values=pixels), before, rtol=1e-5, atol=1e-5)
