@@ -431,7 +431,8 @@ def merged_attention_flash_varlen(
     real = real[:, -kv_len:].to(device=query.device, dtype=torch.bool)
     count = real.sum(1)
     start = real.to(torch.int8).argmax(1)  # first real key (0 for an empty row)
-    end = kv_len - real.flip(1).to(torch.int8).argmax(1)  # one past the last real key
+    # one past the last real key; an empty row's run is empty (argmax read kv: its queries met no key, NaN; a review)
+    end = torch.where(count > 0, kv_len - real.flip(1).to(torch.int8).argmax(1), start)
     gapped = ((count > 0) & (end - start != count)).nonzero().flatten()
     if gapped.numel():
         raise FreqlabError(

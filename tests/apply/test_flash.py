@@ -112,10 +112,10 @@ def test_with_flash_attns_float32_log_sum_exp_the_merge_is_float32_close():
 
 
 def _padding(kind: str, kv_len: int) -> torch.Tensor:
-    """(3, kv) real-key masks: a full row, a short one and one shorter than every threshold, padded on the left or
-    right."""
-    real = torch.zeros(3, kv_len, dtype=torch.bool)
-    for b, n in enumerate((kv_len, kv_len - 4, 2)):
+    """(4, kv) real-key masks: a full row, a short one, one shorter than every threshold and one of padding only (a
+    review: its queries met no key, +inf log-sum-exp, NaN), padded on the left or right."""
+    real = torch.zeros(4, kv_len, dtype=torch.bool)
+    for b, n in enumerate((kv_len, kv_len - 4, 2, 0)):
         if kind == "left":
             real[b, kv_len - n :] = True
         else:
@@ -133,12 +133,12 @@ def test_the_varlen_merge_of_a_padded_batch_equals_the_explicit_scores(padding, 
     """Each row's real keys, its queries among them, the distances of the key array: the explicit merge with the
     padding (and sliding window) mask, on every query that is a real token; queries on padding give 0."""
     g = seeded(5)
-    q, fq = (torch.randn(3, 4, q_len, 8, generator=g, dtype=torch.float64) for _ in range(2))
-    k, fk, v = (torch.randn(3, 2, kv_len, 8, generator=g, dtype=torch.float64) for _ in range(3))
+    q, fq = (torch.randn(4, 4, q_len, 8, generator=g, dtype=torch.float64) for _ in range(2))
+    k, fk, v = (torch.randn(4, 2, kv_len, 8, generator=g, dtype=torch.float64) for _ in range(3))
     real = _padding(padding, kv_len)
     r = torch.arange(kv_len - q_len, kv_len)[:, None] - torch.arange(kv_len)[None, :]
     allowed = (r >= 0) & (r < (sliding_window or kv_len))
-    mask = (allowed[None] & real[:, None, :])[:, None]  # (3, 1, q, kv)
+    mask = (allowed[None] & real[:, None, :])[:, None]  # (4, 1, q, kv)
     calls = []
 
     def counted(*args, **kwargs):
@@ -147,7 +147,7 @@ def test_the_varlen_merge_of_a_padded_batch_equals_the_explicit_scores(padding, 
 
     got = merged_attention_flash_varlen(q, k, v, fq, fk, real, threshold, 0.3, counted, softcap,
                                         sliding_window=sliding_window)  # fmt: skip
-    queries = real[:, kv_len - q_len :]  # (3, q): the queries that are real tokens
+    queries = real[:, kv_len - q_len :]  # (4, q): the queries that are real tokens
     expected = merged_attention(q, k, v, fq, fk, r >= threshold, mask, 0.3, softcap)
     torch.testing.assert_close(got[queries], expected[queries], rtol=1e-12, atol=1e-12)
     assert not got[~queries].any()
