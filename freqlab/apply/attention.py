@@ -848,9 +848,21 @@ def _unhook(model: Any, modules: list[torch.nn.Module]) -> None:
 
 
 def _window(model: Any) -> int:
-    L = getattr(_text_config(model), "max_position_embeddings", None)
+    """The context the model's positions are set up for: ``max_position_embeddings``, or the original window times
+    its RoPE scaling factor when larger (a YaRN block keeps ``max_position_embeddings`` at L and scales to N: the
+    STRING + YaRN plan's shift S_N = (S/L)·N is above L, below N; a review).
+    """
+    config = _text_config(model)
+    L = getattr(config, "max_position_embeddings", None)
     if not isinstance(L, int) or L < 2:
         raise FreqlabError(f"{type(model).__name__}: config has no usable max_position_embeddings ({L!r})")
+    rope = getattr(config, "rope_parameters", None) or getattr(config, "rope_scaling", None) or {}
+    tables = [rope] if "factor" in rope or "rope_type" in rope else [t for t in rope.values() if isinstance(t, dict)]
+    for table in tables:  # one table, or one per layer kind (Gemma 3)
+        factor, original = table.get("factor"), table.get("original_max_position_embeddings") or L
+        scaled = table.get("rope_type", table.get("type")) not in (None, "default")
+        if scaled and isinstance(factor, int | float) and isinstance(original, int) and factor > 1:
+            L = max(L, int(original * factor))
     return L
 
 

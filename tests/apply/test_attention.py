@@ -513,3 +513,24 @@ def test_a_vision_tower_keeps_its_own_attention():
     fa.remove(model)
     fa.self_extend(model, 4, T)
     torch.testing.assert_close(_logits(model, ids, pixel_values=pixels), before, rtol=1e-5, atol=1e-5)
+
+
+def test_the_string_yarn_plan_runs_on_the_model_its_yarn_block_makes():
+    """A review: plan_string(extend_to=N) shifts by S_N = int(S/L·N) > L, and its YaRN block keeps
+    max_position_embeddings = L (scaling to N): apply.string refused S_N (0 < S < L). The window is L times the
+    RoPE factor; a shift past it is still refused."""
+    import transformers
+
+    from freqlab.plan.string import plan_string
+
+    trained = 384  # the plan's W >= 32 (Fig. 7) needs a window above the tiny models' L
+    extension = plan_string(trained, W=32, extend_to=4 * trained).extension
+    assert trained < extension.S
+    config = transformers.LlamaConfig(hidden_size=32, num_attention_heads=4, num_key_value_heads=2, num_hidden_layers=1,
+                                      vocab_size=120, intermediate_size=64, **extension.yarn.config_5x)  # fmt: skip
+    model = transformers.LlamaForCausalLM(config).eval()
+    fa.string(model, extension.S, extension.W)
+    fa.remove(model)
+    largest = int(trained * extension.factor)
+    with pytest.raises(FreqlabError, match=rf"0 < S < L = {largest}"):
+        fa.string(model, largest, 32)
