@@ -174,7 +174,7 @@ def self_extend(
 ) -> Any:
     """Apply Self-Extend (Jin et al., "LLM Maybe LongLM: Self-Extend LLM Context Window Without Tuning", ICML
     2024, Sec. 3.2) to ``model`` in place and return it: pairs at r < w_n keep r, farther pairs use the grouped
-    position m // G - n // G + w_n - w_n // G (the FLOOR operation, shifted so the two parts join; Eq. 8).
+    position m // G - n // G + w_n - w_n // G (Eq. 7's FLOOR operation, shifted so the two parts join: Alg. 1).
 
     Parameters
     ----------

@@ -16,7 +16,7 @@ pair the score of the set its distance selects, before the mask and the softmax:
   Alg. 1): far pairs are r >= S; the query is rotated by delta_q = -(S - W) (the keys stay), so
   p = r - S + W, the shifted position matrix of Fig. 5. As Alg. 1 does, it shifts the query positions.
 * Self-Extend (Jin et al., "LLM Maybe LongLM: Self-Extend LLM Context Window Without Tuning", ICML 2024,
-  Sec. 3.2, Eq. 8): far pairs are r >= w_n; the query at m is moved to m // G + w_n - w_n // G and the key at n
+  Sec. 3.2, Alg. 1): far pairs are r >= w_n; the query at m is moved to m // G + w_n - w_n // G and the key at n
   to n // G (delta_q = m // G + w_n - w_n // G - m, delta_k = n // G - n), so p = m // G - n // G + w_n - w_n // G.
 
 The extra rotation angles are computed in float64 from the model's inverse frequencies (read at every call, so

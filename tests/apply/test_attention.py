@@ -1,5 +1,5 @@
 """freqlab.apply: STRING (An et al., ICLR 2025, Sec. 4, Eq. 4, Fig. 5) and Self-Extend (Jin et al., ICML 2024,
-Sec. 3.2, Eq. 8) on tiny random transformers models, float64 on CPU, against an explicit reference."""
+Sec. 3.2, Alg. 1) on tiny random transformers models, float64 on CPU, against an explicit reference."""
 
 from __future__ import annotations
 
