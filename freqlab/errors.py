@@ -47,6 +47,9 @@ class ParameterError(FreqlabError):
         super().__init__(message)
         self.option = option
 
+    def __reduce__(self):  # pickled from a worker process with its option (the default takes the message alone)
+        return type(self), (str(self), self.option)
+
 
 def brief(value, limit: int = 60) -> str:
     """``repr(value)`` cut to ``limit`` characters, for one-line messages that quote a value given by the user.

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import io
 import os
+import stat
 import sys
 
 from freqlab.errors import FreqlabError
@@ -106,5 +107,7 @@ def writes_stdout(path: str | os.PathLike) -> bool:
     try:
         target, stdout = os.stat(path), os.fstat(sys.stdout.fileno())
     except (OSError, ValueError, AttributeError, io.UnsupportedOperation):  # no such file; stdout closed or no file
+        return False
+    if stat.S_ISCHR(target.st_mode):  # a terminal or /dev/null: nothing read back, a report there harms nothing
         return False
     return (target.st_dev, target.st_ino) == (stdout.st_dev, stdout.st_ino)

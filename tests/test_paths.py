@@ -52,3 +52,32 @@ def test_printable_escapes_what_would_drive_a_terminal_and_keeps_the_rest():
     assert printable("ab\u202ecd\u2028") == r"ab\u202ecd\u2028"  # right-to-left override, line separator
     assert printable(os.fsdecode(b"caf\xe9/\xff")) == r"caf\xe9/\xff"  # the bytes of a name that is not UTF-8
     assert shown("~/a\nb") == os.path.join(".", "~", r"a\nb") and unambiguous("~/a\nb") == "./~/a\nb"
+
+
+def test_writes_stdout_knows_stdout_by_its_file_not_by_its_name(tmp_path, monkeypatch):
+    """freq --out /dev/stdout prints its report on stderr then (a review); /dev/null or a terminal is no file read back
+    (a second review: --out /dev/null > /dev/null sent the report to stderr)."""
+    import io
+    import sys
+
+    from freqlab.paths import writes_stdout
+
+    with open(tmp_path / "out.parquet", "wb") as handle:
+        monkeypatch.setattr(sys, "stdout", io.TextIOWrapper(handle))
+        assert writes_stdout(tmp_path / "out.parquet") and writes_stdout(f"/proc/self/fd/{handle.fileno()}")
+        assert not writes_stdout(tmp_path / "other.parquet")
+    with open(os.devnull, "wb") as handle:
+        monkeypatch.setattr(sys, "stdout", io.TextIOWrapper(handle))
+        assert not writes_stdout(os.devnull)
+    monkeypatch.setattr(sys, "stdout", io.StringIO())  # no file at all (a notebook, CliRunner)
+    assert not writes_stdout(tmp_path / "out.parquet")
+
+
+def test_a_parameter_error_pickles_with_its_option():
+    """A worker's ParameterError reaches the driver whole (it raised TypeError: missing 'option'; a review)."""
+    import pickle
+
+    from freqlab.errors import ParameterError
+
+    error = pickle.loads(pickle.dumps(ParameterError("the shift S must be ...", "--S")))
+    assert (str(error), error.option) == ("the shift S must be ...", "--S")
