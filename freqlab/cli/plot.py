@@ -5,6 +5,8 @@ matplotlib is imported only when a plot command runs, so other commands start fa
 
 from __future__ import annotations
 
+import contextlib
+import sys
 from pathlib import Path
 
 import click
@@ -35,7 +37,7 @@ from freqlab.cli.weights import budget_line, read_histogram
 from freqlab.errors import FreqlabError
 from freqlab.frequency.budget import training_budget
 from freqlab.frequency.exposure import TAIL_REGIMES
-from freqlab.paths import shown
+from freqlab.paths import shown, writes_stdout
 from freqlab.resources import doing, require_memory
 from freqlab.sizes import DEFAULT_TAU
 
@@ -136,13 +138,15 @@ def _save(fig, out, formats, dpi, as_json, budget=None, tau: float = DEFAULT_TAU
 
 
 def _report_written(paths: list[Path], as_json: bool, budget=None, tau: float = DEFAULT_TAU) -> None:
-    if as_json:
-        echo_json({"files": [str(p) for p in paths], **({"budget": budget.to_dict()} if budget else {})})
-    else:
-        if budget is not None:
-            click.echo(budget_line(budget, tau))
-        for p in paths:
-            click.echo(f"wrote {shown(p)}")
+    # a figure written to this command's stdout (--out /dev/stdout | viewer): the report goes to stderr
+    with contextlib.redirect_stdout(sys.stderr) if any(map(writes_stdout, paths)) else contextlib.nullcontext():
+        if as_json:
+            echo_json({"files": [str(p) for p in paths], **({"budget": budget.to_dict()} if budget else {})})
+        else:
+            if budget is not None:
+                click.echo(budget_line(budget, tau))
+            for p in paths:
+                click.echo(f"wrote {shown(p)}")
 
 
 def _histogram(path, regimes, weights):

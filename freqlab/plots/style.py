@@ -18,7 +18,9 @@ figure always gives the same bytes.
 
 from __future__ import annotations
 
+import io
 import os
+import stat
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
@@ -29,6 +31,7 @@ from matplotlib.figure import Figure
 
 from freqlab.errors import FreqlabError
 from freqlab.files import write_atomic
+from freqlab.paths import writes_stdout
 
 #: Okabe-Ito colour-blind safe palette; the first colours are used in this order for series.
 PALETTE: tuple[str, ...] = ("#0072B2", "#E69F00", "#009E73", "#D55E00", "#CC79A7", "#56B4E9", "#F0E442", "#000000")
@@ -250,6 +253,15 @@ def figure_formats(path: str | os.PathLike, formats: Sequence[str] | str | None 
     return formats
 
 
+def _stream(path: Path) -> bool:
+    """Whether ``path`` is a stream (a FIFO, a pipe, a character device such as /dev/stdout's), not a file or folder."""
+    try:
+        mode = path.stat().st_mode
+    except OSError:
+        return False
+    return stat.S_ISFIFO(mode) or stat.S_ISCHR(mode) or stat.S_ISSOCK(mode)
+
+
 def save_figure(
     fig: Figure,
     path: str | Path,
@@ -281,13 +293,22 @@ def save_figure(
     path = Path(path)
     formats = figure_formats(path, formats)
     stem = path.with_suffix("") if path.suffix.lstrip(".").lower() in FORMATS else path
+    # /dev/stdout (a pipe, or the file stdout goes to), a FIFO: written as is (a suffix added made a new file in /dev)
+    stream = _stream(path) or writes_stdout(path)
+    if stream and len(dict.fromkeys(formats)) > 1:
+        raise FreqlabError(f"{path}: a stream takes one figure; give one format")
     written = []
     with freqlab_style():
         for fmt in dict.fromkeys(formats):
             # the path as given for its own format (g.PNG stays g.PNG: g.png is another file where case counts)
-            target = path if path.suffix.lstrip(".").lower() == fmt else stem.with_name(f"{stem.name}.{fmt}")
-            # as every output: whole or not at all, links followed as the kernel follows them (freqlab.files)
+            own = path.suffix.lstrip(".").lower() == fmt or stream
+            target = path if own else stem.with_name(f"{stem.name}.{fmt}")
             options = {"format": fmt, "dpi": dpi, "metadata": _metadata(fmt)}
-            write_atomic(target, writer=lambda tmp, options=options: fig.savefig(tmp, **options))
+            if stream:  # drawn in memory first: a figure's writer seeks, a pipe cannot
+                drawn = io.BytesIO()
+                fig.savefig(drawn, **options)
+                write_atomic(target, drawn.getvalue())
+            else:  # as every output: whole or not at all, links followed as the kernel follows them (freqlab.files)
+                write_atomic(target, writer=lambda tmp, options=options: fig.savefig(tmp, **options))
             written.append(target)
     return written

@@ -100,3 +100,30 @@ def test_save_figure_format_from_suffix_and_errors(tmp_path):
         save_figure(fig, tmp_path / "x", ["jpg"])
     with pytest.raises(FreqlabError, match="no file suffix"):
         save_figure(fig, tmp_path / "x", None)
+
+
+def test_a_figure_written_to_a_stream_is_written_there_as_it_is(tmp_path, histogram):
+    """A review: `plot ... --out /dev/stdout --format png` made a file /dev/stdout.png (a suffix added to the
+    stream's name) and wrote nothing to the pipe; a figure's writer also seeks, which a pipe cannot."""
+    import os
+    import threading
+
+    fig = plot_position_frequency(histogram, 2048)
+    fifo = tmp_path / "pipe"
+    os.mkfifo(fifo)
+    got = []
+    reader = threading.Thread(target=lambda: got.append(fifo.read_bytes()))
+    reader.start()
+    assert save_figure(fig, fifo, ["png"]) == [fifo]
+    reader.join(timeout=30)
+    assert got and got[0].startswith(b"\x89PNG\r\n\x1a\n")
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["pipe"]  # no pipe.png beside it
+    with pytest.raises(FreqlabError, match="pipe: a stream takes one figure; give one format"):
+        save_figure(fig, fifo, ["png", "pdf"])
+    code = (
+        "import freqlab as f, freqlab.plots as p; h = f.LengthHistogram.from_lengths([5, 900]); "
+        "p.save_figure(p.plot_position_frequency(h, 64), '/dev/stdout', ['png'])"
+    )
+    command = [sys.executable, "-c", code]
+    piped = subprocess.run(command, capture_output=True, check=True)
+    assert piped.stdout.startswith(b"\x89PNG")
