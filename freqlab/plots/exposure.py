@@ -73,7 +73,7 @@ def plot_exposure(histogram, L: int | None = None, regime: str = "natural", *, s
         right.set_xlabel(with_units("context at least", "K = 1024"))
         right.set_ylabel("share of the source's tokens (%)")
         right.set_title("share of tokens beyond each context length")
-        handles, labels = left.get_legend_handles_labels()
-        fig.legend(handles, labels, loc="outside lower center", ncols=len(labels))
+        # every source's line, named: get_legend_handles_labels leaves out labels starting with "_" (a source "_x")
+        fig.legend(left.lines, [line.get_label() for line in left.lines], loc="outside lower center", ncols=len(rows))
         panel_letters((left, right))
     return fig

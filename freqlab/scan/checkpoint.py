@@ -94,6 +94,8 @@ class OutputLock:
         except OSError as exc:
             if lock.is_symlink():
                 raise FreqlabError(f"{lock}: a symbolic link; remove it or choose another --out") from exc
+            if lock.is_dir():
+                raise FreqlabError(f"{lock}: a folder, where freqlab keeps its lock; move it away") from exc
             raise FreqlabError(f"{self.folder}: cannot use as output folder ({exc.strerror or exc})") from exc
         try:
             fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)

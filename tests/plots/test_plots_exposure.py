@@ -34,3 +34,13 @@ def test_a_window_of_at_most_4k_gets_thresholds_of_its_own_scale():
     assert [round(bar.get_height(), 9) for bar in right.patches] == [
         round(100 * (2048 - t) / 2048, 9) for t in (256, 512, 1024)
     ]
+
+
+def test_a_source_named_with_a_leading_underscore_is_in_the_legend():
+    """A review: matplotlib's automatic legend leaves out labels starting with "_" (and reads "$" as math)."""
+    h = combine_sources(
+        {"_private": LengthHistogram.from_lengths([50, 900]), "web $": LengthHistogram.from_lengths([30])}
+    )
+    fig = plot_exposure(h, 1024)
+    labels = [text.get_text() for text in fig.legends[0].get_texts()]
+    assert labels[:2] == ["_private", "web \\$"] and len(labels) == 3  # the sources, then all of them

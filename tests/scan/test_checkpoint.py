@@ -293,6 +293,10 @@ def test_a_fifo_where_the_lock_goes_is_named_as_such(tmp_path):
     with pytest.raises(FreqlabError, match=r"\.lock: not a file \(a FIFO, a device\), where freqlab keeps its lock"):
         scan(str(data), out=str(tmp_path / "out"), progress=False)
     assert stat.S_ISFIFO(os.lstat(tmp_path / "out" / ".lock").st_mode)
+    os.unlink(tmp_path / "out" / ".lock")
+    (tmp_path / "out" / ".lock").mkdir()  # a folder there (a second review: the message named OUT)
+    with pytest.raises(FreqlabError, match=r"\.lock: a folder, where freqlab keeps its lock"):
+        scan(str(data), out=str(tmp_path / "out"), progress=False)
 
 
 def test_a_corpus_file_that_is_an_output_is_refused_before_it_is_replaced(tmp_path):
