@@ -53,7 +53,7 @@ from freqlab.plan.rope_scaling import (
     scaled_rotary_dims,
 )
 from freqlab.plan.self_extend import evaluate_self_extend, neighbour_windows, plan_self_extend
-from freqlab.plan.string import DEFAULT_ROUND, DEFAULT_W, MIN_W, plan_string, string_usage
+from freqlab.plan.string import DEFAULT_ROUND, DEFAULT_W, check_local_window, plan_string, string_usage
 from freqlab.plan.upsample import DEFAULT_MAX_UPWEIGHT, PACKINGS, plan_upsample, plan_upsample_schedule, receiving_stage
 from freqlab.plan.well_trained import well_trained_range
 
@@ -136,7 +136,7 @@ def string_command(
       freqlab plan string --L 32K --extend-to 128K      # STRING + YaRN (the repository's Qwen2 rule)
       freqlab plan string --schedule schedule.yaml --json
     """
-    require(W >= MIN_W, "--W", f"W = {W} is below {MIN_W}: the STRING ablation (Fig. 7) needs W >= {MIN_W}")
+    usage_error(lambda: check_local_window(W))
     L, inputs, mix = frequency_inputs(L, hist, regime, tokens, tau, schedule, mass, weights, as_json=as_json)
     if S is not None:
         require(S < L, "--S", f"S = {S} must be below the training window L = {L}")

@@ -63,6 +63,20 @@ MATRIX_LIMIT: int = 8192  # beyond this L, use the row / histogram functions ins
 MASKED: int = -1  # value of the (unused) upper triangle n > m in string_position_matrix
 
 
+def check_local_window(W: int) -> int:
+    """A plan's local window W: at least :data:`MIN_W`, where STRING's ablation (Sec. 4.3, Fig. 7) finds it improves on
+    RoPE ("when W >= 32, the model achieves a significant improvement"); a ParameterError naming ``--W`` otherwise.
+    """
+    W = check_window(W, "W")
+    if W < MIN_W:
+        raise ParameterError(
+            f"W = {W} is below {MIN_W}: in STRING's ablation (Fig. 7) the window improves on RoPE from W = {MIN_W} on; "
+            "freqlab.apply.string takes any W < S to try others",
+            "--W",
+        )
+    return W
+
+
 def _check_shift(L: int, S: int, W: int) -> tuple[int, int, int]:
     L = check_window(L)
     if isinstance(S, bool) or not isinstance(S, (int, np.integer)) or not 0 < int(S) < L:
@@ -650,9 +664,7 @@ def plan_string(
     notes: list[str] = []
     if q != round_to and S is None:
         notes.append(f"L = {L} is too small to round S to a multiple of {round_to}; S is not rounded")
-    W = check_window(W, "W")
-    if W < MIN_W:
-        raise FreqlabError(f"W = {W} is below {MIN_W}: the STRING ablation (Fig. 7) needs W >= {MIN_W}")
+    W = check_local_window(W)
     # every S in [L - N* + W, N*] keeps the positions used, up to max(S, L - S + W) - 1, below N*: the rule takes the
     # smallest multiple of q there, else its lower end; the range is empty when L + W > 2 N*: no shift can
     S_rule, unreachable = None, False
