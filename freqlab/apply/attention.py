@@ -67,7 +67,6 @@ import torch
 import transformers
 from transformers import AttentionInterface, cache_utils
 from transformers.masking_utils import AttentionMaskInterface, eager_mask, flash_attention_mask
-from transformers.modeling_utils import ALL_ATTENTION_FUNCTIONS
 
 from freqlab.apply import TESTED_MODEL_TYPES, UNTESTED_BECAUSE, check_model_type
 from freqlab.errors import FreqlabError
@@ -124,23 +123,6 @@ def rotate(x: torch.Tensor, delta: torch.Tensor, inv_freq: torch.Tensor) -> torc
     angle = delta.to(torch.float64)[..., None] * inv_freq.to(device=x.device, dtype=torch.float64)
     angle = torch.cat((angle, angle), dim=-1)
     return x * angle.cos().to(x.dtype) + rotate_half(x) * angle.sin().to(x.dtype)
-
-
-#: attention modules of a model freqlab was applied to that are not its text model's (a vision tower's): the
-#: implementation they had, which they keep (set_attn_implementation switches every part of a model)
-_PASSTHROUGH: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
-
-
-def _passed_through(module: torch.nn.Module, query, key, value, attention_mask, **kwargs) -> tuple | None:
-    """The attention of a module outside the text model (a Gemma 3 or Llava vision tower) as its own implementation
-    computes it, or None for a module of the text model. "eager" (each model's own function) runs as "sdpa": the
-    same attention.
-    """
-    previous = _PASSTHROUGH.get(module)
-    if previous is None:
-        return None
-    function = ALL_ATTENTION_FUNCTIONS.get(previous) or ALL_ATTENTION_FUNCTIONS["sdpa"]
-    return function(module, query, key, value, attention_mask, **kwargs)
 
 
 def _setting(module: torch.nn.Module, name: str) -> Setting:
@@ -593,9 +575,6 @@ def string_attention(
     **kwargs: Any,
 ) -> tuple[torch.Tensor, None]:
     """STRING attention (Eq. 4): pairs at r >= S score with the query rotated back by S - W positions."""
-    if (out := _passed_through(module, query, key, value, attention_mask, scaling=scaling, dropout=dropout,
-                               softcap=softcap, **kwargs)) is not None:  # fmt: skip
-        return out
     _check_kwargs(module, kwargs)
     setting = _setting(module, STRING_NAME)
     S, W = setting.first, setting.second
@@ -620,9 +599,6 @@ def self_extend_attention(
     **kwargs: Any,
 ) -> tuple[torch.Tensor, None]:
     """Self-Extend attention: pairs at r >= w_n score at the grouped position m // G - n // G + w_n - w_n // G."""
-    if (out := _passed_through(module, query, key, value, attention_mask, scaling=scaling, dropout=dropout,
-                               softcap=softcap, position_ids=position_ids, **kwargs)) is not None:  # fmt: skip
-        return out
     _check_kwargs(module, kwargs)
     setting = _setting(module, SELF_EXTEND_NAME)
     G, w_n = setting.first, setting.second
@@ -666,6 +642,16 @@ def register() -> None:
 def _text_config(model: Any) -> Any:
     config = model.config
     return config.get_text_config() if hasattr(config, "get_text_config") else config
+
+
+def _set_implementation(model: Any, name: str) -> None:
+    """Set the attention implementation of the model's text part alone: a multimodal model's vision tower keeps its
+    own, and the masks built for it (set on the whole model, a Llava's or a Gemma 3's tower ran freqlab's function,
+    which failed on any image, and then its own with freqlab's mask; reviews).
+    """
+    config, text = model.config, _text_config(model)
+    key = next((k for k in getattr(config, "sub_configs", None) or {} if getattr(config, k, None) is text), None)
+    model.set_attn_implementation(name if key is None else {key: name})
 
 
 def _rotary(model: Any) -> torch.nn.Module:
@@ -776,10 +762,8 @@ def _apply(model: Any, method: str, first: int, second: int, backend: str, flash
             )
         settings[module] = Setting(method, first, second, rotary, attr, backend, flash_fn, flash_varlen_fn)
     register()
-    model.set_attn_implementation(method + (FLASH_SUFFIX if backend == "flash" else ""))
+    _set_implementation(model, method + (FLASH_SUFFIX if backend == "flash" else ""))
     _SETTINGS.update(settings)
-    others = [m for m in model.modules() if type(m).__name__.endswith("Attention") and m not in settings]
-    _PASSTHROUGH.update(dict.fromkeys(others, previous))
     _PREVIOUS[model] = previous
     _unhook(model, modules)  # applied again: one hook per layer
     _HOOKS[model] = [m.register_forward_pre_hook(_remember_key_offset, with_kwargs=True) for m in modules]
@@ -885,12 +869,10 @@ def remove(model: Any) -> Any:
     previous = _PREVIOUS.pop(model, None)
     if previous is None:
         raise FreqlabError("no STRING or Self-Extend was applied to this model")
-    model.set_attn_implementation(previous)
+    _set_implementation(model, previous)
     modules = _attention_modules(model)
     _unhook(model, modules)
     for module in modules:
         _SETTINGS.pop(module, None)
         _KEY_OFFSET.pop(module, None)
-    for module in model.modules():
-        _PASSTHROUGH.pop(module, None)
     return model

@@ -494,8 +494,9 @@ def test_a_kv_cache_passed_as_cache_to_a_transformers_that_reads_past_key_values
 
 def test_a_vision_tower_keeps_its_own_attention():
     """A review: set_attn_implementation switched a Llava's (or Gemma 3's) vision tower to freqlab's function too,
-    and any image input failed ("was set on a model it was not applied to"): the tower keeps its implementation,
-    and a prompt of at most S tokens, image tokens included, is the stock model."""
+    and any image input failed ("was set on a model it was not applied to"): only the text model's implementation
+    is set, the tower keeps its own (and its masks), and a prompt of at most S tokens, image tokens included, is the
+    stock model."""
     transformers = pytest.importorskip("transformers")
     torch.manual_seed(0)
     text = transformers.LlamaConfig(hidden_size=32, num_attention_heads=4, num_key_value_heads=2, num_hidden_layers=2,
@@ -513,6 +514,16 @@ def test_a_vision_tower_keeps_its_own_attention():
     fa.remove(model)
     fa.self_extend(model, 4, T)
     torch.testing.assert_close(_logits(model, ids, pixel_values=pixels), before, rtol=1e-5, atol=1e-5)
+    fa.remove(model)
+    # a second review: the tower kept freqlab's mask, and remove() set the tower's implementation to the text's
+    model.set_attn_implementation({"text_config": "sdpa", "vision_config": "eager"})
+    fa.string(model, T, 4)
+    assert (config.text_config._attn_implementation, config.vision_config._attn_implementation) == (
+        "freqlab_string",
+        "eager",
+    )
+    fa.remove(model)
+    assert (config.text_config._attn_implementation, config.vision_config._attn_implementation) == ("sdpa", "eager")
 
 
 def test_the_string_yarn_plan_runs_on_the_model_its_yarn_block_makes():
