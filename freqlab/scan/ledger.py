@@ -22,16 +22,18 @@ class Ledger:
         self.next = 0
         self.exhausted = False  # a limit was reached
         self.unreadable: list[str] = []  # ids of shards whose file failed while being read (skipped)
+        self.failed_documents = 0  # documents read from those files before they failed (none kept)
 
     def add(self, index: int, part: ShardCount) -> None:
         """Take the partial of shard ``index``; raises the first bad record's error once it is committed."""
         if not self.limited:
-            self._commit(unvouched(part) if part.failed else part)
+            self._commit(unvouched(part) if part.failed else part, part)
             return
         self.waiting[index] = part
         while self.next in self.waiting and not self.exhausted:
-            part, self.exhausted = truncate(self.waiting.pop(self.next), self.docs_left, self.tokens_left)
-            self._commit(part)
+            read = self.waiting.pop(self.next)
+            part, self.exhausted = truncate(read, self.docs_left, self.tokens_left)
+            self._commit(part, read)
             if self.docs_left is not None:
                 self.docs_left -= part.documents_read
             if self.tokens_left is not None:
@@ -40,9 +42,12 @@ class Ledger:
         if self.exhausted:
             self.waiting.clear()
 
-    def _commit(self, part: ShardCount) -> None:
+    def _commit(self, part: ShardCount, read: ShardCount) -> None:
+        """Merge ``part``, what is kept of the partial ``read``."""
         if part.error is not None:
             raise FreqlabError(part.error)
         if part.skipped.get(UNREADABLE_FILE):
             self.unreadable.append(part.shard_id)
+            if read.failed:  # the file failed within the limits: what was read of it is not kept
+                self.failed_documents += read.documents_read - part.documents_read
         self.total.merge(part)

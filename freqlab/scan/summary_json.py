@@ -326,6 +326,7 @@ class RunRecord:
     resumed_shards: int = 0
     shards: int = 0
     resumed_documents: int = 0  # read from checkpoints
+    resumed_failed_documents: int = 0  # the ledger's failed_documents from checkpoints (not read by this run)
     shards_run: int = 0
     documents_now: int = 0
     tokens_now: int = 0
@@ -360,6 +361,7 @@ def build_summary_json(
     """
     total = ledger.total
     not_kept = max(record.documents_now - (histogram.documents_read - record.resumed_documents), 0)
+    failed_now = ledger.failed_documents - record.resumed_failed_documents
     read = histogram.documents_read
     tokenized, empty, skipped = histogram.documents, histogram.empty_documents, dict(histogram.skipped)
     assert read == tokenized + empty + sum(skipped.values()), "every document read must be accounted for"
@@ -457,10 +459,10 @@ def build_summary_json(
             "wall_seconds": wall,
             "tokens_tokenized_this_run": record.tokens_now,
             # workers count their shards past a limit's cut before the ledger reaches it: done (the rates include
-            # them), not kept; how many depends on the workers' timing. A limit not reached, what was read and not kept
-            # are the documents of files that failed (each kept as one unreadable-file skip)
-            "documents_past_limit": not_kept if ledger.exhausted else 0,
-            "documents_in_failed_files": 0 if ledger.exhausted else not_kept,
+            # them), not kept; how many depends on the workers' timing. Apart from them: the documents read from
+            # files that then failed (each kept as one unreadable-file skip)
+            "documents_past_limit": max(not_kept - failed_now, 0),
+            "documents_in_failed_files": failed_now,
             # None: nothing was read by this run (every shard came from a checkpoint), no speed to report
             "documents_per_second": None if from_checkpoints else record.documents_now / wall if wall > 0 else 0.0,
             "tokens_per_second": None if from_checkpoints else record.tokens_now / wall if wall > 0 else 0.0,

@@ -83,6 +83,7 @@ def test_skip_counts_each_unreadable_file_once_and_none_of_its_documents(broken_
     unreached = run(folder, on_error="skip", max_docs=1000)  # a limit never reached: the same (a second review)
     assert unreached.summary["scan"]["documents_past_limit"] == 0
     assert unreached.summary["scan"]["documents_in_failed_files"] == kept
+
     assert "(none of their documents counted, one skip each): bad.parquet, cut.jsonl.zst, plain.json.gz\n" in report
     # the same with a process pool
     pooled = run(folder, on_error="skip", workers=2)
@@ -255,3 +256,16 @@ def test_a_capped_skip_scan_is_the_same_whatever_the_worker_count(tmp_path, text
         skipped = run(folder, max_docs=5, on_error="skip", workers=workers)
         assert skipped.summary["documents"] == raised.summary["documents"]
         assert_same_histogram(skipped.histogram, raised.histogram)
+
+
+def test_a_limit_reached_after_a_failed_file_leaves_its_documents_the_failed_files(tmp_path, texts):
+    """A third review: a.jsonl.zst fails after `kept` documents, b.jsonl then reaches --max-docs: the documents read
+    from a were reported past the limit."""
+    folder = tmp_path / "data"
+    folder.mkdir()
+    kept = truncated_zst(folder / "a.jsonl.zst", texts[10:40])
+    write_slimpajama(folder / "b.jsonl", [(t, LABEL) for t in texts])
+    result = run(folder, on_error="skip", max_docs=kept + 5)  # a's one skip, then b's first kept + 4 documents
+    assert result.summary["documents"]["read"] == kept + 5 and result.summary["scan"]["partial"]
+    assert result.summary["scan"]["documents_in_failed_files"] == kept
+    assert result.summary["scan"]["documents_past_limit"] == 0  # one worker, in corpus order: nothing read past
