@@ -24,6 +24,7 @@ import os
 import re
 import shutil
 import stat
+import sys
 import tempfile
 from collections.abc import Callable, Sequence
 from pathlib import Path
@@ -31,6 +32,7 @@ from typing import TYPE_CHECKING, ClassVar
 
 from freqlab.errors import FreqlabError, cannot_write
 from freqlab.formats import FIGURES_WRITTEN, METADATA_KEY
+from freqlab.paths import writes_stdout
 
 if TYPE_CHECKING:
     import polars as pl
@@ -48,8 +50,9 @@ def write_atomic(
     the shell's ``>`` refuses it, and so is a folder (a symbolic link to one included).
 
     Written in place instead, since nothing can be renamed over them: what is no regular file (``/dev/null``, a FIFO,
-    ``/dev/fd/N`` of a shell's ``>(...)``), and a file this process may write but not replace (in a folder it cannot
-    write, or another user's in a sticky folder). A regular file's content is made first (a writer's, in a temporary
+    ``/dev/fd/N`` of a shell's ``>(...)``), a file this process may write but not replace (in a folder it cannot
+    write, or another user's in a sticky folder), and the file this process's stdout goes to (``/dev/stdout`` of
+    ``> f`` or ``>> f``: written at stdout's place). A regular file's content is made first (a writer's, in a temporary
     file of the system's), then copied in: a failing writer or an interrupt before the copy leaves the old content, a
     failure during the copy (a full disk) may leave part of the new, as ``>`` would; a stream is written as it is
     made. A temporary file whose clean-up an interrupt cut short is removed at exit.
@@ -132,7 +135,7 @@ def _destination(text: str) -> tuple[str, bool]:
     if found is not None and stat.S_ISDIR(found.st_mode):
         raise IsADirectoryError(errno.EISDIR, os.strerror(errno.EISDIR), text)
     target = _resolved(text)  # the protected_symlinks rule holds for a device or a FIFO too
-    if found is not None and not stat.S_ISREG(found.st_mode):
+    if found is not None and (not stat.S_ISREG(found.st_mode) or writes_stdout(text)):
         return text, True  # through its links as the kernel opens it (/dev/fd/N leads to no path)
     if found is None and os.path.islink(text) and os.path.basename(os.readlink(text)) in ("", ".", ".."):
         raise IsADirectoryError(errno.EISDIR, os.strerror(errno.EISDIR), text)  # a dangling link to `name/`
@@ -216,7 +219,10 @@ def _write_in_place(text: str, target: str, data: bytes | None, writer: Callable
         elif writer is not None:
             writer(target)
             return
-        with open(target, "wb") as out:
+        # the file stdout goes to (`--out /dev/stdout >> f`): written at stdout's own place, as `cat` writes, not
+        # reopened from its start (what the shell wrote there before would be lost)
+        with os.fdopen(os.dup(sys.stdout.fileno()), "wb") if writes_stdout(target) else open(target, "wb") as out:
+            sys.stdout.flush()
             if made is not None:
                 with open(made, "rb") as content:
                     shutil.copyfileobj(content, out)

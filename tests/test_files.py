@@ -337,3 +337,24 @@ def test_a_dangling_link_to_a_folder_name_writes_no_file(tmp_path, points_to, re
     with pytest.raises(FreqlabError, match=rf"out\.json: cannot write \({reason}\)$"):
         write_atomic(tmp_path / "out.json", b"{}")
     assert sorted(os.listdir(tmp_path)) == ["out.json"]
+
+
+def test_stdout_redirected_to_a_file_is_written_at_its_place_not_replaced(tmp_path):
+    """A review: `{ echo HEADER; freqlab plot ... --out /dev/stdout; echo TRAILER; } > f` (or `>> f`) lost HEADER
+    and TRAILER: /dev/stdout led to f, which a new file was renamed over. Written into stdout, as `cat` writes."""
+    import subprocess
+    import sys
+
+    write = f"{sys.executable} -c \"from freqlab.files import write_atomic as w; w('/dev/stdout', b'DATA', None)\""
+    writer = (
+        f'{sys.executable} -c "from freqlab.files import write_atomic as w; '
+        "w('/dev/stdout', writer=lambda p: open(p, 'wb').write(b'MADE'))\""
+    )
+    out = tmp_path / "f"
+    subprocess.run(f"{{ echo HEADER; {write}; {writer}; echo TRAILER; }} > {out}", shell=True, check=True)
+    assert out.read_bytes() == b"HEADER\nDATAMADETRAILER\n"
+    out.write_bytes(b"OLD\n")
+    subprocess.run(f"{write} >> {out}", shell=True, check=True)
+    assert out.read_bytes() == b"OLD\nDATA"
+    piped = subprocess.run(f"{write} | cat", shell=True, check=True, capture_output=True)
+    assert piped.stdout == b"DATA"
