@@ -375,6 +375,11 @@ def _as_written(stamp: object, path: Path) -> bool:
     return isinstance(stamp, list) and stamp[:3] == _stamp(path)
 
 
+#: the largest Parquet footer searched for freqlab's header: freqlab writes footers of a few KB (a larger one is
+#: another tool's file; walking its Thrift encoding in Python takes ~0.3 s per MB)
+MAX_HEADER_FOOTER = 8 << 20
+
+
 def has_freqlab_header(path: str | Path, format: str = "freqlab.") -> bool:
     """Whether the file at ``path`` is a Parquet file carrying freqlab's JSON header (:func:`write_parquet`'s, under
     :data:`freqlab.formats.METADATA_KEY`), of ``format`` (default: any of freqlab's; a name in full, or its start),
@@ -397,7 +402,7 @@ def has_freqlab_header(path: str | Path, format: str = "freqlab.") -> bool:
             handle.seek(size - 8)
             tail = handle.read(8)
             footer = int.from_bytes(tail[:4], "little")
-            if tail[4:] != b"PAR1" or footer > min(size - 12, 1 << 26):
+            if tail[4:] != b"PAR1" or footer > min(size - 12, MAX_HEADER_FOOTER):
                 return False
             handle.seek(size - 8 - footer)
             metadata = handle.read(footer)
@@ -415,7 +420,9 @@ def _key_values(footer: bytes, key: str) -> list:
     in it (a column's name, a string or binary column's min/max statistics: a user's table that stores a header, or
     a whole freqlab file) are not taken for one. Nothing for a footer that is not well-formed.
     """
-    found = []
+    found: list = []
+    if key.encode() not in footer:  # most footers (another tool's files): no walk at all
+        return found
     with contextlib.suppress(IndexError, ValueError, RecursionError):
         for name, value in _ThriftCompact(footer).file_key_values():
             if name == key.encode():
