@@ -833,8 +833,10 @@ def _unhook(model: Any, modules: list[torch.nn.Module]) -> None:
 
 def _window(model: Any) -> int:
     """The context the model's positions are set up for: ``max_position_embeddings``, or the original window times
-    its RoPE scaling factor when larger (a YaRN block keeps ``max_position_embeddings`` at L and scales to N: the
-    STRING + YaRN plan's shift S_N = (S/L)·N is above L, below N; a review).
+    its RoPE scaling factor when larger, where the RoPE parameters name the original (YaRN, llama3, LongRoPE: a YaRN
+    block keeps ``max_position_embeddings`` at L and scales to N, and the STRING + YaRN plan's shift S_N = (S/L)·N is
+    above L, below N; a review). Linear and dynamic scaling name none: ``max_position_embeddings`` is already the
+    scaled window there (Gemma 3's linear factor 8 at 131072), or the original one that dynamic NTK grows from.
     """
     config = _text_config(model)
     L = getattr(config, "max_position_embeddings", None)
@@ -843,9 +845,8 @@ def _window(model: Any) -> int:
     rope = getattr(config, "rope_parameters", None) or getattr(config, "rope_scaling", None) or {}
     tables = [rope] if "factor" in rope or "rope_type" in rope else [t for t in rope.values() if isinstance(t, dict)]
     for table in tables:  # one table, or one per layer kind (Gemma 3)
-        factor, original = table.get("factor"), table.get("original_max_position_embeddings") or L
-        scaled = table.get("rope_type", table.get("type")) not in (None, "default")
-        if scaled and isinstance(factor, int | float) and isinstance(original, int) and factor > 1:
+        factor, original = table.get("factor"), table.get("original_max_position_embeddings")
+        if isinstance(factor, int | float) and isinstance(original, int) and factor > 1:
             L = max(L, int(original * factor))
     return L
 

@@ -545,3 +545,18 @@ def test_the_string_yarn_plan_runs_on_the_model_its_yarn_block_makes():
     largest = int(trained * extension.factor)
     with pytest.raises(FreqlabError, match=rf"0 < S < L = {largest}"):
         fa.string(model, largest, 32)
+
+
+def test_a_linear_scaled_window_is_max_position_embeddings_itself():
+    """A third review: a linear factor multiplied max_position_embeddings, already the scaled window (Gemma 3's factor
+    8 at 131072 allowed S up to 2^20): only parameters naming the original window scale it."""
+    import transformers
+
+    linear = {"rope_type": "linear", "factor": 4.0, "rope_theta": 10000.0}
+    config = transformers.LlamaConfig(hidden_size=32, num_attention_heads=4, num_key_value_heads=2, num_hidden_layers=1,
+                                      vocab_size=120, intermediate_size=64, max_position_embeddings=L,
+                                      rope_parameters=linear)  # fmt: skip
+    model = transformers.LlamaForCausalLM(config).eval()
+    with pytest.raises(FreqlabError, match=rf"0 < S < L = {L}"):
+        fa.string(model, L, 4)
+    fa.string(model, L - 1, 4)
