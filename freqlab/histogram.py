@@ -654,8 +654,8 @@ def agreed_meta(metas: Sequence[dict]) -> dict:
 def combine_sources(sources: dict[str, LengthHistogram], **metadata) -> LengthHistogram:
     """A histogram whose totals are the sum of per-source histograms, keeping the split. The sources' lengths must be
     in the same units (:func:`check_same_units`, as for ``+``); without ``meta``, the result's is what every source
-    records alike; given none of ``documents_read``, ``skipped`` and ``empty_documents``, the sources' add up
-    (every document read is accounted for, as by ``+``).
+    records alike; ``skipped`` and ``empty_documents`` not given are the sources' summed, and ``documents_read`` too
+    when none of the three is given (every document read is accounted for, as by ``+``).
 
     >>> a = LengthHistogram.from_counts([5], [2], empty_documents=3, skipped={"null-text": 1})
     >>> both = combine_sources({"a": a, "b": LengthHistogram.from_counts([7], [1], empty_documents=4)})
@@ -665,9 +665,10 @@ def combine_sources(sources: dict[str, LengthHistogram], **metadata) -> LengthHi
     check_same_units([(f"source {name!r}", h) for name, h in sources.items()])
     if "meta" not in metadata and sources:
         metadata["meta"] = agreed_meta([h.meta for h in sources.values()])
-    if not {"documents_read", "skipped", "empty_documents"} & metadata.keys():  # else the caller's totals
-        metadata["empty_documents"] = sum(h.empty_documents for h in sources.values())
-        metadata["skipped"] = dict(sum((Counter(h.skipped) for h in sources.values()), Counter()))
+    given = {"documents_read", "skipped", "empty_documents"} & metadata.keys()  # the caller's totals, kept
+    metadata.setdefault("empty_documents", sum(h.empty_documents for h in sources.values()))
+    metadata.setdefault("skipped", dict(sum((Counter(h.skipped) for h in sources.values()), Counter())))
+    if not given:  # else counted from what is given (documents_read below it is refused)
         metadata["documents_read"] = sum(cast(int, h.documents_read) for h in sources.values())
     lengths = [h.lengths for h in sources.values()]
     counts = [h.counts for h in sources.values()]

@@ -94,7 +94,9 @@ def test_combining_sources_accounts_for_every_document_read_as_a_merge_does():
     assert (combined.documents_read, combined.empty_documents, combined.skipped) == (14, 7, summed.skipped)
     assert summed.documents_read == 14 and summed.skipped == {"null-text": 3, "malformed-json": 1}
     given = combine_sources({"a": a, "b": b}, empty_documents=0)  # the caller's totals, as a scan gives them
-    assert given.empty_documents == 0 and given.documents_read == 3
+    assert given.empty_documents == 0 and given.skipped == summed.skipped and given.documents_read == 3 + 4
+    read = combine_sources({"a": a, "b": b}, documents_read=20)  # only the read count given (a third review)
+    assert (read.documents_read, read.empty_documents, read.skipped) == (20, 7, summed.skipped)
 
 
 def test_combining_sources_checks_their_units_as_a_merge_does():
