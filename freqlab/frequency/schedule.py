@@ -164,7 +164,7 @@ def parse_schedule(
     if histogram is not None and not hasattr(histogram, "lengths"):  # a path (else a LengthHistogram, used as is)
         histogram = Path(histogram)
     default = histogram if histogram is not None else _relative(base, data.get("histogram"))
-    default_weights = weights if weights is not None else _weights(base, data.get("weights"))
+    default_weights = weights if weights is not None else _weights(base, data.get("weights"), f"{source}: weights")
     default_from = "--weights" if weights is not None else f"{source}: weights"
     default_layout = _layout(base, data.get("layout"), source)
     stages: list[Stage] = []
@@ -200,7 +200,7 @@ def parse_schedule(
         stage_histogram = _relative(base, raw.get("histogram")) or default
         if stage_histogram is None:
             raise FreqlabError(f"{where}: no histogram (give one for the stage or a default 'histogram')")
-        stage_weights = _weights(base, raw.get("weights"))
+        stage_weights = _weights(base, raw.get("weights"), f"{where}: weights")
         layout = _layout(base, raw.get("layout"), where) or default_layout
         specs = {key: raw.get(key) for key in ("curriculum", "position_ids", "mixture")}
         for key, spec in specs.items():
@@ -317,8 +317,10 @@ def load_preset(name: str, *, histogram=None, weights: str | None = None) -> Sch
     return parse_schedule(presets[name], source=f"preset {name}", histogram=histogram, weights=weights)
 
 
-def _weights(base: Path, value) -> str | None:
-    """A stage's weights as text: ``SOURCE=W,...``, a preset, or a mixture file (relative to the schedule file)."""
+def _weights(base: Path, value, where: str) -> str | None:
+    """The weights given at ``where`` (a stage, the file's default) as text: ``SOURCE=W,...``, a preset, or a mixture
+    file (relative to the schedule file).
+    """
     if value is None:
         return None
     if isinstance(value, dict):
@@ -334,7 +336,7 @@ def _weights(base: Path, value) -> str | None:
     if "=" in text:
         return text
     raise FreqlabError(
-        f"{candidate}: no such mixture file (a stage's weights file is relative to its schedule); weights are "
+        f"{where}: {candidate}: no such mixture file (a weights file is relative to its schedule); weights are "
         f"SOURCE=W,..., a mixture file or a preset ({', '.join(PRESETS)})"
     )
 
@@ -355,10 +357,10 @@ def stage_histogram(stage: Stage, cache: dict | None = None):
         h = source if isinstance(source, LengthHistogram) else read(source)  # type: ignore[arg-type]
         if stage.weights:
             where = stage.weights_from or f"stage {stage.name!r}: weights"  # the stage's, the file's or --weights
-            mix = Mixture.parse(stage.weights, name=where)
-            try:
+            try:  # a preset's or a file's mix (missing, malformed, or not this histogram's): said of where it was named
+                mix = Mixture.parse(stage.weights, name=where)
                 h = weighted_histogram(h, mix, stream=expands_documents(stage.regime))[0]
-            except FreqlabError as exc:  # a preset's or a file's mix: said of where it was named
+            except FreqlabError as exc:
                 if str(exc).startswith(where):
                     raise
                 raise FreqlabError(f"{where}: {exc}") from None

@@ -542,8 +542,8 @@ def test_a_stages_bad_weights_are_said_of_where_they_were_given():
         ({"stages": [stage], "weights": "x=1"}, None, r"^s\.yaml: weights: no weight for source 'y'"),
         ({"stages": [stage]}, "x=1", r"^--weights: no weight for source 'y'"),
         ({"stages": [{**stage, "weights": "llama1"}]}, None, r"^s\.yaml: stage 1 \(warm\): weights: llama1: source"),
+        ({"stages": [{**stage, "weights": "/nowhere/mix.yaml"}]}, None, r"^s\.yaml: stage 1 \(warm\): weights: .*mix"),
     ]
     for data, weights, message in cases:
-        schedule = parse_schedule(data, source="s.yaml", histogram=h, weights=weights)
-        with pytest.raises(FreqlabError, match=message):
-            schedule_frequency(schedule)
+        with pytest.raises(FreqlabError, match=message):  # when read (a missing file) or when weighted
+            schedule_frequency(parse_schedule(data, source="s.yaml", histogram=h, weights=weights))
