@@ -97,23 +97,20 @@ def local_path(spec: str) -> str:
     ('/data/x', 'slimpajama')
     """
     text = str(spec)
-    scheme, colon, rest = text.partition(":")
-    scheme = scheme.lower()
-    if not colon or scheme not in ("file", "local") or (scheme == "local" and not rest.startswith("//")):
+    scheme = text.partition(":")[0].lower()
+    if scheme not in ("file", "local") or (scheme == "local" and not text[6:].startswith("//")):
         return spec
     if os.path.lexists(text):  # a file of that name (file:x.jsonl) is that file
         return spec
-    if rest.startswith("//"):
-        host, slash, path = rest[2:].partition("/")
-        if host.lower() not in ("", "localhost") or not slash:
-            raise FreqlabError(
-                f"{text}: a file URL names a path on this machine, as file:///absolute/path (or "
-                f"file://localhost/absolute/path); {host or 'nothing'!r} after file:// is read as a host"
-            )
-        rest = "/" + path
-    if not rest.startswith("/"):
-        raise FreqlabError(f"{text}: a file URL names an absolute path (file:///absolute/path); give a path instead")
-    return urllib.parse.unquote(rest)
+    url = urllib.parse.urlsplit(text)  # a query (?...) or fragment (#...) is no part of the path
+    if url.netloc.lower() not in ("", "localhost"):
+        raise FreqlabError(
+            f"{text}: a {scheme}: URL names a path on this machine, as {scheme}:///absolute/path (or "
+            f"{scheme}://localhost/absolute/path); {url.netloc!r} after {scheme}:// is read as a host"
+        )
+    if not url.path.startswith("/"):
+        raise FreqlabError(f"{text}: a {scheme}: URL names an absolute path ({scheme}:///absolute/path); none is given")
+    return urllib.parse.unquote(url.path)
 
 
 def is_url(spec: str) -> bool:

@@ -44,11 +44,14 @@ def test_a_file_url_is_its_local_path(tmp_path, records):
     )
     assert read_all(open_corpus("slimpajama", data_files=[url.replace("file://", "file:")])) == expected(records)
     # a second review: what follows file:// is a host, never a preset, a Hub id or a relative path
-    for url in ("file://allenai/c4", "file://slimpajama", "file://data/corpus", "file://localhost"):
+    for url in ("file://allenai/c4", "file://slimpajama", "file://data/corpus", "local://x/y"):
         with pytest.raises(FreqlabError, match="is read as a host"):
             open_corpus(url)
-    with pytest.raises(FreqlabError, match="a file URL names an absolute path"):
-        open_corpus("file:relative.jsonl")
+    for url in ("file:relative.jsonl", "file://localhost"):
+        with pytest.raises(FreqlabError, match="URL names an absolute path .*; none is given"):
+            open_corpus(url)
+    query = "file://" + str(path).replace(" ", "%20") + "?x=1#f"
+    assert read_all(open_corpus(query, source_field="meta.redpajama_set_name")) == expected(records)  # no part of it
 
 
 @pytest.mark.parametrize("meta_as_json_string", [False, True], ids=["struct-meta", "json-string-meta"])
