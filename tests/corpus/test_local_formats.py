@@ -48,7 +48,7 @@ def test_a_file_url_is_its_local_path(tmp_path, records):
         with pytest.raises(FreqlabError, match="is read as a host"):
             open_corpus(url)
     for url in ("file:relative.jsonl", "file://localhost"):
-        with pytest.raises(FreqlabError, match="URL names an absolute path .*; none is given"):
+        with pytest.raises(FreqlabError, match=r"URL names an absolute path .*; none is given"):
             open_corpus(url)
     query = "file://" + str(path).replace(" ", "%20") + "?x=1#f"
     assert read_all(open_corpus(query, source_field="meta.redpajama_set_name")) == expected(records)  # no part of it
