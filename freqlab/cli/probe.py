@@ -209,11 +209,12 @@ def probe_command(
     length_list = _lengths(lengths, max_length or config.max_position_embeddings, steps)
     builder = p.hf_builder(tokenizer, needles)
     short = [n for n in length_list if n < builder.minimum_length()]
-    if short:
+    if short:  # given, or the defaults (--steps even steps up to --max-length): the message says which
+        given = "'--lengths'" if lengths else "'--steps'/'--max-length' (the default lengths: --steps even steps)"
         raise click.BadParameter(
             f"lengths {short} are shorter than the needle template ({builder.minimum_length()} "
             "tokens with this tokenizer)",
-            param_hint="--lengths",
+            param_hint=given,
         )
     from tqdm.auto import tqdm
 

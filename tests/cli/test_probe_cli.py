@@ -78,6 +78,10 @@ def test_the_text_report_names_the_rule_and_the_ruler_command(model_dir):
 def test_bad_usage_is_one_line(model_dir):
     result = run("probe", model_dir, "--lengths", "100")
     assert result.exit_code == 2 and "shorter than the needle template (230 tokens" in result.output
+    assert "Invalid value for '--lengths'" in result.output
+    result = run("probe", model_dir, "--steps", "3", "--max-length", "600")  # 200, 400, 600: the defaults (a review)
+    assert result.exit_code == 2 and "lengths [200] are shorter than the needle template" in result.output
+    assert "'--lengths'" not in result.output and "'--steps'/'--max-length'" in result.output
     result = run("probe", model_dir, "--string", "32")
     assert result.exit_code == 2 and "is not S,W" in result.output
     result = run("probe", model_dir, "--string", "600,4", "--lengths", "240", "--trials", 1, "--depths", "0")
