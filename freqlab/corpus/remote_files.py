@@ -102,15 +102,20 @@ def local_path(spec: str) -> str:
         return spec
     if os.path.lexists(text):  # a file of that name (file:x.jsonl) is that file
         return spec
-    url = urllib.parse.urlsplit(text)  # a query (?...) or fragment (#...) is no part of the path
-    if url.netloc.lower() not in ("", "localhost"):
+    # not urlsplit: a glob's ? (and a name's #) are the path's, as fsspec reads them
+    rest = text.partition(":")[2]
+    host = ""
+    if rest.startswith("//"):
+        host, slash, path = rest[2:].partition("/")
+        rest = slash + path
+    if host.lower() not in ("", "localhost"):
         raise FreqlabError(
             f"{text}: a {scheme}: URL names a path on this machine, as {scheme}:///absolute/path (or "
-            f"{scheme}://localhost/absolute/path); {url.netloc!r} after {scheme}:// is read as a host"
+            f"{scheme}://localhost/absolute/path); {host!r} after {scheme}:// is read as a host"
         )
-    if not url.path.startswith("/"):
+    if not rest.startswith("/"):
         raise FreqlabError(f"{text}: a {scheme}: URL names an absolute path ({scheme}:///absolute/path); none is given")
-    return urllib.parse.unquote(url.path)
+    return urllib.parse.unquote(rest)
 
 
 def is_url(spec: str) -> bool:

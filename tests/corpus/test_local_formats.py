@@ -50,8 +50,13 @@ def test_a_file_url_is_its_local_path(tmp_path, records):
     for url in ("file:relative.jsonl", "file://localhost"):
         with pytest.raises(FreqlabError, match=r"URL names an absolute path .*; none is given"):
             open_corpus(url)
-    query = "file://" + str(path).replace(" ", "%20") + "?x=1#f"
-    assert read_all(open_corpus(query, source_field="meta.redpajama_set_name")) == expected(records)  # no part of it
+    # a glob's ? is the path's, not a URL query (a fourth review: chunk?/ read the folder chunk instead)
+    for name in ("chunk1", "chunk2", "chunk"):
+        write_jsonl(tmp_path / name / "a.jsonl", records, True)
+    globbed = open_corpus("file://" + str(tmp_path / "chunk?" / "*.jsonl"), source_field="meta.redpajama_set_name")
+    assert sorted(read_all(globbed)) == sorted(expected(records) * 2)
+    with pytest.raises(FreqlabError, match="is read as a host"):
+        open_corpus("file://[bad/x")  # one line, not urlsplit's "Invalid IPv6 URL"
 
 
 @pytest.mark.parametrize("meta_as_json_string", [False, True], ids=["struct-meta", "json-string-meta"])
