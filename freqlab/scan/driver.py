@@ -316,8 +316,7 @@ def scan_from_settings(
         engine.reason = choice.reason if choice is not None else None
         if starting is not None:
             starting.join()  # before the pool starts (both touch the __main__ module)
-        record = RunRecord(resumed_shards=len(done), shards=len(shards), resumed_documents=resumed[0],
-                           resumed_failed_documents=ledger.failed_documents)  # fmt: skip
+        record = RunRecord(resumed_shards=len(done), shards=len(shards), resumed_documents=resumed[0])
         # a pool with fewer shards than cores (a few large compressed files) gives each worker the idle cores
         # (only text is tokenized: a corpus of token files has nothing to spread); workers asked beyond the cores
         # are no cores (--workers 100000 on one file tokenized on 100000 threads, slower than on the cores)

@@ -22,18 +22,24 @@ class Ledger:
         self.next = 0
         self.exhausted = False  # a limit was reached
         self.unreadable: list[str] = []  # ids of shards whose file failed while being read (skipped)
-        self.failed_documents = 0  # documents read from those files before they failed (none kept)
+        self.failed_documents = 0  # documents this run read from those files before they failed (none kept)
+        self.resumed_documents = 0  # documents kept from checkpoints (read by an earlier run)
+        self.resumed: set[int] = set()  # indices of the shards that came from checkpoints
 
-    def add(self, index: int, part: ShardCount) -> None:
-        """Take the partial of shard ``index``; raises the first bad record's error once it is committed."""
+    def add(self, index: int, part: ShardCount, resumed: bool = False) -> None:
+        """Take the partial of shard ``index`` (``resumed``: from a checkpoint, read by an earlier run); raises the
+        first bad record's error once it is committed.
+        """
+        if resumed:
+            self.resumed.add(index)
         if not self.limited:
-            self._commit(unvouched(part) if part.failed else part, part)
+            self._commit(unvouched(part) if part.failed else part, part, resumed)
             return
         self.waiting[index] = part
         while self.next in self.waiting and not self.exhausted:
             read = self.waiting.pop(self.next)
             part, self.exhausted = truncate(read, self.docs_left, self.tokens_left)
-            self._commit(part, read)
+            self._commit(part, read, self.next in self.resumed)
             if self.docs_left is not None:
                 self.docs_left -= part.documents_read
             if self.tokens_left is not None:
@@ -42,12 +48,14 @@ class Ledger:
         if self.exhausted:
             self.waiting.clear()
 
-    def _commit(self, part: ShardCount, read: ShardCount) -> None:
-        """Merge ``part``, what is kept of the partial ``read``."""
+    def _commit(self, part: ShardCount, read: ShardCount, resumed: bool) -> None:
+        """Merge ``part``, what is kept of the partial ``read`` (``resumed``: an earlier run's)."""
         if part.error is not None:
             raise FreqlabError(part.error)
         if part.skipped.get(UNREADABLE_FILE):
             self.unreadable.append(part.shard_id)
-            if read.failed:  # the file failed within the limits: what was read of it is not kept
+            if read.failed and not resumed:  # the file failed within the limits: what was read of it is not kept
                 self.failed_documents += read.documents_read - part.documents_read
+        if resumed:
+            self.resumed_documents += part.documents_read
         self.total.merge(part)

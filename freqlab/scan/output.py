@@ -128,7 +128,7 @@ class ScanOutput:
                 self.store.recounted["skips, raised now"] += 1
                 continue
             done.add(index)
-            ledger.add(index, part)
+            ledger.add(index, part, resumed=True)
         # no manifest, or one without checkpoints beside it (a scan stopped before any shard ended)
         self.nothing_to_resume = not done and not self.store.recounted
         return done

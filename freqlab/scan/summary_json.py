@@ -326,7 +326,6 @@ class RunRecord:
     resumed_shards: int = 0
     shards: int = 0
     resumed_documents: int = 0  # read from checkpoints
-    resumed_failed_documents: int = 0  # the ledger's failed_documents from checkpoints (not read by this run)
     shards_run: int = 0
     documents_now: int = 0
     tokens_now: int = 0
@@ -360,8 +359,10 @@ def build_summary_json(
     per window and regime the mass shares and effective lengths (:func:`budget_and_windows`).
     """
     total = ledger.total
-    not_kept = max(record.documents_now - (histogram.documents_read - record.resumed_documents), 0)
-    failed_now = ledger.failed_documents - record.resumed_failed_documents
+    # this run's reads not kept: past a limit's cut, or in files that then failed (the ledger counts both sources of
+    # what it keeps as it commits them: checkpoints waiting behind a limit are committed after the scan starts)
+    not_kept = max(record.documents_now - (histogram.documents_read - ledger.resumed_documents), 0)
+    failed_now = ledger.failed_documents
     read = histogram.documents_read
     tokenized, empty, skipped = histogram.documents, histogram.empty_documents, dict(histogram.skipped)
     assert read == tokenized + empty + sum(skipped.values()), "every document read must be accounted for"

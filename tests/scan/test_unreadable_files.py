@@ -269,3 +269,22 @@ def test_a_limit_reached_after_a_failed_file_leaves_its_documents_the_failed_fil
     assert result.summary["documents"]["read"] == kept + 5 and result.summary["scan"]["partial"]
     assert result.summary["scan"]["documents_in_failed_files"] == kept
     assert result.summary["scan"]["documents_past_limit"] == 0  # one worker, in corpus order: nothing read past
+
+
+def test_a_resumed_failed_file_waiting_behind_a_limit_is_no_failure_of_this_run(tmp_path, texts):
+    """A fourth review: with a limit, a checkpoint of a failed file waits in the ledger until the shards before it are
+    counted again; committed then, its documents were called this run's failed-file documents."""
+    folder = tmp_path / "data"
+    folder.mkdir()
+    write_slimpajama(folder / "a.jsonl", [(t, LABEL) for t in texts[:10]])
+    kept = truncated_zst(folder / "b.jsonl.zst", texts[10:40])
+    write_slimpajama(folder / "c.jsonl", [(t, LABEL) for t in texts])
+    out = tmp_path / "out"
+    first = run(folder, on_error="skip", max_docs=30, out=str(out))  # a: 10, b: its skip, c: 19
+    assert first.summary["scan"]["documents_in_failed_files"] == kept and first.summary["documents"]["read"] == 30
+    for checkpoint in (out / "checkpoints").glob("a.jsonl*"):
+        checkpoint.unlink()  # a is counted again; b's checkpoint waits behind it
+    again = run(folder, on_error="skip", max_docs=30, out=str(out), resume=True)
+    assert again.summary["scan"]["resumed_shards"] >= 1 and again.summary["documents"]["read"] == 30
+    assert again.summary["scan"]["documents_in_failed_files"] == 0
+    assert_same_histogram(again.histogram, first.histogram)
