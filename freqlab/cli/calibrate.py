@@ -15,6 +15,7 @@ from freqlab.cli.options import (
     hist_option,
     json_option,
     regime_option,
+    report_beside,
     window_option,
 )
 from freqlab.paths import shown
@@ -70,13 +71,14 @@ def calibrate_command(ctx, file, hist, regime, L, out, as_json):
     fit = calibrate(points)
     if out:
         fit.write_json(out)
-    if as_json:
-        echo_json({**fit.to_dict(), "source": source, **({"written": out} if out else {})})
-        return
-    click.echo(f"points from {source}")
-    click.echo(fit.report())
-    if out:
-        click.echo(f"wrote {shown(out)} (use it with --tau-from)")
+    with report_beside(out):  # the calibration written to stdout (> tau.json): the report on stderr, after it
+        if as_json:
+            echo_json({**fit.to_dict(), "source": source, **({"written": out} if out else {})})
+            return
+        click.echo(f"points from {source}")
+        click.echo(fit.report())
+        if out:
+            click.echo(f"wrote {shown(out)} (use it with --tau-from)")
 
 
 def register(main: click.Group) -> None:

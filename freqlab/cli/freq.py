@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import contextlib
-import sys
 from pathlib import Path
 
 import click
@@ -23,6 +21,7 @@ from freqlab.cli.options import (  # noqa: F401  (echo_json, json_option, tokens
     megatron_options,
     megatron_settings,
     regime_option,
+    report_beside,
     seed_option,
     tau_option,
     tau_or_default,
@@ -57,6 +56,8 @@ def _check_out(out, hist) -> None:
     an empty one is written (a shell's ``> f.parquet``, ``/dev/stdout``).
     """
     path = Path(out)
+    if writes_stdout(out):  # stdout, as the user directed it (a pipe, > f, >> f): written at its place, as cat writes
+        return
     if path.suffix.lower() in OTHER_FORMATS:  # a summary.json, a figure: Parquet under its name reads as none
         raise click.BadParameter(f"{out!r} names another format: f(i) is written as Parquet", param_hint="'--out'")
     if not path.is_file() or not path.stat().st_size or has_freqlab_header(out, FREQUENCY_FORMAT):
@@ -106,7 +107,6 @@ def freq_command(hist, Ls, regimes, tokens, tau, seed, out, weights, layout, tai
       freqlab freq lengths.parquet --L 32K --regime natural --regime pack --layout 5*swa1024+global --tails
     """
     tau = tau_or_default(tau)
-    to_stdout = bool(out) and writes_stdout(out)  # asked before the write replaces a file stdout goes to
     if out:
         _check_out(out, hist)
         kept = sum(Ls) * len(regimes)
@@ -138,8 +138,7 @@ def freq_command(hist, Ls, regimes, tokens, tau, seed, out, weights, layout, tai
         h.write_frequencies(
             out, Ls, regimes, seed=seed, megatron=replay, corpus=corpus, mixture=None if mix is None else mix.to_dict()
         )
-    # f(i) written to this command's stdout (a pipe): the report goes to stderr, not into the Parquet bytes
-    with contextlib.redirect_stdout(sys.stderr) if to_stdout else contextlib.nullcontext():
+    with report_beside(out):  # f(i) written to stdout: the report goes to stderr, not after the Parquet bytes
         if as_json:
             extra = {}
             if mix:

@@ -20,6 +20,8 @@ import functools
 import json
 import math
 import os
+import sys
+from collections.abc import Iterator
 from pathlib import Path
 
 import click
@@ -29,7 +31,7 @@ from freqlab.formats import LENGTHS_FILE
 from freqlab.frequency.mixture import PRESETS, Mixture
 from freqlab.frequency.regimes import REGIMES
 from freqlab.histogram import histogram_file
-from freqlab.paths import expand_home
+from freqlab.paths import expand_home, writes_stdout
 from freqlab.sizes import (
     DEFAULT_TAU,
     MAX_HEAD_DIM,
@@ -375,6 +377,16 @@ def check_layout(ctx, param, value):
 # the options several commands share ---------------------------------------------------------------------------
 
 json_option = click.option("--json", "as_json", is_flag=True, help="Print machine-readable JSON.")
+
+
+@contextlib.contextmanager
+def report_beside(*outputs) -> Iterator[None]:
+    """Print the command's report where its output files are not: on stderr when one of ``outputs`` is this process's
+    stdout (``--out /dev/stdout | reader``, or stdout redirected to a file), so that no report follows the file's bytes.
+    """
+    elsewhere = any(out and writes_stdout(out) for out in outputs)
+    with contextlib.redirect_stdout(sys.stderr) if elsewhere else contextlib.nullcontext():
+        yield
 
 
 def echo_json(data) -> None:

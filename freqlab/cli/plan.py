@@ -19,6 +19,7 @@ from freqlab.cli.options import (
     given_on_command_line,
     json_option,
     renamed_option,
+    report_beside,
     require,
     usage_error,
     weights_option,
@@ -147,12 +148,13 @@ def string_command(
                                         rope_theta=rope_theta, **inputs))  # fmt: skip
     if usage_out:
         string_usage(p.L, p.S, p.W, frequency=p.well_trained.frequency).write_parquet(usage_out)
-    if as_json:
-        echo_json({**p.to_dict(), **mix})
-        return
-    click.echo(p.report())
-    if usage_out:
-        click.echo(f"\nwrote {shown(usage_out)}")
+    with report_beside(usage_out):  # the table written to stdout: the report on stderr
+        if as_json:
+            echo_json({**p.to_dict(), **mix})
+            return
+        click.echo(p.report())
+        if usage_out:
+            click.echo(f"\nwrote {shown(usage_out)}")
 
 
 # self-extend -----------------------------------------------------------------------------------------------

@@ -5,8 +5,6 @@ matplotlib is imported only when a plot command runs, so other commands start fa
 
 from __future__ import annotations
 
-import contextlib
-import sys
 from pathlib import Path
 
 import click
@@ -25,6 +23,7 @@ from freqlab.cli.options import (
     layout_option,
     regime_option,
     renamed_option,
+    report_beside,
     seed_option,
     tau_option,
     tau_or_default,
@@ -37,7 +36,7 @@ from freqlab.cli.weights import budget_line, read_histogram
 from freqlab.errors import FreqlabError
 from freqlab.frequency.budget import training_budget
 from freqlab.frequency.exposure import TAIL_REGIMES
-from freqlab.paths import shown, writes_stdout
+from freqlab.paths import shown
 from freqlab.resources import doing, require_memory
 from freqlab.sizes import DEFAULT_TAU
 
@@ -138,8 +137,7 @@ def _save(fig, out, formats, dpi, as_json, budget=None, tau: float = DEFAULT_TAU
 
 
 def _report_written(paths: list[Path], as_json: bool, budget=None, tau: float = DEFAULT_TAU) -> None:
-    # a figure written to this command's stdout (--out /dev/stdout | viewer): the report goes to stderr
-    with contextlib.redirect_stdout(sys.stderr) if any(map(writes_stdout, paths)) else contextlib.nullcontext():
+    with report_beside(*paths):  # a figure written to stdout (--out /dev/stdout | viewer): the report on stderr
         if as_json:
             echo_json({"files": [str(p) for p in paths], **({"budget": budget.to_dict()} if budget else {})})
         else:

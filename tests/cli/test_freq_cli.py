@@ -214,6 +214,15 @@ def test_freq_out_to_stdout_keeps_the_report_out_of_the_parquet_bytes(hist, tmp_
         redirected = subprocess.run([*command, "--json"], stdout=stdout, stderr=subprocess.PIPE, check=True)
     assert pl.read_parquet(tmp_path / "f.parquet").height == 64
     assert json.loads(redirected.stderr)["results"][0]["L"] == 64
+    # appended to what stdout holds (>> f): written at its place, not refused as "not a Parquet file" (a review)
+    (tmp_path / "log").write_bytes(b"HEAD\n")
+    with open(tmp_path / "log", "ab") as stdout:
+        subprocess.run(command, stdout=stdout, stderr=subprocess.PIPE, check=True)
+    assert (tmp_path / "log").read_bytes().startswith(b"HEAD\nPAR1")
+    calibrated = [sys.executable, "-m", "freqlab", "calibrate", "--out", "/dev/stdout"]  # the report not in the JSON
+    with open(tmp_path / "tau.json", "wb") as stdout:
+        subprocess.run(calibrated, stdout=stdout, stderr=subprocess.PIPE, check=True)
+    assert json.loads((tmp_path / "tau.json").read_bytes())["format"]
 
 
 def test_freq_out_replaces_only_an_f_table_it_wrote(hist, tmp_path):
