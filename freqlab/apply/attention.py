@@ -67,6 +67,7 @@ import torch
 import transformers
 from transformers import AttentionInterface, cache_utils
 from transformers.masking_utils import AttentionMaskInterface, eager_mask, flash_attention_mask
+from transformers.modeling_utils import ALL_ATTENTION_FUNCTIONS
 
 from freqlab.apply import TESTED_MODEL_TYPES, UNTESTED_BECAUSE, check_model_type
 from freqlab.errors import FreqlabError
@@ -123,6 +124,22 @@ def rotate(x: torch.Tensor, delta: torch.Tensor, inv_freq: torch.Tensor) -> torc
     angle = delta.to(torch.float64)[..., None] * inv_freq.to(device=x.device, dtype=torch.float64)
     angle = torch.cat((angle, angle), dim=-1)
     return x * angle.cos().to(x.dtype) + rotate_half(x) * angle.sin().to(x.dtype)
+
+
+#: attention modules of a text model that freqlab does not rotate (Mllama's cross-attention layers: no RoPE, no
+#: self_attn): the implementation the text model had, which they keep
+_PASSTHROUGH: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
+
+
+def _passed_through(module: torch.nn.Module, query, key, value, attention_mask, **kwargs) -> tuple | None:
+    """The attention of such a module as its own implementation computes it ("eager", each model's own function,
+    runs as "sdpa": the same attention), or None for a module freqlab applies to.
+    """
+    previous = _PASSTHROUGH.get(module)
+    if previous is None:
+        return None
+    function = ALL_ATTENTION_FUNCTIONS.get(previous) or ALL_ATTENTION_FUNCTIONS["sdpa"]
+    return function(module, query, key, value, attention_mask, **kwargs)
 
 
 def _setting(module: torch.nn.Module, name: str) -> Setting:
@@ -575,6 +592,9 @@ def string_attention(
     **kwargs: Any,
 ) -> tuple[torch.Tensor, None]:
     """STRING attention (Eq. 4): pairs at r >= S score with the query rotated back by S - W positions."""
+    if (out := _passed_through(module, query, key, value, attention_mask, scaling=scaling, dropout=dropout,
+                               softcap=softcap, **kwargs)) is not None:  # fmt: skip
+        return out
     _check_kwargs(module, kwargs)
     setting = _setting(module, STRING_NAME)
     S, W = setting.first, setting.second
@@ -599,6 +619,9 @@ def self_extend_attention(
     **kwargs: Any,
 ) -> tuple[torch.Tensor, None]:
     """Self-Extend attention: pairs at r >= w_n score at the grouped position m // G - n // G + w_n - w_n // G."""
+    if (out := _passed_through(module, query, key, value, attention_mask, scaling=scaling, dropout=dropout,
+                               softcap=softcap, position_ids=position_ids, **kwargs)) is not None:  # fmt: skip
+        return out
     _check_kwargs(module, kwargs)
     setting = _setting(module, SELF_EXTEND_NAME)
     G, w_n = setting.first, setting.second
@@ -764,6 +787,8 @@ def _apply(model: Any, method: str, first: int, second: int, backend: str, flash
     register()
     _set_implementation(model, method + (FLASH_SUFFIX if backend == "flash" else ""))
     _SETTINGS.update(settings)
+    others = [m for m in model.modules() if getattr(m, "config", None) is config and m not in settings]
+    _PASSTHROUGH.update(dict.fromkeys((m for m in others if type(m).__name__.endswith("Attention")), previous))
     _PREVIOUS[model] = previous
     _unhook(model, modules)  # applied again: one hook per layer
     _HOOKS[model] = [m.register_forward_pre_hook(_remember_key_offset, with_kwargs=True) for m in modules]
@@ -876,4 +901,6 @@ def remove(model: Any) -> Any:
     for module in modules:
         _SETTINGS.pop(module, None)
         _KEY_OFFSET.pop(module, None)
+    for module in model.modules():
+        _PASSTHROUGH.pop(module, None)
     return model

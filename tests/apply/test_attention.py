@@ -560,3 +560,29 @@ def test_a_linear_scaled_window_is_max_position_embeddings_itself():
     with pytest.raises(FreqlabError, match=rf"0 < S < L = {L}"):
         fa.string(model, L, 4)
     fa.string(model, L - 1, 4)
+
+
+@pytest.mark.filterwarnings("ignore")
+def test_cross_attention_layers_of_the_text_model_keep_their_attention():
+    """A fourth review: Mllama's text model holds cross-attention layers (no RoPE, no self_attn); with only the text
+    model's implementation set, they ran freqlab's function and any image failed. They keep the text model's."""
+    import transformers
+
+    sizes = {"hidden_size": 32, "num_attention_heads": 4, "num_key_value_heads": 2, "num_hidden_layers": 2}
+    text = transformers.MllamaTextConfig(**sizes, vocab_size=300, intermediate_size=48, max_position_embeddings=L,
+                                         cross_attention_layers=[1], pad_token_id=0)  # fmt: skip
+    vision = transformers.MllamaVisionConfig(hidden_size=16, intermediate_size=32, num_hidden_layers=1,
+                                             num_global_layers=1, attention_heads=2, image_size=28, patch_size=14,
+                                             max_num_tiles=1, vision_output_dim=32, intermediate_layers_indices=[0],
+                                             supported_aspect_ratios=[[1, 1]])  # fmt: skip
+    config = transformers.MllamaConfig(text_config=text, vision_config=vision, image_token_index=299)
+    model = transformers.MllamaForConditionalGeneration(config).eval()
+    ids = torch.tensor([[1, 299, *range(10, 30)]])
+    image = {"pixel_values": torch.randn(1, 1, 1, 3, 28, 28, generator=seeded(3)),
+             "aspect_ratio_ids": torch.tensor([[1]]), "aspect_ratio_mask": torch.ones(1, 1, 1, dtype=torch.long),
+             "cross_attention_mask": torch.ones(1, ids.shape[1], 1, 1, dtype=torch.long)}  # fmt: skip
+    before = _logits(model, ids, **image)
+    fa.string(model, T, 4, allow_untested=True)  # a prompt of 22 tokens < S: the stock model
+    torch.testing.assert_close(_logits(model, ids, **image), before, rtol=1e-5, atol=1e-5)
+    fa.remove(model)
+    torch.testing.assert_close(_logits(model, ids, **image), before, rtol=0, atol=0)
