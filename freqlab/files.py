@@ -375,9 +375,8 @@ def _as_written(stamp: object, path: Path) -> bool:
     return isinstance(stamp, list) and stamp[:3] == _stamp(path)
 
 
-#: the largest Parquet footer searched for freqlab's header: freqlab writes footers of a few KB (a larger one is
-#: another tool's file; walking its Thrift encoding in Python takes ~0.3 s per MB)
-MAX_HEADER_FOOTER = 8 << 20
+#: the largest Parquet footer searched for freqlab's header (a histogram of 100,000 sources writes ~11 MB of it)
+MAX_HEADER_FOOTER = 1 << 26
 
 
 def has_freqlab_header(path: str | Path, format: str = "freqlab.") -> bool:
@@ -437,9 +436,12 @@ class _ThriftCompact:
     STOP, TRUE, FALSE, BINARY, LIST, SET, MAP, STRUCT = 0, 1, 2, 8, 9, 10, 11, 12
     FIXED: ClassVar[dict[int, int]] = {3: 1, 7: 8}  # byte, double: their sizes (i16, i32, i64 are varints)
     DEPTH = 64  # nesting beyond this is no Parquet footer
+    #: values walked before giving up (~1 s): freqlab's footers hold a few thousand, its header one long string; a
+    #: footer of millions of small values is another tool's (a crafted 64 MiB one took 41 s; a review)
+    BUDGET = 2_000_000
 
     def __init__(self, data: bytes) -> None:
-        self.data, self.pos = data, 0
+        self.data, self.pos, self.left = data, 0, self.BUDGET
 
     def byte(self) -> int:
         value = self.data[self.pos]
@@ -477,8 +479,9 @@ class _ThriftCompact:
 
     def skip(self, kind: int, depth: int = 0, element: bool = False) -> None:
         """Pass over a value of ``kind`` (``element``: of a list, set or map, where a boolean takes a byte)."""
-        if depth > self.DEPTH:
-            raise ValueError("nested too deep")
+        self.left -= 1
+        if depth > self.DEPTH or self.left < 0:
+            raise ValueError("nested too deep, or too many values")
         if kind in (self.TRUE, self.FALSE):
             self.pos += element
         elif kind in self.FIXED:

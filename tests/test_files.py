@@ -10,7 +10,7 @@ import polars as pl
 import pytest
 
 from freqlab.errors import FreqlabError
-from freqlab.files import has_freqlab_header, parquet_metadata, read_parquet, write_atomic, write_parquet
+from freqlab.files import _key_values, has_freqlab_header, parquet_metadata, read_parquet, write_atomic, write_parquet
 
 FRAME = pl.DataFrame({"length": [1, 4, 9], "count": [3, 2, 1]})
 
@@ -64,6 +64,12 @@ def test_freqlabs_header_is_known_by_its_metadata_entry_not_by_text_anywhere_in_
     assert has_freqlab_header(tmp_path / "big.parquet", "freqlab.length_histogram")
     (tmp_path / "cut.parquet").write_bytes(blob[:-40] + blob[-8:])  # a footer cut short: no header, no error
     assert not has_freqlab_header(tmp_path / "cut.parquet")
+    # a fourth review: freqlab's own header of ~11 MB (100,000 sources) is found; a footer of millions of values is
+    # given up on (bounded time), found nowhere
+    write_parquet(tmp_path / "sources.parquet", FRAME, header={"format": "freqlab.length_histogram", "s": "x" * 12**7})
+    assert has_freqlab_header(tmp_path / "sources.parquet", "freqlab.length_histogram")
+    many = b"\x49\xf9" + b"\x80\x8d\xb7\x01" + b"\x09" * 3_000_000 + b"\x00"  # a list of 3M empty lists, then STOP
+    assert _key_values(many + b"freqlab", "freqlab") == []
 
 
 def test_a_name_that_is_not_utf8_is_written_and_read(undecodable):

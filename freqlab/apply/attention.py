@@ -871,7 +871,8 @@ def _window(model: Any) -> int:
     tables = [rope] if "factor" in rope or "rope_type" in rope else [t for t in rope.values() if isinstance(t, dict)]
     for table in tables:  # one table, or one per layer kind (Gemma 3)
         factor, original = table.get("factor"), table.get("original_max_position_embeddings")
-        if isinstance(factor, int | float) and isinstance(original, int) and factor > 1:
+        reads_original = table.get("rope_type", table.get("type")) in ("yarn", "llama3", "longrope")
+        if reads_original and isinstance(factor, int | float) and isinstance(original, int) and factor > 1:
             L = max(L, int(original * factor))
     return L
 

@@ -553,6 +553,7 @@ def test_a_linear_scaled_window_is_max_position_embeddings_itself():
     import transformers
 
     linear = {"rope_type": "linear", "factor": 4.0, "rope_theta": 10000.0}
+    # (dynamic NTK too, even naming an original window transformers does not read for it: a fourth review)
     config = transformers.LlamaConfig(hidden_size=32, num_attention_heads=4, num_key_value_heads=2, num_hidden_layers=1,
                                       vocab_size=120, intermediate_size=64, max_position_embeddings=L,
                                       rope_parameters=linear)  # fmt: skip
@@ -560,6 +561,10 @@ def test_a_linear_scaled_window_is_max_position_embeddings_itself():
     with pytest.raises(FreqlabError, match=rf"0 < S < L = {L}"):
         fa.string(model, L, 4)
     fa.string(model, L - 1, 4)
+    fa.remove(model)
+    model.config.rope_parameters = {"rope_type": "dynamic", "factor": 4.0, "original_max_position_embeddings": L}
+    with pytest.raises(FreqlabError, match=rf"0 < S < L = {L}"):
+        fa.string(model, L, 4)
 
 
 @pytest.mark.filterwarnings("ignore")
