@@ -53,12 +53,13 @@ OTHER_FORMATS = (".json", ".jsonl", ".yaml", ".yml", ".csv", ".txt", ".png", ".p
 def _check_out(out, hist) -> None:
     """``freq --out``: a usage error for a name of another format, the histogram read, or an existing file that is
     no f(i) table of freqlab's (a length histogram, a checkpoint, a user's Parquet, a token file named by a typo);
-    an empty one is written (a shell's ``> f.parquet``, ``/dev/stdout``).
+    an empty one is written (a shell's ``> f.parquet``, ``/dev/stdout``). Stdout (a pipe, ``> f``, ``>> f``) is
+    written at its place, as ``cat`` writes, whatever it holds, but for a histogram (``>> HIST``: its footer would
+    be the table's).
     """
     path = Path(out)
-    if writes_stdout(out):  # stdout, as the user directed it (a pipe, > f, >> f): written at its place, as cat writes
-        return
-    if path.suffix.lower() in OTHER_FORMATS:  # a summary.json, a figure: Parquet under its name reads as none
+    to_stdout = writes_stdout(out)
+    if not to_stdout and path.suffix.lower() in OTHER_FORMATS:  # a summary.json, a figure: Parquet there reads as none
         raise click.BadParameter(f"{out!r} names another format: f(i) is written as Parquet", param_hint="'--out'")
     if not path.is_file() or not path.stat().st_size or has_freqlab_header(out, FREQUENCY_FORMAT):
         return
@@ -66,6 +67,8 @@ def _check_out(out, hist) -> None:
         raise click.BadParameter(f"{out!r} is the histogram read (HIST): give another file", param_hint="'--out'")
     if has_freqlab_header(out, LENGTHS_FORMAT):  # another scan's histogram: hours to count again
         what = "a length histogram"
+    elif to_stdout:  # the user's own stream (a log, > f), which the table follows
+        return
     else:
         what = not_parquet(out) or "a Parquet file freqlab did not write as f(i)"
     raise click.BadParameter(

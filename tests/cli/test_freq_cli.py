@@ -219,6 +219,11 @@ def test_freq_out_to_stdout_keeps_the_report_out_of_the_parquet_bytes(hist, tmp_
     with open(tmp_path / "log", "ab") as stdout:
         subprocess.run(command, stdout=stdout, stderr=subprocess.PIPE, check=True)
     assert (tmp_path / "log").read_bytes().startswith(b"HEAD\nPAR1")
+    before = Path(hist).read_bytes()  # >> HIST: refused, the histogram kept (its footer would be the table's)
+    with open(hist, "ab") as stdout:
+        refused = subprocess.run(command, stdout=stdout, stderr=subprocess.PIPE)
+    assert refused.returncode == 2 and b"is the histogram read (HIST)" in refused.stderr
+    assert Path(hist).read_bytes() == before
     calibrated = [sys.executable, "-m", "freqlab", "calibrate", "--out", "/dev/stdout"]  # the report not in the JSON
     with open(tmp_path / "tau.json", "wb") as stdout:
         subprocess.run(calibrated, stdout=stdout, stderr=subprocess.PIPE, check=True)
