@@ -29,7 +29,6 @@ datatrove, token streams) must be local.
 from __future__ import annotations
 
 import contextlib
-import glob
 import io
 import os
 import re
@@ -116,10 +115,7 @@ def local_path(spec: str) -> str:
         )
     if not rest.startswith("/"):
         raise FreqlabError(f"{text}: a {scheme}: URL names an absolute path ({scheme}:///absolute/path); none is given")
-    # a glob character written percent-encoded (%3F, %2A, %5B) names that character, not a wildcard: escaped as glob
-    # escapes it ([?]); the others decode as they are
-    parts = [urllib.parse.unquote(part) for part in re.split(r"(%(?:2[aA]|3[fF]|5[bB]))", rest)]
-    return "".join(glob.escape(part) if k % 2 else part for k, part in enumerate(parts))
+    return urllib.parse.unquote(rest)
 
 
 def is_url(spec: str) -> bool:

@@ -57,12 +57,6 @@ def test_a_file_url_is_its_local_path(tmp_path, records):
     assert sorted(read_all(globbed)) == sorted(expected(records) * 2)
     with pytest.raises(FreqlabError, match="is read as a host"):
         open_corpus("file://[bad/x")  # one line, not urlsplit's "Invalid IPv6 URL"
-    # a percent-encoded ? names the character, not a wildcard (a fifth review: chunk%3F read chunk1 and chunk2)
-    with pytest.raises(FreqlabError, match=r"chunk\[\?\]"):
-        open_corpus("file://" + str(tmp_path / "chunk%3F" / "a.jsonl"))
-    write_jsonl(tmp_path / "chunk?" / "a.jsonl", records[:1], True)
-    literal = open_corpus("file://" + str(tmp_path / "chunk%3F" / "a.jsonl"), source_field="meta.redpajama_set_name")
-    assert read_all(literal) == expected(records[:1])
 
 
 @pytest.mark.parametrize("meta_as_json_string", [False, True], ids=["struct-meta", "json-string-meta"])
