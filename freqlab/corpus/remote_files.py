@@ -115,6 +115,8 @@ def local_path(spec: str) -> str:
         )
     if not rest.startswith("/"):
         raise FreqlabError(f"{text}: a {scheme}: URL names an absolute path ({scheme}:///absolute/path); none is given")
+    # percent-encoding decoded; a glob character, written or encoded, is then a wildcard, as in a path (escaped as
+    # [?], a%3F.jsonl read a file named a[?].jsonl, and a datasets builder globs the paths it is given again)
     return urllib.parse.unquote(rest)
 
 
