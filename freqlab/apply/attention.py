@@ -787,8 +787,8 @@ def _apply(model: Any, method: str, first: int, second: int, backend: str, flash
     register()
     _set_implementation(model, method + (FLASH_SUFFIX if backend == "flash" else ""))
     _SETTINGS.update(settings)
-    others = [m for m in model.modules() if getattr(m, "config", None) is config and m not in settings]
-    _PASSTHROUGH.update(dict.fromkeys((m for m in others if type(m).__name__.endswith("Attention")), previous))
+    others = (m for m in model.modules() if type(m).__name__.endswith("Attention") and m not in settings)
+    _PASSTHROUGH.update(dict.fromkeys((m for m in others if getattr(m, "config", None) is config), previous))
     _PREVIOUS[model] = previous
     _unhook(model, modules)  # applied again: one hook per layer
     _HOOKS[model] = [m.register_forward_pre_hook(_remember_key_offset, with_kwargs=True) for m in modules]

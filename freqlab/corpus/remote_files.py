@@ -97,13 +97,13 @@ def local_path(spec: str) -> str:
     ('/data/x', 'slimpajama')
     """
     text = str(spec)
-    scheme = text.partition(":")[0].lower()
-    if scheme not in ("file", "local") or (scheme == "local" and not text[6:].startswith("//")):
+    scheme, _, rest = text.partition(":")
+    scheme = scheme.lower()
+    if scheme not in ("file", "local") or (scheme == "local" and not rest.startswith("//")):
         return spec
     if os.path.lexists(text):  # a file of that name (file:x.jsonl) is that file
         return spec
     # not urlsplit: a glob's ? (and a name's #) are the path's, as fsspec reads them
-    rest = text.partition(":")[2]
     host = ""
     if rest.startswith("//"):
         host, slash, path = rest[2:].partition("/")

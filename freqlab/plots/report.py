@@ -125,6 +125,6 @@ def check_figures_free(folder: str | Path, names: Sequence[str]) -> None:
     found = not_written(folder, names)
     if found:
         raise FreqlabError(
-            f"{Path(folder) / found[0]}: a file freqlab did not draw there (or changed since), which a figure would "
+            f"{folder / found[0]}: a file freqlab did not draw there (or changed since), which a figure would "
             "replace; move it away, or choose another folder for the figures"
         )
