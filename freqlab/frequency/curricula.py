@@ -31,10 +31,12 @@ reported in ``dropped_tokens``); ``batch_rule: rechunk`` cuts each row into cons
 2025; code: github.com/sail-sg/SkyLadder, ``lit_gpt/packed_dataset.py``): every row keeps all L tokens, but is cut
 into *fragments* of the current window w attended separately (``flash_attn_varlen_func``). The schedule counts
 samples k (rows); ``rate: r`` with ``batch: B`` rows per step is their ``dm{r}``/``sin{r}``/``exp{r}`` (α = 1/r: the
-linear window grows by 1 every r steps, ``w = start + ⌊k/(B·r)⌋``; sine and exponential reach L at
-``k = (L − start)·B·r``); ``share: p`` is their ``lin{p}p``/``sin{p}p``/``exp{p}p``: the growth ends at
-``k_c = B·⌊p·steps⌋``. With ``x = k/k_c``: linear ``start + int((L − start)·x)``, sine
-``start + int((L − start)·sin(πx/2))``, exponential ``int(start·(L/start)^x)``, all in numpy float64 as their code;
+linear window grows by 1 every r steps, ``w = start + ⌊k/(B·r)⌋``; sine and exponential reach their final length at
+``k = (L + 1 − start)·B·r``); ``share: p`` is their ``lin{p}p``/``sin{p}p``/``exp{p}p``: the growth ends at
+``k_c = B·⌊p·steps⌋``. With ``x = k/k_c`` and their final length ``F = L + 1`` (``final_mask_length =
+block_size``, and their blocks are L + 1 tokens: ``assert self._block_size - 1 in [512, ...]``): linear
+``start + int((F − start)·x)``, sine ``start + int((F − start)·sin(πx/2))``, exponential ``int(start·(F/start)^x)``,
+all in numpy float64 as their code; a window of L or more is the whole row;
 ``round: R`` rounds down to a multiple of R (their ``inc{R}``; a window rounded down to 0 is ``start``; only
 without a document mask, as their code, whose ``intradm`` path does not round).
 ``start`` defaults to their 32.
@@ -389,24 +391,25 @@ class SkyLadder:
         """Row index from which the window is L (their ``changing_point``, in samples)."""
         if self.share is not None:
             return self.batch * int(self.share * -(-rows // self.batch))
-        return (L - self.start) * self.batch * cast(int, self.rate)  # _skyladder gives a rate or a share
+        # their final_mask_length is their block_size, L + 1 tokens (inputs and the last label)
+        return (L + 1 - self.start) * self.batch * cast(int, self.rate)  # _skyladder gives a rate or a share
 
     def window(self, L: int, rows: int) -> Callable[[np.ndarray], np.ndarray]:
         """w(k) for rows k below the changing point, as their float64 formulas."""
-        start, cp = self.start, self.changing_point(rows, L)
+        start, cp, final = self.start, self.changing_point(rows, L), L + 1  # final: their block_size (see above)
 
         def at(k: np.ndarray) -> np.ndarray:
             if self.share is None and self.growth == "linear":
                 w = start + k // (self.batch * cast(int, self.rate))  # no share: a rate
             else:
-                x = np.minimum(k / max(cp, 1), 1.0)  # rows from the changing point on take L below (no overflow)
+                x = np.minimum(k / max(cp, 1), 1.0)  # rows from the changing point on take the final length below
                 if self.growth == "linear":
-                    w = start + ((L - start) * x).astype(np.int64)
+                    w = start + ((final - start) * x).astype(np.int64)
                 elif self.growth == "sine":
-                    w = start + ((L - start) * np.sin((np.pi / 2) * x)).astype(np.int64)
+                    w = start + ((final - start) * np.sin((np.pi / 2) * x)).astype(np.int64)
                 else:
-                    w = (start * (L / start) ** x).astype(np.int64)
-            w = np.where(k >= cp, L, w)  # their schedules return the final length from the changing point on
+                    w = (start * (final / start) ** x).astype(np.int64)
+            w = np.where(k >= cp, final, w)  # their schedules return the final length from the changing point on
             if self.round_to:  # ... and round it too
                 w = (w // self.round_to) * self.round_to
                 w = np.where(w == 0, start, w)

@@ -49,18 +49,21 @@ def warmup_window(row, rows, L, start, share, steps, multiple, batch):
 
 
 def skyladder_window(k, rows, L, growth, rate, share, start, batch, round_to):
-    """Their ``calculate_mask_length*`` for sample k, scalar Python floats as in lit_gpt/packed_dataset.py."""
-    cp = batch * int(share * -(-rows // batch)) if share is not None else (L - start) * batch * rate
+    """Their ``calculate_mask_length*`` for sample k, scalar Python floats as in lit_gpt/packed_dataset.py, where
+    ``final_mask_length`` is their ``block_size``: L + 1 tokens (pretrain/tinyllama.py's inputs and the last label).
+    """
+    final = L + 1
+    cp = batch * int(share * -(-rows // batch)) if share is not None else (final - start) * batch * rate
     if k >= cp:
-        w = L
+        w = final
     elif share is None and growth == "linear":
         w = start + k // (batch * rate)
     elif growth == "linear":
-        w = start + int((L - start) * (k / cp))
+        w = start + int((final - start) * (k / cp))
     elif growth == "sine":
-        w = start + int((L - start) * np.sin((np.pi / 2) * (k / cp)))
+        w = start + int((final - start) * np.sin((np.pi / 2) * (k / cp)))
     else:
-        w = int(start * (L / start) ** (k / cp))
+        w = int(start * (final / start) ** (k / cp))
     if round_to:
         w = (w // round_to) * round_to
         if w == 0:
@@ -125,6 +128,19 @@ def test_rechunk_keeps_every_token_and_truncate_drops_the_row_tails():
     assert truncate.tokens == 2 + 2 * 4 + 2 * 6 + 3 * 8 and truncate.dropped_tokens == 64 - 46
     # rechunk: rows of 8 cut into 4 pieces of 2, 2 of 4, pieces 6 + 2, or whole; f(1) counts the pairs at distance 1
     assert rechunk.numerator[1] == 1 * 4 * 1 + 2 * 2 * 3 + 2 * (5 + 1) + 3 * 7
+
+
+def test_skyladder_grows_to_their_block_of_l_plus_one_tokens():
+    """Their final_mask_length is their block_size, L + 1 (a review: freqlab grew to L). lin100p from 32 at L = 64
+    over 10 rows: w(k) = 32 + int(33 k / 10); the rate form reaches the end (L + 1 - 32) * B * r rows in."""
+    ladder = curriculum_from_spec({"kind": "skyladder", "growth": "linear", "share": 1, "start": 32})
+    run_rows, windows = ladder.runs(rows=10, L=64)
+    assert np.repeat(windows, run_rows).tolist() == [32, 35, 38, 41, 45, 48, 51, 55, 58, 61]
+    f = ladder.frequency([640], [1], 64, "concat").numerator  # rows of 64 cut into fragments of w, concatenated
+    pairs = [sum(max(0, w - i) * (64 // w) + max(0, 64 % w - i) for w in windows) for i in (40, 41, 42)]
+    assert f[40:43].tolist() == pairs
+    assert f[40:43].tolist() == [79, 72, 66]
+    assert SkyLadder("sine", rate=8, start=32, batch=4).changing_point(10**6, 64) == 33 * 32
 
 
 def test_skyladder_rounds_the_window_only_without_a_document_mask():
