@@ -73,6 +73,8 @@ from freqlab.errors import FreqlabError
 from freqlab.frequency.exact import ExactFrequency
 from freqlab.frequency.position import refuse_megatron, segment_frequency
 from freqlab.frequency.regimes import (
+    REPLAYED_MIX_DOCUMENTS,
+    WALKED_MIX_DOCUMENTS,
     Segments,
     check_histogram,
     check_walk,
@@ -250,8 +252,9 @@ def windowed_segments(
             first += rows
         return seg, int(dropped)
     # rows are walked one by one: one document of 2^40 tokens at L = 8 ran for hours (a review)
-    check_walk(regime, "walks a curriculum's rows one by one, here", np.asarray(run_rows), "rows")
-    docs = stream_order(lengths, counts, seed)
+    walker = f"the {regime} regime"
+    check_walk(walker, "walks a curriculum's rows one by one, here", np.asarray(run_rows), "rows")
+    docs = stream_order(lengths, counts, seed, walker)
     seg, dropped = _walk_rows(docs, L, run_rows, run_windows, truncate, offset, regime == "natural")
     return seg, int(dropped)
 
@@ -314,6 +317,12 @@ class Warmup:
     batch: int = 1
 
     kind = "warmup"
+
+    def mix_documents(self, regime: str) -> int | None:
+        """At most how many documents a float64 source mix for :meth:`frequency` under ``regime`` keeps (its rows
+        are walked under pack and natural); None: the histogram is not walked (concat's rows are counted).
+        """
+        return WALKED_MIX_DOCUMENTS if regime != "concat" else None
 
     def window(self, L: int, warm_steps: int) -> Callable[[np.ndarray], np.ndarray]:
         """w(step) for steps below ``warm_steps``, in exact integers (int64 while L · steps fits, else Python ints)."""
@@ -386,6 +395,8 @@ class SkyLadder:
     document_mask: bool | None = None
 
     kind = "skyladder"
+
+    mix_documents = Warmup.mix_documents  # rows of pack and natural are walked, concat's counted
 
     def changing_point(self, rows: int, L: int) -> int:
         """Row index from which the window is L (their ``changing_point``, in samples)."""
@@ -479,6 +490,10 @@ class DatasetDecomposition:
     replayed: bool = False
 
     kind = "dataset-decomposition"
+
+    def mix_documents(self, regime: str) -> int | None:
+        """At most how many documents a float64 source mix keeps for its seeded replay (None: not a replay)."""
+        return REPLAYED_MIX_DOCUMENTS if self.randomize and self.replayed else None
 
     def pieces(self, n: int) -> tuple[dict[int, int], int]:
         """Deterministic pieces of a document of n tokens, as {bucket exponent k: pieces of 2^k + 1 tokens} (k
@@ -619,7 +634,7 @@ class DatasetDecomposition:
         seg = np.zeros(L + 1, dtype=np.int64)
         dropped = 0
         rng = seeded_rng(seed)
-        for n in stream_order(lengths, counts, seed).tolist():
+        for n in stream_order(lengths, counts, seed, "Dataset Decomposition's replay").tolist():
             ks, _ = self._random_pieces(n, rng)
             dropped += n - sum(1 << k for k in ks)
             for k in ks:

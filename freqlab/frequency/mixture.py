@@ -47,6 +47,7 @@ from freqlab.arrays import exact_sum
 from freqlab.config_file import read_config_file
 from freqlab.errors import FreqlabError, brief
 from freqlab.frequency.position import position_frequency
+from freqlab.frequency.regimes import WALKED_MIX_DOCUMENTS
 from freqlab.histogram import LengthHistogram, combine_sources
 from freqlab.paths import expand_home, printable
 from freqlab.sizes import exact_number
@@ -54,7 +55,7 @@ from freqlab.sizes import exact_number
 UNITS: tuple[str, ...] = ("epochs", "share")
 RESOLUTION = 1 << 30  # the smallest multiplier becomes at least this many counts per document (float64 weights)
 _COUNT_LIMIT = 1 << 62  # weighted tokens stay below this (f(0) and every sum in f are then exact int64)
-MAX_STREAM_DOCUMENTS = 1 << 25  # pack expands the histogram into a stream: keep float64 mixes this small
+MAX_STREAM_DOCUMENTS = WALKED_MIX_DOCUMENTS  # pack expands the histogram into a stream: keep float64 mixes this small
 
 
 @dataclass(frozen=True)
@@ -336,7 +337,7 @@ class MixtureInfo:
 
 
 def weighted_histogram(
-    h: LengthHistogram, weights: Mixture | str | Mapping, *, stream: bool = False
+    h: LengthHistogram, weights: Mixture | str | Mapping, *, stream: bool | int = False
 ) -> tuple[LengthHistogram, MixtureInfo]:
     """The training mix's histogram, split by source, and how it was made.
 
@@ -346,10 +347,10 @@ def weighted_histogram(
         The corpus's histogram, split by source.
     weights : Mixture, str or Mapping
         Weight per source (``"a=2,b=1"``, ``"a=70%,b=30%"`` or a preset name).
-    stream : bool
+    stream : bool or int
         The caller will walk the histogram document by document (the ``pack`` and ``best-fit`` regimes:
         :func:`~freqlab.frequency.regimes.expands_documents`), so a float64 mix keeps its documents below
-        :data:`MAX_STREAM_DOCUMENTS`.
+        :data:`MAX_STREAM_DOCUMENTS` (``True``) or below this many (an int: a replay in Python).
 
     Returns
     -------
@@ -408,7 +409,7 @@ def weighted_histogram(
     return mix, info
 
 
-def _float_scale(h: LengthHistogram, m: dict[str, Fraction], stream: bool) -> Fraction:
+def _float_scale(h: LengthHistogram, m: dict[str, Fraction], stream: bool | int) -> Fraction:
     """K: the smallest positive multiplier times K reaches RESOLUTION counts, unless int64 (or a stream) bounds it;
     a power of two (m_s·c·K is then as exact as m_s itself), computed exactly: weights span 1e-300..1e300, where
     float64 products underflow or overflow.
@@ -420,7 +421,8 @@ def _float_scale(h: LengthHistogram, m: dict[str, Fraction], stream: bool) -> Fr
         K = min(K, Fraction(_COUNT_LIMIT, 4) / tokens)
     if stream:
         documents = sum((m[s] * g.documents for s, g in sources.items()), Fraction(0))
-        K = min(K, MAX_STREAM_DOCUMENTS / documents) if documents else K
+        bound = MAX_STREAM_DOCUMENTS if stream is True else int(stream)
+        K = min(K, bound / documents) if documents else K
     exponent = K.numerator.bit_length() - K.denominator.bit_length()  # floor(log2 K) or one more
     if Fraction(2) ** exponent > K:
         exponent -= 1

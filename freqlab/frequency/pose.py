@@ -55,7 +55,15 @@ from freqlab.frequency.curricula import Spec
 from freqlab.frequency.exact import INT64_LIMIT, ExactFrequency
 from freqlab.frequency.kernels import scatter_add
 from freqlab.frequency.position import refuse_megatron, segment_frequency
-from freqlab.frequency.regimes import check_histogram, check_window, segments, stream_order
+from freqlab.frequency.regimes import (
+    REPLAYED_MIX_DOCUMENTS,
+    WALKED_MIX_DOCUMENTS,
+    check_histogram,
+    check_window,
+    expands_documents,
+    segments,
+    stream_order,
+)
 from freqlab.resources import available_memory, require_memory
 from freqlab.sizes import MAX_POSITIONS
 
@@ -126,6 +134,11 @@ class Pose:
     replayed: bool = False
 
     kind = "pose"
+
+    def mix_documents(self, regime: str) -> int | None:
+        """At most how many documents a float64 source mix keeps for its seeded replay (None: not a replay)."""
+        return REPLAYED_MIX_DOCUMENTS if self.replayed else None
+
     # f(W) counts no tokens with W of context: the skipped position ids leave gaps between a query's keys
     contiguous_contexts = False
 
@@ -204,7 +217,7 @@ class Pose:
         """
         lengths, counts, L, target = self._rows(lengths, counts, L)
         rng = random.Random(seed)
-        docs = stream_order(lengths, counts, seed).tolist()
+        docs = stream_order(lengths, counts, seed, "PoSE's replay").tolist()
         a = np.empty(len(docs), dtype=np.int64)
         u = np.empty(len(docs), dtype=np.int64)
         rows = np.minimum(np.array(docs, dtype=np.int64), L)
@@ -240,6 +253,11 @@ class Scaled:
     factor: Fraction
 
     kind = "scaled"
+
+    def mix_documents(self, regime: str) -> int | None:
+        """At most how many documents a float64 source mix keeps: as for ``regime`` alone."""
+        return WALKED_MIX_DOCUMENTS if expands_documents(regime) else None
+
     contiguous_contexts = True  # a query sees its keys at every distance up to its context (token distances)
 
     def frequency(self, lengths, counts, L: int, regime: str = "natural", seed: int = 0) -> ExactFrequency:

@@ -193,6 +193,10 @@ def _bit_reversed_lengths(L: int, start: int = 0, stop: int | None = None) -> np
 
 
 MAX_STREAM_DOCUMENTS = 1 << 31  # 16 GiB of int64 lengths
+#: at most this many documents in a float64 source mix whose f walks them one by one (``weighted_histogram``'s
+#: ``stream``): a walk in numba (pack, best-fit, a curriculum's rows), and a replay in Python (~2 µs a document)
+WALKED_MIX_DOCUMENTS = 1 << 25
+REPLAYED_MIX_DOCUMENTS = 1 << 20
 
 
 def seeded_rng(seed: int) -> np.random.Generator:
@@ -204,7 +208,7 @@ def seeded_rng(seed: int) -> np.random.Generator:
     return np.random.default_rng(int(seed))
 
 
-def stream_order(lengths: np.ndarray, counts: np.ndarray, seed: int = 0) -> np.ndarray:
+def stream_order(lengths: np.ndarray, counts: np.ndarray, seed: int = 0, walker: str = "the pack regime") -> np.ndarray:
     """Expand a histogram into one document length per document, in a seeded random stream order.
 
     Parameters
@@ -213,13 +217,15 @@ def stream_order(lengths: np.ndarray, counts: np.ndarray, seed: int = 0) -> np.n
         Document-length histogram: distinct lengths and their counts.
     seed : int
         Seed of the shuffle.
+    walker : str
+        Who walks the stream, for the error past :data:`MAX_STREAM_DOCUMENTS` documents.
 
     Returns
     -------
     numpy.ndarray
         int64 document lengths, ``counts.sum()`` of them, shuffled.
     """
-    check_walk("pack", "expands the histogram into a stream of", counts, "documents")
+    check_walk(walker, "expands the histogram into a stream of", counts, "documents")
     lengths, counts = np.asarray(lengths), np.asarray(counts)
     rank = np.argsort(lengths, kind="stable")  # the same multiset in any row order: the same stream
     order = np.repeat(lengths[rank], counts[rank])
@@ -292,12 +298,12 @@ def _packed(dense: np.ndarray, L: int) -> Segments:
     return Segments(nonzero.astype(np.int64), dense[nonzero], L, "pack")
 
 
-def check_walk(regime: str, what: str, counts: np.ndarray, unit: str) -> None:
-    """FreqlabError when ``regime`` would walk more than MAX_STREAM_DOCUMENTS items one by one."""
+def check_walk(walker: str, what: str, counts: np.ndarray, unit: str) -> None:
+    """FreqlabError when ``walker`` ("the pack regime") would walk more than MAX_STREAM_DOCUMENTS items one by one."""
     items = int(np.sum(counts, dtype=np.int64))
     if items > MAX_STREAM_DOCUMENTS:
         raise FreqlabError(
-            f"the {regime} regime {what} {items:,} {unit}, more than {MAX_STREAM_DOCUMENTS:,}; scale the histogram "
+            f"{walker} {what} {items:,} {unit}, more than {MAX_STREAM_DOCUMENTS:,}; scale the histogram "
             "down first (LengthHistogram.scale_to_tokens; a source mix: weighted_histogram(..., stream=True))"
         )
 
@@ -349,7 +355,7 @@ def best_fit_segments(lengths: np.ndarray, counts: np.ndarray, L: int) -> Segmen
     chunk_lengths, chunk_counts = _natural(lengths, counts, L)
     # chunks longer than L/2 (and whole rows) are placed in bulk: only the shorter ones may go one by one
     short = 2 * chunk_lengths <= L
-    check_walk("best-fit", "places one by one up to", chunk_counts[short], "chunks of at most L/2 tokens")
+    check_walk("the best-fit regime", "places one by one up to", chunk_counts[short], "chunks of at most L/2 tokens")
     order = np.argsort(chunk_lengths)[::-1]
     fills = best_fit_fills(chunk_lengths[order].copy(), chunk_counts[order].copy(), L)
     nonzero = np.flatnonzero(fills)

@@ -39,6 +39,7 @@ tokens that reached relative positions at or beyond each earlier stage's window.
 
 from __future__ import annotations
 
+import contextlib
 import datetime
 import math
 from dataclasses import dataclass, field, replace
@@ -341,6 +342,21 @@ def _weights(base: Path, value, where: str) -> str | None:
     )
 
 
+def mix_documents(stage: Stage) -> int | bool:
+    """At most how many documents a float64 source mix of the stage keeps (``weighted_histogram``'s ``stream``;
+    False: any) where its f walks the histogram document by document: its regime, a curriculum's rows under pack or
+    natural, a replay (a review: a warm-up under natural with weights a=70%,b=30% was refused for walking 2.3·10^10
+    rows).
+    """
+    spec, build = (stage.curriculum, curriculum_from_spec) if stage.curriculum is not None else (
+        stage.position_ids, position_ids_from_spec)  # fmt: skip
+    bound = None
+    if spec is not None:
+        with contextlib.suppress(FreqlabError):  # a bad spec: the stage's frequency says so, naming the stage
+            bound = build(spec).mix_documents(stage.regime)
+    return bound or expands_documents(stage.regime)
+
+
 def stage_histogram(stage: Stage, cache: dict | None = None):
     """The LengthHistogram a stage trains on: its file, weighted by the stage's ``weights`` (read once per
     file and weights when ``cache`` is shared).
@@ -350,7 +366,7 @@ def stage_histogram(stage: Stage, cache: dict | None = None):
     from freqlab.histogram import LengthHistogram
 
     cache = {} if cache is None else cache
-    key = (stage.histogram, stage.weights, expands_documents(stage.regime))
+    key = (stage.histogram, stage.weights, mix_documents(stage))
     if key not in cache:
         # Stage.histogram is a path (None fails in read_parquet, as before) or, through the API, a LengthHistogram
         source, read = stage.histogram, LengthHistogram.read_parquet
@@ -359,7 +375,7 @@ def stage_histogram(stage: Stage, cache: dict | None = None):
             where = stage.weights_from or f"stage {stage.name!r}: weights"  # the stage's, the file's or --weights
             try:  # a preset's or a file's mix (missing, malformed, or not this histogram's): said of where it was named
                 mix = Mixture.parse(stage.weights, name=where)
-                h = weighted_histogram(h, mix, stream=expands_documents(stage.regime))[0]
+                h = weighted_histogram(h, mix, stream=key[2])[0]
             except FreqlabError as exc:
                 if str(exc).startswith(where):
                     raise

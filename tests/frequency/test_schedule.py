@@ -272,6 +272,9 @@ class _HalfWindow:
     """A stub curriculum: half of the stage's tokens at window L // 2, half at L, natural; expectation over two
     equally likely windows, so numerator f(L/2) + f(L) over denominator 2."""
 
+    def mix_documents(self, regime):  # walks no documents: a source mix may hold any number
+        return None
+
     def frequency(self, lengths, counts, L, regime, seed=0):
         half = np.zeros(L, dtype=np.int64)
         half[: L // 2] = position_frequency(lengths, counts, L // 2, regime)
@@ -280,6 +283,9 @@ class _HalfWindow:
 
 class _Skip:
     """A stub position-id method: every segment's position ids doubled, so differences reach 2L - 2."""
+
+    def mix_documents(self, regime):  # walks no documents: a source mix may hold any number
+        return None
 
     def frequency(self, lengths, counts, L, regime, seed=0):
         f = position_frequency(lengths, counts, L, regime)
@@ -547,3 +553,43 @@ def test_a_stages_bad_weights_are_said_of_where_they_were_given():
     for data, weights, message in cases:
         with pytest.raises(FreqlabError, match=message):  # when read (a missing file) or when weighted
             schedule_frequency(parse_schedule(data, source="s.yaml", histogram=h, weights=weights))
+
+
+@pytest.mark.parametrize(
+    "change",
+    [
+        {"regime": "natural", "curriculum": {"kind": "warmup", "start": 2, "share": 0.5}},
+        {"regime": "pack", "curriculum": {"kind": "skyladder", "share": 0.5, "start": 2}},
+        {"position_ids": {"kind": "pose", "target": 128, "replay": True}},
+        {
+            "L": 512,
+            "curriculum": {"kind": "dataset-decomposition", "buckets": [2, 512], "randomize": True, "replay": True},
+        },
+    ],
+)
+def test_a_stage_walking_documents_takes_a_fractional_mix_kept_to_a_bounded_stream(change):
+    """A review: weights a=70%,b=30% on a warm-up under natural (its rows are walked) was refused for walking
+    2.3·10^10 rows, PoSE's and Dataset Decomposition's replays blamed "the pack regime": a stage that walks its
+    documents takes the mix as the pack regime does (weighted_histogram(..., stream=True))."""
+    from freqlab.frequency.curricula import curriculum_from_spec
+    from freqlab.frequency.mixture import weighted_histogram
+    from freqlab.frequency.pose import position_ids_from_spec
+    from freqlab.histogram import combine_sources
+
+    h = combine_sources({"x": LengthHistogram.from_lengths([10, 300]), "y": LengthHistogram.from_lengths([20])})
+    stage = {"name": "s", "L": 64, "tokens": 1000, "weights": "x=70%,y=30%"} | change
+    got = schedule_frequency(parse_schedule({"stages": [stage]}, source="s.yaml", histogram=h))
+    replay = change.get("position_ids", change.get("curriculum", {})).get("replay", False)
+    mix = weighted_histogram(h, "x=70%,y=30%", stream=(1 << 20) if replay else True)[0]
+    assert (1 << 19 if replay else 1 << 24) < mix.documents <= (1 << 20 if replay else 1 << 25)
+    spec = change.get("curriculum") or change["position_ids"]
+    method = (curriculum_from_spec if "curriculum" in change else position_ids_from_spec)(spec)
+    f = method.frequency(mix.lengths, mix.counts, stage["L"], change.get("regime", "natural"))
+    assert got.frequencies[0].tolist() == f.numerator.tolist()
+
+
+def test_a_replay_past_the_stream_bound_names_itself_not_the_pack_regime():
+    from freqlab.frequency.pose import position_ids_from_spec
+
+    with pytest.raises(FreqlabError, match=r"^PoSE's replay expands the histogram into a stream of 4,294,967,296"):
+        position_ids_from_spec({"kind": "pose", "target": 128, "replay": True}).frequency([100], [1 << 32], 64)
