@@ -596,6 +596,7 @@ class ScheduleFrequency:
             "tokens": self.tokens,
             "tau": json_threshold(tau),
             "full_attention": all(stage["full_attention"] for stage in stages),
+            "rope_layers": any(kind.rope for kind in kinds),  # none: the last layout is NoPE only
             "effective_length": self.effective_length(tau),
             "reached_without_gap": self.effective_length(tau, without_gap=True) + 1,
             "share_at_most_half": share_at_most(total, window // 2),
@@ -647,10 +648,13 @@ class ScheduleFrequency:
             f"longest window {window}",
             f"budget     T = the stages' tokens (the schedule's); tau = {human_count(tau)}",
         ]
+        no_layer = "no layer here" if data["rope_layers"] else "which the last stage's NoPE layers do not use"
         for stage in data["stages"]:
             assumed = f"  [assumed: {', '.join(stage['assumed'])}]" if stage.get("assumed") else ""
-            after = ", ".join(f"{k} {v}" for k, v in stage["effective_length_after"].items())
-            alone = "alone" if stage["full_attention"] else "alone (of full attention, no layer here)"
+            # a last layout of NoPE layers only (a review): no layer of the trained model uses a position, whatever
+            # the stages before trained
+            after = ", ".join(f"{k} {v}" for k, v in stage["effective_length_after"].items()) or "no rotary layers"
+            alone = "alone" if stage["full_attention"] else f"alone (of full attention, {no_layer})"
             if stage["effective_length_alone"] == 0 and stage["tokens"] < tau:  # f_T(0) = T: no position reaches tau
                 alone += f" (its {human_count(stage['tokens'])} tokens < τ)"
             lines.append(
@@ -661,11 +665,12 @@ class ScheduleFrequency:
             )
         some = any(stage["full_attention"] for stage in data["stages"])
         none_or_some = "not every stage" if some else "no stage's layout"
+        whose = f"which {none_or_some} has: its layers below" if data["rope_layers"] else no_layer
         lines.append(
             f"all stages: effective length {data['effective_length']} at τ = {human_count(tau)}; "
             f"{percent(data['share_at_most_half'])} of position mass at i ≤ {window // 2}, "
             f"{percent(data['share_at_least_three_quarters'])} at i ≥ {(3 * window) // 4}"
-            + ("" if data["full_attention"] else f" (of full attention, which {none_or_some} has: its layers below)")
+            + ("" if data["full_attention"] else f" (of full attention, {whose})")
         )
         if data["effective_length"] >= max(data["reached_without_gap"], 1):  # F dips below tau before (PoSE's skips)
             lines.append(

@@ -189,6 +189,24 @@ def test_a_stage_without_a_layout_trains_every_layer_kind_as_global_and_the_last
         result.kind_total(swa)
 
 
+def test_a_last_layout_of_nope_layers_only_says_no_layer_of_the_model_uses_the_positions(tmp_path):
+    """A review: the stage before, without a layout, read "of full attention, no layer here" and the totals "which
+    no stage's layout has", though every layer trained with full attention there; they end NoPE, which is why."""
+    result = two_stages(tmp_path, "{name: short, L: 4, tokens: 100}", "{name: long, L: 8, tokens: 50, layout: 2*nope}")
+    data = result.to_dict()
+    assert data["rope_layers"] is False and [stage["full_attention"] for stage in data["stages"]] == [False, False]
+    report = result.report()
+    assert report.count("alone (of full attention, which the last stage's NoPE layers do not use)") == 2
+    assert report.count("after it: no rotary layers") == 2
+    assert "no layer here" not in report and "which no stage's layout has" not in report
+    assert (
+        "(of full attention, which no stage's layout has: its layers below)"
+        in two_stages(
+            tmp_path, "{name: short, L: 4, tokens: 100, layout: swa2}", "{name: long, L: 8, tokens: 50, layout: swa2}"
+        ).report()
+    )
+
+
 def test_a_window_that_widens_between_stages_counts_the_narrower_one_for_the_same_layers(tmp_path):
     """swa2+global then swa4+global: the layers that end as swa4 trained as swa2 first. They were counted as two
     kinds, swa4 with nothing from the first stage (effective length 0) and swa2, which the final model has not
