@@ -9,7 +9,7 @@ know. A version is bumped when a file of the previous one can no longer be read 
   written by ``LengthHistogram.to_parquet`` (``freqlab scan``);
 - ``OUT/summary.json`` (:data:`SUMMARY_KEYS`; JSON, no version of its own): the scan's summary;
 - ``freqlab freq --out`` (:data:`FREQUENCY`, ``freqlab.position_frequency`` version 1): f(i) per (L, regime);
-- ``freqlab plan string --usage-out`` (:data:`USAGE`; a plain table, no header): pairs per position;
+- ``freqlab plan string --usage-out`` (:data:`USAGE`, ``freqlab.string_usage`` version 1): pairs per position;
 - ``freqlab calibrate --out`` (:data:`CALIBRATION_KEYS`; JSON, ``freqlab-calibration`` version 1): a fitted tau,
   read back by ``--tau-from``;
 - ``OUT/checkpoints/*.parquet`` (:data:`CHECKPOINT_COUNTS`, :data:`CHECKPOINT_LOG`, ``freqlab.scan.checkpoint``
@@ -72,19 +72,23 @@ FREQUENCY = TableFormat(
     header_optional=("mixture", "megatron"),
 )
 
-# freqlab plan string --usage-out: per position, the query-key pairs using it before and after STRING (a plain
-# table, no header)
+# freqlab plan string --usage-out: per position, the query-key pairs using it before and after STRING (its header
+# says what it is, so that --usage-out replaces only a table it wrote)
+USAGE_FORMAT = "freqlab.string_usage"
+USAGE_VERSION = 1
 USAGE = TableFormat(
-    None,
-    None,
+    USAGE_FORMAT,
+    USAGE_VERSION,
     {"position": "Int64", "pairs_before": "Int64", "pairs_after": "Int64"},
     {"trained": "Int64"},  # f(p), when a frequency was given
+    ("format", "version", "L", "S", "W"),
 )
 
 # freqlab calibrate --out: a fitted tau (JSON; freqlab.frequency.calibrate.Calibration.to_dict), its top-level keys
 CALIBRATION_FORMAT = "freqlab-calibration"
 CALIBRATION_VERSION = 1
 CALIBRATION_KEYS = ("format", "version", "tau", "range", "bootstrap_95", "method", "points")
+CALIBRATION_START = b'{\n  "format": "freqlab-calibration",'  # how every calibration freqlab wrote begins
 
 # summary.json: the scan's summary (JSON, no version of its own); its top-level keys
 SUMMARY_FILE = "summary.json"

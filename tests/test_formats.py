@@ -113,8 +113,9 @@ def test_the_usage_parquet_of_plan_string(tmp_path, with_histogram):
     args = ["plan", "string", "--L", "1024", "--usage-out", str(usage), *(hist if with_histogram else [])]
     result = CliRunner().invoke(main, args)
     assert result.exit_code == 0, result.output
-    check_table(usage, formats.USAGE, ("trained",) if with_histogram else ())
+    header = check_table(usage, formats.USAGE, ("trained",) if with_histogram else ())
     assert pl.read_parquet(usage)["position"].to_list() == list(range(1024))
+    assert (header["L"], header["S"], header["W"]) == (1024, 384, 128)  # S = L/3 rounded up to 64; W = 128
 
 
 def test_the_calibration_json_of_calibrate(tmp_path):
@@ -146,7 +147,8 @@ def test_the_versions_on_disk_today():
     # checkpoints 3: counted_by (documents per tokenizer backend); one of version 2 is recounted ("from another
     # freqlab version"), as any other of another version
     assert (f.LENGTHS_VERSION, f.FREQUENCY_VERSION, f.CHECKPOINT_VERSION, f.FINGERPRINT_VERSION) == (1, 1, 3, 3)
-    assert formats.USAGE.version is None and formats.METADATA_KEY == "freqlab"
+    # usage 1: the header (format, version, L, S, W) that --usage-out recognises before replacing a file
+    assert formats.USAGE.version == 1 and formats.METADATA_KEY == "freqlab"
 
 
 def test_a_group_of_checkpoints(tmp_path):

@@ -11,6 +11,7 @@ import click
 from freqlab.cli.options import (
     POSITIONS_NOTE,
     HomePath,
+    check_output_free,
     echo_json,
     hist_option,
     json_option,
@@ -49,7 +50,19 @@ def calibrate_command(ctx, file, hist, regime, L, out, as_json):
       freqlab calibrate runs.csv --hist lengths.parquet --L 4K --out tau.json
       freqlab plan string --L 4K --hist lengths.parquet --tokens 1T --tau-from tau.json
     """
-    from freqlab.frequency.calibrate import PAPER_POINTS, calibrate, point_from_record, read_records
+    from freqlab.frequency.calibrate import (
+        PAPER_POINTS,
+        calibrate,
+        is_calibration_file,
+        point_from_record,
+        read_records,
+    )
+
+    if out:  # before the fit: a file of the user's (the runs read, a CSV, a histogram) is not replaced by the JSON
+        check_output_free(
+            out, "--out", ours=is_calibration_file, written_as="a calibration", suffix=".json",
+            reads=[(file, "the runs read (FILE)")],
+        )  # fmt: skip
 
     if file is None:
         given = [

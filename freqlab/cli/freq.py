@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-from pathlib import Path
-
 import click
 
 from freqlab.cli.options import (  # noqa: F401  (echo_json, json_option, tokens_option, TOKENS: importable from here)
@@ -14,6 +12,7 @@ from freqlab.cli.options import (  # noqa: F401  (echo_json, json_option, tokens
     TOKENS_NOTE,
     HistogramPath,
     HomePath,
+    check_output_free,
     echo_json,
     hist_option,
     json_option,
@@ -42,12 +41,8 @@ from freqlab.frequency.regime_table import describe, describe_string_probe, regi
 from freqlab.frequency.regimes import BYTES_PER_POSITION
 from freqlab.frequency.schedule import load_preset, load_schedule, schedule_frequency
 from freqlab.histogram import histogram_file
-from freqlab.paths import file_identity, shown, writes_stdout
+from freqlab.paths import shown
 from freqlab.resources import require_memory
-
-#: names of what freqlab reads or writes in other formats, which ``freq --out`` (Parquet) is not given (any other
-#: name is: ``f.pq``, ``/dev/stdout``)
-OTHER_FORMATS = (".json", ".jsonl", ".yaml", ".yml", ".csv", ".txt", ".png", ".pdf", ".svg", ".gz", ".zst", ".idx")
 
 
 def _check_out(out, hist) -> None:
@@ -57,24 +52,11 @@ def _check_out(out, hist) -> None:
     written at its place, as ``cat`` writes, whatever it holds, but for a histogram (``>> HIST``: its footer would
     be the table's).
     """
-    path = Path(out)
-    to_stdout = writes_stdout(out)
-    if not to_stdout and path.suffix.lower() in OTHER_FORMATS:  # a summary.json, a figure: Parquet there reads as none
-        raise click.BadParameter(f"{out!r} names another format: f(i) is written as Parquet", param_hint="'--out'")
-    if not path.is_file() or not path.stat().st_size or has_freqlab_header(out, FREQUENCY_FORMAT):
-        return
-    if file_identity(str(out)) == file_identity(str(histogram_file(hist))):
-        raise click.BadParameter(f"{out!r} is the histogram read (HIST): give another file", param_hint="'--out'")
-    if has_freqlab_header(out, LENGTHS_FORMAT):  # another scan's histogram: hours to count again
-        what = "a length histogram"
-    elif to_stdout:  # the user's own stream (a log, > f), which the table follows
-        return
-    else:
-        what = not_parquet(out) or "a Parquet file freqlab did not write as f(i)"
-    raise click.BadParameter(
-        f"{out!r} exists and is {what}: --out replaces only an f(i) table it wrote; give another file",
-        param_hint="'--out'",
-    )
+    check_output_free(
+        out, "--out", ours=lambda path: has_freqlab_header(path, FREQUENCY_FORMAT), written_as="an f(i) table",
+        suffix=".parquet", describe=lambda path: not_parquet(path) or "a Parquet file freqlab did not write as f(i)",
+        reads=[(histogram_file(hist), "the histogram read (HIST)")],
+    )  # fmt: skip
 
 
 @click.command("freq")

@@ -21,17 +21,18 @@ import json
 import math
 import os
 import sys
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 
 import click
 
 from freqlab.errors import FreqlabError, ParameterError
-from freqlab.formats import LENGTHS_FILE
+from freqlab.files import has_freqlab_header
+from freqlab.formats import LENGTHS_FILE, LENGTHS_FORMAT
 from freqlab.frequency.mixture import PRESETS, Mixture
 from freqlab.frequency.regimes import REGIMES
 from freqlab.histogram import histogram_file
-from freqlab.paths import expand_home, writes_stdout
+from freqlab.paths import expand_home, file_identity, writes_stdout
 from freqlab.sizes import (
     DEFAULT_TAU,
     MAX_HEAD_DIM,
@@ -372,6 +373,54 @@ def check_layout(ctx, param, value):
         return read_layout(value)
     except FreqlabError as exc:
         raise click.BadParameter(str(exc), ctx, param) from None
+
+
+# output files: what --out / --usage-out may replace --------------------------------------------------------------
+
+#: names of the formats freqlab reads or writes: an output of one format is not given a name of another (a typo of
+#: an input's name, a summary.json, a figure)
+FORMAT_SUFFIXES = (
+    ".json", ".jsonl", ".yaml", ".yml", ".csv", ".txt", ".png", ".pdf", ".svg", ".gz", ".zst", ".idx", ".parquet",
+)  # fmt: skip
+
+
+def check_output_free(
+    out,
+    option: str,
+    *,
+    ours: Callable[[str], bool],
+    written_as: str,
+    suffix: str,
+    describe: Callable[[str], str | None] = lambda path: None,
+    reads: Sequence[tuple[str, str]] = (),
+) -> None:
+    """A usage error (``option``) where writing ``out`` would lose a file: a name of another format (one of
+    :data:`FORMAT_SUFFIXES` but ``suffix``, this output's), one of the files the command reads (``reads``: (path,
+    what it is)), or an existing file that ``ours`` does not recognise as the ``written_as`` freqlab writes there
+    (``describe`` says what it is: "not a Parquet file: ..."). An empty file is written (a shell's ``> f``). Stdout
+    (a pipe, ``> f``, ``>> f``) is written at its place, as ``cat`` writes, whatever it holds, but for a length
+    histogram (``>> HIST`` would end it with another table; hours to count again).
+    """
+    path = Path(out)
+    to_stdout = writes_stdout(out)
+    if not to_stdout and path.suffix.lower() in FORMAT_SUFFIXES and path.suffix.lower() != suffix:
+        kind = {".parquet": "Parquet", ".json": "JSON"}[suffix]
+        raise click.BadParameter(
+            f"{out!r} names another format: {written_as} is written as {kind}", param_hint=f"'{option}'"
+        )
+    if not path.is_file() or not path.stat().st_size or ours(str(out)):
+        return
+    for read, what in reads:
+        if read is not None and file_identity(str(out)) == file_identity(str(read)):
+            raise click.BadParameter(f"{out!r} is {what}: give another file", param_hint=f"'{option}'")
+    what = "a length histogram" if has_freqlab_header(str(out), LENGTHS_FORMAT) else None
+    if what is None and to_stdout:  # the user's own stream (a log, > f), which the output follows
+        return
+    raise click.BadParameter(
+        f"{out!r} exists and is {what or describe(str(out)) or 'a file freqlab did not write'}: {option} replaces "
+        f"only {written_as} it wrote; give another file",
+        param_hint=f"'{option}'",
+    )
 
 
 # the options several commands share ---------------------------------------------------------------------------

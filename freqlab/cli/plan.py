@@ -15,6 +15,7 @@ from freqlab.cli.options import (
     FiniteFloat,
     HistogramPath,
     HomePath,
+    check_output_free,
     echo_json,
     given_on_command_line,
     json_option,
@@ -40,6 +41,8 @@ from freqlab.cli.plan_inputs import (  # noqa: F401  (the shared options, import
 )
 from freqlab.cli.weights import budget_line, read_histogram
 from freqlab.errors import FreqlabError
+from freqlab.files import has_freqlab_header, not_parquet
+from freqlab.formats import USAGE_FORMAT
 from freqlab.frequency import DEFAULT_TAU
 from freqlab.frequency.budget import training_budget
 from freqlab.frequency.schedule import load_schedule, schedule_frequency
@@ -138,6 +141,12 @@ def string_command(
       freqlab plan string --schedule schedule.yaml --json
     """
     usage_error(lambda: check_local_window(W))
+    if usage_out:  # before the plan: a file of the user's (a histogram, a schedule) is not replaced by the table
+        check_output_free(
+            usage_out, "--usage-out", ours=lambda path: has_freqlab_header(path, USAGE_FORMAT),
+            written_as="a STRING usage table", suffix=".parquet",
+            describe=lambda path: not_parquet(path) or "a Parquet file freqlab did not write as a usage table",
+        )  # fmt: skip
     L, inputs, mix = frequency_inputs(L, hist, regime, tokens, tau, schedule, mass, weights, as_json=as_json)
     if S is not None:
         require(S < L, "--S", f"S = {S} must be below the training window L = {L}")

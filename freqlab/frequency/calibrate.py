@@ -399,6 +399,21 @@ def point_from_record(
     )
 
 
+def is_calibration_file(path: str | Path) -> bool:
+    """Whether ``path`` is a file that begins as every calibration freqlab writes (:meth:`Calibration.write_json`),
+    read from its first bytes (a large file of the user's named ``tau.json`` is not read through).
+    """
+    from freqlab.formats import CALIBRATION_START
+
+    try:
+        if not Path(path).is_file():  # a FIFO would block the open
+            return False
+        with open(path, "rb") as handle:
+            return handle.read(len(CALIBRATION_START)) == CALIBRATION_START
+    except OSError:
+        return False
+
+
 def read_tau(path: str | Path) -> float:
     """The pooled tau of a calibration JSON written by :meth:`Calibration.write_json` (``--tau-from``)."""
     path = Path(path)

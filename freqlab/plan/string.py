@@ -301,18 +301,20 @@ class StringUsage(Displayed):
 
     def write_parquet(self, path: str | Path) -> None:
         """Write the usage table (:data:`freqlab.formats.USAGE`: position, pairs_before, pairs_after and, with a
-        frequency, trained) to a Parquet file (atomically; ``~`` is the home folder), as ``freqlab plan string
-        --usage-out`` does.
+        frequency, trained; a header with L, S and W) to a Parquet file (atomically; ``~`` is the home folder), as
+        ``freqlab plan string --usage-out`` does.
         """
         import polars as pl
 
         from freqlab.files import write_parquet
+        from freqlab.formats import USAGE_FORMAT, USAGE_VERSION
         from freqlab.paths import expand_home
 
         columns = {"position": self.positions, "pairs_before": self.pairs_before, "pairs_after": self.pairs_after}
         if self.trained is not None:
             columns["trained"] = self.trained
-        write_parquet(expand_home(path), pl.DataFrame(columns))
+        header = {"format": USAGE_FORMAT, "version": USAGE_VERSION, "L": self.L, "S": self.S, "W": self.W}
+        write_parquet(expand_home(path), pl.DataFrame(columns), header)
 
     def _display(self) -> Display:
         return shown.usage_display(self)

@@ -168,7 +168,11 @@ def test_schedule_command(tmp_path, hist):
         ),
         # a review: f(i) replaced the histogram read, or went into a .json name
         (("freq", "{hist}", "--out", "{hist}"), 2, "is the histogram read (HIST): give another file"),
-        (("freq", "{hist}", "--out", "{tmp}/f.json"), 2, "f.json' names another format: f(i) is written as Parquet"),
+        (
+            ("freq", "{hist}", "--out", "{tmp}/f.json"),
+            2,
+            "f.json' names another format: an f(i) table is written as Parquet",
+        ),
     ],
 )
 def test_errors_are_one_line_without_traceback(tmp_path, hist, args, code, message):

@@ -203,3 +203,39 @@ def test_a_share_out_of_its_range_is_a_usage_error(text, max_open):
     with pytest.raises(click.BadParameter, match="is not a share in"):
         Share(max_open=max_open).convert(text, None, None)
     assert Share(max_open=False).convert("100%", None, None) == 1.0
+
+
+def test_an_output_replaces_only_a_file_of_its_own_kind_freqlab_wrote(tmp_path, monkeypatch):
+    """A review: plan string --usage-out and calibrate --out replaced any file: the scan's histogram being read, the
+    corpus, a schedule, the runs file being fitted. Each now replaces only what it wrote (freq --out's rule)."""
+    from click.testing import CliRunner
+
+    from freqlab import LengthHistogram
+    from freqlab.cli import main
+
+    monkeypatch.chdir(tmp_path)
+    LengthHistogram.from_counts([2048], [10]).to_parquet("h.parquet")
+    (tmp_path / "runs.json").write_text('[{"tokens": "1T", "effective_length": 1280, "next_length": 1408}]\n')
+    (tmp_path / "mine.json").write_text('{"a": 1}\n')
+    (tmp_path / "c.jsonl").write_text('{"text": "a"}\n')
+    import polars as pl
+
+    pl.DataFrame({"x": [1]}).write_parquet("user.parquet")
+    before = {p.name: p.read_bytes() for p in tmp_path.iterdir()}
+    string = ("plan", "string", "--L", "2K", "--hist", "h.parquet", "--usage-out")
+    calibrate = ("calibrate", "runs.json", "--hist", "h.parquet", "--L", "2K", "--out")
+    cases = [
+        ((*string, "h.parquet"), "'h.parquet' exists and is a length histogram: --usage-out replaces only a STRING"),
+        ((*string, "user.parquet"), "'user.parquet' exists and is a Parquet file freqlab did not write as a usage"),
+        ((*string, "c.jsonl"), "'c.jsonl' names another format: a STRING usage table is written as Parquet"),
+        ((*calibrate, "runs.json"), "'runs.json' is the runs read (FILE): give another file"),
+        ((*calibrate, "mine.json"), "'mine.json' exists and is a file freqlab did not write: --out replaces only a"),
+        ((*calibrate, "h.parquet"), "'h.parquet' names another format: a calibration is written as JSON"),
+    ]
+    for args, message in cases:
+        result = CliRunner().invoke(main, args)
+        assert result.exit_code == 2 and message in " ".join(result.output.split()), (args, result.output)
+    assert {p.name: p.read_bytes() for p in tmp_path.iterdir()} == before
+    # what they wrote, they replace
+    for args in ((*string, "u.parquet"), (*string, "u.parquet"), (*calibrate, "tau.json"), (*calibrate, "tau.json")):
+        assert CliRunner().invoke(main, args).exit_code == 0
