@@ -22,6 +22,7 @@ from __future__ import annotations
 import contextlib
 import os
 from collections.abc import Iterator
+from fractions import Fraction
 
 from freqlab.errors import FreqlabError
 
@@ -65,14 +66,17 @@ def available_memory() -> int | None:
 def human_bytes(n: float) -> str:
     """``12.8 GB`` (decimal units, as ``free -h --si``).
 
-    >>> human_bytes(12.8e9), human_bytes(512), human_bytes(3.2e15), human_bytes(3.2e20)
-    ('12.8 GB', '512 B', '3.2 PB', '3.2e+05 PB')
+    >>> human_bytes(12.8e9), human_bytes(512), human_bytes(3.2e15), human_bytes(3.2e20), human_bytes(10**400)
+    ('12.8 GB', '512 B', '3.2 PB', '3.2e+05 PB', 'more than 1e+300 PB')
     """
+    n = Fraction(n) if isinstance(n, int) else n  # an int past float64 (1e400 bytes: a review's traceback)
     for unit in ("B", "kB", "MB", "GB", "TB"):
         if abs(n) < 1000:
-            return f"{n:.0f} {unit}" if unit == "B" else f"{n:.1f} {unit}"
+            return f"{float(n):.0f} {unit}" if unit == "B" else f"{float(n):.1f} {unit}"
         n /= 1000
-    return f"{n:.1f} PB" if abs(n) < 1000 else f"{n:.2g} PB"
+    if abs(n) < 1000:
+        return f"{float(n):.1f} PB"
+    return f"{float(n):.2g} PB" if abs(n) < 1e300 else "more than 1e+300 PB"
 
 
 def binary_bytes(n: float) -> str:

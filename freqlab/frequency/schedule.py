@@ -67,7 +67,7 @@ from freqlab.frequency.regimes import REGIMES, expands_documents
 from freqlab.frequency.stats import DEFAULT_TAU, effective_length, largest_reaching, share_at_least, share_at_most
 from freqlab.paths import expand_home
 from freqlab.resources import require_memory
-from freqlab.sizes import json_threshold, parse_positions, parse_tokens
+from freqlab.sizes import MAX_POSITIONS, json_threshold, parse_positions, parse_tokens
 
 
 @dataclass(frozen=True)
@@ -189,12 +189,16 @@ def parse_schedule(
         except FreqlabError:
             given = raw.get("L")
             raise FreqlabError(f"{where}: L must be a positive integer (e.g. 2048 or 2K), got {brief(given)}") from None
+        if L > MAX_POSITIONS:  # f is a dense array (a review: L: 1e400 was a traceback), as --L
+            raise FreqlabError(f"{where}: L = {brief(raw.get('L'))} is larger than freqlab supports (2^30)")
         if "tokens" not in raw:
             raise FreqlabError(f"{where}: missing 'tokens'")
         try:
             tokens = parse_tokens(raw["tokens"])
         except FreqlabError as exc:
             raise FreqlabError(f"{where}: {exc}") from None
+        if tokens >= 1 << 63:  # counts stay exact int64, as --tokens (tokens: 1e400 was a traceback)
+            raise FreqlabError(f"{where}: tokens = {brief(raw['tokens'])} is past 2^63 - 1, the most freqlab counts")
         regime = raw.get("regime", "natural")
         if regime not in REGIMES:
             raise FreqlabError(f"{where}: unknown regime {brief(regime)}; choose one of {', '.join(REGIMES)}")

@@ -110,6 +110,11 @@ def test_a_schedule_files_tau_stays_a_whole_number(tmp_path):
         ("stages: [", "not valid YAML"),
         ("stages:\n  - {L: 2048, tokens: 1B, L: 4096}", r"key 'L' given twice, line 2"),  # not the last silently
         (b"\xff\xfe", "not a UTF-8 text file"),
+        # bounded as --L and --tokens (a review: tracebacks, and 1e30 tokens printed as 10^18 T)
+        ("stages:\n  - {L: 1e400, tokens: 1B}", r"stage 1 \(stage-1\): L = '1e400' is larger than freqlab supports"),
+        ("stages:\n  - {L: 2048M, tokens: 1B}", r"L = '2048M' is larger than freqlab supports \(2\^30\)"),
+        ("stages:\n  - {L: 2K, tokens: 1e400}", r"stage 1 \(stage-1\): tokens = '1e400' is past 2\^63 - 1"),
+        ("stages:\n  - {L: 2K, tokens: 1e30}", r"tokens = '1e30' is past 2\^63 - 1"),
     ],
 )
 def test_bad_schedules_name_the_stage_and_the_problem(tmp_path, text, message):
