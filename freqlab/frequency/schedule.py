@@ -138,9 +138,10 @@ def load_schedule(path: str | Path, *, histogram: str | Path | None = None, weig
     path : str or Path
         The schedule file (YAML or JSON).
     histogram : str or Path, optional
-        Default corpus of every stage, instead of the file's.
+        Corpus of the stages that name none, instead of the file's default (an error where every stage names one).
     weights : str, optional
-        Source weights of every stage, instead of the file's.
+        Source weights of the stages that name none, instead of the file's default (an error where every stage
+        names its own).
 
     Returns
     -------
@@ -217,6 +218,15 @@ def parse_schedule(
                   _text(raw.get("note", ""), f"{where}: note"),
                   f"{where}: weights" if stage_weights else default_from)
         )  # fmt: skip
+    # a histogram or weights given here are the default of the stages that name none (as a layout given to
+    # with_layout): where every stage names its own they would change nothing, unsaid (a review: --hist naming no
+    # file at all ran without a word)
+    for value, key, option in ((histogram, "histogram", "--hist"), (weights, "weights", "--weights")):
+        if value is not None and all(raw.get(key) is not None for raw in data["stages"]):
+            raise FreqlabError(
+                f"{source}: every stage names its {key}, so {option} (the {key} of the stages that name none) changes "
+                f"nothing; edit the stages' {key} instead"
+            )
     given = data.get("tau", DEFAULT_TAU)
     try:
         tau = parse_tokens(given)  # an int: exact past 2^53, as --tau's

@@ -364,8 +364,9 @@ def test_weights_in_stats_and_schedules(split, tmp_path):
     weighted = json.loads(run("schedule", schedule, "--json").output)
     plain = json.loads(run("freq", alone, "--L", 1024, "--json").output)["results"][0]
     assert weighted["effective_length"] == plain["effective_length"]
-    bad = run("schedule", schedule, "--weights", "x=1")  # a stage's own weights win; --weights is the default
-    assert bad.exit_code == 0, bad.output
+    # --weights is the default of the stages that name none: with every stage naming its own, it would change nothing
+    bad = run("schedule", schedule, "--weights", "x=1")
+    assert bad.exit_code == 1 and "every stage names its weights, so --weights" in bad.output, bad.output
 
 
 @pytest.mark.parametrize(

@@ -616,3 +616,21 @@ def test_a_replay_past_the_stream_bound_names_itself_not_the_pack_regime():
 
     with pytest.raises(FreqlabError, match=r"^PoSE's replay expands the histogram into a stream of 4,294,967,296"):
         position_ids_from_spec({"kind": "pose", "target": 128, "replay": True}).frequency([100], [1 << 32], 64)
+
+
+def test_a_histogram_or_weights_given_where_every_stage_names_its_own_is_refused(tmp_path):
+    """A review: schedule --hist nowhere.parquet, and --weights, ran without a word where every stage names its own
+    (they are the default of the stages that name none), as a layout given for such a schedule is refused."""
+    LengthHistogram.from_counts([8], [3]).to_parquet(tmp_path / "h.parquet")
+    (tmp_path / "s.yaml").write_text("stages:\n  - {L: 8, tokens: 1K, histogram: h.parquet, weights: a=1}\n")
+    for option, message in (
+        ({"histogram": "nowhere.parquet"}, r"every stage names its histogram, so --hist \(the histogram of the stages"),
+        ({"weights": "a=5"}, r"every stage names its weights, so --weights \(the weights of the stages that name none"),
+    ):
+        with pytest.raises(FreqlabError, match=message):
+            load_schedule(tmp_path / "s.yaml", **option)
+    (tmp_path / "t.yaml").write_text("stages:\n  - {L: 8, tokens: 1K, histogram: h.parquet}\n  - {L: 8, tokens: 1K}\n")
+    other = tmp_path / "other.parquet"
+    assert [s.histogram for s in load_schedule(tmp_path / "t.yaml", histogram=other).stages] == [
+        tmp_path / "h.parquet", other,
+    ]  # fmt: skip
