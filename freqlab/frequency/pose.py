@@ -15,8 +15,8 @@ row of ``Lc = min(n, L)`` tokens in two chunks (the paper's N = 2, the only case
     u  = randint(0, target − Lc)          second chunk: Lc − a tokens, position ids a + u .. Lc − 1 + u
 
 (the code's first skip ``lt`` is fixed at 0, "this revision makes the coverage possibility more uniform for large
-relative positions"; ``target`` is ``scaled_max_position_embeddings = L · rope_scaling_factor``). Causal attention
-over the whole row, so a row trains, with b = Lc − a,
+relative positions"; ``target`` is ``scaled_max_position_embeddings = int(L · rope_scaling_factor)``, in float64).
+Causal attention over the whole row, so a row trains, with b = Lc − a,
 
     chunk pairs:  (a − d)⁺ + (b − d)⁺ at difference d;   cross pairs:  #{(x, j) : 1 <= x <= a, 0 <= j < b,
     x + j + u = d} at difference d,
@@ -147,7 +147,10 @@ class Pose:
         if self.target is not None:
             target = self.target
         elif self.factor is not None:
-            target = int(self.factor * L)
+            # their train_pose.py: int(model_max_position_embeddings * rope_scaling_factor), in float64 (a review:
+            # 100 · 1.15 is 114 there, not 115); a factor past 2^30 is refused below, computed exactly
+            big = self.factor > MAX_POSITIONS
+            target = int(self.factor * L) if big else int(L * float(self.factor))
         else:  # the TypeError `None * L` raised, said plainly
             raise TypeError("Pose needs a target or a factor; both are None")
         if target < L:

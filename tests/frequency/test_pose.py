@@ -60,6 +60,13 @@ def test_pose_replay_converges_to_the_exact_expectation():
     assert many < 0.02 and many < few / 5  # about 1/sqrt(100) of the error with 100 times the documents
 
 
+def test_a_pose_factor_gives_their_target_in_float64():
+    """Their train_pose.py: int(model_max_position_embeddings * rope_scaling_factor) in float64: 100 · 1.15 is
+    114.99999999999999 there, so 114 (a review: freqlab took the exact 115)."""
+    assert position_ids_from_spec({"kind": "pose", "factor": 1.15}).target_for(100) == int(100 * 1.15) == 114
+    assert position_ids_from_spec({"kind": "pose", "factor": "2.5"}).target_for(2048) == 5120
+
+
 def test_pose_2k_to_16k_trains_every_difference_up_to_the_target():
     # their run_train_skipos.sh: 2K window, rope_scaling_factor 8 -> scaled_max_position_embeddings 16K
     pose = position_ids_from_spec({"kind": "pose", "factor": 8, "method": "yarn"})
