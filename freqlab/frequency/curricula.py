@@ -24,8 +24,14 @@ steps, then stays L. ``steps: linear`` is DeepSpeed's ``fixed_linear``,
 step already has L; in exact rationals where DeepSpeed uses float64); ``steps: N`` holds N equal plateaus
 ``start + ⌊(L − start)·j/N⌋`` (rounded down to m). ``batch_rule: truncate`` keeps the first w tokens of each row
 and drops the rest (Megatron-DeepSpeed ``--curriculum-learning-legacy``: ``tokens[:, :curriculum_seqlen]``;
-reported in ``dropped_tokens``); ``batch_rule: rechunk`` cuts each row into consecutive pieces of w (DeepSpeed's
-``seqlen_reshape``, which reshapes a batch of rows into rows of w), so no token is dropped.
+reported in ``dropped_tokens``); ``batch_rule: rechunk`` is DeepSpeed's ``seqlen_reshape`` as Megatron-DeepSpeed's
+``data_post_process`` (``pretrain_gpt.py``) runs it on each micro-batch of ``micro_batch`` rows (its rows are L + 1
+tokens, the inputs and the last label): each row gives q = ⌊(L + 1)/(w + 1)⌋ pieces of w + 1 tokens (w inputs: a
+row's tokens j(w + 1) + w are labels only), then each row's last w + 1 tokens follow as one more piece per row, and
+the first ⌈b(L + 1)/(w + 1)⌉ pieces are kept, one fewer when that number is odd and above 1. Every kept piece is a
+segment of w inputs (cut at documents under ``pack``); tokens in no kept piece are ``dropped_tokens``, tokens in two
+(a tail over the last main piece) count twice. ``regime: natural`` has rows of unequal length, which the reshape
+cannot batch: refused. The last, shorter row of a stage (its ``T mod L`` tokens) is a micro-batch of its own.
 
 ``skyladder`` (Zhu et al., "SkyLadder: Better and Faster Pretraining via Context Window Scheduling", arXiv:2503.15450,
 2025; code: github.com/sail-sg/SkyLadder, ``lit_gpt/packed_dataset.py``): every row keeps all L tokens, but is cut
@@ -191,9 +197,86 @@ def _add_piece(counts, start, n, w, truncate, offset, mult):
 
 
 @njit(cache=True)
-def _walk_rows(docs, L, run_rows, run_windows, truncate, offset, row_per_doc):
+def _reshape_rows(n, w, b):
+    """DeepSpeed's seqlen_reshape of a micro-batch of b rows of n inputs (n + 1 tokens) at window w < n: the main
+    pieces per row q, and the main and tail pieces it keeps (see the module docstring).
+    """
+    q = (n + 1) // (w + 1)
+    kept = min(-(-(b * (n + 1)) // (w + 1)), b * q + b)
+    if kept > 1 and kept % 2 == 1:
+        kept -= 1
+    mains = min(kept, b * q)
+    return q, mains, kept - mains
+
+
+@njit(cache=True)
+def _reshaped_dropped(n, w, mains, tail):
+    """Inputs of a row of n that none of its kept pieces holds: ``mains`` main pieces [j(w+1), j(w+1) + w) and, with
+    ``tail``, the tail [n - w, n), which may overlap the last of them.
+    """
+    covered = mains * w
+    if tail:
+        covered += w
+        for j in range((n - w) // (w + 1), mains):
+            covered -= max(0, min(j * (w + 1) + w, n) - max(j * (w + 1), n - w))
+    return n - covered
+
+
+@njit(cache=True)
+def _add_reshaped(counts, start, n, w, row, mains, tail):
+    """Add the segments of tokens [start, start + n) of a row of ``row`` inputs reshaped at window w: their overlap
+    with each kept main piece and, with ``tail``, with the tail piece.
+    """
+    end = start + n
+    for j in range(start // (w + 1), mains):
+        lo, hi = max(start, j * (w + 1)), min(end, j * (w + 1) + w)
+        if lo >= end:
+            break
+        if hi > lo:
+            counts[hi - lo] += 1
+    if tail:
+        lo, hi = max(start, row - w), min(end, row)
+        if hi > lo:
+            counts[hi - lo] += 1
+
+
+@njit(cache=True)
+def _reshaped_micro_batch(counts, n, w, b, mult):
+    """Add ``mult`` times the segments of a micro-batch of b rows of n tokens without a document mask (each kept piece
+    is a segment of w; a window of n or more leaves the rows whole); return the dropped tokens.
+    """
+    if w >= n:
+        counts[n] += b * mult
+        return 0
+    q, mains, tails = _reshape_rows(n, w, b)
+    counts[w] += (mains + tails) * mult
+    if tails:  # every main piece kept, the first `tails` rows with their tail too
+        dropped = tails * _reshaped_dropped(n, w, q, True) + (b - tails) * _reshaped_dropped(n, w, q, False)
+    else:  # main pieces only, which do not overlap
+        dropped = b * n - mains * w
+    return dropped * mult
+
+
+@njit(cache=True)
+def _reshaped_row(k, w, L, micro_batch, full_rows, tokens):
+    """Row k of a stage of ``tokens`` tokens in rows of L (``full_rows`` whole, then the rest as a micro-batch of its
+    own), reshaped at window w: its inputs, the main pieces it keeps and whether it keeps its tail.
+    """
+    if k < full_rows:
+        n, b, i = L, min(micro_batch, full_rows - (k // micro_batch) * micro_batch), k % micro_batch
+    else:
+        n, b, i = tokens - full_rows * L, 1, 0
+    if w >= n:
+        return n, 0, False
+    q, mains, tails = _reshape_rows(n, w, b)
+    return n, min(q, max(0, mains - i * q)), i < tails
+
+
+@njit(cache=True)
+def _walk_rows(docs, L, run_rows, run_windows, truncate, offset, row_per_doc, micro_batch, tokens):
     """Documents in order laid into rows of L with a document mask (a new row after each document when
-    ``row_per_doc``), row r cut by its window (runs: ``run_rows[j]`` rows of window ``run_windows[j]``, then L).
+    ``row_per_doc``), row r cut by its window (runs: ``run_rows[j]`` rows of window ``run_windows[j]``, then L), or,
+    with ``micro_batch``, reshaped by DeepSpeed's seqlen_reshape in micro-batches of that many rows.
     """
     counts = np.zeros(L + 1, dtype=np.int64)
     dropped = 0
@@ -201,15 +284,25 @@ def _walk_rows(docs, L, run_rows, run_windows, truncate, offset, row_per_doc):
     left = run_rows[0] if run_rows.shape[0] > 0 else -1
     w = run_windows[0] if run_rows.shape[0] > 0 else L
     used = 0  # tokens in the current row
+    row, full_rows = 0, tokens // L  # the row's index; whole rows of the stage
+    n_row, mains, tail = L, 0, False  # the row reshaped (micro_batch): its inputs and kept pieces
+    if micro_batch:
+        n_row, mains, tail = _reshaped_row(row, w, L, micro_batch, full_rows, tokens)
     for k in range(docs.shape[0]):
         n = docs[k]
         while n > 0:
             take = min(n, L - used)
-            dropped += _add_piece(counts, used, take, w, truncate, offset, 1)
+            if micro_batch and w < n_row:
+                _add_reshaped(counts, used, take, w, n_row, mains, tail)
+            else:
+                dropped += _add_piece(counts, used, take, w, truncate, offset, 1)
             used += take
             n -= take
             if used == L or (n == 0 and row_per_doc):
+                if micro_batch and w < n_row:
+                    dropped += _reshaped_dropped(n_row, w, mains, tail)
                 used = 0
+                row += 1
                 left -= 1
                 while left == 0 and run + 1 < run_rows.shape[0]:
                     run += 1
@@ -217,6 +310,10 @@ def _walk_rows(docs, L, run_rows, run_windows, truncate, offset, row_per_doc):
                     w = run_windows[run]
                 if left <= 0:
                     w = L
+                if micro_batch:
+                    n_row, mains, tail = _reshaped_row(row, w, L, micro_batch, full_rows, tokens)
+    if used and micro_batch and w < n_row:  # the last, shorter row
+        dropped += _reshaped_dropped(n_row, w, mains, tail)
     return counts, dropped
 
 
@@ -236,26 +333,40 @@ def windowed_segments(
     truncate: bool,
     offset: int = 0,
     seed: int = 0,
+    micro_batch: int = 0,
 ) -> tuple[np.ndarray, int]:
-    """Segment counts (index = length, 0..L) and dropped tokens of the regime's rows cut by windows ``runs``."""
+    """Segment counts (index = length, 0..L) and dropped tokens of the regime's rows cut by windows ``runs`` (with
+    ``micro_batch``: reshaped by DeepSpeed's seqlen_reshape in micro-batches of that many rows, each run of rows
+    starting one).
+    """
     run_rows, run_windows = runs
+    tokens = exact_dot(lengths, counts)
     if regime == "concat":
-        tokens = exact_dot(lengths, counts)
         full_rows, last = divmod(tokens, L)
         seg = np.zeros(L + 1, dtype=np.int64)
         dropped, first = 0, 0
         for rows, w in zip(run_rows.tolist(), run_windows.tolist()):  # rows [first, first + rows)
             full = max(0, min(first + rows, full_rows) - first)
-            dropped += _add_piece(seg, 0, L, w, truncate, offset, full)
+            if micro_batch:  # whole micro-batches, then the rest of the stage's whole rows
+                whole, rest = divmod(full, micro_batch)
+                dropped += _reshaped_micro_batch(seg, L, w, micro_batch, whole)
+                dropped += _reshaped_micro_batch(seg, L, w, rest, 1) if rest else 0
+            else:
+                dropped += _add_piece(seg, 0, L, w, truncate, offset, full)
             if last and first <= full_rows < first + rows:
-                dropped += _add_piece(seg, 0, last, w, truncate, offset, 1)
+                if micro_batch:  # the last, shorter row: a micro-batch of its own
+                    dropped += _reshaped_micro_batch(seg, last, w, 1, 1)
+                else:
+                    dropped += _add_piece(seg, 0, last, w, truncate, offset, 1)
             first += rows
         return seg, int(dropped)
     # rows are walked one by one: one document of 2^40 tokens at L = 8 ran for hours (a review)
     walker = f"the {regime} regime"
     check_walk(walker, "walks a curriculum's rows one by one, here", np.asarray(run_rows), "rows")
     docs = stream_order(lengths, counts, seed, walker)
-    seg, dropped = _walk_rows(docs, L, run_rows, run_windows, truncate, offset, regime == "natural")
+    seg, dropped = _walk_rows(
+        docs, L, run_rows, run_windows, truncate, offset, regime == "natural", micro_batch, tokens
+    )
     return seg, int(dropped)
 
 
@@ -315,6 +426,7 @@ class Warmup:
     batch_rule: str = "truncate"
     multiple: int = 1
     batch: int = 1
+    micro_batch: int = 1  # rows each seqlen_reshape sees at once (rechunk): a data-parallel rank's micro-batch
 
     kind = "warmup"
 
@@ -358,9 +470,15 @@ class Warmup:
         """Exact f(i) of the stage's rows under the warm-up (``seed``: stream order of ``pack``/``natural``)."""
         lengths, counts, L = _check_stage(lengths, counts, L, regime, self.kind)
         truncate = self.batch_rule == "truncate"
+        if not truncate and regime == "natural":
+            raise FreqlabError(
+                "warmup: batch_rule rechunk (DeepSpeed's seqlen_reshape) reshapes micro-batches of equal rows of "
+                "L + 1 tokens, which regime natural (a row per document) has not: use concat or pack"
+            )
         seg, dropped = windowed_segments(
-            lengths, counts, L, regime, self.runs(_rows(lengths, counts, L, regime), L), truncate=truncate, seed=seed
-        )
+            lengths, counts, L, regime, self.runs(_rows(lengths, counts, L, regime), L), truncate=truncate, seed=seed,
+            micro_batch=0 if truncate else self.micro_batch,
+        )  # fmt: skip
         note = f"sequence-length warm-up {self.start} -> {L} over {self.share} of the steps ({self.batch_rule})"
         return _frequency(seg, L, dropped, "warmup", note)
 
@@ -373,8 +491,13 @@ def _warmup(spec: Spec) -> Warmup:
     start = spec.positions("start")
     if start % multiple:
         raise spec.bad("start", f"a multiple of multiple = {multiple}")
-    return Warmup(start, spec.share("share"), steps, spec.choice("batch_rule", ("truncate", "rechunk"), "truncate"),
-                  multiple, spec.integer("batch", 1))  # fmt: skip
+    batch_rule = spec.choice("batch_rule", ("truncate", "rechunk"), "truncate")
+    batch, micro_batch = spec.integer("batch", 1), spec.integer("micro_batch", 1)
+    if spec.has("micro_batch") and batch_rule != "rechunk":
+        raise spec.bad("micro_batch", "given with batch_rule: rechunk only (the rows seqlen_reshape sees at once)")
+    if batch % micro_batch:
+        raise spec.bad("micro_batch", f"a divisor of batch = {batch} (a step's rows are whole micro-batches)")
+    return Warmup(start, spec.share("share"), steps, batch_rule, multiple, batch, micro_batch)
 
 
 # -- SkyLadder ------------------------------------------------------------------------------------------------------
@@ -682,7 +805,7 @@ def _dataset_decomposition(spec: Spec) -> DatasetDecomposition:
 Curriculum = Warmup | SkyLadder | DatasetDecomposition
 
 _KINDS: dict[str, tuple[Callable[[Spec], Curriculum], tuple[str, ...]]] = {
-    "warmup": (_warmup, ("start", "share", "steps", "batch_rule", "multiple", "batch")),
+    "warmup": (_warmup, ("start", "share", "steps", "batch_rule", "multiple", "batch", "micro_batch")),
     "skyladder": (_skyladder, ("growth", "rate", "share", "start", "batch", "round", "document_mask")),
     "dataset-decomposition": (_dataset_decomposition, ("buckets", "curriculum", "randomize", "replay")),
 }

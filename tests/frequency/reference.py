@@ -135,6 +135,46 @@ def windowed_rows_frequency(docs, L, regime, windows, rule, offset=0):
     return f, dropped
 
 
+def seqlen_reshape_frequency(docs, L, regime, windows, micro_batch):
+    """f and dropped tokens of Megatron-DeepSpeed's ``data_post_process`` with ``seqlen_reshape`` (pretrain_gpt.py),
+    transcribed on numpy arrays: rows of L inputs and the next token as label (L + 1 tokens; -1 past the stream), in
+    micro-batches of ``micro_batch`` consecutive rows (the stage's last, shorter row alone), each reshaped at its
+    window w (``windows[r]``) when w is below its inputs; then each resulting row's inputs attend their own piece
+    (and, except under ``concat``, their own document). Tokens are stream indices: dropped = those no input holds."""
+    import math
+
+    import numpy as np
+
+    stream = [d for d, n in enumerate(docs) for _ in range(n)]
+    T = len(stream)
+    starts, full = list(range(0, T, L)), T // L
+    groups = [list(range(k, min(k + micro_batch, full))) for k in range(0, full, micro_batch)]
+    groups += [[full]] if T % L else []
+    f, inputs = [0] * L, set()
+    for group in groups:
+        w, n = windows[group[0]], min(L, T - starts[group[0]])
+        assert all(windows[r] == w for r in group)
+        text = np.array([[s + j if s + j < T else -1 for j in range(n + 1)] for s in (starts[r] for r in group)])
+        if w < n:  # transcribed: current_seqlen < args.seq_length
+            orig_num_token = text.size
+            reshape_len = (text.shape[1] // (w + 1)) * (w + 1)
+            text = np.concatenate((text[:, :reshape_len].reshape(-1, w + 1), text[:, -(w + 1) :]), 0)
+            num_row = math.ceil(orig_num_token / (w + 1))
+            num_row = min(num_row, text.shape[0])
+            if num_row > 1 and num_row % 2 != 0:
+                num_row -= 1
+            text = text[:num_row, :]
+        for piece in text[:, :-1].tolist():  # tokens = text[:, :-1]: the inputs
+            inputs.update(piece)
+            masked = regime != "concat"
+
+            def allowed(q, k, piece=piece, masked=masked):
+                return not masked or stream[piece[q]] == stream[piece[k]]
+
+            add_into(f, pairs_by_distance(list(range(len(piece))), allowed, L))
+    return f, T - len(inputs)
+
+
 def dd_get_binary(n: int, min_log2: int, max_log2: int, choose=None) -> tuple[list[int], int]:
     """Dataset Decomposition's ``get_binary`` on a document of n tokens, transcribed: the pieces' k and the tokens
     never used as inputs (``choose()`` draws k for a piece longer than the largest bucket; None: the largest)."""

@@ -11,6 +11,7 @@ from frequency.reference import (
     dd_get_binary,
     expand,
     frequency_of_segments,
+    seqlen_reshape_frequency,
     token_rows,
     windowed_rows_frequency,
 )
@@ -72,7 +73,7 @@ def skyladder_window(k, rows, L, growth, rate, share, start, batch, round_to):
 
 
 @settings(max_examples=120, deadline=None)
-@given(histograms, st.integers(2, 9), st.sampled_from(ROW_REGIMES), st.sampled_from(["truncate", "rechunk"]), st.data())
+@given(histograms, st.integers(2, 9), st.sampled_from(ROW_REGIMES), st.just("truncate"), st.data())
 def test_warmup_matches_rows_trained_token_by_token(pairs, L, regime, rule, data):
     lengths, counts = zip(*pairs)
     multiple = data.draw(st.sampled_from([m for m in (1, 2) if L % m == 0]))  # another is refused (below)
@@ -90,7 +91,28 @@ def test_warmup_matches_rows_trained_token_by_token(pairs, L, regime, rule, data
     f, dropped = windowed_rows_frequency(docs, L, regime, windows, rule)
     assert got.denominator == 1 and got.numerator.tolist() == f
     assert got.dropped_tokens == dropped
-    assert got.tokens + dropped == sum(docs)  # truncate drops, rechunk keeps every token
+    assert got.tokens + dropped == sum(docs)  # truncate drops the row tails
+
+
+@settings(max_examples=150, deadline=None)
+@given(histograms, st.integers(2, 12), st.sampled_from(["concat", "pack"]), st.data())
+def test_rechunk_matches_megatron_deepspeeds_seqlen_reshape_transcribed(pairs, L, regime, data):
+    """batch_rule rechunk against data_post_process (pretrain_gpt.py) run on numpy arrays of token indices."""
+    lengths, counts = zip(*pairs)
+    start = data.draw(st.integers(1, L))
+    steps = data.draw(st.sampled_from(["linear", 1, 2, 3]))
+    share = data.draw(st.sampled_from([Fraction(1), Fraction(1, 2), Fraction(3, 10)]))
+    micro_batch = data.draw(st.integers(1, 3))
+    batch = micro_batch * data.draw(st.integers(1, 2))
+    seed = data.draw(st.integers(0, 2))
+    spec = {"kind": "warmup", "start": start, "share": str(share), "steps": steps, "batch_rule": "rechunk",
+            "batch": batch, "micro_batch": micro_batch}  # fmt: skip
+    got = curriculum_from_spec(spec).frequency(lengths, counts, L, regime, seed=seed)
+    docs = ordered_docs(lengths, counts, regime, seed)
+    rows = len(token_rows(docs, L, regime))
+    windows = [warmup_window(r, rows, L, start, share, steps, 1, batch) for r in range(rows)]
+    f, dropped = seqlen_reshape_frequency(docs, L, regime, windows, micro_batch)
+    assert got.denominator == 1 and got.numerator.tolist() == f and got.dropped_tokens == dropped
 
 
 @settings(max_examples=120, deadline=None)
@@ -117,17 +139,39 @@ def test_skyladder_matches_fragments_attended_token_by_token(pairs, L, regime, d
     assert got.numerator.tolist() == f and dropped == 0 and got.tokens == sum(docs)
 
 
-def test_rechunk_keeps_every_token_and_truncate_drops_the_row_tails():
+def test_rechunk_is_seqlen_reshape_and_truncate_drops_the_row_tails():
     # 8 rows of 8 tokens (concat), windows 2, 4, 4, 6, 6, 8 over the first 6 rows (share 3/4 of 8), then 8
     spec = {"kind": "warmup", "start": 2, "share": 0.75, "batch_rule": "rechunk", "multiple": 2}
     rechunk = curriculum_from_spec(spec).frequency([64], [1], 8, "concat")
     truncate = curriculum_from_spec(spec | {"batch_rule": "truncate"}).frequency([64], [1], 8, "concat")
     run_rows, windows = Warmup(2, Fraction(3, 4), multiple=2).runs(8, 8)
     assert windows.tolist() == [2, 4, 6, 8] and run_rows.tolist() == [1, 2, 2, 3]
-    assert rechunk.tokens == 64 and rechunk.dropped_tokens == 0
     assert truncate.tokens == 2 + 2 * 4 + 2 * 6 + 3 * 8 and truncate.dropped_tokens == 64 - 46
-    # rechunk: rows of 8 cut into 4 pieces of 2, 2 of 4, pieces 6 + 2, or whole; f(1) counts the pairs at distance 1
-    assert rechunk.numerator[1] == 1 * 4 * 1 + 2 * 2 * 3 + 2 * (5 + 1) + 3 * 7
+    # a micro-batch of one row of 8 inputs (9 tokens): w = 2: 3 pieces of 3 tokens (inputs 0-1, 3-4, 6-7) and the
+    # tail (6-7), ceil(9 / 3) = 3 rows kept, odd, so 2; w = 4: 1 piece (0-3) and the tail (4-7), both kept; w = 6:
+    # 1 piece (0-5) and the tail (2-7), both kept (2-5 twice); w = 8: the row whole
+    assert rechunk.numerator.tolist()[:2] == [
+        1 * 2 * 2 + 2 * 2 * 4 + 2 * 2 * 6 + 3 * 8,
+        1 * 2 * 1 + 2 * 2 * 3 + 2 * 2 * 5 + 3 * 7,
+    ]
+    assert rechunk.dropped_tokens == 4  # positions 2, 5, 6 and 7 of the first row
+    # the review's case: 16 tokens at L = 8, window 5 then 8: pieces of tokens 0-5 and 3-8, then the row whole
+    review = {"kind": "warmup", "start": 5, "share": 0.5, "steps": 1, "batch_rule": "rechunk"}
+    assert curriculum_from_spec(review).frequency([16], [1], 8, "concat").numerator.tolist() == [
+        18, 15, 12, 9, 6, 3, 2, 1,
+    ]  # fmt: skip
+
+
+def test_rechunk_needs_rows_of_equal_length_and_micro_batches_that_fill_a_step():
+    spec = {"kind": "warmup", "start": 2, "share": 0.5, "batch_rule": "rechunk"}
+    with pytest.raises(
+        FreqlabError, match="reshapes micro-batches of equal rows of L \\+ 1 tokens, which regime natural"
+    ):
+        curriculum_from_spec(spec).frequency([64], [1], 8, "natural")
+    with pytest.raises(FreqlabError, match="micro_batch must be a divisor of batch = 4"):
+        curriculum_from_spec(spec | {"batch": 4, "micro_batch": 3})
+    with pytest.raises(FreqlabError, match="micro_batch must be given with batch_rule: rechunk only"):
+        curriculum_from_spec(spec | {"batch_rule": "truncate", "micro_batch": 2})
 
 
 def test_skyladder_grows_to_their_block_of_l_plus_one_tokens():
