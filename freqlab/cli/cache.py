@@ -25,6 +25,11 @@ def cache_command(clear, as_json):
     Only the cache's own files are listed or removed (entries, fastokens inputs, unfinished writes, known by their
     names): anything else in the folder is left. The folder is FREQLAB_CACHE_DIR/tokenizers, else
     XDG_CACHE_HOME/freqlab/tokenizers, else ~/.cache/freqlab/tokenizers; FREQLAB_NO_CACHE=1 turns the cache off.
+
+    \b
+    Examples:
+      freqlab cache                 # the folder, its entries and their size
+      freqlab cache --clear --json  # remove them; what was removed, as JSON
     """
     from freqlab.tokenization.cache import CACHE_FILE_KINDS, cache_files, cache_folder, cache_off, clear_cache
 

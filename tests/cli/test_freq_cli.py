@@ -253,9 +253,21 @@ def test_freq_out_replaces_only_an_f_table_it_wrote(hist, tmp_path):
 
 
 def test_every_command_has_help_with_an_example():
-    for command in ("freq", "stats", "schedule"):
-        result = run(command, "--help")
-        assert result.exit_code == 0 and "Example" in result.output
+    """Every command and subcommand (a new user: freqlab cache had none, as the README says each has)."""
+    import click
+
+    from freqlab.cli import main
+
+    def leaves(group, path):
+        for name in group.list_commands(None):
+            command = group.get_command(None, name)
+            yield from leaves(command, (*path, name)) if isinstance(command, click.Group) else [(*path, name)]
+
+    commands = list(leaves(main, ()))
+    assert len(commands) >= 20 and ("cache",) in commands and ("plan", "string") in commands
+    for command in commands:
+        result = run(*command, "--help")
+        assert result.exit_code == 0 and "Example" in result.output, command
 
 
 def test_truncation_reports_the_tokens_it_drops(tmp_path):
