@@ -19,6 +19,7 @@ from freqlab.cli.options import (  # noqa: F401  (echo_json, json_option, tokens
     layout_option,
     megatron_options,
     megatron_settings,
+    refuse_unused_megatron,
     regime_option,
     report_beside,
     seed_option,
@@ -101,6 +102,7 @@ def freq_command(hist, Ls, regimes, tokens, tau, seed, out, weights, layout, tai
             f"a table of f(i) for {len(Ls)} window(s) × {len(regimes)} regime(s), "
             f"{OUT_BYTES_PER_POSITION} bytes per position each",
         )
+    refuse_unused_megatron(regimes)
     h, mix = read_histogram(hist, weights, regimes=regimes)
     if h.documents == 0:  # f of no segment: said with the file's name, as schedule says it
         raise FreqlabError(f"{hist}: the histogram holds no documents (every one read was empty or skipped)")

@@ -308,6 +308,17 @@ def megatron_options(default_data_path: str):
     return decorate
 
 
+def refuse_unused_megatron(regimes) -> None:
+    """A usage error for Megatron's options given without ``--regime megatron``, which alone reads them (a review:
+    ``freq --data-path x --train-samples 5`` ran without a word).
+    """
+    names = ("data_path", "megatron_seed", "megatron_split", "reset_attention_mask", "train_samples", "epochs")
+    if "megatron" not in regimes and (unused := given_on_command_line(*names)):
+        raise click.UsageError(
+            f"{'/'.join(unused)} {'applies' if len(unused) == 1 else 'apply'} to --regime megatron alone, not given"
+        )
+
+
 def megatron_settings(data_path, megatron_seed, megatron_split, reset_attention_mask, train_samples, epochs):
     """The :class:`~freqlab.frequency.megatron_replay.MegatronOptions` of :func:`megatron_options`' values."""
     from freqlab.frequency.megatron_replay import MegatronOptions

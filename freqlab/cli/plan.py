@@ -153,6 +153,8 @@ def string_command(
         require(W < S, "--W", f"W = {W} must be much smaller than S = {S} (STRING needs W << S)")
     if N is not None:
         require(N > L, "--extend-to", f"N = {N} is not above the training window L = {L}")
+    elif rope_theta is not None:  # read by the YaRN blocks alone (a review: it changed nothing, unsaid)
+        raise click.UsageError("--rope-theta needs --extend-to (the base of the STRING + YaRN blocks past L)")
     p = usage_error(lambda: plan_string(L, W=W, S=S, round_to=round_to, test_length=test_length, extend_to=N,
                                         rope_theta=rope_theta, **inputs))  # fmt: skip
     if usage_out:

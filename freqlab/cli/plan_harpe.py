@@ -107,6 +107,8 @@ def harpe_command(
     for option, value in (("--b-min", b_min), ("--b-max", b_max), ("--stride", stride)):
         if value is not None:
             require(value > 0, option, f"must be positive, got {value:g}")
+    if strategy != "peak-valley" and (unused := given_on_command_line("separation", "peaks")):  # else unread
+        raise click.UsageError(f"{'/'.join(unused)} {needs(unused)} --strategy peak-valley (the peak-valley search)")
     if strategy == "attention-buckets":
         if hist or schedule:
             raise click.UsageError("--hist/--schedule derive the grid for peak-valley and uniform only")

@@ -22,6 +22,7 @@ from freqlab.cli.options import (
     megatron_options,
     megatron_settings,
     refuse_empty,
+    refuse_unused_megatron,
     regime_option,
     tau_option,
     tau_or_default,
@@ -326,6 +327,7 @@ def scan_command(
         if plot:  # the figures after Fig. 1 use the first regime: refused before the scan, not after it
             refuse_megatron(regimes[0])
         megatron = None
+        refuse_unused_megatron(regimes)
         if "megatron" in regimes:
             megatron = megatron_settings(
                 data_path, megatron_seed, megatron_split, reset_attention_mask, train_samples, epochs

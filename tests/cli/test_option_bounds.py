@@ -200,7 +200,12 @@ def test_a_megatron_data_path_that_names_nothing_is_refused_before_the_scan(mega
     LengthHistogram.from_counts([50], [200]).to_parquet(hist)
     freq = ("freq", hist, "--L", 64)
     one_line(run(*freq, "--regime", "megatron", "--data-path", missing), 2, refused + " of .idx/.bin)")
-    assert run(*freq, "--regime", "natural", "--data-path", missing).exit_code == 0  # only megatron reads it
+    # only megatron reads it: given without it, a usage error (it ran, changing nothing, unsaid: a review)
+    one_line(
+        run(*freq, "--regime", "natural", "--data-path", missing),
+        2,
+        "--data-path applies to --regime megatron alone, not given",
+    )
 
 
 def test_megatron_pointers_past_the_bin_after_the_checked_head_are_one_line(tmp_path):

@@ -239,3 +239,23 @@ def test_an_output_replaces_only_a_file_of_its_own_kind_freqlab_wrote(tmp_path, 
     # what they wrote, they replace
     for args in ((*string, "u.parquet"), (*string, "u.parquet"), (*calibrate, "tau.json"), (*calibrate, "tau.json")):
         assert CliRunner().invoke(main, args).exit_code == 0
+
+
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        (("freq", "{hist}", "--L", 64, "--data-path", "x", "--train-samples", 5),
+         "--data-path/--train-samples apply to --regime megatron alone, not given"),
+        (("freq", "{hist}", "--L", 64, "--reset-attention-mask"), "--reset-attention-mask applies to --regime"),
+        (("scan", "--megatron-seed", 3, "--out", "{tmp}/o"), "--megatron-seed applies to --regime megatron alone"),
+        (("plan", "string", "--L", "4K", "--rope-theta", "1e6"), "--rope-theta needs --extend-to"),
+        (("plan", "harpe", "--strategy", "uniform", "--peaks", 3), "--peaks needs --strategy peak-valley"),
+        (("plan", "harpe", "--strategy", "attention-buckets", "--separation", 3), "--separation needs --strategy"),
+    ],
+)  # fmt: skip
+def test_an_option_the_command_would_not_read_is_a_usage_error(tmp_path, args, message):
+    """A review: each of these ran and exited 0, the option changing nothing and nothing said."""
+    hist = LengthHistogram.from_lengths([10, 40]).to_parquet(tmp_path / "h.parquet")
+    result = run(*(str(a).format(hist=hist, tmp=tmp_path) for a in args))
+    assert result.exit_code == 2 and message in result.output, result.output
+    assert not (tmp_path / "o").exists()  # refused before anything is counted
