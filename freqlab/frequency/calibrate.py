@@ -33,7 +33,7 @@ import numpy as np
 from freqlab.config_file import unique_pairs
 from freqlab.deprecation import renamed_method
 from freqlab.display import Display, Displayed
-from freqlab.errors import FreqlabError
+from freqlab.errors import FreqlabError, brief
 from freqlab.formats import CALIBRATION_FORMAT, CALIBRATION_VERSION
 from freqlab.frequency.regimes import seeded_rng
 from freqlab.frequency.stats import STRING_PROBE_CALIBRATION, scale_to_budget
@@ -300,6 +300,9 @@ def read_records(path: str | Path) -> list[dict]:
             raise FreqlabError(f"{path}: not valid JSON ({exc})") from exc
         except ValueError as exc:  # a key given twice: json keeps the last value without a word
             raise FreqlabError(f"{path}: {exc}") from None
+        if isinstance(data, dict) and set(data) - {"points"}:  # L, hist, tau beside the points: not read (a review)
+            extra = ", ".join(sorted(set(data) - {"points"}))
+            raise FreqlabError(f'{path}: unknown key(s) {extra} beside "points" (give L, hist, regime in each point)')
         rows = data.get("points") if isinstance(data, dict) else data
         if not isinstance(rows, list) or not all(isinstance(r, dict) for r in rows):
             raise FreqlabError(f'{path}: expected a list of objects (or {{"points": [...]}})')
@@ -418,12 +421,18 @@ def read_tau(path: str | Path) -> float:
     """The pooled tau of a calibration JSON written by :meth:`Calibration.write_json` (``--tau-from``)."""
     path = Path(path)
     try:
-        data = json.loads(_text(path, "calibration file"))
+        data = json.loads(_text(path, "calibration file"), object_pairs_hook=unique_pairs)
     except json.JSONDecodeError as exc:
         raise FreqlabError(f"{path}: not a freqlab calibration file ({exc})") from exc
+    except ValueError as exc:  # a key given twice ("tau" twice: json keeps the last one without a word)
+        raise FreqlabError(f"{path}: {exc}") from None
     tau = data.get("tau") if isinstance(data, dict) else None
     if not isinstance(data, dict) or data.get("format") != FORMAT or type(tau) not in (int, float):  # bool is not
         raise FreqlabError(f"{path}: not a freqlab calibration file (write one with `freqlab calibrate --out`)")
+    if "version" in data and data["version"] != CALIBRATION_VERSION:  # a later format may mean tau otherwise
+        raise FreqlabError(
+            f"{path}: calibration version {brief(data['version'])}; this freqlab reads version {CALIBRATION_VERSION}"
+        )
     tau = cast(float, tau)  # an int or a float: checked just above
     if not 1 <= tau <= MAX_COUNT or tau != int(tau):  # as --tau (NaN, inf, 1e400, which JSON reads as inf, fail too)
         raise FreqlabError(f"{path}: tau = {tau} is not an occurrence count, a whole number in 1..2^63 - 1 (as --tau)")

@@ -75,3 +75,23 @@ def test_options_for_the_rows_of_a_file_are_refused_without_one(tmp_path):
         result = run("calibrate", *args)
         assert result.exit_code == 2, result.output
         assert f"Error: {named} to the rows of FILE; give FILE" in result.output
+
+
+def test_keys_that_would_not_be_read_are_refused(tmp_path):
+    """A review: {"points": [...], "L": 1024} ignored L (the CSV's unknown columns are refused); a tau file with
+    "tau" twice took the last, and one of another version was read as this one's."""
+    runs = tmp_path / "runs.json"
+    runs.write_text('{"points": [{"tokens": "1T", "effective_length": 1280}], "L": 1024, "hist": "h"}')
+    result = run("calibrate", runs)
+    assert result.exit_code == 1 and 'unknown key(s) L, hist beside "points"' in result.output, result.output
+    hist = LengthHistogram.from_counts([2048], [1000]).to_parquet(tmp_path / "h.parquet")
+    for text, message in (
+        ('{"format": "freqlab-calibration", "tau": 5, "tau": 7}', "key 'tau' given twice"),
+        (
+            '{"format": "freqlab-calibration", "version": 2, "tau": 5}',
+            "calibration version 2; this freqlab reads version 1",
+        ),
+    ):
+        (tmp_path / "tau.json").write_text(text)
+        result = run("freq", hist, "--L", "2K", "--tau-from", tmp_path / "tau.json")
+        assert result.exit_code != 0 and message in " ".join(result.output.split()), result.output
