@@ -217,6 +217,15 @@ def test_llama4_configs_as_published_get_transformers_defaults():
     assert layout_from_config({**bare, "attention_chunk_size": None}).spec == "2*global+nope+2*global+nope"
 
 
+def test_no_rope_layers_must_list_every_layer():
+    """transformers indexes no_rope_layers by layer: [1, 1] for 4 layers is no model it builds (a review: layers 2
+    and 3 were read as RoPE layers, unsaid)."""
+    for model_type in ("llama4_text", "llama"):
+        config = {"model_type": model_type, "num_hidden_layers": 4, "no_rope_layers": [1, 1]}
+        with pytest.raises(FreqlabError, match="no_rope_layers lists 2 layers, not the 4 of num_hidden_layers"):
+            layout_from_config(config)
+
+
 @pytest.mark.parametrize(
     ("key", "value"),
     [("sliding_window_pattern", "x"), ("sliding_window_pattern", 0), ("max_window_layers", "x"),
