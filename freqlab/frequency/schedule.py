@@ -41,6 +41,7 @@ from __future__ import annotations
 
 import contextlib
 import datetime
+import functools
 import math
 from dataclasses import dataclass, field, replace
 from fractions import Fraction
@@ -153,12 +154,22 @@ def load_schedule(path: str | Path, *, histogram: str | Path | None = None, weig
     return parse_schedule(data, base=path.parent, source=str(path), histogram=histogram, weights=weights)
 
 
+#: the most stages a schedule holds: its report sums F exactly after each stage, O(stages²) (a review's 5,000 stages
+#: ran for more than 13 minutes; 1,000 take ~2 s; a real schedule has a handful)
+MAX_STAGES = 1000
+
+
 def parse_schedule(
     data, *, base: Path = Path("."), source: str = "<schedule>", histogram=None, weights: str | None = None
 ) -> Schedule:
     """Validate a schedule given as a dict (see the module docstring for the format)."""
     if not isinstance(data, dict) or not isinstance(data.get("stages"), list) or not data["stages"]:
         raise FreqlabError(f"{source}: a schedule needs a non-empty list 'stages'")
+    if len(data["stages"]) > MAX_STAGES:
+        raise FreqlabError(
+            f"{source}: {len(data['stages']):,} stages, more than {MAX_STAGES:,}: merge the stages of the same "
+            "settings (their F is that of one stage of their tokens' sum)"
+        )
     unknown = set(data) - SCHEDULE_KEYS
     if unknown:
         raise FreqlabError(f"{source}: unknown key(s) {', '.join(sorted(unknown))}")
@@ -419,7 +430,7 @@ class ScheduleFrequency:
     kinds: tuple[dict, ...] = ()
     histories: dict = field(default_factory=dict)  # kind of the last stage -> its layers' kind in each stage
 
-    @property
+    @functools.cached_property  # asked for by every sum over the stages: O(stages) each time
     def window(self) -> int:
         """The longest relative position + 1 any stage trains (a PoSE stage reaches beyond its window)."""
         return max(max(stage.L for stage in self.schedule.stages), *(f.size for f in self.frequencies))
@@ -507,9 +518,12 @@ class ScheduleFrequency:
         ``without_gap``: the largest i with F(j) >= tau for every j <= i (-1 when F(0) < tau). F need not be
         non-increasing: a PoSE replay's skipped position ids leave distances it never trains below ones it does.
         """
-        threshold = Fraction(self.schedule.tau if tau is None else tau)
         stages = len(self.frequencies) if stages is None else stages
-        F = self.kind_total(kind, stages)
+        return self._effective_length(tau, kind, stages, self.kind_total(kind, stages), without_gap)
+
+    def _effective_length(self, tau, kind, stages: int, F: np.ndarray, without_gap: bool = False) -> int:
+        """:meth:`effective_length` of F, the kind's total over the first ``stages`` stages (summed by the caller)."""
+        threshold = Fraction(self.schedule.tau if tau is None else tau)
         last = largest_reaching(
             F, threshold, lambda i: self.occurrences(i, kind, stages) >= threshold, prefix=without_gap
         )
@@ -578,8 +592,12 @@ class ScheduleFrequency:
         tau = schedule.tau if tau is None else tau
         checkpoints = sorted({window // 4, window // 2, (3 * window) // 4, window - 1})
         kinds = self.kind_names
+        rope = [kind for kind in kinds if kind.rope]
+        running = {kind: np.zeros(window) for kind in rope}  # each kind's F after stage k: O(stages) sums, not O(k²)
         stages = []
         for k, stage in enumerate(schedule.stages):
+            for kind in rope:
+                running[kind] += self.stage_scaled(k, kind)
             row = {
                 "name": stage.name,
                 "L": stage.L,
@@ -590,8 +608,8 @@ class ScheduleFrequency:
                 "layout": stage.layout.spec if stage.layout else "global",
                 "effective_length_alone": effective_length(self.frequencies[k], stage.tokens, tau),
                 "full_attention": self.full_attention(k),
-                "effective_length_after": {kind.name: self.effective_length(tau, kind, stages=k + 1)
-                                           for kind in kinds if kind.rope},
+                "effective_length_after": {kind.name: self._effective_length(tau, kind, k + 1, running[kind])
+                                           for kind in rope},
             }  # fmt: skip
             for key in ("curriculum", "position_ids", "mixture"):
                 if getattr(stage, key) is not None:

@@ -102,6 +102,7 @@ def test_a_schedule_files_tau_stays_a_whole_number(tmp_path):
     ("text", "message"),
     [
         ("stages: []", "non-empty list 'stages'"),
+        ("stages:\n" + "  - {L: 8, tokens: 1B}\n" * 1001, "1,001 stages, more than 1,000: merge the stages"),
         ("stages:\n  - {L: 0, tokens: 1B}", r"stage 1 \(stage-1\): L must be a positive integer"),
         ("stages:\n  - {L: 2048}", "missing 'tokens'"),
         ("stages:\n  - {L: 2048, tokens: 1B, regime: zigzag}", "unknown regime 'zigzag'"),
@@ -634,3 +635,20 @@ def test_a_histogram_or_weights_given_where_every_stage_names_its_own_is_refused
     assert [s.histogram for s in load_schedule(tmp_path / "t.yaml", histogram=other).stages] == [
         tmp_path / "h.parquet", other,
     ]  # fmt: skip
+
+
+def test_the_report_after_each_stage_equals_the_effective_length_of_its_first_stages(tmp_path):
+    """The report sums F stage by stage (it summed the first k stages again for each k: a review's 5,000 stages ran
+    for minutes); each row is still effective_length(stages=k + 1) of each kind."""
+    LengthHistogram.from_counts([8, 30], [30, 5]).to_parquet(tmp_path / "h.parquet")
+    (tmp_path / "s.yaml").write_text(
+        "histogram: h.parquet\nstages:\n  - {L: 8, tokens: 2K, layout: swa4+global}\n"
+        "  - {L: 16, tokens: 3K, layout: swa8+global}\n  - {L: 32, tokens: 500, layout: swa8+global}\n"
+    )
+    result = schedule_frequency(load_schedule(tmp_path / "s.yaml"))
+    for tau in (10, 100, 1000):
+        rows = result.to_dict(tau)["stages"]
+        for k, row in enumerate(rows):
+            expected = {kind.name: result.effective_length(tau, kind, stages=k + 1) for kind in result.kind_names}
+            assert row["effective_length_after"] == expected
+        assert len({str(row["effective_length_after"]) for row in rows}) > 1  # the stages change it
