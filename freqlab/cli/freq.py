@@ -30,7 +30,6 @@ from freqlab.cli.options import (  # noqa: F401  (echo_json, json_option, tokens
     window_option,
 )
 from freqlab.cli.weights import budget_line, echo_mix, histogram_line, read_histogram
-from freqlab.errors import FreqlabError
 from freqlab.files import has_freqlab_header, not_parquet
 from freqlab.formats import FREQUENCY_FORMAT, FREQUENCY_VERSION, LENGTHS_FORMAT, METADATA_KEY  # noqa: F401
 from freqlab.frequency.budget import training_budget
@@ -104,8 +103,6 @@ def freq_command(hist, Ls, regimes, tokens, tau, seed, out, weights, layout, tai
         )
     refuse_unused_megatron(regimes)
     h, mix = read_histogram(hist, weights, regimes=regimes)
-    if h.documents == 0:  # f of no segment: said with the file's name, as schedule says it
-        raise FreqlabError(f"{hist}: the histogram holds no documents (every one read was empty or skipped)")
     budget = training_budget(tokens)
     replay = None
     if "megatron" in regimes:  # as scan: the Megatron options matter to that regime alone

@@ -11,6 +11,7 @@ from collections.abc import Iterable
 import click
 
 from freqlab.cli.options import WEIGHTS_HELP, weights_option  # noqa: F401  (importable from here as before)
+from freqlab.errors import FreqlabError
 from freqlab.frequency.budget import Budget
 from freqlab.frequency.mixture import (
     MixtureInfo,
@@ -27,11 +28,14 @@ def read_histogram(
     path, weights: str | None, *, regimes: str | Iterable[str] = ()
 ) -> tuple[LengthHistogram, MixtureInfo | None]:
     """The histogram at ``path``, weighted into the training mix when ``weights`` is given; ``regimes``: what
-    will be computed from it (a float64 mix for a regime that walks documents is kept to a bounded count).
+    will be computed from it (a float64 mix for a regime that walks documents is kept to a bounded count). A
+    histogram of no documents is an error naming the file (stats printed a median of 0, plan an error naming none).
     """
     from freqlab.frequency.regimes import expands_documents
 
     h = LengthHistogram.read_parquet(path)
+    if h.documents == 0:
+        raise FreqlabError(f"{path}: the histogram holds no documents (every one read was empty or skipped)")
     if weights is None:
         return h, None
     return weighted_histogram(h, weights, stream=expands_documents(regimes))

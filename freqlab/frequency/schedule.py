@@ -298,8 +298,8 @@ def _layout(base: Path, value, where: str) -> Layout | None:
         return None
     if isinstance(value, dict):
         return read_layout(value)
-    candidate = _relative(base, value)
-    try:
+    try:  # an empty name too ("an empty path names no file or folder" named no stage)
+        candidate = _relative(base, value)
         return read_layout(str(candidate) if candidate is not None and candidate.is_file() else str(value))
     except FreqlabError as exc:
         raise FreqlabError(f"{where}: {exc}") from None
@@ -382,9 +382,9 @@ def mix_documents(stage: Stage) -> int | bool:
     return bound or expands_documents(stage.regime)
 
 
-def stage_histogram(stage: Stage, cache: dict | None = None):
+def stage_histogram(stage: Stage, cache: dict | None = None, *, where: str = ""):
     """The LengthHistogram a stage trains on: its file, weighted by the stage's ``weights`` (read once per
-    file and weights when ``cache`` is shared).
+    file and weights when ``cache`` is shared); ``where`` names the stage in the file's errors (a missing file).
     """
     # imported here, not at module level: both import polars, which `import freqlab.frequency` does not need
     from freqlab.frequency.mixture import Mixture, weighted_histogram
@@ -395,7 +395,10 @@ def stage_histogram(stage: Stage, cache: dict | None = None):
     if key not in cache:
         # Stage.histogram is a path (None fails in read_parquet, as before) or, through the API, a LengthHistogram
         source, read = stage.histogram, LengthHistogram.read_parquet
-        h = source if isinstance(source, LengthHistogram) else read(source)  # type: ignore[arg-type]
+        try:
+            h = source if isinstance(source, LengthHistogram) else read(source)  # type: ignore[arg-type]
+        except FreqlabError as exc:  # "nope.parquet: no such histogram file" named no schedule nor stage (a review)
+            raise FreqlabError(f"{where}: {exc}" if where else str(exc)) from None
         if stage.weights:
             where = stage.weights_from or f"stage {stage.name!r}: weights"  # the stage's, the file's or --weights
             try:  # a preset's or a file's mix (missing, malformed, or not this histogram's): said of where it was named
@@ -809,7 +812,9 @@ def schedule_frequency(schedule: Schedule, *, seed: int = 0) -> ScheduleFrequenc
     frequencies, kinds = [], []
     from freqlab.histogram import LENGTH_UNITS, check_same_units  # polars: not at module level (see stage_histogram)
 
-    histograms = [stage_histogram(stage, cache) for stage in schedule.stages]
+    histograms = [
+        stage_histogram(stage, cache, where=f"{schedule.source}: stage {stage.name}") for stage in schedule.stages
+    ]
     named = zip(schedule.stages, histograms, strict=True)
     check_same_units([(f"stage {stage.name!r} ({stage.histogram})", h) for stage, h in named], LENGTH_UNITS)
     for stage, h in zip(schedule.stages, histograms, strict=True):

@@ -259,3 +259,13 @@ def test_an_option_the_command_would_not_read_is_a_usage_error(tmp_path, args, m
     result = run(*(str(a).format(hist=hist, tmp=tmp_path) for a in args))
     assert result.exit_code == 2 and message in result.output, result.output
     assert not (tmp_path / "o").exists()  # refused before anything is counted
+
+
+@pytest.mark.parametrize("command", [("stats",), ("freq", "--L", 64), ("plan", "string", "--L", 64, "--hist")])
+def test_a_histogram_of_no_documents_is_an_error_naming_its_file(tmp_path, command):
+    """A review: stats printed a median of 0, plan said "the histogram holds no documents" naming no file."""
+    empty = LengthHistogram.from_counts([], []).to_parquet(tmp_path / "empty.parquet")
+    args = (*command, empty) if command[0] == "plan" else (command[0], empty, *command[1:])
+    result = run(*args)
+    assert result.exit_code == 1, result.output
+    assert f"{empty}: the histogram holds no documents (every one read was empty or skipped)" in result.output
