@@ -111,18 +111,22 @@ class Schedule:
     sources: tuple[str, ...] = ()  # the publications the recipe's numbers come from
     notes: tuple[str, ...] = ()
     provenance: tuple = ()  # (key, "source: ..." | "assumed: ...") for the schedule's own numbers (layout, tau)
+    layout: Layout | None = None  # the file's default layout, which the stages that name none have
 
     def with_layout(self, layout: str | Layout) -> Schedule:
         """The schedule with ``layout`` (a spec, a config.json or a :class:`Layout`) given to every stage that
-        names none.
+        names none, instead of the file's default layout.
         """
         parsed = read_layout(layout)
-        if all(stage.layout is not None for stage in self.stages):  # it would change nothing, unsaid
+        default = [stage.layout is None or stage.layout is self.layout for stage in self.stages]
+        if not any(default):  # it would change nothing, unsaid
             raise FreqlabError(
                 f"{self.source}: every stage names its layout, so a layout given for the stages that name none changes "
                 "nothing; edit the stages' layouts instead"
             )
-        return replace(self, stages=tuple(s if s.layout else replace(s, layout=parsed) for s in self.stages))
+        stages = tuple(replace(s, layout=parsed) if d else s for s, d in zip(self.stages, default, strict=True))
+        provenance = tuple(item for item in self.provenance if item[0] != "layout")  # the file's layout's source
+        return replace(self, stages=stages, layout=parsed, provenance=provenance)
 
 
 STAGE_KEYS = frozenset(
@@ -250,7 +254,9 @@ def parse_schedule(
         ) from None
     listed = {key: _texts(data.get(key), f"{source}: {key}") for key in ("sources", "notes")}
     title = _text(data.get("title") or data.get("name") or "", f"{source}: title")
-    return Schedule(tuple(stages), default, tau, source, title, listed["sources"], listed["notes"], top_provenance)
+    return Schedule(
+        tuple(stages), default, tau, source, title, listed["sources"], listed["notes"], top_provenance, default_layout
+    )
 
 
 def _text(value, where: str) -> str:
@@ -278,10 +284,13 @@ def _annotations(raw: dict, where: str, prefix: str = "") -> tuple[dict, tuple]:
     plain, provenance = {}, []
     for key, value in raw.items():
         name = f"{prefix}{key}"
-        if isinstance(value, dict) and "value" in value and ({"source", "assumed"} & set(value)):
+        if isinstance(value, dict) and "value" in value:  # no spec has a key "value": a number and its provenance
             extra = set(value) - {"value", "source", "assumed"}
-            if extra or ("source" in value) == ("assumed" in value):
-                raise FreqlabError(f"{where}: {name} takes {{value, source}} or {{value, assumed}}, got {value!r}")
+            if extra or ("source" in value) == ("assumed" in value):  # {value: 512} alone, a typo (sourc): said so
+                what = f" (unknown key(s) {', '.join(map(repr, sorted(extra)))})" if extra else ""
+                raise FreqlabError(
+                    f"{where}: {name} takes {{value, source}} or {{value, assumed}}, got {value!r}{what}"
+                )
             kind = "source" if "source" in value else "assumed"
             provenance.append((name, f"{kind}: {value[kind]}"))
             value = value["value"]

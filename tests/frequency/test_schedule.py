@@ -546,12 +546,32 @@ def test_a_stages_weights_file_is_read_next_to_the_schedule_never_from_the_worki
     assert load_schedule("sch/s.yaml").stages[0].weights == "slimpajama"
 
 
-def test_a_layout_for_the_stages_that_name_none_is_refused_where_every_stage_names_one():
-    """`schedule --preset gemma3 --layout global` ran as if no layout were given (second adversary review)."""
+def test_a_layout_for_the_stages_that_name_none_is_refused_where_every_stage_names_one(tmp_path):
+    """`schedule --preset gemma3 --layout global` ran as if no layout were given (second adversary review): the
+    preset's own layout is its default, which the layout given replaces (its source with it); a schedule whose
+    every stage names its layout refuses it."""
     from freqlab.frequency.schedule import load_preset
 
-    with pytest.raises(FreqlabError, match="preset gemma3: every stage names its layout, so a layout given for"):
-        load_preset("gemma3", histogram=LengthHistogram.from_counts([8], [3])).with_layout("global")
+    gemma = load_preset("gemma3", histogram=LengthHistogram.from_counts([8], [3]))
+    assert "layout" in dict(gemma.provenance)
+    replaced = gemma.with_layout("global")
+    assert {stage.layout.spec for stage in replaced.stages} == {"global"} and "layout" not in dict(replaced.provenance)
+    LengthHistogram.from_counts([8], [3]).to_parquet(tmp_path / "h.parquet")
+    (tmp_path / "s.yaml").write_text("histogram: h.parquet\nstages:\n  - {L: 8, tokens: 1K, layout: swa2+global}\n")
+    with pytest.raises(FreqlabError, match=r"s\.yaml: every stage names its layout, so a layout given for"):
+        load_schedule(tmp_path / "s.yaml").with_layout("global")
+
+
+def test_a_layout_given_replaces_the_files_default_layout(tmp_path):
+    """A review: a file's top-level layout: then --layout was refused as "every stage names its layout", though
+    none did; the layout given replaces the file's default, as --hist and --weights replace theirs."""
+    LengthHistogram.from_counts([8], [3]).to_parquet(tmp_path / "h.parquet")
+    (tmp_path / "s.yaml").write_text(
+        "histogram: h.parquet\nlayout: swa4+global\nstages:\n  - {L: 8, tokens: 1K}\n"
+        "  - {L: 8, tokens: 1K, layout: swa2+global}\n"
+    )
+    schedule = load_schedule(tmp_path / "s.yaml").with_layout("3*global")
+    assert [stage.layout.spec for stage in schedule.stages] == ["3*global", "swa2+global"]
 
 
 def test_a_stages_bad_weights_are_said_of_where_they_were_given():
