@@ -253,7 +253,7 @@ def self_extend_command(
 @click.option("--head-dim", type=HEAD_DIM, default=128, show_default=True, help="Head dimension d.")
 @click.option(
     "--partial-rotary-factor",
-    type=click.FloatRange(0, 1, min_open=True),
+    type=FiniteFloat(0, 1, min_open=True),
     default=1.0,
     show_default=True,
     help="Share of the head dimension that rotates (only those dimensions count).",
@@ -358,7 +358,7 @@ def rope_command(
 )
 @click.option(
     "--max-upweight",
-    type=click.FloatRange(min=1),
+    type=FiniteFloat(min=1),
     default=DEFAULT_MAX_UPWEIGHT,
     show_default=True,
     help="Add each document length up to this many times its share of T (Muennighoff et al. 2023: ~4 epochs).",
@@ -379,6 +379,13 @@ def upsample_command(L, E, hist, tokens, tau, regime, schedule, long_hist, max_u
       freqlab plan upsample --schedule schedule.yaml --effective-length 6000
     """
     long_lengths = LengthHistogram.read_parquet(long_hist) if long_hist else None
+    if long_lengths is not None and (short := long_lengths.lengths[long_lengths.lengths < E]).size:  # the API said
+        # "long_lengths must all be >= E", naming neither the option nor the file (a review)
+        raise click.BadParameter(
+            f"{long_hist}: documents of {int(short.min()):,} tokens; the documents added must be at least "
+            f"--effective-length E = {E:,} long",
+            param_hint="'--long-hist'",
+        )
     if schedule:
         if unused := given_on_command_line("tokens", "regime"):
             raise click.UsageError(f"{'/'.join(unused)}: a --schedule's stages set them; drop them with --schedule")

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import click
 
-from freqlab.cli.options import COUNT, POSITIONS, POSITIONS_NOTE, SEED, HomePath, echo_json, json_option
+from freqlab.cli.options import COUNT, POSITIONS, POSITIONS_NOTE, SEED, FiniteFloat, HomePath, echo_json, json_option
 
 
 def _pair(value: str | None, names: str) -> tuple[int, int] | None:
@@ -111,7 +111,7 @@ def _depths(text: str) -> list[float]:
 @click.option("--need", type=COUNT, default=2, show_default=True, help="Needles a test must retrieve (the paper: 2).")
 @click.option(
     "--threshold",
-    type=click.FloatRange(0, 1, min_open=True),
+    type=FiniteFloat(0, 1, min_open=True),
     default=0.5,
     show_default=True,
     help="Share of passing tests a length needs (freqlab's default; the paper does not state one).",

@@ -13,6 +13,7 @@ from freqlab.cli.options import (
     SEED,
     TOKENS,
     TOKENS_NOTE,
+    FiniteFloat,
     HomePath,
     Share,
     echo_json,
@@ -180,7 +181,7 @@ from freqlab.scan.settings import ENGINES, ON_ERROR
 )
 @click.option(
     "--target-hours",
-    type=click.FloatRange(min=0, min_open=True),
+    type=FiniteFloat(min=0, min_open=True),
     default=1.0,
     show_default=True,
     help="--estimate: how many nodes finish within this time.",

@@ -269,3 +269,35 @@ def test_a_histogram_of_no_documents_is_an_error_naming_its_file(tmp_path, comma
     result = run(*args)
     assert result.exit_code == 1, result.output
     assert f"{empty}: the histogram holds no documents (every one read was empty or skipped)" in result.output
+
+
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        (("plan", "upsample", "--L", 64, "--hist", "{hist}", "--effective-length", 30, "--max-upweight", "nan"),
+         "Invalid value for '--max-upweight': 'nan' is not a finite number"),
+        (("plan", "rope", "--L", "4K", "--extend-to", "16K", "--partial-rotary-factor", "nan"),
+         "Invalid value for '--partial-rotary-factor': 'nan' is not a finite number"),
+        (("scan", "--estimate", "--target-hours", "nan"), "Invalid value for '--target-hours': 'nan' is not a finite"),
+        (("plan", "upsample", "--L", 64, "--hist", "{hist}", "--effective-length", 30, "--long-hist", "{hist}"),
+         "Invalid value for '--long-hist': {hist}: documents of 10 tokens; the documents added must be at least"),
+    ],
+)  # fmt: skip
+def test_a_range_option_refuses_nan_and_a_long_histogram_too_short_names_its_file(tmp_path, args, message):
+    """A review: click's FloatRange lets nan through (every comparison false): --max-upweight nan reached the
+    library ("max_upweight must be ...", exit 1); --long-hist's documents below E named neither option nor file."""
+    hist = LengthHistogram.from_lengths([10, 40]).to_parquet(tmp_path / "h.parquet")
+    result = run(*(str(a).format(hist=hist) for a in args))
+    assert result.exit_code == 2 and message.format(hist=hist) in " ".join(result.output.split()), result.output
+
+
+def test_every_float_option_is_a_finite_float():
+    """click's FloatRange passes nan (a review): the CLI's float options are FiniteFloat."""
+    from pathlib import Path
+
+    import freqlab.cli
+
+    folder = Path(freqlab.cli.__file__).parent
+    uses = [p.name for p in folder.glob("*.py") if "click.FloatRange(" in p.read_text() and p.name != "options.py"]
+    assert uses == []
+    assert (folder / "options.py").read_text().count("click.FloatRange(") == 0
