@@ -39,7 +39,7 @@ from freqlab.frequency.megatron_replay import replay_options
 from freqlab.frequency.mixture import contribution_table
 from freqlab.frequency.regime_table import describe, describe_string_probe, regime_rows, string_probe_comparison
 from freqlab.frequency.regimes import BYTES_PER_POSITION
-from freqlab.frequency.schedule import load_preset, load_schedule, schedule_frequency
+from freqlab.frequency.schedule import load_preset, load_schedule, recipe_presets, schedule_frequency
 from freqlab.histogram import histogram_file
 from freqlab.paths import shown
 from freqlab.resources import require_memory
@@ -269,6 +269,9 @@ def read_schedule(file, preset, hist, layout, weights=None):
     if bool(file) == bool(preset):
         raise click.UsageError("give a schedule FILE or --preset NAME (one of them)")
     if preset:
+        if preset not in (names := recipe_presets()):  # before the built-in corpus is scanned for it
+            raise click.BadParameter(f"unknown recipe preset {preset!r}; choose one of {', '.join(names)}",
+                                     param_hint="'--preset'")  # fmt: skip
         schedule = load_preset(preset, histogram=hist or builtin_histogram(), weights=weights)
     else:
         schedule = load_schedule(file, histogram=hist, weights=weights)

@@ -53,7 +53,7 @@ TABLE2_NOTE = harpe.TABLE2_NOTE  # importable from here as before
     type=POSITIONS.within(1024),
     default=harpe.PAPER_TARGET,
     show_default=True,
-    help=f"Length the model is extended to {POSITIONS_NOTE}.",
+    help=f"Length the model is extended to, at least 1K {POSITIONS_NOTE}.",
 )
 @click.option(
     "--grid",

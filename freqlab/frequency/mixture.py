@@ -156,6 +156,8 @@ class Mixture:
         if not isinstance(data, Mapping) or not data:
             raise FreqlabError(f"{name}: a mixture is a mapping {{unit: ..., weights: {{SOURCE: W}}}}")
         if "weights" not in data:
+            if "unit" in data:  # a file's keys with weights misspelt (weigths: ...): 'unit' is no source (a review)
+                raise FreqlabError(f"{name}: 'unit' without 'weights' (a mixture is {{unit: ..., weights: {{...}}}})")
             return cls(dict(data), "epochs", name)
         unknown = set(data) - {"unit", "weights", "citation", "note"}
         if unknown:

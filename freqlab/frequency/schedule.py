@@ -50,7 +50,7 @@ from pathlib import Path
 import numpy as np
 
 from freqlab.config_file import read_config_file
-from freqlab.errors import FreqlabError, brief
+from freqlab.errors import FreqlabError, ParameterError, brief
 from freqlab.frequency.curricula import curriculum_from_spec
 from freqlab.frequency.exact import as_floats
 from freqlab.frequency.layouts import (
@@ -348,7 +348,7 @@ def load_preset(name: str, *, histogram=None, weights: str | None = None) -> Sch
     """
     presets = recipe_presets()
     if name not in presets:
-        raise FreqlabError(f"unknown recipe preset {name!r}; choose one of {', '.join(presets)}")
+        raise ParameterError(f"unknown recipe preset {name!r}; choose one of {', '.join(presets)}", "--preset")
     return parse_schedule(presets[name], source=f"preset {name}", histogram=histogram, weights=weights)
 
 
@@ -687,7 +687,7 @@ class ScheduleFrequency:
                 f"tokenizer {corpus.tokenizer or '-'})"
             )
         lines += [
-            f"{data['schedule']}: {len(data['stages'])} stage{'s' if len(data['stages']) != 1 else ''}, "
+            f"{printable(data['schedule'])}: {len(data['stages'])} stage{'s' if len(data['stages']) != 1 else ''}, "
             f"{human_count(data['tokens'])} tokens, "
             f"longest window {window}",
             f"budget     T = the stages' tokens (the schedule's); tau = {human_count(tau)}",
@@ -741,7 +741,7 @@ class ScheduleFrequency:
                     f"W={w}: {100 * v:.3g}%" if v is not None else f"W={w}: n/a (PoSE: position ids skip)"
                     for w, v in row["beyond"].items()
                 )
-                lines.append(f"  {row['stage']:<16} {row['kind']:<10} {shares}")
+                lines.append(f"  {printable(row['stage']):<16} {row['kind']:<10} {shares}")
         lines += [f"note: {note}" for note in data["notes"]]
         return printable_lines(lines)
 

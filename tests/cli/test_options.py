@@ -301,3 +301,21 @@ def test_every_float_option_is_a_finite_float():
     uses = [p.name for p in folder.glob("*.py") if "click.FloatRange(" in p.read_text() and p.name != "options.py"]
     assert uses == []
     assert (folder / "options.py").read_text().count("click.FloatRange(") == 0
+
+
+def test_schedule_inputs_a_review_met_said_plainly(tmp_path):
+    """An unknown preset was exit 1 after the built-in corpus was scanned; a mixture file with weights misspelt read
+    'unit' as a source; a schedule file's name with a newline broke the report's first line."""
+    result = run("schedule", "--preset", "llama4")
+    assert result.exit_code == 2 and "Invalid value for '--preset': unknown recipe preset 'llama4'" in result.output
+    hist = LengthHistogram.from_lengths([10, 40]).to_parquet(tmp_path / "h.parquet")
+    (tmp_path / "mix.yaml").write_text("unit: share\nweigths: {a: 1}\n")
+    result = run("stats", hist, "--weights", tmp_path / "mix.yaml")
+    assert result.exit_code == 2 and "'unit' without 'weights'" in result.output, result.output
+    odd = tmp_path / "a\nb.yaml"
+    stages = '  - {name: "x\\ny", L: 16, tokens: 1K}\n  - {L: 32, tokens: 1K}\n'  # YAML's "\n": a newline
+    odd.write_text(f"histogram: {hist}\nstages:\n{stages}")
+    result = run("schedule", odd)
+    assert result.exit_code == 0, result.output
+    assert result.output.splitlines()[0].endswith("a\\nb.yaml: 2 stages, 2K tokens, longest window 32")
+    assert all("\x1b" not in line for line in result.output.splitlines()) and "  x\\ny " in result.output
