@@ -553,7 +553,9 @@ class ScheduleFrequency:
             return None
         history = self.histories.get(kind)
         now = kind if history is None else history[(len(self.frequencies) if stages is None else stages) - 1]
-        return now.reach(self.window) if now.size else None
+        # a window or chunk of the longest window or more caps nothing (a review: swa100 at L = 8 read "reach capped
+        # at 7 by construction", as a window of 8 would)
+        return now.reach(self.window) if now.size and now.size < self.window else None
 
     def reached(self, k: int, kind: LayerKind, position: int) -> Fraction:
         """Tokens of stage k trained (in layers of ``kind``) with at least ``position`` tokens of left context, i.e.

@@ -683,3 +683,17 @@ def test_a_stages_missing_histogram_or_empty_layout_names_the_schedule_and_the_s
     (tmp_path / "e.yaml").write_text("histogram: h.parquet\nstages:\n  - {name: a, L: 16, tokens: 1K, layout: ''}\n")
     with pytest.raises(FreqlabError, match=r"e\.yaml: stage 1 \(a\): an empty path names no file or folder"):
         load_schedule(tmp_path / "e.yaml")
+
+
+def test_a_window_as_long_as_the_longest_stage_caps_no_reach(tmp_path):
+    """A review: swa100 at L = 8 read "reach capped at 7 by construction", as a window of 8 would; it caps nothing."""
+    from freqlab.frequency.layouts import LayerKind
+
+    result = two_stages(tmp_path, "{name: a, L: 8, tokens: 1K, layout: swa100+swa4}", "{name: b, L: 8, tokens: 1K}")
+    assert result.reach_cap(LayerKind("swa", 100), stages=1) is None and result.reach_cap(LayerKind("swa", 4), 1) == 3
+    assert (
+        "capped"
+        not in two_stages(
+            tmp_path, "{name: a, L: 8, tokens: 1K}", "{name: b, L: 8, tokens: 1K, layout: swa100+global}"
+        ).report()
+    )
