@@ -429,10 +429,11 @@ class Warmup:
     micro_batch: int = 1  # rows each seqlen_reshape sees at once (rechunk): a data-parallel rank's micro-batch
 
     kind = "warmup"
+    walks_rows = True  # mix_documents bounds the rows of L walked, not the documents
 
     def mix_documents(self, regime: str) -> int | None:
-        """At most how many documents a float64 source mix for :meth:`frequency` under ``regime`` keeps (its rows
-        are walked under pack and natural); None: the histogram is not walked (concat's rows are counted).
+        """At most how many rows of L a float64 source mix for :meth:`frequency` under ``regime`` gives (its rows
+        are walked one by one under pack and natural); None: the histogram is not walked (concat's rows are counted).
         """
         return WALKED_MIX_DOCUMENTS if regime != "concat" else None
 
@@ -519,6 +520,7 @@ class SkyLadder:
 
     kind = "skyladder"
 
+    walks_rows = True
     mix_documents = Warmup.mix_documents  # rows of pack and natural are walked, concat's counted
 
     def changing_point(self, rows: int, L: int) -> int:
@@ -534,7 +536,10 @@ class SkyLadder:
 
         def at(k: np.ndarray) -> np.ndarray:
             if self.share is None and self.growth == "linear":
-                w = start + k // (self.batch * cast(int, self.rate))  # no share: a rate
+                # a rate: their calculate_linear_schedule has no changing point; it grows on, rounded, then capped at
+                # the final length (a review: round 5 at L = 8 kept 5 from the changing point on where theirs reaches
+                # whole rows)
+                w = start + k // (self.batch * cast(int, self.rate))
             else:
                 x = np.minimum(k / max(cp, 1), 1.0)  # rows from the changing point on take the final length below
                 if self.growth == "linear":
@@ -543,7 +548,7 @@ class SkyLadder:
                     w = start + ((final - start) * np.sin((np.pi / 2) * x)).astype(np.int64)
                 else:
                     w = (start * (final / start) ** x).astype(np.int64)
-            w = np.where(k >= cp, final, w)  # their schedules return the final length from the changing point on
+                w = np.where(k >= cp, final, w)  # these return the final length from the changing point on
             if self.round_to:  # ... and round it too
                 w = (w // self.round_to) * self.round_to
                 w = np.where(w == 0, start, w)
@@ -613,6 +618,7 @@ class DatasetDecomposition:
     replayed: bool = False
 
     kind = "dataset-decomposition"
+    walks_rows = False
 
     def mix_documents(self, regime: str) -> int | None:
         """At most how many documents a float64 source mix keeps for its seeded replay (None: not a replay)."""

@@ -339,7 +339,7 @@ class MixtureInfo:
 
 
 def weighted_histogram(
-    h: LengthHistogram, weights: Mixture | str | Mapping, *, stream: bool | int = False
+    h: LengthHistogram, weights: Mixture | str | Mapping, *, stream: bool | int = False, window: int | None = None
 ) -> tuple[LengthHistogram, MixtureInfo]:
     """The training mix's histogram, split by source, and how it was made.
 
@@ -353,6 +353,9 @@ def weighted_histogram(
         The caller will walk the histogram document by document (the ``pack`` and ``best-fit`` regimes:
         :func:`~freqlab.frequency.regimes.expands_documents`), so a float64 mix keeps its documents below
         :data:`MAX_STREAM_DOCUMENTS` (``True``) or below this many (an int: a replay in Python).
+    window : int, optional
+        With ``stream``: the caller walks rows of this window one by one (a curriculum's rows), so the bound is on
+        the mix's Σ ⌈n/window⌉·c(n) rows, which holds its documents too.
 
     Returns
     -------
@@ -384,7 +387,7 @@ def weighted_histogram(
             scaled[s] = LengthHistogram(g.lengths, counts, corpus=s)
         exact, K, error = True, Fraction(1), 0.0
     else:
-        K, error = _float_scale(h, m, stream), 0.0
+        K, error = _float_scale(h, m, stream, window), 0.0
         for s, g in sources.items():
             factor = float(m[s] * K) if g.tokens else 0.0  # m_s·K·T_s <= 2^60: a finite float64
             target = g.counts.astype(np.float64) * factor
@@ -411,7 +414,7 @@ def weighted_histogram(
     return mix, info
 
 
-def _float_scale(h: LengthHistogram, m: dict[str, Fraction], stream: bool | int) -> Fraction:
+def _float_scale(h: LengthHistogram, m: dict[str, Fraction], stream: bool | int, window: int | None = None) -> Fraction:
     """K: the smallest positive multiplier times K reaches RESOLUTION counts, unless int64 (or a stream) bounds it;
     a power of two (m_s·c·K is then as exact as m_s itself), computed exactly: weights span 1e-300..1e300, where
     float64 products underflow or overflow.
@@ -422,9 +425,13 @@ def _float_scale(h: LengthHistogram, m: dict[str, Fraction], stream: bool | int)
     if tokens:
         K = min(K, Fraction(_COUNT_LIMIT, 4) / tokens)
     if stream:
-        documents = sum((m[s] * g.documents for s, g in sources.items()), Fraction(0))
+
+        def walked(g: LengthHistogram) -> int:  # documents, or rows of `window` (natural's: an upper bound of pack's)
+            return g.documents if window is None else int(np.sum(-(-g.lengths // window) * g.counts, dtype=object))
+
+        items = sum((m[s] * walked(g) for s, g in sources.items()), Fraction(0))
         bound = MAX_STREAM_DOCUMENTS if stream is True else int(stream)
-        K = min(K, bound / documents) if documents else K
+        K = min(K, bound / items) if items else K
     exponent = K.numerator.bit_length() - K.denominator.bit_length()  # floor(log2 K) or one more
     if Fraction(2) ** exponent > K:
         exponent -= 1

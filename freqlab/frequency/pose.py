@@ -134,6 +134,7 @@ class Pose:
     replayed: bool = False
 
     kind = "pose"
+    walks_rows = False
 
     def mix_documents(self, regime: str) -> int | None:
         """At most how many documents a float64 source mix keeps for its seeded replay (None: not a replay)."""
@@ -256,6 +257,7 @@ class Scaled:
     factor: Fraction
 
     kind = "scaled"
+    walks_rows = False
 
     def mix_documents(self, regime: str) -> int | None:
         """At most how many documents a float64 source mix keeps: as for ``regime`` alone."""

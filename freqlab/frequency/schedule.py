@@ -376,19 +376,21 @@ def _weights(base: Path, value, where: str) -> str | None:
     )
 
 
-def mix_documents(stage: Stage) -> int | bool:
-    """At most how many documents a float64 source mix of the stage keeps (``weighted_histogram``'s ``stream``;
-    False: any) where its f walks the histogram document by document: its regime, a curriculum's rows under pack or
-    natural, a replay (a review: a warm-up under natural with weights a=70%,b=30% was refused for walking 2.3·10^10
-    rows).
+def mix_bound(stage: Stage) -> tuple[int | bool, int | None]:
+    """How a float64 source mix of the stage is bounded where its f walks the histogram one item at a time
+    (``weighted_histogram``'s ``stream`` and ``window``): the documents of its regime or of a replay, or the rows
+    of L of a curriculum under pack or natural; (False, None): not at all (a review: a warm-up under natural with
+    weights a=70%,b=30% was refused for walking 2.3·10^10 rows, then one of long documents for 8.6·10^9 rows).
     """
     spec, build = (stage.curriculum, curriculum_from_spec) if stage.curriculum is not None else (
         stage.position_ids, position_ids_from_spec)  # fmt: skip
-    bound = None
     if spec is not None:
         with contextlib.suppress(FreqlabError):  # a bad spec: the stage's frequency says so, naming the stage
-            bound = build(spec).mix_documents(stage.regime)
-    return bound or expands_documents(stage.regime)
+            method = build(spec)
+            bound = method.mix_documents(stage.regime)
+            if bound:
+                return bound, stage.L if method.walks_rows else None
+    return expands_documents(stage.regime), None
 
 
 def stage_histogram(stage: Stage, cache: dict | None = None, *, where: str = ""):
@@ -400,7 +402,7 @@ def stage_histogram(stage: Stage, cache: dict | None = None, *, where: str = "")
     from freqlab.histogram import LengthHistogram
 
     cache = {} if cache is None else cache
-    key = (stage.histogram, stage.weights, mix_documents(stage))
+    key = (stage.histogram, stage.weights, *mix_bound(stage))
     if key not in cache:
         # Stage.histogram is a path (None fails in read_parquet, as before) or, through the API, a LengthHistogram
         source, read = stage.histogram, LengthHistogram.read_parquet
@@ -412,7 +414,7 @@ def stage_histogram(stage: Stage, cache: dict | None = None, *, where: str = "")
             where = stage.weights_from or f"stage {stage.name!r}: weights"  # the stage's, the file's or --weights
             try:  # a preset's or a file's mix (missing, malformed, or not this histogram's): said of where it was named
                 mix = Mixture.parse(stage.weights, name=where)
-                h = weighted_histogram(h, mix, stream=key[2])[0]
+                h = weighted_histogram(h, mix, stream=key[2], window=key[3])[0]
             except FreqlabError as exc:
                 if str(exc).startswith(where):
                     raise

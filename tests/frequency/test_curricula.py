@@ -55,10 +55,10 @@ def skyladder_window(k, rows, L, growth, rate, share, start, batch, round_to):
     """
     final = L + 1
     cp = batch * int(share * -(-rows // batch)) if share is not None else (final - start) * batch * rate
-    if k >= cp:
-        w = final
-    elif share is None and growth == "linear":
+    if share is None and growth == "linear":  # calculate_linear_schedule: no changing point
         w = start + k // (batch * rate)
+    elif k >= cp:
+        w = final
     elif growth == "linear":
         w = start + int((final - start) * (k / cp))
     elif growth == "sine":
@@ -185,6 +185,17 @@ def test_skyladder_grows_to_their_block_of_l_plus_one_tokens():
     assert f[40:43].tolist() == pairs
     assert f[40:43].tolist() == [79, 72, 66]
     assert SkyLadder("sine", rate=8, start=32, batch=4).changing_point(10**6, 64) == 33 * 32
+
+
+def test_skyladder_by_rate_grows_past_the_changing_point_when_rounded():
+    """Their dm{r}inc{R}: calculate_linear_schedule has no changing point; the window is rounded down to R, then
+    capped at their final length (a review: freqlab took L + 1 at the changing point and rounded it, so round 5 at
+    L = 8 kept windows of 5 for good, where theirs reach whole rows of 8 at start + k >= 10)."""
+    spec = {"kind": "skyladder", "growth": "linear", "rate": 1, "batch": 1, "start": 4, "round": 5}
+    run_rows, windows = curriculum_from_spec(spec).runs(rows=20, L=8)
+    assert np.repeat(windows, run_rows).tolist() == [4] + [5] * 5 + [8] * 14  # 4 + k rounded to 5: 0 -> start 4
+    f = curriculum_from_spec(spec).frequency([160], [1], 8, "concat").numerator
+    assert f.tolist() == [160, 134, 108, 82, 61, 42, 28, 14]
 
 
 def test_skyladder_rounds_the_window_only_without_a_document_mask():

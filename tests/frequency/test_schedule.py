@@ -624,8 +624,10 @@ def test_a_stage_walking_documents_takes_a_fractional_mix_kept_to_a_bounded_stre
     stage = {"name": "s", "L": 64, "tokens": 1000, "weights": "x=70%,y=30%"} | change
     got = schedule_frequency(parse_schedule({"stages": [stage]}, source="s.yaml", histogram=h))
     replay = change.get("position_ids", change.get("curriculum", {})).get("replay", False)
-    mix = weighted_histogram(h, "x=70%,y=30%", stream=(1 << 20) if replay else True)[0]
-    assert (1 << 19 if replay else 1 << 24) < mix.documents <= (1 << 20 if replay else 1 << 25)
+    rows = change.get("curriculum", {}).get("kind") in ("warmup", "skyladder")  # their rows of L are bounded
+    mix = weighted_histogram(h, "x=70%,y=30%", stream=(1 << 20) if replay else True, window=64 if rows else None)[0]
+    walked = int(np.sum(-(-mix.lengths // 64) * mix.counts)) if rows else mix.documents
+    assert (1 << 19 if replay else 1 << 24) < walked <= (1 << 20 if replay else 1 << 25)
     spec = change.get("curriculum") or change["position_ids"]
     method = (curriculum_from_spec if "curriculum" in change else position_ids_from_spec)(spec)
     f = method.frequency(mix.lengths, mix.counts, stage["L"], change.get("regime", "natural"))
@@ -696,4 +698,26 @@ def test_a_window_as_long_as_the_longest_stage_caps_no_reach(tmp_path):
         not in two_stages(
             tmp_path, "{name: a, L: 8, tokens: 1K}", "{name: b, L: 8, tokens: 1K, layout: swa100+global}"
         ).report()
+    )
+
+
+def test_a_curriculum_walking_rows_of_long_documents_takes_a_fractional_mix_bounded_by_its_rows():
+    """A review: the mix kept 2^25 documents, but a curriculum walks rows: 100 and 50 documents of 20,000 and
+    30,000 tokens at L = 64 still walked 8.6·10^9 rows and were refused. The mix bounds the rows it gives."""
+    from freqlab.frequency.curricula import curriculum_from_spec
+    from freqlab.frequency.mixture import weighted_histogram
+    from freqlab.histogram import combine_sources
+
+    h = combine_sources(
+        {"a": LengthHistogram.from_counts([20_000], [100]), "b": LengthHistogram.from_counts([30_000], [50])}
+    )
+    spec = {"kind": "warmup", "start": 8, "share": 0.5}
+    stage = {"name": "s", "L": 64, "tokens": "1B", "weights": "a=70%,b=30%", "regime": "pack", "curriculum": spec}
+    got = schedule_frequency(parse_schedule({"stages": [stage]}, source="s.yaml", histogram=h))
+    mix = weighted_histogram(h, "a=70%,b=30%", stream=True, window=64)[0]
+    rows = int(np.sum(-(-mix.lengths // 64) * mix.counts))
+    assert (1 << 24) < rows <= 1 << 25
+    assert (
+        got.frequencies[0].tolist()
+        == curriculum_from_spec(spec).frequency(mix.lengths, mix.counts, 64, "pack").numerator.tolist()
     )
