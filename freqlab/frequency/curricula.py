@@ -29,9 +29,11 @@ reported in ``dropped_tokens``); ``batch_rule: rechunk`` is DeepSpeed's ``seqlen
 tokens, the inputs and the last label): each row gives q = ⌊(L + 1)/(w + 1)⌋ pieces of w + 1 tokens (w inputs: a
 row's tokens j(w + 1) + w are labels only), then each row's last w + 1 tokens follow as one more piece per row, and
 the first ⌈b(L + 1)/(w + 1)⌉ pieces are kept, one fewer when that number is odd and above 1. Every kept piece is a
-segment of w inputs (cut at documents under ``pack``); tokens in no kept piece are ``dropped_tokens``, tokens in two
-(a tail over the last main piece) count twice. ``regime: natural`` has rows of unequal length, which the reshape
-cannot batch: refused. The last, shorter row of a stage (its ``T mod L`` tokens) is a micro-batch of its own.
+segment of w inputs (cut at documents under ``pack``: Megatron-DeepSpeed's ``--reset-attention-mask``, whose masks
+are built after the reshape, without ``--use-flash-attn``, which skips them); inputs no kept piece holds (a piece's
+last token is its label only) are ``dropped_tokens``, inputs two pieces hold (a tail over the last main piece)
+count twice. ``regime: natural`` has rows of unequal length, which the reshape cannot batch: refused. The last,
+shorter row of a stage (its ``T mod L`` tokens) is a micro-batch of its own.
 
 ``skyladder`` (Zhu et al., "SkyLadder: Better and Faster Pretraining via Context Window Scheduling", arXiv:2503.15450,
 2025; code: github.com/sail-sg/SkyLadder, ``lit_gpt/packed_dataset.py``): every row keeps all L tokens, but is cut
@@ -45,7 +47,9 @@ block_size``, and their blocks are L + 1 tokens: ``assert self._block_size - 1 i
 all in numpy float64 as their code; a window of L or more is the whole row;
 ``round: R`` rounds down to a multiple of R (their ``inc{R}``; a window rounded down to 0 is ``start``; only
 without a document mask, as their code, whose ``intradm`` path does not round).
-``start`` defaults to their 32.
+``start`` defaults to their 32. Their code runs only the names its lists hold (``dm1``..``dm8``, ``sin8``,
+``exp8``, ``lin80p``/``lin90p``/``lin95p``, ``...inc1024``, ...), and reads a rate from the name by substring
+(``dm16`` runs as rate 1): freqlab computes any rate or share, as the paper states them.
 ``document_mask: false`` (their ``dm``) cuts the row at multiples of w; ``document_mask: true`` (their
 ``intradm``) also cuts after each document's last token, and, as their ``get_fragment_lens_fixed_length_intramask``
 does, at positions w+1, 2w+1, ... (its first fragment has w + 1 tokens). Their blocks are L + 1 tokens at
@@ -498,6 +502,8 @@ def _warmup(spec: Spec) -> Warmup:
         raise spec.bad("micro_batch", "given with batch_rule: rechunk only (the rows seqlen_reshape sees at once)")
     if batch % micro_batch:
         raise spec.bad("micro_batch", f"a divisor of batch = {batch} (a step's rows are whole micro-batches)")
+    if micro_batch > 1 << 31:  # b · (L + 1) stays an int64 in the reshape (a review: 3·2^60 wrapped around)
+        raise spec.bad("micro_batch", "at most 2^31 rows (a micro-batch of one device)")
     return Warmup(start, spec.share("share"), steps, batch_rule, multiple, batch, micro_batch)
 
 

@@ -172,6 +172,8 @@ def test_rechunk_needs_rows_of_equal_length_and_micro_batches_that_fill_a_step()
         curriculum_from_spec(spec | {"batch": 4, "micro_batch": 3})
     with pytest.raises(FreqlabError, match="micro_batch must be given with batch_rule: rechunk only"):
         curriculum_from_spec(spec | {"batch_rule": "truncate", "micro_batch": 2})
+    with pytest.raises(FreqlabError, match="micro_batch must be at most 2\\^31 rows"):  # b (L + 1) wrapped around
+        curriculum_from_spec(spec | {"batch": 3 << 60, "micro_batch": 3 << 60})
 
 
 def test_skyladder_grows_to_their_block_of_l_plus_one_tokens():
