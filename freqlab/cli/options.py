@@ -414,6 +414,7 @@ def check_output_free(
     """
     path = Path(out)
     to_stdout = writes_stdout(out)
+    reads = [*reads, *_files_read(option)]
     if not to_stdout and path.suffix.lower() in FORMAT_SUFFIXES and path.suffix.lower() != suffix:
         kind = {".parquet": "Parquet", ".json": "JSON"}[suffix]
         raise click.BadParameter(
@@ -432,6 +433,26 @@ def check_output_free(
         f"only {written_as} it wrote; give another file",
         param_hint=f"'{option}'",
     )
+
+
+def _files_read(option: str) -> list[tuple[str, str]]:
+    """Every file the current command was given to read (its path options and arguments but ``option``), as
+    (path, "the file read (--option)"): ``--usage-out /dev/stdout >> schedule.yaml`` appended to the schedule, and
+    ``--out /dev/stdout >> tau.json`` to the --tau-from file (a review).
+    """
+    ctx = click.get_current_context(silent=True)
+    if ctx is None:
+        return []
+    found = []
+    for param in ctx.command.params:
+        values = ctx.params.get(param.name)
+        if not isinstance(param.type, click.Path) or values is None or option in param.opts:
+            continue
+        for value in values if isinstance(values, tuple | list) else [values]:
+            if value is not None:
+                path = histogram_file(value) if isinstance(param.type, HistogramPath) else value
+                found.append((path, f"a file read ({param.opts[0] if param.opts else param.name.upper()})"))
+    return found
 
 
 # the options several commands share ---------------------------------------------------------------------------

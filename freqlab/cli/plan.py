@@ -41,8 +41,7 @@ from freqlab.cli.plan_inputs import (  # noqa: F401  (the shared options, import
 )
 from freqlab.cli.weights import budget_line, read_histogram
 from freqlab.errors import FreqlabError
-from freqlab.files import has_freqlab_header, not_parquet
-from freqlab.formats import USAGE_FORMAT
+from freqlab.files import not_parquet
 from freqlab.frequency import DEFAULT_TAU
 from freqlab.frequency.budget import training_budget
 from freqlab.frequency.schedule import load_schedule, schedule_frequency
@@ -57,7 +56,14 @@ from freqlab.plan.rope_scaling import (
     scaled_rotary_dims,
 )
 from freqlab.plan.self_extend import evaluate_self_extend, neighbour_windows, plan_self_extend
-from freqlab.plan.string import DEFAULT_ROUND, DEFAULT_W, check_local_window, plan_string, string_usage
+from freqlab.plan.string import (
+    DEFAULT_ROUND,
+    DEFAULT_W,
+    check_local_window,
+    is_usage_table,
+    plan_string,
+    string_usage,
+)
 from freqlab.plan.upsample import DEFAULT_MAX_UPWEIGHT, PACKINGS, plan_upsample, plan_upsample_schedule, receiving_stage
 from freqlab.plan.well_trained import well_trained_range
 
@@ -143,7 +149,7 @@ def string_command(
     usage_error(lambda: check_local_window(W))
     if usage_out:  # before the plan: a file of the user's (a histogram, a schedule) is not replaced by the table
         check_output_free(
-            usage_out, "--usage-out", ours=lambda path: has_freqlab_header(path, USAGE_FORMAT),
+            usage_out, "--usage-out", ours=is_usage_table,
             written_as="a STRING usage table", suffix=".parquet",
             describe=lambda path: not_parquet(path) or "a Parquet file freqlab did not write as a usage table",
         )  # fmt: skip

@@ -34,7 +34,7 @@ from freqlab.config_file import unique_pairs
 from freqlab.deprecation import renamed_method
 from freqlab.display import Display, Displayed
 from freqlab.errors import FreqlabError, brief
-from freqlab.formats import CALIBRATION_FORMAT, CALIBRATION_VERSION
+from freqlab.formats import CALIBRATION_FORMAT, CALIBRATION_KEYS, CALIBRATION_VERSION
 from freqlab.frequency.regimes import seeded_rng
 from freqlab.frequency.stats import STRING_PROBE_CALIBRATION, scale_to_budget
 from freqlab.paths import expand_home
@@ -420,8 +420,9 @@ def is_calibration_file(path: str | Path) -> bool:
 def read_tau(path: str | Path) -> float:
     """The pooled tau of a calibration JSON written by :meth:`Calibration.write_json` (``--tau-from``)."""
     path = Path(path)
+    text = _text(path, "calibration file")  # its errors name the file once
     try:
-        data = json.loads(_text(path, "calibration file"), object_pairs_hook=unique_pairs)
+        data = json.loads(text, object_pairs_hook=unique_pairs)
     except json.JSONDecodeError as exc:
         raise FreqlabError(f"{path}: not a freqlab calibration file ({exc})") from exc
     except ValueError as exc:  # a key given twice ("tau" twice: json keeps the last one without a word)
@@ -429,10 +430,14 @@ def read_tau(path: str | Path) -> float:
     tau = data.get("tau") if isinstance(data, dict) else None
     if not isinstance(data, dict) or data.get("format") != FORMAT or type(tau) not in (int, float):  # bool is not
         raise FreqlabError(f"{path}: not a freqlab calibration file (write one with `freqlab calibrate --out`)")
-    if "version" in data and data["version"] != CALIBRATION_VERSION:  # a later format may mean tau otherwise
+    version = data.get("version", CALIBRATION_VERSION)  # a file written by hand may leave it out
+    if type(version) is not int or version != CALIBRATION_VERSION:  # a later format may mean tau otherwise
         raise FreqlabError(
-            f"{path}: calibration version {brief(data['version'])}; this freqlab reads version {CALIBRATION_VERSION}"
+            f"{path}: version {brief(version)}; this freqlab reads calibrations of version {CALIBRATION_VERSION}"
         )
+    if unknown := set(data) - {*CALIBRATION_KEYS, "source", "written"}:  # a typo (taux); calibrate --json's too
+        raise FreqlabError(f"{path}: unknown key(s) {', '.join(sorted(unknown))} (a calibration has "
+                           f"{', '.join(CALIBRATION_KEYS)})")  # fmt: skip
     tau = cast(float, tau)  # an int or a float: checked just above
     if not 1 <= tau <= MAX_COUNT or tau != int(tau):  # as --tau (NaN, inf, 1e400, which JSON reads as inf, fail too)
         raise FreqlabError(f"{path}: tau = {tau} is not an occurrence count, a whole number in 1..2^63 - 1 (as --tau)")

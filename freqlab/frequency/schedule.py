@@ -88,6 +88,7 @@ class Stage:
     provenance: tuple = ()  # (key, "source: ..." | "assumed: ...") for the numbers of the stage
     note: str = ""
     weights_from: str = ""  # where ``weights`` was given, for its errors ("": the stage)
+    histogram_from: str = ""  # where ``histogram`` was given when not by the stage ("--hist", the file's default)
 
     @property
     def assumed(self) -> tuple[str, ...]:
@@ -120,9 +121,10 @@ class Schedule:
         parsed = read_layout(layout)
         default = [stage.layout is None or stage.layout is self.layout for stage in self.stages]
         if not any(default):  # it would change nothing, unsaid
-            raise FreqlabError(
+            raise ParameterError(
                 f"{self.source}: every stage names its layout, so a layout given for the stages that name none changes "
-                "nothing; edit the stages' layouts instead"
+                "nothing; edit the stages' layouts instead",
+                "--layout",
             )
         stages = tuple(replace(s, layout=parsed) if d else s for s, d in zip(self.stages, default, strict=True))
         provenance = tuple(item for item in self.provenance if item[0] != "layout")  # the file's layout's source
@@ -181,6 +183,7 @@ def parse_schedule(
     if histogram is not None and not hasattr(histogram, "lengths"):  # a path (else a LengthHistogram, used as is)
         histogram = Path(histogram)
     default = histogram if histogram is not None else _relative(base, data.get("histogram"))
+    histogram_from = "--hist" if histogram is not None else f"{source}: histogram"
     default_weights = weights if weights is not None else _weights(base, data.get("weights"), f"{source}: weights")
     default_from = "--weights" if weights is not None else f"{source}: weights"
     default_layout = _layout(base, data.get("layout"), source)
@@ -231,16 +234,18 @@ def parse_schedule(
             Stage(name, L, tokens, regime, stage_histogram, stage_weights or default_weights, layout,
                   specs["curriculum"], specs["position_ids"], specs["mixture"], provenance,
                   _text(raw.get("note", ""), f"{where}: note"),
-                  f"{where}: weights" if stage_weights else default_from)
+                  f"{where}: weights" if stage_weights else default_from,
+                  "" if raw.get("histogram") is not None else histogram_from)
         )  # fmt: skip
     # a histogram or weights given here are the default of the stages that name none (as a layout given to
     # with_layout): where every stage names its own they would change nothing, unsaid (a review: --hist naming no
     # file at all ran without a word)
     for value, key, option in ((histogram, "histogram", "--hist"), (weights, "weights", "--weights")):
         if value is not None and all(raw.get(key) is not None for raw in data["stages"]):
-            raise FreqlabError(
+            raise ParameterError(
                 f"{source}: every stage names its {key}, so {option} (the {key} of the stages that name none) changes "
-                f"nothing; edit the stages' {key} instead"
+                f"nothing; edit the stages' {key} instead",
+                option,
             )
     given = data.get("tau", DEFAULT_TAU)
     try:
@@ -284,7 +289,9 @@ def _annotations(raw: dict, where: str, prefix: str = "") -> tuple[dict, tuple]:
     plain, provenance = {}, []
     for key, value in raw.items():
         name = f"{prefix}{key}"
-        if isinstance(value, dict) and "value" in value:  # no spec has a key "value": a number and its provenance
+        if isinstance(value, dict) and "value" in value and ({"source", "assumed"} & set(value) or len(value) == 1):
+            # a number and its provenance ({value: 512} alone said to need one; a source named "value" in
+            # weights: {value: 2, web: 1} stays a source)
             extra = set(value) - {"value", "source", "assumed"}
             if extra or ("source" in value) == ("assumed" in value):  # {value: 512} alone, a typo (sourc): said so
                 what = f" (unknown key(s) {', '.join(map(repr, sorted(extra)))})" if extra else ""
@@ -409,7 +416,9 @@ def stage_histogram(stage: Stage, cache: dict | None = None, *, where: str = "")
         try:
             h = source if isinstance(source, LengthHistogram) else read(source)  # type: ignore[arg-type]
         except FreqlabError as exc:  # "nope.parquet: no such histogram file" named no schedule nor stage (a review)
-            raise FreqlabError(f"{where}: {exc}" if where else str(exc)) from None
+            if stage.histogram_from == "--hist":  # the option's file, not the stage's (a second review)
+                raise ParameterError(str(exc), "--hist") from None
+            raise FreqlabError(f"{stage.histogram_from or where}: {exc}" if where else str(exc)) from None
         if stage.weights:
             where = stage.weights_from or f"stage {stage.name!r}: weights"  # the stage's, the file's or --weights
             try:  # a preset's or a file's mix (missing, malformed, or not this histogram's): said of where it was named
@@ -825,8 +834,9 @@ def schedule_frequency(schedule: Schedule, *, seed: int = 0) -> ScheduleFrequenc
     frequencies, kinds = [], []
     from freqlab.histogram import LENGTH_UNITS, check_same_units  # polars: not at module level (see stage_histogram)
 
-    histograms = [
-        stage_histogram(stage, cache, where=f"{schedule.source}: stage {stage.name}") for stage in schedule.stages
+    histograms = [  # named as parse_schedule names a stage
+        stage_histogram(stage, cache, where=f"{schedule.source}: stage {k} ({stage.name})")
+        for k, stage in enumerate(schedule.stages, start=1)
     ]
     named = zip(schedule.stages, histograms, strict=True)
     check_same_units([(f"stage {stage.name!r} ({stage.histogram})", h) for stage, h in named], LENGTH_UNITS)

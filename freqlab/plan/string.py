@@ -320,6 +320,27 @@ class StringUsage(Displayed):
         return shown.usage_display(self)
 
 
+def is_usage_table(path: str | Path) -> bool:
+    """Whether ``path`` is a usage table freqlab wrote (:meth:`StringUsage.write_parquet`): with its header, or, from
+    before the header, a Parquet file without one whose columns are exactly the table's (``--usage-out`` replaces
+    only such a file).
+    """
+    from freqlab.files import has_freqlab_header, not_parquet
+    from freqlab.formats import USAGE, USAGE_FORMAT
+
+    if has_freqlab_header(path, USAGE_FORMAT):
+        return True
+    if has_freqlab_header(path) or not_parquet(path):
+        return False
+    import polars as pl
+
+    try:
+        columns = list(pl.read_parquet_schema(path))
+    except Exception:  # any unreadable file is not a table of ours
+        return False
+    return columns[:3] == list(USAGE.columns) and columns[3:] in ([], list(USAGE.optional))
+
+
 def string_usage(L: int, S: int, W: int, *, frequency=None, length: int | None = None) -> StringUsage:
     """Data for a figure: which positions a length-``length`` sequence uses with and without STRING, and
     how often each was trained (``frequency`` f, length L).

@@ -89,7 +89,7 @@ def test_keys_that_would_not_be_read_are_refused(tmp_path):
         ('{"format": "freqlab-calibration", "tau": 5, "tau": 7}', "key 'tau' given twice"),
         (
             '{"format": "freqlab-calibration", "version": 2, "tau": 5}',
-            "calibration version 2; this freqlab reads version 1",
+            "version 2; this freqlab reads calibrations of version 1",
         ),
     ):
         (tmp_path / "tau.json").write_text(text)

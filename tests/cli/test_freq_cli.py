@@ -378,7 +378,7 @@ def test_weights_in_stats_and_schedules(split, tmp_path):
     assert weighted["effective_length"] == plain["effective_length"]
     # --weights is the default of the stages that name none: with every stage naming its own, it would change nothing
     bad = run("schedule", schedule, "--weights", "x=1")
-    assert bad.exit_code == 1 and "every stage names its weights, so --weights" in bad.output, bad.output
+    assert bad.exit_code == 2 and "every stage names its weights, so --weights" in bad.output, bad.output
 
 
 @pytest.mark.parametrize(

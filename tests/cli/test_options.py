@@ -225,7 +225,7 @@ def test_an_output_replaces_only_a_file_of_its_own_kind_freqlab_wrote(tmp_path, 
     string = ("plan", "string", "--L", "2K", "--hist", "h.parquet", "--usage-out")
     calibrate = ("calibrate", "runs.json", "--hist", "h.parquet", "--L", "2K", "--out")
     cases = [
-        ((*string, "h.parquet"), "'h.parquet' exists and is a length histogram: --usage-out replaces only a STRING"),
+        ((*string, "h.parquet"), "'h.parquet' is a file read (--hist): give another file"),
         ((*string, "user.parquet"), "'user.parquet' exists and is a Parquet file freqlab did not write as a usage"),
         ((*string, "c.jsonl"), "'c.jsonl' names another format: a STRING usage table is written as Parquet"),
         ((*calibrate, "runs.json"), "'runs.json' is the runs read (FILE): give another file"),
@@ -319,3 +319,33 @@ def test_schedule_inputs_a_review_met_said_plainly(tmp_path):
     assert result.exit_code == 0, result.output
     assert result.output.splitlines()[0].endswith("a\\nb.yaml: 2 stages, 2K tokens, longest window 32")
     assert all("\x1b" not in line for line in result.output.splitlines()) and "  x\\ny " in result.output
+
+
+def test_outputs_refuse_every_file_the_command_reads_and_take_a_usage_table_from_before_its_header(tmp_path):
+    """A second review: --usage-out /dev/stdout >> schedule.yaml appended Parquet to the schedule, --out /dev/stdout
+    >> tau.json to the --tau-from file; a usage table written before the header was refused as not freqlab's."""
+    import subprocess
+    import sys
+
+    import polars as pl
+
+    hist = LengthHistogram.from_lengths([10, 40]).to_parquet(tmp_path / "h.parquet")
+    (tmp_path / "s.yaml").write_text(f"histogram: {hist}\nstages:\n  - {{L: 2048, tokens: 1T}}\n")
+    assert run("calibrate", "--out", tmp_path / "tau.json").exit_code == 0
+    freqlab = [sys.executable, "-m", "freqlab"]
+    for args, target, option in (
+        (["plan", "string", "--schedule", "s.yaml", "--usage-out", "/dev/stdout"], "s.yaml", "--schedule"),
+        (
+            ["freq", "h.parquet", "--L", "64", "--tau-from", "tau.json", "--out", "/dev/stdout"],
+            "tau.json",
+            "--tau-from",
+        ),
+    ):
+        before = (tmp_path / target).read_bytes()
+        with open(tmp_path / target, "ab") as appended:
+            result = subprocess.run(freqlab + args, cwd=tmp_path, stdout=appended, stderr=subprocess.PIPE, text=True)
+        assert result.returncode == 2 and f"is a file read ({option}): give another file" in result.stderr
+        assert (tmp_path / target).read_bytes() == before
+    old = tmp_path / "usage.parquet"
+    pl.DataFrame({"position": [0], "pairs_before": [1], "pairs_after": [1]}).write_parquet(old)
+    assert run("plan", "string", "--L", "2K", "--usage-out", old).exit_code == 0

@@ -680,7 +680,7 @@ def test_a_stages_missing_histogram_or_empty_layout_names_the_schedule_and_the_s
     """A review: "nope/lengths.parquet: no such histogram file" and "an empty path names no file or folder" named
     neither the schedule nor the stage."""
     (tmp_path / "m.yaml").write_text("stages:\n  - {name: a, L: 16, tokens: 1K, histogram: nope.parquet}\n")
-    with pytest.raises(FreqlabError, match=r"m\.yaml: stage a: .*nope\.parquet: no such histogram file"):
+    with pytest.raises(FreqlabError, match=r"m\.yaml: stage 1 \(a\): .*nope\.parquet: no such histogram file"):
         schedule_frequency(load_schedule(tmp_path / "m.yaml"))
     (tmp_path / "e.yaml").write_text("histogram: h.parquet\nstages:\n  - {name: a, L: 16, tokens: 1K, layout: ''}\n")
     with pytest.raises(FreqlabError, match=r"e\.yaml: stage 1 \(a\): an empty path names no file or folder"):
