@@ -383,17 +383,25 @@ def largest_reaching(
     """
     if values.size == 0:
         return -1
-    if _non_increasing(values):  # the reaching positions are a prefix
-        if not reaches(0):
-            return -1
-        lo, hi = 0, values.size - 1  # invariant: reaches(lo)
-        while lo < hi:
-            mid = (lo + hi + 1) // 2
-            lo, hi = (mid, hi) if reaches(mid) else (lo, mid - 1)
-        return lo
     try:
         floor, ceiling = float(need) * (1 - 1e-9), float(need) * (1 + 1e-9)
     except OverflowError:  # past any float (Python-integer counts): every position is a candidate, checked exactly
+        floor, ceiling = math.inf, -math.inf
+    if _non_increasing(values):  # the reaching positions are a prefix
+
+        def decided(i: int) -> bool:  # a value clearly off the threshold decides; one within 1e-9 is checked exactly
+            value = _approx(values[i : i + 1])[0]  # (a second review: 1,000 stages summed exactly at every step)
+            clear = math.isfinite(value) and math.isfinite(floor) and not floor <= value < ceiling
+            return bool(value >= ceiling) if clear else reaches(i)
+
+        if not decided(0):
+            return -1
+        lo, hi = 0, values.size - 1  # invariant: decided(lo)
+        while lo < hi:
+            mid = (lo + hi + 1) // 2
+            lo, hi = (mid, hi) if decided(mid) else (lo, mid - 1)
+        return lo
+    if math.isinf(floor):
         if prefix:
             return next((i - 1 for i in range(values.size) if not reaches(i)), values.size - 1)
         return next((i for i in range(values.size - 1, -1, -1) if reaches(i)), -1)

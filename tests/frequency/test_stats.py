@@ -258,3 +258,26 @@ def test_effective_length_of_numpy_integers_in_an_object_array_and_prefixes_past
     values = np.array([2**1010, 2**1001, 2**1012], dtype=object)  # past a float: still compared exactly
     need = Fraction(2**1005)
     assert largest_reaching(values, need, lambda i: values[i] >= need, prefix=True) == 0
+
+
+def test_largest_reaching_checks_exactly_only_the_values_within_a_float_of_the_threshold():
+    """A second review: the exact check (a schedule's sum of Fractions over its stages) ran at every bisection step,
+    O(stages²) over a report; a float clearly above or below the threshold now decides, one within 1e-9 does not."""
+    from fractions import Fraction
+
+    from freqlab.frequency.stats import largest_reaching
+
+    values = np.arange(1000, 0, -1, dtype=np.int64)  # non-increasing: bisected
+    calls = []
+
+    def reaches(i):
+        calls.append(i)
+        return Fraction(int(values[i])) >= need
+
+    need = Fraction(5001, 10)  # 500.1: 500 falls short, 501 (i = 499) reaches
+    assert largest_reaching(values, need, reaches) == 499 and calls == []
+    need = Fraction(500)  # exactly a value: within 1e-9 of it, checked exactly
+    assert largest_reaching(values, need, reaches) == 500 and calls == [500]
+    need = Fraction(10**400)  # past a float: every step exact
+    calls.clear()
+    assert largest_reaching(values, need, reaches) == -1 and calls == [0]
