@@ -379,6 +379,24 @@ def _as_written(stamp: object, path: Path) -> bool:
 MAX_HEADER_FOOTER = 1 << 26
 
 
+def starts_with(path: str | Path, prefix: bytes) -> bool:
+    """Whether the regular file at ``path`` begins with ``prefix`` (read no further: a user's large file named like
+    an output is not read through); False for anything else, or a file that cannot be read.
+
+    >>> import tempfile; folder = tempfile.mkdtemp()
+    >>> _ = open(f"{folder}/a.json", "w").write('{"format": "x"}')
+    >>> starts_with(f"{folder}/a.json", b'{"format"'), starts_with(folder, b"")
+    (True, False)
+    """
+    try:
+        if not Path(path).is_file():  # a FIFO would block the open
+            return False
+        with open(path, "rb") as handle:
+            return handle.read(len(prefix)) == prefix
+    except OSError:
+        return False
+
+
 def has_freqlab_header(path: str | Path, format: str = "freqlab.") -> bool:
     """Whether the file at ``path`` is a Parquet file carrying freqlab's JSON header (:func:`write_parquet`'s, under
     :data:`freqlab.formats.METADATA_KEY`), of ``format`` (default: any of freqlab's; a name in full, or its start),

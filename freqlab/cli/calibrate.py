@@ -22,6 +22,14 @@ from freqlab.cli.options import (
 from freqlab.paths import shown
 
 
+def _describe_json(path: str) -> str | None:
+    """What a JSON file of freqlab's other than a calibration is (a scan's summary), for the refusal to replace it."""
+    from freqlab.files import starts_with
+    from freqlab.scan.output import SUMMARY_START
+
+    return "a scan's summary" if starts_with(path, SUMMARY_START) else None
+
+
 @click.command("calibrate")
 @click.argument("file", type=HomePath(dir_okay=False), required=False)
 @hist_option("Length histogram (Parquet) of the runs' data, for rows without a hist column.")
@@ -61,7 +69,7 @@ def calibrate_command(ctx, file, hist, regime, L, out, as_json):
     if out:  # before the fit: a file of the user's (the runs read, a CSV, a histogram) is not replaced by the JSON
         check_output_free(
             out, "--out", ours=is_calibration_file, written_as="a calibration", suffix=".json",
-            reads=[(file, "the runs read (FILE)")],
+            reads=[(file, "the runs read (FILE)")], describe=_describe_json,
         )  # fmt: skip
 
     if file is None:

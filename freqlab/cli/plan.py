@@ -154,6 +154,8 @@ def string_command(
             describe=lambda path: not_parquet(path) or "a Parquet file freqlab did not write as a usage table",
         )  # fmt: skip
     L, inputs, mix = frequency_inputs(L, hist, regime, tokens, tau, schedule, mass, weights, as_json=as_json)
+    if S is not None and given_on_command_line("round_to"):  # it rounds the S planned, not one given (a review)
+        raise click.UsageError("--round-to rounds the S freqlab plans; with --S given it changes nothing")
     if S is not None:
         require(S < L, "--S", f"S = {S} must be below the training window L = {L}")
         require(W < S, "--W", f"W = {W} must be much smaller than S = {S} (STRING needs W << S)")
@@ -385,6 +387,8 @@ def upsample_command(L, E, hist, tokens, tau, regime, schedule, long_hist, max_u
       freqlab plan upsample --schedule schedule.yaml --effective-length 6000
     """
     long_lengths = LengthHistogram.read_parquet(long_hist) if long_hist else None
+    if long_lengths is not None and long_lengths.documents == 0:  # "long_lengths is empty" named no file (a review)
+        raise click.BadParameter(f"{long_hist}: the histogram holds no documents", param_hint="'--long-hist'")
     if long_lengths is not None and (short := long_lengths.lengths[long_lengths.lengths < E]).size:  # the API said
         # "long_lengths must all be >= E", naming neither the option nor the file (a review)
         raise click.BadParameter(

@@ -406,15 +406,10 @@ def is_calibration_file(path: str | Path) -> bool:
     """Whether ``path`` is a file that begins as every calibration freqlab writes (:meth:`Calibration.write_json`),
     read from its first bytes (a large file of the user's named ``tau.json`` is not read through).
     """
+    from freqlab.files import starts_with
     from freqlab.formats import CALIBRATION_START
 
-    try:
-        if not Path(path).is_file():  # a FIFO would block the open
-            return False
-        with open(path, "rb") as handle:
-            return handle.read(len(CALIBRATION_START)) == CALIBRATION_START
-    except OSError:
-        return False
+    return starts_with(path, CALIBRATION_START)
 
 
 def read_tau(path: str | Path) -> float:

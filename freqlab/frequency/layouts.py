@@ -244,9 +244,9 @@ def layout_from_config(config: dict, source: str = "config.json") -> Layout:
         if not no_rope:  # absent, or [] as the published Scout and Maverick configs have it: every 4th layer NoPE
             interval = cast(int, _count_key(cfg, "no_rope_layer_interval", where, default=4))  # int: a default
             no_rope = [int((i + 1) % interval != 0) for i in range(n)]
-    if isinstance(no_rope, list) and no_rope and len(no_rope) != n:  # transformers indexes it by layer (a review:
-        # [1, 1] for 4 layers made layers 2 and 3 RoPE layers, unsaid)
-        raise FreqlabError(f"{where}: no_rope_layers lists {len(no_rope)} layers, not the {n} of num_hidden_layers")
+    if isinstance(no_rope, list) and no_rope and len(no_rope) < n:  # transformers indexes it by layer (a review:
+        # [1, 1] for 4 layers made layers 2 and 3 RoPE layers, unsaid; a longer list, as a cut test config, loads)
+        raise FreqlabError(f"{where}: no_rope_layers lists {len(no_rope)} layers, fewer than num_hidden_layers = {n}")
     if types is None:
         types = _default_layer_types(cfg, model_type, n, window, chunk, no_rope, where)
     if not isinstance(types, list) or len(types) < n:

@@ -128,7 +128,8 @@ class Schedule:
             )
         stages = tuple(replace(s, layout=parsed) if d else s for s, d in zip(self.stages, default, strict=True))
         provenance = tuple(item for item in self.provenance if item[0] != "layout")  # the file's layout's source
-        return replace(self, stages=stages, layout=parsed, provenance=provenance)
+        title = f"{self.title} (layout {parsed.spec} given instead)" if self.title else ""  # it may name the layout
+        return replace(self, stages=stages, layout=parsed, provenance=provenance, title=title)
 
 
 STAGE_KEYS = frozenset(

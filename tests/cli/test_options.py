@@ -349,3 +349,22 @@ def test_outputs_refuse_every_file_the_command_reads_and_take_a_usage_table_from
     old = tmp_path / "usage.parquet"
     pl.DataFrame({"position": [0], "pairs_before": [1], "pairs_after": [1]}).write_parquet(old)
     assert run("plan", "string", "--L", "2K", "--usage-out", old).exit_code == 0
+
+
+def test_a_second_reviews_messages(tmp_path):
+    """--round-to with --S changed nothing; an empty --long-hist said "long_lengths is empty"; calibrate --out on a
+    scan's summary called it a file freqlab did not write; a preset's title named the layout --layout replaced."""
+    hist = LengthHistogram.from_lengths([10, 40]).to_parquet(tmp_path / "h.parquet")
+    empty = LengthHistogram.from_counts([], []).to_parquet(tmp_path / "e.parquet")
+    result = run("plan", "string", "--L", "4K", "--S", 1351, "--round-to", 128)
+    assert result.exit_code == 2 and "--round-to rounds the S freqlab plans; with --S given" in result.output
+    result = run("plan", "upsample", "--L", 64, "--hist", hist, "--effective-length", 30, "--long-hist", empty)
+    assert result.exit_code == 2 and f"{empty}: the histogram holds no documents" in result.output
+    summary = tmp_path / "summary.json"
+    summary.write_text('{\n  "corpus": {\n    "name": "x"\n  }\n}\n')
+    result = run("calibrate", "--out", summary)
+    assert result.exit_code == 2 and "exists and is a scan's summary: --out replaces only a calibration" in " ".join(
+        result.output.split()
+    )
+    result = run("schedule", "--preset", "gemma3", "--layout", "global", "--hist", hist)
+    assert result.exit_code == 0 and result.output.splitlines()[0].endswith("(layout global given instead)")
