@@ -355,7 +355,7 @@ def with_tau_from(tau_option):
                     raise click.UsageError("give --tau or --tau-from, not both")
                 from freqlab.frequency.calibrate import read_tau
 
-                params["tau"] = read_tau(tau_from)
+                params["tau"] = usage_error(lambda: read_tau(tau_from), "--tau-from")
             return command(*args, **params)
 
         option = click.option(
@@ -446,12 +446,18 @@ def _files_read(option: str) -> list[tuple[str, str]]:
     found = []
     for param in ctx.command.params:
         values = ctx.params.get(param.name)
-        if not isinstance(param.type, click.Path) or values is None or option in param.opts:
+        if values is None or option in param.opts:
             continue
         for value in values if isinstance(values, tuple | list) else [values]:
-            if value is not None:
+            if isinstance(param.type, click.Path) and value is not None:
                 path = histogram_file(value) if isinstance(param.type, HistogramPath) else value
-                found.append((path, f"a file read ({param.opts[0] if param.opts else param.name.upper()})"))
+            elif isinstance(value, str) and os.path.isfile(value):  # --weights mix.yaml
+                path = value
+            elif isinstance(source := getattr(value, "source", None), str) and os.path.isfile(source):
+                path = source  # a value read from a file when parsed (--layout config.json: a Layout)
+            else:
+                continue
+            found.append((path, f"a file read ({param.opts[0] if param.opts else param.name.upper()})"))
     return found
 
 

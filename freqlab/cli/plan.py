@@ -154,8 +154,6 @@ def string_command(
             describe=lambda path: not_parquet(path) or "a Parquet file freqlab did not write as a usage table",
         )  # fmt: skip
     L, inputs, mix = frequency_inputs(L, hist, regime, tokens, tau, schedule, mass, weights, as_json=as_json)
-    if S is not None and given_on_command_line("round_to"):  # it rounds the S planned, not one given (a review)
-        raise click.UsageError("--round-to rounds the S freqlab plans; with --S given it changes nothing")
     if S is not None:
         require(S < L, "--S", f"S = {S} must be below the training window L = {L}")
         require(W < S, "--W", f"W = {W} must be much smaller than S = {S} (STRING needs W << S)")

@@ -33,7 +33,7 @@ import numpy as np
 from freqlab.config_file import unique_pairs
 from freqlab.deprecation import renamed_method
 from freqlab.display import Display, Displayed
-from freqlab.errors import FreqlabError, brief
+from freqlab.errors import FreqlabError
 from freqlab.formats import CALIBRATION_FORMAT, CALIBRATION_KEYS, CALIBRATION_VERSION
 from freqlab.frequency.regimes import seeded_rng
 from freqlab.frequency.stats import STRING_PROBE_CALIBRATION, scale_to_budget
@@ -428,7 +428,7 @@ def read_tau(path: str | Path) -> float:
     version = data.get("version", CALIBRATION_VERSION)  # a file written by hand may leave it out
     if type(version) is not int or version != CALIBRATION_VERSION:  # a later format may mean tau otherwise
         raise FreqlabError(
-            f"{path}: version {brief(version)}; this freqlab reads calibrations of version {CALIBRATION_VERSION}"
+            f"{path}: version {json.dumps(version)}; this freqlab reads calibrations of version {CALIBRATION_VERSION}"
         )
     if unknown := set(data) - {*CALIBRATION_KEYS, "source", "written"}:  # a typo (taux); calibrate --json's too
         raise FreqlabError(f"{path}: unknown key(s) {', '.join(sorted(unknown))} (a calibration has "

@@ -433,11 +433,11 @@ class Warmup:
     micro_batch: int = 1  # rows each seqlen_reshape sees at once (rechunk): a data-parallel rank's micro-batch
 
     kind = "warmup"
-    walks_rows = True  # mix_documents bounds the rows of L walked, not the documents
+    walks_rows = True  # the rows of L walked are bounded too (regimes.WALKED_MIX_ROWS)
 
     def mix_documents(self, regime: str) -> int | None:
-        """At most how many rows of L a float64 source mix for :meth:`frequency` under ``regime`` gives (its rows
-        are walked one by one under pack and natural); None: the histogram is not walked (concat's rows are counted).
+        """At most how many documents a float64 source mix for :meth:`frequency` under ``regime`` keeps (its
+        documents and rows are walked one by one under pack and natural); None: not walked (concat's rows are counted).
         """
         return WALKED_MIX_DOCUMENTS if regime != "concat" else None
 

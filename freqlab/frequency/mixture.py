@@ -47,7 +47,7 @@ from freqlab.arrays import exact_sum
 from freqlab.config_file import read_config_file
 from freqlab.errors import FreqlabError, brief
 from freqlab.frequency.position import position_frequency
-from freqlab.frequency.regimes import WALKED_MIX_DOCUMENTS
+from freqlab.frequency.regimes import WALKED_MIX_DOCUMENTS, WALKED_MIX_ROWS
 from freqlab.histogram import LengthHistogram, combine_sources
 from freqlab.paths import expand_home, printable
 from freqlab.sizes import exact_number
@@ -354,8 +354,8 @@ def weighted_histogram(
         :func:`~freqlab.frequency.regimes.expands_documents`), so a float64 mix keeps its documents below
         :data:`MAX_STREAM_DOCUMENTS` (``True``) or below this many (an int: a replay in Python).
     window : int, optional
-        With ``stream``: the caller walks rows of this window one by one (a curriculum's rows), so the bound is on
-        the mix's Σ ⌈n/window⌉·c(n) rows, which holds its documents too.
+        With ``stream``: the caller walks rows of this window one by one too (a curriculum's rows), so the mix's
+        Σ ⌈n/window⌉·c(n) rows also stay below :data:`~freqlab.frequency.regimes.WALKED_MIX_ROWS`.
 
     Returns
     -------
@@ -396,9 +396,14 @@ def weighted_histogram(
                 keep = target > 0
                 error = max(error, float(np.max(np.abs(counts[keep] - target[keep]) / target[keep])))
             if m[s] > 0 and g.documents and not counts.any():
+                walked = ""
+                if stream:  # the bound a walk puts on the mix, not the weight alone, leaves it out (a review)
+                    bound = MAX_STREAM_DOCUMENTS if stream is True else int(stream)
+                    rows = f" and {WALKED_MIX_ROWS:,} rows of {window}" if window is not None else ""
+                    walked = f"; the mix is kept to {bound:,} documents{rows} for a walk"
                 raise FreqlabError(
                     f"{s}: weight {_sci(m[s])} is too small beside the others to keep one document of it "
-                    "(give 0 to leave the source out)"
+                    f"(give 0 to leave the source out{walked})"
                 )
             scaled[s] = LengthHistogram(g.lengths, counts, corpus=s)
         exact = False
@@ -425,13 +430,16 @@ def _float_scale(h: LengthHistogram, m: dict[str, Fraction], stream: bool | int,
     if tokens:
         K = min(K, Fraction(_COUNT_LIMIT, 4) / tokens)
     if stream:
-
-        def walked(g: LengthHistogram) -> int:  # documents, or rows of `window` (natural's: an upper bound of pack's)
-            return g.documents if window is None else int(np.sum(-(-g.lengths // window) * g.counts, dtype=object))
-
-        items = sum((m[s] * walked(g) for s, g in sources.items()), Fraction(0))
+        documents = sum((m[s] * g.documents for s, g in sources.items()), Fraction(0))
         bound = MAX_STREAM_DOCUMENTS if stream is True else int(stream)
-        K = min(K, bound / items) if items else K
+        K = min(K, bound / documents) if documents else K
+    if stream and window is not None:  # rows of the window walked too (natural's count: an upper bound of pack's)
+
+        def rows(g: LengthHistogram) -> int:
+            return int(np.sum(-(-g.lengths // window) * g.counts, dtype=object))
+
+        walked = sum((m[s] * rows(g) for s, g in sources.items()), Fraction(0))
+        K = min(K, WALKED_MIX_ROWS / walked) if walked else K
     exponent = K.numerator.bit_length() - K.denominator.bit_length()  # floor(log2 K) or one more
     if Fraction(2) ** exponent > K:
         exponent -= 1

@@ -197,6 +197,9 @@ MAX_STREAM_DOCUMENTS = 1 << 31  # 16 GiB of int64 lengths
 #: ``stream``): a walk in numba (pack, best-fit, a curriculum's rows), and a replay in Python (~2 µs a document)
 WALKED_MIX_DOCUMENTS = 1 << 25
 REPLAYED_MIX_DOCUMENTS = 1 << 20
+#: rows of L a curriculum walks one by one in numba (~10^8 a second): a float64 mix for one gives at most this many,
+#: half the walk's own limit (MAX_STREAM_DOCUMENTS)
+WALKED_MIX_ROWS = 1 << 30
 
 
 def seeded_rng(seed: int) -> np.random.Generator:

@@ -128,7 +128,8 @@ class Schedule:
             )
         stages = tuple(replace(s, layout=parsed) if d else s for s, d in zip(self.stages, default, strict=True))
         provenance = tuple(item for item in self.provenance if item[0] != "layout")  # the file's layout's source
-        title = f"{self.title} (layout {parsed.spec} given instead)" if self.title else ""  # it may name the layout
+        instead = " instead" if self.layout is not None else ""  # the title may name the file's layout
+        title = f"{self.title} (layout {parsed.spec} given{instead})" if self.title else ""
         return replace(self, stages=stages, layout=parsed, provenance=provenance, title=title)
 
 

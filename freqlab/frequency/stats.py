@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import math
 import numbers
+import sys
 from collections.abc import Callable
 from dataclasses import dataclass
 from decimal import Decimal
@@ -387,6 +388,8 @@ def largest_reaching(
         floor, ceiling = float(need) * (1 - 1e-9), float(need) * (1 + 1e-9)
     except OverflowError:  # past any float (Python-integer counts): every position is a candidate, checked exactly
         floor, ceiling = math.inf, -math.inf
+    if abs(float(need) if math.isfinite(floor) else 0.0) < sys.float_info.min:  # 0 or subnormal: the 1e-9 band
+        floor, ceiling = math.inf, -math.inf  # collapses (a review: f_T = [1, 0] reached a tau of 1e-320)
     if _non_increasing(values):  # the reaching positions are a prefix
 
         def decided(i: int) -> bool:  # a value clearly off the threshold decides; one within 1e-9 is checked exactly

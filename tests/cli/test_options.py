@@ -352,12 +352,10 @@ def test_outputs_refuse_every_file_the_command_reads_and_take_a_usage_table_from
 
 
 def test_a_second_reviews_messages(tmp_path):
-    """--round-to with --S changed nothing; an empty --long-hist said "long_lengths is empty"; calibrate --out on a
+    """An empty --long-hist said "long_lengths is empty"; calibrate --out on a
     scan's summary called it a file freqlab did not write; a preset's title named the layout --layout replaced."""
     hist = LengthHistogram.from_lengths([10, 40]).to_parquet(tmp_path / "h.parquet")
     empty = LengthHistogram.from_counts([], []).to_parquet(tmp_path / "e.parquet")
-    result = run("plan", "string", "--L", "4K", "--S", 1351, "--round-to", 128)
-    assert result.exit_code == 2 and "--round-to rounds the S freqlab plans; with --S given" in result.output
     result = run("plan", "upsample", "--L", 64, "--hist", hist, "--effective-length", 30, "--long-hist", empty)
     assert result.exit_code == 2 and f"{empty}: the histogram holds no documents" in result.output
     summary = tmp_path / "summary.json"
@@ -368,3 +366,38 @@ def test_a_second_reviews_messages(tmp_path):
     )
     result = run("schedule", "--preset", "gemma3", "--layout", "global", "--hist", hist)
     assert result.exit_code == 0 and result.output.splitlines()[0].endswith("(layout global given instead)")
+
+
+def test_a_third_reviews_inputs(tmp_path):
+    """--weights mix.yaml and --layout config.json were no click paths, so --out /dev/stdout >> them appended Parquet;
+    a bad --tau-from file was exit 1 naming no option; a title said "instead" of a layout the preset never had."""
+    import subprocess
+    import sys
+
+    from freqlab.histogram import combine_sources
+
+    combine_sources({"a": LengthHistogram.from_lengths([10]), "b": LengthHistogram.from_lengths([40])}).to_parquet(
+        tmp_path / "h.parquet"
+    )
+    (tmp_path / "mix.yaml").write_text("unit: epochs\nweights: {a: 1, b: 2}\n")
+    (tmp_path / "config.json").write_text('{"num_hidden_layers": 2}')
+    for option, value in (("--weights", "mix.yaml"), ("--layout", "config.json")):
+        before = (tmp_path / value).read_bytes()
+        with open(tmp_path / value, "ab") as appended:
+            args = ["freq", "h.parquet", "--L", "64", option, value, "--out", "/dev/stdout"]
+            result = subprocess.run(
+                [sys.executable, "-m", "freqlab", *args],
+                cwd=tmp_path,
+                stdout=appended,
+                stderr=subprocess.PIPE,
+                text=True,
+            )
+        assert result.returncode == 2 and f"is a file read ({option})" in result.stderr, result.stderr
+        assert (tmp_path / value).read_bytes() == before
+    (tmp_path / "tau.json").write_text('{"format": "freqlab-calibration", "tau": 5, "version": true}')
+    result = run("freq", tmp_path / "h.parquet", "--L", 64, "--tau-from", tmp_path / "tau.json")
+    assert (
+        result.exit_code == 2 and "Invalid value for '--tau-from'" in result.output and "version true" in result.output
+    )
+    result = run("schedule", "--preset", "llama3", "--layout", "global", "--hist", tmp_path / "h.parquet")
+    assert result.exit_code == 0 and result.output.splitlines()[0].endswith("(layout global given)")

@@ -281,3 +281,13 @@ def test_largest_reaching_checks_exactly_only_the_values_within_a_float_of_the_t
     need = Fraction(10**400)  # past a float: every step exact
     calls.clear()
     assert largest_reaching(values, need, reaches) == -1 and calls == [0]
+
+
+def test_a_threshold_below_the_smallest_float_is_checked_exactly():
+    """A third review: tau · f(0) / T under float64's normal range collapsed the 1e-9 band, and the float decided:
+    f_T = [1, 0] reached a tau of 1e-320 at position 1."""
+    from fractions import Fraction
+
+    assert effective_length([1, 0], 1e300, 1e-300) == 0
+    assert effective_length([1, 0], 10**308, 1e-20) == 0
+    assert effective_length([1.0, 5e-324], 1, Fraction(1, 2**1074 - 1)) == 0
