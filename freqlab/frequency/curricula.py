@@ -527,7 +527,10 @@ class SkyLadder:
     kind = "skyladder"
 
     walks_rows = True
-    mix_documents = Warmup.mix_documents  # rows of pack and natural are walked, concat's counted
+
+    def mix_documents(self, regime: str) -> int | None:
+        """As :meth:`Warmup.mix_documents`: rows of pack and natural are walked, concat's counted."""
+        return WALKED_MIX_DOCUMENTS if regime != "concat" else None
 
     def changing_point(self, rows: int, L: int) -> int:
         """Row index from which the window is L (their ``changing_point``, in samples)."""
