@@ -436,7 +436,8 @@ def check_output_free(
 
 
 def _files_read(option: str) -> list[tuple[str, str]]:
-    """Every file the current command was given to read (its path options and arguments but ``option``), as
+    """Every file the current command was given to read (its path options and arguments but ``option``, a
+    ``--weights`` mixture file, a ``--layout`` config), as
     (path, "the file read (--option)"): ``--usage-out /dev/stdout >> schedule.yaml`` appended to the schedule, and
     ``--out /dev/stdout >> tau.json`` to the --tau-from file (a review).
     """
@@ -451,8 +452,8 @@ def _files_read(option: str) -> list[tuple[str, str]]:
         for value in values if isinstance(values, tuple | list) else [values]:
             if isinstance(param.type, click.Path) and value is not None:
                 path = histogram_file(value) if isinstance(param.type, HistogramPath) else value
-            elif isinstance(value, str) and os.path.isfile(value):  # --weights mix.yaml
-                path = value
+            elif param.name == "weights" and isinstance(value, str) and os.path.isfile(expand_home(value)):
+                path = expand_home(value)  # --weights mix.yaml (not a choice's word that names a file: --regime)
             elif isinstance(source := getattr(value, "source", None), str) and os.path.isfile(source):
                 path = source  # a value read from a file when parsed (--layout config.json: a Layout)
             else:

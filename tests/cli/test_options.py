@@ -371,6 +371,7 @@ def test_a_second_reviews_messages(tmp_path):
 def test_a_third_reviews_inputs(tmp_path):
     """--weights mix.yaml and --layout config.json were no click paths, so --out /dev/stdout >> them appended Parquet;
     a bad --tau-from file was exit 1 naming no option; a title said "instead" of a layout the preset never had."""
+    import os
     import subprocess
     import sys
 
@@ -394,6 +395,23 @@ def test_a_third_reviews_inputs(tmp_path):
             )
         assert result.returncode == 2 and f"is a file read ({option})" in result.stderr, result.stderr
         assert (tmp_path / value).read_bytes() == before
+    # a choice's word that names a file in the folder is no file read (a fourth review: --regime natural, a log
+    # named natural, was refused); a --weights path with ~ is one
+    (tmp_path / "natural").write_text("log\n")
+    with open(tmp_path / "natural", "ab") as appended:
+        args = ["freq", "h.parquet", "--L", "64", "--regime", "natural", "--out", "/dev/stdout"]
+        ran = subprocess.run(
+            [sys.executable, "-m", "freqlab", *args], cwd=tmp_path, stdout=appended, stderr=subprocess.PIPE
+        )
+    assert ran.returncode == 0 and (tmp_path / "natural").read_bytes().startswith(b"log\nPAR1")
+    before = (tmp_path / "mix.yaml").read_bytes()
+    with open(tmp_path / "mix.yaml", "ab") as appended:
+        args = ["freq", "h.parquet", "--L", "64", "--weights", "~/mix.yaml", "--out", "/dev/stdout"]
+        ran = subprocess.run(
+            [sys.executable, "-m", "freqlab", *args], cwd=tmp_path, stdout=appended, stderr=subprocess.PIPE,
+            env={**os.environ, "HOME": str(tmp_path)},
+        )  # fmt: skip
+    assert ran.returncode == 2 and (tmp_path / "mix.yaml").read_bytes() == before
     (tmp_path / "tau.json").write_text('{"format": "freqlab-calibration", "tau": 5, "version": true}')
     result = run("freq", tmp_path / "h.parquet", "--L", 64, "--tau-from", tmp_path / "tau.json")
     assert (
