@@ -44,7 +44,7 @@ from freqlab.errors import FreqlabError
 from freqlab.files import not_parquet
 from freqlab.frequency import DEFAULT_TAU
 from freqlab.frequency.budget import training_budget
-from freqlab.frequency.schedule import load_schedule, schedule_frequency
+from freqlab.frequency.schedule import files_named, load_schedule, schedule_frequency
 from freqlab.histogram import LengthHistogram
 from freqlab.paths import shown
 from freqlab.plan.rope_scaling import (
@@ -152,6 +152,7 @@ def string_command(
             usage_out, "--usage-out", ours=is_usage_table,
             written_as="a STRING usage table", suffix=".parquet",
             describe=lambda path: not_parquet(path) or "a Parquet file freqlab did not write as a usage table",
+            reads=[(name, "a file the schedule names") for name in _schedule_files(schedule)],
         )  # fmt: skip
     L, inputs, mix = frequency_inputs(L, hist, regime, tokens, tau, schedule, mass, weights, as_json=as_json)
     if S is not None:
@@ -172,6 +173,16 @@ def string_command(
         click.echo(p.report())
         if usage_out:
             click.echo(f"\nwrote {shown(usage_out)}")
+
+
+def _schedule_files(schedule) -> list[str]:
+    """The files ``--schedule`` names (none when it cannot be read: the command says why, once, when it reads it)."""
+    if not schedule:
+        return []
+    try:
+        return files_named(load_schedule(schedule))
+    except FreqlabError:
+        return []
 
 
 # self-extend -----------------------------------------------------------------------------------------------

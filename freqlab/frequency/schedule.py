@@ -361,6 +361,20 @@ def load_preset(name: str, *, histogram=None, weights: str | None = None) -> Sch
     return parse_schedule(presets[name], source=f"preset {name}", histogram=histogram, weights=weights)
 
 
+def files_named(schedule: Schedule) -> list[str]:
+    """The files a schedule names, which a command reading it reads too: its stages' histograms, mixture files and
+    model configs (a review: ``plan string --schedule s.yaml --usage-out /dev/stdout >> mix.yaml`` appended to the
+    weights file the schedule names).
+    """
+    names = set()
+    for stage in schedule.stages:
+        layout_source = getattr(stage.layout, "source", None)
+        for value in (stage.histogram, stage.weights, layout_source):
+            if isinstance(value, str | Path) and Path(value).is_file():
+                names.add(str(value))
+    return sorted(names)
+
+
 def _weights(base: Path, value, where: str) -> str | None:
     """The weights given at ``where`` (a stage, the file's default) as text: ``SOURCE=W,...``, a preset, or a mixture
     file (relative to the schedule file).

@@ -346,6 +346,13 @@ def test_outputs_refuse_every_file_the_command_reads_and_take_a_usage_table_from
             result = subprocess.run(freqlab + args, cwd=tmp_path, stdout=appended, stderr=subprocess.PIPE, text=True)
         assert result.returncode == 2 and f"is a file read ({option}): give another file" in result.stderr
         assert (tmp_path / target).read_bytes() == before
+    # and the files the schedule names (a fourth review: its weights file took the table)
+    (tmp_path / "mix.yaml").write_text("unit: epochs\nweights: {(none): 1}\n")
+    (tmp_path / "w.yaml").write_text(f"histogram: {hist}\nweights: mix.yaml\nstages:\n  - {{L: 2048, tokens: 1T}}\n")
+    with open(tmp_path / "mix.yaml", "ab") as appended:
+        args = ["plan", "string", "--schedule", "w.yaml", "--usage-out", "/dev/stdout"]
+        result = subprocess.run(freqlab + args, cwd=tmp_path, stdout=appended, stderr=subprocess.PIPE, text=True)
+    assert result.returncode == 2 and "is a file the schedule names: give another file" in result.stderr
     old = tmp_path / "usage.parquet"
     pl.DataFrame({"position": [0], "pairs_before": [1], "pairs_after": [1]}).write_parquet(old)
     assert run("plan", "string", "--L", "2K", "--usage-out", old).exit_code == 0
