@@ -414,7 +414,6 @@ def check_output_free(
     """
     path = Path(out)
     to_stdout = writes_stdout(out)
-    reads = [*reads, *_files_read(option)]
     if not to_stdout and path.suffix.lower() in FORMAT_SUFFIXES and path.suffix.lower() != suffix:
         kind = {".parquet": "Parquet", ".json": "JSON"}[suffix]
         raise click.BadParameter(
@@ -422,7 +421,7 @@ def check_output_free(
         )
     if not path.is_file() or not path.stat().st_size or ours(str(out)):
         return
-    for read, what in reads:
+    for read, what in [*reads, *_files_read(option)]:  # the named first: their wording is the caller's
         if read is not None and file_identity(str(out)) == file_identity(str(read)):
             raise click.BadParameter(f"{out!r} is {what}: give another file", param_hint=f"'{option}'")
     what = "a length histogram" if has_freqlab_header(str(out), LENGTHS_FORMAT) else None
