@@ -400,6 +400,13 @@ def runs_of(window: Callable[[np.ndarray], np.ndarray], growth_rows: int, rows: 
     return run_rows[keep], values[keep]
 
 
+def _rows_mix_documents(regime: str) -> int | None:
+    """The documents a float64 source mix keeps for a curriculum that walks the regime's rows (pack and natural walk
+    documents and rows one by one; concat's rows are counted: None, any mix).
+    """
+    return WALKED_MIX_DOCUMENTS if regime != "concat" else None
+
+
 def _frequency(seg: np.ndarray, L: int, dropped: int, name: str, note: str) -> ExactFrequency:
     nonzero = np.flatnonzero(seg)
     segs = Segments(nonzero.astype(np.int64), seg[nonzero], L, name, dropped)
@@ -436,10 +443,8 @@ class Warmup:
     walks_rows = True  # the rows of L walked are bounded too (regimes.WALKED_MIX_ROWS)
 
     def mix_documents(self, regime: str) -> int | None:
-        """At most how many documents a float64 source mix for :meth:`frequency` under ``regime`` keeps (its
-        documents and rows are walked one by one under pack and natural); None: not walked (concat's rows are counted).
-        """
-        return WALKED_MIX_DOCUMENTS if regime != "concat" else None
+        """At most how many documents a float64 source mix for :meth:`frequency` under ``regime`` keeps."""
+        return _rows_mix_documents(regime)
 
     def window(self, L: int, warm_steps: int) -> Callable[[np.ndarray], np.ndarray]:
         """w(step) for steps below ``warm_steps``, in exact integers (int64 while L · steps fits, else Python ints)."""
@@ -529,8 +534,8 @@ class SkyLadder:
     walks_rows = True
 
     def mix_documents(self, regime: str) -> int | None:
-        """As :meth:`Warmup.mix_documents`: rows of pack and natural are walked, concat's counted."""
-        return WALKED_MIX_DOCUMENTS if regime != "concat" else None
+        """At most how many documents a float64 source mix for :meth:`frequency` under ``regime`` keeps."""
+        return _rows_mix_documents(regime)
 
     def changing_point(self, rows: int, L: int) -> int:
         """Row index from which the window is L (their ``changing_point``, in samples)."""

@@ -8,7 +8,7 @@ import time
 from pathlib import Path
 
 from freqlab.errors import FreqlabError
-from freqlab.files import forget_written, has_freqlab_header, write_atomic, write_parquet
+from freqlab.files import forget_written, has_freqlab_header, starts_with, write_atomic, write_parquet
 from freqlab.formats import CHECKPOINTS_DIR, FIGURES_DIR, LENGTHS_FILE, SUMMARY_FILE
 from freqlab.histogram import LengthHistogram
 from freqlab.paths import unambiguous
@@ -47,10 +47,9 @@ def written_by_freqlab(path: Path) -> bool:
         return has_freqlab_header(path)
     if not path.is_file():  # a FIFO would block the open, a device behind a link never end: no scan wrote it
         return False
-    try:  # a summary as ScanOutput.write writes it (indented JSON, corpus first), however many sources it lists
-        with open(path, "rb") as handle:
-            if handle.read(len(SUMMARY_START)) == SUMMARY_START:
-                return True
+    if starts_with(path, SUMMARY_START):  # as ScanOutput.write writes it (indented JSON, corpus first)
+        return True
+    try:
         if path.stat().st_size > SUMMARY_BYTES:
             return False
         summary = json.loads(path.read_bytes())  # one saved again in another layout (an editor, json.tool)
