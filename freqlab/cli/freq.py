@@ -20,6 +20,7 @@ from freqlab.cli.options import (  # noqa: F401  (echo_json, json_option, tokens
     megatron_options,
     megatron_settings,
     refuse_unused_megatron,
+    refuse_unused_seed,
     regime_option,
     report_beside,
     seed_option,
@@ -102,6 +103,7 @@ def freq_command(hist, Ls, regimes, tokens, tau, seed, out, weights, layout, tai
             f"{OUT_BYTES_PER_POSITION} bytes per position each",
         )
     refuse_unused_megatron(regimes)
+    refuse_unused_seed(regimes)
     h, mix = read_histogram(hist, weights, regimes=regimes)
     budget = training_budget(tokens)
     replay = None

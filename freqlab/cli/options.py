@@ -319,6 +319,22 @@ def refuse_unused_megatron(regimes) -> None:
         )
 
 
+#: the regimes whose segments depend on --seed: pack's stream order, and megatron's stand-in for it without an .idx
+SEEDED_REGIMES = ("pack", "megatron")
+
+
+def refuse_unused_seed(regimes) -> None:
+    """A usage error for ``--seed`` given without a regime it orders (a review: ``freq --seed 7 --regime natural``
+    ran and said nothing, as if the seed had mattered).
+    """
+    regimes = (regimes,) if isinstance(regimes, str) else tuple(regimes)
+    if given_on_command_line("seed") and not set(regimes) & set(SEEDED_REGIMES):
+        raise click.UsageError(
+            f"--seed orders the documents of --regime {' or '.join(SEEDED_REGIMES)} alone (none given): the "
+            f"{', '.join(dict.fromkeys(regimes))} f(i) would be the same for every seed"
+        )
+
+
 def megatron_settings(data_path, megatron_seed, megatron_split, reset_attention_mask, train_samples, epochs):
     """The :class:`~freqlab.frequency.megatron_replay.MegatronOptions` of :func:`megatron_options`' values."""
     from freqlab.frequency.megatron_replay import MegatronOptions

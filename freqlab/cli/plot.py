@@ -21,6 +21,7 @@ from freqlab.cli.options import (
     hist_option,
     json_option,
     layout_option,
+    refuse_unused_seed,
     regime_option,
     renamed_option,
     report_beside,
@@ -148,7 +149,10 @@ def _report_written(paths: list[Path], as_json: bool, budget=None, tau: float = 
 
 
 def _histogram(path, regimes, weights):
-    """The histogram at ``path``, weighted by ``weights`` (--weights), for ``regimes``."""
+    """The histogram at ``path``, weighted by ``weights`` (--weights), for ``regimes`` (a --seed none of them reads
+    refused first).
+    """
+    refuse_unused_seed(regimes)
     return read_histogram(path, weights, regimes=regimes)[0]
 
 

@@ -82,12 +82,13 @@ def test_freq_parquet_carries_the_histograms_metadata(tmp_path):
         meta={"vocab_hash": "abc"},
     )
     h.to_parquet(path)
-    result = run("freq", path, "--L", "2K", "--regime", "natural", "--regime", "truncate", "--seed", 5, "--out", out)
+    args = ("--regime", "natural", "--regime", "truncate", "--regime", "pack", "--seed", 5)
+    result = run("freq", path, "--L", "2K", *args, "--out", out)
     assert result.exit_code == 0, result.output
     header = json.loads(pl.read_parquet_metadata(out)["freqlab"])
     lengths_header = json.loads(pl.read_parquet_metadata(path)["freqlab"])
     assert header["format"] == "freqlab.position_frequency" and header["version"] == 1
-    assert (header["L"], header["regimes"], header["seed"]) == ([2048], ["natural", "truncate"], 5)
+    assert (header["L"], header["regimes"], header["seed"]) == ([2048], ["natural", "truncate", "pack"], 5)
     provenance = {key: lengths_header[key] for key in ("corpus", "tokenizer", "skipped", "empty_documents", "meta")}
     assert (
         {key: header["histogram"][key] for key in provenance}
