@@ -269,6 +269,30 @@ def test_a_file_freqlab_did_not_write_where_a_result_goes_is_refused_and_kept(tm
     assert scan(str(data), out=str(tmp_path / "out"), progress=False).histogram.tokens == first.histogram.tokens
 
 
+def test_a_scan_stopped_between_its_two_results_leaves_no_summary_of_other_lengths(tmp_path, monkeypatch):
+    """The last stop's note: lengths.parquet and summary.json are written one after the other, each atomically; a
+    scan stopped between them left the new lengths beside the earlier scan's summary (its counts another corpus's).
+    The earlier summary goes first, so the pair is never of two scans."""
+    import freqlab.scan.output as output
+    from freqlab.histogram import LengthHistogram
+    from freqlab.scan import scan
+
+    out = tmp_path / "out"
+    (tmp_path / "a.jsonl").write_text('{"text": "hello world"}\n')
+    (tmp_path / "b.jsonl").write_text('{"text": "one"}\n{"text": "two three four five"}\n')
+    scan(str(tmp_path / "a.jsonl"), out=str(out), progress=False)
+    assert json.loads((out / "summary.json").read_text())["documents"]["read"] == 1
+
+    def stopped(path, data):
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(output, "write_atomic", stopped)
+    with pytest.raises(KeyboardInterrupt):
+        scan(str(tmp_path / "b.jsonl"), out=str(out), progress=False)
+    assert LengthHistogram.read_parquet(out / "lengths.parquet").documents == 2  # the second scan's lengths
+    assert not (out / "summary.json").exists()  # and no summary of the first beside them
+
+
 @pytest.mark.parametrize("name", ["summary.json", "lengths.parquet"])
 def test_a_fifo_where_a_result_goes_is_refused_without_waiting_on_it(tmp_path, name):
     """A review: the check of OUT/summary.json or OUT/lengths.parquet opened a FIFO there and hung, holding the lock."""
