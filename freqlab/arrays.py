@@ -51,11 +51,12 @@ def exact_dot(a: np.ndarray, b: np.ndarray) -> int:
     return int(np.dot(a.astype(object), b.astype(object)))
 
 
-def int64_tokens(lengths: np.ndarray, counts: np.ndarray) -> int:
-    """The histogram's tokens Σ length·count; a FreqlabError from 2^63 on. Whatever is counted from a histogram
-    (segments, rows, pieces, f(i)) is at most its tokens, so below 2^63 int64 counts it exactly.
+def int64_tokens(lengths: np.ndarray, counts: np.ndarray | None = None) -> int:
+    """The histogram's tokens Σ length·count (``counts`` None: each length one document); a FreqlabError from 2^63
+    on. Whatever is counted from a histogram (segments, rows, pieces, f(i)) is at most its tokens, so below 2^63
+    int64 counts it exactly.
     """
-    tokens = exact_dot(lengths, counts)
+    tokens = exact_sum(lengths) if counts is None else exact_dot(lengths, counts)
     if tokens >= 1 << 63:
         raise FreqlabError(f"{tokens:,} tokens exceed exact int64 arithmetic (2^63); scale the histogram down")
     return tokens

@@ -142,6 +142,8 @@ class LengthHistogram(Displayed):
             lengths, counts = lengths[order], counts[order]
             if np.any(lengths[1:] == lengths[:-1]):
                 raise FreqlabError("histogram lengths must be unique")
+        lengths.setflags(write=False)  # copies of the arrays given (lengths[keep]): frozen, as the histogram is
+        counts.setflags(write=False)  # (h.counts[0] = -7 made documents and tokens negative: a review)
         object.__setattr__(self, "lengths", lengths)
         object.__setattr__(self, "counts", counts)
         object.__setattr__(self, "empty_documents", _whole_count(self.empty_documents, "empty_documents"))

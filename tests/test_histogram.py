@@ -282,6 +282,19 @@ def test_a_file_of_another_kind_is_named_for_what_it_is(tmp_path, monkeypatch):
     )
 
 
+def test_its_arrays_are_read_only_as_the_histogram_is_frozen():
+    """A review: h.counts[0] = -7 made documents and tokens negative; h.lengths[0] = 100 moved the median."""
+    h = LengthHistogram.from_counts([3, 6], [2, 1])
+    for array in (h.lengths, h.counts):
+        with pytest.raises(ValueError, match="read-only"):
+            array[0] = -7
+    assert (h.documents, h.tokens, h.quantile(0.5)) == (3, 12, 3)
+    given = np.array([3, 6])
+    LengthHistogram.from_lengths(given)
+    given[0] = 4  # the caller's array is theirs
+    assert (h + h).counts.tolist() == [4, 2] and h.scale_to_tokens(24).counts.tolist() == [4, 2]
+
+
 def test_bad_lengths_are_rejected():
     with pytest.raises(FreqlabError, match="lengths must be >= 1, got 0"):
         LengthHistogram.from_lengths([3, 0])

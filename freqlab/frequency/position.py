@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from freqlab.arrays import as_int64, int64_tokens
 from freqlab.errors import FreqlabError
 from freqlab.frequency.kernels import scatter_add
 from freqlab.frequency.regimes import Segments, segments
@@ -25,7 +26,7 @@ def segment_frequency(segs: Segments) -> np.ndarray:
 
     f(i) - f(i+1) = N(i) = Σ_{l > i} c_l (the segments longer than i) and f(L) = 0, so f is the suffix sum of N and
     N the suffix sum of c: two cumulative sums, in place, from the right. Every partial sum is at most f(0) < 2^63
-    (checked by ``segments``): exact in int64.
+    (checked here: a FreqlabError from 2^63 tokens on): exact in int64.
 
     Parameters
     ----------
@@ -43,10 +44,16 @@ def segment_frequency(segs: Segments) -> np.ndarray:
     .. [1] An et al., "Why Does the Effective Context Length of LLMs Fall Short?", ICLR 2025, arXiv:2410.18745.
     """
     L = segs.L
-    lengths = segs.lengths
+    # a Segments made by hand too (a review: floats reached numba, 2^63 tokens wrapped f(0) to a negative number)
+    lengths, counts = as_int64(segs.lengths, "segment lengths"), as_int64(segs.counts, "segment counts")
+    if lengths.shape != counts.shape or lengths.ndim != 1:
+        raise FreqlabError(f"segment lengths and counts differ in shape: {lengths.shape} vs {counts.shape}")
+    if lengths.size and (lengths.min() < 0 or counts.min() < 0):
+        raise FreqlabError(f"segment lengths and counts must be >= 0, got {int(min(lengths.min(), counts.min()))}")
+    int64_tokens(lengths, counts)
     if lengths.size and lengths.max() > L:
         raise ValueError(f"segment longer than L={L}: {int(lengths.max())}")
-    out = scatter_add(L + 1, lengths, segs.counts)  # out[l] = c_l
+    out = scatter_add(L + 1, lengths, counts)  # out[l] = c_l
     from_right = out[:0:-1]  # out[L], out[L-1], ..., out[1]
     np.cumsum(from_right, out=from_right)  # out[i + 1] = N(i)
     np.cumsum(from_right, out=from_right)  # out[i + 1] = Σ_{j >= i} N(j) = f(i)

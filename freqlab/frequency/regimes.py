@@ -343,6 +343,7 @@ def pack_documents(doc_lengths, L: int) -> Segments:
     docs = _as_int64(doc_lengths, "doc_lengths")
     if docs.size and docs.min() < 1:
         raise FreqlabError(f"document lengths must be >= 1, got {int(docs[np.argmax(docs < 1)])}")
+    int64_tokens(docs)  # the rows' counts are at most the tokens: exact in int64
     return _packed(pack_walk(docs, L, np.empty(0, dtype=np.int64), np.empty(0, dtype=np.int64))[0], L)
 
 

@@ -20,6 +20,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 from numpy.lib.mixins import NDArrayOperatorsMixin
 
+from freqlab.arrays import exact_sum
 from freqlab.deprecation import renamed_method
 from freqlab.display import HEAD_SHADE, TAIL_SHADE, Display, Displayed, count, curve_svg, percent
 from freqlab.frequency import stats
@@ -61,7 +62,9 @@ class PositionFrequency(NDArrayOperatorsMixin, Displayed):
     Indexing (``pf[i]``) reads f(i); operators and numpy functions act on f and give plain arrays (``pf == other``
     compares element by element, as arrays do; ``pf * 2``, ``np.cumsum(pf)``), and the array's attributes are
     f's (``pf.shape``, ``pf.sum()``); :meth:`share_at_most` and the other statistics are those of
-    :mod:`freqlab.frequency.stats`.
+    :mod:`freqlab.frequency.stats`. The position mass Σ f(i) ≈ T·L/2 passes 2^63 at 10^13 tokens of L = 2^21:
+    ``pf.sum()`` and ``np.sum(pf)`` are exact (a Python int), and ``pf.cumsum()`` and ``np.cumsum(pf)`` are Python
+    ints (an object array) where int64 would wrap. f itself is read-only: f(0) is the tokens, at most 2^63 - 1.
 
     References
     ----------
@@ -84,6 +87,11 @@ class PositionFrequency(NDArrayOperatorsMixin, Displayed):
     approximation: str | None = None
     corpus: str = ""
     tokenizer: str = ""
+
+    def __post_init__(self) -> None:
+        f = self.f.view()  # frozen, as the object is: np.asarray(pf)[0] = 999 changed pf.tokens (a review); a view,
+        f.setflags(write=False)  # so the caller's own array stays writable
+        object.__setattr__(self, "f", f)
 
     @classmethod
     def from_segments(cls, segs: Segments, *, corpus: str = "", tokenizer: str = "") -> PositionFrequency:
@@ -146,6 +154,20 @@ class PositionFrequency(NDArrayOperatorsMixin, Displayed):
     def __len__(self) -> int:
         return int(self.f.size)
 
+    def sum(self, axis=None, dtype=None, out=None, **kwargs):
+        """Σ f(i), exact: an int (int64's own sum wraps past 2^63, a review); with other arguments, the array's."""
+        if axis in (None, 0, -1) and dtype is None and out is None and not kwargs:
+            return exact_sum(self.f)
+        return self.f.sum(axis=axis, dtype=dtype, out=out, **kwargs)
+
+    def cumsum(self, axis=None, dtype=None, out=None):
+        """Σ_{j <= i} f(j): int64, or Python ints (an object array) where int64 would wrap; with other arguments, the
+        array's.
+        """
+        if axis in (None, 0, -1) and dtype is None and out is None and exact_sum(self.f) >= 1 << 63:
+            return np.cumsum(self.f.astype(object))
+        return self.f.cumsum(axis=axis, dtype=dtype, out=out)
+
     def __getitem__(self, index):
         value = self.f[index]
         return int(value) if np.ndim(value) == 0 else value
@@ -199,12 +221,13 @@ class PositionFrequency(NDArrayOperatorsMixin, Displayed):
     summary = renamed_method("summary", "regime_row")  # deprecated: the old name goes in 0.3
 
     def to_frame(self):
-        """A polars DataFrame with columns ``position``, ``regime``, ``f``."""
+        """A polars DataFrame with columns ``position``, ``regime``, ``f``; ``regime`` is the one computed (``concat``
+        for a ``megatron`` f computed from a histogram alone: the table has no room for the note, a review).
+        """
         import polars as pl
 
-        return pl.DataFrame(
-            {"position": np.arange(self.L, dtype=np.int64), "regime": [self.regime] * self.L, "f": self.f}
-        )
+        regime = self.approximation or self.regime
+        return pl.DataFrame({"position": np.arange(self.L, dtype=np.int64), "regime": [regime] * self.L, "f": self.f})
 
     # display -------------------------------------------------------------------------------------------------
     def _display(self) -> Display:

@@ -127,3 +127,21 @@ def test_more_tokens_than_int64_holds_is_an_error_not_a_wrapped_answer():
 
     with pytest.raises(FreqlabError, match="exceed exact int64"):
         position_frequency([1 << 40], [1 << 40], 2048)
+
+
+def test_the_public_steps_below_position_frequency_refuse_2_pow_63_tokens_too():
+    """A review: pack_documents, segment_frequency and PositionFrequency.from_segments, public, skipped the check
+    that position_frequency makes: f(0) wrapped to -2^63 and the result said "no tokens in the segments"."""
+    from freqlab.frequency import PositionFrequency, Segments, pack_documents, segment_frequency
+
+    with pytest.raises(FreqlabError, match=r"^9,223,372,036,854,775,808 tokens exceed exact int64 arithmetic"):
+        pack_documents([2**62, 2**62], 4)
+    assert pack_documents([2**62, 2**62 - 1], 2**30).counts.tolist() == [1, 2**33 - 1]  # one below: exact rows
+    by_hand = Segments(np.array([2]), np.array([5 * 10**18]), 4, "natural")
+    for compute in (segment_frequency, PositionFrequency.from_segments):
+        with pytest.raises(FreqlabError, match=r"^10,000,000,000,000,000,000 tokens exceed exact int64"):
+            compute(by_hand)
+    with pytest.raises(FreqlabError, match="segment lengths must be integers"):
+        segment_frequency(Segments(np.array([2.5]), np.array([1]), 4, "natural"))
+    with pytest.raises(FreqlabError, match="segment lengths and counts must be >= 0, got -1"):
+        segment_frequency(Segments(np.array([2]), np.array([-1]), 4, "natural"))

@@ -52,6 +52,34 @@ def test_operators_and_array_attributes_act_on_f_as_on_the_array():
     assert np.array(pf, copy=True) is not pf.f and np.asarray(pf) is pf.f
 
 
+def test_f_is_read_only_and_the_callers_array_stays_writable():
+    """A review: np.asarray(pf)[0] = 999 made pf.tokens 999; pf.fill(0) and pf.sort() (the array's methods) emptied
+    and reordered f, and with them every statistic."""
+    pf = ROWS.frequency(8)
+    for change in (lambda: np.asarray(pf).__setitem__(0, 999), lambda: pf.fill(0), lambda: pf.sort()):
+        with pytest.raises(ValueError, match="read-only"):
+            change()
+    assert pf.tokens == ROWS.tokens and pf[:2].tolist() == [2_048_000, 1_792_000]
+    mine = np.array([6, 3, 1], dtype=np.int64)
+    made = PositionFrequency(mine, 3, "natural", 3)
+    mine[0] = 7  # the caller's array is theirs
+    assert mine.flags.writeable and made.f.base is mine
+
+
+def test_sum_and_cumsum_are_exact_past_int64():
+    """A review: Σ f(i) ≈ T·L/2 passes 2^63 at 10^13 tokens of L = 2^21, where pf.sum() and np.cumsum(pf), which the
+    docstring shows, wrapped to -7,960,979,608,667,860,992."""
+    pf = LengthHistogram.from_counts([10**6], [10**7]).frequency(2**21, "concat")
+    exact = sum(int(v) for v in pf.f.tolist())  # Python ints, one by one
+    assert exact == 10_485_764_465_041_690_624 > 2**63
+    assert pf.sum() == np.sum(pf) == exact and type(pf.sum()) is int
+    running = np.cumsum(pf)
+    assert running.dtype == object and running[-1] == pf.cumsum()[-1] == exact and running[2] == sum(pf.f[:3].tolist())
+    small = ROWS.frequency(2048)  # below 2^63: int64, as before
+    assert small.cumsum().dtype == np.int64 and np.cumsum(small)[-1] == small.sum() == 1000 * 2048 * 2049 // 2
+    assert small.sum(dtype=np.float64) == pytest.approx(1000 * 2048 * 2049 / 2)  # other arguments: the array's
+
+
 def test_statistics_match_the_functions():
     pf = ROWS.frequency(2048)
     f = np.asarray(pf)
@@ -67,6 +95,17 @@ def test_statistics_match_the_functions():
 def test_to_frame_has_position_regime_f():
     frame = ROWS.frequency(8, "concat").to_frame()
     assert frame.columns == ["position", "regime", "f"] and frame["f"][0] == ROWS.tokens
+
+
+def test_a_table_names_the_regime_computed():
+    """A review: megatron from a histogram alone is concat's f, which the object says (its approximation) and a
+    table labelled 'megatron' without a word."""
+    h = LengthHistogram.from_counts([3, 6], [2, 1])
+    pf = h.frequency(4, "megatron")
+    assert (pf.regime, pf.approximation, pf.f.tolist()) == ("megatron", "concat", [12, 9, 6, 3])
+    assert set(pf.to_frame()["regime"]) == {"concat"}
+    table = h.frequency_table(4, ["natural", "megatron"])
+    assert table.filter(table["position"] == 1).rows() == [(1, "natural", 8), (1, "concat", 9)]
 
 
 def test_display_shows_the_key_numbers():
