@@ -117,6 +117,11 @@ def as_int64(values, name: str) -> np.ndarray:
         whole = np.isfinite(array) & (array == np.round(array))
         if not whole.all():
             raise FreqlabError(f"{name} must be integers, got {array[np.argmin(whole)].item()!r}")
+        if np.abs(array).max() >= 2**53:  # a float of 2^53 may have been 2^53 + 1: from there on, digits are lost
+            raise FreqlabError(
+                f"{name} are floats of 2^53 or more ({np.abs(array).max():.17g}), which hold no exact count: give "
+                "integers"
+            )
     elif array.dtype.kind not in "iu":
         raise FreqlabError(f"{name} must be integers, got dtype {array.dtype}")
     if array.dtype.kind != "i" or array.dtype.itemsize > 8:  # uint64 or float: casting must not wrap or saturate

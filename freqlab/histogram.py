@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import math
+import numbers
 from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
@@ -133,6 +134,9 @@ class LengthHistogram(Displayed):
     meta: dict = field(default_factory=dict)
 
     def __post_init__(self) -> None:
+        for name in ("corpus", "tokenizer"):  # a name (corpus=5 failed later, in len())
+            if not isinstance(getattr(self, name), str):
+                raise FreqlabError(f"{name} must be a string, got {getattr(self, name)!r}")
         lengths, counts = check_histogram(self.lengths, self.counts)
         _check_documents(counts)
         keep = counts > 0
@@ -264,8 +268,8 @@ class LengthHistogram(Displayed):
         >>> LengthHistogram.from_lengths([1, 2, 3, 4]).quantile(0.5)   # ceil(0.5 · 4) = 2nd smallest
         2
         """
-        if not 0.0 <= q <= 1.0:
-            raise FreqlabError(f"quantile must be in [0, 1], got {q}")
+        if isinstance(q, bool) or not isinstance(q, numbers.Real) or not 0.0 <= q <= 1.0:  # nan too
+            raise FreqlabError(f"quantile must be a number in [0, 1], got {q!r}")
         if self.documents == 0:
             return 0
         cumulative = np.cumsum(self.counts)
@@ -275,7 +279,9 @@ class LengthHistogram(Displayed):
         return int(self.lengths[np.searchsorted(cumulative, target, side="left")])
 
     def share_of_tokens_longer_than(self, L: int) -> float:
-        """Share of all tokens that sit in documents longer than L."""
+        """Share of all tokens that sit in documents longer than L (a non-negative integer)."""
+        if isinstance(L, bool) or not isinstance(L, numbers.Integral) or L < 0:  # nan gave 0.0, -1 gave 1.0
+            raise FreqlabError(f"L must be a non-negative integer, got {L!r}")
         total = self.tokens
         if total == 0:
             return 0.0
@@ -324,7 +330,9 @@ class LengthHistogram(Displayed):
                 int(self.counts[self.lengths > L].sum()) / documents if documents else 0.0
             )
             # no document: f is 0 everywhere, its shares undefined: no rows, but the same keys
-            out["frequency"] = [self.frequency(L, r, seed=seed).regime_row(tokens, tau) for r in regimes if documents]
+            out["frequency"] = [
+                self.frequency(L, r, seed=seed).regime_row(tokens, tau) for r in _regime_list(regimes) if documents
+            ]
         if self.sources:
             out["sources"] = {
                 name: {"documents": h.documents, "tokens": h.tokens} for name, h in sorted(self.sources.items())
@@ -469,8 +477,8 @@ class LengthHistogram(Displayed):
         """
         import polars as pl
 
-        regimes = [regimes] if isinstance(regimes, str) else regimes
-        return pl.concat([self.frequency(L, regime, seed=seed, megatron=megatron).to_frame() for regime in regimes])
+        frames = [self.frequency(L, r, seed=seed, megatron=megatron).to_frame() for r in _regime_list(regimes)]
+        return pl.concat(frames)
 
     def report(self, L: int = 2048, *, corpus: LengthHistogram | None = None) -> str:
         """The table ``freqlab stats`` prints: corpus, tokenizer, documents, tokens, mean, median and percentiles
@@ -562,6 +570,16 @@ class LengthHistogram(Displayed):
     # display -------------------------------------------------------------------------------------------------
     def _display(self) -> Display:
         return histogram_display(self)
+
+
+def _regime_list(regimes: str | Sequence[str]) -> list[str]:
+    """``regimes`` (one name or several) as a list; none is a FreqlabError (polars said "cannot concat empty list";
+    a string was read letter by letter: "unknown regime 'c'").
+    """
+    names = [regimes] if isinstance(regimes, str) else list(regimes)
+    if not names:
+        raise FreqlabError("regimes names no regime: give one or several (natural, concat, pack, ...)")
+    return names
 
 
 def _check_documents(counts: np.ndarray) -> None:

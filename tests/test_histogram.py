@@ -320,8 +320,13 @@ def test_a_uint64_count_above_2_63_is_refused_never_shown_negative(tmp_path):
     with pytest.raises(FreqlabError) as error:
         LengthHistogram.read_parquet(path)
     assert str(error.value) == f"{path}: counts must be at most 2^63 - 1 (exact int64 counts), got {2**63 + 5}"
-    with pytest.raises(FreqlabError, match=r"lengths must be at most 2\^63 - 1 \(exact int64 counts\), got 1e\+19"):
+    with pytest.raises(FreqlabError, match=r"^lengths are floats of 2\^53 or more \(1e\+19\), which hold no exact"):
         LengthHistogram.from_counts([1e19], [1])
+    # a review: a whole float past 2^53 was taken as the count it no longer holds (a pandas Int64 column with an NA,
+    # cast to float: 2^53 + 1 is the float 2^53); below 2^53 every integer is a float
+    with pytest.raises(FreqlabError, match=r"^counts are floats of 2\^53 or more \(9007199254740992\), which"):
+        LengthHistogram.from_counts([3], [float(2**53 + 1)])
+    assert LengthHistogram.from_counts([3.0], [float(2**53 - 1)]).counts.tolist() == [2**53 - 1]
     top = LengthHistogram.from_counts(np.array([3], np.uint64), np.array([2**63 - 1], np.uint64))
     assert top.counts.tolist() == [2**63 - 1]  # the largest int64 is exact
 
@@ -505,3 +510,30 @@ def test_a_scale_that_is_no_whole_token_count_is_refused(tokens):
     """0.5 and True gave an empty histogram without a word, '1M' a TypeError."""
     with pytest.raises(FreqlabError, match="token budget must be"):
         LengthHistogram.from_lengths([5, 7]).scale_to_tokens(tokens)
+
+
+def test_each_method_names_a_bad_argument():
+    """A review of the API: a string quantile raised Python's TypeError and True was read as 1; nan and -1 gave a
+    share of tokens of 0.0 and 1.0; corpus=5 failed later in len(); no regimes got polars' "cannot concat empty list";
+    one regime as a string was read letter by letter ("unknown regime 'c'"); tokens=nan failed converting to an
+    integer, and 400.7 was reported as a budget of 400."""
+    h = LengthHistogram.from_counts([3, 6], [2, 1])
+    refused = [
+        (lambda: h.quantile("0.5"), "quantile must be a number in [0, 1], got '0.5'"),
+        (lambda: h.quantile(True), "quantile must be a number in [0, 1], got True"),
+        (lambda: h.quantile(float("nan")), "quantile must be a number in [0, 1], got nan"),
+        (lambda: h.share_of_tokens_longer_than(float("nan")), "L must be a non-negative integer, got nan"),
+        (lambda: h.share_of_tokens_longer_than(-1), "L must be a non-negative integer, got -1"),
+        (lambda: LengthHistogram.from_lengths([3], corpus=5), "corpus must be a string, got 5"),
+        (lambda: h.frequency_table(4, []), "regimes names no regime: give one or several"),
+        (lambda: h.length_statistics(4, tokens=float("nan")), "the token budget must be a positive finite number"),
+    ]
+    for call, message in refused:
+        with pytest.raises(FreqlabError) as error:
+            call()
+        assert str(error.value).startswith(message), (message, str(error.value))
+    assert h.share_of_tokens_longer_than(0) == 1.0 and h.share_of_tokens_longer_than(4) == 0.5
+    statistics = h.length_statistics(4, "concat", tokens=400.7, tau=150)
+    assert [row["regime"] for row in statistics["frequency"]] == ["concat"]
+    assert statistics["frequency"][0]["budget_tokens"] == 400.7
+    assert h.length_statistics(4, tokens=400, tau=150)["frequency"][0]["budget_tokens"] == 400

@@ -114,7 +114,9 @@ class ExactFrequency:
         return int(self.numerator.size)
 
     def value(self, i: int) -> Fraction:
-        """f(i) as an exact Fraction."""
+        """f(i) as an exact Fraction, 0 <= i < L."""
+        if isinstance(i, bool) or not isinstance(i, (int, np.integer)) or not 0 <= i < self.numerator.size:
+            raise FreqlabError(f"a position is an integer in 0..{self.numerator.size - 1}, got {i!r}")  # -1 was f(L-1)
         return Fraction(int(self.numerator[i]), self.denominator)
 
     def reduced(self) -> ExactFrequency:
@@ -126,7 +128,10 @@ class ExactFrequency:
 
     def scale(self, factor) -> ExactFrequency:
         """f · factor exactly (``factor`` an int, Fraction or a decimal string such as ``"0.25"``)."""
-        factor = Fraction(factor)
+        try:
+            factor = Fraction(factor)
+        except (TypeError, ValueError, OverflowError):  # nan, inf, "x": Fraction's own words named no factor
+            raise FreqlabError(f"a frequency is scaled by a finite factor >= 0, got {factor!r}") from None
         if factor < 0:
             raise FreqlabError(f"a frequency can only be scaled by a factor >= 0, got {factor}")
         numerator = exact_scaled(self.numerator, factor.numerator)

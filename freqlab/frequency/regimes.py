@@ -275,6 +275,8 @@ def pack_sample(lengths, counts, L: int, seed: int = 0, documents: int = PACK_SA
     (True, True)
     """
     lengths, counts = check_histogram(lengths, counts)
+    if isinstance(documents, bool) or not isinstance(documents, (int, np.integer)) or documents < 1:
+        raise FreqlabError(f"documents (the sample's size) must be a positive integer, got {documents!r}")
     total = int(np.sum(counts, dtype=np.int64))
     if total <= documents:
         return segments(lengths, counts, L, "pack", seed=seed)
@@ -406,6 +408,7 @@ def segments(lengths, counts, L: int, regime: str = "natural", *, seed: int = 0,
     ([904, 2048], [1, 2])
     """
     L = check_window(L)
+    seeded_rng(seed)  # checked whatever the regime (seed=-1 passed where no regime read it: a review)
     lengths, counts = check_histogram(lengths, counts)
     tokens = int64_tokens(lengths, counts)
     if regime == "natural":

@@ -65,7 +65,14 @@ from freqlab.frequency.layouts import (
 from freqlab.frequency.pose import position_ids_from_spec
 from freqlab.frequency.position import position_frequency
 from freqlab.frequency.regimes import REGIMES, expands_documents
-from freqlab.frequency.stats import DEFAULT_TAU, effective_length, largest_reaching, share_at_least, share_at_most
+from freqlab.frequency.stats import (
+    DEFAULT_TAU,
+    effective_length,
+    exact_tau,
+    largest_reaching,
+    share_at_least,
+    share_at_most,
+)
 from freqlab.paths import expand_home
 from freqlab.resources import require_memory
 from freqlab.sizes import MAX_POSITIONS, json_threshold, parse_positions, parse_tokens
@@ -562,7 +569,7 @@ class ScheduleFrequency:
 
     def _effective_length(self, tau, kind, stages: int, F: np.ndarray, without_gap: bool = False) -> int:
         """:meth:`effective_length` of F, the kind's total over the first ``stages`` stages (summed by the caller)."""
-        threshold = Fraction(self.schedule.tau if tau is None else tau)
+        threshold = exact_tau(self.schedule.tau if tau is None else tau)  # nan, -5, True: a FreqlabError
         last = largest_reaching(
             F, threshold, lambda i: self.occurrences(i, kind, stages) >= threshold, prefix=without_gap
         )

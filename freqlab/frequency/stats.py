@@ -220,8 +220,8 @@ def position_at_mass(f, fraction: float) -> int:
     1
     """
     f = _frequency(f)
-    try:
-        inside = 0 < float(fraction) <= 1 and not isinstance(fraction, bool)
+    try:  # a number (a string "0.5" is none, as for effective_length)
+        inside = isinstance(fraction, numbers.Real) and not isinstance(fraction, bool) and 0 < float(fraction) <= 1
     except (TypeError, ValueError):
         inside = False
     if not inside:
@@ -304,8 +304,8 @@ def _budget(tokens) -> Fraction:
     return _rational(tokens, "the token budget")
 
 
-def _threshold(tau) -> Fraction:
-    """The threshold tau, exactly."""
+def exact_tau(tau) -> Fraction:
+    """The threshold tau, exactly: a FreqlabError unless a finite positive number."""
     return _rational(tau, "tau")
 
 
@@ -346,7 +346,7 @@ def effective_length(f, tokens: float, tau: float = DEFAULT_TAU) -> int:
     """
     f = _frequency(f)
     T = _budget(tokens)
-    threshold = _threshold(tau)
+    threshold = exact_tau(tau)
     if f[0] <= 0:
         return 0
     need = threshold * _value(f, 0) / T  # f_T(i) >= tau  <=>  f(i) >= tau f(0) / T
@@ -459,5 +459,5 @@ def tokens_needed(f, i: int, tau: float = DEFAULT_TAU) -> int:
     i = _index(f, i)
     if f[i] <= 0:
         raise FreqlabError(f"position {i} never occurs under this regime (f({i}) = 0)")
-    needed = _threshold(tau) * _value(f, 0) / _value(f, i)  # T · f(i) / f(0) >= tau, exactly
+    needed = exact_tau(tau) * _value(f, 0) / _value(f, i)  # T · f(i) / f(0) >= tau, exactly
     return -(-needed.numerator // needed.denominator)

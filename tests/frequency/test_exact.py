@@ -48,3 +48,17 @@ def test_from_fractions_and_bad_denominators():
 def test_floats_of_huge_numerators_and_denominators_are_correctly_rounded():
     f = ExactFrequency(np.array([3 << 1200, 1 << 1200], dtype=object), 1 << 1201)
     assert f.f.tolist() == [1.5, 0.5]
+
+
+def test_a_position_outside_the_window_and_a_factor_that_is_no_number_are_named():
+    """A review: value(-1) was f(L - 1) (numpy's indexing from the end), value(5) an IndexError, scale(nan)
+    Fraction's own "cannot convert NaN to integer ratio"."""
+    f = ExactFrequency(np.array([6, 3, 1]), 2)
+    assert f.value(0) == 3 and f.value(2) == Fraction(1, 2)
+    for i in (-1, 3, 1.0, True):
+        with pytest.raises(FreqlabError, match=r"^a position is an integer in 0\.\.2, got"):
+            f.value(i)
+    for factor in (float("nan"), float("inf"), "x"):
+        with pytest.raises(FreqlabError, match=r"^a frequency is scaled by a finite factor >= 0, got"):
+            f.scale(factor)
+    assert f.scale("0.5").value(0) == Fraction(3, 2)

@@ -266,3 +266,15 @@ def test_the_summary_rows_walk_a_large_histogram_as_a_weighted_sample(monkeypatc
         "pack shuffles a stream of 262,544 documents: walked as a weighted sample of about 2^12, every length kept, "
         "f(0) exact"
     )
+
+
+def test_the_seed_and_the_sample_size_are_checked_whatever_the_regime():
+    """A review: seed=-1 passed wherever no regime read it (natural), and pack_sample(documents=nan) failed in numpy
+    ("repeats may not contain negative values") while 0, -3 and True were taken."""
+    for regime in ("natural", "concat", "pack"):
+        with pytest.raises(FreqlabError, match=r"^seed must be a non-negative integer, got -1"):
+            position_frequency([5], [1], 4, regime, seed=-1)
+    for documents in (float("nan"), 0, -3, True, 2.5):
+        with pytest.raises(FreqlabError, match=r"^documents \(the sample's size\) must be a positive integer, got"):
+            pack_sample([100, 30_000], [10**8, 1], 4096, documents=documents)
+    assert pack_sample([3], [2], 4, documents=5).counts.tolist() == [1, 1, 1]  # 3 | 1+2 | 3 walked whole

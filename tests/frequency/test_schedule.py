@@ -720,3 +720,14 @@ def test_a_curriculum_walking_rows_of_long_documents_takes_a_fractional_mix_boun
         got.frequencies[0].tolist()
         == curriculum_from_spec(spec).frequency(mix.lengths, mix.counts, 64, "pack").numerator.tolist()
     )
+
+
+def test_effective_length_refuses_a_threshold_that_is_no_positive_number():
+    """A review: tau = -5, 0 and True gave L - 1, nan and inf Python's ValueError and OverflowError."""
+    result = schedule_frequency(
+        parse_schedule({"stages": [{"L": 8, "tokens": 100}]}, histogram=LengthHistogram.from_counts([3, 6], [2, 1]))
+    )
+    for tau in (-5, 0, True, float("nan"), float("inf"), "100B"):
+        with pytest.raises(FreqlabError, match=r"^tau must be a positive"):
+            result.effective_length(tau)
+    assert result.effective_length(1) == 5 and result.effective_length(Fraction(1, 2)) == 5

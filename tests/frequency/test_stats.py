@@ -291,3 +291,10 @@ def test_a_threshold_below_the_smallest_float_is_checked_exactly():
     assert effective_length([1, 0], 1e300, 1e-300) == 0
     assert effective_length([1, 0], 10**308, 1e-20) == 0
     assert effective_length([1.0, 5e-324], 1, Fraction(1, 2**1074 - 1)) == 0
+
+
+def test_position_at_mass_refuses_a_string_as_effective_length_does():
+    """A review: position_at_mass(f, "0.5") answered (float() read the string); effective_length refuses strings."""
+    with pytest.raises(FreqlabError, match=r"^fraction must be in \(0, 1\], got '0.5'"):
+        position_at_mass(F, "0.5")
+    assert position_at_mass(F, 0.5) == position_at_mass(F, Fraction(1, 2)) == 1
