@@ -238,6 +238,12 @@ class LengthHistogram(Displayed):
 
     __add__ = merge
 
+    def __radd__(self, other: object) -> LengthHistogram:
+        """``0 + h`` is ``h``: ``sum(histograms)`` adds them (it starts from 0; a review found it refused)."""
+        if isinstance(other, int) and not isinstance(other, bool) and other == 0:
+            return self
+        return NotImplemented
+
     def scale_to_tokens(self, tokens: int) -> LengthHistogram:
         """The same length distribution scaled to a budget of about ``tokens`` tokens.
 

@@ -537,3 +537,12 @@ def test_each_method_names_a_bad_argument():
     assert [row["regime"] for row in statistics["frequency"]] == ["concat"]
     assert statistics["frequency"][0]["budget_tokens"] == 400.7
     assert h.length_statistics(4, tokens=400, tau=150)["frequency"][0]["budget_tokens"] == 400
+
+
+def test_sum_adds_histograms():
+    """A review: sum([h, h]) raised TypeError (sum starts from 0, which had no meaning for a histogram)."""
+    h = LengthHistogram.from_counts([3, 6], [2, 1])
+    total = sum([h, h, h])
+    assert total.counts.tolist() == [6, 3] and total.documents_read == 9 and sum([h]) is h
+    with pytest.raises(TypeError):
+        1 + h
