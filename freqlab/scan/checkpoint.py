@@ -21,6 +21,7 @@ holding skipped records is simply recounted (and raises) when resuming with ``on
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import json
 import os
@@ -68,6 +69,7 @@ class OutputLock:
     def __init__(self, folder: Path) -> None:
         self.folder = Path(folder)
         self.handle = None
+        self.created = False  # whether this acquire made OUT/.lock (a refused scan then takes it away again)
 
     def acquire(self) -> None:
         """Take the lock on the output folder, or fail naming the scan that holds it."""
@@ -85,8 +87,12 @@ class OutputLock:
         try:
             self.folder.mkdir(parents=True, exist_ok=True)
             # never through a link: opening it for writing would truncate whatever it leads to
-            flags = os.O_RDWR | os.O_CREAT | os.O_APPEND | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_NONBLOCK", 0)
-            fd = os.open(lock, flags, 0o666)
+            flags = os.O_RDWR | os.O_APPEND | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_NONBLOCK", 0)
+            try:
+                fd = os.open(lock, flags | os.O_CREAT | os.O_EXCL, 0o666)
+                self.created = True
+            except FileExistsError:
+                fd = os.open(lock, flags)
             if not stat.S_ISREG(os.fstat(fd).st_mode):  # a FIFO, a device: the user's, and no lock
                 os.close(fd)
                 raise FreqlabError(f"{lock}: not a file (a FIFO, a device), where freqlab keeps its lock; move it away")
@@ -120,9 +126,14 @@ class OutputLock:
         handle.flush()
         self.handle = handle
 
-    def release(self) -> None:
-        """Release the lock."""
+    def release(self, refused: bool = False) -> None:
+        """Release the lock; ``refused``: the scan wrote nothing, so a lock file this acquire made goes too (a review:
+        a scan refused for the user's summary.json left a .lock in their folder).
+        """
         if self.handle is not None:
+            if refused and self.created:
+                with contextlib.suppress(OSError):  # removed while held: no other scan took it meanwhile
+                    os.unlink(self.folder / LOCK)
             self.handle.close()  # closing drops the flock
             self.handle = None
 

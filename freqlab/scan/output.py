@@ -89,7 +89,7 @@ class ScanOutput:
                         )
                 self.store.start(self.resume)
             except BaseException:
-                self.lock.release()
+                self.lock.release(refused=True)
                 raise
         return self
 

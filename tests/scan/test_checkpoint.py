@@ -252,6 +252,7 @@ def test_a_file_freqlab_did_not_write_where_a_result_goes_is_refused_and_kept(tm
         with pytest.raises(FreqlabError) as error:
             scan(str(data), out=str(tmp_path / "out"), progress=False)
     assert path.read_bytes() == before
+    assert [p.name for p in path.parent.iterdir()] == [name]  # no .lock of the refused scan left (a second review)
     if name == ".lock":
         assert str(error.value) == f"{path}: holds 'tool data', not freqlab's lock (a scan writes its pid there); " + (
             "move it away, or choose another --out"
