@@ -626,8 +626,8 @@ def small_scan_rule(size: int | None, table=None):
         if limit is None or size >= limit:
             return None
         return (
-            f"not used for a small scan (an estimated {binary_bytes(size)} of text < {binary_bytes(limit)}: "
-            f"{backend} is done before fastokens is ready; counts are identical)"
+            f"not tried for a small scan (an estimated {binary_bytes(size)} of text < {binary_bytes(limit)}: "
+            f"{backend} is done before fastokens could be ready, if it loads this tokenizer; counts are identical)"
         )
 
     return rule

@@ -219,9 +219,11 @@ def format_report(summary: dict) -> str:
         lines.append(f"           {blank:,} blank line{'s' if blank != 1 else ''} passed over (not records)")
     if docs.get("unreadable_files"):
         shown = first_few([printable(name) for name in docs["unreadable_files"]])
-        # none of their documents are counted (a failed checksum vouches for none): each file is one skip
+        # none of their documents are counted (a failed checksum vouches for none): each file is one skip, or each
+        # part of a file read in parts (name@bytes; a review read "one skip each" as one per file)
         lines.append(
-            f"           files that failed while read (none of their documents counted, one skip each): {shown}"
+            "           files (or parts of files, name@bytes) that failed while read (none of their documents counted,"
+            f" one skip each): {shown}"
         )
     lengths = summary["lengths"]
     if summary["tokens"]:

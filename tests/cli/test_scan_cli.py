@@ -147,7 +147,7 @@ def test_no_arguments_scans_the_builtin_corpus_offline(tmp_path, monkeypatch):
     assert result.exit_code == 0, result.output
     assert "corpus     python-stdlib" in result.output and "tokenizer  tekken (tiktoken" in result.output
     size = r"[\d.]+ (KiB|MiB)"
-    skipped = rf"fastokens: not used for a small scan \(an estimated {size} of text < {size}: tiktoken is done"
+    skipped = rf"fastokens: not tried for a small scan \(an estimated {size} of text < {size}: tiktoken is done"
     assert re.search(skipped, result.output)
     assert "L=2048 natural:" in result.output
     assert (tmp_path / "freqlab-out" / "lengths.parquet").is_file()
@@ -320,7 +320,8 @@ def test_on_error_skip_goes_past_a_truncated_file_and_reports_it(tmp_path, corpu
     assert "files      3 files (0 empty, 0 ignored)" in skipped.output
     assert "documents  9 read = 6 tokenized + 2 empty + 1 skipped (unreadable-file: 1)" in skipped.output
     assert (
-        "failed while read (none of their documents counted, one skip each): t.jsonl.zst" in skipped.output
+        "files (or parts of files, name@bytes) that failed while read (none of their documents counted, one skip "
+        "each): t.jsonl.zst" in " ".join(skipped.output.split())
         and "(local, 1 worker)" in skipped.output
     )
 

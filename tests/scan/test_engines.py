@@ -137,7 +137,7 @@ def test_the_small_scan_rule_leaves_fastokens_out_only_below_the_next_backends_b
     rule = small_scan_rule(6 << 20)  # 6 MiB: tiktoken finishes first, Hugging Face does not
     assert f"(an estimated 6.0 MiB of text < {binary_bytes(limit['tiktoken'])}: tiktoken is done" in rule("tiktoken")
     assert rule("hf-tokenizers") is None and rule("sentencepiece") is None
-    expected = f"not used for a small scan (an estimated 256 KiB of text < {binary_bytes(limit['hf-tokenizers'])}"
+    expected = f"not tried for a small scan (an estimated 256 KiB of text < {binary_bytes(limit['hf-tokenizers'])}"
     assert small_scan_rule(1 << 18)("hf-tokenizers").startswith(expected)
     assert small_scan_rule(None) is None  # unknown size: fastokens is verified and kept
 

@@ -192,7 +192,7 @@ def test_a_small_scan_keeps_fastokens_when_the_next_backend_is_not_tiktoken(size
     assert counter.count(TEXTS).tolist() == sp_counts(V1, TEXTS)
     if chosen == "hf-tokenizers":
         reason = counter.fallback_reasons["fastokens"]
-        assert reason.startswith(f"not used for a small scan (an estimated {binary_bytes(size)} of text")
+        assert reason.startswith(f"not tried for a small scan (an estimated {binary_bytes(size)} of text")
         assert "fastokens" not in counter._engines._built  # neither built nor verified
 
 
