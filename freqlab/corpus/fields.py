@@ -31,6 +31,7 @@ from freqlab.corpus.base import (
     NULL_TEXT,
 )
 from freqlab.display import first_few
+from freqlab.errors import brief
 
 MISSING_FIELD = object()  # what :func:`lookup` returns for a path a record lacks
 # What an extractor with ``exact_numbers=False`` returns for a record whose source label is a number: the caller's
@@ -183,6 +184,21 @@ class Fields:
             return None, None, NON_STRING_SOURCE
 
         return extract
+
+    def text_kind(self, record: Mapping[str, Any]) -> str:
+        """What the record's text field holds when it is no string, for the error line (a review: ``{"text": 12}``
+        said only non-string-text): ``a number, 12``, ``a list of 2``, ``an object with keys a, b``, ``true``.
+        """
+        value = lookup(record, self.text)
+        if isinstance(value, bool):
+            return f"the text field holds {str(value).lower()}"
+        if isinstance(value, (int, float)):
+            return f"the text field holds a number, {brief(value)}"
+        if isinstance(value, list):
+            return f"the text field holds a list of {len(value)}"
+        if isinstance(value, Mapping):
+            return f"the text field holds an object with keys {first_few([str(k) for k in value], 4) or 'none'}"
+        return f"the text field holds {type(value).__name__}"
 
     def extract(self, record: Mapping[str, Any]) -> Extracted:
         """``(text, source, error)`` of one record (convenience; readers use :meth:`extractor`)."""

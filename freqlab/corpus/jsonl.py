@@ -33,6 +33,7 @@ from freqlab.corpus.base import (
     INVALID_UNICODE,
     INVALID_UTF8,
     MALFORMED_JSON,
+    NON_STRING_TEXT,
     NOT_AN_OBJECT,
     Document,
     FileShard,
@@ -324,6 +325,24 @@ def parse_line(raw: bytes, extract) -> tuple[str | None, str | None, str | None]
     return text, source, error
 
 
+_UTF16_BOMS = (b"\xff\xfe", b"\xfe\xff")
+
+
+def _utf8_error(raw: bytes, first: bool) -> str:
+    """Where a line stops being UTF-8, and a UTF-16 file named as such (a review: a file from ``iconv -t utf-16``
+    said only invalid-utf8 on its first line, and its every line after that was one more bad record).
+    """
+    if first and raw.startswith(_UTF16_BOMS):
+        return (
+            "the file starts with a UTF-16 byte-order mark: JSON lines are UTF-8; iconv -f UTF-16 -t UTF-8 converts it"
+        )
+    try:
+        raw.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        return f"byte 0x{raw[exc.start]:02X} at byte {exc.start + 1} of the line: {exc.reason}"
+    return "not UTF-8"
+
+
 def _json_error(raw: bytes) -> str:
     """What the standard library's parser says is wrong with a line it refuses, and where (a line may be megabytes)."""
     try:
@@ -441,10 +460,16 @@ class JsonlShard(FileShard):
                 if record.__class__ is dict:
                     text, source, error = fast_extract(record)
                     if error != REPARSE:
-                        yield Document(text, source, where, error)
+                        detail = self.fields.text_kind(record) if error == NON_STRING_TEXT else None
+                        yield Document(text, source, where, error, detail)
                         continue
                 text, source, error = parse_line(raw, extract)
-                yield Document(text, source, where, error, _json_error(raw) if error == MALFORMED_JSON else None)
+                detail = None
+                if error == MALFORMED_JSON:
+                    detail = _json_error(raw)
+                elif error == INVALID_UTF8:
+                    detail = _utf8_error(raw, first=position == 0)
+                yield Document(text, source, where, error, detail)
 
     def compressed_damage(self) -> str | None:
         """What a bad record's error adds when this part's compressed stream, decompressed to its end, fails: the

@@ -321,7 +321,8 @@ def test_on_error_skip_goes_past_a_truncated_file_and_reports_it(tmp_path, corpu
     assert "documents  9 read = 6 tokenized + 2 empty + 1 skipped (unreadable-file: 1)" in skipped.output
     assert (
         "files (or parts of files, name@bytes) that failed while read (none of their documents counted, one skip "
-        "each): t.jsonl.zst" in " ".join(skipped.output.split())
+        "each): t.jsonl.zst"
+        in " ".join(skipped.output.split())
         and "(local, 1 worker)" in skipped.output
     )
 

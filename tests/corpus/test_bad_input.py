@@ -56,6 +56,28 @@ def test_each_bad_line_gets_its_reason_and_line_number(tmp_path, name):
     assert {d.error for d in docs if d.error} <= set(REASONS)
 
 
+def test_a_text_that_is_no_string_or_no_utf8_says_what_it_is(tmp_path):
+    """A review: ``{"text": 12}``, a list and an object each said non-string-text and no more; a Latin-1 byte said
+    invalid-utf8 without where; a UTF-16 file (``iconv -t utf-16``) said invalid-utf8 on its first line."""
+    path = write_bytes(
+        tmp_path / "kinds.jsonl",
+        b'{"text": 12}\n{"text": ["a", "b"]}\n{"text": {"x": 1, "y": 2}}\n{"text": true}\n{"text": "caf\xe9"}\n',
+    )
+    assert [(d.error, d.detail) for d in open_corpus(str(path)).documents()] == [
+        ("non-string-text", "the text field holds a number, 12"),
+        ("non-string-text", "the text field holds a list of 2"),
+        ("non-string-text", "the text field holds an object with keys x, y"),
+        ("non-string-text", "the text field holds true"),
+        ("invalid-utf8", "byte 0xE9 at byte 14 of the line: invalid continuation byte"),
+    ]
+    utf16 = write_bytes(tmp_path / "utf16.jsonl", '{"text": "a"}\n'.encode("utf-16"))
+    first = next(iter(open_corpus(str(utf16)).documents()))
+    assert (first.error, first.detail) == (
+        "invalid-utf8",
+        "the file starts with a UTF-16 byte-order mark: JSON lines are UTF-8; iconv -f UTF-16 -t UTF-8 converts it",
+    )
+
+
 def test_missing_text_column_in_parquet_and_null_text(tmp_path):
     """A Parquet or Arrow file without the text column is one error listing its columns (not a bad record per
     row); with --on-error skip it is one unreadable file."""
