@@ -97,6 +97,36 @@ def zstd_frames(path: str, max_blocks: int = MAX_BLOCKS) -> list[Frame] | None:
 
 
 GZIP_MAGIC = b"\x1f\x8b\x08"  # ID1, ID2, CM = deflate (RFC 1952 section 2.3.1)
+#: BGZF's end-of-file block, an empty member every BGZF writer ends with (SAM/BAM specification section 4.1.2)
+BGZF_EOF = bytes.fromhex("1f8b08040000000000ff0600424302001b0003000000000000000000")
+
+
+def bgzf_cut_short(path: str) -> str | None:
+    """Why the local file ``path`` is cut short, when it is BGZF (its first member opens with the ``BC`` subfield)
+    and does not end with :data:`BGZF_EOF`: then it was cut where a member ends, which gzip reads as a shorter
+    whole file (``samtools`` warns "EOF marker is absent"). None for an ordinary gzip file, or a whole one.
+
+    >>> import gzip, os, tempfile
+    >>> with tempfile.TemporaryDirectory() as folder:
+    ...     path = os.path.join(folder, "a.jsonl.gz")
+    ...     _ = open(path, "wb").write(BGZF_EOF)
+    ...     whole = bgzf_cut_short(path)
+    ...     _ = open(path, "wb").write(BGZF_EOF[:-1])
+    ...     whole, bgzf_cut_short(path).split(":")[0]
+    (None, "the file ends without BGZF's end-of-file block")
+    """
+    with open(path, "rb") as handle:
+        head = handle.read(14)
+        if len(head) < 14 or head[:3] != GZIP_MAGIC or not head[3] & 4 or head[12:14] != b"BC":
+            return None  # no BGZF header: an ordinary gzip file, whose members record no end
+        size = os.fstat(handle.fileno()).st_size
+        handle.seek(max(size - len(BGZF_EOF), 0))
+        if handle.read() == BGZF_EOF:
+            return None
+    return (
+        "the file ends without BGZF's end-of-file block: cut short where a block ends (bgzip writes that block "
+        "last; samtools says 'EOF marker is absent')"
+    )
 
 
 def bgzf_members(path: str, max_blocks: int = MAX_BLOCKS) -> list[Frame] | None:

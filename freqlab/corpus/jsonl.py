@@ -43,7 +43,7 @@ from freqlab.corpus.base import (
 )
 from freqlab.corpus.fields import REPARSE, Fields, has_lone_surrogate
 from freqlab.corpus.file_discovery import DATASETS_METADATA, DataFile
-from freqlab.corpus.frames import bgzf_members, frame_parts, zstd_frames
+from freqlab.corpus.frames import bgzf_cut_short, bgzf_members, frame_parts, zstd_frames
 from freqlab.corpus.ranges import (
     MAX_STREAM_RANGES,
     LineTooLong,
@@ -343,6 +343,15 @@ def _utf8_error(raw: bytes, first: bool) -> str:
     return "not UTF-8"
 
 
+def _is_json(raw: bytes) -> bool:
+    """Whether ``raw`` is one JSON value (the standard library's parser)."""
+    try:
+        json.loads(raw)
+    except (ValueError, RecursionError):  # UnicodeDecodeError is a ValueError
+        return False
+    return True
+
+
 def _json_error(raw: bytes) -> str:
     """What the standard library's parser says is wrong with a line it refuses, and where (a line may be megabytes)."""
     try:
@@ -470,6 +479,16 @@ class JsonlShard(FileShard):
                 elif error == INVALID_UTF8:
                     detail = _utf8_error(raw, first=position == 0)
                 yield Document(text, source, where, error, detail)
+            if (cut := self._bgzf_cut_short()) is not None:  # read whole as gzip: that it ends here, BGZF says
+                raise EOFError(cut)
+
+    def _bgzf_cut_short(self) -> str | None:
+        """:func:`~freqlab.corpus.frames.bgzf_cut_short` of a local ``.gz`` file, when this part reads to its end."""
+        if not self.path.lower().endswith(".gz") or self.file.remote:
+            return None
+        if self.frames is not None and self.frames[1] < self.file.size:
+            return None  # the last part says it
+        return bgzf_cut_short(self.path)
 
     def compressed_damage(self) -> str | None:
         """What a bad record's error adds when this part's compressed stream, decompressed to its end, fails: the
@@ -479,15 +498,21 @@ class JsonlShard(FileShard):
         """
         if not is_compressed(self.path) or is_url(self.path):
             return None
+        last = b""  # the stream's last line, when it ends without a newline (the last MiB of it)
         try:
             with open_binary(self.path, self.frames) as stream:
-                while stream.read(_BUFFER):
-                    pass
+                while chunk := stream.read(_BUFFER):
+                    newline = chunk.rfind(b"\n")
+                    last = chunk[newline + 1 :] if newline >= 0 else (last + chunk)[-(1 << 20) :]
         except self.read_errors as exc:
             found = describe_error(exc)
             if isinstance(exc, EOFError) or str(exc).startswith(_CUT_SHORT):  # gzip's own, or ZstdFrames
                 return f"the file is also cut short ({found})"
             return f"the file's compressed data is corrupt ({found}): the record may be that damage"
+        if self.path.lower().endswith(".gz") and (cut := bgzf_cut_short(self.path)) is not None:
+            return f"the file is also cut short ({cut})"
+        if last.strip() and not _is_json(last):  # cut where a frame (gzip member) ends, the stream reads whole
+            return "the file's last line ends without a newline and is no JSON: the file may be cut short"
         return None
 
     def first_record(self) -> dict | None:
