@@ -61,6 +61,17 @@ def brief(value, limit: int = 60) -> str:
     return text if len(text) <= limit else text[: limit - 1] + "…"
 
 
+def brief_line(message: str, limit: int = 300) -> str:
+    r"""A multi-line message as one line (its lines joined), cut to ``limit`` characters: a first line that ends in
+    "one of:" names nothing without the next.
+
+    >>> brief_line("Couldn't instantiate the backend tokenizer from one of:\n(1) a file\n(2) a slow tokenizer", 70)
+    "Couldn't instantiate the backend tokenizer from one of: (1) a file (2…"
+    """
+    text = " ".join(message.split())
+    return text if len(text) <= limit else text[: limit - 1] + "…"
+
+
 def cannot_write(path: object, exc: Exception) -> FreqlabError:
     """``PATH: cannot write (No such file or directory)``: one line naming the file, for an output that failed
     (writers that wrap the OS error, like polars, say "(os error N)"; a full disk says what to do).

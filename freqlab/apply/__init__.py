@@ -21,7 +21,7 @@ EXTRA_HINT = "pip install 'freqlab[apply]'"  # the one line shown when torch or 
 #: The model types :func:`string` and :func:`self_extend` are checked on against a reference (``tests/apply``): each
 #: layer rotates its queries and keys with transformers' ``rotate_half`` RoPE right before attention.
 TESTED_MODEL_TYPES = frozenset(
-    {"llama", "mistral", "qwen2", "qwen3", "gemma", "gemma2", "gemma3_text", "olmo2", "granite", "starcoder2"}
+    {"llama", "mistral", "qwen2", "qwen3", "gemma", "gemma2", "gemma3_text", "olmo2", "granite", "starcoder2", "phi3"}
 )
 
 

@@ -35,7 +35,7 @@ from typing import Any
 import numpy as np
 
 from freqlab import apply as applied
-from freqlab.errors import FreqlabError
+from freqlab.errors import FreqlabError, brief_line
 from freqlab.sizes import MAX_POSITIONS
 
 INSTRUCTION = (
@@ -403,7 +403,8 @@ def load_model(
         )
     except Exception as exc:  # an ImportError for a kernel not installed; a TypeError or AttributeError from a
         # config.json transformers cannot read (null, a text_config without model_type): all one line
-        reason = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
+        # its lines as one (a first line "...from one of:" named nothing: a review), at most 300 characters
+        reason = brief_line(str(exc), 300) if str(exc).strip() else type(exc).__name__
         raise FreqlabError(
             f"{path}: cannot load a causal LM and its tokenizer offline ({type(exc).__name__}: {reason})"
         ) from None

@@ -207,6 +207,12 @@ def probe_command(
     model, tokenizer = p.load_model(model_dir, dtype, device, attn_implementation)
     config = model.config.get_text_config()
     length_list = _lengths(lengths, max_length or config.max_position_embeddings, steps)
+    if beyond := [n for n in length_list if n > config.max_position_embeddings]:  # said, not refused: extending is
+        click.echo(  # what Self-Extend and STRING + YaRN are for
+            f"note: lengths {beyond} pass the model's max_position_embeddings ({config.max_position_embeddings:,}): "
+            "the stock model meets positions it was never trained on there",
+            err=True,
+        )
     builder = p.hf_builder(tokenizer, needles)
     short = [n for n in length_list if n < builder.minimum_length()]
     if short:  # given, or the defaults (--steps even steps up to --max-length): the message says which

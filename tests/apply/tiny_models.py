@@ -18,12 +18,15 @@ from transformers.modeling_outputs import CausalLMOutputWithPast
 
 REFERENCE = "freqlab_test_reference"
 L = 64  # max_position_embeddings of every tiny model
-MODEL_TYPES = ("llama", "mistral", "qwen2", "qwen3", "gemma", "gemma2", "gemma3_text", "olmo2", "granite", "starcoder2")
+MODEL_TYPES = (
+    "llama", "mistral", "qwen2", "qwen3", "gemma", "gemma2", "gemma3_text", "olmo2", "granite", "starcoder2", "phi3",
+)  # fmt: skip
 SLIDING = 24  # sliding window of the models that have one (Mistral, Gemma 2/3): exercised at the test lengths
 _EXTRA = {
     "mistral": {"sliding_window": SLIDING},
     "gemma2": {"sliding_window": SLIDING, "layer_types": ["sliding_attention", "full_attention"]},
     "gemma3_text": {"sliding_window": SLIDING, "layer_types": ["sliding_attention", "full_attention"]},
+    "phi3": {"pad_token_id": None},  # its default, 32000, is past the tiny vocabulary
 }
 _POSITIONS: dict[str, np.ndarray] = {}  # the position matrix the reference uses
 #: The KV cache's name, in a forward's arguments and in its output: ``cache`` from transformers 5.24 on (which

@@ -194,3 +194,28 @@ def test_a_probe_that_raises_leaves_the_model_as_it_was_given(monkeypatch):
         p.probe_settings(model, tiny_tokenizer(), p.hf_builder(tiny_tokenizer()), [240], plans=[("STRING", (32, 4))],
                          baseline=False)  # fmt: skip
     assert model.config._attn_implementation == "sdpa"
+
+
+def test_a_model_without_its_tokenizer_names_the_whole_reason(model_dir, tmp_path):
+    """A review: transformers' reason begins "Couldn't instantiate the backend tokenizer from one of:" and lists
+    them on the next lines; the error kept the first line alone, naming nothing."""
+    import shutil
+
+    for name in ("config.json", "generation_config.json", "model.safetensors"):
+        shutil.copy(model_dir / name, tmp_path / name)
+    result = run("probe", tmp_path, "--lengths", "240")
+    assert result.exit_code == 1 and "Traceback" not in result.output
+    error = next(line for line in result.output.splitlines() if line.startswith("Error:"))
+    assert f"{tmp_path}: cannot load a causal LM and its tokenizer offline (" in error
+    assert not error.rstrip(")").rstrip().endswith(":"), error  # the reason goes on past its first line
+
+
+def test_lengths_past_the_models_window_are_said(model_dir):
+    """A review: --lengths past max_position_embeddings ran with transformers' "friendly reminder" alone."""
+    result = run("probe", model_dir, "--lengths", "240,600", "--depths", "0", "--trials", 1)
+    assert result.exit_code == 0, result.output
+    assert (
+        "note: lengths [600] pass the model's max_position_embeddings (512): the stock model meets positions it "
+        "was never trained on there" in result.stderr
+    )
+    assert "note:" not in run("probe", model_dir, "--lengths", "240", "--depths", "0", "--trials", 1).stderr
