@@ -20,6 +20,7 @@ which is what a data team asks when it picks a long-context mixture.
 from __future__ import annotations
 
 import numpy as np
+from numpy.typing import ArrayLike
 
 from freqlab.errors import FreqlabError
 from freqlab.formats import ALL_SOURCES
@@ -62,7 +63,9 @@ def frequency_from_exposure(h) -> np.ndarray:
     return np.cumsum(h[::-1])[::-1].copy()
 
 
-def exposure_histogram(lengths, counts, L: int, regime: str = "natural", *, seed: int = 0) -> np.ndarray:
+def exposure_histogram(
+    lengths: ArrayLike, counts: ArrayLike, L: int, regime: str = "natural", *, seed: int = 0
+) -> np.ndarray:
     """h(c), 0 <= c < L, of a document-length histogram under ``regime`` (int64; Σ h = tokens in the segments).
 
     Parameters

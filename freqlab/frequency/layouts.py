@@ -32,6 +32,7 @@ from pathlib import Path
 from typing import cast
 
 import numpy as np
+from numpy.typing import ArrayLike
 
 from freqlab.deprecation import renamed_method
 from freqlab.display import Display, Displayed, percent, quantity
@@ -472,7 +473,9 @@ def truncate_to_window(f: np.ndarray, kind: LayerKind) -> np.ndarray:
     return out
 
 
-def layout_frequency(lengths, counts, L: int, layout, regime: str = "natural", *, seed: int = 0) -> LayoutFrequency:
+def layout_frequency(
+    lengths: ArrayLike, counts: ArrayLike, L: int, layout, regime: str = "natural", *, seed: int = 0
+) -> LayoutFrequency:
     """f(i) per layer kind of ``layout`` (a :class:`Layout`, config dict, ``config.json`` path or short string).
 
     Parameters

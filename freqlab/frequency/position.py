@@ -11,13 +11,19 @@ window L costs O(L + distinct lengths), in exact int64.
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 import numpy as np
+from numpy.typing import ArrayLike
 
 from freqlab.arrays import as_int64, int64_tokens
 from freqlab.errors import FreqlabError
 from freqlab.frequency.kernels import scatter_add
 from freqlab.frequency.regimes import Segments, segments
 from freqlab.resources import doing
+
+if TYPE_CHECKING:  # type-only: importing it here would be a cycle
+    from freqlab.histogram import LengthHistogram
 
 
 def segment_frequency(segs: Segments) -> np.ndarray:
@@ -61,7 +67,12 @@ def segment_frequency(segs: Segments) -> np.ndarray:
 
 
 def position_frequency(
-    lengths, counts=None, L: int | None = None, regime: str = "natural", *, seed: int = 0
+    lengths: ArrayLike | LengthHistogram,
+    counts: ArrayLike | int | None = None,
+    L: int | str | None = None,
+    regime: str = "natural",
+    *,
+    seed: int = 0,
 ) -> np.ndarray:
     """Exact frequency f(i) of each relative position 0 <= i < L under a data regime (STRING Eq. 2).
 

@@ -31,6 +31,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 
 import numpy as np
+from numpy.typing import ArrayLike
 
 from freqlab.arrays import as_int64 as _as_int64
 from freqlab.arrays import (  # the first two also for import compatibility
@@ -241,7 +242,9 @@ def stream_order(lengths: np.ndarray, counts: np.ndarray, seed: int = 0, walker:
 PACK_SAMPLE_DOCUMENTS = 1 << 24
 
 
-def pack_sample(lengths, counts, L: int, seed: int = 0, documents: int = PACK_SAMPLE_DOCUMENTS) -> Segments:
+def pack_sample(
+    lengths: ArrayLike, counts: ArrayLike, L: int, seed: int = 0, documents: int = PACK_SAMPLE_DOCUMENTS
+) -> Segments:
     """The ``pack`` regime of a histogram too large to expand, on a weighted sample of about ``documents``
     documents in which every length is kept.
 
@@ -313,7 +316,7 @@ def check_walk(walker: str, what: str, counts: np.ndarray, unit: str) -> None:
         )
 
 
-def pack_documents(doc_lengths, L: int) -> Segments:
+def pack_documents(doc_lengths: ArrayLike, L: int) -> Segments:
     """Pack documents, in the given order, into rows of L with a document mask (the ``pack`` regime).
 
     A document first fills the current row; whatever does not fit continues in the next rows, so a
@@ -368,7 +371,9 @@ def best_fit_segments(lengths: np.ndarray, counts: np.ndarray, L: int) -> Segmen
     return Segments(nonzero.astype(np.int64), fills[nonzero], L, "best-fit")
 
 
-def segments(lengths, counts, L: int, regime: str = "natural", *, seed: int = 0, megatron=None) -> Segments:
+def segments(
+    lengths: ArrayLike, counts: ArrayLike, L: int, regime: str = "natural", *, seed: int = 0, megatron=None
+) -> Segments:
     """Segment-length histogram of ``regime`` for documents ``(lengths, counts)`` in windows of ``L``.
 
     Parameters

@@ -26,6 +26,7 @@ from decimal import Decimal
 from fractions import Fraction
 
 import numpy as np
+from numpy.typing import ArrayLike
 
 from freqlab.arrays import exact_sum, magnitude
 from freqlab.errors import FreqlabError, brief
@@ -120,7 +121,7 @@ def positive_number(value, what: str) -> float:
     return number
 
 
-def share_at_most(f, x: int) -> float:
+def share_at_most(f: ArrayLike, x: int) -> float:
     """Share of position mass at relative positions i <= x.
 
     Parameters
@@ -154,7 +155,7 @@ def share_at_most(f, x: int) -> float:
     return exact_sum(f[: _index(f, x) + 1]) / total if total else 0.0
 
 
-def share_at_least(f, x: int) -> float:
+def share_at_least(f: ArrayLike, x: int) -> float:
     """Share of position mass at relative positions i >= x.
 
     Parameters
@@ -188,7 +189,7 @@ def share_at_least(f, x: int) -> float:
     return exact_sum(f[_index(f, x) :]) / total if total else 0.0
 
 
-def position_at_mass(f, fraction: float) -> int:
+def position_at_mass(f: ArrayLike, fraction: float) -> int:
     """Smallest position i whose cumulative mass reaches ``fraction`` of the total.
 
     Parameters
@@ -249,7 +250,7 @@ def position_at_mass(f, fraction: float) -> int:
 _CHUNK = 1 << 20
 
 
-def scale_to_budget(f, tokens: float) -> np.ndarray:
+def scale_to_budget(f: ArrayLike, tokens: float) -> np.ndarray:
     """Expected occurrences of each position after training on T tokens: f_T = f · T / f(0).
 
     Parameters
@@ -309,7 +310,7 @@ def exact_tau(tau) -> Fraction:
     return _rational(tau, "tau")
 
 
-def effective_length(f, tokens: float, tau: float = DEFAULT_TAU) -> int:
+def effective_length(f: ArrayLike, tokens: float, tau: float = DEFAULT_TAU) -> int:
     """Predicted effective context length: the largest i with f_T(i) >= tau (0 when even f_T(0) < tau).
 
     f need not be non-increasing (a PoSE replay's is not): the largest such i, whatever lies below it.
@@ -423,7 +424,7 @@ def largest_reaching(
     return -1
 
 
-def tokens_needed(f, i: int, tau: float = DEFAULT_TAU) -> int:
+def tokens_needed(f: ArrayLike, i: int, tau: float = DEFAULT_TAU) -> int:
     """Smallest training budget T (tokens) with f_T(i) >= tau.
 
     Parameters
