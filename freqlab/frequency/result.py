@@ -221,12 +221,13 @@ class PositionFrequency(NDArrayOperatorsMixin, Displayed):
     summary = renamed_method("summary", "regime_row")  # deprecated: the old name goes in 0.3
 
     def to_frame(self):
-        """A polars DataFrame with columns ``position``, ``regime``, ``f``; ``regime`` is the one computed (``concat``
-        for a ``megatron`` f computed from a histogram alone: the table has no room for the note, a review).
+        """A polars DataFrame with columns ``position``, ``regime``, ``f``; ``regime`` says what was computed in place
+        of the regime asked for (``megatron (as concat)`` from a histogram alone: a table has no room for the note, and
+        a bare ``megatron`` label passed concat's f off as Megatron's, a review).
         """
         import polars as pl
 
-        regime = self.approximation or self.regime
+        regime = f"{self.regime} (as {self.approximation})" if self.approximation else self.regime
         return pl.DataFrame({"position": np.arange(self.L, dtype=np.int64), "regime": [regime] * self.L, "f": self.f})
 
     # display -------------------------------------------------------------------------------------------------

@@ -103,9 +103,9 @@ def test_a_table_names_the_regime_computed():
     h = LengthHistogram.from_counts([3, 6], [2, 1])
     pf = h.frequency(4, "megatron")
     assert (pf.regime, pf.approximation, pf.f.tolist()) == ("megatron", "concat", [12, 9, 6, 3])
-    assert set(pf.to_frame()["regime"]) == {"concat"}
-    table = h.frequency_table(4, ["natural", "megatron"])
-    assert table.filter(table["position"] == 1).rows() == [(1, "natural", 8), (1, "concat", 9)]
+    assert set(pf.to_frame()["regime"]) == {"megatron (as concat)"}
+    table = h.frequency_table(4, ["concat", "megatron"])  # one label each, none passed off as the other
+    assert table.filter(table["position"] == 1).rows() == [(1, "concat", 9), (1, "megatron (as concat)", 9)]
 
 
 def test_display_shows_the_key_numbers():
