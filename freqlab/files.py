@@ -39,9 +39,16 @@ if TYPE_CHECKING:
 
 
 def write_atomic(
-    path: str | bytes | os.PathLike, data: bytes | None = None, writer: Callable[[str], object] | None = None
+    path: str | bytes | os.PathLike,
+    data: bytes | None = None,
+    writer: Callable[[str], object] | None = None,
+    before_replacing: Callable[[], object] | None = None,
 ) -> None:
     """Write ``data`` (or call ``writer(tmp_path)``) to a temporary file beside ``path``, then rename.
+
+    ``before_replacing`` is called once the new content is made, right before it replaces the old: a second file
+    written there is replaced back to back with this one, and a failure in it leaves this file as it was (a scan's
+    lengths and summary are never of two scans, a review).
 
     Any failure (a full disk, a read-only folder) is one FreqlabError naming ``path``; nothing half-written is
     left behind by an interrupt or an error (no ``fsync``: a power cut is the file system's affair). A file replaced
@@ -71,6 +78,8 @@ def write_atomic(
     except OSError as exc:
         raise cannot_write(text, exc) from exc
     if in_place:
+        if before_replacing is not None:
+            before_replacing()
         _write_in_place(text, target, data, writer)
         return
     path = Path(target)
@@ -95,6 +104,8 @@ def write_atomic(
         if old is not None:
             _same_owner(tmp, old)
         os.chmod(tmp, mode)  # mkstemp makes it 0600
+        if before_replacing is not None:
+            before_replacing()
         os.replace(tmp, path)
         _WRITING.discard(tmp)
     except BaseException as exc:

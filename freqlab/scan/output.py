@@ -156,11 +156,12 @@ class ScanOutput:
         self.flush()
         lengths_path, summary_path = self.out / LENGTHS_FILE, self.out / SUMMARY_FILE
         summary["outputs"] = {"lengths": unambiguous(lengths_path), "summary": unambiguous(summary_path)}
-        # an earlier scan's summary goes first: a scan stopped between the two writes leaves these lengths without
-        # a summary, never beside the summary of other lengths (both files were checked ours on entry)
-        with contextlib.suppress(FileNotFoundError):
-            summary_path.unlink()
-        # not to_parquet, which expands ~: this folder's name is expanded already (./~x would read as ~x's home)
-        write_parquet(lengths_path, histogram.to_frame(), histogram.parquet_header())
-        write_atomic(summary_path, (json.dumps(summary, indent=2) + "\n").encode())
+        # the summary is made first and replaces the old one right after the lengths do: a scan stopped or failing
+        # while writing them leaves the earlier pair, never new lengths beside an earlier summary (reviews)
+        write_atomic(
+            summary_path,
+            (json.dumps(summary, indent=2) + "\n").encode(),
+            # not to_parquet, which expands ~: this folder's name is expanded already (./~x would read as ~x's home)
+            before_replacing=lambda: write_parquet(lengths_path, histogram.to_frame(), histogram.parquet_header()),
+        )
         forget_written(self.out / FIGURES_DIR)  # an earlier scan's figures are not these results' (--plot redraws)

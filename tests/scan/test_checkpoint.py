@@ -270,28 +270,37 @@ def test_a_file_freqlab_did_not_write_where_a_result_goes_is_refused_and_kept(tm
     assert scan(str(data), out=str(tmp_path / "out"), progress=False).histogram.tokens == first.histogram.tokens
 
 
-def test_a_scan_stopped_between_its_two_results_leaves_no_summary_of_other_lengths(tmp_path, monkeypatch):
-    """The last stop's note: lengths.parquet and summary.json are written one after the other, each atomically; a
+def test_a_scan_stopped_while_writing_its_results_leaves_the_earlier_pair(tmp_path, monkeypatch):
+    """The last stop's note: lengths.parquet and summary.json were written one after the other, each atomically; a
     scan stopped between them left the new lengths beside the earlier scan's summary (its counts another corpus's).
-    The earlier summary goes first, so the pair is never of two scans."""
+    A first fix removed the summary first, which replaced a link to it by a file and lost its mode (a review). The
+    new summary is made first and replaces the old right after the lengths do."""
     import freqlab.scan.output as output
     from freqlab.histogram import LengthHistogram
     from freqlab.scan import scan
 
-    out = tmp_path / "out"
+    keep, out = tmp_path / "keep", tmp_path / "out"
     (tmp_path / "a.jsonl").write_text('{"text": "hello world"}\n')
     (tmp_path / "b.jsonl").write_text('{"text": "one"}\n{"text": "two three four five"}\n')
-    scan(str(tmp_path / "a.jsonl"), out=str(out), progress=False)
-    assert json.loads((out / "summary.json").read_text())["documents"]["read"] == 1
+    scan(str(tmp_path / "a.jsonl"), out=str(keep), progress=False)
+    (keep / "summary.json").chmod(0o640)
+    out.mkdir()
+    for name in ("lengths.parquet", "summary.json"):
+        (out / name).symlink_to(keep / name)
+    before = {name: (keep / name).read_bytes() for name in ("lengths.parquet", "summary.json")}
 
-    def stopped(path, data):
+    def stopped(*args, **kwargs):
         raise KeyboardInterrupt
 
-    monkeypatch.setattr(output, "write_atomic", stopped)
-    with pytest.raises(KeyboardInterrupt):
-        scan(str(tmp_path / "b.jsonl"), out=str(out), progress=False)
-    assert LengthHistogram.read_parquet(out / "lengths.parquet").documents == 2  # the second scan's lengths
-    assert not (out / "summary.json").exists()  # and no summary of the first beside them
+    with monkeypatch.context() as patched:
+        patched.setattr(output, "write_parquet", stopped)  # stopped while the lengths are written
+        with pytest.raises(KeyboardInterrupt):
+            scan(str(tmp_path / "b.jsonl"), out=str(out), progress=False)
+    assert {name: (keep / name).read_bytes() for name in before} == before  # the earlier pair, whole
+    scan(str(tmp_path / "b.jsonl"), out=str(out), progress=False)
+    assert all((out / name).is_symlink() for name in before) and (keep / "summary.json").stat().st_mode & 0o777 == 0o640
+    assert LengthHistogram.read_parquet(keep / "lengths.parquet").documents == 2
+    assert json.loads((keep / "summary.json").read_text())["documents"]["read"] == 2  # a pair of one scan
 
 
 @pytest.mark.parametrize("name", ["summary.json", "lengths.parquet"])
