@@ -12,6 +12,10 @@ counts with them and :mod:`freqlab.frequency` computes with them.
 
 from __future__ import annotations
 
+import math
+import numbers
+from decimal import Decimal
+
 import numpy as np
 
 from freqlab.errors import FreqlabError
@@ -92,6 +96,23 @@ def summed_by_length(lengths: np.ndarray, counts: np.ndarray) -> tuple[np.ndarra
     summed = np.zeros(unique.size, np.int64)
     np.add.at(summed, inverse, counts)
     return unique, summed
+
+
+def real_number(value) -> float | None:
+    """``value`` as a float when it is one real number (an int, a float, a Fraction, a Decimal, a numpy scalar or
+    0-d array of one; not a bool, not a string), else None. NaN stays NaN: the caller's range check refuses it.
+
+    >>> real_number(np.array(0.5)), real_number(Decimal("0.25")), real_number(True), real_number("0.5")
+    (0.5, 0.25, None, None)
+    """
+    if isinstance(value, np.ndarray) and value.ndim == 0:
+        value = value.item()
+    if isinstance(value, (bool, np.bool_)) or not isinstance(value, (numbers.Real, Decimal)):
+        return None
+    try:
+        return float(value)
+    except (OverflowError, ValueError):  # an int past float64; Decimal("sNaN")
+        return math.nan
 
 
 def as_int64(values, name: str) -> np.ndarray:

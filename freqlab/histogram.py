@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import json
 import math
-import numbers
 from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
@@ -19,7 +18,7 @@ from typing import TYPE_CHECKING, Any, cast
 
 import numpy as np
 
-from freqlab.arrays import check_histogram, exact_dot, summed_by_length
+from freqlab.arrays import check_histogram, exact_dot, real_number, summed_by_length
 from freqlab.deprecation import renamed_method
 from freqlab.display import (
     PALETTE,
@@ -134,8 +133,10 @@ class LengthHistogram(Displayed):
     meta: dict = field(default_factory=dict)
 
     def __post_init__(self) -> None:
-        for name in ("corpus", "tokenizer"):  # a name (corpus=5 failed later, in len())
-            if not isinstance(getattr(self, name), str):
+        for name in ("corpus", "tokenizer"):  # a name (corpus=5 failed later, in len()); None: none
+            if getattr(self, name) is None:
+                object.__setattr__(self, name, "")
+            elif not isinstance(getattr(self, name), str):
                 raise FreqlabError(f"{name} must be a string, got {getattr(self, name)!r}")
         lengths, counts = check_histogram(self.lengths, self.counts)
         _check_documents(counts)
@@ -165,6 +166,12 @@ class LengthHistogram(Displayed):
                 f"documents_read = {self.documents_read:,} is fewer than the documents counted: {self.documents:,} "
                 f"with tokens + {self.empty_documents:,} empty + {sum(self.skipped.values()):,} skipped"
             )
+
+    def __setstate__(self, state: dict) -> None:
+        """Unpickled or deep-copied read-only, as made (pickle makes its arrays anew, writable: a review)."""
+        self.__dict__.update(state)
+        self.lengths.setflags(write=False)
+        self.counts.setflags(write=False)
 
     # construction -----------------------------------------------------------------------------------------
     @classmethod
@@ -274,8 +281,10 @@ class LengthHistogram(Displayed):
         >>> LengthHistogram.from_lengths([1, 2, 3, 4]).quantile(0.5)   # ceil(0.5 · 4) = 2nd smallest
         2
         """
-        if isinstance(q, bool) or not isinstance(q, numbers.Real) or not 0.0 <= q <= 1.0:  # nan too
+        number = real_number(q)
+        if number is None or not 0.0 <= number <= 1.0:  # nan too
             raise FreqlabError(f"quantile must be a number in [0, 1], got {q!r}")
+        q = number
         if self.documents == 0:
             return 0
         cumulative = np.cumsum(self.counts)
@@ -285,9 +294,11 @@ class LengthHistogram(Displayed):
         return int(self.lengths[np.searchsorted(cumulative, target, side="left")])
 
     def share_of_tokens_longer_than(self, L: int) -> float:
-        """Share of all tokens that sit in documents longer than L (a non-negative integer)."""
-        if isinstance(L, bool) or not isinstance(L, numbers.Integral) or L < 0:  # nan gave 0.0, -1 gave 1.0
-            raise FreqlabError(f"L must be a non-negative integer, got {L!r}")
+        """Share of all tokens that sit in documents longer than L (a number >= 0: 3 * L / 4 too)."""
+        number = real_number(L)
+        if number is None or not number >= 0:  # nan gave 0.0, -1 gave 1.0 (a review)
+            raise FreqlabError(f"L must be a number >= 0, got {L!r}")
+        L = number
         total = self.tokens
         if total == 0:
             return 0.0
@@ -337,7 +348,9 @@ class LengthHistogram(Displayed):
             )
             # no document: f is 0 everywhere, its shares undefined: no rows, but the same keys
             out["frequency"] = [
-                self.frequency(L, r, seed=seed).regime_row(tokens, tau) for r in _regime_list(regimes) if documents
+                self.frequency(L, r, seed=seed).regime_row(tokens, tau)
+                for r in _regime_list(regimes, allow_none=True)
+                if documents
             ]
         if self.sources:
             out["sources"] = {
@@ -578,12 +591,12 @@ class LengthHistogram(Displayed):
         return histogram_display(self)
 
 
-def _regime_list(regimes: str | Sequence[str]) -> list[str]:
-    """``regimes`` (one name or several) as a list; none is a FreqlabError (polars said "cannot concat empty list";
-    a string was read letter by letter: "unknown regime 'c'").
+def _regime_list(regimes: str | Sequence[str], allow_none: bool = False) -> list[str]:
+    """``regimes`` (one name or several) as a list (a string was read letter by letter: "unknown regime 'c'"); none
+    is a FreqlabError unless ``allow_none`` (a table of no regime: polars said "cannot concat empty list").
     """
     names = [regimes] if isinstance(regimes, str) else list(regimes)
-    if not names:
+    if not names and not allow_none:
         raise FreqlabError("regimes names no regime: give one or several (natural, concat, pack, ...)")
     return names
 

@@ -2,6 +2,8 @@
 
 import json
 import re
+from decimal import Decimal
+from fractions import Fraction
 
 import numpy as np
 import polars as pl
@@ -284,10 +286,14 @@ def test_a_file_of_another_kind_is_named_for_what_it_is(tmp_path, monkeypatch):
 
 def test_its_arrays_are_read_only_as_the_histogram_is_frozen():
     """A review: h.counts[0] = -7 made documents and tokens negative; h.lengths[0] = 100 moved the median."""
+    import copy
+    import pickle
+
     h = LengthHistogram.from_counts([3, 6], [2, 1])
-    for array in (h.lengths, h.counts):
-        with pytest.raises(ValueError, match="read-only"):
-            array[0] = -7
+    for made in (h, pickle.loads(pickle.dumps(h)), copy.deepcopy(h)):  # pickle makes arrays anew (a second review)
+        for array in (made.lengths, made.counts):
+            with pytest.raises(ValueError, match="read-only"):
+                array[0] = -7
     assert (h.documents, h.tokens, h.quantile(0.5)) == (3, 12, 3)
     given = np.array([3, 6])
     LengthHistogram.from_lengths(given)
@@ -522,8 +528,8 @@ def test_each_method_names_a_bad_argument():
         (lambda: h.quantile("0.5"), "quantile must be a number in [0, 1], got '0.5'"),
         (lambda: h.quantile(True), "quantile must be a number in [0, 1], got True"),
         (lambda: h.quantile(float("nan")), "quantile must be a number in [0, 1], got nan"),
-        (lambda: h.share_of_tokens_longer_than(float("nan")), "L must be a non-negative integer, got nan"),
-        (lambda: h.share_of_tokens_longer_than(-1), "L must be a non-negative integer, got -1"),
+        (lambda: h.share_of_tokens_longer_than(float("nan")), "L must be a number >= 0, got nan"),
+        (lambda: h.share_of_tokens_longer_than(-1), "L must be a number >= 0, got -1"),
         (lambda: LengthHistogram.from_lengths([3], corpus=5), "corpus must be a string, got 5"),
         (lambda: h.frequency_table(4, []), "regimes names no regime: give one or several"),
         (lambda: h.length_statistics(4, tokens=float("nan")), "the token budget must be a positive finite number"),
@@ -533,6 +539,14 @@ def test_each_method_names_a_bad_argument():
             call()
         assert str(error.value).startswith(message), (message, str(error.value))
     assert h.share_of_tokens_longer_than(0) == 1.0 and h.share_of_tokens_longer_than(4) == 0.5
+    # what a number is, a second review found refused: floats (3 * L / 4), numpy scalars and 0-d arrays, Fractions,
+    # Decimals; a corpus of None (none); no regimes for the statistics (no rows)
+    for x in (4.0, np.float64(4.0), Fraction(4), np.array(4), np.int64(4)):
+        assert h.share_of_tokens_longer_than(x) == 0.5
+    for q in (0.5, Decimal("0.5"), np.array(0.5), np.float32(0.5), Fraction(1, 2)):
+        assert h.quantile(q) == 3
+    assert LengthHistogram.from_lengths([3], corpus=None).corpus == ""
+    assert h.length_statistics(4, ())["frequency"] == []
     statistics = h.length_statistics(4, "concat", tokens=400.7, tau=150)
     assert [row["regime"] for row in statistics["frequency"]] == ["concat"]
     assert statistics["frequency"][0]["budget_tokens"] == 400.7

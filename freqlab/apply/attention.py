@@ -856,7 +856,7 @@ def _unhook(model: Any, modules: list[torch.nn.Module]) -> None:
                 module._forward_pre_hooks_with_kwargs.pop(key, None)
 
 
-def _window(model: Any) -> int:
+def model_window(model: Any) -> int:
     """The context the model's positions are set up for: ``max_position_embeddings``, or the original window times
     its RoPE scaling factor when larger, where the RoPE parameters name the original (YaRN, llama3, LongRoPE: a YaRN
     block keeps ``max_position_embeddings`` at L and scales to N, and the STRING + YaRN plan's shift S_N = (S/L)·N is
@@ -880,14 +880,14 @@ def _window(model: Any) -> int:
 def apply_string(model: Any, S: int, W: int, backend: str = "auto", flash_fn: Callable | None = None,
                  flash_varlen_fn: Callable | None = None, allow_untested: bool = False) -> Any:  # fmt: skip
     """See :func:`freqlab.apply.string`."""
-    _, S, W = _check_shift(_window(model), S, W)
+    _, S, W = _check_shift(model_window(model), S, W)
     return _apply(model, STRING_NAME, S, W, backend, flash_fn, flash_varlen_fn, allow_untested)
 
 
 def apply_self_extend(model: Any, G: int, w_n: int, backend: str = "auto", flash_fn: Callable | None = None,
                       flash_varlen_fn: Callable | None = None, allow_untested: bool = False) -> Any:  # fmt: skip
     """See :func:`freqlab.apply.self_extend`."""
-    G, w_n = _check_group(G, w_n, _window(model))
+    G, w_n = _check_group(G, w_n, model_window(model))
     return _apply(model, SELF_EXTEND_NAME, G, w_n, backend, flash_fn, flash_varlen_fn, allow_untested)
 
 

@@ -207,10 +207,13 @@ def probe_command(
     model, tokenizer = p.load_model(model_dir, dtype, device, attn_implementation)
     config = model.config.get_text_config()
     length_list = _lengths(lengths, max_length or config.max_position_embeddings, steps)
-    if beyond := [n for n in length_list if n > config.max_position_embeddings]:  # said, not refused: extending is
-        click.echo(  # what Self-Extend and STRING + YaRN are for
-            f"note: lengths {beyond} pass the model's max_position_embeddings ({config.max_position_embeddings:,}): "
-            "the stock model meets positions it was never trained on there",
+    from freqlab.apply.attention import model_window
+
+    window = model_window(model)  # max_position_embeddings, or what a YaRN, llama3 or LongRoPE block scales it to
+    if beyond := [n for n in length_list if n > window]:  # said, not refused: extending is what Self-Extend is for
+        click.echo(
+            f"note: lengths {beyond} pass the {window:,} positions the model is set up for (max_position_embeddings, "
+            "or its RoPE scaling's): the stock model meets positions it was never trained on there",
             err=True,
         )
     builder = p.hf_builder(tokenizer, needles)

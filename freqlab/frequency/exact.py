@@ -129,7 +129,7 @@ class ExactFrequency:
     def scale(self, factor) -> ExactFrequency:
         """f · factor exactly (``factor`` an int, Fraction or a decimal string such as ``"0.25"``)."""
         try:
-            factor = Fraction(factor)
+            factor = Fraction(factor.item() if isinstance(factor, (np.generic, np.ndarray)) else factor)
         except (TypeError, ValueError, OverflowError):  # nan, inf, "x": Fraction's own words named no factor
             raise FreqlabError(f"a frequency is scaled by a finite factor >= 0, got {factor!r}") from None
         if factor < 0:

@@ -38,6 +38,7 @@ from freqlab.arrays import (  # the first two also for import compatibility
     check_histogram,
     exact_dot,
     int64_tokens,
+    real_number,
     summed_by_length,
 )
 from freqlab.errors import FreqlabError
@@ -278,8 +279,10 @@ def pack_sample(
     (True, True)
     """
     lengths, counts = check_histogram(lengths, counts)
-    if isinstance(documents, bool) or not isinstance(documents, (int, np.integer)) or documents < 1:
+    number = real_number(documents)
+    if number is None or not (number >= 1 and number.is_integer()):
         raise FreqlabError(f"documents (the sample's size) must be a positive integer, got {documents!r}")
+    documents = int(number)
     total = int(np.sum(counts, dtype=np.int64))
     if total <= documents:
         return segments(lengths, counts, L, "pack", seed=seed)

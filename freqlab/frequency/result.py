@@ -64,7 +64,9 @@ class PositionFrequency(NDArrayOperatorsMixin, Displayed):
     f's (``pf.shape``, ``pf.sum()``); :meth:`share_at_most` and the other statistics are those of
     :mod:`freqlab.frequency.stats`. The position mass Σ f(i) ≈ T·L/2 passes 2^63 at 10^13 tokens of L = 2^21:
     ``pf.sum()`` and ``np.sum(pf)`` are exact (a Python int), and ``pf.cumsum()`` and ``np.cumsum(pf)`` are Python
-    ints (an object array) where int64 would wrap. f itself is read-only: f(0) is the tokens, at most 2^63 - 1.
+    ints (an object array) where int64 would wrap; every other operation is numpy's on int64 f, which wraps there as
+    numpy does (``np.add.reduce(pf)``, ``pf @ ones``, a sum with ``initial`` or ``where``): take
+    ``pf.f.astype(object)`` for those. f itself is read-only: f(0) is the tokens, at most 2^63 - 1.
 
     References
     ----------
@@ -89,9 +91,14 @@ class PositionFrequency(NDArrayOperatorsMixin, Displayed):
     tokenizer: str = ""
 
     def __post_init__(self) -> None:
-        f = self.f.view()  # frozen, as the object is: np.asarray(pf)[0] = 999 changed pf.tokens (a review); a view,
-        f.setflags(write=False)  # so the caller's own array stays writable
+        f = np.asarray(self.f).view()  # frozen, as the object is: np.asarray(pf)[0] = 999 changed pf.tokens (a
+        f.setflags(write=False)  # review); a view, so the caller's own array stays writable
         object.__setattr__(self, "f", f)
+
+    def __setstate__(self, state: dict) -> None:
+        """Unpickled or deep-copied read-only, as made (pickle makes f anew, writable: a review)."""
+        self.__dict__.update(state)
+        self.f.setflags(write=False)
 
     @classmethod
     def from_segments(cls, segs: Segments, *, corpus: str = "", tokenizer: str = "") -> PositionFrequency:
@@ -154,15 +161,18 @@ class PositionFrequency(NDArrayOperatorsMixin, Displayed):
     def __len__(self) -> int:
         return int(self.f.size)
 
-    def sum(self, axis=None, dtype=None, out=None, **kwargs):
-        """Σ f(i), exact: an int (int64's own sum wraps past 2^63, a review); with other arguments, the array's."""
-        if axis in (None, 0, -1) and dtype is None and out is None and not kwargs:
-            return exact_sum(self.f)
-        return self.f.sum(axis=axis, dtype=dtype, out=out, **kwargs)
+    def sum(self, axis=None, dtype=None, out=None, keepdims=False, **kwargs):
+        """Σ f(i), exact: an int (``keepdims``: in an array of one, of Python ints past int64), where int64's own sum
+        wraps past 2^63 (a review); with ``dtype``, ``out``, ``initial`` or ``where``, the array's own.
+        """
+        if axis in (None, 0, -1, (0,), (-1,)) and dtype is None and out is None and not kwargs:
+            total = exact_sum(self.f)
+            return np.array([total], dtype=np.int64 if total < 1 << 63 else object) if keepdims else total
+        return self.f.sum(axis=axis, dtype=dtype, out=out, keepdims=keepdims, **kwargs)
 
     def cumsum(self, axis=None, dtype=None, out=None):
-        """Σ_{j <= i} f(j): int64, or Python ints (an object array) where int64 would wrap; with other arguments, the
-        array's.
+        """Σ_{j <= i} f(j): int64, or Python ints (an object array) where int64 would wrap; with ``dtype`` or ``out``,
+        the array's own.
         """
         if axis in (None, 0, -1) and dtype is None and out is None and exact_sum(self.f) >= 1 << 63:
             return np.cumsum(self.f.astype(object))

@@ -28,7 +28,7 @@ from fractions import Fraction
 import numpy as np
 from numpy.typing import ArrayLike
 
-from freqlab.arrays import exact_sum, magnitude
+from freqlab.arrays import exact_sum, magnitude, real_number
 from freqlab.errors import FreqlabError, brief
 from freqlab.sizes import DEFAULT_TAU  # kept for import compatibility (and used here)
 
@@ -221,12 +221,10 @@ def position_at_mass(f: ArrayLike, fraction: float) -> int:
     1
     """
     f = _frequency(f)
-    try:  # a number (a string "0.5" is none, as for effective_length)
-        inside = isinstance(fraction, numbers.Real) and not isinstance(fraction, bool) and 0 < float(fraction) <= 1
-    except (TypeError, ValueError):
-        inside = False
-    if not inside:
-        raise FreqlabError(f"fraction must be in (0, 1], got {fraction!r}")
+    number = real_number(fraction)  # a number (a string "0.5" is none, as for effective_length)
+    if number is None or not 0 < number <= 1:
+        raise FreqlabError(f"fraction must be a number in (0, 1], got {fraction!r}")
+    fraction = number
     # exact: compare cumulative * denominator >= total * numerator with a rational fraction
     ratio = Fraction(float(fraction)).limit_denominator(10**12)
     if f.dtype.kind == "f":  # an expectation, a sum of scaled stages: in float64

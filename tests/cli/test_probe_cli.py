@@ -215,7 +215,7 @@ def test_lengths_past_the_models_window_are_said(model_dir):
     result = run("probe", model_dir, "--lengths", "240,600", "--depths", "0", "--trials", 1)
     assert result.exit_code == 0, result.output
     assert (
-        "note: lengths [600] pass the model's max_position_embeddings (512): the stock model meets positions it "
-        "was never trained on there" in result.stderr
+        "note: lengths [600] pass the 512 positions the model is set up for (max_position_embeddings, or its RoPE "
+        "scaling's): the stock model meets positions it was never trained on there" in result.stderr
     )
     assert "note:" not in run("probe", model_dir, "--lengths", "240", "--depths", "0", "--trials", 1).stderr

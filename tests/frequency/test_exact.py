@@ -61,4 +61,4 @@ def test_a_position_outside_the_window_and_a_factor_that_is_no_number_are_named(
     for factor in (float("nan"), float("inf"), "x"):
         with pytest.raises(FreqlabError, match=r"^a frequency is scaled by a finite factor >= 0, got"):
             f.scale(factor)
-    assert f.scale("0.5").value(0) == Fraction(3, 2)
+    assert f.scale("0.5").value(0) == f.scale(np.float32(0.5)).value(0) == Fraction(3, 2)

@@ -277,4 +277,5 @@ def test_the_seed_and_the_sample_size_are_checked_whatever_the_regime():
     for documents in (float("nan"), 0, -3, True, 2.5):
         with pytest.raises(FreqlabError, match=r"^documents \(the sample's size\) must be a positive integer, got"):
             pack_sample([100, 30_000], [10**8, 1], 4096, documents=documents)
-    assert pack_sample([3], [2], 4, documents=5).counts.tolist() == [1, 1, 1]  # 3 | 1+2 | 3 walked whole
+    for documents in (5, 5.0, np.int64(5), np.array(5)):  # whole numbers all (a second review)
+        assert pack_sample([3], [2], 4, documents=documents).counts.tolist() == [1, 1, 1]  # 3 | 1+2 walked whole

@@ -64,6 +64,15 @@ def test_f_is_read_only_and_the_callers_array_stays_writable():
     made = PositionFrequency(mine, 3, "natural", 3)
     mine[0] = 7  # the caller's array is theirs
     assert mine.flags.writeable and made.f.base is mine
+    # a second review: pickle and deepcopy made f anew, writable; a list as f raised AttributeError
+    import copy
+    import pickle
+
+    for again in (pickle.loads(pickle.dumps(pf)), copy.deepcopy(pf)):
+        with pytest.raises(ValueError, match="read-only"):
+            again.f[0] = -1
+        assert again.tokens == pf.tokens
+    assert PositionFrequency([3, 2, 1], 3, "natural", 1).f.tolist() == [3, 2, 1]
 
 
 def test_sum_and_cumsum_are_exact_past_int64():
@@ -78,6 +87,9 @@ def test_sum_and_cumsum_are_exact_past_int64():
     small = ROWS.frequency(2048)  # below 2^63: int64, as before
     assert small.cumsum().dtype == np.int64 and np.cumsum(small)[-1] == small.sum() == 1000 * 2048 * 2049 // 2
     assert small.sum(dtype=np.float64) == pytest.approx(1000 * 2048 * 2049 / 2)  # other arguments: the array's
+    # a second review: keepdims, a tuple of axes and ndarray's positional order were the array's own (wrapping)
+    assert pf.sum(axis=(0,)) == pf.sum(None, None, None, False) == exact
+    assert np.sum(pf, keepdims=True).tolist() == [exact]
 
 
 def test_statistics_match_the_functions():

@@ -134,9 +134,9 @@ def test_summary_line_reads_like_the_paper():
     [
         (lambda: share_at_most(F, 4), "outside the window"),
         (lambda: share_at_most(F, 1.5), r"a position is an integer, got 1\.5"),
-        (lambda: position_at_mass(F, 0), "fraction must be in"),
-        (lambda: position_at_mass(F, float("nan")), "fraction must be in"),
-        (lambda: position_at_mass(F, "half"), "fraction must be in"),
+        (lambda: position_at_mass(F, 0), "fraction must be a number in"),
+        (lambda: position_at_mass(F, float("nan")), "fraction must be a number in"),
+        (lambda: position_at_mass(F, "half"), "fraction must be a number in"),
         (lambda: effective_length(F, 0), "budget must be a positive finite number, got 0"),
         (lambda: effective_length(F, float("nan")), "budget must be a positive finite number, got nan"),
         (lambda: effective_length(F, float("inf")), "budget must be a positive finite number, got inf"),
@@ -295,6 +295,6 @@ def test_a_threshold_below_the_smallest_float_is_checked_exactly():
 
 def test_position_at_mass_refuses_a_string_as_effective_length_does():
     """A review: position_at_mass(f, "0.5") answered (float() read the string); effective_length refuses strings."""
-    with pytest.raises(FreqlabError, match=r"^fraction must be in \(0, 1\], got '0.5'"):
+    with pytest.raises(FreqlabError, match=r"^fraction must be a number in \(0, 1\], got '0.5'"):
         position_at_mass(F, "0.5")
     assert position_at_mass(F, 0.5) == position_at_mass(F, Fraction(1, 2)) == 1
