@@ -196,8 +196,9 @@ class Fields:
             return f"the text field holds a number, {brief(value)}"
         if isinstance(value, list):
             return f"the text field holds a list of {len(value)}"
-        if isinstance(value, Mapping):
-            return f"the text field holds an object with keys {first_few([str(k) for k in value], 4) or 'none'}"
+        if isinstance(value, Mapping):  # keys quoted and cut (a review: a key of 2 MB, one holding an escape)
+            keys = [brief(str(k), 40) for k in list(value)[:5]]
+            return f"the text field holds an object with keys {first_few(keys, 4) if keys else 'none'}"
         return f"the text field holds {type(value).__name__}"
 
     def extract(self, record: Mapping[str, Any]) -> Extracted:

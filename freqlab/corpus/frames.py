@@ -99,6 +99,8 @@ def zstd_frames(path: str, max_blocks: int = MAX_BLOCKS) -> list[Frame] | None:
 GZIP_MAGIC = b"\x1f\x8b\x08"  # ID1, ID2, CM = deflate (RFC 1952 section 2.3.1)
 #: BGZF's end-of-file block, an empty member every BGZF writer ends with (SAM/BAM specification section 4.1.2)
 BGZF_EOF = bytes.fromhex("1f8b08040000000000ff0600424302001b0003000000000000000000")
+_EOF_BODY = BGZF_EOF.rstrip(b"\0")  # the block up to its trailing zeros (its CRC and size, both 0)
+_TAIL = 1 << 16  # the bytes at a BGZF file's end looked at: its end-of-file block, and zero padding after it
 
 
 def bgzf_cut_short(path: str) -> str | None:
@@ -116,12 +118,19 @@ def bgzf_cut_short(path: str) -> str | None:
     (None, "the file ends without BGZF's end-of-file block")
     """
     with open(path, "rb") as handle:
-        head = handle.read(14)
-        if len(head) < 14 or head[:3] != GZIP_MAGIC or not head[3] & 4 or head[12:14] != b"BC":
-            return None  # no BGZF header: an ordinary gzip file, whose members record no end
+        head = handle.read(12)
+        if len(head) < 12 or head[:3] != GZIP_MAGIC or not head[3] & 4:
+            return None  # no extra field: an ordinary gzip file, whose members record no end
+        extra = handle.read(int.from_bytes(head[10:12], "little"))
+        while len(extra) >= 4 and extra[:2] != b"BC":  # subfields SI1 SI2 LEN(2) data: BC need not come first
+            extra = extra[4 + int.from_bytes(extra[2:4], "little") :]
+        if extra[:2] != b"BC":
+            return None
         size = os.fstat(handle.fileno()).st_size
-        handle.seek(max(size - len(BGZF_EOF), 0))
-        if handle.read() == BGZF_EOF:
+        handle.seek(max(size - _TAIL, 0))
+        data = handle.read()
+        body = data.rstrip(b"\0")  # zeros after the block are padding gzip reads through (the block ends in zeros)
+        if body.endswith(_EOF_BODY) and len(data) - len(body) >= len(BGZF_EOF) - len(_EOF_BODY):
             return None
     return (
         "the file ends without BGZF's end-of-file block: cut short where a block ends (bgzip writes that block "

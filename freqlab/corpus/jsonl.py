@@ -328,9 +328,9 @@ def parse_line(raw: bytes, extract) -> tuple[str | None, str | None, str | None]
 _UTF16_BOMS = (b"\xff\xfe", b"\xfe\xff")
 
 
-def _utf8_error(raw: bytes, first: bool) -> str:
-    """Where a line stops being UTF-8, and a UTF-16 file named as such (a review: a file from ``iconv -t utf-16``
-    said only invalid-utf8 on its first line, and its every line after that was one more bad record).
+def _utf8_error(raw: bytes, first: bool, skipped: int = 0) -> str:
+    """Where a line stops being UTF-8 (``skipped``: bytes taken off its start, a UTF-8 BOM), and a UTF-16 file named
+    as such (a review: a file from ``iconv -t utf-16`` said only invalid-utf8 on its first line).
     """
     if first and raw.startswith(_UTF16_BOMS):
         return (
@@ -339,7 +339,7 @@ def _utf8_error(raw: bytes, first: bool) -> str:
     try:
         raw.decode("utf-8")
     except UnicodeDecodeError as exc:
-        return f"byte 0x{raw[exc.start]:02X} at byte {exc.start + 1} of the line: {exc.reason}"
+        return f"byte 0x{raw[exc.start]:02X} at byte {skipped + exc.start + 1} of the line: {exc.reason}"
     return "not UTF-8"
 
 
@@ -451,7 +451,8 @@ class JsonlShard(FileShard):
                     yield raw
                     continue
                 lineno += 1
-                if position == 0 and raw.startswith(_BOM):
+                bom = position == 0 and raw.startswith(_BOM)
+                if bom:
                     raw = raw[3:]
                 if base.__class__ is int:
                     where = f"{path}:{base + lineno}"
@@ -476,8 +477,8 @@ class JsonlShard(FileShard):
                 detail = None
                 if error == MALFORMED_JSON:
                     detail = _json_error(raw)
-                elif error == INVALID_UTF8:
-                    detail = _utf8_error(raw, first=position == 0)
+                elif error == INVALID_UTF8:  # where in the line as written: a BOM taken off counts (a review)
+                    detail = _utf8_error(raw, first=position == 0, skipped=3 if bom else 0)
                 yield Document(text, source, where, error, detail)
             if (cut := self._bgzf_cut_short()) is not None:  # read whole as gzip: that it ends here, BGZF says
                 raise EOFError(cut)
@@ -498,12 +499,15 @@ class JsonlShard(FileShard):
         """
         if not is_compressed(self.path) or is_url(self.path):
             return None
-        last = b""  # the stream's last line, when it ends without a newline (the last MiB of it)
+        last: bytes | None = b""  # the stream's last line after its last newline (None: longer than a MiB, not kept)
         try:
             with open_binary(self.path, self.frames) as stream:
                 while chunk := stream.read(_BUFFER):
                     newline = chunk.rfind(b"\n")
-                    last = chunk[newline + 1 :] if newline >= 0 else (last + chunk)[-(1 << 20) :]
+                    if newline >= 0:
+                        last = chunk[newline + 1 :]
+                    elif last is not None:
+                        last = last + chunk if len(last) + len(chunk) <= 1 << 20 else None
         except self.read_errors as exc:
             found = describe_error(exc)
             if isinstance(exc, EOFError) or str(exc).startswith(_CUT_SHORT):  # gzip's own, or ZstdFrames
@@ -511,7 +515,7 @@ class JsonlShard(FileShard):
             return f"the file's compressed data is corrupt ({found}): the record may be that damage"
         if self.path.lower().endswith(".gz") and (cut := bgzf_cut_short(self.path)) is not None:
             return f"the file is also cut short ({cut})"
-        if last.strip() and not _is_json(last):  # cut where a frame (gzip member) ends, the stream reads whole
+        if last is not None and last.strip() and not _is_json(last):  # cut where a frame (gzip member) ends
             return "the file's last line ends without a newline and is no JSON: the file may be cut short"
         return None
 

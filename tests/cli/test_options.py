@@ -252,9 +252,11 @@ def test_an_output_replaces_only_a_file_of_its_own_kind_freqlab_wrote(tmp_path, 
         (("plan", "harpe", "--strategy", "uniform", "--peaks", 3), "--peaks needs --strategy peak-valley"),
         (("plan", "harpe", "--strategy", "attention-buckets", "--separation", 3), "--separation needs --strategy"),
         (("freq", "{hist}", "--L", 64, "--regime", "natural", "--seed", 7),
-         "--seed orders the documents of --regime pack or megatron alone (none given): the natural f(i) would"),
+         "--seed orders the documents of --regime pack alone (none given): the natural f(i) would"),
         (("plot", "windows", "{hist}", "--L", 64, "--regime", "concat", "--seed", 7, "--out", "{tmp}/o.png"),
-         "--seed orders the documents of --regime pack or megatron alone (none given): the concat f(i)"),
+         "--seed orders the documents of --regime pack alone (none given): the concat f(i)"),
+        (("freq", "{hist}", "--L", 64, "--regime", "megatron", "--data-path", "x", "--seed", 7),
+         "--seed orders the documents of --regime pack alone (none given): the megatron f(i)"),
     ],
 )  # fmt: skip
 def test_an_option_the_command_would_not_read_is_a_usage_error(tmp_path, args, message):

@@ -66,10 +66,17 @@ def test_a_text_that_is_no_string_or_no_utf8_says_what_it_is(tmp_path):
     assert [(d.error, d.detail) for d in open_corpus(str(path)).documents()] == [
         ("non-string-text", "the text field holds a number, 12"),
         ("non-string-text", "the text field holds a list of 2"),
-        ("non-string-text", "the text field holds an object with keys x, y"),
+        ("non-string-text", "the text field holds an object with keys 'x', 'y'"),
         ("non-string-text", "the text field holds true"),
         ("invalid-utf8", "byte 0xE9 at byte 14 of the line: invalid continuation byte"),
     ]
+    # a second review: keys were listed whole and raw (a key of 2 MB, one with a newline and an escape), and a
+    # UTF-8 BOM taken off the first line shifted the byte's place
+    hostile = write_bytes(tmp_path / "keys.jsonl", json.dumps({"text": {"k" * 100_000: 1, "a\nb\x1b[31m": 2}}).encode())
+    detail = next(iter(open_corpus(str(hostile)).documents())).detail
+    assert len(detail) < 200 and "\n" not in detail and "\x1b" not in detail and "\\n" in detail, detail
+    bom = write_bytes(tmp_path / "bom.jsonl", b'\xef\xbb\xbf{"text": "caf\xe9"}\n')
+    assert next(iter(open_corpus(str(bom)).documents())).detail.startswith("byte 0xE9 at byte 17 of the line")
     utf16 = write_bytes(tmp_path / "utf16.jsonl", '{"text": "a"}\n'.encode("utf-16"))
     first = next(iter(open_corpus(str(utf16)).documents()))
     assert (first.error, first.detail) == (

@@ -334,6 +334,15 @@ def test_a_bgzf_file_cut_where_a_block_ends_is_cut_short_not_a_shorter_file(tmp_
     whole, _ = _framed(b"".join(lines), [sum(map(len, lines[:k])) for k in range(1, 40)], bgzf=True)
     (tmp_path / "whole.jsonl.gz").write_bytes(whole)
     assert scan(str(tmp_path / "whole.jsonl.gz"), progress=False).histogram.documents == 40
+    # zeros after the end-of-file block are padding gzip reads through; other extra subfields may precede BC
+    (tmp_path / "padded.jsonl.gz").write_bytes(whole + bytes(16))
+    assert scan(str(tmp_path / "padded.jsonl.gz"), progress=False).histogram.documents == 40
+    first = _bgzf(lines[0])  # an "XY" subfield of 2 bytes before its BC one
+    xlen = int.from_bytes(first[10:12], "little")
+    with_xy = first[:10] + (xlen + 6).to_bytes(2, "little") + b"XY\x02\x00ab" + first[12:]
+    (tmp_path / "xy.jsonl.gz").write_bytes(with_xy)  # cut: no end-of-file block
+    with pytest.raises(FreqlabError, match="the file ends without BGZF's end-of-file block"):
+        scan(str(tmp_path / "xy.jsonl.gz"), progress=False)
     at_line_end = whole[: whole.index(BGZF_EOF)]  # every block, no end-of-file block
     mid_line, _ = _framed(b"".join(lines)[:700], [300], bgzf=True)
     for name, data in (("line_end.jsonl.gz", at_line_end), ("mid_line.jsonl.gz", mid_line[: -len(BGZF_EOF)])):
@@ -352,3 +361,9 @@ def test_a_bgzf_file_cut_where_a_block_ends_is_cut_short_not_a_shorter_file(tmp_
         "malformed-json (Unterminated string starting at: column 10); the file's last line ends without a newline "
         "and is no JSON: the file may be cut short"
     ), str(error.value)
+    # a last line of more than a MiB, whole JSON without its newline, is no sign of a cut (a second review)
+    body = b'{"text": "a"}\n{"text": 5}\n' + json.dumps({"text": "x" * (1 << 21)}).encode()
+    (tmp_path / "long.jsonl.zst").write_bytes(_frame(body))
+    with pytest.raises(FreqlabError) as error:
+        scan(str(tmp_path / "long.jsonl.zst"), progress=False)
+    assert str(error.value).endswith("long.jsonl.zst:2: non-string-text (the text field holds a number, 5)")
