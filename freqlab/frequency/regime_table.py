@@ -83,8 +83,9 @@ def frequency_key_numbers(f, *, tokens: float | None = None, tau: float = DEFAUL
     if f[half] == 0 and longest > 0:  # L/2 out of any budget's reach: what trains the longest position one reaches
         out["tokens_needed_at_longest"] = tokens_needed(f, longest, tau)
     if tokens is not None:
-        out["effective_length"] = effective_length(f, tokens, tau)  # checks tokens first (nan: a FreqlabError)
+        length = effective_length(f, tokens, tau)  # checks tokens first (nan: a FreqlabError)
         out["budget_tokens"] = int(tokens) if float(tokens).is_integer() else float(tokens)  # 400.7 is not 400
+        out["effective_length"] = length
     return out
 
 
