@@ -15,6 +15,7 @@ from __future__ import annotations
 import math
 import numbers
 from decimal import Decimal
+from typing import Any, cast
 
 import numpy as np
 
@@ -60,7 +61,7 @@ def int64_tokens(lengths: np.ndarray, counts: np.ndarray | None = None) -> int:
     on. Whatever is counted from a histogram (segments, rows, pieces, f(i)) is at most its tokens, so below 2^63
     int64 counts it exactly.
     """
-    tokens = exact_sum(lengths) if counts is None else exact_dot(lengths, counts)
+    tokens = int(exact_sum(lengths)) if counts is None else exact_dot(lengths, counts)
     if tokens >= 1 << 63:
         raise FreqlabError(f"{tokens:,} tokens exceed exact int64 arithmetic (2^63); scale the histogram down")
     return tokens
@@ -107,11 +108,13 @@ def real_number(value) -> float | None:
     """
     if isinstance(value, np.ndarray) and value.ndim == 0:
         value = value.item()
-    if isinstance(value, (bool, np.bool_)) or not isinstance(value, (numbers.Real, Decimal)):
-        return None
+    if isinstance(value, (bool, np.bool_, np.timedelta64)) or not isinstance(value, (numbers.Real, Decimal)):
+        return None  # (numpy's timedelta64 is an integer to Python)
     try:
         return float(value)
-    except (OverflowError, ValueError):  # an int past float64; Decimal("sNaN")
+    except OverflowError:  # an int or Fraction past float64 (10**400): infinite, of its sign
+        return math.inf if cast(Any, value) > 0 else -math.inf
+    except ValueError:  # Decimal("sNaN")
         return math.nan
 
 

@@ -57,7 +57,10 @@ def brief(value, limit: int = 60) -> str:
     >>> brief(list(range(100)), 20)
     '[0, 1, 2, 3, 4, 5, …'
     """
-    text = repr(value)
+    try:
+        text = repr(value)
+    except ValueError:  # an int past Python's 4,300-digit limit on conversion to text
+        text = f"an integer of {value.bit_length():,} bits"
     return text if len(text) <= limit else text[: limit - 1] + "…"
 
 

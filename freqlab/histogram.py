@@ -12,6 +12,7 @@ import math
 from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
+from decimal import Decimal
 from fractions import Fraction
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, cast
@@ -283,26 +284,26 @@ class LengthHistogram(Displayed):
         """
         number = real_number(q)
         if number is None or not 0.0 <= number <= 1.0:  # nan too
-            raise FreqlabError(f"quantile must be a number in [0, 1], got {q!r}")
-        q = number
+            raise FreqlabError(f"quantile must be a number in [0, 1], got {brief(q)}")
         if self.documents == 0:
             return 0
         cumulative = np.cumsum(self.counts)
-        # exact: q as the decimal it is written as (0.07 of 300 documents is the 21st, not float's 22nd), and a
-        # rank past 2^53 is not rounded (the median of 2^61 + 2^61 + 1 documents is the (2^61 + 1)-th)
-        target = max(1, math.ceil(Fraction(repr(float(q))) * int(cumulative[-1])))
+        # exact: q as the decimal it is written as (0.07 of 300 documents is the 21st, not float's 22nd; a Decimal or
+        # Fraction as it is), and a rank past 2^53 is not rounded (the median of 2^61 + 2^61 + 1 documents is the
+        # (2^61 + 1)-th)
+        exact = Fraction(q) if isinstance(q, (Fraction, Decimal, int)) else Fraction(repr(float(number)))
+        target = max(1, math.ceil(exact * int(cumulative[-1])))
         return int(self.lengths[np.searchsorted(cumulative, target, side="left")])
 
     def share_of_tokens_longer_than(self, L: int) -> float:
         """Share of all tokens that sit in documents longer than L (a number >= 0: 3 * L / 4 too)."""
-        number = real_number(L)
-        if number is None or not number >= 0:  # nan gave 0.0, -1 gave 1.0 (a review)
-            raise FreqlabError(f"L must be a number >= 0, got {L!r}")
-        L = number
+        bound = real_number(L)
+        if bound is None or not bound >= 0:  # nan gave 0.0, -1 gave 1.0 (a review)
+            raise FreqlabError(f"L must be a number >= 0, got {brief(L)}")
         total = self.tokens
         if total == 0:
             return 0.0
-        long = self.lengths > L
+        long = self.lengths > bound
         return exact_dot(self.lengths[long], self.counts[long]) / total
 
     def length_statistics(

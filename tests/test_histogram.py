@@ -546,6 +546,14 @@ def test_each_method_names_a_bad_argument():
     for q in (0.5, Decimal("0.5"), np.array(0.5), np.float32(0.5), Fraction(1, 2)):
         assert h.quantile(q) == 3
     assert LengthHistogram.from_lengths([3], corpus=None).corpus == ""
+    # a third review: past float64 an int is infinite (not nan), past 4,300 digits still one line; a timedelta64 is
+    # no number; a Decimal is taken as written, to its last digit
+    assert h.share_of_tokens_longer_than(10**400) == 0.0
+    with pytest.raises(FreqlabError, match=r"^quantile must be a number in \[0, 1\], got an integer of 16,610 bits"):
+        h.quantile(10**5000)
+    with pytest.raises(FreqlabError, match=r"^quantile must be a number in \[0, 1\], got np.timedelta64\(1\)"):
+        h.quantile(np.timedelta64(1))
+    assert LengthHistogram.from_lengths([1, 2]).quantile(Decimal("0.50000000000000000001")) == 2
     assert h.length_statistics(4, ())["frequency"] == []
     statistics = h.length_statistics(4, "concat", tokens=400.7, tau=150)
     assert [row["regime"] for row in statistics["frequency"]] == ["concat"]

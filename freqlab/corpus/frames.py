@@ -99,38 +99,28 @@ def zstd_frames(path: str, max_blocks: int = MAX_BLOCKS) -> list[Frame] | None:
 GZIP_MAGIC = b"\x1f\x8b\x08"  # ID1, ID2, CM = deflate (RFC 1952 section 2.3.1)
 #: BGZF's end-of-file block, an empty member every BGZF writer ends with (SAM/BAM specification section 4.1.2)
 BGZF_EOF = bytes.fromhex("1f8b08040000000000ff0600424302001b0003000000000000000000")
-_EOF_BODY = BGZF_EOF.rstrip(b"\0")  # the block up to its trailing zeros (its CRC and size, both 0)
-_TAIL = 1 << 16  # the bytes at a BGZF file's end looked at: its end-of-file block, and zero padding after it
 
 
 def bgzf_cut_short(path: str) -> str | None:
-    """Why the local file ``path`` is cut short, when it is BGZF (its first member opens with the ``BC`` subfield)
-    and does not end with :data:`BGZF_EOF`: then it was cut where a member ends, which gzip reads as a shorter
-    whole file (``samtools`` warns "EOF marker is absent"). None for an ordinary gzip file, or a whole one.
+    """Why the local file ``path`` is cut short, when it is BGZF throughout (:func:`bgzf_members`) and its last member
+    is not :data:`BGZF_EOF`: then it was cut where a member ends, which gzip reads as a shorter whole file
+    (``samtools`` warns "EOF marker is absent"). None for anything else: an ordinary gzip file or member, padding
+    after the last member (gzip reads through both: a review), a file cut inside a member (gzip says so), or a whole
+    BGZF file.
 
-    >>> import gzip, os, tempfile
+    >>> import os, tempfile
     >>> with tempfile.TemporaryDirectory() as folder:
     ...     path = os.path.join(folder, "a.jsonl.gz")
     ...     _ = open(path, "wb").write(BGZF_EOF)
-    ...     whole = bgzf_cut_short(path)
-    ...     _ = open(path, "wb").write(BGZF_EOF[:-1])
-    ...     whole, bgzf_cut_short(path).split(":")[0]
-    (None, "the file ends without BGZF's end-of-file block")
+    ...     bgzf_cut_short(path) is None
+    True
     """
-    with open(path, "rb") as handle:
-        head = handle.read(12)
-        if len(head) < 12 or head[:3] != GZIP_MAGIC or not head[3] & 4:
-            return None  # no extra field: an ordinary gzip file, whose members record no end
-        extra = handle.read(int.from_bytes(head[10:12], "little"))
-        while len(extra) >= 4 and extra[:2] != b"BC":  # subfields SI1 SI2 LEN(2) data: BC need not come first
-            extra = extra[4 + int.from_bytes(extra[2:4], "little") :]
-        if extra[:2] != b"BC":
-            return None
-        size = os.fstat(handle.fileno()).st_size
-        handle.seek(max(size - _TAIL, 0))
-        data = handle.read()
-        body = data.rstrip(b"\0")  # zeros after the block are padding gzip reads through (the block ends in zeros)
-        if body.endswith(_EOF_BODY) and len(data) - len(body) >= len(BGZF_EOF) - len(_EOF_BODY):
+    members = bgzf_members(path)
+    if not members:
+        return None
+    last = members[-1]
+    with open(path, "rb", buffering=0) as handle:
+        if os.pread(handle.fileno(), last.size, last.offset) == BGZF_EOF:
             return None
     return (
         "the file ends without BGZF's end-of-file block: cut short where a block ends (bgzip writes that block "

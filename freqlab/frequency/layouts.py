@@ -417,7 +417,8 @@ class LayoutFrequency(Displayed):
             f"{k.kind.name} x{k.layers}" + (f" (reach {k.kind.reach(self.L)})" if k.f is not None else "")
             for k in self.kinds
         )
-        lines = ["; ".join(f"{k.kind.name}: {percent(share_at_most(k.f, half))} of mass at i ≤ {half}" for k in rope)]
+        shares = [(k.kind.name, share_at_most(cast(np.ndarray, k.f), half)) for k in rope]
+        lines = ["; ".join(f"{name}: {percent(share)} of mass at i ≤ {half}" for name, share in shares)]
         if nope:
             lines.append(f"{', '.join(k.kind.name for k in nope)} layers: no rotary embedding, no position frequency")
         table = (

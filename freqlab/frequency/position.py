@@ -11,7 +11,7 @@ window L costs O(L + distinct lengths), in exact int64.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 from numpy.typing import ArrayLike
@@ -120,10 +120,10 @@ def position_frequency(
     >>> position_frequency(LengthHistogram.from_counts([3, 6], [2, 1]), 4, "natural").tolist()
     [12, 8, 4, 1]
     """
-    lengths, counts, L, regime = histogram_arguments(lengths, counts, L, regime)
+    doc_lengths, doc_counts, window, regime = histogram_arguments(lengths, counts, L, regime)
     refuse_megatron(regime)
-    with doing(f"computing f(i) at L = {L} ({regime})"):
-        return segment_frequency(segments(lengths, counts, L, regime, seed=seed))
+    with doing(f"computing f(i) at L = {window} ({regime})"):
+        return segment_frequency(segments(doc_lengths, doc_counts, window, regime, seed=seed))
 
 
 def refuse_megatron(regime: str) -> None:
@@ -139,7 +139,7 @@ def refuse_megatron(regime: str) -> None:
         )
 
 
-def histogram_arguments(lengths, counts, L, regime):
+def histogram_arguments(lengths, counts, L, regime) -> tuple[Any, Any, Any, str]:
     """``(lengths, counts, L, regime)`` whether the call gave a histogram's arrays or the histogram itself (then the
     positional arguments after it are L and the regime).
     """

@@ -41,7 +41,7 @@ from freqlab.arrays import (  # the first two also for import compatibility
     real_number,
     summed_by_length,
 )
-from freqlab.errors import FreqlabError
+from freqlab.errors import FreqlabError, brief
 from freqlab.frequency.kernels import best_fit_fills, pack_walk, scatter_add
 from freqlab.resources import require_memory
 from freqlab.sizes import MAX_POSITIONS
@@ -280,9 +280,10 @@ def pack_sample(
     """
     lengths, counts = check_histogram(lengths, counts)
     number = real_number(documents)
-    if number is None or not (number >= 1 and number.is_integer()):
-        raise FreqlabError(f"documents (the sample's size) must be a positive integer, got {documents!r}")
-    documents = int(number)
+    whole = isinstance(documents, (int, np.integer)) or (number is not None and number.is_integer())
+    if number is None or not (number >= 1 and whole):  # (an int past float64 is whole: its float is infinite)
+        raise FreqlabError(f"documents (the sample's size) must be a positive integer, got {brief(documents)}")
+    documents = int(documents) if isinstance(documents, (int, np.integer)) else int(number)
     total = int(np.sum(counts, dtype=np.int64))
     if total <= documents:
         return segments(lengths, counts, L, "pack", seed=seed)

@@ -223,7 +223,7 @@ def position_at_mass(f: ArrayLike, fraction: float) -> int:
     f = _frequency(f)
     number = real_number(fraction)  # a number (a string "0.5" is none, as for effective_length)
     if number is None or not 0 < number <= 1:
-        raise FreqlabError(f"fraction must be a number in (0, 1], got {fraction!r}")
+        raise FreqlabError(f"fraction must be a number in (0, 1], got {brief(fraction)}")
     fraction = number
     # exact: compare cumulative * denominator >= total * numerator with a rational fraction
     ratio = Fraction(float(fraction)).limit_denominator(10**12)

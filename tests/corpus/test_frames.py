@@ -334,12 +334,16 @@ def test_a_bgzf_file_cut_where_a_block_ends_is_cut_short_not_a_shorter_file(tmp_
     whole, _ = _framed(b"".join(lines), [sum(map(len, lines[:k])) for k in range(1, 40)], bgzf=True)
     (tmp_path / "whole.jsonl.gz").write_bytes(whole)
     assert scan(str(tmp_path / "whole.jsonl.gz"), progress=False).histogram.documents == 40
-    # zeros after the end-of-file block are padding gzip reads through; other extra subfields may precede BC
-    (tmp_path / "padded.jsonl.gz").write_bytes(whole + bytes(16))
-    assert scan(str(tmp_path / "padded.jsonl.gz"), progress=False).histogram.documents == 40
+    # zeros after the end-of-file block are padding gzip reads through, and an ordinary gzip member after it is more
+    # of the file (gzip reads both: a third review); other extra subfields may precede BC
+    for name, data in (("pad16", whole + bytes(16)), ("pad70k", whole + bytes(70_000)),
+                       ("more", whole + gzip.compress(lines[0], mtime=0))):  # fmt: skip
+        (tmp_path / f"{name}.jsonl.gz").write_bytes(data)
+        assert scan(str(tmp_path / f"{name}.jsonl.gz"), progress=False).histogram.documents == 40 + (name == "more")
     first = _bgzf(lines[0])  # an "XY" subfield of 2 bytes before its BC one
     xlen = int.from_bytes(first[10:12], "little")
-    with_xy = first[:10] + (xlen + 6).to_bytes(2, "little") + b"XY\x02\x00ab" + first[12:]
+    bc = b"BC\x02\x00" + (len(first) + 6 - 1).to_bytes(2, "little")  # the block's size - 1, 6 bytes longer now
+    with_xy = first[:10] + (xlen + 6).to_bytes(2, "little") + b"XY\x02\x00ab" + bc + first[12 + xlen :]
     (tmp_path / "xy.jsonl.gz").write_bytes(with_xy)  # cut: no end-of-file block
     with pytest.raises(FreqlabError, match="the file ends without BGZF's end-of-file block"):
         scan(str(tmp_path / "xy.jsonl.gz"), progress=False)
