@@ -324,14 +324,15 @@ def refuse_unused_megatron(regimes) -> None:
 SEEDED_REGIMES = ("pack",)
 
 
-def refuse_unused_seed(regimes) -> None:
+def refuse_unused_seed(regimes, seeded=SEEDED_REGIMES, also: str = "") -> None:
     """A usage error for ``--seed`` given without a regime it orders (a review: ``freq --seed 7 --regime natural``
-    ran and said nothing, as if the seed had mattered).
+    ran and said nothing, as if the seed had mattered); ``seeded``: the regimes that read it, ``also``: what else
+    does (scan's sample).
     """
     regimes = (regimes,) if isinstance(regimes, str) else tuple(regimes)
-    if given_on_command_line("seed") and not set(regimes) & set(SEEDED_REGIMES):
+    if given_on_command_line("seed") and not set(regimes) & set(seeded):
         raise click.UsageError(
-            f"--seed orders the documents of --regime {' or '.join(SEEDED_REGIMES)} alone (none given): the "
+            f"--seed orders the documents of --regime {' or '.join(seeded)}{also}; none is given here: the "
             f"{', '.join(dict.fromkeys(regimes))} f(i) would be the same for every seed"
         )
 

@@ -24,6 +24,7 @@ from freqlab.cli.options import (
     megatron_settings,
     refuse_empty,
     refuse_unused_megatron,
+    refuse_unused_seed,
     regime_option,
     tau_option,
     tau_or_default,
@@ -325,6 +326,8 @@ def scan_command(
             resume=resume,
             progress=False if quiet else None,
         )
+        if sample_rate is None:  # the seed draws the sample, orders pack (and megatron's stand-in, pack or concat)
+            refuse_unused_seed(regimes, seeded=("pack", "megatron"), also=" and draws the --sample-rate sample")
         if plot:  # the figures after Fig. 1 use the first regime: refused before the scan, not after it
             refuse_megatron(regimes[0])
         megatron = None
