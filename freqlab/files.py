@@ -79,7 +79,12 @@ def write_atomic(
         raise cannot_write(text, exc) from exc
     if in_place:
         if before_replacing is not None:
-            before_replacing()
+            try:
+                before_replacing()
+            except FreqlabError:
+                raise
+            except Exception as exc:  # named as in the renaming path below
+                raise cannot_write(text, exc) from exc
         _write_in_place(text, target, data, writer)
         return
     path = Path(target)

@@ -93,6 +93,26 @@ def test_a_failed_write_leaves_the_old_file_and_no_temporary_one(tmp_path):
     assert path.read_bytes() == before and os.listdir(tmp_path) == ["t.parquet"]
 
 
+def test_what_runs_before_replacing_runs_once_the_content_is_made_and_a_failure_keeps_the_old_file(tmp_path):
+    """A scan's summary is made first and replaces the old one right after its lengths do (``before_replacing``):
+    a failure there leaves the old file, renamed over or written in place (a FIFO), and is named as the file's."""
+    path = tmp_path / "s.json"
+    path.write_bytes(b"old")
+    seen = []
+    write_atomic(path, b"new", before_replacing=lambda: seen.append(path.read_bytes()))
+    assert seen == [b"old"] and path.read_bytes() == b"new"  # called with the old content still in place
+
+    def broken():
+        raise ValueError("hook failed")
+
+    for target in (path, tmp_path / "fifo"):
+        if target.name == "fifo":
+            os.mkfifo(target)
+        with pytest.raises(FreqlabError, match=rf"{target.name}: cannot write \(ValueError: hook failed\)$"):
+            write_atomic(target, b"newer", before_replacing=broken)
+    assert path.read_bytes() == b"new" and sorted(os.listdir(tmp_path)) == ["fifo", "s.json"]
+
+
 def test_a_folder_in_the_way_is_one_line_naming_the_file(tmp_path):
     (tmp_path / "t.parquet").mkdir()
     with pytest.raises(FreqlabError, match=r"t\.parquet: cannot write \(Is a directory\)$"):

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import contextlib
 import json
+import os
 import time
 from pathlib import Path
 
@@ -87,6 +88,12 @@ class ScanOutput:
                             f"{self.out / name}: a file freqlab did not write, which the scan would replace with its "
                             f"{name}; move it away, or choose another --out"
                         )
+                lengths, summary = (os.path.realpath(self.out / name) for name in (LENGTHS_FILE, SUMMARY_FILE))
+                if lengths == summary:  # a link of one to the other (a review: the summary overwrote the lengths)
+                    raise FreqlabError(
+                        f"{self.out / SUMMARY_FILE} and {self.out / LENGTHS_FILE} lead to one file ({lengths}), where "
+                        "a scan writes two; remove the link, or choose another --out"
+                    )
                 self.store.start(self.resume)
             except BaseException:
                 self.lock.release(refused=True)

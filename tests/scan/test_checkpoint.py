@@ -303,6 +303,20 @@ def test_a_scan_stopped_while_writing_its_results_leaves_the_earlier_pair(tmp_pa
     assert json.loads((keep / "summary.json").read_text())["documents"]["read"] == 2  # a pair of one scan
 
 
+def test_a_summary_linked_to_the_lengths_is_refused_before_anything_is_counted(tmp_path):
+    """A third review: OUT/summary.json -> lengths.parquet (dangling) passed the checks; the scan wrote its lengths
+    there, then its summary over them, and said it wrote both."""
+    from freqlab.scan import scan
+
+    data = tmp_path / "a.jsonl"
+    data.write_text('{"text": "hello world"}\n')
+    (tmp_path / "out").mkdir()
+    (tmp_path / "out" / "summary.json").symlink_to("lengths.parquet")
+    with pytest.raises(FreqlabError, match=r"summary\.json and .*lengths\.parquet lead to one file"):
+        scan(str(data), out=str(tmp_path / "out"), progress=False)
+    assert [p.name for p in (tmp_path / "out").iterdir()] == ["summary.json"]
+
+
 @pytest.mark.parametrize("name", ["summary.json", "lengths.parquet"])
 def test_a_fifo_where_a_result_goes_is_refused_without_waiting_on_it(tmp_path, name):
     """A review: the check of OUT/summary.json or OUT/lengths.parquet opened a FIFO there and hung, holding the lock."""
