@@ -558,18 +558,20 @@ class LengthHistogram(Displayed):
             .select(pl.lit(L, pl.Int64).alias("L"), "regime", "position", "frequency")
             for L in Ls
         ]
+        table = pl.concat(frames)  # its regimes as its rows name them: "megatron (as concat)" from a histogram alone
+        labels = list(dict.fromkeys(table["regime"].to_list())) if table.height else list(regimes)
         header = {
             "format": FREQUENCY_FORMAT,
             "version": FREQUENCY_VERSION,
             "histogram": {"documents": corpus.documents, "tokens": corpus.tokens, **corpus.provenance()},
             **({"mixture": mixture} if mixture is not None else {}),
             "L": list(Ls),
-            "regimes": list(regimes),
+            "regimes": labels,
             "seed": seed,
             **({"megatron": megatron.describe()} if megatron is not None else {}),
         }
         path = expand_home(path)
-        write_parquet(path, pl.concat(frames), header)
+        write_parquet(path, table, header)
         return Path(path)
 
     def provenance(self) -> dict:

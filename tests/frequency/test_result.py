@@ -3,7 +3,10 @@ methods (the same numbers as freqlab.frequency.stats), and a display with the ke
 
 from __future__ import annotations
 
+import json
+
 import numpy as np
+import polars as pl
 import pytest
 from display_helpers import shown
 
@@ -109,7 +112,7 @@ def test_to_frame_has_position_regime_f():
     assert frame.columns == ["position", "regime", "f"] and frame["f"][0] == ROWS.tokens
 
 
-def test_a_table_names_the_regime_computed():
+def test_a_table_names_the_regime_computed(tmp_path):
     """A review: megatron from a histogram alone is concat's f, which the object says (its approximation) and a
     table labelled 'megatron' without a word."""
     h = LengthHistogram.from_counts([3, 6], [2, 1])
@@ -118,6 +121,8 @@ def test_a_table_names_the_regime_computed():
     assert set(pf.to_frame()["regime"]) == {"megatron (as concat)"}
     table = h.frequency_table(4, ["concat", "megatron"])  # one label each, none passed off as the other
     assert table.filter(table["position"] == 1).rows() == [(1, "concat", 9), (1, "megatron (as concat)", 9)]
+    written = h.write_frequencies(tmp_path / "f.parquet", [4], ["concat", "megatron"])  # its header names them alike
+    assert json.loads(pl.read_parquet_metadata(written)["freqlab"])["regimes"] == ["concat", "megatron (as concat)"]
 
 
 def test_display_shows_the_key_numbers():
