@@ -688,8 +688,12 @@ def _rotary(model: Any) -> torch.nn.Module:
 
 def _attention_modules(model: Any) -> list[torch.nn.Module]:
     modules = [m for name, m in model.named_modules() if name.endswith("self_attn") and hasattr(m, "layer_idx")]
-    if not modules:
-        raise FreqlabError(f"{type(model).__name__}: no attention layers (self_attn with a layer_idx) found")
+    if not modules:  # with allow_untested: the type's own reason too, where known (a review: GPT-NeoX's said no more)
+        known = UNTESTED_BECAUSE.get(getattr(_text_config(model), "model_type", None))
+        raise FreqlabError(
+            f"{type(model).__name__}: no attention layers (self_attn with a layer_idx) found"
+            + (f"; and {known}" if known else "")
+        )
     return modules
 
 

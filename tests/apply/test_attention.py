@@ -391,6 +391,23 @@ def test_an_untested_model_type_is_refused_unless_allowed(method):
     assert model.config._attn_implementation.startswith("freqlab")
 
 
+def test_an_allowed_type_whose_layers_cannot_be_reached_says_its_own_reason_too():
+    """A review: GPT-NeoX with allow_untested said "no attention layers (self_attn ...) found" and not the reason
+    the README and UNTESTED_BECAUSE give for it (a partial rotary)."""
+    import transformers
+
+    config = transformers.GPTNeoXConfig(
+        vocab_size=101, hidden_size=32, intermediate_size=48, num_hidden_layers=2, num_attention_heads=4
+    )
+    model = transformers.AutoModelForCausalLM.from_config(config)
+    with pytest.raises(FreqlabError) as refused, pytest.warns(UserWarning):
+        fa.string(model, 16, 4, allow_untested=True)
+    assert str(refused.value) == (
+        "GPTNeoXForCausalLM: no attention layers (self_attn with a layer_idx) found; and its RoPE, as usually "
+        "configured, covers part of each head (a partial rotary: refused)"
+    )
+
+
 def test_the_reasons_given_for_untested_types_name_types_transformers_knows():
     from transformers import CONFIG_MAPPING
 
