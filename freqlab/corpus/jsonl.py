@@ -470,7 +470,7 @@ class JsonlShard(FileShard):
                 if record.__class__ is dict:
                     text, source, error = fast_extract(record)
                     if error != REPARSE:
-                        detail = self.fields.text_kind(record) if error == NON_STRING_TEXT else None
+                        detail = self._text_kind(raw) if error == NON_STRING_TEXT else None
                         yield Document(text, source, where, error, detail)
                         continue
                 text, source, error = parse_line(raw, extract)
@@ -479,9 +479,17 @@ class JsonlShard(FileShard):
                     detail = _json_error(raw)
                 elif error == INVALID_UTF8:  # where in the line as written: a BOM taken off counts (a review)
                     detail = _utf8_error(raw, first=position == 0, skipped=3 if bom else 0)
+                elif error == NON_STRING_TEXT:  # one orjson refused (NaN)
+                    detail = self._text_kind(raw)
                 yield Document(text, source, where, error, detail)
             if (cut := self._bgzf_cut_short()) is not None:  # read whole as gzip: that it ends here, BGZF says
                 raise EOFError(cut)
+
+    def _text_kind(self, raw: bytes) -> str:
+        """What a record's text field holds instead of a string, read by the standard library's parser: exact where
+        orjson is not (an int past 64 bits it reads as a float), and it takes NaN.
+        """
+        return self.fields.text_kind(json.loads(raw))
 
     def _bgzf_cut_short(self) -> str | None:
         """:func:`~freqlab.corpus.frames.bgzf_cut_short` of a local ``.gz`` file, when this part reads to its end."""

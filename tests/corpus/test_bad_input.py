@@ -61,7 +61,8 @@ def test_a_text_that_is_no_string_or_no_utf8_says_what_it_is(tmp_path):
     invalid-utf8 without where; a UTF-16 file (``iconv -t utf-16``) said invalid-utf8 on its first line."""
     path = write_bytes(
         tmp_path / "kinds.jsonl",
-        b'{"text": 12}\n{"text": ["a", "b"]}\n{"text": {"x": 1, "y": 2}}\n{"text": true}\n{"text": "caf\xe9"}\n',
+        b'{"text": 12}\n{"text": ["a", "b"]}\n{"text": {"x": 1, "y": 2}}\n{"text": true}\n{"text": "caf\xe9"}\n'
+        b'{"text": 123456789012345678901234567890}\n{"text": NaN}\n',
     )
     assert [(d.error, d.detail) for d in open_corpus(str(path)).documents()] == [
         ("non-string-text", "the text field holds a number, 12"),
@@ -69,6 +70,9 @@ def test_a_text_that_is_no_string_or_no_utf8_says_what_it_is(tmp_path):
         ("non-string-text", "the text field holds an object with keys 'x', 'y'"),
         ("non-string-text", "the text field holds true"),
         ("invalid-utf8", "byte 0xE9 at byte 14 of the line: invalid continuation byte"),
+        # a second review: orjson reads an int past 64 bits as a float, and refuses NaN (no detail then)
+        ("non-string-text", "the text field holds a number, 123456789012345678901234567890"),
+        ("non-string-text", "the text field holds a number, nan"),
     ]
     # a second review: keys were listed whole and raw (a key of 2 MB, one with a newline and an escape), and a
     # UTF-8 BOM taken off the first line shifted the byte's place
