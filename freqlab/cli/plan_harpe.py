@@ -109,9 +109,19 @@ def harpe_command(
             require(value > 0, option, f"must be positive, got {value:g}")
     if strategy != "peak-valley" and (unused := given_on_command_line("separation", "peaks")):  # else unread
         raise click.UsageError(f"{'/'.join(unused)} {needs(unused)} --strategy peak-valley (the peak-valley search)")
+    if grid_text and given_on_command_line("target"):  # a review: --extend-to was dropped without a word
+        raise click.UsageError("--grid sets the distances that --extend-to would scale the grid to: give one of them")
+    if strategy == "uniform" and given_on_command_line("stride"):
+        raise click.UsageError("--stride needs --strategy peak-valley or attention-buckets (uniform spreads the bases "
+                               "evenly between --b-min and --b-max, HARPE Eq. 9)")  # fmt: skip
     if strategy == "attention-buckets":
         if hist or schedule:
             raise click.UsageError("--hist/--schedule derive the grid for peak-valley and uniform only")
+        if given_on_command_line("target"):
+            raise click.UsageError(
+                "--extend-to scales the peak-valley and uniform grid; attention-buckets searches its own distances "
+                "(--grid START:STOP:STEP)"
+            )
         _attention_buckets(heads, head_dim, b_min, b_max, stride, grid_text, as_json)
         return
     heads = heads or harpe.PAPER_HEADS
@@ -119,11 +129,12 @@ def harpe_command(
     b_max = harpe.PAPER_B_MAX if b_max is None else b_max
     stride = harpe.PAPER_STRIDE if stride is None else stride
     require(b_max > b_min, "--b-max", f"b_max = {b_max:g} must be larger than b_min = {b_min:g} (defaults 1e6..5e6)")
-    require(
-        stride <= b_max - b_min,
-        "--stride",
-        f"{stride:g} is wider than b_max - b_min = {b_max - b_min:g}: no candidates",
-    )
+    if strategy != "uniform":  # (uniform reads no stride)
+        require(
+            stride <= b_max - b_min,
+            "--stride",
+            f"{stride:g} is wider than b_max - b_min = {b_max - b_min:g}: no candidates",
+        )
 
     choice, mix = _grid_choice(grid_text, target, hist, schedule, L, regime, tokens, tau, mass, weights, as_json)
     if strategy == "uniform":
@@ -191,6 +202,11 @@ def _parse_grid(text: str) -> DistanceGrid:
 
 def _attention_buckets(heads, head_dim, b_min, b_max, stride, grid_text, as_json) -> None:
     heads = heads or harpe.BUCKETS_BASES
+    seed = ", ".join(f"{b:,}" for b in harpe.BUCKETS_SEED)
+    # their search starts from its seed bases: fewer heads, or a range without them, would not be what was asked
+    # (a review: --heads 2 gave 3 bases, --b-min 50000 gave 10,000 among them)
+    require(heads >= len(harpe.BUCKETS_SEED), "--heads", f"attention-buckets starts from its seed bases {seed}: at "
+            f"least {len(harpe.BUCKETS_SEED)}, got {heads}")  # fmt: skip
     if b_min is None and b_max is None and stride is None:
         candidates = harpe.BUCKETS_CANDIDATES
     else:
@@ -199,7 +215,12 @@ def _attention_buckets(heads, head_dim, b_min, b_max, stride, grid_text, as_json
         step = harpe.BUCKETS_STRIDE if stride is None else stride
         require(hi > lo, "--b-max", f"b_max = {hi:g} must be larger than b_min = {lo:g} (defaults 10000..30000)")
         require(step <= hi - lo, "--stride", f"{step:g} is wider than b_max - b_min = {hi - lo:g}: no candidates")
+        require(lo <= min(harpe.BUCKETS_SEED) and max(harpe.BUCKETS_SEED) <= hi, "--b-min/--b-max",
+                f"attention-buckets starts from its seed bases {seed}, outside {lo:,g}..{hi:,g}: give a range "
+                "that holds them")  # fmt: skip
         candidates = [lo, *harpe.candidate_bases(lo, hi, step).tolist()]
+    pool = len({float(b) for b in (*harpe.BUCKETS_SEED, *candidates)})
+    require(heads <= pool, "--heads", f"{heads} bases requested but only {pool} distinct seed + candidate bases")
     grid = _parse_grid(grid_text) if grid_text else harpe.BUCKETS_GRID
     bases = harpe.attention_buckets_search(heads, candidates, grid=grid, head_dim=head_dim)
     result = harpe.BucketsSearch(bases, heads, candidates, grid, head_dim)

@@ -364,6 +364,11 @@ def point_from_record(
     from freqlab.sizes import parse_positions, parse_tokens
 
     where = row["_where"]
+    if str(row.get("effective_length")).strip() == "0":  # what probe reports when no length passed (a review)
+        raise FreqlabError(
+            f"{where}: effective_length 0 (freqlab probe's answer when no tested length passed) says only that tau is "
+            "above f_T at the shortest length tried, which no fit of E >= 1 takes: leave the row out"
+        )
     E = _number(row, "effective_length", parse_positions)
     if E is None:
         raise FreqlabError(f"{where}: effective_length is missing")

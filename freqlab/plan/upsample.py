@@ -359,10 +359,17 @@ def _ceil(x: Fraction) -> int:
 def _check_request(E, L: int, regime: str, max_upweight) -> tuple[int, Fraction | None]:
     if isinstance(E, bool) or not isinstance(E, (int, np.integer)) or not 0 < int(E) < L:
         raise FreqlabError(f"target effective length E must be an integer with 0 < E < L = {L}, got {E!r}")
+    if regime == "best-fit":  # lengths shape f, but a row holds pieces of several documents (a review: it was
+        raise FreqlabError(  # refused as if they did not)
+            "under regime 'best-fit' a row holds pieces of several documents, so what a document added gives depends "
+            "on what it is packed with: plan under regime natural, which suffices (a best-fit row is at least as "
+            "long as each of its natural pieces, so its f is at least theirs)"
+        )
     if regime not in ADDITIVE_REGIMES:
         raise FreqlabError(
             f"under regime {regime!r} document lengths do not shape f (only the token count does): "
-            "upsampling long documents cannot help; see tokens_needed for the budget instead"
+            "upsampling long documents cannot help; the budget that reaches tau is freqlab freq's "
+            "(tokens_needed in Python)"
         )
     cap = None
     if max_upweight is not None:

@@ -160,3 +160,32 @@ def test_usage_errors_exit_2(tmp_path):
 def test_help_has_an_example():
     result = run("--help")
     assert result.exit_code == 0 and "freqlab plan harpe --compare" in result.output
+
+
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        (("--strategy", "attention-buckets", "--heads", 2),
+         "Invalid value for '--heads': attention-buckets starts from its seed bases 10,000, 18,000, 19,000: at least"),
+        (("--strategy", "attention-buckets", "--heads", 3, "--b-min", 50000, "--b-max", 60000, "--stride", 500),
+         "attention-buckets starts from its seed bases 10,000, 18,000, 19,000, outside 50,000..60,000"),
+        (("--strategy", "attention-buckets", "--heads", 100),
+         "Invalid value for '--heads': 100 bases requested but only 41 distinct seed + candidate bases"),
+        (("--strategy", "attention-buckets", "--extend-to", "8K"),
+         "--extend-to scales the peak-valley and uniform grid; attention-buckets searches its own distances"),
+        (("--strategy", "uniform", "--stride", 5000), "--stride needs --strategy peak-valley or attention-buckets"),
+        (("--grid", "32000:130880:32", "--extend-to", "4K"),
+         "--grid sets the distances that --extend-to would scale the grid to: give one of them"),
+    ],
+)  # fmt: skip
+def test_options_a_strategy_would_not_honour_are_usage_errors(args, message):
+    """A review: attention-buckets gave 3 bases for --heads 2 and 10,000 below --b-min 50,000 (its seed), --heads 100
+    was exit 1 naming no option, and --extend-to with it or with --grid, --stride with uniform, were dropped."""
+    result = run(*map(str, args))
+    assert result.exit_code == 2 and message in " ".join(result.output.split()), result.output
+
+
+def test_uniform_reads_no_stride_so_none_is_checked():
+    """Uniform spreads the bases evenly (Eq. 9): a range narrower than the default stride is no error for it."""
+    result = run("--strategy", "uniform", "--heads", "3", "--b-min", "1000000", "--b-max", "1000010")
+    assert result.exit_code == 0, result.output

@@ -279,3 +279,13 @@ def test_points_given_as_occurrences_allow_their_tau_alone_and_the_fit_of_equal_
     measured = point_from_frequency(FULL, 1e12, 1280, next_length=1408)  # allows (312.5B, 375B]
     assert measured.interval() == "(313B, 375B]"
     assert not measured.allows(312_500_000_000) and measured.allows(375 * 10**9)
+
+
+def test_an_effective_length_of_0_is_refused_saying_what_it_means(tmp_path):
+    """A review: probe reports 0 when no tested length passes; calibrate refused it as "must be a positive integer"."""
+    from freqlab.errors import FreqlabError
+    from freqlab.frequency.calibrate import point_from_record
+
+    for value in (0, "0"):
+        with pytest.raises(FreqlabError, match=r"^runs.csv:2: effective_length 0 \(freqlab probe's answer when no"):
+            point_from_record({"_where": "runs.csv:2", "effective_length": value, "occurrences": "100B"})

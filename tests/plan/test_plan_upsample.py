@@ -184,6 +184,8 @@ def test_already_reached_needs_nothing():
         ({"E": 1024}, "0 < E < L"),
         ({"E": 5000}, "0 < E < L"),
         ({"regime": "concat"}, "do not shape f"),
+        # a review: best-fit was refused as if lengths did not shape f; natural's plan suffices for it
+        ({"regime": "best-fit"}, "a row holds pieces of several documents.*plan under regime natural, which suffices"),
         ({"long_lengths": [100, 2000]}, "must all be >= E"),
         ({"E": 1000, "histogram": [50, 60]}, "never occurs in this corpus"),
         ({"max_upweight": 0.5}, "at least 1"),
