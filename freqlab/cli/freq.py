@@ -214,10 +214,13 @@ def stats_command(hist, L, regimes, tokens, tau, weights, as_json):
     counts = summary if mix is None or mix.corpus is None else mix.corpus.length_statistics(L)
     if as_json:
         extra = {"mixture": mix.to_dict(), "mix_sources": contribution_table(h, mix, L, "natural")} if mix else {}
+        # the counts are the corpus's at the top level too, as the text shows them (a review: a mix's are scaled to
+        # keep fractional weights exact, no documents); "corpus_counts" as before
         corpus = {"corpus_counts": {k: counts[k] for k in COUNT_KEYS}} if mix else {}
+        counted = {k: counts[k] for k in (*COUNT_KEYS, "sources") if k in counts} if mix else {}
         if windows is not None:
             extra = {**extra, "budget": budget.to_dict(), "windows": windows}
-        echo_json({**summary, **corpus, **extra, "string_sec3": probe})
+        echo_json({**summary, **counted, **corpus, **extra, "string_sec3": probe})
         return
     click.echo(h.report(L, corpus=None if mix is None else mix.corpus))
     echo_mix(h, mix, L, "natural")

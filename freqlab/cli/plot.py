@@ -290,7 +290,9 @@ def sources_command(hist, L, regime, weights, out, formats, size, dpi, as_json):
     """
     from freqlab.plots.sources import plot_sources
 
-    _save(plot_sources(_histogram(hist, regime, weights), L, regime, size=size), out, formats, dpi, as_json)
+    h, mix = read_histogram(hist, weights, regimes=regime)
+    corpus = mix.corpus if mix is not None else None  # the legend counts the corpus's documents, not the mix's
+    _save(plot_sources(h, L, regime, size=size, corpus=corpus), out, formats, dpi, as_json)
 
 
 @plot_group.command("exposure", short_help="Tokens by same-document context per source, and the tail table.")

@@ -46,7 +46,9 @@ def length_ccdf(histogram: LengthHistogram) -> tuple[np.ndarray, np.ndarray]:
     return histogram.lengths, at_least / counts.sum()
 
 
-def plot_sources(histogram, L: int = 2048, regime: str = "natural", *, seed: int = 0, size="two-column") -> Figure:
+def plot_sources(
+    histogram, L: int = 2048, regime: str = "natural", *, seed: int = 0, size="two-column", corpus=None
+) -> Figure:
     """(a) length CCDF per source with L marked; (b) f(i)/f(0) per source at window L under ``regime``.
 
     ``histogram`` must carry a per-source split (``histogram.sources``); the total is drawn in black. One
@@ -65,6 +67,9 @@ def plot_sources(histogram, L: int = 2048, regime: str = "natural", *, seed: int
         Seed of the shuffled document order, in the regimes that need one.
     size : str or tuple of float
         Figure size: ``one-column``, ``two-column`` or ``(width, height)`` in inches.
+    corpus : LengthHistogram, optional
+        The histogram a weighted mix (``histogram``) was made from: the legend counts its documents (a mix's counts
+        are scaled to keep fractional weights exact, not documents: a review), and the total is the mix.
 
     Returns
     -------
@@ -85,6 +90,15 @@ def plot_sources(histogram, L: int = 2048, regime: str = "natural", *, seed: int
             "(one curve and legend entry each): merge the smaller ones first (freqlab.histogram.combine_sources), "
             "or list them with freqlab stats"
         )
+    counted = as_histogram(corpus) if corpus is not None else None
+
+    def documents(label, part, total: bool) -> str:
+        if counted is None:
+            return f"{part.documents:,} docs"
+        if total:
+            return f"the mix of {counted.documents:,} docs"
+        return f"{(counted.sources or {}).get(label, part).documents:,} docs"
+
     legend_rows = (len(series) + 2) // 2  # two columns: the sources, then all of them
     with freqlab_style():
         fig, (left, right) = new_figure(size, aspect=0.3 + 0.035 * legend_rows, ncols=2)
@@ -95,13 +109,16 @@ def plot_sources(histogram, L: int = 2048, regime: str = "natural", *, seed: int
             color = "black" if total else PALETTE[k % len(PALETTE)]
             width = 1.6 if total else 1.0
             x, p = length_ccdf(part)
-            left.step(x, p, where="post", color=color, lw=width, label=f"{name} ({part.documents:,} docs)")
+            docs = documents(label, part, total)
+            left.step(x, p, where="post", color=color, lw=width, label=f"{name} ({docs})")
+            if len(x) == 1:  # one length: a step of one point draws nothing (a review), so a marker shows it
+                left.plot(x, p, marker="o", ms=3, color=color, ls="none")
             f = position_frequency(part.lengths, part.counts, L, regime, seed=seed)
             share = 100 * share_at_most(f, L // 2)
             (line,) = right.plot(
                 np.arange(L), f / f[0], color=color, lw=width, label=f"{name}: {share:.1f}% at i ≤ {L // 2}"
             )
-            entries.append((line, f"{name}: {part.documents:,} docs, {share:.1f}% of f at i ≤ {L // 2}"))
+            entries.append((line, f"{name}: {docs}, {share:.1f}% of f at i ≤ {L // 2}"))
         left.set_xscale("log")
         left.set_yscale("log")
         left.axvline(L, color=COLORS["threshold"], ls="--", lw=0.8)

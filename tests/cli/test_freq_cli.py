@@ -365,11 +365,15 @@ def test_a_weighted_mix_reports_the_corpus_counts_not_the_scaled_ones(split, tmp
         "skipped": {},
         "tokens": 6490,
     }
+    # a review: the top-level counts were the mix's scaled ones (175,019,917,312 documents read), not the text's
+    assert (data["documents_read"], data["documents"], data["tokens"]) == (5, 5, 6490)
+    assert sum(source["documents"] for source in data["sources"].values()) == 5
 
 
 def test_weights_in_stats_and_schedules(split, tmp_path):
     stats = json.loads(run("stats", split, "--weights", "code=0,web=1", "--json").output)
-    assert stats["tokens"] == 3040 and stats["mixture"]["weights"] == {"code": 0.0, "web": 1.0}
+    # the corpus's tokens at the top level, as the text prints them; the mix (web alone) in its lengths and mix_sources
+    assert stats["tokens"] == 6490 and stats["mixture"]["weights"] == {"code": 0.0, "web": 1.0}
     schedule = tmp_path / "schedule.yaml"
     schedule.write_text(f"histogram: {split}\nstages:\n  - {{L: 1024, tokens: 1T, weights: {{code: 0, web: 1}}}}\n")
     alone = tmp_path / "web.parquet"

@@ -60,3 +60,22 @@ def test_a_dollar_in_a_source_name_is_drawn_as_written_not_as_math():
     texts = [text.get_text() for text in fig.legends[0].get_texts()] if fig.legends else []
     texts += [line.get_label() for line in fig.axes[1].lines]
     assert any(text.startswith("price \\$5 and \\$6") for text in texts)  # escaped: drawn as "price $5 and $6"
+
+
+def test_a_weighted_mix_is_labelled_with_the_corpus_documents_and_a_one_length_source_is_drawn():
+    """A review: with --weights books=0.5,web=1 the legend gave the mix's scaled counts as documents (3,221,225,472
+    books); a source whose documents are all of one length drew no CCDF (a step of one point)."""
+    from freqlab.frequency.mixture import weighted_histogram
+    from freqlab.histogram import combine_sources
+
+    corpus = combine_sources(
+        {"web": LengthHistogram.from_counts([100, 3000], [70, 10]), "books": LengthHistogram.from_counts([50000], [3])}
+    )
+    mix, _ = weighted_histogram(corpus, "books=0.5,web=1")
+    assert mix.sources["books"].documents > 10**9  # scaled counts, no documents
+    fig = plot_sources(mix, 2048, corpus=corpus)
+    texts = [t.get_text() for t in fig.legends[0].get_texts()]
+    assert [t.split(",")[0] for t in texts] == ["books: 3 docs", "web: 80 docs", "(all): the mix of 83 docs"]
+    left = fig.axes[0]
+    books = [line for line in left.lines if line.get_marker() == "o"]
+    assert len(books) == 1 and books[0].get_xdata().tolist() == [50000]
