@@ -39,7 +39,7 @@ from freqlab.frequency.budget import training_budget
 from freqlab.frequency.exposure import TAIL_REGIMES
 from freqlab.paths import shown
 from freqlab.resources import doing, require_memory
-from freqlab.sizes import DEFAULT_TAU
+from freqlab.sizes import DEFAULT_TAU, MAX_POSITIONS
 
 # the export formats of freqlab.plots.style.save_figure (not imported here: it imports matplotlib)
 FORMATS = ("png", "pdf", "svg")
@@ -164,6 +164,25 @@ one_regime_option = regime_option()
 #: peak bytes per position of L of a figure drawn over positions (measured at L = 2^22: 72-80 for frequency,
 #: windows and effective-length, 112 for scan's figures, 144 for sources with 2 sources; 110 for string-usage at 2^22)
 PLOT_BYTES_PER_POSITION = 160
+#: and per position for each curve beyond the first (measured at L = 2^22-2^23: sources with 16 sources ~600 bytes per
+#: position, windows with 8 windows ~310; a review found the flat bound let 16 sources at 40M positions pass)
+PLOT_BYTES_PER_CURVE = 40
+
+
+def _require_curves(L: int, curves: int, what: str = "") -> None:
+    """A figure of ``curves`` curves over ``L`` positions fits in memory, or a ResourceError naming --L (and
+    ``what`` makes the curves: "16 sources").
+    """
+    per_position = PLOT_BYTES_PER_POSITION + PLOT_BYTES_PER_CURVE * max(curves - 1, 0)
+    curve = "curve" if curves == 1 else "curves"
+    purpose = f"a figure of {curves} {curve} over positions, {per_position} bytes per position"
+    require_memory(per_position * L, f"--L {L:,}" + (f" ({what})" if what else ""), purpose)
+
+
+def _require_source_curves(L: int, h) -> None:
+    """:func:`_require_curves` of a figure with one curve per source and one of them all."""
+    sources = len(h.sources or {})
+    _require_curves(L, sources + 1, f"{sources} sources" if sources else "")
 
 
 def _drawable(ctx: click.Context, param, value):
@@ -246,6 +265,7 @@ def windows_command(hist, Ls, regime, tokens, seed, weights, out, formats, size,
     from freqlab.plots.frequency import plot_windows
 
     budget = training_budget(tokens)
+    _require_curves(max(Ls), len(Ls), f"{len(Ls)} windows")
     fig = plot_windows(_histogram(hist, regime, weights), Ls, regime, tokens=budget.tokens, seed=seed, size=size)
     _save(fig, out, formats, dpi, as_json, budget)
 
@@ -291,6 +311,7 @@ def sources_command(hist, L, regime, weights, out, formats, size, dpi, as_json):
     from freqlab.plots.sources import plot_sources
 
     h, mix = read_histogram(hist, weights, regimes=regime)
+    _require_source_curves(L, h)
     corpus = mix.corpus if mix is not None else None  # the legend counts the corpus's documents, not the mix's
     _save(plot_sources(h, L, regime, size=size, corpus=corpus), out, formats, dpi, as_json)
 
@@ -311,7 +332,11 @@ def exposure_command(hist, L, regime, weights, out, formats, size, dpi, as_json)
     """
     from freqlab.plots.exposure import plot_exposure
 
-    _save(plot_exposure(_histogram(hist, regime, weights), L, regime, size=size), out, formats, dpi, as_json)
+    h = _histogram(hist, regime, weights)
+    window = L if L is not None else (int(h.lengths[-1]) if h.lengths.size else 1)  # the longest document
+    if window <= MAX_POSITIONS:  # sized as the other figures, before anything is drawn (a review: it had no check);
+        _require_source_curves(window, h)  # a longer one is plot_exposure's to name
+    _save(plot_exposure(h, L, regime, size=size), out, formats, dpi, as_json)
 
 
 @plot_group.command("recipe", short_help="A staged recipe: f per stage and layer kind, effective length after each.")

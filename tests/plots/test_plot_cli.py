@@ -172,3 +172,22 @@ def test_string_usage_takes_plan_strings_default_shift(tmp_path, monkeypatch):
     result = run("plot", "string-usage", "--L", "4K", "--out", tmp_path / "u.png")
     assert result.exit_code == 0, result.output
     assert drawn == [(4096, 1408, 128)]
+
+
+def test_a_figure_of_many_curves_is_sized_by_its_curves(tmp_path, monkeypatch):
+    """A review: plot exposure had no memory check (2.65 GB drawn under a 300 MB bound), and the others' flat 160
+    bytes per position let 16 sources at 40M positions pass (~24 GB needed): each curve beyond the first adds."""
+    from freqlab.histogram import combine_sources
+
+    parts = {f"s{i}": LengthHistogram.from_counts([100 + i, 3000], [5, 2]) for i in range(16)}
+    path = combine_sources(parts).to_parquet(tmp_path / "src16.parquet")
+    monkeypatch.setenv("FREQLAB_MEMORY_BYTES", str(300_000_000))
+    for command in ("exposure", "sources"):
+        result = run("plot", command, path, "--L", "1M", "--out", tmp_path / f"{command}.png")
+        assert result.exit_code == 1 and result.output.strip().splitlines()[-1] == (
+            "Error: --L 1,048,576 (16 sources) needs ~838.9 MB of memory (a figure of 17 curves over positions, "
+            "800 bytes per position), more than the 300.0 MB available"
+        ), result.output
+    monkeypatch.setenv("FREQLAB_MEMORY_BYTES", str(80_000_000))  # one curve's 65.5 MB fits, three curves' do not
+    windows = run("plot", "windows", path, *("--L", "400K", "--L", "300K", "--L", "200K"), "--out", tmp_path / "w.png")
+    assert windows.exit_code == 1 and "Error: --L 409,600 (3 windows) needs ~98.3 MB of memory" in windows.output
