@@ -289,7 +289,7 @@ def effective_length_command(hist, Ls, regime, tau, budget, seed, weights, out, 
     from freqlab.plots.frequency import plot_effective_length
 
     tau = tau_or_default(tau)
-    rule = training_budget(budget)
+    rule = training_budget(budget, option="--budget")
     h = _histogram(hist, regime, weights)
     fig = plot_effective_length(h, Ls, regime, budget=rule.tokens, tau=tau, seed=seed, size=size)
     _save(fig, out, formats, dpi, as_json, rule, tau)

@@ -30,15 +30,16 @@ DEFAULT_TOKENS: int = 10**12
 
 @dataclass(frozen=True)
 class Budget:
-    """T in tokens; ``given`` when the user chose it, else the default."""
+    """T in tokens; ``given`` when the user chose it, else the default; ``option``: the option that sets it."""
 
     tokens: int
     given: bool
+    option: str = "--tokens"
 
     @property
     def origin(self) -> str:
         """Where the budget comes from (the option, or freqlab's default)."""
-        return "--tokens" if self.given else "freqlab default; --tokens sets it"
+        return self.option if self.given else f"freqlab default; {self.option} sets it"
 
     def describe(self) -> str:
         """One line: the budget and where it comes from."""
@@ -46,16 +47,20 @@ class Budget:
 
     def to_dict(self) -> dict:
         """The budget as JSON-ready data."""
-        return {"training_tokens": self.tokens, "training_tokens_from": "tokens option" if self.given else "default"}
+        origin = f"{self.option.lstrip('-')} option" if self.given else "default"
+        return {"training_tokens": self.tokens, "training_tokens_from": origin}
 
 
-def training_budget(tokens: int | float | None = None) -> Budget:
-    """The budget rule: ``tokens`` when given, else :data:`DEFAULT_TOKENS`."""
+def training_budget(tokens: int | float | None = None, option: str = "--tokens") -> Budget:
+    """The budget rule: ``tokens`` when given, else :data:`DEFAULT_TOKENS`; ``option`` names what sets it (``plot
+    effective-length`` takes ``--budget``: a review found its report naming ``--tokens``, which it has not).
+    """
     if tokens is None:
-        return Budget(DEFAULT_TOKENS, False)
+        return Budget(DEFAULT_TOKENS, False, option)
     if isinstance(tokens, bool) or float(tokens) <= 0:
         raise FreqlabError(f"the token budget must be positive, got {tokens}")
-    return Budget(int(tokens) if isinstance(tokens, int | np.integer) else round(float(tokens)), True)  # exact
+    exact = int(tokens) if isinstance(tokens, int | np.integer) else round(float(tokens))
+    return Budget(exact, True, option)
 
 
 def budget_note(

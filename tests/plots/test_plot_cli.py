@@ -191,3 +191,15 @@ def test_a_figure_of_many_curves_is_sized_by_its_curves(tmp_path, monkeypatch):
     monkeypatch.setenv("FREQLAB_MEMORY_BYTES", str(80_000_000))  # one curve's 65.5 MB fits, three curves' do not
     windows = run("plot", "windows", path, *("--L", "400K", "--L", "300K", "--L", "200K"), "--out", tmp_path / "w.png")
     assert windows.exit_code == 1 and "Error: --L 409,600 (3 windows) needs ~98.3 MB of memory" in windows.output
+
+
+def test_effective_length_names_its_own_budget_option(tmp_path, hist_file):
+    """A review: it reported "T = 300B training tokens (--tokens)", an option it does not have (its is --budget)."""
+    given = run("plot", "effective-length", hist_file, "--budget", "300B", "--out", tmp_path / "e.png")
+    assert given.exit_code == 0 and "T = 300B training tokens (--budget); tau = 100B" in given.output
+    default = run("plot", "effective-length", hist_file, "--out", tmp_path / "e.png")
+    assert "T = 1T training tokens (freqlab default; --budget sets it)" in default.output
+    data = json.loads(
+        run("plot", "effective-length", hist_file, "--budget", "1T", "--out", tmp_path / "e.png", "--json").output
+    )
+    assert data["budget"]["training_tokens_from"] == "budget option"
