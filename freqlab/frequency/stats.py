@@ -18,7 +18,6 @@ increases in 128-token steps" (:data:`STRING_PROBE_STEP`); freqlab's prediction 
 from __future__ import annotations
 
 import math
-import numbers
 import sys
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -108,15 +107,10 @@ def positive_number(value, what: str) -> float:
     """``value`` as a float, a FreqlabError naming ``what`` unless it is a finite positive number (a string is none;
     NaN would pass every comparison as false): budgets, thresholds, factors, the planners' numeric arguments.
     """
-    if isinstance(value, bool) or not isinstance(value, (numbers.Real, Decimal)):
+    number = None if isinstance(value, np.ndarray) else real_number(value)  # one number, not an array of one
+    if number is None:
         raise FreqlabError(f"{what} must be a positive number, got {brief(value)}")
-    try:
-        number = float(value)
-    except OverflowError:  # an int past float64 (10**400)
-        number = math.inf
-    except ValueError:  # Decimal("sNaN")
-        number = math.nan
-    if not math.isfinite(number) or number <= 0:
+    if not math.isfinite(number) or number <= 0:  # past float64 (10**400) infinite, Decimal("sNaN") nan
         raise FreqlabError(f"{what} must be a positive finite number, got {brief(value)}")
     return number
 
