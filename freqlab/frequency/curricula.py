@@ -10,7 +10,11 @@ order (:mod:`freqlab.frequency.regimes`): ``concat`` (one stream cut into rows o
 holds ``T mod L`` tokens; the order does not matter, f is exact), ``pack`` (the seeded stream order packed into
 rows with a document mask) or ``natural`` (each document cut into rows of at most L, documents in the seeded stream
 order). Row k (0-based, in training order) belongs to step ``k // batch`` and is trained with the window w(k) the
-schedule gives that step. A row's attention segments (its documents under a mask, the whole row without) are then
+schedule gives that step. In a schedule's stage (``stage_tokens``: the stage trains T_s tokens, its histogram holds
+T_h) the histogram's rows stand for the stage's in proportion: row k is the stage's row ⌊k·T_s/T_h⌋ of
+⌈rows·T_s/T_h⌉, so ``batch`` and ``share`` count the stage's steps, not the histogram's (a review: with
+``batch: 512`` the ~1,000 rows of a small histogram were two steps, and the warm-up vanished). A row's attention
+segments (its documents under a mask, the whole row without) are then
 cut by the window; f is the frequency of the resulting segments (STRING Eq. 2). Cost: O(L + distinct windows) for
 ``concat``, O(documents + rows) for the walks of ``pack`` and ``natural`` (as the ``pack`` regime), plus
 O(L · log rows) to find where each window starts, never O(tokens).
@@ -374,6 +378,35 @@ def windowed_segments(
     return seg, int(dropped)
 
 
+def stage_rows(k: np.ndarray, scale: Fraction) -> np.ndarray:
+    """The stage's row ⌊k·scale⌋ that each histogram row ``k`` stands for (``scale`` = T_s / T_h: the stage's
+    tokens over its histogram's), int64 (Python integers on the way where k·numerator would pass 2^62).
+
+    >>> stage_rows(np.arange(4), Fraction(5, 2)).tolist()
+    [0, 2, 5, 7]
+    """
+    k = np.asarray(k, dtype=np.int64)
+    if scale == 1:
+        return k
+    if k.size and int(k.max()) * scale.numerator >= MAX_COUNT:
+        return (k.astype(object) * scale.numerator // scale.denominator).astype(np.int64)
+    return k * scale.numerator // scale.denominator
+
+
+def stage_row_count(rows: int, scale: Fraction) -> int:
+    """⌈rows·scale⌉: the stage's rows that the histogram's ``rows`` stand for."""
+    return -(-rows * scale.numerator // scale.denominator)
+
+
+def _stage_scale(lengths, counts, stage_tokens: int | None) -> Fraction:
+    """T_s / T_h: how many of the stage's rows each of the histogram's rows stands for (1 outside a schedule)."""
+    if stage_tokens is None:
+        return Fraction(1)
+    if isinstance(stage_tokens, bool) or not isinstance(stage_tokens, int | np.integer) or stage_tokens < 1:
+        raise FreqlabError(f"stage_tokens must be a positive integer (the stage's tokens), got {stage_tokens!r}")
+    return Fraction(int(stage_tokens), exact_dot(lengths, counts))
+
+
 def runs_of(window: Callable[[np.ndarray], np.ndarray], growth_rows: int, rows: int, L: int):
     """Runs (rows, window) of a nondecreasing schedule ``window(k)`` over rows k < ``growth_rows`` (window L from
     there on), over ``rows`` rows. The first row with window >= v is found by binary search for every v in 1..L:
@@ -461,8 +494,10 @@ class Warmup:
 
         return at
 
-    def runs(self, rows: int, L: int) -> tuple[np.ndarray, np.ndarray]:
-        """(rows, window) runs over the stage's ``rows`` rows in training order."""
+    def runs(self, rows: int, L: int, scale: Fraction = Fraction(1)) -> tuple[np.ndarray, np.ndarray]:
+        """(rows, window) runs over the histogram's ``rows`` rows in training order, each the stage's row
+        ⌊k·scale⌋ of ⌈rows·scale⌉ (:func:`stage_rows`): steps are the stage's rows over ``batch``.
+        """
         if self.start > L:
             raise FreqlabError(f"warmup: start {self.start} is larger than the window L = {L}")
         if L % self.multiple:  # DeepSpeed's rounded-down window then stays below L past the warm-up, still ramping
@@ -471,14 +506,21 @@ class Warmup:
                 "rounds the window down to a multiple, so it stays below L and keeps growing after the warm-up; "
                 "freqlab does not model that: make L a multiple of multiple (its difficulty_step)"
             )
-        steps = -(-rows // self.batch)
+        steps = -(-stage_row_count(rows, scale) // self.batch)
         warm_steps = int(self.share * steps)
         by_step = self.window(L, warm_steps)
-        return runs_of(lambda k: by_step(k // self.batch), warm_steps * self.batch, rows, L)
+        # the first histogram row whose stage row reaches warm_steps · batch: k · scale >= warm_steps · batch
+        growth_rows = -(-warm_steps * self.batch * scale.denominator // scale.numerator)
+        return runs_of(lambda k: by_step(stage_rows(k, scale) // self.batch), growth_rows, rows, L)
 
-    def frequency(self, lengths, counts, L: int, regime: str = "concat", seed: int = 0) -> ExactFrequency:
-        """Exact f(i) of the stage's rows under the warm-up (``seed``: stream order of ``pack``/``natural``)."""
+    def frequency(
+        self, lengths, counts, L: int, regime: str = "concat", seed: int = 0, stage_tokens: int | None = None
+    ) -> ExactFrequency:
+        """Exact f(i) of the stage's rows under the warm-up (``seed``: stream order of ``pack``/``natural``;
+        ``stage_tokens``: the tokens of the schedule's stage the histogram stands for, whose steps the warm-up counts).
+        """
         lengths, counts, L = _check_stage(lengths, counts, L, regime, self.kind)
+        scale = _stage_scale(lengths, counts, stage_tokens)
         truncate = self.batch_rule == "truncate"
         if not truncate and regime == "natural":
             raise FreqlabError(
@@ -486,8 +528,8 @@ class Warmup:
                 "L + 1 tokens, which regime natural (a row per document) has not: use concat or pack"
             )
         seg, dropped = windowed_segments(
-            lengths, counts, L, regime, self.runs(_rows(lengths, counts, L, regime), L), truncate=truncate, seed=seed,
-            micro_batch=0 if truncate else self.micro_batch,
+            lengths, counts, L, regime, self.runs(_rows(lengths, counts, L, regime), L, scale), truncate=truncate,
+            seed=seed, micro_batch=0 if truncate else self.micro_batch,
         )  # fmt: skip
         note = f"sequence-length warm-up {self.start} -> {L} over {self.share} of the steps ({self.batch_rule})"
         return _frequency(seg, L, dropped, "warmup", note)
@@ -538,17 +580,22 @@ class SkyLadder:
         return _rows_mix_documents(regime)
 
     def changing_point(self, rows: int, L: int) -> int:
-        """Row index from which the window is L (their ``changing_point``, in samples)."""
+        """Row index (of the stage's ``rows``) from which the window is L (their ``changing_point``, in samples)."""
         if self.share is not None:
             return self.batch * int(self.share * -(-rows // self.batch))
         # their final_mask_length is their block_size, L + 1 tokens (inputs and the last label)
         return (L + 1 - self.start) * self.batch * cast(int, self.rate)  # _skyladder gives a rate or a share
 
-    def window(self, L: int, rows: int) -> Callable[[np.ndarray], np.ndarray]:
-        """w(k) for rows k below the changing point, as their float64 formulas."""
-        start, cp, final = self.start, self.changing_point(rows, L), L + 1  # final: their block_size (see above)
+    def window(self, L: int, rows: int, scale: Fraction = Fraction(1)) -> Callable[[np.ndarray], np.ndarray]:
+        """w(k) for the histogram's rows k (of ``rows``; the stage's rows ⌊k·scale⌋, :func:`stage_rows`), as their
+        float64 formulas.
+        """
+        # final: their block_size (see above)
+        start, final = self.start, L + 1
+        cp = self.changing_point(stage_row_count(rows, scale), L)
 
         def at(k: np.ndarray) -> np.ndarray:
+            k = stage_rows(k, scale)
             if self.share is None and self.growth == "linear":
                 # a rate: their calculate_linear_schedule has no changing point; it grows on, rounded, then capped at
                 # the final length (a review: round 5 at L = 8 kept 5 from the changing point on where theirs reaches
@@ -570,15 +617,27 @@ class SkyLadder:
 
         return at
 
-    def runs(self, rows: int, L: int) -> tuple[np.ndarray, np.ndarray]:
-        """Row lengths and their counts for ``rows`` rows of window ``L`` under the SkyLadder ramp."""
+    def runs(self, rows: int, L: int, scale: Fraction = Fraction(1)) -> tuple[np.ndarray, np.ndarray]:
+        """(rows, window) runs over the histogram's ``rows`` rows of window ``L`` under the SkyLadder ramp (each the
+        stage's row ⌊k·scale⌋, :func:`stage_rows`).
+        """
         if self.start > L:
             raise FreqlabError(f"skyladder: start {self.start} is larger than the window L = {L}")
-        return runs_of(self.window(L, rows), rows, rows, L)
+        return runs_of(self.window(L, rows, scale), rows, rows, L)
 
-    def frequency(self, lengths, counts, L: int, regime: str = "concat", seed: int = 0) -> ExactFrequency:
-        """Exact f(i) of the stage's rows cut into SkyLadder fragments (``seed``: stream order of ``pack``)."""
+    def frequency(
+        self, lengths, counts, L: int, regime: str = "concat", seed: int = 0, stage_tokens: int | None = None
+    ) -> ExactFrequency:
+        """Exact f(i) of the stage's rows cut into SkyLadder fragments (``seed``: stream order of ``pack``;
+        ``stage_tokens``: the tokens of the schedule's stage the histogram stands for, whose steps ``share`` counts).
+        """
         lengths, counts, L = _check_stage(lengths, counts, L, regime, self.kind)
+        scale = _stage_scale(lengths, counts, stage_tokens)
+        if stage_tokens is not None and self.share is None:
+            raise FreqlabError(
+                "skyladder: rate counts steps of the histogram's own rows, not of the stage's tokens: give share "
+                "(of the stage's steps) inside a schedule's stage"
+            )
         masked = regime != "concat"
         if self.document_mask is not None and self.document_mask != masked:
             raise FreqlabError(
@@ -590,7 +649,7 @@ class SkyLadder:
                 f"skyladder: round {self.round_to} with a document mask (regime {regime!r}): SkyLadder rounds the "
                 "window only without one (their dm path; intradm does not round): drop round, or use regime concat"
             )
-        runs = self.runs(_rows(lengths, counts, L, regime), L)
+        runs = self.runs(_rows(lengths, counts, L, regime), L, scale)
         seg, dropped = windowed_segments(
             lengths, counts, L, regime, runs, truncate=False, offset=int(masked), seed=seed
         )
@@ -719,9 +778,12 @@ class DatasetDecomposition:
                 out[m] = window[m]
         return out
 
-    def frequency(self, lengths, counts, L: int, regime: str = "natural", seed: int = 0) -> ExactFrequency:
+    def frequency(
+        self, lengths, counts, L: int, regime: str = "natural", seed: int = 0, stage_tokens: int | None = None
+    ) -> ExactFrequency:
         """Exact f(i) of the pieces' attention segments (2^k each): deterministic, or (``randomize``) the exact
-        expectation over the random split (``replay``: one seeded replay). ``regime`` is not used.
+        expectation over the random split (``replay``: one seeded replay). ``regime`` and ``stage_tokens`` are not
+        used (the pieces do not depend on steps).
         """
         refuse_megatron(regime)  # not used, but a stage labelled megatron would say what it is not
         L = check_window(L)

@@ -808,7 +808,9 @@ def stage_frequency(stage: Stage, h, *, seed: int = 0) -> tuple[np.ndarray, dict
         )
     try:  # the delegated module's errors (a bad spec, a start past L, a PoSE target below L) name the stage
         method = (curriculum_from_spec if key == "curriculum" else position_ids_from_spec)(getattr(stage, key))
-        exact = method.frequency(h.lengths, h.counts, stage.L, stage.regime, seed=seed)
+        # a curriculum counts the stage's steps (its tokens), which the histogram's rows stand for in proportion
+        steps = {"stage_tokens": stage.tokens} if key == "curriculum" else {}
+        exact = method.frequency(h.lengths, h.counts, stage.L, stage.regime, seed=seed, **steps)
     except FreqlabError as exc:
         raise FreqlabError(f"{where}: {key}: {exc}") from None
     # the numerator: int64 where it fits, Python integers beyond 2^63 (PoSE on a large corpus), exact either way; the

@@ -230,6 +230,51 @@ def test_skyladder_schedule_runs_equal_the_per_row_formula_on_long_stages():
         assert np.repeat(windows, run_rows)[::997].tolist() == direct.tolist()
 
 
+@pytest.mark.parametrize("regime", ROW_REGIMES)
+@pytest.mark.parametrize(
+    "spec",
+    [
+        {"kind": "warmup", "start": 2, "share": 0.5},
+        {"kind": "warmup", "start": 2, "share": 0.75, "steps": 3, "batch_rule": "truncate"},
+        {"kind": "skyladder", "share": 0.5, "start": 2},
+        {"kind": "skyladder", "share": 0.6, "start": 2, "growth": "sine"},
+    ],
+)
+def test_in_a_stage_batch_counts_the_stages_steps_not_the_histograms_rows(spec, regime):
+    """A review: a stage of 100B tokens at L = 8K with batch 512 has ~23,842 steps, but the warm-up counted
+    ceil(rows / 512) steps of its histogram's ~1,000 rows, two, and vanished (f as concat without it). The histogram's
+    rows stand for the stage's: row k is the stage's row k·T_s/T_h. A stage of B times its histogram's tokens, B rows
+    per step, therefore trains its histogram's row k at step k: the histogram's own schedule with batch 1."""
+    if spec["kind"] == "skyladder" and regime != "concat":
+        spec = spec | {"document_mask": True}
+    lengths, counts, L, B = [3, 9, 17, 40], [5, 2, 3, 1], 8, 512  # 144 tokens: 18 rows of 8 under concat
+    tokens = 3 * 5 + 9 * 2 + 17 * 3 + 40
+    per_row = curriculum_from_spec(spec).frequency(lengths, counts, L, regime, seed=3)
+    stage = curriculum_from_spec(spec | {"batch": B}).frequency(
+        lengths, counts, L, regime, seed=3, stage_tokens=B * tokens
+    )
+    assert stage.numerator.tolist() == per_row.numerator.tolist()
+    plain = curriculum_from_spec(spec | {"batch": B}).frequency(lengths, counts, L, regime, seed=3)
+    assert plain.numerator.tolist() != per_row.numerator.tolist()  # the histogram alone: one step, no ramp at all
+    # a stage of the histogram's own tokens is the histogram's schedule, batch and all
+    same = curriculum_from_spec(spec | {"batch": 2}).frequency(lengths, counts, L, regime, seed=3, stage_tokens=tokens)
+    alone = curriculum_from_spec(spec | {"batch": 2}).frequency(lengths, counts, L, regime, seed=3)
+    assert same.numerator.tolist() == alone.numerator.tolist()
+
+
+def test_a_warmup_row_of_a_stage_takes_the_window_of_the_stage_row_it_stands_for():
+    """Rows 0..9 of a histogram stand for the stage's rows ⌊k·5/2⌋ = 0, 2, 5, 7, 10, ... of 25 (5 steps of 5 rows,
+    the first 2 warming up from 2: DeepSpeed's fixed_linear 2 + 6·(s + 1)/2 = 5, 8 at steps 0 and 1)."""
+    warm = Warmup(2, Fraction(1, 2), batch=5)
+    run_rows, windows = warm.runs(10, 8, Fraction(5, 2))
+    rows = [warmup_window(k * 5 // 2, 25, 8, 2, Fraction(1, 2), "linear", 1, 5) for k in range(10)]
+    assert np.repeat(windows, run_rows).tolist() == rows == [5, 5, 8, 8, 8, 8, 8, 8, 8, 8]
+    with pytest.raises(FreqlabError, match=r"stage_tokens must be a positive integer .* got 0"):
+        warm.frequency([8], [10], 8, stage_tokens=0)
+    with pytest.raises(FreqlabError, match="skyladder: rate counts steps of the histogram's own rows"):
+        SkyLadder(rate=2, batch=1, start=2).frequency([8], [10], 8, stage_tokens=800)
+
+
 def test_skyladder_document_mask_must_agree_with_the_regime():
     with pytest.raises(FreqlabError, match="document_mask: true contradicts regime 'concat'"):
         curriculum_from_spec({"kind": "skyladder", "share": 0.5, "document_mask": True}).frequency(

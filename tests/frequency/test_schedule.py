@@ -299,7 +299,7 @@ class _HalfWindow:
     def mix_documents(self, regime):  # walks no documents: a source mix may hold any number
         return None
 
-    def frequency(self, lengths, counts, L, regime, seed=0):
+    def frequency(self, lengths, counts, L, regime, seed=0, stage_tokens=None):  # no steps: stage_tokens unused
         half = np.zeros(L, dtype=np.int64)
         half[: L // 2] = position_frequency(lengths, counts, L // 2, regime)
         return _Exact(half + position_frequency(lengths, counts, L, regime), 2)
@@ -629,7 +629,8 @@ def test_a_stage_walking_documents_takes_a_fractional_mix_kept_to_a_bounded_stre
     assert (1 << 19 if replay else 1 << 24) < mix.documents <= (1 << 20 if replay else 1 << 25)
     spec = change.get("curriculum") or change["position_ids"]
     method = (curriculum_from_spec if "curriculum" in change else position_ids_from_spec)(spec)
-    f = method.frequency(mix.lengths, mix.counts, stage["L"], change.get("regime", "natural"))
+    steps = {"stage_tokens": stage["tokens"]} if "curriculum" in change else {}  # the stage's steps
+    f = method.frequency(mix.lengths, mix.counts, stage["L"], change.get("regime", "natural"), **steps)
     assert got.frequencies[0].tolist() == f.numerator.tolist()
 
 
@@ -718,7 +719,9 @@ def test_a_curriculum_walking_rows_of_long_documents_takes_a_fractional_mix_boun
     assert (1 << 29) < rows <= 1 << 30 and mix.documents < 1 << 25  # the rows bound it here
     assert (
         got.frequencies[0].tolist()
-        == curriculum_from_spec(spec).frequency(mix.lengths, mix.counts, 64, "pack").numerator.tolist()
+        == curriculum_from_spec(spec)
+        .frequency(mix.lengths, mix.counts, 64, "pack", stage_tokens=10**9)
+        .numerator.tolist()
     )
 
 
