@@ -48,6 +48,7 @@ from freqlab.frequency.schedule import files_named, load_schedule, schedule_freq
 from freqlab.histogram import LengthHistogram
 from freqlab.paths import shown
 from freqlab.plan.rope_scaling import (
+    DEFAULT_HEAD_DIM,
     DEFAULT_ROPE_THETA,
     ROPE_TYPES,
     check_factor,
@@ -267,7 +268,9 @@ def self_extend_command(
     help="Scaling type (repeat for several).",
 )
 @click.option("--rope-theta", type=ROPE_BASE, default=None, help="The model's RoPE base [default: 10000, with a note].")
-@click.option("--head-dim", type=HEAD_DIM, default=128, show_default=True, help="Head dimension d.")
+@click.option(
+    "--head-dim", type=HEAD_DIM, default=None, help="The model's head dimension d [default: 128, with a note]."
+)
 @click.option(
     "--partial-rotary-factor",
     type=FiniteFloat(0, 1, min_open=True),
@@ -308,7 +311,10 @@ def rope_command(
     """
     chosen = ROPE_TYPES if "all" in types else tuple(dict.fromkeys(types))
     rotary = {  # rotary dimensions per type; usage errors naming both values, before the histogram is read
-        t: usage_error(lambda t=t: scaled_rotary_dims(t, head_dim, partial_rotary_factor), "--partial-rotary-factor")
+        t: usage_error(
+            lambda t=t: scaled_rotary_dims(t, head_dim or DEFAULT_HEAD_DIM, partial_rotary_factor),
+            "--partial-rotary-factor",
+        )
         for t in chosen
     }
     require(E is None or not (hist or schedule), "--effective-length",

@@ -39,9 +39,12 @@ Config blocks, each labelled with the transformers versions it is right for (:cl
 ``max_position_embeddings`` is N for linear, ntk, yarn (where 4.56+ and 5.x check N / original == factor) and llama3,
 and L for dynamic. LongRoPE: 4.x reads the original length from ``max_position_embeddings``, or from a top-level
 ``original_max_position_embeddings`` (Phi-3's form), with which it replaces ``factor`` by max_position_embeddings /
-original; so its 4.x block keeps L there and names ``factor`` (read as given everywhere). 4.45's Llama uses
-``long_factor`` at every length; 5.x switches from ``short_factor`` to ``long_factor`` past the original length. The 5.x
-block has N and ``original_max_position_embeddings`` L inside ``rope_parameters`` (required there).
+original; so its 4.x blocks keep L there and name ``factor`` (read as given everywhere). Before 4.51 a Llama-family
+model computes its angles once, at load, from one list for every length: ``long_factor`` in 4.45-4.47 (the expanded
+length s·L exceeds L), ``short_factor`` in 4.48-4.50 (no sequence length at load: the stock angles past L, no
+extension at all); so the 4.45-4.50 block sets ``short_factor = long_factor``, interpolated angles at every length,
+within L too. 4.51+ (``dynamic_rope_update``) and 5.x switch from ``short_factor`` to ``long_factor`` past the original
+length. The 5.x block has N and ``original_max_position_embeddings`` L inside ``rope_parameters`` (required there).
 
 YaRN differs across 4.x (read from each version's ``modeling_rope_utils``): 4.45-4.50 do not know
 ``original_max_position_embeddings`` in ``rope_scaling`` (they log "Unrecognized keys" and take
@@ -224,6 +227,9 @@ def longrope_attention_factor(factor: float, L: int) -> float:
 
 #: transformers versions the blocks are written for: the floor pyproject allows, the YaRN changes, and 5.0
 V4_FLOOR, YARN_READS_ORIGINAL, YARN_HONOURS_FACTOR, V5 = "4.45", "4.51", "4.56", "5.0"
+#: from 4.51 ``dynamic_rope_update`` switches LongRoPE from short_factor to long_factor past the original length;
+#: before, a Llama-family model computes its angles once, at load (4.45-4.47 from long_factor, 4.48-4.50 short_factor)
+LONGROPE_SWITCHES = "4.51"
 LAST_V4 = "4.57"  # the last 4.x release series before 5.0
 #: vLLM pitfalls, said where a block is pasted
 VLLM_MAX_MODEL_LEN = (
@@ -506,8 +512,10 @@ def _blocks(rope_type: str, L: int, N: int, s: float, theta: float, specific: di
     scaling = {"rope_type": rope_type, **specific}
     # 4.x YaRN before 4.51 and 4.x LongRoPE take max_position_embeddings as the original length: no original key
     legacy = {"rope_type": rope_type, **{k: v for k, v in specific.items() if k != "original_max_position_embeddings"}}
-    if rope_type == "longrope":
-        return four(V4_FLOOR, V5, legacy, L), five({"rope_type": rope_type, "rope_theta": theta, **specific}, N)
+    if rope_type == "longrope":  # before 4.51 the angles of every length are one factor's: long_factor's, as short
+        once = {**legacy, "short_factor": list(legacy["long_factor"])}
+        return (four(V4_FLOOR, LONGROPE_SWITCHES, once, L), four(LONGROPE_SWITCHES, V5, legacy, L),
+                five({"rope_type": rope_type, "rope_theta": theta, **specific}, N))  # fmt: skip
     if rope_type != "yarn":
         return four(V4_FLOOR, V5, scaling, max_pos), five({"rope_type": rope_type, "rope_theta": theta, **specific},
                                                           max_pos)  # fmt: skip
@@ -528,13 +536,32 @@ BASE_ASSUMED = (
 )
 
 
+DEFAULT_HEAD_DIM = 128  # Llama 2/3, Mistral, Qwen2 7B and up
+
+
+def head_dim_assumed(rope_type: str) -> str:
+    """The note of a ``rope_type`` block planned without the model's head dimension (a review: LongRoPE's 64 factors
+    made a head_dim-16 model fail past L in transformers, and NTK's base was off by 2% for head_dim 64).
+    """
+    what = (
+        "one LongRoPE factor per rotary pair (lists of another length fail in transformers past L)"
+        if rope_type == "longrope"
+        else "NTK's raised base b·s^(d/(d-2)) (another d, another base)"
+    )
+    return (
+        f"head_dim = {DEFAULT_HEAD_DIM} assumed (none given): the block holds {what}; give the model's own "
+        "(config.json head_dim, else hidden_size / num_attention_heads; --head-dim; Qwen2-0.5B 64, Phi-3-mini 96, "
+        "Gemma 256)"
+    )
+
+
 def plan_rope_scaling(
     L: int,
     N: int,
     rope_type: str = "linear",
     *,
     rope_theta: float | None = None,
-    head_dim: int = 128,
+    head_dim: int | None = None,
     factor: float | None = None,
     low_freq_factor: float = 1.0,
     high_freq_factor: float = 4.0,
@@ -557,8 +584,9 @@ def plan_rope_scaling(
     rope_theta : float, optional
         RoPE base b, the model's own (``config.json``); not given, 10000 (:data:`DEFAULT_ROPE_THETA`) with a note:
         pasting a block with another model's base changes it.
-    head_dim : int
-        Head dimension d.
+    head_dim : int, optional
+        Head dimension d, the model's own; not given, 128 (:data:`DEFAULT_HEAD_DIM`), said in the reasoning and, for
+        ``ntk`` and ``longrope`` (whose blocks depend on it), in a note.
     factor : float, optional
         Scale factor; defaults to s = N / L.
     low_freq_factor, high_freq_factor : float
@@ -618,6 +646,8 @@ def plan_rope_scaling(
     if N <= L:
         raise FreqlabError(f"target length N = {N} is not above the training window L = {L}: nothing to extend")
     s = check_factor(factor, L, N)
+    dim_assumed = head_dim is None
+    head_dim = DEFAULT_HEAD_DIM if head_dim is None else head_dim
     _ntk_exponent(head_dim)  # validates head_dim
     d_r = scaled_rotary_dims(rope_type, head_dim, partial_rotary_factor)
     prf = float(partial_rotary_factor)
@@ -649,6 +679,8 @@ def plan_rope_scaling(
         )
     if rope_theta is None:
         notes.append(BASE_ASSUMED)
+    if dim_assumed and rope_type in ("ntk", "longrope"):
+        notes.append(head_dim_assumed(rope_type))
     partial = {"partial_rotary_factor": prf} if prf != 1.0 else {}
     if rope_type == "ntk":
         new_theta = ntk_aware_base(theta, s, d_r)
@@ -706,7 +738,10 @@ def plan_rope_scaling(
                 "searched ones ship with Phi-3's 128K models): long_factor (used past the original length L) is "
                 "YaRN's by-parts ramp per rotary pair, 1/((1-γ_j)/s + γ_j) with γ_j = clip((E/λ_j - 1)/31, 0, 1), "
                 f"counted against E = {effective_length or L}: {long_count} pairs whose period exceeds E get "
-                f"s = {s:.10g}, {one_count} keep 1; short_factor (within L) is 1 everywhere, the stock angles. "
+                f"s = {s:.10g}, {one_count} keep 1; short_factor (within L) is 1 everywhere, the stock angles, "
+                "from transformers 4.51 (before, the angles of every length are computed once, at load: the "
+                "4.45-4.50 block sets short_factor = long_factor, interpolated within L too; 4.48-4.50 would take "
+                "stock angles past L). "
                 f"transformers scales cos/sin by sqrt(1 + ln s / ln L) = {longrope_attention_factor(s, L):.4f} at "
                 "every length (within L too)."
             ),
@@ -740,7 +775,8 @@ def plan_rope_scaling(
         f"({'no effective length given' if E_rule == 'window' else E_rule})."
     )
     reasoning = (
-        f"Extend L = {L} to N = {N} (s = {s:.10g}, head_dim {head_dim}, rope_theta {theta:g}). " + why + critical
+        f"Extend L = {L} to N = {N} (s = {s:.10g}, head_dim {head_dim}{' assumed' if dim_assumed else ''}, "
+        f"rope_theta {theta:g}). " + why + critical
     )
     return RopeScalingPlan(
         rope_type, L, N, s, theta, int(head_dim), blocks, reasoning, tuple(notes), prf, effective_length, E_rule

@@ -185,7 +185,7 @@ def test_giraffe_factor16_note_is_for_linear_only():
     # Table 1 / Table 4 (train = eval = 16): non-zero up to 16000, 0 from 17500; the paper expected ~32000
     assert "up to 16000 tokens (0 from 17500)" in note and "roughly 32000" in note and "Table 1" in note
     for rope_type in ("ntk", "dynamic", "yarn", "llama3"):
-        assert plan_rope_scaling(4096, 65536, rope_type, rope_theta=10000).notes == (), rope_type
+        assert plan_rope_scaling(4096, 65536, rope_type, rope_theta=10000, head_dim=128).notes == (), rope_type
         assert "Giraffe" not in plan_rope_scaling(4096, 65536, rope_type).reasoning
     assert plan_rope_scaling(4096, 32768, "linear", rope_theta=1e4).notes == ()  # factor 8: nothing measured to quote
     assert plan_rope_scaling(4096, 32768, "linear").notes == (BASE_ASSUMED,)  # the base not given
@@ -368,6 +368,37 @@ def test_longrope_blocks_have_one_factor_per_rotary_pair_and_say_what_they_are()
     partial = plan_rope_scaling(4096, 16384, "longrope", head_dim=128, partial_rotary_factor=0.5)
     assert len(partial.config_5x["rope_parameters"]["long_factor"]) == 32 == partial.rotary_dim // 2
     assert len(partial.config_4x["rope_scaling"]["short_factor"]) == 32
+
+
+def test_a_head_dim_not_given_is_said_where_the_block_depends_on_it():
+    """A review: --head-dim defaulted to 128 without a word; a head_dim-16 model then failed past L on LongRoPE's 64
+    factors, and NTK's base for head_dim 64 is 10000·4^(64/62) = 41,829, not the 40,890 printed for 128."""
+    for rope_type in ROPE_TYPES:
+        assumed = plan_rope_scaling(4096, 16384, rope_type, rope_theta=1e4)
+        assert "head_dim 128 assumed" in assumed.reasoning
+        notes = [n for n in assumed.notes if n.startswith("head_dim = 128 assumed")]
+        assert len(notes) == (rope_type in ("ntk", "longrope")), rope_type  # the blocks that hold it
+        given = plan_rope_scaling(4096, 16384, rope_type, rope_theta=1e4, head_dim=64)
+        assert "head_dim 64, rope_theta" in given.reasoning
+        assert given.notes == tuple(n for n in assumed.notes if not n.startswith("head_dim"))
+    ntk = plan_rope_scaling(4096, 16384, "ntk", rope_theta=1e4, head_dim=64).config_5x["rope_parameters"]
+    assert ntk["rope_theta"] == pytest.approx(1e4 * 4 ** (64 / 62)) and round(ntk["rope_theta"]) == 41829
+
+
+def test_longrope_before_4_51_takes_one_list_at_every_length():
+    """transformers 4.45-4.47 compute a Llama's LongRoPE angles once, at load, from long_factor (s·L > L), 4.48-4.50
+    from short_factor (no sequence length at load: the stock angles past L, no extension); dynamic_rope_update
+    switches by length from 4.51 (read from each version's modeling_rope_utils and modeling_llama). A review: one
+    4.45-4.57 block said short_factor (1) within L, true from 4.51 only."""
+    p = plan_rope_scaling(4096, 16384, "longrope", rope_theta=1e4, head_dim=128)
+    once, switching, five = p.blocks
+    assert (once.since, once.until, switching.since, switching.until) == ("4.45", "4.51", "4.51", "5.0")
+    long = five.config["rope_parameters"]["long_factor"]
+    assert once.config["rope_scaling"]["short_factor"] == once.config["rope_scaling"]["long_factor"] == long
+    assert (
+        switching.config["rope_scaling"]["short_factor"] == [1.0] * 64 == five.config["rope_parameters"]["short_factor"]
+    )
+    assert "the 4.45-4.50 block sets short_factor = long_factor" in p.reasoning
 
 
 def test_longrope_ramp_is_counted_at_the_effective_length():
