@@ -161,8 +161,10 @@ def _tail_rows(h, L: int, regime: str) -> list[dict]:
     return source_tails(h, L, regime, thresholds) if thresholds else []
 
 
-#: bytes per position of each (L, regime) ``--out`` holds as a table before writing it (measured: 32 at L = 2^24)
-OUT_BYTES_PER_POSITION = 32
+#: bytes per position of each (L, regime) ``--out`` holds as a table before writing it (measured 25-35: one window
+#: of 2^24 positions, or 2 windows × 2 regimes of 2^23 and 2^22; a review measured 106-114 before write_frequencies
+#: stopped listing every row's regime label, and `--L 256M --out` was killed past the bound of 32)
+OUT_BYTES_PER_POSITION = 40
 
 
 #: the ``stats`` keys that count documents and tokens (the corpus's, also when a mix is weighted from it)

@@ -72,8 +72,8 @@ def test_freq_out_counts_the_table_of_every_window_and_regime(hist):
     one_line(
         run("freq", hist, "--L", "16M", "--regime", "natural", "--regime", "concat", "--out", "f.parquet"),
         1,
-        "--out with --L 16,777,216 needs ~1.2 GB of memory (a table of f(i) for 1 window(s) × 2 regime(s), "
-        "32 bytes per position each), more than the 1.0 GB available",
+        "--out with --L 16,777,216 needs ~1.5 GB of memory (a table of f(i) for 1 window(s) × 2 regime(s), "
+        "40 bytes per position each), more than the 1.0 GB available",
     )
 
 

@@ -74,3 +74,30 @@ print((status("VmHWM:") - before) * 1024 / (1 << 24))
 """
     measured = float(subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, check=True).stdout)
     assert 7.5 < measured <= BYTES_PER_POSITION
+
+
+def test_the_table_freq_out_writes_peaks_within_the_estimate_it_checks(tmp_path):
+    """Peak resident memory of ``write_frequencies`` (``freq --out``), 2 windows × 2 regimes, in a fresh process:
+    within OUT_BYTES_PER_POSITION per position kept plus one window's f. A review: a list of every row's regime
+    label took it to ~111 bytes a position, and `freq --L 256M --out` was killed past the bound of 32."""
+    from freqlab.cli.freq import OUT_BYTES_PER_POSITION
+
+    script = f"""
+from freqlab.histogram import LengthHistogram
+
+def status(key):
+    with open("/proc/self/status") as handle:
+        return next(int(line.split()[1]) for line in handle if line.startswith(key))
+
+h = LengthHistogram.from_counts([1000, 5000000], [100, 3])
+h.write_frequencies({str(tmp_path / "warm.parquet")!r}, [64], ["natural", "concat"])  # compile and import first
+with open("/proc/self/clear_refs", "w") as handle:
+    handle.write("5")  # the peak (VmHWM) starts again from the resident size now
+before = status("VmRSS:")
+h.write_frequencies({str(tmp_path / "f.parquet")!r}, [1 << 22, 1 << 21], ["natural", "concat"])
+print((status("VmHWM:") - before) * 1024)
+"""
+    measured = float(subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, check=True).stdout)
+    kept = 2 * ((1 << 22) + (1 << 21))
+    assert measured <= OUT_BYTES_PER_POSITION * kept + BYTES_PER_POSITION * (1 << 22)
+    assert measured > 16 * kept  # the table itself: positions and f, 8 bytes each
