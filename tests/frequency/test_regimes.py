@@ -264,7 +264,8 @@ def test_the_summary_rows_walk_a_large_histogram_as_a_weighted_sample(monkeypatc
     assert row["tokens_in_segments"] == int(lengths @ counts) and row["f"]["3072"] > 0
     assert row["note"] == (
         "pack shuffles a stream of 262,544 documents: walked as a weighted sample of about 2^12, every length kept, "
-        "f(0) exact"
+        "f(0) exact, the rest an estimate of the whole stream's f (LengthHistogram.frequency, which freq --out and "
+        "--layout take: exact for the seed, slower)"
     )
 
 
