@@ -133,7 +133,12 @@ def freq_command(hist, Ls, regimes, tokens, tau, seed, out, weights, layout, tai
                 extra["layouts"] = [entry.to_dict(tokens=budget.tokens, tau=tau) for entry in layouts]
             if tail_rows is not None:
                 extra["tails"] = tail_rows
-            data = {"histogram": str(hist), "corpus": h.corpus, "tokens": h.tokens, "budget": budget.to_dict()}
+            # the corpus's tokens, as stats gives them (a review: a mix of shares gave its counts scaled by K); the
+            # mix's own, in the unit of its f, beside them
+            corpus = mix.corpus if mix is not None and mix.corpus is not None else h
+            data = {"histogram": str(hist), "corpus": h.corpus, "tokens": corpus.tokens}
+            data |= {"mix_tokens": h.tokens} if mix is not None else {}
+            data["budget"] = budget.to_dict()
             if replay is not None:
                 extra["megatron"] = replay.describe()
             echo_json({**data, **extra, "results": rows})

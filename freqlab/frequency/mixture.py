@@ -335,6 +335,8 @@ class MixtureInfo:
             "multipliers": self.multipliers,
             "arithmetic": self.arithmetic,
             "exact": self.exact,
+            # K exactly ("2147483648", or "p/q"): the mix's counts, f and tokens are the weighted counts times K
+            "scale": str(self.scale),
         }
 
 

@@ -6,6 +6,7 @@ import os
 import re
 import subprocess
 import sys
+from fractions import Fraction
 from pathlib import Path
 
 import numpy as np
@@ -368,6 +369,14 @@ def test_a_weighted_mix_reports_the_corpus_counts_not_the_scaled_ones(split, tmp
     # a review: the top-level counts were the mix's scaled ones (175,019,917,312 documents read), not the text's
     assert (data["documents_read"], data["documents"], data["tokens"]) == (5, 5, 6490)
     assert sum(source["documents"] for source in data["sources"].values()) == 5
+    # freq --json too (a review: "tokens" was the mix's, times K = 2^31 for code=0.5,web=1, K said rounded in prose);
+    # the mix's own tokens beside them, and K exact, so that f is recovered from the mix's counts exactly
+    freq = json.loads(run("freq", split, "--L", 1024, "--weights", "code=0.5,web=1", "--json").output)
+    K = Fraction(freq["mixture"]["scale"])
+    assert freq["tokens"] == 6490 and freq["mix_tokens"] == K * (3450 // 2 + 3040) == freq["results"][0]["f"]["0"]
+    assert K == 2**31 and not freq["mixture"]["exact"]
+    whole = json.loads(run("freq", split, "--L", 1024, "--weights", "code=2,web=1", "--json").output)
+    assert (whole["tokens"], whole["mix_tokens"], whole["mixture"]["scale"]) == (6490, 2 * 3450 + 3040, "1")
 
 
 def test_weights_in_stats_and_schedules(split, tmp_path):
