@@ -376,10 +376,21 @@ def replay_options(
         raise FreqlabError(
             f"{hist}: --regime megatron replays {index}, the index it was scanned from, which is gone; {how}"
         )
-    documents = read_index(index).documents
+    opened = read_index(index)
+    documents = opened.documents
     if documents != h.documents_read:
         raise FreqlabError(
             f"{hist}: {index} now holds {documents:,} documents, the histogram {h.documents_read:,}: "
             f"the index changed since the scan; rescan it, or {how}"
+        )
+    # the lengths too (a review: sizes 9, 20 rewritten as 10, 19 passed, and the replay's EOD check then dropped the
+    # reset mask without a word): O(documents), as the replay's own read of the index
+    lengths = opened.document_lengths(0, documents)
+    values, counts = np.unique(lengths[lengths > 0], return_counts=True)
+    if not (np.array_equal(values, h.lengths) and np.array_equal(counts, h.counts)):
+        raise FreqlabError(
+            f"{hist}: {index} holds documents of other lengths than the histogram (its {documents:,} documents, "
+            f"{int(lengths.sum()):,} tokens; the histogram's {h.tokens:,}): the index changed since the scan; "
+            f"rescan it, or {how}"
         )
     return options.with_data_path([index])

@@ -484,6 +484,15 @@ def test_freq_megatron_without_an_index_says_what_to_give(megatron_scan, tmp_pat
     write_megatron(idx.with_suffix(""), single_sequence_documents([5, 6, 7]), np.uint16)  # another index there
     changed = run("freq", lengths, "--L", 128, "--regime", "megatron")
     assert changed.exit_code == 1 and "now holds 3 documents, the histogram 300" in changed.output
+    # as many documents, two lengths moved by one token (a review: only the count was compared)
+    scanned = np.random.default_rng(1).integers(1, 400, 300).tolist()  # the fixture's lengths
+    scanned[0], scanned[1] = scanned[0] + 1, scanned[1] - 1 if scanned[1] > 1 else scanned[1] + 1
+    write_megatron(idx.with_suffix(""), single_sequence_documents(scanned), np.uint16)
+    moved_lengths = run("freq", lengths, "--L", 128, "--regime", "megatron")
+    assert (
+        moved_lengths.exit_code == 1
+        and "holds documents of other lengths than the histogram (its 300 documents" in (moved_lengths.output)
+    )
     idx.unlink()
     gone = run("freq", lengths, "--L", 128, "--regime", "megatron")
     assert gone.exit_code == 1 and f"replays {idx}, the index it was scanned from, which is gone" in gone.output
