@@ -256,12 +256,17 @@ def _check_bin(index: MegatronIndex, idx_path: str) -> None:
         steps = np.diff(np.asarray(index.sequence_pointers[:head], np.int64))
         sizes = np.asarray(index.sequence_lengths[: head - 1], np.int64) * itemsize
         if steps.size and not np.array_equal(steps, sizes):
-            expected = -1
+            k = int(np.flatnonzero(steps != sizes)[0])
+            raise FreqlabError(
+                f"{idx_path}: sequence {k + 1:,} starts {int(steps[k]):,} bytes after sequence {k:,}, whose "
+                f"{int(index.sequence_lengths[k]):,} {index.dtype.name} tokens take {int(sizes[k]):,}: the sizes and "
+                "pointers disagree (dtype mismatch or corrupt index)"
+            )  # a review: this said "-1 bytes expected"
     if actual != expected:
-        tokens = actual / itemsize
+        found = f"{actual // itemsize:,}" if actual % itemsize == 0 else f"{actual / itemsize:,.1f}"
         raise FreqlabError(
             f"{bin_path}: {actual:,} bytes, but {idx_path} says {index.dtype.name} tokens "
-            f"({expected:,} bytes expected, {tokens:,.1f} tokens found); dtype mismatch or truncated .bin"
+            f"({expected:,} bytes expected, {found} tokens found); dtype mismatch or truncated .bin"
         )
 
 

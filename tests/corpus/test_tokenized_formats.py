@@ -235,6 +235,8 @@ def _bad_index(tmp_path: Path, case: str) -> Path:
         idx.write_bytes(b"NOTANIDX!" + raw[9:])
     elif case == "truncated":
         idx.write_bytes(raw[:-12])
+    elif case == "short-bin":  # 15 int32 tokens written, 10 left: a count, not "10.0 tokens"
+        idx.with_suffix(".bin").write_bytes(idx.with_suffix(".bin").read_bytes()[:40])
     else:  # dtype-mismatch: the index says uint16 tokens, the .bin holds int32 ones
         idx.write_bytes(raw[:17] + struct.pack("<B", 8) + raw[18:])
     return idx
@@ -245,7 +247,9 @@ def _bad_index(tmp_path: Path, case: str) -> Path:
     [
         ("bad-header", "not a Megatron index (bad header b'NOTANIDX!'"),
         ("truncated", "truncated index: 90 bytes, but its header (3 sequences, 3 documents) needs 102"),
-        ("dtype-mismatch", "says uint16 tokens"),
+        # a review: "-1 bytes expected, 1,440.0 tokens found"
+        ("dtype-mismatch", "sequence 1 starts 16 bytes after sequence 0, whose 4 uint16 tokens take 8: the sizes and"),
+        ("short-bin", "short-bin.bin: 40 bytes, but {idx} says int32 tokens (60 bytes expected, 10 tokens found)"),
     ],
 )
 def test_bad_megatron_index_is_one_line(tmp_path, case, message):
@@ -253,7 +257,7 @@ def test_bad_megatron_index_is_one_line(tmp_path, case, message):
     result = CliRunner().invoke(main, ["scan", "--dataset", str(idx), "-q", "--out", str(tmp_path / "out")])
     assert result.exit_code == 1
     assert result.output.count("\n") == 1 and result.output.startswith("Error: ")
-    assert message in result.output and str(tmp_path / case) in result.output
+    assert message.format(idx=idx) in result.output and str(tmp_path / case) in result.output
 
 
 # ---- datatrove ------------------------------------------------------------------------------------------
