@@ -116,7 +116,10 @@ class MegatronOptions:
 
 
 def _is_number(word: str) -> bool:
-    return re.fullmatch(r"[0-9]*\.?[0-9]+(e[-+]?[0-9]+)?", word, re.IGNORECASE) is not None
+    """A weight as Megatron's ``float(w)`` reads one, signs, nan and inf included (then refused as no positive weight:
+    a review, ``-1 single`` looked for ``-1.idx``).
+    """
+    return re.fullmatch(r"[-+]?([0-9]*\.?[0-9]+(e[-+]?[0-9]+)?|nan|inf(inity)?)", word, re.IGNORECASE) is not None
 
 
 def _prefix(path: str) -> str:

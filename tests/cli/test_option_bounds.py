@@ -167,6 +167,12 @@ def test_megatron_numbers_at_the_edges_are_usage_errors(megatron_idx):
         2,
         "data_path (--data-path) weights must be positive finite numbers, got '1e400'",
     )
+    for weight in ("-1", "nan", "-inf"):  # a review: "-1 mid" looked for -1.idx
+        one_line(
+            run(*scan, "--data-path", f"{weight} mid"),
+            2,
+            f"data_path (--data-path) weights must be positive finite numbers, got '{weight}'",
+        )
 
 
 def test_a_megatron_data_path_that_names_nothing_is_refused_before_the_scan(megatron_idx, tmp_path, monkeypatch):
