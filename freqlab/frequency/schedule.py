@@ -782,7 +782,7 @@ class ScheduleFrequency:
         return printable_lines(lines)
 
 
-def stage_frequency(stage: Stage, h, *, seed: int = 0) -> tuple[np.ndarray, dict]:
+def stage_frequency(stage: Stage, h, *, seed: int = 0, where: str | None = None) -> tuple[np.ndarray, dict]:
     """f of one stage on its histogram ``h`` and f per layer kind of its layout.
 
     A ``curriculum`` or ``position_ids`` stage's f is the delegated module's exact frequency (its int64 numerator:
@@ -792,7 +792,7 @@ def stage_frequency(stage: Stage, h, *, seed: int = 0) -> tuple[np.ndarray, dict
     differences: both are errors, unless the window or chunk holds L tokens or more (a row holds at most L: the
     layer is global).
     """
-    where = f"stage {stage.name}"
+    where = where or f"stage {stage.name}"  # a schedule names it as parse_schedule does: "stage 2 (long)"
     layout = stage.layout or Layout((GLOBAL,))
     if stage.curriculum is not None and stage.position_ids is not None:
         raise FreqlabError(f"{where}: give a curriculum or position_ids, not both")
@@ -865,11 +865,11 @@ def schedule_frequency(schedule: Schedule, *, seed: int = 0) -> ScheduleFrequenc
     ]
     named = zip(schedule.stages, histograms, strict=True)
     check_same_units([(f"stage {stage.name!r} ({stage.histogram})", h) for stage, h in named], LENGTH_UNITS)
-    for stage, h in zip(schedule.stages, histograms, strict=True):
+    for k, (stage, h) in enumerate(zip(schedule.stages, histograms, strict=True), start=1):
         if h.documents == 0:
             raise FreqlabError(f"{stage.histogram}: the histogram holds no documents")
         try:
-            f, per_kind = stage_frequency(stage, h, seed=seed)
+            f, per_kind = stage_frequency(stage, h, seed=seed, where=f"stage {k} ({stage.name})")
         except FreqlabError as exc:  # a stage's curriculum or position ids: named with the schedule's file
             raise FreqlabError(f"{schedule.source}: {exc}") from None
         frequencies.append(f)

@@ -790,7 +790,7 @@ def test_a_stage_error_from_a_curriculum_names_the_schedule_file(tmp_path, hist)
         "histogram: lengths.parquet\nstages:\n  - {name: a, L: 2048, tokens: 1T, curriculum: {kind: warmup}}\n"
     )
     result = run("schedule", tmp_path / "s.yaml")
-    assert result.exit_code == 1 and f"Error: {tmp_path / 's.yaml'}: stage a: curriculum: warmup:" in result.output
+    assert result.exit_code == 1 and f"Error: {tmp_path / 's.yaml'}: stage 1 (a): curriculum: warmup:" in result.output
 
 
 def test_a_window_given_twice_is_one_window(hist):

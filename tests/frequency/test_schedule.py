@@ -354,9 +354,12 @@ def test_curriculum_and_position_id_stages_are_delegated(tmp_path, delegated):
 @pytest.mark.parametrize(
     ("spec", "message"),
     [
-        ("curriculum: {kind: warmup, start: 64, share: 0.5}", "stage w: curriculum: warmup: start 64 is larger"),
-        ("position_ids: {kind: pose, target: 8}", "stage w: position_ids: pose: target 8 is shorter than the window"),
-        ("curriculum: {kind: nonsense}", "stage w: curriculum: "),
+        ("curriculum: {kind: warmup, start: 64, share: 0.5}", r"stage 1 \(w\): curriculum: warmup: start 64 is larger"),
+        (
+            "position_ids: {kind: pose, target: 8}",
+            r"stage 1 \(w\): position_ids: pose: target 8 is shorter than the window",
+        ),
+        ("curriculum: {kind: nonsense}", r"stage 1 \(w\): curriculum: "),  # as parse_schedule names it (a review)
     ],
 )
 def test_a_bad_curriculum_or_position_ids_names_its_stage(tmp_path, spec, message):
