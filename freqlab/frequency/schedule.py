@@ -214,9 +214,10 @@ def parse_schedule(
         where = f"{source}: stage {number} ({name})"
         try:
             L = parse_positions(raw.get("L"))
-        except FreqlabError:
-            given = raw.get("L")
-            raise FreqlabError(f"{where}: L must be a positive integer (e.g. 2048 or 2K), got {brief(given)}") from None
+        except FreqlabError as exc:  # its own words: the suffixes of positions (K = 1024; no G), a float, a sign
+            if raw.get("L") is None:
+                raise FreqlabError(f"{where}: L must be a positive integer (e.g. 2048 or 2K), got None") from None
+            raise FreqlabError(f"{where}: L: {exc}") from None
         if L > MAX_POSITIONS:  # f is a dense array (a review: L: 1e400 was a traceback), as --L
             raise FreqlabError(f"{where}: L = {brief(raw.get('L'))} is larger than freqlab supports (2^30)")
         if "tokens" not in raw:

@@ -103,7 +103,19 @@ def test_a_schedule_files_tau_stays_a_whole_number(tmp_path):
     [
         ("stages: []", "non-empty list 'stages'"),
         ("stages:\n" + "  - {L: 8, tokens: 1B}\n" * 1001, "1,001 stages, more than 1,000: merge the stages"),
-        ("stages:\n  - {L: 0, tokens: 1B}", r"stage 1 \(stage-1\): L must be a positive integer"),
+        (
+            "stages:\n  - {L: 0, tokens: 1B}",
+            r"stage 1 \(stage-1\): L: a length in positions must be a positive integer",
+        ),
+        # parse_positions' own words (a review: "L must be a positive integer (e.g. 2048 or 2K), got '1G'")
+        (
+            "stages:\n  - {L: 1G, tokens: 1B}",
+            r"L: not a length in positions: '1G' \(use e.g. 2048, 2K or 128K \(K = 1024\)\)",
+        ),
+        (
+            "stages:\n  - {tokens: 1B}",
+            r"stage 1 \(stage-1\): L must be a positive integer \(e.g. 2048 or 2K\), got None",
+        ),
         ("stages:\n  - {L: 2048}", "missing 'tokens'"),
         ("stages:\n  - {L: 2048, tokens: 1B, regime: zigzag}", "unknown regime 'zigzag'"),
         ("stages:\n  - {L: 2048, tokens: 1B, windw: 3}", "unknown key"),
