@@ -27,6 +27,7 @@ from dataclasses import dataclass
 
 from freqlab.corpus.base import Corpus, Document, LengthBatch, LengthShard, Shard, UnreadableFile, describe_error
 from freqlab.corpus.fields import DEFAULT_TOKENS_FIELD, Fields
+from freqlab.corpus.file_discovery import DataFile, stat_file
 from freqlab.corpus.presets import PRESETS
 from freqlab.corpus.remote_files import is_url, offline_variable  # offline_variable: kept for import compatibility
 from freqlab.errors import FreqlabError
@@ -54,17 +55,23 @@ def _hint(dataset: str) -> str:
     return "to scan local copies of its files use --data-files 'PATH/OR/GLOB' (with --text-field if not 'text')"
 
 
-def probe_hub(dataset: str, timeout: float = PROBE_TIMEOUT) -> None:
-    """Raise FreqlabError (one line, within ~``timeout`` s) unless the Hub is reachable and has ``dataset``."""
+def probe_hub(dataset: str, timeout: float = PROBE_TIMEOUT) -> str | None:
+    """Raise FreqlabError (one line, within ~``timeout`` s) unless the Hub is reachable and has ``dataset``; its
+    revision (the commit the Hub serves now) when it says, which checkpoints of its shards record.
+    """
     if (variable := offline_variable()) is not None:
         raise FreqlabError(f"{dataset}: Hugging Face Hub access is off ({variable}=1); {_hint(dataset)}")
     outcome: list[BaseException | None] = []
+    revision: list[str | None] = []
 
     def request() -> None:
         from huggingface_hub import HfApi
 
         try:
-            HfApi(endpoint=os.environ.get("HF_ENDPOINT", DEFAULT_ENDPOINT)).dataset_info(dataset, timeout=timeout)
+            info = HfApi(endpoint=os.environ.get("HF_ENDPOINT", DEFAULT_ENDPOINT)).dataset_info(
+                dataset, timeout=timeout
+            )
+            revision.append(getattr(info, "sha", None))
             outcome.append(None)
         except BaseException as exc:  # reported to the caller below
             outcome.append(exc)
@@ -76,11 +83,11 @@ def probe_hub(dataset: str, timeout: float = PROBE_TIMEOUT) -> None:
         raise FreqlabError(f"{dataset}: the Hugging Face Hub did not answer within {timeout:g} s; {_hint(dataset)}")
     error = outcome[0]
     if error is None:
-        return
+        return revision[0] if revision and isinstance(revision[0], str) else None
     from huggingface_hub.errors import GatedRepoError, HfHubHTTPError, RepositoryNotFoundError
 
     if isinstance(error, GatedRepoError):
-        return  # it exists; load_dataset explains how to get access (token, accepting the terms)
+        return None  # it exists; load_dataset explains how to get access (token, accepting the terms)
     if isinstance(error, RepositoryNotFoundError):
         raise FreqlabError(
             f"{dataset}: no such dataset on the Hugging Face Hub (or it is private); "
@@ -142,6 +149,28 @@ class HubShard(Shard):
     index: int = 0
     num_shards: int = 1
     files: tuple[str, ...] = ()  # the local files this shard streams (packaged builders), when known
+    # what checkpoints of it must match, stamped when the corpus was opened: the local files it may read (its own when
+    # known, else all the builder's), or the Hub's revision (a review: a resumed builder scan kept the counts of files
+    # since shrunk, and a file rewritten during the scan mixed two versions, where local paths refuse both)
+    stamped: tuple[DataFile, ...] = ()
+    revision: str | None = None
+
+    def identity(self) -> dict:
+        """The stamps of the local files this shard may read, or the Hub revision it streams ({} when neither)."""
+        if self.stamped:
+            return {"files": {file.path: file.identity() for file in self.stamped}}
+        return {"revision": self.revision} if self.revision else {}
+
+    def check_unchanged(self) -> None:
+        """Raise :class:`~freqlab.corpus.file_discovery.FileChanged` when a local file this shard may read changed
+        since the corpus was opened (before and after the read, as local paths are checked).
+        """
+        for file in self.stamped:
+            file.check_unchanged()
+
+    def local_paths(self) -> tuple[str, ...]:
+        """The local files the shard may read (a Ray node must see each at this path)."""
+        return tuple(file.path for file in self.stamped)
 
     def stream(self):
         """The shard's part of the streaming dataset."""
@@ -165,6 +194,7 @@ class HubShard(Shard):
         extract = self.fields.extractor()
         prefix = self.row_prefix
         row = 0
+        self.check_unchanged()
         try:
             for record in self.stream():
                 row += 1
@@ -211,6 +241,7 @@ class HubLengthShard(HubShard, LengthShard):
 
         prefix, name = self.row_prefix, _label(self.dataset, self.config, self.split)
         row = 0
+        self.check_unchanged()
         try:
             for table in self.stream().with_format("arrow").iter(batch_size=BATCH_ROWS):
                 yield from length_batches(table, self.column, self.fields.source, prefix, row + 1, name)
@@ -233,25 +264,27 @@ def streamed_corpus(
 ) -> Corpus:
     """A corpus streamed through ``datasets`` (probing the Hub first unless ``dataset`` is a packaged builder)."""
     local = dataset in PACKAGED_BUILDERS
+    revision = None
     if local:
         if not data_files:
             raise FreqlabError(f"{dataset}: the {dataset!r} builder reads local files: pass them with --data-files")
         data_files = expand_data_files(data_files)
     else:
-        probe_hub(dataset)
+        revision = probe_hub(dataset)
     files = tuple(data_files) if data_files else None
     stream = _stream(dataset, config, split, files)
     count = max(1, min(stream.num_shards, MAX_SHARDS))
     groups = _file_groups(list(files or ()), stream.num_shards, count) if local else [()] * count
     column = _token_column(stream, fields)
-    shards: list[Shard] = [
-        HubShard(f"{dataset}:{split}:{i:03d}-of-{count:03d}", dataset, config, split, files, fields, i, count, group)
-        if column is None
-        else HubLengthShard(
-            f"{dataset}:{split}:{i:03d}-of-{count:03d}", dataset, config, split, files, fields, i, count, group, column
-        )
-        for i, group in enumerate(groups)
-    ]
+    stamps = {path: stat_file(path, path) for path in files or () if not is_url(path)}  # stamped once, when opened
+    shards: list[Shard] = []
+    for i, group in enumerate(groups):
+        # a shard whose own files cannot be told may read any of them
+        stamped = tuple(stamps[path] for path in (group or files or ()) if path in stamps)
+        kind, extra = (HubShard, {}) if column is None else (HubLengthShard, {"column": column})
+        shard_id = f"{dataset}:{split}:{i:03d}-of-{count:03d}"
+        args = (shard_id, dataset, config, split, files, fields, i, count, group)
+        shards.append(kind(*args, stamped=stamped, revision=revision, **extra))
     total = None
     splits = getattr(stream.info, "splits", None)
     if not data_files and splits and split in splits:

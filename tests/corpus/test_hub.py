@@ -213,6 +213,15 @@ def test_hub_dataset_is_streamed_with_load_dataset(tmp_path, records, monkeypatc
     assert corpus.description["kind"] == "preset"
     assert corpus.has_sources
     assert [s.id for s in corpus.shards] == [f"DKYoon/SlimPajama-6B:validation:{i:03d}-of-003" for i in range(3)]
+    # checkpoints of a Hub stream record the revision the probe found: another revision is recounted on --resume
+    monkeypatch.setattr(hub, "probe_hub", lambda dataset: "0123abcd")
+    monkeypatch.setattr(datasets, "load_dataset", fake_load_dataset)
+    hub._stream.cache_clear()
+    try:
+        pinned = open_corpus("slimpajama-6b", split="validation")
+    finally:
+        hub._stream.cache_clear()
+    assert [s.identity() for s in pinned.shards] == [{"revision": "0123abcd"}] * 3
 
 
 # ---- tokenized datasets streamed through datasets ------------------------------------------------------------

@@ -124,3 +124,13 @@ def test_a_token_stream_rewritten_during_its_read_is_refused(tmp_path, after_fir
     with pytest.raises(FreqlabError, match=r"tokens\.npy changed while it was being read \(same size"):
         scan(str(path), eos_id=10, L=[16], regimes=["natural"], progress=False, workers=1)
     assert path.stat().st_size == size
+
+
+def test_a_file_a_builder_streams_rewritten_during_its_read_is_refused(two_files, after_first_batch):
+    """A review: `--dataset json --data-files FILE` counted a file edited during the scan, mixing two versions,
+    where `--dataset FILE` refuses it: the builder's shards check the files they stream before and after, too."""
+    folder, _ = two_files
+    after_first_batch(lambda: rewrite_in_place(folder / "a.jsonl"))
+    with pytest.raises(FreqlabError) as error:
+        scan("json", data_files=str(folder / "a.jsonl"), progress=False, workers=1, batch_size=4, tokenizer="tekken")
+    assert str(error.value).startswith(f"{folder / 'a.jsonl'} changed while it was being read (same size, but modified")

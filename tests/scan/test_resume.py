@@ -398,3 +398,21 @@ def test_a_resume_that_finds_no_checkpoints_says_it_started_over(tmp_path, slimp
         checkpoint.unlink()
     bare = run(slimpajama_dir, out=tmp_path / "out", resume=True)
     assert bare.summary["scan"]["nothing_to_resume"] is True and bare.summary["scan"]["recounted_checkpoints"] == {}
+
+
+def test_a_builder_scan_resumed_after_its_files_changed_recounts_them(tmp_path):
+    """A review: `--dataset json --data-files 'rp/*.jsonl' --resume` after a file shrank from 340 to 100 documents
+    reported the old 680 documents: the builder's shards recorded no identity. They record the stamps of the local
+    files they read (size, mtime, ctime), as local paths do, so a changed file is recounted."""
+    texts = real_texts(12)
+    folder = tmp_path / "rp"
+    write_slimpajama(folder / "a.jsonl", [(t, "x") for t in texts[:6]])
+    write_slimpajama(folder / "b.jsonl", [(t, "x") for t in texts[6:]])
+    files, out = str(folder / "*.jsonl"), tmp_path / "out"
+    first = scan("json", data_files=files, out=out, progress=False, workers=1, tokenizer="tekken")
+    assert first.histogram.documents_read == 12
+    write_slimpajama(folder / "b.jsonl", [(t, "x") for t in texts[6:8]])  # b shrinks: 6 documents -> 2
+    resumed = scan("json", data_files=files, out=out, resume=True, progress=False, workers=1, tokenizer="tekken")
+    fresh = scan("json", data_files=files, progress=False, workers=1, tokenizer="tekken")
+    assert resumed.histogram.documents_read == fresh.histogram.documents_read == 8
+    assert_same_histogram(resumed.histogram, fresh.histogram)
