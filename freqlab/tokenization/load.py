@@ -117,6 +117,10 @@ def _cached_route(
     if path.exists():
         model_file = ".model" in path.suffixes  # tokenizer.model, mistral's tokenizer.model.v1
         file = path / "tokenizer.json" if path.is_dir() else path
+        if file.exists() and not file.is_file():  # a FIFO blocked the hash for good, /dev/zero filled memory (a review)
+            raise FreqlabError(
+                f"{file}: not a regular file (a FIFO, socket or device): a tokenizer is read from a file"
+            )
         settings = {"name": str(file), "spec": str(file)}
         if path.suffix == ".tiktoken" or (model_file and is_tiktoken_file(path)):
             return (

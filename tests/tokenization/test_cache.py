@@ -126,6 +126,37 @@ def test_a_changed_file_or_version_misses_and_verifies_again(tokenizer_json, cac
     assert counter.count(TEXTS).tolist() == expected(reference, TEXTS)
 
 
+def test_a_file_replaced_while_it_loads_is_counted_but_not_cached_under_the_first_content(
+    tokenizer_json, cache_on, tmp_path, monkeypatch
+):
+    """A review: cached_load hashed the file, then load() read it again; a file replaced in between stored the other
+    tokenizer under the first content's key, and every later load of that content counted with the wrong tokenizer
+    (vocab 1,200 for 2,000) until the cache was cleared. The key is checked again after the load: no entry then."""
+    from .conftest import small_byte_level_bpe
+
+    path, reference = tokenizer_json
+    other = small_byte_level_bpe(300, 30)  # a smaller vocabulary: other counts
+    racing = tmp_path / "racing.json"
+    racing.write_bytes(path.read_bytes())
+    real_key, swapped = cache_module.cache_key, []
+
+    def key_then_swap(file, options):
+        key = real_key(file, options)
+        if not swapped:  # the first hash done, the file is replaced before load() reads it
+            swapped.append(True)
+            other.save(str(racing))
+        return key
+
+    monkeypatch.setattr(cache_module, "cache_key", key_then_swap)
+    raced = load_tokenizer(str(racing))
+    assert raced.cache_not_written == "the tokenizer file changed while it was loaded"
+    assert raced.count(TEXTS).tolist() == expected(other, TEXTS)  # counted with what it read, and said so
+    assert not list(cache_on.glob("*.pickle"))  # nothing under the first content's key
+    monkeypatch.setattr(cache_module, "cache_key", real_key)
+    racing.write_bytes(path.read_bytes())  # the first content back
+    assert load_tokenizer(str(racing)).count(TEXTS).tolist() == expected(reference, TEXTS)
+
+
 @pytest.mark.parametrize("damage", ["garbage", "truncated", "flipped", "empty"])
 def test_a_corrupt_entry_is_ignored_and_rebuilt(tokenizer_json, cache_on, monkeypatch, damage):
     path, reference = tokenizer_json

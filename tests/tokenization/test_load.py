@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import base64
 import json
+import os
 import time
 
 import numpy as np
@@ -335,3 +336,13 @@ def test_escaped_backslashes_are_no_escapes_to_the_empty_match_check(pattern, fo
     from freqlab.tokenization.backends import empty_match
 
     assert empty_match(pattern) == found
+
+
+def test_a_tokenizer_that_is_no_regular_file_is_refused_not_read(tmp_path):
+    """A review: a FIFO named as the tokenizer blocked the cache's hash for good, a link to /dev/zero filled memory."""
+    fifo, zero = tmp_path / "fifo.json", tmp_path / "zero.json"
+    os.mkfifo(fifo)
+    zero.symlink_to("/dev/zero")
+    for path in (fifo, zero):
+        with pytest.raises(FreqlabError, match=r"not a regular file \(a FIFO, socket or device\)"):
+            load_tokenizer(str(path))
