@@ -195,9 +195,16 @@ def format_report(summary: dict) -> str:
             shares = "; ".join(f"{backend} {n:,}" for backend, n in counted.items())
             lines.append(f"           documents counted by {shares}")
         if tok.get("cache_not_written"):
+            from freqlab.tokenization.cache import CHANGED_WHILE_LOADED
+
+            hint = (
+                "; set FREQLAB_CACHE_DIR to a writable folder (FREQLAB_NO_CACHE=1: no cache)"
+                if tok["cache_not_written"] != CHANGED_WHILE_LOADED
+                else ""
+            )
             lines.append(
                 f"           tokenizer cache not written ({printable(tok['cache_not_written'])}): each run loads and"
-                " checks the tokenizer again; set FREQLAB_CACHE_DIR to a writable folder (FREQLAB_NO_CACHE=1: no cache)"
+                f" checks the tokenizer again{hint}"
             )
     skipped = docs["skipped"]
     reasons = ", ".join(f"{k}: {v:,}" for k, v in sorted(skipped.items()))

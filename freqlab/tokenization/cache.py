@@ -192,6 +192,10 @@ def cache_key(file: str | Path, options: Mapping[str, Any]) -> str:
     return key.hexdigest()
 
 
+#: why a counter was not cached when its file changed between its hash and its load (no folder to blame)
+CHANGED_WHILE_LOADED = "the tokenizer file changed while it was loaded"
+
+
 def _same_key(file: str | Path, options: Mapping[str, Any], key: str) -> bool:
     """Whether ``file`` still has the key it had (hashed again: ~30 ms for Llama 3's 9 MB, beside a cold load's
     seconds).
@@ -305,7 +309,11 @@ def cached_load(
                 verdicts=entry["verdicts"],
             )
         if seen.get("verdicts", {}).keys() - entry["verdicts"].keys():  # a verdict computed now: keep it
-            write_with_fastokens_input(path, {**entry, "verdicts": dict(seen["verdicts"])}, counter)
+            # not kept, every run computes it again (fastokens' build and verification: seconds), said as a cold
+            # load's failed write is (a review: a read-only cache cost 4 s a run without a word)
+            counter.cache_not_written = write_with_fastokens_input(
+                path, {**entry, "verdicts": dict(seen["verdicts"])}, counter
+            )
             STATS["writes"] += 1
         else:
             repair_fastokens_input(path, entry)
@@ -317,7 +325,7 @@ def cached_load(
     if "state" in seen and not _same_key(file, options, key):
         # load() read the file after it was hashed: another content under this key would give every later load of
         # the first content this counter (a review: a file replaced in between poisoned the entry until cleared)
-        counter.cache_not_written = "the tokenizer file changed while it was loaded"
+        counter.cache_not_written = CHANGED_WHILE_LOADED
         return counter
     if "state" in seen:
         state = {k: v for k, v in seen["state"].items() if k not in ("name", "spec")}
