@@ -28,7 +28,7 @@ from freqlab.corpus.arrow_files import (  # first_row, parquet_batches, arrow_ba
     python_values,
     repeated_column,
 )
-from freqlab.corpus.base import INVALID_UTF8, Document, FileShard, Shard, UnreadableFile
+from freqlab.corpus.base import INVALID_UTF8, NON_STRING_TEXT, Document, FileShard, Shard, UnreadableFile
 from freqlab.corpus.fields import Fields
 from freqlab.corpus.file_discovery import DataFile
 from freqlab.corpus.registry import FileFormat, register
@@ -80,7 +80,9 @@ def _documents(
             # a value the record needs that is not UTF-8 makes it invalid-utf8, as in JSON lines (one not needed: no)
             if invalid and any(_reaches_invalid_utf8(record, needed) for needed in needs):
                 text, source, error = None, None, INVALID_UTF8
-            yield Document(text, source, f"{path}:row {row}", error)
+            # what the text column holds instead, as JSON lines say (a review: only "non-string-text")
+            detail = fields.text_kind(record) if error == NON_STRING_TEXT else None
+            yield Document(text, source, f"{path}:row {row}", error, detail)
 
 
 def _reaches_invalid_utf8(record: dict, path: str) -> bool:

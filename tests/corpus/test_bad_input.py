@@ -89,6 +89,25 @@ def test_a_text_that_is_no_string_or_no_utf8_says_what_it_is(tmp_path):
     )
 
 
+def test_a_parquet_or_arrow_text_that_is_no_string_says_what_it_is_too(tmp_path):
+    """A review: a list<string> text column, or --text-field naming an integer column, said only non-string-text in
+    Parquet and Arrow, where JSON lines say what the field holds."""
+    import pyarrow as pa
+    import pyarrow.feather as feather
+    import pyarrow.parquet as pq
+
+    table = pa.table({"text": [["a", "b"], ["c"]], "n": [12, 3]})
+    pq.write_table(table, tmp_path / "t.parquet")
+    feather.write_feather(table, tmp_path / "t.arrow")
+    for name in ("t.parquet", "t.arrow"):
+        docs = list(open_corpus(str(tmp_path / name)).documents())
+        assert [(d.error, d.detail) for d in docs] == [
+            ("non-string-text", f"the text field holds a list of {n}") for n in (2, 1)
+        ]
+        numbers = list(open_corpus(str(tmp_path / name), text_field="n").documents())
+        assert numbers[0].detail == "the text field holds a number, 12"
+
+
 def test_missing_text_column_in_parquet_and_null_text(tmp_path):
     """A Parquet or Arrow file without the text column is one error listing its columns (not a bad record per
     row); with --on-error skip it is one unreadable file."""
