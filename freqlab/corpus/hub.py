@@ -25,9 +25,18 @@ import threading
 from collections.abc import Iterator
 from dataclasses import dataclass
 
-from freqlab.corpus.base import Corpus, Document, LengthBatch, LengthShard, Shard, UnreadableFile, describe_error
+from freqlab.corpus.base import (
+    Corpus,
+    Document,
+    LengthBatch,
+    LengthShard,
+    Shard,
+    UnreadableFile,
+    changed_message,
+    describe_error,
+)
 from freqlab.corpus.fields import DEFAULT_TOKENS_FIELD, Fields
-from freqlab.corpus.file_discovery import DataFile, stat_file
+from freqlab.corpus.file_discovery import DataFile, FileChanged, stat_file
 from freqlab.corpus.presets import PRESETS
 from freqlab.corpus.remote_files import is_url, offline_variable  # offline_variable: kept for import compatibility
 from freqlab.errors import FreqlabError
@@ -172,6 +181,15 @@ class HubShard(Shard):
         """The local files the shard may read (a Ray node must see each at this path)."""
         return tuple(file.path for file in self.stamped)
 
+    def _check_before_reading(self) -> None:
+        """:meth:`check_unchanged`, a change said as an unreadable file naming it (skipped under --on-error skip),
+        as a local path's reader says it (a review: "Error: size 47850026 -> 47850039 bytes", and skip aborted).
+        """
+        try:
+            self.check_unchanged()
+        except FileChanged as exc:
+            raise UnreadableFile(changed_message(exc.path or self.id, exc), exc.path or self.id) from exc
+
     def stream(self):
         """The shard's part of the streaming dataset."""
         stream = _stream(self.dataset, self.config, self.split, self.data_files)
@@ -194,7 +212,7 @@ class HubShard(Shard):
         extract = self.fields.extractor()
         prefix = self.row_prefix
         row = 0
-        self.check_unchanged()
+        self._check_before_reading()
         try:
             for record in self.stream():
                 row += 1
@@ -241,7 +259,7 @@ class HubLengthShard(HubShard, LengthShard):
 
         prefix, name = self.row_prefix, _label(self.dataset, self.config, self.split)
         row = 0
-        self.check_unchanged()
+        self._check_before_reading()
         try:
             for table in self.stream().with_format("arrow").iter(batch_size=BATCH_ROWS):
                 yield from length_batches(table, self.column, self.fields.source, prefix, row + 1, name)

@@ -134,3 +134,23 @@ def test_a_file_a_builder_streams_rewritten_during_its_read_is_refused(two_files
     with pytest.raises(FreqlabError) as error:
         scan("json", data_files=str(folder / "a.jsonl"), progress=False, workers=1, batch_size=4, tokenizer="tekken")
     assert str(error.value).startswith(f"{folder / 'a.jsonl'} changed while it was being read (same size, but modified")
+
+
+def test_a_builder_file_changed_before_its_shard_starts_is_named_and_skippable(two_files):
+    """A second review: a change found before the builder's shard read said "Error: size 47850026 -> 47850039 bytes"
+    (no file) and aborted under --on-error skip; it is an unreadable file naming the path, as on local paths."""
+    from freqlab.corpus import open_corpus
+
+    folder, _ = two_files
+    files = str(folder / "*.jsonl")
+    corpus = open_corpus("json", data_files=files)  # the files stamped here
+    with open(folder / "b.jsonl", "a") as handle:
+        handle.write('{"text": "one more"}\n')
+    with pytest.raises(FreqlabError) as error:
+        scan(corpus, progress=False, workers=1, tokenizer="tekken")
+    assert str(error.value).startswith(f"{folder / 'b.jsonl'} changed while it was being read (size ")
+    corpus = open_corpus("json", data_files=files)
+    with open(folder / "a.jsonl", "a") as handle:
+        handle.write('{"text": "and another"}\n')
+    result = scan(corpus, on_error="skip", progress=False, workers=1, tokenizer="tekken")
+    assert result.histogram.skipped == {"unreadable-file": 1} and result.histogram.documents == 11  # b's alone
