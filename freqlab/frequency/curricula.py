@@ -11,9 +11,11 @@ holds ``T mod L`` tokens; the order does not matter, f is exact), ``pack`` (the 
 rows with a document mask) or ``natural`` (each document cut into rows of at most L, documents in the seeded stream
 order). Row k (0-based, in training order) belongs to step ``k // batch`` and is trained with the window w(k) the
 schedule gives that step. In a schedule's stage (``stage_tokens``: the stage trains T_s tokens, its histogram holds
-T_h) the histogram's rows stand for the stage's in proportion: row k is the stage's row ⌊k·T_s/T_h⌋ of
-⌈rows·T_s/T_h⌉, so ``batch`` and ``share`` count the stage's steps, not the histogram's (a review: with
-``batch: 512`` the ~1,000 rows of a small histogram were two steps, and the warm-up vanished). A row's attention
+T_h) ``batch`` and ``share`` count the stage's steps, not the histogram's (a review: with ``batch: 512`` the ~1,000 rows
+of a small histogram were two steps, and the warm-up vanished): ``concat`` walks the stage's own ⌈T_s/L⌉ rows (its
+rows are the stream cut every L tokens, so only T_s matters: exact); ``pack`` and ``natural``, whose rows are walked
+one by one, let the histogram's rows stand for the stage's in proportion, row k taking the window of the stage's row
+⌊(k + 1/2)·T_s/T_h⌋, the middle of the block it stands for: an estimate, exact when T_s = T_h. A row's attention
 segments (its documents under a mask, the whole row without) are then
 cut by the window; f is the frequency of the resulting segments (STRING Eq. 2). Cost: O(L + distinct windows) for
 ``concat``, O(documents + rows) for the walks of ``pack`` and ``natural`` (as the ``pack`` regime), plus
@@ -83,7 +85,7 @@ from typing import cast
 import numpy as np
 
 from freqlab.arrays import int64_tokens
-from freqlab.errors import FreqlabError
+from freqlab.errors import FreqlabError, brief
 from freqlab.frequency.exact import ExactFrequency
 from freqlab.frequency.position import refuse_megatron, segment_frequency
 from freqlab.frequency.regimes import (
@@ -379,18 +381,20 @@ def windowed_segments(
 
 
 def stage_rows(k: np.ndarray, scale: Fraction) -> np.ndarray:
-    """The stage's row ⌊k·scale⌋ that each histogram row ``k`` stands for (``scale`` = T_s / T_h: the stage's
-    tokens over its histogram's), int64 (Python integers on the way where k·numerator would pass 2^62).
+    """The stage's row ⌊(k + 1/2)·scale⌋ in the middle of the block each histogram row ``k`` stands for (``scale`` =
+    T_s / T_h: the stage's tokens over its histogram's; k itself when 1), int64 (Python integers on the way where
+    2k·numerator would pass 2^62).
 
     >>> stage_rows(np.arange(4), Fraction(5, 2)).tolist()
-    [0, 2, 5, 7]
+    [1, 3, 6, 8]
     """
     k = np.asarray(k, dtype=np.int64)
     if scale == 1:
         return k
-    if k.size and int(k.max()) * scale.numerator >= MAX_COUNT:
-        return (k.astype(object) * scale.numerator // scale.denominator).astype(np.int64)
-    return k * scale.numerator // scale.denominator
+    num, den = scale.numerator, 2 * scale.denominator
+    if k.size and (2 * int(k.max()) + 1) * num >= MAX_COUNT:
+        return ((2 * k.astype(object) + 1) * num // den).astype(np.int64)
+    return (2 * k + 1) * num // den
 
 
 def stage_row_count(rows: int, scale: Fraction) -> int:
@@ -398,13 +402,31 @@ def stage_row_count(rows: int, scale: Fraction) -> int:
     return -(-rows * scale.numerator // scale.denominator)
 
 
-def _stage_scale(lengths, counts, stage_tokens: int | None) -> Fraction:
-    """T_s / T_h: how many of the stage's rows each of the histogram's rows stands for (1 outside a schedule)."""
+def first_row_at(stage_row: int, scale: Fraction) -> int:
+    """The first histogram row k whose :func:`stage_rows` is at least ``stage_row``: (2k + 1)·scale >= 2·stage_row."""
+    return max(0, -(-(2 * stage_row * scale.denominator - scale.numerator) // (2 * scale.numerator)))
+
+
+def _stage(lengths, counts, L: int, regime: str, stage_tokens: int | None, rechunk: bool = False):
+    """``(lengths, counts, scale)`` a curriculum walks for a schedule's stage of ``stage_tokens`` tokens (None: the
+    histogram is the stage): under ``concat`` the stage's own stream, ``[T_s]`` (exact: only its tokens matter);
+    else the histogram's rows standing for the stage's, ``scale`` = T_s / T_h (see the module docstring).
+    """
     if stage_tokens is None:
-        return Fraction(1)
-    if isinstance(stage_tokens, bool) or not isinstance(stage_tokens, int | np.integer) or stage_tokens < 1:
-        raise FreqlabError(f"stage_tokens must be a positive integer (the stage's tokens), got {stage_tokens!r}")
-    return Fraction(int(stage_tokens), exact_dot(lengths, counts))
+        return lengths, counts, Fraction(1)
+    if isinstance(stage_tokens, bool) or not isinstance(stage_tokens, int | np.integer) or not 0 < stage_tokens < 2**63:
+        raise FreqlabError(
+            f"stage_tokens must be a positive integer below 2^63 (the stage's tokens), got {brief(stage_tokens)}"
+        )
+    if regime == "concat":
+        return np.array([int(stage_tokens)], np.int64), np.ones(1, np.int64), Fraction(1)
+    scale = Fraction(int(stage_tokens), exact_dot(lengths, counts))
+    if rechunk and scale != 1:  # a review: each row stood for a block of the stage's, a micro-batch of one row
+        raise FreqlabError(
+            f"warmup: batch_rule rechunk under regime {regime!r} in a schedule's stage of another size than its "
+            "histogram: its rows cannot stand for the stage's micro-batches; use regime concat (exact) or truncate"
+        )
+    return lengths, counts, scale
 
 
 def runs_of(window: Callable[[np.ndarray], np.ndarray], growth_rows: int, rows: int, L: int):
@@ -495,8 +517,8 @@ class Warmup:
         return at
 
     def runs(self, rows: int, L: int, scale: Fraction = Fraction(1)) -> tuple[np.ndarray, np.ndarray]:
-        """(rows, window) runs over the histogram's ``rows`` rows in training order, each the stage's row
-        ⌊k·scale⌋ of ⌈rows·scale⌉ (:func:`stage_rows`): steps are the stage's rows over ``batch``.
+        """(rows, window) runs over the histogram's ``rows`` rows in training order, each standing for the stage's
+        row :func:`stage_rows` of ⌈rows·scale⌉: steps are the stage's rows over ``batch``.
         """
         if self.start > L:
             raise FreqlabError(f"warmup: start {self.start} is larger than the window L = {L}")
@@ -509,19 +531,19 @@ class Warmup:
         steps = -(-stage_row_count(rows, scale) // self.batch)
         warm_steps = int(self.share * steps)
         by_step = self.window(L, warm_steps)
-        # the first histogram row whose stage row reaches warm_steps · batch: k · scale >= warm_steps · batch
-        growth_rows = -(-warm_steps * self.batch * scale.denominator // scale.numerator)
+        growth_rows = first_row_at(warm_steps * self.batch, scale)  # the first row whose stage row is warm
         return runs_of(lambda k: by_step(stage_rows(k, scale) // self.batch), growth_rows, rows, L)
 
     def frequency(
         self, lengths, counts, L: int, regime: str = "concat", seed: int = 0, stage_tokens: int | None = None
     ) -> ExactFrequency:
         """Exact f(i) of the stage's rows under the warm-up (``seed``: stream order of ``pack``/``natural``;
-        ``stage_tokens``: the tokens of the schedule's stage the histogram stands for, whose steps the warm-up counts).
+        ``stage_tokens``: the tokens of the schedule's stage the histogram stands for, whose steps the warm-up counts:
+        exact under ``concat``, an estimate under ``pack``/``natural`` when they differ from the histogram's).
         """
         lengths, counts, L = _check_stage(lengths, counts, L, regime, self.kind)
-        scale = _stage_scale(lengths, counts, stage_tokens)
         truncate = self.batch_rule == "truncate"
+        lengths, counts, scale = _stage(lengths, counts, L, regime, stage_tokens, rechunk=not truncate)
         if not truncate and regime == "natural":
             raise FreqlabError(
                 "warmup: batch_rule rechunk (DeepSpeed's seqlen_reshape) reshapes micro-batches of equal rows of "
@@ -587,8 +609,8 @@ class SkyLadder:
         return (L + 1 - self.start) * self.batch * cast(int, self.rate)  # _skyladder gives a rate or a share
 
     def window(self, L: int, rows: int, scale: Fraction = Fraction(1)) -> Callable[[np.ndarray], np.ndarray]:
-        """w(k) for the histogram's rows k (of ``rows``; the stage's rows ⌊k·scale⌋, :func:`stage_rows`), as their
-        float64 formulas.
+        """w(k) for the histogram's rows k (of ``rows``, standing for the stage's rows :func:`stage_rows`), as
+        their float64 formulas.
         """
         # final: their block_size (see above)
         start, final = self.start, L + 1
@@ -618,8 +640,8 @@ class SkyLadder:
         return at
 
     def runs(self, rows: int, L: int, scale: Fraction = Fraction(1)) -> tuple[np.ndarray, np.ndarray]:
-        """(rows, window) runs over the histogram's ``rows`` rows of window ``L`` under the SkyLadder ramp (each the
-        stage's row ⌊k·scale⌋, :func:`stage_rows`).
+        """(rows, window) runs over the histogram's ``rows`` rows of window ``L`` under the SkyLadder ramp (each
+        standing for the stage's row :func:`stage_rows`).
         """
         if self.start > L:
             raise FreqlabError(f"skyladder: start {self.start} is larger than the window L = {L}")
@@ -629,10 +651,10 @@ class SkyLadder:
         self, lengths, counts, L: int, regime: str = "concat", seed: int = 0, stage_tokens: int | None = None
     ) -> ExactFrequency:
         """Exact f(i) of the stage's rows cut into SkyLadder fragments (``seed``: stream order of ``pack``;
-        ``stage_tokens``: the tokens of the schedule's stage the histogram stands for, whose steps ``share`` counts).
+        ``stage_tokens``: the tokens of the schedule's stage the histogram stands for, whose steps ``share`` counts:
+        exact under ``concat``, an estimate under ``pack``/``natural`` when they differ from the histogram's).
         """
         lengths, counts, L = _check_stage(lengths, counts, L, regime, self.kind)
-        scale = _stage_scale(lengths, counts, stage_tokens)
         if stage_tokens is not None and self.share is None:
             raise FreqlabError(
                 "skyladder: rate counts steps of the histogram's own rows, not of the stage's tokens: give share "
@@ -649,6 +671,7 @@ class SkyLadder:
                 f"skyladder: round {self.round_to} with a document mask (regime {regime!r}): SkyLadder rounds the "
                 "window only without one (their dm path; intradm does not round): drop round, or use regime concat"
             )
+        lengths, counts, scale = _stage(lengths, counts, L, regime, stage_tokens)
         runs = self.runs(_rows(lengths, counts, L, regime), L, scale)
         seg, dropped = windowed_segments(
             lengths, counts, L, regime, runs, truncate=False, offset=int(masked), seed=seed

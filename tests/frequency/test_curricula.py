@@ -236,8 +236,6 @@ def test_skyladder_schedule_runs_equal_the_per_row_formula_on_long_stages():
     [
         {"kind": "warmup", "start": 2, "share": 0.5},
         {"kind": "warmup", "start": 2, "share": 0.75, "steps": 3, "batch_rule": "truncate"},
-        {"kind": "skyladder", "share": 0.5, "start": 2},
-        {"kind": "skyladder", "share": 0.6, "start": 2, "growth": "sine"},
     ],
 )
 def test_in_a_stage_batch_counts_the_stages_steps_not_the_histograms_rows(spec, regime):
@@ -245,15 +243,16 @@ def test_in_a_stage_batch_counts_the_stages_steps_not_the_histograms_rows(spec, 
     ceil(rows / 512) steps of its histogram's ~1,000 rows, two, and vanished (f as concat without it). The histogram's
     rows stand for the stage's: row k is the stage's row k·T_s/T_h. A stage of B times its histogram's tokens, B rows
     per step, therefore trains its histogram's row k at step k: the histogram's own schedule with batch 1."""
-    if spec["kind"] == "skyladder" and regime != "concat":
-        spec = spec | {"document_mask": True}
-    lengths, counts, L, B = [3, 9, 17, 40], [5, 2, 3, 1], 8, 512  # 144 tokens: 18 rows of 8 under concat
-    tokens = 3 * 5 + 9 * 2 + 17 * 3 + 40
+    lengths, counts, L, B = [3, 9, 17, 60], [5, 2, 3, 1], 8, 512  # 144 tokens: 18 rows of 8 under concat
+    tokens = 3 * 5 + 9 * 2 + 17 * 3 + 60
     per_row = curriculum_from_spec(spec).frequency(lengths, counts, L, regime, seed=3)
     stage = curriculum_from_spec(spec | {"batch": B}).frequency(
         lengths, counts, L, regime, seed=3, stage_tokens=B * tokens
     )
-    assert stage.numerator.tolist() == per_row.numerator.tolist()
+    # concat walks the stage's own 18·B rows (B of each window); pack and natural the histogram's, each standing for
+    # the middle of its block of B (step k)
+    times = B if regime == "concat" else 1
+    assert stage.numerator.tolist() == (times * per_row.numerator).tolist()
     plain = curriculum_from_spec(spec | {"batch": B}).frequency(lengths, counts, L, regime, seed=3)
     assert plain.numerator.tolist() != per_row.numerator.tolist()  # the histogram alone: one step, no ramp at all
     # a stage of the histogram's own tokens is the histogram's schedule, batch and all
@@ -262,15 +261,62 @@ def test_in_a_stage_batch_counts_the_stages_steps_not_the_histograms_rows(spec, 
     assert same.numerator.tolist() == alone.numerator.tolist()
 
 
+@pytest.mark.parametrize("growth", ["linear", "sine", "exponential"])
+def test_a_skyladder_row_of_a_pack_stage_takes_the_window_of_the_middle_of_its_block(growth):
+    """SkyLadder counts samples, not steps: under pack (rows walked one by one) row k of the histogram takes their
+    window at the stage's row ⌊(k + 1/2)·c⌋ of ⌈rows·c⌉, the middle of the block it stands for."""
+    ladder = SkyLadder(growth, share=Fraction(3, 5), start=4, batch=16)
+    rows, L, c = 50, 64, Fraction(200)
+    run_rows, windows = ladder.runs(rows, L, c)
+    stage = rows * 200
+    expected = [
+        skyladder_window((2 * k + 1) * 200 // 2, stage, L, growth, None, Fraction(3, 5), 4, 16, None)
+        for k in range(rows)
+    ]
+    assert np.repeat(windows, run_rows).tolist() == expected
+
+
+@pytest.mark.parametrize("micro_batch", [1, 8, 64])
+@pytest.mark.parametrize("c", [3, 1000])
+def test_a_concat_stage_walks_its_own_rows_exactly(micro_batch, c):
+    """A second review: row k took the window of the stage's row k·c, the first of its block (biased low: f(512)
+    226B against 250.8B replayed), and under rechunk every row was a micro-batch of its own (f the same for
+    micro_batch 1, 8 and 64). concat's rows are the stream cut every L tokens: the stage of c times the histogram's
+    tokens is the histogram of one document of those tokens, computed so, exactly."""
+    L, T = 64, 10 * 64 + 17
+    spec = {
+        "kind": "warmup",
+        "start": 8,
+        "share": 0.5,
+        "batch": 64,
+        "batch_rule": "rechunk",
+        "micro_batch": micro_batch,
+    }
+    staged = curriculum_from_spec(spec).frequency([T], [1], L, "concat", stage_tokens=c * T)
+    whole = curriculum_from_spec(spec).frequency([c * T], [1], L, "concat")  # the stage's stream, as a histogram
+    assert staged.numerator.tolist() == whole.numerator.tolist() and staged.dropped_tokens == whole.dropped_tokens
+    ladder = {"kind": "skyladder", "share": 0.6, "start": 4, "growth": "sine", "batch": 16}
+    assert (
+        curriculum_from_spec(ladder).frequency([T], [1], L, "concat", stage_tokens=c * T).numerator.tolist()
+        == curriculum_from_spec(ladder).frequency([c * T], [1], L, "concat").numerator.tolist()
+    )
+    if micro_batch > 1:  # a pack stage's rows cannot stand for the stage's micro-batches: refused, not guessed
+        with pytest.raises(FreqlabError, match="rechunk under regime 'pack' in a schedule's stage of another size"):
+            curriculum_from_spec(spec).frequency([T], [1], L, "pack", stage_tokens=c * T)
+
+
 def test_a_warmup_row_of_a_stage_takes_the_window_of_the_stage_row_it_stands_for():
-    """Rows 0..9 of a histogram stand for the stage's rows ⌊k·5/2⌋ = 0, 2, 5, 7, 10, ... of 25 (5 steps of 5 rows,
-    the first 2 warming up from 2: DeepSpeed's fixed_linear 2 + 6·(s + 1)/2 = 5, 8 at steps 0 and 1)."""
+    """Rows 0..9 of a histogram stand for the middles of the stage's blocks, ⌊(k + 1/2)·5/2⌋ = 1, 3, 6, 8, 11, ... of
+    25 (5 steps of 5 rows, the first 2 warming up from 2: DeepSpeed's fixed_linear 2 + 6·(s + 1)/2 = 5, 8 at steps 0
+    and 1)."""
     warm = Warmup(2, Fraction(1, 2), batch=5)
     run_rows, windows = warm.runs(10, 8, Fraction(5, 2))
-    rows = [warmup_window(k * 5 // 2, 25, 8, 2, Fraction(1, 2), "linear", 1, 5) for k in range(10)]
+    rows = [warmup_window((2 * k + 1) * 5 // 4, 25, 8, 2, Fraction(1, 2), "linear", 1, 5) for k in range(10)]
     assert np.repeat(windows, run_rows).tolist() == rows == [5, 5, 8, 8, 8, 8, 8, 8, 8, 8]
-    with pytest.raises(FreqlabError, match=r"stage_tokens must be a positive integer .* got 0"):
+    with pytest.raises(FreqlabError, match=r"stage_tokens must be a positive integer below 2\^63 .* got 0"):
         warm.frequency([8], [10], 8, stage_tokens=0)
+    with pytest.raises(FreqlabError, match=r"stage_tokens must be a positive integer below 2\^63"):  # OverflowError
+        warm.frequency([8], [10], 8, stage_tokens=2**63)
     with pytest.raises(FreqlabError, match="skyladder: rate counts steps of the histogram's own rows"):
         SkyLadder(rate=2, batch=1, start=2).frequency([8], [10], 8, stage_tokens=800)
 

@@ -52,7 +52,9 @@ def test_a_curriculum_stage_is_the_curricula_module_scaled_to_its_tokens():
     stage = schedule.stages[0]
     assert stage.curriculum["start"] == 32 and stage.curriculum["kind"] == "skyladder"
     result = schedule_frequency(schedule)
-    direct = curriculum_from_spec(stage.curriculum).frequency(h.lengths, h.counts, stage.L, stage.regime)
+    direct = curriculum_from_spec(stage.curriculum).frequency(
+        h.lengths, h.counts, stage.L, stage.regime, stage_tokens=stage.tokens
+    )  # concat: the stage's own 100B tokens in rows of 8K, exactly
     assert direct.denominator == 1  # SkyLadder is deterministic given the histogram
     np.testing.assert_array_equal(result.frequencies[0], direct.numerator)
 
