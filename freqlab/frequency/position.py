@@ -26,6 +26,15 @@ if TYPE_CHECKING:  # type-only: importing it here would be a cycle
     from freqlab.histogram import LengthHistogram
 
 
+def _read_int64(values, name: str) -> np.ndarray:
+    """``values`` to read as int64: an int64 array as it is (as_int64 copies: two more arrays of L values for a
+    uniform f, a review), anything else through :func:`~freqlab.arrays.as_int64`.
+    """
+    if isinstance(values, np.ndarray) and values.dtype == np.int64 and values.ndim == 1:
+        return values
+    return as_int64(values, name)
+
+
 def segment_frequency(segs: Segments) -> np.ndarray:
     """f(i) for 0 <= i < L from a segment-length histogram (all segments at most L long): L values, computed in one
     int64 array of L + 1 (8 bytes per position).
@@ -51,7 +60,7 @@ def segment_frequency(segs: Segments) -> np.ndarray:
     """
     L = segs.L
     # a Segments made by hand too (a review: floats reached numba, 2^63 tokens wrapped f(0) to a negative number)
-    lengths, counts = as_int64(segs.lengths, "segment lengths"), as_int64(segs.counts, "segment counts")
+    lengths, counts = _read_int64(segs.lengths, "segment lengths"), _read_int64(segs.counts, "segment counts")
     if lengths.shape != counts.shape or lengths.ndim != 1:
         raise FreqlabError(f"segment lengths and counts differ in shape: {lengths.shape} vs {counts.shape}")
     if lengths.size and (lengths.min() < 0 or counts.min() < 0):

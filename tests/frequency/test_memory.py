@@ -101,3 +101,31 @@ print((status("VmHWM:") - before) * 1024)
     kept = 2 * ((1 << 22) + (1 << 21))
     assert measured <= OUT_BYTES_PER_POSITION * kept + BYTES_PER_POSITION * (1 << 22)
     assert measured > 16 * kept  # the table itself: positions and f, 8 bytes each
+
+
+def test_a_uniform_f_of_every_length_peaks_within_its_own_estimate(monkeypatch):
+    """A budget of at least one sweep L(L+1)/2 gives every length 1..L a count: its counts, lengths and f take
+    UNIFORM_BYTES_PER_POSITION (a review: 40 bytes a position through index copies, 65 with --weights, past the 10
+    the command checked); below a sweep the lengths are few and the common estimate holds (the test above)."""
+    from freqlab.errors import FreqlabError
+    from freqlab.frequency.regimes import UNIFORM_BYTES_PER_POSITION
+
+    script = """
+from freqlab.frequency.position import position_frequency
+
+def status(key):
+    with open("/proc/self/status") as handle:
+        return next(int(line.split()[1]) for line in handle if line.startswith(key))
+
+position_frequency([10**6], [10**12], 64, "uniform")  # compile and import first
+with open("/proc/self/clear_refs", "w") as handle:
+    handle.write("5")
+before = status("VmRSS:")
+position_frequency([10**6], [10**12], 1 << 22, "uniform")  # 10^18 tokens: 10^5 sweeps of 2^22
+print((status("VmHWM:") - before) * 1024 / (1 << 22))
+"""
+    measured = float(subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, check=True).stdout)
+    assert 16 < measured <= UNIFORM_BYTES_PER_POSITION
+    monkeypatch.setenv("FREQLAB_MEMORY_BYTES", str(20 * (1 << 22)))  # the common 10 bytes fit, 28 do not
+    with pytest.raises(FreqlabError, match=r"uniform f\(i\) of 1,000,000,000,000,000,000 tokens, at least one sweep"):
+        position_frequency([10**6], [10**12], 1 << 22, "uniform")
