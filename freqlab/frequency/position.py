@@ -30,8 +30,8 @@ def _read_int64(values, name: str) -> np.ndarray:
     """``values`` to read as int64: an int64 array as it is (as_int64 copies: two more arrays of L values for a
     uniform f, a review), anything else through :func:`~freqlab.arrays.as_int64`.
     """
-    if isinstance(values, np.ndarray) and values.dtype == np.int64 and values.ndim == 1:
-        return values
+    if isinstance(values, np.ndarray) and values.dtype == np.int64 and values.ndim == 1 and values.flags.writeable:
+        return values  # writeable: numba's kernels compiled for these (a read-only one would compile anew)
     return as_int64(values, name)
 
 
