@@ -378,4 +378,11 @@ def expand_data_files(patterns: list[str]) -> list[str]:
             files.append(os.path.abspath(path))
         else:
             raise FreqlabError(f"{pattern}: no such file or directory")
-    return list(dict.fromkeys(files))
+    kept: dict[object, str] = {}  # a file reached twice (a symlink to it, a hard link) is read once, as local paths
+    for path in files:  # a review: a link beside its target counted 800 documents for 600
+        try:
+            info = os.stat(path) if "://" not in path else None
+        except OSError:
+            info = None
+        kept.setdefault((info.st_dev, info.st_ino) if info is not None else path, path)
+    return list(kept.values())

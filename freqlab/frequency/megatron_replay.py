@@ -116,10 +116,14 @@ class MegatronOptions:
 
 
 def _is_number(word: str) -> bool:
-    """A weight as Megatron's ``float(w)`` reads one, signs, nan and inf included (then refused as no positive weight:
-    a review, ``-1 single`` looked for ``-1.idx``).
+    """Whether Megatron's ``float(w)`` reads ``word`` as a weight (signs, ``1.``, ``1_0``, nan and inf included; then
+    refused as no positive weight: a review, ``-1 single`` looked for ``-1.idx``).
     """
-    return re.fullmatch(r"[-+]?([0-9]*\.?[0-9]+(e[-+]?[0-9]+)?|nan|inf(inity)?)", word, re.IGNORECASE) is not None
+    try:
+        float(word)
+    except ValueError:
+        return False
+    return True
 
 
 def _prefix(path: str) -> str:

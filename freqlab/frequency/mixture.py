@@ -335,7 +335,8 @@ class MixtureInfo:
             "multipliers": self.multipliers,
             "arithmetic": self.arithmetic,
             "exact": self.exact,
-            # K exactly ("2147483648", or "p/q"): the mix's counts, f and tokens are the weighted counts times K
+            # K exactly ("2147483648", or "p/q"): the mix's counts are the weighted counts times K, rounded (exact for
+            # integer epochs), and its f and tokens theirs
             "scale": str(self.scale),
         }
 

@@ -802,7 +802,7 @@ def stage_frequency(stage: Stage, h, *, seed: int = 0, where: str | None = None)
         kinds = layout_frequency(h.lengths, h.counts, stage.L, layout, stage.regime, seed=seed).kinds
         return f, {kind.kind: kind.f for kind in kinds}
     key = "curriculum" if stage.curriculum is not None else "position_ids"
-    if stage.curriculum is not None and "rate" in stage.curriculum:  # key == "curriculum"
+    if stage.curriculum is not None and stage.curriculum.get("kind") == "skyladder" and "rate" in stage.curriculum:
         raise FreqlabError(
             f"{where}: a curriculum inside a stage takes share (of the stage's steps), not rate: "
             "rate counts steps of the histogram's own rows, not of the stage's tokens"

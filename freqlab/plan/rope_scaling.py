@@ -741,7 +741,8 @@ def plan_rope_scaling(
                 f"s = {s:.10g}, {one_count} keep 1; short_factor (within L) is 1 everywhere, the stock angles, "
                 "from transformers 4.51 (before, the angles of every length are computed once, at load: the "
                 "4.45-4.50 block sets short_factor = long_factor, interpolated within L too; 4.48-4.50 would take "
-                "stock angles past L). "
+                "stock angles past L; Phi-3's own rotary embedding switches by length there: give it the 4.51 "
+                "block's lists). "
                 f"transformers scales cos/sin by sqrt(1 + ln s / ln L) = {longrope_attention_factor(s, L):.4f} at "
                 "every length (within L too)."
             ),

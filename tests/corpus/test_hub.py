@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import http.server
+import os
 import pickle
 import socket
 import threading
@@ -313,3 +314,15 @@ def test_a_failed_streamed_scan_prints_one_line_and_no_warning_from_its_workers(
     )
     assert run.returncode == 1
     assert run.stderr.startswith(f"Error: {bad}:2: cannot read (") and run.stderr.count("\n") == 1
+
+
+def test_a_file_a_builder_reaches_twice_is_read_once(tmp_path):
+    """A review: `--dataset json --data-files 'js/*.jsonl'` with a link beside its target read 800 documents where
+    `--dataset js` reads 600: a file reached through a symlink or a hard link is read once, as local paths do."""
+    folder = tmp_path / "js"
+    folder.mkdir()
+    (folder / "a.jsonl").write_text('{"text": "one"}\n{"text": "two"}\n')
+    (folder / "link.jsonl").symlink_to("a.jsonl")
+    os.link(folder / "a.jsonl", folder / "hard.jsonl")
+    assert hub.expand_data_files([str(folder / "*.jsonl")]) == [str(folder / "a.jsonl")]
+    assert len(read_all(open_corpus("json", data_files=str(folder / "*.jsonl")))) == 2

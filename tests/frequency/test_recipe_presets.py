@@ -67,3 +67,10 @@ def test_a_curriculum_given_as_a_rate_is_refused_inside_a_stage(tmp_path):
     )
     with pytest.raises(FreqlabError, match=r"takes share .* not rate"):
         schedule_frequency(load_schedule(tmp_path / "s.yaml"))
+    # a warm-up has no rate at all: its own unknown key, not SkyLadder's words (a review)
+    (tmp_path / "w.yaml").write_text(
+        "histogram: h.parquet\nstages:\n  - {L: 4K, tokens: 1B, regime: concat,"
+        " curriculum: {kind: warmup, start: 64, share: 0.5, rate: 8}}\n"
+    )
+    with pytest.raises(FreqlabError, match=r"stage 1 \(stage-1\): curriculum: .*unknown key 'rate'"):
+        schedule_frequency(load_schedule(tmp_path / "w.yaml"))

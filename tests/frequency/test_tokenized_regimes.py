@@ -109,3 +109,15 @@ def test_megatron_options_are_checked_before_reading():
         megatron_segments(8, MegatronOptions(f"1 {DATA / 'single'} 1 {DATA / 'multi'}"))
     with pytest.raises(FreqlabError, match="no such Megatron index"):
         megatron_segments(8, MegatronOptions(str(DATA / "missing")))
+
+
+def test_data_path_weights_are_what_megatrons_float_reads():
+    """Megatron reads a weight with float(): '1.', '1_0', '-1', 'nan' are weights (a review: '-1 x' looked for
+    -1.idx, '1. x' for '1..idx'); a weight that is no positive finite number is refused, naming it."""
+    from freqlab.frequency.megatron_replay import MegatronOptions
+
+    assert MegatronOptions("1. a 1_0 b").blend() == [(1.0, "a"), (10.0, "b")]
+    assert MegatronOptions("a b").blend() == [(None, "a"), (None, "b")]
+    for weight in ("-1", "nan", "inf", "0"):
+        with pytest.raises(FreqlabError, match=f"weights must be positive finite numbers, got '{weight}'"):
+            MegatronOptions(f"{weight} a")
