@@ -736,8 +736,10 @@ class ScheduleFrequency:
             # the stages before trained
             after = ", ".join(f"{k} {v}" for k, v in stage["effective_length_after"].items()) or "no rotary layers"
             alone = "alone" if stage["full_attention"] else f"alone (of full attention, {no_layer})"
-            if stage["effective_length_alone"] == 0 and stage["tokens"] < tau:  # f_T(0) = T: no position reaches tau
-                alone += f" (its {human_count(stage['tokens'])} tokens < τ)"
+            # f_T(0) = T and f_T(i) < T past 0: with T <= tau no position past 0 reaches tau (a review: T = tau said
+            # nothing)
+            if stage["effective_length_alone"] == 0 and stage["tokens"] <= tau:
+                alone += f" (its {human_count(stage['tokens'])} tokens ≤ τ)"
             lines.append(
                 f"  {printable(stage['name']):<16} L={stage['L']:<7} {human_count(stage['tokens']):>7} tokens  "
                 f"{stage['regime']:<8}  effective length {alone}: {stage['effective_length_alone']}; after it: {after}"

@@ -157,8 +157,10 @@ def format_report(summary: dict) -> str:
     if "files" in description:  # local data: say what was passed over, so no file goes missing silently
         files = description["files"]
         ignored = f"{description.get('ignored_files', 0):,} ignored"
-        if description.get("other_formats"):  # left out by --format
-            ignored += f" ({_counts(description['other_formats'])} not of --format {description.get('format')})"
+        if description.get("other_formats"):  # left out by --format, and any passed over for another reason
+            rest = description.get("ignored_files", 0) - sum(description["other_formats"].values())
+            other = f"; {rest:,} for another reason" if rest > 0 else ""  # a review: 11 ignored said of 10
+            ignored += f" ({_counts(description['other_formats'])} not of --format {description.get('format')}{other})"
         elif description.get("ignored_examples"):  # which: a file the user expected to count is seen at once
             names = [printable(name) for name in _within(description["ignored_examples"], description.get("root"))]
             ignored += f": {first_few(names, total=description.get('ignored_files', 0))}"

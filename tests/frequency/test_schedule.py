@@ -469,14 +469,18 @@ def test_a_pose_expectation_past_what_a_float_holds_is_scaled_without_overflow()
     assert "effective length" in result.report()
 
 
-def test_a_stage_whose_tokens_are_below_tau_says_why_its_effective_length_is_0():
+def test_a_stage_whose_tokens_are_at_most_tau_says_why_its_effective_length_is_0():
+    """f_T(0) = T and f_T(i) < T past 0: at T = tau no position past 0 reaches it either (a review: SkyLadder's
+    100B-token stage at tau = 100B printed 0 with no reason)."""
+    stages = [{"name": "short", "L": 8, "tokens": 50}, {"name": "equal", "L": 8, "tokens": 100}]
     schedule = parse_schedule(
-        {"stages": [{"name": "short", "L": 8, "tokens": 50}, {"name": "long", "L": 8, "tokens": 500}], "tau": 100},
+        {"stages": [*stages, {"name": "long", "L": 8, "tokens": 500}], "tau": 100},
         histogram=LengthHistogram.from_counts([8], [1], corpus="toy"),
     )
     lines = schedule_frequency(schedule).report().splitlines()
-    assert "effective length alone (its 50 tokens < τ): 0" in next(line for line in lines if "short" in line)
-    assert "< τ" not in next(line for line in lines if " long " in line)
+    assert "effective length alone (its 50 tokens ≤ τ): 0" in next(line for line in lines if "short" in line)
+    assert "effective length alone (its 100 tokens ≤ τ): 0" in next(line for line in lines if "equal" in line)
+    assert "≤ τ" not in next(line for line in lines if " long " in line)
 
 
 def test_a_pose_stage_beyond_int64_keeps_its_exact_expectation(tmp_path):
