@@ -439,7 +439,7 @@ class StringPlan(WellTrainedBasis, Displayed):
     well_trained: WellTrained
     S_rule: int | None  # what the frequency rule alone gives (rounded); None without frequency information
     S_range: tuple[int, int]  # the paper's range [L/3, L/2] after rounding inwards
-    within_range: bool
+    within_range: bool  # whether the rule's S (S_rule; the given S without frequencies) lies in S_range
     overwritten_share: float  # share of position mass at positions >= L - S
     share_basis: str
     test_length: int
