@@ -715,7 +715,9 @@ class ScheduleFrequency:
         lines = [printable(data["title"])] if data["title"] else []
         lines += [f"  source: {printable(source)}" for source in data["sources"]]
         corpus = self.schedule.histogram
-        if corpus is not None and not isinstance(corpus, str | Path):  # a LengthHistogram given as it is
+        if isinstance(corpus, str | Path):  # the file the stages that name none read (a review: not said)
+            lines.append(f"histogram: {printable(str(corpus))}")
+        elif corpus is not None:  # a LengthHistogram given as it is
             from freqlab.corpus.builtin import BUILTIN_NAME
 
             label = f"built-in corpus {corpus.corpus}" if corpus.corpus == BUILTIN_NAME else corpus.corpus or "-"
@@ -743,6 +745,7 @@ class ScheduleFrequency:
             lines.append(
                 f"  {printable(stage['name']):<16} L={stage['L']:<7} {human_count(stage['tokens']):>7} tokens  "
                 f"{stage['regime']:<8}  effective length {alone}: {stage['effective_length_alone']}; after it: {after}"
+                + _method(stage)
                 + (f"  (weights {stage['weights']})" if stage["weights"] else "")
                 + assumed
             )
@@ -783,6 +786,17 @@ class ScheduleFrequency:
                 lines.append(f"  {printable(row['stage']):<16} {row['kind']:<10} {shares}")
         lines += [f"note: {note}" for note in data["notes"]]
         return printable_lines(lines)
+
+
+def _method(stage: dict) -> str:
+    """A stage line's note of its curriculum or position ids (a review: only --json named them)."""
+    from freqlab.paths import printable  # a kind from the schedule's file: a terminal shows it, not obeys it
+
+    for key in ("curriculum", "position_ids"):
+        spec = stage.get(key)
+        if isinstance(spec, dict) and spec.get("kind"):
+            return f"  ({key.replace('_', ' ')}: {printable(str(spec['kind']))})"
+    return ""
 
 
 def stage_frequency(stage: Stage, h, *, seed: int = 0, where: str | None = None) -> tuple[np.ndarray, dict]:

@@ -325,7 +325,8 @@ def test_schedule_inputs_a_review_met_said_plainly(tmp_path):
     odd.write_text(f"histogram: {hist}\nstages:\n{stages}")
     result = run("schedule", odd)
     assert result.exit_code == 0, result.output
-    assert result.output.splitlines()[0].endswith("a\\nb.yaml: 2 stages, 2K tokens, longest window 32")
+    lines = result.output.splitlines()
+    assert lines[0] == f"histogram: {hist}" and lines[1].endswith("a\\nb.yaml: 2 stages, 2K tokens, longest window 32")
     assert all("\x1b" not in line for line in result.output.splitlines()) and "  x\\ny " in result.output
 
 

@@ -753,3 +753,19 @@ def test_effective_length_refuses_a_threshold_that_is_no_positive_number():
         with pytest.raises(FreqlabError, match=r"^tau must be a positive"):
             result.effective_length(tau)
     assert result.effective_length(1) == 5 and result.effective_length(Fraction(1, 2)) == 5
+
+
+def test_the_report_names_its_histogram_file_and_each_stages_curriculum_or_position_ids(tmp_path):
+    """A review: only --json said which stage runs a curriculum or PoSE, and a histogram file went unnamed."""
+    LengthHistogram.from_counts([40], [30]).to_parquet(tmp_path / "h.parquet")
+    (tmp_path / "s.yaml").write_text(
+        "histogram: h.parquet\nstages:\n"
+        "  - {name: warm, L: 16, tokens: 1T, regime: concat, curriculum: {kind: warmup, start: 4, share: 0.5}}\n"
+        "  - {name: pose, L: 16, tokens: 1T, position_ids: {kind: pose, target: 64}}\n"
+        "  - {name: plain, L: 16, tokens: 1T}\n"
+    )
+    lines = schedule_frequency(load_schedule(tmp_path / "s.yaml")).report().splitlines()
+    assert f"histogram: {tmp_path / 'h.parquet'}" in lines
+    line = {name: next(x for x in lines if x.startswith(f"  {name} ")) for name in ("warm", "pose", "plain")}
+    assert "(curriculum: warmup)" in line["warm"] and "(position ids: pose)" in line["pose"]
+    assert "curriculum" not in line["plain"] and "position ids" not in line["plain"]
