@@ -304,6 +304,19 @@ def lines_before_frame(path: str, offset: int) -> int:
         return skip_bytes(stream, 1 << 62)
 
 
+def _not_an_object(raw: bytes) -> str:
+    """What a line that is JSON but no object holds (a review: a one-line JSON array said only not-a-json-object)."""
+    value = json.loads(raw)
+    if isinstance(value, list):
+        items = f"{len(value):,} item{'s' if len(value) != 1 else ''}"
+        return f"the line is a JSON array of {items}: JSON lines hold one object per line (jq -c '.[]' writes them)"
+    if value is None or isinstance(value, bool):
+        kind = json.dumps(value)  # null, true, false
+    else:
+        kind = "a string" if isinstance(value, str) else "a number"
+    return f"the line holds {kind}, not an object"
+
+
 def parse_line(raw: bytes, extract) -> tuple[str | None, str | None, str | None]:
     """``(text, source, error)`` of one JSON line, with the standard library's parser: the reference the fast
     path (orjson) must agree with, and the judge of every line orjson refuses.
@@ -481,6 +494,8 @@ class JsonlShard(FileShard):
                     detail = _utf8_error(raw, first=position == 0, skipped=3 if bom else 0)
                 elif error == NON_STRING_TEXT:  # one orjson refused (NaN)
                     detail = self._text_kind(raw)
+                elif error == NOT_AN_OBJECT:
+                    detail = _not_an_object(raw)
                 yield Document(text, source, where, error, detail)
             if (cut := self._bgzf_cut_short()) is not None:  # read whole as gzip: that it ends here, BGZF says
                 raise EOFError(cut)

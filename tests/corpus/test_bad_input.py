@@ -406,3 +406,23 @@ def test_a_text_file_that_fails_while_read_is_one_unreadable_record_and_the_grou
         (None, str(tmp_path / "b.txt"), "unreadable-file"),
         ("c.txt", str(tmp_path / "c.txt"), None),
     ]
+
+
+def test_a_line_that_is_json_but_no_object_says_what_it_holds(tmp_path):
+    """A review: a one-line JSON array stopped a folder scan with `not-a-json-object` and no hint that freqlab reads
+    JSON lines (an array spread over lines already said so)."""
+    path = write_bytes(tmp_path / "arr.jsonl", b'[{"text": "a"}, {"text": "b"}]\n12\n"s"\nnull\ntrue\n[]\n')
+    assert [(d.error, d.detail) for d in open_corpus(str(path)).documents()] == [
+        (
+            "not-a-json-object",
+            "the line is a JSON array of 2 items: JSON lines hold one object per line (jq -c '.[]' writes them)",
+        ),
+        ("not-a-json-object", "the line holds a number, not an object"),
+        ("not-a-json-object", "the line holds a string, not an object"),
+        ("not-a-json-object", "the line holds null, not an object"),
+        ("not-a-json-object", "the line holds true, not an object"),
+        (
+            "not-a-json-object",
+            "the line is a JSON array of 0 items: JSON lines hold one object per line (jq -c '.[]' writes them)",
+        ),
+    ]
