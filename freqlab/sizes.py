@@ -119,12 +119,17 @@ def parse_tokens(value, *, minimum: int = 1) -> int:
 
 
 def json_threshold(tau: float | int) -> float | int:
-    """``tau`` as JSON writes it: an integer as it is (exact past 2^53, where float64 would round it), else a float.
+    """``tau`` as JSON writes it: an integer as it is (exact past 2^53, where float64 would round it), a whole float
+    as that integer (one type in every command's JSON: ``100e9`` and ``100B`` were 1e11 in one, 100000000000 in
+    another, a review), else a float.
 
-    >>> json_threshold(2**53 + 3), json_threshold(100e9)
-    (9007199254740995, 100000000000.0)
+    >>> json_threshold(2**53 + 3), json_threshold(100e9), json_threshold(2.5)
+    (9007199254740995, 100000000000, 2.5)
     """
-    return int(tau) if isinstance(tau, numbers.Integral) and not isinstance(tau, bool) else float(tau)  # np.int64 too
+    if isinstance(tau, numbers.Integral) and not isinstance(tau, bool):  # np.int64 too
+        return int(tau)
+    value = float(tau)
+    return int(value) if value.is_integer() and abs(value) < 2**63 else value
 
 
 def parse_count(value, what: str = "count", *, minimum: int = 1) -> int:

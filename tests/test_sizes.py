@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import numpy as np
 import pytest
 
 from freqlab import LengthHistogram, position_frequency
@@ -31,3 +32,20 @@ def test_counts_of_any_sign_and_size_keep_one_form():
     shown = [human_count(x) for x in (-999_500, -999.5e12, -999.5, -0.4, float("inf"), 2.5, 999.5, 2.03e16)]
     assert shown == ["-1M", "-1000T", "-1K", "0", "inf", "3", "1K", "20300T"]
     assert (human_count(-1_234_567, up=True), human_count(-1_234_567, down=True)) == ("-1.23M", "-1.24M")
+
+
+def test_tau_is_one_type_in_every_commands_json():
+    """A review: stats --json and plan ... well_trained wrote tau as 100000000000.0, freq --json as 100000000000."""
+    from freqlab.plan.well_trained import well_trained_range
+    from freqlab.sizes import json_threshold
+
+    assert [json_threshold(t) for t in (100e9, 10**11, 2**53 + 3, 1.5, 1e300)] == [
+        10**11,
+        10**11,
+        2**53 + 3,
+        1.5,
+        1e300,
+    ]
+    assert all(type(json_threshold(t)) is int for t in (100e9, np.float64(5e10), np.int64(7)))
+    wt = well_trained_range(300, frequency=np.arange(300, 0, -1), tokens=400, tau=200.0).to_dict()
+    assert wt["tau"] == 200 and type(wt["tau"]) is int

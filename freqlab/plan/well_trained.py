@@ -42,6 +42,7 @@ from freqlab.frequency.budget import DEFAULT_TOKENS
 from freqlab.frequency.schedule import Schedule, ScheduleFrequency, load_schedule, schedule_frequency
 from freqlab.frequency.stats import positive_number
 from freqlab.histogram import LengthHistogram, as_histogram  # as_histogram: kept for import compatibility
+from freqlab.sizes import json_threshold
 
 DEFAULT_MASS: float = 0.9  # the "mass" rule's share: N* = position_at_mass(f, 0.9) + 1
 DEFAULT_FRACTION: Fraction = Fraction(2, 3)
@@ -102,7 +103,10 @@ class WellTrained(Displayed):
 
     def to_dict(self) -> dict:
         """N* (as ``N_star``), its rule, the explanation and what it came from, as JSON (without the curve)."""
-        return {"N_star": self.N, **json_fields(self, skip=("N", "frequency"))}
+        out = {"N_star": self.N, **json_fields(self, skip=("N", "frequency"))}
+        if out.get("tau") is not None:  # as every command's JSON writes tau
+            out["tau"] = json_threshold(out["tau"])
+        return out
 
     def report(self) -> str:
         """N* and its rule, then how it was derived."""
