@@ -232,6 +232,8 @@ def self_extend_command(
         lo, hi = neighbour_windows(L, min_window, max_window)
         option = "--max-window" if max_window is not None else "--min-window"
         require(lo <= hi, option, f"the windows {lo}..{hi} are empty (--min-window {lo}, --max-window {hi})")
+    else:  # the defaults L/8 and L/4 need L >= 8 (a review: L = 1 was exit 1, naming no option)
+        require(L >= 8, "--L", f"L = {L}: the default neighbour windows L/8..L/4 are empty below L = 8")
     try:
         p = plan_self_extend(L, N, well_trained=well_trained, min_window=min_window, max_window=max_window, **inputs)
         failure = None

@@ -593,3 +593,12 @@ def test_options_the_chosen_frequency_does_not_use_are_usage_errors(args, messag
     result = run("plan", *[{"H": hist, "S": tmp_path / "s.yaml"}.get(a, a) for a in args])
     assert result.exit_code == 2 and message in result.output, result.output
     assert run("plan", "string", "--schedule", tmp_path / "s.yaml", "--tau", "1B").exit_code == 0  # it uses tau
+
+
+def test_self_extend_below_8_positions_names_l():
+    """A review: `plan self-extend --L 1 --extend-to 2` was exit 1, naming no option (the default windows L/8..L/4
+    are empty there)."""
+    result = CliRunner().invoke(main, ["plan", "self-extend", "--L", "4", "--extend-to", "16"])
+    assert result.exit_code == 2
+    message = "Invalid value for '--L': L = 4: the default neighbour windows L/8..L/4 are empty below L = 8"
+    assert message in result.output
