@@ -31,7 +31,8 @@ thing = Thing()
 ref = weakref.ref(thing, callback)
 try:
     del thing
-    time.sleep(5)
+    for _ in range(SLEEPS):  # short sleeps: the redelivered interrupt (no real signal) is raised between two
+        time.sleep(0.1)      # (one sleep of 5 s failed once on a machine loaded past 4: the timer came too late)
     print("not interrupted")
 except KeyboardInterrupt as interrupt:
     print(type(interrupt).__name__, exit_status(interrupt))
@@ -42,7 +43,7 @@ except KeyboardInterrupt as interrupt:
     ("exception", "printed"), [("KeyboardInterrupt", "KeyboardInterrupt 130"), ("Terminated", "Terminated 143")]
 )
 def test_an_interrupt_swallowed_by_a_callback_is_delivered_again(exception, printed):
-    code = SWALLOWED.format(exception=exception)
+    code = SWALLOWED.format(exception=exception).replace("SLEEPS", "400")  # up to 40 s, ending at the interrupt
     # Ctrl-C as a terminal's process has it: a test run started in the background (`nohup ... &`) passes SIGINT
     # ignored to its children, and Python then leaves it ignored, so no interrupt could be delivered at all
     result = subprocess.run(
@@ -59,7 +60,7 @@ def test_an_interrupt_swallowed_by_a_callback_is_delivered_again(exception, prin
 def test_other_unraisable_errors_are_still_reported():
     code = SWALLOWED.format(exception="ValueError('kept')")
     result = subprocess.run(
-        [sys.executable, "-c", code.replace("time.sleep(5)", "time.sleep(0.1)")],
+        [sys.executable, "-c", code.replace("SLEEPS", "1")],
         capture_output=True,
         text=True,
         timeout=60,
