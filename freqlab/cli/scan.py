@@ -280,6 +280,19 @@ def scan_command(
     if estimate:
         if (corpus_tokens is None) == (corpus_bytes is None):
             raise click.UsageError("--estimate needs the corpus size: --corpus-tokens or --corpus-bytes (one of them)")
+        # options of a scan that an estimate would take without a word (a review: --max-docs 10 gave the whole
+        # corpus's 4.0 core-hours)
+        unused = given_on_command_line(
+            "dataset", "data_files", "max_docs", "max_tokens", "resume", "on_error", "workers", "engine", "address",
+            "out", "plot", "text_field", "source_field", "add_special_tokens", "batch_size",
+        )  # fmt: skip
+        if unused:
+            raise click.UsageError(
+                f"{', '.join(unused)}: --estimate sizes a whole scan of --corpus-tokens/--corpus-bytes from measured "
+                "costs, reading nothing: drop them, or drop --estimate to scan"
+            )
+        if lengths is not None and sample_rate is None:
+            raise click.UsageError("--lengths sizes a --sample-rate sample's intervals: give --sample-rate too")
         from freqlab.scan.estimate import estimate_scan
 
         result = estimate_scan(

@@ -161,3 +161,13 @@ def test_the_cli_estimate_of_a_sampled_scan_gives_its_error_bar(tmp_path):
 def test_the_cli_estimate_needs_a_corpus_size():
     result = estimate()
     assert result.exit_code == 2 and "--estimate needs the corpus size" in result.output
+
+
+def test_the_cli_estimate_refuses_options_it_would_take_without_a_word(tmp_path):
+    """A review: `--estimate --corpus-tokens 627B --max-docs 10` answered the whole corpus's 4.0 core-hours, and
+    --dataset, --resume, --on-error skip and --lengths without --sample-rate changed nothing, unsaid."""
+    for extra in (["--max-docs", "10"], ["--max-tokens", "1M"], ["--dataset", str(tmp_path)], ["--resume"]):
+        result = estimate("--corpus-tokens", "627B", *extra)
+        assert result.exit_code == 2 and f"{extra[0]}: --estimate sizes a whole scan" in result.output, result.output
+    lonely = estimate("--corpus-tokens", "627B", "--lengths", str(tmp_path / "lengths.parquet"))
+    assert lonely.exit_code == 2 and "--lengths sizes a --sample-rate sample's intervals" in lonely.output
