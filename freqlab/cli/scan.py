@@ -114,7 +114,12 @@ from freqlab.scan.settings import ENGINES, ON_ERROR
     default=None,
     help=f"Full corpus size in tokens, to extrapolate a partial scan (flagged in the summary) {TOKENS_NOTE}.",
 )
-@click.option("--max-docs", type=COUNT, default=None, help="Stop after this many documents read, skipped ones included (e.g. 100000 or 100K).")
+@click.option(
+    "--max-docs",
+    type=COUNT,
+    default=None,
+    help="Stop after this many documents read, skipped ones included (e.g. 100000 or 100K).",
+)
 @click.option(
     "--max-tokens",
     type=TOKENS,
