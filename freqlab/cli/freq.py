@@ -207,7 +207,7 @@ def stats_command(hist, L, regimes, tokens, tau, weights, as_json):
     """
     tau = tau_or_default(tau)
     h, mix = read_histogram(hist, weights, regimes=regimes)
-    summary = h.length_statistics(L)
+    summary = h.length_statistics(L, tau=tau)  # its frequency rows at --tau too (a review: always 100B)
     probe = string_probe_comparison(h.lengths, h.counts, tau=tau)
     windows, budget = None, None
     if regimes or tokens is not None:

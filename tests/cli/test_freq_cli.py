@@ -116,6 +116,9 @@ def test_stats_table_and_json(hist):
     table = run("stats", hist).output.split("\n\n")[0]
     lines = dict(line.split("  ", 1) for line in table.splitlines())
     assert lines["tokens"].strip() == "2,048,000" and lines["median length"].strip() == "2,048"
+    # the frequency rows at --tau (a review: they kept 100B): tau f(0) / f(L/2) = 7 · 2,048,000 / 1,024,000 = 14
+    row = json.loads(run("stats", hist, "--L", "2K", "--tau", "7", "--json").output)["frequency"][0]
+    assert (row["tau"], row["tokens_needed_at_half"]) == (7, 14)
 
 
 def test_stats_shows_string_sec3_beside_freqlabs_prediction(hist):
