@@ -65,7 +65,9 @@ def exact_dot(a: np.ndarray, b: np.ndarray) -> int:
     """Σ a·b as a Python integer: int64 when it provably fits, Python ints otherwise (no silent wrap)."""
     if a.size == 0:
         return 0
-    if magnitude(a) * magnitude(b) * a.size < 1 << 63:
+    # np.dot of int64 and uint64 goes through float64 (a review: 3458764526705442816 for ...825): same kinds only
+    mixed = a.dtype.kind != b.dtype.kind or a.dtype.kind not in "iu"
+    if not mixed and magnitude(a) * magnitude(b) * a.size < 1 << 63:
         return int(np.dot(a, b))
     return sum(int(np.dot(x.astype(object), y.astype(object))) for x, y in _chunks(a, b))
 

@@ -351,6 +351,25 @@ def _file_groups(files: list[str], stream_shards: int, count: int) -> list[tuple
     return [tuple(files[k] for k in group) for group in _distribute_shards(len(files), count)]
 
 
+def _walk_files(top: str) -> list[str]:
+    """The regular files below ``top`` (hidden names left out), folder links followed once each, as a folder scan
+    follows them (a review: a linked subfolder was skipped, a dangling link in the folder stopped the scan).
+    """
+    seen: set[tuple[int, int]] = set()
+    found: list[str] = []
+    for folder, dirs, names in os.walk(top, followlinks=True):
+        info = os.stat(folder)
+        if (info.st_dev, info.st_ino) in seen:  # a link back up the tree: walked already
+            dirs[:] = []
+            continue
+        seen.add((info.st_dev, info.st_ino))
+        dirs[:] = [d for d in dirs if not d.startswith(".")]
+        found += [
+            os.path.join(folder, n) for n in names if not n.startswith(".") and os.path.isfile(os.path.join(folder, n))
+        ]
+    return found
+
+
 def expand_data_files(patterns: list[str]) -> list[str]:
     """Local files for a packaged builder: globs expanded and sorted, folders walked; missing ones raise."""
     files: list[str] = []
@@ -365,12 +384,7 @@ def expand_data_files(patterns: list[str]) -> list[str]:
                 raise FreqlabError(f"{pattern}: no files match this pattern")
             files.extend(os.path.abspath(p) for p in matches)
         elif os.path.isdir(path):
-            walked = sorted(
-                os.path.join(folder, name)
-                for folder, _, names in os.walk(path)
-                for name in names
-                if not name.startswith(".")
-            )
+            walked = sorted(_walk_files(path))
             if not walked:
                 raise FreqlabError(f"{pattern}: empty folder")
             files.extend(os.path.abspath(p) for p in walked)

@@ -304,12 +304,15 @@ def lines_before_frame(path: str, offset: int) -> int:
         return skip_bytes(stream, 1 << 62)
 
 
-def _not_an_object(raw: bytes) -> str:
-    """What a line that is JSON but no object holds (a review: a one-line JSON array said only not-a-json-object)."""
-    value = json.loads(raw)
+def _not_an_object(value) -> str:
+    """What a line that is JSON but no object holds, from its parsed ``value`` (a review: a one-line JSON array said
+    only not-a-json-object).
+    """
     if isinstance(value, list):
         items = f"{len(value):,} item{'s' if len(value) != 1 else ''}"
-        return f"the line is a JSON array of {items}: JSON lines hold one object per line (jq -c '.[]' writes them)"
+        if value and isinstance(value[0], dict):  # an array of records: how to make them lines
+            return f"the line is a JSON array of {items}: JSON lines hold one object per line (jq -c '.[]' writes them)"
+        return f"the line is a JSON array of {items}, not an object"
     if value is None or isinstance(value, bool):
         kind = json.dumps(value)  # null, true, false
     else:
@@ -486,6 +489,9 @@ class JsonlShard(FileShard):
                         detail = self._text_kind(raw) if error == NON_STRING_TEXT else None
                         yield Document(text, source, where, error, detail)
                         continue
+                elif record is not None:  # JSON, but no object: said from the value parsed (no second parse)
+                    yield Document(None, None, where, NOT_AN_OBJECT, _not_an_object(record))
+                    continue
                 text, source, error = parse_line(raw, extract)
                 detail = None
                 if error == MALFORMED_JSON:
@@ -494,8 +500,8 @@ class JsonlShard(FileShard):
                     detail = _utf8_error(raw, first=position == 0, skipped=3 if bom else 0)
                 elif error == NON_STRING_TEXT:  # one orjson refused (NaN)
                     detail = self._text_kind(raw)
-                elif error == NOT_AN_OBJECT:
-                    detail = _not_an_object(raw)
+                elif error == NOT_AN_OBJECT:  # one orjson refused (NaN inside)
+                    detail = _not_an_object(json.loads(raw))
                 yield Document(text, source, where, error, detail)
             if (cut := self._bgzf_cut_short()) is not None:  # read whole as gzip: that it ends here, BGZF says
                 raise EOFError(cut)

@@ -421,8 +421,9 @@ def test_a_line_that_is_json_but_no_object_says_what_it_holds(tmp_path):
         ("not-a-json-object", "the line holds a string, not an object"),
         ("not-a-json-object", "the line holds null, not an object"),
         ("not-a-json-object", "the line holds true, not an object"),
-        (
-            "not-a-json-object",
-            "the line is a JSON array of 0 items: JSON lines hold one object per line (jq -c '.[]' writes them)",
-        ),
+        ("not-a-json-object", "the line is a JSON array of 0 items, not an object"),  # no records: no jq hint
+    ]
+    nan = write_bytes(tmp_path / "nan.jsonl", b"[NaN, 1]\n")  # orjson refuses NaN: the standard library says it
+    assert [d.detail for d in open_corpus(str(nan)).documents()] == [
+        "the line is a JSON array of 2 items, not an object"
     ]

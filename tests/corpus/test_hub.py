@@ -326,3 +326,19 @@ def test_a_file_a_builder_reaches_twice_is_read_once(tmp_path):
     os.link(folder / "a.jsonl", folder / "hard.jsonl")
     assert hub.expand_data_files([str(folder / "*.jsonl")]) == [str(folder / "a.jsonl")]
     assert len(read_all(open_corpus("json", data_files=str(folder / "*.jsonl")))) == 2
+
+
+def test_a_builder_folder_follows_folder_links_once_and_passes_over_dangling_ones(tmp_path):
+    """A review: a linked subfolder was skipped (1 document read where the folder scan reads 601), and a dangling
+    link in the folder stopped the scan where a glob passes it over."""
+    real, sub = tmp_path / "real", tmp_path / "sub"
+    real.mkdir()
+    sub.mkdir()
+    (real / "a.jsonl").write_text('{"text": "one"}\n{"text": "two"}\n')
+    (sub / "own.jsonl").write_text('{"text": "three"}\n')
+    (sub / "link_to_real").symlink_to(real)
+    (sub / "loop").symlink_to(sub)  # a link back up the tree: walked once
+    (sub / "broken.jsonl").symlink_to(tmp_path / "nowhere.jsonl")
+    files = hub.expand_data_files([str(sub)])
+    assert sorted(os.path.basename(f) for f in files) == ["a.jsonl", "own.jsonl"]
+    assert len(read_all(open_corpus("json", data_files=str(sub)))) == 3
