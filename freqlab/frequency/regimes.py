@@ -158,10 +158,13 @@ def _uniform(tokens: int, L: int) -> tuple[np.ndarray, np.ndarray]:
     """
     sweep = L * (L + 1) // 2
     q, r = divmod(tokens, sweep)
-    if q:  # every length 1..L: counts of all, 8 bytes a position and the lengths' 8, then f's (a review: 40 here)
+    # from an eighth of a sweep on, more than ~L/8 lengths get a count: the counts of every length (8 bytes a
+    # position), the lengths and their counts kept (16 more where all have one), then f's 8 (a review: 40-42 bytes a
+    # position, past the common 10); below, the few lengths found stay within it
+    if q > 0 or 8 * r >= sweep:
         require_memory(
             UNIFORM_BYTES_PER_POSITION * L, f"--L {L:,}",
-            f"uniform f(i) of {tokens:,} tokens, at least one sweep of every length: "
+            f"uniform f(i) of {tokens:,} tokens, an eighth of a sweep of every length or more: "
             f"{UNIFORM_BYTES_PER_POSITION} bytes per position",
         )  # fmt: skip
     counts = np.full(L + 1, q, dtype=np.int64)
@@ -178,15 +181,15 @@ def _uniform(tokens: int, L: int) -> tuple[np.ndarray, np.ndarray]:
             break
     if rest:
         counts[rest] += 1
-    if q:  # every length is there: no index arrays to find them (two copies of L int64 values)
+    if q:  # every length has a count: no index arrays to find them
         return np.arange(1, L + 1, dtype=np.int64), counts[1:]
     nonzero = np.flatnonzero(counts)
-    return nonzero.astype(np.int64), counts[nonzero]
+    return nonzero.astype(np.int64, copy=False), counts[nonzero]
 
 
 _SPREAD_CHUNK = 1 << 20
-#: peak bytes per position of a uniform f when the budget covers every length at least once (T >= L(L+1)/2): the
-#: counts of every length, the lengths, and f (measured: 24.0 bytes allocated, 26.3 resident at L = 2^22)
+#: peak bytes per position of a uniform f whose budget is an eighth of a sweep L(L+1)/2 or more: the counts of every
+#: length, the lengths, and f (measured: 24.0 bytes allocated, 26.3 resident at L = 2^22)
 UNIFORM_BYTES_PER_POSITION = 28
 
 

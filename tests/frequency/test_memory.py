@@ -127,5 +127,6 @@ print((status("VmHWM:") - before) * 1024 / (1 << 22))
     measured = float(subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, check=True).stdout)
     assert 16 < measured <= UNIFORM_BYTES_PER_POSITION
     monkeypatch.setenv("FREQLAB_MEMORY_BYTES", str(20 * (1 << 22)))  # the common 10 bytes fit, 28 do not
-    with pytest.raises(FreqlabError, match=r"uniform f\(i\) of 1,000,000,000,000,000,000 tokens, at least one sweep"):
-        position_frequency([10**6], [10**12], 1 << 22, "uniform")
+    for tokens in (10**18, (1 << 22) * ((1 << 22) + 1) // 2 - 1):  # a sweep's worth less one token too (a review)
+        with pytest.raises(FreqlabError, match=rf"uniform f\(i\) of {tokens:,} tokens, an eighth of a sweep"):
+            position_frequency([tokens], [1], 1 << 22, "uniform")
