@@ -119,8 +119,8 @@ def freq_command(hist, Ls, regimes, tokens, tau, seed, out, weights, layout, tai
             f"segment mixes documents): give --regime natural first, e.g. --regime natural --regime {regimes[0]}"
         )
     tail_rows = _tail_rows(h, Ls[0], regimes[0]) if tails else None
+    corpus = mix.corpus if mix is not None and mix.corpus is not None else h  # whose counts are the corpus's
     if out:
-        corpus = mix.corpus if mix is not None and mix.corpus is not None else h
         h.write_frequencies(
             out, Ls, regimes, seed=seed, megatron=replay, corpus=corpus, mixture=None if mix is None else mix.to_dict()
         )
@@ -135,7 +135,6 @@ def freq_command(hist, Ls, regimes, tokens, tau, seed, out, weights, layout, tai
                 extra["tails"] = tail_rows
             # the corpus's tokens, as stats gives them (a review: a mix of shares gave its counts scaled by K); the
             # mix's own, in the unit of its f, beside them
-            corpus = mix.corpus if mix is not None and mix.corpus is not None else h
             data = {"histogram": str(hist), "corpus": h.corpus, "tokens": corpus.tokens}
             data |= {"mix_tokens": h.tokens} if mix is not None else {}
             data["budget"] = budget.to_dict()
