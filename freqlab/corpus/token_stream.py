@@ -4,21 +4,28 @@ Both hold one long stream of token ids; ``--eos-id`` names the token that ends e
 the document it ends, and counts). lit-gpt's ``PackedDatasetBuilder`` (``lit_gpt/packed_dataset.py``) writes
 chunk files ``PREFIX_0000000000.bin`` ... with a 24-byte header (``b"LITPKDS"``, version uint64 = 1, dtype
 code uint8 with lit-gpt's codes 1 uint8, 2 int8, 3 int16, 4 int32, 5 int64, 6 float32, 7 float64, 8 uint16;
-chunk size uint64) and a document may continue from one chunk file into the next, so the files of a run are
-read as one stream, in name order, by one shard. The builder pads its last chunk with the separator: at the
-end of that stream, separators after the first one that ends the last document are padding, not documents. A
+chunk size uint64), then exactly chunk size tokens. A document may continue from one chunk file into the next, so
+the files of a run (one builder: ``PREFIX_0000000000.bin``, ``PREFIX_0000000001.bin``, ...) are read as one stream,
+in order, by one shard; each run is a shard of its own (TinyLlama's ``prepare_slimpajama.py`` runs one builder per
+process, prefixes ``train_slimpajama_0``, ``train_slimpajama_1``, ...: each run ends in its own padding). A run with
+a chunk missing is refused (the documents around the gap would be joined). The builder pads its last chunk with
+its separator (``sep_token``): the tokens after the run's last EOS are that padding when they are all one token
+(TinyLlama: documents end with EOS 2, padding is BOS 1), or, when the separator is the EOS, the lone EOS tokens
+after the one that ends the last document; either way they are not documents. Other tokens after the last EOS are
+a last document without one. A chunk file whose size is not its header's chunk size is refused (truncated). A
 ``.npy`` array is a stream of its own (its own shard: no document runs into the next file, and no padding: a lone
-EOS at its end is a document of one token). Tokens after the last separator are a last document without one.
-Streams of different dtypes (written for different vocabularies) are refused together. ``.bin`` files beside a
-``.idx`` of the same name are Megatron's and are not claimed here.
+EOS at its end is a document of one token). Streams of different dtypes (written for different vocabularies) are
+refused together. ``.bin`` files beside a ``.idx`` of the same name are Megatron's and are not claimed here.
 """
 
 from __future__ import annotations
 
 import os
+import re
 import struct
 from collections.abc import Iterator
 from dataclasses import dataclass
+from itertools import pairwise
 from typing import ClassVar
 
 import numpy as np
@@ -43,6 +50,7 @@ LIT_DTYPES = {
     8: np.uint16,
 }
 CHUNK_TOKENS = 1 << 24  # tokens compared with the EOS id at a time
+LIT_CHUNK_NAME = re.compile(r"(?P<prefix>.*)_(?P<number>\d{10})\.bin", re.IGNORECASE)  # f"{prefix}_{counter:010d}.bin"
 
 
 def open_stream(path: str) -> np.ndarray:
@@ -59,7 +67,7 @@ def open_stream(path: str) -> np.ndarray:
         head = handle.read(LIT_HEADER.size)
     if len(head) < LIT_HEADER.size or not head.startswith(LIT_MAGIC):
         raise FreqlabError(f"{path}: not a lit-gpt packed file (bad header {head[:7]!r}, expected {LIT_MAGIC!r})")
-    _, version, code, _chunk_size = LIT_HEADER.unpack(head)
+    _, version, code, chunk_size = LIT_HEADER.unpack(head)
     if version != 1 or code not in LIT_DTYPES:
         raise FreqlabError(f"{path}: lit-gpt header with version {version}, dtype code {code}: not supported")
     dtype = np.dtype(LIT_DTYPES[code])
@@ -68,6 +76,11 @@ def open_stream(path: str) -> np.ndarray:
     size = os.path.getsize(path) - LIT_HEADER.size
     if size % dtype.itemsize:
         raise FreqlabError(f"{path}: {size:,} bytes of data is not a whole number of {dtype.name} tokens")
+    if size != chunk_size * dtype.itemsize:  # the builder writes every chunk whole, the last one padded
+        raise FreqlabError(
+            f"{path}: {size // dtype.itemsize:,} tokens, but its header's chunk size is {chunk_size:,} (lit-gpt "
+            "writes every chunk whole): truncated or damaged"
+        )
     if not size:
         return np.zeros(0, dtype)
     return np.memmap(path, dtype=dtype, mode="r", offset=LIT_HEADER.size)
@@ -101,8 +114,10 @@ class TokenStreamShard(LengthShard):
     def read_lengths(self) -> Iterator[LengthBatch]:
         """Document lengths: the runs of tokens between EOS ids, across chunks and files."""
         carry = 0  # tokens since the last EOS, carried into the next chunk or file
-        # one-token documents (a lone EOS) at the end of what was read: a lit-gpt run's padding if it ends so
-        held = 0
+        # a lit-gpt run's padding is what follows its last EOS: lone EOS tokens (held: documents of one token at the
+        # end of what was read), or, when the separator is another token, tokens all equal (tail: their one value,
+        # MIXED when they are not)
+        held, tail = 0, None
         where = ""
         for file in self.files:
             try:
@@ -111,6 +126,8 @@ class TokenStreamShard(LengthShard):
                 for start in range(0, tokens.size, CHUNK_TOKENS):
                     chunk = np.asarray(tokens[start : start + CHUNK_TOKENS])
                     ends = np.flatnonzero(chunk == self.eos_id)
+                    if self.padded:
+                        tail = _one_value(chunk[int(ends[-1]) + 1 :], None) if ends.size else _one_value(chunk, tail)
                     if not ends.size:
                         carry += chunk.size
                         continue
@@ -136,10 +153,26 @@ class TokenStreamShard(LengthShard):
                 f"--eos-id {self.eos_id} never occurs in {shown} ({carry:,} tokens): it would be one "
                 "document; give the EOS id of the tokenizer that wrote it"
             )
-        if carry:  # tokens after the last EOS: a last document without one (and no padding before it)
-            if held:
+        if carry:  # tokens after the last EOS: a run's padding by another separator, or a last document without EOS
+            if held:  # lone EOS tokens before them: documents (the padding is not the EOS)
                 yield LengthBatch(np.ones(held, np.int64), None, where)
-            yield LengthBatch(np.array([carry], np.int64), None, f"{self.files[-1].path}: end")
+            if tail is None or tail is MIXED:
+                yield LengthBatch(np.array([carry], np.int64), None, f"{self.files[-1].path}: end")
+
+
+MIXED = object()  # tokens after the last EOS that are not all one token
+
+
+def _one_value(tokens: np.ndarray, value):
+    """The one token value of the tokens after the last EOS, extended by ``tokens`` (``value``: that of those
+    before; None: none before), or :data:`MIXED`.
+    """
+    if value is MIXED or not tokens.size:
+        return value
+    first = int(tokens[0])
+    if (value is not None and first != value) or not bool((tokens == first).all()):
+        return MIXED
+    return first
 
 
 def _trailing_ones(lengths: np.ndarray) -> int:
@@ -164,8 +197,8 @@ class TokenStreamFormat(FileFormat):
         return lower.endswith(".npy")
 
     def shards(self, files: list[DataFile], fields: Fields, range_bytes: int) -> list[TokenStreamShard]:
-        """The lit-gpt ``.bin`` files in order as one shard (a document may cross files, the last chunk is padded),
-        each ``.npy`` array as its own.
+        """Each run of lit-gpt ``.bin`` chunk files (:func:`lit_runs`) as one shard (a document may cross files, the
+        last chunk is padded), each ``.npy`` array as its own.
         """
         eos = fields.read.eos_id
         if eos is None:
@@ -180,11 +213,10 @@ class TokenStreamFormat(FileFormat):
         if len(dtypes) > 1:  # token ids of different widths: written for different vocabularies
             shown = ", ".join(f"{name} ({path})" for name, path in dtypes.items())
             raise FreqlabError(f"token streams of different dtypes: {shown}; scan them apart")
-        packed = [file for file in files if not file.path.lower().endswith(".npy")]
         shards = [TokenStreamShard(file.id, (file,), eos) for file in files if file.path.lower().endswith(".npy")]
-        if packed:
-            name = packed[0].id if len(packed) == 1 else f"{packed[0].id}..{packed[-1].id}"
-            shards.append(TokenStreamShard(name, tuple(packed), eos, padded=True))
+        for run in lit_runs([file for file in files if not file.path.lower().endswith(".npy")]):
+            name = run[0].id if len(run) == 1 else f"{run[0].id}..{run[-1].id}"
+            shards.append(TokenStreamShard(name, tuple(run), eos, padded=True))
         return shards
 
     def describe(self, files: list[DataFile], fields: Fields) -> dict:
@@ -193,3 +225,26 @@ class TokenStreamFormat(FileFormat):
 
 
 TOKEN_STREAM = register(TokenStreamFormat())
+
+
+def lit_runs(files: list[DataFile]) -> list[list[DataFile]]:
+    """lit-gpt chunk files grouped by builder run: ``PREFIX_NNNNNNNNNN.bin`` by ``PREFIX``, in chunk order (a file
+    named otherwise is a run of its own); FreqlabError when a run's chunks are not consecutive.
+    """
+    runs: dict[str, list[tuple[int, DataFile]]] = {}
+    for file in files:
+        match = LIT_CHUNK_NAME.fullmatch(file.path)
+        key, number = (match["prefix"], int(match["number"])) if match else (file.path, 0)
+        runs.setdefault(key, []).append((number, file))
+    out = []
+    for key in sorted(runs):
+        chunks = sorted(runs[key], key=lambda item: item[0])
+        for (number, file), (following, _) in pairwise(chunks):
+            if following != number + 1:
+                raise FreqlabError(
+                    f"{file.path}: the next chunk of its run, {os.path.basename(key)}_{number + 1:010d}.bin, is "
+                    f"missing ({len(chunks)} chunks from {chunks[0][0]} to {chunks[-1][0]}): the documents across "
+                    "the gap would be joined; scan the run whole"
+                )
+        out.append([file for _, file in chunks])
+    return out

@@ -437,17 +437,76 @@ def test_an_eos_id_that_never_occurs_is_refused_never_one_huge_document(tmp_path
     assert lengths_of(tmp_path / "s.npy", read=ReadOptions(eos_id=3)) == [4] * 250_000  # the right id
 
 
+def lit_run(folder, prefix: str, documents: list[list[int]], chunk_size: int, sep: int) -> None:
+    """The files lit-gpt's PackedDatasetBuilder writes for ``documents`` (lit_gpt/packed_dataset.py): chunks of
+    ``chunk_size`` tokens named ``{prefix}_{counter:010d}.bin``, each with its 24-byte header, the last one (written
+    by ``write_reminder``) padded with ``sep``."""
+    stream = [token for document in documents for token in document]
+    chunks = max(1, -(-len(stream) // chunk_size))
+    stream += [sep] * (chunks * chunk_size - len(stream))
+    header = b"LITPKDS" + struct.pack("<Q", 1) + struct.pack("<B", 8) + struct.pack("<Q", chunk_size)
+    for number in range(chunks):
+        tokens = np.array(stream[number * chunk_size : (number + 1) * chunk_size], np.uint16)
+        (folder / f"{prefix}_{number:010d}.bin").write_bytes(header + tokens.tobytes())
+
+
 def test_lit_gpt_chunks_are_one_stream_and_the_last_chunks_padding_is_dropped(tmp_path):
     """lit-gpt's PackedDatasetBuilder layout: 24-byte header, chunks of chunk_size tokens, a document may
     continue into the next file, the last chunk padded with the separator."""
-
-    def chunk(name: str, tokens: list[int]) -> None:
-        header = b"LITPKDS" + struct.pack("<Q", 1) + struct.pack("<B", 8) + struct.pack("<Q", 6)
-        (tmp_path / name).write_bytes(header + np.array(tokens, np.uint16).tobytes())
-
-    chunk("p_0000000000.bin", [5, 6, 1, 7, 7, 7])
-    chunk("p_0000000001.bin", [7, 1, 8, 1, 1, 1])
+    lit_run(tmp_path, "p", [[5, 6, 1], [7, 7, 7, 7, 1], [8, 1]], chunk_size=6, sep=1)
     assert lengths_of(tmp_path, read=ReadOptions(eos_id=1)) == [3, 5, 2]
+
+
+def test_each_lit_gpt_run_is_a_stream_with_its_own_padding(tmp_path):
+    """A review: TinyLlama's prepare_slimpajama.py runs one builder per process (prefixes train_slimpajama_0,
+    train_slimpajama_1, ...), each run ending in its own padding; read as one stream, the padding of every run but
+    the last became documents of one token (184,233 of them on 2,643 documents)."""
+    documents = {
+        "train_slimpajama_0": [[5, 6, 2], [7, 2]],
+        "train_slimpajama_1": [[9, 9, 9, 2], [4, 2], [3, 3, 2]],
+        "train_slimpajama_2": [[8, 2]],
+    }
+    for prefix, docs in documents.items():
+        lit_run(tmp_path, prefix, docs, chunk_size=4, sep=2)
+    expected = sorted(len(doc) for docs in documents.values() for doc in docs)
+    assert sorted(lengths_of(tmp_path, read=ReadOptions(eos_id=2))) == expected
+    corpus = open_corpus(str(tmp_path), read=ReadOptions(eos_id=2))
+    assert [shard.id for shard in corpus.shards] == [
+        "train_slimpajama_0_0000000000.bin..train_slimpajama_0_0000000001.bin",
+        "train_slimpajama_1_0000000000.bin..train_slimpajama_1_0000000002.bin",
+        "train_slimpajama_2_0000000000.bin",
+    ]
+
+
+def test_lit_gpt_padding_by_another_separator_is_no_document(tmp_path):
+    """A review: TinyLlama's builder pads with sep_token = BOS (1) while documents end with EOS (2): the padding
+    after the last EOS was one last document of 50,435 tokens. Tokens after the last EOS that are all one token are
+    that padding; others are a last document without EOS."""
+    lit_run(tmp_path, "t", [[5, 6, 2], [7, 2], [2]], chunk_size=4, sep=1)  # 6 tokens, then 2 of padding
+    assert lengths_of(tmp_path, read=ReadOptions(eos_id=2)) == [3, 2, 1]  # the lone EOS: an empty document
+    lit_run(tmp_path, "t", [[5, 6, 2], [7, 2, 9, 9, 9, 9]], chunk_size=4, sep=1)  # a whole chunk of padding after it
+    lit_run(tmp_path, "t", [[5, 6, 2], [7, 2]], chunk_size=5, sep=1)  # one chunk: rewritten files of 5 tokens
+    for stale in ("t_0000000001.bin", "t_0000000002.bin"):
+        (tmp_path / stale).unlink(missing_ok=True)
+    assert lengths_of(tmp_path, read=ReadOptions(eos_id=2)) == [3, 2]
+    lit_run(tmp_path, "t", [[5, 6, 2], [7, 8, 8]], chunk_size=6, sep=1)  # a last document without EOS, unpadded
+    assert lengths_of(tmp_path, read=ReadOptions(eos_id=2)) == [3, 3]
+    lit_run(tmp_path, "t", [[5, 6, 2], [7, 2], [1, 1, 1, 1, 1, 1, 1, 1]], chunk_size=4, sep=1)
+    lengths = lengths_of(tmp_path, read=ReadOptions(eos_id=2))
+    assert lengths == [3, 2], "a run of the separator after the last EOS is padding, however long"
+
+
+def test_a_truncated_or_gapped_lit_gpt_run_is_refused(tmp_path):
+    """A review: 100,000 bytes cut off a chunk lost 50,000 tokens and joined the documents around the cut, silently.
+    Every chunk holds its header's chunk size; a run with a chunk missing would join documents across the gap."""
+    lit_run(tmp_path, "p", [[5, 6, 2], [7, 7, 7, 7, 2], [8, 2], [3, 3, 3, 2]], chunk_size=4, sep=2)
+    path = tmp_path / "p_0000000001.bin"
+    os.truncate(path, path.stat().st_size - 2)
+    with pytest.raises(FreqlabError, match=r"p_0000000001\.bin: 3 tokens, but its header's chunk size is 4 .*truncated"):
+        open_corpus(str(tmp_path), read=ReadOptions(eos_id=2))
+    path.unlink()
+    with pytest.raises(FreqlabError, match=r"p_0000000000\.bin: the next chunk of its run, p_0000000001\.bin, is missing"):
+        open_corpus(str(tmp_path), read=ReadOptions(eos_id=2))
 
 
 def test_an_index_that_shrinks_during_a_scan_is_an_error_not_a_crash(tmp_path):
