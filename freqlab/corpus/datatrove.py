@@ -158,12 +158,11 @@ class DatatroveFormat(TokenFileFormat):
     suffixes = (".ds",)
     description = "datatrove .ds"
     shard_type = DatatroveShard
+    companion_suffixes = (".index",)  # the lengths are read from NAME.ds.index: its changes count as the file's
 
-    def vocabulary(self, index: DatatroveFile) -> str:  # type: ignore[override]
-        """The token dtype, and the tokenizer ``NAME.ds.metadata`` names when there is one."""
-        tokenizer = _metadata(index.path)[0]
-        dtype = super().vocabulary(index)
-        return dtype if tokenizer is None else f"{tokenizer}, {dtype}"
+    def tokenizer_name(self, index: DatatroveFile) -> str | None:  # type: ignore[override]
+        """The tokenizer ``NAME.ds.metadata`` names (None without one: a file of the same run may lack it)."""
+        return _metadata(index.path)[0]
 
 
 DATATROVE = register(DatatroveFormat())

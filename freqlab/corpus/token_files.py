@@ -19,7 +19,7 @@ import numpy as np
 
 from freqlab.corpus.base import LENGTHS, FileShard, LengthBatch, LengthShard
 from freqlab.corpus.fields import Fields
-from freqlab.corpus.file_discovery import DataFile
+from freqlab.corpus.file_discovery import DataFile, stat_file
 from freqlab.corpus.registry import FileFormat
 from freqlab.errors import FreqlabError
 from freqlab.jit import njit
@@ -42,7 +42,7 @@ class TokenFileShard(FileShard, LengthShard):
     def read_lengths(self) -> Iterator[LengthBatch]:
         """The shard's document lengths, with the file checked for changes while it is read."""
         with self.reading():
-            self.file.check_unchanged()
+            self.check_unchanged()
             yield from self.batches()
 
     def batches(self) -> Iterator[LengthBatch]:  # pragma: no cover - abstract
@@ -214,6 +214,17 @@ class IndexedTokenShard(TokenFileShard):
     """
 
     open_index: ClassVar = None  # path -> TokenIndex (a staticmethod in subclasses)
+    companions: tuple[DataFile, ...] = ()  # files read with it (datatrove's NAME.ds.index), stamped as it is
+
+    def identity(self) -> dict:
+        """What identifies the content of the file and of its companions (a checkpoint is trusted while all hold)."""
+        own = self.file.identity()
+        return {**own, "companions": {file.id: file.identity() for file in self.companions}} if self.companions else own
+
+    def check_unchanged(self) -> None:
+        """Raise :class:`FileChanged` if the file or a companion is gone or changed since the corpus was opened."""
+        for file in (self.file, *self.companions):
+            file.check_unchanged()
 
     def batches(self) -> Iterator[LengthBatch]:
         """The document lengths of the shard's range, read from the file's index."""
@@ -230,6 +241,7 @@ class TokenFileFormat(FileFormat):
 
     kind = LENGTHS
     shard_type: ClassVar[type[IndexedTokenShard]]
+    companion_suffixes: ClassVar[tuple[str, ...]] = ()  # files beside each one that its lengths are read from
 
     def open(self, path: str) -> TokenIndex:
         """The checked index of ``path``; FreqlabError in one line for a bad file."""
@@ -252,10 +264,11 @@ class TokenFileFormat(FileFormat):
         shards = []
         for file in files:
             index = self.open(file.path)  # every file is checked before anything is counted
+            companions = tuple(stat_file(file.path + suffix, file.id + suffix) for suffix in self.companion_suffixes)
             runs = document_ranges(index.documents, index.index_bytes, range_bytes) if index.documents else []
             for start, end in runs:
                 part = file.id if len(runs) == 1 else f"{file.id}@documents{start}-{'' if end is None else end}"
-                shards.append(self.shard_type(part, file, fields, start, end))
+                shards.append(self.shard_type(part, file, fields, start, end, companions=companions))
         return shards
 
     def vocabulary(self, index: TokenIndex) -> str:
@@ -264,12 +277,17 @@ class TokenFileFormat(FileFormat):
         """
         return f"{np.dtype(index.dtype).name} tokens"
 
+    def tokenizer_name(self, index: TokenIndex) -> str | None:
+        """The tokenizer the file names (None: it names none)."""
+        return None
+
     def describe(self, files: list[DataFile], fields: Fields) -> dict:
         """Whether the files' documents end with an appended EOS (:class:`EosCheck`), pooled over the files.
 
-        Files written for different vocabularies (:meth:`vocabulary`) or with different EOS conventions (one
-        file's documents all end with EOS 2, another's with 0 or with no common token) hold lengths that do not
-        add up: FreqlabError naming two such files. A file with too few documents to tell its EOS agrees with any.
+        Files written for different vocabularies (:meth:`vocabulary`), by different tokenizers (:meth:`tokenizer_name`,
+        where both name one) or with different EOS conventions (one file's documents all end with EOS 2, another's
+        with 0 or with no common token) hold lengths that do not add up: FreqlabError naming two such files. A file
+        with too few documents to tell its EOS (:data:`EOS_INFERRED_FROM` without ``--eos-id``) agrees with any.
         """
         check = EosCheck(fields.read.eos_id)
         first: dict[str, tuple[str, str]] = {}  # what -> (value, file) of the first file that told it
@@ -283,22 +301,40 @@ class TokenFileFormat(FileFormat):
             check.add(last)
             own = EosCheck(fields.read.eos_id)
             own.add(last)
-            for what, value in (("vocabulary", self.vocabulary(index)), ("EOS", eos_convention(own.describe()))):
+            told = (
+                ("vocabularies", self.vocabulary(index)),
+                ("tokenizers", self.tokenizer_name(index)),
+                ("EOS conventions", eos_convention(own.describe(), EOS_INFERRED_FROM)),
+            )
+            for what, value in told:
                 if value is None:
                     continue
                 seen = first.setdefault(what, (value, file.path))
                 if seen[0] != value:
+                    hint = ""
+                    if what == "EOS conventions" and fields.read.eos_id is None:  # inferred from last tokens
+                        hint = (
+                            " (told from the last tokens of each file's first documents: if they share an EOS, give "
+                            "it with --eos-id)"
+                        )
                     raise FreqlabError(
-                        f"{seen[1]} ({seen[0]}) and {file.path} ({value}): tokenized files with different "
-                        f"{'vocabularies' if what == 'vocabulary' else 'EOS conventions'} cannot be counted together "
-                        "(their lengths are in different units); scan them separately"
+                        f"{seen[1]} ({seen[0]}) and {file.path} ({value}): tokenized files with different {what} "
+                        f"cannot be counted together (their lengths are in different units){hint}; scan them "
+                        "separately"
                     )
         return check.describe()
 
 
-def eos_convention(described: dict) -> str | None:
-    """``EOS 2 appended`` / ``no EOS appended`` from :meth:`EosCheck.describe`, None when it cannot tell."""
+#: documents a file must have for its own EOS convention, inferred without --eos-id, to be compared with the other
+#: files' (three documents that all end in "." are no convention; a review)
+EOS_INFERRED_FROM = 20
+
+
+def eos_convention(described: dict, inferred_from: int) -> str | None:
+    """``EOS 2 appended`` / ``no EOS appended`` from :meth:`EosCheck.describe`, None when it cannot tell (an
+    inferred one from fewer than ``inferred_from`` documents).
+    """
     eos = described["eos"]
-    if eos["appended"] is None or (eos["from"] == "inferred" and eos["documents_checked"] < 2):
+    if eos["appended"] is None or (eos["from"] == "inferred" and eos["documents_checked"] < inferred_from):
         return None
     return f"EOS {eos['eos_id']} appended" if eos["appended"] else "no EOS appended"

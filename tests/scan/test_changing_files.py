@@ -154,3 +154,18 @@ def test_a_builder_file_changed_before_its_shard_starts_is_named_and_skippable(t
         handle.write('{"text": "and another"}\n')
     result = scan(corpus, on_error="skip", progress=False, workers=1, tokenizer="tekken")
     assert result.histogram.skipped == {"unreadable-file": 1} and result.histogram.documents == 11  # b's alone
+
+
+def test_a_datatrove_index_rewritten_during_its_read_is_refused(tmp_path, after_first_batch, monkeypatch):
+    """A review: the change check covered the .ds, not NAME.ds.index the lengths are read from."""
+    from freqlab.corpus import token_files
+
+    monkeypatch.setattr(token_files, "BATCH_DOCUMENTS", 10)  # ten batches
+    path = tmp_path / "t.ds"
+    path.write_bytes(np.full(200, 7, "<u2").tobytes())
+    index = tmp_path / "t.ds.index"
+    index.write_bytes(np.arange(2, 201, 2, dtype="<u8").tobytes())  # 100 documents of 2 tokens
+    os.utime(index, (OLD, OLD))
+    after_first_batch(lambda: index.write_bytes(np.r_[np.arange(4, 197, 4), 198, 199, 200].astype("<u8").tobytes()))
+    with pytest.raises(FreqlabError, match=r"t\.ds\.index changed while it was being read"):
+        scan(str(path), L=[16], regimes=["natural"], progress=False, workers=1)

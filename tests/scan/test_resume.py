@@ -416,3 +416,22 @@ def test_a_builder_scan_resumed_after_its_files_changed_recounts_them(tmp_path):
     fresh = scan("json", data_files=files, progress=False, workers=1, tokenizer="tekken")
     assert resumed.histogram.documents_read == fresh.histogram.documents_read == 8
     assert_same_histogram(resumed.histogram, fresh.histogram)
+
+
+def test_a_datatrove_file_whose_index_changed_is_recounted_on_resume(tmp_path):
+    """A review: a datatrove shard's identity was its .ds only, but its lengths come from NAME.ds.index: an index
+    rewritten (the .ds untouched) was resumed from the stale checkpoint."""
+    import numpy as np
+
+    folder = tmp_path / "data"
+    folder.mkdir()
+    for name in ("a", "b"):
+        (folder / f"{name}.ds").write_bytes(np.full(12, 7, "<u2").tobytes())
+        (folder / f"{name}.ds.index").write_bytes(np.array([3, 7, 12], "<u8").tobytes())
+    out = tmp_path / "out"
+    first = scan(str(folder), out=str(out), L=[16], regimes=["natural"], progress=False, workers=1)
+    assert first.histogram.documents == 6
+    (folder / "b.ds.index").write_bytes(np.array([5, 7, 12], "<u8").tobytes())  # other lengths, the same tokens
+    resumed = scan(str(folder), out=str(out), resume=True, L=[16], regimes=["natural"], progress=False, workers=1)
+    assert resumed.summary["scan"]["resumed_shards"] == 1
+    assert sorted(resumed.histogram.lengths.repeat(resumed.histogram.counts).tolist()) == [2, 3, 4, 5, 5, 5]
