@@ -15,7 +15,9 @@ samples in the tests), replayed here with numpy only, in O(sequences):
 4. Without ``--reset-attention-mask`` each window's L input tokens are one segment: f(i) = windows · (L - i).
    With it, a segment ends after every EOD token among the inputs; the EOD is the last token of each
    document's last sequence, as ``preprocess_data.py --append-eod`` writes it (when the corpus's EOS check
-   finds no EOS appended, there is nothing to reset at).
+   finds no EOS appended, there is nothing to reset at). Megatron's mask cuts at every token equal to the EOD id,
+   so a document whose text holds it (``<|endoftext|>`` tokenized as the special token) is cut there too: not
+   replayed (only the index is read, not the tokens).
 5. A blend (``--data-path W1 P1 W2 P2``) normalises the weights, builds each prefix's dataset for
    ``ceil(ceil(N·w)·1.005)`` samples (N = ``--train-samples``), and takes the first N samples of the blend,
    each from the prefix whose count lags its weight most (megatron-core's ``build_blending_indices``).
