@@ -18,6 +18,7 @@ increases in 128-token steps" (:data:`STRING_PROBE_STEP`); freqlab's prediction 
 from __future__ import annotations
 
 import math
+import numbers
 import sys
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -113,6 +114,19 @@ def positive_number(value, what: str) -> float:
     if not math.isfinite(number) or number <= 0:  # past float64 (10**400) infinite, Decimal("sNaN") nan
         raise FreqlabError(f"{what} must be a positive finite number, got {brief(value)}")
     return number
+
+
+def token_budget(value, what: str = "the token budget") -> int:
+    """``value`` as a whole number of tokens: an integer exactly as it is (float64 would round 2^53 + 1), another
+    number rounded; a FreqlabError naming ``what`` unless it is at least 1.
+    """
+    if isinstance(value, numbers.Integral) and not isinstance(value, bool):  # np.int64 too
+        count = int(value)
+    else:
+        count = round(positive_number(value, what))
+    if count < 1:
+        raise FreqlabError(f"{what} must be at least 1 token, got {brief(value)}")
+    return count
 
 
 def share_at_most(f: ArrayLike, x: int) -> float:

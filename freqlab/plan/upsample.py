@@ -24,12 +24,15 @@ rate a. Adding d_n documents of each chosen length to T corpus tokens gives exac
 
     F(E) = T·a + Σ_n d_n g_n   (+ Y·a for Y more corpus tokens)                (tested on mixes built by hand)
 
-and X = Σ_n d_n t_n + Y extra tokens. b = Σ d_n g_n / Σ d_n t_n is what the added documents give per token.
+and X = Σ_n d_n t_n + Y extra tokens. b = Σ d_n g_n / Σ d_n t_n is what the added documents give per token, and
+(Σ d_n g_n + Y·a) / X what the whole addition does.
 
 **The alternatives**, each as the budget that reaches tau and its excess over T: more tokens of the same mix
 (ceil(tau / a)), another packing r of the same corpus (ceil(tau / a_r), a_r = f_r(E)/f_r(0) for natural, pack,
-concat, best-fit), and the bound above. When b / a < :data:`UPSAMPLING_HELPS` (freqlab's threshold) the plan says
-plainly that upsampling cannot help: its extra tokens are barely fewer than training longer.
+concat, best-fit), and the bound above. When the whole addition trains E less than :data:`UPSAMPLING_HELPS` times
+as often per token as the corpus (freqlab's threshold) the plan says plainly that upsampling cannot help: its extra
+tokens are barely fewer than training longer (the documents' own b may be higher, when every useful length reaches
+its cap and more corpus tokens make up the rest).
 
 ``pack``: a document's segments depend on its neighbours, so g_n is taken as if it started a row (its natural
 contribution: an upper bound, since cutting a segment never adds occurrences); the plan says so.
@@ -53,7 +56,7 @@ from freqlab.display import Display, Displayed
 from freqlab.errors import FreqlabError
 from freqlab.frequency import DEFAULT_TAU, position_frequency
 from freqlab.frequency.schedule import Schedule, ScheduleFrequency, Stage, stage_histogram
-from freqlab.frequency.stats import positive_number
+from freqlab.frequency.stats import positive_number, token_budget
 from freqlab.histogram import LengthHistogram
 from freqlab.plan import display as shown
 from freqlab.plan.well_trained import (
@@ -62,7 +65,7 @@ from freqlab.plan.well_trained import (
     check_window,
     json_fields,
 )
-from freqlab.sizes import human_count
+from freqlab.sizes import human_count, json_threshold
 
 ADDITIVE_REGIMES: tuple[str, ...] = ("natural", "truncate", "pack")
 PACKINGS: tuple[str, ...] = ("natural", "pack", "concat", "best-fit")
@@ -115,12 +118,13 @@ class UpsamplePlan(Displayed):
     L: int
     E: int
     tokens: int  # T (a schedule: all stages together)
-    tau: float
+    tau: int | float
     regime: str
     current_occurrences: float  # f_T(E) now (a schedule: F(E))
     current_effective_length: int
     per_token_corpus: float  # a = f(E)/f(0)
     per_token_long: float  # b: occurrences of E per added document token (0 when none is added)
+    per_token_added: float  # (Σ d_n g_n + Y·a) / X: occurrences of E per token of the whole addition (0: none)
     extra_tokens: int  # X: added documents' tokens + more corpus tokens
     long_token_share: float  # tokens in documents >= E over all training tokens, after adding X
     long_document_share: float  # documents >= E over all documents, after adding X
@@ -135,7 +139,7 @@ class UpsamplePlan(Displayed):
     upsampled_tokens: int = 0  # Σ d_n t_n
     corpus_tokens_added: int = 0  # Y
     max_upweight: float | None = DEFAULT_MAX_UPWEIGHT
-    helps: bool = False  # b / a >= UPSAMPLING_HELPS
+    helps: bool = False  # per_token_added / a >= UPSAMPLING_HELPS
     verdict: str = ""
     steps: tuple[UpsampleStep, ...] = ()
     options: tuple[BudgetOption, ...] = ()
@@ -283,9 +287,7 @@ def plan_upsample(
     """
     h = as_histogram(histogram)
     L = check_window(L)
-    T = round(positive_number(tokens, "the token budget"))
-    if T <= 0:
-        raise FreqlabError(f"the token budget must be at least 1 token, got {tokens}")
+    T = token_budget(tokens)
     if h.documents == 0:
         raise FreqlabError("the histogram holds no documents")
     # one stage: the same computation as a schedule
@@ -494,6 +496,7 @@ def _plan(sf: ScheduleFrequency, histograms: list[LengthHistogram], E, tau, long
     more_corpus = _ceil(remaining / a) if remaining > 0 else 0
     X = up_tokens + more_corpus
     b = up_occurrences / up_tokens if up_tokens else Fraction(0)
+    added = (up_occurrences + more_corpus * a) / X if X else Fraction(0)  # the whole addition's rate
     if gap == 0:
         notes.append(f"f_T({E}) already reaches tau: no upsampling needed")
     elif more_corpus:
@@ -519,10 +522,12 @@ def _plan(sf: ScheduleFrequency, histograms: list[LengthHistogram], E, tau, long
             f"even a budget of only added documents reaches f_T({E}) = {float(before + stage.tokens * b):.3g} < tau: "
             "the budget must grow"
         )
-    options = _options(sf, h, k, E, regime, a, before, threshold, T, X, b, seed)
-    helps = up_tokens > 0 and b / a >= UPSAMPLING_HELPS if a else up_tokens > 0
+    options = _options(sf, h, k, E, regime, a, before, threshold, T, X, added, seed)
+    # judged on the whole addition: documents at their caps and then corpus tokens at rate a barely beat training
+    # longer, however good the documents are (a review: "helps, 1.13x" for 0.1% fewer tokens)
+    helps = up_tokens > 0 and (added / a >= UPSAMPLING_HELPS if a else True)
     current_eff = sf.effective_length(tau)
-    verdict = _verdict(gap, a, b, best, ceiling, helps, options, T)
+    verdict = _verdict(gap, a, b, added, best, ceiling, helps, options, more_corpus)
     if regime == "pack" and gap > 0:  # packed at random offsets, a document trains E less than at a row's start
         verdict += (
             " Under pack the documents and extra tokens of this plan are lower bounds: each added document is "
@@ -553,12 +558,13 @@ def _plan(sf: ScheduleFrequency, histograms: list[LengthHistogram], E, tau, long
         L,
         E,
         T,
-        float(tau),
+        json_threshold(tau),
         regime,
         float(current),
         current_eff,
         float(a),
         float(b),
+        float(added),
         X,
         float(token_share),
         float(doc_share),
@@ -580,7 +586,7 @@ def _plan(sf: ScheduleFrequency, histograms: list[LengthHistogram], E, tau, long
     )
 
 
-def _options(sf, h, k, E, regime, a, before, threshold, T, X, b, seed) -> list[BudgetOption]:
+def _options(sf, h, k, E, regime, a, before, threshold, T, X, added, seed) -> list[BudgetOption]:
     """The bound, more tokens, upsampling, and every other packing, as total budgets reaching tau."""
     stage = sf.schedule.stages[k]
     L = stage.L  # the receiving stage's window (receiving_stage)
@@ -593,7 +599,7 @@ def _options(sf, h, k, E, regime, a, before, threshold, T, X, b, seed) -> list[B
     out = [option("bound: no mix and no packing does better ((L-E)/L per token)", Fraction(L - E, L))]
     if a > 0:
         out.append(option(f"more tokens of the same mix ({regime})", a))
-    out.append(BudgetOption("add the documents of this plan", T + X, X, X / T, float(b)))
+    out.append(BudgetOption("add the documents of this plan", T + X, X, X / T, float(added)))
     for packing in PACKINGS:
         if packing == regime:
             continue
@@ -607,33 +613,54 @@ def _percent(x: float) -> str:
     return f"{x:+.1%}" if abs(x) < 10 else f"{x:+.0%}"
 
 
-def _verdict(gap, a, b, best, ceiling, helps, options, T) -> str:
+def _times(rate: Fraction, a: Fraction) -> str:
+    """``rate`` as a multiple of the corpus's ``a`` ("1.44x"; "any" where the corpus never trains E)."""
+    return f"{float(rate / a):.2f}x" if a else "any"
+
+
+def _verdict(gap, a, b, added, best, ceiling, helps, options, more_corpus: int) -> str:
     if gap == 0:
         return "f_T(E) already reaches tau: nothing to add."
     ways = [o for o in options[1:]]
     cheapest = min(ways, key=lambda o: o.total_tokens)
     more = next((o for o in options if o.way.startswith("more tokens")), None)
-    added = next(o for o in options if o.way.startswith("add the documents"))
-    gain = f"{float(best / a):.2f}x" if a else "any"
-    bound = f"{float(ceiling / a):.2f}x" if a else "any"
+    plan = next(o for o in options if o.way.startswith("add the documents"))
+    rate = f"{_times(added, a)} as often per token as the corpus" if a else "where the corpus never does"
+    topped_up = (
+        f" (its documents {_times(b, a)}, then {more_corpus:,} more corpus tokens once every useful length is at its "
+        "cap)"
+        if more_corpus
+        else ""
+    )
     if helps:
         text = (
-            f"Upsampling helps: the added documents train E {float(b / a):.2f}x as often per token as the corpus; "
-            f"{added.extra_tokens:,} extra tokens ({_percent(added.longer)} training)"
+            f"Upsampling helps: the addition trains E {rate}{topped_up}; {plan.extra_tokens:,} extra tokens "
+            f"({_percent(plan.longer)} training)"
         )
         text += f" against {more.extra_tokens:,} ({_percent(more.longer)}) by training longer." if more else "."
+    elif more_corpus and best / a >= UPSAMPLING_HELPS:
+        text = (
+            f"Upsampling cannot help much: the addition trains E only {rate}{topped_up}, so adding it "
+            f"({plan.extra_tokens:,} tokens, {_percent(plan.longer)} training)"
+        )
+        text += (
+            f" is barely cheaper than training longer ({more.extra_tokens:,}, {_percent(more.longer)}); a higher "
+            "--max-upweight adds more of the documents."
+            if more
+            else "."
+        )
     else:
         text = (
-            f"Upsampling cannot help: the best documents of this corpus train E at most {gain} as often per token as "
-            f"its average (no document can do better than {bound}: (L-E)/L), so adding them "
-            f"({added.extra_tokens:,} tokens, {_percent(added.longer)} training)"
+            f"Upsampling cannot help: the best documents of this corpus train E at most {_times(best, a)} as often "
+            f"per token as its average (no document can do better than {_times(ceiling, a)}: (L-E)/L), so adding "
+            f"them ({plan.extra_tokens:,} tokens, {_percent(plan.longer)} training)"
         )
         text += (
             f" is barely cheaper than training longer ({more.extra_tokens:,}, {_percent(more.longer)})."
             if more
             else "."
         )
-    if cheapest is not added:
+    if cheapest is not plan:
         text += f" Cheapest: {cheapest.way}, {cheapest.total_tokens:,} tokens in all ({_percent(cheapest.longer)})."
     return text
 

@@ -40,7 +40,7 @@ from freqlab.frequency import (
 )
 from freqlab.frequency.budget import DEFAULT_TOKENS
 from freqlab.frequency.schedule import Schedule, ScheduleFrequency, load_schedule, schedule_frequency
-from freqlab.frequency.stats import positive_number
+from freqlab.frequency.stats import positive_number, token_budget
 from freqlab.histogram import LengthHistogram, as_histogram  # as_histogram: kept for import compatibility
 from freqlab.sizes import json_threshold
 
@@ -288,10 +288,8 @@ def well_trained_range(
         if np.any(np.diff(f) > 0):
             raise FreqlabError("a position frequency must be non-increasing in i")
         if tokens is not None:
-            T = round(positive_number(tokens, "the token budget"))
+            T = token_budget(tokens)
             threshold = DEFAULT_TAU if tau is None else positive_number(tau, "tau")
-            if T <= 0:
-                raise FreqlabError(f"the token budget must be at least 1 token, got {tokens}")
             # f_T(0) = T, so nothing is well trained when T < tau
             N = effective_length(f, T, threshold) + 1 if threshold <= T else 0
             text = (

@@ -96,7 +96,7 @@ def test_upsample_plan_numbers_are_the_closed_form():
     options = {row[0]: row[1:] for row in page.tables[-1][1:]}
     assert options["more tokens of the same mix (natural)"] == ["20,492", "+10,492", "+104.9%"]
     assert options["add the documents of this plan"] == ["12,000", "+2,000", "+20.0%"]
-    assert page.rows["verdict"].startswith("Upsampling helps: the added documents train E 10.00x as often per token")
+    assert page.rows["verdict"].startswith("Upsampling helps: the addition trains E 10.00x as often per token")
 
 
 def test_self_extend_rows_are_eq8():

@@ -297,3 +297,41 @@ def test_the_report_rounds_needed_budgets_up_and_the_bound_down():
         row = next(line for line in text.splitlines() if line.strip().startswith(option.way))
         shown = parse_tokens(row[64:].split()[0])
         assert shown <= option.total_tokens if i == 0 else shown >= option.total_tokens
+
+
+def test_helps_is_judged_on_the_whole_addition_not_on_its_documents_alone():
+    """A review: with every useful length at its cap the rest of the addition is more corpus tokens at rate a; the
+    verdict said "helps: 1.13x" (the documents' b) for a plan 0.1% cheaper than training longer."""
+    h = LengthHistogram.from_lengths(CORPUS)
+    T = 10 * sum(CORPUS)
+    a = Fraction(brute_f(CORPUS, E), sum(CORPUS))  # 1148 / 4700
+    p = plan_upsample(h, L, E, T, tau=100 * brute_f(CORPUS * 10, E), max_upweight=1)
+    assert p.best_per_token / p.per_token_corpus >= float(UPSAMPLING_HELPS)  # the documents alone would "help"
+    occurrences = sum(step.occurrences for step in p.steps) + p.corpus_tokens_added * a
+    assert p.per_token_added == pytest.approx(float(occurrences / p.extra_tokens))
+    assert p.per_token_added / p.per_token_corpus < float(UPSAMPLING_HELPS)
+    assert not p.helps and p.verdict.startswith("Upsampling cannot help much: the addition trains E only 1.0")
+    assert f"then {p.corpus_tokens_added:,} more corpus tokens once every useful length is at its cap" in p.verdict
+    row = next(o for o in p.options if o.way == "add the documents of this plan")
+    assert row.per_token == pytest.approx(p.per_token_added)
+
+
+def test_documents_where_the_corpus_never_reaches_E_help_without_a_division_by_zero():
+    """A review: --long-hist on a corpus with no document past E (a = 0), the case the error message sends users to,
+    raised ZeroDivisionError in the verdict."""
+    h = LengthHistogram.from_counts([500], [10])  # no document reaches E = 600
+    given = [2048, 4096]
+    p = plan_upsample(h, L, E, tokens=5000, tau=1000, long_lengths=given)
+    assert p.per_token_corpus == 0 and p.helps
+    assert p.verdict.startswith("Upsampling helps: the addition trains E where the corpus never does")
+    b = Fraction(brute_f(given, E), sum(given))
+    assert p.extra_tokens == math.ceil(1000 / b)
+
+
+def test_token_budget_and_tau_stay_exact_past_2_to_the_53():
+    """A review: the budget went through float (2^53 + 1 became 2^53) and tau was written as a float."""
+    p = plan_upsample(LengthHistogram.from_lengths(CORPUS), L, E, tokens=2**53 + 1, tau=2**53 + 1)
+    assert p.tokens == 2**53 + 1 and p.tau == 2**53 + 1 and isinstance(p.tau, int)
+    assert plan_upsample(LengthHistogram.from_lengths(CORPUS), L, E, tokens=1e12, tau=1e11).to_dict()["tau"] == 10**11
+    with pytest.raises(FreqlabError, match="the token budget must be at least 1 token, got 0"):
+        plan_upsample(LengthHistogram.from_lengths(CORPUS), L, E, tokens=0)
