@@ -291,7 +291,9 @@ def self_extend_command(
     "E",
     type=POSITIONS,
     default=None,
-    help="Effective length for the critical dimension [default: predicted N* from --hist/--schedule, else L].",
+    help="Context, in tokens, the critical dimension is counted for: dimensions whose period exceeds it never "
+    "completed a turn [default: N* from --hist/--schedule, the well-trained positions 0..N*-1, i.e. the effective "
+    "length freq prints + 1; else L].",
 )
 @json_option
 def rope_command(
@@ -335,13 +337,11 @@ def rope_command(
         wt = well_trained_range(L, **inputs)
         # N* counts the well-trained positions 0..N*-1: a context of N* tokens, whose largest distance is the
         # effective length the other commands print (N* - 1)
-        E, E_rule = (
-            (wt.N, f"predicted N*, {wt.rule} rule: positions 0..{wt.N - 1} well trained")
-            if wt.N
-            else (None, f"no position is well trained ({wt.rule} rule, N* = 0), so it is counted for L")
-        )
-        if not wt.N and not as_json:
-            click.echo(f"note: {wt.explanation}: the critical dimension is counted for L instead")
+        # N* = 0: no context was trained, and counting for L would read as a whole window trained (a review)
+        require(wt.N > 0, "--tau", f"{wt.explanation}: no context to count the critical dimension for; lower --tau, "
+                "raise --tokens, or give --effective-length in place of the frequency")  # fmt: skip
+        E = wt.N
+        E_rule = f"predicted N*, {wt.rule} rule: positions 0..{wt.N - 1} well trained (effective length {wt.N - 1})"
     plans = [
         plan_rope_scaling(
             L, N, t, rope_theta=rope_theta, head_dim=head_dim, factor=factor,

@@ -410,7 +410,9 @@ def test_rope_counts_the_critical_dimension_at_the_predicted_effective_length(hi
     args = ("plan", "rope", "--hist", hist, "--L", "2K", "--tokens", "400B", "--extend-to", "8K", "--type", "yarn")
     result = run(*args, "--partial-rotary-factor", 0.5)
     assert result.exit_code == 0, result.output
-    assert "E = 1537 tokens (predicted N*, budget rule: positions 0..1536 well trained)" in result.output
+    assert "E = 1537 tokens (predicted N*, budget rule: positions 0..1536 well trained (effective length 1536))" in (
+        result.output
+    )
     assert "64 of 128 dimensions rotate (partial_rotary_factor 0.5)" in result.output
     data = json.loads(run(*args, "--partial-rotary-factor", 0.5, "--json").output)["plans"][0]
     assert (data["effective_length"], data["rotary_dim"]) == (1537, 64)
@@ -419,12 +421,15 @@ def test_rope_counts_the_critical_dimension_at_the_predicted_effective_length(hi
     given = json.loads(run("plan", "rope", "--L", "2K", "--extend-to", "8K", "--effective-length", 1000, "--json")
                        .output)["plans"][0]  # fmt: skip
     assert (given["effective_length"], given["E_rule"]) == (1000, "given")
-    # a budget that trains no position: counted for L, and the reasoning says why, not "no effective length given"
+    # a budget that trains no position: refused (a review: counted for L, it read as a whole window trained, and one
+    # more token of tau moved the critical dimension from 0 to 42)
     weak = run("plan", "rope", "--hist", hist, "--L", "2K", "--tokens", "50B", "--extend-to", "8K", "--type", "yarn")
-    assert "within L = 2048, the other 46 never completed a turn within it (no position is well trained (budget" in (
-        weak.output
+    assert weak.exit_code == 2
+    assert "Invalid value for '--tau': with T = 5e+10 tokens no position reaches tau" in weak.output
+    assert (
+        "no context to count the critical dimension for; lower --tau, raise --tokens, or give --effective-length"
+        in (" ".join(weak.output.split()))
     )
-    assert "no effective length given" not in weak.output
 
 
 def test_rope_prints_each_block_under_its_transformers_versions_and_the_vllm_line():
