@@ -194,6 +194,13 @@ def self_extend_position_matrix(N: int, G: int, w_n: int) -> np.ndarray:
     return out
 
 
+def _rule(value: float) -> str:
+    """The rule-of-thumb value as shown: whole numbers as they are, others to two decimals (rounded to a whole number,
+    2730.33 read "2730 (> N* = 2730)", a review).
+    """
+    return f"{value:.0f}" if float(value).is_integer() else f"{value:.2f}"
+
+
 @dataclass(frozen=True, repr=False)
 class SelfExtendCheck(Displayed):
     """Evaluation of a given (G, w_n) for window L (and optionally target N)."""
@@ -227,7 +234,7 @@ class SelfExtendCheck(Displayed):
             fits = "< L" if self.fits else ">= L: out of distribution"
             lines.append(f"  largest position used at N = {self.N}: {self.largest_position} ({fits})")
             verdict = "" if self.N_star is None else f" ({'<=' if self.well_trained else '>'} N* = {self.N_star})"
-            lines.append(f"  w_n + (N - w_n)/G = {self.rule_of_thumb:.0f}{verdict}")
+            lines.append(f"  w_n + (N - w_n)/G = {_rule(self.rule_of_thumb)}{verdict}")
         lines += [f"  note: {note}" for note in self.notes]
         return "\n".join(lines)
 
@@ -376,7 +383,7 @@ class SelfExtendPlan(WellTrainedBasis, Displayed):
             verdict = "<=" if paper.well_trained else ">"
             lines.append(
                 f"  paper's setting (Sec. 4.1, Table 1, Llama-2 4K -> 16K): G = {paper.G}, w_n = {paper.w_n}; "
-                f"max length {paper.max_length} here (Eq. 8), w_n + (N - w_n)/G = {paper.rule_of_thumb:.0f} "
+                f"max length {paper.max_length} here (Eq. 8), w_n + (N - w_n)/G = {_rule(paper.rule_of_thumb)} "
                 f"{verdict} N* = {paper.N_star}"
             )
         lines += ["", self.reasoning, *(f"note: {note}" for note in self.notes)]
@@ -413,13 +420,13 @@ def _paper_sentence(check: SelfExtendCheck | None, lo: int, hi: int) -> str:
     if not check.fits:
         why.append(f"its largest position at N is {check.largest_position} >= L")
     if not check.well_trained:
-        why.append(f"w_n + (N - w_n)/G = {check.rule_of_thumb:.0f} > N* = {check.N_star}")
+        why.append(f"w_n + (N - w_n)/G = {_rule(check.rule_of_thumb)} > N* = {check.N_star}")
     if not lo <= PAPER_WINDOW <= hi:
         why.append(f"w_n = {PAPER_WINDOW} is outside [{lo}, {hi}]")
     verdict = (
         "the rule above rejects it: " + "; ".join(why)
         if why
-        else f"it passes the rule above (w_n + (N - w_n)/G = {check.rule_of_thumb:.0f} <= N* = {check.N_star}), "
+        else f"it passes the rule above (w_n + (N - w_n)/G = {_rule(check.rule_of_thumb)} <= N* = {check.N_star}), "
         "which prefers the smallest G"
     )
     return head + f". Here it reaches {check.max_length} tokens and {verdict}."
@@ -543,7 +550,7 @@ def plan_self_extend(
         f"so N* = {N_star}. Selection rule (the Self-Extend maintainers' rule of thumb and llama.cpp's "
         f"divisibility requirement, not the paper's): the smallest group size whose grouped positions for N "
         f"tokens stay within N* is G = {G}, with the largest neighbour window divisible by G in [{lo}, {hi}] that "
-        f"keeps them there, w_n = {w_n}: w_n + (N - w_n)/G = {check.rule_of_thumb:.0f} <= {N_star}; the largest "
+        f"keeps them there, w_n = {w_n}: w_n + (N - w_n)/G = {_rule(check.rule_of_thumb)} <= {N_star}; the largest "
         "position used is "
         f"{check.largest_position} < L, and this setting reaches up to (L - w_n)·G + w_n = "
         f"{check.max_length} tokens (Eq. 8). "

@@ -607,3 +607,10 @@ def test_self_extend_below_8_positions_names_l():
     assert result.exit_code == 2
     message = "Invalid value for '--L': L = 4: the default neighbour windows L/8..L/4 are empty below L = 8"
     assert message in result.output
+
+
+def test_self_extend_rule_of_thumb_is_not_rounded_onto_the_threshold():
+    """A review: 1024 + 5119/3 = 2730.33 was shown "2730 (> N* = 2730)", a rejection that read as a tie."""
+    result = run("plan", "self-extend", "--L", "4K", "--extend-to", 6143, "--group", 3, "--window", 1024)
+    assert "w_n + (N - w_n)/G = 2730.33 (> N* = 2730)" in result.output
+    assert "w_n + (N - w_n)/G = 2729.67 <= 2730" in result.output  # the plan's own choice, G = 3, w_n = 1023
