@@ -167,16 +167,38 @@ PLOT_BYTES_PER_POSITION = 160
 #: and per position for each curve beyond the first (measured at L = 2^22-2^23: sources with 16 sources ~600 bytes per
 #: position, windows with 8 windows ~310; a review found the flat bound let 16 sources at 40M positions pass)
 PLOT_BYTES_PER_CURVE = 40
+#: effective-length's curves, each f over its window and the budgets it is read at (measured at L = 2^22: 132 bytes a
+#: position for one window, 328 for four; a review found 540 for eight passing a flat check of 160)
+EFFECTIVE_LENGTH_BYTES_PER_CURVE = 80
+#: plot scan's figures together (frequency, windows, effective length, sources), measured at L = 2^22 on the built-in
+#: corpus (3 sources): 324 bytes a position for one window and regime, 482 for two windows, 388 for three regimes,
+#: 611 for both; bounded by this plus PLOT_BYTES_PER_CURVE per window-regime curve and per source, and this per window
+SCAN_BYTES_PER_WINDOW = 200
 
 
-def _require_curves(L: int, curves: int, what: str = "") -> None:
+def _require_curves(
+    L: int, curves: int, what: str = "", *, per_curve: int = PLOT_BYTES_PER_CURVE, base: int = 0
+) -> None:
     """A figure of ``curves`` curves over ``L`` positions fits in memory, or a ResourceError naming --L (and
-    ``what`` makes the curves: "16 sources").
+    ``what`` makes the curves: "16 sources"); ``per_curve``: bytes a position of each curve beyond the first,
+    ``base``: more bytes a position of the figure.
     """
-    per_position = PLOT_BYTES_PER_POSITION + PLOT_BYTES_PER_CURVE * max(curves - 1, 0)
+    per_position = base + PLOT_BYTES_PER_POSITION + per_curve * max(curves - 1, 0)
     curve = "curve" if curves == 1 else "curves"
     purpose = f"a figure of {curves} {curve} over positions, {per_position} bytes per position"
     require_memory(per_position * L, f"--L {L:,}" + (f" ({what})" if what else ""), purpose)
+
+
+def require_scan_figures(Ls, regimes, sources: int) -> None:
+    """The figures of ``plot scan`` (and ``scan --plot``) for windows ``Ls``, ``regimes`` and ``sources`` fit in
+    memory, or a ResourceError naming --L.
+    """
+    curves = len(Ls) * max(len(regimes), 1)
+    what = ", ".join(
+        f"{n} {word}{'s' if n != 1 else ''}"
+        for n, word in ((len(Ls), "window"), (max(len(regimes), 1), "regime"), (sources, "source"))
+    )
+    _require_curves(max(Ls), curves + sources + 1, what, base=SCAN_BYTES_PER_WINDOW * len(Ls))
 
 
 def _require_source_curves(L: int, h) -> None:
@@ -234,6 +256,7 @@ def frequency_command(hist, L, regimes, bins, seed, weights, out, formats, size,
     from freqlab.plots.frequency import MIN_PANEL_WIDTH, plot_position_frequency, plot_regimes, regime_grid
 
     h = _histogram(hist, regimes, weights)
+    _require_curves(L, len(regimes), f"{len(regimes)} regimes" if len(regimes) > 1 else "")
     if len(regimes) == 1:
         fig = plot_position_frequency(h, L, regimes[0], bins=bins, seed=seed, size=size)
     else:
@@ -291,6 +314,8 @@ def effective_length_command(hist, Ls, regime, tau, budget, seed, weights, out, 
     tau = tau_or_default(tau)
     rule = training_budget(budget, option="--budget")
     h = _histogram(hist, regime, weights)
+    what = f"{len(Ls)} windows" if len(Ls) > 1 else ""
+    _require_curves(max(Ls), len(Ls), what, per_curve=EFFECTIVE_LENGTH_BYTES_PER_CURVE)
     fig = plot_effective_length(h, Ls, regime, budget=rule.tokens, tau=tau, seed=seed, size=size)
     _save(fig, out, formats, dpi, as_json, rule, tau)
 
@@ -398,6 +423,7 @@ def scan_command(hist, Ls, regimes, tokens, tau, weights, out, formats, as_json)
     tau = tau_or_default(tau)
     budget = training_budget(tokens)
     h = _histogram(hist, regimes, weights)
+    require_scan_figures(Ls, regimes, len(h.sources or {}))
     _report_written(scan_figures(h, Ls, regimes, out, formats, tokens=budget.tokens, tau=tau), as_json, budget, tau)
 
 

@@ -367,6 +367,9 @@ def scan_command(
         labelled = source_field if source_field is not None else preset.source_field if preset else None
         sources = bool(labelled) or (dataset is None and not data_files)  # the built-in corpus has sources
         check_figures_free(Path(out) / FIGURES_DIR, figure_names(Ls, plot_formats, sources=sources))
+        from freqlab.cli.plot import require_scan_figures
+
+        require_scan_figures(Ls, regimes, 1 if sources else 0)  # sized before the scan (the sources: at least one)
     from freqlab.tokenization import single_threaded
 
     # this process is the command's own: each tokenizer call on one thread (the scan's threads and workers are the

@@ -110,7 +110,8 @@ def plot_sources(
             width = 1.6 if total else 1.0
             x, p = length_ccdf(part)
             docs = documents(label, part, total)
-            left.step(x, p, where="post", color=color, lw=width, label=f"{name} ({docs})")
+            # P(len >= x) for x in (x[k-1], x[k]] is p[k]: each value drawn over the interval up to its length
+            left.step(x, p, where="pre", color=color, lw=width, label=f"{name} ({docs})")
             if len(x) == 1:  # one length: a step of one point draws nothing (a review), so a marker shows it
                 left.plot(x, p, marker="o", ms=3, color=color, ls="none")
             f = position_frequency(part.lengths, part.counts, L, regime, seed=seed)

@@ -191,6 +191,22 @@ def test_a_figure_of_many_curves_is_sized_by_its_curves(tmp_path, monkeypatch):
     monkeypatch.setenv("FREQLAB_MEMORY_BYTES", str(80_000_000))  # one curve's 65.5 MB fits, three curves' do not
     windows = run("plot", "windows", path, *("--L", "400K", "--L", "300K", "--L", "200K"), "--out", tmp_path / "w.png")
     assert windows.exit_code == 1 and "Error: --L 409,600 (3 windows) needs ~98.3 MB of memory" in windows.output
+    # a review: effective-length, several regimes of frequency and plot scan were sized as one curve (160 bytes a
+    # position) and took 2-3.4x that (540 bytes a position for 8 windows of effective-length)
+    three = ("--L", "400K", "--L", "300K", "--L", "200K")
+    effective = run("plot", "effective-length", path, *three, "--out", tmp_path / "e.png")
+    assert (
+        "Error: --L 409,600 (3 windows) needs ~131.1 MB of memory (a figure of 3 curves over positions, 320 bytes"
+        in (effective.output)
+    )
+    regimes = ("--regime", "natural", "--regime", "concat")
+    frequency = run("plot", "frequency", path, "--L", "400K", *regimes, "--out", tmp_path / "f.png")
+    assert "Error: --L 409,600 (2 regimes) needs ~81.9 MB of memory (a figure of 2 curves" in frequency.output
+    figures = run("plot", "scan", path, "--L", "100K", "--out", tmp_path / "figs")
+    assert figures.exit_code == 1 and (
+        "Error: --L 102,400 (1 window, 1 regime, 16 sources) needs ~106.5 MB of memory (a figure of 18 curves over "
+        "positions, 1040 bytes per position)"
+    ) in " ".join(figures.output.split())
 
 
 def test_effective_length_names_its_own_budget_option(tmp_path, hist_file):

@@ -6,6 +6,7 @@ from matplotlib.backends.backend_agg import FigureCanvasAgg
 from plot_helpers import assert_labelled
 
 from freqlab import FreqlabError, LengthHistogram, position_frequency, share_at_most
+from freqlab.histogram import combine_sources
 from freqlab.plots import length_ccdf, plot_sources
 
 
@@ -13,6 +14,24 @@ def test_length_ccdf_is_exact():
     x, p = length_ccdf(LengthHistogram.from_counts([1, 2, 4, 10], [5, 3, 1, 1]))
     assert x.tolist() == [1, 2, 4, 10]
     assert p.tolist() == [1.0, 0.5, 0.2, 0.1]
+
+
+def drawn_at(line, x: float) -> float:
+    """The value a step line shows at ``x``, as matplotlib draws it (its drawstyle)."""
+    xs, ys = np.asarray(line.get_xdata()), np.asarray(line.get_ydata())
+    if line.get_drawstyle() == "steps-pre":  # ys[k] over (xs[k-1], xs[k]]
+        return float(ys[np.searchsorted(xs, x, side="left")])
+    assert line.get_drawstyle() == "steps-post"  # ys[k] over [xs[k], xs[k+1])
+    return float(ys[np.searchsorted(xs, x, side="right") - 1])
+
+
+def test_the_ccdf_drawn_is_the_share_of_documents_at_least_x_long_between_lengths():
+    """A review: drawn "post", P(len >= previous length) was held up to the next length: 1.0 at x = 500 for lengths
+    10, 10, 10, 1000, where 1 of 4 documents is at least 500 long."""
+    h = combine_sources({"a": LengthHistogram.from_lengths([10, 10, 10, 1000])})
+    total = plot_sources(h, 2048).axes[0].lines[0]
+    for x, expected in ((5, 1.0), (10, 1.0), (11, 0.25), (500, 0.25), (1000, 0.25)):
+        assert drawn_at(total, x) == expected, x
 
 
 def test_sources_figure_has_one_series_per_source_plus_total(sourced):
