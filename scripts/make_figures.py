@@ -86,7 +86,7 @@ def figures(h: LengthHistogram) -> dict[str, tuple[Callable, str]]:
         "fig1_regimes": (
             lambda: plots.plot_regimes(h, L),
             "STRING Fig. 1a/b/c: natural, uniform, concat, L = 2048 (2K); bars: % of segments per bin of 64 positions; "
-            "one scale per axis across the panels",
+            "f(i) on one scale across the panels, the bars on each panel's own",
         ),
         "fig1_natural": (
             lambda: plots.plot_position_frequency(h, L),

@@ -201,10 +201,12 @@ def require_scan_figures(Ls, regimes, sources: int) -> None:
     _require_curves(max(Ls), curves + sources + 1, what, base=SCAN_BYTES_PER_WINDOW * len(Ls))
 
 
-def _require_source_curves(L: int, h) -> None:
-    """:func:`_require_curves` of a figure with one curve per source and one of them all."""
+def _require_source_curves(L: int, h, note: str = "") -> None:
+    """:func:`_require_curves` of a figure with one curve per source and one of them all (``note``: where L came
+    from, when the user gave none).
+    """
     sources = len(h.sources or {})
-    _require_curves(L, sources + 1, f"{sources} sources" if sources else "")
+    _require_curves(L, sources + 1, "; ".join(x for x in (note, f"{sources} sources" if sources else "") if x))
 
 
 def _drawable(ctx: click.Context, param, value):
@@ -360,7 +362,8 @@ def exposure_command(hist, L, regime, weights, out, formats, size, dpi, as_json)
     h = _histogram(hist, regime, weights)
     window = L if L is not None else (int(h.lengths[-1]) if h.lengths.size else 1)  # the longest document
     if window <= MAX_POSITIONS:  # sized as the other figures, before anything is drawn (a review: it had no check);
-        _require_source_curves(window, h)  # a longer one is plot_exposure's to name
+        # a longer one is plot_exposure's to name
+        _require_source_curves(window, h, "" if L is not None else "the longest document: no --L given")
     _save(plot_exposure(h, L, regime, size=size), out, formats, dpi, as_json)
 
 

@@ -51,29 +51,32 @@ def plot_exposure(histogram, L: int | None = None, regime: str = "natural", *, s
     thresholds = thresholds_below(window)
     rows = source_tails(h, window, regime, thresholds)
     parts = [*(h.sources or {}).values(), h]  # as source_tails' rows: the total last
+    # a source without tokens (weighted 0) has no curve and no bars: f/f(0) would divide by zero (a review)
+    drawn = [(row, part) for row, part in zip(rows, parts, strict=True) if part.tokens > 0 or part is h]
+    labels = [position_label(t) for t in thresholds]
     with freqlab_style():
         fig, (left, right) = new_figure(size, aspect=0.36, ncols=2)
-        width = 0.8 / len(rows)
-        for k, (row, part) in enumerate(zip(rows, parts, strict=True)):
+        width = 0.8 / len(drawn)
+        for k, (row, part) in enumerate(drawn):
             name = plain(row["source"])
-            total = k == len(rows) - 1
+            total = k == len(drawn) - 1
             color = "black" if total else PALETTE[k % len(PALETTE)]
             f = position_frequency(part.lengths, part.counts, window, regime)
             left.plot(np.arange(window), f / f[0], color=color, lw=1.6 if total else 1.0, label=name)
             shares = [100 * v for v in row["tails"].values()]
             right.bar(
-                np.arange(len(thresholds)) + (k - (len(rows) - 1) / 2) * width, shares, width, color=color, label=name
+                np.arange(len(thresholds)) + (k - (len(drawn) - 1) / 2) * width, shares, width, color=color, label=name
             )
         axis = 1 << max(window - 1, 1).bit_length()  # ticks at quarters of a power of two, K = 1024
         position_xaxis(left, axis, "context c (tokens of same-document left context)")
         left.set_ylim(0, 1.02)
         left.set_ylabel("f(c) / f(0)")
         left.set_title("tokens with at least c tokens of context")
-        right.set_xticks(np.arange(len(thresholds)), [position_label(t) for t in thresholds])
-        right.set_xlabel(with_units("context at least", "K = 1024"))
+        right.set_xticks(np.arange(len(thresholds)), labels)
+        right.set_xlabel(with_units("context at least", "K = 1024" if any("K" in label for label in labels) else ""))
         right.set_ylabel("share of the source's tokens (%)")
         right.set_title("share of tokens beyond each context length")
         # every source's line, named: get_legend_handles_labels leaves out labels starting with "_" (a source "_x")
-        fig.legend(left.lines, [line.get_label() for line in left.lines], loc="outside lower center", ncols=len(rows))
+        fig.legend(left.lines, [line.get_label() for line in left.lines], loc="outside lower center", ncols=len(drawn))
         panel_letters((left, right))
     return fig

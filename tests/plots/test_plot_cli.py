@@ -219,3 +219,13 @@ def test_effective_length_names_its_own_budget_option(tmp_path, hist_file):
         run("plot", "effective-length", hist_file, "--budget", "1T", "--out", tmp_path / "e.png", "--json").output
     )
     assert data["budget"]["training_tokens_from"] == "budget option"
+
+
+def test_exposure_sized_at_the_longest_document_says_no_l_was_given(tmp_path, monkeypatch):
+    """A review: "--L 500,000,000 needs ~80.0 GB" named an option the user had not given."""
+    path = LengthHistogram.from_lengths([5_000_000]).to_parquet(tmp_path / "long.parquet")
+    monkeypatch.setenv("FREQLAB_MEMORY_BYTES", str(100_000_000))
+    result = run("plot", "exposure", path, "--out", tmp_path / "x.png")
+    assert result.exit_code == 1 and result.output.startswith(
+        "Error: --L 5,000,000 (the longest document: no --L given) needs ~800.0 MB of memory"
+    ), result.output

@@ -44,3 +44,15 @@ def test_a_source_named_with_a_leading_underscore_is_in_the_legend():
     fig = plot_exposure(h, 1024)
     labels = [text.get_text() for text in fig.legends[0].get_texts()]
     assert labels[:2] == ["_private", "web \\$"] and len(labels) == 3  # the sources, then all of them
+
+
+def test_a_source_without_tokens_has_no_curve_and_no_warning(recwarn):
+    """A review: a source weighted 0 divided f/f(0) by zero (a RuntimeWarning) and was listed without a curve; and
+    thresholds written out (375, 750, 1500 for L = 3000) were labelled K = 1024 all the same."""
+    h = combine_sources({"a": LengthHistogram.from_lengths([100, 5000]), "b": LengthHistogram.from_counts([], [])})
+    fig = plot_exposure(h, 3000)
+    left, right = fig.axes[:2]
+    assert [line.get_label() for line in left.lines] == ["a", "(all)"]
+    assert len(right.patches) == 2 * 3 and not [w for w in recwarn if issubclass(w.category, RuntimeWarning)]
+    assert [t.get_text() for t in right.get_xticklabels()] == ["375", "750", "1500"]
+    assert right.get_xlabel() == "context at least"
