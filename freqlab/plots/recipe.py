@@ -70,12 +70,16 @@ def plot_recipe(result, tau: float | None = None, *, size="two-column", columns:
         fig, axes = new_figure(size, aspect=0.32 * rows + 0.08, nrows=rows, ncols=cols, squeeze=False)
         flat = list(axes.flat)
         top = max(float(result.stage_scaled(k, kind).max()) for k in range(len(stages)) for kind in kinds)
+        floor = max(tau / 1e3, 1.0)  # the axis starts three decades under tau: how far training goes below, said
         for k, (ax, stage) in enumerate(zip(flat, stages)):
+            below = 0  # the last position trained at all, where the curves run under the axis's floor
             for kind in kinds:
                 scaled = result.stage_scaled(k, kind)
                 if not scaled.any():
                     continue
                 reach = int(np.flatnonzero(scaled)[-1]) + 1
+                if scaled[reach - 1] < floor:
+                    below = max(below, reach - 1)
                 front = kind.kind != "global"  # a capped kind coincides with the global curve below its reach: on top
                 ax.plot(
                     np.arange(reach),
@@ -88,7 +92,10 @@ def plot_recipe(result, tau: float | None = None, *, size="two-column", columns:
             ax.axhline(tau, color=COLORS["threshold"], ls=":", lw=0.8, label=f"τ = {human_count(tau)}")
             ax.axvline(stage.L, color="0.6", ls="--", lw=0.6)
             ax.set_yscale("log")
-            ax.set_ylim(max(tau / 1e3, 1.0), top * 2)
+            ax.set_ylim(floor, top * 2)
+            if below:  # a review: the axis's floor made training seem to stop where the curve left the panel
+                note = f"below {human_count(floor)}: trained up to\ni = {below:,}"
+                ax.text(0.97, 0.04, note, transform=ax.transAxes, ha="right", va="bottom", fontsize=NOTE_SIZE)
             position_xaxis(ax, window)
             format_log_counts(ax.yaxis)
             ax.set_title(f"{plain(stage.name)}\nL = {position_label(stage.L)}, {human_count(stage.tokens)} tokens")

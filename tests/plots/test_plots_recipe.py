@@ -53,3 +53,17 @@ def test_tracks_of_one_final_kind_are_told_apart(histogram):
     fig = plot_recipe(schedule_frequency(parse_schedule(data, histogram=histogram)))
     colors = {line.get_label(): line.get_color() for line in fig.axes[2].lines}
     assert set(colors) == {"global (was swa256)", "global (was global)"} and len(set(colors.values())) == 2
+
+
+def test_a_panel_says_how_far_training_goes_below_its_floor():
+    """A review: the axis starts at tau/1000, and a curve leaving the panel there read as training that stops (gemma3's
+    extension stage: the panel ended at i = 61,730, positions were trained up to 98,558)."""
+    h = LengthHistogram.from_counts([100, 3000], [1000, 1])
+    data = {"tau": 1e6, "stages": [{"name": "only", "L": 4096, "tokens": "100M"}]}
+    result = schedule_frequency(parse_schedule(data, histogram=h))
+    fig = plot_recipe(result)
+    panel = fig.axes[0]
+    scaled = result.stage_scaled(0, LayerKind("global"))
+    last = int(np.flatnonzero(scaled)[-1])
+    assert last == 2999 and scaled[last] < 1e3  # under the floor, tau / 1000
+    assert [t.get_text() for t in panel.texts] == [f"below 1K: trained up to\ni = {last:,}"]
