@@ -21,7 +21,7 @@ from collections.abc import Iterable
 
 import numpy as np
 from matplotlib.axes import Axes
-from matplotlib.ticker import FixedLocator, Formatter, FuncFormatter
+from matplotlib.ticker import FixedLocator, Formatter, FuncFormatter, MaxNLocator
 
 from freqlab.errors import FreqlabError
 from freqlab.frequency.regime_table import human_count
@@ -36,9 +36,16 @@ POSITION_UNIT = "K = 1024"
 
 
 def count_label(y: float) -> str:
-    """Counts: written out below a million (1,500), decimal suffixes above (2.5e9 -> '2.5B')."""
+    """Counts: written out below a million (1,500), decimal suffixes above (2.5e9 -> '2.5B'); a mean below 1,000
+    that is no whole number to three digits (0.4, 12.5: rounded to whole numbers, 0.4 and 0.7 both read 0 or 1).
+
+    >>> count_label(1500), count_label(2.5e9), count_label(0.4), count_label(12.5), count_label(1234.5)
+    ('1,500', '2.5B', '0.4', '12.5', '1,234')
+    """
     if y == 0:
         return "0"
+    if abs(y) < 1000 and not float(y).is_integer():
+        return f"{y:.3g}"
     return f"{y:,.0f}" if abs(y) < 1e6 else human_count(y)
 
 
@@ -106,6 +113,8 @@ def format_positions(axis, L: int | None = None) -> None:
     """Tick a position (or length) axis at multiples of L/4 when L is given, labelled with K = 1024."""
     if L is not None and L >= 8:
         axis.set_major_locator(FixedLocator([round(k * L / 4) for k in range(5)]))
+    elif L is not None:  # positions are whole: no tick at 0.5 (a review)
+        axis.set_major_locator(MaxNLocator(integer=True))
     axis.set_major_formatter(PositionFormatter())
 
 
@@ -127,9 +136,14 @@ def count_tick_labels(values: Iterable[float]) -> list[str]:
 
     >>> count_tick_labels([0, 500_000, 1_000_000, 1_500_000]), count_tick_labels([0, 2500, 5000])
     (['0', '0.5M', '1M', '1.5M'], ['0', '2,500', '5,000'])
+    >>> count_tick_labels([0, 0.2, 0.4, 0.6, 0.8, 1.0])  # a tiny count axis: not 0, 0, 0, 1, 1, 1 (a review)
+    ['0.0', '0.2', '0.4', '0.6', '0.8', '1.0']
     """
     values = [float(v) for v in values]
     top = max((abs(v) for v in values), default=0.0)
+    if top < 1e6 and not all(v.is_integer() for v in values):  # ticks between whole counts: their decimals
+        decimals = next((d for d in range(1, 7) if all(abs(round(v, d) - v) < 1e-9 for v in values)), 6)
+        return [f"{v:,.{decimals}f}" for v in values]
     if top < 1e6:
         return [count_label(v) for v in values]
     scale, suffix = next((s, x) for s, x in ((1e12, "T"), (1e9, "B"), (1e6, "M")) if top >= s)

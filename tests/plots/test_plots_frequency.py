@@ -147,3 +147,15 @@ def test_bad_inputs_are_clear_errors():
         plot_position_frequency([1, 2, 3], 2048)
     with pytest.raises(FreqlabError, match="unknown regime"):
         plot_position_frequency(([5], [1]), 8, "zigzag")
+
+
+def test_a_toy_histogram_gets_ticks_that_say_their_values():
+    """A review: one 1-token document gave an f axis reading 0, 0, 0, 1, 1, 1 (ticks at 0.2, 0.4, ... rounded), and a
+    window below 8 positions ticks at 0.5, 1.5."""
+    fig = plot_position_frequency(LengthHistogram.from_lengths([1]), 4)
+    fig.canvas.draw()
+    positions = [t.get_text() for t in fig.axes[0].get_xticklabels()]
+    assert positions and all(label.isdigit() for label in positions)
+    for ax in fig.axes:
+        counts = [t.get_text() for t in ax.get_yticklabels()]
+        assert len(counts) == len(set(counts)), counts  # no two ticks of one axis read alike
