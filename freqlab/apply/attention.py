@@ -868,10 +868,23 @@ def model_window(model: Any) -> int:
     scaled window there (Gemma 3's linear factor 8 at 131072), or the original one that dynamic NTK grows from.
     """
     config = _text_config(model)
-    L = getattr(config, "max_position_embeddings", None)
-    if not isinstance(L, int) or L < 2:
-        raise FreqlabError(f"{type(model).__name__}: config has no usable max_position_embeddings ({L!r})")
-    rope = getattr(config, "rope_parameters", None) or getattr(config, "rope_scaling", None) or {}
+    L = config_window(lambda name: getattr(config, name, None))
+    if L is None:
+        found = getattr(config, "max_position_embeddings", None)
+        raise FreqlabError(f"{type(model).__name__}: config has no usable max_position_embeddings ({found!r})")
+    return L
+
+
+def config_window(get: Callable[[str], Any]) -> int | None:
+    """:func:`model_window` of a config read with ``get(name)`` (a loaded config's attribute, or a ``config.json``
+    dict's key: the probe checks plans before loading the model); None without a usable ``max_position_embeddings``.
+    """
+    L = get("max_position_embeddings")
+    if not isinstance(L, int) or isinstance(L, bool) or L < 2:
+        return None
+    rope = get("rope_parameters") or get("rope_scaling") or {}
+    if not isinstance(rope, dict):
+        return L
     tables = [rope] if "factor" in rope or "rope_type" in rope else [t for t in rope.values() if isinstance(t, dict)]
     for table in tables:  # one table, or one per layer kind (Gemma 3)
         factor, original = table.get("factor"), table.get("original_max_position_embeddings")

@@ -45,6 +45,7 @@ def _check_before_loading(model_dir: str, plans: list, lengths: str | None, step
     from pathlib import Path
 
     from freqlab.apply import check_model_type
+    from freqlab.apply.attention import config_window
     from freqlab.errors import FreqlabError
     from freqlab.plan.self_extend import _check_group
     from freqlab.plan.string import _check_shift
@@ -64,8 +65,8 @@ def _check_before_loading(model_dir: str, plans: list, lengths: str | None, step
             check_model_type(config["model_type"], allow_untested, override="--allow-untested")
         except FreqlabError as exc:
             raise click.BadParameter(str(exc), param_hint=option) from None
-    L = config.get("max_position_embeddings")
-    if not isinstance(L, int) or L < 2:
+    L = config_window(config.get)  # the window the loaded model's plans are checked against (model_window)
+    if L is None:
         return
     for name, values in plans:
         try:

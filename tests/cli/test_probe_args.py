@@ -59,3 +59,16 @@ def test_a_config_that_names_no_model_type_is_left_to_the_loaded_model(tmp_path)
     result = CliRunner().invoke(main, ["probe", str(tmp_path), "--string", "16,4", "--lengths", "240"])
     # past the checks before loading: loading fails (no model here; without torch, its extra is named)
     assert result.exit_code == 1 and "model type None" not in result.output, result.output
+
+
+@pytest.mark.parametrize("key", ["rope_parameters", "rope_scaling"])
+def test_a_yarn_model_s_plans_are_checked_against_the_window_its_rope_scales_to(tmp_path, key):
+    """A review: --string 1000,16 on a YaRN model (max_position_embeddings 512, factor 4) was refused against L = 512
+    where freqlab.apply takes model_window's 2048 (the STRING + YaRN shift lies between L and N)."""
+    rope = {"rope_type": "yarn", "factor": 4.0, "original_max_position_embeddings": 512, "rope_theta": 10000.0}
+    config = {"model_type": "llama", "max_position_embeddings": 512, key: rope}
+    (tmp_path / "config.json").write_text(json.dumps(config))
+    beyond = CliRunner().invoke(main, ["probe", str(tmp_path), "--string", "3000,16"])
+    assert beyond.exit_code == 2 and "(the model's window L = 2048)" in beyond.output
+    within = CliRunner().invoke(main, ["probe", str(tmp_path), "--string", "1000,16", "--lengths", "240"])
+    assert "Invalid value" not in within.output  # past the checks: loading fails, there is no model here
