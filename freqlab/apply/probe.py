@@ -393,6 +393,7 @@ def load_model(
 
     if not (Path(path) / "config.json").is_file():
         raise FreqlabError(f"{path}: cannot load a causal LM and its tokenizer offline (no config.json there)")
+    device = usable_device(torch, device)  # before loading: a bad one was a traceback after it (a review)
     try:
         tokenizer = transformers.AutoTokenizer.from_pretrained(path, local_files_only=True)
         model = transformers.AutoModelForCausalLM.from_pretrained(
@@ -408,8 +409,27 @@ def load_model(
         raise FreqlabError(
             f"{path}: cannot load a causal LM and its tokenizer offline ({type(exc).__name__}: {reason})"
         ) from None
-    device = device or ("cuda" if torch.cuda.is_available() else "cpu")
     return model.to(device).eval(), tokenizer
+
+
+def usable_device(torch: Any, device: str | None) -> Any:
+    """``device`` as a torch device this process can use (None: CUDA when there is one, else the CPU), or a
+    FreqlabError in one line naming it.
+    """
+    if device is None:
+        return torch.device("cuda" if torch.cuda.is_available() else "cpu")
+    try:
+        chosen = torch.device(device)
+    except (RuntimeError, TypeError, ValueError) as exc:
+        raise FreqlabError(f"device {device!r}: not a torch device ({brief_line(str(exc), 200)})") from None
+    backend = getattr(torch, chosen.type, None)  # torch.cuda, torch.mps, torch.xpu: each says if it is there
+    available = getattr(backend, "is_available", None)
+    if chosen.type != "cpu" and callable(available) and not available():
+        raise FreqlabError(f"device {device!r}: no {chosen.type} device is available to this process")
+    count = getattr(backend, "device_count", None)
+    if chosen.index is not None and callable(count) and chosen.index >= count():
+        raise FreqlabError(f"device {device!r}: this process sees {count()} {chosen.type} device(s)")
+    return chosen
 
 
 def hf_builder(tokenizer: Any, needles: int = NEEDLES) -> PromptBuilder:

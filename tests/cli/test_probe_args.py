@@ -72,3 +72,13 @@ def test_a_yarn_model_s_plans_are_checked_against_the_window_its_rope_scales_to(
     assert beyond.exit_code == 2 and "(the model's window L = 2048)" in beyond.output
     within = CliRunner().invoke(main, ["probe", str(tmp_path), "--string", "1000,16", "--lengths", "240"])
     assert "Invalid value" not in within.output  # past the checks: loading fails, there is no model here
+
+
+def test_a_device_this_process_cannot_use_is_one_line_before_loading(model_dir):
+    """A review: --device foo, or cuda on a machine without one, was a traceback after the model had loaded."""
+    torch = pytest.importorskip("torch")
+    bad = CliRunner().invoke(main, ["probe", str(model_dir), "--device", "foo", "--lengths", "32"])
+    assert bad.exit_code == 1 and bad.output.startswith("Error: device 'foo': not a torch device (")
+    if not torch.cuda.is_available():
+        cuda = CliRunner().invoke(main, ["probe", str(model_dir), "--device", "cuda:1", "--lengths", "32"])
+        assert cuda.output == "Error: device 'cuda:1': no cuda device is available to this process\n"
