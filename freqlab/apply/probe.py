@@ -27,6 +27,7 @@ from __future__ import annotations
 
 import math
 import re
+import shlex
 import warnings
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
@@ -466,12 +467,18 @@ def ruler_command(model: str, lengths: Sequence[int], batch_size: int = 1) -> st
 
     >>> print(ruler_command("./my-model", [4096, 8192]))
     lm_eval --model hf --model_args pretrained=./my-model,max_length=8192 --tasks ruler --metadata='{"max_seq_lengths":[4096,8192]}' --batch_size 1
+    >>> print(ruler_command("/models/my model", [4096]))  # quoted for the shell (a review)
+    lm_eval --model hf --model_args 'pretrained=/models/my model,max_length=4096' --tasks ruler --metadata='{"max_seq_lengths":[4096]}' --batch_size 1
     """  # noqa: E501
     lengths = sorted({int(n) for n in lengths})
     if not lengths:
         raise FreqlabError("no lengths for the RULER command")
     metadata = '{"max_seq_lengths":[' + ",".join(str(n) for n in lengths) + "]}"
-    return (
-        f"lm_eval --model hf --model_args pretrained={model},max_length={lengths[-1]} --tasks ruler "
-        f"--metadata='{metadata}' --batch_size {batch_size}"
+    arguments = shlex.quote(f"pretrained={model},max_length={lengths[-1]}")  # a path with a space: one argument
+    command = (
+        f"lm_eval --model hf --model_args {arguments} --tasks ruler --metadata={shlex.quote(metadata)} "
+        f"--batch_size {batch_size}"
     )
+    if "," in model:  # lm_eval splits --model_args at every comma, quoted or not
+        command += "  # the model path's comma splits --model_args: link the model to a path without one"
+    return command

@@ -98,6 +98,11 @@ def point_from_frequency(
     if isinstance(effective_length, bool) or int(effective_length) != effective_length:
         raise FreqlabError(f"{label or 'point'}: effective length {effective_length!r} is not a whole position")
     E = int(effective_length)
+    if f_T.size == E:  # a probe that passed every length up to the window: E is at least L, not known
+        raise FreqlabError(
+            f"{label or 'point'}: effective length {E} is the whole window (every tested length passed): a lower "
+            "bound, not a measurement, tells no tau; leave the row out, or probe past the window"
+        )
     if not 0 <= E < f_T.size:
         raise FreqlabError(f"{label or 'point'}: effective length {E} is outside the window 0..{f_T.size - 1}")
     following = E + 1 if next_length is None else int(next_length)

@@ -502,10 +502,14 @@ def test_a_truncated_or_gapped_lit_gpt_run_is_refused(tmp_path):
     lit_run(tmp_path, "p", [[5, 6, 2], [7, 7, 7, 7, 2], [8, 2], [3, 3, 3, 2]], chunk_size=4, sep=2)
     path = tmp_path / "p_0000000001.bin"
     os.truncate(path, path.stat().st_size - 2)
-    with pytest.raises(FreqlabError, match=r"p_0000000001\.bin: 3 tokens, but its header's chunk size is 4 .*truncated"):
+    with pytest.raises(
+        FreqlabError, match=r"p_0000000001\.bin: 3 tokens, but its header's chunk size is 4 .*truncated"
+    ):
         open_corpus(str(tmp_path), read=ReadOptions(eos_id=2))
     path.unlink()
-    with pytest.raises(FreqlabError, match=r"p_0000000000\.bin: the next chunk of its run, p_0000000001\.bin, is missing"):
+    with pytest.raises(
+        FreqlabError, match=r"p_0000000000\.bin: the next chunk of its run, p_0000000001\.bin, is missing"
+    ):
         open_corpus(str(tmp_path), read=ReadOptions(eos_id=2))
 
 

@@ -289,3 +289,12 @@ def test_an_effective_length_of_0_is_refused_saying_what_it_means(tmp_path):
     for value in (0, "0"):
         with pytest.raises(FreqlabError, match=r"^runs.csv:2: effective_length 0 \(freqlab probe's answer when no"):
             point_from_record({"_where": "runs.csv:2", "effective_length": value, "occurrences": "100B"})
+
+
+def test_a_probe_that_passed_every_length_is_a_lower_bound_not_a_point():
+    """A review: E = L (every probed length up to the window passed) was refused as "outside the window 0..L-1",
+    with nothing said of why or what to do."""
+    with pytest.raises(
+        FreqlabError, match=r"run 3: effective length 4 is the whole window .*leave the row out, or probe"
+    ):
+        point_from_frequency([4, 3, 2, 1], tokens=400, effective_length=4, label="run 3")
