@@ -911,6 +911,10 @@ def apply_self_extend(model: Any, G: int, w_n: int, backend: str = "auto", flash
 def remove(model: Any) -> Any:
     """See :func:`freqlab.apply.remove`."""
     previous = _PREVIOUS.pop(model, None)
+    if previous is None and _text_config(model)._attn_implementation in _OWN_NAMES:
+        # a deep copy (or unpickled copy) of an applied model: set up as _apply does for one (a review: it could neither
+        # run nor be removed)
+        previous = "sdpa" if getattr(model, "_supports_sdpa", False) else "eager"
     if previous is None:
         raise FreqlabError("no STRING or Self-Extend was applied to this model")
     _set_implementation(model, previous)

@@ -334,6 +334,21 @@ def test_remove_restores_the_stock_model():
     torch.testing.assert_close(_logits(copy, ids), stock, rtol=0, atol=0)
 
 
+def test_a_deep_copy_of_an_applied_model_can_be_removed_to_stock():
+    """A review: a deep copy kept freqlab_string as its implementation, refused every forward, and remove() said no
+    plan was applied to it. It goes back to sdpa (the implementation before freqlab's is unknown to a copy)."""
+    model = tiny_model("qwen2")
+    ids = _ids()
+    stock = _logits(model, ids)
+    fa.string(model, 16, 4)
+    copy = __import__("copy").deepcopy(model)
+    with pytest.raises(FreqlabError, match="was set on a model it was not applied to"):
+        copy(ids)
+    fa.remove(copy)
+    assert copy.config._attn_implementation == "sdpa"
+    torch.testing.assert_close(_logits(copy, ids), stock, rtol=0, atol=0)
+
+
 def _attention_layers(model) -> list:
     return [m for name, m in model.named_modules() if name.endswith("self_attn")]
 
