@@ -414,22 +414,28 @@ def plot_effective_length(
     grid = np.geomspace(lo, hi, int(points))
     with freqlab_style():
         fig, (left, right) = new_figure(size, aspect=0.34, ncols=2)
+        highest = 0  # the largest effective length drawn in (a): its axis is ticked for the data, not for max(Ls)
         for k, L in enumerate(Ls):
             color = PALETTE[k % len(PALETTE)]
             f = position_frequency(h.lengths, h.counts, L, regime, seed=seed)
-            left.plot(grid, effective_length_curve(f, grid, tau), color=color, label=f"L = {position_label(L)}")
+            curve = effective_length_curve(f, grid, tau)
+            highest = max(highest, int(np.max(curve)))
+            left.plot(grid, curve, color=color, label=f"L = {position_label(L)}")
             f_T = scale_to_budget(f, budget)
             right.plot(np.arange(1, L), f_T[1:], color=color, label=f"L = {position_label(L)}")
             E = effective_length(f, budget, tau)
             if 0 < E < L - 1:
                 right.plot([E], [f_T[E]], "o", color=color, ms=3.5)
+                # each window's label a line above the one before: two dots close together stay readable
+                offset = (3, 4 + (NOTE_SIZE + 2) * k)
                 right.annotate(
-                    position_label(E), (E, f_T[E]), textcoords="offset points", xytext=(3, 4), fontsize=NOTE_SIZE
+                    position_label(E), (E, f_T[E]), textcoords="offset points", xytext=offset, fontsize=NOTE_SIZE
                 )
         left.set_xscale("log")
         left.set_xlim(lo, hi)
         left.set_ylim(bottom=0)
-        format_positions(left.yaxis, max(Ls))
+        # ticks at quarters of the power of two above the data (L = 2K beside 256K: not 0 and 64K alone)
+        format_positions(left.yaxis, 1 << max(highest - 1, 1).bit_length() if highest else max(Ls))
         format_log_counts(left.xaxis)
         left.set_xlabel(with_units("training tokens T", count_units(left.xaxis)))
         left.set_ylabel(with_units("predicted effective length", position_units(left.yaxis)))
@@ -437,12 +443,12 @@ def plot_effective_length(
         left.legend(loc="upper left")
         right.set_yscale("log")
         right.axhline(tau, color=COLORS["threshold"], ls="--", lw=0.8)
-        right.text(
-            0.01,
+        right.text(  # at the right end, away from the dots and their labels
+            0.99,
             tau,
             f"τ = {count_label(tau)}",
             transform=right.get_yaxis_transform(),
-            ha="left",
+            ha="right",
             va="bottom",
             fontsize=NOTE_SIZE,
             color=COLORS["threshold"],

@@ -159,3 +159,19 @@ def test_a_toy_histogram_gets_ticks_that_say_their_values():
     for ax in fig.axes:
         counts = [t.get_text() for t in ax.get_yticklabels()]
         assert len(counts) == len(set(counts)), counts  # no two ticks of one axis read alike
+
+
+def test_effective_length_axes_are_ticked_for_the_data_and_dot_labels_do_not_overlap():
+    """A review: beside L = 256K, panel (a) ticked quarters of 256K (only 0 under curves reaching ~43K), and in (b)
+    the labels of the dots printed over the tau label."""
+    rng = np.random.default_rng(0)
+    h = LengthHistogram.from_lengths(np.maximum(1, rng.lognormal(6.5, 1.5, 3000).astype(np.int64)))
+    fig = plot_effective_length(h, [2048, 262144], budget=10**12, tau=10**11)
+    fig.canvas.draw()
+    left, right = fig.axes[:2]
+    bottom, top = left.get_ylim()
+    shown = [t for t in left.get_yticks() if bottom <= t <= top]
+    assert len(shown) >= 3, shown
+    boxes = [t.get_window_extent() for t in right.texts]
+    assert len(boxes) == 3  # two dots' labels and tau's
+    assert not any(a.overlaps(b) for k, a in enumerate(boxes) for b in boxes[k + 1 :])
