@@ -143,29 +143,42 @@ def best_fit_fills(chunk_lengths: np.ndarray, chunk_counts: np.ndarray, L: int) 
 
 @njit(cache=True)
 def megatron_walk(
-    sequence_lengths: np.ndarray, ends_document: np.ndarray, L: int, windows: int, consumed: np.ndarray
+    order: np.ndarray,
+    sequence_lengths: np.ndarray,
+    cut_starts: np.ndarray,
+    cut_offsets: np.ndarray,
+    L: int,
+    windows: int,
+    consumed: np.ndarray,
 ) -> np.ndarray:
     """Segments of Megatron GPT windows with ``reset_attention_mask``: ``counts[l]`` segments of l tokens.
 
-    The sequences (in the trainer's order) form one token stream; window w's inputs are tokens
-    ``[w·L, (w+1)·L)``; an EOD (the last token of a sequence that ends a document, ``ends_document``) ends a
-    segment, as do window boundaries. Only windows with ``consumed[w]`` count (all when ``consumed`` is
-    empty). O(sequences + windows).
+    The sequences ``order`` names (the trainer's stream, a sequence id per entry) form one token stream; window w's
+    inputs are tokens ``[w·L, (w+1)·L)``; a segment ends after each EOD token, at offsets
+    ``cut_offsets[cut_starts[j]:cut_starts[j + 1]]`` (ascending) within sequence j, and at window boundaries. Only
+    windows with ``consumed[w]`` count (all when ``consumed`` is empty). O(stream + EODs + windows).
     """
     counts = np.zeros(L + 1, dtype=np.int64)
     limit = windows * L  # tokens covered by the windows' inputs
     every = consumed.shape[0] == 0
     start = 0  # of the current segment
     position = 0  # stream position after the sequences walked so far
+    before = 0  # stream position where the current sequence starts
+    c = 0  # the next cut of the current sequence, up to c_end
+    c_end = 0
     k = 0
-    n = sequence_lengths.shape[0]
+    n = order.shape[0]
     while start < limit:
-        if k < n:
-            position += sequence_lengths[k]
-            cut = position if ends_document[k] and sequence_lengths[k] > 0 else -1
+        if c < c_end:
+            cut = before + cut_offsets[c] + 1
+            c += 1
+        elif k < n:
+            j = order[k]
+            before = position
+            position += sequence_lengths[j]
+            c, c_end = cut_starts[j], cut_starts[j + 1]
             k += 1
-            if cut == -1:
-                continue
+            continue
         else:
             cut = limit  # the stream ran out: close what is left
         cut = min(cut, limit)

@@ -13,11 +13,12 @@ samples in the tests), replayed here with numpy only, in O(sequences):
 3. Samples are windows of ``L + 1`` tokens at stride L over that stream, ``(E·T - 1) // L`` of them; the
    trainer takes the first ``--train-samples`` in the order of a shuffled ``arange`` (the same RandomState).
 4. Without ``--reset-attention-mask`` each window's L input tokens are one segment: f(i) = windows · (L - i).
-   With it, a segment ends after every EOD token among the inputs; the EOD is the last token of each
-   document's last sequence, as ``preprocess_data.py --append-eod`` writes it (when the corpus's EOS check
-   finds no EOS appended, there is nothing to reset at). Megatron's mask cuts at every token equal to the EOD id,
-   so a document whose text holds it (``<|endoftext|>`` tokenized as the special token) is cut there too: not
-   replayed (only the index is read, not the tokens).
+   With it, a segment ends after every EOD token among the inputs: the last token of each document, as
+   ``preprocess_data.py --append-eod`` writes it, and any other token with its id (a document whose text holds
+   ``<|endoftext|>``, tokenized as the special token, is cut there too). The EOD id is the one the corpus's EOS
+   check finds the documents ending with, and ``PREFIX.bin`` is read once for its EOD tokens (O(tokens), at the
+   disk's speed; the replay itself reads the index only). When the check finds no EOD appended, Megatron's id is
+   not known here: no cut is replayed.
 5. A blend (``--data-path W1 P1 W2 P2``) normalises the weights, builds each prefix's dataset for
    ``ceil(ceil(N·w)·1.005)`` samples (N = ``--train-samples``), and takes the first N samples of the blend,
    each from the prefix whose count lags its weight most (megatron-core's ``build_blending_indices``).
@@ -233,12 +234,13 @@ def normalize(weights: list[float]) -> list[float]:
 
 
 def megatron_segments(
-    L: int, options: MegatronOptions | None, *, histogram=None, seed: int = 0, eod: bool | None = None
+    L: int, options: MegatronOptions | None, *, histogram=None, seed: int = 0, eod: int | bool | None = None
 ):
     """Segments of the ``megatron`` regime at window (``--seq-length``) L: exact from ``options.data_path``,
     else an approximation from ``histogram`` (``pack`` with ``reset_attention_mask``, else ``concat``).
 
-    ``eod``: whether documents end with an EOD token (None: as the indexes' EOS check finds).
+    ``eod``: the EOD token id (None or True: the one the indexes' EOS check finds documents ending with; False: no
+    EOD, nothing to reset at).
     """
     options = options or MegatronOptions()
     blend = options.blend()
@@ -254,7 +256,7 @@ def megatron_segments(
     return Segments(nonzero.astype(np.int64), counts[nonzero], L, "megatron")
 
 
-def megatron_counts(L: int, options: MegatronOptions, blend, eod: bool | None) -> np.ndarray:
+def megatron_counts(L: int, options: MegatronOptions, blend, eod: int | bool | None) -> np.ndarray:
     """Exact segment-length counts (index l: segments of l tokens) of the windows the trainer reads."""
     from freqlab.corpus.megatron import read_index
 
@@ -301,14 +303,47 @@ def _replay(index, lengths, begin: int, end: int, L: int, build, take, options: 
     consumed = dataset.consumed(take)
     used = dataset.windows if consumed.size == 0 else int(np.count_nonzero(consumed))
     counts = np.zeros(L + 1, np.int64)
-    if not options.reset_attention_mask or not _has_eod(index, eod):
+    eod_id = _eod_id(index, eod) if options.reset_attention_mask else None
+    if eod_id is None:
         counts[L] = used
         return counts
-    ends_document = np.zeros(index.sequences + 1, bool)
-    ends_document[np.asarray(index.document_indices[1:], np.int64)] = True
-    ends_document = ends_document[1:]  # sequence j ends a document when j + 1 is a document end
-    order = dataset.sequence_order.astype(np.int64)
-    return megatron_walk(lengths[order].astype(np.int64), ends_document[order], L, dataset.windows, consumed)
+    with doing(f"reading {index.bin_path} for its EOD tokens (id {eod_id})"):
+        cut_starts, cut_offsets = eod_cuts(index, eod_id)
+    order = dataset.sequence_order
+    return megatron_walk(order, np.asarray(lengths, np.int64), cut_starts, cut_offsets, L, dataset.windows, consumed)
+
+
+#: tokens of a ``.bin`` compared with the EOD id at a time
+EOD_CHUNK_TOKENS = 1 << 24
+
+
+def eod_cuts(index, eod_id: int) -> tuple[np.ndarray, np.ndarray]:
+    """Where Megatron's reset mask cuts within each sequence: the offsets of the tokens equal to ``eod_id`` (it cuts
+    after each), as ``(starts, offsets)``: sequence j's are ``offsets[starts[j]:starts[j + 1]]``, ascending.
+
+    >>> from types import SimpleNamespace
+    >>> index = SimpleNamespace(tokens=lambda: np.array([5, 2, 7, 2, 2, 9], np.int32), dtype=np.dtype(np.int32),
+    ...                         sequence_pointers=np.array([0, 8, 20]), sequence_lengths=np.array([2, 3, 1]))
+    >>> starts, offsets = eod_cuts(index, 2)  # sequences [5 2] [7 2 2] [9]
+    >>> starts.tolist(), offsets.tolist()
+    ([0, 1, 3, 3], [1, 1, 2])
+    """
+    tokens = index.tokens()
+    first = np.asarray(index.sequence_pointers, np.int64) // index.dtype.itemsize  # sequences lie back to back
+    sizes = np.asarray(index.sequence_lengths, np.int64)
+    found = []
+    for a in range(0, tokens.size, EOD_CHUNK_TOKENS):
+        hits = np.flatnonzero(np.asarray(tokens[a : a + EOD_CHUNK_TOKENS]) == eod_id)
+        if hits.size:
+            found.append(hits.astype(np.int64) + a)
+    at = np.concatenate(found) if found else np.zeros(0, np.int64)
+    sequence = np.searchsorted(first, at, side="right") - 1  # an empty sequence shares the next one's start
+    offsets = at - first[np.maximum(sequence, 0)]
+    inside = (sequence >= 0) & (offsets < sizes[np.maximum(sequence, 0)])
+    sequence, offsets = sequence[inside], offsets[inside]
+    starts = np.zeros(sizes.size + 1, np.int64)
+    np.cumsum(np.bincount(sequence, minlength=sizes.size), out=starts[1:])
+    return starts, offsets
 
 
 def _require_memory(
@@ -316,8 +351,9 @@ def _require_memory(
 ) -> None:
     """Refuse, naming ``--epochs`` or ``--train-samples``, a replay whose arrays exceed the memory available: the
     stream of E epochs' sequence ids (int32, and a copy when the last epoch is shuffled alone), the sample order
-    (uint32 or int64, and a copy) and the mask of the samples taken; with ``--reset-attention-mask`` also the stream's
-    lengths (int64, twice) and end-of-document flags.
+    (uint32 or int64, and a copy) and the mask of the samples taken; with ``--reset-attention-mask`` also the
+    sequences' first tokens, lengths and cut bounds (int64 each) and the EOD offsets (int64; about one per document:
+    each sequence's bound).
     """
     tokens = int(np.sum(lengths[begin:end], dtype=np.int64))
     if tokens <= 1:
@@ -325,7 +361,8 @@ def _require_memory(
     epochs = _epochs(tokens, samples, L)
     stream = epochs * (end - begin)
     windows = (epochs * tokens - 1) // L
-    needed = stream * (8 + (17 if reset else 0)) + windows * (2 * (4 if windows < 2**32 - 1 else 8) + 1)
+    sequences = lengths.size if reset else 0
+    needed = stream * 8 + sequences * 4 * 8 + windows * (2 * (4 if windows < 2**32 - 1 else 8) + 1)
     option = (
         f"--epochs {options.epochs:,}"
         if options.epochs is not None
@@ -338,10 +375,14 @@ def _require_memory(
     )
 
 
-def _has_eod(index, eod: bool | None) -> bool:
-    """Whether documents end with an EOD: ``eod`` when given, else the EOS check of the index's documents."""
-    if eod is not None:
-        return eod
+def _eod_id(index, eod: int | bool | None) -> int | None:
+    """The EOD id the reset mask cuts at: ``eod`` when given as an id, else the token the EOS check of the index's
+    documents finds them ending with (None: none, or ``eod`` False).
+    """
+    if eod is False:
+        return None
+    if eod is not None and eod is not True:
+        return int(eod)
     from freqlab.corpus.token_files import EOS_CHECKED, EosCheck
 
     check = EosCheck()
@@ -351,7 +392,8 @@ def _has_eod(index, eod: bool | None) -> bool:
         raise
     except ValueError as exc:  # a corrupt index among the first documents
         raise FreqlabError(f"{index.prefix}.idx: {exc}") from None
-    return bool(check.describe()["eos"]["appended"])
+    described = check.describe()["eos"]
+    return int(described["eos_id"]) if described["appended"] else None
 
 
 def replay_options(

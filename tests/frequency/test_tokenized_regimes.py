@@ -78,6 +78,41 @@ def test_megatron_walk_against_the_token_stream():
     assert segment_frequency(megatron_segments(L, options)).tolist() == expected
 
 
+@pytest.mark.parametrize(("seed", "L", "samples"), [(0, 16, 30), (1, 7, 60), (2, 33, None), (3, 5, 200)])
+def test_an_eod_inside_a_document_is_cut_at_as_megatron_s_mask_does(tmp_path, seed, L, samples):
+    """A review: Megatron's reset mask cuts after every token equal to the EOD id (a text holding <|endoftext|>,
+    tokenized as the special token), where the replay cut only at document ends (12,863 segments against 3,225)."""
+    from freqlab.corpus.megatron import read_index
+
+    from ..corpus.tokenized_writers import write_megatron
+
+    rng = np.random.default_rng(seed)
+    documents = []
+    for _ in range(60):
+        tokens = [*rng.integers(3, 50, int(rng.integers(0, 25))).tolist(), 2]  # --append-eod
+        inner = rng.integers(0, len(tokens), int(rng.integers(0, 3)))  # EOD ids inside the text
+        for at in inner:
+            tokens[at] = 2
+        cut = int(rng.integers(1, len(tokens))) if len(tokens) > 2 and rng.random() < 0.4 else len(tokens)
+        documents.append([tokens[:cut], tokens[cut:]] if cut < len(tokens) else [tokens])  # split sentences too
+    write_megatron(tmp_path / "c", documents)
+    index = read_index(str(tmp_path / "c.idx"))
+    tokens = np.asarray(index.tokens())
+    begin, end = train_range("969,30,1", index.sequences)
+    dataset = MegatronDataset.build(np.asarray(index.sequence_lengths), begin, end, L, samples, 1234)
+    starts = np.asarray(index.sequence_pointers) // tokens.itemsize
+    stream = [int(t) for s in dataset.sequence_order for t in tokens[starts[s] : starts[s] + index.sequence_lengths[s]]]
+    taken = dataset.windows if samples is None else samples
+    windows = sorted(int(w) for w in dataset.shuffle[:taken])
+    expected = frequency_of_segments(megatron_windows(stream, 2, L, windows, True), L)
+    options = MegatronOptions(str(tmp_path / "c"), 1234, "969,30,1", True, samples)
+    assert segment_frequency(megatron_segments(L, options)).tolist() == expected
+    assert segment_frequency(megatron_segments(L, options, eod=2)).tolist() == expected  # the id given
+    whole = MegatronOptions(str(tmp_path / "c"), 1234, "969,30,1", True, samples)
+    no_reset = segment_frequency(megatron_segments(L, whole, eod=False)).tolist()
+    assert no_reset == [len(windows) * (L - i) for i in range(L)]
+
+
 def test_megatron_without_reset_is_whole_windows():
     options = MegatronOptions(str(DATA / "single"), reset_attention_mask=False, epochs=2)
     tokens = int(np.sum(np.fromfile(DATA / "single.idx", np.int32, offset=34, count=120)[:116]))  # 969,30,1: 116
