@@ -3,7 +3,8 @@ r"""Mixture and schedule files: read within bounds, before any value is looked a
 A mixture (``--weights FILE``) or a schedule is a few lines of YAML or JSON. :func:`read_config_file` refuses, in
 one line naming the file, whatever could cost more than its text: a file over :data:`MAX_CONFIG_BYTES` (1 MiB),
 YAML anchors and aliases (``&a`` / ``*a``: a 452-byte "billion laughs" file of lists that reuse each other grows to
-gigabytes once its values are walked), nesting deeper than :data:`MAX_DEPTH` (the deepest documented shape is the
+gigabytes once its values are walked), plain values that YAML 1.1 (PyYAML) and YAML 1.2 read differently (``01024``,
+``1:30``, ``no``: quoted, they are text), nesting deeper than :data:`MAX_DEPTH` (the deepest documented shape is the
 recipe presets file: its mapping > preset > ``stages`` > stage > ``curriculum`` > ``{value, source}`` > list, 7
 collections), and a key given twice in one mapping (a parser would keep the last one silently; the command line
 refuses ``a=1,a=5`` too). A ``.json`` file is parsed as JSON, once; any other as YAML with safe types only
@@ -26,6 +27,7 @@ from __future__ import annotations
 import contextlib
 import json
 import os
+import re
 from pathlib import Path
 
 import yaml
@@ -116,6 +118,11 @@ def _yaml(text: str, path: Path, what: str):
                     )
             elif isinstance(event, yaml.CollectionEndEvent):
                 depth -= 1
+            elif isinstance(event, yaml.ScalarEvent) and event.implicit[0] and (read := _ambiguous(event.value)):
+                raise FreqlabError(  # a plain (unquoted) value
+                    f"{path}: line {line}: {event.value!r} is {read[0]} to YAML 1.1 (PyYAML), not to YAML 1.2; "
+                    f"quote it for text, or {read[1]}"
+                )
         return yaml.load(text, Loader=_UniqueKeys)  # a safe loader
     except FreqlabError:
         raise
@@ -123,6 +130,22 @@ def _yaml(text: str, path: Path, what: str):
         raise FreqlabError(f"{path}: not valid YAML/JSON ({_first_line(exc)})") from None
     except (RecursionError, ValueError, OverflowError) as exc:  # safe types, but e.g. a date out of range
         raise FreqlabError(f"{path}: not a {what} file ({_first_line(exc)})") from None
+
+
+#: plain scalars PyYAML reads by YAML 1.1's rules where YAML 1.2 (and most readers of the file) would not: booleans
+#: spelled yes/no/on/off, octal numbers with a leading zero (01024 is 532), base-60 numbers (1:30 is 90)
+_YAML11_ONLY = (
+    (re.compile(r"yes|Yes|YES|no|No|NO|on|On|ON|off|Off|OFF"), "a boolean", "write true or false"),
+    (re.compile(r"[-+]?0[0-7_]+"), "an octal number", "write the number without its leading zero"),
+    (re.compile(r"[-+]?[0-9][0-9_]*(?::[0-5]?[0-9])+(?:\.[0-9_]*)?"), "a base-60 number", "write the number"),
+)
+
+
+def _ambiguous(value: str) -> tuple[str, str] | None:
+    """What YAML 1.1 reads the plain scalar ``value`` as, when YAML 1.2 reads it otherwise, and what to write instead
+    (a review: ``L: 01024`` was a window of 532, a source named ``no`` was False); None for any other value.
+    """
+    return next(((what, fix) for pattern, what, fix in _YAML11_ONLY if pattern.fullmatch(value)), None)
 
 
 def _depth(data) -> int:

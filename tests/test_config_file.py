@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 import time
 import tracemalloc
 
@@ -131,3 +132,36 @@ def test_a_schedule_with_infinite_tokens_is_one_line(tmp_path, split_hist):
     assert result.output == (
         f"Error: {schedule}: stage 1 (stage-1): not a token count: inf (use e.g. 2e9, 100B or 1.5T)\n"
     )
+
+
+@pytest.mark.parametrize(
+    ("line", "message"),
+    [
+        (
+            "L: 01024",
+            "'01024' is an octal number to YAML 1.1 (PyYAML), not to YAML 1.2; quote it for text, or write "
+            "the number without its leading zero",
+        ),
+        ("weights: {test: 1:30}", "'1:30' is a base-60 number to YAML 1.1"),
+        (
+            "stages: [{name: no}]",
+            "'no' is a boolean to YAML 1.1 (PyYAML), not to YAML 1.2; quote it for text, or write true or false",
+        ),
+        ("sources: {off: 1}", "'off' is a boolean"),
+    ],
+)
+def test_values_yaml_1_1_reads_otherwise_than_1_2_are_refused_not_changed(tmp_path, line, message):
+    """A review: PyYAML read L: 01024 as 532 (octal), tau: 010 as 8, 1:30 as 90 (base 60) and a source named no as
+    False, and the commands ran on those values."""
+    path = tmp_path / "s.yaml"
+    path.write_text(line + "\n")
+    with pytest.raises(FreqlabError, match=re.escape(f"{path}: line 1: {message}")):
+        read_config_file(path, "schedule")
+
+
+def test_quoted_or_plain_values_read_as_written(tmp_path):
+    path = tmp_path / "s.yaml"
+    path.write_text("name: 'no'\nL: 1024\ntag: \"01024\"\nzero: 0\nhex: 0x10\nbig: 1_000\nflag: true\n")
+    assert read_config_file(path, "schedule") == {
+        "name": "no", "L": 1024, "tag": "01024", "zero": 0, "hex": 16, "big": 1000, "flag": True
+    }  # fmt: skip
