@@ -887,7 +887,10 @@ def config_window(get: Callable[[str], Any]) -> int | None:
         return L
     tables = [rope] if "factor" in rope or "rope_type" in rope else [t for t in rope.values() if isinstance(t, dict)]
     for table in tables:  # one table, or one per layer kind (Gemma 3)
-        factor, original = table.get("factor"), table.get("original_max_position_embeddings")
+        # a block that names no original window: transformers takes the config's own (Phi-3: a top-level key, else
+        # max_position_embeddings) when it loads the model (a review: 512 here, 2048 loaded)
+        original = table.get("original_max_position_embeddings") or get("original_max_position_embeddings") or L
+        factor = table.get("factor")
         reads_original = table.get("rope_type", table.get("type")) in ("yarn", "llama3", "longrope")
         if reads_original and isinstance(factor, int | float) and isinstance(original, int) and factor > 1:
             L = max(L, int(original * factor))

@@ -425,7 +425,8 @@ def usable_device(torch: Any, device: str | None) -> Any:
         raise FreqlabError(f"device {device!r}: not a torch device ({brief_line(str(exc), 200)})") from None
     backend = getattr(torch, chosen.type, None)  # torch.cuda, torch.mps, torch.xpu: each says if it is there
     available = getattr(backend, "is_available", None)
-    if chosen.type != "cpu" and callable(available) and not available():
+    # a type without a backend that says so (meta, hpu, lazy, ...) failed after loading, in a traceback (a review)
+    if chosen.type != "cpu" and not (callable(available) and available()):
         raise FreqlabError(f"device {device!r}: no {chosen.type} device is available to this process")
     count = getattr(backend, "device_count", None)
     if chosen.index is not None and callable(count) and chosen.index >= count():

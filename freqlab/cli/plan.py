@@ -338,8 +338,9 @@ def rope_command(
         # N* counts the well-trained positions 0..N*-1: a context of N* tokens, whose largest distance is the
         # effective length the other commands print (N* - 1)
         # N* = 0: no context was trained, and counting for L would read as a whole window trained (a review)
+        more = "the schedule's stage tokens" if schedule else "--tokens"
         require(wt.N > 0, "--tau", f"{wt.explanation}: no context to count the critical dimension for; lower --tau, "
-                "raise --tokens, or give --effective-length in place of the frequency")  # fmt: skip
+                f"raise {more}, or give --effective-length in place of the frequency")  # fmt: skip
         E = wt.N
         E_rule = f"predicted N*, {wt.rule} rule: positions 0..{wt.N - 1} well trained (effective length {wt.N - 1})"
     plans = [

@@ -393,8 +393,16 @@ def scan_command(
         sys.exit(exit_status(interrupt))
     show(result, as_json)
     if plot:
+        from freqlab.cli.plot import require_scan_figures
         from freqlab.plots import scan_figures  # matplotlib only when figures are asked for
 
+        try:  # sized before the scan for one source: the histogram says how many there are (a review)
+            require_scan_figures(Ls, regimes, len(result.histogram.sources or {}))
+        except FreqlabError as exc:
+            raise FreqlabError(
+                f"{exc}; the histogram is saved in {shown(Path(out) / 'lengths.parquet')}: draw it with freqlab plot "
+                "scan and a smaller --L"
+            ) from None
         written = scan_figures(
             result.histogram, Ls, regimes, Path(out) / FIGURES_DIR, plot_formats, tokens=tokens, tau=tau, seed=seed
         )

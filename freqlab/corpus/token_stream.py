@@ -147,6 +147,8 @@ class TokenStreamShard(LengthShard):
             except (OSError, ValueError) as exc:
                 message = f"{file.path}: cannot read ({describe_error(exc)}); is the file truncated or corrupt?"
                 raise UnreadableFile(message, file.path) from exc
+        if carry and not where and self.padded and tail is not None and tail is not MIXED:
+            return  # a run of nothing but padding (a builder given no document writes one chunk of its separator)
         if carry and not where:  # not one EOS: the "documents" would be the whole stream, ended by nothing
             shown = self.files[0].path if len(self.files) == 1 else f"{self.files[0].path} .. {self.files[-1].path}"
             raise FreqlabError(

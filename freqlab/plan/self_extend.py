@@ -198,7 +198,10 @@ def _rule(value: float) -> str:
     """The rule-of-thumb value as shown: whole numbers as they are, others to two decimals (rounded to a whole number,
     2730.33 read "2730 (> N* = 2730)", a review).
     """
-    return f"{value:.0f}" if float(value).is_integer() else f"{value:.2f}"
+    if float(value).is_integer():
+        return f"{value:.0f}"
+    # enough decimals that no value off a whole number reads as one (1/G: 2730.0039 with G = 256)
+    return next(f"{value:.{d}f}" for d in range(2, 10) if not float(f"{value:.{d}f}").is_integer())
 
 
 @dataclass(frozen=True, repr=False)

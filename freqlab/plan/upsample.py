@@ -632,7 +632,12 @@ def _verdict(gap, a, b, added, best, ceiling, helps, options, more_corpus: int) 
         if more_corpus
         else ""
     )
-    if helps:
+    if more_corpus and b == 0:  # every useful length is at its cap already (a review: "its documents 0.00x")
+        text = (
+            f"Upsampling cannot add anything: every length better than the corpus average is at its cap already "
+            f"(--max-upweight), so the plan is {more_corpus:,} more corpus tokens: training longer."
+        )
+    elif helps:
         text = (
             f"Upsampling helps: the addition trains E {rate}{topped_up}; {plan.extra_tokens:,} extra tokens "
             f"({_percent(plan.longer)} training)"

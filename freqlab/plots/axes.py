@@ -36,15 +36,15 @@ POSITION_UNIT = "K = 1024"
 
 
 def count_label(y: float) -> str:
-    """Counts: written out below a million (1,500), decimal suffixes above (2.5e9 -> '2.5B'); a mean below 1,000
+    """Counts: written out below a million (1,500), decimal suffixes above (2.5e9 -> '2.5B'); a mean below 100
     that is no whole number to three digits (0.4, 12.5: rounded to whole numbers, 0.4 and 0.7 both read 0 or 1).
 
-    >>> count_label(1500), count_label(2.5e9), count_label(0.4), count_label(12.5), count_label(1234.5)
-    ('1,500', '2.5B', '0.4', '12.5', '1,234')
+    >>> count_label(1500), count_label(2.5e9), count_label(0.4), count_label(12.5), count_label(999.7)
+    ('1,500', '2.5B', '0.4', '12.5', '1,000')
     """
     if y == 0:
         return "0"
-    if abs(y) < 1000 and not float(y).is_integer():
+    if abs(y) < 100 and not float(y).is_integer():  # 99.97 reads 100; 999.7 "1,000" below (.3g: "1e+03")
         return f"{y:.3g}"
     return f"{y:,.0f}" if abs(y) < 1e6 else human_count(y)
 

@@ -614,3 +614,17 @@ def test_self_extend_rule_of_thumb_is_not_rounded_onto_the_threshold():
     result = run("plan", "self-extend", "--L", "4K", "--extend-to", 6143, "--group", 3, "--window", 1024)
     assert "w_n + (N - w_n)/G = 2730.33 (> N* = 2730)" in result.output
     assert "w_n + (N - w_n)/G = 2729.67 <= 2730" in result.output  # the plan's own choice, G = 3, w_n = 1023
+    # 1/G past a whole number with G = 256: 2730.0039, not "2730.00 (> N* = 2730)" (a second review)
+    fine = run("plan", "self-extend", "--L", "4K", "--extend-to", 5281, "--group", 256, "--window", 2720)
+    assert "w_n + (N - w_n)/G = 2730.004 (> N* = 2730)" in fine.output
+
+
+def test_rope_on_a_schedule_that_trains_no_position_names_what_to_raise(tmp_path, hist):
+    """A second review: the advice was "raise --tokens", an option refused beside --schedule."""
+    path = tmp_path / "s.yaml"
+    path.write_text(f"histogram: {hist}\nstages:\n  - {{name: short, L: 2048, tokens: 1000}}\n")
+    result = run("plan", "rope", "--schedule", path, "--extend-to", "8K", "--type", "yarn")
+    assert result.exit_code == 2
+    assert "lower --tau, raise the schedule's stage tokens, or give --effective-length" in " ".join(
+        result.output.split()
+    )

@@ -62,10 +62,12 @@ def test_a_config_that_names_no_model_type_is_left_to_the_loaded_model(tmp_path)
 
 
 @pytest.mark.parametrize("key", ["rope_parameters", "rope_scaling"])
-def test_a_yarn_model_s_plans_are_checked_against_the_window_its_rope_scales_to(tmp_path, key):
+@pytest.mark.parametrize("original", [{"original_max_position_embeddings": 512}, {}])
+def test_a_yarn_model_s_plans_are_checked_against_the_window_its_rope_scales_to(tmp_path, key, original):
     """A review: --string 1000,16 on a YaRN model (max_position_embeddings 512, factor 4) was refused against L = 512
-    where freqlab.apply takes model_window's 2048 (the STRING + YaRN shift lies between L and N)."""
-    rope = {"rope_type": "yarn", "factor": 4.0, "original_max_position_embeddings": 512, "rope_theta": 10000.0}
+    where freqlab.apply takes model_window's 2048 (the STRING + YaRN shift lies between L and N); a second: a block
+    naming no original window, which transformers fills in with max_position_embeddings when it loads."""
+    rope = {"rope_type": "yarn", "factor": 4.0, "rope_theta": 10000.0, **original}
     config = {"model_type": "llama", "max_position_embeddings": 512, key: rope}
     (tmp_path / "config.json").write_text(json.dumps(config))
     beyond = CliRunner().invoke(main, ["probe", str(tmp_path), "--string", "3000,16"])
@@ -82,3 +84,6 @@ def test_a_device_this_process_cannot_use_is_one_line_before_loading(model_dir):
     if not torch.cuda.is_available():
         cuda = CliRunner().invoke(main, ["probe", str(model_dir), "--device", "cuda:1", "--lengths", "32"])
         assert cuda.output == "Error: device 'cuda:1': no cuda device is available to this process\n"
+    for kind in ("meta", "hpu", "lazy"):  # no backend says they are there: a traceback after loading (a second review)
+        result = CliRunner().invoke(main, ["probe", str(model_dir), "--device", kind, "--lengths", "32"])
+        assert result.output == f"Error: device '{kind}': no {kind} device is available to this process\n"

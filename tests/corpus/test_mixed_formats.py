@@ -206,3 +206,13 @@ def test_datatrove_files_of_different_tokenizers_are_refused(tmp_path):
     write_ds(tmp_path / "b.ds", LENGTHS)
     os.remove(tmp_path / "b.ds.metadata")
     assert open_corpus(str(tmp_path)).total_documents == 2 * len(LENGTHS)
+
+
+def test_the_corpus_eos_convention_is_that_of_the_files_that_tell_one(tmp_path):
+    """A second review: 30 documents ending with EOS 2 beside a file of 19 ending with 0 (too few to tell its own)
+    were pooled into "no EOS appended"."""
+    write_ds(tmp_path / "a.ds", [5] * 30, eos=2)
+    write_ds(tmp_path / "b.ds", [5] * 19, eos=0)
+    eos = open_corpus(str(tmp_path)).description["eos"]
+    assert (eos["appended"], eos["eos_id"], eos["documents_checked"]) == (True, 2, 30)
+    assert eos["files_too_few_documents"] == 1

@@ -496,6 +496,14 @@ def test_lit_gpt_padding_by_another_separator_is_no_document(tmp_path):
     assert lengths == [3, 2], "a run of the separator after the last EOS is padding, however long"
 
 
+def test_a_lit_gpt_run_of_nothing_but_padding_adds_no_document(tmp_path):
+    """A second review: a builder given no document (a process whose rows were all filtered out) writes one chunk of
+    its separator; the scan failed with "--eos-id 2 never occurs", the EOS id being right."""
+    lit_run(tmp_path, "train_0", [[5, 6, 2], [7, 2]], chunk_size=4, sep=1)
+    lit_run(tmp_path, "train_1", [], chunk_size=4, sep=1)
+    assert lengths_of(tmp_path, read=ReadOptions(eos_id=2)) == [3, 2]
+
+
 def test_a_truncated_or_gapped_lit_gpt_run_is_refused(tmp_path):
     """A review: 100,000 bytes cut off a chunk lost 50,000 tokens and joined the documents around the cut, silently.
     Every chunk holds its header's chunk size; a run with a chunk missing would join documents across the gap."""

@@ -305,7 +305,8 @@ def test_helps_is_judged_on_the_whole_addition_not_on_its_documents_alone():
     h = LengthHistogram.from_lengths(CORPUS)
     T = 10 * sum(CORPUS)
     a = Fraction(brute_f(CORPUS, E), sum(CORPUS))  # 1148 / 4700
-    p = plan_upsample(h, L, E, T, tau=100 * brute_f(CORPUS * 10, E), max_upweight=1)
+    p = plan_upsample(h, L, E, T, tau=100 * brute_f(CORPUS * 10, E), max_upweight=2)
+    assert p.upsampled_tokens == 34_000 and p.corpus_tokens_added == 4_606_000
     assert p.best_per_token / p.per_token_corpus >= float(UPSAMPLING_HELPS)  # the documents alone would "help"
     occurrences = sum(step.occurrences for step in p.steps) + p.corpus_tokens_added * a
     assert p.per_token_added == pytest.approx(float(occurrences / p.extra_tokens))
@@ -314,6 +315,14 @@ def test_helps_is_judged_on_the_whole_addition_not_on_its_documents_alone():
     assert f"then {p.corpus_tokens_added:,} more corpus tokens once every useful length is at its cap" in p.verdict
     row = next(o for o in p.options if o.way == "add the documents of this plan")
     assert row.per_token == pytest.approx(p.per_token_added)
+    # a cap that admits no document: the plan is more corpus tokens, and says so (a second review: "its documents
+    # 0.00x", "barely cheaper" than the same cost)
+    none = plan_upsample(h, L, E, T, tau=100 * brute_f(CORPUS * 10, E), max_upweight=1)
+    assert none.upsampled_tokens == 0 and none.extra_tokens == none.corpus_tokens_added == 4_653_000
+    assert none.verdict.startswith(
+        "Upsampling cannot add anything: every length better than the corpus average is at its cap already "
+        "(--max-upweight), so the plan is 4,653,000 more corpus tokens: training longer."
+    )
 
 
 def test_documents_where_the_corpus_never_reaches_E_help_without_a_division_by_zero():

@@ -229,3 +229,18 @@ def test_exposure_sized_at_the_longest_document_says_no_l_was_given(tmp_path, mo
     assert result.exit_code == 1 and result.output.startswith(
         "Error: --L 5,000,000 (the longest document: no --L given) needs ~800.0 MB of memory"
     ), result.output
+
+
+def test_scan_plot_sizes_its_figures_again_once_the_sources_are_known(tmp_path, monkeypatch):
+    """A second review: scan --plot sized its figures for one source before the scan and drew 16 sources' figures
+    that plot scan refuses under the same memory."""
+    path = tmp_path / "src16.jsonl"
+    path.write_text(
+        "".join(json.dumps({"text": "word " * (5 + 3 * i), "src": f"s{i % 16}"}) + "\n" for i in range(160))
+    )
+    monkeypatch.setenv("FREQLAB_MEMORY_BYTES", str(50_000_000))
+    args = ("--dataset", path, "--source-field", "src", "--L", "64K", "--regime", "natural", "--workers", 1)
+    result = run("scan", *args, "--tokenizer", "tekken", "--out", tmp_path / "o", "--plot")
+    assert result.exit_code == 1, result.output
+    assert "Error: --L 65,536 (1 window, 1 regime, 16 sources) needs ~" in result.output
+    assert "the histogram is saved in" in result.output and (tmp_path / "o" / "lengths.parquet").exists()
