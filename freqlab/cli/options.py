@@ -410,6 +410,7 @@ def check_layout(ctx, param, value):
 #: an input's name, a summary.json, a figure)
 FORMAT_SUFFIXES = (
     ".json", ".jsonl", ".yaml", ".yml", ".csv", ".txt", ".png", ".pdf", ".svg", ".gz", ".zst", ".idx", ".parquet",
+    ".npy", ".bin", ".ds", ".arrow", ".tiktoken", ".model", ".pickle",  # token streams, tokenizers (a review)
 )  # fmt: skip
 
 

@@ -23,6 +23,8 @@ from __future__ import annotations
 import csv
 import json
 import math
+import os
+import stat
 from dataclasses import dataclass, field
 from fractions import Fraction
 from pathlib import Path
@@ -284,12 +286,27 @@ REQUIRED = ("effective_length",)
 COLUMNS = ("label", "tokens", "effective_length", "next_length", "occurrences", "L", "hist", "regime")
 
 
+#: the largest points or calibration file read (a calibration is a few hundred bytes; a CSV of 10^5 runs ~5 MB)
+MAX_CALIBRATION_BYTES = 16 << 20
+
+
 def _text(path: Path, what: str) -> str:
-    """A points or calibration file's text; one line naming it when it cannot be read or is not UTF-8 text."""
+    """A points or calibration file's text; one line naming it when it cannot be read, is no regular file (a FIFO
+    waited forever, /dev/zero grew until killed: a review), holds more than :data:`MAX_CALIBRATION_BYTES` or is not
+    UTF-8 text.
+    """
     try:
-        return path.read_text(encoding="utf-8-sig")  # a byte-order mark (spreadsheets write one) is no column name
+        descriptor = os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0))  # a FIFO: opened without a writer
+        with os.fdopen(descriptor, "rb") as handle:
+            if not stat.S_ISREG(os.fstat(descriptor).st_mode):
+                raise FreqlabError(f"{path}: not a regular file; {what} is read from a file")
+            raw = handle.read(MAX_CALIBRATION_BYTES + 1)
     except OSError as exc:
         raise FreqlabError(f"{path}: cannot read {what} ({exc.strerror or exc})") from None
+    if len(raw) > MAX_CALIBRATION_BYTES:
+        raise FreqlabError(f"{path}: more than {MAX_CALIBRATION_BYTES:,} bytes, more than {what} holds")
+    try:
+        return raw.decode("utf-8-sig")  # a byte-order mark (spreadsheets write one) is no column name
     except UnicodeDecodeError as exc:
         raise FreqlabError(f"{path}: not a UTF-8 text file (byte {exc.start})") from None
 
@@ -422,7 +439,7 @@ def is_calibration_file(path: str | Path) -> bool:
     return starts_with(path, CALIBRATION_START)
 
 
-def read_tau(path: str | Path) -> float:
+def read_tau(path: str | Path) -> int:
     """The pooled tau of a calibration JSON written by :meth:`Calibration.write_json` (``--tau-from``)."""
     path = Path(path)
     text = _text(path, "calibration file")  # its errors name the file once
@@ -446,4 +463,4 @@ def read_tau(path: str | Path) -> float:
     tau = cast(float, tau)  # an int or a float: checked just above
     if not 1 <= tau <= MAX_COUNT or tau != int(tau):  # as --tau (NaN, inf, 1e400, which JSON reads as inf, fail too)
         raise FreqlabError(f"{path}: tau = {tau} is not an occurrence count, a whole number in 1..2^63 - 1 (as --tau)")
-    return float(tau)
+    return int(tau)  # exact as --tau (float64 rounded 2^53 + 5 down: a review)

@@ -231,6 +231,9 @@ def test_an_output_replaces_only_a_file_of_its_own_kind_freqlab_wrote(tmp_path, 
         ((*calibrate, "runs.json"), "'runs.json' is the runs read (FILE): give another file"),
         ((*calibrate, "mine.json"), "'mine.json' exists and is a file freqlab did not write: --out replaces only a"),
         ((*calibrate, "h.parquet"), "'h.parquet' names another format: a calibration is written as JSON"),
+        # a review: JSON or Parquet under a token stream's or tokenizer's name
+        ((*calibrate, "tau.npy"), "'tau.npy' names another format: a calibration is written as JSON"),
+        ((*string, "u.tiktoken"), "'u.tiktoken' names another format: a STRING usage table is written as Parquet"),
     ]
     for args, message in cases:
         result = CliRunner().invoke(main, args)

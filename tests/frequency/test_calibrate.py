@@ -298,3 +298,25 @@ def test_a_probe_that_passed_every_length_is_a_lower_bound_not_a_point():
         FreqlabError, match=r"run 3: effective length 4 is the whole window .*leave the row out, or probe"
     ):
         point_from_frequency([4, 3, 2, 1], tokens=400, effective_length=4, label="run 3")
+
+
+def test_a_calibration_file_is_read_within_bounds_and_its_tau_exactly(tmp_path):
+    """A review: --tau-from /dev/zero grew until killed, a FIFO without a writer waited forever, and a tau past 2^53
+    was rounded through float (--tau keeps it exact)."""
+    import os
+
+    from freqlab.frequency.calibrate import FORMAT, read_tau
+
+    with pytest.raises(FreqlabError, match=r"/dev/zero: not a regular file; calibration file is read from a file"):
+        read_tau("/dev/zero")
+    fifo = tmp_path / "pipe.json"
+    os.mkfifo(fifo)
+    with pytest.raises(FreqlabError, match=r"pipe\.json: not a regular file"):
+        read_tau(fifo)
+    big = tmp_path / "big.json"
+    big.write_bytes(b" " * (16 << 20) + b"{}")
+    with pytest.raises(FreqlabError, match=r"big\.json: more than 16,777,216 bytes"):
+        read_tau(big)
+    exact = tmp_path / "tau.json"
+    exact.write_text(json.dumps({"format": FORMAT, "tau": 2**53 + 5}))
+    assert read_tau(exact) == 2**53 + 5
