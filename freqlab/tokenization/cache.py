@@ -46,6 +46,8 @@ from pathlib import Path
 from typing import Any, NamedTuple
 
 from freqlab import fastokens_ahead
+from freqlab.errors import FreqlabError
+from freqlab.paths import expand_home
 from freqlab.tokenization.backends import BACKEND_FASTOKENS, fastokens_input
 from freqlab.tokenization.counter import TokenCounter, sources_fingerprint
 from freqlab.tokenization.verify import capturing, verified
@@ -65,14 +67,21 @@ def cache_off() -> bool:
 
 
 def cache_folder() -> Path:
-    """Where the tokenizer cache lives, whether it is on or off: ``$FREQLAB_CACHE_DIR/tokenizers``, else
-    ``$XDG_CACHE_HOME/freqlab/tokenizers``, else ``~/.cache/freqlab/tokenizers``.
+    """Where the tokenizer cache lives, whether it is on or off: ``$FREQLAB_CACHE_DIR/tokenizers`` (made absolute:
+    workers in other folders share it; ``~user`` of no user is an error, not a folder made here), else
+    ``$XDG_CACHE_HOME/freqlab/tokenizers`` (a relative one ignored, as the XDG specification says), else
+    ``~/.cache/freqlab/tokenizers``.
     """
-    root = os.path.expanduser(os.environ.get("FREQLAB_CACHE_DIR", ""))  # ~ as a shell would expand it unquoted
-    if not root:
-        xdg = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
-        root = os.path.join(xdg, "freqlab")
-    return Path(root) / "tokenizers"
+    given = os.environ.get("FREQLAB_CACHE_DIR", "")
+    if given:
+        try:
+            return Path(os.path.abspath(expand_home(given))) / "tokenizers"  # ~ as a shell expands it unquoted
+        except FreqlabError as exc:
+            raise FreqlabError(f"FREQLAB_CACHE_DIR={given}: {exc}") from None
+    xdg = os.environ.get("XDG_CACHE_HOME", "")
+    if not os.path.isabs(xdg):
+        xdg = os.path.join(os.path.expanduser("~"), ".cache")
+    return Path(xdg) / "freqlab" / "tokenizers"
 
 
 #: the names of the cache's own files: an entry (its key, a sha256), the fastokens input beside it, and the

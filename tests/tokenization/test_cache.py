@@ -9,6 +9,7 @@ import time
 
 import pytest
 
+from freqlab.errors import FreqlabError
 from freqlab.tokenization import cache as cache_module
 from freqlab.tokenization import load_tokenizer
 from freqlab.tokenization import verify as verify_module
@@ -46,6 +47,16 @@ def test_the_cache_folder_follows_the_environment(monkeypatch, tmp_path):
     assert cache_dir() == tmp_path / "home" / ".cache" / "freqlab" / "tokenizers"
     monkeypatch.setenv("FREQLAB_CACHE_DIR", "~/mine")  # quoted in a shell: expanded here, never a folder named ~
     assert cache_dir() == tmp_path / "home" / "mine" / "tokenizers"
+    # a review: ~ of no user was a folder named ~nouser in the working folder, a relative XDG_CACHE_HOME followed it
+    monkeypatch.setenv("FREQLAB_CACHE_DIR", "~nouser-freqlab")
+    with pytest.raises(FreqlabError, match="FREQLAB_CACHE_DIR=~nouser-freqlab: ~nouser-freqlab: no home folder"):
+        cache_dir()
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setenv("FREQLAB_CACHE_DIR", "rel")
+    assert cache_dir() == tmp_path / "rel" / "tokenizers"  # absolute: workers in other folders share it
+    monkeypatch.delenv("FREQLAB_CACHE_DIR")
+    monkeypatch.setenv("XDG_CACHE_HOME", "relative")  # ignored, as the XDG specification says
+    assert cache_dir() == tmp_path / "home" / ".cache" / "freqlab" / "tokenizers"
     monkeypatch.setenv("FREQLAB_NO_CACHE", "1")
     assert cache_dir() is None
 
