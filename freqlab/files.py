@@ -117,7 +117,9 @@ def write_atomic(
         if tmp is not None:
             _remove(tmp)
         if isinstance(exc, Exception) and not isinstance(exc, FreqlabError):
-            raise cannot_write(text, exc) from exc
+            # through a symbolic link, the target is what could not be written (a review: the link alone was named)
+            shown = text if not os.path.islink(text) else f"{text} (a link to {target})"
+            raise cannot_write(shown, exc) from exc
         raise
 
 

@@ -384,3 +384,16 @@ def test_stdout_redirected_to_a_file_is_written_at_its_place_not_replaced(tmp_pa
     assert out.read_bytes() == b"OLD\nDATA"
     piped = subprocess.run(f"{write} | cat", shell=True, check=True, capture_output=True)
     assert piped.stdout == b"DATA"
+
+
+def test_a_link_whose_target_cannot_be_written_is_named_with_its_target(tmp_path):
+    """A review: the error named the link alone, where the README promised its target."""
+    link = tmp_path / "out.parquet"
+    link.symlink_to("/proc/freqlab-none/x.parquet")
+    with pytest.raises(FreqlabError) as error:
+        write_atomic(link, b"x")
+    assert str(error.value).startswith(f"{link} (a link to /proc/freqlab-none/x.parquet): cannot write (")
+    dangling = tmp_path / "d.parquet"
+    dangling.symlink_to(tmp_path / "made" / "x.parquet")  # written through, its folder made
+    write_atomic(dangling, b"x")
+    assert dangling.is_symlink() and (tmp_path / "made" / "x.parquet").read_bytes() == b"x"
