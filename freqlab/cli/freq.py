@@ -71,7 +71,8 @@ def _check_out(out, hist) -> None:
     "--out",
     type=HomePath(dir_okay=False),
     default=None,
-    help="Write f(i) to this Parquet file (columns L, regime, position, frequency; the histogram's metadata).",
+    help="Write f(i) to this Parquet file (columns L, regime, position, frequency; the histogram's metadata): full "
+    "attention's f, also with --layout (each layer kind's: freqlab.frequency.layout_frequency).",
 )
 @megatron_options("the .idx the histogram was scanned from (its metadata names it)")
 @weights_option
