@@ -64,7 +64,9 @@ def parse_size(value, suffixes: dict[str, int], what: str, example: str, *, mini
     size = number * scale
     if size.denominator != 1 or size < minimum:
         least = {0: "a non-negative integer", 1: "a positive integer"}.get(minimum, f"an integer >= {minimum}")
-        raise FreqlabError(f"a {what} must be {least}, got {brief(value)}")
+        # a suffixed fraction that is no whole number says what it came to (1.9K is 1945.6: a review)
+        came = f" ({float(size):g})" if scale > 1 and size.denominator != 1 else ""
+        raise FreqlabError(f"a {what} must be {least}, got {brief(value)}{came}")
     return int(size)
 
 

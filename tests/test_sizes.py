@@ -7,7 +7,8 @@ import pytest
 
 from freqlab import LengthHistogram, position_frequency
 from freqlab.frequency import effective_length, tokens_needed
-from freqlab.sizes import human_count, parse_tokens
+from freqlab.errors import FreqlabError
+from freqlab.sizes import human_count, parse_positions, parse_tokens
 
 
 @pytest.mark.parametrize("n", [304_295_942_721, 221_024_740_487, 999_600_000, 1_000, 1_234, 5e15, 100e9])
@@ -49,3 +50,10 @@ def test_tau_is_one_type_in_every_commands_json():
     assert all(type(json_threshold(t)) is int for t in (100e9, np.float64(5e10), np.int64(7)))
     wt = well_trained_range(300, frequency=np.arange(300, 0, -1), tokens=400, tau=200.0).to_dict()
     assert wt["tau"] == 200 and type(wt["tau"]) is int
+
+
+def test_a_suffixed_fraction_that_is_no_whole_number_says_what_it_came_to():
+    """A review: "--effective-length 1.9K must be a positive integer" left the user to find that 1.9K is 1945.6."""
+    with pytest.raises(FreqlabError, match=r"got '1.9K' \(1945.6\)$"):
+        parse_positions("1.9K")
+    assert parse_positions("1.5K") == 1536
