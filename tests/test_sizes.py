@@ -6,8 +6,8 @@ import numpy as np
 import pytest
 
 from freqlab import LengthHistogram, position_frequency
-from freqlab.frequency import effective_length, tokens_needed
 from freqlab.errors import FreqlabError
+from freqlab.frequency import effective_length, tokens_needed
 from freqlab.sizes import human_count, parse_positions, parse_tokens
 
 
