@@ -201,7 +201,11 @@ def test_freq_out_takes_any_name_but_another_formats(hist, tmp_path):
     assert run("freq", hist, "--L", 64, "--out", tmp_path / "f.png").exit_code == 2
     (tmp_path / "tokens.bin").write_bytes(b"\x02\x00" * 8)  # a typo naming a token file: kept (a review)
     kept = run("freq", hist, "--L", 64, "--out", tmp_path / "tokens.bin")
+    assert kept.exit_code == 2 and "names another format: an f(i) table is written as Parquet" in kept.output
+    (tmp_path / "mine.dat").write_bytes(b"\x02\x00" * 8)  # a name of no format freqlab knows: kept by its content
+    kept = run("freq", hist, "--L", 64, "--out", tmp_path / "mine.dat")
     assert kept.exit_code == 2 and "exists and is not a Parquet file" in kept.output
+    assert (tmp_path / "mine.dat").read_bytes() == b"\x02\x00" * 8
     assert (tmp_path / "tokens.bin").read_bytes() == b"\x02\x00" * 8
     assert run("freq", hist, "--L", 32, "--out", tmp_path / "f.pq").exit_code == 0  # a Parquet file: replaced
     (tmp_path / "empty.parquet").write_bytes(b"")  # what `--out /dev/stdout > empty.parquet` finds (a review)
