@@ -62,6 +62,9 @@ class MegatronOptions:
     reset_attention_mask: bool = False
     train_samples: int | None = None
     epochs: int | None = None
+    #: Megatron's ``tokenizer.eod``, after which its reset mask cuts (a scan's ``--eos-id``); None: the token the
+    #: index's documents end with (the EOS check), if they end with one
+    eod_id: int | None = None
 
     def __post_init__(self) -> None:
         if self.train_samples is not None and self.epochs is not None:
@@ -72,6 +75,10 @@ class MegatronOptions:
                 raise FreqlabError(f"{name} must be a positive integer, got {value!r}")
         if not 0 <= int(self.seed) < 2**32:
             raise FreqlabError(f"the Megatron seed must be in [0, 2^32), got {self.seed}")
+        if self.eod_id is not None and (
+            isinstance(self.eod_id, bool) or int(self.eod_id) != self.eod_id or self.eod_id < 0
+        ):
+            raise FreqlabError(f"the EOD id must be a token id (an integer >= 0), got {self.eod_id!r}")
         split_vector(self.split)
         if self.data_path and not self.data_path.strip():
             raise FreqlabError("data_path (--data-path) names no index: leave it empty to read the scanned one")
@@ -251,7 +258,7 @@ def megatron_segments(
         lengths, counts = histogram
         approx = segments(lengths, counts, L, proxy, seed=seed)
         return Segments(approx.lengths, approx.counts, L, "megatron", approximation=proxy)
-    counts = megatron_counts(L, options, blend, eod)
+    counts = megatron_counts(L, options, blend, options.eod_id if eod is None else eod)
     nonzero = np.flatnonzero(counts)
     return Segments(nonzero.astype(np.int64), counts[nonzero], L, "megatron")
 
@@ -321,9 +328,14 @@ def eod_cuts(index, eod_id: int) -> tuple[np.ndarray, np.ndarray]:
     """Where Megatron's reset mask cuts within each sequence: the offsets of the tokens equal to ``eod_id`` (it cuts
     after each), as ``(starts, offsets)``: sequence j's are ``offsets[starts[j]:starts[j + 1]]``, ascending.
 
+    Two passes over the ``.bin``: the first counts the EOD tokens, so that their offsets (int32: a sequence holds at
+    most 2^31 - 1 tokens) are sized before they are kept (a common token taken for the EOD, 5% of 10^10 tokens,
+    would otherwise fill memory unchecked; a review).
+
     >>> from types import SimpleNamespace
     >>> index = SimpleNamespace(tokens=lambda: np.array([5, 2, 7, 2, 2, 9], np.int32), dtype=np.dtype(np.int32),
-    ...                         sequence_pointers=np.array([0, 8, 20]), sequence_lengths=np.array([2, 3, 1]))
+    ...                         sequence_pointers=np.array([0, 8, 20]), sequence_lengths=np.array([2, 3, 1]),
+    ...                         bin_path="x.bin")
     >>> starts, offsets = eod_cuts(index, 2)  # sequences [5 2] [7 2 2] [9]
     >>> starts.tolist(), offsets.tolist()
     ([0, 1, 3, 3], [1, 1, 2])
@@ -331,19 +343,24 @@ def eod_cuts(index, eod_id: int) -> tuple[np.ndarray, np.ndarray]:
     tokens = index.tokens()
     first = np.asarray(index.sequence_pointers, np.int64) // index.dtype.itemsize  # sequences lie back to back
     sizes = np.asarray(index.sequence_lengths, np.int64)
-    found = []
-    for a in range(0, tokens.size, EOD_CHUNK_TOKENS):
-        hits = np.flatnonzero(np.asarray(tokens[a : a + EOD_CHUNK_TOKENS]) == eod_id)
-        if hits.size:
-            found.append(hits.astype(np.int64) + a)
-    at = np.concatenate(found) if found else np.zeros(0, np.int64)
-    sequence = np.searchsorted(first, at, side="right") - 1  # an empty sequence shares the next one's start
-    offsets = at - first[np.maximum(sequence, 0)]
-    inside = (sequence >= 0) & (offsets < sizes[np.maximum(sequence, 0)])
-    sequence, offsets = sequence[inside], offsets[inside]
-    starts = np.zeros(sizes.size + 1, np.int64)
-    np.cumsum(np.bincount(sequence, minlength=sizes.size), out=starts[1:])
-    return starts, offsets
+    chunks = range(0, tokens.size, EOD_CHUNK_TOKENS)
+    found = sum(int(np.count_nonzero(np.asarray(tokens[a : a + EOD_CHUNK_TOKENS]) == eod_id)) for a in chunks)
+    require_memory(4 * found, f"the EOD id {eod_id}", f"{found:,} tokens of {index.bin_path} equal to it, 4 bytes each")
+    offsets = np.empty(found, np.int32)
+    starts = np.full(sizes.size + 1, -1, np.int64)  # filled from the sequences that begin in each chunk
+    kept = 0
+    for a in chunks:
+        chunk = np.asarray(tokens[a : a + EOD_CHUNK_TOKENS])
+        at = np.flatnonzero(chunk == eod_id) + a
+        sequence = np.searchsorted(first, at, side="right") - 1  # an empty sequence shares the next one's start
+        begins = slice(np.searchsorted(first, a, side="left"), np.searchsorted(first, a + chunk.size, side="left"))
+        inside = (sequence >= 0) & (at - first[np.maximum(sequence, 0)] < sizes[np.maximum(sequence, 0)])
+        # sequence j's cuts start at the count of the EOD tokens before its first token
+        starts[begins] = kept + np.searchsorted(at[inside], first[begins], side="left")
+        offsets[kept : kept + int(np.count_nonzero(inside))] = at[inside] - first[sequence[inside]]
+        kept += int(np.count_nonzero(inside))
+    starts[starts < 0] = kept  # sequences that begin past the last token (empty ones at the end)
+    return starts, offsets[:kept]
 
 
 def _require_memory(
@@ -406,7 +423,8 @@ def replay_options(
 ) -> MegatronOptions:
     """The :class:`MegatronOptions` with which ``--regime megatron`` replays the length histogram ``h`` (read from
     the file ``hist``): ``options`` (Megatron's settings; None: its defaults) when they name a ``data_path``, else
-    with the index the histogram was scanned from (``meta["megatron_index"]``), when it is there and still holds
+    with the index the histogram was scanned from (``meta["megatron_index"]``, and the EOD id the scan was given,
+    ``meta["megatron_eod"]``), when it is there and still holds
     the histogram's documents; else FreqlabError saying what to give (``how``): a length histogram alone has no
     order to replay.
     """
@@ -445,4 +463,9 @@ def replay_options(
             f"{int(lengths.sum()):,} tokens; the histogram's {h.tokens:,}): the index changed since the scan; "
             f"rescan it, or {how}"
         )
+    eod = h.meta.get("megatron_eod")  # the EOD id given to the scan (--eos-id), which the reset mask cuts at
+    if options.eod_id is None and isinstance(eod, int) and not isinstance(eod, bool):
+        from dataclasses import replace
+
+        options = replace(options, eod_id=eod)
     return options.with_data_path([index])

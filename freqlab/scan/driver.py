@@ -43,7 +43,7 @@ from freqlab.scan.settings import (
     RunOptions,
     ScanSettings,
 )
-from freqlab.scan.summary_json import RunRecord, build_summary_json, format_report, scan_display
+from freqlab.scan.summary_json import RunRecord, build_summary_json, format_report, given_eod, scan_display
 from freqlab.scan.summary_json import warm_up as warm_summary
 from freqlab.scan.work import CountJob, ShardOptions
 
@@ -372,6 +372,8 @@ def scan_from_settings(
                 "max_tokens": settings.max_tokens,
                 # the index `freq --regime megatron` replays (a length histogram has no order of its own)
                 **({"megatron_index": index} if (index := scanned_index(corpus, settings)) else {}),
+                # and the EOD id given to the scan, which the replay's reset mask cuts at
+                **({"megatron_eod": eod} if index and (eod := given_eod(corpus)) is not None else {}),
             },
         )
         check_source_labels(corpus, histogram)

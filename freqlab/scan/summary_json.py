@@ -20,7 +20,7 @@ from __future__ import annotations
 
 import os
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 from freqlab.corpus.base import NON_STRING_TEXT
 from freqlab.corpus.hub import TYPE_GUESS_NOTE, TYPE_GUESSING_BUILDERS
@@ -327,7 +327,16 @@ def _megatron_options(report, corpus):
     from freqlab.frequency.megatron_replay import MegatronOptions
 
     paths = sorted({shard.path for shard in corpus.shards if isinstance(getattr(shard, "path", None), str)})
-    return (report.megatron or MegatronOptions()).with_data_path(paths)
+    options = (report.megatron or MegatronOptions()).with_data_path(paths)
+    return options if options.eod_id is not None else replace(options, eod_id=given_eod(corpus))
+
+
+def given_eod(corpus) -> int | None:
+    """The EOD id the user gave the scan (``--eos-id``): the one Megatron's reset mask cuts at, whether or not the
+    documents end with it (a review: the replay inferred its own, and dropped the mask when the endings were mixed).
+    """
+    eos = (corpus.description or {}).get("eos") or {}
+    return eos.get("eos_id") if eos.get("from") == "eos_id option" else None
 
 
 @dataclass

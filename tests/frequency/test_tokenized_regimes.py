@@ -78,39 +78,77 @@ def test_megatron_walk_against_the_token_stream():
     assert segment_frequency(megatron_segments(L, options)).tolist() == expected
 
 
-@pytest.mark.parametrize(("seed", "L", "samples"), [(0, 16, 30), (1, 7, 60), (2, 33, None), (3, 5, 200)])
-def test_an_eod_inside_a_document_is_cut_at_as_megatron_s_mask_does(tmp_path, seed, L, samples):
-    """A review: Megatron's reset mask cuts after every token equal to the EOD id (a text holding <|endoftext|>,
-    tokenized as the special token), where the replay cut only at document ends (12,863 segments against 3,225)."""
-    from freqlab.corpus.megatron import read_index
-
-    from ..corpus.tokenized_writers import write_megatron
-
+def eod_documents(seed: int, count: int = 60, ends: int = 2, inside: int = 2) -> list[list[list[int]]]:
+    """Megatron documents ending with ``ends`` (``--append-eod``), with up to two ``inside`` tokens in their text and
+    some split into two sequences (``--split-sentences``)."""
     rng = np.random.default_rng(seed)
     documents = []
-    for _ in range(60):
-        tokens = [*rng.integers(3, 50, int(rng.integers(0, 25))).tolist(), 2]  # --append-eod
-        inner = rng.integers(0, len(tokens), int(rng.integers(0, 3)))  # EOD ids inside the text
-        for at in inner:
-            tokens[at] = 2
+    for _ in range(count):
+        tokens = [*rng.integers(3, 50, int(rng.integers(0, 25))).tolist(), ends]
+        for at in rng.integers(0, len(tokens), int(rng.integers(0, 3))):  # EOD ids inside the text
+            tokens[at] = inside
         cut = int(rng.integers(1, len(tokens))) if len(tokens) > 2 and rng.random() < 0.4 else len(tokens)
-        documents.append([tokens[:cut], tokens[cut:]] if cut < len(tokens) else [tokens])  # split sentences too
-    write_megatron(tmp_path / "c", documents)
-    index = read_index(str(tmp_path / "c.idx"))
+        documents.append([tokens[:cut], tokens[cut:]] if cut < len(tokens) else [tokens])
+    return documents
+
+
+def reference_f(prefix, eod: int, L: int, samples: int | None, split: str = "969,30,1", seed: int = 1234) -> list:
+    """f counted token by token from Megatron's windows of the explicit stream, cut after each ``eod`` token."""
+    from freqlab.corpus.megatron import read_index
+
+    index = read_index(f"{prefix}.idx")
     tokens = np.asarray(index.tokens())
-    begin, end = train_range("969,30,1", index.sequences)
-    dataset = MegatronDataset.build(np.asarray(index.sequence_lengths), begin, end, L, samples, 1234)
+    begin, end = train_range(split, index.sequences)
+    dataset = MegatronDataset.build(np.asarray(index.sequence_lengths), begin, end, L, samples, seed)
     starts = np.asarray(index.sequence_pointers) // tokens.itemsize
     stream = [int(t) for s in dataset.sequence_order for t in tokens[starts[s] : starts[s] + index.sequence_lengths[s]]]
     taken = dataset.windows if samples is None else samples
     windows = sorted(int(w) for w in dataset.shuffle[:taken])
-    expected = frequency_of_segments(megatron_windows(stream, 2, L, windows, True), L)
+    return frequency_of_segments(megatron_windows(stream, eod, L, windows, True), L)
+
+
+@pytest.mark.parametrize(("seed", "L", "samples"), [(0, 16, 30), (1, 7, 60), (2, 33, None), (3, 5, 200)])
+def test_an_eod_inside_a_document_is_cut_at_as_megatron_s_mask_does(tmp_path, seed, L, samples):
+    """A review: Megatron's reset mask cuts after every token equal to the EOD id (a text holding <|endoftext|>,
+    tokenized as the special token), where the replay cut only at document ends (12,863 segments against 3,225)."""
+    from ..corpus.tokenized_writers import write_megatron
+
+    write_megatron(tmp_path / "c", eod_documents(seed))
+    expected = reference_f(tmp_path / "c", 2, L, samples)
     options = MegatronOptions(str(tmp_path / "c"), 1234, "969,30,1", True, samples)
     assert segment_frequency(megatron_segments(L, options)).tolist() == expected
     assert segment_frequency(megatron_segments(L, options, eod=2)).tolist() == expected  # the id given
-    whole = MegatronOptions(str(tmp_path / "c"), 1234, "969,30,1", True, samples)
-    no_reset = segment_frequency(megatron_segments(L, whole, eod=False)).tolist()
-    assert no_reset == [len(windows) * (L - i) for i in range(L)]
+    no_reset = segment_frequency(megatron_segments(L, options, eod=False)).tolist()
+    assert no_reset == [sum(expected[:1]) // L * (L - i) for i in range(L)]
+
+
+def test_the_scan_s_eos_id_is_the_eod_the_replay_cuts_at(tmp_path):
+    """A second review: the replay inferred its own EOD id: with --eos-id 2 and one document of 50 not ending with it,
+    "mixed" dropped the reset mask (48 segments for 158); without any appended, --eos-id 999 was ignored and a token
+    common at the documents' ends and inside them was cut at (198 segments for 47). freq's replay of the histogram
+    takes the scan's id too."""
+    import json
+
+    from click.testing import CliRunner
+
+    from freqlab.cli import main
+
+    from ..corpus.tokenized_writers import write_megatron
+
+    documents = eod_documents(5, count=50)
+    documents[7] = [[9, 9, 9]]  # one document without its EOD: the endings are mixed
+    write_megatron(tmp_path / "b", documents, np.uint16)
+    write_megatron(tmp_path / "c", eod_documents(6, count=50, ends=13, inside=13), np.uint16)  # no EOD appended
+    regime = ("--L", 16, "--regime", "megatron", "--reset-attention-mask", "--json")
+    for prefix, eos, cut_at in (("b", 2, 2), ("c", 999, None)):
+        out = tmp_path / f"out_{prefix}"
+        args = ("scan", "--dataset", tmp_path / f"{prefix}.idx", "--eos-id", eos, *regime, "--out", out)
+        scanned = json.loads(CliRunner().invoke(main, [str(a) for a in args]).output)
+        f = scanned["windows"][0]["f"]
+        expected = reference_f(tmp_path / prefix, cut_at if cut_at is not None else -1, 16, None)
+        assert [f[str(i)] for i in (0, 4, 8, 12, 15)] == [expected[i] for i in (0, 4, 8, 12, 15)], prefix
+        replayed = CliRunner().invoke(main, ["freq", str(out / "lengths.parquet"), *[str(a) for a in regime]])
+        assert json.loads(replayed.output)["results"][0]["f"] == f
 
 
 def test_megatron_without_reset_is_whole_windows():
@@ -156,3 +194,21 @@ def test_data_path_weights_are_what_megatrons_float_reads():
     for weight in ("-1", "nan", "inf", "0"):
         with pytest.raises(FreqlabError, match=f"weights must be positive finite numbers, got '{weight}'"):
             MegatronOptions(f"{weight} a")
+
+
+def test_the_eod_tokens_kept_are_sized_before_they_are_read(tmp_path, monkeypatch):
+    """A second review: eod_cuts kept ~48 bytes per EOD token unchecked (a common token taken for the EOD: 24 GB for a
+    20 GB .bin); they are counted first and kept as 4 bytes each, within the memory available."""
+    from freqlab.frequency.megatron_replay import eod_cuts
+
+    from ..corpus.tokenized_writers import write_megatron
+
+    write_megatron(tmp_path / "m", [[[2] * 1000] for _ in range(300)], np.uint16)  # 300,000 EOD tokens
+    from freqlab.corpus.megatron import read_index
+
+    starts, offsets = eod_cuts(read_index(str(tmp_path / "m.idx")), 2)
+    assert offsets.dtype == np.int32 and offsets.size == 300_000 and starts[-1] == 300_000
+    assert offsets[:3].tolist() == [0, 1, 2] and starts[:3].tolist() == [0, 1000, 2000]
+    monkeypatch.setenv("FREQLAB_MEMORY_BYTES", str(1_000_000))
+    with pytest.raises(FreqlabError, match=r"the EOD id 2 needs ~1\.2 MB of memory \(300,000 tokens of .*m\.bin"):
+        eod_cuts(read_index(str(tmp_path / "m.idx")), 2)
