@@ -137,7 +137,12 @@ def _yaml(text: str, path: Path, what: str):
 _YAML11_ONLY = (
     (re.compile(r"yes|Yes|YES|no|No|NO|on|On|ON|off|Off|OFF"), "a boolean", "write true or false"),
     (re.compile(r"[-+]?0[0-7_]+"), "an octal number", "write the number without its leading zero"),
-    (re.compile(r"[-+]?[0-9][0-9_]*(?::[0-5]?[0-9])+(?:\.[0-9_]*)?"), "a base-60 number", "write the number"),
+    # PyYAML's base-60 integer starts with 1-9; its base-60 float has a fraction (0:30 and 00:30 stay text)
+    (
+        re.compile(r"[-+]?[1-9][0-9_]*(?::[0-5]?[0-9])+|[-+]?[0-9][0-9_]*(?::[0-5]?[0-9])+\.[0-9_]*"),
+        "a base-60 number",
+        "write the number",
+    ),
 )
 
 
@@ -145,7 +150,11 @@ def _ambiguous(value: str) -> tuple[str, str] | None:
     """What YAML 1.1 reads the plain scalar ``value`` as, when YAML 1.2 reads it otherwise, and what to write instead
     (a review: ``L: 01024`` was a window of 532, a source named ``no`` was False); None for any other value.
     """
-    return next(((what, fix) for pattern, what, fix in _YAML11_ONLY if pattern.fullmatch(value)), None)
+    found = next(((what, fix) for pattern, what, fix in _YAML11_ONLY if pattern.fullmatch(value)), None)
+    if found is not None and found[0] == "an octal number":  # 00 and 07 are the same number in both readings
+        digits = value.lstrip("+-").replace("_", "")
+        return found if int(digits, 8) != int(digits, 10) else None
+    return found
 
 
 def _depth(data) -> int:

@@ -76,7 +76,7 @@ def write_atomic(
     try:
         target, in_place = _destination(text)
     except OSError as exc:
-        raise cannot_write(text, exc) from exc
+        raise cannot_write(_through_link(text), exc) from exc
     if in_place:
         if before_replacing is not None:
             try:
@@ -117,10 +117,15 @@ def write_atomic(
         if tmp is not None:
             _remove(tmp)
         if isinstance(exc, Exception) and not isinstance(exc, FreqlabError):
-            # through a symbolic link, the target is what could not be written (a review: the link alone was named)
-            shown = text if not os.path.islink(text) else f"{text} (a link to {target})"
-            raise cannot_write(shown, exc) from exc
+            raise cannot_write(_through_link(text), exc) from exc
         raise
+
+
+def _through_link(text: str) -> str:
+    """``text`` as an error names it: with its target when it is a symbolic link (the target is what could not be
+    written; a review: the link alone was named).
+    """
+    return f"{text} (a link to {os.path.realpath(text)})" if os.path.islink(text) else text
 
 
 #: temporary files being written: removed at exit if an interrupt cut their own clean-up short (a second Ctrl-C, or

@@ -65,9 +65,20 @@ def parse_size(value, suffixes: dict[str, int], what: str, example: str, *, mini
     if size.denominator != 1 or size < minimum:
         least = {0: "a non-negative integer", 1: "a positive integer"}.get(minimum, f"an integer >= {minimum}")
         # a suffixed fraction that is no whole number says what it came to (1.9K is 1945.6: a review)
-        came = f" ({float(size):g})" if scale > 1 and size.denominator != 1 else ""
+        came = f" ({_decimal(size)})" if scale > 1 and size.denominator != 1 else ""
         raise FreqlabError(f"a {what} must be {least}, got {brief(value)}{came}")
     return int(size)
+
+
+def _decimal(value: Fraction) -> str:
+    """A decimal times a whole scale, written out exactly (it ends: 1.9999999K is 2047.9998976, not 2048)."""
+    whole, rest = divmod(value.numerator, value.denominator)
+    digits: list[str] = []
+    while rest and len(digits) < MAX_NUMBER_CHARS:
+        rest *= 10
+        digit, rest = divmod(rest, value.denominator)
+        digits.append(str(digit))
+    return f"{whole:,}" + ("." + "".join(digits) if digits else "")
 
 
 #: the longest number text read exactly, and the largest decimal exponent: ``1e999999999`` would take minutes

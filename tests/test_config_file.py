@@ -165,3 +165,6 @@ def test_quoted_or_plain_values_read_as_written(tmp_path):
     assert read_config_file(path, "schedule") == {
         "name": "no", "L": 1024, "tag": "01024", "zero": 0, "hex": 16, "big": 1000, "flag": True
     }  # fmt: skip
+    # a second review: values both read alike were refused (0:30 is text to PyYAML, 00 and 07 the same number)
+    path.write_text("a: 0:30\nb: 00:30\nc: 00\nd: 07\n")
+    assert read_config_file(path, "schedule") == {"a": "0:30", "b": "00:30", "c": 0, "d": 7}

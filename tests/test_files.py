@@ -200,7 +200,7 @@ def test_the_mode_kept_drops_setuid_setgid_and_sticky(tmp_path):
 def test_a_symbolic_link_loop_is_one_line(tmp_path):
     (tmp_path / "a").symlink_to("b")
     (tmp_path / "b").symlink_to("a")
-    with pytest.raises(FreqlabError, match=r"a: cannot write \(Too many levels of symbolic links\)$"):
+    with pytest.raises(FreqlabError, match=r"a \(a link to .*\): cannot write \(Too many levels of symbolic links\)$"):
         write_parquet(tmp_path / "a", FRAME)
     assert (tmp_path / "a").is_symlink()
 
@@ -218,7 +218,7 @@ def test_a_symbolic_link_to_a_folder_is_refused_and_kept(tmp_path):
     # the rename replaced the link with a file (mode copied from the folder's); the shell's > says so too
     (tmp_path / "folder").mkdir()
     (tmp_path / "summary.json").symlink_to("folder")
-    with pytest.raises(FreqlabError, match=r"summary\.json: cannot write \(Is a directory\)$"):
+    with pytest.raises(FreqlabError, match=r"summary\.json \(a link to .*folder\): cannot write \(Is a directory\)$"):
         write_atomic(tmp_path / "summary.json", b"{}")
     assert (tmp_path / "summary.json").is_symlink() and os.listdir(tmp_path / "folder") == []
 
@@ -360,7 +360,7 @@ def test_a_path_through_a_missing_folder_and_back_is_refused_as_the_kernel_refus
 )
 def test_a_dangling_link_to_a_folder_name_writes_no_file(tmp_path, points_to, reason):
     (tmp_path / "out.json").symlink_to(points_to)
-    with pytest.raises(FreqlabError, match=rf"out\.json: cannot write \({reason}\)$"):
+    with pytest.raises(FreqlabError, match=rf"out\.json \(a link to .*\): cannot write \({reason}\)$"):
         write_atomic(tmp_path / "out.json", b"{}")
     assert sorted(os.listdir(tmp_path)) == ["out.json"]
 
@@ -393,6 +393,11 @@ def test_a_link_whose_target_cannot_be_written_is_named_with_its_target(tmp_path
     with pytest.raises(FreqlabError) as error:
         write_atomic(link, b"x")
     assert str(error.value).startswith(f"{link} (a link to /proc/freqlab-none/x.parquet): cannot write (")
+    blocked = tmp_path / "b.parquet"  # its target's folder is a file: refused before anything is made
+    (tmp_path / "afile").write_text("x")
+    blocked.symlink_to(tmp_path / "afile" / "f.parquet")
+    with pytest.raises(FreqlabError, match=rf"b\.parquet \(a link to {tmp_path}/afile/f\.parquet\): cannot write"):
+        write_atomic(blocked, b"x")
     dangling = tmp_path / "d.parquet"
     dangling.symlink_to(tmp_path / "made" / "x.parquet")  # written through, its folder made
     write_atomic(dangling, b"x")

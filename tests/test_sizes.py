@@ -54,6 +54,8 @@ def test_tau_is_one_type_in_every_commands_json():
 
 def test_a_suffixed_fraction_that_is_no_whole_number_says_what_it_came_to():
     """A review: "--effective-length 1.9K must be a positive integer" left the user to find that 1.9K is 1945.6."""
-    with pytest.raises(FreqlabError, match=r"got '1.9K' \(1945.6\)$"):
+    with pytest.raises(FreqlabError, match=r"got '1.9K' \(1,945.6\)$"):
         parse_positions("1.9K")
+    with pytest.raises(FreqlabError, match=r"got '1.9999999K' \(2,047.9998976\)$"):  # exact: not "(2048)"
+        parse_positions("1.9999999K")
     assert parse_positions("1.5K") == 1536

@@ -297,10 +297,16 @@ def _text(path: Path, what: str) -> str:
     """
     try:
         descriptor = os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0))  # a FIFO: opened without a writer
-        with os.fdopen(descriptor, "rb") as handle:
-            if not stat.S_ISREG(os.fstat(descriptor).st_mode):
+        try:
+            if not stat.S_ISREG(os.fstat(descriptor).st_mode):  # before fdopen, which refuses a folder unclosed
                 raise FreqlabError(f"{path}: not a regular file; {what} is read from a file")
-            raw = handle.read(MAX_CALIBRATION_BYTES + 1)
+            raw = b""
+            while chunk := os.read(descriptor, MAX_CALIBRATION_BYTES + 1 - len(raw)):
+                raw += chunk
+                if len(raw) > MAX_CALIBRATION_BYTES:
+                    break
+        finally:
+            os.close(descriptor)
     except OSError as exc:
         raise FreqlabError(f"{path}: cannot read {what} ({exc.strerror or exc})") from None
     if len(raw) > MAX_CALIBRATION_BYTES:

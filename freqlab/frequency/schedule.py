@@ -280,6 +280,8 @@ def _text(value, where: str) -> str:
     """
     if isinstance(value, bool) or not isinstance(value, str | int | float | datetime.date):
         raise FreqlabError(f"{where} must be text, got {brief(value)}")
+    if isinstance(value, float):  # `1.10` is read as 1.1, `1e3` as 1000.0: the text written is gone (a review)
+        raise FreqlabError(f"{where} is the number {value!r} as read: quote it to keep the text written")
     return str(value)
 
 

@@ -194,10 +194,12 @@ def self_extend_position_matrix(N: int, G: int, w_n: int) -> np.ndarray:
     return out
 
 
-def _rule(value: float) -> str:
-    """The rule-of-thumb value as shown: whole numbers as they are, others to two decimals (rounded to a whole number,
-    2730.33 read "2730 (> N* = 2730)", a review).
+def _rule(value: float | None) -> str:
+    """The rule-of-thumb value as shown: whole numbers as they are, others to two decimals or as many more as keep
+    them off a whole number (rounded to one, 2730.33 read "2730 (> N* = 2730)", a review); "-" when there is none.
     """
+    if value is None:
+        return "-"
     if float(value).is_integer():
         return f"{value:.0f}"
     # enough decimals that no value off a whole number reads as one (1/G: 2730.0039 with G = 256)

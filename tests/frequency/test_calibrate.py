@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import math
+import os
 from fractions import Fraction
 
 import numpy as np
@@ -303,7 +304,6 @@ def test_a_probe_that_passed_every_length_is_a_lower_bound_not_a_point():
 def test_a_calibration_file_is_read_within_bounds_and_its_tau_exactly(tmp_path):
     """A review: --tau-from /dev/zero grew until killed, a FIFO without a writer waited forever, and a tau past 2^53
     was rounded through float (--tau keeps it exact)."""
-    import os
 
     from freqlab.frequency.calibrate import FORMAT, read_tau
 
@@ -317,6 +317,11 @@ def test_a_calibration_file_is_read_within_bounds_and_its_tau_exactly(tmp_path):
     big.write_bytes(b" " * (16 << 20) + b"{}")
     with pytest.raises(FreqlabError, match=r"big\.json: more than 16,777,216 bytes"):
         read_tau(big)
+    opened = len(os.listdir("/proc/self/fd"))
+    for _ in range(5):  # a folder: refused, its descriptor closed (a second review: one leaked per call)
+        with pytest.raises(FreqlabError, match="not a regular file"):
+            read_tau(tmp_path)
+    assert len(os.listdir("/proc/self/fd")) == opened
     exact = tmp_path / "tau.json"
     exact.write_text(json.dumps({"format": FORMAT, "tau": 2**53 + 5}))
     assert read_tau(exact) == 2**53 + 5

@@ -769,3 +769,11 @@ def test_the_report_names_its_histogram_file_and_each_stages_curriculum_or_posit
     line = {name: next(x for x in lines if x.startswith(f"  {name} ")) for name in ("warm", "pose", "plain")}
     assert "(curriculum: warmup)" in line["warm"] and "(position ids: pose)" in line["pose"]
     assert "curriculum" not in line["plain"] and "position ids" not in line["plain"]
+
+
+def test_a_stage_named_by_a_decimal_number_is_refused_not_rewritten(tmp_path):
+    """A second review: `name: 1.10` became "1.1" (YAML reads a float), and stages 1.1 and 1.10 clashed."""
+    path = tmp_path / "s.yaml"
+    path.write_text("stages:\n  - {name: 1.10, L: 2048, tokens: 1B}\n")
+    with pytest.raises(FreqlabError, match=r"stage 1: name is the number 1.1 as read: quote it to keep the text"):
+        load_schedule(path, histogram=LengthHistogram.from_lengths([100, 3000]))
