@@ -70,6 +70,7 @@ from transformers.masking_utils import AttentionMaskInterface, eager_mask, flash
 from transformers.modeling_utils import ALL_ATTENTION_FUNCTIONS
 
 from freqlab.apply import TESTED_MODEL_TYPES, UNTESTED_BECAUSE, check_model_type
+from freqlab.apply.window import config_window
 from freqlab.errors import FreqlabError
 from freqlab.plan.self_extend import _check_group
 from freqlab.plan.string import _check_shift
@@ -872,28 +873,6 @@ def model_window(model: Any) -> int:
     if L is None:
         found = getattr(config, "max_position_embeddings", None)
         raise FreqlabError(f"{type(model).__name__}: config has no usable max_position_embeddings ({found!r})")
-    return L
-
-
-def config_window(get: Callable[[str], Any]) -> int | None:
-    """:func:`model_window` of a config read with ``get(name)`` (a loaded config's attribute, or a ``config.json``
-    dict's key: the probe checks plans before loading the model); None without a usable ``max_position_embeddings``.
-    """
-    L = get("max_position_embeddings")
-    if not isinstance(L, int) or isinstance(L, bool) or L < 2:
-        return None
-    rope = get("rope_parameters") or get("rope_scaling") or {}
-    if not isinstance(rope, dict):
-        return L
-    tables = [rope] if "factor" in rope or "rope_type" in rope else [t for t in rope.values() if isinstance(t, dict)]
-    for table in tables:  # one table, or one per layer kind (Gemma 3)
-        # a block that names no original window: transformers takes the config's own (Phi-3: a top-level key, else
-        # max_position_embeddings) when it loads the model (a review: 512 here, 2048 loaded)
-        original = table.get("original_max_position_embeddings") or get("original_max_position_embeddings") or L
-        factor = table.get("factor")
-        reads_original = table.get("rope_type", table.get("type")) in ("yarn", "llama3", "longrope")
-        if reads_original and isinstance(factor, int | float) and isinstance(original, int) and factor > 1:
-            L = max(L, int(original * factor))
     return L
 
 

@@ -45,7 +45,7 @@ def _check_before_loading(model_dir: str, plans: list, lengths: str | None, step
     from pathlib import Path
 
     from freqlab.apply import check_model_type
-    from freqlab.apply.attention import config_window
+    from freqlab.apply.window import config_window
     from freqlab.errors import FreqlabError
     from freqlab.plan.self_extend import _check_group
     from freqlab.plan.string import _check_shift
