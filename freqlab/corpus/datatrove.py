@@ -11,6 +11,7 @@ post-processor or ``eos_token`` appended one, included). Only the index is read.
 from __future__ import annotations
 
 import os
+import stat
 from collections.abc import Iterator
 from dataclasses import dataclass
 
@@ -125,6 +126,9 @@ def read_ds(path: str) -> DatatroveFile:
             if not os.path.exists(index_path)
             else f"{path}: cannot open ({exc.strerror or exc})"
         ) from exc
+    for name in (index_path, path):  # a FIFO or device reads as 0 bytes: "truncated" blamed the data (a review)
+        if not stat.S_ISREG(os.stat(name).st_mode):
+            raise FreqlabError(f"{name}: not a regular file; datatrove writes files")
     if index_size % 8:
         raise FreqlabError(f"{index_path}: {index_size:,} bytes, not a whole number of uint64 document ends")
     ends = np.memmap(index_path, dtype="<u8", mode="r") if index_size else np.zeros(0, np.uint64)

@@ -29,6 +29,7 @@ is opened.
 from __future__ import annotations
 
 import os
+import stat
 import struct
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
@@ -244,9 +245,12 @@ def _check_bin(index: MegatronIndex, idx_path: str) -> None:
     """The ``.bin`` must hold exactly the tokens the index points to, in the index's dtype."""
     bin_path = index.bin_path
     try:
-        actual = os.path.getsize(bin_path)
+        info = os.stat(bin_path)
     except OSError as exc:
         raise FreqlabError(f"{idx_path}: no {os.path.basename(bin_path)} beside it ({exc.strerror or exc})") from exc
+    if not stat.S_ISREG(info.st_mode):  # a FIFO reads as 0 bytes: "truncated" blamed the data (a review)
+        raise FreqlabError(f"{bin_path}: not a regular file; Megatron writes files")
+    actual = info.st_size
     itemsize = index.dtype.itemsize
     expected = 0
     if index.sequences:

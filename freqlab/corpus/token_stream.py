@@ -1,21 +1,21 @@
 """Plain token streams split by an EOS token: ``.npy`` arrays and lit-gpt / TinyLlama packed ``.bin`` files.
 
-Both hold one long stream of token ids; ``--eos-id`` names the token that ends each document (it belongs to
-the document it ends, and counts). lit-gpt's ``PackedDatasetBuilder`` (``lit_gpt/packed_dataset.py``) writes
-chunk files ``PREFIX_0000000000.bin`` ... with a 24-byte header (``b"LITPKDS"``, version uint64 = 1, dtype
-code uint8 with lit-gpt's codes 1 uint8, 2 int8, 3 int16, 4 int32, 5 int64, 6 float32, 7 float64, 8 uint16;
-chunk size uint64), then exactly chunk size tokens. A document may continue from one chunk file into the next, so
-the files of a run (one builder: ``PREFIX_0000000000.bin``, ``PREFIX_0000000001.bin``, ...) are read as one stream,
-in order, by one shard; each run is a shard of its own (TinyLlama's ``prepare_slimpajama.py`` runs one builder per
-process, prefixes ``train_slimpajama_0``, ``train_slimpajama_1``, ...: each run ends in its own padding). A run with
-a chunk missing is refused (the documents around the gap would be joined). The builder pads its last chunk with
-its separator (``sep_token``): the tokens after the run's last EOS are that padding when they are all one token
-(TinyLlama: documents end with EOS 2, padding is BOS 1), or, when the separator is the EOS, the lone EOS tokens
-after the one that ends the last document; either way they are not documents. Other tokens after the last EOS are
-a last document without one. A chunk file whose size is not its header's chunk size is refused (truncated). A
-``.npy`` array is a stream of its own (its own shard: no document runs into the next file, and no padding: a lone
-EOS at its end is a document of one token). Streams of different dtypes (written for different vocabularies) are
-refused together. ``.bin`` files beside a ``.idx`` of the same name are Megatron's and are not claimed here.
+Both hold one long stream of token ids; ``--eos-id`` names the token that ends each document (it belongs to the
+document it ends, and counts). lit-gpt's ``PackedDatasetBuilder`` (``lit_gpt/packed_dataset.py``) writes chunk files
+``PREFIX_0000000000.bin`` ... with a 24-byte header (``b"LITPKDS"``, version uint64 = 1, dtype code uint8 with
+lit-gpt's codes 1 uint8, 2 int8, 3 int16, 4 int32, 5 int64, 6 float32, 7 float64, 8 uint16; chunk size uint64), then
+exactly chunk size tokens. A document may continue from one chunk file into the next, so the files of a run (one
+builder: ``PREFIX_0000000000.bin``, ``PREFIX_0000000001.bin``, ...) are read as one stream, in order, by one shard;
+each run is a shard of its own (TinyLlama's ``prepare_slimpajama.py`` runs one builder per process, prefixes
+``train_slimpajama_0``, ``train_slimpajama_1``, ...: each run ends in its own padding). A run with a chunk missing is
+refused (the documents around the gap would be joined, or the first one counted in part). The builder pads its last
+chunk with its separator (``sep_token``): the tokens after the run's last EOS are that padding when they are all one
+token (TinyLlama: documents end with EOS 2, padding is BOS 1), or, when the separator is the EOS, the lone EOS tokens
+after the one that ends the last document; either way they are not documents. Other tokens after the last EOS are a
+last document without one. A chunk file whose size is not its header's chunk size is refused (truncated). A ``.npy``
+array is a stream of its own (its own shard: no document runs into the next file, and no padding: a lone EOS at its
+end is a document of one token). Streams of different dtypes (written for different vocabularies) are refused
+together. ``.bin`` files beside a ``.idx`` of the same name are Megatron's and are not claimed here.
 """
 
 from __future__ import annotations
@@ -241,6 +241,11 @@ def lit_runs(files: list[DataFile]) -> list[list[DataFile]]:
     out = []
     for key in sorted(runs):
         chunks = sorted(runs[key], key=lambda item: item[0])
+        if LIT_CHUNK_NAME.fullmatch(chunks[0][1].path) and chunks[0][0] != 0:  # its first document began before
+            raise FreqlabError(
+                f"{chunks[0][1].path}: its run starts at chunk {chunks[0][0]}: {os.path.basename(key)}_0000000000.bin "
+                "and those after it are missing (a document may begin in them); scan the run whole"
+            )
         for (number, file), (following, _) in pairwise(chunks):
             if following != number + 1:
                 raise FreqlabError(

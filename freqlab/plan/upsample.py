@@ -190,7 +190,9 @@ class UpsamplePlan(Displayed):
             "",
             f"  {'to reach f_T(E) >= tau':<62}  {'tokens':>8}  {'extra':>8}  {'training':>9}",
         ]
-        for i, o in enumerate(p.options):
+        if p.current_occurrences >= p.tau:  # nothing to reach: the rows would be budgets below T (a new user's trial:
+            lines[-1] = "  f_T(E) already reaches tau: no budget to add (the JSON's options say what would suffice)"
+        for i, o in enumerate(p.options if p.current_occurrences < p.tau else ()):  # "-8990000T -100.0%")
             # the bound (the first row) is one nothing gets below: rounded down; the others are needed: up
             way = {"up": i > 0, "down": i == 0}
             lines.append(
@@ -491,7 +493,8 @@ def _plan(sf: ScheduleFrequency, histograms: list[LengthHistogram], E, tau, long
     if remaining > 0 and a == 0:
         raise FreqlabError(
             f"position {E} never occurs in this corpus under {regime} (no document longer than {E} tokens): neither "
-            "more tokens nor upsampling reach tau; give long_lengths, or pack without a document mask (concat)"
+            "more tokens nor upsampling reach tau; give longer documents (--long-hist, long_lengths), or pack "
+            "without a document mask (concat)"
         )
     more_corpus = _ceil(remaining / a) if remaining > 0 else 0
     X = up_tokens + more_corpus

@@ -544,3 +544,29 @@ def test_a_token_or_length_column_named_for_json_lines_is_refused_not_ignored(tm
     flag = "--" + option.replace("_", "-")
     with pytest.raises(FreqlabError, match=rf"{flag} '{column}' reads a column of Parquet or Arrow files.*jsonl"):
         open_corpus(str(path), read=ReadOptions(**{option: column}))
+
+
+def test_a_lit_gpt_run_missing_its_first_chunk_is_refused(tmp_path):
+    """A new user's trial: with chunk 0 of a run gone, the partial document at the start of chunk 1 was counted as a
+    whole one (84 documents for 86), silently."""
+    lit_run(tmp_path, "train_1", [[5, 6, 7, 2], [8, 8, 2], [9, 2]], chunk_size=4, sep=2)
+    (tmp_path / "train_1_0000000000.bin").unlink()
+    with pytest.raises(FreqlabError, match=r"train_1_0000000001\.bin: its run starts at chunk 1: train_1_0000000000"):
+        open_corpus(str(tmp_path), read=ReadOptions(eos_id=2))
+
+
+def test_a_fifo_in_place_of_a_tokenized_file_is_no_regular_file_not_truncated(tmp_path):
+    """A new user's trial: a FIFO as NAME.ds.index or PREFIX.bin read as 0 bytes: "truncated, or a token size
+    mismatch" blamed the data."""
+    from .tokenized_writers import single_sequence_documents, write_megatron
+
+    (tmp_path / "d").mkdir()
+    (tmp_path / "d" / "a.ds").write_bytes(np.full(4, 7, "<u2").tobytes())
+    os.mkfifo(tmp_path / "d" / "a.ds.index")
+    with pytest.raises(FreqlabError, match=r"a\.ds\.index: not a regular file"):
+        open_corpus(str(tmp_path / "d" / "a.ds"))
+    write_megatron(tmp_path / "m" / "c", single_sequence_documents([5, 7]))
+    (tmp_path / "m" / "c.bin").unlink()
+    os.mkfifo(tmp_path / "m" / "c.bin")
+    with pytest.raises(FreqlabError, match=r"c\.bin: not a regular file"):
+        open_corpus(str(tmp_path / "m" / "c.idx"))

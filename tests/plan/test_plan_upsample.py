@@ -344,3 +344,11 @@ def test_token_budget_and_tau_stay_exact_past_2_to_the_53():
     assert plan_upsample(LengthHistogram.from_lengths(CORPUS), L, E, tokens=1e12, tau=1e11).to_dict()["tau"] == 10**11
     with pytest.raises(FreqlabError, match="the token budget must be at least 1 token, got 0"):
         plan_upsample(LengthHistogram.from_lengths(CORPUS), L, E, tokens=0)
+
+
+def test_a_budget_that_already_reaches_tau_lists_no_negative_budgets():
+    """A new user's trial: with tau reached, the table listed budgets below T as "-8990000T -100.0%" extra."""
+    p = plan_upsample(LengthHistogram.from_lengths(CORPUS), L, E, tokens=10**15, tau=10**6)
+    text = p.report()
+    assert "f_T(E) already reaches tau: no budget to add" in text and "-100.0%" not in text
+    assert p.verdict == "f_T(E) already reaches tau: nothing to add."
