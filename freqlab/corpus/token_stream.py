@@ -233,23 +233,25 @@ def lit_runs(files: list[DataFile]) -> list[list[DataFile]]:
     """lit-gpt chunk files grouped by builder run: ``PREFIX_NNNNNNNNNN.bin`` by ``PREFIX``, in chunk order (a file
     named otherwise is a run of its own); FreqlabError when a run's chunks are not consecutive.
     """
-    runs: dict[str, list[tuple[int, DataFile]]] = {}
+    runs: dict[tuple[str, bool], list[tuple[int, DataFile]]] = {}
     for file in files:
         match = LIT_CHUNK_NAME.fullmatch(file.path)
-        key, number = (match["prefix"], int(match["number"])) if match else (file.path, 0)
+        # a file named otherwise is keyed apart: `x.bin` is no chunk of the run `x.bin_0000000001.bin` (a review)
+        key, number = ((match["prefix"], True), int(match["number"])) if match else ((file.path, False), 0)
         runs.setdefault(key, []).append((number, file))
     out = []
     for key in sorted(runs):
         chunks = sorted(runs[key], key=lambda item: item[0])
-        if LIT_CHUNK_NAME.fullmatch(chunks[0][1].path) and chunks[0][0] != 0:  # its first document began before
+        if key[1] and chunks[0][0] != 0:  # its first document began before
             raise FreqlabError(
-                f"{chunks[0][1].path}: its run starts at chunk {chunks[0][0]}: {os.path.basename(key)}_0000000000.bin "
-                "and those after it are missing (a document may begin in them); scan the run whole"
+                f"{chunks[0][1].path}: its run starts at chunk {chunks[0][0]}: "
+                f"{os.path.basename(key[0])}_0000000000.bin and those after it are missing (a document may begin in "
+                "them); scan the run whole"
             )
         for (number, file), (following, _) in pairwise(chunks):
             if following != number + 1:
                 raise FreqlabError(
-                    f"{file.path}: the next chunk of its run, {os.path.basename(key)}_{number + 1:010d}.bin, is "
+                    f"{file.path}: the next chunk of its run, {os.path.basename(key[0])}_{number + 1:010d}.bin, is "
                     f"missing ({len(chunks)} chunks from {chunks[0][0]} to {chunks[-1][0]}): the documents across "
                     "the gap would be joined; scan the run whole"
                 )

@@ -369,8 +369,8 @@ def _require_memory(
     """Refuse, naming ``--epochs`` or ``--train-samples``, a replay whose arrays exceed the memory available: the
     stream of E epochs' sequence ids (int32, and a copy when the last epoch is shuffled alone), the sample order
     (uint32 or int64, and a copy) and the mask of the samples taken; with ``--reset-attention-mask`` also the
-    sequences' first tokens, lengths and cut bounds (int64 each) and the EOD offsets (int64; about one per document:
-    each sequence's bound).
+    sequences' first tokens, lengths and cut bounds (int64 each); the EOD tokens' offsets (int32) are sized when
+    counted (:func:`eod_cuts`).
     """
     tokens = int(np.sum(lengths[begin:end], dtype=np.int64))
     if tokens <= 1:
@@ -432,7 +432,7 @@ def replay_options(
 
     options = options or MegatronOptions()
     if options.data_path:
-        return options
+        return _with_scanned_eod(options, h)
     if weighted:
         raise FreqlabError(f"--regime megatron replays an index, not a weighted mix; {how}")
     index = h.meta.get("megatron_index")
@@ -463,9 +463,21 @@ def replay_options(
             f"{int(lengths.sum()):,} tokens; the histogram's {h.tokens:,}): the index changed since the scan; "
             f"rescan it, or {how}"
         )
-    eod = h.meta.get("megatron_eod")  # the EOD id given to the scan (--eos-id), which the reset mask cuts at
-    if options.eod_id is None and isinstance(eod, int) and not isinstance(eod, bool):
-        from dataclasses import replace
+    return _with_scanned_eod(options.with_data_path([index]), h)
 
-        options = replace(options, eod_id=eod)
-    return options.with_data_path([index])
+
+def _with_scanned_eod(options: MegatronOptions, h) -> MegatronOptions:
+    """``options`` with the EOD id the scan of ``h`` was given (``--eos-id``, ``meta["megatron_eod"]``), which the reset
+    mask cuts at, when they name none and replay the index that scan read (a review: ``--data-path`` naming it lost
+    the id, and the mask with mixed endings).
+    """
+    eod, index = h.meta.get("megatron_eod"), h.meta.get("megatron_index")
+    if options.eod_id is not None or not isinstance(eod, int) or isinstance(eod, bool) or not index:
+        return options
+    scanned = os.path.abspath(index[: -len(".idx")] if index.endswith(".idx") else index)
+    prefixes = {os.path.abspath(prefix) for _, prefix in options.blend()}
+    if scanned not in prefixes:
+        return options
+    from dataclasses import replace
+
+    return replace(options, eod_id=eod)

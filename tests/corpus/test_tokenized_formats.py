@@ -570,3 +570,13 @@ def test_a_fifo_in_place_of_a_tokenized_file_is_no_regular_file_not_truncated(tm
     os.mkfifo(tmp_path / "m" / "c.bin")
     with pytest.raises(FreqlabError, match=r"c\.bin: not a regular file"):
         open_corpus(str(tmp_path / "m" / "c.idx"))
+
+
+def test_a_file_named_otherwise_is_no_chunk_of_a_run_whose_prefix_it_is(tmp_path):
+    """A review: x.bin and x.bin_0000000001.bin were one run (x.bin taken for chunk 0): a document counted across two
+    unrelated files, and the run missing its chunk 0 not refused."""
+    header = b"LITPKDS" + struct.pack("<Q", 1) + struct.pack("<B", 8) + struct.pack("<Q", 4)
+    (tmp_path / "x.bin").write_bytes(header + np.array([5, 2, 7, 7], np.uint16).tobytes())
+    (tmp_path / "x.bin_0000000001.bin").write_bytes(header + np.array([7, 2, 1, 1], np.uint16).tobytes())
+    with pytest.raises(FreqlabError, match=r"x\.bin_0000000001\.bin: its run starts at chunk 1"):
+        open_corpus(str(tmp_path), read=ReadOptions(eos_id=2))

@@ -149,6 +149,9 @@ def test_the_scan_s_eos_id_is_the_eod_the_replay_cuts_at(tmp_path):
         assert [f[str(i)] for i in (0, 4, 8, 12, 15)] == [expected[i] for i in (0, 4, 8, 12, 15)], prefix
         replayed = CliRunner().invoke(main, ["freq", str(out / "lengths.parquet"), *[str(a) for a in regime]])
         assert json.loads(replayed.output)["results"][0]["f"] == f
+        named = ("--data-path", str(tmp_path / prefix))  # the scanned index named: its id too (a third review)
+        replayed = CliRunner().invoke(main, ["freq", str(out / "lengths.parquet"), *named, *[str(a) for a in regime]])
+        assert json.loads(replayed.output)["results"][0]["f"] == f
 
 
 def test_megatron_without_reset_is_whole_windows():
