@@ -1,13 +1,15 @@
-r"""Mixture and schedule files: read within bounds, before any value is looked at. A mixture (``--weights FILE``) or a
-schedule is a few lines of YAML or JSON. :func:`read_config_file` refuses, in one line naming the file, whatever could
-cost more than its text: a file over :data:`MAX_CONFIG_BYTES` (1 MiB), YAML anchors and aliases (``&a`` / ``*a``: a
-452-byte "billion laughs" file of lists that reuse each other grows to gigabytes once its values are walked), plain
-values that YAML 1.1 (PyYAML) turns into another number or a boolean where YAML 1.2 reads otherwise (``01024`` octal
-532, ``1:30`` base-60 90, ``no`` False: quoted, they are text; ``0b11`` and ``1_000`` are read as the numbers they
-spell), nesting deeper than :data:`MAX_DEPTH` (the deepest documented shape is the recipe presets file: its mapping >
-preset > ``stages`` > stage > ``curriculum`` > ``{value, source}`` > list, 7 collections), and a key given twice in
-one mapping (a parser would keep the last one silently; the command line refuses ``a=1,a=5`` too). A ``.json`` file is
-parsed as JSON, once; any other as YAML with safe types only (libyaml's parser when PyYAML has it).
+r"""Mixture and schedule files: read within bounds, before any value is looked at.
+
+A mixture (``--weights FILE``) or a schedule is a few lines of YAML or JSON. :func:`read_config_file` refuses, in one
+line naming the file, whatever could cost more than its text: a file over :data:`MAX_CONFIG_BYTES` (1 MiB), YAML
+anchors and aliases (``&a`` / ``*a``: a 452-byte "billion laughs" file of lists that reuse each other grows to
+gigabytes once its values are walked), plain values that YAML 1.1 (PyYAML) turns into another number or a boolean
+where YAML 1.2 reads otherwise (``01024`` octal 532, ``1:30`` base-60 90, ``no`` False: quoted, they are text;
+``0b11`` and ``1_000`` are read as the numbers they spell), nesting deeper than :data:`MAX_DEPTH` (the deepest
+documented shape is the recipe presets file: its mapping > preset > ``stages`` > stage > ``curriculum`` > ``{value,
+source}`` > list, 7 collections), and a key given twice in one mapping (a parser would keep the last one silently; the
+command line refuses ``a=1,a=5`` too). A ``.json`` file is parsed as JSON, once; any other as YAML with safe types
+only (libyaml's parser when PyYAML has it).
 
 >>> import pathlib, tempfile
 >>> path = pathlib.Path(tempfile.mkdtemp()) / "mix.yaml"
