@@ -258,9 +258,20 @@ def megatron_segments(
         lengths, counts = histogram
         approx = segments(lengths, counts, L, proxy, seed=seed)
         return Segments(approx.lengths, approx.counts, L, "megatron", approximation=proxy)
-    counts = megatron_counts(L, options, blend, options.eod_id if eod is None else eod)
+    eod = options.eod_id if eod is None else eod
+    counts = megatron_counts(L, options, blend, eod)
     nonzero = np.flatnonzero(counts)
-    return Segments(nonzero.astype(np.int64), counts[nonzero], L, "megatron")
+    note = None
+    if options.reset_attention_mask:  # a mask asked for that cuts nothing is said (a review: it was silent)
+        from freqlab.corpus.megatron import read_index
+
+        unmasked = [prefix for _, prefix in blend if _eod_id(read_index(prefix + ".idx"), eod) is None]
+        if unmasked:
+            note = (
+                f"--reset-attention-mask cuts nothing in {', '.join(unmasked)}: its documents end with no common "
+                "token and no --eos-id was given, so Megatron's EOD id is not known here (whole windows counted)"
+            )
+    return Segments(nonzero.astype(np.int64), counts[nonzero], L, "megatron", note=note)
 
 
 def megatron_counts(L: int, options: MegatronOptions, blend, eod: int | bool | None) -> np.ndarray:

@@ -157,6 +157,8 @@ def regime_rows(
                 budget = int(tokens) * segs.tokens // (segs.tokens + segs.dropped_tokens)
             f = segment_frequency(segs)
             row = regime_row(segs.regime, f, segs.segments, segs.dropped_tokens, segs.approximation, budget, tau)
+            if segs.note:
+                row["note"] = segs.note
             if documents > PACK_SAMPLE_DOCUMENTS:
                 row["note"] = (
                     f"pack shuffles a stream of {documents:,} documents: walked as a weighted sample of about "

@@ -83,6 +83,8 @@ class Segments:
         Tokens the regime discards (``truncate`` only).
     approximation : str or None
         The regime computed in place of one a histogram cannot give exactly (``megatron``).
+    note : str or None
+        What a reader of the row should know of how it was computed (``megatron``: a reset mask that cuts nothing).
     """
 
     lengths: np.ndarray
@@ -91,6 +93,7 @@ class Segments:
     regime: str
     dropped_tokens: int = 0
     approximation: str | None = None
+    note: str | None = None
 
     @property
     def tokens(self) -> int:

@@ -215,3 +215,20 @@ def test_the_eod_tokens_kept_are_sized_before_they_are_read(tmp_path, monkeypatc
     monkeypatch.setenv("FREQLAB_MEMORY_BYTES", str(1_000_000))
     with pytest.raises(FreqlabError, match=r"the EOD id 2 needs ~1\.2 MB of memory \(300,000 tokens of .*m\.bin"):
         eod_cuts(read_index(str(tmp_path / "m.idx")), 2)
+
+
+def test_a_reset_mask_that_cuts_nothing_is_said(tmp_path):
+    """A review: with no EOD appended and no --eos-id, --reset-attention-mask counted whole windows without a word."""
+    from freqlab.frequency.regime_table import describe, regime_rows
+
+    from ..corpus.tokenized_writers import write_megatron
+
+    rng = np.random.default_rng(3)
+    write_megatron(tmp_path / "n", [[rng.integers(3, 50, 12).tolist()] for _ in range(40)])  # no common last token
+    options = MegatronOptions(str(tmp_path / "n"), reset_attention_mask=True)
+    segs = megatron_segments(16, options)
+    assert segs.note.startswith(f"--reset-attention-mask cuts nothing in {tmp_path / 'n'}: its documents end with")
+    assert segs.lengths.tolist() == [16]  # whole windows
+    row = regime_rows([12], [40], [16], ["megatron"], megatron=options)[0]
+    assert "Megatron's EOD id is not known here (whole windows counted)" in describe(row)
+    assert megatron_segments(16, MegatronOptions(str(tmp_path / "n"), reset_attention_mask=True, eod_id=7)).note is None
