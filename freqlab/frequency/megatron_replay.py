@@ -15,10 +15,10 @@ samples in the tests), replayed here with numpy only, in O(sequences):
 4. Without ``--reset-attention-mask`` each window's L input tokens are one segment: f(i) = windows · (L - i).
    With it, a segment ends after every EOD token among the inputs: the last token of each document, as
    ``preprocess_data.py --append-eod`` writes it, and any other token with its id (a document whose text holds
-   ``<|endoftext|>``, tokenized as the special token, is cut there too). The EOD id is the one the corpus's EOS
-   check finds the documents ending with, and ``PREFIX.bin`` is read once for its EOD tokens (O(tokens), at the
-   disk's speed; the replay itself reads the index only). When the check finds no EOD appended, Megatron's id is
-   not known here: no cut is replayed.
+   ``<|endoftext|>``, tokenized as the special token, is cut there too). The EOD id is the scan's ``--eos-id``
+   (``MegatronOptions.eod_id``), else the one the corpus's EOS check finds the documents ending with, and
+   ``PREFIX.bin`` is read once for its EOD tokens (O(tokens), at the disk's speed; the replay itself reads the index
+   only). With neither, Megatron's id is not known here: no cut is replayed, and the row says so.
 5. A blend (``--data-path W1 P1 W2 P2``) normalises the weights, builds each prefix's dataset for
    ``ceil(ceil(N·w)·1.005)`` samples (N = ``--train-samples``), and takes the first N samples of the blend,
    each from the prefix whose count lags its weight most (megatron-core's ``build_blending_indices``).
@@ -258,24 +258,21 @@ def megatron_segments(
         lengths, counts = histogram
         approx = segments(lengths, counts, L, proxy, seed=seed)
         return Segments(approx.lengths, approx.counts, L, "megatron", approximation=proxy)
-    eod = options.eod_id if eod is None else eod
-    counts = megatron_counts(L, options, blend, eod)
+    counts, unmasked = megatron_counts(L, options, blend, options.eod_id if eod is None else eod)
     nonzero = np.flatnonzero(counts)
     note = None
-    if options.reset_attention_mask:  # a mask asked for that cuts nothing is said (a review: it was silent)
-        from freqlab.corpus.megatron import read_index
-
-        unmasked = [prefix for _, prefix in blend if _eod_id(read_index(prefix + ".idx"), eod) is None]
-        if unmasked:
-            note = (
-                f"--reset-attention-mask cuts nothing in {', '.join(unmasked)}: its documents end with no common "
-                "token and no --eos-id was given, so Megatron's EOD id is not known here (whole windows counted)"
-            )
+    if unmasked:  # a mask asked for that cuts nothing is said (a review: it was silent)
+        note = (
+            f"--reset-attention-mask cuts nothing in {', '.join(unmasked)}: its documents end with no common "
+            "token and no --eos-id was given, so Megatron's EOD id is not known here (whole windows counted)"
+        )
     return Segments(nonzero.astype(np.int64), counts[nonzero], L, "megatron", note=note)
 
 
-def megatron_counts(L: int, options: MegatronOptions, blend, eod: int | bool | None) -> np.ndarray:
-    """Exact segment-length counts (index l: segments of l tokens) of the windows the trainer reads."""
+def megatron_counts(L: int, options: MegatronOptions, blend, eod: int | bool | None) -> tuple[np.ndarray, list[str]]:
+    """Exact segment-length counts (index l: segments of l tokens) of the windows the trainer reads, and the
+    prefixes whose reset mask, asked for, cuts nothing (no EOD id known for them).
+    """
     from freqlab.corpus.megatron import read_index
 
     if L < 2:
@@ -308,20 +305,26 @@ def megatron_counts(L: int, options: MegatronOptions, blend, eod: int | bool | N
         taken: list[int | None] = list(blend_counts(normalize(normalised), samples))  # type: ignore[arg-type]
     else:  # one prefix: the samples asked for, or all of --epochs
         taken = [prefixes[0][4] if options.epochs is not None else samples]
-    counts = np.zeros(L + 1, np.int64)
+    counts, unmasked = np.zeros(L + 1, np.int64), []
     for (index, lengths, begin, end, build), take in zip(prefixes, taken):
         with doing(f"replaying Megatron's samples of {index.prefix}"):
-            counts += _replay(index, lengths, begin, end, L, build, take, options, eod)
-    return counts
+            eod_id = _eod_id(index, eod) if options.reset_attention_mask else None
+            if options.reset_attention_mask and eod_id is None:
+                unmasked.append(index.prefix)
+            counts += _replay(index, lengths, begin, end, L, build, take, options, eod_id)
+    return counts, unmasked
 
 
-def _replay(index, lengths, begin: int, end: int, L: int, build, take, options: MegatronOptions, eod) -> np.ndarray:
-    """Segment-length counts of one prefix's train split: the windows its shuffled stream gives the trainer."""
+def _replay(
+    index, lengths, begin: int, end: int, L: int, build, take, options: MegatronOptions, eod_id: int | None
+) -> np.ndarray:
+    """Segment-length counts of one prefix's train split: the windows its shuffled stream gives the trainer, cut
+    after each ``eod_id`` token (None: whole windows).
+    """
     dataset = MegatronDataset.build(lengths, begin, end, L, build, options.seed)
     consumed = dataset.consumed(take)
     used = dataset.windows if consumed.size == 0 else int(np.count_nonzero(consumed))
     counts = np.zeros(L + 1, np.int64)
-    eod_id = _eod_id(index, eod) if options.reset_attention_mask else None
     if eod_id is None:
         counts[L] = used
         return counts
@@ -365,11 +368,13 @@ def eod_cuts(index, eod_id: int) -> tuple[np.ndarray, np.ndarray]:
         at = np.flatnonzero(chunk == eod_id) + a
         sequence = np.searchsorted(first, at, side="right") - 1  # an empty sequence shares the next one's start
         begins = slice(np.searchsorted(first, a, side="left"), np.searchsorted(first, a + chunk.size, side="left"))
-        inside = (sequence >= 0) & (at - first[np.maximum(sequence, 0)] < sizes[np.maximum(sequence, 0)])
+        owner = np.maximum(sequence, 0)
+        inside = (sequence >= 0) & (at - first[owner] < sizes[owner])
+        at, sequence = at[inside], sequence[inside]
         # sequence j's cuts start at the count of the EOD tokens before its first token
-        starts[begins] = kept + np.searchsorted(at[inside], first[begins], side="left")
-        offsets[kept : kept + int(np.count_nonzero(inside))] = at[inside] - first[sequence[inside]]
-        kept += int(np.count_nonzero(inside))
+        starts[begins] = kept + np.searchsorted(at, first[begins], side="left")
+        offsets[kept : kept + at.size] = at - first[sequence]
+        kept += at.size
     starts[starts < 0] = kept  # sequences that begin past the last token (empty ones at the end)
     return starts, offsets[:kept]
 
