@@ -410,7 +410,10 @@ class LengthHistogram(Displayed):
             if not isinstance(header, dict):
                 raise KeyError("format")
         except (KeyError, ValueError, TypeError):
-            raise FreqlabError(f"{path}: not a freqlab length histogram (no 'freqlab' metadata)") from None
+            raise FreqlabError(  # another tool's (length, count) table: say how to make it one (a review)
+                f"{path}: not a freqlab length histogram (no 'freqlab' metadata); a table of lengths and counts "
+                "becomes one with LengthHistogram.from_counts(lengths, counts).to_parquet(path)"
+            ) from None
         if header.get("format") != FORMAT:
             raise FreqlabError(
                 f"{path}: a freqlab file of format {header.get('format')!r}, not a length histogram ({FORMAT!r}: "
@@ -422,6 +425,9 @@ class LengthHistogram(Displayed):
         for column in frame.columns:
             if frame[column].null_count():
                 raise FreqlabError(f"{path}: column {column!r} has {frame[column].null_count()} missing value(s)")
+        # labels 1, 2 were refused as "corpus must be a string", a field the file has not (a review)
+        if "source" in frame.columns and frame["source"].dtype.to_python() is not str:
+            raise FreqlabError(f"{path}: column 'source' holds {frame['source'].dtype}, not text (the source labels)")
         try:
             return cls._from_frame(frame, header)
         except FreqlabError as exc:  # a bad value: named with the file

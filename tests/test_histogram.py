@@ -225,7 +225,7 @@ def test_loading_something_else_is_a_clear_error(tmp_path):
         LengthHistogram.read_parquet(corrupt)
     foreign = tmp_path / "foreign.parquet"
     pl.DataFrame({"length": [1], "count": [1]}).write_parquet(foreign)
-    with pytest.raises(FreqlabError, match="not a freqlab length histogram"):
+    with pytest.raises(FreqlabError, match=r"not a freqlab length histogram .* LengthHistogram\.from_counts\("):
         LengthHistogram.read_parquet(foreign)
 
 
@@ -315,6 +315,15 @@ def test_missing_values_in_a_histogram_file_are_named(tmp_path):
     frame = pl.DataFrame({"source": ["web", None], "length": [5, 6], "count": [1, 1]})
     frame.write_parquet(path, metadata=metadata)
     with pytest.raises(FreqlabError, match="column 'source' has 1 missing value"):
+        LengthHistogram.read_parquet(path)
+
+
+def test_a_source_column_of_numbers_is_named(tmp_path):
+    # the error named a "corpus" the file has no field for (a review)
+    path = LengthHistogram.from_lengths([5, 6]).to_parquet(tmp_path / "h.parquet")
+    metadata = pl.read_parquet_metadata(path)
+    pl.DataFrame({"source": [1, 2], "length": [5, 6], "count": [1, 1]}).write_parquet(path, metadata=metadata)
+    with pytest.raises(FreqlabError, match=r"h\.parquet: column 'source' holds Int64, not text"):
         LengthHistogram.read_parquet(path)
 
 

@@ -328,6 +328,11 @@ def read_records(path: str | Path) -> list[dict]:
             raise FreqlabError(f"{path}: not valid JSON ({exc})") from exc
         except ValueError as exc:  # a key given twice: json keeps the last value without a word
             raise FreqlabError(f"{path}: {exc}") from None
+        if isinstance(data, dict) and data.get("format") == FORMAT:  # calibrate's own output, fed back (a review)
+            raise FreqlabError(
+                f"{path}: a calibration written by `freqlab calibrate --out` (its tau: give it to --tau-from); "
+                "calibrate reads measured runs: L, hist, regime, tokens, effective length in each point"
+            )
         if isinstance(data, dict) and set(data) - {"points"}:  # L, hist, tau beside the points: not read (a review)
             extra = ", ".join(sorted(set(data) - {"points"}))
             raise FreqlabError(f'{path}: unknown key(s) {extra} beside "points" (give L, hist, regime in each point)')

@@ -64,7 +64,7 @@ STRING_PROBE_REPORTS: tuple[ProbeReport, ...] = (
 )
 
 
-def _frequency(f) -> np.ndarray:
+def checked_frequency(f) -> np.ndarray:
     """``f`` as a 1-D array of non-negative counts: integers (int64, or Python integers beyond 2^63), or floats
     (an expectation, a sum of scaled stages) that are finite; a FreqlabError naming the first value that is not.
     """
@@ -158,7 +158,7 @@ def share_at_most(f: ArrayLike, x: int) -> float:
     >>> share_at_most([4, 3, 2, 1], 1)
     0.7
     """
-    f = _frequency(f)
+    f = checked_frequency(f)
     total = exact_sum(f)
     return exact_sum(f[: _index(f, x) + 1]) / total if total else 0.0
 
@@ -192,7 +192,7 @@ def share_at_least(f: ArrayLike, x: int) -> float:
     >>> share_at_least([4, 3, 2, 1], 2)
     0.3
     """
-    f = _frequency(f)
+    f = checked_frequency(f)
     total = exact_sum(f)
     return exact_sum(f[_index(f, x) :]) / total if total else 0.0
 
@@ -228,7 +228,7 @@ def position_at_mass(f: ArrayLike, fraction: float) -> int:
     >>> position_at_mass([4, 3, 2, 1], 0.7)
     1
     """
-    f = _frequency(f)
+    f = checked_frequency(f)
     number = real_number(fraction)  # a number (a string "0.5" is none, as for effective_length)
     if number is None or not 0 < number <= 1:
         raise FreqlabError(f"fraction must be a number in (0, 1], got {brief(fraction)}")
@@ -286,7 +286,7 @@ def scale_to_budget(f: ArrayLike, tokens: float) -> np.ndarray:
     >>> scale_to_budget([4, 3, 2, 1], 8).tolist()
     [8.0, 6.0, 4.0, 2.0]
     """
-    f = _frequency(f)
+    f = checked_frequency(f)
     budget = positive_number(tokens, "the token budget")
     if f[0] <= 0:
         raise FreqlabError("f(0) is zero: the regime holds no tokens")
@@ -351,7 +351,7 @@ def effective_length(f: ArrayLike, tokens: float, tau: float = DEFAULT_TAU) -> i
     >>> effective_length([4, 3, 2, 1], tokens=400, tau=150)  # f_T = [400, 300, 200, 100]
     2
     """
-    f = _frequency(f)
+    f = checked_frequency(f)
     T = _budget(tokens)
     threshold = exact_tau(tau)
     if f[0] <= 0:
@@ -462,7 +462,7 @@ def tokens_needed(f: ArrayLike, i: int, tau: float = DEFAULT_TAU) -> int:
     >>> tokens_needed([4, 3, 2, 1], 2, tau=150)
     300
     """
-    f = _frequency(f)
+    f = checked_frequency(f)
     i = _index(f, i)
     if f[i] <= 0:
         raise FreqlabError(f"position {i} never occurs under this regime (f({i}) = 0)")

@@ -40,7 +40,7 @@ from freqlab.frequency import (
 )
 from freqlab.frequency.budget import DEFAULT_TOKENS
 from freqlab.frequency.schedule import Schedule, ScheduleFrequency, load_schedule, schedule_frequency
-from freqlab.frequency.stats import positive_number, token_budget
+from freqlab.frequency.stats import checked_frequency, positive_number, token_budget
 from freqlab.histogram import LengthHistogram, as_histogram  # as_histogram: kept for import compatibility
 from freqlab.sizes import json_threshold
 
@@ -283,7 +283,8 @@ def well_trained_range(
         f = np.asarray(frequency)
         if f.ndim != 1 or f.size != L:
             raise FreqlabError(f"the frequency must have one value per position 0..L-1 (L = {L}), got shape {f.shape}")
-        if f[0] <= 0:
+        f = checked_frequency(f)  # numbers, finite, never negative (f(0) = -2048 was "zero": a review)
+        if f[0] == 0:
             raise FreqlabError("f(0) is zero: the frequency holds no tokens")
         if np.any(np.diff(f) > 0):
             raise FreqlabError("a position frequency must be non-increasing in i")

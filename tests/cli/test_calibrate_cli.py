@@ -32,6 +32,9 @@ def test_a_runs_file_is_fitted_and_written(tmp_path, monkeypatch):
     assert [p["tau"] for p in data["points"]] == [375e9, 500e9]  # f_T(E) = T (2048 - E) / 2048
     assert data["tau"] == math.isqrt(375 * 10**9 * 500 * 10**9) and data["range"] == [250e9, 500e9]  # rounded down
     assert json.loads((tmp_path / "tau.json").read_text())["tau"] == data["tau"]
+    again = run("calibrate", tmp_path / "tau.json")  # its own output fed back: said so, not "unknown keys" (a review)
+    assert again.exit_code == 1 and "a calibration written by `freqlab calibrate --out`" in again.output, again.output
+    assert "give it to --tau-from" in again.output
 
 
 def test_tau_from_sets_tau_of_freq_and_plan(tmp_path):

@@ -74,6 +74,9 @@ def test_histogram_helper_matches_position_frequency(tmp_path):
         ({"frequency": np.arange(10)}, "one value per position"),
         ({"frequency": np.zeros(16, dtype=np.int64)}, "f\\(0\\) is zero"),
         ({"frequency": np.array([5] * 8 + [6] * 8)}, "non-increasing"),
+        # f(0) = -16 was "zero", and a NaN frequency was planned from (a review)
+        ({"frequency": -np.arange(16, 0, -1)}, "never negative: f\\(0\\) = -16"),
+        ({"frequency": np.full(16, np.nan)}, "finite: f\\(0\\) = nan"),
         ({"frequency": np.arange(16, 0, -1), "mass": 1.5}, "mass"),
         ({"frequency": np.arange(16, 0, -1), "tokens": -5}, "budget"),
     ],

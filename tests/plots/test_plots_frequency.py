@@ -35,6 +35,14 @@ def test_fig1_panel_draws_f_and_segment_bars(histogram):
     assert sum(bar.get_height() for bar in bars) == pytest.approx(100.0)
 
 
+def test_bins_finer_than_one_position_draw_one_bar_per_position():
+    # --bins 4096 at L = 100 drew one bar 0.024 wide, out of sight, under "segments per bin of 0.0244141"
+    fig = plot_position_frequency(LengthHistogram.from_counts([100], [3]), 100, "natural", bins=4096)
+    bars = fig.axes[1].patches
+    assert fig.axes[1].get_ylabel() == "segments per bin of 1 (%)" and len(bars) == 100
+    assert [b.get_height() for b in bars if b.get_height()] == [100.0] and bars[-1].get_width() == 1.0
+
+
 def test_a_regime_a_histogram_only_approximates_says_so_in_its_title(histogram):
     """Megatron's windows need its indexes: from a histogram the panel draws concat, and its title says so."""
     ax = plot_position_frequency(histogram, 2048, "megatron").axes[0]
