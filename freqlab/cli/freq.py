@@ -116,8 +116,9 @@ def freq_command(hist, Ls, regimes, tokens, tau, seed, out, weights, layout, tai
         layouts = [layout_frequency(h.lengths, h.counts, L, layout, r, seed=seed) for L in Ls for r in regimes]
     if tails and regimes[0] not in TAIL_REGIMES:
         raise click.UsageError(
-            f"--tails splits segments by source, which only {' and '.join(TAIL_REGIMES)} keep (a {regimes[0]} "
-            f"segment mixes documents): give --regime natural first, e.g. --regime natural --regime {regimes[0]}"
+            f"--tails splits segments by source, which only {' and '.join(TAIL_REGIMES)} keep (the {regimes[0]} "
+            f"count does not keep each segment's source): give --regime natural first, e.g. --regime natural "
+            f"--regime {regimes[0]}"
         )
     tail_rows = _tail_rows(h, Ls[0], regimes[0]) if tails else None
     corpus = mix.corpus if mix is not None and mix.corpus is not None else h  # whose counts are the corpus's

@@ -22,7 +22,8 @@ megatron   Megatron-LM's GPTDataset windows (:mod:`freqlab.frequency.megatron_re
            ``reset_attention_mask``) or ``pack`` (with it) is computed instead, and ``approximation`` says so
 ========== ==============================================================================================
 
-Every regime but ``truncate`` conserves tokens, so ``f(0)`` equals the corpus's token count.
+Every regime but ``truncate`` and ``megatron`` conserves tokens, so ``f(0)`` equals the corpus's token count
+(Megatron's replay trains its train split's windows: ``samples · L`` tokens).
 """
 
 from __future__ import annotations

@@ -62,7 +62,7 @@ from freqlab.frequency.layouts import (
     read_layout,
     truncate_to_window,
 )
-from freqlab.frequency.pose import position_ids_from_spec
+from freqlab.frequency.pose import Scaled, position_ids_from_spec
 from freqlab.frequency.position import position_frequency
 from freqlab.frequency.regimes import REGIMES, expands_documents
 from freqlab.frequency.stats import (
@@ -807,9 +807,10 @@ def stage_frequency(stage: Stage, h, *, seed: int = 0, where: str | None = None)
     A ``curriculum`` or ``position_ids`` stage's f is the delegated module's exact frequency (its int64 numerator:
     the scaling by T / f(0) cancels the common denominator). Its sliding-window layers are that f cut at the window
     (pairs closer than w are unchanged by the window); chunked layers need each segment's row offset, which a
-    curriculum does not give, and under position ids a window over token distances is not one over position-id
-    differences: both are errors, unless the window or chunk holds L tokens or more (a row holds at most L: the
-    layer is global).
+    curriculum does not give, and under PoSE's position ids a window over token distances is not one over
+    position-id differences: both are errors, unless the window or chunk holds L tokens or more (a row holds at most
+    L: the layer is global). A ``scaled`` (PI / YaRN) stage keeps the position ids: its f and each kind's are the
+    regime's.
     """
     where = where or f"stage {stage.name}"  # a schedule names it as parse_schedule does: "stage 2 (long)"
     layout = stage.layout or Layout((GLOBAL,))
@@ -835,6 +836,10 @@ def stage_frequency(stage: Stage, h, *, seed: int = 0, where: str | None = None)
     # the numerator: int64 where it fits, Python integers beyond 2^63 (PoSE on a large corpus), exact either way; the
     # stage is scaled by T / f(0), which cancels the common denominator
     f = exact.numerator
+    if isinstance(method, Scaled):  # PI / YaRN keep the position ids: f is the regime's, over
+        # token distances, and so is each layer kind's (5*swa1K+global with a x8 PI stage was refused: a review)
+        kinds = layout_frequency(h.lengths, h.counts, stage.L, layout, stage.regime, seed=seed).kinds
+        return f, {kind.kind: kind.f for kind in kinds}
     out: dict = {}
     for kind in layout.kinds:
         if kind.kind == "nope":
@@ -891,6 +896,12 @@ def schedule_frequency(schedule: Schedule, *, seed: int = 0) -> ScheduleFrequenc
             f, per_kind = stage_frequency(stage, h, seed=seed, where=f"stage {k} ({stage.name})")
         except FreqlabError as exc:  # a stage's curriculum or position ids: named with the schedule's file
             raise FreqlabError(f"{schedule.source}: {exc}") from None
+        if f[0] == 0:  # Dataset Decomposition of documents all shorter than its smallest bucket added nothing but
+            # still counted its tokens in the schedule's total (a review)
+            raise FreqlabError(
+                f"{schedule.source}: stage {k} ({stage.name}) trains no token of its histogram (every document "
+                f"is dropped), so it cannot train its {stage.tokens:,} tokens"
+            )
         frequencies.append(f)
         kinds.append(per_kind)
     final, histories = _final_kinds(schedule, kinds)

@@ -9,7 +9,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from freqlab import FreqlabError, LengthHistogram, position_frequency
-from freqlab.frequency import load_schedule, parse_layout, parse_tokens, schedule_frequency
+from freqlab.frequency import layout_frequency, load_schedule, parse_layout, parse_tokens, schedule_frequency
 from freqlab.frequency.schedule import parse_schedule
 
 
@@ -616,6 +616,45 @@ def test_a_stages_bad_weights_are_said_of_where_they_were_given():
     for data, weights, message in cases:
         with pytest.raises(FreqlabError, match=message):  # when read (a missing file) or when weighted
             schedule_frequency(parse_schedule(data, source="s.yaml", histogram=h, weights=weights))
+
+
+@pytest.mark.parametrize("layout", ["5*swa4+global", "3*chunk4+global"])
+def test_a_pi_or_yarn_stage_counts_its_windowed_layers_as_its_regime_does(layout):
+    """A review: a PI/YaRN stage (position ids kept, angles scaled) under 5*swa4+global was refused as if its
+    position ids moved ("a swa mask counts token distances"); its f is the regime's over token distances, and so is
+    each layer kind's: a window of 4 keeps distances 0..3, a chunk of 4 the pairs inside each row's chunks."""
+    h = LengthHistogram.from_counts([3, 5, 9, 17], [4, 2, 2, 1])
+    scaled = {"kind": "scaled", "method": "pi", "factor": 2}
+    stages = [
+        {"name": "pre", "L": 8, "tokens": 1000, "regime": "pack"},
+        {"name": "ext", "L": 16, "tokens": 100, "regime": "pack", "position_ids": scaled},
+    ]
+    result = schedule_frequency(parse_schedule({"layout": layout, "stages": stages}, histogram=h))
+    plain = {k.kind: k.f for k in layout_frequency(h.lengths, h.counts, 16, layout, "pack").kinds}
+    got = result.stage_kinds(1)
+    assert got.keys() == plain.keys() and all(np.array_equal(got[k], plain[k]) for k in plain)
+    pack = position_frequency(h.lengths, h.counts, 16, "pack")  # 57 = the corpus's tokens, 45 pairs at distance 1
+    assert pack[:6].tolist() == [57, 45, 33, 21, 15, 9]
+    windowed = next(k for k in plain if k.kind != "global")
+    expected = {"swa": [57, 45, 33, 21] + [0] * 12, "chunk": [57, 34, 16, 6] + [0] * 12}[windowed.kind]
+    assert got[windowed].tolist() == expected
+
+
+@pytest.mark.parametrize("randomize", [False, True])
+def test_a_stage_that_trains_no_token_is_refused_not_counted(randomize):
+    """A review: Dataset Decomposition with its smallest bucket past every document made no piece; the stage added
+    nothing to F yet its 1,000 tokens counted in the schedule's total (F(0) = 1,000 against 2,000 tokens)."""
+    h = LengthHistogram.from_counts([3, 4], [5, 5])
+    dd = {"kind": "dataset-decomposition", "buckets": [8, 8], "randomize": randomize}
+    data = {
+        "stages": [
+            {"name": "a", "L": 8, "tokens": 1000, "regime": "concat"},
+            {"name": "dd", "L": 8, "tokens": 1000, "curriculum": dd},
+        ]
+    }
+    message = r"^s\.yaml: stage 2 \(dd\) trains no token of its histogram .* cannot train its 1,000 tokens"
+    with pytest.raises(FreqlabError, match=message):
+        schedule_frequency(parse_schedule(data, source="s.yaml", histogram=h))
 
 
 @pytest.mark.parametrize(
