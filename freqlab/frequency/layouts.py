@@ -25,6 +25,7 @@ A layout is read from a model's ``config.json`` (:func:`layout_from_config`) or 
 
 from __future__ import annotations
 
+import importlib.util
 import json
 import re
 from dataclasses import dataclass
@@ -47,7 +48,21 @@ from freqlab.sizes import MAX_POSITIONS, parse_positions, position_label
 
 KINDS: tuple[str, ...] = ("global", "swa", "chunk", "nope")
 #: model types whose configs alternate sliding and global layers without saying so (transformers' defaults)
-_SLIDING_PATTERN = {"gemma2": 2, "gpt_oss": 2, "gemma3": 6, "gemma3_text": 6}
+_SLIDING_PATTERN = {"gemma2": 2, "gpt_oss": 2, "gemma3": 6, "gemma3_text": 6, "cohere2": 4, "exaone4": 4, "olmo3": 4}
+#: their config classes' window where a config leaves ``sliding_window`` out (null in the file stays no window)
+_DEFAULT_WINDOW = {
+    "mistral": 4096,
+    "ministral": 4096,
+    "gemma2": 4096,
+    "gemma3": 4096,
+    "gemma3_text": 4096,
+    "gpt_oss": 128,
+    "cohere2": 4096,
+    "exaone4": 4096,
+    "olmo3": 4096,
+}
+#: the keys a layout is read from, which transformers fills in for a model type freqlab's tables do not know
+_LAYOUT_KEYS = ("layer_types", "sliding_window", "attention_chunk_size", "no_rope_layers", "partial_rotary_factor")
 _LAYER_TYPES = {"full_attention": "global", "sliding_attention": "swa", "chunked_attention": "chunk"}
 #: model types that slide only with use_sliding_window: true (transformers' default false), from max_window_layers on
 #: (its default in transformers' config class)
@@ -197,6 +212,10 @@ def layout_from_config(config: dict, source: str = "config.json") -> Layout:
     * ``no_rope_layers`` (1: RoPE, 0: NoPE, as Llama 4 and transformers mean it) marks NoPE layers;
     * ``partial_rotary_factor`` is kept as the rotated share of each head.
 
+    Keys a config leaves out take its config class's defaults: freqlab's own table for the model types above (and
+    Mistral's window of 4096, Cohere 2's, EXAONE 4's and OLMo 3's 3:1 pattern, SmolLM3's every 4th layer NoPE); for
+    any other type, when transformers is installed, the ``layer_types`` and window its config class fills in.
+
     Parameters
     ----------
     config : dict
@@ -220,6 +239,9 @@ def layout_from_config(config: dict, source: str = "config.json") -> Layout:
     text_config = config.get("text_config")
     cfg = text_config if isinstance(text_config, dict) else config
     model_type = str(cfg.get("model_type", config.get("model_type", "")))
+    filled = "layer_types" not in cfg and _transformers_defaults(cfg, model_type)
+    if filled:  # another model type: its keys as transformers' config class fills them in
+        cfg, where = {**filled, **cfg}, f"{where} (layer_types as transformers fills them in)"
     n = cfg.get("num_hidden_layers")
     types = cfg.get("layer_types")
     no_rope = cfg.get("no_rope_layers")
@@ -232,8 +254,9 @@ def layout_from_config(config: dict, source: str = "config.json") -> Layout:
     opt_in = model_type in _SLIDING_OPT_IN or model_type in _SLIDING_UNMODELLED
     if opted_in is False or (opt_in and opted_in is not True):  # their use_sliding_window defaults to false
         window = None
-    elif model_type in _SLIDING_OPT_IN and "sliding_window" not in cfg:
-        window = 4096  # their config classes' default window
+    elif "sliding_window" not in cfg and (model_type in _SLIDING_OPT_IN or model_type in _DEFAULT_WINDOW):
+        window = _DEFAULT_WINDOW.get(model_type, 4096)  # their config classes' default window (a review: Mistral's
+        # 4096 was no window, 2*global)
     elif model_type in _SLIDING_UNMODELLED and opted_in is True and types is None:
         raise FreqlabError(
             f"{where}: {model_type} with use_sliding_window: true slides layers by a rule freqlab does not model; "
@@ -243,8 +266,9 @@ def layout_from_config(config: dict, source: str = "config.json") -> Layout:
     if model_type in ("llama4", "llama4_text"):  # what transformers' Llama4TextConfig fills in for keys left out
         chunk = cfg.get("attention_chunk_size", 8192)
         if not no_rope:  # absent, or [] as the published Scout and Maverick configs have it: every 4th layer NoPE
-            interval = cast(int, _count_key(cfg, "no_rope_layer_interval", where, default=4))  # int: a default
-            no_rope = [int((i + 1) % interval != 0) for i in range(n)]
+            no_rope = _every_interval_nope(cfg, n, where)
+    elif model_type == "smollm3" and no_rope is None:  # SmolLM3Config: the same rule, for an absent or null list
+        no_rope = _every_interval_nope(cfg, n, where)
     if isinstance(no_rope, list) and no_rope and len(no_rope) < n:  # transformers indexes it by layer (a review:
         # [1, 1] for 4 layers made layers 2 and 3 RoPE layers, unsaid; a longer list, as a cut test config, loads)
         raise FreqlabError(f"{where}: no_rope_layers lists {len(no_rope)} layers, fewer than num_hidden_layers = {n}")
@@ -286,6 +310,50 @@ def _default_layer_types(cfg, model_type, n, window, chunk, no_rope, where) -> l
     if pattern:
         return ["sliding_attention" if (i + 1) % int(pattern) else "full_attention" for i in range(n)]
     return ["sliding_attention"] * n  # Mistral: every layer slides
+
+
+def _every_interval_nope(cfg: dict, n: int, where: str) -> list[int]:
+    """``no_rope_layers`` as Llama 4's and SmolLM3's config classes fill it in: every ``no_rope_layer_interval``-th
+    layer (default 4) NoPE (0), the others RoPE (1).
+    """
+    interval = cast(int, _count_key(cfg, "no_rope_layer_interval", where, default=4))  # int: a default
+    return [int((i + 1) % interval != 0) for i in range(n)]
+
+
+def _transformers_defaults(cfg: dict, model_type: str) -> dict:
+    """The layout keys ``cfg`` leaves out as transformers' config class for ``model_type`` fills them in, for a model
+    type freqlab's own tables do not know (a review: a Cohere 2, OLMo 3 or gpt-oss config without its window or
+    pattern was read as every layer global); empty when transformers is not installed, does not know the type, or
+    cannot build the config.
+    """
+    known = (*_SLIDING_PATTERN, *_SLIDING_OPT_IN, *_SLIDING_UNMODELLED, *_DEFAULT_WINDOW, "llama4", "llama4_text")
+    if model_type in known or importlib.util.find_spec("transformers") is None:
+        return {}
+    import warnings
+
+    from transformers import CONFIG_MAPPING
+    from transformers.utils import logging
+
+    verbosity = logging.get_verbosity()
+    try:
+        config_class = CONFIG_MAPPING[model_type]
+        logging.set_verbosity_error()  # its notes on token ids and RoPE parameters are not the layout's
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            own = config_class(**{k: v for k, v in cfg.items() if k != "model_type"})
+    except Exception:  # a type it does not know, or a config it cannot build: freqlab's reading of the file stands
+        return {}
+    finally:
+        logging.set_verbosity(verbosity)
+    out = {}
+    for key in _LAYOUT_KEYS:
+        try:
+            value = getattr(own, key)
+        except Exception:  # absent, or a per-layer attribute transformers will not give globally
+            continue
+        if key not in cfg and value is not None:
+            out[key] = list(value) if isinstance(value, (list, tuple)) else value
+    return out if "layer_types" in out or "sliding_window" in out else {}
 
 
 def _count_key(cfg: dict, key: str, where: str, *, default: int | None = None, least: int = 1) -> int | None:

@@ -194,6 +194,54 @@ def test_qwen_configs_slide_only_when_they_opt_in_as_transformers_reads_them(con
     ]
 
 
+@pytest.mark.parametrize(
+    ("config", "spec"),
+    [
+        ({"model_type": "mistral", "num_hidden_layers": 2}, "2*swa4K"),
+        ({"model_type": "mistral", "num_hidden_layers": 2, "sliding_window": None}, "2*global"),  # null: no window
+        ({"model_type": "gemma2", "num_hidden_layers": 4}, "swa4K+global+swa4K+global"),
+        ({"model_type": "gpt_oss", "num_hidden_layers": 4}, "swa128+global+swa128+global"),
+        ({"model_type": "cohere2", "num_hidden_layers": 8, "sliding_window": 4096}, "3*swa4K+global+3*swa4K+global"),
+        ({"model_type": "exaone4", "num_hidden_layers": 4}, "3*swa4K+global"),
+        ({"model_type": "olmo3", "num_hidden_layers": 4, "sliding_window": 512}, "3*swa512+global"),
+        ({"model_type": "smollm3", "num_hidden_layers": 8}, "3*global+nope+3*global+nope"),
+    ],
+)
+def test_keys_a_config_leaves_out_are_its_config_class_defaults(config, spec):
+    """A review: a Mistral config without sliding_window read as 2*global (MistralConfig's window is 4096), Cohere 2,
+    EXAONE 4 and OLMo 3 without their pattern as every layer sliding, SmolLM3 without no_rope_layers as all RoPE."""
+    assert layout_from_config(config).spec == spec
+    transformers = pytest.importorskip("transformers")
+    own = transformers.AutoConfig.for_model(**config)
+    slides = "sliding_attention" if own.sliding_window else "full_attention"  # Mistral's class lists no layer_types
+    types = getattr(own, "layer_types", None) or [slides] * own.num_hidden_layers
+    no_rope = getattr(own, "no_rope_layers", None) or [1] * len(types)
+    kinds = {"full_attention": "global", "sliding_attention": f"swa{own.sliding_window}"}
+    read = layout_from_config(config).layers
+    assert [kinds[t] if rope else "nope" for t, rope in zip(types, no_rope, strict=True)] == [
+        kind.kind if kind.kind in ("global", "nope") else f"swa{kind.size}" for kind in read
+    ]
+
+
+def test_a_model_type_freqlab_does_not_know_takes_transformers_defaults(monkeypatch):
+    """AFMoE is in no table of freqlab's: its config class fills in a window of 1024 on 3 of every 4 layers; without
+    transformers the file alone is read (no window: every layer global)."""
+    config = {"model_type": "afmoe", "num_hidden_layers": 8}
+    listed = {**config, "layer_types": ["full_attention"] * 8}  # listed: read as written, transformers or not
+    assert layout_from_config(listed).spec == "8*global"
+    import freqlab.frequency.layouts as layouts
+
+    real = layouts.importlib.util.find_spec
+    without = lambda name: None if name == "transformers" else real(name)  # noqa: E731
+    monkeypatch.setattr(layouts.importlib.util, "find_spec", without)
+    assert layout_from_config(config).spec == "8*global"
+    monkeypatch.undo()
+    pytest.importorskip("transformers")
+    assert layout_from_config(config).spec == "3*swa1K+global+3*swa1K+global"
+    with pytest.raises(FreqlabError, match=r"as transformers fills them in\): layer_types\[0\] = 'linear_attention'"):
+        layout_from_config({"model_type": "qwen3_next", "num_hidden_layers": 4})  # was 4*global, unsaid
+
+
 def test_opted_in_sliding_freqlab_does_not_model_is_refused_and_chunks_of_0_named():
     moe = {"model_type": "qwen2_moe", "num_hidden_layers": 4, "sliding_window": 4096, "use_sliding_window": True}
     with pytest.raises(FreqlabError, match="qwen2_moe with use_sliding_window: true slides layers by a rule freqlab"):
