@@ -388,9 +388,30 @@ class FileShard(Shard):
                     f"{self.path}: cannot read ({describe_error(exc)}); the name says gzip, the content is not: "
                     "rename the file after what it holds"
                 )
+            elif "Unknown frame descriptor" in str(exc) and _starts_gzip(self.path):  # gzip named .zst (a review)
+                message = (
+                    f"{self.path}: cannot read ({describe_error(exc)}); the name says zstd, the content is gzip: "
+                    "rename the file after what it holds"
+                )
             else:
                 message = f"{self.path}: cannot read ({describe_error(exc)}); is the file truncated or corrupt?"
             raise UnreadableFile(message, self.path) from exc
+
+
+_UTF16_BOMS = (b"\xff\xfe", b"\xfe\xff")
+
+
+def utf8_error(raw: bytes, *, first: bool, skipped: int = 0, unit: str = "line", kind: str = "JSON lines") -> str:
+    """Where ``raw`` (a line, or a whole ``unit``) stops being UTF-8 (``skipped``: bytes taken off its start, a UTF-8
+    BOM), and a UTF-16 file named as such (a review: a file from ``iconv -t utf-16`` said only invalid-utf8).
+    """
+    if first and raw.startswith(_UTF16_BOMS):
+        return f"the file starts with a UTF-16 byte-order mark: {kind} are UTF-8; iconv -f UTF-16 -t UTF-8 converts it"
+    try:
+        raw.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        return f"byte 0x{raw[exc.start]:02X} at byte {skipped + exc.start + 1} of the {unit}: {exc.reason}"
+    return "not UTF-8"
 
 
 def _starts_gzip(path: str) -> bool:

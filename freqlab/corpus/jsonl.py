@@ -40,6 +40,7 @@ from freqlab.corpus.base import (
     UnreadableFile,
     describe_error,
     read_meter,
+    utf8_error,
 )
 from freqlab.corpus.fields import REPARSE, Fields, has_lone_surrogate
 from freqlab.corpus.file_discovery import DATASETS_METADATA, DataFile
@@ -62,6 +63,7 @@ _FEED = 1 << 16
 _TAIL_FEED = 1 << 12
 _BOM = b"\xef\xbb\xbf"
 _ZSTD_SUFFIXES = (".zst", ".zstd")
+MAX_ZSTD_WINDOW = 1 << 31  # zstd's largest window (--long=31); the decoder allocates only what a frame asks for
 # Decompressed bytes per compressed byte assumed when cutting a compressed file whose size inside is not
 # recorded (text compresses 3-5x with zstd or gzip); only the balance of the parts depends on it.
 COMPRESSION_RATIO_GUESS = 4
@@ -107,8 +109,10 @@ class ZstdFrames(io.RawIOBase):
 
     @staticmethod
     def _decoder():
-        """A decompressor of one frame (``decompress``, ``eof``, ``unused_data``)."""
-        return zstandard.ZstdDecompressor().decompressobj()
+        """A decompressor of one frame (``decompress``, ``eof``, ``unused_data``); windows up to zstd's largest, 2 GiB
+        (``zstd --long=31`` writes them: the default 128 MiB limit refused such files as "truncated or corrupt").
+        """
+        return zstandard.ZstdDecompressor(max_window_size=MAX_ZSTD_WINDOW).decompressobj()
 
     def readable(self) -> bool:
         """Always True: a readable stream."""
@@ -341,24 +345,6 @@ def parse_line(raw: bytes, extract) -> tuple[str | None, str | None, str | None]
     return text, source, error
 
 
-_UTF16_BOMS = (b"\xff\xfe", b"\xfe\xff")
-
-
-def _utf8_error(raw: bytes, first: bool, skipped: int = 0) -> str:
-    """Where a line stops being UTF-8 (``skipped``: bytes taken off its start, a UTF-8 BOM), and a UTF-16 file named
-    as such (a review: a file from ``iconv -t utf-16`` said only invalid-utf8 on its first line).
-    """
-    if first and raw.startswith(_UTF16_BOMS):
-        return (
-            "the file starts with a UTF-16 byte-order mark: JSON lines are UTF-8; iconv -f UTF-16 -t UTF-8 converts it"
-        )
-    try:
-        raw.decode("utf-8")
-    except UnicodeDecodeError as exc:
-        return f"byte 0x{raw[exc.start]:02X} at byte {skipped + exc.start + 1} of the line: {exc.reason}"
-    return "not UTF-8"
-
-
 def _is_json(raw: bytes) -> bool:
     """Whether ``raw`` is one JSON value (the standard library's parser)."""
     try:
@@ -497,7 +483,7 @@ class JsonlShard(FileShard):
                 if error == MALFORMED_JSON:
                     detail = _json_error(raw)
                 elif error == INVALID_UTF8:  # where in the line as written: a BOM taken off counts (a review)
-                    detail = _utf8_error(raw, first=position == 0, skipped=3 if bom else 0)
+                    detail = utf8_error(raw, first=position == 0, skipped=3 if bom else 0)
                 elif error == NON_STRING_TEXT:  # one orjson refused (NaN)
                     detail = self._text_kind(raw)
                 elif error == NOT_AN_OBJECT:  # one orjson refused (NaN inside)

@@ -18,7 +18,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any
 
-from freqlab.corpus.base import INVALID_UTF8, MISSING_SOURCE, UNREADABLE_FILE, Document, Shard
+from freqlab.corpus.base import INVALID_UTF8, MISSING_SOURCE, UNREADABLE_FILE, Document, Shard, utf8_error
 from freqlab.corpus.fields import Fields
 from freqlab.corpus.file_discovery import DataFile
 from freqlab.corpus.registry import FileFormat, register
@@ -62,8 +62,9 @@ class TextFilesShard(Shard):
                 continue
             try:
                 text = data.decode("utf-8")
-            except UnicodeDecodeError:
-                yield Document(None, None, path, INVALID_UTF8)
+            except UnicodeDecodeError:  # which byte, and where (a review: the error said invalid-utf8 alone)
+                detail = utf8_error(data, first=True, unit="file", kind="text files")
+                yield Document(None, None, path, INVALID_UTF8, detail)
                 continue
             yield Document(text.removeprefix("\ufeff"), source, path)
 

@@ -200,12 +200,20 @@ def test_parquet_token_columns_name_their_rows_and_columns(tmp_path):
 
 
 def test_text_file_that_is_not_utf8(tmp_path):
+    """As a JSON line: which byte, where, and a UTF-16 file named (a review: "invalid-utf8" alone)."""
     (tmp_path / "a.txt").write_bytes(b"fine")
-    (tmp_path / "b.txt").write_bytes(b"caf\xe9")
+    (tmp_path / "b.txt").write_bytes(b"ok\ncaf\xe9")
+    (tmp_path / "c.txt").write_bytes("hi\n".encode("utf-16"))  # a byte-order mark first, as iconv -t UTF-16 writes
     docs = list(open_corpus(str(tmp_path)).documents())
-    assert [(d.text, d.where, d.error) for d in docs] == [
-        ("fine", str(tmp_path / "a.txt"), None),
-        (None, str(tmp_path / "b.txt"), "invalid-utf8"),
+    assert [(d.text, d.where, d.error, d.detail) for d in docs] == [
+        ("fine", str(tmp_path / "a.txt"), None, None),
+        (None, str(tmp_path / "b.txt"), "invalid-utf8", "byte 0xE9 at byte 7 of the file: unexpected end of data"),
+        (
+            None,
+            str(tmp_path / "c.txt"),
+            "invalid-utf8",
+            "the file starts with a UTF-16 byte-order mark: text files are UTF-8; iconv -f UTF-16 -t UTF-8 converts it",
+        ),
     ]
 
 

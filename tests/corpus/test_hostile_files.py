@@ -124,6 +124,26 @@ def test_trailing_garbage_after_compressed_data_keeps_every_line_of_a_shard_read
     assert read == texts
 
 
+def test_zstd_with_a_long_window_is_read_and_gzip_named_zst_is_said(tmp_path):
+    """A review: a file from `zstd --long=31` (a window past the decoder's default 128 MiB) was "truncated or corrupt"
+    and dropped whole under --on-error skip; gzip data named .zst was "truncated or corrupt" too."""
+    import zstandard
+
+    lines = b"".join(b'{"text": "doc %d"}\n' % i for i in range(100))
+    params = zstandard.ZstdCompressionParameters.from_level(3, window_log=30, enable_ldm=True)
+    compressor = zstandard.ZstdCompressor(compression_params=params)
+    with open(tmp_path / "long.jsonl.zst", "wb") as handle, compressor.stream_writer(handle) as writer:
+        writer.write(lines)  # streamed: the frame states its 1 GiB window
+    assert zstandard.get_frame_parameters((tmp_path / "long.jsonl.zst").read_bytes()).window_size == 1 << 30
+    (shard,) = open_corpus(str(tmp_path / "long.jsonl.zst")).shards
+    assert [d.text for d in shard.read()] == [f"doc {i}" for i in range(100)]
+    named = tmp_path / "g.jsonl.zst"
+    named.write_bytes(gzip.compress(lines))
+    (shard,) = open_corpus(str(named)).shards
+    with pytest.raises(UnreadableFile, match=r"g\.jsonl\.zst: cannot read .*the name says zstd, the content is gzip"):
+        list(shard.read())
+
+
 def test_gzip_data_followed_by_garbage_is_not_called_a_file_that_is_no_gzip(tmp_path):
     """A review met "the name says gzip, the content is not: rename the file" for a gzip member followed by garbage;
     a file with no gzip data at all keeps that message."""
