@@ -19,6 +19,7 @@ import json
 import re
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
+from decimal import Decimal
 from typing import Any
 
 from freqlab.corpus.base import (
@@ -67,6 +68,21 @@ def field_paths(record: Mapping[str, Any], limit: int = 12) -> str:
     return first_few(paths, limit) if paths else "none"
 
 
+def _json_int(digits: str) -> int | Decimal:
+    """A JSON integer: an int, or past Python's limit on converting digits (4,300) a Decimal of the same digits (a
+    review: an ``id`` of 5,000 digits made its valid line malformed-json).
+    """
+    try:
+        return int(digits)
+    except ValueError:
+        return Decimal(digits)
+
+
+def json_loads(text: str | bytes) -> Any:
+    """``json.loads`` reading integers of any length (the standard library's parser: the reference of the fast one)."""
+    return json.loads(text, parse_int=_json_int)
+
+
 def lookup(record: Any, path: str) -> Any:
     """The value at dotted ``path`` in ``record``, or the :data:`MISSING_FIELD` sentinel. A literal dotted key wins."""
     if isinstance(record, Mapping) and path in record:
@@ -76,7 +92,7 @@ def lookup(record: Any, path: str) -> Any:
         if depth and isinstance(value, str):
             # A nested object stored as a JSON string (Parquet copies of SlimPajama, RedPajama-1T-Sample).
             try:
-                value = json.loads(value)
+                value = json_loads(value)
             except (ValueError, RecursionError):  # not JSON, or nested deeper than Python recurses: no such field
                 return MISSING_FIELD
         if not isinstance(value, Mapping) or key not in value:
@@ -179,7 +195,7 @@ class Fields:
                 return (None, None, BAD_SOURCE) if has_lone_surrogate(source) else (text, source, None)
             if source is MISSING_FIELD or source is None:
                 return text, MISSING_SOURCE, None
-            if isinstance(source, (bool, int, float)):
+            if isinstance(source, (bool, int, float, Decimal)):  # Decimal: an integer of 4,300+ digits, as written
                 return (text, str(source), None) if exact_numbers or source.__class__ is bool else (None, None, REPARSE)
             return None, None, NON_STRING_SOURCE
 

@@ -42,7 +42,7 @@ from freqlab.corpus.base import (
     read_meter,
     utf8_error,
 )
-from freqlab.corpus.fields import REPARSE, Fields, has_lone_surrogate
+from freqlab.corpus.fields import REPARSE, Fields, has_lone_surrogate, json_loads
 from freqlab.corpus.file_discovery import DATASETS_METADATA, DataFile
 from freqlab.corpus.frames import bgzf_cut_short, bgzf_members, frame_parts, zstd_frames
 from freqlab.corpus.ranges import (
@@ -333,7 +333,7 @@ def parse_line(raw: bytes, extract) -> tuple[str | None, str | None, str | None]
     except UnicodeDecodeError:
         return None, None, INVALID_UTF8
     try:
-        record = json.loads(line)
+        record = json_loads(line)
     except (ValueError, RecursionError):  # RecursionError: absurdly deep nesting
         return None, None, MALFORMED_JSON
     if record.__class__ is not dict:
@@ -348,7 +348,7 @@ def parse_line(raw: bytes, extract) -> tuple[str | None, str | None, str | None]
 def _is_json(raw: bytes) -> bool:
     """Whether ``raw`` is one JSON value (the standard library's parser)."""
     try:
-        json.loads(raw)
+        json_loads(raw)
     except (ValueError, RecursionError):  # UnicodeDecodeError is a ValueError
         return False
     return True
@@ -357,7 +357,7 @@ def _is_json(raw: bytes) -> bool:
 def _json_error(raw: bytes) -> str:
     """What the standard library's parser says is wrong with a line it refuses, and where (a line may be megabytes)."""
     try:
-        json.loads(raw.decode("utf-8").rstrip("\r\n"))  # the line's own end, not a column on a line after it
+        json_loads(raw.decode("utf-8").rstrip("\r\n"))  # the line's own end, not a column on a line after it
     except json.JSONDecodeError as exc:
         return f"{exc.msg}: column {exc.colno}"
     except RecursionError:
@@ -487,7 +487,7 @@ class JsonlShard(FileShard):
                 elif error == NON_STRING_TEXT:  # one orjson refused (NaN)
                     detail = self._text_kind(raw)
                 elif error == NOT_AN_OBJECT:  # one orjson refused (NaN inside)
-                    detail = _not_an_object(json.loads(raw))
+                    detail = _not_an_object(json_loads(raw))
                 yield Document(text, source, where, error, detail)
             if (cut := self._bgzf_cut_short()) is not None:  # read whole as gzip: that it ends here, BGZF says
                 raise EOFError(cut)
@@ -496,7 +496,7 @@ class JsonlShard(FileShard):
         """What a record's text field holds instead of a string, read by the standard library's parser: exact where
         orjson is not (an int past 64 bits it reads as a float), and it takes NaN.
         """
-        return self.fields.text_kind(json.loads(raw))
+        return self.fields.text_kind(json_loads(raw))
 
     def _bgzf_cut_short(self) -> str | None:
         """:func:`~freqlab.corpus.frames.bgzf_cut_short` of a local ``.gz`` file, when this part reads to its end."""

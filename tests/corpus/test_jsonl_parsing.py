@@ -59,3 +59,13 @@ def test_the_fast_path_and_the_standard_library_give_the_same_records(tmp_path, 
 def test_a_numeric_source_label_past_64_bits_is_exact():
     line = b'{"text": "t", "meta": {"set": 123456789012345678901234567890}}'
     assert parse_line(line, FIELDS.extractor()) == ("t", "123456789012345678901234567890", None)
+
+
+def test_an_integer_past_4300_digits_is_valid_json_not_a_malformed_line(tmp_path):
+    """A review: an ``id`` of 5,000 digits beside the text made the line malformed-json (Python's limit on converting
+    digits to int): the text is counted, and such a label is its digits."""
+    big, negative = "9" * 5000, "-" + "1" * 6000
+    path = tmp_path / "big.jsonl"
+    path.write_text(f'{{"text": "hello", "id": {big}}}\n{{"text": "again", "meta": {{"set": {negative}}}}}\n')
+    docs = list(open_corpus(str(path), text_field="text", source_field="meta.set").documents())
+    assert [(d.text, d.source, d.error) for d in docs] == [("hello", "(none)", None), ("again", negative, None)]
