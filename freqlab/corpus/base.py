@@ -281,8 +281,14 @@ class UnreadableFile(FreqlabError):
 
 
 def changed_message(path: str, exc: BaseException) -> str:
-    """The one-line message of a file that changed while it was being read (its counts would mix versions)."""
-    return f"{path} changed while it was being read ({exc}); its counts would mix two versions: rescan it"
+    """The one-line message of a file that changed while it was being read (its counts would mix versions); a
+    corpus is stamped when opened, so one opened with ``open_corpus`` and scanned later is opened again (a review:
+    "rescan it" with the same corpus object failed the same way every time).
+    """
+    return (
+        f"{path} changed while it was being read ({exc}); its counts would mix two versions: rescan it "
+        "(a corpus from open_corpus: open it again)"
+    )
 
 
 def describe_error(exc: BaseException) -> str:

@@ -78,10 +78,10 @@ class DataFile:
         if info.st_size != self.size:
             raise FileChanged(f"size {self.size} -> {info.st_size} bytes", self.path)
         if info.st_mtime_ns != self.mtime_ns:
-            raise FileChanged("same size, but modified since the scan opened it", self.path)
+            raise FileChanged("same size, but modified since the corpus was opened", self.path)
         if info.st_ctime_ns != self.ctime_ns:
             raise FileChanged(
-                "same size and modification time, but its status changed since the scan opened it "
+                "same size and modification time, but its status changed since the corpus was opened "
                 "(rewritten with its time put back, or its permissions changed)",
                 self.path,
             )

@@ -199,7 +199,7 @@ def test_content_and_etag_changing_before_the_ranged_get_is_refused(site):
         run(f"{site.url}/d/a.jsonl")
     assert str(error.value) == (
         f"{site.url}/d/a.jsonl changed while it was being read (version v0 -> v1); its counts would mix two "
-        "versions: rescan it"
+        "versions: rescan it (a corpus from open_corpus: open it again)"
     )
     assert len(site.gets()) == 1  # answered 412 (If-Match "v0"): not one byte of v1 was read, nor retried
 

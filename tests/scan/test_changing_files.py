@@ -80,6 +80,22 @@ def test_a_file_rewritten_in_place_during_its_read_is_refused(two_files, after_f
     assert "\n" not in message
 
 
+def test_a_corpus_opened_before_a_file_changed_says_to_open_it_again(two_files):
+    """A review: open_corpus, then a file appended to, then scan(corpus) said "rescan it", which failed the same way
+    with the same corpus object every time: the stamp is the corpus's, taken when it was opened."""
+    from freqlab.corpus import open_corpus
+
+    folder, _ = two_files
+    corpus = open_corpus(str(folder), source_field="meta.redpajama_set_name")
+    with open(folder / "a.jsonl", "a") as handle:
+        handle.write('{"text": "one more", "meta": {"redpajama_set_name": "x"}}\n')
+    said = r"a\.jsonl changed .*: rescan it \(a corpus from open_corpus: open it again\)"
+    with pytest.raises(FreqlabError, match=said):
+        scan(corpus, L=[256], regimes=["natural"], progress=False, workers=1)
+    reopened = open_corpus(str(folder), source_field="meta.redpajama_set_name")
+    assert scan(reopened, L=[256], regimes=["natural"], progress=False, workers=1).histogram.documents == 31
+
+
 def test_a_rewrite_with_its_modification_time_put_back_is_refused_too(two_files, after_first_batch):
     folder, _ = two_files
     path = folder / "a.jsonl"
