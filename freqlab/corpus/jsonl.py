@@ -37,6 +37,7 @@ from freqlab.corpus.base import (
     NOT_AN_OBJECT,
     Document,
     FileShard,
+    Run,
     UnreadableFile,
     describe_error,
     read_meter,
@@ -448,8 +449,8 @@ class JsonlShard(FileShard):
             lines = self._runs(stream, start, end) if runs else owned_lines(stream, start, end)
             lineno = 0  # of the line in this range
             for position, raw in lines:
-                if raw.__class__ is list:  # a run of plain texts (self._runs)
-                    lineno += len(raw)
+                if isinstance(raw, list):  # a run of plain texts (self._runs), and the blank lines between them
+                    lineno += len(raw) + (sum(raw.gaps) if raw.__class__ is Run else 0)
                     yield raw
                     continue
                 lineno += 1
@@ -557,20 +558,34 @@ class JsonlShard(FileShard):
         simple = "." not in key  # a dotted path goes through the extractor's lookup (and its surrogate check)
         fast_extract = self.fields.extractor(exact_numbers=False)
         run: list[str] = []
+        gaps: list[int] = []  # blank lines before each text of the run (kept only once one is met)
+        blanks: list[tuple[int, bytes]] = []  # blank lines met since the run's last text: (position, line)
         run_bytes = 0
+
+        def ended() -> Iterator[tuple[int, bytes | list[str]]]:
+            """The run so far, then the blank lines after its last text as lines (as owned_lines gives them)."""
+            nonlocal run, gaps, run_bytes
+            if run:
+                yield -1, Run(run, gaps) if gaps else run
+                run, gaps, run_bytes = [], [], 0
+            yield from ((at, blank + b"\n") for at, blank in blanks)
+            blanks.clear()
+
         for first, lines in owned_blocks(stream, start, end):
             if simple and not (first == 0 and lines[0].startswith(_BOM)):
                 texts = _plain_texts(lines, key)
                 if texts is not None:
-                    if run:
-                        yield -1, run
-                        run, run_bytes = [], 0
+                    yield from ended()
                     for at in range(0, len(texts), RUN_LINES):
                         yield -1, texts[at : at + RUN_LINES]
                     continue
             position = first
             for line in lines:
                 size = len(line) + 1
+                if not line or line.isspace():  # a blank line between plain texts joins the run's gaps
+                    blanks.append((position, line))
+                    position += size
+                    continue
                 # the BOM is the file's, not the record's; the line goes on as read (_lines removes it once)
                 bare = line[3:] if position == 0 and line.startswith(_BOM) else line
                 try:
@@ -580,20 +595,21 @@ class JsonlShard(FileShard):
                 if record.__class__ is dict:
                     text = record.get(key) if simple else fast_extract(record)[0]
                     if text.__class__ is str and text and (simple or fast_extract(record)[2] is None):
+                        if blanks and not gaps:
+                            gaps = [0] * len(run)
+                        if gaps or blanks:
+                            gaps.append(len(blanks))
+                        blanks.clear()
                         run.append(text)
                         run_bytes += size
                         if len(run) >= RUN_LINES or run_bytes >= RUN_BYTES:
-                            yield -1, run
-                            run, run_bytes = [], 0
+                            yield from ended()
                         position += size
                         continue
-                if run:
-                    yield -1, run
-                    run, run_bytes = [], 0
+                yield from ended()
                 yield position, line + b"\n"  # as owned_lines gives it (a last line's extra newline is blank)
                 position += size
-        if run:
-            yield -1, run
+        yield from ended()
 
     def _owned(self) -> tuple[int, int | None]:
         """``(start, end)`` for :func:`~freqlab.corpus.ranges.owned_lines`: the byte range, or for ``frames`` the

@@ -31,6 +31,7 @@ from freqlab.corpus.base import (
     Document,
     FileShard,
     ReadMeter,
+    Run,
     UnreadableFile,
     changed_message,
     describe_error,
@@ -129,17 +130,14 @@ class _Batch:
     def __len__(self) -> int:
         return self._chunked + len(self.codes)
 
-    def add_run(self, texts: list[str], label: int, positions: range | np.ndarray, gap: int) -> None:
-        """Plain texts (code 1, one label), at ``positions`` in the shard, the first after ``gap`` blank lines."""
+    def add_run(self, texts: list[str], label: int, positions: range | np.ndarray, gaps: np.ndarray) -> None:
+        """Plain texts (code 1, one label), at ``positions`` in the shard, each after ``gaps`` blank lines."""
         self._seal()
         n = len(texts)
         self.texts.extend(texts)
         self.chars += sum(map(len, texts))
         if isinstance(positions, range):
             positions = np.arange(positions.start, positions.stop, dtype=np.int64)
-        gaps = np.zeros(n, np.int64)
-        if n:
-            gaps[0] = gap
         self._chunks.append((np.ones(n, np.int64), np.full(n, label, np.int32), positions, gaps))
         self._chunked += n
 
@@ -563,23 +561,31 @@ def _count_texts(
     blank = 0
 
     def add_run(texts: list[str]) -> bool:
-        """A run of plain texts: the same codes, labels and positions as one document at a time, in bulk."""
+        """A run of plain texts: the same codes, labels, positions and gaps as one document at a time, in bulk."""
         nonlocal index, blank
         first, index = index + 1, index + len(texts)
         positions: range | np.ndarray = range(first, index + 1)
+        gaps = np.zeros(len(texts), np.int64)
+        if texts.__class__ is Run:  # blank lines between its texts
+            gaps[:] = texts.gaps  # type: ignore[attr-defined]
+        gaps[0] += blank
         if sampler is not None:
             kept = np.flatnonzero(sampler.keep_range(first, len(texts)))
             batch.sampled_out += len(texts) - kept.size
+            met = np.cumsum(gaps)  # blank lines up to each text: a kept one takes those since the kept one before
+            gaps = np.diff(met[kept], prepend=0)
+            blank = int(met[-1] - (met[kept[-1]] if kept.size else 0))  # after the last kept: the next document's
             texts, positions = [texts[i] for i in kept], first + kept
-        if texts:
-            batch.add_run(texts, plain, positions, blank)
+        else:
             blank = 0
+        if texts:
+            batch.add_run(texts, plain, positions, gaps)
         full = len(batch.texts) >= options.batch_size or len(batch) >= 8 * options.batch_size
         return (full or batch.chars >= MAX_BATCH_CHARS) and flush()
 
     for doc in _documents(shard):
-        if doc.__class__ is list:
-            if add_run(doc):  # type: ignore[arg-type]
+        if isinstance(doc, list):  # a run (list or Run)
+            if add_run(doc):
                 return
             continue
         if doc.error == BLANK_LINE:

@@ -469,3 +469,39 @@ def test_only_a_shard_whose_own_read_failed_is_marked_failed(counter, tmp_path):
     ledger = Ledger(None, None)
     ledger.add(0, failed)
     assert (ledger.total.documents_read, ledger.total.skipped) == (1, unvouched(failed).skipped)
+
+
+@pytest.mark.parametrize(
+    "options",
+    [
+        {},
+        {"batch_size": 3},
+        {"sample_rate": 0.4, "seed": 2},
+        {"max_docs": 37},
+        {"max_tokens": 900},
+        {"sample_rate": 0.5, "max_docs": 11, "seed": 5},
+    ],
+)
+def test_blank_lines_inside_runs_count_as_line_by_line(tmp_path, counter, monkeypatch, options):
+    """Blank lines between plain records ride in the run (its gaps, a review's 4x): every count a scan keeps, blank
+    lines, sampled-out documents and a limit's cut included, is the one of reading the file a line at a time."""
+    import json
+    import random
+
+    from freqlab.corpus.jsonl import JsonlShard
+
+    rng = random.Random(7)
+    lines = []
+    for k in range(400):
+        lines.append(json.dumps({"text": f"document {k} " * rng.randint(1, 6)}))
+        lines.extend([""] * rng.choice([0, 0, 1, 2]) + ["  "] * (rng.random() < 0.05))
+    (tmp_path / "a.jsonl").write_text("\n".join(lines) + "\n\n")
+    (shard,) = open_corpus(str(tmp_path / "a.jsonl")).shards
+    fast = count_shard(shard, counter, ShardOptions(**options))
+    monkeypatch.setattr(JsonlShard, "record_runs", JsonlShard.records)  # a Document per line
+    slow = count_shard(shard, counter, ShardOptions(**options))
+    kept = [(p.blank_lines, p.sampled_out, p.documents_read, p.complete, p.empty, p.skipped) for p in (fast, slow)]
+    assert kept[0] == kept[1] and fast.blank_lines > (100 if not options else 0)
+    histograms = [p.to_histogram(by_source=False) for p in (fast, slow)]
+    assert histograms[0].lengths.tolist() == histograms[1].lengths.tolist()
+    assert histograms[0].counts.tolist() == histograms[1].counts.tolist()
