@@ -113,7 +113,9 @@ def freq_command(hist, Ls, regimes, tokens, tau, seed, out, weights, layout, tai
     rows = regime_rows(h.lengths, h.counts, Ls, regimes, tokens=budget.tokens, tau=tau, seed=seed, megatron=replay)
     layouts = None
     if layout is not None:
-        layouts = [layout_frequency(h.lengths, h.counts, L, layout, r, seed=seed) for L in Ls for r in regimes]
+        layouts = [  # the megatron regime's replay too (a review: refused as if there were no index to replay)
+            layout_frequency(h.lengths, h.counts, L, layout, r, seed=seed, megatron=replay) for L in Ls for r in regimes
+        ]
     if tails and regimes[0] not in TAIL_REGIMES:
         raise click.UsageError(
             f"--tails splits segments by source, which only {' and '.join(TAIL_REGIMES)} keep (the {regimes[0]} "

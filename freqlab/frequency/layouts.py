@@ -543,7 +543,7 @@ def truncate_to_window(f: np.ndarray, kind: LayerKind) -> np.ndarray:
 
 
 def layout_frequency(
-    lengths: ArrayLike, counts: ArrayLike, L: int, layout, regime: str = "natural", *, seed: int = 0
+    lengths: ArrayLike, counts: ArrayLike, L: int, layout, regime: str = "natural", *, seed: int = 0, megatron=None
 ) -> LayoutFrequency:
     """f(i) per layer kind of ``layout`` (a :class:`Layout`, config dict, ``config.json`` path or short string).
 
@@ -559,6 +559,10 @@ def layout_frequency(
         Data regime (see ``REGIMES``).
     seed : int
         Seed of the shuffled document order, in the regimes that need one.
+    megatron : MegatronOptions, optional
+        The ``megatron`` regime's options naming its indexes (``data_path``): its windows replayed exactly (global,
+        sliding-window and NoPE kinds; chunked layers need row offsets the replay does not keep). Without them that
+        regime is refused: from a histogram alone it would be another's.
 
     Returns
     -------
@@ -574,8 +578,9 @@ def layout_frequency(
     layout = read_layout(layout)
     L = check_window(L)
     lengths, counts = check_histogram(lengths, counts)
-    refuse_megatron(regime)  # its per-kind rows carry no note that they would be concat's
-    base = segments(lengths, counts, L, regime, seed=seed)
+    base = segments(lengths, counts, L, regime, seed=seed, megatron=megatron)
+    if regime == "megatron" and base.approximation:  # its per-kind rows carry no note that they would be concat's
+        refuse_megatron(regime)
     f_global = segment_frequency(base)
     out = []
     for kind, layers in layout.kinds.items():

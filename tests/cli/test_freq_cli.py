@@ -19,6 +19,7 @@ from freqlab import LengthHistogram, position_frequency
 from freqlab.cli import main
 from freqlab.files import write_parquet
 from freqlab.formats import CHECKPOINT_FORMAT
+from freqlab.frequency import layout_frequency
 
 
 @pytest.fixture
@@ -473,6 +474,27 @@ def test_freq_replays_the_megatron_regime_from_the_index_the_scan_read(megatron_
     assert json.loads(seeded.output)["megatron"]["seed"] == 7
     stats = run("stats", lengths, "--L", 128, "--regime", "megatron")
     assert stats.exit_code == 0 and "L=128 megatron: " in stats.output
+
+
+def test_freq_megatron_replay_takes_a_layout(megatron_scan):
+    """A review: `freq --regime megatron --layout X` was refused as if no index could be replayed; global and
+    sliding-window kinds are the replay's f (cut at the window), a chunked kind needs the row offsets it lacks."""
+    from freqlab.frequency.megatron_replay import MegatronOptions, megatron_segments
+    from freqlab.frequency.position import segment_frequency
+
+    idx, lengths = megatron_scan
+    result = run("freq", lengths, "--L", 128, "--regime", "megatron", "--layout", "swa16+global", "--json")
+    assert result.exit_code == 0, result.output
+    (layout,) = json.loads(result.output)["layouts"]
+    expected = segment_frequency(megatron_segments(128, MegatronOptions(str(idx))))
+    h = LengthHistogram.read_parquet(lengths)
+    lf = layout_frequency(h.lengths, h.counts, 128, "swa16+global", "megatron", megatron=MegatronOptions(str(idx)))
+    kinds = {k.kind.name: k.f for k in lf.kinds}
+    np.testing.assert_array_equal(kinds["global"], expected)
+    np.testing.assert_array_equal(kinds["swa16"], np.where(np.arange(128) < 16, expected, 0))
+    assert [k["kind"] for k in layout["kinds"]] == ["swa16", "global"]
+    chunked = run("freq", lengths, "--L", 128, "--regime", "megatron", "--layout", "chunk32+global")
+    assert chunked.exit_code == 1 and "chunked attention needs each segment's offset in its row" in chunked.output
 
 
 def test_freq_megatron_without_an_index_says_what_to_give(megatron_scan, tmp_path, hist):
