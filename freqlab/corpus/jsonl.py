@@ -538,10 +538,11 @@ class JsonlShard(FileShard):
     def first_record(self) -> dict | None:
         """The file's first non-blank line, parsed (None when it is not a JSON object)."""
         with self.reading(), open_binary(self.path) as stream:
-            for raw in stream:
+            for number, raw in enumerate(stream):
+                raw = raw.removeprefix(_BOM) if number == 0 else raw  # a BOM alone on the first line is blank
                 if raw.strip():
                     try:
-                        record = orjson.loads(raw.removeprefix(_BOM))
+                        record = orjson.loads(raw)
                     except ValueError:
                         return None
                     return record if isinstance(record, dict) else None

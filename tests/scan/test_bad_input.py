@@ -254,6 +254,10 @@ def test_a_record_without_the_text_field_says_which_fields_there_are_and_the_opt
     with pytest.raises(FreqlabError, match=hint + r"--text-field, a dotted path for a nested one\)$"):
         scan(str(path), progress=False, workers=1)
     assert scan(str(path), text_field="doc.body", progress=False, workers=1).histogram.documents == 1
+    bom = tmp_path / "bom.jsonl"  # a byte-order mark alone on the first line: that line is blank (a review)
+    bom.write_bytes(b'\xef\xbb\xbf\n{"content": "x"}\n')
+    with pytest.raises(FreqlabError, match=r"bom\.jsonl:2: .*the file's first record has 'content'; give --text-field"):
+        scan(str(bom), progress=False, workers=1)
 
 
 def test_a_later_record_without_the_text_field_is_not_blamed_on_the_field_name(tmp_path):
