@@ -29,13 +29,19 @@ def read_histogram(
 ) -> tuple[LengthHistogram, MixtureInfo | None]:
     """The histogram at ``path``, weighted into the training mix when ``weights`` is given; ``regimes``: what
     will be computed from it (a float64 mix for a regime that walks documents is kept to a bounded count). A
-    histogram of no documents is an error naming the file (stats printed a median of 0, plan an error naming none).
+    histogram of no documents, or of 2^63 tokens or more, is an error naming the file (stats printed a median of 0,
+    plan an error naming none).
     """
+    from freqlab.arrays import int64_tokens
     from freqlab.frequency.regimes import expands_documents
 
     h = LengthHistogram.read_parquet(path)
     if h.documents == 0:
         raise FreqlabError(f"{path}: the histogram holds no documents (every one read was empty or skipped)")
+    try:  # every command that reads it computes f, in int64: past 2^63 tokens, an error naming the file (a review)
+        int64_tokens(h.lengths, h.counts)
+    except FreqlabError as exc:
+        raise FreqlabError(f"{path}: {exc}") from None
     if weights is None:
         return h, None
     return weighted_histogram(h, weights, stream=expands_documents(regimes))

@@ -476,6 +476,17 @@ def test_freq_replays_the_megatron_regime_from_the_index_the_scan_read(megatron_
     assert stats.exit_code == 0 and "L=128 megatron: " in stats.output
 
 
+def test_a_histogram_past_int64_tokens_is_named_by_every_command(tmp_path):
+    """A review: `freq` on a histogram of 1.4·10^22 tokens said the count and not which file held it."""
+    path = tmp_path / "big.parquet"
+    LengthHistogram.from_counts([100, 3000], [70, 2**62]).to_parquet(path)
+    plot = ("plot", "sources", "--out", tmp_path / "s.png")
+    for command in (("freq",), ("stats",), ("plan", "string", "--L", "2K", "--hist"), plot):
+        result = run(*command, path)
+        said = f"{path}: 13,835,058,055,282,163,719,000 tokens exceed exact int64 arithmetic (2^63)"
+        assert result.exit_code == 1 and said in " ".join(result.output.split()), (command, result.output)
+
+
 def test_freq_megatron_replay_takes_a_layout(megatron_scan):
     """A review: `freq --regime megatron --layout X` was refused as if no index could be replayed; global and
     sliding-window kinds are the replay's f (cut at the window), a chunked kind needs the row offsets it lacks."""
