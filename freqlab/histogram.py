@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING, Any, cast
 
 import numpy as np
 
-from freqlab.arrays import check_histogram, exact_dot, real_number, summed_by_length
+from freqlab.arrays import check_histogram, exact_dot, int64_tokens, real_number, summed_by_length
 from freqlab.deprecation import renamed_method
 from freqlab.display import (
     PALETTE,
@@ -294,6 +294,14 @@ class LengthHistogram(Displayed):
         exact = Fraction(q) if isinstance(q, (Fraction, Decimal, int)) else Fraction(repr(float(number)))
         target = max(1, math.ceil(exact * int(cumulative[-1])))
         return int(self.lengths[np.searchsorted(cumulative, target, side="left")])
+
+    def int64_tokens(self) -> int:
+        """Its tokens, the count every position frequency is computed in: a FreqlabError from 2^63 on (int64).
+
+        >>> LengthHistogram.from_counts([3, 5], [2, 7]).int64_tokens()
+        41
+        """
+        return int64_tokens(self.lengths, self.counts)
 
     def share_of_tokens_longer_than(self, L: int) -> float:
         """Share of all tokens that sit in documents longer than L (a number >= 0: 3 * L / 4 too)."""

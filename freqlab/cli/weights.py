@@ -32,14 +32,13 @@ def read_histogram(
     histogram of no documents, or of 2^63 tokens or more, is an error naming the file (stats printed a median of 0,
     plan an error naming none).
     """
-    from freqlab.arrays import int64_tokens
     from freqlab.frequency.regimes import expands_documents
 
     h = LengthHistogram.read_parquet(path)
     if h.documents == 0:
         raise FreqlabError(f"{path}: the histogram holds no documents (every one read was empty or skipped)")
     try:  # every command that reads it computes f, in int64: past 2^63 tokens, an error naming the file (a review)
-        int64_tokens(h.lengths, h.counts)
+        h.int64_tokens()
     except FreqlabError as exc:
         raise FreqlabError(f"{path}: {exc}") from None
     if weights is None:
