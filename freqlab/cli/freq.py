@@ -222,8 +222,9 @@ def stats_command(hist, L, regimes, tokens, tau, weights, as_json):
         )
     # counts are the corpus's; with weights, the length distribution (mean, quantiles, shares) is the mix's
     counts = summary if mix is None or mix.corpus is None else mix.corpus.length_statistics(L)
+    first = (regimes or ("natural",))[0]  # the mix table's regime, as freq's and plan's (a review: always natural)
     if as_json:
-        extra = {"mixture": mix.to_dict(), "mix_sources": contribution_table(h, mix, L, "natural")} if mix else {}
+        extra = {"mixture": mix.to_dict(), "mix_sources": contribution_table(h, mix, L, first)} if mix else {}
         # the counts are the corpus's at the top level too, as the text shows them (a review: a mix's are scaled to
         # keep fractional weights exact, no documents); "corpus_counts" as before
         corpus = {"corpus_counts": {k: counts[k] for k in COUNT_KEYS}} if mix else {}
@@ -233,7 +234,7 @@ def stats_command(hist, L, regimes, tokens, tau, weights, as_json):
         echo_json({**summary, **counted, **corpus, **extra, "string_sec3": probe})
         return
     click.echo(h.report(L, corpus=None if mix is None else mix.corpus))
-    echo_mix(h, mix, L, "natural")
+    echo_mix(h, mix, L, first)
     if windows is not None:
         click.echo("")
         click.echo(budget_line(budget, tau))

@@ -39,7 +39,7 @@ from freqlab.cli.plan_inputs import (  # noqa: F401  (the shared options, import
     tau_option,
     tokens_option,
 )
-from freqlab.cli.weights import budget_line, read_histogram
+from freqlab.cli.weights import budget_line, echo_mix, histogram_line, mix_json, read_histogram
 from freqlab.errors import FreqlabError
 from freqlab.files import not_parquet
 from freqlab.frequency import DEFAULT_TAU
@@ -414,6 +414,7 @@ def upsample_command(L, E, hist, tokens, tau, regime, schedule, long_hist, max_u
             f"--effective-length E = {E:,} long",
             param_hint="'--long-hist'",
         )
+    mix = None  # the weighted mix of --hist, when --weights gives one
     if schedule:
         if unused := given_on_command_line("tokens", "regime"):
             raise click.UsageError(f"{'/'.join(unused)}: a --schedule's stages set them; drop them with --schedule")
@@ -430,12 +431,16 @@ def upsample_command(L, E, hist, tokens, tau, regime, schedule, long_hist, max_u
         require(E < L, "--effective-length", f"E = {E} must be below the training window L = {L}")
         tau = DEFAULT_TAU if tau is None else tau
         budget = training_budget(tokens)
-        h = read_histogram(hist, weights, regimes=(regime, *PACKINGS))[0]  # the alternatives too
+        h, mix = read_histogram(hist, weights, regimes=(regime, *PACKINGS))  # the alternatives too
         p = plan_upsample(
             h, L, E, budget.tokens, tau=tau, regime=regime, long_lengths=long_lengths, max_upweight=max_upweight
         )
     if as_json:
-        echo_json({**p.to_dict(), **({"budget": budget.to_dict()} if budget else {})})
+        weighted = mix_json(h, mix, L, regime) if mix is not None else {}  # its rounding too (a review: unsaid)
+        echo_json({**p.to_dict(), **({"budget": budget.to_dict()} if budget else {}), **weighted})
         return
+    if mix is not None:  # the mix its numbers come from, with its largest rounding error, as every other plan says
+        click.echo(histogram_line(hist, h, mix))
+        echo_mix(h, mix, L, regime)
     click.echo(budget_line(budget, tau) if budget else f"budget     T = the stages' tokens ({schedule})")
     click.echo(p.report())

@@ -391,6 +391,11 @@ def test_weights_in_stats_and_schedules(split, tmp_path):
     stats = json.loads(run("stats", split, "--weights", "code=0,web=1", "--json").output)
     # the corpus's tokens at the top level, as the text prints them; the mix (web alone) in its lengths and mix_sources
     assert stats["tokens"] == 6490 and stats["mixture"]["weights"] == {"code": 0.0, "web": 1.0}
+    # the mix table under --regime's first regime, as freq's (a review: stats took natural whatever was asked)
+    packed = ("--L", 1024, "--weights", "code=2,web=3", "--regime", "pack", "--json")
+    table = json.loads(run("stats", split, *packed).output)["mix_sources"]
+    assert table == json.loads(run("freq", split, *packed).output)["sources"]
+    assert {row["tail_share_basis"] for row in table} == {"each source alone"}
     schedule = tmp_path / "schedule.yaml"
     schedule.write_text(f"histogram: {split}\nstages:\n  - {{L: 1024, tokens: 1T, weights: {{code: 0, web: 1}}}}\n")
     alone = tmp_path / "web.parquet"

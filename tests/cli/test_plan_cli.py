@@ -396,6 +396,11 @@ def test_upsample_takes_a_share_mix_and_prices_every_packing(tmp_path):
         "the same mix under --regime best-fit",
     ):
         assert row in result.output
+    # the mix it planned on and its rounding, as every planner shows it (a review: upsample said nothing of it)
+    assert "mix        share code=70%, web=30% (--weights)" in result.output
+    assert "largest relative error" in result.output
+    data = json.loads(CliRunner().invoke(main, [*args, "--json"]).output)
+    assert data["mixture"]["weights"] == {"code": 70.0, "web": 30.0} and len(data["mix_sources"]) == 2
 
 
 def test_a_token_budget_beyond_int64_is_a_usage_error():
