@@ -473,6 +473,7 @@ def build_summary_json(
             **engine.describe(),
             "batch_size": options.batch_size,
             "on_error": options.on_error,
+            "seed": options.seed,  # pack's stream order and the sample's (a review: not recorded, not reproducible)
             "partial": partial,
             "resumed_shards": record.resumed_shards,
             "recounted_checkpoints": record.recounted,

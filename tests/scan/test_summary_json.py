@@ -355,3 +355,17 @@ def test_a_checkpoint_of_version_2_is_resumed_with_its_documents_per_backend_unk
     resumed = scan(str(data), out=str(tmp_path / "o"), resume=True, **options)
     assert resumed.summary["scan"]["resumed_shards"] == 2 and resumed.histogram.tokens == first.histogram.tokens == 60
     assert resumed.summary["tokenizer"]["counted_by"] is None and "counted by" not in resumed.report()
+
+
+def test_the_seed_of_the_pack_order_and_the_sample_is_in_the_summary(tmp_path):
+    """A review: `scan --regime pack --seed 3` wrote a pack row no later command could reproduce, the seed in no file;
+    it is the summary's, and freq given it reproduces the row."""
+    from freqlab import LengthHistogram
+
+    data = tmp_path / "d.jsonl"
+    data.write_text("".join(json.dumps({"text": "word " * (37 * k % 301 + 1)}) + "\n" for k in range(200)))
+    result = scan(str(data), seed=3, L=[64], regimes=["pack"], tokenizer="tekken", progress=False, workers=1)
+    assert result.summary["scan"]["seed"] == 3
+    (row,) = result.summary["windows"]
+    again = LengthHistogram.from_counts(result.histogram.lengths, result.histogram.counts).frequency(64, "pack", seed=3)
+    assert row["share_at_most_half"] == again.share_at_most(32)
