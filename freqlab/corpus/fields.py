@@ -210,6 +210,9 @@ class Fields:
             return f"the text field holds {str(value).lower()}"
         if isinstance(value, (int, float)):
             return f"the text field holds a number, {brief(value)}"
+        if isinstance(value, Decimal):  # an integer of 4,300 digits or more, as written (not "holds Decimal")
+            digits = str(value)
+            return f"the text field holds a number of {len(digits.lstrip('-')):,} digits, {digits[:20]}…"
         if isinstance(value, list):
             return f"the text field holds a list of {len(value)}"
         if isinstance(value, Mapping):  # keys quoted and cut (a review: a key of 2 MB, one holding an escape)

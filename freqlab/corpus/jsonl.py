@@ -586,6 +586,8 @@ class JsonlShard(FileShard):
                 if not line or line.isspace():  # a blank line between plain texts joins the run's gaps
                     blanks.append((position, line))
                     position += size
+                    if len(blanks) >= RUN_LINES:  # a long stretch of them: as lines, memory bounded (a review)
+                        yield from ended()
                     continue
                 # the BOM is the file's, not the record's; the line goes on as read (_lines removes it once)
                 bare = line[3:] if position == 0 and line.startswith(_BOM) else line
@@ -610,7 +612,9 @@ class JsonlShard(FileShard):
                 yield from ended()
                 yield position, line + b"\n"  # as owned_lines gives it (a last line's extra newline is blank)
                 position += size
-        yield from ended()
+            # what this block read goes to the scan before the next block is read: a file that fails there (cut
+            # short, a line too long) keeps the documents before it, as a limit inside them needs (a review)
+            yield from ended()
 
     def _owned(self) -> tuple[int, int | None]:
         """``(start, end)`` for :func:`~freqlab.corpus.ranges.owned_lines`: the byte range, or for ``frames`` the

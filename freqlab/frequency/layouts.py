@@ -61,6 +61,14 @@ _DEFAULT_WINDOW = {
     "exaone4": 4096,
     "olmo3": 4096,
 }
+#: model types whose config classes slide, chunk and drop RoPE in no layer unless the file says so (checked against
+#: transformers' classes in the tests): read from the file alone, without importing transformers (2-3 s, with torch)
+_ALL_GLOBAL = frozenset({
+    "llama", "mixtral", "phi", "phi3", "phimoe", "deepseek_v2", "deepseek_v3", "olmo", "olmo2", "olmoe", "gemma",
+    "granite", "granitemoe", "starcoder2", "glm", "glm4", "gpt_neox", "gpt2", "falcon", "mpt", "bloom", "opt",
+    "stablelm", "cohere", "dbrx", "nemotron", "exaone", "gptj", "codegen", "persimmon", "helium", "hunyuan_v1_dense",
+    "ernie4_5", "seed_oss", "apertus", "arcee", "bitnet"
+})  # fmt: skip
 #: the keys a layout is read from, which transformers fills in for a model type freqlab's tables do not know
 _LAYOUT_KEYS = ("layer_types", "sliding_window", "attention_chunk_size", "no_rope_layers", "partial_rotary_factor")
 _LAYER_TYPES = {"full_attention": "global", "sliding_attention": "swa", "chunked_attention": "chunk"}
@@ -326,18 +334,24 @@ def _transformers_defaults(cfg: dict, model_type: str) -> dict:
     pattern was read as every layer global); empty when transformers is not installed, does not know the type, or
     cannot build the config.
     """
-    known = (*_SLIDING_PATTERN, *_SLIDING_OPT_IN, *_SLIDING_UNMODELLED, *_DEFAULT_WINDOW, "llama4", "llama4_text")
-    if model_type in known or importlib.util.find_spec("transformers") is None:
+    known = (*_SLIDING_PATTERN, *_SLIDING_OPT_IN, *_SLIDING_UNMODELLED, *_DEFAULT_WINDOW, *_ALL_GLOBAL)
+    if not model_type or model_type in (*known, "llama4", "llama4_text"):
         return {}
+    if importlib.util.find_spec("transformers") is None:
+        return {}
+    import logging as python_logging
     import warnings
 
-    from transformers import CONFIG_MAPPING
-    from transformers.utils import logging
-
+    try:  # an installed transformers that fails to import (a version pinned against newer tokenizers) reads nothing
+        from transformers import CONFIG_MAPPING
+        from transformers.utils import logging
+    except Exception:
+        return {}
     verbosity = logging.get_verbosity()
     try:
         config_class = CONFIG_MAPPING[model_type]
-        logging.set_verbosity_error()  # its notes on token ids and RoPE parameters are not the layout's
+        # its notes (token ids, RoPE parameters, "Can't set head_dim" with the whole config) are not the layout's
+        logging.set_verbosity(python_logging.CRITICAL)
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
             own = config_class(**{k: v for k, v in cfg.items() if k != "model_type"})

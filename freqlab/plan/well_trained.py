@@ -286,7 +286,7 @@ def well_trained_range(
         f = checked_frequency(f)  # numbers, finite, never negative (f(0) = -2048 was "zero": a review)
         if f[0] == 0:
             raise FreqlabError("f(0) is zero: the frequency holds no tokens")
-        if np.any(np.diff(f) > 0):
+        if np.any(f[1:] > f[:-1]):  # not np.diff: a uint64 f wraps below zero (a review)
             raise FreqlabError("a position frequency must be non-increasing in i")
         if tokens is not None:
             T = token_budget(tokens)

@@ -69,3 +69,14 @@ def test_an_integer_past_4300_digits_is_valid_json_not_a_malformed_line(tmp_path
     path.write_text(f'{{"text": "hello", "id": {big}}}\n{{"text": "again", "meta": {{"set": {negative}}}}}\n')
     docs = list(open_corpus(str(path), text_field="text", source_field="meta.set").documents())
     assert [(d.text, d.source, d.error) for d in docs] == [("hello", "(none)", None), ("again", negative, None)]
+
+
+def test_a_text_of_4300_digits_or_more_is_said_to_be_a_number(tmp_path):
+    """An adversary: such a text field said "holds Decimal", the parser's class, not what the line holds."""
+    path = tmp_path / "n.jsonl"
+    path.write_text('{"text": -' + "9" * 5000 + "}\n")
+    (doc,) = open_corpus(str(path)).documents()
+    assert (doc.error, doc.detail) == (
+        "non-string-text",
+        "the text field holds a number of 5,000 digits, -" + "9" * 19 + "…",
+    )

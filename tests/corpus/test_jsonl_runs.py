@@ -145,6 +145,30 @@ def test_blank_lines_between_plain_records_stay_in_the_run(tmp_path):
     assert (bad.error, bad.where) == ("non-string-text", f"{path}:8")
 
 
+def test_a_run_is_handed_over_before_a_failing_block_and_blank_stretches_stay_bounded(tmp_path, monkeypatch):
+    """An adversary of the runs with gaps: texts held in the run were lost when the next block failed (a line too
+    long, a file cut short), so a limit inside them was never reached; and 30 million blank lines in a row were held
+    in memory (3.3 GB). A block's run goes out at its end, and a stretch of RUN_LINES blank lines as lines."""
+    from freqlab.corpus import ranges
+    from freqlab.corpus.jsonl import RUN_LINES
+
+    path = tmp_path / "f.jsonl"
+    path.write_bytes(b'{"text": "alpha"}\n\n{"text": "gamma"}\n{"text": "' + b"x" * 300 + b'"}\n')
+    monkeypatch.setenv(ranges.MAX_LINE_VARIABLE, "100")
+    read = []
+    with pytest.raises(LineTooLong):
+        for item in JsonlShard("f", stat_file(str(path), "f"), Fields("text")).record_runs():
+            read.append(item)
+    assert read == [["alpha", "gamma"]] and read[0].gaps == [0, 1]
+    monkeypatch.undo()
+    blank = tmp_path / "blank.jsonl"
+    blank.write_bytes(b'{"text": "hello"}\n' + b"\n" * (2 * RUN_LINES + 5) + b'{"text": "world"}\n')
+    shard = JsonlShard("b", stat_file(str(blank), "b"), Fields("text"))
+    items = list(shard.read_runs())
+    assert flattened(items) == expected(shard.read(blank_lines=True))
+    assert max((max(i.gaps) for i in items if i.__class__ is Run), default=0) < RUN_LINES
+
+
 def test_a_source_field_turns_runs_off(tmp_path):
     path = tmp_path / "f.jsonl"
     path.write_bytes(b'{"text": "a", "src": "x"}\n{"text": "b"}\n')

@@ -242,6 +242,42 @@ def test_a_model_type_freqlab_does_not_know_takes_transformers_defaults(monkeypa
         layout_from_config({"model_type": "qwen3_next", "num_hidden_layers": 4})  # was 4*global, unsaid
 
 
+def test_the_all_global_table_is_what_transformers_fills_in():
+    """Model types read without importing transformers (2-3 s with torch: an adversary timed a Llama config at 2.5 s)
+    must be ones whose config classes slide, chunk and drop RoPE in no layer."""
+    from freqlab.frequency.layouts import _ALL_GLOBAL
+
+    transformers = pytest.importorskip("transformers")
+    for model_type in sorted(_ALL_GLOBAL):
+        own = transformers.AutoConfig.for_model(model_type, num_hidden_layers=6)
+        types = getattr(own, "layer_types", None) or ["full_attention"]
+        assert set(types) == {"full_attention"}, model_type
+        assert not getattr(own, "sliding_window", None) and not getattr(own, "no_rope_layers", None), model_type
+        assert layout_from_config({"model_type": model_type, "num_hidden_layers": 6}).spec == "6*global"
+
+
+def test_transformers_that_fails_to_import_or_logs_leaves_the_file_read_alone(monkeypatch, capfd):
+    """An adversary: an installed transformers that fails to import (pinned against newer tokenizers) was a traceback
+    for every type outside freqlab's tables; and its config classes' error-level notes ("Can't set head_dim", the
+    whole config) were printed."""
+    import sys
+
+    import freqlab.frequency.layouts as layouts
+
+    config = {"model_type": "afmoe", "num_hidden_layers": 8}
+    real = layouts.importlib.util.find_spec
+    monkeypatch.setattr(
+        layouts.importlib.util, "find_spec", lambda name: object() if name == "transformers" else real(name)
+    )
+    monkeypatch.setitem(sys.modules, "transformers", None)  # import transformers raises ImportError
+    assert layout_from_config(config).spec == "8*global"
+    monkeypatch.undo()
+    pytest.importorskip("transformers")
+    capfd.readouterr()
+    assert layout_from_config({"model_type": "xcodec", "num_hidden_layers": 4, "hidden_size": 100}).spec == "4*global"
+    assert capfd.readouterr() == ("", "")
+
+
 def test_opted_in_sliding_freqlab_does_not_model_is_refused_and_chunks_of_0_named():
     moe = {"model_type": "qwen2_moe", "num_hidden_layers": 4, "sliding_window": 4096, "use_sliding_window": True}
     with pytest.raises(FreqlabError, match="qwen2_moe with use_sliding_window: true slides layers by a rule freqlab"):

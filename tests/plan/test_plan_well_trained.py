@@ -86,6 +86,12 @@ def test_bad_inputs(kwargs, message):
         well_trained_range(16, **kwargs)
 
 
+def test_a_uint64_frequency_is_read_as_its_values():
+    # an adversary: np.diff of a uint64 f wrapped below zero, so a decreasing f was "not non-increasing"
+    f = np.arange(16, 0, -1, dtype=np.uint64)
+    assert well_trained_range(16, frequency=f).N == well_trained_range(16, frequency=f.astype(np.int64)).N
+
+
 def test_report_and_dict_say_n_star_and_its_rule():
     """Without frequency information N* is 2/3 of L (the documented default): 2048 for L = 3072."""
     wt = well_trained_range(3072)
