@@ -25,7 +25,6 @@ A layout is read from a model's ``config.json`` (:func:`layout_from_config`) or 
 
 from __future__ import annotations
 
-import importlib.util
 import json
 import re
 from dataclasses import dataclass
@@ -337,12 +336,10 @@ def _transformers_defaults(cfg: dict, model_type: str) -> dict:
     known = (*_SLIDING_PATTERN, *_SLIDING_OPT_IN, *_SLIDING_UNMODELLED, *_DEFAULT_WINDOW, *_ALL_GLOBAL)
     if not model_type or model_type in (*known, "llama4", "llama4_text"):
         return {}
-    if importlib.util.find_spec("transformers") is None:
-        return {}
     import logging as python_logging
     import warnings
 
-    try:  # an installed transformers that fails to import (a version pinned against newer tokenizers) reads nothing
+    try:  # not installed, or failing to import (a version pinned against newer tokenizers): the file is read alone
         from transformers import CONFIG_MAPPING
         from transformers.utils import logging
     except Exception:

@@ -490,7 +490,7 @@ def _with_scanned_eod(options: MegatronOptions, h) -> MegatronOptions:
     eod, index = h.meta.get("megatron_eod"), h.meta.get("megatron_index")
     if options.eod_id is not None or not isinstance(eod, int) or isinstance(eod, bool) or not index:
         return options
-    scanned = os.path.abspath(index[: -len(".idx")] if index.endswith(".idx") else index)
+    scanned = os.path.abspath(_prefix(index))
     prefixes = {os.path.abspath(prefix) for _, prefix in options.blend()}
     if scanned not in prefixes:
         return options

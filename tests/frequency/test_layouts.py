@@ -229,11 +229,9 @@ def test_a_model_type_freqlab_does_not_know_takes_transformers_defaults(monkeypa
     config = {"model_type": "afmoe", "num_hidden_layers": 8}
     listed = {**config, "layer_types": ["full_attention"] * 8}  # listed: read as written, transformers or not
     assert layout_from_config(listed).spec == "8*global"
-    import freqlab.frequency.layouts as layouts
+    import sys
 
-    real = layouts.importlib.util.find_spec
-    without = lambda name: None if name == "transformers" else real(name)  # noqa: E731
-    monkeypatch.setattr(layouts.importlib.util, "find_spec", without)
+    monkeypatch.setitem(sys.modules, "transformers", None)  # not installed: import transformers raises ImportError
     assert layout_from_config(config).spec == "8*global"
     monkeypatch.undo()
     pytest.importorskip("transformers")
@@ -256,20 +254,18 @@ def test_the_all_global_table_is_what_transformers_fills_in():
         assert layout_from_config({"model_type": model_type, "num_hidden_layers": 6}).spec == "6*global"
 
 
-def test_transformers_that_fails_to_import_or_logs_leaves_the_file_read_alone(monkeypatch, capfd):
+def test_transformers_that_fails_to_import_or_logs_leaves_the_file_read_alone(tmp_path, monkeypatch, capfd):
     """An adversary: an installed transformers that fails to import (pinned against newer tokenizers) was a traceback
     for every type outside freqlab's tables; and its config classes' error-level notes ("Can't set head_dim", the
     whole config) were printed."""
     import sys
 
-    import freqlab.frequency.layouts as layouts
-
     config = {"model_type": "afmoe", "num_hidden_layers": 8}
-    real = layouts.importlib.util.find_spec
-    monkeypatch.setattr(
-        layouts.importlib.util, "find_spec", lambda name: object() if name == "transformers" else real(name)
-    )
-    monkeypatch.setitem(sys.modules, "transformers", None)  # import transformers raises ImportError
+    broken = tmp_path / "transformers"  # installed, and failing to import
+    broken.mkdir()
+    (broken / "__init__.py").write_text("raise ImportError('tokenizers>=0.21,<0.22 is required')\n")
+    monkeypatch.syspath_prepend(str(tmp_path))
+    monkeypatch.delitem(sys.modules, "transformers", raising=False)
     assert layout_from_config(config).spec == "8*global"
     monkeypatch.undo()
     pytest.importorskip("transformers")
