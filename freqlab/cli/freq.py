@@ -30,14 +30,13 @@ from freqlab.cli.options import (  # noqa: F401  (echo_json, json_option, tokens
     weights_option,
     window_option,
 )
-from freqlab.cli.weights import budget_line, echo_mix, histogram_line, read_histogram
+from freqlab.cli.weights import budget_line, echo_mix, histogram_line, mix_json, read_histogram
 from freqlab.files import has_freqlab_header, not_parquet
 from freqlab.formats import FREQUENCY_FORMAT, FREQUENCY_VERSION, LENGTHS_FORMAT, METADATA_KEY  # noqa: F401
 from freqlab.frequency.budget import training_budget
 from freqlab.frequency.exposure import DEFAULT_THRESHOLDS, TAIL_REGIMES, source_tails, tails_report
 from freqlab.frequency.layouts import layout_frequency
 from freqlab.frequency.megatron_replay import replay_options
-from freqlab.frequency.mixture import contribution_table
 from freqlab.frequency.regime_table import describe, describe_string_probe, regime_rows, string_probe_comparison
 from freqlab.frequency.regimes import BYTES_PER_POSITION
 from freqlab.frequency.schedule import load_preset, load_schedule, recipe_presets, schedule_frequency
@@ -130,9 +129,7 @@ def freq_command(hist, Ls, regimes, tokens, tau, seed, out, weights, layout, tai
         )
     with report_beside(out):  # f(i) written to stdout: the report goes to stderr, not after the Parquet bytes
         if as_json:
-            extra = {}
-            if mix:
-                extra = {"mixture": mix.to_dict(), "sources": contribution_table(h, mix, Ls[0], regimes[0], seed=seed)}
+            extra = mix_json(h, mix, Ls[0], regimes[0], seed=seed)  # the key stats and plan give it (was "sources")
             if layouts is not None:
                 extra["layouts"] = [entry.to_dict(tokens=budget.tokens, tau=tau) for entry in layouts]
             if tail_rows is not None:
@@ -190,9 +187,10 @@ COUNT_KEYS = ("documents_read", "documents", "empty_documents", "skipped", "toke
 )
 @tokens_option
 @tau_option
+@seed_option
 @weights_option
 @json_option
-def stats_command(hist, L, regimes, tokens, tau, weights, as_json):
+def stats_command(hist, L, regimes, tokens, tau, seed, weights, as_json):
     """Summary of a length histogram: documents, tokens, mean, median and percentiles (nearest rank: the
     ceil(q·n)-th smallest length, never interpolated), long-document share; and what STRING Sec. 3 reports for
     TinyLlama 1.3B (2K and 4K windows) beside freqlab's prediction for the same windows and budgets on this
@@ -209,6 +207,7 @@ def stats_command(hist, L, regimes, tokens, tau, weights, as_json):
       freqlab stats freqlab-out/lengths.parquet --L 4K --regime natural --regime concat --tokens 300B
     """
     tau = tau_or_default(tau)
+    refuse_unused_seed(regimes or ("natural",))  # the windows table's regime without --regime
     h, mix = read_histogram(hist, weights, regimes=regimes)
     summary = h.length_statistics(L, tau=tau)  # its frequency rows at --tau too (a review: always 100B)
     probe = string_probe_comparison(h.lengths, h.counts, tau=tau)
@@ -218,13 +217,13 @@ def stats_command(hist, L, regimes, tokens, tau, weights, as_json):
         how = "freqlab freq takes --data-path PREFIX (Megatron's --data-path), or use --regime concat"
         replay = replay_options(hist, h, weighted=mix is not None, how=how) if "megatron" in regimes else None
         windows = regime_rows(
-            h.lengths, h.counts, [L], regimes or ("natural",), tokens=budget.tokens, tau=tau, megatron=replay
+            h.lengths, h.counts, [L], regimes or ("natural",), tokens=budget.tokens, tau=tau, seed=seed, megatron=replay
         )
     # counts are the corpus's; with weights, the length distribution (mean, quantiles, shares) is the mix's
     counts = summary if mix is None or mix.corpus is None else mix.corpus.length_statistics(L)
     first = (regimes or ("natural",))[0]  # the mix table's regime, as freq's and plan's (a review: always natural)
     if as_json:
-        extra = {"mixture": mix.to_dict(), "mix_sources": contribution_table(h, mix, L, first)} if mix else {}
+        extra = mix_json(h, mix, L, first, seed=seed)
         # the counts are the corpus's at the top level too, as the text shows them (a review: a mix's are scaled to
         # keep fractional weights exact, no documents); "corpus_counts" as before
         corpus = {"corpus_counts": {k: counts[k] for k in COUNT_KEYS}} if mix else {}
@@ -234,7 +233,7 @@ def stats_command(hist, L, regimes, tokens, tau, weights, as_json):
         echo_json({**summary, **counted, **corpus, **extra, "string_sec3": probe})
         return
     click.echo(h.report(L, corpus=None if mix is None else mix.corpus))
-    echo_mix(h, mix, L, first)
+    echo_mix(h, mix, L, first, seed=seed)
     if windows is not None:
         click.echo("")
         click.echo(budget_line(budget, tau))
@@ -257,9 +256,10 @@ def stats_command(hist, L, regimes, tokens, tau, weights, as_json):
 @hist_option("Default histogram for the stages [default: the schedule's; a preset: the built-in corpus].")
 @layout_option("Attention layout for every stage that names none, e.g. 5*swa1024+global or a model config.json.")
 @tau_option
+@seed_option
 @weights_option
 @json_option
-def schedule_command(file, preset, hist, layout, tau, weights, as_json):
+def schedule_command(file, preset, hist, layout, tau, seed, weights, as_json):
     """Position frequency after a multi-stage schedule: stage frequencies scaled to their budgets add up, per layer
     kind of the attention layout; the share of all training tokens that reached each earlier stage's window.
 
@@ -274,7 +274,10 @@ def schedule_command(file, preset, hist, layout, tau, weights, as_json):
       freqlab schedule schedule.yaml --json
       freqlab schedule --preset llama3                 # a published recipe on the built-in corpus
     """
-    result = schedule_frequency(read_schedule(file, preset, hist, layout, weights))
+    schedule = read_schedule(file, preset, hist, layout, weights)
+    if not any(stage.curriculum or stage.position_ids for stage in schedule.stages):  # they may draw with it
+        refuse_unused_seed([stage.regime for stage in schedule.stages])
+    result = schedule_frequency(schedule, seed=seed)
     echo_json(result.to_dict(tau)) if as_json else click.echo(result.report(tau))
 
 

@@ -397,6 +397,7 @@ def recipe_command(file, preset, hist, layout, tau, out, formats, size, dpi, as_
 @regime_option(multiple=True)
 @tokens_option
 @tau_option
+@seed_option
 @weights_option
 @click.option(
     "--out",
@@ -408,7 +409,7 @@ def recipe_command(file, preset, hist, layout, tau, out, formats, size, dpi, as_
 )
 @format_option("Format(s) (repeat for several).", default=("png",))
 @json_option
-def scan_command(hist, Ls, regimes, tokens, tau, weights, out, formats, as_json):
+def scan_command(hist, Ls, regimes, tokens, tau, seed, weights, out, formats, as_json):
     """The main figures of a saved histogram (what `freqlab scan --plot` writes into OUT/figures), into --out.
 
     \b
@@ -427,7 +428,8 @@ def scan_command(hist, Ls, regimes, tokens, tau, weights, out, formats, as_json)
     budget = training_budget(tokens)
     h = _histogram(hist, regimes, weights)
     require_scan_figures(Ls, regimes, len(h.sources or {}))
-    _report_written(scan_figures(h, Ls, regimes, out, formats, tokens=budget.tokens, tau=tau), as_json, budget, tau)
+    figures = scan_figures(h, Ls, regimes, out, formats, tokens=budget.tokens, tau=tau, seed=seed)
+    _report_written(figures, as_json, budget, tau)
 
 
 @plot_group.command("string-matrix", short_help="STRING position matrices for a small window (Fig. 5).")

@@ -478,6 +478,7 @@ class ScheduleFrequency:
     frequencies: tuple[np.ndarray, ...]
     kinds: tuple[dict, ...] = ()
     histories: dict = field(default_factory=dict)  # kind of the last stage -> its layers' kind in each stage
+    seed: int = 0  # the stream order of the stages that shuffle documents (pack, a curriculum's, a replay's)
 
     @functools.cached_property  # asked for by every sum over the stages: O(stages) each time
     def window(self) -> int:
@@ -678,6 +679,7 @@ class ScheduleFrequency:
             "window": window,
             "tokens": self.tokens,
             "tau": json_threshold(tau),
+            "seed": self.seed,
             "full_attention": all(stage["full_attention"] for stage in stages),
             "rope_layers": any(kind.rope for kind in kinds),  # none: the last layout is NoPE only
             "effective_length": self.effective_length(tau),
@@ -905,7 +907,7 @@ def schedule_frequency(schedule: Schedule, *, seed: int = 0) -> ScheduleFrequenc
         frequencies.append(f)
         kinds.append(per_kind)
     final, histories = _final_kinds(schedule, kinds)
-    return ScheduleFrequency(schedule, tuple(frequencies), tuple(final), histories)
+    return ScheduleFrequency(schedule, tuple(frequencies), tuple(final), histories, seed)
 
 
 @dataclass(frozen=True)

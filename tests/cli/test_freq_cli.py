@@ -339,7 +339,9 @@ def test_freq_of_a_weighted_mix(split, tmp_path):
     by_hand = np.array([50, 900, 2500] * 2 + [40, 3000])
     f = position_frequency(by_hand, np.ones(by_hand.size, np.int64), 1024)
     assert data["results"][0]["tokens_in_segments"] == int(f[0]) and data["mixture"]["exact"]
-    sources = {r["source"]: r for r in data["sources"]}
+    # the same key as stats and plan give the table (freq said "sources", stats' key for the corpus's own counts)
+    assert "sources" not in data
+    sources = {r["source"]: r for r in data["mix_sources"]}
     assert sources["code"]["token_share"] == pytest.approx(2 * 3450 / (2 * 3450 + 3040))
     text = run("freq", split, "--L", 1024, "--weights", "code=70%,web=30%").output
     assert "mix        share code=70%, web=30% (--weights); float64 weights" in text
@@ -387,6 +389,32 @@ def test_a_weighted_mix_reports_the_corpus_counts_not_the_scaled_ones(split, tmp
     assert (whole["tokens"], whole["mix_tokens"], whole["mixture"]["scale"]) == (6490, 2 * 3450 + 3040, "1")
 
 
+def test_stats_schedule_and_plot_scan_take_the_pack_seed_freq_takes(tmp_path, monkeypatch):
+    """pack's stream order: --seed gave freq and scan another order than stats, schedule and plot scan (always 0).
+    Here seed 3 packs the 61-token document whole into a row (f(40) = 17), seed 1 leaves nothing at i = 40."""
+    lengths = [10, 40, 25, 33, 7, 50, 61, 3]
+    hist = LengthHistogram.from_lengths(lengths).to_parquet(tmp_path / "h.parquet")
+    f = {s: position_frequency(lengths, np.ones(8, np.int64), 64, "pack", seed=s) for s in (1, 3)}
+    assert (int(f[1][40]), int(f[3][40])) == (0, 17)
+    for seed in (1, 3):
+        args = ("--L", 64, "--regime", "pack", "--tokens", "1T", "--seed", seed, "--json")
+        freq = json.loads(run("freq", hist, *args).output)["results"][0]
+        stats = json.loads(run("stats", hist, *args).output)["windows"][0]
+        assert stats == freq and freq["f"]["0"] == int(f[seed][0])
+        schedule = tmp_path / "s.yaml"
+        schedule.write_text(f"histogram: {hist}\nstages:\n  - {{name: a, L: 64, tokens: 1T, regime: pack}}\n")
+        data = json.loads(run("schedule", schedule, "--seed", seed, "--json").output)
+        assert data["seed"] == seed and data["effective_length"] == freq["effective_length"]
+    assert json.loads(run("stats", hist, *args[:-3], "--json").output)["windows"][0]["effective_length"] == 32  # 0
+    seen = []
+    monkeypatch.setattr("freqlab.plots.report.scan_figures", lambda *a, **k: seen.append(k["seed"]) or [])
+    result = run("plot", "scan", hist, "--L", 64, "--regime", "pack", "--seed", 3, "--out", tmp_path / "figs")
+    assert result.exit_code == 0 and seen == [3], result.output
+    schedule.write_text(f"histogram: {hist}\nstages:\n  - {{name: a, L: 64, tokens: 1T, regime: natural}}\n")
+    unused = run("schedule", schedule, "--seed", 3)  # a seed no stage reads: refused, as freq's
+    assert unused.exit_code == 2 and "--seed orders the documents of --regime pack; none is given here" in unused.output
+
+
 def test_weights_in_stats_and_schedules(split, tmp_path):
     stats = json.loads(run("stats", split, "--weights", "code=0,web=1", "--json").output)
     # the corpus's tokens at the top level, as the text prints them; the mix (web alone) in its lengths and mix_sources
@@ -394,7 +422,7 @@ def test_weights_in_stats_and_schedules(split, tmp_path):
     # the mix table under --regime's first regime, as freq's (a review: stats took natural whatever was asked)
     packed = ("--L", 1024, "--weights", "code=2,web=3", "--regime", "pack", "--json")
     table = json.loads(run("stats", split, *packed).output)["mix_sources"]
-    assert table == json.loads(run("freq", split, *packed).output)["sources"]
+    assert table == json.loads(run("freq", split, *packed).output)["mix_sources"]
     assert {row["tail_share_basis"] for row in table} == {"each source alone"}
     schedule = tmp_path / "schedule.yaml"
     schedule.write_text(f"histogram: {split}\nstages:\n  - {{L: 1024, tokens: 1T, weights: {{code: 0, web: 1}}}}\n")
