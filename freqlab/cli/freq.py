@@ -148,12 +148,13 @@ def freq_command(hist, Ls, regimes, tokens, tau, seed, out, weights, layout, tai
         click.echo(budget_line(budget, tau))
         if replay is not None:
             click.echo(f"megatron   GPTDataset's windows replayed from {replay.data_path}")
+        scaled = mix is not None and not mix.exact  # a float64 mix's counts are scaled by K: shares, not counts
         for row in rows:
-            click.echo(describe(row, detail=True))
+            click.echo(describe(row, detail=True, scaled=scaled))
         for entry in layouts or ():
             click.echo(entry.report(tokens=budget.tokens, tau=tau))
         if tail_rows is not None:
-            click.echo(tails_report(tail_rows, Ls[0]))
+            click.echo(tails_report(tail_rows, Ls[0], scaled=scaled))
         if out:
             click.echo(f"wrote {shown(out)}")
 
@@ -238,7 +239,7 @@ def stats_command(hist, L, regimes, tokens, tau, seed, weights, as_json):
         click.echo("")
         click.echo(budget_line(budget, tau))
         for row in windows:
-            click.echo(describe(row, detail=True))
+            click.echo(describe(row, detail=True, scaled=mix is not None and not mix.exact))
     click.echo("")
     for line in describe_string_probe(probe):
         click.echo(line)

@@ -142,9 +142,10 @@ def longest_document_window(histogram) -> int:
     return longest
 
 
-def tails_report(rows: list[dict], L: int) -> str:
+def tails_report(rows: list[dict], L: int, *, scaled: bool = False) -> str:
     """The terminal report of :func:`source_tails`' rows at window ``L`` (``freqlab freq --tails``): one line per
-    source, one column per threshold; with no rows, why (no threshold below L).
+    source, one column per threshold; with no rows, why (no threshold below L). ``scaled``: the rows are of a mix
+    whose counts are scaled (float64 weights), so each source's share of the mix's tokens is shown, not its count.
     """
     from freqlab.display import percent
     from freqlab.sizes import position_label
@@ -155,11 +156,16 @@ def tails_report(rows: list[dict], L: int) -> str:
             "no token of the window has that much context"
         )
     thresholds = list(rows[0]["tails"])
+    everything = rows[-1]["tokens"]  # the "(all)" row
+
+    def size(tokens: int) -> str:
+        return percent(tokens / everything) if scaled else f"{tokens:,}"
+
     lines = [
         f"share of tokens with at least N tokens of same-document context (L={rows[0]['L']}, {rows[0]['regime']}):",
-        f"  {'source':<12} {'tokens':>14}  " + "  ".join(f"{t:>7}" for t in thresholds),
+        f"  {'source':<12} {'mix share' if scaled else 'tokens':>14}  " + "  ".join(f"{t:>7}" for t in thresholds),
         *(
-            f"  {row['source']:<12} {row['tokens']:>14,}  "
+            f"  {row['source']:<12} {size(row['tokens']):>14}  "
             + "  ".join(f"{percent(row['tails'][t]):>7}" for t in thresholds)
             for row in rows
         ),

@@ -195,7 +195,7 @@ def regime_row(
     return row
 
 
-def describe(row: dict, *, detail: bool = False) -> str:
+def describe(row: dict, *, detail: bool = False, scaled: bool = False) -> str:
     """One line such as ``L=2048 natural: 81.2% of position mass at i ≤ 1024, 4.6% at i ≥ 1536``.
 
     Parameters
@@ -205,6 +205,9 @@ def describe(row: dict, *, detail: bool = False) -> str:
     detail : bool
         Add a second line: the budget that makes f_T(L/2) reach tau and where 50% and 90% of the position
         mass lie.
+    scaled : bool
+        The row is of a mix whose counts are scaled (float64 weights): its dropped tokens are shown as a share of
+        the mix's tokens, not as a count.
 
     Returns
     -------
@@ -234,8 +237,11 @@ def describe(row: dict, *, detail: bool = False) -> str:
     )
     if row.get("approximation"):
         line += f" [{row['approximation']} computed: a length histogram has no order to replay; give --data-path]"
-    if row.get("dropped_tokens"):
-        line += f" ({human_count(row['dropped_tokens'])} tokens dropped)"
+    if dropped := row.get("dropped_tokens"):
+        if scaled:  # the count is the mix's times its scale K: a share is what it means
+            line += f" ({percent(dropped / (dropped + row['tokens_in_segments']))} of the mix's tokens dropped)"
+        else:
+            line += f" ({human_count(dropped)} tokens dropped)"
     if row.get("note"):
         line += f" [{row['note']}]"
     if "effective_length" in row:

@@ -415,6 +415,21 @@ def test_stats_schedule_and_plot_scan_take_the_pack_seed_freq_takes(tmp_path, mo
     assert unused.exit_code == 2 and "--seed orders the documents of --regime pack; none is given here" in unused.output
 
 
+def test_a_mix_of_shares_shows_dropped_tokens_and_tails_as_shares_of_the_mix(split):
+    """A review: a float64 mix's counts are scaled by K (~8.8e12 here), and truncate's dropped tokens and the tails
+    table's token column printed them as tokens (4.35T dropped of a 6,490-token corpus). At L = 1024 truncate drops
+    2500 - 1024 of code's 3,450 tokens and 3000 - 1024 of web's 3,040: 0.7 · 1476/3450 + 0.3 · 1976/3040 = 49.4%."""
+    share = run("freq", split, "--L", 1024, "--weights", "code=70%,web=30%", "--regime", "truncate").output
+    assert "(49.4% of the mix's tokens dropped)" in share and "T tokens dropped" not in share
+    stats = run("stats", split, "--L", 1024, "--weights", "code=70%,web=30%", "--regime", "truncate").output
+    assert "(49.4% of the mix's tokens dropped)" in stats
+    epochs = run("freq", split, "--L", 1024, "--weights", "code=2,web=1", "--regime", "truncate").output
+    assert "(4.93K tokens dropped)" in epochs  # an exact mix: its count, 2 · 1476 + 1976
+    tails = run("freq", split, "--L", 8192, "--weights", "code=70%,web=30%", "--tails").output
+    assert re.search(r"source +mix share +4K\n +code +70\.0% +0\.0%\n +web +30\.0%", tails), tails
+    assert re.search(r"source +tokens +4K\n +code +3,450 ", run("freq", split, "--L", 8192, "--tails").output)
+
+
 def test_weights_in_stats_and_schedules(split, tmp_path):
     stats = json.loads(run("stats", split, "--weights", "code=0,web=1", "--json").output)
     # the corpus's tokens at the top level, as the text prints them; the mix (web alone) in its lengths and mix_sources
