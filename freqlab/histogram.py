@@ -342,12 +342,15 @@ class LengthHistogram(Displayed):
             "skipped": dict(self.skipped),
             "tokens": self.tokens,
             "distinct_lengths": int(self.lengths.size),
-            "mean": self.tokens / documents if documents else 0.0,
-            "median": self.quantile(0.5),
-            "percentiles": {f"p{p}": self.quantile(p / 100) for p in (1, 10, 25, 50, 75, 90, 99)},
+            # no document, no length: None (JSON null), not a mean or median of 0 that reads as documents of 0 tokens
+            "mean": self.tokens / documents if documents else None,
+            "median": self.quantile(0.5) if documents else None,
+            "percentiles": {
+                f"p{p}": self.quantile(p / 100) if documents else None for p in (1, 10, 25, 50, 75, 90, 99)
+            },
             "quantiles": "nearest-rank",
-            "min": int(self.lengths[0]) if documents else 0,
-            "max": int(self.lengths[-1]) if documents else 0,
+            "min": int(self.lengths[0]) if documents else None,
+            "max": int(self.lengths[-1]) if documents else None,
         }
         if L is not None:
             out["L"] = int(L)
@@ -530,11 +533,11 @@ class LengthHistogram(Displayed):
             ("skipped", ", ".join(f"{k}: {v:,}" for k, v in counts["skipped"].items()) or "0"),
             ("tokens", f"{counts['tokens']:,}"),
             *([("lengths below", "of the mix the weights make")] if corpus is not None else []),
-            ("mean length", f"{summary['mean']:,.1f}"),
-            ("median length", f"{summary['median']:,}"),
-            ("p10 / p90 / p99", " / ".join(f"{summary['percentiles'][p]:,}" for p in ("p10", "p90", "p99"))),
+            ("mean length", "-" if summary["mean"] is None else f"{summary['mean']:,.1f}"),
+            ("median length", _count(summary["median"])),
+            ("p10 / p90 / p99", " / ".join(_count(summary["percentiles"][p]) for p in ("p10", "p90", "p99"))),
             ("quantiles", "nearest rank (the ceil(q·n)-th smallest length)"),
-            ("max length", f"{summary['max']:,}"),
+            ("max length", _count(summary["max"])),
             (f"tokens in documents > {L}", percent(summary["share_tokens_longer_than_L"])),
         ]
         for name, info in counts.get("sources", {}).items():
@@ -607,6 +610,11 @@ class LengthHistogram(Displayed):
     # display -------------------------------------------------------------------------------------------------
     def _display(self) -> Display:
         return histogram_display(self)
+
+
+def _count(n: int | None) -> str:
+    """``1,234``, or ``-`` for a statistic a histogram of no documents has not."""
+    return "-" if n is None else f"{n:,}"
 
 
 def _regime_list(regimes: str | Sequence[str], allow_none: bool = False) -> list[str]:

@@ -423,6 +423,17 @@ def test_an_empty_histogram_displays_too():
     assert repr(LengthHistogram.from_lengths([])) == "LengthHistogram: no documents"
 
 
+def test_a_histogram_of_no_documents_has_no_length_statistics():
+    """Its mean, median, percentiles, min and max are None (JSON null in a scan's summary.json), not 0: a median of
+    0 reads as documents of 0 tokens (a review: a scan of empty documents wrote "mean": 0.0)."""
+    stats = LengthHistogram.from_lengths([], empty_documents=2).length_statistics(64)
+    assert (stats["documents_read"], stats["mean"], stats["median"], stats["min"], stats["max"]) == (2, *[None] * 4)
+    assert set(stats["percentiles"].values()) == {None} and stats["frequency"] == []
+    report = LengthHistogram.from_lengths([], empty_documents=2).report(64)
+    assert re.search(r"mean length +-\nmedian length +-\np10 / p90 / p99 +- / - / -\n", report), report
+    assert LengthHistogram.from_lengths([7, 9]).length_statistics()["min"] == 7  # one document or more: numbers
+
+
 def test_parquet_paths_read_and_written_alike(tmp_path, monkeypatch):
     # to_parquet("~/h") made a ./~ folder while read_parquet read the home folder; to_parquet("") was a raw
     # IsADirectoryError
