@@ -32,6 +32,24 @@ def test_llama3_states_six_long_stages_from_8k_to_128k_over_about_800b_tokens():
     assert "L" not in long[-1].assumed
 
 
+@pytest.mark.parametrize("name", PRESETS)
+def test_every_regime_has_a_source_or_an_assumed_mark_and_a_total_less_an_assumed_part_is_assumed(name):
+    """A review: Qwen2.5-Turbo's and Llama 3's long stages gave their regime bare; Gemma 3's 3.99T and Qwen2.5's
+    17.84T, a stated total less an assumed stage, were marked as stated."""
+    for stage in load_preset(name, histogram="unused.parquet").stages:
+        assert dict(stage.provenance)["regime"].startswith(("source: ", "assumed: ")), stage.name
+        if "less" in dict(stage.provenance)["tokens"]:
+            assert "tokens" in stage.assumed, stage.name
+
+
+def test_skyladder_grows_its_window_over_the_share_of_steps_its_code_takes():
+    """SkyLadder's dm8 (lit_gpt/packed_dataset.py): one position every 8 optimizer steps from 32, so 8K after
+    (8192 - 32) · 8 = 65,280 of the 100,000 steps pretrain/tinyllama.py runs (was 1.0, marked assumed: a review)."""
+    stage = load_preset("skyladder", histogram="unused.parquet").stages[0]
+    assert stage.curriculum["share"] == (8192 - 32) * 8 / 100_000 == 0.6528
+    assert "curriculum.share" not in stage.assumed and "65,280" in dict(stage.provenance)["curriculum.share"]
+
+
 def test_gemma3_is_five_local_layers_of_1024_per_global_layer():
     schedule = load_preset("gemma3", histogram="unused.parquet")
     assert {stage.layout.spec for stage in schedule.stages} == {"5*swa1K+global"}
