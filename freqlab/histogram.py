@@ -353,6 +353,8 @@ class LengthHistogram(Displayed):
             "max": int(self.lengths[-1]) if documents else None,
         }
         if L is not None:
+            if isinstance(L, bool) or not isinstance(L, (int, np.integer)) or L < 1:  # "2K" met int() (a review)
+                raise FreqlabError(f"L must be a positive integer, got {brief(L)}")
             out["L"] = int(L)
             out["share_tokens_longer_than_L"] = self.share_of_tokens_longer_than(L)
             out["share_documents_longer_than_L"] = (

@@ -432,6 +432,8 @@ def test_a_histogram_of_no_documents_has_no_length_statistics():
     report = LengthHistogram.from_lengths([], empty_documents=2).report(64)
     assert re.search(r"mean length +-\nmedian length +-\np10 / p90 / p99 +- / - / -\n", report), report
     assert LengthHistogram.from_lengths([7, 9]).length_statistics()["min"] == 7  # one document or more: numbers
+    with pytest.raises(FreqlabError, match="L must be a positive integer, got '2K'"):  # int()'s "invalid literal"
+        LengthHistogram.from_lengths([7, 9]).length_statistics("2K")
 
 
 def test_parquet_paths_read_and_written_alike(tmp_path, monkeypatch):

@@ -10,7 +10,7 @@ from freqlab.display import percent
 from freqlab.errors import FreqlabError
 from freqlab.frequency.budget import budget_note
 from freqlab.frequency.position import position_frequency, segment_frequency
-from freqlab.frequency.regimes import PACK_SAMPLE_DOCUMENTS, pack_sample, segments
+from freqlab.frequency.regimes import PACK_SAMPLE_DOCUMENTS, check_windows, pack_sample, segments
 from freqlab.frequency.stats import (
     DEFAULT_TAU,
     STRING_PROBE_CALIBRATION,
@@ -145,7 +145,7 @@ def regime_rows(
     [('natural', 40960, 0), ('truncate', 20480, 20480)]
     """
     rows = []
-    for L in Ls:
+    for L in check_windows(Ls):  # one window or several (a bare 2048 was "'int' object is not iterable")
         for regime in regimes:
             if regime == "pack":  # a large histogram: a weighted sample of its stream
                 segs = pack_sample(lengths, counts, L, seed=seed, documents=PACK_SAMPLE_DOCUMENTS)  # checks them

@@ -122,6 +122,23 @@ def check_window(L) -> int:
     return int(L)
 
 
+def check_windows(Ls) -> list[int]:
+    """One window or several (a list, tuple, range or array of them) as a non-empty list of validated windows
+    (:func:`check_window`): ``2048``, ``np.int64(2048)`` and ``[2048, 4096]`` alike; a string is no list of windows.
+
+    >>> check_windows(2048), check_windows((1024, np.int64(4096)))
+    ([2048], [1024, 4096])
+    """
+    if isinstance(Ls, (str, bytes)):  # "2048" is not the windows 2, 0, 4, 8
+        raise FreqlabError(f"L must be a positive integer or a list of them, got {Ls!r}")
+    if isinstance(Ls, (int, np.integer)) or np.ndim(Ls) == 0:  # one window (bool and float refused by check_window)
+        return [check_window(Ls.item() if isinstance(Ls, np.ndarray) else Ls)]
+    windows = [check_window(L) for L in Ls]
+    if not windows:
+        raise FreqlabError("give at least one window L")
+    return windows
+
+
 #: peak bytes per position of L while one window's f(i) is computed and summarised, in every regime (measured on
 #: L = 2^25: 8.0 natural, truncate, concat and pack, 8.8 uniform, 9.0 with the summary of ``freqlab freq``)
 BYTES_PER_POSITION = 10

@@ -32,6 +32,8 @@ from freqlab.frequency import (
     share_at_most,
 )
 from freqlab.frequency.position import segment_frequency
+from freqlab.frequency.regimes import check_windows
+from freqlab.frequency.stats import positive_number
 from freqlab.plots.axes import (
     as_histogram,
     count_label,
@@ -321,7 +323,7 @@ def plot_windows(
     .. [1] An et al., "Why Does the Effective Context Length of LLMs Fall Short?", ICLR 2025, arXiv:2410.18745.
     """
     h = as_histogram(histogram)
-    Ls = _as_windows(Ls)
+    Ls = check_windows(Ls)
     with freqlab_style():
         fig, ax = figure_for(ax, size, aspect=0.68)
         for k, L in enumerate(Ls):
@@ -408,7 +410,8 @@ def plot_effective_length(
     .. [1] An et al., "Why Does the Effective Context Length of LLMs Fall Short?", ICLR 2025, arXiv:2410.18745.
     """
     h = as_histogram(histogram)
-    Ls = _as_windows(Ls)
+    Ls = check_windows(Ls)
+    tau = positive_number(tau, "tau")  # before the token range is made of it (tau=0 was "0 < start < stop, got None")
     lo, hi = (tau / 2, 100 * tau) if tokens is None else (float(t) for t in tokens)
     if not 0 < lo < hi:
         raise FreqlabError(f"token range must satisfy 0 < start < stop, got {tokens}")
@@ -461,11 +464,3 @@ def plot_effective_length(
         right.legend(loc="lower left")
         panel_letters((left, right))
     return fig
-
-
-def _as_windows(Ls) -> list[int]:
-    """One window or several as a non-empty list of ints."""
-    Ls = [int(L) for L in (Ls if isinstance(Ls, (list, tuple, np.ndarray)) else [Ls])]
-    if not Ls:
-        raise FreqlabError("give at least one window L")
-    return Ls

@@ -11,6 +11,7 @@ from freqlab.files import forget_written, not_written, record_written
 from freqlab.formats import FIGURES_WRITTEN
 from freqlab.frequency import DEFAULT_TAU, REGIMES
 from freqlab.frequency.budget import training_budget
+from freqlab.frequency.regimes import check_windows
 from freqlab.plots.axes import as_histogram
 from freqlab.plots.frequency import plot_effective_length, plot_regimes, plot_windows
 from freqlab.plots.sources import plot_sources
@@ -71,7 +72,7 @@ def scan_figures(
     """
     tokens = training_budget(tokens).tokens  # the one budget rule: 1T unless given
     h = as_histogram(histogram)
-    Ls = [int(L) for L in Ls]
+    Ls = check_windows(Ls)
     regimes = list(regimes)
     if not Ls or not regimes:
         raise FreqlabError("scan_figures needs at least one window L and one regime")

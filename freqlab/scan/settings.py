@@ -27,7 +27,7 @@ from typing import TYPE_CHECKING, Any
 from freqlab.corpus.base import Corpus
 from freqlab.errors import FreqlabError
 from freqlab.formats import FINGERPRINT_VERSION  # kept for import compatibility (and used here)
-from freqlab.frequency.regimes import REGIMES, check_window
+from freqlab.frequency.regimes import REGIMES, check_windows
 from freqlab.frequency.stats import DEFAULT_TAU
 from freqlab.paths import expand_home
 
@@ -299,12 +299,7 @@ class ReportOptions:
         ) -> None: ...
 
     def __post_init__(self) -> None:
-        if isinstance(self.L, (str, bytes)):  # a string is no sequence of windows: "2048" is not 2, 0, 4, 8
-            raise FreqlabError(f"L must be a positive integer or a list of them, got {self.L!r}")
-        windows = (self.L,) if isinstance(self.L, int) else tuple(self.L)
-        if not windows:
-            raise FreqlabError("give at least one window L")
-        object.__setattr__(self, "L", tuple(dict.fromkeys(check_window(w) for w in windows)))  # --L 4096 --L 4K: one
+        object.__setattr__(self, "L", tuple(dict.fromkeys(check_windows(self.L))))  # --L 4096 --L 4K: one
         regimes = (self.regimes,) if isinstance(self.regimes, str) else tuple(self.regimes)
         unknown = [r for r in regimes if r not in REGIMES]
         if unknown:

@@ -280,3 +280,17 @@ def test_the_seed_and_the_sample_size_are_checked_whatever_the_regime():
             pack_sample([100, 30_000], [10**8, 1], 4096, documents=documents)
     for documents in (5, 5.0, np.int64(5), np.array(5)):  # whole numbers all (a second review)
         assert pack_sample([3], [2], 4, documents=documents).counts.tolist() == [1, 1, 1]  # 3 | 1+2 walked whole
+
+
+def test_one_window_or_several_is_a_list_of_checked_windows():
+    """A review: scan(L=np.int64(2048)), regime_rows(..., 2048, ...) and scan_figures(h, 2048) said "'numpy.int64'
+    (or 'int') object is not iterable" where plot_windows took a bare window."""
+    from freqlab.frequency.regime_table import regime_rows
+    from freqlab.frequency.regimes import check_windows
+
+    assert check_windows(2048) == check_windows(np.int64(2048)) == check_windows(np.array(2048)) == [2048]
+    assert check_windows(range(1, 3)) == check_windows(np.array([1, 2])) == [1, 2]
+    for bad, message in [("2K", "a list of them, got '2K'"), (2048.0, "got 2048.0"), ([], "at least one window")]:
+        with pytest.raises(FreqlabError, match=message):
+            check_windows(bad)
+    assert regime_rows([10], [1], np.int64(8), ["natural"]) == regime_rows([10], [1], [8], ["natural"])

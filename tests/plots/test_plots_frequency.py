@@ -183,3 +183,11 @@ def test_effective_length_axes_are_ticked_for_the_data_and_dot_labels_do_not_ove
     boxes = [t.get_window_extent() for t in right.texts]
     assert len(boxes) == 3  # two dots' labels and tau's
     assert not any(a.overlaps(b) for k, a in enumerate(boxes) for b in boxes[k + 1 :])
+
+
+@pytest.mark.parametrize(("tau", "message"), [(0, "got 0"), (float("nan"), "got nan"), ("100B", "got '100B'")])
+def test_a_threshold_that_is_no_positive_number_is_named(tau, message):
+    """A review: tau=0 said "token range must satisfy 0 < start < stop, got None" (no token range was given),
+    tau='100B' a raw TypeError."""
+    with pytest.raises(FreqlabError, match=f"tau must be a positive .*{message}"):
+        plot_effective_length(LengthHistogram.from_lengths([100, 3000]), 2048, tau=tau)

@@ -92,6 +92,9 @@ def test_bad_parameters_are_clear_errors(bad_dir):
     # windows 2, 0, 4, 8, refused naming only the 2)
     with pytest.raises(FreqlabError, match="L must be a positive integer or a list of them, got '2048'"):
         scan(str(bad_dir), L="2048", progress=False)
+    for L, message in [(None, "got None"), (2048.0, "got 2048.0"), ([], "give at least one window L")]:
+        with pytest.raises(FreqlabError, match=message):  # a review: "'NoneType' object is not iterable"
+            scan(str(bad_dir), L=L, progress=False)
     for options, message in [
         ({"dataset": 123}, "dataset is a name, a path, a list of paths or an opened corpus, not int"),
         ({"dataset": str(bad_dir), "text_field": 3}, r"text_field is a field name \(a dotted path for a nested one\)"),
