@@ -13,8 +13,12 @@ A :class:`Mixture` gives every source a weight in one of two units:
     they are relative weights, normalised to sum 1, and every output that shows them says so when they did not
     already sum to 100.
 
-The mix's document histogram is c(n) = Σ_s m_s · c_s(n). Every regime then runs on it unchanged, and f_T = f · T / f(0)
-depends on c only up to a common factor, so multipliers count only relative to each other. With integer epochs c is
+The mix's document histogram is c(n) = Σ_s m_s · c_s(n). Every regime then runs on it unchanged. Under ``natural`` and
+``truncate`` (each segment one document's) f_T = f · T / f(0) depends on c only up to a common factor, so multipliers
+count only relative to each other; the regimes that cut one stream (``concat``, ``uniform``, ``pack``, ``best-fit``)
+also depend on how long the stream is (concat's last partial row, uniform's rows over 1..L, where the row boundaries
+fall), so ``a=1,b=1`` (the corpus itself, once) and ``a=0.5,b=0.5`` (a distribution: its counts scaled by K) can
+differ there, most for a corpus of fewer than ~L²/2 tokens under ``uniform``. With integer epochs c is
 an integer histogram: everything downstream stays exact int64. Otherwise the multipliers are float64 and c is
 m_s · c_s(n) scaled by one common factor K and rounded to integers (K as large as int64 allows, up to
 2^30 / min m_s); the largest relative rounding error of a count is reported. Both are stated in every output.
