@@ -11,6 +11,7 @@ import pytest
 from freqlab.errors import FreqlabError
 from freqlab.frequency import position_frequency
 from freqlab.frequency.mixture import PRESETS, Mixture, contribution_table, describe_table, weighted_histogram
+from freqlab.frequency.regime_table import regime_rows
 from freqlab.histogram import LengthHistogram, combine_sources
 
 CODE = [50, 50, 900, 2500]
@@ -208,6 +209,26 @@ def test_a_share_mix_for_a_regime_that_walks_documents_stays_small_and_matches_t
         assert small.sources[s].tokens / small.tokens == pytest.approx(big.sources[s].tokens / big.tokens, rel=1e-6)
     f = position_frequency(small.lengths, small.counts, 1024, "best-fit")
     assert f[0] == small.tokens  # every token is one occurrence of i = 0
+
+
+def test_a_mix_kept_small_for_a_walk_keeps_its_rare_long_documents_in_proportion():
+    """100 documents of 3,000-3,990 tokens beside 4·10^7 of 100: a mix of 20M documents (kept small for pack) weighs
+    each long one 0.48; rounded one by one they were all 0, and so was every position past 3L/4 (a review: pack's
+    effective length 4794 against 4904 on a lognormal corpus). Rounded as tails, 48 of them stay: the mass past 3L/4
+    within 0.3% of the unbounded mix's, and every tail count within its half document."""
+    a = LengthHistogram.from_counts([100, *range(3000, 4000, 10)], [40_000_000, *[1] * 100])
+    h = combine_sources({"a": a, "b": LengthHistogram.from_counts([200, 1500], [10_000, 500])})
+    rows = {}
+    for stream in (False, True):
+        mix, info = weighted_histogram(h, "a=90%,b=10%", stream=stream)
+        rows[stream] = regime_rows(mix.lengths, mix.counts, [4096], ["natural"], tokens=10**12)[0]
+        long = mix.sources["a"].counts[mix.sources["a"].lengths >= 3000]
+        assert info.max_rounding_error <= 1
+    assert rows[True]["share_at_least_three_quarters"] == pytest.approx(
+        rows[False]["share_at_least_three_quarters"], rel=3e-3
+    )
+    assert long.sum() == round(100 * float(Fraction(info.scale) * Fraction(9, 10) / a.tokens))  # 48 of the 100 kept
+    assert rows[True]["effective_length"] == rows[False]["effective_length"]
 
 
 def test_best_fit_refuses_a_histogram_it_would_walk_forever_in_one_line():
