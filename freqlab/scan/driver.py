@@ -286,7 +286,7 @@ def scan_from_settings(
     ids = [shard.id for shard in shards]
     if len(set(ids)) != len(ids):
         raise FreqlabError(f"corpus {corpus.name!r} has duplicate shard ids; cannot checkpoint it")
-    ledger = Ledger(settings.max_docs, settings.max_tokens)
+    ledger = Ledger(settings.max_docs, settings.max_tokens, [shard.local_paths() or shard.id for shard in shards])
     options = ShardOptions(
         batch_size=run.batch_size,
         on_error=settings.on_error,

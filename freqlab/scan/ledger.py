@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from collections.abc import Hashable, Sequence
+
 from freqlab.corpus.base import UNREADABLE_FILE
 from freqlab.errors import FreqlabError
 from freqlab.scan.counts import ShardCount, truncate, unvouched
@@ -14,8 +16,16 @@ class Ledger:
     ``max_tokens`` mean "the first N documents / tokens in shard order", whatever the worker count.
     """
 
-    def __init__(self, max_docs: int | None, max_tokens: int | None) -> None:
+    def __init__(self, max_docs: int | None, max_tokens: int | None, files: Sequence[Hashable] = ()) -> None:
         self.limited = max_docs is not None or max_tokens is not None
+        # per shard, the file it reads (the parts of one big file share theirs): a bad record is raised once the
+        # parts of its file before it are in, so that it is the file's first (a later part may finish first)
+        self.parts: dict[Hashable, list[int]] = {}
+        for index, file in enumerate(files):
+            self.parts.setdefault(file, []).append(index)
+        self.files = list(files)
+        self.arrived: set[int] = set()
+        self.errors: dict[int, str] = {}
         self.docs_left, self.tokens_left = max_docs, max_tokens
         self.total = ShardCount(shard_id="total")
         self.waiting: dict[int, ShardCount] = {}
@@ -32,8 +42,13 @@ class Ledger:
         """
         if resumed:
             self.resumed.add(index)
+        self.arrived.add(index)
         if not self.limited:
-            self._commit(unvouched(part) if part.failed else part, part, resumed)
+            if part.error is not None:
+                self.errors[index] = part.error
+            else:
+                self._commit(unvouched(part) if part.failed else part, part, resumed)
+            self._raise_first_error()
             return
         self.waiting[index] = part
         while self.next in self.waiting and not self.exhausted:
@@ -47,6 +62,16 @@ class Ledger:
             self.next += 1
         if self.exhausted:
             self.waiting.clear()
+
+    def _raise_first_error(self) -> None:
+        """Raise the first bad record of a file once every part of that file before it has arrived (a scan with
+        limits commits in corpus order, and so raises in that order, anyway).
+        """
+        for index in sorted(self.errors):
+            parts = self.parts.get(self.files[index], []) if index < len(self.files) else []
+            earlier = [k for k in parts if k < index]
+            if all(k in self.arrived for k in earlier):
+                raise FreqlabError(self.errors[min(k for k in (*earlier, index) if k in self.errors)])
 
     def _commit(self, part: ShardCount, read: ShardCount, resumed: bool) -> None:
         """Merge ``part``, what is kept of the partial ``read`` (``resumed``: an earlier run's)."""
