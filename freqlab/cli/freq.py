@@ -139,6 +139,7 @@ def freq_command(hist, Ls, regimes, tokens, tau, seed, out, weights, layout, tai
             data = {"histogram": str(hist), "corpus": h.corpus, "tokens": corpus.tokens}
             data |= {"mix_tokens": h.tokens} if mix is not None else {}
             data["budget"] = budget.to_dict()
+            data["seed"] = seed  # pack's stream order (as a scan's summary.json and schedule --json give it)
             if replay is not None:
                 extra["megatron"] = replay.describe()
             echo_json({**data, **extra, "results": rows})
@@ -230,7 +231,7 @@ def stats_command(hist, L, regimes, tokens, tau, seed, weights, as_json):
         corpus = {"corpus_counts": {k: counts[k] for k in COUNT_KEYS}} if mix else {}
         counted = {k: counts[k] for k in (*COUNT_KEYS, "sources") if k in counts} if mix else {}
         if windows is not None:
-            extra = {**extra, "budget": budget.to_dict(), "windows": windows}
+            extra = {**extra, "budget": budget.to_dict(), "seed": seed, "windows": windows}
         echo_json({**summary, **counted, **corpus, **extra, "string_sec3": probe})
         return
     click.echo(h.report(L, corpus=None if mix is None else mix.corpus))

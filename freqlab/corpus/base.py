@@ -220,6 +220,10 @@ class Shard:
         """Local files this shard opens (a Ray node must see each at this path); none for streamed data."""
         return ()
 
+    def part_of(self) -> str:
+        """What the shard is a part of: its file (the parts of one file, local or remote, share it), else its id."""
+        return self.id
+
     def first_record(self) -> dict[str, Any] | None:
         """The first record of the shard's file as a dict, when the format has records with fields and it is
         cheap to read (for messages naming the fields a record has); None otherwise.
@@ -361,6 +365,10 @@ class FileShard(Shard):
     def local_paths(self) -> tuple[str, ...]:
         """The local files the shard reads (none for a remote file)."""
         return () if self.file.remote else (self.file.path,)
+
+    def part_of(self) -> str:
+        """The file the shard reads (a part of it, or all of it)."""
+        return self.file.path
 
     def size(self) -> int | None:
         """Bytes the shard reads (for progress), or None when unknown."""

@@ -429,8 +429,8 @@ def _tail_rounded(counts: np.ndarray, factor: Fraction) -> tuple[np.ndarray, flo
     tokens long are their weighted number rounded (exactly, in integers): a rare long document of weight 0.06 beside
     15 others of its kind is one document among the 16, not 16 zeros (rounding each count alone dropped every long
     tail a mix kept small for a walk: pack's effective length 4794 against 4904). Returns the counts and the largest
-    relative error of those tail counts among the tails of half a document or more (at most 1/2 / 1/2 = 1, where a
-    tail of one half becomes one document).
+    relative error of those tail counts (at most 1: 1 where the longest documents, less than half a document in all,
+    are rounded away, as a mix kept small for a walk often has them).
     """
     if not counts.size or factor == 0:
         return np.zeros_like(counts), 0.0
@@ -439,8 +439,8 @@ def _tail_rounded(counts: np.ndarray, factor: Fraction) -> tuple[np.ndarray, flo
     rounded = (2 * tails.astype(object) * p + q) // (2 * q)  # round half up, in Python integers: no float64 rounding
     kept = np.diff(np.concatenate(([0], rounded))).astype(np.int64)[::-1]
     target = tails * float(factor)
-    near = target >= 0.5
-    error = float(np.max(np.abs(rounded[near].astype(np.float64) - target[near]) / target[near])) if near.any() else 0.0
+    held = target > 0  # a tail of less than half a document rounded away counts 1 (the longest documents dropped)
+    error = float(np.max(np.abs(rounded[held].astype(np.float64) - target[held]) / target[held])) if held.any() else 0.0
     return kept, error
 
 

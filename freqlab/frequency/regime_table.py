@@ -145,6 +145,7 @@ def regime_rows(
     [('natural', 40960, 0), ('truncate', 20480, 20480)]
     """
     rows = []
+    regimes = [regimes] if isinstance(regimes, str) else regimes  # "natural" was read letter by letter
     for L in check_windows(Ls):  # one window or several (a bare 2048 was "'int' object is not iterable")
         for regime in regimes:
             if regime == "pack":  # a large histogram: a weighted sample of its stream

@@ -131,9 +131,13 @@ def check_windows(Ls) -> list[int]:
     """
     if isinstance(Ls, (str, bytes)):  # "2048" is not the windows 2, 0, 4, 8
         raise FreqlabError(f"L must be a positive integer or a list of them, got {Ls!r}")
-    if isinstance(Ls, (int, np.integer)) or np.ndim(Ls) == 0:  # one window (bool and float refused by check_window)
-        return [check_window(Ls.item() if isinstance(Ls, np.ndarray) else Ls)]
-    windows = [check_window(L) for L in Ls]
+    if isinstance(Ls, np.ndarray) and Ls.ndim == 0:
+        Ls = Ls.item()
+    try:
+        items = iter(Ls)
+    except TypeError:  # one window (a bool or a float is refused by check_window)
+        return [check_window(Ls)]
+    windows = [check_window(L) for L in items]  # a list, tuple, range, array, set, generator: each one checked
     if not windows:
         raise FreqlabError("give at least one window L")
     return windows

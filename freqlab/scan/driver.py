@@ -286,7 +286,7 @@ def scan_from_settings(
     ids = [shard.id for shard in shards]
     if len(set(ids)) != len(ids):
         raise FreqlabError(f"corpus {corpus.name!r} has duplicate shard ids; cannot checkpoint it")
-    ledger = Ledger(settings.max_docs, settings.max_tokens, [shard.local_paths() or shard.id for shard in shards])
+    ledger = Ledger(settings.max_docs, settings.max_tokens, [shard.part_of() for shard in shards])
     options = ShardOptions(
         batch_size=run.batch_size,
         on_error=settings.on_error,
@@ -306,6 +306,8 @@ def scan_from_settings(
             for index in dispatch_order(shards, largest_first=several and not ledger.limited):
                 if ledger.exhausted:
                     return
+                if (awaited := ledger.awaited()) is not None and index not in awaited:
+                    continue  # a bad record is held: only its file's parts before it are still read (then raised)
                 if index not in done:
                     yield Task(index, shards[index], options.capped(ledger.docs_left, ledger.tokens_left))
 
@@ -346,6 +348,7 @@ def scan_from_settings(
                 ledger.add(index, part)
                 if ledger.exhausted:
                     break
+            ledger.raise_held()  # a bad record whose file's earlier parts were all read by now (none left to wait for)
             bar.documents, bar.tokens = ledger.total.documents_read, ledger.total.tokens  # drop speculative work
         finally:
             try:

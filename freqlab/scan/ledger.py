@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Hashable, Sequence
+from collections.abc import Sequence
 
 from freqlab.corpus.base import UNREADABLE_FILE
 from freqlab.errors import FreqlabError
@@ -16,11 +16,11 @@ class Ledger:
     ``max_tokens`` mean "the first N documents / tokens in shard order", whatever the worker count.
     """
 
-    def __init__(self, max_docs: int | None, max_tokens: int | None, files: Sequence[Hashable] = ()) -> None:
+    def __init__(self, max_docs: int | None, max_tokens: int | None, files: Sequence[str] = ()) -> None:
         self.limited = max_docs is not None or max_tokens is not None
         # per shard, the file it reads (the parts of one big file share theirs): a bad record is raised once the
         # parts of its file before it are in, so that it is the file's first (a later part may finish first)
-        self.parts: dict[Hashable, list[int]] = {}
+        self.parts: dict[str, list[int]] = {}
         for index, file in enumerate(files):
             self.parts.setdefault(file, []).append(index)
         self.files = list(files)
@@ -63,15 +63,32 @@ class Ledger:
         if self.exhausted:
             self.waiting.clear()
 
+    def _earlier(self, index: int) -> list[int]:
+        """The parts of shard ``index``'s file before it."""
+        parts = self.parts.get(self.files[index], []) if index < len(self.files) else []
+        return [k for k in parts if k < index]
+
+    def awaited(self) -> set[int] | None:
+        """With a bad record held: the parts of its file before it not yet in, the only shards still worth reading
+        (the scan fails with that file's first bad record); None when no bad record is held.
+        """
+        if not self.errors:
+            return None
+        return {k for index in self.errors for k in self._earlier(index) if k not in self.arrived}
+
     def _raise_first_error(self) -> None:
         """Raise the first bad record of a file once every part of that file before it has arrived (a scan with
         limits commits in corpus order, and so raises in that order, anyway).
         """
         for index in sorted(self.errors):
-            parts = self.parts.get(self.files[index], []) if index < len(self.files) else []
-            earlier = [k for k in parts if k < index]
+            earlier = self._earlier(index)
             if all(k in self.arrived for k in earlier):
                 raise FreqlabError(self.errors[min(k for k in (*earlier, index) if k in self.errors)])
+
+    def raise_held(self) -> None:
+        """Raise the first bad record held, if any (the scan ended: nothing more will arrive)."""
+        if self.errors:
+            raise FreqlabError(self.errors[min(self.errors)])
 
     def _commit(self, part: ShardCount, read: ShardCount, resumed: bool) -> None:
         """Merge ``part``, what is kept of the partial ``read`` (``resumed``: an earlier run's)."""

@@ -398,8 +398,9 @@ def test_stats_schedule_and_plot_scan_take_the_pack_seed_freq_takes(tmp_path, mo
     assert (int(f[1][40]), int(f[3][40])) == (0, 17)
     for seed in (1, 3):
         args = ("--L", 64, "--regime", "pack", "--tokens", "1T", "--seed", seed, "--json")
-        freq = json.loads(run("freq", hist, *args).output)["results"][0]
-        stats = json.loads(run("stats", hist, *args).output)["windows"][0]
+        freq_json, stats_json = (json.loads(run(command, hist, *args).output) for command in ("freq", "stats"))
+        assert freq_json["seed"] == stats_json["seed"] == seed  # in the JSON, as summary.json and schedule's
+        freq, stats = freq_json["results"][0], stats_json["windows"][0]
         assert stats == freq and freq["f"]["0"] == int(f[seed][0])
         schedule = tmp_path / "s.yaml"
         schedule.write_text(f"histogram: {hist}\nstages:\n  - {{name: a, L: 64, tokens: 1T, regime: pack}}\n")

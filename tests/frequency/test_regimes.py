@@ -290,7 +290,14 @@ def test_one_window_or_several_is_a_list_of_checked_windows():
 
     assert check_windows(2048) == check_windows(np.int64(2048)) == check_windows(np.array(2048)) == [2048]
     assert check_windows(range(1, 3)) == check_windows(np.array([1, 2])) == [1, 2]
-    for bad, message in [("2K", "a list of them, got '2K'"), (2048.0, "got 2048.0"), ([], "at least one window")]:
+    assert check_windows({2048}) == check_windows(L for L in [2048]) == check_windows({2048: 1}.keys()) == [2048]
+    for bad, message in [
+        ("2K", "a list of them, got '2K'"),
+        (2048.0, "got 2048.0"),
+        ([], "at least one window"),
+        ([2048, [4096]], r"got \[4096\]"),  # numpy's "inhomogeneous shape" before (a review)
+    ]:
         with pytest.raises(FreqlabError, match=message):
             check_windows(bad)
     assert regime_rows([10], [1], np.int64(8), ["natural"]) == regime_rows([10], [1], [8], ["natural"])
+    assert regime_rows([10], [1], 8, "natural") == regime_rows([10], [1], [8], ["natural"])  # was 'n', 'a', ...

@@ -272,3 +272,33 @@ def test_a_later_record_without_the_text_field_is_not_blamed_on_the_field_name(t
         scan(str(path), progress=False, workers=1)
     skipped = scan(str(path), progress=False, workers=1, on_error="skip").summary["documents"]
     assert (skipped["tokenized"], skipped["skipped"]) == (1, {"missing-text-field": 1})
+
+
+def test_a_bad_record_in_a_later_part_stops_the_scan_without_reading_the_rest_of_the_corpus(tmp_path, monkeypatch):
+    """A review: the ledger holds a bad record until its file's earlier parts are in; parts go out largest first, so
+    a small part 0 went out last and the error waited for all 32 shards. Now only that part is still read."""
+    import json
+
+    import zstandard
+
+    from freqlab.corpus import ranges
+    from freqlab.scan.ledger import Ledger
+
+    monkeypatch.setattr(ranges, "MIN_RANGE_BYTES", 20_000)
+    lines = [json.dumps({"text": f"document {k} " + f"w{k} " * (k % 37 + 40)}) for k in range(1200)]
+    lines[500] = '{"text": broken'
+    small, big = "".join(f"{line}\n" for line in lines[:20]), "".join(f"{line}\n" for line in lines[20:])
+    frames = b"".join(zstandard.compress(part.encode()) for part in (small[:400], small[400:], big))
+    (tmp_path / "a.jsonl.zst").write_bytes(frames)
+    for k in range(30):
+        (tmp_path / f"o{k:02d}.jsonl").write_text("".join(f"{line}\n" for line in lines[:60]))
+    from freqlab.corpus import open_corpus
+
+    parts = [shard for shard in open_corpus(str(tmp_path)).shards if shard.part_of().endswith("a.jsonl.zst")]
+    assert len(parts) >= 2 and parts[0].work() < parts[-1].work()  # part 0 small: it goes out last
+    added = []
+    monkeypatch.setattr(Ledger, "add", lambda self, index, part, resumed=False, add=Ledger.add: (
+        added.append(index), add(self, index, part, resumed))[1])  # fmt: skip
+    with pytest.raises(FreqlabError, match=r"a\.jsonl\.zst:501: malformed-json"):
+        scan(str(tmp_path), progress=False, workers=2)
+    assert len(added) < 10  # the shards in flight when the error came, and part 0: not the 31 files

@@ -31,3 +31,31 @@ def test_a_bad_record_is_raised_once_the_parts_before_it_are_in_and_at_once_in_a
     alone = Ledger(None, None, [("a.jsonl",), ("b.jsonl",)])
     with pytest.raises(FreqlabError, match=r"^b\.jsonl:2: null-text$"):
         alone.add(1, bad("b.jsonl", "b.jsonl:2: null-text"))
+
+
+def test_with_a_bad_record_held_only_its_files_earlier_parts_are_still_worth_reading():
+    """A review: parts go out largest first, so a small part 0 could go out last and the error wait for the whole
+    corpus (32 shards against 1). The driver reads only what ``awaited`` names while a bad record is held."""
+    ledger = Ledger(None, None, ["big.jsonl", "big.jsonl", "big.jsonl", "other.jsonl"])
+    assert ledger.awaited() is None  # no bad record: every shard is read
+    ledger.add(2, bad("big.jsonl@2", "big.jsonl:9000: malformed-json"))
+    assert ledger.awaited() == {0, 1}
+    ledger.add(1, ShardCount(shard_id="big.jsonl@1"))
+    assert ledger.awaited() == {0}
+    with pytest.raises(FreqlabError, match=r"^big\.jsonl:9000: malformed-json$"):
+        ledger.add(0, ShardCount(shard_id="big.jsonl@0"))
+    held = Ledger(None, None, ["a.jsonl", "a.jsonl"])
+    held.errors[1] = "a.jsonl:7: null-text"  # what a scan that ended with one held would raise
+    with pytest.raises(FreqlabError, match=r"^a\.jsonl:7: null-text$"):
+        held.raise_held()
+
+
+def test_the_parts_of_a_remote_file_are_parts_of_one_file():
+    """A review: the parts of a remote .jsonl (no local path) were each their own file to the ledger."""
+    from freqlab.corpus.fields import Fields
+    from freqlab.corpus.jsonl import JsonlShard
+    from freqlab.corpus.remote_files import RemoteFile
+
+    remote = RemoteFile("https://example.org/big.jsonl", "big.jsonl", 30 << 20, 0)
+    parts = [JsonlShard(f"big.jsonl@{k}", remote, Fields(), k << 20, (k + 1) << 20) for k in range(3)]
+    assert {part.part_of() for part in parts} == {"https://example.org/big.jsonl"} and not parts[0].local_paths()
