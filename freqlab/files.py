@@ -114,11 +114,32 @@ def write_atomic(
         os.replace(tmp, path)
         _WRITING.discard(tmp)
     except BaseException as exc:
+        # a writer that wraps the disk's error in its own (polars: "Invalid thrift: transport error", a review) on a
+        # full disk: said as the full disk it is, looked at before the temporary file frees its space
+        reason = exc
+        if tmp is not None and getattr(exc, "errno", None) is None and _out_of_space(path.parent):
+            reason = OSError(errno.ENOSPC, os.strerror(errno.ENOSPC))
         if tmp is not None:
             _remove(tmp)
         if isinstance(exc, Exception) and not isinstance(exc, FreqlabError):
-            raise cannot_write(_through_link(text), exc) from exc
+            raise cannot_write(_through_link(text), reason) from exc
         raise
+
+
+#: free bytes below which a write that failed without saying why is taken to have failed for want of space
+FULL_BELOW = 1 << 20
+
+
+def _out_of_space(folder: Path) -> bool:
+    """Whether the file system of ``folder`` has less than :data:`FULL_BELOW` bytes left for this process (root may
+    use the blocks kept for it).
+    """
+    try:
+        fs = os.statvfs(folder)
+    except (OSError, AttributeError):  # no statvfs (Windows): nothing to say
+        return False
+    free = fs.f_bfree if hasattr(os, "geteuid") and os.geteuid() == 0 else fs.f_bavail
+    return free * fs.f_frsize < FULL_BELOW
 
 
 def _through_link(text: str) -> str:

@@ -93,6 +93,30 @@ def test_a_failed_write_leaves_the_old_file_and_no_temporary_one(tmp_path):
     assert path.read_bytes() == before and os.listdir(tmp_path) == ["t.parquet"]
 
 
+def test_a_writer_failing_on_a_full_disk_without_saying_so_is_said_to_be_out_of_space(tmp_path, monkeypatch):
+    """A review: on a full tmpfs polars failed with "parquet: File out of specification: Invalid thrift: transport
+    error" where the README promises "no space left on the device" (37 of 118 sizes of a checkpoint). The free space is
+    looked at while the temporary file still holds it; with space left the writer's own words stay."""
+    import types
+
+    import freqlab.files as files
+
+    class Thrift(pl.DataFrame):
+        def write_parquet(self, *args, **kwargs):
+            raise pl.exceptions.ComputeError("parquet: File out of specification: Invalid thrift: transport error")
+
+    def statvfs(free_blocks):
+        return lambda folder: types.SimpleNamespace(f_bfree=free_blocks, f_bavail=free_blocks, f_frsize=4096)
+
+    monkeypatch.setattr(files.os, "statvfs", statvfs(3))  # 12 KiB left
+    with pytest.raises(FreqlabError, match=r"t\.parquet: cannot write \(no space left on the device; free some space"):
+        write_parquet(tmp_path / "t.parquet", Thrift(FRAME))
+    monkeypatch.setattr(files.os, "statvfs", statvfs(1 << 20))  # 4 GiB left: another failure, named as it is
+    with pytest.raises(FreqlabError, match=r"t\.parquet: cannot write \(ComputeError: parquet: File out of spec"):
+        write_parquet(tmp_path / "t.parquet", Thrift(FRAME))
+    assert os.listdir(tmp_path) == []
+
+
 def test_what_runs_before_replacing_runs_once_the_content_is_made_and_a_failure_keeps_the_old_file(tmp_path):
     """A scan's summary is made first and replaces the old one right after its lengths do (``before_replacing``):
     a failure there leaves the old file, renamed over or written in place (a FIFO), and is named as the file's."""

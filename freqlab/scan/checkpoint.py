@@ -102,6 +102,8 @@ class OutputLock:
                 raise FreqlabError(f"{lock}: a symbolic link; remove it or choose another --out") from exc
             if lock.is_dir():
                 raise FreqlabError(f"{lock}: a folder, where freqlab keeps its lock; move it away") from exc
+            if self.folder.exists() and not self.folder.is_dir():  # /dev/null, a file: "(File exists)" said (a review)
+                raise FreqlabError(f"{self.folder}: not a folder; --out names the folder the results go in") from exc
             raise FreqlabError(f"{self.folder}: cannot use as output folder ({exc.strerror or exc})") from exc
         try:
             fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
@@ -208,8 +210,8 @@ class CheckpointStore:
             return manifest_fingerprint(json.loads(manifest.read_bytes()))
         except (OSError, ValueError, KeyError, TypeError) as exc:
             raise FreqlabError(
-                f"{manifest}: not a readable checkpoint manifest ({type(exc).__name__}); "
-                "rescan without --resume (or delete the folder)"
+                f"{manifest}: not a readable checkpoint manifest ({type(exc).__name__}); move it away and rescan "
+                "without --resume, or choose another --out"
             ) from None
 
     def save(self, part: ShardCount, identity: dict) -> None:
@@ -329,6 +331,11 @@ def _what_is_read(fingerprint: dict) -> dict:
     # the split read is compared as a setting, the splits files are named for as the files (and older checkpoints'
     # descriptions hold neither)
     kept = {k: v for k, v in description.items() if k not in PASSED_OVER and k not in ("split", "splits_named")}
+    if description.get("kind") == "local" and description.get("root"):
+        # a local corpus is where its files are, not how it was spelled (corp, ./corp/, its absolute path: a review
+        # found a resume from another working folder refused)
+        kept.pop("id", None)
+        fingerprint = {k: v for k, v in fingerprint.items() if k != "corpus"}
     return {**fingerprint, "corpus_description": kept}
 
 

@@ -215,6 +215,17 @@ def _same_key(file: str | Path, options: Mapping[str, Any], key: str) -> bool:
         return False
 
 
+def _file_state(file: str | Path) -> tuple[int, ...] | None:
+    """The file's device, inode, size, modification and status-change times (the system sets the last on every
+    write and rename): equal before the hash and after the load only if nothing wrote or replaced it in between.
+    """
+    try:
+        stat = os.stat(file)
+    except OSError:
+        return None
+    return (stat.st_dev, stat.st_ino, stat.st_size, stat.st_mtime_ns, stat.st_ctime_ns)
+
+
 def _plain(value: Any) -> Any:
     """A repr-stable form of an option: sequences of texts by their sha256."""
     if isinstance(value, (list, tuple)) and value and all(isinstance(v, str) for v in value):
@@ -298,6 +309,7 @@ def cached_load(
     """
     folder = cache_dir()
     try:
+        before = _file_state(file)  # before the hash: a write or a replacement after it changes the state
         key = cache_key(file, options) if folder is not None else None
     except OSError:  # unreadable: the loader names the file in its error
         key = None
@@ -331,9 +343,10 @@ def cached_load(
     seen = {}
     with capturing(seen):
         counter = load()
-    if "state" in seen and not _same_key(file, options, key):
+    if "state" in seen and (not _same_key(file, options, key) or _file_state(file) != before):
         # load() read the file after it was hashed: another content under this key would give every later load of
-        # the first content this counter (a review: a file replaced in between poisoned the entry until cleared)
+        # the first content this counter (a review: a file replaced in between poisoned the entry until cleared;
+        # another: replaced and put back, A -> B -> A, the same key again: its inode and change time are not)
         counter.cache_not_written = CHANGED_WHILE_LOADED
         return counter
     if "state" in seen:

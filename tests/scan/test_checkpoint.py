@@ -330,6 +330,16 @@ def test_a_fifo_where_a_result_goes_is_refused_without_waiting_on_it(tmp_path, n
         scan(str(data), out=str(tmp_path / "out"), progress=False)
 
 
+def test_an_out_that_is_a_device_is_named_no_folder(tmp_path):
+    """A review: --out /dev/null said "/dev/null: cannot use as output folder (File exists)"."""
+    from freqlab.scan import scan
+
+    data = tmp_path / "a.jsonl"
+    data.write_text('{"text": "hello world"}\n')
+    with pytest.raises(FreqlabError, match=r"^/dev/null: not a folder; --out names the folder the results go in$"):
+        scan(str(data), out="/dev/null", progress=False)
+
+
 def test_a_fifo_where_the_lock_goes_is_named_as_such(tmp_path):
     """A review: it said "OUT: cannot use as output folder (File or stream is not seekable.)"."""
     from freqlab.scan import scan

@@ -256,6 +256,36 @@ def test_a_damaged_manifest_is_one_line(tmp_path, slimpajama_dir, damage):
     assert "\n" not in str(caught.value)
 
 
+def test_a_damaged_manifest_says_what_lets_a_fresh_scan_run(tmp_path, slimpajama_dir):
+    """A review: it said "rescan without --resume", which then refused the folder for the manifest it could not
+    read (a file freqlab did not write): the message names moving it away, which lets the fresh scan run."""
+    out = tmp_path / "out"
+    run(slimpajama_dir, out=out)
+    (out / "checkpoints" / "manifest.json").write_bytes(b"{")
+    with pytest.raises(FreqlabError, match="move it away and rescan without --resume, or choose another --out"):
+        run(slimpajama_dir, out=out, resume=True)
+    (out / "checkpoints" / "manifest.json").rename(tmp_path / "manifest.json")
+    assert run(slimpajama_dir, out=out).histogram.documents_read == run(slimpajama_dir).histogram.documents_read
+
+
+def test_a_local_corpus_resumes_however_its_folder_is_spelled(tmp_path, slimpajama_dir, monkeypatch):
+    """A review: a scan of `corp` resumed as `./corp/` or by its absolute path was refused ("corpus: corp then,
+    ./corp/ now"), the same files: a long scan resumed from another working folder started over."""
+    local = functools.partial(scan, progress=False, workers=1, L=[512], regimes=["natural"])
+    out, corp = tmp_path / "out", slimpajama_dir.rename(tmp_path / "corp")  # "slimpajama" names the preset
+    monkeypatch.chdir(tmp_path)
+    whole = local("corp", out=out)
+    for spelling in ("./corp/", str(corp)):
+        resumed = local(spelling, out=out, resume=True)
+        assert resumed.summary["scan"]["resumed_shards"] == len(open_corpus(spelling).shards)
+        assert_same_histogram(resumed.histogram, whole.histogram)
+    other = tmp_path / "other"
+    other.mkdir()
+    (other / "a.jsonl").write_text('{"text": "another corpus"}\n')
+    with pytest.raises(FreqlabError, match=r"cannot resume from .*root"):  # another folder still refused
+        local(str(other), out=out, resume=True)
+
+
 def test_without_sampling_a_limited_scan_logs_no_positions(tmp_path, slimpajama_dir):
     # issue 14, case 6: with --max-docs, a shard's log is kept per document; positions (0, 1, 2...) are not stored
     # (each document's tokenizer backend is: a cut keeps the counts per backend of the documents it keeps)

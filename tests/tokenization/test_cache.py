@@ -170,6 +170,44 @@ def test_a_file_replaced_while_it_loads_is_counted_but_not_cached_under_the_firs
     assert load_tokenizer(str(racing)).count(TEXTS).tolist() == expected(reference, TEXTS)
 
 
+def test_a_file_replaced_and_put_back_while_it_loads_is_not_cached_under_the_first_content(
+    tokenizer_json, cache_on, tmp_path, monkeypatch
+):
+    """A review: A -> B -> A during a cold load (a checkout back and forth, a sync tool) gave the second hash A's key
+    again, and B's counter was stored under it: every later scan of A counted with B (12,277 tokens for 12,256). The
+    file's inode and change time, read before the first hash, are compared after the load too."""
+    import os
+
+    from .conftest import small_byte_level_bpe
+
+    path, reference = tokenizer_json
+    racing = tmp_path / "racing.json"
+    racing.write_bytes(path.read_bytes())
+    (tmp_path / "a.json").write_bytes(path.read_bytes())
+    small_byte_level_bpe(300, 30).save(str(tmp_path / "b.json"))
+    real_key, calls = cache_module.cache_key, []
+
+    def swap(name: str) -> None:  # a new inode at the path, as git and sync tools write files
+        (tmp_path / "copy").write_bytes((tmp_path / name).read_bytes())
+        os.replace(tmp_path / "copy", racing)
+
+    def key_then_swap(file, options):
+        calls.append(file)
+        if len(calls) == 2:  # the check after the load: A is back
+            swap("a.json")
+        key = real_key(file, options)
+        if len(calls) == 1:  # the first hash done: B is what load() reads
+            swap("b.json")
+        return key
+
+    monkeypatch.setattr(cache_module, "cache_key", key_then_swap)
+    raced = load_tokenizer(str(racing))
+    assert len(calls) == 2 and raced.cache_not_written == "the tokenizer file changed while it was loaded"
+    assert not list(cache_on.glob("*.pickle"))  # nothing under A's key
+    monkeypatch.setattr(cache_module, "cache_key", real_key)
+    assert load_tokenizer(str(racing)).count(TEXTS).tolist() == expected(reference, TEXTS)
+
+
 @pytest.mark.parametrize("damage", ["garbage", "truncated", "flipped", "empty"])
 def test_a_corrupt_entry_is_ignored_and_rebuilt(tokenizer_json, cache_on, monkeypatch, damage):
     path, reference = tokenizer_json
