@@ -117,7 +117,7 @@ def write_atomic(
         # a writer that wraps the disk's error in its own (polars: "Invalid thrift: transport error", a review) on a
         # full disk: said as the full disk it is, looked at before the temporary file frees its space
         reason = exc
-        if tmp is not None and getattr(exc, "errno", None) is None and _out_of_space(path.parent):
+        if tmp is not None and _silent_write_failure(exc, tmp) and _out_of_space(path.parent):
             reason = OSError(errno.ENOSPC, os.strerror(errno.ENOSPC))
         if tmp is not None:
             _remove(tmp)
@@ -128,6 +128,19 @@ def write_atomic(
 
 #: free bytes below which a write that failed without saying why is taken to have failed for want of space
 FULL_BELOW = 1 << 20
+
+
+def _silent_write_failure(exc: BaseException, tmp: str) -> bool:
+    """Whether ``exc`` failed a writer that had begun writing ``tmp`` without naming an OS error (an errno, or "(os
+    error N)" in its text, as polars gives "File too large (os error 27)"): a writer's own refusal before writing
+    (matplotlib's "Image size ... too large") is none.
+    """
+    if getattr(exc, "errno", None) is not None or re.search(r"\(os error \d+\)", str(exc)):
+        return False
+    try:
+        return os.path.getsize(tmp) > 0
+    except OSError:
+        return False
 
 
 def _out_of_space(folder: Path) -> bool:

@@ -102,8 +102,18 @@ def test_a_writer_failing_on_a_full_disk_without_saying_so_is_said_to_be_out_of_
     import freqlab.files as files
 
     class Thrift(pl.DataFrame):
-        def write_parquet(self, *args, **kwargs):
+        def write_parquet(self, handle, **kwargs):
+            handle.write(b"PAR1 and the pages")  # it began writing, then failed at the footer
             raise pl.exceptions.ComputeError("parquet: File out of specification: Invalid thrift: transport error")
+
+    class TooLarge(pl.DataFrame):
+        def write_parquet(self, handle, **kwargs):
+            handle.write(b"PAR1")
+            raise pl.exceptions.ComputeError("parquet: File too large (os error 27)")  # ulimit -f: its own reason
+
+    class Refused(pl.DataFrame):
+        def write_parquet(self, handle, **kwargs):
+            raise ValueError("Image size of 100000x100000 pixels is too large")  # before writing anything
 
     def statvfs(free_blocks):
         return lambda folder: types.SimpleNamespace(f_bfree=free_blocks, f_bavail=free_blocks, f_frsize=4096)
@@ -111,6 +121,11 @@ def test_a_writer_failing_on_a_full_disk_without_saying_so_is_said_to_be_out_of_
     monkeypatch.setattr(files.os, "statvfs", statvfs(3))  # 12 KiB left
     with pytest.raises(FreqlabError, match=r"t\.parquet: cannot write \(no space left on the device; free some space"):
         write_parquet(tmp_path / "t.parquet", Thrift(FRAME))
+    # a second review: with little space left, failures that say why, or come before any byte, keep their words
+    with pytest.raises(FreqlabError, match=r"t\.parquet: cannot write \(File too large\)$"):
+        write_parquet(tmp_path / "t.parquet", TooLarge(FRAME))
+    with pytest.raises(FreqlabError, match=r"cannot write \(ValueError: Image size of 100000x100000 pixels"):
+        write_parquet(tmp_path / "t.parquet", Refused(FRAME))
     monkeypatch.setattr(files.os, "statvfs", statvfs(1 << 20))  # 4 GiB left: another failure, named as it is
     with pytest.raises(FreqlabError, match=r"t\.parquet: cannot write \(ComputeError: parquet: File out of spec"):
         write_parquet(tmp_path / "t.parquet", Thrift(FRAME))

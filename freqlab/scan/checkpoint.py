@@ -331,9 +331,9 @@ def _what_is_read(fingerprint: dict) -> dict:
     # the split read is compared as a setting, the splits files are named for as the files (and older checkpoints'
     # descriptions hold neither)
     kept = {k: v for k, v in description.items() if k not in PASSED_OVER and k not in ("split", "splits_named")}
-    if description.get("kind") == "local" and description.get("root"):
-        # a local corpus is where its files are, not how it was spelled (corp, ./corp/, its absolute path: a review
-        # found a resume from another working folder refused)
+    if description.get("root"):
+        # files on disk are where they are, not how they were spelled (corp, ./corp/, its absolute path, a preset's
+        # --data-files too: a review found a resume from another working folder refused)
         kept.pop("id", None)
         fingerprint = {k: v for k, v in fingerprint.items() if k != "corpus"}
     return {**fingerprint, "corpus_description": kept}

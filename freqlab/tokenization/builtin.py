@@ -22,7 +22,7 @@ from pathlib import Path
 
 from freqlab.errors import FreqlabError
 from freqlab.tokenization.counter import TiktokenPlan, TokenCounter, vocab_hash
-from freqlab.tokenization.verify import tiktoken_counter
+from freqlab.tokenization.verify import read_loaded, tiktoken_counter
 
 DEFAULT_TOKENIZER = "tekken"  # Mistral's Tekken, shipped in freqlab/data: the default needs no network
 
@@ -73,7 +73,7 @@ def load_tekken_file(
 def read_tokenizer_bytes(path: str | Path) -> bytes:
     """A tokenizer file's bytes, decompressed when its name ends in ``.zst`` (as the built-in Tekken files are)."""
     path = Path(path)
-    data = path.read_bytes()
+    data = read_loaded(path)
     if path.suffix == ".zst":
         import zstandard
 

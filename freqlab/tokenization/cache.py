@@ -189,13 +189,20 @@ def versions() -> tuple[tuple[str, str], ...]:
     return (("python", sys.version), ("freqlab-tokenize", sources.hexdigest()), *found)
 
 
-def cache_key(file: str | Path, options: Mapping[str, Any]) -> str:
-    """sha256 hex of the file's bytes, the load ``options`` (repr, sorted) and :func:`versions`."""
+def file_sha256(file: str | Path) -> str:
+    """sha256 hex of the file's bytes."""
     digest = hashlib.sha256()
     with open(file, "rb") as handle:
         for block in iter(lambda: handle.read(1 << 20), b""):
             digest.update(block)
-    key = hashlib.sha256(digest.digest())
+    return digest.hexdigest()
+
+
+def cache_key(file: str | Path, options: Mapping[str, Any], *, digest: str | None = None) -> str:
+    """sha256 hex of the file's bytes (``digest``: their :func:`file_sha256`, when already known), the load
+    ``options`` (repr, sorted) and :func:`versions`.
+    """
+    key = hashlib.sha256(bytes.fromhex(file_sha256(file) if digest is None else digest))
     key.update(repr(sorted((k, _plain(v)) for k, v in options.items())).encode("utf-8", "surrogatepass"))
     key.update(repr(versions()).encode())
     return key.hexdigest()
@@ -310,7 +317,8 @@ def cached_load(
     folder = cache_dir()
     try:
         before = _file_state(file)  # before the hash: a write or a replacement after it changes the state
-        key = cache_key(file, options) if folder is not None else None
+        digest = file_sha256(file) if folder is not None else None
+        key = cache_key(file, options, digest=digest) if folder is not None else None
     except OSError:  # unreadable: the loader names the file in its error
         key = None
     if folder is None or key is None:
@@ -343,7 +351,10 @@ def cached_load(
     seen = {}
     with capturing(seen):
         counter = load()
-    if "state" in seen and (not _same_key(file, options, key) or _file_state(file) != before):
+    read = seen.get("read", [])  # the bytes the load read, by their sha256: those the key hashed, or not cached
+    if "state" in seen and (
+        any(sha != digest for sha in read) or not _same_key(file, options, key) or _file_state(file) != before
+    ):
         # load() read the file after it was hashed: another content under this key would give every later load of
         # the first content this counter (a review: a file replaced in between poisoned the entry until cleared;
         # another: replaced and put back, A -> B -> A, the same key again: its inode and change time are not)

@@ -37,7 +37,7 @@ from freqlab.errors import FreqlabError
 from freqlab.tokenization.backends import BACKEND_FASTOKENS, BACKEND_HF, BACKEND_SENTENCEPIECE, BACKEND_TIKTOKEN
 from freqlab.tokenization.bytelevel import NotConvertible
 from freqlab.tokenization.counter import TokenCounter, vocab_hash
-from freqlab.tokenization.verify import fastokens_candidate, verified
+from freqlab.tokenization.verify import fastokens_candidate, read_loaded, verified
 
 SPACE = "\u2581"  # "▁", SentencePiece's visible space
 
@@ -188,7 +188,7 @@ def read_sentencepiece_model(path: str | Path) -> tuple[SentencePieceModel, byte
     """Parse a ``.model`` file; FreqlabError naming the file if it is unreadable or not a SentencePiece model."""
     path = Path(path)
     try:
-        data = path.read_bytes()
+        data = read_loaded(path)
         return parse_sentencepiece_model(data), data
     except (OSError, ValueError, IndexError, UnicodeDecodeError, struct.error) as exc:
         raise FreqlabError(f"{path}: not a SentencePiece model ({exc.__class__.__name__}: {exc})") from exc

@@ -21,7 +21,7 @@ from freqlab.tokenization.backends import (  # noqa: F401  (the patterns live in
     empty_match,
 )
 from freqlab.tokenization.counter import TiktokenPlan, TokenCounter, vocab_hash
-from freqlab.tokenization.verify import tiktoken_counter
+from freqlab.tokenization.verify import read_loaded, tiktoken_counter
 
 LLAMA3_RANKS = 128_000
 #: :func:`~freqlab.tokenization.counter.vocab_hash` of Llama 3's 128,000 ranks (its tokenizer.json's ids 0..127999,
@@ -51,7 +51,7 @@ def read_tiktoken_ranks(path: str | Path) -> dict[bytes, int]:
     """Parse a ``.tiktoken`` file; FreqlabError naming the file and line on any malformed line."""
     path = Path(path)
     try:
-        lines = path.read_bytes().splitlines()
+        lines = read_loaded(path).splitlines()
     except OSError as exc:
         raise FreqlabError(f"{path}: cannot read tokenizer file ({exc.__class__.__name__}: {exc})") from exc
     ranks: dict[bytes, int] = {}

@@ -21,6 +21,7 @@ import contextvars
 import hashlib
 import threading
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from pathlib import Path
 from typing import Any
 
 from freqlab.errors import FreqlabError
@@ -85,6 +86,19 @@ def fastokens_rule(rule: Callable[[str], str | None] | None) -> Iterator[None]:
 
 # where verified() reports what it built and decided (the on-disk cache of freqlab.tokenization.cache reads it)
 _CAPTURE: contextvars.ContextVar[dict | None] = contextvars.ContextVar("freqlab_capture", default=None)
+
+
+def read_loaded(path: str | Path) -> bytes:
+    """A tokenizer file's bytes, as a load reads them; a load being captured (:func:`capturing`) notes their sha256
+    in ``seen["read"]``, so that the cache keeps the counter only when they are the bytes its key hashed (a path
+    switched to another file during the load and back, a symbolic link or a folder, left the file's own state as it
+    was: a review).
+    """
+    data = Path(path).read_bytes()
+    seen = _CAPTURE.get()
+    if seen is not None:
+        seen.setdefault("read", []).append(hashlib.sha256(data).hexdigest())
+    return data
 
 
 @contextlib.contextmanager

@@ -284,6 +284,10 @@ def test_a_local_corpus_resumes_however_its_folder_is_spelled(tmp_path, slimpaja
     (other / "a.jsonl").write_text('{"text": "another corpus"}\n')
     with pytest.raises(FreqlabError, match=r"cannot resume from .*root"):  # another folder still refused
         local(str(other), out=out, resume=True)
+    # a preset's --data-files alike (a second review): relative, then absolute
+    preset = functools.partial(local, "slimpajama", out=tmp_path / "preset")
+    whole = preset(data_files="corp/*.jsonl")
+    assert_same_histogram(preset(data_files=f"{corp}/*.jsonl", resume=True).histogram, whole.histogram)
 
 
 def test_without_sampling_a_limited_scan_logs_no_positions(tmp_path, slimpajama_dir):

@@ -10,6 +10,7 @@ import time
 import pytest
 
 from freqlab.errors import FreqlabError
+from freqlab.tokenization import builtin as builtin_module
 from freqlab.tokenization import cache as cache_module
 from freqlab.tokenization import load_tokenizer
 from freqlab.tokenization import verify as verify_module
@@ -153,8 +154,8 @@ def test_a_file_replaced_while_it_loads_is_counted_but_not_cached_under_the_firs
     racing.write_bytes(path.read_bytes())
     real_key, swapped = cache_module.cache_key, []
 
-    def key_then_swap(file, options):
-        key = real_key(file, options)
+    def key_then_swap(file, options, **how):
+        key = real_key(file, options, **how)
         if not swapped:  # the first hash done, the file is replaced before load() reads it
             swapped.append(True)
             other.save(str(racing))
@@ -185,27 +186,72 @@ def test_a_file_replaced_and_put_back_while_it_loads_is_not_cached_under_the_fir
     racing.write_bytes(path.read_bytes())
     (tmp_path / "a.json").write_bytes(path.read_bytes())
     small_byte_level_bpe(300, 30).save(str(tmp_path / "b.json"))
-    real_key, calls = cache_module.cache_key, []
+    real_key, real_read = cache_module.cache_key, builtin_module.read_loaded
 
     def swap(name: str) -> None:  # a new inode at the path, as git and sync tools write files
         (tmp_path / "copy").write_bytes((tmp_path / name).read_bytes())
         os.replace(tmp_path / "copy", racing)
 
-    def key_then_swap(file, options):
-        calls.append(file)
-        if len(calls) == 2:  # the check after the load: A is back
-            swap("a.json")
-        key = real_key(file, options)
-        if len(calls) == 1:  # the first hash done: B is what load() reads
-            swap("b.json")
+    def key_then_swap(file, options, **how):
+        key = real_key(file, options, **how)
+        swap("b.json")  # the first hash done: B is what the load reads
         return key
 
+    def read_then_swap_back(path):
+        data = real_read(path)
+        swap("a.json")  # read: A is back before any check
+        return data
+
     monkeypatch.setattr(cache_module, "cache_key", key_then_swap)
+    monkeypatch.setattr(builtin_module, "read_loaded", read_then_swap_back)
     raced = load_tokenizer(str(racing))
-    assert len(calls) == 2 and raced.cache_not_written == "the tokenizer file changed while it was loaded"
+    assert raced.cache_not_written == "the tokenizer file changed while it was loaded"
+    assert racing.read_bytes() == (tmp_path / "a.json").read_bytes()  # A back, as it was hashed
     assert not list(cache_on.glob("*.pickle"))  # nothing under A's key
     monkeypatch.setattr(cache_module, "cache_key", real_key)
+    monkeypatch.setattr(builtin_module, "read_loaded", real_read)
     assert load_tokenizer(str(racing)).count(TEXTS).tolist() == expected(reference, TEXTS)
+
+
+def test_a_link_switched_to_another_file_and_back_while_it_loads_is_not_cached(
+    tokenizer_json, cache_on, tmp_path, monkeypatch
+):
+    """A second review: a symbolic link (or a folder) switched to B during the load and back left A's file as it was,
+    its inode and times included, and B's counter was cached under A's key. The bytes the load read are compared
+    with those the key hashed."""
+    import os
+
+    from .conftest import small_byte_level_bpe
+
+    path, reference = tokenizer_json
+    (tmp_path / "a.json").write_bytes(path.read_bytes())
+    small_byte_level_bpe(300, 30).save(str(tmp_path / "b.json"))
+    link = tmp_path / "current.json"
+    link.symlink_to("a.json")
+    real_key, real_read = cache_module.cache_key, builtin_module.read_loaded
+
+    def point(name: str) -> None:  # as `ln -sfn` does: a new link renamed over the old
+        (tmp_path / "new").symlink_to(name)
+        os.replace(tmp_path / "new", link)
+
+    def key_then_switch(file, options, **how):
+        key = real_key(file, options, **how)
+        point("b.json")
+        return key
+
+    def read_then_switch_back(path):
+        data = real_read(path)
+        point("a.json")
+        return data
+
+    monkeypatch.setattr(cache_module, "cache_key", key_then_switch)
+    monkeypatch.setattr(builtin_module, "read_loaded", read_then_switch_back)
+    raced = load_tokenizer(str(link))
+    assert raced.cache_not_written == "the tokenizer file changed while it was loaded"
+    assert os.readlink(link) == "a.json" and not list(cache_on.glob("*.pickle"))
+    monkeypatch.setattr(cache_module, "cache_key", real_key)
+    monkeypatch.setattr(builtin_module, "read_loaded", real_read)
+    assert load_tokenizer(str(tmp_path / "a.json")).count(TEXTS).tolist() == expected(reference, TEXTS)
 
 
 @pytest.mark.parametrize("damage", ["garbage", "truncated", "flipped", "empty"])
