@@ -339,7 +339,9 @@ def rope_command(
         # effective length the other commands print (N* - 1)
         # N* = 0: no context was trained, and counting for L would read as a whole window trained (a review)
         more = "the schedule's stage tokens" if schedule else "--tokens"
-        require(wt.N > 0, "--tau", f"{wt.explanation}: no context to count the critical dimension for; lower --tau, "
+        # the option to blame: --tau when it was given, else the budget (a review: "--tau" never given was named)
+        blamed = "--tau" if given_on_command_line("tau", "tau_from") else ("--schedule" if schedule else "--tokens")
+        require(wt.N > 0, blamed, f"{wt.explanation}: no context to count the critical dimension for; lower --tau, "
                 f"raise {more}, or give --effective-length in place of the frequency")  # fmt: skip
         E = wt.N
         E_rule = f"predicted N*, {wt.rule} rule: positions 0..{wt.N - 1} well trained (effective length {wt.N - 1})"

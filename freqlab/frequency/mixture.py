@@ -199,7 +199,17 @@ class Mixture:
             )
         missing = [s for s in h.sources if s not in self.weights]
         if missing:
-            raise FreqlabError(f"{self.name}: no weight for source {missing[0]!r} of the histogram (0 leaves it out)")
+            # a label the command line cannot spell (empty; holding '=' or ','; spaces at its ends) goes in a file
+            label = missing[0]
+            spellable = label and label.strip() == label and not set(label) & {"=", ","}
+            spell = (
+                "; a label SOURCE=W,... cannot spell is given in a mixture file: {weights: {'': 1, ...}}"
+                if self.name == "--weights" and not spellable
+                else ""
+            )
+            raise FreqlabError(
+                f"{self.name}: no weight for source {missing[0]!r} of the histogram (0 leaves it out{spell})"
+            )
         if self.unit == "epochs":
             return dict(self.weights)
         total = sum(self.weights.values())

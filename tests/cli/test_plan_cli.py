@@ -412,6 +412,14 @@ def test_a_token_budget_beyond_int64_is_a_usage_error():
     assert result.exit_code == 2 and "'1e400' is not in 1..9,223,372,036,854,775,807" in result.output
 
 
+def test_a_budget_that_trains_no_position_blames_the_option_given(hist):
+    """A review: with --tokens too small and no --tau given, the usage error named '--tau'."""
+    args = ("plan", "rope", "--hist", hist, "--L", "2K", "--tokens", "1M", "--extend-to", "8K")
+    result = run(*args)
+    assert result.exit_code == 2 and "Invalid value for '--tokens'" in result.output, result.output
+    assert "Invalid value for '--tau'" in run(*args, "--tau", "1e9").output
+
+
 def test_rope_counts_the_critical_dimension_at_the_predicted_effective_length(hist):
     # f_T(i) = 400B (2048 - i)/2048 >= 100B for i <= 1536: N* = 1537; 64 of 128 dimensions rotate
     args = ("plan", "rope", "--hist", hist, "--L", "2K", "--tokens", "400B", "--extend-to", "8K", "--type", "yarn")
@@ -432,7 +440,7 @@ def test_rope_counts_the_critical_dimension_at_the_predicted_effective_length(hi
     # more token of tau moved the critical dimension from 0 to 42)
     weak = run("plan", "rope", "--hist", hist, "--L", "2K", "--tokens", "50B", "--extend-to", "8K", "--type", "yarn")
     assert weak.exit_code == 2
-    assert "Invalid value for '--tau': with T = 5e+10 tokens no position reaches tau" in weak.output
+    assert "Invalid value for '--tokens': with T = 5e+10 tokens no position reaches tau" in weak.output
     assert (
         "no context to count the critical dimension for; lower --tau, raise --tokens, or give --effective-length"
         in (" ".join(weak.output.split()))

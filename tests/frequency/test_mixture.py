@@ -147,6 +147,17 @@ def test_bad_weights_are_one_line_errors(weights, message):
     assert "\n" not in str(error.value)
 
 
+def test_a_label_the_command_line_cannot_spell_is_pointed_to_a_mixture_file(tmp_path):
+    """A review: a source labelled '' (or holding '=' or ',') could not be weighted on the command line ('=1' is not
+    SOURCE=W), and "no weight for source ''" said nothing of the way that works."""
+    h = combine_sources({"": LengthHistogram.from_lengths(CODE), "web": LengthHistogram.from_lengths(WEB)})
+    with pytest.raises(FreqlabError, match=r"no weight for source '' .*given in a mixture file: \{weights: \{'': 1"):
+        weighted_histogram(h, Mixture.parse("web=1", name="--weights"))
+    (tmp_path / "mix.yaml").write_text("weights: {'': 2, web: 1}\n")
+    mix, _ = weighted_histogram(h, str(tmp_path / "mix.yaml"))
+    assert mix.sources[""].counts.tolist() == (2 * LengthHistogram.from_lengths(CODE).counts).tolist()
+
+
 @pytest.mark.parametrize(
     ("text", "key", "line"),
     [
