@@ -276,12 +276,14 @@ def test_a_later_record_without_the_text_field_is_not_blamed_on_the_field_name(t
 
 def test_a_bad_record_in_a_later_part_stops_the_scan_without_reading_the_rest_of_the_corpus(tmp_path, monkeypatch):
     """A review: the ledger holds a bad record until its file's earlier parts are in; parts go out largest first, so
-    a small part 0 went out last and the error waited for all 32 shards. Now only that part is still read."""
+    a small part 0 went out last and the error waited for all 32 shards. Once a bad record is held, only that file's
+    earlier parts go out (what was in flight then still arrives)."""
     import json
 
     import zstandard
 
-    from freqlab.corpus import ranges
+    import freqlab.scan.driver as driver
+    from freqlab.corpus import open_corpus, ranges
     from freqlab.scan.ledger import Ledger
 
     monkeypatch.setattr(ranges, "MIN_RANGE_BYTES", 20_000)
@@ -292,13 +294,22 @@ def test_a_bad_record_in_a_later_part_stops_the_scan_without_reading_the_rest_of
     (tmp_path / "a.jsonl.zst").write_bytes(frames)
     for k in range(30):
         (tmp_path / f"o{k:02d}.jsonl").write_text("".join(f"{line}\n" for line in lines[:60]))
-    from freqlab.corpus import open_corpus
-
     parts = [shard for shard in open_corpus(str(tmp_path)).shards if shard.part_of().endswith("a.jsonl.zst")]
     assert len(parts) >= 2 and parts[0].work() < parts[-1].work()  # part 0 small: it goes out last
-    added = []
-    monkeypatch.setattr(Ledger, "add", lambda self, index, part, resumed=False, add=Ledger.add: (
-        added.append(index), add(self, index, part, resumed))[1])  # fmt: skip
+    held, sent_while_held = [], []
+    real_add, real_task = Ledger.add, driver.Task
+
+    def add(self, index, part, resumed=False):
+        held.extend([index] if part.error is not None else [])
+        return real_add(self, index, part, resumed)
+
+    def task(index, shard, options):
+        if held:
+            sent_while_held.append(shard.id)
+        return real_task(index, shard, options)
+
+    monkeypatch.setattr(Ledger, "add", add)
+    monkeypatch.setattr(driver, "Task", task)
     with pytest.raises(FreqlabError, match=r"a\.jsonl\.zst:501: malformed-json"):
         scan(str(tmp_path), progress=False, workers=2)
-    assert len(added) < 10  # the shards in flight when the error came, and part 0: not the 31 files
+    assert held and set(sent_while_held) <= {parts[0].id}  # no other file once the error was known
