@@ -35,7 +35,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from freqlab.corpus.base import PASSED_OVER, UNREADABLE_FILE
-from freqlab.errors import FreqlabError, brief
+from freqlab.errors import FreqlabError, brief, cannot_write
 from freqlab.files import TEMPORARY, parquet_metadata, read_parquet, resolved_output, write_atomic, write_parquet
 from freqlab.formats import CHECKPOINT_FORMAT as FORMAT  # kept for import compatibility (and used here)
 from freqlab.formats import CHECKPOINT_MANIFEST as MANIFEST  # kept for import compatibility (and used here)
@@ -124,8 +124,14 @@ class OutputLock:
             )
         handle.seek(0)
         handle.truncate()
-        handle.write(f"pid {os.getpid()}\n")
-        handle.flush()
+        try:
+            handle.write(f"pid {os.getpid()}\n")
+            handle.flush()
+        except OSError as exc:  # a full disk: "[Errno 28] No space left on device", no file named (a review)
+            handle.close()
+            if self.created:  # an empty lock of this acquire's left behind: gone, as a refused scan's
+                lock.unlink(missing_ok=True)
+            raise cannot_write(lock, exc) from None
         self.handle = handle
 
     def release(self, refused: bool = False) -> None:

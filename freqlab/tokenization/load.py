@@ -125,7 +125,9 @@ def _cached_route(
         if path.suffix == ".tiktoken" or (model_file and is_tiktoken_file(path)):
             return (
                 file,
-                {**options, "kind": "tiktoken", "pattern": pattern},
+                # the name decides the default regex (.tiktoken: cl100k's; Llama 3's ranks as .model: theirs), so the
+                # same bytes under both names are two loads (a review: the second was the first's cache hit)
+                {**options, "kind": "tiktoken", "pattern": pattern, "model_file": model_file},
                 lambda: load_tiktoken_file(path, pattern=pattern, add_special_tokens=add_special_tokens),
                 settings,
                 None,

@@ -330,6 +330,34 @@ def test_a_fifo_where_a_result_goes_is_refused_without_waiting_on_it(tmp_path, n
         scan(str(data), out=str(tmp_path / "out"), progress=False)
 
 
+def test_a_lock_a_full_disk_cannot_take_is_one_line_naming_it(tmp_path, monkeypatch):
+    """A review: with 0 bytes free a scan said "Error: [Errno 28] No space left on device", no file named, and left
+    an empty .lock behind."""
+    import errno
+
+    import freqlab.scan.checkpoint as checkpoint
+    from freqlab.scan import scan
+
+    data = tmp_path / "a.jsonl"
+    data.write_text('{"text": "hello world"}\n')
+    real_fdopen = os.fdopen
+
+    class Full:
+        def __init__(self, handle):
+            self.handle = handle
+
+        def write(self, text):
+            raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC))
+
+        def __getattr__(self, name):
+            return getattr(self.handle, name)
+
+    monkeypatch.setattr(checkpoint.os, "fdopen", lambda fd, mode: Full(real_fdopen(fd, mode)))
+    with pytest.raises(FreqlabError, match=r"/out/\.lock: cannot write \(no space left on the device; free some"):
+        scan(str(data), out=str(tmp_path / "out"), progress=False)
+    assert not (tmp_path / "out" / ".lock").exists()
+
+
 def test_an_out_that_is_a_device_is_named_no_folder(tmp_path):
     """A review: --out /dev/null said "/dev/null: cannot use as output folder (File exists)"."""
     from freqlab.scan import scan

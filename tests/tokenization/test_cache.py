@@ -254,6 +254,19 @@ def test_a_link_switched_to_another_file_and_back_while_it_loads_is_not_cached(
     assert load_tokenizer(str(tmp_path / "a.json")).count(TEXTS).tolist() == expected(reference, TEXTS)
 
 
+def test_the_same_ranks_named_tiktoken_and_model_are_two_loads(cache_on, tmp_path):
+    """A review: the name decides the default regex (.tiktoken: cl100k's; a tokenizer.model of ranks: Llama 3's, or
+    refused for other ranks), and the same bytes under the other name were the first load's cache hit."""
+    import base64
+
+    ranks = "".join(f"{base64.b64encode(bytes([b])).decode()} {b}\n" for b in range(256))
+    (tmp_path / "bytes.tiktoken").write_text(ranks)
+    (tmp_path / "bytes.model").write_text(ranks)
+    assert "\\p{N}{1,3}+" in load_tokenizer(str(tmp_path / "bytes.tiktoken")).pattern  # cached
+    with pytest.raises(FreqlabError, match="not Llama 3's"):  # as with an empty cache, not cl100k's hit
+        load_tokenizer(str(tmp_path / "bytes.model"))
+
+
 @pytest.mark.parametrize("damage", ["garbage", "truncated", "flipped", "empty"])
 def test_a_corrupt_entry_is_ignored_and_rebuilt(tokenizer_json, cache_on, monkeypatch, damage):
     path, reference = tokenizer_json
