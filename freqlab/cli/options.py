@@ -396,8 +396,6 @@ def check_layout(ctx, param, value):
         return None
     from freqlab.frequency.layouts import read_layout  # loads numpy: only when the option is given
 
-    if not value.strip():
-        raise click.BadParameter("an empty layout (give e.g. 5*swa1024+global or a config.json)", ctx, param)
     try:
         return read_layout(value)
     except FreqlabError as exc:

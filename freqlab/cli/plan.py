@@ -34,6 +34,7 @@ from freqlab.cli.plan_inputs import (  # noqa: F401  (the shared options, import
     frequency_options,
     hist_option,
     mass_option,
+    refuse_untrained,
     regime_option,
     schedule_option,
     tau_option,
@@ -165,6 +166,8 @@ def string_command(
         raise click.UsageError("--rope-theta needs --extend-to (the base of the STRING + YaRN blocks past L)")
     p = usage_error(lambda: plan_string(L, W=W, S=S, round_to=round_to, test_length=test_length, extend_to=N,
                                         rope_theta=rope_theta, **inputs))  # fmt: skip
+    refuse_untrained(p.well_trained, schedule, "no range for STRING to keep its positions in",
+                     "drop --hist/--schedule for the paper's S = L/3")  # fmt: skip
     if usage_out:
         string_usage(p.L, p.S, p.W, frequency=p.well_trained.frequency).write_parquet(usage_out)
     with report_beside(usage_out):  # the table written to stdout: the report on stderr
@@ -238,6 +241,9 @@ def self_extend_command(
         p = plan_self_extend(L, N, well_trained=well_trained, min_window=min_window, max_window=max_window, **inputs)
         failure = None
     except FreqlabError as exc:
+        refuse_untrained(well_trained_range(L, given=well_trained, **inputs), schedule,
+                         "no range for Self-Extend to keep its positions in",
+                         "give --well-trained in place of the frequency")  # fmt: skip
         if G is None:
             raise
         p, failure = None, str(exc)  # a given (G, w_n) is still evaluated
@@ -338,11 +344,8 @@ def rope_command(
         # N* counts the well-trained positions 0..N*-1: a context of N* tokens, whose largest distance is the
         # effective length the other commands print (N* - 1)
         # N* = 0: no context was trained, and counting for L would read as a whole window trained (a review)
-        more = "the schedule's stage tokens" if schedule else "--tokens"
-        # the option to blame: --tau when it was given, else the budget (a review: "--tau" never given was named)
-        blamed = "--tau" if given_on_command_line("tau", "tau_from") else ("--schedule" if schedule else "--tokens")
-        require(wt.N > 0, blamed, f"{wt.explanation}: no context to count the critical dimension for; lower --tau, "
-                f"raise {more}, or give --effective-length in place of the frequency")  # fmt: skip
+        refuse_untrained(wt, schedule, "no context to count the critical dimension for",
+                         "give --effective-length in place of the frequency")  # fmt: skip
         E = wt.N
         E_rule = f"predicted N*, {wt.rule} rule: positions 0..{wt.N - 1} well trained (effective length {wt.N - 1})"
     plans = [

@@ -26,6 +26,7 @@ from freqlab.cli.plan_inputs import (
     frequency_inputs,
     frequency_options,
     needs,
+    refuse_untrained,
     refuse_unused_frequency_options,
 )
 from freqlab.plan import harpe
@@ -181,7 +182,9 @@ def _grid_choice(
         )
         # the grid is the under-trained [N*, N) of the window: N = L (the window without --L) trains it at L
         require(target >= window, "--extend-to", f"N = {target} is below the training window L = {window}")
-        return harpe.grid_from_frequency(well_trained_range(window, **inputs), target), mix
+        wt = well_trained_range(window, **inputs)
+        refuse_untrained(wt, schedule, "every distance would be under-trained", "give --grid in place of the frequency")
+        return harpe.grid_from_frequency(wt, target), mix
     if unused := given_on_command_line("L", "regime"):
         raise click.UsageError(f"{'/'.join(unused)} {needs(unused)} --hist (the frequency to derive the grid from)")
     if given_on_command_line("weights"):

@@ -138,3 +138,16 @@ def refuse_unused_frequency_options(needed: str) -> None:
 def needs(options: list[str]) -> str:
     """``needs`` for one option, ``need`` for several."""
     return "needs" if len(options) == 1 else "need"
+
+
+def refuse_untrained(wt, schedule, needed_for: str, instead: str) -> None:
+    """A usage error when the frequency's budget trains no position (N* = 0), naming the option to change: --tau
+    when given, else the budget (a review: rope refused, self-extend failed naming no option, string and harpe
+    planned on).
+    """
+    if wt.N > 0 or wt.rule not in ("budget", "schedule"):
+        return
+    more = "the schedule's stage tokens" if schedule else "--tokens"
+    # the option to blame: --tau when it was given, else the budget (a review: "--tau" never given was named)
+    blamed = "--tau" if given_on_command_line("tau", "tau_from") else ("--schedule" if schedule else "--tokens")
+    options.require(False, blamed, f"{wt.explanation}: {needed_for}; lower --tau, raise {more}, or {instead}")

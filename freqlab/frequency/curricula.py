@@ -21,25 +21,25 @@ cut by the window; f is the frequency of the resulting segments (STRING Eq. 2). 
 ``concat``, O(documents + rows) for the walks of ``pack`` and ``natural`` (as the ``pack`` regime), plus
 O(L · log rows) to find where each window starts, never O(tokens).
 
-``warmup`` (sequence-length warm-up; Li, Zhang & He, "The Stability-Efficiency Dilemma: Investigating Sequence
-Length Warmup for Training GPT Models", NeurIPS 2022, arXiv:2108.06084, as DeepSpeed's curriculum learning
-``seqlen`` and Megatron-DeepSpeed run it): the window grows from ``start`` to L over the first ``share`` of the
-steps, then stays L. ``steps: linear`` is DeepSpeed's ``fixed_linear``,
-``w(s) = ⌊(start + (L − start)·(s + 1)/S_w) / m⌋·m`` for the steps s = 0, 1, ... (``m = multiple``, DeepSpeed's
-``difficulty_step``; its engine evaluates the schedule at ``global_steps + 1`` before each step, so the last warm-up
-step already has L; in exact rationals where DeepSpeed uses float64); ``steps: N`` holds N equal plateaus
-``start + ⌊(L − start)·j/N⌋`` (rounded down to m). ``batch_rule: truncate`` keeps the first w tokens of each row
-and drops the rest (Megatron-DeepSpeed ``--curriculum-learning-legacy``: ``tokens[:, :curriculum_seqlen]``;
-reported in ``dropped_tokens``); ``batch_rule: rechunk`` is DeepSpeed's ``seqlen_reshape`` as Megatron-DeepSpeed's
-``data_post_process`` (``pretrain_gpt.py``) runs it on each micro-batch of ``micro_batch`` rows (its rows are L + 1
-tokens, the inputs and the last label): each row gives q = ⌊(L + 1)/(w + 1)⌋ pieces of w + 1 tokens (w inputs: a
-row's tokens j(w + 1) + w are labels only), then each row's last w + 1 tokens follow as one more piece per row, and
-the first ⌈b(L + 1)/(w + 1)⌉ pieces are kept, one fewer when that number is odd and above 1. Every kept piece is a
-segment of w inputs (cut at documents under ``pack``: Megatron-DeepSpeed's ``--reset-attention-mask``, whose masks
-are built after the reshape, without ``--use-flash-attn``, which skips them); inputs no kept piece holds (a piece's
-last token is its label only) are ``dropped_tokens``, inputs two pieces hold (a tail over the last main piece)
-count twice. ``regime: natural`` has rows of unequal length, which the reshape cannot batch: refused. The last,
-shorter row of a stage (its ``T mod L`` tokens) is a micro-batch of its own.
+``warmup`` (sequence-length warm-up; Li, Zhang & He, "The Stability-Efficiency Dilemma: Investigating Sequence Length
+Warmup for Training GPT Models", NeurIPS 2022, arXiv:2108.06084, as DeepSpeed's curriculum learning ``seqlen`` and
+Megatron-DeepSpeed run it): the window grows from ``start`` to L over the first ``share`` of the steps, then stays L.
+``steps: linear`` is DeepSpeed's ``fixed_linear``, ``w(s) = ⌊(start + (L − start)·(s + 1)/S_w) / m⌋·m`` for the steps
+s = 0, 1, ... (``m = multiple``, DeepSpeed's ``difficulty_step``; its engine evaluates the schedule at
+``global_steps + 1`` before each step, so the last warm-up step already has L; in exact rationals where DeepSpeed uses
+float64); ``steps: N`` holds N equal plateaus ``start + ⌊(L − start)·j/N⌋`` at the steps with ``j = ⌊s·N/S_w⌋`` (rounded
+down to m). ``batch_rule: truncate`` keeps the first w tokens of each row and drops the rest (Megatron-DeepSpeed
+``--curriculum-learning-legacy``: ``tokens[:, :curriculum_seqlen]``; reported in ``dropped_tokens``);
+``batch_rule: rechunk`` is DeepSpeed's ``seqlen_reshape`` as Megatron-DeepSpeed's ``data_post_process``
+(``pretrain_gpt.py``) runs it on each micro-batch of ``micro_batch`` rows (its rows are L + 1 tokens, the inputs and the
+last label): each row gives q = ⌊(L + 1)/(w + 1)⌋ pieces of w + 1 tokens (w inputs: a row's tokens j(w + 1) + w are
+labels only), then each row's last w + 1 tokens follow as one more piece per row, and the first ⌈b(L + 1)/(w + 1)⌉
+pieces are kept, one fewer when that number is odd and above 1. Every kept piece is a segment of w inputs (cut at
+documents under ``pack``: Megatron-DeepSpeed's ``--reset-attention-mask``, whose masks are built after the reshape,
+without ``--use-flash-attn``, which skips them); inputs no kept piece holds (a piece's last token is its label only) are
+``dropped_tokens``, inputs two pieces hold (a tail over the last main piece) count twice. ``regime: natural`` has rows
+of unequal length, which the reshape cannot batch: refused. The last, shorter row of a stage (its ``T mod L`` tokens) is
+a micro-batch of its own.
 
 ``skyladder`` (Zhu et al., "SkyLadder: Better and Faster Pretraining via Context Window Scheduling", arXiv:2503.15450,
 2025; code: github.com/sail-sg/SkyLadder, ``lit_gpt/packed_dataset.py``): every row keeps all L tokens, but is cut
@@ -77,6 +77,7 @@ bucket's sequences once per epoch in proportion to its tokens, so f does not dep
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable
 from dataclasses import dataclass
 from fractions import Fraction
@@ -645,6 +646,11 @@ class SkyLadder:
         """
         if self.start > L:
             raise FreqlabError(f"skyladder: start {self.start} is larger than the window L = {L}")
+        if self.round_to is not None and self.round_to > L + 1:  # every window, their final L + 1 too, rounds to 0
+            raise FreqlabError(
+                f"skyladder: round {self.round_to} is larger than L + 1 = {L + 1} (their final window): every window "
+                f"would round down to 0, which SkyLadder's code turns into start ({self.start}) for the whole stage"
+            )
         return runs_of(self.window(L, rows, scale), rows, rows, L)
 
     def frequency(
@@ -893,9 +899,9 @@ def _dataset_decomposition(spec: Spec) -> DatasetDecomposition:
     curriculum = spec.data.get("curriculum", "uniform")
     if isinstance(curriculum, list):
         if len(curriculum) != hi - lo + 1 or not all(
-            isinstance(x, (int, float)) and not isinstance(x, bool) and x > 0 for x in curriculum
+            isinstance(x, (int, float)) and not isinstance(x, bool) and 0 < x < math.inf for x in curriculum
         ):
-            raise spec.bad("curriculum", f"{hi - lo + 1} positive odds, one per bucket")
+            raise spec.bad("curriculum", f"{hi - lo + 1} positive finite odds, one per bucket")
         curriculum = tuple(float(x) for x in curriculum)
     elif curriculum not in DD_CURRICULA:
         raise spec.bad("curriculum", "a list of odds per bucket or one of " + ", ".join(DD_CURRICULA))

@@ -384,6 +384,8 @@ def read_layout(value: str | Path | dict | Layout) -> Layout:
     if isinstance(value, dict):
         return layout_from_config(value)
     text = str(value)
+    if not text.strip():
+        raise FreqlabError("an empty layout (give e.g. 5*swa1024+global or a config.json)")
     if text.endswith(".json") or Path(expand_home(text)).is_file():
         path = Path(expand_home(text))
         try:

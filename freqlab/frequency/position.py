@@ -94,7 +94,8 @@ def position_frequency(
         Document-length histogram: ``counts[k]`` documents of ``lengths[k]`` tokens (lengths >= 1); or a
         :class:`~freqlab.LengthHistogram` in place of both.
     L
-        Training window (context length).
+        Training window (context length), an integer. (The annotation admits ``str`` for the histogram form only,
+        where this place holds the regime: ``position_frequency(histogram, L, regime)``.)
     regime
         ``natural``, ``truncate``, ``concat``, ``uniform``, ``pack`` or ``best-fit`` (see
         :mod:`freqlab.frequency.regimes`); ``megatron`` is refused (it needs Megatron's indexes:

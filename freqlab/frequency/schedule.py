@@ -326,7 +326,9 @@ def _layout(base: Path, value, where: str) -> Layout | None:
         return None
     if isinstance(value, dict):
         return read_layout(value)
-    try:  # an empty name too ("an empty path names no file or folder" named no stage)
+    try:
+        if not str(value).strip():  # not a path relative to the schedule file: read_layout's own words
+            return read_layout(str(value))
         candidate = _relative(base, value)
         return read_layout(str(candidate) if candidate is not None and candidate.is_file() else str(value))
     except FreqlabError as exc:

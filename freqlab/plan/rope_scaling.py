@@ -314,10 +314,12 @@ def check_factor(factor: float | None, L: int, N: int) -> float:
     2^30 positions (s · L <= ``MAX_POSITIONS``, the longest target freqlab plans; past it the derived bases overflow
     to infinity, which no config can hold).
 
-    >>> check_factor(None, 4096, 16384), check_factor(8, 4096, 16384)
-    (4.0, 8.0)
+    >>> check_factor(None, 4096, 16384), check_factor(8, 4096, 16384), check_factor(4.000000001, 4096, 16384)
+    (4.0, 8.0, 4.0)
     """
     s = N / L if factor is None else positive_number(factor, "the scaling factor")
+    if math.isclose(s * L, N):  # within rounding of N / L is N / L (a review: 4.000000001 kept max_position_embeddings
+        s = N / L  # = N beside it, and transformers warned that the factor did not match N / L)
     if not (s > 1.0 and math.isfinite(s)):
         raise FreqlabError(f"the scaling factor must exceed 1 and be finite, got {factor}")
     if s * L > MAX_POSITIONS:

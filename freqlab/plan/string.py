@@ -411,8 +411,15 @@ class StringYarn:
 
     @property
     def hf_patch(self) -> str:
-        """The official STRING patch call for these settings."""
-        return f"replace_with_string(max_test_length={self.N}, shifted_offset={self.S}, small_local_value={self.W})"
+        """The call of ``string_for_qwen2.replace_with_string`` their script makes (``yarn_factor`` is required
+        there: without it the patch's rotary embedding multiplies None); a factor <= 1 is given as 1.0, which
+        their YaRN turns into the stock frequencies (no scaling, as this plan says).
+        """
+        factor = self.factor if self.yarn is not None else 1.0
+        return (
+            f"replace_with_string(max_test_length={self.N}, shifted_offset={self.S}, small_local_value={self.W}, "
+            f"yarn_factor={factor!r})"
+        )
 
     def to_dict(self) -> dict:
         """The extension as JSON-ready data."""
@@ -729,6 +736,11 @@ def plan_string(
     extension = None
     if extend_to is not None:
         extension = string_yarn(L, S, W, check_window(extend_to, "extend_to N"), rope_theta=rope_theta)
+        if extension.yarn is None and extension.largest_position >= L:  # their rule leaves positions past L - 1
+            notes.append(
+                f"at N = {extension.N} the repository's rule uses positions up to {extension.largest_position}, "
+                f"past L - 1 = {L - 1}, with no YaRN (factor {extension.factor:.4g} <= 1): untrained positions"
+            )
     elif n > L:
         notes.append(
             f"test length {n} exceeds L = {L}: STRING improves use of the training window; beyond L combine "
@@ -757,7 +769,10 @@ def _extension_sentence(L: int, e: StringYarn, N_star: int | None = None) -> str
         f"{e.largest_position}, "
     )
     if e.yarn is None and e.largest_position < L:
-        return head + f"is already below L = {L}, so no YaRN is needed (factor <= 1)."
+        return head + (
+            f"is already below L = {L}, so no YaRN is needed (factor <= 1; their patch still takes yarn_factor, "
+            "and 1.0 keeps the stock frequencies)."
+        )
     if e.yarn is None:  # no YaRN, and STRING's positions pass L: say which distances
         shifted_last = e.N - e.S + e.W - 1
         past = [f"the distances below {e.S} keep their positions, up to {e.S - 1}"] if e.S - 1 >= L else []
@@ -766,8 +781,8 @@ def _extension_sentence(L: int, e: StringYarn, N_star: int | None = None) -> str
                 f"the shifted distances reach N - {e.S} + W - 1 = {shifted_last}, {shifted_last - L + 1} past L - 1"
             )
         return head + (
-            f"is not below L = {L}, and the factor is at most 1 (no YaRN): {'; '.join(past)}; the model never "
-            "trained positions past L - 1."
+            f"is not below L = {L}, and the factor is at most 1 (no YaRN; their patch takes yarn_factor 1.0, the "
+            f"stock frequencies): {'; '.join(past)}; the model never trained positions past L - 1."
         )
     scaled = e.largest_position / e.factor
     where = f"{scaled - (L - 1):.0f} past L - 1 = {L - 1}" if scaled > L - 1 else f"within L = {L}"
@@ -777,8 +792,18 @@ def _extension_sentence(L: int, e: StringYarn, N_star: int | None = None) -> str
         f"becomes {scaled:.0f} after YaRN ({where}). Their rule scales STRING's positions to about L, whatever N*. "
         "Their patch (string_for_qwen2.py) "
         f"is written for Qwen2 (original length 32768 hard-coded) and scales attention by 0.1·ln(2) + 1 = "
-        f"{STRING_YARN_ATTENTION:.4f} whatever the factor; the YaRN blocks carry that attention_factor."
+        f"{STRING_YARN_ATTENTION:.4f} whatever the factor; the YaRN blocks carry that attention_factor. "
+        + PATCH_DOES_YARN
     )
+
+
+#: the printed call is string_for_qwen2's: it swaps in its own YaRN rotary embedding, so a rope_scaling block would be
+#: ignored there (and string_for_llama's call takes no yarn_factor: its rotary embedding reads only llama3 blocks)
+PATCH_DOES_YARN = (
+    "That patch applies YaRN itself from its yarn_factor argument (its own rotary embedding replaces the model's): "
+    "load the model without a rope_scaling block for it; the YaRN blocks are for STRING implementations that read "
+    "the model's config (string_for_llama.py has no YaRN)."
+)
 
 
 def _unreachable(L: int, W: int) -> str:

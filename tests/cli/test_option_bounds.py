@@ -162,6 +162,9 @@ def test_megatron_numbers_at_the_edges_are_usage_errors(megatron_idx):
     one_line(run(*scan, "--megatron-split", "1..2"), 2, usage + "'1..2'")
     one_line(run(*scan, "--megatron-split", "1,.,2"), 2, usage + "'1,.,2'")
     one_line(run(*scan, "--megatron-split", "9" * 401), 2, usage + "'" + "9" * 58 + "…")
+    dropped = " (megatron-core reads only digits and dots: signs and exponents would be dropped)"
+    for split in ("-1,2,0", "1e3,1", "+9,1"):  # megatron-core would read 1,2,0 / 1,3,1 / 9,1: not what was meant
+        one_line(run(*scan, "--megatron-split", split), 2, usage + repr(split) + dropped)
     one_line(
         run(*scan, "--data-path", "1e400 mid 1 mid"),
         2,

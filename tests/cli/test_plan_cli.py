@@ -118,7 +118,30 @@ def test_string_beyond_L_prints_string_and_yarn_blocks():
     S = 10944  # L/3 rounded up to 64; the repository's rule: int((S/L)·N), factor (N/L)(1 - S/L)
     assert e["S"] == 131072 * S // 32768 == 43776 and e["yarn_factor"] == pytest.approx(4 * (1 - S / 32768))
     assert e["rule"] == "HKUNLP/STRING ruler/test_ruler_qwen2.py"
-    assert e["hf_patch"] == "replace_with_string(max_test_length=131072, shifted_offset=43776, small_local_value=128)"
+    # string_for_qwen2's call, which their script makes with yarn_factor (a review: without it the patch's rotary
+    # embedding computes None * tensor); that patch does YaRN itself, which the plan says
+    assert e["hf_patch"] == (
+        "replace_with_string(max_test_length=131072, shifted_offset=43776, small_local_value=128, "
+        "yarn_factor=2.6640625)"
+    )
+    assert e["yarn_factor"] == 4 * (1 - S / 32768) == 2.6640625
+    text = run("plan", "string", "--L", "32K", "--extend-to", "128K").output
+    assert "That patch applies YaRN itself from its yarn_factor argument" in " ".join(text.split())
+
+
+def test_string_just_beyond_L_says_its_positions_pass_L_without_yarn():
+    """A review: at N = 3000 for L = 2K the factor is 0.96 (no YaRN) and STRING uses positions up to 2096, said only
+    inside the reasoning."""
+    result = run("plan", "string", "--L", "2K", "--extend-to", "3000", "--json")
+    assert result.exit_code == 0, result.output
+    out = json.loads(result.output)
+    e = out["extension"]
+    assert (e["S"], e["largest_position"], e["yarn"]) == (int(704 / 2048 * 3000), 3000 - 1031 + 128 - 1, None)
+    assert e["hf_patch"].endswith("small_local_value=128, yarn_factor=1.0)")
+    assert (
+        "at N = 3000 the repository's rule uses positions up to 2096, past L - 1 = 2047, with no YaRN (factor 0.9613 "
+        "<= 1): untrained positions"
+    ) in out["notes"]
 
 
 def test_self_extend_plan_and_evaluation():
@@ -420,6 +443,35 @@ def test_a_budget_that_trains_no_position_blames_the_option_given(hist):
     assert "Invalid value for '--tau'" in run(*args, "--tau", "1e9").output
 
 
+@pytest.mark.parametrize(
+    ("command", "why", "instead"),
+    [
+        (("string",), "no range for STRING to keep its positions in", "drop --hist/--schedule for the paper's S = L/3"),
+        (
+            ("self-extend", "--extend-to", "8K"),
+            "no range for Self-Extend to keep its positions in",
+            "give --well-trained in place of the frequency",
+        ),
+        (
+            ("self-extend", "--extend-to", "8K", "--group", "4", "--window", "256"),
+            "no range for Self-Extend to keep its positions in",
+            "give --well-trained in place of the frequency",
+        ),
+        (("harpe",), "every distance would be under-trained", "give --grid in place of the frequency"),
+    ],
+)
+def test_every_plan_refuses_a_budget_that_trains_no_position_as_rope_does(hist, command, why, instead):
+    """A review: rope refused N* = 0 naming the option; self-extend failed (exit 1) naming none, string planned on
+    (S = L/2 "none well trained"), harpe made every distance 0..N - 1 its grid."""
+    for extra, blamed, T in (((), "--tokens", "1e+03"), (("--tau", "2T"), "--tau", "1e+12")):
+        tokens = "1K" if not extra else "1T"
+        result = run("plan", *command, "--hist", hist, "--L", "2K", "--tokens", tokens, *extra)
+        assert result.exit_code == 2, result.output
+        text = " ".join(result.output.split())
+        assert f"Invalid value for '{blamed}': with T = {T} tokens no position reaches tau" in text, text
+        assert f"{why}; lower --tau, raise --tokens, or {instead}" in text, text
+
+
 def test_rope_counts_the_critical_dimension_at_the_predicted_effective_length(hist):
     # f_T(i) = 400B (2048 - i)/2048 >= 100B for i <= 1536: N* = 1537; 64 of 128 dimensions rotate
     args = ("plan", "rope", "--hist", hist, "--L", "2K", "--tokens", "400B", "--extend-to", "8K", "--type", "yarn")
@@ -560,10 +612,10 @@ def test_rope_refuses_an_effective_length_beyond_the_training_window():
 
 
 def test_a_budget_that_trains_no_position_says_so_never_n_star_minus_one_is_minus_one(hist):
-    result = run("plan", "string", "--hist", hist, "--L", "2K", "--tokens", "1K")
-    assert result.exit_code == 0, result.output
-    assert "(no position is well trained: N* = 0)" in result.output and "(none well trained)" in result.output
-    assert "= -1" not in result.output and "0..-1" not in result.output
+    # the command line refuses it (above); the Python API plans on and says so
+    report = plan_string(2048, histogram=LengthHistogram.read_parquet(hist), tokens=1000).report()
+    assert "(no position is well trained: N* = 0)" in report and "(none well trained)" in report
+    assert "= -1" not in report and "0..-1" not in report
 
 
 @pytest.mark.parametrize(
@@ -643,3 +695,16 @@ def test_rope_on_a_schedule_that_trains_no_position_names_what_to_raise(tmp_path
     assert "lower --tau, raise the schedule's stage tokens, or give --effective-length" in " ".join(
         result.output.split()
     )
+
+
+def test_a_factor_within_rounding_of_n_over_l_is_n_over_l():
+    """A review: --factor 4.000000001 for 4K -> 16K kept max_position_embeddings = 16384 beside that factor, and
+    transformers 5.x warned that it did not match max_position_embeddings / original_max_position_embeddings."""
+    blocks = json.loads(
+        run(
+            "plan", "rope", "--L", "4K", "--extend-to", "16K", "--type", "yarn", "--factor", "4.000000001", "--json"
+        ).output
+    )["plans"][0]["blocks"]
+    assert {b["config"]["max_position_embeddings"] for b in blocks} <= {4096, 16384}
+    parameters = [b["config"].get("rope_parameters") or b["config"]["rope_scaling"] for b in blocks]
+    assert {p["factor"] for p in parameters} == {4.0}

@@ -126,6 +126,7 @@ def test_skyladder_matches_fragments_attended_token_by_token(pairs, L, regime, d
     rate = data.draw(st.integers(1, 3)) if by_rate else None
     share = None if by_rate else data.draw(st.sampled_from([Fraction(1), Fraction(7, 10), Fraction(1, 4)]))
     round_to = data.draw(st.sampled_from([None, 2, 4])) if regime == "concat" else None  # dm path only
+    round_to = round_to if round_to is None or round_to <= L + 1 else None  # past L + 1: refused (below)
     seed = data.draw(st.integers(0, 2))
     spec = {"kind": "skyladder", "growth": growth, "start": start, "batch": batch}
     spec |= {"rate": rate} if by_rate else {"share": str(share)}
@@ -198,6 +199,19 @@ def test_skyladder_by_rate_grows_past_the_changing_point_when_rounded():
     assert np.repeat(windows, run_rows).tolist() == [4] + [5] * 5 + [8] * 14  # 4 + k rounded to 5: 0 -> start 4
     f = curriculum_from_spec(spec).frequency([160], [1], 8, "concat").numerator
     assert f.tolist() == [160, 134, 108, 82, 61, 42, 28, 14]
+
+
+def test_skyladder_round_larger_than_l_is_refused():
+    """A round past their final window L + 1 rounds every window down to 0, which their code turns into start: the
+    whole stage would train at start without a word (a review: round 4K at L = 2K gave f = 0 past i = 31). Round L
+    (or L + 1) is a step: start, then whole rows from the changing point (L + 1 rounds down to L, capped at L)."""
+    spec = {"kind": "skyladder", "share": 0.5, "round": 4096}
+    with pytest.raises(FreqlabError, match=r"round 4096 is larger than L \+ 1 = 2049 \(their final window\): every"):
+        curriculum_from_spec(spec).frequency([10**6], [1], 2048, "concat")
+    run_rows, windows = curriculum_from_spec({**spec, "round": 9, "start": 2}).runs(rows=10, L=8)
+    assert np.repeat(windows, run_rows).tolist() == [2] * 5 + [8] * 5
+    run_rows, windows = curriculum_from_spec({**spec, "round": 8, "start": 2}).runs(rows=10, L=8)
+    assert np.repeat(windows, run_rows).tolist() == [2] * 5 + [8] * 5
 
 
 def test_skyladder_rounds_the_window_only_without_a_document_mask():
@@ -433,7 +447,11 @@ def test_dataset_decomposition_replays_converge_to_the_expectation():
         ({"kind": "skyladder", "rate": 8}, "rate needs batch"),
         ({"kind": "skyladder", "rate": 8, "share": 0.5}, "exactly one of rate"),
         ({"kind": "dataset-decomposition", "buckets": [256, 1000]}, "bucket 1000 is not a power of two"),
-        ({"kind": "dataset-decomposition", "curriculum": [1, 2]}, "curriculum must be 6 positive odds"),
+        ({"kind": "dataset-decomposition", "curriculum": [1, 2]}, "curriculum must be 6 positive finite odds"),
+        (  # a review: inf was taken where nan was refused
+            {"kind": "dataset-decomposition", "buckets": [256, 512], "curriculum": [float("inf"), 1]},
+            "curriculum must be 2 positive finite odds",
+        ),
         ({"kind": "ladder"}, "curriculum kind must be one of warmup, skyladder, dataset-decomposition, got 'ladder'"),
     ],
 )
