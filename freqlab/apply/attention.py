@@ -71,7 +71,7 @@ from transformers.modeling_utils import ALL_ATTENTION_FUNCTIONS
 
 from freqlab.apply import TESTED_MODEL_TYPES, UNTESTED_BECAUSE, check_model_type
 from freqlab.apply.window import config_window
-from freqlab.errors import FreqlabError
+from freqlab.errors import FreqlabError, brief
 from freqlab.plan.self_extend import _check_group
 from freqlab.plan.string import _check_shift
 
@@ -663,6 +663,17 @@ def register() -> None:
         AttentionMaskInterface.register(name + FLASH_SUFFIX, flash_attention_mask)
 
 
+def _check_model(model: Any) -> None:
+    """A FreqlabError unless ``model`` is a loaded model (a torch module with a config): a path or None gave
+    AttributeError or TypeError (a review).
+    """
+    if not (isinstance(model, torch.nn.Module) and hasattr(model, "config")):
+        raise FreqlabError(
+            f"expected a loaded transformers model (a torch module with a config), got {type(model).__name__} "
+            f"{brief(model)}: load it first, e.g. AutoModelForCausalLM.from_pretrained(path)"
+        )
+
+
 def _text_config(model: Any) -> Any:
     config = model.config
     return config.get_text_config() if hasattr(config, "get_text_config") else config
@@ -879,6 +890,7 @@ def model_window(model: Any) -> int:
 def apply_string(model: Any, S: int, W: int, backend: str = "auto", flash_fn: Callable | None = None,
                  flash_varlen_fn: Callable | None = None, allow_untested: bool = False) -> Any:  # fmt: skip
     """See :func:`freqlab.apply.string`."""
+    _check_model(model)
     _, S, W = _check_shift(model_window(model), S, W)
     return _apply(model, STRING_NAME, S, W, backend, flash_fn, flash_varlen_fn, allow_untested)
 
@@ -886,12 +898,14 @@ def apply_string(model: Any, S: int, W: int, backend: str = "auto", flash_fn: Ca
 def apply_self_extend(model: Any, G: int, w_n: int, backend: str = "auto", flash_fn: Callable | None = None,
                       flash_varlen_fn: Callable | None = None, allow_untested: bool = False) -> Any:  # fmt: skip
     """See :func:`freqlab.apply.self_extend`."""
+    _check_model(model)
     G, w_n = _check_group(G, w_n, model_window(model))
     return _apply(model, SELF_EXTEND_NAME, G, w_n, backend, flash_fn, flash_varlen_fn, allow_untested)
 
 
 def remove(model: Any) -> Any:
     """See :func:`freqlab.apply.remove`."""
+    _check_model(model)
     previous = _PREVIOUS.pop(model, None)
     if previous is None and _text_config(model)._attn_implementation in _OWN_NAMES:
         # a deep copy (or unpickled copy) of an applied model: set up as _apply does for one (a review: it could neither

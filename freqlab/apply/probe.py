@@ -36,7 +36,7 @@ from typing import Any
 import numpy as np
 
 from freqlab import apply as applied
-from freqlab.errors import FreqlabError, brief_line
+from freqlab.errors import FreqlabError, brief, brief_line
 from freqlab.sizes import MAX_POSITIONS
 
 INSTRUCTION = (
@@ -355,6 +355,10 @@ def probe_settings(
     refused before anything runs: each is applied and removed first.
     """
     patch = {"STRING": applied.string, "Self-Extend": applied.self_extend}
+    for plan in plans:  # a review: ("string", ...) was a KeyError, three values a TypeError
+        values = plan[1] if isinstance(plan, tuple | list) and len(plan) == 2 else None
+        if not (isinstance(values, tuple | list) and len(values) == 2 and plan[0] in patch):
+            raise FreqlabError(f"a plan is ('STRING', (S, W)) or ('Self-Extend', (G, w_n)), got {brief(plan)}")
     with warnings.catch_warnings():  # each plan applied and removed before anything runs: what the model cannot
         warnings.simplefilter("ignore")  # take (a type not tested, a partial rotary) is refused before the baseline
         for name, values in plans:

@@ -412,6 +412,17 @@ FORMAT_SUFFIXES = (
 )  # fmt: skip
 
 
+def check_folder_reachable(out, option: str) -> None:
+    """A usage error (``option``) when the folder ``out`` goes in cannot be made: a file stands where it or a
+    folder above it should be (checked before long work, whose results the write comes after).
+    """
+    folder = Path(expand_home(str(out))).parent
+    while not folder.exists() and folder != folder.parent:
+        folder = folder.parent
+    if folder.exists() and not folder.is_dir():
+        raise click.BadParameter(f"{out!r}: {folder} is not a folder", param_hint=f"'{option}'")
+
+
 def check_output_free(
     out,
     option: str,

@@ -6,10 +6,20 @@ from __future__ import annotations
 
 import click
 
-from freqlab.cli.options import COUNT, POSITIONS, POSITIONS_NOTE, SEED, FiniteFloat, HomePath, echo_json, json_option
+from freqlab.cli.options import (
+    COUNT,
+    POSITIONS,
+    POSITIONS_NOTE,
+    SEED,
+    FiniteFloat,
+    HomePath,
+    check_folder_reachable,
+    echo_json,
+    json_option,
+)
 
 
-def _pair(value: str | None, names: str) -> tuple[int, int] | None:
+def _pair(value: str | None, names: str, option: str) -> tuple[int, int] | None:
     if value is None:
         return None
     from freqlab.errors import FreqlabError
@@ -21,7 +31,7 @@ def _pair(value: str | None, names: str) -> tuple[int, int] | None:
             raise FreqlabError("two values expected")
         return parse_positions(parts[0].strip(), minimum=0), parse_positions(parts[1].strip(), minimum=0)
     except FreqlabError as exc:
-        raise click.BadParameter(f"{value!r} is not {names} ({exc})") from None
+        raise click.BadParameter(f"{value!r} is not {names} ({exc})", param_hint=option) from None
 
 
 def _lengths(text: str | None, maximum: int, steps: int) -> list[int]:
@@ -73,7 +83,9 @@ def _check_before_loading(model_dir: str, plans: list, lengths: str | None, step
             _check_shift(L, *values) if name == "STRING" else _check_group(*values, L)
         except FreqlabError as exc:
             hint = "--string" if name == "STRING" else "--self-extend"
-            raise click.BadParameter(f"{exc} (the model's window L = {L})", param_hint=hint) from None
+            named = f"L = {L}"  # the message names L already: said once (a review: "L = 512, got 600 (... L = 512)")
+            message = str(exc).replace(named, f"{named} (the model's window)", 1) if named in str(exc) else None
+            raise click.BadParameter(message or f"{exc} (the model's window L = {L})", param_hint=hint) from None
 
 
 def _depths(text: str) -> list[float]:
@@ -189,7 +201,10 @@ def probe_command(
     """
     from freqlab.apply import probe as p
 
-    plans = [("STRING", _pair(string_plan, "S,W")), ("Self-Extend", _pair(self_extend_plan, "G,w_n"))]
+    plans = [
+        ("STRING", _pair(string_plan, "S,W", "--string")),
+        ("Self-Extend", _pair(self_extend_plan, "G,w_n", "--self-extend")),
+    ]
     plans = [(name, values) for name, values in plans if values is not None]
     if no_baseline and not plans:
         raise click.UsageError("--no-baseline needs --string or --self-extend")
@@ -197,13 +212,20 @@ def probe_command(
     if need > needles:
         raise click.BadParameter(f"{need} needles cannot be found among --needles {needles}", param_hint="--need")
     if figure:
+        from pathlib import Path
+
         from freqlab.errors import FreqlabError
         from freqlab.plots.style import figure_formats
 
+        if not Path(figure).suffix:  # figure_formats's words name its Python argument (formats=), no option here
+            raise click.BadParameter(
+                f"{figure!r} has no suffix: give a path like probe.png (png, pdf or svg)", param_hint="--figure"
+            )
         try:
             figure_formats(figure)
         except FreqlabError as exc:
             raise click.BadParameter(str(exc), param_hint="--figure") from None
+        check_folder_reachable(figure, "--figure")
     _check_before_loading(model_dir, plans, lengths, steps, allow_untested)
     model, tokenizer = p.load_model(model_dir, dtype, device, attn_implementation)
     config = model.config.get_text_config()
@@ -246,14 +268,20 @@ def probe_command(
             batch_size=batch_size,
             seed=seed,
         )
-    written = None
+    written, failure = None, None
     if figure:
+        from freqlab.errors import FreqlabError
         from freqlab.plots.probe import plot_probe
         from freqlab.plots.style import save_figure
 
-        written = tuple(str(path) for path in save_figure(plot_probe(results), figure, None))
+        try:
+            written = tuple(str(path) for path in save_figure(plot_probe(results), figure, None))
+        except FreqlabError as exc:  # the results are printed all the same: the tests may have taken hours
+            failure = exc
     report = p.ProbeReport(model_dir, tuple(results), p.ruler_command(model_dir, length_list), written)
     echo_json(report.to_dict()) if as_json else click.echo(report.report())
+    if failure is not None:
+        raise failure
 
 
 def register(main: click.Group) -> None:

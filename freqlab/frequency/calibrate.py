@@ -333,6 +333,11 @@ def read_records(path: str | Path) -> list[dict]:
                 f"{path}: a calibration written by `freqlab calibrate --out` (its tau: give it to --tau-from); "
                 "calibrate reads measured runs: L, hist, regime, tokens, effective length in each point"
             )
+        if isinstance(data, dict) and {"results", "ruler_command"} <= set(data):  # a probe's report (a review)
+            raise FreqlabError(
+                f"{path}: a `freqlab probe --json` report (one model's measurement); calibrate reads measured runs, "
+                "one point each: L, hist, regime, tokens and the effective length its probe found"
+            )
         if isinstance(data, dict) and set(data) - {"points"}:  # L, hist, tau beside the points: not read (a review)
             extra = ", ".join(sorted(set(data) - {"points"}))
             raise FreqlabError(f'{path}: unknown key(s) {extra} beside "points" (give L, hist, regime in each point)')

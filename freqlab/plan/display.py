@@ -37,6 +37,10 @@ def _notes(notes) -> list[tuple[str, str]]:
     return [("note", note) for note in notes]
 
 
+#: the title of the block of freqlab's own lines in a plan (freqlab.apply, freqlab probe)
+FREQLAB_BLOCK = "freqlab (the plan on a loaded model; its effective length measured with and without):"
+
+
 def block(title: str, lines) -> list[str]:
     """A titled block of the terminal reports: a blank line, ``title``, then each line indented by two spaces."""
     return ["", title, *(f"  {line}" for line in lines)]
@@ -82,7 +86,11 @@ def string_display(p) -> Display:
         ("max_test_length", str(p.test_length)),
         *_notes(p.notes),
     ]
-    code = [("Hugging Face (official STRING patch):", p.hf_patch), ("vLLM config:", p.vllm_block)]
+    code = [
+        ("Hugging Face (official STRING patch):", p.hf_patch),
+        ("vLLM config:", p.vllm_block),
+        (FREQLAB_BLOCK, f"{p.freqlab_apply}\n{p.freqlab_probe}"),
+    ]
     if p.extension is not None:
         code.append((f"beyond L, STRING at N = {p.extension.N} (HKUNLP/STRING's Qwen2 rule):", p.extension.hf_patch))
         if p.extension.yarn is not None:
@@ -139,7 +147,11 @@ def self_extend_display(p) -> Display:
     guesses = "; ".join(f"N* = {n}: " + (f"G = {g}, w_n = {w}" if g else "no setting") for n, g, w in p.guesses)
     if guesses:
         rows.append(("maintainers' guess N* = 1/2..2/3 L", guesses))
-    code = [("Hugging Face (official LongLM code):", p.hf_call), ("llama.cpp (llama-completion):", p.llama_cpp_command)]
+    code = [
+        ("Hugging Face (official LongLM code):", p.hf_call),
+        ("llama.cpp (llama-completion):", p.llama_cpp_command),
+        (FREQLAB_BLOCK, f"{p.freqlab_apply}\n{p.freqlab_probe}"),
+    ]
     lines = [f"{p.hf_call}; llama.cpp {p.llama_cpp_flags}"]
     return Display(f"SelfExtendPlan L = {p.L} → N = {p.N}", headline, lines, rows, code=code, details=p.reasoning)
 

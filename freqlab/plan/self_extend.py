@@ -340,6 +340,16 @@ class SelfExtendPlan(WellTrainedBasis, Displayed):
         return f"SelfExtend.apply(model, {self.G}, {self.w_n})  # group_size, window_size"
 
     @property
+    def freqlab_apply(self) -> str:
+        """The plan on a loaded Hugging Face model, in Python (:func:`freqlab.apply.self_extend`)."""
+        return f"freqlab.apply.self_extend(model, {self.G}, {self.w_n})"
+
+    @property
+    def freqlab_probe(self) -> str:
+        """The effective length measured with and without the plan, up to N (``freqlab probe``)."""
+        return f"freqlab probe MODEL --self-extend {self.G},{self.w_n} --max-length {self.N}"
+
+    @property
     def llama_cpp_flags(self) -> str:
         """The llama.cpp flags of the plan (``--grp-attn-n G --grp-attn-w w_n``)."""
         return f"--grp-attn-n {self.G} --grp-attn-w {self.w_n}"
@@ -367,6 +377,8 @@ class SelfExtendPlan(WellTrainedBasis, Displayed):
             largest_position=self.check.largest_position,
             rule_of_thumb=self.check.rule_of_thumb,
             hf_call=self.hf_call,
+            freqlab_apply=self.freqlab_apply,
+            freqlab_probe=self.freqlab_probe,
             llama_cpp_flags=self.llama_cpp_flags,
             llama_cpp_command=self.llama_cpp_command,
             paper_setting=None if paper is None else paper.to_dict(),
@@ -394,6 +406,7 @@ class SelfExtendPlan(WellTrainedBasis, Displayed):
         lines += ["", self.reasoning, *(f"note: {note}" for note in self.notes)]
         lines += shown.block("Hugging Face (official LongLM code):", [self.hf_call])
         lines += shown.block("llama.cpp:", [self.llama_cpp_command, f"note: {LLAMA_CPP_NOTE}"])
+        lines += shown.block(shown.FREQLAB_BLOCK, [self.freqlab_apply, self.freqlab_probe])
         return "\n".join(lines)
 
     def _display(self) -> Display:

@@ -480,6 +480,16 @@ class StringPlan(WellTrainedBasis, Displayed):
         )
 
     @property
+    def freqlab_apply(self) -> str:
+        """The plan on a loaded Hugging Face model, in Python (:func:`freqlab.apply.string`)."""
+        return f"freqlab.apply.string(model, {self.S}, {self.W})"
+
+    @property
+    def freqlab_probe(self) -> str:
+        """The effective length measured with and without the plan (``freqlab probe``)."""
+        return f"freqlab probe MODEL --string {self.S},{self.W}"
+
+    @property
     def vllm_config(self) -> dict:
         """The official vLLM config block."""
         return {"string_config": {"shifted_offset": self.S, "local_value": self.W}}
@@ -494,6 +504,7 @@ class StringPlan(WellTrainedBasis, Displayed):
         return self._plan_dict(
             "string", skip=("extension",), S_over_L=self.ratio, largest_position=self.largest_position,
             within_well_trained=self.within_well_trained, hf_patch=self.hf_patch, vllm_config=self.vllm_config,
+            freqlab_apply=self.freqlab_apply, freqlab_probe=self.freqlab_probe,
             extension=None if self.extension is None else self.extension.to_dict(),
         )  # fmt: skip
 
@@ -527,6 +538,7 @@ class StringPlan(WellTrainedBasis, Displayed):
             *(f"note: {note}" for note in self.notes),
             *shown.block("Hugging Face (official STRING patch):", [self.hf_patch]),
             *shown.block("vLLM config:", [self.vllm_block]),
+            *shown.block(shown.FREQLAB_BLOCK, [self.freqlab_apply, self.freqlab_probe]),
         ]
         e = self.extension
         if e is not None:

@@ -392,6 +392,15 @@ def test_a_tested_model_type_rotates_with_rotate_half(model_type, rotate_half):
         assert layout == rotate_half
 
 
+@pytest.mark.parametrize("model", ["./llama", None, {"config": {}}])
+def test_what_is_no_loaded_model_is_one_error_naming_it(model):
+    """A review: a path gave AttributeError ('str' object has no attribute 'config'), remove(None) a TypeError."""
+    message = f"expected a loaded transformers model \\(a torch module with a config\\), got {type(model).__name__}"
+    for call in (lambda: fa.string(model, 16, 4), lambda: fa.self_extend(model, 2, 8), lambda: fa.remove(model)):
+        with pytest.raises(FreqlabError, match=message + ".*AutoModelForCausalLM.from_pretrained"):
+            call()
+
+
 @pytest.mark.parametrize("method", ["string", "self_extend"])
 def test_an_untested_model_type_is_refused_unless_allowed(method):
     """Cohere rotates interleaved pairs (not rotate_half): the re-rotation gave other logits than STRING's Alg. 1

@@ -182,6 +182,15 @@ def test_probe_refuses_what_it_cannot_measure(builder, lengths, depths, message)
         probe(lambda batch, n: [""] * len(batch), builder, lengths, depths)
 
 
+@pytest.mark.parametrize("plan", [("string", (100, 8)), ("STRING", (100, 8, 1)), ("STRING", 100), ("STRING",)])
+def test_probe_settings_names_a_plan_it_cannot_read(builder, tokenizer, plan):
+    """A review: ('string', ...) was a KeyError, three values a TypeError, before the model was touched."""
+    from freqlab.apply.probe import probe_settings
+
+    with pytest.raises(FreqlabError, match=r"a plan is \('STRING', \(S, W\)\) or \('Self-Extend', \(G, w_n\)\), got"):
+        probe_settings(object(), tokenizer, builder, [300], plans=[plan])
+
+
 def test_probe_tests_the_lengths_in_order(builder, tokenizer):
     result = probe(lambda batch, n: [tokenizer.decode(ids) for ids in batch], builder, [900, 300, 900], [1.0])
     assert result.lengths == (300, 900) and result.effective_length == 900

@@ -35,6 +35,13 @@ def test_a_runs_file_is_fitted_and_written(tmp_path, monkeypatch):
     again = run("calibrate", tmp_path / "tau.json")  # its own output fed back: said so, not "unknown keys" (a review)
     assert again.exit_code == 1 and "a calibration written by `freqlab calibrate --out`" in again.output, again.output
     assert "give it to --tau-from" in again.output
+    # a probe's report: said so, not 'unknown key(s) figure, model, results, ruler_command beside "points"'
+    probe = {"model": "m", "results": [], "ruler_command": "python prepare.py ...", "figure": None}
+    (tmp_path / "probe.json").write_text(json.dumps(probe))
+    report = run("calibrate", tmp_path / "probe.json")
+    assert report.exit_code == 1 and "probe.json: a `freqlab probe --json` report (one model's measurement)" in (
+        " ".join(report.output.split())
+    ), report.output
 
 
 def test_tau_from_sets_tau_of_freq_and_plan(tmp_path):

@@ -44,6 +44,21 @@ def test_string_with_L_alone_prints_paste_ready_blocks():
     assert '"string_config": {"shifted_offset": 43712, "local_value": 128}' in result.output
 
 
+def test_string_and_self_extend_plans_print_freqlabs_own_apply_and_probe_lines():
+    """A review: the plans fed freqlab.apply and freqlab probe but printed only the official patches' lines."""
+    string = run("plan", "string", "--L", "4K")
+    assert "  freqlab.apply.string(model, 1408, 128)\n  freqlab probe MODEL --string 1408,128\n" in string.output
+    data = json.loads(run("plan", "string", "--L", "4K", "--json").output)
+    assert (data["freqlab_apply"], data["freqlab_probe"]) == (
+        "freqlab.apply.string(model, 1408, 128)",
+        "freqlab probe MODEL --string 1408,128",
+    )
+    extend = json.loads(run("plan", "self-extend", "--L", "4K", "--extend-to", "16K", "--json").output)
+    assert (extend["G"], extend["w_n"]) == (8, 776)
+    assert extend["freqlab_apply"] == "freqlab.apply.self_extend(model, 8, 776)"
+    assert extend["freqlab_probe"] == "freqlab probe MODEL --self-extend 8,776 --max-length 16384"
+
+
 def test_string_json_with_histogram_and_budget(hist):
     result = run("plan", "string", "--hist", hist, "--L", 2048, "--tokens", "400B", "--tau", "100B", "--json")
     assert result.exit_code == 0, result.output

@@ -55,6 +55,24 @@ def test_probe_with_and_without_string(model_dir, tmp_path):
     assert data["figure"] == [str(tmp_path / "probe.png")] and (tmp_path / "probe.png").stat().st_size > 0
 
 
+def test_a_figure_that_cannot_be_written_after_the_run_loses_no_result(model_dir, tmp_path, monkeypatch):
+    """A review: the figure was written before the report was printed, so a failing write (a folder made read-only
+    during the run, a full disk) threw away every test's result."""
+    import freqlab.plots.style
+    from freqlab.errors import FreqlabError
+
+    def fail(*args, **kwargs):
+        raise FreqlabError(f"{tmp_path / 'probe.png'}: cannot write (No space left on device)")
+
+    monkeypatch.setattr(freqlab.plots.style, "save_figure", fail)
+    result = run("probe", model_dir, "--lengths", "240", "--depths", "0", "--trials", 1, "--figure",
+                 tmp_path / "probe.png", "--json")  # fmt: skip
+    assert result.exit_code == 1
+    data = json.loads(result.stdout)  # the results, whole, before the error
+    assert [r["lengths"] for r in data["results"]] == [[240]] and data["figure"] is None
+    assert result.stderr.splitlines()[-1] == f"Error: {tmp_path / 'probe.png'}: cannot write (No space left on device)"
+
+
 def test_the_text_report_names_the_rule_and_the_ruler_command(model_dir):
     result = run(
         "probe",
@@ -86,7 +104,7 @@ def test_bad_usage_is_one_line(model_dir):
     assert result.exit_code == 2 and "is not S,W" in result.output
     result = run("probe", model_dir, "--string", "600,4", "--lengths", "240", "--trials", 1, "--depths", "0")
     assert result.exit_code == 2  # found before the model is loaded, against the window its config.json states
-    assert "the shift S must be an integer with 0 < S < L = 512, got 600 (the model's window L = 512)" in result.output
+    assert "the shift S must be an integer with 0 < S < L = 512 (the model's window), got 600" in result.output
 
 
 def test_a_directory_without_a_model_is_one_error_line(tmp_path):
