@@ -71,7 +71,7 @@ from transformers.modeling_utils import ALL_ATTENTION_FUNCTIONS
 
 from freqlab.apply import TESTED_MODEL_TYPES, UNTESTED_BECAUSE, check_model_type
 from freqlab.apply.window import config_window
-from freqlab.errors import FreqlabError, brief
+from freqlab.errors import FreqlabError, brief, brief_line
 from freqlab.plan.self_extend import _check_group
 from freqlab.plan.string import _check_shift
 
@@ -667,11 +667,19 @@ def _check_model(model: Any) -> None:
     """A FreqlabError unless ``model`` is a loaded model (a torch module with a config): a path or None gave
     AttributeError or TypeError (a review).
     """
-    if not (isinstance(model, torch.nn.Module) and hasattr(model, "config")):
+    config = getattr(model, "config", None)
+    if isinstance(model, torch.nn.Module) and hasattr(config, "model_type"):
+        return
+    what = f"{type(model).__name__} {brief_line(brief(model, 500), 60)}"  # a module's or config's repr spans lines
+    if isinstance(model, torch.nn.Module):  # a wrapper (DataParallel, a holder of the model): the model is inside
         raise FreqlabError(
-            f"expected a loaded transformers model (a torch module with a config), got {type(model).__name__} "
-            f"{brief(model)}: load it first, e.g. AutoModelForCausalLM.from_pretrained(path)"
+            f"expected a loaded transformers model (a torch module with a config), got {what}, which has no "
+            "transformers config: pass the Hugging Face model it holds (e.g. wrapper.module or wrapper.model)"
         )
+    raise FreqlabError(
+        f"expected a loaded transformers model (a torch module with a config), got {what}: load it first, e.g. "
+        "AutoModelForCausalLM.from_pretrained(path)"
+    )
 
 
 def _text_config(model: Any) -> Any:

@@ -355,10 +355,7 @@ def probe_settings(
     refused before anything runs: each is applied and removed first.
     """
     patch = {"STRING": applied.string, "Self-Extend": applied.self_extend}
-    for plan in plans:  # a review: ("string", ...) was a KeyError, three values a TypeError
-        values = plan[1] if isinstance(plan, tuple | list) and len(plan) == 2 else None
-        if not (isinstance(values, tuple | list) and len(values) == 2 and plan[0] in patch):
-            raise FreqlabError(f"a plan is ('STRING', (S, W)) or ('Self-Extend', (G, w_n)), got {brief(plan)}")
+    plans = [_plan(plan, patch) for plan in plans]  # a generator is read once, here
     with warnings.catch_warnings():  # each plan applied and removed before anything runs: what the model cannot
         warnings.simplefilter("ignore")  # take (a type not tested, a partial rotary) is refused before the baseline
         for name, values in plans:
@@ -377,6 +374,19 @@ def probe_settings(
             if name is not None:
                 applied.remove(model)
     return results
+
+
+def _plan(plan: Any, names: dict) -> tuple[str, tuple[Any, Any]]:
+    """``(name, (a, b))`` of a plan given to :func:`probe_settings`, or one FreqlabError (a review: ("string", ...)
+    was a KeyError, three values a TypeError, an unhashable name a TypeError).
+    """
+    try:
+        name, (a, b) = plan
+    except (TypeError, ValueError):
+        name = None
+    if not (isinstance(name, str) and name in names and not isinstance(plan[1], str)):
+        raise FreqlabError(f"a plan is ('STRING', (S, W)) or ('Self-Extend', (G, w_n)), got {brief(plan)}")
+    return name, (a, b)
 
 
 # --- Hugging Face models ---------------------------------------------------------------------------------------

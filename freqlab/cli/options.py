@@ -417,9 +417,13 @@ def check_folder_reachable(out, option: str) -> None:
     folder above it should be (checked before long work, whose results the write comes after).
     """
     folder = Path(expand_home(str(out))).parent
-    while not folder.exists() and folder != folder.parent:
-        folder = folder.parent
-    if folder.exists() and not folder.is_dir():
+    try:
+        while not folder.exists() and folder != folder.parent:
+            folder = folder.parent
+        blocked = folder.exists() and not folder.is_dir()
+    except OSError as exc:  # a name too long, ...: the write says it where it fails
+        raise click.BadParameter(f"{out!r}: {exc.strerror or exc}", param_hint=f"'{option}'") from None
+    if blocked:
         raise click.BadParameter(f"{out!r}: {folder} is not a folder", param_hint=f"'{option}'")
 
 

@@ -166,8 +166,9 @@ def string_command(
         raise click.UsageError("--rope-theta needs --extend-to (the base of the STRING + YaRN blocks past L)")
     p = usage_error(lambda: plan_string(L, W=W, S=S, round_to=round_to, test_length=test_length, extend_to=N,
                                         rope_theta=rope_theta, **inputs))  # fmt: skip
-    refuse_untrained(p.well_trained, schedule, "no range for STRING to keep its positions in",
-                     "drop --hist/--schedule for the paper's S = L/3")  # fmt: skip
+    if S is None:  # a given S is evaluated against any N*, 0 included (a review: --S was refused here too)
+        refuse_untrained(p.well_trained, schedule, "no range for STRING to keep its positions in",
+                         "drop --hist/--schedule for the paper's S = L/3")  # fmt: skip
     if usage_out:
         string_usage(p.L, p.S, p.W, frequency=p.well_trained.frequency).write_parquet(usage_out)
     with report_beside(usage_out):  # the table written to stdout: the report on stderr
@@ -241,6 +242,7 @@ def self_extend_command(
         p = plan_self_extend(L, N, well_trained=well_trained, min_window=min_window, max_window=max_window, **inputs)
         failure = None
     except FreqlabError as exc:
+        # N* = 0 leaves nothing to evaluate a given (G, w_n) against either (it was an exit 1 naming no option)
         refuse_untrained(well_trained_range(L, given=well_trained, **inputs), schedule,
                          "no range for Self-Extend to keep its positions in",
                          "give --well-trained in place of the frequency")  # fmt: skip

@@ -148,6 +148,9 @@ def refuse_untrained(wt, schedule, needed_for: str, instead: str) -> None:
     if wt.N > 0 or wt.rule not in ("budget", "schedule"):
         return
     more = "the schedule's stage tokens" if schedule else "--tokens"
-    # the option to blame: --tau when it was given, else the budget (a review: "--tau" never given was named)
-    blamed = "--tau" if given_on_command_line("tau", "tau_from") else ("--schedule" if schedule else "--tokens")
-    options.require(False, blamed, f"{wt.explanation}: {needed_for}; lower --tau, raise {more}, or {instead}")
+    # the option to blame: the tau option given, else the budget (reviews: "--tau" never given was named, also for
+    # --tau-from); a schedule's own tau is the schedule file's
+    given = given_on_command_line("tau", "tau_from")
+    blamed = given[0] if given else ("--schedule" if schedule else "--tokens")
+    lower = given[0] if given else ("the schedule's tau or --tau" if schedule else "--tau")
+    options.require(False, blamed, f"{wt.explanation}: {needed_for}; lower {lower}, raise {more}, or {instead}")

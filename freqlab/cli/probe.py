@@ -31,7 +31,7 @@ def _pair(value: str | None, names: str, option: str) -> tuple[int, int] | None:
             raise FreqlabError("two values expected")
         return parse_positions(parts[0].strip(), minimum=0), parse_positions(parts[1].strip(), minimum=0)
     except FreqlabError as exc:
-        raise click.BadParameter(f"{value!r} is not {names} ({exc})", param_hint=option) from None
+        raise click.BadParameter(f"{value!r} is not {names} ({exc})", param_hint=f"'{option}'") from None
 
 
 def _lengths(text: str | None, maximum: int, steps: int) -> list[int]:
@@ -74,7 +74,7 @@ def _check_before_loading(model_dir: str, plans: list, lengths: str | None, step
         try:
             check_model_type(config["model_type"], allow_untested, override="--allow-untested")
         except FreqlabError as exc:
-            raise click.BadParameter(str(exc), param_hint=option) from None
+            raise click.BadParameter(str(exc), param_hint=f"'{option}'") from None
     L = config_window(config.get)  # the window the loaded model's plans are checked against (model_window)
     if L is None:
         return
@@ -85,7 +85,7 @@ def _check_before_loading(model_dir: str, plans: list, lengths: str | None, step
             hint = "--string" if name == "STRING" else "--self-extend"
             named = f"L = {L}"  # the message names L already: said once (a review: "L = 512, got 600 (... L = 512)")
             message = str(exc).replace(named, f"{named} (the model's window)", 1) if named in str(exc) else None
-            raise click.BadParameter(message or f"{exc} (the model's window L = {L})", param_hint=hint) from None
+            raise click.BadParameter(message or f"{exc} (the model's window L = {L})", param_hint=f"'{hint}'") from None
 
 
 def _depths(text: str) -> list[float]:
@@ -210,7 +210,7 @@ def probe_command(
         raise click.UsageError("--no-baseline needs --string or --self-extend")
     depth_list = _depths(depths)
     if need > needles:
-        raise click.BadParameter(f"{need} needles cannot be found among --needles {needles}", param_hint="--need")
+        raise click.BadParameter(f"{need} needles cannot be found among --needles {needles}", param_hint="'--need'")
     if figure:
         from pathlib import Path
 
@@ -219,12 +219,12 @@ def probe_command(
 
         if not Path(figure).suffix:  # figure_formats's words name its Python argument (formats=), no option here
             raise click.BadParameter(
-                f"{figure!r} has no suffix: give a path like probe.png (png, pdf or svg)", param_hint="--figure"
+                f"{figure!r} has no suffix: give a path like probe.png (png, pdf or svg)", param_hint="'--figure'"
             )
         try:
             figure_formats(figure)
         except FreqlabError as exc:
-            raise click.BadParameter(str(exc), param_hint="--figure") from None
+            raise click.BadParameter(str(exc), param_hint="'--figure'") from None
         check_folder_reachable(figure, "--figure")
     _check_before_loading(model_dir, plans, lengths, steps, allow_untested)
     model, tokenizer = p.load_model(model_dir, dtype, device, attn_implementation)

@@ -149,7 +149,9 @@ def split_vector(split: str) -> list[float]:
     usage = f"split (--megatron-split) must be up to three non-negative weights like 969,30,1, got {brief(split)}"
     if any(len(word) > 30 or not re.fullmatch(r"[0-9]+\.?[0-9]*|\.[0-9]+", word) for word in words):
         raise FreqlabError(usage)
-    if re.search(r"[-+eE]", split):  # megatron-core reads the digits only: "-1" would be 1, "1e3" 1 and 3
+    # megatron-core reads the digits only: "-1" would be 1, "1e3" 1 and 3 (a sign before a number, an exponent after
+    # one; "969-30-1" and "train=969,valid=30,test=1" are separators it reads right)
+    if re.search(r"(?:^|[^0-9.])[-+][0-9.]|[0-9.][eE][-+]?[0-9]", split):
         raise FreqlabError(f"{usage} (megatron-core reads only digits and dots: signs and exponents would be dropped)")
     values = [float(x) for x in words]
     if not values or len(values) > 3 or sum(values) <= 0:

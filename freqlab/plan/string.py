@@ -421,12 +421,26 @@ class StringYarn:
             f"yarn_factor={factor!r})"
         )
 
+    @property
+    def freqlab_lines(self) -> tuple[str, str] | None:
+        """freqlab's own apply and probe lines for a model loaded with one of the YaRN blocks (None without YaRN):
+        :func:`freqlab.apply.string` checks S against the window the block scales to.
+        """
+        if self.yarn is None:
+            return None
+        return (
+            f"freqlab.apply.string(model, {self.S}, {self.W})",
+            f"freqlab probe MODEL --string {self.S},{self.W} --max-length {self.N}",
+        )
+
     def to_dict(self) -> dict:
         """The extension as JSON-ready data."""
+        lines = self.freqlab_lines or (None, None)
         return {
             "N": self.N, "S": self.S, "W": self.W, "yarn_factor": self.factor,
             "largest_position": self.largest_position, "hf_patch": self.hf_patch, "rule": STRING_YARN_SOURCE,
             "yarn": None if self.yarn is None else self.yarn.to_dict(),
+            "freqlab_apply": lines[0], "freqlab_probe": lines[1],
         }  # fmt: skip
 
 
@@ -486,8 +500,9 @@ class StringPlan(WellTrainedBasis, Displayed):
 
     @property
     def freqlab_probe(self) -> str:
-        """The effective length measured with and without the plan (``freqlab probe``)."""
-        return f"freqlab probe MODEL --string {self.S},{self.W}"
+        """The effective length measured with and without the plan (``freqlab probe``), up to the test length."""
+        up_to = f" --max-length {self.test_length}" if self.test_length != self.L else ""
+        return f"freqlab probe MODEL --string {self.S},{self.W}{up_to}"
 
     @property
     def vllm_config(self) -> dict:
@@ -547,6 +562,7 @@ class StringPlan(WellTrainedBasis, Displayed):
                 for b in e.yarn.blocks:
                     lines += shown.block(f"YaRN, factor {e.factor:.6g}, {b.label}:", [json.dumps(b.config)])
                 lines += [f"note: {note}" for note in e.yarn.notes]
+                lines += shown.block("freqlab, on the model saved with one of these YaRN blocks:", e.freqlab_lines)
         return "\n".join(lines)
 
     def _display(self) -> Display:
@@ -783,7 +799,7 @@ def _extension_sentence(L: int, e: StringYarn, N_star: int | None = None) -> str
     if e.yarn is None and e.largest_position < L:
         return head + (
             f"is already below L = {L}, so no YaRN is needed (factor <= 1; their patch still takes yarn_factor, "
-            "and 1.0 keeps the stock frequencies)."
+            f"and 1.0 keeps the stock frequencies, though it still scales attention by {STRING_YARN_ATTENTION:.4f})."
         )
     if e.yarn is None:  # no YaRN, and STRING's positions pass L: say which distances
         shifted_last = e.N - e.S + e.W - 1
@@ -794,7 +810,8 @@ def _extension_sentence(L: int, e: StringYarn, N_star: int | None = None) -> str
             )
         return head + (
             f"is not below L = {L}, and the factor is at most 1 (no YaRN; their patch takes yarn_factor 1.0, the "
-            f"stock frequencies): {'; '.join(past)}; the model never trained positions past L - 1."
+            f"stock frequencies, and still scales attention by {STRING_YARN_ATTENTION:.4f}): {'; '.join(past)}; the "
+            "model never trained positions past L - 1."
         )
     scaled = e.largest_position / e.factor
     where = f"{scaled - (L - 1):.0f} past L - 1 = {L - 1}" if scaled > L - 1 else f"within L = {L}"

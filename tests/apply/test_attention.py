@@ -392,13 +392,45 @@ def test_a_tested_model_type_rotates_with_rotate_half(model_type, rotate_half):
         assert layout == rotate_half
 
 
-@pytest.mark.parametrize("model", ["./llama", None, {"config": {}}])
-def test_what_is_no_loaded_model_is_one_error_naming_it(model):
-    """A review: a path gave AttributeError ('str' object has no attribute 'config'), remove(None) a TypeError."""
-    message = f"expected a loaded transformers model \\(a torch module with a config\\), got {type(model).__name__}"
+class _Holder(torch.nn.Module):
+    """A wrapper holding the model (as DataParallel does), with no config of its own."""
+
+    def __init__(self, model):
+        super().__init__()
+        self.model = model
+
+
+class _DictConfig(torch.nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.config = {"model_type": "llama"}
+
+
+@pytest.mark.parametrize(
+    ("model", "advice"),
+    [
+        ("./llama", "load it first, e.g. AutoModelForCausalLM.from_pretrained(path)"),
+        (None, "load it first"),
+        ({"config": {}}, "load it first"),
+        (_DictConfig(), "which has no transformers config: pass the Hugging Face model it holds"),
+        ("HOLDER", "which has no transformers config: pass the Hugging Face model it holds"),
+        ("CONFIG", "load it first"),
+    ],
+)
+def test_what_is_no_loaded_model_is_one_error_line_naming_it(model, advice):
+    """A review: a path gave AttributeError ('str' object has no attribute 'config'), remove(None) a TypeError; a
+    second: a config or a wrapper module was quoted by its repr over many lines, and a module whose config is a dict
+    passed the check and failed later with AttributeError."""
+    if model == "HOLDER":
+        model = _Holder(tiny_model("llama"))
+    elif model == "CONFIG":
+        model = tiny_model("llama").config
+    message = f"expected a loaded transformers model (a torch module with a config), got {type(model).__name__} "
     for call in (lambda: fa.string(model, 16, 4), lambda: fa.self_extend(model, 2, 8), lambda: fa.remove(model)):
-        with pytest.raises(FreqlabError, match=message + ".*AutoModelForCausalLM.from_pretrained"):
+        with pytest.raises(FreqlabError) as raised:
             call()
+        text = str(raised.value)
+        assert text.startswith(message) and advice in text and "\n" not in text, text
 
 
 @pytest.mark.parametrize("method", ["string", "self_extend"])

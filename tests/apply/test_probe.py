@@ -182,13 +182,35 @@ def test_probe_refuses_what_it_cannot_measure(builder, lengths, depths, message)
         probe(lambda batch, n: [""] * len(batch), builder, lengths, depths)
 
 
-@pytest.mark.parametrize("plan", [("string", (100, 8)), ("STRING", (100, 8, 1)), ("STRING", 100), ("STRING",)])
+@pytest.mark.parametrize(
+    "plan",
+    [
+        ("string", (100, 8)),
+        ("STRING", (100, 8, 1)),
+        ("STRING", 100),
+        ("STRING",),
+        (["STRING"], (100, 8)),
+        ("STRING", "ab"),
+    ],
+)
 def test_probe_settings_names_a_plan_it_cannot_read(builder, tokenizer, plan):
-    """A review: ('string', ...) was a KeyError, three values a TypeError, before the model was touched."""
+    """A review: ('string', ...) was a KeyError, three values or an unhashable name a TypeError."""
     from freqlab.apply.probe import probe_settings
 
     with pytest.raises(FreqlabError, match=r"a plan is \('STRING', \(S, W\)\) or \('Self-Extend', \(G, w_n\)\), got"):
         probe_settings(object(), tokenizer, builder, [300], plans=[plan])
+
+
+@pytest.mark.parametrize(
+    "plans", [[("STRING", np.array([100, 8]))], [["Self-Extend", [2, 8]]], (p for p in [("STRING", (100, 8))])]
+)
+def test_probe_settings_reads_plans_as_sequences_of_two_and_generators_once(builder, tokenizer, plans):
+    """A review: numpy values were refused by the first check, and a generator of plans was used up by it (only the
+    stock model was probed). Past the plan's check, the object given is no model: said so."""
+    from freqlab.apply.probe import probe_settings
+
+    with pytest.raises(FreqlabError, match=r"^expected a loaded transformers model"):
+        probe_settings(object(), tokenizer, builder, [300], plans=plans)
 
 
 def test_probe_tests_the_lengths_in_order(builder, tokenizer):

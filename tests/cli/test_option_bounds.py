@@ -163,8 +163,12 @@ def test_megatron_numbers_at_the_edges_are_usage_errors(megatron_idx):
     one_line(run(*scan, "--megatron-split", "1,.,2"), 2, usage + "'1,.,2'")
     one_line(run(*scan, "--megatron-split", "9" * 401), 2, usage + "'" + "9" * 58 + "…")
     dropped = " (megatron-core reads only digits and dots: signs and exponents would be dropped)"
-    for split in ("-1,2,0", "1e3,1", "+9,1"):  # megatron-core would read 1,2,0 / 1,3,1 / 9,1: not what was meant
+    for split in ("-1,2,0", "1e3,1", "+9,1", "969,-30,1"):  # megatron-core would read 1,2,0 / 1,3,1 / 9,1: not meant
         one_line(run(*scan, "--megatron-split", split), 2, usage + repr(split) + dropped)
+    from freqlab.frequency.megatron_replay import split_vector
+
+    for split in ("969-30-1", "train=969,valid=30,test=1", "969 30 1"):  # separators, read as megatron-core reads them
+        assert split_vector(split) == split_vector("969,30,1")
     one_line(
         run(*scan, "--data-path", "1e400 mid 1 mid"),
         2,

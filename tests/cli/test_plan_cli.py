@@ -53,6 +53,16 @@ def test_string_and_self_extend_plans_print_freqlabs_own_apply_and_probe_lines()
         "freqlab.apply.string(model, 1408, 128)",
         "freqlab probe MODEL --string 1408,128",
     )
+    # a second review: with --extend-to or --test-length past L the lines stopped at L
+    beyond = json.loads(run("plan", "string", "--L", "32K", "--extend-to", "128K", "--json").output)["extension"]
+    assert (beyond["freqlab_apply"], beyond["freqlab_probe"]) == (
+        "freqlab.apply.string(model, 43776, 128)",
+        "freqlab probe MODEL --string 43776,128 --max-length 131072",
+    )
+    tested = json.loads(run("plan", "string", "--L", "4K", "--test-length", "8K", "--json").output)
+    assert tested["freqlab_probe"] == "freqlab probe MODEL --string 1408,128 --max-length 8192"
+    no_yarn = json.loads(run("plan", "string", "--L", "2K", "--extend-to", "3000", "--json").output)["extension"]
+    assert (no_yarn["yarn"], no_yarn["freqlab_apply"], no_yarn["freqlab_probe"]) == (None, None, None)
     extend = json.loads(run("plan", "self-extend", "--L", "4K", "--extend-to", "16K", "--json").output)
     assert (extend["G"], extend["w_n"]) == (8, 776)
     assert extend["freqlab_apply"] == "freqlab.apply.self_extend(model, 8, 776)"
@@ -468,23 +478,39 @@ def test_a_budget_that_trains_no_position_blames_the_option_given(hist):
             "give --well-trained in place of the frequency",
         ),
         (
-            ("self-extend", "--extend-to", "8K", "--group", "4", "--window", "256"),
+            ("self-extend", "--extend-to", "8K", "--group", "4", "--window", "256"),  # no N* to evaluate it against
             "no range for Self-Extend to keep its positions in",
             "give --well-trained in place of the frequency",
         ),
         (("harpe",), "every distance would be under-trained", "give --grid in place of the frequency"),
     ],
 )
-def test_every_plan_refuses_a_budget_that_trains_no_position_as_rope_does(hist, command, why, instead):
+def test_every_plan_refuses_a_budget_that_trains_no_position_as_rope_does(hist, command, why, instead, tmp_path):
     """A review: rope refused N* = 0 naming the option; self-extend failed (exit 1) naming none, string planned on
     (S = L/2 "none well trained"), harpe made every distance 0..N - 1 its grid."""
-    for extra, blamed, T in (((), "--tokens", "1e+03"), (("--tau", "2T"), "--tau", "1e+12")):
-        tokens = "1K" if not extra else "1T"
+    assert run("calibrate", "--out", tmp_path / "tau.json").exit_code == 0  # tau 100B
+    cases = (
+        ((), "--tokens", "1K"),
+        (("--tau", "2T"), "--tau", "1T"),
+        (("--tau-from", tmp_path / "tau.json"), "--tau-from", "1K"),
+    )
+    for extra, blamed, tokens in cases:
         result = run("plan", *command, "--hist", hist, "--L", "2K", "--tokens", tokens, *extra)
         assert result.exit_code == 2, result.output
         text = " ".join(result.output.split())
+        T = "1e+03" if tokens == "1K" else "1e+12"
         assert f"Invalid value for '{blamed}': with T = {T} tokens no position reaches tau" in text, text
-        assert f"{why}; lower --tau, raise --tokens, or {instead}" in text, text
+        lower = "--tau" if blamed == "--tokens" else blamed  # a review: --tau-from was named --tau
+        assert f"{why}; lower {lower}, raise --tokens, or {instead}" in text, text
+
+
+def test_a_given_shift_is_evaluated_whatever_n_star(hist):
+    """A review: refusing N* = 0 refused --S too, which evaluates a shift the user gave (a given (G, w_n) has no N* to
+    be checked against: refused, where it was an exit 1 naming no option)."""
+    string = json.loads(
+        run("plan", "string", "--hist", hist, "--L", "2K", "--tokens", "1K", "--S", "1000", "--json").output
+    )
+    assert (string["S"], string["N_star"], string["within_well_trained"]) == (1000, 0, False)
 
 
 def test_rope_counts_the_critical_dimension_at_the_predicted_effective_length(hist):
@@ -707,8 +733,9 @@ def test_rope_on_a_schedule_that_trains_no_position_names_what_to_raise(tmp_path
     path.write_text(f"histogram: {hist}\nstages:\n  - {{name: short, L: 2048, tokens: 1000}}\n")
     result = run("plan", "rope", "--schedule", path, "--extend-to", "8K", "--type", "yarn")
     assert result.exit_code == 2
-    assert "lower --tau, raise the schedule's stage tokens, or give --effective-length" in " ".join(
-        result.output.split()
+    assert (
+        "lower the schedule's tau or --tau, raise the schedule's stage tokens, or give --effective-length"
+        in " ".join(result.output.split())
     )
 
 

@@ -452,6 +452,10 @@ def test_dataset_decomposition_replays_converge_to_the_expectation():
             {"kind": "dataset-decomposition", "buckets": [256, 512], "curriculum": [float("inf"), 1]},
             "curriculum must be 2 positive finite odds",
         ),
+        (  # a second review: an integer past float64 was an OverflowError traceback
+            {"kind": "dataset-decomposition", "buckets": [256, 512], "curriculum": [1, 10**400]},
+            "curriculum must be 2 positive finite odds",
+        ),
         ({"kind": "ladder"}, "curriculum kind must be one of warmup, skyladder, dataset-decomposition, got 'ladder'"),
     ],
 )
