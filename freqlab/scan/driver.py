@@ -294,6 +294,7 @@ def scan_from_settings(
         seed=settings.seed,
         by_source=corpus.has_sources,
         keep_log=ledger.limited,  # the ledger cuts logged partials exactly at the limit
+        peek=ledger.limited,  # ... and sees whether anything follows it (a corpus that ends there is read whole)
     )
 
     with ScanOutput(run.out, settings.fingerprint(corpus, counter), run.resume, len(shards)) as output:

@@ -31,6 +31,8 @@ class Ledger:
         self.waiting: dict[int, ShardCount] = {}
         self.next = 0
         self.exhausted = False  # a limit was reached
+        # ... by the corpus's last document: its last shard read to its end, nothing of it cut (the scan is whole)
+        self.read_all = False
         self.unreadable: list[str] = []  # ids of shards whose file failed while being read (skipped)
         self.failed_documents = 0  # documents this run read from those files before they failed (none kept)
         self.resumed_documents = 0  # documents kept from checkpoints (read by an earlier run)
@@ -54,6 +56,8 @@ class Ledger:
         while self.next in self.waiting and not self.exhausted:
             read = self.waiting.pop(self.next)
             part, self.exhausted = truncate(read, self.docs_left, self.tokens_left)
+            last = self.next == len(self.files) - 1
+            self.read_all = self.exhausted and last and read.complete and part.documents_read == read.documents_read
             self._commit(part, read, self.next in self.resumed)
             if self.docs_left is not None:
                 self.docs_left -= part.documents_read

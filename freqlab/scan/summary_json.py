@@ -256,9 +256,11 @@ def format_report(summary: dict) -> str:
         if run.get("resumed_shards"):  # the rates are this run's, not the whole count's
             speed += " in the shards counted now"
         if run.get("documents_past_limit"):
-            speed += f", {run['documents_past_limit']:,} documents of them past the limit (not kept)"
+            speed += f", {quantity(run['documents_past_limit'], 'document')} of them past the limit (not kept)"
         if run.get("documents_in_failed_files"):
-            speed += f", {run['documents_in_failed_files']:,} documents of them in files that failed (not kept)"
+            speed += (
+                f", {quantity(run['documents_in_failed_files'], 'document')} of them in files that failed (not kept)"
+            )
     lines.append(f"time       {run['wall_seconds']:.1f} s, {speed} ({workers})")
     if run.get("engine_reason"):
         lines.append(f"           {run['engine_reason']}")
@@ -391,7 +393,8 @@ def build_summary_json(
     reasons = []
     if options.sample_rate is not None:
         reasons.append(f"sampled at rate {options.sample_rate} (seed {options.seed})")
-    if ledger.exhausted:
+    stopped = ledger.exhausted and not ledger.read_all  # a limit the corpus ends at stops nothing
+    if stopped:
         limits = [
             f"max_docs={settings.max_docs}" if settings.max_docs else "",
             f"max_tokens={settings.max_tokens}" if settings.max_tokens else "",
@@ -402,7 +405,7 @@ def build_summary_json(
     # in exact integer arithmetic (Python ints: no float rounding at 10^12 tokens), rounded to nearest
     estimate = None
     if partial and read:
-        documents = corpus.total_documents if ledger.exhausted else seen
+        documents = corpus.total_documents if stopped else seen
         if documents:
             estimate = estimate_corpus_tokens(int(histogram.tokens), int(documents), int(read))
     windows = budget_and_windows(
@@ -417,7 +420,7 @@ def build_summary_json(
         seed=options.seed,
         megatron=_megatron_options(report, corpus),
     )
-    if ledger.exhausted:
+    if stopped:
         windows["budget"]["note"] = PREFIX_NOTE
     if options.sample_rate is not None:  # a sample: its shares get error bars (freqlab.scan.uncertainty)
         add_intervals(windows["windows"], histogram.lengths, histogram.counts, seed=options.seed)

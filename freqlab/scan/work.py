@@ -57,7 +57,9 @@ __all__ = ["DEFAULT_BATCH_SIZE", "ON_ERROR", "CountJob", "Sampler", "ShardOption
 
 @dataclass(frozen=True)
 class ShardOptions:
-    """How to count one shard. ``max_docs``/``max_tokens`` cap this shard (the driver cuts exactly)."""
+    """How to count one shard. ``max_docs``/``max_tokens`` cap this shard (the driver cuts exactly); ``peek``: read
+    one document past the cap, when there is one, so that the driver knows whether anything follows it.
+    """
 
     batch_size: int = DEFAULT_BATCH_SIZE
     on_error: str = "raise"
@@ -67,6 +69,7 @@ class ShardOptions:
     max_docs: int | None = None
     max_tokens: int | None = None
     keep_log: bool = False
+    peek: bool = False
 
     def capped(self, max_docs: int | None, max_tokens: int | None) -> ShardOptions:
         """These options with this shard's caps set (what the scan may still take)."""
@@ -172,6 +175,7 @@ class _Tally:
         self.docs_left, self.tokens_left = options.max_docs, options.max_tokens
         self.on_progress = on_progress
         self.capped = False
+        self.peeked = False  # the document after the cap was read (options.peek)
         # bytes read, for percent and ETA: as the reader's meter says, topped up to the shard's size at the end
         self.meter = ReadMeter()
         self.size = shard.size() if on_progress is not None else None
@@ -220,9 +224,12 @@ class _Tally:
         just before each document, those of the documents kept going into ``blank_lines``.
         """
         n = cut_point(codes, self.docs_left, self.tokens_left)
+        reached = limits_reached(codes[:n], self.docs_left, self.tokens_left)  # a cut (n < size) implies it
+        if reached and self.options.peek and not self.peeked and n < codes.size:
+            n, self.peeked = n + 1, True  # the document after the cap (or the next batch's first)
+        self.capped = reached and (self.peeked or not self.options.peek)
         codes = codes[:n]
         sources = sources if isinstance(sources, int) else sources[:n]
-        self.capped = limits_reached(codes, self.docs_left, self.tokens_left)  # a cut (n < size) implies it
         tokens = self.part.add(codes, sources, list(self.labels), list(self.reasons))
         if isinstance(counted, np.ndarray):
             counted = counted[:n]

@@ -21,11 +21,14 @@ def test_max_docs_takes_the_first_documents_in_shard_order(slimpajama_dir, corpu
     # "4.71K docs/s" over 2.7 s beside 5,248 documents read (engines review)
     run = pooled.summary["scan"]
     counted = round(run["documents_per_second"] * run["wall_seconds"])  # shard 1 read up to its cap of 30 at least
+    # one worker reads one document past the limit: whether anything follows it (a corpus that ends at the limit
+    # is read whole)
     assert (
         counted > 30
         and run["documents_past_limit"] == counted - 30
-        and serial.summary["scan"]["documents_past_limit"] == 0
+        and serial.summary["scan"]["documents_past_limit"] == 1
     )
+    assert ", 1 document of them past the limit (not kept) (local, 1 worker)" in serial.report()
     assert f", {counted - 30:,} documents of them past the limit (not kept) (local, 2 workers)" in pooled.report()
     assert run["partial"] == "stopped at max_docs=30"  # the result's own description: not the workers' timing
 
@@ -38,6 +41,25 @@ def test_max_tokens_keeps_the_document_that_reaches_the_limit_whole(slimpajama_d
         result = scan_slimpajama(slimpajama_dir, workers=workers, max_tokens=limit, batch_size=4)
         assert_same_histogram(result.histogram, reference_histogram(records[:40], counter))
         assert result.histogram.tokens == sum(lengths[:40]) == limit + 1
+
+
+def test_a_limit_the_corpus_ends_at_reads_it_whole(slimpajama_dir, corpus_records, counter):
+    """A limit equal to the corpus (90 documents, or its tokens, or a token limit its last document reaches) stopped
+    nothing: the scan is whole, not "stopped at max_docs=90" with a prefix's note and an estimate; one short of it
+    is a partial scan, as before."""
+    records = [r for shard in corpus_records for r in shard]
+    lengths = [int(counter.count([t])[0]) if t else 0 for t, _ in records]
+    whole = scan_slimpajama(slimpajama_dir, workers=1)
+    for workers in (1, 2):
+        for limits in ({"max_docs": 90}, {"max_tokens": sum(lengths)}, {"max_tokens": sum(lengths) - lengths[-1] + 1}):
+            result = scan_slimpajama(slimpajama_dir, workers=workers, **limits)
+            assert_same_histogram(result.histogram, whole.histogram)
+            assert result.summary["scan"]["partial"] == "", (workers, limits)
+            assert result.summary["budget"]["corpus_tokens_from"] == whole.summary["budget"]["corpus_tokens_from"]
+            assert "note" not in result.summary["budget"]
+        short = scan_slimpajama(slimpajama_dir, workers=workers, max_docs=89)
+        assert short.summary["scan"]["partial"] == "stopped at max_docs=89"
+        assert_same_histogram(short.histogram, reference_histogram(records[:89], counter))
 
 
 def test_limits_with_sampling_are_deterministic_and_flagged_as_an_extrapolation(slimpajama_dir):

@@ -268,7 +268,7 @@ def test_a_limit_reached_after_a_failed_file_leaves_its_documents_the_failed_fil
     result = run(folder, on_error="skip", max_docs=kept + 5)  # a's one skip, then b's first kept + 4 documents
     assert result.summary["documents"]["read"] == kept + 5 and result.summary["scan"]["partial"]
     assert result.summary["scan"]["documents_in_failed_files"] == kept
-    assert result.summary["scan"]["documents_past_limit"] == 0  # one worker, in corpus order: nothing read past
+    assert result.summary["scan"]["documents_past_limit"] == 1  # one worker, in corpus order: the one after it
 
 
 def test_a_resumed_failed_file_waiting_behind_a_limit_is_no_failure_of_this_run(tmp_path, texts):
