@@ -37,6 +37,7 @@ from freqlab.cli.weights import budget_line, read_histogram
 from freqlab.errors import FreqlabError
 from freqlab.frequency.budget import training_budget
 from freqlab.frequency.exposure import TAIL_REGIMES
+from freqlab.frequency.regimes import DEFAULT_REGIMES
 from freqlab.paths import shown
 from freqlab.resources import doing, require_memory
 from freqlab.sizes import DEFAULT_TAU, MAX_POSITIONS
@@ -137,15 +138,27 @@ def _save(fig, out, formats, dpi, as_json, budget=None, tau: float = DEFAULT_TAU
     _report_written(written, as_json, budget, tau)
 
 
-def _report_written(paths: list[Path], as_json: bool, budget=None, tau: float = DEFAULT_TAU) -> None:
+def _report_written(
+    paths: list[Path], as_json: bool, budget=None, tau: float = DEFAULT_TAU, note: str | None = None
+) -> None:
     with report_beside(*paths):  # a figure written to stdout (--out /dev/stdout | viewer): the report on stderr
         if as_json:
-            echo_json({"files": [str(p) for p in paths], **({"budget": budget.to_dict()} if budget else {})})
+            notes = {"notes": [note]} if note else {}
+            echo_json({"files": [str(p) for p in paths], **({"budget": budget.to_dict()} if budget else {}), **notes})
         else:
             if budget is not None:
                 click.echo(budget_line(budget, tau))
             for p in paths:
                 click.echo(f"wrote {shown(p)}")
+            if note:
+                click.echo(f"note: {note}")
+
+
+def drawn_source_count(h) -> int:
+    """The sources the scan figures draw curves for (none past the most a figure draws: left out, said)."""
+    from freqlab.plots.report import sources_left_out
+
+    return 0 if sources_left_out(h) else len(h.sources or {})
 
 
 def _histogram(path, regimes, weights):
@@ -394,7 +407,7 @@ def recipe_command(file, preset, hist, layout, tau, out, formats, size, dpi, as_
 @plot_group.command("scan", short_help="The main figures of a saved histogram (as `freqlab scan --plot`).")
 @hist_argument
 @window_option(multiple=True, default=(2048,), callback=_drawable)
-@regime_option(multiple=True)
+@regime_option(multiple=True, default=DEFAULT_REGIMES)  # as freqlab scan's: the same figures (a review)
 @tokens_option
 @tau_option
 @seed_option
@@ -416,7 +429,7 @@ def scan_command(hist, Ls, regimes, tokens, tau, seed, weights, out, formats, as
     Example:
       freqlab plot scan freqlab-out/lengths.parquet --L 2K --L 4K --regime natural --regime concat --out figs
     """
-    from freqlab.plots.report import scan_figures
+    from freqlab.plots.report import scan_figures, sources_left_out
 
     if Path(out).suffix.lstrip(".").lower() in FORMATS:  # not a folder named x.png
         raise click.BadParameter(
@@ -427,9 +440,9 @@ def scan_command(hist, Ls, regimes, tokens, tau, seed, weights, out, formats, as
     tau = tau_or_default(tau)
     budget = training_budget(tokens)
     h = _histogram(hist, regimes, weights)
-    require_scan_figures(Ls, regimes, len(h.sources or {}))
+    require_scan_figures(Ls, regimes, drawn_source_count(h))
     figures = scan_figures(h, Ls, regimes, out, formats, tokens=budget.tokens, tau=tau, seed=seed)
-    _report_written(figures, as_json, budget, tau)
+    _report_written(figures, as_json, budget, tau, note=sources_left_out(h))
 
 
 @plot_group.command("string-matrix", short_help="STRING position matrices for a small window (Fig. 5).")

@@ -393,11 +393,12 @@ def scan_command(
         sys.exit(exit_status(interrupt))
     show(result, as_json)
     if plot:
-        from freqlab.cli.plot import require_scan_figures
+        from freqlab.cli.plot import drawn_source_count, require_scan_figures
         from freqlab.plots import scan_figures  # matplotlib only when figures are asked for
+        from freqlab.plots.report import sources_left_out
 
         try:  # sized before the scan for one source: the histogram says how many there are (a review)
-            require_scan_figures(Ls, regimes, len(result.histogram.sources or {}))
+            require_scan_figures(Ls, regimes, drawn_source_count(result.histogram))
         except FreqlabError as exc:
             raise FreqlabError(
                 f"{exc}; the histogram is saved in {shown(Path(out) / 'lengths.parquet')}: draw it with freqlab plot "
@@ -408,6 +409,8 @@ def scan_command(
         )
         for path in written:
             click.echo(f"wrote {shown(path)}", err=as_json)  # stderr under --json, so stdout stays JSON
+        if note := sources_left_out(result.histogram):
+            click.echo(f"note: {note}", err=as_json)
 
 
 def show(result: ScanResult, as_json: bool) -> None:

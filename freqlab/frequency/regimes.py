@@ -50,6 +50,8 @@ from freqlab.sizes import MAX_POSITIONS
 #: The data regimes f(i) is computed for (the table in the module docstring says what each one does).
 REGIMES: tuple[str, ...] = ("natural", "truncate", "concat", "uniform", "pack", "best-fit", "megatron")
 EXPANDING: frozenset[str] = frozenset({"pack", "best-fit"})  # their cost grows with the number of documents
+#: the regimes a scan reports and its figures draw unless told (pack: how STRING trained, App. A.2)
+DEFAULT_REGIMES: tuple[str, ...] = ("natural", "pack", "concat")
 
 
 def expands_documents(regimes: str | Iterable[str]) -> bool:

@@ -12,8 +12,11 @@ from matplotlib.figure import Figure
 
 from freqlab.frequency.exposure import longest_document_window, source_tails, thresholds_below
 from freqlab.frequency.position import position_frequency
-from freqlab.plots.axes import as_histogram, panel_letters, position_label, position_xaxis, with_units
-from freqlab.plots.style import PALETTE, freqlab_style, new_figure, plain
+from freqlab.plots.axes import as_histogram, panel_letters, position_tick_labels, position_xaxis, with_units
+from freqlab.plots.style import SOURCE_COLORS, drawn_sources, freqlab_style, new_figure, plain
+
+#: legend entries in a row: more go on further rows, so the figure keeps the width --size gives it
+LEGEND_COLUMNS = 6
 
 
 def plot_exposure(histogram, L: int | None = None, regime: str = "natural", *, size="two-column") -> Figure:
@@ -49,18 +52,19 @@ def plot_exposure(histogram, L: int | None = None, regime: str = "natural", *, s
     h = as_histogram(histogram)
     window = int(L) if L is not None else longest_document_window(h)
     thresholds = thresholds_below(window)
+    drawn_sources(h)  # at most MAX_SOURCES: one curve, bar group and legend entry each (a review: 50 made 46 in)
     rows = source_tails(h, window, regime, thresholds)
     parts = [*(h.sources or {}).values(), h]  # as source_tails' rows: the total last
     # a source without tokens (weighted 0) has no curve and no bars: f/f(0) would divide by zero (a review)
     drawn = [(row, part) for row, part in zip(rows, parts, strict=True) if part.tokens > 0 or part is h]
-    labels = [position_label(t) for t in thresholds]
+    labels = position_tick_labels(thresholds)  # one unit for the axis (a review: 256, 512, 1K)
     with freqlab_style():
         fig, (left, right) = new_figure(size, aspect=0.36, ncols=2)
         width = 0.8 / len(drawn)
         for k, (row, part) in enumerate(drawn):
             name = plain(row["source"])
             total = k == len(drawn) - 1
-            color = "black" if total else PALETTE[k % len(PALETTE)]
+            color = "black" if total else SOURCE_COLORS[k]
             f = position_frequency(part.lengths, part.counts, window, regime)
             left.plot(np.arange(window), f / f[0], color=color, lw=1.6 if total else 1.0, label=name)
             shares = [100 * v for v in row["tails"].values()]
@@ -77,6 +81,11 @@ def plot_exposure(histogram, L: int | None = None, regime: str = "natural", *, s
         right.set_ylabel("share of the source's tokens (%)")
         right.set_title("share of tokens beyond each context length")
         # every source's line, named: get_legend_handles_labels leaves out labels starting with "_" (a source "_x")
-        fig.legend(left.lines, [line.get_label() for line in left.lines], loc="outside lower center", ncols=len(drawn))
+        fig.legend(
+            left.lines,
+            [line.get_label() for line in left.lines],
+            loc="outside lower center",
+            ncols=min(len(drawn), LEGEND_COLUMNS),
+        )
         panel_letters((left, right))
     return fig

@@ -16,10 +16,17 @@ from freqlab.formats import ALL_SOURCES
 from freqlab.frequency import position_frequency, share_at_most
 from freqlab.histogram import LengthHistogram
 from freqlab.plots.axes import as_histogram, panel_letters, position_label, position_xaxis
-from freqlab.plots.style import COLORS, NOTE_SIZE, PALETTE, freqlab_style, new_figure, plain
+from freqlab.plots.style import (
+    COLORS,
+    NOTE_SIZE,
+    SOURCE_COLORS,
+    drawn_sources,
+    freqlab_style,
+    new_figure,
+    plain,
+)
 
 #: the most sources one figure draws (one curve per panel and a legend of 9 rows)
-MAX_SOURCES = 16
 
 
 def length_ccdf(histogram: LengthHistogram) -> tuple[np.ndarray, np.ndarray]:
@@ -83,13 +90,7 @@ def plot_sources(
     h = as_histogram(histogram)
     if not h.sources:
         raise FreqlabError("the histogram has no per-source split (scan a corpus whose documents carry source labels)")
-    series = [(name, part) for name, part in h.sources.items() if part.documents > 0]
-    if len(series) > MAX_SOURCES:  # one curve per panel and one legend row each: the figure grows with them
-        raise FreqlabError(
-            f"the histogram has {len(series):,} sources with documents; plot sources draws at most {MAX_SOURCES} "
-            "(one curve and legend entry each): merge the smaller ones first (freqlab.histogram.combine_sources), "
-            "or list them with freqlab stats"
-        )
+    series = drawn_sources(h)
     counted = as_histogram(corpus) if corpus is not None else None
 
     def documents(label, part, total: bool) -> str:
@@ -106,7 +107,7 @@ def plot_sources(
         for k, (label, part) in enumerate([*series, (ALL_SOURCES, h)]):
             name = plain(label)
             total = k == len(series)  # by place: a source may be called anything
-            color = "black" if total else PALETTE[k % len(PALETTE)]
+            color = "black" if total else SOURCE_COLORS[k]
             width = 1.6 if total else 1.0
             x, p = length_ccdf(part)
             docs = documents(label, part, total)

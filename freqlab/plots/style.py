@@ -36,6 +36,32 @@ from freqlab.paths import writes_stdout
 #: Okabe-Ito colour-blind safe palette; the first colours are used in this order for series.
 PALETTE: tuple[str, ...] = ("#0072B2", "#E69F00", "#009E73", "#D55E00", "#CC79A7", "#56B4E9", "#F0E442", "#000000")
 
+#: Colours of the sources of a per-source figure, the total being black: Okabe-Ito's seven colours, then Paul Tol's
+#: muted nine, so that 16 sources (the most a figure draws, :data:`MAX_SOURCES`) are 16 colours, none black (a
+#: review: PALETTE's 8th colour is the total's black, and sources k and k + 8 shared one).
+SOURCE_COLORS: tuple[str, ...] = (
+    *PALETTE[:7],
+    "#CC6677", "#332288", "#DDCC77", "#117733", "#88CCEE", "#882255", "#44AA99", "#999933", "#AA4499",
+)  # fmt: skip
+
+#: The most sources a per-source figure draws (one curve, bar and legend entry each; the figure grows with them).
+MAX_SOURCES = len(SOURCE_COLORS)
+
+
+def drawn_sources(histogram) -> list:
+    """The ``(label, part)`` of the sources a per-source figure draws: those with documents; a FreqlabError past
+    :data:`MAX_SOURCES`.
+    """
+    series = [(name, part) for name, part in (histogram.sources or {}).items() if part.documents > 0]
+    if len(series) > MAX_SOURCES:
+        raise FreqlabError(
+            f"the histogram has {len(series):,} sources with documents; a per-source figure draws at most "
+            f"{MAX_SOURCES} (one curve and legend entry each): merge the smaller ones first "
+            "(freqlab.histogram.combine_sources), or list them with freqlab stats"
+        )
+    return series
+
+
 #: Named colours used consistently across figures.
 COLORS: dict[str, str] = {
     "frequency": "#0072B2",  # f(i), blue as in STRING Fig. 1

@@ -27,7 +27,7 @@ from typing import TYPE_CHECKING, Any
 from freqlab.corpus.base import Corpus
 from freqlab.errors import FreqlabError
 from freqlab.formats import FINGERPRINT_VERSION  # kept for import compatibility (and used here)
-from freqlab.frequency.regimes import REGIMES, check_windows
+from freqlab.frequency.regimes import DEFAULT_REGIMES, REGIMES, check_windows
 from freqlab.frequency.stats import DEFAULT_TAU
 from freqlab.paths import expand_home
 
@@ -37,7 +37,6 @@ if TYPE_CHECKING:
 ON_ERROR = ("raise", "skip")
 ENGINES = ("local", "ray")
 DEFAULT_L: tuple[int, ...] = (2048,)  # the window L the report is computed for
-DEFAULT_REGIMES: tuple[str, ...] = ("natural", "pack", "concat")  # pack: how STRING trained (App. A.2)
 DEFAULT_BATCH_SIZE = 256  # documents per tokenizer call
 DEFAULT_OUT = "freqlab-out"  # output folder of a scan: lengths.parquet, summary.json, checkpoints
 INT64_MAX = (1 << 63) - 1

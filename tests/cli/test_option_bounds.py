@@ -424,7 +424,7 @@ def test_plot_sources_with_ten_thousand_sources_is_refused_in_one_line(tmp_path)
     one_line(
         run("plot", "sources", path, "--out", tmp_path / "s.png"),
         1,
-        "the histogram has 10,000 sources with documents; plot sources draws at most 16 (one curve and legend "
+        "the histogram has 10,000 sources with documents; a per-source figure draws at most 16 (one curve and legend "
         "entry each): merge the smaller ones first (freqlab.histogram.combine_sources), or list them with "
         "freqlab stats",
     )

@@ -202,7 +202,7 @@ def test_a_figure_of_many_curves_is_sized_by_its_curves(tmp_path, monkeypatch):
     regimes = ("--regime", "natural", "--regime", "concat")
     frequency = run("plot", "frequency", path, "--L", "400K", *regimes, "--out", tmp_path / "f.png")
     assert "Error: --L 409,600 (2 regimes) needs ~81.9 MB of memory (a figure of 2 curves" in frequency.output
-    figures = run("plot", "scan", path, "--L", "100K", "--out", tmp_path / "figs")
+    figures = run("plot", "scan", path, "--L", "100K", "--regime", "natural", "--out", tmp_path / "figs")
     assert figures.exit_code == 1 and (
         "Error: --L 102,400 (1 window, 1 regime, 16 sources) needs ~106.5 MB of memory (a figure of 18 curves over "
         "positions, 1040 bytes per position)"
@@ -244,3 +244,25 @@ def test_scan_plot_sizes_its_figures_again_once_the_sources_are_known(tmp_path, 
     assert result.exit_code == 1, result.output
     assert "Error: --L 65,536 (1 window, 1 regime, 16 sources) needs ~" in result.output
     assert "the histogram is saved in" in result.output and (tmp_path / "o" / "lengths.parquet").exists()
+
+
+def test_plot_scan_draws_what_scan_plot_draws_and_says_when_it_leaves_the_sources_out(tmp_path, hist_file):
+    """A review: plot scan's default was natural alone where scan --plot draws natural, pack and concat (so it replaced
+    scan's three-panel figure in the same folder with one panel); with more sources than a figure draws it wrote two
+    figures and failed."""
+    from freqlab.histogram import combine_sources
+    from freqlab.plots import scan_figures
+    from freqlab.scan import DEFAULT_REGIMES
+
+    result = run("plot", "scan", hist_file, "--out", tmp_path / "cli")
+    assert result.exit_code == 0, result.output
+    api = scan_figures(LengthHistogram.read_parquet(hist_file), [2048], DEFAULT_REGIMES, tmp_path / "api")
+    assert [p.name for p in api] == ["frequency_L2048.png", "effective_length.png", "sources.png"]
+    for path in api:
+        assert (tmp_path / "cli" / path.name).read_bytes() == path.read_bytes(), path.name
+    many = combine_sources({f"s{k}": LengthHistogram.from_lengths([10 + k, 500]) for k in range(17)})
+    result = run("plot", "scan", many.to_parquet(tmp_path / "many.parquet"), "--out", tmp_path / "many")
+    assert result.exit_code == 0, result.output
+    lines = result.output.strip().splitlines()
+    assert lines[-1].startswith("note: no sources figure: the histogram has 17 sources with documents; a per-source")
+    assert sorted(os.listdir(tmp_path / "many")) == [".written.json", "effective_length.png", "frequency_L2048.png"]

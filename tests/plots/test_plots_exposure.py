@@ -30,7 +30,8 @@ def test_a_window_of_at_most_4k_gets_thresholds_of_its_own_scale():
     # f(c) = 2048 - c, so the shares are (2048 - t) / 2048
     fig = plot_exposure(LengthHistogram.from_lengths([2048]), L=2048)
     right = fig.axes[1]
-    assert [t.get_text() for t in right.get_xticklabels()] == ["256", "512", "1K"]
+    # one unit on the axis, as every position axis has (a review: "256, 512, 1K")
+    assert [t.get_text() for t in right.get_xticklabels()] == ["0.25K", "0.5K", "1K"]
     assert [round(bar.get_height(), 9) for bar in right.patches] == [
         round(100 * (2048 - t) / 2048, 9) for t in (256, 512, 1024)
     ]

@@ -98,3 +98,53 @@ def test_a_weighted_mix_is_labelled_with_the_corpus_documents_and_a_one_length_s
     left = fig.axes[0]
     books = [line for line in left.lines if line.get_marker() == "o"]
     assert len(books) == 1 and books[0].get_xdata().tolist() == [50000]
+
+
+def many_sources(n: int) -> LengthHistogram:
+    return combine_sources({f"s{k}": LengthHistogram.from_lengths([10 + k, 300 * (k + 1)]) for k in range(n)})
+
+
+def test_sixteen_sources_are_sixteen_colours_none_the_totals_black():
+    """A review: the palette had 8 colours, its last the total's black: the 8th and 16th sources were drawn black
+    like "(all)", and sources k and k + 8 shared a colour."""
+    from matplotlib.colors import to_hex
+
+    from freqlab.plots import plot_exposure
+
+    for fig in (plot_sources(many_sources(16), 2048), plot_exposure(many_sources(16), 2048)):
+        colours = [to_hex(line.get_color()) for line in fig.axes[1 if fig.axes[0].get_xscale() == "log" else 0].lines]
+        *sources, total = colours
+        assert len(sources) == 16 and len(set(sources)) == 16 and total == "#000000" and "#000000" not in sources
+    few = plot_sources(many_sources(3), 2048)  # the first seven as before (Okabe-Ito): figures of few sources unchanged
+    assert [to_hex(line.get_color()) for line in few.axes[0].lines][:3] == ["#0072b2", "#e69f00", "#009e73"]
+
+
+def test_more_sources_than_a_figure_draws_are_refused_by_it_and_left_out_of_the_scan_figures(tmp_path):
+    """A review: with 20 sources scan --plot wrote two figures, then failed after the whole count; plot exposure drew
+    50 sources into a 46-inch legend row."""
+    from freqlab.plots import plot_exposure, scan_figures
+    from freqlab.plots.report import sources_left_out
+
+    h = many_sources(17)
+    message = "the histogram has 17 sources with documents; a per-source figure draws at most 16"
+    for plot in (plot_sources, plot_exposure):
+        with pytest.raises(FreqlabError, match=message):
+            plot(h, 2048)
+    written = scan_figures(h, [2048], ["natural"], tmp_path)
+    assert sorted(p.name for p in written) == ["effective_length.png", "frequency_L2048.png"]
+    assert sources_left_out(h) == f"no sources figure: {message} (one curve and legend entry each): merge the " + (
+        "smaller ones first (freqlab.histogram.combine_sources), or list them with freqlab stats"
+    )
+    assert sources_left_out(many_sources(16)) is None
+
+
+def test_the_exposure_legend_wraps_so_the_figure_keeps_its_width(tmp_path):
+    """A review: one legend row of every source made 16 sources 9.55 in wide at --size two-column (7.2 in)."""
+    from PIL import Image
+
+    from freqlab.plots import plot_exposure, save_figure
+
+    path = save_figure(plot_exposure(many_sources(16), 2048, size="two-column"), tmp_path / "e.png", ["png"], dpi=100)[
+        0
+    ]
+    assert Image.open(path).size[0] <= 7.2 * 100 * 1.02
