@@ -404,7 +404,7 @@ def recipe_command(file, preset, hist, layout, tau, out, formats, size, dpi, as_
     _save(plot_recipe(schedule_frequency(schedule), tau, size=size), out, formats, dpi, as_json)
 
 
-@plot_group.command("scan", short_help="The main figures of a saved histogram (as `freqlab scan --plot`).")
+@plot_group.command("scan", short_help="The main figures of a saved histogram (as a default `freqlab scan --plot`).")
 @hist_argument
 @window_option(multiple=True, default=(2048,), callback=_drawable)
 @regime_option(multiple=True, default=DEFAULT_REGIMES)  # as freqlab scan's: the same figures (a review)
@@ -423,7 +423,8 @@ def recipe_command(file, preset, hist, layout, tau, out, formats, size, dpi, as_
 @format_option("Format(s) (repeat for several).", default=("png",))
 @json_option
 def scan_command(hist, Ls, regimes, tokens, tau, seed, weights, out, formats, as_json):
-    """The main figures of a saved histogram (what `freqlab scan --plot` writes into OUT/figures), into --out.
+    """The main figures of a saved histogram (what `freqlab scan --plot` writes into OUT/figures, with --L and
+    --regime defaulting to the scan's defaults: give the scan's own to draw its figures), into --out.
 
     \b
     Example:

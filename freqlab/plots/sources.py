@@ -26,8 +26,6 @@ from freqlab.plots.style import (
     plain,
 )
 
-#: the most sources one figure draws (one curve per panel and a legend of 9 rows)
-
 
 def length_ccdf(histogram: LengthHistogram) -> tuple[np.ndarray, np.ndarray]:
     """(lengths, share of documents at least that long), exact from the counts.

@@ -37,11 +37,12 @@ from freqlab.paths import writes_stdout
 PALETTE: tuple[str, ...] = ("#0072B2", "#E69F00", "#009E73", "#D55E00", "#CC79A7", "#56B4E9", "#F0E442", "#000000")
 
 #: Colours of the sources of a per-source figure, the total being black: Okabe-Ito's seven colours, then Paul Tol's
-#: muted nine, so that 16 sources (the most a figure draws, :data:`MAX_SOURCES`) are 16 colours, none black (a
-#: review: PALETTE's 8th colour is the total's black, and sources k and k + 8 shared one).
+#: muted nine (brown for his pale cyan, close to Okabe-Ito's sky blue), so that 16 sources (the most a figure draws,
+#: :data:`MAX_SOURCES`) are 16 colours, none black (a review: PALETTE's 8th colour is the total's black, and sources
+#: k and k + 8 shared one).
 SOURCE_COLORS: tuple[str, ...] = (
     *PALETTE[:7],
-    "#CC6677", "#332288", "#DDCC77", "#117733", "#88CCEE", "#882255", "#44AA99", "#999933", "#AA4499",
+    "#CC6677", "#332288", "#DDCC77", "#117733", "#661100", "#882255", "#44AA99", "#999933", "#AA4499",
 )  # fmt: skip
 
 #: The most sources a per-source figure draws (one curve, bar and legend entry each; the figure grows with them).

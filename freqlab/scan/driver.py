@@ -305,7 +305,7 @@ def scan_from_settings(
         def tasks() -> Iterator[Task]:
             several = run.engine == "ray" or engine.workers > 1  # a Ray engine counts its CPUs as tasks run
             for index in dispatch_order(shards, largest_first=several and not ledger.limited):
-                if ledger.exhausted:
+                if ledger.done:
                     return
                 if (awaited := ledger.awaited()) is not None and index not in awaited:
                     continue  # a bad record is held: only its file's parts before it are still read (then raised)
@@ -347,7 +347,7 @@ def scan_from_settings(
                 if part.error is None:
                     output.save(part, shards[index])
                 ledger.add(index, part)
-                if ledger.exhausted:
+                if ledger.done:
                     break
             ledger.raise_held()  # a bad record whose file's earlier parts were all read by now (none left to wait for)
             bar.documents, bar.tokens = ledger.total.documents_read, ledger.total.tokens  # drop speculative work

@@ -31,8 +31,12 @@ class Ledger:
         self.waiting: dict[int, ShardCount] = {}
         self.next = 0
         self.exhausted = False  # a limit was reached
-        # ... by the corpus's last document: its last shard read to its end, nothing of it cut (the scan is whole)
+        # ... at the end of a shard read whole: the shards after it are read up to their first document (a worker
+        # reads one past its cap), until one holds a record (the scan stopped there) or none is left (read_all: the
+        # scan is whole; their blank lines and documents sampled out, as the cut leaves out, are counted then)
+        self.looking = False
         self.read_all = False
+        self.tail = ShardCount(shard_id="tail")
         self.unreadable: list[str] = []  # ids of shards whose file failed while being read (skipped)
         self.failed_documents = 0  # documents this run read from those files before they failed (none kept)
         self.resumed_documents = 0  # documents kept from checkpoints (read by an earlier run)
@@ -56,16 +60,40 @@ class Ledger:
         while self.next in self.waiting and not self.exhausted:
             read = self.waiting.pop(self.next)
             part, self.exhausted = truncate(read, self.docs_left, self.tokens_left)
-            last = self.next == len(self.files) - 1
-            self.read_all = self.exhausted and last and read.complete and part.documents_read == read.documents_read
+            if self.exhausted and read.complete and part.documents_read == read.documents_read:
+                self.looking = True  # nothing of it cut: does anything follow?
+                self._tail(read, part)
             self._commit(part, read, self.next in self.resumed)
             if self.docs_left is not None:
                 self.docs_left -= part.documents_read
             if self.tokens_left is not None:
                 self.tokens_left -= part.tokens
             self.next += 1
-        if self.exhausted:
+        while self.looking and self.next in self.waiting:
+            read = self.waiting.pop(self.next)
+            if read.documents_read or read.error is not None or not read.complete:  # a record follows the limit
+                self.looking = False
+            else:
+                self._tail(read)
+                self.next += 1
+        if self.looking and self.next >= len(self.files):  # none follows: the scan is whole
+            self.looking, self.read_all = False, True
+            self.total.sampled_out += self.tail.sampled_out
+            self.total.blank_lines += self.tail.blank_lines
+        if self.done:
             self.waiting.clear()
+
+    @property
+    def done(self) -> bool:
+        """A limit was reached and nothing more is needed: no shard to read, no result to wait for."""
+        return self.exhausted and not self.looking
+
+    def _tail(self, read: ShardCount, kept: ShardCount | None = None) -> None:
+        """What ``read`` holds beyond ``kept`` (none kept: all of it) that a whole scan counts: blank lines and
+        documents sampled out after the last document kept.
+        """
+        self.tail.sampled_out += read.sampled_out - (kept.sampled_out if kept is not None else 0)
+        self.tail.blank_lines += read.blank_lines - (kept.blank_lines if kept is not None else 0)
 
     def _earlier(self, index: int) -> list[int]:
         """The parts of shard ``index``'s file before it."""

@@ -62,6 +62,38 @@ def test_a_limit_the_corpus_ends_at_reads_it_whole(slimpajama_dir, corpus_record
         assert_same_histogram(short.histogram, reference_histogram(records[:89], counter))
 
 
+def test_a_limit_followed_by_files_without_documents_reads_the_corpus_whole(slimpajama_dir, corpus_records, counter):
+    """A review: the corpus ending at the limit was whole only when the limit fell in the last file: empty files,
+    a file of blank lines after it, said "stopped at"; and shards after the limit are read up to one document only.
+    """
+    (slimpajama_dir / "chunk_3.jsonl").write_text("")
+    (slimpajama_dir / "chunk_4.jsonl").write_text("\n\n\n")
+    whole = scan_slimpajama(slimpajama_dir, workers=1)
+    assert whole.summary["documents"]["blank_lines"] == 3
+    for workers in (1, 2):
+        for limit in (90, 91):
+            result = scan_slimpajama(slimpajama_dir, workers=workers, max_docs=limit)
+            assert result.summary["scan"]["partial"] == "" and result.summary["documents"] == whole.summary["documents"]
+            assert_same_histogram(result.histogram, whole.histogram)
+    records = [r for shard in corpus_records for r in shard]
+    cut = scan_slimpajama(slimpajama_dir, workers=1, max_docs=25)  # the end of the first file: the second follows
+    assert cut.summary["scan"]["partial"] == "stopped at max_docs=25"
+    assert cut.summary["scan"]["documents_past_limit"] == 1  # the second file's first document, read to know
+    assert_same_histogram(cut.histogram, reference_histogram(records[:25], counter))
+
+
+def test_a_sampled_scan_whose_limit_the_corpus_ends_at_is_the_unlimited_scan(slimpajama_dir):
+    """A review: with --sample-rate and a limit equal to the documents kept, the scan was whole but left out the
+    documents sampled out after the last kept one (sampled_out 12 against 13, and a smaller estimate)."""
+    unlimited = scan_slimpajama(slimpajama_dir, workers=1, sample_rate=0.5, seed=0)  # its last 2 sampled out
+    kept = unlimited.summary["documents"]["read"]
+    limited = scan_slimpajama(slimpajama_dir, workers=1, sample_rate=0.5, seed=0, max_docs=kept)
+    assert limited.summary["documents"] == unlimited.summary["documents"]
+    assert limited.summary["documents"]["sampled_out"] == 47
+    assert limited.summary["budget"] == unlimited.summary["budget"]
+    assert limited.summary["scan"]["partial"] == unlimited.summary["scan"]["partial"] == "sampled at rate 0.5 (seed 0)"
+
+
 def test_limits_with_sampling_are_deterministic_and_flagged_as_an_extrapolation(slimpajama_dir):
     a = scan_slimpajama(slimpajama_dir, workers=1, max_docs=20, sample_rate=0.5, seed=3)
     b = scan_slimpajama(slimpajama_dir, workers=2, max_docs=20, sample_rate=0.5, seed=3, batch_size=2)
