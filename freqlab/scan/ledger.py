@@ -90,8 +90,11 @@ class Ledger:
 
     def _tail(self, read: ShardCount, kept: ShardCount | None = None) -> None:
         """What ``read`` holds beyond ``kept`` (none kept: all of it) that a whole scan counts: blank lines and
-        documents sampled out after the last document kept.
+        documents sampled out after the last document kept (none of a file that failed: :func:`unvouched` keeps
+        none of its counts, a review: its blank lines were added to a scan said whole).
         """
+        if read.failed:
+            return
         self.tail.sampled_out += read.sampled_out - (kept.sampled_out if kept is not None else 0)
         self.tail.blank_lines += read.blank_lines - (kept.blank_lines if kept is not None else 0)
 

@@ -58,7 +58,8 @@ __all__ = ["DEFAULT_BATCH_SIZE", "ON_ERROR", "CountJob", "Sampler", "ShardOption
 @dataclass(frozen=True)
 class ShardOptions:
     """How to count one shard. ``max_docs``/``max_tokens`` cap this shard (the driver cuts exactly); ``peek``: read
-    one document past the cap, when there is one, so that the driver knows whether anything follows it.
+    one document past the cap, when there is one, and count it too, so that the driver knows whether anything
+    follows it (the driver cuts it off the logged partial, ``keep_log``).
     """
 
     batch_size: int = DEFAULT_BATCH_SIZE
@@ -542,9 +543,10 @@ def _count_texts(
             counted = tally.counted(by_backend, texts)
         return tally.add(codes, sources, positions, counted, gaps)
 
-    def flush(last: bool = False) -> bool:
+    def flush(last: bool = False, trailing: bool = True) -> bool:
         """Hand the batch read to the tokenizer, after counting the oldest ones beyond ``in_flight`` - 1 (``last``:
-        count them all now).
+        count them all now, and, ``trailing``, the blank lines met since the last document: not before a record that
+        follows, whose gap they are).
         """
         nonlocal batch
         if settle(keep=tokenizing.in_flight - 1):
@@ -558,7 +560,8 @@ def _count_texts(
             return tokenizing.submit is _Counted and settle()
         if settle():
             return True
-        part.blank_lines += blank  # read to here within the cap: the blank lines after its last document too
+        if trailing:  # read to here within the cap: the blank lines after its last document too
+            part.blank_lines += blank
         return False
 
     index = -1  # of the document in the shard (blank lines are not documents)
@@ -618,7 +621,9 @@ def _count_texts(
                         part.error += f"; {damage}"
                 return
             if doc.__class__ is _FailedRead:  # none of the documents before count, unless limits end first
-                if flush(last=True):  # this shard's cap is reached before the failure: the scan ends there
+                # this shard's cap reached before the failure: the scan ends there (the blank lines before it are
+                # its gap, below: counted once, a review)
+                if flush(last=True, trailing=False):
                     return
                 part.failed = True
             code = tally.reason(reason)

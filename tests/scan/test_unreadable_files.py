@@ -288,3 +288,28 @@ def test_a_resumed_failed_file_waiting_behind_a_limit_is_no_failure_of_this_run(
     assert again.summary["scan"]["resumed_shards"] >= 1 and again.summary["documents"]["read"] == 30
     assert again.summary["scan"]["documents_in_failed_files"] == 0
     assert_same_histogram(again.histogram, first.histogram)
+
+
+def test_a_failed_file_at_the_limit_adds_none_of_its_counts_to_a_scan_said_whole(tmp_path, texts):
+    """A review: a file whose checksum fails (three blank lines, then the CRC) reached --max-docs with its one skip;
+    the scan was whole, and the failed file's blank lines (twice: the shard counted them beside the record's gap)
+    were added, where the unlimited scan keeps none of its counts."""
+    import gzip
+
+    from freqlab.corpus import open_corpus
+    from freqlab.scan.work import ShardOptions, count_shard
+
+    folder = tmp_path / "data"
+    folder.mkdir()
+    write_slimpajama(folder / "a.jsonl", [(t, LABEL) for t in texts[:2]])
+    data = bytearray(gzip.compress(b"\n\n\n"))
+    data[-8] ^= 0xFF  # the CRC
+    (folder / "b.jsonl.gz").write_bytes(bytes(data))
+    whole = run(folder, on_error="skip")
+    assert (whole.summary["documents"]["read"], whole.summary["documents"]["blank_lines"]) == (3, 0)
+    for workers in (1, 2):
+        limited = run(folder, on_error="skip", max_docs=3, workers=workers)
+        assert limited.summary["documents"] == whole.summary["documents"] and not limited.summary["scan"]["partial"]
+    shard = next(s for s in open_corpus(str(folder)).shards if "b.jsonl.gz" in s.id)
+    part = count_shard(shard, None, ShardOptions(on_error="skip"))  # the shard itself: its 3 blank lines once
+    assert (part.failed, part.blank_lines, part.documents_read) == (True, 3, 1)
