@@ -426,12 +426,7 @@ class StringYarn:
         """freqlab's own apply and probe lines for a model loaded with one of the YaRN blocks (None without YaRN):
         :func:`freqlab.apply.string` checks S against the window the block scales to.
         """
-        if self.yarn is None:
-            return None
-        return (
-            f"freqlab.apply.string(model, {self.S}, {self.W})",
-            f"freqlab probe MODEL --string {self.S},{self.W} --max-length {self.N}",
-        )
+        return None if self.yarn is None else freqlab_lines(self.S, self.W, self.N)
 
     def to_dict(self) -> dict:
         """The extension as JSON-ready data."""
@@ -496,13 +491,12 @@ class StringPlan(WellTrainedBasis, Displayed):
     @property
     def freqlab_apply(self) -> str:
         """The plan on a loaded Hugging Face model, in Python (:func:`freqlab.apply.string`)."""
-        return f"freqlab.apply.string(model, {self.S}, {self.W})"
+        return freqlab_lines(self.S, self.W)[0]
 
     @property
     def freqlab_probe(self) -> str:
         """The effective length measured with and without the plan (``freqlab probe``), up to the test length."""
-        up_to = f" --max-length {self.test_length}" if self.test_length != self.L else ""
-        return f"freqlab probe MODEL --string {self.S},{self.W}{up_to}"
+        return freqlab_lines(self.S, self.W, self.test_length if self.test_length != self.L else None)[1]
 
     @property
     def vllm_config(self) -> dict:
@@ -824,6 +818,14 @@ def _extension_sentence(L: int, e: StringYarn, N_star: int | None = None) -> str
         f"{STRING_YARN_ATTENTION:.4f} whatever the factor; the YaRN blocks carry that attention_factor. "
         + PATCH_DOES_YARN
     )
+
+
+def freqlab_lines(S: int, W: int, max_length: int | None = None) -> tuple[str, str]:
+    """freqlab's own lines for a STRING plan: :func:`freqlab.apply.string` and ``freqlab probe`` (up to
+    ``max_length``, else the model's window).
+    """
+    up_to = f" --max-length {max_length}" if max_length is not None else ""
+    return f"freqlab.apply.string(model, {S}, {W})", f"freqlab probe MODEL --string {S},{W}{up_to}"
 
 
 #: the printed call is string_for_qwen2's: it swaps in its own YaRN rotary embedding, so a rope_scaling block would be
