@@ -181,6 +181,13 @@ def _grid_choice(
             L, hist, regime, tokens, tau, schedule, mass, weights, as_json=as_json, default_L=target
         )
         # the grid is the under-trained [N*, N) of the window: N = L (the window without --L) trains it at L
+        if not given_on_command_line("target"):  # a review: the error named --extend-to, which was not given
+            require(
+                target >= window,
+                "--L",
+                f"L = {window} is above --extend-to's default N = {target} (the length the model is extended to): "
+                "give --extend-to N >= L",
+            )
         require(target >= window, "--extend-to", f"N = {target} is below the training window L = {window}")
         wt = well_trained_range(window, **inputs)
         refuse_untrained(wt, schedule, "every distance would be under-trained", "give --grid in place of the frequency")

@@ -25,6 +25,7 @@ from freqlab.cli.options import (
     regime_option,
     renamed_option,
     report_beside,
+    require,
     seed_option,
     tau_option,
     tau_or_default,
@@ -529,15 +530,24 @@ def harpe_command(bases, target, heads, envelopes, out, formats, size, dpi, as_j
 
     --extend-to was called --target (still accepted).
     """
-    from freqlab.plan.harpe import PAPER_B_MAX, PAPER_B_MIN, peak_valley_search, table2_bases, uniform_bases
+    from freqlab.plan import harpe
     from freqlab.plots.harpe import plot_envelopes, plot_waveforms
 
+    if envelopes or not bases:  # the paper's grid of bases, which this command does not let change
+        most = harpe.candidate_count(harpe.PAPER_B_MIN, harpe.PAPER_B_MAX, harpe.PAPER_STRIDE) + 1
+        require(
+            heads <= most,
+            "--heads",
+            f"{heads} heads need {heads} distinct bases; the paper's setting (1M..5M, stride 30K) has {most}: "
+            "give at most that (freqlab plan harpe --b-min/--b-max/--stride searches other ranges)",
+        )
     if envelopes or not bases:
-        plan = usage_error(lambda: peak_valley_search(heads, target=target))
+        plan = usage_error(lambda: harpe.peak_valley_search(heads, target=target))
     if envelopes:
-        sets = {"freqlab search": plan.bases, "uniform (Eq. 9)": uniform_bases(heads, PAPER_B_MIN, PAPER_B_MAX)}
+        uniform = harpe.uniform_bases(heads, harpe.PAPER_B_MIN, harpe.PAPER_B_MAX)
+        sets = {"freqlab search": plan.bases, "uniform (Eq. 9)": uniform}
         if heads == 32:
-            sets["Table 2"] = table2_bases()
+            sets["Table 2"] = harpe.table2_bases()
         fig = plot_envelopes(sets, plan.grid, target=target, size=size or "two-column")
     else:
         fig = plot_waveforms(list(bases) or plan.bases[:3], target=target, size=size or "one-column")

@@ -41,7 +41,7 @@ class ProbeReport:
     """
 
     L: int
-    tokens: float
+    tokens: int
     tokens_text: str
     reported: str
     source: str
@@ -51,16 +51,16 @@ class ProbeReport:
 STRING_PROBE_STEP: int = 128
 #: Sec. 3 Finding (2), Fig. 2b: "when the effective context length reaches 1,280 tokens, both models exhibit a
 #: position frequency f(1280) of 100B" -- (position, occurrences).
-STRING_PROBE_CALIBRATION: tuple[int, float] = (1280, 100e9)
+STRING_PROBE_CALIBRATION: tuple[int, int] = (1280, 100 * 10**9)
 #: Sec. 3 Finding (3): "Both models consume roughly the same number of tokens (around 300B) when reaching an
 #: effective length of 1024"; Finding (1), Fig. 2a: "the model trained with a sequence length of 4K tokens
 #: achieves an effective context length of 1.4K after consuming 400B tokens. In contrast, the model with a 2K
 #: training length needs around 1T tokens to attain the same effective context length."
 STRING_PROBE_REPORTS: tuple[ProbeReport, ...] = (
-    ProbeReport(2048, 300e9, "around 300B", "1024", "Sec. 3 Finding (3)"),
-    ProbeReport(4096, 300e9, "around 300B", "1024", "Sec. 3 Finding (3)"),
-    ProbeReport(4096, 400e9, "400B", "1.4K", "Sec. 3 Finding (1), Fig. 2a"),
-    ProbeReport(2048, 1e12, "around 1T", "1.4K", "Sec. 3 Finding (1), Fig. 2a"),
+    ProbeReport(2048, 300 * 10**9, "around 300B", "1024", "Sec. 3 Finding (3)"),
+    ProbeReport(4096, 300 * 10**9, "around 300B", "1024", "Sec. 3 Finding (3)"),
+    ProbeReport(4096, 400 * 10**9, "400B", "1.4K", "Sec. 3 Finding (1), Fig. 2a"),
+    ProbeReport(2048, 10**12, "around 1T", "1.4K", "Sec. 3 Finding (1), Fig. 2a"),
 )
 
 

@@ -228,13 +228,12 @@ def harpe_display(p, python_list) -> Display:
         f"{p.n_heads} heads, d = {p.head_dim}: bases {_base(bases[0])}..{_base(bases[-1])}; "
         f"shortest stave {p.score.shortest:.3f}, mean {p.score.mean:.3f}"
     )
-    g = p.grid
     rows = [
         ("strategy", p.strategy),
         ("heads, head dimension d", f"{p.n_heads}, {p.head_dim}"),
         ("base range", f"{_base(p.b_min)}..{_base(p.b_max)}" + ("" if p.stride is None else f", stride {p.stride:,g}")),
         ("candidates", count(p.candidates)),
-        ("distance grid m", f"{g.start:,}..{g.stop:,} step {g.step} ({g.size:,} points)"),
+        ("distance grid m", p.grid.describe()),
         ("why this grid", p.grid_reason),
         ("shortest stave min_m max_h w", f"{p.score.shortest:.3f}"),
         ("mean_m max_h w", f"{p.score.mean:.3f}"),

@@ -117,7 +117,9 @@ def uniform_bases(n_heads: int, b_min: float, b_max: float) -> np.ndarray:
 def candidate_bases(b_min: float, b_max: float, stride: float) -> np.ndarray:
     """HARPE Eq. 10: B_c = {b_min + i·s, i = 1..⌊(b_max − b_min)/s⌋} (float64, ascending, b_min excluded).
 
-    The count is computed exactly (rational arithmetic), so 4e6 / 3e4 gives 133 without rounding doubt.
+    The count is computed exactly, on the numbers as written (rational arithmetic on each float's shortest decimal
+    form, :func:`_decimal`): 4e6 / 3e4 gives 133, and 1.5..2 by 0.1 gives 5 (1.6, ..., 2.0; the binary 0.1 is a
+    little above 1/10, which gave 4); each candidate is the float nearest to b_min + i·s.
 
     Parameters
     ----------
@@ -141,21 +143,43 @@ def candidate_bases(b_min: float, b_max: float, stride: float) -> np.ndarray:
     >>> candidate_bases(1e6, 5e6, 3e4).size
     133
     """
-    _check_range(b_min, b_max)
-    if not stride > 0:
-        raise FreqlabError(f"stride must be > 0, got {stride}")
-    count = math.floor((Fraction(b_max) - Fraction(b_min)) / Fraction(stride))
+    count = candidate_count(b_min, b_max, stride)
     if count < 1:
         raise FreqlabError(f"stride {stride:g} is larger than b_max − b_min = {b_max - b_min:g}: no candidates")
     require_memory(
         16 * count, f"--stride {stride:g}", f"{rough_count(count)} candidate bases from {b_min:g} to {b_max:g}"
     )
-    return float(b_min) + np.arange(1, count + 1, dtype=np.float64) * float(stride)
+    low, step = _decimal(b_min), _decimal(stride)
+    scale = math.lcm(low.denominator, step.denominator)
+    first, each = int(low * scale), int(step * scale)
+    i = np.arange(1, count + 1, dtype=np.int64)
+    if first + count * each < 2**53:  # integers exact in float64, so one division rounds once: the nearest float
+        return (first + i * each).astype(np.float64) / scale
+    return float(b_min) + i.astype(np.float64) * float(stride)
+
+
+def candidate_count(b_min: float, b_max: float, stride: float) -> int:
+    """⌊(b_max − b_min)/s⌋ of HARPE Eq. 10, exactly, on the numbers as written (:func:`_decimal`)."""
+    _check_range(b_min, b_max)
+    if not (stride > 0 and math.isfinite(stride)):
+        raise FreqlabError(f"stride must be a finite number > 0, got {stride}")
+    return math.floor((_decimal(b_max) - _decimal(b_min)) / _decimal(stride))
+
+
+def _decimal(value: float) -> Fraction:
+    """``value`` as the decimal it is written as: an integer exactly, a float as its shortest repr (0.1 is 1/10,
+    not the binary double just above it), which is what a user typing ``--stride 0.1`` means.
+    """
+    if isinstance(value, (int, np.integer)):
+        return Fraction(int(value))
+    return Fraction(repr(float(value)))
 
 
 def _check_range(b_min: float, b_max: float) -> None:
-    if not b_min > 1:
-        raise FreqlabError(f"b_min must be > 1, got {b_min}")
+    if not (b_min > 1 and math.isfinite(b_min)):
+        raise FreqlabError(f"b_min must be a finite number > 1, got {b_min}")
+    if not math.isfinite(b_max):
+        raise FreqlabError(f"b_max must be a finite number, got {b_max}")
     if not b_max > b_min:
         raise FreqlabError(f"b_max must be larger than b_min, got b_min={b_min:g}, b_max={b_max:g}")
 
@@ -405,9 +429,8 @@ class HarpePlan(Displayed):
             lines.append(
                 f"  b_h = b_min + h·(b_max − b_min)/(N − 1), b_min = {_fmt(self.b_min)}, b_max = {_fmt(self.b_max)}"
             )
-        g = self.grid
         lines += [
-            f"  grid: m = {g.start}..{g.stop} step {g.step} ({g.size} points); {self.grid_reason}",
+            f"  grid: m = {self.grid.describe()}; {self.grid_reason}",
             f"  time: {self.seconds:.2f} s; head order: {order}",
             "",
             f"  {'head':>4}  {'base':>14}  {'millions':>8}",
@@ -425,6 +448,8 @@ class HarpePlan(Displayed):
         and the order named.
         """
         out = asdict(self)
+        for name in ("b_min", "b_max", "stride"):  # 1000000, not 1000000.0, as the bases
+            out[name] = None if out[name] is None else plain_number(out[name])
         bases = self.sorted_bases() if order == "ascending" else self.bases
         out["bases"] = [plain_number(b) for b in bases]
         out["grid"] = self.grid.to_dict()
@@ -498,8 +523,14 @@ def peak_valley_search(
     head_dim = check_head_dim(head_dim)
     n_heads = _check_heads(n_heads)
     _check_range(b_min, b_max)
+    if head_dim < 4:
+        raise ParameterError(
+            f"head dimension {head_dim} has one rotary frequency, b^0 = 1 for every base: every candidate's "
+            "waveform is the same (√2·cos m), so the search cannot tell bases apart; give d >= 4",
+            "--head-dim",
+        )
     if stride > 0:  # the waveforms and the peak detection's three arrays like them, before any is allocated
-        count = math.floor((Fraction(b_max) - Fraction(b_min)) / Fraction(stride))
+        count = candidate_count(b_min, b_max, stride)
         require_waveforms(count + 1, _grid_choice(grid, target).grid.size, head_dim, bytes_per_point=26)
     candidates = candidate_bases(b_min, b_max, stride)
     if n_heads > candidates.size + 1:
@@ -655,7 +686,7 @@ def _grid_choice(grid: DistanceGrid | GridChoice | None, target: int) -> GridCho
     if grid is None:
         return default_grid(target)
     if isinstance(grid, DistanceGrid):
-        return GridChoice(grid, f"distance grid given: {grid.start}..{grid.stop} step {grid.step}")
+        return GridChoice(grid, f"distance grid given: {grid.describe()}")
     return grid
 
 
@@ -859,9 +890,8 @@ def comparison_report(plan: HarpePlan, compared: list[ComparedSet]) -> str:
     its overlap with Table 2, and the overlap a random set has on average.
     """
     table = table2_bases()
-    g = plan.grid
     lines = [
-        f"Comparison on the same grid (m = {g.start}..{g.stop} step {g.step}, d = {plan.head_dim}):",
+        f"Comparison on the same grid (m = {plan.grid.describe()}, d = {plan.head_dim}):",
         f"  {'set':<26} {'shortest':>9} {'mean':>7}  {'in Table 2 (0.01M)':>18}",
         *(
             f"  {c.name:<26} {c.score.shortest:>9.3f} {c.score.mean:>7.3f}  {c.common_with_table2:>12}/{len(c.bases)}"

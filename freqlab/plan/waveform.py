@@ -209,9 +209,23 @@ class DistanceGrid:
         """Number of distances on the grid."""
         return (self.stop - self.start) // self.step + 1
 
+    @property
+    def last(self) -> int:
+        """The last distance on the grid: ``stop``, or the step's last below it (1000:4095:7 ends at 4094)."""
+        return self.start + (self.size - 1) * self.step
+
+    def describe(self) -> str:
+        """``start..last step k (n points)``, as every report prints the grid (a review found 4095 printed for
+        a grid whose last point is 4094).
+
+        >>> DistanceGrid(1000, 4095, 7).describe()
+        '1,000..4,094 step 7 (443 points)'
+        """
+        return f"{self.start:,}..{self.last:,} step {self.step} ({self.size:,} points)"
+
     def to_dict(self) -> dict:
-        """The grid as JSON-ready data."""
-        return {"start": self.start, "stop": self.stop, "step": self.step, "points": self.size}
+        """The grid as JSON-ready data (``stop`` as given; ``last``: the last distance on it)."""
+        return {"start": self.start, "stop": self.stop, "step": self.step, "last": self.last, "points": self.size}
 
 
 @dataclass(frozen=True)

@@ -135,6 +135,9 @@ def test_stats_shows_string_sec3_beside_freqlabs_prediction(hist):
     ]
     paper = [(r["L"], r["tokens"], r["paper"]) for r in data["reports"]]
     assert paper == [(2048, 300e9, "1024"), (4096, 300e9, "1024"), (4096, 400e9, "1.4K"), (2048, 1e12, "1.4K")]
+    # integers in the JSON, as tau is (a review found 300000000000.0 beside an int tau)
+    assert all(type(r["tokens"]) is int for r in data["reports"])
+    assert type(data["calibration"]["paper_occurrences"]) is int
     # i <= 2048 (1 - 100B / T): 1365, 1365, 1536, 1843; floored to 128-token steps: 1280, 1280, 1536, 1792
     assert [(r["freqlab"], r["freqlab_in_steps"]) for r in data["reports"]] == [
         (1365, 1280), (1365, 1280), (1536, 1536), (1843, 1792)

@@ -217,6 +217,9 @@ def test_self_extend_evaluates_a_given_setting_even_without_a_recommendation():
         # exit 0 (a grid below L) or exit 1 before; N = L is plan harpe's window without --L
         (("harpe", "--hist", "HIST", "--L", "4K", "--extend-to", 3600), "--extend-to", "N = 3600 is below the"),
         (("harpe", "--hist", "HIST", "--L", "4K", "--extend-to", "2K"), "--extend-to", "N = 2048 is below the"),
+        # a review: --extend-to was named though not given (its default 128K is below L)
+        (("harpe", "--hist", "HIST", "--L", "256K"), "--L", "L = 262144 is above --extend-to's default N = 131072"),
+        (("harpe", "--head-dim", 2, "--heads", 4, "--extend-to", "4K"), "--head-dim", "cannot tell bases apart"),
         (("rope", "--L", "4K", "--extend-to", "8K", "--factor", 1), "--factor", "not in the range"),
         (("rope", "--L", "4K", "--extend-to", "16K", "--factor", "1e300"), "--factor",
          "factor 1e+300 stretches L = 4096 to s·L = 4.096e+303 positions, past the longest length freqlab plans"),

@@ -38,11 +38,14 @@ def paper_json():
 def test_paper_setting_json(paper_json):
     assert paper_json["strategy"] == "peak-valley"
     assert paper_json["candidates"] == 133
-    assert paper_json["grid"] == {"start": 32_000, "stop": 130_880, "step": 32, "points": 3091}
+    assert paper_json["grid"] == {"start": 32_000, "stop": 130_880, "step": 32, "last": 130_880, "points": 3091}
     bases = paper_json["bases"]
     assert len(bases) == 32 and len(set(bases)) == 32 and bases[0] == 1_000_000
     assert ast.literal_eval(paper_json["python"]) == bases  # the paste-ready list is the same list
     assert paper_json["detector"] == {"method": "prominent-extrema", "count": None, "separation": 10}
+    # whole numbers as the bases are (a review found 1000000.0 beside int bases)
+    assert [paper_json[k] for k in ("b_min", "b_max", "stride")] == [1_000_000, 5_000_000, 30_000]
+    assert all(type(paper_json[k]) is int for k in ("b_min", "b_max", "stride"))
 
 
 def test_compare_lists_all_sets_with_both_scores(paper_json):
@@ -69,7 +72,7 @@ def test_compare_text_states_table2_is_not_reproducible():
 def test_text_output_has_table_and_python_list():
     result = run("--heads", "4", "--b-min", "10000", "--b-max", "40000", "--stride", "5000", "--target", "4096")
     assert result.exit_code == 0, result.output
-    assert "m = 1000..4090 step 1 (3091 points)" in result.output
+    assert "m = 1,000..4,090 step 1 (3,091 points)" in result.output
     python = result.output.split("Python:\n")[1].strip()
     bases = ast.literal_eval(python)
     assert len(bases) == 4 and bases[0] == 10_000

@@ -132,6 +132,26 @@ def test_candidate_bases_eq10_paper_setting_has_133():
     assert candidate_bases(1e6, 5e6, 40_000).size == 100  # exact division: i = 1..100 reaches b_max
 
 
+def test_candidate_bases_count_decimal_strides_as_written():
+    """A review: 1.5..2 by 0.1 gave i = 1..4 (the binary 0.1 is a little above 1/10, so 0.5 / 0.1 < 5) and a
+    candidate 1.7000000000000002; each candidate is now the float nearest to b_min + i·s, b_max included."""
+    c = candidate_bases(1.5, 2, 0.1)
+    assert c.tolist() == [1.6, 1.7, 1.8, 1.9, 2.0]
+    assert candidate_bases(1.25, 2.5, 0.25).tolist() == [1.5, 1.75, 2.0, 2.25, 2.5]
+    assert candidate_bases(10_000.5, 10_001.5, 0.3).tolist() == [10_000.8, 10_001.1, 10_001.4]
+    assert harpe.candidate_count(1e6, 5e6, 3e4) == 133 and harpe.candidate_count(1.5, 2, 0.1) == 5
+
+
+def test_the_grid_is_shown_to_its_last_point():
+    """A review: --grid 1000:4095:7 was shown as 1000..4095 though its last distance is 4094."""
+    grid = DistanceGrid(1000, 4095, 7)
+    assert (grid.last, grid.distances[-1], grid.size) == (4094, 4094, 443)
+    assert grid.describe() == "1,000..4,094 step 7 (443 points)"
+    assert grid.to_dict() == {"start": 1000, "stop": 4095, "step": 7, "last": 4094, "points": 443}
+    plan = peak_valley_search(3, 10_000, 40_000, 5_000, grid=grid)
+    assert "m = 1,000..4,094 step 7 (443 points)" in plan.report()
+
+
 def test_table2_is_on_the_paper_candidate_grid():
     table = table2_bases()
     assert len(table) == 32 and table == sorted(table)
@@ -319,6 +339,10 @@ def test_attention_buckets_public_defaults():
         (lambda: candidate_bases(1e6, 5e6, 0), "stride"),
         (lambda: rope_waveform([1e6], [1], head_dim=127), "even"),
         (lambda: peak_valley_search(4, head_dim=0), "even"),
+        # d = 2 has one frequency, b^0 = 1: every waveform is the same and the set was b_min + 0..3 s, unannounced
+        (lambda: peak_valley_search(4, 10_000, 40_000, 5_000, head_dim=2, target=4096), "cannot tell bases apart"),
+        (lambda: candidate_bases(1e6, math.inf, 30_000), "b_max must be a finite number"),
+        (lambda: candidate_bases(1e6, 5e6, math.nan), "stride must be a finite number > 0"),
         (lambda: rope_waveform([1.0], [1]), "base must be > 1"),
         (lambda: rope_waveform([1e6], [-1]), ">= 0"),
         (lambda: uniform_bases(0, 1e6, 5e6), "positive integer"),

@@ -120,7 +120,7 @@ def test_errors(tmp_path, hist_file):
         (("string-usage", "--L", "4K", "--S", 5000), "--S", "0 < S < L = 4096, got 5000"),
         (("harpe", "--base", "1e400"), "--base", "'1e400' is not a finite number"),  # drew "b = infM", exit 0
         (("harpe", "--base", "0"), "--base", "0.0 is not in the range x>1"),
-        (("harpe", "--envelopes", "--heads", 200), "--heads", "only 134 (b_min and 133 candidates): fewer heads"),
+        (("harpe", "--envelopes", "--heads", 200), "--heads", "setting (1M..5M, stride 30K) has 134: give at most"),
     ],
 )
 def test_option_values_that_contradict_each_other_are_usage_errors_as_in_plan(tmp_path, args, option, message):
