@@ -16,10 +16,23 @@ from freqlab.corpus.remote_files import is_url, open_input
 
 
 def open_parquet(path: str) -> pq.ParquetFile:
-    """A Parquet file by path, or over a remote stream (:func:`freqlab.corpus.remote_files.open_input`)."""
+    """A Parquet file by path, or over a remote stream (:func:`freqlab.corpus.remote_files.open_input`).
+
+    A column its writer stored as an Arrow dictionary is read as one: decoded to plain strings, pyarrow checks
+    every value's UTF-8 and refuses the whole file for one bad row (a review lost a file's good rows so), where a
+    plain column's bad rows are judged one by one (``invalid-utf8``).
+    """
+    parquet = _parquet_file(path)
+    dictionaries = [field.name for field in parquet.schema_arrow if pa.types.is_dictionary(field.type)]
+    if not dictionaries:
+        return parquet
+    return _parquet_file(path, metadata=parquet.metadata, read_dictionary=dictionaries)
+
+
+def _parquet_file(path: str, **options) -> pq.ParquetFile:
     if is_url(path):
-        return pq.ParquetFile(open_input(path))
-    return pq.ParquetFile(path if _utf8(path) else pa.OSFile(os.fsencode(path)))
+        return pq.ParquetFile(open_input(path), **options)
+    return pq.ParquetFile(path if _utf8(path) else pa.OSFile(os.fsencode(path)), **options)
 
 
 def _utf8(path: str) -> bool:

@@ -342,6 +342,35 @@ def datasets_cache_files(folder: str, split: str) -> list[str]:
     return [os.path.join(folder, m.string) for m in matches]
 
 
+def _near_miss(path: str) -> str:
+    """Why a path that does not exist may have been meant as one that does (a review: a file named with a trailing
+    slash, or copied with a trailing space, was "no such file or directory" though the file is there).
+    """
+    if path.endswith(("/", os.sep)) and os.path.isfile(path.rstrip("/" + os.sep)):
+        return f" ({path.rstrip('/' + os.sep)} is a file, not a folder: drop the trailing slash)"
+    if path != path.strip() and os.path.lexists(path.strip()):
+        return f" (the name has white space around it; {path.strip()!r} exists)"
+    return ""
+
+
+def not_the_datasets_data(path: str) -> bool:
+    """Whether ``path`` is an Arrow file that ``datasets`` keeps beside a split's data but does not read as it:
+    in a saved split's folder, one its ``state.json`` does not list (``.map()``'s ``cache-*.arrow``); in a
+    ``datasets`` cache folder, a ``.map()`` result. A glob passes them over, as the folder's walk does (a review's
+    ``saved/train/*.arrow`` read a mapped copy beside the 20 documents: 40).
+    """
+    if not path.endswith(".arrow"):
+        return False
+    folder = os.path.dirname(path) or "."
+    if os.path.isfile(os.path.join(folder, "state.json")) and os.path.isfile(os.path.join(folder, "dataset_info.json")):
+        try:
+            listed = saved_dataset_files(folder, "")
+        except FreqlabError:  # metadata not readable: the file is read as the glob says
+            return False
+        return os.path.basename(path) not in {os.path.basename(file) for file in listed}
+    return is_datasets_cache(folder) and os.path.basename(path).startswith("cache-")
+
+
 def _read_json(path: str) -> object:
     try:
         with open(path, encoding="utf-8") as handle:
@@ -400,7 +429,7 @@ class FileFinder:
                 return self._unknown(spec)
             self.found.add(path, fmt)
         else:
-            raise FreqlabError(f"{spec}: no such file or directory")
+            raise FreqlabError(f"{spec}: no such file or directory{_near_miss(path)}")
 
     def _note_splits(self, folder: str, start: int) -> None:
         """Record, when the files the walk of ``folder`` found (from ``start`` on) are named for several splits as
@@ -426,6 +455,8 @@ class FileFinder:
             self.found.not_regular.append(path)
             if os.path.islink(path) and not os.path.exists(path):  # walked once its target is made
                 self.found.link_targets.append(os.path.realpath(path))
+        elif matched and not_the_datasets_data(path):
+            self.found.ignored.append(path)
         elif (fmt := self._chosen(path, self.format_of(path), matched)) is not None:
             self.found.add(path, fmt)
         else:

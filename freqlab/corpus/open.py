@@ -59,8 +59,8 @@ def _looks_local(dataset: str) -> bool:
         or dataset.count("/") > 1
         or glob.has_magic(dataset)
         or dataset.startswith((".", "/", "~", os.sep))
-        or format_of(dataset) is not None
-        or dataset.lower().endswith((".gz", ".zst"))
+        or format_of(dataset.strip()) is not None  # a name copied with a space after it is no Hub id either
+        or dataset.strip().lower().endswith((".gz", ".zst"))
     )
 
 
@@ -205,9 +205,15 @@ def open_corpus(
         return local_corpus([dataset], fields(), name=dataset, split=split, config=config, format=format)
 
     if "/" in dataset:
-        return streamed_corpus(
-            dataset, config=config, split=split, data_files=specs, fields=fields(), name=dataset, description={}
-        )
+        try:
+            return streamed_corpus(
+                dataset, config=config, split=split, data_files=specs, fields=fields(), name=dataset, description={}
+            )
+        except FreqlabError as exc:  # read as a Hub id; a review meant a local path under a folder that exists
+            owner = dataset.split("/", 1)[0]
+            if not os.path.isdir(expand_home(owner)):
+                raise
+            raise FreqlabError(f"{exc}; nor is it a local path ({owner}/ is a local folder without it)") from None
     get_preset(dataset)  # raises: unknown preset, with suggestions
     raise AssertionError("unreachable")
 

@@ -264,6 +264,23 @@ def test_a_missing_relative_path_that_cannot_be_a_hub_id_is_missing_not_offline(
         open_corpus("owner/name")
 
 
+def test_a_missing_path_that_was_near_an_existing_one_says_so(tmp_path, monkeypatch):
+    """A review: a file named with a trailing slash, one copied with a space after it (sent to the Hub as an id),
+    and a path under a local folder that lacks it (read as a Hub id) gave messages that hid the cause."""
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setenv("HF_HUB_OFFLINE", "1")
+    (tmp_path / "t19").mkdir()
+    write_jsonl(tmp_path / "t19" / "a.jsonl", [GOOD])
+    cases = {
+        "t19/a.jsonl/": r"t19/a\.jsonl/: no such file or directory \(t19/a\.jsonl is a file, not a folder: drop the",
+        "t19/a.jsonl ": r"t19/a\.jsonl : no such file or directory \(the name has white space around it; 't19/a",
+        "t19/missing": r"^t19/missing: Hugging Face Hub access is off .*; nor is it a local path \(t19/ is a local",
+    }
+    for dataset, message in cases.items():
+        with pytest.raises(FreqlabError, match=message):
+            open_corpus(dataset)
+
+
 def test_glob_matching_nothing(tmp_path):
     with pytest.raises(FreqlabError, match=r"chunk\*/\*\.jsonl\.zst: no files match this pattern"):
         open_corpus("slimpajama", data_files=str(tmp_path / "chunk*" / "*.jsonl.zst"))

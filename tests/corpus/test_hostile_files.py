@@ -281,6 +281,22 @@ def test_a_string_column_holding_invalid_utf8_gives_invalid_utf8_records_and_kee
     ]
 
 
+def test_a_dictionary_encoded_text_column_holding_invalid_utf8_keeps_its_good_rows(tmp_path):
+    """A review: pyarrow refused the whole file when decoding such a column to plain strings ("cannot read
+    (ArrowInvalid: Invalid UTF8 payload)"; --on-error skip lost its good rows as one unreadable file)."""
+    path = tmp_path / "dict.parquet"
+    values = _strings([b"good one", b"bad \xff", b"good two three", b"\xed\xa0\x80 sur"])
+    pq.write_table(pa.table({"text": pa.DictionaryArray.from_arrays(pa.array([0, 1, 2, 3, 1]), values)}), path)
+    docs = list(open_corpus(str(path)).documents())
+    assert [(d.text, d.error, d.where) for d in docs] == [
+        ("good one", None, f"{path}:row 1"),
+        (None, "invalid-utf8", f"{path}:row 2"),
+        ("good two three", None, f"{path}:row 3"),
+        (None, "invalid-utf8", f"{path}:row 4"),
+        (None, "invalid-utf8", f"{path}:row 5"),
+    ]
+
+
 def test_a_parquet_file_with_its_text_column_twice_is_one_unreadable_file(tmp_path):
     table = pa.Table.from_arrays([pa.array(["a"]), pa.array(["b"])], names=["text", "text"])
     pq.write_table(table, tmp_path / "dup.parquet")

@@ -186,6 +186,25 @@ def test_saved_dataset_dict_reads_the_requested_split(tmp_path, records):
     assert read_all(open_corpus("slimpajama", data_files=str(folder), split="validation")) == expected(records[half:])
 
 
+def test_a_glob_over_a_saved_split_passes_over_its_map_results(tmp_path, records):
+    """A review: ``saved/train/*.arrow`` read the .map() copy beside the split's data (20 documents read as 40),
+    where the folder itself reads the split alone and says what it passed over."""
+    import datasets
+
+    folder = tmp_path / "saved"
+    datasets.DatasetDict({"train": datasets.Dataset.from_list(records)}).save_to_disk(str(folder))
+    saved = datasets.load_from_disk(str(folder))["train"]
+    saved.map(lambda row: {"text": row["text"] + "!"}, load_from_cache_file=False)
+    (mapped,) = (folder / "train").glob("cache-*.arrow")
+    for spec in (folder / "train" / "*.arrow", folder / "train", folder / "*" / "*.arrow"):
+        corpus = open_corpus("slimpajama", data_files=str(spec))
+        assert read_all(corpus) == expected(records), spec
+        assert corpus.description["ignored_examples"] == [str(mapped)], spec
+    assert read_all(open_corpus("slimpajama", data_files=str(mapped))) == [  # named, it is read as asked
+        (text + "!", source) for text, source in expected(records)
+    ]
+
+
 def test_a_datasets_cache_folder_reads_the_requested_split_alone(tmp_path, records, monkeypatch):
     """load_dataset's prepared data: one Arrow file per split (or shard) and a .map() result beside them; all three
     were read and added up (50 train + 10 test + 50 mapped: 110) and --split could not choose."""
@@ -206,6 +225,10 @@ def test_a_datasets_cache_folder_reads_the_requested_split_alone(tmp_path, recor
         assert read_all(corpus) == expected(records[:half])
         ignored = [name for name in corpus.description["ignored_examples"] if name.endswith(".arrow")]
         assert sorted(name.rsplit("/", 1)[-1] for name in ignored) == names[:2]
+    # a glob over the folder's Arrow files takes the splits it names, not the .map() result beside them
+    corpus = open_corpus("slimpajama", data_files=str(info.parent / "*.arrow"))
+    assert read_all(corpus) == expected(records[half:] + records[:half])  # json-test.arrow, json-train.arrow
+    assert [name.rsplit("/", 1)[-1] for name in corpus.description["ignored_examples"]] == names[:1]
     test = open_corpus("slimpajama", data_files=str(info.parent), split="test")
     assert read_all(test) == expected(records[half:]) and test.description["split"] == "test"  # the report says it
     with pytest.raises(FreqlabError, match=r"without split 'dev' \(splits: train, test\): choose one with --split"):
