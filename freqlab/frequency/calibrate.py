@@ -135,8 +135,8 @@ PAPER_POINTS: tuple[CalibrationPoint, ...] = tuple(
     CalibrationPoint(
         f"TinyLlama 1.3B, L = {L}",
         STRING_PROBE_CALIBRATION[0],
-        STRING_PROBE_CALIBRATION[1],
-        STRING_PROBE_CALIBRATION[1],
+        float(STRING_PROBE_CALIBRATION[1]),  # a tau interval, floats as every measured point's
+        float(STRING_PROBE_CALIBRATION[1]),
         L=L,
         source="An et al., ICLR 2025, Sec. 3 Finding (2), Fig. 2b",
     )

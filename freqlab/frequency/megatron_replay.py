@@ -212,6 +212,12 @@ class MegatronDataset:
         else:
             order = _shuffled(np.tile(indices, epochs), random_state)
         windows = (epochs * tokens - 1) // L
+        if windows == 0:  # a review: "the histogram holds no documents" was said of a replay that drew no sample
+            raise FreqlabError(
+                f"the train split holds {tokens:,} tokens: one epoch of it makes no sample of L + 1 = {L + 1:,} "
+                f"tokens ((T − 1) // L = 0); {-(-(L + 1) // tokens)} epochs make one (--epochs, --train-samples), or "
+                "give a smaller --L"
+            )
         dtype = np.uint32 if windows < np.iinfo(np.uint32).max - 1 else np.int64
         first = sans_final if separate else windows
         shuffle = _shuffled(np.arange(first, dtype=dtype), random_state)

@@ -50,6 +50,7 @@ from pathlib import Path
 import numpy as np
 
 from freqlab.config_file import read_config_file
+from freqlab.display import Display, Displayed
 from freqlab.errors import FreqlabError, ParameterError, brief
 from freqlab.frequency.curricula import curriculum_from_spec
 from freqlab.frequency.exact import as_floats
@@ -370,6 +371,11 @@ def load_preset(name: str, *, histogram=None, weights: str | None = None) -> Sch
     presets = recipe_presets()
     if name not in presets:
         raise ParameterError(f"unknown recipe preset {name!r}; choose one of {', '.join(presets)}", "--preset")
+    if histogram is None:  # a review met "stage 1 (...): no histogram (give one for the stage ...)"
+        raise FreqlabError(
+            f"preset {name}: a preset names no corpus: give histogram= (a lengths.parquet or a LengthHistogram; "
+            f"`freqlab schedule --preset {name}` scans the built-in corpus for it)"
+        )
     return parse_schedule(presets[name], source=f"preset {name}", histogram=histogram, weights=weights)
 
 
@@ -467,8 +473,8 @@ def _relative(base: Path, value) -> Path | None:
     return path if path.is_absolute() else base / path
 
 
-@dataclass(frozen=True)
-class ScheduleFrequency:
+@dataclass(frozen=True, repr=False)
+class ScheduleFrequency(Displayed):
     """Per-stage raw frequencies f_k (int64: a count, or a curriculum's numerator over its common denominator,
     which the scaling cancels) and budgets T_k; their scaled sum F (float64). ``kinds[k]`` maps each layer kind of
     the *last* stage's layout (a :class:`LayerTrack` where its layers went through the stages in several ways) to
@@ -707,6 +713,32 @@ class ScheduleFrequency:
             "share_at_least_three_quarters": share_at_least(total, (3 * window) // 4),
         }
 
+    def _display(self) -> Display:
+        """The stages and the effective length per layer kind at the schedule's tau (a review met a 6,395-character
+        dataclass dump as the repr).
+        """
+        from freqlab.paths import printable
+        from freqlab.sizes import human_count
+
+        stages = self.schedule.stages
+        tau = self.schedule.tau
+        headline = (
+            f"{printable(str(self.schedule.source))}: {len(stages)} stage{'s' * (len(stages) != 1)}, "
+            f"{human_count(self.tokens)} tokens, longest window {self.window:,}; effective length "
+            f"{self.effective_length():,} at tau = {human_count(tau)}"
+        )
+        kinds = [kind for kind in self.kind_names if kind.rope]
+        shown = kinds and kinds != [GLOBAL]  # layer kinds apart: their effective lengths beside the data's
+        lines = [", ".join(f"{kind.name} {self.effective_length(kind=kind):,}" for kind in kinds)] if shown else []
+        rows = [
+            (
+                f"stage {k} ({printable(stage.name)})",
+                f"L = {stage.L:,}, {human_count(stage.tokens)} tokens, {stage.regime}",
+            )
+            for k, stage in enumerate(stages, start=1)
+        ]
+        return Display("ScheduleFrequency", headline, lines=lines, rows=rows)
+
     def report(self, tau: float | None = None, *, name: str | None = None) -> str:
         """The terminal report of ``freqlab schedule`` (the numbers of :meth:`to_dict`): per stage its effective
         length alone and after it, the totals per layer kind, F at a few positions, the reach table, the notes.
@@ -860,14 +892,14 @@ def stage_frequency(stage: Stage, h, *, seed: int = 0, where: str | None = None)
     return f, out
 
 
-def schedule_frequency(schedule: Schedule, *, seed: int = 0) -> ScheduleFrequency:
+def schedule_frequency(schedule: Schedule | str | Path, *, seed: int = 0) -> ScheduleFrequency:
     """Evaluate every stage's frequency on its histogram (each file is read once), weighted by its ``weights``,
     per layer kind of its layout.
 
     Parameters
     ----------
-    schedule : Schedule
-        The schedule (see :func:`load_schedule`).
+    schedule : Schedule, str or Path
+        The schedule (see :func:`load_schedule`), or the path of its file.
     seed : int
         Seed of the shuffled document order, in the regimes that need one.
 
@@ -876,6 +908,12 @@ def schedule_frequency(schedule: Schedule, *, seed: int = 0) -> ScheduleFrequenc
     ScheduleFrequency
         Each stage's frequency and the total F(i) = Σ_stages f_k(i) · T_k / f_k(0).
     """
+    if isinstance(schedule, str | Path):  # a review met AttributeError: 'str' object has no attribute 'stages'
+        schedule = load_schedule(schedule)
+    elif not isinstance(schedule, Schedule):
+        raise FreqlabError(
+            f"schedule_frequency takes a Schedule or a schedule file's path, got {type(schedule).__name__}"
+        )
     window = max(stage.L for stage in schedule.stages)
     kept = sum(stage.L for stage in schedule.stages)  # every stage's f, then F and one scaled stage in float64
     require_memory(

@@ -49,6 +49,35 @@ def test_two_stage_schedule_adds_scaled_frequencies(corpus):
     assert expected[eff] >= 1e9 > expected[eff + 1]
 
 
+def test_a_schedule_file_path_is_a_schedule_and_the_result_shows_itself_briefly(corpus):
+    """A new user's ``schedule_frequency("schedule.yaml")`` met AttributeError ('str' object has no attribute
+    'stages'), its repr was a 6,395-character dataclass dump, and ``load_preset`` without a histogram named a
+    stage's missing histogram."""
+    from freqlab.frequency.schedule import load_preset
+
+    (corpus / "s.yaml").write_text(
+        "histogram: main.parquet\nstages:\n  - {name: pre, L: 2048, tokens: 1T}\n"
+        "  - {name: long, L: 8192, tokens: 20B, regime: concat, histogram: long.parquet}\n"
+    )
+    by_path = schedule_frequency(str(corpus / "s.yaml"))
+    loaded = schedule_frequency(load_schedule(corpus / "s.yaml"))
+    assert np.array_equal(by_path.total, loaded.total) and by_path.effective_length() == loaded.effective_length()
+    first, *rest = repr(by_path).splitlines()
+    effective = by_path.effective_length()
+    assert first.endswith(f"2 stages, 1.02T tokens, longest window 8,192; effective length {effective:,} at tau = 100B")
+    assert rest == [] and len(repr(by_path)) < 1024
+    assert "stage 2 (long)" in by_path._repr_html_() and "L = 8,192, 20B tokens, concat" in by_path._repr_html_()
+    gemma = schedule_frequency(load_preset("gemma3", histogram=corpus / "main.parquet"))
+    swa, globals_ = gemma.kind_names
+    assert repr(gemma).splitlines()[1] == (
+        f"swa1K {gemma.effective_length(kind=swa):,}, global {gemma.effective_length(kind=globals_):,}"
+    )
+    with pytest.raises(FreqlabError, match=r"^schedule_frequency takes a Schedule or .*, got int$"):
+        schedule_frequency(3)
+    with pytest.raises(FreqlabError, match=r"^preset llama3: a preset names no corpus: give histogram="):
+        load_preset("llama3")
+
+
 def test_stages_of_histograms_counted_with_different_tokenizers_are_refused(tmp_path):
     """A review's schedule added f of a Tekken histogram and a Llama 3 one without a word."""
     LengthHistogram.from_lengths([512] * 3, meta={"tokenizer_vocab_hash": "7d3d"}).to_parquet(tmp_path / "a.parquet")

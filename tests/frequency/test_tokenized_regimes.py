@@ -161,6 +161,17 @@ def test_megatron_without_reset_is_whole_windows():
     assert segment_frequency(megatron_segments(16, options)).tolist() == [windows * (16 - i) for i in range(16)]
 
 
+def test_a_replay_that_draws_no_sample_says_so():
+    """A review: an epoch shorter than a sample (T - 1 < L) was "no tokens in the segments: the histogram holds no
+    documents", of a histogram of 120 documents."""
+    tokens = int(np.sum(np.fromfile(DATA / "single.idx", np.int32, offset=34, count=120)[:116]))
+    options = MegatronOptions(str(DATA / "single"), reset_attention_mask=False)
+    message = rf"holds {tokens:,} tokens: one epoch of it makes no sample of L \+ 1 = {tokens + 1:,} tokens .*2 epochs"
+    with pytest.raises(FreqlabError, match=message):
+        megatron_segments(tokens, options)
+    assert megatron_segments(tokens - 1, options).counts.sum() == 1  # (T - 1) // (T - 1): one window
+
+
 def test_megatron_from_a_histogram_says_what_was_computed_instead():
     lengths, counts = [5, 9, 30], [3, 2, 1]
     rows = regime_rows(lengths, counts, [8], ["megatron"], megatron=MegatronOptions(reset_attention_mask=True))
