@@ -70,9 +70,7 @@ def write_atomic(
     whose last part is empty, ``.`` or ``..`` names a folder and is refused (pathlib drops it: ``x/.`` would write
     ``x``).
     """
-    text = os.fsdecode(path)
-    if os.path.basename(text) in ("", ".", ".."):
-        raise FreqlabError(f"{text}: cannot write (it names a folder: give a file's name)")
+    text = check_file_name(path)
     try:
         target, in_place = _destination(text)
     except OSError as exc:
@@ -128,6 +126,16 @@ def write_atomic(
 
 #: free bytes below which a write that failed without saying why is taken to have failed for want of space
 FULL_BELOW = 1 << 20
+
+
+def check_file_name(path: str | bytes | os.PathLike) -> str:
+    """``path`` as text; a FreqlabError when its last part is empty, ``.`` or ``..``: it names a folder, which pathlib
+    would drop (``x/.`` would write ``x``, ``figs/`` with a format added ``figs.png``).
+    """
+    text = os.fsdecode(path)
+    if os.path.basename(text) in ("", ".", ".."):
+        raise FreqlabError(f"{text}: cannot write (it names a folder: give a file's name)")
+    return text
 
 
 def _silent_write_failure(exc: BaseException, tmp: str) -> bool:

@@ -59,6 +59,8 @@ class _Group(click.Group):
                 raise click.BadParameter(str(exc), param_hint=f"'{exc.option}'") from None
         except click.ClickException as exc:  # a usage error quoting a value: on one line, as freqlab's own errors
             exc.message = printable(exc.message)
+            if isinstance(exc, click.NoSuchOption) and exc.ctx is not None:
+                _suggest_other_case(exc, exc.ctx.command)
             raise
         except BrokenPipeError:  # `freqlab ... | head`: the reader has all it wanted
             os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())  # nothing left to flush at exit
@@ -69,6 +71,16 @@ class _Group(click.Group):
                 message = f"unexpected end of data ({message or 'EOFError'})"
             click.echo(f"Error: {printable(message)}", err=True)
             sys.exit(1)
+
+
+def _suggest_other_case(exc: click.NoSuchOption, command: click.Command) -> None:
+    """Suggest the option spelled with other case first (options are case-sensitive: ``--l 4K`` meant ``--L``, where
+    click suggested ``--S, --W``, a review).
+    """
+    names = [name for param in command.params for name in (*getattr(param, "opts", ()), *param.secondary_opts)]
+    same = [name for name in names if name.lower() == exc.option_name.lower() and name != exc.option_name]
+    if same:
+        exc.possibilities = same  # type: ignore[misc]  # click computes them once, at construction
 
 
 @click.group(cls=_Group, context_settings={"help_option_names": ["-h", "--help"], "max_content_width": 100})

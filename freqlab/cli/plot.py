@@ -36,6 +36,7 @@ from freqlab.cli.options import (
 )
 from freqlab.cli.weights import budget_line, read_histogram
 from freqlab.errors import FreqlabError
+from freqlab.files import check_file_name
 from freqlab.frequency.budget import training_budget
 from freqlab.frequency.exposure import TAIL_REGIMES
 from freqlab.frequency.regimes import DEFAULT_REGIMES
@@ -118,7 +119,7 @@ def output_options(default_size: str | None):
 def _save(fig, out, formats, dpi, as_json, budget=None, tau: float = DEFAULT_TAU) -> None:
     from freqlab.plots.style import save_figure
 
-    path = Path(out)
+    path = Path(check_file_name(out))  # before the suffix is looked at: "figs/" names a folder, not a file "figs"
     if not formats and path.suffix.lstrip(".").lower() not in FORMATS:
         raise FreqlabError(f"{out}: give a .png, .pdf or .svg file name, or --format")
     if "png" in (formats or [path.suffix.lstrip(".").lower()]):

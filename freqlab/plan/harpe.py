@@ -900,11 +900,19 @@ def comparison_report(plan: HarpePlan, compared: list[ComparedSet]) -> str:
         "",
         TABLE2_NOTE,
     ]
+    paper = (PAPER_HEADS, PAPER_HEAD_DIM, PAPER_B_MIN, PAPER_B_MAX)
+    if (plan.n_heads, plan.head_dim, plan.b_min, plan.b_max) != paper:  # a review: read as a like-for-like ranking
+        lines.append(
+            f"Table 2 is the paper's setting ({PAPER_HEADS} heads, d = {PAPER_HEAD_DIM}, bases 1M..5M); this plan has "
+            f"{plan.n_heads} heads, d = {plan.head_dim}, bases {_fmt(plan.b_min)}..{_fmt(plan.b_max)}: its scores "
+            "are not comparable with the others' (a set of more bases, or other ones, draws more waveforms, whose "
+            "maximum is higher)."
+        )
     if plan.strategy == "peak-valley":
         common = common_values(plan.bases, table)
+        shared = f": {', '.join(f'{b / 1e6:.2f}' for b in common)}" if common else "."
         lines.append(
-            f"freqlab's set shares {len(common)} of {len(table)} values with Table 2 at 0.01M resolution: "
-            + ", ".join(f"{b / 1e6:.2f}" for b in common)
+            f"freqlab's set shares {len(common)} of {len(table)} values with Table 2 at 0.01M resolution{shared}"
         )
     stride = plan.stride if plan.stride is not None else PAPER_STRIDE
     expected = expected_random_overlap(plan.n_heads, plan.b_min, plan.b_max, stride, table)

@@ -30,7 +30,7 @@ from matplotlib.axes import Axes
 from matplotlib.figure import Figure
 
 from freqlab.errors import FreqlabError
-from freqlab.files import write_atomic
+from freqlab.files import check_file_name, write_atomic
 from freqlab.paths import writes_stdout
 
 #: Okabe-Ito colour-blind safe palette; the first colours are used in this order for series.
@@ -317,7 +317,7 @@ def save_figure(
     list of Path
         The files written.
     """
-    path = Path(path)
+    path = Path(check_file_name(path))  # a review: figs/ with --format png wrote figs.png
     formats = figure_formats(path, formats)
     stem = path.with_suffix("") if path.suffix.lstrip(".").lower() in FORMATS else path
     # /dev/stdout (a pipe, or the file stdout goes to), a FIFO: written as is (a suffix added made a new file in /dev)

@@ -444,3 +444,18 @@ def test_a_third_reviews_inputs(tmp_path):
     )
     result = run("schedule", "--preset", "llama3", "--layout", "global", "--hist", tmp_path / "h.parquet")
     assert result.exit_code == 0 and result.output.splitlines()[0].endswith("(layout global given)")
+
+
+@pytest.mark.parametrize(
+    ("args", "suggested"),
+    [
+        (("plan", "string", "--l", "4K"), "'--L'"),
+        (("plan", "string", "--s", "100"), "'--S'"),
+        (("scan", "--l", "2K"), "'--L'"),
+    ],
+)
+def test_an_option_spelled_in_the_wrong_case_is_suggested_in_the_right_one(args, suggested):
+    """Options are case-sensitive: a new user's ``--l 4K`` was told "Did you mean one of: --S, --W" (difflib's)."""
+    result = run(*args)
+    assert result.exit_code == 2
+    assert result.output.strip().splitlines()[-1] == f"Error: No such option '{args[-2]}'. Did you mean {suggested}?"

@@ -67,6 +67,21 @@ def test_compare_text_states_table2_is_not_reproducible():
     assert "cannot be reproduced from public information" in result.output
     assert "shares 11 of 32 values with Table 2 at 0.01M" in result.output
     assert "shares 7.6 values with Table 2 on average" in result.output  # 32 · 32 / 134
+    assert "not comparable" not in result.output  # the paper's setting: Table 2 is a like-for-like reference
+
+
+def test_compare_outside_the_papers_setting_says_table2_is_not_like_for_like():
+    """A review: 4 bases in 10K..40K scored against Table 2's 32 in 1M..5M (5.068 against 0.27-0.87) with no word,
+    and "shares 0 of 32 values with Table 2 ...: " ended on an empty list."""
+    result = run(
+        "--heads", "4", "--b-min", "1e4", "--b-max", "4e4", "--stride", "5000", "--extend-to", "4K", "--compare"
+    )
+    assert result.exit_code == 0, result.output
+    assert (
+        "Table 2 is the paper's setting (32 heads, d = 128, bases 1M..5M); this plan has 4 heads, d = 128, bases "
+        "10,000..40,000: its scores are not comparable" in result.output
+    )
+    assert "shares 0 of 32 values with Table 2 at 0.01M resolution.\n" in result.output
 
 
 def test_text_output_has_table_and_python_list():

@@ -324,7 +324,8 @@ def test_string_with_yarn_counts_the_unshifted_distances_in_its_largest_position
     assert big.largest_position == 176255
     assert big.yarn.notes[0] == (
         "factor 1.34375 stretches L = 131072 to s·L = 176128 positions, and STRING uses positions up to 176255: "
-        "128 of them fall beyond the trained range after scaling"
+        "128 of them (176128..176255) fall beyond the trained range after scaling (the last, 176255, scales to "
+        "131167: 96 past L - 1 = 131071)"  # 176255 / 1.34375 = 131166.5: the reasoning's units too (a review)
     )
 
 

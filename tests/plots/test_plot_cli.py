@@ -142,6 +142,20 @@ def test_an_output_that_cannot_be_written_is_one_line_naming_it(tmp_path, hist_f
         assert result.output.startswith(f"Error: {named}: cannot write (") and "Errno" not in result.output
 
 
+@pytest.mark.parametrize("out", ["figs/", "figs/.", "new/.."])
+def test_an_out_that_names_a_folder_is_refused_with_a_format_as_without(tmp_path, hist_file, monkeypatch, out):
+    """A new user: ``--out newfigs/ --format png`` wrote ./newfigs.png (pathlib drops the slash; ``x/.`` wrote x.pdf,
+    ``y/..`` made y/...pdf), where every other output refuses a name that is a folder's."""
+    monkeypatch.chdir(tmp_path)
+    for formats in (["--format", "png"], []):
+        result = run("plot", "frequency", hist_file, "--out", out, *formats)
+        assert (
+            result.exit_code == 1
+            and result.output == f"Error: {out}: cannot write (it names a folder: give a file's name)\n"
+        )
+    assert sorted(os.listdir(tmp_path)) == []
+
+
 def test_cli_formats_are_the_export_formats():
     from freqlab.cli.plot import FORMATS
     from freqlab.plots.style import FORMATS as EXPORT_FORMATS
