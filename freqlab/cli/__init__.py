@@ -77,7 +77,9 @@ def _suggest_other_case(exc: click.NoSuchOption, command: click.Command) -> None
     """Suggest the option spelled with other case first (options are case-sensitive: ``--l 4K`` meant ``--L``, where
     click suggested ``--S, --W``, a review).
     """
-    names = [name for param in command.params for name in (*getattr(param, "opts", ()), *param.secondary_opts)]
+    params = command.get_params(exc.ctx) if exc.ctx is not None else command.params  # --help too
+    shown = [param for param in params if not getattr(param, "hidden", False)]  # not --target for --TARGET
+    names = [name for param in shown for name in (*param.opts, *param.secondary_opts)]
     same = [name for name in names if name.lower() == exc.option_name.lower() and name != exc.option_name]
     if same:
         exc.possibilities = same  # type: ignore[misc]  # click computes them once, at construction

@@ -354,10 +354,17 @@ def megatron_settings(data_path, megatron_seed, megatron_split, reset_attention_
 
 
 def given_on_command_line(*names: str) -> list[str]:
-    """The options among ``names`` (parameter names) given on the command line, as ``--option``."""
+    """The options among ``names`` (parameter names) given on the command line, as ``--option``; a
+    :func:`renamed_option` counts as given under either of its names (``--target`` for ``--extend-to``: an
+    adversary's review found it taken for the default).
+    """
     ctx, given = click.get_current_context(), click.core.ParameterSource.COMMANDLINE
     flags = {param.name: param.opts[0] for param in ctx.command.params if param.opts}  # --format for input_format
-    return [flags.get(n, f"--{n.replace('_', '-')}") for n in names if ctx.get_parameter_source(n) is given]
+    return [
+        flags.get(n, f"--{n.replace('_', '-')}")
+        for n in names
+        if given in (ctx.get_parameter_source(n), ctx.get_parameter_source(f"{n}__alias"))
+    ]
 
 
 def with_tau_from(tau_option):
@@ -414,8 +421,12 @@ FORMAT_SUFFIXES = (
 
 def check_folder_reachable(out, option: str) -> None:
     """A usage error (``option``) when the folder ``out`` goes in cannot be made: a file stands where it or a
-    folder above it should be (checked before long work, whose results the write comes after).
+    folder above it should be, or ``out`` names a folder itself (``x.png/``; checked before long work, whose results
+    the write comes after).
     """
+    from freqlab.files import check_file_name
+
+    usage_error(lambda: check_file_name(str(out)), option)
     folder = Path(expand_home(str(out))).parent
     try:
         while not folder.exists() and folder != folder.parent:

@@ -131,11 +131,7 @@ def harpe_command(
     stride = harpe.PAPER_STRIDE if stride is None else stride
     require(b_max > b_min, "--b-max", f"b_max = {b_max:g} must be larger than b_min = {b_min:g} (defaults 1e6..5e6)")
     if strategy != "uniform":  # (uniform reads no stride)
-        require(
-            stride <= b_max - b_min,
-            "--stride",
-            f"{stride:g} is wider than b_max - b_min = {b_max - b_min:g}: no candidates",
-        )
+        _require_candidates(b_min, b_max, stride)
 
     choice, mix = _grid_choice(grid_text, target, hist, schedule, L, regime, tokens, tau, mass, weights, as_json)
     if strategy == "uniform":
@@ -224,7 +220,7 @@ def _attention_buckets(heads, head_dim, b_min, b_max, stride, grid_text, as_json
         hi = harpe.BUCKETS_B_MAX if b_max is None else b_max
         step = harpe.BUCKETS_STRIDE if stride is None else stride
         require(hi > lo, "--b-max", f"b_max = {hi:g} must be larger than b_min = {lo:g} (defaults 10000..30000)")
-        require(step <= hi - lo, "--stride", f"{step:g} is wider than b_max - b_min = {hi - lo:g}: no candidates")
+        _require_candidates(lo, hi, step)
         require(lo <= min(harpe.BUCKETS_SEED) and max(harpe.BUCKETS_SEED) <= hi, "--b-min/--b-max",
                 f"attention-buckets starts from its seed bases {seed}, outside {lo:,g}..{hi:,g}: give a range "
                 "that holds them")  # fmt: skip
@@ -235,3 +231,11 @@ def _attention_buckets(heads, head_dim, b_min, b_max, stride, grid_text, as_json
     bases = harpe.attention_buckets_search(heads, candidates, grid=grid, head_dim=head_dim)
     result = harpe.BucketsSearch(bases, heads, candidates, grid, head_dim)
     echo_json(result.to_dict()) if as_json else click.echo(result.report())
+
+
+def _require_candidates(b_min: float, b_max: float, stride: float) -> None:
+    """A usage error naming --stride when b_min + i·s has no candidate up to b_max, counted as the search counts
+    (on the numbers as written: 10000.1..10000.3 by 0.2 has one, which a check in binary floats refused).
+    """
+    ok = usage_error(lambda: harpe.candidate_count(b_min, b_max, stride), "--stride") >= 1
+    require(ok, "--stride", f"{stride:g} is wider than b_max - b_min = {b_max - b_min:g}: no candidates")

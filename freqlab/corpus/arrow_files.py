@@ -18,15 +18,18 @@ from freqlab.corpus.remote_files import is_url, open_input
 def open_parquet(path: str) -> pq.ParquetFile:
     """A Parquet file by path, or over a remote stream (:func:`freqlab.corpus.remote_files.open_input`).
 
-    A column its writer stored as an Arrow dictionary is read as one: decoded to plain strings, pyarrow checks
-    every value's UTF-8 and refuses the whole file for one bad row (a review lost a file's good rows so), where a
-    plain column's bad rows are judged one by one (``invalid-utf8``).
+    A local file's column its writer stored as an Arrow dictionary is read as one: decoded to plain strings, pyarrow
+    checks every value's UTF-8 and refuses the whole file for one bad row (a review lost a file's good rows so), where
+    a plain column's bad rows are judged one by one (``invalid-utf8``). A remote file is opened once, as it was: a
+    second open with the footer given reads by ranges, which some servers refuse (an adversary's review).
     """
     parquet = _parquet_file(path)
     dictionaries = [field.name for field in parquet.schema_arrow if pa.types.is_dictionary(field.type)]
-    if not dictionaries:
+    if not dictionaries or is_url(path):
         return parquet
-    return _parquet_file(path, metadata=parquet.metadata, read_dictionary=dictionaries)
+    metadata = parquet.metadata
+    parquet.close()
+    return _parquet_file(path, metadata=metadata, read_dictionary=dictionaries)
 
 
 def _parquet_file(path: str, **options) -> pq.ParquetFile:

@@ -342,33 +342,50 @@ def datasets_cache_files(folder: str, split: str) -> list[str]:
     return [os.path.join(folder, m.string) for m in matches]
 
 
-def _near_miss(path: str) -> str:
-    """Why a path that does not exist may have been meant as one that does (a review: a file named with a trailing
-    slash, or copied with a trailing space, was "no such file or directory" though the file is there).
+def near_miss(path: str) -> str:
+    """Why a path that does not exist may have been meant as one that does, as " (...)" ("" when nothing is near): a
+    file named with a trailing ``/`` or ``/.``, or a name copied with white space around it (a review met "no such
+    file or directory", and for a name with a space, a Hub id's network error, though the file is there).
     """
-    if path.endswith(("/", os.sep)) and os.path.isfile(path.rstrip("/" + os.sep)):
-        return f" ({path.rstrip('/' + os.sep)} is a file, not a folder: drop the trailing slash)"
+    bare = path
+    while bare.endswith(("/", os.sep, "/.")) and len(bare) > 1:
+        bare = bare[:-2] if bare.endswith("/.") else bare[:-1]
+    if bare != path and os.path.isfile(bare):
+        return f" ({bare} is a file, not a folder: drop the trailing {path[len(bare) :]!r})"
     if path != path.strip() and os.path.lexists(path.strip()):
         return f" (the name has white space around it; {path.strip()!r} exists)"
     return ""
 
 
-def not_the_datasets_data(path: str) -> bool:
+def not_the_datasets_data(path: str, kept: dict[str, set[str] | None] | None = None) -> bool:
     """Whether ``path`` is an Arrow file that ``datasets`` keeps beside a split's data but does not read as it:
     in a saved split's folder, one its ``state.json`` does not list (``.map()``'s ``cache-*.arrow``); in a
     ``datasets`` cache folder, a ``.map()`` result. A glob passes them over, as the folder's walk does (a review's
-    ``saved/train/*.arrow`` read a mapped copy beside the 20 documents: 40).
+    ``saved/train/*.arrow`` read a mapped copy beside the 20 documents: 40). ``kept`` remembers each folder's answer
+    (:func:`_data_names`) across the files of one glob: read once per folder, not once per file.
     """
     if not path.endswith(".arrow"):
         return False
     folder = os.path.dirname(path) or "."
+    kept = {} if kept is None else kept
+    if folder not in kept:
+        kept[folder] = _data_names(folder)
+    names = kept[folder]
+    return names is not None and os.path.basename(path) not in names
+
+
+def _data_names(folder: str) -> set[str] | None:
+    """The names of the Arrow files ``datasets`` reads as data in ``folder``: a saved split's listed files, a
+    ``datasets`` cache's files other than ``.map()`` results; None for any other folder (every file is data).
+    """
     if os.path.isfile(os.path.join(folder, "state.json")) and os.path.isfile(os.path.join(folder, "dataset_info.json")):
         try:
-            listed = saved_dataset_files(folder, "")
-        except FreqlabError:  # metadata not readable: the file is read as the glob says
-            return False
-        return os.path.basename(path) not in {os.path.basename(file) for file in listed}
-    return is_datasets_cache(folder) and os.path.basename(path).startswith("cache-")
+            return {os.path.basename(file) for file in saved_dataset_files(folder, "")}
+        except FreqlabError:  # metadata not readable: the files are read as the glob says
+            return None
+    if is_datasets_cache(folder):
+        return {e for e in os.listdir(folder) if e.endswith(".arrow") and not e.startswith("cache-")}
+    return None
 
 
 def _read_json(path: str) -> object:
@@ -392,6 +409,7 @@ class FileFinder:
         self.split = split
         self.only = only
         self.found = FoundFiles()
+        self._data_names: dict[str, set[str] | None] = {}  # per folder, for not_the_datasets_data
 
     def _chosen(self, path: str, fmt: str | None, matched: bool) -> str | None:
         """The format ``path`` is read in (None: passed over), under ``only``; ``matched``: by a glob."""
@@ -429,7 +447,7 @@ class FileFinder:
                 return self._unknown(spec)
             self.found.add(path, fmt)
         else:
-            raise FreqlabError(f"{spec}: no such file or directory{_near_miss(path)}")
+            raise FreqlabError(f"{spec}: no such file or directory{near_miss(path)}")
 
     def _note_splits(self, folder: str, start: int) -> None:
         """Record, when the files the walk of ``folder`` found (from ``start`` on) are named for several splits as
@@ -455,7 +473,7 @@ class FileFinder:
             self.found.not_regular.append(path)
             if os.path.islink(path) and not os.path.exists(path):  # walked once its target is made
                 self.found.link_targets.append(os.path.realpath(path))
-        elif matched and not_the_datasets_data(path):
+        elif matched and not_the_datasets_data(path, self._data_names):
             self.found.ignored.append(path)
         elif (fmt := self._chosen(path, self.format_of(path), matched)) is not None:
             self.found.add(path, fmt)

@@ -30,7 +30,7 @@ import os
 from freqlab.corpus.base import Corpus
 from freqlab.corpus.builtin import builtin_corpus
 from freqlab.corpus.fields import Fields, ReadOptions
-from freqlab.corpus.file_discovery import spec_reach
+from freqlab.corpus.file_discovery import near_miss, spec_reach
 from freqlab.corpus.hub import PACKAGED_BUILDERS, streamed_corpus
 from freqlab.corpus.local_files import local_corpus
 from freqlab.corpus.presets import PRESETS, get_preset
@@ -199,6 +199,8 @@ def open_corpus(
         folders, patterns = spec_reach(spec for spec in specs or () if not is_url(spec))
         return dataclasses.replace(corpus, folders=folders, patterns=patterns)  # for the --out check
 
+    if dataset != dataset.strip() and (near := near_miss(expand_home(dataset))):  # not a preset or Hub id either
+        raise FreqlabError(f"{dataset}: no such file or directory{near}")
     if is_url(dataset) or _looks_local(dataset):  # a URL (hf://, s3://, ...) is files too, never a Hub id
         if specs is not None:
             raise FreqlabError(f"{dataset}: give local data either as the dataset path or as data_files, not both")

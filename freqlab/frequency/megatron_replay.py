@@ -175,6 +175,16 @@ def _epochs(tokens: int, samples: int | None, L: int) -> int:
     return max(1, -(-(samples * L + 1) // tokens))
 
 
+def _no_sample(tokens: int, L: int, epochs: int) -> str:
+    """Why a replay draws no sample: ``epochs`` of ``tokens`` make no window of L + 1 tokens ((E·T − 1) // L = 0)."""
+    taken = "one epoch of it makes" if epochs == 1 else f"{epochs} epochs of it make"
+    return (
+        f"the train split holds {tokens:,} tokens: {taken} no sample of L + 1 = {L + 1:,} tokens "
+        f"((E·T − 1) // L = 0); {-(-(L + 1) // tokens)} epochs make one (--epochs, --train-samples), or give a "
+        "smaller --L"
+    )
+
+
 def _shuffled(values: np.ndarray, random_state: np.random.RandomState) -> np.ndarray:
     random_state.shuffle(values)
     return values
@@ -213,11 +223,7 @@ class MegatronDataset:
             order = _shuffled(np.tile(indices, epochs), random_state)
         windows = (epochs * tokens - 1) // L
         if windows == 0:  # a review: "the histogram holds no documents" was said of a replay that drew no sample
-            raise FreqlabError(
-                f"the train split holds {tokens:,} tokens: one epoch of it makes no sample of L + 1 = {L + 1:,} "
-                f"tokens ((T − 1) // L = 0); {-(-(L + 1) // tokens)} epochs make one (--epochs, --train-samples), or "
-                "give a smaller --L"
-            )
+            raise FreqlabError(_no_sample(tokens, L, 1))
         dtype = np.uint32 if windows < np.iinfo(np.uint32).max - 1 else np.int64
         first = sans_final if separate else windows
         shuffle = _shuffled(np.arange(first, dtype=dtype), random_state)
@@ -308,6 +314,8 @@ def megatron_counts(L: int, options: MegatronOptions, blend, eod: int | bool | N
         if options.epochs is not None:  # all samples of that many epochs
             tokens = int(np.sum(lengths[begin:end], dtype=np.int64))
             build = (options.epochs * tokens - 1) // L
+            if build == 0 and tokens > 1:  # said with the epochs given (an adversary's review: "one epoch" was said)
+                raise FreqlabError(_no_sample(tokens, L, options.epochs))
         _require_memory(options, lengths, begin, end, L, build, reset=options.reset_attention_mask)
         prefixes.append((index, lengths, begin, end, build))
     if blended:

@@ -43,6 +43,7 @@ import contextlib
 import datetime
 import functools
 import math
+import os
 from dataclasses import dataclass, field, replace
 from fractions import Fraction
 from pathlib import Path
@@ -147,7 +148,9 @@ STAGE_KEYS = frozenset(
 SCHEDULE_KEYS = frozenset({"stages", "histogram", "tau", "weights", "layout", "title", "sources", "notes", "name"})
 
 
-def load_schedule(path: str | Path, *, histogram: str | Path | None = None, weights: str | None = None) -> Schedule:
+def load_schedule(
+    path: str | os.PathLike, *, histogram: str | Path | None = None, weights: str | None = None
+) -> Schedule:
     """Read and validate a schedule file; ``histogram`` and ``weights`` override its default corpus and mix.
 
     Parameters
@@ -892,7 +895,7 @@ def stage_frequency(stage: Stage, h, *, seed: int = 0, where: str | None = None)
     return f, out
 
 
-def schedule_frequency(schedule: Schedule | str | Path, *, seed: int = 0) -> ScheduleFrequency:
+def schedule_frequency(schedule: Schedule | str | os.PathLike, *, seed: int = 0) -> ScheduleFrequency:
     """Evaluate every stage's frequency on its histogram (each file is read once), weighted by its ``weights``,
     per layer kind of its layout.
 
@@ -908,7 +911,7 @@ def schedule_frequency(schedule: Schedule | str | Path, *, seed: int = 0) -> Sch
     ScheduleFrequency
         Each stage's frequency and the total F(i) = Σ_stages f_k(i) · T_k / f_k(0).
     """
-    if isinstance(schedule, str | Path):  # a review met AttributeError: 'str' object has no attribute 'stages'
+    if isinstance(schedule, str | os.PathLike):  # a review met AttributeError: 'str' object has no attribute 'stages'
         schedule = load_schedule(schedule)
     elif not isinstance(schedule, Schedule):
         raise FreqlabError(

@@ -46,13 +46,14 @@ import json
 import math
 import time
 from dataclasses import asdict, dataclass, field
+from decimal import Decimal
 from fractions import Fraction
 from importlib import resources
 
 import numpy as np
 
 from freqlab.display import Display, Displayed, quantity, rough_count
-from freqlab.errors import FreqlabError, ParameterError
+from freqlab.errors import FreqlabError, ParameterError, brief
 from freqlab.plan import display as shown
 from freqlab.plan.waveform import (
     DistanceGrid,
@@ -144,42 +145,67 @@ def candidate_bases(b_min: float, b_max: float, stride: float) -> np.ndarray:
     133
     """
     count = candidate_count(b_min, b_max, stride)
+    low, high, step = (float(v) for v in (b_min, b_max, stride))  # for messages and the float fallback
     if count < 1:
-        raise FreqlabError(f"stride {stride:g} is larger than b_max − b_min = {b_max - b_min:g}: no candidates")
-    require_memory(
-        16 * count, f"--stride {stride:g}", f"{rough_count(count)} candidate bases from {b_min:g} to {b_max:g}"
-    )
-    low, step = _decimal(b_min), _decimal(stride)
-    scale = math.lcm(low.denominator, step.denominator)
-    first, each = int(low * scale), int(step * scale)
+        raise FreqlabError(f"stride {step:g} is larger than b_max − b_min = {high - low:g}: no candidates")
+    require_memory(16 * count, f"--stride {step:g}", f"{rough_count(count)} candidate bases from {low:g} to {high:g}")
+    first, each = _decimal(b_min), _decimal(stride)
+    scale = math.lcm(first.denominator, each.denominator)
+    top, add = int(first * scale), int(each * scale)
     i = np.arange(1, count + 1, dtype=np.int64)
-    if first + count * each < 2**53:  # integers exact in float64, so one division rounds once: the nearest float
-        return (first + i * each).astype(np.float64) / scale
-    return float(b_min) + i.astype(np.float64) * float(stride)
+    if top + count * add < 2**53 and scale < 2**53:  # integers exact in float64: one division rounds once
+        return (top + i * add).astype(np.float64) / scale
+    if count <= EXACT_CANDIDATES:  # each the nearest float to the exact value, one at a time
+        return np.array([float(first + k * each) for k in range(1, count + 1)], dtype=np.float64)
+    return low + i.astype(np.float64) * step  # within a few ulps of b_min + i·s
+
+
+#: up to this many candidates past float64's exact integers, each is computed as a Fraction (the nearest float)
+EXACT_CANDIDATES = 100_000
 
 
 def candidate_count(b_min: float, b_max: float, stride: float) -> int:
     """⌊(b_max − b_min)/s⌋ of HARPE Eq. 10, exactly, on the numbers as written (:func:`_decimal`)."""
     _check_range(b_min, b_max)
-    if not (stride > 0 and math.isfinite(stride)):
-        raise FreqlabError(f"stride must be a finite number > 0, got {stride}")
+    if not (stride > 0 and _finite(stride)):
+        raise FreqlabError(f"stride must be a finite number > 0, got {brief(stride)}")
     return math.floor((_decimal(b_max) - _decimal(b_min)) / _decimal(stride))
 
 
-def _decimal(value: float) -> Fraction:
-    """``value`` as the decimal it is written as: an integer exactly, a float as its shortest repr (0.1 is 1/10,
-    not the binary double just above it), which is what a user typing ``--stride 0.1`` means.
+def _decimal(value) -> Fraction:
+    """``value`` as the decimal it is written as: an integer, a Fraction or a Decimal exactly, a float as its
+    shortest decimal form (0.1 is 1/10, not the binary double just above it; a float32 0.1 too), which is what a
+    user typing ``--stride 0.1`` means.
     """
     if isinstance(value, (int, np.integer)):
         return Fraction(int(value))
-    return Fraction(repr(float(value)))
+    if isinstance(value, (Fraction, Decimal)):
+        return Fraction(value)
+    return Fraction(str(value) if isinstance(value, np.floating) else repr(float(value)))
+
+
+def _finite(value) -> bool:
+    try:
+        return math.isfinite(value)
+    except OverflowError:  # an int past float64 (10**400): no RoPE base
+        return False
+
+
+def _check_searchable(head_dim: int) -> None:
+    """A search compares waveforms: with d = 2 every base has the one frequency b^0 = 1 (refused, not searched)."""
+    if head_dim < 4:
+        raise ParameterError(
+            f"head dimension {head_dim} has one rotary frequency, b^0 = 1 for every base: every candidate's "
+            "waveform is the same (√2·cos m), so the search cannot tell bases apart; give d >= 4",
+            "--head-dim",
+        )
 
 
 def _check_range(b_min: float, b_max: float) -> None:
-    if not (b_min > 1 and math.isfinite(b_min)):
-        raise FreqlabError(f"b_min must be a finite number > 1, got {b_min}")
-    if not math.isfinite(b_max):
-        raise FreqlabError(f"b_max must be a finite number, got {b_max}")
+    if not (b_min > 1 and _finite(b_min)):
+        raise FreqlabError(f"b_min must be a finite number > 1, got {brief(b_min)}")
+    if not _finite(b_max):
+        raise FreqlabError(f"b_max must be a finite number, got {brief(b_max)}")
     if not b_max > b_min:
         raise FreqlabError(f"b_max must be larger than b_min, got b_min={b_min:g}, b_max={b_max:g}")
 
@@ -523,12 +549,7 @@ def peak_valley_search(
     head_dim = check_head_dim(head_dim)
     n_heads = _check_heads(n_heads)
     _check_range(b_min, b_max)
-    if head_dim < 4:
-        raise ParameterError(
-            f"head dimension {head_dim} has one rotary frequency, b^0 = 1 for every base: every candidate's "
-            "waveform is the same (√2·cos m), so the search cannot tell bases apart; give d >= 4",
-            "--head-dim",
-        )
+    _check_searchable(head_dim)
     if stride > 0:  # the waveforms and the peak detection's three arrays like them, before any is allocated
         count = candidate_count(b_min, b_max, stride)
         require_waveforms(count + 1, _grid_choice(grid, target).grid.size, head_dim, bytes_per_point=26)
@@ -737,6 +758,7 @@ def attention_buckets_search(
     """
     rules = rules or BucketsExtrema()
     head_dim = check_head_dim(head_dim)
+    _check_searchable(head_dim)
     pool = sorted({float(b) for b in (*seed, *candidates)})
     if n_bases > len(pool):
         raise FreqlabError(f"{n_bases} bases requested but only {len(pool)} distinct seed + candidate bases")
@@ -904,8 +926,8 @@ def comparison_report(plan: HarpePlan, compared: list[ComparedSet]) -> str:
     if (plan.n_heads, plan.head_dim, plan.b_min, plan.b_max) != paper:  # a review: read as a like-for-like ranking
         lines.append(
             f"Table 2 is the paper's setting ({PAPER_HEADS} heads, d = {PAPER_HEAD_DIM}, bases 1M..5M); this plan has "
-            f"{plan.n_heads} heads, d = {plan.head_dim}, bases {_fmt(plan.b_min)}..{_fmt(plan.b_max)}: its scores "
-            "are not comparable with the others' (a set of more bases, or other ones, draws more waveforms, whose "
+            f"{plan.n_heads} heads, d = {plan.head_dim}, bases {_fmt(plan.b_min)}..{_fmt(plan.b_max)}: Table 2's row "
+            "is not comparable with the others' (a set of more bases, or other ones, draws more waveforms, whose "
             "maximum is higher)."
         )
     if plan.strategy == "peak-valley":

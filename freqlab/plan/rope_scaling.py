@@ -371,10 +371,10 @@ def factor_notes(s: float, L: int, N: int, rope_type: str, used: int | None = No
         if s * L >= used:
             return []
         first = math.ceil(s * L)
-        scaled = (used - 1) / s  # in the model's units: as the plan's reasoning counts (a review met both unlabelled)
+        scaled = round((used - 1) / s)  # in the model's units, as the plan's reasoning counts; rounded once
         return [f"factor {s:.10g} stretches L = {L} to s·L = {s * L:.10g} positions, and STRING uses positions "
                 f"up to {used - 1}: {used - first} of them ({first}..{used - 1}) fall beyond the trained range "
-                f"after scaling (the last, {used - 1}, scales to {scaled:.0f}: {scaled - (L - 1):.0f} past "
+                f"after scaling (the last, {used - 1}, scales to {scaled}: {scaled - (L - 1)} past "
                 f"L - 1 = {L - 1})"]  # fmt: skip
     if math.isclose(s * L, N):
         return []

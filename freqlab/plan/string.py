@@ -807,12 +807,12 @@ def _extension_sentence(L: int, e: StringYarn, N_star: int | None = None) -> str
             f"stock frequencies, and still scales attention by {STRING_YARN_ATTENTION:.4f}): {'; '.join(past)}; the "
             "model never trained positions past L - 1."
         )
-    scaled = e.largest_position / e.factor
-    where = f"{scaled - (L - 1):.0f} past L - 1 = {L - 1}" if scaled > L - 1 else f"within L = {L}"
+    scaled = round(e.largest_position / e.factor)  # rounded once: the distances below are of the number shown
+    where = f"{scaled - (L - 1)} past L - 1 = {L - 1}" if scaled > L - 1 else f"within L = {L}"
     if N_star is not None and scaled > N_star - 1:  # the rule scales to L, not to the well-trained range
-        where += f", {scaled - (N_star - 1):.0f} past the well-trained N* - 1 = {N_star - 1}"
+        where += f", {scaled - (N_star - 1)} past the well-trained N* - 1 = {N_star - 1}"
     return head + (
-        f"becomes {scaled:.0f} after YaRN ({where}). Their rule scales STRING's positions to about L, whatever N*. "
+        f"becomes {scaled} after YaRN ({where}). Their rule scales STRING's positions to about L, whatever N*. "
         "Their patch (string_for_qwen2.py) "
         f"is written for Qwen2 (original length 32768 hard-coded) and scales attention by 0.1·ln(2) + 1 = "
         f"{STRING_YARN_ATTENTION:.4f} whatever the factor; the YaRN blocks carry that attention_factor. "

@@ -452,6 +452,7 @@ def test_a_third_reviews_inputs(tmp_path):
         (("plan", "string", "--l", "4K"), "'--L'"),
         (("plan", "string", "--s", "100"), "'--S'"),
         (("scan", "--l", "2K"), "'--L'"),
+        (("scan", "--HELP", "x"), "'--help'"),  # click's own options too (an adversary's review: --L was said)
     ],
 )
 def test_an_option_spelled_in_the_wrong_case_is_suggested_in_the_right_one(args, suggested):

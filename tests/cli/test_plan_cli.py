@@ -219,6 +219,7 @@ def test_self_extend_evaluates_a_given_setting_even_without_a_recommendation():
         (("harpe", "--hist", "HIST", "--L", "4K", "--extend-to", "2K"), "--extend-to", "N = 2048 is below the"),
         # a review: --extend-to was named though not given (its default 128K is below L)
         (("harpe", "--hist", "HIST", "--L", "256K"), "--L", "L = 262144 is above --extend-to's default N = 131072"),
+        (("harpe", "--hist", "HIST", "--L", "256K", "--target", "128K"), "--extend-to", "N = 131072 is below the"),
         (("harpe", "--head-dim", 2, "--heads", 4, "--extend-to", "4K"), "--head-dim", "cannot tell bases apart"),
         (("rope", "--L", "4K", "--extend-to", "8K", "--factor", 1), "--factor", "not in the range"),
         (("rope", "--L", "4K", "--extend-to", "16K", "--factor", "1e300"), "--factor",

@@ -79,7 +79,7 @@ def test_compare_outside_the_papers_setting_says_table2_is_not_like_for_like():
     assert result.exit_code == 0, result.output
     assert (
         "Table 2 is the paper's setting (32 heads, d = 128, bases 1M..5M); this plan has 4 heads, d = 128, bases "
-        "10,000..40,000: its scores are not comparable" in result.output
+        "10,000..40,000: Table 2's row is not comparable" in result.output
     )
     assert "shares 0 of 32 values with Table 2 at 0.01M resolution.\n" in result.output
 
@@ -194,6 +194,11 @@ def test_help_has_an_example():
         (("--strategy", "uniform", "--stride", 5000), "--stride needs --strategy peak-valley or attention-buckets"),
         (("--grid", "32000:130880:32", "--extend-to", "4K"),
          "--grid sets the distances that --extend-to would scale the grid to: give one of them"),
+        # its old name, --target, is as given (an adversary's review: dropped, or called the default)
+        (("--strategy", "attention-buckets", "--target", "8K"),
+         "--extend-to scales the peak-valley and uniform grid; attention-buckets searches its own distances"),
+        (("--grid", "32000:130880:32", "--target", "4K"),
+         "--grid sets the distances that --extend-to would scale the grid to: give one of them"),
     ],
 )  # fmt: skip
 def test_options_a_strategy_would_not_honour_are_usage_errors(args, message):
@@ -207,3 +212,11 @@ def test_uniform_reads_no_stride_so_none_is_checked():
     """Uniform spreads the bases evenly (Eq. 9): a range narrower than the default stride is no error for it."""
     result = run("--strategy", "uniform", "--heads", "3", "--b-min", "1000000", "--b-max", "1000010")
     assert result.exit_code == 0, result.output
+
+
+def test_a_stride_equal_to_the_range_as_written_has_one_candidate():
+    """An adversary's review: the command checked the stride in binary floats (0.2 > 10000.3 - 10000.1 there) and
+    refused what the search counts as one candidate, 10000.3."""
+    result = run("--heads", "2", "--b-min", "10000.1", "--b-max", "10000.3", "--stride", "0.2", "--grid", "1000:1100")
+    assert result.exit_code == 0, result.output
+    assert result.output.strip().endswith("[10000.1, 10000.3]")

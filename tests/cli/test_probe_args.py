@@ -58,6 +58,8 @@ def test_bad_plans_and_lengths_are_usage_errors_before_loading(model_dir, args, 
         ({"model_type": "llama"}, ["--figure", "afile/p.png"], "--figure", "'afile/p.png': afile is not a folder"),
         # a second review: a raw OSError, exit 1, naming no option
         ({"model_type": "llama"}, ["--figure", "a" * 300 + "/x.png"], "--figure", "/x.png': File name too long"),
+        # an adversary's review: a name that is a folder's failed only at the write, after the run
+        ({"model_type": "llama"}, ["--figure", "x.png/"], "--figure", "x.png/: cannot write (it names a folder"),
     ],
 )
 def test_what_a_run_would_find_late_is_refused_before_loading(tmp_path, config, args, option, message, monkeypatch):

@@ -273,6 +273,8 @@ def test_a_missing_path_that_was_near_an_existing_one_says_so(tmp_path, monkeypa
     write_jsonl(tmp_path / "t19" / "a.jsonl", [GOOD])
     cases = {
         "t19/a.jsonl/": r"t19/a\.jsonl/: no such file or directory \(t19/a\.jsonl is a file, not a folder: drop the",
+        "t19/a.jsonl/.": r"t19/a\.jsonl/\.: no such file or directory \(t19/a\.jsonl is a file, .* trailing '/\.'\)",
+        " t19 ": r"^ t19 : no such file or directory \(the name has white space around it; 't19' exists\)$",
         "t19/a.jsonl ": r"t19/a\.jsonl : no such file or directory \(the name has white space around it; 't19/a",
         "t19/missing": r"^t19/missing: Hugging Face Hub access is off .*; nor is it a local path \(t19/ is a local",
     }

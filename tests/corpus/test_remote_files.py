@@ -211,3 +211,23 @@ def test_scan_cli_names_the_url(monkeypatch):
     result = CliRunner().invoke(main, ["scan", "--dataset", "hf://datasets/org/name/data/*.parquet", "-q"])
     assert result.exit_code in (1, 2) and result.output.count("\n") == 1
     assert "hf://datasets/org/name/data/*.parquet: Hugging Face Hub access is off" in result.output
+
+
+def test_a_dictionary_column_over_a_server_without_ranges_is_read(tmp_path, records):
+    """An adversary's review: a local file's dictionary column is read as one by opening it again with its footer,
+    which reads by ranges; a remote file kept that second open and a server without ranges lost it (unreadable)."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    texts = [r["text"] for r in records[:20]]
+    column = pa.array(texts).dictionary_encode()
+    pq.write_table(pa.table({"text": column}), tmp_path / "dict.parquet")
+    quiet = type("Quiet", (http.server.SimpleHTTPRequestHandler,), {"log_message": lambda *args: None})
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), functools.partial(quiet, directory=tmp_path))
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    try:
+        corpus = open_corpus(f"http://127.0.0.1:{server.server_address[1]}/dict.parquet")
+        assert [(d.text, d.error) for d in corpus.documents()] == [(text, None) for text in texts]
+    finally:
+        server.shutdown()
+        server.server_close()

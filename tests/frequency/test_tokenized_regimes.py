@@ -169,6 +169,9 @@ def test_a_replay_that_draws_no_sample_says_so():
     message = rf"holds {tokens:,} tokens: one epoch of it makes no sample of L \+ 1 = {tokens + 1:,} tokens .*2 epochs"
     with pytest.raises(FreqlabError, match=message):
         megatron_segments(tokens, options)
+    epochs = MegatronOptions(str(DATA / "single"), reset_attention_mask=False, epochs=2)  # said as given
+    with pytest.raises(FreqlabError, match=rf"holds {tokens:,} tokens: 2 epochs of it make no sample .*3 epochs"):
+        megatron_segments(2 * tokens + 1, epochs)
     assert megatron_segments(tokens - 1, options).counts.sum() == 1  # (T - 1) // (T - 1): one window
 
 

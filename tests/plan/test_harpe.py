@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import math
+from decimal import Decimal
+from fractions import Fraction
 
 import numpy as np
 import pytest
@@ -140,6 +142,11 @@ def test_candidate_bases_count_decimal_strides_as_written():
     assert candidate_bases(1.25, 2.5, 0.25).tolist() == [1.5, 1.75, 2.0, 2.25, 2.5]
     assert candidate_bases(10_000.5, 10_001.5, 0.3).tolist() == [10_000.8, 10_001.1, 10_001.4]
     assert harpe.candidate_count(1e6, 5e6, 3e4) == 133 and harpe.candidate_count(1.5, 2, 0.1) == 5
+    # as written in any numeric type (an adversary's review: a float32 0.1 gave 4), and past float64's integers
+    for stride in (np.float32(0.1), Fraction(1, 10), Decimal("0.1")):
+        assert candidate_bases(1.5, 2, stride).tolist() == [1.6, 1.7, 1.8, 1.9, 2.0]
+    wide = candidate_bases(1.5, 1e308, 1e305)  # scaled to integers past 2^53: each computed exactly, then rounded
+    assert wide.tolist() == [float(Fraction(3, 2) + k * Fraction(10**305)) for k in range(1, 1000)]
 
 
 def test_the_grid_is_shown_to_its_last_point():
@@ -341,6 +348,7 @@ def test_attention_buckets_public_defaults():
         (lambda: peak_valley_search(4, head_dim=0), "even"),
         # d = 2 has one frequency, b^0 = 1: every waveform is the same and the set was b_min + 0..3 s, unannounced
         (lambda: peak_valley_search(4, 10_000, 40_000, 5_000, head_dim=2, target=4096), "cannot tell bases apart"),
+        (lambda: attention_buckets_search(head_dim=2), "cannot tell bases apart"),
         (lambda: candidate_bases(1e6, math.inf, 30_000), "b_max must be a finite number"),
         (lambda: candidate_bases(1e6, 5e6, math.nan), "stride must be a finite number > 0"),
         (lambda: rope_waveform([1.0], [1]), "base must be > 1"),

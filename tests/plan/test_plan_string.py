@@ -460,3 +460,11 @@ def test_usage_report_counts_the_pairs_and_the_positions_used(tmp_path):
     table = pl.read_parquet(tmp_path / "usage.parquet")
     assert table.columns == ["position", "pairs_before", "pairs_after"]
     assert table["pairs_before"].sum() == table["pairs_after"].sum() == 2048 * 2049 // 2
+
+
+def test_the_scaled_position_and_its_distance_past_l_are_rounded_once():
+    """An adversary's review: 4499 / 1.4667 = 3067.5 and its distance 68.5 were each rounded half to even: "scales to
+    3068: 68 past L - 1 = 2999" (3068 - 2999 = 69)."""
+    plan = plan_string(3000, S=1240, W=100, extend_to=7500)
+    assert "becomes 3068 after YaRN (69 past L - 1 = 2999)" in plan.reasoning
+    assert plan.extension.yarn.notes[0].endswith("(the last, 4499, scales to 3068: 69 past L - 1 = 2999)")
