@@ -60,7 +60,7 @@ class _Group(click.Group):
         except click.ClickException as exc:  # a usage error quoting a value: on one line, as freqlab's own errors
             exc.message = printable(exc.message)
             if isinstance(exc, click.NoSuchOption) and exc.ctx is not None:
-                _suggest_other_case(exc, exc.ctx.command)
+                _suggest_other_case(exc, exc.ctx)
             raise
         except BrokenPipeError:  # `freqlab ... | head`: the reader has all it wanted
             os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())  # nothing left to flush at exit
@@ -73,11 +73,11 @@ class _Group(click.Group):
             sys.exit(1)
 
 
-def _suggest_other_case(exc: click.NoSuchOption, command: click.Command) -> None:
+def _suggest_other_case(exc: click.NoSuchOption, ctx: click.Context) -> None:
     """Suggest the option spelled with other case first (options are case-sensitive: ``--l 4K`` meant ``--L``, where
     click suggested ``--S, --W``, a review).
     """
-    params = command.get_params(exc.ctx) if exc.ctx is not None else command.params  # --help too
+    params = ctx.command.get_params(ctx)  # --help too
     shown = [param for param in params if not getattr(param, "hidden", False)]  # not --target for --TARGET
     names = [name for param in shown for name in (*param.opts, *param.secondary_opts)]
     same = [name for name in names if name.lower() == exc.option_name.lower() and name != exc.option_name]

@@ -542,7 +542,6 @@ def harpe_command(bases, target, heads, envelopes, out, formats, size, dpi, as_j
             f"{heads} heads need {heads} distinct bases; the paper's setting (1M..5M, stride 30K) has {most}: "
             "give at most that (freqlab plan harpe --b-min/--b-max/--stride searches other ranges)",
         )
-    if envelopes or not bases:
         plan = usage_error(lambda: harpe.peak_valley_search(heads, target=target))
     if envelopes:
         uniform = harpe.uniform_bases(heads, harpe.PAPER_B_MIN, harpe.PAPER_B_MAX)
