@@ -134,6 +134,17 @@ def real_number(value) -> float | None:
         return math.nan
 
 
+def finite(value) -> bool:
+    """Whether ``value`` is a real number that float64 holds finitely: not NaN or infinite, and not an int or
+    Fraction past 1.8e308 (``math.isfinite`` raises OverflowError on those).
+
+    >>> finite(10**400), finite(1e308), finite(float("nan")), finite("1")
+    (False, True, False, False)
+    """
+    number = real_number(value)
+    return number is not None and math.isfinite(number)
+
+
 def as_int64(values, name: str) -> np.ndarray:
     """``values`` (one number, or a 1-D sequence) as a 1-D int64 array, refusing non-integers, other shapes and
     values beyond int64 (``name`` in the message).

@@ -77,7 +77,6 @@ bucket's sequences once per epoch in proportion to its tokens, so f does not dep
 
 from __future__ import annotations
 
-import math
 from collections.abc import Callable
 from dataclasses import dataclass
 from fractions import Fraction
@@ -85,7 +84,7 @@ from typing import cast
 
 import numpy as np
 
-from freqlab.arrays import int64_tokens
+from freqlab.arrays import finite, int64_tokens
 from freqlab.errors import FreqlabError, brief
 from freqlab.frequency.exact import ExactFrequency
 from freqlab.frequency.position import refuse_megatron, segment_frequency
@@ -709,14 +708,6 @@ def _skyladder(spec: Spec) -> SkyLadder:
 DD_CURRICULA: tuple[str, ...] = ("uniform", "grow-p2", "grow-linear", "shrink")
 
 
-def _finite(x: int | float) -> bool:
-    """Whether ``x`` is a finite float64 (an integer past 1.8e308 is not one: float() raises)."""
-    try:
-        return math.isfinite(float(x))
-    except OverflowError:
-        return False
-
-
 @dataclass(frozen=True)
 class DatasetDecomposition:
     """Binary Dataset Decomposition into buckets 2^min_log2 .. 2^max_log2 (see the module docstring)."""
@@ -907,7 +898,7 @@ def _dataset_decomposition(spec: Spec) -> DatasetDecomposition:
     curriculum = spec.data.get("curriculum", "uniform")
     if isinstance(curriculum, list):
         if len(curriculum) != hi - lo + 1 or not all(
-            isinstance(x, (int, float)) and not isinstance(x, bool) and x > 0 and _finite(x) for x in curriculum
+            isinstance(x, (int, float)) and not isinstance(x, bool) and x > 0 and finite(x) for x in curriculum
         ):
             raise spec.bad("curriculum", f"{hi - lo + 1} positive finite odds, one per bucket")
         curriculum = tuple(float(x) for x in curriculum)

@@ -52,6 +52,7 @@ from importlib import resources
 
 import numpy as np
 
+from freqlab.arrays import finite
 from freqlab.display import Display, Displayed, quantity, rough_count
 from freqlab.errors import FreqlabError, ParameterError, brief
 from freqlab.plan import display as shown
@@ -167,7 +168,7 @@ EXACT_CANDIDATES = 100_000
 def candidate_count(b_min: float, b_max: float, stride: float) -> int:
     """⌊(b_max − b_min)/s⌋ of HARPE Eq. 10, exactly, on the numbers as written (:func:`_decimal`)."""
     _check_range(b_min, b_max)
-    if not (stride > 0 and _finite(stride)):
+    if not (stride > 0 and finite(stride)):
         raise FreqlabError(f"stride must be a finite number > 0, got {brief(stride)}")
     return math.floor((_decimal(b_max) - _decimal(b_min)) / _decimal(stride))
 
@@ -184,13 +185,6 @@ def _decimal(value) -> Fraction:
     return Fraction(str(value) if isinstance(value, np.floating) else repr(float(value)))
 
 
-def _finite(value) -> bool:
-    try:
-        return math.isfinite(value)
-    except OverflowError:  # an int past float64 (10**400): no RoPE base
-        return False
-
-
 def _check_searchable(head_dim: int) -> None:
     """A search compares waveforms: with d = 2 every base has the one frequency b^0 = 1 (refused, not searched)."""
     if head_dim < 4:
@@ -202,9 +196,9 @@ def _check_searchable(head_dim: int) -> None:
 
 
 def _check_range(b_min: float, b_max: float) -> None:
-    if not (b_min > 1 and _finite(b_min)):
+    if not (b_min > 1 and finite(b_min)):
         raise FreqlabError(f"b_min must be a finite number > 1, got {brief(b_min)}")
-    if not _finite(b_max):
+    if not finite(b_max):
         raise FreqlabError(f"b_max must be a finite number, got {brief(b_max)}")
     if not b_max > b_min:
         raise FreqlabError(f"b_max must be larger than b_min, got b_min={b_min:g}, b_max={b_max:g}")
