@@ -107,8 +107,15 @@ def read_input(entry: str | os.PathLike) -> tuple[dict, bytes] | None:
     if found is None:
         return None
     header, body = found
-    how = header["how"]
-    return found if input_identity(header["kind"], body, **how) == header["identity"] else None
+    if input_identity(header["kind"], body, **header["how"]) == header["identity"]:
+        return found
+    # ours (its header is) but its body damaged: removed, so that the next load of the entry writes it again (its
+    # repair reads the header alone); else every scan would lose the early build, silently (a review)
+    try:
+        os.unlink(input_path(entry))
+    except OSError:
+        pass
+    return None
 
 
 def _read_regular(path: Path, header_only: bool = False) -> tuple[dict, bytes] | None:

@@ -12,6 +12,7 @@ runs, so an offline machine fails in seconds with one line instead of ~23 s of r
 
 from __future__ import annotations
 
+import difflib
 import json
 import os
 import socket
@@ -28,8 +29,14 @@ from freqlab.tokenization.backends import (
     BACKEND_TIKTOKEN,
     HfEngine,
     hf_tokenizer_from_str,
+    is_engine_failure,
 )
-from freqlab.tokenization.builtin import DEFAULT_TOKENIZER, is_tekken_data, read_tokenizer_bytes, tekken_from_data
+from freqlab.tokenization.builtin import (
+    BUILTIN_TOKENIZERS,
+    is_tekken_data,
+    read_tokenizer_bytes,
+    tekken_from_data,
+)
 from freqlab.tokenization.bytelevel import (
     NotConvertible,
     added_contents,
@@ -57,10 +64,10 @@ def load_tokenizer_json(
     name: str | None = None,
     spec: str | None = None,
 ) -> TokenCounter:
-    """A counter for a Hugging Face ``tokenizer.json`` (file, or folder containing one) or a Tekken JSON."""
+    """A counter for a Hugging Face ``tokenizer.json`` or a Tekken JSON (a model folder's file:
+    :func:`~freqlab.tokenization.load.tokenizer_in_folder`).
+    """
     path = Path(path)
-    if path.is_dir():
-        path = path / "tokenizer.json"
     try:
         json_text = read_tokenizer_bytes(path).decode("utf-8")  # a .zst file decompressed
     except (OSError, UnicodeDecodeError) as exc:
@@ -107,7 +114,9 @@ def tokenizer_from_json_text(
         if not isinstance(config, dict) or not isinstance(config.get("model"), dict):
             raise ValueError("no 'model' object")
         tokenizer = hf_tokenizer_from_str(json_text)
-    except Exception as exc:  # json.JSONDecodeError, ValueError, tokenizers' Exception: all mean a bad file
+    except BaseException as exc:  # JSONDecodeError, ValueError, tokenizers' Exception or panic: all a bad file
+        if not is_engine_failure(exc):
+            raise
         raise FreqlabError(f"{origin}: not a Hugging Face tokenizer.json ({_first_line(exc)})") from exc
     dropout = config["model"].get("dropout")
     if dropout:  # the reference itself is random: no count is exact, none repeats
@@ -233,17 +242,27 @@ def load_hub_tokenizer(
         return load_tokenizer_json(cached, **options)
     reason = _hub_unreachable_reason()
     if reason is not None:
-        raise FreqlabError(f"tokenizer {model_id!r}: Hugging Face hub unavailable, {reason}; {HUB_HINT}")
+        raise FreqlabError(f"tokenizer {model_id!r}: Hugging Face hub unavailable, {reason}; {hub_hint(model_id)}")
     from tokenizers import Tokenizer
 
     try:
         tokenizer = Tokenizer.from_pretrained(repo_id, revision=revision or "main", token=os.environ.get("HF_TOKEN"))
     except Exception as exc:
-        raise FreqlabError(f"tokenizer {model_id!r}: {_first_line(exc)}; {HUB_HINT}") from exc
+        raise FreqlabError(f"tokenizer {model_id!r}: {_first_line(exc)}; {hub_hint(model_id)}") from exc
     return tokenizer_from_json_text(tokenizer.to_str(), origin=model_id, **options)
 
 
-HUB_HINT = f"pass a local tokenizer.json path or a built-in name: {DEFAULT_TOKENIZER}"
+HUB_HINT = f"pass a local tokenizer file or model folder, or a built-in name ({', '.join(BUILTIN_TOKENIZERS)})"
+
+
+def hub_hint(spec: str) -> str:
+    """:data:`HUB_HINT`, after "did you mean" a built-in whose name ``spec`` nearly spells (``Tekken``, ``tekkn``).
+
+    >>> hub_hint("tekken_240911").split("?")[0]
+    "did you mean 'tekken-240911'"
+    """
+    close = difflib.get_close_matches(spec.lower(), BUILTIN_TOKENIZERS, n=1)
+    return f"did you mean {close[0]!r}? {HUB_HINT}" if close else HUB_HINT
 
 
 def _cached_tokenizer_json(repo_id: str, revision: str | None) -> str | None:

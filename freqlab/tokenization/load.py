@@ -11,7 +11,7 @@ from freqlab.paths import expand_home
 from freqlab.tokenization.builtin import BUILTIN_TOKENIZERS, DEFAULT_TOKENIZER, builtin_path, load_builtin
 from freqlab.tokenization.cache import cache_dir, cache_key, cached_load
 from freqlab.tokenization.counter import TokenCounter
-from freqlab.tokenization.hf import HUB_HINT, load_hub_tokenizer, load_tokenizer_json
+from freqlab.tokenization.hf import hub_hint, load_hub_tokenizer, load_tokenizer_json
 from freqlab.tokenization.sentencepiece import load_sentencepiece_file
 from freqlab.tokenization.tiktoken_file import is_tiktoken_file, load_tiktoken_file
 from freqlab.tokenization.verify import fastokens_rule as rule_context
@@ -92,6 +92,20 @@ def cache_entry(spec: str | None = None, *, add_special_tokens: bool = False) ->
     return path if path.is_file() else None
 
 
+FOLDER_FILES = ("tokenizer.json", "tekken.json", "tokenizer.model")  # what a model folder's tokenizer is, in order
+
+
+def tokenizer_in_folder(folder: Path) -> Path:
+    """The tokenizer file of a model folder: the first of :data:`FOLDER_FILES` it holds (Hugging Face's
+    ``tokenizer.json`` before Mistral's ``tekken.json`` and SentencePiece's ``tokenizer.model``, as
+    ``transformers`` prefers the fast tokenizer); FreqlabError naming the folder when it holds none.
+    """
+    for name in FOLDER_FILES:
+        if (folder / name).exists():
+            return folder / name
+    raise FreqlabError(f"{folder}: a folder without a tokenizer file ({', '.join(FOLDER_FILES)}); pass the file itself")
+
+
 def _cached_route(
     spec: str | None,
     add_special_tokens: bool,
@@ -114,9 +128,11 @@ def _cached_route(
             None,
         )
     path = Path(expand_home(spec))
+    if path.is_dir():
+        path = tokenizer_in_folder(path)
     if path.exists():
         model_file = ".model" in path.suffixes  # tokenizer.model, mistral's tokenizer.model.v1
-        file = path / "tokenizer.json" if path.is_dir() else path
+        file = path
         if file.exists() and not file.is_file():  # a FIFO blocked the hash for good, /dev/zero filled memory (a review)
             raise FreqlabError(
                 f"{file}: not a regular file (a FIFO, socket or device): a tokenizer is read from a file"
@@ -157,7 +173,5 @@ def _cached_route(
     ):
         raise FreqlabError(f"{spec}: no such tokenizer file")
     if not _HUB_ID.match(spec):
-        raise FreqlabError(
-            f"tokenizer {spec!r}: not a file, a built-in ({', '.join(BUILTIN_TOKENIZERS)}) or a hub id; {HUB_HINT}"
-        )
+        raise FreqlabError(f"tokenizer {spec!r}: not a file, a built-in or a hub id; {hub_hint(spec)}")
     return None

@@ -23,6 +23,8 @@ from freqlab.tokenization.backends import (  # noqa: F401  (the patterns live in
 from freqlab.tokenization.counter import TiktokenPlan, TokenCounter, vocab_hash
 from freqlab.tokenization.verify import read_loaded, tiktoken_counter
 
+MAX_RANK = 2**32 - 1
+
 LLAMA3_RANKS = 128_000
 #: :func:`~freqlab.tokenization.counter.vocab_hash` of Llama 3's 128,000 ranks (its tokenizer.json's ids 0..127999,
 #: Hugging Face's and llama.cpp's conversions alike)
@@ -55,18 +57,26 @@ def read_tiktoken_ranks(path: str | Path) -> dict[bytes, int]:
     except OSError as exc:
         raise FreqlabError(f"{path}: cannot read tokenizer file ({exc.__class__.__name__}: {exc})") from exc
     ranks: dict[bytes, int] = {}
+    line_of: dict[bytes, int] = {}  # token -> its line, to name both lines of a duplicate rank
     for number, line in enumerate(lines, start=1):
         if not line.strip():
             continue
         try:
-            token, rank = line.split()
-            ranks[base64.b64decode(token, validate=True)] = int(rank)
+            token, rank_text = line.split()
+            rank, piece = int(rank_text), base64.b64decode(token, validate=True)
         except (ValueError, binascii.Error) as exc:
             raise FreqlabError(f"{path}:{number}: not a '<base64 token> <rank>' line: {line[:60]!r}") from exc
+        if not 0 <= rank <= MAX_RANK:  # tiktoken holds ranks as 32-bit unsigned integers
+            raise FreqlabError(f"{path}:{number}: rank {rank} out of range (0 to 2**32 - 1)")
+        ranks[piece], line_of[piece] = rank, number  # a token given again takes its last rank, as in tiktoken
     if not ranks:
         raise FreqlabError(f"{path}: empty .tiktoken file")
-    if len(set(ranks.values())) != len(ranks):
-        raise FreqlabError(f"{path}: duplicate ranks")
+    token_of: dict[int, bytes] = {}
+    for piece, rank in ranks.items():
+        other = token_of.setdefault(rank, piece)
+        if other != piece:
+            first, second = sorted((line_of[other], line_of[piece]))
+            raise FreqlabError(f"{path}:{second}: rank {rank} given to a second token (first on line {first})")
     missing = [b for b in range(256) if bytes([b]) not in ranks]
     if missing:
         raise FreqlabError(f"{path}: {len(missing)} single bytes missing (e.g. {missing[0]}); not a byte-level BPE")

@@ -9,13 +9,15 @@ import time
 
 import numpy as np
 import pytest
-from tokenizers import Tokenizer, processors
+from tokenizers import Tokenizer, models, pre_tokenizers, processors, trainers
 
 from freqlab.errors import FreqlabError
 from freqlab.tokenization import load_tokenizer
 from freqlab.tokenization.backends import FastokensRanks
+from freqlab.tokenization.builtin import builtin_path, read_tokenizer_bytes
 from freqlab.tokenization.bytelevel import GPT2_PATTERN
-from freqlab.tokenization.hf import HUB_HINT
+from freqlab.tokenization.hf import HUB_HINT, hub_hint
+from freqlab.tokenization.tiktoken_file import read_tiktoken_ranks
 
 from .conftest import small_byte_level_bpe
 from .textsource import NON_ASCII, stdlib_documents
@@ -44,6 +46,25 @@ def test_tokenizer_json_file_and_folder(small_bpe):
     assert by_file.backends == by_folder.backends == ("fastokens", "tiktoken", "hf-tokenizers")
     assert by_file.vocab_hash == by_folder.vocab_hash
     assert by_file.count(TEXTS).tolist() == by_folder.count(TEXTS).tolist() == hf_counts(reference, TEXTS)
+
+
+def test_model_folder_without_tokenizer_json_takes_its_tekken_json_or_tokenizer_model(tmp_path):
+    # Mistral's folders hold tekken.json, SentencePiece models' tokenizer.model: a folder of either was read as
+    # "<folder>/tokenizer.json: cannot read tokenizer file (FileNotFoundError ...)" (review), naming no file it holds
+    from importlib import resources
+
+    tekken, spm = tmp_path / "mistral", tmp_path / "sp"
+    tekken.mkdir(), spm.mkdir()
+    (tekken / "tekken.json").write_bytes(read_tokenizer_bytes(builtin_path("tekken")))
+    v1 = resources.files("mistral_common").joinpath("data/tokenizer.model.v1")
+    (spm / "tokenizer.model").write_bytes(v1.read_bytes())
+    assert load_tokenizer(str(tekken)).count(TEXTS).tolist() == load_tokenizer("tekken").count(TEXTS).tolist()
+    assert load_tokenizer(str(spm)).count(TEXTS).tolist() == load_tokenizer(str(v1)).count(TEXTS).tolist()
+    assert load_tokenizer(str(spm)).name == str(spm / "tokenizer.model")
+    with pytest.raises(
+        FreqlabError, match=r"a folder without a tokenizer file \(tokenizer.json, tekken.json, tokenizer.model"
+    ):
+        load_tokenizer(str(tmp_path))
 
 
 @pytest.mark.parametrize("kind", ["roberta", "bert", "sequence"])
@@ -159,6 +180,22 @@ def test_bad_tokenizer_json_names_the_file(tmp_path, content, message):
     assert "\n" not in str(info.value)
 
 
+def test_tokenizer_json_that_makes_hugging_face_panic_is_one_line(tmp_path):
+    # tokenizers panics loading a byte-level BPE with a continuing_subword_prefix ("slice index starts at 1 but
+    # ends at 0"); the panic is a BaseException, which went past the except and out as a traceback (review)
+    tokenizer = Tokenizer(models.BPE())
+    tokenizer.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False)
+    alphabet = pre_tokenizers.ByteLevel.alphabet()
+    tokenizer.train_from_iterator(["the quick brown fox"] * 9, trainers.BpeTrainer(initial_alphabet=alphabet))
+    config = json.loads(tokenizer.to_str())
+    config["model"]["continuing_subword_prefix"] = "##"
+    path = tmp_path / "tokenizer.json"
+    path.write_text(json.dumps(config))
+    with pytest.raises(FreqlabError, match=r"not a Hugging Face tokenizer.json \(slice index starts at 1") as info:
+        load_tokenizer(str(path))
+    assert str(path) in str(info.value)
+
+
 def test_bad_tekken_json_names_the_file(tmp_path):
     path = tmp_path / "tekken_broken.json"
     path.write_text('{"config": {"pattern": "x", "default_vocab_size": 10}, "vocab": []}')
@@ -174,6 +211,38 @@ def test_bad_tiktoken_line_names_file_and_line(tmp_path):
         load_tokenizer(str(path))
 
 
+def _byte_ranks(*extra: str) -> str:
+    """A .tiktoken file: the 256 single bytes at ranks 0-255 (lines 1-256), then ``extra`` lines."""
+    return "\n".join([f"{base64.b64encode(bytes([b])).decode()} {b}" for b in range(256)] + list(extra)) + "\n"
+
+
+@pytest.mark.parametrize(
+    "extra, message",
+    [
+        # tiktoken holds ranks as uint32: these failed deep inside with struct.error / OverflowError tracebacks
+        (["YWI= -5"], r"x\.tiktoken:257: rank -5 out of range \(0 to 2\*\*32 - 1\)"),
+        (["YWI= 4294967296"], r"x\.tiktoken:257: rank 4294967296 out of range"),
+        (["YWI= 5"], r"x\.tiktoken:257: rank 5 given to a second token \(first on line 6\)"),
+        (["YWI= 300", "YWM= 300"], r"x\.tiktoken:258: rank 300 given to a second token \(first on line 257\)"),
+    ],
+)
+def test_bad_tiktoken_rank_names_the_line(tmp_path, extra, message):
+    path = tmp_path / "x.tiktoken"
+    path.write_text(_byte_ranks(*extra))
+    with pytest.raises(FreqlabError, match=message):
+        load_tokenizer(str(path))
+
+
+def test_tiktoken_token_given_again_takes_its_last_rank_as_tiktoken_reads_it(tmp_path):
+    from tiktoken.load import load_tiktoken_bpe
+
+    path = tmp_path / "x.tiktoken"
+    path.write_text(_byte_ranks("YWI= 300", "YWI= 301", "YWJj 4294967294"))
+    assert read_tiktoken_ranks(path) == load_tiktoken_bpe(str(path))
+    assert read_tiktoken_ranks(path)[b"ab"] == 301
+    assert load_tokenizer(str(path)).count_one("ab abc") == 3  # "ab", " ", "abc" (2**32 - 1 is tiktoken's "no merge")
+
+
 @pytest.mark.parametrize("spec", ["missing/tokenizer.json", "./nowhere", "/no/such/vocab.tiktoken"])
 def test_missing_file_names_the_path(spec):
     with pytest.raises(FreqlabError, match="no such tokenizer file") as info:
@@ -185,6 +254,30 @@ def test_spec_that_is_nothing_says_what_is_accepted():
     with pytest.raises(FreqlabError, match="not a file, a built-in") as info:
         load_tokenizer("what is this?")
     assert "tekken" in str(info.value)
+
+
+@pytest.mark.parametrize(
+    ("spec", "close"),
+    [
+        ("tekkn", "tekken"),
+        ("Tekken", "tekken"),
+        ("TEKKEN", "tekken"),
+        ("tekken_240911", "tekken-240911"),
+        ("tekken-2407", "tekken-240718"),
+        ("gpt2", None),
+        ("meta-llama/Llama-3.1-8B", None),
+    ],
+)
+def test_a_name_near_a_built_in_is_pointed_to_it_and_every_built_in_is_listed(spec, close):
+    # the hub's failure listed only "tekken" and no close match for "Tekken" or "tekken_240911" (review)
+    hint = hub_hint(spec)
+    assert hint.endswith("a built-in name (tekken, tekken-240911, tekken-240718)")
+    assert hint.startswith(f"did you mean {close!r}? ") if close else hint == HUB_HINT
+
+
+def test_a_spec_that_is_no_hub_id_gets_the_same_hint():
+    with pytest.raises(FreqlabError, match=r"^tokenizer 'Tekken\?': not a file, a built-in or a hub id; did you mean"):
+        load_tokenizer("Tekken?")
 
 
 def test_unreachable_hub_fails_fast_with_one_line_and_a_hint(monkeypatch, tmp_path):

@@ -88,6 +88,13 @@ def test_the_cache_writes_the_fastokens_input_beside_an_entry_that_verified_fast
     before = sidecar.stat().st_mtime_ns
     load_tokenizer(str(path))
     assert sidecar.stat().st_mtime_ns == before and cache_module.STATS["hits"] == 4
+    # its body edited, its header whole: the hit's repair reads the header alone, so the file stayed damaged and
+    # every forkserver built nothing ahead (a review); the forkserver's read removes it, the next hit writes it again
+    line_end = good.index(b"\n") + 1
+    sidecar.write_bytes(good[:line_end] + good[line_end:].replace(b"{", b"[", 1))
+    assert fastokens_ahead.read_input(entry) is None and not sidecar.exists()
+    load_tokenizer(str(path))
+    assert sidecar.read_bytes() == good
 
 
 def test_a_fifo_in_place_of_the_entry_or_its_input_never_blocks_a_load(tokenizer_json, cache_on):
