@@ -18,6 +18,7 @@ edited file, a FIFO or a device is never built from.
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import json
 import os
@@ -111,10 +112,8 @@ def read_input(entry: str | os.PathLike) -> tuple[dict, bytes] | None:
         return found
     # ours (its header is) but its body damaged: removed, so that the next load of the entry writes it again (its
     # repair reads the header alone); else every scan would lose the early build, silently (a review)
-    try:
+    with contextlib.suppress(OSError):
         os.unlink(input_path(entry))
-    except OSError:
-        pass
     return None
 
 

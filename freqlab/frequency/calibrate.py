@@ -74,10 +74,17 @@ class CalibrationPoint:
         return tau == self.tau if self.tokens is None else self.tau_low < tau <= self.tau
 
     def interval(self) -> str:
-        """The taus :meth:`allows`, as the report writes them: ``(low, high]``, or ``[v, v]`` for a given point."""
+        """The taus :meth:`allows`, as the report writes them: ``(low, high]`` rounded outward (to 3 digits both
+        ends rounded to nearest could meet: "(134B, 134B]" for 133.52B-133.77B), or ``[v, v]`` for a given point.
+
+        >>> CalibrationPoint("r", 1500, tau=133_770_000_000, tau_low=133_520_000_000.0, tokens=5 * 10**11).interval()
+        '(133B, 134B]'
+        """
         from freqlab.frequency.regime_table import human_count
 
-        return f"{'[' if self.tokens is None else '('}{human_count(self.tau_low)}, {human_count(self.tau)}]"
+        if self.tokens is None:
+            return f"[{human_count(self.tau_low)}, {human_count(self.tau)}]"
+        return f"({human_count(self.tau_low, down=True)}, {human_count(self.tau, up=True)}]"
 
     def to_dict(self) -> dict:
         """The point as JSON-ready data."""

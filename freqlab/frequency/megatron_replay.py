@@ -154,8 +154,10 @@ def split_vector(split: str) -> list[float]:
     if re.search(r"(?:^|[^0-9.])[-+][0-9.]|[0-9.][eE][-+]?[0-9]", split):
         raise FreqlabError(f"{usage} (megatron-core reads only digits and dots: signs and exponents would be dropped)")
     values = [float(x) for x in words]
-    if not values or len(values) > 3 or sum(values) <= 0:
+    if not values or len(values) > 3:
         raise FreqlabError(usage)
+    if sum(values) <= 0:
+        raise FreqlabError(f"{usage}: its weights sum to 0, which splits nothing")
     values += [0.0] * (3 - len(values))
     total = float(np.sum(np.array(values, np.float64)))
     return (np.array(values, np.float64) / total).tolist()
@@ -300,7 +302,10 @@ def megatron_counts(L: int, options: MegatronOptions, blend, eod: int | bool | N
         if samples is None:
             raise FreqlabError("a weighted or multi-prefix data_path needs train_samples (Megatron's --train-samples)")
         if weights[0] is None:
-            raise FreqlabError("several prefixes need weights, as in Megatron: data_path 'W1 P1 W2 P2'")
+            raise FreqlabError(  # megatron-core weights them by their sample counts: a blend not replayed here
+                "several prefixes without weights (megatron-core then weights each by its number of samples) are not "
+                "replayed; give the weights: data_path 'W1 P1 W2 P2'"
+            )
         normalised = normalize(weights)
         built: list[int | None] = [math.ceil(math.ceil(samples * w) * (1 + SURPLUS)) for w in normalised]
     else:

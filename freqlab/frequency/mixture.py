@@ -258,7 +258,9 @@ def _weight(value, where: str) -> Fraction:
         else:
             weight = exact_number(repr(float(value)) if isinstance(value, float) else str(value))  # np.float64 too
     except (ValueError, ZeroDivisionError, OverflowError):
-        raise FreqlabError(f"{where} must be a number, got {brief(value)}") from None
+        percent = isinstance(value, str) and value.strip().endswith("%")
+        hint = " (shares are relative numbers, normalised to their sum: 70 for 70%)" if percent else ""
+        raise FreqlabError(f"{where} must be a number, got {brief(value)}{hint}") from None
     if weight < 0:
         raise FreqlabError(f"{where} must be >= 0, got {brief(value)}")
     if weight and not WEIGHT_RANGE[0] <= weight <= WEIGHT_RANGE[1]:
@@ -407,6 +409,10 @@ def weighted_histogram(
         exact, K, error = True, Fraction(1), 0.0
     else:
         K, error = _float_scale(h, m, stream, window), 0.0
+
+        def epochs(s: str) -> str:  # a share is given with the epochs it makes, the multiplier that is too small
+            return f" ({_sci(m[s])} epochs)" if mixture.unit == "share" else ""
+
         for s, g in sources.items():
             counts, tail_error = _tail_rounded(g.counts, m[s] * K if g.tokens else Fraction(0))
             error = max(error, tail_error)
@@ -417,7 +423,8 @@ def weighted_histogram(
                     rows = f" and {WALKED_MIX_ROWS:,} rows of {window}" if window is not None else ""
                     walked = f"; the mix is kept to {bound:,} documents{rows} for a walk"
                 raise FreqlabError(
-                    f"{s}: weight {_sci(m[s])} is too small beside the others to keep one document of it "
+                    f"{s}: weight {_sci(mixture.weights[s])}{epochs(s)} is too small beside the others to keep one "
+                    "document of it "
                     f"(give 0 to leave the source out{walked})"
                 )
             scaled[s] = LengthHistogram(g.lengths, counts, corpus=s)

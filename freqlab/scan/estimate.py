@@ -319,7 +319,8 @@ def sampled_error(lengths, counts, L: int, regime: str, documents: int, *, seed:
     """The error bar a sampled scan of ``documents`` documents would give, from the length histogram of an
     earlier (smaller) sample ``(lengths, counts)``: its bootstrap interval (:mod:`freqlab.scan.uncertainty`)
     with the half-width scaled by √(n / documents), n the documents it holds (the 1/√n law of independent
-    sampling, checked in the tests). Returns ``{share: half-width}`` with ``level``, or None (see
+    sampling, checked in the tests). Returns ``{share: half-width}`` with ``level`` (and the interval's ``caveat``
+    when the sample is heavy-tailed: there the law holds less well), or None (see
     :func:`~freqlab.scan.uncertainty.no_interval`).
     """
     counts = np.asarray(counts, np.int64)
@@ -327,7 +328,8 @@ def sampled_error(lengths, counts, L: int, regime: str, documents: int, *, seed:
     if ci is None or documents < 1:
         return None
     scale = math.sqrt(int(counts.sum()) / documents)
-    return {"level": ci["level"], **{share: (ci[share][1] - ci[share][0]) / 2 * scale for share in SHARES}}
+    error = {"level": ci["level"], **{share: (ci[share][1] - ci[share][0]) / 2 * scale for share in SHARES}}
+    return {**error, "caveat": ci["caveat"]} if "caveat" in ci else error
 
 
 def format_estimate(cost: CostEstimate, errors: list[dict] | None = None) -> str:
@@ -361,6 +363,7 @@ def format_estimate(cost: CostEstimate, errors: list[dict] | None = None) -> str
             f"±{100 * e['share_at_most_half']:.2g} points at i ≤ {row['L'] // 2}, "
             f"±{100 * e['share_at_least_three_quarters']:.2g} at i ≥ {3 * row['L'] // 4} "
             f"({100 * LEVEL:g}% interval, from {human_count(row['from_documents'])} documents)"
+            + (f"; {e['caveat']}" if "caveat" in e else "")
         )
     return "\n".join(lines)
 

@@ -322,6 +322,11 @@ def estimate_corpus_tokens(tokens: int, documents: int, read: int) -> int:
     return (2 * tokens * documents + read) // (2 * read)
 
 
+WHOLE_INDEX_NOTE = (
+    "replayed from the whole index, as Megatron trains on it: every document, not only those this partial scan read"
+)
+
+
 def _megatron_options(report, corpus):
     """The megatron regime's options, reading the scanned index when one was scanned and none is named."""
     if "megatron" not in report.regimes:
@@ -422,6 +427,9 @@ def build_summary_json(
     )
     if stopped:
         windows["budget"]["note"] = PREFIX_NOTE
+    for row in windows["windows"]:
+        if partial and row["regime"] == "megatron":  # it replays the index itself, not the documents read (review)
+            row["note"] = WHOLE_INDEX_NOTE
     if options.sample_rate is not None:  # a sample: its shares get error bars (freqlab.scan.uncertainty)
         add_intervals(windows["windows"], histogram.lengths, histogram.counts, seed=options.seed)
     lengths = histogram.length_statistics()

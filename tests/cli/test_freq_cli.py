@@ -20,6 +20,7 @@ from freqlab.cli import main
 from freqlab.files import write_parquet
 from freqlab.formats import CHECKPOINT_FORMAT
 from freqlab.frequency import layout_frequency
+from freqlab.scan.uncertainty import no_interval
 
 
 @pytest.fixture
@@ -526,6 +527,26 @@ def test_freq_replays_the_megatron_regime_from_the_index_the_scan_read(megatron_
     assert json.loads(seeded.output)["megatron"]["seed"] == 7
     stats = run("stats", lengths, "--L", 128, "--regime", "megatron")
     assert stats.exit_code == 0 and "L=128 megatron: " in stats.output
+
+
+def test_a_partial_scan_says_its_megatron_row_replays_the_whole_index(megatron_scan, tmp_path):
+    """A review: a sampled scan's megatron row (the whole index's replay, as Megatron trains on every document) stood
+    beside the sample's rows without a word, as if it were the sample's."""
+    from freqlab.scan import scan
+    from freqlab.scan.summary_json import WHOLE_INDEX_NOTE
+
+    idx, _ = megatron_scan
+    rows = {}
+    for name, options in (("whole", {}), ("sampled", {"sample_rate": 0.5}), ("first", {"max_docs": 10})):
+        result = scan(str(idx), workers=1, progress=False, L=[128], regimes=["megatron", "natural"], **options)
+        rows[name] = {row["regime"]: row for row in result.summary["windows"]}
+    assert "note" not in rows["whole"]["megatron"]
+    for partial in ("sampled", "first"):
+        megatron = rows[partial]["megatron"]
+        assert megatron["note"] == WHOLE_INDEX_NOTE and megatron["f"] == rows["whole"]["megatron"]["f"]
+        assert rows[partial]["natural"]["f"] != rows["whole"]["natural"]["f"]  # the sample's own
+    assert rows["sampled"]["megatron"]["ci"] == {"none": no_interval("megatron")}
+    assert "replays the whole index, not the sample" in no_interval("megatron")
 
 
 def test_a_histogram_past_int64_tokens_is_named_by_every_command(tmp_path):

@@ -162,6 +162,8 @@ def test_megatron_numbers_at_the_edges_are_usage_errors(megatron_idx):
     one_line(run(*scan, "--megatron-split", "1..2"), 2, usage + "'1..2'")
     one_line(run(*scan, "--megatron-split", "1,.,2"), 2, usage + "'1,.,2'")
     one_line(run(*scan, "--megatron-split", "9" * 401), 2, usage + "'" + "9" * 58 + "…")
+    # 0 is non-negative: what is wrong is the sum (a review)
+    one_line(run(*scan, "--megatron-split", "0,0"), 2, usage + "'0,0': its weights sum to 0, which splits nothing")
     dropped = " (megatron-core reads only digits and dots: signs and exponents would be dropped)"
     for split in ("-1,2,0", "1e3,1", "+9,1", "969,-30,1"):  # megatron-core would read 1,2,0 / 1,3,1 / 9,1: not meant
         one_line(run(*scan, "--megatron-split", split), 2, usage + repr(split) + dropped)
@@ -268,7 +270,7 @@ def test_datatrove_metadata_with_thousands_of_digits_is_one_line(tmp_path):
 
 
 # ---- mixtures, schedules, histograms --------------------------------------------------------------------
-def test_weights_beyond_float64_are_usage_errors_not_tracebacks(hist):
+def test_weights_beyond_float64_are_usage_errors_not_tracebacks(hist, tmp_path):
     for weight in ("1e-400", "1e400"):
         one_line(
             run("freq", hist, "--weights", f"web={weight},code=1"),
@@ -281,6 +283,15 @@ def test_weights_beyond_float64_are_usage_errors_not_tracebacks(hist):
         1,
         "code: weight 1e-300 is too small beside the others to keep one document of it (give 0 to leave the "
         "source out)",
+    )
+    # shares are named as given, with the epochs they make (the message named the epochs alone as "weight")
+    (tmp_path / "share.yaml").write_text("unit: share\nweights: {web: 1, code: 1e-300}\n")
+    said = run("freq", hist, "--weights", tmp_path / "share.yaml").output
+    assert "code: weight 1e-300 (" in said and " epochs) is too small beside the others" in said
+    (tmp_path / "percent.yaml").write_text("unit: share\nweights: {web: '70%', code: 30}\n")
+    said = " ".join(run("freq", hist, "--weights", tmp_path / "percent.yaml").output.split())
+    assert (
+        "weight of 'web' must be a number, got '70%' (shares are relative numbers, normalised to their sum: 70" in said
     )
     result = run("freq", hist, "--weights", "web=1e-300,code=3e-300", "--L", "2K")  # tiny, but a mix: exact scale
     assert result.exit_code == 0, result.output

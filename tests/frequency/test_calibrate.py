@@ -267,6 +267,12 @@ def test_the_report_says_which_points_the_pooled_tau_does_not_predict():
     assert "predicts another E for E = 1024, E = 1792; no tau fits every point" in note
 
 
+def test_an_interval_narrower_than_three_digits_is_written_rounded_outward_never_as_one_number():
+    # 133.52B-133.77B was written "(134B, 134B]" (a review): an interval that looked empty
+    point = CalibrationPoint("r4", 1500, tau=133_770_000_000, tau_low=133_520_000_000.0, tokens=5 * 10**11)
+    assert point.interval() == "(133B, 134B]"
+
+
 def test_points_given_as_occurrences_allow_their_tau_alone_and_the_fit_of_equal_ones_predicts_them():
     """A point given as occurrences allows exactly its tau ([v, v]); the open interval (tau_low, tau] of a measured
     point left it out, so the one-point fit and the paper's two 100B points were said to predict another E, with
@@ -278,7 +284,7 @@ def test_points_given_as_occurrences_allow_their_tau_alone_and_the_fit_of_equal_
     (note,) = [line for line in calibrate([PAPER_POINTS[0], other]).estimate_lines() if line.startswith("note:")]
     assert note == f"note: tau = 141B predicts another E for {PAPER_POINTS[0].label}, other; no tau fits every point"
     measured = point_from_frequency(FULL, 1e12, 1280, next_length=1408)  # allows (312.5B, 375B]
-    assert measured.interval() == "(313B, 375B]"
+    assert measured.interval() == "(312B, 375B]"  # rounded outward: 312.5B is not allowed, 312.6B is
     assert not measured.allows(312_500_000_000) and measured.allows(375 * 10**9)
 
 

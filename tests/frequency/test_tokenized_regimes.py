@@ -199,6 +199,10 @@ def test_megatron_options_are_checked_before_reading():
         megatron_segments(8, MegatronOptions(f"1 {DATA / 'single'} 1 {DATA / 'multi'}"))
     with pytest.raises(FreqlabError, match="no such Megatron index"):
         megatron_segments(8, MegatronOptions(str(DATA / "missing")))
+    # megatron-core takes prefixes without weights (each weighted by its samples): not "as in Megatron" (a review)
+    unweighted = MegatronOptions(f"{DATA / 'single'} {DATA / 'multi'}", train_samples=4)
+    with pytest.raises(FreqlabError, match=r"^several prefixes without weights \(megatron-core then weights each by"):
+        megatron_segments(8, unweighted)
 
 
 def test_data_path_weights_are_what_megatrons_float_reads():

@@ -14,7 +14,14 @@ from click.testing import CliRunner
 from freqlab.cli import main
 from freqlab.errors import FreqlabError
 from freqlab.histogram import LengthHistogram
-from freqlab.scan.estimate import Family, ThroughputTable, estimate_cost, load_throughput, sampled_error
+from freqlab.scan.estimate import (
+    Family,
+    ThroughputTable,
+    estimate_cost,
+    format_estimate,
+    load_throughput,
+    sampled_error,
+)
 from freqlab.scan.uncertainty import share_intervals
 
 # 2M tokens per core-second at 4 bytes per token; reading alone 100 MB per core-second; 90% parallel efficiency
@@ -114,6 +121,15 @@ def test_the_predicted_error_bar_matches_a_sample_that_size():
         half_width = (measured[share][1] - measured[share][0]) / 2
         assert 0.8 < predicted[share] / half_width < 1.25, share
     assert sampled_error(lengths, small, 512, "concat", 10**6) is None
+
+
+def test_an_error_bar_from_a_sample_carried_by_one_document_carries_the_caveat():
+    lengths, counts = np.array([100, 5000]), np.array([400, 1])  # the 5,000-token document: 70% of the positions
+    error = sampled_error(lengths, counts, 2048, "natural", 10**6)
+    assert error["caveat"] == share_intervals(lengths, counts, 2048, "natural")["caveat"]
+    row = {"L": 2048, "regime": "natural", "documents": 10**6, "from_documents": 401, "error": error}
+    assert format_estimate(estimate_cost(TABLE, "tiktoken", tokens=10**9), [row]).endswith("; " + error["caveat"])
+    assert "caveat" not in sampled_error(np.array([100, 300]), np.array([400, 100]), 2048, "natural", 10**6)
 
 
 def estimate(*args):

@@ -13,6 +13,7 @@ from freqlab.scan import scan
 from freqlab.scan.uncertainty import (
     NO_INTERVAL,
     WITH_INTERVAL,
+    describe_interval,
     document_masses,
     mass_shares,
     no_interval,
@@ -79,6 +80,19 @@ def test_the_95_percent_interval_covers_the_full_corpus_share_about_95_percent_o
     # 95% nominal; 400 trials give a binomial spread of ±1.1 points: 91.7% is three spreads below
     assert covered.tolist() == [372, 379]  # fixed seeds: this exact outcome (93.0% and 94.8%)
     assert all(0.917 * trials <= c <= trials for c in covered)
+
+
+def test_a_sample_carried_by_one_document_says_its_interval_is_not_to_be_taken_at_its_level():
+    # On Pareto(1.1) lengths 95% intervals held the share 60-71% of the time (review; scripts/
+    # check_interval_coverage.md): the longest sampled document's part of Σ f is given, and past 5% a caveat
+    lengths, counts = np.array([100, 5000]), np.array([400, 1])
+    whole = 400 * 100 * 101 // 2 + 2 * 2048 * 2049 // 2 + 904 * 905 // 2  # natural: 5000 = 2 x 2048 + 904
+    ci = share_intervals(lengths, counts, 2048, "natural", replicates=50)
+    assert ci["largest_document_share"] == (whole - 400 * 5050) / whole  # 69.5% of the positions in one document
+    assert ci["caveat"].startswith("the largest sampled document holds 70% of the sampled positions")
+    assert ci["caveat"] in describe_interval({"ci": ci, "half": 1024, "three_quarters": 1536})
+    light = share_intervals(np.array([100, 300]), np.array([400, 100]), 2048, "natural", replicates=50)
+    assert light["largest_document_share"] == 45150 / (400 * 5050 + 100 * 45150) and "caveat" not in light
 
 
 def test_the_bootstrap_standard_error_matches_the_spread_between_samples(corpus):
