@@ -17,13 +17,17 @@ import signal
 import sys
 import threading
 
-from freqlab.errors import INTERRUPTED, TERMINATED, Terminated, end_within_grace, exit_status, interrupt_of
+from freqlab.errors import (
+    INTERRUPTED,
+    TERMINATED,
+    Terminated,
+    end_within_grace,
+    exit_status,
+    interrupt_of,
+    terminate,
+)
 
 _print_unraisable = sys.unraisablehook
-
-
-def _terminate(signum, frame) -> None:
-    raise Terminated
 
 
 def _redeliver(unraisable) -> None:
@@ -66,7 +70,7 @@ def idle_blas_threads_sleep(command: str | None = None) -> None:
 def run() -> None:
     """The command line (see :mod:`freqlab.cli`)."""
     sys.unraisablehook = _redeliver
-    signal.signal(signal.SIGTERM, _terminate)
+    signal.signal(signal.SIGTERM, terminate)
     idle_blas_threads_sleep(sys.argv[1] if len(sys.argv) > 1 else None)
     try:
         from freqlab.cli import main_entry

@@ -128,7 +128,7 @@ def _yaml(text: str, path: Path, what: str):
     except FreqlabError:
         raise
     except yaml.YAMLError as exc:
-        raise FreqlabError(f"{path}: not valid YAML/JSON ({_first_line(exc)})") from None
+        raise FreqlabError(f"{path}: {_yaml_where(exc)}not valid YAML/JSON ({_yaml_problem(exc)})") from None
     except (RecursionError, ValueError, OverflowError) as exc:  # safe types, but e.g. a date out of range
         raise FreqlabError(f"{path}: not a {what} file ({_first_line(exc)})") from None
 
@@ -167,6 +167,18 @@ def _depth(data) -> int:
             deepest = max(deepest, level)
             stack.extend((item, level + 1) for item in (value.values() if isinstance(value, dict) else value))
     return deepest
+
+
+def _yaml_where(error: BaseException) -> str:
+    """``line 3, column 1: `` where PyYAML marks the problem (a review: a tab or a bad indent named no line)."""
+    mark = getattr(error, "problem_mark", None) or getattr(error, "context_mark", None)
+    return f"line {mark.line + 1}, column {mark.column + 1}: " if mark is not None else ""
+
+
+def _yaml_problem(error: BaseException) -> str:
+    """PyYAML's words: "while scanning for the next token: found character that cannot start any token"."""
+    problem, context = getattr(error, "problem", None), getattr(error, "context", None)
+    return ": ".join(str(x) for x in (context, problem) if x)[:200] or _first_line(error)
 
 
 def _first_line(error: BaseException) -> str:

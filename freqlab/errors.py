@@ -113,9 +113,21 @@ class Terminated(KeyboardInterrupt):
     """
 
 
+#: set by the command line's SIGTERM handler: a library that catches the :class:`Terminated` it raises and raises a
+#: KeyboardInterrupt of its own (Ray's ``ray.wait`` and ``ray.get`` do) still ends the command with 143 (a review)
+SIGTERM_RECEIVED = False
+
+
+def terminate(signum=None, frame=None) -> NoReturn:
+    """The command line's SIGTERM handler: :class:`Terminated`, remembered in :data:`SIGTERM_RECEIVED`."""
+    global SIGTERM_RECEIVED
+    SIGTERM_RECEIVED = True
+    raise Terminated
+
+
 def exit_status(interrupt: BaseException) -> int:
     """The exit status of an interrupted command: 130 for Ctrl-C, 143 for SIGTERM."""
-    return TERMINATED if isinstance(interrupt, Terminated) else INTERRUPTED
+    return TERMINATED if isinstance(interrupt, Terminated) or SIGTERM_RECEIVED else INTERRUPTED
 
 
 def interrupt_of(error: BaseException) -> KeyboardInterrupt | None:

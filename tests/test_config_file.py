@@ -168,3 +168,19 @@ def test_quoted_or_plain_values_read_as_written(tmp_path):
     # a second review: values both read alike were refused (0:30 is text to PyYAML, 00 and 07 the same number)
     path.write_text("a: 0:30\nb: 00:30\nc: 00\nd: 07\n")
     assert read_config_file(path, "schedule") == {"a": "0:30", "b": "00:30", "c": 0, "d": 7}
+
+
+@pytest.mark.parametrize(
+    ("text", "where", "what"),
+    [
+        ("histogram: h.parquet\nstages:\n\t- {L: 8K, tokens: 1T}\n", "line 3, column 1", "found character that"),
+        ("stages:\n  - {L: 8K, tokens: 1T}\n  - {L: 16K, tokens: 1T\n", "line 4, column 1", "did not find expected"),
+        ("stages:\n  - {L: 8K}\n   - {L: 16K}\n", "line 3, column 4", "did not find expected '-' indicator"),
+    ],
+)
+def test_a_yaml_syntax_error_names_its_line_and_column(tmp_path, text, where, what):
+    # a tab, an unclosed flow mapping, a bad indent: the message named no line, as a JSON file's does (a review)
+    path = tmp_path / "s.yaml"
+    path.write_text(text)
+    with pytest.raises(FreqlabError, match=rf"^{re.escape(str(path))}: {where}: not valid YAML/JSON \(.*{what}"):
+        read_config_file(path, "schedule")

@@ -19,7 +19,7 @@ import freqlab.__main__ as entry
 from freqlab.errors import Terminated, exit_status
 sys.unraisablehook = entry._redeliver
 import signal
-signal.signal(signal.SIGTERM, entry._terminate)
+signal.signal(signal.SIGTERM, entry.terminate)
 
 class Thing:
     pass

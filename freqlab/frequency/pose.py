@@ -212,7 +212,7 @@ class Pose:
             for e, coefficient in pose_numerator(r, target).items():
                 if e < target and coefficient:
                     impulses[e] += weight * coefficient
-        note = f"PoSE position-id differences up to {target} (expectation over the skip sampler){_ROWS}"
+        note = f"PoSE position-id differences up to {target} (expectation over the skip sampler){POSE_ROWS}"
         return ExactFrequency(_summed(impulses, 4), denominator, _untrained(lengths, counts, L), note).reduced()
 
     def replay(self, lengths, counts, L: int, seed: int = 0) -> ExactFrequency:
@@ -237,11 +237,11 @@ class Pose:
         values = np.concatenate([a + b, -(a + b + 2), one, one, one, -one, -one, one])
         keep = index < target
         impulses = scatter_add(target, index[keep], values[keep])
-        note = f"PoSE position-id differences up to {target} (one seeded replay, seed {seed}){_ROWS}"
+        note = f"PoSE position-id differences up to {target} (one seeded replay, seed {seed}){POSE_ROWS}"
         return ExactFrequency(_summed(impulses, 2), 1, _untrained(lengths, counts, L), note)
 
 
-_ROWS = "; one row per document, its first min(n, L) tokens: the stage's regime is not used"
+POSE_ROWS = "; one row per document, its first min(n, L) tokens: the stage's regime is not used"
 
 
 def _untrained(lengths: np.ndarray, counts: np.ndarray, L: int) -> Fraction:

@@ -64,7 +64,7 @@ from freqlab.frequency.layouts import (
     read_layout,
     truncate_to_window,
 )
-from freqlab.frequency.pose import Scaled, position_ids_from_spec
+from freqlab.frequency.pose import POSE_ROWS, Scaled, position_ids_from_spec
 from freqlab.frequency.position import position_frequency
 from freqlab.frequency.regimes import REGIMES, expands_documents
 from freqlab.frequency.stats import (
@@ -244,6 +244,11 @@ def parse_schedule(
         for key, spec in specs.items():
             if spec is not None and not isinstance(spec, dict):
                 raise FreqlabError(f"{where}: {key} must be a mapping, got {spec!r}")
+        if "regime" in raw and (specs["position_ids"] or {}).get("kind") == "pose":  # the report showed it (review)
+            raise FreqlabError(
+                f"{where}: a PoSE stage trains one row per document, its first min(n, L) tokens: its regime "
+                f"({brief(regime)}) would not be used; leave it out"
+            )
         stages.append(
             Stage(name, L, tokens, regime, stage_histogram, stage_weights or default_weights, layout,
                   specs["curriculum"], specs["position_ids"], specs["mixture"], provenance,
@@ -778,14 +783,16 @@ class ScheduleFrequency(Displayed):
             # a last layout of NoPE layers only (a review): no layer of the trained model uses a position, whatever
             # the stages before trained
             after = ", ".join(f"{k} {v}" for k, v in stage["effective_length_after"].items()) or "no rotary layers"
-            alone = "alone" if stage["full_attention"] else f"alone (of full attention, {no_layer})"
+            notes = [] if stage["full_attention"] else [f"of full attention, {no_layer}"]
             # f_T(0) = T and f_T(i) < T past 0: with T <= tau no position past 0 reaches tau (a review: T = tau said
             # nothing)
             if stage["effective_length_alone"] == 0 and stage["tokens"] <= tau:
-                alone += f" (its {human_count(stage['tokens'])} tokens ≤ τ)"
+                notes.append(f"its {human_count(stage['tokens'])} tokens ≤ τ")
+            alone = f"alone ({'; '.join(notes)})" if notes else "alone"
+            regime = "-" if (stage.get("position_ids") or {}).get("kind") == "pose" else stage["regime"]
             lines.append(
                 f"  {printable(stage['name']):<16} L={stage['L']:<7} {human_count(stage['tokens']):>7} tokens  "
-                f"{stage['regime']:<8}  effective length {alone}: {stage['effective_length_alone']}; after it: {after}"
+                f"{regime:<8}  effective length {alone}: {stage['effective_length_alone']}; after it: {after}"
                 + _method(stage)
                 + (f"  (weights {stage['weights']})" if stage["weights"] else "")
                 + assumed
@@ -836,7 +843,8 @@ def _method(stage: dict) -> str:
     for key in ("curriculum", "position_ids"):
         spec = stage.get(key)
         if isinstance(spec, dict) and spec.get("kind"):
-            return f"  ({key.replace('_', ' ')}: {printable(str(spec['kind']))})"
+            rows = POSE_ROWS if key == "position_ids" and spec["kind"] == "pose" else ""  # no regime: say so (review)
+            return f"  ({key.replace('_', ' ')}: {printable(str(spec['kind']))}{rows})"
     return ""
 
 

@@ -26,7 +26,7 @@ from __future__ import annotations
 from dataclasses import dataclass, fields
 from fractions import Fraction
 from pathlib import Path
-from typing import TypedDict
+from typing import Any, TypedDict
 
 import numpy as np
 
@@ -170,6 +170,36 @@ def frequency_from_histogram(
     return position_frequency(histogram.lengths, histogram.counts, L, regime, seed=seed)
 
 
+def planned_layers(sf: ScheduleFrequency, tau) -> tuple[Any, str]:
+    """The layer kind a plan from the schedule ``sf`` extends, and the words that name it (``(None, "")`` without
+    layouts: every layer global): the RoPE layers of the last stage's layout that attend its whole window (global,
+    or a window or chunk as long); of several (layers that went through the stages in different ways), the one
+    trained least far. STRING, Self-Extend and RoPE scaling change the rotary angles of far positions, which
+    sliding-window and chunked layers never attend and NoPE layers have none of: a layout without such layers has
+    nothing to plan, and the FreqlabError says so (a review: Llama 4's chunked + NoPE layout got a STRING shift from
+    the data's total, the F of a full-attention layer it has not).
+    """
+    if not sf.histories:
+        return None, ""
+    layout = sf.schedule.stages[-1].layout
+    whole = [kind for kind in sf.histories if kind.rope and kind.reach(sf.window) == sf.window - 1]
+    if not whole:
+        others = ", ".join(
+            f"{kind.name} {'has no rotary embedding' if not kind.rope else f'reaches {kind.reach(sf.window)}'}"
+            for kind in sf.histories
+        )
+        raise FreqlabError(
+            f"the last stage's layout ({layout.spec if layout else 'global'}) has no RoPE layer that attends the whole "
+            f"window of {sf.window} ({others}): STRING, Self-Extend and RoPE scaling have no layer to extend"
+        )
+    kind = min(whole, key=lambda k: sf.effective_length(tau, k, without_gap=True))
+    if layout is None:  # the last stage global, layouts before it
+        return kind, f" in its {kind.name} layers (every layer, in the last stage)"
+    count = layout.kinds.get(getattr(kind, "final", kind), 0)
+    share = f"{count} of {len(layout.layers)}" if layout.whole else f"{count} in every {len(layout.layers)}"
+    return kind, f" in its {kind.name} layers ({share} layers of {layout.spec}, the RoPE layers that attend it all)"
+
+
 def as_schedule_frequency(schedule: ScheduleFrequency | Schedule | str | Path) -> ScheduleFrequency:
     """Accept a schedule file, a parsed Schedule or an evaluated ScheduleFrequency."""
     if isinstance(schedule, ScheduleFrequency):
@@ -270,15 +300,17 @@ def well_trained_range(
         if sf.window != L:
             raise FreqlabError(f"the schedule's longest window is {sf.window}, but L = {L}")
         threshold = sf.schedule.tau if tau is None else positive_number(tau, "tau")
-        N = sf.effective_length(threshold, without_gap=True) + 1  # every position 0..N-1: F need not decrease
+        kind, layers = planned_layers(sf, threshold)
+        N = sf.effective_length(threshold, kind, without_gap=True) + 1  # every position 0..N-1: F need not decrease
         stages = len(sf.schedule.stages)
         text = (
             f"the schedule ({stages} stage{'s' if stages != 1 else ''}, {sf.schedule.source}) trains positions "
-            f"0..{N - 1} at least tau = {threshold:.3g} times"
+            f"0..{N - 1} at least tau = {threshold:.3g} times{layers}"
             if N
             else f"no position reaches tau = {threshold:.3g} occurrences over the schedule ({sf.schedule.source})"
+            f"{layers}"
         )
-        return WellTrained(N, L, "schedule", text, sf.total, None, threshold, None)
+        return WellTrained(N, L, "schedule", text, sf.kind_total(kind), None, threshold, None)
     if frequency is not None:
         f = np.asarray(frequency)
         if f.ndim != 1 or f.size != L:

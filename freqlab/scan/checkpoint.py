@@ -128,7 +128,8 @@ class OutputLock:
             handle.write(f"pid {os.getpid()}\n")
             handle.flush()
         except OSError as exc:  # a full disk: "[Errno 28] No space left on device", no file named (a review)
-            handle.close()
+            with contextlib.suppress(OSError):  # the close flushes the pid again, failing again (a review)
+                handle.close()
             if self.created:  # an empty lock of this acquire's left behind: gone, as a refused scan's
                 lock.unlink(missing_ok=True)
             raise cannot_write(lock, exc) from None

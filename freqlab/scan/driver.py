@@ -29,7 +29,7 @@ from freqlab.formats import LENGTHS_FILE, SUMMARY_FILE
 from freqlab.frequency.stats import DEFAULT_TAU
 from freqlab.histogram import LengthHistogram
 from freqlab.resources import binary_bytes
-from freqlab.scan.engines import Task, default_workers, make_engine
+from freqlab.scan.engines import Task, default_workers, make_engine, require_worker_memory
 from freqlab.scan.engines.local import prestart
 from freqlab.scan.forked import check_outputs_writable
 from freqlab.scan.ledger import Ledger
@@ -297,6 +297,8 @@ def scan_from_settings(
         peek=ledger.limited,  # ... and sees whether anything follows it (a corpus that ends there is read whole)
     )
 
+    if run.engine == "local" and run.workers is not None and not run.resume:  # every shard pending: refused before
+        require_worker_memory(run.workers, len(shards))  # --out is touched (its checkpoints cleared: a review)
     with ScanOutput(run.out, settings.fingerprint(corpus, counter), run.resume, len(shards)) as output:
         done = output.resume_into(shards, ledger, settings.on_error)
         resumed = (ledger.total.documents_read, ledger.total.tokens, sum(shards[k].size() or 0 for k in done))

@@ -243,7 +243,7 @@ def test_a_last_layout_of_nope_layers_only_says_no_layer_of_the_model_uses_the_p
     data = result.to_dict()
     assert data["rope_layers"] is False and [stage["full_attention"] for stage in data["stages"]] == [False, False]
     report = result.report()
-    assert report.count("alone (of full attention, which the last stage's NoPE layers do not use)") == 2
+    assert report.count("alone (of full attention, which the last stage's NoPE layers do not use") == 2
     assert report.count("after it: no rotary layers") == 2
     assert "no layer here" not in report and "which no stage's layout has" not in report
     assert (
@@ -460,6 +460,27 @@ def test_a_pose_stage_reports_no_reach_share(tmp_path):
     rows = {row["stage"]: row for row in result.reach_table()}
     assert rows["pose"]["beyond"] == {"2048": None}
     assert result.reach_is_exposure(0) and not result.reach_is_exposure(1)
+
+
+def test_a_pose_stage_takes_no_regime_and_its_line_says_what_its_rows_are(tmp_path):
+    """A review: regime: pack on a PoSE stage gave natural's numbers under a "pack" label (PoSE trains one row per
+    document): a regime given is refused, and the stage's line shows none and says what the rows are."""
+    LengthHistogram.from_counts([4, 3000], [1, 2]).to_parquet(tmp_path / "h.parquet")
+    pose = "{name: pose, L: 2K, tokens: 10M, position_ids: {kind: pose, target: 16K}%s}"
+    for regime in ("pack", "natural"):
+        (tmp_path / "s.yaml").write_text(f"histogram: h.parquet\nstages:\n  - {pose % (', regime: ' + regime)}\n")
+        with pytest.raises(
+            FreqlabError, match=rf"stage 1 \(pose\): a PoSE stage trains one row per document.*\('{regime}'\)"
+        ):
+            load_schedule(tmp_path / "s.yaml")
+    (tmp_path / "s.yaml").write_text(f"histogram: h.parquet\nstages:\n  - {pose % ''}\n")
+    (line,) = [
+        line for line in schedule_frequency(load_schedule(tmp_path / "s.yaml")).report().splitlines() if "pose " in line
+    ]
+    assert " tokens  -         effective length" in line
+    assert line.endswith(
+        "(position ids: pose; one row per document, its first min(n, L) tokens: the stage's regime is not used)"
+    )
 
 
 def test_a_pose_replay_whose_F_rises_again_gets_the_largest_position_and_says_where_the_gap_is():
@@ -841,7 +862,7 @@ def test_the_report_names_its_histogram_file_and_each_stages_curriculum_or_posit
     lines = schedule_frequency(load_schedule(tmp_path / "s.yaml")).report().splitlines()
     assert f"histogram: {tmp_path / 'h.parquet'}" in lines
     line = {name: next(x for x in lines if x.startswith(f"  {name} ")) for name in ("warm", "pose", "plain")}
-    assert "(curriculum: warmup)" in line["warm"] and "(position ids: pose)" in line["pose"]
+    assert "(curriculum: warmup)" in line["warm"] and "(position ids: pose; one row per document" in line["pose"]
     assert "curriculum" not in line["plain"] and "position ids" not in line["plain"]
 
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from fractions import Fraction
 
 import numpy as np
@@ -59,6 +60,44 @@ def test_schedule_rule_adds_stages(tmp_path):
         for i in range(4096)
     ]
     assert (wt.rule, wt.N) == ("schedule", sum(1 for v in F if v >= 100))
+
+
+def _two_stages(tmp_path, first: str, last: str | None):
+    """400B tokens at 2K in layout ``first``, then 100B at 4K in ``last``, concat: a plan's schedule."""
+    LengthHistogram.from_lengths([4096] * 3).to_parquet(tmp_path / "h.parquet")
+    stages = [
+        {"L": 2048, "tokens": "400B", "regime": "concat", "layout": first},
+        {"L": 4096, "tokens": "100B", "regime": "concat", **({"layout": last} if last else {})},
+    ]
+    return schedule_frequency(
+        parse_schedule({"histogram": "h.parquet", "tau": "100B", "stages": stages}, base=tmp_path)
+    )
+
+
+def test_schedule_rule_plans_the_rope_layers_that_attend_the_whole_window(tmp_path):
+    """A review: the N* of a schedule with a layout was the data's, as if every layer attended it all; Llama 4's
+    chunked + NoPE layers got a STRING shift, NoPE alone one too. F in B: 400 (2048 - i)/2048 + 100 (4096 - i)/4096
+    for i < 2048 (>= 100 up to i = 1820), 100 (4096 - i)/4096 beyond (< 100)."""
+    expected = sum(
+        1 for i in range(4096) if Fraction(400 * max(2048 - i, 0), 2048) + Fraction(100 * (4096 - i), 4096) >= 100
+    )
+    assert expected == 1821
+    gemma = well_trained_range(4096, schedule=_two_stages(tmp_path, "5*swa1K+global", "5*swa1K+global"))
+    assert (gemma.rule, gemma.N) == ("schedule", expected)
+    assert "in its global layers (1 in every 6 layers of 5*swa1K+global, the RoPE layers that attend it all)" in (
+        gemma.explanation
+    )
+    # the layers made global for the last stage trained as windows of 1K before: beside the layers global
+    # throughout, the plan extends the ones trained least far (i >= 1024 only in the 100B stage: < 100B)
+    made_global = well_trained_range(4096, schedule=_two_stages(tmp_path, "swa1K+global", "global"))
+    assert made_global.N == 1024 and "in its global (was swa1K) layers" in made_global.explanation
+    for first, last, why in [
+        ("3*chunk1K+nope", "3*chunk1K+nope", "(3*chunk1K+nope) has no RoPE layer that attends the whole window of "
+         "4096 (chunk1K reaches 1023, nope has no rotary embedding)"),
+        ("nope", "nope", "(nope) has no RoPE layer that attends the whole window of 4096 (nope has no rotary"),
+    ]:  # fmt: skip
+        with pytest.raises(FreqlabError, match=re.escape(why)):
+            well_trained_range(4096, schedule=_two_stages(tmp_path, first, last))
 
 
 def test_histogram_helper_matches_position_frequency(tmp_path):

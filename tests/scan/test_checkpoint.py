@@ -330,9 +330,11 @@ def test_a_fifo_where_a_result_goes_is_refused_without_waiting_on_it(tmp_path, n
         scan(str(data), out=str(tmp_path / "out"), progress=False)
 
 
-def test_a_lock_a_full_disk_cannot_take_is_one_line_naming_it(tmp_path, monkeypatch):
+@pytest.mark.parametrize("fails", [("write",), ("flush", "close")])
+def test_a_lock_a_full_disk_cannot_take_is_one_line_naming_it(tmp_path, monkeypatch, fails):
     """A review: with 0 bytes free a scan said "Error: [Errno 28] No space left on device", no file named, and left
-    an empty .lock behind."""
+    an empty .lock behind; again where the pid went into the buffer and its flush failed, then the close's (on a
+    disk filled to the byte: a second review)."""
     import errno
 
     import freqlab.scan.checkpoint as checkpoint
@@ -346,10 +348,15 @@ def test_a_lock_a_full_disk_cannot_take_is_one_line_naming_it(tmp_path, monkeypa
         def __init__(self, handle):
             self.handle = handle
 
-        def write(self, text):
-            raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC))
-
         def __getattr__(self, name):
+            if name in fails:
+
+                def full(*args):
+                    if name == "close":
+                        self.handle.close()
+                    raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC))
+
+                return full
             return getattr(self.handle, name)
 
     monkeypatch.setattr(checkpoint.os, "fdopen", lambda fd, mode: Full(real_fdopen(fd, mode)))
@@ -599,3 +606,20 @@ def test_a_failed_file_round_trips_and_an_older_checkpoint_of_one_is_recounted(t
     header["checksum"] = _checksum(frame, {k: v for k, v in header.items() if k != "checksum"})
     write_parquet(path, frame, header)
     assert store.load("b.jsonl.zst", IDENTITY) is None
+
+
+def test_workers_refused_for_memory_leave_the_output_folder_as_it_was(tmp_path, monkeypatch):
+    """A review: --workers past the memory was refused after --out was taken, its earlier checkpoints cleared and a
+    new .lock and manifest left; the refusal now comes first."""
+    from freqlab.resources import ResourceError
+    from freqlab.scan import scan
+
+    for name in "abc":
+        (tmp_path / f"{name}.jsonl").write_text('{"text": "hello world"}\n' * 3)
+    out = tmp_path / "out"
+    scan(str(tmp_path / "*.jsonl"), out=str(out), workers=1, progress=False)
+    before = {path: path.stat().st_mtime_ns for path in out.rglob("*")}
+    monkeypatch.setenv("FREQLAB_MEMORY_BYTES", str(100 << 20))  # 3 workers need ~192 MB
+    with pytest.raises(ResourceError, match=r"^--workers 3 needs ~.* \(3 worker processes for 3 shards"):
+        scan(str(tmp_path / "*.jsonl"), out=str(out), workers=3, progress=False)
+    assert {path: path.stat().st_mtime_ns for path in out.rglob("*")} == before

@@ -40,6 +40,15 @@ def make_engine(name: str, workers: int | None, pending: int, address: str | Non
             "is one), which may not start processes; scan with workers=1 here (the default), or run the scans in a "
             "concurrent.futures.ProcessPoolExecutor, whose workers may"
         )
+    require_worker_memory(workers, pending)
+    return InProcessEngine() if count <= 1 else LocalEngine(count)
+
+
+def require_worker_memory(workers: int | None, pending: int) -> None:
+    """A FreqlabError when the local pool of ``workers`` (None: every core) for ``pending`` shards would not fit
+    in the memory available (:data:`WORKER_BYTES` a process); the driver asks before it touches ``--out`` too.
+    """
+    count = min(workers or default_workers(), max(pending, 1))
     if count > 1:
         from freqlab.resources import require_memory
 
@@ -48,7 +57,6 @@ def make_engine(name: str, workers: int | None, pending: int, address: str | Non
             f"--workers {workers:,}" if workers else "--workers (all cores)",
             f"{count:,} worker processes for {pending:,} shards, ~{WORKER_BYTES >> 20} MB each",
         )
-    return InProcessEngine() if count <= 1 else LocalEngine(count)
 
 
 #: memory of one local worker process beyond what it shares with the others (measured: 48-59 MB proportional set

@@ -20,8 +20,10 @@ from __future__ import annotations
 import contextlib
 import itertools
 import os
+import signal
 import socket
 import sys
+import threading
 from collections import Counter
 from collections.abc import Generator, Iterator
 from typing import Any
@@ -45,6 +47,32 @@ def import_ray():
     except ImportError:
         raise FreqlabError("the Ray engine needs Ray: pip install 'freqlab[ray]'") from None
     return ray
+
+
+@contextlib.contextmanager
+def _keeping_sigterm(ray) -> Iterator[None]:
+    """The command's SIGTERM handler kept through ``ray.init``, which puts Ray's over it (a review): during the init,
+    ``sys.exit(15)`` (status 15, no word) or the local node's cleanup and ``sys.exit(1)``; after it, the core
+    worker's C++ stack dump and death by the signal, where the command ends a scan as one line with status 143, its
+    finished shards checkpointed. Ray's setter is left out for the init (what it would install: the same as
+    ``signal.signal``), and the handler put back over the C++ one after it; a thread other than the main one, where
+    no handler can be set, is left alone. Left: the ~2 s in which the driver connects, where the C++ handler is
+    already in place (absl's stack dump, status -6); the finished shards are checkpointed by then all the same.
+    """
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    ours = signal.getsignal(signal.SIGTERM)
+    utils = getattr(getattr(ray, "_private", None), "utils", None)
+    setter = getattr(utils, "set_sigterm_handler", None)
+    if setter is not None:
+        utils.set_sigterm_handler = lambda handler: None  # type: ignore[union-attr]
+    try:
+        yield
+    finally:
+        if setter is not None:
+            utils.set_sigterm_handler = setter  # type: ignore[union-attr]
+        signal.signal(signal.SIGTERM, ours)
 
 
 def check_ray_address(address: str | None, timeout: float = RAY_PROBE_SECONDS) -> None:
@@ -301,18 +329,20 @@ class RayEngine(Engine):
             return False
         common = {"include_dashboard": False, "logging_level": "ERROR", "log_to_driver": False}
         try:
-            if self.address:
-                ray.init(address=self.address, **common)
-            else:
-                # "local": a new instance of its own, not a cluster a `ray start` on this machine left running (an
-                # address of None joins that one, where num_cpus is refused)
-                ray.init(
-                    address="local", num_cpus=self.local_cpus, object_store_memory=self.object_store_memory, **common
-                )
+            with _keeping_sigterm(ray):
+                self._init(ray, common)
         except (ConnectionError, RuntimeError, ValueError) as exc:
             where = f"the Ray cluster at {self.address}" if self.address else "a local Ray instance"
             raise FreqlabError(f"could not start or reach {where}: {_first_line(exc)}") from None
         return True
+
+    def _init(self, ray, common: dict) -> None:
+        if self.address:
+            ray.init(address=self.address, **common)
+        else:
+            # "local": a new instance of its own, not a cluster a `ray start` on this machine left running (an
+            # address of None joins that one, where num_cpus is refused)
+            ray.init(address="local", num_cpus=self.local_cpus, object_store_memory=self.object_store_memory, **common)
 
     def _check_nodes(self, ray, job_refs: list) -> None:
         """Probe every live node with CPUs (pinned to it): the same freqlab as this driver, and the job loads.
