@@ -133,7 +133,11 @@ def _draw_fig1_panel(ax: Axes, segs, f: np.ndarray, L: int, bins: int) -> None:
     half, three_quarters = L // 2, (3 * L) // 4
     bars = twin_behind(ax)
     edges = np.linspace(0, L, bins + 1)
-    per_bin, _ = np.histogram(segs.lengths, bins=edges, weights=segs.counts.astype(np.float64))
+    # a segment of length l (1..L) in the bar over (k·L/bins, (k+1)·L/bins] that holds it, in integers: np.histogram's
+    # [k·w, (k+1)·w) drew l at [l, l + 1), the first bar empty and L with L - 1 (a review: lengths 7 and 8 in one bar)
+    kept = segs.lengths > 0
+    index = (segs.lengths[kept].astype(np.int64) * bins + L - 1) // L - 1
+    per_bin = np.bincount(index, weights=segs.counts[kept].astype(np.float64), minlength=bins)
     share = 100 * per_bin / max(per_bin.sum(), 1)
     bars.bar(edges[:-1], share, width=np.diff(edges), align="edge", color=COLORS["segments"], alpha=0.55, lw=0)
     bars.set_ylim(0, max(share.max(), 1e-9) * 1.6)  # bars in the lower part, f(i) above them
@@ -426,9 +430,11 @@ def plot_effective_length(
             highest = max(highest, int(np.max(curve)))
             left.plot(grid, curve, color=color, label=f"L = {position_label(L)}")
             f_T = scale_to_budget(f, budget)
-            right.plot(np.arange(1, L), f_T[1:], color=color, label=f"L = {position_label(L)}")
             E = effective_length(f, budget, tau)
-            if 0 < E < L - 1:
+            # E = 0 has no dot on the curve from i = 1: the legend says it (a review: neither end was marked)
+            none = " (E = 0: no position past 0 reaches τ)" if E == 0 else ""
+            right.plot(np.arange(1, L), f_T[1:], color=color, label=f"L = {position_label(L)}{none}")
+            if E > 0:  # the whole window (E = L - 1) too
                 right.plot([E], [f_T[E]], "o", color=color, ms=3.5)
                 # each window's label a line above the one before: two dots close together stay readable
                 offset = (3, 4 + (NOTE_SIZE + 2) * k)

@@ -26,7 +26,16 @@ from freqlab.errors import FreqlabError
 from freqlab.plan.harpe import PAPER_HEAD_DIM, PAPER_TARGET, ProminentExtrema
 from freqlab.plan.waveform import DistanceGrid, rope_waveform, stave_score
 from freqlab.plots.axes import distance_label, format_distances, panel_letters
-from freqlab.plots.style import COLORS, NOTE_SIZE, PALETTE, FreqlabFigure, figure_size, freqlab_style, new_figure
+from freqlab.plots.style import (
+    COLORS,
+    NOTE_SIZE,
+    PALETTE,
+    FreqlabFigure,
+    figure_size,
+    freqlab_style,
+    new_figure,
+    plain,
+)
 
 
 def _grid(grid: DistanceGrid | None, target: int) -> DistanceGrid:
@@ -202,10 +211,10 @@ def plot_envelopes(
                     ax.stairs(other_lowest, block_edges, color="#bbbbbb", lw=0.7, baseline=None)
             ax.stairs(lowest, block_edges, color=color, lw=1.1, baseline=None)
             ax.axhline(score.shortest, color=color, ls="--", lw=0.7)
-            ax.set_ylabel(name, color=color, fontsize=NOTE_SIZE)
+            ax.set_ylabel(plain(name), color=color, fontsize=NOTE_SIZE)
             ax.tick_params(axis="x", labelbottom=ax is lefts[-1])
             ordered = np.sort(envelope)
-            right.plot(share, ordered, color=color, label=f"{name}: {score.shortest:.2f} / {score.mean:.2f}")
+            right.plot(share, ordered, color=color, label=f"{plain(name)}: {score.shortest:.2f} / {score.mean:.2f}")
             right.plot([0], [score.shortest], "o", color=color, ms=3.5, clip_on=False)
             top = max(top, float(ordered[tenth - 1]))
         bottom = lefts[-1]

@@ -108,7 +108,7 @@ def plot_recipe(result, tau: float | None = None, *, size="two-column", columns:
         for kind in kinds:
             after = [result.effective_length(tau, kind, stages=k + 1) for k in range(len(stages))]
             last.plot(x, after, marker="o", ms=3, color=colors[kind], lw=1.0, label=kind.name)
-        last.set_xticks(x, [stage.name for stage in stages], rotation=30, ha="right")
+        last.set_xticks(x, [plain(stage.name) for stage in stages], rotation=30, ha="right")  # drawn as written
         last.set_xlabel("after stage")
         last.set_ylim(0, window)
         format_positions(last.yaxis, window)

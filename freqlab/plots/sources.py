@@ -94,8 +94,10 @@ def plot_sources(
     def documents(label, part, total: bool) -> str:
         if counted is None:
             return f"{part.documents:,} docs"
-        if total:
-            return f"the mix of {counted.documents:,} docs"
+        if total:  # the corpus's documents of the sources in the mix: one weighted 0 is not in it (a review)
+            mixed = (counted.sources or {}).get
+            inside = sum(mixed(name, g).documents for name, g in (h.sources or {}).items() if g.documents)
+            return f"the mix of {inside:,} docs"
         return f"{(counted.sources or {}).get(label, part).documents:,} docs"
 
     legend_rows = (len(series) + 2) // 2  # two columns: the sources, then all of them

@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import io
 import os
+import re
 import stat
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
@@ -133,12 +134,18 @@ STYLE: dict[str, object] = {
 
 def plain(text: object) -> str:
     r"""``text`` (a source's name, a stage's, a model's label) drawn as written: matplotlib reads ``$...$`` as math,
-    which drew ``price $5 and $6`` as an italic "5and6" and failed on ``$\frac{$``, so each ``$`` is escaped.
+    which drew ``price $5 and $6`` as an italic "5and6" and failed on ``$\frac{$``, so each ``$`` is escaped; a
+    control character (C0 but tab and newline, DEL) becomes U+FFFD, as an SVG's XML may hold none of them (a
+    review: a source named ``ctrl\x07bell`` wrote an SVG no browser opens).
 
-    >>> print(plain("price $5 and $6"))
+    >>> print(plain("price $5 and $6")), plain("bell\x07") == "bell\ufffd"
     price \$5 and \$6
+    (None, True)
     """
-    return str(text).replace("$", r"\$")
+    return _CONTROL.sub("\ufffd", str(text)).replace("$", r"\$")
+
+
+_CONTROL = re.compile("[\x00-\x08\x0b-\x1f\x7f]")
 
 
 @contextmanager

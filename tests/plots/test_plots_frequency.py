@@ -43,6 +43,17 @@ def test_bins_finer_than_one_position_draw_one_bar_per_position():
     assert [b.get_height() for b in bars if b.get_height()] == [100.0] and bars[-1].get_width() == 1.0
 
 
+def test_each_segment_length_is_in_the_bar_over_the_lengths_it_holds():
+    # np.histogram's [k, k + 1) bars drew length 7 and 8 in one bar over [7, 8], nothing in the first (a review):
+    # a bar over (k·w, (k+1)·w] holds the lengths k·w + 1 .. (k+1)·w, drawn over the positions they end at
+    fig = plot_position_frequency(LengthHistogram.from_lengths([4, 4, 7, 8]), 8, "natural", bins=8)
+    heights = [bar.get_height() for bar in fig.axes[1].patches]
+    assert heights == [0, 0, 0, 50, 0, 0, 25, 25]  # lengths 4, 7, 8 in the bars over (3, 4], (6, 7], (7, 8]
+    wide = plot_position_frequency(LengthHistogram.from_lengths([1, 64, 65, 2048]), 2048, "natural")
+    heights = [bar.get_height() for bar in wide.axes[1].patches]  # bars of 64: lengths 1..64 in the first
+    assert heights[:2] == [50, 25] and heights[-1] == 25 and sum(heights[2:-1]) == 0
+
+
 def test_a_regime_a_histogram_only_approximates_says_so_in_its_title(histogram):
     """Megatron's windows need its indexes: from a histogram the panel draws concat, and its title says so."""
     ax = plot_position_frequency(histogram, 2048, "megatron").axes[0]
@@ -146,6 +157,14 @@ def test_effective_length_curve_and_threshold():
     # a grid starting below one token (tau = 1: from tau / 2) is plotted, its first budgets 0 (a review saw it refused)
     low = plot_effective_length(FULL_ROWS, (2048,), "concat", tau=1.0)
     assert low.axes[0].lines[0].get_ydata()[0] == 0
+
+
+def test_an_effective_length_at_either_end_is_marked_or_said():
+    """A review: a budget that trains the whole window (E = L - 1) drew no dot, nor one below tau (E = 0) a word."""
+    whole = plot_effective_length(FULL_ROWS, (2048,), "concat", budget=10**18)  # f_T(2047) = 1e18/2048 >= 1e11
+    assert [t.get_text() for t in whole.axes[1].texts if t.get_text() != "τ = 100B"] == ["2047"]
+    none = plot_effective_length(FULL_ROWS, (2048,), "concat", budget=10**10)  # T below tau
+    assert none.axes[1].lines[0].get_label() == "L = 2K (E = 0: no position past 0 reaches τ)"
 
 
 def test_bad_inputs_are_clear_errors():

@@ -67,3 +67,15 @@ def test_a_panel_says_how_far_training_goes_below_its_floor():
     last = int(np.flatnonzero(scaled)[-1])
     assert last == 2999 and scaled[last] < 1e3  # under the floor, tau / 1000
     assert [t.get_text() for t in panel.texts] == [f"below 1K: trained up to\ni = {last:,}"]
+
+
+def test_stage_names_are_drawn_as_written_in_the_ticks_too(histogram):
+    """A review: a stage called "a $\\frac{$ b" failed `plot recipe` ("cannot write (ValueError: \\frac{)"): the
+    panels' titles escaped it, the last panel's ticks did not."""
+    from matplotlib.backends.backend_agg import FigureCanvasAgg
+
+    stages = [{"name": "a $\\frac{$ b", "L": 1024, "tokens": "1B"}, {"name": "pre $x^2$", "L": 2048, "tokens": "1B"}]
+    fig = plot_recipe(schedule_frequency(parse_schedule({"stages": stages}, histogram=histogram)))
+    FigureCanvasAgg(fig).draw()  # mathtext would raise on the first name
+    ticks = [label.get_text() for label in fig.axes[2].get_xticklabels()]
+    assert ticks == ["a \\$\\frac{\\$ b", "pre \\$x^2\\$"]

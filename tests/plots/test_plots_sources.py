@@ -98,6 +98,10 @@ def test_a_weighted_mix_is_labelled_with_the_corpus_documents_and_a_one_length_s
     left = fig.axes[0]
     books = [line for line in left.lines if line.get_marker() == "o"]
     assert len(books) == 1 and books[0].get_xdata().tolist() == [50000]
+    # a source weighted 0 is not in the mix: the mix's documents leave it out (a review: "the mix of 1,762" for 1,594)
+    mix, _ = weighted_histogram(corpus, "books=0,web=1")
+    texts = [t.get_text() for t in plot_sources(mix, 2048, corpus=corpus).legends[0].get_texts()]
+    assert texts[-1].startswith("(all): the mix of 80 docs")
 
 
 def many_sources(n: int) -> LengthHistogram:
@@ -148,3 +152,18 @@ def test_the_exposure_legend_wraps_so_the_figure_keeps_its_width(tmp_path):
         0
     ]
     assert Image.open(path).size[0] <= 7.2 * 100 * 1.02
+
+
+def test_a_control_character_in_a_source_name_still_writes_an_svg_that_parses(tmp_path):
+    """A review: sources named "ctrl\\x07bell" and "esc\\x1b[31mred" wrote SVGs that are not XML (no browser opens
+    them): a control character is drawn as U+FFFD."""
+    from xml.dom import minidom
+
+    from freqlab.histogram import combine_sources
+    from freqlab.plots import save_figure
+
+    h = combine_sources({name: LengthHistogram.from_lengths([3, 9]) for name in ("ctrl\x07bell", "esc\x1b[31mred")})
+    save_figure(plot_sources(h, 16), tmp_path / "s.svg")
+    text = (tmp_path / "s.svg").read_text(encoding="utf-8")
+    minidom.parseString(text)  # raised "not well-formed (invalid token)"
+    assert "\x07" not in text and "\x1b" not in text
