@@ -242,6 +242,8 @@ class Pose:
 
 
 POSE_ROWS = "; one row per document, its first min(n, L) tokens: the stage's regime is not used"
+#: what a scaled (PI / YaRN) stage's f is, said beside it (a review: its f equal to the unscaled stage's, unsaid)
+SCALED_DISTANCES = "; f counts token distances as unscaled: the scaling changes their angles, not their count"
 
 
 def _untrained(lengths: np.ndarray, counts: np.ndarray, L: int) -> Fraction:

@@ -41,6 +41,7 @@ from __future__ import annotations
 
 import contextlib
 import datetime
+import difflib
 import functools
 import math
 import os
@@ -64,7 +65,7 @@ from freqlab.frequency.layouts import (
     read_layout,
     truncate_to_window,
 )
-from freqlab.frequency.pose import POSE_ROWS, Scaled, position_ids_from_spec
+from freqlab.frequency.pose import POSE_ROWS, SCALED_DISTANCES, Scaled, position_ids_from_spec
 from freqlab.frequency.position import position_frequency
 from freqlab.frequency.regimes import REGIMES, expands_documents
 from freqlab.frequency.stats import (
@@ -189,9 +190,7 @@ def parse_schedule(
             f"{source}: {len(data['stages']):,} stages, more than {MAX_STAGES:,}: merge the stages of the same "
             "settings (their F is that of one stage of their tokens' sum)"
         )
-    unknown = set(data) - SCHEDULE_KEYS
-    if unknown:
-        raise FreqlabError(f"{source}: unknown key(s) {', '.join(sorted(unknown))}")
+    _refuse_unknown(set(data) - SCHEDULE_KEYS, SCHEDULE_KEYS, source)
     data, top_provenance = _annotations(data, source)
     if histogram is not None and not hasattr(histogram, "lengths"):  # a path (else a LengthHistogram, used as is)
         histogram = Path(histogram)
@@ -205,9 +204,8 @@ def parse_schedule(
         where = f"{source}: stage {number}"
         if not isinstance(raw, dict):
             raise FreqlabError(f"{where}: expected a mapping, got {brief(raw)}")
-        unknown = set(raw) - STAGE_KEYS
-        if unknown:
-            raise FreqlabError(f"{where}: unknown key(s) {', '.join(sorted(unknown))}")
+        named = f" ({raw['name']})" if isinstance(raw.get("name"), str) else ""  # as the errors after this name it
+        _refuse_unknown(set(raw) - STAGE_KEYS, STAGE_KEYS, where + named)
         raw, provenance = _annotations(raw, where)
         name = _text(raw.get("name", f"stage-{number}"), f"{where}: name")
         if not name.strip():  # the report's stage column, the reach table: a stage is told by its name
@@ -302,6 +300,17 @@ def _texts(value, where: str) -> tuple[str, ...]:
     return tuple(_text(item, f"{where}[{k}]" if isinstance(value, list) else where) for k, item in enumerate(items))
 
 
+def _refuse_unknown(unknown: set, known: set, where: str) -> None:
+    """A FreqlabError naming the keys a schedule does not know, each with the known key it nearly spells."""
+    if unknown:
+        close = {key: difflib.get_close_matches(str(key), known, 1, 0.7) for key in unknown}
+        keys = sorted(f"{key}" + (f" (did you mean {close[key][0]}?)" if close[key] else "") for key in unknown)
+        raise FreqlabError(f"{where}: unknown key(s) {', '.join(keys)}")
+
+
+PROVENANCE = {"source", "assumed"}  # what a {value: X, ...} number says of itself
+
+
 def _annotations(raw: dict, where: str, prefix: str = "") -> tuple[dict, tuple]:
     """A mapping with every ``{value: X, source: ...}`` / ``{value: X, assumed: ...}`` number replaced by X, and the
     (key, "source: ..." | "assumed: ...") pairs; nested specs (``curriculum: {start: {value: 32, ...}}``) too, their
@@ -310,12 +319,16 @@ def _annotations(raw: dict, where: str, prefix: str = "") -> tuple[dict, tuple]:
     plain, provenance = {}, []
     for key, value in raw.items():
         name = f"{prefix}{key}"
-        if isinstance(value, dict) and "value" in value and ({"source", "assumed"} & set(value) or len(value) == 1):
+        others = set(value) - {"value"} if isinstance(value, dict) and "value" in value else set()
+        # {value: 8K, sorce: paper} is a provenance mistyped (a review: read as a length, "not a length")
+        mistyped = {k: close[0] for k in others if (close := difflib.get_close_matches(str(k), PROVENANCE, 1, 0.7))}
+        if isinstance(value, dict) and "value" in value and (PROVENANCE & others or set(mistyped) == others):
             # a number and its provenance ({value: 512} alone said to need one; a source named "value" in
             # weights: {value: 2, web: 1} stays a source)
             extra = set(value) - {"value", "source", "assumed"}
             if extra or ("source" in value) == ("assumed" in value):  # {value: 512} alone, a typo (sourc): said so
-                what = f" (unknown key(s) {', '.join(map(repr, sorted(extra)))})" if extra else ""
+                keys = (f"{k!r}" + (f", did you mean {mistyped[k]!r}?" if k in mistyped else "") for k in extra)
+                what = f" (unknown key(s) {'; '.join(sorted(keys))})" if extra else ""
                 raise FreqlabError(
                     f"{where}: {name} takes {{value, source}} or {{value, assumed}}, got {value!r}{what}"
                 )
@@ -843,7 +856,9 @@ def _method(stage: dict) -> str:
     for key in ("curriculum", "position_ids"):
         spec = stage.get(key)
         if isinstance(spec, dict) and spec.get("kind"):
-            rows = POSE_ROWS if key == "position_ids" and spec["kind"] == "pose" else ""  # no regime: say so (review)
+            rows = (
+                {"pose": POSE_ROWS, "scaled": SCALED_DISTANCES}.get(spec["kind"], "") if key == "position_ids" else ""
+            )
             return f"  ({key.replace('_', ' ')}: {printable(str(spec['kind']))}{rows})"
     return ""
 

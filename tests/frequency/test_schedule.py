@@ -148,6 +148,12 @@ def test_a_schedule_files_tau_stays_a_whole_number(tmp_path):
         ("stages:\n  - {L: 2048}", "missing 'tokens'"),
         ("stages:\n  - {L: 2048, tokens: 1B, regime: zigzag}", "unknown regime 'zigzag'"),
         ("stages:\n  - {L: 2048, tokens: 1B, windw: 3}", "unknown key"),
+        # the stage's name and the key meant (a review: "stage 1: unknown key(s) regmie")
+        (
+            "stages:\n  - {name: a, L: 2K, tokens: 1B, regmie: pack}",
+            r"stage 1 \(a\): unknown key\(s\) regmie \(did you mean regime\?\)$",
+        ),
+        ("stagse: []\nstages:\n  - {L: 2K, tokens: 1B}", r"unknown key\(s\) stagse \(did you mean stages\?\)$"),
         ("stages:\n  - {L: 2048, tokens: 1B}", "no histogram"),
         ("stages: [", "not valid YAML"),
         ("stages:\n  - {L: 2048, tokens: 1B, L: 4096}", r"key 'L' given twice, line 2"),  # not the last silently
@@ -326,6 +332,18 @@ def test_numbers_carry_their_source_or_an_assumed_mark(tmp_path):
     )
     with pytest.raises(FreqlabError, match=r"L takes \{value, source\} or \{value, assumed\}"):
         load_schedule(tmp_path / "bad.yaml")
+    # a provenance mistyped was read as the number itself: "L: not a length in positions: {...}" (a review)
+    for typo in ("sorce", "sourc", "asumed"):
+        (tmp_path / "typo.yaml").write_text(
+            f"histogram: h.parquet\nstages:\n  - {{L: {{value: 8, {typo}: x}}, tokens: 1}}\n"
+        )
+        right = "assumed" if typo == "asumed" else "source"
+        with pytest.raises(FreqlabError, match=rf"L takes .* \(unknown key\(s\) '{typo}', did you mean '{right}'\?\)$"):
+            load_schedule(tmp_path / "typo.yaml")
+    (tmp_path / "weights.yaml").write_text(  # a source named "value" beside another stays two sources
+        "histogram: h.parquet\nstages:\n  - {L: 8, tokens: 1, weights: {value: 2, web: 1}}\n"
+    )
+    assert load_schedule(tmp_path / "weights.yaml").stages[0].weights is not None
 
 
 class _Exact:  # the agreed ExactFrequency contract: numerator (int64) over one denominator
@@ -481,6 +499,13 @@ def test_a_pose_stage_takes_no_regime_and_its_line_says_what_its_rows_are(tmp_pa
     assert line.endswith(
         "(position ids: pose; one row per document, its first min(n, L) tokens: the stage's regime is not used)"
     )
+    # a scaled stage's f is the unscaled one's: said beside it (a review: its numbers equal a plain run's, unsaid)
+    (tmp_path / "s.yaml").write_text(
+        "histogram: h.parquet\nstages:\n"
+        "  - {name: pi, L: 2K, tokens: 10M, position_ids: {kind: scaled, method: pi, factor: 8}}\n"
+    )
+    report = schedule_frequency(load_schedule(tmp_path / "s.yaml")).report()
+    assert "(position ids: scaled; f counts token distances as unscaled: the scaling changes their angles" in report
 
 
 def test_a_pose_replay_whose_F_rises_again_gets_the_largest_position_and_says_where_the_gap_is():
