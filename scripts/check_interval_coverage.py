@@ -5,7 +5,7 @@ Each corpus is 200,000 synthetic document lengths with a known answer (:func:`ma
 each trial keeps every document with probability ``rate`` (as ``--sample-rate`` does), takes the sample's
 interval (:func:`share_intervals`, 400 replicates) and counts whether it holds the corpus's share, for both shares
 (i <= L/2, i >= 3L/4; L = 2048, natural). Beside the coverage: how often the sample's interval carries the
-heavy-tail caveat, and the median share of the sampled positions in the largest sampled document.
+heavy-tail caveat, and the median share of the sampled position mass in the largest sampled document.
 
     python scripts/check_interval_coverage.py --out scripts/check_interval_coverage.md    # ~30 s, 1 core
 """
@@ -59,7 +59,7 @@ def main() -> None:
         f"`python scripts/check_interval_coverage.py --trials {args.trials}`: {DOCUMENTS:,} documents per corpus, "
         f"L = {L}, {REGIME}; {args.trials} samples per row. 'held': how often the interval held the corpus's share "
         f"(i <= L/2, i >= 3L/4); 'caveat': how often the interval carried the heavy-tail caveat (largest sampled "
-        f"document over {HEAVY_TAIL_SHARE:.0%} of the sampled positions).",
+        f"document over {HEAVY_TAIL_SHARE:.0%} of the sampled position mass).",
         "",
         "| corpus | documents sampled | held (i <= L/2) | held (i >= 3L/4) | caveat | largest document (median) |",
         "|---|---:|---:|---:|---:|---:|",

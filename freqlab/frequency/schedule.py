@@ -45,6 +45,7 @@ import difflib
 import functools
 import math
 import os
+from collections.abc import Set as AbstractSet
 from dataclasses import dataclass, field, replace
 from fractions import Fraction
 from pathlib import Path
@@ -300,7 +301,7 @@ def _texts(value, where: str) -> tuple[str, ...]:
     return tuple(_text(item, f"{where}[{k}]" if isinstance(value, list) else where) for k, item in enumerate(items))
 
 
-def _refuse_unknown(unknown: set, known: set, where: str) -> None:
+def _refuse_unknown(unknown: AbstractSet[str], known: AbstractSet[str], where: str) -> None:
     """A FreqlabError naming the keys a schedule does not know, each with the known key it nearly spells."""
     if unknown:
         close = {key: difflib.get_close_matches(str(key), known, 1, 0.7) for key in unknown}
@@ -320,9 +321,15 @@ def _annotations(raw: dict, where: str, prefix: str = "") -> tuple[dict, tuple]:
     for key, value in raw.items():
         name = f"{prefix}{key}"
         others = set(value) - {"value"} if isinstance(value, dict) and "value" in value else set()
-        # {value: 8K, sorce: paper} is a provenance mistyped (a review: read as a length, "not a length")
-        mistyped = {k: close[0] for k in others if (close := difflib.get_close_matches(str(k), PROVENANCE, 1, 0.7))}
-        if isinstance(value, dict) and "value" in value and (PROVENANCE & others or set(mistyped) == others):
+        # {value: 8K, sorce: paper} is a provenance mistyped (a review: read as a length, "not a length"); a text,
+        # where weights {value: 2, sources: 1} are numbers of sources that happen to be so named
+        mistyped = {
+            k: close[0]
+            for k in others
+            if isinstance(value[k], str) and (close := difflib.get_close_matches(str(k), PROVENANCE, 1, 0.7))
+        }
+        typo = key != "weights" and set(mistyped) == others  # weights name sources: "sources" may be one
+        if isinstance(value, dict) and "value" in value and (PROVENANCE & others or typo):
             # a number and its provenance ({value: 512} alone said to need one; a source named "value" in
             # weights: {value: 2, web: 1} stays a source)
             extra = set(value) - {"value", "source", "assumed"}

@@ -193,9 +193,12 @@ def planned_layers(sf: ScheduleFrequency, tau) -> tuple[Any, str]:
             f"window of {sf.window} ({others}): STRING, Self-Extend and RoPE scaling have no layer to extend"
         )
     kind = min(whole, key=lambda k: sf.effective_length(tau, k, without_gap=True))
-    if layout is None:  # the last stage global, layouts before it
-        return kind, f" in its {kind.name} layers (every layer, in the last stage)"
-    count = layout.kinds.get(getattr(kind, "final", kind), 0)
+    final = getattr(kind, "final", kind)
+    spec = layout.spec if layout is not None else "global"  # the last stage global, layouts before it
+    if layout is None or any(getattr(other, "final", None) == final for other in sf.histories):
+        # layers of one final kind that went two ways: a count of the kind would count both (a review)
+        return kind, f" in its {kind.name} layers (of {spec}, the RoPE layers that attend it all)"
+    count = layout.kinds.get(final, 0)
     share = f"{count} of {len(layout.layers)}" if layout.whole else f"{count} in every {len(layout.layers)}"
     return kind, f" in its {kind.name} layers ({share} layers of {layout.spec}, the RoPE layers that attend it all)"
 

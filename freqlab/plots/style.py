@@ -135,8 +135,8 @@ STYLE: dict[str, object] = {
 def plain(text: object) -> str:
     r"""``text`` (a source's name, a stage's, a model's label) drawn as written: matplotlib reads ``$...$`` as math,
     which drew ``price $5 and $6`` as an italic "5and6" and failed on ``$\frac{$``, so each ``$`` is escaped; a
-    control character (C0 but tab and newline, DEL) becomes U+FFFD, as an SVG's XML may hold none of them (a
-    review: a source named ``ctrl\x07bell`` wrote an SVG no browser opens).
+    control character (C0 but tab and newline, DEL), a lone surrogate, U+FFFE and U+FFFF become U+FFFD, as an SVG's
+    XML may hold none of them (a review: a source named ``ctrl\x07bell`` wrote an SVG no browser opens).
 
     >>> print(plain("price $5 and $6")), plain("bell\x07") == "bell\ufffd"
     price \$5 and \$6
@@ -145,7 +145,7 @@ def plain(text: object) -> str:
     return _CONTROL.sub("\ufffd", str(text)).replace("$", r"\$")
 
 
-_CONTROL = re.compile("[\x00-\x08\x0b-\x1f\x7f]")
+_CONTROL = re.compile("[\x00-\x08\x0b-\x1f\x7f\ud800-\udfff\ufffe\uffff]")  # and what else XML may not hold
 
 
 @contextmanager

@@ -44,14 +44,14 @@ NO_INTERVAL = {
     "megatron": "the megatron row replays the whole index, not the sample: it has no sampling error",
 }
 OTHER_REGIMES = "the {regime} regime's shares are not sums over documents: no per-document bootstrap"
-# Past this share of the sample's positions in one document, the lengths are too heavy-tailed for the interval's
-# level to be taken at its word. Simulated (scripts/check_interval_coverage.md, 800 and 4,000 sampled documents),
-# 95% intervals held the corpus's share 91-94% of the time on lognormal lengths (the largest sampled document: 1-4%
-# of the positions), 89-96% with 2% of book-length documents (5-13%) and 60-71% on Pareto(1.1) lengths (14-19%),
-# where a sample that misses the longest documents is confidently wrong.
+# Past this share of the sample's position mass (Σ_i f(i)) in one document, the lengths are too heavy-tailed for
+# the interval's level to be taken at its word. Simulated (scripts/check_interval_coverage.md, 800 and 4,000 sampled
+# documents), 95% intervals held the corpus's share 91-94% of the time on lognormal lengths (the largest sampled
+# document: 1-4% of the mass), 89-96% with 2% of book-length documents (5-13%) and 60-71% on Pareto(1.1) lengths
+# (14-19%), where a sample that misses the longest documents is confidently wrong.
 HEAVY_TAIL_SHARE = 0.05
 HEAVY_TAIL_NOTE = (
-    "the largest sampled document holds {share:.0%} of the sampled positions: on lengths this heavy-tailed the "
+    "the largest sampled document holds {share:.0%} of the sampled position mass: on lengths this heavy-tailed the "
     "interval can miss more often than its level says (scripts/check_interval_coverage.md); sample more documents"
 )
 

@@ -341,7 +341,11 @@ def test_numbers_carry_their_source_or_an_assumed_mark(tmp_path):
         with pytest.raises(FreqlabError, match=rf"L takes .* \(unknown key\(s\) '{typo}', did you mean '{right}'\?\)$"):
             load_schedule(tmp_path / "typo.yaml")
     (tmp_path / "weights.yaml").write_text(  # a source named "value" beside another stays two sources
-        "histogram: h.parquet\nstages:\n  - {L: 8, tokens: 1, weights: {value: 2, web: 1}}\n"
+        "histogram: h.parquet\nstages:\n  - {L: 8, tokens: 1, weights: {value: 2, sources: 1}}\n"
+    )  # "sources" nearly spells "source", but weighs a source
+    assert load_schedule(tmp_path / "weights.yaml").stages[0].weights is not None
+    (tmp_path / "weights.yaml").write_text(  # as shares, in text (a second review)
+        "histogram: h.parquet\nweights: {value: '30%', sources: '70%'}\nstages:\n  - {L: 8, tokens: 1}\n"
     )
     assert load_schedule(tmp_path / "weights.yaml").stages[0].weights is not None
 

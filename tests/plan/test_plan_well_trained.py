@@ -90,7 +90,8 @@ def test_schedule_rule_plans_the_rope_layers_that_attend_the_whole_window(tmp_pa
     # the layers made global for the last stage trained as windows of 1K before: beside the layers global
     # throughout, the plan extends the ones trained least far (i >= 1024 only in the 100B stage: < 100B)
     made_global = well_trained_range(4096, schedule=_two_stages(tmp_path, "swa1K+global", "global"))
-    assert made_global.N == 1024 and "in its global (was swa1K) layers" in made_global.explanation
+    assert made_global.N == 1024
+    assert "in its global (was swa1K) layers (of global, the RoPE layers that attend it all)" in made_global.explanation
     for first, last, why in [
         ("3*chunk1K+nope", "3*chunk1K+nope", "(3*chunk1K+nope) has no RoPE layer that attends the whole window of "
          "4096 (chunk1K reaches 1023, nope has no rotary embedding)"),

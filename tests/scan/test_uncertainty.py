@@ -89,7 +89,7 @@ def test_a_sample_carried_by_one_document_says_its_interval_is_not_to_be_taken_a
     whole = 400 * 100 * 101 // 2 + 2 * 2048 * 2049 // 2 + 904 * 905 // 2  # natural: 5000 = 2 x 2048 + 904
     ci = share_intervals(lengths, counts, 2048, "natural", replicates=50)
     assert ci["largest_document_share"] == (whole - 400 * 5050) / whole  # 69.5% of the positions in one document
-    assert ci["caveat"].startswith("the largest sampled document holds 70% of the sampled positions")
+    assert ci["caveat"].startswith("the largest sampled document holds 70% of the sampled position mass")
     assert ci["caveat"] in describe_interval({"ci": ci, "half": 1024, "three_quarters": 1536})
     light = share_intervals(np.array([100, 300]), np.array([400, 100]), 2048, "natural", replicates=50)
     assert light["largest_document_share"] == 45150 / (400 * 5050 + 100 * 45150) and "caveat" not in light

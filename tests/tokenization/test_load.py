@@ -65,6 +65,15 @@ def test_model_folder_without_tokenizer_json_takes_its_tekken_json_or_tokenizer_
         FreqlabError, match=r"a folder without a tokenizer file \(tokenizer.json, tekken.json, tokenizer.model"
     ):
         load_tokenizer(str(tmp_path))
+    # a tokenizer.json that is a broken link (a cache snapshot without its blob) is the folder's, never passed over
+    # for the SentencePiece model beside it (a second review); a folder in its place is named a folder
+    (spm / "tokenizer.json").symlink_to(tmp_path / "gone.json")
+    with pytest.raises(FreqlabError, match=r"tokenizer.json: a broken link \(to .*gone.json\): the folder's tokenizer"):
+        load_tokenizer(str(spm))
+    (spm / "tokenizer.json").unlink()
+    (spm / "tokenizer.json").mkdir()
+    with pytest.raises(FreqlabError, match=r"tokenizer.json: not a regular file \(a folder\)"):
+        load_tokenizer(str(spm))
 
 
 @pytest.mark.parametrize("kind", ["roberta", "bert", "sequence"])

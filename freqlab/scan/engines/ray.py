@@ -28,7 +28,7 @@ from collections import Counter
 from collections.abc import Generator, Iterator
 from typing import Any
 
-from freqlab.errors import FreqlabError
+from freqlab.errors import FreqlabError, terminate
 from freqlab.scan.engines.base import Engine, Progress, Task, default_workers, fill
 
 RAY_PROBE_SECONDS = 3.0  # how long check_ray_address waits for a TCP connection
@@ -55,14 +55,15 @@ def _keeping_sigterm(ray) -> Iterator[None]:
     ``sys.exit(15)`` (status 15, no word) or the local node's cleanup and ``sys.exit(1)``; after it, the core
     worker's C++ stack dump and death by the signal, where the command ends a scan as one line with status 143, its
     finished shards checkpointed. Ray's setter is left out for the init (what it would install: the same as
-    ``signal.signal``), and the handler put back over the C++ one after it; a thread other than the main one, where
-    no handler can be set, is left alone. Left: the ~2 s in which the driver connects, where the C++ handler is
+    ``signal.signal``), and the handler put back over the C++ one after it. Only the command line's
+    (:func:`~freqlab.errors.terminate`): a caller of the Python API keeps Ray's, and so does a thread other than the
+    main one, where no handler can be set. Left: the ~2 s in which the driver connects, where the C++ handler is
     already in place (absl's stack dump, status -6); the finished shards are checkpointed by then all the same.
     """
-    if threading.current_thread() is not threading.main_thread():
+    ours = signal.getsignal(signal.SIGTERM) if threading.current_thread() is threading.main_thread() else None
+    if ours is not terminate:  # the Python API's caller keeps Ray's handling, as before (a review)
         yield
         return
-    ours = signal.getsignal(signal.SIGTERM)
     utils = getattr(getattr(ray, "_private", None), "utils", None)
     setter = getattr(utils, "set_sigterm_handler", None)
     if setter is not None:
