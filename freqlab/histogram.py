@@ -418,15 +418,20 @@ class LengthHistogram(Displayed):
         except Exception as exc:  # polars raises several types for corrupt files
             what = not_parquet(path) or f"not a readable Parquet file ({type(exc).__name__})"
             raise FreqlabError(f"{path}: {what}; a length histogram is the lengths.parquet a scan writes") from None
-        try:
-            header = json.loads(metadata[METADATA_KEY])
+        if METADATA_KEY in metadata:  # there, but not a header: damaged, not another tool's table (a review)
+            try:
+                header = json.loads(metadata[METADATA_KEY])
+            except (ValueError, TypeError) as exc:
+                raise FreqlabError(f"{path}: its 'freqlab' metadata is not JSON ({exc}); the file is damaged") from None
             if not isinstance(header, dict):
-                raise KeyError("format")
-        except (KeyError, ValueError, TypeError):
+                raise FreqlabError(
+                    f"{path}: its 'freqlab' metadata is {brief(header)}, not a header; the file is damaged"
+                )
+        else:
             raise FreqlabError(  # another tool's (length, count) table: say how to make it one (a review)
                 f"{path}: not a freqlab length histogram (no 'freqlab' metadata); a table of lengths and counts "
                 "becomes one with LengthHistogram.from_counts(lengths, counts).to_parquet(path)"
-            ) from None
+            )
         if header.get("format") != FORMAT:
             raise FreqlabError(
                 f"{path}: a freqlab file of format {header.get('format')!r}, not a length histogram ({FORMAT!r}: "
@@ -441,6 +446,15 @@ class LengthHistogram(Displayed):
         # labels 1, 2 were refused as "corpus must be a string", a field the file has not (a review)
         if "source" in frame.columns and frame["source"].dtype.to_python() is not str:
             raise FreqlabError(f"{path}: column 'source' holds {frame['source'].dtype}, not text (the source labels)")
+        keys = ["source", "length"] if "source" in frame.columns else ["length"]
+        counted = frame.group_by(keys).len()
+        repeated = counted.filter(counted["len"] > 1).sort(keys).head(1)
+        if repeated.height:  # a file edited or joined by hand: summed silently before, or said as a count mismatch
+            where = f" of source {repeated['source'][0]!r}" if "source" in keys else ""
+            raise FreqlabError(
+                f"{path}: length {repeated['length'][0]}{where} is on {repeated['len'][0]} rows: a histogram file "
+                "holds each length once (add the counts into one row)"
+            )
         try:
             return cls._from_frame(frame, header)
         except FreqlabError as exc:  # a bad value: named with the file

@@ -229,6 +229,26 @@ def test_loading_something_else_is_a_clear_error(tmp_path):
         LengthHistogram.read_parquet(foreign)
 
 
+def test_a_length_on_two_rows_or_damaged_metadata_is_said_as_it_is(tmp_path):
+    """A review: a length on two rows was summed silently (or, with sources, refused as "documents_read = 302 is
+    fewer than the documents counted"), and metadata that is not JSON was "no 'freqlab' metadata"."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    path = LengthHistogram.from_counts([5, 9], [2, 3]).to_parquet(tmp_path / "h.parquet")
+    table, meta = pq.read_table(path), pq.read_metadata(path).metadata
+    doubled = pa.concat_tables([table, table.slice(0, 1)])
+    pq.write_table(doubled.replace_schema_metadata(meta), tmp_path / "twice.parquet")
+    with pytest.raises(
+        FreqlabError, match=r"twice\.parquet: length 5 is on 2 rows: a histogram file holds each length"
+    ):
+        LengthHistogram.read_parquet(tmp_path / "twice.parquet")
+    cut = {**meta, b"freqlab": meta[b"freqlab"][:40]}
+    pq.write_table(table.replace_schema_metadata(cut), tmp_path / "damaged.parquet")
+    with pytest.raises(FreqlabError, match=r"damaged\.parquet: its 'freqlab' metadata is not JSON \(.*\); the file is"):
+        LengthHistogram.read_parquet(tmp_path / "damaged.parquet")
+
+
 def test_a_module_missing_while_reading_is_not_called_a_bad_file(tmp_path, monkeypatch):
     """A ModuleNotFoundError raised inside the Parquet reader was reported as "not a readable Parquet file
     (ModuleNotFoundError)": a broken installation blamed on a good histogram."""

@@ -142,8 +142,8 @@ PAPER_POINTS: tuple[CalibrationPoint, ...] = tuple(
     CalibrationPoint(
         f"TinyLlama 1.3B, L = {L}",
         STRING_PROBE_CALIBRATION[0],
-        float(STRING_PROBE_CALIBRATION[1]),  # a tau interval, floats as every measured point's
-        float(STRING_PROBE_CALIBRATION[1]),
+        STRING_PROBE_CALIBRATION[1],  # given as occurrences: the one value [v, v], a whole count as a row's
+        STRING_PROBE_CALIBRATION[1],
         L=L,
         source="An et al., ICLR 2025, Sec. 3 Finding (2), Fig. 2b",
     )
@@ -251,7 +251,7 @@ def calibrate(points, *, seed: int = 0) -> Calibration:
 
     >>> fit = calibrate(PAPER_POINTS)  # the STRING paper's two TinyLlama models
     >>> fit.tau, fit.range, fit.bootstrap
-    (100000000000, (100000000000.0, 100000000000.0), None)
+    (100000000000, (100000000000, 100000000000), None)
     """
     points = tuple(points)
     if not points:
@@ -422,7 +422,7 @@ def point_from_record(
     if occurrences is not None:
         if unused := [key for key in ("tokens", "next_length", "L", "hist", "regime") if row.get(key) is not None]:
             raise FreqlabError(f"{where}: occurrences is f_T(E) itself: {', '.join(unused)} beside it would be unused")
-        return CalibrationPoint(label, int(E), occurrences, float(occurrences), source=where)
+        return CalibrationPoint(label, int(E), occurrences, occurrences, source=where)  # [v, v], exact (a review)
     tokens = _number(row, "tokens", parse_tokens)
     if tokens is None:
         raise FreqlabError(f"{where}: give tokens (with a histogram and L) or occurrences")
