@@ -170,18 +170,20 @@ def frequency_from_histogram(
     return position_frequency(histogram.lengths, histogram.counts, L, regime, seed=seed)
 
 
-def planned_layers(sf: ScheduleFrequency, tau) -> tuple[Any, str]:
-    """The layer kind a plan from the schedule ``sf`` extends, and the words that name it (``(None, "")`` without
-    layouts: every layer global): the RoPE layers of the last stage's layout that attend its whole window (global,
-    or a window or chunk as long); of several (layers that went through the stages in different ways), the one
-    trained least far. STRING, Self-Extend and RoPE scaling change the rotary angles of far positions, which
-    sliding-window and chunked layers never attend and NoPE layers have none of: a layout without such layers has
-    nothing to plan, and the FreqlabError says so (a review: Llama 4's chunked + NoPE layout got a STRING shift from
-    the data's total, the F of a full-attention layer it has not).
+def planned_layers(sf: ScheduleFrequency, tau) -> tuple[Any, str, int]:
+    """The layer kind a plan from the schedule ``sf`` extends, the words that name it, and the last position its
+    layers train at least ``tau`` times with none before below it (``sf.effective_length(tau, kind,
+    without_gap=True)``; kind None and no words without layouts: every layer global): the RoPE layers of the last
+    stage's layout that attend its whole window (global, or a window or chunk as long); of several (layers that went
+    through the stages in different ways), the one trained least far. STRING, Self-Extend and RoPE scaling change the
+    rotary angles of far positions, which sliding-window and chunked layers never attend and NoPE layers have none
+    of: a layout without such layers has nothing to plan, and the FreqlabError says so (a review: Llama 4's chunked
+    + NoPE layout got a STRING shift from the data's total, the F of a full-attention layer it has not).
     """
     if not sf.histories:
-        return None, ""
+        return None, "", sf.effective_length(tau, without_gap=True)
     layout = sf.schedule.stages[-1].layout
+    spec = layout.spec if layout is not None else "global"  # the last stage global, layouts before it
     whole = [kind for kind in sf.histories if kind.rope and kind.reach(sf.window) == sf.window - 1]
     if not whole:
         others = ", ".join(
@@ -189,18 +191,19 @@ def planned_layers(sf: ScheduleFrequency, tau) -> tuple[Any, str]:
             for kind in sf.histories
         )
         raise FreqlabError(
-            f"the last stage's layout ({layout.spec if layout else 'global'}) has no RoPE layer that attends the whole "
-            f"window of {sf.window} ({others}): STRING, Self-Extend and RoPE scaling have no layer to extend"
+            f"the last stage's layout ({spec}) has no RoPE layer that attends the whole window of {sf.window} "
+            f"({others}): STRING, Self-Extend and RoPE scaling have no layer to extend"
         )
-    kind = min(whole, key=lambda k: sf.effective_length(tau, k, without_gap=True))
+    last = {kind: sf.effective_length(tau, kind, without_gap=True) for kind in whole}  # each kind's once
+    kind = min(whole, key=last.__getitem__)
     final = getattr(kind, "final", kind)
-    spec = layout.spec if layout is not None else "global"  # the last stage global, layouts before it
     if layout is None or any(getattr(other, "final", None) == final for other in sf.histories):
         # layers of one final kind that went two ways: a count of the kind would count both (a review)
-        return kind, f" in its {kind.name} layers (of {spec}, the RoPE layers that attend it all)"
+        return kind, f" in its {kind.name} layers (of {spec}, the RoPE layers that attend it all)", last[kind]
     count = layout.kinds.get(final, 0)
     share = f"{count} of {len(layout.layers)}" if layout.whole else f"{count} in every {len(layout.layers)}"
-    return kind, f" in its {kind.name} layers ({share} layers of {layout.spec}, the RoPE layers that attend it all)"
+    words = f" in its {kind.name} layers ({share} layers of {spec}, the RoPE layers that attend it all)"
+    return kind, words, last[kind]
 
 
 def as_schedule_frequency(schedule: ScheduleFrequency | Schedule | str | Path) -> ScheduleFrequency:
@@ -303,8 +306,8 @@ def well_trained_range(
         if sf.window != L:
             raise FreqlabError(f"the schedule's longest window is {sf.window}, but L = {L}")
         threshold = sf.schedule.tau if tau is None else positive_number(tau, "tau")
-        kind, layers = planned_layers(sf, threshold)
-        N = sf.effective_length(threshold, kind, without_gap=True) + 1  # every position 0..N-1: F need not decrease
+        kind, layers, last = planned_layers(sf, threshold)
+        N = last + 1  # every position 0..N-1: F need not decrease
         stages = len(sf.schedule.stages)
         text = (
             f"the schedule ({stages} stage{'s' if stages != 1 else ''}, {sf.schedule.source}) trains positions "
