@@ -742,10 +742,13 @@ def test_a_stage_that_trains_no_token_is_refused_not_counted(randomize):
         {"regime": "natural", "curriculum": {"kind": "warmup", "start": 2, "share": 0.5}},
         {"regime": "pack", "curriculum": {"kind": "skyladder", "share": 0.5, "start": 2}},
         {"position_ids": {"kind": "pose", "target": 128, "replay": True}},
-        {
-            "L": 512,
-            "curriculum": {"kind": "dataset-decomposition", "buckets": [2, 512], "randomize": True, "replay": True},
-        },
+        pytest.param(  # a replay in Python of 2^20 documents: 15 s on 2 cores
+            {
+                "L": 512,
+                "curriculum": {"kind": "dataset-decomposition", "buckets": [2, 512], "randomize": True, "replay": True},
+            },
+            marks=pytest.mark.slow,
+        ),
     ],
 )
 def test_a_stage_walking_documents_takes_a_fractional_mix_kept_to_a_bounded_stream(change):
@@ -844,6 +847,7 @@ def test_a_window_as_long_as_the_longest_stage_caps_no_reach(tmp_path):
     )
 
 
+@pytest.mark.slow  # walks 2^30 rows twice: 19 s on 2 cores
 def test_a_curriculum_walking_rows_of_long_documents_takes_a_fractional_mix_bounded_by_its_rows():
     """A review: the mix kept 2^25 documents, but a curriculum walks rows: 100 and 50 documents of 20,000 and
     30,000 tokens at L = 64 still walked 8.6·10^9 rows and were refused. The mix bounds the rows it gives."""
