@@ -19,7 +19,7 @@ from typing import Any, cast
 
 import numpy as np
 
-from freqlab.errors import FreqlabError
+from freqlab.errors import FreqlabError, brief
 
 
 def magnitude(values: np.ndarray) -> int:
@@ -168,16 +168,54 @@ def as_int64(values, name: str) -> np.ndarray:
         whole = np.isfinite(array) & (array == np.round(array))
         if not whole.all():
             raise FreqlabError(f"{name} must be integers, got {array[np.argmin(whole)].item()!r}")
-        if np.abs(array).max() >= 2**53:  # a float of 2^53 may have been 2^53 + 1: from there on, digits are lost
+        # a float64 of 2^53 may have been 2^53 + 1: from there on, digits are lost; float32 from 2^24 on (a pandas
+        # float32 column of 16,777,217 reads 16,777,216: a review), float16 from 2^11
+        bits = np.finfo(array.dtype).nmant + 1
+        largest = np.abs(array).max().item()  # a Python float: 2**53 is no float16 (numpy warned of an overflow)
+        if largest >= 2.0**bits:
             raise FreqlabError(
-                f"{name} are floats of 2^53 or more ({np.abs(array).max():.17g}), which hold no exact count: give "
-                "integers"
+                f"{name} are {array.dtype} values of 2^{bits} or more ({largest:.17g}), which hold no exact count: "
+                "give integers"
             )
     elif array.dtype.kind not in "iu":
         raise FreqlabError(f"{name} must be integers, got dtype {array.dtype}")
     if array.dtype.kind != "i" or array.dtype.itemsize > 8:  # uint64 or float: casting must not wrap or saturate
-        largest = array.max()
+        largest = array.max().item()
         if largest >= 2**63:
             shown = int(largest) if array.dtype.kind == "u" else f"{float(largest):g}"
             raise FreqlabError(f"{name} must be at most 2^63 - 1 (exact int64 counts), got {shown}")
     return array.astype(np.int64)
+
+
+def whole_count(number, what: str) -> int:
+    """``number`` as an int when it is a whole count >= 0 (a report of -4 documents read, or of 2.5 empty ones,
+    adds up to nothing), else a FreqlabError naming ``what``.
+    """
+    if isinstance(number, bool) or not isinstance(number, int | np.integer) or not 0 <= number < 1 << 63:
+        raise FreqlabError(f"{what} must be a whole count in 0..2^63 - 1, got {brief(number)}")
+    return int(number)
+
+
+def as_names(value, what: str, examples: str, *, allow_none: bool = False) -> list[str]:
+    """``value`` (one name or several) as a list of names, ``what`` naming them and ``examples`` listing some: a
+    string is one name (it was read letter by letter: "unknown regime 'c'"); none is a FreqlabError unless
+    ``allow_none`` (polars said "cannot concat empty list"), as is anything that is no name or list of names (None
+    met iter(): "'NoneType' object is not iterable", a review).
+
+    >>> as_names("pack", "regime", "natural, pack"), as_names(("natural", "concat"), "regime", "natural, pack")
+    (['pack'], ['natural', 'concat'])
+    """
+    if isinstance(value, str):
+        return [value]
+    try:
+        names = list(value)
+    except TypeError:
+        raise FreqlabError(
+            f"{what}s must be a {what} name or a list of them ({examples}), got {brief(value)}"
+        ) from None
+    bad = [name for name in names if not isinstance(name, str)][:1]
+    if bad:
+        raise FreqlabError(f"{what}s must be {what} names (strings: {examples}), got {brief(bad[0])}")
+    if not names and not allow_none:
+        raise FreqlabError(f"{what}s names no {what}: give one or several ({examples})")
+    return names

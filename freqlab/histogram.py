@@ -10,7 +10,7 @@ from __future__ import annotations
 import json
 import math
 from collections import Counter
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from decimal import Decimal
 from fractions import Fraction
@@ -19,7 +19,15 @@ from typing import TYPE_CHECKING, Any, cast
 
 import numpy as np
 
-from freqlab.arrays import check_histogram, exact_dot, int64_tokens, real_number, summed_by_length
+from freqlab.arrays import (
+    as_names,
+    check_histogram,
+    exact_dot,
+    int64_tokens,
+    real_number,
+    summed_by_length,
+    whole_count,
+)
 from freqlab.deprecation import renamed_method
 from freqlab.display import (
     PALETTE,
@@ -61,15 +69,6 @@ def histogram_file(path: str | Path) -> Path:
     path = Path(expand_home(path))
     inside = path / LENGTHS_FILE
     return inside if path.is_dir() and inside.is_file() else path
-
-
-def _whole_count(number, what: str) -> int:
-    """``number`` as an int when it is a whole count >= 0 (a report of -4 documents read, or of 2.5 empty ones,
-    adds up to nothing), else a FreqlabError naming ``what``.
-    """
-    if isinstance(number, bool) or not isinstance(number, int | np.integer) or not 0 <= number < 1 << 63:
-        raise FreqlabError(f"{what} must be a whole count in 0..2^63 - 1, got {brief(number)}")
-    return int(number)
 
 
 @dataclass(frozen=True, eq=False, repr=False)
@@ -139,6 +138,25 @@ class LengthHistogram(Displayed):
                 object.__setattr__(self, name, "")
             elif not isinstance(getattr(self, name), str):
                 raise FreqlabError(f"{name} must be a string, got {getattr(self, name)!r}")
+        # checked here, not where they are first used (a review: sources=True made repr, + and to_parquet raise
+        # AttributeError; meta=None wrote a file read_parquet refused; a numpy integer in meta failed in json.dumps)
+        for name in ("skipped", "meta"):
+            value = getattr(self, name)
+            if value is None:
+                object.__setattr__(self, name, {})
+            elif not isinstance(value, Mapping):
+                raise FreqlabError(f"{name} must be a mapping (a dict), got {brief(value)}")
+        object.__setattr__(self, "meta", _json_meta(self.meta))
+        if self.sources is not None:
+            if not isinstance(self.sources, Mapping):
+                raise FreqlabError(
+                    f"sources must be a mapping of source name to LengthHistogram, got {brief(self.sources)}"
+                )
+            for name, h in self.sources.items():
+                if not isinstance(name, str) or not isinstance(h, LengthHistogram):
+                    raise FreqlabError(
+                        f"sources must map source names (strings) to LengthHistograms, got {brief(name)}: {brief(h)}"
+                    )
         lengths, counts = check_histogram(self.lengths, self.counts)
         _check_documents(counts)
         keep = counts > 0
@@ -152,10 +170,10 @@ class LengthHistogram(Displayed):
         counts.setflags(write=False)  # (h.counts[0] = -7 made documents and tokens negative: a review)
         object.__setattr__(self, "lengths", lengths)
         object.__setattr__(self, "counts", counts)
-        object.__setattr__(self, "empty_documents", _whole_count(self.empty_documents, "empty_documents"))
+        object.__setattr__(self, "empty_documents", whole_count(self.empty_documents, "empty_documents"))
         if self.documents_read is not None:
-            object.__setattr__(self, "documents_read", _whole_count(self.documents_read, "documents_read"))
-        skipped = {reason: _whole_count(n, f"skipped[{reason!r}]") for reason, n in self.skipped.items()}
+            object.__setattr__(self, "documents_read", whole_count(self.documents_read, "documents_read"))
+        skipped = {reason: whole_count(n, f"skipped[{reason!r}]") for reason, n in self.skipped.items()}
         object.__setattr__(self, "skipped", skipped)
         accounted = self.documents + self.empty_documents + sum(self.skipped.values())
         if accounted >= 1 << 63:  # each below 2^63, their sum not: no scan reads as many
@@ -168,9 +186,33 @@ class LengthHistogram(Displayed):
                 f"with tokens + {self.empty_documents:,} empty + {sum(self.skipped.values()):,} skipped"
             )
 
+    def __eq__(self, other: object) -> bool:
+        """The same counts, per source too, and the same provenance (a histogram and its Parquet round trip are
+        equal; a source's own corpus and tokenizer names are not compared: a file names each source by its label).
+        """
+        if not isinstance(other, LengthHistogram):
+            return NotImplemented
+
+        def counted(h: LengthHistogram) -> tuple:
+            return h.lengths.tolist(), h.counts.tolist(), h.skipped, h.empty_documents
+
+        return (
+            counted(self) == counted(other)
+            and self.provenance() == other.provenance()
+            and {name: counted(h) for name, h in (self.sources or {}).items()}
+            == {name: counted(h) for name, h in (other.sources or {}).items()}
+        )
+
+    def __hash__(self) -> int:
+        """Of the counts alone (read-only arrays: equal histograms hash alike, and a hash never changes)."""
+        if "_hash" not in self.__dict__:
+            object.__setattr__(self, "_hash", hash((self.lengths.tobytes(), self.counts.tobytes())))
+        return self.__dict__["_hash"]
+
     def __setstate__(self, state: dict) -> None:
         """Unpickled or deep-copied read-only, as made (pickle makes its arrays anew, writable: a review)."""
         self.__dict__.update(state)
+        self.__dict__.pop("_hash", None)  # str and bytes hash differently in another process (PYTHONHASHSEED)
         self.lengths.setflags(write=False)
         self.counts.setflags(write=False)
 
@@ -363,7 +405,7 @@ class LengthHistogram(Displayed):
             # no document: f is 0 everywhere, its shares undefined: no rows, but the same keys
             out["frequency"] = [
                 self.frequency(L, r, seed=seed).regime_row(tokens, tau)
-                for r in _regime_list(regimes, allow_none=True)
+                for r in as_names(regimes, "regime", "natural, concat, pack, ...", allow_none=True)
                 if documents
             ]
         if self.sources:
@@ -530,7 +572,10 @@ class LengthHistogram(Displayed):
         """
         import polars as pl
 
-        frames = [self.frequency(L, r, seed=seed, megatron=megatron).to_frame() for r in _regime_list(regimes)]
+        frames = [
+            self.frequency(L, r, seed=seed, megatron=megatron).to_frame()
+            for r in as_names(regimes, "regime", "natural, concat, pack, ...")
+        ]
         return pl.concat(frames)
 
     def report(self, L: int = 2048, *, corpus: LengthHistogram | None = None) -> str:
@@ -539,6 +584,8 @@ class LengthHistogram(Displayed):
         and per source its documents and tokens. ``corpus``: the histogram a weighted mix was made from, whose
         counts are shown (the lengths are this mix's).
         """
+        if L is None:  # length_statistics takes None (no window); the table has a row for L (a review: KeyError)
+            raise FreqlabError("report needs a window L (a positive integer): its last row is the tokens past L")
         summary, counts = self.length_statistics(L), (self if corpus is None else corpus).length_statistics(L)
         rows = [
             ("corpus", counts["corpus"] or "-"),
@@ -628,19 +675,31 @@ class LengthHistogram(Displayed):
         return histogram_display(self)
 
 
+def _json_meta(meta: Mapping) -> dict:
+    """``meta`` as the JSON a Parquet header holds: numpy scalars and arrays as Python numbers and lists, tuples as
+    lists (as a round trip reads them back); anything JSON has no form for is a FreqlabError naming it.
+    """
+
+    def plain(value, where: str):
+        if isinstance(value, np.generic | np.ndarray):
+            return value.tolist()
+        if isinstance(value, Mapping):
+            if not all(isinstance(key, str) for key in value):
+                raise FreqlabError(f"meta{where} has a key that is no string: {brief(list(value))}")
+            return {key: plain(item, f"{where}[{key!r}]") for key, item in value.items()}
+        if isinstance(value, list | tuple):
+            return [plain(item, f"{where}[{k}]") for k, item in enumerate(value)]
+        if value is None or isinstance(value, str | int | float):  # bool is an int
+            return value
+        raise FreqlabError(f"meta{where} is {brief(value)}: a histogram's meta holds JSON values (str, int, float, "
+                           "bool, None, lists and dicts of them)")  # fmt: skip
+
+    return plain(meta, "")
+
+
 def _count(n: int | None) -> str:
     """``1,234``, or ``-`` for a statistic a histogram of no documents has not."""
     return "-" if n is None else f"{n:,}"
-
-
-def _regime_list(regimes: str | Sequence[str], allow_none: bool = False) -> list[str]:
-    """``regimes`` (one name or several) as a list (a string was read letter by letter: "unknown regime 'c'"); none
-    is a FreqlabError unless ``allow_none`` (a table of no regime: polars said "cannot concat empty list").
-    """
-    names = [regimes] if isinstance(regimes, str) else list(regimes)
-    if not names and not allow_none:
-        raise FreqlabError("regimes names no regime: give one or several (natural, concat, pack, ...)")
-    return names
 
 
 def _check_documents(counts: np.ndarray) -> None:
@@ -768,6 +827,10 @@ def as_histogram(histogram: LengthHistogram | str | Path) -> LengthHistogram:
     """
     if isinstance(histogram, LengthHistogram):
         return histogram
+    if not isinstance(histogram, str | Path):  # 0 met os.fspath: "expected str, bytes or os.PathLike" (a review)
+        raise FreqlabError(
+            f"histogram must be a LengthHistogram or the path of its Parquet file, got {brief(histogram)}"
+        )
     return LengthHistogram.read_parquet(histogram)
 
 

@@ -180,6 +180,12 @@ def parse_positions(value, what: str = "length in positions", *, minimum: int = 
     return parse_size(value, POSITION_SUFFIXES, what, "2048, 2K or 128K (K = 1024)", minimum=minimum)
 
 
+def _check_number(value, function: str, parser: str) -> None:
+    """A FreqlabError unless ``value`` is a real number (not a string such as '2K': ``parser`` reads those)."""
+    if isinstance(value, bool) or not isinstance(value, numbers.Real):
+        raise FreqlabError(f"{function} takes a number, got {brief(value)} ({parser} reads a size such as '2K')")
+
+
 def position_label(x: float) -> str:
     """Positions and lengths in the papers' convention, K = 1024: 1536 -> '1.5K', 131072 -> '128K'.
 
@@ -191,16 +197,21 @@ def position_label(x: float) -> str:
     Returns
     -------
     str
-        Multiples of 256 from 1024 on as ``K`` (1024), others as they are.
+        Multiples of 256K from 1M on as ``M`` (2^20), of 256 from 1024 on as ``K`` (1024), others as they are.
 
     Examples
     --------
     >>> position_label(1536), position_label(2048), position_label(131072), position_label(100), position_label(3000)
     ('1.5K', '2K', '128K', '100', '3000')
+    >>> position_label(1048576), position_label(1310720), position_label(2**30)
+    ('1M', '1.25M', '1024M')
     >>> position_label(1048575), position_label(1048577), position_label(2**30 + 256)  # never two alike
     ('1048575', '1048577', '1048576.25K')
     """
+    _check_number(x, "position_label", "parse_positions")
     x = float(x)
+    if abs(x) >= 1 << 20 and (x * 4) % (1 << 20) == 0:  # 1M, as the papers write it, not 1024K (a review)
+        return f"{x / (1 << 20):.2f}".rstrip("0").rstrip(".") + "M"
     if abs(x) >= 1024 and (x * 4) % 1024 == 0:  # a multiple of 1/4 K: two decimals at most, written out
         return f"{x / 1024:.2f}".rstrip("0").rstrip(".") + "K"
     return str(int(x)) if x.is_integer() else f"{x:g}"
@@ -231,6 +242,7 @@ def human_count(n: float, *, up: bool = False, down: bool = False) -> str:
     >>> human_count(999_999), human_count(2.03e16)
     ('1M', '20300T')
     """
+    _check_number(n, "human_count", "parse_tokens")
     if not math.isfinite(n):
         return str(n)  # inf, nan: no suffix
     if n < 0:  # the magnitude rounded the other way, the sign put back ("-0" is 0)

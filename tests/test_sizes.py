@@ -59,3 +59,12 @@ def test_a_suffixed_fraction_that_is_no_whole_number_says_what_it_came_to():
     with pytest.raises(FreqlabError, match=r"got '1.9999999K' \(2,047.9998976\)$"):  # exact: not "(2048)"
         parse_positions("1.9999999K")
     assert parse_positions("1.5K") == 1536
+
+
+def test_position_labels_write_multiples_of_a_quarter_M_in_M_as_the_papers_do():
+    """A review: 2^30 was '1048576K'."""
+    from freqlab.sizes import position_label
+
+    assert [position_label(x) for x in (1 << 20, 5 << 18, 1 << 30, (1 << 20) + 256, 1 << 19)] == [
+        "1M", "1.25M", "1024M", "1024.25K", "512K",
+    ]  # fmt: skip

@@ -19,7 +19,7 @@ from numpy.typing import ArrayLike
 from freqlab.arrays import as_int64, int64_tokens
 from freqlab.errors import FreqlabError
 from freqlab.frequency.kernels import scatter_add
-from freqlab.frequency.regimes import Segments, segments
+from freqlab.frequency.regimes import Segments, regime_name, segments
 from freqlab.resources import doing
 
 if TYPE_CHECKING:  # type-only: importing it here would be a cycle
@@ -140,7 +140,7 @@ def refuse_megatron(regime: str) -> None:
     """A FreqlabError for the ``megatron`` regime where the result cannot say it is an approximation (a bare array,
     a table without notes): Megatron's windows are exact only from its indexes.
     """
-    if regime == "megatron":
+    if regime_name(regime) == "megatron":
         raise FreqlabError(
             "the megatron regime is replayed from Megatron's indexes only by the rows of freqlab scan, freq and "
             "stats (in Python LengthHistogram.frequency(L, 'megatron', megatron=MegatronOptions(data_path=...))); "

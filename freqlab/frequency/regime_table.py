@@ -4,18 +4,22 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+
 import numpy as np
 
+from freqlab.arrays import as_names
 from freqlab.display import percent
-from freqlab.errors import FreqlabError
+from freqlab.errors import FreqlabError, brief
 from freqlab.frequency.budget import budget_note
 from freqlab.frequency.position import position_frequency, segment_frequency
-from freqlab.frequency.regimes import PACK_SAMPLE_DOCUMENTS, check_windows, pack_sample, segments
+from freqlab.frequency.regimes import PACK_SAMPLE_DOCUMENTS, REGIMES, check_windows, pack_sample, segments
 from freqlab.frequency.stats import (
     DEFAULT_TAU,
     STRING_PROBE_CALIBRATION,
     STRING_PROBE_REPORTS,
     STRING_PROBE_STEP,
+    checked_frequency,
     effective_length,
     position_at_mass,
     share_at_least,
@@ -61,8 +65,8 @@ def frequency_key_numbers(f, *, tokens: float | None = None, tau: float = DEFAUL
     >>> s["share_at_most_half"], s["effective_length"], s["tokens_needed_at_half"], s["f"]
     (0.9, 2, 300, {'0': 4, '1': 3, '2': 2, '3': 1})
     """
-    f = np.asarray(f)
-    if f.size == 0 or f[0] <= 0:
+    f = checked_frequency(f)  # 5 was "too many indices for array" (a review)
+    if f[0] <= 0:
         raise FreqlabError("no tokens in the segments: the histogram holds no documents")
     L = int(f.size)
     half, three_quarters = L // 2, (3 * L) // 4
@@ -145,7 +149,7 @@ def regime_rows(
     [('natural', 40960, 0), ('truncate', 20480, 20480)]
     """
     rows = []
-    regimes = [regimes] if isinstance(regimes, str) else regimes  # "natural" was read letter by letter
+    regimes = as_names(regimes, "regime", ", ".join(REGIMES))
     for L in check_windows(Ls):  # one window or several (a bare 2048 was "'int' object is not iterable")
         for regime in regimes:
             if regime == "pack":  # a large histogram: a weighted sample of its stream
@@ -232,6 +236,8 @@ def describe(row: dict, *, detail: bool = False, scaled: bool = False) -> str:
     L=2048 natural: 75.0% of position mass at i ≤ 1024, 6.3% at i ≥ 1536; predicted effective length 1843 at 1T tokens
         f_T(1024) ≥ 100B needs T ≥ 200B tokens; 50% of mass at i ≤ 599, 90% at i ≤ 1400
     """
+    if not isinstance(row, Mapping) or "share_at_most_half" not in row:  # None was "not subscriptable" (a review)
+        raise FreqlabError(f"describe takes a row of regime_rows (a dict), got {brief(row)}")
     line = (
         f"L={row['L']} {row['regime']}: {percent(row['share_at_most_half'])} of position mass at "
         f"i ≤ {row['half']}, {percent(row['share_at_least_three_quarters'])} at i ≥ {row['three_quarters']}"

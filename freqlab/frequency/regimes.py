@@ -124,6 +124,15 @@ def check_window(L) -> int:
     return int(L)
 
 
+def regime_name(regime) -> str:
+    """``regime`` when it is a string; a FreqlabError naming it otherwise (np.array([]) met ``==``: "the truth value of
+    an empty array is ambiguous", a review). Whether it names a regime is the caller's to say.
+    """
+    if not isinstance(regime, str):
+        raise FreqlabError(f"regime must be a regime name (a string: {', '.join(REGIMES)}), got {brief(regime)}")
+    return regime
+
+
 def check_windows(Ls) -> list[int]:
     """One window or several (a list, tuple, range or array of them) as a non-empty list of validated windows
     (:func:`check_window`): ``2048``, ``np.int64(2048)`` and ``[2048, 4096]`` alike; a string is no list of windows.
@@ -458,6 +467,7 @@ def segments(
     ([904, 2048], [1, 2])
     """
     L = check_window(L)
+    regime = regime_name(regime)
     seeded_rng(seed)  # checked whatever the regime (seed=-1 passed where no regime read it: a review)
     lengths, counts = check_histogram(lengths, counts)
     tokens = int64_tokens(lengths, counts)

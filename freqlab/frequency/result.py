@@ -20,13 +20,14 @@ from typing import TYPE_CHECKING
 import numpy as np
 from numpy.lib.mixins import NDArrayOperatorsMixin
 
-from freqlab.arrays import exact_sum
+from freqlab.arrays import exact_sum, whole_count
 from freqlab.deprecation import renamed_method
 from freqlab.display import HEAD_SHADE, TAIL_SHADE, Display, Displayed, count, curve_svg, percent
+from freqlab.errors import FreqlabError
 from freqlab.frequency import stats
 from freqlab.frequency.position import segment_frequency
 from freqlab.frequency.regime_table import describe, regime_row
-from freqlab.frequency.regimes import Segments, segments
+from freqlab.frequency.regimes import REGIMES, Segments, check_window, segments
 from freqlab.frequency.stats import DEFAULT_TAU
 from freqlab.sizes import position_label
 
@@ -91,9 +92,23 @@ class PositionFrequency(NDArrayOperatorsMixin, Displayed):
     tokenizer: str = ""
 
     def __post_init__(self) -> None:
+        # made by hand (it is exported), checked as the regimes make it: PositionFrequency(f, L=10, regime="zzz",
+        # segments=-5) was taken, and its repr raised (a review)
         f = np.asarray(self.f).view()  # frozen, as the object is: np.asarray(pf)[0] = 999 changed pf.tokens (a
         f.setflags(write=False)  # review); a view, so the caller's own array stays writable
+        L = check_window(self.L)
+        if f.ndim != 1 or f.size != L or f.dtype.kind not in "iufO":
+            raise FreqlabError(
+                f"f must hold one number per position 0..L-1 (L = {L:,}), got {f.dtype} of shape {f.shape}"
+            )
+        if f.min() < 0:  # a reduction, no copy: f of 2^30 positions is 8 GiB
+            stats.checked_frequency(f)  # names the first negative value
+        if self.regime not in REGIMES:
+            raise FreqlabError(f"unknown regime {self.regime!r}; choose from {', '.join(REGIMES)}")
+        for name in ("segments", "dropped_tokens"):
+            object.__setattr__(self, name, whole_count(getattr(self, name), name))
         object.__setattr__(self, "f", f)
+        object.__setattr__(self, "L", L)
 
     def __setstate__(self, state: dict) -> None:
         """Unpickled or deep-copied read-only, as made (pickle makes f anew, writable: a review)."""

@@ -65,6 +65,7 @@ from __future__ import annotations
 import copy
 import json
 import math
+import numbers
 from dataclasses import dataclass, field
 from typing import cast
 
@@ -72,7 +73,7 @@ import numpy as np
 
 from freqlab.deprecation import renamed_attributes
 from freqlab.display import Display, Displayed
-from freqlab.errors import FreqlabError
+from freqlab.errors import FreqlabError, brief
 from freqlab.frequency.stats import positive_number
 from freqlab.plan import display as shown
 from freqlab.plan.rope_bases import TABLE4_CONTEXT_LENGTHS, table4_reach
@@ -84,9 +85,19 @@ ROPE_TYPES: tuple[str, ...] = ("linear", "ntk", "dynamic", "yarn", "longrope", "
 LARGE_LINEAR_FACTOR: float = 8  # above this, quote Giraffe's factor-16 result (Sec. 5.1, Table 1)
 
 
+def _whole(number) -> bool:
+    """Whether ``number`` is a whole real number (128 or 128.0; nan met int(): "cannot convert float NaN", a review)."""
+    return (
+        not isinstance(number, bool)
+        and isinstance(number, numbers.Real)
+        and math.isfinite(number)
+        and number == int(number)
+    )
+
+
 def _ntk_exponent(head_dim: int) -> float:
     """d / (d - 2), the exponent of the NTK-aware base change; needs an even d >= 4."""
-    if isinstance(head_dim, bool) or int(head_dim) != head_dim or not 4 <= head_dim <= MAX_HEAD_DIM or head_dim % 2:
+    if not _whole(head_dim) or not 4 <= head_dim <= MAX_HEAD_DIM or head_dim % 2:
         raise FreqlabError(f"head_dim must be an even integer from 4 to {MAX_HEAD_DIM}, got {head_dim!r}")
     return head_dim / (head_dim - 2)
 
@@ -280,6 +291,8 @@ def rotary_dims(head_dim: int, partial_rotary_factor: float = 1.0) -> int:
     factor = float(partial_rotary_factor)
     if not 0.0 < factor <= 1.0:
         raise FreqlabError(f"partial_rotary_factor must be in (0, 1], got {partial_rotary_factor}")
+    if not _whole(head_dim) or head_dim < 1:
+        raise FreqlabError(f"head_dim must be a positive integer, got {brief(head_dim)}")
     d_r = int(int(head_dim) * factor)
     if d_r < 2 or d_r % 2:
         raise FreqlabError(

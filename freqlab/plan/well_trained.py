@@ -42,7 +42,7 @@ from freqlab.frequency.budget import DEFAULT_TOKENS
 from freqlab.frequency.schedule import Schedule, ScheduleFrequency, load_schedule, schedule_frequency
 from freqlab.frequency.stats import checked_frequency, positive_number, token_budget
 from freqlab.histogram import LengthHistogram, as_histogram  # as_histogram: kept for import compatibility
-from freqlab.sizes import json_threshold
+from freqlab.sizes import MAX_POSITIONS, json_threshold
 
 DEFAULT_MASS: float = 0.9  # the "mass" rule's share: N* = position_at_mass(f, 0.9) + 1
 DEFAULT_FRACTION: Fraction = Fraction(2, 3)
@@ -154,9 +154,11 @@ def json_fields(obj, *, skip: tuple[str, ...] = ()) -> dict:
 
 
 def check_window(L, name: str = "L") -> int:
-    """A positive integer window, or a FreqlabError naming the value."""
+    """A positive integer window of at most 2^30 positions (as f's), or a FreqlabError naming the value."""
     if isinstance(L, bool) or not isinstance(L, (int, np.integer)) or int(L) < 1:
         raise FreqlabError(f"{name} must be a positive integer, got {L!r}")
+    if int(L) > MAX_POSITIONS:  # plan_string(10**19) printed a patch with max_test_length=10^19 (a review)
+        raise FreqlabError(f"{name} = {int(L):,} is larger than freqlab supports (2^30 = {MAX_POSITIONS:,} positions)")
     return int(L)
 
 

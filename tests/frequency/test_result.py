@@ -10,7 +10,7 @@ import polars as pl
 import pytest
 from display_helpers import shown
 
-from freqlab import LengthHistogram
+from freqlab import FreqlabError, LengthHistogram
 from freqlab.frequency import (
     PositionFrequency,
     effective_length,
@@ -153,3 +153,22 @@ def test_a_long_window_keeps_the_repr_and_the_svg_small():
     at = [int(np.searchsorted(mass, q)) for q in (0.5, 0.8, 0.9)]
     assert page.rows["50% / 80% / 90% of mass at i ≤"] == " / ".join(map(str, at))
     assert page.rows["mass at i ≤ L/2 = 524288"] == "100.0%" and page.rows["dropped tokens"] == "0"
+
+
+@pytest.mark.parametrize(
+    ("given", "message"),
+    [
+        ({"L": 10}, r"^f must hold one number per position 0\.\.L-1 \(L = 10\), got int64 of shape \(3,\)$"),
+        ({"regime": "zzz"}, r"^unknown regime 'zzz'; choose from natural, truncate, concat"),
+        ({"segments": -5}, r"^segments must be a whole count in 0\.\.2\^63 - 1, got -5$"),
+        ({"dropped_tokens": 1.5}, r"^dropped_tokens must be a whole count"),
+        ({"f": np.array([3, -2, 1])}, r"^a position frequency counts occurrences, never negative: f\(1\) = -2$"),
+        ({"L": "3"}, r"^L must be a positive integer, got '3'$"),
+    ],
+)
+def test_a_position_frequency_made_by_hand_is_checked_as_the_regimes_make_it(given, message):
+    """A review: PositionFrequency(f, L=10, regime='zzz', segments=-5) was taken, and its repr then raised."""
+    made = {"f": np.array([3, 2, 1]), "L": 3, "regime": "natural", "segments": 3} | given
+    with pytest.raises(FreqlabError, match=message):
+        PositionFrequency(**made)
+    assert PositionFrequency(np.array([3, 2, 1]), 3, "natural", 3).sum() == 6

@@ -468,3 +468,20 @@ def test_the_scaled_position_and_its_distance_past_l_are_rounded_once():
     plan = plan_string(3000, S=1240, W=100, extend_to=7500)
     assert "becomes 3068 after YaRN (69 past L - 1 = 2999)" in plan.reasoning
     assert plan.extension.yarn.notes[0].endswith("(the last, 4499, scales to 3068: 69 past L - 1 = 2999)")
+
+
+def test_a_window_or_test_length_past_2_30_is_refused_as_f_is():
+    """A review: plan_string(10**19) printed a patch with max_test_length=10^19; position_frequency refuses L past
+    2^30, and so do the planners (evaluate_self_extend's N too)."""
+    from freqlab.plan.self_extend import evaluate_self_extend
+
+    past = r"is larger than freqlab supports \(2\^30 = 1,073,741,824 positions\)$"
+    for call in (
+        lambda: plan_string(10**19),
+        lambda: plan_string(np.uint64(2**63)),
+        lambda: plan_string(4096, test_length=(1 << 30) + 1),
+        lambda: evaluate_self_extend(4096, 8, 1024, 10**19),
+    ):
+        with pytest.raises(FreqlabError, match=past):
+            call()
+    assert plan_string(4096, test_length=1 << 30).S == plan_string(4096).S  # the largest is taken
