@@ -808,6 +808,9 @@ def _apply(model: Any, method: str, first: int, second: int, backend: str, flash
                 "not supported"
             )
         settings[module] = Setting(method, first, second, rotary, attr, backend, flash_fn, flash_varlen_fn)
+    unchanged = _changes_nothing(modules, method, first, second)
+    if unchanged:
+        warnings.warn(f"{type(model).__name__}: {unchanged}: the model runs as without the plan", stacklevel=4)
     register()
     _set_implementation(model, method + (FLASH_SUFFIX if backend == "flash" else ""))
     _SETTINGS.update(settings)
@@ -816,16 +819,63 @@ def _apply(model: Any, method: str, first: int, second: int, backend: str, flash
     _PREVIOUS[model] = previous
     _unhook(model, modules)  # applied again: one hook per layer
     _HOOKS[model] = [m.register_forward_pre_hook(_remember_key_offset, with_kwargs=True) for m in modules]
+    base = _base_model(model)
+    _HOOKS[model].append(base.register_forward_pre_hook(_no_attention_weights, with_kwargs=True))
     if method == SELF_EXTEND_NAME:
-        base = _base_model(model)
         _HOOKS[model].append(base.register_forward_pre_hook(_positions_from_mask, with_kwargs=True))
     return model
+
+
+def _sliding_window(module: torch.nn.Module) -> int | None:
+    """The sliding window a layer attends within, None for full attention: the layer's own attribute where it has
+    one (Gemma 2/3, Qwen2), else its config's: ``layer_types`` where it names the layer's, else ``sliding_window``
+    for every layer (Mistral passes it to the attention at each call).
+    """
+    if hasattr(module, "sliding_window"):
+        return module.sliding_window
+    config = getattr(module, "config", None)
+    layer_types = getattr(config, "layer_types", None)
+    index = getattr(module, "layer_idx", None)
+    if layer_types is not None and index is not None and layer_types[index] != "sliding_attention":
+        return None
+    return getattr(config, "sliding_window", None)
+
+
+def _changes_nothing(modules: list[torch.nn.Module], method: str, first: int, second: int) -> str:
+    """Why a plan changes no attention score of these layers, or "": Self-Extend with G = 1, or every layer's sliding
+    window at most the distance the plan starts at (STRING's S, Self-Extend's w_n): its pairs r <= window - 1 never
+    reach it (a review: STRING on Mistral's sliding window ran as the stock model, unsaid).
+    """
+    if method == SELF_EXTEND_NAME and first == 1:
+        return "Self-Extend with G = 1 groups no distance (floor(r / 1) = r)"
+    start, name = (first, "S") if method == STRING_NAME else (second, "w_n")
+    windows = [_sliding_window(module) for module in modules]
+    if not windows or any(w is None or int(w) > start for w in windows):
+        return ""
+    method_name = "STRING" if method == STRING_NAME else "Self-Extend"
+    return (
+        f"every attention layer attends at most {max(int(w) for w in windows) - 1} tokens back (its sliding window), "
+        f"and {method_name} changes the distances from {name} = {start} on"
+    )
 
 
 @functools.cache
 def _parameters(forward: Callable) -> tuple[str, ...]:
     """The names of a model forward's parameters after ``self``, in order (to find what was passed by position)."""
     return tuple(inspect.signature(forward).parameters)[1:]
+
+
+def _no_attention_weights(model: torch.nn.Module, args: tuple, kwargs: dict) -> None:
+    """Forward pre-hook of the base model: ``output_attentions=True`` gets a warning, as transformers' own sdpa gives,
+    since the plan's attention returns no weights (a review: ``attentions`` came back empty, unsaid, even on the eager
+    backend, where the stock model returns them).
+    """
+    if kwargs.get("output_attentions"):
+        warnings.warn(
+            "freqlab's STRING and Self-Extend attention return no attention weights: output_attentions gives an empty "
+            "tuple (freqlab.apply.remove(model) gives back the stock attention and its weights)",
+            stacklevel=2,
+        )
 
 
 def _positions_from_mask(model: torch.nn.Module, args: tuple, kwargs: dict):
@@ -875,7 +925,7 @@ def _unhook(model: Any, modules: list[torch.nn.Module]) -> None:
         handle.remove()
     for module in [model, _base_model(model), *modules]:
         for key, hook in list(module._forward_pre_hooks.items()):
-            if hook in (_remember_key_offset, _positions_from_mask):
+            if hook in (_remember_key_offset, _positions_from_mask, _no_attention_weights):
                 del module._forward_pre_hooks[key]
                 module._forward_pre_hooks_with_kwargs.pop(key, None)
 

@@ -242,16 +242,27 @@ class ProbeReport:
         width = max(len(r.label) for r in self.results)
         lines.append(f"{'length':>8}  " + "  ".join(f"{r.label:>{width}}" for r in self.results))
         for j, length in enumerate(lengths):
-            lines.append(f"{length:>8,}  " + "  ".join(f"{r.accuracy[j]:>{width}.0%}" for r in self.results))
+            lines.append(
+                f"{length:>8,}  " + "  ".join(f"{_percent_down(r.accuracy[j]):>{width}}" for r in self.results)
+            )
         for r in self.results:
             E = r.effective_length
             text = f"{E:,}" if E else f"below the shortest tested length ({lengths[0]:,})"
             extra = f" (a longer length passes again: {r.largest_passing:,})" if r.largest_passing > E else ""
+            if E and lengths[-1] == E:  # a review: read as the model's limit, where it is only the probe's
+                extra = " (every tested length passes: at least this; test longer lengths to find the limit)"
             lines.append(f"effective length, {r.label}: {text}{extra}")
         if self.figure:
             lines.append(f"wrote {', '.join(self.figure)}")
         lines += ["RULER in lm-evaluation-harness at these lengths (stock model):", f"  {self.ruler_command}"]
         return "\n".join(lines)
+
+
+def _percent_down(share: float) -> str:
+    """``share`` as a whole percent rounded down: 100/201 of the tests is 49%, not a 50% that fails a threshold of 50%
+    (a review); 100% only when every test passed.
+    """
+    return f"{math.floor(share * 100 + 1e-9)}%"
 
 
 Generator = Callable[[list[list[int]], int], list[str]]
@@ -325,7 +336,18 @@ def probe(
         ]
         for start in range(0, len(tests), batch_size):
             batch = tests[start : start + batch_size]
-            answers = generate([prompt.ids for _, prompt in batch], max_new_tokens)
+            try:
+                answers = generate([prompt.ids for _, prompt in batch], max_new_tokens)
+            except (MemoryError, RuntimeError) as exc:  # torch.OutOfMemoryError is a RuntimeError
+                if not _out_of_memory(exc):
+                    raise
+                done = ", ".join(f"{lengths[x]:,}: {int(passes[:, x].sum())}/{passes.shape[0] * trials} passed"
+                                 for x in range(j))  # fmt: skip
+                raise FreqlabError(  # a review: torch's traceback, and the lengths already tested lost with it
+                    f"{label}: out of memory at length {length:,} with {len(batch)} prompt(s) at once "
+                    f"({_first_line(exc)}): use a smaller batch size or shorter lengths"
+                    + (f"; tested before it: {done}" if done else "")
+                ) from None
             for (i, prompt), answer in zip(batch, answers):
                 hits = retrieved(answer, prompt.numbers)
                 found[i, j] += hits
@@ -333,6 +355,23 @@ def probe(
             if progress is not None:
                 progress(len(batch))
     return ProbeResult(label, lengths, depths, passes, trials, builder.needles, need, threshold, found)
+
+
+def _out_of_memory(exc: BaseException) -> bool:
+    """Whether ``exc`` is torch (or Python) running out of memory: CUDA's OutOfMemoryError, the CPU allocator's
+    "can't allocate memory", MemoryError.
+    """
+    text = str(exc)
+    return (
+        isinstance(exc, MemoryError)
+        or type(exc).__name__ == "OutOfMemoryError"
+        or "can't allocate memory" in text
+        or "out of memory" in text.lower()
+    )
+
+
+def _first_line(exc: BaseException) -> str:
+    return (str(exc).strip().splitlines() or [type(exc).__name__])[0][:200]
 
 
 def probe_settings(

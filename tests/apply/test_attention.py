@@ -4,6 +4,7 @@ Sec. 3.2, Alg. 1) on tiny random transformers models, float64 on CPU, against an
 from __future__ import annotations
 
 import os
+import warnings
 
 import numpy as np
 import pytest
@@ -296,6 +297,44 @@ def test_generate_on_a_padded_batch_equals_generating_each_row(method):
 
 def test_sliding_window_is_exercised():
     assert T > SLIDING  # the tests above run Mistral/Gemma 2/3 past their sliding window
+
+
+def test_a_plan_that_changes_no_attention_says_so():
+    """A review: STRING with S at or past every layer's sliding window (Mistral-7B v0.1: 4,096 against S = 10.9K)
+    ran as the stock model, unsaid, and so did Self-Extend with G = 1; with one full-attention layer it is no note."""
+    ids = _ids()
+    for method, first, second, why in (
+        (fa.string, SLIDING, 5, rf"every attention layer attends at most {SLIDING - 1} tokens back .* from S = 24 on"),
+        (
+            fa.self_extend,
+            3,
+            SLIDING,
+            rf"every attention layer attends at most {SLIDING - 1} tokens back .* Self-Extend changes .* w_n = 24 on",
+        ),
+    ):
+        model = tiny_model("mistral")
+        before = _logits(model, ids)
+        with pytest.warns(UserWarning, match=rf"^MistralForCausalLM: {why}: the model runs as without the plan$"):
+            method(model, first, second)
+        torch.testing.assert_close(_logits(model, ids), before, **EXACT)
+    with pytest.warns(UserWarning, match=r"Self-Extend with G = 1 groups no distance"):
+        fa.self_extend(tiny_model("llama"), 1, 8)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        fa.string(tiny_model("mistral"), SLIDING - 1, 5)  # the window's last distance, 23, is shifted
+        fa.string(tiny_model("gemma3_text"), SLIDING, 5)  # its full-attention layer is changed
+
+
+@pytest.mark.parametrize("method", [lambda m: fa.string(m, 24, 5), lambda m: fa.self_extend(m, 3, 8)])
+def test_attention_weights_asked_of_a_plan_are_said_to_be_none(method):
+    """A review: output_attentions=True gave an empty tuple, unsaid (the stock eager model returns the weights)."""
+    model = method(tiny_model("gemma2"))  # loaded eager
+    with pytest.warns(UserWarning, match=r"^freqlab's STRING and Self-Extend attention return no attention weights"):
+        assert model(_ids(), output_attentions=True).attentions == ()
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        model(_ids())
+        assert len(fa.remove(model)(_ids(), output_attentions=True).attentions) == 2  # the stock eager's
 
 
 def test_parameters_are_checked_against_the_window():

@@ -12,6 +12,8 @@ from apply.tiny_tokenizer import tiny_tokenizer
 
 from freqlab.apply.probe import (
     NEEDLE,
+    ProbeReport,
+    ProbeResult,
     PromptBuilder,
     effective_length,
     hf_builder,
@@ -124,6 +126,37 @@ def test_probe_bookkeeping_with_a_reader_of_the_last_tokens(builder, tokenizer):
     assert result.to_dict()["passes"] == expected.tolist()
 
 
+@pytest.mark.parametrize(
+    "error",
+    [
+        RuntimeError("[enforce fail at alloc_cpu.cpp:124] DefaultCPUAllocator: can't allocate memory: you tried ..."),
+        MemoryError(),
+        type("OutOfMemoryError", (RuntimeError,), {})("CUDA out of memory. Tried to allocate 20.00 GiB\nmore"),
+    ],
+)
+def test_running_out_of_memory_is_one_line_naming_the_length_and_what_was_tested_before(builder, tokenizer, error):
+    """A review: torch's allocator traceback, and the lengths already tested lost with it."""
+
+    def generate(batch, max_new_tokens):
+        if len(batch[0]) > 400:
+            raise error
+        return [tokenizer.decode(ids) for ids in batch]
+
+    with pytest.raises(FreqlabError) as raised:
+        probe(generate, builder, [250, 400, 1000], [0.0, 1.0], trials=2, batch_size=3, label="stock")
+    first = str(error).splitlines()[0] if str(error) else "MemoryError"
+    assert str(raised.value) == (
+        f"stock: out of memory at length 1,000 with 3 prompt(s) at once ({first}): use a smaller batch size or "
+        "shorter lengths; tested before it: 250: 4/4 passed, 400: 4/4 passed"
+    )
+
+    def failing(batch, max_new_tokens):
+        raise RuntimeError("shape mismatch")
+
+    with pytest.raises(RuntimeError, match="shape mismatch"):  # another error stays itself
+        probe(failing, builder, [250], [0.0], trials=1)
+
+
 def _digit_merging_builder():
     """One token per character, but '000000' one token: the template's minimum (measured with 000000) is 20 tokens
     below a real test's, whose numbers take 6 tokens each."""
@@ -222,4 +255,22 @@ def test_ruler_command_lists_the_lengths():
     assert ruler_command("m", [8192, 4096, 8192]) == (
         "lm_eval --model hf --model_args pretrained=m,max_length=8192 --tasks ruler "
         "--metadata='{\"max_seq_lengths\":[4096,8192]}' --batch_size 1"
+    )
+
+
+def test_the_report_rounds_accuracy_down_and_says_when_every_length_passed():
+    """A review: 100 of 201 tests (49.75%, failing a threshold of 50%) printed as 50%; with every tested length
+    passing, the effective length read as the model's limit."""
+
+    def result(passes):
+        passes = np.array([passes], dtype=np.int64)
+        return ProbeResult("stock", (1000, 2000), (0.0,), passes, 201, 4, 2, 0.5, passes * 2)
+
+    lines = ProbeReport("m", (result([201, 100]),), "lm_eval ...").report().splitlines()
+    assert lines[2:4] == ["   1,000   100%", "   2,000    49%"]
+    assert lines[4] == "effective length, stock: 1,000"
+    lines = ProbeReport("m", (result([201, 101]),), "lm_eval ...").report().splitlines()
+    assert lines[3] == "   2,000    50%" and lines[4] == (
+        "effective length, stock: 2,000 (every tested length passes: at least this; test longer lengths to find the "
+        "limit)"
     )
