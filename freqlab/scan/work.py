@@ -602,8 +602,9 @@ def _count_texts(
             blank += 1
             continue
         index += 1
-        # an unreadable file is never sampled out: it must show up
-        if sampler is not None and doc.error != UNREADABLE_FILE and not sampler.keep(index):
+        # a bad record (an unreadable file too) is never sampled out: it is an error or a counted skip in a sample
+        # as in the whole scan (a review: a malformed line not drawn was "left out by sampling", exit 0)
+        if sampler is not None and doc.text is not None and not sampler.keep(index):
             batch.sampled_out += 1
             continue
         if doc.text is None:
@@ -682,8 +683,8 @@ def _count_lengths(shard, options: ShardOptions, tally: _Tally, sampler: Sampler
                 raise FreqlabError(f"{batch.where}: negative document lengths")
             first, index = index, index + codes.size
             positions: np.ndarray | int = first
-            if sampler is not None:
-                kept = sampler.keep_range(first, codes.size)
+            if sampler is not None:  # a row that is no document is never sampled out (as a text's bad record)
+                kept = sampler.keep_range(first, codes.size) | (codes < 0)
                 part.sampled_out += int(codes.size - np.count_nonzero(kept))
                 codes, positions = codes[kept], first + np.flatnonzero(kept)
             label = tally.label(batch.source)

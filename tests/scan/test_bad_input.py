@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import functools
+import json
 
 import pyarrow as pa
 import pyarrow.parquet as pq
@@ -230,14 +231,18 @@ def test_a_limit_before_a_bad_row_of_tokenized_data_does_not_raise(token_rows):
     assert result.summary["documents"]["read"] == 1 and result.histogram.lengths.tolist() == [3]
 
 
-def test_a_bad_row_left_out_by_sampling_is_no_error_and_every_row_is_accounted_for(tmp_path):
+def test_a_bad_row_is_never_sampled_out_and_every_row_is_accounted_for(tmp_path):
+    """A review: a bad row (or record) not drawn by --sample-rate was "left out by sampling", even with on_error
+    raise: the sample's verdict on bad input is now the whole scan's."""
     path = tmp_path / "lengths.parquet"
     values = [None if k % 7 == 3 else k % 50 for k in range(2_000)]  # a null length every 7 rows
     pq.write_table(pa.table({"n": pa.array(values, pa.int64())}), path)
+    with pytest.raises(FreqlabError, match=r"lengths\.parquet.*: null-length"):
+        scan(str(path), progress=False, workers=1, length_field="n", sample_rate=0.01, seed=1)
     skipped = scan(str(path), progress=False, workers=1, length_field="n", on_error="skip", sample_rate=0.3, seed=1)
     docs = skipped.summary["documents"]
     kept_nulls = docs["skipped"]["null-length"]
-    assert 0 < kept_nulls < values.count(None)
+    assert kept_nulls == values.count(None)
     assert docs["read"] + docs["sampled_out"] == len(values)
     assert docs["read"] == docs["tokenized"] + docs["empty"] + kept_nulls
     # the same rows sampled (the sample follows the file's name and each row's index), nulls written as -1
@@ -313,3 +318,18 @@ def test_a_bad_record_in_a_later_part_stops_the_scan_without_reading_the_rest_of
     with pytest.raises(FreqlabError, match=r"a\.jsonl\.zst:501: malformed-json"):
         scan(str(tmp_path), progress=False, workers=2)
     assert held and set(sent_while_held) <= {parts[0].id}  # no other file once the error was known
+
+
+def test_a_bad_record_not_drawn_by_sampling_is_an_error_or_a_skip_as_in_the_whole_scan(tmp_path):
+    """A review: malformed, invalid UTF-8 and null-text lines not drawn by --sample-rate 0.1 were counted as left
+    out by sampling, exit 0."""
+    lines = [json.dumps({"text": f"doc {k}"}).encode() for k in range(100)]
+    lines[1], lines[2], lines[3] = b'{"text": "cut', b"\xff\xfe junk", b'{"text": null}'
+    path = tmp_path / "s.jsonl"
+    path.write_bytes(b"\n".join(lines) + b"\n")
+    with pytest.raises(FreqlabError, match=r"s\.jsonl:2: malformed-json"):
+        scan(str(path), progress=False, workers=1, sample_rate=0.1, seed=0)
+    sampled = scan(str(path), progress=False, workers=1, sample_rate=0.1, seed=0, on_error="skip")
+    docs = sampled.summary["documents"]
+    assert sum(docs["skipped"].values()) == 3 and docs["read"] == docs["tokenized"] + docs["empty"] + 3
+    assert docs["read"] + docs["sampled_out"] == 100 and 0 < docs["tokenized"] < 97
