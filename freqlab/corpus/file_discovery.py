@@ -554,6 +554,11 @@ def find_files(
     for spec in specs:
         finder.expand(spec)
     found = finder.found
+    # a file passed over is counted once, however often it was met ('g/**' matches g/notes.md and the folder g, whose
+    # walk meets it again; a symlink loop meets it at every depth: a review counted 84 for 2 files)
+    for name in ("ignored", "not_regular"):
+        once = {os.path.realpath(path): path for path in reversed(getattr(found, name))}
+        setattr(found, name, list(reversed(once.values())))
     if not found.files:
         if only is not None:
             others = ", ".join(f"{n} {fmt}" for fmt, n in sorted(found.other_formats.items()))

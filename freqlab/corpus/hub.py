@@ -136,7 +136,10 @@ def _stream(dataset: str, config: str | None, split: str, data_files: tuple[str,
                 f"datasets puts --data-files under the split 'train': drop --split {split}, and name that split's "
                 "files in --data-files (or give their folder as --dataset PATH, read by its split's names)"
                 if split != "train"
-                else "check --data-files"
+                # a review: an empty or damaged first file failed here, named by no path, even with --on-error skip
+                else f"datasets reads the first of --data-files ({data_files[0]}) to learn the columns: check it, or "
+                "give the files as --dataset PATH, whose readers name a bad file (and pass over it with --on-error "
+                "skip)"
             )
         raise FreqlabError(f"{dataset}: cannot open with datasets ({describe_error(exc)}); {hint}") from exc
 

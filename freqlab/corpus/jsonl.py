@@ -708,13 +708,21 @@ def first_bad_line(path: str, limit: int = 1 << 28) -> int | None:
 
 
 _MAX_DEFLATE_RATIO = 1032  # the most a deflate stream expands (258-byte matches of 2 bits: RFC 1951)
-_COMPRESSED_MAGIC = ((b"\x1f\x8b", "gzip", ".gz"), (b"\x28\xb5\x2f\xfd", "zstd", ".zst"))  # RFC 1952, RFC 8878
+#: what a file named as plain JSON lines may hold instead: gzip (RFC 1952), zstd (RFC 8878), Parquet ("PAR1") and
+#: Arrow's IPC file ("ARROW1"; a review: a Parquet file named .jsonl was "invalid-utf8" at line 1, or with
+#: --on-error skip 251 garbage records)
+_COMPRESSED_MAGIC = (
+    (b"\x1f\x8b", "gzip", ".gz"),
+    (b"\x28\xb5\x2f\xfd", "zstd", ".zst"),
+    (b"PAR1", "Parquet", ".parquet"),
+    (b"ARRO", "Arrow", ".arrow"),
+)
 _WHOLE_JSON_LIMIT = 64 << 20  # a file whose first line is no JSON is parsed whole, to say what it is, up to this size
 
 
 def compressed_content(head: bytes, path: str) -> str | None:
-    """The one-line message when a file named as plain JSON lines starts with gzip or zstd data (RFC 1952, RFC 8878),
-    whose bytes would be read as lines of invalid UTF-8; None otherwise.
+    """The one-line message when a file named as plain JSON lines starts with gzip, zstd, Parquet or Arrow data
+    (:data:`_COMPRESSED_MAGIC`), whose bytes would be read as lines of invalid UTF-8; None otherwise.
     """
     for magic, kind, suffix in _COMPRESSED_MAGIC:
         if head.startswith(magic):

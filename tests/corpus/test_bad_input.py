@@ -14,6 +14,7 @@ from corpus_helpers import jsonl_bytes, write_bytes, write_jsonl
 from freqlab.corpus import REASONS, ReadOptions, open_corpus
 from freqlab.corpus.base import BLANK_LINE, UnreadableFile
 from freqlab.errors import FreqlabError
+from freqlab.scan import scan
 
 GOOD = {"text": "def f():\n    return 1\n", "meta": {"redpajama_set_name": "RedPajamaGithub"}}
 
@@ -176,6 +177,23 @@ def test_compressed_data_under_a_plain_name_is_named_not_read_as_bad_lines(tmp_p
         list(shard.read())
     (tmp_path / "x.jsonl").rename(tmp_path / f"x.jsonl{suffix}")
     assert sum(1 for _ in open_corpus(str(tmp_path / f"x.jsonl{suffix}")).documents()) == 300
+
+
+@pytest.mark.parametrize(("kind", "suffix"), [("Parquet", ".parquet"), ("Arrow", ".arrow")])
+def test_a_parquet_or_arrow_file_under_a_plain_name_is_named_not_read_as_bad_lines(tmp_path, kind, suffix):
+    """A review: a Parquet file named .jsonl was "invalid-utf8 (byte 0x86 ...)" at line 1, and with --on-error skip
+    251 garbage records of one binary file."""
+    import pyarrow.feather as feather
+
+    table = pa.table({"text": [f"document {i}" for i in range(200)]})
+    path = tmp_path / "x.jsonl"
+    (pq.write_table if kind == "Parquet" else feather.write_feather)(table, path)
+    with pytest.raises(FreqlabError, match=rf"x\.jsonl: holds {kind} data, but its name has no \{suffix} suffix"):
+        scan(str(path), progress=False, workers=1)
+    skipped = scan(str(path), progress=False, workers=1, on_error="skip").summary["documents"]
+    assert skipped["skipped"] == {"unreadable-file": 1} and skipped["read"] == 1
+    path.rename(tmp_path / f"x{suffix}")
+    assert scan(str(tmp_path / f"x{suffix}"), progress=False, workers=1).histogram.documents == 200
 
 
 def test_one_json_line_longer_than_the_first_read_is_one_document(tmp_path):

@@ -342,3 +342,12 @@ def test_a_builder_folder_follows_folder_links_once_and_passes_over_dangling_one
     files = hub.expand_data_files([str(sub)])
     assert sorted(os.path.basename(f) for f in files) == ["a.jsonl", "own.jsonl"]
     assert len(read_all(open_corpus("json", data_files=str(sub)))) == 3
+
+
+def test_a_first_data_file_datasets_cannot_read_is_named(tmp_path):
+    """A review: an empty first --data-files file was "json: cannot open with datasets (StopIteration); check
+    --data-files", naming no file (datasets reads the first to learn the columns)."""
+    empty = tmp_path / "e.jsonl"
+    empty.write_bytes(b"")
+    with pytest.raises(FreqlabError, match=rf"datasets reads the first of --data-files \({empty}\) to learn the"):
+        read_all(open_corpus("json", data_files=[str(empty)]))

@@ -216,3 +216,16 @@ def test_the_corpus_eos_convention_is_that_of_the_files_that_tell_one(tmp_path):
     eos = open_corpus(str(tmp_path)).description["eos"]
     assert (eos["appended"], eos["eos_id"], eos["documents_checked"]) == (True, 2, 30)
     assert eos["files_too_few_documents"] == 1
+
+
+def test_a_file_passed_over_is_counted_once_however_often_a_pattern_meets_it(tmp_path):
+    """A review: 'g/**' matches g/notes.md and the folder g, whose walk meets it again ("2 ignored: notes.md,
+    notes.md"); a symlink loop met it at every depth (84 ignored for 2 files)."""
+    folder = tmp_path / "g"
+    folder.mkdir()
+    (folder / "a.jsonl").write_text('{"text": "a b"}\n', encoding="utf-8")
+    (folder / "notes.md").write_text("x\n", encoding="utf-8")
+    (folder / "loop").symlink_to(folder)
+    result = scan(str(folder / "**"), progress=False, workers=1)
+    assert result.summary["corpus"]["description"]["ignored_files"] == 1
+    assert result.histogram.documents == 1 and "1 ignored: notes.md," in result.report()
