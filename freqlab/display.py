@@ -138,6 +138,13 @@ def count(n) -> str:
     return f"{int(n):,}"
 
 
+def counted(n, noun: str) -> str:
+    """``n`` of ``noun``, singular for one: counted(1, "document") -> '1 document', counted(8442997, "token") ->
+    '8,442,997 tokens'.
+    """
+    return f"{count(n)} {noun}{'' if n == 1 else 's'}"
+
+
 def rough_count(n: int) -> str:
     """A count as :func:`count` writes it, or its magnitude past 10^15, where its digits say nothing more (a
     refused option's 10^298 candidates).

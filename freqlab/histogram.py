@@ -37,6 +37,7 @@ from freqlab.display import (
     Series,
     clip,
     count,
+    counted,
     listed,
     nice_ticks,
     percent,
@@ -893,8 +894,8 @@ def histogram_display(h: LengthHistogram) -> Display:
         return Display(title, "no documents", lines, rows)
     p = {q: h.quantile(q / 100) for q in (10, 50, 90, 99)}
     headline = (
-        f"{documents:,} documents, {h.tokens:,} tokens; lengths {int(h.lengths[0]):,}..{int(h.lengths[-1]):,}, "
-        f"median {p[50]:,} (nearest rank)"
+        f"{counted(documents, 'document')}, {counted(h.tokens, 'token')}; lengths "
+        f"{int(h.lengths[0]):,}..{int(h.lengths[-1]):,}, median {p[50]:,} (nearest rank)"
     )
     rows += [
         ("distinct lengths", count(h.lengths.size)),

@@ -672,3 +672,11 @@ def test_meta_and_skipped_given_as_none_or_with_numpy_values_round_trip(tmp_path
     assert LengthHistogram.read_parquet(plain.to_parquet(tmp_path / "p.parquet")).meta == {}
     with pytest.raises(FreqlabError, match=r"^report needs a window L"):
         plain.report(None)
+
+
+def test_one_document_is_said_in_the_singular():
+    """A review: "1 documents, 1 tokens", "1 tokens in 1 segments"."""
+    one = LengthHistogram.from_lengths([1])
+    assert repr(one).startswith("LengthHistogram: 1 document, 1 token; lengths 1..1")
+    assert "f(0) = 1 token in 1 segment;" in repr(one.frequency(1))
+    assert repr(LengthHistogram.from_lengths([3, 5])).startswith("LengthHistogram: 2 documents, 8 tokens;")

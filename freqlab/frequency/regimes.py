@@ -189,8 +189,10 @@ def _stream(tokens: int, L: int) -> tuple[np.ndarray, np.ndarray]:
 def _uniform(tokens: int, L: int) -> tuple[np.ndarray, np.ndarray]:
     """Lengths 1..L each ``q = T // (L(L+1)/2)`` times; the r leftover tokens become one extra segment each
     of lengths spread evenly over 1..L (taken in bit-reversed order, a low-discrepancy sequence, while they
-    fit), plus one segment of what remains. Integer counts, exact budget, and the quadratic shape of f holds
-    even when T is far below one sweep of L(L+1)/2 tokens.
+    fit), plus one segment of what remains. Integer counts and the exact budget; f is the quadratic
+    f(i) ∝ (L − i)(L − i + 1)/2 at whole sweeps of L(L+1)/2 tokens and close to it from a tenth of a sweep on (at L =
+    2048, for i < L/2: within 0.1% at half a sweep, 2.2% at a tenth, 13% at a hundredth, where the few lengths drawn
+    make it lumpy; a review found the docstring claimed more).
     """
     sweep = L * (L + 1) // 2
     q, r = divmod(tokens, sweep)

@@ -22,7 +22,7 @@ from numpy.lib.mixins import NDArrayOperatorsMixin
 
 from freqlab.arrays import exact_sum, whole_count
 from freqlab.deprecation import renamed_method
-from freqlab.display import HEAD_SHADE, TAIL_SHADE, Display, Displayed, count, curve_svg, percent
+from freqlab.display import HEAD_SHADE, TAIL_SHADE, Display, Displayed, count, counted, curve_svg, percent
 from freqlab.errors import FreqlabError
 from freqlab.frequency import stats
 from freqlab.frequency.position import segment_frequency
@@ -263,7 +263,7 @@ class PositionFrequency(NDArrayOperatorsMixin, Displayed):
             return Display(title, "no tokens in the segments", rows=[("L", count(self.L)), ("regime", self.regime)])
         head_share, tail_share = self.share_at_most(), self.share_at_least()
         headline = (
-            f"f(0) = {count(self.tokens)} tokens in {count(self.segments)} segments; {percent(head_share)} of "
+            f"f(0) = {counted(self.tokens, 'token')} in {counted(self.segments, 'segment')}; {percent(head_share)} of "
             f"position mass at i ≤ {half}, {percent(tail_share)} at i ≥ {tail}"
         )
         source = ", ".join(part for part in (self.corpus, self.tokenizer) if part)

@@ -120,7 +120,8 @@ def self_extend_check_rows(c) -> list[tuple[str, str]]:
 
 def self_extend_check_display(c) -> Display:
     """How a Self-Extend check shows in a notebook."""
-    headline = f"max length {c.max_length:,} (Eq. 8)"
+    # Eq. 8 only where G divides w_n; else the floor form (a review: 25,760 labelled Eq. 8, whose value is 25,761)
+    headline = f"max length {c.max_length:,} ({'Eq. 8' if c.max_length == c.eq8_length else '(L − w_n + w_n // G)·G'})"
     if c.N is not None:
         headline += f"; at N = {c.N} largest position {c.largest_position} ({'< L' if c.fits else '≥ L'})"
         if c.well_trained is not None:

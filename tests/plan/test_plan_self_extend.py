@@ -198,3 +198,9 @@ def test_the_reasoning_says_the_window_is_the_largest_that_keeps_the_positions_w
     p = plan_self_extend(2048, 8192)
     assert (p.G, p.w_n, p.N_star) == (8, 384, 1365)
     assert "the largest neighbour window divisible by G in [256, 512] that keeps them there, w_n = 384" in p.reasoning
+
+
+def test_the_headline_labels_the_max_length_eq_8_only_where_it_is_eq_8():
+    """A review: G = 8, w_n = 1001 showed 25,760 "(Eq. 8)", where Eq. 8, (L − w_n)·G + w_n, gives 25,761."""
+    assert "max length 25,600 (Eq. 8);" in repr(evaluate_self_extend(4096, 8, 1024, 16384))
+    assert "max length 25,760 ((L − w_n + w_n // G)·G);" in repr(evaluate_self_extend(4096, 8, 1001, 16384))
