@@ -148,6 +148,8 @@ class LengthHistogram(Displayed):
             elif not isinstance(value, Mapping):
                 raise FreqlabError(f"{name} must be a mapping (a dict), got {brief(value)}")
         object.__setattr__(self, "meta", _json_meta(self.meta))
+        if not all(isinstance(reason, str) for reason in self.skipped):  # {1: 2} came back from a file as {'1': 2}
+            raise FreqlabError(f"skipped must map reasons (strings) to counts, got {brief(self.skipped)}")
         if self.sources is not None:
             if not isinstance(self.sources, Mapping):
                 raise FreqlabError(
@@ -194,14 +196,22 @@ class LengthHistogram(Displayed):
         if not isinstance(other, LengthHistogram):
             return NotImplemented
 
-        def counted(h: LengthHistogram) -> tuple:
-            return h.lengths.tolist(), h.counts.tolist(), h.skipped, h.empty_documents
+        def same_counts(a: LengthHistogram, b: LengthHistogram) -> bool:  # arrays compared as arrays: no lists
+            return (
+                np.array_equal(a.lengths, b.lengths)
+                and np.array_equal(a.counts, b.counts)
+                and (a.skipped, a.empty_documents) == (b.skipped, b.empty_documents)
+            )
 
-        return (
-            counted(self) == counted(other)
+        def holding(h: LengthHistogram) -> dict[str, LengthHistogram]:  # a source of nothing is no row of a file
+            return {name: s for name, s in (h.sources or {}).items() if s.documents or s.empty_documents or s.skipped}
+
+        mine, theirs = holding(self), holding(other)
+        return self is other or (
+            same_counts(self, other)
             and self.provenance() == other.provenance()
-            and {name: counted(h) for name, h in (self.sources or {}).items()}
-            == {name: counted(h) for name, h in (other.sources or {}).items()}
+            and mine.keys() == theirs.keys()
+            and all(same_counts(mine[name], theirs[name]) for name in mine)
         )
 
     def __hash__(self) -> int:
@@ -695,7 +705,15 @@ def _json_meta(meta: Mapping) -> dict:
         raise FreqlabError(f"meta{where} is {brief(value)}: a histogram's meta holds JSON values (str, int, float, "
                            "bool, None, lists and dicts of them)")  # fmt: skip
 
-    return plain(meta, "")
+    try:
+        made = plain(meta, "")
+    except RecursionError:  # a dict holding itself
+        raise FreqlabError("meta holds itself (a cycle): a histogram's meta holds JSON values") from None
+    try:  # numpy scalars whose Python values JSON has no form for: datetime64, complex, bytes
+        json.dumps(made)
+    except (TypeError, ValueError) as exc:
+        raise FreqlabError(f"meta holds a value JSON has no form for ({exc})") from None
+    return made
 
 
 def _count(n: int | None) -> str:

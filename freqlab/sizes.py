@@ -23,6 +23,7 @@ import math
 import numbers
 from fractions import Fraction
 
+from freqlab.arrays import real_number
 from freqlab.errors import FreqlabError, brief
 
 #: Suffix -> multiplier for positions (K = 1024).
@@ -180,10 +181,14 @@ def parse_positions(value, what: str = "length in positions", *, minimum: int = 
     return parse_size(value, POSITION_SUFFIXES, what, "2048, 2K or 128K (K = 1024)", minimum=minimum)
 
 
-def _check_number(value, function: str, parser: str) -> None:
-    """A FreqlabError unless ``value`` is a real number (not a string such as '2K': ``parser`` reads those)."""
-    if isinstance(value, bool) or not isinstance(value, numbers.Real):
+def _number(value, function: str, parser: str) -> int | float:
+    """``value`` as an int (an integer of any kind, exact) or a float (a float, Fraction, Decimal or 0-d array); a
+    FreqlabError when it is no real number (a string such as '2K': ``parser`` reads those).
+    """
+    number = real_number(value)
+    if number is None:
         raise FreqlabError(f"{function} takes a number, got {brief(value)} ({parser} reads a size such as '2K')")
+    return int(value) if isinstance(value, numbers.Integral) and math.isfinite(number) else number
 
 
 def position_label(x: float) -> str:
@@ -208,8 +213,7 @@ def position_label(x: float) -> str:
     >>> position_label(1048575), position_label(1048577), position_label(2**30 + 256)  # never two alike
     ('1048575', '1048577', '1048576.25K')
     """
-    _check_number(x, "position_label", "parse_positions")
-    x = float(x)
+    x = float(_number(x, "position_label", "parse_positions"))
     if abs(x) >= 1 << 20 and (x * 4) % (1 << 20) == 0:  # 1M, as the papers write it, not 1024K (a review)
         return f"{x / (1 << 20):.2f}".rstrip("0").rstrip(".") + "M"
     if abs(x) >= 1024 and (x * 4) % 1024 == 0:  # a multiple of 1/4 K: two decimals at most, written out
@@ -242,7 +246,7 @@ def human_count(n: float, *, up: bool = False, down: bool = False) -> str:
     >>> human_count(999_999), human_count(2.03e16)
     ('1M', '20300T')
     """
-    _check_number(n, "human_count", "parse_tokens")
+    n = _number(n, "human_count", "parse_tokens")
     if not math.isfinite(n):
         return str(n)  # inf, nan: no suffix
     if n < 0:  # the magnitude rounded the other way, the sign put back ("-0" is 0)

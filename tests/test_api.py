@@ -2,6 +2,7 @@
 
 import ast
 import importlib
+from decimal import Decimal
 from fractions import Fraction
 from pathlib import Path
 
@@ -58,3 +59,6 @@ def test_the_helpers_still_take_every_kind_of_number():
     assert freqlab.human_count(np.int64(2_100_000_000)) == "2.1B" and freqlab.human_count(1500.0) == "1.5K"
     assert freqlab.position_label(np.float32(2048)) == "2K" and freqlab.position_label(Fraction(3072)) == "3K"
     assert freqlab.plan_rope_scaling(2048, 8192, "yarn", head_dim=128.0).rotary_dim == 128
+    # an adversary: 0-d arrays and Decimals were taken before the check, and are still
+    assert freqlab.position_label(np.array(2048)) == "2K" and freqlab.human_count(np.array(2048)) == "2.05K"
+    assert freqlab.position_label(Decimal(2048)) == "2K" and freqlab.human_count(Decimal("1500")) == "1.5K"

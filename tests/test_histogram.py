@@ -640,6 +640,11 @@ def test_a_histogram_equals_its_parquet_round_trip_and_hashes_by_its_counts(tmp_
     assert LengthHistogram.from_lengths([3]) != LengthHistogram.from_lengths([3], corpus="other")
     assert h != h.with_meta(sources=None)  # the split is part of it
     assert pickle.loads(pickle.dumps(h)) == h and "_hash" not in pickle.loads(pickle.dumps(h)).__dict__
+    # a source of nothing is no row of the file: equal without it (an adversary)
+    with_empty = LengthHistogram.from_lengths(
+        [3], sources={"a": LengthHistogram.from_lengths([3]), "b": h.from_lengths([])}
+    )
+    assert with_empty == LengthHistogram.read_parquet(with_empty.to_parquet(tmp_path / "e.parquet"))
 
 
 @pytest.mark.parametrize(
@@ -654,6 +659,8 @@ def test_a_histogram_equals_its_parquet_round_trip_and_hashes_by_its_counts(tmp_
             r"^meta\['x'\]\['y'\] is <object object at .*: a histogram's meta holds JSON",
         ),
         ({"meta": {1: 2}}, r"^meta has a key that is no string: \[1\]$"),
+        ({"meta": {"when": np.datetime64("2020-01-01")}}, r"^meta holds a value JSON has no form for \(Object of"),
+        ({"skipped": {1: 2}}, r"^skipped must map reasons \(strings\) to counts, got \{1: 2\}$"),
     ],
 )
 def test_sources_skipped_and_meta_of_the_wrong_type_are_refused_when_made(given, message):

@@ -137,11 +137,20 @@ def _stream(dataset: str, config: str | None, split: str, data_files: tuple[str,
                 "files in --data-files (or give their folder as --dataset PATH, read by its split's names)"
                 if split != "train"
                 # a review: an empty or damaged first file failed here, named by no path, even with --on-error skip
-                else f"datasets reads the first of --data-files ({data_files[0]}) to learn the columns: check it, or "
+                else f"datasets reads the first of --data-files ({_first_file(data_files[0])}) to learn the columns: "
+                "check it, or "
                 "give the files as --dataset PATH, whose readers name a bad file (and pass over it with --on-error "
                 "skip)"
             )
         raise FreqlabError(f"{dataset}: cannot open with datasets ({describe_error(exc)}); {hint}") from exc
+
+
+def _first_file(pattern: str) -> str:
+    """The first file a --data-files pattern names (datasets sorts the matches), or the pattern itself."""
+    if any(char in pattern for char in "*?["):
+        matches = sorted(glob.glob(pattern, recursive=True))
+        return matches[0] if matches else pattern
+    return pattern
 
 
 def _label(dataset: str, config: str | None, split: str) -> str:

@@ -714,9 +714,11 @@ _MAX_DEFLATE_RATIO = 1032  # the most a deflate stream expands (258-byte matches
 _COMPRESSED_MAGIC = (
     (b"\x1f\x8b", "gzip", ".gz"),
     (b"\x28\xb5\x2f\xfd", "zstd", ".zst"),
-    (b"PAR1", "Parquet", ".parquet"),
-    (b"ARRO", "Arrow", ".arrow"),
+    (b"PAR1", "Parquet", ".parquet"),  # and it ends with PAR1 too (a text line may start "PAR1 is ...")
+    (b"ARRO", "Arrow", ".arrow"),  # ARROW1 at both ends: Arrow's IPC file
+    (b"\xff\xff\xff\xff", "Arrow", ".arrow"),  # Arrow's IPC stream (the datasets cache's files); never UTF-8
 )
+_ENDS_ALIKE = {b"PAR1": b"PAR1", b"ARRO": b"ARROW1"}  # formats whose files end with their magic too
 _WHOLE_JSON_LIMIT = 64 << 20  # a file whose first line is no JSON is parsed whole, to say what it is, up to this size
 
 
@@ -725,12 +727,25 @@ def compressed_content(head: bytes, path: str) -> str | None:
     (:data:`_COMPRESSED_MAGIC`), whose bytes would be read as lines of invalid UTF-8; None otherwise.
     """
     for magic, kind, suffix in _COMPRESSED_MAGIC:
-        if head.startswith(magic):
+        if head.startswith(magic) and (magic not in _ENDS_ALIKE or _ends_with(path, _ENDS_ALIKE[magic])):
             return (
                 f"{path}: holds {kind} data, but its name has no {suffix} suffix: freqlab reads a file by its "
                 f"name; rename it (e.g. {os.path.basename(path)}{suffix})"
             )
     return None
+
+
+def _ends_with(path: str, tail: bytes) -> bool:
+    """Whether the local file ``path`` ends with ``tail`` (False when it cannot be read so: a remote file)."""
+    try:
+        with open(path, "rb") as handle:
+            handle.seek(0, os.SEEK_END)
+            if handle.tell() < len(tail):
+                return False
+            handle.seek(-len(tail), os.SEEK_END)
+            return handle.read() == tail
+    except OSError:
+        return False
 
 
 def check_json_lines(file: DataFile) -> bool:

@@ -27,7 +27,7 @@ from freqlab.errors import FreqlabError
 from freqlab.frequency import stats
 from freqlab.frequency.position import segment_frequency
 from freqlab.frequency.regime_table import describe, regime_row
-from freqlab.frequency.regimes import REGIMES, Segments, check_window, segments
+from freqlab.frequency.regimes import REGIMES, Segments, segments
 from freqlab.frequency.stats import DEFAULT_TAU
 from freqlab.sizes import position_label
 
@@ -96,13 +96,16 @@ class PositionFrequency(NDArrayOperatorsMixin, Displayed):
         # segments=-5) was taken, and its repr raised (a review)
         f = np.asarray(self.f).view()  # frozen, as the object is: np.asarray(pf)[0] = 999 changed pf.tokens (a
         f.setflags(write=False)  # review); a view, so the caller's own array stays writable
-        L = check_window(self.L)
+        L = self.L  # not check_window: f exists, so its memory check (10 bytes a position) is passed (a review)
+        if isinstance(L, bool) or not isinstance(L, int | np.integer) or L < 1:
+            raise FreqlabError(f"L must be a positive integer, got {L!r}")
+        L = int(L)
         if f.ndim != 1 or f.size != L or f.dtype.kind not in "iufO":
             raise FreqlabError(
                 f"f must hold one number per position 0..L-1 (L = {L:,}), got {f.dtype} of shape {f.shape}"
             )
-        if f.min() < 0:  # a reduction, no copy: f of 2^30 positions is 8 GiB
-            stats.checked_frequency(f)  # names the first negative value
+        if f.dtype.kind in "fO" or f.min() < 0:  # an int f: a reduction, no copy (f of 2^30 positions is 8 GiB)
+            stats.checked_frequency(f)  # names the first negative, NaN or non-number value
         if self.regime not in REGIMES:
             raise FreqlabError(f"unknown regime {self.regime!r}; choose from {', '.join(REGIMES)}")
         for name in ("segments", "dropped_tokens"):

@@ -410,9 +410,12 @@ def build_summary_json(
     # in exact integer arithmetic (Python ints: no float rounding at 10^12 tokens), rounded to nearest
     estimate = None
     if partial and read:
-        documents = corpus.total_documents if stopped else seen
-        if documents:
-            estimate = estimate_corpus_tokens(int(histogram.tokens), int(documents), int(read))
+        documents, drawn = corpus.total_documents if stopped else seen, read
+        if options.sample_rate is not None and documents:  # a bad record is never sampled out: every one is read,
+            bad = sum(skipped.values())  # only the good ones drawn at the rate (a review: 5% bad lines halved it)
+            documents, drawn = documents - bad, read - bad
+        if documents and documents > 0 and drawn > 0:  # total_documents: None when the corpus cannot count them
+            estimate = estimate_corpus_tokens(int(histogram.tokens), int(documents), int(drawn))
     windows = budget_and_windows(
         histogram,
         report.L,

@@ -179,21 +179,35 @@ def test_compressed_data_under_a_plain_name_is_named_not_read_as_bad_lines(tmp_p
     assert sum(1 for _ in open_corpus(str(tmp_path / f"x.jsonl{suffix}")).documents()) == 300
 
 
-@pytest.mark.parametrize(("kind", "suffix"), [("Parquet", ".parquet"), ("Arrow", ".arrow")])
-def test_a_parquet_or_arrow_file_under_a_plain_name_is_named_not_read_as_bad_lines(tmp_path, kind, suffix):
+def _arrow_stream(table, path):
+    with pa.OSFile(str(path), "wb") as sink, pa.ipc.new_stream(sink, table.schema) as writer:
+        writer.write_table(table)
+
+
+@pytest.mark.parametrize(("kind", "suffix", "write"), [
+    ("Parquet", ".parquet", pq.write_table),
+    ("Arrow", ".arrow", lambda table, path: pa.feather.write_feather(table, path)),
+    ("Arrow", ".arrow", _arrow_stream),  # the datasets cache's files (an adversary)
+])  # fmt: skip
+def test_a_parquet_or_arrow_file_under_a_plain_name_is_named_not_read_as_bad_lines(tmp_path, kind, suffix, write):
     """A review: a Parquet file named .jsonl was "invalid-utf8 (byte 0x86 ...)" at line 1, and with --on-error skip
-    251 garbage records of one binary file."""
-    import pyarrow.feather as feather
+    251 garbage records of one binary file; a text whose first line starts "PAR1" is still text."""
+    import pyarrow.feather  # noqa: F401  (pa.feather)
 
     table = pa.table({"text": [f"document {i}" for i in range(200)]})
     path = tmp_path / "x.jsonl"
-    (pq.write_table if kind == "Parquet" else feather.write_feather)(table, path)
+    write(table, path)
     with pytest.raises(FreqlabError, match=rf"x\.jsonl: holds {kind} data, but its name has no \{suffix} suffix"):
         scan(str(path), progress=False, workers=1)
     skipped = scan(str(path), progress=False, workers=1, on_error="skip").summary["documents"]
     assert skipped["skipped"] == {"unreadable-file": 1} and skipped["read"] == 1
     path.rename(tmp_path / f"x{suffix}")
     assert scan(str(tmp_path / f"x{suffix}"), progress=False, workers=1).histogram.documents == 200
+    text = tmp_path / "t.jsonl"
+    text.write_text('PAR1 is a text\n{"text": "a b"}\n', encoding="utf-8")
+    assert scan(str(text), progress=False, workers=1, on_error="skip").summary["documents"]["skipped"] == {
+        "malformed-json": 1
+    }
 
 
 def test_one_json_line_longer_than_the_first_read_is_one_document(tmp_path):

@@ -164,6 +164,8 @@ def test_a_long_window_keeps_the_repr_and_the_svg_small():
         ({"dropped_tokens": 1.5}, r"^dropped_tokens must be a whole count"),
         ({"f": np.array([3, -2, 1])}, r"^a position frequency counts occurrences, never negative: f\(1\) = -2$"),
         ({"L": "3"}, r"^L must be a positive integer, got '3'$"),
+        ({"f": np.array([np.nan, -5.0, 1.0])}, r"^a position frequency is finite: f\(0\) = nan$"),  # min() is nan
+        ({"f": np.array([1, "b", 1], dtype=object)}, r"^a position frequency holds numbers: f\(1\) = 'b'$"),
     ],
 )
 def test_a_position_frequency_made_by_hand_is_checked_as_the_regimes_make_it(given, message):
@@ -172,3 +174,9 @@ def test_a_position_frequency_made_by_hand_is_checked_as_the_regimes_make_it(giv
     with pytest.raises(FreqlabError, match=message):
         PositionFrequency(**made)
     assert PositionFrequency(np.array([3, 2, 1]), 3, "natural", 3).sum() == 6
+
+
+def test_a_position_frequency_is_not_refused_for_memory_it_already_holds(monkeypatch):
+    """An adversary: the check of L ran the memory check for f (10 bytes a position) again, after f was made."""
+    monkeypatch.setenv("FREQLAB_MEMORY_BYTES", "5000")
+    assert PositionFrequency(np.zeros(1000, np.int64), 1000, "natural", 0).L == 1000

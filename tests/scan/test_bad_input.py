@@ -333,3 +333,8 @@ def test_a_bad_record_not_drawn_by_sampling_is_an_error_or_a_skip_as_in_the_whol
     docs = sampled.summary["documents"]
     assert sum(docs["skipped"].values()) == 3 and docs["read"] == docs["tokenized"] + docs["empty"] + 3
     assert docs["read"] + docs["sampled_out"] == 100 and 0 < docs["tokenized"] < 97
+    # the corpus size extrapolates from the good records drawn (all 3 bad ones are read: a review saw 5% bad lines
+    # halve the estimate), tokens · 97 / (tokenized + empty), rounded to nearest
+    drawn = docs["tokenized"] + docs["empty"]
+    budget = sampled.summary["budget"]
+    assert budget["corpus_tokens"] == (2 * sampled.histogram.tokens * 97 + drawn) // (2 * drawn)
