@@ -87,12 +87,11 @@ LARGE_LINEAR_FACTOR: float = 8  # above this, quote Giraffe's factor-16 result (
 
 def _whole(number) -> bool:
     """Whether ``number`` is a whole real number (128 or 128.0; nan met int(): "cannot convert float NaN", a review)."""
-    return (
-        not isinstance(number, bool)
-        and isinstance(number, numbers.Real)
-        and math.isfinite(number)
-        and number == int(number)
-    )
+    if isinstance(number, bool):
+        return False
+    if isinstance(number, numbers.Integral):
+        return True
+    return isinstance(number, numbers.Real) and math.isfinite(float(number)) and float(number).is_integer()
 
 
 def _ntk_exponent(head_dim: int) -> float:
