@@ -195,6 +195,8 @@ class LengthHistogram(Displayed):
         """
         if not isinstance(other, LengthHistogram):
             return NotImplemented
+        if self is other:
+            return True
 
         def same_counts(a: LengthHistogram, b: LengthHistogram) -> bool:  # arrays compared as arrays: no lists
             return (
@@ -207,7 +209,7 @@ class LengthHistogram(Displayed):
             return {name: s for name, s in (h.sources or {}).items() if s.documents or s.empty_documents or s.skipped}
 
         mine, theirs = holding(self), holding(other)
-        return self is other or (
+        return (
             same_counts(self, other)
             and self.provenance() == other.provenance()
             and mine.keys() == theirs.keys()
@@ -416,7 +418,7 @@ class LengthHistogram(Displayed):
             # no document: f is 0 everywhere, its shares undefined: no rows, but the same keys
             out["frequency"] = [
                 self.frequency(L, r, seed=seed).regime_row(tokens, tau)
-                for r in as_names(regimes, "regime", "natural, concat, pack, ...", allow_none=True)
+                for r in as_names(regimes, "regime", _REGIME_EXAMPLES, allow_none=True)
                 if documents
             ]
         if self.sources:
@@ -585,7 +587,7 @@ class LengthHistogram(Displayed):
 
         frames = [
             self.frequency(L, r, seed=seed, megatron=megatron).to_frame()
-            for r in as_names(regimes, "regime", "natural, concat, pack, ...")
+            for r in as_names(regimes, "regime", _REGIME_EXAMPLES)
         ]
         return pl.concat(frames)
 
@@ -684,6 +686,9 @@ class LengthHistogram(Displayed):
     # display -------------------------------------------------------------------------------------------------
     def _display(self) -> Display:
         return histogram_display(self)
+
+
+_REGIME_EXAMPLES = "natural, concat, pack, ..."  # named in a refused list of regimes (the list is frequency's)
 
 
 def _json_meta(meta: Mapping) -> dict:
