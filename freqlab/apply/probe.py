@@ -374,6 +374,16 @@ def _first_line(exc: BaseException) -> str:
     return (str(exc).strip().splitlines() or [type(exc).__name__])[0][:200]
 
 
+class ProbeStopped(FreqlabError):
+    """A :func:`probe_settings` run that ran out of memory in a later setting: ``results`` holds the settings
+    probed in full before it (hours of tests on a long model), which the message names too.
+    """
+
+    def __init__(self, message: str, results: Sequence[ProbeResult]) -> None:
+        super().__init__(message)
+        self.results = tuple(results)
+
+
 def probe_settings(
     model: Any,
     tokenizer: Any,
@@ -391,7 +401,8 @@ def probe_settings(
     (``("STRING", (S, W))`` or ``("Self-Extend", (G, w_n))``, removed after its probe), on the same prompts;
     ``options``: :func:`probe`'s (trials, need, threshold, batch_size, seed). A plan the model cannot take (a
     model type not tested, unless ``allow_untested``: :func:`freqlab.apply.check_model_type`; a partial rotary) is
-    refused before anything runs: each is applied and removed first.
+    refused before anything runs: each is applied and removed first. A setting that runs out of memory after
+    others were probed raises :class:`ProbeStopped`, which keeps their results.
     """
     patch = {"STRING": applied.string, "Self-Extend": applied.self_extend}
     plans = [_plan(plan, patch) for plan in plans]  # a generator is read once, here
@@ -409,6 +420,11 @@ def probe_settings(
         try:  # a probe that raises (out of memory, Ctrl-C in a notebook) leaves the model as it was given
             generate = hf_generator(model, tokenizer)
             results.append(probe(generate, builder, lengths, depths, label=label, progress=progress, **options))
+        except FreqlabError as exc:  # out of memory mid-probe (the only error after the checks): a review, the
+            if not results:  # settings probed before it were lost with it
+                raise
+            done = "; ".join(f"{r.label}: effective length {r.effective_length:,}" for r in results)
+            raise ProbeStopped(f"{exc} (probed in full before it: {done})", results) from None
         finally:
             if name is not None:
                 applied.remove(model)

@@ -252,22 +252,27 @@ def probe_command(
 
     total = (len(plans) + (not no_baseline)) * len(length_list) * len(depth_list) * trials
     with tqdm(total=total, desc="needle tests", unit="test", disable=None, leave=False) as bar:
-        results = p.probe_settings(
-            model,
-            tokenizer,
-            builder,
-            length_list,
-            depth_list,
-            plans=plans,
-            baseline=not no_baseline,
-            progress=bar.update,
-            allow_untested=allow_untested,
-            trials=trials,
-            need=need,
-            threshold=threshold,
-            batch_size=batch_size,
-            seed=seed,
-        )
+        try:
+            results = p.probe_settings(
+                model,
+                tokenizer,
+                builder,
+                length_list,
+                depth_list,
+                plans=plans,
+                baseline=not no_baseline,
+                progress=bar.update,
+                allow_untested=allow_untested,
+                trials=trials,
+                need=need,
+                threshold=threshold,
+                batch_size=batch_size,
+                seed=seed,
+            )
+        except p.ProbeStopped as exc:  # the settings probed in full before it are reported, then its error
+            results, stopped = list(exc.results), exc
+        else:
+            stopped = None
     written, failure = None, None
     if figure:
         from freqlab.errors import FreqlabError
@@ -280,8 +285,9 @@ def probe_command(
             failure = exc
     report = p.ProbeReport(model_dir, tuple(results), p.ruler_command(model_dir, length_list), written)
     echo_json(report.to_dict()) if as_json else click.echo(report.report())
-    if failure is not None:
-        raise failure
+    for error in (stopped, failure):  # a setting that ran out of memory first: a figure's failure comes after it
+        if error is not None:
+            raise error
 
 
 def register(main: click.Group) -> None:

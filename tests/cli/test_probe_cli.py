@@ -237,3 +237,39 @@ def test_lengths_past_the_models_window_are_said(model_dir):
         "scaling's): the stock model meets positions it was never trained on there" in result.stderr
     )
     assert "note:" not in run("probe", model_dir, "--lengths", "240", "--depths", "0", "--trials", 1).stderr
+
+
+@pytest.mark.parametrize("as_json", [False, True])
+def test_a_setting_out_of_memory_after_others_reports_them_before_its_error(model_dir, monkeypatch, as_json):
+    """A review: a plan's probe running out of memory threw away the stock model's results, probed in full before
+    it (hours of tests on a long model). They are printed, and the error names them; the exit status is 1."""
+    from freqlab.apply import probe as p
+
+    settings = []
+
+    def generator(model, tokenizer):  # the stock model reads every needle back; the plan runs out of memory
+        settings.append(model.config._attn_implementation)
+
+        def generate(batch, max_new_tokens):
+            if len(settings) > 1:
+                raise type("OutOfMemoryError", (RuntimeError,), {})("CUDA out of memory. Tried to allocate 2 GiB")
+            return [tokenizer.decode(ids) for ids in batch]
+
+        return generate
+
+    monkeypatch.setattr(p, "hf_generator", generator)
+    args = ["--lengths", "240,250", "--depths", "0,1", "--trials", 2, "--string", "32,4"]
+    result = run("probe", model_dir, *args, *(["--json"] if as_json else []))
+    assert result.exit_code == 1 and "Traceback" not in result.output
+    assert result.stderr.splitlines()[-1] == (
+        "Error: STRING 32,4: out of memory at length 240 with 4 prompt(s) at once (CUDA out of memory. Tried to "
+        "allocate 2 GiB): use a smaller batch size or shorter lengths (probed in full before it: stock: effective "
+        "length 250)"
+    )
+    if as_json:
+        (stock,) = json.loads(result.stdout)["results"]
+        assert stock["label"] == "stock" and stock["passes"] == [[2, 2], [2, 2]]
+    else:
+        assert "effective length, stock: 250 (every tested length passes" in result.stdout
+        assert "STRING" not in result.stdout
+    assert settings[0] == "sdpa" and len(settings) == 2
