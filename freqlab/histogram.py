@@ -462,8 +462,15 @@ class LengthHistogram(Displayed):
         ``path`` being that folder); anything else is a clear FreqlabError.
         """
         path = histogram_file(path)
-        if not path.is_file():
-            raise FreqlabError(f"{path}: no such histogram file")
+        if not path.is_file():  # a review: /dev/null was "no such histogram file"
+            what = (
+                f"a folder without {LENGTHS_FILE} (give a histogram or a scan's --out)"
+                if path.is_dir()
+                else "not a regular file"
+                if path.exists()
+                else "no such histogram file"
+            )
+            raise FreqlabError(f"{path}: {what}")
         try:
             frame, metadata = read_parquet(path)
         except PermissionError as exc:  # the file's type is not in question

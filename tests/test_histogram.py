@@ -218,6 +218,8 @@ def test_a_source_of_empty_and_skipped_documents_alone_survives_the_round_trip(t
 def test_loading_something_else_is_a_clear_error(tmp_path):
     with pytest.raises(FreqlabError, match="no such histogram file"):
         LengthHistogram.read_parquet(tmp_path / "missing.parquet")
+    with pytest.raises(FreqlabError, match=r"^/dev/null: not a regular file$"):  # a review: "no such histogram file"
+        LengthHistogram.read_parquet("/dev/null")
     corrupt = tmp_path / "corrupt.parquet"
     corrupt.write_bytes(b"PAR1 this is not parquet")
     with pytest.raises(FreqlabError, match=r"no whole Parquet file: it ends with b'quet', not b'PAR1' \(cut short\?\)"):
@@ -491,7 +493,9 @@ def test_a_scans_output_folder_reads_as_its_histogram(tmp_path):
     back = LengthHistogram.read_parquet(tmp_path / "out")
     assert (back.lengths.tolist(), back.counts.tolist()) == ([10, 20], [3, 4])
     (tmp_path / "empty").mkdir()
-    with pytest.raises(FreqlabError, match="empty: no such histogram file"):
+    with pytest.raises(
+        FreqlabError, match=r"empty: a folder without lengths\.parquet \(give a histogram or a scan's --out\)$"
+    ):
         LengthHistogram.read_parquet(tmp_path / "empty")
 
 

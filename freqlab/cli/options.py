@@ -231,8 +231,8 @@ def renamed_option(new: str, old: str, dest: str, *, required: bool = False, **k
     """
     alias = f"{dest}__alias"
     default = kwargs.pop("default", None)
-    if default is not None and kwargs.pop("show_default", False):
-        kwargs["show_default"] = str(default)
+    if default is not None and kwargs.pop("show_default", False):  # as click writes it (a string it would bracket)
+        kwargs["help"] = f"{kwargs.get('help', '')}  [default: {default}]"
 
     def decorate(command):
         @functools.wraps(command)
@@ -365,6 +365,14 @@ def given_on_command_line(*names: str) -> list[str]:
         for n in names
         if given in (ctx.get_parameter_source(n), ctx.get_parameter_source(f"{n}__alias"))
     ]
+
+
+def refuse_unused(*names: str, needed: str) -> None:
+    """A usage error naming the options among ``names`` given on the command line, which set nothing without
+    ``needed`` (``--regime needs --hist (...)``): each was once dropped without a word.
+    """
+    if given := given_on_command_line(*names):
+        raise click.UsageError(f"{'/'.join(given)} {'needs' if len(given) == 1 else 'need'} {needed}")
 
 
 def with_tau_from(tau_option):

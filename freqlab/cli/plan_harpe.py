@@ -18,6 +18,7 @@ from freqlab.cli.options import (
     echo_json,
     given_on_command_line,
     json_option,
+    refuse_unused,
     renamed_option,
     require,
     usage_error,
@@ -25,7 +26,6 @@ from freqlab.cli.options import (
 from freqlab.cli.plan_inputs import (
     frequency_inputs,
     frequency_options,
-    needs,
     refuse_untrained,
     refuse_unused_frequency_options,
 )
@@ -103,13 +103,13 @@ def harpe_command(
 
     --extend-to was called --target (still accepted). Sizes: K = 1024 positions (128K = 131072).
     """
-    if not compare and (unused := given_on_command_line("random_sets", "seed")):  # they set nothing without it
-        raise click.UsageError(f"{'/'.join(unused)} {needs(unused)} --compare (the random sets compared with the plan)")
+    if not compare:
+        refuse_unused("random_sets", "seed", needed="--compare (the random sets compared with the plan)")
     for option, value in (("--b-min", b_min), ("--b-max", b_max), ("--stride", stride)):
         if value is not None:
             require(value > 0, option, f"must be positive, got {value:g}")
-    if strategy != "peak-valley" and (unused := given_on_command_line("separation", "peaks")):  # else unread
-        raise click.UsageError(f"{'/'.join(unused)} {needs(unused)} --strategy peak-valley (the peak-valley search)")
+    if strategy != "peak-valley":
+        refuse_unused("separation", "peaks", needed="--strategy peak-valley (the peak-valley search)")
     if grid_text and given_on_command_line("target"):  # a review: --extend-to was dropped without a word
         raise click.UsageError("--grid sets the distances that --extend-to would scale the grid to: give one of them")
     if strategy == "uniform" and given_on_command_line("stride"):
@@ -188,8 +188,7 @@ def _grid_choice(
         wt = well_trained_range(window, **inputs)
         refuse_untrained(wt, schedule, "every distance would be under-trained", "give --grid in place of the frequency")
         return harpe.grid_from_frequency(wt, target), mix
-    if unused := given_on_command_line("L", "regime"):
-        raise click.UsageError(f"{'/'.join(unused)} {needs(unused)} --hist (the frequency to derive the grid from)")
+    refuse_unused("L", "regime", needed="--hist (the frequency to derive the grid from)")
     if given_on_command_line("weights"):
         raise click.UsageError("--weights needs --hist or --schedule (the frequency to derive the grid from)")
     refuse_unused_frequency_options("--hist or --schedule")

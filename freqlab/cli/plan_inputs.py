@@ -14,6 +14,7 @@ from freqlab.cli.options import (
     HomePath,
     Share,
     given_on_command_line,
+    refuse_unused,
     renamed_option,
     tau_option,
     tokens_option,
@@ -131,13 +132,7 @@ def refuse_unused_frequency_options(needed: str) -> None:
     """A usage error naming the options that set N* from a frequency (``--tokens``, ``--tau``, ``--tau-from``,
     ``--mass``) given on the command line where none is: the plan took its default and said nothing.
     """
-    if given := given_on_command_line("tokens", "tau", "tau_from", "mass"):
-        raise click.UsageError(f"{'/'.join(given)} {needs(given)} {needed} (it sets the well-trained range from f)")
-
-
-def needs(options: list[str]) -> str:
-    """``needs`` for one option, ``need`` for several."""
-    return "needs" if len(options) == 1 else "need"
+    refuse_unused("tokens", "tau", "tau_from", "mass", needed=f"{needed} (it sets the well-trained range from f)")
 
 
 def refuse_untrained(wt, schedule, needed_for: str, instead: str) -> None:

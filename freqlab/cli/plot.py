@@ -21,6 +21,7 @@ from freqlab.cli.options import (
     hist_option,
     json_option,
     layout_option,
+    refuse_unused,
     refuse_unused_seed,
     regime_option,
     renamed_option,
@@ -341,9 +342,10 @@ def effective_length_command(hist, Ls, regime, tau, budget, seed, weights, out, 
 @hist_argument
 @L_option
 @one_regime_option
+@seed_option
 @weights_option
 @output_options("two-column")
-def sources_command(hist, L, regime, weights, out, formats, size, dpi, as_json):
+def sources_command(hist, L, regime, seed, weights, out, formats, size, dpi, as_json):
     """Length CCDF and position frequency per corpus source (histograms scanned with source labels).
 
     \b
@@ -352,10 +354,11 @@ def sources_command(hist, L, regime, weights, out, formats, size, dpi, as_json):
     """
     from freqlab.plots.sources import plot_sources
 
+    refuse_unused_seed(regime)  # a review: --regime pack was taken, its --seed refused
     h, mix = read_histogram(hist, weights, regimes=regime)
     _require_source_curves(L, h)
     corpus = mix.corpus if mix is not None else None  # the legend counts the corpus's documents, not the mix's
-    _save(plot_sources(h, L, regime, size=size, corpus=corpus), out, formats, dpi, as_json)
+    _save(plot_sources(h, L, regime, seed=seed, size=size, corpus=corpus), out, formats, dpi, as_json)
 
 
 @plot_group.command("exposure", short_help="Tokens by same-document context per source, and the tail table.")
@@ -477,9 +480,10 @@ def string_matrix_command(L, S, W, out, formats, size, dpi, as_json):
 @click.option("--W", "W", type=POSITIONS.within(0), default=128, show_default=True, help="Local window W.")
 @hist_option("Length histogram: adds how often training saw each position.", old_name="--histogram")
 @one_regime_option
+@seed_option
 @weights_option
 @output_options("one-column")
-def string_usage_command(L, S, W, hist, regime, weights, out, formats, size, dpi, as_json):
+def string_usage_command(L, S, W, hist, regime, seed, weights, out, formats, size, dpi, as_json):
     """Positions STRING uses vs RoPE's for a large window, with the training frequency of each.
 
     \b
@@ -490,12 +494,14 @@ def string_usage_command(L, S, W, hist, regime, weights, out, formats, size, dpi
     from freqlab.plan.string import recommended_range
     from freqlab.plots.string import plot_string_usage
 
+    if hist is None:  # a review: both were dropped unsaid
+        refuse_unused("regime", "seed", "weights", needed="--hist (the frequency drawn beside the positions)")
     if S is None:
         S = recommended_range(L)[0]
     f = None
     if hist is not None:
         h = _histogram(hist, regime, weights)
-        f = position_frequency(h.lengths, h.counts, L, regime)
+        f = position_frequency(h.lengths, h.counts, L, regime, seed=seed)
     _save(usage_error(lambda: plot_string_usage(L, S, W, frequency=f, size=size)), out, formats, dpi, as_json)
 
 
@@ -534,6 +540,8 @@ def harpe_command(bases, target, heads, envelopes, out, formats, size, dpi, as_j
     from freqlab.plan import harpe
     from freqlab.plots.harpe import plot_envelopes, plot_waveforms
 
+    envelope_sets = "--envelopes draws the searched, uniform and Table 2 sets: give --base for waveforms without it"
+    require(not (envelopes and bases), "--base", envelope_sets)  # a review: the bases were dropped unsaid
     if envelopes or not bases:  # the paper's grid of bases, which this command does not let change
         most = harpe.candidate_count(harpe.PAPER_B_MIN, harpe.PAPER_B_MAX, harpe.PAPER_STRIDE) + 1
         require(

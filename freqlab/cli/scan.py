@@ -23,6 +23,7 @@ from freqlab.cli.options import (
     megatron_options,
     megatron_settings,
     refuse_empty,
+    refuse_unused,
     refuse_unused_megatron,
     refuse_unused_seed,
     regime_option,
@@ -282,6 +283,10 @@ def scan_command(
         raise click.UsageError(f"{'/'.join(unused)}: for a dataset or data files, not the built-in corpus")
     if plot_formats and not plot and given_on_command_line("plot_formats"):  # it drew nothing, unsaid
         raise click.UsageError("--plot-format needs --plot (the figures it chooses the format of)")
+    if not estimate:  # a review: a scan ran with them, unsaid
+        refuse_unused(
+            "corpus_bytes", "node_cores", "target_hours", "lengths", needed="--estimate (the cost estimate, not a scan)"
+        )
     if estimate:
         if (corpus_tokens is None) == (corpus_bytes is None):
             raise click.UsageError("--estimate needs the corpus size: --corpus-tokens or --corpus-bytes (one of them)")

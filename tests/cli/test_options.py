@@ -110,6 +110,13 @@ def test_target_lengths_have_clear_names_and_the_old_ones_still_work(tmp_path):
     assert json.loads(up_new.output) == json.loads(up_old.output) and json.loads(up_new.output)["E"] == 1536
 
 
+@pytest.mark.parametrize("command", [("plot", "harpe"), ("plan", "harpe")])
+def test_a_renamed_flags_default_is_shown_as_every_other_default(command):
+    """A review: click brackets a show_default string, so --help said "[default: (131072)]"."""
+    text = " ".join(run(*command, "--help").output.split())
+    assert "128K = 131072). [default: 131072]" in text and "(131072)" not in text
+
+
 def test_stats_says_quantiles_are_nearest_rank(hist):
     result = run("stats", hist)
     assert result.exit_code == 0

@@ -121,6 +121,8 @@ def test_errors(tmp_path, hist_file):
         (("harpe", "--base", "1e400"), "--base", "'1e400' is not a finite number"),  # drew "b = infM", exit 0
         (("harpe", "--base", "0"), "--base", "0.0 is not in the range x>1"),
         (("harpe", "--envelopes", "--heads", 200), "--heads", "setting (1M..5M, stride 30K) has 134: give at most"),
+        # a review: --envelopes drew the paper's sets, byte for byte the same figure as without --base
+        (("harpe", "--envelopes", "--base", "1e6"), "--base", "--envelopes draws the searched, uniform and Table 2"),
     ],
 )
 def test_option_values_that_contradict_each_other_are_usage_errors_as_in_plan(tmp_path, args, option, message):
@@ -171,6 +173,40 @@ def test_a_figure_is_written_whole_through_links_as_every_output_is(tmp_path, hi
     assert result.exit_code == 0, result.output
     assert (tmp_path / "link.png").is_symlink() and (tmp_path / "real.png").read_bytes().startswith(b"\x89PNG")
     assert not [name for name in os.listdir(tmp_path) if name.endswith(".tmp")]
+
+
+@pytest.mark.parametrize("command", ["sources", "string-usage"])
+def test_the_pack_order_of_a_figure_takes_its_seed(tmp_path, hist_file, sourced, command, monkeypatch):
+    """A review: `plot sources` and `plot string-usage` took --regime pack and refused --seed (the README: --seed
+    sets the order in plot as in scan and freq); the figure drew seed 0's f."""
+    import freqlab.frequency as frequency
+    import freqlab.plots.sources as sources
+
+    seen = []
+    real = frequency.position_frequency
+    for module in (frequency, sources):
+        monkeypatch.setattr(
+            module, "position_frequency", lambda *a, **kw: seen.append(kw.get("seed")) or real(*a, **kw)
+        )
+    args = ["--hist", hist_file] if command == "string-usage" else [hist_file]
+    result = run("plot", command, *args, "--L", 1024, "--regime", "pack", "--seed", 7, "--out", tmp_path / "x.png")
+    assert result.exit_code == 0, result.output
+    assert seen and set(seen) == {7}
+    unused = run("plot", command, *args, "--L", 1024, "--seed", 7, "--out", tmp_path / "y.png")
+    assert unused.exit_code == 2 and "--seed orders the documents of --regime pack" in unused.output
+
+
+@pytest.mark.parametrize(
+    ("args", "given"),
+    [(("--regime", "pack"), "--regime"), (("--seed", "3"), "--seed"), (("--weights", "a=1"), "--weights")],
+)
+def test_string_usage_refuses_frequency_options_without_a_histogram(tmp_path, args, given):
+    """A review: without --hist they drew the same figure, byte for byte, as without them (plan string refuses)."""
+    result = run("plot", "string-usage", "--L", "2K", *args, "--out", tmp_path / "u.png")
+    assert result.exit_code == 2 and not (tmp_path / "u.png").exists()
+    assert result.output.strip().splitlines()[-1] == (
+        f"Error: {given} needs --hist (the frequency drawn beside the positions)"
+    )
 
 
 def test_string_usage_takes_plan_strings_default_shift(tmp_path, monkeypatch):

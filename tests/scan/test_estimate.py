@@ -187,3 +187,16 @@ def test_the_cli_estimate_refuses_options_it_would_take_without_a_word(tmp_path)
         assert result.exit_code == 2 and f"{extra[0]}: --estimate sizes a whole scan" in result.output, result.output
     lonely = estimate("--corpus-tokens", "627B", "--lengths", str(tmp_path / "lengths.parquet"))
     assert lonely.exit_code == 2 and "--lengths sizes a --sample-rate sample's intervals" in lonely.output
+
+
+@pytest.mark.parametrize(
+    "extra",
+    [["--node-cores", "8"], ["--corpus-bytes", "1T"], ["--target-hours", "3"], ["--lengths", "lengths.parquet"]],
+)
+def test_a_scan_refuses_the_options_of_an_estimate(tmp_path, extra):
+    """A review: without --estimate they ran the scan as if not given (--lengths naming no file at all)."""
+    result = CliRunner().invoke(main, ["scan", "--max-docs", "1", "--out", str(tmp_path / "out"), *extra])
+    assert result.exit_code == 2 and not (tmp_path / "out").exists()
+    assert result.output.strip().splitlines()[-1] == (
+        f"Error: {extra[0]} needs --estimate (the cost estimate, not a scan)"
+    )
