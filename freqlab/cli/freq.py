@@ -34,7 +34,7 @@ from freqlab.cli.weights import budget_line, echo_mix, histogram_line, mix_json,
 from freqlab.files import has_freqlab_header, not_parquet
 from freqlab.formats import FREQUENCY_FORMAT, FREQUENCY_VERSION, LENGTHS_FORMAT, METADATA_KEY  # noqa: F401
 from freqlab.frequency.budget import training_budget
-from freqlab.frequency.exposure import DEFAULT_THRESHOLDS, TAIL_REGIMES, source_tails, tails_report
+from freqlab.frequency.exposure import TAIL_REGIMES, source_tails, tails_report, thresholds_below
 from freqlab.frequency.layouts import layout_frequency
 from freqlab.frequency.megatron_replay import replay_options
 from freqlab.frequency.regime_table import describe, describe_string_probe, regime_rows, string_probe_comparison
@@ -162,10 +162,10 @@ def freq_command(hist, Ls, regimes, tokens, tau, seed, out, weights, layout, tai
 
 def _tail_rows(h, L: int, regime: str) -> list[dict]:
     """The per-source tail table at the first --L, with only the thresholds below L (a token has at most L - 1
-    tokens of context, so a column at t >= L is 0% by construction); [] when no threshold is below L.
+    tokens of context, so a column at t >= L is 0% by construction); a window of at most 4K takes L/8, L/4 and L/2,
+    as ``plot exposure`` does (:func:`~freqlab.frequency.exposure.thresholds_below`; a review: they disagreed).
     """
-    thresholds = [t for t in DEFAULT_THRESHOLDS if t < L]
-    return source_tails(h, L, regime, thresholds) if thresholds else []
+    return source_tails(h, L, regime, thresholds_below(L))
 
 
 #: bytes per position of each (L, regime) ``--out`` holds as a table before writing it (measured 25-35: one window

@@ -936,8 +936,8 @@ def curriculum_from_spec(spec: dict) -> Curriculum:
     if not isinstance(spec, dict):
         raise FreqlabError(f"a curriculum must be a mapping with a kind, got {spec!r}")
     kind = spec.get("kind")
-    if kind not in _KINDS:
-        raise FreqlabError(f"curriculum kind must be one of {', '.join(_KINDS)}, got {kind!r}")
+    if not isinstance(kind, str) or kind not in _KINDS:  # a list is unhashable: a TypeError (a review)
+        raise FreqlabError(f"curriculum kind must be one of {', '.join(_KINDS)}, got {brief(kind)}")
     build, allowed = _KINDS[kind]
     return build(Spec(spec, kind, allowed))
 

@@ -36,7 +36,7 @@ from numpy.typing import ArrayLike
 
 from freqlab.deprecation import renamed_method
 from freqlab.display import Display, Displayed, percent, quantity
-from freqlab.errors import FreqlabError
+from freqlab.errors import FreqlabError, brief
 from freqlab.frequency.kernels import pack_walk_chunked
 from freqlab.frequency.position import refuse_megatron, segment_frequency
 from freqlab.frequency.regime_table import frequency_key_numbers
@@ -244,7 +244,10 @@ def layout_from_config(config: dict, source: str = "config.json") -> Layout:
     if not isinstance(config, dict):
         raise FreqlabError(f"{where}: a model config is a JSON object, got {type(config).__name__}")
     text_config = config.get("text_config")
+    if text_config is not None and not isinstance(text_config, dict):  # a review: "abc" was passed over unsaid
+        raise FreqlabError(f"{where}: text_config must be an object, got {brief(text_config)}")
     cfg = text_config if isinstance(text_config, dict) else config
+    _check_config_types(cfg, where)
     model_type = str(cfg.get("model_type", config.get("model_type", "")))
     filled = "layer_types" not in cfg and _transformers_defaults(cfg, model_type)
     if filled:  # another model type: its keys as transformers' config class fills them in
@@ -254,8 +257,8 @@ def layout_from_config(config: dict, source: str = "config.json") -> Layout:
     no_rope = cfg.get("no_rope_layers")
     if n is None:
         n = len(types) if isinstance(types, list) else len(no_rope) if isinstance(no_rope, list) else None
-    if not isinstance(n, int) or isinstance(n, bool) or n < 1:
-        raise FreqlabError(f"{where}: num_hidden_layers must be a positive integer, got {n!r}")
+    if not isinstance(n, int) or isinstance(n, bool) or not 1 <= n <= MAX_LAYERS:  # as a layout string's
+        raise FreqlabError(f"{where}: num_hidden_layers must be an integer in 1..{MAX_LAYERS:,}, got {brief(n)}")
     window = cfg.get("sliding_window")
     opted_in = cfg.get("use_sliding_window")
     opt_in = model_type in _SLIDING_OPT_IN or model_type in _SLIDING_UNMODELLED
@@ -290,8 +293,8 @@ def layout_from_config(config: dict, source: str = "config.json") -> Layout:
         kind = _LAYER_TYPES[name]
         size = {"swa": window, "chunk": chunk}.get(kind, 0)
         key = {"swa": "sliding_window", "chunk": "attention_chunk_size"}.get(kind)
-        if key and (not isinstance(size, int) or isinstance(size, bool) or size < 1):
-            raise FreqlabError(f"{where}: layer {i} is {name} but {key} is {size!r}")
+        if key and (not isinstance(size, int) or isinstance(size, bool) or not 1 <= size <= MAX_POSITIONS):
+            raise FreqlabError(f"{where}: layer {i} is {name} but {key} is {brief(size)} (sizes are 1..2^30)")
         if isinstance(no_rope, list) and i < len(no_rope) and not no_rope[i]:
             kind, size = "nope", 0
         layers.append(LayerKind(kind, cast(int, size)))  # swa and chunk sizes are checked just above
@@ -299,6 +302,20 @@ def layout_from_config(config: dict, source: str = "config.json") -> Layout:
     if isinstance(rotary, bool) or not isinstance(rotary, (int, float)) or not 0 < rotary <= 1:
         raise FreqlabError(f"{where}: partial_rotary_factor must be in (0, 1], got {rotary!r}")
     return Layout(tuple(layers), float(rotary), source, whole=True)
+
+
+def _check_config_types(cfg: dict, where: str) -> None:
+    """The keys whose type decides the layout, each of the type transformers reads (a review: ``"0101"`` as
+    ``no_rope_layers`` and ``"yes"`` as ``use_sliding_window`` were read as absent or false, unsaid).
+    """
+    no_rope = cfg.get("no_rope_layers")
+    if no_rope is not None and not (
+        isinstance(no_rope, list) and all(isinstance(x, (bool, int)) and x in (0, 1) for x in no_rope)
+    ):
+        raise FreqlabError(f"{where}: no_rope_layers must be a list of 1 (RoPE) and 0 (NoPE), got {brief(no_rope)}")
+    opted_in = cfg.get("use_sliding_window")
+    if opted_in is not None and not isinstance(opted_in, bool):
+        raise FreqlabError(f"{where}: use_sliding_window must be true or false, got {brief(opted_in)}")
 
 
 def _default_layer_types(cfg, model_type, n, window, chunk, no_rope, where) -> list[str]:
@@ -381,8 +398,8 @@ def read_layout(value: str | Path | dict | Layout) -> Layout:
     """A layout from a :class:`Layout`, a config dict, a ``config.json`` path, or a short string."""
     if isinstance(value, Layout):
         return value
-    if isinstance(value, dict):
-        return layout_from_config(value)
+    if isinstance(value, dict):  # not a file: its errors name what it is (a review: "config.json: ...")
+        return layout_from_config(value, "a layout given as a model config mapping")
     text = str(value)
     if not text.strip():
         raise FreqlabError("an empty layout (give e.g. 5*swa1024+global or a config.json)")
@@ -445,7 +462,7 @@ class KindFrequency:
             return row
         L = int(self.f.size)
         row["reach"] = self.kind.reach(L)
-        if self.kind.kind == "swa":
+        if self.kind.kind == "swa" and self.kind.size < L:  # a window of L or more caps nothing (a review)
             row["note"] = f"sliding window of {self.kind.size} keys: reach capped at {row['reach']} by construction"
         elif self.kind.kind == "chunk" and self.kind.size < L:
             row["note"] = f"chunks of {self.kind.size} aligned in the row: reach capped at {self.kind.reach(L)}"

@@ -6,7 +6,9 @@ seed=0)`` returns an :class:`~freqlab.frequency.exact.ExactFrequency`.
 
 **PoSE** (Zhu et al., "PoSE: Efficient Context Window Extension of LLMs via Positional Skip-wise Training",
 ICLR 2024, arXiv:2309.10400; code: github.com/dwzhu-pku/PoSE, ``src/train_pose.py``,
-``train_preprocess_function_pose``). One training row per document (no packing). A document of n tokens gives a
+``train_preprocess_function_pose``, as of commit 43b43b3, which tokenizes to 5L tokens; another revision of the file
+tokenizes to ``target`` tokens, so draws the end below ``min(n, target)``: the same positions, another replay's
+random stream). One training row per document (no packing). A document of n tokens gives a
 row of ``Lc = min(n, L)`` tokens in two chunks (the paper's N = 2, the only case the code implements): with
 ``random.randint`` (both ends inclusive),
 

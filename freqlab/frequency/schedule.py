@@ -141,7 +141,10 @@ class Schedule:
         provenance = tuple(item for item in self.provenance if item[0] != "layout")  # the file's layout's source
         instead = " instead" if self.layout is not None else ""  # the title may name the file's layout
         title = f"{self.title} (layout {parsed.spec} given{instead})" if self.title else ""
-        return replace(self, stages=stages, layout=parsed, provenance=provenance, title=title)
+        notes = self.notes  # a review: gemma3's "sliding-window layers reach at most 1023" under --layout global
+        if self.layout is not None:
+            notes = tuple(f"{note} [written for the file's layout {self.layout.spec}]" for note in notes)
+        return replace(self, stages=stages, layout=parsed, provenance=provenance, title=title, notes=notes)
 
 
 STAGE_KEYS = frozenset(
@@ -353,9 +356,9 @@ def _layout(base: Path, value, where: str) -> Layout | None:
     """A stage's layout: a short string, or a model ``config.json`` relative to the schedule file."""
     if value is None:
         return None
-    if isinstance(value, dict):
-        return read_layout(value)
     try:
+        if isinstance(value, dict):  # a review: its errors named no file nor stage
+            return read_layout(value)
         if not str(value).strip():  # not a path relative to the schedule file: read_layout's own words
             return read_layout(str(value))
         candidate = _relative(base, value)

@@ -13,6 +13,7 @@ from __future__ import annotations
 import numpy as np
 from matplotlib.figure import Figure
 
+from freqlab.errors import FreqlabError
 from freqlab.frequency.layouts import GLOBAL
 from freqlab.plots.axes import (
     count_units,
@@ -62,6 +63,10 @@ def plot_recipe(result, tau: float | None = None, *, size="two-column", columns:
     tau = schedule.tau if tau is None else float(tau)
     stages = schedule.stages
     kinds = [kind for kind in result.kind_names if kind.rope]
+    if not kinds:  # a review: max() of nothing, a traceback
+        raise FreqlabError(
+            "no layer of the last stage's layout has a rotary embedding (NoPE only): no position frequency to draw"
+        )
     # black for the global layers; each track of layers that went two ways (global (was swa1K)) a colour of its own
     colors = {kind: ("black" if kind == GLOBAL else PALETTE[k % len(PALETTE)]) for k, kind in enumerate(kinds)}
     window = result.window

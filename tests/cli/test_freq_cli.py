@@ -667,7 +667,8 @@ def test_freq_tails_per_source(tmp_path):
     assert {row["source"]: row["tails"]["4K"] for row in data["tails"]}["books"] == 3 * 4096 / 29000
 
 
-def test_freq_tails_with_no_threshold_below_L_says_so(tmp_path):
+def test_freq_tails_of_a_short_window_take_its_eighth_quarter_and_half_as_plot_exposure_does(tmp_path):
+    """A review: `freq --tails --L 4K` said "no threshold below L" where `plot exposure --L 4K` drew L/8, L/4, L/2."""
     from freqlab.histogram import combine_sources
 
     h = combine_sources(
@@ -675,8 +676,15 @@ def test_freq_tails_with_no_threshold_below_L_says_so(tmp_path):
     )
     path = h.to_parquet(tmp_path / "split.parquet")
     text = run("freq", path, "--L", "4K", "--tails").output
-    assert "tails: no threshold below L=4,096 (the smallest is 4K)" in text and "source" not in text
-    assert json.loads(run("freq", path, "--L", "4K", "--tails", "--json").output)["tails"] == []
+    assert "  source               tokens      512       1K       2K" in text.splitlines()
+    tails = {
+        row["source"]: row["tails"]
+        for row in json.loads(run("freq", path, "--L", "4K", "--tails", "--json").output)["tails"]
+    }
+    # web: documents of 1000 tokens, 488 of them with >= 512 of context each; books at 4K windows: 20000 = 4 x 4096
+    # + 3616, 9000 = 2 x 4096 + 808: (4096 - 1024) x 6 + (3616 - 1024) tokens with >= 1K of context, of 29000
+    assert tails["web"] == {"512": 488 / 1000, "1K": 0.0, "2K": 0.0}
+    assert tails["books"]["1K"] == ((4096 - 1024) * 6 + 3616 - 1024) / 29000
 
 
 def test_freq_tails_refuse_a_regime_that_mixes_sources(tmp_path, hist):

@@ -1,6 +1,7 @@
 """Attention layouts: f per layer kind (global, sliding window, chunked, NoPE), from model configs or short strings."""
 
 import json
+import re
 
 import numpy as np
 import pytest
@@ -8,7 +9,7 @@ from frequency.reference import attends, expand, masked_pair_frequency, regime_r
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from freqlab import FreqlabError
+from freqlab import FreqlabError, LengthHistogram
 from freqlab.frequency import position_frequency, stream_order
 from freqlab.frequency.layouts import (
     LayerKind,
@@ -17,6 +18,7 @@ from freqlab.frequency.layouts import (
     parse_layout,
     read_layout,
 )
+from freqlab.frequency.schedule import load_schedule
 
 histograms = st.lists(
     st.tuples(st.integers(1, 30), st.integers(1, 3)), min_size=1, max_size=8, unique_by=lambda t: t[0]
@@ -318,6 +320,40 @@ def test_a_bad_layout_key_in_a_config_is_named(key, value):
         layout_from_config(config)
 
 
+@pytest.mark.parametrize(
+    ("changes", "message"),
+    [
+        ({"num_hidden_layers": 10**7}, "num_hidden_layers must be an integer in 1..10,000, got 10000000"),  # 35 s
+        ({"sliding_window": 10**20}, "layer 0 is sliding_attention but sliding_window is 100000000000000000000"),
+        ({"no_rope_layers": "0101"}, "no_rope_layers must be a list of 1 (RoPE) and 0 (NoPE), got '0101'"),
+        ({"no_rope_layers": [1, 0, 1, "x"]}, "no_rope_layers must be a list of 1 (RoPE) and 0 (NoPE), got [1, 0, 1,"),
+        ({"no_rope_layers": {"a": 1}}, "no_rope_layers must be a list of 1 (RoPE) and 0 (NoPE), got {'a': 1}"),
+        ({"use_sliding_window": "yes"}, "use_sliding_window must be true or false, got 'yes'"),
+        ({"text_config": "abc"}, "text_config must be an object, got 'abc'"),
+    ],
+)
+def test_a_config_value_transformers_would_read_otherwise_is_refused(changes, message):
+    """A review: each was read as absent or false (all layers global), or a window past 2^30 taken (swa95367431640625M),
+    or ten million layers walked for a minute, where a layout string is held to the same bounds."""
+    config = {"model_type": "mistral", "num_hidden_layers": 4, "sliding_window": 64, **changes}
+    with pytest.raises(FreqlabError, match=re.escape(f"config.json: {message}")):
+        layout_from_config(config)
+    assert layout_from_config({"model_type": "llama4_text", "num_hidden_layers": 2, "no_rope_layers": [True, False]})
+
+
+def test_a_layout_mapping_is_named_as_one_and_by_its_schedule_stage(tmp_path):
+    """A review: a stage's `layout: {foo: 1}` was "config.json: num_hidden_layers must be ...", naming a file
+    that is not there and neither the schedule nor the stage."""
+    with pytest.raises(FreqlabError, match=r"^a layout given as a model config mapping: num_hidden_layers must be"):
+        read_layout({"foo": 1})
+    LengthHistogram.from_counts([8], [3]).to_parquet(tmp_path / "h.parquet")
+    (tmp_path / "s.yaml").write_text(
+        "histogram: h.parquet\nstages:\n  - {name: a, L: 8, tokens: 1K, layout: {foo: 1}}\n"
+    )
+    with pytest.raises(FreqlabError, match=r"s\.yaml: stage 1 \(a\): a layout given as a model config mapping: "):
+        load_schedule(tmp_path / "s.yaml")
+
+
 def test_layout_from_a_config_file_and_partial_rotary(tmp_path):
     (tmp_path / "config.json").write_text(json.dumps(PHI3_PARTIAL))
     layout = read_layout(str(tmp_path / "config.json"))
@@ -337,6 +373,8 @@ def test_summaries_give_shares_and_capped_effective_length_per_kind():
     assert rows["global"]["effective_length"] == 1998  # f_T(i) = 20 (2048 - i) >= 1000
     assert rows["swa512"]["effective_length"] == 511 and rows["swa512"]["reach"] == 511
     assert "capped at 511 by construction" in rows["swa512"]["note"]
+    wide = layout_frequency([4096] * 10, [1] * 10, 2048, "swa4K").kind_rows()[0]  # a review: "capped at 2047"
+    assert wide["reach"] == 2047 and "note" not in wide
     assert rows["swa512"]["share_of_layers"] == 5 / 7 and rows["nope"]["rope"] is False
     assert "f" not in rows["nope"]
 

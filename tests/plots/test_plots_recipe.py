@@ -1,9 +1,11 @@
 """The recipe figure: f_T per stage and layer kind (exact values drawn), effective length after each stage."""
 
 import numpy as np
+import pytest
 from plot_helpers import assert_labelled
 
 from freqlab import LengthHistogram
+from freqlab.errors import FreqlabError
 from freqlab.frequency.layouts import LayerKind
 from freqlab.frequency.schedule import load_preset, parse_schedule, schedule_frequency
 from freqlab.plots.recipe import plot_recipe
@@ -29,6 +31,15 @@ def test_each_stage_panel_draws_each_kind_s_scaled_frequency(histogram):
     assert effective["swa256"] == [255, 255]
     assert short.get_yscale() == "log" and short.get_ylim() == long.get_ylim()  # one scale per axis
     assert "nope layers: no rotary embedding" in fig._suptitle.get_text()
+
+
+def test_a_layout_without_rotary_layers_has_no_figure(histogram):
+    """A review: `plot recipe --preset gemma3 --layout nope` was max() of nothing, a traceback."""
+    data = {"layout": "nope", "stages": [{"L": 1024, "tokens": "1B"}]}
+    with pytest.raises(
+        FreqlabError, match=r"^no layer of the last stage's layout has a rotary embedding \(NoPE only\)"
+    ):
+        plot_recipe(schedule_frequency(parse_schedule(data, histogram=histogram)))
 
 
 def test_a_preset_figure_has_a_panel_per_stage_and_one_for_effective_lengths():
