@@ -116,6 +116,53 @@ def clip(text: str, limit: int) -> str:
     return text if len(text) <= limit else text[: limit - 1] + "…"
 
 
+#: The most characters of a source's name a table or a legend shows (a longer one ends in "…")
+NAME_WIDTH = 40
+
+
+def source_name(name: object, width: int = NAME_WIDTH) -> str:
+    r"""A source's name as tables and legends show it: on one line, control and format characters escaped
+    (:func:`freqlab.paths.printable`: a newline, ESC, a right-to-left override), quoted when blank, at most
+    ``width`` characters (a review: a 500-character name widened a table past the screen and a figure to 32 in).
+
+    >>> source_name("web"), source_name(""), source_name("  "), source_name("a\u202eb"), source_name("x" * 50, 8)
+    ('web', "''", "'  '", 'a\\u202eb', 'xxxxxxx…')
+    """
+    from freqlab.paths import printable
+
+    text = str(name)
+    return clip(repr(text) if not text.strip() else printable(text), width)
+
+
+def pad(text: str, width: int) -> str:
+    """``text`` left-aligned in ``width`` terminal columns, where an East Asian wide character (CJK, most emoji)
+    takes two: ``f"{text:<{width}}"`` counts it as one, so the columns after it slid (a review).
+
+    >>> pad("日本", 6) + "|", pad("ab", 6) + "|"
+    ('日本  |', 'ab    |')
+    """
+    return text + " " * max(width - columns(text), 0)
+
+
+def name_column(names: Sequence[object], header: str = "source") -> list[str]:
+    """A table's column of source names: ``header`` then each :func:`source_name`, padded to one width in terminal
+    columns (:func:`pad`), so the columns after it line up whatever the names hold.
+
+    >>> name_column(["web", "日本語", ""])
+    ['source', 'web   ', '日本語', "''    "]
+    """
+    shown = [source_name(name) for name in names]
+    width = max(columns(header), *map(columns, shown))
+    return [pad(text, width) for text in (header, *shown)]
+
+
+def columns(text: str) -> int:
+    """Terminal columns of ``text``: two for an East Asian wide or full-width character, one for any other."""
+    import unicodedata
+
+    return sum(2 if unicodedata.east_asian_width(c) in "WF" else 1 for c in text)
+
+
 def html_table(header: Sequence[str], rows: Sequence[Sequence[str]], limit: int = MAX_ROWS) -> str:
     """A compact HTML table (right-aligned numbers), the first ``limit`` rows then "... N more rows"."""
     esc = html.escape

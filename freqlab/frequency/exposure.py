@@ -147,7 +147,7 @@ def tails_report(rows: list[dict], L: int, *, scaled: bool = False) -> str:
     source, one column per threshold; with no rows, why (no threshold below L). ``scaled``: the rows are of a mix
     whose counts are scaled (float64 weights), so each source's share of the mix's tokens is shown, not its count.
     """
-    from freqlab.display import percent
+    from freqlab.display import name_column, percent
     from freqlab.sizes import position_label
 
     if not rows:
@@ -161,13 +161,13 @@ def tails_report(rows: list[dict], L: int, *, scaled: bool = False) -> str:
     def size(tokens: int) -> str:
         return percent(tokens / everything) if scaled else f"{tokens:,}"
 
+    head, *names = name_column([row["source"] for row in rows], header=f"{'source':<12}")  # escaped (a review)
     lines = [
         f"share of tokens with at least N tokens of same-document context (L={rows[0]['L']}, {rows[0]['regime']}):",
-        f"  {'source':<12} {'mix share' if scaled else 'tokens':>14}  " + "  ".join(f"{t:>7}" for t in thresholds),
+        f"  {head} {'mix share' if scaled else 'tokens':>14}  " + "  ".join(f"{t:>7}" for t in thresholds),
         *(
-            f"  {row['source']:<12} {size(row['tokens']):>14}  "
-            + "  ".join(f"{percent(row['tails'][t]):>7}" for t in thresholds)
-            for row in rows
+            f"  {shown} {size(row['tokens']):>14}  " + "  ".join(f"{percent(row['tails'][t]):>7}" for t in thresholds)
+            for shown, row in zip(names, rows, strict=True)
         ),
     ]
     return "\n".join(lines)

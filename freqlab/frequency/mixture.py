@@ -51,6 +51,7 @@ import numpy as np
 
 from freqlab.arrays import exact_sum
 from freqlab.config_file import read_config_file
+from freqlab.display import name_column
 from freqlab.errors import FreqlabError, brief
 from freqlab.frequency.position import position_frequency
 from freqlab.frequency.regimes import WALKED_MIX_DOCUMENTS, WALKED_MIX_ROWS
@@ -539,18 +540,17 @@ def contribution_table(mix: LengthHistogram, info: MixtureInfo, L: int, regime: 
 def describe_table(rows: list[dict], info: MixtureInfo, L: int) -> list[str]:
     """The lines the CLI prints for :func:`contribution_table`."""
     # source labels come from the data: a terminal shows them, not obeys them
-    width = max(len("source"), *(len(printable(r["source"])) for r in rows))
+    head, *names = name_column([r["source"] for r in rows])
     unit, tail = info.mixture.unit, f"i >= {3 * L // 4}"
     lines = [
         printable(f"mix        {info.mixture.describe()}; {info.arithmetic}"),
-        f"  {'source':<{width}}  {'tokens':>14}  {unit:>7}  {'mix share':>9}  {'x raw':>6}  {tail:>9}",
+        f"  {head}  {'tokens':>14}  {unit:>7}  {'mix share':>9}  {'x raw':>6}  {tail:>9}",
     ]
-    for r in rows:
+    for shown, r in zip(names, rows, strict=True):
         up = f"{r['upweight']:.2f}" if r["upweight"] is not None else "-"
         weight = f"{float(info.mixture.share_percent(r['source'])):.4g}%" if unit == "share" else f"{r['weight']:g}"
         lines.append(
-            f"  {printable(r['source']):<{width}}  {r['tokens']:>14,}  {weight:>7}  {r['token_share']:>9.1%}  {up:>6}  "
-            f"{r['tail_share']:>9.1%}"
+            f"  {shown}  {r['tokens']:>14,}  {weight:>7}  {r['token_share']:>9.1%}  {up:>6}  {r['tail_share']:>9.1%}"
         )
     if rows and rows[0]["tail_share_basis"] != "exact":
         lines.append("  (the i >= 3L/4 column takes each source alone: under this regime sources share rows)")

@@ -52,7 +52,7 @@ from pathlib import Path
 
 import numpy as np
 
-from freqlab.display import Display, Displayed
+from freqlab.display import Display, Displayed, name_column
 from freqlab.errors import FreqlabError
 from freqlab.frequency import DEFAULT_TAU, position_frequency
 from freqlab.frequency.schedule import Schedule, ScheduleFrequency, Stage, stage_histogram
@@ -203,13 +203,12 @@ class UpsamplePlan(Displayed):
         if groups:
             cap = f"up to {p.max_upweight:g}x its share of T" if p.max_upweight is not None else "without a cap"
             lines += ["", f"  documents to add (most occurrences of E per token first, each length {cap}):"]
-            width = max(len(str(g["source"] or "-")) for g in groups)
-            for g in groups:
+            _, *names = name_column([g["source"] or "-" for g in groups], header="")
+            for shown, g in zip(names, groups, strict=True):
                 plural = "s" if g["lengths"] > 1 else ""
                 lengths = f"{g['shortest']:,}..{g['longest']:,} tokens ({g['lengths']} length{plural})"
                 lines.append(
-                    f"    {g['source'] or '-':<{width}}  {g['documents']:>14,} documents  "
-                    f"{human_count(g['tokens']):>7} tokens  {lengths}"
+                    f"    {shown}  {g['documents']:>14,} documents  {human_count(g['tokens']):>7} tokens  {lengths}"
                 )
             ratio = f" ({p.per_token_long / p.per_token_corpus:.2f}x a)" if p.per_token_corpus else ""
             lines.append(f"    b = {p.per_token_long:.4g} occurrences of E per added token{ratio}")

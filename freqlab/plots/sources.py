@@ -11,6 +11,7 @@ from __future__ import annotations
 import numpy as np
 from matplotlib.figure import Figure
 
+from freqlab.display import source_name
 from freqlab.errors import FreqlabError
 from freqlab.formats import ALL_SOURCES
 from freqlab.frequency import position_frequency, share_at_most
@@ -105,7 +106,7 @@ def plot_sources(
         fig, (left, right) = new_figure(size, aspect=0.3 + 0.035 * legend_rows, ncols=2)
         entries = []
         for k, (label, part) in enumerate([*series, (ALL_SOURCES, h)]):
-            name = plain(label)
+            name = plain(source_name(label))  # one line, at most 40 characters, blank quoted (a review)
             total = k == len(series)  # by place: a source may be called anything
             color = "black" if total else SOURCE_COLORS[k]
             width = 1.6 if total else 1.0

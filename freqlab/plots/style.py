@@ -20,7 +20,6 @@ from __future__ import annotations
 
 import io
 import os
-import re
 import stat
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
@@ -32,7 +31,7 @@ from matplotlib.figure import Figure
 
 from freqlab.errors import FreqlabError
 from freqlab.files import check_file_name, write_atomic
-from freqlab.paths import writes_stdout
+from freqlab.paths import printable, writes_stdout
 
 #: Okabe-Ito colour-blind safe palette; the first colours are used in this order for series.
 PALETTE: tuple[str, ...] = ("#0072B2", "#E69F00", "#009E73", "#D55E00", "#CC79A7", "#56B4E9", "#F0E442", "#000000")
@@ -135,17 +134,16 @@ STYLE: dict[str, object] = {
 def plain(text: object) -> str:
     r"""``text`` (a source's name, a stage's, a model's label) drawn as written: matplotlib reads ``$...$`` as math,
     which drew ``price $5 and $6`` as an italic "5and6" and failed on ``$\frac{$``, so each ``$`` is escaped; a
-    control character (C0 but tab and newline, DEL), a lone surrogate, U+FFFE and U+FFFF become U+FFFD, as an SVG's
-    XML may hold none of them (a review: a source named ``ctrl\x07bell`` wrote an SVG no browser opens).
+    control or format character (a newline, ESC, BEL, a right-to-left override, a lone surrogate, U+FFFF) is
+    written escaped, as the terminal shows it (:func:`freqlab.paths.printable`): an SVG's XML may hold none of
+    them (a review: a source named ``ctrl\x07bell`` wrote an SVG no browser opens), and U+202E reversed the rest of
+    its legend entry.
 
-    >>> print(plain("price $5 and $6")), plain("bell\x07") == "bell\ufffd"
+    >>> print(plain("price $5 and $6")), plain("bell\x07"), plain("rtl\u202eab")
     price \$5 and \$6
-    (None, True)
+    (None, 'bell\\x07', 'rtl\\u202eab')
     """
-    return _CONTROL.sub("\ufffd", str(text)).replace("$", r"\$")
-
-
-_CONTROL = re.compile("[\x00-\x08\x0b-\x1f\x7f\ud800-\udfff\ufffe\uffff]")  # and what else XML may not hold
+    return printable(str(text)).replace("$", r"\$")
 
 
 @contextmanager

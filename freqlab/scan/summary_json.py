@@ -24,7 +24,7 @@ from dataclasses import dataclass, field, replace
 
 from freqlab.corpus.base import NON_STRING_TEXT
 from freqlab.corpus.hub import TYPE_GUESS_NOTE, TYPE_GUESSING_BUILDERS
-from freqlab.display import Display, clip, first_few, listed, percent, quantity
+from freqlab.display import Display, clip, first_few, listed, name_column, percent, quantity
 from freqlab.frequency.budget import Budget, training_budget
 from freqlab.frequency.regime_table import describe, human_count, regime_rows
 from freqlab.frequency.regimes import check_window
@@ -278,12 +278,12 @@ def format_report(summary: dict) -> str:
         lines.append("resumed    nothing: the output folder held no checkpoints; every shard was counted now")
     if summary.get("sources"):
         lines.append("")
-        width = max(len(printable(name)) for name in summary["sources"])
-        lines.append(f"{'source':<{width}}  {'documents':>12}  {'tokens':>16}  {'share':>6}")
+        head, *names = name_column(list(summary["sources"]))  # one line each, cut, blank quoted (a review)
+        lines.append(f"{head}  {'documents':>12}  {'tokens':>16}  {'share':>6}")
         total = max(summary["tokens"], 1)
-        for name, s in summary["sources"].items():
+        for shown, s in zip(names, summary["sources"].values(), strict=True):
             share = percent(s["tokens"] / total)
-            lines.append(f"{printable(name):<{width}}  {s['documents']:>12,}  {s['tokens']:>16,}  {share:>6}")
+            lines.append(f"{shown}  {s['documents']:>12,}  {s['tokens']:>16,}  {share:>6}")
         if UNLABELLED_SOURCE in summary["sources"]:
             named = description.get("source_field")
             lines.append(f"{UNLABELLED_SOURCE}: documents without the source field" + (f" {named!r}" if named else ""))

@@ -168,3 +168,20 @@ def test_a_control_character_in_a_source_name_still_writes_an_svg_that_parses(tm
     text = (tmp_path / "s.svg").read_text(encoding="utf-8")
     minidom.parseString(text)  # raised "not well-formed (invalid token)"
     assert "\x07" not in text and "\x1b" not in text and "\uffff" not in text
+
+
+def test_odd_source_names_are_legend_entries_of_one_line_within_the_preset_width(tmp_path):
+    """A review: a 500-character name made a 32 in wide PNG (two-column is 7.2 in), U+202E reversed the rest of its
+    entry, a newline split it and an empty name read ": 3 docs". Legends show names as the terminal tables do."""
+    from PIL import Image
+
+    from freqlab.histogram import combine_sources
+    from freqlab.plots import save_figure
+
+    names = ("x" * 500, "", "rtl\u202eab", "two\nlines")
+    h = combine_sources({name: LengthHistogram.from_lengths([3, 9]) for name in names})
+    fig = plot_sources(h, 16)
+    entries = [text.get_text() for text in fig.legends[0].get_texts()]
+    assert [entry.split(":")[0] for entry in entries] == ["''", "rtl\\u202eab", "two\\nlines", "x" * 39 + "…", "(all)"]
+    path = save_figure(fig, tmp_path / "s.png", ["png"], dpi=100)[0]
+    assert Image.open(path).size[0] <= 7.2 * 100 * 1.02

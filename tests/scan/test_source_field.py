@@ -55,3 +55,21 @@ def test_documents_without_the_field_are_counted_under_none_and_the_report_says_
     sources = {name: h.documents for name, h in result.histogram.sources.items()}
     assert sources == {"Books": 1, "Web": 1, "(none)": 2}
     assert "(none): documents without the source field 'meta.set'" in result.report()
+
+
+def test_odd_source_names_keep_the_table_in_columns(tmp_path):
+    """A review: a 500-character name widened the table past the screen, "" and "   " were two blank rows, and a
+    wide (CJK) name slid the columns after it. Names are escaped, cut to 40 characters and quoted when blank, and
+    padded by terminal columns."""
+    names = ["x" * 500, "", "   ", "日本語", "rtl\u202eab", "esc\x1b[31m"]
+    path = tmp_path / "odd.jsonl"
+    path.write_text("".join(json.dumps({"text": "alpha beta", "src": n}) + "\n" for n in names), encoding="utf-8")
+    report = scan(str(path), source_field="src", workers=1, progress=False).report()
+    lines = report.splitlines()
+    start = next(k for k, line in enumerate(lines) if line.startswith("source "))
+    table = lines[start : start + 1 + len(names)]
+    from freqlab.display import columns
+
+    assert len({columns(line) for line in table}) == 1, table  # every row as wide, in terminal columns
+    for name in ["x" * 39 + "…", "''", "'   '", "日本語", "rtl\\u202eab", "esc\\x1b[31m"]:
+        assert sum(line.startswith(f"{name}  ") for line in table[1:]) == 1, (name, table)
