@@ -100,9 +100,15 @@ class PositionFormatter(Formatter):
         self.labels: dict[float, str] = {}
 
     def set_locs(self, locs) -> None:
-        """Remember the tick positions, to label them."""
+        """Remember the tick positions, to label them: the unit is decided over the ticks drawn (a review: a 1K tick
+        past the axis's end made the ticks in view 0.25K, 0.5K, 0.75K, and no label said K = 1024).
+        """
         super().set_locs(locs)
-        self.labels = dict(zip((float(v) for v in locs), position_tick_labels(locs), strict=True))
+        values = [float(v) for v in locs]
+        if self.axis is not None:
+            lo, hi = sorted(self.axis.get_view_interval())
+            values = [v for v in values if lo <= v <= hi] or values
+        self.labels = dict(zip(values, position_tick_labels(values), strict=True))
 
     def __call__(self, x, pos=None) -> str:
         """The label of the tick at ``x``."""

@@ -112,6 +112,19 @@ def test_position_ticks_use_one_unit_per_axis(histogram):
     assert all(c == "0" or c.endswith("M") for c in counts), counts
 
 
+def test_a_tick_past_the_axis_end_does_not_choose_the_unit():
+    """A review: one document of 925 tokens drew the effective-length axis as 0.25K, 0.5K, 0.75K (its 1K tick lay
+    past the axis's end, 960), and the label said nothing of K = 1024."""
+    from freqlab.plots import plot_effective_length
+
+    fig = plot_effective_length(LengthHistogram.from_lengths([925]), [2048, 4096])
+    fig.canvas.draw()
+    axis = fig.axes[0].yaxis
+    lo, hi = axis.get_view_interval()
+    drawn = [t.get_text() for t, x in zip(axis.get_ticklabels(), axis.get_ticklocs(), strict=True) if lo <= x <= hi]
+    assert drawn == ["0", "256", "512", "768"] and "K = 1024" not in fig.axes[0].get_ylabel()
+
+
 def test_regimes_wrap_into_rows_and_hide_spare_panels(histogram):
     fig = plot_regimes(histogram, 1024, ["natural", "truncate", "concat", "uniform"], columns=3)
     main = fig.axes[:6]
