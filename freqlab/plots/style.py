@@ -294,6 +294,29 @@ def _stream(path: Path) -> bool:
     return stat.S_ISFIFO(mode) or stat.S_ISCHR(mode) or stat.S_ISSOCK(mode)
 
 
+def fit_titles(fig: Figure) -> None:
+    """Break each title (the figure's, an axes') that runs past the figure's edges onto two lines, at the space
+    nearest its middle: a figure is saved with a tight bounding box, so an overflowing title widened the file past
+    its size preset (a review: HARPE's waveforms 3.58 in wide at one column, 3.5 in).
+    """
+    from matplotlib.backends.backend_agg import FigureCanvasAgg
+
+    canvas = FigureCanvasAgg(fig)
+    canvas.draw()  # the layout places the titles
+    renderer = canvas.get_renderer()
+    titles = [fig._suptitle, *(title for ax in fig.axes for title in (ax.title, ax._left_title, ax._right_title))]
+    for title in titles:
+        text = title.get_text() if title is not None and title.get_visible() else ""
+        if " " not in text or "\n" in text:
+            continue
+        extent = title.get_window_extent(renderer)
+        if extent.x0 >= 0 and extent.x1 <= fig.bbox.width:
+            continue
+        middle = len(text) / 2
+        cut = min((k for k, c in enumerate(text) if c == " "), key=lambda k: abs(k - middle))
+        title.set_text(f"{text[:cut]}\n{text[cut + 1 :]}")
+
+
 def save_figure(
     fig: Figure,
     path: str | Path,
@@ -331,6 +354,7 @@ def save_figure(
         raise FreqlabError(f"{path}: a stream takes one figure; give one format")
     written = []
     with freqlab_style():
+        fit_titles(fig)
         for fmt in dict.fromkeys(formats):
             # the path as given for its own format (g.PNG stays g.PNG: g.png is another file where case counts)
             own = path.suffix.lstrip(".").lower() == fmt or stream

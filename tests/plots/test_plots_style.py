@@ -127,3 +127,23 @@ def test_a_figure_written_to_a_stream_is_written_there_as_it_is(tmp_path, histog
     command = [sys.executable, "-c", code]
     piped = subprocess.run(command, capture_output=True, check=True)
     assert piped.stdout.startswith(b"\x89PNG")
+
+
+@pytest.mark.parametrize("kind", ["waveforms", "windows"])
+def test_a_title_too_wide_for_its_figure_is_broken_not_widening_the_file(tmp_path, kind):
+    """A review: HARPE's waveforms at one column saved 3.58 in wide and `plot windows --tokens 9e18` 3.68 in (the
+    preset is 3.5 in): the tight bounding box took in a title past the figure's edges. It goes onto two lines."""
+    from PIL import Image
+
+    from freqlab import LengthHistogram
+    from freqlab.plots import plot_waveforms, plot_windows
+
+    if kind == "waveforms":
+        fig = plot_waveforms([1e6, 2.5e6], size="one-column")
+    else:
+        fig = plot_windows(LengthHistogram.from_lengths([100, 3000, 5000]), [2048, 4096], tokens=9e18)
+    title = (fig._suptitle or fig.axes[0].title).get_text()
+    (path,) = save_figure(fig, tmp_path / "x.png", None, dpi=100)
+    assert Image.open(path).size[0] <= 3.5 * 100
+    shown = (fig._suptitle or fig.axes[0].title).get_text()
+    assert "\n" in shown and shown.replace("\n", " ") == title
