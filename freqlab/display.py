@@ -21,6 +21,7 @@ True
 from __future__ import annotations
 
 import html
+import unicodedata
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
@@ -116,51 +117,94 @@ def clip(text: str, limit: int) -> str:
     return text if len(text) <= limit else text[: limit - 1] + "…"
 
 
-#: The most characters of a source's name a table or a legend shows (a longer one ends in "…")
+#: The most terminal columns a source's name takes in a table or a legend (a longer one is cut in its middle)
 NAME_WIDTH = 40
 
 
-def source_name(name: object, width: int = NAME_WIDTH) -> str:
-    r"""A source's name as tables and legends show it: on one line, control and format characters escaped
-    (:func:`freqlab.paths.printable`: a newline, ESC, a right-to-left override), quoted when blank, at most
-    ``width`` characters (a review: a 500-character name widened a table past the screen and a figure to 32 in).
+def shown_text(text: str) -> str:
+    r"""``text`` as a table or a figure shows it: on one line, a control, format or separator character (a newline,
+    a tab, ESC, a right-to-left override, a zero-width joiner, an unassigned code point) escaped as
+    :func:`freqlab.paths.printable` writes it; spaces of any kind (NBSP, the ideographic space) drawn as they are.
 
-    >>> source_name("web"), source_name(""), source_name("  "), source_name("a\u202eb"), source_name("x" * 50, 8)
-    ('web', "''", "'  '", 'a\\u202eb', 'xxxxxxx…')
+    >>> shown_text("a\tb\u202ec"), shown_text("日本語\u3000コーパス")
+    ('a\\tb\\u202ec', '日本語\u3000コーパス')
     """
     from freqlab.paths import printable
 
-    text = str(name)
-    return clip(repr(text) if not text.strip() else printable(text), width)
+    return "".join(c if c.isprintable() or unicodedata.category(c) == "Zs" else printable(c) for c in text)
 
 
-def pad(text: str, width: int) -> str:
-    """``text`` left-aligned in ``width`` terminal columns, where an East Asian wide character (CJK, most emoji)
-    takes two: ``f"{text:<{width}}"`` counts it as one, so the columns after it slid (a review).
+def source_name(name: object, width: int = NAME_WIDTH) -> str:
+    r"""A source's name as tables and legends show it: :func:`shown_text`, quoted when blank, and at most ``width``
+    terminal columns, cut in the middle (its start and its end kept: ``..._v2`` and ``..._v3`` stay apart), never
+    inside an escape (a review: a 500-character name widened a table past the screen and a figure to 32 in).
 
-    >>> pad("日本", 6) + "|", pad("ab", 6) + "|"
-    ('日本  |', 'ab    |')
+    >>> source_name("web"), source_name(""), source_name("  "), source_name("x" * 30 + "_v2", 16)
+    ('web', "''", "'  '", 'xxxxxxxx…xxxx_v2')
     """
-    return text + " " * max(width - columns(text), 0)
+    text = str(name)
+    if not text.strip():
+        return repr(text)
+    pieces = [shown_text(c) for c in text]
+    if sum(map(columns, pieces)) <= width:
+        return "".join(pieces)
+    head, tail, room = [], [], width - 1  # the start gets the larger half
+    for k in range(len(pieces)):  # alternate: start, end, start, ... each whole piece while it fits
+        side, piece = (head, pieces[len(head)]) if k % 2 == 0 else (tail, pieces[len(pieces) - 1 - len(tail)])
+        if columns(piece) > room:
+            break
+        side.append(piece)
+        room -= columns(piece)
+    return "".join(head) + "…" + "".join(reversed(tail))
+
+
+def source_names(names: Sequence[object], width: int = NAME_WIDTH) -> list[str]:
+    """:func:`source_name` of each of ``names``; names that would be shown alike (cut, or a quoted blank) are shown
+    whole instead, so that every source can still be told apart and named (``--weights``).
+
+    >>> source_names(["a" * 50 + "1", "a" * 50 + "2"], 12)
+    ['aaaaaa…aaaa1', 'aaaaaa…aaaa2']
+    >>> source_names(["a" * 20 + "x" + "b" * 20, "a" * 20 + "y" + "b" * 20], 12)[0] == "a" * 20 + "x" + "b" * 20
+    True
+    """
+    shown = [source_name(name, width) for name in names]
+    seen: dict[str, int] = {}
+    for text in shown:
+        seen[text] = seen.get(text, 0) + 1
+    return [shown_text(str(name)) if seen[text] > 1 else text for name, text in zip(names, shown, strict=True)]
 
 
 def name_column(names: Sequence[object], header: str = "source") -> list[str]:
-    """A table's column of source names: ``header`` then each :func:`source_name`, padded to one width in terminal
+    """A table's column of source names: ``header`` then :func:`source_names`, padded to one width in terminal
     columns (:func:`pad`), so the columns after it line up whatever the names hold.
 
     >>> name_column(["web", "日本語", ""])
     ['source', 'web   ', '日本語', "''    "]
     """
-    shown = [source_name(name) for name in names]
+    shown = source_names(names)
     width = max(columns(header), *map(columns, shown))
     return [pad(text, width) for text in (header, *shown)]
 
 
-def columns(text: str) -> int:
-    """Terminal columns of ``text``: two for an East Asian wide or full-width character, one for any other."""
-    import unicodedata
+def pad(text: str, width: int) -> str:
+    """``text`` left-aligned in ``width`` terminal columns (:func:`columns`): ``f"{text:<{width}}"`` counts
+    characters, so the columns after a CJK or combined name slid (a review).
 
-    return sum(2 if unicodedata.east_asian_width(c) in "WF" else 1 for c in text)
+    >>> pad("日本", 6) + "|", len(pad("cafe\u0301", 6))  # 5 characters in 4 columns, then 2 spaces
+    ('日本  |', 7)
+    """
+    return text + " " * max(width - columns(text), 0)
+
+
+def columns(text: str) -> int:
+    """Terminal columns of ``text``: two for an East Asian wide or full-width character, none for a combining mark
+    or a zero-width format character, one for any other.
+    """
+    return sum(
+        0 if unicodedata.combining(c) or unicodedata.category(c) in ("Mn", "Me", "Cf")
+        else 2 if unicodedata.east_asian_width(c) in "WF" else 1
+        for c in text
+    )  # fmt: skip
 
 
 def html_table(header: Sequence[str], rows: Sequence[Sequence[str]], limit: int = MAX_ROWS) -> str:

@@ -36,11 +36,14 @@ from freqlab.display import (
     Displayed,
     Series,
     clip,
+    columns,
     count,
     counted,
     listed,
     nice_ticks,
+    pad,
     percent,
+    source_names,
     svg_chart,
 )
 from freqlab.errors import FreqlabError, brief
@@ -464,7 +467,9 @@ class LengthHistogram(Displayed):
         path = histogram_file(path)
         if not path.is_file():  # a review: /dev/null was "no such histogram file"
             what = (
-                f"a folder without {LENGTHS_FILE} (give a histogram or a scan's --out)"
+                f"a folder, not a histogram file (nor a scan's --out, whose {LENGTHS_FILE} is a file)"
+                if path.is_dir() and (path / LENGTHS_FILE).exists()
+                else f"a folder without {LENGTHS_FILE} (give a histogram or a scan's --out)"
                 if path.is_dir()
                 else "not a regular file"
                 if path.exists()
@@ -623,12 +628,13 @@ class LengthHistogram(Displayed):
             ("max length", _count(summary["max"])),
             (f"tokens in documents > {L}", percent(summary["share_tokens_longer_than_L"])),
         ]
-        for name, info in counts.get("sources", {}).items():
-            rows.append((f"source {name}", f"{info['documents']:,} documents, {info['tokens']:,} tokens"))
         # names and labels come from the data and the command line: a terminal shows them, not obeys them
         rows = [(printable(name), printable(value)) for name, value in rows]
-        width = max(len(name) for name, _ in rows)
-        return "\n".join(f"{name:<{width}}  {value}" for name, value in rows)
+        sources = counts.get("sources", {})  # shown as every table shows them (a review: "" and " " alike)
+        for shown, info in zip(source_names(list(sources)), sources.values(), strict=True):
+            rows.append((f"source {shown}", f"{info['documents']:,} documents, {info['tokens']:,} tokens"))
+        width = max(columns(name) for name, _ in rows)
+        return "\n".join(f"{pad(name, width)}  {value}" for name, value in rows)
 
     def write_frequencies(
         self,

@@ -497,6 +497,9 @@ def test_a_scans_output_folder_reads_as_its_histogram(tmp_path):
         FreqlabError, match=r"empty: a folder without lengths\.parquet \(give a histogram or a scan's --out\)$"
     ):
         LengthHistogram.read_parquet(tmp_path / "empty")
+    (tmp_path / "dataset" / "lengths.parquet").mkdir(parents=True)  # an adversary: a Parquet dataset's folder
+    with pytest.raises(FreqlabError, match=r"dataset: a folder, not a histogram file \(nor a scan's --out"):
+        LengthHistogram.read_parquet(tmp_path / "dataset")
 
 
 def test_documents_past_int64_are_refused_not_wrapped():

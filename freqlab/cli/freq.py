@@ -162,10 +162,12 @@ def freq_command(hist, Ls, regimes, tokens, tau, seed, out, weights, layout, tai
 
 def _tail_rows(h, L: int, regime: str) -> list[dict]:
     """The per-source tail table at the first --L, with only the thresholds below L (a token has at most L - 1
-    tokens of context, so a column at t >= L is 0% by construction); a window of at most 4K takes L/8, L/4 and L/2,
-    as ``plot exposure`` does (:func:`~freqlab.frequency.exposure.thresholds_below`; a review: they disagreed).
+    tokens of context, so a column at t >= L is 0% by construction); a window of at most 16K takes L/8, L/4 and L/2
+    beside them, as ``plot exposure`` does (:func:`~freqlab.frequency.exposure.thresholds_below`; a review: the
+    two disagreed).
     """
-    return source_tails(h, L, regime, thresholds_below(L))
+    thresholds = thresholds_below(L)
+    return source_tails(h, L, regime, thresholds) if thresholds else []  # L = 1: no context to share
 
 
 #: bytes per position of each (L, regime) ``--out`` holds as a table before writing it (measured 25-35: one window

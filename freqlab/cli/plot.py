@@ -542,6 +542,8 @@ def harpe_command(bases, target, heads, envelopes, out, formats, size, dpi, as_j
 
     envelope_sets = "--envelopes draws the searched, uniform and Table 2 sets: give --base for waveforms without it"
     require(not (envelopes and bases), "--base", envelope_sets)  # a review: the bases were dropped unsaid
+    if bases and not envelopes:  # an adversary: --heads 100000 drew the bases given, unsaid
+        refuse_unused("heads", needed="--envelopes or no --base (the bases it searches)")
     if envelopes or not bases:  # the paper's grid of bases, which this command does not let change
         most = harpe.candidate_count(harpe.PAPER_B_MIN, harpe.PAPER_B_MAX, harpe.PAPER_STRIDE) + 1
         require(

@@ -284,10 +284,16 @@ def probe_command(
         except FreqlabError as exc:  # the results are printed all the same: the tests may have taken hours
             failure = exc
     report = p.ProbeReport(model_dir, tuple(results), p.ruler_command(model_dir, length_list), written)
-    echo_json(report.to_dict()) if as_json else click.echo(report.report())
-    for error in (stopped, failure):  # a setting that ran out of memory first: a figure's failure comes after it
-        if error is not None:
-            raise error
+    data = report.to_dict()
+    if stopped is not None:  # an adversary: the JSON of a stopped probe did not say so
+        data["stopped"] = str(stopped)
+    echo_json(data) if as_json else click.echo(report.report())
+    if stopped is not None and failure is not None:  # both said: the figure's on a line of its own first
+        click.echo(f"Error: {failure}", err=True)
+    if stopped is not None:
+        raise stopped
+    if failure is not None:
+        raise failure
 
 
 def register(main: click.Group) -> None:

@@ -293,9 +293,28 @@ def scan_command(
         # options of a scan that an estimate would take without a word (a review: --max-docs 10 gave the whole
         # corpus's 4.0 core-hours)
         unused = given_on_command_line(
-            "dataset", "data_files", "max_docs", "max_tokens", "resume", "on_error", "workers", "engine", "address",
-            "out", "plot", "text_field", "source_field", "add_special_tokens", "batch_size",
-        )  # fmt: skip
+            "dataset",
+            "data_files",
+            "max_docs",
+            "max_tokens",
+            "resume",
+            "on_error",
+            "workers",
+            "engine",
+            "address",
+            "out",
+            "plot",
+            "text_field",
+            "source_field",
+            "add_special_tokens",
+            "batch_size",
+            "tokens",
+            "tau",
+            "eos_id",
+            "tokens_field",
+            "length_field",
+            "data_path",
+        )  # fmt: skip  (an adversary: --tokens, --tau, --eos-id, --tokens-field were taken unsaid too)
         if unused:
             raise click.UsageError(
                 f"{', '.join(unused)}: --estimate sizes a whole scan of --corpus-tokens/--corpus-bytes from measured "
@@ -303,6 +322,8 @@ def scan_command(
             )
         if lengths is not None and sample_rate is None:
             raise click.UsageError("--lengths sizes a --sample-rate sample's intervals: give --sample-rate too")
+        if lengths is None:  # the windows, regimes and seed of the error bar, which only --lengths gives
+            refuse_unused("Ls", "regimes", "seed", needed="--lengths under --estimate (the error bar they size)")
         from freqlab.scan.estimate import estimate_scan
 
         result = estimate_scan(

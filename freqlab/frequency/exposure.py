@@ -108,18 +108,22 @@ def tail_shares(f, thresholds=DEFAULT_THRESHOLDS) -> dict[int, float]:
 
 
 def thresholds_below(window: int, thresholds=DEFAULT_THRESHOLDS) -> list[int]:
-    """The thresholds shorter than ``window``; when none is (a window of at most 4K), ``window`` / 8, / 4 and / 2.
+    """The thresholds shorter than ``window``, with ``window`` / 8, / 4 and / 2 beside them while fewer than three
+    are (a window of at most 16K); a threshold of at least 1 and below the window only: a column at t >= L is 0%
+    by construction.
 
     A tail table of thresholds at or beyond the window would only show zeros, so a short window gets thresholds of
-    its own scale instead.
+    its own scale (an adversary: L = 4097 had the 4K column alone, 0.02%, where L = 4096 had 512, 1K and 2K).
 
-    >>> thresholds_below(16384)
-    [4096, 8192]
-    >>> thresholds_below(2048)
-    [256, 512, 1024]
+    >>> thresholds_below(65536), thresholds_below(16384), thresholds_below(4097), thresholds_below(2048)
+    ([4096, 8192, 16384, 32768], [2048, 4096, 8192], [512, 1024, 2048, 4096], [256, 512, 1024])
+    >>> thresholds_below(3), thresholds_below(1)
+    ([1], [])
     """
-    below = [int(t) for t in thresholds if t < window]
-    return below or sorted({max(window >> k, 1) for k in (3, 2, 1)})
+    below = {int(t) for t in thresholds if t < window}
+    if len(below) < 3:
+        below |= {window >> k for k in (3, 2, 1)}
+    return sorted(t for t in below if 1 <= t < window)
 
 
 TAIL_REGIMES = ("natural", "truncate")  # regimes in which a source's segments are its own documents' alone
@@ -148,12 +152,11 @@ def tails_report(rows: list[dict], L: int, *, scaled: bool = False) -> str:
     whose counts are scaled (float64 weights), so each source's share of the mix's tokens is shown, not its count.
     """
     from freqlab.display import name_column, percent
-    from freqlab.sizes import position_label
 
     if not rows:
         return (
-            f"tails: no threshold below L={L:,} (the smallest is {position_label(DEFAULT_THRESHOLDS[0])}): "
-            "no token of the window has that much context"
+            f"tails: no threshold below L={L:,}: a token of a window of {L:,} has at most {max(L - 1, 0):,} tokens of "
+            "context"
         )
     thresholds = list(rows[0]["tails"])
     everything = rows[-1]["tokens"]  # the "(all)" row

@@ -124,6 +124,7 @@ class Schedule:
     notes: tuple[str, ...] = ()
     provenance: tuple = ()  # (key, "source: ..." | "assumed: ...") for the schedule's own numbers (layout, tau)
     layout: Layout | None = None  # the file's default layout, which the stages that name none have
+    layout_replaced: bool = False  # by with_layout: the notes are marked once, for the layout they were written for
 
     def with_layout(self, layout: str | Layout) -> Schedule:
         """The schedule with ``layout`` (a spec, a config.json or a :class:`Layout`) given to every stage that
@@ -142,9 +143,18 @@ class Schedule:
         instead = " instead" if self.layout is not None else ""  # the title may name the file's layout
         title = f"{self.title} (layout {parsed.spec} given{instead})" if self.title else ""
         notes = self.notes  # a review: gemma3's "sliding-window layers reach at most 1023" under --layout global
-        if self.layout is not None:
-            notes = tuple(f"{note} [written for the file's layout {self.layout.spec}]" for note in notes)
-        return replace(self, stages=stages, layout=parsed, provenance=provenance, title=title, notes=notes)
+        if self.layout is not None and parsed.spec != self.layout.spec and not self.layout_replaced:
+            notes = tuple(f"{note} [written for the layout {self.layout.spec}]" for note in notes)
+        replaced = self.layout_replaced or parsed.spec != getattr(self.layout, "spec", None)
+        return replace(
+            self,
+            stages=stages,
+            layout=parsed,
+            provenance=provenance,
+            title=title,
+            notes=notes,
+            layout_replaced=replaced,
+        )
 
 
 STAGE_KEYS = frozenset(

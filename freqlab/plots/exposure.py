@@ -10,7 +10,7 @@ from __future__ import annotations
 import numpy as np
 from matplotlib.figure import Figure
 
-from freqlab.display import source_name
+from freqlab.display import source_names
 from freqlab.frequency.exposure import longest_document_window, source_tails, thresholds_below
 from freqlab.frequency.position import position_frequency
 from freqlab.plots.axes import as_histogram, panel_letters, position_tick_labels, position_xaxis, with_units
@@ -62,8 +62,9 @@ def plot_exposure(histogram, L: int | None = None, regime: str = "natural", *, s
     with freqlab_style():
         fig, (left, right) = new_figure(size, aspect=0.36, ncols=2)
         width = 0.8 / len(drawn)
+        names = source_names([row["source"] for row, _ in drawn])  # one line, cut but told apart (a review)
         for k, (row, part) in enumerate(drawn):
-            name = plain(source_name(row["source"]))  # one line, at most 40 characters (a review)
+            name = plain(names[k])
             total = k == len(drawn) - 1
             color = "black" if total else SOURCE_COLORS[k]
             f = position_frequency(part.lengths, part.counts, window, regime)

@@ -423,7 +423,6 @@ def plot_effective_length(
     with freqlab_style():
         fig, (left, right) = new_figure(size, aspect=0.34, ncols=2)
         highest = 0  # the largest effective length drawn in (a): its axis is ticked for the data, not for max(Ls)
-        dots = []  # where the dots are, as shares of the axis: the tau label goes to the end farther from them
         for k, L in enumerate(Ls):
             color = PALETTE[k % len(PALETTE)]
             f = position_frequency(h.lengths, h.counts, L, regime, seed=seed)
@@ -436,7 +435,6 @@ def plot_effective_length(
             none = " (E = 0: no position past 0 reaches τ)" if E == 0 else ""
             right.plot(np.arange(1, L), f_T[1:], color=color, label=f"L = {position_label(L)}{none}")
             if E > 0:  # the whole window (E = L - 1) too
-                dots.append(E / max(Ls))
                 right.plot([E], [f_T[E]], "o", color=color, ms=3.5)
                 # each window's label a line above the one before: two dots close together stay readable
                 offset = (3, 4 + (NOTE_SIZE + 2) * k)
@@ -455,16 +453,16 @@ def plot_effective_length(
         left.legend(loc="upper left")
         right.set_yscale("log")
         right.axhline(tau, color=COLORS["threshold"], ls="--", lw=0.8)
-        at_left = bool(dots) and min(dots) > 1 - max(dots)  # a review: "τ = 100B" under the label of a dot at 86%
-        right.text(  # at the end of the line farther from the dots and their labels
-            0.01 if at_left else 0.99,
+        right.text(  # beside the axes at the line's height: clear of the dots, their labels and the legend (reviews)
+            1.01,
             tau,
             f"τ = {count_label(tau)}",
             transform=right.get_yaxis_transform(),
-            ha="left" if at_left else "right",
-            va="bottom",
+            ha="left",
+            va="center",
             fontsize=NOTE_SIZE,
             color=COLORS["threshold"],
+            clip_on=False,
         )
         position_xaxis(right, max(Ls))
         format_log_counts(right.yaxis)

@@ -11,7 +11,7 @@ from __future__ import annotations
 import numpy as np
 from matplotlib.figure import Figure
 
-from freqlab.display import source_name
+from freqlab.display import source_names
 from freqlab.errors import FreqlabError
 from freqlab.formats import ALL_SOURCES
 from freqlab.frequency import position_frequency, share_at_most
@@ -105,8 +105,10 @@ def plot_sources(
     with freqlab_style():
         fig, (left, right) = new_figure(size, aspect=0.3 + 0.035 * legend_rows, ncols=2)
         entries = []
-        for k, (label, part) in enumerate([*series, (ALL_SOURCES, h)]):
-            name = plain(source_name(label))  # one line, at most 40 characters, blank quoted (a review)
+        drawn = [*series, (ALL_SOURCES, h)]
+        names = source_names([label for label, _ in drawn])  # one line, cut but told apart, blank quoted (a review)
+        for k, (label, part) in enumerate(drawn):
+            name = plain(names[k])
             total = k == len(series)  # by place: a source may be called anything
             color = "black" if total else SOURCE_COLORS[k]
             width = 1.6 if total else 1.0

@@ -29,9 +29,10 @@ import matplotlib
 from matplotlib.axes import Axes
 from matplotlib.figure import Figure
 
+from freqlab.display import shown_text
 from freqlab.errors import FreqlabError
 from freqlab.files import check_file_name, write_atomic
-from freqlab.paths import printable, writes_stdout
+from freqlab.paths import writes_stdout
 
 #: Okabe-Ito colour-blind safe palette; the first colours are used in this order for series.
 PALETTE: tuple[str, ...] = ("#0072B2", "#E69F00", "#009E73", "#D55E00", "#CC79A7", "#56B4E9", "#F0E442", "#000000")
@@ -135,7 +136,7 @@ def plain(text: object) -> str:
     r"""``text`` (a source's name, a stage's, a model's label) drawn as written: matplotlib reads ``$...$`` as math,
     which drew ``price $5 and $6`` as an italic "5and6" and failed on ``$\frac{$``, so each ``$`` is escaped; a
     control or format character (a newline, ESC, BEL, a right-to-left override, a lone surrogate, U+FFFF) is
-    written escaped, as the terminal shows it (:func:`freqlab.paths.printable`): an SVG's XML may hold none of
+    written escaped, as the terminal shows it (:func:`freqlab.display.shown_text`): an SVG's XML may hold none of
     them (a review: a source named ``ctrl\x07bell`` wrote an SVG no browser opens), and U+202E reversed the rest of
     its legend entry.
 
@@ -143,7 +144,7 @@ def plain(text: object) -> str:
     price \$5 and \$6
     (None, 'bell\\x07', 'rtl\\u202eab')
     """
-    return printable(str(text)).replace("$", r"\$")
+    return shown_text(str(text)).replace("$", r"\$")
 
 
 @contextmanager
@@ -295,26 +296,48 @@ def _stream(path: Path) -> bool:
 
 
 def fit_titles(fig: Figure) -> None:
-    """Break each title (the figure's, an axes') that runs past the figure's edges onto two lines, at the space
-    nearest its middle: a figure is saved with a tight bounding box, so an overflowing title widened the file past
-    its size preset (a review: HARPE's waveforms 3.58 in wide at one column, 3.5 in).
+    """Break each title (the figure's, an axes') that runs past the figure's edges onto more lines, each time at the
+    space nearest the middle of its longest line and outside ``$...$`` mathematics: a figure is saved with a tight
+    bounding box, so an overflowing title widened the file past its size preset (a review: HARPE's waveforms 3.58
+    in wide at one column, 3.5 in). The figure keeps its canvas (a pyplot or notebook window stays its own).
     """
     from matplotlib.backends.backend_agg import FigureCanvasAgg
 
-    canvas = FigureCanvasAgg(fig)
-    canvas.draw()  # the layout places the titles
-    renderer = canvas.get_renderer()
-    titles = [fig._suptitle, *(title for ax in fig.axes for title in (ax.title, ax._left_title, ax._right_title))]
-    for title in titles:
-        text = title.get_text() if title is not None and title.get_visible() else ""
-        if " " not in text or "\n" in text:
-            continue
-        extent = title.get_window_extent(renderer)
-        if extent.x0 >= 0 and extent.x1 <= fig.bbox.width:
-            continue
-        middle = len(text) / 2
-        cut = min((k for k, c in enumerate(text) if c == " "), key=lambda k: abs(k - middle))
-        title.set_text(f"{text[:cut]}\n{text[cut + 1 :]}")
+    canvas = fig.canvas
+    try:
+        renderer = FigureCanvasAgg(fig).get_renderer()
+        titles = [fig._suptitle, *(title for ax in fig.axes for title in (ax.title, ax._left_title, ax._right_title))]
+        titles = [title for title in titles if title is not None and title.get_visible() and title.get_text()]
+        for _ in range(3):  # a break, again where one is not enough (at most four lines)
+            fig.draw(renderer)  # the layout places the titles
+            wide = [title for title in titles if _past_edges(title, renderer, fig)]
+            if not wide or not all(_break_line(title) for title in wide):
+                break
+    finally:
+        fig.set_canvas(canvas)
+
+
+def _past_edges(title, renderer, fig: Figure) -> bool:
+    extent = title.get_window_extent(renderer)
+    return extent.x0 < 0 or extent.x1 > fig.bbox.width
+
+
+def _break_line(title) -> bool:
+    """Break the longest line of ``title`` at its space nearest the middle outside ``$...$``; False where none is."""
+    lines = title.get_text().split("\n")
+    k = max(range(len(lines)), key=lambda j: len(lines[j]))
+    line, spaces, math = lines[k], [], False
+    for at, c in enumerate(line):
+        if c == "$" and (at == 0 or line[at - 1] != "\\"):
+            math = not math
+        elif c == " " and not math:
+            spaces.append(at)
+    if not spaces:
+        return False
+    cut = min(spaces, key=lambda at: abs(at - len(line) / 2))
+    lines[k : k + 1] = [line[:cut], line[cut + 1 :]]
+    title.set_text("\n".join(lines))
+    return True
 
 
 def save_figure(

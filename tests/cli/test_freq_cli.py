@@ -431,8 +431,10 @@ def test_a_mix_of_shares_shows_dropped_tokens_and_tails_as_shares_of_the_mix(spl
     epochs = run("freq", split, "--L", 1024, "--weights", "code=2,web=1", "--regime", "truncate").output
     assert "(4.93K tokens dropped)" in epochs  # an exact mix: its count, 2 · 1476 + 1976
     tails = run("freq", split, "--L", 8192, "--weights", "code=70%,web=30%", "--tails").output
-    assert re.search(r"source +mix share +4K\n +code +70\.0% +0\.0%\n +web +30\.0%", tails), tails
-    assert re.search(r"source +tokens +4K\n +code +3,450 ", run("freq", split, "--L", 8192, "--tails").output)
+    assert re.search(r"source +mix share +1K +2K +4K\n +code +70\.0% +42\.8% +13\.1% +0\.0%\n +web +30\.0%", tails), (
+        tails
+    )
+    assert re.search(r"source +tokens +1K +2K +4K\n +code +3,450 ", run("freq", split, "--L", 8192, "--tails").output)
 
 
 def test_weights_in_stats_and_schedules(split, tmp_path):
@@ -659,9 +661,10 @@ def test_freq_tails_per_source(tmp_path):
     tails = {row["source"]: row["tails"] for row in data["tails"]}
     assert tails["books"]["4K"] == (15904 + 4904) / 29000 and tails["web"]["8K"] == 0.0
     assert list(tails["(all)"]) == ["4K", "8K", "16K"]
-    # only thresholds below L: at L = 8K a token has at most 8191 tokens of context, so no 8K column
+    # only thresholds below L: at L = 8K a token has at most 8191 tokens of context, so no 8K column; fewer than
+    # three below L: L/8, L/4, L/2 beside them
     data = json.loads(run("freq", path, "--L", "8K", "--tails", "--json").output)
-    assert [list(row["tails"]) for row in data["tails"]] == [["4K"]] * 3
+    assert [list(row["tails"]) for row in data["tails"]] == [["1K", "2K", "4K"]] * 3
     # the books' 20000 tokens cut to 8K windows at natural: 8192 + 8192 + 3616 and 9000 -> 8192 + 808 segments;
     # the tokens with >= 4096 of context: 4096 + 4096 + 0 + 4096 + 0
     assert {row["source"]: row["tails"]["4K"] for row in data["tails"]}["books"] == 3 * 4096 / 29000

@@ -267,8 +267,10 @@ def test_a_setting_out_of_memory_after_others_reports_them_before_its_error(mode
         "length 250)"
     )
     if as_json:
-        (stock,) = json.loads(result.stdout)["results"]
+        data = json.loads(result.stdout)
+        (stock,) = data["results"]
         assert stock["label"] == "stock" and stock["passes"] == [[2, 2], [2, 2]]
+        assert data["stopped"].startswith("STRING 32,4: out of memory at length 240")  # an adversary: unsaid
     else:
         assert "effective length, stock: 250 (every tested length passes" in result.stdout
         assert "STRING" not in result.stdout

@@ -261,7 +261,7 @@ def test_freq_prints_each_frequencys_report_then_the_layouts_and_the_tails(files
         for L in windows
         for r in regimes
     ]
-    tails = tails_report(source_tails(h, 16384, "natural", [4096, 8192]), 16384)  # the thresholds below 16K
+    tails = tails_report(source_tails(h, 16384, "natural", [2048, 4096, 8192]), 16384)  # below 16K, with L/8
     assert "\n".join(lines[2:]) == "\n".join([*reports, *layouts, tails])  # after the histogram and budget lines
     data = json.loads(invoke([*args, "--json"], files))
     assert data["results"] == json.loads(

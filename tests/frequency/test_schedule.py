@@ -657,8 +657,10 @@ def test_a_layout_for_the_stages_that_name_none_is_refused_where_every_stage_nam
     # a review: its notes still said "Sliding-window layers reach at most 1023 positions" of layers no longer there
     assert replaced.notes[0] == (
         "Sliding-window layers reach at most 1023 positions by construction, whatever the stage's window. "
-        "[written for the file's layout 5*swa1K+global]"
+        "[written for the layout 5*swa1K+global]"
     )
+    again = replaced.with_layout("swa512")  # an adversary: marked a second time, for "global", which it was not
+    assert again.notes == replaced.notes and gemma.with_layout(gemma.layout.spec).notes == gemma.notes
     LengthHistogram.from_counts([8], [3]).to_parquet(tmp_path / "h.parquet")
     (tmp_path / "s.yaml").write_text("histogram: h.parquet\nstages:\n  - {L: 8, tokens: 1K, layout: swa2+global}\n")
     with pytest.raises(FreqlabError, match=r"s\.yaml: every stage names its layout, so a layout given for"):

@@ -209,6 +209,16 @@ def test_string_usage_refuses_frequency_options_without_a_histogram(tmp_path, ar
     )
 
 
+def test_harpe_heads_beside_bases_is_refused(tmp_path):
+    """An adversary: `plot harpe --base 1e6 --heads 100000` drew the bases given; --heads sized nothing."""
+    result = run("plot", "harpe", "--base", "1e6", "--heads", 8, "--out", tmp_path / "h.png")
+    assert result.exit_code == 2 and not (tmp_path / "h.png").exists()
+    assert (
+        result.output.strip().splitlines()[-1]
+        == "Error: --heads needs --envelopes or no --base (the bases it searches)"
+    )
+
+
 def test_string_usage_takes_plan_strings_default_shift(tmp_path, monkeypatch):
     """`plot string-usage --L 4K` asked for --S, where `plan string --L 4K` takes L/3 rounded up to 64 (1408): the
     figure of the plan's own default needed a number looked up elsewhere (new user)."""

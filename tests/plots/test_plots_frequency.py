@@ -112,18 +112,18 @@ def test_position_ticks_use_one_unit_per_axis(histogram):
     assert all(c == "0" or c.endswith("M") for c in counts), counts
 
 
-@pytest.mark.parametrize("share", [0.9, 0.3])
-def test_the_tau_label_is_at_the_end_of_its_line_away_from_the_dots(share):
-    """A review: on the README's figure "τ = 100B" (at the right end) lay under the label "3535" of the dot at 86%
-    of the axis. Documents of 4096 tokens at L = 4096 have f_T(i) = T (1 − i/4096): E = (1 − τ/T) · 4096."""
+@pytest.mark.parametrize(("counts", "budget"), [(([4096], [10]), 1e12), (([100_000, 3000], [50, 50]), 5e14)])
+def test_the_tau_label_is_beside_the_axes_clear_of_dots_and_legend(counts, budget):
+    """Reviews: on the README's figure "τ = 100B" (at the right end) lay under the label "3535" of the dot at 86%
+    of the axis; moved to the left end, it lay under the legend when both dots were on the right (a budget of
+    500T). It stands beside the axes, at the line's height."""
     from freqlab.plots import plot_effective_length
 
-    tau = 1e11
-    budget = tau / (1 - share)
-    fig = plot_effective_length(LengthHistogram.from_counts([4096], [10]), [4096], budget=budget, tau=tau)
+    fig = plot_effective_length(LengthHistogram.from_counts(*counts), [2048, 4096], budget=budget, tau=1e11)
     assert [pair for pair in overlapping_texts(fig) if any(text.startswith("τ") for text in pair)] == []
     (label,) = [t for t in fig.axes[1].texts if t.get_text().startswith("τ")]
-    assert label.get_position()[0] == (0.01 if share > 0.5 else 0.99)
+    legend = fig.axes[1].get_legend().get_window_extent()
+    assert label.get_position() == (1.01, 1e11) and not label.get_window_extent().overlaps(legend)
 
 
 def test_a_tick_past_the_axis_end_does_not_choose_the_unit():

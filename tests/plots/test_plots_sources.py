@@ -182,6 +182,12 @@ def test_odd_source_names_are_legend_entries_of_one_line_within_the_preset_width
     h = combine_sources({name: LengthHistogram.from_lengths([3, 9]) for name in names})
     fig = plot_sources(h, 16)
     entries = [text.get_text() for text in fig.legends[0].get_texts()]
-    assert [entry.split(":")[0] for entry in entries] == ["''", "rtl\\u202eab", "two\\nlines", "x" * 39 + "…", "(all)"]
+    assert [entry.split(":")[0] for entry in entries] == [
+        "''",
+        "rtl\\u202eab",
+        "two\\nlines",
+        "x" * 20 + "…" + "x" * 19,
+        "(all)",
+    ]
     path = save_figure(fig, tmp_path / "s.png", ["png"], dpi=100)[0]
     assert Image.open(path).size[0] <= 7.2 * 100 * 1.02

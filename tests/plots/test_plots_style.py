@@ -147,3 +147,19 @@ def test_a_title_too_wide_for_its_figure_is_broken_not_widening_the_file(tmp_pat
     assert Image.open(path).size[0] <= 3.5 * 100
     shown = (fig._suptitle or fig.axes[0].title).get_text()
     assert "\n" in shown and shown.replace("\n", " ") == title
+
+
+def test_a_title_is_broken_outside_its_mathematics_and_the_figure_keeps_its_canvas(tmp_path):
+    """An adversary: the break fell inside `$f_T(i) \\geq \\tau$` (drawn as literal text), and saving replaced the
+    figure's canvas for good (a pyplot window lost its figure)."""
+    from freqlab.plots.style import fit_titles
+
+    fig, ax = new_figure("one-column")
+    title = r"frequency above threshold $f_T(i) \geq \tau$ for every window of L = 4K tokens and more words"
+    ax.set_title(title)
+    canvas = fig.canvas
+    fit_titles(fig)
+    assert fig.canvas is canvas
+    lines = ax.get_title().split("\n")
+    assert len(lines) >= 2 and " ".join(lines) == title
+    assert all(line.count("$") % 2 == 0 for line in lines)

@@ -185,6 +185,13 @@ def test_the_cli_estimate_refuses_options_it_would_take_without_a_word(tmp_path)
     for extra in (["--max-docs", "10"], ["--max-tokens", "1M"], ["--dataset", str(tmp_path)], ["--resume"]):
         result = estimate("--corpus-tokens", "627B", *extra)
         assert result.exit_code == 2 and f"{extra[0]}: --estimate sizes a whole scan" in result.output, result.output
+    # an adversary: these were taken unsaid too (a budget, a threshold, fields of tokenized data)
+    for extra in (["--tokens", "5T"], ["--tau", "1B"], ["--eos-id", "2"], ["--tokens-field", "ids"]):
+        result = estimate("--corpus-tokens", "1B", *extra)
+        assert result.exit_code == 2 and f"{extra[0]}: --estimate sizes a whole scan" in result.output, result.output
+    for extra in (["--L", "4K"], ["--regime", "pack"], ["--seed", "3"]):  # the error bar's, which --lengths gives
+        result = estimate("--corpus-tokens", "1B", *extra)
+        assert result.exit_code == 2 and "needs --lengths under --estimate (the error bar they size)" in result.output
     lonely = estimate("--corpus-tokens", "627B", "--lengths", str(tmp_path / "lengths.parquet"))
     assert lonely.exit_code == 2 and "--lengths sizes a --sample-rate sample's intervals" in lonely.output
 

@@ -71,5 +71,5 @@ def test_odd_source_names_keep_the_table_in_columns(tmp_path):
     from freqlab.display import columns
 
     assert len({columns(line) for line in table}) == 1, table  # every row as wide, in terminal columns
-    for name in ["x" * 39 + "…", "''", "'   '", "日本語", "rtl\\u202eab", "esc\\x1b[31m"]:
+    for name in ["x" * 20 + "…" + "x" * 19, "''", "'   '", "日本語", "rtl\\u202eab", "esc\\x1b[31m"]:
         assert sum(line.startswith(f"{name}  ") for line in table[1:]) == 1, (name, table)
