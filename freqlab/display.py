@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import html
 import unicodedata
+from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
@@ -168,9 +169,7 @@ def source_names(names: Sequence[object], width: int = NAME_WIDTH) -> list[str]:
     True
     """
     shown = [source_name(name, width) for name in names]
-    seen: dict[str, int] = {}
-    for text in shown:
-        seen[text] = seen.get(text, 0) + 1
+    seen = Counter(shown)
     return [shown_text(str(name)) if seen[text] > 1 else text for name, text in zip(names, shown, strict=True)]
 
 

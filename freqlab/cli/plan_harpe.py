@@ -189,8 +189,7 @@ def _grid_choice(
         refuse_untrained(wt, schedule, "every distance would be under-trained", "give --grid in place of the frequency")
         return harpe.grid_from_frequency(wt, target), mix
     refuse_unused("L", "regime", needed="--hist (the frequency to derive the grid from)")
-    if given_on_command_line("weights"):
-        raise click.UsageError("--weights needs --hist or --schedule (the frequency to derive the grid from)")
+    refuse_unused("weights", needed="--hist or --schedule (the frequency to derive the grid from)")
     refuse_unused_frequency_options("--hist or --schedule")
     return harpe.default_grid(target), {}
 

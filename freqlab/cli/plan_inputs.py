@@ -124,8 +124,8 @@ def _refuse_options_that_set_nothing(hist, schedule) -> None:
             raise click.UsageError(
                 f"--mass is the rule without a budget: it takes no {'/'.join(budget)} (give one rule or the other)"
             )
-    elif given_on_command_line("regime"):
-        raise click.UsageError("--regime needs --hist (the regime the histogram's documents are cut in)")
+    else:
+        refuse_unused("regime", needed="--hist (the regime the histogram's documents are cut in)")
 
 
 def refuse_unused_frequency_options(needed: str) -> None:

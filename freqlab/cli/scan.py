@@ -292,29 +292,12 @@ def scan_command(
             raise click.UsageError("--estimate needs the corpus size: --corpus-tokens or --corpus-bytes (one of them)")
         # options of a scan that an estimate would take without a word (a review: --max-docs 10 gave the whole
         # corpus's 4.0 core-hours)
+        # (an adversary: --tokens, --tau, --eos-id and --tokens-field were taken unsaid too)
         unused = given_on_command_line(
-            "dataset",
-            "data_files",
-            "max_docs",
-            "max_tokens",
-            "resume",
-            "on_error",
-            "workers",
-            "engine",
-            "address",
-            "out",
-            "plot",
-            "text_field",
-            "source_field",
-            "add_special_tokens",
-            "batch_size",
-            "tokens",
-            "tau",
-            "eos_id",
-            "tokens_field",
-            "length_field",
-            "data_path",
-        )  # fmt: skip  (an adversary: --tokens, --tau, --eos-id, --tokens-field were taken unsaid too)
+            "dataset", "data_files", "max_docs", "max_tokens", "resume", "on_error", "workers", "engine", "address",
+            "out", "plot", "text_field", "source_field", "add_special_tokens", "batch_size", "tokens", "tau",
+            "eos_id", "tokens_field", "length_field", "data_path",
+        )  # fmt: skip
         if unused:
             raise click.UsageError(
                 f"{', '.join(unused)}: --estimate sizes a whole scan of --corpus-tokens/--corpus-bytes from measured "
