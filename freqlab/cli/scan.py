@@ -324,6 +324,8 @@ def scan_command(
         report = result.pop("report")
         echo_json(result) if as_json else click.echo(report)
         return
+    if tokens_field and length_field:  # ScanSettings would name them as Python does (a review)
+        raise click.UsageError("--tokens-field and --length-field: give one (lists of token ids, or their lengths)")
     try:  # every parameter is checked before anything is read: a bad one is a usage error (exit 2)
         settings = ScanSettings(
             dataset=dataset,

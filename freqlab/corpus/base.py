@@ -62,6 +62,15 @@ NULL_TOKEN_ID = "null-token-id"  # a token id in the row's list is null: its len
 NULL_LENGTH = "null-length"  # the row's length value is null
 NEGATIVE_LENGTH = "negative-length"  # the row's length value is below 0
 LENGTH_BEYOND_INT64 = "length-beyond-int64"  # a uint64 length past 2^63 - 1: no document is that long
+#: What each reason of a row of tokenized data means, said beside it in the error (a review: "row 2:
+#: negative-length" alone).
+ROW_REASONS = {
+    NULL_TOKEN_LIST: "its token list is null",
+    NULL_TOKEN_ID: "a token id in its list is null",
+    NULL_LENGTH: "its length is null",
+    NEGATIVE_LENGTH: "its length is below 0",
+    LENGTH_BEYOND_INT64: "its length is past 2^63 - 1, longer than any document",
+}
 
 #: Every reason a record can be skipped for, as counted by a scan (one count per reason).
 REASONS = (

@@ -71,6 +71,13 @@ class DatatroveFile:
         if not ends.size or not os.path.getsize(self.path):
             return np.zeros(0, np.int64)
         tokens = np.memmap(self.path, dtype=self.dtype, mode="r")
+        beyond = np.flatnonzero(ends > tokens.size)  # the last end is the size; a larger one decreases later
+        if beyond.size:
+            k = int(beyond[0])
+            raise ValueError(  # the caller names the .ds (a review: an IndexError's traceback)
+                f"document {k:,} ends at token {int(ends[k]):,}, beyond the file's {tokens.size:,} tokens; "
+                "is the index corrupt?"
+            )
         return np.asarray(tokens[ends[lengths > 0] - 1], np.int64)
 
 

@@ -461,8 +461,11 @@ class FileFinder:
                 self.found.splits_named[split] = self.found.splits_named.get(split, 0) + files
 
     def _unknown(self, spec: str) -> None:
-        if spec.endswith(".bin") and os.path.exists(spec[:-4] + ".idx"):  # Megatron's tokens: its index is the corpus
-            raise FreqlabError(f"{spec}: the tokens of a Megatron dataset; give its index, {spec[:-4]}.idx")
+        from freqlab.corpus.megatron import beside  # here: megatron imports this module
+
+        index = beside(spec, ".idx") if spec.lower().endswith(".bin") else None
+        if index is not None:  # Megatron's tokens: its index is the corpus
+            raise FreqlabError(f"{spec}: the tokens of a Megatron dataset; give its index, {index}")
         raise FreqlabError(f"{spec}: unknown file format; supported: {supported()}")
 
     def _visit(self, path: str, matched: bool = False) -> None:

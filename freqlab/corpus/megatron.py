@@ -33,6 +33,7 @@ import stat
 import struct
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
+from itertools import product
 
 import numpy as np
 
@@ -53,6 +54,8 @@ class MegatronIndex:
     """
 
     prefix: str
+    index_path: str
+    bin_path: str
     dtype: np.dtype
     sequence_lengths: np.ndarray
     sequence_pointers: np.ndarray
@@ -78,11 +81,6 @@ class MegatronIndex:
         """Token ids of the dataset's dtype are below this bound."""
         return int(np.iinfo(self.dtype).max) + 1 if self.dtype.kind in "iu" else 1 << 63
 
-    @property
-    def bin_path(self) -> str:
-        """The ``.bin`` file beside the index."""
-        return self.prefix + ".bin"
-
     def tokens(self) -> np.ndarray:
         """The ``.bin`` tokens as a read-only memory map."""
         if os.path.getsize(self.bin_path) == 0:
@@ -93,7 +91,7 @@ class MegatronIndex:
         """Lengths (int64) of documents ``start`` .. ``end - 1``: the sums of their sequences' lengths (read
         through the memory map: for a few documents; a scan uses :meth:`length_batches`).
         """
-        bounds = np.asarray(self.document_indices[start : end + 1])
+        bounds = self._checked(np.asarray(self.document_indices[start : end + 1]), start)
         sequence_lengths = np.asarray(self.sequence_lengths[int(bounds[0]) : int(bounds[-1])])
         pointer = self.sequence_pointers.__getitem__
         return self._sum(bounds, sequence_lengths, np.empty(end - start, np.int64), start, pointer)
@@ -103,15 +101,29 @@ class MegatronIndex:
         of the index (:class:`~freqlab.corpus.token_files.IndexFile`): memory flat whatever the index's size; each
         batch is valid until the next is drawn.
         """
-        with IndexFile(self.prefix + ".idx") as index:
+        with IndexFile(self.index_path) as index:
 
             def pointer(n: int) -> int:
                 return int(index.run(HEADER.size + 4 * self.sequences, np.int64, n, n + 1)[0])
 
             for a, b in batched_ranges(start, end):
-                bounds = index.run(HEADER.size + 12 * self.sequences, np.int64, a, b + 1)
+                bounds = self._checked(index.run(HEADER.size + 12 * self.sequences, np.int64, a, b + 1), a)
                 sequence_lengths = index.run(HEADER.size, np.int32, int(bounds[0]), int(bounds[-1]))
                 yield a, self._sum(bounds, sequence_lengths, index.lengths(b - a), a, pointer)
+
+    def _checked(self, bounds: np.ndarray, first: int) -> np.ndarray:
+        """``bounds`` (document_indices from document ``first`` on), once the sequences they span are known to be
+        in the index: a corrupt entry would read past it (a review: "did it change during the scan?").
+        """
+        low, high = int(bounds[0]), int(bounds[-1])
+        if not 0 <= low <= high <= self.sequences:
+            last = first + bounds.size - 2
+            documents = f"document {first:,}" if last == first else f"documents {first:,}..{last:,}"
+            raise ValueError(
+                f"{documents}: document_indices run from {low:,} to {high:,}, outside the {self.sequences:,} "
+                "sequences (corrupt index)"
+            )
+        return bounds
 
     def _sum(
         self, bounds: np.ndarray, sequence_lengths: np.ndarray, out: np.ndarray, first: int, pointer: Callable
@@ -195,9 +207,22 @@ def sum_sequences(bounds: np.ndarray, sequence_lengths: np.ndarray, out: np.ndar
     return -1
 
 
+def beside(path: str, suffix: str) -> str | None:
+    """The other file of a Megatron pair beside ``path`` (``suffix``: ``".bin"`` beside an index, ``".idx"``
+    beside tokens), its suffix in any case: in ``path``'s own first (``x.IDX`` pairs with ``x.BIN``), then lower
+    case, then any; None when there is none.
+
+    Megatron writes ``PREFIX.idx`` and ``PREFIX.bin``; a review found ``x.IDX`` counted from another file's ``x.idx``.
+    """
+    prefix, own = os.path.splitext(path)
+    same_case = "".join(s.upper() if o.isupper() else s for o, s in zip(own, suffix, strict=False))
+    any_case = ("".join(letters) for letters in product(*zip(suffix, suffix.upper(), strict=True)))
+    return next((prefix + c for c in dict.fromkeys([same_case, suffix, *any_case]) if os.path.exists(prefix + c)), None)
+
+
 def read_index(idx_path: str) -> MegatronIndex:
     """Open and check ``PREFIX.idx`` (and the size of ``PREFIX.bin``); FreqlabError in one line otherwise."""
-    prefix = idx_path[: -len(".idx")]
+    prefix = os.path.splitext(idx_path)[0]
     try:
         size = os.path.getsize(idx_path)
         with open(idx_path, "rb") as handle:
@@ -236,7 +261,8 @@ def read_index(idx_path: str) -> MegatronIndex:
             f"{idx_path}: document_indices run from {int(documents[0])} to {int(documents[-1])}, "
             f"expected 0 to the sequence count {sequences:,}; is it corrupt?"
         )
-    index = MegatronIndex(prefix, dtype, lengths, pointers, documents)
+    bin_path = beside(idx_path, ".bin") or prefix + ".bin"
+    index = MegatronIndex(prefix, idx_path, bin_path, dtype, lengths, pointers, documents)
     _check_bin(index, idx_path)
     return index
 

@@ -91,7 +91,8 @@ def lengths_from_ends(ends: np.ndarray, start: int, *, out: np.ndarray | None = 
     out = np.empty(ends.size, np.int64) if out is None else out
     k = ends_to_lengths(ends, start, out)
     if k >= 0:
-        raise ValueError(f"document ends decrease at document {first + k} ({int(ends[k])} after a larger one)")
+        end = int(ends[k]) % (1 << 64)  # as the file holds it: uint64 (a review: an end of 2**63 + 1 read negative)
+        raise ValueError(f"document ends decrease at document {first + k} ({end:,} after a larger one)")
     return out
 
 

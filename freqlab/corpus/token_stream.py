@@ -30,6 +30,7 @@ from typing import ClassVar
 
 import numpy as np
 
+from freqlab.corpus import megatron
 from freqlab.corpus.base import LENGTHS, LengthBatch, LengthShard, UnreadableFile, changed_message, describe_error
 from freqlab.corpus.fields import Fields
 from freqlab.corpus.file_discovery import DataFile, FileChanged
@@ -86,6 +87,27 @@ def open_stream(path: str) -> np.ndarray:
     return np.memmap(path, dtype=dtype, mode="r", offset=LIT_HEADER.size)
 
 
+def read_chunks(path: str, tokens: np.ndarray) -> Iterator[tuple[int, np.ndarray]]:
+    """``(first token, tokens)`` of :func:`open_stream`'s ``tokens``, :data:`CHUNK_TOKENS` at a time, read from
+    the file into one reused buffer (each chunk valid until the next is drawn). Read, not mapped: a file cut while
+    it is read is a short read, :class:`FileChanged`, where a mapped page beyond its new end kills the process
+    (SIGBUS; a review).
+    """
+    offset = tokens.offset if isinstance(tokens, np.memmap) else 0
+    buffer = np.empty(min(CHUNK_TOKENS, tokens.size), tokens.dtype)
+    with open(path, "rb", buffering=0) as handle:  # unbuffered: each read sees the file as it is then
+        handle.seek(offset)
+        for start in range(0, tokens.size, CHUNK_TOKENS):
+            chunk = buffer[: min(CHUNK_TOKENS, tokens.size - start)]
+            view, got = memoryview(chunk.view(np.uint8)), 0
+            while got < chunk.nbytes and (step := handle.readinto(view[got:])):
+                got += step
+            if got != chunk.nbytes:
+                at = offset + start * tokens.dtype.itemsize
+                raise FileChanged(f"{got:,} of {chunk.nbytes:,} bytes read at byte {at:,}: cut short", path)
+            yield start, chunk
+
+
 @dataclass(frozen=True)
 class TokenStreamShard(LengthShard):
     """A run of token-stream files read as one stream, cut into documents after each ``eos_id``; ``padded``: a
@@ -122,9 +144,7 @@ class TokenStreamShard(LengthShard):
         for file in self.files:
             try:
                 file.check_unchanged()
-                tokens = open_stream(file.path)
-                for start in range(0, tokens.size, CHUNK_TOKENS):
-                    chunk = np.asarray(tokens[start : start + CHUNK_TOKENS])
+                for start, chunk in read_chunks(file.path, open_stream(file.path)):
                     ends = np.flatnonzero(chunk == self.eos_id)
                     if self.padded:
                         tail = _one_value(chunk[int(ends[-1]) + 1 :], None) if ends.size else _one_value(chunk, tail)
@@ -195,7 +215,7 @@ class TokenStreamFormat(FileFormat):
         """Whether ``path`` is a token stream: ``.npy``, or ``.bin`` with no Megatron ``.idx`` beside it."""
         lower = path.lower()
         if lower.endswith(".bin"):
-            return not os.path.exists(path[:-4] + ".idx")  # PREFIX.bin beside PREFIX.idx is Megatron's
+            return megatron.beside(path, ".idx") is None  # PREFIX.bin beside PREFIX.idx is Megatron's
         return lower.endswith(".npy")
 
     def shards(self, files: list[DataFile], fields: Fields, range_bytes: int) -> list[TokenStreamShard]:

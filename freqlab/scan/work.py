@@ -26,6 +26,7 @@ from freqlab.corpus.base import (
     BLANK_LINE,
     MISSING_TEXT_FIELD,
     NON_STRING_TEXT,
+    ROW_REASONS,
     TEXT,
     UNREADABLE_FILE,
     Document,
@@ -670,7 +671,17 @@ def missing_field_hint(shard) -> str:
             " --on-error skip counts such records as skipped)"
         )
     seen = f"; the file's first record has {', '.join(map(repr, first))}" if first else ""
+    ids = next((name for name, value in (first or {}).items() if _is_token_list(value)), None)
+    if ids is not None:  # a review: JSON lines of token ids were pointed at --text-field only
+        return (
+            f" (no field {fields.text!r}{seen}; {ids!r} holds token ids: --dataset json --data-files FILE "
+            f"--tokens-field {ids} counts their lists; or give --text-field)"
+        )
     return f" (no field {fields.text!r}{seen}; give --text-field, a dotted path for a nested one)"
+
+
+def _is_token_list(value) -> bool:
+    return isinstance(value, list) and bool(value) and all(type(v) is int for v in value)
 
 
 def _count_lengths(shard, options: ShardOptions, tally: _Tally, sampler: Sampler | None) -> None:
@@ -696,7 +707,8 @@ def _count_lengths(shard, options: ShardOptions, tally: _Tally, sampler: Sampler
                     if tally.add(codes[:k], label, positions if isinstance(positions, int) else positions[:k]):
                         return
                     row = k if isinstance(positions, int) else int(positions[k]) - first
-                    part.error = f"{batch.row(row)}: {batch.reasons[-int(codes[k]) - 1]}"  # type: ignore[misc]
+                    reason = batch.reasons[-int(codes[k]) - 1]
+                    part.error = f"{batch.row(row)}: {reason} ({ROW_REASONS[reason]})"  # type: ignore[misc]
                     return
                 skip_codes = np.zeros(len(batch.reasons), np.int64)
                 for code in np.unique(codes[bad]).tolist():

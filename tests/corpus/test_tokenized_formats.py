@@ -67,6 +67,42 @@ def test_a_megatron_bin_named_instead_of_its_index_says_to_give_the_index(tmp_pa
     assert str(error.value) == f"{tmp_path}/p.bin: the tokens of a Megatron dataset; give its index, {tmp_path}/p.idx"
 
 
+def test_a_megatron_index_pairs_with_the_bin_of_its_own_prefix_in_any_case(tmp_path):
+    """A review: x.IDX was counted from another index, x.idx (its lengths opened by a lower-case name), and x.BIN
+    beside x.IDX was claimed as a token stream. The .bin pairs in the index's own case first, then lower case."""
+    write_megatron(tmp_path / "x", [[[5, 6, 2]], [[7, 2]]])
+    os.rename(tmp_path / "x.idx", tmp_path / "x.IDX")
+    write_megatron(tmp_path / "other" / "x", [[[5, 2]], [[6, 2]], [[7, 7, 7, 2]]])
+    os.rename(tmp_path / "other" / "x.idx", tmp_path / "x.idx")  # another index beside it, of another .bin
+    os.rename(tmp_path / "other" / "x.bin", tmp_path / "other.bin")
+    assert lengths_of(tmp_path / "x.IDX") == [3, 2]  # not x.idx's
+    os.remove(tmp_path / "x.idx")
+    os.rename(tmp_path / "x.bin", tmp_path / "x.BIN")
+    assert lengths_of(tmp_path / "x.IDX") == [3, 2]
+    with pytest.raises(FreqlabError, match=r"x\.BIN: the tokens of a Megatron dataset; give its index, .*x\.IDX$"):
+        open_corpus(str(tmp_path / "x.BIN"))
+
+
+def test_a_corrupt_document_index_is_named_so_not_a_changed_file(tmp_path, monkeypatch):
+    """A review: a document_indices entry far past the sequences read as "the index ends at byte ..., before
+    byte ...; did it change during the scan?"."""
+    import freqlab.corpus.token_files as token_files
+
+    monkeypatch.setattr(token_files, "BATCH_DOCUMENTS", 2)
+    monkeypatch.setattr(token_files, "EOS_CHECKED", 1)  # the entry past the documents whose EOS is checked
+    idx = write_megatron(tmp_path / "c", single_sequence_documents([3, 4, 5, 6]))
+    data = bytearray(idx.read_bytes())
+    entries = 34 + 12 * 4  # document_indices: 0, 1, 2, 3, 4
+    data[entries + 8 * 2 : entries + 8 * 3] = np.int64(10**12).tobytes()
+    idx.write_bytes(bytes(data))
+    with pytest.raises(
+        FreqlabError,
+        match=r"c\.idx: cannot read \(ValueError: documents 0\.\.1: document_indices run from 0 to 1,000,000,000,000, "
+        r"outside the 4 sequences \(corrupt index\)\)",
+    ):
+        lengths_of(idx)
+
+
 def test_megatron_without_eod_says_none_was_appended(tmp_path):
     write_megatron(tmp_path / "p", [[[5, 6, 7]], [[8, 9]], [[4]]])
     assert open_corpus(str(tmp_path / "p.idx")).description["eos"]["appended"] is False
@@ -127,14 +163,18 @@ def test_megatron_lengths_across_batches_and_shards_are_the_sums_of_each_documen
 
 @pytest.mark.parametrize("found", ["when opened", "while scanned"])
 @pytest.mark.parametrize(
-    ("where", "value", "document"),
-    [
-        (34 + 12 * 4 + 8 * 2, struct.pack("<q", 0), 1),  # document_indices[2], the end of document 1: 2 -> 0
-        (34 + 12 * 4 + 8 * 1, struct.pack("<q", 2**40), 0),  # the end of document 0 far past every sequence
+    ("where", "value", "message"),
+    [  # document_indices[2], the end of document 1: 2 -> 0
+        (34 + 12 * 4 + 8 * 2, struct.pack("<q", 0), "document 1: document_indices out of order or a negative sequence"),
+        (  # the end of document 0 far past every sequence
+            34 + 12 * 4 + 8 * 1,
+            struct.pack("<q", 2**40),
+            "document 0: document_indices ",  # out of order when opened, outside the sequences while scanned
+        ),
     ],
     ids=["decreasing", "past-the-end"],
 )
-def test_a_corrupt_megatron_index_is_one_line_naming_the_document(tmp_path, monkeypatch, found, where, value, document):
+def test_a_corrupt_megatron_index_is_one_line_naming_the_document(tmp_path, monkeypatch, found, where, value, message):
     """Never a crash: a bound past the sequences would make the pass read beyond the mapped window (SIGBUS)."""
     import freqlab.corpus.token_files as token_files
 
@@ -146,7 +186,7 @@ def test_a_corrupt_megatron_index_is_one_line_naming_the_document(tmp_path, monk
     idx.write_bytes(bytes(raw))
     result = CliRunner().invoke(main, ["scan", "--dataset", str(idx), "-q", "--out", str(tmp_path / "out")])
     assert result.exit_code == 1 and result.output.count("\n") == 1, result.output
-    assert f"document {document}: document_indices out of order or a negative sequence length" in result.output
+    assert message in result.output and "(corrupt index)" in result.output
     assert "bad.idx" in result.output
 
 
@@ -334,6 +374,22 @@ def test_a_datatrove_ds_holding_twice_its_index_tokens_is_refused(tmp_path):
     (tmp_path / "wide.ds").write_bytes(rng.integers(3, 200_000, 1000).astype("<u4").tobytes())
     (tmp_path / "wide.ds.index").write_bytes(ends.tobytes())
     assert lengths_of(tmp_path / "wide.ds") == [300, 400, 300]
+
+
+def test_a_datatrove_index_whose_first_ends_pass_the_ds_is_one_line(tmp_path):
+    """A review: ends rising past the .ds's tokens, then one back at its size (a corrupt index), were read as
+    token positions by the EOS check: an IndexError's traceback."""
+    np.array([1, 2, 3, 4, 2], np.uint16).tofile(tmp_path / "a.ds")
+    np.append(np.arange(1000, dtype=np.uint64) + 10, np.uint64(5)).tofile(tmp_path / "a.ds.index")
+    with pytest.raises(FreqlabError, match=r"a\.ds: document 0 ends at token 10, beyond the file's 5 tokens; is the"):
+        open_corpus(str(tmp_path / "a.ds"))
+
+
+def test_an_end_past_2_63_is_named_as_the_index_holds_it(tmp_path):
+    np.array([1, 2, 3, 4, 2], np.uint16).tofile(tmp_path / "a.ds")
+    np.array([2, 2**63 + 1, 5], np.uint64).tofile(tmp_path / "a.ds.index")  # not -9223372036854775807
+    with pytest.raises(FreqlabError, match=r"decrease at document 1 \(9,223,372,036,854,775,809 after a larger"):
+        lengths_of(tmp_path / "a.ds")
 
 
 def test_datatrove_lengths_across_batches_are_the_differences_of_the_ends(tmp_path, monkeypatch):
@@ -534,6 +590,41 @@ def test_an_index_that_shrinks_during_a_scan_is_an_error_not_a_crash(tmp_path):
         os.truncate(path, 8 * 50)
         with pytest.raises(ValueError, match="the index ends at byte 400, before byte 800; did it change"):
             index.run(0, np.int64, 90, 100)
+
+
+def test_a_token_stream_cut_while_it_is_read_is_an_error_not_a_crash(tmp_path, monkeypatch):
+    """A review: a .npy truncated during a scan killed the process (SIGBUS: its tokens were memory-mapped, a page
+    past the new end touched). Chunks are read, not mapped: a short read names the file that changed."""
+    import freqlab.corpus.token_stream as token_stream
+
+    monkeypatch.setattr(token_stream, "CHUNK_TOKENS", 4)
+    np.save(tmp_path / "a.npy", np.array([5, 2, 7, 7, 2, 9, 9, 9, 2, 1, 2, 2], np.uint16))
+    shard = open_corpus(str(tmp_path / "a.npy"), read=ReadOptions(eos_id=2)).shards[0]
+    batches = shard.read_lengths()
+    assert next(batches).lengths.tolist() == [2]
+    os.truncate(tmp_path / "a.npy", 128 + 2 * 6)  # the header and 6 of its 12 tokens
+    with pytest.raises(
+        FreqlabError, match=r"a\.npy changed while it was being read \(4 of 8 bytes read at byte 136: cut short\)"
+    ):
+        list(batches)
+    np.save(tmp_path / "b.npy", np.array([5, 2, 7, 7, 2, 9, 9, 9, 2, 1, 2, 2], ">u2"))  # big-endian, read as such
+    assert lengths_of(tmp_path / "b.npy", read=ReadOptions(eos_id=2)) == [2, 3, 4, 2, 1]
+
+
+def test_an_eos_id_for_files_that_take_none_is_refused_not_ignored(tmp_path):
+    """A review: --eos-id beside Parquet token columns or text was recorded and checked nothing."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    pq.write_table(pa.table({"input_ids": [[1, 2], [3]]}), tmp_path / "t.parquet")
+    (tmp_path / "x.jsonl").write_text('{"text": "a b"}\n')
+    for name, kind in (("t.parquet", "parquet"), ("x.jsonl", "jsonl")):
+        with pytest.raises(FreqlabError, match=rf"{name}: --eos-id 5 cuts token streams .* {kind} files take none"):
+            open_corpus(str(tmp_path / name), read=ReadOptions(eos_id=5))
+    result = CliRunner().invoke(
+        main, ["scan", "--dataset", str(tmp_path / "t.parquet"), "--tokens-field", "input_ids", "--length-field", "n"]
+    )
+    assert result.exit_code == 2 and "--tokens-field and --length-field: give one" in result.output
 
 
 @pytest.mark.parametrize("option", ["tokens_field", "length_field"])

@@ -212,7 +212,7 @@ def token_rows(tmp_path):
 
 @pytest.mark.parametrize("workers", [1, 2])
 def test_a_bad_row_of_tokenized_data_stops_the_scan_naming_its_row(token_rows, workers):
-    with pytest.raises(FreqlabError, match=r"tokens\.parquet:row 2: null-token-list$"):
+    with pytest.raises(FreqlabError, match=r"tokens\.parquet:row 2: null-token-list \(its token list is null\)$"):
         scan(str(token_rows), progress=False, workers=workers)
 
 
@@ -266,6 +266,18 @@ def test_a_record_without_the_text_field_says_which_fields_there_are_and_the_opt
     bom.write_bytes(b'\xef\xbb\xbf\n{"content": "x"}\n')
     with pytest.raises(FreqlabError, match=r"bom\.jsonl:2: .*the file's first record has 'content'; give --text-field"):
         scan(str(bom), progress=False, workers=1)
+
+
+def test_json_lines_of_token_ids_are_pointed_at_the_token_column_reader(tmp_path):
+    """A review: a .jsonl of input_ids lists was sent to --text-field only; JSON lines of token ids are read as a
+    column through datasets' json builder, which the hint names with the field that holds them."""
+    path = tmp_path / "ids.jsonl"
+    path.write_text('{"id": 7, "ids": [5, 6, 2]}\n{"id": 8, "ids": [9, 2]}\n', encoding="utf-8")
+    hint = r"'ids' holds token ids: --dataset json --data-files FILE --tokens-field ids counts their lists; or give"
+    with pytest.raises(FreqlabError, match=hint):
+        scan(str(path), progress=False, workers=1)
+    counted = scan("json", data_files=[str(path)], tokens_field="ids", progress=False, workers=1).histogram
+    assert dict(zip(counted.lengths.tolist(), counted.counts.tolist(), strict=True)) == {2: 1, 3: 1}
 
 
 def test_a_later_record_without_the_text_field_is_not_blamed_on_the_field_name(tmp_path):
