@@ -19,6 +19,7 @@ from freqlab.cli.options import (
     report_beside,
     window_option,
 )
+from freqlab.errors import FreqlabError
 from freqlab.paths import shown
 
 
@@ -88,6 +89,8 @@ def calibrate_command(ctx, file, hist, regime, L, out, as_json):
     else:
         base = Path(file).parent
         points = [point_from_record(r, hist=hist, regime=regime, L=L, base=base) for r in read_records(file)]
+        if not points:  # a review: "no calibration points" named no file
+            raise FreqlabError(f"{file}: no calibration points (it holds no rows)")
         source = file
     fit = calibrate(points)
     if out:

@@ -125,6 +125,9 @@ def is_url(spec: str) -> bool:
     return protocol_of(spec) is not None
 
 
+MAX_TIMEOUT = 86_400  # a day: longer is no deadline
+
+
 def timeout() -> float:
     """The deadline of a first request: ``$FREQLAB_REMOTE_TIMEOUT``, else :data:`TIMEOUT`."""
     value = os.environ.get(TIMEOUT_VARIABLE, "").strip()
@@ -132,10 +135,12 @@ def timeout() -> float:
         return TIMEOUT
     try:
         seconds = float(value)
-        if not seconds > 0:
+        if not 0 < seconds <= MAX_TIMEOUT:  # inf: a thread's join overflowed (a review: a traceback)
             raise ValueError
     except ValueError:
-        raise FreqlabError(f"{TIMEOUT_VARIABLE}={value!r}: expected a positive number of seconds") from None
+        raise FreqlabError(
+            f"{TIMEOUT_VARIABLE}={value!r}: expected a positive number of seconds, at most {MAX_TIMEOUT:,}"
+        ) from None
     return seconds
 
 
@@ -166,13 +171,16 @@ def filesystem(url: str):
     module, install = BACKENDS.get(protocol, (None, ""))
     if protocol == "hf" and (variable := offline_variable()) is not None:
         raise FreqlabError(f"{url}: Hugging Face Hub access is off ({variable}=1)")
+    options = _storage_options(protocol)  # its errors are the user's settings, not the URL's
     try:
-        return fsspec.core.url_to_fs(url, **_storage_options(protocol))
+        return fsspec.core.url_to_fs(url, **options)
     except ImportError as exc:
         needed = f"{install}" if module else "the fsspec implementation of this protocol"
         raise FreqlabError(f"{url}: reading {protocol}:// needs {needed} ({describe_error(exc)})") from None
     except ValueError as exc:  # fsspec: unknown protocol
         raise FreqlabError(f"{url}: {describe_error(exc)}") from None
+    except OSError as exc:  # a file system that connects when it is made (ftp, github): a review found no URL named
+        raise FreqlabError(f"{url}: cannot reach ({describe_error(exc)}); check the network") from None
 
 
 def within_deadline(url: str, call, what: str = "answer", seconds: float | None = None):

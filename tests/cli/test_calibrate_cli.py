@@ -20,6 +20,18 @@ def test_without_a_file_it_fits_the_paper_example():
     assert "tau = 100B (geometric mean of 2 points); range 100B .. 100B" in result.output
 
 
+def test_a_file_of_no_rows_is_named_and_a_measured_range_written_as_its_rows_intervals(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "empty.csv").write_text("tokens,effective_length\n")  # a review: "no calibration points", no file
+    result = run("calibrate", "empty.csv")
+    assert result.exit_code == 1 and "empty.csv: no calibration points (it holds no rows)" in result.output
+    LengthHistogram.from_counts([2048], [1000]).to_parquet(tmp_path / "h.parquet")
+    (tmp_path / "runs.csv").write_text("tokens,effective_length,next_length\n1T,1280,1408\n4T,1792,1920\n")
+    result = run("calibrate", "runs.csv", "--hist", "h.parquet", "--L", "2K")
+    # f_T(E) = T (2048 - E) / 2048: (312.5B, 375B] and (250B, 500B]; the range (250B, 500B] as they are written
+    assert "step" not in result.output and "range (250B, 500B]" in result.output, result.output
+
+
 def test_a_runs_file_is_fitted_and_written(tmp_path, monkeypatch):
     monkeypatch.chdir(tmp_path)  # --hist is relative to the working folder, as every path on the command line
     LengthHistogram.from_counts([2048], [1000]).to_parquet(tmp_path / "h.parquet")

@@ -177,6 +177,30 @@ def test_offline_errors_name_the_url_within_seconds(served, monkeypatch):
         silent.close()
 
 
+@pytest.mark.parametrize("value", ["inf", "1e12", "abc", "0"])
+def test_a_deadline_that_is_none_is_refused_naming_the_setting_alone(monkeypatch, value):
+    """A review: inf overflowed a thread's join (a traceback), and 'abc' was said as "FreqlabError: ..." after the
+    URL, as if the URL were wrong."""
+    monkeypatch.setenv("FREQLAB_REMOTE_TIMEOUT", value)
+    message, _ = one_line(lambda: open_corpus("http://127.0.0.1:9/a.jsonl"))
+    assert message == f"FREQLAB_REMOTE_TIMEOUT={value!r}: expected a positive number of seconds, at most 86,400"
+
+
+def test_a_file_system_that_connects_when_made_names_the_url(monkeypatch):
+    """A review: ftp:// and github:// connect when fsspec makes them; their failure was a bare socket error."""
+    import fsspec.core
+
+    def refuse(url, **options):
+        raise ConnectionRefusedError(111, "Connection refused")
+
+    monkeypatch.setattr(fsspec.core, "url_to_fs", refuse)
+    message, _ = one_line(lambda: open_corpus("ftp://127.0.0.1:9/a.jsonl"))
+    assert message == (
+        "ftp://127.0.0.1:9/a.jsonl: cannot reach (ConnectionRefusedError: [Errno 111] Connection refused); check "
+        "the network"
+    )
+
+
 def test_hub_urls_offline_and_missing_extras(monkeypatch):
     monkeypatch.setenv("HF_HUB_OFFLINE", "1")
     url = "hf://datasets/cerebras/SlimPajama-627B/train/chunk1/*.jsonl.zst"
