@@ -809,8 +809,12 @@ def _apply(model: Any, method: str, first: int, second: int, backend: str, flash
             )
         settings[module] = Setting(method, first, second, rotary, attr, backend, flash_fn, flash_varlen_fn)
     unchanged = _changes_nothing(modules, method, first, second)
-    if unchanged:
-        warnings.warn(f"{type(model).__name__}: {unchanged}: the model runs as without the plan", stacklevel=4)
+    if unchanged:  # the model's own attention, bit for bit in every dtype (a review: the merged form's kernel
+        # rounds otherwise outside float64); applied all the same, so that remove() takes it off
+        warnings.warn(f"{type(model).__name__}: {unchanged}: the model keeps its own attention", stacklevel=4)
+        _restore(model, modules, previous)
+        _PREVIOUS[model] = previous
+        return model
     register()
     _set_implementation(model, method + (FLASH_SUFFIX if backend == "flash" else ""))
     _SETTINGS.update(settings)
@@ -971,12 +975,16 @@ def remove(model: Any) -> Any:
         previous = "sdpa" if getattr(model, "_supports_sdpa", False) else "eager"
     if previous is None:
         raise FreqlabError("no STRING or Self-Extend was applied to this model")
+    _restore(model, _attention_modules(model), previous)
+    return model
+
+
+def _restore(model: Any, modules: list[torch.nn.Module], previous: str) -> None:
+    """The model as it was before any plan: its implementation ``previous``, no hook, no setting."""
     _set_implementation(model, previous)
-    modules = _attention_modules(model)
     _unhook(model, modules)
     for module in modules:
         _SETTINGS.pop(module, None)
         _KEY_OFFSET.pop(module, None)
     for module in model.modules():
         _PASSTHROUGH.pop(module, None)
-    return model

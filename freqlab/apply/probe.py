@@ -31,6 +31,7 @@ import shlex
 import warnings
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
+from numbers import Integral
 from typing import Any
 
 import numpy as np
@@ -308,10 +309,11 @@ def probe(
     The needles of test k at (length, depth) depend only on (seed, length, depth index, k), so two settings
     (stock model, model with a plan) see the same prompts. ``progress(n)`` is called after each batch of n tests.
     """
-    if not 1 <= need <= builder.needles:
+    for name, value in (("need", need), ("trials", trials), ("batch_size", batch_size)):  # 2.5 or "3": a TypeError
+        if isinstance(value, bool) or not isinstance(value, Integral) or value < 1:  # deep inside (a review)
+            raise FreqlabError(f"{name} must be a whole number >= 1, got {brief(value)}")
+    if need > builder.needles:
         raise FreqlabError(f"need must be in 1..{builder.needles}, got {need}")
-    if trials < 1 or batch_size < 1:
-        raise FreqlabError("trials and batch size must be >= 1")
     if not 0.0 < threshold <= 1.0:
         raise FreqlabError(f"threshold must be in (0, 1], got {threshold}")
     lengths, depths = probe_lengths(lengths), tuple(float(d) for d in depths)
@@ -326,6 +328,12 @@ def probe(
                     builder.build(length, depths[i], np.random.default_rng([seed, length, i, k]))  # its error
                 longest_answer = max(longest_answer, sum(len(builder.encode(f" {n},")) for n in numbers))
     max_new_tokens = max_new_tokens or longest_answer + 8
+    limit = getattr(generate, "positions", None)  # a model of learned positions reads none past them
+    if limit is not None and max(lengths) + max_new_tokens > limit:  # refused before any test (a review: IndexError)
+        raise FreqlabError(
+            f"length {max(lengths):,} and up to {max_new_tokens} tokens of answer pass the {limit:,} learned "
+            f"positions of the model, which has none beyond them: test lengths up to {limit - max_new_tokens:,}"
+        )
     passes = np.zeros((len(depths), len(lengths)), dtype=np.int64)
     found = np.zeros_like(passes)
     for j, length in enumerate(lengths):
@@ -384,6 +392,17 @@ class ProbeStopped(FreqlabError):
         self.results = tuple(results)
 
 
+class ProbeInterrupted(KeyboardInterrupt):
+    """Ctrl-C during a later setting of :func:`probe_settings`: a KeyboardInterrupt still, whose ``results`` holds
+    the settings probed in full before it (a review: the stock model's hour of tests was lost with the interrupt).
+    """
+
+    def __init__(self, results: Sequence[ProbeResult]) -> None:
+        done = "; ".join(f"{r.label}: effective length {r.effective_length:,}" for r in results)
+        super().__init__(f"interrupted (probed in full before it: {done})")
+        self.results = tuple(results)
+
+
 def probe_settings(
     model: Any,
     tokenizer: Any,
@@ -402,7 +421,7 @@ def probe_settings(
     ``options``: :func:`probe`'s (trials, need, threshold, batch_size, seed). A plan the model cannot take (a
     model type not tested, unless ``allow_untested``: :func:`freqlab.apply.check_model_type`; a partial rotary) is
     refused before anything runs: each is applied and removed first. A setting that runs out of memory after
-    others were probed raises :class:`ProbeStopped`, which keeps their results.
+    others were probed raises :class:`ProbeStopped`, which keeps their results; Ctrl-C then, :class:`ProbeInterrupted`.
     """
     patch = {"STRING": applied.string, "Self-Extend": applied.self_extend}
     plans = [_plan(plan, patch) for plan in plans]  # a generator is read once, here
@@ -425,6 +444,10 @@ def probe_settings(
                 raise
             done = "; ".join(f"{r.label}: effective length {r.effective_length:,}" for r in results)
             raise ProbeStopped(f"{exc} (probed in full before it: {done})", results) from None
+        except KeyboardInterrupt:
+            if not results:
+                raise
+            raise ProbeInterrupted(results) from None
         finally:
             if name is not None:
                 applied.remove(model)
@@ -528,7 +551,27 @@ def hf_generator(model: Any, tokenizer: Any) -> Generator:
             )
         return tokenizer.batch_decode(out[:, ids.shape[1] :], skip_special_tokens=True)
 
+    generate.positions = _learned_positions(model)  # type: ignore[attr-defined]
     return generate
+
+
+LEARNED_POSITIONS = ("wpe", "embed_positions", "position_embeddings")  # GPT-2, OPT, BERT-like: a table per position
+
+
+def _learned_positions(model: Any) -> int | None:
+    """The positions a model of learned absolute position embeddings has (its ``max_position_embeddings``), None
+    for rotary, ALiBi and other models that read any position.
+    """
+    from freqlab.apply.attention import model_window
+
+    names = {name.rsplit(".", 1)[-1] for name, module in model.named_modules() if hasattr(module, "num_embeddings")}
+    rotary = any(type(m).__name__.endswith("RotaryEmbedding") for m in model.modules())
+    if rotary or not names & set(LEARNED_POSITIONS):
+        return None
+    try:
+        return model_window(model)
+    except FreqlabError:
+        return None
 
 
 def ruler_command(model: str, lengths: Sequence[int], batch_size: int = 1) -> str:

@@ -444,6 +444,16 @@ def check_folder_reachable(out, option: str) -> None:
         raise click.BadParameter(f"{out!r}: {exc.strerror or exc}", param_hint=f"'{option}'") from None
     if blocked:
         raise click.BadParameter(f"{out!r}: {folder} is not a folder", param_hint=f"'{option}'")
+    if folder.is_dir():  # a file made and dropped there (a review: an unwritable folder was found after the work)
+        import tempfile
+
+        try:
+            with tempfile.TemporaryFile(dir=folder):
+                pass
+        except OSError as exc:
+            raise click.BadParameter(
+                f"{out!r}: cannot write in {folder} ({exc.strerror or exc})", param_hint=f"'{option}'"
+            ) from None
 
 
 def check_output_free(

@@ -85,7 +85,7 @@ def _check_before_loading(model_dir: str, plans: list, lengths: str | None, step
             hint = "--string" if name == "STRING" else "--self-extend"
             named = f"L = {L}"  # the message names L already: said once (a review: "L = 512, got 600 (... L = 512)")
             message = str(exc).replace(named, f"{named} (the model's window)", 1) if named in str(exc) else None
-            raise click.BadParameter(message or f"{exc} (the model's window L = {L})", param_hint=f"'{hint}'") from None
+            raise click.BadParameter(message or str(exc), param_hint=f"'{hint}'") from None  # L named where it bears
 
 
 def _depths(text: str) -> list[float]:
@@ -269,8 +269,8 @@ def probe_command(
                 batch_size=batch_size,
                 seed=seed,
             )
-        except p.ProbeStopped as exc:  # the settings probed in full before it are reported, then its error
-            results, stopped = list(exc.results), exc
+        except (p.ProbeStopped, p.ProbeInterrupted) as exc:  # the settings probed in full before it are reported,
+            results, stopped = list(exc.results), exc  # then its error (Ctrl-C: exit 130 all the same)
         else:
             stopped = None
     written, failure = None, None
@@ -290,6 +290,13 @@ def probe_command(
     echo_json(data) if as_json else click.echo(report.report())
     if stopped is not None and failure is not None:  # both said: the figure's on a line of its own first
         click.echo(f"Error: {failure}", err=True)
+    if isinstance(stopped, KeyboardInterrupt):  # as scan ends one: said, and the interrupt's exit status
+        import sys
+
+        from freqlab.errors import exit_status
+
+        click.echo(f"\n{stopped}", err=True)
+        sys.exit(exit_status(stopped))
     if stopped is not None:
         raise stopped
     if failure is not None:

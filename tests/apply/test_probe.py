@@ -216,6 +216,22 @@ def test_probe_refuses_what_it_cannot_measure(builder, lengths, depths, message)
 
 
 @pytest.mark.parametrize(
+    ("options", "message"),
+    [
+        ({"trials": 2.5}, "trials must be a whole number >= 1, got 2.5"),
+        ({"trials": "3"}, "trials must be a whole number >= 1, got '3'"),
+        ({"need": 1.5}, "need must be a whole number >= 1, got 1.5"),
+        ({"batch_size": 0}, "batch_size must be a whole number >= 1, got 0"),
+        ({"need": 5}, r"need must be in 1\.\.4, got 5"),
+    ],
+)
+def test_probe_counts_are_whole_numbers(builder, options, message):
+    """A review: trials=2.5 was a TypeError deep inside, need=1.5 was reported as "need 1.5"."""
+    with pytest.raises(FreqlabError, match=f"^{message}$"):
+        probe(lambda batch, n: [""] * len(batch), builder, [500], [0.5], **options)
+
+
+@pytest.mark.parametrize(
     "plan",
     [
         ("string", (100, 8)),
@@ -274,3 +290,55 @@ def test_the_report_rounds_accuracy_down_and_says_when_every_length_passed():
         "effective length, stock: 2,000 (every tested length passes: at least this; test longer lengths to find the "
         "limit)"
     )
+
+
+def test_a_model_of_learned_positions_is_refused_lengths_whose_answer_passes_them(tokenizer):
+    """A review: GPT-2 (a table of 256 positions) probed at 240 tokens ran its answer past 256: an IndexError's
+    traceback, the lengths tested before it lost. Refused before any test, naming the longest length that fits."""
+    import transformers
+
+    from freqlab.apply.probe import hf_generator, probe_settings
+
+    config = transformers.GPT2Config(n_embd=32, n_layer=1, n_head=2, n_positions=256, vocab_size=len(tokenizer))
+    model = transformers.GPT2LMHeadModel(config).eval()
+    assert hf_generator(model, tokenizer).positions == 256
+    builder = hf_builder(tokenizer)
+    with pytest.raises(FreqlabError, match=r"^length 240 and up to (\d+) tokens of answer pass the 256 learned "):
+        probe_settings(model, tokenizer, builder, [230, 240], [1.0], trials=1)
+    llama = transformers.LlamaConfig(hidden_size=32, intermediate_size=64, num_hidden_layers=1, num_attention_heads=2,
+                                     max_position_embeddings=256, vocab_size=len(tokenizer))  # fmt: skip
+    assert hf_generator(transformers.LlamaForCausalLM(llama), tokenizer).positions is None  # RoPE reads past L
+
+
+def test_ctrl_c_in_a_later_setting_keeps_the_settings_probed_before_it(tokenizer, monkeypatch):
+    """A review: Ctrl-C during the plan's setting lost the stock model's results. It is a KeyboardInterrupt still
+    (the command exits 130 after printing them), carrying the settings probed in full."""
+    import transformers
+
+    import freqlab.apply.probe as probing
+
+    llama = transformers.LlamaConfig(hidden_size=32, intermediate_size=64, num_hidden_layers=1, num_attention_heads=2,
+                                     max_position_embeddings=512, vocab_size=len(tokenizer))  # fmt: skip
+    model = transformers.LlamaForCausalLM(llama).eval()
+    real, calls = probing.probe, []
+
+    def interrupted_second(*args, **kwargs):
+        calls.append(kwargs["label"])
+        if len(calls) == 2:
+            raise KeyboardInterrupt
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(probing, "probe", interrupted_second)
+    builder = hf_builder(tokenizer)
+    with pytest.raises(probing.ProbeInterrupted) as stopped:
+        probing.probe_settings(model, tokenizer, builder, [240], [1.0], plans=[("STRING", (200, 16))], trials=1)
+    assert isinstance(stopped.value, KeyboardInterrupt) and calls == ["stock", "STRING 200,16"]
+    assert [r.label for r in stopped.value.results] == ["stock"]
+    found = stopped.value.results[0].effective_length
+    assert str(stopped.value) == f"interrupted (probed in full before it: stock: effective length {found:,})"
+    assert model.config._attn_implementation != "freqlab_string"  # the plan taken off
+    calls.clear()
+    monkeypatch.setattr(probing, "probe", lambda *a, **k: (_ for _ in ()).throw(KeyboardInterrupt))
+    with pytest.raises(KeyboardInterrupt) as first:  # nothing probed yet: the interrupt as it came
+        probing.probe_settings(model, tokenizer, builder, [240], [1.0], trials=1)
+    assert type(first.value) is KeyboardInterrupt

@@ -19,7 +19,7 @@ def model_dir(tmp_path):
     ("args", "option", "message"),
     [
         (["--string", "100,8"], "--string", "L = 64 (the model's window), got 100"),
-        (["--string", "16,32"], "--string", "(the model's window L = 64)"),
+        (["--string", "16,32"], "--string", "shift S = 16 (STRING needs W << S)\n"),  # L, not its bound, unnamed
         (["--self-extend", "4,1000"], "--self-extend", "0 <= w_n < L = 64"),
         (["--lengths", "0"], "", "--lengths '0': a length in positions must be a positive integer"),
     ],

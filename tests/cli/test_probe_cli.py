@@ -275,3 +275,34 @@ def test_a_setting_out_of_memory_after_others_reports_them_before_its_error(mode
         assert "effective length, stock: 250 (every tested length passes" in result.stdout
         assert "STRING" not in result.stdout
     assert settings[0] == "sdpa" and len(settings) == 2
+
+
+def test_ctrl_c_after_a_setting_prints_it_and_exits_130(model_dir, monkeypatch):
+    """A review: Ctrl-C during the plan's setting printed "interrupted" alone, the stock model's results lost."""
+    from freqlab.apply import probe as p
+
+    settings = []
+
+    def generator(model, tokenizer):  # the stock model reads every needle back; Ctrl-C during the plan's
+        settings.append(model.config._attn_implementation)
+
+        def generate(batch, max_new_tokens):
+            if len(settings) > 1:
+                raise KeyboardInterrupt
+            return [tokenizer.decode(ids) for ids in batch]
+
+        return generate
+
+    monkeypatch.setattr(p, "hf_generator", generator)
+    args = ["--lengths", "240,250", "--depths", "0,1", "--trials", 2, "--string", "32,4", "--json"]
+    result = run("probe", model_dir, *args)
+    assert result.exit_code == 130 and "Traceback" not in result.output
+    data = json.loads(result.stdout)
+    assert [r["label"] for r in data["results"]] == ["stock"]
+    assert data["stopped"] == "interrupted (probed in full before it: stock: effective length 250)"
+
+
+def test_a_figure_in_a_folder_that_takes_no_file_is_refused_before_the_model_loads(tmp_path):
+    """A review: --figure /sys/x.png was refused after every test had run (root may write anywhere but there)."""
+    result = run("probe", tmp_path, "--figure", "/proc/freqlab-probe.png")
+    assert result.exit_code == 2 and "'/proc/freqlab-probe.png': cannot write in /proc (" in result.output
