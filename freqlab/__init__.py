@@ -60,7 +60,7 @@ _EXPORTS.update(
     }
 )
 if TYPE_CHECKING:  # what the lazy table below resolves to, visible to type checkers and IDEs (never run)
-    from freqlab import corpus, frequency, plan, plots, scan, tokenization
+    from freqlab import apply, corpus, frequency, plan, plots, scan, tokenization
     from freqlab.errors import FreqlabError
     from freqlab.frequency import (
         DEFAULT_TAU,
@@ -93,7 +93,7 @@ if TYPE_CHECKING:  # what the lazy table below resolves to, visible to type chec
     from freqlab.sizes import parse_positions, parse_tokens, position_label
 
 # subpackages reachable as attributes after a plain `import freqlab` (freqlab.plots.plot_regimes(...))
-_SUBPACKAGES = ("corpus", "frequency", "plan", "plots", "scan", "tokenization")
+_SUBPACKAGES = ("apply", "corpus", "frequency", "plan", "plots", "scan", "tokenization")
 
 # old name -> (what it is now, as a dotted path): kept for one release, each look-up warns (freqlab.deprecation)
 _RENAMED = {

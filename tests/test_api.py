@@ -2,6 +2,8 @@
 
 import ast
 import importlib
+import subprocess
+import sys
 from decimal import Decimal
 from fractions import Fraction
 from pathlib import Path
@@ -29,6 +31,13 @@ def test_every_lazy_name_is_visible_to_type_checkers():
 def test_every_lazy_name_resolves_to_the_object_of_its_module():
     for name, module in freqlab._EXPORTS.items():
         assert getattr(freqlab, name) is getattr(importlib.import_module(module), name)
+
+
+def test_every_subpackage_is_an_attribute_after_a_plain_import_without_importing_torch():
+    """A review: freqlab.plots was, freqlab.apply an AttributeError until `import freqlab.apply`."""
+    code = "import sys, freqlab; freqlab.apply.string; print('torch' in sys.modules, freqlab.plots.__name__)"
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
+    assert out == "False freqlab.plots\n"
 
 
 def test_the_package_ships_its_type_hints():

@@ -39,7 +39,7 @@ from freqlab.corpus.fields import DEFAULT_TOKENS_FIELD, Fields
 from freqlab.corpus.file_discovery import DataFile, FileChanged, stat_file
 from freqlab.corpus.presets import PRESETS
 from freqlab.corpus.remote_files import is_url, offline_variable  # offline_variable: kept for import compatibility
-from freqlab.errors import FreqlabError
+from freqlab.errors import FreqlabError, brief_line
 from freqlab.paths import expand_home
 
 MAX_SHARDS = 256
@@ -56,20 +56,36 @@ TYPE_GUESS_NOTE = (
 )
 
 
-def _hint(dataset: str) -> str:
+def _hint(dataset: str, data_files: bool = False) -> str:
     """How to scan local copies instead: with the matching preset's field mapping when there is one."""
     preset = next((p.name for p in PRESETS.values() if p.id == dataset), None)
     if preset is not None:
         return f"to scan local copies of its files use --dataset {preset} --data-files 'PATH/OR/GLOB'"
+    if data_files:  # a review: the hint repeated the option given (beside a Hub id, files inside its repository)
+        return (
+            "beside a Hub dataset id, --data-files name files inside its repository: to scan local files, give "
+            "them as --dataset PATH (or --dataset json/parquet --data-files 'PATH/OR/GLOB')"
+        )
     return "to scan local copies of its files use --data-files 'PATH/OR/GLOB' (with --text-field if not 'text')"
 
 
-def probe_hub(dataset: str, timeout: float = PROBE_TIMEOUT) -> str | None:
+def probe_hub(dataset: str, timeout: float = PROBE_TIMEOUT, data_files: bool = False) -> str | None:
     """Raise FreqlabError (one line, within ~``timeout`` s) unless the Hub is reachable and has ``dataset``; its
     revision (the commit the Hub serves now) when it says, which checkpoints of its shards record.
+    ``data_files``: whether --data-files were given (the hint then says what they mean beside a Hub id).
     """
+    from huggingface_hub.errors import HFValidationError
+    from huggingface_hub.utils import validate_repo_id
+
+    try:  # a name no dataset can have is said so, never blamed on the network (a review)
+        validate_repo_id(dataset)
+    except HFValidationError as exc:
+        raise FreqlabError(
+            f"{dataset}: no local file or folder, preset or Hugging Face dataset id ({brief_line(str(exc), 160)})"
+        ) from None
+    hint = _hint(dataset, data_files)
     if (variable := offline_variable()) is not None:
-        raise FreqlabError(f"{dataset}: Hugging Face Hub access is off ({variable}=1); {_hint(dataset)}")
+        raise FreqlabError(f"{dataset}: Hugging Face Hub access is off ({variable}=1); {hint}")
     outcome: list[BaseException | None] = []
     revision: list[str | None] = []
 
@@ -89,7 +105,7 @@ def probe_hub(dataset: str, timeout: float = PROBE_TIMEOUT) -> str | None:
     thread.start()
     thread.join(timeout + 0.5)
     if not outcome:
-        raise FreqlabError(f"{dataset}: the Hugging Face Hub did not answer within {timeout:g} s; {_hint(dataset)}")
+        raise FreqlabError(f"{dataset}: the Hugging Face Hub did not answer within {timeout:g} s; {hint}")
     error = outcome[0]
     if error is None:
         return revision[0] if revision and isinstance(revision[0], str) else None
@@ -104,7 +120,7 @@ def probe_hub(dataset: str, timeout: float = PROBE_TIMEOUT) -> str | None:
         )
     what = "HTTP error" if isinstance(error, HfHubHTTPError) else "network error"
     detail = describe_error(error)
-    raise FreqlabError(f"{dataset}: cannot reach the Hugging Face Hub ({what}: {detail}); {_hint(dataset)}")
+    raise FreqlabError(f"{dataset}: cannot reach the Hugging Face Hub ({what}: {detail}); {hint}")
 
 
 def _quiet_datasets() -> None:
@@ -300,7 +316,7 @@ def streamed_corpus(
             raise FreqlabError(f"{dataset}: the {dataset!r} builder reads local files: pass them with --data-files")
         data_files = expand_data_files(data_files)
     else:
-        revision = probe_hub(dataset)
+        revision = probe_hub(dataset, data_files=bool(data_files))
     files = tuple(data_files) if data_files else None
     stream = _stream(dataset, config, split, files)
     count = max(1, min(stream.num_shards, MAX_SHARDS))

@@ -57,6 +57,19 @@ def test_offline_switch_fails_at_once_naming_the_dataset(monkeypatch):
     assert "--data-files" in message
 
 
+def test_a_name_no_dataset_can_have_and_hub_data_files_are_said_so_not_blamed_on_the_network(monkeypatch):
+    """A review: 'data:text/plain,abc' was "cannot reach the Hugging Face Hub (network error: HFValidationError...)",
+    and a Hub id with --data-files offline was told to use --data-files."""
+    monkeypatch.setenv("HF_HUB_OFFLINE", "1")
+    message = _fails_fast(lambda: open_corpus("data:text/plain,abc"), seconds=1.0)
+    assert message.startswith("data:text/plain,abc: no local file or folder, preset or Hugging Face dataset id (Repo")
+    message = _fails_fast(lambda: open_corpus("someone/some-corpus", data_files=["srv/a.jsonl"]), seconds=1.0)
+    assert message.endswith(
+        "beside a Hub dataset id, --data-files name files inside its repository: to scan local files, give them as "
+        "--dataset PATH (or --dataset json/parquet --data-files 'PATH/OR/GLOB')"
+    )
+
+
 @pytest.fixture
 def silent_endpoint(monkeypatch, no_offline_switch):
     """An HTTP endpoint that accepts connections and never answers (a hung proxy, a dead route)."""
@@ -200,7 +213,7 @@ def test_hub_dataset_is_streamed_with_load_dataset(tmp_path, records, monkeypatc
         calls.append((path, name, kwargs))
         return local_stream
 
-    monkeypatch.setattr(hub, "probe_hub", lambda dataset: calls.append(("probe", dataset)))
+    monkeypatch.setattr(hub, "probe_hub", lambda dataset, **_: calls.append(("probe", dataset)))
     monkeypatch.setattr(datasets, "load_dataset", fake_load_dataset)
     hub._stream.cache_clear()
     try:
@@ -215,7 +228,7 @@ def test_hub_dataset_is_streamed_with_load_dataset(tmp_path, records, monkeypatc
     assert corpus.has_sources
     assert [s.id for s in corpus.shards] == [f"DKYoon/SlimPajama-6B:validation:{i:03d}-of-003" for i in range(3)]
     # checkpoints of a Hub stream record the revision the probe found: another revision is recounted on --resume
-    monkeypatch.setattr(hub, "probe_hub", lambda dataset: "0123abcd")
+    monkeypatch.setattr(hub, "probe_hub", lambda dataset, **_: "0123abcd")
     monkeypatch.setattr(datasets, "load_dataset", fake_load_dataset)
     hub._stream.cache_clear()
     try:
