@@ -248,7 +248,7 @@ class ProbeReport:
             )
         for r in self.results:
             E = r.effective_length
-            text = f"{E:,}" if E else f"below the shortest tested length ({lengths[0]:,})"
+            text = _effective_text(E, lengths)
             extra = f" (a longer length passes again: {r.largest_passing:,})" if r.largest_passing > E else ""
             if E and lengths[-1] == E:  # a review: read as the model's limit, where it is only the probe's
                 extra = " (every tested length passes: at least this; test longer lengths to find the limit)"
@@ -330,9 +330,15 @@ def probe(
     max_new_tokens = max_new_tokens or longest_answer + 8
     limit = getattr(generate, "positions", None)  # a model of learned positions reads none past them
     if limit is not None and max(lengths) + max_new_tokens > limit:  # refused before any test (a review: IndexError)
+        fits = limit - max_new_tokens
+        advice = (
+            f"test lengths up to {fits:,}"
+            if fits >= builder.minimum_length()
+            else f"no test fits (the shortest prompt takes {builder.minimum_length():,} tokens)"
+        )
         raise FreqlabError(
             f"length {max(lengths):,} and up to {max_new_tokens} tokens of answer pass the {limit:,} learned "
-            f"positions of the model, which has none beyond them: test lengths up to {limit - max_new_tokens:,}"
+            f"positions of the model, which has none beyond them: {advice}"
         )
     passes = np.zeros((len(depths), len(lengths)), dtype=np.int64)
     found = np.zeros_like(passes)
@@ -382,6 +388,16 @@ def _first_line(exc: BaseException) -> str:
     return (str(exc).strip().splitlines() or [type(exc).__name__])[0][:200]
 
 
+def _effective_text(E: int, lengths: Sequence[int]) -> str:
+    """An effective length as the report says it (0: none of the tested lengths)."""
+    return f"{E:,}" if E else f"below the shortest tested length ({lengths[0]:,})"
+
+
+def _done(results: Sequence[ProbeResult]) -> str:
+    """The settings probed in full, as a stopped probe's message names them."""
+    return "; ".join(f"{r.label}: effective length {_effective_text(r.effective_length, r.lengths)}" for r in results)
+
+
 class ProbeStopped(FreqlabError):
     """A :func:`probe_settings` run that ran out of memory in a later setting: ``results`` holds the settings
     probed in full before it (hours of tests on a long model), which the message names too.
@@ -398,8 +414,7 @@ class ProbeInterrupted(KeyboardInterrupt):
     """
 
     def __init__(self, results: Sequence[ProbeResult]) -> None:
-        done = "; ".join(f"{r.label}: effective length {r.effective_length:,}" for r in results)
-        super().__init__(f"interrupted (probed in full before it: {done})")
+        super().__init__(f"interrupted (probed in full before it: {_done(results)})")
         self.results = tuple(results)
 
 
@@ -442,8 +457,7 @@ def probe_settings(
         except FreqlabError as exc:  # out of memory mid-probe (the only error after the checks): a review, the
             if not results:  # settings probed before it were lost with it
                 raise
-            done = "; ".join(f"{r.label}: effective length {r.effective_length:,}" for r in results)
-            raise ProbeStopped(f"{exc} (probed in full before it: {done})", results) from None
+            raise ProbeStopped(f"{exc} (probed in full before it: {_done(results)})", results) from None
         except KeyboardInterrupt:
             if not results:
                 raise
@@ -541,14 +555,23 @@ def hf_generator(model: Any, tokenizer: Any) -> Generator:
 
     def generate(batch: list[list[int]], max_new_tokens: int) -> list[str]:
         ids = torch.tensor(batch, device=model.device)
-        with torch.no_grad():
-            out = model.generate(
-                ids,
-                attention_mask=torch.ones_like(ids),
-                max_new_tokens=max_new_tokens,
-                do_sample=False,
-                pad_token_id=pad,
-            )
+        try:
+            with torch.no_grad():
+                out = model.generate(
+                    ids,
+                    attention_mask=torch.ones_like(ids),
+                    max_new_tokens=max_new_tokens,
+                    do_sample=False,
+                    pad_token_id=pad,
+                )
+        except (IndexError, RuntimeError) as exc:  # a table of positions (CodeGen's sin/cos, MPT's ALiBi) run past
+            window = None if _out_of_memory(exc) else _window_or_none(model)
+            if window is None or ids.shape[1] + max_new_tokens <= window:
+                raise
+            raise FreqlabError(
+                f"length {ids.shape[1]:,} and up to {max_new_tokens} tokens of answer pass the {window:,} positions "
+                f"of {type(model).__name__}, which read none beyond them ({type(exc).__name__}: {_first_line(exc)})"
+            ) from None
         return tokenizer.batch_decode(out[:, ids.shape[1] :], skip_special_tokens=True)
 
     generate.positions = _learned_positions(model)  # type: ignore[attr-defined]
@@ -562,12 +585,14 @@ def _learned_positions(model: Any) -> int | None:
     """The positions a model of learned absolute position embeddings has (its ``max_position_embeddings``), None
     for rotary, ALiBi and other models that read any position.
     """
-    from freqlab.apply.attention import model_window
-
     names = {name.rsplit(".", 1)[-1] for name, module in model.named_modules() if hasattr(module, "num_embeddings")}
     rotary = any(type(m).__name__.endswith("RotaryEmbedding") for m in model.modules())
-    if rotary or not names & set(LEARNED_POSITIONS):
-        return None
+    return None if rotary or not names & set(LEARNED_POSITIONS) else _window_or_none(model)
+
+
+def _window_or_none(model: Any) -> int | None:
+    from freqlab.apply.attention import model_window
+
     try:
         return model_window(model)
     except FreqlabError:

@@ -343,6 +343,8 @@ def megatron_settings(data_path, megatron_seed, megatron_split, reset_attention_
 
     if data_path is not None and not data_path.strip():
         raise click.BadParameter("names no index; leave it out to read the scanned one", param_hint="'--data-path'")
+    if train_samples is not None and epochs is not None:  # MegatronOptions names them as Python does (a review)
+        raise click.UsageError("--train-samples and --epochs: give one (Megatron sizes its training by one of them)")
     options = MegatronOptions(
         data_path or "", megatron_seed, megatron_split, reset_attention_mask, train_samples, epochs
     )

@@ -68,6 +68,7 @@ from freqlab.plan.string import (
 )
 from freqlab.plan.upsample import DEFAULT_MAX_UPWEIGHT, PACKINGS, plan_upsample, plan_upsample_schedule, receiving_stage
 from freqlab.plan.well_trained import well_trained_range
+from freqlab.sizes import MAX_POSITIONS
 
 
 @click.group("plan")
@@ -202,7 +203,9 @@ def _schedule_files(schedule) -> list[str]:
     default=None,
     help="Well-trained range N* [default: from the frequency, else 2/3 of L].",
 )
-@click.option("--group", "G", type=click.IntRange(min=1), default=None, help="Evaluate this group size G ...")
+@click.option(
+    "--group", "G", type=click.IntRange(min=1, max=MAX_POSITIONS), default=None, help="Evaluate this group size G ..."
+)
 @click.option("--window", "w_n", type=POSITIONS.within(0), default=None, help="... with this neighbour window.")
 @click.option("--min-window", type=POSITIONS, default=None, help="Smallest w_n [default: L/8, at least 1].")
 @click.option("--max-window", type=POSITIONS, default=None, help="Largest w_n [default: L/4].")

@@ -85,6 +85,11 @@ def frequency_inputs(
     _refuse_options_that_set_nothing(hist, schedule)
     if schedule:
         sf = schedule_frequency(load_schedule(schedule, histogram=hist, weights=weights))
+        if L is not None and sf.window != L:  # the planners' error named no option (a review)
+            raise click.BadParameter(
+                f"{L:,}, but the schedule's longest window is {sf.window:,}: leave --L out, or give {sf.window:,}",
+                param_hint="'--L'",
+            )
         return (sf.window if L is None else L), {**inputs, "schedule": sf}, {}
     L = default_L if L is None else L
     if L is None:

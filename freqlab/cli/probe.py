@@ -18,6 +18,10 @@ from freqlab.cli.options import (
     json_option,
 )
 
+# a needle's answer, " 123456,", is at most 8 tokens (a token holds a character or more): the probe's answers take
+# at most 8 per needle and 8 more (freqlab.apply.probe.probe's max_new_tokens)
+ANSWER_TOKENS_PER_NEEDLE = 8
+
 
 def _pair(value: str | None, names: str, option: str) -> tuple[int, int] | None:
     if value is None:
@@ -109,7 +113,8 @@ def _depths(text: str) -> list[float]:
     "--max-length",
     type=POSITIONS,
     default=None,
-    help="Longest default length [default: the model's max_position_embeddings].",
+    help="Longest default length [default: the model's max_position_embeddings; with learned positions (GPT-2), "
+    "less the longest answer, 8 tokens per needle and 8 more].",
 )
 @click.option("--steps", type=COUNT, default=8, show_default=True, help="Number of default lengths.")
 @click.option(
@@ -229,7 +234,10 @@ def probe_command(
     _check_before_loading(model_dir, plans, lengths, steps, allow_untested)
     model, tokenizer = p.load_model(model_dir, dtype, device, attn_implementation)
     config = model.config.get_text_config()
-    length_list = _lengths(lengths, max_length or config.max_position_embeddings, steps)
+    longest = config.max_position_embeddings
+    if (positions := p.hf_generator(model, tokenizer).positions) is not None:  # learned: the answer within them too
+        longest = positions - ANSWER_TOKENS_PER_NEEDLE * needles - 8  # (a review: the defaults were refused)
+    length_list = _lengths(lengths, max_length or longest, steps)
     from freqlab.apply.attention import model_window
 
     window = model_window(model)  # max_position_embeddings, or what a YaRN, llama3 or LongRoPE block scales it to

@@ -11,6 +11,7 @@ from collections.abc import Iterable
 import click
 
 from freqlab.cli.options import WEIGHTS_HELP, weights_option  # noqa: F401  (importable from here as before)
+from freqlab.display import counted
 from freqlab.errors import FreqlabError
 from freqlab.frequency.budget import Budget
 from freqlab.frequency.mixture import (
@@ -58,12 +59,12 @@ def histogram_line(path, h: LengthHistogram, info: MixtureInfo | None) -> str:
     holds (integer epochs) or that the mix is a distribution (shares: its counts are scaled, not documents).
     """
     corpus = h if info is None or info.corpus is None else info.corpus
-    counts = f"{corpus.documents:,} documents, {corpus.tokens:,} tokens"
+    counts = f"{counted(corpus.documents, 'document')}, {counted(corpus.tokens, 'token')}"
     line = printable(f"{path}: {counts} ({corpus.corpus or 'unnamed corpus'})")
     if info is None:
         return line
     if info.exact:
-        return line + f"; one pass of the mix: {h.documents:,} documents, {h.tokens:,} tokens"
+        return line + f"; one pass of the mix: {counted(h.documents, 'document')}, {counted(h.tokens, 'token')}"
     unit = "shares" if info.mixture.unit == "share" else "epochs that are not whole"
     return line + f"; the mix weights them by {unit} (its counts are scaled, see below)"
 

@@ -33,7 +33,6 @@ import stat
 import struct
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
-from itertools import product
 
 import numpy as np
 
@@ -209,15 +208,15 @@ def sum_sequences(bounds: np.ndarray, sequence_lengths: np.ndarray, out: np.ndar
 
 def beside(path: str, suffix: str) -> str | None:
     """The other file of a Megatron pair beside ``path`` (``suffix``: ``".bin"`` beside an index, ``".idx"``
-    beside tokens), its suffix in any case: in ``path``'s own first (``x.IDX`` pairs with ``x.BIN``), then lower
-    case, then any; None when there is none.
+    beside tokens): its suffix in ``path``'s own case first (``x.IDX`` pairs with ``x.BIN``), then lower, then upper
+    case; None when there is none (two or three look-ups: a folder of many lit-gpt chunks asks for each).
 
     Megatron writes ``PREFIX.idx`` and ``PREFIX.bin``; a review found ``x.IDX`` counted from another file's ``x.idx``.
     """
     prefix, own = os.path.splitext(path)
     same_case = "".join(s.upper() if o.isupper() else s for o, s in zip(own, suffix, strict=False))
-    any_case = ("".join(letters) for letters in product(*zip(suffix, suffix.upper(), strict=True)))
-    return next((prefix + c for c in dict.fromkeys([same_case, suffix, *any_case]) if os.path.exists(prefix + c)), None)
+    candidates = dict.fromkeys([same_case, suffix, suffix.upper()])
+    return next((prefix + c for c in candidates if os.path.exists(prefix + c)), None)
 
 
 def read_index(idx_path: str) -> MegatronIndex:

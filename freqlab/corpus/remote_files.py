@@ -171,9 +171,10 @@ def filesystem(url: str):
     module, install = BACKENDS.get(protocol, (None, ""))
     if protocol == "hf" and (variable := offline_variable()) is not None:
         raise FreqlabError(f"{url}: Hugging Face Hub access is off ({variable}=1)")
-    options = _storage_options(protocol)  # its errors are the user's settings, not the URL's
     try:
-        return fsspec.core.url_to_fs(url, **options)
+        return fsspec.core.url_to_fs(url, **_storage_options(protocol))
+    except FreqlabError:  # the user's settings (FREQLAB_REMOTE_TIMEOUT), not the URL's: said alone
+        raise
     except ImportError as exc:
         needed = f"{install}" if module else "the fsspec implementation of this protocol"
         raise FreqlabError(f"{url}: reading {protocol}:// needs {needed} ({describe_error(exc)})") from None

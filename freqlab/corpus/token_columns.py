@@ -117,8 +117,11 @@ def _wrong_type(column: pa.Array, kind: str, row: Callable[[int], str], expected
     ``[1.5]`` was blamed on row 1). Rows of integers that Arrow read as doubles pass; the first row when all pass.
     """
     values = column.to_pylist()  # an error's path: Python objects are fine
-    if isinstance(column.type, getattr(pa, "JsonType", ())):  # JSON of mixed types: each row its JSON text
+    json_type = getattr(pa, "JsonType", ())  # JSON of mixed types: each row, or each id of a list, its JSON text
+    if isinstance(column.type, json_type):
         values = [None if v is None else json.loads(v) for v in values]
+    elif isinstance(getattr(column.type, "value_type", None), json_type):  # a review: ["x"] among [1, 2]
+        values = [None if v is None else [None if i is None else json.loads(i) for i in v] for v in values]
     fits = _is_id if kind == "length" else lambda v: isinstance(v, list) and all(i is None or _is_id(i) for i in v)
     present = [k for k, v in enumerate(values) if v is not None] or [0]
     k = next((k for k in present if not fits(values[k])), present[0])

@@ -206,15 +206,17 @@ class Calibration(Displayed):
         return ["point", "E", "tokens", "tau = f_T(E)", "allows tau in"], rows
 
     def _range(self) -> str:
-        """:attr:`range` as the points' intervals are written: ``(low, high]`` rounded outward, ``low .. high`` when
-        every point is given as its occurrences (a review: "range 447M .. 447M" beside rows allowing (446M, 447M]).
+        """:attr:`range` as the points' intervals are written: ``(low, high]`` rounded outward (``[low`` where a point
+        given as its occurrences sets it), ``low .. high`` when every point is (a review: "range 447M .. 447M"
+        beside rows allowing (446M, 447M]).
         """
         from freqlab.frequency.regime_table import human_count
 
         low, high = self.range
         if all(p.tokens is None for p in self.points):
             return f"{human_count(low)} .. {human_count(high)}"
-        return f"({human_count(low, down=True)}, {human_count(high, up=True)}]"
+        given = any(p.tokens is None and p.tau_low == low for p in self.points)  # allows its own value: low included
+        return f"{'[' if given else '('}{human_count(low, down=True)}, {human_count(high, up=True)}]"
 
     def estimate_lines(self) -> list[str]:
         """The pooled estimate and its uncertainty, as the command line prints them."""

@@ -334,11 +334,27 @@ def test_ctrl_c_in_a_later_setting_keeps_the_settings_probed_before_it(tokenizer
         probing.probe_settings(model, tokenizer, builder, [240], [1.0], plans=[("STRING", (200, 16))], trials=1)
     assert isinstance(stopped.value, KeyboardInterrupt) and calls == ["stock", "STRING 200,16"]
     assert [r.label for r in stopped.value.results] == ["stock"]
-    found = stopped.value.results[0].effective_length
-    assert str(stopped.value) == f"interrupted (probed in full before it: stock: effective length {found:,})"
+    found = stopped.value.results[0].effective_length  # a random model's: none, said as the report says it
+    said = f"{found:,}" if found else "below the shortest tested length (240)"
+    assert str(stopped.value) == f"interrupted (probed in full before it: stock: effective length {said})"
     assert model.config._attn_implementation != "freqlab_string"  # the plan taken off
     calls.clear()
     monkeypatch.setattr(probing, "probe", lambda *a, **k: (_ for _ in ()).throw(KeyboardInterrupt))
     with pytest.raises(KeyboardInterrupt) as first:  # nothing probed yet: the interrupt as it came
         probing.probe_settings(model, tokenizer, builder, [240], [1.0], trials=1)
     assert type(first.value) is KeyboardInterrupt
+
+
+def test_a_table_of_positions_found_while_generating_is_one_line_naming_them(tokenizer):
+    """An adversary: CodeGen's rotary embedding reads a fixed sin/cos table of 256 positions: an IndexError's
+    traceback past them. A failure past the model's positions (not out of memory) names them."""
+    import transformers
+
+    from freqlab.apply.probe import hf_generator
+
+    config = transformers.CodeGenConfig(n_embd=32, n_layer=1, n_head=2, rotary_dim=8, n_positions=256,
+                                        n_ctx=256, vocab_size=len(tokenizer))  # fmt: skip
+    generate = hf_generator(transformers.CodeGenForCausalLM(config).eval(), tokenizer)
+    assert generate.positions is None and len(generate([[5] * 200], 4)) == 1  # within its table: runs
+    with pytest.raises(FreqlabError, match=r"^length 250 and up to 8 tokens of answer pass the 256 positions of Co"):
+        generate([[5] * 250], 8)

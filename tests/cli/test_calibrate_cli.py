@@ -30,6 +30,9 @@ def test_a_file_of_no_rows_is_named_and_a_measured_range_written_as_its_rows_int
     result = run("calibrate", "runs.csv", "--hist", "h.parquet", "--L", "2K")
     # f_T(E) = T (2048 - E) / 2048: (312.5B, 375B] and (250B, 500B]; the range (250B, 500B] as they are written
     assert "step" not in result.output and "range (250B, 500B]" in result.output, result.output
+    (tmp_path / "mixed.csv").write_text("label,effective_length,tokens,occurrences\na,1280,,50B\nb,1280,1T,\n")
+    result = run("calibrate", "mixed.csv", "--hist", "h.parquet", "--L", "2K")  # a allows 50B itself
+    assert "range [50B, 375B]" in result.output, result.output
 
 
 def test_a_runs_file_is_fitted_and_written(tmp_path, monkeypatch):

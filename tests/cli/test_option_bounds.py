@@ -158,6 +158,10 @@ def test_megatron_numbers_at_the_edges_are_usage_errors(megatron_idx):
         run(*scan, "--train-samples", "1e30"), 2, f"Invalid value for '--train-samples': '1e30' is not in 1..{bound}"
     )
     one_line(run(*scan, "--epochs", "1e30"), 2, f"Invalid value for '--epochs': '1e30' is not in 1..{bound}")
+    both = "--train-samples and --epochs: give one (Megatron sizes its training by one of them)"  # not Python names
+    one_line(run(*scan, "--epochs", "2", "--train-samples", "5"), 2, both)
+    group = run("plan", "self-extend", "--L", "4K", "--extend-to", "16K", "--group", "2000000000", "--window", "8")
+    one_line(group, 2, "Invalid value for '--group': 2000000000 is not in the range 1<=x<=1073741824.")  # as 0 is
     usage = "split (--megatron-split) must be up to three non-negative weights like 969,30,1, got "
     one_line(run(*scan, "--megatron-split", "1..2"), 2, usage + "'1..2'")
     one_line(run(*scan, "--megatron-split", "1,.,2"), 2, usage + "'1,.,2'")

@@ -306,3 +306,15 @@ def test_a_figure_in_a_folder_that_takes_no_file_is_refused_before_the_model_loa
     """A review: --figure /sys/x.png was refused after every test had run (root may write anywhere but there)."""
     result = run("probe", tmp_path, "--figure", "/proc/freqlab-probe.png")
     assert result.exit_code == 2 and "'/proc/freqlab-probe.png': cannot write in /proc (" in result.output
+
+
+def test_the_default_lengths_of_a_model_of_learned_positions_leave_room_for_the_answer(tmp_path):
+    """An adversary: GPT-2's defaults (up to max_position_embeddings) were refused: the answer passed its 512
+    learned positions. They stop 8 tokens per needle and 8 more before them."""
+    import transformers
+
+    config = transformers.GPT2Config(n_embd=32, n_layer=1, n_head=2, n_positions=512, vocab_size=len(tiny_tokenizer()))
+    model_dir = save_tiny_model(tmp_path / "gpt2", transformers.GPT2LMHeadModel(config))
+    result = run("probe", model_dir, "--steps", 2, "--trials", 1, "--depths", 1, "--json")
+    assert result.exit_code == 0, result.output
+    assert json.loads(result.stdout)["results"][0]["lengths"] == [236, 472]  # 512 - 4 x 8 - 8 = 472

@@ -106,3 +106,6 @@ def test_a_wrongly_typed_column_names_the_row_that_typed_it_and_its_value():
         mixed = pa.array(["[1,2]", None, '"oops"'], pa.json_())
         with pytest.raises(FreqlabError, match=r"^f:row 3: the token column holds extension<arrow\.json>, .*: 'oops'$"):
             column_lengths(mixed, "tokens", row_name)
+        ids = pa.ListArray.from_arrays([0, 2, 3, 4], pa.array(["1", "2", "3", '"x"'], pa.json_()))  # each id's JSON
+        with pytest.raises(FreqlabError, match=r"^f:row 3: .*: \['x'\]$"):
+            column_lengths(ids, "tokens", row_name)
