@@ -574,14 +574,14 @@ def hf_generator(model: Any, tokenizer: Any) -> Generator:
             ) from None
         return tokenizer.batch_decode(out[:, ids.shape[1] :], skip_special_tokens=True)
 
-    generate.positions = _learned_positions(model)  # type: ignore[attr-defined]
+    generate.positions = learned_positions(model)  # type: ignore[attr-defined]
     return generate
 
 
 LEARNED_POSITIONS = ("wpe", "embed_positions", "position_embeddings")  # GPT-2, OPT, BERT-like: a table per position
 
 
-def _learned_positions(model: Any) -> int | None:
+def learned_positions(model: Any) -> int | None:
     """The positions a model of learned absolute position embeddings has (its ``max_position_embeddings``), None
     for rotary, ALiBi and other models that read any position.
     """

@@ -235,7 +235,7 @@ def probe_command(
     model, tokenizer = p.load_model(model_dir, dtype, device, attn_implementation)
     config = model.config.get_text_config()
     longest = config.max_position_embeddings
-    if (positions := p.hf_generator(model, tokenizer).positions) is not None:  # learned: the answer within them too
+    if (positions := p.learned_positions(model)) is not None:  # learned: the answer within them too
         longest = positions - ANSWER_TOKENS_PER_NEEDLE * needles - 8  # (a review: the defaults were refused)
     length_list = _lengths(lengths, max_length or longest, steps)
     from freqlab.apply.attention import model_window

@@ -364,7 +364,7 @@ def test_rope_takes_the_window_and_the_effective_length_from_a_schedule(hist, tm
     data = json.loads(result.output)
     assert data["L"] == 4096 and data["plans"][0]["factor"] == 4.0  # 16384 / the longest stage window
     assert data["plans"][0]["E_rule"].startswith("predicted N*, schedule rule: positions 0..")
-    assert run("plan", "rope", "--schedule", schedule, "--L", 2048, "--target", 16384).exit_code == 1
+    assert run("plan", "rope", "--schedule", schedule, "--L", 2048, "--target", 16384).exit_code == 2  # usage
     assert run("plan", "rope", "--target", 16384).exit_code == 2
 
 
