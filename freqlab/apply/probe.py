@@ -50,6 +50,9 @@ QUERY = "\nWhat are the magic numbers mentioned in the provided text? The number
 DEFAULT_DEPTHS: tuple[float, ...] = (0.0, 0.25, 0.5, 0.75, 1.0)
 DEFAULT_THRESHOLD = 0.5
 NEEDLES, NEED = 4, 2  # the paper: 4 needles, at least 2 retrieved
+ANSWER_MARGIN = 8  # tokens generated past the longest answer a test's needles take
+# a needle's answer, " 123456,", is at most 8 tokens (a token holds a character or more): a bound on the answers
+ANSWER_TOKENS_PER_NEEDLE = 8
 
 
 @dataclass(frozen=True)
@@ -327,7 +330,7 @@ def probe(
                 if length < len(builder.head) + sum(map(len, needle_ids)) + len(builder.query):
                     builder.build(length, depths[i], np.random.default_rng([seed, length, i, k]))  # its error
                 longest_answer = max(longest_answer, sum(len(builder.encode(f" {n},")) for n in numbers))
-    max_new_tokens = max_new_tokens or longest_answer + 8
+    max_new_tokens = max_new_tokens or longest_answer + ANSWER_MARGIN
     limit = getattr(generate, "positions", None)  # a model of learned positions reads none past them
     if limit is not None and max(lengths) + max_new_tokens > limit:  # refused before any test (a review: IndexError)
         fits = limit - max_new_tokens

@@ -18,10 +18,6 @@ from freqlab.cli.options import (
     json_option,
 )
 
-# a needle's answer, " 123456,", is at most 8 tokens (a token holds a character or more): the probe's answers take
-# at most 8 per needle and 8 more (freqlab.apply.probe.probe's max_new_tokens)
-ANSWER_TOKENS_PER_NEEDLE = 8
-
 
 def _pair(value: str | None, names: str, option: str) -> tuple[int, int] | None:
     if value is None:
@@ -236,7 +232,7 @@ def probe_command(
     config = model.config.get_text_config()
     longest = config.max_position_embeddings
     if (positions := p.learned_positions(model)) is not None:  # learned: the answer within them too
-        longest = positions - ANSWER_TOKENS_PER_NEEDLE * needles - 8  # (a review: the defaults were refused)
+        longest = positions - p.ANSWER_TOKENS_PER_NEEDLE * needles - p.ANSWER_MARGIN  # (the defaults were refused)
     length_list = _lengths(lengths, max_length or longest, steps)
     from freqlab.apply.attention import model_window
 
