@@ -88,7 +88,11 @@ def calibrate_command(ctx, file, hist, regime, L, out, as_json):
         points, source = PAPER_POINTS, "built-in example: STRING (An et al., ICLR 2025) Sec. 3, Fig. 2b"
     else:
         base = Path(file).parent
-        points = [point_from_record(r, hist=hist, regime=regime, L=L, base=base) for r in read_records(file)]
+        frequencies: dict = {}  # f of each histogram file, window and regime, computed once for all the rows
+        points = [
+            point_from_record(r, hist=hist, regime=regime, L=L, base=base, frequencies=frequencies)
+            for r in read_records(file)
+        ]
         if not points:  # a review: "no calibration points" named no file
             raise FreqlabError(f"{file}: no calibration points (it holds no rows)")
         source = file

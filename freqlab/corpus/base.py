@@ -304,6 +304,11 @@ def changed_message(path: str, exc: BaseException) -> str:
     )
 
 
+def changed_while_read(exc: FileChanged) -> FreqlabError:
+    """The one-line error of a file found changed while read outside a scan (a corpus's opening checks, a replay)."""
+    return FreqlabError(f"{exc.path} changed while it was being read ({exc}); run again once it is written")
+
+
 def describe_error(exc: BaseException) -> str:
     """``Type: first line of the message`` (``Type`` alone when the message is empty), for one-line errors."""
     message = str(exc).strip()

@@ -17,6 +17,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from freqlab.corpus.base import FileChanged, changed_while_read
 from freqlab.corpus.registry import register
 from freqlab.corpus.token_files import (
     IndexedTokenShard,
@@ -24,6 +25,8 @@ from freqlab.corpus.token_files import (
     TokenFileFormat,
     batched_ranges,
     lengths_from_ends,
+    read_chunks,
+    tokens_at,
 )
 from freqlab.errors import FreqlabError, brief
 
@@ -68,17 +71,17 @@ class DatatroveFile:
         """The last token of each of the first ``count`` non-empty documents."""
         ends = np.asarray(self.ends[:count], np.int64)
         lengths = lengths_from_ends(ends, 0)
-        if not ends.size or not os.path.getsize(self.path):
+        if not ends.size:
             return np.zeros(0, np.int64)
-        tokens = np.memmap(self.path, dtype=self.dtype, mode="r")
-        beyond = np.flatnonzero(ends > tokens.size)  # the last end is the size; a larger one decreases later
+        size = int(self.ends[-1])  # the file's tokens (checked when opened; a file cut since: a short read)
+        beyond = np.flatnonzero(ends > size)  # a larger end decreases later
         if beyond.size:
             k = int(beyond[0])
             raise ValueError(  # the caller names the .ds (a review: an IndexError's traceback)
-                f"document {k:,} ends at token {int(ends[k]):,}, beyond the file's {tokens.size:,} tokens; "
+                f"document {k:,} ends at token {int(ends[k]):,}, beyond the file's {size:,} tokens; "
                 "is the index corrupt?"
             )
-        return np.asarray(tokens[ends[lengths > 0] - 1], np.int64)
+        return tokens_at(self.path, self.dtype, ends[lengths > 0] - 1).astype(np.int64)
 
 
 def _metadata(path: str) -> tuple[str | None, int | None]:
@@ -112,7 +115,10 @@ def _check_token_ids(path: str, count: int) -> None:
     """A ``.ds`` of 4 bytes per indexed token and no metadata holds uint32 ids, unless it holds twice the index's
     uint16 tokens: then its first tokens read as uint32 (``a + 65536 b``) are far above any vocabulary.
     """
-    largest = int(np.memmap(path, dtype="<u4", mode="r", shape=(count,)).max()) if count else 0
+    try:  # read, not mapped (a review: a .ds cut while its first tokens were mapped killed the process)
+        largest = max((int(chunk.max()) for _, chunk in read_chunks(path, np.dtype("<u4"), count)), default=0)
+    except FileChanged as exc:
+        raise changed_while_read(exc) from exc
     if largest >= MAX_TOKEN_ID:
         raise FreqlabError(
             f"{path}: 4 bytes per token of its index, but read as uint32 its tokens reach {largest:,}, no "

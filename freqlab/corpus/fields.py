@@ -32,7 +32,7 @@ from freqlab.corpus.base import (
     NULL_TEXT,
 )
 from freqlab.display import first_few
-from freqlab.errors import brief
+from freqlab.errors import FreqlabError, brief
 
 MISSING_FIELD = object()  # what :func:`lookup` returns for a path a record lacks
 # What an extractor with ``exact_numbers=False`` returns for a record whose source label is a number: the caller's
@@ -134,6 +134,16 @@ class ReadOptions:
     def describe(self) -> dict[str, Any]:
         """The options that are set (for summaries and fingerprints)."""
         return {k: v for k, v in vars(self).items() if v is not None}
+
+    def refuse_eos_id(self, where: str, readers: str) -> None:
+        """FreqlabError when ``eos_id`` is set for data that takes none (``readers``: what reads it): it would be
+        recorded and check nothing (a review).
+        """
+        if self.eos_id is not None:
+            raise FreqlabError(
+                f"{where}: --eos-id {self.eos_id} cuts token streams (.npy, lit-gpt .bin) and checks the EOS of "
+                f"Megatron and datatrove files; {readers} take none: drop it"
+            )
 
 
 @dataclass(frozen=True)

@@ -310,6 +310,7 @@ def streamed_corpus(
 ) -> Corpus:
     """A corpus streamed through ``datasets`` (probing the Hub first unless ``dataset`` is a packaged builder)."""
     local = dataset in PACKAGED_BUILDERS
+    fields.read.refuse_eos_id(dataset, "datasets streamed by the datasets library (a Hub id, --dataset json ...)")
     revision = None
     if local:
         if not data_files:

@@ -94,11 +94,8 @@ def local_corpus(
             f"datasets); {', '.join(read_as_text)} files are read as text (--text-field)"
         )
     eos_unused = sorted(name for name, unit in units.items() if unit in (TEXT, "token columns"))
-    if fields.read.eos_id is not None and eos_unused and len(eos_unused) == len(units):  # a review: taken unsaid
-        raise FreqlabError(
-            f"{shown}: --eos-id {fields.read.eos_id} cuts token streams (.npy, lit-gpt .bin) and checks the EOS of "
-            f"Megatron and datatrove files; {', '.join(eos_unused)} files take none: drop it"
-        )
+    if eos_unused and len(eos_unused) == len(units):
+        fields.read.refuse_eos_id(shown, f"{', '.join(eos_unused)} files")
     described: dict = {}
     for fmt in dict.fromkeys(fmt for _, fmt in files):
         described.update(fmt.describe([file for file, f in files if f is fmt], fields))

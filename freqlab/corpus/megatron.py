@@ -37,7 +37,14 @@ from dataclasses import dataclass
 import numpy as np
 
 from freqlab.corpus.registry import register
-from freqlab.corpus.token_files import IndexedTokenShard, IndexFile, TokenFileFormat, batched_ranges
+from freqlab.corpus.token_files import (
+    IndexedTokenShard,
+    IndexFile,
+    TokenFileFormat,
+    batched_ranges,
+    read_chunks,
+    tokens_at,
+)
 from freqlab.errors import FreqlabError
 from freqlab.jit import njit
 
@@ -80,11 +87,24 @@ class MegatronIndex:
         """Token ids of the dataset's dtype are below this bound."""
         return int(np.iinfo(self.dtype).max) + 1 if self.dtype.kind in "iu" else 1 << 63
 
+    @property
+    def bin_tokens(self) -> int:
+        """Tokens the index points to: the ``.bin``'s size in tokens (checked when the index is read)."""
+        if not self.sequences:
+            return 0
+        return int(self.sequence_pointers[-1]) // self.dtype.itemsize + int(self.sequence_lengths[-1])
+
     def tokens(self) -> np.ndarray:
-        """The ``.bin`` tokens as a read-only memory map."""
+        """The ``.bin`` tokens as a read-only memory map (for a few; :meth:`token_chunks` reads them all)."""
         if os.path.getsize(self.bin_path) == 0:
             return np.zeros(0, self.dtype)
         return np.memmap(self.bin_path, dtype=self.dtype, mode="r")
+
+    def token_chunks(self) -> Iterator[tuple[int, np.ndarray]]:
+        """``(first token, tokens)`` of the ``.bin``, read a chunk at a time (:func:`read_chunks`: a ``.bin`` cut
+        while it is read is :class:`~freqlab.corpus.file_discovery.FileChanged`, not a crash).
+        """
+        return read_chunks(self.bin_path, self.dtype, self.bin_tokens)
 
     def document_lengths(self, start: int, end: int) -> np.ndarray:
         """Lengths (int64) of documents ``start`` .. ``end - 1``: the sums of their sequences' lengths (read
@@ -174,16 +194,16 @@ class MegatronIndex:
         itemsize = self.dtype.itemsize
         offsets = np.asarray(self.sequence_pointers[last_sequence], np.int64) // itemsize
         ends = offsets + np.asarray(seq_lengths[last_sequence], np.int64) - 1
-        tokens = self.tokens()
-        outside = np.flatnonzero((offsets < 0) | (ends < 0) | (ends >= tokens.size))  # numpy would wrap a negative
+        size = self.bin_tokens
+        outside = np.flatnonzero((offsets < 0) | (ends < 0) | (ends >= size))
         if outside.size:
             k = int(outside[0])
             raise ValueError(  # the caller names the .idx
                 f"sequence {int(last_sequence[k]):,} points at byte "
                 f"{int(self.sequence_pointers[last_sequence[k]]):,}, outside {self.bin_path} "
-                f"({tokens.size * itemsize:,} bytes); is the index corrupt?"
+                f"({size * itemsize:,} bytes); is the index corrupt?"
             )
-        return np.asarray(tokens[ends]), docs
+        return tokens_at(self.bin_path, self.dtype, ends), docs
 
 
 @njit(cache=True, nogil=True)
@@ -278,7 +298,7 @@ def _check_bin(index: MegatronIndex, idx_path: str) -> None:
     actual = info.st_size
     itemsize = index.dtype.itemsize
     expected = 0
-    if index.sequences:
+    if index.sequences:  # in bytes: a last pointer that is no whole number of tokens is refused (a review)
         expected = int(index.sequence_pointers[-1]) + int(index.sequence_lengths[-1]) * itemsize
         # the pointers advance by length * itemsize: check the first ones too (a dtype change shows there)
         head = min(index.sequences, 1024)
@@ -291,6 +311,11 @@ def _check_bin(index: MegatronIndex, idx_path: str) -> None:
                 f"{int(index.sequence_lengths[k]):,} {index.dtype.name} tokens take {int(sizes[k]):,}: the sizes and "
                 "pointers disagree (dtype mismatch or corrupt index)"
             )  # a review: this said "-1 bytes expected"
+    if expected % itemsize:  # the last pointer is no whole number of tokens: the .bin's tokens would be misread
+        raise FreqlabError(
+            f"{idx_path}: the last sequence starts at byte {int(index.sequence_pointers[-1]):,}, not a whole number "
+            f"of {index.dtype.name} tokens; is the index corrupt?"
+        )
     if actual != expected:
         found = f"{actual // itemsize:,}" if actual % itemsize == 0 else f"{actual / itemsize:,.1f}"
         raise FreqlabError(

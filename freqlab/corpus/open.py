@@ -207,15 +207,18 @@ def open_corpus(
         return local_corpus([dataset], fields(), name=dataset, split=split, config=config, format=format)
 
     if "/" in dataset:
+        owner = dataset.split("/", 1)[0]
+        local_owner = os.path.isdir(expand_home(owner))
+        if local_owner and read is not None and read.eos_id is not None:  # token files named wrongly, not a Hub id
+            raise FreqlabError(f"{dataset}: no such file or directory {_missing_under(dataset, owner)}")
         try:
             return streamed_corpus(
                 dataset, config=config, split=split, data_files=specs, fields=fields(), name=dataset, description={}
             )
         except FreqlabError as exc:  # read as a Hub id; a review meant a local path under a folder that exists
-            owner = dataset.split("/", 1)[0]
-            if not os.path.isdir(expand_home(owner)):
+            if not local_owner:
                 raise
-            raise FreqlabError(f"{exc}; nor is it a local path ({owner}/ is a local folder without it)") from None
+            raise FreqlabError(f"{exc}; nor is it a local path {_missing_under(dataset, owner)}") from None
     get_preset(dataset)  # raises: unknown preset, with suggestions
     raise AssertionError("unreachable")
 
@@ -224,3 +227,12 @@ def _copies(specs: list[str]) -> str:
     """How a preset's files were given: 'local files', 'remote files' or both."""
     remote = sum(is_url(spec) for spec in specs)
     return "local files" if not remote else "remote files" if remote == len(specs) else "local and remote files"
+
+
+def _missing_under(dataset: str, owner: str) -> str:
+    """Why ``dataset``, under the local folder ``owner``, is no local path: ``(owner/ is a local folder without
+    it)``, or the Megatron index of the prefix it names (a review: ``d/m --eos-id 2`` was told to drop the EOS).
+    """
+    if os.path.isfile(expand_home(dataset) + ".idx"):
+        return f"(a Megatron prefix: give its index, {dataset}.idx)"
+    return f"({owner}/ is a local folder without it)"

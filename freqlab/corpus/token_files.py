@@ -17,9 +17,9 @@ from typing import ClassVar, Protocol
 
 import numpy as np
 
-from freqlab.corpus.base import LENGTHS, FileShard, LengthBatch, LengthShard
+from freqlab.corpus.base import LENGTHS, FileShard, LengthBatch, LengthShard, changed_while_read
 from freqlab.corpus.fields import Fields
-from freqlab.corpus.file_discovery import DataFile, stat_file
+from freqlab.corpus.file_discovery import DataFile, FileChanged, stat_file
 from freqlab.corpus.registry import FileFormat
 from freqlab.errors import FreqlabError
 from freqlab.jit import njit
@@ -27,6 +27,7 @@ from freqlab.jit import njit
 BATCH_DOCUMENTS = 1 << 21  # documents per LengthBatch: 16 MiB of int64 lengths
 EOS_CHECKED = 1000  # documents per file whose last token is read to tell whether an EOS was appended
 MIN_SHARD_DOCUMENTS = 1 << 22  # reading lengths is cheap: shards need not be small
+CHUNK_TOKENS = 1 << 24  # tokens read from a token file at a time (compared with an EOS or EOD id)
 
 
 @dataclass(frozen=True)
@@ -140,6 +141,41 @@ class IndexFile:
         if count > self.buffer.size:
             self.buffer = np.empty(count, np.int64)
         return self.buffer[:count]
+
+
+def read_chunks(path: str, dtype: np.dtype, count: int, offset: int = 0) -> Iterator[tuple[int, np.ndarray]]:
+    """``(first token, tokens)`` of the ``count`` tokens of ``dtype`` stored from byte ``offset`` of a file,
+    :data:`CHUNK_TOKENS` at a time, read into one reused buffer (each chunk valid until the next is drawn). Read,
+    not mapped: a file cut while it is read is a short read, :class:`FileChanged`, where a mapped page beyond its
+    new end kills the process (SIGBUS; a review).
+    """
+    buffer = np.empty(min(CHUNK_TOKENS, count), dtype)
+    with open(path, "rb", buffering=0) as handle:  # unbuffered: each read sees the file as it is then
+        handle.seek(offset)
+        for start in range(0, count, CHUNK_TOKENS):
+            chunk = buffer[: min(CHUNK_TOKENS, count - start)]
+            view, got = memoryview(chunk.view(np.uint8)), 0
+            while got < chunk.nbytes and (step := handle.readinto(view[got:])):
+                got += step
+            if got != chunk.nbytes:
+                at = offset + start * buffer.itemsize
+                raise FileChanged(f"{got:,} of {chunk.nbytes:,} bytes read at byte {at:,}: cut short", path)
+            yield start, chunk
+
+
+def tokens_at(path: str, dtype: np.dtype, positions: np.ndarray) -> np.ndarray:
+    """The tokens at ``positions`` (token offsets) of a file of ``dtype`` tokens, each read on its own (a few:
+    the EOS checks read :data:`EOS_CHECKED`); read, not mapped, as :func:`read_chunks` reads.
+    """
+    out = np.empty(positions.size, dtype)
+    raw = memoryview(out.view(np.uint8))
+    size = out.dtype.itemsize
+    with open(path, "rb", buffering=0) as handle:
+        for k, position in enumerate(positions.tolist()):
+            handle.seek(position * size)
+            if handle.readinto(raw[k * size : (k + 1) * size]) != size:
+                raise FileChanged(f"token {position:,} is past the file's end: cut short", path)
+    return out
 
 
 def batched_ranges(start: int, end: int, size: int | None = None) -> Iterator[tuple[int, int]]:
@@ -300,6 +336,8 @@ class TokenFileFormat(FileFormat):
             check_eos_option(fields.read.eos_id, index.token_bound, file.path)
             try:
                 last = index.last_tokens(EOS_CHECKED)
+            except FileChanged as exc:
+                raise changed_while_read(exc) from exc
             except ValueError as exc:  # a corrupt index among the first documents
                 raise FreqlabError(f"{file.path}: {exc}") from exc
             check.add(last)

@@ -35,7 +35,7 @@ from freqlab.corpus.base import LENGTHS, LengthBatch, LengthShard, UnreadableFil
 from freqlab.corpus.fields import Fields
 from freqlab.corpus.file_discovery import DataFile, FileChanged
 from freqlab.corpus.registry import FileFormat, register
-from freqlab.corpus.token_files import check_eos_option
+from freqlab.corpus.token_files import check_eos_option, read_chunks
 from freqlab.errors import FreqlabError
 
 LIT_MAGIC = b"LITPKDS"
@@ -50,7 +50,6 @@ LIT_DTYPES = {
     7: np.float64,
     8: np.uint16,
 }
-CHUNK_TOKENS = 1 << 24  # tokens compared with the EOS id at a time
 LIT_CHUNK_NAME = re.compile(r"(?P<prefix>.*)_(?P<number>\d{10})\.bin", re.IGNORECASE)  # f"{prefix}_{counter:010d}.bin"
 
 
@@ -85,27 +84,6 @@ def open_stream(path: str) -> np.ndarray:
     if not size:
         return np.zeros(0, dtype)
     return np.memmap(path, dtype=dtype, mode="r", offset=LIT_HEADER.size)
-
-
-def read_chunks(path: str, tokens: np.ndarray) -> Iterator[tuple[int, np.ndarray]]:
-    """``(first token, tokens)`` of :func:`open_stream`'s ``tokens``, :data:`CHUNK_TOKENS` at a time, read from
-    the file into one reused buffer (each chunk valid until the next is drawn). Read, not mapped: a file cut while
-    it is read is a short read, :class:`FileChanged`, where a mapped page beyond its new end kills the process
-    (SIGBUS; a review).
-    """
-    offset = tokens.offset if isinstance(tokens, np.memmap) else 0
-    buffer = np.empty(min(CHUNK_TOKENS, tokens.size), tokens.dtype)
-    with open(path, "rb", buffering=0) as handle:  # unbuffered: each read sees the file as it is then
-        handle.seek(offset)
-        for start in range(0, tokens.size, CHUNK_TOKENS):
-            chunk = buffer[: min(CHUNK_TOKENS, tokens.size - start)]
-            view, got = memoryview(chunk.view(np.uint8)), 0
-            while got < chunk.nbytes and (step := handle.readinto(view[got:])):
-                got += step
-            if got != chunk.nbytes:
-                at = offset + start * tokens.dtype.itemsize
-                raise FileChanged(f"{got:,} of {chunk.nbytes:,} bytes read at byte {at:,}: cut short", path)
-            yield start, chunk
 
 
 @dataclass(frozen=True)
@@ -144,7 +122,9 @@ class TokenStreamShard(LengthShard):
         for file in self.files:
             try:
                 file.check_unchanged()
-                for start, chunk in read_chunks(file.path, open_stream(file.path)):
+                tokens = open_stream(file.path)
+                offset = tokens.offset if isinstance(tokens, np.memmap) else 0
+                for start, chunk in read_chunks(file.path, tokens.dtype, tokens.size, offset):
                     ends = np.flatnonzero(chunk == self.eos_id)
                     if self.padded:
                         tail = _one_value(chunk[int(ends[-1]) + 1 :], None) if ends.size else _one_value(chunk, tail)

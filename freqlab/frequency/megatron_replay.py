@@ -351,44 +351,48 @@ def _replay(
     if eod_id is None:
         counts[L] = used
         return counts
-    with doing(f"reading {index.bin_path} for its EOD tokens (id {eod_id})"):
-        cut_starts, cut_offsets = eod_cuts(index, eod_id)
+    from freqlab.corpus.base import FileChanged, changed_while_read
+
+    try:
+        with doing(f"reading {index.bin_path} for its EOD tokens (id {eod_id})"):
+            cut_starts, cut_offsets = eod_cuts(index, eod_id)
+    except FileChanged as exc:
+        raise changed_while_read(exc) from exc
     order = dataset.sequence_order
     return megatron_walk(order, np.asarray(lengths, np.int64), cut_starts, cut_offsets, L, dataset.windows, consumed)
-
-
-#: tokens of a ``.bin`` compared with the EOD id at a time
-EOD_CHUNK_TOKENS = 1 << 24
 
 
 def eod_cuts(index, eod_id: int) -> tuple[np.ndarray, np.ndarray]:
     """Where Megatron's reset mask cuts within each sequence: the offsets of the tokens equal to ``eod_id`` (it cuts
     after each), as ``(starts, offsets)``: sequence j's are ``offsets[starts[j]:starts[j + 1]]``, ascending.
 
-    Two passes over the ``.bin``: the first counts the EOD tokens, so that their offsets (int32: a sequence holds at
-    most 2^31 - 1 tokens) are sized before they are kept (a common token taken for the EOD, 5% of 10^10 tokens,
-    would otherwise fill memory unchecked; a review).
+    Two passes over the ``.bin`` (read a chunk at a time, ``index.token_chunks()``): the first counts the EOD
+    tokens, so that their offsets (int32: a sequence holds at most 2^31 - 1 tokens) are sized before they are kept
+    (a common token taken for the EOD, 5% of 10^10 tokens, would otherwise fill memory unchecked; a review).
 
     >>> from types import SimpleNamespace
-    >>> index = SimpleNamespace(tokens=lambda: np.array([5, 2, 7, 2, 2, 9], np.int32), dtype=np.dtype(np.int32),
+    >>> index = SimpleNamespace(token_chunks=lambda: iter([(0, np.array([5, 2, 7, 2])), (4, np.array([2, 9]))]),
     ...                         sequence_pointers=np.array([0, 8, 20]), sequence_lengths=np.array([2, 3, 1]),
-    ...                         bin_path="x.bin")
-    >>> starts, offsets = eod_cuts(index, 2)  # sequences [5 2] [7 2 2] [9]
+    ...                         dtype=np.dtype(np.int32), bin_path="x.bin")
+    >>> starts, offsets = eod_cuts(index, 2)  # sequences [5 2] [7 2 2] [9], read in chunks of 4 tokens
     >>> starts.tolist(), offsets.tolist()
     ([0, 1, 3, 3], [1, 1, 2])
     """
-    tokens = index.tokens()
+    from freqlab.corpus.base import FileChanged
+
     first = np.asarray(index.sequence_pointers, np.int64) // index.dtype.itemsize  # sequences lie back to back
     sizes = np.asarray(index.sequence_lengths, np.int64)
-    chunks = range(0, tokens.size, EOD_CHUNK_TOKENS)
-    found = sum(int(np.count_nonzero(np.asarray(tokens[a : a + EOD_CHUNK_TOKENS]) == eod_id)) for a in chunks)
+    found = sum(int(np.count_nonzero(chunk == eod_id)) for _, chunk in index.token_chunks())
+    seen = 0  # EOD tokens of the second pass: a .bin rewritten between the two finds another number (a review)
     require_memory(4 * found, f"the EOD id {eod_id}", f"{found:,} tokens of {index.bin_path} equal to it, 4 bytes each")
     offsets = np.empty(found, np.int32)
     starts = np.full(sizes.size + 1, -1, np.int64)  # filled from the sequences that begin in each chunk
     kept = 0
-    for a in chunks:
-        chunk = np.asarray(tokens[a : a + EOD_CHUNK_TOKENS])
+    for a, chunk in index.token_chunks():
         at = np.flatnonzero(chunk == eod_id) + a
+        seen += at.size
+        if seen > found:
+            raise FileChanged(f"more tokens equal to {eod_id} than the first pass counted", index.bin_path)
         sequence = np.searchsorted(first, at, side="right") - 1  # an empty sequence shares the next one's start
         begins = slice(np.searchsorted(first, a, side="left"), np.searchsorted(first, a + chunk.size, side="left"))
         owner = np.maximum(sequence, 0)
@@ -398,6 +402,8 @@ def eod_cuts(index, eod_id: int) -> tuple[np.ndarray, np.ndarray]:
         starts[begins] = kept + np.searchsorted(at, first[begins], side="left")
         offsets[kept : kept + at.size] = at - first[sequence]
         kept += at.size
+    if seen != found:
+        raise FileChanged(f"fewer tokens equal to {eod_id} than the first pass counted", index.bin_path)
     starts[starts < 0] = kept  # sequences that begin past the last token (empty ones at the end)
     return starts, offsets[:kept]
 
@@ -439,6 +445,7 @@ def _eod_id(index, eod: int | bool | None) -> int | None:
         return None
     if eod is not None and eod is not True:
         return int(eod)
+    from freqlab.corpus.base import FileChanged, changed_while_read
     from freqlab.corpus.token_files import EOS_CHECKED, EosCheck
 
     check = EosCheck()
@@ -446,6 +453,8 @@ def _eod_id(index, eod: int | bool | None) -> int | None:
         check.add(index.last_tokens(EOS_CHECKED))
     except FreqlabError:
         raise
+    except FileChanged as exc:
+        raise changed_while_read(exc) from exc
     except ValueError as exc:  # a corrupt index among the first documents
         raise FreqlabError(f"{index.prefix}.idx: {exc}") from None
     described = check.describe()["eos"]

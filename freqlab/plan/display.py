@@ -213,7 +213,7 @@ def upsample_display(p) -> Display:
     ]
     header = ("to reach f_T(E) ≥ tau", "tokens", "extra", "training")
     table = (header, [
-        (o.way, f"{o.total_tokens:,}", f"{o.extra_tokens:+,}", f"{100 * o.longer:+.1f}%") for o in p.options
+        (o.label, f"{o.total_tokens:,}", f"{o.extra_tokens:+,}", f"{100 * o.longer:+.1f}%") for o in p.options
     ])  # fmt: skip
     lines = [second, p.verdict] if p.verdict else [second]
     return Display(

@@ -54,7 +54,8 @@ import numpy as np
 
 from freqlab.display import Display, Displayed, name_column
 from freqlab.errors import FreqlabError
-from freqlab.frequency import DEFAULT_TAU, position_frequency
+from freqlab.frequency import DEFAULT_TAU, pack_sample, position_frequency, segment_frequency, segments
+from freqlab.frequency.regimes import PACK_SAMPLE_DOCUMENTS
 from freqlab.frequency.schedule import Schedule, ScheduleFrequency, Stage, stage_histogram
 from freqlab.frequency.stats import positive_number, token_budget
 from freqlab.histogram import LengthHistogram
@@ -105,10 +106,16 @@ class BudgetOption:
     extra_tokens: int
     longer: float
     per_token: float
+    estimate: bool = False  # from a sample (pack past PACK_SAMPLE_DOCUMENTS documents), not exact
 
     def to_dict(self) -> dict:
         """The option as JSON-ready data."""
         return json_fields(self)
+
+    @property
+    def label(self) -> str:
+        """The way, as the report shows it (an estimate said so)."""
+        return f"{self.way} (a sample's estimate)" if self.estimate else self.way
 
 
 @dataclass(frozen=True, repr=False)
@@ -196,7 +203,7 @@ class UpsamplePlan(Displayed):
             # the bound (the first row) is one nothing gets below: rounded down; the others are needed: up
             way = {"up": i > 0, "down": i == 0}
             lines.append(
-                f"  {o.way:<62}  {human_count(o.total_tokens, **way):>8}  {_signed(o.extra_tokens, **way):>8}  "
+                f"  {o.label:<62}  {human_count(o.total_tokens, **way):>8}  {_signed(o.extra_tokens, **way):>8}  "
                 f"{o.longer:>+9.1%}"
             )
         groups = p.by_source()
@@ -524,7 +531,7 @@ def _plan(sf: ScheduleFrequency, histograms: list[LengthHistogram], E, tau, long
             f"even a budget of only added documents reaches f_T({E}) = {float(before + stage.tokens * b):.3g} < tau: "
             "the budget must grow"
         )
-    options = _options(sf, h, k, E, regime, a, before, threshold, T, X, added, seed)
+    options = _options(sf, h, k, E, regime, a, before, threshold, T, X, added, seed, notes)
     # judged on the whole addition: documents at their caps and then corpus tokens at rate a barely beat training
     # longer, however good the documents are (a review: "helps, 1.13x" for 0.1% fewer tokens)
     helps = up_tokens > 0 and (added / a >= UPSAMPLING_HELPS if a else True)
@@ -588,15 +595,17 @@ def _plan(sf: ScheduleFrequency, histograms: list[LengthHistogram], E, tau, long
     )
 
 
-def _options(sf, h, k, E, regime, a, before, threshold, T, X, added, seed) -> list[BudgetOption]:
-    """The bound, more tokens, upsampling, and every other packing, as total budgets reaching tau."""
+def _options(sf, h, k, E, regime, a, before, threshold, T, X, added, seed, notes: list[str]) -> list[BudgetOption]:
+    """The bound, more tokens, upsampling, and every other packing, as total budgets reaching tau (a packing the
+    histogram is too large to walk: said in ``notes``, as ``freq``'s regime table says it).
+    """
     stage = sf.schedule.stages[k]
     L = stage.L  # the receiving stage's window (receiving_stage)
     need = max(threshold - before, Fraction(0))  # occurrences the receiving stage must supply
 
-    def option(way: str, rate: Fraction) -> BudgetOption:
+    def option(way: str, rate: Fraction, estimate: bool = False) -> BudgetOption:
         total = T - stage.tokens + _ceil(need / rate)
-        return BudgetOption(way, total, total - T, (total - T) / T, float(rate))
+        return BudgetOption(way, total, total - T, (total - T) / T, float(rate), estimate)
 
     out = [option("bound: no mix and no packing does better ((L-E)/L per token)", Fraction(L - E, L))]
     if a > 0:
@@ -605,9 +614,18 @@ def _options(sf, h, k, E, regime, a, before, threshold, T, X, added, seed) -> li
     for packing in PACKINGS:
         if packing == regime:
             continue
-        fr = position_frequency(h.lengths, h.counts, L, packing, seed=seed)
+        try:  # pack: a weighted sample of a large histogram's stream (exact up to PACK_SAMPLE_DOCUMENTS documents)
+            fr = segment_frequency(
+                pack_sample(h.lengths, h.counts, L, seed=seed, documents=PACK_SAMPLE_DOCUMENTS)
+                if packing == "pack"
+                else segments(h.lengths, h.counts, L, packing, seed=seed)
+            )
+        except FreqlabError as exc:  # best-fit past the chunks it places one by one: a row not asked for
+            notes.append(f"--regime {packing} is not compared: {exc}")
+            continue
         if fr[E] > 0:
-            out.append(option(f"the same mix under --regime {packing}", Fraction(int(fr[E]), int(fr[0]))))
+            estimate = packing == "pack" and h.documents > PACK_SAMPLE_DOCUMENTS
+            out.append(option(f"the same mix under --regime {packing}", Fraction(int(fr[E]), int(fr[0])), estimate))
     return out
 
 
@@ -668,7 +686,7 @@ def _verdict(gap, a, b, added, best, ceiling, helps, options, more_corpus: int) 
             else "."
         )
     if cheapest is not plan:
-        text += f" Cheapest: {cheapest.way}, {cheapest.total_tokens:,} tokens in all ({_percent(cheapest.longer)})."
+        text += f" Cheapest: {cheapest.label}, {cheapest.total_tokens:,} tokens in all ({_percent(cheapest.longer)})."
     return text
 
 

@@ -313,6 +313,20 @@ def test_a_missing_path_that_was_near_an_existing_one_says_so(tmp_path, monkeypa
     for dataset, message in cases.items():
         with pytest.raises(FreqlabError, match=message):
             open_corpus(dataset)
+    # with --eos-id (token data, which no Hub dataset takes): the path is missing, or names a Megatron prefix (a
+    # review: both were told to drop --eos-id)
+    (tmp_path / "t19" / "m.idx").write_bytes(b"")
+    eos = ReadOptions(eos_id=2)
+    with pytest.raises(FreqlabError, match=r"^t19/x\.np: no such file or directory \(t19/ is a local folder without"):
+        open_corpus("t19/x.np", read=eos)
+    with pytest.raises(
+        FreqlabError, match=r"^t19/m: no such file or directory \(a Megatron prefix: give its index, t19/m\.idx\)$"
+    ):
+        open_corpus("t19/m", read=eos)
+    with pytest.raises(
+        FreqlabError, match=r"^t19/m: Hugging Face Hub access is off .*; nor is it a local path \(a Megatron"
+    ):
+        open_corpus("t19/m")
 
 
 def test_glob_matching_nothing(tmp_path):

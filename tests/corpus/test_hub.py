@@ -170,6 +170,17 @@ def test_builder_needs_existing_local_files(tmp_path):
         open_corpus("json", data_files=str(tmp_path / "*.jsonl"))
 
 
+def test_an_eos_id_for_a_streamed_dataset_is_refused_before_any_request(tmp_path, records):
+    """A review: --eos-id with --dataset json --data-files (or a Hub id) was recorded and checked nothing; it is
+    refused as it is for local text and Parquet files, before the Hub is asked anything."""
+    data = str(write_jsonl(tmp_path / "a.jsonl", records[:3]))
+    with pytest.raises(FreqlabError, match=r"^json: --eos-id 2 cuts token streams .* the datasets library .* drop it"):
+        open_corpus("json", data_files=data, read=ReadOptions(eos_id=2))
+    message = _fails_fast(lambda: open_corpus("someone/some-corpus", read=ReadOptions(eos_id=2)), seconds=1.0)
+    assert message.startswith("someone/some-corpus: --eos-id 2 cuts token streams")
+    assert len(list(open_corpus("json", data_files=data).shards[0].read())) == 3
+
+
 def test_a_file_datasets_cannot_parse_is_an_unreadable_file_naming_it(tmp_path, records):
     from freqlab.corpus.base import UnreadableFile
 

@@ -595,9 +595,9 @@ def test_an_index_that_shrinks_during_a_scan_is_an_error_not_a_crash(tmp_path):
 def test_a_token_stream_cut_while_it_is_read_is_an_error_not_a_crash(tmp_path, monkeypatch):
     """A review: a .npy truncated during a scan killed the process (SIGBUS: its tokens were memory-mapped, a page
     past the new end touched). Chunks are read, not mapped: a short read names the file that changed."""
-    import freqlab.corpus.token_stream as token_stream
+    import freqlab.corpus.token_files as token_files
 
-    monkeypatch.setattr(token_stream, "CHUNK_TOKENS", 4)
+    monkeypatch.setattr(token_files, "CHUNK_TOKENS", 4)
     np.save(tmp_path / "a.npy", np.array([5, 2, 7, 7, 2, 9, 9, 9, 2, 1, 2, 2], np.uint16))
     shard = open_corpus(str(tmp_path / "a.npy"), read=ReadOptions(eos_id=2)).shards[0]
     batches = shard.read_lengths()
@@ -609,6 +609,55 @@ def test_a_token_stream_cut_while_it_is_read_is_an_error_not_a_crash(tmp_path, m
         list(batches)
     np.save(tmp_path / "b.npy", np.array([5, 2, 7, 7, 2, 9, 9, 9, 2, 1, 2, 2], ">u2"))  # big-endian, read as such
     assert lengths_of(tmp_path / "b.npy", read=ReadOptions(eos_id=2)) == [2, 3, 4, 2, 1]
+
+
+def test_the_eos_checks_read_last_tokens_not_a_map_of_the_file(tmp_path):
+    """The EOS checks of Megatron and datatrove files read the tokens they look at (a review: they memory-mapped the
+    .bin/.ds, and a file cut after its index was read would kill the process when a page past its end was touched);
+    a file cut since is a short read naming it."""
+    from freqlab.corpus.datatrove import read_ds
+    from freqlab.corpus.file_discovery import FileChanged
+    from freqlab.corpus.megatron import read_index
+
+    from .tokenized_writers import write_megatron
+
+    write_megatron(tmp_path / "m", [[[5, 2]], [[7, 7], [9, 2]], [[4]]], np.uint16)
+    index = read_index(str(tmp_path / "m.idx"))
+    assert index.bin_tokens == 7
+    tokens, documents = index.last_tokens_and_documents(1000)
+    assert tokens.tolist() == [2, 2, 4] and documents.tolist() == [0, 1, 2]
+    os.truncate(tmp_path / "m.bin", 2 * 5)
+    with pytest.raises(FileChanged, match=r"token 5 is past the file's end") as error:  # of 0..4 left
+        index.last_tokens(1000)
+    assert error.value.path == str(tmp_path / "m.bin")
+
+    (tmp_path / "a.ds").write_bytes(np.array([5, 2, 7, 9, 9, 2], "<u2").tobytes())
+    (tmp_path / "a.ds.index").write_bytes(np.array([2, 6], "<u8").tobytes())
+    ds = read_ds(str(tmp_path / "a.ds"))
+    assert ds.last_tokens(1000).tolist() == [2, 2]
+    os.truncate(tmp_path / "a.ds", 2 * 3)
+    with pytest.raises(FileChanged, match=r"token 5 is past the file's end") as error:
+        ds.last_tokens(1000)
+    assert error.value.path == str(tmp_path / "a.ds")
+
+
+def test_a_megatron_last_pointer_off_by_less_than_a_token_is_refused_whatever_the_bins_size(tmp_path):
+    """A review: the .bin's size in tokens, rounded down, let a last pointer one byte off pass the size check (past
+    the first 1,024 sequences, whose pointers are checked one by one)."""
+    from freqlab.corpus.megatron import HEADER
+
+    from .tokenized_writers import write_megatron
+
+    write_megatron(tmp_path / "m", [[[5, 2]]] * 1100, np.uint16)
+    raw = bytearray((tmp_path / "m.idx").read_bytes())
+    at = HEADER.size + 4 * 1100 + 8 * 1099  # the last sequence's pointer
+    assert struct.unpack("<q", raw[at : at + 8]) == (4396,)
+    raw[at : at + 8] = struct.pack("<q", 4397)  # half a token in
+    (tmp_path / "m.idx").write_bytes(bytes(raw))
+    for size in (4400, 4401):  # the tokens' size, or the size the index points to
+        (tmp_path / "m.bin").write_bytes(bytes(size))
+        with pytest.raises(FreqlabError, match=r"m\.idx: the last sequence starts at byte 4,397, not a whole number"):
+            open_corpus(str(tmp_path / "m.idx"))
 
 
 def test_an_eos_id_for_files_that_take_none_is_refused_not_ignored(tmp_path):

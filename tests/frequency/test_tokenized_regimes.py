@@ -235,6 +235,58 @@ def test_the_eod_tokens_kept_are_sized_before_they_are_read(tmp_path, monkeypatc
         eod_cuts(read_index(str(tmp_path / "m.idx")), 2)
 
 
+def test_a_bin_cut_during_the_replay_is_one_line_not_a_crash(tmp_path, monkeypatch):
+    """The replay's EOD scan reads the .bin in chunks (a review: it memory-mapped it, and a .bin cut during a
+    --reset-attention-mask replay would kill the process): the cut is a short read naming the file."""
+    import os
+
+    import freqlab.corpus.token_files as token_files
+    import freqlab.frequency.megatron_replay as replay
+
+    from ..corpus.tokenized_writers import write_megatron
+
+    write_megatron(tmp_path / "m", [[[5, 6, 2]] for _ in range(40)], np.uint16)  # 120 tokens, an EOD every 3
+    options = MegatronOptions(str(tmp_path / "m"), 1234, "1,0,0", True, 30)
+    whole = megatron_segments(8, options)
+    monkeypatch.setattr(token_files, "CHUNK_TOKENS", 8)  # 15 chunks: the same cuts
+    chunked = megatron_segments(8, options)
+    assert (chunked.lengths.tolist(), chunked.counts.tolist()) == (whole.lengths.tolist(), whole.counts.tolist())
+    assert int(np.dot(whole.lengths, whole.counts)) == 30 * 8  # 30 samples of 8 tokens, cut after each EOD
+    read = replay.eod_cuts
+
+    def cut_then_read(index, eod_id):
+        os.truncate(index.bin_path, 2 * 100)
+        return read(index, eod_id)
+
+    monkeypatch.setattr(replay, "eod_cuts", cut_then_read)
+    with pytest.raises(
+        FreqlabError, match=r"m\.bin changed while it was being read \(8 of 16 bytes read at byte 192: cut short\)"
+    ):
+        megatron_segments(8, options)
+
+
+def test_a_bin_rewritten_between_the_two_eod_passes_is_refused_more_or_fewer():
+    """A review: a .bin rewritten between the pass that counts the EOD tokens and the one that keeps them gave a
+    histogram of two versions when the second found fewer."""
+    from types import SimpleNamespace
+
+    from freqlab.corpus.file_discovery import FileChanged
+    from freqlab.frequency.megatron_replay import eod_cuts
+
+    for first, second, said in (([5, 2, 7, 2], [5, 2, 7, 7], "fewer"), ([5, 2, 7, 7], [5, 2, 2, 7], "more")):
+        passes = iter([[(0, np.array(first))], [(0, np.array(second))]])
+        index = SimpleNamespace(
+            token_chunks=lambda passes=passes: iter(next(passes)),
+            sequence_pointers=np.array([0]),
+            sequence_lengths=np.array([4]),
+            dtype=np.dtype(np.int32),
+            bin_path="x.bin",
+        )
+        with pytest.raises(FileChanged, match=f"^{said} tokens equal to 2 than the first pass counted$") as error:
+            eod_cuts(index, 2)
+        assert error.value.path == "x.bin"
+
+
 def test_a_reset_mask_that_cuts_nothing_is_said(tmp_path):
     """A review: with no EOD appended and no --eos-id, --reset-attention-mask counted whole windows without a word."""
     from freqlab.frequency.regime_table import describe, regime_rows

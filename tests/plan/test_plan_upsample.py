@@ -126,6 +126,41 @@ def test_alternatives_side_by_side():
     assert p.ceiling == pytest.approx((L - E) / L)
 
 
+def test_the_packings_a_histogram_is_too_large_to_walk_are_sampled_or_said_not_refused(monkeypatch):
+    """A review: plan upsample (regime natural) was refused on a histogram of more than 2^31 documents by its pack
+    and best-fit comparison rows, which nobody asked for. Pack is walked as freq's regime table walks it (a
+    weighted sample past PACK_SAMPLE_DOCUMENTS documents, exact below); best-fit is left out, with a note. Here
+    both limits are lowered (2^31 -> 1,000 documents walked; 2^24 -> 100 sampled) to run in milliseconds."""
+    import freqlab.frequency.regimes as regimes
+    import freqlab.plan.upsample as upsample
+    from freqlab.frequency import pack_sample, segment_frequency
+
+    lengths, counts = [100, 3000, 9000], [4000, 30, 5]
+    h = LengthHistogram.from_counts(lengths, counts)
+    whole = plan_upsample(h, 2048, 1024, tokens=10**12)
+    exact = {o.way: o for o in whole.options}
+    fp = position_frequency(np.array(lengths), np.array(counts), 2048, "pack")
+    assert exact["the same mix under --regime pack"].total_tokens == tokens_needed(fp, 1024, 10**11)
+    monkeypatch.setattr(regimes, "MAX_STREAM_DOCUMENTS", 1000)  # 4,035 chunks of <= L/2 tokens for best-fit
+    monkeypatch.setattr(upsample, "PACK_SAMPLE_DOCUMENTS", 100)
+    plan = plan_upsample(h, 2048, 1024, tokens=10**12)
+    options = {o.way: o for o in plan.options}
+    sampled = segment_frequency(pack_sample(lengths, counts, 2048, documents=100))
+    pack = options["the same mix under --regime pack"]
+    assert pack.total_tokens == tokens_needed(sampled, 1024, 10**11) and pack.estimate and pack.to_dict()["estimate"]
+    assert "the same mix under --regime pack (a sample's estimate)" in plan.report()
+    assert not exact["the same mix under --regime pack"].estimate
+    fc = position_frequency(np.array(lengths), np.array(counts), 2048, "concat")
+    assert options["the same mix under --regime concat"] == exact["the same mix under --regime concat"]
+    assert options["the same mix under --regime concat"].total_tokens == tokens_needed(fc, 1024, 10**11)
+    assert not any("best-fit" in way for way in options)
+    assert any(
+        note.startswith("--regime best-fit is not compared: the best-fit regime places one by one up to 4,035 chunks")
+        for note in plan.notes
+    )
+    assert plan.steps == whole.steps and plan.extra_tokens == whole.extra_tokens  # the plan itself is the same
+
+
 def test_says_plainly_when_upsampling_cannot_help():
     # nearly every token already sits in 1024-token documents, which reach the ceiling: b/a is barely above 1
     h = LengthHistogram.from_counts([1024, 1030, 100], [1000, 40, 3])

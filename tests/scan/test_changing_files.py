@@ -128,9 +128,9 @@ def test_an_unchanged_file_is_counted_as_always(two_files, counter):
 
 
 def test_a_token_stream_rewritten_during_its_read_is_refused(tmp_path, after_first_batch, monkeypatch):
-    from freqlab.corpus import token_stream
+    from freqlab.corpus import token_files
 
-    monkeypatch.setattr(token_stream, "CHUNK_TOKENS", 1000)  # ten batches
+    monkeypatch.setattr(token_files, "CHUNK_TOKENS", 1000)  # ten batches
     path = tmp_path / "tokens.npy"
     np.save(path, np.tile(np.arange(1, 11, dtype=np.uint16), 1000))  # documents of 9 tokens + EOS 10
     os.utime(path, (OLD, OLD))
