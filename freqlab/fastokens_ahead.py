@@ -27,7 +27,7 @@ import stat
 import tempfile
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any, BinaryIO
 
@@ -60,18 +60,38 @@ def build_fastokens(kind: str, body: bytes | str, encoding: str | None = None, p
         tokenizer = fastokens.Tokenizer.from_json_str(body if isinstance(body, str) else body.decode())
     elif kind == TIKTOKEN:
         how = {"encoding": encoding} if encoding else {"pattern": pattern}
-        with tempfile.TemporaryDirectory(prefix="freqlab-") as folder:  # from_tiktoken reads a file
-            _SCRATCH.add(folder)  # removed by the exit hook too, if the process ends mid-build
-            path = os.path.join(folder, "ranks.tiktoken")
-            with open(path, "wb") as out:
-                out.write(body.encode() if isinstance(body, str) else body)
+        with _ranks_path(body.encode() if isinstance(body, str) else body) as path:  # from_tiktoken reads a file
             tokenizer = fastokens.Tokenizer.from_tiktoken(path, special_tokens={}, **how)
-        _SCRATCH.discard(folder)
     else:
         raise ValueError(f"unknown fastokens input {kind!r}")
     tokenizer.no_truncation()
     tokenizer.no_padding()
     return tokenizer
+
+
+@contextlib.contextmanager
+def _ranks_path(body: bytes) -> Iterator[str]:
+    """A path at which fastokens reads ``body``: on Linux an anonymous file in memory (``memfd_create``), which
+    nothing leaves behind however the process ends (a worker killed mid-build left a 2 MB ``/tmp/freqlab-*``
+    folder); elsewhere a temporary folder, removed by the exit hook too if the process ends mid-build.
+    """
+    if hasattr(os, "memfd_create") and os.path.isdir("/proc/self/fd"):
+        fd = os.memfd_create("freqlab-ranks", os.MFD_CLOEXEC)
+        try:
+            view = memoryview(body)
+            while view:
+                view = view[os.write(fd, view) :]
+            yield f"/proc/self/fd/{fd}"
+        finally:
+            os.close(fd)
+        return
+    with tempfile.TemporaryDirectory(prefix="freqlab-") as folder:
+        _SCRATCH.add(folder)
+        path = os.path.join(folder, "ranks.tiktoken")
+        with open(path, "wb") as out:
+            out.write(body)
+        yield path
+    _SCRATCH.discard(folder)
 
 
 def input_identity(kind: str, body: bytes | str, **how: str | None) -> str:

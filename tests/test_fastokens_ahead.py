@@ -3,6 +3,7 @@ is read back only whole, unchanged and regular, and it builds the very tokenizer
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import subprocess
@@ -69,6 +70,35 @@ def test_tiktoken_ranks_are_written_as_a_tiktoken_file_with_their_pattern(tmp_pa
     built = build_fastokens(header["kind"], read, **header["how"])
     assert counts(built, ["hello hello", "hell"]) == [3, 1]  # "hello", " ", "hello"; "hell"
     assert counts(built, TEXTS) == counts(FastokensEngine(source).tokenizer, TEXTS)
+
+
+@pytest.mark.parametrize("memfd", [True, False], ids=["in-memory", "temporary-folder"])
+def test_a_tiktoken_build_leaves_no_file_behind(tmp_path, monkeypatch, memfd):
+    """fastokens reads tiktoken ranks from a file: on Linux an anonymous one in memory (a worker killed mid-build left
+    a 2 MB /tmp/freqlab-* folder behind, which the exit hook could not remove), elsewhere a temporary folder."""
+    import tempfile
+
+    if memfd and not hasattr(os, "memfd_create"):
+        pytest.skip("no memfd_create on this platform")
+    if not memfd:
+        monkeypatch.delattr(os, "memfd_create", raising=False)
+    monkeypatch.setattr(tempfile, "tempdir", str(tmp_path))
+    ranks = {bytes([b]): b for b in range(256)} | {b"he": 256, b"ll": 257, b"hell": 258, b"hello": 259}
+    kind, body, how = fastokens_input(FastokensRanks(TiktokenPlan(LLAMA3_PATTERN, ranks)))
+    seen = []
+    real = fastokens_ahead._ranks_path
+
+    def watched(data):
+        with real(data) as path:
+            seen.append((path, os.path.isfile(path)))
+            yield path
+
+    monkeypatch.setattr(fastokens_ahead, "_ranks_path", contextlib.contextmanager(watched))
+    built = build_fastokens(kind, body, **how)
+    assert counts(built, ["hello hello", "hell"]) == [3, 1]
+    ((path, existed),) = seen
+    assert existed and path.startswith("/proc/self/fd/" if memfd else str(tmp_path))
+    assert list(tmp_path.iterdir()) == [] and not fastokens_ahead._SCRATCH
 
 
 def test_a_damaged_edited_missing_or_foreign_file_is_never_read(json_text, tmp_path):
