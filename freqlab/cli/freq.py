@@ -148,7 +148,7 @@ def freq_command(hist, Ls, regimes, tokens, tau, seed, out, weights, layout, tai
         echo_mix(h, mix, Ls[0], regimes[0], seed=seed)
         click.echo(budget_line(budget, tau))
         if replay is not None:
-            click.echo(f"megatron   GPTDataset's windows replayed from {replay.data_path}")
+            click.echo(f"megatron   GPTDataset's windows replayed from {replay.data_path or replay.index}")
         scaled = mix is not None and not mix.exact  # a float64 mix's counts are scaled by K: shares, not counts
         for row in rows:
             click.echo(describe(row, detail=True, scaled=scaled))

@@ -345,7 +345,8 @@ def datasets_cache_files(folder: str, split: str) -> list[str]:
 def near_miss(path: str) -> str:
     """Why a path that does not exist may have been meant as one that does, as " (...)" ("" when nothing is near): a
     file named with a trailing ``/`` or ``/.``, or a name copied with white space around it (a review met "no such
-    file or directory", and for a name with a space, a Hub id's network error, though the file is there).
+    file or directory", and for a name with a space, a Hub id's network error, though the file is there), or the
+    prefix of a Megatron index or the stem of a datatrove ``.ds``.
     """
     bare = path
     while bare.endswith(("/", os.sep, "/.")) and len(bare) > 1:
@@ -354,6 +355,10 @@ def near_miss(path: str) -> str:
         return f" ({bare} is a file, not a folder: drop the trailing {path[len(bare) :]!r})"
     if path != path.strip() and os.path.lexists(path.strip()):
         return f" (the name has white space around it; {path.strip()!r} exists)"
+    if os.path.isfile(path + ".idx"):  # Megatron's data_path names prefixes (a review: told to drop --eos-id)
+        return f" (a Megatron prefix: give its index, {path}.idx)"
+    if os.path.isfile(path + ".ds"):
+        return f" (a datatrove file: give {path}.ds)"
     return ""
 
 

@@ -230,9 +230,8 @@ def _copies(specs: list[str]) -> str:
 
 
 def _missing_under(dataset: str, owner: str) -> str:
-    """Why ``dataset``, under the local folder ``owner``, is no local path: ``(owner/ is a local folder without
-    it)``, or the Megatron index of the prefix it names (a review: ``d/m --eos-id 2`` was told to drop the EOS).
+    """Why ``dataset``, under the local folder ``owner``, is no local path: what it is near (:func:`near_miss`: the
+    prefix of a Megatron index, ...), else ``(owner/ is a local folder without it)`` (a review: ``d/m --eos-id 2``,
+    a Megatron prefix, was told to drop the EOS).
     """
-    if os.path.isfile(expand_home(dataset) + ".idx"):
-        return f"(a Megatron prefix: give its index, {dataset}.idx)"
-    return f"({owner}/ is a local folder without it)"
+    return near_miss(expand_home(dataset)).strip() or f"({owner}/ is a local folder without it)"

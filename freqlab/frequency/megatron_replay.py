@@ -52,8 +52,9 @@ class MegatronOptions:
     """What a Megatron-LM run sets that decides its windows (the window L is ``--seq-length``).
 
     ``data_path``: Megatron's ``--data-path`` as given (``"PREFIX"`` or ``"W1 P1 W2 P2 ..."``; a prefix may
-    also be written with ``.idx``); empty: no indexes, so the regime is approximated from the histogram.
-    ``epochs`` or ``train_samples`` (not both) say how much is trained; neither: one epoch.
+    also be written with ``.idx``); empty: the scanned ``index`` (its path as it is: a data_path's words are split,
+    so a path with a space could not be named there; a review), else no index, and the regime is approximated from
+    the histogram. ``epochs`` or ``train_samples`` (not both) say how much is trained; neither: one epoch.
     """
 
     data_path: str = ""
@@ -65,6 +66,7 @@ class MegatronOptions:
     #: Megatron's ``tokenizer.eod``, after which its reset mask cuts (a scan's ``--eos-id``); None: the token the
     #: index's documents end with (the EOS check), if they end with one
     eod_id: int | None = None
+    index: str = ""  # the one .idx scanned, replayed when data_path is empty (with_data_path)
 
     def __post_init__(self) -> None:
         if self.train_samples is not None and self.epochs is not None:
@@ -88,7 +90,7 @@ class MegatronOptions:
         """``(weight, prefix)`` pairs of ``data_path`` (weight None when the prefixes are not weighted)."""
         words = self.data_path.split()
         if not words:
-            return []
+            return [(None, _prefix(self.index))] if self.index else []
         if len(words) % 2 == 0 and all(_is_number(w) for w in words[::2]):
             pairs = [(float(w), _prefix(p)) for w, p in zip(words[::2], words[1::2])]
             for word, (w, _) in zip(words[::2], pairs):
@@ -117,12 +119,14 @@ class MegatronOptions:
         return {k: v for k, v in vars(self).items() if v is not None}
 
     def with_data_path(self, paths: list[str]) -> MegatronOptions:
-        """These options, reading the scanned index when ``data_path`` is empty and one ``.idx`` was scanned."""
+        """These options, reading the scanned index (``index``) when ``data_path`` is empty and one ``.idx`` was
+        scanned.
+        """
         if self.data_path or len(paths) != 1 or not paths[0].endswith(".idx"):
             return self
         from dataclasses import replace
 
-        return replace(self, data_path=paths[0])
+        return replace(self, index=paths[0])
 
 
 def _is_number(word: str) -> bool:
@@ -382,6 +386,16 @@ def eod_cuts(index, eod_id: int) -> tuple[np.ndarray, np.ndarray]:
 
     first = np.asarray(index.sequence_pointers, np.int64) // index.dtype.itemsize  # sequences lie back to back
     sizes = np.asarray(index.sequence_lengths, np.int64)
+    # ... as Megatron writes them: a pointer elsewhere would move cuts between sequences without a word (a review; a
+    # scan checks the pointers at its batches' ends only)
+    apart = np.flatnonzero(first[1:] != first[:-1] + sizes[:-1])
+    if first.size and (first[0] != 0 or apart.size):
+        j = int(apart[0]) + 1 if first[0] == 0 else 0
+        where = f"where sequence {j - 1:,} ends" if j else "at the first token"
+        raise FreqlabError(
+            f"{index.bin_path}: sequence {j:,} starts at token {int(first[j]):,}, not {where}: the index's pointers "
+            "are corrupt"
+        )
     found = sum(int(np.count_nonzero(chunk == eod_id)) for _, chunk in index.token_chunks())
     seen = 0  # EOD tokens of the second pass: a .bin rewritten between the two finds another number (a review)
     require_memory(4 * found, f"the EOD id {eod_id}", f"{found:,} tokens of {index.bin_path} equal to it, 4 bytes each")

@@ -287,6 +287,61 @@ def test_a_bin_rewritten_between_the_two_eod_passes_is_refused_more_or_fewer():
         assert error.value.path == "x.bin"
 
 
+def test_a_sequence_pointer_corrupt_past_the_checked_ones_is_refused_by_the_eod_scan(tmp_path):
+    """A review: sequence 1050 of 1100 pointed past the .bin; the index opens (its first 1,024 pointers and the
+    .bin's size are checked), and the replay moved one EOD cut without a word (1,329 segments for 1,330)."""
+    import struct
+
+    from freqlab.corpus.megatron import HEADER, read_index
+    from freqlab.frequency.megatron_replay import eod_cuts
+
+    from ..corpus.tokenized_writers import write_megatron
+
+    write_megatron(tmp_path / "m", [[[5, 2, 7]]] * 1100, np.uint16)
+    raw = bytearray((tmp_path / "m.idx").read_bytes())
+    at = HEADER.size + 4 * 1100 + 8 * 1050
+    raw[at : at + 8] = struct.pack("<q", 10**6)
+    (tmp_path / "m.idx").write_bytes(bytes(raw))
+    with pytest.raises(
+        FreqlabError, match=r"m\.bin: sequence 1,050 starts at token 500,000, not where sequence 1,049 "
+    ):
+        eod_cuts(read_index(str(tmp_path / "m.idx")), 2)
+
+
+def test_a_scanned_index_whose_path_holds_a_space_is_replayed(tmp_path):
+    """A review: the scanned .idx became the data_path, whose words Megatron splits: "sp2 x/m.idx" read as two
+    prefixes ("needs train_samples"). The scanned index is kept whole (``index``); a data_path is split as before."""
+    from click.testing import CliRunner
+
+    from freqlab.cli import main
+
+    from ..corpus.tokenized_writers import write_megatron
+
+    folder = tmp_path / "sp2 x"
+    folder.mkdir()
+    documents = [[[5, 6, 7, 2]] for _ in range(30)]  # 120 tokens, an EOD every 4
+    write_megatron(folder / "m", documents, np.uint16)
+    write_megatron(tmp_path / "plain", documents, np.uint16)  # the same index at a path without a space
+    expected = megatron_segments(8, MegatronOptions(str(tmp_path / "plain"), reset_attention_mask=True))
+    got = megatron_segments(8, MegatronOptions(index=str(folder / "m.idx"), reset_attention_mask=True))
+    assert (got.lengths.tolist(), got.counts.tolist()) == (expected.lengths.tolist(), expected.counts.tolist())
+    assert expected.approximation is None and expected.lengths.tolist() == [4]  # windows of 8 cut after each EOD
+    scanned = CliRunner().invoke(
+        main,
+        ["scan", "--dataset", str(folder / "m.idx"), "--L", "8", "--regime", "megatron", "--reset-attention-mask",
+         "--out", str(tmp_path / "out"), "--json", "-q"],
+    )  # fmt: skip
+    assert scanned.exit_code == 0, scanned.output
+    (row,) = json.loads(scanned.stdout)["windows"]
+    replayed = CliRunner().invoke(
+        main, ["freq", str(tmp_path / "out" / "lengths.parquet"), "--L", "8", "--regime", "megatron",
+               "--reset-attention-mask"],
+    )  # fmt: skip
+    assert replayed.exit_code == 0, replayed.output
+    assert f"GPTDataset's windows replayed from {folder / 'm.idx'}" in replayed.output
+    assert (row["regime"], row["segments"]) == ("megatron", int(expected.counts.sum())) and "approximation" not in row
+
+
 def test_a_reset_mask_that_cuts_nothing_is_said(tmp_path):
     """A review: with no EOD appended and no --eos-id, --reset-attention-mask counted whole windows without a word."""
     from freqlab.frequency.regime_table import describe, regime_rows
