@@ -266,10 +266,14 @@ def percent(x: float, digits: int = 1) -> str:
 
 
 def listed(items: Sequence[str], limit: int = 6) -> str:
-    """'a, b, c' with at most ``limit`` items, then '(+N more)'."""
+    """'a, b, c' with at most ``limit`` items, then '(+N more)'.
+
+    >>> listed([f"p{k}" for k in range(2002)], limit=2)
+    'p0, p1 (+2,000 more)'
+    """
     items = list(items)
     shown = ", ".join(items[:limit])
-    return shown + (f" (+{len(items) - limit} more)" if len(items) > limit else "")
+    return shown + (f" (+{len(items) - limit:,} more)" if len(items) > limit else "")
 
 
 def first_few(items: Sequence[str], limit: int = 3, total: int | None = None) -> str:

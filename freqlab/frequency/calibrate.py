@@ -224,7 +224,8 @@ class Calibration(Displayed):
 
         n = len(self.points)
         lines = [
-            f"tau = {human_count(self.tau)} (geometric mean of {n} point{'s' if n != 1 else ''}); range {self._range()}"
+            f"tau = {human_count(self.tau)} (geometric mean of {n:,} point{'s' if n != 1 else ''}); "
+            f"range {self._range()}"
         ]
         if self.bootstrap is None:
             lines.append("no bootstrap interval (fewer than 3 points)")
