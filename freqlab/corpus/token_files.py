@@ -93,6 +93,8 @@ def lengths_from_ends(ends: np.ndarray, start: int, *, out: np.ndarray | None = 
     k = ends_to_lengths(ends, start, out)
     if k >= 0:
         end = int(ends[k]) % (1 << 64)  # as the file holds it: uint64 (a review: an end of 2**63 + 1 read negative)
+        if ends[k] < 0:  # not "after a larger one": past any count of tokens (a review)
+            raise ValueError(f"document {first + k} ends at token {end:,}, past 2^63 - 1: is the index corrupt?")
         raise ValueError(f"document ends decrease at document {first + k} ({end:,} after a larger one)")
     return out
 

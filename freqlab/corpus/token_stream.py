@@ -59,6 +59,10 @@ def open_stream(path: str) -> np.ndarray:
         try:
             tokens = np.load(path, mmap_mode="r", allow_pickle=False)
         except (ValueError, EOFError) as exc:  # EOFError: an empty file (click would take it for Ctrl-D, "interrupted")
+            if "mmap length is greater than file size" in str(exc):  # CPython's mmap: the header says more data
+                raise FreqlabError(  # (a review: a file cut after it was listed was "not a NumPy array file")
+                    f"{path}: shorter than its header says: truncated, or cut while it was being read"
+                ) from exc
             raise FreqlabError(f"{path}: not a NumPy array file ({describe_error(exc)})") from exc
         if tokens.ndim != 1 or tokens.dtype.kind not in "iu":
             raise FreqlabError(f"{path}: a token stream is a 1-D integer array, not {tokens.shape} {tokens.dtype}")

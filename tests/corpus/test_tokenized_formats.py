@@ -388,7 +388,7 @@ def test_a_datatrove_index_whose_first_ends_pass_the_ds_is_one_line(tmp_path):
 def test_an_end_past_2_63_is_named_as_the_index_holds_it(tmp_path):
     np.array([1, 2, 3, 4, 2], np.uint16).tofile(tmp_path / "a.ds")
     np.array([2, 2**63 + 1, 5], np.uint64).tofile(tmp_path / "a.ds.index")  # not -9223372036854775807
-    with pytest.raises(FreqlabError, match=r"decrease at document 1 \(9,223,372,036,854,775,809 after a larger"):
+    with pytest.raises(FreqlabError, match=r"document 1 ends at token 9,223,372,036,854,775,809, past 2\^63 - 1"):
         lengths_of(tmp_path / "a.ds")
 
 
@@ -609,6 +609,14 @@ def test_a_token_stream_cut_while_it_is_read_is_an_error_not_a_crash(tmp_path, m
         list(batches)
     np.save(tmp_path / "b.npy", np.array([5, 2, 7, 7, 2, 9, 9, 9, 2, 1, 2, 2], ">u2"))  # big-endian, read as such
     assert lengths_of(tmp_path / "b.npy", read=ReadOptions(eos_id=2)) == [2, 3, 4, 2, 1]
+
+
+def test_a_npy_shorter_than_its_header_is_said_truncated_not_of_another_format(tmp_path):
+    """A review: a .npy cut between the folder's listing and its read was "not a NumPy array file"."""
+    np.save(tmp_path / "a.npy", np.arange(1000, dtype=np.uint16))
+    os.truncate(tmp_path / "a.npy", 500)
+    with pytest.raises(FreqlabError, match=r"a\.npy: shorter than its header says: truncated, or cut while it was"):
+        lengths_of(tmp_path / "a.npy", read=ReadOptions(eos_id=5))
 
 
 def test_the_eos_checks_read_last_tokens_not_a_map_of_the_file(tmp_path):
