@@ -23,6 +23,7 @@ from __future__ import annotations
 import os
 import re
 import struct
+import tokenize
 from collections.abc import Iterator
 from dataclasses import dataclass
 from itertools import pairwise
@@ -39,6 +40,7 @@ from freqlab.corpus.token_files import check_eos_option, read_chunks
 from freqlab.errors import FreqlabError
 
 LIT_MAGIC = b"LITPKDS"
+NPY_MAGIC = b"\x93NUMPY"
 LIT_HEADER = struct.Struct("<7sQBQ")
 LIT_DTYPES = {
     1: np.uint8,
@@ -56,9 +58,14 @@ LIT_CHUNK_NAME = re.compile(r"(?P<prefix>.*)_(?P<number>\d{10})\.bin", re.IGNORE
 def open_stream(path: str) -> np.ndarray:
     """The tokens of a ``.npy`` (1-D integer array) or lit-gpt ``.bin`` file, memory-mapped."""
     if path.lower().endswith(".npy"):
+        with open(path, "rb") as handle:  # numpy calls a file of another magic "pickled data" (allow_pickle=)
+            if (magic := handle.read(len(NPY_MAGIC))) != NPY_MAGIC and len(magic) == len(NPY_MAGIC):
+                raise FreqlabError(f"{path}: not a NumPy array file (it begins {magic!r}, not {NPY_MAGIC!r})")
         try:
             tokens = np.load(path, mmap_mode="r", allow_pickle=False)
-        except (ValueError, EOFError) as exc:  # EOFError: an empty file (click would take it for Ctrl-D, "interrupted")
+        # EOFError: an empty file (click would take it for Ctrl-D, "interrupted"); a header numpy cannot parse raises
+        # tokenize's TokenError, SyntaxError or TypeError (a review: tracebacks)
+        except (ValueError, EOFError, TypeError, SyntaxError, tokenize.TokenError) as exc:
             if "mmap length is greater than file size" in str(exc):  # CPython's mmap: the header says more data
                 raise FreqlabError(  # (a review: a file cut after it was listed was "not a NumPy array file")
                     f"{path}: shorter than its header says: truncated, or cut while it was being read"

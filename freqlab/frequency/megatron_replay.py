@@ -384,18 +384,20 @@ def eod_cuts(index, eod_id: int) -> tuple[np.ndarray, np.ndarray]:
     """
     from freqlab.corpus.base import FileChanged
 
-    first = np.asarray(index.sequence_pointers, np.int64) // index.dtype.itemsize  # sequences lie back to back
+    itemsize = index.dtype.itemsize
+    pointers = np.asarray(index.sequence_pointers, np.int64)
     sizes = np.asarray(index.sequence_lengths, np.int64)
-    # ... as Megatron writes them: a pointer elsewhere would move cuts between sequences without a word (a review; a
-    # scan checks the pointers at its batches' ends only)
-    apart = np.flatnonzero(first[1:] != first[:-1] + sizes[:-1])
-    if first.size and (first[0] != 0 or apart.size):
-        j = int(apart[0]) + 1 if first[0] == 0 else 0
-        where = f"where sequence {j - 1:,} ends" if j else "at the first token"
+    # sequences lie back to back, as Megatron writes them, in bytes: a pointer elsewhere would move cuts between
+    # sequences without a word (a review; opening the index checks the first 1,024 pointers and the last)
+    apart = np.flatnonzero(pointers[1:] != pointers[:-1] + sizes[:-1] * itemsize)
+    if pointers.size and (pointers[0] % itemsize or apart.size):
+        j = int(apart[0]) + 1 if pointers[0] % itemsize == 0 else 0
+        where = f"where sequence {j - 1:,} ends" if j else f"at a whole number of {index.dtype.name} tokens"
         raise FreqlabError(
-            f"{index.bin_path}: sequence {j:,} starts at token {int(first[j]):,}, not {where}: the index's pointers "
-            "are corrupt"
+            f"{index.bin_path}: sequence {j:,} starts at byte {int(pointers[j]):,}, not {where}: the index's "
+            "pointers are corrupt"
         )
+    first = pointers // itemsize
     found = sum(int(np.count_nonzero(chunk == eod_id)) for _, chunk in index.token_chunks())
     seen = 0  # EOD tokens of the second pass: a .bin rewritten between the two finds another number (a review)
     require_memory(4 * found, f"the EOD id {eod_id}", f"{found:,} tokens of {index.bin_path} equal to it, 4 bytes each")

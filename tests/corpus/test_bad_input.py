@@ -324,6 +324,10 @@ def test_a_missing_path_that_was_near_an_existing_one_says_so(tmp_path, monkeypa
     ):
         open_corpus("t19/m", read=eos)
     with pytest.raises(
+        FreqlabError, match=r"^ t19/m: no such file or directory \(a Megatron prefix: give its index, t19/m\.idx"
+    ):
+        open_corpus(" t19/m", read=eos)  # white space around it too (an adversary: "drop --eos-id" again)
+    with pytest.raises(
         FreqlabError, match=r"^t19/m: Hugging Face Hub access is off .*; nor is it a local path \(a Megatron"
     ):
         open_corpus("t19/m")

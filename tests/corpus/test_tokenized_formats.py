@@ -619,6 +619,26 @@ def test_a_npy_shorter_than_its_header_is_said_truncated_not_of_another_format(t
         lengths_of(tmp_path / "a.npy", read=ReadOptions(eos_id=5))
 
 
+def test_a_npy_whose_header_numpy_cannot_parse_is_one_line(tmp_path):
+    """An adversary: a header with an unbalanced bracket or a non-string key was a traceback (tokenize's TokenError,
+    TypeError), another magic numpy's advice to load pickled data unsafely."""
+    np.save(tmp_path / "good.npy", np.arange(8, dtype=np.int32))
+    raw = (tmp_path / "good.npy").read_bytes()
+    start, length = 10, struct.unpack("<H", raw[8:10])[0]
+    for name, header in (
+        ("bracket", "{'descr': '<i4', 'fortran_order': False, 'shape': (8,, }"),
+        ("key", "{'descr': '<i4', 'fortran_order': False, 'shape': (8,), 1: 2}"),
+    ):
+        text = header.ljust(length - 1) + "\n"
+        (tmp_path / f"{name}.npy").write_bytes(raw[:start] + text.encode() + raw[start + length :])
+        with pytest.raises(FreqlabError, match=rf"{name}\.npy: not a NumPy array file \("):
+            lengths_of(tmp_path / f"{name}.npy", read=ReadOptions(eos_id=2))
+    (tmp_path / "magic.npy").write_bytes(b"PK\x03\x04" + raw[4:])
+    magic = r"magic\.npy: not a NumPy array file \(it begins b'PK\\x03\\x04PY', not b'\\x93NUMPY'\)$"
+    with pytest.raises(FreqlabError, match=magic):
+        lengths_of(tmp_path / "magic.npy", read=ReadOptions(eos_id=2))
+
+
 def test_the_eos_checks_read_last_tokens_not_a_map_of_the_file(tmp_path):
     """The EOS checks of Megatron and datatrove files read the tokens they look at (a review: they memory-mapped the
     .bin/.ds, and a file cut after its index was read would kill the process when a page past its end was touched);

@@ -303,8 +303,12 @@ def test_a_sequence_pointer_corrupt_past_the_checked_ones_is_refused_by_the_eod_
     raw[at : at + 8] = struct.pack("<q", 10**6)
     (tmp_path / "m.idx").write_bytes(bytes(raw))
     with pytest.raises(
-        FreqlabError, match=r"m\.bin: sequence 1,050 starts at token 500,000, not where sequence 1,049 "
+        FreqlabError, match=r"m\.bin: sequence 1,050 starts at byte 1,000,000, not where sequence 1,049 ends"
     ):
+        eod_cuts(read_index(str(tmp_path / "m.idx")), 2)
+    raw[at : at + 8] = struct.pack("<q", 1050 * 6 + 1)  # one byte off: part of a token (an adversary)
+    (tmp_path / "m.idx").write_bytes(bytes(raw))
+    with pytest.raises(FreqlabError, match=r"sequence 1,050 starts at byte 6,301, not where sequence 1,049 ends"):
         eod_cuts(read_index(str(tmp_path / "m.idx")), 2)
 
 
