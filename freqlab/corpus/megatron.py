@@ -94,12 +94,6 @@ class MegatronIndex:
             return 0
         return int(self.sequence_pointers[-1]) // self.dtype.itemsize + int(self.sequence_lengths[-1])
 
-    def tokens(self) -> np.ndarray:
-        """The ``.bin`` tokens as a read-only memory map (for a few; :meth:`token_chunks` reads them all)."""
-        if os.path.getsize(self.bin_path) == 0:
-            return np.zeros(0, self.dtype)
-        return np.memmap(self.bin_path, dtype=self.dtype, mode="r")
-
     def token_chunks(self) -> Iterator[tuple[int, np.ndarray]]:
         """``(first token, tokens)`` of the ``.bin``, read a chunk at a time (:func:`read_chunks`: a ``.bin`` cut
         while it is read is :class:`~freqlab.corpus.file_discovery.FileChanged`, not a crash).

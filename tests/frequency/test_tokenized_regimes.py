@@ -66,7 +66,7 @@ def test_megatron_walk_against_the_token_stream():
     from freqlab.corpus.megatron import read_index
 
     index = read_index(str(DATA / "multi.idx"))
-    tokens = np.asarray(index.tokens())
+    tokens = np.fromfile(index.bin_path, index.dtype)  # the .bin, read whole
     L, seed, samples = 16, 99, 40
     begin, end = train_range("90,10", index.sequences)
     dataset = MegatronDataset.build(np.asarray(index.sequence_lengths), begin, end, L, samples, seed)
@@ -97,7 +97,7 @@ def reference_f(prefix, eod: int, L: int, samples: int | None, split: str = "969
     from freqlab.corpus.megatron import read_index
 
     index = read_index(f"{prefix}.idx")
-    tokens = np.asarray(index.tokens())
+    tokens = np.fromfile(index.bin_path, index.dtype)  # the .bin, read whole
     begin, end = train_range(split, index.sequences)
     dataset = MegatronDataset.build(np.asarray(index.sequence_lengths), begin, end, L, samples, seed)
     starts = np.asarray(index.sequence_pointers) // tokens.itemsize
