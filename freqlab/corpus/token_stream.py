@@ -56,7 +56,10 @@ LIT_CHUNK_NAME = re.compile(r"(?P<prefix>.*)_(?P<number>\d{10})\.bin", re.IGNORE
 
 
 def open_stream(path: str) -> np.ndarray:
-    """The tokens of a ``.npy`` (1-D integer array) or lit-gpt ``.bin`` file, memory-mapped."""
+    """The tokens of a ``.npy`` (1-D integer array) or lit-gpt ``.bin`` file as a memory map, checked: its dtype,
+    size and offset (a ``.npy``'s header) say what :func:`~freqlab.corpus.token_files.read_chunks` reads; the map's
+    pages are never touched.
+    """
     if path.lower().endswith(".npy"):
         with open(path, "rb") as handle:  # numpy calls a file of another magic "pickled data" (allow_pickle=)
             if (magic := handle.read(len(NPY_MAGIC))) != NPY_MAGIC and len(magic) == len(NPY_MAGIC):
