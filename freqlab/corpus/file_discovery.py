@@ -355,10 +355,11 @@ def near_miss(path: str) -> str:
         return f" ({bare} is a file, not a folder: drop the trailing {path[len(bare) :]!r})"
     if path != path.strip() and os.path.lexists(path.strip()):
         return f" (the name has white space around it; {path.strip()!r} exists)"
-    if os.path.isfile(path.strip() + ".idx"):  # Megatron's data_path names prefixes (a review: told to drop --eos-id)
-        return f" (a Megatron prefix: give its index, {path.strip()}.idx)"
-    if os.path.isfile(path.strip() + ".ds"):
-        return f" (a datatrove file: give {path.strip()}.ds)"
+    stem = path.strip()
+    if os.path.isfile(stem + ".idx"):  # Megatron's data_path names prefixes (a review: told to drop --eos-id)
+        return f" (a Megatron prefix: give its index, {stem}.idx)"
+    if os.path.isfile(stem + ".ds"):
+        return f" (a datatrove file: give {stem}.ds)"
     return ""
 
 

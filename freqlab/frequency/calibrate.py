@@ -486,8 +486,10 @@ def point_from_record(
         source = Path(expand_home(own))
         if base is not None and not source.is_absolute():  # never the working folder's instead
             source = base / source
-    known = (str(source), int(window), row.get("regime") or regime) if isinstance(source, str | Path) else None
-    f = frequencies.get(known) if frequencies is not None and known is not None else None
+    # a file's f is shared through `frequencies` (a histogram a notebook holds is not: no key names it)
+    shared = frequencies if frequencies is not None and isinstance(source, str | Path) else {}
+    known = (str(source), int(window), row.get("regime") or regime)
+    f = shared.get(known)
     if f is None:
         try:
             h = as_histogram(source)
@@ -497,8 +499,7 @@ def point_from_record(
             f = position_frequency(h.lengths, h.counts, int(window), row.get("regime") or regime)
         except FreqlabError as exc:  # an unknown regime, a window past 2^30: named with the point
             raise FreqlabError(f"{where}: {exc}") from None
-        if frequencies is not None and known is not None:
-            frequencies[known] = f
+        shared[known] = f
     return point_from_frequency(
         f, tokens, int(E), next_length=_number(row, "next_length", parse_positions), label=label, source=where
     )

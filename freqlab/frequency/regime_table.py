@@ -13,7 +13,7 @@ from freqlab.display import percent
 from freqlab.errors import FreqlabError, brief
 from freqlab.frequency.budget import budget_note
 from freqlab.frequency.position import position_frequency, segment_frequency
-from freqlab.frequency.regimes import PACK_SAMPLE_DOCUMENTS, REGIMES, check_windows, pack_sample, segments
+from freqlab.frequency.regimes import REGIMES, check_windows, table_segments
 from freqlab.frequency.stats import (
     DEFAULT_TAU,
     STRING_PROBE_CALIBRATION,
@@ -152,11 +152,7 @@ def regime_rows(
     regimes = as_names(regimes, "regime", ", ".join(REGIMES))
     for L in check_windows(Ls):  # one window or several (a bare 2048 was "'int' object is not iterable")
         for regime in regimes:
-            if regime == "pack":  # a large histogram: a weighted sample of its stream
-                segs = pack_sample(lengths, counts, L, seed=seed, documents=PACK_SAMPLE_DOCUMENTS)  # checks them
-                documents = int(np.sum(np.asarray(counts, dtype=np.int64), dtype=np.int64))
-            else:
-                segs, documents = segments(lengths, counts, L, regime, seed=seed, megatron=megatron), 0
+            segs, sample = table_segments(lengths, counts, L, regime, seed=seed, megatron=megatron)
             budget = tokens
             if one_pass and tokens is not None and segs.dropped_tokens:
                 budget = int(tokens) * segs.tokens // (segs.tokens + segs.dropped_tokens)
@@ -164,10 +160,11 @@ def regime_rows(
             row = regime_row(segs.regime, f, segs.segments, segs.dropped_tokens, segs.approximation, budget, tau)
             if segs.note:
                 row["note"] = segs.note
-            if documents > PACK_SAMPLE_DOCUMENTS:
+            if sample is not None:  # a large histogram: a weighted sample of its stream
+                documents = int(np.sum(np.asarray(counts, dtype=np.int64), dtype=np.int64))
                 row["note"] = (
                     f"pack shuffles a stream of {documents:,} documents: walked as a weighted sample of about "
-                    f"2^{PACK_SAMPLE_DOCUMENTS.bit_length() - 1}, every length kept, f(0) exact, the rest an estimate "
+                    f"2^{sample.bit_length() - 1}, every length kept, f(0) exact, the rest an estimate "
                     "of the whole stream's f (LengthHistogram.frequency, which freq --out and --layout take: exact for "
                     "the seed, slower)"
                 )  # a review: the row and the file of one command differed (f(2048) 40,848 against 42,016)

@@ -356,6 +356,24 @@ def pack_sample(
     return _packed(pack_walk(stream, L, kind_lengths, kind_weights)[0], L)
 
 
+def table_segments(
+    lengths: ArrayLike, counts: ArrayLike, L: int, regime: str, *, seed: int = 0, megatron=None
+) -> tuple[Segments, int | None]:
+    """:func:`segments` as a table of regimes computes them (``freq``'s rows, ``plan upsample``'s comparisons):
+    ``pack`` of more than :data:`PACK_SAMPLE_DOCUMENTS` documents on :func:`pack_sample`'s weighted sample, an
+    estimate; every other regime, and a smaller pack, exact. Returns the segments and the sample's size (None: exact).
+
+    >>> segs, sample = table_segments([100], [1 << 25], 4096, "pack")
+    >>> sample == PACK_SAMPLE_DOCUMENTS, int(segs.lengths @ segs.counts) == 100 << 25
+    (True, True)
+    """
+    if regime != "pack":
+        return segments(lengths, counts, L, regime, seed=seed, megatron=megatron), None
+    segs = pack_sample(lengths, counts, L, seed=seed, documents=PACK_SAMPLE_DOCUMENTS)  # checks them
+    documents = int(np.sum(np.asarray(counts, dtype=np.int64), dtype=np.int64))
+    return segs, PACK_SAMPLE_DOCUMENTS if documents > PACK_SAMPLE_DOCUMENTS else None
+
+
 def _packed(dense: np.ndarray, L: int) -> Segments:
     """The ``pack`` regime's Segments from a walk's dense counts (index: segment length)."""
     nonzero = np.flatnonzero(dense)

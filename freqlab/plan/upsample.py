@@ -54,8 +54,8 @@ import numpy as np
 
 from freqlab.display import Display, Displayed, name_column
 from freqlab.errors import FreqlabError
-from freqlab.frequency import DEFAULT_TAU, pack_sample, position_frequency, segment_frequency, segments
-from freqlab.frequency.regimes import PACK_SAMPLE_DOCUMENTS
+from freqlab.frequency import DEFAULT_TAU, position_frequency, segment_frequency
+from freqlab.frequency.regimes import table_segments
 from freqlab.frequency.schedule import Schedule, ScheduleFrequency, Stage, stage_histogram
 from freqlab.frequency.stats import positive_number, token_budget
 from freqlab.histogram import LengthHistogram
@@ -614,18 +614,15 @@ def _options(sf, h, k, E, regime, a, before, threshold, T, X, added, seed, notes
     for packing in PACKINGS:
         if packing == regime:
             continue
-        try:  # pack: a weighted sample of a large histogram's stream (exact up to PACK_SAMPLE_DOCUMENTS documents)
-            fr = segment_frequency(
-                pack_sample(h.lengths, h.counts, L, seed=seed, documents=PACK_SAMPLE_DOCUMENTS)
-                if packing == "pack"
-                else segments(h.lengths, h.counts, L, packing, seed=seed)
-            )
+        try:  # as freq's table: pack of a large histogram on a weighted sample of its stream
+            segs, sample = table_segments(h.lengths, h.counts, L, packing, seed=seed)
         except FreqlabError as exc:  # best-fit past the chunks it places one by one: a row not asked for
             notes.append(f"--regime {packing} is not compared: {exc}")
             continue
+        fr = segment_frequency(segs)
         if fr[E] > 0:
-            estimate = packing == "pack" and h.documents > PACK_SAMPLE_DOCUMENTS
-            out.append(option(f"the same mix under --regime {packing}", Fraction(int(fr[E]), int(fr[0])), estimate))
+            rate = Fraction(int(fr[E]), int(fr[0]))
+            out.append(option(f"the same mix under --regime {packing}", rate, sample is not None))
     return out
 
 

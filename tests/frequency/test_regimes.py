@@ -255,9 +255,9 @@ def test_a_seed_that_is_no_count_is_one_freqlab_error(seed):
 
 def test_the_summary_rows_walk_a_large_histogram_as_a_weighted_sample(monkeypatch):
     """regime_rows (freq, stats, scan summaries) above PACK_SAMPLE_DOCUMENTS: the rare long documents are kept."""
-    from freqlab.frequency import regime_table
+    from freqlab.frequency import regime_table, regimes
 
-    monkeypatch.setattr(regime_table, "PACK_SAMPLE_DOCUMENTS", 1 << 12)
+    monkeypatch.setattr(regimes, "PACK_SAMPLE_DOCUMENTS", 1 << 12)
     lengths = np.concatenate([[200], np.arange(5000, 5400)])
     counts = np.concatenate([[1 << 18], np.ones(400, dtype=np.int64)])
     row = regime_table.regime_rows(lengths, counts, [4096], ["pack"], tokens=10**12)[0]

@@ -132,7 +132,6 @@ def test_the_packings_a_histogram_is_too_large_to_walk_are_sampled_or_said_not_r
     weighted sample past PACK_SAMPLE_DOCUMENTS documents, exact below); best-fit is left out, with a note. Here
     both limits are lowered (2^31 -> 1,000 documents walked; 2^24 -> 100 sampled) to run in milliseconds."""
     import freqlab.frequency.regimes as regimes
-    import freqlab.plan.upsample as upsample
     from freqlab.frequency import pack_sample, segment_frequency
 
     lengths, counts = [100, 3000, 9000], [4000, 30, 5]
@@ -142,7 +141,7 @@ def test_the_packings_a_histogram_is_too_large_to_walk_are_sampled_or_said_not_r
     fp = position_frequency(np.array(lengths), np.array(counts), 2048, "pack")
     assert exact["the same mix under --regime pack"].total_tokens == tokens_needed(fp, 1024, 10**11)
     monkeypatch.setattr(regimes, "MAX_STREAM_DOCUMENTS", 1000)  # 4,035 chunks of <= L/2 tokens for best-fit
-    monkeypatch.setattr(upsample, "PACK_SAMPLE_DOCUMENTS", 100)
+    monkeypatch.setattr(regimes, "PACK_SAMPLE_DOCUMENTS", 100)
     plan = plan_upsample(h, 2048, 1024, tokens=10**12)
     options = {o.way: o for o in plan.options}
     sampled = segment_frequency(pack_sample(lengths, counts, 2048, documents=100))
