@@ -12,7 +12,9 @@ by the engine, up to :data:`RAY_TASK_RETRIES` times per shard; Ray's own ``max_r
 every retry is counted and reported (``summary["scan"]["retries"]``). A scan that still cannot finish ends
 with one line, and its finished shards stay checkpointed for ``--resume``. :meth:`RayEngine.describe` says
 what ran where: the nodes that ran tasks (id, host, CPUs, shards), the CPUs they hold (``workers``), the
-cluster's CPUs and the retries.
+cluster's CPUs and the retries. A scan that ends early (an error, Ctrl-C, SIGTERM) cancels no task (Ray's driver
+can die of a cancel that crosses a finishing task): a Ray started here is shut down with its workers; in a session
+the process joined, the tasks under way finish their shards and their results are dropped.
 """
 
 from __future__ import annotations
