@@ -126,6 +126,7 @@ class ParquetFormat(FileFormat):
 
     name = "parquet"
     suffixes = (".parquet",)
+    columns_decide_unit = True
     description = ".parquet"
 
     def metadata(self, file: DataFile) -> pq.FileMetaData:
@@ -212,6 +213,7 @@ class ArrowFormat(FileFormat):
 
     name = "arrow"
     suffixes = (".arrow",)
+    columns_decide_unit = True
     description = ".arrow"
 
     def records(self, file: DataFile) -> int | None:

@@ -68,23 +68,29 @@ def local_corpus(
         root, ids = relative_ids([path for path, _ in found.files])
         files = [(stat_file(path, ids[path]), get_format(fmt)) for path, fmt in found.files]
     counts = dict(sorted(Counter(_format_label(path, fmt) for path, fmt in found.files).items()))
-    check_one_unit(shown, counts, {fmt.name: TEXT if fmt.kind == TEXT else fmt.name for _, fmt in files})
     estimated = sum(fmt.estimated_bytes(file) for file, fmt in files)
     part = range_bytes(estimated)
-    shards: list[Shard] = []
     units: dict[str, str] = {}  # format -> what its lengths count: text for a tokenizer, or tokenized data
-    # shards in file order (limits take "the first documents"): each run of files of one format at a time
-    for fmt, run in itertools.groupby(files, key=lambda pair: pair[1]):
-        made = fmt.shards([file for file, _ in run], fields, part)
-        for shard in made:
-            unit = TEXT if shard.kind == TEXT else fmt.name if fmt.kind != TEXT else "token columns"
-            if units.setdefault(fmt.name, unit) != unit:
-                raise FreqlabError(
-                    f"{shown}: {fmt.name} files of text and of token ids found together: their lengths are in "
-                    "different units and are never added; name one kind of file"
-                )
-        shards.extend(made)
-    check_one_unit(shown, counts, units)
+    # shards in file order (limits take "the first documents"): each run of files of one format at a time. Parquet's
+    # and Arrow's are made first, since their columns tell their unit, and files in different units are refused
+    # before any other format reads its files (whose own errors, a token stream's missing --eos-id, would hide it)
+    runs = [(fmt, [file for file, _ in run]) for fmt, run in itertools.groupby(files, key=lambda pair: pair[1])]
+    made: dict[int, list[Shard]] = {}
+    for first in (True, False):
+        for k, (fmt, run) in enumerate(runs):
+            if fmt.columns_decide_unit == first:
+                made[k] = fmt.shards(run, fields, part)
+                for shard in made[k]:
+                    unit = TEXT if shard.kind == TEXT else fmt.name if fmt.kind != TEXT else "token columns"
+                    if units.setdefault(fmt.name, unit) != unit:
+                        raise FreqlabError(
+                            f"{shown}: {fmt.name} files of text and of token ids found together: their lengths "
+                            "are in different units and are never added; name one kind of file"
+                        )
+        if first:
+            by_name = {fmt.name: TEXT if fmt.kind == TEXT else fmt.name for fmt, _ in runs}
+            check_one_unit(shown, counts, {**by_name, **units})
+    shards = [shard for k in range(len(runs)) for shard in made[k]]
     column = fields.read.tokens_field or fields.read.length_field
     read_as_text = sorted(name for name, unit in units.items() if unit == TEXT)  # JSON lines, .txt: no such column
     if column and read_as_text:

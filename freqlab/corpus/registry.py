@@ -47,6 +47,8 @@ class FileFormat:
     kind: ClassVar[str] = TEXT
     suffixes: ClassVar[tuple[str, ...]] = ()  # lower-case file name endings it claims
     description: ClassVar[str] = ""  # for "supported: ..." messages
+    # text or token ids by the file's own columns: its unit is known once its shards are made
+    columns_decide_unit: ClassVar[bool] = False
 
     def claims(self, path: str) -> bool:
         """Whether this format reads the file at ``path`` (by its name)."""

@@ -163,6 +163,26 @@ def test_parquet_text_beside_parquet_token_ids_is_refused(tmp_path):
         open_corpus(str(tmp_path))
 
 
+def test_parquet_is_labelled_by_its_columns_and_refused_before_a_token_stream_asks_for_its_eos(tmp_path):
+    """A review: Parquet of token ids beside a .npy token stream was called "parquet (text)" (its unit taken from
+    its format before its columns were read); the refusal also comes before the stream's own "needs --eos-id"."""
+    pq.write_table(pa.table({"input_ids": [[1, 2, 3], [4, 5]]}), tmp_path / "a.parquet")
+    np.save(tmp_path / "b.npy", np.array([1, 2, 3, 0, 4, 5, 0], dtype=np.uint16))
+    with pytest.raises(
+        FreqlabError,
+        match=r"tokenized files of different kinds found together \(1 parquet "
+        r"\(tokenized\), 1 token-stream \(tokenized\)\)",
+    ):
+        open_corpus(str(tmp_path))
+    pq.write_table(pa.table({"text": ["some text"]}), tmp_path / "a.parquet")
+    with pytest.raises(
+        FreqlabError,
+        match=r"text and tokenized files found together \(1 parquet \(text\), "
+        r"1 token-stream \(tokenized\)\)",
+    ):
+        open_corpus(str(tmp_path))
+
+
 def test_megatron_files_for_different_vocabularies_or_eos_conventions_are_refused(tmp_path):
     many = LENGTHS * 5  # 20 documents: enough to tell a file's EOS convention from their last tokens
     write_megatron(tmp_path / "a", single_sequence_documents(many), np.uint16)
