@@ -235,7 +235,8 @@ def human_count(n: float, *, up: bool = False, down: bool = False) -> str:
     Returns
     -------
     str
-        The count with ``K`` (10^3), ``M``, ``B`` or ``T`` (10^12); counts below 1000 as they are.
+        The count with ``K`` (10^3), ``M``, ``B`` or ``T`` (10^12); counts below 1000 as they are, and from 10^18
+        on as a power of ten (``2.94e23``).
 
     Examples
     --------
@@ -243,8 +244,8 @@ def human_count(n: float, *, up: bool = False, down: bool = False) -> str:
     ('1.5T', '2.1B', '8.44M', '999')
     >>> human_count(304_295_942_721), human_count(304_295_942_721, up=True), human_count(999_600_000, up=True)
     ('304B', '305B', '1B')
-    >>> human_count(999_999), human_count(2.03e16)
-    ('1M', '20300T')
+    >>> human_count(999_999), human_count(2.03e16), human_count(2.94e23)
+    ('1M', '20300T', '2.94e23')
     """
     n = _number(n, "human_count", "parse_tokens")
     if not math.isfinite(n):
@@ -255,6 +256,9 @@ def human_count(n: float, *, up: bool = False, down: bool = False) -> str:
     if n > 0:  # 3 significant digits first, so the suffix fits the rounded count
         step = 10 ** max(math.floor(math.log10(n)) - 2, 0)  # the third significant digit's
         n = (math.ceil(n / step) if up else math.floor(n / step) if down else math.floor(n / step + 0.5)) * step
+    if n >= 1e18:  # past a million T, a power of ten reads better than "294000000000T"
+        mantissa, exponent = f"{n:.2e}".split("e")
+        return f"{float(mantissa):.3g}e{int(exponent)}"
     for scale, suffix in ((1e12, "T"), (1e9, "B"), (1e6, "M"), (1e3, "K")):
         if abs(n) >= scale:
             value = n / scale
