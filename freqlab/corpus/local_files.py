@@ -76,20 +76,30 @@ def local_corpus(
     # before any other format reads its files (whose own errors, a token stream's missing --eos-id, would hide it)
     runs = [(fmt, [file for file, _ in run]) for fmt, run in itertools.groupby(files, key=lambda pair: pair[1])]
     made: dict[int, list[Shard]] = {}
+    # a Parquet or Arrow file whose footer cannot be read has no known columns, so no unit: it is read (and reported,
+    # or skipped with on_error="skip") like the others, not called text (a review)
+    unreadable = {
+        file.path for file, fmt in files if fmt.columns_decide_unit and file.size and fmt.records(file) is None
+    }
+    example: dict[tuple[str, str], str] = {}  # (format, unit) -> its first shard's file (what a refusal names)
     for first in (True, False):
         for k, (fmt, run) in enumerate(runs):
             if fmt.columns_decide_unit == first:
                 made[k] = fmt.shards(run, fields, part)
                 for shard in made[k]:
+                    if shard.part_of() in unreadable:
+                        continue
                     unit = TEXT if shard.kind == TEXT else fmt.name if fmt.kind != TEXT else "token columns"
+                    example.setdefault((fmt.name, unit), shard.part_of())
                     if units.setdefault(fmt.name, unit) != unit:
+                        text, ids = example[fmt.name, TEXT], example[fmt.name, "token columns"]
                         raise FreqlabError(
-                            f"{shown}: {fmt.name} files of text and of token ids found together: their lengths "
-                            "are in different units and are never added; name one kind of file"
+                            f"{shown}: {fmt.name} files of text ({text}) and of token ids ({ids}) found together: "
+                            "their lengths are in different units and are never added; name one kind of file"
                         )
-        if first:
-            by_name = {fmt.name: TEXT if fmt.kind == TEXT else fmt.name for fmt, _ in runs}
-            check_one_unit(shown, counts, {**by_name, **units})
+        if first:  # a Parquet or Arrow file without a shard (empty) is in no unit
+            named = {fmt.name: TEXT if fmt.kind == TEXT else fmt.name for fmt, _ in runs if not fmt.columns_decide_unit}
+            check_one_unit(shown, counts, {**named, **units})
     shards = [shard for k in range(len(runs)) for shard in made[k]]
     column = fields.read.tokens_field or fields.read.length_field
     read_as_text = sorted(name for name, unit in units.items() if unit == TEXT)  # JSON lines, .txt: no such column

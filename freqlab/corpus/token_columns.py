@@ -211,6 +211,8 @@ def token_column_shards(files: list[DataFile], fields: Fields, names_of, runs_of
     for file, choice in zip(files, chosen):
         if not file.size:
             continue
+        if choice is None and not names_of(file):  # unreadable: read as the others are, which reports it (or skips)
+            choice = next(c for c in chosen if c is not None)
         if choice is None:
             if fields.text.split(".")[0] in names_of(file):
                 other, (_, column) = next((f, c) for f, c in zip(files, chosen) if c is not None)

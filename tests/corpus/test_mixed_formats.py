@@ -183,6 +183,37 @@ def test_parquet_is_labelled_by_its_columns_and_refused_before_a_token_stream_as
         open_corpus(str(tmp_path))
 
 
+def test_an_empty_or_unreadable_parquet_file_is_in_no_unit_and_is_reported_as_what_it_is(tmp_path):
+    """A review: a zero-byte or corrupt .parquet (no columns to tell its unit) beside a token stream was called
+    "parquet (text)" and refused the folder, even with --on-error skip; beside token-id Parquet, a corrupt one was
+    "no text column and no token column". Now an empty file counts zero documents, a corrupt one is the file's own
+    "cannot read" error, and with on_error="skip" one unreadable-file skip."""
+    np.save(tmp_path / "s.npy", np.array([1, 2, 3, 0, 4, 5, 0], dtype=np.uint16))
+    (tmp_path / "a.parquet").write_bytes(b"")
+    empty = scan(str(tmp_path), eos_id=0, workers=1, progress=False).histogram
+    assert (empty.documents_read, empty.lengths.tolist(), empty.counts.tolist()) == (2, [3, 4], [1, 1])
+    (tmp_path / "a.parquet").write_bytes(b"PAR1garbagegarbage")
+    with pytest.raises(FreqlabError, match=r"a.parquet: cannot read .*Parquet magic bytes"):
+        scan(str(tmp_path), eos_id=0, workers=1, progress=False)
+    skipped = scan(str(tmp_path), eos_id=0, workers=1, progress=False, on_error="skip").histogram
+    assert (skipped.documents_read, skipped.skipped, skipped.lengths.tolist()) == (3, {"unreadable-file": 1}, [3, 4])
+    (tmp_path / "s.npy").unlink()
+    pq.write_table(pa.table({"input_ids": [[1, 2, 3], [4, 5]]}), tmp_path / "b.parquet")
+    with pytest.raises(FreqlabError, match=r"a.parquet: cannot read .*Parquet magic bytes"):
+        scan(str(tmp_path), workers=1, progress=False)
+    ids = scan(str(tmp_path), workers=1, progress=False, on_error="skip").histogram
+    assert (ids.documents_read, ids.skipped, ids.lengths.tolist()) == (3, {"unreadable-file": 1}, [2, 3])
+
+
+def test_parquet_files_of_text_and_token_ids_apart_in_file_order_are_named(tmp_path):
+    """A review: text and token-id Parquet with another format between them were refused without naming a file."""
+    pq.write_table(pa.table({"text": ["some text"]}), tmp_path / "a.parquet")
+    np.save(tmp_path / "b.npy", np.array([1, 0], dtype=np.uint16))
+    pq.write_table(pa.table({"input_ids": [[1, 2]]}), tmp_path / "c.parquet")
+    with pytest.raises(FreqlabError, match=r"parquet files of text \(.*a.parquet\) and of token ids \(.*c.parquet\)"):
+        open_corpus(str(tmp_path), eos_id=0)
+
+
 def test_megatron_files_for_different_vocabularies_or_eos_conventions_are_refused(tmp_path):
     many = LENGTHS * 5  # 20 documents: enough to tell a file's EOS convention from their last tokens
     write_megatron(tmp_path / "a", single_sequence_documents(many), np.uint16)
