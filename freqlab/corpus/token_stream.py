@@ -27,7 +27,7 @@ import tokenize
 from collections.abc import Iterator
 from dataclasses import dataclass
 from itertools import pairwise
-from typing import ClassVar
+from typing import ClassVar, NamedTuple
 
 import numpy as np
 
@@ -55,28 +55,24 @@ LIT_DTYPES = {
 LIT_CHUNK_NAME = re.compile(r"(?P<prefix>.*)_(?P<number>\d{10})\.bin", re.IGNORECASE)  # f"{prefix}_{counter:010d}.bin"
 
 
-def open_stream(path: str) -> np.ndarray:
-    """The tokens of a ``.npy`` (1-D integer array) or lit-gpt ``.bin`` file as a memory map, checked: its dtype,
-    size and offset (a ``.npy``'s header) say what :func:`~freqlab.corpus.token_files.read_chunks` reads; the map's
-    pages are never touched.
+class StreamLayout(NamedTuple):
+    """Where a token stream's tokens are in its file: ``count`` tokens of ``dtype`` from byte ``offset`` on."""
+
+    dtype: np.dtype
+    count: int
+    offset: int
+
+
+def open_stream(path: str) -> StreamLayout:
+    """The layout of a ``.npy`` (1-D integer array) or lit-gpt ``.bin`` file, from its header, checked against the
+    file's size; :func:`~freqlab.corpus.token_files.read_chunks` reads the tokens it names.
+
+    A ``.npy`` header is parsed here, not by a memory map of the file (a review: a shape of 2^62 tokens ended in
+    mmap's OverflowError and a traceback): numpy's ``read_array_header`` for format versions 1.0 and 2.0, the
+    only ones an integer array is written in.
     """
     if path.lower().endswith(".npy"):
-        with open(path, "rb") as handle:  # numpy calls a file of another magic "pickled data" (allow_pickle=)
-            if (magic := handle.read(len(NPY_MAGIC))) != NPY_MAGIC and len(magic) == len(NPY_MAGIC):
-                raise FreqlabError(f"{path}: not a NumPy array file (it begins {magic!r}, not {NPY_MAGIC!r})")
-        try:
-            tokens = np.load(path, mmap_mode="r", allow_pickle=False)
-        # EOFError: an empty file (click would take it for Ctrl-D, "interrupted"); a header numpy cannot parse raises
-        # tokenize's TokenError, SyntaxError or TypeError (a review: tracebacks)
-        except (ValueError, EOFError, TypeError, SyntaxError, tokenize.TokenError) as exc:
-            if "mmap length is greater than file size" in str(exc):  # CPython's mmap: the header says more data
-                raise FreqlabError(  # (a review: a file cut after it was listed was "not a NumPy array file")
-                    f"{path}: shorter than its header says: truncated, or cut while it was being read"
-                ) from exc
-            raise FreqlabError(f"{path}: not a NumPy array file ({describe_error(exc)})") from exc
-        if tokens.ndim != 1 or tokens.dtype.kind not in "iu":
-            raise FreqlabError(f"{path}: a token stream is a 1-D integer array, not {tokens.shape} {tokens.dtype}")
-        return tokens
+        return _npy_layout(path)
     with open(path, "rb") as handle:
         head = handle.read(LIT_HEADER.size)
     if len(head) < LIT_HEADER.size or not head.startswith(LIT_MAGIC):
@@ -95,9 +91,42 @@ def open_stream(path: str) -> np.ndarray:
             f"{path}: {size // dtype.itemsize:,} tokens, but its header's chunk size is {chunk_size:,} (lit-gpt "
             "writes every chunk whole): truncated or damaged"
         )
-    if not size:
-        return np.zeros(0, dtype)
-    return np.memmap(path, dtype=dtype, mode="r", offset=LIT_HEADER.size)
+    return StreamLayout(dtype, size // dtype.itemsize, LIT_HEADER.size)
+
+
+def _npy_layout(path: str) -> StreamLayout:
+    from numpy.lib import format as npy
+
+    readers = {(1, 0): npy.read_array_header_1_0, (2, 0): npy.read_array_header_2_0}
+    with open(path, "rb") as handle:
+        magic = handle.read(len(NPY_MAGIC) + 2)  # and the format version
+        if not magic:
+            raise FreqlabError(f"{path}: not a NumPy array file (0 bytes)")
+        if not magic.startswith(NPY_MAGIC[: len(magic)]):  # numpy: "pickled data" (allow_pickle=)
+            raise FreqlabError(f"{path}: not a NumPy array file (it begins {magic[:6]!r}, not {NPY_MAGIC!r})")
+        if len(magic) < len(NPY_MAGIC) + 2:
+            raise FreqlabError(f"{path}: not a NumPy array file ({len(magic)} bytes: cut inside its magic)")
+        version = (magic[6], magic[7])
+        if version not in readers:
+            raise FreqlabError(f"{path}: NumPy format {version[0]}.{version[1]}: an integer array is 1.0 or 2.0")
+        # a header numpy cannot parse raises ValueError, tokenize's TokenError, SyntaxError or TypeError (a review:
+        # tracebacks); one cut short, ValueError("EOF: reading array header, ...")
+        try:
+            shape, _, dtype = readers[version](handle)
+        except (ValueError, EOFError, TypeError, SyntaxError, tokenize.TokenError) as exc:
+            if str(exc).startswith("EOF"):
+                raise FreqlabError(f"{path}: its header is cut short ({exc}): truncated") from exc
+            raise FreqlabError(f"{path}: not a NumPy array file (its header: {describe_error(exc)})") from exc
+        offset = handle.tell()
+    if len(shape) != 1 or dtype.kind not in "iu":
+        raise FreqlabError(f"{path}: a token stream is a 1-D integer array, not {shape} {dtype}")
+    count, size = shape[0], os.path.getsize(path)
+    if offset + count * dtype.itemsize > size:  # a review: a file cut after it was listed was "not a NumPy array file"
+        raise FreqlabError(
+            f"{path}: shorter than its header says: truncated, or cut while it was being read ({count:,} "
+            f"{dtype.name} tokens in {size - offset:,} bytes)"
+        )
+    return StreamLayout(dtype, count, offset)
 
 
 @dataclass(frozen=True)
@@ -136,9 +165,8 @@ class TokenStreamShard(LengthShard):
         for file in self.files:
             try:
                 file.check_unchanged()
-                tokens = open_stream(file.path)
-                offset = tokens.offset if isinstance(tokens, np.memmap) else 0
-                for start, chunk in read_chunks(file.path, tokens.dtype, tokens.size, offset):
+                layout = open_stream(file.path)
+                for start, chunk in read_chunks(file.path, layout.dtype, layout.count, layout.offset):
                     ends = np.flatnonzero(chunk == self.eos_id)
                     if self.padded:
                         tail = _one_value(chunk[int(ends[-1]) + 1 :], None) if ends.size else _one_value(chunk, tail)

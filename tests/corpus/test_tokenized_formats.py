@@ -453,7 +453,7 @@ def test_npy_stream_split_after_each_eos(tmp_path):
 def test_an_empty_npy_is_one_line_naming_it_not_an_interrupt(tmp_path):
     """A review: numpy's EOFError on a 0-byte .npy reached click, which took it for Ctrl-D: "interrupted", exit 130."""
     (tmp_path / "h.npy").write_bytes(b"")
-    with pytest.raises(FreqlabError, match=r"h\.npy: not a NumPy array file \(EOFError: No data left in file\)"):
+    with pytest.raises(FreqlabError, match=r"h\.npy: not a NumPy array file \(0 bytes\)"):
         open_corpus(str(tmp_path / "h.npy"), read=ReadOptions(eos_id=0))
     result = CliRunner().invoke(
         main, ["scan", "--dataset", str(tmp_path / "h.npy"), "--eos-id", "0", "-q", "--out", str(tmp_path / "o")]
@@ -617,6 +617,29 @@ def test_a_npy_shorter_than_its_header_is_said_truncated_not_of_another_format(t
     os.truncate(tmp_path / "a.npy", 500)
     with pytest.raises(FreqlabError, match=r"a\.npy: shorter than its header says: truncated, or cut while it was"):
         lengths_of(tmp_path / "a.npy", read=ReadOptions(eos_id=5))
+
+
+def test_a_npy_header_is_read_not_mapped_so_a_hostile_one_is_one_line_saying_what_it_is(tmp_path):
+    """A review: a header claiming 2^62 tokens was mmap's OverflowError and a traceback; an object array or a header
+    cut short were "not a NumPy array file"."""
+    np.save(tmp_path / "good.npy", np.arange(8, dtype=np.uint16))
+    raw = (tmp_path / "good.npy").read_bytes()
+    length = struct.unpack("<H", raw[8:10])[0]
+    header = "{'descr': '<u2', 'fortran_order': False, 'shape': (4611686018427387904,), }".ljust(length - 1) + "\n"
+    (tmp_path / "huge.npy").write_bytes(raw[:10] + header.encode() + raw[10 + length :])
+    huge = r"huge\.npy: shorter than its header says: .* \(4,611,686,018,427,387,904 uint16 tokens in 16 bytes\)$"
+    (tmp_path / "cut.npy").write_bytes(raw[:40])
+    np.save(tmp_path / "object.npy", np.array([1, "x", None], dtype=object), allow_pickle=True)
+    (tmp_path / "v3.npy").write_bytes(raw[:6] + b"\x03\x00" + raw[8:])
+    for name, message in (
+        ("huge", huge),
+        ("cut", r"cut\.npy: its header is cut short \(EOF: reading array header, expected \d+ bytes got 30\)"),
+        ("object", r"object\.npy: a token stream is a 1-D integer array, not \(3,\) object$"),
+        ("v3", r"v3\.npy: NumPy format 3\.0: an integer array is 1\.0 or 2\.0$"),
+    ):
+        with pytest.raises(FreqlabError, match=message):
+            lengths_of(tmp_path / f"{name}.npy", read=ReadOptions(eos_id=2))
+    assert lengths_of(tmp_path / "good.npy", read=ReadOptions(eos_id=2)) == [3, 5]
 
 
 def test_a_npy_whose_header_numpy_cannot_parse_is_one_line(tmp_path):
