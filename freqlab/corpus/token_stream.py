@@ -41,6 +41,7 @@ from freqlab.errors import FreqlabError
 
 LIT_MAGIC = b"LITPKDS"
 NPY_MAGIC = b"\x93NUMPY"
+HEADER_BYTES = 2**20  # the longest .npy header parsed (numpy: 10,000 bytes by default)
 LIT_HEADER = struct.Struct("<7sQBQ")
 LIT_DTYPES = {
     1: np.uint8,
@@ -75,6 +76,8 @@ def open_stream(path: str) -> StreamLayout:
         return _npy_layout(path)
     with open(path, "rb") as handle:
         head = handle.read(LIT_HEADER.size)
+    if len(head) < LIT_HEADER.size and LIT_MAGIC.startswith(head[:7]):  # an adversary: "bad header b'LITPKDS'"
+        raise FreqlabError(f"{path}: {len(head)} bytes, cut inside its {LIT_HEADER.size}-byte lit-gpt header")
     if len(head) < LIT_HEADER.size or not head.startswith(LIT_MAGIC):
         raise FreqlabError(f"{path}: not a lit-gpt packed file (bad header {head[:7]!r}, expected {LIT_MAGIC!r})")
     _, version, code, chunk_size = LIT_HEADER.unpack(head)
@@ -97,7 +100,8 @@ def open_stream(path: str) -> StreamLayout:
 def _npy_layout(path: str) -> StreamLayout:
     from numpy.lib import format as npy
 
-    readers = {(1, 0): npy.read_array_header_1_0, (2, 0): npy.read_array_header_2_0}
+    # 3.0 is 2.0's layout with a UTF-8 header (non-ASCII only in a structured dtype's names, refused below)
+    readers = {(1, 0): npy.read_array_header_1_0, (2, 0): npy.read_array_header_2_0, (3, 0): npy.read_array_header_2_0}
     with open(path, "rb") as handle:
         magic = handle.read(len(NPY_MAGIC) + 2)  # and the format version
         if not magic:
@@ -108,11 +112,11 @@ def _npy_layout(path: str) -> StreamLayout:
             raise FreqlabError(f"{path}: not a NumPy array file ({len(magic)} bytes: cut inside its magic)")
         version = (magic[6], magic[7])
         if version not in readers:
-            raise FreqlabError(f"{path}: NumPy format {version[0]}.{version[1]}: an integer array is 1.0 or 2.0")
+            raise FreqlabError(f"{path}: NumPy format {version[0]}.{version[1]} (numpy writes 1.0, 2.0 and 3.0)")
         # a header numpy cannot parse raises ValueError, tokenize's TokenError, SyntaxError or TypeError (a review:
         # tracebacks); one cut short, ValueError("EOF: reading array header, ...")
         try:
-            shape, _, dtype = readers[version](handle)
+            shape, _, dtype = readers[version](handle, max_header_size=HEADER_BYTES)
         except (ValueError, EOFError, TypeError, SyntaxError, tokenize.TokenError) as exc:
             if str(exc).startswith("EOF"):
                 raise FreqlabError(f"{path}: its header is cut short ({exc}): truncated") from exc
@@ -121,6 +125,8 @@ def _npy_layout(path: str) -> StreamLayout:
     if len(shape) != 1 or dtype.kind not in "iu":
         raise FreqlabError(f"{path}: a token stream is a 1-D integer array, not {shape} {dtype}")
     count, size = shape[0], os.path.getsize(path)
+    if type(count) is not int or count < 0:  # numpy's check takes True for 1 and lets -8 through (an adversary)
+        raise FreqlabError(f"{path}: its header's shape {shape} is not a number of tokens")
     if offset + count * dtype.itemsize > size:  # a review: a file cut after it was listed was "not a NumPy array file"
         raise FreqlabError(
             f"{path}: shorter than its header says: truncated, or cut while it was being read ({count:,} "

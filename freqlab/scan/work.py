@@ -621,6 +621,8 @@ def _count_texts(
                         part.error += getattr(shard, "non_string_note", "")
                     if reason != UNREADABLE_FILE and (damage := _compressed_damage(shard)):
                         part.error += f"; {damage}"
+                    elif reason not in (UNREADABLE_FILE, MISSING_TEXT_FIELD):  # (the field's hint says what to do)
+                        part.error += SKIP_HINT
                 return
             if doc.__class__ is _FailedRead:  # none of the documents before count, unless limits end first
                 # this shard's cap reached before the failure: the scan ends there (the blank lines before it are
@@ -647,6 +649,10 @@ def _count_texts(
         ) and flush():
             return
     flush(last=True)
+
+
+#: what a bad record's error ends with (a new user's review: a missing field said it, a malformed line did not)
+SKIP_HINT = "; --on-error skip counts such records as skipped"
 
 
 def _compressed_damage(shard) -> str | None:

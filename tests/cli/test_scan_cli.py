@@ -116,7 +116,7 @@ def test_a_bad_record_is_one_line_with_file_and_line_and_skip_counts_it(tmp_path
     assert failed.exit_code == 1
     assert failed.output.strip() == (  # and what the JSON parser says, where: a line may be megabytes long
         f"Error: {corpus / 'part1.jsonl'}:5: malformed-json "
-        "(Expecting property name enclosed in double quotes: column 2)"
+        "(Expecting property name enclosed in double quotes: column 2); --on-error skip counts such records as skipped"
     )
     skipped = invoke("--dataset", str(corpus), "--out", str(tmp_path / "o"), "--on-error", "skip", "--json")
     assert json.loads(skipped.output)["documents"]["skipped"] == {"malformed-json": 1}

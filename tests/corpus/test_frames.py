@@ -370,4 +370,7 @@ def test_a_bgzf_file_cut_where_a_block_ends_is_cut_short_not_a_shorter_file(tmp_
     (tmp_path / "long.jsonl.zst").write_bytes(_frame(body))
     with pytest.raises(FreqlabError) as error:
         scan(str(tmp_path / "long.jsonl.zst"), progress=False)
-    assert str(error.value).endswith("long.jsonl.zst:2: non-string-text (the text field holds a number, 5)")
+    assert str(error.value).endswith(
+        "long.jsonl.zst:2: non-string-text (the text field holds a number, 5); --on-error skip counts such records as "
+        "skipped"
+    )

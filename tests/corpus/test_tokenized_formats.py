@@ -552,6 +552,15 @@ def test_lit_gpt_padding_by_another_separator_is_no_document(tmp_path):
     assert lengths == [3, 2], "a run of the separator after the last EOS is padding, however long"
 
 
+def test_a_lit_gpt_chunk_cut_inside_its_header_says_so(tmp_path):
+    """An adversary: a chunk cut inside its 24-byte header was "bad header b'LITPKDS', expected b'LITPKDS'"."""
+    lit_run(tmp_path, "p", [[5, 6, 1]], chunk_size=3, sep=1)
+    chunk = tmp_path / "p_0000000000.bin"
+    chunk.write_bytes(chunk.read_bytes()[:20])
+    with pytest.raises(FreqlabError, match=r"p_0000000000\.bin: 20 bytes, cut inside its 24-byte lit-gpt header$"):
+        lengths_of(tmp_path, read=ReadOptions(eos_id=1))
+
+
 def test_a_lit_gpt_run_of_nothing_but_padding_adds_no_document(tmp_path):
     """A second review: a builder given no document (a process whose rows were all filtered out) writes one chunk of
     its separator; the scan failed with "--eos-id 2 never occurs", the EOS id being right."""
@@ -630,16 +639,30 @@ def test_a_npy_header_is_read_not_mapped_so_a_hostile_one_is_one_line_saying_wha
     huge = r"huge\.npy: shorter than its header says: .* \(4,611,686,018,427,387,904 uint16 tokens in 16 bytes\)$"
     (tmp_path / "cut.npy").write_bytes(raw[:40])
     np.save(tmp_path / "object.npy", np.array([1, "x", None], dtype=object), allow_pickle=True)
-    (tmp_path / "v3.npy").write_bytes(raw[:6] + b"\x03\x00" + raw[8:])
+    (tmp_path / "v9.npy").write_bytes(raw[:6] + b"\x09\x00" + raw[8:])
+    for name, shape in (("bool", "(True,)"), ("negative", "(-8,)")):  # numpy's own check lets both through
+        text = f"{{'descr': '<u2', 'fortran_order': False, 'shape': {shape}, }}".ljust(length - 1) + "\n"
+        (tmp_path / f"{name}.npy").write_bytes(raw[:10] + text.encode() + raw[10 + length :])
     for name, message in (
         ("huge", huge),
+        ("bool", r"bool\.npy: its header's shape \(True,\) is not a number of tokens$"),
+        ("negative", r"negative\.npy: its header's shape \(-8,\) is not a number of tokens$"),
         ("cut", r"cut\.npy: its header is cut short \(EOF: reading array header, expected \d+ bytes got 30\)"),
         ("object", r"object\.npy: a token stream is a 1-D integer array, not \(3,\) object$"),
-        ("v3", r"v3\.npy: NumPy format 3\.0: an integer array is 1\.0 or 2\.0$"),
+        ("v9", r"v9\.npy: NumPy format 9\.0 \(numpy writes 1\.0, 2\.0 and 3\.0\)$"),
     ):
         with pytest.raises(FreqlabError, match=message):
             lengths_of(tmp_path / f"{name}.npy", read=ReadOptions(eos_id=2))
     assert lengths_of(tmp_path / "good.npy", read=ReadOptions(eos_id=2)) == [3, 5]
+    for version in ((2, 0), (3, 0)):  # 3.0: a UTF-8 header, as numpy writes when asked (a review: it was refused)
+        with open(tmp_path / "written.npy", "wb") as handle:
+            np.lib.format.write_array(handle, np.arange(8, dtype=">u2"), version=version)
+        assert lengths_of(tmp_path / "written.npy", read=ReadOptions(eos_id=2)) == [3, 5]
+    with open(tmp_path / "long.npy", "wb") as handle:  # a header past numpy's 10,000-byte default, still read
+        handle.write(b"\x93NUMPY\x02\x00" + struct.pack("<I", 20_000))
+        handle.write(b"{'descr': '<u2', 'fortran_order': False, 'shape': (8,), }".ljust(19_999) + b"\n")
+        handle.write(np.arange(8, dtype="<u2").tobytes())
+    assert lengths_of(tmp_path / "long.npy", read=ReadOptions(eos_id=2)) == [3, 5]
 
 
 def test_a_npy_whose_header_numpy_cannot_parse_is_one_line(tmp_path):
