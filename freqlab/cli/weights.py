@@ -59,7 +59,10 @@ def histogram_line(path, h: LengthHistogram, info: MixtureInfo | None) -> str:
     holds (integer epochs) or that the mix is a distribution (shares: its counts are scaled, not documents).
     """
     corpus = h if info is None or info.corpus is None else info.corpus
-    counts = f"{counted(corpus.documents, 'document')}, {counted(corpus.tokens, 'token')}"
+    counts = counted(corpus.documents, "document")
+    if corpus.documents_read > corpus.documents:  # a new user's review: the scan said 7 read, freq 5 documents
+        counts += f" (of {corpus.documents_read:,} read: {not_counted(corpus)})"
+    counts += f", {counted(corpus.tokens, 'token')}"
     line = printable(f"{path}: {counts} ({corpus.corpus or 'unnamed corpus'})")
     if info is None:
         return line
@@ -67,6 +70,14 @@ def histogram_line(path, h: LengthHistogram, info: MixtureInfo | None) -> str:
         return line + f"; one pass of the mix: {counted(h.documents, 'document')}, {counted(h.tokens, 'token')}"
     unit = "shares" if info.mixture.unit == "share" else "epochs that are not whole"
     return line + f"; the mix weights them by {unit} (its counts are scaled, see below)"
+
+
+def not_counted(h: LengthHistogram) -> str:
+    """What of the documents read is not in the counts: ``1 empty, 1 skipped``."""
+    skipped = sum(h.skipped.values())
+    parts = [f"{n:,} {what}" for n, what in ((h.empty_documents, "empty"), (skipped, "skipped")) if n]
+    rest = h.documents_read - h.documents - h.empty_documents - skipped
+    return ", ".join(parts + ([f"{rest:,} not counted"] if rest > 0 else []))
 
 
 def echo_mix(mix: LengthHistogram, info: MixtureInfo | None, L: int, regime: str, *, seed: int = 0) -> None:

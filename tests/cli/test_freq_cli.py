@@ -934,3 +934,13 @@ def test_a_regime_given_twice_is_one_regime(hist, tmp_path):
     data = json.loads(run("freq", hist, *args, "--json", "--out", tmp_path / "f.parquet").output)
     assert [row["regime"] for row in data["results"]] == ["natural", "pack"]
     assert pl.read_parquet(tmp_path / "f.parquet").height == 2 * 1024
+
+
+def test_the_histogram_line_says_what_of_the_documents_read_is_not_counted(tmp_path):
+    """A new user's review: the scan said 7 read (1 empty, 1 skipped), freq "5 documents", with no word of the 2."""
+    h = LengthHistogram.from_lengths([2, 6], corpus="a.jsonl")
+    h = LengthHistogram(h.lengths, h.counts, corpus="a.jsonl", documents_read=5, empty_documents=1,
+                        skipped={"malformed-json": 1, "null-text": 1})  # fmt: skip
+    h.to_parquet(tmp_path / "h.parquet")
+    first = run("freq", tmp_path / "h.parquet", "--L", 16).output.splitlines()[0]
+    assert first == f"{tmp_path / 'h.parquet'}: 2 documents (of 5 read: 1 empty, 2 skipped), 8 tokens (a.jsonl)"
