@@ -69,8 +69,9 @@ def open_stream(path: str) -> StreamLayout:
     file's size; :func:`~freqlab.corpus.token_files.read_chunks` reads the tokens it names.
 
     A ``.npy`` header is parsed here, not by a memory map of the file (a review: a shape of 2^62 tokens ended in
-    mmap's OverflowError and a traceback): numpy's ``read_array_header`` for format versions 1.0 and 2.0, the
-    only ones an integer array is written in.
+    mmap's OverflowError and a traceback), by numpy's ``read_array_header`` for format versions 1.0, 2.0 and 3.0
+    (2.0's layout with a UTF-8 header), up to :data:`HEADER_BYTES`; a shape that is not one count of tokens is
+    refused (numpy's own check lets ``(True,)`` and ``(-8,)`` through).
     """
     if path.lower().endswith(".npy"):
         return _npy_layout(path)
