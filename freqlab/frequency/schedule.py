@@ -107,6 +107,19 @@ class Stage:
         return tuple(key for key, text in self.provenance if text.startswith("assumed"))
 
 
+def regime_replaced(curriculum: dict | None, position_ids: dict | None) -> str | None:
+    """Why a stage's ``regime`` is not used (its rows are made otherwise), or None where it is.
+
+    PoSE trains one row per document, its first min(n, L) tokens; Dataset Decomposition cuts each document into its
+    pieces of 2^k tokens (:mod:`freqlab.frequency.curricula`).
+    """
+    if (position_ids or {}).get("kind") == "pose":
+        return "a PoSE stage trains one row per document, its first min(n, L) tokens"
+    if (curriculum or {}).get("kind") == "dataset-decomposition":
+        return "a Dataset Decomposition stage trains each document's pieces of 2^k tokens"
+    return None
+
+
 @dataclass(frozen=True)
 class Schedule:
     """A multi-stage training schedule, as read by :func:`load_schedule` (the file format is the module's).
@@ -228,10 +241,12 @@ def parse_schedule(
             own = "name" if "name" in raw else "default name (give it a name)"
             raise FreqlabError(f"{where}: its {own} {name!r} is the name of an earlier stage too")
         where = f"{source}: stage {number} ({name})"
+        if "L" not in raw:  # as a missing 'tokens' (a review: "L must be a positive integer ..., got None")
+            raise FreqlabError(f"{where}: missing 'L' (its window, e.g. 2048 or 2K)")
         try:
-            L = parse_positions(raw.get("L"))
+            L = parse_positions(raw["L"])
         except FreqlabError as exc:  # its own words: the suffixes of positions (K = 1024; no G), a float, a sign
-            if raw.get("L") is None:
+            if raw["L"] is None:
                 raise FreqlabError(f"{where}: L must be a positive integer (e.g. 2048 or 2K), got None") from None
             raise FreqlabError(f"{where}: L: {exc}") from None
         if L > MAX_POSITIONS:  # f is a dense array (a review: L: 1e400 was a traceback), as --L
@@ -256,11 +271,9 @@ def parse_schedule(
         for key, spec in specs.items():
             if spec is not None and not isinstance(spec, dict):
                 raise FreqlabError(f"{where}: {key} must be a mapping, got {spec!r}")
-        if "regime" in raw and (specs["position_ids"] or {}).get("kind") == "pose":  # the report showed it (review)
-            raise FreqlabError(
-                f"{where}: a PoSE stage trains one row per document, its first min(n, L) tokens: its regime "
-                f"({brief(regime)}) would not be used; leave it out"
-            )
+        replaced = regime_replaced(specs["curriculum"], specs["position_ids"])
+        if "regime" in raw and replaced:  # the report showed it, unused (reviews: PoSE, then Dataset Decomposition)
+            raise FreqlabError(f"{where}: {replaced}: its regime ({brief(regime)}) would not be used; leave it out")
         stages.append(
             Stage(name, L, tokens, regime, stage_histogram, stage_weights or default_weights, layout,
                   specs["curriculum"], specs["position_ids"], specs["mixture"], provenance,
@@ -819,10 +832,13 @@ class ScheduleFrequency(Displayed):
             notes = [] if stage["full_attention"] else [f"of full attention, {no_layer}"]
             # f_T(0) = T and f_T(i) < T past 0: with T <= tau no position past 0 reaches tau (a review: T = tau said
             # nothing)
-            if stage["effective_length_alone"] == 0 and stage["tokens"] <= tau:
-                notes.append(f"its {human_count(stage['tokens'])} tokens ≤ τ")
+            if stage["effective_length_alone"] == 0 and stage["tokens"] <= tau:  # 0: no position, or only 0 (review)
+                reach = "no position reaches τ" if stage["tokens"] < tau else "position 0 alone reaches τ"
+                notes.append(
+                    f"its {human_count(stage['tokens'])} tokens {'<' if stage['tokens'] < tau else '='} τ: {reach}"
+                )
             alone = f"alone ({'; '.join(notes)})" if notes else "alone"
-            regime = "-" if (stage.get("position_ids") or {}).get("kind") == "pose" else stage["regime"]
+            regime = "-" if regime_replaced(stage.get("curriculum"), stage.get("position_ids")) else stage["regime"]
             lines.append(
                 f"  {printable(stage['name']):<16} L={stage['L']:<7} {human_count(stage['tokens']):>7} tokens  "
                 f"{regime:<8}  effective length {alone}: {stage['effective_length_alone']}; after it: {after}"

@@ -732,7 +732,10 @@ def test_a_layout_without_a_full_attention_layer_says_the_headline_is_no_layers(
         "histogram: lengths.parquet\nlayout: 4*swa256\nstages:\n  - {name: a, L: 2048, tokens: 10B}\n"
     )  # both notes in one parenthesis (a review: "(of full attention, no layer here) (its 10B tokens ≤ τ)")
     text = run("schedule", tmp_path / "few.yaml").output
-    assert "effective length alone (of full attention, no layer here; its 10B tokens ≤ τ): 0" in text
+    assert (
+        "effective length alone (of full attention, no layer here; its 10B tokens < τ: no position reaches τ): 0"
+        in (text)
+    )
     (tmp_path / "g.yaml").write_text(
         "histogram: lengths.parquet\nlayout: 3*swa256+swa4096\nstages:\n  - {name: a, L: 2048, tokens: 1T}\n"
     )  # a window longer than L attends globally

@@ -141,10 +141,8 @@ def test_a_schedule_files_tau_stays_a_whole_number(tmp_path):
             "stages:\n  - {L: 1G, tokens: 1B}",
             r"L: not a length in positions: '1G' \(use e.g. 2048, 2K or 128K \(K = 1024\)\)",
         ),
-        (
-            "stages:\n  - {tokens: 1B}",
-            r"stage 1 \(stage-1\): L must be a positive integer \(e.g. 2048 or 2K\), got None",
-        ),
+        ("stages:\n  - {tokens: 1B}", r"stage 1 \(stage-1\): missing 'L' \(its window, e.g. 2048 or 2K\)$"),
+        ("stages:\n  - {L: null, tokens: 1B}", r"L must be a positive integer \(e.g. 2048 or 2K\), got None$"),
         ("stages:\n  - {L: 2048}", "missing 'tokens'"),
         ("stages:\n  - {L: 2048, tokens: 1B, regime: zigzag}", "unknown regime 'zigzag'"),
         ("stages:\n  - {L: 2048, tokens: 1B, windw: 3}", "unknown key"),
@@ -557,9 +555,12 @@ def test_a_stage_whose_tokens_are_at_most_tau_says_why_its_effective_length_is_0
         histogram=LengthHistogram.from_counts([8], [1], corpus="toy"),
     )
     lines = schedule_frequency(schedule).report().splitlines()
-    assert "effective length alone (its 50 tokens ≤ τ): 0" in next(line for line in lines if "short" in line)
-    assert "effective length alone (its 100 tokens ≤ τ): 0" in next(line for line in lines if "equal" in line)
-    assert "≤ τ" not in next(line for line in lines if " long " in line)
+    # a second review: "0" is no position below tau and position 0 at tau, which the note now tells apart
+    short = "effective length alone (its 50 tokens < τ: no position reaches τ): 0"
+    assert short in next(line for line in lines if "short" in line)
+    equal = "effective length alone (its 100 tokens = τ: position 0 alone reaches τ): 0"
+    assert equal in next(line for line in lines if "equal" in line)
+    assert "τ:" not in next(line for line in lines if " long " in line)
 
 
 def test_a_pose_stage_beyond_int64_keeps_its_exact_expectation(tmp_path):
@@ -724,6 +725,25 @@ def test_a_pi_or_yarn_stage_counts_its_windowed_layers_as_its_regime_does(layout
     windowed = next(k for k in plain if k.kind != "global")
     expected = {"swa": [57, 45, 33, 21] + [0] * 12, "chunk": [57, 34, 16, 6] + [0] * 12}[windowed.kind]
     assert got[windowed].tolist() == expected
+
+
+def test_a_dataset_decomposition_stage_takes_no_regime_either(tmp_path):
+    """A review: regime: concat on a Dataset Decomposition stage was accepted, unused (its pieces replace the
+    regime's rows: F the same under any regime), and shown in the stage's line."""
+    LengthHistogram.from_lengths([5, 12, 30, 3, 3, 20, 40]).to_parquet(tmp_path / "h.parquet")
+    dd = "{name: dd, L: 16, tokens: 500, curriculum: {kind: dataset-decomposition, buckets: [4, 16]}%s}"
+    (tmp_path / "s.yaml").write_text(f"histogram: h.parquet\nstages:\n  - {dd % ', regime: concat'}\n")
+    with pytest.raises(
+        FreqlabError,
+        match=r"stage 1 \(dd\): a Dataset Decomposition stage trains each document's "
+        r"pieces of 2\^k tokens: its regime \('concat'\) would not be used; leave it out$",
+    ):
+        load_schedule(tmp_path / "s.yaml")
+    (tmp_path / "s.yaml").write_text(f"histogram: h.parquet\nstages:\n  - {dd % ''}\n")
+    (line,) = [
+        line for line in schedule_frequency(load_schedule(tmp_path / "s.yaml")).report().splitlines() if "dd " in line
+    ]
+    assert " tokens  -         effective length" in line
 
 
 @pytest.mark.parametrize("randomize", [False, True])
