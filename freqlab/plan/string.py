@@ -522,9 +522,13 @@ class StringPlan(WellTrainedBasis, Displayed):
         uses, the reasoning, and the paste-ready blocks (with ``extend_to``: STRING + YaRN beyond L).
         """
         verb = "evaluated" if self.S_given else "recommended"
+        # a review: "N* = 2730 (rule: default)" printed above an S whose positions pass 2730 read as a broken rule
+        known = f"N* = {self.N_star} (rule: {self.rule})"
+        if self.rule == "default":
+            known = f"N* unknown without frequency information ({self.N_star} = 2L/3 assumed; S is not chosen by it)"
         lines = [
             f"STRING for L = {self.L}: S = {self.S} (S/L = {self.ratio:.3f}, {verb}), W = {self.W}",
-            f"  well-trained range N* = {self.N_star} (rule: {self.rule})",
+            f"  well-trained range {known}",
         ]
         if self.S_rule is not None and (self.S_given or not self.within_range):
             lines.append(
@@ -534,7 +538,7 @@ class StringPlan(WellTrainedBasis, Displayed):
         L, S = self.L, self.S
         trained = f"{within} N* - 1 = {self.N_star - 1}" if self.N_star else "no position is well trained: N* = 0"
         if self.rule == "default":  # N* is the 2L/3 assumed, not a measure: no verdict against it
-            trained = f"N* unknown without frequency information; {self.N_star} = 2L/3 assumed"
+            trained = "no frequency information to check it against"
         lines += [
             f"  largest position used max(S, L - S + W) - 1 = {self.largest_position} ({trained})",
             f"  overwritten positions i >= L - S = {L - S}: {self.overwritten_share:.2%} of position mass"
@@ -715,7 +719,7 @@ def plan_string(
     lo, hi, q = recommended_range(L, round_to)
     notes: list[str] = []
     if q != round_to and S is None:
-        notes.append(f"L = {L} is too small to round S to a multiple of {round_to}; S is not rounded")
+        notes.append(f"L = {L} is too small to round S to a multiple of {round_to}; S is only made a whole number")
     W = check_local_window(W)
     # every S in [L - N* + W, N*] keeps the positions used, up to max(S, L - S + W) - 1, below N*: the rule takes the
     # smallest multiple of q there, else its lower end; the range is empty when L + W > 2 N*: no shift can
@@ -747,7 +751,10 @@ def plan_string(
             if S > MIN_W
             else f"no W fits ({MIN_W} <= W < S): give a larger S or a window with L/3 > {MIN_W}"
         )
-        raise ParameterError(f"W = {W} must be much smaller than S = {S} (STRING needs W << S); {remedy}", "--W")
+        # the option to change: W where a smaller one fits, else the S given or the window (a review: --L 2 blamed
+        # the --W nobody gave)
+        option = "--W" if S > MIN_W else "--S" if given else "--L"
+        raise ParameterError(f"W = {W} must be much smaller than S = {S} (STRING needs W << S); {remedy}", option)
     if 4 * W > S:
         notes.append(f"W = {W} is more than S/4 = {S / 4:.0f}: W << S holds only loosely")
     n = L if test_length is None else check_window(test_length, "test length")

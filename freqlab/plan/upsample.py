@@ -188,8 +188,13 @@ class UpsamplePlan(Displayed):
         lines = [
             f"Upsampling for E = {p.E} (L = {p.L}, regime {p.regime}, T = {p.tokens:,} tokens, "
             f"tau = {human_count(p.tau)}; added to {p.added_to}):",
-            f"  now f_T(E) = {human_count(p.current_occurrences)}: a = {p.per_token_corpus:.4g} per token, predicted "
-            f"effective length {p.current_effective_length}",
+            f"  now f_T(E) = {human_count(p.current_occurrences)}: a = {p.per_token_corpus:.4g} per token, "
+            # T < tau: f_T(0) = T, so no position reaches tau (a review: "predicted effective length 0")
+            + (
+                f"predicted effective length {p.current_effective_length}"
+                if p.tokens >= p.tau
+                else f"no position reaches tau (T = {human_count(p.tokens)} < tau)"
+            ),
             f"  no mix and no packing reaches tau with fewer than {human_count(p.lower_bound_tokens, down=True)} "
             "tokens in all: "
             f"a token adds at most (L-E)/L = {p.ceiling:.4g} occurrences of E"
@@ -204,7 +209,7 @@ class UpsamplePlan(Displayed):
             way = {"up": i > 0, "down": i == 0}
             lines.append(
                 f"  {o.label:<62}  {human_count(o.total_tokens, **way):>8}  {_signed(o.extra_tokens, **way):>8}  "
-                f"{o.longer:>+9.1%}"
+                f"{_percent(o.longer):>9}"
             )
         groups = p.by_source()
         if groups:
@@ -627,7 +632,8 @@ def _options(sf, h, k, E, regime, a, before, threshold, T, X, added, seed, notes
 
 
 def _percent(x: float) -> str:
-    return f"{x:+.1%}" if abs(x) < 10 else f"{x:+.0%}"
+    """``+12.5%``, ``+950%``; past +10,000% in powers of ten (a review: ``+138378378378300.0%`` for a tiny budget)."""
+    return f"{x:+.1%}" if abs(x) < 10 else f"{x:+.0%}" if abs(x) < 100 else f"{x * 100:+.3g}%"
 
 
 def _times(rate: Fraction, a: Fraction) -> str:

@@ -209,7 +209,8 @@ def test_self_extend_evaluates_a_given_setting_even_without_a_recommendation():
         (("string", "--L", "4K", "--S", 100), "--W", "much smaller than S = 100"),
         # W against the S the plan computed (L/3 rounded up to 64 = 1408), and where no W fits: exit 1 before
         (("string", "--L", "4K", "--W", 4000), "--W", "W = 4000 must be much smaller than S = 1408"),
-        (("string", "--L", 96), "--W", "(its default 128): W = 128 must be much smaller than S = 32 (STRING"),
+        # no W fits an S of 32: the window is what to change (a review: it blamed the --W nobody gave)
+        (("string", "--L", 96), "--L", "W = 128 must be much smaller than S = 32 (STRING"),
         (("string", "--L", "4K", "--extend-to", "2K"), "--extend-to", "not above the training window"),
         (("self-extend", "--L", "4K", "--extend-to", "2K"), "--extend-to", "not above the training window L = 4096"),
         (("self-extend", "--L", "4K", "--target", "2K"), "--extend-to", "not above the training window L = 4096"),
@@ -754,3 +755,12 @@ def test_a_factor_within_rounding_of_n_over_l_is_n_over_l():
     assert {b["config"]["max_position_embeddings"] for b in blocks} <= {4096, 16384}
     parameters = [b["config"].get("rope_parameters") or b["config"]["rope_scaling"] for b in blocks]
     assert {p["factor"] for p in parameters} == {4.0}
+
+
+def test_upsample_from_a_budget_below_tau_says_no_position_reaches_it_and_prints_readable_percentages(hist):
+    """A review: --tokens 1 printed "predicted effective length 0" (T < tau: no position reaches tau, not position 0)
+    and "+138378378378300.0%" more training. The bound is tau L / (L - E) = 10^11 · 2048 / 148 = 1.38T tokens."""
+    text = run("plan", "upsample", "--hist", hist, "--L", "2K", "--effective-length", 1900, "--tokens", 1).output
+    assert "now f_T(E) = 0: a = 0.07227 per token, no position reaches tau (T = 1 < tau)" in text
+    bound = next(line for line in text.splitlines() if line.strip().startswith("bound:"))
+    assert bound.split()[-3:] == ["1.38T", "+1.38T", "+1.38e+14%"]

@@ -149,7 +149,11 @@ def test_the_default_plan_gives_no_verdict_against_an_assumed_N_star():
     """Without frequency information N* = 2L/3 is assumed: the default S = L/3 rounded up uses positions past it
     (21951 against 21844 at 32K), and the plan flagged its own recommendation as 'beyond N*'."""
     p = plan_string(32768)
-    assert "N* unknown without frequency information; 21845 = 2L/3 assumed" in p.report()
+    # a second review: "N* = 21845 (rule: default)" above that S read as a broken rule: the line says what it is
+    assert "well-trained range N* unknown without frequency information (21845 = 2L/3 assumed; S is not chosen by" in (
+        p.report()
+    )
+    assert "no frequency information to check it against" in p.report()
     assert "beyond the well-trained" not in p.reasoning and "beyond N*" not in p.report()
 
 
