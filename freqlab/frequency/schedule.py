@@ -520,6 +520,17 @@ def stage_histogram(stage: Stage, cache: dict | None = None, *, where: str = "")
     return cache[key]
 
 
+def _weights_described(stage: Stage) -> str | None:
+    """The stage's mix as ``freq --weights`` describes it (shares not summing to 100% say they were normalised: a
+    review found a schedule silent where ``freq`` said so), or None without weights.
+    """
+    if not stage.weights:
+        return None
+    from freqlab.frequency.mixture import Mixture
+
+    return Mixture.parse(stage.weights, name=stage.weights_from or f"stage {stage.name!r}: weights").describe()
+
+
 def _relative(base: Path, value) -> Path | None:
     if value is None or hasattr(value, "lengths"):  # none, or a LengthHistogram given as the default
         return value
@@ -719,6 +730,7 @@ class ScheduleFrequency(Displayed):
                 "regime": stage.regime,
                 "histogram": str(getattr(stage.histogram, "corpus", None) or stage.histogram),
                 "weights": stage.weights,
+                "weights_described": _weights_described(stage),
                 "layout": stage.layout.spec if stage.layout else "global",
                 "effective_length_alone": effective_length(self.frequencies[k], stage.tokens, tau),
                 "full_attention": self.full_attention(k),
@@ -843,7 +855,7 @@ class ScheduleFrequency(Displayed):
                 f"  {printable(stage['name']):<16} L={stage['L']:<7} {human_count(stage['tokens']):>7} tokens  "
                 f"{regime:<8}  effective length {alone}: {stage['effective_length_alone']}; after it: {after}"
                 + _method(stage)
-                + (f"  (weights {stage['weights']})" if stage["weights"] else "")
+                + (f"  (weights {stage['weights_described']})" if stage["weights"] else "")
                 + assumed
             )
         some = any(stage["full_attention"] for stage in data["stages"])

@@ -952,3 +952,19 @@ def test_a_stage_named_by_a_decimal_number_is_refused_not_rewritten(tmp_path):
     path.write_text("stages:\n  - {name: 1.10, L: 2048, tokens: 1B}\n")
     with pytest.raises(FreqlabError, match=r"stage 1: name is the number 1.1 as read: quote it to keep the text"):
         load_schedule(path, histogram=LengthHistogram.from_lengths([100, 3000]))
+
+
+def test_a_stages_line_says_its_shares_were_normalised_as_freq_does(tmp_path):
+    """A review: a mix file of shares summing to 0.6 was normalised to 50%/50% in silence in a schedule, where
+    ``freq --weights`` says so."""
+    from freqlab.histogram import combine_sources
+
+    parts = {"web": LengthHistogram.from_counts([100], [50]), "code": LengthHistogram.from_counts([200], [40])}
+    combine_sources(parts).to_parquet(tmp_path / "src.parquet")
+    (tmp_path / "mix.yaml").write_text("unit: share\nweights: {web: 0.3, code: 0.3}\n")
+    (tmp_path / "s.yaml").write_text(
+        "histogram: src.parquet\nstages:\n  - {name: s, L: 256, tokens: 1T, weights: mix.yaml}\n"
+    )
+    result = schedule_frequency(load_schedule(tmp_path / "s.yaml"))
+    line = next(line for line in result.report().splitlines() if line.startswith("  s "))
+    assert "(weights share web=0.3, code=0.3 (relative, sum 0.6: normalised to web=50%, code=50%)" in line
