@@ -441,7 +441,7 @@ def upsample_command(L, E, hist, tokens, tau, regime, schedule, long_hist, max_u
         require(E < L, "--effective-length", f"E = {E} must be below the training window L = {L}")
         tau = DEFAULT_TAU if tau is None else tau
         budget = training_budget(tokens)
-        h, mix = read_histogram(hist, weights, regimes=(regime, *PACKINGS))  # the alternatives too
+        h, mix = read_histogram(hist, weights, regimes=(regime, *PACKINGS), option="--hist")  # the alternatives too
         p = plan_upsample(
             h, L, E, budget.tokens, tau=tau, regime=regime, long_lengths=long_lengths, max_upweight=max_upweight
         )

@@ -100,7 +100,7 @@ def frequency_inputs(
             f"--L {L:,}",
             f"the plan's arrays over positions, {PLAN_BYTES_PER_POSITION} bytes per position",
         )
-        h, mix = read_histogram(hist, weights, regimes=regime)
+        h, mix = read_histogram(hist, weights, regimes=regime, option="--hist")
         if mix is not None and not as_json:
             click.echo(histogram_line(hist, h, mix))
             echo_mix(h, mix, L, regime)

@@ -12,7 +12,7 @@ import click
 
 from freqlab.cli.options import WEIGHTS_HELP, weights_option  # noqa: F401  (importable from here as before)
 from freqlab.display import counted
-from freqlab.errors import FreqlabError
+from freqlab.errors import FreqlabError, ParameterError
 from freqlab.frequency.budget import Budget
 from freqlab.frequency.mixture import (
     MixtureInfo,
@@ -26,22 +26,27 @@ from freqlab.paths import printable
 
 
 def read_histogram(
-    path, weights: str | None, *, regimes: str | Iterable[str] = ()
+    path, weights: str | None, *, regimes: str | Iterable[str] = (), option: str | None = None
 ) -> tuple[LengthHistogram, MixtureInfo | None]:
     """The histogram at ``path``, weighted into the training mix when ``weights`` is given; ``regimes``: what
     will be computed from it (a float64 mix for a regime that walks documents is kept to a bounded count). A
     histogram of no documents, or of 2^63 tokens or more, is an error naming the file (stats printed a median of 0,
-    plan an error naming none).
+    plan an error naming none); given by ``option`` (plan's ``--hist``), a usage error naming it, as a folder is.
     """
     from freqlab.frequency.regimes import expands_documents
 
-    h = LengthHistogram.read_parquet(path)
-    if h.documents == 0:
-        raise FreqlabError(f"{path}: the histogram holds no documents (every one read was empty or skipped)")
-    try:  # every command that reads it computes f, in int64: past 2^63 tokens, an error naming the file (a review)
-        h.int64_tokens()
-    except FreqlabError as exc:
-        raise FreqlabError(f"{path}: {exc}") from None
+    try:
+        h = LengthHistogram.read_parquet(path)
+        if h.documents == 0:
+            raise FreqlabError(f"{path}: the histogram holds no documents (every one read was empty or skipped)")
+        try:  # every command that reads it computes f, in int64: past 2^63 tokens, an error naming the file (a review)
+            h.int64_tokens()
+        except FreqlabError as exc:
+            raise FreqlabError(f"{path}: {exc}") from None
+    except FreqlabError as exc:  # a review: plan's missing --hist was exit 1 naming no option, a folder exit 2
+        if option is None:
+            raise
+        raise ParameterError(str(exc), option) from None
     if weights is None:
         return h, None
     return weighted_histogram(h, weights, stream=expands_documents(regimes))
