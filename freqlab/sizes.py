@@ -221,6 +221,17 @@ def position_label(x: float) -> str:
     return str(int(x)) if x.is_integer() else f"{x:g}"
 
 
+def counts_told_apart(a: int, b: int) -> tuple[str, str]:
+    """Two counts as :func:`human_count` writes them, or written out where that would show different counts alike
+    (a review: "T = 100B < tau" with tau = 100B and T = 99,999,999,999).
+
+    >>> counts_told_apart(50, 100), counts_told_apart(99_999_999_999, 100_000_000_000)
+    (('50', '100'), ('99,999,999,999', '100,000,000,000'))
+    """
+    shown = human_count(a), human_count(b)
+    return shown if shown[0] != shown[1] or a == b else (f"{a:,}", f"{b:,}")
+
+
 def human_count(n: float, *, up: bool = False, down: bool = False) -> str:
     """A token count with a decimal suffix and 3 significant digits: ``1.5e12 -> '1.5T'``.
 

@@ -414,7 +414,10 @@ def upsample_command(L, E, hist, tokens, tau, regime, schedule, long_hist, max_u
       freqlab plan upsample --hist lengths.parquet --L 4K --tokens 100B --effective-length 3K
       freqlab plan upsample --schedule schedule.yaml --effective-length 6000
     """
-    long_lengths = LengthHistogram.read_parquet(long_hist) if long_hist else None
+    try:  # a missing or unreadable file too: a usage error naming the option, as an empty one (a review)
+        long_lengths = LengthHistogram.read_parquet(long_hist) if long_hist else None
+    except FreqlabError as exc:
+        raise click.BadParameter(str(exc), param_hint="'--long-hist'") from None
     if long_lengths is not None and long_lengths.documents == 0:  # "long_lengths is empty" named no file (a review)
         raise click.BadParameter(f"{long_hist}: the histogram holds no documents", param_hint="'--long-hist'")
     if long_lengths is not None and (short := long_lengths.lengths[long_lengths.lengths < E]).size:  # the API said

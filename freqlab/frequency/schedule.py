@@ -79,7 +79,7 @@ from freqlab.frequency.stats import (
 )
 from freqlab.paths import expand_home
 from freqlab.resources import require_memory
-from freqlab.sizes import MAX_POSITIONS, json_threshold, parse_positions, parse_tokens
+from freqlab.sizes import MAX_POSITIONS, counts_told_apart, json_threshold, parse_positions, parse_tokens
 
 
 @dataclass(frozen=True)
@@ -116,7 +116,7 @@ def regime_replaced(curriculum: dict | None, position_ids: dict | None) -> str |
     if (position_ids or {}).get("kind") == "pose":
         return "a PoSE stage trains one row per document, its first min(n, L) tokens"
     if (curriculum or {}).get("kind") == "dataset-decomposition":
-        return "a Dataset Decomposition stage trains each document's pieces of 2^k tokens"
+        return "a Dataset Decomposition stage trains each document's pieces of 2^k + 1 tokens (2^k inputs)"
     return None
 
 
@@ -846,9 +846,9 @@ class ScheduleFrequency(Displayed):
             # nothing)
             if stage["effective_length_alone"] == 0 and stage["tokens"] <= tau:  # 0: no position, or only 0 (review)
                 reach = "no position reaches τ" if stage["tokens"] < tau else "position 0 alone reaches τ"
-                notes.append(
-                    f"its {human_count(stage['tokens'])} tokens {'<' if stage['tokens'] < tau else '='} τ: {reach}"
-                )
+                shown, _ = counts_told_apart(stage["tokens"], tau)  # not "its 100B tokens < τ" at 100B (a review)
+                noun = "token" if stage["tokens"] == 1 else "tokens"
+                notes.append(f"its {shown} {noun} {'<' if stage['tokens'] < tau else '='} τ: {reach}")
             alone = f"alone ({'; '.join(notes)})" if notes else "alone"
             regime = "-" if regime_replaced(stage.get("curriculum"), stage.get("position_ids")) else stage["regime"]
             lines.append(

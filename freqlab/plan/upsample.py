@@ -66,7 +66,7 @@ from freqlab.plan.well_trained import (
     check_window,
     json_fields,
 )
-from freqlab.sizes import human_count, json_threshold
+from freqlab.sizes import counts_told_apart, human_count, json_threshold
 
 ADDITIVE_REGIMES: tuple[str, ...] = ("natural", "truncate", "pack")
 PACKINGS: tuple[str, ...] = ("natural", "pack", "concat", "best-fit")
@@ -193,7 +193,7 @@ class UpsamplePlan(Displayed):
             + (
                 f"predicted effective length {p.current_effective_length}"
                 if p.tokens >= p.tau
-                else f"no position reaches tau (T = {human_count(p.tokens)} < tau)"
+                else "no position reaches tau (T = {} < tau = {})".format(*counts_told_apart(p.tokens, p.tau))
             ),
             f"  no mix and no packing reaches tau with fewer than {human_count(p.lower_bound_tokens, down=True)} "
             "tokens in all: "
@@ -708,8 +708,10 @@ def _reasoning(
         per_token = f"each token of its stage {stage.name!r} (L = {L}, regime {regime}), which the documents join,"
         gap, budget = "tau - F(E)", f"that stage's {stage.tokens:.3g} tokens"
     text = (
-        f"{basis} = {float(current):.3g} times (tau = {float(tau):.3g}); the predicted effective length is "
-        f"{current_eff}. {per_token[0].upper() + per_token[1:]} contributes a = f(E)/f(0) = {float(a):.4g} "
+        f"{basis} = {float(current):.3g} times (tau = {float(tau):.3g}); "
+        # T < tau: f_T(0) = T, so no position reaches tau (a review: "the predicted effective length is 0")
+        + ("no position reaches tau (T < tau)" if tau > T else f"the predicted effective length is {current_eff}")
+        + f". {per_token[0].upper() + per_token[1:]} contributes a = f(E)/f(0) = {float(a):.4g} "
         f"occurrences of E; no token of any mix can give more than (L-E)/L = {float(ceiling):.4g}. Added documents "
         f"({source}) give b = {float(b):.4g} per token. Closing the gap {gap} takes X = {X:,} extra tokens; "
         f"documents of >= {E} tokens then make up {float(token_share):.2%} of training tokens and "

@@ -761,6 +761,19 @@ def test_upsample_from_a_budget_below_tau_says_no_position_reaches_it_and_prints
     """A review: --tokens 1 printed "predicted effective length 0" (T < tau: no position reaches tau, not position 0)
     and "+138378378378300.0%" more training. The bound is tau L / (L - E) = 10^11 · 2048 / 148 = 1.38T tokens."""
     text = run("plan", "upsample", "--hist", hist, "--L", "2K", "--effective-length", 1900, "--tokens", 1).output
-    assert "now f_T(E) = 0: a = 0.07227 per token, no position reaches tau (T = 1 < tau)" in text
+    assert "now f_T(E) = 0: a = 0.07227 per token, no position reaches tau (T = 1 < tau = 100B)" in text
+    assert "no position reaches tau (T < tau). Each" in text  # the reasoning too (a second review)
     bound = next(line for line in text.splitlines() if line.strip().startswith("bound:"))
     assert bound.split()[-3:] == ["1.38T", "+1.38T", "+1.38e+14%"]
+
+
+def test_a_long_hist_that_cannot_be_read_is_a_usage_error_naming_it(hist, tmp_path):
+    """A review: a missing or non-Parquet --long-hist was exit 1 naming no option, an empty one exit 2 naming it."""
+    (tmp_path / "x.txt").write_text("not a histogram\n")
+    for given, said in (
+        ("nope.parquet", "nope.parquet: no such histogram file"),
+        (tmp_path / "x.txt", "not a Parquet"),
+    ):
+        args = ("plan", "upsample", "--hist", hist, "--L", "2K", "--effective-length", 1900, "--long-hist", given)
+        result = run(*args)
+        assert result.exit_code == 2 and "Invalid value for '--long-hist'" in result.output and said in result.output

@@ -736,7 +736,7 @@ def test_a_dataset_decomposition_stage_takes_no_regime_either(tmp_path):
     with pytest.raises(
         FreqlabError,
         match=r"stage 1 \(dd\): a Dataset Decomposition stage trains each document's "
-        r"pieces of 2\^k tokens: its regime \('concat'\) would not be used; leave it out$",
+        r"pieces of 2\^k \+ 1 tokens \(2\^k inputs\): its regime \('concat'\) would not be used; leave it out$",
     ):
         load_schedule(tmp_path / "s.yaml")
     (tmp_path / "s.yaml").write_text(f"histogram: h.parquet\nstages:\n  - {dd % ''}\n")
