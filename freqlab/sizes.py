@@ -221,7 +221,7 @@ def position_label(x: float) -> str:
     return str(int(x)) if x.is_integer() else f"{x:g}"
 
 
-def counts_told_apart(a: int, b: int) -> tuple[str, str]:
+def counts_told_apart(a: float, b: float) -> tuple[str, str]:
     """Two counts as :func:`human_count` writes them, or written out where that would show different counts alike
     (a review: "T = 100B < tau" with tau = 100B and T = 99,999,999,999).
 
@@ -229,7 +229,9 @@ def counts_told_apart(a: int, b: int) -> tuple[str, str]:
     (('50', '100'), ('99,999,999,999', '100,000,000,000'))
     """
     shown = human_count(a), human_count(b)
-    return shown if shown[0] != shown[1] or a == b else (f"{a:,}", f"{b:,}")
+    if shown[0] != shown[1] or a == b:
+        return shown
+    return f"{int(a):,}" if float(a).is_integer() else f"{a:,}", f"{int(b):,}" if float(b).is_integer() else f"{b:,}"
 
 
 def human_count(n: float, *, up: bool = False, down: bool = False) -> str:
