@@ -111,7 +111,7 @@ def regime_replaced(curriculum: dict | None, position_ids: dict | None) -> str |
     """Why a stage's ``regime`` is not used (its rows are made otherwise), or None where it is.
 
     PoSE trains one row per document, its first min(n, L) tokens; Dataset Decomposition cuts each document into its
-    pieces of 2^k tokens (:mod:`freqlab.frequency.curricula`).
+    pieces of 2^k + 1 tokens, 2^k inputs (:mod:`freqlab.frequency.curricula`).
     """
     if (position_ids or {}).get("kind") == "pose":
         return "a PoSE stage trains one row per document, its first min(n, L) tokens"
