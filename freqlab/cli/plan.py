@@ -160,7 +160,6 @@ def string_command(
     L, inputs, mix = frequency_inputs(L, hist, regime, tokens, tau, schedule, mass, weights, as_json=as_json)
     if S is not None:
         require(S < L, "--S", f"S = {S} must be below the training window L = {L}")
-        require(W < S, "--W", f"W = {W} must be much smaller than S = {S} (STRING needs W << S)")
     if N is not None:
         require(N > L, "--extend-to", f"N = {N} is not above the training window L = {L}")
     elif rope_theta is not None:  # read by the YaRN blocks alone (a review: it changed nothing, unsaid)

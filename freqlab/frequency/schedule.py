@@ -451,12 +451,17 @@ def _weights(base: Path, value, where: str) -> str | None:
     """The weights given at ``where`` (a stage, the file's default) as text: ``SOURCE=W,...``, a preset, or a mixture
     file (relative to the schedule file).
     """
-    if value is None:
-        return None
-    if isinstance(value, dict):
-        return ",".join(f"{source}={weight}" for source, weight in value.items())
     from freqlab.frequency.mixture import PRESETS  # here: mixture imports polars, which schedules need not
 
+    kinds = f"weights are SOURCE=W,..., a mapping of sources to weights, a mixture file or a preset ({', '.join(PRESETS)})"
+    if value is None:
+        return None
+    # {} and "" named no weights: {} was taken for none, unsaid, and "" for the working folder (a review)
+    if value in ({}, "") or (isinstance(value, str) and not value.strip()) or isinstance(value, (list, bool)):
+        what = "is not weights" if isinstance(value, (list, bool)) and value else "names no weights"
+        raise FreqlabError(f"{where}: {brief(value)} {what}; {kinds}; or leave it out")
+    if isinstance(value, dict):
+        return ",".join(f"{source}={weight}" for source, weight in value.items())
     text = str(value)
     if text.strip() in PRESETS:  # a preset first, as --weights takes it
         return text
@@ -466,8 +471,7 @@ def _weights(base: Path, value, where: str) -> str | None:
     if "=" in text:
         return text
     raise FreqlabError(
-        f"{where}: {candidate}: no such mixture file (a weights file is relative to its schedule); weights are "
-        f"SOURCE=W,..., a mixture file or a preset ({', '.join(PRESETS)})"
+        f"{where}: {candidate}: no such mixture file (a weights file is relative to its schedule); {kinds}"
     )
 
 
@@ -727,7 +731,9 @@ class ScheduleFrequency(Displayed):
                 "name": stage.name,
                 "L": stage.L,
                 "tokens": stage.tokens,
-                "regime": stage.regime,
+                # a PoSE or Dataset Decomposition stage cuts its documents itself: no regime (a review: JSON said
+                # "natural" where the report shows "-")
+                "regime": None if regime_replaced(stage.curriculum, stage.position_ids) else stage.regime,
                 "histogram": str(getattr(stage.histogram, "corpus", None) or stage.histogram),
                 "weights": stage.weights,
                 "weights_described": _weights_described(stage),
@@ -850,7 +856,7 @@ class ScheduleFrequency(Displayed):
                 noun = "token" if stage["tokens"] == 1 else "tokens"
                 notes.append(f"its {shown} {noun} {'<' if stage['tokens'] < tau else '='} τ: {reach}")
             alone = f"alone ({'; '.join(notes)})" if notes else "alone"
-            regime = "-" if regime_replaced(stage.get("curriculum"), stage.get("position_ids")) else stage["regime"]
+            regime = stage["regime"] or "-"
             lines.append(
                 f"  {printable(stage['name']):<16} L={stage['L']:<7} {human_count(stage['tokens']):>7} tokens  "
                 f"{regime:<8}  effective length {alone}: {stage['effective_length_alone']}; after it: {after}"

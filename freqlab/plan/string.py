@@ -747,9 +747,10 @@ def plan_string(
         within = lo <= S_rule <= hi
     if W >= S:
         remedy = (
-            f"use a smaller W (>= {MIN_W}) or a longer window"
+            f"use a smaller W (>= {MIN_W}) or {'a larger S' if given else 'a longer window'}"
             if S > MIN_W
-            else f"no W fits ({MIN_W} <= W < S): give a larger S or a window with L/3 > {MIN_W}"
+            else f"no W fits ({MIN_W} <= W < S): give "
+            + (f"S > {MIN_W}" if given else f"a larger S or a window with L/3 > {MIN_W}")
         )
         # the option to change: W where a smaller one fits, else the S given or the window (a review: --L 2 blamed
         # the --W nobody gave)

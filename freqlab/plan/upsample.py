@@ -533,8 +533,9 @@ def _plan(sf: ScheduleFrequency, histograms: list[LengthHistogram], E, tau, long
     fixed = float(max(p, Fraction(0))) if p is not None and p <= 1 else None
     if p is not None and fixed is None:
         notes.append(
-            f"even a budget of only added documents reaches f_T({E}) = {float(before + stage.tokens * b):.3g} < tau: "
-            "the budget must grow"
+            "even a budget of only added documents reaches f_T({}) = {} < tau = {}: the budget must grow".format(
+                E, *counts_told_apart(float(before + stage.tokens * b), float(threshold))
+            )
         )
     options = _options(sf, h, k, E, regime, a, before, threshold, T, X, added, seed, notes)
     # judged on the whole addition: documents at their caps and then corpus tokens at rate a barely beat training
@@ -698,17 +699,20 @@ def _reasoning(
 ) -> str:
     stages = sf.schedule.stages
     if len(stages) == 1:
-        basis = f"With T = {T:.3g} tokens of this corpus (regime {regime}, L = {L}), position E = {E} occurs f_T(E)"
+        basis = (
+            f"With T = {human_count(T)} tokens of this corpus (regime {regime}, L = {L}), "
+            f"position E = {E} occurs f_T(E)"
+        )
         per_token, gap, budget = "each corpus token", "tau - T·a", "T"
     else:
         basis = (
-            f"Over the schedule {sf.schedule.source} ({len(stages)} stages, {T:.3g} tokens in all), position "
+            f"Over the schedule {sf.schedule.source} ({len(stages)} stages, {human_count(T)} tokens in all), position "
             f"E = {E} occurs F(E)"
         )
         per_token = f"each token of its stage {stage.name!r} (L = {L}, regime {regime}), which the documents join,"
-        gap, budget = "tau - F(E)", f"that stage's {stage.tokens:.3g} tokens"
+        gap, budget = "tau - F(E)", f"that stage's {human_count(stage.tokens)} tokens"
     text = (
-        f"{basis} = {float(current):.3g} times (tau = {float(tau):.3g}); "
+        "{} = {} times (tau = {}); ".format(basis, *counts_told_apart(float(current), float(tau)))
         # T < tau: f_T(0) = T, so no position reaches tau (a review: "the predicted effective length is 0")
         + ("no position reaches tau (T < tau)" if tau > T else f"the predicted effective length is {current_eff}")
         + f". {per_token[0].upper() + per_token[1:]} contributes a = f(E)/f(0) = {float(a):.4g} "

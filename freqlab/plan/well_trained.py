@@ -42,7 +42,7 @@ from freqlab.frequency.budget import DEFAULT_TOKENS
 from freqlab.frequency.schedule import Schedule, ScheduleFrequency, load_schedule, schedule_frequency
 from freqlab.frequency.stats import checked_frequency, positive_number, token_budget
 from freqlab.histogram import LengthHistogram, as_histogram  # as_histogram: kept for import compatibility
-from freqlab.sizes import MAX_POSITIONS, json_threshold
+from freqlab.sizes import MAX_POSITIONS, counts_told_apart, human_count, json_threshold
 
 DEFAULT_MASS: float = 0.9  # the "mass" rule's share: N* = position_at_mass(f, 0.9) + 1
 DEFAULT_FRACTION: Fraction = Fraction(2, 3)
@@ -313,9 +313,10 @@ def well_trained_range(
         stages = len(sf.schedule.stages)
         text = (
             f"the schedule ({stages} stage{'s' if stages != 1 else ''}, {sf.schedule.source}) trains positions "
-            f"0..{N - 1} at least tau = {threshold:.3g} times{layers}"
+            f"0..{N - 1} at least tau = {human_count(threshold)} times{layers}"
             if N
-            else f"no position reaches tau = {threshold:.3g} occurrences over the schedule ({sf.schedule.source})"
+            else f"no position reaches tau = {human_count(threshold)} occurrences over the schedule "
+            f"({sf.schedule.source})"
             f"{layers}"
         )
         return WellTrained(N, L, "schedule", text, sf.kind_total(kind), None, threshold, None)
@@ -333,11 +334,12 @@ def well_trained_range(
             threshold = DEFAULT_TAU if tau is None else positive_number(tau, "tau")
             # f_T(0) = T, so nothing is well trained when T < tau
             N = effective_length(f, T, threshold) + 1 if threshold <= T else 0
+            shown_T, shown_tau = counts_told_apart(T, threshold)  # 1T and 100B, not 1e+12 (a review)
             text = (
-                f"with T = {T:.3g} training tokens, f_T(i) >= tau = {threshold:.3g} holds for positions 0..{N - 1}"
+                f"with T = {shown_T} training tokens, f_T(i) >= tau = {shown_tau} holds for positions 0..{N - 1}"
                 f" (N* counts them; the predicted effective length is the last, {N - 1})"
                 if N
-                else f"with T = {T:.3g} tokens no position reaches tau = {threshold:.3g}"
+                else f"with T = {shown_T} tokens no position reaches tau = {shown_tau}"
             )
             return WellTrained(N, L, "budget", text, f, T, threshold, None)
         mass = DEFAULT_MASS if mass is None else positive_number(mass, "mass")

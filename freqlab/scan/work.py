@@ -714,7 +714,8 @@ def _count_lengths(shard, options: ShardOptions, tally: _Tally, sampler: Sampler
                         return
                     row = k if isinstance(positions, int) else int(positions[k]) - first
                     reason = batch.reasons[-int(codes[k]) - 1]
-                    part.error = f"{batch.row(row)}: {reason} ({ROW_REASONS[reason]})"  # type: ignore[misc]
+                    # the hint as a text's bad record (a review: a token column's null row had none)
+                    part.error = f"{batch.row(row)}: {reason} ({ROW_REASONS[reason]}){SKIP_HINT}"  # type: ignore[misc]
                     return
                 skip_codes = np.zeros(len(batch.reasons), np.int64)
                 for code in np.unique(codes[bad]).tolist():

@@ -206,7 +206,10 @@ def test_self_extend_evaluates_a_given_setting_even_without_a_recommendation():
     [
         (("string", "--L", "4K", "--W", 8), "--W", "W = 8 is below 32"),
         (("string", "--L", "4K", "--S", "4K"), "--S", "must be below the training window"),
-        (("string", "--L", "4K", "--S", 100), "--W", "much smaller than S = 100"),
+        (("string", "--L", "4K", "--S", 100), "--W", "much smaller than S = 100 (STRING needs W << S); use a smaller W "
+         "(>= 32) or a larger S"),
+        # a given S below the smallest W: S is what to change (a review: --W was blamed, never given)
+        (("string", "--L", 96, "--S", 20), "--S", "S = 20 (STRING needs W << S); no W fits (32 <= W < S): give S > 32"),
         # W against the S the plan computed (L/3 rounded up to 64 = 1408), and where no W fits: exit 1 before
         (("string", "--L", "4K", "--W", 4000), "--W", "W = 4000 must be much smaller than S = 1408"),
         # no W fits an S of 32: the window is what to change (a review: it blamed the --W nobody gave)
@@ -503,7 +506,7 @@ def test_every_plan_refuses_a_budget_that_trains_no_position_as_rope_does(hist, 
         result = run("plan", *command, "--hist", hist, "--L", "2K", "--tokens", tokens, *extra)
         assert result.exit_code == 2, result.output
         text = " ".join(result.output.split())
-        T = "1e+03" if tokens == "1K" else "1e+12"
+        T = "1K" if tokens == "1K" else "1T"  # not 1e+03 (a review)
         assert f"Invalid value for '{blamed}': with T = {T} tokens no position reaches tau" in text, text
         lower = "--tau" if blamed == "--tokens" else blamed  # a review: --tau-from was named --tau
         assert f"{why}; lower {lower}, raise --tokens, or {instead}" in text, text
@@ -538,7 +541,7 @@ def test_rope_counts_the_critical_dimension_at_the_predicted_effective_length(hi
     # more token of tau moved the critical dimension from 0 to 42)
     weak = run("plan", "rope", "--hist", hist, "--L", "2K", "--tokens", "50B", "--extend-to", "8K", "--type", "yarn")
     assert weak.exit_code == 2
-    assert "Invalid value for '--tokens': with T = 5e+10 tokens no position reaches tau" in weak.output
+    assert "Invalid value for '--tokens': with T = 50B tokens no position reaches tau" in weak.output
     assert (
         "no context to count the critical dimension for; lower --tau, raise --tokens, or give --effective-length"
         in (" ".join(weak.output.split()))

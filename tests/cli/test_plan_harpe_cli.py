@@ -125,7 +125,7 @@ def test_grid_from_histogram_says_so(tmp_path):
     assert (data["grid"]["start"], data["grid"]["stop"], data["grid"]["step"]) == (2690, 4095, 1)
     # without --mass the one budget rule: T = 1T, f_T(i) >= 100B <=> 10 f(i) >= f(0) = 70,960 <=> i <= 3386
     data = json.loads(run(*args).output)
-    assert "T = 1e+12" in data["grid_reason"]
+    assert "T = 1T training tokens, f_T(i) >= tau = 100B" in data["grid_reason"]  # not 1e+12 (a review)
     assert (data["grid"]["start"], data["grid"]["stop"]) == (3387, 4095)
     text = run("--hist", str(path), "--target", "4096", "--heads", "3", "--stride", "1000000").output
     assert "from the frequency analysis" in text

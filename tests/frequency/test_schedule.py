@@ -645,6 +645,24 @@ def test_a_stages_weights_file_is_read_next_to_the_schedule_never_from_the_worki
     assert load_schedule("sch/s.yaml").stages[0].weights == "slimpajama"
 
 
+@pytest.mark.parametrize(
+    ("weights", "message"),
+    [({}, "{} names no weights"), ("", "'' names no weights"), ("  ", "'  ' names no weights"),
+     ([], "[] names no weights"), (["a"], "['a'] is not weights"), (True, "True is not weights")],
+)  # fmt: skip
+def test_weights_that_name_no_mix_are_refused_naming_the_stage(weights, message):
+    """A review: ``weights: {}`` ran with no weights, unsaid, and ``weights: ""`` said "an empty path names no file
+    or folder" without the file or stage."""
+    h = LengthHistogram.from_counts([8], [3])
+    stage = {"name": "a", "L": 8, "tokens": 100, "weights": weights}
+    with pytest.raises(FreqlabError) as caught:
+        parse_schedule({"stages": [stage]}, source="s.yaml", histogram=h)
+    assert str(caught.value).startswith(f"s.yaml: stage 1 (a): weights: {message}; weights are SOURCE=W,...")
+    assert str(caught.value).endswith("; or leave it out")
+    with pytest.raises(FreqlabError, match=r"^s\.yaml: weights: \{\} names no weights"):  # the default's too
+        parse_schedule({"weights": {}, "stages": [{**stage, "weights": None}]}, source="s.yaml", histogram=h)
+
+
 def test_a_layout_for_the_stages_that_name_none_is_refused_where_every_stage_names_one(tmp_path):
     """`schedule --preset gemma3 --layout global` ran as if no layout were given (second adversary review): the
     preset's own layout is its default, which the layout given replaces (its source with it); a schedule whose
@@ -740,10 +758,10 @@ def test_a_dataset_decomposition_stage_takes_no_regime_either(tmp_path):
     ):
         load_schedule(tmp_path / "s.yaml")
     (tmp_path / "s.yaml").write_text(f"histogram: h.parquet\nstages:\n  - {dd % ''}\n")
-    (line,) = [
-        line for line in schedule_frequency(load_schedule(tmp_path / "s.yaml")).report().splitlines() if "dd " in line
-    ]
+    result = schedule_frequency(load_schedule(tmp_path / "s.yaml"))
+    (line,) = [line for line in result.report().splitlines() if "dd " in line]
     assert " tokens  -         effective length" in line
+    assert result.to_dict()["stages"][0]["regime"] is None  # not "natural" in the JSON (a review)
 
 
 @pytest.mark.parametrize("randomize", [False, True])
