@@ -38,8 +38,15 @@ INT64_LIMIT = 1 << 63
 def exact_integers(values) -> np.ndarray:
     """Integers as int64 when every one fits, else as an object array of Python integers (never wrapped)."""
     array = np.asarray(values)
+    if array.ndim > 1:  # flattened, a table's rows were one f (a review)
+        raise FreqlabError(f"an exact position frequency is one row of counts, got shape {array.shape}")
+    if array.size == 0:  # [] is float64 to numpy
+        return np.zeros(0, np.int64)
     if array.dtype == object:
-        ints = [int(v) for v in array.reshape(-1).tolist()]
+        ints = array.reshape(-1).tolist()
+        if bad := [v for v in ints if isinstance(v, bool) or not isinstance(v, int | np.integer)][:1]:
+            raise FreqlabError(f"an exact position frequency needs integer counts, got {bad[0]!r}")  # 1.5 was 1
+        ints = [int(v) for v in ints]
         wide = bool(ints) and max(abs(v) for v in ints) >= INT64_LIMIT
         return np.array(ints, dtype=object if wide else np.int64)
     if array.dtype.kind not in "iu":
@@ -93,7 +100,10 @@ class ExactFrequency:
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "numerator", exact_integers(self.numerator))
-        if isinstance(self.denominator, bool) or int(self.denominator) != self.denominator or self.denominator < 1:
+        d = self.denominator
+        whole = isinstance(d, int | np.integer) and not isinstance(d, bool)
+        whole = whole or (isinstance(d, float) and d.is_integer())
+        if not whole or self.denominator < 1:  # (nan was "cannot convert float NaN to integer")
             raise FreqlabError(f"denominator must be a positive integer, got {self.denominator!r}")
         object.__setattr__(self, "denominator", int(self.denominator))
         object.__setattr__(self, "dropped_tokens", Fraction(self.dropped_tokens))
@@ -127,9 +137,12 @@ class ExactFrequency:
         return ExactFrequency(self.numerator // g, self.denominator // g, self.dropped_tokens, self.note)
 
     def scale(self, factor) -> ExactFrequency:
-        """f · factor exactly (``factor`` an int, Fraction or a decimal string such as ``"0.25"``)."""
+        """f · factor exactly (``factor`` an int, a Fraction, a decimal string such as ``"0.25"``, or a float read as
+        written, as mixtures read weights: 0.1 is 1/10, not the binary double nearest it).
+        """
         try:
-            factor = Fraction(factor.item() if isinstance(factor, (np.generic, np.ndarray)) else factor)
+            factor = factor.item() if isinstance(factor, (np.generic, np.ndarray)) else factor
+            factor = Fraction(repr(factor) if isinstance(factor, float) else factor)
         except (TypeError, ValueError, OverflowError):  # nan, inf, "x": Fraction's own words named no factor
             raise FreqlabError(f"a frequency is scaled by a finite factor >= 0, got {factor!r}") from None
         if factor < 0:

@@ -396,6 +396,8 @@ def weighted_histogram(
     >>> mix.sources["b"].counts.tolist(), mix.tokens, info.exact
     ([3], 45, True)
     """
+    if not hasattr(h, "sources"):  # a list was "'list' object has no attribute 'sources'" (a review)
+        raise FreqlabError(f"weighted_histogram takes a LengthHistogram split by source, got {brief(h)}")
     mixture = Mixture.parse(weights)
     m = mixture.multipliers(h)
     sources = h.sources or {}  # multipliers() raised if h has no sources: this is h.sources

@@ -17,9 +17,9 @@ import numpy as np
 from numpy.typing import ArrayLike
 
 from freqlab.arrays import as_int64, int64_tokens
-from freqlab.errors import FreqlabError
+from freqlab.errors import FreqlabError, brief
 from freqlab.frequency.kernels import scatter_add
-from freqlab.frequency.regimes import Segments, regime_name, segments
+from freqlab.frequency.regimes import Segments, check_window, regime_name, segments
 from freqlab.resources import doing
 
 if TYPE_CHECKING:  # type-only: importing it here would be a cycle
@@ -58,7 +58,7 @@ def segment_frequency(segs: Segments) -> np.ndarray:
     ----------
     .. [1] An et al., "Why Does the Effective Context Length of LLMs Fall Short?", ICLR 2025, arXiv:2410.18745.
     """
-    L = segs.L
+    L = check_window(segs.L)  # a window of 3.0 reached numba, 2^40 an 8 TB array, -1 an empty f (a review)
     # a Segments made by hand too (a review: floats reached numba, 2^63 tokens wrapped f(0) to a negative number)
     lengths, counts = _read_int64(segs.lengths, "segment lengths"), _read_int64(segs.counts, "segment counts")
     if lengths.shape != counts.shape or lengths.ndim != 1:
@@ -155,6 +155,10 @@ def histogram_arguments(lengths, counts, L, regime) -> tuple[Any, Any, Any, str]
     """
     if hasattr(lengths, "lengths") and hasattr(lengths, "counts"):  # a LengthHistogram (not imported: a cycle)
         if counts is not None:
+            if L is not None and regime != "natural":  # a fourth argument was dropped, unsaid (a review)
+                raise FreqlabError(
+                    f"position_frequency(histogram, L, regime) takes no fourth argument, got {brief(regime)}"
+                )
             L, regime = counts, (regime if L is None else L)
         return lengths.lengths, lengths.counts, L, regime
     if counts is None or L is None:

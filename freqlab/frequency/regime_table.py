@@ -70,7 +70,7 @@ def frequency_key_numbers(f, *, tokens: float | None = None, tau: float = DEFAUL
         raise FreqlabError("no tokens in the segments: the histogram holds no documents")
     L = int(f.size)
     half, three_quarters = L // 2, (3 * L) // 4
-    longest = int(np.count_nonzero(f)) - 1  # f is non-increasing: the longest segment's length - 1
+    longest = _last_nonzero(f)
     out: dict = {
         "L": L,
         "tokens_in_segments": int(f[0]),
@@ -91,6 +91,21 @@ def frequency_key_numbers(f, *, tokens: float | None = None, tau: float = DEFAUL
         out["budget_tokens"] = int(tokens) if float(tokens).is_integer() else float(tokens)  # 400.7 is not 400
         out["effective_length"] = length
     return out
+
+
+def _last_nonzero(f: np.ndarray, chunk: int = 1 << 16) -> int:
+    """The last position f reaches (-1 for none): the longest segment's length - 1 where f is non-increasing, past
+    its zeros where it is not (a PoSE replay: f = 0 at 7 and 1 at 15 was put at 12, below the effective length, a
+    review). Counted in place: no array of f's size is allocated (f is the largest one a command holds).
+    """
+    n = int(np.count_nonzero(f))
+    if np.count_nonzero(f[:n]) == n:  # the nonzero values are 0..n - 1: the non-increasing f of every regime
+        return n - 1
+    for end in range(f.size, 0, -chunk):
+        part = f[max(end - chunk, 0) : end]
+        if np.count_nonzero(part):
+            return end - part.size + int(np.flatnonzero(part)[-1])
+    return -1  # (not reached: n > 0 here)
 
 
 def regime_rows(
@@ -233,7 +248,8 @@ def describe(row: dict, *, detail: bool = False, scaled: bool = False) -> str:
     L=2048 natural: 75.0% of position mass at i ≤ 1024, 6.3% at i ≥ 1536; predicted effective length 1843 at 1T tokens
         f_T(1024) ≥ 100B needs T ≥ 200B tokens; 50% of mass at i ≤ 599, 90% at i ≤ 1400
     """
-    if not isinstance(row, Mapping) or "share_at_most_half" not in row:  # None was "not subscriptable" (a review)
+    # None was "not subscriptable"; frequency_key_numbers' dict a KeyError: 'regime' (reviews)
+    if not isinstance(row, Mapping) or not {"share_at_most_half", "regime", "L"} <= row.keys():
         raise FreqlabError(f"describe takes a row of regime_rows (a dict), got {brief(row)}")
     line = (
         f"L={row['L']} {row['regime']}: {percent(row['share_at_most_half'])} of position mass at "

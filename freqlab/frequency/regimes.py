@@ -282,8 +282,8 @@ def stream_order(lengths: np.ndarray, counts: np.ndarray, seed: int = 0, walker:
     numpy.ndarray
         int64 document lengths, ``counts.sum()`` of them, shuffled.
     """
+    lengths, counts = check_histogram(lengths, counts)  # a float or negative count: numpy's errors (a review)
     check_walk(walker, "expands the histogram into a stream of", counts, "documents")
-    lengths, counts = np.asarray(lengths), np.asarray(counts)
     rank = np.argsort(lengths, kind="stable")  # the same multiset in any row order: the same stream
     order = np.repeat(lengths[rank], counts[rank])
     seeded_rng(seed).shuffle(order)

@@ -453,7 +453,8 @@ def _weights(base: Path, value, where: str) -> str | None:
     """
     from freqlab.frequency.mixture import PRESETS  # here: mixture imports polars, which schedules need not
 
-    kinds = f"weights are SOURCE=W,..., a mapping of sources to weights, a mixture file or a preset ({', '.join(PRESETS)})"
+    presets = ", ".join(PRESETS)
+    kinds = f"weights are SOURCE=W,..., a mapping of sources to weights, a mixture file or a preset ({presets})"
     if value is None:
         return None
     # {} and "" named no weights: {} was taken for none, unsaid, and "" for the working folder (a review)

@@ -197,6 +197,17 @@ def share_at_least(f: ArrayLike, x: int) -> float:
     return exact_sum(f[_index(f, x) :]) / total if total else 0.0
 
 
+def _as_written(number) -> Fraction:
+    """A real number as written, exactly: a Fraction, Decimal or integer as it is, a float (numpy's too) as its
+    shortest decimal (0.9 is 9/10; ``limit_denominator(10**12)`` made 1e-13 zero: a review).
+    """
+    if isinstance(number, np.ndarray | np.generic):
+        number = number.item()
+    if isinstance(number, numbers.Rational | Decimal):
+        return Fraction(number)
+    return Fraction(repr(float(number)))
+
+
 def position_at_mass(f: ArrayLike, fraction: float) -> int:
     """Smallest position i whose cumulative mass reaches ``fraction`` of the total.
 
@@ -205,8 +216,8 @@ def position_at_mass(f: ArrayLike, fraction: float) -> int:
     f : array_like
         Position frequency f(i), 0 <= i < L.
     fraction : float
-        Fraction of the position mass, in (0, 1], read as the nearest rational of denominator at most 10^12
-        (0.8 is 4/5 exactly, not the binary float just above it).
+        Fraction of the position mass, in (0, 1], read as written: a float as its shortest decimal (0.8 is 4/5
+        exactly, not the binary float just above it), a Fraction or Decimal exactly.
 
     Returns
     -------
@@ -232,9 +243,9 @@ def position_at_mass(f: ArrayLike, fraction: float) -> int:
     number = real_number(fraction)  # a number (a string "0.5" is none, as for effective_length)
     if number is None or not 0 < number <= 1:
         raise FreqlabError(f"fraction must be a number in (0, 1], got {brief(fraction)}")
-    fraction = number
+    original, fraction = fraction, number
     # exact: compare cumulative * denominator >= total * numerator with a rational fraction
-    ratio = Fraction(float(fraction)).limit_denominator(10**12)
+    ratio = _as_written(original)
     if f.dtype.kind == "f":  # an expectation, a sum of scaled stages: in float64
         cumulative = np.cumsum(f)
         return min(int(np.searchsorted(cumulative, float(ratio) * cumulative[-1], side="left")), f.size - 1)
@@ -274,7 +285,8 @@ def scale_to_budget(f: ArrayLike, tokens: float) -> np.ndarray:
     Notes
     -----
     f_T(i) = f(i) · T / f(0): f(0) counts every token once, so T / f(0) is the number of passes. STRING [1]_
-    (Sec. 3) compares f_T with a threshold tau.
+    (Sec. 3) compares f_T with a threshold tau. The values are float64, exact where f(i)·T is below 2^53;
+    :func:`effective_length` compares f_T(i) >= tau in exact integer arithmetic.
 
     References
     ----------
@@ -290,7 +302,11 @@ def scale_to_budget(f: ArrayLike, tokens: float) -> np.ndarray:
     budget = positive_number(tokens, "the token budget")
     if f[0] <= 0:
         raise FreqlabError("f(0) is zero: the regime holds no tokens")
-    return f.astype(np.float64) * (budget / float(f[0]))
+    # f·T first, then / f(0): one rounding where f·T is exact (below 2^53), where f·(T/f(0)) rounded twice and
+    # put f_T(1) of [14, 7] at T = 122 at 60.99999999999999 (a review); f_T(0) is T itself
+    scaled = f.astype(np.float64) * float(budget) / float(f[0])
+    scaled[0] = float(budget)
+    return scaled
 
 
 def _reaches(f: np.ndarray, i: int, tokens: Fraction, tau: Fraction) -> bool:

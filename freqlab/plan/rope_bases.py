@@ -11,7 +11,8 @@ import math
 
 import numpy as np
 
-from freqlab.errors import FreqlabError
+from freqlab.arrays import real_number
+from freqlab.errors import FreqlabError, brief
 from freqlab.plan.waveform import check_head_dim
 
 # Table 4 (Sec. 5.2), verbatim: LongChat-Lines accuracy of LLaMA-13B (base window 2048) fine-tuned on 4096-token
@@ -79,8 +80,19 @@ def rope_basis(head_dim: int, base: float = 10000.0) -> np.ndarray:
     [1.0, 0.1]
     """
     d = check_head_dim(head_dim)
+    base = _real(base, "the RoPE base", above=1.0)  # NaN made every θ NaN, unsaid (a review)
     i = np.arange(1, d // 2 + 1, dtype=np.float64)
-    return float(base) ** (-2.0 * (i - 1) / d)
+    return base ** (-2.0 * (i - 1) / d)
+
+
+def _real(value, what: str, *, above: float | None = None) -> float:
+    """``value`` as a finite float, above ``above`` where given, else at least 0; a FreqlabError naming ``what``."""
+    number = real_number(value)
+    low = 0.0 if above is None else above
+    if number is None or not math.isfinite(number) or number < low or (above is not None and number == above):
+        kind = f"finite number above {above:g}" if above is not None else "non-negative finite number"
+        raise FreqlabError(f"{what} must be a {kind}, got {brief(value)}")
+    return number
 
 
 def power_basis(head_dim: int, k: float = POWER_K, base: float = 10000.0) -> np.ndarray:
@@ -111,10 +123,9 @@ def power_basis(head_dim: int, k: float = POWER_K, base: float = 10000.0) -> np.
     [0.5, 0.0]
     """
     d = check_head_dim(head_dim)
-    if k < 0:
-        raise FreqlabError(f"the power k must be non-negative, got {k}")
+    k = _real(k, "the power k")
     i = np.arange(1, d // 2 + 1, dtype=np.float64)
-    return rope_basis(d, base) * (1.0 - 2.0 * i / d) ** float(k)
+    return rope_basis(d, base) * (1.0 - 2.0 * i / d) ** k
 
 
 def truncated_basis(
@@ -155,9 +166,9 @@ def truncated_basis(
     [1.0, 0.2]
     """
     d = check_head_dim(head_dim)
-    if not 0 <= a < b:
+    a, b = _real(a, "the cut-off a"), _real(b, "the cut-off b")
+    if not a < b:
         raise FreqlabError(f"the truncated basis needs 0 <= a < b, got a = {a}, b = {b}")
-    if rho < 0:
-        raise FreqlabError(f"rho must be non-negative, got {rho}")
+    rho = _real(rho, "rho")
     theta = rope_basis(d, base)
-    return np.where(theta >= b, theta, np.where(theta > a, float(rho), 0.0))
+    return np.where(theta >= b, theta, np.where(theta > a, rho, 0.0))

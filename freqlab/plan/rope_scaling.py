@@ -128,7 +128,16 @@ def ntk_aware_base(base: float, factor: float, head_dim: int) -> float:
     >>> round(ntk_aware_base(10000.0, 4.0, 128))
     40890
     """
-    return float(base) * float(factor) ** _ntk_exponent(head_dim)
+    # a negative s made a complex base, NaN a NaN one (a review)
+    return _rope_base(base) * positive_number(factor, "the scale factor s") ** _ntk_exponent(head_dim)
+
+
+def _rope_base(base) -> float:
+    """The RoPE base b, a finite number above 1 (a FreqlabError otherwise)."""
+    b = positive_number(base, "the RoPE base")
+    if b <= 1:
+        raise FreqlabError(f"the RoPE base must be above 1, got {brief(base)}")
+    return b
 
 
 def dynamic_ntk_base(base: float, factor: float, head_dim: int, L: int, n: int) -> float:
@@ -163,12 +172,14 @@ def dynamic_ntk_base(base: float, factor: float, head_dim: int, L: int, n: int) 
     >>> round(dynamic_ntk_base(10000.0, 4.0, 128, 4096, 16384))  # b · 13^(128/126)
     135402
     """
-    n = max(int(n), int(L))
-    return float(base) * (float(factor) * n / L - (float(factor) - 1)) ** _ntk_exponent(head_dim)
+    L, s = check_window(L), positive_number(factor, "the scale factor s")  # L = 0 divided by zero (a review)
+    n = max(check_window(n, "the sequence length n"), L)
+    return _rope_base(base) * (s * n / L - (s - 1)) ** _ntk_exponent(head_dim)
 
 
 def yarn_attention_factor(factor: float) -> float:
-    """YaRN's default attention temperature 0.1 · ln(s) + 1 (used by transformers when unset).
+    """YaRN's default attention temperature 0.1 · ln(s) + 1 for s > 1, else 1 (transformers' ``get_mscale``, used
+    when ``attention_factor`` is unset).
 
     Parameters
     ----------
@@ -178,7 +189,7 @@ def yarn_attention_factor(factor: float) -> float:
     Returns
     -------
     float
-        0.1 · ln(s) + 1.
+        0.1 · ln(s) + 1 (1 for s <= 1: no temperature where nothing is stretched).
 
     References
     ----------
@@ -190,7 +201,8 @@ def yarn_attention_factor(factor: float) -> float:
     >>> round(yarn_attention_factor(4.0), 4)
     1.1386
     """
-    return 0.1 * math.log(float(factor)) + 1.0
+    s = positive_number(factor, "the scale factor s")  # 0 was "math domain error" (a review)
+    return 0.1 * math.log(s) + 1.0 if s > 1 else 1.0  # 0.5 gave 0.93 where transformers uses 1 (a review)
 
 
 #: YaRN's ramp bounds alpha, beta (Peng et al., Sec. 3.2, "NTK-by-parts": 1 and 32 for LLaMA), used by longrope

@@ -52,6 +52,7 @@ from pathlib import Path
 
 import numpy as np
 
+from freqlab.arrays import as_int64
 from freqlab.display import Display, Displayed, name_column
 from freqlab.errors import FreqlabError
 from freqlab.frequency import DEFAULT_TAU, position_frequency, segment_frequency
@@ -482,7 +483,7 @@ def _plan(sf: ScheduleFrequency, histograms: list[LengthHistogram], E, tau, long
         long_h = (
             long_lengths
             if isinstance(long_lengths, LengthHistogram)
-            else LengthHistogram.from_lengths(np.asarray(long_lengths, dtype=np.int64))
+            else LengthHistogram.from_lengths(as_int64(long_lengths, "long_lengths"))  # 2048.9 was cut to 2048
         )
         if long_h.documents == 0:
             raise FreqlabError("long_lengths is empty")

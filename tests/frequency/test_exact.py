@@ -62,3 +62,29 @@ def test_a_position_outside_the_window_and_a_factor_that_is_no_number_are_named(
         with pytest.raises(FreqlabError, match=r"^a frequency is scaled by a finite factor >= 0, got"):
             f.scale(factor)
     assert f.scale("0.5").value(0) == f.scale(np.float32(0.5)).value(0) == Fraction(3, 2)
+
+
+@pytest.mark.parametrize(
+    ("numerator", "denominator", "message"),
+    [
+        ([1.5, 2**70], 1, "needs integer counts, got 1.5"),  # 1.5 was read as 1
+        ([[3, 2], [1, 0]], 1, r"one row of counts, got shape \(2, 2\)"),  # was flattened into one f
+        ([3], float("nan"), "denominator must be a positive integer, got nan"),
+        ([3], 0, "denominator must be a positive integer, got 0"),
+    ],
+)
+def test_an_exact_frequency_made_by_hand_refuses_what_is_no_exact_count(numerator, denominator, message):
+    """A review: ExactFrequency's own checks truncated floats and flattened tables."""
+    with pytest.raises(FreqlabError, match=message):
+        ExactFrequency(numerator, denominator)
+
+
+def test_an_exact_frequency_takes_python_integers_past_int64_and_no_counts():
+    assert ExactFrequency([2**70, 3]).numerator.tolist() == [2**70, 3]
+    assert ExactFrequency([]).L == 0
+
+
+def test_a_float_factor_is_read_as_written_as_mixtures_read_weights():
+    """0.1 is 1/10: f(0) = 10 scaled by 0.1 is 1, not 18014398509481985/18014398509481984 (a review)."""
+    assert ExactFrequency([10]).scale(0.1).value(0) == 1
+    assert ExactFrequency([10]).scale(np.float64(0.25)).value(0) == Fraction(5, 2)

@@ -280,3 +280,9 @@ def test_a_weight_too_small_to_keep_one_document_is_refused_not_rounded_away():
 def test_a_frequency_table_takes_one_regime_name_too():
     h = LengthHistogram.from_lengths(CODE)
     assert h.frequency_table(1024, "natural")["f"].to_list() == h.frequency_table(1024, ["natural"])["f"].to_list()
+
+
+def test_weighted_histogram_names_what_it_takes():
+    """A review: a list was "'list' object has no attribute 'sources'"."""
+    with pytest.raises(FreqlabError, match=r"weighted_histogram takes a LengthHistogram split by source, got \[3\]"):
+        weighted_histogram([3], "a=1")

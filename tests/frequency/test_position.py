@@ -146,3 +146,24 @@ def test_the_public_steps_below_position_frequency_refuse_2_pow_63_tokens_too():
         segment_frequency(Segments(np.array([2.5]), np.array([1]), 4, "natural"))
     with pytest.raises(FreqlabError, match="segment lengths and counts must be >= 0, got -1"):
         segment_frequency(Segments(np.array([2]), np.array([-1]), 4, "natural"))
+
+
+@pytest.mark.parametrize(
+    ("L", "message"), [(3.0, "L must be a positive integer"), (2**40, "larger than"), (-1, "L must be >= 1")]
+)
+def test_segments_made_by_hand_have_their_window_checked(L, message):
+    """A review: a window of 3.0 reached numba (a TypingError), 2^40 tried an 8 TB array, -1 gave an empty f."""
+    from freqlab.frequency import Segments, segment_frequency
+
+    with pytest.raises(FreqlabError, match=message):
+        segment_frequency(Segments(np.array([1]), np.array([1]), L, "natural"))
+
+
+def test_the_histogram_form_takes_no_fourth_argument():
+    """A review: position_frequency(h, 4, "truncate", "concat") gave truncate's f, "concat" dropped unsaid."""
+    from freqlab import LengthHistogram
+
+    h = LengthHistogram.from_counts([3, 6], [2, 1])
+    assert position_frequency(h, 4, "truncate").tolist() == [10, 7, 4, 1]  # 3 + 3 + 4 tokens in segments of <= 4
+    with pytest.raises(FreqlabError, match="takes no fourth argument, got 'concat'"):
+        position_frequency(h, 4, "truncate", "concat")

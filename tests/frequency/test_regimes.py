@@ -301,3 +301,13 @@ def test_one_window_or_several_is_a_list_of_checked_windows():
             check_windows(bad)
     assert regime_rows([10], [1], np.int64(8), ["natural"]) == regime_rows([10], [1], [8], ["natural"])
     assert regime_rows([10], [1], 8, "natural") == regime_rows([10], [1], [8], ["natural"])  # was 'n', 'a', ...
+
+
+@pytest.mark.parametrize(
+    ("lengths", "counts", "message"),
+    [([3], [2.5], "counts must be integers, got 2.5"), ([3], [-1], "counts must be >= 0"), ([0], [1], "lengths")],
+)
+def test_stream_order_checks_its_histogram(lengths, counts, message):
+    """A review: numpy's "Cannot cast array data" and "negative dimensions are not allowed"."""
+    with pytest.raises(FreqlabError, match=message):
+        stream_order(np.array(lengths), np.array(counts))

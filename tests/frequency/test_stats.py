@@ -1,5 +1,6 @@
 """Statistics on f: mass shares, budgets and the effective-length prediction (STRING Sec. 3, Fig. 2b)."""
 
+from decimal import Decimal
 from fractions import Fraction
 
 import numpy as np
@@ -298,3 +299,33 @@ def test_position_at_mass_refuses_a_string_as_effective_length_does():
     with pytest.raises(FreqlabError, match=r"^fraction must be a number in \(0, 1\], got '0.5'"):
         position_at_mass(F, "0.5")
     assert position_at_mass(F, 0.5) == position_at_mass(F, Fraction(1, 2)) == 1
+
+
+def test_scale_to_budget_rounds_once_so_ties_agree_with_the_exact_effective_length():
+    """A review: f · (T / f(0)) rounded twice, f_T(1) of [14, 7] at T = 122 was 60.99999999999999 where
+    effective_length (exact) has f_T(1) = 7 · 122 / 14 = 61 >= 61; f_T(0) is T itself."""
+    assert scale_to_budget([14, 7], 122).tolist() == [122.0, 61.0]
+    assert effective_length([14, 7], 122, 61) == 1
+    assert scale_to_budget([13, 2], 54)[0] == 54.0  # not 54.00000000000001
+
+
+@pytest.mark.parametrize(
+    ("fraction", "expected"),
+    [(1e-13, 1), (0.7, 1), (Fraction(1, 3), 0), (Decimal("0.5"), 1), (np.float64(0.5), 1), (np.array(1), 2)],
+)  # fmt: skip
+def test_position_at_mass_reads_the_fraction_as_written(fraction, expected):
+    """The target is ceil(fraction · Σf); 1e-13 was read as 0 (limit_denominator(10**12)): 1e-13 · (10^13 + 1) is
+    just above f(0) = 1, so position 1 (a review). A Fraction is exact: 1/3 of 9 is 3 = f(0)."""
+    f = [1, 10**13] if fraction == 1e-13 else [4, 3, 2, 1] if fraction == 0.7 else [3, 3, 3]
+    assert position_at_mass(f, fraction) == expected
+
+
+def test_key_numbers_of_a_frequency_with_zeros_inside_reach_its_last_nonzero_position():
+    """A PoSE replay's f is no longer non-increasing: f(7) = 0 and f(15) = 1. The longest position was counted as
+    (number of nonzero values) - 1 = 12, below the effective length 15 (a review)."""
+    f = np.array([8, 6, 4, 3, 2, 1, 0, 0, 0, 1, 2, 2, 2, 2, 2, 1, 0, 0])
+    numbers = frequency_key_numbers(f, tokens=8, tau=1)
+    assert (numbers["longest_position"], numbers["effective_length"]) == (15, 15)
+    assert frequency_key_numbers([4, 3, 0, 0])["longest_position"] == 1
+    with pytest.raises(FreqlabError, match="describe takes a row of regime_rows"):  # was KeyError: 'regime'
+        describe(frequency_key_numbers([4, 3, 2, 1], tokens=10, tau=1))

@@ -108,3 +108,37 @@ def test_table4_reach_is_what_giraffe_measured():
     assert (table4_reach(1, 1, "truncated"), table4_reach(1, 2, "truncated")) == (7100, 11800)
     with pytest.raises(FreqlabError, match="no column"):
         table4_reach(8, 16)
+
+
+@pytest.mark.parametrize(
+    ("call", "message"),
+    [
+        (lambda: rope_basis(8, float("nan")), "the RoPE base must be a finite number above 1, got nan"),
+        (lambda: rope_basis(8, 1.0), "the RoPE base must be a finite number above 1, got 1.0"),
+        (lambda: power_basis(8, k=float("nan")), "the power k must be a non-negative finite number, got nan"),
+        (lambda: truncated_basis(8, rho=float("inf")), "rho must be a non-negative finite number, got inf"),
+    ],
+)
+def test_a_basis_refuses_bases_and_parameters_that_are_no_numbers(call, message):
+    """A review: a NaN base or k gave arrays of NaN, unsaid."""
+    with pytest.raises(FreqlabError, match=message):
+        call()
+
+
+def test_the_rope_scaling_helpers_refuse_what_gives_no_base():
+    """A review: a negative s made a complex base, L = 0 divided by zero, s = 0 was "math domain error"."""
+    from freqlab.plan.rope_scaling import dynamic_ntk_base, ntk_aware_base, yarn_attention_factor
+
+    cases = [
+        (lambda: ntk_aware_base(10000, -1, 128), "the scale factor s must be a positive finite number, got -1"),
+        (lambda: ntk_aware_base(float("nan"), 4, 128), "the RoPE base must be a positive finite number, got nan"),
+        (lambda: dynamic_ntk_base(10000, 4, 128, 0, 10), "L must be a positive integer, got 0"),
+        (lambda: yarn_attention_factor(0), "the scale factor s must be a positive finite number, got 0"),
+    ]
+    for call, message in cases:
+        with pytest.raises(FreqlabError, match=message):
+            call()
+    # transformers' get_mscale (modeling_rope_utils, YaRN's default attention_factor): 1 where s <= 1, not
+    # 0.1 · ln(0.5) + 1 = 0.93
+    assert (yarn_attention_factor(0.5), yarn_attention_factor(1.0)) == (1.0, 1.0)
+    assert yarn_attention_factor(4.0) == pytest.approx(0.1 * math.log(4.0) + 1.0)

@@ -386,3 +386,19 @@ def test_a_budget_that_already_reaches_tau_lists_no_negative_budgets():
     text = p.report()
     assert "f_T(E) already reaches tau: no budget to add" in text and "-100.0%" not in text
     assert p.verdict == "f_T(E) already reaches tau: nothing to add."
+
+
+@pytest.mark.parametrize(
+    ("long_lengths", "message"),
+    [
+        ([2048.9], "long_lengths must be integers, got 2048.9"),  # was cut to 2048, planned on
+        ([None], "long_lengths must be integers, got None"),
+        ([2**70], "long_lengths must be at most 2\\^63 - 1"),  # an OverflowError
+        ([True], "long_lengths must be integers, got dtype bool"),  # "must all be >= E = 512, got 1"
+    ],
+)
+def test_long_lengths_must_be_whole_token_counts(long_lengths, message):
+    """A review: long_lengths went through np.asarray(..., dtype=np.int64), not freqlab's integer check."""
+    h = LengthHistogram.from_counts([100, 1000], [90, 1])
+    with pytest.raises(FreqlabError, match=message):
+        plan_upsample(h, 1024, 512, tokens=10_000, tau=1000, long_lengths=long_lengths)
