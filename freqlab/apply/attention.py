@@ -54,6 +54,7 @@ pure-torch kernels of flash-attn's signatures and semantics put in their place (
 
 from __future__ import annotations
 
+import copy
 import functools
 import importlib
 import inspect
@@ -130,6 +131,7 @@ def rotate(x: torch.Tensor, delta: torch.Tensor, inv_freq: torch.Tensor) -> torc
 #: attention modules of a text model that freqlab does not rotate (Mllama's cross-attention layers: no RoPE, no
 #: self_attn): the implementation the text model had, which they keep
 _PASSTHROUGH: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
+_OWN_CONFIG: weakref.WeakSet = weakref.WeakSet()  # the models given a copy of their config (_own_config)
 
 
 def _passed_through(module: torch.nn.Module, query, key, value, attention_mask, **kwargs) -> tuple | None:
@@ -775,8 +777,31 @@ def resolve_backend(
     return "flash", flash_fn, flash_varlen_fn
 
 
+def _own_config(model: Any) -> None:
+    """Give ``model`` (and every module of it that holds its config or a sub-config) a copy of its config, unless it
+    has one already: models built from one config object share it (transformers 5 keeps ``from_config``'s config
+    as ``model.config``), and setting the attention implementation on it set it on every such model. A review: a
+    stock model built from the same config failed ("set on a model it was not applied to"), and ``remove`` on it
+    silently took STRING off the model it was applied to.
+    """
+    if model in _OWN_CONFIG:  # once: a config read after the first apply stays the model's
+        return
+    old = model.config
+    new = copy.deepcopy(old)
+    copies = {id(old): new}
+    for key in getattr(old, "sub_configs", None) or {}:
+        if getattr(old, key, None) is not None:
+            copies[id(getattr(old, key))] = getattr(new, key)
+    for module in model.modules():
+        held = getattr(module, "config", None)
+        if held is not None and id(held) in copies:
+            module.config = copies[id(held)]
+    _OWN_CONFIG.add(model)
+
+
 def _apply(model: Any, method: str, first: int, second: int, backend: str, flash_fn: Callable | None = None,
            flash_varlen_fn: Callable | None = None, allow_untested: bool = False) -> Any:  # fmt: skip
+    _own_config(model)
     config = _text_config(model)
     check_model_type(config.model_type, allow_untested)
     previous = _PREVIOUS.get(model, config._attn_implementation)

@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 
 torch = pytest.importorskip("torch")
-pytest.importorskip("transformers")
+transformers = pytest.importorskip("transformers")
 
 from apply.tiny_models import (  # noqa: E402
     CACHE,
@@ -389,6 +389,29 @@ def test_remove_restores_the_stock_model():
     torch.testing.assert_close(_logits(copy, ids), stock, rtol=0, atol=0)
 
 
+@pytest.mark.parametrize("model_type", ["llama", "gemma3_text"])
+def test_models_built_from_one_config_object_are_applied_to_one_at_a_time(model_type):
+    """transformers 5 keeps from_config's config object as model.config, so two models built from one config share
+    it: applying STRING to one set it on both (the other failed, "set on a model it was not applied to"), and
+    remove() on the other was taken for a deep copy's and silently put the applied one back to stock (a review)."""
+    first = tiny_model(model_type)
+    config = first.config
+    second = transformers.AutoModelForCausalLM.from_config(config, dtype=torch.float64).eval()
+    second.load_state_dict(first.state_dict())
+    assert second.config is config  # shared, as transformers builds them
+    ids = _ids()
+    stock = _logits(second, ids)
+    fa.string(first, 16, 4)
+    applied = _logits(first, ids)
+    assert not torch.allclose(applied, stock)  # STRING changes the logits at T = 40 > S = 16
+    assert config._attn_implementation == second.config._attn_implementation != first.config._attn_implementation
+    torch.testing.assert_close(_logits(second, ids), stock, rtol=0, atol=0)  # the other runs as it did
+    with pytest.raises(FreqlabError, match="no STRING or Self-Extend was applied to this model"):
+        fa.remove(second)
+    torch.testing.assert_close(_logits(first, ids), applied, rtol=0, atol=0)  # still STRING
+    assert all(m.config is first.config for m in _attention_layers(first))  # the layers read the model's copy
+
+
 def test_a_deep_copy_of_an_applied_model_can_be_removed_to_stock():
     """A review: a deep copy kept freqlab_string as its implementation, refused every forward, and remove() said no
     plan was applied to it. It goes back to sdpa (the implementation before freqlab's is unknown to a copy)."""
@@ -646,6 +669,7 @@ def test_a_vision_tower_keeps_its_own_attention():
     # a second review: the tower kept freqlab's mask, and remove() set the tower's implementation to the text's
     model.set_attn_implementation({"text_config": "sdpa", "vision_config": "eager"})
     fa.string(model, T, 4)
+    config = model.config  # the model's own copy from the first apply on (the config built above is left alone)
     assert (config.text_config._attn_implementation, config.vision_config._attn_implementation) == (
         "freqlab_string",
         "eager",
