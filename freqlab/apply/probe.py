@@ -503,6 +503,13 @@ def load_model(
 
     if not (Path(path) / "config.json").is_file():
         raise FreqlabError(f"{path}: cannot load a causal LM and its tokenizer offline (no config.json there)")
+    if not any(_tokenizer_file(child.name) for child in Path(path).iterdir()):  # transformers asked to install
+        # sentencepiece or tiktoken (a review)
+        raise FreqlabError(
+            f"{path}: cannot load a causal LM and its tokenizer offline (no tokenizer file there: tokenizer.json, "
+            "tokenizer_config.json, tokenizer.model, vocab.json, ...; save the tokenizer beside the model with "
+            "tokenizer.save_pretrained)"
+        )
     device = usable_device(torch, device)  # before loading: a bad one was a traceback after it (a review)
     try:
         tokenizer = transformers.AutoTokenizer.from_pretrained(path, local_files_only=True)
@@ -520,6 +527,14 @@ def load_model(
             f"{path}: cannot load a causal LM and its tokenizer offline ({type(exc).__name__}: {reason})"
         ) from None
     return model.to(device).eval(), tokenizer
+
+
+def _tokenizer_file(name: str) -> bool:
+    """Whether a file of this name can hold a tokenizer transformers loads (its own files, SentencePiece, BPE
+    vocabularies, tiktoken and Tekken files).
+    """
+    known = {"vocab.json", "vocab.txt", "merges.txt", "spiece.model", "tekken.json"}
+    return name.startswith("tokenizer") or name in known or name.endswith((".tiktoken", ".model"))
 
 
 def usable_device(torch: Any, device: str | None) -> Any:

@@ -97,14 +97,30 @@ def test_bad_usage_is_one_line(model_dir):
     result = run("probe", model_dir, "--lengths", "100")
     assert result.exit_code == 2 and "shorter than the needle template (230 tokens" in result.output
     assert "Invalid value for '--lengths'" in result.output
-    result = run("probe", model_dir, "--steps", "3", "--max-length", "600")  # 200, 400, 600: the defaults (a review)
-    assert result.exit_code == 2 and "lengths [200] are shorter than the needle template" in result.output
-    assert "'--lengths'" not in result.output and "'--steps'/'--max-length'" in result.output
+    result = run("probe", model_dir, "--steps", "2", "--max-length", "200")  # 100 and 200: no default fits
+    assert result.exit_code == 2 and "lengths [100, 200] are shorter than the needle template" in result.output
+    assert "'--lengths'" not in result.output and "'--max-length' (the default lengths" in result.output
+    result = run("probe", model_dir, "--lengths", "")  # was taken for the defaults (a review)
+    assert result.exit_code == 2 and "--lengths '': give comma-separated lengths" in result.output
+    result = run("probe", model_dir, "--string", "300,16", "--string", "200,16")  # the first was dropped (a review)
+    assert result.exit_code == 2 and "Invalid value for '--string': given 2 times (300,16, 200,16)" in result.output
     result = run("probe", model_dir, "--string", "32")
     assert result.exit_code == 2 and "is not S,W" in result.output
     result = run("probe", model_dir, "--string", "600,4", "--lengths", "240", "--trials", 1, "--depths", "0")
     assert result.exit_code == 2  # found before the model is loaded, against the window its config.json states
     assert "the shift S must be an integer with 0 < S < L = 512 (the model's window), got 600" in result.output
+
+
+def test_a_model_saved_without_its_tokenizer_is_said_so(model_dir, tmp_path):
+    """A review: transformers' error asked to install sentencepiece or tiktoken to convert a slow tokenizer."""
+    import shutil
+
+    for name in ("config.json", "model.safetensors"):
+        shutil.copy(model_dir / name, tmp_path / name)
+    result = run("probe", tmp_path, "--lengths", "240")
+    assert result.exit_code == 1 and "Traceback" not in result.output
+    assert f"{tmp_path}: cannot load a causal LM and its tokenizer offline (no tokenizer file there: " in result.output
+    assert "tokenizer.save_pretrained" in result.output
 
 
 def test_a_directory_without_a_model_is_one_error_line(tmp_path):
@@ -318,3 +334,15 @@ def test_the_default_lengths_of_a_model_of_learned_positions_leave_room_for_the_
     result = run("probe", model_dir, "--steps", 2, "--trials", 1, "--depths", 1, "--json")
     assert result.exit_code == 0, result.output
     assert json.loads(result.stdout)["results"][0]["lengths"] == [236, 472]  # 512 - 4 x 8 - 8 = 472
+
+
+def test_default_lengths_shorter_than_the_template_are_left_out_with_a_note(model_dir):
+    """A review: a run with no option failed on a small model (its default lengths 64, 128, 192 below the 230-token
+    template); the defaults that fit are probed, the others named. Depths given twice are probed once, as lengths
+    (0 counted twice in each length's accuracy)."""
+    result = run("probe", model_dir, "--steps", 3, "--max-length", 480, "--trials", 1, "--depths", "0,0,1", "--json")
+    assert result.exit_code == 0, result.output
+    assert "note: default lengths [160] are shorter than the needle template (230 tokens" in result.stderr
+    (stock,) = json.loads(result.stdout)["results"]
+    assert (stock["lengths"], stock["depths"]) == ([320, 480], [0.0, 1.0])
+    assert [len(row) for row in stock["passes"]] == [2, 2]  # a length's row: one count per depth
