@@ -88,6 +88,17 @@ class CalibrationPoint:
             return f"[{human_count(self.tau_low)}, {human_count(self.tau)}]"
         return f"({human_count(self.tau_low, down=True)}, {human_count(self.tau, up=True)}]"
 
+    def missed_by(self, tau: int) -> str:
+        """What the point allows, beside a ``tau`` it does not (:meth:`allows`), in whole digits: the bound ``tau``
+        passes (``tau`` is a whole count, so ``tau <= x`` is ``tau <= floor(x)`` and ``tau > x`` is
+        ``tau > floor(x)``).
+        """
+        if self.tokens is None:
+            return f"it allows tau = {math.floor(self.tau):,} alone"
+        if tau > self.tau:
+            return f"it allows tau <= {math.floor(self.tau):,}"
+        return f"it allows tau > {math.floor(self.tau_low):,}"
+
     def to_dict(self) -> dict:
         """The point as JSON-ready data."""
         return {key: getattr(self, key) for key in self.__dataclass_fields__}
@@ -231,7 +242,10 @@ class Calibration(Displayed):
             lines.append("no bootstrap interval (fewer than 3 points)")
         else:
             lines.append(f"95% bootstrap interval {human_count(self.bootstrap[0])} .. {human_count(self.bootstrap[1])}")
-        against = [p.label or f"E = {p.effective_length}" for p in self.points if not p.allows(self.tau)]
+        # each missed point with the bound the pooled tau passes, in digits: rounded, the table's outward interval
+        # "(205B, 207B]" seemed to hold tau = 207B (207.16B above 206.42B: a review)
+        against = [f"{p.label or f'E = {p.effective_length}'} ({p.missed_by(self.tau)})"
+                   for p in self.points if not p.allows(self.tau)]  # fmt: skip
         if against:
             low, high = max(p.tau_low for p in self.points), min(p.tau for p in self.points)
             if any(p.tokens is None for p in self.points):  # a given point allows one tau: it fits all, or none does
@@ -241,7 +255,9 @@ class Calibration(Displayed):
                 common = f"every point allows tau in ({human_count(low)}, {human_count(high)}]"
             else:
                 common = "no tau fits every point"
-            lines.append(f"note: tau = {human_count(self.tau)} predicts another E for {listed(against)}; {common}")
+            lines.append(
+                f"note: tau = {human_count(self.tau)} ({self.tau:,}) predicts another E for {listed(against)}; {common}"
+            )
         return lines
 
     def report(self) -> str:

@@ -288,11 +288,18 @@ def test_the_report_says_which_points_the_pooled_tau_does_not_predict():
     near = calibrate([point_from_frequency(FULL, 1e12, 1280, next_length=1408),
                       point_from_frequency(FULL, 1e12, 1300, next_length=1408)])  # fmt: skip
     (note,) = [line for line in near.estimate_lines() if line.startswith("note:")]
-    assert note == "note: tau = 370B predicts another E for E = 1300; every point allows tau in (313B, 365B]"
+    # the bound it passes in digits: rounded outward, (313B, 366B] could seem to hold a tau printed 366B (a review)
+    assert note == (
+        "note: tau = 370B (370,084,977,572) predicts another E for E = 1300 (it allows tau <= 365,234,375,000); "
+        "every point allows tau in (313B, 365B]"
+    )
     apart = calibrate([point_from_frequency(FULL, 1e12, 1024, next_length=1152),
                        point_from_frequency(FULL, 1e12, 1792, next_length=1920)])  # fmt: skip
     (note,) = [line for line in apart.estimate_lines() if line.startswith("note:")]
-    assert "predicts another E for E = 1024, E = 1792; no tau fits every point" in note
+    assert note == (  # 250B is below what E = 1024 allows and above what E = 1792 does
+        "note: tau = 250B (250,000,000,000) predicts another E for E = 1024 (it allows tau > 437,500,000,000), "
+        "E = 1792 (it allows tau <= 125,000,000,000); no tau fits every point"
+    )
 
 
 def test_an_interval_narrower_than_three_digits_is_written_rounded_outward_never_as_one_number():
@@ -310,7 +317,10 @@ def test_points_given_as_occurrences_allow_their_tau_alone_and_the_fit_of_equal_
     assert not any(line.startswith("note:") for line in paper.estimate_lines())
     other = CalibrationPoint("other", 1000, 2 * 10**11, 2e11)
     (note,) = [line for line in calibrate([PAPER_POINTS[0], other]).estimate_lines() if line.startswith("note:")]
-    assert note == f"note: tau = 141B predicts another E for {PAPER_POINTS[0].label}, other; no tau fits every point"
+    assert note == (
+        f"note: tau = 141B (141,421,356,237) predicts another E for {PAPER_POINTS[0].label} (it allows tau = "
+        "100,000,000,000 alone), other (it allows tau = 200,000,000,000 alone); no tau fits every point"
+    )
     measured = point_from_frequency(FULL, 1e12, 1280, next_length=1408)  # allows (312.5B, 375B]
     assert measured.interval() == "(312B, 375B]"  # rounded outward: 312.5B is not allowed, 312.6B is
     assert not measured.allows(312_500_000_000) and measured.allows(375 * 10**9)
