@@ -31,6 +31,7 @@ from freqlab.sizes import position_label  # noqa: F401 - re-exported for the fig
 
 #: What each count suffix means (decimal, the token-budget convention: STRING's "1T tokens").
 COUNT_UNITS: dict[str, str] = {"M": "M = 10⁶", "B": "B = 10⁹", "T": "T = 10¹²"}
+_SUPERSCRIPT = str.maketrans("-0123456789", "⁻⁰¹²³⁴⁵⁶⁷⁸⁹")
 #: What a position suffix means.
 POSITION_UNIT = "K = 1024"
 
@@ -178,11 +179,14 @@ def format_counts(axis) -> None:
 
 
 def format_log_counts(axis) -> None:
-    """Label the decades of a log-scale count axis (1B, 10B, 100B, 1T), leave the minor ticks blank."""
+    """Label the decades of a log-scale count axis (1B, 10B, 100B, 1T; 10¹⁵ on), leave the minor ticks blank."""
 
     def label(value: float, _pos) -> str:
         exponent = np.log10(value) if value > 0 else 0
-        return count_label(value) if abs(exponent - round(exponent)) < 1e-9 else ""
+        if abs(exponent - round(exponent)) >= 1e-9:
+            return ""
+        # past 100T as powers of ten: "1000T, 10000T" beside human_count's "1e18" mixed three forms (a review)
+        return "10" + str(round(exponent)).translate(_SUPERSCRIPT) if value >= 1e15 else count_label(value)
 
     axis.set_major_formatter(FuncFormatter(label))
 

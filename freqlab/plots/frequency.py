@@ -416,7 +416,8 @@ def plot_effective_length(
     h = as_histogram(histogram)
     Ls = check_windows(Ls)
     tau = positive_number(tau, "tau")  # before the token range is made of it (tau=0 was "0 < start < stop, got None")
-    lo, hi = (tau / 2, 100 * tau) if tokens is None else (float(t) for t in tokens)
+    # by default up to 100 tau, within the budgets freqlab counts (2^63 - 1 tokens: a review saw 10^21 on the axis)
+    lo, hi = (tau / 2, min(100 * tau, float(2**63 - 1))) if tokens is None else (float(t) for t in tokens)
     if not 0 < lo < hi:
         raise FreqlabError(f"token range must satisfy 0 < start < stop, got {tokens}")
     grid = np.geomspace(lo, hi, int(points))
@@ -426,6 +427,11 @@ def plot_effective_length(
         for k, L in enumerate(Ls):
             color = PALETTE[k % len(PALETTE)]
             f = position_frequency(h.lengths, h.counts, L, regime, seed=seed)
+            if L > 1 and not f[1:].any():  # both panels empty, and matplotlib's warnings about them (a review)
+                raise FreqlabError(
+                    f"under {regime} at L = {L} every segment is 1 token long: no position past 0 occurs, so there "
+                    "is no effective length to plot"
+                )
             curve = effective_length_curve(f, grid, tau)
             highest = max(highest, int(np.max(curve)))
             left.plot(grid, curve, color=color, label=f"L = {position_label(L)}")

@@ -237,3 +237,25 @@ def test_a_threshold_that_is_no_positive_number_is_named(tau, message):
     tau='100B' a raw TypeError."""
     with pytest.raises(FreqlabError, match=f"tau must be a positive .*{message}"):
         plot_effective_length(LengthHistogram.from_lengths([100, 3000]), 2048, tau=tau)
+
+
+def test_effective_length_of_one_token_documents_is_refused_not_drawn_empty():
+    """A review: a histogram of 1-token documents gave two empty panels and matplotlib's warnings ("Data has no
+    positive values", "identical low and high ylims"); under concat the same documents fill windows."""
+    ones = LengthHistogram.from_counts([1], [1000])
+    with pytest.raises(FreqlabError, match="under natural at L = 2048 every segment is 1 token long"):
+        plot_effective_length(ones, 2048)
+    assert plot_effective_length(ones, 8, "concat").axes  # 1,000 tokens in windows of 8
+
+
+def test_decades_past_100T_are_powers_of_ten_and_budgets_stay_within_int64():
+    """A review: tau = 9e18 ticked panel (b) 1e18, 10000T, 100T (three forms on one axis) and drew panel (a) to
+    ~1e21 tokens, past the 2^63 - 1 that --tokens takes."""
+    fig = plot_effective_length(FULL_ROWS, (2048,), "concat", budget=10**19, tau=9e18)
+    fig.canvas.draw()
+    left, right = fig.axes[:2]
+    assert left.get_xlim()[1] <= 2**63
+    labels = [t.get_text() for t in right.get_yticklabels() if t.get_text()]
+    assert labels and all(label.startswith("10") or label[-1] in "0123456789MBT" for label in labels), labels
+    assert not any(label.endswith("e18") or label.endswith("000T") for label in labels), labels
+    assert "10¹⁸" in [t.get_text() for t in left.get_xticklabels()]
