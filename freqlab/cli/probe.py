@@ -252,6 +252,13 @@ def probe_command(
             "or its RoPE scaling's): the stock model meets positions it was never trained on there",
             err=True,
         )
+    answer = p.ANSWER_TOKENS_PER_NEEDLE * needles + p.ANSWER_MARGIN  # the most tokens a test generates
+    if edge := [n for n in length_list if n <= window < n + answer]:  # a review: 512 at 512 said nothing
+        click.echo(
+            f"note: lengths {edge} fit the {window:,} positions the model is set up for, but their answers (up to "
+            f"{answer} tokens) pass them",
+            err=True,
+        )
     builder = p.hf_builder(tokenizer, needles)
     short = [n for n in length_list if n < builder.minimum_length()]
     template = f"the needle template ({builder.minimum_length()} tokens with this tokenizer)"

@@ -111,18 +111,6 @@ def test_bad_usage_is_one_line(model_dir):
     assert "the shift S must be an integer with 0 < S < L = 512 (the model's window), got 600" in result.output
 
 
-def test_a_model_saved_without_its_tokenizer_is_said_so(model_dir, tmp_path):
-    """A review: transformers' error asked to install sentencepiece or tiktoken to convert a slow tokenizer."""
-    import shutil
-
-    for name in ("config.json", "model.safetensors"):
-        shutil.copy(model_dir / name, tmp_path / name)
-    result = run("probe", tmp_path, "--lengths", "240")
-    assert result.exit_code == 1 and "Traceback" not in result.output
-    assert f"{tmp_path}: cannot load a causal LM and its tokenizer offline (no tokenizer file there: " in result.output
-    assert "tokenizer.save_pretrained" in result.output
-
-
 def test_a_directory_without_a_model_is_one_error_line(tmp_path):
     result = run("probe", tmp_path, "--lengths", "240")
     assert result.exit_code == 1
@@ -232,7 +220,8 @@ def test_a_probe_that_raises_leaves_the_model_as_it_was_given(monkeypatch):
 
 def test_a_model_without_its_tokenizer_names_the_whole_reason(model_dir, tmp_path):
     """A review: transformers' reason begins "Couldn't instantiate the backend tokenizer from one of:" and lists
-    them on the next lines; the error kept the first line alone, naming nothing."""
+    them on the next lines; the error kept the first line alone, naming nothing. A second: the whole reason asked to
+    install sentencepiece or tiktoken; a folder with no tokenizer file is said so before transformers is asked."""
     import shutil
 
     for name in ("config.json", "generation_config.json", "model.safetensors"):
@@ -240,6 +229,13 @@ def test_a_model_without_its_tokenizer_names_the_whole_reason(model_dir, tmp_pat
     result = run("probe", tmp_path, "--lengths", "240")
     assert result.exit_code == 1 and "Traceback" not in result.output
     error = next(line for line in result.output.splitlines() if line.startswith("Error:"))
+    assert error == (
+        f"Error: {tmp_path}: cannot load a causal LM and its tokenizer offline (no tokenizer file there: "
+        "tokenizer.json, tokenizer_config.json, tokenizer.model, vocab.json, ...; save the tokenizer beside the model "
+        "with tokenizer.save_pretrained)"
+    )
+    (tmp_path / "tokenizer_config.json").write_text("{}")  # a tokenizer file that holds none: transformers' reason
+    error = next(line for line in run("probe", tmp_path, "--lengths", "240").output.splitlines() if "Error:" in line)
     assert f"{tmp_path}: cannot load a causal LM and its tokenizer offline (" in error
     assert not error.rstrip(")").rstrip().endswith(":"), error  # the reason goes on past its first line
 
@@ -253,6 +249,13 @@ def test_lengths_past_the_models_window_are_said(model_dir):
         "scaling's): the stock model meets positions it was never trained on there" in result.stderr
     )
     assert "note:" not in run("probe", model_dir, "--lengths", "240", "--depths", "0", "--trials", 1).stderr
+    # a prompt that fits, with an answer that does not (4 needles: up to 4 · 8 + 8 = 40 tokens): a review
+    result = run("probe", model_dir, "--lengths", "480", "--depths", "0", "--trials", 1)
+    assert result.exit_code == 0, result.output
+    assert (
+        "note: lengths [480] fit the 512 positions the model is set up for, but their answers (up to 40 tokens) pass "
+        "them" in result.stderr
+    )
 
 
 @pytest.mark.parametrize("as_json", [False, True])
