@@ -40,12 +40,23 @@ BATCH_ROWS = 256
 _ARROW_ERRORS = (pa.ArrowException, OSError)
 
 
+def _count_columns_hint(schema: pa.Schema) -> str:
+    """The options that would read a file of counts, naming its columns of that type: lists of integers (token ids)
+    and integers (lengths). A review: a Parquet of lengths alone was pointed at --text-field only.
+    """
+    lists = [f.name for f in schema if pa.types.is_list(f.type) and pa.types.is_integer(f.type.value_type)]
+    ints = [f.name for f in schema if pa.types.is_integer(f.type)]
+    return (f", or --tokens-field {lists[0]} (its lists of token ids)" if lists else "") + (
+        f", or --length-field {ints[0]} (if it holds token counts)" if ints else ""
+    )
+
+
 def _documents(
-    batches: Iterable[pa.RecordBatch], fields: Fields, path: str, first_row: int = 0, columns_of=None
+    batches: Iterable[pa.RecordBatch], fields: Fields, path: str, first_row: int = 0, schema_of=None
 ) -> Iterator[Document]:
     """Documents of a stream of record batches: each row becomes a dict of the needed top-level columns.
 
-    A file without the text column is one error naming its columns (``columns_of()``: all of them; default:
+    A file without the text column is one error naming its columns (``schema_of()``: the file's schema; default:
     the batch's), raised as :class:`UnreadableFile` (``--on-error skip`` counts the file), not a bad record per row.
     """
     extract = fields.extractor()
@@ -54,9 +65,10 @@ def _documents(
     text_column = fields.text.split(".")[0]
     for batch in batches:
         if batch.num_rows and text_column not in batch.schema.names and fields.text not in batch.schema.names:
-            every = columns_of() if columns_of is not None else batch.schema.names
+            schema = schema_of() if schema_of is not None else batch.schema  # the batch holds the columns read
             raise UnreadableFile(
-                f"{path}: no text column {text_column!r} (columns: {', '.join(every) or 'none'}); give --text-field",
+                f"{path}: no text column {text_column!r} (columns: {', '.join(schema.names) or 'none'}); give "
+                "--text-field" + _count_columns_hint(schema),
                 path,
             )
         names = [name for name in fields.columns if name in batch.schema.names]
@@ -115,10 +127,10 @@ class ParquetShard(FileShard):
     def records(self) -> Iterator[Document]:
         """The shard's documents, row group by row group."""
         batches, first_row = parquet_batches(self.path, self.fields.columns, self.start, self.end, BATCH_ROWS)
-        yield from _documents(batches, self.fields, self.path, first_row, self._columns)
+        yield from _documents(batches, self.fields, self.path, first_row, self._schema)
 
-    def _columns(self) -> list[str]:
-        return parquet_metadata(self.path, self.file.stamp).schema.to_arrow_schema().names
+    def _schema(self) -> pa.Schema:
+        return parquet_metadata(self.path, self.file.stamp).schema.to_arrow_schema()
 
 
 class ParquetFormat(FileFormat):

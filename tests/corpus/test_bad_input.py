@@ -7,6 +7,7 @@ import json
 import os
 
 import pyarrow as pa
+import pyarrow.feather as feather
 import pyarrow.parquet as pq
 import pytest
 from corpus_helpers import jsonl_bytes, write_bytes, write_jsonl
@@ -93,10 +94,6 @@ def test_a_text_that_is_no_string_or_no_utf8_says_what_it_is(tmp_path):
 def test_a_parquet_or_arrow_text_that_is_no_string_says_what_it_is_too(tmp_path):
     """A review: a list<string> text column, or --text-field naming an integer column, said only non-string-text in
     Parquet and Arrow, where JSON lines say what the field holds."""
-    import pyarrow as pa
-    import pyarrow.feather as feather
-    import pyarrow.parquet as pq
-
     table = pa.table({"text": [["a", "b"], ["c"]], "n": [12, 3]})
     pq.write_table(table, tmp_path / "t.parquet")
     feather.write_feather(table, tmp_path / "t.arrow")
@@ -107,6 +104,21 @@ def test_a_parquet_or_arrow_text_that_is_no_string_says_what_it_is_too(tmp_path)
         ]
         numbers = list(open_corpus(str(tmp_path / name), text_field="n").documents())
         assert numbers[0].detail == "the text field holds a number, 12"
+
+
+@pytest.mark.parametrize("suffix", ["parquet", "arrow"])
+def test_a_file_of_counts_without_text_is_pointed_at_the_options_that_read_it(tmp_path, suffix):
+    """A review: a Parquet of lengths alone was pointed at --text-field only; the columns that hold token ids or
+    counts are named with the option that reads them (the schema's: the batches hold only the columns read)."""
+    path = tmp_path / f"counts.{suffix}"
+    table = pa.table({"ids": [[3, 5], [7]], "n": [2, 1]})
+    pq.write_table(table, path) if suffix == "parquet" else feather.write_feather(table, path)
+    with pytest.raises(UnreadableFile) as caught:
+        list(open_corpus(str(path)).documents())
+    assert str(caught.value) == (
+        f"{path}: no text column 'text' (columns: ids, n); give --text-field, or --tokens-field ids (its lists of "
+        "token ids), or --length-field n (if it holds token counts)"
+    )
 
 
 def test_missing_text_column_in_parquet_and_null_text(tmp_path):
