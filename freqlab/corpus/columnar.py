@@ -66,9 +66,17 @@ def _documents(
     for batch in batches:
         if batch.num_rows and text_column not in batch.schema.names and fields.text not in batch.schema.names:
             schema = schema_of() if schema_of is not None else batch.schema  # the batch holds the columns read
+            columns = ", ".join(schema.names) or "none"
+            if text_column != fields.text:  # a dotted field: 'a' was blamed for 'a.b.c' on a column 'a.b' (a review)
+                raise UnreadableFile(
+                    f"{path}: no column {fields.text!r} and none {text_column!r} to read the text field "
+                    f"{fields.text!r} from (columns: {columns}); a column whose name has a dot is matched only by the "
+                    "whole field",
+                    path,
+                )
             raise UnreadableFile(
-                f"{path}: no text column {text_column!r} (columns: {', '.join(schema.names) or 'none'}); give "
-                "--text-field" + _count_columns_hint(schema),
+                f"{path}: no text column {text_column!r} (columns: {columns}); give --text-field"
+                + _count_columns_hint(schema),
                 path,
             )
         names = [name for name in fields.columns if name in batch.schema.names]

@@ -121,6 +121,19 @@ def test_a_file_of_counts_without_text_is_pointed_at_the_options_that_read_it(tm
     )
 
 
+def test_a_dotted_text_field_missing_from_a_parquet_names_the_field_not_its_first_name(tmp_path):
+    """A review: --text-field a.b.c on a column 'a.b' said "no text column 'a' ...; give --text-field", blaming a
+    column never named and asking for the option given; a dotted column name is matched by the whole field only."""
+    path = tmp_path / "d.parquet"
+    pq.write_table(pa.table({"a.b": pa.array([{"c": "x y"}])}), path)
+    with pytest.raises(UnreadableFile) as caught:
+        list(open_corpus(str(path), text_field="a.b.c").documents())
+    assert str(caught.value) == (
+        f"{path}: no column 'a.b.c' and none 'a' to read the text field 'a.b.c' from (columns: a.b); a column whose "
+        "name has a dot is matched only by the whole field"
+    )
+
+
 def test_missing_text_column_in_parquet_and_null_text(tmp_path):
     """A Parquet or Arrow file without the text column is one error listing its columns (not a bad record per
     row); with --on-error skip it is one unreadable file."""
