@@ -503,6 +503,7 @@ def load_model(
 
     if not (Path(path) / "config.json").is_file():
         raise FreqlabError(f"{path}: cannot load a causal LM and its tokenizer offline (no config.json there)")
+    device = usable_device(torch, device)  # before loading: a bad one was a traceback after it (a review)
     if not any(_tokenizer_file(child.name) for child in Path(path).iterdir()):  # transformers asked to install
         # sentencepiece or tiktoken (a review)
         raise FreqlabError(
@@ -510,7 +511,6 @@ def load_model(
             "tokenizer_config.json, tokenizer.model, vocab.json, ...; save the tokenizer beside the model with "
             "tokenizer.save_pretrained)"
         )
-    device = usable_device(torch, device)  # before loading: a bad one was a traceback after it (a review)
     try:
         tokenizer = transformers.AutoTokenizer.from_pretrained(path, local_files_only=True)
         model = transformers.AutoModelForCausalLM.from_pretrained(

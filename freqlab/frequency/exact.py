@@ -102,7 +102,7 @@ class ExactFrequency:
         object.__setattr__(self, "numerator", exact_integers(self.numerator))
         d = self.denominator
         whole = isinstance(d, int | np.integer) and not isinstance(d, bool)
-        whole = whole or (isinstance(d, float) and d.is_integer())
+        whole = whole or (isinstance(d, float) and float(d).is_integer())
         if not whole or self.denominator < 1:  # (nan was "cannot convert float NaN to integer")
             raise FreqlabError(f"denominator must be a positive integer, got {self.denominator!r}")
         object.__setattr__(self, "denominator", int(self.denominator))
