@@ -294,6 +294,11 @@ def evaluate_self_extend(
         notes.append(f"w_n = {w_n} is not divisible by G = {G}: llama.cpp rejects it")
     if not 2 <= G <= MAX_GROUP:
         notes.append(f"G = {G} is outside the maintainers' range 2..{MAX_GROUP}")
+    if w_n == 0 and G > 1:  # allowed (0 <= w_n < L), but no pair keeps its own position: said (a review)
+        notes.append(
+            "w_n = 0: no neighbour window, so every pair takes its grouped position m // G - n // G, and tokens "
+            "of one group see each other at position 0"
+        )
     if well_trained is not None and not (check_window(well_trained, "well_trained N*") <= L):
         raise FreqlabError(f"the well-trained range N* must be an integer in 1..L = {L}, got {well_trained!r}")
     largest = rule = fits = good = None

@@ -80,6 +80,12 @@ def test_evaluate_given_setting():
     assert c.rule_of_thumb == 1024 + (16384 - 1024) / 8 == 2944
     assert c.fits is True and c.well_trained is False  # 2944 > 2/3 of 4096
     assert evaluate_self_extend(4096, 3, 1000).notes[0].startswith("w_n = 1000 is not divisible by G = 3")
+    # w_n = 0 is allowed and said: every distance grouped, the largest position (N - 1) // G (a review)
+    zero = evaluate_self_extend(4096, 4, 0, 16384)
+    assert zero.largest_position == 16383 // 4 == 4095
+    assert zero.notes == ("w_n = 0: no neighbour window, so every pair takes its grouped position m // G - n // G, "
+                          "and tokens of one group see each other at position 0",)  # fmt: skip
+    assert evaluate_self_extend(4096, 1, 0).notes == ("G = 1 is outside the maintainers' range 2..64",)  # no grouping
 
 
 def enumerate_choice(L, N, N_star, lo, hi, max_group=64):
