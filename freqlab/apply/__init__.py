@@ -126,8 +126,6 @@ def string(
     """Apply STRING (An et al., "Why Does the Effective Context Length of LLMs Fall Short?", ICLR 2025, Sec. 4)
     to ``model`` in place and return it: a query-key pair at relative distance r = m - n >= S uses the position
     r - S + W (Eq. 4), pairs closer than S keep r. S and W are checked against L = max_position_embeddings.
-    On its first apply the model gets its own copy of its config (models built from one config object share it in
-    transformers 5), so no other model's attention changes.
 
     Parameters
     ----------

@@ -54,7 +54,6 @@ pure-torch kernels of flash-attn's signatures and semantics put in their place (
 
 from __future__ import annotations
 
-import copy
 import functools
 import importlib
 import inspect
@@ -131,7 +130,6 @@ def rotate(x: torch.Tensor, delta: torch.Tensor, inv_freq: torch.Tensor) -> torc
 #: attention modules of a text model that freqlab does not rotate (Mllama's cross-attention layers: no RoPE, no
 #: self_attn): the implementation the text model had, which they keep
 _PASSTHROUGH: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
-_OWN_CONFIG: weakref.WeakSet = weakref.WeakSet()  # the models given a copy of their config (_own_config)
 
 
 def _passed_through(module: torch.nn.Module, query, key, value, attention_mask, **kwargs) -> tuple | None:
@@ -148,11 +146,30 @@ def _passed_through(module: torch.nn.Module, query, key, value, attention_mask, 
 def _setting(module: torch.nn.Module, name: str) -> Setting:
     setting = _SETTINGS.get(module)
     if setting is None or setting.method != name:
+        if _shares_config(getattr(module, "config", None)):  # a review: the message named no cause
+            raise FreqlabError(f"attention implementation {name!r} was set on this model's config by {SHARED}")
         raise FreqlabError(
             f"attention implementation {name!r} was set on a model it was not applied to: use freqlab.apply.string "
             "or freqlab.apply.self_extend"
         )
     return setting
+
+
+#: why a model runs (or is asked to remove) a plan applied to another: transformers 5 keeps ``from_config``'s config
+#: as ``model.config``, and the attention implementation is set on the config, by transformers'
+#: ``set_attn_implementation`` as by freqlab
+SHARED = (
+    "applying a plan to another model built from the same config object (transformers sets the attention "
+    "implementation on the config): build each model from its own config, e.g. "
+    "AutoModelForCausalLM.from_config(copy.deepcopy(config))"
+)
+
+
+def _shares_config(config: Any) -> bool:
+    """Whether ``config`` (a model's, or an attention layer's text config) is that of a model a plan is applied to."""
+    return config is not None and any(
+        config is model.config or config is _text_config(model) for model in list(_PREVIOUS.keys())
+    )
 
 
 def _repeat_kv(x: torch.Tensor, groups: int) -> torch.Tensor:
@@ -777,31 +794,8 @@ def resolve_backend(
     return "flash", flash_fn, flash_varlen_fn
 
 
-def _own_config(model: Any) -> None:
-    """Give ``model`` (and every module of it that holds its config or a sub-config) a copy of its config, unless it
-    has one already: models built from one config object share it (transformers 5 keeps ``from_config``'s config
-    as ``model.config``), and setting the attention implementation on it set it on every such model. A review: a
-    stock model built from the same config failed ("set on a model it was not applied to"), and ``remove`` on it
-    silently took STRING off the model it was applied to.
-    """
-    if model in _OWN_CONFIG:  # once: a config read after the first apply stays the model's
-        return
-    old = model.config
-    new = copy.deepcopy(old)
-    copies = {id(old): new}
-    for key in getattr(old, "sub_configs", None) or {}:
-        if getattr(old, key, None) is not None:
-            copies[id(getattr(old, key))] = getattr(new, key)
-    for module in model.modules():
-        held = getattr(module, "config", None)
-        if held is not None and id(held) in copies:
-            module.config = copies[id(held)]
-    _OWN_CONFIG.add(model)
-
-
 def _apply(model: Any, method: str, first: int, second: int, backend: str, flash_fn: Callable | None = None,
            flash_varlen_fn: Callable | None = None, allow_untested: bool = False) -> Any:  # fmt: skip
-    _own_config(model)
     config = _text_config(model)
     check_model_type(config.model_type, allow_untested)
     previous = _PREVIOUS.get(model, config._attn_implementation)
@@ -993,8 +987,22 @@ def apply_self_extend(model: Any, G: int, w_n: int, backend: str = "auto", flash
 def remove(model: Any) -> Any:
     """See :func:`freqlab.apply.remove`."""
     _check_model(model)
+    sharing = model in _PREVIOUS and any(m is not model and m.config is model.config for m in list(_PREVIOUS))
     previous = _PREVIOUS.pop(model, None)
+    if sharing and _text_config(model)._attn_implementation in _OWN_NAMES:
+        # another model built from the same config runs a plan: the implementation stays on the config, this model's
+        # plan goes (it then runs nothing, and says why); the last removed sets the config back
+        _restore(model, _attention_modules(model), previous, implementation=False)
+        warnings.warn(
+            f"{type(model).__name__}: the plan is removed, but its config keeps freqlab's attention implementation "
+            "for another model built from the same config object, which runs a plan: remove it there too, or "
+            "build each model from its own config, e.g. AutoModelForCausalLM.from_config(copy.deepcopy(config))",
+            stacklevel=3,
+        )
+        return model
     if previous is None and _text_config(model)._attn_implementation in _OWN_NAMES:
+        if _shares_config(model.config):  # no copy: taking it off here took it off that model, unsaid (a review)
+            raise FreqlabError(f"no STRING or Self-Extend was applied to this model: its config says so after {SHARED}")
         # a deep copy (or unpickled copy) of an applied model: set up as _apply does for one (a review: it could neither
         # run nor be removed)
         previous = "sdpa" if getattr(model, "_supports_sdpa", False) else "eager"
@@ -1004,9 +1012,12 @@ def remove(model: Any) -> Any:
     return model
 
 
-def _restore(model: Any, modules: list[torch.nn.Module], previous: str) -> None:
-    """The model as it was before any plan: its implementation ``previous``, no hook, no setting."""
-    _set_implementation(model, previous)
+def _restore(model: Any, modules: list[torch.nn.Module], previous: str, *, implementation: bool = True) -> None:
+    """The model as it was before any plan: its implementation ``previous`` (unless ``implementation`` is False: a
+    config another applied model shares), no hook, no setting.
+    """
+    if implementation:
+        _set_implementation(model, previous)
     _unhook(model, modules)
     for module in modules:
         _SETTINGS.pop(module, None)
