@@ -15,6 +15,7 @@ from __future__ import annotations
 import math
 import numbers
 from decimal import Decimal
+from fractions import Fraction
 from typing import Any, cast
 
 import numpy as np
@@ -132,6 +133,48 @@ def real_number(value) -> float | None:
         return math.inf if cast(Any, value) > 0 else -math.inf
     except ValueError:  # Decimal("sNaN")
         return math.nan
+
+
+def as_written(number) -> Fraction:
+    """A finite real number exactly as it is written: an integer, Fraction or Decimal as it is, a float as its
+    shortest decimal (0.1 is 1/10, not the binary double nearest it), a numpy float of any width as numpy prints
+    it (``np.float32(0.3)`` is 3/10). The caller has checked that it is one finite real number.
+
+    >>> as_written(0.1), as_written(np.float32(0.3)), as_written(1e-13), as_written(Decimal("0.25"))
+    (Fraction(1, 10), Fraction(3, 10), Fraction(1, 10000000000000), Fraction(1, 4))
+    """
+    if isinstance(number, np.ndarray):
+        number = number[()]
+    if isinstance(number, np.floating):
+        return Fraction(str(number))  # numpy's shortest digits of its own width (float32's 0.3, not 0.30000001...)
+    if isinstance(number, np.integer):
+        return Fraction(int(number))
+    if isinstance(number, numbers.Rational | Decimal):
+        return Fraction(number)
+    return Fraction(repr(float(number)))
+
+
+def whole_number(value) -> int | None:
+    """``value`` as an int when it is one whole real number (an int, a Fraction of denominator 1, an integral
+    Decimal, or a float, numpy's too, holding a whole number below 2^53, where every integer is exact), else None;
+    never a bool.
+
+    >>> whole_number(5000.0), whole_number(Fraction(4, 2)), whole_number(Decimal("3")), whole_number(2.5)
+    (5000, 2, 3, None)
+    """
+    if isinstance(value, np.ndarray) and value.ndim == 0:
+        value = value[()]
+    if isinstance(value, bool | np.bool_):
+        return None
+    if isinstance(value, int | np.integer):
+        return int(value)
+    if isinstance(value, numbers.Rational):
+        return int(value) if value.denominator == 1 else None
+    if isinstance(value, Decimal):
+        return int(value) if value.is_finite() and value == value.to_integral_value() else None
+    if isinstance(value, float | np.floating) and math.isfinite(value) and float(value).is_integer():
+        return int(value) if abs(value) < 2**53 else None
+    return None
 
 
 def finite(value) -> bool:

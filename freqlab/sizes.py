@@ -228,7 +228,8 @@ def counts_told_apart(a: float, b: float) -> tuple[str, str]:
     >>> counts_told_apart(50, 100), counts_told_apart(99_999_999_999, 100_000_000_000)
     (('50', '100'), ('99,999,999,999', '100,000,000,000'))
     """
-    shown = human_count(a), human_count(b)
+    # a count below 1,000 that is no whole number as it is (tau = 3.3 read "3", and 3 would pass 97: a review)
+    shown = tuple(f"{x:g}" if abs(x) < 1000 and not float(x).is_integer() else human_count(x) for x in (a, b))
     if shown[0] != shown[1] or a == b:
         return shown
     return f"{int(a):,}" if float(a).is_integer() else f"{a:,}", f"{int(b):,}" if float(b).is_integer() else f"{b:,}"

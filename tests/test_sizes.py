@@ -68,3 +68,13 @@ def test_position_labels_write_multiples_of_a_quarter_M_in_M_as_the_papers_do():
     assert [position_label(x) for x in (1 << 20, 5 << 18, 1 << 30, (1 << 20) + 256, 1 << 19)] == [
         "1M", "1.25M", "1024M", "1024.25K", "512K",
     ]  # fmt: skip
+
+
+def test_counts_told_apart_write_a_count_below_1000_that_is_no_whole_number_as_it_is():
+    """A review: tau = 3.3 was written "3", and the reasoning's positions 0..96 then read wrong (f = 3 at 97 passes
+    3)."""
+    from freqlab.sizes import counts_told_apart
+
+    assert counts_told_apart(100, 3.3) == ("100", "3.3")
+    assert counts_told_apart(2, 2.5) == ("2", "2.5")
+    assert counts_told_apart(10**12, 10**11) == ("1T", "100B")

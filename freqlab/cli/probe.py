@@ -205,9 +205,9 @@ def probe_command(
     from freqlab.apply import probe as p
 
     for given, option in ((string_plan, "--string"), (self_extend_plan, "--self-extend")):
-        if len(given) > 1:  # a second one replaced the first, unsaid (a review)
+        if len(set(given)) > 1:  # a second one replaced the first, unsaid (a review); the same one twice is one
             raise click.BadParameter(
-                f"given {len(given)} times ({', '.join(given)}): a probe compares one setting of each method with the "
+                f"given {len(given)} times ({'; '.join(given)}): a probe compares one setting of each method with the "
                 "stock model; run it again for another",
                 param_hint=f"'{option}'",
             )
@@ -246,6 +246,17 @@ def probe_command(
     from freqlab.apply.attention import model_window
 
     window = model_window(model)  # max_position_embeddings, or what a YaRN, llama3 or LongRoPE block scales it to
+    builder = p.hf_builder(tokenizer, needles)
+    short = [n for n in length_list if n < builder.minimum_length()]
+    template = f"the needle template ({builder.minimum_length()} tokens with this tokenizer)"
+    if short and lengths is None and len(short) < len(length_list):  # defaults: the ones that fit are tested (a
+        # review: a run with no option failed on a small model)
+        length_list = [n for n in length_list if n not in short]
+        click.echo(f"note: default lengths {short} are shorter than {template}: left out", err=True)
+    elif short:  # given, or every default (--steps even steps up to --max-length): the message says which
+        given = "'--lengths'" if lengths is not None else "'--max-length' (the default lengths: --steps even steps)"
+        raise click.BadParameter(f"lengths {short} are shorter than {template}", param_hint=given)
+    # the notes on the lengths probed, once the short ones are out (a review: they named lengths never probed)
     if beyond := [n for n in length_list if n > window]:  # said, not refused: extending is what Self-Extend is for
         click.echo(
             f"note: lengths {beyond} pass the {window:,} positions the model is set up for (max_position_embeddings, "
@@ -259,16 +270,6 @@ def probe_command(
             f"{answer} tokens) pass them",
             err=True,
         )
-    builder = p.hf_builder(tokenizer, needles)
-    short = [n for n in length_list if n < builder.minimum_length()]
-    template = f"the needle template ({builder.minimum_length()} tokens with this tokenizer)"
-    if short and lengths is None and len(short) < len(length_list):  # defaults: the ones that fit are tested (a
-        # review: a run with no option failed on a small model)
-        length_list = [n for n in length_list if n not in short]
-        click.echo(f"note: default lengths {short} are shorter than {template}: left out", err=True)
-    elif short:  # given, or every default (--steps even steps up to --max-length): the message says which
-        given = "'--lengths'" if lengths is not None else "'--max-length' (the default lengths: --steps even steps)"
-        raise click.BadParameter(f"lengths {short} are shorter than {template}", param_hint=given)
     from tqdm.auto import tqdm
 
     total = (len(plans) + (not no_baseline)) * len(length_list) * len(depth_list) * trials

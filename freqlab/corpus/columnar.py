@@ -32,7 +32,7 @@ from freqlab.corpus.base import INVALID_UTF8, NON_STRING_TEXT, Document, FileSha
 from freqlab.corpus.fields import Fields
 from freqlab.corpus.file_discovery import DataFile
 from freqlab.corpus.registry import FileFormat, register
-from freqlab.corpus.token_columns import token_column_shards
+from freqlab.corpus.token_columns import LIST_TYPES, token_column_shards
 from freqlab.errors import FreqlabError
 
 BATCH_ROWS = 256
@@ -44,10 +44,12 @@ def _count_columns_hint(schema: pa.Schema) -> str:
     """The options that would read a file of counts, naming its columns of that type: lists of integers (token ids)
     and integers (lengths). A review: a Parquet of lengths alone was pointed at --text-field only.
     """
-    lists = [f.name for f in schema if pa.types.is_list(f.type) and pa.types.is_integer(f.type.value_type)]
+    lists = [f.name for f in schema if any(is_list(f.type) for is_list in LIST_TYPES)
+             and pa.types.is_integer(f.type.value_type)]  # fmt: skip
     ints = [f.name for f in schema if pa.types.is_integer(f.type)]
-    return (f", or --tokens-field {lists[0]} (its lists of token ids)" if lists else "") + (
-        f", or --length-field {ints[0]} (if it holds token counts)" if ints else ""
+    # every candidate named: the first integer column may be an id (a review)
+    return (f", or --tokens-field {' or '.join(lists)} (lists of token ids)" if lists else "") + (
+        f", or --length-field {' or '.join(ints)} (if it holds token counts)" if ints else ""
     )
 
 

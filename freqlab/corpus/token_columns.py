@@ -43,7 +43,7 @@ from freqlab.errors import FreqlabError, brief
 
 BATCH_ROWS = 1 << 16
 # the Arrow types of a column of token-id lists (list views exist since pyarrow 16)
-_LISTS = tuple(
+LIST_TYPES = tuple(
     getattr(pa.types, name)
     for name in ("is_list", "is_large_list", "is_fixed_size_list", "is_list_view", "is_large_list_view")
     if hasattr(pa.types, name)
@@ -76,7 +76,7 @@ def column_lengths(column: pa.Array, kind: str, row: Callable[[int], str]) -> tu
         return np.full(len(column), -1, np.int64), (NULL_TOKEN_LIST if kind == "tokens" else NULL_LENGTH,)
     bad: dict[str, np.ndarray] = {}  # reason -> the rows it holds for
     if kind == "tokens":
-        lists = any(is_list(column.type) for is_list in _LISTS)
+        lists = any(is_list(column.type) for is_list in LIST_TYPES)
         # list<null>: what pyarrow infers for lists that are all empty (an id in one would be a null id)
         if not lists or not (pa.types.is_integer(column.type.value_type) or pa.types.is_null(column.type.value_type)):
             raise _wrong_type(column, kind, row, "lists of token ids (integers)")

@@ -29,7 +29,7 @@ from fractions import Fraction
 
 import numpy as np
 
-from freqlab.arrays import magnitude
+from freqlab.arrays import as_written, finite, magnitude, whole_number
 from freqlab.errors import FreqlabError
 
 INT64_LIMIT = 1 << 63
@@ -43,10 +43,10 @@ def exact_integers(values) -> np.ndarray:
     if array.size == 0:  # [] is float64 to numpy
         return np.zeros(0, np.int64)
     if array.dtype == object:
-        ints = array.reshape(-1).tolist()
-        if bad := [v for v in ints if isinstance(v, bool) or not isinstance(v, int | np.integer)][:1]:
-            raise FreqlabError(f"an exact position frequency needs integer counts, got {bad[0]!r}")  # 1.5 was 1
-        ints = [int(v) for v in ints]
+        values = array.reshape(-1).tolist()
+        ints = [whole_number(v) for v in values]  # Fraction(2, 1), Decimal("3") and 3.0 are counts; 1.5 was 1
+        if None in ints:
+            raise FreqlabError(f"an exact position frequency needs integer counts, got {values[ints.index(None)]!r}")
         wide = bool(ints) and max(abs(v) for v in ints) >= INT64_LIMIT
         return np.array(ints, dtype=object if wide else np.int64)
     if array.dtype.kind not in "iu":
@@ -100,12 +100,10 @@ class ExactFrequency:
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "numerator", exact_integers(self.numerator))
-        d = self.denominator
-        whole = isinstance(d, int | np.integer) and not isinstance(d, bool)
-        whole = whole or (isinstance(d, float) and float(d).is_integer())
-        if not whole or self.denominator < 1:  # (nan was "cannot convert float NaN to integer")
+        d = whole_number(self.denominator)  # Fraction(2), Decimal(2) and 2.0 too; nan was "cannot convert float NaN"
+        if d is None or d < 1:
             raise FreqlabError(f"denominator must be a positive integer, got {self.denominator!r}")
-        object.__setattr__(self, "denominator", int(self.denominator))
+        object.__setattr__(self, "denominator", d)
         object.__setattr__(self, "dropped_tokens", Fraction(self.dropped_tokens))
 
     @property
@@ -141,8 +139,7 @@ class ExactFrequency:
         written, as mixtures read weights: 0.1 is 1/10, not the binary double nearest it).
         """
         try:
-            factor = factor.item() if isinstance(factor, (np.generic, np.ndarray)) else factor
-            factor = Fraction(repr(factor) if isinstance(factor, float) else factor)
+            factor = as_written(factor) if finite(factor) else Fraction(factor)  # a decimal string too
         except (TypeError, ValueError, OverflowError):  # nan, inf, "x": Fraction's own words named no factor
             raise FreqlabError(f"a frequency is scaled by a finite factor >= 0, got {factor!r}") from None
         if factor < 0:

@@ -79,7 +79,7 @@ def position_frequency(
     lengths: ArrayLike | LengthHistogram,
     counts: ArrayLike | int | None = None,
     L: int | str | None = None,
-    regime: str = "natural",
+    regime: str | None = None,
     *,
     seed: int = 0,
 ) -> np.ndarray:
@@ -97,7 +97,7 @@ def position_frequency(
         Training window (context length), an integer. (The annotation admits ``str`` for the histogram form only,
         where this place holds the regime: ``position_frequency(histogram, L, regime)``.)
     regime
-        ``natural``, ``truncate``, ``concat``, ``uniform``, ``pack`` or ``best-fit`` (see
+        ``natural`` (the default), ``truncate``, ``concat``, ``uniform``, ``pack`` or ``best-fit`` (see
         :mod:`freqlab.frequency.regimes`); ``megatron`` is refused (it needs Megatron's indexes:
         :meth:`LengthHistogram.frequency <freqlab.LengthHistogram.frequency>`, which says what it computed).
     seed
@@ -155,12 +155,12 @@ def histogram_arguments(lengths, counts, L, regime) -> tuple[Any, Any, Any, str]
     """
     if hasattr(lengths, "lengths") and hasattr(lengths, "counts"):  # a LengthHistogram (not imported: a cycle)
         if counts is not None:
-            if L is not None and regime != "natural":  # a fourth argument was dropped, unsaid (a review)
+            if L is not None and regime is not None:  # a fourth argument was dropped, unsaid (reviews)
                 raise FreqlabError(
                     f"position_frequency(histogram, L, regime) takes no fourth argument, got {brief(regime)}"
                 )
             L, regime = counts, (regime if L is None else L)
-        return lengths.lengths, lengths.counts, L, regime
+        return lengths.lengths, lengths.counts, L, "natural" if regime is None else regime
     if counts is None or L is None:
         raise FreqlabError("position_frequency needs (lengths, counts, L) or (histogram, L)")
-    return lengths, counts, L, regime
+    return lengths, counts, L, "natural" if regime is None else regime

@@ -457,13 +457,17 @@ def _weights(base: Path, value, where: str) -> str | None:
     kinds = f"weights are SOURCE=W,..., a mapping of sources to weights, a mixture file or a preset ({presets})"
     if value is None:
         return None
-    # {} and "" named no weights: {} was taken for none, unsaid, and "" for the working folder (a review)
-    if value in ({}, "") or (isinstance(value, str) and not value.strip()) or isinstance(value, (list, bool)):
-        what = "is not weights" if isinstance(value, (list, bool)) and value else "names no weights"
-        raise FreqlabError(f"{where}: {brief(value)} {what}; {kinds}; or leave it out")
+    # {} and "" named no weights: {} was taken for none, unsaid, and "" for the working folder; a list, a number or
+    # an array is none either (reviews)
+    if isinstance(value, os.PathLike):  # a mixture file's path from Python
+        value = os.fspath(value)
+    if not isinstance(value, dict | str):
+        raise FreqlabError(f"{where}: {brief(value)} is not weights; {kinds}; or leave it out")
+    if not value or (isinstance(value, str) and not value.strip()):
+        raise FreqlabError(f"{where}: {brief(value)} names no weights; {kinds}; or leave it out")
     if isinstance(value, dict):
         return ",".join(f"{source}={weight}" for source, weight in value.items())
-    text = str(value)
+    text = value
     if text.strip() in PRESETS:  # a preset first, as --weights takes it
         return text
     candidate = _relative(base, text)

@@ -28,7 +28,7 @@ from fractions import Fraction
 import numpy as np
 from numpy.typing import ArrayLike
 
-from freqlab.arrays import exact_sum, magnitude, real_number
+from freqlab.arrays import as_written, exact_sum, magnitude, real_number
 from freqlab.errors import FreqlabError, brief
 from freqlab.sizes import DEFAULT_TAU  # kept for import compatibility (and used here)
 
@@ -197,17 +197,6 @@ def share_at_least(f: ArrayLike, x: int) -> float:
     return exact_sum(f[_index(f, x) :]) / total if total else 0.0
 
 
-def _as_written(number) -> Fraction:
-    """A real number as written, exactly: a Fraction, Decimal or integer as it is, a float (numpy's too) as its
-    shortest decimal (0.9 is 9/10; ``limit_denominator(10**12)`` made 1e-13 zero: a review).
-    """
-    if isinstance(number, np.ndarray | np.generic):
-        number = number.item()
-    if isinstance(number, numbers.Rational | Decimal):
-        return Fraction(number)
-    return Fraction(repr(float(number)))
-
-
 def position_at_mass(f: ArrayLike, fraction: float) -> int:
     """Smallest position i whose cumulative mass reaches ``fraction`` of the total.
 
@@ -245,7 +234,7 @@ def position_at_mass(f: ArrayLike, fraction: float) -> int:
         raise FreqlabError(f"fraction must be a number in (0, 1], got {brief(fraction)}")
     original, fraction = fraction, number
     # exact: compare cumulative * denominator >= total * numerator with a rational fraction
-    ratio = _as_written(original)
+    ratio = as_written(original)
     if f.dtype.kind == "f":  # an expectation, a sum of scaled stages: in float64
         cumulative = np.cumsum(f)
         return min(int(np.searchsorted(cumulative, float(ratio) * cumulative[-1], side="left")), f.size - 1)
@@ -303,8 +292,13 @@ def scale_to_budget(f: ArrayLike, tokens: float) -> np.ndarray:
     if f[0] <= 0:
         raise FreqlabError("f(0) is zero: the regime holds no tokens")
     # f·T first, then / f(0): one rounding where f·T is exact (below 2^53), where f·(T/f(0)) rounded twice and
-    # put f_T(1) of [14, 7] at T = 122 at 60.99999999999999 (a review); f_T(0) is T itself
-    scaled = f.astype(np.float64) * float(budget) / float(f[0])
+    # put f_T(1) of [14, 7] at T = 122 at 60.99999999999999 (a review); f_T(0) is T itself; f·T past float64 (a
+    # second review: [1e300, 1e300] at T = 1e30 gave inf) is scaled the other way
+    values = f.astype(np.float64)
+    if float(values.max()) * float(budget) < 1e300:
+        scaled = values * float(budget) / float(f[0])
+    else:  # f·T past float64: T / f(0) first (rounded twice, as the count is in any case)
+        scaled = values * (float(budget) / float(f[0]))
     scaled[0] = float(budget)
     return scaled
 

@@ -71,6 +71,7 @@ from typing import cast
 
 import numpy as np
 
+from freqlab.arrays import whole_number
 from freqlab.deprecation import renamed_attributes
 from freqlab.display import Display, Displayed
 from freqlab.errors import FreqlabError, brief
@@ -116,7 +117,7 @@ def ntk_aware_base(base: float, factor: float, head_dim: int) -> float:
     Returns
     -------
     float
-        The NTK-aware base b · s^(d/(d-2)).
+        The NTK-aware base b · s^(d/(d-2)); inf past float64 (see :func:`check_scaled_base`).
 
     References
     ----------
@@ -128,8 +129,18 @@ def ntk_aware_base(base: float, factor: float, head_dim: int) -> float:
     >>> round(ntk_aware_base(10000.0, 4.0, 128))
     40890
     """
-    # a negative s made a complex base, NaN a NaN one (a review)
-    return _rope_base(base) * positive_number(factor, "the scale factor s") ** _ntk_exponent(head_dim)
+    # a negative s made a complex base, NaN a NaN one, 1e308 an OverflowError (reviews): inf past float64
+    return _finite_base(_rope_base(base), positive_number(factor, "the scale factor s"), _ntk_exponent(head_dim))
+
+
+def _finite_base(base: float, stretch: float, exponent: float) -> float:
+    """base · stretch^exponent, inf past float64 (an OverflowError's traceback: a review), as
+    :func:`check_scaled_base` takes it.
+    """
+    try:
+        return base * stretch**exponent
+    except OverflowError:
+        return math.inf
 
 
 def _rope_base(base) -> float:
@@ -172,9 +183,11 @@ def dynamic_ntk_base(base: float, factor: float, head_dim: int, L: int, n: int) 
     >>> round(dynamic_ntk_base(10000.0, 4.0, 128, 4096, 16384))  # b · 13^(128/126)
     135402
     """
-    L, s = check_window(L), positive_number(factor, "the scale factor s")  # L = 0 divided by zero (a review)
-    n = max(check_window(n, "the sequence length n"), L)
-    return _rope_base(base) * (s * n / L - (s - 1)) ** _ntk_exponent(head_dim)
+    # L = 0 divided by zero (a review); 4096.0 and 5000.0 are whole numbers, as before (a second)
+    L = check_window(L if whole_number(L) is None else whole_number(L))
+    n = max(check_window(n if whole_number(n) is None else whole_number(n), "the sequence length n"), L)
+    s = positive_number(factor, "the scale factor s")
+    return _finite_base(_rope_base(base), s * n / L - (s - 1), _ntk_exponent(head_dim))
 
 
 def yarn_attention_factor(factor: float) -> float:

@@ -746,11 +746,13 @@ def plan_string(
         S = min(max(S_rule, lo), hi)
         within = lo <= S_rule <= hi
     if W >= S:
+        # a larger S only where one below L can pass W (a review: --L 96 --S 48 was told "or a larger S")
+        larger = "a larger S" if given and W < L - 1 else "a longer window" if not given else ""
         remedy = (
-            f"use a smaller W (>= {MIN_W}) or {'a larger S' if given else 'a longer window'}"
+            f"use a smaller W (>= {MIN_W})" + (f" or {larger}" if larger else "")
             if S > MIN_W
             else f"no W fits ({MIN_W} <= W < S): give "
-            + (f"S > {MIN_W}" if given else f"a larger S or a window with L/3 > {MIN_W}")
+            + (f"S > {MIN_W} (and W < S)" if given else f"a larger S or a window with L/3 > {MIN_W}")
         )
         # the option to change: W where a smaller one fits, else the S given or the window (a review: --L 2 blamed
         # the --W nobody gave)

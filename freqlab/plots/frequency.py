@@ -418,6 +418,8 @@ def plot_effective_length(
     tau = positive_number(tau, "tau")  # before the token range is made of it (tau=0 was "0 < start < stop, got None")
     # by default up to 100 tau, within the budgets freqlab counts (2^63 - 1 tokens: a review saw 10^21 on the axis)
     lo, hi = (tau / 2, min(100 * tau, float(2**63 - 1))) if tokens is None else (float(t) for t in tokens)
+    if tokens is None and hi <= lo:  # a tau past 2^63 from Python: its own range (a review: it was refused)
+        hi = 100 * tau
     if not 0 < lo < hi:
         raise FreqlabError(f"token range must satisfy 0 < start < stop, got {tokens}")
     grid = np.geomspace(lo, hi, int(points))
@@ -427,7 +429,7 @@ def plot_effective_length(
         for k, L in enumerate(Ls):
             color = PALETTE[k % len(PALETTE)]
             f = position_frequency(h.lengths, h.counts, L, regime, seed=seed)
-            if L > 1 and not f[1:].any():  # both panels empty, and matplotlib's warnings about them (a review)
+            if not f[1:].any():  # both panels empty, and matplotlib's warnings about them (reviews; L = 1 too)
                 raise FreqlabError(
                     f"under {regime} at L = {L} every segment is 1 token long: no position past 0 occurs, so there "
                     "is no effective length to plot"

@@ -406,8 +406,11 @@ def test_models_built_from_one_config_object_say_so_and_no_plan_is_taken_off_uns
     fa.string(first, 16, 4)
     applied = _logits(first, ids)
     assert not torch.allclose(applied, stock)  # STRING changes the logits at T = 40 > S = 16
-    with pytest.raises(FreqlabError, match=r"set on this model's config by applying a plan to another model built "
-                                           r"from the same config object .*from_config\(copy\.deepcopy\(config\)\)"):
+    with pytest.raises(
+        FreqlabError,
+        match=r"set on this model's config by applying a plan to another model built "
+        r"from the same config object .*from_config\(copy\.deepcopy\(config\)\)",
+    ):
         _logits(second, ids)  # fmt: skip
     with pytest.raises(FreqlabError, match="no STRING or Self-Extend was applied to this model: its config says so"):
         fa.remove(second)

@@ -201,6 +201,14 @@ def test_self_extend_evaluates_a_given_setting_even_without_a_recommendation():
     assert "250767 (>= L: out of distribution)" in result.output
 
 
+def test_string_offers_a_larger_s_only_where_one_below_l_passes_w():
+    """A second review: --L 96 --S 48 was told "or a larger S", though no S below 96 passes the default W = 128."""
+    last = run("plan", "string", "--L", 96, "--S", 48).output.strip().splitlines()[-1]
+    assert last.endswith("W = 128 must be much smaller than S = 48 (STRING needs W << S); use a smaller W (>= 32)")
+    last = run("plan", "string", "--L", "4K", "--S", 100).output.strip().splitlines()[-1]
+    assert last.endswith("use a smaller W (>= 32) or a larger S")
+
+
 @pytest.mark.parametrize(
     ("args", "option", "message"),
     [
@@ -209,7 +217,8 @@ def test_self_extend_evaluates_a_given_setting_even_without_a_recommendation():
         (("string", "--L", "4K", "--S", 100), "--W", "much smaller than S = 100 (STRING needs W << S); use a smaller W "
          "(>= 32) or a larger S"),
         # a given S below the smallest W: S is what to change (a review: --W was blamed, never given)
-        (("string", "--L", 96, "--S", 20), "--S", "S = 20 (STRING needs W << S); no W fits (32 <= W < S): give S > 32"),
+        (("string", "--L", 96, "--S", 20), "--S",
+         "S = 20 (STRING needs W << S); no W fits (32 <= W < S): give S > 32 (and W < S)"),
         # W against the S the plan computed (L/3 rounded up to 64 = 1408), and where no W fits: exit 1 before
         (("string", "--L", "4K", "--W", 4000), "--W", "W = 4000 must be much smaller than S = 1408"),
         # no W fits an S of 32: the window is what to change (a review: it blamed the --W nobody gave)

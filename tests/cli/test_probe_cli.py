@@ -103,7 +103,7 @@ def test_bad_usage_is_one_line(model_dir):
     result = run("probe", model_dir, "--lengths", "")  # was taken for the defaults (a review)
     assert result.exit_code == 2 and "--lengths '': give comma-separated lengths" in result.output
     result = run("probe", model_dir, "--string", "300,16", "--string", "200,16")  # the first was dropped (a review)
-    assert result.exit_code == 2 and "Invalid value for '--string': given 2 times (300,16, 200,16)" in result.output
+    assert result.exit_code == 2 and "Invalid value for '--string': given 2 times (300,16; 200,16)" in result.output
     result = run("probe", model_dir, "--string", "32")
     assert result.exit_code == 2 and "is not S,W" in result.output
     result = run("probe", model_dir, "--string", "600,4", "--lengths", "240", "--trials", 1, "--depths", "0")
@@ -130,7 +130,7 @@ def test_the_text_is_the_probe_reports_report_and_the_json_its_dict(model_dir):
     from freqlab.apply.probe import ProbeReport, ProbeResult
 
     args = ["probe", model_dir, "--lengths", "240", "--depths", "0,1", "--trials", 1, "--string", "32,4"]
-    data = json.loads(run(*args, "--json").stdout)
+    data = json.loads(run(*args, "--string", "32,4", "--json").stdout)  # the same setting twice is one (a review)
     results = tuple(
         ProbeResult(
             r["label"],

@@ -112,12 +112,16 @@ def test_a_file_of_counts_without_text_is_pointed_at_the_options_that_read_it(tm
     counts are named with the option that reads them (the schema's: the batches hold only the columns read)."""
     path = tmp_path / f"counts.{suffix}"
     table = pa.table({"ids": [[3, 5], [7]], "n": [2, 1]})
+    if suffix == "arrow":  # every list type, and every integer column (the first may be an id: a review)
+        large = pa.array([[3, 5], [7]], pa.large_list(pa.int64()))
+        table = pa.table({"doc": [10, 11], "ids": large, "n": [2, 1]})
     pq.write_table(table, path) if suffix == "parquet" else feather.write_feather(table, path)
     with pytest.raises(UnreadableFile) as caught:
         list(open_corpus(str(path)).documents())
+    columns, ints = ("ids, n", "n") if suffix == "parquet" else ("doc, ids, n", "doc or n")
     assert str(caught.value) == (
-        f"{path}: no text column 'text' (columns: ids, n); give --text-field, or --tokens-field ids (its lists of "
-        "token ids), or --length-field n (if it holds token counts)"
+        f"{path}: no text column 'text' (columns: {columns}); give --text-field, or --tokens-field ids (lists of "
+        f"token ids), or --length-field {ints} (if it holds token counts)"
     )
 
 

@@ -1,5 +1,6 @@
 """Exact frequencies: int64 numerators over one common denominator, never wrapped."""
 
+from decimal import Decimal
 from fractions import Fraction
 
 import numpy as np
@@ -82,9 +83,15 @@ def test_an_exact_frequency_made_by_hand_refuses_what_is_no_exact_count(numerato
 def test_an_exact_frequency_takes_python_integers_past_int64_and_no_counts():
     assert ExactFrequency([2**70, 3]).numerator.tolist() == [2**70, 3]
     assert ExactFrequency([]).L == 0
+    # whole numbers of other types are counts, as before the checks (a second review)
+    assert ExactFrequency([Fraction(2, 1), 1]).numerator.tolist() == [2, 1]
+    assert ExactFrequency([Decimal("3")]).numerator.tolist() == [3]
+    for denominator in (Fraction(2), Decimal(2), np.float32(2.0), 2.0):
+        assert ExactFrequency([4, 2], denominator).denominator == 2
 
 
 def test_a_float_factor_is_read_as_written_as_mixtures_read_weights():
     """0.1 is 1/10: f(0) = 10 scaled by 0.1 is 1, not 18014398509481985/18014398509481984 (a review)."""
     assert ExactFrequency([10]).scale(0.1).value(0) == 1
     assert ExactFrequency([10]).scale(np.float64(0.25)).value(0) == Fraction(5, 2)
+    assert ExactFrequency([10, 5]).scale(np.float32(0.1)).value(0) == 1  # as numpy writes it, not 0.10000000149

@@ -167,3 +167,6 @@ def test_the_histogram_form_takes_no_fourth_argument():
     assert position_frequency(h, 4, "truncate").tolist() == [10, 7, 4, 1]  # 3 + 3 + 4 tokens in segments of <= 4
     with pytest.raises(FreqlabError, match="takes no fourth argument, got 'concat'"):
         position_frequency(h, 4, "truncate", "concat")
+    with pytest.raises(FreqlabError, match="takes no fourth argument, got 'natural'"):  # the default too (a review)
+        position_frequency(h, 4, "concat", "natural")
+    assert position_frequency([3, 6], [2, 1], 4).tolist() == position_frequency(h, 4).tolist() == [12, 8, 4, 1]

@@ -648,7 +648,8 @@ def test_a_stages_weights_file_is_read_next_to_the_schedule_never_from_the_worki
 @pytest.mark.parametrize(
     ("weights", "message"),
     [({}, "{} names no weights"), ("", "'' names no weights"), ("  ", "'  ' names no weights"),
-     ([], "[] names no weights"), (["a"], "['a'] is not weights"), (True, "True is not weights")],
+     ([], "[] is not weights"), (["a"], "['a'] is not weights"), (True, "True is not weights"),
+     (0, "0 is not weights"), ((), "() is not weights")],
 )  # fmt: skip
 def test_weights_that_name_no_mix_are_refused_naming_the_stage(weights, message):
     """A review: ``weights: {}`` ran with no weights, unsaid, and ``weights: ""`` said "an empty path names no file

@@ -329,3 +329,17 @@ def test_key_numbers_of_a_frequency_with_zeros_inside_reach_its_last_nonzero_pos
     assert frequency_key_numbers([4, 3, 0, 0])["longest_position"] == 1
     with pytest.raises(FreqlabError, match="describe takes a row of regime_rows"):  # was KeyError: 'regime'
         describe(frequency_key_numbers([4, 3, 2, 1], tokens=10, tau=1))
+
+
+def test_scale_to_budget_scales_the_other_way_where_f_times_T_passes_float64():
+    """A second review: computing f·T first gave inf for [1e300, 1e300] at T = 1e30, and for [14, 7] at 1e308."""
+    assert scale_to_budget(np.array([1e300, 1e300]), 1e30).tolist() == pytest.approx([1e30, 1e30], rel=1e-15)
+    assert scale_to_budget(np.array([14, 7]), 1e308).tolist() == [1e308, 5e307]
+
+
+def test_a_numpy_float32_fraction_is_read_as_numpy_writes_it():
+    """np.float32(0.3) is 0.3 as numpy prints it, as a float is its shortest decimal (a review: it was read as the
+    double 0.30000001192..., so 3 of 10 equal positions where 0.3 gives 2)."""
+    f = np.array([10] * 10)
+    assert position_at_mass(f, np.float32(0.3)) == position_at_mass(f, 0.3) == 2
+    assert position_at_mass(f, np.float32(0.1)) == position_at_mass(f, 0.1) == 0

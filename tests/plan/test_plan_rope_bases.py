@@ -142,3 +142,6 @@ def test_the_rope_scaling_helpers_refuse_what_gives_no_base():
     # 0.1 · ln(0.5) + 1 = 0.93
     assert (yarn_attention_factor(0.5), yarn_attention_factor(1.0)) == (1.0, 1.0)
     assert yarn_attention_factor(4.0) == pytest.approx(0.1 * math.log(4.0) + 1.0)
+    # whole floats are windows, as before; past float64 a base is inf (an OverflowError's traceback: a second review)
+    assert dynamic_ntk_base(10000, 4, 128, 4096.0, 5000.0) == dynamic_ntk_base(10000, 4, 128, 4096, 5000)
+    assert ntk_aware_base(10000, 1e308, 128) == math.inf

@@ -259,3 +259,12 @@ def test_decades_past_100T_are_powers_of_ten_and_budgets_stay_within_int64():
     assert labels and all(label.startswith("10") or label[-1] in "0123456789MBT" for label in labels), labels
     assert not any(label.endswith("e18") or label.endswith("000T") for label in labels), labels
     assert "10¹⁸" in [t.get_text() for t in left.get_xticklabels()]
+
+
+def test_effective_length_at_a_window_of_one_and_a_tau_past_int64():
+    """A second review: L = 1 (no position past 0) still drew empty panels with matplotlib's warnings, and a tau of
+    1e20 from Python was refused ("token range must satisfy 0 < start < stop, got None")."""
+    with pytest.raises(FreqlabError, match="under natural at L = 1 every segment is 1 token long"):
+        plot_effective_length(LengthHistogram.from_counts([1, 50], [1000, 1]), [1])
+    fig = plot_effective_length(LengthHistogram.from_counts([1, 50], [1000, 1]), [16], tau=1e20)
+    assert fig.axes[0].get_xlim()[1] >= 1e21  # up to 100 tau: its own range past 2^63
