@@ -60,13 +60,24 @@ class Display:
     details: str = ""
 
     def text(self) -> str:
-        """The repr: ``title: headline`` and up to two more lines, each shortened, the whole below MAX_REPR."""
+        """The repr: ``title: headline`` and up to two more lines, each shortened and made printable (a name from
+        the data may hold a newline, ESC or a byte that is not UTF-8: a review), the whole below MAX_REPR.
+        """
+        from freqlab.paths import printable
+
         lines = [f"{self.title}: {self.headline}", *list(self.lines)[:2]]
-        return clip("\n".join(clip(line, MAX_REPR // 3) for line in lines), MAX_REPR)
+        return clip("\n".join(clip(printable(line), MAX_REPR // 3) for line in lines), MAX_REPR)
 
     def html(self) -> str:
-        """A ``<div>``: title, headline, key-number table, wide table, code blocks, figure, folded details."""
-        esc = html.escape
+        """A ``<div>``: title, headline, key-number table, wide table, code blocks, figure, folded details; every
+        text escaped for HTML after :func:`shown_text` (a right-to-left override in a source's name reversed what
+        followed it, and a byte that is not UTF-8 made the HTML unencodable: a review).
+        """
+        from freqlab.paths import printable_lines
+
+        def esc(text: str) -> str:
+            return html.escape(shown_text(text))
+
         parts = [
             '<div class="freqlab-display" style="font-family: sans-serif; font-size: 13px; line-height: 1.35">',
             f"<div><b>{esc(self.title)}</b>: {esc(self.headline)}</div>",
@@ -86,7 +97,8 @@ class Display:
         if self.table is not None:
             parts.append(html_table(*self.table))
         for label, text in self.code:
-            parts.append(f"<div>{esc(label)}</div><pre style='margin: 0.2em 0 0.5em 1em'>{esc(text)}</pre>")
+            code = html.escape(printable_lines([text]))  # its own line breaks kept
+            parts.append(f"<div>{esc(label)}</div><pre style='margin: 0.2em 0 0.5em 1em'>{code}</pre>")
         if self.details:
             parts.append(f"<details><summary>reasoning</summary><p>{esc(self.details)}</p></details>")
         parts.append("</div>")
@@ -207,8 +219,13 @@ def columns(text: str) -> int:
 
 
 def html_table(header: Sequence[str], rows: Sequence[Sequence[str]], limit: int = MAX_ROWS) -> str:
-    """A compact HTML table (right-aligned numbers), the first ``limit`` rows then "... N more rows"."""
-    esc = html.escape
+    """A compact HTML table (right-aligned numbers), the first ``limit`` rows then "... N more rows"; cells as
+    :func:`shown_text` shows them, escaped for HTML.
+    """
+
+    def esc(text: str) -> str:
+        return html.escape(shown_text(text))
+
     head = "".join(f"<th>{esc(h)}</th>" for h in header)
     shown = list(rows)[:limit]
     body = "".join(

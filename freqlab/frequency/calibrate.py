@@ -36,12 +36,12 @@ import numpy as np
 
 from freqlab.config_file import unique_pairs
 from freqlab.deprecation import renamed_method
-from freqlab.display import Display, Displayed, listed
+from freqlab.display import Display, Displayed, listed, name_column
 from freqlab.errors import FreqlabError
 from freqlab.formats import CALIBRATION_FORMAT, CALIBRATION_KEYS, CALIBRATION_VERSION
 from freqlab.frequency.regimes import seeded_rng
 from freqlab.frequency.stats import STRING_PROBE_CALIBRATION, scale_to_budget
-from freqlab.paths import expand_home
+from freqlab.paths import expand_home, printable_lines
 
 BOOTSTRAP_DRAWS: int = 10_000
 FORMAT = CALIBRATION_FORMAT  # importable from here as before
@@ -265,10 +265,14 @@ class Calibration(Displayed):
         uncertainty (:meth:`estimate_lines`), the method.
         """
         header, rows = self.table()
+        # the labels (from the user's file) as tables show names: escaped, cut to 40 columns, padded by terminal
+        # columns (a review: a newline split a row, ESC reached the terminal, 10,000 characters widened every row)
+        names = name_column([row[0] for row in rows], header=header[0])
+        rows = [[name, *row[1:]] for name, row in zip(names[1:], rows, strict=True)]
         widths = [max(len(str(c)) for c in col) for col in zip(header, *rows)]
-        lines = ["  ".join(f"{c:<{w}}" if k == 0 else f"{c:>{w}}" for k, (c, w) in enumerate(zip(row, widths)))
-                 for row in (header, *rows)]  # fmt: skip
-        return "\n".join([*lines, *self.estimate_lines(), f"method: {self.method}"])
+        lines = ["  ".join(c if k == 0 else f"{c:>{w}}" for k, (c, w) in enumerate(zip(row, widths)))
+                 for row in ([names[0], *header[1:]], *rows)]  # fmt: skip
+        return printable_lines([*lines, *self.estimate_lines(), f"method: {self.method}"])
 
     summary_lines = renamed_method("summary_lines", "estimate_lines")  # deprecated: the old name goes in 0.3
 

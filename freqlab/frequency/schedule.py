@@ -820,7 +820,7 @@ class ScheduleFrequency(Displayed):
         """The terminal report of ``freqlab schedule`` (the numbers of :meth:`to_dict`): per stage its effective
         length alone and after it, the totals per layer kind, F at a few positions, the reach table, the notes.
         """
-        from freqlab.display import percent
+        from freqlab.display import pad, percent, source_name
         from freqlab.paths import printable, printable_lines
         from freqlab.sizes import human_count
 
@@ -862,13 +862,15 @@ class ScheduleFrequency(Displayed):
                 notes.append(f"its {shown} {noun} {'<' if stage['tokens'] < tau else '='} τ: {reach}")
             alone = f"alone ({'; '.join(notes)})" if notes else "alone"
             regime = stage["regime"] or "-"
-            lines.append(
-                f"  {printable(stage['name']):<16} L={stage['L']:<7} {human_count(stage['tokens']):>7} tokens  "
+            # one line whatever the data hold (a newline in a weights source split it: a review), the name as tables
+            # show names (cut to 40 columns, padded by terminal columns)
+            lines.append(printable(
+                f"  {pad(source_name(stage['name']), 16)} L={stage['L']:<7} {human_count(stage['tokens']):>7} tokens  "
                 f"{regime:<8}  effective length {alone}: {stage['effective_length_alone']}; after it: {after}"
                 + _method(stage)
                 + (f"  (weights {stage['weights_described']})" if stage["weights"] else "")
                 + assumed
-            )
+            ))  # fmt: skip
         some = any(stage["full_attention"] for stage in data["stages"])
         none_or_some = "not every stage" if some else "no stage's layout"
         whose = f"which {none_or_some} has: its layers below" if data["rope_layers"] else no_layer
@@ -903,8 +905,8 @@ class ScheduleFrequency(Displayed):
                     f"W={w}: {100 * v:.3g}%" if v is not None else f"W={w}: n/a (PoSE: position ids skip)"
                     for w, v in row["beyond"].items()
                 )
-                lines.append(f"  {printable(row['stage']):<16} {row['kind']:<10} {shares}")
-        lines += [f"note: {note}" for note in data["notes"]]
+                lines.append(f"  {pad(source_name(row['stage']), 16)} {row['kind']:<10} {shares}")
+        lines += [f"note: {printable(note)}" for note in data["notes"]]  # a note's newline split it (a review)
         return printable_lines(lines)
 
 
