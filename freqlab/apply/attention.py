@@ -149,8 +149,9 @@ def _setting(module: torch.nn.Module, name: str) -> Setting:
         if _shares_config(getattr(module, "config", None)):  # a review: the message named no cause
             raise FreqlabError(f"attention implementation {name!r} was set on this model's config by {SHARED}")
         raise FreqlabError(
-            f"attention implementation {name!r} was set on a model it was not applied to: use freqlab.apply.string "
-            "or freqlab.apply.self_extend"
+            f"attention implementation {name!r} was set on a model it was not applied to (a copy of one, or a model "
+            "built from the same config object): use freqlab.apply.string or freqlab.apply.self_extend, or "
+            "freqlab.apply.remove"
         )
     return setting
 
@@ -165,11 +166,26 @@ SHARED = (
 )
 
 
-def _shares_config(config: Any) -> bool:
-    """Whether ``config`` (a model's, or an attention layer's text config) is that of a model a plan is applied to."""
+def _shares_config(config: Any, but: Any = None) -> bool:
+    """Whether ``config`` (a model's, or its text config) is that of a model other than ``but`` that a plan is
+    applied to (its text config too: two Llavas may share one ``text_config`` under their own top-level configs).
+    """
     return config is not None and any(
-        config is model.config or config is _text_config(model) for model in list(_PREVIOUS.keys())
+        config is model.config or config is _text_config(model) for model in list(_PREVIOUS.keys()) if model is not but
     )
+
+
+def _check_own_config(model: Any) -> None:
+    """A FreqlabError where ``model`` shares its config (or text config) with another model a plan is applied to:
+    setting the implementation, or taking it back, on the one config would change that model's plan (a review:
+    Self-Extend on one took STRING off the other, a plan that changes nothing put it back to sdpa, unsaid).
+    """
+    if _shares_config(model.config, but=model) or _shares_config(_text_config(model), but=model):
+        raise FreqlabError(
+            "this model's config object is shared with another model a plan is applied to, and the attention "
+            "implementation is set on the config: build each model from its own config, e.g. "
+            "AutoModelForCausalLM.from_config(copy.deepcopy(config)), or remove the plan from the other first"
+        )
 
 
 def _repeat_kv(x: torch.Tensor, groups: int) -> torch.Tensor:
@@ -798,6 +814,7 @@ def _apply(model: Any, method: str, first: int, second: int, backend: str, flash
            flash_varlen_fn: Callable | None = None, allow_untested: bool = False) -> Any:  # fmt: skip
     config = _text_config(model)
     check_model_type(config.model_type, allow_untested)
+    _check_own_config(model)
     previous = _PREVIOUS.get(model, config._attn_implementation)
     if previous in _OWN_NAMES:  # a deep copy of an applied model: the implementation before freqlab's is not known
         previous = "sdpa" if getattr(model, "_supports_sdpa", False) else "eager"
@@ -987,21 +1004,10 @@ def apply_self_extend(model: Any, G: int, w_n: int, backend: str = "auto", flash
 def remove(model: Any) -> Any:
     """See :func:`freqlab.apply.remove`."""
     _check_model(model)
-    sharing = model in _PREVIOUS and any(m is not model and m.config is model.config for m in list(_PREVIOUS))
     previous = _PREVIOUS.pop(model, None)
-    if sharing and _text_config(model)._attn_implementation in _OWN_NAMES:
-        # another model built from the same config runs a plan: the implementation stays on the config, this model's
-        # plan goes (it then runs nothing, and says why); the last removed sets the config back
-        _restore(model, _attention_modules(model), previous, implementation=False)
-        warnings.warn(
-            f"{type(model).__name__}: the plan is removed, but its config keeps freqlab's attention implementation "
-            "for another model built from the same config object, which runs a plan: remove it there too, or "
-            "build each model from its own config, e.g. AutoModelForCausalLM.from_config(copy.deepcopy(config))",
-            stacklevel=3,
-        )
-        return model
     if previous is None and _text_config(model)._attn_implementation in _OWN_NAMES:
-        if _shares_config(model.config):  # no copy: taking it off here took it off that model, unsaid (a review)
+        # not a copy: taking it off here took it off that model, unsaid (a review; a shared text_config too)
+        if _shares_config(model.config) or _shares_config(_text_config(model)):
             raise FreqlabError(f"no STRING or Self-Extend was applied to this model: its config says so after {SHARED}")
         # a deep copy (or unpickled copy) of an applied model: set up as _apply does for one (a review: it could neither
         # run nor be removed)
@@ -1012,12 +1018,9 @@ def remove(model: Any) -> Any:
     return model
 
 
-def _restore(model: Any, modules: list[torch.nn.Module], previous: str, *, implementation: bool = True) -> None:
-    """The model as it was before any plan: its implementation ``previous`` (unless ``implementation`` is False: a
-    config another applied model shares), no hook, no setting.
-    """
-    if implementation:
-        _set_implementation(model, previous)
+def _restore(model: Any, modules: list[torch.nn.Module], previous: str) -> None:
+    """The model as it was before any plan: its implementation ``previous``, no hook, no setting."""
+    _set_implementation(model, previous)
     _unhook(model, modules)
     for module in modules:
         _SETTINGS.pop(module, None)

@@ -416,18 +416,44 @@ def test_models_built_from_one_config_object_say_so_and_no_plan_is_taken_off_uns
         fa.remove(second)
     torch.testing.assert_close(_logits(first, ids), applied, rtol=0, atol=0)  # still STRING
     torch.testing.assert_close(_logits(own, ids), stock, rtol=0, atol=0)  # its own config: untouched
-    # both applied, each with its own settings per layer; removing one leaves the config to the other, said
-    fa.string(second, 20, 4)
+    # a plan on the other would change this one's (Self-Extend set on the config took STRING off it; a plan that
+    # changes nothing put the config back to sdpa: a second review): refused, until this one's plan is removed
+    for apply in (lambda: fa.self_extend(second, 4, 8), lambda: fa.self_extend(second, 1, 8)):
+        with pytest.raises(FreqlabError, match="this model's config object is shared with another model a plan is"):
+            apply()
     torch.testing.assert_close(_logits(first, ids), applied, rtol=0, atol=0)
-    with pytest.warns(UserWarning, match="its config keeps freqlab's attention implementation for another model"):
-        fa.remove(first)
-    assert not torch.allclose(_logits(second, ids), stock)  # the other's plan runs on
-    with pytest.raises(FreqlabError, match="set on this model's config by applying a plan to another model"):
-        _logits(first, ids)
-    fa.remove(second)  # the last: the config goes back, for both
+    fa.remove(first)
     assert config._attn_implementation == "sdpa"
-    torch.testing.assert_close(_logits(first, ids), stock, rtol=0, atol=0)
+    fa.string(second, 20, 4)  # now its plan is the config's
+    assert not torch.allclose(_logits(second, ids), stock)
+    fa.remove(second)
     torch.testing.assert_close(_logits(second, ids), stock, rtol=0, atol=0)
+
+
+def test_two_llavas_sharing_one_text_config_are_told_apart():
+    """A second review: two Llavas with their own top-level configs around one text_config object: remove() on the
+    one never applied silently put the other back to stock (only the top-level configs were compared)."""
+    torch.manual_seed(0)
+    text = transformers.LlamaConfig(hidden_size=32, num_attention_heads=4, num_key_value_heads=2, num_hidden_layers=2,
+                                    vocab_size=120, intermediate_size=64, max_position_embeddings=L)  # fmt: skip
+    vision = transformers.CLIPVisionConfig(hidden_size=16, intermediate_size=32, num_hidden_layers=1,
+                                           num_attention_heads=2, image_size=28, patch_size=14)  # fmt: skip
+
+    def llava():
+        config = transformers.LlavaConfig(text_config=text, vision_config=vision, image_token_index=119,
+                                          vision_feature_layer=-1)  # fmt: skip
+        config.text_config = text  # one object under both
+        return transformers.LlavaForConditionalGeneration(config).eval()
+
+    first, second = llava(), llava()
+    assert first.config is not second.config and first.config.get_text_config() is second.config.get_text_config()
+    fa.string(first, 16, 4)
+    with pytest.raises(FreqlabError, match="no STRING or Self-Extend was applied to this model: its config says so"):
+        fa.remove(second)
+    with pytest.raises(FreqlabError, match="this model's config object is shared with another model a plan is"):
+        fa.string(second, 16, 4)
+    assert first.config.get_text_config()._attn_implementation == "freqlab_string"
+    fa.remove(first)
 
 
 def test_a_deep_copy_of_an_applied_model_can_be_removed_to_stock():
