@@ -173,7 +173,7 @@ def whole_number(value) -> int | None:
     if isinstance(value, Decimal):
         return int(value) if value.is_finite() and value == value.to_integral_value() else None
     if isinstance(value, float | np.floating) and math.isfinite(value) and float(value).is_integer():
-        return int(value) if abs(value) < 2**53 else None
+        return int(value) if abs(float(value)) < 2**53 else None  # (2**53 in float16 overflowed, with a warning)
     return None
 
 

@@ -24,3 +24,20 @@ def test_a_dot_of_signed_and_unsigned_arrays_stays_exact():
     """np.dot of int64 and uint64 goes through float64 (a review: 3458764526705442816 for 3458764526705442825)."""
     a, b = np.array([2**30 + 1] * 3, np.int64), np.array([2**30 + 3] * 3, np.uint64)
     assert exact_dot(a, b) == 3 * (2**30 + 1) * (2**30 + 3) == 3458764526705442825
+
+
+def test_whole_number_takes_whole_numbers_of_every_type_and_nothing_else():
+    """Reviews: ExactFrequency's denominators and dynamic_ntk_base's windows of Fraction(2), Decimal(2), 4096.0 and
+    np.float16(2048) are whole numbers (float16 warned of an overflow at the 2^53 bound); 2.5, True, nan are not."""
+    import warnings
+    from decimal import Decimal
+    from fractions import Fraction
+
+    from freqlab.arrays import whole_number
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        assert [whole_number(v) for v in (5, Fraction(4, 2), Decimal("3"), 4096.0, np.float16(2048))] == [
+            5, 2, 3, 4096, 2048
+        ]  # fmt: skip
+    assert [whole_number(v) for v in (2.5, True, float("nan"), 2.0**60, "3", Decimal("1.5"))] == [None] * 6

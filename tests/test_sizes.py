@@ -78,3 +78,7 @@ def test_counts_told_apart_write_a_count_below_1000_that_is_no_whole_number_as_i
     assert counts_told_apart(100, 3.3) == ("100", "3.3")
     assert counts_told_apart(2, 2.5) == ("2", "2.5")
     assert counts_told_apart(10**12, 10**11) == ("1T", "100B")
+    assert counts_told_apart(999.9999, 1000) == ("999.9999", "1K")  # :g read "1000" beside "1K" (a second review)
+    from fractions import Fraction
+
+    assert counts_told_apart(Fraction(1, 3), 1) == ("0.333333333333", "1")  # a TypeError from Fraction's format

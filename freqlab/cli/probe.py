@@ -204,17 +204,17 @@ def probe_command(
     """
     from freqlab.apply import probe as p
 
-    for given, option in ((string_plan, "--string"), (self_extend_plan, "--self-extend")):
-        if len(set(given)) > 1:  # a second one replaced the first, unsaid (a review); the same one twice is one
+    plans = []
+    for name, given, names, option in (("STRING", string_plan, "S,W", "--string"),
+                                       ("Self-Extend", self_extend_plan, "G,w_n", "--self-extend")):  # fmt: skip
+        settings = list(dict.fromkeys(_pair(text, names, option) for text in given))  # the same setting once
+        if len(settings) > 1:  # a second one replaced the first, unsaid (a review)
             raise click.BadParameter(
                 f"given {len(given)} times ({'; '.join(given)}): a probe compares one setting of each method with the "
                 "stock model; run it again for another",
                 param_hint=f"'{option}'",
             )
-    plans = [
-        ("STRING", _pair(string_plan[0] if string_plan else None, "S,W", "--string")),
-        ("Self-Extend", _pair(self_extend_plan[0] if self_extend_plan else None, "G,w_n", "--self-extend")),
-    ]
+        plans.append((name, settings[0] if settings else None))
     plans = [(name, values) for name, values in plans if values is not None]
     if no_baseline and not plans:
         raise click.UsageError("--no-baseline needs --string or --self-extend")

@@ -29,7 +29,7 @@ from fractions import Fraction
 
 import numpy as np
 
-from freqlab.arrays import as_written, finite, magnitude, whole_number
+from freqlab.arrays import as_int64, as_written, finite, magnitude, whole_number
 from freqlab.errors import FreqlabError
 
 INT64_LIMIT = 1 << 63
@@ -49,6 +49,8 @@ def exact_integers(values) -> np.ndarray:
             raise FreqlabError(f"an exact position frequency needs integer counts, got {values[ints.index(None)]!r}")
         wide = bool(ints) and max(abs(v) for v in ints) >= INT64_LIMIT
         return np.array(ints, dtype=object if wide else np.int64)
+    if array.dtype.kind == "f":  # whole floats are counts, as in an object array (a review): as_int64's checks
+        return as_int64(array, "an exact position frequency's counts")
     if array.dtype.kind not in "iu":
         raise FreqlabError(f"an exact position frequency needs integer counts, got dtype {array.dtype}")
     if array.dtype == np.uint64 and array.size and int(array.max()) >= INT64_LIMIT:
@@ -138,6 +140,8 @@ class ExactFrequency:
         """f · factor exactly (``factor`` an int, a Fraction, a decimal string such as ``"0.25"``, or a float read as
         written, as mixtures read weights: 0.1 is 1/10, not the binary double nearest it).
         """
+        if isinstance(factor, bool | np.bool_):  # True was a factor of 1 (a review)
+            raise FreqlabError(f"a frequency is scaled by a finite factor >= 0, got {factor!r}")
         try:
             factor = as_written(factor) if finite(factor) else Fraction(factor)  # a decimal string too
         except (TypeError, ValueError, OverflowError):  # nan, inf, "x": Fraction's own words named no factor

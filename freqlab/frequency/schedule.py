@@ -45,6 +45,7 @@ import difflib
 import functools
 import math
 import os
+from collections.abc import Mapping
 from collections.abc import Set as AbstractSet
 from dataclasses import dataclass, field, replace
 from fractions import Fraction
@@ -223,7 +224,10 @@ def parse_schedule(
         histogram = Path(histogram)
     default = histogram if histogram is not None else _relative(base, data.get("histogram"))
     histogram_from = "--hist" if histogram is not None else f"{source}: histogram"
-    default_weights = weights if weights is not None else _weights(base, data.get("weights"), f"{source}: weights")
+    # weights given here (--weights, or Python) are read from the working folder, as --weights reads them, and are
+    # checked as the file's are (a mapping was a TypeError later, "" no weights, unsaid: a review)
+    given = None if weights is None else _weights(Path("."), weights, "weights", relative=False)
+    default_weights = given if weights is not None else _weights(base, data.get("weights"), f"{source}: weights")
     default_from = "--weights" if weights is not None else f"{source}: weights"
     default_layout = _layout(base, data.get("layout"), source)
     stages: list[Stage] = []
@@ -447,7 +451,7 @@ def files_named(schedule: Schedule) -> list[str]:
     return sorted(names)
 
 
-def _weights(base: Path, value, where: str) -> str | None:
+def _weights(base: Path, value, where: str, *, relative: bool = True) -> str | None:
     """The weights given at ``where`` (a stage, the file's default) as text: ``SOURCE=W,...``, a preset, or a mixture
     file (relative to the schedule file).
     """
@@ -461,13 +465,15 @@ def _weights(base: Path, value, where: str) -> str | None:
     # an array is none either (reviews)
     if isinstance(value, os.PathLike):  # a mixture file's path from Python
         value = os.fspath(value)
-    if not isinstance(value, dict | str):
+    if not isinstance(value, Mapping | str):
         raise FreqlabError(f"{where}: {brief(value)} is not weights; {kinds}; or leave it out")
     if not value or (isinstance(value, str) and not value.strip()):
         raise FreqlabError(f"{where}: {brief(value)} names no weights; {kinds}; or leave it out")
-    if isinstance(value, dict):
-        return ",".join(f"{source}={weight}" for source, weight in value.items())
+    if isinstance(value, Mapping):  # a numpy float as numpy writes it (float32's 0.3, not 0.30000001192092896)
+        return ",".join(f"{source}={str(w) if isinstance(w, np.floating) else w}" for source, w in value.items())
     text = value
+    if not relative:  # as the command line gives it: a preset, SOURCE=W,..., or a file from the working folder
+        return text
     if text.strip() in PRESETS:  # a preset first, as --weights takes it
         return text
     candidate = _relative(base, text)

@@ -294,11 +294,16 @@ def scale_to_budget(f: ArrayLike, tokens: float) -> np.ndarray:
     # f·T first, then / f(0): one rounding where f·T is exact (below 2^53), where f·(T/f(0)) rounded twice and
     # put f_T(1) of [14, 7] at T = 122 at 60.99999999999999 (a review); f_T(0) is T itself; f·T past float64 (a
     # second review: [1e300, 1e300] at T = 1e30 gave inf) is scaled the other way
-    values = f.astype(np.float64)
-    if float(values.max()) * float(budget) < 1e300:
-        scaled = values * float(budget) / float(f[0])
-    else:  # f·T past float64: T / f(0) first (rounded twice, as the count is in any case)
-        scaled = values * (float(budget) / float(f[0]))
+    if f.dtype == object:  # Python integers, 10**400 among them: each f(i)/f(0) exactly first, then rounded
+        head = int(f[0])
+        values = np.array([float(Fraction(int(v), head)) for v in f.tolist()])
+        scaled = values * float(budget)
+    else:
+        values = f.astype(np.float64)
+        if float(values.max()) * float(budget) < 1e300:
+            scaled = values * float(budget) / float(f[0])
+        else:  # f·T past float64: f / f(0) first, never past 1 (T / f(0) could overflow: a second review)
+            scaled = values / float(f[0]) * float(budget)
     scaled[0] = float(budget)
     return scaled
 

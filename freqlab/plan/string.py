@@ -746,17 +746,20 @@ def plan_string(
         S = min(max(S_rule, lo), hi)
         within = lo <= S_rule <= hi
     if W >= S:
-        # a larger S only where one below L can pass W (a review: --L 96 --S 48 was told "or a larger S")
+        # a larger S only where one below L can pass W (a review: --L 96 --S 48 was told "or a larger S"), and
+        # S > 32 only where one is below L (a second: --L 33 --S 20)
         larger = "a larger S" if given and W < L - 1 else "a longer window" if not given else ""
-        remedy = (
-            f"use a smaller W (>= {MIN_W})" + (f" or {larger}" if larger else "")
-            if S > MIN_W
-            else f"no W fits ({MIN_W} <= W < S): give "
-            + (f"S > {MIN_W} (and W < S)" if given else f"a larger S or a window with L/3 > {MIN_W}")
-        )
+        if S > MIN_W:
+            remedy = f"use a smaller W (>= {MIN_W})" + (f" or {larger}" if larger else "")
+        elif given and L - 1 > MIN_W:
+            remedy = f"no W fits ({MIN_W} <= W < S): give S > {MIN_W} (and W < S)"
+        elif given:  # no S in MIN_W + 1 .. L - 1
+            remedy = f"no W fits ({MIN_W} <= W < S < L): give a window of at least {MIN_W + 2} positions"
+        else:
+            remedy = f"no W fits ({MIN_W} <= W < S): give a larger S or a window with L/3 > {MIN_W}"
         # the option to change: W where a smaller one fits, else the S given or the window (a review: --L 2 blamed
         # the --W nobody gave)
-        option = "--W" if S > MIN_W else "--S" if given else "--L"
+        option = "--W" if S > MIN_W else "--S" if given and L - 1 > MIN_W else "--L"
         raise ParameterError(f"W = {W} must be much smaller than S = {S} (STRING needs W << S); {remedy}", option)
     if 4 * W > S:
         notes.append(f"W = {W} is more than S/4 = {S / 4:.0f}: W << S holds only loosely")

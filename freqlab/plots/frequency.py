@@ -366,6 +366,10 @@ def effective_length_curve(f, tokens: np.ndarray, tau: float = DEFAULT_TAU) -> n
     return np.array([effective_length(f, t, tau) for t in np.asarray(tokens, dtype=np.float64)], dtype=np.int64)
 
 
+#: The largest budget a log axis of tokens is drawn to (matplotlib's decade ticks overflow float64 near 1e308).
+MAX_AXIS_TOKENS = 1e300
+
+
 def plot_effective_length(
     histogram,
     Ls: Sequence[int] = (2048, 4096),
@@ -418,8 +422,13 @@ def plot_effective_length(
     tau = positive_number(tau, "tau")  # before the token range is made of it (tau=0 was "0 < start < stop, got None")
     # by default up to 100 tau, within the budgets freqlab counts (2^63 - 1 tokens: a review saw 10^21 on the axis)
     lo, hi = (tau / 2, min(100 * tau, float(2**63 - 1))) if tokens is None else (float(t) for t in tokens)
-    if tokens is None and hi <= lo:  # a tau past 2^63 from Python: its own range (a review: it was refused)
-        hi = 100 * tau
+    if tokens is None and hi < 2 * lo:  # a tau near or past 2^63 from Python: up to 100 tau (reviews: refused; then
+        hi = min(100 * tau, MAX_AXIS_TOKENS)  # a range of nothing), within what a log axis draws (1e307: inf)
+        if hi < 2 * lo:
+            raise FreqlabError(
+                f"tau = {tau:g}: the default budgets tau/2 .. 100 tau pass what a figure draws ({MAX_AXIS_TOKENS:g}); "
+                "give tokens=(low, high)"
+            )
     if not 0 < lo < hi:
         raise FreqlabError(f"token range must satisfy 0 < start < stop, got {tokens}")
     grid = np.geomspace(lo, hi, int(points))
@@ -430,10 +439,12 @@ def plot_effective_length(
             color = PALETTE[k % len(PALETTE)]
             f = position_frequency(h.lengths, h.counts, L, regime, seed=seed)
             if not f[1:].any():  # both panels empty, and matplotlib's warnings about them (reviews; L = 1 too)
-                raise FreqlabError(
-                    f"under {regime} at L = {L} every segment is 1 token long: no position past 0 occurs, so there "
-                    "is no effective length to plot"
+                why = (
+                    "a window of L = 1 holds position 0 alone"
+                    if L == 1
+                    else f"under {regime} at L = {L} every segment is 1 token long: no position past 0 occurs"
                 )
+                raise FreqlabError(f"{why}, so there is no effective length to plot")
             curve = effective_length_curve(f, grid, tau)
             highest = max(highest, int(np.max(curve)))
             left.plot(grid, curve, color=color, label=f"L = {position_label(L)}")

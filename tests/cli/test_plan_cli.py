@@ -789,3 +789,12 @@ def test_a_long_hist_that_cannot_be_read_is_a_usage_error_naming_it(hist, tmp_pa
         args = ("plan", "upsample", "--hist", hist, "--L", "2K", "--effective-length", 1900, "--long-hist", given)
         result = run(*args)
         assert result.exit_code == 2 and "Invalid value for '--long-hist'" in result.output and said in result.output
+
+
+def test_string_with_no_s_between_32_and_l_asks_for_a_longer_window():
+    """A second review: --L 33 --S 20 was told "give S > 32", though no S below L = 33 is."""
+    last = run("plan", "string", "--L", 33, "--S", 20).output.strip().splitlines()[-1]
+    assert last == (
+        "Error: Invalid value for '--L': W = 128 must be much smaller than S = 20 (STRING needs W << S); no W fits "
+        "(32 <= W < S < L): give a window of at least 34 positions"
+    )

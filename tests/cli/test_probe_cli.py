@@ -130,7 +130,7 @@ def test_the_text_is_the_probe_reports_report_and_the_json_its_dict(model_dir):
     from freqlab.apply.probe import ProbeReport, ProbeResult
 
     args = ["probe", model_dir, "--lengths", "240", "--depths", "0,1", "--trials", 1, "--string", "32,4"]
-    data = json.loads(run(*args, "--string", "32,4", "--json").stdout)  # the same setting twice is one (a review)
+    data = json.loads(run(*args, "--string", "32, 4", "--json").stdout)  # the same setting twice is one (reviews)
     results = tuple(
         ProbeResult(
             r["label"],

@@ -88,6 +88,9 @@ def test_an_exact_frequency_takes_python_integers_past_int64_and_no_counts():
     assert ExactFrequency([Decimal("3")]).numerator.tolist() == [3]
     for denominator in (Fraction(2), Decimal(2), np.float32(2.0), 2.0):
         assert ExactFrequency([4, 2], denominator).denominator == 2
+    assert ExactFrequency([3.0, 2.0]).numerator.tolist() == [3, 2]  # a float array as an object array's floats
+    with pytest.raises(FreqlabError, match="scaled by a finite factor >= 0, got True"):  # was a factor of 1
+        ExactFrequency([3]).scale(True)
 
 
 def test_a_float_factor_is_read_as_written_as_mixtures_read_weights():

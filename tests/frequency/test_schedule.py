@@ -660,6 +660,16 @@ def test_weights_that_name_no_mix_are_refused_naming_the_stage(weights, message)
         parse_schedule({"stages": [stage]}, source="s.yaml", histogram=h)
     assert str(caught.value).startswith(f"s.yaml: stage 1 (a): weights: {message}; weights are SOURCE=W,...")
     assert str(caught.value).endswith("; or leave it out")
+    from freqlab.histogram import combine_sources
+
+    split = combine_sources(
+        {"a": LengthHistogram.from_counts([3, 8], [2, 1]), "b": LengthHistogram.from_counts([5], [3])}
+    )
+    given = parse_schedule({"stages": [{**stage, "weights": None}]}, source="s.yaml", histogram=split,
+                           weights={"a": 1, "b": np.float32(0.3)})  # fmt: skip
+    assert given.stages[0].weights == "a=1,b=0.3"  # Python's weights= too: a mapping was a TypeError later (a review)
+    with pytest.raises(FreqlabError, match=r"^weights: '' names no weights"):  # "" was no weights, unsaid
+        parse_schedule({"stages": [{**stage, "weights": None}]}, source="s.yaml", histogram=split, weights="")
     with pytest.raises(FreqlabError, match=r"^s\.yaml: weights: \{\} names no weights"):  # the default's too
         parse_schedule({"weights": {}, "stages": [{**stage, "weights": None}]}, source="s.yaml", histogram=h)
 

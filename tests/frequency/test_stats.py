@@ -335,6 +335,10 @@ def test_scale_to_budget_scales_the_other_way_where_f_times_T_passes_float64():
     """A second review: computing f·T first gave inf for [1e300, 1e300] at T = 1e30, and for [14, 7] at 1e308."""
     assert scale_to_budget(np.array([1e300, 1e300]), 1e30).tolist() == pytest.approx([1e30, 1e30], rel=1e-15)
     assert scale_to_budget(np.array([14, 7]), 1e308).tolist() == [1e308, 5e307]
+    # f / f(0) first there: T / f(0) overflowed (a third look), and Python integers past float64 are ratios first
+    assert scale_to_budget([1e-5, 1e-5], 1e306).tolist() == [1e306, 1e306]
+    assert scale_to_budget([0.5, 0.25], 1.5e308).tolist() == [1.5e308, 7.5e307]
+    assert scale_to_budget(np.array([10**400, 10**399], dtype=object), 1).tolist() == [1.0, 0.1]
 
 
 def test_a_numpy_float32_fraction_is_read_as_numpy_writes_it():

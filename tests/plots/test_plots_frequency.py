@@ -264,7 +264,12 @@ def test_decades_past_100T_are_powers_of_ten_and_budgets_stay_within_int64():
 def test_effective_length_at_a_window_of_one_and_a_tau_past_int64():
     """A second review: L = 1 (no position past 0) still drew empty panels with matplotlib's warnings, and a tau of
     1e20 from Python was refused ("token range must satisfy 0 < start < stop, got None")."""
-    with pytest.raises(FreqlabError, match="under natural at L = 1 every segment is 1 token long"):
+    with pytest.raises(FreqlabError, match="a window of L = 1 holds position 0 alone, so there is no effective"):
         plot_effective_length(LengthHistogram.from_counts([1, 50], [1000, 1]), [1])
     fig = plot_effective_length(LengthHistogram.from_counts([1, 50], [1000, 1]), [16], tau=1e20)
     assert fig.axes[0].get_xlim()[1] >= 1e21  # up to 100 tau: its own range past 2^63
+    h = LengthHistogram.from_counts([1, 50], [1000, 1])
+    low, high = plot_effective_length(h, [16], tau=1.8446744073709e19).axes[0].get_xlim()  # just below 2^64
+    assert high >= 100 * low  # not a range of nothing
+    with pytest.raises(FreqlabError, match=r"tau = 1e\+307: the default budgets tau/2 .. 100 tau pass what a figure"):
+        plot_effective_length(h, [16], tau=1e307)  # 100 tau was inf (a second review)
