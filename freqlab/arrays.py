@@ -169,7 +169,7 @@ def whole_number(value) -> int | None:
     if isinstance(value, int | np.integer):
         return int(value)
     if isinstance(value, numbers.Rational):
-        return int(value) if value.denominator == 1 else None
+        return int(value.numerator) if value.denominator == 1 else None
     if isinstance(value, Decimal):
         return int(value) if value.is_finite() and value == value.to_integral_value() else None
     if isinstance(value, float | np.floating) and math.isfinite(value) and float(value).is_integer():

@@ -60,13 +60,12 @@ class Display:
     details: str = ""
 
     def text(self) -> str:
-        """The repr: ``title: headline`` and up to two more lines, each shortened and made printable (a name from
-        the data may hold a newline, ESC or a byte that is not UTF-8: a review), the whole below MAX_REPR.
+        """The repr: ``title: headline`` and up to two more lines, each shortened and shown as :func:`shown_text`
+        shows it (a name from the data may hold a newline, ESC or a byte that is not UTF-8: a review), the whole
+        below MAX_REPR.
         """
-        from freqlab.paths import printable
-
-        lines = [f"{self.title}: {self.headline}", *list(self.lines)[:2]]
-        return clip("\n".join(clip(printable(line), MAX_REPR // 3) for line in lines), MAX_REPR)
+        lines = [f"{self.title}: {self.headline}", *list(self.lines)[:2]]  # (NBSP and U+3000 as they are: a review)
+        return clip("\n".join(clip(shown_text(line), MAX_REPR // 3) for line in lines), MAX_REPR)
 
     def html(self) -> str:
         """A ``<div>``: title, headline, key-number table, wide table, code blocks, figure, folded details; every

@@ -230,7 +230,11 @@ def counts_told_apart(a: float, b: float) -> tuple[str, str]:
     """
     # a count below 1,000 that is no whole number as it is (tau = 3.3 read "3", and 3 would pass 97: a review)
     # (12 digits: 999.9999 beside 1000 read "1000" and "1K" with :g, a second review; a Fraction as a float)
-    shown = tuple(f"{float(x):.12g}" if abs(x) < 1000 and not float(x).is_integer() else human_count(x) for x in (a, b))
+
+    def written(x: float) -> str:
+        return f"{float(x):.12g}" if abs(x) < 1000 and not float(x).is_integer() else human_count(x)
+
+    shown = written(a), written(b)
     if shown[0] != shown[1] or a == b:
         return shown
     return f"{int(a):,}" if float(a).is_integer() else f"{a:,}", f"{int(b):,}" if float(b).is_integer() else f"{b:,}"

@@ -11,6 +11,7 @@ from freqlab.display import (
     Display,
     Series,
     clip,
+    columns,
     count_ticks,
     html_table,
     sample_indices,
@@ -87,3 +88,39 @@ def test_stats_shows_source_names_as_every_table_does():
     lines = [line for line in h.report(8).splitlines() if line.startswith("source ")]
     assert sorted(line.split("  ")[0].rstrip() for line in lines) == ["source ' '", "source ''", "source 日本語"]
     assert len({columns(line.split("  1 documents")[0]) for line in lines}) == 1
+
+
+def test_what_the_data_hold_is_shown_escaped_in_reprs_and_html_and_spaces_as_they_are():
+    """Reviews: the repr of a histogram showed its sources' ESC, CR, NUL and right-to-left override raw (one
+    cleared the screen, another reversed what followed it in HTML), a newline made more than three lines, and a
+    file name's byte that is not UTF-8 made the HTML unencodable; NBSP and U+3000 are spaces and stay as they are."""
+    from freqlab.histogram import LengthHistogram, combine_sources
+
+    names = ["ansi\x1b[31mRED", "nl\nx", "rtl\u202eabc", "nb\xa0sp", "日本語\u3000コーパス"]
+    h = combine_sources({name: LengthHistogram.from_lengths([3, 5]) for name in names}, corpus="c\udcff")
+    text = repr(h)
+    assert "\x1b" not in text and "\u202e" not in text and "\udcff" not in text and len(text.splitlines()) <= 3
+    assert "ansi\\x1b[31mRED" in text and "nl\\nx" in text and "nb\xa0sp" in text and "日本語\u3000コーパス" in text
+    html = h._repr_html_()
+    html.encode("utf-8")  # no surrogate left
+    assert "rtl\\u202eabc" in html and "\x1b" not in html and "\u202e" not in html
+
+
+def test_reports_keep_a_name_on_its_line_and_columns_aligned():
+    """Reviews: a calibration label's newline forged a report line in the note; schedule stage names wider than 16
+    columns pushed their row's columns along."""
+    from freqlab.frequency.calibrate import CalibrationPoint, calibrate
+    from freqlab.frequency.schedule import parse_schedule, schedule_frequency
+    from freqlab.histogram import LengthHistogram
+
+    points = [CalibrationPoint("r1\nmethod: forged", 1500, 10**11, 9e10, tokens=5 * 10**11),
+              CalibrationPoint("r2", 1800, 2 * 10**11, 1.5e11, tokens=10**12)]  # fmt: skip
+    report = calibrate(points).report().splitlines()
+    assert [line for line in report if line.startswith("method:")] == [report[-1]]
+    assert any(line.startswith("note:") and "r1\\nmethod: forged (it allows" in line for line in report)
+    stages = [{"name": name, "L": 8, "tokens": 100} for name in ("a", "日本語ステージ名前", "x" * 30)]
+    result = schedule_frequency(
+        parse_schedule({"stages": stages}, source="s", histogram=LengthHistogram.from_counts([8], [3]))
+    )
+    rows = [line for line in result.report().splitlines() if " L=8 " in line]
+    assert len(rows) == 3 and len({columns(line[: line.index(" L=8 ")]) for line in rows}) == 1

@@ -41,7 +41,7 @@ from freqlab.errors import FreqlabError
 from freqlab.formats import CALIBRATION_FORMAT, CALIBRATION_KEYS, CALIBRATION_VERSION
 from freqlab.frequency.regimes import seeded_rng
 from freqlab.frequency.stats import STRING_PROBE_CALIBRATION, scale_to_budget
-from freqlab.paths import expand_home, printable_lines
+from freqlab.paths import expand_home, printable, printable_lines
 
 BOOTSTRAP_DRAWS: int = 10_000
 FORMAT = CALIBRATION_FORMAT  # importable from here as before
@@ -272,7 +272,9 @@ class Calibration(Displayed):
         widths = [max(len(str(c)) for c in col) for col in zip(header, *rows)]
         lines = ["  ".join(c if k == 0 else f"{c:>{w}}" for k, (c, w) in enumerate(zip(row, widths)))
                  for row in ([names[0], *header[1:]], *rows)]  # fmt: skip
-        return printable_lines([*lines, *self.estimate_lines(), f"method: {self.method}"])
+        # each estimate line on its line: a label's newline in the note forged another (a review)
+        estimates = [printable(line) for line in self.estimate_lines()]
+        return printable_lines([*lines, *estimates, f"method: {self.method}"])
 
     summary_lines = renamed_method("summary_lines", "estimate_lines")  # deprecated: the old name goes in 0.3
 

@@ -44,9 +44,10 @@ def exact_integers(values) -> np.ndarray:
         return np.zeros(0, np.int64)
     if array.dtype == object:
         values = array.reshape(-1).tolist()
-        ints = [whole_number(v) for v in values]  # Fraction(2, 1), Decimal("3") and 3.0 are counts; 1.5 was 1
-        if None in ints:
-            raise FreqlabError(f"an exact position frequency needs integer counts, got {values[ints.index(None)]!r}")
+        found = [whole_number(v) for v in values]  # Fraction(2, 1), Decimal("3") and 3.0 are counts; 1.5 was 1
+        if None in found:
+            raise FreqlabError(f"an exact position frequency needs integer counts, got {values[found.index(None)]!r}")
+        ints = [v for v in found if v is not None]
         wide = bool(ints) and max(abs(v) for v in ints) >= INT64_LIMIT
         return np.array(ints, dtype=object if wide else np.int64)
     if array.dtype.kind == "f":  # whole floats are counts, as in an object array (a review): as_int64's checks

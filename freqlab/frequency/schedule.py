@@ -826,7 +826,7 @@ class ScheduleFrequency(Displayed):
         """The terminal report of ``freqlab schedule`` (the numbers of :meth:`to_dict`): per stage its effective
         length alone and after it, the totals per layer kind, F at a few positions, the reach table, the notes.
         """
-        from freqlab.display import pad, percent, source_name
+        from freqlab.display import columns, pad, percent, source_name
         from freqlab.paths import printable, printable_lines
         from freqlab.sizes import human_count
 
@@ -853,6 +853,8 @@ class ScheduleFrequency(Displayed):
             f"budget     T = the stages' tokens (the schedule's); tau = {human_count(tau)}",
         ]
         no_layer = "no layer here" if data["rope_layers"] else "which the last stage's NoPE layers do not use"
+        # the names' column as wide as the widest shown (at least 16: a review found wider ones pushing L= along)
+        width = max([16, *(columns(source_name(stage["name"])) for stage in data["stages"])])
         for stage in data["stages"]:
             assumed = f"  [assumed: {', '.join(stage['assumed'])}]" if stage.get("assumed") else ""
             # a last layout of NoPE layers only (a review): no layer of the trained model uses a position, whatever
@@ -871,7 +873,8 @@ class ScheduleFrequency(Displayed):
             # one line whatever the data hold (a newline in a weights source split it: a review), the name as tables
             # show names (cut to 40 columns, padded by terminal columns)
             lines.append(printable(
-                f"  {pad(source_name(stage['name']), 16)} L={stage['L']:<7} {human_count(stage['tokens']):>7} tokens  "
+                f"  {pad(source_name(stage['name']), width)} L={stage['L']:<7} "
+                f"{human_count(stage['tokens']):>7} tokens  "
                 f"{regime:<8}  effective length {alone}: {stage['effective_length_alone']}; after it: {after}"
                 + _method(stage)
                 + (f"  (weights {stage['weights_described']})" if stage["weights"] else "")
@@ -906,12 +909,13 @@ class ScheduleFrequency(Displayed):
         rows = [row for row in data["reach"] if row["beyond"]]
         if rows:
             lines.append("share of all training tokens that reached each earlier stage's window (context >= W):")
+            reach_width = max([16, *(columns(source_name(row["stage"])) for row in rows)])
             for row in rows:
                 shares = ", ".join(
                     f"W={w}: {100 * v:.3g}%" if v is not None else f"W={w}: n/a (PoSE: position ids skip)"
                     for w, v in row["beyond"].items()
                 )
-                lines.append(f"  {pad(source_name(row['stage']), 16)} {row['kind']:<10} {shares}")
+                lines.append(f"  {pad(source_name(row['stage']), reach_width)} {row['kind']:<10} {shares}")
         lines += [f"note: {printable(note)}" for note in data["notes"]]  # a note's newline split it (a review)
         return printable_lines(lines)
 
