@@ -74,9 +74,7 @@ class Display:
         """
         from freqlab.paths import printable_lines
 
-        def esc(text: str) -> str:
-            return html.escape(shown_text(text))
-
+        esc = escaped
         parts = [
             '<div class="freqlab-display" style="font-family: sans-serif; font-size: 13px; line-height: 1.35">',
             f"<div><b>{esc(self.title)}</b>: {esc(self.headline)}</div>",
@@ -217,14 +215,20 @@ def columns(text: str) -> int:
     )  # fmt: skip
 
 
-def html_table(header: Sequence[str], rows: Sequence[Sequence[str]], limit: int = MAX_ROWS) -> str:
-    """A compact HTML table (right-aligned numbers), the first ``limit`` rows then "... N more rows"; cells as
-    :func:`shown_text` shows them, escaped for HTML.
+def escaped(text: str) -> str:
+    r"""``text`` for HTML: as :func:`shown_text` shows it, then escaped (``<``, ``&``, quotes).
+
+    >>> escaped("a<b\u202ec")
+    'a&lt;b\\u202ec'
     """
+    return html.escape(shown_text(text))
 
-    def esc(text: str) -> str:
-        return html.escape(shown_text(text))
 
+def html_table(header: Sequence[str], rows: Sequence[Sequence[str]], limit: int = MAX_ROWS) -> str:
+    """A compact HTML table (right-aligned numbers), the first ``limit`` rows then "... N more rows"; cells
+    :func:`escaped`.
+    """
+    esc = escaped
     head = "".join(f"<th>{esc(h)}</th>" for h in header)
     shown = list(rows)[:limit]
     body = "".join(
