@@ -80,9 +80,14 @@ def rope_basis(head_dim: int, base: float = 10000.0) -> np.ndarray:
     [1.0, 0.1]
     """
     d = check_head_dim(head_dim)
-    base = _real(base, "the RoPE base", above=1.0)  # NaN made every θ NaN, unsaid (a review)
+    base = check_base(base)  # NaN made every θ NaN, unsaid (a review)
     i = np.arange(1, d // 2 + 1, dtype=np.float64)
     return base ** (-2.0 * (i - 1) / d)
+
+
+def check_base(base) -> float:
+    """The RoPE base b as a float: a finite number above 1 (a FreqlabError otherwise), for every plan that uses one."""
+    return _real(base, "the RoPE base", above=1.0)
 
 
 def _real(value, what: str, *, above: float | None = None) -> float:

@@ -77,7 +77,7 @@ from freqlab.display import Display, Displayed
 from freqlab.errors import FreqlabError, brief
 from freqlab.frequency.stats import positive_number
 from freqlab.plan import display as shown
-from freqlab.plan.rope_bases import TABLE4_CONTEXT_LENGTHS, table4_reach
+from freqlab.plan.rope_bases import TABLE4_CONTEXT_LENGTHS, check_base, table4_reach
 from freqlab.plan.well_trained import check_window, json_fields
 from freqlab.sizes import MAX_HEAD_DIM, MAX_POSITIONS
 
@@ -130,7 +130,7 @@ def ntk_aware_base(base: float, factor: float, head_dim: int) -> float:
     40890
     """
     # a negative s made a complex base, NaN a NaN one, 1e308 an OverflowError (reviews): inf past float64
-    return _finite_base(_rope_base(base), positive_number(factor, "the scale factor s"), _ntk_exponent(head_dim))
+    return _finite_base(check_base(base), positive_number(factor, "the scale factor s"), _ntk_exponent(head_dim))
 
 
 def _finite_base(base: float, stretch: float, exponent: float) -> float:
@@ -141,14 +141,6 @@ def _finite_base(base: float, stretch: float, exponent: float) -> float:
         return base * stretch**exponent
     except OverflowError:
         return math.inf
-
-
-def _rope_base(base) -> float:
-    """The RoPE base b, a finite number above 1 (a FreqlabError otherwise)."""
-    b = positive_number(base, "the RoPE base")
-    if b <= 1:
-        raise FreqlabError(f"the RoPE base must be above 1, got {brief(base)}")
-    return b
 
 
 def dynamic_ntk_base(base: float, factor: float, head_dim: int, L: int, n: int) -> float:
@@ -187,7 +179,7 @@ def dynamic_ntk_base(base: float, factor: float, head_dim: int, L: int, n: int) 
     L = check_window(L if whole_number(L) is None else whole_number(L))
     n = max(check_window(n if whole_number(n) is None else whole_number(n), "the sequence length n"), L)
     s = positive_number(factor, "the scale factor s")
-    return _finite_base(_rope_base(base), s * n / L - (s - 1), _ntk_exponent(head_dim))
+    return _finite_base(check_base(base), s * n / L - (s - 1), _ntk_exponent(head_dim))
 
 
 def yarn_attention_factor(factor: float) -> float:

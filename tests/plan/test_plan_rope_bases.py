@@ -131,7 +131,7 @@ def test_the_rope_scaling_helpers_refuse_what_gives_no_base():
 
     cases = [
         (lambda: ntk_aware_base(10000, -1, 128), "the scale factor s must be a positive finite number, got -1"),
-        (lambda: ntk_aware_base(float("nan"), 4, 128), "the RoPE base must be a positive finite number, got nan"),
+        (lambda: ntk_aware_base(float("nan"), 4, 128), "the RoPE base must be a finite number above 1, got nan"),
         (lambda: dynamic_ntk_base(10000, 4, 128, 0, 10), "L must be a positive integer, got 0"),
         (lambda: yarn_attention_factor(0), "the scale factor s must be a positive finite number, got 0"),
     ]
