@@ -8,6 +8,7 @@ the modified θ* vector (float64, length d/2), index 0 holding i = 1.
 from __future__ import annotations
 
 import math
+from typing import cast
 
 import numpy as np
 
@@ -93,11 +94,11 @@ def check_base(base) -> float:
 def _real(value, what: str, *, above: float | None = None) -> float:
     """``value`` as a finite float, above ``above`` where given, else at least 0; a FreqlabError naming ``what``."""
     number = real_number(value)
-    low = 0.0 if above is None else above
-    if number is None or not math.isfinite(number) or number < low or (above is not None and number == above):
-        kind = f"finite number above {above:g}" if above is not None else "non-negative finite number"
+    inside = number is not None and math.isfinite(number) and (number >= 0 if above is None else number > above)
+    if not inside:
+        kind = "non-negative finite number" if above is None else f"finite number above {above:g}"
         raise FreqlabError(f"{what} must be a {kind}, got {brief(value)}")
-    return number
+    return cast(float, number)
 
 
 def power_basis(head_dim: int, k: float = POWER_K, base: float = 10000.0) -> np.ndarray:

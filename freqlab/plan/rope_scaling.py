@@ -133,6 +133,12 @@ def ntk_aware_base(base: float, factor: float, head_dim: int) -> float:
     return _finite_base(check_base(base), positive_number(factor, "the scale factor s"), _ntk_exponent(head_dim))
 
 
+def _positions(value, name: str) -> int:
+    """A number of positions (:func:`check_window`), a whole float or Fraction too (4096.0, as before: a review)."""
+    whole = whole_number(value)
+    return check_window(value if whole is None else whole, name)
+
+
 def _finite_base(base: float, stretch: float, exponent: float) -> float:
     """base · stretch^exponent, inf past float64 (an OverflowError's traceback: a review), as
     :func:`check_scaled_base` takes it.
@@ -176,8 +182,8 @@ def dynamic_ntk_base(base: float, factor: float, head_dim: int, L: int, n: int) 
     135402
     """
     # L = 0 divided by zero (a review); 4096.0 and 5000.0 are whole numbers, as before (a second)
-    L = check_window(L if whole_number(L) is None else whole_number(L))
-    n = max(check_window(n if whole_number(n) is None else whole_number(n), "the sequence length n"), L)
+    L, n = _positions(L, "L"), _positions(n, "the sequence length n")
+    n = max(n, L)
     s = positive_number(factor, "the scale factor s")
     return _finite_base(check_base(base), s * n / L - (s - 1), _ntk_exponent(head_dim))
 
