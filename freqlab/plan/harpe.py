@@ -46,13 +46,11 @@ import json
 import math
 import time
 from dataclasses import asdict, dataclass, field
-from decimal import Decimal
-from fractions import Fraction
 from importlib import resources
 
 import numpy as np
 
-from freqlab.arrays import finite
+from freqlab.arrays import as_written, finite
 from freqlab.display import Display, Displayed, quantity, rough_count
 from freqlab.errors import FreqlabError, ParameterError, brief
 from freqlab.plan import display as shown
@@ -120,8 +118,8 @@ def candidate_bases(b_min: float, b_max: float, stride: float) -> np.ndarray:
     """HARPE Eq. 10: B_c = {b_min + i·s, i = 1..⌊(b_max − b_min)/s⌋} (float64, ascending, b_min excluded).
 
     The count is computed exactly, on the numbers as written (rational arithmetic on each float's shortest decimal
-    form, :func:`_decimal`): 4e6 / 3e4 gives 133, and 1.5..2 by 0.1 gives 5 (1.6, ..., 2.0; the binary 0.1 is a
-    little above 1/10, which gave 4); each candidate is the float nearest to b_min + i·s.
+    form, :func:`~freqlab.arrays.as_written`): 4e6 / 3e4 gives 133, and 1.5..2 by 0.1 gives 5 (1.6, ..., 2.0; the
+    binary 0.1 is a little above 1/10, which gave 4); each candidate is the float nearest to b_min + i·s.
 
     Parameters
     ----------
@@ -150,7 +148,7 @@ def candidate_bases(b_min: float, b_max: float, stride: float) -> np.ndarray:
     if count < 1:
         raise FreqlabError(f"stride {step:g} is larger than b_max − b_min = {high - low:g}: no candidates")
     require_memory(16 * count, f"--stride {step:g}", f"{rough_count(count)} candidate bases from {low:g} to {high:g}")
-    first, each = _decimal(b_min), _decimal(stride)
+    first, each = as_written(b_min), as_written(stride)
     scale = math.lcm(first.denominator, each.denominator)
     top, add = int(first * scale), int(each * scale)
     i = np.arange(1, count + 1, dtype=np.int64)
@@ -166,23 +164,11 @@ EXACT_CANDIDATES = 100_000
 
 
 def candidate_count(b_min: float, b_max: float, stride: float) -> int:
-    """⌊(b_max − b_min)/s⌋ of HARPE Eq. 10, exactly, on the numbers as written (:func:`_decimal`)."""
+    """⌊(b_max − b_min)/s⌋ of HARPE Eq. 10, exactly, on the numbers as written (:func:`~freqlab.arrays.as_written`)."""
     _check_range(b_min, b_max)
     if not (stride > 0 and finite(stride)):
         raise FreqlabError(f"stride must be a finite number > 0, got {brief(stride)}")
-    return math.floor((_decimal(b_max) - _decimal(b_min)) / _decimal(stride))
-
-
-def _decimal(value) -> Fraction:
-    """``value`` as the decimal it is written as: an integer, a Fraction or a Decimal exactly, a float as its
-    shortest decimal form (0.1 is 1/10, not the binary double just above it; a float32 0.1 too), which is what a
-    user typing ``--stride 0.1`` means.
-    """
-    if isinstance(value, (int, np.integer)):
-        return Fraction(int(value))
-    if isinstance(value, (Fraction, Decimal)):
-        return Fraction(value)
-    return Fraction(str(value) if isinstance(value, np.floating) else repr(float(value)))
+    return math.floor((as_written(b_max) - as_written(b_min)) / as_written(stride))
 
 
 def _check_searchable(head_dim: int) -> None:
